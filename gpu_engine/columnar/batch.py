@@ -1,0 +1,150 @@
+"""Hold a batch of rows (Velox's RowVector) with an optional gather map.
+
+The gather map is this engine's DictionaryVector-as-selection: an ``int32``
+row-index array on the columns' device that selects, reorders or slices the base
+columns without copying them. LocalPartition hands each destination the same
+base columns with its own gather map; a filter that keeps few rows hands on a
+map instead of compacting every column. Consumers that need flat buffers call
+:meth:`Batch.materialize` (or :meth:`Batch.column`), which gathers only what
+they read.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import Device
+
+__all__ = ["Batch"]
+
+
+@dataclass(eq=False)
+class Batch:
+    """Named columns of equal length on one device, plus an optional gather map.
+
+    Attributes
+    ----------
+    names, columns
+        The base columns, all of ``base_rows`` rows.
+    device
+        Where the buffers live; every column and the gather map share it.
+    gather_map
+        ``int32`` indices into the base rows, or ``None`` for "all rows in order".
+    base_rows
+        Rows in the base columns (kept explicitly so zero-column batches, as fed
+        to ``count(*)``, still know their size).
+    """
+
+    names: tuple[str, ...]
+    columns: tuple[Column, ...]
+    device: Device
+    gather_map: Any = None
+    base_rows: int = -1
+
+    def __post_init__(self) -> None:
+        self.names = tuple(self.names)
+        self.columns = tuple(self.columns)
+        if self.base_rows < 0:
+            if not self.columns:
+                raise ValueError("a batch without columns needs base_rows")
+            self.base_rows = len(self.columns[0])
+
+    # ------------------------------------------------------------------ shape
+    @property
+    def num_rows(self) -> int:
+        """Return the rows this batch presents (after its gather map)."""
+        return self.base_rows if self.gather_map is None else int(self.gather_map.shape[0])
+
+    def __len__(self) -> int:
+        return self.num_rows
+
+    @property
+    def schema(self) -> pa.Schema:
+        """Return the logical schema of the batch."""
+        return pa.schema([pa.field(n, c.dtype) for n, c in zip(self.names, self.columns)])
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes this batch presents: base bytes scaled by selectivity, plus the map."""
+        base = sum(c.nbytes for c in self.columns)
+        if self.gather_map is None or self.base_rows == 0:
+            return base
+        return int(base * self.num_rows / self.base_rows) + int(self.gather_map.nbytes)
+
+    # ---------------------------------------------------------------- access
+    def index(self, name: str) -> int:
+        """Return the position of a column by name."""
+        try:
+            return self.names.index(name)
+        except ValueError:
+            raise KeyError(f"no column {name!r} in batch with columns {list(self.names)}") from None
+
+    def base_column(self, name: str) -> Column:
+        """Return a base column, ignoring the gather map."""
+        return self.columns[self.index(name)]
+
+    def column(self, name: str) -> Column:
+        """Return a column with the gather map applied (a gather, or the base column when unmapped)."""
+        base = self.base_column(name)
+        if self.gather_map is None:
+            return base
+        from gpu_engine.kernels.gather import gather_column
+
+        return gather_column(self.device, base, self.gather_map)
+
+    def materialize(self, names: Iterable[str] | None = None) -> "Batch":
+        """Return a batch without a gather map holding ``names`` (default: all columns)."""
+        names = self.names if names is None else tuple(names)
+        if self.gather_map is None and names == self.names:
+            return self
+        return Batch(names, tuple(self.column(n) for n in names), self.device, None, self.num_rows)
+
+    # ------------------------------------------------------------- selection
+    def with_gather_map(self, indices: Any) -> "Batch":
+        """Return a batch selecting ``indices`` (relative to this batch's rows), composing maps."""
+        xp = self.device.xp
+        indices = indices.astype(xp.int32, copy=False)
+        if self.gather_map is not None:
+            indices = xp.take(self.gather_map, indices)
+        return Batch(self.names, self.columns, self.device, indices, self.base_rows)
+
+    def slice(self, start: int, stop: int) -> "Batch":
+        """Return rows ``[start, stop)`` without copying the base columns."""
+        start = max(0, min(start, self.num_rows))
+        stop = max(start, min(stop, self.num_rows))
+        if start == 0 and stop == self.num_rows:
+            return self
+        xp = self.device.xp
+        if self.gather_map is not None:
+            return Batch(self.names, self.columns, self.device, self.gather_map[start:stop], self.base_rows)
+        return Batch(self.names, self.columns, self.device, xp.arange(start, stop, dtype=xp.int32), self.base_rows)
+
+    def select(self, names: Sequence[str], rename: Sequence[str] | None = None) -> "Batch":
+        """Return a batch with only ``names`` (optionally renamed), keeping the gather map."""
+        columns = tuple(self.base_column(n) for n in names)
+        return Batch(tuple(rename or names), columns, self.device, self.gather_map, self.base_rows)
+
+    # ----------------------------------------------------------------- Arrow
+    @classmethod
+    def from_arrow(cls, data: pa.Table | pa.RecordBatch, device: Device) -> "Batch":
+        """Copy an Arrow table or record batch onto ``device``."""
+        columns = tuple(Column.from_arrow(data.column(i), device) for i in range(data.num_columns))
+        return cls(tuple(data.schema.names), columns, device, None, data.num_rows)
+
+    def to_arrow(self) -> pa.RecordBatch:
+        """Copy the rows this batch presents back to the host as an Arrow record batch."""
+        flat = self.materialize()
+        arrays = [c.to_arrow(self.device) for c in flat.columns]
+        if not arrays:
+            return pa.RecordBatch.from_pydict({}).slice(0, 0) if flat.num_rows == 0 else pa.RecordBatch.from_arrays([pa.nulls(flat.num_rows)], ["$rows"]).select([])
+        return pa.RecordBatch.from_arrays(arrays, names=list(flat.names))
+
+    @classmethod
+    def empty(cls, schema: pa.Schema, device: Device) -> "Batch":
+        """Return a zero-row batch of ``schema``."""
+        return cls.from_arrow(schema.empty_table(), device)

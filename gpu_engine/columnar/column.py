@@ -1,0 +1,197 @@
+"""Hold one column's buffers, in Arrow layout, on a device.
+
+A :class:`Column` is the engine's ``BaseVector``: values (or string chars, or
+dictionary codes), an optional per-row validity array and, for strings, offsets.
+All buffers are arrays of one device's array module (NumPy or CuPy). The
+conversion to and from Arrow lives here because it is the only place where the
+Arrow bitmap layout and the engine's byte-per-row validity meet.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpu_engine.columnar.types import is_decimal, is_string, normalize_type, physical_dtype
+from gpu_engine.device import Device
+
+__all__ = ["Column"]
+
+
+@dataclass(eq=False)
+class Column:
+    """One column of a batch.
+
+    Attributes
+    ----------
+    dtype
+        Logical Arrow type (see :mod:`gpu_engine.columnar.types`).
+    data
+        Fixed-width values; for strings the ``uint8`` chars; for a dictionary
+        column the ``int32`` codes into :attr:`dictionary`.
+    validity
+        ``bool_`` per row, True where the value is valid; ``None`` when no row is null.
+    offsets
+        For plain strings: ``int64`` offsets, ``len + 1`` of them, absolute into
+        ``data`` (they need not start at 0, so slicing is zero-copy).
+    dictionary
+        For dictionary-encoded strings: the distinct values, a plain string Column
+        on the same device. Filters, gathers and partitioning then move 4-byte codes.
+    """
+
+    dtype: pa.DataType
+    data: Any
+    validity: Any = None
+    offsets: Any = None
+    dictionary: "Column | None" = None
+
+    def __len__(self) -> int:
+        if self.dictionary is None and self.offsets is not None:
+            return int(self.offsets.shape[0]) - 1
+        return int(self.data.shape[0])
+
+    @property
+    def is_dictionary(self) -> bool:
+        """Return True when :attr:`data` holds codes into :attr:`dictionary`."""
+        return self.dictionary is not None
+
+    @property
+    def is_string(self) -> bool:
+        """Return True for string columns, plain or dictionary-encoded."""
+        return is_string(self.dtype)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes held by this column's buffers (dictionary included)."""
+        total = int(self.data.nbytes)
+        if self.validity is not None:
+            total += int(self.validity.nbytes)
+        if self.offsets is not None:
+            total += int(self.offsets.nbytes)
+        if self.dictionary is not None:
+            total += self.dictionary.nbytes
+        return total
+
+    # ------------------------------------------------------------------ Arrow in
+    @classmethod
+    def from_arrow(cls, array: pa.Array | pa.ChunkedArray, device: Device) -> "Column":
+        """Copy an Arrow array into device buffers of the engine's layout."""
+        host = _column_from_arrow(array)
+        return host.to_device(device)
+
+    @classmethod
+    def from_numpy(cls, values: np.ndarray, dtype: pa.DataType, device: Device, validity: np.ndarray | None = None) -> "Column":
+        """Wrap host values of a fixed-width logical type as a device column."""
+        return cls(dtype, device.asarray(values), None if validity is None else device.asarray(validity))
+
+    def to_device(self, device: Device) -> "Column":
+        """Return this column with every buffer on ``device`` (no copy where already there)."""
+        move = device.asarray
+        return Column(
+            self.dtype,
+            move(self.data),
+            None if self.validity is None else move(self.validity),
+            None if self.offsets is None else move(self.offsets),
+            None if self.dictionary is None else self.dictionary.to_device(device),
+        )
+
+    # ----------------------------------------------------------------- Arrow out
+    def to_arrow(self, device: Device) -> pa.Array:
+        """Copy this column back to the host as an Arrow array (dictionaries decoded)."""
+        n = len(self)
+        validity = None if self.validity is None else device.to_host(self.validity)
+        mask_buffer = None
+        null_count = 0
+        if validity is not None:
+            null_count = int(n - np.count_nonzero(validity))
+            if null_count:
+                mask_buffer = pa.py_buffer(np.packbits(validity, bitorder="little"))
+        if self.dictionary is not None:
+            codes = device.to_host(self.data).astype(np.int32, copy=False)
+            if null_count:
+                codes = np.where(validity, codes, 0)
+            values = self.dictionary.to_arrow(device)
+            indices = pa.Array.from_buffers(pa.int32(), n, [mask_buffer, pa.py_buffer(codes)], null_count=null_count)
+            return pc.take(values, indices) if len(values) else pa.nulls(n, pa.string())
+        if is_string(self.dtype):
+            offsets = device.to_host(self.offsets).astype(np.int64, copy=False)
+            start, stop = int(offsets[0]), int(offsets[-1])
+            chars = device.to_host(self.data)[start:stop]
+            rebased = offsets - start if start else offsets
+            array = pa.Array.from_buffers(
+                pa.large_string(), n, [mask_buffer, pa.py_buffer(rebased), pa.py_buffer(np.ascontiguousarray(chars))],
+                null_count=null_count,
+            )
+            return array.cast(pa.string()) if stop - start < 2**31 - 1 else array
+        data = device.to_host(self.data)
+        if is_decimal(self.dtype):
+            values = data.astype(np.int64, copy=False)
+            words = np.empty((n, 2), dtype=np.int64)
+            words[:, 0] = values
+            words[:, 1] = values >> 63
+            return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(words)], null_count=null_count)
+        if pa.types.is_boolean(self.dtype):
+            bits = pa.py_buffer(np.packbits(data.astype(np.bool_, copy=False), bitorder="little"))
+            return pa.Array.from_buffers(pa.bool_(), n, [mask_buffer, bits], null_count=null_count)
+        data = np.ascontiguousarray(data.astype(physical_dtype(self.dtype), copy=False))
+        return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(data)], null_count=null_count)
+
+
+def _validity_of(array: pa.Array) -> np.ndarray | None:
+    if array.null_count == 0:
+        return None
+    return array.is_valid().to_numpy(zero_copy_only=False)
+
+
+def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
+    """Build a host (NumPy) Column from Arrow, normalizing types on the way."""
+    if isinstance(array, pa.ChunkedArray):
+        if pa.types.is_dictionary(array.type):
+            array = array.unify_dictionaries()
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        if isinstance(array, pa.ChunkedArray):  # empty chunked array
+            array = pa.array([], type=array.type)
+    dtype = array.type
+    if pa.types.is_dictionary(dtype):
+        if not is_string(dtype.value_type):
+            return _column_from_arrow(array.dictionary_decode())
+        codes = array.indices.fill_null(0).cast(pa.int32()).to_numpy(zero_copy_only=False)
+        dictionary = _column_from_arrow(array.dictionary)
+        return Column(pa.string(), np.ascontiguousarray(codes), _validity_of(array), None, dictionary)
+    logical = normalize_type(dtype)
+    validity = _validity_of(array)
+    n = len(array)
+    if is_string(logical):
+        if not pa.types.is_large_string(dtype):
+            array = array.cast(pa.large_string())
+        buffers = array.buffers()
+        offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + n + 1] if n else np.zeros(1, np.int64)
+        chars = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
+        return Column(logical, chars, validity, offsets.copy() if n else offsets, None)
+    if pa.types.is_decimal(dtype):
+        if pa.types.is_decimal256(dtype):
+            array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))
+        words = np.frombuffer(array.buffers()[1], dtype=np.int64)[2 * array.offset : 2 * (array.offset + n)].reshape(n, 2)
+        low = words[:, 0].copy()
+        high = words[:, 1]
+        valid = np.ones(n, np.bool_) if validity is None else validity
+        if np.any((high != (low >> 63)) & valid):
+            raise OverflowError(f"decimal column of type {dtype} holds values beyond 64 bits; not supported yet")
+        if validity is not None:
+            low[~validity] = 0
+        return Column(logical, low, validity)
+    if pa.types.is_date64(dtype):
+        array = array.cast(pa.date32())
+    if validity is not None:
+        array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
+    if pa.types.is_date32(array.type):
+        values = array.view(pa.int32()).to_numpy(zero_copy_only=False)
+    elif pa.types.is_timestamp(array.type):
+        values = array.view(pa.int64()).to_numpy(zero_copy_only=False)
+    else:
+        values = array.to_numpy(zero_copy_only=False)
+    return Column(logical, np.ascontiguousarray(values, dtype=physical_dtype(logical)), validity)

@@ -1,0 +1,52 @@
+"""Exception types that tell a user where a plan or a query went wrong."""
+
+from __future__ import annotations
+
+__all__ = ["GpuEngineError", "PlanError", "DeviceError", "ExecutionError", "TaskCancelled"]
+
+
+class GpuEngineError(Exception):
+    """Base class, so callers can catch every engine error at once."""
+
+
+class PlanError(GpuEngineError):
+    """Raise at plan-build time for an invalid plan, naming the node and the column.
+
+    Parameters
+    ----------
+    message
+        What is wrong.
+    node
+        The plan node kind (and id when known), e.g. ``"Filter[2]"``.
+    column
+        The offending column or expression text, when there is one.
+    """
+
+    def __init__(self, message: str, *, node: str | None = None, column: str | None = None):
+        self.node = node
+        self.column = column
+        parts = []
+        if node:
+            parts.append(f"in {node}")
+        if column:
+            parts.append(f"at {column!r}")
+        where = (" (" + ", ".join(parts) + ")") if parts else ""
+        super().__init__(f"{message}{where}")
+
+
+class DeviceError(GpuEngineError):
+    """Raise when a device cannot be used (no GPU, simulator chosen too late, out of memory)."""
+
+
+class ExecutionError(GpuEngineError):
+    """Carry the first error of a failed Task with the operator and plan node it came from."""
+
+    def __init__(self, message: str, *, operator: str | None = None, plan_node_id: str | None = None):
+        self.operator = operator
+        self.plan_node_id = plan_node_id
+        where = f" [operator {operator}, plan node {plan_node_id}]" if operator else ""
+        super().__init__(f"{message}{where}")
+
+
+class TaskCancelled(GpuEngineError):
+    """Raise from a Task that was cancelled before it finished."""

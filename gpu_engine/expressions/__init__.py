@@ -1,0 +1,1 @@
+"""Evaluate the typed expression IR on device columns."""

@@ -1,0 +1,260 @@
+"""Describe typed scalar and aggregate expressions as immutable trees.
+
+The IR is separate from execution, as in cudf_polars: nodes are frozen
+dataclasses (hashing, equality and rebuilding come free) and every node carries
+its resolved Arrow ``dtype``, computed by the SQL translator at plan-build time,
+so that type errors surface before anything runs. The evaluator in
+``gpu_engine.expressions`` walks these trees on device columns.
+
+Operator names (``BinaryOp.op``) are fixed strings:
+
+* arithmetic: ``add sub mul div mod``
+* comparison: ``eq ne lt le gt ge``
+* boolean: ``and or`` (Kleene three-valued logic, as SQL)
+
+``UnaryOp.op``: ``not negate is_null is_not_null``.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterator
+
+import pyarrow as pa
+
+__all__ = [
+    "Expr",
+    "ColumnRef",
+    "Literal",
+    "BinaryOp",
+    "UnaryOp",
+    "Case",
+    "InList",
+    "Like",
+    "Cast",
+    "Extract",
+    "Substring",
+    "AggregateCall",
+    "ARITHMETIC_OPS",
+    "COMPARISON_OPS",
+    "BOOLEAN_OPS",
+    "AGGREGATE_FUNCTIONS",
+    "walk",
+    "referenced_columns",
+]
+
+ARITHMETIC_OPS = ("add", "sub", "mul", "div", "mod")
+COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+BOOLEAN_OPS = ("and", "or")
+AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg")
+
+_SQL_OP = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
+    "eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">=",
+    "and": "AND", "or": "OR",
+}
+
+
+@dataclass(frozen=True)
+class Expr:
+    """Base of all expressions; ``dtype`` is the resolved Arrow result type."""
+
+    def children(self) -> tuple["Expr", ...]:
+        """Return the sub-expressions, in evaluation order."""
+        out = []
+        for f in fields(self):
+            value = getattr(self, f.name)
+            if isinstance(value, Expr):
+                out.append(value)
+            elif isinstance(value, tuple):
+                for item in value:
+                    if isinstance(item, Expr):
+                        out.append(item)
+                    elif isinstance(item, tuple):
+                        out.extend(x for x in item if isinstance(x, Expr))
+        return tuple(out)
+
+    def sql(self) -> str:  # pragma: no cover - overridden everywhere
+        """Return SQL-like text for explain output."""
+        raise NotImplementedError
+
+    def __str__(self) -> str:
+        return self.sql()
+
+
+@dataclass(frozen=True)
+class ColumnRef(Expr):
+    """Read an input column by name."""
+
+    name: str
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        return self.name
+
+
+@dataclass(frozen=True)
+class Literal(Expr):
+    """A constant; ``value`` is None (SQL NULL), int, float, bool, str, ``datetime.date`` or ``decimal.Decimal``."""
+
+    value: Any
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        if self.value is None:
+            return "NULL"
+        if isinstance(self.value, str):
+            return "'" + self.value.replace("'", "''") + "'"
+        if isinstance(self.value, datetime.date):
+            return f"DATE '{self.value.isoformat()}'"
+        if isinstance(self.value, bool):
+            return "TRUE" if self.value else "FALSE"
+        if isinstance(self.value, decimal.Decimal):
+            return str(self.value)
+        return repr(self.value)
+
+
+@dataclass(frozen=True)
+class BinaryOp(Expr):
+    """Arithmetic, comparison or boolean operator on two operands (see module docstring)."""
+
+    op: str
+    left: Expr
+    right: Expr
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        return f"({self.left.sql()} {_SQL_OP[self.op]} {self.right.sql()})"
+
+
+@dataclass(frozen=True)
+class UnaryOp(Expr):
+    """``not``, ``negate``, ``is_null`` or ``is_not_null``."""
+
+    op: str
+    operand: Expr
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        if self.op == "not":
+            return f"(NOT {self.operand.sql()})"
+        if self.op == "negate":
+            return f"(-{self.operand.sql()})"
+        if self.op == "is_null":
+            return f"({self.operand.sql()} IS NULL)"
+        return f"({self.operand.sql()} IS NOT NULL)"
+
+
+@dataclass(frozen=True)
+class Case(Expr):
+    """``CASE WHEN c1 THEN v1 … ELSE d END``; ``default`` None means ELSE NULL."""
+
+    whens: tuple[tuple[Expr, Expr], ...]
+    default: Expr | None
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        parts = " ".join(f"WHEN {c.sql()} THEN {v.sql()}" for c, v in self.whens)
+        tail = f" ELSE {self.default.sql()}" if self.default is not None else ""
+        return f"CASE {parts}{tail} END"
+
+
+@dataclass(frozen=True)
+class InList(Expr):
+    """``operand [NOT] IN (literals…)`` with SQL null semantics."""
+
+    operand: Expr
+    values: tuple[Literal, ...]
+    negated: bool = False
+    dtype: pa.DataType = field(default_factory=pa.bool_)
+
+    def sql(self) -> str:
+        values = ", ".join(v.sql() for v in self.values)
+        return f"({self.operand.sql()} {'NOT ' if self.negated else ''}IN ({values}))"
+
+
+@dataclass(frozen=True)
+class Like(Expr):
+    """``operand [NOT] LIKE pattern`` with ``%`` and ``_`` wildcards."""
+
+    operand: Expr
+    pattern: str
+    negated: bool = False
+    dtype: pa.DataType = field(default_factory=pa.bool_)
+
+    def sql(self) -> str:
+        return f"({self.operand.sql()} {'NOT ' if self.negated else ''}LIKE '{self.pattern}')"
+
+
+@dataclass(frozen=True)
+class Cast(Expr):
+    """Convert ``operand`` to ``dtype`` (SQL CAST)."""
+
+    operand: Expr
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        return f"CAST({self.operand.sql()} AS {self.dtype})"
+
+
+@dataclass(frozen=True)
+class Extract(Expr):
+    """``EXTRACT(field FROM operand)``; fields: ``year`` (``month``, ``day`` too)."""
+
+    field: str
+    operand: Expr
+    dtype: pa.DataType = field(default_factory=pa.int64)
+
+    def sql(self) -> str:
+        return f"EXTRACT({self.field.upper()} FROM {self.operand.sql()})"
+
+
+@dataclass(frozen=True)
+class Substring(Expr):
+    """``SUBSTRING(operand FROM start [FOR length])``, 1-based, counted in characters."""
+
+    operand: Expr
+    start: int
+    length: int | None
+    dtype: pa.DataType = field(default_factory=pa.string)
+
+    def sql(self) -> str:
+        tail = f" FOR {self.length}" if self.length is not None else ""
+        return f"SUBSTRING({self.operand.sql()} FROM {self.start}{tail})"
+
+
+@dataclass(frozen=True)
+class AggregateCall(Expr):
+    """One aggregate: ``function`` in :data:`AGGREGATE_FUNCTIONS`, ``arg`` None for ``count_star``.
+
+    ``dtype`` is the final result type (DuckDB's: count -> int64, sum(int) ->
+    int64, sum(decimal(p,s)) -> decimal(38,s), avg -> float64, min/max -> input).
+    """
+
+    function: str
+    arg: Expr | None
+    dtype: pa.DataType
+    distinct: bool = False
+
+    def sql(self) -> str:
+        if self.function == "count_star":
+            return "count(*)"
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{self.arg.sql()})"
+
+
+def walk(expr: Expr) -> Iterator[Expr]:
+    """Yield ``expr`` and all its descendants, parents first."""
+    yield expr
+    for child in expr.children():
+        yield from walk(child)
+
+
+def referenced_columns(expr: Expr) -> tuple[str, ...]:
+    """Return the distinct input column names an expression reads, in first-use order."""
+    seen: dict[str, None] = {}
+    for node in walk(expr):
+        if isinstance(node, ColumnRef):
+            seen.setdefault(node.name)
+    return tuple(seen)

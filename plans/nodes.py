@@ -1,0 +1,249 @@
+"""Describe a query fragment as a tree of immutable plan nodes (Velox's core::PlanNode).
+
+Every node has an ``id`` (unique in its plan, assigned by :class:`PlanBuilder`),
+an ``output_schema`` resolved at build time, and ``sources``: its inputs. Nodes
+are frozen, keyword-only dataclasses; passes over plans (validation, pipeline
+splitting, explain, serialization) are free functions dispatched on node type,
+never methods that mutate a node. ``dataclasses.replace(node, sources=...)``
+rebuilds one.
+
+The node kinds mirror Velox: Values, TableScan, Filter, Project, Aggregation,
+LocalPartition, OrderBy, TopN, Limit, PartitionedOutput and Exchange. A Filter
+directly under a Project (or alone) becomes one FilterProject operator.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import pyarrow as pa
+
+from gpu_engine.plans.expressions import AggregateCall, Expr
+
+__all__ = [
+    "PlanNode",
+    "ValuesNode",
+    "TableScanNode",
+    "FilterNode",
+    "ProjectNode",
+    "AggregationStep",
+    "AggregationNode",
+    "LocalPartitionNode",
+    "SortKey",
+    "OrderByNode",
+    "TopNNode",
+    "LimitNode",
+    "PartitionedOutputNode",
+    "ExchangeNode",
+    "walk_plan",
+    "find_node",
+]
+
+
+@dataclass(frozen=True, kw_only=True)
+class PlanNode:
+    """Base of every plan node."""
+
+    id: str
+    output_schema: pa.Schema = field(compare=False)
+    sources: tuple["PlanNode", ...] = ()
+
+    @property
+    def kind(self) -> str:
+        """Return the node kind as shown by explain (class name without ``Node``)."""
+        return type(self).__name__.removesuffix("Node")
+
+    @property
+    def source(self) -> "PlanNode":
+        """Return the only input of a single-input node."""
+        if len(self.sources) != 1:
+            raise ValueError(f"{self.kind}[{self.id}] has {len(self.sources)} sources")
+        return self.sources[0]
+
+    @property
+    def label(self) -> str:
+        """Return ``Kind[id]``, the name errors and explain use for this node."""
+        return f"{self.kind}[{self.id}]"
+
+    def describe(self) -> str:
+        """Return the node's own details for explain (no sources, no schema)."""
+        return ""
+
+
+@dataclass(frozen=True, kw_only=True)
+class ValuesNode(PlanNode):
+    """Produce rows from an in-memory Arrow table (Velox's ValuesNode)."""
+
+    data: pa.Table = field(compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"{self.data.num_rows} rows"
+
+
+@dataclass(frozen=True, kw_only=True)
+class TableScanNode(PlanNode):
+    """Read ``columns`` of a registered table; the Task's splits say which pieces."""
+
+    table_name: str
+    columns: tuple[str, ...]
+
+    def describe(self) -> str:
+        return f"table: {self.table_name}, columns: {', '.join(self.columns)}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class FilterNode(PlanNode):
+    """Keep rows where ``predicate`` is true (NULL counts as false)."""
+
+    predicate: Expr
+
+    def describe(self) -> str:
+        return f"expression: {self.predicate.sql()}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ProjectNode(PlanNode):
+    """Compute one output column per expression, named by ``names``."""
+
+    names: tuple[str, ...]
+    expressions: tuple[Expr, ...]
+
+    def describe(self) -> str:
+        return "expressions: " + ", ".join(f"({n}:{e.sql()})" for n, e in zip(self.names, self.expressions))
+
+
+class AggregationStep(enum.Enum):
+    """Velox's aggregation steps: raw->intermediate, intermediate->intermediate, ->final, raw->final."""
+
+    PARTIAL = "partial"
+    INTERMEDIATE = "intermediate"
+    FINAL = "final"
+    SINGLE = "single"
+
+    @property
+    def input_is_raw(self) -> bool:
+        """Return True when the step reads raw input rather than intermediate results."""
+        return self in (AggregationStep.PARTIAL, AggregationStep.SINGLE)
+
+    @property
+    def output_is_final(self) -> bool:
+        """Return True when the step outputs final values rather than intermediate results."""
+        return self in (AggregationStep.FINAL, AggregationStep.SINGLE)
+
+
+@dataclass(frozen=True, kw_only=True)
+class AggregationNode(PlanNode):
+    """Group by ``grouping_keys`` (column names) and compute ``aggregates``.
+
+    Output is the keys, then one column per aggregate in the order given (two
+    for ``avg`` in an intermediate output: ``name`` holding the sum and
+    ``name$count``; see :func:`gpu_engine.plans.aggregates.intermediate_fields`).
+    For FINAL and INTERMEDIATE steps each aggregate's ``arg`` is a ColumnRef to
+    the intermediate column of that name.
+    """
+
+    step: AggregationStep
+    grouping_keys: tuple[str, ...]
+    aggregate_names: tuple[str, ...]
+    aggregates: tuple[AggregateCall, ...]
+
+    def describe(self) -> str:
+        aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
+        keys = ", ".join(self.grouping_keys)
+        return f"{self.step.name} [{keys}] {aggs}".rstrip()
+
+
+@dataclass(frozen=True, kw_only=True)
+class LocalPartitionNode(PlanNode):
+    """Repartition rows inside a Task by key hash (``repartition``) or merge them (``gather``)."""
+
+    partition_kind: str  # "repartition" | "gather"
+    keys: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        return self.partition_kind.upper() + (f" [{', '.join(self.keys)}]" if self.keys else "")
+
+
+@dataclass(frozen=True)
+class SortKey:
+    """One ORDER BY key; SQL's default (DuckDB's) is ascending with NULLS LAST."""
+
+    name: str
+    ascending: bool = True
+    nulls_first: bool = False
+
+    def sql(self) -> str:
+        return f"{self.name} {'ASC' if self.ascending else 'DESC'} NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class OrderByNode(PlanNode):
+    """Sort all input; a pipeline barrier."""
+
+    keys: tuple[SortKey, ...]
+    is_partial: bool = False
+
+    def describe(self) -> str:
+        return ("PARTIAL " if self.is_partial else "") + ", ".join(k.sql() for k in self.keys)
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopNNode(PlanNode):
+    """Keep the first ``count`` rows in key order."""
+
+    keys: tuple[SortKey, ...]
+    count: int
+    is_partial: bool = False
+
+    def describe(self) -> str:
+        return ("PARTIAL " if self.is_partial else "") + f"{self.count} " + ", ".join(k.sql() for k in self.keys)
+
+
+@dataclass(frozen=True, kw_only=True)
+class LimitNode(PlanNode):
+    """Skip ``offset`` rows, then pass at most ``count`` rows."""
+
+    count: int
+    offset: int = 0
+    is_partial: bool = False
+
+    def describe(self) -> str:
+        return ("PARTIAL " if self.is_partial else "") + f"{self.count}" + (f" offset {self.offset}" if self.offset else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class PartitionedOutputNode(PlanNode):
+    """Send rows to other Tasks: by key hash into ``num_partitions``, broadcast, or arbitrary."""
+
+    partition_kind: str  # "partitioned" | "broadcast" | "arbitrary"
+    keys: tuple[str, ...] = ()
+    num_partitions: int = 1
+
+    def describe(self) -> str:
+        keys = f" [{', '.join(self.keys)}]" if self.keys else ""
+        return f"{self.partition_kind.upper()}{keys} {self.num_partitions}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class ExchangeNode(PlanNode):
+    """Receive the pages other Tasks' PartitionedOutput sent to this Task."""
+
+    def describe(self) -> str:
+        return ""
+
+
+def walk_plan(node: PlanNode) -> Iterator[PlanNode]:
+    """Yield ``node`` and every node below it, parents first."""
+    yield node
+    for source in node.sources:
+        yield from walk_plan(source)
+
+
+def find_node(root: PlanNode, node_id: str) -> PlanNode:
+    """Return the node with ``node_id`` under ``root``."""
+    for node in walk_plan(root):
+        if node.id == node_id:
+            return node
+    raise KeyError(f"no plan node with id {node_id!r}")

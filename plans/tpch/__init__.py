@@ -1,0 +1,1 @@
+"""TPC-H query plans built with PlanBuilder."""
