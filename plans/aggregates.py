@@ -13,7 +13,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, is_boolean
 
-__all__ = ["result_type", "sum_type", "intermediate_fields", "AVG_COUNT_SUFFIX"]
+__all__ = ["result_type", "sum_type", "intermediate_fields", "final_step_aggregates", "aggregation_output_schema", "AVG_COUNT_SUFFIX"]
 
 AVG_COUNT_SUFFIX = "$count"
 
@@ -68,3 +68,53 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
     if function in ("min", "max"):
         return [pa.field(name, result_type(function, input_type))]
     raise TypeError(f"unknown aggregate function {function!r}")
+
+
+
+def final_step_aggregates(partial_aggregates, aggregate_names):
+    """Return the aggregate calls of the FINAL (or INTERMEDIATE) step matching a PARTIAL step.
+
+    Each call keeps its function (``count_star`` included: the final step sums
+    counts) and its final ``dtype``; its ``arg`` becomes a ``ColumnRef`` to the
+    intermediate column of the same name, typed as the partial step emits it.
+    Shared by ``PlanBuilder.final_aggregation`` and the pass that splits single
+    aggregations across drivers, so both agree.
+    """
+    from gpu_engine.plans.expressions import AggregateCall, ColumnRef
+
+    calls = []
+    for name, call in zip(aggregate_names, partial_aggregates):
+        input_type = call.arg.dtype if call.arg is not None else None
+        first = intermediate_fields(call.function, input_type, name)[0]
+        calls.append(AggregateCall(call.function, ColumnRef(first.name, first.type), call.dtype, call.distinct))
+    return tuple(calls)
+
+
+def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> pa.Schema:
+    """Return an aggregation's output schema: the keys, then each aggregate's columns.
+
+    Parameters
+    ----------
+    step
+        An :class:`~gpu_engine.plans.nodes.AggregationStep`; partial and
+        intermediate steps emit intermediate columns, final and single steps
+        the result types.
+    key_fields
+        The grouping keys' fields, in order.
+    """
+    out = list(key_fields)
+    for name, call in zip(aggregate_names, aggregates):
+        if step.output_is_final:
+            out.append(pa.field(name, call.dtype))
+        elif step.input_is_raw:
+            out.extend(intermediate_fields(call.function, call.arg.dtype if call.arg is not None else None, name))
+        else:  # intermediate -> intermediate: same columns as the input's intermediates
+            out.extend(_intermediate_from_final_arg(call, name))
+    return pa.schema(out)
+
+
+def _intermediate_from_final_arg(call, name: str) -> list[pa.Field]:
+    fields = [pa.field(name, call.arg.dtype)]
+    if call.function == "avg":
+        fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
+    return fields

@@ -1,1 +1,1 @@
-"""operators"""
+"""Operators, one module each, named after the plan node they execute."""

@@ -1,0 +1,287 @@
+"""Run TPC-H on the engine from a shell: ``gpu-engine demo`` and ``gpu-engine query``.
+
+``demo`` generates TPC-H data if missing, runs the primer query, Q1 and Q6,
+prints the first rows of each with the engine's and DuckDB's times on the same
+Parquet files, then the explain-analyze of Q1. ``query`` runs chosen queries
+with the same reporting. User mistakes (bad arguments, an unknown device, a
+query without a plan, no ``tpchgen-cli``) exit with code 2 and a one-line
+message; engine failures exit with code 1 and a message (``--traceback`` shows
+the Python traceback).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import decimal
+import os
+import statistics
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping, Sequence
+
+__all__ = ["main", "build_parser", "QueryChoice", "parse_query_list", "format_table"]
+
+EXIT_OK = 0
+EXIT_FAILURE = 1
+EXIT_USAGE = 2
+
+_DEMO_QUERIES = "primer,1,6"
+_DEVICES = ("auto", "cpu", "cuda", "cuda-sim")
+
+
+class UsageError(Exception):
+    """Raise for a mistake the user can fix; main prints it and exits with code 2."""
+
+
+@dataclass(frozen=True)
+class QueryChoice:
+    """One query the CLI can run: its display name, its engine plan and its DuckDB SQL."""
+
+    name: str
+    build_plan: Callable[[Mapping], object]
+    sql: str
+    ordered: bool
+
+
+def parse_query_list(text: str) -> list[QueryChoice]:
+    """Turn ``"primer,1,q6"`` into query choices; raise UsageError naming any query without a plan."""
+    from gpu_engine.plans import tpch
+
+    choices: list[QueryChoice] = []
+    for raw in text.split(","):
+        item = raw.strip().lower()
+        if not item:
+            continue
+        if item == "primer":
+            choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=False))
+            continue
+        digits = item[1:] if item.startswith("q") else item
+        if not digits.isdigit():
+            raise UsageError(f"unknown query {raw.strip()!r}: use 'primer' or a TPC-H query number such as 1 or q6")
+        number = int(digits)
+        try:
+            sql = tpch.sql(number)
+        except (NotImplementedError, ValueError) as error:
+            raise UsageError(str(error)) from None
+        choices.append(QueryChoice(
+            f"q{number}",
+            lambda catalog, number=number: tpch.query(number, catalog),
+            sql,
+            ordered="ORDER BY" in sql.upper(),
+        ))
+    if not choices:
+        raise UsageError("no query given; e.g. --queries primer,1,6")
+    return choices
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not (value > 0 and value != float("inf")):
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """Return the argument parser of ``gpu-engine``."""
+    parser = argparse.ArgumentParser(
+        prog="gpu-engine",
+        description="Run TPC-H queries on gpu_engine (cpu, cuda or cuda-sim) and compare with DuckDB.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+    commands.required = True
+
+    def add_common(sub: argparse.ArgumentParser, default_sf: float) -> None:
+        sub.add_argument("--sf", type=_positive_float, default=default_sf,
+                         help=f"TPC-H scale factor (default {default_sf:g})")
+        sub.add_argument("--device", choices=_DEVICES, default="auto",
+                         help="where operators run (default auto: cuda when a GPU is present, else cpu)")
+        sub.add_argument("--drivers", type=_positive_int, default=max(1, min(4, os.cpu_count() or 1)),
+                         help="drivers (threads) per pipeline (default: cores, at most 4)")
+        sub.add_argument("--data-dir", type=Path, default=None,
+                         help="root of the TPC-H cache; files go to DIR/sf<SF>/ "
+                              "(default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)")
+        sub.add_argument("--rows", type=_positive_int, default=5, help="result rows to print per query (default 5)")
+        sub.add_argument("--no-duckdb", action="store_true", help="do not time DuckDB on the same files")
+        sub.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
+
+    demo = commands.add_parser("demo", help="generate TPC-H if missing; run the primer query, Q1 and Q6; explain Q1",
+                               description="Generate TPC-H data if missing, run the primer query, Q1 and Q6 on the "
+                                           "engine and on DuckDB, print rows and times, and explain-analyze Q1.")
+    add_common(demo, 0.1)
+
+    query = commands.add_parser("query", help="run chosen TPC-H queries",
+                                description="Run chosen TPC-H queries on the engine (and DuckDB) and print rows and times.")
+    add_common(query, 1.0)
+    query.add_argument("--queries", default=_DEMO_QUERIES,
+                       help=f"comma-separated: 'primer' and TPC-H query numbers (default {_DEMO_QUERIES})")
+    query.add_argument("--runs", type=_positive_int, default=3,
+                       help="timed runs after the first (median reported; default 3)")
+    query.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
+    return parser
+
+
+# ----------------------------------------------------------------- printing
+def _format_value(value: object) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, float):
+        return f"{value:.10g}"
+    if isinstance(value, decimal.Decimal):
+        return format(value, "f")
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return value.isoformat()
+    text = str(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def format_table(table, max_rows: int) -> str:
+    """Return the first ``max_rows`` rows of a ``pyarrow.Table`` as aligned text, numbers right-aligned."""
+    import pyarrow.types as pat
+
+    head = table.slice(0, max_rows)
+    names = list(head.column_names)
+    columns = [[_format_value(v) for v in head.column(i).to_pylist()] for i in range(head.num_columns)]
+    numeric = [pat.is_integer(f.type) or pat.is_floating(f.type) or pat.is_decimal(f.type) for f in head.schema]
+    widths = [max([len(n)] + [len(v) for v in col]) for n, col in zip(names, columns)]
+
+    def line(cells: Sequence[str]) -> str:
+        parts = [c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)]
+        return "  ".join(parts).rstrip()
+
+    out = [line(names), line(["-" * w for w in widths])]
+    out += [line([col[r] for col in columns]) for r in range(head.num_rows)]
+    if table.num_rows > max_rows:
+        out.append(f"... {table.num_rows} rows in all")
+    else:
+        out.append(f"({table.num_rows} row{'s' if table.num_rows != 1 else ''})")
+    return "\n".join(out)
+
+
+def _seconds(value: float) -> str:
+    return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.2f} s"
+
+
+# ------------------------------------------------------------------ running
+def _open_duckdb(data_dir: Path):
+    """Return a DuckDB connection with a view per TPC-H file, or None when DuckDB is not installed."""
+    try:
+        import duckdb
+    except ImportError:
+        return None
+    connection = duckdb.connect()
+    for path in sorted(data_dir.glob("*.parquet")):
+        location = str(path).replace("'", "''")
+        connection.execute(f'CREATE VIEW "{path.stem}" AS SELECT * FROM read_parquet(\'{location}\')')
+    return connection
+
+
+def _time_duckdb(connection, sql: str, runs: int) -> tuple[float, int]:
+    """Return DuckDB's median time over ``runs`` runs after a warm-up, and its row count."""
+    def run_once() -> int:
+        result = connection.execute(sql).arrow()
+        return result.read_all().num_rows if hasattr(result, "read_all") else result.num_rows
+
+    rows = run_once()
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        run_once()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times), rows
+
+
+def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: Sequence[str]) -> int:
+    from gpu_engine import Session
+    from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+
+    data_dir = ensure_tpch(args.sf, args.data_dir, progress=True)
+    session = Session(device=args.device, drivers=args.drivers)
+    register_tpch(session, data_dir)
+    runs = getattr(args, "runs", 1)
+    print(f"gpu_engine on device {session.device.name} with {session.drivers} driver(s); "
+          f"TPC-H sf{args.sf:g} from {data_dir}")
+    duck = None if args.no_duckdb else _open_duckdb(data_dir)
+    if duck is None and not args.no_duckdb:
+        print("(DuckDB is not installed: `pip install duckdb` to compare times)")
+    plans = {}
+    for choice in choices:
+        plan = choice.build_plan(session.catalog)
+        plans[choice.name] = plan
+        start = time.perf_counter()
+        result = session.execute(plan)
+        first = time.perf_counter() - start
+        warm = []
+        for _ in range(runs):
+            start = time.perf_counter()
+            result = session.execute(plan)
+            warm.append(time.perf_counter() - start)
+        print()
+        print(f"== {choice.name} ==")
+        print(format_table(result, args.rows))
+        timing = (f"engine: {_seconds(statistics.median(warm))} "
+                  f"(median of {runs}; first run {_seconds(first)}, including JIT compilation)")
+        if duck is not None:
+            duck_time, duck_rows = _time_duckdb(duck, choice.sql, runs)
+            timing += f"; DuckDB: {_seconds(duck_time)}"
+            if duck_rows != result.num_rows:
+                timing += f" (DuckDB returned {duck_rows} rows, the engine {result.num_rows})"
+        print(timing)
+    for name in explain:
+        print()
+        print(f"== explain analyze {name} ==")
+        print(session.explain(plans[name], analyze=True))
+    return EXIT_OK
+
+
+def _demo(args: argparse.Namespace) -> int:
+    args.runs = 1
+    return _run_queries(args, parse_query_list(_DEMO_QUERIES), explain=["q1"])
+
+
+def _query(args: argparse.Namespace) -> int:
+    choices = parse_query_list(args.queries)
+    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
+
+
+def _is_usage_error(error: BaseException) -> bool:
+    from gpu_engine.connectors.tpch_data import TpchDataError
+    from gpu_engine.errors import DeviceError
+
+    return isinstance(error, (UsageError, DeviceError, TpchDataError))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
+    handlers = {"demo": _demo, "query": _query}
+    try:
+        return handlers[args.command](args)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except Exception as error:  # noqa: BLE001 - the CLI's job is to turn errors into messages
+        if args.traceback:
+            raise
+        code = EXIT_USAGE if _is_usage_error(error) else EXIT_FAILURE
+        label = "error" if code == EXIT_USAGE else f"error ({type(error).__name__})"
+        print(f"{parser.prog}: {label}: {error}", file=sys.stderr)
+        if code == EXIT_FAILURE:
+            print("(run with --traceback for details)", file=sys.stderr)
+        return code

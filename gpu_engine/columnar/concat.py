@@ -1,0 +1,62 @@
+"""Concatenate columns and batches on their device (barriers gather their input this way)."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import Device
+
+__all__ = ["concat_columns", "concat_batches"]
+
+
+def _decoded(device: Device, column: Column) -> Column:
+    """Return a plain string column for a dictionary one (gathering values by codes)."""
+    if column.dictionary is None:
+        return column
+    from gpu_engine.kernels.gather import gather_column
+
+    values = gather_column(device, column.dictionary, column.data)
+    return Column(column.dtype, values.data, column.validity if column.validity is not None else values.validity,
+                  values.offsets, None)
+
+
+def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
+    """Return one column holding ``columns`` one after another.
+
+    Dictionary columns sharing one dictionary stay encoded (codes are
+    concatenated); otherwise strings are decoded and their offsets rebased.
+    """
+    if len(columns) == 1:
+        return columns[0]
+    xp = device.xp
+    first = columns[0]
+    validity = None
+    if any(c.validity is not None for c in columns):
+        validity = xp.concatenate([c.validity if c.validity is not None else xp.ones(len(c), dtype=xp.bool_) for c in columns])
+    if first.dictionary is not None and all(c.dictionary is first.dictionary for c in columns):
+        return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity, None, first.dictionary)
+    if first.is_string:
+        plain = [_decoded(device, c) for c in columns]
+        chars, offsets, base = [], [xp.zeros(1, dtype=xp.int64)], 0
+        for c in plain:
+            start = int(c.offsets[0])
+            stop = int(c.offsets[-1])
+            chars.append(c.data[start:stop])
+            offsets.append(c.offsets[1:].astype(xp.int64) - start + base)
+            base += stop - start
+        return Column(first.dtype, xp.concatenate(chars), validity, xp.concatenate(offsets), None)
+    return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity)
+
+
+def concat_batches(batches: Sequence[Batch]) -> Batch:
+    """Return one flat batch (no gather map) holding the rows of ``batches`` in order."""
+    if not batches:
+        raise ValueError("concat_batches needs at least one batch")
+    if len(batches) == 1:
+        return batches[0].materialize()
+    first = batches[0]
+    flat = [b.materialize() for b in batches]
+    columns = tuple(concat_columns(first.device, [b.columns[i] for b in flat]) for i in range(len(first.names)))
+    return Batch(first.names, columns, first.device, None, sum(b.num_rows for b in flat))

@@ -1,0 +1,144 @@
+"""Make a plan correct and parallel for several drivers by adding local exchanges.
+
+Velox leaves this to the coordinator's planner (Presto's AddLocalExchanges);
+here it is a free function the Session runs before a Task is made. With one
+driver the plan is unchanged. With several, every driver of a scan pipeline
+sees an arbitrary part of the rows, so:
+
+* a single-step aggregation becomes partial -> LocalPartition(keys) -> final
+  (a gather instead of a repartition when there are no keys);
+* a final aggregation whose input is not already partitioned on its keys gets
+  a LocalPartition(keys) in front;
+* TopN and Limit become partial -> gather -> final; OrderBy gets a gather.
+
+Inserted nodes take the id of the node they serve plus ``.partial`` or
+``.exchange``, so explain shows where they came from.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from functools import singledispatch
+
+
+from gpu_engine.plans.aggregates import aggregation_output_schema, final_step_aggregates
+from gpu_engine.plans.expressions import ColumnRef
+from gpu_engine.plans.nodes import (
+    AggregationNode,
+    AggregationStep,
+    FilterNode,
+    LimitNode,
+    LocalPartitionNode,
+    OrderByNode,
+    PlanNode,
+    ProjectNode,
+    TopNNode,
+    ValuesNode,
+)
+
+__all__ = ["add_local_exchanges"]
+
+SINGLE = ("single",)
+ANY = ("any",)
+
+
+def add_local_exchanges(root: PlanNode, max_drivers: int) -> PlanNode:
+    """Return ``root`` rewritten so that ``max_drivers`` drivers per pipeline give the same result."""
+    if max_drivers <= 1:
+        return root
+    rewritten, _ = _rewrite(root)
+    return rewritten
+
+
+def _hashed(keys) -> tuple:
+    return ("hash", frozenset(keys))
+
+
+def _exchange(source: PlanNode, node_id: str, keys: tuple[str, ...]) -> LocalPartitionNode:
+    kind = "repartition" if keys else "gather"
+    return LocalPartitionNode(id=f"{node_id}.exchange", output_schema=source.output_schema, sources=(source,),
+                              partition_kind=kind, keys=tuple(keys))
+
+
+@singledispatch
+def _rewrite(node: PlanNode) -> tuple[PlanNode, tuple]:
+    """Return the rewritten node and how its output is distributed over drivers."""
+    if not node.sources:
+        return node, ANY
+    sources, distributions = zip(*(_rewrite(s) for s in node.sources))
+    return replace(node, sources=tuple(sources)), distributions[0]
+
+
+@_rewrite.register
+def _(node: ValuesNode):
+    return node, SINGLE
+
+
+@_rewrite.register
+def _(node: FilterNode):
+    source, distribution = _rewrite(node.source)
+    return replace(node, sources=(source,)), distribution
+
+
+@_rewrite.register
+def _(node: ProjectNode):
+    source, distribution = _rewrite(node.source)
+    if distribution[0] == "hash":
+        passed = {e.name for n, e in zip(node.names, node.expressions) if isinstance(e, ColumnRef) and e.name == n}
+        if not distribution[1] <= passed:
+            distribution = ANY
+    return replace(node, sources=(source,)), distribution
+
+
+@_rewrite.register
+def _(node: LocalPartitionNode):
+    sources = tuple(_rewrite(s)[0] for s in node.sources)
+    distribution = _hashed(node.keys) if node.partition_kind == "repartition" else SINGLE
+    return replace(node, sources=sources), distribution
+
+
+@_rewrite.register
+def _(node: AggregationNode):
+    source, distribution = _rewrite(node.source)
+    keys = node.grouping_keys
+    done = SINGLE if not keys else _hashed(keys)
+    if distribution == SINGLE or (keys and distribution == _hashed(keys)) or node.step is AggregationStep.PARTIAL:
+        return replace(node, sources=(source,)), (distribution if node.step is AggregationStep.PARTIAL else done)
+    if node.step is AggregationStep.SINGLE:
+        key_fields = [node.output_schema.field(k) for k in keys]
+        partial_schema = aggregation_output_schema(AggregationStep.PARTIAL, key_fields, node.aggregate_names, node.aggregates)
+        partial = AggregationNode(id=f"{node.id}.partial", output_schema=partial_schema, sources=(source,),
+                                  step=AggregationStep.PARTIAL, grouping_keys=keys,
+                                  aggregate_names=node.aggregate_names, aggregates=node.aggregates)
+        final = replace(node, sources=(_exchange(partial, node.id, keys),), step=AggregationStep.FINAL,
+                        aggregates=final_step_aggregates(node.aggregates, node.aggregate_names))
+        return final, done
+    return replace(node, sources=(_exchange(source, node.id, keys),)), done
+
+
+@_rewrite.register
+def _(node: OrderByNode):
+    source, distribution = _rewrite(node.source)
+    if node.is_partial or distribution == SINGLE:
+        return replace(node, sources=(source,)), distribution
+    return replace(node, sources=(_exchange(source, node.id, ()),)), SINGLE
+
+
+@_rewrite.register
+def _(node: TopNNode):
+    source, distribution = _rewrite(node.source)
+    if node.is_partial or distribution == SINGLE:
+        return replace(node, sources=(source,)), distribution
+    partial = replace(node, id=f"{node.id}.partial", sources=(source,), is_partial=True)
+    return replace(node, sources=(_exchange(partial, node.id, ()),)), SINGLE
+
+
+@_rewrite.register
+def _(node: LimitNode):
+    source, distribution = _rewrite(node.source)
+    if node.is_partial or distribution == SINGLE:
+        return replace(node, sources=(source,)), distribution
+    partial = replace(node, id=f"{node.id}.partial", sources=(source,), is_partial=True,
+                      count=node.count + node.offset, offset=0)
+    return replace(node, sources=(_exchange(partial, node.id, ()),)), SINGLE
+

@@ -1,0 +1,232 @@
+"""Turn a plan fragment into pipelines and driver factories (Velox's LocalPlanner).
+
+A pipeline is a linear run of operators. A new pipeline starts at every
+LocalPartition (its sources become producer pipelines ending in a LocalPartition
+sink; the consumer side starts with a LocalExchange source) and, later, at every
+non-first source of a node (a join's build side). A Filter directly under a
+Project, or alone, becomes one FilterProject operator.
+
+The translation from node to operator is :func:`make_operator`, one
+``singledispatch`` registration per node kind: adding an operator means adding
+one registration here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import singledispatch
+from typing import TYPE_CHECKING
+
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.plans.nodes import (
+    AggregationNode,
+    FilterNode,
+    LimitNode,
+    LocalPartitionNode,
+    OrderByNode,
+    PlanNode,
+    ProjectNode,
+    TableScanNode,
+    TopNNode,
+    ValuesNode,
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.exec.task import Task
+
+__all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "LocalExchangeSource", "LocalPartitionSink"]
+
+
+@dataclass(frozen=True)
+class FusedFilterProject:
+    """A pipeline item: a Filter and/or a Project run as one FilterProject operator."""
+
+    filter: FilterNode | None
+    project: ProjectNode | None
+
+    @property
+    def id(self) -> str:
+        return (self.project or self.filter).id
+
+
+@dataclass(frozen=True)
+class LocalExchangeSource:
+    """A pipeline item: the consumer side of a LocalPartitionNode."""
+
+    node: LocalPartitionNode
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+
+@dataclass(frozen=True)
+class LocalPartitionSink:
+    """A pipeline item: the producer side of a LocalPartitionNode."""
+
+    node: LocalPartitionNode
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+
+@dataclass
+class DriverFactory:
+    """Make the operators of one pipeline for each of its drivers."""
+
+    pipeline_id: int
+    items: list
+    num_drivers: int
+    is_output: bool
+    local_exchange_producers: dict[str, int] = field(default_factory=dict)
+
+    def prepare_task(self, task: "Task") -> None:
+        """Create the Task-level state this pipeline's operators share (LocalExchange queues)."""
+        from gpu_engine.operators.local_partition import LocalExchangeQueue
+
+        for item in self.items:
+            if isinstance(item, LocalExchangeSource):
+                task.local_exchange_queues[item.id] = LocalExchangeQueue(
+                    num_partitions=self.num_drivers,
+                    num_producers=self.local_exchange_producers[item.id],
+                    max_bytes=task.query_ctx.config.local_exchange_max_bytes,
+                )
+
+    def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
+        """Return fresh operators, source first, for one driver."""
+        return [
+            make_operator(item, OperatorCtx(task, self.pipeline_id, driver_id, operator_id, self.num_drivers))
+            for operator_id, item in enumerate(self.items)
+        ]
+
+
+def _driver_limit(item) -> int | None:
+    """Return the most drivers an item allows (None: no limit), as Velox's LocalPlanner does."""
+    if isinstance(item, LocalExchangeSource) and item.node.partition_kind == "gather":
+        return 1
+    if isinstance(item, ValuesNode):
+        return 1
+    if isinstance(item, (OrderByNode, TopNNode, LimitNode)) and not item.is_partial:
+        return 1
+    if isinstance(item, AggregationNode) and not item.grouping_keys and item.step.output_is_final:
+        return 1
+    return None
+
+
+def plan_pipelines(root: PlanNode, max_drivers: int) -> list[DriverFactory]:
+    """Split ``root`` into pipelines; the first factory returned is the output pipeline."""
+    pipelines: list[list] = []
+    consumer_of: dict[str, int] = {}
+    producers_of: dict[str, list[int]] = {}
+
+    def visit(node: PlanNode, current: list) -> None:
+        if isinstance(node, LocalPartitionNode):
+            current.append(LocalExchangeSource(node))
+            for source in node.sources:
+                producer: list = [LocalPartitionSink(node)]
+                visit(source, producer)
+                pipelines.append(producer)
+                producers_of.setdefault(node.id, []).append(id(producer))
+            return
+        if isinstance(node, ProjectNode) and isinstance(node.source, FilterNode):
+            current.append(FusedFilterProject(node.source, node))
+            visit(node.source.source, current)
+            return
+        if isinstance(node, FilterNode):
+            current.append(FusedFilterProject(node, None))
+        elif isinstance(node, ProjectNode):
+            current.append(FusedFilterProject(None, node))
+        else:
+            current.append(node)
+        if node.sources:
+            visit(node.sources[0], current)
+        for extra in node.sources[1:]:
+            raise NotImplementedError(f"{node.label}: nodes with several sources are not executable yet")
+
+    output: list = []
+    visit(root, output)
+    ordered = [output] + pipelines
+    factories = []
+    index_of = {id(p): i for i, p in enumerate(ordered)}
+    for pipeline_id, items in enumerate(ordered):
+        items = list(reversed(items))  # source first
+        limits = [limit for limit in map(_driver_limit, items) if limit is not None]
+        drivers = min([max_drivers, *limits])
+        factories.append(DriverFactory(pipeline_id, items, drivers, pipeline_id == 0))
+        for item in items:
+            if isinstance(item, LocalExchangeSource):
+                consumer_of[item.id] = pipeline_id
+    for node_id, producer_ids in producers_of.items():
+        total = sum(factories[index_of[p]].num_drivers for p in producer_ids)
+        factories[consumer_of[node_id]].local_exchange_producers[node_id] = total
+    return factories
+
+
+@singledispatch
+def make_operator(item, ctx: OperatorCtx) -> Operator:
+    """Return the operator that executes one pipeline item."""
+    raise NotImplementedError(f"no operator executes {type(item).__name__}")
+
+
+@make_operator.register
+def _(item: ValuesNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.values import Values
+
+    return Values(ctx, item)
+
+
+@make_operator.register
+def _(item: TableScanNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.table_scan import TableScan
+
+    return TableScan(ctx, item)
+
+
+@make_operator.register
+def _(item: FusedFilterProject, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.filter_project import FilterProject
+
+    return FilterProject(ctx, item.filter, item.project)
+
+
+@make_operator.register
+def _(item: AggregationNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.hash_aggregation import HashAggregation
+
+    return HashAggregation(ctx, item)
+
+
+@make_operator.register
+def _(item: LocalExchangeSource, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.local_partition import LocalExchange
+
+    return LocalExchange(ctx, item.node)
+
+
+@make_operator.register
+def _(item: LocalPartitionSink, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.local_partition import LocalPartition
+
+    return LocalPartition(ctx, item.node)
+
+
+@make_operator.register
+def _(item: OrderByNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.order_by import OrderBy
+
+    return OrderBy(ctx, item)
+
+
+@make_operator.register
+def _(item: TopNNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.top_n import TopN
+
+    return TopN(ctx, item)
+
+
+@make_operator.register
+def _(item: LimitNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.limit import Limit
+
+    return Limit(ctx, item)

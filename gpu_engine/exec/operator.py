@@ -1,0 +1,168 @@
+"""Define Velox's operator contract, its blocking reasons and the stats the driver collects.
+
+An operator never calls another operator. The :class:`~gpu_engine.exec.driver.Driver`
+moves batches between neighbours and decides which one to advance, so a driver
+can leave its thread whenever an operator is blocked (see the end-of-data
+protocol in :mod:`gpu_engine.exec.driver`). Operators only hold state; their
+plan nodes stay immutable.
+"""
+
+from __future__ import annotations
+
+import enum
+from concurrent.futures import Future
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any
+
+from gpu_engine.columnar.batch import Batch
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.exec.task import Task
+    from gpu_engine.plans.nodes import PlanNode
+
+__all__ = ["BlockingReason", "OperatorStats", "OperatorCtx", "Operator", "NOT_BLOCKED", "ready_future"]
+
+
+class BlockingReason(enum.Enum):
+    """Why a driver cannot advance an operator (Velox's ``BlockingReason``)."""
+
+    NOT_BLOCKED = "not blocked"
+    WAIT_FOR_SPLIT = "wait for split"
+    WAIT_FOR_PRODUCER = "wait for producer"
+    WAIT_FOR_CONSUMER = "wait for consumer"
+    WAIT_FOR_JOIN_BUILD = "wait for join build"
+    WAIT_FOR_MEMORY = "wait for memory"
+
+
+NOT_BLOCKED: tuple[BlockingReason, None] = (BlockingReason.NOT_BLOCKED, None)
+
+
+def ready_future(value: Any = None) -> Future:
+    """Return an already-completed future (for APIs that always hand one back)."""
+    future: Future = Future()
+    future.set_result(value)
+    return future
+
+
+@dataclass
+class OperatorStats:
+    """Counters of one operator in one driver; the driver loop fills them, not the operator.
+
+    Times are wall seconds spent inside each contract call. ``runtime`` holds
+    operator-specific counters (flushes, host-to-device bytes, …) that an operator
+    adds with :meth:`Operator.add_runtime_stat`.
+    """
+
+    operator_type: str
+    plan_node_id: str
+    operator_id: int
+    pipeline_id: int
+    input_rows: int = 0
+    input_batches: int = 0
+    input_bytes: int = 0
+    output_rows: int = 0
+    output_batches: int = 0
+    output_bytes: int = 0
+    add_input_seconds: float = 0.0
+    get_output_seconds: float = 0.0
+    no_more_input_seconds: float = 0.0
+    is_blocked_seconds: float = 0.0
+    blocked_seconds: float = 0.0
+    blocked_count: int = 0
+    drivers: int = 1
+    runtime: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def cpu_seconds(self) -> float:
+        """Return the time spent inside the operator's calls."""
+        return self.add_input_seconds + self.get_output_seconds + self.no_more_input_seconds + self.is_blocked_seconds
+
+    def merge(self, other: "OperatorStats") -> "OperatorStats":
+        """Return the sum of two drivers' stats for the same operator."""
+        merged = OperatorStats(self.operator_type, self.plan_node_id, self.operator_id, self.pipeline_id)
+        for f in fields(self):
+            if f.name in ("operator_type", "plan_node_id", "operator_id", "pipeline_id", "runtime"):
+                continue
+            setattr(merged, f.name, getattr(self, f.name) + getattr(other, f.name))
+        merged.runtime = dict(self.runtime)
+        for key, value in other.runtime.items():
+            merged.runtime[key] = merged.runtime.get(key, 0) + value
+        return merged
+
+
+@dataclass
+class OperatorCtx:
+    """What an operator may reach: its Task, its driver's place, the device and the configs."""
+
+    task: "Task"
+    pipeline_id: int
+    driver_id: int
+    operator_id: int
+    num_drivers: int
+
+    @property
+    def device(self):
+        """Return the device the Task runs on."""
+        return self.task.query_ctx.device
+
+    @property
+    def config(self):
+        """Return the query's configuration."""
+        return self.task.query_ctx.config
+
+
+class Operator:
+    """Base of every operator: Velox's contract in snake_case.
+
+    Subclasses override what they need. The defaults describe a pass-through
+    operator holding at most one input batch: it wants input while it holds
+    none and it is finished once told there is no more input and its held
+    batch has been taken.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: "PlanNode", operator_type: str | None = None):
+        self.ctx = ctx
+        self.node = node
+        self.operator_type = operator_type or type(self).__name__
+        self.stats = OperatorStats(self.operator_type, node.id, ctx.operator_id, ctx.pipeline_id)
+        self.input: Batch | None = None
+        self.no_more_input_received = False
+
+    # ------------------------------------------------------------ contract
+    def needs_input(self) -> bool:
+        """Return True when the driver may call :meth:`add_input` now."""
+        return not self.no_more_input_received and self.input is None
+
+    def add_input(self, batch: Batch) -> None:
+        """Accept one batch; called only when :meth:`needs_input` is True."""
+        self.input = batch
+
+    def no_more_input(self) -> None:
+        """Learn that the upstream operator is finished; flush pending state from here on."""
+        self.no_more_input_received = True
+
+    def get_output(self) -> Batch | None:
+        """Return a batch of output, or None when there is none right now."""
+        raise NotImplementedError
+
+    def is_blocked(self) -> tuple[BlockingReason, Future | None]:
+        """Return why the driver must wait, and a future completed when it may go on."""
+        return NOT_BLOCKED
+
+    def is_finished(self) -> bool:
+        """Return True when the operator will produce no more output."""
+        return self.no_more_input_received and self.input is None
+
+    def close(self) -> None:
+        """Release resources; called once, when the driver ends (normally or not)."""
+        self.input = None
+
+    # --------------------------------------------------------------- helpers
+    @property
+    def device(self):
+        """Return the device the operator's batches live on."""
+        return self.ctx.device
+
+    def add_runtime_stat(self, name: str, value: float) -> None:
+        """Add ``value`` to an operator-specific counter shown by explain-analyze."""
+        self.stats.runtime[name] = self.stats.runtime.get(name, 0) + value

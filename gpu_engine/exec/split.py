@@ -1,0 +1,45 @@
+"""Name the pieces of data a Task's source operators read (Velox's ``exec::Split``).
+
+A split is addressed to one plan node (a TableScan, later an Exchange). Splits
+may be added after the Task started; a source operator asks the Task for the
+next one and gets either a split, a future that completes when one arrives, or
+"no more splits".
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+__all__ = ["ConnectorSplit", "ParquetSplit", "ArrowSplit"]
+
+
+@dataclass(frozen=True)
+class ConnectorSplit:
+    """Base of the splits a connector's DataSource reads."""
+
+    def describe(self) -> str:
+        """Return a short text for logs and errors."""
+        return type(self).__name__
+
+
+@dataclass(frozen=True)
+class ParquetSplit(ConnectorSplit):
+    """A Parquet file and a range of its row groups (``row_groups`` empty = the whole file)."""
+
+    path: str
+    row_groups: tuple[int, ...] = ()
+
+    def describe(self) -> str:
+        return f"{self.path} row groups {list(self.row_groups) or 'all'}"
+
+
+@dataclass(frozen=True)
+class ArrowSplit(ConnectorSplit):
+    """Record batches already in memory (a registered ``pyarrow.Table`` slice, a Spark partition)."""
+
+    table: pa.Table = field(compare=False, repr=False)
+
+    def describe(self) -> str:
+        return f"arrow {self.table.num_rows} rows"

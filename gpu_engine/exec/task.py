@@ -1,0 +1,271 @@
+"""Run one plan fragment with its splits: Velox's ``exec::Task``.
+
+A Task turns its plan into pipelines (:mod:`gpu_engine.exec.local_planner`),
+makes the drivers, queues them on the query's executor and tracks them until
+all are done. Splits may arrive before or after :meth:`Task.start`. The first
+error of any driver fails the Task: it is kept with its operator and plan node,
+every blocked driver is woken so it can see the failure and close, and
+:meth:`Task.wait` raises it. Nothing is left running after ``wait`` returns.
+"""
+
+from __future__ import annotations
+
+import enum
+import threading
+import time
+from collections import deque
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Callable
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.errors import ExecutionError, TaskCancelled
+from gpu_engine.exec.operator import Operator, OperatorStats
+from gpu_engine.exec.query_ctx import QueryCtx
+from gpu_engine.exec.split import ConnectorSplit
+from gpu_engine.plans.nodes import PlanNode
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.exec.driver import Driver
+    from gpu_engine.exec.local_exchange_queue import LocalExchangeQueue
+
+__all__ = ["Task", "TaskState", "TaskStats", "PipelineStats"]
+
+
+class TaskState(enum.Enum):
+    """Lifecycle of a Task."""
+
+    CREATED = "created"
+    RUNNING = "running"
+    FINISHED = "finished"
+    FAILED = "failed"
+    CANCELED = "canceled"
+
+
+@dataclass
+class PipelineStats:
+    """One pipeline's operators, each with stats summed over its drivers."""
+
+    pipeline_id: int
+    num_drivers: int
+    operators: list[OperatorStats]
+
+
+@dataclass
+class TaskStats:
+    """What a Task reports: its pipelines, wall time and split counts."""
+
+    task_id: str
+    state: str
+    wall_seconds: float
+    splits: int
+    pipelines: list[PipelineStats] = field(default_factory=list)
+
+    def operator_stats_by_node(self) -> dict[str, list[OperatorStats]]:
+        """Return every operator's stats grouped by plan node id (explain-analyze uses it)."""
+        by_node: dict[str, list[OperatorStats]] = {}
+        for pipeline in self.pipelines:
+            for stats in pipeline.operators:
+                by_node.setdefault(stats.plan_node_id, []).append(stats)
+        return by_node
+
+
+class Task:
+    """Execute a plan fragment on a device with its drivers.
+
+    Parameters
+    ----------
+    task_id
+        A name for logs and stats.
+    plan
+        The fragment's root node.
+    query_ctx
+        Device, config and executor.
+    max_drivers
+        Drivers per pipeline (fewer where a node needs a single stream).
+    consumer
+        Called with each output batch of the output pipeline, from driver
+        threads; when None, batches are kept and returned by :meth:`results`.
+    """
+
+    def __init__(self, task_id: str, plan: PlanNode, query_ctx: QueryCtx, max_drivers: int = 1,
+                 consumer: Callable[[Batch], None] | None = None):
+        self.task_id = task_id
+        self.plan = plan
+        self.query_ctx = query_ctx
+        self.max_drivers = max(1, int(max_drivers))
+        self._consumer = consumer
+        self._results: list[Batch] = []
+        self._lock = threading.Lock()
+        self._splits: dict[str, deque[ConnectorSplit]] = {}
+        self._no_more_splits: set[str] = set()
+        self._split_waiters: dict[str, list[Future]] = {}
+        self._splits_added = 0
+        self.local_exchange_queues: dict[str, "LocalExchangeQueue"] = {}
+        self.bridges: dict[str, object] = {}
+        self.drivers: list["Driver"] = []
+        self.pipeline_drivers: dict[int, int] = {}
+        self._running_drivers = 0
+        self._done = threading.Event()
+        self.state = TaskState.CREATED
+        self.error: BaseException | None = None
+        self._start_time = 0.0
+        self._end_time = 0.0
+
+    # ---------------------------------------------------------------- splits
+    def add_split(self, plan_node_id: str, split: ConnectorSplit) -> None:
+        """Give a source node one more split; may be called before or after start."""
+        with self._lock:
+            if plan_node_id in self._no_more_splits:
+                raise ValueError(f"split for node {plan_node_id} after no_more_splits")
+            self._splits.setdefault(plan_node_id, deque()).append(split)
+            self._splits_added += 1
+            waiters = self._split_waiters.pop(plan_node_id, [])
+        for waiter in waiters:
+            waiter.set_result(None)
+
+    def no_more_splits(self, plan_node_id: str) -> None:
+        """Say no more splits will come for a node; its scans finish once theirs are read."""
+        with self._lock:
+            self._no_more_splits.add(plan_node_id)
+            waiters = self._split_waiters.pop(plan_node_id, [])
+        for waiter in waiters:
+            waiter.set_result(None)
+
+    def get_split_or_future(self, plan_node_id: str) -> tuple[ConnectorSplit | None, Future | None]:
+        """Return ``(split, None)``, ``(None, future)`` to wait on, or ``(None, None)`` at the end."""
+        with self._lock:
+            queue = self._splits.get(plan_node_id)
+            if queue:
+                return queue.popleft(), None
+            if plan_node_id in self._no_more_splits:
+                return None, None
+            future: Future = Future()
+            self._split_waiters.setdefault(plan_node_id, []).append(future)
+            return None, future
+
+    # -------------------------------------------------------------- lifecycle
+    def start(self) -> "Task":
+        """Plan pipelines, create every driver and queue them on the executor."""
+        from gpu_engine.exec.driver import Driver
+        from gpu_engine.exec.local_planner import plan_pipelines
+
+        if self.state is not TaskState.CREATED:
+            raise RuntimeError(f"task {self.task_id} already started")
+        self._start_time = time.perf_counter()
+        factories = plan_pipelines(self.plan, self.max_drivers)
+        for factory in factories:
+            factory.prepare_task(self)
+        try:
+            for factory in factories:
+                self.pipeline_drivers[factory.pipeline_id] = factory.num_drivers
+                for driver_id in range(factory.num_drivers):
+                    operators = factory.create_operators(self, driver_id)
+                    self.drivers.append(Driver(self, factory.pipeline_id, driver_id, operators, factory.is_output))
+        except BaseException:
+            self.state = TaskState.FAILED
+            raise
+        self.state = TaskState.RUNNING
+        self._running_drivers = len(self.drivers)
+        for driver in list(self.drivers):
+            driver.enqueue()
+        return self
+
+    @property
+    def is_terminating(self) -> bool:
+        """Return True once the Task failed or was cancelled; drivers stop at their next step."""
+        return self.state in (TaskState.FAILED, TaskState.CANCELED)
+
+    def deliver_result(self, batch: Batch) -> None:
+        """Hand one output batch to the consumer (or keep it)."""
+        if self._consumer is not None:
+            self._consumer(batch)
+        else:
+            with self._lock:
+                self._results.append(batch)
+
+    def set_error(self, error: BaseException, operator: Operator | None = None) -> None:
+        """Fail the Task with its first error, then wake every driver so all of them stop."""
+        with self._lock:
+            if self.state in (TaskState.FAILED, TaskState.CANCELED, TaskState.FINISHED):
+                return
+            self.state = TaskState.FAILED
+            self.error = _with_operator(error, operator)
+        self._terminate()
+
+    def cancel(self) -> None:
+        """Stop the Task: blocked drivers are woken and every driver closes at its next step."""
+        with self._lock:
+            if self.state in (TaskState.FAILED, TaskState.CANCELED, TaskState.FINISHED):
+                return
+            self.state = TaskState.CANCELED
+            self.error = TaskCancelled(f"task {self.task_id} was cancelled")
+        self._terminate()
+
+    def _terminate(self) -> None:
+        with self._lock:
+            waiters = [w for ws in self._split_waiters.values() for w in ws]
+            self._split_waiters.clear()
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+        for queue in self.local_exchange_queues.values():
+            queue.abort()
+        for driver in list(self.drivers):
+            driver.wake()
+        if self._running_drivers == 0:
+            self._done.set()
+
+    def driver_finished(self, driver: "Driver") -> None:
+        """Count a driver out; the Task is finished when all drivers are."""
+        with self._lock:
+            self._running_drivers -= 1
+            remaining = self._running_drivers
+            if remaining == 0:
+                self._end_time = time.perf_counter()
+                if self.state is TaskState.RUNNING:
+                    self.state = TaskState.FINISHED
+        if remaining == 0:
+            self._done.set()
+
+    def wait(self, timeout: float | None = None) -> "Task":
+        """Block until every driver is done; raise the Task's error if it failed."""
+        if not self._done.wait(timeout):
+            raise TimeoutError(f"task {self.task_id} did not finish within {timeout} s")
+        if self.error is not None:
+            raise self.error
+        return self
+
+    def results(self) -> list[Batch]:
+        """Return the output batches kept when no consumer was given."""
+        return list(self._results)
+
+    # ------------------------------------------------------------------ stats
+    def task_stats(self) -> TaskStats:
+        """Return stats with each operator's counters summed over its drivers."""
+        merged: dict[tuple[int, int], OperatorStats] = {}
+        for driver in self.drivers:
+            for operator in driver.operators:
+                key = (driver.pipeline_id, operator.stats.operator_id)
+                if key in merged:
+                    merged[key] = merged[key].merge(operator.stats)
+                else:
+                    merged[key] = operator.stats.merge(OperatorStats(operator.operator_type, operator.node.id,
+                                                                      operator.stats.operator_id, driver.pipeline_id, drivers=0))
+        pipelines = []
+        for pipeline_id, num_drivers in sorted(self.pipeline_drivers.items()):
+            ops = [s for (p, _), s in sorted(merged.items()) if p == pipeline_id]
+            pipelines.append(PipelineStats(pipeline_id, num_drivers, ops))
+        end = self._end_time or time.perf_counter()
+        return TaskStats(self.task_id, self.state.value, end - self._start_time if self._start_time else 0.0,
+                         self._splits_added, pipelines)
+
+
+def _with_operator(error: BaseException, operator: Operator | None) -> BaseException:
+    """Wrap an error so it names the operator and plan node it came from."""
+    if operator is None or (isinstance(error, ExecutionError) and error.operator is not None):
+        return error
+    wrapped = ExecutionError(f"{type(error).__name__}: {error}", operator=operator.operator_type,
+                             plan_node_id=operator.node.id)
+    wrapped.__cause__ = error
+    return wrapped

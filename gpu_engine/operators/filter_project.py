@@ -1,0 +1,59 @@
+"""Filter rows and compute projections in one operator (Velox's FilterProject).
+
+A filter alone hands on its input with a gather map of the surviving rows, so
+nothing is copied until someone reads a column. A projection of plain column
+references keeps that map too; a projection that computes anything gathers the
+columns it reads once and evaluates on flat buffers.
+"""
+
+from __future__ import annotations
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.expressions import evaluate, evaluate_predicate
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.plans.expressions import ColumnRef, referenced_columns
+from gpu_engine.plans.nodes import FilterNode, ProjectNode
+
+__all__ = ["FilterProject"]
+
+
+class FilterProject(Operator):
+    """Apply an optional filter, then an optional projection, batch by batch."""
+
+    def __init__(self, ctx: OperatorCtx, filter_node: FilterNode | None, project_node: ProjectNode | None):
+        super().__init__(ctx, project_node or filter_node)
+        self.predicate = filter_node.predicate if filter_node is not None else None
+        self.project = project_node
+        if project_node is not None:
+            self._pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
+            needed: dict[str, None] = {}
+            for expression in project_node.expressions:
+                needed.update(dict.fromkeys(referenced_columns(expression)))
+            self._needed = tuple(needed)
+
+    def add_input(self, batch: Batch) -> None:
+        if self.predicate is not None:
+            mask = evaluate_predicate(self.predicate, batch.materialize(referenced_columns(self.predicate)))
+            selected = selection_from_mask(self.device, mask)
+            kept = int(selected.shape[0])
+            self.add_runtime_stat("filtered_rows", batch.num_rows - kept)
+            if kept == 0:
+                return
+            if kept < batch.num_rows:
+                batch = batch.with_gather_map(selected)
+        if self.project is not None:
+            batch = self._project(batch)
+        self.input = batch
+
+    def _project(self, batch: Batch) -> Batch:
+        node = self.project
+        if self._pass_through:
+            return batch.select([e.name for e in node.expressions], node.names)
+        flat = batch.materialize(self._needed) if self._needed else Batch((), (), batch.device, None, batch.num_rows)
+        columns = tuple(evaluate(e, flat) for e in node.expressions)
+        return Batch(node.names, columns, batch.device, None, batch.num_rows)
+
+    def get_output(self) -> Batch | None:
+        batch, self.input = self.input, None
+        return batch

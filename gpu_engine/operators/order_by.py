@@ -1,0 +1,58 @@
+"""Sort all input by the sort keys (Velox's OrderBy); a pipeline barrier."""
+
+from __future__ import annotations
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.concat import concat_batches
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.kernels.sort import sort_indices
+from gpu_engine.plans.nodes import OrderByNode
+
+__all__ = ["OrderBy"]
+
+
+class OrderBy(Operator):
+    """Collect every batch, sort once on the device, emit the rows through a gather map.
+
+    The sorted output is the concatenated input plus a permutation, sliced into
+    scan-sized batches: no column is copied into sorted order until a consumer
+    reads it.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: OrderByNode):
+        super().__init__(ctx, node)
+        self._batches: list[Batch] = []
+        self._sorted: Batch | None = None
+        self._position = 0
+        self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def add_input(self, batch: Batch) -> None:
+        self._batches.append(batch)
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if not self._batches:
+            return
+        data = concat_batches(self._batches)
+        self._batches = []
+        keys = self.node.keys
+        order = sort_indices(self.device, [data.base_column(k.name) for k in keys],
+                             [k.ascending for k in keys], [k.nulls_first for k in keys])
+        self._sorted = data.with_gather_map(order)
+
+    def get_output(self) -> Batch | None:
+        if self._sorted is None or self._position >= self._sorted.num_rows:
+            return None
+        start = self._position
+        self._position = min(self._sorted.num_rows, start + self._batch_rows)
+        return self._sorted.slice(start, self._position)
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and (self._sorted is None or self._position >= self._sorted.num_rows)
+
+    def close(self) -> None:
+        self._batches, self._sorted = [], None
+        super().close()

@@ -1,0 +1,65 @@
+"""Keep the first N rows in key order (Velox's TopN)."""
+
+from __future__ import annotations
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.concat import concat_batches
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.kernels.sort import top_n_indices
+from gpu_engine.plans.nodes import TopNNode
+
+__all__ = ["TopN"]
+
+
+class TopN(Operator):
+    """Hold at most N candidate rows, re-selecting whenever buffered input grows past a bound.
+
+    Compacting only once the buffer passes ``max(4 * N, batch)`` rows keeps
+    the number of sorts small while memory stays bounded by a few batches.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: TopNNode):
+        super().__init__(ctx, node)
+        self.count = node.count
+        self._buffer: list[Batch] = []
+        self._buffered_rows = 0
+        self._bound = max(4 * node.count, ctx.config.scan_batch_rows(ctx.device))
+        self._result: Batch | None = None
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def add_input(self, batch: Batch) -> None:
+        if self.count <= 0:
+            return
+        self._buffer.append(batch)
+        self._buffered_rows += batch.num_rows
+        if self._buffered_rows > self._bound:
+            self._compact()
+
+    def _compact(self) -> None:
+        data = concat_batches(self._buffer)
+        keys = self.node.keys
+        keep = top_n_indices(self.device, [data.base_column(k.name) for k in keys],
+                             [k.ascending for k in keys], [k.nulls_first for k in keys], self.count)
+        top = data.with_gather_map(keep)
+        self._buffer = [top.materialize()]
+        self._buffered_rows = top.num_rows
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if self._buffer:
+            self._compact()
+            self._result = self._buffer[0]
+            self._buffer = []
+
+    def get_output(self) -> Batch | None:
+        result, self._result = self._result, None
+        return result
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and self._result is None
+
+    def close(self) -> None:
+        self._buffer, self._result = [], None
+        super().close()

@@ -1,0 +1,124 @@
+"""Task and Driver semantics: late splits, failures, cancellation, no leftover threads, stats and explain."""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine import ExecutionError, Session
+from gpu_engine.device import get_device
+from gpu_engine.exec.local_planner import make_operator
+from gpu_engine.exec.operator import Operator
+from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
+from gpu_engine.exec.split import ArrowSplit
+from gpu_engine.exec.task import Task, TaskState
+from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.nodes import PlanNode
+
+
+def _driver_threads() -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+
+
+@pytest.fixture
+def numbers() -> pa.Table:
+    return pa.table({"x": pa.array(range(10_000), pa.int64()), "g": pa.array([i % 7 for i in range(10_000)], pa.int32())})
+
+
+@dataclass(frozen=True, kw_only=True)
+class FailAfterNode(PlanNode):
+    """A test node whose operator raises once it has seen ``rows`` rows."""
+
+    rows: int
+
+
+class FailAfter(Operator):
+    def __init__(self, ctx, node):
+        super().__init__(ctx, node)
+        self.seen = 0
+
+    def add_input(self, batch):
+        self.seen += batch.num_rows
+        if self.seen >= self.node.rows:
+            raise ValueError("injected failure")
+        self.input = batch
+
+    def get_output(self):
+        batch, self.input = self.input, None
+        return batch
+
+
+@make_operator.register
+def _(item: FailAfterNode, ctx):
+    return FailAfter(ctx, item)
+
+
+@pytest.mark.parametrize("drivers", [1, 4])
+def test_operator_error_fails_task_promptly_and_leaves_no_thread(device_name, drivers, numbers):
+    session = Session(device=device_name, drivers=drivers, batch_rows=100)
+    session.register("n", numbers, split_rows=500)
+    aggregation = PlanBuilder(session.catalog).table_scan("n").aggregation(["g"], ["sum(x) AS s"]).plan()
+    failing = FailAfterNode(id="fail", output_schema=aggregation.source.output_schema, sources=(aggregation.source,), rows=1000)
+    plan = dataclasses.replace(aggregation, sources=(failing,))
+    start = time.perf_counter()
+    with pytest.raises(ExecutionError, match="injected failure") as raised:
+        session.execute(plan, timeout=60)
+    assert time.perf_counter() - start < 30
+    assert raised.value.operator == "FailAfter" and raised.value.plan_node_id == "fail"
+    assert session.last_task.state is TaskState.FAILED
+    assert all(d.is_done for d in session.last_task.drivers)
+    assert _driver_threads() == []
+
+
+def test_splits_added_after_start_and_no_more_splits(device_name, numbers):
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").aggregation([], ["count(*) AS c", "sum(x) AS s"]).plan()
+    query_ctx = QueryCtx.create(get_device(device_name), EngineConfig(batch_rows=1000))
+    try:
+        task = Task("late-splits", plan, query_ctx, max_drivers=1).start()
+        scan_id = plan.source.id
+        time.sleep(0.05)
+        assert task.state is TaskState.RUNNING  # waiting for splits, not finished
+        task.add_split(scan_id, ArrowSplit(numbers.slice(0, 4000)))
+        task.add_split(scan_id, ArrowSplit(numbers.slice(4000, 0)))  # an empty split
+        time.sleep(0.05)
+        task.add_split(scan_id, ArrowSplit(numbers.slice(4000)))
+        task.no_more_splits(scan_id)
+        task.wait(60)
+        (batch,) = task.results()
+        assert batch.to_arrow().to_pylist() == [{"c": 10_000, "s": sum(range(10_000))}]
+    finally:
+        query_ctx.shutdown()
+    assert _driver_threads() == []
+
+
+def test_cancel_stops_a_task_waiting_for_splits(device_name, numbers):
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").plan()
+    query_ctx = QueryCtx.create(get_device(device_name))
+    try:
+        task = Task("cancel-me", plan, query_ctx, max_drivers=2).start()
+        task.add_split(plan.id, ArrowSplit(numbers.slice(0, 10)))
+        task.cancel()
+        with pytest.raises(Exception, match="cancelled"):
+            task.wait(30)
+        assert task.state is TaskState.CANCELED
+    finally:
+        query_ctx.shutdown()
+    assert _driver_threads() == []
+
+
+def test_stats_count_rows_through_the_pipeline(device_name, numbers):
+    session = Session(device=device_name, drivers=2, batch_rows=1000)
+    session.register("n", numbers, split_rows=2500)
+    plan = PlanBuilder(session.catalog).table_scan("n").filter("x % 2 = 0").aggregation(["g"], ["count(*) AS c"]).plan()
+    session.execute(plan)
+    by_node = session.last_stats().operator_stats_by_node()
+    scan_rows = sum(s.output_rows for s in by_node[plan.source.source.id])
+    filter_rows = sum(s.output_rows for s in by_node[plan.source.id])
+    assert scan_rows == 10_000 and filter_rows == 5_000
+    text = session.explain(plan, analyze=True)
+    assert "TableScan" in text and "Aggregation" in text and "output 10000 rows" in text
