@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from gpu_engine.device import DEVICE_NAMES
+
 __all__ = ["main", "build_parser", "QueryChoice", "parse_query_list", "format_table"]
 
 EXIT_OK = 0
@@ -29,7 +31,6 @@ EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 _DEMO_QUERIES = "primer,1,6"
-_DEVICES = ("auto", "cpu", "cuda", "cuda-sim")
 
 
 class UsageError(Exception):
@@ -58,7 +59,7 @@ def parse_query_list(text: str) -> list[QueryChoice]:
         if item == "primer":
             choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=False))
             continue
-        digits = item[1:] if item.startswith("q") else item
+        digits = item.removeprefix("q")
         if not digits.isdigit():
             raise UsageError(f"unknown query {raw.strip()!r}: use 'primer' or a TPC-H query number such as 1 or q6")
         number = int(digits)
@@ -66,12 +67,14 @@ def parse_query_list(text: str) -> list[QueryChoice]:
             sql = tpch.sql(number)
         except (NotImplementedError, ValueError) as error:
             raise UsageError(str(error)) from None
-        choices.append(QueryChoice(
-            f"q{number}",
-            lambda catalog, number=number: tpch.query(number, catalog),
-            sql,
-            ordered="ORDER BY" in sql.upper(),
-        ))
+        choices.append(
+            QueryChoice(
+                f"q{number}",
+                lambda catalog, number=number: tpch.query(number, catalog),
+                sql,
+                ordered="ORDER BY" in sql.upper(),
+            )
+        )
     if not choices:
         raise UsageError("no query given; e.g. --queries primer,1,6")
     return choices
@@ -107,31 +110,54 @@ def build_parser() -> argparse.ArgumentParser:
     commands.required = True
 
     def add_common(sub: argparse.ArgumentParser, default_sf: float) -> None:
-        sub.add_argument("--sf", type=_positive_float, default=default_sf,
-                         help=f"TPC-H scale factor (default {default_sf:g})")
-        sub.add_argument("--device", choices=_DEVICES, default="auto",
-                         help="where operators run (default auto: cuda when a GPU is present, else cpu)")
-        sub.add_argument("--drivers", type=_positive_int, default=max(1, min(4, os.cpu_count() or 1)),
-                         help="drivers (threads) per pipeline (default: cores, at most 4)")
-        sub.add_argument("--data-dir", type=Path, default=None,
-                         help="root of the TPC-H cache; files go to DIR/sf<SF>/ "
-                              "(default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)")
+        sub.add_argument(
+            "--sf", type=_positive_float, default=default_sf, help=f"TPC-H scale factor (default {default_sf:g})"
+        )
+        sub.add_argument(
+            "--device",
+            choices=DEVICE_NAMES,
+            default="auto",
+            help="where operators run (default auto: cuda when a GPU is present, else cpu)",
+        )
+        sub.add_argument(
+            "--drivers",
+            type=_positive_int,
+            default=max(1, min(4, os.cpu_count() or 1)),
+            help="drivers (threads) per pipeline (default: cores, at most 4)",
+        )
+        sub.add_argument(
+            "--data-dir",
+            type=Path,
+            default=None,
+            help="root of the TPC-H cache; files go to DIR/sf<SF>/ "
+            "(default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)",
+        )
         sub.add_argument("--rows", type=_positive_int, default=5, help="result rows to print per query (default 5)")
         sub.add_argument("--no-duckdb", action="store_true", help="do not time DuckDB on the same files")
         sub.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
 
-    demo = commands.add_parser("demo", help="generate TPC-H if missing; run the primer query, Q1 and Q6; explain Q1",
-                               description="Generate TPC-H data if missing, run the primer query, Q1 and Q6 on the "
-                                           "engine and on DuckDB, print rows and times, and explain-analyze Q1.")
+    demo = commands.add_parser(
+        "demo",
+        help="generate TPC-H if missing; run the primer query, Q1 and Q6; explain Q1",
+        description="Generate TPC-H data if missing, run the primer query, Q1 and Q6 on the "
+        "engine and on DuckDB, print rows and times, and explain-analyze Q1.",
+    )
     add_common(demo, 0.1)
 
-    query = commands.add_parser("query", help="run chosen TPC-H queries",
-                                description="Run chosen TPC-H queries on the engine (and DuckDB) and print rows and times.")
+    query = commands.add_parser(
+        "query",
+        help="run chosen TPC-H queries",
+        description="Run chosen TPC-H queries on the engine (and DuckDB) and print rows and times.",
+    )
     add_common(query, 1.0)
-    query.add_argument("--queries", default=_DEMO_QUERIES,
-                       help=f"comma-separated: 'primer' and TPC-H query numbers (default {_DEMO_QUERIES})")
-    query.add_argument("--runs", type=_positive_int, default=3,
-                       help="timed runs after the first (median reported; default 3)")
+    query.add_argument(
+        "--queries",
+        default=_DEMO_QUERIES,
+        help=f"comma-separated: 'primer' and TPC-H query numbers (default {_DEMO_QUERIES})",
+    )
+    query.add_argument(
+        "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
+    )
     query.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
     return parser
 
@@ -187,15 +213,17 @@ def _open_duckdb(data_dir: Path):
     connection = duckdb.connect()
     for path in sorted(data_dir.glob("*.parquet")):
         location = str(path).replace("'", "''")
-        connection.execute(f'CREATE VIEW "{path.stem}" AS SELECT * FROM read_parquet(\'{location}\')')
+        connection.execute(f"CREATE VIEW \"{path.stem}\" AS SELECT * FROM read_parquet('{location}')")
     return connection
 
 
 def _time_duckdb(connection, sql: str, runs: int) -> tuple[float, int]:
     """Return DuckDB's median time over ``runs`` runs after a warm-up, and its row count."""
+
     def run_once() -> int:
-        result = connection.execute(sql).arrow()
-        return result.read_all().num_rows if hasattr(result, "read_all") else result.num_rows
+        relation = connection.sql(sql)
+        fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table  # DuckDB 2.x / 1.x
+        return fetch().num_rows
 
     rows = run_once()
     times = []
@@ -210,12 +238,14 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
     from gpu_engine import Session
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
 
+    session = Session(device=args.device, drivers=args.drivers)  # a bad device fails before any generation
     data_dir = ensure_tpch(args.sf, args.data_dir, progress=True)
-    session = Session(device=args.device, drivers=args.drivers)
     register_tpch(session, data_dir)
     runs = getattr(args, "runs", 1)
-    print(f"gpu_engine on device {session.device.name} with {session.drivers} driver(s); "
-          f"TPC-H sf{args.sf:g} from {data_dir}")
+    print(
+        f"gpu_engine on device {session.device.name} with {session.drivers} driver(s); "
+        f"TPC-H sf{args.sf:g} from {data_dir}"
+    )
     duck = None if args.no_duckdb else _open_duckdb(data_dir)
     if duck is None and not args.no_duckdb:
         print("(DuckDB is not installed: `pip install duckdb` to compare times)")
@@ -234,8 +264,10 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
         print()
         print(f"== {choice.name} ==")
         print(format_table(result, args.rows))
-        timing = (f"engine: {_seconds(statistics.median(warm))} "
-                  f"(median of {runs}; first run {_seconds(first)}, including JIT compilation)")
+        timing = (
+            f"engine: {_seconds(statistics.median(warm))} "
+            f"(median of {runs}; first run {_seconds(first)}, including JIT compilation)"
+        )
         if duck is not None:
             duck_time, duck_rows = _time_duckdb(duck, choice.sql, runs)
             timing += f"; DuckDB: {_seconds(duck_time)}"

@@ -169,9 +169,13 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         if not pa.types.is_large_string(dtype):
             array = array.cast(pa.large_string())
         buffers = array.buffers()
-        offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + n + 1] if n else np.zeros(1, np.int64)
-        chars = np.frombuffer(buffers[2], dtype=np.uint8) if buffers[2] is not None else np.zeros(0, np.uint8)
-        return Column(logical, chars, validity, offsets.copy() if n else offsets, None)
+        if not n:
+            return Column(logical, np.zeros(0, np.uint8), validity, np.zeros(1, np.int64), None)
+        offsets = np.frombuffer(buffers[1], dtype=np.int64)[array.offset : array.offset + n + 1]
+        start, stop = int(offsets[0]), int(offsets[-1])
+        # Keep only the chars this slice uses: a sliced Arrow array shares its parent's whole buffer.
+        chars = np.frombuffer(buffers[2], dtype=np.uint8)[start:stop] if buffers[2] is not None else np.zeros(0, np.uint8)
+        return Column(logical, chars, validity, offsets - start, None)
     if pa.types.is_decimal(dtype):
         if pa.types.is_decimal256(dtype):
             array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))

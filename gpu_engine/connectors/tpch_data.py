@@ -17,6 +17,7 @@ Where the files go: ``<root>/sf<scale factor>/``, where ``root`` is the
 
 from __future__ import annotations
 
+import math
 import os
 import shutil
 import subprocess
@@ -67,7 +68,7 @@ def default_tpch_root() -> Path:
 def _format_scale_factor(scale_factor: float) -> str:
     if isinstance(scale_factor, bool) or not isinstance(scale_factor, (int, float)):
         raise TpchDataError(f"scale factor must be a number, got {scale_factor!r}")
-    if not scale_factor > 0 or scale_factor != scale_factor or scale_factor == float("inf"):
+    if not (scale_factor > 0 and math.isfinite(scale_factor)):
         raise TpchDataError(f"scale factor must be a positive number, got {scale_factor!r}")
     return f"{float(scale_factor):g}"
 
@@ -243,10 +244,14 @@ def ensure_tpch(
     staging = Path(tempfile.mkdtemp(prefix=_TEMP_PREFIX, dir=folder))
     try:
         command = [
-            str(program), "parquet",
-            "--scale-factor", sf_text,
-            "--output-dir", str(staging),
-            "--tables", ",".join(missing),
+            str(program),
+            "parquet",
+            "--scale-factor",
+            sf_text,
+            "--output-dir",
+            str(staging),
+            "--tables",
+            ",".join(missing),
             "--no-progress",
         ]
         label = f"TPC-H sf{sf_text} -> {folder}"
@@ -265,8 +270,7 @@ def ensure_tpch(
             produced = staging / f"{table}.parquet"
             if not produced.is_file():
                 raise TpchDataError(
-                    f"tpchgen-cli exited successfully but wrote no {produced.name} "
-                    f"(command: {' '.join(command)})"
+                    f"tpchgen-cli exited successfully but wrote no {produced.name} (command: {' '.join(command)})"
                 )
         for table in missing:
             os.replace(staging / f"{table}.parquet", folder / f"{table}.parquet")

@@ -1,1 +1,74 @@
-"""TPC-H query plans built with PlanBuilder."""
+"""TPC-H query plans built with PlanBuilder, and the official SQL of each for DuckDB comparisons.
+
+``query(number, catalog)`` returns the engine's plan of TPC-H query ``number``;
+``sql(number)`` returns the reference SQL text (the TPC-H specification's query
+with its standard substitution parameters, in DuckDB's dialect) that DuckDB runs
+on the same Parquet files. Each query is one module, ``qNN.py``, holding ``SQL``
+and ``plan(catalog)``; adding a query means adding its module and one line to
+``_QUERY_MODULES``.
+
+The primer query, ``SELECT l_partkey, count(*) AS count FROM lineitem GROUP BY
+l_partkey``, is a one-aggregation warm-up: :func:`primer_query` and
+:data:`PRIMER_SQL`.
+"""
+
+from __future__ import annotations
+
+from types import ModuleType
+from typing import Mapping
+
+import pyarrow as pa
+
+from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.tpch import primer, q01, q06
+
+__all__ = ["query", "sql", "available_queries", "primer_query", "PRIMER_SQL", "TPCH_QUERY_NUMBERS"]
+
+TPCH_QUERY_NUMBERS = range(1, 23)
+
+PRIMER_SQL = primer.SQL
+
+_QUERY_MODULES: dict[int, ModuleType] = {
+    1: q01,
+    6: q06,
+}
+
+
+def available_queries() -> tuple[int, ...]:
+    """Return the TPC-H query numbers that have an engine plan, ascending."""
+    return tuple(sorted(_QUERY_MODULES))
+
+
+def _module(number: int) -> ModuleType:
+    if isinstance(number, bool) or not isinstance(number, int):
+        raise TypeError(f"a TPC-H query number is an int from 1 to 22, got {number!r}")
+    if number not in TPCH_QUERY_NUMBERS:
+        raise ValueError(f"TPC-H has queries 1 to 22; there is no query {number}")
+    module = _QUERY_MODULES.get(number)
+    if module is None:
+        have = ", ".join(str(n) for n in available_queries())
+        raise NotImplementedError(f"TPC-H query {number} has no plan yet; the queries with plans are {have}")
+    return module
+
+
+def query(number: int, catalog: Mapping[str, pa.Schema]) -> PlanNode:
+    """Return the plan of TPC-H query ``number`` over the tables in ``catalog``.
+
+    Raises
+    ------
+    NotImplementedError
+        For a valid query number that has no plan yet.
+    ValueError
+        For a number outside 1..22.
+    """
+    return _module(number).plan(catalog)
+
+
+def sql(number: int) -> str:
+    """Return the official SQL of TPC-H query ``number`` (DuckDB dialect, standard parameters)."""
+    return _module(number).SQL
+
+
+def primer_query(catalog: Mapping[str, pa.Schema]) -> PlanNode:
+    """Return the plan of ``SELECT l_partkey, count(*) AS count FROM lineitem GROUP BY l_partkey``."""
+    return primer.plan(catalog)

@@ -3,6 +3,7 @@
 import pytest
 
 from gpu_engine import Session
+from gpu_engine.columnar import Batch
 from gpu_engine.plans import PlanBuilder
 
 
@@ -28,8 +29,10 @@ def test_back_pressure_caps_buffered_bytes(device_name, table):
     result = session.execute(plan, timeout=120)
     assert sum(result.column("c").to_pylist()) == table.num_rows
     queue = next(iter(session.last_task.local_exchange_queues.values()))
-    largest_page = 32 * 8 * 8 * 4  # 32 rows x 7 columns x <= 8 bytes, plus maps: a generous single-batch bound
-    assert queue.peak_bytes <= 4096 + largest_page
+    # Each of the 4 producer drivers may add one batch (its rows plus int32 gather maps) after
+    # the cap is reached; then it blocks until consumers drain the queue.
+    one_batch = Batch.from_arrow(table.slice(0, 32), session.device).nbytes + 4 * 32
+    assert queue.peak_bytes <= 4096 + 4 * one_batch
     blocked = [s for ops in session.last_stats().operator_stats_by_node().values() for s in ops
                if s.operator_type == "LocalPartition"]
     assert sum(s.blocked_count for s in blocked) > 0

@@ -1,0 +1,97 @@
+"""Evaluate + - * / % and unary minus on numbers with DuckDB's result types.
+
+The IR already carries DuckDB's result type; this module computes in it.
+Float results (any float operand, and ``/`` always) use IEEE arithmetic, as
+DuckDB 2 does: ``x / 0`` is ±inf and ``0 / 0`` NaN. Integer and decimal results
+are exact int64 scaled integers: add/sub rescale both operands to the result
+scale, mul multiplies at scale ``s1 + s2`` and rounds (half away from zero) to
+the result scale if that is smaller, mod works at the result scale with C's
+sign rule (the dividend's sign). A remainder by zero is NULL, as DuckDB gives
+with ``error_on_division_by_zero = false`` (its default raises instead). Every
+int64 result is overflow-checked; nothing wraps.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, physical_dtype
+from gpu_engine.device import Device
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.numeric import (
+    add_checked, as_float, as_scaled, fit_to_type, multiply_checked, raise_at_first, rescale, scale_of,
+    subtract_checked,
+)
+
+__all__ = ["arithmetic", "negate"]
+
+_NAMES = {"add": "addition", "sub": "subtraction", "mul": "multiplication", "div": "division", "mod": "modulo"}
+_INT64_MIN = -(2**63)
+
+
+def _float_arithmetic(xp: Any, op: str, left: Any, right: Any) -> Any:
+    if op == "add":
+        return left + right
+    if op == "sub":
+        return left - right
+    if op == "mul":
+        return left * right
+    if op == "div":
+        return left / right
+    return xp.fmod(left, right)
+
+
+def _exact_arithmetic(xp: Any, op: str, left: Column, right: Column, dtype: pa.DataType,
+                      validity: Any) -> tuple[Any, Any]:
+    """Return ``(int64 values at dtype's scale, validity)`` for an integer or decimal result."""
+    scale = scale_of(dtype)
+    what = f"{_NAMES[op]} of {dtype}"
+    if op == "mul":
+        product = multiply_checked(xp, left.data.astype(xp.int64, copy=False), right.data.astype(xp.int64, copy=False),
+                                   validity, what)
+        return rescale(xp, product, scale_of(left.dtype) + scale_of(right.dtype), scale, validity, what), validity
+    left_values = as_scaled(xp, left, scale, what)
+    right_values = as_scaled(xp, right, scale, what)
+    if op == "add":
+        return add_checked(xp, left_values, right_values, validity, what), validity
+    if op == "sub":
+        return subtract_checked(xp, left_values, right_values, validity, what), validity
+    if op == "mod":
+        by_zero = right_values == 0
+        raise_at_first(xp, (left_values == _INT64_MIN) & (right_values == -1), validity, f"Overflow in {what}")
+        # x % -1 is 0; dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out of the kernel.
+        divisor = xp.where(by_zero | (right_values == -1), 1, right_values)
+        validity = ~by_zero if validity is None else validity & ~by_zero
+        return xp.fmod(left_values, divisor), validity
+    raise PlanError(f"{_NAMES[op]} cannot produce {dtype}; '/' always gives a float")
+
+
+def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType) -> Column:
+    """Return ``left op right`` of type ``dtype``; NULL where either side is NULL (or a remainder by zero)."""
+    xp = device.xp
+    if not (is_numeric(left.dtype) and is_numeric(right.dtype)):
+        raise PlanError(f"{_NAMES.get(op, op)} needs numbers, got {left.dtype} and {right.dtype}")
+    validity = and_validity(left.validity, right.validity)
+    if is_floating(dtype):
+        values = _float_arithmetic(xp, op, as_float(xp, left), as_float(xp, right))
+        return Column(dtype, values.astype(physical_dtype(dtype), copy=False), validity)
+    if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
+        raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
+    values, validity = _exact_arithmetic(xp, op, left, right, dtype, validity)
+    return Column(dtype, fit_to_type(xp, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
+
+
+def negate(device: Device, operand: Column, dtype: pa.DataType) -> Column:
+    """Return ``-operand`` as ``dtype``, raising where the negation does not fit (``-INT64_MIN``)."""
+    xp = device.xp
+    if is_floating(dtype):
+        return Column(dtype, (-as_float(xp, operand)).astype(physical_dtype(dtype), copy=False), operand.validity)
+    if not (is_integer(dtype) or is_decimal(dtype)) or not is_numeric(operand.dtype) or is_floating(operand.dtype):
+        raise PlanError(f"cannot negate {operand.dtype} into {dtype}")
+    values = as_scaled(xp, operand, scale_of(dtype), f"negation of {dtype}")
+    raise_at_first(xp, values == _INT64_MIN, operand.validity, f"Overflow in negation of {dtype}")
+    return Column(dtype, fit_to_type(xp, -values, dtype, operand.validity, f"negation of {dtype}"), operand.validity)

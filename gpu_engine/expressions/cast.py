@@ -1,0 +1,106 @@
+"""Evaluate CAST between numbers, dates, timestamps and strings with DuckDB's rounding and range rules.
+
+DuckDB rounds when a cast drops digits: decimal -> integer and decimal ->
+smaller scale round half away from zero, float -> decimal scales in float64 and
+rounds half away from zero, float -> integer rounds half to even (``nearbyint``).
+A value that does not fit the target (integer width, decimal precision, NaN to
+an integer) raises :class:`ExecutionError`, as DuckDB's cast does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import (
+    is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, physical_dtype,
+)
+from gpu_engine.device import Device
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions import text
+from gpu_engine.expressions.numeric import (
+    POWERS_OF_TEN, as_float, as_scaled, divide_round_half_away, fit_to_type, raise_at_first, round_half_away,
+)
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
+
+__all__ = ["cast", "can_cast"]
+
+_TWO_TO_63 = float(2**63)
+
+
+def can_cast(source: pa.DataType, target: pa.DataType) -> bool:
+    """Return True when :func:`cast` supports ``source -> target`` (for checks at plan time)."""
+    if source == target or (is_string(source) and is_string(target)):
+        return True
+    if is_string(target):
+        return text.formats_to_string(source)
+    if is_string(source):
+        return text.parses_from_string(target)
+    number = is_numeric(source) or is_boolean(source)
+    if is_integer(target) or is_floating(target) or is_decimal(target) or is_boolean(target):
+        return number
+    if pa.types.is_date32(target) or pa.types.is_timestamp(target):
+        return pa.types.is_date32(source) or pa.types.is_timestamp(source)
+    return False
+
+
+def _float_to_integer(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+    rounded = xp.rint(column.data.astype(xp.float64))
+    bad = ~((rounded >= -_TWO_TO_63) & (rounded < _TWO_TO_63))  # also catches NaN
+    raise_at_first(xp, bad, column.validity, f"{what}: value is out of range")
+    values = xp.where(bad, 0.0, rounded).astype(xp.int64)
+    return fit_to_type(xp, values, dtype, column.validity, what)
+
+
+def _float_to_decimal(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+    scaled = round_half_away(xp, column.data.astype(xp.float64) * float(POWERS_OF_TEN[dtype.scale]))
+    limit = float(POWERS_OF_TEN[dtype.precision]) if dtype.precision <= 18 else _TWO_TO_63
+    bad = ~((scaled > -limit) & (scaled < limit))
+    raise_at_first(xp, bad, column.validity, f"{what}: value is out of range")
+    return xp.where(bad, 0.0, scaled).astype(xp.int64)
+
+
+def _to_number(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+    source = column.dtype
+    if is_boolean(dtype):
+        return column.data != 0
+    if is_floating(dtype):
+        return as_float(xp, column).astype(physical_dtype(dtype), copy=False)
+    if is_integer(dtype):
+        if is_floating(source):
+            return _float_to_integer(xp, column, dtype, what)
+        values = column.data.astype(xp.int64, copy=False)
+        if is_decimal(source):
+            values = divide_round_half_away(xp, values, POWERS_OF_TEN[source.scale])
+        return fit_to_type(xp, values, dtype, column.validity, what)
+    if is_floating(source):
+        return _float_to_decimal(xp, column, dtype, what)
+    return fit_to_type(xp, as_scaled(xp, column, dtype.scale, what), dtype, column.validity, what)
+
+
+def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:
+    if pa.types.is_date32(dtype):
+        return days_of(xp, column).astype(xp.int32)
+    if pa.types.is_timestamp(column.dtype) and TICKS_PER_DAY[column.dtype.unit] > TICKS_PER_DAY[dtype.unit]:
+        return xp.floor_divide(column.data, TICKS_PER_DAY[column.dtype.unit] // TICKS_PER_DAY[dtype.unit])
+    return time_values(xp, column, dtype.unit)
+
+
+def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return ``CAST(column AS dtype)``; NULL stays NULL."""
+    source = column.dtype
+    if source == dtype or (is_string(source) and is_string(dtype)):
+        return column
+    if not can_cast(source, dtype):
+        raise PlanError(f"casting {source} to {dtype} is not supported")
+    if is_string(dtype):
+        return text.to_string(device, column)
+    if is_string(source):
+        return text.from_string(device, column, dtype)
+    xp = device.xp
+    what = f"Conversion of {source} to {dtype}"
+    if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
+        return Column(dtype, _to_time(xp, column, dtype), column.validity)
+    return Column(dtype, _to_number(xp, column, dtype, what), column.validity)

@@ -1,0 +1,178 @@
+"""Evaluate expression IR trees on a batch's device columns.
+
+One free function per node type, chosen by :func:`functools.singledispatch`
+(as cudf_polars translates its IR): each evaluates its children and hands the
+columns to the family module that knows the semantics (arithmetic, comparison,
+logical, strings, temporal, cast). Everything is written against
+``batch.device.xp`` and the kernel entry points, so the same code runs on the
+CPU and on a GPU. Only columns the expression names are read.
+
+All sub-expressions are evaluated for all rows, CASE branches included: an
+error (overflow, failed cast) in a row that no CASE branch selects still raises,
+where DuckDB would evaluate the branch only on the rows that select it.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar import Batch, Column
+from gpu_engine.columnar.types import is_boolean, is_string
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions import arithmetic, comparison, logical, strings, temporal
+from gpu_engine.expressions.cast import cast
+from gpu_engine.expressions.literals import is_null_literal, literal_column
+from gpu_engine.expressions.nulls import all_null_bools
+from gpu_engine.plans.expressions import (
+    ARITHMETIC_OPS, BOOLEAN_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, InList, Like,
+    Literal, Substring, UnaryOp,
+)
+
+__all__ = ["evaluate", "evaluate_predicate"]
+
+
+def evaluate(expr: Expr, batch: Batch) -> Column:
+    """Return the column of ``expr`` over the rows of ``batch`` (after its gather map), of type ``expr.dtype``.
+
+    Raises
+    ------
+    PlanError
+        For an expression the evaluator does not support (unknown operator,
+        unsupported cast, mismatched operand types).
+    ExecutionError
+        For a row the expression cannot evaluate (overflow, text that does not
+        parse), as DuckDB raises.
+    """
+    # Float results follow IEEE (x / 0 is inf); rows that are NULL may hold any
+    # value, so NumPy's warnings about them mean nothing.
+    with np.errstate(all="ignore"):
+        return _evaluate(expr, batch)
+
+
+def evaluate_predicate(expr: Expr, batch: Batch) -> Any:
+    """Return a device bool array, True where the predicate is TRUE (FALSE and NULL drop the row)."""
+    if not is_boolean(expr.dtype):
+        raise PlanError(f"a predicate must be boolean, got {expr.dtype}", column=expr.sql())
+    return logical.true_rows(evaluate(expr, batch))
+
+
+def _coerce(batch: Batch, column: Column, dtype: pa.DataType) -> Column:
+    """Return ``column`` as ``dtype`` (the IR's declared type), casting when the translator left it implicit."""
+    if column.dtype == dtype or (is_string(column.dtype) and is_string(dtype)):
+        return column
+    return cast(batch.device, column, dtype)
+
+
+@functools.singledispatch
+def _evaluate(expr: Expr, batch: Batch) -> Column:
+    raise PlanError(f"cannot evaluate expression node {type(expr).__name__}", column=str(expr))
+
+
+@_evaluate.register
+def _(expr: ColumnRef, batch: Batch) -> Column:
+    return batch.column(expr.name)
+
+
+@_evaluate.register
+def _(expr: Literal, batch: Batch) -> Column:
+    return literal_column(batch.device, expr, batch.num_rows)
+
+
+def _string_literal(expr: Expr) -> str | None:
+    if isinstance(expr, Literal) and isinstance(expr.value, str) and is_string(expr.dtype):
+        return expr.value
+    return None
+
+
+def _comparison(expr: BinaryOp, batch: Batch) -> Column:
+    device = batch.device
+    if is_null_literal(expr.left) or is_null_literal(expr.right):
+        return all_null_bools(device.xp, batch.num_rows)
+    if _string_literal(expr.right) is not None and is_string(expr.left.dtype):
+        return comparison.compare_to_string(device, expr.op, _evaluate(expr.left, batch), _string_literal(expr.right))
+    if _string_literal(expr.left) is not None and is_string(expr.right.dtype):
+        flipped = comparison.FLIPPED[expr.op]
+        return comparison.compare_to_string(device, flipped, _evaluate(expr.right, batch), _string_literal(expr.left))
+    return comparison.compare(device, expr.op, _evaluate(expr.left, batch), _evaluate(expr.right, batch))
+
+
+@_evaluate.register
+def _(expr: BinaryOp, batch: Batch) -> Column:
+    if expr.op in COMPARISON_OPS:
+        return _comparison(expr, batch)
+    left, right = _evaluate(expr.left, batch), _evaluate(expr.right, batch)
+    xp = batch.device.xp
+    if expr.op in BOOLEAN_OPS:
+        if not (is_boolean(left.dtype) and is_boolean(right.dtype)):
+            raise PlanError(f"{expr.op.upper()} needs booleans, got {left.dtype} and {right.dtype}", column=expr.sql())
+        return logical.kleene_and(xp, left, right) if expr.op == "and" else logical.kleene_or(xp, left, right)
+    if expr.op in ARITHMETIC_OPS:
+        return arithmetic.arithmetic(batch.device, expr.op, left, right, expr.dtype)
+    raise PlanError(f"unknown binary operator {expr.op!r}", column=expr.sql())
+
+
+@_evaluate.register
+def _(expr: UnaryOp, batch: Batch) -> Column:
+    operand = _evaluate(expr.operand, batch)
+    xp = batch.device.xp
+    if expr.op == "not":
+        if not is_boolean(operand.dtype):
+            raise PlanError(f"NOT needs a boolean, got {operand.dtype}", column=expr.sql())
+        return logical.kleene_not(xp, operand)
+    if expr.op == "negate":
+        return arithmetic.negate(batch.device, operand, expr.dtype)
+    if expr.op in ("is_null", "is_not_null"):
+        validity = strings.string_validity(batch.device, operand) if is_string(operand.dtype) else operand.validity
+        return logical.null_test(xp, validity, batch.num_rows, expr.op == "is_null")
+    raise PlanError(f"unknown unary operator {expr.op!r}", column=expr.sql())
+
+
+@_evaluate.register
+def _(expr: Case, batch: Batch) -> Column:
+    conditions = []
+    for condition, _value in expr.whens:
+        column = _evaluate(condition, batch)
+        if not is_boolean(column.dtype):
+            raise PlanError(f"a CASE condition must be boolean, got {column.dtype}", column=condition.sql())
+        conditions.append(column)
+    values = [_coerce(batch, _evaluate(value, batch), expr.dtype) for _condition, value in expr.whens]
+    default = None if expr.default is None else _coerce(batch, _evaluate(expr.default, batch), expr.dtype)
+    return logical.case(batch.device, conditions, values, default, expr.dtype, batch.num_rows)
+
+
+@_evaluate.register
+def _(expr: InList, batch: Batch) -> Column:
+    return comparison.in_list(batch.device, _evaluate(expr.operand, batch), expr.values, expr.negated)
+
+
+@_evaluate.register
+def _(expr: Like, batch: Batch) -> Column:
+    operand = _evaluate(expr.operand, batch)
+    if not is_string(operand.dtype):
+        raise PlanError(f"LIKE needs a string, got {operand.dtype}", column=expr.sql())
+    matches = strings.like_matches(batch.device, operand, expr.pattern)
+    return Column(pa.bool_(), ~matches if expr.negated else matches, strings.string_validity(batch.device, operand))
+
+
+@_evaluate.register
+def _(expr: Cast, batch: Batch) -> Column:
+    return cast(batch.device, _evaluate(expr.operand, batch), expr.dtype)
+
+
+@_evaluate.register
+def _(expr: Extract, batch: Batch) -> Column:
+    operand = _evaluate(expr.operand, batch)
+    values = temporal.extract(batch.device.xp, expr.field, operand)
+    return _coerce(batch, Column(pa.int64(), values, operand.validity), expr.dtype)
+
+
+@_evaluate.register
+def _(expr: Substring, batch: Batch) -> Column:
+    operand = _evaluate(expr.operand, batch)
+    if not is_string(operand.dtype):
+        raise PlanError(f"SUBSTRING needs a string, got {operand.dtype}", column=expr.sql())
+    return strings.substring(batch.device, operand, expr.start, expr.length)

@@ -1,0 +1,71 @@
+"""Turn IR literals into physical scalars and broadcast columns."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+from typing import Any
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_decimal, is_string, physical_dtype
+from gpu_engine.device import Device, get_device
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import Literal
+
+__all__ = ["literal_scalar", "literal_column", "string_literal_column", "is_null_literal"]
+
+
+def _arrow_value(literal: Literal) -> Any:
+    """Coerce a literal's Python value to what ``pa.array`` accepts for its dtype."""
+    value, dtype = literal.value, literal.dtype
+    if is_decimal(dtype) and not isinstance(value, decimal.Decimal):
+        value = decimal.Decimal(str(value))
+    if is_decimal(dtype):
+        value = value.quantize(decimal.Decimal(1).scaleb(-dtype.scale), rounding=decimal.ROUND_HALF_UP)
+    if pa.types.is_date32(dtype) and isinstance(value, str):
+        value = datetime.date.fromisoformat(value)
+    if pa.types.is_floating(dtype) and isinstance(value, decimal.Decimal):
+        value = float(value)
+    return value
+
+
+def literal_scalar(literal: Literal) -> Any:
+    """Return the physical value of a non-null, non-string literal (days for dates, scaled int for decimals)."""
+    try:
+        host = Column.from_arrow(pa.array([_arrow_value(literal)], type=literal.dtype), get_device("cpu"))
+    except (pa.ArrowException, ValueError, TypeError, decimal.InvalidOperation) as error:
+        raise PlanError(f"literal {literal.sql()} cannot be represented as {literal.dtype}: {error}",
+                        column=literal.sql()) from error
+    return host.data[0]
+
+
+def string_literal_column(device: Device, value: str | None, rows: int) -> Column:
+    """Return a string literal as a one-entry dictionary column, so string kernels read it once."""
+    xp = device.xp
+    text = "" if value is None else value
+    dictionary = Column.from_arrow(pa.array([text], type=pa.string()), device)
+    codes = xp.zeros(rows, dtype=xp.int32)
+    validity = xp.zeros(rows, dtype=xp.bool_) if value is None else None
+    return Column(pa.string(), codes, validity, None, dictionary)
+
+
+def literal_column(device: Device, literal: Literal, rows: int) -> Column:
+    """Return ``rows`` copies of a literal on ``device`` (a NULL literal is an all-null column)."""
+    xp = device.xp
+    dtype = literal.dtype
+    if is_string(dtype):
+        return string_literal_column(device, literal.value, rows)
+    if pa.types.is_null(dtype):
+        raise PlanError("an untyped NULL literal needs a type (cast it)", column=literal.sql())
+    physical = physical_dtype(dtype)
+    if literal.value is None:
+        return Column(dtype, xp.zeros(rows, dtype=physical), xp.zeros(rows, dtype=xp.bool_))
+    return Column(dtype, xp.full(rows, literal_scalar(literal), dtype=physical))
+
+
+def is_null_literal(expr: Any) -> bool:
+    """Return True for a NULL literal."""
+    return isinstance(expr, Literal) and expr.value is None
+

@@ -1,0 +1,95 @@
+"""Evaluate AND, OR, NOT, IS [NOT] NULL and CASE with SQL's three-valued logic.
+
+Bool columns keep values and validity apart; a NULL row's value is meaningless,
+so every rule below decides validity from the *valid* operands only: ``FALSE AND
+NULL`` is FALSE and ``TRUE OR NULL`` is TRUE (Kleene logic), anything else with a
+NULL is NULL.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_string, physical_dtype
+from gpu_engine.device import Device
+from gpu_engine.expressions import strings
+from gpu_engine.expressions.nulls import and_validity
+
+__all__ = ["kleene_and", "kleene_or", "kleene_not", "null_test", "case", "true_rows"]
+
+
+def true_rows(column: Column) -> Any:
+    """Return the rows where a bool column is TRUE (NULL and FALSE give False)."""
+    if column.validity is None:
+        return column.data
+    return column.data & column.validity
+
+
+def kleene_and(xp: Any, left: Column, right: Column) -> Column:
+    """Return ``left AND right``: FALSE if either side is FALSE, NULL if unknown, else TRUE."""
+    data = left.data & right.data
+    if left.validity is None and right.validity is None:
+        return Column(pa.bool_(), data)
+    left_false = ~left.data if left.validity is None else left.validity & ~left.data
+    right_false = ~right.data if right.validity is None else right.validity & ~right.data
+    validity = and_validity(left.validity, right.validity)
+    validity = left_false | right_false if validity is None else validity | left_false | right_false
+    return Column(pa.bool_(), data, validity)
+
+
+def kleene_or(xp: Any, left: Column, right: Column) -> Column:
+    """Return ``left OR right``: TRUE if either side is TRUE, NULL if unknown, else FALSE."""
+    data = left.data | right.data
+    if left.validity is None and right.validity is None:
+        return Column(pa.bool_(), data)
+    validity = and_validity(left.validity, right.validity)
+    validity = true_rows(left) | true_rows(right) if validity is None else validity | true_rows(left) | true_rows(right)
+    return Column(pa.bool_(), data, validity)
+
+
+def kleene_not(xp: Any, operand: Column) -> Column:
+    """Return ``NOT operand`` (NULL stays NULL)."""
+    return Column(pa.bool_(), ~operand.data, operand.validity)
+
+
+def null_test(xp: Any, validity: Any, rows: int, want_null: bool) -> Column:
+    """Return ``IS NULL`` (``want_null``) or ``IS NOT NULL`` for rows with ``validity``; never NULL itself."""
+    if validity is None:
+        data = xp.full(rows, not want_null, dtype=xp.bool_)
+    else:
+        data = ~validity if want_null else validity.copy()
+    return Column(pa.bool_(), data)
+
+
+def case(device: Device, conditions: Sequence[Column], values: Sequence[Column], default: Column | None,
+         dtype: pa.DataType, rows: int) -> Column:
+    """Return ``CASE WHEN c1 THEN v1 … ELSE default END`` over evaluated branches.
+
+    Each row takes the first branch whose condition is TRUE (NULL counts as not
+    true); rows matching none take ``default``, or NULL without one. ``values``
+    and ``default`` must already be of ``dtype``.
+    """
+    xp = device.xp
+    branches = list(values) + ([default] if default is not None else [])
+    choice = xp.full(rows, len(values) if default is not None else -1, dtype=xp.int32)
+    undecided = xp.ones(rows, dtype=xp.bool_)
+    for k, condition in enumerate(conditions):
+        hit = undecided & true_rows(condition)
+        choice = xp.where(hit, k, choice)
+        undecided &= ~hit
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    for k, branch in enumerate(branches):
+        branch_valid = strings.string_validity(device, branch) if is_string(dtype) else branch.validity
+        validity = xp.where(choice == k, True if branch_valid is None else branch_valid, validity)
+    if is_string(dtype):
+        return strings.choose_strings(device, choice, branches, validity)
+    if not branches:
+        return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
+    data = xp.zeros(rows, dtype=branches[0].data.dtype)
+    for k, branch in enumerate(branches):
+        data = xp.where(choice == k, branch.data, data)
+    return Column(dtype, data, validity)
+

@@ -1,0 +1,144 @@
+"""Move numbers between int64 scaled integers and floats exactly, and refuse to overflow.
+
+Decimals are int64 values scaled by ``10**scale``; integers are decimals of
+scale 0. Every int64 result is checked against a float64 shadow computation:
+when the exact result fits in int64 the shadow is within ``2**12`` of it, and
+when it wrapped the two differ by about ``2**64``, so ``|shadow - result| >
+2**32`` flags exactly the rows that overflowed, for the price of one float op
+and one reduction, and nothing ever wraps silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, physical_dtype
+from gpu_engine.errors import ExecutionError
+
+__all__ = [
+    "POWERS_OF_TEN",
+    "scale_of",
+    "as_float",
+    "as_scaled",
+    "rescale",
+    "add_checked",
+    "subtract_checked",
+    "multiply_checked",
+    "divide_round_half_away",
+    "round_half_away",
+    "fit_to_type",
+    "raise_at_first",
+]
+
+#: Powers of ten that fit in int64.
+POWERS_OF_TEN = tuple(10**k for k in range(19))
+
+_WRAP_GAP = float(2**32)
+
+
+def scale_of(dtype: pa.DataType) -> int:
+    """Return the decimal scale of a type; integers and bools count as scale 0."""
+    return dtype.scale if is_decimal(dtype) else 0
+
+
+def raise_at_first(xp: Any, bad: Any, validity: Any, message: str) -> None:
+    """Raise :class:`ExecutionError` naming the first valid row where ``bad`` holds, if any."""
+    if validity is not None:
+        bad = bad & validity
+    if bool(xp.any(bad)):
+        row = int(xp.argmax(bad))
+        raise ExecutionError(f"{message} (first at row {row})")
+
+
+def _check_wrap(xp: Any, result: Any, shadow: Any, validity: Any, what: str) -> Any:
+    wrapped = xp.abs(shadow - result.astype(xp.float64)) > _WRAP_GAP
+    raise_at_first(xp, wrapped, validity, f"Overflow in {what}: the result does not fit in 64-bit integers")
+    return result
+
+
+def add_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+    """Return ``left + right`` in int64, raising where a valid row overflows."""
+    shadow = left.astype(xp.float64) + right.astype(xp.float64)
+    return _check_wrap(xp, left + right, shadow, validity, what)
+
+
+def subtract_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+    """Return ``left - right`` in int64, raising where a valid row overflows."""
+    shadow = left.astype(xp.float64) - right.astype(xp.float64)
+    return _check_wrap(xp, left - right, shadow, validity, what)
+
+
+def multiply_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+    """Return ``left * right`` in int64 (``right`` an array or a Python int), raising on overflow."""
+    if isinstance(right, int):
+        right = np.int64(right)
+    shadow = left.astype(xp.float64) * right.astype(xp.float64)
+    return _check_wrap(xp, left * right, shadow, validity, what)
+
+
+def divide_round_half_away(xp: Any, values: Any, power: int) -> Any:
+    """Return ``values / power`` rounded half away from zero (``power`` a positive power of ten)."""
+    if power == 1:
+        return values
+    remainder = xp.fmod(values, xp.int64(power))
+    quotient = (values - remainder) // xp.int64(power)
+    half = power // 2
+    return quotient + (remainder >= half).astype(xp.int64) - (remainder <= -half).astype(xp.int64)
+
+
+def round_half_away(xp: Any, values: Any) -> Any:
+    """Return floats rounded to integral values, halves away from zero (``xp.round`` rounds to even)."""
+    whole = xp.trunc(values)
+    fraction = values - whole
+    return whole + xp.where(fraction >= 0.5, 1.0, 0.0) - xp.where(fraction <= -0.5, 1.0, 0.0)
+
+
+def rescale(xp: Any, values: Any, from_scale: int, to_scale: int, validity: Any, what: str) -> Any:
+    """Return int64 scaled values moved from one decimal scale to another (up: checked; down: rounded)."""
+    if to_scale > from_scale:
+        return multiply_checked(xp, values, POWERS_OF_TEN[to_scale - from_scale], validity, what)
+    if to_scale < from_scale:
+        return divide_round_half_away(xp, values, POWERS_OF_TEN[from_scale - to_scale])
+    return values
+
+
+def as_scaled(xp: Any, column: Column, scale: int, what: str) -> Any:
+    """Return an integer or decimal column as int64 values at ``scale``."""
+    values = column.data.astype(xp.int64, copy=False)
+    return rescale(xp, values, scale_of(column.dtype), scale, column.validity, what)
+
+
+def as_float(xp: Any, column: Column) -> Any:
+    """Return a numeric column as float64 (decimals divided by ``10**scale``, as DuckDB does)."""
+    values = column.data.astype(xp.float64)
+    if is_decimal(column.dtype) and column.dtype.scale:
+        values = values / float(POWERS_OF_TEN[column.dtype.scale])
+    return values
+
+
+def fit_to_type(xp: Any, values: Any, dtype: pa.DataType, validity: Any, what: str) -> Any:
+    """Return int64 ``values`` in the physical type of ``dtype``, raising where a valid row does not fit.
+
+    Integer types must hold the value; ``decimal(p, s)`` with ``p <= 18`` must
+    have fewer than ``p`` digits, as DuckDB checks.
+    """
+    if is_decimal(dtype):
+        if dtype.precision <= 18:
+            limit = POWERS_OF_TEN[dtype.precision]
+            raise_at_first(xp, (values >= limit) | (values <= -limit), validity,
+                           f"{what}: value is out of range for {dtype}")
+        return values
+    if is_integer(dtype):
+        target = physical_dtype(dtype)
+        if target != np.dtype(np.int64):
+            info = np.iinfo(target)
+            raise_at_first(xp, (values < int(max(info.min, -(2**63)))) | (values > int(min(info.max, 2**63 - 1))),
+                           validity, f"{what}: value is out of range for {dtype}")
+        return values.astype(target, copy=False)
+    if is_floating(dtype):
+        return values.astype(physical_dtype(dtype))
+    raise TypeError(f"cannot store integers as {dtype}")

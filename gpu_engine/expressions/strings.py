@@ -1,0 +1,147 @@
+"""Run string kernels on plain and dictionary-encoded columns.
+
+A dictionary column is evaluated on its dictionary (the distinct values, a
+small column) and the per-value results are gathered through the codes: LIKE on
+a million rows of a 25-value column matches 25 strings. String results keep the
+encoding too (``substring`` on a dictionary column transforms the dictionary).
+Note that such derived dictionaries may repeat values, so codes identify rows'
+values only through the dictionary, never by themselves.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.device import Device
+from gpu_engine.kernels import strings as kernels
+from gpu_engine.kernels.gather import dictionary_row_validity
+
+__all__ = [
+    "string_slots",
+    "string_validity",
+    "map_values",
+    "compare_signs",
+    "compare_signs_to_literal",
+    "like_matches",
+    "isin_matches",
+    "substring",
+    "choose_strings",
+]
+
+
+def string_slots(column: Column) -> tuple[Any, Any, Any]:
+    """Return ``(offsets, chars, index)`` as the string kernels read them (``index`` None for plain columns)."""
+    if column.dictionary is not None:
+        return column.dictionary.offsets, column.dictionary.data, column.data
+    return column.offsets, column.data, None
+
+
+def _take(xp: Any, per_value: Any, codes: Any) -> Any:
+    """Gather per-dictionary-value results through codes (an empty dictionary means all rows are null)."""
+    if per_value.shape[0] == 0:
+        return xp.zeros(codes.shape[0], dtype=per_value.dtype)
+    return xp.take(per_value, codes)
+
+
+def string_validity(device: Device, column: Column) -> Any:
+    """Return the row validity of a string column, counting null dictionary entries as null rows."""
+    if column.dictionary is None:
+        return column.validity
+    return dictionary_row_validity(device, column)
+
+
+def map_values(device: Device, column: Column, function: Callable[[Any, Any], Any]) -> Any:
+    """Apply ``function(offsets, chars) -> per-string array`` once per distinct value, then per row."""
+    if column.dictionary is None:
+        return function(column.offsets, column.data)
+    per_value = function(column.dictionary.offsets, column.dictionary.data)
+    return _take(device.xp, per_value, column.data)
+
+
+def compare_signs(device: Device, left: Column, right: Column) -> Any:
+    """Return per-row ``int8`` signs of left vs right, byte-lexicographic (= code-point order for UTF-8)."""
+    return kernels.compare(device, len(left), string_slots(left), string_slots(right))
+
+
+def compare_signs_to_literal(device: Device, column: Column, value: str) -> Any:
+    """Return per-row signs of column vs a constant, comparing each dictionary value once."""
+    xp = device.xp
+    literal = Column.from_arrow(pa.array([value], type=pa.string()), device)
+
+    def signs(offsets: Any, chars: Any) -> Any:
+        count = int(offsets.shape[0]) - 1
+        return kernels.compare(device, count, (offsets, chars, None),
+                               (literal.offsets, literal.data, xp.zeros(count, dtype=xp.int32)))
+
+    return map_values(device, column, signs)
+
+
+def like_matches(device: Device, column: Column, pattern: str) -> Any:
+    """Return per-row booleans of ``column LIKE pattern`` (nulls not applied)."""
+    return map_values(device, column, lambda offsets, chars: kernels.like(device, offsets, chars, pattern))
+
+
+def isin_matches(device: Device, column: Column, values: Sequence[str]) -> Any:
+    """Return per-row booleans: does the row equal one of ``values`` (nulls not applied)."""
+    return map_values(device, column, lambda offsets, chars: kernels.isin(device, offsets, chars, list(values)))
+
+
+def _substring_plain(device: Device, column: Column, start: int, length: int | None) -> Column:
+    starts, ends = kernels.substring_bounds(device, column.offsets, column.data, start, length)
+    offsets, chars = kernels.copy_ranges(device, column.data, starts, ends - starts)
+    return Column(pa.string(), chars, column.validity, offsets)
+
+
+def substring(device: Device, column: Column, start: int, length: int | None) -> Column:
+    """Return DuckDB's ``substring(column, start, length)``; a dictionary column keeps its codes."""
+    if column.dictionary is None:
+        return _substring_plain(device, column, start, length)
+    dictionary = _substring_plain(device, column.dictionary, start, length)
+    return Column(pa.string(), column.data, column.validity, None, dictionary)
+
+
+def _slot_table(column: Column) -> Column:
+    return column.dictionary if column.dictionary is not None else column
+
+
+def choose_strings(device: Device, choice: Any, sources: Sequence[Column], validity: Any) -> Column:
+    """Return per row the string of ``sources[choice[row]]`` (CASE over string branches).
+
+    The sources' string tables (their dictionaries, or the plain columns) are
+    concatenated into one pool and each row picks a slot in it. When every source
+    is dictionary-encoded (literals are), the pool is small and the result is a
+    dictionary column over it; otherwise the chosen bytes are gathered into a
+    plain column.
+    """
+    xp = device.xp
+    rows = int(choice.shape[0])
+    pool_offsets = [xp.zeros(1, dtype=xp.int64)]
+    pool_chars = []
+    slot = xp.zeros(rows, dtype=xp.int64)
+    slot_base = 0
+    char_base = 0
+    for k, source in enumerate(sources):
+        table = _slot_table(source)
+        offsets = table.offsets.astype(xp.int64, copy=False)
+        first, last = int(offsets[0]), int(offsets[-1])
+        pool_chars.append(table.data[first:last])
+        pool_offsets.append(offsets[1:] - first + char_base)
+        local = source.data.astype(xp.int64) if source.dictionary is not None else xp.arange(rows, dtype=xp.int64)
+        slot = xp.where(choice == k, local + slot_base, slot)
+        slot_base += int(offsets.shape[0]) - 1
+        char_base += last - first
+    offsets = xp.concatenate(pool_offsets)
+    chars = xp.concatenate(pool_chars) if pool_chars else xp.zeros(0, dtype=xp.uint8)
+    if all(source.dictionary is not None for source in sources):
+        if slot_base == 0:
+            offsets, chars = xp.zeros(2, dtype=xp.int64), xp.zeros(0, dtype=xp.uint8)
+        return Column(pa.string(), slot.astype(xp.int32), validity, None, Column(pa.string(), chars, None, offsets))
+    starts = xp.take(offsets, slot)
+    lengths = xp.take(offsets, slot + 1) - starts
+    if validity is not None:
+        lengths = xp.where(validity, lengths, 0)
+    out_offsets, out_chars = kernels.copy_ranges(device, chars, starts, lengths)
+    return Column(pa.string(), out_chars, validity, out_offsets)

@@ -1,0 +1,72 @@
+"""Evaluate EXTRACT and convert dates and timestamps with vectorized calendar arithmetic.
+
+Dates are int32 days since 1970-01-01 and timestamps int64 ticks of their unit.
+The calendar fields come from Howard Hinnant's ``civil_from_days``, written in
+array arithmetic so it runs on any device without a kernel. Time zones are not
+applied: a zoned timestamp's fields are those of its UTC instant.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.errors import PlanError
+
+__all__ = [
+    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "extract", "time_values", "common_time_values",
+]
+
+EXTRACT_FIELDS = ("year", "month", "day")
+
+#: Timestamp ticks per day, by Arrow unit.
+TICKS_PER_DAY = {"s": 86_400, "ms": 86_400_000, "us": 86_400_000_000, "ns": 86_400_000_000_000}
+
+
+def civil_from_days(xp: Any, days: Any) -> tuple[Any, Any, Any]:
+    """Return ``(year, month, day)`` int64 arrays of the proleptic Gregorian dates ``days`` after 1970-01-01."""
+    z = days.astype(xp.int64) + 719468
+    era = xp.floor_divide(z, 146097)
+    day_of_era = z - era * 146097
+    year_of_era = (day_of_era - day_of_era // 1460 + day_of_era // 36524 - day_of_era // 146096) // 365
+    day_of_year = day_of_era - (365 * year_of_era + year_of_era // 4 - year_of_era // 100)
+    shifted_month = (5 * day_of_year + 2) // 153
+    day = day_of_year - (153 * shifted_month + 2) // 5 + 1
+    month = xp.where(shifted_month < 10, shifted_month + 3, shifted_month - 9)
+    year = year_of_era + era * 400 + (month <= 2)
+    return year, month, day
+
+
+def days_of(xp: Any, column: Column) -> Any:
+    """Return the int64 day numbers of a date32 or timestamp column (timestamps floor to their day)."""
+    if pa.types.is_date32(column.dtype):
+        return column.data.astype(xp.int64)
+    if pa.types.is_timestamp(column.dtype):
+        return xp.floor_divide(column.data, TICKS_PER_DAY[column.dtype.unit])
+    raise PlanError(f"expected a date or timestamp, got {column.dtype}")
+
+
+def extract(xp: Any, field: str, column: Column) -> Any:
+    """Return ``EXTRACT(field FROM column)`` as int64 values for ``field`` in :data:`EXTRACT_FIELDS`."""
+    if field not in EXTRACT_FIELDS:
+        raise PlanError(f"EXTRACT supports {', '.join(EXTRACT_FIELDS)}, not {field!r}")
+    year, month, day = civil_from_days(xp, days_of(xp, column))
+    return {"year": year, "month": month, "day": day}[field]
+
+
+def time_values(xp: Any, column: Column, unit: str | None) -> Any:
+    """Return a date or timestamp column as int64 days (``unit`` None) or ticks of ``unit``."""
+    if unit is None:
+        return days_of(xp, column)
+    if pa.types.is_date32(column.dtype):
+        return column.data.astype(xp.int64) * TICKS_PER_DAY[unit]
+    return column.data.astype(xp.int64) * (TICKS_PER_DAY[unit] // TICKS_PER_DAY[column.dtype.unit])
+
+
+def common_time_values(xp: Any, left: Column, right: Column) -> tuple[Any, Any]:
+    """Return both sides in one unit: days for two dates, else ticks of the finer timestamp unit (as DuckDB casts)."""
+    units = [c.dtype.unit for c in (left, right) if pa.types.is_timestamp(c.dtype)]
+    unit = max(units, key=TICKS_PER_DAY.get) if units else None
+    return time_values(xp, left, unit), time_values(xp, right, unit)

@@ -1,0 +1,186 @@
+"""Convert values to SQL text and parse SQL text back, as DuckDB's casts do.
+
+Integers, decimals and dates are formatted with array arithmetic (digits of
+each row laid out by ``repeat`` over a per-row width), so they stay on the
+device. Parsing integers, decimals and dates runs the string kernels (once per
+dictionary value for dictionary columns). Two conversions are **host round
+trips**: float -> string (the shortest round-trip text, DuckDB's format, has no
+simple vectorized form) and string -> float (correctly rounded parsing needs
+arbitrary precision); both copy the column to the host, convert there and copy
+back.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer
+from gpu_engine.device import Device
+from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.expressions.numeric import fit_to_type, raise_at_first
+from gpu_engine.expressions.strings import string_validity
+from gpu_engine.expressions.temporal import civil_from_days
+from gpu_engine.kernels import strings as kernels
+
+__all__ = ["to_string", "from_string", "formats_to_string", "parses_from_string"]
+
+_ASCII_ZERO, _ASCII_MINUS, _ASCII_POINT = 48, 45, 46
+
+
+def formats_to_string(dtype: pa.DataType) -> bool:
+    """Return True when :func:`to_string` can format ``dtype``."""
+    return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or is_boolean(dtype)
+            or pa.types.is_date32(dtype))
+
+
+def parses_from_string(dtype: pa.DataType) -> bool:
+    """Return True when :func:`from_string` can parse text into ``dtype``."""
+    return is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or pa.types.is_date32(dtype)
+
+
+# ------------------------------------------------------------------ formatting
+def _pack(xp: Any, widths: Any) -> tuple[Any, Any, Any, Any]:
+    """Return ``(offsets, row, position)`` for rows of ``widths`` bytes, and the byte count."""
+    rows = int(widths.shape[0])
+    offsets = xp.zeros(rows + 1, dtype=xp.int64)
+    if rows:
+        xp.cumsum(widths, out=offsets[1:])
+    total = int(offsets[-1]) if rows else 0
+    row = xp.repeat(xp.arange(rows, dtype=xp.int64), widths.astype(xp.int64))
+    position = xp.arange(total, dtype=xp.int64) - offsets[:-1][row]
+    return offsets, row, position, total
+
+
+def _format_scaled(device: Device, values: Any, scale: int, validity: Any) -> Column:
+    """Format int64 values scaled by ``10**scale`` as ``[-]digits[.fraction]`` with exactly ``scale`` decimals."""
+    xp = device.xp
+    values = values.astype(xp.int64, copy=False)
+    negative = values < 0
+    # |v| without overflowing at INT64_MIN: -(v + 1) fits, then add the 1 back unsigned.
+    magnitude = xp.where(negative, -(values + 1), values).astype(xp.uint64) + negative.astype(xp.uint64)
+    powers = device.asarray(np.array([10**k for k in range(20)], dtype=np.uint64))
+    digits = xp.searchsorted(powers[1:], magnitude, side="right").astype(xp.int64) + 1
+    int_digits = xp.maximum(digits - scale, 1)
+    text_width = int_digits + (scale + 1 if scale else 0)
+    widths = negative.astype(xp.int64) + text_width
+    if validity is not None:
+        widths = xp.where(validity, widths, 0)
+    offsets, row, position, _ = _pack(xp, widths)
+    k = position - negative[row].astype(xp.int64)
+    row_int_digits = int_digits[row]
+    exponent = xp.where(k < row_int_digits, row_int_digits - 1 - k + scale, text_width[row] - 1 - k)
+    exponent = xp.clip(exponent, 0, 19)
+    digit = (magnitude[row] // xp.take(powers, exponent)) % xp.uint64(10)
+    chars = digit.astype(xp.uint8) + xp.uint8(_ASCII_ZERO)
+    if scale:
+        chars = xp.where(k == row_int_digits, xp.uint8(_ASCII_POINT), chars)
+    chars = xp.where(k < 0, xp.uint8(_ASCII_MINUS), chars).astype(xp.uint8)
+    return Column(pa.string(), chars, validity, offsets)
+
+
+def _format_dates(device: Device, column: Column) -> Column:
+    """Format date32 days as ``YYYY-MM-DD`` (years 1 to 9999; DuckDB's BC and 5-digit forms are refused)."""
+    xp = device.xp
+    year, month, day = civil_from_days(xp, column.data)
+    raise_at_first(xp, (year < 1) | (year > 9999), column.validity,
+                   "Conversion of a date to text supports years 1 to 9999 only")
+    widths = xp.full(len(column), 10, dtype=xp.int64)
+    if column.validity is not None:
+        widths = xp.where(column.validity, widths, 0)
+    offsets, row, position, _ = _pack(xp, widths)
+    # Text of every row as one number: YYYY0MM0DD with the zeros replaced by dashes.
+    number = (year * 1_000_000 + month * 1_000 + day)[row]
+    powers = device.asarray(np.array([10**k for k in range(10)], dtype=np.int64))
+    digit = (number // xp.take(powers, 9 - position)) % 10
+    chars = xp.where((position == 4) | (position == 7), _ASCII_MINUS, digit + _ASCII_ZERO).astype(xp.uint8)
+    return Column(pa.string(), chars, column.validity, offsets)
+
+
+def _format_floats_on_host(device: Device, column: Column) -> Column:
+    """Format floats as DuckDB does (shortest round-trip text). Host round trip."""
+    values = device.to_host(column.data)
+    validity = None if column.validity is None else device.to_host(column.validity)
+    if values.dtype == np.float32:
+        # The shortest float32 digits, laid out by Python's (= DuckDB's) positional/exponent rule.
+        shortest = [float(str(np.float32(v))) for v in values.tolist()]
+    else:
+        shortest = values.tolist()
+    texts = [None if validity is not None and not validity[i] else repr(v) for i, v in enumerate(shortest)]
+    return Column.from_arrow(pa.array(texts, type=pa.string()), device)
+
+
+def to_string(device: Device, column: Column) -> Column:
+    """Return ``CAST(column AS VARCHAR)`` in DuckDB's text forms."""
+    xp = device.xp
+    dtype = column.dtype
+    if is_boolean(dtype):
+        dictionary = Column.from_arrow(pa.array(["false", "true"]), device)
+        return Column(pa.string(), column.data.astype(xp.int32), column.validity, None, dictionary)
+    if is_integer(dtype):
+        return _format_scaled(device, column.data, 0, column.validity)
+    if is_decimal(dtype):
+        return _format_scaled(device, column.data, dtype.scale, column.validity)
+    if pa.types.is_date32(dtype):
+        return _format_dates(device, column)
+    if is_floating(dtype):
+        return _format_floats_on_host(device, column)
+    raise PlanError(f"casting {dtype} to a string is not supported")
+
+
+# --------------------------------------------------------------------- parsing
+def _parse_rows(device: Device, column: Column, parse: Callable[[Any, Any], tuple[Any, Any]]) -> tuple[Any, Any]:
+    """Run a parse kernel on the strings (a dictionary's values once) and return per-row (values, status)."""
+    if column.dictionary is None:
+        return parse(column.offsets, column.data)
+    values, status = parse(column.dictionary.offsets, column.dictionary.data)
+    xp = device.xp
+    if values.shape[0] == 0:
+        return xp.zeros(len(column), dtype=values.dtype), xp.zeros(len(column), dtype=status.dtype)
+    return xp.take(values, column.data), xp.take(status, column.data)
+
+
+def _raise_parse_errors(device: Device, column: Column, status: Any, validity: Any, dtype: pa.DataType,
+                        out_of_range: str) -> None:
+    xp = device.xp
+    failed = status != kernels.PARSE_OK
+    if validity is not None:
+        failed = failed & validity
+    if not bool(xp.any(failed)):
+        return
+    row = int(xp.argmax(failed))
+    text = column.to_arrow(device)[row].as_py()
+    if int(status[row]) == kernels.PARSE_OUT_OF_RANGE:
+        raise ExecutionError(f"Could not convert string {text!r} to {dtype}: {out_of_range} (row {row})")
+    raise ExecutionError(f"Could not convert string {text!r} to {dtype} (row {row})")
+
+
+def _parse_floats_on_host(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Parse text to floats with Arrow (DuckDB's grammar minus digit separators). Host round trip."""
+    text = pc.utf8_trim(column.to_arrow(device), characters=" \t\n\v\f\r")
+    try:
+        values = pc.cast(text, pa.float64())
+    except pa.ArrowInvalid as error:
+        raise ExecutionError(f"Could not convert string to {dtype}: {error}") from error
+    return Column.from_arrow(values.cast(dtype), device)
+
+
+def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return ``CAST(column AS dtype)`` for text, raising :class:`ExecutionError` on text that does not parse."""
+    validity = string_validity(device, column)
+    if is_integer(dtype) or is_decimal(dtype):
+        scale = dtype.scale if is_decimal(dtype) else 0
+        values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(device, o, c, scale))
+        _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
+        return Column(dtype, fit_to_type(device.xp, values, dtype, validity, f"cast from text to {dtype}"), validity)
+    if pa.types.is_date32(dtype):
+        days, status = _parse_rows(device, column, lambda o, c: kernels.parse_date(device, o, c))
+        _raise_parse_errors(device, column, status, validity, dtype, "date field value out of range")
+        return Column(dtype, days, validity)
+    if is_floating(dtype):
+        return _parse_floats_on_host(device, column, dtype)
+    raise PlanError(f"casting a string to {dtype} is not supported")

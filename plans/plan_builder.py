@@ -1,0 +1,340 @@
+"""Build plan trees fluently from SQL snippets, as Velox's ``exec::test::PlanBuilder`` does.
+
+Tests and the TPC-H plans write fragments as chains such as
+``PlanBuilder(catalog).table_scan("lineitem").filter("l_quantity > 10")``. Each
+call validates its snippets against the current output schema at once (through
+:mod:`gpu_engine.plans.sql_translator`), so a malformed plan fails here with a
+:class:`PlanError` naming the node (``Filter[1]``) and the column, never later
+in a Task. Node ids are strings ``"0"``, ``"1"``, … in build order, drawn from a
+:class:`PlanNodeIdGenerator` that several builders may share (a join's build
+side, the fragments of a distributed plan) so ids stay unique across them.
+
+Schemas are the engine's logical types (``gpu_engine.columnar.types.normalize_type``:
+large strings become ``string``, dictionaries their value type).
+"""
+
+from __future__ import annotations
+
+import itertools
+import threading
+from typing import Callable, Mapping, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.columnar.types import normalize_type
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, aggregation_output_schema, final_step_aggregates
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Literal
+from gpu_engine.plans.nodes import (
+    AggregationNode,
+    AggregationStep,
+    ExchangeNode,
+    FilterNode,
+    LimitNode,
+    LocalPartitionNode,
+    OrderByNode,
+    PartitionedOutputNode,
+    PlanNode,
+    ProjectNode,
+    TableScanNode,
+    TopNNode,
+    ValuesNode,
+)
+from gpu_engine.plans.sql_translator import (
+    parse_aggregate,
+    parse_column_name,
+    parse_expression,
+    parse_projection,
+    parse_sort_key,
+)
+
+__all__ = ["PlanBuilder", "PlanNodeIdGenerator"]
+
+_PARTITIONED_OUTPUT_KINDS = ("partitioned", "broadcast", "arbitrary")
+
+
+class PlanNodeIdGenerator:
+    """Hand out plan node ids ``"0"``, ``"1"``, … ; share one between builders of one plan."""
+
+    def __init__(self, start: int = 0):
+        self._counter = itertools.count(start)
+        self._lock = threading.Lock()
+
+    def next_id(self) -> str:
+        """Return the next unused id."""
+        with self._lock:
+            return str(next(self._counter))
+
+
+def _normalized_schema(schema: pa.Schema, label: str) -> pa.Schema:
+    names = set()
+    fields = []
+    for f in schema:
+        if f.name in names:
+            raise PlanError(f"duplicate column name {f.name!r}", node=label, column=f.name)
+        names.add(f.name)
+        try:
+            fields.append(pa.field(f.name, normalize_type(f.type)))
+        except TypeError as exc:
+            raise PlanError(str(exc), node=label, column=f.name) from None
+    return pa.schema(fields)
+
+
+def _unique_names(names: Sequence[str], label: str) -> None:
+    seen = set()
+    for name in names:
+        if name in seen:
+            raise PlanError(f"duplicate output column name {name!r}", node=label, column=name)
+        seen.add(name)
+
+
+def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
+    """Return the columns a partial step emits for one aggregate (see ``AggregationNode``)."""
+    return [name, name + AVG_COUNT_SUFFIX] if aggregate.function == "avg" else [name]
+
+
+class PlanBuilder:
+    """Build one plan fragment bottom-up; every method returns the builder.
+
+    Parameters
+    ----------
+    catalog
+        Table name -> Arrow schema, for :meth:`table_scan`; may be None or empty
+        for plans that start with :meth:`values` or :meth:`exchange`.
+    id_generator
+        Shared id source, so ids are unique across several builders.
+    """
+
+    def __init__(self, catalog: Mapping[str, pa.Schema] | None = None, *,
+                 id_generator: PlanNodeIdGenerator | None = None):
+        self._catalog = dict(catalog or {})
+        self._ids = id_generator or PlanNodeIdGenerator()
+        self._node: PlanNode | None = None
+
+    # -- plumbing -----------------------------------------------------------------
+
+    def _add(self, kind: str, make: Callable[[str, str], PlanNode], *, leaf: bool = False) -> "PlanBuilder":
+        """Draw an id, build the node with ``make(id, label)`` and make it the current node."""
+        node_id = self._ids.next_id()
+        label = f"{kind}[{node_id}]"
+        if leaf and self._node is not None:
+            raise PlanError(f"{kind} must start a plan; this builder already has {self._node.label}", node=label)
+        if not leaf and self._node is None:
+            raise PlanError("no input: start the plan with table_scan, values or exchange", node=label)
+        self._node = make(node_id, label)
+        return self
+
+    @property
+    def _schema(self) -> pa.Schema:
+        return self._node.output_schema
+
+    def _columns(self, names: Sequence[str], label: str, role: str) -> tuple[str, ...]:
+        if isinstance(names, str):
+            raise PlanError(f"{role}s must be a list of column names", node=label, column=names)
+        columns = tuple(parse_column_name(name, self._schema, label, role=role) for name in names)
+        _unique_names(columns, label)
+        return columns
+
+    # -- sources ------------------------------------------------------------------
+
+    def table_scan(self, table_name: str, columns: Sequence[str] | None = None) -> "PlanBuilder":
+        """Read ``columns`` (default: all) of a catalog table."""
+
+        def make(node_id: str, label: str) -> PlanNode:
+            if table_name not in self._catalog:
+                available = ", ".join(sorted(self._catalog)) or "(none)"
+                raise PlanError(f"unknown table {table_name!r}; available tables: {available}",
+                                node=label, column=table_name)
+            table_schema = self._catalog[table_name]
+            wanted = list(table_schema.names if columns is None else columns)
+            _unique_names(wanted, label)
+            for name in wanted:
+                if name not in table_schema.names:
+                    raise PlanError(f"unknown column {name!r} in table {table_name!r}; available columns: "
+                                    + ", ".join(table_schema.names), node=label, column=name)
+            schema = _normalized_schema(pa.schema([table_schema.field(name) for name in wanted]), label)
+            return TableScanNode(id=node_id, output_schema=schema, table_name=table_name, columns=tuple(wanted))
+
+        return self._add("TableScan", make, leaf=True)
+
+    def values(self, table: pa.Table) -> "PlanBuilder":
+        """Produce the rows of an in-memory Arrow table."""
+        return self._add("Values", lambda node_id, label: ValuesNode(
+            id=node_id, output_schema=_normalized_schema(table.schema, label), data=table), leaf=True)
+
+    def exchange(self, schema: pa.Schema) -> "PlanBuilder":
+        """Receive pages with ``schema`` from other Tasks' PartitionedOutput."""
+        return self._add("Exchange", lambda node_id, label: ExchangeNode(
+            id=node_id, output_schema=_normalized_schema(schema, label)), leaf=True)
+
+    # -- row-wise -----------------------------------------------------------------
+
+    def filter(self, predicate: str) -> "PlanBuilder":
+        """Keep rows where the boolean ``predicate`` is true."""
+
+        def make(node_id: str, label: str) -> PlanNode:
+            expr = parse_expression(predicate, self._schema, label)
+            if pa.types.is_null(expr.dtype) and isinstance(expr, Literal):
+                expr = Literal(None, pa.bool_())
+            if not pa.types.is_boolean(expr.dtype):
+                raise PlanError(f"a filter predicate must be boolean, got {expr.dtype}", node=label, column=predicate)
+            return FilterNode(id=node_id, output_schema=self._schema, sources=(self._node,), predicate=expr)
+
+        return self._add("Filter", make)
+
+    def project(self, projections: Sequence[str]) -> "PlanBuilder":
+        """Compute one output column per ``"expr [AS name]"`` snippet."""
+
+        def make(node_id: str, label: str) -> PlanNode:
+            if isinstance(projections, str):
+                raise PlanError("projections must be a list of SQL snippets", node=label, column=projections)
+            pairs = [parse_projection(text, self._schema, label, position=i) for i, text in enumerate(projections)]
+            names = tuple(name for name, _ in pairs)
+            _unique_names(names, label)
+            schema = pa.schema([pa.field(name, expr.dtype) for name, expr in pairs])
+            return ProjectNode(id=node_id, output_schema=schema, sources=(self._node,), names=names,
+                               expressions=tuple(expr for _, expr in pairs))
+
+        return self._add("Project", make)
+
+    # -- aggregation ----------------------------------------------------------------
+
+    def aggregation(self, grouping_keys: Sequence[str], aggregates: Sequence[str]) -> "PlanBuilder":
+        """Group by ``grouping_keys`` and compute ``aggregates`` in one (SINGLE) step."""
+        return self._raw_aggregation(AggregationStep.SINGLE, grouping_keys, aggregates)
+
+    def partial_aggregation(self, grouping_keys: Sequence[str], aggregates: Sequence[str]) -> "PlanBuilder":
+        """Group and emit intermediate results (PARTIAL step) for a later final_aggregation."""
+        return self._raw_aggregation(AggregationStep.PARTIAL, grouping_keys, aggregates)
+
+    def intermediate_aggregation(self, *, partial: AggregationNode | None = None) -> "PlanBuilder":
+        """Merge intermediate results into intermediate results (INTERMEDIATE step); see final_aggregation."""
+        return self._merge_aggregation(AggregationStep.INTERMEDIATE, partial)
+
+    def final_aggregation(self, *, partial: AggregationNode | None = None) -> "PlanBuilder":
+        """Merge intermediate results into final values (FINAL step).
+
+        The keys and aggregates come from the nearest PARTIAL or INTERMEDIATE
+        aggregation below the current node (looking through LocalPartition
+        nodes), or from ``partial`` when it lies in another fragment (after an
+        Exchange).
+        """
+        return self._merge_aggregation(AggregationStep.FINAL, partial)
+
+    def _raw_aggregation(self, step: AggregationStep, grouping_keys: Sequence[str],
+                         aggregates: Sequence[str]) -> "PlanBuilder":
+        def make(node_id: str, label: str) -> PlanNode:
+            keys = self._columns(grouping_keys, label, "grouping key")
+            if isinstance(aggregates, str):
+                raise PlanError("aggregates must be a list of SQL snippets", node=label, column=aggregates)
+            if not keys and not aggregates:
+                raise PlanError("an aggregation needs grouping keys or aggregates", node=label)
+            pairs = [parse_aggregate(text, self._schema, label, position=i) for i, text in enumerate(aggregates)]
+            names, calls = tuple(n for n, _ in pairs), tuple(c for _, c in pairs)
+            schema = aggregation_output_schema(step, [self._schema.field(key) for key in keys], names, calls)
+            _unique_names(schema.names, label)
+            return AggregationNode(id=node_id, output_schema=schema, sources=(self._node,), step=step,
+                                   grouping_keys=keys, aggregate_names=names, aggregates=calls)
+
+        return self._add("Aggregation", make)
+
+    def _find_partial(self, label: str) -> AggregationNode:
+        node = self._node
+        while isinstance(node, LocalPartitionNode) and node.sources:
+            node = node.sources[0]
+        if isinstance(node, AggregationNode) and node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE):
+            return node
+        raise PlanError("no partial or intermediate aggregation below (looking through LocalPartition nodes); "
+                        "pass partial= when it lies in another fragment", node=label)
+
+    def _merge_aggregation(self, step: AggregationStep, partial: AggregationNode | None) -> "PlanBuilder":
+        def make(node_id: str, label: str) -> PlanNode:
+            source = partial if partial is not None else self._find_partial(label)
+            if not isinstance(source, AggregationNode) or source.step.output_is_final:
+                raise PlanError("partial= must be a PARTIAL or INTERMEDIATE aggregation", node=label)
+            keys = self._columns(source.grouping_keys, label, "grouping key")
+            for name, call in zip(source.aggregate_names, source.aggregates):
+                for f in (source.output_schema.field(n) for n in _intermediate_names(name, call)):
+                    if f.name not in self._schema.names or self._schema.field(f.name).type != f.type:
+                        raise PlanError(f"intermediate column {f.name}:{f.type} of {source.label} is missing "
+                                        "from the input", node=label, column=f.name)
+            if source.step is AggregationStep.PARTIAL:
+                merged = final_step_aggregates(source.aggregates, source.aggregate_names)
+            else:  # an INTERMEDIATE step's calls already read intermediate columns
+                merged = source.aggregates
+            schema = aggregation_output_schema(step, [self._schema.field(key) for key in keys],
+                                               source.aggregate_names, merged)
+            return AggregationNode(id=node_id, output_schema=schema, sources=(self._node,), step=step,
+                                   grouping_keys=keys, aggregate_names=source.aggregate_names, aggregates=merged)
+
+        return self._add("Aggregation", make)
+
+    # -- partitioning -----------------------------------------------------------------
+
+    def local_partition(self, keys: Sequence[str]) -> "PlanBuilder":
+        """Repartition rows among this Task's drivers by hash of ``keys``; no keys gathers them."""
+
+        def make(node_id: str, label: str) -> PlanNode:
+            columns = self._columns(keys, label, "partition key")
+            return LocalPartitionNode(id=node_id, output_schema=self._schema, sources=(self._node,),
+                                      partition_kind="repartition" if columns else "gather", keys=columns)
+
+        return self._add("LocalPartition", make)
+
+    def local_gather(self) -> "PlanBuilder":
+        """Merge every driver's rows into one stream (LocalPartition GATHER)."""
+        return self.local_partition([])
+
+    def partitioned_output(self, keys: Sequence[str], num_partitions: int,
+                           kind: str = "partitioned") -> "PlanBuilder":
+        """Send rows to ``num_partitions`` consumer Tasks: by key hash, broadcast, or arbitrary."""
+
+        def make(node_id: str, label: str) -> PlanNode:
+            if kind not in _PARTITIONED_OUTPUT_KINDS:
+                raise PlanError(f"kind must be one of {', '.join(_PARTITIONED_OUTPUT_KINDS)}", node=label, column=kind)
+            if not isinstance(num_partitions, int) or num_partitions < 1:
+                raise PlanError(f"num_partitions must be a positive integer, got {num_partitions!r}", node=label)
+            columns = self._columns(keys, label, "partition key")
+            return PartitionedOutputNode(id=node_id, output_schema=self._schema, sources=(self._node,),
+                                         partition_kind=kind, keys=columns, num_partitions=num_partitions)
+
+        return self._add("PartitionedOutput", make)
+
+    # -- ordering and limits -------------------------------------------------------------
+
+    def _sort_keys(self, keys: Sequence[str], label: str):
+        if isinstance(keys, str) or not keys:
+            raise PlanError("sort keys must be a non-empty list", node=label, column=str(keys))
+        return tuple(parse_sort_key(text, self._schema, label) for text in keys)
+
+    @staticmethod
+    def _count(value: int, what: str, label: str) -> int:
+        if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+            raise PlanError(f"{what} must be a non-negative integer, got {value!r}", node=label)
+        return value
+
+    def order_by(self, keys: Sequence[str], *, is_partial: bool = False) -> "PlanBuilder":
+        """Sort by ``"name [ASC|DESC] [NULLS FIRST|LAST]"`` keys (default ASC NULLS LAST)."""
+        return self._add("OrderBy", lambda node_id, label: OrderByNode(
+            id=node_id, output_schema=self._schema, sources=(self._node,), keys=self._sort_keys(keys, label),
+            is_partial=is_partial))
+
+    def top_n(self, keys: Sequence[str], count: int, *, is_partial: bool = False) -> "PlanBuilder":
+        """Keep the first ``count`` rows in key order."""
+        return self._add("TopN", lambda node_id, label: TopNNode(
+            id=node_id, output_schema=self._schema, sources=(self._node,), keys=self._sort_keys(keys, label),
+            count=self._count(count, "count", label), is_partial=is_partial))
+
+    def limit(self, count: int, offset: int = 0, *, is_partial: bool = False) -> "PlanBuilder":
+        """Skip ``offset`` rows, then pass at most ``count`` rows."""
+        return self._add("Limit", lambda node_id, label: LimitNode(
+            id=node_id, output_schema=self._schema, sources=(self._node,), count=self._count(count, "count", label),
+            offset=self._count(offset, "offset", label), is_partial=is_partial))
+
+    # -- result ------------------------------------------------------------------------
+
+    def plan(self) -> PlanNode:
+        """Return the root of the plan built so far."""
+        if self._node is None:
+            raise PlanError("the plan is empty: start it with table_scan, values or exchange")
+        return self._node

@@ -1,0 +1,394 @@
+"""Translate one parsed sqlglot scalar expression into the typed IR, checking types on the way.
+
+The sqlglot tree is walked with a table that maps each sqlglot node class to
+one handler (exact classes, so a subclass such as ``TryCast`` is not taken for
+``Cast``); anything without a handler is refused with a PlanError naming the
+plan node and the function or construct. See :mod:`gpu_engine.plans.sql_translator`
+for the public entry points and the typing conventions.
+"""
+
+from __future__ import annotations
+
+import functools
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.columnar.types import is_boolean, is_numeric, is_string, is_temporal
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import (
+    BinaryOp,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Extract,
+    InList,
+    Like,
+    Literal,
+    Substring,
+    UnaryOp,
+)
+from gpu_engine.plans.sql_literals import (
+    INTERVAL_UNITS,
+    coerce_literal,
+    date_literal,
+    negate_literal,
+    number_literal,
+    shift_date,
+)
+from gpu_engine.plans.type_coercion import arithmetic_type, common_type, is_castable, is_comparable
+
+__all__ = ["ScalarTranslator", "is_untyped_null", "sql_type"]
+
+_ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
+_COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}
+_EXTRACT_FIELDS = ("year", "month", "day")
+
+_DT = exp.DataType.Type
+_SQL_TYPES = {
+    _DT.TINYINT: pa.int8(), _DT.SMALLINT: pa.int16(), _DT.INT: pa.int32(), _DT.BIGINT: pa.int64(),
+    _DT.UTINYINT: pa.uint8(), _DT.USMALLINT: pa.uint16(), _DT.UINT: pa.uint32(), _DT.UBIGINT: pa.uint64(),
+    _DT.FLOAT: pa.float32(), _DT.DOUBLE: pa.float64(),
+    _DT.TEXT: pa.string(), _DT.VARCHAR: pa.string(), _DT.CHAR: pa.string(),
+    _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
+    _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"),
+}
+
+
+def is_untyped_null(expr: Expr) -> bool:
+    """Return True for a NULL literal whose type its context has not decided yet."""
+    return isinstance(expr, Literal) and pa.types.is_null(expr.dtype)
+
+
+def _null_as(expr: Expr, dtype: pa.DataType) -> Expr:
+    return Literal(None, dtype) if is_untyped_null(expr) else expr
+
+
+def sql_type(data_type: exp.DataType) -> pa.DataType:
+    """Return the Arrow type of a SQL type name as DuckDB reads it (FLOAT/REAL is float32).
+
+    Raises
+    ------
+    TypeError
+        For a type the engine does not support.
+    """
+    if data_type.this == _DT.DECIMAL:
+        params = [int(p.name) for p in data_type.expressions] or [18, 3]
+        precision, scale = params[0], params[1] if len(params) > 1 else 0
+        if not 1 <= precision <= 38 or not 0 <= scale <= precision:
+            raise TypeError(f"invalid decimal({precision}, {scale})")
+        return pa.decimal128(precision, scale)
+    if data_type.this not in _SQL_TYPES:
+        raise TypeError(f"type {data_type.sql(dialect='duckdb')} is not supported")
+    return _SQL_TYPES[data_type.this]
+
+
+class ScalarTranslator:
+    """Translate sqlglot scalar expressions over ``schema`` for the plan node labelled ``node``."""
+
+    def __init__(self, schema: pa.Schema, node: str):
+        self.schema = schema
+        self.node = node
+
+    def translate(self, tree: exp.Expression) -> Expr:
+        """Return the typed expression for ``tree``; raise PlanError for anything unsupported."""
+        handler = _HANDLERS.get(type(tree), ScalarTranslator._unsupported)
+        return handler(self, tree)
+
+    def error(self, message: str, tree: exp.Expression) -> PlanError:
+        """Return a PlanError naming this node and the SQL text of ``tree``."""
+        return PlanError(message, node=self.node, column=tree.sql(dialect="duckdb"))
+
+    # -- leaves ---------------------------------------------------------------
+
+    def _column(self, tree: exp.Column) -> Expr:
+        if tree.table:
+            raise self.error("qualified column names are not supported", tree)
+        name = tree.name
+        if name not in self.schema.names:
+            available = ", ".join(self.schema.names) or "(none)"
+            raise PlanError(f"unknown column {name!r}; available columns: {available}", node=self.node, column=name)
+        return ColumnRef(name, self.schema.field(name).type)
+
+    def _literal(self, tree: exp.Literal) -> Expr:
+        if tree.is_string:
+            return Literal(tree.this, pa.string())
+        try:
+            return number_literal(tree.this)
+        except ValueError:
+            raise self.error("integer literals beyond int64 are not supported yet", tree) from None
+
+    def _boolean_literal(self, tree: exp.Boolean) -> Expr:
+        return Literal(bool(tree.this), pa.bool_())
+
+    def _null(self, tree: exp.Null) -> Expr:
+        return Literal(None, pa.null())
+
+    def _paren(self, tree: exp.Paren) -> Expr:
+        return self.translate(tree.this)
+
+    # -- operators ------------------------------------------------------------
+
+    def _negate(self, tree: exp.Neg) -> Expr:
+        operand = self.translate(tree.this)
+        if isinstance(operand, Literal) and (operand.value is None or is_numeric(operand.dtype)):
+            return negate_literal(operand)
+        if not is_numeric(operand.dtype):
+            raise self.error(f"type mismatch: cannot negate {operand.dtype}", tree)
+        return UnaryOp("negate", operand, operand.dtype)
+
+    def _arithmetic(self, tree: exp.Binary) -> Expr:
+        op = _ARITHMETIC[type(tree)]
+        if isinstance(tree.this, exp.Interval) or isinstance(tree.expression, exp.Interval):
+            return self._date_interval(tree, op)
+        left, right = self.translate(tree.this), self.translate(tree.expression)
+        left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
+        if is_untyped_null(left):
+            return left
+        try:
+            dtype = arithmetic_type(op, left.dtype, right.dtype)
+        except TypeError:
+            raise self.error(f"type mismatch: cannot apply '{_SYMBOL[op]}' to {left.dtype} and {right.dtype}",
+                             tree) from None
+        except ValueError as exc:
+            raise self.error(str(exc), tree) from None
+        return BinaryOp(op, left, right, dtype)
+
+    def _date_interval(self, tree: exp.Binary, op: str) -> Expr:
+        interval, date_tree = (tree.this, tree.expression) if isinstance(tree.this, exp.Interval) else (
+            tree.expression, tree.this)
+        if op not in ("add", "sub") or (op == "sub" and interval is tree.this) or isinstance(date_tree, exp.Interval):
+            raise self.error("this interval arithmetic is not supported yet", tree)
+        date = self.translate(date_tree)
+        if not (isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None):
+            raise self.error("interval arithmetic on a non-constant date is not supported yet", tree)
+        amount, unit = self._interval(interval)
+        return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
+
+    def _interval(self, tree: exp.Interval) -> tuple[int, str]:
+        unit = tree.args.get("unit")
+        unit_name = unit.name.lower().removesuffix("s") if isinstance(unit, exp.Var) else ""
+        amount = self.translate(tree.this) if tree.this is not None else None
+        value = amount.value if isinstance(amount, Literal) else None
+        if isinstance(value, str):
+            value = int(value.strip()) if value.strip().lstrip("+-").isdigit() else None
+        if unit_name not in INTERVAL_UNITS or not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(f"only INTERVAL '<integer>' {'|'.join(INTERVAL_UNITS).upper()} is supported", tree)
+        return value, unit_name
+
+    def _bare_interval(self, tree: exp.Interval) -> Expr:
+        raise self.error("INTERVAL is only supported as DATE '...' +/- INTERVAL (not supported yet elsewhere)", tree)
+
+    def _comparable_pair(self, left: Expr, right: Expr, tree: exp.Expression) -> tuple[Expr, Expr]:
+        """Type NULLs and date strings from the other side, then check the pair compares."""
+        left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
+        for this, other in ((left, right), (right, left)):
+            if isinstance(this, Literal) and is_string(this.dtype) and pa.types.is_date32(other.dtype):
+                as_date = coerce_literal(this, pa.date32())
+                if as_date is None:
+                    raise self.error(f"invalid date literal {this.sql()}", tree)
+                left, right = (as_date, right) if this is left else (left, as_date)
+        if not is_comparable(left.dtype, right.dtype):
+            raise self.error(f"type mismatch: cannot compare {left.dtype} with {right.dtype}", tree)
+        return left, right
+
+    def _comparison(self, tree: exp.Binary) -> Expr:
+        left, right = self._comparable_pair(self.translate(tree.this), self.translate(tree.expression), tree)
+        if is_untyped_null(left):
+            return Literal(None, pa.bool_())
+        return BinaryOp(_COMPARISON[type(tree)], left, right, pa.bool_())
+
+    def _boolean_operand(self, tree: exp.Expression) -> Expr:
+        operand = _null_as(self.translate(tree), pa.bool_())
+        if not is_boolean(operand.dtype):
+            raise self.error(f"type mismatch: expected a boolean, got {operand.dtype}", tree)
+        return operand
+
+    def _connective(self, tree: exp.Connector) -> Expr:
+        op = "and" if isinstance(tree, exp.And) else "or"
+        return BinaryOp(op, self._boolean_operand(tree.this), self._boolean_operand(tree.expression), pa.bool_())
+
+    def _not(self, tree: exp.Not) -> Expr:
+        inner = tree.this
+        if type(inner) is exp.Is:
+            return self._is(inner, negated=True)
+        if type(inner) is exp.In:
+            return self._in(inner, negated=True)
+        if type(inner) is exp.Like:
+            return self._like(inner, negated=not inner.args.get("negate"))
+        return UnaryOp("not", self._boolean_operand(inner), pa.bool_())
+
+    def _is(self, tree: exp.Is, negated: bool = False) -> Expr:
+        if not isinstance(tree.expression, exp.Null):
+            raise self.error("only IS [NOT] NULL is supported", tree)
+        return UnaryOp("is_not_null" if negated else "is_null", self.translate(tree.this), pa.bool_())
+
+    def _between(self, tree: exp.Between) -> Expr:
+        if tree.args.get("symmetric"):
+            raise self.error("BETWEEN SYMMETRIC is not supported yet", tree)
+        operand = self.translate(tree.this)
+        low = self._comparable_pair(operand, self.translate(tree.args["low"]), tree)
+        high = self._comparable_pair(operand, self.translate(tree.args["high"]), tree)
+        return BinaryOp("and", BinaryOp("ge", *low, pa.bool_()), BinaryOp("le", *high, pa.bool_()), pa.bool_())
+
+    def _in(self, tree: exp.In, negated: bool = False) -> Expr:
+        if tree.args.get("query") or tree.args.get("unnest") or tree.args.get("field"):
+            raise self.error("subqueries are not supported", tree)
+        operand = self.translate(tree.this)
+        values = [self.translate(value) for value in tree.expressions]
+        for value, value_tree in zip(values, tree.expressions):
+            if not isinstance(value, Literal):
+                raise self.error("IN list values must be constants", value_tree)
+        try:
+            everything = functools.reduce(common_type, [v.dtype for v in values], operand.dtype)
+        except TypeError:
+            everything = None
+        operand = _null_as(operand, everything or pa.null())
+        coerced = [coerce_literal(v, operand.dtype) for v in values]
+        if None in coerced and everything is not None:
+            # A constant the operand type cannot hold exactly (2.5 for an int): widen the operand.
+            operand = Cast(operand, everything)
+            coerced = [coerce_literal(v, everything) for v in values]
+        if None in coerced:
+            bad = values[coerced.index(None)]
+            raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
+        return InList(operand, tuple(coerced), negated=negated)
+
+    def _like(self, tree: exp.Like, negated: bool | None = None) -> Expr:
+        negated = bool(tree.args.get("negate")) if negated is None else negated
+        operand = _null_as(self.translate(tree.this), pa.string())
+        pattern = self.translate(tree.expression)
+        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+            raise self.error("the LIKE pattern must be a string constant", tree)
+        if not is_string(operand.dtype):
+            raise self.error(f"type mismatch: LIKE needs a string, got {operand.dtype}", tree)
+        return Like(operand, pattern.value, negated=negated)
+
+    def _escape(self, tree: exp.Escape) -> Expr:
+        raise self.error("LIKE ... ESCAPE is not supported yet", tree)
+
+    # -- conditional and conversion ---------------------------------------------
+
+    def _case(self, tree: exp.Case) -> Expr:
+        operand = self.translate(tree.this) if tree.this is not None else None
+        conditions, values = [], []
+        for branch in tree.args["ifs"]:
+            if operand is None:
+                conditions.append(self._boolean_operand(branch.this))
+            else:
+                pair = self._comparable_pair(operand, self.translate(branch.this), branch)
+                conditions.append(BinaryOp("eq", *pair, pa.bool_()))
+            values.append(self.translate(branch.args["true"]))
+        default = tree.args.get("default")
+        if default is not None:
+            values.append(self.translate(default))
+        try:
+            dtype = functools.reduce(common_type, [v.dtype for v in values])
+        except TypeError:
+            raise self.error("type mismatch: CASE branches have types " + ", ".join(str(v.dtype) for v in values),
+                             tree) from None
+        values = [self._convert(value, dtype) for value in values]
+        whens = tuple(zip(conditions, values))
+        return Case(whens, values[len(whens)] if default is not None else None, dtype)
+
+    def _convert(self, expr: Expr, dtype: pa.DataType) -> Expr:
+        if expr.dtype == dtype:
+            return expr
+        if isinstance(expr, Literal):
+            converted = coerce_literal(expr, dtype)
+            if converted is not None:
+                return converted
+        return Cast(expr, dtype)
+
+    def _cast(self, tree: exp.Cast) -> Expr:
+        try:
+            target = sql_type(tree.to)
+        except TypeError as exc:
+            raise self.error(str(exc), tree) from None
+        operand = self.translate(tree.this)
+        if isinstance(operand, Literal) and operand.value is None:
+            return Literal(None, target)
+        if isinstance(operand, Literal) and isinstance(operand.value, str) and pa.types.is_date32(target):
+            try:
+                return date_literal(operand.value)
+            except ValueError:
+                raise self.error(f"invalid date literal {operand.sql()}", tree) from None
+        if operand.dtype == target:
+            return operand
+        if not is_castable(operand.dtype, target):
+            raise self.error(f"type mismatch: cannot cast {operand.dtype} to {target}", tree)
+        return Cast(operand, target)
+
+    def _extract(self, tree: exp.Expression) -> Expr:
+        if isinstance(tree, exp.Extract):
+            field, operand_tree = tree.this.name.lower(), tree.expression
+        else:
+            field, operand_tree = type(tree).__name__.lower(), tree.this
+        if field not in _EXTRACT_FIELDS:
+            raise self.error(f"EXTRACT({field.upper()}) is not supported yet", tree)
+        operand = _null_as(self.translate(operand_tree), pa.date32())
+        if not is_temporal(operand.dtype):
+            raise self.error(f"type mismatch: cannot extract {field} from {operand.dtype}", tree)
+        return Extract(field, operand)
+
+    def _int_constant(self, tree: exp.Expression, what: str) -> int:
+        value = self.translate(tree)
+        if not (isinstance(value, Literal) and isinstance(value.value, int) and not isinstance(value.value, bool)):
+            raise self.error(f"the SUBSTRING {what} must be an integer constant (not supported yet otherwise)", tree)
+        return value.value
+
+    def _substring(self, tree: exp.Substring) -> Expr:
+        operand = _null_as(self.translate(tree.this), pa.string())
+        if not is_string(operand.dtype):
+            raise self.error(f"type mismatch: SUBSTRING needs a string, got {operand.dtype}", tree)
+        length = tree.args.get("length")
+        return Substring(operand, self._int_constant(tree.args["start"], "start"),
+                         self._int_constant(length, "length") if length is not None else None)
+
+    # -- refusals ---------------------------------------------------------------
+
+    def _unsupported(self, tree: exp.Expression) -> Expr:
+        if isinstance(tree, exp.Window):
+            raise self.error("window functions are not supported", tree)
+        if isinstance(tree, exp.AggFunc):
+            raise self.error(f"aggregate function {tree.sql_name().lower()!r} is not allowed in a scalar expression",
+                             tree)
+        if isinstance(tree, (exp.Query, exp.Exists)):
+            raise self.error("subqueries are not supported", tree)
+        if isinstance(tree, exp.Anonymous):
+            raise self.error(f"unknown function {tree.name!r}", tree)
+        if isinstance(tree, exp.Func):
+            raise self.error(f"unsupported function {tree.sql_name().lower()!r}", tree)
+        if isinstance(tree, exp.Alias):
+            raise self.error("an alias (AS) is not allowed inside an expression", tree)
+        raise self.error(f"unsupported SQL construct {type(tree).__name__}", tree)
+
+
+_HANDLERS = {
+    exp.Column: ScalarTranslator._column,
+    exp.Literal: ScalarTranslator._literal,
+    exp.Boolean: ScalarTranslator._boolean_literal,
+    exp.Null: ScalarTranslator._null,
+    exp.Paren: ScalarTranslator._paren,
+    exp.Neg: ScalarTranslator._negate,
+    **{kind: ScalarTranslator._arithmetic for kind in _ARITHMETIC},
+    **{kind: ScalarTranslator._comparison for kind in _COMPARISON},
+    exp.And: ScalarTranslator._connective,
+    exp.Or: ScalarTranslator._connective,
+    exp.Not: ScalarTranslator._not,
+    exp.Is: ScalarTranslator._is,
+    exp.Between: ScalarTranslator._between,
+    exp.In: ScalarTranslator._in,
+    exp.Like: ScalarTranslator._like,
+    exp.Escape: ScalarTranslator._escape,
+    exp.Interval: ScalarTranslator._bare_interval,
+    exp.Case: ScalarTranslator._case,
+    exp.Cast: ScalarTranslator._cast,
+    exp.Extract: ScalarTranslator._extract,
+    exp.Year: ScalarTranslator._extract,
+    exp.Month: ScalarTranslator._extract,
+    exp.Day: ScalarTranslator._extract,
+    exp.Substring: ScalarTranslator._substring,
+}

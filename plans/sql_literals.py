@@ -1,0 +1,157 @@
+"""Type SQL constants as DuckDB does and convert them exactly, so plans never carry lossy constants.
+
+The SQL translator builds every :class:`Literal` here: numbers get DuckDB's
+literal types (``1`` int32, ``3000000000`` int64, ``0.06`` decimal(3,2),
+``1e3`` float64), dates are ``datetime.date`` values, and constant date
+arithmetic with intervals is folded into a date (``DATE '1998-12-01' -
+INTERVAL '90' DAY`` -> ``DATE '1998-09-02'``, month ends clamped as DuckDB
+does). :func:`coerce_literal` converts a constant to another type only when no
+value changes, which lets IN lists and CASE branches share one type.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime
+import decimal
+
+import pyarrow as pa
+
+from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer, is_string
+from gpu_engine.plans.expressions import Literal
+from gpu_engine.plans.type_coercion import MAX_DECIMAL_PRECISION, integer_literal_type
+
+__all__ = [
+    "number_literal",
+    "negate_literal",
+    "date_literal",
+    "shift_date",
+    "coerce_literal",
+    "INTERVAL_UNITS",
+]
+
+INTERVAL_UNITS = ("day", "week", "month", "year")
+
+
+def number_literal(text: str) -> Literal:
+    """Return the literal for a numeric token as DuckDB types it.
+
+    Digits with a point are a decimal whose precision counts every digit
+    written and whose scale counts the digits after the point (``00.10`` is
+    decimal(4,2)); an exponent makes a float64; more than 38 digits too.
+
+    Raises
+    ------
+    ValueError
+        For an integer that does not fit int64.
+    """
+    if "e" in text.lower():
+        return Literal(float(text), pa.float64())
+    if "." not in text:
+        value = int(text)
+        return Literal(value, integer_literal_type(value))
+    integer_digits, fraction_digits = text.lstrip("+-").split(".")
+    scale = len(fraction_digits)
+    precision = max(len(integer_digits) + scale, scale, 1)
+    if precision > MAX_DECIMAL_PRECISION:
+        return Literal(float(text), pa.float64())
+    return Literal(decimal.Decimal(text), pa.decimal128(precision, scale))
+
+
+def negate_literal(literal: Literal) -> Literal:
+    """Return ``-literal``, retyping integers so that ``-2147483648`` stays int32 as in DuckDB.
+
+    Raises
+    ------
+    TypeError
+        When the literal is not a number (or NULL).
+    """
+    value = literal.value
+    if value is None:
+        return literal
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        raise TypeError(f"cannot negate {literal.sql()}")
+    if isinstance(value, int):
+        return Literal(-value, integer_literal_type(-value))
+    return Literal(-value, literal.dtype)
+
+
+def date_literal(text: str) -> Literal:
+    """Return the date literal for ``'yyyy-mm-dd'``.
+
+    Raises
+    ------
+    ValueError
+        When the text is not a valid ISO date.
+    """
+    return Literal(datetime.date.fromisoformat(text.strip()), pa.date32())
+
+
+def shift_date(date: datetime.date, amount: int, unit: str) -> datetime.date:
+    """Return ``date + INTERVAL amount unit``; a day past the month's end becomes its last day.
+
+    ``unit`` is one of :data:`INTERVAL_UNITS`.
+    """
+    if unit == "day":
+        return date + datetime.timedelta(days=amount)
+    if unit == "week":
+        return date + datetime.timedelta(weeks=amount)
+    months = amount * (12 if unit == "year" else 1)
+    year, month = divmod(date.month - 1 + months, 12)
+    year += date.year
+    day = min(date.day, calendar.monthrange(year, month + 1)[1])
+    return datetime.date(year, month + 1, day)
+
+
+def _exact_integer(value) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, (float, decimal.Decimal)) and value == int(value):
+        return int(value)
+    return None
+
+
+def _exact_decimal(value, dtype: pa.Decimal128Type) -> decimal.Decimal | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
+        return None
+    exact = decimal.Decimal(repr(value)) if isinstance(value, float) else decimal.Decimal(value)
+    quantum = decimal.Decimal(1).scaleb(-dtype.scale)
+    rounded = exact.quantize(quantum, context=decimal.Context(prec=MAX_DECIMAL_PRECISION + 2))
+    if rounded != exact or len(rounded.as_tuple().digits) > dtype.precision:
+        return None
+    return rounded
+
+
+def coerce_literal(literal: Literal, dtype: pa.DataType) -> Literal | None:
+    """Return ``literal`` converted to ``dtype``, or None when a value would change or the types do not mix.
+
+    NULL converts to every type; a string converts to a date when it is an ISO date.
+    """
+    value = literal.value
+    if value is None or literal.dtype == dtype:
+        return Literal(value, dtype)
+    converted = None
+    if is_integer(dtype):
+        converted = _exact_integer(value)
+        if converted is not None:
+            bits = dtype.bit_width
+            low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(dtype) else (0, 2**bits)
+            converted = converted if low <= converted < high else None
+    elif is_decimal(dtype):
+        converted = _exact_decimal(value, dtype)
+    elif is_floating(dtype):
+        if isinstance(value, (int, float, decimal.Decimal)) and not isinstance(value, bool):
+            converted = float(value)
+    elif pa.types.is_date32(dtype):
+        if isinstance(value, str):
+            try:
+                converted = datetime.date.fromisoformat(value.strip())
+            except ValueError:
+                converted = None
+    elif is_string(dtype):
+        converted = value if isinstance(value, str) else None
+    elif is_boolean(dtype):
+        converted = value if isinstance(value, bool) else None
+    return None if converted is None else Literal(converted, dtype)
