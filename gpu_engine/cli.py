@@ -266,7 +266,7 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
         print(format_table(result, args.rows))
         timing = (
             f"engine: {_seconds(statistics.median(warm))} "
-            f"(median of {runs}; first run {_seconds(first)}, including JIT compilation)"
+            f"(median of {runs}; first run {_seconds(first)}, which includes any JIT compilation)"
         )
         if duck is not None:
             duck_time, duck_rows = _time_duckdb(duck, choice.sql, runs)

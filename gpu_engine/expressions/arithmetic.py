@@ -24,7 +24,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import (
     add_checked, as_float, as_scaled, fit_to_type, multiply_checked, raise_at_first, rescale, scale_of,
-    subtract_checked,
+    subtract_checked, truncated_remainder,
 )
 
 __all__ = ["arithmetic", "negate"]
@@ -66,7 +66,7 @@ def _exact_arithmetic(xp: Any, op: str, left: Column, right: Column, dtype: pa.D
         # x % -1 is 0; dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out of the kernel.
         divisor = xp.where(by_zero | (right_values == -1), 1, right_values)
         validity = ~by_zero if validity is None else validity & ~by_zero
-        return xp.fmod(left_values, divisor), validity
+        return truncated_remainder(xp, left_values, divisor), validity
     raise PlanError(f"{_NAMES[op]} cannot produce {dtype}; '/' always gives a float")
 
 
@@ -77,8 +77,12 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
         raise PlanError(f"{_NAMES.get(op, op)} needs numbers, got {left.dtype} and {right.dtype}")
     validity = and_validity(left.validity, right.validity)
     if is_floating(dtype):
-        values = _float_arithmetic(xp, op, as_float(xp, left), as_float(xp, right))
-        return Column(dtype, values.astype(physical_dtype(dtype), copy=False), validity)
+        # Operands convert to the result type first, so float32 math stays float32 as in DuckDB.
+        physical = physical_dtype(dtype)
+        left_values = as_float(xp, left).astype(physical, copy=False)
+        right_values = as_float(xp, right).astype(physical, copy=False)
+        values = _float_arithmetic(xp, op, left_values, right_values)
+        return Column(dtype, values.astype(physical, copy=False), validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
     values, validity = _exact_arithmetic(xp, op, left, right, dtype, validity)

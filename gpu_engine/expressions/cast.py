@@ -22,6 +22,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions import text
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, as_float, as_scaled, divide_round_half_away, fit_to_type, raise_at_first, round_half_away,
+    scale_of,
 )
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
 
@@ -55,7 +56,7 @@ def _float_to_integer(xp: Any, column: Column, dtype: pa.DataType, what: str) ->
 
 
 def _float_to_decimal(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
-    scaled = round_half_away(xp, column.data.astype(xp.float64) * float(POWERS_OF_TEN[dtype.scale]))
+    scaled = round_half_away(xp, column.data.astype(xp.float64) * float(POWERS_OF_TEN[scale_of(dtype)]))
     limit = float(POWERS_OF_TEN[dtype.precision]) if dtype.precision <= 18 else _TWO_TO_63
     bad = ~((scaled > -limit) & (scaled < limit))
     raise_at_first(xp, bad, column.validity, f"{what}: value is out of range")
@@ -73,11 +74,11 @@ def _to_number(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
             return _float_to_integer(xp, column, dtype, what)
         values = column.data.astype(xp.int64, copy=False)
         if is_decimal(source):
-            values = divide_round_half_away(xp, values, POWERS_OF_TEN[source.scale])
+            values = divide_round_half_away(xp, values, POWERS_OF_TEN[scale_of(source)])
         return fit_to_type(xp, values, dtype, column.validity, what)
     if is_floating(source):
         return _float_to_decimal(xp, column, dtype, what)
-    return fit_to_type(xp, as_scaled(xp, column, dtype.scale, what), dtype, column.validity, what)
+    return fit_to_type(xp, as_scaled(xp, column, scale_of(dtype), what), dtype, column.validity, what)
 
 
 def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:

@@ -7,9 +7,11 @@ logical, strings, temporal, cast). Everything is written against
 ``batch.device.xp`` and the kernel entry points, so the same code runs on the
 CPU and on a GPU. Only columns the expression names are read.
 
-All sub-expressions are evaluated for all rows, CASE branches included: an
-error (overflow, failed cast) in a row that no CASE branch selects still raises,
-where DuckDB would evaluate the branch only on the rows that select it.
+A CASE first evaluates every branch on all rows and picks per row (cheap
+``where`` selects, no compaction). Only if that raises :class:`ExecutionError`
+(an overflow, a failed cast) is it redone as DuckDB defines it, each condition on
+the rows still undecided and each value on the rows that chose it, so an error
+in a row a branch never sees does not fail the query.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar import Batch, Column
 from gpu_engine.columnar.types import is_boolean, is_string
-from gpu_engine.errors import PlanError
+from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions import arithmetic, comparison, logical, strings, temporal
 from gpu_engine.expressions.cast import cast
 from gpu_engine.expressions.literals import is_null_literal, literal_column
@@ -117,8 +119,11 @@ def _(expr: BinaryOp, batch: Batch) -> Column:
 
 @_evaluate.register
 def _(expr: UnaryOp, batch: Batch) -> Column:
-    operand = _evaluate(expr.operand, batch)
     xp = batch.device.xp
+    if expr.op in ("is_null", "is_not_null") and is_null_literal(expr.operand):
+        # NULL IS NULL needs no column (and an untyped NULL has none).
+        return logical.null_test(xp, xp.zeros(batch.num_rows, dtype=xp.bool_), batch.num_rows, expr.op == "is_null")
+    operand = _evaluate(expr.operand, batch)
     if expr.op == "not":
         if not is_boolean(operand.dtype):
             raise PlanError(f"NOT needs a boolean, got {operand.dtype}", column=expr.sql())
@@ -131,17 +136,41 @@ def _(expr: UnaryOp, batch: Batch) -> Column:
     raise PlanError(f"unknown unary operator {expr.op!r}", column=expr.sql())
 
 
-@_evaluate.register
-def _(expr: Case, batch: Batch) -> Column:
-    conditions = []
-    for condition, _value in expr.whens:
-        column = _evaluate(condition, batch)
-        if not is_boolean(column.dtype):
-            raise PlanError(f"a CASE condition must be boolean, got {column.dtype}", column=condition.sql())
-        conditions.append(column)
+def _case_condition(condition: Expr, batch: Batch) -> Column:
+    column = _evaluate(condition, batch)
+    if not is_boolean(column.dtype):
+        raise PlanError(f"a CASE condition must be boolean, got {column.dtype}", column=condition.sql())
+    return column
+
+
+def _case_on_all_rows(expr: Case, batch: Batch) -> Column:
+    conditions = [_case_condition(condition, batch) for condition, _value in expr.whens]
     values = [_coerce(batch, _evaluate(value, batch), expr.dtype) for _condition, value in expr.whens]
     default = None if expr.default is None else _coerce(batch, _evaluate(expr.default, batch), expr.dtype)
     return logical.case(batch.device, conditions, values, default, expr.dtype, batch.num_rows)
+
+
+def _case_branch_by_branch(expr: Case, batch: Batch) -> Column:
+    """Evaluate each condition on the undecided rows and each value on its own rows (DuckDB's order)."""
+    xp = batch.device.xp
+    undecided = xp.arange(batch.num_rows, dtype=xp.int32)
+    parts = []
+    for condition, value in expr.whens:
+        hit = logical.true_rows(_case_condition(condition, batch.with_gather_map(undecided)))
+        chosen, undecided = undecided[hit], undecided[~hit]
+        parts.append((chosen, _coerce(batch, _evaluate(value, batch.with_gather_map(chosen)), expr.dtype)))
+    if expr.default is not None:
+        default = _evaluate(expr.default, batch.with_gather_map(undecided))
+        parts.append((undecided, _coerce(batch, default, expr.dtype)))
+    return logical.scatter_branches(batch.device, parts, expr.dtype, batch.num_rows)
+
+
+@_evaluate.register
+def _(expr: Case, batch: Batch) -> Column:
+    try:
+        return _case_on_all_rows(expr, batch)
+    except ExecutionError:
+        return _case_branch_by_branch(expr, batch)
 
 
 @_evaluate.register

@@ -18,7 +18,7 @@ from gpu_engine.device import Device
 from gpu_engine.expressions import strings
 from gpu_engine.expressions.nulls import and_validity
 
-__all__ = ["kleene_and", "kleene_or", "kleene_not", "null_test", "case", "true_rows"]
+__all__ = ["kleene_and", "kleene_or", "kleene_not", "null_test", "case", "scatter_branches", "true_rows"]
 
 
 def true_rows(column: Column) -> Any:
@@ -86,10 +86,23 @@ def case(device: Device, conditions: Sequence[Column], values: Sequence[Column],
         validity = xp.where(choice == k, True if branch_valid is None else branch_valid, validity)
     if is_string(dtype):
         return strings.choose_strings(device, choice, branches, validity)
-    if not branches:
-        return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
-    data = xp.zeros(rows, dtype=branches[0].data.dtype)
+    data = xp.zeros(rows, dtype=physical_dtype(dtype))
     for k, branch in enumerate(branches):
         data = xp.where(choice == k, branch.data, data)
     return Column(dtype, data, validity)
 
+
+def scatter_branches(device: Device, parts: Sequence[tuple[Any, Column]], dtype: pa.DataType, rows: int) -> Column:
+    """Return ``rows`` values of ``dtype`` placed by ``parts`` = ``[(target_rows, column)]``; other rows are NULL.
+
+    This assembles a CASE whose branches were evaluated each on its own rows.
+    """
+    xp = device.xp
+    if is_string(dtype):
+        return strings.scatter_strings(device, rows, parts)
+    data = xp.zeros(rows, dtype=physical_dtype(dtype))
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    for target, column in parts:
+        data[target] = column.data
+        validity[target] = True if column.validity is None else column.validity
+    return Column(dtype, data, validity)

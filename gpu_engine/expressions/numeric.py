@@ -16,8 +16,8 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, physical_dtype
-from gpu_engine.errors import ExecutionError
+from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_floating, is_integer, physical_dtype
+from gpu_engine.errors import ExecutionError, PlanError
 
 __all__ = [
     "POWERS_OF_TEN",
@@ -28,6 +28,7 @@ __all__ = [
     "add_checked",
     "subtract_checked",
     "multiply_checked",
+    "truncated_remainder",
     "divide_round_half_away",
     "round_half_away",
     "fit_to_type",
@@ -41,8 +42,18 @@ _WRAP_GAP = float(2**32)
 
 
 def scale_of(dtype: pa.DataType) -> int:
-    """Return the decimal scale of a type; integers and bools count as scale 0."""
-    return dtype.scale if is_decimal(dtype) else 0
+    """Return the decimal scale of a type; integers and bools count as scale 0.
+
+    Raises
+    ------
+    PlanError
+        For a scale above 18: such a decimal has no nonzero value in int64.
+    """
+    if not is_decimal(dtype):
+        return 0
+    if dtype.scale > MAX_INT64_DECIMAL_PRECISION:
+        raise PlanError(f"{dtype} has a scale above {MAX_INT64_DECIMAL_PRECISION}, which 64-bit decimals cannot hold")
+    return dtype.scale
 
 
 def raise_at_first(xp: Any, bad: Any, validity: Any, message: str) -> None:
@@ -50,7 +61,7 @@ def raise_at_first(xp: Any, bad: Any, validity: Any, message: str) -> None:
     if validity is not None:
         bad = bad & validity
     if bool(xp.any(bad)):
-        row = int(xp.argmax(bad))
+        row = int(xp.argmax(bad.astype(xp.int8)))
         raise ExecutionError(f"{message} (first at row {row})")
 
 
@@ -80,11 +91,23 @@ def multiply_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -
     return _check_wrap(xp, left * right, shadow, validity, what)
 
 
+def truncated_remainder(xp: Any, dividend: Any, divisor: Any) -> Any:
+    """Return C's ``dividend % divisor`` (sign of the dividend) for int64, exactly; divisors must be non-zero.
+
+    ``xp.fmod`` would do, but CuPy computes integer fmod through float64, which
+    is inexact beyond 2**53; the floor remainder (sign of the divisor) is exact
+    everywhere and moves to C's convention with one adjustment that cannot overflow.
+    """
+    floor_remainder = xp.remainder(dividend, divisor)
+    wrong_sign = (floor_remainder != 0) & ((floor_remainder < 0) != (dividend < 0))
+    return xp.where(wrong_sign, floor_remainder - divisor, floor_remainder)
+
+
 def divide_round_half_away(xp: Any, values: Any, power: int) -> Any:
     """Return ``values / power`` rounded half away from zero (``power`` a positive power of ten)."""
     if power == 1:
         return values
-    remainder = xp.fmod(values, xp.int64(power))
+    remainder = truncated_remainder(xp, values, np.int64(power))
     quotient = (values - remainder) // xp.int64(power)
     half = power // 2
     return quotient + (remainder >= half).astype(xp.int64) - (remainder <= -half).astype(xp.int64)
@@ -115,8 +138,9 @@ def as_scaled(xp: Any, column: Column, scale: int, what: str) -> Any:
 def as_float(xp: Any, column: Column) -> Any:
     """Return a numeric column as float64 (decimals divided by ``10**scale``, as DuckDB does)."""
     values = column.data.astype(xp.float64)
-    if is_decimal(column.dtype) and column.dtype.scale:
-        values = values / float(POWERS_OF_TEN[column.dtype.scale])
+    scale = scale_of(column.dtype)
+    if scale:
+        values = values / float(POWERS_OF_TEN[scale])
     return values
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "isin_matches",
     "substring",
     "choose_strings",
+    "scatter_strings",
 ]
 
 
@@ -103,40 +104,41 @@ def substring(device: Device, column: Column, start: int, length: int | None) ->
     return Column(pa.string(), column.data, column.validity, None, dictionary)
 
 
-def _slot_table(column: Column) -> Column:
-    return column.dictionary if column.dictionary is not None else column
+def _string_pool(xp: Any, sources: Sequence[Column]) -> tuple[Any, Any, list[int]]:
+    """Concatenate the sources' string tables (dictionaries, or the plain columns) into one.
 
-
-def choose_strings(device: Device, choice: Any, sources: Sequence[Column], validity: Any) -> Column:
-    """Return per row the string of ``sources[choice[row]]`` (CASE over string branches).
-
-    The sources' string tables (their dictionaries, or the plain columns) are
-    concatenated into one pool and each row picks a slot in it. When every source
-    is dictionary-encoded (literals are), the pool is small and the result is a
-    dictionary column over it; otherwise the chosen bytes are gathered into a
-    plain column.
+    Returns the pool's ``(offsets, chars)`` and the first pool slot of each source.
     """
-    xp = device.xp
-    rows = int(choice.shape[0])
     pool_offsets = [xp.zeros(1, dtype=xp.int64)]
     pool_chars = []
-    slot = xp.zeros(rows, dtype=xp.int64)
+    bases = []
     slot_base = 0
     char_base = 0
-    for k, source in enumerate(sources):
-        table = _slot_table(source)
+    for source in sources:
+        table = source.dictionary if source.dictionary is not None else source
         offsets = table.offsets.astype(xp.int64, copy=False)
         first, last = int(offsets[0]), int(offsets[-1])
         pool_chars.append(table.data[first:last])
         pool_offsets.append(offsets[1:] - first + char_base)
-        local = source.data.astype(xp.int64) if source.dictionary is not None else xp.arange(rows, dtype=xp.int64)
-        slot = xp.where(choice == k, local + slot_base, slot)
+        bases.append(slot_base)
         slot_base += int(offsets.shape[0]) - 1
         char_base += last - first
-    offsets = xp.concatenate(pool_offsets)
     chars = xp.concatenate(pool_chars) if pool_chars else xp.zeros(0, dtype=xp.uint8)
+    return xp.concatenate(pool_offsets), chars, bases
+
+
+def _local_slots(xp: Any, source: Column, positions: Any) -> Any:
+    """Return the slots in a source's string table of its rows ``positions``."""
+    if source.dictionary is not None:
+        return source.data[positions].astype(xp.int64)
+    return positions.astype(xp.int64, copy=False)
+
+
+def _from_pool(device: Device, sources: Sequence[Column], offsets: Any, chars: Any, slot: Any, validity: Any) -> Column:
+    """Return rows reading pool ``slot``: a dictionary over the pool when every source is one, else gathered bytes."""
+    xp = device.xp
     if all(source.dictionary is not None for source in sources):
-        if slot_base == 0:
+        if int(offsets.shape[0]) == 1:  # no values at all: every row is NULL
             offsets, chars = xp.zeros(2, dtype=xp.int64), xp.zeros(0, dtype=xp.uint8)
         return Column(pa.string(), slot.astype(xp.int32), validity, None, Column(pa.string(), chars, None, offsets))
     starts = xp.take(offsets, slot)
@@ -145,3 +147,35 @@ def choose_strings(device: Device, choice: Any, sources: Sequence[Column], valid
         lengths = xp.where(validity, lengths, 0)
     out_offsets, out_chars = kernels.copy_ranges(device, chars, starts, lengths)
     return Column(pa.string(), out_chars, validity, out_offsets)
+
+
+def choose_strings(device: Device, choice: Any, sources: Sequence[Column], validity: Any) -> Column:
+    """Return per row the string of ``sources[choice[row]]`` (CASE over string branches of all rows).
+
+    The sources' string tables are pooled and each row picks a slot in the
+    pool. When every source is dictionary-encoded (literals are), the pool is
+    small and the result is a dictionary column over it; otherwise the chosen
+    bytes are gathered into a plain column.
+    """
+    xp = device.xp
+    offsets, chars, bases = _string_pool(xp, sources)
+    rows = xp.arange(int(choice.shape[0]), dtype=xp.int64)
+    slot = xp.zeros(int(choice.shape[0]), dtype=xp.int64)
+    for k, source in enumerate(sources):
+        slot = xp.where(choice == k, _local_slots(xp, source, rows) + bases[k], slot)
+    return _from_pool(device, sources, offsets, chars, slot, validity)
+
+
+def scatter_strings(device: Device, rows: int, parts: Sequence[tuple[Any, Column]]) -> Column:
+    """Return ``rows`` strings where ``parts`` = ``[(target_rows, column)]`` place each column's rows; others NULL."""
+    xp = device.xp
+    sources = [column for _target, column in parts]
+    offsets, chars, bases = _string_pool(xp, sources)
+    slot = xp.zeros(rows, dtype=xp.int64)
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    for (target, column), base in zip(parts, bases):
+        positions = xp.arange(len(column), dtype=xp.int64)
+        slot[target] = _local_slots(xp, column, positions) + base
+        column_validity = string_validity(device, column)
+        validity[target] = True if column_validity is None else column_validity
+    return _from_pool(device, sources, offsets, chars, slot, validity)

@@ -1,8 +1,8 @@
 """Convert values to SQL text and parse SQL text back, as DuckDB's casts do.
 
-Integers, decimals and dates are formatted with array arithmetic (digits of
-each row laid out by ``repeat`` over a per-row width), so they stay on the
-device. Parsing integers, decimals and dates runs the string kernels (once per
+Integers, decimals and dates are formatted with array arithmetic (each output
+byte finds its row and computes its digit), so they stay on the device.
+Parsing integers, decimals and dates runs the string kernels (once per
 dictionary value for dictionary columns). Two conversions are **host round
 trips**: float -> string (the shortest round-trip text, DuckDB's format, has no
 simple vectorized form) and string -> float (correctly rounded parsing needs
@@ -22,7 +22,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
-from gpu_engine.expressions.numeric import fit_to_type, raise_at_first
+from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
 from gpu_engine.kernels import strings as kernels
@@ -44,16 +44,20 @@ def parses_from_string(dtype: pa.DataType) -> bool:
 
 
 # ------------------------------------------------------------------ formatting
-def _pack(xp: Any, widths: Any) -> tuple[Any, Any, Any, Any]:
-    """Return ``(offsets, row, position)`` for rows of ``widths`` bytes, and the byte count."""
+def _pack(xp: Any, widths: Any) -> tuple[Any, Any, Any]:
+    """Return ``(offsets, row, position)``: for each output byte, its row and its place in that row.
+
+    The row of a byte is found by binary search in the offsets (CuPy's
+    ``repeat`` takes no device array of counts).
+    """
     rows = int(widths.shape[0])
     offsets = xp.zeros(rows + 1, dtype=xp.int64)
     if rows:
-        xp.cumsum(widths, out=offsets[1:])
+        offsets[1:] = xp.cumsum(widths.astype(xp.int64))
     total = int(offsets[-1]) if rows else 0
-    row = xp.repeat(xp.arange(rows, dtype=xp.int64), widths.astype(xp.int64))
-    position = xp.arange(total, dtype=xp.int64) - offsets[:-1][row]
-    return offsets, row, position, total
+    byte = xp.arange(total, dtype=xp.int64)
+    row = xp.searchsorted(offsets[1:], byte, side="right")
+    return offsets, row, byte - offsets[row]
 
 
 def _format_scaled(device: Device, values: Any, scale: int, validity: Any) -> Column:
@@ -70,7 +74,7 @@ def _format_scaled(device: Device, values: Any, scale: int, validity: Any) -> Co
     widths = negative.astype(xp.int64) + text_width
     if validity is not None:
         widths = xp.where(validity, widths, 0)
-    offsets, row, position, _ = _pack(xp, widths)
+    offsets, row, position = _pack(xp, widths)
     k = position - negative[row].astype(xp.int64)
     row_int_digits = int_digits[row]
     exponent = xp.where(k < row_int_digits, row_int_digits - 1 - k + scale, text_width[row] - 1 - k)
@@ -92,7 +96,7 @@ def _format_dates(device: Device, column: Column) -> Column:
     widths = xp.full(len(column), 10, dtype=xp.int64)
     if column.validity is not None:
         widths = xp.where(column.validity, widths, 0)
-    offsets, row, position, _ = _pack(xp, widths)
+    offsets, row, position = _pack(xp, widths)
     # Text of every row as one number: YYYY0MM0DD with the zeros replaced by dashes.
     number = (year * 1_000_000 + month * 1_000 + day)[row]
     powers = device.asarray(np.array([10**k for k in range(10)], dtype=np.int64))
@@ -124,7 +128,7 @@ def to_string(device: Device, column: Column) -> Column:
     if is_integer(dtype):
         return _format_scaled(device, column.data, 0, column.validity)
     if is_decimal(dtype):
-        return _format_scaled(device, column.data, dtype.scale, column.validity)
+        return _format_scaled(device, column.data, scale_of(dtype), column.validity)
     if pa.types.is_date32(dtype):
         return _format_dates(device, column)
     if is_floating(dtype):
@@ -173,7 +177,7 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
     """Return ``CAST(column AS dtype)`` for text, raising :class:`ExecutionError` on text that does not parse."""
     validity = string_validity(device, column)
     if is_integer(dtype) or is_decimal(dtype):
-        scale = dtype.scale if is_decimal(dtype) else 0
+        scale = scale_of(dtype)
         values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(device, o, c, scale))
         _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
         return Column(dtype, fit_to_type(device.xp, values, dtype, validity, f"cast from text to {dtype}"), validity)

@@ -1,0 +1,38 @@
+# Set up a virtual environment and run the demo, the tests or the benchmark.
+#   make demo    generate TPC-H (SF 0.1) if missing; run the primer query, Q1 and Q6
+#   make test    the test suite on cpu and cuda-sim (and cuda where a GPU is present)
+#   make bench   time the engine against DuckDB and Polars (SF 1); see bench/README.md
+# Pass options through DEMO_ARGS, PYTEST_ARGS, BENCH_ARGS, e.g.
+#   make demo DEMO_ARGS="--sf 1 --device cpu"
+
+PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(VENV)/bin/python
+INSTALLED := $(VENV)/.installed
+
+DEMO_ARGS ?=
+PYTEST_ARGS ?=
+BENCH_ARGS ?=
+
+.PHONY: demo test bench venv
+
+venv: $(INSTALLED)
+
+$(VENV_PYTHON):
+	$(PYTHON) -m venv $(VENV)
+
+# Reinstall only when pyproject.toml changed since the last install.
+$(INSTALLED): pyproject.toml | $(VENV_PYTHON)
+	$(VENV_PYTHON) -m pip install -e '.[dev]'
+	touch $(INSTALLED)
+
+demo: $(INSTALLED)
+	$(VENV_PYTHON) -m gpu_engine demo $(DEMO_ARGS)
+
+# pytest exits 5 when it collects no test; that is not a failure here.
+test: $(INSTALLED)
+	$(VENV_PYTHON) -m pytest -q $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
+
+bench: $(INSTALLED)
+	$(VENV_PYTHON) -m bench.run_bench $(BENCH_ARGS)

@@ -1,0 +1,115 @@
+"""Name the benchmark's queries: each has the engine's plan, DuckDB's SQL and a Polars twin.
+
+A query named ``qN`` takes its plan and SQL from :mod:`gpu_engine.plans.tpch`
+(so a TPC-H query gets into the benchmark as soon as it has a plan there); its
+Polars version is a function in :data:`POLARS_QUERIES`, optional: without one
+the benchmark times the engine and DuckDB only. ``primer`` is the one-aggregation
+warm-up query.
+"""
+
+from __future__ import annotations
+
+import datetime
+from dataclasses import dataclass
+from typing import Callable, Mapping
+
+__all__ = ["BenchQuery", "POLARS_QUERIES", "bench_query", "available_bench_queries"]
+
+PolarsQuery = Callable[[Mapping[str, object]], object]  # tables name -> LazyFrame  ->  LazyFrame
+
+
+@dataclass(frozen=True)
+class BenchQuery:
+    """One benchmark query: engine plan builder, DuckDB SQL, optional Polars builder, row-order flag."""
+
+    name: str
+    build_plan: Callable[[Mapping], object]
+    sql: str
+    polars: PolarsQuery | None
+    ordered: bool
+
+
+def _polars_primer(tables):
+    import polars as pl
+
+    return tables["lineitem"].group_by("l_partkey").agg(pl.len().cast(pl.Int64).alias("count"))
+
+
+def _polars_q1(tables):
+    import polars as pl
+
+    # Polars keeps the larger input scale when multiplying decimals; widen the
+    # scale first so products are exact, as in SQL.
+    price = pl.col("l_extendedprice")
+    disc_price = price.cast(pl.Decimal(38, 4)) * (1 - pl.col("l_discount"))
+    charge = price.cast(pl.Decimal(38, 6)) * (1 - pl.col("l_discount")) * (1 + pl.col("l_tax"))
+    return (
+        tables["lineitem"]
+        .filter(pl.col("l_shipdate") <= datetime.date(1998, 9, 2))
+        .group_by("l_returnflag", "l_linestatus")
+        .agg(
+            pl.col("l_quantity").sum().alias("sum_qty"),
+            price.sum().alias("sum_base_price"),
+            disc_price.sum().alias("sum_disc_price"),
+            charge.sum().alias("sum_charge"),
+            pl.col("l_quantity").cast(pl.Float64).mean().alias("avg_qty"),
+            price.cast(pl.Float64).mean().alias("avg_price"),
+            pl.col("l_discount").cast(pl.Float64).mean().alias("avg_disc"),
+            pl.len().cast(pl.Int64).alias("count_order"),
+        )
+        .sort("l_returnflag", "l_linestatus")
+    )
+
+
+def _polars_q6(tables):
+    import polars as pl
+
+    money = pl.Decimal(15, 2)
+    return (
+        tables["lineitem"]
+        .filter(
+            (pl.col("l_shipdate") >= datetime.date(1994, 1, 1))
+            & (pl.col("l_shipdate") < datetime.date(1995, 1, 1))
+            & pl.col("l_discount").is_between(pl.lit("0.05").cast(money), pl.lit("0.07").cast(money))
+            & (pl.col("l_quantity") < 24)
+        )
+        .select((pl.col("l_extendedprice").cast(pl.Decimal(38, 4)) * pl.col("l_discount")).sum().alias("revenue"))
+    )
+
+
+POLARS_QUERIES: dict[str, PolarsQuery] = {
+    "primer": _polars_primer,
+    "q1": _polars_q1,
+    "q6": _polars_q6,
+}
+
+
+def available_bench_queries() -> list[str]:
+    """Return every query name the benchmark can run: ``primer`` and ``qN`` for each planned TPC-H query."""
+    from gpu_engine.plans import tpch
+
+    return ["primer"] + [f"q{n}" for n in tpch.available_queries()]
+
+
+def bench_query(name: str) -> BenchQuery:
+    """Return the benchmark query called ``name`` (``primer``, ``q1``, ``6``...); raise ValueError if unknown."""
+    from gpu_engine.plans import tpch
+
+    key = name.strip().lower()
+    if key == "primer":
+        return BenchQuery("primer", tpch.primer_query, tpch.PRIMER_SQL, POLARS_QUERIES.get("primer"), ordered=False)
+    digits = key.removeprefix("q")
+    if not digits.isdigit():
+        raise ValueError(f"unknown query {name!r}; available: {', '.join(available_bench_queries())}")
+    number = int(digits)
+    try:
+        sql = tpch.sql(number)
+    except (NotImplementedError, ValueError) as error:
+        raise ValueError(f"{error}; available: {', '.join(available_bench_queries())}") from None
+    return BenchQuery(
+        f"q{number}",
+        lambda catalog: tpch.query(number, catalog),
+        sql,
+        POLARS_QUERIES.get(f"q{number}"),
+        ordered="ORDER BY" in sql.upper(),
+    )

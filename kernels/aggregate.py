@@ -1,0 +1,333 @@
+"""Accumulate aggregates per group id into device arrays, skipping null inputs.
+
+Why: hash aggregation maps rows to dense group ids (see
+:mod:`gpu_engine.kernels.group_by`) and then updates one accumulator array per
+aggregate in place, batch after batch. Integer sums are split into 32-bit halves
+so they stay exact and can never wrap; overflow is detected once, at the end.
+Float min/max compare an order-preserving integer key of the float's bits (NaN
+greatest, as DuckDB), which also lets the CUDA twin update them with an integer
+compare-and-swap instead of float atomics that assume no NaN.
+
+The caller sizes (and grows) the accumulator arrays so every group id is a
+valid index, and pre-fills min/max outputs with :func:`identity_for_min` /
+:func:`identity_for_max` of their dtype.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, njit
+
+from gpu_engine.device import Device
+from gpu_engine.kernels.launch import launch_twin
+
+__all__ = [
+    "group_count",
+    "group_sum_int",
+    "combine_split_sum",
+    "group_sum_float",
+    "group_min",
+    "group_max",
+    "identity_for_min",
+    "identity_for_max",
+]
+
+_LOW_MASK = np.int64(0xFFFFFFFF)
+_I32 = np.int64(32)
+_CUDA_ATOMIC_INTEGERS = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64))
+
+
+# --------------------------------------------------------- shared scalar math
+@njit(nogil=True, cache=False)
+def _float_order_key(bits, magnitude_mask):
+    """Map float bits (int64, sign-extended for float32) to an int64 that sorts like the float."""
+    bits = np.int64(bits)
+    return bits ^ ((bits >> np.int64(63)) & magnitude_mask)
+
+
+@njit(nogil=True, cache=False)
+def _normalized_float_bits(value, bits, canonical_nan):
+    """Return the bits to store for ``value``: one NaN, and ``0.0`` for ``-0.0``."""
+    if value != value:
+        return np.int64(canonical_nan)
+    if value == 0.0:
+        return np.int64(0)
+    return np.int64(bits)
+
+
+@njit(nogil=True, cache=False)
+def _replaces(candidate_key, current_key, want_max):
+    return candidate_key > current_key if want_max else candidate_key < current_key
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=False)
+def _count_cpu(group_ids, validity, has_validity, counts):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            counts[group_ids[i]] += 1
+
+
+@njit(nogil=True, cache=False)
+def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            v = values[i]
+            low[g] += v & _LOW_MASK
+            high[g] += v >> _I32
+            has_value[g] = True
+
+
+@njit(nogil=True, cache=False)
+def _sum_float_cpu(group_ids, values, validity, has_validity, sums, has_value):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            sums[g] += values[i]
+            has_value[g] = True
+
+
+@njit(nogil=True, cache=False)
+def _extreme_int_cpu(group_ids, values, validity, has_validity, out, has_value, want_max):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            v = values[i]
+            if not has_value[g] or (v > out[g] if want_max else v < out[g]):
+                out[g] = v
+            has_value[g] = True
+
+
+@njit(nogil=True, cache=False)
+def _extreme_float_cpu(group_ids, values, value_bits, validity, has_validity, out_bits, has_value,
+                       want_max, magnitude_mask, canonical_nan):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            bits = _normalized_float_bits(values[i], value_bits[i], canonical_nan)
+            key = _float_order_key(bits, magnitude_mask)
+            if not has_value[g] or _replaces(key, _float_order_key(out_bits[g], magnitude_mask), want_max):
+                out_bits[g] = bits
+            has_value[g] = True
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _count_cuda(group_ids, validity, has_validity, counts):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            cuda.atomic.add(counts, group_ids[i], 1)
+
+
+@cuda.jit
+def _sum_int_cuda(group_ids, values, validity, has_validity, high, low, has_value):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            v = values[i]
+            cuda.atomic.add(low, g, v & _LOW_MASK)
+            cuda.atomic.add(high, g, v >> _I32)
+            has_value[g] = True
+
+
+@cuda.jit
+def _sum_float_cuda(group_ids, values, validity, has_validity, sums, has_value):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            cuda.atomic.add(sums, g, values[i])
+            has_value[g] = True
+
+
+@cuda.jit
+def _extreme_int_cuda(group_ids, values, validity, has_validity, out, has_value, want_max):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            if want_max:
+                cuda.atomic.max(out, g, values[i])
+            else:
+                cuda.atomic.min(out, g, values[i])
+            has_value[g] = True
+
+
+@cuda.jit
+def _extreme_float_cuda(group_ids, values, value_bits, validity, has_validity, out_bits, has_value,
+                        want_max, magnitude_mask, canonical_nan):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            bits = _normalized_float_bits(values[i], value_bits[i], canonical_nan)
+            key = _float_order_key(bits, magnitude_mask)
+            current = out_bits[g]
+            while _replaces(key, _float_order_key(current, magnitude_mask), want_max):
+                seen = cuda.atomic.cas(out_bits, g, current, bits)
+                if seen == current:
+                    break
+                current = seen
+            has_value[g] = True
+
+
+# ---------------------------------------------------------------- entry points
+def _validity_argument(device: Device, validity: Any) -> tuple[Any, bool]:
+    if validity is None:
+        return device.xp.zeros(1, dtype=device.xp.bool_), False
+    return device.xp.ascontiguousarray(validity), True
+
+
+def group_count(device: Device, group_ids: Any, validity: Any | None, counts: Any) -> None:
+    """Add 1 to ``counts[group]`` for each row (each valid row when ``validity`` is given).
+
+    Parameters
+    ----------
+    device
+        Where the arrays live; selects the twin.
+    group_ids
+        ``int32`` group id per row.
+    validity
+        ``bool`` per row of the counted argument, or ``None`` for ``count(*)``.
+    counts
+        ``int64`` accumulator, updated in place.
+    """
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, group_ids.shape[0], _count_cpu, _count_cuda, group_ids, validity, has_validity, counts)
+
+
+def group_sum_int(device: Device, group_ids: Any, values: Any, validity: Any | None,
+                  high: Any, low: Any, has_value: Any) -> None:
+    """Add integer values into an exact split accumulator: ``low += v & 0xFFFFFFFF``, ``high += v >> 32``.
+
+    Why: neither half can overflow for fewer than 2**31 rows per group, so the
+    sum is exact until :func:`combine_split_sum` checks that it fits 64 bits.
+
+    Parameters
+    ----------
+    device
+        Where the arrays live; selects the twin.
+    group_ids
+        ``int32`` group id per row.
+    values
+        Integers of any width (bool, decimals' scaled int64 included); unsigned
+        64-bit values must be below 2**63.
+    validity
+        ``bool`` per row or ``None``; null rows are skipped.
+    high, low
+        ``int64`` accumulators, updated in place.
+    has_value
+        ``bool`` per group, set where a valid value was seen (a sum of none is NULL).
+    """
+    xp = device.xp
+    values = xp.ascontiguousarray(values.astype(xp.int64, copy=False))
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, group_ids.shape[0], _sum_int_cpu, _sum_int_cuda,
+                group_ids, values, validity, has_validity, high, low, has_value)
+
+
+def combine_split_sum(device: Device, high: Any, low: Any) -> Any:
+    """Return ``high * 2**32 + low`` as ``int64``, exactly.
+
+    Raises
+    ------
+    OverflowError
+        When any sum does not fit in int64 (it is never wrapped).
+    """
+    xp = device.xp
+    carried_high = high + (low >> 32)
+    if carried_high.shape[0] and bool(xp.any((carried_high < -(2**31)) | (carried_high >= 2**31))):
+        raise OverflowError("integer sum exceeds 64 bits (int64 range); use a wider type (e.g. decimal) for this sum")
+    return carried_high * (2**32) + (low & 0xFFFFFFFF)
+
+
+def group_sum_float(device: Device, group_ids: Any, values: Any, validity: Any | None,
+                    sums: Any, has_value: Any) -> None:
+    """Add float values into ``sums[group]`` (float64), marking ``has_value`` for groups that saw one."""
+    xp = device.xp
+    values = xp.ascontiguousarray(values.astype(xp.float64, copy=False))
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, group_ids.shape[0], _sum_float_cpu, _sum_float_cuda,
+                group_ids, values, validity, has_validity, sums, has_value)
+
+
+def identity_for_min(dtype: Any) -> Any:
+    """Return the value ``min`` accumulators of ``dtype`` must be pre-filled with.
+
+    The dtype's largest integer; NaN for floats, because NaN sorts greatest
+    (DuckDB's order), so a group of only NaNs ends as NaN.
+    """
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return dtype.type(np.nan)
+    if dtype.kind == "b":
+        return np.True_
+    return np.iinfo(dtype).max
+
+
+def identity_for_max(dtype: Any) -> Any:
+    """Return the value ``max`` accumulators of ``dtype`` must be pre-filled with (-inf, or the smallest integer)."""
+    dtype = np.dtype(dtype)
+    if dtype.kind == "f":
+        return dtype.type(-np.inf)
+    if dtype.kind == "b":
+        return np.False_
+    return np.iinfo(dtype).min
+
+
+def _group_extreme(device: Device, group_ids: Any, values: Any, validity: Any | None,
+                   out: Any, has_value: Any, want_max: bool) -> None:
+    xp = device.xp
+    if values.dtype != out.dtype:
+        raise TypeError(f"min/max output dtype {out.dtype} differs from the values' dtype {values.dtype}")
+    n = group_ids.shape[0]
+    group_ids = xp.ascontiguousarray(group_ids)
+    values = xp.ascontiguousarray(values)
+    validity, has_validity = _validity_argument(device, validity)
+    if values.dtype.kind == "f":
+        bits_dtype = xp.int64 if values.dtype.itemsize == 8 else xp.int32
+        magnitude_mask = np.int64(2 ** (8 * values.dtype.itemsize - 1) - 1)
+        canonical_nan = int(np.array(np.nan, dtype=values.dtype).view(bits_dtype))
+        launch_twin(device, n, _extreme_float_cpu, _extreme_float_cuda, group_ids, values, values.view(bits_dtype),
+                    validity, has_validity, out.view(bits_dtype), has_value, want_max, magnitude_mask,
+                    np.int64(canonical_nan))
+        return
+    if device.kernel_flavor == "cpu" or values.dtype in _CUDA_ATOMIC_INTEGERS:
+        launch_twin(device, n, _extreme_int_cpu, _extreme_int_cuda,
+                    group_ids, values, validity, has_validity, out, has_value, want_max)
+        return
+    # CUDA atomics have no 8/16-bit min/max: accumulate in a widened copy.
+    wide = xp.int64 if values.dtype.kind == "i" else xp.uint64
+    accumulator = out.astype(wide)
+    launch_twin(device, n, _extreme_int_cpu, _extreme_int_cuda,
+                group_ids, values.astype(wide), validity, has_validity, accumulator, has_value, want_max)
+    out[...] = accumulator.astype(out.dtype)
+
+
+def group_min(device: Device, group_ids: Any, values: Any, validity: Any | None, out: Any, has_value: Any) -> None:
+    """Fold ``values`` into ``out[group] = min(out[group], value)``, skipping nulls.
+
+    Parameters
+    ----------
+    device
+        Where the arrays live; selects the twin.
+    group_ids
+        ``int32`` group id per row.
+    values
+        Integers or floats; floats order as DuckDB (``-0.0 == 0.0``, NaN greatest).
+    validity
+        ``bool`` per row or ``None``.
+    out
+        Accumulator of ``values.dtype``, pre-filled with :func:`identity_for_min`.
+    has_value
+        ``bool`` per group, set where a valid value was seen.
+    """
+    _group_extreme(device, group_ids, values, validity, out, has_value, want_max=False)
+
+
+def group_max(device: Device, group_ids: Any, values: Any, validity: Any | None, out: Any, has_value: Any) -> None:
+    """Fold ``values`` into ``out[group] = max(out[group], value)``, skipping nulls.
+
+    Same arguments as :func:`group_min`; ``out`` is pre-filled with :func:`identity_for_max`.
+    """
+    _group_extreme(device, group_ids, values, validity, out, has_value, want_max=True)

@@ -1,0 +1,152 @@
+"""Gather rows of arrays and columns by an index array (a gather map).
+
+Why: gather maps are how this engine selects, reorders and partitions rows
+without copying; every consumer that needs flat buffers ends in one of these
+gathers. Strings get fresh offsets (an exclusive scan of the gathered lengths)
+and a char-copy kernel; dictionary columns move only their 4-byte codes.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from numba import cuda, njit
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import Device
+from gpu_engine.kernels.launch import launch_cuda, launch_twin
+
+__all__ = ["gather", "gather_column", "dictionary_row_validity"]
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=False)
+def _string_spans_cpu(offsets, indices, starts, lengths):
+    for i in range(indices.shape[0]):
+        row = indices[i]
+        starts[i] = offsets[row]
+        lengths[i] = offsets[row + 1] - offsets[row]
+
+
+@njit(nogil=True, cache=False)
+def _copy_string_chars_cpu(starts, chars, new_offsets, new_chars):
+    for i in range(starts.shape[0]):
+        source = starts[i]
+        target = new_offsets[i]
+        for k in range(new_offsets[i + 1] - target):
+            new_chars[target + k] = chars[source + k]
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _gather_cuda(array, indices, out):
+    for i in range(cuda.grid(1), indices.shape[0], cuda.gridsize(1)):
+        out[i] = array[indices[i]]
+
+
+@cuda.jit
+def _string_spans_cuda(offsets, indices, starts, lengths):
+    for i in range(cuda.grid(1), indices.shape[0], cuda.gridsize(1)):
+        row = indices[i]
+        starts[i] = offsets[row]
+        lengths[i] = offsets[row + 1] - offsets[row]
+
+
+@cuda.jit
+def _copy_string_chars_cuda(starts, chars, new_offsets, new_chars):
+    for i in range(cuda.grid(1), starts.shape[0], cuda.gridsize(1)):
+        source = starts[i]
+        target = new_offsets[i]
+        for k in range(new_offsets[i + 1] - target):
+            new_chars[target + k] = chars[source + k]
+
+
+# ---------------------------------------------------------------- entry points
+def gather(device: Device, array: Any, indices: Any) -> Any:
+    """Return ``array[indices]`` for a fixed-width 1-D array.
+
+    Parameters
+    ----------
+    device
+        Where both arrays live; selects the twin (NumPy's ``take`` on the CPU,
+        a numba.cuda kernel otherwise).
+    array
+        Values to gather from (any fixed-width dtype, bool included).
+    indices
+        ``int32`` or ``int64`` row indices, each in ``[0, len(array))``.
+
+    Returns
+    -------
+    array
+        ``len(indices)`` values of ``array.dtype`` on ``device``.
+    """
+    xp = device.xp
+    if device.kernel_flavor == "cpu":
+        return xp.take(array, indices)
+    out = xp.empty(indices.shape[0], dtype=array.dtype)
+    launch_cuda(device, _gather_cuda, indices.shape[0], xp.ascontiguousarray(array), xp.ascontiguousarray(indices), out)
+    return out
+
+
+def _gather_strings(device: Device, offsets: Any, chars: Any, indices: Any) -> tuple[Any, Any]:
+    xp = device.xp
+    count = indices.shape[0]
+    offsets = xp.ascontiguousarray(offsets.astype(xp.int64, copy=False))
+    indices = xp.ascontiguousarray(indices)
+    new_offsets = xp.zeros(count + 1, dtype=xp.int64)
+    if count == 0:
+        return new_offsets, xp.empty(0, dtype=xp.uint8)
+    # Reading each row's span once (the random access) leaves the char copy a sequential pass over starts.
+    starts = xp.empty(count, dtype=xp.int64)
+    lengths = xp.empty(count, dtype=xp.int64)
+    launch_twin(device, count, _string_spans_cpu, _string_spans_cuda, offsets, indices, starts, lengths)
+    new_offsets[1:] = xp.cumsum(lengths)
+    new_chars = xp.empty(int(new_offsets[-1]), dtype=xp.uint8)
+    if new_chars.shape[0]:
+        launch_twin(device, count, _copy_string_chars_cpu, _copy_string_chars_cuda,
+                    starts, chars, new_offsets, new_chars)
+    return new_offsets, new_chars
+
+
+def gather_column(device: Device, column: Column, indices: Any) -> Column:
+    """Return the rows ``indices`` of ``column`` as a new flat column.
+
+    Why: this materializes a gather map. Plain strings are compacted into new
+    chars with offsets starting at 0; a dictionary column keeps (shares) its
+    dictionary and gathers only the codes.
+
+    Parameters
+    ----------
+    device
+        Where the column and indices live.
+    column
+        Any column.
+    indices
+        ``int32`` or ``int64`` row indices into ``column``.
+
+    Returns
+    -------
+    Column
+        ``len(indices)`` rows; validity is ``None`` when ``column.validity`` is.
+    """
+    validity = None if column.validity is None else gather(device, column.validity, indices)
+    if column.is_dictionary:
+        return Column(column.dtype, gather(device, column.data, indices), validity, None, column.dictionary)
+    if column.offsets is not None:
+        offsets, chars = _gather_strings(device, column.offsets, column.data, indices)
+        return Column(column.dtype, chars, validity, offsets, None)
+    return Column(column.dtype, gather(device, column.data, indices), validity)
+
+
+def dictionary_row_validity(device: Device, column: Column) -> Any:
+    """Return the per-row validity of a dictionary column, counting null dictionary values.
+
+    Why: a row is null when its own validity says so *or* when its code points
+    at a null dictionary entry; kernels that read values through the dictionary
+    need both in one array. Returns ``None`` when no row can be null.
+    """
+    dictionary_validity = column.dictionary.validity
+    if dictionary_validity is None or len(column.dictionary) == 0:
+        return column.validity
+    through_codes = gather(device, dictionary_validity, column.data)
+    return through_codes if column.validity is None else through_codes & column.validity

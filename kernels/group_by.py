@@ -1,0 +1,490 @@
+"""Map each row's grouping key to a dense group id, inserting unseen keys (hash aggregation's table).
+
+Why: aggregation needs, per batch, one int32 group id per row so accumulators
+can be updated by id (:mod:`gpu_engine.kernels.aggregate`). Keys of any types
+are first normalized into fixed-width ``int64`` words (:func:`normalize_keys`),
+so one table compares every key type with plain word equality. The table is
+open addressing with linear probing over a 64-bit hash of those words; slots
+hold group ids, and the key words are stored per group id, which keeps rehashing
+and widening (a later batch with longer strings) simple.
+
+Both twins assign ids to new keys in order of their first row in the batch, so
+they produce identical group ids: the CPU twin by a sequential loop; the CUDA
+twin by claiming slots with compare-and-swap, electing the smallest row per new
+key with an atomic max on the slot's marker, then numbering elected rows with a
+stream compaction.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numba import cuda, njit
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.types import is_string
+from gpu_engine.device import Device
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
+from gpu_engine.kernels.launch import launch_cuda, launch_twin
+
+__all__ = ["normalize_keys", "GroupByHashTable"]
+
+EMPTY = np.int32(-1)
+FIXED_WIDTH_BLOCK = 2
+_KEY_SEED = np.uint64(0x13198A2E03707344)
+_MURMUR_1 = np.uint64(0x87C37B91114253D5)
+_MURMUR_2 = np.uint64(0x4CF5AD432745937F)
+_MURMUR_ADD = np.uint64(0x52DCE729)
+_U5 = np.uint64(5)
+_U27 = np.uint64(27)
+_U31 = np.uint64(31)
+_U33 = np.uint64(33)
+_U37 = np.uint64(37)
+
+
+# --------------------------------------------------------- shared scalar math
+@njit(nogil=True, cache=False)
+def _mix_key_word(h, word):
+    """Fold one key word into a running hash (murmur3's 64-bit block step)."""
+    k = word * _MURMUR_1
+    k = (k << _U31) | (k >> _U33)
+    h ^= k * _MURMUR_2
+    h = (h << _U27) | (h >> _U37)
+    return h * _U5 + _MURMUR_ADD
+
+
+@njit(nogil=True, cache=False)
+def _finish_key_hash(h, num_words):
+    return fmix64(h ^ np.uint64(num_words))
+
+
+@njit(nogil=True, cache=False)
+def _first_slot(h, capacity):
+    return np.int64(h & np.uint64(capacity - 1))
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=False)
+def _pack_strings_cpu(offsets, chars, validity, has_validity, out, first_column, block_width):
+    for i in range(out.shape[0]):
+        if has_validity and not validity[i]:
+            continue
+        start = offsets[i]
+        stop = offsets[i + 1]
+        out[i, first_column] = np.uint64(1)
+        out[i, first_column + 1] = np.uint64(stop - start)
+        for w in range(block_width - 2):
+            word = np.uint64(0)
+            first = start + 8 * w
+            for k in range(8):
+                if first + k < stop:
+                    word |= np.uint64(chars[first + k]) << np.uint64(8 * k)
+            out[i, first_column + 2 + w] = word
+
+
+@njit(nogil=True, cache=False)
+def _hash_rows_cpu(words, hashes):
+    for i in range(words.shape[0]):
+        h = _KEY_SEED
+        for j in range(words.shape[1]):
+            h = np.uint64(_mix_key_word(h, words[i, j]))
+        hashes[i] = _finish_key_hash(h, words.shape[1])
+
+
+@njit(nogil=True, cache=False)
+def _rows_equal(left, left_row, right, right_row):
+    for j in range(left.shape[1]):
+        if left[left_row, j] != right[right_row, j]:
+            return False
+    return True
+
+
+@njit(nogil=True, cache=False)
+def _rehash_cpu(group_hashes, num_groups, slots):
+    capacity = slots.shape[0]
+    for g in range(num_groups):
+        slot = _first_slot(group_hashes[g], capacity)
+        while slots[slot] != EMPTY:
+            slot = (slot + 1) & (capacity - 1)
+        slots[slot] = g
+
+
+@njit(nogil=True, cache=False)
+def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_groups, group_ids, new_rows, num_new):
+    """Insert rows from ``start`` on; stop early (returning the row reached) when the table must grow."""
+    capacity = slots.shape[0]
+    max_groups = min(group_keys.shape[0], capacity // 2)
+    for i in range(start, words.shape[0]):
+        h = hashes[i]
+        slot = _first_slot(h, capacity)
+        while True:
+            g = slots[slot]
+            if g == EMPTY:
+                if num_groups >= max_groups:
+                    return i, num_groups, num_new
+                g = num_groups
+                num_groups += 1
+                group_keys[g, :] = words[i, :]
+                group_hashes[g] = h
+                slots[slot] = g
+                new_rows[num_new] = i
+                num_new += 1
+                break
+            if group_hashes[g] == h and _rows_equal(group_keys, g, words, i):
+                break
+            slot = (slot + 1) & (capacity - 1)
+        group_ids[i] = g
+    return words.shape[0], num_groups, num_new
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _pack_strings_cuda(offsets, chars, validity, has_validity, out, first_column, block_width):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        if has_validity and not validity[i]:
+            continue
+        start = offsets[i]
+        stop = offsets[i + 1]
+        out[i, first_column] = np.uint64(1)
+        out[i, first_column + 1] = np.uint64(stop - start)
+        for w in range(block_width - 2):
+            word = np.uint64(0)
+            first = start + 8 * w
+            for k in range(8):
+                if first + k < stop:
+                    word |= np.uint64(chars[first + k]) << np.uint64(8 * k)
+            out[i, first_column + 2 + w] = word
+
+
+@cuda.jit
+def _hash_rows_cuda(words, hashes):
+    for i in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        h = _KEY_SEED
+        for j in range(words.shape[1]):
+            h = np.uint64(_mix_key_word(h, words[i, j]))
+        hashes[i] = _finish_key_hash(h, words.shape[1])
+
+
+@cuda.jit
+def _rehash_cuda(group_hashes, num_groups, slots):
+    capacity = slots.shape[0]
+    for g in range(cuda.grid(1), num_groups, cuda.gridsize(1)):
+        slot = _first_slot(group_hashes[g], capacity)
+        while cuda.atomic.cas(slots, slot, EMPTY, g) != EMPTY:
+            slot = (slot + 1) & (capacity - 1)
+
+
+@cuda.jit
+def _claim_slots_cuda(words, hashes, slots, group_keys, group_hashes, row_slots):
+    """Find or claim each row's slot; a claimed slot holds ``-(row + 2)`` of the key's smallest row."""
+    capacity = slots.shape[0]
+    for i in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        h = hashes[i]
+        marker = -(i + 2)
+        slot = _first_slot(h, capacity)
+        while True:
+            current = slots[slot]
+            if current == EMPTY:
+                current = cuda.atomic.cas(slots, slot, EMPTY, marker)
+                if current == EMPTY:
+                    break
+            if current >= 0:
+                same = group_hashes[current] == h
+                j = 0
+                while same and j < words.shape[1]:
+                    same = group_keys[current, j] == words[i, j]
+                    j += 1
+                if same:
+                    break
+            else:
+                other = -current - 2
+                same = hashes[other] == h
+                j = 0
+                while same and j < words.shape[1]:
+                    same = words[other, j] == words[i, j]
+                    j += 1
+                if same:
+                    cuda.atomic.max(slots, slot, marker)
+                    break
+            slot = (slot + 1) & (capacity - 1)
+        row_slots[i] = slot
+
+
+@cuda.jit
+def _flag_first_rows_cuda(slots, row_slots, is_first):
+    for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
+        is_first[i] = slots[row_slots[i]] == -(i + 2)
+
+
+@cuda.jit
+def _number_new_groups_cuda(new_rows, words, hashes, row_slots, first_group, slots, group_keys, group_hashes):
+    for j in range(cuda.grid(1), new_rows.shape[0], cuda.gridsize(1)):
+        row = new_rows[j]
+        g = first_group + j
+        slots[row_slots[row]] = g
+        group_hashes[g] = hashes[row]
+        for w in range(words.shape[1]):
+            group_keys[g, w] = words[row, w]
+
+
+@cuda.jit
+def _read_group_ids_cuda(slots, row_slots, group_ids):
+    for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
+        group_ids[i] = slots[row_slots[i]]
+
+
+# ------------------------------------------------------------ key normalizing
+def _string_block_width(column: Column) -> int:
+    lengths = column.offsets[1:] - column.offsets[:-1]
+    max_length = int(lengths.max()) if lengths.shape[0] else 0
+    return 2 + (max_length + 7) // 8
+
+
+def _pack_strings(device: Device, column: Column, validity: Any, out: Any, first_column: int, block_width: int) -> None:
+    xp = device.xp
+    n = len(column)
+    if n == 0:
+        return
+    has_validity = validity is not None
+    validity = xp.ascontiguousarray(validity) if has_validity else xp.zeros(1, dtype=xp.bool_)
+    offsets = xp.ascontiguousarray(column.offsets.astype(xp.int64, copy=False))
+    chars = column.data if column.data.shape[0] else xp.zeros(1, dtype=xp.uint8)
+    launch_twin(device, n, _pack_strings_cpu, _pack_strings_cuda,
+                offsets, chars, validity, has_validity, out, first_column, block_width)
+
+
+def normalize_keys(device: Device, columns: Sequence[Column],
+                   widths: Sequence[int] | None = None) -> tuple[Any, tuple[int, ...]]:
+    """Encode grouping keys as an exact ``(n, W)`` matrix of ``int64`` words.
+
+    Why: equal keys must give equal rows and different keys different rows, so
+    the table can hash and compare words without knowing types. Each column
+    becomes a block: a null-flag word (1 valid, 0 null; the value words of a null
+    are 0), then one value word for fixed-width types (int64 value; normalized
+    float bits; bool 0/1), or for strings a length word and the bytes packed 8
+    per word, zero padded.
+
+    Parameters
+    ----------
+    device
+        Where the columns live.
+    columns
+        Key columns of equal length.
+    widths
+        Block width (in words, flag included) to use at least, per column; keeps
+        one layout across batches. A string block grows past it when this
+        batch has longer strings.
+
+    Returns
+    -------
+    keys, widths
+        The ``int64`` matrix (C-contiguous) and the block widths actually used
+        (each at least the given one). When these are wider than a
+        :class:`GroupByHashTable`'s, call its :meth:`~GroupByHashTable.widen` first.
+    """
+    xp = device.xp
+    n = len(columns[0]) if columns else 0
+    if widths is not None and len(widths) != len(columns):
+        raise ValueError(f"normalize_keys got {len(widths)} widths for {len(columns)} columns")
+    used = []
+    for i, column in enumerate(columns):
+        if column.is_string:
+            needed = _string_block_width(column.dictionary if column.is_dictionary else column)
+        else:
+            needed = FIXED_WIDTH_BLOCK
+        used.append(max(needed, int(widths[i])) if widths is not None else needed)
+    matrix = xp.zeros((n, sum(used)), dtype=xp.uint64)
+    first = 0
+    for column, width in zip(columns, used):
+        if column.is_dictionary:
+            validity = dictionary_row_validity(device, column)
+            dictionary = column.dictionary
+            if len(dictionary):
+                encoded = xp.zeros((len(dictionary), width), dtype=xp.uint64)
+                _pack_strings(device, dictionary, None, encoded, 0, width)
+                matrix[:, first:first + width] = encoded[column.data]
+                if validity is not None:
+                    matrix[:, first:first + width] *= validity[:, None]
+        elif is_string(column.dtype):
+            _pack_strings(device, column, column.validity, matrix, first, width)
+        elif column.validity is None:
+            matrix[:, first] = 1
+            matrix[:, first + 1] = fixed_width_key_words(device, column)
+        else:
+            matrix[:, first] = column.validity
+            matrix[:, first + 1] = xp.where(column.validity, fixed_width_key_words(device, column), np.uint64(0))
+        first += width
+    return matrix.view(xp.int64), tuple(used)
+
+
+# ------------------------------------------------------------------- the table
+def _next_power_of_two(value: int) -> int:
+    return 1 << max(4, (int(value) - 1).bit_length())
+
+
+class GroupByHashTable:
+    """Assign dense group ids to normalized keys, batch after batch; state lives on the device.
+
+    Parameters
+    ----------
+    device
+        Where the table's arrays live; selects the twin.
+    widths
+        Block widths of the key layout (see :func:`normalize_keys`).
+    initial_capacity
+        Slots to start with (rounded up to a power of two); the table grows to
+        keep at most half of its slots full.
+    """
+
+    def __init__(self, device: Device, widths: tuple[int, ...], initial_capacity: int = 1024):
+        self.device = device
+        self._widths = tuple(int(w) for w in widths)
+        xp = device.xp
+        capacity = _next_power_of_two(initial_capacity)
+        self._slots = xp.full(capacity, EMPTY, dtype=xp.int32)
+        self._group_keys = xp.zeros((capacity // 2, self.num_words), dtype=xp.uint64)
+        self._group_hashes = xp.zeros(capacity // 2, dtype=xp.uint64)
+        self._num_groups = 0
+
+    @property
+    def widths(self) -> tuple[int, ...]:
+        """Return the block widths of the key layout the table stores."""
+        return self._widths
+
+    @property
+    def num_words(self) -> int:
+        """Return the words per key row (the sum of :attr:`widths`)."""
+        return sum(self._widths)
+
+    @property
+    def num_groups(self) -> int:
+        """Return how many distinct keys the table holds."""
+        return self._num_groups
+
+    @property
+    def capacity(self) -> int:
+        """Return the number of slots."""
+        return int(self._slots.shape[0])
+
+    def reset(self) -> None:
+        """Forget every group (a partial aggregation's flush), keeping the allocated arrays."""
+        self._slots[...] = EMPTY
+        self._num_groups = 0
+
+    def widen(self, widths: Sequence[int]) -> None:
+        """Pad stored keys to wider blocks, so keys normalized with ``widths`` can be inserted.
+
+        Zero words appended to a block encode the same key (string bytes are
+        zero padded), but hashes change, so the groups are rehashed.
+        """
+        widths = tuple(int(w) for w in widths)
+        if len(widths) != len(self._widths) or any(new < old for new, old in zip(widths, self._widths)):
+            raise ValueError(f"cannot widen key blocks {self._widths} to {widths}")
+        if widths == self._widths:
+            return
+        xp = self.device.xp
+        keys = xp.zeros((self._group_keys.shape[0], sum(widths)), dtype=xp.uint64)
+        old_first = new_first = 0
+        for old, new in zip(self._widths, widths):
+            keys[:, new_first:new_first + old] = self._group_keys[:, old_first:old_first + old]
+            old_first += old
+            new_first += new
+        self._group_keys = keys
+        self._widths = widths
+        if self._num_groups:
+            self._group_hashes[: self._num_groups] = self._hash_rows(keys[: self._num_groups])
+        self._rebuild_slots(self.capacity)
+
+    def insert(self, keys: Any) -> tuple[Any, Any]:
+        """Look up each key row, inserting unseen keys.
+
+        Parameters
+        ----------
+        keys
+            ``int64`` matrix ``(n, W)`` from :func:`normalize_keys` with this table's widths.
+
+        Returns
+        -------
+        group_ids, new_group_rows
+            ``int32`` group id per row, and ``int32`` rows of this batch that
+            created the new groups: ``new_group_rows[j]`` created group
+            ``num_groups_before + j``. New ids follow the order of each new
+            key's first row, on every device.
+        """
+        xp = self.device.xp
+        if keys.ndim != 2 or keys.shape[1] != self.num_words:
+            raise ValueError(f"keys of shape {keys.shape} do not match the table's {self.num_words} words per row")
+        n = keys.shape[0]
+        if n == 0:
+            return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
+        words = xp.ascontiguousarray(keys).view(xp.uint64)
+        hashes = self._hash_rows(words)
+        if self.device.kernel_flavor == "cpu":
+            return self._insert_cpu(words, hashes)
+        return self._insert_cuda(words, hashes)
+
+    # ----------------------------------------------------------------- internals
+    def _hash_rows(self, words: Any) -> Any:
+        xp = self.device.xp
+        hashes = xp.empty(words.shape[0], dtype=xp.uint64)
+        if words.shape[0] == 0:
+            return hashes
+        launch_twin(self.device, words.shape[0], _hash_rows_cpu, _hash_rows_cuda, xp.ascontiguousarray(words), hashes)
+        return hashes
+
+    def _reserve_groups(self, total: int) -> None:
+        """Make room for ``total`` groups: key storage and at least twice as many slots."""
+        xp = self.device.xp
+        if self._group_keys.shape[0] < total:
+            rows = max(total, 2 * self._group_keys.shape[0])
+            keys = xp.zeros((rows, self.num_words), dtype=xp.uint64)
+            keys[: self._num_groups] = self._group_keys[: self._num_groups]
+            hashes = xp.zeros(rows, dtype=xp.uint64)
+            hashes[: self._num_groups] = self._group_hashes[: self._num_groups]
+            self._group_keys, self._group_hashes = keys, hashes
+        if self.capacity < 2 * total:
+            self._rebuild_slots(_next_power_of_two(2 * total))
+
+    def _rebuild_slots(self, capacity: int) -> None:
+        xp = self.device.xp
+        self._slots = xp.full(capacity, EMPTY, dtype=xp.int32)
+        if self._num_groups == 0:
+            return
+        launch_twin(self.device, self._num_groups, _rehash_cpu, _rehash_cuda,
+                    self._group_hashes, self._num_groups, self._slots)
+
+    def _insert_cpu(self, words: Any, hashes: Any) -> tuple[Any, Any]:
+        n = words.shape[0]
+        xp = self.device.xp
+        group_ids = xp.empty(n, dtype=xp.int32)
+        new_rows = xp.empty(n, dtype=xp.int32)
+        row, num_new = 0, 0
+        while row < n:
+            row, self._num_groups, num_new = _insert_rows_cpu(
+                words, hashes, row, self._slots, self._group_keys, self._group_hashes,
+                self._num_groups, group_ids, new_rows, num_new)
+            if row < n:  # grow by doubling, bounded by the rows still to come
+                self._reserve_groups(self._num_groups + min(n - row, max(self._num_groups, 1024)))
+        return group_ids, new_rows[:num_new].copy()
+
+    def _insert_cuda(self, words: Any, hashes: Any) -> tuple[Any, Any]:
+        xp = self.device.xp
+        n = words.shape[0]
+        self._reserve_groups(self._num_groups + n)
+        device = self.device
+        row_slots = xp.empty(n, dtype=xp.int64)
+        launch_cuda(device, _claim_slots_cuda, n, words, hashes, self._slots, self._group_keys, self._group_hashes,
+                    row_slots)
+        is_first = xp.empty(n, dtype=xp.bool_)
+        launch_cuda(device, _flag_first_rows_cuda, n, self._slots, row_slots, is_first)
+        new_rows = selection_from_mask(device, is_first)
+        num_new = int(new_rows.shape[0])
+        launch_cuda(device, _number_new_groups_cuda, num_new, new_rows, words, hashes, row_slots, self._num_groups,
+                    self._slots, self._group_keys, self._group_hashes)
+        group_ids = xp.empty(n, dtype=xp.int32)
+        launch_cuda(device, _read_group_ids_cuda, n, self._slots, row_slots, group_ids)
+        self._num_groups += num_new
+        return group_ids, new_rows

@@ -1,0 +1,231 @@
+"""Sort rows by several key columns, by encoding every key as order-preserving uint64 words.
+
+Why: one radix-friendly integer comparison then sorts any mix of types, orders
+and null placements, and the sort itself is a library call (``xp.lexsort``, a
+stable sort on NumPy and CuPy alike). The "sort keys" kernels write, per column,
+an optional null word (placing nulls first or last, whatever the direction) and
+value words: sign-flipped integers; floats in IEEE total order with
+``-0.0 == 0.0`` and NaN greatest (DuckDB's order); strings as big-endian 8-byte
+words (memcmp order of UTF-8) plus a length word; dictionary strings as the dense
+rank of their dictionary value. Descending keys store the bitwise NOT.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numba import cuda, njit
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.types import is_floating
+from gpu_engine.device import Device
+from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.hash import fixed_width_key_words
+from gpu_engine.kernels.launch import launch_twin
+
+__all__ = ["sort_indices", "top_n_indices"]
+
+_SIGNED, _UNSIGNED, _FLOAT = 0, 1, 2
+_SIGN_BIT = np.uint64(1 << 63)
+_ALL_BITS = np.uint64(0xFFFFFFFFFFFFFFFF)
+_U0 = np.uint64(0)
+_U63 = np.uint64(63)
+
+
+@njit(nogil=True, cache=False)
+def _order_preserving_word(word, kind, descending):
+    """Return a word whose unsigned order is the value's order (reversed when ``descending``)."""
+    if kind == _SIGNED:
+        key = word ^ _SIGN_BIT
+    elif kind == _FLOAT:
+        key = word ^ (_ALL_BITS if (word >> _U63) != _U0 else _SIGN_BIT)
+    else:
+        key = word
+    return ~key if descending else key
+
+
+@njit(nogil=True, cache=False)
+def _directed(word, descending):
+    return ~word if descending else word
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=False)
+def _encode_fixed_cpu(words, validity, has_validity, kind, descending, out, row):
+    for i in range(words.shape[0]):
+        if has_validity and not validity[i]:
+            out[row, i] = _U0
+        else:
+            out[row, i] = _order_preserving_word(words[i], kind, descending)
+
+
+@njit(nogil=True, cache=False)
+def _encode_strings_cpu(offsets, chars, validity, has_validity, descending, out, top_row, num_byte_words):
+    for i in range(offsets.shape[0] - 1):
+        valid = not has_validity or validity[i]
+        start = offsets[i]
+        stop = offsets[i + 1]
+        for w in range(num_byte_words):
+            word = _U0
+            first = start + 8 * w
+            if valid:
+                for k in range(8):
+                    if first + k < stop:
+                        word |= np.uint64(chars[first + k]) << np.uint64(56 - 8 * k)
+                word = _directed(word, descending)
+            out[top_row - w, i] = word
+        out[top_row - num_byte_words, i] = _directed(np.uint64(stop - start), descending) if valid else _U0
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _encode_fixed_cuda(words, validity, has_validity, kind, descending, out, row):
+    for i in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        if has_validity and not validity[i]:
+            out[row, i] = _U0
+        else:
+            out[row, i] = _order_preserving_word(words[i], kind, descending)
+
+
+@cuda.jit
+def _encode_strings_cuda(offsets, chars, validity, has_validity, descending, out, top_row, num_byte_words):
+    for i in range(cuda.grid(1), offsets.shape[0] - 1, cuda.gridsize(1)):
+        valid = not has_validity or validity[i]
+        start = offsets[i]
+        stop = offsets[i + 1]
+        for w in range(num_byte_words):
+            word = _U0
+            first = start + 8 * w
+            if valid:
+                for k in range(8):
+                    if first + k < stop:
+                        word |= np.uint64(chars[first + k]) << np.uint64(56 - 8 * k)
+                word = _directed(word, descending)
+            out[top_row - w, i] = word
+        out[top_row - num_byte_words, i] = _directed(np.uint64(stop - start), descending) if valid else _U0
+
+
+# ---------------------------------------------------------------- key encoding
+def _max_string_length(column: Column) -> int:
+    lengths = column.offsets[1:] - column.offsets[:-1]
+    return int(lengths.max()) if lengths.shape[0] else 0
+
+
+def _value_word_count(column: Column) -> int:
+    if column.is_string and not column.is_dictionary:
+        return (_max_string_length(column) + 7) // 8 + 1
+    return 1
+
+
+def _row_validity(device: Device, column: Column) -> Any:
+    return dictionary_row_validity(device, column) if column.is_dictionary else column.validity
+
+
+def _dictionary_ranks(device: Device, dictionary: Column) -> Any:
+    """Return the dense ascending rank (``uint64``) of each dictionary value; equal values share a rank."""
+    xp = device.xp
+    keys = _sort_key_matrix(device, [dictionary], [True], [True])
+    order = xp.lexsort(keys)
+    ordered = keys[:, order]
+    dense = xp.zeros(order.shape[0], dtype=xp.uint64)
+    if order.shape[0] > 1:
+        dense[1:] = xp.cumsum(xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0), dtype=xp.uint64)
+    ranks = xp.empty_like(dense)
+    ranks[order] = dense
+    return ranks
+
+
+def _fixed_words_and_kind(device: Device, column: Column) -> tuple[Any, int]:
+    if column.is_dictionary:
+        xp = device.xp
+        if len(column.dictionary) == 0:  # every row is null
+            return xp.zeros(len(column), dtype=xp.uint64), _UNSIGNED
+        return gather(device, _dictionary_ranks(device, column.dictionary), column.data), _UNSIGNED
+    if is_floating(column.dtype):
+        kind = _FLOAT
+    elif column.data.dtype.kind in "ub":
+        kind = _UNSIGNED
+    else:
+        kind = _SIGNED
+    return fixed_width_key_words(device, column), kind
+
+
+def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+                     nulls_first: Sequence[bool]) -> Any:
+    """Return the ``(K, n)`` uint64 key words for ``xp.lexsort``: the primary word in the last row."""
+    xp = device.xp
+    n = len(columns[0])
+    validities = [_row_validity(device, column) for column in columns]
+    num_words = sum(_value_word_count(c) + (v is not None) for c, v in zip(columns, validities))
+    keys = xp.empty((num_words, n), dtype=xp.uint64)
+    no_validity = xp.zeros(1, dtype=xp.bool_)
+    word = 0  # logical index, 0 = most significant; stored at row num_words - 1 - word
+    for column, validity, is_ascending, is_nulls_first in zip(columns, validities, ascending, nulls_first):
+        descending = not is_ascending
+        has_validity = validity is not None
+        if has_validity:
+            valid_word, null_word = (np.uint64(1), np.uint64(0)) if is_nulls_first else (np.uint64(0), np.uint64(1))
+            keys[num_words - 1 - word] = xp.where(validity, valid_word, null_word)
+            word += 1
+        validity = xp.ascontiguousarray(validity) if has_validity else no_validity
+        top_row = num_words - 1 - word
+        if column.is_string and not column.is_dictionary:
+            num_byte_words = _value_word_count(column) - 1
+            offsets = xp.ascontiguousarray(column.offsets.astype(xp.int64, copy=False))
+            chars = column.data if column.data.shape[0] else xp.zeros(1, dtype=xp.uint8)
+            launch_twin(device, n, _encode_strings_cpu, _encode_strings_cuda,
+                        offsets, chars, validity, has_validity, descending, keys, top_row, num_byte_words)
+            word += num_byte_words + 1
+        else:
+            words, kind = _fixed_words_and_kind(device, column)
+            launch_twin(device, n, _encode_fixed_cpu, _encode_fixed_cuda,
+                        words, validity, has_validity, kind, descending, keys, top_row)
+            word += 1
+    return keys
+
+
+def _check_arguments(columns: Sequence[Column], ascending: Sequence[bool], nulls_first: Sequence[bool]) -> None:
+    if not columns:
+        raise ValueError("sorting needs at least one key column")
+    if not len(columns) == len(ascending) == len(nulls_first):
+        raise ValueError(f"got {len(columns)} sort keys, {len(ascending)} directions, {len(nulls_first)} null orders")
+    if any(len(column) != len(columns[0]) for column in columns):
+        raise ValueError("sort key columns differ in length")
+
+
+def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+                 nulls_first: Sequence[bool]) -> Any:
+    """Return the ``int32`` row order of a stable multi-key sort.
+
+    Parameters
+    ----------
+    device
+        Where the columns live; selects the twin of the key-encoding kernels.
+    columns
+        Key columns, the first one primary.
+    ascending
+        Direction per key.
+    nulls_first
+        Null placement per key (independent of the direction).
+
+    Returns
+    -------
+    array
+        ``int32`` row indices; rows with equal keys keep their input order.
+    """
+    _check_arguments(columns, ascending, nulls_first)
+    xp = device.xp
+    if len(columns[0]) == 0:
+        return xp.empty(0, dtype=xp.int32)
+    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
+    return xp.lexsort(keys).astype(xp.int32)
+
+
+def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+                  nulls_first: Sequence[bool], n: int) -> Any:
+    """Return the ``int32`` indices of the first ``n`` rows in :func:`sort_indices` order (fewer if there are fewer rows)."""
+    if n < 0:
+        raise ValueError(f"top_n_indices needs n >= 0, got {n}")
+    order = sort_indices(device, columns, ascending, nulls_first)
+    return device.xp.ascontiguousarray(order[:n])

@@ -1,0 +1,562 @@
+"""String kernels (compare, LIKE, IN, substring, copy, parse), each a CPU and a CUDA twin.
+
+Strings are Arrow-layout ``uint8`` chars plus ``int64`` offsets. Most kernels
+read their strings through *slots*: ``offsets[slot] : offsets[slot + 1]``, where
+the slot of row ``i`` is ``i`` (a plain column) or ``index[i]`` (a dictionary
+column's codes, or all zeros for a broadcast literal). That lets one kernel
+serve plain columns, dictionary columns and literals without decoding anything.
+
+Every kernel is written once, as a per-row function (``register_jitable``, so
+numba compiles it for both targets), called by an ``njit`` loop (the CPU twin)
+and by a grid-stride ``cuda.jit`` kernel (the CUDA twin). The entry points take
+a :class:`~gpu_engine.device.Device` first and launch through
+:func:`gpu_engine.kernels.launch.launch_twin`; callers never branch on the device.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import cuda, njit
+from numba.extending import register_jitable
+
+from gpu_engine.kernels.launch import launch_twin
+
+__all__ = [
+    "compare",
+    "like",
+    "isin",
+    "substring_bounds",
+    "copy_ranges",
+    "parse_decimal",
+    "parse_date",
+    "LIKE_ANY",
+    "LIKE_ONE",
+    "PARSE_OK",
+    "PARSE_BAD_FORMAT",
+    "PARSE_OUT_OF_RANGE",
+]
+
+#: Pattern tokens for :func:`like`: ``%`` and ``_``; other tokens are literal bytes.
+LIKE_ANY = -1
+LIKE_ONE = -2
+_PATTERN_END = -3
+
+#: Status codes written by the parse kernels.
+PARSE_OK = 0
+PARSE_BAD_FORMAT = 1
+PARSE_OUT_OF_RANGE = 2
+
+_INT64_MAX = 9223372036854775807
+
+
+# --------------------------------------------------------------- row functions
+@register_jitable
+def _slot(i, index, indexed):
+    if indexed:
+        return index[i]
+    return i
+
+
+@register_jitable
+def _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out):
+    """Write the sign of memcmp-then-length of left vs right (byte order = code-point order)."""
+    ls = _slot(i, l_index, l_indexed)
+    rs = _slot(i, r_index, r_indexed)
+    lo = l_offsets[ls]
+    ln = l_offsets[ls + 1] - lo
+    ro = r_offsets[rs]
+    rn = r_offsets[rs + 1] - ro
+    common = ln if ln < rn else rn
+    result = 0
+    for k in range(common):
+        a = l_chars[lo + k]
+        b = r_chars[ro + k]
+        if a != b:
+            result = -1 if a < b else 1
+            break
+    if result == 0 and ln != rn:
+        result = -1 if ln < rn else 1
+    out[i] = result
+
+
+@register_jitable
+def _like_row(i, offsets, chars, pattern, out):
+    """Match ``%``/``_`` wildcards with single-star backtracking; ``_`` and ``%`` step whole UTF-8 chars."""
+    t = offsets[i]
+    end = offsets[i + 1]
+    n_pattern = pattern.shape[0]
+    p = 0
+    star_p = -1
+    star_t = t
+    while t < end:
+        token = pattern[p] if p < n_pattern else _PATTERN_END
+        if token == LIKE_ONE:
+            t += 1
+            while t < end and (chars[t] & 0xC0) == 0x80:
+                t += 1
+            p += 1
+        elif token >= 0 and token == chars[t]:
+            t += 1
+            p += 1
+        elif token == LIKE_ANY:
+            star_p = p
+            star_t = t
+            p += 1
+        elif star_p >= 0:
+            star_t += 1
+            while star_t < end and (chars[star_t] & 0xC0) == 0x80:
+                star_t += 1
+            t = star_t
+            p = star_p + 1
+        else:
+            out[i] = False
+            return
+    while p < n_pattern and pattern[p] == LIKE_ANY:
+        p += 1
+    out[i] = p == n_pattern
+
+
+@register_jitable
+def _isin_row(i, offsets, chars, set_offsets, set_chars, out):
+    """Write True when string ``i`` equals any member of the set."""
+    start = offsets[i]
+    length = offsets[i + 1] - start
+    found = False
+    for m in range(set_offsets.shape[0] - 1):
+        m_start = set_offsets[m]
+        if set_offsets[m + 1] - m_start != length:
+            continue
+        same = True
+        for k in range(length):
+            if chars[start + k] != set_chars[m_start + k]:
+                same = False
+                break
+        if same:
+            found = True
+            break
+    out[i] = found
+
+
+@register_jitable
+def _substring_row(i, offsets, chars, start, length, out_start, out_end):
+    """Write the byte range of DuckDB's ``substring(s, start, length)`` (characters, 1-based).
+
+    DuckDB places the first character at 0 for ``start > 0`` (``start - 1``),
+    one before the first for ``start == 0`` and ``size + start`` for a negative
+    start; a negative length takes the characters *before* that position; the
+    range is then clamped to the string.
+    """
+    first = offsets[i]
+    last = offsets[i + 1]
+    size = 0
+    for k in range(first, last):
+        if (chars[k] & 0xC0) != 0x80:
+            size += 1
+    if start > 0:
+        begin = start - 1
+    elif start == 0:
+        begin = -1
+    else:
+        begin = size + start
+    if length >= 0:
+        stop = begin + length
+    else:
+        stop = begin
+        begin = begin + length
+    begin = 0 if begin < 0 else (size if begin > size else begin)
+    stop = 0 if stop < 0 else (size if stop > size else stop)
+    if stop <= begin:
+        out_start[i] = first
+        out_end[i] = first
+        return
+    position = 0
+    byte_begin = last
+    byte_stop = last
+    for k in range(first, last):
+        if (chars[k] & 0xC0) != 0x80:
+            if position == begin:
+                byte_begin = k
+            if position == stop:
+                byte_stop = k
+                break
+            position += 1
+    out_start[i] = byte_begin
+    out_end[i] = byte_stop
+
+
+@register_jitable
+def _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars):
+    """Copy row ``i``'s bytes from ``src_starts[i]`` to its place in the output."""
+    source = src_starts[i]
+    target = dst_offsets[i]
+    for k in range(dst_offsets[i + 1] - target):
+        dst_chars[target + k] = src_chars[source + k]
+
+
+@register_jitable
+def _is_space(byte):
+    return byte == 32 or (byte >= 9 and byte <= 13)
+
+
+@register_jitable
+def _is_digit(byte):
+    return byte >= 48 and byte <= 57
+
+
+@register_jitable
+def _parse_decimal_row(i, offsets, chars, scale, out, status):
+    """Parse ``ws* [+-] digits[_digits] [. digits] [e [+-] digits] ws*`` to an int64 scaled by 10**scale.
+
+    Digits beyond the target scale round half away from zero (as DuckDB).
+    """
+    position = offsets[i]
+    end = offsets[i + 1]
+    out[i] = 0
+    while position < end and _is_space(chars[position]):
+        position += 1
+    while end > position and _is_space(chars[end - 1]):
+        end -= 1
+    negative = False
+    if position < end and (chars[position] == 43 or chars[position] == 45):
+        negative = chars[position] == 45
+        position += 1
+    digits_begin = position
+    n_int = 0
+    n_frac = 0
+    point = -1
+    previous_digit = False
+    while position < end:
+        c = chars[position]
+        if _is_digit(c):
+            if point < 0:
+                n_int += 1
+            else:
+                n_frac += 1
+            previous_digit = True
+        elif c == 95 and point < 0 and previous_digit and position + 1 < end and _is_digit(chars[position + 1]):
+            # a digit separator, as in 1_000
+            previous_digit = False
+        elif c == 46 and point < 0:
+            point = position
+            previous_digit = False
+        else:
+            break
+        position += 1
+    digits_end = position
+    if n_int + n_frac == 0:
+        status[i] = 1
+        return
+    exponent = 0
+    if position < end and (chars[position] == 101 or chars[position] == 69):
+        position += 1
+        exponent_negative = False
+        if position < end and (chars[position] == 43 or chars[position] == 45):
+            exponent_negative = chars[position] == 45
+            position += 1
+        if position == end:
+            status[i] = 1
+            return
+        while position < end and _is_digit(chars[position]):
+            if exponent < 100000:
+                exponent = exponent * 10 + (int(chars[position]) - 48)
+            position += 1
+        if exponent_negative:
+            exponent = -exponent
+    if position != end:
+        status[i] = 1
+        return
+    # value = D * 10**shift, D the integer formed by all digits
+    shift = exponent - n_frac + scale
+    n_digits = n_int + n_frac
+    keep = n_digits if shift >= 0 else n_digits + shift
+    accumulated = 0
+    round_up = False
+    seen = 0
+    for k in range(digits_begin, digits_end):
+        c = chars[k]
+        if not _is_digit(c):
+            continue
+        digit = int(c) - 48
+        if seen < keep:
+            if accumulated > (_INT64_MAX - digit) // 10:
+                status[i] = 2
+                return
+            accumulated = accumulated * 10 + digit
+        elif seen == keep:
+            round_up = digit >= 5
+        seen += 1
+    if round_up:
+        accumulated += 1
+    if shift > 0 and accumulated != 0:
+        for _ in range(shift):
+            if accumulated > _INT64_MAX // 10:
+                status[i] = 2
+                return
+            accumulated *= 10
+    out[i] = -accumulated if negative else accumulated
+    status[i] = 0
+
+
+@register_jitable
+def _read_number(chars, position, end, max_digits):
+    """Return (value, next position) of up to ``max_digits`` ASCII digits; value -1 when none."""
+    value = 0
+    count = 0
+    while position < end and count < max_digits and _is_digit(chars[position]):
+        value = value * 10 + (int(chars[position]) - 48)
+        position += 1
+        count += 1
+    if count == 0:
+        return -1, position
+    return value, position
+
+
+@register_jitable
+def _parse_date_row(i, offsets, chars, out, status):
+    """Parse ``ws* [-]Y+ sep M{1,2} sep D{1,2} ws*`` (sep one of ``- / \\ space``) to days since 1970-01-01."""
+    position = offsets[i]
+    end = offsets[i + 1]
+    out[i] = 0
+    while position < end and _is_space(chars[position]):
+        position += 1
+    while end > position and _is_space(chars[end - 1]):
+        end -= 1
+    negative = False
+    if position < end and chars[position] == 45:
+        negative = True
+        position += 1
+    year, position = _read_number(chars, position, end, 9)
+    if year < 0 or position >= end:
+        status[i] = 1
+        return
+    separator = chars[position]
+    if separator != 45 and separator != 47 and separator != 92 and separator != 32:
+        status[i] = 1
+        return
+    month, position = _read_number(chars, position + 1, end, 2)
+    if month < 0 or position >= end or chars[position] != separator:
+        status[i] = 1
+        return
+    day, position = _read_number(chars, position + 1, end, 2)
+    if day < 0 or position != end:
+        status[i] = 1
+        return
+    if negative:
+        year = -year
+    leap = (year % 4 == 0 and year % 100 != 0) or year % 400 == 0
+    days_in_month = 31
+    if month == 4 or month == 6 or month == 9 or month == 11:
+        days_in_month = 30
+    elif month == 2:
+        days_in_month = 29 if leap else 28
+    if month < 1 or month > 12 or day < 1 or day > days_in_month or year > 5877641 or year < -5877641:
+        status[i] = 2
+        return
+    # Howard Hinnant's days_from_civil
+    y = year - 1 if month <= 2 else year
+    era = (y if y >= 0 else y - 399) // 400
+    year_of_era = y - era * 400
+    shifted_month = month - 3 if month > 2 else month + 9
+    day_of_year = (153 * shifted_month + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    out[i] = era * 146097 + day_of_era - 719468
+    status[i] = 0
+
+
+# ------------------------------------------------------------------ CPU twins
+@njit(nogil=True, cache=False)
+def _compare_cpu(l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out):
+    for i in range(out.shape[0]):
+        _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out)
+
+
+@njit(nogil=True, cache=False)
+def _like_cpu(offsets, chars, pattern, out):
+    for i in range(out.shape[0]):
+        _like_row(i, offsets, chars, pattern, out)
+
+
+@njit(nogil=True, cache=False)
+def _isin_cpu(offsets, chars, set_offsets, set_chars, out):
+    for i in range(out.shape[0]):
+        _isin_row(i, offsets, chars, set_offsets, set_chars, out)
+
+
+@njit(nogil=True, cache=False)
+def _substring_cpu(offsets, chars, start, length, out_start, out_end):
+    for i in range(out_start.shape[0]):
+        _substring_row(i, offsets, chars, start, length, out_start, out_end)
+
+
+@njit(nogil=True, cache=False)
+def _copy_cpu(src_chars, src_starts, dst_offsets, dst_chars):
+    for i in range(src_starts.shape[0]):
+        _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars)
+
+
+@njit(nogil=True, cache=False)
+def _parse_decimal_cpu(offsets, chars, scale, out, status):
+    for i in range(out.shape[0]):
+        _parse_decimal_row(i, offsets, chars, scale, out, status)
+
+
+@njit(nogil=True, cache=False)
+def _parse_date_cpu(offsets, chars, out, status):
+    for i in range(out.shape[0]):
+        _parse_date_row(i, offsets, chars, out, status)
+
+
+# ----------------------------------------------------------------- CUDA twins
+@cuda.jit
+def _compare_cuda(l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out)
+
+
+@cuda.jit
+def _like_cuda(offsets, chars, pattern, out):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _like_row(i, offsets, chars, pattern, out)
+
+
+@cuda.jit
+def _isin_cuda(offsets, chars, set_offsets, set_chars, out):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _isin_row(i, offsets, chars, set_offsets, set_chars, out)
+
+
+@cuda.jit
+def _substring_cuda(offsets, chars, start, length, out_start, out_end):
+    for i in range(cuda.grid(1), out_start.shape[0], cuda.gridsize(1)):
+        _substring_row(i, offsets, chars, start, length, out_start, out_end)
+
+
+@cuda.jit
+def _copy_cuda(src_chars, src_starts, dst_offsets, dst_chars):
+    for i in range(cuda.grid(1), src_starts.shape[0], cuda.gridsize(1)):
+        _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars)
+
+
+@cuda.jit
+def _parse_decimal_cuda(offsets, chars, scale, out, status):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _parse_decimal_row(i, offsets, chars, scale, out, status)
+
+
+@cuda.jit
+def _parse_date_cuda(offsets, chars, out, status):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _parse_date_row(i, offsets, chars, out, status)
+
+
+def _encode_strings(device, values) -> tuple[Any, Any]:
+    """Return device (offsets, chars) for a few host strings (a pattern set, an IN list)."""
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    offsets[1:] = np.cumsum([len(b) for b in encoded], dtype=np.int64)
+    chars = np.frombuffer(b"".join(encoded), dtype=np.uint8) if encoded else np.zeros(0, np.uint8)
+    return device.asarray(offsets), device.asarray(np.ascontiguousarray(chars))
+
+
+# --------------------------------------------------------------- entry points
+def compare(device, rows: int, left: tuple, right: tuple):
+    """Return ``int8`` signs (-1, 0, 1) comparing two strings per row, bytewise then by length.
+
+    Parameters
+    ----------
+    left, right
+        ``(offsets, chars, index)``: the string of row ``i`` is slot ``index[i]``,
+        or slot ``i`` when ``index`` is None.
+    """
+    xp = device.xp
+    out = xp.zeros(rows, dtype=xp.int8)
+    args = []
+    for offsets, chars, index in (left, right):
+        indexed = index is not None
+        index = index.astype(xp.int32, copy=False) if indexed else xp.zeros(1, dtype=xp.int32)
+        args += [offsets.astype(xp.int64, copy=False), chars, index, indexed]
+    launch_twin(device, rows, _compare_cpu, _compare_cuda, *args, out)
+    return out
+
+
+def like(device, offsets, chars, pattern: str):
+    """Return per-string booleans of ``string LIKE pattern`` (``%`` any run, ``_`` one character, no escape)."""
+    xp = device.xp
+    tokens = np.frombuffer(pattern.encode("utf-8"), dtype=np.uint8).astype(np.int32)
+    tokens[tokens == ord("%")] = LIKE_ANY
+    tokens[tokens == ord("_")] = LIKE_ONE
+    rows = int(offsets.shape[0]) - 1
+    out = xp.zeros(rows, dtype=xp.bool_)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _like_cpu, _like_cuda, offsets, chars, device.asarray(tokens), out)
+    return out
+
+
+def isin(device, offsets, chars, values):
+    """Return per-string booleans: does the string equal one of ``values`` (host ``str``)?"""
+    xp = device.xp
+    set_offsets, set_chars = _encode_strings(device, values)
+    rows = int(offsets.shape[0]) - 1
+    out = xp.zeros(rows, dtype=xp.bool_)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _isin_cpu, _isin_cuda, offsets, chars, set_offsets, set_chars, out)
+    return out
+
+
+def substring_bounds(device, offsets, chars, start: int, length: int | None):
+    """Return absolute byte ``(starts, ends)`` of DuckDB's ``substring(s, start, length)`` per string."""
+    xp = device.xp
+    rows = int(offsets.shape[0]) - 1
+    out_start = xp.zeros(rows, dtype=xp.int64)
+    out_end = xp.zeros(rows, dtype=xp.int64)
+    length = (1 << 62) if length is None else int(length)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _substring_cpu, _substring_cuda, offsets, chars, int(start), length, out_start, out_end)
+    return out_start, out_end
+
+
+def copy_ranges(device, chars, starts, lengths):
+    """Gather byte ranges ``chars[starts[i] : starts[i] + lengths[i]]`` into a new string column.
+
+    Returns ``(offsets, chars)`` of the packed result. This is the string
+    gather: decoding a dictionary, merging CASE branches, materializing substrings.
+    """
+    xp = device.xp
+    rows = int(starts.shape[0])
+    offsets = xp.zeros(rows + 1, dtype=xp.int64)
+    if rows:
+        offsets[1:] = xp.cumsum(lengths)
+    total = int(offsets[-1]) if rows else 0
+    out = xp.zeros(total, dtype=xp.uint8)
+    if total:
+        launch_twin(device, rows, _copy_cpu, _copy_cuda, chars, starts.astype(xp.int64, copy=False), offsets, out)
+    return offsets, out
+
+
+def parse_decimal(device, offsets, chars, scale: int):
+    """Parse strings to int64 values scaled by ``10**scale``; returns ``(values, status)``.
+
+    ``status`` is :data:`PARSE_OK`, :data:`PARSE_BAD_FORMAT` or
+    :data:`PARSE_OUT_OF_RANGE` per string; callers decide which rows matter
+    (null rows hold empty strings and fail to parse).
+    """
+    xp = device.xp
+    rows = int(offsets.shape[0]) - 1
+    values = xp.zeros(rows, dtype=xp.int64)
+    status = xp.zeros(rows, dtype=xp.int8)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _parse_decimal_cpu, _parse_decimal_cuda, offsets, chars, int(scale), values, status)
+    return values, status
+
+
+def parse_date(device, offsets, chars):
+    """Parse ``YYYY-MM-DD``-style strings to date32 days; returns ``(days, status)`` like :func:`parse_decimal`."""
+    xp = device.xp
+    rows = int(offsets.shape[0]) - 1
+    days = xp.zeros(rows, dtype=xp.int32)
+    status = xp.zeros(rows, dtype=xp.int8)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _parse_date_cpu, _parse_date_cuda, offsets, chars, days, status)
+    return days, status

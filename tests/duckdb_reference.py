@@ -1,0 +1,199 @@
+"""Compare engine results with DuckDB's, as Velox's ``assertQuery`` does.
+
+``assert_same_rows(engine_table, duckdb_table, ordered=False)`` checks column
+names, row count and values: rows as a multiset (or in order, for queries with
+ORDER BY); floats within a relative tolerance; integers, decimals, strings,
+dates and booleans exactly. A decimal compared with a float is compared as
+floats, so an engine may return ``double`` where DuckDB returns a decimal
+(``avg``) or the reverse; any other kind mismatch (a string against a number)
+fails.
+
+``duckdb_connection(tables)`` opens an in-memory DuckDB with one view per
+Parquet file, so DuckDB reads the very files the engine reads.
+"""
+
+from __future__ import annotations
+
+import decimal
+import math
+from pathlib import Path
+from typing import Any, Mapping
+
+import pyarrow as pa
+import pyarrow.types as pat
+
+__all__ = [
+    "FLOAT_RELATIVE_TOLERANCE",
+    "assert_same_rows",
+    "rows_mismatch",
+    "duckdb_connection",
+    "duckdb_table",
+]
+
+FLOAT_RELATIVE_TOLERANCE = 1e-9
+# Sums of floats that cancel to (almost) zero have no meaningful relative error.
+FLOAT_ABSOLUTE_TOLERANCE = 1e-12
+_SHOWN_ROWS = 5
+
+
+def _kind(dtype: pa.DataType) -> str:
+    if pat.is_dictionary(dtype):
+        return _kind(dtype.value_type)
+    if pat.is_floating(dtype):
+        return "float"
+    if pat.is_decimal(dtype) or pat.is_integer(dtype):
+        return "exact-number"
+    if pat.is_string(dtype) or pat.is_large_string(dtype) or getattr(pat, "is_string_view", lambda t: False)(dtype):
+        return "string"
+    if pat.is_boolean(dtype):
+        return "bool"
+    if pat.is_date(dtype):
+        return "date"
+    if pat.is_timestamp(dtype):
+        return "timestamp"
+    if pat.is_null(dtype):
+        return "null"
+    return str(dtype)
+
+
+def _column_kinds(actual: pa.Schema, expected: pa.Schema) -> list[str]:
+    """Return how to compare each column, or raise when the two types cannot hold the same values."""
+    kinds = []
+    for actual_field, expected_field in zip(actual, expected):
+        a, e = _kind(actual_field.type), _kind(expected_field.type)
+        if "null" in (a, e):
+            kinds.append(e if a == "null" else a)
+        elif a == e:
+            kinds.append(a)
+        elif {a, e} == {"float", "exact-number"}:
+            kinds.append("float")
+        else:
+            raise AssertionError(
+                f"column {expected_field.name!r}: engine type {actual_field.type} cannot match "
+                f"DuckDB type {expected_field.type}"
+            )
+    return kinds
+
+
+def _as_float(value: Any) -> float:
+    return float(value)
+
+
+def _sort_key(row: tuple, kinds: list[str]) -> tuple:
+    # Exact columns first, so that rows equal in every exact column are the only
+    # ones whose relative order can depend on float rounding.
+    order = [i for i, k in enumerate(kinds) if k != "float"] + [i for i, k in enumerate(kinds) if k == "float"]
+    key = []
+    for i in order:
+        value = row[i]
+        if value is None:
+            key.append((0, 0))
+        elif kinds[i] == "float":
+            number = _as_float(value)
+            key.append((2, 0.0) if math.isnan(number) else (1, number))
+        else:
+            key.append((1, value))
+    return tuple(key)
+
+
+def _values_equal(actual: Any, expected: Any, kind: str, rel_tol: float) -> bool:
+    if actual is None or expected is None:
+        return actual is None and expected is None
+    if kind == "float":
+        a, e = _as_float(actual), _as_float(expected)
+        if math.isnan(a) or math.isnan(e):
+            return math.isnan(a) and math.isnan(e)
+        return math.isclose(a, e, rel_tol=rel_tol, abs_tol=FLOAT_ABSOLUTE_TOLERANCE)
+    if kind == "exact-number":
+        return decimal.Decimal(actual) == decimal.Decimal(expected)
+    return actual == expected
+
+
+def _rows(table: pa.Table) -> list[tuple]:
+    columns = [table.column(i).to_pylist() for i in range(table.num_columns)]
+    return list(zip(*columns)) if columns else [() for _ in range(table.num_rows)]
+
+
+def rows_mismatch(
+    engine_table: pa.Table,
+    duckdb_table: pa.Table,
+    ordered: bool = False,
+    rel_tol: float = FLOAT_RELATIVE_TOLERANCE,
+) -> str | None:
+    """Return why two tables differ (names, row count, first differing rows), or None when they match."""
+    actual_names, expected_names = engine_table.column_names, duckdb_table.column_names
+    if actual_names != expected_names:
+        return f"column names differ: engine {actual_names}, DuckDB {expected_names}"
+    if engine_table.num_rows != duckdb_table.num_rows:
+        return f"row counts differ: engine {engine_table.num_rows}, DuckDB {duckdb_table.num_rows}"
+    try:
+        kinds = _column_kinds(engine_table.schema, duckdb_table.schema)
+    except AssertionError as error:
+        return str(error)
+    actual_rows, expected_rows = _rows(engine_table), _rows(duckdb_table)
+    if not ordered:
+        actual_rows.sort(key=lambda row: _sort_key(row, kinds))
+        expected_rows.sort(key=lambda row: _sort_key(row, kinds))
+    differing = []
+    for index, (actual, expected) in enumerate(zip(actual_rows, expected_rows)):
+        if not all(_values_equal(a, e, k, rel_tol) for a, e, k in zip(actual, expected, kinds)):
+            differing.append((index, actual, expected))
+    if not differing:
+        return None
+    how = "in order" if ordered else "after sorting both sides"
+    lines = [f"{len(differing)} of {len(expected_rows)} rows differ ({how}); columns {expected_names}"]
+    for index, actual, expected in differing[:_SHOWN_ROWS]:
+        lines.append(f"  row {index}: engine {actual}")
+        lines.append(f"  row {index}: DuckDB {expected}")
+    return "\n".join(lines)
+
+
+def assert_same_rows(
+    engine_table: pa.Table,
+    duckdb_table: pa.Table,
+    ordered: bool = False,
+    rel_tol: float = FLOAT_RELATIVE_TOLERANCE,
+) -> None:
+    """Assert the engine's result holds DuckDB's rows (in the same order when ``ordered``)."""
+    problem = rows_mismatch(engine_table, duckdb_table, ordered=ordered, rel_tol=rel_tol)
+    if problem is not None:
+        raise AssertionError(problem)
+
+
+def duckdb_connection(tables: Mapping[str, str | Path] | str | Path, threads: int | None = None):
+    """Open an in-memory DuckDB with a ``read_parquet`` view per table.
+
+    Parameters
+    ----------
+    tables
+        Table name -> Parquet file (or folder of files), or a folder whose
+        ``<name>.parquet`` files each become a view ``<name>``.
+    threads
+        DuckDB's thread count; its default (all cores) when None.
+    """
+    import duckdb
+
+    if isinstance(tables, (str, Path)):
+        folder = Path(tables)
+        tables = {path.stem: path for path in sorted(folder.glob("*.parquet"))}
+        if not tables:
+            raise FileNotFoundError(f"no .parquet file in {folder}")
+    connection = duckdb.connect()
+    if threads is not None:
+        connection.execute(f"SET threads = {int(threads)}")
+    for name, path in tables.items():
+        location = Path(path)
+        pattern = str(location / "*.parquet") if location.is_dir() else str(location)
+        escaped = pattern.replace("'", "''")
+        connection.execute(f"CREATE VIEW \"{name}\" AS SELECT * FROM read_parquet('{escaped}')")
+    return connection
+
+
+def duckdb_table(connection, sql: str) -> pa.Table:
+    """Run ``sql`` on ``connection`` and return its result as a ``pyarrow.Table`` (DuckDB 1.x and 2.x)."""
+    relation = connection.sql(sql)
+    for method in ("to_arrow_table", "fetch_arrow_table"):
+        if hasattr(relation, method):
+            return getattr(relation, method)()
+    result = relation.arrow()
+    return result.read_all() if isinstance(result, pa.RecordBatchReader) else result

@@ -1,0 +1,171 @@
+"""Check AND, OR, NOT, IS [NOT] NULL and CASE against DuckDB (three-valued logic, first true branch)."""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from duckdb_check import (
+    TABLE, assert_same_values, batch_of, binary, check, check_predicate, check_raises, col, duckdb_values, lit,
+    small_table,
+)
+from gpu_engine.expressions import evaluate
+from gpu_engine.plans.expressions import Case, Cast, UnaryOp
+
+# Bool operands with NULLs in different rows: a NULL column, and comparisons over NULLable columns.
+BOOLS = {
+    "b": (col("b"), "b"),
+    "i32_positive": (binary("gt", col("i32"), lit(0, pa.int32())), "i32 > 0"),
+    "s_short": (binary("lt", col("s"), lit("b", pa.string())), "s < 'b'"),
+    "true": (lit(True, pa.bool_()), "true"),
+    "false": (lit(False, pa.bool_()), "false"),
+    "null": (lit(None, pa.bool_()), "NULL::BOOLEAN"),
+}
+
+
+@pytest.mark.parametrize("op", ["and", "or"])
+@pytest.mark.parametrize("left", list(BOOLS))
+@pytest.mark.parametrize("right", list(BOOLS))
+def test_kleene_and_or(device, op, left, right):
+    (left_expr, left_sql), (right_expr, right_sql) = BOOLS[left], BOOLS[right]
+    check(device, binary(op, left_expr, right_expr), f"({left_sql}) {op.upper()} ({right_sql})")
+
+
+@pytest.mark.parametrize("operand", list(BOOLS))
+def test_not(device, operand):
+    expr, sql = BOOLS[operand]
+    check(device, UnaryOp("not", expr, pa.bool_()), f"NOT ({sql})")
+
+
+@pytest.mark.parametrize("name", ["i32", "i64", "f64", "dec", "d", "ts", "s", "ds", "b"])
+@pytest.mark.parametrize("op, sql", [("is_null", "IS NULL"), ("is_not_null", "IS NOT NULL")])
+def test_null_tests(device, name, op, sql):
+    check(device, UnaryOp(op, col(name), pa.bool_()), f"{name} {sql}")
+
+
+@pytest.mark.parametrize("dtype", [pa.null(), pa.int32(), pa.string()])
+def test_null_test_of_null_literal(device, dtype):
+    check(device, UnaryOp("is_null", lit(None, dtype), pa.bool_()), "NULL IS NULL")
+    check(device, UnaryOp("is_not_null", lit(None, dtype), pa.bool_()), "NULL IS NOT NULL")
+
+
+def test_null_test_sees_null_dictionary_entries(device):
+    values = pa.DictionaryArray.from_arrays(pa.array([0, 1, 2, None], pa.int32()), pa.array(["a", None, "c"]))
+    table = small_table(v=values)
+    check(device, UnaryOp("is_null", col("v", table), pa.bool_()), "v IS NULL", table)
+    check(device, binary("eq", col("v", table), lit("c", pa.string())), "v = 'c'", table)
+
+
+def test_predicate_of_kleene_expression(device):
+    expr = binary("or", BOOLS["b"][0], binary("and", BOOLS["i32_positive"][0], BOOLS["s_short"][0]))
+    check_predicate(device, expr, "b OR (i32 > 0 AND s < 'b')")
+
+
+def test_case_first_true_branch_wins(device):
+    expr = Case(
+        (
+            (binary("gt", col("i32"), lit(500, pa.int32())), lit(1, pa.int64())),
+            (binary("gt", col("i32"), lit(0, pa.int32())), col("i64")),
+            (col("b"), lit(None, pa.int64())),
+        ),
+        lit(-1, pa.int64()),
+        pa.int64(),
+    )
+    check(device, expr, "CASE WHEN i32 > 500 THEN 1::BIGINT WHEN i32 > 0 THEN i64 WHEN b THEN NULL ELSE -1 END")
+
+
+def test_case_without_else_is_null(device):
+    expr = Case(((binary("lt", col("f64"), lit(0.0, pa.float64())), col("f64")),), None, pa.float64())
+    check(device, expr, "CASE WHEN f64 < 0 THEN f64 END")
+
+
+def test_case_casts_branches_to_its_type(device):
+    """The TPC-H shape: CASE WHEN nation = 'BRAZIL' THEN volume ELSE 0 END with a decimal volume."""
+    expr = Case(((binary("eq", col("ds"), lit("BRAZIL", pa.string())), col("dec")),), lit(0, pa.int32()),
+                pa.decimal128(15, 2))
+    check(device, expr, "CASE WHEN ds = 'BRAZIL' THEN dec ELSE 0 END")
+
+
+def test_case_with_decimal_literals(device):
+    expr = Case(((col("b"), lit(decimal.Decimal("0.05"), pa.decimal128(3, 2))),),
+                lit(decimal.Decimal("1.5"), pa.decimal128(2, 1)), pa.decimal128(3, 2))
+    check(device, expr, "CASE WHEN b THEN 0.05 ELSE 1.5 END")
+
+
+@pytest.mark.parametrize(
+    "then, otherwise, sql",
+    [
+        (col("s"), col("ds"), "CASE WHEN b THEN s ELSE ds END"),
+        (col("ds"), lit("other", pa.string()), "CASE WHEN b THEN ds ELSE 'other' END"),
+        (lit("yes", pa.string()), lit("nö", pa.string()), "CASE WHEN b THEN 'yes' ELSE 'nö' END"),
+        (lit("yes", pa.string()), None, "CASE WHEN b THEN 'yes' END"),
+        (col("s"), None, "CASE WHEN b THEN s END"),
+    ],
+)
+def test_case_with_strings(device, then, otherwise, sql):
+    check(device, Case(((col("b"), then),), otherwise, pa.string()), sql)
+
+
+def test_case_over_dictionaries_stays_encoded(device):
+    expr = Case(((col("b"), col("ds")),), lit("other", pa.string()), pa.string())
+    result = evaluate(expr, batch_of(TABLE, device))
+    assert result.is_dictionary
+    assert len(result.dictionary) == len(TABLE.column("ds").chunk(0).dictionary) + 1
+
+
+def test_case_condition_must_be_boolean(device):
+    from gpu_engine.errors import PlanError
+
+    with pytest.raises(PlanError):
+        evaluate(Case(((col("i32"), col("i32")),), None, pa.int32()), batch_of(TABLE, device))
+
+
+TEXTS = small_table(v=pa.array(["12", "abc", None, "7", "300", "-2"]),
+                    i=pa.array([5, 2**31 - 1, None, -3, 100, 99], pa.int32()))
+
+
+@pytest.mark.parametrize(
+    "expr, sql",
+    [
+        (Case(((binary("eq", col("v", TEXTS), lit("abc", pa.string())), lit(0, pa.int32())),
+               (binary("gt", Cast(col("v", TEXTS), pa.int32()), lit(10, pa.int32())), lit(1, pa.int32()))),
+              lit(2, pa.int32()), pa.int32()),
+         "CASE WHEN v = 'abc' THEN 0 WHEN CAST(v AS INT) > 10 THEN 1 ELSE 2 END"),
+        (Case(((binary("eq", col("v", TEXTS), lit("abc", pa.string())), lit("x", pa.string())),),
+              Cast(binary("add", Cast(col("v", TEXTS), pa.int32()), lit(1, pa.int32())), pa.string()), pa.string()),
+         "CASE WHEN v = 'abc' THEN 'x' ELSE CAST(CAST(v AS INT) + 1 AS VARCHAR) END"),
+        (Case(((binary("lt", col("i", TEXTS), lit(100, pa.int32())), Cast(col("i", TEXTS), pa.int8())),),
+              lit(0, pa.int8()), pa.int8()),
+         "CASE WHEN i < 100 THEN CAST(i AS TINYINT) ELSE 0 END"),
+        (Case(((binary("ne", col("v", TEXTS), lit("abc", pa.string())), Cast(col("v", TEXTS), pa.int64())),), None,
+              pa.int64()),
+         "CASE WHEN v <> 'abc' THEN CAST(v AS BIGINT) END"),
+        (Case(((binary("eq", col("v", TEXTS), lit("zzz", pa.string())), lit("none", pa.string())),
+               (binary("ne", col("v", TEXTS), lit("abc", pa.string())),
+                Cast(Cast(col("v", TEXTS), pa.int64()), pa.string()))),
+              col("v", TEXTS), pa.string()),
+         "CASE WHEN v = 'zzz' THEN 'none' WHEN v <> 'abc' THEN CAST(CAST(v AS BIGINT) AS VARCHAR) ELSE v END"),
+    ],
+    ids=["condition", "string_value", "narrowing", "no_else", "branch_without_rows"],
+)
+def test_case_branch_errors_only_count_on_rows_the_branch_decides(device, expr, sql):
+    check(device, expr, sql, TEXTS)
+
+
+def test_case_error_in_a_chosen_row_still_raises(device):
+    expr = Case(((binary("ne", col("v", TEXTS), lit("12", pa.string())), Cast(col("v", TEXTS), pa.int64())),), None,
+                pa.int64())
+    check_raises(device, expr, "CASE WHEN v <> '12' THEN CAST(v AS BIGINT) END", TEXTS, "abc")
+
+
+def test_case_branch_by_branch_under_a_gather_map(device):
+    indices = [5, 4, 3, 1, 0]
+    batch = batch_of(TEXTS, device).with_gather_map(device.asarray(np.array(indices, dtype=np.int32)))
+    taken = TEXTS.take(indices).set_column(0, "rid", pa.array(range(len(indices)), pa.int64()))
+    expr = Case(((binary("eq", col("v", TEXTS), lit("abc", pa.string())), lit(-1, pa.int64())),),
+                Cast(col("v", TEXTS), pa.int64()), pa.int64())
+    sql = "CASE WHEN v = 'abc' THEN -1 ELSE CAST(v AS BIGINT) END"
+    assert_same_values(evaluate(expr, batch).to_arrow(device).to_pylist(), duckdb_values(sql, taken), sql)

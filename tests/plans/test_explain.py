@@ -1,0 +1,70 @@
+"""Check the printed plan as golden text, as Velox's PlanNode::toString tests do."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator, format_plan
+
+CATALOG = {
+    "lineitem": pa.schema([("l_partkey", pa.int64()), ("l_quantity", pa.decimal128(15, 2)),
+                           ("l_shipdate", pa.date32()), ("l_comment", pa.string())]),
+}
+
+
+def small_plan():
+    return (PlanBuilder(CATALOG)
+            .table_scan("lineitem", ["l_partkey", "l_quantity", "l_shipdate"])
+            .filter("l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY AND l_quantity BETWEEN 1 AND 24")
+            .project(["l_partkey", "l_quantity * 2 AS q2"])
+            .partial_aggregation(["l_partkey"], ["count(*) AS cnt", "avg(q2) AS a"])
+            .local_partition(["l_partkey"])
+            .final_aggregation()
+            .top_n(["cnt DESC", "l_partkey"], 5)
+            .plan())
+
+
+GOLDEN = """\
+-- TopN[6][5 cnt DESC NULLS LAST, l_partkey ASC NULLS LAST] -> l_partkey:int64, cnt:int64, a:double
+  -- Aggregation[5][FINAL [l_partkey] cnt := count(*), a := avg(a)] -> l_partkey:int64, cnt:int64, a:double
+    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey:int64, cnt:int64, a:decimal128(38, 2), a$count:int64
+      -- Aggregation[3][PARTIAL [l_partkey] cnt := count(*), a := avg(q2)] -> l_partkey:int64, cnt:int64, \
+a:decimal128(38, 2), a$count:int64
+        -- Project[2][expressions: (l_partkey:l_partkey), (q2:(l_quantity * 2))] -> l_partkey:int64, \
+q2:decimal128(18, 2)
+          -- Filter[1][expression: ((l_shipdate <= DATE '1998-09-02') AND ((l_quantity >= 1) AND \
+(l_quantity <= 24)))] -> l_partkey:int64, l_quantity:decimal128(15, 2), l_shipdate:date32[day]
+            -- TableScan[0][table: lineitem, columns: l_partkey, l_quantity, l_shipdate] -> l_partkey:int64, \
+l_quantity:decimal128(15, 2), l_shipdate:date32[day]"""
+
+
+def test_golden_plan_text():
+    assert format_plan(small_plan()) == GOLDEN
+
+
+@pytest.mark.parametrize("node_stats, expected_lines", [
+    pytest.param(None, GOLDEN.splitlines()[:2], id="no stats"),
+    pytest.param({"5": "Output: 3 rows\nWall: 1.0ms", "99": "ignored"},
+                 [GOLDEN.splitlines()[0], GOLDEN.splitlines()[1], "     Output: 3 rows", "     Wall: 1.0ms"],
+                 id="stats under their node"),
+    pytest.param({"6": "Output: 5 rows"}, [GOLDEN.splitlines()[0], "   Output: 5 rows"], id="stats under the root"),
+])
+def test_node_stats_are_indented_under_their_node(node_stats, expected_lines):
+    lines = format_plan(small_plan(), node_stats).splitlines()
+    assert lines[:len(expected_lines)] == expected_lines
+
+
+def test_every_source_is_printed_one_level_deeper():
+    ids = PlanNodeIdGenerator()
+    left = PlanBuilder(id_generator=ids).values(pa.table({"x": pa.array([1, 2], pa.int64())})).plan()
+    right = PlanBuilder(id_generator=ids).exchange(pa.schema([("x", pa.int64())])).plan()
+    gather = PlanBuilder(id_generator=ids).values(pa.table({"x": pa.array([3], pa.int64())})).local_gather().plan()
+    union = dataclasses.replace(gather, sources=(left, right))
+    assert format_plan(union) == "\n".join([
+        "-- LocalPartition[3][GATHER] -> x:int64",
+        "  -- Values[0][2 rows] -> x:int64",
+        "  -- Exchange[1][] -> x:int64",
+    ])

@@ -1,0 +1,175 @@
+"""Run the primer query, TPC-H Q1 and Q6 on the engine and compare with DuckDB on the same Parquet files.
+
+The data is generated once per test session (and kept between sessions) under
+``$GPU_ENGINE_DATA/tpch`` when that is set, else under pytest's cache folder.
+``cpu`` runs SF 0.01; the CUDA simulator is slow and runs SF 0.001.
+"""
+
+from __future__ import annotations
+
+import decimal
+import os
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table, rows_mismatch
+from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+from gpu_engine.plans import tpch
+
+SCALE_FACTOR_BY_DEVICE = {"cpu": 0.01, "cuda": 0.01, "cuda-sim": 0.001}
+
+QUERIES = {
+    "primer": (tpch.primer_query, tpch.PRIMER_SQL, False),
+    "q1": (lambda catalog: tpch.query(1, catalog), tpch.sql(1), True),
+    "q6": (lambda catalog: tpch.query(6, catalog), tpch.sql(6), False),
+}
+
+
+@pytest.fixture(scope="session")
+def tpch_data(request, tmp_path_factory):
+    """Return a function: scale factor -> folder of TPC-H Parquet files, generated at most once."""
+    data_root = os.environ.get("GPU_ENGINE_DATA")
+    if data_root:
+        root = Path(data_root) / "tpch"
+    elif getattr(request.config, "cache", None) is not None:
+        root = request.config.cache.mkdir("tpch")  # kept between sessions
+    else:  # the cache plugin is disabled (-p no:cacheprovider)
+        root = tmp_path_factory.mktemp("tpch")
+    folders: dict[float, Path] = {}
+
+    def folder_for(scale_factor: float) -> Path:
+        if scale_factor not in folders:
+            folders[scale_factor] = ensure_tpch(scale_factor, root, progress=False)
+        return folders[scale_factor]
+
+    return folder_for
+
+
+@pytest.fixture(scope="session")
+def duckdb_results(tpch_data):
+    """Return a function: (scale factor, query name) -> DuckDB's result, computed once."""
+    results: dict[tuple[float, str], pa.Table] = {}
+
+    def result_for(scale_factor: float, name: str) -> pa.Table:
+        key = (scale_factor, name)
+        if key not in results:
+            with duckdb_connection(tpch_data(scale_factor)) as connection:
+                results[key] = duckdb_table(connection, QUERIES[name][1])
+        return results[key]
+
+    return result_for
+
+
+@pytest.mark.parametrize("drivers", [1, 4], ids=lambda d: f"drivers{d}")
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb_results):
+    from gpu_engine import Session
+
+    scale_factor = SCALE_FACTOR_BY_DEVICE[device_name]
+    build_plan, _, ordered = QUERIES[name]
+    expected = duckdb_results(scale_factor, name)
+    assert expected.num_rows > 0 and None not in expected.column(0).to_pylist()  # a check that can fail
+
+    session = Session(device=device_name, drivers=drivers)
+    register_tpch(session, tpch_data(scale_factor))
+    actual = session.execute(build_plan(session.catalog))
+
+    assert_same_rows(actual, expected, ordered=ordered)
+
+
+def test_plans_name_columns_as_the_specification(tpch_data):
+    from gpu_engine import Session
+
+    session = Session(device="cpu")
+    register_tpch(session, tpch_data(0.001))
+    assert tpch.primer_query(session.catalog).output_schema.names == ["l_partkey", "count"]
+    assert tpch.query(1, session.catalog).output_schema.names == [
+        "l_returnflag",
+        "l_linestatus",
+        "sum_qty",
+        "sum_base_price",
+        "sum_disc_price",
+        "sum_charge",
+        "avg_qty",
+        "avg_price",
+        "avg_disc",
+        "count_order",
+    ]
+    assert tpch.query(6, session.catalog).output_schema.names == ["revenue"]
+
+
+def test_unplanned_query_raises_not_implemented():
+    unplanned = [n for n in tpch.TPCH_QUERY_NUMBERS if n not in tpch.available_queries()]
+    if not unplanned:
+        pytest.skip("every TPC-H query has a plan")
+    with pytest.raises(NotImplementedError, match=f"TPC-H query {unplanned[0]} has no plan yet"):
+        tpch.query(unplanned[0], {})
+    with pytest.raises(NotImplementedError):
+        tpch.sql(unplanned[0])
+
+
+@pytest.mark.parametrize("number", [0, 23, -1])
+def test_query_numbers_outside_the_benchmark_are_rejected(number):
+    with pytest.raises(ValueError, match="queries 1 to 22"):
+        tpch.query(number, {})
+
+
+def test_query_number_must_be_an_int():
+    with pytest.raises(TypeError):
+        tpch.sql("1")
+
+
+# ---------------------------------------------------- the comparison helper
+def _table(**columns) -> pa.Table:
+    return pa.table(columns)
+
+
+@pytest.mark.parametrize(
+    "engine, duckdb, ordered",
+    [
+        # same rows in another order, as a multiset
+        (_table(k=[2, 1], v=["b", "a"]), _table(k=[1, 2], v=["a", "b"]), False),
+        # floats within 1e-9 relative
+        (_table(x=[1.0 + 1e-12, 2.0]), _table(x=[1.0, 2.0]), True),
+        # a decimal and a double holding the same value
+        (_table(x=pa.array([decimal.Decimal("2.50")], pa.decimal128(15, 2))), _table(x=[2.5]), True),
+        # decimals with different scales, equal values
+        (
+            _table(x=pa.array([decimal.Decimal("1.50")], pa.decimal128(38, 2))),
+            _table(x=pa.array([decimal.Decimal("1.5000")], pa.decimal128(38, 4))),
+            True,
+        ),
+        # string types differ, values do not
+        (_table(s=pa.array(["x"], pa.large_string())), _table(s=pa.array(["x"], pa.string())), True),
+        # NULLs equal NULLs
+        (_table(x=pa.array([None, 1], pa.int64())), _table(x=pa.array([1, None], pa.int64())), False),
+    ],
+)
+def test_assert_same_rows_accepts_equal_results(engine, duckdb, ordered):
+    assert_same_rows(engine, duckdb, ordered=ordered)
+
+
+@pytest.mark.parametrize(
+    "engine, duckdb, ordered, reason",
+    [
+        (_table(k=[2, 1]), _table(k=[1, 2]), True, "rows differ"),
+        (_table(k=[1, 1]), _table(k=[1, 2]), False, "rows differ"),
+        (_table(k=[1]), _table(k=[1, 2]), False, "row counts differ"),
+        (_table(a=[1]), _table(b=[1]), False, "column names differ"),
+        (_table(x=[1.0 + 1e-6]), _table(x=[1.0]), False, "rows differ"),
+        (
+            _table(x=pa.array([decimal.Decimal("0.01")], pa.decimal128(15, 2))),
+            _table(x=pa.array([decimal.Decimal("0.02")], pa.decimal128(15, 2))),
+            False,
+            "rows differ",
+        ),
+        (_table(x=pa.array([None], pa.int64())), _table(x=[0]), False, "rows differ"),
+        (_table(x=["1"]), _table(x=[1]), False, "cannot match"),
+    ],
+)
+def test_assert_same_rows_rejects_different_results(engine, duckdb, ordered, reason):
+    assert reason in (rows_mismatch(engine, duckdb, ordered=ordered) or "")
+    with pytest.raises(AssertionError, match=reason):
+        assert_same_rows(engine, duckdb, ordered=ordered)
