@@ -156,7 +156,7 @@ def _raise_parse_errors(device: Device, column: Column, status: Any, validity: A
         failed = failed & validity
     if not bool(xp.any(failed)):
         return
-    row = int(xp.argmax(failed))
+    row = int(xp.argmax(failed.astype(xp.int8)))
     text = column.to_arrow(device)[row].as_py()
     if int(status[row]) == kernels.PARSE_OUT_OF_RANGE:
         raise ExecutionError(f"Could not convert string {text!r} to {dtype}: {out_of_range} (row {row})")

@@ -1,0 +1,49 @@
+"""The plan a Session runs with several drivers: local exchanges inserted where correctness needs them."""
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine import Session
+from gpu_engine.plans import PlanBuilder
+
+
+@pytest.fixture
+def session_catalog():
+    def make(drivers):
+        session = Session(device="cpu", drivers=drivers)
+        session.register("t", pa.table({"k": pa.array([1, 2], pa.int32()), "v": [1.0, 2.0]}))
+        return session
+
+    return make
+
+
+def _plan(catalog):
+    return (PlanBuilder(catalog).table_scan("t").filter("v > 0")
+            .aggregation(["k"], ["sum(v) AS s", "avg(v) AS a"]).top_n(["s DESC"], 3).plan())
+
+
+def test_explain_with_several_drivers_shows_inserted_exchanges(session_catalog):
+    session = session_catalog(2)
+    assert session.explain(_plan(session.catalog)) == """\
+-- TopN[3][3 s DESC NULLS LAST] -> k:int32, s:double, a:double
+  -- LocalPartition[3.exchange][GATHER] -> k:int32, s:double, a:double
+    -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double
+      -- Aggregation[2][FINAL [k] s := sum(s), a := avg(a)] -> k:int32, s:double, a:double
+        -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64
+          -- Aggregation[2.partial][PARTIAL [k] s := sum(v), a := avg(v)] -> k:int32, s:double, a:double, a$count:int64
+            -- Filter[1][expression: (v > 0)] -> k:int32, v:double
+              -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double"""
+
+
+def test_one_driver_runs_the_plan_as_built(session_catalog):
+    session = session_catalog(1)
+    plan = _plan(session.catalog)
+    assert "LocalPartition" not in session.explain(plan)
+    assert "SINGLE [k]" in session.explain(plan)
+
+
+def test_repartitioned_input_needs_no_second_exchange(session_catalog):
+    session = session_catalog(4)
+    plan = (PlanBuilder(session.catalog).table_scan("t").local_partition(["k"])
+            .aggregation(["k"], ["count(*) AS c"]).plan())
+    assert session.explain(plan).count("LocalPartition") == 1
