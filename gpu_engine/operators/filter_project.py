@@ -11,6 +11,7 @@ from __future__ import annotations
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
+from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.plans.expressions import ColumnRef, referenced_columns
 from gpu_engine.plans.nodes import FilterNode, ProjectNode
@@ -31,6 +32,7 @@ class FilterProject(Operator):
             for expression in project_node.expressions:
                 needed.update(dict.fromkeys(referenced_columns(expression)))
             self._needed = tuple(needed)
+            self._shared, self._expressions = hoist_common_subexpressions(tuple(project_node.expressions))
 
     def add_input(self, batch: Batch) -> None:
         if self.predicate is not None:
@@ -51,7 +53,9 @@ class FilterProject(Operator):
         if self._pass_through:
             return batch.select([e.name for e in node.expressions], node.names)
         flat = batch.materialize(self._needed) if self._needed else Batch((), (), batch.device, None, batch.num_rows)
-        columns = tuple(evaluate(e, flat) for e in node.expressions)
+        for name, expression in self._shared:
+            flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None, flat.num_rows)
+        columns = tuple(evaluate(e, flat) for e in self._expressions)
         return Batch(node.names, columns, batch.device, None, batch.num_rows)
 
     def get_output(self) -> Batch | None:
