@@ -16,6 +16,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.exec.local_exchanges import add_local_exchanges
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.task import Task, TaskStats
+from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
 
 __all__ = ["Session"]
@@ -40,6 +41,7 @@ class Session:
 
     def __init__(self, device: str | Device = "auto", drivers: int = 1, **config):
         self.device = get_device(device)
+        tune_host_allocator()
         self.drivers = max(1, int(drivers))
         self.config = EngineConfig().with_overrides(**config)
         self._tables: dict[str, RegisteredTable] = {}

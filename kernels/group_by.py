@@ -20,17 +20,18 @@ from __future__ import annotations
 from typing import Any, Sequence
 
 import numpy as np
+import pyarrow as pa
 from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_string
 from gpu_engine.device import Device
 from gpu_engine.kernels.filter import selection_from_mask
-from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
-__all__ = ["normalize_keys", "GroupByHashTable"]
+__all__ = ["normalize_keys", "GroupByHashTable", "StringInterner"]
 
 EMPTY = np.int32(-1)
 FIXED_WIDTH_BLOCK = 2
@@ -488,3 +489,37 @@ class GroupByHashTable:
         launch_cuda(device, _read_group_ids_cuda, n, self._slots, row_slots, group_ids)
         self._num_groups += num_new
         return group_ids, new_rows
+
+
+class StringInterner:
+    """Give every distinct string a stable int64 id, batch after batch, looking at dictionaries only.
+
+    Why: a dictionary-encoded key (Parquet's low-cardinality strings) would
+    otherwise be packed into several words for every row. Interning the few
+    dictionary values in a small device hash table and gathering their ids by
+    code turns the key into one fixed-width word per row, and the ids stay the
+    same across batches whose dictionaries differ. A plain string batch is
+    interned row by row, so a key may mix both encodings.
+    """
+
+    def __init__(self, device: Device):
+        self.device = device
+        self._table: GroupByHashTable | None = None
+        self._widths: tuple[int, ...] | None = None
+
+    def _ids(self, column: Column) -> Any:
+        words, widths = normalize_keys(self.device, [column], self._widths)
+        if self._table is None:
+            self._table = GroupByHashTable(self.device, widths)
+        elif widths != self._widths:
+            self._table.widen(widths)
+        self._widths = widths
+        ids, _ = self._table.insert(words)
+        return ids.astype(self.device.xp.int64)
+
+    def intern(self, column: Column) -> Column:
+        """Return an ``int64`` column of ids (NULL where ``column`` is NULL) for a string column."""
+        if not column.is_dictionary:
+            return Column(pa.int64(), self._ids(column), column.validity)
+        dictionary_ids = self._ids(column.dictionary) if len(column.dictionary) else self.device.xp.zeros(1, self.device.xp.int64)
+        return Column(pa.int64(), gather(self.device, dictionary_ids, column.data), dictionary_row_validity(self.device, column))

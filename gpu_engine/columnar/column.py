@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpu_engine.columnar.types import is_decimal, is_string, normalize_type, physical_dtype
+from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_string, normalize_type, physical_dtype
 from gpu_engine.device import Device
 
 __all__ = ["Column"]
@@ -182,9 +182,10 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         words = np.frombuffer(array.buffers()[1], dtype=np.int64)[2 * array.offset : 2 * (array.offset + n)].reshape(n, 2)
         low = words[:, 0].copy()
         high = words[:, 1]
-        valid = np.ones(n, np.bool_) if validity is None else validity
-        if np.any((high != (low >> 63)) & valid):
-            raise OverflowError(f"decimal column of type {dtype} holds values beyond 64 bits; not supported yet")
+        if dtype.precision > MAX_INT64_DECIMAL_PRECISION:  # up to 18 digits always fit; check wider types
+            valid = np.ones(n, np.bool_) if validity is None else validity
+            if np.any((high != (low >> 63)) & valid):
+                raise OverflowError(f"decimal column of type {dtype} holds values beyond 64 bits; not supported yet")
         if validity is not None:
             low[~validity] = 0
         return Column(logical, low, validity)

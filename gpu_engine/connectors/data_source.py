@@ -14,6 +14,7 @@ from typing import Iterator, Sequence
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from gpu_engine.columnar.types import is_string
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
 __all__ = ["read_split"]
@@ -32,7 +33,7 @@ def read_split(split: ConnectorSplit, columns: Sequence[str], batch_rows: int) -
 
 def _read_parquet(split: ParquetSplit, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
     schema = pq.read_schema(split.path)
-    strings = [c for c in columns if pa.types.is_string(schema.field(c).type) or pa.types.is_large_string(schema.field(c).type)]
+    strings = [c for c in columns if is_string(schema.field(c).type)]
     # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
     parquet_file = pq.ParquetFile(split.path, read_dictionary=strings, memory_map=True)
     row_groups = list(split.row_groups) or list(range(parquet_file.num_row_groups))

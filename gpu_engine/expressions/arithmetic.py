@@ -45,21 +45,22 @@ def _float_arithmetic(xp: Any, op: str, left: Any, right: Any) -> Any:
     return xp.fmod(left, right)
 
 
-def _exact_arithmetic(xp: Any, op: str, left: Column, right: Column, dtype: pa.DataType,
+def _exact_arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType,
                       validity: Any) -> tuple[Any, Any]:
     """Return ``(int64 values at dtype's scale, validity)`` for an integer or decimal result."""
+    xp = device.xp
     scale = scale_of(dtype)
     what = f"{_NAMES[op]} of {dtype}"
     if op == "mul":
-        product = multiply_checked(xp, left.data.astype(xp.int64, copy=False), right.data.astype(xp.int64, copy=False),
+        product = multiply_checked(device, left.data.astype(xp.int64, copy=False), right.data.astype(xp.int64, copy=False),
                                    validity, what)
-        return rescale(xp, product, scale_of(left.dtype) + scale_of(right.dtype), scale, validity, what), validity
-    left_values = as_scaled(xp, left, scale, what)
-    right_values = as_scaled(xp, right, scale, what)
+        return rescale(device, product, scale_of(left.dtype) + scale_of(right.dtype), scale, validity, what), validity
+    left_values = as_scaled(device, left, scale, what)
+    right_values = as_scaled(device, right, scale, what)
     if op == "add":
-        return add_checked(xp, left_values, right_values, validity, what), validity
+        return add_checked(device, left_values, right_values, validity, what), validity
     if op == "sub":
-        return subtract_checked(xp, left_values, right_values, validity, what), validity
+        return subtract_checked(device, left_values, right_values, validity, what), validity
     if op == "mod":
         by_zero = right_values == 0
         raise_at_first(xp, (left_values == _INT64_MIN) & (right_values == -1), validity, f"Overflow in {what}")
@@ -85,7 +86,7 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
         return Column(dtype, values.astype(physical, copy=False), validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
-    values, validity = _exact_arithmetic(xp, op, left, right, dtype, validity)
+    values, validity = _exact_arithmetic(device, op, left, right, dtype, validity)
     return Column(dtype, fit_to_type(xp, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
 
 
@@ -96,6 +97,6 @@ def negate(device: Device, operand: Column, dtype: pa.DataType) -> Column:
         return Column(dtype, (-as_float(xp, operand)).astype(physical_dtype(dtype), copy=False), operand.validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or not is_numeric(operand.dtype) or is_floating(operand.dtype):
         raise PlanError(f"cannot negate {operand.dtype} into {dtype}")
-    values = as_scaled(xp, operand, scale_of(dtype), f"negation of {dtype}")
+    values = as_scaled(device, operand, scale_of(dtype), f"negation of {dtype}")
     raise_at_first(xp, values == _INT64_MIN, operand.validity, f"Overflow in negation of {dtype}")
     return Column(dtype, fit_to_type(xp, -values, dtype, operand.validity, f"negation of {dtype}"), operand.validity)

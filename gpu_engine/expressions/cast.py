@@ -63,7 +63,8 @@ def _float_to_decimal(xp: Any, column: Column, dtype: pa.DataType, what: str) ->
     return xp.where(bad, 0.0, scaled).astype(xp.int64)
 
 
-def _to_number(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+def _to_number(device: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+    xp = device.xp
     source = column.dtype
     if is_boolean(dtype):
         return column.data != 0
@@ -78,7 +79,7 @@ def _to_number(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
         return fit_to_type(xp, values, dtype, column.validity, what)
     if is_floating(source):
         return _float_to_decimal(xp, column, dtype, what)
-    return fit_to_type(xp, as_scaled(xp, column, scale_of(dtype), what), dtype, column.validity, what)
+    return fit_to_type(xp, as_scaled(device, column, scale_of(dtype), what), dtype, column.validity, what)
 
 
 def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:
@@ -104,4 +105,4 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     what = f"Conversion of {source} to {dtype}"
     if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
         return Column(dtype, _to_time(xp, column, dtype), column.validity)
-    return Column(dtype, _to_number(xp, column, dtype, what), column.validity)
+    return Column(dtype, _to_number(device, column, dtype, what), column.validity)

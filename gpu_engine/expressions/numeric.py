@@ -1,11 +1,9 @@
 """Move numbers between int64 scaled integers and floats exactly, and refuse to overflow.
 
 Decimals are int64 values scaled by ``10**scale``; integers are decimals of
-scale 0. Every int64 result is checked against a float64 shadow computation:
-when the exact result fits in int64 the shadow is within ``2**12`` of it, and
-when it wrapped the two differ by about ``2**64``, so ``|shadow - result| >
-2**32`` flags exactly the rows that overflowed, for the price of one float op
-and one reduction, and nothing ever wraps silently.
+scale 0. Every int64 add, subtract and multiply runs through
+:mod:`gpu_engine.kernels.checked_arithmetic`, which detects overflow in the same
+pass as the arithmetic, so nothing ever wraps silently.
 """
 
 from __future__ import annotations
@@ -18,6 +16,7 @@ import pyarrow as pa
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_floating, is_integer, physical_dtype
 from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.kernels.checked_arithmetic import ADD, MULTIPLY, SUBTRACT, checked_arithmetic
 
 __all__ = [
     "POWERS_OF_TEN",
@@ -38,7 +37,6 @@ __all__ = [
 #: Powers of ten that fit in int64.
 POWERS_OF_TEN = tuple(10**k for k in range(19))
 
-_WRAP_GAP = float(2**32)
 
 
 def scale_of(dtype: pa.DataType) -> int:
@@ -65,30 +63,26 @@ def raise_at_first(xp: Any, bad: Any, validity: Any, message: str) -> None:
         raise ExecutionError(f"{message} (first at row {row})")
 
 
-def _check_wrap(xp: Any, result: Any, shadow: Any, validity: Any, what: str) -> Any:
-    wrapped = xp.abs(shadow - result.astype(xp.float64)) > _WRAP_GAP
-    raise_at_first(xp, wrapped, validity, f"Overflow in {what}: the result does not fit in 64-bit integers")
-    return result
+def _checked(device: Any, op: int, left: Any, right: Any, validity: Any, what: str) -> Any:
+    values, first_bad = checked_arithmetic(device, op, left, right, validity)
+    if first_bad >= 0:
+        raise ExecutionError(f"Overflow in {what}: the result does not fit in 64-bit integers (first at row {first_bad})")
+    return values
 
 
-def add_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+def add_checked(device: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
     """Return ``left + right`` in int64, raising where a valid row overflows."""
-    shadow = left.astype(xp.float64) + right.astype(xp.float64)
-    return _check_wrap(xp, left + right, shadow, validity, what)
+    return _checked(device, ADD, left, right, validity, what)
 
 
-def subtract_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+def subtract_checked(device: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
     """Return ``left - right`` in int64, raising where a valid row overflows."""
-    shadow = left.astype(xp.float64) - right.astype(xp.float64)
-    return _check_wrap(xp, left - right, shadow, validity, what)
+    return _checked(device, SUBTRACT, left, right, validity, what)
 
 
-def multiply_checked(xp: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
+def multiply_checked(device: Any, left: Any, right: Any, validity: Any, what: str) -> Any:
     """Return ``left * right`` in int64 (``right`` an array or a Python int), raising on overflow."""
-    if isinstance(right, int):
-        right = np.int64(right)
-    shadow = left.astype(xp.float64) * right.astype(xp.float64)
-    return _check_wrap(xp, left * right, shadow, validity, what)
+    return _checked(device, MULTIPLY, left, right, validity, what)
 
 
 def truncated_remainder(xp: Any, dividend: Any, divisor: Any) -> Any:
@@ -120,19 +114,19 @@ def round_half_away(xp: Any, values: Any) -> Any:
     return whole + xp.where(fraction >= 0.5, 1.0, 0.0) - xp.where(fraction <= -0.5, 1.0, 0.0)
 
 
-def rescale(xp: Any, values: Any, from_scale: int, to_scale: int, validity: Any, what: str) -> Any:
+def rescale(device: Any, values: Any, from_scale: int, to_scale: int, validity: Any, what: str) -> Any:
     """Return int64 scaled values moved from one decimal scale to another (up: checked; down: rounded)."""
     if to_scale > from_scale:
-        return multiply_checked(xp, values, POWERS_OF_TEN[to_scale - from_scale], validity, what)
+        return multiply_checked(device, values, POWERS_OF_TEN[to_scale - from_scale], validity, what)
     if to_scale < from_scale:
-        return divide_round_half_away(xp, values, POWERS_OF_TEN[from_scale - to_scale])
+        return divide_round_half_away(device.xp, values, POWERS_OF_TEN[from_scale - to_scale])
     return values
 
 
-def as_scaled(xp: Any, column: Column, scale: int, what: str) -> Any:
+def as_scaled(device: Any, column: Column, scale: int, what: str) -> Any:
     """Return an integer or decimal column as int64 values at ``scale``."""
-    values = column.data.astype(xp.int64, copy=False)
-    return rescale(xp, values, scale_of(column.dtype), scale, column.validity, what)
+    values = column.data.astype(device.xp.int64, copy=False)
+    return rescale(device, values, scale_of(column.dtype), scale, column.validity, what)
 
 
 def as_float(xp: Any, column: Column) -> Any:

@@ -5,7 +5,8 @@ flushing whenever its table passes ``partial_aggregation_max_groups`` (the
 final step merges the pieces); INTERMEDIATE and FINAL read intermediate
 columns; SINGLE goes from raw rows to results. Keys are normalized into int64
 words (:func:`gpu_engine.kernels.group_by.normalize_keys`) so one table kernel
-serves every key type; the first row of each new group is gathered to keep
+serves every key type (dictionary-encoded strings are first interned to one id
+word a row); the first row of each new group is gathered to keep
 the group's key values for output. Integer and decimal sums accumulate as two
 64-bit halves and never wrap: an out-of-range result is an error.
 """
@@ -24,7 +25,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels import aggregate as agg
-from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
+from gpu_engine.kernels.group_by import GroupByHashTable, StringInterner, normalize_keys
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
 from gpu_engine.plans.nodes import AggregationNode
@@ -58,6 +59,7 @@ class HashAggregation(Operator):
     def _reset(self) -> None:
         self._table: GroupByHashTable | None = None
         self._widths: tuple[int, ...] | None = None
+        self._interners: dict[int, StringInterner] | None = None
         self._key_parts: list[list[Column]] = [[] for _ in self.keys]
         self._num_groups = 0 if self.keys else 1
         self._accumulators = [self._new_accumulator(call, name)
@@ -110,7 +112,7 @@ class HashAggregation(Operator):
         xp = self.device.xp
         if self.keys:
             key_columns = [batch.column(k) for k in self.keys]
-            words, widths = normalize_keys(self.device, key_columns, self._widths)
+            words, widths = normalize_keys(self.device, self._interned(key_columns), self._widths)
             if self._table is None:
                 self._table = GroupByHashTable(self.device, widths)
             elif widths != self._widths:
@@ -138,6 +140,12 @@ class HashAggregation(Operator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+
+    def _interned(self, key_columns: list[Column]) -> list[Column]:
+        """Replace string keys that arrive dictionary-encoded by stable int64 ids (one word a row)."""
+        if self._interners is None:
+            self._interners = {i: StringInterner(self.device) for i, c in enumerate(key_columns) if c.is_dictionary}
+        return [self._interners[i].intern(c) if i in self._interners else c for i, c in enumerate(key_columns)]
 
     def _reads(self, name: str) -> bool:
         from gpu_engine.plans.expressions import referenced_columns
