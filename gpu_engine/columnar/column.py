@@ -159,7 +159,8 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
     if pa.types.is_dictionary(dtype):
         if not is_string(dtype.value_type):
             return _column_from_arrow(array.dictionary_decode())
-        codes = array.indices.fill_null(0).cast(pa.int32()).to_numpy(zero_copy_only=False)
+        indices = array.indices.fill_null(0) if array.indices.null_count else array.indices
+        codes = indices.cast(pa.int32()).to_numpy(zero_copy_only=False)
         dictionary = _column_from_arrow(array.dictionary)
         return Column(pa.string(), np.ascontiguousarray(codes), _validity_of(array), None, dictionary)
     logical = normalize_type(dtype)

@@ -27,7 +27,7 @@ from gpu_engine.expressions import evaluate
 from gpu_engine.kernels import aggregate as agg
 from gpu_engine.kernels.group_by import GroupByHashTable, StringInterner, normalize_keys
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
-from gpu_engine.plans.expressions import AggregateCall
+from gpu_engine.plans.expressions import AggregateCall, referenced_columns
 from gpu_engine.plans.nodes import AggregationNode
 
 __all__ = ["HashAggregation"]
@@ -51,6 +51,8 @@ class HashAggregation(Operator):
         self.step = node.step
         self.keys = tuple(node.grouping_keys)
         self.max_groups = ctx.config.partial_aggregation_max_groups
+        self._arguments_read = {name for call in node.aggregates if call.arg is not None
+                                for name in referenced_columns(call.arg)}
         self._reset()
         self._output: list[Batch] = []
         self._finished = False
@@ -132,7 +134,7 @@ class HashAggregation(Operator):
         for acc in self._accumulators:
             if self.step.input_is_raw:
                 if flat is None:
-                    flat = batch.materialize([n for n in batch.names if self._reads(n)])
+                    flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
                 self._update_raw(acc, group_ids, flat)
             else:
                 self._update_intermediate(acc, group_ids, batch)
@@ -147,10 +149,6 @@ class HashAggregation(Operator):
             self._interners = {i: StringInterner(self.device) for i, c in enumerate(key_columns) if c.is_dictionary}
         return [self._interners[i].intern(c) if i in self._interners else c for i, c in enumerate(key_columns)]
 
-    def _reads(self, name: str) -> bool:
-        from gpu_engine.plans.expressions import referenced_columns
-
-        return any(call.arg is not None and name in referenced_columns(call.arg) for call in self.node.aggregates)
 
     def _update_raw(self, acc: _Accumulator, group_ids, flat: Batch) -> None:
         function = acc.call.function

@@ -1,0 +1,110 @@
+"""Columns and batches round-trip Arrow data of every supported type, with nulls, slices and gather maps."""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from gpu_engine.columnar import Batch, Column
+from gpu_engine.columnar.concat import concat_batches
+
+ARRAYS = {
+    "int8": pa.array([1, None, -128, 127], pa.int8()),
+    "int16": pa.array([1, None, -3, 30000], pa.int16()),
+    "int32": pa.array([None, 2, -3, 2**31 - 1], pa.int32()),
+    "int64": pa.array([2**63 - 1, None, -(2**63), 0], pa.int64()),
+    "float32": pa.array([1.5, None, float("nan"), -0.0], pa.float32()),
+    "float64": pa.array([float("inf"), None, 1e300, -2.5]),
+    "bool": pa.array([True, None, False, True]),
+    "date32": pa.array([datetime.date(1970, 1, 1), None, datetime.date(1900, 2, 28), datetime.date(9999, 12, 31)]),
+    "timestamp": pa.array([0, None, -1, 10**15], pa.timestamp("us")),
+    "timestamp_tz": pa.array([0, None, 1, 2], pa.timestamp("ms", tz="UTC")),
+    "decimal": pa.array([decimal.Decimal("1.25"), None, decimal.Decimal("-9999999999999.99"), decimal.Decimal(0)], pa.decimal128(15, 2)),
+    "decimal18": pa.array([decimal.Decimal("999999999999999999"), None, decimal.Decimal(-1), None], pa.decimal128(18, 0)),
+    "string": pa.array(["a", None, "", "héllo wörld, longer than sixteen bytes"]),
+    "large_string": pa.array(["x", "yy", None, ""], pa.large_string()),
+    "string_view": pa.array(["short", None, "a string longer than twelve bytes", ""], pa.string_view()),
+    "dictionary": pa.array(["b", "a", None, "b"]).dictionary_encode(),
+}
+
+
+def _expected(array: pa.Array) -> list:
+    if pa.types.is_dictionary(array.type):
+        array = array.dictionary_decode()
+    return array.to_pylist()
+
+
+def _same(left: list, right: list) -> bool:
+    return all((a == b) or (isinstance(a, float) and isinstance(b, float) and np.isnan(a) and np.isnan(b))
+               for a, b in zip(left, right, strict=True))
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_round_trip(device, name):
+    array = ARRAYS[name]
+    column = Column.from_arrow(array, device)
+    assert len(column) == len(array)
+    assert _same(column.to_arrow(device).to_pylist(), _expected(array))
+
+
+@pytest.mark.parametrize("name", ARRAYS)
+def test_sliced_arrays_and_chunked_arrays(device, name):
+    array = ARRAYS[name]
+    sliced = array.slice(1, 3)
+    assert _same(Column.from_arrow(sliced, device).to_arrow(device).to_pylist(), _expected(sliced))
+    chunked = pa.chunked_array([array.slice(0, 2), array.slice(2)])
+    assert _same(Column.from_arrow(chunked, device).to_arrow(device).to_pylist(), _expected(array))
+
+
+def test_sliced_string_keeps_only_its_chars(device):
+    big = pa.array(["x" * 1000] * 100 + ["abc"])
+    column = Column.from_arrow(big.slice(100, 1), device)
+    assert column.nbytes < 100
+    assert column.to_arrow(device).to_pylist() == ["abc"]
+
+
+def test_string_view_and_large_string_become_string(device):
+    for name in ("large_string", "string_view", "dictionary"):
+        assert Column.from_arrow(ARRAYS[name], device).dtype == pa.string()
+
+
+def test_decimal_wider_than_64_bits_is_refused(device):
+    with pytest.raises(OverflowError, match="beyond 64 bits"):
+        Column.from_arrow(pa.array([decimal.Decimal(10) ** 30], pa.decimal128(38, 0)), device)
+
+
+def test_batch_gather_map_selects_without_copying(device):
+    table = pa.table({name: ARRAYS[name] for name in ("int64", "string", "dictionary", "decimal")})
+    batch = Batch.from_arrow(table, device)
+    indices = device.asarray(np.array([3, 0, 0, 2], dtype=np.int32))
+    selected = batch.with_gather_map(indices)
+    assert selected.columns is batch.columns and selected.num_rows == 4
+    expected = table.take(pa.array([3, 0, 0, 2])).to_pylist()
+    assert selected.to_arrow().to_pylist() == expected
+    twice = selected.with_gather_map(device.asarray(np.array([1, 3], dtype=np.int32)))
+    assert twice.to_arrow().to_pylist() == [expected[1], expected[3]]
+    assert selected.slice(1, 3).to_arrow().to_pylist() == expected[1:3]
+
+
+def test_zero_column_batch_keeps_its_row_count(device):
+    batch = Batch((), (), device, None, 7)
+    assert batch.num_rows == 7 and batch.slice(2, 5).num_rows == 3
+
+
+def test_concat_batches_mixes_dictionaries_and_plain_strings(device):
+    first = Batch.from_arrow(pa.table({"s": pa.array(["a", None]).dictionary_encode(), "v": [1, 2]}), device)
+    second = Batch.from_arrow(pa.table({"s": pa.array(["zz", "a"]), "v": [3, None]}), device)
+    third = Batch.from_arrow(pa.table({"s": pa.array(["q"]).dictionary_encode(), "v": [4]}), device)
+    merged = concat_batches([first, second.with_gather_map(device.asarray(np.array([1, 0], dtype=np.int32))), third])
+    assert merged.to_arrow().to_pylist() == [
+        {"s": "a", "v": 1}, {"s": None, "v": 2}, {"s": "a", "v": None}, {"s": "zz", "v": 3}, {"s": "q", "v": 4}]
+
+
+def test_empty_batch(device):
+    schema = pa.schema([("a", pa.int32()), ("s", pa.string()), ("d", pa.decimal128(15, 2))])
+    batch = Batch.empty(schema, device)
+    assert batch.num_rows == 0 and batch.to_arrow().schema.equals(schema)
