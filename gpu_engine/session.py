@@ -19,7 +19,7 @@ from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
 
-__all__ = ["Session"]
+__all__ = ["Session", "conform_to_schema", "node_stats_text"]
 
 _task_ids = itertools.count()
 
@@ -53,6 +53,13 @@ class Session:
         """Register a Parquet file or directory, or a ``pyarrow.Table``, under ``name``."""
         self._tables[name] = register_source(name, source, split_rows)
 
+    def table(self, name: str) -> RegisteredTable:
+        """Return a registered table (its schema and splits), for coordinators that hand out splits."""
+        try:
+            return self._tables[name]
+        except KeyError:
+            raise PlanError(f"unknown table {name!r}; registered: {', '.join(sorted(self._tables)) or '(none)'}") from None
+
     @property
     def catalog(self) -> Mapping[str, pa.Schema]:
         """Return table name -> schema, what PlanBuilder needs to resolve columns."""
@@ -71,7 +78,7 @@ class Session:
 
         self._run(plan, collect, timeout)
         schema = plan.output_schema
-        record_batches = [_conform(b, schema) for b in batches]
+        record_batches = [conform_to_schema(b, schema) for b in batches]
         return pa.Table.from_batches(record_batches, schema=schema)
 
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
@@ -115,7 +122,8 @@ class Session:
         return None if self.last_task is None else self.last_task.task_stats()
 
 
-def _conform(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+def conform_to_schema(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
+    """Cast a result batch to the plan's output schema (string kinds, dictionaries differ by batch)."""
     if record_batch.schema.equals(schema):
         return record_batch
     arrays = [record_batch.column(i).cast(schema.field(i).type) for i in range(len(schema))]

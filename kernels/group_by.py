@@ -141,6 +141,20 @@ def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_
     return words.shape[0], num_groups, num_new
 
 
+@njit(nogil=True, cache=False)
+def _lookup_rows_cpu(words, hashes, slots, group_keys, group_hashes, group_ids):
+    capacity = slots.shape[0]
+    for i in range(words.shape[0]):
+        h = hashes[i]
+        slot = _first_slot(h, capacity)
+        while True:
+            g = slots[slot]
+            if g == EMPTY or (group_hashes[g] == h and _rows_equal(group_keys, g, words, i)):
+                group_ids[i] = g
+                break
+            slot = (slot + 1) & (capacity - 1)
+
+
 # ------------------------------------------------------------------ CUDA twins
 @cuda.jit
 def _pack_strings_cuda(offsets, chars, validity, has_validity, out, first_column, block_width):
@@ -235,6 +249,28 @@ def _number_new_groups_cuda(new_rows, words, hashes, row_slots, first_group, slo
 def _read_group_ids_cuda(slots, row_slots, group_ids):
     for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
         group_ids[i] = slots[row_slots[i]]
+
+
+@cuda.jit
+def _lookup_rows_cuda(words, hashes, slots, group_keys, group_hashes, group_ids):
+    capacity = slots.shape[0]
+    for i in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        h = hashes[i]
+        slot = _first_slot(h, capacity)
+        while True:
+            g = slots[slot]
+            if g == EMPTY:
+                break
+            if group_hashes[g] == h:
+                same = True
+                j = 0
+                while same and j < words.shape[1]:
+                    same = group_keys[g, j] == words[i, j]
+                    j += 1
+                if same:
+                    break
+            slot = (slot + 1) & (capacity - 1)
+        group_ids[i] = g
 
 
 # ------------------------------------------------------------ key normalizing
@@ -426,6 +462,35 @@ class GroupByHashTable:
         if self.device.kernel_flavor == "cpu":
             return self._insert_cpu(words, hashes)
         return self._insert_cuda(words, hashes)
+
+    def lookup(self, keys: Any) -> Any:
+        """Return each key row's group id, or -1 where the table does not hold the key; inserts nothing.
+
+        Why: a hash join probes the table its build side filled; probe rows
+        must not add groups, and several probe drivers read one table at once
+        (a lookup only reads the table's arrays).
+
+        Parameters
+        ----------
+        keys
+            ``int64`` matrix ``(n, W)`` from :func:`normalize_keys` with this table's widths.
+
+        Returns
+        -------
+        array
+            ``int32`` group id per row, ``-1`` for keys not in the table.
+        """
+        xp = self.device.xp
+        if keys.ndim != 2 or keys.shape[1] != self.num_words:
+            raise ValueError(f"keys of shape {keys.shape} do not match the table's {self.num_words} words per row")
+        n = keys.shape[0]
+        group_ids = xp.empty(n, dtype=xp.int32)
+        if n == 0:
+            return group_ids
+        words = xp.ascontiguousarray(keys).view(xp.uint64)
+        launch_twin(self.device, n, _lookup_rows_cpu, _lookup_rows_cuda, words, self._hash_rows(words),
+                    self._slots, self._group_keys, self._group_hashes, group_ids)
+        return group_ids
 
     # ----------------------------------------------------------------- internals
     def _hash_rows(self, words: Any) -> Any:

@@ -8,8 +8,8 @@ never methods that mutate a node. ``dataclasses.replace(node, sources=...)``
 rebuilds one.
 
 The node kinds mirror Velox: Values, TableScan, Filter, Project, Aggregation,
-LocalPartition, OrderBy, TopN, Limit, PartitionedOutput and Exchange. A Filter
-directly under a Project (or alone) becomes one FilterProject operator.
+HashJoin, LocalPartition, OrderBy, TopN, Limit, PartitionedOutput and Exchange.
+A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
 from __future__ import annotations
@@ -30,6 +30,8 @@ __all__ = [
     "ProjectNode",
     "AggregationStep",
     "AggregationNode",
+    "JOIN_TYPES",
+    "HashJoinNode",
     "LocalPartitionNode",
     "SortKey",
     "OrderByNode",
@@ -153,6 +155,45 @@ class AggregationNode(PlanNode):
         aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
         keys = ", ".join(self.grouping_keys)
         return f"{self.step.name} [{keys}] {aggs}".rstrip()
+
+
+JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti")
+
+
+@dataclass(frozen=True, kw_only=True)
+class HashJoinNode(PlanNode):
+    """Join the probe (left, ``sources[0]``) and build (right, ``sources[1]``) inputs on equal keys.
+
+    ``join_type`` is one of :data:`JOIN_TYPES`: ``left_semi`` keeps probe rows
+    with a match (EXISTS), ``anti`` those without one (NOT EXISTS), and
+    ``null_aware_anti`` follows ``NOT IN``: nothing when the build side has a
+    NULL key, and probe rows with a NULL key only when the build side is empty.
+    ``filter`` is an extra condition over both sides' columns, evaluated on
+    candidate pairs before a pair counts as a match. ``output_columns`` name
+    columns of either side (Velox's outputType); semi and anti joins output
+    probe columns only.
+    """
+
+    join_type: str
+    left_keys: tuple[str, ...]
+    right_keys: tuple[str, ...]
+    output_columns: tuple[str, ...]
+    filter: Expr | None = None
+
+    @property
+    def probe(self) -> "PlanNode":
+        """Return the probe (left) input."""
+        return self.sources[0]
+
+    @property
+    def build(self) -> "PlanNode":
+        """Return the build (right) input, run as its own pipeline."""
+        return self.sources[1]
+
+    def describe(self) -> str:
+        keys = ", ".join(f"{left} = {right}" for left, right in zip(self.left_keys, self.right_keys))
+        text = f"{self.join_type.upper()} {keys}"
+        return text + (f", filter: {self.filter.sql()}" if self.filter is not None else "")
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -24,12 +24,14 @@ import pyarrow as pa
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, aggregation_output_schema, final_step_aggregates
-from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Literal
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Literal, referenced_columns
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
     ExchangeNode,
     FilterNode,
+    HashJoinNode,
+    JOIN_TYPES,
     LimitNode,
     LocalPartitionNode,
     OrderByNode,
@@ -39,6 +41,7 @@ from gpu_engine.plans.nodes import (
     TableScanNode,
     TopNNode,
     ValuesNode,
+    walk_plan,
 )
 from gpu_engine.plans.sql_translator import (
     parse_aggregate,
@@ -86,6 +89,22 @@ def _unique_names(names: Sequence[str], label: str) -> None:
         if name in seen:
             raise PlanError(f"duplicate output column name {name!r}", node=label, column=name)
         seen.add(name)
+
+
+def _join_key_layout(dtype: pa.DataType) -> object:
+    """Return what a join key's normalized words depend on; keys join only when both sides agree.
+
+    Integers of any width (and floats of any width) normalize to the same
+    64-bit words for equal values; decimals are scaled integers, so their
+    scales must match; any other type must match exactly.
+    """
+    if pa.types.is_integer(dtype):
+        return "integer"
+    if pa.types.is_floating(dtype):
+        return "floating point"
+    if pa.types.is_decimal(dtype):
+        return f"decimal with scale {dtype.scale}"
+    return str(dtype)
 
 
 def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
@@ -268,6 +287,88 @@ class PlanBuilder:
                                    grouping_keys=keys, aggregate_names=source.aggregate_names, aggregates=merged)
 
         return self._add("Aggregation", make)
+
+    # -- joins ------------------------------------------------------------------------
+
+    def hash_join(self, left_keys: Sequence[str], right_keys: Sequence[str], build_side: "PlanNode | PlanBuilder",
+                  output_columns: Sequence[str], join_type: str = "inner", filter: str | None = None) -> "PlanBuilder":
+        """Join the current plan (probe, left) with ``build_side`` (build, right) where the keys are equal.
+
+        Parameters
+        ----------
+        left_keys, right_keys
+            Key column names of each side, pairwise of compatible types.
+        build_side
+            The build input: a plan (or builder) made with a ``PlanBuilder``
+            sharing this builder's id generator, so node ids stay unique.
+        output_columns
+            Columns of either side, in output order (semi and anti joins: probe
+            columns only). A name both sides have is ambiguous.
+        join_type
+            One of ``inner left right full left_semi anti null_aware_anti``.
+        filter
+            Optional extra condition (SQL) over both sides' columns.
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            build = build_side.plan() if isinstance(build_side, PlanBuilder) else build_side
+            if not isinstance(build, PlanNode):
+                raise PlanError("build_side must be a plan node or a PlanBuilder", node=label)
+            if join_type not in JOIN_TYPES:
+                raise PlanError(f"join_type must be one of {', '.join(JOIN_TYPES)}", node=label, column=str(join_type))
+            probe_schema, build_schema = self._schema, build.output_schema
+            probe_ids = {n.id for n in walk_plan(self._node)}
+            for node in walk_plan(build):
+                if node.id in probe_ids:
+                    raise PlanError(f"node id {node.id} is on both sides; build both with one PlanNodeIdGenerator",
+                                    node=label)
+            left = self._columns(left_keys, label, "left key")
+            if isinstance(right_keys, str):
+                raise PlanError("right keys must be a list of column names", node=label, column=right_keys)
+            right = tuple(parse_column_name(name, build_schema, label, role="right key") for name in right_keys)
+            if not left or len(left) != len(right):
+                raise PlanError(f"a hash join needs as many right keys as left keys (at least one); got "
+                                f"{len(left)} and {len(right)}", node=label)
+            for left_key, right_key in zip(left, right):
+                left_type, right_type = probe_schema.field(left_key).type, build_schema.field(right_key).type
+                if _join_key_layout(left_type) != _join_key_layout(right_type):
+                    raise PlanError(f"join keys {left_key}:{left_type} and {right_key}:{right_type} have "
+                                    "incompatible types", node=label, column=f"{left_key} = {right_key}")
+            if join_type == "null_aware_anti" and len(left) != 1:
+                raise PlanError("a null_aware_anti join (NOT IN) takes exactly one key", node=label)
+            both = set(probe_schema.names) & set(build_schema.names)
+            probe_only = join_type in ("left_semi", "anti", "null_aware_anti")
+            if isinstance(output_columns, str):
+                raise PlanError("output_columns must be a list of column names", node=label, column=output_columns)
+            fields = []
+            for name in output_columns:
+                if name in both:
+                    raise PlanError("output column is on both sides of the join", node=label, column=name)
+                if name in probe_schema.names:
+                    fields.append(probe_schema.field(name))
+                elif name in build_schema.names and not probe_only:
+                    fields.append(build_schema.field(name))
+                else:
+                    side = "probe (left) side" if probe_only else "either side"
+                    raise PlanError(f"unknown output column {name!r}; a {join_type} join outputs columns of the {side}",
+                                    node=label, column=name)
+            _unique_names([f.name for f in fields], label)
+            condition = None
+            if filter is not None:
+                if join_type == "null_aware_anti":
+                    raise PlanError("a null_aware_anti join with a filter is not supported yet", node=label)
+                combined = pa.schema(list(probe_schema) + [f for f in build_schema if f.name not in both])
+                condition = parse_expression(filter, combined, label)
+                if not pa.types.is_boolean(condition.dtype):
+                    raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label, column=filter)
+                for name in referenced_columns(condition):
+                    if name in both:
+                        raise PlanError("filter column is on both sides of the join", node=label, column=name)
+            return HashJoinNode(id=node_id, output_schema=pa.schema(fields), sources=(self._node, build),
+                                join_type=join_type, left_keys=left, right_keys=right,
+                                output_columns=tuple(f.name for f in fields), filter=condition)
+
+        return self._add("HashJoin", make)
 
     # -- partitioning -----------------------------------------------------------------
 

@@ -20,15 +20,19 @@ The end-of-data protocol (the one place it is written down)
 1. A source operator is finished when its input is exhausted: a TableScan when
    the Task said ``no_more_splits`` for its node and its last split is read; a
    Values when its rows are out; a LocalExchange when every producer driver of
-   its queue has called ``no_more_data`` and the queue is empty.
+   its queue has called ``no_more_data`` and the queue is empty; an Exchange
+   when the Task said ``no_more_splits`` for its node, every producer Task
+   named by its remote splits sent its end marker and its queue is empty.
 2. When operator ``i`` ``is_finished()``, the driver calls ``no_more_input()``
    on operator ``i + 1`` exactly once. That lets barriers (aggregation, order
    by, top-n) start producing, and lets sinks flush.
 3. A sink is finished after ``no_more_input`` once it has handed everything
    on: LocalPartition then calls ``no_more_data`` on its LocalExchange queue,
-   which counts producers and marks every destination at end once all have
-   (later: PartitionedOutput calls ``no_more_data`` on the OutputBufferManager,
-   which sends an end marker to every destination once all drivers have).
+   which counts producers and marks every destination at end once all have;
+   PartitionedOutput flushes every destination into pages, hands the last of
+   them to the OutputBufferManager (waiting on ``WAIT_FOR_CONSUMER`` while the
+   buffer is over its cap), then calls ``no_more_data`` on it, which sends an
+   end marker to every destination once all the Task's drivers have.
 4. A driver is done when its last operator ``is_finished()``; it closes its
    operators and tells the Task, which is finished when all its drivers are.
 5. On a failure or cancel the Task wakes every blocked driver; each sees the

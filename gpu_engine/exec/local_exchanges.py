@@ -11,6 +11,17 @@ sees an arbitrary part of the rows, so:
   a LocalPartition(keys) in front;
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather.
 
+A HashJoin needs no exchange: all build drivers merge into one table that every
+probe driver reads (broadcast-style), so the probe side may stay distributed
+however it is. Right and full joins also emit the build rows nobody matched;
+the last probe driver to finish emits them (as Velox does), so their output is
+arbitrarily distributed.
+
+An Exchange's output counts as arbitrarily distributed over drivers: its drivers
+read pages from a shared queue in whatever order they arrive, so a final
+aggregation over an Exchange gets a LocalPartition(keys) in front even when the
+producers partitioned the rows by the same keys across Tasks.
+
 Inserted nodes take the id of the node they serve plus ``.partial`` or
 ``.exchange``, so explain shows where they came from.
 """
@@ -26,7 +37,9 @@ from gpu_engine.plans.expressions import ColumnRef
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
+    ExchangeNode,
     FilterNode,
+    HashJoinNode,
     LimitNode,
     LocalPartitionNode,
     OrderByNode,
@@ -72,6 +85,22 @@ def _rewrite(node: PlanNode) -> tuple[PlanNode, tuple]:
 @_rewrite.register
 def _(node: ValuesNode):
     return node, SINGLE
+
+
+@_rewrite.register
+def _(node: ExchangeNode):
+    return node, ANY
+
+
+@_rewrite.register
+def _(node: HashJoinNode):
+    probe, distribution = _rewrite(node.probe)
+    build, _ = _rewrite(node.build)
+    if node.join_type in ("right", "full") and distribution != SINGLE:
+        distribution = ANY
+    elif distribution[0] == "hash" and not distribution[1] <= set(node.output_columns):
+        distribution = ANY
+    return replace(node, sources=(probe, build)), distribution
 
 
 @_rewrite.register

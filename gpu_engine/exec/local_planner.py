@@ -3,7 +3,9 @@
 A pipeline is a linear run of operators. A new pipeline starts at every
 LocalPartition (its sources become producer pipelines ending in a LocalPartition
 sink; the consumer side starts with a LocalExchange source) and, later, at every
-non-first source of a node (a join's build side). A Filter directly under a
+non-first source of a node (a join's build side). A fragment's PartitionedOutput
+is the sink of its output pipeline; an Exchange is a source (a leaf of the
+fragment: its producers run in other Tasks). A Filter directly under a
 Project, or alone, becomes one FilterProject operator.
 
 The translation from node to operator is :func:`make_operator`, one
@@ -17,24 +19,30 @@ from dataclasses import dataclass, field
 from functools import singledispatch
 from typing import TYPE_CHECKING
 
+from gpu_engine.errors import PlanError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.plans.nodes import (
     AggregationNode,
+    ExchangeNode,
     FilterNode,
+    HashJoinNode,
     LimitNode,
     LocalPartitionNode,
     OrderByNode,
+    PartitionedOutputNode,
     PlanNode,
     ProjectNode,
     TableScanNode,
     TopNNode,
     ValuesNode,
+    walk_plan,
 )
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.task import Task
 
-__all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "LocalExchangeSource", "LocalPartitionSink"]
+__all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "LocalExchangeSource", "LocalPartitionSink",
+           "HashBuildSink"]
 
 
 @dataclass(frozen=True)
@@ -71,6 +79,17 @@ class LocalPartitionSink:
         return self.node.id
 
 
+@dataclass(frozen=True)
+class HashBuildSink:
+    """A pipeline item: the build side of a HashJoinNode (its probe side is the node itself)."""
+
+    node: HashJoinNode
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+
 @dataclass
 class DriverFactory:
     """Make the operators of one pipeline for each of its drivers."""
@@ -82,16 +101,42 @@ class DriverFactory:
     local_exchange_producers: dict[str, int] = field(default_factory=dict)
 
     def prepare_task(self, task: "Task") -> None:
-        """Create the Task-level state this pipeline's operators share (LocalExchange queues)."""
+        """Create the Task-level state this pipeline's operators share.
+
+        LocalExchange queues; the Exchange queue its drivers read together; the
+        Task's output buffer, which must know how many drivers produce into it
+        to send end markers once all are done.
+        """
+        from gpu_engine.operators.exchange import ExchangeQueue
         from gpu_engine.operators.local_partition import LocalExchangeQueue
 
+        config = task.query_ctx.config
         for item in self.items:
             if isinstance(item, LocalExchangeSource):
                 task.local_exchange_queues[item.id] = LocalExchangeQueue(
                     num_partitions=self.num_drivers,
                     num_producers=self.local_exchange_producers[item.id],
-                    max_bytes=task.query_ctx.config.local_exchange_max_bytes,
+                    max_bytes=config.local_exchange_max_bytes,
                 )
+            elif isinstance(item, ExchangeNode):
+                task.exchange_queues[item.id] = ExchangeQueue(task.query_ctx.output_buffer_manager,
+                                                              config.exchange_max_bytes)
+            elif isinstance(item, PartitionedOutputNode):
+                task.query_ctx.output_buffer_manager.initialize_task(
+                    task.task_id, item.partition_kind, item.num_partitions, self.num_drivers,
+                    config.output_buffer_max_bytes)
+
+        self._prepare_join_bridges(task)
+
+    def _prepare_join_bridges(self, task: "Task") -> None:
+        """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once."""
+        from gpu_engine.operators.hash_build import HashJoinBridge
+
+        for item in self.items:
+            if isinstance(item, HashBuildSink):
+                task.bridges.setdefault(item.id, HashJoinBridge()).num_builders = self.num_drivers
+            elif isinstance(item, HashJoinNode):
+                task.bridges.setdefault(item.id, HashJoinBridge()).num_probers = self.num_drivers
 
     def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
         """Return fresh operators, source first, for one driver."""
@@ -141,8 +186,19 @@ def plan_pipelines(root: PlanNode, max_drivers: int) -> list[DriverFactory]:
             current.append(node)
         if node.sources:
             visit(node.sources[0], current)
-        for extra in node.sources[1:]:
+        if isinstance(node, HashJoinNode):
+            build: list = [HashBuildSink(node)]
+            visit(node.build, build)
+            pipelines.append(build)
+        elif len(node.sources) > 1:
             raise NotImplementedError(f"{node.label}: nodes with several sources are not executable yet")
+
+    for node in walk_plan(root):
+        if isinstance(node, PartitionedOutputNode) and node is not root:
+            raise PlanError("a PartitionedOutput must be the root of its fragment", node=node.label)
+        if isinstance(node, ExchangeNode) and node.sources:
+            raise PlanError("an Exchange with its producer attached is a distributed plan: run it on a "
+                            "gpu_engine.cluster.LocalCluster, which cuts it into fragments", node=node.label)
 
     output: list = []
     visit(root, output)
@@ -230,3 +286,31 @@ def _(item: LimitNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.limit import Limit
 
     return Limit(ctx, item)
+
+
+@make_operator.register
+def _(item: PartitionedOutputNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.partitioned_output import PartitionedOutput
+
+    return PartitionedOutput(ctx, item)
+
+
+@make_operator.register
+def _(item: ExchangeNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.exchange import Exchange
+
+    return Exchange(ctx, item)
+
+
+@make_operator.register
+def _(item: HashJoinNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.hash_probe import HashProbe
+
+    return HashProbe(ctx, item)
+
+
+@make_operator.register
+def _(item: HashBuildSink, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.hash_build import HashBuild
+
+    return HashBuild(ctx, item.node)

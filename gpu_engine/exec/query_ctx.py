@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from gpu_engine.device import Device
+from gpu_engine.exec.output_buffer_manager import OutputBufferManager
 
 __all__ = ["EngineConfig", "QueryCtx"]
 
@@ -28,12 +29,29 @@ class EngineConfig:
     driver_time_slice_seconds
         A driver running longer than this goes back to the executor queue, so
         drivers share threads fairly.
+    shuffle_page_bytes
+        A PartitionedOutput serializes a destination's pending rows into a page
+        once they pass this many (Arrow) bytes; smaller pages mean earlier
+        delivery, larger ones fewer per-page costs.
+    shuffle_compression
+        ``None``, ``"lz4"`` or ``"zstd"``: the codec of the Arrow IPC pages on the
+        wire (pyarrow ``IpcWriteOptions.compression``).
+    output_buffer_max_bytes
+        Bytes a Task's output buffers hold (all destinations together) before its
+        PartitionedOutput drivers block until consumers take pages.
+    exchange_max_bytes
+        Bytes of pages a Task's Exchange queue fetches ahead of its drivers
+        before it stops asking producers for more.
     """
 
     batch_rows: int | None = None
     partial_aggregation_max_groups: int = 1 << 20
     local_exchange_max_bytes: int = 64 << 20
     driver_time_slice_seconds: float = 0.2
+    shuffle_page_bytes: int = 1 << 20
+    shuffle_compression: str | None = None
+    output_buffer_max_bytes: int = 32 << 20
+    exchange_max_bytes: int = 32 << 20
 
     def with_overrides(self, **overrides) -> "EngineConfig":
         """Return a copy with some settings changed (unknown names raise TypeError)."""
@@ -52,19 +70,26 @@ class EngineConfig:
 
 @dataclass
 class QueryCtx:
-    """Hold the device, the config and the thread pool that runs a query's drivers."""
+    """Hold the device, the config, the thread pool that runs a query's drivers and its output buffers.
+
+    ``output_buffer_manager`` holds the pages every PartitionedOutput of the
+    query's Tasks produces, keyed by task id; the Tasks of one LocalCluster
+    query share one context, so their Exchanges find their producers' pages.
+    """
 
     device: Device
     config: EngineConfig = field(default_factory=EngineConfig)
     executor: ThreadPoolExecutor | None = None
     owns_executor: bool = False
+    output_buffer_manager: OutputBufferManager = field(default_factory=OutputBufferManager)
 
     @classmethod
-    def create(cls, device: Device, config: EngineConfig | None = None, threads: int | None = None) -> "QueryCtx":
+    def create(cls, device: Device, config: EngineConfig | None = None, threads: int | None = None,
+               output_buffer_manager: OutputBufferManager | None = None) -> "QueryCtx":
         """Return a context with its own executor of ``threads`` workers (default: the core count)."""
         threads = threads or max(2, os.cpu_count() or 2)
         executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpu-engine-driver")
-        return cls(device, config or EngineConfig(), executor, True)
+        return cls(device, config or EngineConfig(), executor, True, output_buffer_manager or OutputBufferManager())
 
     def shutdown(self) -> None:
         """Stop the executor's threads (waiting for them), when this context created it."""

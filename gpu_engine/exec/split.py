@@ -1,6 +1,7 @@
 """Name the pieces of data a Task's source operators read (Velox's ``exec::Split``).
 
-A split is addressed to one plan node (a TableScan, later an Exchange). Splits
+A split is addressed to one plan node: a TableScan reads ConnectorSplits, an
+Exchange reads RemoteSplits, each naming one producer Task. Splits
 may be added after the Task started; a source operator asks the Task for the
 next one and gets either a split, a future that completes when one arrives, or
 "no more splits".
@@ -12,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pyarrow as pa
 
-__all__ = ["ConnectorSplit", "ParquetSplit", "ArrowSplit"]
+__all__ = ["ConnectorSplit", "ParquetSplit", "ArrowSplit", "RemoteSplit"]
 
 
 @dataclass(frozen=True)
@@ -43,3 +44,18 @@ class ArrowSplit(ConnectorSplit):
 
     def describe(self) -> str:
         return f"arrow {self.table.num_rows} rows"
+
+
+@dataclass(frozen=True)
+class RemoteSplit(ConnectorSplit):
+    """A producer Task whose output buffer ``destination`` an Exchange reads (Velox's RemoteConnectorSplit).
+
+    ``destination`` is the consumer Task's number within its stage: the
+    partition of the producer's PartitionedOutput meant for it.
+    """
+
+    task_id: str
+    destination: int = 0
+
+    def describe(self) -> str:
+        return f"remote {self.task_id} destination {self.destination}"

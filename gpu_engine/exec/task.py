@@ -27,7 +27,8 @@ from gpu_engine.plans.nodes import PlanNode
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.driver import Driver
-    from gpu_engine.exec.local_exchange_queue import LocalExchangeQueue
+    from gpu_engine.operators.exchange import ExchangeQueue
+    from gpu_engine.operators.local_partition import LocalExchangeQueue
 
 __all__ = ["Task", "TaskState", "TaskStats", "PipelineStats"]
 
@@ -102,6 +103,8 @@ class Task:
         self._split_waiters: dict[str, list[Future]] = {}
         self._splits_added = 0
         self.local_exchange_queues: dict[str, "LocalExchangeQueue"] = {}
+        self.exchange_queues: dict[str, "ExchangeQueue"] = {}
+        self._listeners: list[Callable[["Task"], None]] = []
         self.bridges: dict[str, object] = {}
         self.drivers: list["Driver"] = []
         self.pipeline_drivers: dict[int, int] = {}
@@ -164,12 +167,26 @@ class Task:
                     self.drivers.append(Driver(self, factory.pipeline_id, driver_id, operators, factory.is_output))
         except BaseException:
             self.state = TaskState.FAILED
+            self._done.set()
             raise
         self.state = TaskState.RUNNING
         self._running_drivers = len(self.drivers)
         for driver in list(self.drivers):
             driver.enqueue()
         return self
+
+    def add_listener(self, listener: Callable[["Task"], None]) -> None:
+        """Call ``listener(task)`` when the Task fails, is cancelled or finishes (a coordinator's hook).
+
+        It runs on the thread that changed the state, outside the Task's lock;
+        a failure is reported at once, before the drivers have stopped.
+        """
+        with self._lock:
+            self._listeners.append(listener)
+
+    def _notify(self) -> None:
+        for listener in list(self._listeners):
+            listener(self)
 
     @property
     def is_terminating(self) -> bool:
@@ -192,6 +209,7 @@ class Task:
             self.state = TaskState.FAILED
             self.error = _with_operator(error, operator)
         self._terminate()
+        self._notify()
 
     def cancel(self) -> None:
         """Stop the Task: blocked drivers are woken and every driver closes at its next step."""
@@ -201,6 +219,7 @@ class Task:
             self.state = TaskState.CANCELED
             self.error = TaskCancelled(f"task {self.task_id} was cancelled")
         self._terminate()
+        self._notify()
 
     def _terminate(self) -> None:
         with self._lock:
@@ -210,6 +229,8 @@ class Task:
             if not waiter.done():
                 waiter.set_result(None)
         for queue in self.local_exchange_queues.values():
+            queue.abort()
+        for queue in self.exchange_queues.values():
             queue.abort()
         for driver in list(self.drivers):
             driver.wake()
@@ -227,6 +248,7 @@ class Task:
                     self.state = TaskState.FINISHED
         if remaining == 0:
             self._done.set()
+            self._notify()
 
     def wait(self, timeout: float | None = None) -> "Task":
         """Block until every driver is done; raise the Task's error if it failed."""
@@ -235,6 +257,19 @@ class Task:
         if self.error is not None:
             raise self.error
         return self
+
+    @property
+    def is_done(self) -> bool:
+        """Return True once every driver has ended (finished, failed or cancelled)."""
+        return self._done.is_set()
+
+    def wait_done(self, timeout: float | None = None) -> bool:
+        """Block until every driver has ended; return False on timeout. Never raises the Task's error."""
+        return self._done.wait(timeout)
+
+    def wait_quietly(self, timeout: float = 60.0) -> None:
+        """Wait for a cancelled or failed Task's drivers to end, without raising its error."""
+        self._done.wait(timeout)
 
     def results(self) -> list[Batch]:
         """Return the output batches kept when no consumer was given."""

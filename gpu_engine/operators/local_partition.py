@@ -41,6 +41,7 @@ class LocalExchangeQueue:
         self._aborted = False
         self._consumer_waiters: list[list[Future]] = [[] for _ in range(num_partitions)]
         self._producer_waiters: list[Future] = []
+        self._closed: set[int] = set()
         self.peak_bytes = 0
 
     @property
@@ -55,6 +56,8 @@ class LocalExchangeQueue:
             if self._aborted:
                 return None
             for partition, batch in items:
+                if partition in self._closed:
+                    continue
                 self._queues[partition].append(batch)
                 self._bytes += batch.nbytes
                 woken.extend(self._consumer_waiters[partition])
@@ -76,6 +79,24 @@ class LocalExchangeQueue:
             if woken:
                 self._consumer_waiters = [[] for _ in range(self.num_partitions)]
         for waiter in woken:
+            waiter.set_result(None)
+
+    def close_partition(self, partition: int) -> None:
+        """Drop a destination whose consumer finished early (a Limit, a join with no build rows).
+
+        Its queued batches are freed and later ones discarded, so producers
+        blocked on the byte cap are released and the Task cannot hang on a
+        consumer that no longer reads.
+        """
+        released: list[Future] = []
+        with self._lock:
+            self._closed.add(partition)
+            for batch in self._queues[partition]:
+                self._bytes -= batch.nbytes
+            self._queues[partition].clear()
+            if self._bytes <= self.max_bytes:
+                released, self._producer_waiters = self._producer_waiters, []
+        for waiter in released:
             waiter.set_result(None)
 
     def next(self, partition: int) -> tuple[Batch | None, Future | None, bool]:
@@ -191,3 +212,7 @@ class LocalExchange(Operator):
 
     def is_finished(self) -> bool:
         return self._at_end
+
+    def close(self) -> None:
+        self.queue.close_partition(self.partition)
+        super().close()

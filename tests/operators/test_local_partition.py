@@ -36,3 +36,12 @@ def test_back_pressure_caps_buffered_bytes(device_name, table):
     blocked = [s for ops in session.last_stats().operator_stats_by_node().values() for s in ops
                if s.operator_type == "LocalPartition"]
     assert sum(s.blocked_count for s in blocked) > 0
+
+
+def test_consumer_finishing_early_releases_blocked_producers(device_name, table):
+    # The Limit after the exchange finishes after 3 rows; producers that filled the tiny
+    # queue must be released (their batches dropped) instead of waiting forever.
+    session = Session(device=device_name, drivers=2, batch_rows=16, local_exchange_max_bytes=512)
+    session.register("t", table, split_rows=64)
+    plan = PlanBuilder(session.catalog).table_scan("t").local_partition(["k_int"]).limit(3).plan()
+    assert session.execute(plan, timeout=60).num_rows == 3

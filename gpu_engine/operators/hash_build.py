@@ -1,0 +1,182 @@
+"""Collect a join's build side into one table that every probe driver shares (Velox's HashBuild).
+
+The build side of a HashJoinNode runs as its own pipeline ending in this sink.
+Each build driver keeps the columns the probe will need (keys, build columns in
+the output, build columns the filter reads); when it runs out of input it hands
+them to the Task's :class:`HashJoinBridge`. The *last* build driver to finish
+concatenates every driver's batches, builds one
+:class:`~gpu_engine.kernels.hash_join.JoinHashTable` over the normalized keys
+and publishes it; probe drivers wait on the bridge's future
+(``WAIT_FOR_JOIN_BUILD``) until then. So the table is broadcast to all probe
+drivers, and the probe side may be distributed arbitrarily.
+
+For right and full joins, which also emit build rows no probe row matched, each
+probe driver marks the build rows it matched and reports them to the bridge when
+its input ends; the last probe driver to finish gets the union and emits the
+unmatched rows (Velox does the same).
+"""
+
+from __future__ import annotations
+
+import threading
+from concurrent.futures import Future
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.concat import concat_batches, concat_columns
+from gpu_engine.columnar.types import is_string, physical_dtype
+from gpu_engine.device import Device
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.kernels.group_by import normalize_keys
+from gpu_engine.kernels.hash_join import JoinHashTable
+from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.nodes import HashJoinNode
+
+__all__ = ["HashJoinBridge", "HashJoinTable", "HashBuild", "null_column"]
+
+
+def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
+    """Return ``rows`` NULLs of ``dtype``: the missing side of an outer join's unmatched rows."""
+    xp = device.xp
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    if is_string(dtype):
+        return Column(dtype, xp.zeros(0, dtype=xp.uint8), validity, xp.zeros(rows + 1, dtype=xp.int64))
+    return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
+
+
+def _with_null_row(device: Device, column: Column) -> Column:
+    """Return ``column`` with one NULL row appended (a dictionary column keeps its dictionary)."""
+    xp = device.xp
+    if not column.is_dictionary:
+        return concat_columns(device, [column, null_column(device, column.dtype, 1)])
+    valid = column.validity if column.validity is not None else xp.ones(len(column), dtype=xp.bool_)
+    return Column(column.dtype, xp.concatenate([column.data, xp.zeros(1, dtype=column.data.dtype)]),
+                  xp.concatenate([valid, xp.zeros(1, dtype=xp.bool_)]), None, column.dictionary)
+
+
+def _build_side_columns(node: HashJoinNode) -> tuple[str, ...]:
+    """Return the build columns the probe reads: those in the output, then those the filter reads."""
+    names = set(node.build.output_schema.names) - set(node.probe.output_schema.names)
+    wanted = list(node.output_columns) + (list(referenced_columns(node.filter)) if node.filter is not None else [])
+    return tuple(dict.fromkeys(name for name in wanted if name in names))
+
+
+@dataclass
+class HashJoinTable:
+    """What the build side publishes: the key table and the build columns the probe reads.
+
+    ``columns`` has one extra, all-NULL row at index ``null_row`` (=
+    ``num_rows``), so an outer join's unmatched probe rows gather their build
+    side from it like any match.
+    """
+
+    keys: JoinHashTable
+    columns: Batch
+
+    @property
+    def num_rows(self) -> int:
+        """Return the build rows (without the NULL row)."""
+        return self.keys.num_rows
+
+    @property
+    def null_row(self) -> int:
+        """Return the index of the all-NULL row of :attr:`columns`."""
+        return self.keys.num_rows
+
+
+class HashJoinBridge:
+    """Hand the build side's table from the build drivers to the probe drivers of one join (Velox's HashJoinBridge).
+
+    The planner sets :attr:`num_builders` and :attr:`num_probers` (the driver
+    counts of the two pipelines) before any driver runs.
+    """
+
+    def __init__(self):
+        self.num_builders = 1
+        self.num_probers = 1
+        self._lock = threading.Lock()
+        self._batches: list[Batch] = []
+        self._builders_done = 0
+        self._published: Future = Future()
+        self._probers_done = 0
+        self._matched: Any = None
+
+    def add_build_batches(self, batches: list[Batch]) -> list[Batch] | None:
+        """Keep one build driver's batches; return every driver's batches to the last one, else None."""
+        with self._lock:
+            self._batches.extend(batches)
+            self._builders_done += 1
+            if self._builders_done < self.num_builders:
+                return None
+            batches, self._batches = self._batches, []
+            return batches
+
+    def publish(self, table: HashJoinTable) -> None:
+        """Make the table visible and wake every probe driver waiting for it."""
+        self._published.set_result(table)
+
+    def table_or_future(self) -> tuple[HashJoinTable | None, Future | None]:
+        """Return ``(table, None)`` once published, else ``(None, future)`` completed on publication."""
+        if self._published.done():
+            return self._published.result(), None
+        return None, self._published
+
+    def probe_finished(self, matched: Any) -> Any:
+        """Merge one probe driver's matched-build-row flags; return the union to the last driver, else None."""
+        with self._lock:
+            if matched is not None:
+                self._matched = matched.copy() if self._matched is None else self._matched | matched
+            self._probers_done += 1
+            return self._matched if self._probers_done == self.num_probers else None
+
+
+class HashBuild(Operator):
+    """Sink of the build pipeline: keep the needed build columns; the last driver builds the table."""
+
+    def __init__(self, ctx: OperatorCtx, node: HashJoinNode):
+        super().__init__(ctx, node)
+        self.bridge: HashJoinBridge = ctx.task.bridges[node.id]
+        self._keys = tuple(node.right_keys)
+        self._columns = _build_side_columns(node)
+        self._kept = tuple(dict.fromkeys(self._keys + self._columns))
+        self._batches: list[Batch] = []
+
+    def add_input(self, batch: Batch) -> None:
+        # Copy just the needed columns now, so the upstream batches (whole scans) can be freed.
+        self._batches.append(batch.materialize(self._kept))
+
+    def get_output(self) -> Batch | None:
+        return None
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        batches, self._batches = self._batches, []
+        everything = self.bridge.add_build_batches(batches)
+        if everything is not None:
+            self.bridge.publish(self._build(everything))
+
+    def _build(self, batches: list[Batch]) -> HashJoinTable:
+        device = self.device
+        if batches:
+            flat = concat_batches(batches)
+        else:
+            schema = self.node.build.output_schema
+            flat = Batch.empty(pa.schema([schema.field(name) for name in self._kept]), device)
+        words, widths = normalize_keys(device, [flat.column(k) for k in self._keys])
+        keys = JoinHashTable(device, words, widths)
+        columns = Batch(self._columns, tuple(_with_null_row(device, flat.column(n)) for n in self._columns),
+                        device, None, flat.num_rows + 1)
+        self.add_runtime_stat("build_rows", keys.num_rows)
+        self.add_runtime_stat("distinct_keys", keys.num_keys)
+        return HashJoinTable(keys, columns)
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received
+
+    def close(self) -> None:
+        super().close()
+        self._batches = []

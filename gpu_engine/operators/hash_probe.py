@@ -1,0 +1,169 @@
+"""Probe a join's shared build table with each input batch (Velox's HashProbe).
+
+The probe waits (``WAIT_FOR_JOIN_BUILD``) until the build side publishes its
+table on the Task's :class:`~gpu_engine.operators.hash_build.HashJoinBridge`.
+Then, per batch: normalize the left keys, find every ``(probe_row, build_row)``
+pair with equal keys (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.match`),
+drop the pairs the extra filter rejects, and decide per join type:
+
+* inner: the pairs; left/full add each unmatched probe row once, paired with
+  the table's all-NULL row;
+* right/full: mark the matched build rows; the last probe driver to finish
+  emits the unmatched ones with NULL probe columns;
+* left_semi / anti: probe rows with / without a pair, each once;
+* null_aware_anti (``NOT IN``): like anti, but nothing when the build side
+  has a NULL key, and probe rows with a NULL key only when the build side is empty.
+
+Output is gather maps, not copies: when only probe columns are output the
+result is the input batch with a gather map; otherwise probe columns are
+gathered through the pairs' probe rows and build columns by their build rows.
+An empty build side finishes inner, right and semi probes before they read
+any input (nothing could match), as Velox does.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
+from gpu_engine.expressions import evaluate_predicate
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.gather import gather, gather_column
+from gpu_engine.kernels.group_by import normalize_keys
+from gpu_engine.kernels.hash_join import null_key_rows
+from gpu_engine.operators.hash_build import HashJoinBridge, HashJoinTable, null_column
+from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.nodes import HashJoinNode
+
+__all__ = ["HashProbe"]
+
+_PROBE_ONLY = ("left_semi", "anti", "null_aware_anti")
+_EMITS_UNMATCHED_PROBE = ("left", "full")
+_EMITS_UNMATCHED_BUILD = ("right", "full")
+_EMPTY_BUILD_FINISHES = ("inner", "right", "left_semi")
+
+
+class HashProbe(Operator):
+    """Join each input batch against the build table; outer joins add their unmatched rows."""
+
+    def __init__(self, ctx: OperatorCtx, node: HashJoinNode):
+        super().__init__(ctx, node)
+        self.bridge: HashJoinBridge = ctx.task.bridges[node.id]
+        self.join_type = node.join_type
+        self._keys = tuple(node.left_keys)
+        self._probe_names = frozenset(node.probe.output_schema.names)
+        self._output_names = tuple(node.output_columns)
+        self._only_probe_output = all(name in self._probe_names for name in self._output_names)
+        self._filter_names = referenced_columns(node.filter) if node.filter is not None else ()
+        self._table: HashJoinTable | None = None
+        self._matched_build_rows = None
+        self._output: deque[Batch] = deque()
+        self._finished_early = False
+
+    # ------------------------------------------------------------- blocking
+    def is_blocked(self):
+        if self._table is None:
+            table, future = self.bridge.table_or_future()
+            if table is None:
+                return BlockingReason.WAIT_FOR_JOIN_BUILD, future
+            self._start_probing(table)
+        return NOT_BLOCKED
+
+    def _start_probing(self, table: HashJoinTable) -> None:
+        self._table = table
+        if self.join_type in _EMITS_UNMATCHED_BUILD:
+            self._matched_build_rows = self.device.xp.zeros(table.num_rows + 1, dtype=self.device.xp.bool_)
+        nothing_matches = table.num_rows == 0 and self.join_type in _EMPTY_BUILD_FINISHES
+        self._finished_early = nothing_matches or (self.join_type == "null_aware_anti" and table.keys.has_null_key)
+
+    # ---------------------------------------------------------------- input
+    def needs_input(self) -> bool:
+        return (self._table is not None and not self._finished_early and not self.no_more_input_received
+                and not self._output)
+
+    def add_input(self, batch: Batch) -> None:
+        device, xp, table = self.device, self.device.xp, self._table
+        words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], table.keys.widths)
+        probe_rows, build_rows = table.keys.match(words, widths)
+        if self._filter_names and probe_rows.shape[0]:
+            pairs = self._pair_columns(batch, probe_rows, build_rows, self._filter_names)
+            kept = selection_from_mask(device, evaluate_predicate(self.node.filter, pairs))
+            probe_rows, build_rows = gather(device, probe_rows, kept), gather(device, build_rows, kept)
+        if self.join_type in _PROBE_ONLY:
+            self._emit_probe_rows(batch, self._kept_probe_rows(batch, probe_rows, words, widths))
+            return
+        if self._matched_build_rows is not None:
+            self._matched_build_rows[build_rows] = True
+        if self.join_type in _EMITS_UNMATCHED_PROBE:
+            matched = xp.zeros(batch.num_rows, dtype=xp.bool_)
+            matched[probe_rows] = True
+            unmatched = selection_from_mask(device, ~matched)
+            probe_rows = xp.concatenate([probe_rows, unmatched])
+            build_rows = xp.concatenate([build_rows, xp.full(unmatched.shape[0], table.null_row, dtype=xp.int32)])
+        if probe_rows.shape[0] == 0:
+            return
+        if self._only_probe_output:
+            self._emit_probe_rows(batch, probe_rows)
+        else:
+            self._output.append(self._pair_columns(batch, probe_rows, build_rows, self._output_names))
+
+    def _kept_probe_rows(self, batch: Batch, probe_rows, words, widths):
+        """Return the probe rows a semi or anti join keeps, each once, in input order."""
+        xp = self.device.xp
+        matched = xp.zeros(batch.num_rows, dtype=xp.bool_)
+        matched[probe_rows] = True
+        if self.join_type == "left_semi":
+            return selection_from_mask(self.device, matched)
+        if self.join_type == "null_aware_anti" and self._table.num_rows:
+            # NOT IN: x NOT IN (non-empty set) is NULL, not TRUE, when x is NULL.
+            matched |= null_key_rows(self.device, words, widths)
+        return selection_from_mask(self.device, ~matched)
+
+    def _pair_columns(self, batch: Batch, probe_rows, build_rows, names) -> Batch:
+        """Return a flat batch of ``names`` over the pairs: probe columns by probe row, build columns by build row."""
+        mapped = batch.with_gather_map(probe_rows)
+        build = self._table.columns
+        columns = tuple(mapped.column(name) if name in self._probe_names
+                        else gather_column(self.device, build.column(name), build_rows) for name in names)
+        return Batch(tuple(names), columns, self.device, None, int(probe_rows.shape[0]))
+
+    def _emit_probe_rows(self, batch: Batch, rows) -> None:
+        if rows.shape[0]:
+            self._output.append(batch.select(self._output_names).with_gather_map(rows))
+
+    # --------------------------------------------------------------- output
+    def get_output(self) -> Batch | None:
+        return self._output.popleft() if self._output else None
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if self._matched_build_rows is None or self._finished_early:
+            return
+        matched, self._matched_build_rows = self.bridge.probe_finished(self._matched_build_rows), None
+        if matched is not None:  # the last probe driver emits the build rows nobody matched
+            self._emit_unmatched_build_rows(matched)
+
+    def _emit_unmatched_build_rows(self, matched) -> None:
+        table = self._table
+        rows = selection_from_mask(self.device, ~matched[: table.num_rows])
+        count = int(rows.shape[0])
+        if count == 0:
+            return
+        schema = self.node.output_schema
+        columns = tuple(null_column(self.device, schema.field(name).type, count) if name in self._probe_names
+                        else gather_column(self.device, table.columns.column(name), rows) for name in self._output_names)
+        self._output.append(Batch(self._output_names, columns, self.device, None, count))
+
+    def is_finished(self) -> bool:
+        return self._finished_early or (self.no_more_input_received and not self._output)
+
+    def close(self) -> None:
+        super().close()
+        if self._matched_build_rows is not None and not self._finished_early:
+            # Ended without its input ending (a Limit downstream was satisfied): count this driver
+            # out, so a later probe driver can still be the last one and emit the unmatched build rows.
+            self.bridge.probe_finished(self._matched_build_rows)
+            self._matched_build_rows = None
+        self._table = None
+        self._output.clear()

@@ -1,0 +1,218 @@
+"""Build a join table over normalized key words and probe it for every matching pair (hash join kernels).
+
+Why: a hash join must return *every* build row whose key equals a probe row's
+key, and keys of any types and any number of columns. The build side reuses the
+group-by machinery: :func:`~gpu_engine.kernels.group_by.normalize_keys` turns
+keys into exact ``int64`` words and a
+:class:`~gpu_engine.kernels.group_by.GroupByHashTable` gives each distinct key a
+dense id. The build rows are then laid out per key id in CSR form (count rows
+per id, exclusive scan, scatter), so the matches of one key are one contiguous
+run. Probing looks each probe row's key id up, counts its matches, takes an
+exclusive scan of the counts for output positions, and writes one
+``(probe_row, build_row)`` pair per match: the operator turns these into gather
+maps instead of copying columns.
+
+SQL's ``NULL = NULL`` is not true, so rows with a NULL in any key column never
+enter the table (the table remembers that it saw one, for the null-aware anti
+join of ``NOT IN``); a NULL probe key's null-flag word is 0 and so never equals
+a stored key, whose flags are all 1.
+
+Both twins give the same pairs as a set; the CPU twin emits the rows of a key in
+build-row order, the CUDA twin's scatter (atomics) in any order.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+from numba import cuda, njit
+
+from gpu_engine.device import Device
+from gpu_engine.kernels.group_by import GroupByHashTable
+from gpu_engine.kernels.launch import launch_cuda, launch_twin
+
+__all__ = ["JoinHashTable", "null_key_rows", "align_key_words"]
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=False)
+def _row_lists_cpu(group_ids, row_numbers, offsets, rows):
+    for i in range(group_ids.shape[0]):
+        offsets[group_ids[i] + 1] += 1
+    for g in range(offsets.shape[0] - 1):
+        offsets[g + 1] += offsets[g]
+    cursor = offsets[:-1].copy()
+    for i in range(group_ids.shape[0]):
+        g = group_ids[i]
+        rows[cursor[g]] = row_numbers[i]
+        cursor[g] += 1
+
+
+@njit(nogil=True, cache=False)
+def _count_matches_cpu(group_ids, offsets, counts):
+    for i in range(group_ids.shape[0]):
+        g = group_ids[i]
+        counts[i] = offsets[g + 1] - offsets[g] if g >= 0 else 0
+
+
+@njit(nogil=True, cache=False)
+def _emit_pairs_cpu(group_ids, offsets, rows, positions, probe_rows, build_rows):
+    for i in range(group_ids.shape[0]):
+        g = group_ids[i]
+        if g < 0:
+            continue
+        first = offsets[g]
+        out = positions[i]
+        for j in range(offsets[g + 1] - first):
+            probe_rows[out + j] = i
+            build_rows[out + j] = rows[first + j]
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _count_rows_cuda(group_ids, counts):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        cuda.atomic.add(counts, group_ids[i], 1)
+
+
+@cuda.jit
+def _scatter_rows_cuda(group_ids, row_numbers, cursor, rows):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        position = cuda.atomic.add(cursor, group_ids[i], 1)
+        rows[position] = row_numbers[i]
+
+
+@cuda.jit
+def _count_matches_cuda(group_ids, offsets, counts):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        g = group_ids[i]
+        counts[i] = offsets[g + 1] - offsets[g] if g >= 0 else 0
+
+
+@cuda.jit
+def _emit_pairs_cuda(group_ids, offsets, rows, positions, probe_rows, build_rows):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        g = group_ids[i]
+        if g >= 0:
+            first = offsets[g]
+            out = positions[i]
+            for j in range(offsets[g + 1] - first):
+                probe_rows[out + j] = i
+                build_rows[out + j] = rows[first + j]
+
+
+# ---------------------------------------------------------------- entry points
+def null_key_rows(device: Device, keys: Any, widths: Sequence[int]) -> Any:
+    """Return a bool per row, True where any key column is NULL (its block's flag word is 0)."""
+    xp = device.xp
+    starts = np.cumsum([0, *widths[:-1]]).tolist()
+    flags = keys[:, starts]
+    return xp.any(flags != 1, axis=1)
+
+
+def align_key_words(device: Device, keys: Any, widths: Sequence[int], table_widths: Sequence[int]) -> Any:
+    """Return probe key words laid out with ``table_widths`` (string blocks cut to the table's width).
+
+    Why: :func:`~gpu_engine.kernels.group_by.normalize_keys` widens a string
+    block when a probe batch has longer strings than the build side had. Such
+    a string cannot equal any build string, and its length word (kept: it is
+    the block's second word) already differs from every stored length, so
+    cutting the block's trailing byte words keeps the comparison exact.
+    """
+    widths, table_widths = tuple(widths), tuple(table_widths)
+    if widths == table_widths:
+        return keys
+    if len(widths) != len(table_widths) or any(w < t for w, t in zip(widths, table_widths)):
+        raise ValueError(f"cannot align key blocks {widths} to {table_widths}")
+    columns: list[int] = []
+    first = 0
+    for width, table_width in zip(widths, table_widths):
+        columns.extend(range(first, first + table_width))
+        first += width
+    return device.xp.ascontiguousarray(keys[:, columns])
+
+
+class JoinHashTable:
+    """Hold a join's build keys: a key-id table plus the build rows of each key id in CSR form.
+
+    Parameters
+    ----------
+    device
+        Where the arrays live; selects the twins.
+    keys
+        ``int64`` matrix ``(n, W)`` of every build row's normalized key.
+    widths
+        The block widths ``keys`` was normalized with.
+
+    Attributes
+    ----------
+    num_rows
+        Build rows (NULL-key rows included, though they never match).
+    has_null_key
+        True when some build row has a NULL in a key column.
+    widths
+        Block widths probe keys must be aligned to (:func:`align_key_words`).
+    """
+
+    def __init__(self, device: Device, keys: Any, widths: Sequence[int]):
+        xp = device.xp
+        self.device = device
+        self.widths = tuple(int(w) for w in widths)
+        self.num_rows = int(keys.shape[0])
+        null_rows = null_key_rows(device, keys, self.widths) if self.num_rows else xp.zeros(0, dtype=xp.bool_)
+        self.has_null_key = bool(null_rows.any()) if self.num_rows else False
+        row_numbers = xp.arange(self.num_rows, dtype=xp.int32)
+        if self.has_null_key:
+            row_numbers = row_numbers[~null_rows]
+            keys = keys[row_numbers]
+        self._table = GroupByHashTable(device, self.widths, initial_capacity=max(16, 2 * int(row_numbers.shape[0])))
+        group_ids, _ = self._table.insert(xp.ascontiguousarray(keys))
+        self.num_keys = self._table.num_groups
+        self._offsets, self._rows = self._row_lists(group_ids, row_numbers)
+
+    def _row_lists(self, group_ids: Any, row_numbers: Any) -> tuple[Any, Any]:
+        """Return CSR ``offsets`` (``int64``, one more than keys) and build ``rows`` (``int32``) by key id."""
+        xp = self.device.xp
+        n = int(group_ids.shape[0])
+        rows = xp.empty(n, dtype=xp.int32)
+        if self.device.kernel_flavor == "cpu":
+            offsets = xp.zeros(self.num_keys + 1, dtype=xp.int64)
+            if n:
+                _row_lists_cpu(group_ids, row_numbers, offsets, rows)
+            return offsets, rows
+        counts = xp.zeros(self.num_keys, dtype=xp.int32)
+        launch_cuda(self.device, _count_rows_cuda, n, group_ids, counts)
+        offsets = xp.zeros(self.num_keys + 1, dtype=xp.int64)
+        offsets[1:] = xp.cumsum(counts)
+        cursor = offsets[:-1].astype(xp.int32)
+        launch_cuda(self.device, _scatter_rows_cuda, n, group_ids, row_numbers, cursor, rows)
+        return offsets, rows
+
+    def lookup(self, keys: Any, widths: Sequence[int]) -> Any:
+        """Return each probe row's key id (``int32``), or -1 where no build row has its key."""
+        return self._table.lookup(align_key_words(self.device, keys, widths, self.widths))
+
+    def match(self, keys: Any, widths: Sequence[int]) -> tuple[Any, Any]:
+        """Return every matching pair as ``(probe_rows, build_rows)``, two ``int32`` arrays of equal length.
+
+        Parameters
+        ----------
+        keys, widths
+            The probe batch's normalized keys (:func:`~gpu_engine.kernels.group_by.normalize_keys`).
+        """
+        xp = self.device.xp
+        n = int(keys.shape[0])
+        if n == 0 or self.num_keys == 0:
+            return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
+        group_ids = self.lookup(keys, widths)
+        counts = xp.empty(n, dtype=xp.int64)
+        launch_twin(self.device, n, _count_matches_cpu, _count_matches_cuda, group_ids, self._offsets, counts)
+        positions = xp.cumsum(counts) - counts
+        total = int(positions[-1] + counts[-1])
+        probe_rows = xp.empty(total, dtype=xp.int32)
+        build_rows = xp.empty(total, dtype=xp.int32)
+        if total:
+            launch_twin(self.device, n, _emit_pairs_cpu, _emit_pairs_cuda,
+                        group_ids, self._offsets, self._rows, positions, probe_rows, build_rows)
+        return probe_rows, build_rows

@@ -1,0 +1,74 @@
+"""Cutting plans into fragments, and the boundaries the cluster adds to a single-node plan."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine import PlanError, Session
+from gpu_engine.cluster import LocalCluster, add_remote_exchanges, chain_fragments, plan_fragments
+from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
+from gpu_engine.plans.explain import format_plan
+
+CATALOG = {"t": pa.schema([("k", pa.int32()), ("v", pa.float64())])}
+
+
+def test_single_aggregation_becomes_partial_shuffle_final_gather():
+    plan = PlanBuilder(CATALOG).table_scan("t").aggregation(["k"], ["sum(v) AS s"]).order_by(["s DESC"]).plan()
+    assert format_plan(add_remote_exchanges(plan)) == """\
+-- OrderBy[2][s DESC NULLS LAST] -> k:int32, s:double
+  -- Exchange[2.remote][] -> k:int32, s:double
+    -- PartitionedOutput[2.output][PARTITIONED 1] -> k:int32, s:double
+      -- Aggregation[1][FINAL [k] s := sum(s)] -> k:int32, s:double
+        -- Exchange[1.remote][] -> k:int32, s:double
+          -- PartitionedOutput[1.output][PARTITIONED [k] 1] -> k:int32, s:double
+            -- Aggregation[1.partial][PARTIAL [k] s := sum(v)] -> k:int32, s:double
+              -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double"""
+
+
+def test_fragments_come_producers_first_and_single_stream_ones_run_one_task():
+    plan = PlanBuilder(CATALOG).table_scan("t").aggregation([], ["count(*) AS c"]).plan()
+    fragments = plan_fragments(add_remote_exchanges(plan))
+    assert [f.root.label for f in fragments] == ["PartitionedOutput[1.output]", "Aggregation[1]"]
+    assert fragments[1].producers == (("1.remote", 0),)
+    assert [f.max_width for f in fragments] == [None, 1]  # a global aggregation meets in one Task
+    assert fragments[1].root.source.sources == ()
+
+
+def test_cluster_sizes_partitions_to_the_consuming_stage():
+    session = Session(device="cpu", drivers=1)
+    session.register("t", pa.table({"k": pa.array([1], pa.int32()), "v": [1.0]}))
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["k"], ["sum(v) AS s"]).plan()
+    text = LocalCluster(session, (3, 5, 1)).explain(plan)
+    assert text.splitlines()[0] == "Stage 0: 3 task(s) x 1 driver(s)"
+    assert "PartitionedOutput[1.output][PARTITIONED [k] 5]" in text
+    assert "Stage 1: 5 task(s)" in text and "PartitionedOutput[1.gather][PARTITIONED 1]" in text
+
+
+def test_chain_fragments_attaches_each_producer_to_the_next_exchange():
+    ids = PlanNodeIdGenerator()
+    leaf = PlanBuilder(CATALOG, id_generator=ids).table_scan("t").partitioned_output(["k"], 2).plan()
+    output = PlanBuilder(id_generator=ids).exchange(leaf.output_schema).limit(3).plan()
+    chained = chain_fragments(leaf, output)
+    assert chained.source.sources == (leaf,)
+    assert [f.root.id for f in plan_fragments(chained)] == [leaf.id, output.id]
+
+
+def test_malformed_distributed_plans_fail_at_plan_time():
+    ids = PlanNodeIdGenerator()
+    leaf = PlanBuilder(CATALOG, id_generator=ids).table_scan("t").partitioned_output(["k"], 2).plan()
+    with pytest.raises(PlanError, match="reach no one"):
+        plan_fragments(leaf)
+    orphan = PlanBuilder(id_generator=ids).exchange(leaf.output_schema).plan()
+    with pytest.raises(PlanError, match="no producer"):
+        plan_fragments(orphan)
+
+
+def test_session_refuses_a_distributed_plan():
+    session = Session(device="cpu")
+    session.register("t", pa.table({"k": pa.array([1], pa.int32()), "v": [1.0]}))
+    ids = PlanNodeIdGenerator()
+    leaf = PlanBuilder(session.catalog, id_generator=ids).table_scan("t").partitioned_output(["k"], 2).plan()
+    plan = chain_fragments(leaf, PlanBuilder(id_generator=ids).exchange(leaf.output_schema).plan())
+    with pytest.raises(PlanError, match="LocalCluster"):
+        session.execute(plan)

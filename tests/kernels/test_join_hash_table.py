@@ -1,0 +1,107 @@
+"""Tests for gpu_engine.kernels.hash_join: every matching pair, NULL keys never matching, key layouts across types."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
+from gpu_engine.kernels.hash_join import JoinHashTable, align_key_words, null_key_rows
+
+
+def columns_of(device, arrays):
+    return [Column.from_arrow(a, device) for a in arrays]
+
+
+def build_table(device, arrays):
+    keys, widths = normalize_keys(device, columns_of(device, arrays))
+    return JoinHashTable(device, keys, widths)
+
+
+def matched_pairs(device, table, arrays):
+    keys, widths = normalize_keys(device, columns_of(device, arrays), table.widths)
+    probe_rows, build_rows = table.match(keys, widths)
+    probe_rows, build_rows = device.to_host(probe_rows), device.to_host(build_rows)
+    assert probe_rows.dtype == np.int32 and build_rows.dtype == np.int32
+    return Counter(zip(probe_rows.tolist(), build_rows.tolist()))
+
+
+def reference_pairs(build, probe):
+    """Return the pairs SQL's equi-join gives: equal keys, no NULL in any key column."""
+    build_rows = list(zip(*(a.to_pylist() for a in build)))
+    probe_rows = list(zip(*(a.to_pylist() for a in probe)))
+    return Counter((i, j) for i, p in enumerate(probe_rows) if None not in p
+                   for j, b in enumerate(build_rows) if b == p)
+
+
+def random_keys(rng, rows, null_fraction=0.15):
+    words = ["", "a", "bb", "ccc-longer-than-eight", "d", "é"]
+    ints = [None if rng.random() < null_fraction else int(x) for x in rng.integers(-3, 6, rows)]
+    strings = [None if rng.random() < null_fraction else words[i] for i in rng.integers(0, len(words), rows)]
+    return ints, strings
+
+
+@pytest.mark.parametrize("seed", [1, 2])
+def test_every_matching_pair_with_duplicates_and_nulls(device, seed):
+    rng = np.random.default_rng(seed)
+    build_ints, build_strings = random_keys(rng, 40)
+    probe_ints, probe_strings = random_keys(rng, 50)
+    build = [pa.array(build_ints, pa.int64()), pa.array(build_strings)]
+    probe = [pa.array(probe_ints, pa.int32()), pa.array(probe_strings).dictionary_encode()]
+    table = build_table(device, build)
+    assert table.has_null_key == any(v is None for v in build_ints + build_strings)
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
+
+
+def test_probe_strings_longer_than_any_build_string(device):
+    build = [pa.array(["ab", "abcdefgh", None])]
+    probe = [pa.array(["abcdefgh" + "x" * 20, "ab", "abcdefgh", "abcdefghi", None])]
+    assert matched_pairs(device, build_table(device, build), probe) == Counter({(1, 0): 1, (2, 1): 1})
+
+
+def test_equal_values_give_equal_words_across_integer_widths(device):
+    """An int32 probe key joins an int64 build key only because both normalize to the same words."""
+    values = [-128, -1, 0, 7, 127, None]
+    words = [device.to_host(normalize_keys(device, columns_of(device, [pa.array(values, dtype)]))[0])
+             for dtype in (pa.int8(), pa.int16(), pa.int32(), pa.int64())]
+    for other in words[1:]:
+        np.testing.assert_array_equal(words[0], other)
+
+
+def test_empty_build_side_matches_nothing(device):
+    table = build_table(device, [pa.array([], pa.int64())])
+    assert table.num_rows == 0 and table.num_keys == 0 and not table.has_null_key
+    assert matched_pairs(device, table, [pa.array([1, None], pa.int64())]) == Counter()
+
+
+def test_only_null_keys_build_an_empty_key_table(device):
+    table = build_table(device, [pa.array([None, None], pa.int64())])
+    assert table.num_rows == 2 and table.num_keys == 0 and table.has_null_key
+    assert matched_pairs(device, table, [pa.array([1, None], pa.int64())]) == Counter()
+
+
+def test_null_key_rows_flags_a_null_in_any_column(device):
+    keys, widths = normalize_keys(device, columns_of(device, [pa.array([1, None, 3, 4]), pa.array(["a", "b", None, "d"])]))
+    np.testing.assert_array_equal(device.to_host(null_key_rows(device, keys, widths)), [False, True, True, False])
+
+
+def test_align_key_words_cuts_string_blocks_to_the_table_layout(device):
+    keys, widths = normalize_keys(device, columns_of(device, [pa.array(["a" * 30]), pa.array([5])]))
+    aligned = device.to_host(align_key_words(device, keys, widths, (3, 2)))
+    full = device.to_host(keys)
+    assert aligned.shape == (1, 5)
+    np.testing.assert_array_equal(aligned[:, :3], full[:, :3])
+    np.testing.assert_array_equal(aligned[:, 3:], full[:, widths[0]:])
+
+
+def test_group_table_lookup_inserts_nothing(device):
+    keys, widths = normalize_keys(device, columns_of(device, [pa.array([4, 5, 6, 4], pa.int64())]))
+    table = GroupByHashTable(device, widths)
+    table.insert(keys)
+    probe, _ = normalize_keys(device, columns_of(device, [pa.array([6, 7, None, 4], pa.int64())]), widths)
+    np.testing.assert_array_equal(device.to_host(table.lookup(probe)), [2, -1, -1, 0])
+    assert table.num_groups == 3
