@@ -1,8 +1,9 @@
-"""Run the primer query, TPC-H Q1 and Q6 on the engine and compare with DuckDB on the same Parquet files.
+"""Run the primer query and the planned TPC-H queries on the engine and compare with DuckDB on the same Parquet files.
 
 The data is generated once per test session (and kept between sessions) under
 ``$GPU_ENGINE_DATA/tpch`` when that is set, else under pytest's cache folder.
-``cpu`` runs SF 0.01; the CUDA simulator is slow and runs SF 0.001.
+``cpu`` runs SF 0.01; the CUDA simulator is slow and runs SF 0.001, and of the
+join queries only :data:`SIMULATED_JOIN_QUERIES`.
 """
 
 from __future__ import annotations
@@ -25,6 +26,35 @@ QUERIES = {
     "q1": (lambda catalog: tpch.query(1, catalog), tpch.sql(1), True),
     "q6": (lambda catalog: tpch.query(6, catalog), tpch.sql(6), False),
 }
+SINGLE_TABLE_QUERIES = list(QUERIES)
+
+JOIN_QUERY_NUMBERS = (3, 4, 5, 10, 12, 13, 14, 18, 19)
+for _number in JOIN_QUERY_NUMBERS:
+    QUERIES[f"q{_number}"] = (
+        lambda catalog, number=_number: tpch.query(number, catalog),
+        tpch.sql(_number),
+        "ORDER BY" in tpch.sql(_number),
+    )
+JOIN_QUERIES = [f"q{n}" for n in JOIN_QUERY_NUMBERS]
+
+# The simulator takes seconds per join query even at SF 0.001, so it runs two:
+# Q3 (two inner joins, top-N) and Q4 (a semi join). Q5 returns no rows at SF 0.001.
+SIMULATED_JOIN_QUERIES = ("q3", "q4")
+
+
+def _join_cases():
+    """(query, device) pairs: every join query on cpu (and a real GPU), the simulator only for a few.
+
+    tests/conftest.py sets NUMBA_ENABLE_CUDASIM=1 before collection when no GPU is present, so the
+    second device is the one its ``device_name`` fixture would give.
+    """
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    for name in JOIN_QUERIES:
+        yield pytest.param(name, "cpu", id=f"cpu-{name}")
+        if not simulated:
+            yield pytest.param(name, "cuda", id=f"cuda-{name}", marks=[pytest.mark.gpu])
+        elif name in SIMULATED_JOIN_QUERIES:
+            yield pytest.param(name, "cuda-sim", id=f"cuda-sim-{name}")
 
 
 @pytest.fixture(scope="session")
@@ -63,8 +93,18 @@ def duckdb_results(tpch_data):
 
 
 @pytest.mark.parametrize("drivers", [1, 4], ids=lambda d: f"drivers{d}")
-@pytest.mark.parametrize("name", list(QUERIES))
+@pytest.mark.parametrize("name", SINGLE_TABLE_QUERIES)
 def test_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb_results):
+    _check_query(name, drivers, device_name, tpch_data, duckdb_results)
+
+
+@pytest.mark.parametrize("drivers", [1, 4], ids=lambda d: f"drivers{d}")
+@pytest.mark.parametrize("name, device_name", list(_join_cases()))
+def test_join_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb_results):
+    _check_query(name, drivers, device_name, tpch_data, duckdb_results)
+
+
+def _check_query(name, drivers, device_name, tpch_data, duckdb_results):
     from gpu_engine import Session
 
     scale_factor = SCALE_FACTOR_BY_DEVICE[device_name]
@@ -98,6 +138,15 @@ def test_plans_name_columns_as_the_specification(tpch_data):
         "count_order",
     ]
     assert tpch.query(6, session.catalog).output_schema.names == ["revenue"]
+
+
+@pytest.mark.parametrize("name", JOIN_QUERIES)
+def test_join_plans_name_columns_as_duckdb(name, tpch_data, duckdb_results):
+    from gpu_engine import Session
+
+    session = Session(device="cpu")
+    register_tpch(session, tpch_data(0.001))
+    assert QUERIES[name][0](session.catalog).output_schema.names == duckdb_results(0.001, name).column_names
 
 
 def test_unplanned_query_raises_not_implemented():

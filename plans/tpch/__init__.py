@@ -20,7 +20,7 @@ from typing import Mapping
 import pyarrow as pa
 
 from gpu_engine.plans.nodes import PlanNode
-from gpu_engine.plans.tpch import primer, q01, q06
+from gpu_engine.plans.tpch import primer, q01, q03, q04, q05, q06, q10, q12, q13, q14, q18, q19
 
 __all__ = ["query", "sql", "available_queries", "primer_query", "PRIMER_SQL", "TPCH_QUERY_NUMBERS"]
 
@@ -30,7 +30,16 @@ PRIMER_SQL = primer.SQL
 
 _QUERY_MODULES: dict[int, ModuleType] = {
     1: q01,
+    3: q03,
+    4: q04,
+    5: q05,
     6: q06,
+    10: q10,
+    12: q12,
+    13: q13,
+    14: q14,
+    18: q18,
+    19: q19,
 }
 
 

@@ -1,0 +1,54 @@
+"""Plan TPC-H Q13, the customer distribution query: customer left-joined with orders, counted twice."""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pyarrow as pa
+
+from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
+
+__all__ = ["SQL", "plan"]
+
+# TPC-H specification 2.4.13, validation parameters: WORD1 = special, WORD2 = requests.
+SQL = """\
+SELECT
+    c_count,
+    count(*) AS custdist
+FROM (
+    SELECT
+        c_custkey,
+        count(o_orderkey)
+    FROM
+        customer
+    LEFT OUTER JOIN orders ON c_custkey = o_custkey
+        AND o_comment NOT LIKE '%special%requests%'
+    GROUP BY
+        c_custkey) AS c_orders (c_custkey,
+        c_count)
+GROUP BY
+    c_count
+ORDER BY
+    custdist DESC,
+    c_count DESC"""
+
+
+def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
+    """Return Q13's plan: customers probe a left join with the qualifying orders; count per customer, then per count."""
+    ids = PlanNodeIdGenerator()
+    orders = (
+        PlanBuilder(catalog, id_generator=ids)
+        .table_scan("orders", ["o_orderkey", "o_custkey", "o_comment"])
+        .filter("NOT (o_comment LIKE '%special%requests%')")
+    )
+    return (
+        PlanBuilder(catalog, id_generator=ids)
+        .table_scan("customer", ["c_custkey"])
+        .hash_join(["c_custkey"], ["o_custkey"], orders, ["c_custkey", "o_orderkey"], join_type="left")
+        .aggregation(["c_custkey"], ["count(o_orderkey) AS c_count"])
+        .aggregation(["c_count"], ["count(*) AS custdist"])
+        .order_by(["custdist DESC", "c_count DESC"])
+        .plan()
+    )
