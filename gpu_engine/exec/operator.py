@@ -127,6 +127,7 @@ class Operator:
         self.stats = OperatorStats(self.operator_type, node.id, ctx.operator_id, ctx.pipeline_id)
         self.input: Batch | None = None
         self.no_more_input_received = False
+        self._blocking: tuple[BlockingReason, Future] | None = None
 
     # ------------------------------------------------------------ contract
     def needs_input(self) -> bool:
@@ -146,8 +147,25 @@ class Operator:
         raise NotImplementedError
 
     def is_blocked(self) -> tuple[BlockingReason, Future | None]:
-        """Return why the driver must wait, and a future completed when it may go on."""
+        """Return why the driver must wait, and a future completed when it may go on.
+
+        The default reports what :meth:`block_on` recorded, until its future completes.
+        """
+        if self._blocking is not None:
+            reason, future = self._blocking
+            if not future.done():
+                return reason, future
+            self._blocking = None
         return NOT_BLOCKED
+
+    def block_on(self, reason: BlockingReason, future: Future | None) -> None:
+        """Make :meth:`is_blocked` report ``reason`` until ``future`` completes (None: not blocked)."""
+        self._blocking = None if future is None else (reason, future)
+
+    @property
+    def is_waiting(self) -> bool:
+        """Return True while a future given to :meth:`block_on` is still pending."""
+        return self._blocking is not None and not self._blocking[1].done()
 
     def is_finished(self) -> bool:
         """Return True when the operator will produce no more output."""

@@ -30,7 +30,7 @@ from collections import deque
 from concurrent.futures import Future, InvalidStateError
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
+from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
 from gpu_engine.exec.serialized_page import SerializedPage, deserialize_page
 from gpu_engine.exec.split import RemoteSplit
@@ -235,19 +235,10 @@ class Exchange(Operator):
         super().__init__(ctx, node)
         self.queue: ExchangeQueue = ctx.task.exchange_queues[node.id]
         self._split_future: Future | None = None
-        self._waiting: Future | None = None
-        self._reason = BlockingReason.WAIT_FOR_PRODUCER
         self._at_end = False
 
     def needs_input(self) -> bool:
         return False
-
-    def is_blocked(self):
-        if self._waiting is not None:
-            if not self._waiting.done():
-                return self._reason, self._waiting
-            self._waiting = None
-        return NOT_BLOCKED
 
     def get_output(self) -> Batch | None:
         if self._at_end:
@@ -260,9 +251,9 @@ class Exchange(Operator):
             self._at_end = True
             return None
         if split_future is None:
-            self._waiting, self._reason = data_future, BlockingReason.WAIT_FOR_PRODUCER
+            self.block_on(BlockingReason.WAIT_FOR_PRODUCER, data_future)
         else:
-            self._waiting, self._reason = _first_of(data_future, split_future), BlockingReason.WAIT_FOR_SPLIT
+            self.block_on(BlockingReason.WAIT_FOR_SPLIT, _first_of(data_future, split_future))
         return None
 
     def is_finished(self) -> bool:

@@ -17,7 +17,7 @@ from collections import deque
 from concurrent.futures import Future
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
+from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.plans.nodes import LocalPartitionNode
 
 __all__ = ["LocalExchangeQueue", "LocalPartition", "LocalExchange"]
@@ -141,10 +141,9 @@ class LocalPartition(Operator):
         super().__init__(ctx, node)
         self.queue: LocalExchangeQueue = ctx.task.local_exchange_queues[node.id]
         self.keys = tuple(node.keys)
-        self._blocked: Future | None = None
 
     def needs_input(self) -> bool:
-        return not self.no_more_input_received and (self._blocked is None or self._blocked.done())
+        return not self.no_more_input_received and not self.is_waiting
 
     def add_input(self, batch: Batch) -> None:
         partitions = self.queue.num_partitions
@@ -162,7 +161,7 @@ class LocalPartition(Operator):
                 for p in range(partitions)
                 if bounds[p + 1] > bounds[p]
             ]
-        self._blocked = self.queue.enqueue(items)
+        self.block_on(BlockingReason.WAIT_FOR_CONSUMER, self.queue.enqueue(items))
 
     def get_output(self) -> Batch | None:
         return None
@@ -170,13 +169,6 @@ class LocalPartition(Operator):
     def no_more_input(self) -> None:
         super().no_more_input()
         self.queue.no_more_data()
-
-    def is_blocked(self):
-        if self._blocked is not None:
-            if not self._blocked.done():
-                return BlockingReason.WAIT_FOR_CONSUMER, self._blocked
-            self._blocked = None
-        return NOT_BLOCKED
 
     def is_finished(self) -> bool:
         return self.no_more_input_received
@@ -189,24 +181,16 @@ class LocalExchange(Operator):
         super().__init__(ctx, node)
         self.queue: LocalExchangeQueue = ctx.task.local_exchange_queues[node.id]
         self.partition = ctx.driver_id
-        self._waiting: Future | None = None
         self._at_end = False
 
     def needs_input(self) -> bool:
         return False
 
-    def is_blocked(self):
-        if self._waiting is not None:
-            if not self._waiting.done():
-                return BlockingReason.WAIT_FOR_PRODUCER, self._waiting
-            self._waiting = None
-        return NOT_BLOCKED
-
     def get_output(self) -> Batch | None:
         if self._at_end:
             return None
         batch, future, at_end = self.queue.next(self.partition)
-        self._waiting = future
+        self.block_on(BlockingReason.WAIT_FOR_PRODUCER, future)
         self._at_end = at_end
         return batch
 

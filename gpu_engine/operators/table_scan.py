@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future
 from typing import Iterator
 
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.connectors.data_source import read_split
-from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
+from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.plans.nodes import TableScanNode
 
 __all__ = ["TableScan"]
@@ -30,25 +29,17 @@ class TableScan(Operator):
         self.columns = tuple(node.columns)
         self.batch_rows = ctx.config.scan_batch_rows(ctx.device)
         self._reader: Iterator[pa.RecordBatch] | None = None
-        self._split_future: Future | None = None
         self._finished = False
 
     def needs_input(self) -> bool:
         return False
-
-    def is_blocked(self):
-        if self._split_future is not None:
-            if not self._split_future.done():
-                return BlockingReason.WAIT_FOR_SPLIT, self._split_future
-            self._split_future = None
-        return NOT_BLOCKED
 
     def get_output(self) -> Batch | None:
         while not self._finished:
             if self._reader is None:
                 split, future = self.ctx.task.get_split_or_future(self.node.id)
                 if future is not None:
-                    self._split_future = future
+                    self.block_on(BlockingReason.WAIT_FOR_SPLIT, future)
                     return None
                 if split is None:
                     self._finished = True
