@@ -15,6 +15,7 @@ large strings become ``string``, dictionaries their value type).
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import threading
 from typing import Callable, Mapping, Sequence
@@ -24,16 +25,19 @@ import pyarrow as pa
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, aggregation_output_schema, final_step_aggregates
-from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Literal, referenced_columns
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
+    EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
     HashJoinNode,
     JOIN_TYPES,
     LimitNode,
     LocalPartitionNode,
+    NESTED_LOOP_JOIN_TYPES,
+    NestedLoopJoinNode,
     OrderByNode,
     PartitionedOutputNode,
     PlanNode,
@@ -252,10 +256,53 @@ class PlanBuilder:
             names, calls = tuple(n for n, _ in pairs), tuple(c for _, c in pairs)
             schema = aggregation_output_schema(step, [self._schema.field(key) for key in keys], names, calls)
             _unique_names(schema.names, label)
-            return AggregationNode(id=node_id, output_schema=schema, sources=(self._node,), step=step,
+            source = self._node
+            if any(call.distinct for call in calls):
+                source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
+            return AggregationNode(id=node_id, output_schema=schema, sources=(source,), step=step,
                                    grouping_keys=keys, aggregate_names=names, aggregates=calls)
 
         return self._add("Aggregation", make)
+
+    def _distinct_input(self, step: AggregationStep, keys: tuple[str, ...], names: tuple[str, ...],
+                        calls: tuple[AggregateCall, ...], texts: Sequence[str],
+                        label: str) -> tuple[PlanNode, tuple[AggregateCall, ...]]:
+        """Rewrite ``f(DISTINCT x) GROUP BY keys`` as ``f(x)`` over ``SELECT DISTINCT keys, x``.
+
+        Why a rewrite rather than per-group sets in the operator: the inner
+        aggregation is an ordinary group-by on ``keys + x`` (a hash table on the
+        device, partial/final across drivers like any other), so DISTINCT costs
+        no new kernel; Spark (RewriteDistinctAggregates) and cuDF do the same.
+        Supported when every aggregate is DISTINCT over the same argument (TPC-H
+        Q16's shape); NULL arguments form their own group and are then skipped
+        by ``f``, as SQL requires.
+        """
+        if step is not AggregationStep.SINGLE:
+            raise PlanError("DISTINCT aggregates need a single-step aggregation (aggregation(...))", node=label)
+        arguments = {call.arg for call in calls}
+        if not all(call.distinct for call in calls) or len(arguments) != 1:
+            mixed = next(t for t, c in zip(texts, calls) if not c.distinct or c.arg != calls[0].arg)
+            raise PlanError("DISTINCT aggregates are supported when every aggregate is DISTINCT over the "
+                            "same argument", node=label, column=mixed)
+        argument = calls[0].arg
+        source = self._node
+        if isinstance(argument, ColumnRef):
+            column = argument.name
+        else:  # project the argument first, so the inner aggregation groups by a column
+            column = f"{names[0]}$distinct"
+            fields = [source.output_schema.field(key) for key in keys] + [pa.field(column, argument.dtype)]
+            source = ProjectNode(id=self._ids.next_id(), output_schema=pa.schema(fields), sources=(source,),
+                                 names=tuple(f.name for f in fields),
+                                 expressions=tuple(ColumnRef(k, source.output_schema.field(k).type) for k in keys)
+                                 + (argument,))
+        distinct_keys = tuple(dict.fromkeys(keys + (column,)))
+        schema = aggregation_output_schema(AggregationStep.SINGLE,
+                                           [source.output_schema.field(key) for key in distinct_keys], (), ())
+        source = AggregationNode(id=self._ids.next_id(), output_schema=schema, sources=(source,),
+                                 step=AggregationStep.SINGLE, grouping_keys=distinct_keys,
+                                 aggregate_names=(), aggregates=())
+        plain = ColumnRef(column, schema.field(column).type)
+        return source, tuple(dataclasses.replace(call, arg=plain, distinct=False) for call in calls)
 
     def _find_partial(self, label: str) -> AggregationNode:
         node = self._node
@@ -311,17 +358,10 @@ class PlanBuilder:
         """
 
         def make(node_id: str, label: str) -> PlanNode:
-            build = build_side.plan() if isinstance(build_side, PlanBuilder) else build_side
-            if not isinstance(build, PlanNode):
-                raise PlanError("build_side must be a plan node or a PlanBuilder", node=label)
+            build = self._build_input(build_side, label)
             if join_type not in JOIN_TYPES:
                 raise PlanError(f"join_type must be one of {', '.join(JOIN_TYPES)}", node=label, column=str(join_type))
             probe_schema, build_schema = self._schema, build.output_schema
-            probe_ids = {n.id for n in walk_plan(self._node)}
-            for node in walk_plan(build):
-                if node.id in probe_ids:
-                    raise PlanError(f"node id {node.id} is on both sides; build both with one PlanNodeIdGenerator",
-                                    node=label)
             left = self._columns(left_keys, label, "left key")
             if isinstance(right_keys, str):
                 raise PlanError("right keys must be a list of column names", node=label, column=right_keys)
@@ -336,39 +376,99 @@ class PlanBuilder:
                                     "incompatible types", node=label, column=f"{left_key} = {right_key}")
             if join_type == "null_aware_anti" and len(left) != 1:
                 raise PlanError("a null_aware_anti join (NOT IN) takes exactly one key", node=label)
-            both = set(probe_schema.names) & set(build_schema.names)
             probe_only = join_type in ("left_semi", "anti", "null_aware_anti")
-            if isinstance(output_columns, str):
-                raise PlanError("output_columns must be a list of column names", node=label, column=output_columns)
-            fields = []
-            for name in output_columns:
-                if name in both:
-                    raise PlanError("output column is on both sides of the join", node=label, column=name)
-                if name in probe_schema.names:
-                    fields.append(probe_schema.field(name))
-                elif name in build_schema.names and not probe_only:
-                    fields.append(build_schema.field(name))
-                else:
-                    side = "probe (left) side" if probe_only else "either side"
-                    raise PlanError(f"unknown output column {name!r}; a {join_type} join outputs columns of the {side}",
-                                    node=label, column=name)
-            _unique_names([f.name for f in fields], label)
-            condition = None
-            if filter is not None:
-                if join_type == "null_aware_anti":
-                    raise PlanError("a null_aware_anti join with a filter is not supported yet", node=label)
-                combined = pa.schema(list(probe_schema) + [f for f in build_schema if f.name not in both])
-                condition = parse_expression(filter, combined, label)
-                if not pa.types.is_boolean(condition.dtype):
-                    raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label, column=filter)
-                for name in referenced_columns(condition):
-                    if name in both:
-                        raise PlanError("filter column is on both sides of the join", node=label, column=name)
-            return HashJoinNode(id=node_id, output_schema=pa.schema(fields), sources=(self._node, build),
+            schema = self._join_output(build, output_columns, label, join_type, probe_only)
+            if filter is not None and join_type == "null_aware_anti":
+                raise PlanError("a null_aware_anti join with a filter is not supported yet", node=label)
+            return HashJoinNode(id=node_id, output_schema=schema, sources=(self._node, build),
                                 join_type=join_type, left_keys=left, right_keys=right,
-                                output_columns=tuple(f.name for f in fields), filter=condition)
+                                output_columns=tuple(schema.names), filter=self._join_filter(build, filter, label))
 
         return self._add("HashJoin", make)
+
+    def nested_loop_join(self, build_side: "PlanNode | PlanBuilder", output_columns: Sequence[str],
+                         filter: str | None = None, join_type: str = "inner") -> "PlanBuilder":
+        """Pair every row of the current plan (probe, left) with every row of ``build_side`` where ``filter`` holds.
+
+        Parameters
+        ----------
+        build_side
+            The build input (a plan or builder sharing this builder's id
+            generator); all of it is kept in memory and broadcast to every
+            probe driver, so it should be small (a scalar subquery's one row).
+        output_columns
+            Columns of either side, in output order; a name both sides have is ambiguous.
+        filter
+            Optional boolean condition (SQL) over both sides' columns; without
+            one an inner join is a cross join.
+        join_type
+            One of ``inner left right full``.
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            build = self._build_input(build_side, label)
+            if join_type not in NESTED_LOOP_JOIN_TYPES:
+                raise PlanError(f"join_type must be one of {', '.join(NESTED_LOOP_JOIN_TYPES)}", node=label,
+                                column=str(join_type))
+            schema = self._join_output(build, output_columns, label, join_type)
+            return NestedLoopJoinNode(id=node_id, output_schema=schema, sources=(self._node, build),
+                                      join_type=join_type, output_columns=tuple(schema.names),
+                                      filter=self._join_filter(build, filter, label))
+
+        return self._add("NestedLoopJoin", make)
+
+    def cross_join(self, build_side: "PlanNode | PlanBuilder", output_columns: Sequence[str]) -> "PlanBuilder":
+        """Pair every row of the current plan with every row of ``build_side`` (an inner nested loop join)."""
+        return self.nested_loop_join(build_side, output_columns)
+
+    def _build_input(self, build_side: "PlanNode | PlanBuilder", label: str) -> PlanNode:
+        """Return a join's build plan, refusing one whose node ids clash with the probe side's."""
+        build = build_side.plan() if isinstance(build_side, PlanBuilder) else build_side
+        if not isinstance(build, PlanNode):
+            raise PlanError("build_side must be a plan node or a PlanBuilder", node=label)
+        probe_ids = {n.id for n in walk_plan(self._node)}
+        for node in walk_plan(build):
+            if node.id in probe_ids:
+                raise PlanError(f"node id {node.id} is on both sides; build both with one PlanNodeIdGenerator",
+                                node=label)
+        return build
+
+    def _join_output(self, build: PlanNode, output_columns: Sequence[str], label: str, join_type: str,
+                     probe_only: bool = False) -> pa.Schema:
+        """Return a join's output schema: ``output_columns`` from either side (the probe's only, if ``probe_only``)."""
+        probe_schema, build_schema = self._schema, build.output_schema
+        both = set(probe_schema.names) & set(build_schema.names)
+        if isinstance(output_columns, str):
+            raise PlanError("output_columns must be a list of column names", node=label, column=output_columns)
+        fields = []
+        for name in output_columns:
+            if name in both:
+                raise PlanError("output column is on both sides of the join", node=label, column=name)
+            if name in probe_schema.names:
+                fields.append(probe_schema.field(name))
+            elif name in build_schema.names and not probe_only:
+                fields.append(build_schema.field(name))
+            else:
+                side = "probe (left) side" if probe_only else "either side"
+                raise PlanError(f"unknown output column {name!r}; a {join_type} join outputs columns of the {side}",
+                                node=label, column=name)
+        _unique_names([f.name for f in fields], label)
+        return pa.schema(fields)
+
+    def _join_filter(self, build: PlanNode, filter: str | None, label: str) -> Expr | None:
+        """Translate a join filter over both sides' columns; it must be boolean and name no ambiguous column."""
+        if filter is None:
+            return None
+        probe_schema, build_schema = self._schema, build.output_schema
+        both = set(probe_schema.names) & set(build_schema.names)
+        combined = pa.schema(list(probe_schema) + [f for f in build_schema if f.name not in both])
+        condition = parse_expression(filter, combined, label)
+        if not pa.types.is_boolean(condition.dtype):
+            raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label, column=filter)
+        for name in referenced_columns(condition):
+            if name in both:
+                raise PlanError("filter column is on both sides of the join", node=label, column=name)
+        return condition
 
     # -- partitioning -----------------------------------------------------------------
 
@@ -431,6 +531,11 @@ class PlanBuilder:
         return self._add("Limit", lambda node_id, label: LimitNode(
             id=node_id, output_schema=self._schema, sources=(self._node,), count=self._count(count, "count", label),
             offset=self._count(offset, "offset", label), is_partial=is_partial))
+
+    def enforce_single_row(self) -> "PlanBuilder":
+        """Pass the input's one row; no row gives one row of NULLs, several fail the query (a scalar subquery)."""
+        return self._add("EnforceSingleRow", lambda node_id, label: EnforceSingleRowNode(
+            id=node_id, output_schema=self._schema, sources=(self._node,)))
 
     # -- result ------------------------------------------------------------------------
 

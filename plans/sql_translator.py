@@ -114,13 +114,14 @@ def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 
     """Translate ``"function(arg) [AS name]"`` into its output name and aggregate call.
 
     Functions: ``count(*)``, ``count``, ``sum``, ``min``, ``max``, ``avg``; the
-    argument may be any scalar expression. An unnamed aggregate is named
+    argument may be any scalar expression, optionally ``DISTINCT`` (the call is
+    then marked ``distinct``; PlanBuilder rewrites it into two aggregations). An unnamed aggregate is named
     ``agg_<position>``.
 
     Raises
     ------
     PlanError
-        For DISTINCT aggregates (not supported yet), other functions, an
+        For other functions, an
         aggregate inside an expression, or an argument type the function rejects.
     """
     tree = _parse(text, node)
@@ -142,10 +143,13 @@ def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 
                 node=node, column=text)
         raise PlanError("expected an aggregate call such as 'sum(x) AS name'", node=node, column=text)
     argument = call.this
-    if isinstance(argument, exp.Distinct) or call.args.get("distinct"):
-        raise PlanError(f"{function}(DISTINCT ...) is not supported yet", node=node, column=text)
+    distinct = isinstance(argument, exp.Distinct) or bool(call.args.get("distinct"))
+    if isinstance(argument, exp.Distinct):
+        if len(argument.expressions) != 1:
+            raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
+        argument = argument.expressions[0]
     if isinstance(argument, exp.Star):
-        if function != "count":
+        if function != "count" or distinct:
             raise PlanError(f"{function}(*) is not valid", node=node, column=text)
         return name, AggregateCall("count_star", None, pa.int64())
     if argument is None or call.expressions:
@@ -155,7 +159,7 @@ def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 
         dtype = result_type(function, arg.dtype)
     except TypeError:
         raise PlanError(f"type mismatch: {function} is not defined for {arg.dtype}", node=node, column=text) from None
-    return name, AggregateCall(function, arg, dtype)
+    return name, AggregateCall(function, arg, dtype, distinct)
 
 
 def parse_column_name(text: str, schema: pa.Schema, node: str, *, role: str = "key") -> str:

@@ -95,3 +95,26 @@ def test_sums_never_wrap(device_name, drivers):
     session.register("t", too_big, split_rows=1)
     with pytest.raises(ExecutionError, match="exceeds 64 bits"):
         session.execute(PlanBuilder(session.catalog).table_scan("t").aggregation(["g"], ["sum(v) AS s"]).plan())
+
+
+DISTINCT_CASES = [
+    (["k_int"], ["count(DISTINCT v_int % 7) AS c"]),
+    (["k_str"], ["count(DISTINCT k_dict) AS c"]),
+    ([], ["count(DISTINCT k_str) AS c"]),
+    (["k_dict", "k_int"], ["count(DISTINCT d_date) AS c", "min(DISTINCT d_date) AS lo"]),
+    (["k_int"], ["sum(DISTINCT v_int % 11) AS s", "avg(DISTINCT v_int % 11) AS a", "count(DISTINCT v_int % 11) AS c"]),
+    (["k_int"], ["count(DISTINCT k_int) AS c"]),  # the argument is also the key
+]
+
+
+@pytest.mark.parametrize("keys, aggregates", DISTINCT_CASES, ids=lambda v: "+".join(v) or "global")
+def test_distinct_aggregates(session, assert_query, keys, aggregates):
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, aggregates).plan()
+    assert_query(plan, _sql(keys, aggregates))
+
+
+def test_distinct_aggregate_over_empty_input(session, assert_query):
+    aggregates = ["count(DISTINCT v_int) AS c", "sum(DISTINCT v_int) AS s"]
+    plan = (PlanBuilder(session.catalog).table_scan("t").filter("v_int > 10000000")
+            .aggregation([], aggregates).plan())
+    assert_query(plan, _sql([], aggregates, " WHERE v_int > 10000000"))

@@ -310,9 +310,16 @@ def test_aggregate_calls(sql, name, expected):
     assert (got_name, (call.function, call.arg, call.dtype)) == (name, expected)
 
 
+@pytest.mark.parametrize("sql, distinct", [("count(DISTINCT i32)", True), ("sum(DISTINCT i32 + 1)", True),
+                                           ("count(i32)", False)])
+def test_distinct_aggregate_calls_are_marked(sql, distinct):
+    _, call = parse_aggregate(sql, SCHEMA, NODE)
+    assert call.distinct is distinct and "DISTINCT" in call.sql() if distinct else not call.distinct
+
+
 @pytest.mark.parametrize("sql, message", [
-    ("count(DISTINCT i32)", "count(DISTINCT ...) is not supported yet"),
-    ("sum(DISTINCT i32)", "sum(DISTINCT ...) is not supported yet"),
+    ("count(DISTINCT *)", "count(*) is not valid"),
+    ("sum(DISTINCT s)", "type mismatch: sum is not defined for string"),
     ("median(i32)", "unsupported aggregate function 'median'"),
     ("foo(i32)", "unsupported aggregate function 'foo'"),
     ("sum(i32) + 1", "aggregate inside an expression is not supported yet"),
