@@ -1,9 +1,11 @@
-"""Run TPC-H on the engine from a shell: ``gpu-engine demo`` and ``gpu-engine query``.
+"""Run TPC-H on the engine from a shell: ``gpu-engine demo``, ``gpu-engine tpch`` and ``gpu-engine query``.
 
 ``demo`` generates TPC-H data if missing, runs the primer query, Q1 and Q6,
 prints the first rows of each with the engine's and DuckDB's times on the same
-Parquet files, then the explain-analyze of Q1. ``query`` runs chosen queries
-with the same reporting. User mistakes (bad arguments, an unknown device, a
+Parquet files, then the explain-analyze of Q1. ``tpch`` runs TPC-H queries
+(default: all 22) with the same reporting and ends with a summary table: per
+query the rows, the engine's and DuckDB's median times and their ratio, and the
+totals. ``query`` is ``tpch`` with the demo's queries as default. User mistakes (bad arguments, an unknown device, a
 query without a plan, no ``tpchgen-cli``) exit with code 2 and a one-line
 message; engine failures exit with code 1 and a message (``--traceback`` shows
 the Python traceback).
@@ -24,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 from gpu_engine.device import DEVICE_NAMES
 
-__all__ = ["main", "build_parser", "QueryChoice", "parse_query_list", "format_table"]
+__all__ = ["main", "build_parser", "QueryChoice", "parse_query_list", "format_table", "format_summary"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -56,12 +58,16 @@ def parse_query_list(text: str) -> list[QueryChoice]:
         item = raw.strip().lower()
         if not item:
             continue
+        if item == "all":
+            choices.extend(parse_query_list(",".join(str(n) for n in tpch.available_queries())))
+            continue
         if item == "primer":
             choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=False))
             continue
         digits = item.removeprefix("q")
         if not digits.isdigit():
-            raise UsageError(f"unknown query {raw.strip()!r}: use 'primer' or a TPC-H query number such as 1 or q6")
+            raise UsageError(f"unknown query {raw.strip()!r}: use 'primer', 'all' or a TPC-H query number "
+                             "such as 1 or q6")
         number = int(digits)
         try:
             sql = tpch.sql(number)
@@ -159,6 +165,22 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
     )
     query.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
+
+    tpch_command = commands.add_parser(
+        "tpch",
+        help="run TPC-H queries (default all 22) and print a summary against DuckDB",
+        description="Generate TPC-H data if missing, run TPC-H queries on the engine (and DuckDB on the "
+        "same Parquet files), print each query's rows and time, then a summary table with totals.",
+    )
+    add_common(tpch_command, 1.0)
+    tpch_command.add_argument(
+        "--queries", default="all",
+        help="comma-separated TPC-H query numbers, 'all' or 'primer' (default all)",
+    )
+    tpch_command.add_argument(
+        "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
+    )
+    tpch_command.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
     return parser
 
 
@@ -250,6 +272,7 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
     if duck is None and not args.no_duckdb:
         print("(DuckDB is not installed: `pip install duckdb` to compare times)")
     plans = {}
+    summary: list[tuple[str, int, float, float | None]] = []
     for choice in choices:
         plan = choice.build_plan(session.catalog)
         plans[choice.name] = plan
@@ -268,17 +291,44 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
             f"engine: {_seconds(statistics.median(warm))} "
             f"(median of {runs}; first run {_seconds(first)}, which includes any JIT compilation)"
         )
+        duck_time = None
         if duck is not None:
             duck_time, duck_rows = _time_duckdb(duck, choice.sql, runs)
             timing += f"; DuckDB: {_seconds(duck_time)}"
             if duck_rows != result.num_rows:
                 timing += f" (DuckDB returned {duck_rows} rows, the engine {result.num_rows})"
         print(timing)
+        summary.append((choice.name, result.num_rows, statistics.median(warm), duck_time))
     for name in explain:
         print()
         print(f"== explain analyze {name} ==")
         print(session.explain(plans[name], analyze=True))
+    if getattr(args, "summary", False):
+        print()
+        print(format_summary(summary))
     return EXIT_OK
+
+
+def format_summary(summary: Sequence[tuple[str, int, float, float | None]]) -> str:
+    """Return the per-query table ``tpch`` ends with: rows, engine and DuckDB medians, ratio, totals."""
+    import pyarrow as pa
+
+    def ratio(engine: float, duck: float | None) -> str:
+        return f"{engine / duck:.2f}x" if duck else "-"
+
+    names = [name for name, *_ in summary]
+    engine_total = sum(engine for *_, engine, _ in summary)
+    duck_times = [duck for *_, duck in summary]
+    duck_total = sum(duck_times) if all(t is not None for t in duck_times) else None
+    table = pa.table({
+        "query": names + ["total"],
+        "rows": [str(rows) for _, rows, _, _ in summary] + [""],
+        "engine": [_seconds(engine) for _, _, engine, _ in summary] + [_seconds(engine_total)],
+        "duckdb": [_seconds(d) if d is not None else "-" for d in duck_times]
+        + [_seconds(duck_total) if duck_total is not None else "-"],
+        "engine/duckdb": [ratio(engine, duck) for _, _, engine, duck in summary] + [ratio(engine_total, duck_total)],
+    })
+    return format_table(table, table.num_rows)
 
 
 def _demo(args: argparse.Namespace) -> int:
@@ -287,6 +337,12 @@ def _demo(args: argparse.Namespace) -> int:
 
 
 def _query(args: argparse.Namespace) -> int:
+    choices = parse_query_list(args.queries)
+    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
+
+
+def _tpch(args: argparse.Namespace) -> int:
+    args.summary = True
     choices = parse_query_list(args.queries)
     return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
 
@@ -302,7 +358,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
-    handlers = {"demo": _demo, "query": _query}
+    handlers = {"demo": _demo, "query": _query, "tpch": _tpch}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:

@@ -143,3 +143,28 @@ def test_query_command_end_to_end(capsys, tmp_path):
     assert "== q6 ==" in captured.out and "== explain analyze q6 ==" in captured.out
     assert "DuckDB:" not in captured.out
     assert "(1 row)" in captured.out
+
+
+def test_tpch_command_runs_queries_and_prints_a_summary(capsys, tmp_path):
+    """``gpu-engine tpch`` generates the data, runs the chosen queries and ends with the DuckDB summary."""
+    code = cli.main(["tpch", "--sf", "0.001", "--queries", "3,q6", "--runs", "1", "--device", "cpu",
+                     "--drivers", "2", "--data-dir", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 0, captured.err
+    out = captured.out
+    assert "== q3 ==" in out and "== q6 ==" in out
+    assert "returned" not in out  # the engine and DuckDB agree on row counts
+    summary = out[out.index("query  rows"):].splitlines()
+    assert [line.split()[0] for line in summary[2:5]] == ["q3", "q6", "total"]
+    assert all(line.rstrip().endswith("x") for line in summary[2:5])  # a ratio against DuckDB on every line
+
+
+def test_tpch_query_list_all_means_every_planned_query():
+    assert [c.name for c in cli.parse_query_list("all")] == [f"q{n}" for n in tpch.available_queries()]
+
+
+def test_tpch_summary_without_duckdb_has_no_ratio():
+    text = cli.format_summary([("q1", 4, 0.5, None), ("q6", 1, 0.25, None)])
+    lines = text.splitlines()
+    assert lines[2].split() == ["q1", "4", "500.0", "ms", "-", "-"]
+    assert lines[4].split() == ["total", "750.0", "ms", "-", "-"]
