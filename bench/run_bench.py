@@ -292,11 +292,14 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> tuple[
             outcome.runners[label] = runner
             _report(runner)
         if polars_tables is not None and query.polars is not None:
-            lazy = query.polars(polars_tables)
             runner = RunnerResult("polars")
-            _time_runner(
-                runner, lambda lazy=lazy: lazy.collect().to_arrow(), reference, query.ordered, args.runs, rows_mismatch
-            )
+            try:
+                lazy = query.polars(polars_tables)
+            except Exception as error:  # noqa: BLE001 - e.g. SQL Polars cannot plan; report it
+                runner.error = f"{type(error).__name__}: {error}"
+            else:
+                _time_runner(runner, lambda lazy=lazy: lazy.collect().to_arrow(), reference, query.ordered,
+                             args.runs, rows_mismatch)
             outcome.runners["polars"] = runner
             _report(runner)
         results.append(outcome)
@@ -354,6 +357,10 @@ def render_markdown(report: dict) -> str:
         "(above 1× means slower than DuckDB).",
         "",
     ]
+    via_sql = settings.get("polars_via_sql") or []
+    if peers and via_sql:
+        lines += [f"Polars runs {', '.join(via_sql)} through its SQL front end (`polars.SQLContext`) on the same "
+                  "SQL text as DuckDB; the others are hand-written LazyFrame queries.", ""]
     runner_labels = ["duckdb"] + engine_labels + peers
     titles = {"duckdb": "DuckDB", "polars": "Polars"}
     speedup_pairs = [(engine_labels[0], other) for other in engine_labels[1:]]
@@ -380,6 +387,8 @@ def render_markdown(report: dict) -> str:
             for r in result.runners.values()
             if r.error
         ]
+    if len(results) > 1:
+        lines.append(_total_row(results, runner_labels, engine_labels + peers, speedup_pairs))
     first_header = ["query"] + [titles.get(label, label) for label in runner_labels]
     lines += [
         "",
@@ -396,6 +405,19 @@ def render_markdown(report: dict) -> str:
     lines += ["", "## Machine", ""]
     lines += [f"- {key}: {value}" for key, value in facts.items()]
     return "\n".join(lines) + "\n"
+
+
+def _total_row(results: list[QueryResult], runner_labels: list[str], compared: list[str],
+               speedup_pairs: list[tuple[str, str]]) -> str:
+    """Return the table's **total** row: per runner the sum of medians, over queries every runner finished."""
+    complete = [r for r in results
+                if all((x := r.runners.get(label)) is not None and x.median_s is not None and not x.error
+                       for label in runner_labels)]
+    totals = {label: sum(r.runners[label].median_s for r in complete) for label in runner_labels}
+    row = [f"**total** ({len(complete)} queries)"] + [_ms(totals[label]) for label in runner_labels]
+    row += [_ratio(totals[label], totals["duckdb"]) for label in compared]
+    row += [_ratio(totals[a], totals[b]) for a, b in speedup_pairs]
+    return "| " + " | ".join(row) + " |"
 
 
 def _drivers_of(label: str) -> str:
@@ -444,6 +466,7 @@ def main(argv: list[str] | None = None) -> int:
             "drivers": args.drivers,
             "threads": args.threads,
             "queries": [q.name for q in queries],
+            "polars_via_sql": [q.name for q in queries if q.polars_from_sql],
         },
         "machine": facts,
         "results": [{"query": r.query, "runners": {k: asdict(v) for k, v in r.runners.items()}} for r in results],
