@@ -21,6 +21,8 @@ import pyarrow as pa
 
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.tpch import primer, q01, q03, q04, q05, q06, q10, q12, q13, q14, q18, q19
+from gpu_engine.plans.tpch import q02, q07, q08, q09, q17, q20, q21
+from gpu_engine.plans.tpch import q15, q16
 
 __all__ = ["query", "sql", "available_queries", "primer_query", "PRIMER_SQL", "TPCH_QUERY_NUMBERS"]
 
@@ -30,16 +32,25 @@ PRIMER_SQL = primer.SQL
 
 _QUERY_MODULES: dict[int, ModuleType] = {
     1: q01,
+    2: q02,
     3: q03,
     4: q04,
     5: q05,
     6: q06,
+    7: q07,
+    8: q08,
+    9: q09,
     10: q10,
     12: q12,
     13: q13,
     14: q14,
+    15: q15,
+    16: q16,
+    17: q17,
     18: q18,
     19: q19,
+    20: q20,
+    21: q21,
 }
 
 
