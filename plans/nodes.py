@@ -8,7 +8,8 @@ never methods that mutate a node. ``dataclasses.replace(node, sources=...)``
 rebuilds one.
 
 The node kinds mirror Velox: Values, TableScan, Filter, Project, Aggregation,
-HashJoin, LocalPartition, OrderBy, TopN, Limit, PartitionedOutput and Exchange.
+HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
+Limit, PartitionedOutput and Exchange.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
@@ -32,6 +33,9 @@ __all__ = [
     "AggregationNode",
     "JOIN_TYPES",
     "HashJoinNode",
+    "NESTED_LOOP_JOIN_TYPES",
+    "NestedLoopJoinNode",
+    "EnforceSingleRowNode",
     "LocalPartitionNode",
     "SortKey",
     "OrderByNode",
@@ -157,7 +161,7 @@ class AggregationNode(PlanNode):
         return f"{self.step.name} [{keys}] {aggs}".rstrip()
 
 
-JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti")
+JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti", "right_semi", "right_anti")
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -168,10 +172,13 @@ class HashJoinNode(PlanNode):
     with a match (EXISTS), ``anti`` those without one (NOT EXISTS), and
     ``null_aware_anti`` follows ``NOT IN``: nothing when the build side has a
     NULL key, and probe rows with a NULL key only when the build side is empty.
+    ``right_semi`` / ``right_anti`` keep *build* rows with / without a matching
+    probe row (Velox's kRightSemiFilter; EXISTS / NOT EXISTS with the small
+    outer side as the build), so a big subquery side is probed, never built.
     ``filter`` is an extra condition over both sides' columns, evaluated on
     candidate pairs before a pair counts as a match. ``output_columns`` name
     columns of either side (Velox's outputType); semi and anti joins output
-    probe columns only.
+    probe columns only, right semi and right anti joins build columns only.
     """
 
     join_type: str
@@ -194,6 +201,50 @@ class HashJoinNode(PlanNode):
         keys = ", ".join(f"{left} = {right}" for left, right in zip(self.left_keys, self.right_keys))
         text = f"{self.join_type.upper()} {keys}"
         return text + (f", filter: {self.filter.sql()}" if self.filter is not None else "")
+
+
+NESTED_LOOP_JOIN_TYPES = ("inner", "left", "right", "full")
+
+
+@dataclass(frozen=True, kw_only=True)
+class NestedLoopJoinNode(PlanNode):
+    """Pair every probe (``sources[0]``) row with every build (``sources[1]``) row (Velox's NestedLoopJoinNode).
+
+    Joins without equal keys need it: a cross join (inner, no ``filter``) puts a
+    scalar subquery's one row beside every row, and a non-equi ``filter`` over
+    both sides' columns decides which pairs match. ``join_type`` is one of
+    :data:`NESTED_LOOP_JOIN_TYPES`; outer joins add the unmatched rows of their
+    side with NULLs for the other. ``output_columns`` name columns of either side.
+    """
+
+    join_type: str
+    output_columns: tuple[str, ...]
+    filter: Expr | None = None
+
+    @property
+    def probe(self) -> "PlanNode":
+        """Return the probe (left) input."""
+        return self.sources[0]
+
+    @property
+    def build(self) -> "PlanNode":
+        """Return the build (right) input, run as its own pipeline."""
+        return self.sources[1]
+
+    def describe(self) -> str:
+        return self.join_type.upper() + (f", filter: {self.filter.sql()}" if self.filter is not None else "")
+
+
+@dataclass(frozen=True, kw_only=True)
+class EnforceSingleRowNode(PlanNode):
+    """Pass exactly one row: a scalar subquery's result (Velox's EnforceSingleRowNode).
+
+    No input row gives one row of NULLs (SQL's value of an empty scalar
+    subquery); more than one row fails the query.
+    """
+
+    def describe(self) -> str:
+        return ""
 
 
 @dataclass(frozen=True, kw_only=True)

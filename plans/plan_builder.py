@@ -350,9 +350,11 @@ class PlanBuilder:
             sharing this builder's id generator, so node ids stay unique.
         output_columns
             Columns of either side, in output order (semi and anti joins: probe
-            columns only). A name both sides have is ambiguous.
+            columns only; right_semi and right_anti: build columns only). A name
+            both sides have is ambiguous.
         join_type
-            One of ``inner left right full left_semi anti null_aware_anti``.
+            One of ``inner left right full left_semi anti null_aware_anti
+            right_semi right_anti``.
         filter
             Optional extra condition (SQL) over both sides' columns.
         """
@@ -377,7 +379,8 @@ class PlanBuilder:
             if join_type == "null_aware_anti" and len(left) != 1:
                 raise PlanError("a null_aware_anti join (NOT IN) takes exactly one key", node=label)
             probe_only = join_type in ("left_semi", "anti", "null_aware_anti")
-            schema = self._join_output(build, output_columns, label, join_type, probe_only)
+            build_only = join_type in ("right_semi", "right_anti")
+            schema = self._join_output(build, output_columns, label, join_type, probe_only, build_only)
             if filter is not None and join_type == "null_aware_anti":
                 raise PlanError("a null_aware_anti join with a filter is not supported yet", node=label)
             return HashJoinNode(id=node_id, output_schema=schema, sources=(self._node, build),
@@ -434,8 +437,8 @@ class PlanBuilder:
         return build
 
     def _join_output(self, build: PlanNode, output_columns: Sequence[str], label: str, join_type: str,
-                     probe_only: bool = False) -> pa.Schema:
-        """Return a join's output schema: ``output_columns`` from either side (the probe's only, if ``probe_only``)."""
+                     probe_only: bool = False, build_only: bool = False) -> pa.Schema:
+        """Return a join's output schema: ``output_columns`` from either side (or only the probe's / build's)."""
         probe_schema, build_schema = self._schema, build.output_schema
         both = set(probe_schema.names) & set(build_schema.names)
         if isinstance(output_columns, str):
@@ -444,12 +447,12 @@ class PlanBuilder:
         for name in output_columns:
             if name in both:
                 raise PlanError("output column is on both sides of the join", node=label, column=name)
-            if name in probe_schema.names:
+            if name in probe_schema.names and not build_only:
                 fields.append(probe_schema.field(name))
             elif name in build_schema.names and not probe_only:
                 fields.append(build_schema.field(name))
             else:
-                side = "probe (left) side" if probe_only else "either side"
+                side = "probe (left) side" if probe_only else "build (right) side" if build_only else "either side"
                 raise PlanError(f"unknown output column {name!r}; a {join_type} join outputs columns of the {side}",
                                 node=label, column=name)
         _unique_names([f.name for f in fields], label)

@@ -19,6 +19,7 @@ from dataclasses import dataclass, replace
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import (
     AggregationNode,
+    EnforceSingleRowNode,
     ExchangeNode,
     LimitNode,
     OrderByNode,
@@ -47,7 +48,7 @@ class Fragment:
     max_width
         1 when the fragment must run as a single Task (its rows must meet in
         one place: a final ORDER BY, TopN or Limit, a global aggregation, a
-        Values, an Exchange fed by a keyless gather); else None.
+        Values, an EnforceSingleRow, an Exchange fed by a keyless gather); else None.
     """
 
     fragment_id: int
@@ -108,7 +109,7 @@ def plan_fragments(root: PlanNode) -> tuple[Fragment, ...]:
 
 
 def _needs_one_task(node: PlanNode) -> bool:
-    if isinstance(node, ValuesNode):
+    if isinstance(node, (ValuesNode, EnforceSingleRowNode)):
         return True
     if isinstance(node, (OrderByNode, TopNNode, LimitNode)):
         return not node.is_partial

@@ -7,9 +7,12 @@ each scan an arbitrary part of the tables, so:
 * a single-step aggregation becomes partial -> PartitionedOutput(keys) |
   Exchange -> final; the next stage's Tasks each own some keys (a keyless one
   gathers into a single Task);
-* an ORDER BY, TopN or Limit finishes in a single Task: TopN and Limit run a
-  partial step first, then everything goes through a gather (a keyless
-  PartitionedOutput into one destination);
+* an ORDER BY, TopN, Limit or EnforceSingleRow finishes in a single Task:
+  TopN and Limit run a partial step first, then everything goes through a
+  gather (a keyless PartitionedOutput into one destination);
+* a join (HashJoin, NestedLoopJoin) is refused: it needs co-partitioned or
+  broadcast inputs, which are not planned yet; build such a plan with explicit
+  PartitionedOutput/Exchange boundaries instead;
 * whatever is still spread over several Tasks at the root is gathered into the
   single output Task.
 
@@ -30,6 +33,7 @@ from gpu_engine.plans.aggregates import aggregation_output_schema, final_step_ag
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
+    EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
     LimitNode,
@@ -137,3 +141,11 @@ def _(node: LimitNode):
     partial = replace(node, id=f"{node.id}.partial", sources=(source,), is_partial=True,
                       count=node.count + node.offset, offset=0)
     return replace(node, sources=(remote_boundary(partial, f"{node.id}.output", f"{node.id}.remote", ()),)), SINGLE
+
+
+@_distribute.register
+def _(node: EnforceSingleRowNode):
+    source, distribution = _distribute(node.source)
+    if distribution != SINGLE:
+        source = remote_boundary(source, f"{node.id}.output", f"{node.id}.remote", ())
+    return replace(node, sources=(source,)), SINGLE

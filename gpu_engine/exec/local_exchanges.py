@@ -9,13 +9,15 @@ sees an arbitrary part of the rows, so:
   (a gather instead of a repartition when there are no keys);
 * a final aggregation whose input is not already partitioned on its keys gets
   a LocalPartition(keys) in front;
-* TopN and Limit become partial -> gather -> final; OrderBy gets a gather.
+* TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
+  and so does EnforceSingleRow (it must count all the Task's rows).
 
 A HashJoin needs no exchange: all build drivers merge into one table that every
 probe driver reads (broadcast-style), so the probe side may stay distributed
 however it is. Right and full joins also emit the build rows nobody matched;
 the last probe driver to finish emits them (as Velox does), so their output is
-arbitrarily distributed.
+arbitrarily distributed. A NestedLoopJoin is planned the same way: its build
+rows are broadcast to every probe driver.
 
 An Exchange's output counts as arbitrarily distributed over drivers: its drivers
 read pages from a shared queue in whatever order they arrive, so a final
@@ -37,11 +39,13 @@ from gpu_engine.plans.expressions import ColumnRef
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
+    EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
+    NestedLoopJoinNode,
     OrderByNode,
     PlanNode,
     ProjectNode,
@@ -92,8 +96,9 @@ def _(node: ExchangeNode):
     return node, ANY
 
 
-@_rewrite.register
-def _(node: HashJoinNode):
+@_rewrite.register(HashJoinNode)
+@_rewrite.register(NestedLoopJoinNode)
+def _(node):
     probe, distribution = _rewrite(node.probe)
     build, _ = _rewrite(node.build)
     if node.join_type in ("right", "full") and distribution != SINGLE:
@@ -171,3 +176,10 @@ def _(node: LimitNode):
                       count=node.count + node.offset, offset=0)
     return replace(node, sources=(_exchange(partial, node.id, ()),)), SINGLE
 
+
+@_rewrite.register
+def _(node: EnforceSingleRowNode):
+    source, distribution = _rewrite(node.source)
+    if distribution != SINGLE:
+        source = _exchange(source, node.id, ())
+    return replace(node, sources=(source,)), SINGLE

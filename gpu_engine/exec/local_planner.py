@@ -23,11 +23,13 @@ from gpu_engine.errors import PlanError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.plans.nodes import (
     AggregationNode,
+    EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
+    NestedLoopJoinNode,
     OrderByNode,
     PartitionedOutputNode,
     PlanNode,
@@ -42,7 +44,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.task import Task
 
 __all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "LocalExchangeSource", "LocalPartitionSink",
-           "HashBuildSink"]
+           "HashBuildSink", "NestedLoopJoinBuildSink"]
 
 
 @dataclass(frozen=True)
@@ -84,6 +86,17 @@ class HashBuildSink:
     """A pipeline item: the build side of a HashJoinNode (its probe side is the node itself)."""
 
     node: HashJoinNode
+
+    @property
+    def id(self) -> str:
+        return self.node.id
+
+
+@dataclass(frozen=True)
+class NestedLoopJoinBuildSink:
+    """A pipeline item: the build side of a NestedLoopJoinNode (its probe side is the node itself)."""
+
+    node: NestedLoopJoinNode
 
     @property
     def id(self) -> str:
@@ -133,9 +146,9 @@ class DriverFactory:
         from gpu_engine.operators.hash_build import HashJoinBridge
 
         for item in self.items:
-            if isinstance(item, HashBuildSink):
+            if isinstance(item, (HashBuildSink, NestedLoopJoinBuildSink)):
                 task.bridges.setdefault(item.id, HashJoinBridge()).num_builders = self.num_drivers
-            elif isinstance(item, HashJoinNode):
+            elif isinstance(item, (HashJoinNode, NestedLoopJoinNode)):
                 task.bridges.setdefault(item.id, HashJoinBridge()).num_probers = self.num_drivers
 
     def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
@@ -155,6 +168,8 @@ def _driver_limit(item) -> int | None:
     if isinstance(item, (OrderByNode, TopNNode, LimitNode)) and not item.is_partial:
         return 1
     if isinstance(item, AggregationNode) and not item.grouping_keys and item.step.output_is_final:
+        return 1
+    if isinstance(item, EnforceSingleRowNode):
         return 1
     return None
 
@@ -188,6 +203,10 @@ def plan_pipelines(root: PlanNode, max_drivers: int) -> list[DriverFactory]:
             visit(node.sources[0], current)
         if isinstance(node, HashJoinNode):
             build: list = [HashBuildSink(node)]
+            visit(node.build, build)
+            pipelines.append(build)
+        elif isinstance(node, NestedLoopJoinNode):
+            build = [NestedLoopJoinBuildSink(node)]
             visit(node.build, build)
             pipelines.append(build)
         elif len(node.sources) > 1:
@@ -314,3 +333,24 @@ def _(item: HashBuildSink, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.hash_build import HashBuild
 
     return HashBuild(ctx, item.node)
+
+
+@make_operator.register
+def _(item: NestedLoopJoinNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.nested_loop_join_probe import NestedLoopJoinProbe
+
+    return NestedLoopJoinProbe(ctx, item)
+
+
+@make_operator.register
+def _(item: NestedLoopJoinBuildSink, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.nested_loop_join_build import NestedLoopJoinBuild
+
+    return NestedLoopJoinBuild(ctx, item.node)
+
+
+@make_operator.register
+def _(item: EnforceSingleRowNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.enforce_single_row import EnforceSingleRow
+
+    return EnforceSingleRow(ctx, item)

@@ -12,7 +12,9 @@ drop the pairs the extra filter rejects, and decide per join type:
   emits the unmatched ones with NULL probe columns;
 * left_semi / anti: probe rows with / without a pair, each once;
 * null_aware_anti (``NOT IN``): like anti, but nothing when the build side
-  has a NULL key, and probe rows with a NULL key only when the build side is empty.
+  has a NULL key, and probe rows with a NULL key only when the build side is empty;
+* right_semi / right_anti: nothing per batch, only the matched build rows are
+  marked; the last probe driver emits the build rows that were (not) matched.
 
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
@@ -39,9 +41,10 @@ from gpu_engine.plans.nodes import HashJoinNode
 __all__ = ["HashProbe"]
 
 _PROBE_ONLY = ("left_semi", "anti", "null_aware_anti")
+_BUILD_ONLY = ("right_semi", "right_anti")
 _EMITS_UNMATCHED_PROBE = ("left", "full")
-_EMITS_UNMATCHED_BUILD = ("right", "full")
-_EMPTY_BUILD_FINISHES = ("inner", "right", "left_semi")
+_MARKS_BUILD_ROWS = ("right", "full") + _BUILD_ONLY
+_EMPTY_BUILD_FINISHES = ("inner", "right", "left_semi") + _BUILD_ONLY
 
 
 class HashProbe(Operator):
@@ -72,7 +75,7 @@ class HashProbe(Operator):
 
     def _start_probing(self, table: HashJoinTable) -> None:
         self._table = table
-        if self.join_type in _EMITS_UNMATCHED_BUILD:
+        if self.join_type in _MARKS_BUILD_ROWS:
             self._matched_build_rows = self.device.xp.zeros(table.num_rows + 1, dtype=self.device.xp.bool_)
         nothing_matches = table.num_rows == 0 and self.join_type in _EMPTY_BUILD_FINISHES
         self._finished_early = nothing_matches or (self.join_type == "null_aware_anti" and table.keys.has_null_key)
@@ -95,6 +98,8 @@ class HashProbe(Operator):
             return
         if self._matched_build_rows is not None:
             self._matched_build_rows[build_rows] = True
+            if self.join_type in _BUILD_ONLY:
+                return
         if self.join_type in _EMITS_UNMATCHED_PROBE:
             matched = xp.zeros(batch.num_rows, dtype=xp.bool_)
             matched[probe_rows] = True
@@ -141,12 +146,14 @@ class HashProbe(Operator):
         if self._matched_build_rows is None or self._finished_early:
             return
         matched, self._matched_build_rows = self.bridge.probe_finished(self._matched_build_rows), None
-        if matched is not None:  # the last probe driver emits the build rows nobody matched
-            self._emit_unmatched_build_rows(matched)
+        if matched is not None:  # the last probe driver emits the build rows nobody (right_semi: somebody) matched
+            self._emit_build_rows(matched[: self._table.num_rows] if self.join_type == "right_semi"
+                                  else ~matched[: self._table.num_rows])
 
-    def _emit_unmatched_build_rows(self, matched) -> None:
+    def _emit_build_rows(self, chosen) -> None:
+        """Emit the build rows where ``chosen`` is true, with NULL probe columns (right and full joins)."""
         table = self._table
-        rows = selection_from_mask(self.device, ~matched[: table.num_rows])
+        rows = selection_from_mask(self.device, chosen)
         count = int(rows.shape[0])
         if count == 0:
             return

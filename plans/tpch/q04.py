@@ -38,18 +38,23 @@ ORDER BY
 
 
 def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return Q4's plan: EXISTS becomes a left semi join on the order key, the lineitem filter on the build side."""
+    """Return Q4's plan: EXISTS is a right semi join; the quarter's orders are the build side, late lines probe it.
+
+    The quarter's orders (~4% of orders) are far fewer than the late lines
+    (~63% of lineitem), so building the orders and streaming the lines through
+    the table beats building a table over millions of lines for a left semi join.
+    """
     ids = PlanNodeIdGenerator()
-    late_lines = (
-        PlanBuilder(catalog, id_generator=ids)
-        .table_scan("lineitem", ["l_orderkey", "l_commitdate", "l_receiptdate"])
-        .filter("l_commitdate < l_receiptdate")
-    )
-    return (
+    quarter_orders = (
         PlanBuilder(catalog, id_generator=ids)
         .table_scan("orders", ["o_orderkey", "o_orderdate", "o_orderpriority"])
         .filter("o_orderdate >= DATE '1993-07-01' AND o_orderdate < DATE '1993-10-01'")
-        .hash_join(["o_orderkey"], ["l_orderkey"], late_lines, ["o_orderpriority"], join_type="left_semi")
+    )
+    return (
+        PlanBuilder(catalog, id_generator=ids)
+        .table_scan("lineitem", ["l_orderkey", "l_commitdate", "l_receiptdate"])
+        .filter("l_commitdate < l_receiptdate")
+        .hash_join(["l_orderkey"], ["o_orderkey"], quarter_orders, ["o_orderpriority"], join_type="right_semi")
         .aggregation(["o_orderpriority"], ["count(*) AS order_count"])
         .order_by(["o_orderpriority"])
         .plan()

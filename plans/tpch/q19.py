@@ -64,13 +64,18 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     parts = (
         PlanBuilder(catalog, id_generator=ids)
         .table_scan("part", ["p_partkey", "p_brand", "p_container", "p_size"])
-        .filter("p_size >= 1")
+        # Implied by the OR of the three brand conditions; prunes the build side to a few thousand parts
+        # so the join's per-pair filter sees few pairs (DuckDB derives the same filters).
+        .filter("p_size BETWEEN 1 AND 15 AND p_brand IN ('Brand#12', 'Brand#23', 'Brand#34') "
+                "AND p_container IN ('SM CASE', 'SM BOX', 'SM PACK', 'SM PKG', 'MED BAG', 'MED BOX', "
+                "'MED PKG', 'MED PACK', 'LG CASE', 'LG BOX', 'LG PACK', 'LG PKG')")
     )
     return (
         PlanBuilder(catalog, id_generator=ids)
         .table_scan("lineitem", ["l_partkey", "l_quantity", "l_extendedprice", "l_discount", "l_shipmode",
                                  "l_shipinstruct"])
-        .filter("l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON'")
+        .filter("l_shipmode IN ('AIR', 'AIR REG') AND l_shipinstruct = 'DELIVER IN PERSON' "
+                "AND l_quantity BETWEEN 1 AND 30")
         .hash_join(["l_partkey"], ["p_partkey"], parts, ["l_extendedprice", "l_discount"], filter=_JOIN_FILTER)
         .aggregation([], ["sum(l_extendedprice * (1 - l_discount)) AS revenue"])
         .plan()

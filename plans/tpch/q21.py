@@ -57,10 +57,14 @@ LIMIT 100"""
 def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     """Return Q21's plan: SAUDI ARABIA's late lines, semi-joined with F orders and other suppliers' lines.
 
-    EXISTS becomes a left semi join on the order key whose filter asks for
-    another supplier; NOT EXISTS an anti join with the same filter over the
-    late lines only. The build sides rename their lineitem columns (``l2_``,
-    ``l3_``) so the filter can tell the two sides apart.
+    The waiting lines (late, Saudi supplier, finished order) are few, so
+    they are the *build* side: EXISTS becomes a right semi join probed by all
+    of lineitem, whose filter asks for another supplier on the order; NOT
+    EXISTS a right anti join probed by the late lines with the same filter.
+    Building the few and streaming the many is what makes Q21 cheap (a left
+    semi join would build a hash table over all six million lines). The
+    probe sides rename their lineitem columns (``l2_``, ``l3_``) so the
+    filters can tell the two sides apart.
     """
     ids = PlanNodeIdGenerator()
 
@@ -80,16 +84,20 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
         .filter("l_receiptdate > l_commitdate")
         .project(["l_orderkey AS l3_orderkey", "l_suppkey AS l3_suppkey"])
     )
-    return (
+    waiting_lines = (
         scan("lineitem", ["l_orderkey", "l_suppkey", "l_receiptdate", "l_commitdate"])
         .filter("l_receiptdate > l_commitdate")
         .hash_join(["l_suppkey"], ["s_suppkey"], suppliers, ["l_orderkey", "l_suppkey", "s_name"])
         .hash_join(["l_orderkey"], ["o_orderkey"], finished_orders, ["l_orderkey", "l_suppkey", "s_name"],
                    join_type="left_semi")
-        .hash_join(["l_orderkey"], ["l2_orderkey"], other_lines, ["l_orderkey", "l_suppkey", "s_name"],
-                   join_type="left_semi", filter="l2_suppkey <> l_suppkey")
-        .hash_join(["l_orderkey"], ["l3_orderkey"], other_late_lines, ["s_name"],
-                   join_type="anti", filter="l3_suppkey <> l_suppkey")
+    )
+    with_other_supplier = other_lines.hash_join(
+        ["l2_orderkey"], ["l_orderkey"], waiting_lines, ["l_orderkey", "l_suppkey", "s_name"],
+        join_type="right_semi", filter="l2_suppkey <> l_suppkey")
+    return (
+        other_late_lines
+        .hash_join(["l3_orderkey"], ["l_orderkey"], with_other_supplier, ["s_name"],
+                   join_type="right_anti", filter="l3_suppkey <> l_suppkey")
         .aggregation(["s_name"], ["count(*) AS numwait"])
         .top_n(["numwait DESC", "s_name"], 100)
         .plan()

@@ -25,14 +25,14 @@ def _plan(catalog):
 def test_explain_with_several_drivers_shows_inserted_exchanges(session_catalog):
     session = session_catalog(2)
     assert session.explain(_plan(session.catalog)) == """\
--- TopN[3][3 s DESC NULLS LAST] -> k:int32, s:double, a:double
-  -- LocalPartition[3.exchange][GATHER] -> k:int32, s:double, a:double
-    -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double
-      -- Aggregation[2][FINAL [k] s := sum(s), a := avg(a)] -> k:int32, s:double, a:double
-        -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64
-          -- Aggregation[2.partial][PARTIAL [k] s := sum(v), a := avg(v)] -> k:int32, s:double, a:double, a$count:int64
-            -- Filter[1][expression: (v > 0)] -> k:int32, v:double
-              -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double"""
+-- TopN[3][3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
+  -- LocalPartition[3.exchange][GATHER] -> k:int32, s:double, a:double @ cpu
+    -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
+      -- Aggregation[2][FINAL [k] s := sum(s), a := avg(a)] -> k:int32, s:double, a:double @ cpu
+        -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+          -- Aggregation[2.partial][PARTIAL [k] s := sum(v), a := avg(v)] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+            -- Filter[1][expression: (v > 0)] -> k:int32, v:double @ cpu
+              -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
 
 
 def test_one_driver_runs_the_plan_as_built(session_catalog):

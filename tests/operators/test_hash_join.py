@@ -16,11 +16,13 @@ from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
 PROBE_ROWS = {"cpu": 1500, "cuda-sim": 240, "cuda": 1500}
 BUILD_ROWS = {"cpu": 300, "cuda-sim": 60, "cuda": 300}
 
-JOIN_TYPES = ["inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti"]
+JOIN_TYPES = ["inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti", "right_semi", "right_anti"]
 PROBE_ONLY = ("left_semi", "anti", "null_aware_anti")
+BUILD_ONLY = ("right_semi", "right_anti")
 # Columns of both sides in mixed order, as Velox's outputType allows.
 OUTPUT = ["k_int", "y_int", "k_str", "u_str", "v_int"]
 PROBE_OUTPUT = ["k_int", "k_str", "v_int"]
+BUILD_OUTPUT = ["u_int", "u_str", "y_int"]
 FILTER = "v_int > y_int OR u_str = 'fig'"
 
 
@@ -62,6 +64,10 @@ def _connection(tables: dict[str, pa.Table]):
     return connection
 
 
+def _default_output(join_type: str) -> list[str]:
+    return PROBE_OUTPUT if join_type in PROBE_ONLY else BUILD_OUTPUT if join_type in BUILD_ONLY else OUTPUT
+
+
 def join_plan(catalog, join_type, left_keys, right_keys, output=None, join_filter=None,
               probe_filter=None, build_filter=None):
     """Return ``t`` joined with ``u``; optional filters on either input empty or thin a side."""
@@ -73,7 +79,7 @@ def join_plan(catalog, join_type, left_keys, right_keys, output=None, join_filte
     if probe_filter:
         probe = probe.filter(probe_filter)
     if output is None:
-        output = PROBE_OUTPUT if join_type in PROBE_ONLY else OUTPUT
+        output = _default_output(join_type)
     return probe.hash_join(left_keys, right_keys, build, output, join_type, filter=join_filter).plan()
 
 
@@ -81,7 +87,7 @@ def reference_sql(join_type, left_keys, right_keys, output=None, join_filter=Non
                   probe_filter=None, build_filter=None) -> str:
     """Return the DuckDB query the plan must match."""
     if output is None:
-        output = PROBE_OUTPUT if join_type in PROBE_ONLY else OUTPUT
+        output = _default_output(join_type)
     t = f"(SELECT * FROM t WHERE {probe_filter})" if probe_filter else "t"
     u = f"(SELECT * FROM u WHERE {build_filter})" if build_filter else "u"
     select = ", ".join(output)
@@ -93,6 +99,9 @@ def reference_sql(join_type, left_keys, right_keys, output=None, join_filter=Non
     if join_type in ("left_semi", "anti"):
         exists = "EXISTS" if join_type == "left_semi" else "NOT EXISTS"
         return f"SELECT {select} FROM {t} AS t WHERE {exists} (SELECT 1 FROM {u} AS u WHERE {condition})"
+    if join_type in BUILD_ONLY:
+        exists = "EXISTS" if join_type == "right_semi" else "NOT EXISTS"
+        return f"SELECT {select} FROM {u} AS u WHERE {exists} (SELECT 1 FROM {t} AS t WHERE {condition})"
     kind = {"inner": "JOIN", "left": "LEFT JOIN", "right": "RIGHT JOIN", "full": "FULL OUTER JOIN"}[join_type]
     return f"SELECT {select} FROM {t} AS t {kind} {u} AS u ON {condition}"
 
@@ -135,7 +144,8 @@ def test_key_types(check_join, drivers, join_type, keys):
     check_join(drivers, 64, join_type, *keys)
 
 
-@pytest.mark.parametrize("join_type", ["inner", "left", "right", "full", "left_semi", "anti"])
+@pytest.mark.parametrize("join_type", ["inner", "left", "right", "full", "left_semi", "anti", "right_semi",
+                                       "right_anti"])
 def test_extra_filter(check_join, drivers, join_type):
     """A non-equi condition over both sides decides which candidate pairs match."""
     check_join(drivers, 64, join_type, ["k_int"], ["u_int"], join_filter=FILTER)
@@ -146,7 +156,7 @@ def test_empty_build_side(check_join, drivers, join_type):
     session, _ = check_join(drivers, 64, join_type, ["k_int"], ["u_int"], build_filter="y_int > 10000000")
     probe_input = sum(s.input_rows for stats in session.last_stats().operator_stats_by_node().values()
                       for s in stats if s.operator_type == "HashProbe")
-    if join_type in ("inner", "right", "left_semi"):
+    if join_type in ("inner", "right", "left_semi", "right_semi", "right_anti"):
         assert probe_input == 0, "nothing can match: the probe must finish without reading its input"
     else:
         assert probe_input > 0

@@ -68,3 +68,13 @@ def test_every_source_is_printed_one_level_deeper():
         "  -- Values[0][2 rows] -> x:int64",
         "  -- Exchange[1][] -> x:int64",
     ])
+
+
+def test_placements_end_their_node_line():
+    placements = {"6": "cuda", "1": "cuda (host fallback: CAST(x AS string))"}
+    lines = format_plan(small_plan(), {"6": "Output: 5 rows"}, placements).splitlines()
+    assert lines[0] == GOLDEN.splitlines()[0] + " @ cuda"
+    assert lines[1] == "   Output: 5 rows"
+    assert lines[2] == GOLDEN.splitlines()[1]  # no placement given: the line is unchanged
+    filter_line = next(line for line in lines if "Filter[1]" in line)
+    assert filter_line.endswith("l_shipdate:date32[day] @ cuda (host fallback: CAST(x AS string))")

@@ -45,6 +45,7 @@ def test_several_drivers_add_no_exchange_and_keep_the_join():
     ((["k", "s"], ["uk"], ["k"]), "as many right keys", None),
     ((["k"], ["uk"], ["v"]), "on both sides", "v"),
     ((["k"], ["uk"], ["k", "uv"], "left_semi"), "outputs columns of the probe", "uv"),
+    ((["k"], ["uk"], ["uk", "k"], "right_semi"), "outputs columns of the build", "k"),
     ((["k"], ["uk"], ["k"], "outer"), "join_type must be one of", "outer"),
     ((["k"], ["uk"], ["k"], "inner", "v > 1"), "on both sides", "v"),
     ((["k"], ["uk"], ["k"], "inner", "k + uk"), "must be boolean", "k + uk"),

@@ -126,6 +126,23 @@ def hash_join(join_type: str, output_columns: list[str], filter: str | None = No
             .hash_join(["l_orderkey"], ["o_orderkey"], build, output_columns, join_type, filter=filter).plan())
 
 
+def nested_loop_join(join_type: str, output_columns: list[str], filter: str | None = None):
+    """Pair lineitem (probe) with orders (build) where ``filter`` holds."""
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(CATALOG, id_generator=ids).table_scan("orders")
+    return (PlanBuilder(CATALOG, id_generator=ids).table_scan("lineitem", ["l_orderkey", "l_quantity", "l_shipdate"])
+            .nested_loop_join(build, output_columns, filter=filter, join_type=join_type).plan())
+
+
+def scalar_subquery():
+    """Cross join lineitem with one row, ``(SELECT avg(o_totalprice) FROM orders)``, and filter on it."""
+    ids = PlanNodeIdGenerator()
+    average = (PlanBuilder(CATALOG, id_generator=ids).table_scan("orders", ["o_totalprice"])
+               .aggregation([], ["avg(o_totalprice) AS a"]).enforce_single_row())
+    return (PlanBuilder(CATALOG, id_generator=ids).table_scan("lineitem", ["l_quantity"])
+            .cross_join(average, ["l_quantity", "a"]).filter("l_quantity > a").plan())
+
+
 PLANS = {
     "table_scan_all": lambda: scan_wide().plan(),
     "table_scan_columns": lambda: PlanBuilder(CATALOG).table_scan("lineitem", ["l_comment", "l_shipdate"]).plan(),
@@ -157,8 +174,13 @@ PLANS = {
         "hash_join_inner_filter": lambda: hash_join("inner", ["l_quantity", "o_comment"], "o_orderdate < l_shipdate"),
         "hash_join_full": lambda: hash_join("full", ["l_orderkey", "o_orderkey"]),
         "hash_join_left_semi": lambda: hash_join("left_semi", ["l_quantity"], "l_quantity > 1"),
+        "hash_join_right_semi": lambda: hash_join("right_semi", ["o_comment"], "o_orderdate < l_shipdate"),
         "hash_join_null_aware_anti": lambda: hash_join("null_aware_anti", ["l_orderkey"]),
     } if hasattr(PlanBuilder, "hash_join") else {}),
+    "nested_loop_join_left_filter": lambda: nested_loop_join("left", ["l_quantity", "o_comment"],
+                                                             "o_orderdate < l_shipdate"),
+    "nested_loop_join_full": lambda: nested_loop_join("full", ["l_orderkey", "o_orderkey"]),
+    "cross_join_scalar_subquery": scalar_subquery,
     "tpch_q1": lambda: query(1, {"lineitem": LINEITEM}),
     "tpch_q6": lambda: query(6, {"lineitem": LINEITEM}),
     "tpch_primer": lambda: primer_query({"lineitem": LINEITEM}),
