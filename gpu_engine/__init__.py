@@ -1,8 +1,9 @@
 """gpu_engine: a Velox-style fragment executor whose operators run CUDA kernels on device columns."""
 
-from gpu_engine.errors import DeviceError, ExecutionError, GpuEngineError, PlanError, TaskCancelled
+from gpu_engine.errors import DeviceError, ExecutionError, GpuEngineError, MemoryCapExceeded, PlanError, TaskCancelled
 
-__all__ = ["Session", "PlanError", "DeviceError", "ExecutionError", "GpuEngineError", "TaskCancelled"]
+__all__ = ["Session", "PlanError", "DeviceError", "ExecutionError", "GpuEngineError", "MemoryCapExceeded",
+           "TaskCancelled"]
 
 
 def __getattr__(name: str):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-__all__ = ["GpuEngineError", "PlanError", "DeviceError", "ExecutionError", "TaskCancelled"]
+__all__ = ["GpuEngineError", "PlanError", "DeviceError", "ExecutionError", "MemoryCapExceeded", "TaskCancelled"]
 
 
 class GpuEngineError(Exception):
@@ -46,6 +46,28 @@ class ExecutionError(GpuEngineError):
         self.plan_node_id = plan_node_id
         where = f" [operator {operator}, plan node {plan_node_id}]" if operator else ""
         super().__init__(f"{message}{where}")
+
+
+class MemoryCapExceeded(ExecutionError):
+    """Raise when an operator's reservation would take its query past the memory cap (Velox's MEM_CAP_EXCEEDED).
+
+    Also raised, naming the operator, when the device itself runs out of
+    memory inside an operator. The message says what was asked, what the
+    query held, the cap and the setting that raises it.
+
+    Attributes
+    ----------
+    requested_bytes, used_bytes, cap_bytes
+        The reservation that failed, what the query held then, and its cap
+        (``None`` for a device out-of-memory, which has no engine cap).
+    """
+
+    def __init__(self, message: str, *, operator: str | None = None, plan_node_id: str | None = None,
+                 requested_bytes: int = 0, used_bytes: int = 0, cap_bytes: int | None = None):
+        self.requested_bytes = requested_bytes
+        self.used_bytes = used_bytes
+        self.cap_bytes = cap_bytes
+        super().__init__(message, operator=operator, plan_node_id=plan_node_id)
 
 
 class TaskCancelled(GpuEngineError):

@@ -10,11 +10,17 @@ from typing import Mapping
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.connectors.registered_table import RegisteredTable, register_source
+from gpu_engine.columnar.transfers import Transfer, batch_to_arrow
+from gpu_engine.connectors.cudf_interop import check_parquet_reader, is_cudf_source, require_cudf
+from gpu_engine.connectors.device_table import DeviceTable
+from gpu_engine.connectors.registered_table import DEFAULT_SPLIT_ROWS, RegisteredTable, register_source
+from gpu_engine.connectors.table_cache import CachedTable, load_cached_table
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.exec.local_exchanges import add_local_exchanges
+from gpu_engine.exec.placement import placement_text, plan_placement
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
+from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
@@ -22,6 +28,9 @@ from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
 __all__ = ["Session", "conform_to_schema", "node_stats_text"]
 
 _task_ids = itertools.count()
+
+#: What :meth:`Session.execute` can return: a ``pyarrow.Table``, or a ``cudf.DataFrame``.
+RESULT_FORMATS = ("arrow", "cudf")
 
 
 class Session:
@@ -44,14 +53,71 @@ class Session:
         tune_host_allocator()
         self.drivers = max(1, int(drivers))
         self.config = EngineConfig().with_overrides(**config)
+        check_parquet_reader(self.config.parquet_reader, self.device)
         self._tables: dict[str, RegisteredTable] = {}
+        self._cached: dict[str, CachedTable] = {}
         self.last_task: Task | None = None
         self.last_plan: PlanNode | None = None
 
     # ---------------------------------------------------------------- tables
-    def register(self, name: str, source, split_rows: int | None = None) -> None:
-        """Register a Parquet file or directory, or a ``pyarrow.Table``, under ``name``."""
-        self._tables[name] = register_source(name, source, split_rows)
+    def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
+        """Register a Parquet file or directory, a ``pyarrow.Table`` or a cuDF table under ``name`` (dropping its cache).
+
+        A ``cudf.DataFrame`` or ``pylibcudf.Table`` (``column_names`` names the
+        latter's columns, default ``c0``, ``c1``, …) stays in device memory on
+        ``cuda``: its buffers become the table's Columns without a copy
+        (:mod:`gpu_engine.connectors.cudf_interop`); on other devices it is
+        copied to Arrow. On ``cuda``, splits default to one scan batch of rows,
+        so a split is read and copied to the device as one large batch.
+        """
+        if split_rows is None and self.device.is_gpu:
+            split_rows = self.config.scan_batch_rows(self.device)
+        if is_cudf_source(source):
+            self._tables[name] = self._register_cudf(name, source, split_rows, column_names)
+        else:
+            self._tables[name] = register_source(name, source, split_rows)
+        self.uncache(name)
+
+    def _register_cudf(self, name: str, source, split_rows: int | None, column_names) -> RegisteredTable:
+        from gpu_engine.connectors.cudf_interop import batch_from_cudf, cudf_to_arrow
+
+        if not self.device.is_gpu:
+            return register_source(name, cudf_to_arrow(source, column_names), split_rows)
+        batch = batch_from_cudf(source, self.device, column_names)
+        return DeviceTable(name, batch.schema, split_rows=split_rows or DEFAULT_SPLIT_ROWS, batch=batch)
+
+    def cache(self, name: str) -> CachedTable:
+        """Read a registered table once into device batches, so later scans skip decoding and copying it.
+
+        Every column is cached, in batches of the scan batch size; scans of
+        the table then read those batches (one split per batch) until
+        :meth:`uncache` or until ``name`` is registered again. Caching a cached
+        table returns what is cached.
+        """
+        cached = self._cached.get(name)
+        if cached is None:
+            cached = load_cached_table(self.table(name), self.device, self.config.scan_batch_rows(self.device))
+            self._cached[name] = cached
+        return cached
+
+    def uncache(self, name: str) -> bool:
+        """Drop a table's cached batches and hand their device memory back; return False when none were cached."""
+        cached = self._cached.pop(name, None)
+        if cached is None:
+            return False
+        del cached  # the last reference to the batches, so their blocks are free now
+        if self.device.is_gpu:  # blocks freed above go back to the GPU, not only to CuPy's pool
+            self.device.xp.get_default_memory_pool().free_all_blocks()
+        return True
+
+    def cached_tables(self) -> dict[str, int]:
+        """Return the cached tables' names and the device bytes each holds."""
+        return {name: cached.nbytes for name, cached in self._cached.items()}
+
+    def splits(self, name: str) -> list[ConnectorSplit]:
+        """Return the splits a scan of ``name`` reads: one per cached batch when cached, else the table's."""
+        cached = self._cached.get(name)
+        return cached.splits() if cached is not None else self.table(name).splits()
 
     def table(self, name: str) -> RegisteredTable:
         """Return a registered table (its schema and splits), for coordinators that hand out splits."""
@@ -66,20 +132,58 @@ class Session:
         return MappingProxyType({name: table.schema for name, table in self._tables.items()})
 
     # --------------------------------------------------------------- execute
-    def execute(self, plan: PlanNode, timeout: float | None = None) -> pa.Table:
-        """Run ``plan`` to completion and return its rows as a ``pyarrow.Table``."""
+    def execute(self, plan: PlanNode, timeout: float | None = None, output: str = "arrow"):
+        """Run ``plan`` to completion and return its rows as a ``pyarrow.Table`` (or a ``cudf.DataFrame``).
+
+        Parameters
+        ----------
+        output
+            ``"arrow"`` (default): a ``pyarrow.Table``, copied from the device
+            once per result batch (counted as ``d2h_bytes``/``d2h_seconds`` of
+            the last operator on a GPU). ``"cudf"``: a ``cudf.DataFrame``; on
+            ``cuda`` it shares the result's device buffers, elsewhere it is
+            copied from Arrow. Needs cuDF.
+        """
+        if output not in RESULT_FORMATS:
+            raise ValueError(f"unknown output {output!r}; choose one of {', '.join(RESULT_FORMATS)}")
+        if output == "cudf":
+            require_cudf("output='cudf'")
+            if self.device.is_gpu:
+                return self._execute_to_cudf(plan, timeout)
+            from gpu_engine.connectors.cudf_interop import arrow_to_cudf
+
+            return arrow_to_cudf(self.execute(plan, timeout))
         batches: list[Batch] = []
         lock = threading.Lock()
 
-        def collect(batch: Batch) -> None:
-            record_batch = batch.to_arrow()
+        def collect(batch: Batch) -> Transfer | None:
+            record_batch, transfer = batch_to_arrow(batch)
             with lock:
                 batches.append(record_batch)
+            return transfer
 
         self._run(plan, collect, timeout)
         schema = plan.output_schema
         record_batches = [conform_to_schema(b, schema) for b in batches]
         return pa.Table.from_batches(record_batches, schema=schema)
+
+    def _execute_to_cudf(self, plan: PlanNode, timeout: float | None):
+        """Run ``plan`` keeping result batches on the device, then wrap them as one ``cudf.DataFrame``."""
+        from gpu_engine.columnar.concat import concat_batches
+        from gpu_engine.connectors.cudf_interop import batch_to_cudf
+
+        batches: list[Batch] = []
+        lock = threading.Lock()
+
+        def collect(batch: Batch) -> None:
+            flat = batch.materialize()
+            self.device.synchronize()  # made on the driver's stream; this thread reads it on another
+            with lock:
+                batches.append(flat)
+
+        self._run(plan, collect, timeout)
+        result = concat_batches(batches) if batches else Batch.empty(plan.output_schema, self.device)
+        return batch_to_cudf(result)
 
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
         executed = add_local_exchanges(plan, self.drivers)
@@ -87,13 +191,15 @@ class Session:
         for scan in scans:
             if scan.table_name not in self._tables:
                 raise PlanError(f"unknown table {scan.table_name!r}", node=scan.label)
+        plan_placement(executed, self.device)  # what cannot run fails here, before any driver starts
         query_ctx = QueryCtx.create(self.device, self.config, threads=max(2, self.drivers * 2))
         task = Task(f"query-{next(_task_ids)}", executed, query_ctx, self.drivers, consumer)
         self.last_task, self.last_plan = task, executed
+        self.device.synchronize()  # drivers' streams do not wait for work this thread queued (caching, cuDF tables)
         try:
             task.start()
             for scan in scans:  # splits arrive after start, as from a coordinator
-                for split in self._tables[scan.table_name].splits():
+                for split in self.splits(scan.table_name):
                     task.add_split(scan.id, split)
                 task.no_more_splits(scan.id)
             task.wait(timeout)
@@ -110,12 +216,14 @@ class Session:
         from gpu_engine.plans.explain import format_plan
 
         if not analyze:
-            return format_plan(add_local_exchanges(plan, self.drivers))
+            executed = add_local_exchanges(plan, self.drivers)
+            return format_plan(executed, placements=placement_text(plan_placement(executed, self.device)))
         self.execute(plan)
         stats = self.last_task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
                   f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s)")
-        return header + "\n" + format_plan(self.last_plan, node_stats_text(stats))
+        placements = placement_text(plan_placement(self.last_plan, self.device))
+        return header + "\n" + format_plan(self.last_plan, node_stats_text(stats), placements)
 
     def last_stats(self) -> TaskStats | None:
         """Return the stats of the last executed Task."""
@@ -140,6 +248,8 @@ def node_stats_text(stats: TaskStats) -> dict[str, str]:
                     f"input {s.input_rows} rows/{s.input_batches} batches, "
                     f"output {s.output_rows} rows/{s.output_batches} batches/{_megabytes(s.output_bytes)}, "
                     f"cpu {s.cpu_seconds * 1000:.1f} ms, blocked {s.blocked_seconds * 1000:.1f} ms ({s.blocked_count}x)")
+            if s.peak_memory_bytes:
+                line += f", peak memory {_megabytes(s.peak_memory_bytes)}"
             if s.runtime:
                 line += ", " + ", ".join(f"{k}={_format_runtime(k, v)}" for k, v in sorted(s.runtime.items()))
             lines.append(line)

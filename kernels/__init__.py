@@ -3,4 +3,9 @@
 Installed as ``gpu_engine.kernels``. Every entry point takes a
 :class:`gpu_engine.device.Device` first and dispatches on ``device.kernel_flavor``;
 operators call entry points and never branch on the device themselves.
+
+CPU twins are compiled with ``cache=True``: numba writes the machine code next
+to the module (``__pycache__``, or ``NUMBA_CACHE_DIR`` where that is not
+writable), so only the first process on a machine pays the JIT compilation
+(~10 s for the TPC-H operators); later processes load it in about a second.
 """

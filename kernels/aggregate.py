@@ -40,14 +40,14 @@ _CUDA_ATOMIC_INTEGERS = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uin
 
 
 # --------------------------------------------------------- shared scalar math
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _float_order_key(bits, magnitude_mask):
     """Map float bits (int64, sign-extended for float32) to an int64 that sorts like the float."""
     bits = np.int64(bits)
     return bits ^ ((bits >> np.int64(63)) & magnitude_mask)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _normalized_float_bits(value, bits, canonical_nan):
     """Return the bits to store for ``value``: one NaN, and ``0.0`` for ``-0.0``."""
     if value != value:
@@ -57,20 +57,20 @@ def _normalized_float_bits(value, bits, canonical_nan):
     return np.int64(bits)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _replaces(candidate_key, current_key, want_max):
     return candidate_key > current_key if want_max else candidate_key < current_key
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _count_cpu(group_ids, validity, has_validity, counts):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             counts[group_ids[i]] += 1
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
@@ -81,7 +81,7 @@ def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value
             has_value[g] = True
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _sum_float_cpu(group_ids, values, validity, has_validity, sums, has_value):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
@@ -90,7 +90,7 @@ def _sum_float_cpu(group_ids, values, validity, has_validity, sums, has_value):
             has_value[g] = True
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _extreme_int_cpu(group_ids, values, validity, has_validity, out, has_value, want_max):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
@@ -101,7 +101,7 @@ def _extreme_int_cpu(group_ids, values, validity, has_validity, out, has_value, 
             has_value[g] = True
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _extreme_float_cpu(group_ids, values, value_bits, validity, has_validity, out_bits, has_value,
                        want_max, magnitude_mask, canonical_nan):
     for i in range(group_ids.shape[0]):

@@ -25,7 +25,7 @@ _SMALL = np.int64(1 << 31)
 _INT64_MIN = np.int64(-(2**63))
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _apply(op, a, b):
     """Return ``(result, overflowed)`` of one int64 operation, wrapping in uint64."""
     if op == ADD:
@@ -44,7 +44,7 @@ def _apply(op, a, b):
     return r, r // a != b or r % a != 0
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _checked_cpu(op, left, left_scalar, right, right_scalar, validity, has_validity, out):
     first_bad = -1
     for i in range(out.shape[0]):

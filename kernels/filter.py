@@ -19,7 +19,7 @@ __all__ = ["selection_from_mask"]
 
 
 # ------------------------------------------------------------------- CPU twin
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _selection_cpu(mask, validity, has_validity):
     n = mask.shape[0]
     count = 0

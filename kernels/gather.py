@@ -20,7 +20,7 @@ __all__ = ["gather", "gather_column", "dictionary_row_validity"]
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _string_spans_cpu(offsets, indices, starts, lengths):
     for i in range(indices.shape[0]):
         row = indices[i]
@@ -28,7 +28,7 @@ def _string_spans_cpu(offsets, indices, starts, lengths):
         lengths[i] = offsets[row + 1] - offsets[row]
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _copy_string_chars_cpu(starts, chars, new_offsets, new_chars):
     for i in range(starts.shape[0]):
         source = starts[i]

@@ -47,7 +47,7 @@ _U37 = np.uint64(37)
 
 
 # --------------------------------------------------------- shared scalar math
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _mix_key_word(h, word):
     """Fold one key word into a running hash (murmur3's 64-bit block step)."""
     k = word * _MURMUR_1
@@ -57,18 +57,18 @@ def _mix_key_word(h, word):
     return h * _U5 + _MURMUR_ADD
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _finish_key_hash(h, num_words):
     return fmix64(h ^ np.uint64(num_words))
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _first_slot(h, capacity):
     return np.int64(h & np.uint64(capacity - 1))
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _pack_strings_cpu(offsets, chars, validity, has_validity, out, first_column, block_width):
     for i in range(out.shape[0]):
         if has_validity and not validity[i]:
@@ -86,7 +86,7 @@ def _pack_strings_cpu(offsets, chars, validity, has_validity, out, first_column,
             out[i, first_column + 2 + w] = word
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _hash_rows_cpu(words, hashes):
     for i in range(words.shape[0]):
         h = _KEY_SEED
@@ -95,7 +95,7 @@ def _hash_rows_cpu(words, hashes):
         hashes[i] = _finish_key_hash(h, words.shape[1])
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _rows_equal(left, left_row, right, right_row):
     for j in range(left.shape[1]):
         if left[left_row, j] != right[right_row, j]:
@@ -103,7 +103,7 @@ def _rows_equal(left, left_row, right, right_row):
     return True
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _rehash_cpu(group_hashes, num_groups, slots):
     capacity = slots.shape[0]
     for g in range(num_groups):
@@ -113,7 +113,7 @@ def _rehash_cpu(group_hashes, num_groups, slots):
         slots[slot] = g
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_groups, group_ids, new_rows, num_new):
     """Insert rows from ``start`` on; stop early (returning the row reached) when the table must grow."""
     capacity = slots.shape[0]
@@ -141,7 +141,7 @@ def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_
     return words.shape[0], num_groups, num_new
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _lookup_rows_cpu(words, hashes, slots, group_keys, group_hashes, group_ids):
     capacity = slots.shape[0]
     for i in range(words.shape[0]):
@@ -406,6 +406,11 @@ class GroupByHashTable:
         """Return the number of slots."""
         return int(self._slots.shape[0])
 
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes the table's arrays hold (what its owner reserves in its memory pool)."""
+        return int(self._slots.nbytes) + int(self._group_keys.nbytes) + int(self._group_hashes.nbytes)
+
     def reset(self) -> None:
         """Forget every group (a partial aggregation's flush), keeping the allocated arrays."""
         self._slots[...] = EMPTY
@@ -581,6 +586,11 @@ class StringInterner:
         self._widths = widths
         ids, _ = self._table.insert(words)
         return ids.astype(self.device.xp.int64)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the interner's table."""
+        return 0 if self._table is None else self._table.nbytes
 
     def intern(self, column: Column) -> Column:
         """Return an ``int64`` column of ids (NULL where ``column`` is NULL) for a string column."""

@@ -48,7 +48,7 @@ _U6 = np.uint64(6)
 _U33 = np.uint64(33)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def fmix64(h):
     """Return murmur3's 64-bit finalizer of ``h`` (a bijection with full avalanche)."""
     h ^= h >> _U33
@@ -59,29 +59,29 @@ def fmix64(h):
     return h
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def combine_hash(h, k):
     """Fold the hash ``k`` of the next column into the running row hash ``h`` (order matters)."""
     return fmix64(h ^ (k + _GOLDEN + (h << _U6) + (h >> _U2)))
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _string_hash_start(length):
     return fmix64(SEED ^ np.uint64(length))
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _string_hash_step(h, word):
     return fmix64(h ^ word)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _combine_column_word(h, word, valid):
     return combine_hash(h, fmix64(word) if valid else NULL_HASH)
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _string_hashes_cpu(offsets, chars, out):
     for i in range(out.shape[0]):
         start = offsets[i]
@@ -101,7 +101,7 @@ def _string_hashes_cpu(offsets, chars, out):
         out[i] = h
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _combine_column_cpu(hashes, words, validity, has_validity, first):
     for i in range(hashes.shape[0]):
         valid = validity[i] if has_validity else True

@@ -36,7 +36,7 @@ __all__ = ["JoinHashTable", "null_key_rows", "align_key_words"]
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _row_lists_cpu(group_ids, row_numbers, offsets, rows):
     for i in range(group_ids.shape[0]):
         offsets[group_ids[i] + 1] += 1
@@ -49,14 +49,14 @@ def _row_lists_cpu(group_ids, row_numbers, offsets, rows):
         cursor[g] += 1
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _count_matches_cpu(group_ids, offsets, counts):
     for i in range(group_ids.shape[0]):
         g = group_ids[i]
         counts[i] = offsets[g + 1] - offsets[g] if g >= 0 else 0
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _emit_pairs_cpu(group_ids, offsets, rows, positions, probe_rows, build_rows):
     for i in range(group_ids.shape[0]):
         g = group_ids[i]
@@ -170,6 +170,11 @@ class JoinHashTable:
         group_ids, _ = self._table.insert(xp.ascontiguousarray(keys))
         self.num_keys = self._table.num_groups
         self._offsets, self._rows = self._row_lists(group_ids, row_numbers)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes the table's arrays hold (what the join reserves in its memory pool)."""
+        return self._table.nbytes + int(self._offsets.nbytes) + int(self._rows.nbytes)
 
     def _row_lists(self, group_ids: Any, row_numbers: Any) -> tuple[Any, Any]:
         """Return CSR ``offsets`` (``int64``, one more than keys) and build ``rows`` (``int32``) by key id."""

@@ -7,6 +7,15 @@ needs: it runs one kernel at a time per process (drivers on threads would
 collide), so simulated launches take a lock; and it copies every array argument
 back to the host after a launch, so read-only NumPy arrays (Arrow-backed
 buffers) are handed over as inputs only.
+
+On a GPU a kernel goes on CuPy's current stream, which inside a driver is the
+driver's own stream (:mod:`gpu_engine.exec.driver_stream`): numba launches on
+``numba.cuda.external_stream(ptr)`` of that stream, so a kernel is ordered
+after the CuPy operations that made its inputs and before those that read its
+outputs, with no synchronization. For the same reason numba is told not to
+synchronize on the stream a CuPy array names in its ``__cuda_array_interface__``
+(``CUDA_ARRAY_INTERFACE_SYNC``): by default it would block the host once per
+array argument of every launch.
 """
 
 from __future__ import annotations
@@ -19,9 +28,50 @@ from numba import cuda
 
 from gpu_engine.device import Device
 
-__all__ = ["launch_cuda", "launch_twin"]
+__all__ = ["launch_cuda", "launch_twin", "launch_stream"]
 
 _SIMULATOR_LOCK = threading.Lock()
+_NUMBA_STREAMS: dict[int, Any] = {}  # CUDA stream handle -> numba's wrapper of it
+_NUMBA_STREAMS_LOCK = threading.Lock()
+_cai_sync_disabled = False
+
+
+def _disable_array_interface_sync() -> None:
+    """Stop numba from synchronizing the producer's stream of every CAI argument (see the module docstring)."""
+    global _cai_sync_disabled
+    if _cai_sync_disabled:
+        return
+    import importlib
+    import os
+
+    os.environ.setdefault("NUMBA_CUDA_ARRAY_INTERFACE_SYNC", "0")  # should numba re-read its config
+    for name in ("numba.cuda.core.config", "numba.core.config"):  # numba-cuda's own config, then numba's
+        try:
+            config = importlib.import_module(name)
+        except ImportError:
+            continue
+        if hasattr(config, "CUDA_ARRAY_INTERFACE_SYNC"):
+            config.CUDA_ARRAY_INTERFACE_SYNC = False
+    _cai_sync_disabled = True
+
+
+def launch_stream(device: Device) -> Any:
+    """Return the numba stream wrapping CuPy's current stream, or None for the legacy default stream.
+
+    The wrappers are cached per stream handle: ``external_stream`` does not
+    own the stream, so a cached wrapper stays right even when CuPy later
+    reuses a handle for a new stream.
+    """
+    handle = int(device.xp.cuda.get_current_stream().ptr)
+    if handle == 0:
+        return None
+    stream = _NUMBA_STREAMS.get(handle)
+    if stream is None:
+        with _NUMBA_STREAMS_LOCK:
+            stream = _NUMBA_STREAMS.get(handle)
+            if stream is None:
+                stream = _NUMBA_STREAMS[handle] = cuda.external_stream(handle)
+    return stream
 
 
 def _simulator_argument(argument: Any) -> Any:
@@ -36,7 +86,12 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
         return
     blocks, threads = device.launch_shape(n)
     if device.is_gpu:
-        kernel[blocks, threads](*arguments)
+        _disable_array_interface_sync()
+        stream = launch_stream(device)
+        if stream is None:
+            kernel[blocks, threads](*arguments)
+        else:
+            kernel[blocks, threads, stream](*arguments)
         return
     arguments = tuple(_simulator_argument(argument) for argument in arguments)
     with _SIMULATOR_LOCK:

@@ -3,6 +3,16 @@
 Why: LocalPartition and PartitionedOutput hand each destination the same base
 columns plus its own slice of one index array, instead of copying columns per
 destination. A counting sort builds all those slices in two passes.
+
+On the GPU the two passes avoid global atomics: each block takes one
+contiguous chunk of rows and counts its partitions in shared memory
+(``block_counts[p, b]``); an exclusive scan of those counts, partition-major,
+gives every (partition, block) pair its own range of the output; the second
+pass re-reads the hashes and each block writes its rows into its ranges
+through shared-memory cursors. So the only traffic is the hashes read twice
+and the indices written once (20 bytes a row), and a block's rows of one
+partition land next to each other. More partitions than fit in shared memory
+(:data:`MAX_SHARED_PARTITIONS`) fall back to global atomic counters.
 """
 
 from __future__ import annotations
@@ -10,21 +20,24 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from numba import cuda, njit
+from numba import cuda, int32, int64, njit
 
 from gpu_engine.device import Device
 from gpu_engine.kernels.launch import launch_cuda
 
-__all__ = ["partition_gather_maps"]
+__all__ = ["partition_gather_maps", "MAX_SHARED_PARTITIONS"]
+
+#: Partitions the shared-memory kernels count per block (4 KB of int32 counts, 8 KB of int64 cursors).
+MAX_SHARED_PARTITIONS = 1024
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _partition_of(h, num_partitions):
     return np.int64(h % np.uint64(num_partitions))
 
 
 # ------------------------------------------------------------------- CPU twin
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _partition_cpu(hashes, num_partitions, indices, offsets):
     n = hashes.shape[0]
     partitions = np.empty(n, dtype=np.int32)
@@ -42,6 +55,38 @@ def _partition_cpu(hashes, num_partitions, indices, offsets):
 
 
 # ------------------------------------------------------------------ CUDA twin
+@cuda.jit
+def _block_histogram_cuda(hashes, num_partitions, chunk, block_counts):
+    """Count the partitions of block ``b``'s chunk of rows into ``block_counts[:, b]``."""
+    counts = cuda.shared.array(MAX_SHARED_PARTITIONS, dtype=int32)
+    thread, block, width = cuda.threadIdx.x, cuda.blockIdx.x, cuda.blockDim.x
+    for p in range(thread, num_partitions, width):
+        counts[p] = 0
+    cuda.syncthreads()
+    start = block * chunk
+    stop = min(start + chunk, hashes.shape[0])
+    for i in range(start + thread, stop, width):
+        cuda.atomic.add(counts, _partition_of(hashes[i], num_partitions), 1)
+    cuda.syncthreads()
+    for p in range(thread, num_partitions, width):
+        block_counts[p, block] = counts[p]
+
+
+@cuda.jit
+def _block_scatter_cuda(hashes, num_partitions, chunk, block_starts, indices):
+    """Write block ``b``'s rows of partition ``p`` from ``block_starts[p, b]`` on."""
+    cursors = cuda.shared.array(MAX_SHARED_PARTITIONS, dtype=int64)
+    thread, block, width = cuda.threadIdx.x, cuda.blockIdx.x, cuda.blockDim.x
+    for p in range(thread, num_partitions, width):
+        cursors[p] = block_starts[p, block]
+    cuda.syncthreads()
+    start = block * chunk
+    stop = min(start + chunk, hashes.shape[0])
+    for i in range(start + thread, stop, width):
+        position = cuda.atomic.add(cursors, _partition_of(hashes[i], num_partitions), 1)
+        indices[position] = i
+
+
 @cuda.jit
 def _histogram_cuda(hashes, num_partitions, partitions, counts):
     for i in range(cuda.grid(1), hashes.shape[0], cuda.gridsize(1)):
@@ -91,6 +136,9 @@ def partition_gather_maps(device: Device, hashes: Any, num_partitions: int) -> t
     if device.kernel_flavor == "cpu":
         _partition_cpu(hashes, num_partitions, indices, offsets)
         return indices, offsets
+    if num_partitions <= MAX_SHARED_PARTITIONS:
+        _partition_by_blocks(device, hashes, num_partitions, indices, offsets)
+        return indices, offsets
     partitions = xp.empty(n, dtype=xp.int32)
     counts = xp.zeros(num_partitions, dtype=xp.int32)
     launch_cuda(device, _histogram_cuda, n, hashes, num_partitions, partitions, counts)
@@ -98,3 +146,19 @@ def partition_gather_maps(device: Device, hashes: Any, num_partitions: int) -> t
     cursors = offsets[:-1].copy()
     launch_cuda(device, _scatter_cuda, n, partitions, cursors, indices)
     return indices, offsets
+
+
+def _partition_by_blocks(device: Device, hashes: Any, num_partitions: int, indices: Any, offsets: Any) -> None:
+    """Fill ``indices`` and ``offsets`` with the shared-memory kernels (see the module docstring)."""
+    xp = device.xp
+    n = hashes.shape[0]
+    blocks, _ = device.launch_shape(n)  # launch_cuda launches this same shape for n items: one chunk per block
+    chunk = -(-n // blocks)
+    block_counts = xp.empty((num_partitions, blocks), dtype=xp.int32)
+    launch_cuda(device, _block_histogram_cuda, n, hashes, num_partitions, chunk, block_counts)
+    counts = block_counts.reshape(-1)
+    ends = xp.cumsum(counts, dtype=xp.int64)
+    block_starts = (ends - counts).reshape(num_partitions, blocks)
+    offsets[:-1] = block_starts[:, 0]
+    offsets[-1] = n
+    launch_cuda(device, _block_scatter_cuda, n, hashes, num_partitions, chunk, block_starts, indices)

@@ -33,7 +33,7 @@ _U0 = np.uint64(0)
 _U63 = np.uint64(63)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _order_preserving_word(word, kind, descending):
     """Return a word whose unsigned order is the value's order (reversed when ``descending``)."""
     if kind == _SIGNED:
@@ -45,13 +45,13 @@ def _order_preserving_word(word, kind, descending):
     return ~key if descending else key
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _directed(word, descending):
     return ~word if descending else word
 
 
 # ------------------------------------------------------------------- CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _encode_fixed_cpu(words, validity, has_validity, kind, descending, out, row):
     for i in range(words.shape[0]):
         if has_validity and not validity[i]:
@@ -60,7 +60,7 @@ def _encode_fixed_cpu(words, validity, has_validity, kind, descending, out, row)
             out[row, i] = _order_preserving_word(words[i], kind, descending)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _encode_strings_cpu(offsets, chars, validity, has_validity, descending, out, top_row, num_byte_words):
     for i in range(offsets.shape[0] - 1):
         valid = not has_validity or validity[i]

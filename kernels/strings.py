@@ -366,43 +366,43 @@ def _parse_date_row(i, offsets, chars, out, status):
 
 
 # ------------------------------------------------------------------ CPU twins
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _compare_cpu(l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out):
     for i in range(out.shape[0]):
         _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _like_cpu(offsets, chars, pattern, out):
     for i in range(out.shape[0]):
         _like_row(i, offsets, chars, pattern, out)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _isin_cpu(offsets, chars, set_offsets, set_chars, out):
     for i in range(out.shape[0]):
         _isin_row(i, offsets, chars, set_offsets, set_chars, out)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _substring_cpu(offsets, chars, start, length, out_start, out_end):
     for i in range(out_start.shape[0]):
         _substring_row(i, offsets, chars, start, length, out_start, out_end)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _copy_cpu(src_chars, src_starts, dst_offsets, dst_chars):
     for i in range(src_starts.shape[0]):
         _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _parse_decimal_cpu(offsets, chars, scale, out, status):
     for i in range(out.shape[0]):
         _parse_decimal_row(i, offsets, chars, scale, out, status)
 
 
-@njit(nogil=True, cache=False)
+@njit(nogil=True, cache=True)
 def _parse_date_cpu(offsets, chars, out, status):
     for i in range(out.shape[0]):
         _parse_date_row(i, offsets, chars, out, status)

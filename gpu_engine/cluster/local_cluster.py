@@ -40,6 +40,7 @@ from gpu_engine.cluster.remote_exchanges import add_remote_exchanges
 from gpu_engine.errors import TaskCancelled
 from gpu_engine.exec.local_exchanges import add_local_exchanges
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
+from gpu_engine.exec.placement import placement_text, plan_placement
 from gpu_engine.exec.query_ctx import QueryCtx
 from gpu_engine.exec.split import RemoteSplit
 from gpu_engine.exec.task import Task, TaskState
@@ -128,6 +129,7 @@ class LocalCluster:
         for stage in stages:
             for scan in _scans(stage.plan):
                 self.session.table(scan.table_name)  # unknown tables fail before anything runs
+            plan_placement(stage.plan, self.session.device)  # so does what cannot run on the device
         query_id = f"cluster-{next(_query_ids)}"
         manager = OutputBufferManager()
         query_ctx = QueryCtx.create(self.session.device, self.session.config, self.threads, manager)
@@ -201,7 +203,8 @@ class LocalCluster:
         lines = []
         for stage in self.plan_stages(plan):
             lines.append(f"Stage {stage.stage_id}: {stage.width} task(s) x {self.session.drivers} driver(s)")
-            lines.extend("  " + line for line in format_plan(stage.plan).splitlines())
+            placements = placement_text(plan_placement(stage.plan, self.session.device))
+            lines.extend("  " + line for line in format_plan(stage.plan, placements=placements).splitlines())
         return "\n".join(lines)
 
     # ------------------------------------------------------------- internals
@@ -226,7 +229,7 @@ class LocalCluster:
         """Hand out every scan's splits round-robin over its stage's running Tasks, then say no more."""
         for stage in stages:
             for scan in _scans(stage.plan):
-                splits = self.session.table(scan.table_name).splits()
+                splits = self.session.splits(scan.table_name)  # cached batches when Session.cache holds the table
                 for number, split in enumerate(splits):
                     task = stage.tasks[number % len(stage.tasks)]
                     if task.is_terminating:

@@ -89,6 +89,7 @@ def merge_task_stats(task_id: str, tasks: list[TaskStats]) -> TaskStats:
 
 def format_query_stats(stats: QueryStats) -> str:
     """Return explain-analyze text: the query line, then per stage its Tasks and its plan with summed stats."""
+    from gpu_engine.exec.placement import placement_text, plan_placement
     from gpu_engine.session import node_stats_text
 
     tasks = sum(len(s.tasks) for s in stats.stages)
@@ -107,6 +108,7 @@ def format_query_stats(stats: QueryStats) -> str:
             pipelines = ", ".join(f"pipeline {p.pipeline_id} x {p.num_drivers}" for p in task.pipelines)
             lines.append(f"  Task {task.task_id}: {task.state}, {task.wall_seconds * 1000:.1f} ms, "
                          f"{task.splits} split(s), {pipelines}")
-        plan_text = format_plan(stage.plan, node_stats_text(stage.merged()))
+        placements = placement_text(plan_placement(stage.plan, stats.device))
+        plan_text = format_plan(stage.plan, node_stats_text(stage.merged()), placements)
         lines.extend("  " + line for line in plan_text.splitlines())
     return "\n".join(lines)

@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Iterable, Sequence
 
-import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar.column import Column

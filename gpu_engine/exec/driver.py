@@ -14,6 +14,9 @@ source is asked for more, and the driver's stack stays flat: no operator calls
 another, and a driver can go on or off a thread between any two calls. The
 output of the last operator (in the Task's output pipeline) goes to the Task's
 result consumer. After a time slice a driver yields its thread and re-queues.
+On a GPU each driver issues its work on its own CUDA stream, made current on
+whatever thread runs it (:mod:`gpu_engine.exec.driver_stream`), and waits for
+that stream before handing a batch to another driver or to the consumer.
 
 The end-of-data protocol (the one place it is written down)
 ------------------------------------------------------------
@@ -47,6 +50,8 @@ import time
 from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
+from gpu_engine.columnar.transfers import Transfer
+from gpu_engine.exec.driver_stream import create_driver_stream, stream_scope, synchronize_for_handoff
 from gpu_engine.exec.operator import BlockingReason, Operator
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -76,6 +81,8 @@ class Driver:
         self._blocked_since = 0.0
         self._blocked_operator: Operator | None = None
         self._current: Operator | None = None
+        # One CUDA stream per driver on a GPU (None elsewhere), current on whichever thread runs the driver.
+        self.stream = create_driver_stream(task.query_ctx.device)
 
     def __repr__(self) -> str:
         return f"Driver(pipeline={self.pipeline_id}, driver={self.driver_id}, state={self._state})"
@@ -120,7 +127,8 @@ class Driver:
                 return
             self._state = "running"
         try:
-            outcome, future = self._run_internal()
+            with stream_scope(self.stream):
+                outcome, future = self._run_internal()
         except BaseException as error:  # noqa: BLE001 - any failure fails the Task
             self.task.set_error(error, self._current)
             outcome, future = "finished", None
@@ -142,11 +150,12 @@ class Driver:
             if self._state == "finished":
                 return
             self._state = "finished"
-        for operator in self.operators:
-            try:
-                operator.close()
-            except BaseException as error:  # noqa: BLE001
-                self.task.set_error(error, operator)
+        with stream_scope(self.stream):  # closing may still hand device data over (a probe's matched rows)
+            for operator in self.operators:
+                try:
+                    operator.close()
+                except BaseException as error:  # noqa: BLE001
+                    self.task.set_error(error, operator)
         self.task.driver_finished(self)
 
     def _timed(self, operator: Operator, stat: str, call, *args):
@@ -182,7 +191,7 @@ class Driver:
                     if batch is not None and batch.num_rows:
                         self._count_output(operator, batch)
                         if self.is_output:
-                            self.task.deliver_result(batch)
+                            self._deliver(operator, batch)
                         moved = True
                         break
                     if operator.is_finished():
@@ -214,6 +223,19 @@ class Driver:
             if idle_steps > _MAX_IDLE_STEPS:
                 names = ", ".join(f"{op.operator_type}(finished={op.is_finished()})" for op in operators)
                 raise StuckDriverError(f"no operator can advance and none is blocked: {names}")
+
+    def _deliver(self, operator: Operator, batch) -> None:
+        """Hand an output batch to the Task once this driver's stream has made it; count a copy the consumer reports.
+
+        A consumer that copies the batch to the host (the Session's) returns a
+        :class:`~gpu_engine.columnar.transfers.Transfer`; its bytes and seconds
+        are shown as the last operator's ``d2h_*`` runtime stats.
+        """
+        synchronize_for_handoff()
+        transfer = self.task.deliver_result(batch)
+        if isinstance(transfer, Transfer) and transfer.nbytes:
+            operator.add_runtime_stat("d2h_bytes", transfer.nbytes)
+            operator.add_runtime_stat("d2h_seconds", transfer.seconds)
 
     @staticmethod
     def _count_output(operator: Operator, batch) -> None:

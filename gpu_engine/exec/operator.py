@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from gpu_engine.columnar.batch import Batch
 
 if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.exec.memory_pool import MemoryPool
     from gpu_engine.exec.task import Task
     from gpu_engine.plans.nodes import PlanNode
 
@@ -50,7 +51,10 @@ class OperatorStats:
 
     Times are wall seconds spent inside each contract call. ``runtime`` holds
     operator-specific counters (flushes, host-to-device bytes, …) that an operator
-    adds with :meth:`Operator.add_runtime_stat`.
+    adds with :meth:`Operator.add_runtime_stat`. ``peak_memory_bytes`` is the
+    most state the operator held at once (its memory pool's high-water mark,
+    :meth:`Operator.set_memory_reservation`); merged over drivers it is the
+    largest driver's, not a sum.
     """
 
     operator_type: str
@@ -70,6 +74,7 @@ class OperatorStats:
     blocked_seconds: float = 0.0
     blocked_count: int = 0
     drivers: int = 1
+    peak_memory_bytes: int = 0
     runtime: dict[str, float] = field(default_factory=dict)
 
     @property
@@ -81,9 +86,10 @@ class OperatorStats:
         """Return the sum of two drivers' stats for the same operator."""
         merged = OperatorStats(self.operator_type, self.plan_node_id, self.operator_id, self.pipeline_id)
         for f in fields(self):
-            if f.name in ("operator_type", "plan_node_id", "operator_id", "pipeline_id", "runtime"):
+            if f.name in ("operator_type", "plan_node_id", "operator_id", "pipeline_id", "runtime", "peak_memory_bytes"):
                 continue
             setattr(merged, f.name, getattr(self, f.name) + getattr(other, f.name))
+        merged.peak_memory_bytes = max(self.peak_memory_bytes, other.peak_memory_bytes)
         merged.runtime = dict(self.runtime)
         for key, value in other.runtime.items():
             merged.runtime[key] = merged.runtime.get(key, 0) + value
@@ -128,6 +134,7 @@ class Operator:
         self.input: Batch | None = None
         self.no_more_input_received = False
         self._blocking: tuple[BlockingReason, Future] | None = None
+        self._memory_pool: "MemoryPool | None" = None
 
     # ------------------------------------------------------------ contract
     def needs_input(self) -> bool:
@@ -174,12 +181,35 @@ class Operator:
     def close(self) -> None:
         """Release resources; called once, when the driver ends (normally or not)."""
         self.input = None
+        if self._memory_pool is not None:
+            self._memory_pool.release()
 
     # --------------------------------------------------------------- helpers
     @property
     def device(self):
         """Return the device the operator's batches live on."""
         return self.ctx.device
+
+    @property
+    def memory_pool(self) -> "MemoryPool":
+        """Return this operator's leaf pool under its Task's pool, created on first use."""
+        if self._memory_pool is None:
+            ctx = self.ctx
+            self._memory_pool = ctx.task.pool.add_child(
+                f"{self.operator_type}[{self.node.id}]", operator=self.operator_type, plan_node_id=self.node.id,
+                where=f"pipeline {ctx.pipeline_id}, driver {ctx.driver_id}")
+        return self._memory_pool
+
+    def set_memory_reservation(self, nbytes: int) -> None:
+        """Declare that the operator's state now takes ``nbytes`` (a total, not a delta).
+
+        Growth is reserved against the query's cap and raises
+        :class:`~gpu_engine.errors.MemoryCapExceeded` naming this operator;
+        shrinking releases. :meth:`close` releases what is left.
+        """
+        pool = self.memory_pool
+        pool.set_reservation(nbytes)
+        self.stats.peak_memory_bytes = max(self.stats.peak_memory_bytes, pool.peak_bytes)
 
     def add_runtime_stat(self, name: str, value: float) -> None:
         """Add ``value`` to an operator-specific counter shown by explain-analyze."""

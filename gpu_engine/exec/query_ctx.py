@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, replace
 
 from gpu_engine.device import Device
+from gpu_engine.exec.memory_pool import MemoryPool, create_query_pool
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
 
 __all__ = ["EngineConfig", "QueryCtx"]
@@ -42,6 +43,30 @@ class EngineConfig:
     exchange_max_bytes
         Bytes of pages a Task's Exchange queue fetches ahead of its drivers
         before it stops asking producers for more.
+    query_memory_limit_bytes
+        The cap on the state one query's operators hold together (hash tables
+        and accumulators, buffered sort and top-n input, join build tables,
+        LocalExchange queues), counted in
+        :mod:`gpu_engine.exec.memory_pool`; a query that would pass it fails
+        with :class:`~gpu_engine.errors.MemoryCapExceeded` naming the operator.
+        ``None`` means 80% of the device's free memory when the query starts
+        (host available memory on ``cpu`` and ``cuda-sim``).
+    cupy_pool_limit_bytes
+        On ``cuda`` only: also cap CuPy's default memory pool at this many bytes
+        (``cupy.get_default_memory_pool().set_limit``). The limit is
+        process-wide and stays set after the query, so it is applied only when
+        asked for; ``None`` leaves CuPy's pool alone.
+    scan_pinned_staging
+        How a TableScan copies Parquet/Arrow data to the device: gathering a
+        split's record batches into ``batch_rows``-row batches packed through
+        pinned host memory (:mod:`gpu_engine.columnar.transfers`), or one Arrow
+        batch at a time. ``None`` packs on ``cuda`` only; ``True`` also packs on
+        ``cpu`` and ``cuda-sim`` (into plain host arrays: how tests run the
+        GPU's scan path without a GPU); ``False`` never packs.
+    parquet_reader
+        ``"pyarrow"`` (default) or ``"cudf"``: on ``cuda``, read Parquet splits
+        with cuDF's GPU reader, straight into device memory
+        (:mod:`gpu_engine.connectors.cudf_interop`). Needs cuDF.
     """
 
     batch_rows: int | None = None
@@ -52,10 +77,18 @@ class EngineConfig:
     shuffle_compression: str | None = None
     output_buffer_max_bytes: int = 32 << 20
     exchange_max_bytes: int = 32 << 20
+    query_memory_limit_bytes: int | None = None
+    cupy_pool_limit_bytes: int | None = None
+    scan_pinned_staging: bool | None = None
+    parquet_reader: str = "pyarrow"
 
     def with_overrides(self, **overrides) -> "EngineConfig":
         """Return a copy with some settings changed (unknown names raise TypeError)."""
         return replace(self, **overrides)
+
+    def packs_scan_batches(self, device: Device) -> bool:
+        """Return True when a TableScan on ``device`` gathers and packs its batches (see ``scan_pinned_staging``)."""
+        return device.is_gpu if self.scan_pinned_staging is None else bool(self.scan_pinned_staging)
 
     def scan_batch_rows(self, device: Device) -> int:
         """Return the rows per scan batch for ``device``."""
@@ -75,6 +108,8 @@ class QueryCtx:
     ``output_buffer_manager`` holds the pages every PartitionedOutput of the
     query's Tasks produces, keyed by task id; the Tasks of one LocalCluster
     query share one context, so their Exchanges find their producers' pages.
+    ``memory_pool`` is the query's root memory pool, so those Tasks also share
+    one cap (``query_memory_limit_bytes``).
     """
 
     device: Device
@@ -82,6 +117,11 @@ class QueryCtx:
     executor: ThreadPoolExecutor | None = None
     owns_executor: bool = False
     output_buffer_manager: OutputBufferManager = field(default_factory=OutputBufferManager)
+    memory_pool: MemoryPool | None = None
+
+    def __post_init__(self) -> None:
+        if self.memory_pool is None:
+            self.memory_pool = create_query_pool(self.device, self.config)
 
     @classmethod
     def create(cls, device: Device, config: EngineConfig | None = None, threads: int | None = None,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Callable
 
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError, TaskCancelled
+from gpu_engine.exec.memory_pool import is_device_out_of_memory, translate_device_out_of_memory
 from gpu_engine.exec.operator import Operator, OperatorStats
 from gpu_engine.exec.query_ctx import QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
@@ -94,6 +95,7 @@ class Task:
         self.task_id = task_id
         self.plan = plan
         self.query_ctx = query_ctx
+        self.pool = query_ctx.memory_pool.add_child(f"task {task_id}")
         self.max_drivers = max(1, int(max_drivers))
         self._consumer = consumer
         self._results: list[Batch] = []
@@ -135,6 +137,11 @@ class Task:
         for waiter in waiters:
             waiter.set_result(None)
 
+    def pending_splits(self, plan_node_id: str) -> int:
+        """Return how many splits a node was given but has not taken yet (a feeder waits while there are many)."""
+        with self._lock:
+            return len(self._splits.get(plan_node_id, ()))
+
     def get_split_or_future(self, plan_node_id: str) -> tuple[ConnectorSplit | None, Future | None]:
         """Return ``(split, None)``, ``(None, future)`` to wait on, or ``(None, None)`` at the end."""
         with self._lock:
@@ -167,6 +174,7 @@ class Task:
                     self.drivers.append(Driver(self, factory.pipeline_id, driver_id, operators, factory.is_output))
         except BaseException:
             self.state = TaskState.FAILED
+            self.pool.release_all()
             self._done.set()
             raise
         self.state = TaskState.RUNNING
@@ -193,13 +201,18 @@ class Task:
         """Return True once the Task failed or was cancelled; drivers stop at their next step."""
         return self.state in (TaskState.FAILED, TaskState.CANCELED)
 
-    def deliver_result(self, batch: Batch) -> None:
-        """Hand one output batch to the consumer (or keep it)."""
+    def deliver_result(self, batch: Batch):
+        """Hand one output batch to the consumer (or keep it); return what the consumer returns.
+
+        A consumer that copies the batch to the host may return a
+        :class:`~gpu_engine.columnar.transfers.Transfer`, which the driver
+        counts in its last operator's stats.
+        """
         if self._consumer is not None:
-            self._consumer(batch)
-        else:
-            with self._lock:
-                self._results.append(batch)
+            return self._consumer(batch)
+        with self._lock:
+            self._results.append(batch)
+        return None
 
     def set_error(self, error: BaseException, operator: Operator | None = None) -> None:
         """Fail the Task with its first error, then wake every driver so all of them stop."""
@@ -247,6 +260,7 @@ class Task:
                 if self.state is TaskState.RUNNING:
                     self.state = TaskState.FINISHED
         if remaining == 0:
+            self.pool.release_all()  # what operators and shared structures (build tables, queues) held
             self._done.set()
             self._notify()
 
@@ -297,9 +311,11 @@ class Task:
 
 
 def _with_operator(error: BaseException, operator: Operator | None) -> BaseException:
-    """Wrap an error so it names the operator and plan node it came from."""
+    """Wrap an error so it names the operator and plan node it came from (device out-of-memory as MemoryCapExceeded)."""
     if operator is None or (isinstance(error, ExecutionError) and error.operator is not None):
         return error
+    if is_device_out_of_memory(error):
+        return translate_device_out_of_memory(error, operator.operator_type, operator.node.id, operator.ctx.task.pool)
     wrapped = ExecutionError(f"{type(error).__name__}: {error}", operator=operator.operator_type,
                              plan_node_id=operator.node.id)
     wrapped.__cause__ = error

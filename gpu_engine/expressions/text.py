@@ -157,7 +157,10 @@ def _raise_parse_errors(device: Device, column: Column, status: Any, validity: A
     if not bool(xp.any(failed)):
         return
     row = int(xp.argmax(failed.astype(xp.int8)))
-    text = column.to_arrow(device)[row].as_py()
+    from gpu_engine.kernels.gather import gather_column
+
+    # Only the failing row comes back to the host for the message, not the whole column.
+    text = gather_column(device, column, device.asarray(np.array([row], dtype=np.int64))).to_arrow(device)[0].as_py()
     if int(status[row]) == kernels.PARSE_OUT_OF_RANGE:
         raise ExecutionError(f"Could not convert string {text!r} to {dtype}: {out_of_range} (row {row})")
     raise ExecutionError(f"Could not convert string {text!r} to {dtype} (row {row})")

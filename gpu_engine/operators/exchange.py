@@ -278,5 +278,5 @@ class Exchange(Operator):
         self.add_runtime_stat("page_bytes", page.size)
         self.add_runtime_stat("deserialize_seconds", time.perf_counter() - start)
         if self.device.is_gpu:
-            self.add_runtime_stat("host_to_device_bytes", batch.nbytes)
+            self.add_runtime_stat("h2d_bytes", batch.nbytes)
         return batch

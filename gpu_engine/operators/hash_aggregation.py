@@ -9,6 +9,17 @@ serves every key type (dictionary-encoded strings are first interned to one id
 word a row); the first row of each new group is gathered to keep
 the group's key values for output. Integer and decimal sums accumulate as two
 64-bit halves and never wrap: an out-of-range result is an error.
+
+``min``/``max`` over strings keep each group's current value as a string
+column: per batch, the groups' values and the batch's values are ranked
+together by one device sort (:func:`~gpu_engine.kernels.sort.sort_indices`,
+the ORDER BY kernels) and each group keeps its best rank (the ``group_min``
+kernel), so no string is compared on the host.
+
+The operator's state (hash table, interned strings, kept keys, accumulators,
+output not yet taken) is reserved in its memory pool after every change, so a
+query whose groups outgrow its cap fails naming this operator
+(:mod:`gpu_engine.exec.memory_pool`).
 """
 
 from __future__ import annotations
@@ -21,16 +32,29 @@ import pyarrow as pa
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
-from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
+from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physical_dtype
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels import aggregate as agg
+from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, StringInterner, normalize_keys
+from gpu_engine.kernels.sort import sort_indices
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall, referenced_columns
 from gpu_engine.plans.nodes import AggregationNode
 
-__all__ = ["HashAggregation"]
+__all__ = ["HashAggregation", "unsupported_aggregate"]
+
+
+def unsupported_aggregate(call: AggregateCall) -> str | None:
+    """Return why HashAggregation cannot compute ``call``, or None when it can (the placement pass asks at plan time)."""
+    if call.function not in ("min", "max") or call.arg is None:
+        return None
+    value_type = call.arg.dtype
+    if (pa.types.is_integer(value_type) or is_floating(value_type) or is_decimal(value_type) or is_string(value_type)
+            or pa.types.is_boolean(value_type) or pa.types.is_date32(value_type) or pa.types.is_timestamp(value_type)):
+        return None
+    return f"{call.function} over {value_type} is not supported"
 
 
 @dataclass
@@ -41,6 +65,7 @@ class _Accumulator:
     name: str
     value_type: pa.DataType | None  # type of the values accumulated (sum/min/max input)
     arrays: dict[str, Any]
+    strings: Column | None = None  # min/max over strings: each group's value so far (NULL: none yet)
 
 
 class HashAggregation(Operator):
@@ -63,6 +88,7 @@ class HashAggregation(Operator):
         self._widths: tuple[int, ...] | None = None
         self._interners: dict[int, StringInterner] | None = None
         self._key_parts: list[list[Column]] = [[] for _ in self.keys]
+        self._key_bytes = 0
         self._num_groups = 0 if self.keys else 1
         self._accumulators = [self._new_accumulator(call, name)
                               for name, call in zip(self.node.aggregate_names, self.node.aggregates)]
@@ -71,10 +97,9 @@ class HashAggregation(Operator):
 
     def _new_accumulator(self, call: AggregateCall, name: str) -> _Accumulator:
         value_type = None if call.arg is None else call.arg.dtype
-        if call.function in ("min", "max") and not (pa.types.is_integer(value_type) or is_floating(value_type)
-                                                     or is_decimal(value_type) or pa.types.is_date32(value_type)
-                                                     or pa.types.is_timestamp(value_type)):
-            raise NotImplementedError(f"{call.function} over {value_type} is not supported yet")
+        reason = unsupported_aggregate(call)
+        if reason is not None:
+            raise NotImplementedError(reason)
         return _Accumulator(call, name, value_type, {})
 
     def _layout(self, acc: _Accumulator) -> dict[str, tuple[Any, Any]]:
@@ -90,6 +115,8 @@ class HashAggregation(Operator):
             else:
                 layout.update(high=(xp.int64, 0), low=(xp.int64, 0), has=(xp.bool_, False))
             return layout
+        if is_string(acc.value_type):
+            return {}  # kept in ``acc.strings``
         dtype = physical_dtype(acc.value_type)
         fill = agg.identity_for_min(dtype) if function == "min" else agg.identity_for_max(dtype)
         return {"value": (dtype, fill), "has": (xp.bool_, False)}
@@ -122,10 +149,9 @@ class HashAggregation(Operator):
             self._widths = widths
             group_ids, new_rows = self._table.insert(words)
             if int(new_rows.shape[0]):
-                from gpu_engine.kernels.gather import gather_column
-
                 for parts, column in zip(self._key_parts, key_columns):
                     parts.append(gather_column(self.device, column, new_rows))
+                    self._key_bytes += parts[-1].nbytes
             self._num_groups = self._table.num_groups
             self._grow(self._num_groups)
         else:
@@ -142,6 +168,18 @@ class HashAggregation(Operator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+        self.set_memory_reservation(self._state_bytes())
+
+    def _state_bytes(self) -> int:
+        """Return the bytes of the table, interned strings, kept keys, accumulators and output not yet taken."""
+        total = self._key_bytes + sum(b.nbytes for b in self._output)
+        if self._table is not None:
+            total += self._table.nbytes
+        total += sum(interner.nbytes for interner in (self._interners or {}).values())
+        for acc in self._accumulators:
+            total += sum(int(array.nbytes) for array in acc.arrays.values())
+            total += acc.strings.nbytes if acc.strings is not None else 0
+        return total
 
     def _interned(self, key_columns: list[Column]) -> list[Column]:
         """Replace string keys that arrive dictionary-encoded by stable int64 ids (one word a row)."""
@@ -161,8 +199,46 @@ class HashAggregation(Operator):
             if function == "count":
                 agg.group_count(self.device, group_ids, column.validity, arrays["count"])
                 return
-            raise NotImplementedError(f"{function} over strings is not supported yet")
+            self._fold_strings(acc, group_ids, column)
+            return
         self._accumulate(acc, function, group_ids, column.data, column.validity)
+
+    def _fold_strings(self, acc: _Accumulator, group_ids, column: Column) -> None:
+        """Fold a batch's strings into each group's min/max: rank old and new values in one sort, keep the best."""
+        if acc.call.function not in ("min", "max"):
+            raise NotImplementedError(f"{acc.call.function} over strings is not supported")
+        xp = self.device.xp
+        groups = self._num_groups
+        previous = acc.strings
+        known = 0 if previous is None else len(previous)
+        candidates = column if previous is None else concat_columns(self.device, [previous, column])
+        rows = len(candidates)
+        if rows == 0:
+            return
+        owners = group_ids.astype(xp.int32, copy=False)
+        if known:
+            owners = xp.concatenate([xp.arange(known, dtype=xp.int32), owners])
+        valid = dictionary_row_validity(self.device, candidates) if candidates.is_dictionary else candidates.validity
+        # Ascending ranks for min, descending for max: either way each group keeps its smallest rank.
+        order = sort_indices(self.device, [candidates], [acc.call.function == "min"], [False])
+        ranks = xp.empty(rows, dtype=xp.int64)
+        ranks[order] = xp.arange(rows, dtype=xp.int64)
+        best = xp.full(groups, agg.identity_for_min(xp.int64), dtype=xp.int64)
+        has = xp.zeros(groups, dtype=xp.bool_)
+        agg.group_min(self.device, owners, ranks, valid, best, has)
+        chosen = gather_column(self.device, candidates, xp.take(order, xp.where(has, best, 0)))
+        acc.strings = Column(chosen.dtype, chosen.data, has, chosen.offsets, chosen.dictionary)
+
+    def _string_results(self, acc: _Accumulator, groups: int, dtype: pa.DataType) -> Column:
+        """Return each group's min/max string, NULL for groups that saw no value (or none since the last fold)."""
+        xp = self.device.xp
+        current = acc.strings
+        known = 0 if current is None else len(current)
+        if known == groups:
+            return current
+        validity = xp.zeros(groups - known, dtype=xp.bool_)
+        missing = Column(dtype, xp.zeros(0, dtype=xp.uint8), validity, xp.zeros(groups - known + 1, dtype=xp.int64))
+        return missing if current is None else concat_columns(self.device, [current, missing])
 
     def _accumulate(self, acc: _Accumulator, function: str, group_ids, values, validity) -> None:
         arrays = acc.arrays
@@ -195,6 +271,9 @@ class HashAggregation(Operator):
             return
         if function == "sum":
             self._accumulate_sum_only(acc, group_ids, column)
+            return
+        if is_string(acc.value_type):
+            self._fold_strings(acc, group_ids, column)
             return
         self._accumulate(acc, function, group_ids, column.data, column.validity)
 
@@ -236,6 +315,7 @@ class HashAggregation(Operator):
         if not self.keys and not self._seen_input and self.step is self.step.PARTIAL:
             return
         self._output.append(self._emit())
+        self.set_memory_reservation(self._state_bytes())
 
     def _emit(self) -> Batch:
         groups = self._num_groups
@@ -287,11 +367,15 @@ class HashAggregation(Operator):
                 averages = averages / float(10**scale)
             return [(acc.name, Column(pa.float64(), averages, nonzero))]
         value_type = acc.call.dtype if final else self.node.output_schema.field(acc.name).type
+        if is_string(acc.value_type):
+            return [(acc.name, self._string_results(acc, groups, value_type))]
         return [(acc.name, Column(value_type, acc.arrays["value"][:groups].copy(), acc.arrays["has"][:groups].copy()))]
 
     def get_output(self) -> Batch | None:
         if self._output and (self.no_more_input_received or self.step is self.step.PARTIAL):
-            return self._output.pop(0)
+            batch = self._output.pop(0)
+            self.set_memory_reservation(self._state_bytes())
+            return batch
         return None
 
     def needs_input(self) -> bool:

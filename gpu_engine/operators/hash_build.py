@@ -30,13 +30,15 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches, concat_columns
 from gpu_engine.columnar.types import is_string, physical_dtype
 from gpu_engine.device import Device
+from gpu_engine.exec.driver_stream import synchronize_for_handoff
+from gpu_engine.exec.memory_pool import MemoryPool
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.group_by import normalize_keys
 from gpu_engine.kernels.hash_join import JoinHashTable
 from gpu_engine.plans.expressions import referenced_columns
-from gpu_engine.plans.nodes import HashJoinNode
+from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode
 
-__all__ = ["HashJoinBridge", "HashJoinTable", "HashBuild", "null_column"]
+__all__ = ["HashJoinBridge", "HashJoinTable", "HashBuild", "null_column", "build_side_columns"]
 
 
 def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
@@ -58,8 +60,8 @@ def _with_null_row(device: Device, column: Column) -> Column:
                   xp.concatenate([valid, xp.zeros(1, dtype=xp.bool_)]), None, column.dictionary)
 
 
-def _build_side_columns(node: HashJoinNode) -> tuple[str, ...]:
-    """Return the build columns the probe reads: those in the output, then those the filter reads."""
+def build_side_columns(node: HashJoinNode | NestedLoopJoinNode) -> tuple[str, ...]:
+    """Return the build columns a join's probe reads: those in the output, then those the filter reads."""
     names = set(node.build.output_schema.names) - set(node.probe.output_schema.names)
     wanted = list(node.output_columns) + (list(referenced_columns(node.filter)) if node.filter is not None else [])
     return tuple(dict.fromkeys(name for name in wanted if name in names))
@@ -87,12 +89,20 @@ class HashJoinTable:
         """Return the index of the all-NULL row of :attr:`columns`."""
         return self.keys.num_rows
 
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes of the key table and the columns (what the join's memory pool holds)."""
+        return self.keys.nbytes + self.columns.nbytes
+
 
 class HashJoinBridge:
     """Hand the build side's table from the build drivers to the probe drivers of one join (Velox's HashJoinBridge).
 
-    The planner sets :attr:`num_builders` and :attr:`num_probers` (the driver
-    counts of the two pipelines) before any driver runs.
+    What it carries is the join's business: a HashJoin publishes a
+    :class:`HashJoinTable`, a NestedLoopJoin its build rows as one Batch
+    (:mod:`gpu_engine.operators.nested_loop_join_build`). The planner sets
+    :attr:`num_builders` and :attr:`num_probers` (the driver counts of the two
+    pipelines) before any driver runs.
     """
 
     def __init__(self):
@@ -104,9 +114,25 @@ class HashJoinBridge:
         self._published: Future = Future()
         self._probers_done = 0
         self._matched: Any = None
+        self.memory_pool: MemoryPool | None = None
+
+    def hold_memory_of(self, pool: MemoryPool) -> MemoryPool:
+        """Move a build driver's reservation into the bridge's pool, which now holds its batches; return that pool.
+
+        The bridge's pool is a leaf of the Task's pool with the build
+        operator's name; it accounts for the batches handed over and then the
+        published table, and is released when the Task ends.
+        """
+        with self._lock:
+            if self.memory_pool is None:
+                self.memory_pool = pool.parent.add_child(pool.name, operator=pool.operator,
+                                                         plan_node_id=pool.plan_node_id, where="join build side")
+        pool.transfer_to(self.memory_pool)
+        return self.memory_pool
 
     def add_build_batches(self, batches: list[Batch]) -> list[Batch] | None:
         """Keep one build driver's batches; return every driver's batches to the last one, else None."""
+        synchronize_for_handoff()  # the last build driver reads them on its own CUDA stream
         with self._lock:
             self._batches.extend(batches)
             self._builders_done += 1
@@ -115,11 +141,12 @@ class HashJoinBridge:
             batches, self._batches = self._batches, []
             return batches
 
-    def publish(self, table: HashJoinTable) -> None:
+    def publish(self, table: HashJoinTable | Batch) -> None:
         """Make the table visible and wake every probe driver waiting for it."""
+        synchronize_for_handoff()  # probe drivers read it on their own CUDA streams
         self._published.set_result(table)
 
-    def table_or_future(self) -> tuple[HashJoinTable | None, Future | None]:
+    def table_or_future(self) -> tuple[HashJoinTable | Batch | None, Future | None]:
         """Return ``(table, None)`` once published, else ``(None, future)`` completed on publication."""
         if self._published.done():
             return self._published.result(), None
@@ -129,7 +156,10 @@ class HashJoinBridge:
         """Merge one probe driver's matched-build-row flags; return the union to the last driver, else None."""
         with self._lock:
             if matched is not None:
-                self._matched = matched.copy() if self._matched is None else self._matched | matched
+                previous = self._matched  # made on another prober's stream: freed only after the merge has run
+                self._matched = matched.copy() if previous is None else previous | matched
+                synchronize_for_handoff()  # the merge ran on this driver's stream; the next prober reads it on its own
+                del previous
             self._probers_done += 1
             return self._matched if self._probers_done == self.num_probers else None
 
@@ -141,13 +171,16 @@ class HashBuild(Operator):
         super().__init__(ctx, node)
         self.bridge: HashJoinBridge = ctx.task.bridges[node.id]
         self._keys = tuple(node.right_keys)
-        self._columns = _build_side_columns(node)
+        self._columns = build_side_columns(node)
         self._kept = tuple(dict.fromkeys(self._keys + self._columns))
         self._batches: list[Batch] = []
+        self._held_bytes = 0
 
     def add_input(self, batch: Batch) -> None:
         # Copy just the needed columns now, so the upstream batches (whole scans) can be freed.
         self._batches.append(batch.materialize(self._kept))
+        self._held_bytes += self._batches[-1].nbytes
+        self.set_memory_reservation(self._held_bytes)
 
     def get_output(self) -> Batch | None:
         return None
@@ -155,9 +188,14 @@ class HashBuild(Operator):
     def no_more_input(self) -> None:
         super().no_more_input()
         batches, self._batches = self._batches, []
+        table_pool = self.bridge.hold_memory_of(self.memory_pool)
         everything = self.bridge.add_build_batches(batches)
         if everything is not None:
-            self.bridge.publish(self._build(everything))
+            table_pool.reserve(sum(b.nbytes for b in everything))  # the concatenated copy, while the batches live
+            table = self._build(everything)
+            table_pool.set_reservation(table.nbytes)
+            self.stats.peak_memory_bytes = max(self.stats.peak_memory_bytes, table_pool.peak_bytes)
+            self.bridge.publish(table)
 
     def _build(self, batches: list[Batch]) -> HashJoinTable:
         device = self.device

@@ -8,6 +8,8 @@ the base columns and carries its own gather map, as Velox wraps the input in
 dictionary vectors instead of copying. The consumer side (LocalExchange, a
 source) reads its destination's queue. The queue caps its buffered bytes:
 above the cap producers block on ``WAIT_FOR_CONSUMER`` until consumers drain it.
+What it buffers is also reserved in a memory pool of the Task (named after the
+LocalPartition node), so queued batches count against the query's memory cap.
 """
 
 from __future__ import annotations
@@ -17,6 +19,8 @@ from collections import deque
 from concurrent.futures import Future
 
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.driver_stream import synchronize_for_handoff
+from gpu_engine.exec.memory_pool import MemoryPool
 from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.plans.nodes import LocalPartitionNode
 
@@ -43,6 +47,7 @@ class LocalExchangeQueue:
         self._producer_waiters: list[Future] = []
         self._closed: set[int] = set()
         self.peak_bytes = 0
+        self.memory_pool: MemoryPool | None = None  # set by the first LocalPartition; None: not accounted
 
     @property
     def buffered_bytes(self) -> int:
@@ -51,13 +56,15 @@ class LocalExchangeQueue:
 
     def enqueue(self, items: list[tuple[int, Batch]]) -> Future | None:
         """Queue batches for destinations; return a future to wait on when over the byte cap."""
+        synchronize_for_handoff()  # consumers read them on their own CUDA streams
         woken: list[Future] = []
         with self._lock:
             if self._aborted:
                 return None
+            items = [(partition, batch) for partition, batch in items if partition not in self._closed]
+            if self.memory_pool is not None:
+                self.memory_pool.reserve(sum(batch.nbytes for _, batch in items))
             for partition, batch in items:
-                if partition in self._closed:
-                    continue
                 self._queues[partition].append(batch)
                 self._bytes += batch.nbytes
                 woken.extend(self._consumer_waiters[partition])
@@ -91,8 +98,9 @@ class LocalExchangeQueue:
         released: list[Future] = []
         with self._lock:
             self._closed.add(partition)
-            for batch in self._queues[partition]:
-                self._bytes -= batch.nbytes
+            freed = sum(batch.nbytes for batch in self._queues[partition])
+            self._bytes -= freed
+            self._release(freed)
             self._queues[partition].clear()
             if self._bytes <= self.max_bytes:
                 released, self._producer_waiters = self._producer_waiters, []
@@ -107,6 +115,7 @@ class LocalExchangeQueue:
             if queue:
                 batch = queue.popleft()
                 self._bytes -= batch.nbytes
+                self._release(batch.nbytes)
                 if self._bytes <= self.max_bytes:
                     released, self._producer_waiters = self._producer_waiters, []
                 result = (batch, None, False)
@@ -120,6 +129,10 @@ class LocalExchangeQueue:
             waiter.set_result(None)
         return result
 
+    def _release(self, nbytes: int) -> None:
+        if self.memory_pool is not None and nbytes:
+            self.memory_pool.release(nbytes)
+
     def abort(self) -> None:
         """Drop everything and wake all waiters (the Task failed or was cancelled)."""
         with self._lock:
@@ -128,6 +141,7 @@ class LocalExchangeQueue:
             self._consumer_waiters = [[] for _ in range(self.num_partitions)]
             self._producer_waiters = []
             self._queues = [deque() for _ in range(self.num_partitions)]
+            self._release(self._bytes)
             self._bytes = 0
         for waiter in woken:
             if not waiter.done():
@@ -141,6 +155,9 @@ class LocalPartition(Operator):
         super().__init__(ctx, node)
         self.queue: LocalExchangeQueue = ctx.task.local_exchange_queues[node.id]
         self.keys = tuple(node.keys)
+        if self.queue.memory_pool is None:  # operators are created on one thread, in Task.start
+            self.queue.memory_pool = ctx.task.pool.add_child(f"{self.operator_type}[{node.id}]", where="local exchange queue",
+                                                             operator=self.operator_type, plan_node_id=node.id)
 
     def needs_input(self) -> bool:
         return not self.no_more_input_received and not self.is_waiting
@@ -162,6 +179,7 @@ class LocalPartition(Operator):
                 if bounds[p + 1] > bounds[p]
             ]
         self.block_on(BlockingReason.WAIT_FOR_CONSUMER, self.queue.enqueue(items))
+        self.stats.peak_memory_bytes = self.queue.memory_pool.peak_bytes
 
     def get_output(self) -> Batch | None:
         return None
@@ -182,6 +200,7 @@ class LocalExchange(Operator):
         self.queue: LocalExchangeQueue = ctx.task.local_exchange_queues[node.id]
         self.partition = ctx.driver_id
         self._at_end = False
+        self._in_use: Batch | None = None
 
     def needs_input(self) -> bool:
         return False
@@ -189,14 +208,31 @@ class LocalExchange(Operator):
     def get_output(self) -> Batch | None:
         if self._at_end:
             return None
+        self._release_in_use()
         batch, future, at_end = self.queue.next(self.partition)
         self.block_on(BlockingReason.WAIT_FOR_PRODUCER, future)
         self._at_end = at_end
+        if batch is not None and self.device.is_gpu:
+            self._in_use = batch
         return batch
+
+    def _release_in_use(self) -> None:
+        """Drop the last batch handed on only once this driver's stream is done with it.
+
+        Its buffers were allocated on the producer's stream, and CuPy's pool
+        gives freed memory straight back to that stream, which may reuse it
+        at once; kernels still queued on this driver's stream must not read it
+        afterwards. By the next call the whole pipeline has queued its work on
+        the batch, so one wait here covers it.
+        """
+        if self._in_use is not None:
+            synchronize_for_handoff()
+            self._in_use = None
 
     def is_finished(self) -> bool:
         return self._at_end
 
     def close(self) -> None:
+        self._release_in_use()
         self.queue.close_partition(self.partition)
         super().close()

@@ -16,12 +16,14 @@ class OrderBy(Operator):
 
     The sorted output is the concatenated input plus a permutation, sliced into
     scan-sized batches: no column is copied into sorted order until a consumer
-    reads it.
+    reads it. The buffered input, then the concatenated copy and the
+    permutation, are reserved in the operator's memory pool until it closes.
     """
 
     def __init__(self, ctx: OperatorCtx, node: OrderByNode):
         super().__init__(ctx, node)
         self._batches: list[Batch] = []
+        self._buffered_bytes = 0
         self._sorted: Batch | None = None
         self._position = 0
         self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
@@ -31,17 +33,21 @@ class OrderBy(Operator):
 
     def add_input(self, batch: Batch) -> None:
         self._batches.append(batch)
+        self._buffered_bytes += batch.nbytes
+        self.set_memory_reservation(self._buffered_bytes)
 
     def no_more_input(self) -> None:
         super().no_more_input()
         if not self._batches:
             return
+        self.set_memory_reservation(2 * self._buffered_bytes)  # the batches and their concatenated copy
         data = concat_batches(self._batches)
         self._batches = []
         keys = self.node.keys
         order = sort_indices(self.device, [data.base_column(k.name) for k in keys],
                              [k.ascending for k in keys], [k.nulls_first for k in keys])
         self._sorted = data.with_gather_map(order)
+        self.set_memory_reservation(data.nbytes + int(order.nbytes))
 
     def get_output(self) -> Batch | None:
         if self._sorted is None or self._position >= self._sorted.num_rows:

@@ -35,6 +35,7 @@ from concurrent.futures import Future
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.transfers import batch_to_arrow
 from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
 from gpu_engine.exec.serialized_page import SerializedPage, serialize_page
 from gpu_engine.plans.nodes import PartitionedOutputNode
@@ -121,10 +122,11 @@ class PartitionedOutput(Operator):
 
     def _to_host(self, batch: Batch) -> pa.RecordBatch:
         start = time.perf_counter()
-        record_batch = batch.to_arrow()
+        record_batch, transfer = batch_to_arrow(batch)
         self.add_runtime_stat("to_arrow_seconds", time.perf_counter() - start)
-        if self.device.is_gpu:
-            self.add_runtime_stat("device_to_host_bytes", record_batch.nbytes)
+        if transfer is not None:  # on a GPU: the copy alone, queued kernels drained first
+            self.add_runtime_stat("d2h_bytes", transfer.nbytes)
+            self.add_runtime_stat("d2h_seconds", transfer.seconds)
         return record_batch
 
     def _flush(self, destination: int) -> None:

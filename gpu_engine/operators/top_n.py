@@ -15,7 +15,8 @@ class TopN(Operator):
     """Hold at most N candidate rows, re-selecting whenever buffered input grows past a bound.
 
     Compacting only once the buffer passes ``max(4 * N, batch)`` rows keeps
-    the number of sorts small while memory stays bounded by a few batches.
+    the number of sorts small while memory stays bounded by a few batches;
+    the buffer is reserved in the operator's memory pool as it grows.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TopNNode):
@@ -34,8 +35,13 @@ class TopN(Operator):
             return
         self._buffer.append(batch)
         self._buffered_rows += batch.num_rows
+        self._reserve_buffer()
         if self._buffered_rows > self._bound:
             self._compact()
+            self._reserve_buffer()
+
+    def _reserve_buffer(self) -> None:
+        self.set_memory_reservation(sum(b.nbytes for b in self._buffer))
 
     def _compact(self) -> None:
         data = concat_batches(self._buffer)

@@ -27,11 +27,18 @@ def check_partitions(device, hashes, num_partitions):
     return indices, offsets
 
 
-@pytest.mark.parametrize("num_partitions", [1, 2, 3, 7, 16, 1000])
+@pytest.mark.parametrize("num_partitions", [1, 2, 3, 7, 16, 1000, 1024, 1025, 2000])
 def test_random_hashes(device, num_partitions):
     rng = np.random.default_rng(num_partitions)
     hashes = rng.integers(0, 2**64 - 1, 500, dtype=np.uint64, endpoint=True)
     check_partitions(device, hashes, num_partitions)
+
+
+@pytest.mark.parametrize("rows", [1, 9, 4099])
+def test_rows_split_unevenly_between_blocks(device, rows):
+    """The GPU twin gives each block one contiguous chunk; the last chunk is shorter (or empty)."""
+    rng = np.random.default_rng(rows)
+    check_partitions(device, rng.integers(0, 2**64 - 1, rows, dtype=np.uint64, endpoint=True), 16)
 
 
 def test_partition_sizes_match_a_histogram(device):

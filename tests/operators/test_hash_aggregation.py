@@ -118,3 +118,36 @@ def test_distinct_aggregate_over_empty_input(session, assert_query):
     plan = (PlanBuilder(session.catalog).table_scan("t").filter("v_int > 10000000")
             .aggregation([], aggregates).plan())
     assert_query(plan, _sql([], aggregates, " WHERE v_int > 10000000"))
+
+
+STRING_AND_BOOLEAN_EXTREMES = ["min(k_str) AS lo", "max(k_str) AS hi", "min(k_dict) AS dlo", "max(k_dict) AS dhi",
+                               "min(v_int > 0) AS blo", "max(v_int > 0) AS bhi", "count(*) AS c"]
+
+
+@pytest.mark.parametrize("keys", [[], ["k_int"], ["k_dict", "d_date"]], ids=lambda k: "+".join(k) or "global")
+@pytest.mark.parametrize("steps", ["single", "partial_final"])
+def test_min_max_over_strings_and_booleans(session, assert_query, keys, steps):
+    builder = PlanBuilder(session.catalog).table_scan("t").filter("v_float > -80")
+    if steps == "single":
+        plan = builder.aggregation(keys, STRING_AND_BOOLEAN_EXTREMES).plan()
+    else:
+        plan = (builder.partial_aggregation(keys, STRING_AND_BOOLEAN_EXTREMES).local_partition(keys)
+                .final_aggregation().plan())
+    assert_query(plan, _sql(keys, STRING_AND_BOOLEAN_EXTREMES, " WHERE v_float > -80"))
+
+
+def test_min_max_over_strings_across_partial_flushes_and_empty_input(device_name, table, reference):
+    from duckdb_reference import assert_same_rows
+
+    from gpu_engine import Session
+
+    session = Session(device=device_name, drivers=2, batch_rows=64, partial_aggregation_max_groups=4)
+    session.register("t", table, split_rows=table.num_rows // 4)
+    keys = ["k_int", "k_dict"]
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, STRING_AND_BOOLEAN_EXTREMES).plan()
+    assert_same_rows(session.execute(plan), reference(_sql(keys, STRING_AND_BOOLEAN_EXTREMES)))
+    by_node = session.last_stats().operator_stats_by_node()
+    assert sum(s.runtime.get("partial_flushes", 0) for ops in by_node.values() for s in ops) > 0
+    empty = PlanBuilder(session.catalog).table_scan("t").filter("v_int > 10000000").aggregation(
+        [], STRING_AND_BOOLEAN_EXTREMES).plan()
+    assert_same_rows(session.execute(empty), reference(_sql([], STRING_AND_BOOLEAN_EXTREMES, " WHERE v_int > 10000000")))

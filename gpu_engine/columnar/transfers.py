@@ -1,0 +1,315 @@
+"""Move batches between the host and a device in large, counted copies.
+
+Host to device. A TableScan on a GPU gathers the Arrow record batches of a
+split until it has ``batch_rows`` rows (Parquet hands out one row group at a
+time, often far fewer rows than a GPU batch should have), converts each column
+to the engine's layout on the host, and copies the batch to the device with a
+:class:`HostToDeviceCopier`. The copier packs every buffer of the batch into
+one reusable pinned (page-locked) host buffer and queues one asynchronous copy
+per buffer on the current CUDA stream (the driver's), so the copy engine reads
+pinned memory directly instead of bouncing through a driver-owned staging
+buffer, and a batch's copies overlap the kernels of earlier batches. Two
+pinned buffers alternate: the next batch is packed into one while the other
+is still being read by the GPU; a buffer is reused only after the CUDA event
+recorded behind its copies has completed. Packing also concatenates the
+record batches, so no separate host concatenation is made.
+
+Device to host. Results leave the device once, where the Session turns them
+into Arrow (:func:`batch_to_arrow`); inside a pipeline nothing comes back.
+
+Both directions are counted in operator runtime stats, only on a GPU:
+``h2d_bytes``, ``h2d_seconds`` (the copies' time on the device, from CUDA
+events), ``h2d_pack_seconds`` (the host time spent packing into pinned
+memory), ``d2h_bytes`` and ``d2h_seconds``.
+
+On a host device the copier does the same packing into plain NumPy arrays
+(that is what tests exercise on ``cpu`` and ``cuda-sim``); a single record
+batch is then wrapped without any copy.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Iterator, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import Device, get_device
+
+__all__ = ["Transfer", "HostToDeviceCopier", "coalesce_record_batches", "batch_to_arrow"]
+
+_ALIGNMENT = 256  # bytes between buffers in the pinned staging area
+_GROWTH = 1.25  # headroom when a staging buffer must grow
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """Bytes copied between host and device, and the seconds the copy took."""
+
+    nbytes: int
+    seconds: float
+
+
+# ------------------------------------------------------------------ batching
+def coalesce_record_batches(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[list[pa.RecordBatch]]:
+    """Yield runs of consecutive record batches holding at least ``rows`` rows each (the last may hold fewer).
+
+    Empty record batches are dropped. A run is a list, so its batches can be
+    packed straight into the device copy without concatenating them first.
+    """
+    run: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        run.append(batch)
+        held += batch.num_rows
+        if held >= rows:
+            yield run
+            run, held = [], 0
+    if run:
+        yield run
+
+
+# ------------------------------------------------------------ packing plans
+@dataclass
+class _Buffer:
+    """One array of the batch to be: its dtype, its length and how to write its values into a host view."""
+
+    dtype: np.dtype
+    length: int
+    write: Callable[[np.ndarray], None]
+
+    @property
+    def nbytes(self) -> int:
+        return self.length * self.dtype.itemsize
+
+
+@dataclass
+class _ColumnPlan:
+    """A column whose buffers are still to be written: the Column layout with :class:`_Buffer` in place of arrays."""
+
+    dtype: pa.DataType
+    data: _Buffer
+    validity: _Buffer | None
+    offsets: _Buffer | None
+    dictionary: "_ColumnPlan | None"
+
+    def buffers(self) -> list[_Buffer]:
+        """Return the buffers in the order :meth:`build` consumes them."""
+        own = [b for b in (self.data, self.validity, self.offsets) if b is not None]
+        return own + (self.dictionary.buffers() if self.dictionary is not None else [])
+
+    def build(self, arrays: Iterator[Any]) -> Column:
+        """Return the Column made of the next arrays (written in :meth:`buffers` order)."""
+        data = next(arrays)
+        validity = next(arrays) if self.validity is not None else None
+        offsets = next(arrays) if self.offsets is not None else None
+        dictionary = self.dictionary.build(arrays) if self.dictionary is not None else None
+        return Column(self.dtype, data, validity, offsets, dictionary)
+
+
+def _concatenation(arrays: Sequence[np.ndarray], dtype: np.dtype) -> _Buffer:
+    def write(out: np.ndarray) -> None:
+        position = 0
+        for array in arrays:
+            out[position:position + array.shape[0]] = array
+            position += array.shape[0]
+
+    return _Buffer(np.dtype(dtype), sum(int(a.shape[0]) for a in arrays), write)
+
+
+def _validity(pieces: Sequence[Column]) -> _Buffer | None:
+    if all(piece.validity is None for piece in pieces):
+        return None
+
+    def write(out: np.ndarray) -> None:
+        position = 0
+        for piece in pieces:
+            rows = len(piece)
+            out[position:position + rows] = True if piece.validity is None else piece.validity
+            position += rows
+
+    return _Buffer(np.dtype(np.bool_), sum(len(p) for p in pieces), write)
+
+
+def _string_offsets(pieces: Sequence[Column]) -> _Buffer:
+    """Return offsets of the concatenated strings: each piece's offsets rebased onto the chars before it."""
+    def write(out: np.ndarray) -> None:
+        out[0] = 0
+        position, base = 0, 0
+        for piece in pieces:
+            rows = len(piece)
+            first = int(piece.offsets[0])
+            np.add(piece.offsets[1:], base - first, out=out[position + 1:position + rows + 1])
+            position += rows
+            base += int(piece.offsets[-1]) - first
+
+    return _Buffer(np.dtype(np.int64), sum(len(p) for p in pieces) + 1, write)
+
+
+def _plan_column(pieces: Sequence[Column]) -> _ColumnPlan:
+    """Plan one column from host pieces of one type (dictionary pieces share one dictionary)."""
+    first = pieces[0]
+    validity = _validity(pieces)
+    if first.dictionary is not None:
+        codes = _concatenation([p.data for p in pieces], np.int32)
+        return _ColumnPlan(first.dtype, codes, validity, None, _plan_column([first.dictionary]))
+    if first.offsets is not None:
+        chars = _concatenation([p.data[int(p.offsets[0]):int(p.offsets[-1])] for p in pieces], np.uint8)
+        return _ColumnPlan(first.dtype, chars, validity, _string_offsets(pieces), None)
+    return _ColumnPlan(first.dtype, _concatenation([p.data for p in pieces], first.data.dtype), validity, None, None)
+
+
+def _host_pieces(chunks: Sequence[pa.Array], host: Device) -> list[Column]:
+    """Convert one column's chunks to host Columns; dictionary chunks are first given one shared dictionary."""
+    if len(chunks) > 1 and pa.types.is_dictionary(chunks[0].type):
+        chunks = pa.chunked_array(chunks).unify_dictionaries().chunks
+    pieces = [Column.from_arrow(chunk, host) for chunk in chunks]
+    if pieces and pieces[0].dictionary is not None:
+        shared = pieces[0].dictionary
+        pieces = [Column(p.dtype, p.data, p.validity, None, shared) for p in pieces]
+    return pieces
+
+
+# ------------------------------------------------------------------- copier
+class _StagingSlot:
+    """One pinned staging buffer and the CUDA events recorded around the copies that read it."""
+
+    def __init__(self, xp: Any):
+        self.xp = xp
+        self.buffer: np.ndarray | None = None
+        self.started = xp.cuda.Event()
+        self.finished = xp.cuda.Event()
+        self.pending = False
+
+    def reserve(self, nbytes: int) -> np.ndarray:
+        if self.buffer is None or self.buffer.shape[0] < nbytes:
+            import cupyx
+
+            self.buffer = None  # free the smaller one first (its copies are done: the slot was retired)
+            self.buffer = cupyx.empty_pinned(max(_ALIGNMENT, int(nbytes * _GROWTH)), dtype=np.uint8)
+        return self.buffer
+
+    def retire(self) -> float:
+        """Wait for this slot's copies; return their device time in seconds (0 when none were pending)."""
+        if not self.pending:
+            return 0.0
+        self.finished.synchronize()
+        self.pending = False
+        return self.xp.cuda.get_elapsed_time(self.started, self.finished) / 1000.0
+
+
+class HostToDeviceCopier:
+    """Pack runs of Arrow record batches into device batches, through pinned memory on a GPU.
+
+    One copier belongs to one operator of one driver (it is not thread-safe).
+
+    Parameters
+    ----------
+    device
+        The destination. On a GPU, copies go through two alternating pinned
+        buffers on the current CUDA stream; elsewhere the pieces are packed
+        into NumPy arrays.
+    report
+        ``report(name, value)`` adds to a runtime stat (``Operator.add_runtime_stat``);
+        called on a GPU only.
+    """
+
+    def __init__(self, device: Device, report: Callable[[str, float], None] | None = None):
+        self.device = device
+        self._host = get_device("cpu")
+        self._report = report or (lambda name, value: None)
+        self._slots: list[_StagingSlot] | None = None
+        self._turn = 0
+
+    def copy(self, record_batches: Sequence[pa.RecordBatch]) -> Batch:
+        """Return one device batch holding the rows of ``record_batches`` (one schema), in order."""
+        if not record_batches:
+            raise ValueError("copy needs at least one record batch")
+        rows = sum(b.num_rows for b in record_batches)
+        names = tuple(record_batches[0].schema.names)
+        if not names:
+            return Batch((), (), self.device, None, rows)
+        if len(record_batches) == 1 and not self.device.is_gpu:
+            return Batch.from_arrow(record_batches[0], self.device)  # nothing to concatenate: wrap, no copy
+        plans = [_plan_column(_host_pieces([b.column(i) for b in record_batches], self._host))
+                 for i in range(len(names))]
+        buffers = [buffer for plan in plans for buffer in plan.buffers()]
+        arrays = iter(self._upload(buffers) if self.device.is_gpu else self._pack_on_host(buffers))
+        return Batch(names, tuple(plan.build(arrays) for plan in plans), self.device, None, rows)
+
+    @staticmethod
+    def _pack_on_host(buffers: Sequence[_Buffer]) -> list[np.ndarray]:
+        arrays = []
+        for buffer in buffers:
+            array = np.empty(buffer.length, dtype=buffer.dtype)
+            buffer.write(array)
+            arrays.append(array)
+        return arrays
+
+    def _upload(self, buffers: Sequence[_Buffer]) -> list[Any]:
+        """Pack ``buffers`` into a pinned slot, then queue their copies on the current stream."""
+        xp = self.device.xp
+        if self._slots is None:
+            self._slots = [_StagingSlot(xp), _StagingSlot(xp)]
+        slot = self._slots[self._turn]
+        self._turn = 1 - self._turn
+        self._report_seconds(slot.retire())  # its last copies must be done before it is overwritten
+        starts, total = [], 0
+        for buffer in buffers:
+            starts.append(total)
+            total += -(-buffer.nbytes // _ALIGNMENT) * _ALIGNMENT
+        staging = slot.reserve(total)
+        began = time.perf_counter()
+        views = []
+        for buffer, start in zip(buffers, starts):
+            view = staging[start:start + buffer.nbytes].view(buffer.dtype)
+            buffer.write(view)
+            views.append(view)
+        self._report("h2d_pack_seconds", time.perf_counter() - began)
+        stream = xp.cuda.get_current_stream()
+        slot.started.record(stream)
+        arrays = []
+        for buffer, view in zip(buffers, views):
+            array = xp.empty(buffer.length, dtype=buffer.dtype)
+            if buffer.length:
+                array.set(view, stream=stream)  # asynchronous: the source is pinned
+            arrays.append(array)
+        slot.finished.record(stream)
+        slot.pending = True
+        self._report("h2d_bytes", sum(buffer.nbytes for buffer in buffers))
+        return arrays
+
+    def close(self) -> None:
+        """Wait for the copies still in flight, count their time and free the pinned buffers."""
+        if self._slots is None:
+            return
+        for slot in self._slots:
+            self._report_seconds(slot.retire())
+        self._slots = None
+
+    def _report_seconds(self, seconds: float) -> None:
+        if seconds:
+            self._report("h2d_seconds", seconds)
+
+
+# ------------------------------------------------------------ device to host
+def batch_to_arrow(batch: Batch) -> tuple[pa.RecordBatch, Transfer | None]:
+    """Copy a batch's rows to the host as Arrow; on a GPU also return the copy's bytes and seconds.
+
+    The gather map is applied on the device first and the current stream is
+    drained before the clock starts, so the seconds are the copy's, not the
+    kernels' still queued ahead of it.
+    """
+    if not batch.device.is_gpu:
+        return batch.to_arrow(), None
+    flat = batch.materialize()
+    batch.device.synchronize()
+    began = time.perf_counter()
+    record_batch = flat.to_arrow()
+    return record_batch, Transfer(flat.nbytes, time.perf_counter() - began)

@@ -1,0 +1,90 @@
+"""Keep a registered table's rows on the device, so repeated queries skip Parquet decode and the host->device copy.
+
+:meth:`Session.cache <gpu_engine.session.Session.cache>` reads every split of
+a registered table once, all columns, into device batches of the scan batch
+size (:func:`load_cached_table`); the Session keeps them until
+:meth:`~gpu_engine.session.Session.uncache` or until the name is registered
+again. While a table is cached the Session hands its scans one
+:class:`CachedSplit` per cached batch instead of its Parquet or Arrow splits,
+so drivers share the cached batches as they share splits. A TableScan serves
+the requested columns of the batch as views (``Batch.select``: no copy, no
+decode) and counts them in its ``cached_batches`` runtime stat, which
+explain-analyze prints.
+
+A cached split names device memory of this process, so it never goes on the
+wire: it is a :class:`~gpu_engine.connectors.device_table.DeviceSplit`, which
+split serialization does not know.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.connectors.data_source import read_split
+from gpu_engine.connectors.device_table import DeviceSplit
+from gpu_engine.connectors.registered_table import RegisteredTable
+from gpu_engine.device import Device
+from gpu_engine.errors import DeviceError
+from gpu_engine.exec.memory_pool import format_bytes, is_device_out_of_memory
+
+__all__ = ["CachedSplit", "CachedTable", "load_cached_table"]
+
+
+@dataclass(frozen=True)
+class CachedSplit(DeviceSplit):
+    """One cached batch of a table: a split whose rows are already on the device."""
+
+    table_name: str = ""
+    index: int = 0
+
+    def describe(self) -> str:
+        return f"cached {self.table_name} batch {self.index} ({self.batch.num_rows} rows)"
+
+
+@dataclass(frozen=True)
+class CachedTable:
+    """A table's rows held on one device as batches of at most ``batch_rows`` rows."""
+
+    name: str
+    device: Device = field(repr=False)
+    batch_rows: int
+    batches: tuple[Batch, ...] = field(repr=False)
+
+    @property
+    def num_rows(self) -> int:
+        """Return the rows cached."""
+        return sum(batch.num_rows for batch in self.batches)
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes the cached batches hold on the device."""
+        return sum(batch.nbytes for batch in self.batches)
+
+    def splits(self) -> list[CachedSplit]:
+        """Return one split per cached batch (none for an empty table: its scans finish at once)."""
+        return [CachedSplit(batch, self.name, index) for index, batch in enumerate(self.batches)]
+
+
+def load_cached_table(table: RegisteredTable, device: Device, batch_rows: int) -> CachedTable:
+    """Read every split of ``table`` once, all columns, into device batches of at most ``batch_rows`` rows.
+
+    Raises
+    ------
+    DeviceError
+        When the device runs out of memory on the way (nothing stays cached).
+    """
+    columns = list(table.schema.names)
+    batches: list[Batch] = []
+    try:
+        for split in table.splits():
+            for record_batch in read_split(split, columns, batch_rows):
+                if record_batch.num_rows:
+                    batches.append(Batch.from_arrow(record_batch, device))
+    except Exception as error:
+        if not is_device_out_of_memory(error):
+            raise
+        held = format_bytes(sum(batch.nbytes for batch in batches))
+        raise DeviceError(f"caching table {table.name!r} ran out of {device.name} memory after {held}: {error}; "
+                          f"uncache other tables or leave this one uncached") from error
+    return CachedTable(table.name, device, batch_rows, tuple(batches))
