@@ -119,7 +119,7 @@ def bench_query(name: str) -> BenchQuery:
     number = int(digits)
     try:
         sql = tpch.sql(number)
-    except (NotImplementedError, ValueError) as error:
+    except ValueError as error:
         raise ValueError(f"{error}; available: {', '.join(available_bench_queries())}") from None
     polars = POLARS_QUERIES.get(f"q{number}")
     return BenchQuery(

@@ -71,7 +71,7 @@ def parse_query_list(text: str) -> list[QueryChoice]:
         number = int(digits)
         try:
             sql = tpch.sql(number)
-        except (NotImplementedError, ValueError) as error:
+        except ValueError as error:
             raise UsageError(str(error)) from None
         choices.append(
             QueryChoice(

@@ -48,15 +48,6 @@ def test_bad_query_lists_exit_2_with_a_message(queries, message, capsys, tmp_pat
     assert list(tmp_path.iterdir()) == []  # rejected before generating anything
 
 
-def test_query_without_a_plan_exits_2(capsys, tmp_path):
-    unplanned = [n for n in tpch.TPCH_QUERY_NUMBERS if n not in tpch.available_queries()]
-    if not unplanned:
-        pytest.skip("every TPC-H query has a plan")
-    code = cli.main(["query", "--queries", f"1,{unplanned[0]}", "--data-dir", str(tmp_path)])
-    assert code == 2
-    assert f"TPC-H query {unplanned[0]} has no plan yet" in capsys.readouterr().err
-
-
 def test_missing_tpchgen_cli_exits_2(capsys, tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "executable", str(tmp_path / "python"))
     monkeypatch.setenv("PATH", str(tmp_path))

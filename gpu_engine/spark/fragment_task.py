@@ -1,0 +1,152 @@
+"""Run one Spark partition through one engine Task, on the executor (the body of a ``mapInArrow``).
+
+Why this shape: a Spark partition arrives as an iterator of Arrow record
+batches that the JVM writes while Python reads, so each batch becomes a split
+of the running Task the moment it arrives (``add_split``), never collected
+first; ``no_more_splits`` follows the last one. The Task's output batches are
+yielded back while input is still being fed, so neither side waits for the
+other to finish. The feeder holds back once the Task has
+``max_pending_splits`` unread splits, which bounds the memory a fast JVM
+writer can pin in the Python worker.
+
+A partition without rows yields nothing and starts no Task, unless the
+fragment makes rows from no input (``runs_when_empty``). The Task's first
+error is raised as an :class:`~gpu_engine.errors.ExecutionError` whose text
+starts with :data:`ERROR_MARKER`, so the driver can find it inside Spark's
+``PythonException`` and raise it again as itself. When Spark stops reading
+early (a ``limit`` downstream), the generator is closed and the Task is
+cancelled; no driver thread outlives the partition.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import queue
+from typing import Iterator
+
+import pyarrow as pa
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.errors import ExecutionError
+from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
+from gpu_engine.exec.split import ArrowSplit
+from gpu_engine.exec.split_serialization import split_from_json
+from gpu_engine.exec.task import Task
+from gpu_engine.plans.nodes import PartitionedOutputNode
+from gpu_engine.plans.serialization import plan_from_json
+from gpu_engine.spark.executor_device import choose_executor_device
+from gpu_engine.spark.map_in_arrow import FragmentFunction, emits_partition_ids
+from gpu_engine.spark.partition_ids import partition_ids
+from gpu_engine.spark.spark_types import conform_to_wire, wire_schema_for
+
+__all__ = ["run_partition", "ERROR_MARKER"]
+
+#: Starts the message of every error a fragment raises on an executor.
+ERROR_MARKER = "[gpu_engine]"
+
+_WAKE = object()
+_POLL_SECONDS = 0.05
+
+
+def run_partition(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    """Yield the fragment's output for one partition's ``batches``, cast to the declared Spark schema."""
+    batches = iter(batches)
+    first = next((b for b in batches if b.num_rows > 0), None)
+    if first is None and not function.runs_when_empty:
+        return
+    yield from _run_task(function, batches if first is None else itertools.chain([first], batches))
+
+
+def _broadcast_table(payload) -> pa.Table:
+    data = payload if isinstance(payload, (bytes, bytearray)) else payload.value  # a Spark Broadcast
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+def _spark_task_label() -> str:
+    try:
+        from pyspark import TaskContext
+    except ImportError:  # pragma: no cover
+        return "local"
+    context = TaskContext.get()
+    if context is None:
+        return "local"
+    return f"stage {context.stageId()} partition {context.partitionId()} attempt {context.attemptNumber()}"
+
+
+def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+    root = plan_from_json(function.plan_json)
+    output = root if isinstance(root, PartitionedOutputNode) else None
+    plan = root.source if output is not None else root
+    keys = tuple(output.keys) if emits_partition_ids(root) else ()
+    wire_schema = wire_schema_for(function.spark_schema, function.time_zone, function.large_var_types)
+    chosen = choose_executor_device(function.device)
+    device = chosen.device
+    config = EngineConfig().with_overrides(**json.loads(function.config_json))
+    query_ctx = QueryCtx(device=device, config=config, executor=chosen.executor(max(2, 2 * function.drivers)),
+                         owns_executor=True)
+    ready: queue.SimpleQueue = queue.SimpleQueue()
+    where = _spark_task_label()
+
+    def deliver(batch: Batch) -> None:
+        record_batch = batch.to_arrow()
+        if keys:
+            ids = device.to_host(partition_ids(device, batch, keys, output.num_partitions))
+            record_batch = record_batch.append_column(wire_schema.field(len(wire_schema) - 1), pa.array(ids))
+        ready.put(conform_to_wire(record_batch, wire_schema))
+
+    task = Task(f"spark {function.name} ({where})", plan, query_ctx, function.drivers, deliver)
+    task.add_listener(lambda _: ready.put(_WAKE))
+    try:
+        task.start()
+        for node_id, payload in function.broadcast_inputs:
+            task.add_split(node_id, ArrowSplit(_broadcast_table(payload)))
+            task.no_more_splits(node_id)
+        input_id = function.input_node_id
+        for record_batch in batches:
+            if input_id is None:
+                continue  # the partition only triggers a fragment that reads broadcasts or Values
+            if task.is_done:
+                break  # failed, or finished early (a Limit): the rest of the partition is not needed
+            if function.input_splits:  # numbers of splits the engine reads itself
+                splits = [split_from_json(function.input_splits[number])
+                          for number in record_batch.column(0).to_pylist()]
+            else:
+                splits = [ArrowSplit(pa.Table.from_batches([record_batch]))]
+            for split in splits:
+                task.add_split(input_id, split)
+            yield from _drain(ready, None)
+            while (not function.input_splits and task.pending_splits(input_id) > function.max_pending_splits
+                   and not task.is_done):  # hold back rows in memory; split numbers cost nothing to queue
+                yield from _drain(ready, _POLL_SECONDS)
+        if input_id is not None:
+            task.no_more_splits(input_id)
+        while not task.is_done:
+            yield from _drain(ready, _POLL_SECONDS)
+        yield from _drain(ready, None)
+        if task.error is not None:
+            raise ExecutionError(f"{ERROR_MARKER} Spark fragment {function.name} failed in {where} on device "
+                                 f"{device.name}: {task.error}") from task.error
+    finally:
+        if not task.is_done:
+            task.cancel()
+            task.wait_quietly()
+        query_ctx.shutdown()
+
+
+def _drain(ready: queue.SimpleQueue, timeout: float | None) -> Iterator[pa.RecordBatch]:
+    """Yield every ready batch; with a timeout, first wait that long for one to arrive."""
+    if timeout is not None:
+        try:
+            item = ready.get(timeout=timeout)
+        except queue.Empty:
+            return
+        if item is not _WAKE:
+            yield item
+    while True:
+        try:
+            item = ready.get_nowait()
+        except queue.Empty:
+            return
+        if item is not _WAKE:
+            yield item

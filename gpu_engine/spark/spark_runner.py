@@ -1,0 +1,363 @@
+"""Run a single-node plan on Spark: fragments as ``mapInArrow`` stages, Spark's shuffles between them.
+
+``SparkRunner(spark).execute(plan, tables={"lineitem": df})`` returns a lazy
+``pyspark.sql.DataFrame``; :meth:`SparkRunner.collect` runs it into a
+``pyarrow.Table``. The plan is an ordinary plan built with
+:class:`~gpu_engine.plans.PlanBuilder` over :meth:`SparkRunner.catalog`.
+
+1. Boundaries are added (:func:`~gpu_engine.spark.broadcast_joins.add_spark_exchanges`:
+   partial aggregation before a shuffle and final after it, a gather before a
+   final ORDER BY / TopN / Limit, a broadcast under each join's build side);
+   a plan that already has PartitionedOutput/Exchange boundaries is taken as
+   given. The plan is cut into fragments by
+   :func:`~gpu_engine.cluster.plan_fragments`, producers first.
+2. Each fragment becomes one ``mapInArrow`` over its one input DataFrame: a
+   table (only the columns it scans; a bare ``spark.read.parquet`` table is
+   read by the engine itself, see :mod:`gpu_engine.spark.parquet_scans`,
+   the partitions then naming the splits each Task reads), or its producer's output routed by
+   Spark: ``repartitionById(n, partition id)`` after a keyed shuffle (the
+   producer computed the ids on the engine's device; on Spark < 4.1,
+   ``repartition(n, keys)``), ``repartition(1)`` after a gather. A fragment
+   whose rows must meet in one place runs on one partition.
+3. A broadcast boundary's producer is collected on the driver when
+   ``execute`` is called (as Spark collects a broadcast join's small side),
+   kept as Arrow IPC bytes in a Spark broadcast variable, and handed whole to
+   every Task of the consuming fragment.
+
+``n`` is ``shuffle_partitions`` or Spark's ``spark.sql.shuffle.partitions``.
+Errors a fragment raises on an executor come back from :meth:`collect` (and
+from ``execute``'s broadcasts) as the engine's own
+:class:`~gpu_engine.errors.ExecutionError`, not as a Java stack trace.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, replace
+from typing import Iterator, Mapping
+
+import pyarrow as pa
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from gpu_engine.cluster import Fragment, plan_fragments
+from gpu_engine.columnar.types import normalize_type
+from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.exec.local_exchanges import add_local_exchanges
+from gpu_engine.exec.query_ctx import EngineConfig
+from gpu_engine.plans.explain import format_plan
+from gpu_engine.plans.nodes import PartitionedOutputNode, PlanNode, TableScanNode, walk_plan
+from gpu_engine.spark.broadcast_joins import add_spark_exchanges
+from gpu_engine.spark.map_in_arrow import FragmentFunction, exchanges_as_inputs, fragment_function
+from gpu_engine.spark.fragment_task import ERROR_MARKER
+from gpu_engine.spark.parquet_scans import parquet_scan_files, parquet_split_documents
+from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
+from gpu_engine.spark.spark_types import arrow_schema_for, conform_to_wire, reads_same_values
+
+__all__ = ["SparkRunner", "SparkStage", "StageInput"]
+
+
+@dataclass(frozen=True)
+class StageInput:
+    """Where a stage's partitions come from.
+
+    ``kind`` is ``table`` (``name`` a table of ``tables``), ``shuffle`` (the
+    producer fragment's rows routed into ``partitions`` partitions), ``gather``
+    (all of them in one partition), ``arbitrary`` (the producer's partitions
+    as they are) or ``none`` (a fragment that reads only broadcasts or Values).
+    """
+
+    kind: str
+    node_id: str | None = None
+    name: str | None = None
+    producer: int | None = None
+    partitions: int | None = None
+    keys: tuple[str, ...] = ()
+
+    def describe(self) -> str:
+        if self.kind == "table":
+            return f"table {self.name}"
+        if self.kind == "none":
+            return "no input"
+        routed = {"shuffle": f"shuffle into {self.partitions} by [{', '.join(self.keys)}]",
+                  "gather": "gather into 1", "arbitrary": "as produced"}[self.kind]
+        return f"stage {self.producer}, {routed}"
+
+
+@dataclass(frozen=True)
+class SparkStage:
+    """One fragment as it runs on Spark: its plan, its input, its broadcasts and what becomes of its rows."""
+
+    fragment: Fragment
+    plan: PlanNode
+    input: StageInput
+    broadcasts: tuple[tuple[str, int], ...]
+    output: str  # "partition ids" | "rows" | "broadcast" | "gather" | "keys"
+
+    @property
+    def stage_id(self) -> int:
+        return self.fragment.fragment_id
+
+    @property
+    def single(self) -> bool:
+        """Return True when the stage must run as one partition."""
+        return self.fragment.max_width == 1
+
+
+class SparkRunner:
+    """Run plans over Spark DataFrames, each fragment an engine Task per Spark partition.
+
+    Parameters
+    ----------
+    spark
+        The SparkSession.
+    device
+        The engine device on executors: ``auto`` (a GPU where the executor
+        has one, else ``cpu``), ``cpu``, ``cuda`` or ``cuda-sim``.
+    drivers
+        Drivers per pipeline in each Task (Spark's tasks already run in parallel).
+    shuffle_partitions
+        Partitions of each keyed shuffle (default ``spark.sql.shuffle.partitions``).
+    profile
+        An optional ``pyspark.resource.ResourceProfile`` for every stage
+        (stage-level scheduling, e.g. one GPU per task).
+    engine_parquet_scans
+        Let the engine read the files of tables that are bare Parquet scans
+        (default); False feeds every table through Arrow from Spark's reader.
+    **config
+        :class:`~gpu_engine.exec.query_ctx.EngineConfig` overrides for every Task.
+    """
+
+    def __init__(self, spark, device: str = "auto", *, drivers: int = 1, shuffle_partitions: int | None = None,
+                 profile=None, engine_parquet_scans: bool = True, **config):
+        EngineConfig().with_overrides(**config)  # unknown settings fail here
+        self.spark = spark
+        self.device = device
+        self.drivers = max(1, int(drivers))
+        self.shuffle_partitions = shuffle_partitions
+        self.profile = profile
+        self.config = dict(config)
+        self.engine_parquet_scans = engine_parquet_scans
+        #: Route shuffles by the engine's partition ids (Spark >= 4.1), else let Spark hash the keys.
+        self.route_by_partition_id = hasattr(DataFrame, "repartitionById")
+        self.last_stages: list[SparkStage] = []
+        #: Stage id -> (table, splits, partitions) of each table the engine read itself in the last execute.
+        self.last_engine_scans: dict[int, tuple[str, int, int]] = {}
+
+    # -------------------------------------------------------------- planning
+    @property
+    def time_zone(self) -> str:
+        return self.spark.conf.get("spark.sql.session.timeZone")
+
+    def catalog(self, tables: Mapping[str, DataFrame]) -> dict[str, pa.Schema]:
+        """Return table name -> Arrow schema of each DataFrame, what ``PlanBuilder`` resolves scans with."""
+        return {name: arrow_schema_for(frame.schema, self.time_zone) for name, frame in tables.items()}
+
+    def partitions(self) -> int:
+        """Return the partition count of a keyed shuffle."""
+        return int(self.shuffle_partitions or self.spark.conf.get("spark.sql.shuffle.partitions"))
+
+    def plan_stages(self, plan: PlanNode) -> list[SparkStage]:
+        """Return the stages ``plan`` runs as, producers first (nothing runs)."""
+        fragments = plan_fragments(add_spark_exchanges(plan))
+        count = self.partitions()
+        outputs = {f.fragment_id: f.output for f in fragments}
+        stages = []
+        for fragment in fragments:
+            root, output = fragment.root, "rows"
+            if fragment.output is not None:
+                output, root = self._output(fragment.output, count)
+            executed = add_local_exchanges(exchanges_as_inputs(root), self.drivers)
+            broadcasts, inputs = [], []
+            for exchange_id, producer in fragment.producers:
+                producer_output = outputs[producer]
+                if producer_output.partition_kind == "broadcast":
+                    broadcasts.append((exchange_id, producer))
+                elif producer_output.partition_kind == "arbitrary":
+                    inputs.append(StageInput("arbitrary", exchange_id, producer=producer))
+                elif producer_output.keys and fragment.max_width != 1 and count > 1:
+                    inputs.append(StageInput("shuffle", exchange_id, producer=producer, partitions=count,
+                                             keys=tuple(producer_output.keys)))
+                else:
+                    inputs.append(StageInput("gather", exchange_id, producer=producer, partitions=1))
+            for scan in walk_plan(fragment.root):
+                if isinstance(scan, TableScanNode):
+                    inputs.append(StageInput("table", scan.id, name=scan.table_name))
+            if len(inputs) > 1:
+                raise PlanError("a Spark stage reads one partitioned input and broadcasts the others, but this "
+                                f"fragment reads {', '.join(i.describe() for i in inputs)}; broadcast the smaller "
+                                "side of its join", node=fragment.root.label)
+            stage_input = inputs[0] if inputs else StageInput("none")
+            stages.append(SparkStage(fragment, executed, stage_input, tuple(broadcasts), output))
+        return stages
+
+    def _output(self, output: PartitionedOutputNode, count: int) -> tuple[str, PlanNode]:
+        """Return what becomes of a fragment's rows and the plan that yields them."""
+        if output.partition_kind == "broadcast":
+            return "broadcast", output.source
+        if output.partition_kind == "partitioned" and output.keys and count > 1:
+            if self.route_by_partition_id:
+                return "partition ids", replace(output, num_partitions=count)
+            return "keys", output.source
+        return ("gather" if output.partition_kind == "partitioned" else "rows"), output.source
+
+    def explain(self, plan: PlanNode, tables: Mapping[str, DataFrame] | None = None) -> str:
+        """Return the stages as text: input, broadcasts, output and each stage's plan.
+
+        With ``tables``, a table the engine reads itself says how many splits.
+        """
+        lines = []
+        for stage in self.plan_stages(plan):
+            broadcasts = "".join(f", broadcast {leaf} from stage {producer}" for leaf, producer in stage.broadcasts)
+            width = "1 partition" if stage.single else "per partition"
+            scan = self._engine_scan(stage, tables) if tables is not None else None
+            read = f" (engine reads {len(scan[0])} Parquet splits in {scan[1]} partitions)" if scan else ""
+            lines.append(f"Stage {stage.stage_id}: {stage.input.describe()}{read}{broadcasts} -> {stage.output} "
+                         f"({width})")
+            lines.extend("  " + line for line in format_plan(stage.plan).splitlines())
+        return "\n".join(lines)
+
+    # ------------------------------------------------------------- execution
+    def execute(self, plan: PlanNode, tables: Mapping[str, DataFrame]) -> DataFrame:
+        """Return the DataFrame of ``plan``'s rows; broadcast build sides run now, the rest when it is read."""
+        stages = self.plan_stages(plan)
+        self._check_tables(stages, tables)
+        frames: dict[int, DataFrame] = {}
+        broadcasts: dict[int, object] = {}
+        self.last_engine_scans = {}
+        for stage in stages:
+            scan = self._engine_scan(stage, tables)
+            splits, partitions = scan or ((), 0)
+            function = self.stage_function(stage, {leaf: broadcasts[producer] for leaf, producer in stage.broadcasts},
+                                           splits)
+            if splits:
+                frame = self.spark.range(0, len(splits), 1, partitions)  # split numbers, column id
+                self.last_engine_scans[stage.stage_id] = (stage.input.name, len(splits), partitions)
+            else:
+                frame = self._input_frame(stage, tables, frames)
+                if stage.input.kind != "none" and frame.columns != function.input_columns:
+                    frame = frame.select(*map(_column, function.input_columns))  # Spark sends only what is read
+            mapped = frame.mapInArrow(function, function.spark_schema,
+                                      **({"profile": self.profile} if self.profile is not None else {}))
+            if stage.output == "broadcast":
+                broadcasts[stage.stage_id] = self._broadcast(mapped)
+            frames[stage.stage_id] = mapped
+        self.last_stages = stages
+        return frames[stages[-1].stage_id]
+
+    def collect(self, plan: PlanNode, tables: Mapping[str, DataFrame]) -> pa.Table:
+        """Run ``plan`` and return its rows as a ``pyarrow.Table`` of the plan's output schema."""
+        frame = self.execute(plan, tables)
+        with _engine_errors():
+            table = frame.toArrow()
+        schema = plan.output_schema
+        return pa.Table.from_batches([conform_to_wire(b, schema) for b in table.to_batches()], schema=schema)
+
+    def stage_function(self, stage: SparkStage, broadcasts: Mapping[str, object],
+                       input_splits: tuple[str, ...] = ()) -> FragmentFunction:
+        """Return the ``mapInArrow`` callable of one stage."""
+        input_id = stage.input.node_id if stage.input.kind != "none" else None
+        return fragment_function(stage.plan, input_node=input_id, broadcast_inputs=broadcasts, device=self.device,
+                                 drivers=self.drivers, config=self.config, spark=self.spark,
+                                 runs_when_empty=stage.single, name=f"stage {stage.stage_id}",
+                                 input_splits=input_splits)
+
+    def _engine_scan(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> tuple[tuple[str, ...], int] | None:
+        """Return the split documents and partition count of a stage's table when the engine reads its files itself.
+
+        As many partitions as Spark's own scan of the table would have; the
+        engine's splits are merged into one run per file for each driver of each.
+        """
+        if not self.engine_parquet_scans or stage.input.kind != "table" or stage.input.name not in tables:
+            return None
+        frame = tables[stage.input.name]
+        files = parquet_scan_files(frame)
+        if files is None:
+            return None
+        scan = next(n for n in walk_plan(stage.fragment.root) if n.id == stage.input.node_id)
+        partitions = 1 if stage.single else _spark_partitions(frame)
+        splits = parquet_split_documents(files, scan.output_schema, partitions and partitions * self.drivers)
+        if splits is None:
+            return None
+        return splits, min(len(splits), partitions or len(splits))
+
+    # ------------------------------------------------------------- internals
+    def _input_frame(self, stage: SparkStage, tables: Mapping[str, DataFrame],
+                     frames: Mapping[int, DataFrame]) -> DataFrame:
+        source = stage.input
+        if source.kind == "table":
+            frame = tables[source.name]
+        elif source.kind == "none":
+            return self.spark.range(0, 1, 1, 1)
+        else:
+            frame = frames[source.producer]
+        if source.kind == "shuffle":
+            if self.route_by_partition_id:
+                frame = frame.repartitionById(source.partitions, _column(PARTITION_ID_COLUMN)).drop(PARTITION_ID_COLUMN)
+            else:
+                frame = frame.repartition(source.partitions, *map(_column, source.keys))
+        elif source.kind == "gather" or stage.single:
+            frame = frame.repartition(1)
+        return frame
+
+    def _broadcast(self, frame: DataFrame):
+        """Collect a build side once and keep it as Arrow IPC bytes in a broadcast variable (bytes on Connect)."""
+        with _engine_errors():
+            table = frame.toArrow()
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, table.schema) as writer:
+            writer.write_table(table)
+        payload = sink.getvalue().to_pybytes()
+        try:
+            return self.spark.sparkContext.broadcast(payload)
+        except Exception:  # Spark Connect has no SparkContext: the bytes travel with the function
+            return payload
+
+    def _check_tables(self, stages: list[SparkStage], tables: Mapping[str, DataFrame]) -> None:
+        """Fail before anything runs when a scan names a missing table or column, or a column changed type."""
+        for stage in stages:
+            for scan in walk_plan(stage.fragment.root):
+                if not isinstance(scan, TableScanNode):
+                    continue
+                if scan.table_name not in tables:
+                    known = ", ".join(sorted(tables)) or "(none)"
+                    raise PlanError(f"unknown table {scan.table_name!r}; tables: {known}", node=scan.label,
+                                    column=scan.table_name)
+                schema = arrow_schema_for(tables[scan.table_name].schema, self.time_zone)
+                for name in scan.columns:
+                    if name not in schema.names:
+                        raise PlanError(f"table {scan.table_name!r} has no column {name!r}", node=scan.label,
+                                        column=name)
+                    have, want = normalize_type(schema.field(name).type), scan.output_schema.field(name).type
+                    if not reads_same_values(have, want):
+                        raise PlanError(f"column {name!r} of table {scan.table_name!r} is {have} in Spark but the "
+                                        f"plan reads {want}", node=scan.label, column=name)
+
+
+def _spark_partitions(frame: DataFrame) -> int | None:
+    """Return how many partitions Spark's own scan of ``frame`` has (None without the RDD API: Spark Connect)."""
+    try:
+        return max(1, frame.rdd.getNumPartitions())
+    except Exception:
+        return None
+
+
+def _column(name: str):
+    """Return a column by its exact name (backquoted, so dots and parentheses are not parsed)."""
+    return F.col("`" + name.replace("`", "``") + "`")
+
+
+@contextlib.contextmanager
+def _engine_errors() -> Iterator[None]:
+    """Raise an error a fragment raised on an executor as the engine's ExecutionError, with its own message."""
+    try:
+        yield
+    except ExecutionError:
+        raise
+    except Exception as error:
+        text = str(error)
+        start = text.find(ERROR_MARKER)
+        if start < 0:
+            raise
+        message = text[start + len(ERROR_MARKER):].splitlines()[0].strip()
+        raise ExecutionError(message) from error

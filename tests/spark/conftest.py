@@ -1,0 +1,79 @@
+"""A local Spark session and TPC-H tables for the Spark integration tests.
+
+Spark runs in local mode (``local[2]``, Java 17) with its UI off, few shuffle
+partitions and tiny Arrow batches (``maxRecordsPerBatch`` = 500), so every
+fragment sees many batches and shuffles leave some partitions empty. The
+Python workers run this interpreter (``PYSPARK_PYTHON``), so they import the
+same ``gpu_engine`` and inherit ``NUMBA_ENABLE_CUDASIM`` from tests/conftest.py.
+Without PySpark the fixtures skip; without Java they skip too.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+
+from gpu_engine.connectors.tpch_data import ensure_tpch
+
+SPARK_SCALE_FACTOR = 0.01
+#: lineitem is one Parquet row group at SF 0.01 (one Spark partition); spread it so stages have several Tasks.
+LINEITEM_PARTITIONS = 3
+SPARK_TABLES = ("lineitem", "orders", "customer")
+
+
+@pytest.fixture(scope="session")
+def spark():
+    """Yield a local SparkSession shared by every Spark test."""
+    pytest.importorskip("pyspark")
+    if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
+        pytest.skip("Spark needs Java 17: no java on PATH and no JAVA_HOME")
+    from pyspark.sql import SparkSession
+
+    os.environ["PYSPARK_PYTHON"] = sys.executable  # workers must import this environment's gpu_engine
+    session = (
+        SparkSession.builder.master("local[2]")
+        .appName("gpu_engine tests")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
+        .config("spark.sql.session.timeZone", "UTC")
+        .config("spark.driver.memory", "1g")
+        .getOrCreate()
+    )
+    session.sparkContext.setLogLevel("ERROR")
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def spark_tpch_folder(request, tmp_path_factory):
+    """Return a function: scale factor -> TPC-H folder, the same cached files tests/test_tpch_queries.py uses."""
+    data_root = os.environ.get("GPU_ENGINE_DATA")
+    if data_root:
+        root = Path(data_root) / "tpch"
+    elif getattr(request.config, "cache", None) is not None:
+        root = request.config.cache.mkdir("tpch")
+    else:
+        root = tmp_path_factory.mktemp("tpch")
+    return lambda scale_factor=SPARK_SCALE_FACTOR: ensure_tpch(scale_factor, root, progress=False)
+
+
+@pytest.fixture(scope="session")
+def spark_tpch_tables(spark, spark_tpch_folder):
+    """Return a function: scale factor -> {table name: Spark DataFrame} (lineitem in several partitions)."""
+    cache: dict[float, dict] = {}
+
+    def tables_for(scale_factor: float = SPARK_SCALE_FACTOR) -> dict:
+        if scale_factor not in cache:
+            folder = spark_tpch_folder(scale_factor)
+            tables = {name: spark.read.parquet(str(folder / f"{name}.parquet")) for name in SPARK_TABLES}
+            tables["lineitem"] = tables["lineitem"].repartition(LINEITEM_PARTITIONS)
+            cache[scale_factor] = tables
+        return cache[scale_factor]
+
+    return tables_for
