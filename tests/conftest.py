@@ -10,6 +10,7 @@ kernels interpreted on NumPy arrays). With a GPU (CuPy sees one and
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -48,3 +49,29 @@ def device(device_name):
     from gpu_engine.device import get_device
 
     return get_device(device_name)
+
+
+@pytest.fixture(scope="session")
+def tpch_data(request, tmp_path_factory):
+    """Return a function: scale factor -> folder of TPC-H Parquet files, generated at most once.
+
+    The one place tests get TPC-H data: ``$GPU_ENGINE_DATA/tpch`` when set, else pytest's
+    cache folder (kept between sessions), else a temporary folder.
+    """
+    from gpu_engine.connectors.tpch_data import ensure_tpch
+
+    data_root = os.environ.get("GPU_ENGINE_DATA")
+    if data_root:
+        root = Path(data_root) / "tpch"
+    elif getattr(request.config, "cache", None) is not None:
+        root = request.config.cache.mkdir("tpch")  # kept between sessions
+    else:  # the cache plugin is disabled (-p no:cacheprovider)
+        root = tmp_path_factory.mktemp("tpch")
+    folders: dict[float, Path] = {}
+
+    def folder_for(scale_factor: float) -> Path:
+        if scale_factor not in folders:
+            folders[scale_factor] = ensure_tpch(scale_factor, root, progress=False)
+        return folders[scale_factor]
+
+    return folder_for

@@ -9,15 +9,13 @@ hand batches over too early would show.
 
 from __future__ import annotations
 
-import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table
 from gpu_engine import Session
-from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+from gpu_engine.connectors.tpch_data import register_tpch
 from gpu_engine.plans import tpch
 
 SCALE_FACTOR = {"cpu": 0.01, "cuda-sim": 0.001, "cuda": 0.1}
@@ -30,15 +28,8 @@ QUERIES = {
 
 
 @pytest.fixture(scope="module")
-def tpch_folder(request, tmp_path_factory):
-    data_root = os.environ.get("GPU_ENGINE_DATA")
-    if data_root:
-        root = Path(data_root) / "tpch"
-    elif getattr(request.config, "cache", None) is not None:
-        root = request.config.cache.mkdir("tpch")
-    else:
-        root = tmp_path_factory.mktemp("tpch")
-    return lambda scale_factor: ensure_tpch(scale_factor, root, progress=False)
+def tpch_folder(tpch_data):
+    return tpch_data
 
 
 def _sorted_rows(table: pa.Table) -> list[tuple]:

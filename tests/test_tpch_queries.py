@@ -10,13 +10,12 @@ from __future__ import annotations
 
 import decimal
 import os
-from pathlib import Path
 
 import pyarrow as pa
 import pytest
 
 from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table, rows_mismatch
-from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+from gpu_engine.connectors.tpch_data import register_tpch
 from gpu_engine.plans import tpch
 
 SCALE_FACTOR_BY_DEVICE = {"cpu": 0.01, "cuda": 0.01, "cuda-sim": 0.001}
@@ -66,26 +65,6 @@ def _join_cases():
             yield pytest.param(name, "cuda", id=f"cuda-{name}", marks=[pytest.mark.gpu])
         elif name in SIMULATED_JOIN_QUERIES:
             yield pytest.param(name, "cuda-sim", id=f"cuda-sim-{name}")
-
-
-@pytest.fixture(scope="session")
-def tpch_data(request, tmp_path_factory):
-    """Return a function: scale factor -> folder of TPC-H Parquet files, generated at most once."""
-    data_root = os.environ.get("GPU_ENGINE_DATA")
-    if data_root:
-        root = Path(data_root) / "tpch"
-    elif getattr(request.config, "cache", None) is not None:
-        root = request.config.cache.mkdir("tpch")  # kept between sessions
-    else:  # the cache plugin is disabled (-p no:cacheprovider)
-        root = tmp_path_factory.mktemp("tpch")
-    folders: dict[float, Path] = {}
-
-    def folder_for(scale_factor: float) -> Path:
-        if scale_factor not in folders:
-            folders[scale_factor] = ensure_tpch(scale_factor, root, progress=False)
-        return folders[scale_factor]
-
-    return folder_for
 
 
 @pytest.fixture(scope="session")

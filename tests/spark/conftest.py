@@ -13,11 +13,9 @@ from __future__ import annotations
 import os
 import shutil
 import sys
-from pathlib import Path
 
 import pytest
 
-from gpu_engine.connectors.tpch_data import ensure_tpch
 
 SPARK_SCALE_FACTOR = 0.01
 #: lineitem is one Parquet row group at SF 0.01 (one Spark partition); spread it so stages have several Tasks.
@@ -51,16 +49,9 @@ def spark():
 
 
 @pytest.fixture(scope="session")
-def spark_tpch_folder(request, tmp_path_factory):
+def spark_tpch_folder(tpch_data):
     """Return a function: scale factor -> TPC-H folder, the same cached files tests/test_tpch_queries.py uses."""
-    data_root = os.environ.get("GPU_ENGINE_DATA")
-    if data_root:
-        root = Path(data_root) / "tpch"
-    elif getattr(request.config, "cache", None) is not None:
-        root = request.config.cache.mkdir("tpch")
-    else:
-        root = tmp_path_factory.mktemp("tpch")
-    return lambda scale_factor=SPARK_SCALE_FACTOR: ensure_tpch(scale_factor, root, progress=False)
+    return lambda scale_factor=SPARK_SCALE_FACTOR: tpch_data(scale_factor)
 
 
 @pytest.fixture(scope="session")
