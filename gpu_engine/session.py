@@ -17,8 +17,7 @@ from gpu_engine.connectors.registered_table import DEFAULT_SPLIT_ROWS, Registere
 from gpu_engine.connectors.table_cache import CachedTable, load_cached_table
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
-from gpu_engine.exec.local_exchanges import add_local_exchanges
-from gpu_engine.exec.placement import placement_text, plan_placement
+from gpu_engine.planning import placement_text, prepare_plan
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
@@ -186,12 +185,11 @@ class Session:
         return batch_to_cudf(result)
 
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
-        executed = add_local_exchanges(plan, self.drivers)
+        executed = prepare_plan(plan, self.device, self.drivers, self.config).plan  # what cannot run fails here
         scans = [node for node in walk_plan(executed) if isinstance(node, TableScanNode)]
         for scan in scans:
             if scan.table_name not in self._tables:
                 raise PlanError(f"unknown table {scan.table_name!r}", node=scan.label)
-        plan_placement(executed, self.device)  # what cannot run fails here, before any driver starts
         query_ctx = QueryCtx.create(self.device, self.config, threads=max(2, self.drivers * 2))
         task = Task(f"query-{next(_task_ids)}", executed, query_ctx, self.drivers, consumer)
         self.last_task, self.last_plan = task, executed
@@ -215,14 +213,14 @@ class Session:
         """Return the plan as executed, as text; with ``analyze``, run it and show each node's stats."""
         from gpu_engine.plans.explain import format_plan
 
+        prepared = prepare_plan(plan, self.device, self.drivers, self.config)
+        placements = placement_text(prepared.placements)
         if not analyze:
-            executed = add_local_exchanges(plan, self.drivers)
-            return format_plan(executed, placements=placement_text(plan_placement(executed, self.device)))
+            return format_plan(prepared.plan, placements=placements)
         self.execute(plan)
         stats = self.last_task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
                   f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s)")
-        placements = placement_text(plan_placement(self.last_plan, self.device))
         return header + "\n" + format_plan(self.last_plan, node_stats_text(stats), placements)
 
     def last_stats(self) -> TaskStats | None:

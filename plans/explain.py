@@ -7,7 +7,7 @@ One line per node, parents first, indented two spaces per level::
 
 The line is ``-- Kind[id][details] -> name:type, …`` where details come from
 ``node.describe()`` and types print as pyarrow prints them. When the
-execution layer passes placements (:mod:`gpu_engine.exec.placement`), the
+execution layer passes placements (:mod:`gpu_engine.planning.placement`), the
 line ends with `` @ <device>``, plus the reason when part of the node runs on
 the host: ``-- Project[2][...] -> s:string @ cuda (host fallback: ...)``.
 Per-node stats text (from the execution layer) goes on the lines after its

@@ -38,9 +38,8 @@ from gpu_engine.cluster.fragments import Fragment, has_remote_exchanges, plan_fr
 from gpu_engine.cluster.query_stats import QueryStats, StageStats, format_query_stats
 from gpu_engine.cluster.remote_exchanges import add_remote_exchanges
 from gpu_engine.errors import TaskCancelled
-from gpu_engine.exec.local_exchanges import add_local_exchanges
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
-from gpu_engine.exec.placement import placement_text, plan_placement
+from gpu_engine.planning import placement_text, plan_placement, prepare_plan
 from gpu_engine.exec.query_ctx import QueryCtx
 from gpu_engine.exec.split import RemoteSplit
 from gpu_engine.exec.task import Task, TaskState
@@ -108,7 +107,7 @@ class LocalCluster:
             root = fragment.root
             if fragment.output is not None:
                 root = replace(root, num_partitions=consumer_width[fragment.fragment_id])
-            executed = add_local_exchanges(root, self.session.drivers)
+            executed = prepare_plan(root, self.session.device, self.session.drivers, self.session.config).plan
             stages.append(Stage(fragment, executed, width))
         return stages
 
@@ -127,9 +126,8 @@ class LocalCluster:
 
         stages = self.plan_stages(plan)
         for stage in stages:
-            for scan in _scans(stage.plan):
+            for scan in _scans(stage.plan):  # what cannot run on the device failed in plan_stages
                 self.session.table(scan.table_name)  # unknown tables fail before anything runs
-            plan_placement(stage.plan, self.session.device)  # so does what cannot run on the device
         query_id = f"cluster-{next(_query_ids)}"
         manager = OutputBufferManager()
         query_ctx = QueryCtx.create(self.session.device, self.session.config, self.threads, manager)

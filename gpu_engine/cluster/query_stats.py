@@ -89,7 +89,7 @@ def merge_task_stats(task_id: str, tasks: list[TaskStats]) -> TaskStats:
 
 def format_query_stats(stats: QueryStats) -> str:
     """Return explain-analyze text: the query line, then per stage its Tasks and its plan with summed stats."""
-    from gpu_engine.exec.placement import placement_text, plan_placement
+    from gpu_engine.planning.placement import placement_text, plan_placement
     from gpu_engine.session import node_stats_text
 
     tasks = sum(len(s.tasks) for s in stats.stages)

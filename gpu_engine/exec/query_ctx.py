@@ -67,6 +67,10 @@ class EngineConfig:
         ``"pyarrow"`` (default) or ``"cudf"``: on ``cuda``, read Parquet splits
         with cuDF's GPU reader, straight into device memory
         (:mod:`gpu_engine.connectors.cudf_interop`). Needs cuDF.
+    fuse
+        Replace filter/project/aggregation stretches by fused operators that
+        run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
+        ``False`` runs every node as its own operator, for comparison.
     """
 
     batch_rows: int | None = None
@@ -81,6 +85,7 @@ class EngineConfig:
     cupy_pool_limit_bytes: int | None = None
     scan_pinned_staging: bool | None = None
     parquet_reader: str = "pyarrow"
+    fuse: bool = True
 
     def with_overrides(self, **overrides) -> "EngineConfig":
         """Return a copy with some settings changed (unknown names raise TypeError)."""

@@ -43,7 +43,7 @@ from pyspark.sql import functions as F
 from gpu_engine.cluster import Fragment, plan_fragments
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import ExecutionError, PlanError
-from gpu_engine.exec.local_exchanges import add_local_exchanges
+from gpu_engine.planning import prepare_plan
 from gpu_engine.exec.query_ctx import EngineConfig
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import PartitionedOutputNode, PlanNode, TableScanNode, walk_plan
@@ -167,7 +167,9 @@ class SparkRunner:
             root, output = fragment.root, "rows"
             if fragment.output is not None:
                 output, root = self._output(fragment.output, count)
-            executed = add_local_exchanges(exchanges_as_inputs(root), self.drivers)
+            # The executors' device is known only there; what cannot run fails on every device alike.
+            executed = prepare_plan(exchanges_as_inputs(root), "cpu", self.drivers,
+                                    EngineConfig().with_overrides(**self.config)).plan
             broadcasts, inputs = [], []
             for exchange_id, producer in fragment.producers:
                 producer_output = outputs[producer]

@@ -6,7 +6,7 @@ import pyarrow as pa
 import pytest
 
 from gpu_engine.errors import PlanError
-from gpu_engine.exec.local_exchanges import add_local_exchanges
+from gpu_engine.planning.local_exchanges import add_local_exchanges
 from gpu_engine.exec.local_planner import plan_pipelines
 from gpu_engine.plans import EnforceSingleRowNode, NestedLoopJoinNode, PlanBuilder, PlanNodeIdGenerator, format_plan
 

@@ -11,7 +11,7 @@ import pytest
 from duckdb_reference import assert_same_rows
 
 from gpu_engine import PlanError, Session
-from gpu_engine.exec.placement import Placement, plan_placement
+from gpu_engine.planning.placement import Placement, plan_placement
 from gpu_engine.plans import PlanBuilder
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef
 from gpu_engine.plans.nodes import walk_plan

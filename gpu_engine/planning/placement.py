@@ -61,7 +61,7 @@ def plan_placement(plan: PlanNode, device: Device | str) -> dict[str, Placement]
     Parameters
     ----------
     plan
-        The plan as it will run (after :func:`~gpu_engine.exec.local_exchanges.add_local_exchanges`).
+        The plan as it will run (after :func:`~gpu_engine.planning.local_exchanges.add_local_exchanges`).
     device
         The device (or its name) the plan's Task runs on.
     """
