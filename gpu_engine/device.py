@@ -26,11 +26,12 @@ import sys
 from dataclasses import dataclass, field
 from functools import cache
 from types import ModuleType
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from gpu_engine.errors import DeviceError
+from gpu_engine.exec.device_counters import count_host_sync
 
 __all__ = ["Device", "get_device", "gpu_available", "DEVICE_NAMES"]
 
@@ -78,13 +79,48 @@ class Device:
         return self.xp.asarray(host_array)
 
     def to_host(self, array: Any) -> np.ndarray:
-        """Return a NumPy copy (or view, on host devices) of a device array."""
+        """Return a NumPy copy (or view, on host devices) of a device array, counted as one host sync.
+
+        Why counted on every device: on ``cuda`` the copy waits for the
+        stream, and :mod:`gpu_engine.exec.device_counters` makes that cost
+        visible on ``cpu`` and ``cuda-sim`` too.
+        """
+        count_host_sync()
         if isinstance(array, np.ndarray):
             return array
         return array.get()
 
+    def read_scalar(self, array: Any, index: Any = None) -> Any:
+        """Return ``array[index]`` (or a 0-d ``array``) as a Python scalar, counted as one host sync.
+
+        Why: ``int(array[i])``, ``bool(xp.any(...))`` and ``.item()`` each
+        stall the host on a GPU; reading through here keeps them counted.
+        """
+        count_host_sync()
+        value = array if index is None else array[index]
+        return value.item()
+
+    def read_scalars(self, values: Sequence[Any]) -> list[int]:
+        """Return several integer or bool device scalars (0-d or 1-element arrays) as ints, in one host sync.
+
+        Why: each separate read is a stall on a GPU; packing the values into
+        one small array first costs a few tiny kernels and a single copy.
+        """
+        if not values:
+            return []
+        count_host_sync()
+        xp = self.xp
+        packed = xp.concatenate([xp.reshape(value, (1,)).astype(xp.int64, copy=False) for value in values])
+        host = packed if isinstance(packed, np.ndarray) else packed.get()
+        return [int(value) for value in host.tolist()]
+
+    def any(self, mask: Any) -> bool:
+        """Return True when some element of a device bool array is true, counted as one host sync."""
+        return bool(self.read_scalar(self.xp.any(mask)))
+
     def synchronize(self) -> None:
-        """Wait for queued device work, so a clock read afterwards is honest."""
+        """Wait for queued device work, so a clock read afterwards is honest (counted as a host sync)."""
+        count_host_sync()
         if self.is_gpu:
             self.xp.cuda.get_current_stream().synchronize()
 

@@ -27,6 +27,7 @@ import numpy as np
 from numba import cuda
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
 
 __all__ = ["launch_cuda", "launch_twin", "launch_stream"]
 
@@ -84,6 +85,7 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
     """Launch a numba.cuda ``kernel`` covering ``n`` items (nothing when ``n`` is 0)."""
     if n == 0:
         return
+    count_kernel_launch()
     blocks, threads = device.launch_shape(n)
     if device.is_gpu:
         _disable_array_interface_sync()
@@ -99,9 +101,13 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
 
 
 def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_kernel: Any, *arguments: Any) -> None:
-    """Run ``cpu_kernel(*arguments)`` on the cpu device, else launch ``cuda_kernel`` over ``n`` items."""
+    """Run ``cpu_kernel(*arguments)`` on the cpu device, else launch ``cuda_kernel`` over ``n`` items.
+
+    Both count one kernel launch when ``n`` is not 0 (:mod:`gpu_engine.exec.device_counters`).
+    """
     if device.kernel_flavor == "cpu":
         if n:
+            count_kernel_launch()
             cpu_kernel(*arguments)
         return
     launch_cuda(device, cuda_kernel, n, *arguments)
