@@ -51,6 +51,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from gpu_engine.columnar.transfers import Transfer
+from gpu_engine.exec.device_counters import THREAD_COUNTERS, counts_now, watch_device_allocations
 from gpu_engine.exec.driver_stream import create_driver_stream, stream_scope, synchronize_for_handoff
 from gpu_engine.exec.operator import BlockingReason, Operator
 
@@ -127,6 +128,7 @@ class Driver:
                 return
             self._state = "running"
         try:
+            watch_device_allocations(self.task.query_ctx.device)
             with stream_scope(self.stream):
                 outcome, future = self._run_internal()
         except BaseException as error:  # noqa: BLE001 - any failure fails the Task
@@ -159,11 +161,23 @@ class Driver:
         self.task.driver_finished(self)
 
     def _timed(self, operator: Operator, stat: str, call, *args):
+        """Call ``call(*args)`` for ``operator``, adding its seconds and its device counters to the operator's stats.
+
+        The counters are thread-local and the call runs on this thread, so
+        the deltas are exactly the launches, host syncs and allocations the
+        call made (three attribute reads before and after: cheap enough for
+        every call).
+        """
         self._current = operator
+        counters = THREAD_COUNTERS
+        launches, syncs, allocations = counters.kernel_launches, counters.host_syncs, counters.device_allocations
         start = time.perf_counter()
         result = call(*args)
         stats = operator.stats
         setattr(stats, stat, getattr(stats, stat) + time.perf_counter() - start)
+        stats.kernel_launches += counters.kernel_launches - launches
+        stats.host_syncs += counters.host_syncs - syncs
+        stats.device_allocations += counters.device_allocations - allocations
         return result
 
     def _run_internal(self) -> tuple[str, Future | None]:
@@ -229,10 +243,16 @@ class Driver:
 
         A consumer that copies the batch to the host (the Session's) returns a
         :class:`~gpu_engine.columnar.transfers.Transfer`; its bytes and seconds
-        are shown as the last operator's ``d2h_*`` runtime stats.
+        are shown as the last operator's ``d2h_*`` runtime stats, and the
+        wait and the copy's host syncs as its ``host_syncs``.
         """
+        before = counts_now()
         synchronize_for_handoff()
         transfer = self.task.deliver_result(batch)
+        spent, stats = counts_now() - before, operator.stats
+        stats.kernel_launches += spent.kernel_launches
+        stats.host_syncs += spent.host_syncs
+        stats.device_allocations += spent.device_allocations
         if isinstance(transfer, Transfer) and transfer.nbytes:
             operator.add_runtime_stat("d2h_bytes", transfer.nbytes)
             operator.add_runtime_stat("d2h_seconds", transfer.seconds)

@@ -39,6 +39,7 @@ from contextlib import contextmanager
 from typing import Any, Iterator
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_host_sync
 
 __all__ = ["create_driver_stream", "stream_scope", "current_driver_stream", "synchronize_for_handoff"]
 
@@ -80,8 +81,10 @@ def synchronize_for_handoff() -> None:
     """Wait until this thread's driver stream has finished its queued work (no-op outside a GPU driver).
 
     Call it before publishing device data that another driver, or the
-    caller, will read on a different stream.
+    caller, will read on a different stream. It counts as a host sync on
+    every device (:mod:`gpu_engine.exec.device_counters`), as the wait it is on a GPU.
     """
+    count_host_sync()
     stream = getattr(_thread, "stream", None)
     if stream is not None:
         stream.synchronize()

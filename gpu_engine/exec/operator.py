@@ -54,7 +54,10 @@ class OperatorStats:
     adds with :meth:`Operator.add_runtime_stat`. ``peak_memory_bytes`` is the
     most state the operator held at once (its memory pool's high-water mark,
     :meth:`Operator.set_memory_reservation`); merged over drivers it is the
-    largest driver's, not a sum.
+    largest driver's, not a sum. ``kernel_launches``, ``host_syncs`` and
+    ``device_allocations`` are what the operator's calls added to its thread's
+    :mod:`~gpu_engine.exec.device_counters`: the host work per batch that a
+    GPU pays for, counted on every device.
     """
 
     operator_type: str
@@ -73,6 +76,9 @@ class OperatorStats:
     is_blocked_seconds: float = 0.0
     blocked_seconds: float = 0.0
     blocked_count: int = 0
+    kernel_launches: int = 0
+    host_syncs: int = 0
+    device_allocations: int = 0
     drivers: int = 1
     peak_memory_bytes: int = 0
     runtime: dict[str, float] = field(default_factory=dict)
