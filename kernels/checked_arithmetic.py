@@ -16,9 +16,10 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.kernels.launch import launch_cuda
 
-__all__ = ["checked_arithmetic", "ADD", "SUBTRACT", "MULTIPLY"]
+__all__ = ["checked_arithmetic", "checked_arithmetic_on_device", "ADD", "SUBTRACT", "MULTIPLY"]
 
 ADD, SUBTRACT, MULTIPLY = 0, 1, 2
 _SMALL = np.int64(1 << 31)
@@ -72,7 +73,21 @@ def checked_arithmetic(device: Device, op: int, left: Any, right: Any, validity:
     """Return ``(left op right as int64, first overflowing valid row or -1)``.
 
     ``left`` and ``right`` are int64 arrays of one length, or Python/NumPy ints
-    (broadcast without materializing them).
+    (broadcast without materializing them). Reads the row back (one host
+    sync); :func:`checked_arithmetic_on_device` leaves it on the device.
+    """
+    out, first_bad = checked_arithmetic_on_device(device, op, left, right, validity)
+    row = int(device.read_scalar(first_bad, 0))
+    return out, (-1 if row >= out.shape[0] else row)
+
+
+def checked_arithmetic_on_device(device: Device, op: int, left: Any, right: Any,
+                                 validity: Any | None) -> tuple[Any, Any]:
+    """Return ``(left op right as int64, first_bad)`` with ``first_bad`` a 1-element device array.
+
+    ``first_bad[0]`` is the first overflowing valid row, or the row count when
+    none overflowed. Why on the device: a caller with several checks per batch
+    reads them all in one host sync (:mod:`gpu_engine.expressions.deferred_checks`).
     """
     xp = device.xp
     left_scalar = np.isscalar(left) or getattr(left, "ndim", 1) == 0
@@ -86,10 +101,11 @@ def checked_arithmetic(device: Device, op: int, left: Any, right: Any, validity:
     validity_array = validity if has_validity else xp.ones(1, dtype=xp.bool_)
     out = xp.empty(n, dtype=xp.int64)
     if device.kernel_flavor == "cpu":
+        if n:
+            count_kernel_launch()  # the CPU twin runs in place of a launch (launch_twin's count, made by hand)
         first_bad = _checked_cpu(op, left_values, left_scalar, right_values, right_scalar, validity_array, has_validity, out)
-        return out, int(first_bad)
+        return out, np.array([n if first_bad < 0 else first_bad], dtype=np.int64)
     sentinel = xp.full(1, n, dtype=xp.int64)
     launch_cuda(device, _checked_cuda, n, op, left_values, left_scalar, right_values, right_scalar,
                 validity_array, has_validity, out, sentinel)
-    first_bad = int(device.to_host(sentinel)[0])
-    return out, (-1 if first_bad >= n else first_bad)
+    return out, sentinel

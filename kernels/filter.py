@@ -13,6 +13,7 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.launch import launch_cuda
 
 __all__ = ["selection_from_mask"]
@@ -64,7 +65,8 @@ def selection_from_mask(device: Device, mask: Any, validity: Any | None = None) 
     Returns
     -------
     array
-        ``int32`` indices in increasing order, on ``device``.
+        ``int32`` indices in increasing order, on ``device``. Sizing it reads
+        the kept count back: one host sync, counted on every device.
     """
     xp = device.xp
     n = mask.shape[0]
@@ -74,11 +76,13 @@ def selection_from_mask(device: Device, mask: Any, validity: Any | None = None) 
     has_validity = validity is not None
     validity = xp.ascontiguousarray(validity) if has_validity else xp.zeros(1, dtype=xp.bool_)
     if device.kernel_flavor == "cpu":
+        count_kernel_launch()  # the CPU twin runs in place of the CUDA launches below,
+        count_host_sync()  # and returns the count the CUDA path must read back
         return _selection_cpu(mask, validity, has_validity)
     flags = xp.empty(n, dtype=xp.int32)
     launch_cuda(device, _keep_flags_cuda, n, mask, validity, has_validity, flags)
     positions = xp.cumsum(flags, dtype=xp.int32)
-    out = xp.empty(int(positions[-1]), dtype=xp.int32)
+    out = xp.empty(int(device.read_scalar(positions, -1)), dtype=xp.int32)
     if out.shape[0]:
         launch_cuda(device, _scatter_kept_cuda, n, flags, positions, out)
     return out

@@ -14,6 +14,7 @@ from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
 __all__ = ["gather", "gather_column", "dictionary_row_validity"]
@@ -82,6 +83,7 @@ def gather(device: Device, array: Any, indices: Any) -> Any:
     """
     xp = device.xp
     if device.kernel_flavor == "cpu":
+        count_kernel_launch()  # NumPy's take is this kernel's CPU twin
         return xp.take(array, indices)
     out = xp.empty(indices.shape[0], dtype=array.dtype)
     launch_cuda(device, _gather_cuda, indices.shape[0], xp.ascontiguousarray(array), xp.ascontiguousarray(indices), out)
@@ -101,7 +103,7 @@ def _gather_strings(device: Device, offsets: Any, chars: Any, indices: Any) -> t
     lengths = xp.empty(count, dtype=xp.int64)
     launch_twin(device, count, _string_spans_cpu, _string_spans_cuda, offsets, indices, starts, lengths)
     new_offsets[1:] = xp.cumsum(lengths)
-    new_chars = xp.empty(int(new_offsets[-1]), dtype=xp.uint8)
+    new_chars = xp.empty(int(device.read_scalar(new_offsets, -1)), dtype=xp.uint8)
     if new_chars.shape[0]:
         launch_twin(device, count, _copy_string_chars_cpu, _copy_string_chars_cuda,
                     starts, chars, new_offsets, new_chars)

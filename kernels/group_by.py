@@ -26,6 +26,7 @@ from numba import cuda, njit
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_string
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
@@ -274,10 +275,12 @@ def _lookup_rows_cuda(words, hashes, slots, group_keys, group_hashes, group_ids)
 
 
 # ------------------------------------------------------------ key normalizing
-def _string_block_width(column: Column) -> int:
-    lengths = column.offsets[1:] - column.offsets[:-1]
-    max_length = int(lengths.max()) if lengths.shape[0] else 0
-    return 2 + (max_length + 7) // 8
+def _string_block_widths(device: Device, columns: Sequence[Column]) -> list[int]:
+    """Return the block width each string column needs, reading every longest length in one host sync."""
+    xp = device.xp
+    longest = [(column.offsets[1:] - column.offsets[:-1]).max() if len(column) else xp.zeros(1, dtype=xp.int64)
+               for column in columns]
+    return [2 + (max_length + 7) // 8 for max_length in device.read_scalars(longest)]
 
 
 def _pack_strings(device: Device, column: Column, validity: Any, out: Any, first_column: int, block_width: int) -> None:
@@ -326,12 +329,11 @@ def normalize_keys(device: Device, columns: Sequence[Column],
     n = len(columns[0]) if columns else 0
     if widths is not None and len(widths) != len(columns):
         raise ValueError(f"normalize_keys got {len(widths)} widths for {len(columns)} columns")
+    string_tables = [(column.dictionary if column.is_dictionary else column) for column in columns if column.is_string]
+    string_widths = iter(_string_block_widths(device, string_tables))
     used = []
     for i, column in enumerate(columns):
-        if column.is_string:
-            needed = _string_block_width(column.dictionary if column.is_dictionary else column)
-        else:
-            needed = FIXED_WIDTH_BLOCK
+        needed = next(string_widths) if column.is_string else FIXED_WIDTH_BLOCK
         used.append(max(needed, int(widths[i])) if widths is not None else needed)
     matrix = xp.zeros((n, sum(used)), dtype=xp.uint64)
     first = 0
@@ -533,7 +535,9 @@ class GroupByHashTable:
         group_ids = xp.empty(n, dtype=xp.int32)
         new_rows = xp.empty(n, dtype=xp.int32)
         row, num_new = 0, 0
+        count_host_sync()  # the CPU twin returns the new-group count that the CUDA path reads back
         while row < n:
+            count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
             row, self._num_groups, num_new = _insert_rows_cpu(
                 words, hashes, row, self._slots, self._group_keys, self._group_hashes,
                 self._num_groups, group_ids, new_rows, num_new)

@@ -29,6 +29,8 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
+from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.group_by import GroupByHashTable
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
@@ -161,10 +163,10 @@ class JoinHashTable:
         self.widths = tuple(int(w) for w in widths)
         self.num_rows = int(keys.shape[0])
         null_rows = null_key_rows(device, keys, self.widths) if self.num_rows else xp.zeros(0, dtype=xp.bool_)
-        self.has_null_key = bool(null_rows.any()) if self.num_rows else False
+        self.has_null_key = device.any(null_rows) if self.num_rows else False
         row_numbers = xp.arange(self.num_rows, dtype=xp.int32)
         if self.has_null_key:
-            row_numbers = row_numbers[~null_rows]
+            row_numbers = selection_from_mask(device, ~null_rows)
             keys = keys[row_numbers]
         self._table = GroupByHashTable(device, self.widths, initial_capacity=max(16, 2 * int(row_numbers.shape[0])))
         group_ids, _ = self._table.insert(xp.ascontiguousarray(keys))
@@ -184,6 +186,7 @@ class JoinHashTable:
         if self.device.kernel_flavor == "cpu":
             offsets = xp.zeros(self.num_keys + 1, dtype=xp.int64)
             if n:
+                count_kernel_launch()  # the CPU twin runs in place of the CUDA launches below
                 _row_lists_cpu(group_ids, row_numbers, offsets, rows)
             return offsets, rows
         counts = xp.zeros(self.num_keys, dtype=xp.int32)
@@ -213,8 +216,9 @@ class JoinHashTable:
         group_ids = self.lookup(keys, widths)
         counts = xp.empty(n, dtype=xp.int64)
         launch_twin(self.device, n, _count_matches_cpu, _count_matches_cuda, group_ids, self._offsets, counts)
-        positions = xp.cumsum(counts) - counts
-        total = int(positions[-1] + counts[-1])
+        ends = xp.cumsum(counts)
+        positions = ends - counts
+        total = int(self.device.read_scalar(ends, -1))
         probe_rows = xp.empty(total, dtype=xp.int32)
         build_rows = xp.empty(total, dtype=xp.int32)
         if total:

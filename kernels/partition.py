@@ -23,6 +23,7 @@ import numpy as np
 from numba import cuda, int32, int64, njit
 
 from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.kernels.launch import launch_cuda
 
 __all__ = ["partition_gather_maps", "MAX_SHARED_PARTITIONS"]
@@ -134,6 +135,7 @@ def partition_gather_maps(device: Device, hashes: Any, num_partitions: int) -> t
         return indices, offsets
     hashes = xp.ascontiguousarray(hashes)
     if device.kernel_flavor == "cpu":
+        count_kernel_launch()  # the CPU twin runs in place of the CUDA launches below
         _partition_cpu(hashes, num_partitions, indices, offsets)
         return indices, offsets
     if num_partitions <= MAX_SHARED_PARTITIONS:

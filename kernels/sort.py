@@ -107,15 +107,14 @@ def _encode_strings_cuda(offsets, chars, validity, has_validity, descending, out
 
 
 # ---------------------------------------------------------------- key encoding
-def _max_string_length(column: Column) -> int:
-    lengths = column.offsets[1:] - column.offsets[:-1]
-    return int(lengths.max()) if lengths.shape[0] else 0
-
-
-def _value_word_count(column: Column) -> int:
-    if column.is_string and not column.is_dictionary:
-        return (_max_string_length(column) + 7) // 8 + 1
-    return 1
+def _value_word_counts(device: Device, columns: Sequence[Column]) -> list[int]:
+    """Return the key words each column needs; plain strings' longest lengths are read in one host sync."""
+    xp = device.xp
+    plain_strings = [column.is_string and not column.is_dictionary for column in columns]
+    longest = iter(device.read_scalars([
+        (column.offsets[1:] - column.offsets[:-1]).max() if len(column) else xp.zeros(1, dtype=xp.int64)
+        for column, plain in zip(columns, plain_strings) if plain]))
+    return [(next(longest) + 7) // 8 + 1 if plain else 1 for plain in plain_strings]
 
 
 def _row_validity(device: Device, column: Column) -> Any:
@@ -157,11 +156,13 @@ def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Seque
     xp = device.xp
     n = len(columns[0])
     validities = [_row_validity(device, column) for column in columns]
-    num_words = sum(_value_word_count(c) + (v is not None) for c, v in zip(columns, validities))
+    value_words = _value_word_counts(device, columns)
+    num_words = sum(words + (v is not None) for words, v in zip(value_words, validities))
     keys = xp.empty((num_words, n), dtype=xp.uint64)
     no_validity = xp.zeros(1, dtype=xp.bool_)
     word = 0  # logical index, 0 = most significant; stored at row num_words - 1 - word
-    for column, validity, is_ascending, is_nulls_first in zip(columns, validities, ascending, nulls_first):
+    for column, validity, words_of_value, is_ascending, is_nulls_first in zip(columns, validities, value_words,
+                                                                              ascending, nulls_first):
         descending = not is_ascending
         has_validity = validity is not None
         if has_validity:
@@ -171,7 +172,7 @@ def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Seque
         validity = xp.ascontiguousarray(validity) if has_validity else no_validity
         top_row = num_words - 1 - word
         if column.is_string and not column.is_dictionary:
-            num_byte_words = _value_word_count(column) - 1
+            num_byte_words = words_of_value - 1
             offsets = xp.ascontiguousarray(column.offsets.astype(xp.int64, copy=False))
             chars = column.data if column.data.shape[0] else xp.zeros(1, dtype=xp.uint8)
             launch_twin(device, n, _encode_strings_cpu, _encode_strings_cuda,

@@ -528,7 +528,7 @@ def copy_ranges(device, chars, starts, lengths):
     offsets = xp.zeros(rows + 1, dtype=xp.int64)
     if rows:
         offsets[1:] = xp.cumsum(lengths)
-    total = int(offsets[-1]) if rows else 0
+    total = int(device.read_scalar(offsets, -1)) if rows else 0
     out = xp.zeros(total, dtype=xp.uint8)
     if total:
         launch_twin(device, rows, _copy_cpu, _copy_cuda, chars, starts.astype(xp.int64, copy=False), offsets, out)

@@ -26,7 +26,8 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
     """Return one column holding ``columns`` one after another.
 
     Dictionary columns sharing one dictionary stay encoded (codes are
-    concatenated); otherwise strings are decoded and their offsets rebased.
+    concatenated); otherwise strings are decoded and their offsets rebased,
+    reading every column's first and last offset in one host sync.
     """
     if len(columns) == 1:
         return columns[0]
@@ -39,10 +40,10 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
         return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity, None, first.dictionary)
     if first.is_string:
         plain = [_decoded(device, c) for c in columns]
+        ends = device.read_scalars([end for c in plain for end in (c.offsets[0], c.offsets[-1])])
         chars, offsets, base = [], [xp.zeros(1, dtype=xp.int64)], 0
-        for c in plain:
-            start = int(c.offsets[0])
-            stop = int(c.offsets[-1])
+        for index, c in enumerate(plain):
+            start, stop = ends[2 * index], ends[2 * index + 1]
             chars.append(c.data[start:stop])
             offsets.append(c.offsets[1:].astype(xp.int64) - start + base)
             base += stop - start

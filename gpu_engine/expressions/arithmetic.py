@@ -63,7 +63,7 @@ def _exact_arithmetic(device: Device, op: str, left: Column, right: Column, dtyp
         return subtract_checked(device, left_values, right_values, validity, what), validity
     if op == "mod":
         by_zero = right_values == 0
-        raise_at_first(xp, (left_values == _INT64_MIN) & (right_values == -1), validity, f"Overflow in {what}")
+        raise_at_first(device, (left_values == _INT64_MIN) & (right_values == -1), validity, f"Overflow in {what}")
         # x % -1 is 0; dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out of the kernel.
         divisor = xp.where(by_zero | (right_values == -1), 1, right_values)
         validity = ~by_zero if validity is None else validity & ~by_zero
@@ -87,7 +87,7 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
     values, validity = _exact_arithmetic(device, op, left, right, dtype, validity)
-    return Column(dtype, fit_to_type(xp, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
+    return Column(dtype, fit_to_type(device, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
 
 
 def negate(device: Device, operand: Column, dtype: pa.DataType) -> Column:
@@ -98,5 +98,5 @@ def negate(device: Device, operand: Column, dtype: pa.DataType) -> Column:
     if not (is_integer(dtype) or is_decimal(dtype)) or not is_numeric(operand.dtype) or is_floating(operand.dtype):
         raise PlanError(f"cannot negate {operand.dtype} into {dtype}")
     values = as_scaled(device, operand, scale_of(dtype), f"negation of {dtype}")
-    raise_at_first(xp, values == _INT64_MIN, operand.validity, f"Overflow in negation of {dtype}")
-    return Column(dtype, fit_to_type(xp, -values, dtype, operand.validity, f"negation of {dtype}"), operand.validity)
+    raise_at_first(device, values == _INT64_MIN, operand.validity, f"Overflow in negation of {dtype}")
+    return Column(dtype, fit_to_type(device, -values, dtype, operand.validity, f"negation of {dtype}"), operand.validity)

@@ -47,19 +47,21 @@ def can_cast(source: pa.DataType, target: pa.DataType) -> bool:
     return False
 
 
-def _float_to_integer(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+def _float_to_integer(device: Device, column: Column, dtype: pa.DataType, what: str) -> Any:
+    xp = device.xp
     rounded = xp.rint(column.data.astype(xp.float64))
     bad = ~((rounded >= -_TWO_TO_63) & (rounded < _TWO_TO_63))  # also catches NaN
-    raise_at_first(xp, bad, column.validity, f"{what}: value is out of range")
+    raise_at_first(device, bad, column.validity, f"{what}: value is out of range")
     values = xp.where(bad, 0.0, rounded).astype(xp.int64)
-    return fit_to_type(xp, values, dtype, column.validity, what)
+    return fit_to_type(device, values, dtype, column.validity, what)
 
 
-def _float_to_decimal(xp: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
+def _float_to_decimal(device: Device, column: Column, dtype: pa.DataType, what: str) -> Any:
+    xp = device.xp
     scaled = round_half_away(xp, column.data.astype(xp.float64) * float(POWERS_OF_TEN[scale_of(dtype)]))
     limit = float(POWERS_OF_TEN[dtype.precision]) if dtype.precision <= 18 else _TWO_TO_63
     bad = ~((scaled > -limit) & (scaled < limit))
-    raise_at_first(xp, bad, column.validity, f"{what}: value is out of range")
+    raise_at_first(device, bad, column.validity, f"{what}: value is out of range")
     return xp.where(bad, 0.0, scaled).astype(xp.int64)
 
 
@@ -72,14 +74,14 @@ def _to_number(device: Any, column: Column, dtype: pa.DataType, what: str) -> An
         return as_float(xp, column).astype(physical_dtype(dtype), copy=False)
     if is_integer(dtype):
         if is_floating(source):
-            return _float_to_integer(xp, column, dtype, what)
+            return _float_to_integer(device, column, dtype, what)
         values = column.data.astype(xp.int64, copy=False)
         if is_decimal(source):
             values = divide_round_half_away(xp, values, POWERS_OF_TEN[scale_of(source)])
-        return fit_to_type(xp, values, dtype, column.validity, what)
+        return fit_to_type(device, values, dtype, column.validity, what)
     if is_floating(source):
-        return _float_to_decimal(xp, column, dtype, what)
-    return fit_to_type(xp, as_scaled(device, column, scale_of(dtype), what), dtype, column.validity, what)
+        return _float_to_decimal(device, column, dtype, what)
+    return fit_to_type(device, as_scaled(device, column, scale_of(dtype), what), dtype, column.validity, what)
 
 
 def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:

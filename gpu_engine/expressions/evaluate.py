@@ -27,8 +27,10 @@ from gpu_engine.columnar.types import is_boolean, is_string
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions import arithmetic, comparison, logical, strings, temporal
 from gpu_engine.expressions.cast import cast
+from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.expressions.literals import is_null_literal, literal_column
 from gpu_engine.expressions.nulls import all_null_bools
+from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.plans.expressions import (
     ARITHMETIC_OPS, BOOLEAN_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, InList, Like,
     Literal, Substring, UnaryOp,
@@ -47,11 +49,13 @@ def evaluate(expr: Expr, batch: Batch) -> Column:
         unsupported cast, mismatched operand types).
     ExecutionError
         For a row the expression cannot evaluate (overflow, text that does not
-        parse), as DuckDB raises.
+        parse), as DuckDB raises. Row checks are read back together when the
+        evaluation ends (one host sync), or when the caller's
+        :func:`~gpu_engine.expressions.deferred_checks.checks_read_together` block does.
     """
     # Float results follow IEEE (x / 0 is inf); rows that are NULL may hold any
     # value, so NumPy's warnings about them mean nothing.
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), checks_read_together(batch.device):
         return _evaluate(expr, batch)
 
 
@@ -152,12 +156,14 @@ def _case_on_all_rows(expr: Case, batch: Batch) -> Column:
 
 def _case_branch_by_branch(expr: Case, batch: Batch) -> Column:
     """Evaluate each condition on the undecided rows and each value on its own rows (DuckDB's order)."""
-    xp = batch.device.xp
+    device = batch.device
+    xp = device.xp
     undecided = xp.arange(batch.num_rows, dtype=xp.int32)
     parts = []
     for condition, value in expr.whens:
         hit = logical.true_rows(_case_condition(condition, batch.with_gather_map(undecided)))
-        chosen, undecided = undecided[hit], undecided[~hit]
+        chosen = xp.take(undecided, selection_from_mask(device, hit))
+        undecided = xp.take(undecided, selection_from_mask(device, ~hit))
         parts.append((chosen, _coerce(batch, _evaluate(value, batch.with_gather_map(chosen)), expr.dtype)))
     if expr.default is not None:
         default = _evaluate(expr.default, batch.with_gather_map(undecided))
@@ -168,7 +174,8 @@ def _case_branch_by_branch(expr: Case, batch: Batch) -> Column:
 @_evaluate.register
 def _(expr: Case, batch: Batch) -> Column:
     try:
-        return _case_on_all_rows(expr, batch)
+        with checks_read_together(batch.device, own_scope=True):  # learn of errors here, to fall back
+            return _case_on_all_rows(expr, batch)
     except ExecutionError:
         return _case_branch_by_branch(expr, batch)
 

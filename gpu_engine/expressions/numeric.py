@@ -16,7 +16,8 @@ import pyarrow as pa
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_floating, is_integer, physical_dtype
 from gpu_engine.errors import ExecutionError, PlanError
-from gpu_engine.kernels.checked_arithmetic import ADD, MULTIPLY, SUBTRACT, checked_arithmetic
+from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
+from gpu_engine.kernels.checked_arithmetic import ADD, MULTIPLY, SUBTRACT, checked_arithmetic_on_device
 
 __all__ = [
     "POWERS_OF_TEN",
@@ -54,19 +55,23 @@ def scale_of(dtype: pa.DataType) -> int:
     return dtype.scale
 
 
-def raise_at_first(xp: Any, bad: Any, validity: Any, message: str) -> None:
-    """Raise :class:`ExecutionError` naming the first valid row where ``bad`` holds, if any."""
+def raise_at_first(device: Any, bad: Any, validity: Any, message: str) -> None:
+    """Raise :class:`ExecutionError` naming the first valid row where ``bad`` holds, if any.
+
+    The check is deferred to the enclosing
+    :func:`~gpu_engine.expressions.deferred_checks.checks_read_together` block,
+    so one host sync covers all of an evaluation's checks.
+    """
     if validity is not None:
         bad = bad & validity
-    if bool(xp.any(bad)):
-        row = int(xp.argmax(bad.astype(xp.int8)))
-        raise ExecutionError(f"{message} (first at row {row})")
+    defer_row_check(device, first_true_row(device, bad), -1,
+                    lambda row: ExecutionError(f"{message} (first at row {row})"))
 
 
 def _checked(device: Any, op: int, left: Any, right: Any, validity: Any, what: str) -> Any:
-    values, first_bad = checked_arithmetic(device, op, left, right, validity)
-    if first_bad >= 0:
-        raise ExecutionError(f"Overflow in {what}: the result does not fit in 64-bit integers (first at row {first_bad})")
+    values, first_bad = checked_arithmetic_on_device(device, op, left, right, validity)
+    defer_row_check(device, first_bad, values.shape[0], lambda row: ExecutionError(
+        f"Overflow in {what}: the result does not fit in 64-bit integers (first at row {row})"))
     return values
 
 
@@ -138,7 +143,7 @@ def as_float(xp: Any, column: Column) -> Any:
     return values
 
 
-def fit_to_type(xp: Any, values: Any, dtype: pa.DataType, validity: Any, what: str) -> Any:
+def fit_to_type(device: Any, values: Any, dtype: pa.DataType, validity: Any, what: str) -> Any:
     """Return int64 ``values`` in the physical type of ``dtype``, raising where a valid row does not fit.
 
     Integer types must hold the value; ``decimal(p, s)`` with ``p <= 18`` must
@@ -147,14 +152,14 @@ def fit_to_type(xp: Any, values: Any, dtype: pa.DataType, validity: Any, what: s
     if is_decimal(dtype):
         if dtype.precision <= 18:
             limit = POWERS_OF_TEN[dtype.precision]
-            raise_at_first(xp, (values >= limit) | (values <= -limit), validity,
+            raise_at_first(device, (values >= limit) | (values <= -limit), validity,
                            f"{what}: value is out of range for {dtype}")
         return values
     if is_integer(dtype):
         target = physical_dtype(dtype)
         if target != np.dtype(np.int64):
             info = np.iinfo(target)
-            raise_at_first(xp, (values < int(max(info.min, -(2**63)))) | (values > int(min(info.max, 2**63 - 1))),
+            raise_at_first(device, (values < int(max(info.min, -(2**63)))) | (values > int(min(info.max, 2**63 - 1))),
                            validity, f"{what}: value is out of range for {dtype}")
         return values.astype(target, copy=False)
     if is_floating(dtype):

@@ -104,20 +104,23 @@ def substring(device: Device, column: Column, start: int, length: int | None) ->
     return Column(pa.string(), column.data, column.validity, None, dictionary)
 
 
-def _string_pool(xp: Any, sources: Sequence[Column]) -> tuple[Any, Any, list[int]]:
+def _string_pool(device: Device, sources: Sequence[Column]) -> tuple[Any, Any, list[int]]:
     """Concatenate the sources' string tables (dictionaries, or the plain columns) into one.
 
-    Returns the pool's ``(offsets, chars)`` and the first pool slot of each source.
+    Returns the pool's ``(offsets, chars)`` and the first pool slot of each
+    source. The tables' first and last offsets are read in one host sync.
     """
+    xp = device.xp
+    tables = [source.dictionary if source.dictionary is not None else source for source in sources]
+    table_offsets = [table.offsets.astype(xp.int64, copy=False) for table in tables]
+    ends = device.read_scalars([end for offsets in table_offsets for end in (offsets[0], offsets[-1])])
     pool_offsets = [xp.zeros(1, dtype=xp.int64)]
     pool_chars = []
     bases = []
     slot_base = 0
     char_base = 0
-    for source in sources:
-        table = source.dictionary if source.dictionary is not None else source
-        offsets = table.offsets.astype(xp.int64, copy=False)
-        first, last = int(offsets[0]), int(offsets[-1])
+    for index, (table, offsets) in enumerate(zip(tables, table_offsets)):
+        first, last = ends[2 * index], ends[2 * index + 1]
         pool_chars.append(table.data[first:last])
         pool_offsets.append(offsets[1:] - first + char_base)
         bases.append(slot_base)
@@ -158,7 +161,7 @@ def choose_strings(device: Device, choice: Any, sources: Sequence[Column], valid
     bytes are gathered into a plain column.
     """
     xp = device.xp
-    offsets, chars, bases = _string_pool(xp, sources)
+    offsets, chars, bases = _string_pool(device, sources)
     rows = xp.arange(int(choice.shape[0]), dtype=xp.int64)
     slot = xp.zeros(int(choice.shape[0]), dtype=xp.int64)
     for k, source in enumerate(sources):
@@ -170,7 +173,7 @@ def scatter_strings(device: Device, rows: int, parts: Sequence[tuple[Any, Column
     """Return ``rows`` strings where ``parts`` = ``[(target_rows, column)]`` place each column's rows; others NULL."""
     xp = device.xp
     sources = [column for _target, column in parts]
-    offsets, chars, bases = _string_pool(xp, sources)
+    offsets, chars, bases = _string_pool(device, sources)
     slot = xp.zeros(rows, dtype=xp.int64)
     validity = xp.zeros(rows, dtype=xp.bool_)
     for (target, column), base in zip(parts, bases):

@@ -22,6 +22,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
 from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
@@ -44,17 +45,19 @@ def parses_from_string(dtype: pa.DataType) -> bool:
 
 
 # ------------------------------------------------------------------ formatting
-def _pack(xp: Any, widths: Any) -> tuple[Any, Any, Any]:
+def _pack(device: Device, widths: Any) -> tuple[Any, Any, Any]:
     """Return ``(offsets, row, position)``: for each output byte, its row and its place in that row.
 
     The row of a byte is found by binary search in the offsets (CuPy's
-    ``repeat`` takes no device array of counts).
+    ``repeat`` takes no device array of counts). The byte count is read back
+    (one host sync): the output's size.
     """
+    xp = device.xp
     rows = int(widths.shape[0])
     offsets = xp.zeros(rows + 1, dtype=xp.int64)
     if rows:
         offsets[1:] = xp.cumsum(widths.astype(xp.int64))
-    total = int(offsets[-1]) if rows else 0
+    total = int(device.read_scalar(offsets, -1)) if rows else 0
     byte = xp.arange(total, dtype=xp.int64)
     row = xp.searchsorted(offsets[1:], byte, side="right")
     return offsets, row, byte - offsets[row]
@@ -74,7 +77,7 @@ def _format_scaled(device: Device, values: Any, scale: int, validity: Any) -> Co
     widths = negative.astype(xp.int64) + text_width
     if validity is not None:
         widths = xp.where(validity, widths, 0)
-    offsets, row, position = _pack(xp, widths)
+    offsets, row, position = _pack(device, widths)
     k = position - negative[row].astype(xp.int64)
     row_int_digits = int_digits[row]
     exponent = xp.where(k < row_int_digits, row_int_digits - 1 - k + scale, text_width[row] - 1 - k)
@@ -91,12 +94,12 @@ def _format_dates(device: Device, column: Column) -> Column:
     """Format date32 days as ``YYYY-MM-DD`` (years 1 to 9999; DuckDB's BC and 5-digit forms are refused)."""
     xp = device.xp
     year, month, day = civil_from_days(xp, column.data)
-    raise_at_first(xp, (year < 1) | (year > 9999), column.validity,
+    raise_at_first(device, (year < 1) | (year > 9999), column.validity,
                    "Conversion of a date to text supports years 1 to 9999 only")
     widths = xp.full(len(column), 10, dtype=xp.int64)
     if column.validity is not None:
         widths = xp.where(column.validity, widths, 0)
-    offsets, row, position = _pack(xp, widths)
+    offsets, row, position = _pack(device, widths)
     # Text of every row as one number: YYYY0MM0DD with the zeros replaced by dashes.
     number = (year * 1_000_000 + month * 1_000 + day)[row]
     powers = device.asarray(np.array([10**k for k in range(10)], dtype=np.int64))
@@ -150,20 +153,21 @@ def _parse_rows(device: Device, column: Column, parse: Callable[[Any, Any], tupl
 
 def _raise_parse_errors(device: Device, column: Column, status: Any, validity: Any, dtype: pa.DataType,
                         out_of_range: str) -> None:
-    xp = device.xp
+    """Raise for the first valid row that did not parse, deferred like every row check (see :func:`raise_at_first`)."""
     failed = status != kernels.PARSE_OK
     if validity is not None:
         failed = failed & validity
-    if not bool(xp.any(failed)):
-        return
-    row = int(xp.argmax(failed.astype(xp.int8)))
-    from gpu_engine.kernels.gather import gather_column
 
-    # Only the failing row comes back to the host for the message, not the whole column.
-    text = gather_column(device, column, device.asarray(np.array([row], dtype=np.int64))).to_arrow(device)[0].as_py()
-    if int(status[row]) == kernels.PARSE_OUT_OF_RANGE:
-        raise ExecutionError(f"Could not convert string {text!r} to {dtype}: {out_of_range} (row {row})")
-    raise ExecutionError(f"Could not convert string {text!r} to {dtype} (row {row})")
+    def parse_error(row: int) -> ExecutionError:
+        from gpu_engine.kernels.gather import gather_column
+
+        # Only the failing row comes back to the host for the message, not the whole column.
+        text = gather_column(device, column, device.asarray(np.array([row], dtype=np.int64))).to_arrow(device)[0].as_py()
+        if int(device.read_scalar(status, row)) == kernels.PARSE_OUT_OF_RANGE:
+            return ExecutionError(f"Could not convert string {text!r} to {dtype}: {out_of_range} (row {row})")
+        return ExecutionError(f"Could not convert string {text!r} to {dtype} (row {row})")
+
+    defer_row_check(device, first_true_row(device, failed), -1, parse_error)
 
 
 def _parse_floats_on_host(device: Device, column: Column, dtype: pa.DataType) -> Column:
@@ -183,7 +187,7 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
         scale = scale_of(dtype)
         values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(device, o, c, scale))
         _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
-        return Column(dtype, fit_to_type(device.xp, values, dtype, validity, f"cast from text to {dtype}"), validity)
+        return Column(dtype, fit_to_type(device, values, dtype, validity, f"cast from text to {dtype}"), validity)
     if pa.types.is_date32(dtype):
         days, status = _parse_rows(device, column, lambda o, c: kernels.parse_date(device, o, c))
         _raise_parse_errors(device, column, status, validity, dtype, "date field value out of range")

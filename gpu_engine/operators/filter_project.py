@@ -12,6 +12,7 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
 from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
+from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.plans.expressions import ColumnRef, referenced_columns
 from gpu_engine.plans.nodes import FilterNode, ProjectNode
@@ -53,9 +54,11 @@ class FilterProject(Operator):
         if self._pass_through:
             return batch.select([e.name for e in node.expressions], node.names)
         flat = batch.materialize(self._needed) if self._needed else Batch((), (), batch.device, None, batch.num_rows)
-        for name, expression in self._shared:
-            flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None, flat.num_rows)
-        columns = tuple(evaluate(e, flat) for e in self._expressions)
+        with checks_read_together(self.device):  # every expression's overflow checks, read back in one host sync
+            for name, expression in self._shared:
+                flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None,
+                             flat.num_rows)
+            columns = tuple(evaluate(e, flat) for e in self._expressions)
         return Batch(node.names, columns, batch.device, None, batch.num_rows)
 
     def get_output(self) -> Batch | None:
