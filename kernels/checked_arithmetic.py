@@ -19,7 +19,7 @@ from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.kernels.launch import launch_cuda
 
-__all__ = ["checked_arithmetic", "checked_arithmetic_on_device", "ADD", "SUBTRACT", "MULTIPLY"]
+__all__ = ["checked_arithmetic", "checked_arithmetic_on_device", "checked_int64_op", "ADD", "SUBTRACT", "MULTIPLY"]
 
 ADD, SUBTRACT, MULTIPLY = 0, 1, 2
 _SMALL = np.int64(1 << 31)
@@ -27,7 +27,7 @@ _INT64_MIN = np.int64(-(2**63))
 
 
 @njit(nogil=True, cache=True)
-def _apply(op, a, b):
+def checked_int64_op(op, a, b):
     """Return ``(result, overflowed)`` of one int64 operation, wrapping in uint64."""
     if op == ADD:
         r = np.int64(np.uint64(a) + np.uint64(b))
@@ -51,7 +51,7 @@ def _checked_cpu(op, left, left_scalar, right, right_scalar, validity, has_valid
     for i in range(out.shape[0]):
         a = left[0] if left_scalar else left[i]
         b = right[0] if right_scalar else right[i]
-        r, bad = _apply(op, a, b)
+        r, bad = checked_int64_op(op, a, b)
         out[i] = r
         if bad and first_bad < 0 and (not has_validity or validity[i]):
             first_bad = i
@@ -63,7 +63,7 @@ def _checked_cuda(op, left, left_scalar, right, right_scalar, validity, has_vali
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         a = left[0] if left_scalar else left[i]
         b = right[0] if right_scalar else right[i]
-        r, bad = _apply(op, a, b)
+        r, bad = checked_int64_op(op, a, b)
         out[i] = r
         if bad and (not has_validity or validity[i]):
             cuda.atomic.min(first_bad, 0, i)

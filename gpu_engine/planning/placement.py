@@ -132,7 +132,7 @@ def _(expression: Cast, node_label: str) -> str | None:
 
 @host_fallback.register
 def _(expression: AggregateCall, node_label: str) -> str | None:
-    from gpu_engine.operators.hash_aggregation import unsupported_aggregate
+    from gpu_engine.aggregation import unsupported_aggregate
 
     reason = unsupported_aggregate(expression)
     if reason is not None:

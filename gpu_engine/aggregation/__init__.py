@@ -1,0 +1,8 @@
+"""Aggregate functions as objects shared by the eager and the fused aggregation operators."""
+
+from gpu_engine.aggregation.functions import (
+    AggregateFunction, AggregateState, StateArray, StateEmitter, aggregate_function, unsupported_aggregate,
+)
+
+__all__ = ["AggregateFunction", "AggregateState", "StateArray", "StateEmitter", "aggregate_function",
+           "unsupported_aggregate"]

@@ -1,0 +1,453 @@
+"""Aggregate functions as objects: state layout, update, merge and extract (Velox's ``exec::Aggregate``).
+
+Why: two operators keep aggregation state, the eager HashAggregation (a table
+of dense group ids, one kernel per aggregate per batch) and the fused
+aggregation (a hash table of slots updated inside one generated kernel). Both
+must lay out state, read intermediate columns and produce results the same
+way, or fused and unfused plans would disagree. Each function therefore
+declares, once:
+
+* :meth:`AggregateFunction.state_arrays` -- the device arrays it keeps per group
+  (name, dtype, the value a fresh group starts from);
+* :meth:`~AggregateFunction.update` / :meth:`~AggregateFunction.merge` -- the
+  eager updates from raw rows and from a partial step's intermediate columns;
+* :meth:`~AggregateFunction.emit_update` / :meth:`~AggregateFunction.emit_merge`
+  -- the same updates as lines of a generated kernel (:mod:`gpu_engine.codegen`);
+* :meth:`~AggregateFunction.extract` -- the output columns from the state of
+  ``groups`` groups: intermediate columns for partial and intermediate steps,
+  results for final and single ones.
+
+Integer and decimal sums (and merged counts) accumulate as two 64-bit halves
+(:func:`~gpu_engine.kernels.aggregate.group_sum_int`), so they never wrap; an
+out-of-range result is an error at extraction. ``min``/``max`` keep values in a
+type that CUDA atomics update (narrow integers and bools widen to int64,
+float32 to float64); strings keep a string column instead
+(:class:`~gpu_engine.operators.hash_aggregation.HashAggregation` folds them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physical_dtype
+from gpu_engine.device import Device
+from gpu_engine.kernels import aggregate as kernels
+from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
+from gpu_engine.plans.expressions import AggregateCall
+
+__all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "unsupported_aggregate",
+           "StateEmitter"]
+
+_ATOMIC_MIN_MAX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64),
+                          np.dtype(np.float32), np.dtype(np.float64))
+
+
+@dataclass(frozen=True)
+class StateArray:
+    """One per-group array of an aggregate's state: its name, NumPy dtype and the value of a fresh group."""
+
+    name: str
+    dtype: np.dtype
+    fill: Any
+
+
+@dataclass
+class AggregateState:
+    """The state of one aggregate over all groups: arrays named as in its layout (and strings for min/max of text)."""
+
+    arrays: dict[str, Any] = field(default_factory=dict)
+    strings: Column | None = None
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes this state holds."""
+        total = sum(int(array.nbytes) for array in self.arrays.values())
+        return total + (self.strings.nbytes if self.strings is not None else 0)
+
+
+class StateEmitter:
+    """Write the lines of a generated kernel that change aggregation state (see :mod:`gpu_engine.codegen`).
+
+    ``atomic`` emitters (the CUDA twin's shared state) use ``cuda.atomic``;
+    plain ones (the CPU twin, or a thread's own local state) update in place.
+    Aggregates only call these methods, so one description serves both.
+    """
+
+    def __init__(self, atomic: bool):
+        self.atomic = atomic
+
+    def add(self, array: str, index: str, value: str) -> str:
+        """Return a line adding ``value`` to ``array[index]``."""
+        return f"cuda.atomic.add({array}, {index}, {value})" if self.atomic else f"{array}[{index}] += {value}"
+
+    def minimum(self, array: str, index: str, value: str, is_float: bool) -> str:
+        """Return a line keeping the least of ``array[index]`` and ``value`` (NaN greatest, as DuckDB)."""
+        if self.atomic:
+            return f"cuda.atomic.min({array}, {index}, {value})"  # floats: NaN operands are ignored
+        if is_float:
+            return f"if {value} < {array}[{index}] or {array}[{index}] != {array}[{index}]: {array}[{index}] = {value}"
+        return f"if {value} < {array}[{index}]: {array}[{index}] = {value}"
+
+    def maximum(self, array: str, index: str, value: str, is_float: bool) -> str:
+        """Return a line keeping the greatest of ``array[index]`` and ``value`` (NaN greatest)."""
+        if self.atomic:
+            return f"cuda.atomic.{'nanmax' if is_float else 'max'}({array}, {index}, {value})"
+        if is_float:
+            return f"if {value} > {array}[{index}] or {value} != {value}: {array}[{index}] = {value}"
+        return f"if {value} > {array}[{index}]: {array}[{index}] = {value}"
+
+    @staticmethod
+    def flag(array: str, index: str) -> str:
+        """Return a line setting a bool flag (idempotent, so no atomic is needed)."""
+        return f"{array}[{index}] = True"
+
+
+def unsupported_aggregate(call: AggregateCall) -> str | None:
+    """Return why no aggregation operator can compute ``call``, or None when one can (asked at plan time)."""
+    if call.function not in ("min", "max") or call.arg is None:
+        return None
+    value_type = call.arg.dtype
+    if (pa.types.is_integer(value_type) or is_floating(value_type) or is_decimal(value_type) or is_string(value_type)
+            or pa.types.is_boolean(value_type) or pa.types.is_date32(value_type) or pa.types.is_timestamp(value_type)):
+        return None
+    return f"{call.function} over {value_type} is not supported"
+
+
+class AggregateFunction:
+    """One aggregate of one aggregation step (see the module docstring for the contract).
+
+    Parameters
+    ----------
+    call
+        The aggregate as planned; ``call.arg`` is a raw expression (raw steps)
+        or a reference to the intermediate column (merging steps).
+    name
+        The output name (``avg`` also emits ``name$count`` from partial steps).
+    raw_input
+        True when the step reads raw rows (PARTIAL, SINGLE), False when it
+        merges intermediate columns (INTERMEDIATE, FINAL).
+    output_type
+        The type of the ``name`` column the step emits: the final type for
+        final/single steps, the intermediate type otherwise.
+    final_output
+        True when the step emits results rather than intermediate columns.
+    """
+
+    def __init__(self, call: AggregateCall, name: str, raw_input: bool, output_type: pa.DataType, final_output: bool):
+        self.call = call
+        self.name = name
+        self.raw_input = raw_input
+        self.output_type = output_type
+        self.final_output = final_output
+        #: Type of the values folded in: the argument's (raw) or the intermediate column's (merge).
+        self.value_type: pa.DataType | None = None if call.arg is None else call.arg.dtype
+
+    # ----------------------------------------------------------- contract
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        """Return the per-group arrays this aggregate keeps."""
+        raise NotImplementedError
+
+    def new_state(self) -> AggregateState:
+        """Return an empty state (arrays are grown by the operator)."""
+        return AggregateState()
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        """Return the intermediate columns a merging step reads."""
+        return (self.call.arg.name,)
+
+    def update(self, device: Device, state: AggregateState, group_ids: Any, column: Column | None) -> None:
+        """Fold raw rows into ``state``; ``column`` is the evaluated argument (None for ``count(*)``)."""
+        raise NotImplementedError
+
+    def merge(self, device: Device, state: AggregateState, group_ids: Any, columns: list[Column]) -> None:
+        """Fold a partial step's intermediate columns (:attr:`input_columns`, in order) into ``state``."""
+        raise NotImplementedError
+
+    def extract(self, device: Device, state: AggregateState, groups: int) -> list[tuple[str, Column]]:
+        """Return the output columns of ``groups`` groups (state arrays at least that long)."""
+        raise NotImplementedError
+
+    def emit_update(self, emit: StateEmitter, states: dict[str, str], slot: str, value: str | None,
+                    valid: str | None) -> list[str]:
+        """Return kernel lines folding one raw row (``value``/``valid`` locals) into ``states[...][slot]``."""
+        raise NotImplementedError
+
+    def emit_merge(self, emit: StateEmitter, target: dict[str, str], slot: str, source: dict[str, str],
+                   source_slot: str) -> list[str]:
+        """Return kernel lines folding one group's state (``source[...][source_slot]``) into ``target[...][slot]``."""
+        raise NotImplementedError
+
+    @property
+    def fusable(self) -> str | None:
+        """Return why a generated kernel cannot update this aggregate, or None when it can."""
+        return None
+
+
+# ---------------------------------------------------------------- building blocks
+def _exact_sum_arrays(prefix: str = "") -> tuple[StateArray, ...]:
+    return (StateArray(prefix + "high", np.dtype(np.int64), 0), StateArray(prefix + "low", np.dtype(np.int64), 0),
+            StateArray(prefix + "has", np.dtype(np.bool_), False))
+
+
+def _float_sum_arrays() -> tuple[StateArray, ...]:
+    return (StateArray("sum", np.dtype(np.float64), 0.0), StateArray("has", np.dtype(np.bool_), False))
+
+
+def _emit_exact_add(emit: StateEmitter, high: str, low: str, slot: str, value: str) -> list[str]:
+    return [emit.add(low, slot, f"np.int64({value}) & np.int64(0xFFFFFFFF)"),
+            emit.add(high, slot, f"np.int64({value}) >> np.int64(32)")]
+
+
+def _combined(device: Device, state: AggregateState, groups: int, what: str, prefix: str = "") -> Any:
+    arrays = state.arrays
+    try:
+        return kernels.combine_split_sum(device, arrays[prefix + "high"][:groups], arrays[prefix + "low"][:groups])
+    except OverflowError as error:
+        raise OverflowError(f"{what}: {error}") from None
+
+
+def _guarded(valid: str | None, lines: list[str]) -> list[str]:
+    if valid is None or valid == "True":
+        return lines
+    return [f"if {valid}:"] + ["    " + line for line in lines]
+
+
+# ------------------------------------------------------------------ the functions
+class Count(AggregateFunction):
+    """``count(*)`` and ``count(x)``: rows (or non-null rows) per group; merging sums the counts exactly."""
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        if self.raw_input:
+            return (StateArray("count", np.dtype(np.int64), 0),)
+        return _exact_sum_arrays()
+
+    def update(self, device, state, group_ids, column):
+        validity = None if column is None else _row_validity(device, column)
+        kernels.group_count(device, group_ids, validity, state.arrays["count"])
+
+    def merge(self, device, state, group_ids, columns):
+        (counts,) = columns
+        arrays = state.arrays
+        kernels.group_sum_int(device, group_ids, counts.data, counts.validity, arrays["high"], arrays["low"], arrays["has"])
+
+    def counts(self, device: Device, state: AggregateState, groups: int) -> Any:
+        """Return the int64 counts of ``groups`` groups."""
+        if self.raw_input:
+            return state.arrays["count"][:groups].copy()
+        return _combined(device, state, groups, f"{self.call.sql()} AS {self.name}")
+
+    def extract(self, device, state, groups):
+        return [(self.name, Column(pa.int64(), self.counts(device, state, groups)))]
+
+    def emit_update(self, emit, states, slot, value, valid):
+        if not self.raw_input:
+            raise NotImplementedError("generated kernels update raw rows only")
+        return _guarded(valid if self.call.function == "count" else None, [emit.add(states["count"], slot, "1")])
+
+    def emit_merge(self, emit, target, slot, source, source_slot):
+        return [emit.add(target["count"], slot, f"{source['count']}[{source_slot}]")]
+
+
+class Sum(AggregateFunction):
+    """``sum(x)``: exact split halves for integers and decimals, float64 for floats; NULL for a group of no values."""
+
+    @property
+    def is_float(self) -> bool:
+        return is_floating(self.value_type)
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        return _float_sum_arrays() if self.is_float else _exact_sum_arrays()
+
+    def _fold(self, device: Device, state: AggregateState, group_ids: Any, column: Column) -> None:
+        arrays = state.arrays
+        validity = _row_validity(device, column)
+        if self.is_float:
+            kernels.group_sum_float(device, group_ids, column.data.astype(device.xp.float64, copy=False), validity,
+                                    arrays["sum"], arrays["has"])
+        else:
+            kernels.group_sum_int(device, group_ids, column.data, validity, arrays["high"], arrays["low"], arrays["has"])
+
+    def update(self, device, state, group_ids, column):
+        self._fold(device, state, group_ids, column)
+
+    def merge(self, device, state, group_ids, columns):
+        self._fold(device, state, group_ids, columns[0])
+
+    def sum_column(self, device: Device, state: AggregateState, groups: int, dtype: pa.DataType) -> Column:
+        """Return the groups' sums as ``dtype`` (NULL where a group saw no value)."""
+        has = state.arrays["has"][:groups].copy()
+        if self.is_float:
+            return Column(dtype, state.arrays["sum"][:groups].copy(), has)
+        return Column(dtype, _combined(device, state, groups, f"{self.call.sql()} AS {self.name}"), has)
+
+    def extract(self, device, state, groups):
+        return [(self.name, self.sum_column(device, state, groups, self.output_type))]
+
+    def emit_update(self, emit, states, slot, value, valid):
+        if self.is_float:
+            lines = [emit.add(states["sum"], slot, f"np.float64({value})")]
+        else:
+            lines = _emit_exact_add(emit, states["high"], states["low"], slot, value)
+        return _guarded(valid, lines + [emit.flag(states["has"], slot)])
+
+    def emit_merge(self, emit, target, slot, source, source_slot):
+        if self.is_float:
+            lines = [emit.add(target["sum"], slot, f"{source['sum']}[{source_slot}]")]
+        else:
+            lines = [emit.add(target["high"], slot, f"{source['high']}[{source_slot}]"),
+                     emit.add(target["low"], slot, f"{source['low']}[{source_slot}]")]
+        return _guarded(f"{source['has']}[{source_slot}]", lines + [emit.flag(target["has"], slot)])
+
+
+class Avg(Sum):
+    """``avg(x)``: a sum (as :class:`Sum`) and a count; partial steps emit both, final steps the float64 mean."""
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        counts = (StateArray("count", np.dtype(np.int64), 0),) if self.raw_input else _exact_sum_arrays("count_")
+        return super().state_arrays() + counts
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        return (self.call.arg.name, self.call.arg.name + AVG_COUNT_SUFFIX)
+
+    def update(self, device, state, group_ids, column):
+        self._fold(device, state, group_ids, column)
+        kernels.group_count(device, group_ids, _row_validity(device, column), state.arrays["count"])
+
+    def merge(self, device, state, group_ids, columns):
+        total, counts = columns
+        self._fold(device, state, group_ids, total)
+        arrays = state.arrays
+        kernels.group_sum_int(device, group_ids, counts.data, counts.validity,
+                              arrays["count_high"], arrays["count_low"], arrays["count_has"])
+
+    def _counts(self, device: Device, state: AggregateState, groups: int) -> Any:
+        if self.raw_input:
+            return state.arrays["count"][:groups].copy()
+        return _combined(device, state, groups, f"{self.call.sql()} AS {self.name}", "count_")
+
+    def extract(self, device, state, groups):
+        xp = device.xp
+        counts = self._counts(device, state, groups)
+        if not self.final_output:
+            total = self.sum_column(device, state, groups, self.output_type)
+            return [(self.name, total), (self.name + AVG_COUNT_SUFFIX, Column(pa.int64(), counts))]
+        total = self.sum_column(device, state, groups, pa.float64())
+        scale = self.value_type.scale if is_decimal(self.value_type) else 0
+        nonzero = counts > 0
+        averages = total.data.astype(xp.float64) / xp.where(nonzero, counts, 1)
+        if scale:
+            averages = averages / float(10**scale)
+        return [(self.name, Column(pa.float64(), averages, nonzero))]
+
+    def emit_update(self, emit, states, slot, value, valid):
+        return super().emit_update(emit, states, slot, value, valid) + _guarded(valid, [emit.add(states["count"], slot, "1")])
+
+    def emit_merge(self, emit, target, slot, source, source_slot):
+        return (super().emit_merge(emit, target, slot, source, source_slot)
+                + [emit.add(target["count"], slot, f"{source['count']}[{source_slot}]")])
+
+
+class MinMax(AggregateFunction):
+    """``min(x)``/``max(x)`` over numbers, dates, timestamps, decimals and bools (strings: see the module docstring)."""
+
+    @property
+    def want_max(self) -> bool:
+        return self.call.function == "max"
+
+    @property
+    def over_strings(self) -> bool:
+        return is_string(self.value_type)
+
+    @property
+    def state_dtype(self) -> np.dtype:
+        """Return the dtype values are kept in: one CUDA atomics can update."""
+        dtype = np.dtype(physical_dtype(self.value_type))
+        if dtype in _ATOMIC_MIN_MAX_DTYPES and dtype != np.dtype(np.float32):
+            return dtype
+        if dtype.kind == "f":
+            return np.dtype(np.float64)
+        return np.dtype(np.uint64) if dtype.kind == "u" else np.dtype(np.int64)
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        if self.over_strings:
+            return ()
+        dtype = self.state_dtype
+        fill = kernels.identity_for_max(dtype) if self.want_max else kernels.identity_for_min(dtype)
+        return (StateArray("value", dtype, fill), StateArray("has", np.dtype(np.bool_), False))
+
+    def update(self, device, state, group_ids, column):
+        if column.is_string:
+            raise NotImplementedError("min/max over strings is folded by HashAggregation")
+        fold = kernels.group_max if self.want_max else kernels.group_min
+        values = column.data.astype(self.state_dtype, copy=False)
+        fold(device, group_ids, values, column.validity, state.arrays["value"], state.arrays["has"])
+
+    def merge(self, device, state, group_ids, columns):
+        self.update(device, state, group_ids, columns[0])
+
+    def extract(self, device, state, groups):
+        if self.over_strings:
+            raise NotImplementedError("min/max over strings is extracted by HashAggregation")
+        values = state.arrays["value"][:groups].astype(physical_dtype(self.output_type))
+        return [(self.name, Column(self.output_type, values, state.arrays["has"][:groups].copy()))]
+
+    @property
+    def fusable(self) -> str | None:
+        return f"{self.call.function} over strings" if self.over_strings else None
+
+    def _emit_fold(self, emit: StateEmitter, array: str, slot: str, value: str) -> str:
+        is_float = self.state_dtype.kind == "f"
+        fold = emit.maximum if self.want_max else emit.minimum
+        return fold(array, slot, value, is_float)
+
+    def emit_update(self, emit, states, slot, value, valid):
+        cast = f"np.{self.state_dtype.name}({value})"
+        lines = []
+        if self.state_dtype.kind == "f":  # fold -0.0 into 0.0 as the eager kernels do
+            lines.append(f"_mm = {cast}")
+            lines.append("if _mm == 0.0: _mm = 0.0")
+            cast = "_mm"
+        lines += [self._emit_fold(emit, states["value"], slot, cast), emit.flag(states["has"], slot)]
+        return _guarded(valid, lines)
+
+    def emit_merge(self, emit, target, slot, source, source_slot):
+        lines = [self._emit_fold(emit, target["value"], slot, f"{source['value']}[{source_slot}]"),
+                 emit.flag(target["has"], slot)]
+        return _guarded(f"{source['has']}[{source_slot}]", lines)
+
+
+def _row_validity(device: Device, column: Column) -> Any:
+    from gpu_engine.kernels.gather import dictionary_row_validity
+
+    return dictionary_row_validity(device, column) if column.is_dictionary else column.validity
+
+
+_FUNCTIONS: dict[str, Callable[..., AggregateFunction]] = {
+    "count_star": Count, "count": Count, "sum": Sum, "avg": Avg, "min": MinMax, "max": MinMax,
+}
+
+
+def aggregate_function(call: AggregateCall, name: str, raw_input: bool, output_type: pa.DataType,
+                       final_output: bool) -> AggregateFunction:
+    """Return the object computing ``call`` in one aggregation step (see :class:`AggregateFunction`).
+
+    Raises
+    ------
+    NotImplementedError
+        For an aggregate no operator computes (:func:`unsupported_aggregate`).
+    """
+    reason = unsupported_aggregate(call)
+    if reason is not None:
+        raise NotImplementedError(reason)
+    try:
+        factory = _FUNCTIONS[call.function]
+    except KeyError:
+        raise NotImplementedError(f"unknown aggregate function {call.function!r}") from None
+    return factory(call, name, raw_input, output_type, final_output)
