@@ -1,0 +1,72 @@
+"""Bound the kernel launches and host syncs per scan batch of the scan pipeline's operators, on every device.
+
+Why: on a GPU a batch costs host work, each launch and each device-to-host
+read; cpu and cuda-sim hide it. The engine counts both on every device
+(:mod:`gpu_engine.exec.device_counters`), so an operator that starts launching
+or syncing more per batch fails here, without a GPU. The bounds are counts,
+never times, and sit a little above what the operators do today: tighten them
+as operators get leaner (fused operators aim at <= 3 launches per batch).
+
+Counts are per scan batch (total over the query / batches the TableScan
+produced), so per-query costs (an aggregation's final emission, result
+delivery charged to a pipeline's last operator) are spread over the batches;
+each device gets a fixed scale factor and batch size so the spread is stable.
+The ``cpu`` bounds count CPU twins (one per kernel family), the ``cuda``
+bounds CUDA launches (cuda-sim and cuda run the same launch sequence).
+Device allocations are only counted on cuda and are not bounded here.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from gpu_engine import Session
+from gpu_engine.connectors.tpch_data import register_tpch
+from gpu_engine.plans import tpch
+
+#: (kernel launches, host syncs) per scan batch, by kernel flavor, query and operator.
+BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
+    "cpu": {
+        "primer": {"TableScan": (0.5, 0.5), "HashAggregation": (4.5, 2.0)},
+        "q1": {"TableScan": (0.5, 0.5), "FilterProject": (14.0, 2.5), "HashAggregation": (23.0, 5.5)},
+        "q6": {"TableScan": (0.5, 0.5), "FilterProject": (1.5, 1.5), "HashAggregation": (4.5, 2.0)},
+    },
+    "cuda": {
+        "primer": {"TableScan": (0.5, 0.5), "HashAggregation": (8.0, 2.5)},
+        "q1": {"TableScan": (0.5, 0.5), "FilterProject": (15.0, 2.5), "HashAggregation": (34.0, 5.5)},
+        "q6": {"TableScan": (0.5, 0.5), "FilterProject": (2.5, 1.5), "HashAggregation": (5.0, 2.5)},
+    },
+}
+
+QUERIES = {
+    "primer": tpch.primer_query,
+    "q1": lambda catalog: tpch.query(1, catalog),
+    "q6": lambda catalog: tpch.query(6, catalog),
+}
+SCALE_FACTOR = {"cpu": 0.01, "cuda-sim": 0.001, "cuda": 0.01}
+BATCH_ROWS = {"cpu": 8192, "cuda-sim": 2048, "cuda": 8192}  # 8, 3 and 8 scan batches of lineitem
+MIN_SCAN_BATCHES = 3
+
+
+def _counts_per_scan_batch(device_name: str, name: str, folder) -> dict[str, tuple[float, float]]:
+    """Run one query with one driver and no fusion; return (launches, syncs) per scan batch by operator type."""
+    session = Session(device=device_name, drivers=1, fuse=False, batch_rows=BATCH_ROWS[device_name])
+    register_tpch(session, folder)
+    result = session.execute(QUERIES[name](session.catalog), timeout=300)
+    assert result.num_rows > 0
+    operators = [s for stats in session.last_stats().operator_stats_by_node().values() for s in stats]
+    (scan,) = [s for s in operators if s.operator_type == "TableScan"]
+    assert scan.output_batches >= MIN_SCAN_BATCHES, "too few batches for per-batch counts to mean anything"
+    return {s.operator_type: (s.kernel_launches / scan.output_batches, s.host_syncs / scan.output_batches)
+            for s in operators}
+
+
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_scan_pipeline_stays_within_its_launch_and_sync_bounds(device_name, device, name, tpch_data):
+    measured = _counts_per_scan_batch(device_name, name, tpch_data(SCALE_FACTOR[device_name]))
+    bounds = BOUNDS[device.kernel_flavor][name]
+    over = {operator: (measured[operator], bound) for operator, bound in bounds.items()
+            if operator in measured and (measured[operator][0] > bound[0] or measured[operator][1] > bound[1])}
+    missing = set(bounds) - set(measured)
+    assert not missing, f"operators not in the plan any more: {sorted(missing)}; measured {measured}"
+    assert not over, f"(launches, syncs) per scan batch over their bounds (measured, bound): {over}"
