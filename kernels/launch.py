@@ -8,7 +8,13 @@ collide), so simulated launches take a lock; and it copies every array argument
 back to the host after a launch, so read-only NumPy arrays (Arrow-backed
 buffers) are handed over as inputs only.
 
-On a GPU a kernel goes on CuPy's current stream, which inside a driver is the
+On a GPU a kernel is launched through the CUDA driver API from PTX that
+numba compiled once per machine (:mod:`gpu_engine.kernels.driver_launch`; the
+H100 probe of that way of launching measured 5.4 µs of host time per launch,
+numba's dispatcher typing CuPy arguments 130 µs); kernels and arguments that path cannot take, and every kernel
+when ``GPU_ENGINE_KERNEL_LAUNCHER=numba``, go through numba's dispatcher.
+
+Either way a kernel goes on CuPy's current stream, which inside a driver is the
 driver's own stream (:mod:`gpu_engine.exec.driver_stream`): numba launches on
 ``numba.cuda.external_stream(ptr)`` of that stream, so a kernel is ordered
 after the CuPy operations that made its inputs and before those that read its
@@ -28,6 +34,7 @@ from numba import cuda
 
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
+from gpu_engine.kernels.driver_launch import launch_through_driver
 
 __all__ = ["launch_cuda", "launch_twin", "launch_stream"]
 
@@ -88,6 +95,8 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
     count_kernel_launch()
     blocks, threads = device.launch_shape(n)
     if device.is_gpu:
+        if launch_through_driver(kernel, blocks, threads, device.xp.cuda.get_current_stream().ptr, arguments):
+            return  # see gpu_engine.kernels.driver_launch; GPU_ENGINE_KERNEL_LAUNCHER=numba skips it
         _disable_array_interface_sync()
         stream = launch_stream(device)
         if stream is None:
