@@ -36,8 +36,10 @@ instead (``launch`` returns False), and is recorded once as a ``fallback``
 in :func:`~gpu_engine.kernels.ptx_cache.compile_records`: arguments that are
 not device arrays or plain scalars (a NumPy host array, which numba would
 copy), kernels with options PTX alone cannot honour (``debug``, ``link``,
-extensions), PTX that calls functions numba would link in, or a parameter
-layout that differs from the PTX's. ``GPU_ENGINE_KERNEL_LAUNCHER=numba``
+extensions), PTX that calls functions numba would link in, a parameter
+layout that differs from the PTX's, or a compile or module load that fails
+(numba's dispatcher then compiles the kernel itself, or raises its own
+error). ``GPU_ENGINE_KERNEL_LAUNCHER=numba``
 sends every launch through numba's dispatcher, to compare or to work around
 a problem; ``driver`` (the default) uses this path.
 """
@@ -58,6 +60,7 @@ from gpu_engine.errors import DeviceError
 from gpu_engine.kernels.ptx_cache import CompileRecord, PtxCache, add_compile_record, ptx_entry_parameters
 
 __all__ = [
+    "COMPILE_FAILED",
     "KERNEL_LAUNCHER_VARIABLE",
     "CudaDriver",
     "KernelLaunchError",
@@ -71,6 +74,7 @@ __all__ = [
 ]
 
 KERNEL_LAUNCHER_VARIABLE = "GPU_ENGINE_KERNEL_LAUNCHER"
+COMPILE_FAILED = "compiling to PTX or loading it failed"
 _LAUNCHERS = ("driver", "numba")
 _SLOT_BYTES = 8
 
@@ -451,6 +455,10 @@ class KernelLauncher:
                     plan = self._build_plan(kernel, signature)
                 except UnsupportedLaunch as reason:
                     self._fall_back(kernel, _signature_text(signature), str(reason))
+                    plan = _FALLBACK
+                except Exception as error:  # numba's dispatcher then compiles it, or raises numba's own error
+                    self._fall_back(kernel, _signature_text(signature),
+                                    f"{COMPILE_FAILED}: {type(error).__name__}: {error}")
                     plan = _FALLBACK
                 self._signature_plans[(kernel, signature)] = plan
             plans[key] = plan

@@ -303,7 +303,7 @@ class PtxCache:
         """Return the cache file of ``kernel`` compiled for ``signature`` with ``options`` (None: no disk cache)."""
         if self.directory is None:
             return None
-        py_func = kernel.py_func
+        py_func = getattr(kernel, "py_func", kernel)  # a numba dispatcher, or its Python function
         key = "\n".join([
             _FORMAT_VERSION, f"{py_func.__module__}.{py_func.__qualname__}", self.fingerprint(kernel),
             ",".join(str(argument_type) for argument_type in signature), f"sm_{self.compute_capability}",
@@ -315,7 +315,7 @@ class PtxCache:
     def ptx(self, kernel: Any, signature: tuple, options: dict | None = None) -> CompiledPtx:
         """Return ``kernel``'s PTX for ``signature``: read from disk when cached, else compiled and stored."""
         options = dict(options or {})
-        py_func = kernel.py_func
+        py_func = getattr(kernel, "py_func", kernel)  # a numba dispatcher, or its Python function
         name = f"{py_func.__module__}.{py_func.__qualname__}"
         signature_text = "(" + ", ".join(str(argument_type) for argument_type in signature) + ")"
         path = self.path_for(kernel, signature, options)

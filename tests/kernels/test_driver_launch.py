@@ -297,6 +297,29 @@ def test_ptx_the_packer_cannot_serve_falls_back(tmp_path, make_ptx, reason):
     assert driver.loaded == [] and reason in _fallback_reasons()[0]
 
 
+class _LoadRefusingDriver(RecordingDriver):
+    def load(self, ptx, entry):
+        raise KernelLaunchError("cuModuleLoadData failed: CUDA_ERROR_UNSUPPORTED_PTX_VERSION")
+
+
+def _raise_typing_error(signature):
+    raise TypeError("numba cannot type this kernel")
+
+
+@pytest.mark.parametrize("driver, make_ptx, reason", [
+    (RecordingDriver(), _raise_typing_error, "TypeError: numba cannot type this kernel"),
+    (_LoadRefusingDriver(), None, "UNSUPPORTED_PTX_VERSION"),
+], ids=["compile", "module-load"])
+def test_a_failed_compile_or_load_leaves_the_kernel_to_numba(tmp_path, driver, make_ptx, reason):
+    clear_compile_records()
+    launcher = KernelLauncher(driver, PtxCache((8, 0), tmp_path, compile=StubCompiler(make_ptx)))
+    with pytest.warns(RuntimeWarning):
+        assert not launcher.launch(StubKernel(_kernel_of_one), 1, 32, 0, [CupyLikeArray(np.zeros(2))])
+    assert not launcher.launch(StubKernel(_kernel_of_one), 1, 32, 0, [CupyLikeArray(np.zeros(2))])
+    (fallback,) = _fallback_reasons()
+    assert fallback.startswith(driver_launch.COMPILE_FAILED) and reason in fallback and driver.launches == []
+
+
 # ------------------------------------------------------------ driver errors
 def test_a_thread_without_a_current_context_gets_the_plans_and_launches_again(tmp_path):
     driver = RecordingDriver(errors=[RecordingDriver.invalid_context])

@@ -1,0 +1,222 @@
+"""Every CUDA kernel of gpu_engine.kernels, compiled by real numba to PTX, gets exactly the parameters its entry declares.
+
+Why: the driver launch path writes numba's kernel parameters by hand; if
+numba's ABI and the packer disagree on a kernel (a count, a width, an
+order), that kernel reads garbage on a GPU, and the simulator cannot show
+it. So, in a fresh process without the simulator (as
+``test_cuda_compile.py`` does; skipped where NVVM is missing), each kernel
+is launched with representative arguments through a
+:class:`~gpu_engine.kernels.driver_launch.KernelLauncher` on real numba
+PTX (sm_80) and a recording driver: the launch must not fall back (the
+launcher compares its layout with the PTX ``.param`` list), and the values
+the driver would copy, read at the PTX's declared widths, must be numba's
+``_prepare_args`` values. A second process on the same cache folder must
+then read every kernel from disk without compiling. A kernel without a case
+below fails the test: add its argument types.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+NVVM_MISSING = 77
+TESTS = Path(__file__).resolve().parent
+
+
+def _zeros_of(dtype):
+    """Return ``make(ndim=1)``: a small C-contiguous array of ``dtype`` (its values are never read)."""
+    return lambda ndim=1: np.zeros((3,) * ndim, dtype=dtype)
+
+
+i8, i32, i64, u8, u64, b1, f32, f64 = map(_zeros_of, (np.int8, np.int32, np.int64, np.uint8, np.uint64, np.bool_,
+                                                     np.float32, np.float64))
+
+#: kernel (module.function under gpu_engine.kernels) -> argument lists as the entry points pass them.
+CASES = {
+    "aggregate._count_cuda": [lambda: [i32(), b1(), True, i64()]],
+    "aggregate._sum_int_cuda": [lambda: [i32(), i64(), b1(), True, i64(), i64(), b1()]],
+    "aggregate._sum_float_cuda": [lambda: [i32(), f64(), b1(), True, f64(), b1()]],
+    "aggregate._extreme_int_cuda": [lambda: [i32(), i32(), b1(), True, i32(), b1(), True],
+                                    lambda: [i32(), u64(), b1(), False, u64(), b1(), True]],
+    "aggregate._extreme_float_cuda": [
+        lambda: [i32(), f32(), i32(), b1(), True, i32(), b1(), True, np.int64(1), np.int64(2)],
+        lambda: [i32(), f64(), i64(), b1(), True, i64(), b1(), False, np.int64(1), np.int64(2)]],
+    "checked_arithmetic._checked_cuda": [lambda: [1, i64(), True, i64(), False, b1(), True, i64(), i64()]],
+    "filter._keep_flags_cuda": [lambda: [b1(), b1(), True, i32()]],
+    "filter._scatter_kept_cuda": [lambda: [i32(), i32(), i32()]],
+    "fused_hash_table._move_cuda": [lambda: [i64(2), i64(), i32(), i64(2), i64()]],
+    "gather._gather_cuda": [lambda: [f64(), i32(), f64()], lambda: [b1(), i64(), b1()], lambda: [i8(), i32(), i8()],
+                            lambda: [u64(), i64(), u64()], lambda: [f32(), i32(), f32()]],
+    "gather._string_spans_cuda": [lambda: [i64(), i32(), i64(), i64()]],
+    "gather._copy_string_chars_cuda": [lambda: [i64(), u8(), i64(), u8()]],
+    "group_by._pack_strings_cuda": [lambda: [i64(), u8(), b1(), True, u64(2), 2, 1]],
+    "group_by._hash_rows_cuda": [lambda: [u64(2), u64()]],
+    "group_by._rehash_cuda": [lambda: [u64(), 5, i32()]],
+    "group_by._lookup_rows_cuda": [lambda: [u64(2), u64(), i32(), u64(2), u64(), i32()]],
+    "group_by._claim_slots_cuda": [lambda: [u64(2), u64(), i32(), u64(2), u64(), i64()]],
+    "group_by._flag_first_rows_cuda": [lambda: [i32(), i64(), b1()]],
+    "group_by._number_new_groups_cuda": [lambda: [i32(), u64(2), u64(), i64(), 5, i32(), u64(2), u64()]],
+    "group_by._read_group_ids_cuda": [lambda: [i32(), i64(), i32()]],
+    "hash._string_hashes_cuda": [lambda: [i64(), u8(), u64()]],
+    "hash._combine_column_cuda": [lambda: [u64(), u64(), b1(), True, False]],
+    "hash_join._count_rows_cuda": [lambda: [i32(), i32()]],
+    "hash_join._scatter_rows_cuda": [lambda: [i32(), i32(), i32(), i32()]],
+    "hash_join._count_matches_cuda": [lambda: [i32(), i64(), i64()]],
+    "hash_join._emit_pairs_cuda": [lambda: [i32(), i64(), i32(), i64(), i32(), i32()]],
+    "partition._block_histogram_cuda": [lambda: [u64(), 16, 100, i32(2)]],
+    "partition._block_scatter_cuda": [lambda: [u64(), 16, 100, i64(2), i32()]],
+    "partition._histogram_cuda": [lambda: [u64(), 16, i32(), i32()]],
+    "partition._scatter_cuda": [lambda: [i32(), i64(), i32()]],
+    "sort._encode_fixed_cuda": [lambda: [u64(), b1(), True, 1, False, u64(2), 0]],
+    "sort._encode_strings_cuda": [lambda: [i64(), u8(), b1(), True, False, u64(2), 0, 2]],
+    "strings._compare_cuda": [lambda: [i64(), u8(), i32(), True, i64(), u8(), i32(), False, i8()]],
+    "strings._like_cuda": [lambda: [i64(), u8(), i32(), b1()]],
+    "strings._isin_cuda": [lambda: [i64(), u8(), i64(), u8(), b1()]],
+    "strings._substring_cuda": [lambda: [i64(), u8(), 1, 5, i64(), i64()]],
+    "strings._copy_cuda": [lambda: [u8(), i64(), i64(), u8()]],
+    "strings._parse_decimal_cuda": [lambda: [i64(), u8(), 2, i64(), i8()]],
+    "strings._parse_date_cuda": [lambda: [i64(), u8(), i32(), i8()]],
+}
+
+
+def _run(cache: Path, uncompilable: list[str] | None = None) -> dict:
+    """Run the check in a fresh process; with ``uncompilable`` (from a first run) it must compile nothing else."""
+    environment = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    from test_cuda_compile import _cuda_home
+
+    home = _cuda_home()
+    if home:
+        environment["CUDA_HOME"] = home
+    command = [sys.executable, __file__, str(cache)]
+    if uncompilable is not None:
+        command.append(json.dumps(uncompilable))
+    completed = subprocess.run(command, env=environment, capture_output=True, text=True, timeout=600)
+    if completed.returncode == NVVM_MISSING:
+        pytest.skip(f"no usable NVVM: {completed.stdout.strip()[-300:]}")
+    assert completed.returncode == 0, completed.stdout[-3000:] + completed.stderr[-3000:]
+    return json.loads(completed.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """Run the check twice on one cache folder: a first process compiles, a second must read from disk."""
+    cache = tmp_path_factory.mktemp("ptx")
+    first = _run(cache)
+    return first, _run(cache, first["uncompilable"])
+
+
+def test_every_kernel_packs_what_its_numba_ptx_declares(runs):
+    first, _ = runs
+    assert first["problems"] == []
+    cases = sum(len(argument_lists) for name, argument_lists in CASES.items() if name not in first["uncompilable"])
+    assert first["launches"] == 2 * cases and first["outcomes"].get("compiled") == cases
+    if first["uncompilable"]:  # numba here cannot compile them, so neither numba's dispatcher nor this path can
+        warnings.warn(f"numba could not compile these kernels here, their parameters were not checked: "
+                      f"{first['uncompilable']}")
+
+
+def test_a_new_process_reads_every_kernel_from_disk(runs):
+    first, second = runs
+    assert second["problems"] == [] and second["uncompilable"] == first["uncompilable"]
+    assert second["launches"] == first["launches"]
+    assert second["outcomes"].get("disk") == first["outcomes"].get("compiled") and "compiled" not in second["outcomes"]
+
+
+def test_every_cuda_kernel_has_argument_types_here(runs):
+    first, _ = runs
+    assert first["kernels_without_case"] == [], "add their argument types to CASES"
+
+
+# ------------------------------------------------------------------ subprocess
+def _all_cuda_kernels() -> dict[str, object]:
+    import importlib
+    import pkgutil
+
+    from numba.cuda.dispatcher import CUDADispatcher
+
+    import gpu_engine.kernels as package
+
+    kernels = {}
+    for module_info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"gpu_engine.kernels.{module_info.name}")
+        for name, value in vars(module).items():
+            if isinstance(value, CUDADispatcher) and value.py_func.__module__ == module.__name__:
+                kernels[f"{module_info.name}.{name}"] = value
+    return kernels
+
+
+def _check_every_kernel(cache: str, known_uncompilable: list[str] | None) -> dict:
+    import types as pytypes
+
+    try:
+        import numba.cuda.dispatcher as dispatcher
+        from numba import cuda
+        from numba.cuda.cudadrv.nvvm import NVVM
+
+        NVVM()
+    except Exception as error:
+        print(f"NVVM unavailable: {error}")
+        sys.exit(NVVM_MISSING)
+    # Device functions ask the current GPU for its compute capability; pretend one exists (sm_80).
+    dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
+    if known_uncompilable is not None:
+        def refuse(*arguments, **options):
+            raise AssertionError("compiled although the PTX is on disk")
+        cuda.compile_ptx = refuse
+
+    sys.path[:0] = [str(TESTS), str(TESTS.parent)]
+    from fake_cuda_arrays import CupyLikeArray, InterfaceOnlyArray, as_fake_argument
+    from test_driver_launch import RecordingDriver, numba_abi_values
+
+    from gpu_engine.kernels.driver_launch import COMPILE_FAILED, KernelLauncher
+    from gpu_engine.kernels.ptx_cache import PtxCache, compile_records
+
+    kernels = _all_cuda_kernels()
+    driver = RecordingDriver()
+    launcher = KernelLauncher(driver, PtxCache((8, 0), cache))
+    problems, uncompilable, launches = [], set(), 0
+    for name, argument_lists in CASES.items():
+        if name not in kernels:
+            continue
+        for make in argument_lists:
+            values = make()
+            for kind in (CupyLikeArray, InterfaceOnlyArray):
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    try:
+                        launched = launcher.launch(kernels[name], 3, 64, 0, [as_fake_argument(v, kind) for v in values])
+                    except Exception as error:
+                        problems.append(f"{name}: {type(error).__name__}: {error}")
+                        continue
+                if launched:
+                    launches += 1
+                    expected = [field for value in values for field in numba_abi_values(value)]
+                    if driver.launches[-1]["values"] != expected:
+                        problems.append(f"{name} ({kind.__name__}): packed {driver.launches[-1]['values']}, "
+                                        f"numba passes {expected}")
+                    continue
+                reasons = [r.reason for r in compile_records() if r.outcome == "fallback" and r.kernel.endswith(name)]
+                first_run = known_uncompilable is None
+                if (name in known_uncompilable) if not first_run else (
+                        reasons and all(reason.startswith(COMPILE_FAILED) for reason in reasons)):
+                    uncompilable.add(name)
+                else:
+                    problems.append(f"{name}: fell back to numba: {reasons}")
+    outcomes: dict[str, int] = {}
+    for record in compile_records():
+        outcomes[record.outcome] = outcomes.get(record.outcome, 0) + 1
+    return {"problems": problems, "launches": launches, "outcomes": outcomes, "uncompilable": sorted(uncompilable),
+            "kernels_without_case": sorted(set(kernels) - set(CASES))}
+
+
+if __name__ == "__main__":
+    known = json.loads(sys.argv[2]) if len(sys.argv) > 2 else None
+    print(json.dumps(_check_every_kernel(sys.argv[1], known)))
