@@ -8,7 +8,8 @@
 #   tests  the gpu-marked tests (pytest -m gpu: every device-parametrized test on cuda, plus the GPU-only ones)
 #   bench  TPC-H primer/Q1/Q6 (or $QUERIES, e.g. all) on cuda, cold and hot, against DuckDB in the same run
 #          (generates the data first when missing)
-#   micro  kernel micro-benchmark: partition + gather maps, gather, hash aggregation, against a d2d copy
+#   micro  kernel micro-benchmark: partition + gather maps, gather, hash aggregation, against a d2d copy;
+#          then the launch micro-benchmark: host µs per launch, CUDA driver path against numba's dispatcher
 #   all    data, micro, bench, then tests with whatever time is left of $BUDGET seconds
 #
 # Settings (environment): OUT (default bench/results; on the lent machine its $OUT comes back), SF (10),
@@ -53,6 +54,7 @@ mkdir -p "$OUT"
 LOG="$OUT/gpu_run.log"
 DAY=$(date +%F)
 MICRO_JSON="$OUT/micro-$DAY.json"
+LAUNCH_JSON="$OUT/launch-$DAY.json"
 PY=${PYTHON:-python3}
 
 log() { echo "[gpu_run $(date +%T) +${SECONDS}s] $*" | tee -a "$LOG" >&2; }
@@ -89,6 +91,8 @@ step_micro() {
   log "micro: $MICRO_ROWS rows"
   timeout "${1:-240}" "$PY" -m bench.kernel_microbench --device "$DEVICE" --rows "$MICRO_ROWS" --repeats 10 --sf "$SF" \
     --json "$MICRO_JSON" 2>&1 | tee -a "$LOG"
+  log "micro: launch cost"
+  timeout 120 "$PY" -m bench.launch_microbench --device "$DEVICE" --json "$LAUNCH_JSON" 2>&1 | tee -a "$LOG"
 }
 
 step_bench() {
@@ -140,5 +144,11 @@ if [ -f "$MICRO_JSON" ]; then
 import json, sys
 from bench.kernel_microbench import render_table
 print(render_table(json.load(open(sys.argv[1]))))" "$MICRO_JSON"
+fi
+if [ -f "$LAUNCH_JSON" ]; then
+  "$PY" -c "
+import json, sys
+from bench.launch_microbench import render_table
+print(render_table(json.load(open(sys.argv[1]))))" "$LAUNCH_JSON"
 fi
 exit $status
