@@ -340,6 +340,7 @@ class CudaDriver:
         from cuda.bindings import driver
 
         self._driver = driver
+        self._modules: list[Any] = []  # loaded modules stay loaded for the life of the process
         self.launch_kernel = driver.cuLaunchKernel  # (err,) = launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
         self.invalid_context = int(driver.CUresult.CUDA_ERROR_INVALID_CONTEXT)
 
@@ -353,6 +354,7 @@ class CudaDriver:
         """Load ``ptx`` into the current context; return ``(function, context)``."""
         context = self._check(self._driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
         module = self._check(self._driver.cuModuleLoadData(ptx.encode() + b"\0"), "cuModuleLoadData")
+        self._modules.append(module)
         function = self._check(self._driver.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
         return function, context
 
@@ -376,7 +378,9 @@ def _current_compute_capability() -> tuple[int, int]:
 
 # ------------------------------------------------------------------ launcher
 _SUPPORTED_OPTIONS = {"lineinfo", "fastmath", "opt"}
-_IGNORED_OPTIONS = {"device", "cache", "inline", "debug", "link", "extensions"}  # checked apart, or no effect on PTX
+# Checked apart (debug, link, extensions), or no effect on a kernel's own PTX: numba-cuda sets ``lto`` whenever
+# nvjitlink is present, which matters only when linking other code (PTX that would need it falls back).
+_IGNORED_OPTIONS = {"device", "cache", "inline", "debug", "link", "extensions", "lto"}
 
 
 class KernelLauncher:

@@ -265,6 +265,13 @@ def _fallback_reasons():
     return [record.reason for record in compile_records() if record.outcome == "fallback"]
 
 
+def test_the_options_numba_cuda_sets_by_default_keep_the_driver_path(launcher_parts):
+    launcher, driver, compiler = launcher_parts
+    numba_cuda_defaults = {"inline": "never", "forceinline": False, "launch_bounds": None, "lto": True}
+    assert launcher.launch(StubKernel(_kernel_of_one, **numba_cuda_defaults), 1, 32, 0, [CupyLikeArray(np.zeros(2))])
+    assert compiler.calls[0][3] == {"fastmath": False, "lineinfo": False, "opt": True}
+
+
 def test_a_numpy_host_array_falls_back_to_numba_once_recorded(launcher_parts):
     launcher, driver, compiler = launcher_parts
     with pytest.warns(RuntimeWarning, match="numba's dispatcher"):
