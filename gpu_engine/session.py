@@ -66,8 +66,10 @@ class Session:
         latter's columns, default ``c0``, ``c1``, …) stays in device memory on
         ``cuda``: its buffers become the table's Columns without a copy
         (:mod:`gpu_engine.connectors.cudf_interop`); on other devices it is
-        copied to Arrow. On ``cuda``, splits default to one scan batch of rows,
-        so a split is read and copied to the device as one large batch.
+        copied to Arrow. On ``cuda``, splits default to one scan batch of rows
+        (whole row groups, at least ``scan_batch_rows``), so a split is read
+        and copied to the device as one large batch while a scan's prefetch
+        threads decode the next split (``scan_prefetch_depth``).
         """
         if split_rows is None and self.device.is_gpu:
             split_rows = self.config.scan_batch_rows(self.device)
@@ -95,7 +97,8 @@ class Session:
         """
         cached = self._cached.get(name)
         if cached is None:
-            cached = load_cached_table(self.table(name), self.device, self.config.scan_batch_rows(self.device))
+            cached = load_cached_table(self.table(name), self.device, self.config.scan_batch_rows(self.device),
+                                       self.config.scan_prefetch(self.device))
             self._cached[name] = cached
         return cached
 

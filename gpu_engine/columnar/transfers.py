@@ -17,14 +17,22 @@ record batches, so no separate host concatenation is made.
 Device to host. Results leave the device once, where the Session turns them
 into Arrow (:func:`batch_to_arrow`); inside a pipeline nothing comes back.
 
+The copy is made in two steps, so the first can leave the driver's thread:
+:func:`prepare_run` converts a run's Arrow columns to the engine's layout on
+the host (decimals to scaled ``int64``, one dictionary for the run, string
+offsets) and plans the packed buffers; it is thread-safe, and a scan's
+prefetch threads run it (:mod:`gpu_engine.connectors.split_prefetcher`).
+:meth:`HostToDeviceCopier.upload` then packs the planned buffers into pinned
+memory and queues the copies on the driver's stream.
+
 Both directions are counted in operator runtime stats, only on a GPU:
 ``h2d_bytes``, ``h2d_seconds`` (the copies' time on the device, from CUDA
 events), ``h2d_pack_seconds`` (the host time spent packing into pinned
 memory), ``d2h_bytes`` and ``d2h_seconds``.
 
 On a host device the copier does the same packing into plain NumPy arrays
-(that is what tests exercise on ``cpu`` and ``cuda-sim``); a single record
-batch is then wrapped without any copy.
+(that is what tests exercise on ``cpu`` and ``cuda-sim``); a buffer made of a
+single host array (a run of one record batch) is then used without any copy.
 """
 
 from __future__ import annotations
@@ -40,7 +48,8 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device, get_device
 
-__all__ = ["Transfer", "HostToDeviceCopier", "coalesce_record_batches", "batch_to_arrow"]
+__all__ = ["Transfer", "HostRun", "HostToDeviceCopier", "prepare_run", "coalesce_record_batches",
+           "rechunk_record_batches", "batch_to_arrow"]
 
 _ALIGNMENT = 256  # bytes between buffers in the pinned staging area
 _GROWTH = 1.25  # headroom when a staging buffer must grow
@@ -75,14 +84,44 @@ def coalesce_record_batches(batches: Iterable[pa.RecordBatch], rows: int) -> Ite
         yield run
 
 
+def rechunk_record_batches(batches: Iterable[pa.RecordBatch], rows: int) -> Iterator[list[pa.RecordBatch]]:
+    """Yield runs of exactly ``rows`` rows (the last may hold fewer), slicing a record batch where a run ends.
+
+    Why: a cached table must hold ``batch_rows``-row batches whatever the
+    Parquet row groups or the Arrow chunks were; slicing Arrow is zero-copy,
+    so only the packing copies.
+    """
+    if rows < 1:
+        raise ValueError(f"rows must be at least 1, got {rows}")
+    run: list[pa.RecordBatch] = []
+    held = 0
+    for batch in batches:
+        start = 0
+        while start < batch.num_rows:
+            take = min(rows - held, batch.num_rows - start)
+            run.append(batch.slice(start, take) if take < batch.num_rows else batch)
+            held += take
+            start += take
+            if held == rows:
+                yield run
+                run, held = [], 0
+    if run:
+        yield run
+
+
 # ------------------------------------------------------------ packing plans
 @dataclass
 class _Buffer:
-    """One array of the batch to be: its dtype, its length and how to write its values into a host view."""
+    """One array of the batch to be: its dtype, its length and how to write its values into a host view.
+
+    ``only`` is the host array holding exactly these values, when there is one
+    (a run of a single record batch): packing on the host then uses it as is.
+    """
 
     dtype: np.dtype
     length: int
     write: Callable[[np.ndarray], None]
+    only: np.ndarray | None = None
 
     @property
     def nbytes(self) -> int:
@@ -120,7 +159,8 @@ def _concatenation(arrays: Sequence[np.ndarray], dtype: np.dtype) -> _Buffer:
             out[position:position + array.shape[0]] = array
             position += array.shape[0]
 
-    return _Buffer(np.dtype(dtype), sum(int(a.shape[0]) for a in arrays), write)
+    only = arrays[0] if len(arrays) == 1 and arrays[0].dtype == np.dtype(dtype) else None
+    return _Buffer(np.dtype(dtype), sum(int(a.shape[0]) for a in arrays), write, only)
 
 
 def _validity(pieces: Sequence[Column]) -> _Buffer | None:
@@ -134,7 +174,8 @@ def _validity(pieces: Sequence[Column]) -> _Buffer | None:
             out[position:position + rows] = True if piece.validity is None else piece.validity
             position += rows
 
-    return _Buffer(np.dtype(np.bool_), sum(len(p) for p in pieces), write)
+    only = pieces[0].validity if len(pieces) == 1 else None
+    return _Buffer(np.dtype(np.bool_), sum(len(p) for p in pieces), write, only)
 
 
 def _string_offsets(pieces: Sequence[Column]) -> _Buffer:
@@ -149,7 +190,9 @@ def _string_offsets(pieces: Sequence[Column]) -> _Buffer:
             position += rows
             base += int(piece.offsets[-1]) - first
 
-    return _Buffer(np.dtype(np.int64), sum(len(p) for p in pieces) + 1, write)
+    single = pieces[0].offsets if len(pieces) == 1 else None
+    only = single if single is not None and single.dtype == np.int64 and int(single[0]) == 0 else None
+    return _Buffer(np.dtype(np.int64), sum(len(p) for p in pieces) + 1, write, only)
 
 
 def _plan_column(pieces: Sequence[Column]) -> _ColumnPlan:
@@ -174,6 +217,53 @@ def _host_pieces(chunks: Sequence[pa.Array], host: Device) -> list[Column]:
         shared = pieces[0].dictionary
         pieces = [Column(p.dtype, p.data, p.validity, None, shared) for p in pieces]
     return pieces
+
+
+@dataclass
+class HostRun:
+    """A run of record batches converted to the engine's layout on the host, its packed buffers planned, not written.
+
+    Made by :func:`prepare_run` on any thread; :meth:`HostToDeviceCopier.upload`
+    (or :meth:`to_host_batch` on a host device) turns it into a Batch.
+    """
+
+    names: tuple[str, ...]
+    rows: int
+    plans: tuple[_ColumnPlan, ...]
+
+    def buffers(self) -> list[_Buffer]:
+        """Return every buffer of the run, column by column, in the order :meth:`build` consumes them."""
+        return [buffer for plan in self.plans for buffer in plan.buffers()]
+
+    def build(self, arrays: Iterable[Any], device: Device) -> Batch:
+        """Return the batch whose buffers are ``arrays`` (written in :meth:`buffers` order) on ``device``."""
+        arrays = iter(arrays)
+        return Batch(self.names, tuple(plan.build(arrays) for plan in self.plans), device, None, self.rows)
+
+    def to_host_batch(self, device: Device) -> Batch:
+        """Return the run packed into NumPy arrays, a batch of the host device ``device``; thread-safe."""
+        if device.is_gpu:
+            raise ValueError("to_host_batch makes host batches; use HostToDeviceCopier.upload on a GPU")
+        arrays = []
+        for buffer in self.buffers():
+            if buffer.only is not None:
+                arrays.append(buffer.only)
+                continue
+            array = np.empty(buffer.length, dtype=buffer.dtype)
+            buffer.write(array)
+            arrays.append(array)
+        return self.build(arrays, device)
+
+
+def prepare_run(record_batches: Sequence[pa.RecordBatch]) -> HostRun:
+    """Convert a run of record batches (one schema) to host columns and plan their packed buffers; thread-safe."""
+    if not record_batches:
+        raise ValueError("copy needs at least one record batch")
+    rows = sum(b.num_rows for b in record_batches)
+    names = tuple(record_batches[0].schema.names)
+    host = get_device("cpu")
+    plans = tuple(_plan_column(_host_pieces([b.column(i) for b in record_batches], host)) for i in range(len(names)))
+    return HostRun(names, rows, plans)
 
 
 # ------------------------------------------------------------------- copier
@@ -222,35 +312,21 @@ class HostToDeviceCopier:
 
     def __init__(self, device: Device, report: Callable[[str, float], None] | None = None):
         self.device = device
-        self._host = get_device("cpu")
         self._report = report or (lambda name, value: None)
         self._slots: list[_StagingSlot] | None = None
         self._turn = 0
 
     def copy(self, record_batches: Sequence[pa.RecordBatch]) -> Batch:
         """Return one device batch holding the rows of ``record_batches`` (one schema), in order."""
-        if not record_batches:
-            raise ValueError("copy needs at least one record batch")
-        rows = sum(b.num_rows for b in record_batches)
-        names = tuple(record_batches[0].schema.names)
-        if not names:
-            return Batch((), (), self.device, None, rows)
-        if len(record_batches) == 1 and not self.device.is_gpu:
-            return Batch.from_arrow(record_batches[0], self.device)  # nothing to concatenate: wrap, no copy
-        plans = [_plan_column(_host_pieces([b.column(i) for b in record_batches], self._host))
-                 for i in range(len(names))]
-        buffers = [buffer for plan in plans for buffer in plan.buffers()]
-        arrays = iter(self._upload(buffers) if self.device.is_gpu else self._pack_on_host(buffers))
-        return Batch(names, tuple(plan.build(arrays) for plan in plans), self.device, None, rows)
+        return self.upload(prepare_run(record_batches))
 
-    @staticmethod
-    def _pack_on_host(buffers: Sequence[_Buffer]) -> list[np.ndarray]:
-        arrays = []
-        for buffer in buffers:
-            array = np.empty(buffer.length, dtype=buffer.dtype)
-            buffer.write(array)
-            arrays.append(array)
-        return arrays
+    def upload(self, run: HostRun) -> Batch:
+        """Return the device batch of a prepared run: packed through pinned memory on a GPU, into NumPy elsewhere."""
+        if not run.names:
+            return Batch((), (), self.device, None, run.rows)
+        if not self.device.is_gpu:
+            return run.to_host_batch(self.device)
+        return run.build(self._upload(run.buffers()), self.device)
 
     def _upload(self, buffers: Sequence[_Buffer]) -> list[Any]:
         """Pack ``buffers`` into a pinned slot, then queue their copies on the current stream."""

@@ -60,10 +60,11 @@ __all__ = [
     "cudf_to_arrow",
     "read_parquet_split",
     "check_parquet_reader",
+    "resolve_parquet_reader",
     "PARQUET_READERS",
 ]
 
-PARQUET_READERS = ("pyarrow", "cudf")
+PARQUET_READERS = ("auto", "pyarrow", "cudf")
 _MASK_PADDING = 64  # libcudf pads null masks to 64 bytes
 _TIMESTAMP_UNITS = {"TIMESTAMP_SECONDS": "s", "TIMESTAMP_MILLISECONDS": "ms", "TIMESTAMP_MICROSECONDS": "us",
                     "TIMESTAMP_NANOSECONDS": "ns"}
@@ -110,6 +111,20 @@ def check_parquet_reader(reader: str, device: Device) -> None:
         if not device.is_gpu:
             raise ValueError(f"parquet_reader='cudf' reads into GPU memory and needs device 'cuda', not {device.name!r}")
         require_cudf("parquet_reader='cudf'")
+
+
+def resolve_parquet_reader(reader: str, device: Device) -> str:
+    """Return the reader a scan on ``device`` uses: ``"auto"`` is ``"cudf"`` on ``cuda`` when cuDF imports, else ``"pyarrow"``.
+
+    Why: on a GPU, cuDF decodes Parquet on the device, so the host neither
+    decodes nor copies decoded columns; without cuDF (or off the GPU) pyarrow
+    decodes on the host. Explicit ``"pyarrow"`` and ``"cudf"`` are kept as given
+    (:func:`check_parquet_reader` rejects ``"cudf"`` where it cannot run).
+    """
+    check_parquet_reader(reader, device)
+    if reader != "auto":
+        return reader
+    return "cudf" if device.is_gpu and cudf_available() else "pyarrow"
 
 
 # ------------------------------------------------------------------ bitmasks

@@ -1,14 +1,32 @@
-"""Read one split at a time as Arrow record batches (Velox's ``DataSource``).
+"""Read splits as Arrow record batches, in pieces that can be decoded independently (Velox's ``DataSource``).
 
 The data source for a split is chosen by the split's type, so a Task needs no
 connector registry: a :class:`~gpu_engine.exec.split.ParquetSplit` names its
 file and row groups, an :class:`~gpu_engine.exec.split.ArrowSplit` carries its
 table. Only the requested columns are read. Batches come back on the host;
 the TableScan moves them to the device.
+
+A split is cut into :class:`SplitPiece` s: runs of whole Parquet row groups
+(or slices of an Arrow table) holding at least ``batch_rows`` rows, the last
+piece of a split holding what is left. A piece is the unit a scan decodes,
+on its driver's thread or ahead of it on a prefetch thread
+(:mod:`gpu_engine.connectors.split_prefetcher`), and becomes one device batch
+when the scan packs its batches. Each piece opens its own file handle, so
+pieces of one file decode on several threads at once; the file's footer is
+parsed once per process (:func:`parquet_metadata`), not once per split.
+
+A piece is read with ``ParquetFile.read_row_groups``, not ``iter_batches``:
+measured on the CPU at TPC-H SF1 (Q1's seven lineitem columns), it hands out
+one batch per row group (53) where ``iter_batches`` cut them at batch
+boundaries too (70 batches of fewer rows), and reusing the parsed footer
+saves reopening costs; together the scan's time fell by about a fifth.
 """
 
 from __future__ import annotations
 
+import os
+from dataclasses import dataclass
+from functools import lru_cache
 from typing import Iterator, Sequence
 
 import pyarrow as pa
@@ -17,31 +35,91 @@ import pyarrow.parquet as pq
 from gpu_engine.columnar.types import is_string
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
-__all__ = ["read_split"]
+__all__ = ["SplitPiece", "split_pieces", "read_split", "parquet_metadata", "is_host_split"]
+
+
+def is_host_split(split: ConnectorSplit) -> bool:
+    """Return True for splits decoded on the host (Parquet files, Arrow tables), which :func:`split_pieces` reads."""
+    return isinstance(split, (ParquetSplit, ArrowSplit))
+
+
+@dataclass(frozen=True)
+class SplitPiece:
+    """Rows of one split that are decoded together: a run of row groups, or an Arrow slice.
+
+    ``read`` may run on any thread: it opens its own file handle.
+    """
+
+    split: ConnectorSplit
+    columns: tuple[str, ...]
+    rows: int
+    row_groups: tuple[int, ...] = ()
+    start: int = 0  # first row of an Arrow slice
+
+    def read(self, use_threads: bool = False) -> list[pa.RecordBatch]:
+        """Return the piece's rows of the requested columns (``use_threads``: pyarrow decodes columns in parallel)."""
+        if not self.columns:  # count(*): only row counts are needed
+            return [pa.record_batch([pa.nulls(self.rows)], names=["$rows"]).select([])] if self.rows else []
+        if isinstance(self.split, ArrowSplit):
+            return self.split.table.select(list(self.columns)).slice(self.start, self.rows).to_batches()
+        path = self.split.path
+        metadata = parquet_metadata(path)
+        schema = metadata.schema.to_arrow_schema()
+        strings = [c for c in self.columns if is_string(schema.field(c).type)]
+        # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
+        parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=strings, memory_map=True)
+        table = parquet_file.read_row_groups(list(self.row_groups), columns=list(self.columns), use_threads=use_threads)
+        return table.to_batches()
+
+
+def split_pieces(split: ConnectorSplit, columns: Sequence[str], batch_rows: int) -> list[SplitPiece]:
+    """Return the pieces of ``split``, in row order, each of at least ``batch_rows`` rows but the last."""
+    columns = tuple(columns)
+    step = max(1, batch_rows)
+    if isinstance(split, ArrowSplit):
+        rows = split.table.num_rows
+        return [SplitPiece(split, columns, min(step, rows - start), start=start) for start in range(0, rows, step)]
+    if isinstance(split, ParquetSplit):
+        metadata = parquet_metadata(split.path)
+        groups = list(split.row_groups) or list(range(metadata.num_row_groups))
+        pieces: list[SplitPiece] = []
+        run: list[int] = []
+        held = 0
+        for group in groups:
+            rows = metadata.row_group(group).num_rows
+            if rows == 0:
+                continue
+            run.append(group)
+            held += rows
+            if held >= step:
+                pieces.append(SplitPiece(split, columns, held, tuple(run)))
+                run, held = [], 0
+        if run:
+            pieces.append(SplitPiece(split, columns, held, tuple(run)))
+        return pieces
+    raise TypeError(f"no data source reads {type(split).__name__}")
 
 
 def read_split(split: ConnectorSplit, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
-    """Yield record batches of at most ``batch_rows`` rows holding ``columns`` of ``split``."""
-    if isinstance(split, ParquetSplit):
-        yield from _read_parquet(split, columns, batch_rows)
-    elif isinstance(split, ArrowSplit):
-        table = split.table.select(list(columns))
-        yield from table.to_batches(max_chunksize=batch_rows)
-    else:
-        raise TypeError(f"no data source reads {type(split).__name__}")
+    """Yield record batches of at most ``batch_rows`` rows holding ``columns`` of ``split``, piece by piece."""
+    for piece in split_pieces(split, columns, batch_rows):
+        for record_batch in piece.read():
+            for start in range(0, record_batch.num_rows, max(1, batch_rows)):
+                yield record_batch.slice(start, batch_rows)
 
 
-def _read_parquet(split: ParquetSplit, columns: Sequence[str], batch_rows: int) -> Iterator[pa.RecordBatch]:
-    schema = pq.read_schema(split.path)
-    strings = [c for c in columns if is_string(schema.field(c).type)]
-    # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
-    parquet_file = pq.ParquetFile(split.path, read_dictionary=strings, memory_map=True)
-    row_groups = list(split.row_groups) or list(range(parquet_file.num_row_groups))
-    if not columns:
-        for group in row_groups:
-            rows = parquet_file.metadata.row_group(group).num_rows
-            for start in range(0, rows, batch_rows):
-                count = min(batch_rows, rows - start)
-                yield pa.record_batch([pa.nulls(count)], names=["$rows"]).select([])
-        return
-    yield from parquet_file.iter_batches(batch_size=batch_rows, row_groups=row_groups, columns=list(columns), use_threads=False)
+def parquet_metadata(path: str) -> pq.FileMetaData:
+    """Return a Parquet file's parsed footer, read once per process while the file is unchanged.
+
+    Why: every split and piece of a file needs it, and parsing a TPC-H
+    lineitem footer on each of 18 splits cost ~30 ms of a 200 ms SF1 scan.
+    The key holds the file's size and modification time, so a rewritten file
+    is read again.
+    """
+    status = os.stat(path)
+    return _parquet_metadata(path, status.st_size, status.st_mtime_ns)
+
+
+@lru_cache(maxsize=256)
+def _parquet_metadata(path: str, size: int, modified_ns: int) -> pq.FileMetaData:
+    return pq.read_metadata(path)

@@ -13,6 +13,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import normalize_type
+from gpu_engine.connectors.data_source import parquet_metadata
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
 __all__ = ["RegisteredTable", "register_source", "DEFAULT_SPLIT_ROWS"]
@@ -41,7 +42,7 @@ class RegisteredTable:
             return [ArrowSplit(self.table.slice(start, step)) for start in range(0, rows, step)] or [ArrowSplit(self.table.slice(0, 0))]
         out: list[ConnectorSplit] = []
         for path in self.files:
-            metadata = pq.read_metadata(path)
+            metadata = parquet_metadata(path)
             group, rows, first = 0, 0, 0
             for group in range(metadata.num_row_groups):
                 rows += metadata.row_group(group).num_rows

@@ -10,7 +10,49 @@ from gpu_engine.device import Device
 from gpu_engine.exec.memory_pool import MemoryPool, create_query_pool
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
 
-__all__ = ["EngineConfig", "QueryCtx"]
+__all__ = ["EngineConfig", "QueryCtx", "gpu_batch_rows", "device_memory_bytes"]
+
+
+#: Share of a GPU's total memory one default scan batch may take (see :func:`gpu_batch_rows`).
+GPU_BATCH_MEMORY_FRACTION = 1 / 32
+#: Bytes a row is assumed to take when sizing GPU batches: a dozen 8-byte
+#: columns with their validity, or a cached table's few strings.
+GPU_TYPICAL_ROW_BYTES = 128
+#: Fewer rows than this and per-batch host work dominates on a GPU: the H100 baseline
+#: (``shared/gpu/h100-baseline.md``) measured ~11 ms of host work per batch.
+GPU_MIN_BATCH_ROWS = 8 << 20
+#: More rows than this buy little and gather maps (int32 row indices) and
+#: intermediate results grow with the batch.
+GPU_MAX_BATCH_ROWS = 64 << 20
+
+
+def gpu_batch_rows(total_memory_bytes: int | None) -> int:
+    """Return the default scan batch rows for a GPU with ``total_memory_bytes`` of memory.
+
+    The largest power of two of rows whose :data:`GPU_TYPICAL_ROW_BYTES`-byte
+    rows fit in :data:`GPU_BATCH_MEMORY_FRACTION` of the memory, clamped to
+    ``[GPU_MIN_BATCH_ROWS, GPU_MAX_BATCH_ROWS]`` (an 80 GB H100 gets 16M rows).
+    A batch, its intermediates and a second batch in flight per driver then
+    stay a small share of the device, while each batch is large enough that
+    its fixed host cost is amortized. ``None`` (the size is unknown) gives the
+    minimum.
+    """
+    if not total_memory_bytes or total_memory_bytes <= 0:
+        return GPU_MIN_BATCH_ROWS
+    rows = int(total_memory_bytes * GPU_BATCH_MEMORY_FRACTION) // GPU_TYPICAL_ROW_BYTES
+    power_of_two = 1 << max(0, rows.bit_length() - 1)
+    return max(GPU_MIN_BATCH_ROWS, min(GPU_MAX_BATCH_ROWS, power_of_two))
+
+
+def device_memory_bytes(device: Device) -> int | None:
+    """Return the total memory of ``device``'s current GPU (None on host devices or when it cannot tell)."""
+    if not device.is_gpu:
+        return None
+    try:
+        _free, total = device.xp.cuda.runtime.memGetInfo()
+    except Exception:  # noqa: BLE001 - any failure means: unknown, use the minimum
+        return None
+    return int(total)
 
 
 @dataclass(frozen=True)
@@ -20,8 +62,11 @@ class EngineConfig:
     Attributes
     ----------
     batch_rows
-        Rows per batch a scan produces; ``None`` picks per device (large on a GPU,
-        where launches must amortize; moderate on the CPU; tiny under the simulator).
+        Rows per batch a scan (and ``Session.cache``) produces; ``None`` picks per
+        device: on ``cuda`` millions, derived from the GPU's memory
+        (:func:`gpu_batch_rows`), because every batch pays a fixed host cost
+        (kernel launches, Python work) that only large batches amortize;
+        moderate on the CPU; tiny under the simulator.
     partial_aggregation_max_groups
         A partial aggregation emits its groups and starts over once its table holds
         more groups than this (Velox's ``max_partial_aggregation_memory``, counted in groups).
@@ -64,9 +109,22 @@ class EngineConfig:
         ``cpu`` and ``cuda-sim`` (into plain host arrays: how tests run the
         GPU's scan path without a GPU); ``False`` never packs.
     parquet_reader
-        ``"pyarrow"`` (default) or ``"cudf"``: on ``cuda``, read Parquet splits
-        with cuDF's GPU reader, straight into device memory
+        ``"auto"`` (default): cuDF's GPU reader on ``cuda`` when cuDF imports,
+        else pyarrow (:func:`~gpu_engine.connectors.cudf_interop.resolve_parquet_reader`);
+        ``"pyarrow"``: decode on the host; ``"cudf"``: on ``cuda``, read Parquet
+        splits with cuDF's GPU reader, straight into device memory
         (:mod:`gpu_engine.connectors.cudf_interop`). Needs cuDF.
+    scan_prefetch_depth
+        Pieces of splits (runs of whole row groups, one scan batch each) a
+        TableScan decodes ahead on threads of its own while its driver
+        converts, copies and computes the current batch
+        (:mod:`gpu_engine.connectors.split_prefetcher`), so the host decode of
+        the next batch overlaps the device work of this one. ``0`` decodes on
+        the driver's thread. ``None`` picks per device: 2 on ``cuda`` (each
+        piece is also decoded column-parallel by pyarrow's threads); on ``cpu``
+        2 while the scan's drivers leave cores idle, else 0 (measured at TPC-H
+        SF1 on a shared 2-core machine, noisy: Q1 with 1 driver 15–30% faster,
+        with 2 drivers no faster or slightly slower); 0 on ``cuda-sim``.
     fuse
         Replace filter/project/aggregation stretches by fused operators that
         run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
@@ -84,7 +142,8 @@ class EngineConfig:
     query_memory_limit_bytes: int | None = None
     cupy_pool_limit_bytes: int | None = None
     scan_pinned_staging: bool | None = None
-    parquet_reader: str = "pyarrow"
+    parquet_reader: str = "auto"
+    scan_prefetch_depth: int | None = None
     fuse: bool = True
 
     def with_overrides(self, **overrides) -> "EngineConfig":
@@ -96,14 +155,30 @@ class EngineConfig:
         return device.is_gpu if self.scan_pinned_staging is None else bool(self.scan_pinned_staging)
 
     def scan_batch_rows(self, device: Device) -> int:
-        """Return the rows per scan batch for ``device``."""
+        """Return the rows per scan batch for ``device`` (``batch_rows`` when set)."""
         if self.batch_rows is not None:
             return self.batch_rows
         if device.name == "cuda":
-            return 1 << 21
+            return gpu_batch_rows(device_memory_bytes(device))
         if device.name == "cuda-sim":
             return 1 << 11
         return 1 << 18
+
+    def scan_prefetch(self, device: Device, drivers: int = 1) -> int:
+        """Return how many split pieces a TableScan on ``device`` run by ``drivers`` drivers decodes ahead.
+
+        See ``scan_prefetch_depth``; prefetch threads only pay where cores
+        would otherwise idle, hence the driver count.
+        """
+        if self.scan_prefetch_depth is not None:
+            if self.scan_prefetch_depth < 0:
+                raise ValueError(f"scan_prefetch_depth must be 0 or more, got {self.scan_prefetch_depth}")
+            return self.scan_prefetch_depth
+        if device.is_gpu:
+            return 2
+        if device.name == "cpu" and drivers < (os.cpu_count() or 1):
+            return 2
+        return 0
 
 
 @dataclass

@@ -3,20 +3,34 @@
 from __future__ import annotations
 
 import time
-from typing import Iterator
+from collections import deque
+from dataclasses import dataclass
+from functools import partial
+from typing import Any, Callable, Iterator
 
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.columnar.transfers import HostToDeviceCopier, coalesce_record_batches
-from gpu_engine.connectors.data_source import read_split
+from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, prepare_run
+from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
+from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
+from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.connectors.table_cache import CachedSplit
 from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
-from gpu_engine.exec.split import ParquetSplit
+from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
 from gpu_engine.plans.nodes import TableScanNode
 
 __all__ = ["TableScan"]
+
+
+@dataclass
+class _DecodedPiece:
+    """What a prefetch thread hands the driver: a piece's items and the seconds spent making them."""
+
+    items: list[Any]
+    decode_seconds: float
+    convert_seconds: float
 
 
 class TableScan(Operator):
@@ -26,33 +40,71 @@ class TableScan(Operator):
     with the Task's future; it is finished once the Task said no more splits
     will come and the last one is read. How a split becomes device batches:
 
-    * Parquet or Arrow, on a GPU (``EngineConfig.packs_scan_batches``): record
-      batches are gathered into ``batch_rows``-row runs and packed through
-      pinned memory (:class:`~gpu_engine.columnar.transfers.HostToDeviceCopier`);
-      ``h2d_bytes``, ``h2d_seconds`` and ``h2d_pack_seconds`` count the copies;
-    * Parquet with ``parquet_reader="cudf"`` on a GPU: cuDF's reader fills
-      device memory directly (:mod:`gpu_engine.connectors.cudf_interop`);
+    * Parquet or Arrow (decoded on the host): the split is cut into pieces of
+      at least ``batch_rows`` rows (:func:`~gpu_engine.connectors.data_source.split_pieces`),
+      which a :class:`~gpu_engine.connectors.split_prefetcher.SplitPrefetcher`
+      decodes and converts to the engine's layout ``scan_prefetch_depth``
+      pieces ahead, on threads of its own (on the driver's thread at depth 0).
+      While pieces are in flight and room is left, the scan takes the Task's
+      next split at once, if one is queued, so decoding runs on across split
+      boundaries. ``decode_seconds`` and ``arrow_to_batch_seconds`` count that
+      work wherever it ran. Then, on a GPU
+      (``EngineConfig.packs_scan_batches``), a piece becomes one batch packed
+      through pinned memory (:class:`~gpu_engine.columnar.transfers.HostToDeviceCopier`;
+      ``h2d_bytes``, ``h2d_seconds`` and ``h2d_pack_seconds`` count the copies);
+      otherwise each Arrow record batch of at most ``batch_rows`` rows is one;
+    * Parquet with cuDF's reader on a GPU (``parquet_reader`` ``"cudf"``, or
+      ``"auto"`` with cuDF installed): cuDF's reader fills device memory
+      directly (:mod:`gpu_engine.connectors.cudf_interop`);
     * a device-resident table (:class:`~gpu_engine.connectors.device_table.DeviceSplit`):
       views of its buffers, no copy; a table ``Session.cache`` keeps on the
       device is one (:class:`~gpu_engine.connectors.table_cache.CachedSplit`
-      per cached batch, counted in ``cached_batches``);
-    * otherwise each Arrow record batch is converted as it comes.
+      per cached batch, counted in ``cached_batches``).
     """
 
     def __init__(self, ctx: OperatorCtx, node: TableScanNode):
         super().__init__(ctx, node)
+        config = ctx.config
         self.columns = tuple(node.columns)
-        self.batch_rows = ctx.config.scan_batch_rows(ctx.device)
-        self._reader: Iterator[Batch] | None = None
+        self.batch_rows = config.scan_batch_rows(ctx.device)
+        self._parquet_reader = resolve_parquet_reader(config.parquet_reader, ctx.device)
+        self._packs = config.packs_scan_batches(ctx.device)
+        self._copier = HostToDeviceCopier(ctx.device, self.add_runtime_stat) if self._packs and ctx.device.is_gpu else None
+        self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(config.scan_prefetch(ctx.device, ctx.num_drivers))
+        self._decode_threads = self._prefetcher.depth > 0  # prefetching is for spare cores: let pyarrow use them too
+        self._decoded: deque[Any] = deque()  # items of the last piece handed back, not yet output
+        self._reader: Iterator[Batch] | None = None  # batches of a device-resident or cuDF-read split
+        self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
         self._finished = False
-        self._copier = HostToDeviceCopier(ctx.device, self.add_runtime_stat) if ctx.config.packs_scan_batches(ctx.device) else None
 
     def needs_input(self) -> bool:
         return False
 
     def get_output(self) -> Batch | None:
         while not self._finished:
-            if self._reader is None:
+            if self._decoded:
+                batch = self._finish(self._decoded.popleft())
+                if batch.num_rows:
+                    return batch
+                continue
+            if self._reader is not None:
+                batch = next(self._reader, None)
+                if batch is None:
+                    self._reader = None
+                elif batch.num_rows:
+                    return batch
+                continue
+            if self._prefetcher.pending:
+                self._take_queued_splits()
+                piece, future = self._prefetcher.next_result()
+                if future is not None:
+                    self.block_on(BlockingReason.WAIT_FOR_SPLIT, future)
+                    return None
+                self._take(piece)
+                continue
+            if self._held_split is not None:
+                split, self._held_split = self._held_split, None
+            else:
                 split, future = self.ctx.task.get_split_or_future(self.node.id)
                 if future is not None:
                     self.block_on(BlockingReason.WAIT_FOR_SPLIT, future)
@@ -60,51 +112,91 @@ class TableScan(Operator):
                 if split is None:
                     self._finished = True
                     return None
-                self._reader = self._open(split)
                 self.add_runtime_stat("splits", 1)
-            batch = next(self._reader, None)
-            if batch is None:
-                self._reader = None
-                continue
-            if batch.num_rows == 0:
-                continue
-            return batch
+            self._start(split)
         return None
 
-    def _open(self, split) -> Iterator[Batch]:
-        """Return the device batches of one split (see the class docstring for the ways)."""
+    # ------------------------------------------------------------ splits
+    def _decodes_on_host(self, split: ConnectorSplit) -> bool:
+        if isinstance(split, ParquetSplit) and self._parquet_reader == "cudf" and self.columns:
+            return False
+        return is_host_split(split)
+
+    def _start(self, split: ConnectorSplit) -> None:
+        """Queue a host split's pieces on the prefetcher, or open a device split's batches."""
+        if self._decodes_on_host(split):
+            self._prefetcher.add(self._reads(split))
+        else:
+            self._reader = self._open_on_device(split)
+
+    def _take_queued_splits(self) -> None:
+        """Take the Task's next splits while the prefetcher has room, only those already queued (never wait)."""
+        task = self.ctx.task
+        while self._held_split is None and self._prefetcher.has_room and task.pending_splits(self.node.id):
+            split, _ = task.get_split_or_future(self.node.id)
+            if split is None:  # another driver took the last one meanwhile
+                return
+            self.add_runtime_stat("splits", 1)
+            if self._decodes_on_host(split):
+                self._prefetcher.add(self._reads(split))
+            else:
+                self._held_split = split
+
+    def _open_on_device(self, split: ConnectorSplit) -> Iterator[Batch]:
         if isinstance(split, DeviceSplit):
             if isinstance(split, CachedSplit):  # a batch Session.cache kept on the device
                 self.add_runtime_stat("cached_batches", 1)
             return split.read(self.columns, self.batch_rows)
-        config = self.ctx.config
-        if isinstance(split, ParquetSplit) and config.parquet_reader == "cudf" and self.device.is_gpu and self.columns:
+        if isinstance(split, ParquetSplit):
             from gpu_engine.connectors.cudf_interop import read_parquet_split
 
             return iter([read_parquet_split(split, self.columns, self.node.output_schema, self.device)])
-        record_batches = read_split(split, self.columns, self.batch_rows)
-        if self._copier is not None:
-            return (self._packed(run) for run in coalesce_record_batches(record_batches, self.batch_rows))
-        return (self._converted(record_batch) for record_batch in record_batches)
+        raise TypeError(f"TableScan cannot read {type(split).__name__}")
 
-    def _packed(self, record_batches: list[pa.RecordBatch]) -> Batch:
-        start = time.perf_counter()
-        batch = self._copier.copy(record_batches)
-        self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - start)
-        return batch
+    # ------------------------------------------------------------ pieces
+    def _reads(self, split: ConnectorSplit) -> list[Callable[[], _DecodedPiece]]:
+        return [partial(self._decode, piece) for piece in split_pieces(split, self.columns, self.batch_rows)]
 
-    def _converted(self, record_batch: pa.RecordBatch) -> Batch:
-        start = time.perf_counter()
-        batch = Batch.from_arrow(record_batch, self.device)
-        if self.device.is_gpu:
+    def _decode(self, piece: SplitPiece) -> _DecodedPiece:
+        """Decode a piece and convert it as far as the host can (runs on a prefetch thread: no device work)."""
+        began = time.perf_counter()
+        record_batches = [b for b in piece.read(self._decode_threads) if b.num_rows]
+        decoded = time.perf_counter()
+        items: list[Any]
+        if not record_batches:
+            items = []
+        elif self._packs:
+            run = prepare_run(record_batches)
+            items = [run if self.device.is_gpu else run.to_host_batch(self.device)]
+        else:
+            sliced = [b.slice(start, self.batch_rows) for b in record_batches
+                      for start in range(0, b.num_rows, self.batch_rows)]
+            items = sliced if self.device.is_gpu else [Batch.from_arrow(b, self.device) for b in sliced]
+        return _DecodedPiece(items, decoded - began, time.perf_counter() - decoded)
+
+    def _take(self, piece: _DecodedPiece) -> None:
+        self.add_runtime_stat("decode_seconds", piece.decode_seconds)
+        self.add_runtime_stat("arrow_to_batch_seconds", piece.convert_seconds)
+        self._decoded.extend(piece.items)
+
+    def _finish(self, item: Any) -> Batch:
+        """Return the device batch of a decoded item: copy it on a GPU (on this driver's stream), else it is one."""
+        if isinstance(item, HostRun):
+            return self._copier.upload(item)
+        if isinstance(item, pa.RecordBatch):
+            start = time.perf_counter()
+            batch = Batch.from_arrow(item, self.device)
             self.add_runtime_stat("h2d_bytes", batch.nbytes)
-        self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - start)
-        return batch
+            self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - start)
+            return batch
+        return item
 
     def is_finished(self) -> bool:
         return self._finished
 
     def close(self) -> None:
+        self._prefetcher.close()  # waits for pieces being decoded: no thread outlives the Task
+        self._decoded.clear()
         self._reader = None
         if self._copier is not None:
             self._copier.close()

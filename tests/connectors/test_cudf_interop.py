@@ -109,6 +109,42 @@ def test_parquet_reader_is_checked_when_the_session_is_made():
     assert Session(device="cpu", parquet_reader="pyarrow").config.parquet_reader == "pyarrow"
 
 
+def _fake_gpu():
+    from types import SimpleNamespace
+
+    from gpu_engine.device import Device
+
+    return Device("cuda", SimpleNamespace(), kernel_flavor="cuda")
+
+
+@pytest.mark.parametrize("installed", [False, True], ids=["without_cudf", "with_cudf"])
+def test_auto_parquet_reader_is_cudf_only_on_a_gpu_with_cudf(installed, monkeypatch):
+    from gpu_engine.connectors import cudf_interop
+    from gpu_engine.device import get_device
+
+    monkeypatch.setattr(cudf_interop, "cudf_available", lambda: installed)
+    assert cudf_interop.resolve_parquet_reader("auto", _fake_gpu()) == ("cudf" if installed else "pyarrow")
+    assert cudf_interop.resolve_parquet_reader("auto", get_device("cpu")) == "pyarrow"
+    assert cudf_interop.resolve_parquet_reader("pyarrow", _fake_gpu()) == "pyarrow"  # explicit values are kept
+    if not installed:  # an explicit "cudf" still says what is missing
+        with pytest.raises(ImportError, match="parquet_reader='cudf' needs cuDF"):
+            cudf_interop.resolve_parquet_reader("cudf", _fake_gpu())
+
+
+def test_auto_is_the_default_parquet_reader_and_reads_with_pyarrow_without_cudf(device_name, tmp_path):
+    import pyarrow.parquet as pq
+
+    if cudf_available():
+        pytest.skip("cuDF is installed here")
+    table = pa.table({"x": pa.array(range(500), pa.int64())})
+    pq.write_table(table, tmp_path / "t.parquet", row_group_size=100)
+    session = Session(device=device_name, batch_rows=128)
+    assert session.config.parquet_reader == "auto"
+    session.register("t", str(tmp_path / "t.parquet"))
+    result = session.execute(PlanBuilder(session.catalog).table_scan("t").aggregation([], ["sum(x) AS s"]).plan())
+    assert result.to_pylist() == [{"s": sum(range(500))}]
+
+
 def test_arrow_tables_are_not_taken_for_cudf_ones():
     assert not is_cudf_source(pa.table({"x": [1]}))
     assert not is_cudf_source("lineitem.parquet")

@@ -144,3 +144,16 @@ def test_arrow_tables_cache_too(device_name, drivers, table, reference):
     assert_same_rows(session.execute(_aggregate_plan(session.catalog), timeout=120),
                      reference(AGGREGATE_SQL))
     assert sum(s.runtime.get("cached_batches", 0) for s in _scan_stats(session)) == len(session.splits("t")) > 1
+
+
+@pytest.mark.parametrize("prefetch", [0, 2])
+@pytest.mark.parametrize("source", ["parquet", "arrow"])
+def test_the_cache_coalesces_into_batches_of_batch_rows(device_name, parquet_dir, table, reference, source, prefetch):
+    batch_rows = 128  # row groups of 100 rows and splits of 150-250 rows: neither lines up with it
+    session = Session(device=device_name, drivers=2, batch_rows=batch_rows, scan_prefetch_depth=prefetch)
+    session.register("t", parquet_dir if source == "parquet" else table, split_rows=150 if source == "parquet" else 250)
+    cached = session.cache("t")
+    sizes = [batch.num_rows for batch in cached.batches]
+    assert len(sizes) == -(-table.num_rows // batch_rows)  # ceil(N / batch_rows): one batch per row group no more
+    assert sizes[:-1] == [batch_rows] * (len(sizes) - 1) and 0 < sizes[-1] <= batch_rows
+    assert_same_rows(session.execute(_aggregate_plan(session.catalog), timeout=120), reference(AGGREGATE_SQL))
