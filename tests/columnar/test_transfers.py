@@ -16,7 +16,8 @@ import pytest
 
 from duckdb_reference import assert_same_rows
 from gpu_engine import Session
-from gpu_engine.columnar.transfers import HostToDeviceCopier, batch_to_arrow, coalesce_record_batches
+from gpu_engine.columnar.transfers import (HostToDeviceCopier, batch_to_arrow, coalesce_record_batches,
+                                          rechunk_record_batches)
 from gpu_engine.device import get_device
 from gpu_engine.plans import PlanBuilder
 
@@ -61,6 +62,16 @@ def test_coalesce_gathers_runs_of_at_least_the_asked_rows():
     assert list(coalesce_record_batches([], 10)) == []
 
 
+def test_rechunk_cuts_runs_of_exactly_the_asked_rows():
+    batches = [pa.record_batch({"x": list(range(n))}) for n in (3, 0, 4, 5, 1, 2)]
+    runs = list(rechunk_record_batches(batches, 4))
+    assert [[b.num_rows for b in run] for run in runs] == [[3, 1], [3, 1], [4], [1, 2]]
+    assert [pa.Table.from_batches(run)["x"].to_pylist() for run in runs][1] == [1, 2, 3, 0]
+    assert list(rechunk_record_batches([], 10)) == []
+    with pytest.raises(ValueError, match="at least 1"):
+        list(rechunk_record_batches(batches, 0))
+
+
 def test_copier_packs_many_record_batches_into_one_batch(device):
     record_batches = _record_batches()
     copier = HostToDeviceCopier(device)
@@ -70,7 +81,10 @@ def test_copier_packs_many_record_batches_into_one_batch(device):
     expected = _decoded(pa.Table.from_batches(record_batches)).combine_chunks()
     assert batch.num_rows == expected.num_rows == 40 + 60 + 25
     actual, transfer = batch_to_arrow(batch)
-    assert transfer is None  # not a GPU: nothing is counted
+    if device.is_gpu:  # the copy back is counted on a GPU only
+        assert transfer.nbytes > 0 and transfer.seconds >= 0
+    else:
+        assert transfer is None
     assert pa.Table.from_batches([actual]).equals(expected)
     # Dictionary columns keep one dictionary for the packed batch; codes were remapped to it.
     assert batch.base_column("d").dictionary is not None
