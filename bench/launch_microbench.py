@@ -168,7 +168,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m bench.launch_microbench", description=__doc__.split("\n\n")[0])
     parser.add_argument("--device", default="cuda", choices=("cpu", "cuda", "cuda-sim"), help="device (default cuda)")
     parser.add_argument("--rows", type=int, default=100_000, help="rows the kernel covers (default 100k)")
-    parser.add_argument("--launches", type=int, default=1000, help="launches timed back to back per round (default 1000)")
+    parser.add_argument("--launches", type=int, default=1000,
+                        help="launches timed back to back per round (default 1000)")
     parser.add_argument("--repeats", type=int, default=7, help="rounds; the median is reported (default 7)")
     parser.add_argument("--json", type=Path, default=None, help="also write the report as JSON here")
     return parser

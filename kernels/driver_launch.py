@@ -1,10 +1,12 @@
 """Launch numba.cuda kernels through the CUDA driver API: PTX compiled once, parameters packed by hand.
 
-Why: on the H100, numba's dispatcher spends 130 µs of host time typing CuPy
-arguments for every launch; the same kernel compiled to PTX once and launched
-with ``cuLaunchKernel`` from a pre-packed parameter buffer costs 5.4 µs
-(``../shared/gpu/h100-baseline.md``). Kernel sources stay numba kernels, so
-the simulator still runs them in CI; only the launch on a GPU changes.
+Why: the H100 baseline (``../shared/gpu/h100-baseline.md``) measured 130 µs
+of host time per launch for numba's dispatcher typing CuPy arguments, and
+5.4 µs for the same kernel compiled to PTX once and launched with
+``cuLaunchKernel`` from a pre-packed parameter buffer; this module is that
+second way, made general (``bench/launch_microbench.py`` times it). Kernel
+sources stay numba kernels, so the simulator still runs them in CI; only the
+launch on a GPU changes.
 
 A launch, in three steps:
 
@@ -39,9 +41,9 @@ copy), kernels with options PTX alone cannot honour (``debug``, ``link``,
 extensions), PTX that calls functions numba would link in, a parameter
 layout that differs from the PTX's, or a compile or module load that fails
 (numba's dispatcher then compiles the kernel itself, or raises its own
-error). ``GPU_ENGINE_KERNEL_LAUNCHER=numba``
-sends every launch through numba's dispatcher, to compare or to work around
-a problem; ``driver`` (the default) uses this path.
+error). ``GPU_ENGINE_KERNEL_LAUNCHER=numba`` sends every launch through
+numba's dispatcher, to compare or to work around a problem; ``driver`` (the
+default) uses this path.
 """
 
 from __future__ import annotations
@@ -341,7 +343,8 @@ class CudaDriver:
 
         self._driver = driver
         self._modules: list[Any] = []  # loaded modules stay loaded for the life of the process
-        self.launch_kernel = driver.cuLaunchKernel  # (err,) = launch_kernel(f, gx, gy, gz, bx, by, bz, shared, stream, params, extra)
+        # (error,) = launch_kernel(function, grid x, y, z, block x, y, z, shared bytes, stream, params, extra)
+        self.launch_kernel = driver.cuLaunchKernel
         self.invalid_context = int(driver.CUresult.CUDA_ERROR_INVALID_CONTEXT)
 
     def _check(self, result: tuple, call: str) -> Any:

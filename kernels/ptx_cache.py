@@ -169,7 +169,8 @@ def _constant_text(value: Any) -> str | None:
         parts = [_constant_text(item) for item in value]
         return None if None in parts else "set(" + ",".join(sorted(parts)) + ")"  # type: ignore[arg-type]
     if isinstance(value, np.ndarray):
-        return f"ndarray:{value.dtype.str}:{value.shape}:{hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()}"
+        contents = hashlib.sha256(np.ascontiguousarray(value).tobytes()).hexdigest()
+        return f"ndarray:{value.dtype.str}:{value.shape}:{contents}"
     return None
 
 

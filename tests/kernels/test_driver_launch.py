@@ -48,7 +48,8 @@ def ptx_declaring(layout, entry="stub_entry", body="\tret;"):
     """Return PTX text whose entry declares one parameter per slot of ``layout``, as numba's PTX does."""
     parameters = ",\n".join(f"\t.param .{_PTX_TYPES[(slot.size, slot.is_float)]} {entry}_param_{index}"
                             for index, slot in enumerate(layout))
-    return f".version 8.0\n.target sm_80\n.address_size 64\n\n.visible .entry {entry}(\n{parameters}\n)\n{{\n{body}\n}}\n"
+    return (f".version 8.0\n.target sm_80\n.address_size 64\n\n"
+            f".visible .entry {entry}(\n{parameters}\n)\n{{\n{body}\n}}\n")
 
 
 class StubCompiler:
@@ -206,7 +207,8 @@ def test_parameter_layout_flattens_arrays_and_sizes_scalars_as_numba_does():
     pointer, intp = ParameterSlot("Q", 8, False), ParameterSlot("q", 8, False)
     null = ParameterSlot("", 8, False)
     assert parameter_layout(signature) == (
-        null, null, intp, intp, pointer, intp, intp, intp, intp,  # meminfo, parent, nitems, itemsize, data, 2 shapes, 2 strides
+        # meminfo, parent, nitems, itemsize, data, 2 extents, 2 strides
+        null, null, intp, intp, pointer, intp, intp, intp, intp,
         ParameterSlot("?", 1, False), ParameterSlot("i", 4, False), ParameterSlot("B", 1, False),
         ParameterSlot("f", 4, True), ParameterSlot("d", 8, True), ParameterSlot("e", 2, False),
         ParameterSlot("f", 4, True), ParameterSlot("f", 4, True))
@@ -353,7 +355,8 @@ def test_concurrent_launches_never_share_a_parameter_buffer(tmp_path):
     launcher = KernelLauncher(driver, PtxCache((8, 0), tmp_path, compile=StubCompiler()))
     kernel = StubKernel(_kernel_of_three)
     threads_count, launches_each = 8, 150
-    arrays = [(np.arange(thread + 1, dtype=np.int64), np.zeros(thread + 2, np.float64)) for thread in range(threads_count)]
+    arrays = [(np.arange(thread + 1, dtype=np.int64), np.zeros(thread + 2, np.float64))
+              for thread in range(threads_count)]
     failures = []
 
     def run(thread):
@@ -382,7 +385,8 @@ def test_concurrent_launches_never_share_a_parameter_buffer(tmp_path):
 
 
 # --------------------------------------------------------------- selection
-@pytest.mark.parametrize("value, choice", [(None, "driver"), ("driver", "driver"), (" Numba ", "numba"), ("", "driver")])
+@pytest.mark.parametrize("value, choice", [(None, "driver"), ("driver", "driver"), (" Numba ", "numba"),
+                                           ("", "driver")])
 def test_the_environment_variable_picks_the_launcher(monkeypatch, value, choice):
     if value is None:
         monkeypatch.delenv("GPU_ENGINE_KERNEL_LAUNCHER", raising=False)
@@ -400,7 +404,8 @@ def test_an_unknown_launcher_is_an_error_naming_the_choices(monkeypatch):
 def test_choosing_numba_leaves_every_launch_to_the_dispatcher(monkeypatch):
     monkeypatch.setenv("GPU_ENGINE_KERNEL_LAUNCHER", "numba")
     monkeypatch.setattr(driver_launch, "_DEFAULT", None)
-    assert driver_launch.launch_through_driver(StubKernel(_kernel_of_one), 1, 32, 0, [CupyLikeArray(np.zeros(2))]) is False
+    arguments = [CupyLikeArray(np.zeros(2))]
+    assert driver_launch.launch_through_driver(StubKernel(_kernel_of_one), 1, 32, 0, arguments) is False
 
 
 # --------------------------------------------------------------------- GPU
@@ -421,7 +426,8 @@ def test_real_kernels_launched_through_the_driver_match_numpy(tmp_path):
     with stream:
         values, indices = rng.normal(size=5000), rng.integers(0, 5000, size=3000).astype(np.int32)
         out = cupy.empty(3000, dtype=cupy.float64)
-        assert launcher.launch(gather._gather_cuda, 12, 256, stream.ptr, [cupy.asarray(values), cupy.asarray(indices), out])
+        assert launcher.launch(gather._gather_cuda, 12, 256, stream.ptr,
+                               [cupy.asarray(values), cupy.asarray(indices), out])
         hashes_host = rng.integers(0, 2**63, size=4000, dtype=np.uint64)
         partitions, counts = cupy.empty(4000, cupy.int32), cupy.zeros(7, cupy.int32)
         assert launcher.launch(partition._histogram_cuda, 16, 256, stream.ptr,

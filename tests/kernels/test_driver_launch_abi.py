@@ -1,4 +1,4 @@
-"""Every CUDA kernel of gpu_engine.kernels, compiled by real numba to PTX, gets exactly the parameters its entry declares.
+"""Every CUDA kernel of gpu_engine.kernels, compiled to PTX by real numba, gets exactly the parameters it declares.
 
 Why: the driver launch path writes numba's kernel parameters by hand; if
 numba's ABI and the packer disagree on a kernel (a count, a width, an

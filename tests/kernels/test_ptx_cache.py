@@ -56,7 +56,7 @@ def shift(x):
 
 @pytest.fixture
 def load_kernel(tmp_path, monkeypatch):
-    """Return ``load(scale=3, offset=1, bits=2, prefix="")``: write both modules, import them afresh, return ``kernel``."""
+    """Return ``load(scale=3, offset=1, bits=2, prefix="")``: write both modules, import them anew, give the kernel."""
     monkeypatch.syspath_prepend(str(tmp_path))
 
     def load(scale=3, offset=1, bits=2, prefix=""):
