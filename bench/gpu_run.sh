@@ -13,7 +13,8 @@
 #   all    data, micro, bench, then tests with whatever time is left of $BUDGET seconds
 #
 # Settings (environment): OUT (default bench/results; on the lent machine its $OUT comes back), SF (10),
-# RUNS (5), DRIVERS (4), QUERIES (primer,q1,q6), MICRO_ROWS (100000000), PYTEST_WORKERS (4),
+# RUNS (5), DRIVERS (1: one driver per GPU Task; more are slower on cuda), QUERIES (primer,q1,q6),
+# MICRO_ROWS (100000000), PYTEST_WORKERS (4),
 # BUDGET (560 seconds for `all`), GPU_ENGINE_DATA (/tmp/gpu_engine_data). To try the script without a GPU:
 #   DEVICE=cpu SKIP_SETUP=1 PYTHON=.venv/bin/python SF=0.01 MICRO_ROWS=20000 RUNS=1 bash bench/gpu_run.sh micro bench
 #
@@ -42,7 +43,7 @@ cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-bench/results}
 SF=${SF:-10}
 RUNS=${RUNS:-5}
-DRIVERS=${DRIVERS:-4}
+DRIVERS=${DRIVERS:-1}
 QUERIES=${QUERIES:-primer,q1,q6}
 MICRO_ROWS=${MICRO_ROWS:-100000000}
 PYTEST_WORKERS=${PYTEST_WORKERS:-4}

@@ -21,7 +21,7 @@ query and Q1 at least 10× faster than DuckDB), the first-run (JIT) times, an
 seconds), the machine, the command, and the kernel micro-benchmark's table
 when ``--micro-json`` names its output. Run from the repository root::
 
-    python -m bench.run_gpu_bench --sf 10 --runs 5 --drivers 4 --output-dir "$OUT"
+    python -m bench.run_gpu_bench --sf 10 --runs 5 --output-dir "$OUT"
     python -m bench.run_gpu_bench --queries all --runs 3     # every TPC-H query with a plan
 """
 
@@ -69,7 +69,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--runs", type=int, default=5, help="timed runs per runner after the first (default 5)")
     parser.add_argument("--device", default="cuda", choices=("cuda", "cpu", "cuda-sim"),
                         help="engine device (default cuda; cpu or cuda-sim only to check the script)")
-    parser.add_argument("--drivers", type=int, default=4, help="engine drivers per pipeline (default 4)")
+    parser.add_argument("--drivers", type=int, default=1,
+                        help="engine drivers per pipeline (default 1: on cuda more drivers are slower, see the "
+                             "README's 'Drivers on a GPU')")
     parser.add_argument("--queries", default=DEFAULT_QUERIES,
                         help=f"comma-separated query names (default {DEFAULT_QUERIES}); 'all' for every planned one")
     parser.add_argument("--modes", default="cold,hot", help="engine runners: cold, hot or both (default cold,hot)")

@@ -24,9 +24,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from gpu_engine.device import DEVICE_NAMES
+from gpu_engine.device import DEVICE_NAMES, Device, get_device
 
-__all__ = ["main", "build_parser", "QueryChoice", "parse_query_list", "format_table", "format_summary"]
+__all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_query_list", "format_table",
+           "format_summary"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
@@ -128,8 +129,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument(
             "--drivers",
             type=_positive_int,
-            default=max(1, min(4, os.cpu_count() or 1)),
-            help="drivers (threads) per pipeline (default: cores, at most 4)",
+            default=None,
+            help="drivers (threads) per pipeline (default: 1 on cuda, where more drivers are slower; "
+            "else the cores, at most 4)",
         )
         sub.add_argument(
             "--data-dir",
@@ -256,11 +258,23 @@ def _time_duckdb(connection, sql: str, runs: int) -> tuple[float, int]:
     return statistics.median(times), rows
 
 
+def default_drivers(device: Device) -> int:
+    """Return the drivers a command runs with when ``--drivers`` is not given.
+
+    One on a GPU: per-batch host work there is Python that driver threads
+    cannot run in parallel, and an H100 ran hot Q1 at SF10 in 5.8 s with 1
+    driver, 10.7 s with 4 (README, "Drivers on a GPU"). On the CPU the kernels
+    run on the drivers' threads, so one per core, at most 4.
+    """
+    return 1 if device.is_gpu else max(1, min(4, os.cpu_count() or 1))
+
+
 def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: Sequence[str]) -> int:
     from gpu_engine import Session
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
 
-    session = Session(device=args.device, drivers=args.drivers)  # a bad device fails before any generation
+    device = get_device(args.device)  # a bad device fails before any generation
+    session = Session(device=device, drivers=args.drivers or default_drivers(device))
     data_dir = ensure_tpch(args.sf, args.data_dir, progress=True)
     register_tpch(session, data_dir)
     runs = getattr(args, "runs", 1)

@@ -159,3 +159,18 @@ def test_tpch_summary_without_duckdb_has_no_ratio():
     lines = text.splitlines()
     assert lines[2].split() == ["q1", "4", "500.0", "ms", "-", "-"]
     assert lines[4].split() == ["total", "750.0", "ms", "-", "-"]
+
+
+def test_default_drivers_are_one_on_a_gpu_and_the_cores_elsewhere(capsys, tmp_path):
+    import os
+    from types import SimpleNamespace
+
+    from gpu_engine.device import Device, get_device
+
+    assert cli.default_drivers(Device("cuda", SimpleNamespace(), kernel_flavor="cuda")) == 1
+    assert cli.default_drivers(get_device("cpu")) == max(1, min(4, os.cpu_count() or 1))
+    assert cli.build_parser().parse_args(["tpch"]).drivers is None  # chosen once the device is known
+    code = cli.main(["query", "--sf", "0.001", "--queries", "q6", "--runs", "1", "--device", "cpu", "--no-duckdb",
+                     "--data-dir", str(tmp_path)])
+    assert code == 0
+    assert f"with {cli.default_drivers(get_device('cpu'))} driver(s)" in capsys.readouterr().out
