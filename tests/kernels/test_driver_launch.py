@@ -449,3 +449,23 @@ def test_real_kernels_launched_through_the_driver_match_numpy(tmp_path):
     expected_combined = np.zeros(4000, np.uint64)
     hash._combine_column_cpu(expected_combined, hashes_host, validity.get(), True, True)
     np.testing.assert_array_equal(combined.get(), expected_combined)
+
+
+@pytest.mark.gpu
+def test_engine_launches_on_a_gpu_take_the_driver_path():
+    from gpu_engine.device import get_device, gpu_available
+
+    if not gpu_available() or kernel_launcher_choice() != "driver":
+        pytest.skip("needs a CUDA GPU and the driver launcher")
+    from gpu_engine.kernels.gather import gather
+
+    device = get_device("cuda")
+    values = np.arange(1000, dtype=np.int64) * 3
+    indices = np.arange(999, -1, -1, dtype=np.int32)
+    result = gather(device, device.asarray(values), device.asarray(indices))
+    np.testing.assert_array_equal(device.to_host(result), values[indices])
+    from gpu_engine.kernels.gather import _gather_cuda
+
+    plans = driver_launch._DEFAULT._plans[_gather_cuda]  # the process's launcher, made at its first GPU launch
+    key = ((np.dtype(np.int64), 1, "C"), (np.dtype(np.int32), 1, "C"), (np.dtype(np.int64), 1, "C"))
+    assert plans[key] is not driver_launch._FALLBACK, [r for r in compile_records() if r.outcome == "fallback"]
