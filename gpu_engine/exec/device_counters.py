@@ -101,26 +101,25 @@ def count_device_allocation(allocations: int = 1) -> None:
     THREAD_COUNTERS.device_allocations += allocations
 
 
-_ALLOCATION_HOOK_CLASS = None
+_ALLOCATION_HOOK_CLASSES: dict[type, type] = {}
 
 
-def _allocation_hook_class():
-    """Return (defining once) a ``cupy.cuda.MemoryHook`` that counts pool ``malloc`` calls on its thread.
+def _allocation_hook_class(memory_hook: type) -> type:
+    """Return (defining once) a subclass of CuPy's ``MemoryHook`` that counts pool ``malloc`` calls on its thread.
 
-    Defined lazily so that importing this module never imports CuPy.
+    The base comes from the device's array module, so this module never imports CuPy.
     """
-    global _ALLOCATION_HOOK_CLASS
-    if _ALLOCATION_HOOK_CLASS is None:
-        import cupy
+    hook_class = _ALLOCATION_HOOK_CLASSES.get(memory_hook)
+    if hook_class is None:
 
-        class _AllocationCounter(cupy.cuda.MemoryHook):
+        class _AllocationCounter(memory_hook):
             name = "gpu_engine.device_allocations"
 
             def malloc_preprocess(self, **kwargs) -> None:
                 THREAD_COUNTERS.device_allocations += 1
 
-        _ALLOCATION_HOOK_CLASS = _AllocationCounter
-    return _ALLOCATION_HOOK_CLASS
+        hook_class = _ALLOCATION_HOOK_CLASSES.setdefault(memory_hook, _AllocationCounter)
+    return hook_class
 
 
 def watch_device_allocations(device: "Device") -> None:
@@ -128,9 +127,12 @@ def watch_device_allocations(device: "Device") -> None:
 
     CuPy keeps memory hooks per thread, so each thread that runs drivers
     installs its own; the hook stays for the thread's life (executor threads
-    end with their query), and costs one Python call per allocation.
+    end with their query), and costs one Python call per allocation. An
+    array module without ``cuda.MemoryHook`` (a test's stand-in) is not watched.
     """
     if not device.is_gpu or THREAD_COUNTERS.watching_allocations:
         return
-    _allocation_hook_class()().__enter__()
     THREAD_COUNTERS.watching_allocations = True
+    memory_hook = getattr(getattr(device.xp, "cuda", None), "MemoryHook", None)
+    if memory_hook is not None:
+        _allocation_hook_class(memory_hook)().__enter__()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import types
 from dataclasses import dataclass
 
 import numpy as np
@@ -10,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from gpu_engine import Session
+from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import (
     DeviceCounts, count_host_sync, count_kernel_launch, counts_now, watch_device_allocations,
 )
@@ -72,6 +74,44 @@ def test_allocations_are_only_watched_on_a_gpu(device):
         pytest.skip("counted by a CuPy memory hook on cuda")
     watch_device_allocations(device)
     assert _spent(lambda: device.xp.empty(1 << 20)).device_allocations == 0
+
+
+class FakeMemoryHook:
+    """Stands in for ``cupy.cuda.MemoryHook``: a hook entered on a thread sees that thread's pool mallocs only."""
+
+    name = "MemoryHook"
+    _registered = threading.local()
+
+    def __enter__(self):
+        hooks = getattr(FakeMemoryHook._registered, "hooks", {})
+        hooks[self.name] = self
+        FakeMemoryHook._registered.hooks = hooks
+        return self
+
+    @staticmethod
+    def malloc(nbytes: int) -> None:
+        for hook in getattr(FakeMemoryHook._registered, "hooks", {}).values():
+            hook.malloc_preprocess(device_id=0, size=nbytes, mem_size=512)
+
+
+def test_gpu_allocations_are_counted_on_the_threads_that_watch_them():
+    gpu = Device("cuda", types.SimpleNamespace(cuda=types.SimpleNamespace(MemoryHook=FakeMemoryHook)))
+    spent: dict[str, DeviceCounts] = {}
+
+    def allocate(name: str, watch: bool) -> None:
+        before = counts_now()
+        if watch:
+            watch_device_allocations(gpu)
+            watch_device_allocations(gpu)  # once per thread, however often a driver runs on it
+        for _ in range(3):
+            FakeMemoryHook.malloc(64)
+        spent[name] = counts_now() - before
+
+    for name, watch in (("watching", True), ("not watching", False)):
+        thread = threading.Thread(target=allocate, args=(name, watch))
+        thread.start()
+        thread.join()
+    assert spent == {"watching": DeviceCounts(0, 0, 3), "not watching": DeviceCounts()}
 
 
 def test_merged_stats_sum_the_counters():
