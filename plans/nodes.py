@@ -21,7 +21,7 @@ from typing import Iterator
 
 import pyarrow as pa
 
-from gpu_engine.plans.expressions import AggregateCall, Expr
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr
 
 __all__ = [
     "PlanNode",
@@ -31,6 +31,7 @@ __all__ = [
     "ProjectNode",
     "AggregationStep",
     "AggregationNode",
+    "FusedAggregationNode",
     "JOIN_TYPES",
     "HashJoinNode",
     "NESTED_LOOP_JOIN_TYPES",
@@ -159,6 +160,39 @@ class AggregationNode(PlanNode):
         aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
         keys = ", ".join(self.grouping_keys)
         return f"{self.step.name} [{keys}] {aggs}".rstrip()
+
+
+@dataclass(frozen=True, kw_only=True)
+class FusedAggregationNode(PlanNode):
+    """Filters, projections and a PARTIAL or SINGLE aggregation run as one generated kernel per batch.
+
+    Made by the fusion pass (:mod:`gpu_engine.planning.fusion`), never by
+    PlanBuilder. Its expressions read the source's columns directly: the
+    projections it replaced are inlined into ``grouping_keys`` and the
+    aggregates' arguments. ``predicates`` apply in order (a row failing one is
+    not evaluated further). The output is the aggregation's: ``key_names``,
+    then the aggregates' columns. ``fused`` lists the labels of the nodes it
+    replaced, for explain.
+    """
+
+    predicates: tuple[Expr, ...]
+    step: AggregationStep
+    key_names: tuple[str, ...]
+    grouping_keys: tuple[Expr, ...]
+    aggregate_names: tuple[str, ...]
+    aggregates: tuple[AggregateCall, ...]
+    fused: tuple[str, ...]
+
+    def describe(self) -> str:
+        parts = []
+        if self.predicates:
+            parts.append("where " + " AND ".join(p.sql() for p in self.predicates))
+        keys = ", ".join(name if isinstance(key, ColumnRef) and key.name == name else f"{name} := {key.sql()}"
+                         for name, key in zip(self.key_names, self.grouping_keys))
+        aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
+        parts.append(f"{self.step.name} [{keys}] {aggs}".rstrip())
+        parts.append("fused: " + ", ".join(self.fused))
+        return "; ".join(parts)
 
 
 JOIN_TYPES = ("inner", "left", "right", "full", "left_semi", "anti", "null_aware_anti", "right_semi", "right_anti")

@@ -1,8 +1,9 @@
 """Aggregate functions as objects shared by the eager and the fused aggregation operators."""
 
 from gpu_engine.aggregation.functions import (
-    AggregateFunction, AggregateState, StateArray, StateEmitter, aggregate_function, unsupported_aggregate,
+    AggregateFunction, AggregateState, StateArray, StateEmitter, aggregate_function, aggregate_functions_of,
+    unsupported_aggregate,
 )
 
 __all__ = ["AggregateFunction", "AggregateState", "StateArray", "StateEmitter", "aggregate_function",
-           "unsupported_aggregate"]
+           "aggregate_functions_of", "unsupported_aggregate"]

@@ -40,8 +40,8 @@ from gpu_engine.kernels import aggregate as kernels
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
 
-__all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "unsupported_aggregate",
-           "StateEmitter"]
+__all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "aggregate_functions_of",
+           "unsupported_aggregate", "StateEmitter"]
 
 _ATOMIC_MIN_MAX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64),
                           np.dtype(np.float32), np.dtype(np.float64))
@@ -451,3 +451,13 @@ def aggregate_function(call: AggregateCall, name: str, raw_input: bool, output_t
     except KeyError:
         raise NotImplementedError(f"unknown aggregate function {call.function!r}") from None
     return factory(call, name, raw_input, output_type, final_output)
+
+
+def aggregate_functions_of(node) -> list[AggregateFunction]:
+    """Return the aggregate objects of an aggregation (or fused aggregation) node, in output order."""
+    step = node.step
+    functions = []
+    for name, call in zip(node.aggregate_names, node.aggregates):
+        output_type = call.dtype if step.output_is_final else node.output_schema.field(name).type
+        functions.append(aggregate_function(call, name, step.input_is_raw, output_type, step.output_is_final))
+    return functions

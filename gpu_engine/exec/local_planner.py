@@ -26,6 +26,7 @@ from gpu_engine.plans.nodes import (
     EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
+    FusedAggregationNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
@@ -167,7 +168,7 @@ def _driver_limit(item) -> int | None:
         return 1
     if isinstance(item, (OrderByNode, TopNNode, LimitNode)) and not item.is_partial:
         return 1
-    if isinstance(item, AggregationNode) and not item.grouping_keys and item.step.output_is_final:
+    if isinstance(item, (AggregationNode, FusedAggregationNode)) and not item.grouping_keys and item.step.output_is_final:
         return 1
     if isinstance(item, EnforceSingleRowNode):
         return 1
@@ -270,6 +271,13 @@ def _(item: AggregationNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.hash_aggregation import HashAggregation
 
     return HashAggregation(ctx, item)
+
+
+@make_operator.register
+def _(item: FusedAggregationNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.fused_aggregation import FusedAggregation
+
+    return FusedAggregation(ctx, item)
 
 
 @make_operator.register

@@ -31,7 +31,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from gpu_engine.aggregation.functions import AggregateFunction, AggregateState, MinMax, aggregate_function
+from gpu_engine.aggregation.functions import AggregateState, MinMax, aggregate_functions_of
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
@@ -44,17 +44,7 @@ from gpu_engine.kernels.sort import sort_indices
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import AggregationNode
 
-__all__ = ["HashAggregation", "aggregate_functions_of"]
-
-
-def aggregate_functions_of(node) -> list[AggregateFunction]:
-    """Return the aggregate objects of an aggregation (or fused aggregation) node, in output order."""
-    step = node.step
-    functions = []
-    for name, call in zip(node.aggregate_names, node.aggregates):
-        output_type = call.dtype if step.output_is_final else node.output_schema.field(name).type
-        functions.append(aggregate_function(call, name, step.input_is_raw, output_type, step.output_is_final))
-    return functions
+__all__ = ["HashAggregation"]
 
 
 class HashAggregation(Operator):

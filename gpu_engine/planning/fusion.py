@@ -1,12 +1,121 @@
-"""Fuse filter/project/aggregation stretches of a plan into nodes run by one generated kernel."""
+"""Fuse filter/project/aggregation stretches of a plan into nodes run by one generated kernel per batch.
+
+Why: evaluated node by node, a stretch ``Filter -> Project -> Aggregation``
+writes a column per expression, gathers each column through the filter's map
+and runs one pass per aggregate: dozens of passes over memory and, on a GPU,
+dozens of launches per batch. Fused, one kernel reads each input column once,
+keeps everything else in registers and updates the aggregation state in the
+same pass (Crystal, Sirius).
+
+The pass replaces every PARTIAL or SINGLE :class:`AggregationNode` and the
+Filters and Projects directly below it by one :class:`FusedAggregationNode`
+whose expressions read the stretch's source columns (projections are inlined;
+the generator computes each distinct subexpression once). A stretch is fused
+only if the generator can lower all of it
+(:func:`~gpu_engine.codegen.fusion_program.plan_fusion_program` and
+:func:`~gpu_engine.codegen.fused_aggregation_kernel.generate_fused_aggregation`
+raise :class:`~gpu_engine.codegen.row_lowering.Unsupported` otherwise), so
+fusion never changes what a plan can run, only how. ``EngineConfig.fuse=False``
+skips the pass.
+"""
 
 from __future__ import annotations
 
-from gpu_engine.plans.nodes import PlanNode
+from dataclasses import fields, replace
+from functools import singledispatch
+from typing import Mapping
 
-__all__ = ["fuse_pipelines"]
+from gpu_engine.aggregation import aggregate_functions_of
+from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DICTIONARY, generate_fused_aggregation
+from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.row_lowering import Unsupported
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr
+from gpu_engine.plans.nodes import AggregationNode, AggregationStep, FilterNode, FusedAggregationNode, PlanNode, ProjectNode
+
+__all__ = ["fuse_pipelines", "inline_columns"]
+
+_FUSABLE_STEPS = (AggregationStep.PARTIAL, AggregationStep.SINGLE)
+
+
+def inline_columns(expr: Expr, columns: Mapping[str, Expr]) -> Expr:
+    """Return ``expr`` with every column reference replaced by its definition in ``columns``."""
+    if isinstance(expr, ColumnRef):
+        return columns.get(expr.name, expr)
+    changes = {}
+    for item in fields(expr):
+        value = getattr(expr, item.name)
+        rebuilt = _inline_value(value, columns)
+        if rebuilt is not value:
+            changes[item.name] = rebuilt
+    return replace(expr, **changes) if changes else expr
+
+
+def _inline_value(value, columns):
+    if isinstance(value, Expr):
+        return inline_columns(value, columns)
+    if isinstance(value, tuple):
+        items = tuple(_inline_value(item, columns) for item in value)
+        return items if any(a is not b for a, b in zip(items, value)) else value
+    return value
 
 
 def fuse_pipelines(plan: PlanNode) -> PlanNode:
-    """Return ``plan`` with fusable stretches replaced by fused nodes."""
-    return plan
+    """Return ``plan`` with every fusable filter/project/aggregation stretch replaced by a fused node."""
+    return _fuse(plan)
+
+
+@singledispatch
+def _fuse(node: PlanNode) -> PlanNode:
+    sources = tuple(_fuse(source) for source in node.sources)
+    if all(a is b for a, b in zip(sources, node.sources)):
+        return node
+    return replace(node, sources=sources)
+
+
+@_fuse.register
+def _(node: AggregationNode) -> PlanNode:
+    fused = _fused_aggregation(node) if node.step in _FUSABLE_STEPS else None
+    if fused is None:
+        return _fuse.dispatch(PlanNode)(node)
+    return replace(fused, sources=(_fuse(fused.source),))
+
+
+def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
+    """Return the fused node replacing ``node`` and the Filters/Projects below it, or None when it cannot be fused."""
+    chain: list[PlanNode] = []
+    below = node.source
+    while isinstance(below, (FilterNode, ProjectNode)):
+        chain.append(below)
+        below = below.source
+    columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
+    predicates: list[Expr] = []
+    for step in reversed(chain):  # from the source up
+        if isinstance(step, FilterNode):
+            predicates.append(inline_columns(step.predicate, columns))
+        else:
+            columns = {name: inline_columns(expr, columns) for name, expr in zip(step.names, step.expressions)}
+    try:
+        keys = tuple(columns[name] for name in node.grouping_keys)
+    except KeyError:
+        return None
+    aggregates = tuple(
+        call if call.arg is None else AggregateCall(call.function, inline_columns(call.arg, columns), call.dtype,
+                                                    call.distinct)
+        for call in node.aggregates)
+    fused = FusedAggregationNode(
+        id=node.id, output_schema=node.output_schema, sources=(below,), predicates=tuple(predicates), step=node.step,
+        key_names=node.grouping_keys, grouping_keys=keys, aggregate_names=node.aggregate_names, aggregates=aggregates,
+        fused=tuple(n.label for n in reversed(chain)) + (node.label,))
+    return fused if fusion_refusal(fused) is None else None
+
+
+def fusion_refusal(node: FusedAggregationNode) -> str | None:
+    """Return why the generator cannot produce ``node``'s kernel, or None when it can."""
+    schema = {f.name: f.type for f in node.source.output_schema}
+    try:
+        program = plan_fusion_program(node.predicates, node.grouping_keys, node.aggregates, schema)
+        layout = KernelLayout(False, (True,) * len(program.columns), (LIFTED_DICTIONARY,) * len(program.lifted))
+        generate_fused_aggregation(program, aggregate_functions_of(node), layout)
+    except (Unsupported, NotImplementedError) as reason:
+        return str(reason)
+    return None

@@ -1,0 +1,139 @@
+"""Decide what a fused aggregation kernel reads: its fixed-width input columns and its lifted subexpressions.
+
+Why: a kernel reads fixed-width values by row; strings cannot be compared or
+matched per row in registers cheaply. Every maximal subexpression that reads
+exactly one string column and yields a fixed-width value (``l_shipmode IN
+('MAIL', 'SHIP')``, ``p_type LIKE '%BRASS'``, ``c_phone IS NULL``) is
+*lifted*: per batch, the operator evaluates it with the eager evaluator on that
+column's dictionary (a few distinct values, plus one NULL entry) and the
+kernel reads the result through the row's code. A string-valued grouping key
+over one string column is lifted too and *interned*: the kernel reads a stable
+int64 id per row. A column that arrives as plain strings (no dictionary) is
+evaluated on the batch's rows instead, the same expression either way.
+
+:func:`plan_fusion_program` is pure plan-time analysis (no device); it raises
+:class:`~gpu_engine.codegen.row_lowering.Unsupported` for what the kernel
+cannot do (a string value needed per row, a float grouping key), and the
+fusion pass then leaves the stretch unfused.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping
+
+import pyarrow as pa
+
+from gpu_engine.codegen.row_lowering import Unsupported
+from gpu_engine.columnar.types import is_floating, is_string
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, UnaryOp, referenced_columns
+
+__all__ = ["LiftedExpression", "FusionProgram", "plan_fusion_program"]
+
+
+@dataclass(frozen=True)
+class LiftedExpression:
+    """A subexpression over one string column, evaluated per batch outside the kernel.
+
+    ``interned`` expressions are string-valued grouping keys: their values
+    become ids of the operator's interner; the others yield fixed-width values.
+    """
+
+    expr: Expr
+    column: str
+    interned: bool
+
+
+@dataclass(frozen=True)
+class FusionProgram:
+    """What one fused kernel evaluates, independent of any batch's layout.
+
+    Attributes
+    ----------
+    predicates
+        Filters in order; a row failing one is not evaluated further.
+    keys
+        Grouping key expressions over the input columns.
+    arguments
+        Per aggregate: the expression it folds (None for ``count(*)``;
+        ``x IS NOT NULL`` for ``count(x)`` of a string ``x``).
+    columns
+        The fixed-width input columns the kernel reads, in parameter order.
+    lifted
+        The lifted subexpressions, in parameter order.
+    """
+
+    predicates: tuple[Expr, ...]
+    keys: tuple[Expr, ...]
+    arguments: tuple[Expr | None, ...]
+    columns: tuple[ColumnRef, ...]
+    lifted: tuple[LiftedExpression, ...]
+
+
+class _Collector:
+    def __init__(self, schema: Mapping[str, pa.DataType]):
+        self.schema = schema
+        self.columns: dict[str, ColumnRef] = {}
+        self.lifted: dict[Expr, LiftedExpression] = {}
+
+    def _string_columns(self, expr: Expr) -> set[str]:
+        return {name for name in referenced_columns(expr) if is_string(self.schema[name])}
+
+    def visit(self, expr: Expr, key: bool = False) -> None:
+        names = referenced_columns(expr)
+        unknown = [n for n in names if n not in self.schema]
+        if unknown:
+            raise Unsupported(f"columns {unknown} are not inputs of the stretch")
+        strings = self._string_columns(expr)
+        if strings:
+            if set(names) == strings and len(strings) == 1:
+                if not is_string(expr.dtype):
+                    self.lifted.setdefault(expr, LiftedExpression(expr, names[0], False))
+                    return
+                if key:
+                    self.lifted.setdefault(expr, LiftedExpression(expr, names[0], True))
+                    return
+            if is_string(expr.dtype):
+                raise Unsupported(f"{expr.sql()} needs a string per row")
+            for child in expr.children():
+                self.visit(child)
+            return
+        if isinstance(expr, ColumnRef):
+            self.columns.setdefault(expr.name, expr)
+            return
+        for child in expr.children():
+            self.visit(child)
+
+
+def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], aggregates: tuple[AggregateCall, ...],
+                        schema: Mapping[str, pa.DataType]) -> FusionProgram:
+    """Return the kernel's inputs for a filter + grouping + aggregation over ``schema`` (name -> type).
+
+    Raises
+    ------
+    Unsupported
+        When part of it cannot run inside a generated kernel.
+    """
+    collector = _Collector(schema)
+    for predicate in predicates:
+        if not pa.types.is_boolean(predicate.dtype):
+            raise Unsupported("a predicate must be boolean")
+        collector.visit(predicate)
+    for key in keys:
+        if is_floating(key.dtype):
+            raise Unsupported(f"grouping key {key.sql()} is a float")
+        collector.visit(key, key=True)
+    arguments: list[Expr | None] = []
+    for call in aggregates:
+        if call.distinct:
+            raise Unsupported(f"{call.sql()} is DISTINCT")
+        argument = call.arg
+        if argument is not None and is_string(argument.dtype):
+            if call.function != "count":
+                raise Unsupported(f"{call.sql()} folds strings")
+            argument = UnaryOp("is_not_null", argument, pa.bool_())
+        if argument is not None:
+            collector.visit(argument)
+        arguments.append(argument)
+    return FusionProgram(tuple(predicates), tuple(keys), tuple(arguments), tuple(collector.columns.values()),
+                         tuple(collector.lifted.values()))

@@ -1,0 +1,494 @@
+"""Lower typed expression IR to straight-line row code: each node becomes a value and a validity local.
+
+Why: a fused kernel evaluates a pipeline stretch per row in registers instead
+of one column per expression node. The rules are the eager evaluator's
+(:mod:`gpu_engine.expressions`), restated per row so both give the same
+answers: DuckDB's result types, exact int64/decimal arithmetic that raises on
+overflow (an error is recorded as ``row * 256 + code`` and the kernel stops),
+rounding half away from zero when decimal scales drop, IEEE floats, DuckDB's
+float order (NaN greatest), Kleene logic for AND/OR/NOT, and CASE branches
+evaluated only on the rows that reach them.
+
+Values are held as: int64 for every integer, decimal (scaled), date (days)
+and timestamp (ticks); ``np.float32``/``np.float64`` for floats; bool for
+booleans. Strings never reach row code: a subexpression over one string column
+(a comparison, LIKE, IN, a substring key) is *lifted* by
+:mod:`gpu_engine.codegen.fusion_program` and evaluated per batch on the
+column's dictionary, so the kernel reads a lookup table by code.
+
+Anything this module cannot lower raises :class:`Unsupported`; the fusion pass
+then leaves that stretch to the eager operators, so fusion never changes what
+a plan can run.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import functools
+import math
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.codegen.source_writer import SourceWriter
+from gpu_engine.columnar.types import (
+    is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, physical_dtype,
+)
+from gpu_engine.expressions.temporal import EXTRACT_FIELDS, TICKS_PER_DAY
+from gpu_engine.plans.expressions import (
+    ARITHMETIC_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, InList, Literal, UnaryOp,
+)
+
+__all__ = ["Unsupported", "RowValue", "RowLowering", "row_dtype_code", "ERROR_CODE_BASE"]
+
+#: Errors are recorded as ``row * ERROR_CODE_BASE + code``: one int64 keeps the first row and its message.
+ERROR_CODE_BASE = 256
+_INT64_MIN = -(2**63)
+_NAMES = {"add": "addition", "sub": "subtraction", "mul": "multiplication", "div": "division", "mod": "modulo"}
+
+
+class Unsupported(Exception):
+    """Raise when an expression cannot be evaluated in generated row code (the stretch stays unfused)."""
+
+
+@dataclass(frozen=True)
+class RowValue:
+    """A lowered expression: Python source of its value and of its validity, and its logical type."""
+
+    value: str
+    valid: str
+    dtype: pa.DataType
+
+
+def row_dtype_code(dtype: pa.DataType) -> str:
+    """Return the NumPy constructor generated code wraps a value of ``dtype`` in."""
+    if is_floating(dtype):
+        return f"np.{np.dtype(physical_dtype(dtype)).name}"
+    if is_boolean(dtype):
+        return "bool"
+    if is_integer(dtype) or is_decimal(dtype) or is_temporal(dtype):
+        return "np.int64"
+    raise Unsupported(f"values of type {dtype} are not evaluated in generated kernels")
+
+
+def _scale(dtype: pa.DataType) -> int:
+    if not is_decimal(dtype):
+        return 0
+    if dtype.scale > 18:
+        raise Unsupported(f"{dtype} has a scale above 18")
+    return dtype.scale
+
+
+def _and(*terms: str) -> str:
+    terms = tuple(t for t in terms if t != "True")
+    if "False" in terms:
+        return "False"
+    if not terms:
+        return "True"
+    return "(" + " and ".join(terms) + ")"
+
+
+class RowLowering:
+    """Write the row code of expressions into a :class:`SourceWriter`.
+
+    Parameters
+    ----------
+    writer
+        Where lines go; its memo makes each distinct subexpression computed once per block.
+    read_input
+        ``read_input(expr) -> RowValue | None``: the kernel's read of an input
+        column or lifted subexpression (writing its lines), or None when
+        ``expr`` is neither.
+    on_error
+        ``on_error(code) -> list[str]``: the lines that record error ``code``
+        for the current row and leave it.
+    messages
+        The error messages, appended to as codes are handed out (index = code).
+    """
+
+    def __init__(self, writer: SourceWriter, read_input: Callable[[Expr], RowValue | None],
+                 on_error: Callable[[int], list[str]], messages: list[str]):
+        self.writer = writer
+        self.read_input = read_input
+        self.on_error = on_error
+        self.messages = messages
+
+    # ------------------------------------------------------------ plumbing
+    def lower(self, expr: Expr) -> RowValue:
+        """Return the row value of ``expr``, writing the lines that compute it (once per block)."""
+        known = self.writer.remembered(expr)
+        if known is not None:
+            return known
+        result = self.read_input(expr)
+        if result is None:
+            result = self._lower(expr)
+        self.writer.remember(expr, result)
+        return result
+
+    def _assign(self, prefix: str, code: str) -> str:
+        if code in ("True", "False") or code.isidentifier():
+            return code
+        name = self.writer.fresh(prefix)
+        self.writer.line(f"{name} = {code}")
+        return name
+
+    def _fail_if(self, condition: str, message: str) -> None:
+        """Write: where ``condition`` holds, record ``message`` for this row and leave it."""
+        if condition == "False":
+            return
+        code = len(self.messages)
+        if code >= ERROR_CODE_BASE:
+            raise Unsupported("too many distinct error messages in one kernel")
+        self.messages.append(message)
+        with self.writer.block(f"if {condition}:"):
+            self.writer.extend(self.on_error(code))
+
+    @functools.singledispatchmethod
+    def _lower(self, expr: Expr) -> RowValue:
+        raise Unsupported(f"{type(expr).__name__} is not evaluated in generated kernels")
+
+    # ------------------------------------------------------------- leaves
+    @_lower.register
+    def _(self, expr: ColumnRef) -> RowValue:
+        raise Unsupported(f"column {expr.name} ({expr.dtype}) is not an input of the kernel")
+
+    @_lower.register
+    def _(self, expr: Literal) -> RowValue:
+        dtype = expr.dtype
+        if expr.value is None:
+            if pa.types.is_null(dtype):
+                return RowValue("np.int64(0)", "False", pa.int64())
+            return RowValue(self._zero(dtype), "False", dtype)
+        return RowValue(self._constant(expr), "True", dtype)
+
+    def _zero(self, dtype: pa.DataType) -> str:
+        maker = row_dtype_code(dtype)
+        return "False" if maker == "bool" else f"{maker}(0)"
+
+    def _constant(self, literal: Literal) -> str:
+        from gpu_engine.expressions.literals import literal_scalar
+
+        dtype = literal.dtype
+        if is_string(dtype):
+            raise Unsupported("string literals are evaluated on dictionaries, not in kernels")
+        if not (is_numeric(dtype) or is_boolean(dtype) or is_temporal(dtype)):
+            raise Unsupported(f"literals of type {dtype}")
+        if not isinstance(literal.value, (int, float, bool, decimal.Decimal, datetime.date, datetime.datetime)):
+            raise Unsupported(f"literal {literal.sql()}")
+        value = literal_scalar(literal)
+        maker = row_dtype_code(dtype)
+        if maker == "bool":
+            return "True" if bool(value) else "False"
+        if is_floating(dtype):
+            number = float(value)
+            if math.isnan(number):
+                return f"{maker}(np.nan)"
+            if math.isinf(number):
+                return f"{maker}({'-' if number < 0 else ''}np.inf)"
+            return f"{maker}({number!r})"
+        return f"np.int64({int(value)})"
+
+    # ---------------------------------------------------------- arithmetic
+    def _as_float(self, value: RowValue) -> str:
+        scale = _scale(value.dtype)
+        if is_floating(value.dtype):
+            return f"np.float64({value.value})"
+        if scale:
+            return f"(np.float64({value.value}) / np.float64({float(10**scale)!r}))"
+        return f"np.float64({value.value})"
+
+    def _rescaled(self, value: str, from_scale: int, to_scale: int, valid: str, what: str) -> str:
+        """Return int64 ``value`` moved between decimal scales: up is checked, down rounds half away."""
+        if to_scale > from_scale:
+            return self._checked("MULTIPLY", value, f"np.int64({10 ** (to_scale - from_scale)})", valid, what)
+        if to_scale < from_scale:
+            return self._assign("down", f"divide_round_half_away({value}, np.int64({10 ** (from_scale - to_scale)}))")
+        return value
+
+    def _as_scaled(self, value: RowValue, scale: int, what: str) -> str:
+        if is_floating(value.dtype):
+            raise Unsupported("floats have no exact scaled value")
+        return self._rescaled(f"np.int64({value.value})", _scale(value.dtype), scale, value.valid, what)
+
+    def _checked(self, op: str, left: str, right: str, valid: str, what: str) -> str:
+        result, bad = self.writer.fresh("v"), self.writer.fresh("bad")
+        self.writer.line(f"{result}, {bad} = checked_int64_op({op}, np.int64({left}), np.int64({right}))")
+        self._fail_if(_and(valid, bad),
+                      f"Overflow in {what}: the result does not fit in 64-bit integers")
+        return result
+
+    def _fit(self, value: str, dtype: pa.DataType, valid: str, what: str) -> str:
+        """Check that int64 ``value`` fits ``dtype`` (decimal precision, integer width), as the eager ``fit_to_type``."""
+        if is_decimal(dtype):
+            if dtype.precision <= 18:
+                limit = 10**dtype.precision
+                self._fail_if(_and(valid, f"({value} >= {limit} or {value} <= {-limit})"),
+                              f"{what}: value is out of range for {dtype}")
+            return value
+        if is_integer(dtype):
+            target = np.dtype(physical_dtype(dtype))
+            if target != np.dtype(np.int64):
+                info = np.iinfo(target)
+                low, high = int(max(info.min, -(2**63))), int(min(info.max, 2**63 - 1))
+                self._fail_if(_and(valid, f"({value} < {low} or {value} > {high})"),
+                              f"{what}: value is out of range for {dtype}")
+            return value
+        raise Unsupported(f"cannot store integers as {dtype}")
+
+    def _arithmetic(self, expr: BinaryOp) -> RowValue:
+        left, right = self.lower(expr.left), self.lower(expr.right)
+        dtype = expr.dtype
+        if not (is_numeric(left.dtype) and is_numeric(right.dtype)):
+            raise Unsupported(f"{expr.op} of {left.dtype} and {right.dtype}")
+        valid = self._assign("ok", _and(left.valid, right.valid))
+        if is_floating(dtype):
+            maker = row_dtype_code(dtype)
+            a = self._assign("f", f"{maker}({self._as_float(left)})")
+            b = self._assign("f", f"{maker}({self._as_float(right)})")
+            if expr.op == "mod":
+                code = f"{maker}(np.fmod({a}, {b}))"
+            else:
+                symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[expr.op]
+                code = f"{maker}({a} {symbol} {b})"
+            return RowValue(self._assign("f", code), valid, dtype)
+        if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
+            raise Unsupported(f"{expr.op} of {left.dtype} and {right.dtype} into {dtype}")
+        what = f"{_NAMES[expr.op]} of {dtype}"
+        scale = _scale(dtype)
+        if expr.op == "mul":
+            product = self._checked("MULTIPLY", f"np.int64({left.value})", f"np.int64({right.value})", valid, what)
+            value = self._rescaled(product, _scale(left.dtype) + _scale(right.dtype), scale, valid, what)
+        elif expr.op in ("add", "sub"):
+            a, b = self._as_scaled(left, scale, what), self._as_scaled(right, scale, what)
+            value = self._checked("ADD" if expr.op == "add" else "SUBTRACT", a, b, valid, what)
+        elif expr.op == "mod":
+            a, b = self._as_scaled(left, scale, what), self._as_scaled(right, scale, what)
+            self._fail_if(_and(valid, f"{a} == {_INT64_MIN}", f"{b} == -1"), f"Overflow in {what}")
+            divisor = self._assign("d", f"(np.int64(1) if ({b} == 0 or {b} == -1) else {b})")
+            valid = self._assign("ok", _and(valid, f"{b} != 0"))
+            value = self._assign("v", f"truncated_remainder({a}, {divisor})")
+        else:
+            raise Unsupported(f"{_NAMES[expr.op]} cannot produce {dtype}")
+        return RowValue(self._fit(value, dtype, valid, what), valid, dtype)
+
+    # ---------------------------------------------------------- comparison
+    def _time_values(self, value: RowValue, unit: str | None) -> str:
+        dtype = value.dtype
+        if unit is None:
+            return self._days(value)
+        if pa.types.is_date32(dtype):
+            return f"(np.int64({value.value}) * np.int64({TICKS_PER_DAY[unit]}))"
+        return f"(np.int64({value.value}) * np.int64({TICKS_PER_DAY[unit] // TICKS_PER_DAY[dtype.unit]}))"
+
+    def _days(self, value: RowValue) -> str:
+        if pa.types.is_date32(value.dtype):
+            return f"np.int64({value.value})"
+        if pa.types.is_timestamp(value.dtype):
+            return f"(np.int64({value.value}) // np.int64({TICKS_PER_DAY[value.dtype.unit]}))"
+        raise Unsupported(f"expected a date or timestamp, got {value.dtype}")
+
+    def _order(self, left: RowValue, right: RowValue) -> tuple[str, str]:
+        """Return source of ``(less, equal)`` for two comparable values (exact for mixed decimal scales)."""
+        lt, rt = left.dtype, right.dtype
+        if (is_numeric(lt) and is_numeric(rt)) or (is_boolean(lt) and is_boolean(rt)):
+            if is_floating(lt) or is_floating(rt):
+                a, b = self._assign("f", self._as_float(left)), self._assign("f", self._as_float(right))
+                return f"float_less({a}, {b})", f"float_equal({a}, {b})"
+            if is_decimal(lt) or is_decimal(rt):
+                ls, rs = _scale(lt), _scale(rt)
+                a, b = f"np.int64({left.value})", f"np.int64({right.value})"
+                if ls == rs:
+                    return f"({a} < {b})", f"({a} == {b})"
+                less, equal = self.writer.fresh("lt"), self.writer.fresh("eq")
+                if ls < rs:
+                    self.writer.line(f"{less}, {equal} = scaled_order({a}, {b}, np.int64({10 ** (rs - ls)}))")
+                    return less, equal
+                self.writer.line(f"{less}, {equal} = scaled_order({b}, {a}, np.int64({10 ** (ls - rs)}))")
+                return f"(not ({less} or {equal}))", equal
+            return f"({left.value} < {right.value})", f"({left.value} == {right.value})"
+        if is_temporal(lt) and is_temporal(rt):
+            units = [t.unit for t in (lt, rt) if pa.types.is_timestamp(t)]
+            unit = max(units, key=TICKS_PER_DAY.get) if units else None
+            a = self._assign("t", self._time_values(left, unit))
+            b = self._assign("t", self._time_values(right, unit))
+            return f"({a} < {b})", f"({a} == {b})"
+        raise Unsupported(f"cannot compare {lt} with {rt}")
+
+    def _compare(self, op: str, left: RowValue, right: RowValue) -> str:
+        less, equal = self._order(left, right)
+        return {"eq": equal, "ne": f"(not {equal})", "lt": less, "le": f"({less} or {equal})",
+                "gt": f"(not ({less} or {equal}))", "ge": f"(not {less})"}[op]
+
+    def _comparison(self, expr: BinaryOp) -> RowValue:
+        if any(isinstance(side, Literal) and side.value is None for side in (expr.left, expr.right)):
+            return RowValue("False", "False", pa.bool_())
+        left, right = self.lower(expr.left), self.lower(expr.right)
+        valid = self._assign("ok", _and(left.valid, right.valid))
+        return RowValue(self._assign("c", self._compare(expr.op, left, right)), valid, pa.bool_())
+
+    # ------------------------------------------------------------- boolean
+    def _boolean(self, expr: BinaryOp) -> RowValue:
+        left, right = self.lower(expr.left), self.lower(expr.right)
+        if not (is_boolean(left.dtype) and is_boolean(right.dtype)):
+            raise Unsupported(f"{expr.op.upper()} needs booleans")
+        both = _and(left.valid, right.valid)
+        if expr.op == "and":
+            left_false, right_false = _and(left.valid, f"not {left.value}"), _and(right.valid, f"not {right.value}")
+            valid = self._assign("ok", f"({both} or {left_false} or {right_false})")
+            return RowValue(self._assign("b", f"({left.value} and {right.value})"), valid, pa.bool_())
+        left_true, right_true = _and(left.valid, left.value), _and(right.valid, right.value)
+        valid = self._assign("ok", f"({both} or {left_true} or {right_true})")
+        return RowValue(self._assign("b", f"({left.value} or {right.value})"), valid, pa.bool_())
+
+    @_lower.register
+    def _(self, expr: BinaryOp) -> RowValue:
+        if expr.op in COMPARISON_OPS:
+            return self._comparison(expr)
+        if expr.op in ("and", "or"):
+            return self._boolean(expr)
+        if expr.op in ARITHMETIC_OPS:
+            return self._arithmetic(expr)
+        raise Unsupported(f"unknown binary operator {expr.op!r}")
+
+    @_lower.register
+    def _(self, expr: UnaryOp) -> RowValue:
+        if expr.op in ("is_null", "is_not_null"):
+            if isinstance(expr.operand, Literal) and expr.operand.value is None:
+                return RowValue("True" if expr.op == "is_null" else "False", "True", pa.bool_())
+            operand = self.lower(expr.operand)
+            code = f"(not {operand.valid})" if expr.op == "is_null" else operand.valid
+            return RowValue(self._assign("b", code), "True", pa.bool_())
+        operand = self.lower(expr.operand)
+        if expr.op == "not":
+            if not is_boolean(operand.dtype):
+                raise Unsupported("NOT needs a boolean")
+            return RowValue(self._assign("b", f"(not {operand.value})"), operand.valid, pa.bool_())
+        if expr.op == "negate":
+            dtype = expr.dtype
+            if is_floating(dtype):
+                maker = row_dtype_code(dtype)
+                return RowValue(self._assign("f", f"{maker}(-{self._as_float(operand)})"), operand.valid, dtype)
+            if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(operand.dtype):
+                raise Unsupported(f"cannot negate {operand.dtype} into {dtype}")
+            what = f"negation of {dtype}"
+            value = self._as_scaled(operand, _scale(dtype), what)
+            self._fail_if(_and(operand.valid, f"{value} == {_INT64_MIN}"), f"Overflow in negation of {dtype}")
+            negated = self._assign("v", f"(-{value})")
+            return RowValue(self._fit(negated, dtype, operand.valid, what), operand.valid, dtype)
+        raise Unsupported(f"unknown unary operator {expr.op!r}")
+
+    # ----------------------------------------------------------------- CASE
+    @_lower.register
+    def _(self, expr: Case) -> RowValue:
+        dtype = expr.dtype
+        maker = row_dtype_code(dtype)
+        value, valid = self.writer.fresh("case"), self.writer.fresh("case_ok")
+        self.writer.line(f"{value} = {self._zero(dtype)}")
+        self.writer.line(f"{valid} = False")
+        self._case_branches(expr.whens, expr.default, value, valid, dtype)
+        return RowValue(value, valid, dtype)
+
+    def _case_branches(self, whens, default, value: str, valid: str, dtype: pa.DataType) -> None:
+        """Write nested if/else: each condition only where the earlier ones were not TRUE (DuckDB's order)."""
+        if not whens:
+            if default is not None:
+                self._assign_branch(default, value, valid, dtype)
+            return
+        (condition, result), rest = whens[0], whens[1:]
+        test = self.lower(condition)
+        if not is_boolean(test.dtype):
+            raise Unsupported("a CASE condition must be boolean")
+        with self.writer.block(f"if {_and(test.valid, test.value)}:"):
+            self._assign_branch(result, value, valid, dtype)
+        if rest or default is not None:
+            with self.writer.block("else:"):
+                self._case_branches(rest, default, value, valid, dtype)
+
+    def _assign_branch(self, expr: Expr, value: str, valid: str, dtype: pa.DataType) -> None:
+        branch = self._cast(self.lower(expr), dtype)
+        maker = row_dtype_code(dtype)
+        self.writer.line(f"{value} = {maker}({branch.value})" if maker != "bool" else f"{value} = {branch.value}")
+        self.writer.line(f"{valid} = {branch.valid}")
+
+    # ------------------------------------------------------------------- IN
+    @_lower.register
+    def _(self, expr: InList) -> RowValue:
+        operand = self.lower(expr.operand)
+        present = [v for v in expr.values if v.value is not None]
+        has_null = len(present) < len(expr.values)
+        matches = [self._compare("eq", operand, self.lower(v)) for v in present]
+        matched = self._assign("m", "(" + " or ".join(matches) + ")" if matches else "False")
+        valid = operand.valid if not has_null else self._assign("ok", _and(operand.valid, matched))
+        value = self._assign("b", f"(not {matched})") if expr.negated else matched
+        return RowValue(value, valid, pa.bool_())
+
+    # ----------------------------------------------------------------- CAST
+    @_lower.register
+    def _(self, expr: Cast) -> RowValue:
+        return self._cast(self.lower(expr.operand), expr.dtype)
+
+    def _cast(self, value: RowValue, dtype: pa.DataType) -> RowValue:
+        source = value.dtype
+        if source == dtype:
+            return value
+        if pa.types.is_null(source):
+            return RowValue(self._zero(dtype), "False", dtype)
+        if is_string(source) or is_string(dtype):
+            raise Unsupported(f"casting {source} to {dtype} in a kernel")
+        what = f"Conversion of {source} to {dtype}"
+        valid = value.valid
+        if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
+            if not is_temporal(source):
+                raise Unsupported(f"casting {source} to {dtype}")
+            if pa.types.is_date32(dtype):
+                return RowValue(self._assign("t", self._days(value)), valid, dtype)
+            if pa.types.is_timestamp(source) and TICKS_PER_DAY[source.unit] > TICKS_PER_DAY[dtype.unit]:
+                ratio = TICKS_PER_DAY[source.unit] // TICKS_PER_DAY[dtype.unit]
+                return RowValue(self._assign("t", f"(np.int64({value.value}) // np.int64({ratio}))"), valid, dtype)
+            return RowValue(self._assign("t", self._time_values(value, dtype.unit)), valid, dtype)
+        if not (is_numeric(source) or is_boolean(source)):
+            raise Unsupported(f"casting {source} to {dtype}")
+        if is_boolean(dtype):
+            zero = "0.0" if is_floating(source) else "0"
+            return RowValue(self._assign("b", f"({value.value} != {zero})"), valid, dtype)
+        if is_floating(dtype):
+            maker = row_dtype_code(dtype)
+            return RowValue(self._assign("f", f"{maker}({self._as_float(value)})"), valid, dtype)
+        if is_integer(dtype):
+            if is_floating(source):
+                rounded = self._assign("f", f"np.rint(np.float64({value.value}))")
+                bad = f"(not ({rounded} >= {-float(2**63)!r} and {rounded} < {float(2**63)!r}))"
+                self._fail_if(_and(valid, bad), f"{what}: value is out of range")
+                integral = self._assign("v", f"(np.int64({rounded}) if {rounded} == {rounded} and "
+                                             f"{rounded} >= {-float(2**63)!r} and {rounded} < {float(2**63)!r} "
+                                             "else np.int64(0))")
+                return RowValue(self._fit(integral, dtype, valid, what), valid, dtype)
+            integral = f"np.int64({value.value})"
+            if is_decimal(source) and _scale(source):
+                integral = self._assign("v", f"divide_round_half_away({integral}, np.int64({10 ** _scale(source)}))")
+            else:
+                integral = self._assign("v", integral)
+            return RowValue(self._fit(integral, dtype, valid, what), valid, dtype)
+        if is_decimal(dtype):
+            if is_floating(source):
+                scaled = self._assign("f", f"round_half_away(np.float64({value.value}) * {float(10 ** _scale(dtype))!r})")
+                limit = float(10**dtype.precision) if dtype.precision <= 18 else float(2**63)
+                in_range = f"({scaled} > {-limit!r} and {scaled} < {limit!r})"
+                self._fail_if(_and(valid, f"(not {in_range})"), f"{what}: value is out of range")
+                return RowValue(self._assign("v", f"(np.int64({scaled}) if {in_range} else np.int64(0))"), valid, dtype)
+            scaled = self._as_scaled(value, _scale(dtype), what)
+            return RowValue(self._fit(self._assign("v", scaled), dtype, valid, what), valid, dtype)
+        raise Unsupported(f"casting {source} to {dtype}")
+
+    # -------------------------------------------------------------- EXTRACT
+    @_lower.register
+    def _(self, expr: Extract) -> RowValue:
+        if expr.field not in EXTRACT_FIELDS:
+            raise Unsupported(f"EXTRACT({expr.field})")
+        operand = self.lower(expr.operand)
+        days = self._assign("days", self._days(operand))
+        field = self._assign("x", f"np.int64(civil_{expr.field}({days}))")
+        return self._cast(RowValue(field, operand.valid, pa.int64()), expr.dtype)

@@ -1,0 +1,323 @@
+"""Filter, group and aggregate a batch in one generated kernel (the operator of a FusedAggregationNode).
+
+Per batch the operator binds the batch's buffers to the kernel's parameters
+(base columns read through the batch's gather map inside the kernel; lifted
+string subexpressions as lookup tables by dictionary code), launches the one
+kernel that fits the batch's layout, and reads back one small status array
+(groups, rows left pending, first error): one launch and one host sync per
+batch in the steady state. Keys live in an open-addressing slot table the
+kernel claims itself; the aggregation state arrays are indexed by slot and
+laid out by the shared aggregate objects
+(:mod:`gpu_engine.aggregation.functions`), which also turn them into output
+columns, exactly as :class:`~gpu_engine.operators.hash_aggregation.HashAggregation`
+does. When the table is half full the kernel leaves new keys pending; the
+operator grows the table (:func:`~gpu_engine.kernels.fused_hash_table.grow_slot_table`)
+and runs those rows again.
+
+Lookup tables are cached by the dictionary's contents (Parquet row groups of a
+column usually share their dictionary values), so a steady stream of batches
+evaluates each string predicate once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
+from gpu_engine.codegen.compiled_modules import generated_module
+from gpu_engine.codegen.fused_aggregation_kernel import (
+    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, STATUS_ERROR, STATUS_GROUPS, STATUS_PENDING, KernelLayout,
+    generate_fused_aggregation,
+)
+from gpu_engine.codegen.fusion_program import LiftedExpression, plan_fusion_program
+from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.concat import concat_columns
+from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
+from gpu_engine.errors import ExecutionError
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.expressions import evaluate
+from gpu_engine.kernels.fused_hash_table import SLOT_READY, grow_slot_table
+from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
+from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
+from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.plans.nodes import FusedAggregationNode
+
+__all__ = ["FusedAggregation"]
+
+_INITIAL_SLOTS = 1024
+_LOOKUP_CACHE_ENTRIES = 64
+_FINGERPRINT_MAX_BYTES = 1 << 20
+
+
+class _KeyInterner:
+    """Give each distinct string of a string grouping key a stable int64 id, keeping the strings for output."""
+
+    def __init__(self, device):
+        self.device = device
+        self._table: GroupByHashTable | None = None
+        self._widths: tuple[int, ...] | None = None
+        self._values: list[Column] = []
+
+    def ids(self, column: Column) -> Any:
+        """Return the ids of ``column``'s rows (NULL rows get an id too; the kernel masks them)."""
+        words, widths = normalize_keys(self.device, [column], self._widths)
+        if self._table is None:
+            self._table = GroupByHashTable(self.device, widths)
+        elif widths != self._widths:
+            self._table.widen(widths)
+        self._widths = widths
+        ids, new_rows = self._table.insert(words)
+        if int(new_rows.shape[0]):
+            self._values.append(gather_column(self.device, column, new_rows))
+        return ids.astype(self.device.xp.int64)
+
+    def values(self) -> Column:
+        """Return every interned string, at the position of its id."""
+        if len(self._values) > 1:
+            self._values = [concat_columns(self.device, self._values)]
+        return self._values[0]
+
+    @property
+    def nbytes(self) -> int:
+        return (0 if self._table is None else self._table.nbytes) + sum(v.nbytes for v in self._values)
+
+
+def _fingerprint(device, dictionary: Column) -> str | None:
+    """Return a digest of a dictionary's values, or None when it is too large to be worth hashing or not on the host."""
+    known = getattr(dictionary, "fingerprint", None)
+    if known is not None:
+        return known
+    if device.xp is not np or dictionary.nbytes > _FINGERPRINT_MAX_BYTES:
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for buffer in (dictionary.offsets, dictionary.data, dictionary.validity):
+        if buffer is not None:
+            digest.update(np.ascontiguousarray(buffer).view(np.uint8).data)
+        digest.update(b"|")
+    return digest.hexdigest()
+
+
+class FusedAggregation(Operator):
+    """Blocking operator: consumes all input through one kernel per batch, then emits one row per group."""
+
+    def __init__(self, ctx: OperatorCtx, node: FusedAggregationNode):
+        super().__init__(ctx, node)
+        self.step = node.step
+        self.functions = aggregate_functions_of(node)
+        schema = {f.name: f.type for f in node.source.output_schema}
+        self.program = plan_fusion_program(node.predicates, node.grouping_keys, node.aggregates, schema)
+        self.keyed = bool(node.grouping_keys)
+        self.key_types = [node.output_schema.field(name).type for name in node.key_names]
+        self.max_groups = ctx.config.partial_aggregation_max_groups
+        xp = self.device.xp
+        self._placeholder = xp.zeros(1, dtype=xp.int32)
+        self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+        self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
+        self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
+        self._pending = self._placeholder
+        self._output: list[Batch] = []
+        self._seen_input = False
+        self._reset()
+
+    # ----------------------------------------------------------------- state
+    def _reset(self) -> None:
+        xp = self.device.xp
+        capacity = _INITIAL_SLOTS if self.keyed else 1
+        self._num_groups = 0
+        if self.keyed:
+            self._slot_state = xp.zeros(capacity, dtype=xp.int32)
+            self._slot_keys = xp.zeros((capacity, len(self.program.keys) + 1), dtype=xp.int64)
+        self._states = [AggregateState({s.name: xp.full(capacity, s.fill, dtype=s.dtype) for s in f.state_arrays()})
+                        for f in self.functions]
+
+    def _grow(self, capacity: int) -> None:
+        """Move keys and state into a table of ``capacity`` slots."""
+        xp = self.device.xp
+        state, keys, occupied, new_slots = grow_slot_table(self.device, self._slot_state, self._slot_keys, capacity)
+        self._slot_state, self._slot_keys = state, keys
+        for function, aggregate_state in zip(self.functions, self._states):
+            for layout in function.state_arrays():
+                grown = xp.full(capacity, layout.fill, dtype=layout.dtype)
+                grown[new_slots] = aggregate_state.arrays[layout.name][occupied]
+                aggregate_state.arrays[layout.name] = grown
+        self.add_runtime_stat("table_growths", 1)
+
+    def _state_bytes(self) -> int:
+        total = sum(state.nbytes for state in self._states) + sum(b.nbytes for b in self._output)
+        if self.keyed:
+            total += int(self._slot_state.nbytes) + int(self._slot_keys.nbytes)
+        return total + sum(interner.nbytes for interner in self._interners.values())
+
+    # ------------------------------------------------------------- binding
+    def _kernel(self, layout: KernelLayout):
+        compiled = self._kernels.get(layout)
+        if compiled is None:
+            generated = generate_fused_aggregation(self.program, self.functions, layout)
+            module = generated_module(generated.source)
+            compiled = self._kernels[layout] = (module, generated.parameters, generated.messages)
+        return compiled
+
+    def _lookup_table(self, m: int, lift: LiftedExpression, dictionary: Column) -> tuple[Any, Any] | None:
+        """Return ``(values, valid)`` of ``lift`` on each dictionary value and, last, on NULL; None if it raises."""
+        fingerprint = _fingerprint(self.device, dictionary)
+        key = (m, fingerprint)
+        if fingerprint is not None and key in self._lookup_tables:
+            return self._lookup_tables[key]
+        xp = self.device.xp
+        null_entry = Column(pa.string(), xp.zeros(0, dtype=xp.uint8), xp.zeros(1, dtype=xp.bool_),
+                            xp.zeros(2, dtype=xp.int64))
+        entries = concat_columns(self.device, [dictionary, null_entry])
+        try:
+            table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
+        except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
+            return None
+        if fingerprint is not None:
+            if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
+                self._lookup_tables.pop(next(iter(self._lookup_tables)))
+            self._lookup_tables[key] = table
+        return table
+
+    def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch) -> tuple[Any, Any]:
+        xp = self.device.xp
+        column = evaluate(lift.expr, batch)
+        if lift.interned:
+            validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+            values = self._interners[m].ids(column)
+        else:
+            validity, values = column.validity, column.data
+        if validity is None:
+            validity = xp.ones(len(column), dtype=xp.bool_)
+        return values, validity
+
+    def _bind(self, batch: Batch) -> tuple[KernelLayout, dict[str, Any]]:
+        arrays: dict[str, Any] = {"rows": batch.gather_map if batch.gather_map is not None else self._placeholder}
+        column_validity = []
+        for k, ref in enumerate(self.program.columns):
+            column = batch.base_column(ref.name)
+            arrays[f"c{k}"] = column.data
+            column_validity.append(column.validity is not None)
+            if column.validity is not None:
+                arrays[f"c{k}_v"] = column.validity
+        modes = []
+        for m, lift in enumerate(self.program.lifted):
+            column = batch.base_column(lift.column)
+            table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
+            if table is not None:
+                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
+                arrays[f"l{m}_codes"] = column.data
+                arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
+                mode = LIFTED_DICTIONARY
+                if column.validity is not None:
+                    arrays[f"l{m}_codes_v"] = column.validity
+                    mode += "+validity"
+            else:
+                rows = batch.materialize([lift.column])
+                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows)
+                mode = LIFTED_ROWS
+            modes.append(mode)
+        return KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes)), arrays
+
+    # ----------------------------------------------------------------- input
+    def add_input(self, batch: Batch) -> None:
+        self._seen_input = True
+        xp = self.device.xp
+        layout, arrays = self._bind(batch)
+        module, parameters, messages = self._kernel(layout)
+        if self.keyed:
+            while self._num_groups > self._slot_state.shape[0] // 4:
+                self._grow(2 * int(self._slot_state.shape[0]))
+        rows = batch.num_rows
+        if self._pending.shape[0] < rows:
+            self._pending = xp.empty(rows, dtype=xp.int32)
+        positions, count = self._placeholder, rows
+        while count:
+            self._run(module, parameters, messages, arrays, count, positions)
+            if self._pending_count == 0:
+                break
+            # The table filled up: grow it for the rows left pending and run just those again.
+            positions, count = self._pending[:self._pending_count].copy(), self._pending_count
+            needed = 4 * (self._num_groups + count)
+            self._grow(1 << max(needed - 1, 1).bit_length())
+        if self.step is self.step.PARTIAL and self.keyed and self._num_groups > self.max_groups:
+            self.add_runtime_stat("partial_flushes", 1)
+            self._output.append(self._emit())
+            self._reset()
+        self.set_memory_reservation(self._state_bytes())
+
+    def _run(self, module, parameters, messages, arrays, count: int, positions) -> None:
+        xp = self.device.xp
+        status = self.device.asarray(np.array([self._num_groups, 0, NO_ERROR], dtype=np.int64))
+        values = dict(arrays, n=count, positions=positions, has_positions=positions is not self._placeholder,
+                      status=status, pending=self._pending)
+        if self.keyed:
+            values.update(slot_state=self._slot_state, slot_keys=self._slot_keys)
+        for a, (function, state) in enumerate(zip(self.functions, self._states)):
+            for layout in function.state_arrays():
+                values[f"a{a}_{layout.name}"] = state.arrays[layout.name]
+        launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters))
+        groups, pending, error = (int(v) for v in self.device.to_host(status))
+        if error != NO_ERROR:
+            row, code = divmod(error, ERROR_CODE_BASE)
+            raise ExecutionError(f"{messages[code]} (first at row {row})")
+        self._num_groups = groups if self.keyed else 1
+        self._pending_count = pending
+
+    # ---------------------------------------------------------------- output
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if self.keyed and self._num_groups == 0:
+            return
+        if not self.keyed and not self._seen_input and self.step is self.step.PARTIAL:
+            return
+        self._output.append(self._emit())
+        self.set_memory_reservation(self._state_bytes())
+
+    def _emit(self) -> Batch:
+        xp = self.device.xp
+        names: list[str] = list(self.node.key_names)
+        columns: list[Column] = []
+        if self.keyed:
+            occupied = xp.nonzero(self._slot_state == SLOT_READY)[0]
+            groups = int(occupied.shape[0])
+            words = self._slot_keys[occupied]
+            null_bits = words[:, len(self.program.keys)]
+            for k, dtype in enumerate(self.key_types):
+                columns.append(self._key_column(k, dtype, words[:, k], ((null_bits >> k) & 1) == 0))
+            states = [AggregateState({name: array[occupied] for name, array in state.arrays.items()})
+                      for state in self._states]
+        else:
+            groups, states = 1, self._states
+        for function, state in zip(self.functions, states):
+            for name, column in function.extract(self.device, state, groups):
+                names.append(name)
+                columns.append(column)
+        return Batch(tuple(names), tuple(columns), self.device, None, groups)
+
+    def _key_column(self, k: int, dtype: pa.DataType, words: Any, validity: Any) -> Column:
+        xp = self.device.xp
+        if is_string(dtype):
+            lifted = next(m for m, lift in enumerate(self.program.lifted) if lift.expr == self.program.keys[k])
+            dictionary = self._interners[lifted].values()
+            return Column(dtype, words.astype(xp.int32), validity, None, dictionary)
+        if is_boolean(dtype):
+            return Column(dtype, words != 0, validity)
+        return Column(dtype, words.astype(physical_dtype(dtype)), validity)
+
+    def get_output(self) -> Batch | None:
+        if self._output and (self.no_more_input_received or self.step is self.step.PARTIAL):
+            batch = self._output.pop(0)
+            self.set_memory_reservation(self._state_bytes())
+            return batch
+        return None
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and not self._output
