@@ -20,8 +20,9 @@ declares, once:
 Integer and decimal sums (and merged counts) accumulate as two 64-bit halves
 (:func:`~gpu_engine.kernels.aggregate.group_sum_int`), so they never wrap; an
 out-of-range result is an error at extraction. ``min``/``max`` keep values in a
-type that CUDA atomics update (narrow integers and bools widen to int64,
-float32 to float64); strings keep a string column instead
+64-bit type that CUDA atomics update and a packed slot table holds (integers,
+dates and bools widen to int64, float32 to float64); strings keep a string
+column instead
 (:class:`~gpu_engine.operators.hash_aggregation.HashAggregation` folds them).
 """
 
@@ -41,10 +42,7 @@ from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
 
 __all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "aggregate_functions_of",
-           "unsupported_aggregate", "StateEmitter"]
-
-_ATOMIC_MIN_MAX_DTYPES = (np.dtype(np.int32), np.dtype(np.int64), np.dtype(np.uint32), np.dtype(np.uint64),
-                          np.dtype(np.float32), np.dtype(np.float64))
+           "unsupported_aggregate", "StateEmitter", "StateRef"]
 
 
 @dataclass(frozen=True)
@@ -70,6 +68,22 @@ class AggregateState:
         return total + (self.strings.nbytes if self.strings is not None else 0)
 
 
+@dataclass(frozen=True)
+class StateRef:
+    """Where one state array lives in generated code: ``array[slot]``, or ``array[slot, column]`` in a packed table."""
+
+    array: str
+    column: int | None = None
+
+    def at(self, slot: str) -> str:
+        """Return the index expression of ``slot``'s value."""
+        return slot if self.column is None else f"{slot}, {self.column}"
+
+    def item(self, slot: str) -> str:
+        """Return the expression reading ``slot``'s value."""
+        return f"{self.array}[{self.at(slot)}]"
+
+
 class StateEmitter:
     """Write the lines of a generated kernel that change aggregation state (see :mod:`gpu_engine.codegen`).
 
@@ -81,30 +95,34 @@ class StateEmitter:
     def __init__(self, atomic: bool):
         self.atomic = atomic
 
-    def add(self, array: str, index: str, value: str) -> str:
-        """Return a line adding ``value`` to ``array[index]``."""
-        return f"cuda.atomic.add({array}, {index}, {value})" if self.atomic else f"{array}[{index}] += {value}"
-
-    def minimum(self, array: str, index: str, value: str, is_float: bool) -> str:
-        """Return a line keeping the least of ``array[index]`` and ``value`` (NaN greatest, as DuckDB)."""
+    def add(self, ref: StateRef, slot: str, value: str) -> str:
+        """Return a line adding ``value`` to the state at ``slot``."""
         if self.atomic:
-            return f"cuda.atomic.min({array}, {index}, {value})"  # floats: NaN operands are ignored
-        if is_float:
-            return f"if {value} < {array}[{index}] or {array}[{index}] != {array}[{index}]: {array}[{index}] = {value}"
-        return f"if {value} < {array}[{index}]: {array}[{index}] = {value}"
+            return f"cuda.atomic.add({ref.array}, ({ref.at(slot)}), {value})"
+        return f"{ref.item(slot)} += {value}"
 
-    def maximum(self, array: str, index: str, value: str, is_float: bool) -> str:
-        """Return a line keeping the greatest of ``array[index]`` and ``value`` (NaN greatest)."""
+    def minimum(self, ref: StateRef, slot: str, value: str, is_float: bool) -> str:
+        """Return a line keeping the least of the state and ``value`` (NaN greatest, as DuckDB)."""
         if self.atomic:
-            return f"cuda.atomic.{'nanmax' if is_float else 'max'}({array}, {index}, {value})"
+            return f"cuda.atomic.min({ref.array}, ({ref.at(slot)}), {value})"  # floats: NaN operands are ignored
+        item = ref.item(slot)
         if is_float:
-            return f"if {value} > {array}[{index}] or {value} != {value}: {array}[{index}] = {value}"
-        return f"if {value} > {array}[{index}]: {array}[{index}] = {value}"
+            return f"if {value} < {item} or {item} != {item}: {item} = {value}"
+        return f"if {value} < {item}: {item} = {value}"
+
+    def maximum(self, ref: StateRef, slot: str, value: str, is_float: bool) -> str:
+        """Return a line keeping the greatest of the state and ``value`` (NaN greatest)."""
+        if self.atomic:
+            return f"cuda.atomic.{'nanmax' if is_float else 'max'}({ref.array}, ({ref.at(slot)}), {value})"
+        item = ref.item(slot)
+        if is_float:
+            return f"if {value} > {item} or {value} != {value}: {item} = {value}"
+        return f"if {value} > {item}: {item} = {value}"
 
     @staticmethod
-    def flag(array: str, index: str) -> str:
-        """Return a line setting a bool flag (idempotent, so no atomic is needed)."""
-        return f"{array}[{index}] = True"
+    def flag(ref: StateRef, slot: str) -> str:
+        """Return a line setting a flag (idempotent, so no atomic is needed)."""
+        return f"{ref.item(slot)} = True"
 
 
 def unsupported_aggregate(call: AggregateCall) -> str | None:
@@ -173,14 +191,14 @@ class AggregateFunction:
         """Return the output columns of ``groups`` groups (state arrays at least that long)."""
         raise NotImplementedError
 
-    def emit_update(self, emit: StateEmitter, states: dict[str, str], slot: str, value: str | None,
+    def emit_update(self, emit: StateEmitter, states: dict[str, StateRef], slot: str, value: str | None,
                     valid: str | None) -> list[str]:
-        """Return kernel lines folding one raw row (``value``/``valid`` locals) into ``states[...][slot]``."""
+        """Return kernel lines folding one raw row (``value``/``valid`` locals) into the states at ``slot``."""
         raise NotImplementedError
 
-    def emit_merge(self, emit: StateEmitter, target: dict[str, str], slot: str, source: dict[str, str],
+    def emit_merge(self, emit: StateEmitter, target: dict[str, StateRef], slot: str, source: dict[str, StateRef],
                    source_slot: str) -> list[str]:
-        """Return kernel lines folding one group's state (``source[...][source_slot]``) into ``target[...][slot]``."""
+        """Return kernel lines folding one group's state (``source`` at ``source_slot``) into ``target`` at ``slot``."""
         raise NotImplementedError
 
     @property
@@ -199,7 +217,7 @@ def _float_sum_arrays() -> tuple[StateArray, ...]:
     return (StateArray("sum", np.dtype(np.float64), 0.0), StateArray("has", np.dtype(np.bool_), False))
 
 
-def _emit_exact_add(emit: StateEmitter, high: str, low: str, slot: str, value: str) -> list[str]:
+def _emit_exact_add(emit: StateEmitter, high: StateRef, low: StateRef, slot: str, value: str) -> list[str]:
     return [emit.add(low, slot, f"np.int64({value}) & np.int64(0xFFFFFFFF)"),
             emit.add(high, slot, f"np.int64({value}) >> np.int64(32)")]
 
@@ -251,7 +269,7 @@ class Count(AggregateFunction):
         return _guarded(valid if self.call.function == "count" else None, [emit.add(states["count"], slot, "1")])
 
     def emit_merge(self, emit, target, slot, source, source_slot):
-        return [emit.add(target["count"], slot, f"{source['count']}[{source_slot}]")]
+        return [emit.add(target["count"], slot, source["count"].item(source_slot))]
 
 
 class Sum(AggregateFunction):
@@ -298,11 +316,11 @@ class Sum(AggregateFunction):
 
     def emit_merge(self, emit, target, slot, source, source_slot):
         if self.is_float:
-            lines = [emit.add(target["sum"], slot, f"{source['sum']}[{source_slot}]")]
+            lines = [emit.add(target["sum"], slot, source["sum"].item(source_slot))]
         else:
-            lines = [emit.add(target["high"], slot, f"{source['high']}[{source_slot}]"),
-                     emit.add(target["low"], slot, f"{source['low']}[{source_slot}]")]
-        return _guarded(f"{source['has']}[{source_slot}]", lines + [emit.flag(target["has"], slot)])
+            lines = [emit.add(target["high"], slot, source["high"].item(source_slot)),
+                     emit.add(target["low"], slot, source["low"].item(source_slot))]
+        return _guarded(source["has"].item(source_slot), lines + [emit.flag(target["has"], slot)])
 
 
 class Avg(Sum):
@@ -351,7 +369,7 @@ class Avg(Sum):
 
     def emit_merge(self, emit, target, slot, source, source_slot):
         return (super().emit_merge(emit, target, slot, source, source_slot)
-                + [emit.add(target["count"], slot, f"{source['count']}[{source_slot}]")])
+                + [emit.add(target["count"], slot, source["count"].item(source_slot))])
 
 
 class MinMax(AggregateFunction):
@@ -367,10 +385,8 @@ class MinMax(AggregateFunction):
 
     @property
     def state_dtype(self) -> np.dtype:
-        """Return the dtype values are kept in: one CUDA atomics can update."""
+        """Return the 64-bit dtype values are kept in: one CUDA atomics update and a packed slot table holds."""
         dtype = np.dtype(physical_dtype(self.value_type))
-        if dtype in _ATOMIC_MIN_MAX_DTYPES and dtype != np.dtype(np.float32):
-            return dtype
         if dtype.kind == "f":
             return np.dtype(np.float64)
         return np.dtype(np.uint64) if dtype.kind == "u" else np.dtype(np.int64)
@@ -402,10 +418,10 @@ class MinMax(AggregateFunction):
     def fusable(self) -> str | None:
         return f"{self.call.function} over strings" if self.over_strings else None
 
-    def _emit_fold(self, emit: StateEmitter, array: str, slot: str, value: str) -> str:
+    def _emit_fold(self, emit: StateEmitter, ref: StateRef, slot: str, value: str) -> str:
         is_float = self.state_dtype.kind == "f"
         fold = emit.maximum if self.want_max else emit.minimum
-        return fold(array, slot, value, is_float)
+        return fold(ref, slot, value, is_float)
 
     def emit_update(self, emit, states, slot, value, valid):
         cast = f"np.{self.state_dtype.name}({value})"
@@ -418,9 +434,9 @@ class MinMax(AggregateFunction):
         return _guarded(valid, lines)
 
     def emit_merge(self, emit, target, slot, source, source_slot):
-        lines = [self._emit_fold(emit, target["value"], slot, f"{source['value']}[{source_slot}]"),
+        lines = [self._emit_fold(emit, target["value"], slot, source["value"].item(source_slot)),
                  emit.flag(target["has"], slot)]
-        return _guarded(f"{source['has']}[{source_slot}]", lines)
+        return _guarded(source["has"].item(source_slot), lines)
 
 
 def _row_validity(device: Device, column: Column) -> Any:

@@ -12,16 +12,20 @@ left pending, else ``j``; ``r = rows[i]`` through the batch's gather map):
 1. evaluates the predicates in order and leaves the row at the first that is
    not TRUE;
 2. builds the key words (one int64 per key, then a word of null bits), hashes
-   them and finds or claims the key's slot in an open-addressing table
-   (``slot_state``: 0 empty, 1 being written, 2 ready; ``slot_keys``). A new
+   them and finds or claims the key's slot in an open-addressing table. A new
    key is refused once the table holds half its capacity: the row goes to
    ``pending`` and the operator grows the table and runs those rows again;
-3. folds the aggregate arguments into per-slot state arrays
+3. folds the aggregate arguments into the slot's state
    (:meth:`~gpu_engine.aggregation.functions.AggregateFunction.emit_update`).
 
-Without keys there is no table: the CPU twin updates slot 0 in place; each
-CUDA thread folds into its own local state and merges it into slot 0 once at
-the end, so threads do not contend on one address per row.
+The table is one int64 array, a row per slot (:func:`slot_table_layout`):
+a tag (0 empty, 1 being written, else ``2 | null_bits << 2``), the key words,
+then every aggregate's state, so a row touches one cache line (one memory
+sector on a GPU) instead of one per array. Float and unsigned states are read
+through float64/uint64 views of the same memory, made inside the kernel. Without keys the table has one row:
+the CPU twin updates it in place; each CUDA thread folds into its own local
+state and merges it into the row once at the end, so threads do not contend on
+one address per row.
 
 ``status`` is ``[groups, pending rows, first error]``; an error (overflow, a
 value out of range) is recorded as ``row * 256 + code`` with the smallest row
@@ -34,19 +38,24 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpu_engine.aggregation.functions import AggregateFunction, StateEmitter
+from gpu_engine.aggregation.functions import AggregateFunction, StateEmitter, StateRef
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
-__all__ = ["KernelLayout", "GeneratedKernel", "generate_fused_aggregation", "LIFTED_DICTIONARY", "LIFTED_ROWS",
-           "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR"]
+__all__ = ["KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
+           "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
+           "SLOT_TABLE_VIEWS", "TAG_READY"]
 
 LIFTED_DICTIONARY = "dictionary"
 LIFTED_ROWS = "rows"
 STATUS_GROUPS, STATUS_PENDING, STATUS_ERROR = 0, 1, 2
 NO_ERROR = np.iinfo(np.int64).max
+#: The slot table's names in generated code by the kind of value read through them (one int64 buffer, three views).
+SLOT_TABLE_VIEWS = {"i": "slot_table", "f": "slot_table_f64", "u": "slot_table_u64"}
+#: A slot's tag: 0 empty, 1 being written (CUDA), ``TAG_READY | null_bits << 2`` holding a key.
+TAG_EMPTY, TAG_WRITING, TAG_READY = 0, 1, 2
 
 _HEADER = """\
 import numba
@@ -91,6 +100,39 @@ class GeneratedKernel:
     messages: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class SlotTableLayout:
+    """The columns of a fused aggregation's slot table (all int64 words).
+
+    Keyed tables: column 0 is the slot's tag (occupancy and the keys' null
+    bits), ``key_columns`` the key words; a table without keys has one row and
+    no such columns. ``state_columns[a][name]`` is where aggregate ``a`` keeps state
+    ``name`` and ``state_views`` the view (see :data:`SLOT_TABLE_VIEWS`) it is
+    read through.
+    """
+
+    key_columns: tuple[int, ...]
+    state_columns: tuple[dict, ...]
+    state_views: tuple[dict, ...]
+    width: int
+
+
+def slot_table_layout(num_keys: int, aggregates: list[AggregateFunction]) -> SlotTableLayout:
+    """Return the slot table layout of a kernel with ``num_keys`` keys and ``aggregates``."""
+    key_columns = tuple(range(1, num_keys + 1))
+    column = 1 + num_keys if num_keys else 0
+    state_columns, state_views = [], []
+    for function in aggregates:
+        columns, views = {}, {}
+        for state in function.state_arrays():
+            columns[state.name] = column
+            views[state.name] = SLOT_TABLE_VIEWS.get(state.dtype.kind, SLOT_TABLE_VIEWS["i"])
+            column += 1
+        state_columns.append(columns)
+        state_views.append(views)
+    return SlotTableLayout(key_columns, tuple(state_columns), tuple(state_views), max(column, 1))
+
+
 def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], layout: KernelLayout) -> list[str]:
     names = ["n", "positions", "has_positions", "rows"]
     for k, has_validity in enumerate(layout.column_validity):
@@ -103,11 +145,7 @@ def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], lay
             names += [f"l{m}_codes", f"l{m}_null"]
             if mode.endswith("validity"):
                 names.append(f"l{m}_codes_v")
-    if program.keys:
-        names += ["slot_state", "slot_keys"]
-    for a, function in enumerate(aggregates):
-        names += [f"a{a}_{state.name}" for state in function.state_arrays()]
-    return names + ["status", "pending"]
+    return names + ["slot_table", "status", "pending"]
 
 
 class _Inputs:
@@ -152,8 +190,13 @@ class _Inputs:
         return RowValue(value, valid, int64() if lift.interned else dtype)
 
 
-def _state_names(aggregates: list[AggregateFunction], prefix: str = "") -> list[dict[str, str]]:
-    return [{state.name: f"{prefix}a{a}_{state.name}" for state in function.state_arrays()}
+def _table_refs(table: SlotTableLayout) -> list[dict[str, StateRef]]:
+    return [{name: StateRef(views[name], column) for name, column in columns.items()}
+            for columns, views in zip(table.state_columns, table.state_views)]
+
+
+def _local_refs(aggregates: list[AggregateFunction]) -> list[dict[str, StateRef]]:
+    return [{state.name: StateRef(f"t_a{a}_{state.name}") for state in function.state_arrays()}
             for a, function in enumerate(aggregates)]
 
 
@@ -186,21 +229,24 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         loop = "for j in range(n):"
         leave = ([f"status[{STATUS_GROUPS}] = num_groups"] if keyed else []) + [f"status[{STATUS_PENDING}] = pending_count"]
         on_error = lambda code: [f"status[{STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", *leave, "return"]
+    table = slot_table_layout(len(program.keys), aggregates)
+    writer.line(f"{SLOT_TABLE_VIEWS['f']} = slot_table.view(np.float64)")
+    writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
     if keyed:
-        writer.line("slot_mask = np.int64(slot_state.shape[0] - 1)")
-        writer.line("max_groups = np.int64(slot_state.shape[0] // 2)")
+        writer.line("slot_mask = np.int64(slot_table.shape[0] - 1)")
+        writer.line("max_groups = np.int64(slot_table.shape[0] // 2)")
         if not cuda_flavor:
             writer.line(f"num_groups = status[{STATUS_GROUPS}]")
     if not cuda_flavor:
         writer.line(f"pending_count = status[{STATUS_PENDING}]")
-    global_states = _state_names(aggregates)
+    global_states = _table_refs(table)
     local_states = global_states
     if cuda_flavor and not keyed:  # each thread folds into its own state, merged once at the end
-        local_states = _state_names(aggregates, "t_")
-        for function, names in zip(aggregates, local_states):
+        local_states = _local_refs(aggregates)
+        for function, refs in zip(aggregates, local_states):
             for state in function.state_arrays():
-                writer.line(f"{names[state.name]} = cuda.local.array(1, {_numba_type(state.dtype)})")
-                writer.line(f"{names[state.name]}[0] = {_fill_literal(state.dtype, state.fill)}")
+                writer.line(f"{refs[state.name].array} = cuda.local.array(1, {_numba_type(state.dtype)})")
+                writer.line(f"{refs[state.name].array}[0] = {_fill_literal(state.dtype, state.fill)}")
     with writer.block(loop):
         writer.line("i = positions[j] if has_positions else j")
         writer.line("r = rows[i]" if layout.mapped else "r = i")
@@ -210,7 +256,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
             with writer.block(f"if not ({test.valid} and {test.value}):"):
                 writer.line("continue")
         if keyed:
-            _write_insert(writer, lowering, program, cuda_flavor)
+            _write_insert(writer, lowering, program, table, cuda_flavor)
             slot = "slot"
         else:
             slot = "0"
@@ -233,7 +279,8 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         writer.line(f"status[{STATUS_PENDING}] = pending_count")
 
 
-def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, cuda_flavor: bool) -> None:
+def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, table: SlotTableLayout,
+                  cuda_flavor: bool) -> None:
     """Write the key words, their hash and the find-or-claim of the key's slot (``slot``; pending when full)."""
     words = []
     null_terms = []
@@ -246,42 +293,43 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
             writer.line(f"{word} = np.int64({lowered.value}) if {lowered.valid} else np.int64(0)")
             null_terms.append(f"(np.int64(0) if {lowered.valid} else np.int64({1 << k}))")
         words.append(word)
-    nulls = writer.fresh("nulls")
-    writer.line(f"{nulls} = " + (" | ".join(null_terms) if null_terms else "np.int64(0)"))
-    words.append(nulls)
+    tag = writer.fresh("tag")
+    nulls = " | ".join(null_terms) if null_terms else "np.int64(0)"
+    writer.line(f"{tag} = np.int64({TAG_READY}) | (({nulls}) << np.int64(2))")
     writer.line("h = np.uint64(KEY_HASH_SEED)")
-    for word in words:
+    for word in words + [tag]:
         writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
-    writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words)})))")
+    writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words) + 1})))")
     writer.line("slot = np.int64(h & np.uint64(slot_mask))")
     writer.line("found = np.int64(-1)")
-    same = " and ".join(f"slot_keys[slot, {w}] == {word}" for w, word in enumerate(words))
+    same = " and ".join([f"state == {tag}"] + [f"slot_table[slot, {c}] == {word}"
+                                               for c, word in zip(table.key_columns, words)])
     with writer.block("while True:"):
-        writer.line("state = slot_state[slot]")
+        writer.line("state = slot_table[slot, 0]")
         if cuda_flavor:
             with writer.block("if state == 0:"):
                 writer.line(f"reserved = cuda.atomic.add(status, {STATUS_GROUPS}, 1)")
                 with writer.block("if reserved >= max_groups:"):
                     writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
                     writer.line("break")
-                writer.line("state = cuda.atomic.cas(slot_state, slot, np.int32(0), np.int32(1))")
+                writer.line("state = cuda.atomic.cas(slot_table, (slot, 0), np.int64(0), np.int64(1))")
                 with writer.block("if state == 0:"):
-                    for w, word in enumerate(words):
-                        writer.line(f"slot_keys[slot, {w}] = {word}")
+                    for c, word in zip(table.key_columns, words):
+                        writer.line(f"slot_table[slot, {c}] = {word}")
                     writer.line("cuda.threadfence()")
-                    writer.line("cuda.atomic.exch(slot_state, slot, np.int32(2))")
+                    writer.line(f"cuda.atomic.exch(slot_table, (slot, 0), {tag})")
                     writer.line("found = slot")
                     writer.line("break")
                 writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
             with writer.block("while state == 1:"):
-                writer.line("state = cuda.atomic.add(slot_state, slot, np.int32(0))")
+                writer.line("state = cuda.atomic.add(slot_table, (slot, 0), np.int64(0))")
         else:
             with writer.block("if state == 0:"):
                 with writer.block("if num_groups >= max_groups:"):
                     writer.line("break")
-                writer.line("slot_state[slot] = 2")
-                for w, word in enumerate(words):
-                    writer.line(f"slot_keys[slot, {w}] = {word}")
+                writer.line(f"slot_table[slot, 0] = {tag}")
+                for c, word in zip(table.key_columns, words):
+                    writer.line(f"slot_table[slot, {c}] = {word}")
                 writer.line("num_groups += 1")
                 writer.line("found = slot")
                 writer.line("break")

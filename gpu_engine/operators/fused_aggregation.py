@@ -5,12 +5,13 @@ Per batch the operator binds the batch's buffers to the kernel's parameters
 string subexpressions as lookup tables by dictionary code), launches the one
 kernel that fits the batch's layout, and reads back one small status array
 (groups, rows left pending, first error): one launch and one host sync per
-batch in the steady state. Keys live in an open-addressing slot table the
-kernel claims itself; the aggregation state arrays are indexed by slot and
-laid out by the shared aggregate objects
-(:mod:`gpu_engine.aggregation.functions`), which also turn them into output
-columns, exactly as :class:`~gpu_engine.operators.hash_aggregation.HashAggregation`
-does. When the table is half full the kernel leaves new keys pending; the
+batch in the steady state. Keys and aggregation state live in one slot table
+the kernel claims rows of itself (a row per key: occupancy, key words, then
+each aggregate's state as the shared aggregate objects of
+:mod:`gpu_engine.aggregation.functions` lay it out; see
+:func:`~gpu_engine.codegen.fused_aggregation_kernel.slot_table_layout`). The
+same objects turn the state columns into output columns, exactly as
+:class:`~gpu_engine.operators.hash_aggregation.HashAggregation` does. When the table is half full the kernel leaves new keys pending; the
 operator grows the table (:func:`~gpu_engine.kernels.fused_hash_table.grow_slot_table`)
 and runs those rows again.
 
@@ -30,8 +31,8 @@ import pyarrow as pa
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, STATUS_ERROR, STATUS_GROUPS, STATUS_PENDING, KernelLayout,
-    generate_fused_aggregation,
+    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, KernelLayout, generate_fused_aggregation,
+    slot_table_layout,
 )
 from gpu_engine.codegen.fusion_program import LiftedExpression, plan_fusion_program
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
@@ -42,7 +43,7 @@ from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
-from gpu_engine.kernels.fused_hash_table import SLOT_READY, grow_slot_table
+from gpu_engine.kernels.fused_hash_table import grow_slot_table, ready_slots
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
 from gpu_engine.kernels.launch import launch_twin
@@ -115,6 +116,8 @@ class FusedAggregation(Operator):
         self.keyed = bool(node.grouping_keys)
         self.key_types = [node.output_schema.field(name).type for name in node.key_names]
         self.max_groups = ctx.config.partial_aggregation_max_groups
+        self.table_layout = slot_table_layout(len(node.grouping_keys), self.functions)
+        self._empty_row = self.device.asarray(self._fresh_row())
         xp = self.device.xp
         self._placeholder = xp.zeros(1, dtype=xp.int32)
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
@@ -126,32 +129,33 @@ class FusedAggregation(Operator):
         self._reset()
 
     # ----------------------------------------------------------------- state
-    def _reset(self) -> None:
+    def _fresh_row(self) -> np.ndarray:
+        """Return the int64 words of an empty slot: occupancy 0 and each state's starting value."""
+        row = np.zeros(self.table_layout.width, dtype=np.int64)
+        for function, columns in zip(self.functions, self.table_layout.state_columns):
+            for state in function.state_arrays():
+                view = row.view(np.float64) if state.dtype.kind == "f" else row.view(np.uint64) if state.dtype.kind == "u" else row
+                view[columns[state.name]] = state.fill
+        return row
+
+    def _new_table(self, capacity: int) -> Any:
         xp = self.device.xp
-        capacity = _INITIAL_SLOTS if self.keyed else 1
+        table = xp.empty((capacity, self.table_layout.width), dtype=xp.int64)
+        table[:] = self._empty_row
+        return table
+
+    def _reset(self) -> None:
         self._num_groups = 0
-        if self.keyed:
-            self._slot_state = xp.zeros(capacity, dtype=xp.int32)
-            self._slot_keys = xp.zeros((capacity, len(self.program.keys) + 1), dtype=xp.int64)
-        self._states = [AggregateState({s.name: xp.full(capacity, s.fill, dtype=s.dtype) for s in f.state_arrays()})
-                        for f in self.functions]
+        self._table = self._new_table(_INITIAL_SLOTS if self.keyed else 1)
 
     def _grow(self, capacity: int) -> None:
-        """Move keys and state into a table of ``capacity`` slots."""
-        xp = self.device.xp
-        state, keys, occupied, new_slots = grow_slot_table(self.device, self._slot_state, self._slot_keys, capacity)
-        self._slot_state, self._slot_keys = state, keys
-        for function, aggregate_state in zip(self.functions, self._states):
-            for layout in function.state_arrays():
-                grown = xp.full(capacity, layout.fill, dtype=layout.dtype)
-                grown[new_slots] = aggregate_state.arrays[layout.name][occupied]
-                aggregate_state.arrays[layout.name] = grown
+        """Move every key and its state into a table of ``capacity`` slots."""
+        keys = self.table_layout.key_columns
+        self._table = grow_slot_table(self.device, self._table, self._empty_row, capacity, keys[0], len(keys))
         self.add_runtime_stat("table_growths", 1)
 
     def _state_bytes(self) -> int:
-        total = sum(state.nbytes for state in self._states) + sum(b.nbytes for b in self._output)
-        if self.keyed:
-            total += int(self._slot_state.nbytes) + int(self._slot_keys.nbytes)
+        total = int(self._table.nbytes) + sum(b.nbytes for b in self._output)
         return total + sum(interner.nbytes for interner in self._interners.values())
 
     # ------------------------------------------------------------- binding
@@ -229,9 +233,9 @@ class FusedAggregation(Operator):
         xp = self.device.xp
         layout, arrays = self._bind(batch)
         module, parameters, messages = self._kernel(layout)
-        if self.keyed:
-            while self._num_groups > self._slot_state.shape[0] // 4:
-                self._grow(2 * int(self._slot_state.shape[0]))
+        if self.keyed:  # room for the new keys of a typical batch; more go pending and are run again
+            while self._num_groups > self._table.shape[0] * 2 // 5:
+                self._grow(2 * int(self._table.shape[0]))
         rows = batch.num_rows
         if self._pending.shape[0] < rows:
             self._pending = xp.empty(rows, dtype=xp.int32)
@@ -242,7 +246,7 @@ class FusedAggregation(Operator):
                 break
             # The table filled up: grow it for the rows left pending and run just those again.
             positions, count = self._pending[:self._pending_count].copy(), self._pending_count
-            needed = 4 * (self._num_groups + count)
+            needed = 2 * (self._num_groups + count)
             self._grow(1 << max(needed - 1, 1).bit_length())
         if self.step is self.step.PARTIAL and self.keyed and self._num_groups > self.max_groups:
             self.add_runtime_stat("partial_flushes", 1)
@@ -255,11 +259,7 @@ class FusedAggregation(Operator):
         status = self.device.asarray(np.array([self._num_groups, 0, NO_ERROR], dtype=np.int64))
         values = dict(arrays, n=count, positions=positions, has_positions=positions is not self._placeholder,
                       status=status, pending=self._pending)
-        if self.keyed:
-            values.update(slot_state=self._slot_state, slot_keys=self._slot_keys)
-        for a, (function, state) in enumerate(zip(self.functions, self._states)):
-            for layout in function.state_arrays():
-                values[f"a{a}_{layout.name}"] = state.arrays[layout.name]
+        values["slot_table"] = self._table
         launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters))
         groups, pending, error = (int(v) for v in self.device.to_host(status))
         if error != NO_ERROR:
@@ -282,18 +282,19 @@ class FusedAggregation(Operator):
         xp = self.device.xp
         names: list[str] = list(self.node.key_names)
         columns: list[Column] = []
+        rows = self._table
         if self.keyed:
-            occupied = xp.nonzero(self._slot_state == SLOT_READY)[0]
-            groups = int(occupied.shape[0])
-            words = self._slot_keys[occupied]
-            null_bits = words[:, len(self.program.keys)]
+            rows = rows[ready_slots(self.device, rows)]
+            key_columns = self.table_layout.key_columns
+            null_bits = rows[:, 0] >> 2
             for k, dtype in enumerate(self.key_types):
-                columns.append(self._key_column(k, dtype, words[:, k], ((null_bits >> k) & 1) == 0))
-            states = [AggregateState({name: array[occupied] for name, array in state.arrays.items()})
-                      for state in self._states]
-        else:
-            groups, states = 1, self._states
-        for function, state in zip(self.functions, states):
+                columns.append(self._key_column(k, dtype, rows[:, key_columns[k]], ((null_bits >> k) & 1) == 0))
+        groups = int(rows.shape[0])
+        for function, positions in zip(self.functions, self.table_layout.state_columns):
+            state = AggregateState({})
+            for layout in function.state_arrays():
+                words = xp.ascontiguousarray(rows[:, positions[layout.name]])
+                state.arrays[layout.name] = (words != 0) if layout.dtype.kind == "b" else words.view(layout.dtype)
             for name, column in function.extract(self.device, state, groups):
                 names.append(name)
                 columns.append(column)

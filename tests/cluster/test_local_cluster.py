@@ -293,5 +293,5 @@ def test_explain_analyze_shows_stages_tasks_pipelines_and_operators(numbers):
                      "PartitionedOutput (pipeline 0, 4 driver(s))", "TableScan (pipeline 0, 4 driver(s)): input 0 rows",
                      "output 20000 rows", "pipeline 0 x 2, pipeline 1 x 2", "pages=", "remote_splits=4"):
         assert expected in text, expected
-    # Device counters summed over the stage's Tasks: the partial aggregation launches kernels on every batch.
-    assert re.search(r"HashAggregation \(pipeline 0, 4 driver\(s\)\): input 20000 rows.*, launches [1-9]\d*, syncs \d+", text)
+    # Device counters summed over the stage's Tasks: the (fused) partial aggregation launches kernels on every batch.
+    assert re.search(r"FusedAggregation \(pipeline 0, 4 driver\(s\)\): input 20000 rows.*, launches [1-9]\d*, syncs \d+", text)

@@ -112,7 +112,8 @@ def test_cancel_stops_a_task_waiting_for_splits(device_name, numbers):
 
 
 def test_stats_count_rows_through_the_pipeline(device_name, numbers):
-    session = Session(device=device_name, drivers=2, batch_rows=1000)
+    # Unfused, so the Filter has its own operator whose rows can be counted.
+    session = Session(device=device_name, drivers=2, batch_rows=1000, fuse=False)
     session.register("n", numbers, split_rows=2500)
     plan = PlanBuilder(session.catalog).table_scan("n").filter("x % 2 = 0").aggregation(["g"], ["count(*) AS c"]).plan()
     session.execute(plan)

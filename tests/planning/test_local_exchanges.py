@@ -9,8 +9,8 @@ from gpu_engine.plans import PlanBuilder
 
 @pytest.fixture
 def session_catalog():
-    def make(drivers):
-        session = Session(device="cpu", drivers=drivers)
+    def make(drivers, fuse=False):
+        session = Session(device="cpu", drivers=drivers, fuse=fuse)
         session.register("t", pa.table({"k": pa.array([1, 2], pa.int32()), "v": [1.0, 2.0]}))
         return session
 
@@ -33,6 +33,18 @@ def test_explain_with_several_drivers_shows_inserted_exchanges(session_catalog):
           -- Aggregation[2.partial][PARTIAL [k] s := sum(v), a := avg(v)] -> k:int32, s:double, a:double, a$count:int64 @ cpu
             -- Filter[1][expression: (v > 0)] -> k:int32, v:double @ cpu
               -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
+
+
+def test_fusion_replaces_the_partial_step_and_its_filter(session_catalog):
+    session = session_catalog(2, fuse=True)
+    assert session.explain(_plan(session.catalog)) == """\
+-- TopN[3][3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
+  -- LocalPartition[3.exchange][GATHER] -> k:int32, s:double, a:double @ cpu
+    -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
+      -- Aggregation[2][FINAL [k] s := sum(s), a := avg(a)] -> k:int32, s:double, a:double @ cpu
+        -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+          -- FusedAggregation[2.partial][where (v > 0); PARTIAL [k] s := sum(v), a := avg(v); fused: Filter[1], Aggregation[2.partial]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+            -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
 
 
 def test_one_driver_runs_the_plan_as_built(session_catalog):

@@ -23,6 +23,7 @@ from gpu_engine.exec import split as split_module
 from gpu_engine.exec import split_serialization
 from gpu_engine.exec.split import ArrowSplit, ParquetSplit
 from gpu_engine.exec.split_serialization import SPLIT_CODEC, split_from_json, split_to_dict, split_to_json
+from gpu_engine.planning import prepare_plan
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator, serialization
 from gpu_engine.plans.expressions import (
     AGGREGATE_FUNCTIONS,
@@ -184,6 +185,8 @@ PLANS = {
     "tpch_q1": lambda: query(1, {"lineitem": LINEITEM}),
     "tpch_q6": lambda: query(6, {"lineitem": LINEITEM}),
     "tpch_primer": lambda: primer_query({"lineitem": LINEITEM}),
+    # Prepared plans travel to Spark executors as JSON, fused nodes included.
+    "tpch_q1_fused": lambda: prepare_plan(query(1, {"lineitem": LINEITEM}), "cpu", 2).plan,
     "hand_built_schema_details": lambda: TableScanNode(
         id="scan", table_name="t", columns=("k",),
         output_schema=pa.schema([pa.field("k", pa.int64(), nullable=False, metadata={"unit": "cents"})],
