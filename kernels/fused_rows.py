@@ -18,8 +18,7 @@ import numpy as np
 from numba import njit
 
 from gpu_engine.kernels.checked_arithmetic import ADD, MULTIPLY, SUBTRACT, checked_int64_op
-from gpu_engine.kernels.group_by import _finish_key_hash as finish_key_hash
-from gpu_engine.kernels.group_by import _mix_key_word as mix_key_word
+from gpu_engine.kernels.hash import fmix64
 
 __all__ = [
     "ADD", "SUBTRACT", "MULTIPLY", "checked_int64_op", "truncated_remainder", "divide_round_half_away",
@@ -143,3 +142,18 @@ def civil_day(days):
 def key_word_bits(word):
     """Return an int64 key word as the uint64 the key hash mixes."""
     return np.uint64(np.int64(word))
+
+
+_KEY_MULTIPLIER = np.uint64(0x9E3779B97F4A7C15)
+
+
+@njit(nogil=True, cache=True)
+def mix_key_word(h, word):
+    """Fold one key word into a running key hash: one xor and one multiply (the finalizer does the mixing)."""
+    return (h ^ word) * _KEY_MULTIPLIER
+
+
+@njit(nogil=True, cache=True)
+def finish_key_hash(h, num_words):
+    """Return the slot hash of a key's words: murmur3's finalizer, so every bit of every word reaches the low bits."""
+    return fmix64(h ^ num_words)

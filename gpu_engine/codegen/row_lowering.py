@@ -27,6 +27,7 @@ import datetime
 import decimal
 import functools
 import math
+import re
 from dataclasses import dataclass
 from typing import Callable
 
@@ -82,6 +83,18 @@ def _scale(dtype: pa.DataType) -> int:
     return dtype.scale
 
 
+_INT_CONSTANT = re.compile(r"^(?:np\.int64\()*(-?\d+)\)*$")
+
+
+def _int_constant(code: str) -> int | None:
+    """Return the value of generated code that is an int64 constant (``np.int64(-5)``), else None."""
+    match = _INT_CONSTANT.match(code)
+    if match is None or code.count("(") != code.count(")"):
+        return None
+    value = int(match.group(1))
+    return value if -(2**63) <= value < 2**63 else None
+
+
 def _and(*terms: str) -> str:
     terms = tuple(t for t in terms if t != "True")
     if "False" in terms:
@@ -89,6 +102,15 @@ def _and(*terms: str) -> str:
     if not terms:
         return "True"
     return "(" + " and ".join(terms) + ")"
+
+
+def _fits(value: int, dtype: pa.DataType) -> bool:
+    if is_decimal(dtype):
+        return dtype.precision > 18 or abs(value) < 10**dtype.precision
+    if is_integer(dtype):
+        info = np.iinfo(physical_dtype(dtype))
+        return max(info.min, -(2**63)) <= value <= min(info.max, 2**63 - 1)
+    return False
 
 
 class RowLowering:
@@ -205,7 +227,12 @@ class RowLowering:
         if to_scale > from_scale:
             return self._checked("MULTIPLY", value, f"np.int64({10 ** (to_scale - from_scale)})", valid, what)
         if to_scale < from_scale:
-            return self._assign("down", f"divide_round_half_away({value}, np.int64({10 ** (from_scale - to_scale)}))")
+            power = 10 ** (from_scale - to_scale)
+            constant = _int_constant(value)
+            if constant is not None:  # rounds half away from zero, as the kernel would
+                quotient = abs(constant) // power + (1 if abs(constant) % power * 2 >= power else 0)
+                return f"np.int64({quotient if constant >= 0 else -quotient})"
+            return self._assign("down", f"divide_round_half_away({value}, np.int64({power}))")
         return value
 
     def _as_scaled(self, value: RowValue, scale: int, what: str) -> str:
@@ -214,6 +241,11 @@ class RowLowering:
         return self._rescaled(f"np.int64({value.value})", _scale(value.dtype), scale, value.valid, what)
 
     def _checked(self, op: str, left: str, right: str, valid: str, what: str) -> str:
+        a, b = _int_constant(left), _int_constant(right)
+        if a is not None and b is not None:  # fold constants; an overflow is left to the row check
+            folded = {"ADD": a + b, "SUBTRACT": a - b, "MULTIPLY": a * b}[op]
+            if -(2**63) <= folded < 2**63:
+                return f"np.int64({folded})"
         result, bad = self.writer.fresh("v"), self.writer.fresh("bad")
         self.writer.line(f"{result}, {bad} = checked_int64_op({op}, np.int64({left}), np.int64({right}))")
         self._fail_if(_and(valid, bad),
@@ -222,6 +254,9 @@ class RowLowering:
 
     def _fit(self, value: str, dtype: pa.DataType, valid: str, what: str) -> str:
         """Check that int64 ``value`` fits ``dtype`` (decimal precision, integer width), as the eager ``fit_to_type``."""
+        constant = _int_constant(value)
+        if constant is not None and _fits(constant, dtype):
+            return value
         if is_decimal(dtype):
             if dtype.precision <= 18:
                 limit = 10**dtype.precision

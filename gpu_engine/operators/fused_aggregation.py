@@ -12,8 +12,8 @@ each aggregate's state as the shared aggregate objects of
 :func:`~gpu_engine.codegen.fused_aggregation_kernel.slot_table_layout`). The
 same objects turn the state columns into output columns, exactly as
 :class:`~gpu_engine.operators.hash_aggregation.HashAggregation` does. When the table is half full the kernel leaves new keys pending; the
-operator grows the table (:func:`~gpu_engine.kernels.fused_hash_table.grow_slot_table`)
-and runs those rows again.
+operator grows the table (with the generated module's ``move`` twins, which
+hash keys as the kernel does) and runs those rows again.
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
@@ -31,7 +31,7 @@ import pyarrow as pa
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, KernelLayout, generate_fused_aggregation,
+    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation,
     slot_table_layout,
 )
 from gpu_engine.codegen.fusion_program import LiftedExpression, plan_fusion_program
@@ -43,7 +43,6 @@ from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
-from gpu_engine.kernels.fused_hash_table import grow_slot_table, ready_slots
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
 from gpu_engine.kernels.launch import launch_twin
@@ -121,6 +120,7 @@ class FusedAggregation(Operator):
         xp = self.device.xp
         self._placeholder = xp.zeros(1, dtype=xp.int32)
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
+        self._module = None  # the latest kernel module: its move twins grow the table
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
         self._pending = self._placeholder
@@ -148,10 +148,17 @@ class FusedAggregation(Operator):
         self._num_groups = 0
         self._table = self._new_table(_INITIAL_SLOTS if self.keyed else 1)
 
+    def _ready_slots(self, table: Any) -> Any:
+        xp = self.device.xp
+        return xp.nonzero(table[:, 0] >= TAG_READY)[0].astype(xp.int64)
+
     def _grow(self, capacity: int) -> None:
-        """Move every key and its state into a table of ``capacity`` slots."""
-        keys = self.table_layout.key_columns
-        self._table = grow_slot_table(self.device, self._table, self._empty_row, capacity, keys[0], len(keys))
+        """Move every key and its state into a table of ``capacity`` slots (a power of two)."""
+        occupied = self._ready_slots(self._table)
+        grown = self._new_table(capacity)
+        launch_twin(self.device, occupied.shape[0], self._module.move_cpu, self._module.move_cuda,
+                    self._table, occupied, grown)
+        self._table = grown
         self.add_runtime_stat("table_growths", 1)
 
     def _state_bytes(self) -> int:
@@ -233,6 +240,7 @@ class FusedAggregation(Operator):
         xp = self.device.xp
         layout, arrays = self._bind(batch)
         module, parameters, messages = self._kernel(layout)
+        self._module = module
         if self.keyed:  # room for the new keys of a typical batch; more go pending and are run again
             while self._num_groups > self._table.shape[0] * 2 // 5:
                 self._grow(2 * int(self._table.shape[0]))
@@ -284,7 +292,7 @@ class FusedAggregation(Operator):
         columns: list[Column] = []
         rows = self._table
         if self.keyed:
-            rows = rows[ready_slots(self.device, rows)]
+            rows = rows[self._ready_slots(rows)]
             key_columns = self.table_layout.key_columns
             null_bits = rows[:, 0] >> 2
             for k, dtype in enumerate(self.key_types):

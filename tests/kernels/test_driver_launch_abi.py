@@ -52,7 +52,6 @@ CASES = {
     "checked_arithmetic._checked_cuda": [lambda: [1, i64(), True, i64(), False, b1(), True, i64(), i64()]],
     "filter._keep_flags_cuda": [lambda: [b1(), b1(), True, i32()]],
     "filter._scatter_kept_cuda": [lambda: [i32(), i32(), i32()]],
-    "fused_hash_table._move_cuda": [lambda: [i64(2), i64(), i32(), i64(2), i64()]],
     "gather._gather_cuda": [lambda: [f64(), i32(), f64()], lambda: [b1(), i64(), b1()], lambda: [i8(), i32(), i8()],
                             lambda: [u64(), i64(), u64()], lambda: [f32(), i32(), f32()]],
     "gather._string_spans_cuda": [lambda: [i64(), i32(), i64(), i64()]],
