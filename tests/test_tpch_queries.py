@@ -94,6 +94,17 @@ def test_join_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb
     _check_query(name, drivers, device_name, tpch_data, duckdb_results)
 
 
+@pytest.mark.parametrize("name", list(QUERIES))
+def test_query_unfused_matches_duckdb(name, tpch_data, duckdb_results):
+    """Every query also runs with fusion off (``fuse=False``): each node its own operator, as before fusion."""
+    _check_query(name, 2, "cpu", tpch_data, duckdb_results, fuse=False)
+
+
+@pytest.mark.parametrize("name", SINGLE_TABLE_QUERIES)
+def test_single_table_query_unfused_on_the_second_device(name, device_name, tpch_data, duckdb_results):
+    _check_query(name, 1, device_name, tpch_data, duckdb_results, fuse=False)
+
+
 @pytest.mark.parametrize("name", LARGER_SCALE_CHECKS)
 def test_thin_queries_at_a_larger_scale_factor(name, tpch_data, duckdb_results):
     _check_query(name, 2, "cpu", tpch_data, duckdb_results, scale_factor=0.1)
@@ -105,7 +116,7 @@ def test_q18_on_the_simulator_with_rows(tpch_data, duckdb_results):
     _check_query("q18", 2, "cuda-sim", tpch_data, duckdb_results, scale_factor=0.01)
 
 
-def _check_query(name, drivers, device_name, tpch_data, duckdb_results, scale_factor=None):
+def _check_query(name, drivers, device_name, tpch_data, duckdb_results, scale_factor=None, fuse=True):
     from gpu_engine import Session
 
     scale_factor = scale_factor or SCALE_FACTOR_BY_DEVICE[device_name]
@@ -114,7 +125,7 @@ def _check_query(name, drivers, device_name, tpch_data, duckdb_results, scale_fa
     if (scale_factor, name) not in THIN_RESULTS:  # so that a comparison of two empty results cannot pass
         assert expected.num_rows > 0 and None not in expected.column(0).to_pylist()
 
-    session = Session(device=device_name, drivers=drivers)
+    session = Session(device=device_name, drivers=drivers, fuse=fuse)
     register_tpch(session, tpch_data(scale_factor))
     actual = session.execute(build_plan(session.catalog))
 
