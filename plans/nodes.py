@@ -164,13 +164,14 @@ class AggregationNode(PlanNode):
 
 @dataclass(frozen=True, kw_only=True)
 class FusedAggregationNode(PlanNode):
-    """Filters, projections and a PARTIAL or SINGLE aggregation run as one generated kernel per batch.
+    """Filters, projections and an aggregation run as one generated kernel per batch.
 
     Made by the fusion pass (:mod:`gpu_engine.planning.fusion`), never by
     PlanBuilder. Its expressions read the source's columns directly: the
     projections it replaced are inlined into ``grouping_keys`` and the
     aggregates' arguments. ``predicates`` apply in order (a row failing one is
-    not evaluated further). The output is the aggregation's: ``key_names``,
+    not evaluated further). A FINAL or INTERMEDIATE step has neither
+    predicates nor projections: it merges the partial results it reads. The output is the aggregation's: ``key_names``,
     then the aggregates' columns. ``fused`` lists the labels of the nodes it
     replaced, for explain.
     """

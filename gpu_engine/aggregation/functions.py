@@ -191,9 +191,13 @@ class AggregateFunction:
         """Return the output columns of ``groups`` groups (state arrays at least that long)."""
         raise NotImplementedError
 
-    def emit_update(self, emit: StateEmitter, states: dict[str, StateRef], slot: str, value: str | None,
-                    valid: str | None) -> list[str]:
-        """Return kernel lines folding one raw row (``value``/``valid`` locals) into the states at ``slot``."""
+    def emit_update(self, emit: StateEmitter, states: dict[str, StateRef], slot: str,
+                    inputs: list[tuple[str, str]]) -> list[str]:
+        """Return kernel lines folding one row into the states at ``slot``.
+
+        ``inputs`` are ``(value, valid)`` locals: the argument of a raw step
+        (none for ``count(*)``), or one per :attr:`input_columns` of a merging step.
+        """
         raise NotImplementedError
 
     def emit_merge(self, emit: StateEmitter, target: dict[str, StateRef], slot: str, source: dict[str, StateRef],
@@ -263,13 +267,19 @@ class Count(AggregateFunction):
     def extract(self, device, state, groups):
         return [(self.name, Column(pa.int64(), self.counts(device, state, groups)))]
 
-    def emit_update(self, emit, states, slot, value, valid):
-        if not self.raw_input:
-            raise NotImplementedError("generated kernels update raw rows only")
-        return _guarded(valid if self.call.function == "count" else None, [emit.add(states["count"], slot, "1")])
+    def emit_update(self, emit, states, slot, inputs):
+        if not self.raw_input:  # add a partial count exactly
+            (value, valid), = inputs
+            lines = _emit_exact_add(emit, states["high"], states["low"], slot, value)
+            return _guarded(valid, lines + [emit.flag(states["has"], slot)])
+        valid = inputs[0][1] if inputs else None
+        return _guarded(valid, [emit.add(states["count"], slot, "1")])
 
     def emit_merge(self, emit, target, slot, source, source_slot):
-        return [emit.add(target["count"], slot, source["count"].item(source_slot))]
+        if self.raw_input:
+            return [emit.add(target["count"], slot, source["count"].item(source_slot))]
+        return [emit.add(target["high"], slot, source["high"].item(source_slot)),
+                emit.add(target["low"], slot, source["low"].item(source_slot))]
 
 
 class Sum(AggregateFunction):
@@ -307,7 +317,8 @@ class Sum(AggregateFunction):
     def extract(self, device, state, groups):
         return [(self.name, self.sum_column(device, state, groups, self.output_type))]
 
-    def emit_update(self, emit, states, slot, value, valid):
+    def emit_update(self, emit, states, slot, inputs):
+        value, valid = inputs[0]
         if self.is_float:
             lines = [emit.add(states["sum"], slot, f"np.float64({value})")]
         else:
@@ -364,12 +375,20 @@ class Avg(Sum):
             averages = averages / float(10**scale)
         return [(self.name, Column(pa.float64(), averages, nonzero))]
 
-    def emit_update(self, emit, states, slot, value, valid):
-        return super().emit_update(emit, states, slot, value, valid) + _guarded(valid, [emit.add(states["count"], slot, "1")])
+    def emit_update(self, emit, states, slot, inputs):
+        lines = super().emit_update(emit, states, slot, inputs[:1])
+        if self.raw_input:
+            return lines + _guarded(inputs[0][1], [emit.add(states["count"], slot, "1")])
+        value, valid = inputs[1]  # a partial count, added exactly
+        counts = _emit_exact_add(emit, states["count_high"], states["count_low"], slot, value)
+        return lines + _guarded(valid, counts + [emit.flag(states["count_has"], slot)])
 
     def emit_merge(self, emit, target, slot, source, source_slot):
-        return (super().emit_merge(emit, target, slot, source, source_slot)
-                + [emit.add(target["count"], slot, source["count"].item(source_slot))])
+        lines = super().emit_merge(emit, target, slot, source, source_slot)
+        if self.raw_input:
+            return lines + [emit.add(target["count"], slot, source["count"].item(source_slot))]
+        return lines + [emit.add(target["count_high"], slot, source["count_high"].item(source_slot)),
+                        emit.add(target["count_low"], slot, source["count_low"].item(source_slot))]
 
 
 class MinMax(AggregateFunction):
@@ -423,7 +442,8 @@ class MinMax(AggregateFunction):
         fold = emit.maximum if self.want_max else emit.minimum
         return fold(ref, slot, value, is_float)
 
-    def emit_update(self, emit, states, slot, value, valid):
+    def emit_update(self, emit, states, slot, inputs):
+        value, valid = inputs[0]
         cast = f"np.{self.state_dtype.name}({value})"
         lines = []
         if self.state_dtype.kind == "f":  # fold -0.0 into 0.0 as the eager kernels do

@@ -15,7 +15,8 @@ left pending, else ``j``; ``r = rows[i]`` through the batch's gather map):
    them and finds or claims the key's slot in an open-addressing table. A new
    key is refused once the table holds half its capacity: the row goes to
    ``pending`` and the operator grows the table and runs those rows again;
-3. folds the aggregate arguments into the slot's state
+3. folds the aggregate arguments (or, in a FINAL or INTERMEDIATE step, the
+   partial results) into the slot's state
    (:meth:`~gpu_engine.aggregation.functions.AggregateFunction.emit_update`).
 
 The table is one int64 array, a row per slot (:func:`slot_table_layout`):
@@ -287,14 +288,11 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         else:
             slot = "0"
         emit = StateEmitter(atomic=cuda_flavor and keyed)
-        for function, argument, names in zip(aggregates, program.arguments, local_states):
-            value = valid = None
-            if argument is not None:
-                lowered = lowering.lower(argument)
-                value, valid = lowered.value, lowered.valid
-                if function.call.arg is not None and argument is not function.call.arg:  # count(string): IS NOT NULL
-                    valid = value
-            writer.extend(function.emit_update(emit, names, slot, value, valid))
+        for function, inputs, by_value, refs in zip(aggregates, program.arguments, program.counts_by_value,
+                                                    local_states):
+            lowered = [lowering.lower(expr) for expr in inputs]
+            pairs = [(v.value, v.value if by_value else v.valid) for v in lowered]
+            writer.extend(function.emit_update(emit, refs, slot, pairs))
     if cuda_flavor and not keyed:
         merge = StateEmitter(atomic=True)
         for function, target, source in zip(aggregates, global_states, local_states):
@@ -419,8 +417,6 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
     for function in aggregates:
         if function.fusable is not None:
             raise Unsupported(function.fusable)
-        if not function.raw_input:
-            raise Unsupported("generated kernels fold raw rows only")
     parameters = _parameters(program, aggregates, layout)
     messages: list[str] = []
     signature = ", ".join(parameters)

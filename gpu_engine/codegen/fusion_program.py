@@ -26,7 +26,7 @@ import pyarrow as pa
 
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.types import is_floating, is_string
-from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, UnaryOp, referenced_columns
+from gpu_engine.plans.expressions import ColumnRef, Expr, UnaryOp, referenced_columns
 
 __all__ = ["LiftedExpression", "FusionProgram", "plan_fusion_program"]
 
@@ -55,8 +55,13 @@ class FusionProgram:
     keys
         Grouping key expressions over the input columns.
     arguments
-        Per aggregate: the expression it folds (None for ``count(*)``;
-        ``x IS NOT NULL`` for ``count(x)`` of a string ``x``).
+        Per aggregate: the expressions it folds: its argument in a raw step
+        (none for ``count(*)``; ``x IS NOT NULL`` for ``count(x)`` of a string
+        ``x``, see ``counts_by_value``), the intermediate columns it merges in a
+        FINAL or INTERMEDIATE step.
+    counts_by_value
+        Per aggregate: its one argument's *value* says whether the row counts
+        (``count`` of a string column), rather than its validity.
     columns
         The fixed-width input columns the kernel reads, in parameter order.
     lifted
@@ -65,9 +70,10 @@ class FusionProgram:
 
     predicates: tuple[Expr, ...]
     keys: tuple[Expr, ...]
-    arguments: tuple[Expr | None, ...]
+    arguments: tuple[tuple[Expr, ...], ...]
     columns: tuple[ColumnRef, ...]
     lifted: tuple[LiftedExpression, ...]
+    counts_by_value: tuple[bool, ...]
 
 
 class _Collector:
@@ -105,9 +111,11 @@ class _Collector:
             self.visit(child)
 
 
-def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], aggregates: tuple[AggregateCall, ...],
+def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], functions,
                         schema: Mapping[str, pa.DataType]) -> FusionProgram:
     """Return the kernel's inputs for a filter + grouping + aggregation over ``schema`` (name -> type).
+
+    ``functions`` are the step's :class:`~gpu_engine.aggregation.functions.AggregateFunction` objects.
 
     Raises
     ------
@@ -123,17 +131,33 @@ def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], ag
         if is_floating(key.dtype):
             raise Unsupported(f"grouping key {key.sql()} is a float")
         collector.visit(key, key=True)
-    arguments: list[Expr | None] = []
-    for call in aggregates:
+    arguments: list[tuple[Expr, ...]] = []
+    counts_by_value: list[bool] = []
+    for function in functions:
+        call = function.call
         if call.distinct:
             raise Unsupported(f"{call.sql()} is DISTINCT")
-        argument = call.arg
-        if argument is not None and is_string(argument.dtype):
+        if function.fusable is not None:
+            raise Unsupported(function.fusable)
+        by_value = False
+        if not function.raw_input:
+            missing = [name for name in function.input_columns if name not in schema]
+            if missing:
+                raise Unsupported(f"intermediate columns {missing} are not inputs")
+            inputs = tuple(ColumnRef(name, schema[name]) for name in function.input_columns)
+        elif call.arg is None:
+            inputs = ()
+        elif is_string(call.arg.dtype):
             if call.function != "count":
                 raise Unsupported(f"{call.sql()} folds strings")
-            argument = UnaryOp("is_not_null", argument, pa.bool_())
-        if argument is not None:
-            collector.visit(argument)
-        arguments.append(argument)
+            inputs, by_value = (UnaryOp("is_not_null", call.arg, pa.bool_()),), True
+        else:
+            inputs = (call.arg,)
+        for expr in inputs:
+            if is_string(expr.dtype):
+                raise Unsupported(f"{call.sql()} folds strings")
+            collector.visit(expr)
+        arguments.append(inputs)
+        counts_by_value.append(by_value)
     return FusionProgram(tuple(predicates), tuple(keys), tuple(arguments), tuple(collector.columns.values()),
-                         tuple(collector.lifted.values()))
+                         tuple(collector.lifted.values()), tuple(counts_by_value))

@@ -19,7 +19,7 @@ import pyarrow.compute as pc
 from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_string, normalize_type, physical_dtype
 from gpu_engine.device import Device
 
-__all__ = ["Column"]
+__all__ = ["Column", "host_fingerprint", "FINGERPRINT_MAX_BYTES"]
 
 
 @dataclass(eq=False)
@@ -41,6 +41,11 @@ class Column:
     dictionary
         For dictionary-encoded strings: the distinct values, a plain string Column
         on the same device. Filters, gathers and partitioning then move 4-byte codes.
+    fingerprint
+        On a dictionary's values: a digest of their contents, taken on the host
+        when the column came from Arrow (``None`` when unknown or too large to
+        be worth hashing). Per-dictionary work (a fused kernel's lookup tables,
+        interned keys) is cached by it, without reading the values back.
     """
 
     dtype: pa.DataType
@@ -48,6 +53,7 @@ class Column:
     validity: Any = None
     offsets: Any = None
     dictionary: "Column | None" = None
+    fingerprint: str | None = None
 
     def __len__(self) -> int:
         if self.dictionary is None and self.offsets is not None:
@@ -97,6 +103,7 @@ class Column:
             None if self.validity is None else move(self.validity),
             None if self.offsets is None else move(self.offsets),
             None if self.dictionary is None else self.dictionary.to_device(device),
+            self.fingerprint,
         )
 
     # ----------------------------------------------------------------- Arrow out
@@ -141,6 +148,24 @@ class Column:
         return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(data)], null_count=null_count)
 
 
+#: Dictionaries with more bytes than this are not fingerprinted (hashing them would cost more than it saves).
+FINGERPRINT_MAX_BYTES = 1 << 20
+
+
+def host_fingerprint(column: Column) -> str | None:
+    """Return a digest of a host column's buffers, or None when it is larger than :data:`FINGERPRINT_MAX_BYTES`."""
+    import hashlib
+
+    if column.nbytes > FINGERPRINT_MAX_BYTES:
+        return None
+    digest = hashlib.blake2b(digest_size=16)
+    for buffer in (column.offsets, column.data, column.validity):
+        if buffer is not None:
+            digest.update(np.ascontiguousarray(buffer).view(np.uint8).data)
+        digest.update(b"|")
+    return digest.hexdigest()
+
+
 def _validity_of(array: pa.Array) -> np.ndarray | None:
     if array.null_count == 0:
         return None
@@ -162,6 +187,7 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         indices = array.indices.fill_null(0) if array.indices.null_count else array.indices
         codes = indices.cast(pa.int32()).to_numpy(zero_copy_only=False)
         dictionary = _column_from_arrow(array.dictionary)
+        dictionary.fingerprint = host_fingerprint(dictionary)
         return Column(pa.string(), np.ascontiguousarray(codes), _validity_of(array), None, dictionary)
     logical = normalize_type(dtype)
     validity = _validity_of(array)

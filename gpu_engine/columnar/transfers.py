@@ -137,6 +137,7 @@ class _ColumnPlan:
     validity: _Buffer | None
     offsets: _Buffer | None
     dictionary: "_ColumnPlan | None"
+    fingerprint: str | None = None
 
     def buffers(self) -> list[_Buffer]:
         """Return the buffers in the order :meth:`build` consumes them."""
@@ -149,7 +150,7 @@ class _ColumnPlan:
         validity = next(arrays) if self.validity is not None else None
         offsets = next(arrays) if self.offsets is not None else None
         dictionary = self.dictionary.build(arrays) if self.dictionary is not None else None
-        return Column(self.dtype, data, validity, offsets, dictionary)
+        return Column(self.dtype, data, validity, offsets, dictionary, self.fingerprint)
 
 
 def _concatenation(arrays: Sequence[np.ndarray], dtype: np.dtype) -> _Buffer:
@@ -204,7 +205,8 @@ def _plan_column(pieces: Sequence[Column]) -> _ColumnPlan:
         return _ColumnPlan(first.dtype, codes, validity, None, _plan_column([first.dictionary]))
     if first.offsets is not None:
         chars = _concatenation([p.data[int(p.offsets[0]):int(p.offsets[-1])] for p in pieces], np.uint8)
-        return _ColumnPlan(first.dtype, chars, validity, _string_offsets(pieces), None)
+        fingerprint = first.fingerprint if len(pieces) == 1 else None  # a dictionary's values are one piece
+        return _ColumnPlan(first.dtype, chars, validity, _string_offsets(pieces), None, fingerprint)
     return _ColumnPlan(first.dtype, _concatenation([p.data for p in pieces], first.data.dtype), validity, None, None)
 
 

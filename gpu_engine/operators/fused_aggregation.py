@@ -22,11 +22,11 @@ evaluates each string predicate once.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.compiled_modules import generated_module
@@ -37,70 +37,67 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
 from gpu_engine.codegen.fusion_program import LiftedExpression, plan_fusion_program
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.column import Column, host_fingerprint
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
-from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
-from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
+from gpu_engine.kernels.gather import dictionary_row_validity
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.plans.nodes import FusedAggregationNode
 
 __all__ = ["FusedAggregation"]
 
 _INITIAL_SLOTS = 1024
+#: A full table grows this many times over: each growth allocates (and first touches) a new table,
+#: so a few large steps cost less than many doublings when a partial step meets millions of keys.
+_GROWTH = 4
 _LOOKUP_CACHE_ENTRIES = 64
-_FINGERPRINT_MAX_BYTES = 1 << 20
 
 
 class _KeyInterner:
-    """Give each distinct string of a string grouping key a stable int64 id, keeping the strings for output."""
+    """Give each distinct string of a string grouping key a stable int64 id, keeping the strings for output.
+
+    Interning runs on the host with Arrow's hash kernels (``index_in``,
+    ``unique``): it sees each distinct dictionary once (the operator caches
+    ids by dictionary fingerprint), so it costs one small read back per new
+    dictionary and no device kernels. Plain (not dictionary-encoded) string
+    keys are read back per batch.
+    """
 
     def __init__(self, device):
         self.device = device
-        self._table: GroupByHashTable | None = None
-        self._widths: tuple[int, ...] | None = None
-        self._values: list[Column] = []
+        self._known = pa.array([], pa.large_string())
+        self._values: Column | None = None
 
     def ids(self, column: Column) -> Any:
-        """Return the ids of ``column``'s rows (NULL rows get an id too; the kernel masks them)."""
-        words, widths = normalize_keys(self.device, [column], self._widths)
-        if self._table is None:
-            self._table = GroupByHashTable(self.device, widths)
-        elif widths != self._widths:
-            self._table.widen(widths)
-        self._widths = widths
-        ids, new_rows = self._table.insert(words)
-        if int(new_rows.shape[0]):
-            self._values.append(gather_column(self.device, column, new_rows))
-        return ids.astype(self.device.xp.int64)
+        """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them)."""
+        strings = column.to_arrow(self.device).cast(pa.large_string())
+        ids = pc.index_in(strings, value_set=self._known)
+        unseen = strings.filter(pc.and_(pc.is_null(ids), pc.is_valid(strings)))
+        if len(unseen):
+            self._known = pa.concat_arrays([self._known, pc.unique(unseen)])
+            self._values = None
+            ids = pc.index_in(strings, value_set=self._known)
+        return self.device.asarray(ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
 
     def values(self) -> Column:
         """Return every interned string, at the position of its id."""
-        if len(self._values) > 1:
-            self._values = [concat_columns(self.device, self._values)]
-        return self._values[0]
+        if self._values is None:
+            self._values = Column.from_arrow(self._known, self.device)
+        return self._values
 
     @property
     def nbytes(self) -> int:
-        return (0 if self._table is None else self._table.nbytes) + sum(v.nbytes for v in self._values)
+        return self._known.nbytes + (self._values.nbytes if self._values is not None else 0)
 
 
 def _fingerprint(device, dictionary: Column) -> str | None:
-    """Return a digest of a dictionary's values, or None when it is too large to be worth hashing or not on the host."""
-    known = getattr(dictionary, "fingerprint", None)
-    if known is not None:
-        return known
-    if device.xp is not np or dictionary.nbytes > _FINGERPRINT_MAX_BYTES:
-        return None
-    digest = hashlib.blake2b(digest_size=16)
-    for buffer in (dictionary.offsets, dictionary.data, dictionary.validity):
-        if buffer is not None:
-            digest.update(np.ascontiguousarray(buffer).view(np.uint8).data)
-        digest.update(b"|")
-    return digest.hexdigest()
+    """Return the digest of a dictionary's values: kept from its Arrow conversion, else taken here on a host device."""
+    if dictionary.fingerprint is not None or device.xp is not np:
+        return dictionary.fingerprint
+    return host_fingerprint(dictionary)
 
 
 class FusedAggregation(Operator):
@@ -111,7 +108,7 @@ class FusedAggregation(Operator):
         self.step = node.step
         self.functions = aggregate_functions_of(node)
         schema = {f.name: f.type for f in node.source.output_schema}
-        self.program = plan_fusion_program(node.predicates, node.grouping_keys, node.aggregates, schema)
+        self.program = plan_fusion_program(node.predicates, node.grouping_keys, self.functions, schema)
         self.keyed = bool(node.grouping_keys)
         self.key_types = [node.output_schema.field(name).type for name in node.key_names]
         self.max_groups = ctx.config.partial_aggregation_max_groups
@@ -243,7 +240,7 @@ class FusedAggregation(Operator):
         self._module = module
         if self.keyed:  # room for the new keys of a typical batch; more go pending and are run again
             while self._num_groups > self._table.shape[0] * 2 // 5:
-                self._grow(2 * int(self._table.shape[0]))
+                self._grow(_GROWTH * int(self._table.shape[0]))
         rows = batch.num_rows
         if self._pending.shape[0] < rows:
             self._pending = xp.empty(rows, dtype=xp.int32)
@@ -254,8 +251,8 @@ class FusedAggregation(Operator):
                 break
             # The table filled up: grow it for the rows left pending and run just those again.
             positions, count = self._pending[:self._pending_count].copy(), self._pending_count
-            needed = 2 * (self._num_groups + count)
-            self._grow(1 << max(needed - 1, 1).bit_length())
+            needed = 1 << max(2 * (self._num_groups + count) - 1, 1).bit_length()
+            self._grow(max(needed, _GROWTH * int(self._table.shape[0])))
         if self.step is self.step.PARTIAL and self.keyed and self._num_groups > self.max_groups:
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())

@@ -10,7 +10,9 @@ same pass (Crystal, Sirius).
 The pass replaces every PARTIAL or SINGLE :class:`AggregationNode` and the
 Filters and Projects directly below it by one :class:`FusedAggregationNode`
 whose expressions read the stretch's source columns (projections are inlined;
-the generator computes each distinct subexpression once). A stretch is fused
+the generator computes each distinct subexpression once). FINAL and
+INTERMEDIATE aggregations are fused alone: their kernel merges the partial
+results by slot in one pass instead of one pass per aggregate. A stretch is fused
 only if the generator can lower all of it
 (:func:`~gpu_engine.codegen.fusion_program.plan_fusion_program` and
 :func:`~gpu_engine.codegen.fused_aggregation_kernel.generate_fused_aggregation`
@@ -30,11 +32,10 @@ from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DIC
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr
-from gpu_engine.plans.nodes import AggregationNode, AggregationStep, FilterNode, FusedAggregationNode, PlanNode, ProjectNode
+from gpu_engine.plans.nodes import AggregationNode, FilterNode, FusedAggregationNode, PlanNode, ProjectNode
 
 __all__ = ["fuse_pipelines", "inline_columns"]
 
-_FUSABLE_STEPS = (AggregationStep.PARTIAL, AggregationStep.SINGLE)
 
 
 def inline_columns(expr: Expr, columns: Mapping[str, Expr]) -> Expr:
@@ -74,7 +75,7 @@ def _fuse(node: PlanNode) -> PlanNode:
 
 @_fuse.register
 def _(node: AggregationNode) -> PlanNode:
-    fused = _fused_aggregation(node) if node.step in _FUSABLE_STEPS else None
+    fused = _fused_aggregation(node)
     if fused is None:
         return _fuse.dispatch(PlanNode)(node)
     return replace(fused, sources=(_fuse(fused.source),))
@@ -84,7 +85,7 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     """Return the fused node replacing ``node`` and the Filters/Projects below it, or None when it cannot be fused."""
     chain: list[PlanNode] = []
     below = node.source
-    while isinstance(below, (FilterNode, ProjectNode)):
+    while node.step.input_is_raw and isinstance(below, (FilterNode, ProjectNode)):
         chain.append(below)
         below = below.source
     columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
@@ -113,9 +114,10 @@ def fusion_refusal(node: FusedAggregationNode) -> str | None:
     """Return why the generator cannot produce ``node``'s kernel, or None when it can."""
     schema = {f.name: f.type for f in node.source.output_schema}
     try:
-        program = plan_fusion_program(node.predicates, node.grouping_keys, node.aggregates, schema)
+        functions = aggregate_functions_of(node)
+        program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
         layout = KernelLayout(False, (True,) * len(program.columns), (LIFTED_DICTIONARY,) * len(program.lifted))
-        generate_fused_aggregation(program, aggregate_functions_of(node), layout)
+        generate_fused_aggregation(program, functions, layout)
     except (Unsupported, NotImplementedError) as reason:
         return str(reason)
     return None

@@ -35,13 +35,13 @@ def test_explain_with_several_drivers_shows_inserted_exchanges(session_catalog):
               -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
 
 
-def test_fusion_replaces_the_partial_step_and_its_filter(session_catalog):
+def test_fusion_replaces_the_aggregation_steps_and_the_partial_steps_filter(session_catalog):
     session = session_catalog(2, fuse=True)
     assert session.explain(_plan(session.catalog)) == """\
 -- TopN[3][3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
   -- LocalPartition[3.exchange][GATHER] -> k:int32, s:double, a:double @ cpu
     -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
-      -- Aggregation[2][FINAL [k] s := sum(s), a := avg(a)] -> k:int32, s:double, a:double @ cpu
+      -- FusedAggregation[2][FINAL [k] s := sum(s), a := avg(a); fused: Aggregation[2]] -> k:int32, s:double, a:double @ cpu
         -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
           -- FusedAggregation[2.partial][where (v > 0); PARTIAL [k] s := sum(v), a := avg(v); fused: Filter[1], Aggregation[2.partial]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
             -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
