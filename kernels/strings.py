@@ -119,6 +119,70 @@ def _like_row(i, offsets, chars, pattern, out):
 
 
 @register_jitable
+def _find_segment(chars, t, end, segments, first, last):
+    """Return where ``segments[first:last]`` next occurs in ``chars[t:end]``, or -1."""
+    length = last - first
+    if length == 0:
+        return t
+    lead = segments[first]
+    limit = end - length
+    while t <= limit:
+        if chars[t] == lead:
+            same = True
+            for k in range(1, length):
+                if chars[t + k] != segments[first + k]:
+                    same = False
+                    break
+            if same:
+                return t
+        t += 1
+    return -1
+
+
+@register_jitable
+def _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anchored_end, out):
+    """Match a ``%``-only pattern: its literal segments in order, the first at the start and the last at the end
+    when the pattern is anchored there (no ``%`` before the first / after the last)."""
+    t = offsets[i]
+    end = offsets[i + 1]
+    count = bounds.shape[0] - 1
+    for s in range(count):
+        first = bounds[s]
+        last = bounds[s + 1]
+        length = last - first
+        if s == count - 1 and anchored_end:
+            start = end - length
+            if start < t:
+                out[i] = False
+                return
+            if s == 0 and anchored_start and start != t:
+                out[i] = False
+                return
+            for k in range(length):
+                if chars[start + k] != segments[first + k]:
+                    out[i] = False
+                    return
+            out[i] = True
+            return
+        if s == 0 and anchored_start:
+            if end - t < length:
+                out[i] = False
+                return
+            for k in range(length):
+                if chars[t + k] != segments[first + k]:
+                    out[i] = False
+                    return
+            t += length
+            continue
+        found = _find_segment(chars, t, end, segments, first, last)
+        if found < 0:
+            out[i] = False
+            return
+        t = found + length
+    out[i] = True
+
+
+@register_jitable
 def _isin_row(i, offsets, chars, set_offsets, set_chars, out):
     """Write True when string ``i`` equals any member of the set."""
     start = offsets[i]
@@ -379,6 +443,12 @@ def _like_cpu(offsets, chars, pattern, out):
 
 
 @njit(nogil=True, cache=True)
+def _like_segments_cpu(offsets, chars, segments, bounds, anchored_start, anchored_end, out):
+    for i in range(out.shape[0]):
+        _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anchored_end, out)
+
+
+@njit(nogil=True, cache=True)
 def _isin_cpu(offsets, chars, set_offsets, set_chars, out):
     for i in range(out.shape[0]):
         _isin_row(i, offsets, chars, set_offsets, set_chars, out)
@@ -419,6 +489,12 @@ def _compare_cuda(l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_
 def _like_cuda(offsets, chars, pattern, out):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
         _like_row(i, offsets, chars, pattern, out)
+
+
+@cuda.jit
+def _like_segments_cuda(offsets, chars, segments, bounds, anchored_start, anchored_end, out):
+    for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
+        _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anchored_end, out)
 
 
 @cuda.jit
@@ -482,8 +558,15 @@ def compare(device, rows: int, left: tuple, right: tuple):
 
 
 def like(device, offsets, chars, pattern: str):
-    """Return per-string booleans of ``string LIKE pattern`` (``%`` any run, ``_`` one character, no escape)."""
+    """Return per-string booleans of ``string LIKE pattern`` (``%`` any run, ``_`` one character, no escape).
+
+    A pattern without ``_`` is matched as its literal segments in order (a
+    substring search per segment, anchored at the ends the pattern is), which
+    is much tighter than the general backtracking matcher.
+    """
     xp = device.xp
+    if "_" not in pattern:
+        return _like_segments(device, offsets, chars, pattern)
     tokens = np.frombuffer(pattern.encode("utf-8"), dtype=np.uint8).astype(np.int32)
     tokens[tokens == ord("%")] = LIKE_ANY
     tokens[tokens == ord("_")] = LIKE_ONE
@@ -491,6 +574,24 @@ def like(device, offsets, chars, pattern: str):
     out = xp.zeros(rows, dtype=xp.bool_)
     offsets = offsets.astype(xp.int64, copy=False)
     launch_twin(device, rows, _like_cpu, _like_cuda, offsets, chars, device.asarray(tokens), out)
+    return out
+
+
+def _like_segments(device, offsets, chars, pattern: str):
+    xp = device.xp
+    pieces = [piece.encode("utf-8") for piece in pattern.split("%") if piece]
+    segments = np.frombuffer(b"".join(pieces) or b"\0", dtype=np.uint8)
+    bounds = np.zeros(len(pieces) + 1, dtype=np.int64)
+    bounds[1:] = np.cumsum([len(piece) for piece in pieces])
+    anchored_start, anchored_end = not pattern.startswith("%"), not pattern.endswith("%")
+    rows = int(offsets.shape[0]) - 1
+    if not pieces:  # only '%' (any string), or '' (the empty string)
+        lengths = offsets[1:] - offsets[:-1]
+        return xp.ones(rows, dtype=xp.bool_) if pattern else lengths == 0
+    out = xp.zeros(rows, dtype=xp.bool_)
+    offsets = offsets.astype(xp.int64, copy=False)
+    launch_twin(device, rows, _like_segments_cpu, _like_segments_cuda, offsets, chars, device.asarray(segments),
+                device.asarray(bounds), anchored_start, anchored_end, out)
     return out
 
 

@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 from gpu_engine.columnar.types import is_string
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
-__all__ = ["SplitPiece", "split_pieces", "read_split", "parquet_metadata", "is_host_split"]
+__all__ = ["SplitPiece", "split_pieces", "read_split", "parquet_metadata", "is_host_split", "repeats_values"]
 
 
 def is_host_split(split: ConnectorSplit) -> bool:
@@ -65,7 +65,7 @@ class SplitPiece:
         path = self.split.path
         metadata = parquet_metadata(path)
         schema = metadata.schema.to_arrow_schema()
-        strings = [c for c in self.columns if is_string(schema.field(c).type)]
+        strings = [c for c in self.columns if is_string(schema.field(c).type) and repeats_values(path, c)]
         # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
         parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=strings, memory_map=True)
         table = parquet_file.read_row_groups(list(self.row_groups), columns=list(self.columns), use_threads=use_threads)
@@ -106,6 +106,34 @@ def read_split(split: ConnectorSplit, columns: Sequence[str], batch_rows: int) -
         for record_batch in piece.read():
             for start in range(0, record_batch.num_rows, max(1, batch_rows)):
                 yield record_batch.slice(start, batch_rows)
+
+
+def repeats_values(path: str, column: str) -> bool:
+    """Return True when a string column of a Parquet file is worth reading as dictionary codes.
+
+    Why: a dictionary makes low-cardinality strings (flags, modes, types)
+    4-byte codes that filters, gathers and fused kernels move cheaply, and lets
+    per-value work (LIKE, comparisons) run once per distinct value. For
+    mostly-distinct text (comments, names, addresses) building the dictionary
+    costs more than it saves: TPC-H's ``o_comment`` decodes about twice as
+    slowly as a dictionary. The footer does not say how many values are
+    distinct, so the file's first row group is decoded once per process and
+    column, and the column counts as repeating when it has at least two rows
+    per distinct value.
+    """
+    status = os.stat(path)
+    return _repeats_values(path, status.st_size, status.st_mtime_ns, column)
+
+
+@lru_cache(maxsize=1024)
+def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool:
+    metadata = parquet_metadata(path)
+    if metadata.num_row_groups == 0:
+        return True
+    parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=[column], memory_map=True)
+    sample = parquet_file.read_row_group(0, columns=[column], use_threads=False).column(0)
+    distinct = sum(len(chunk.dictionary) for chunk in sample.chunks)
+    return distinct * 2 <= max(1, len(sample))
 
 
 def parquet_metadata(path: str) -> pq.FileMetaData:

@@ -41,3 +41,23 @@ def test_like_on_dictionary_matches_each_value_once(device, monkeypatch):
                         or original(d, offsets, chars, pattern))
     evaluate(Like(col("ds"), "%A%"), batch_of(TABLE, device))
     assert calls == [len(TABLE.column("ds").chunk(0).dictionary)]
+
+
+def test_percent_only_patterns_match_the_general_matcher_on_random_strings(device):
+    """Patterns without ``_`` take the segment search; random ones must agree with pyarrow's LIKE."""
+    import random
+
+    import pyarrow.compute as pc
+
+    from gpu_engine.columnar import Column
+    from gpu_engine.kernels.strings import like
+
+    rng = random.Random(3)
+    rows = 3000 if device.name == "cpu" else 120
+    values = pa.array(["".join(rng.choice("abcé") for _ in range(rng.randint(0, 8))) for _ in range(rows)],
+                      pa.large_string())
+    column = Column.from_arrow(values, device)
+    for _ in range(200 if device.name == "cpu" else 20):
+        pattern = "".join(rng.choice("abcé%") for _ in range(rng.randint(0, 6)))
+        matched = device.to_host(like(device, column.offsets, column.data, pattern))
+        assert matched.tolist() == pc.match_like(values, pattern).to_pylist(), pattern
