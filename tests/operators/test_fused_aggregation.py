@@ -1,0 +1,514 @@
+"""FusedAggregation against DuckDB and against the unfused operators: expressions, keys, aggregates, errors, growth.
+
+Every plan here is built with PlanBuilder as filter/project/aggregation
+stretches; the fusion pass (:mod:`gpu_engine.planning.fusion`) must turn each
+into one FusedAggregationNode (or, for the shapes it cannot generate, leave it
+alone), and the fused run must give DuckDB's rows and the ``fuse=False`` run's
+rows. Float aggregates may differ from the unfused run in their last bits only
+(the two fold rows in different orders); everything exact must be identical.
+
+The CUDA simulator interprets every thread in Python, and the eager operators
+(dozens of launches per batch) are its most expensive part. So on
+``cuda-sim`` the unfused baseline runs on ``cpu`` (the eager
+operators give the same rows on every device: their own tests check that),
+only the many-small-batches layout runs, and the expression table runs with one
+driver (the row code is the same text for SINGLE and PARTIAL kernels; PARTIAL
+kernels run on the simulator in the key/aggregate, flush and no-rows tests).
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import re
+from dataclasses import dataclass
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pytest
+from duckdb_reference import assert_same_rows
+
+from gpu_engine import ExecutionError, Session
+from gpu_engine.planning import prepare_plan
+from gpu_engine.planning.fusion import fuse_pipelines
+from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.expressions import AggregateCall, ColumnRef
+from gpu_engine.plans.nodes import (
+    AggregationNode, AggregationStep, FilterNode, FusedAggregationNode, ProjectNode, walk_plan,
+)
+
+#: Fused and unfused runs fold floats in different orders; nothing else may differ.
+FLOAT_ORDER_TOLERANCE = 1e-12
+BIG = 2**62
+#: Tests whose PARTIAL (4-driver) runs are skipped on cuda-sim.
+SINGLE_DRIVER_ON_SIMULATOR = {"test_expressions", "test_unfusable_stretches_stay_unfused",
+                              "test_distinct_aggregates_fuse_only_as_plain_group_bys"}
+
+
+@pytest.fixture
+def table(table) -> pa.Table:
+    """Yield the operator test table plus ``v_nan`` (NaN, +-inf, NULL) and ``v_big`` (a few values near 2**62)."""
+    base = table
+    rng = np.random.default_rng(11)
+    rows = base.num_rows
+    pick = rng.random(rows)
+    floats = rng.normal(0, 50, rows)
+    v_nan = [None if p < 0.1 else float("nan") if p < 0.2 else float("inf") if p < 0.23 else float("-inf")
+             if p < 0.26 else float(x) for p, x in zip(pick, floats)]
+    small = rng.integers(-1000, 1000, rows)
+    v_big = [None if p < 0.1 else BIG + int(x) if p > 0.97 else int(x) for p, x in zip(rng.random(rows), small)]
+    return (base.append_column("v_nan", pa.array(v_nan, pa.float64()))
+            .append_column("v_big", pa.array(v_big, pa.int64())))
+
+
+@pytest.fixture(autouse=True)
+def simulator_budget(request, device_name):
+    """Skip the combinations the CUDA simulator adds little with (see the module docstring)."""
+    if device_name != "cuda-sim" or not hasattr(request.node, "callspec"):
+        return
+    params = request.node.callspec.params
+    if params.get("batch_rows") == "large_batches":
+        pytest.skip("cuda-sim: splits are smaller than a batch anyway; small batches cover it")
+    if params.get("drivers") == 4 and request.node.originalname in SINGLE_DRIVER_ON_SIMULATOR:
+        pytest.skip("cuda-sim: PARTIAL kernels run in the key/aggregate tests")
+
+
+@pytest.fixture
+def unfused(device_name, drivers, batch_rows, table) -> Session:
+    """Yield a Session like ``session`` with fusion off: the eager operators' answer (on cpu for cuda-sim)."""
+    device = "cpu" if device_name == "cuda-sim" else device_name
+    s = Session(device=device, drivers=drivers, batch_rows=batch_rows, fuse=False)
+    s.register("t", table, split_rows=max(1, table.num_rows // 5))
+    return s
+
+
+def duckdb_rows(sql: str, table: pa.Table) -> pa.Table:
+    """Return DuckDB's answer to ``sql`` over ``table`` as ``t``."""
+    connection = duckdb.connect()
+    connection.register("t", table)
+    return connection.sql(sql).to_arrow_table()
+
+
+def fused_nodes(session: Session, plan) -> list[FusedAggregationNode]:
+    """Return the fused nodes of ``plan`` as ``session`` would execute it."""
+    executed = prepare_plan(plan, session.device, session.drivers, session.config).plan
+    return [node for node in walk_plan(executed) if isinstance(node, FusedAggregationNode)]
+
+
+def raw_input_fused_nodes(session: Session, plan) -> list[FusedAggregationNode]:
+    """Return the fused nodes that read rows (PARTIAL or SINGLE steps), not partial results."""
+    return [node for node in fused_nodes(session, plan) if node.step.input_is_raw]
+
+
+def operator_stats(session: Session, operator_type: str) -> list:
+    """Return the stats of every ``operator_type`` operator of the session's last query."""
+    by_node = session.last_stats().operator_stats_by_node()
+    return [s for stats in by_node.values() for s in stats if s.operator_type == operator_type]
+
+
+@dataclass(frozen=True)
+class Stretch:
+    """Filter/project steps over ``t``, then an aggregation; builds both the plan and DuckDB's SQL."""
+
+    steps: tuple[tuple[str, object], ...]
+    keys: tuple[str, ...]
+    aggregates: tuple[str, ...]
+
+    def plan(self, catalog):
+        builder = PlanBuilder(catalog).table_scan("t")
+        for kind, argument in self.steps:
+            builder = builder.filter(argument) if kind == "filter" else builder.project(list(argument))
+        return builder.aggregation(list(self.keys), list(self.aggregates)).plan()
+
+    def sql(self) -> str:
+        source = "t"
+        for kind, argument in self.steps:
+            if kind == "filter":
+                source = f"(SELECT * FROM {source} WHERE {argument})"
+            else:
+                source = f"(SELECT {', '.join(argument)} FROM {source})"
+        group = f" GROUP BY {', '.join(self.keys)}" if self.keys else ""
+        return f"SELECT {', '.join(self.keys + self.aggregates)} FROM {source}{group}"
+
+
+def stretch(*steps, keys=(), aggregates=()) -> Stretch:
+    return Stretch(tuple(steps), tuple(keys), tuple(aggregates))
+
+
+def where(predicate: str):
+    return ("filter", predicate)
+
+
+def select(*items: str):
+    return ("project", items)
+
+
+ALL_COLUMNS = select("k_int", "k_str", "k_dict", "v_int", "v_float", "v_dec", "d_date", "v_int > 0 AS pos",
+                     "EXTRACT(year FROM d_date) AS y", "substring(k_str, 1, 1) AS initial")
+EVERY_AGGREGATE = ("count(*) AS c", "count(v_int) AS ci", "count(k_str) AS cs", "count(pos) AS cb",
+                   "sum(v_int) AS si", "sum(v_float) AS sf", "sum(v_dec) AS sd",
+                   "avg(v_int) AS ai", "avg(v_float) AS af", "avg(v_dec) AS ad",
+                   "min(v_int) AS mini", "max(v_int) AS maxi", "min(v_float) AS minf", "max(v_float) AS maxf",
+                   "min(v_dec) AS mind", "max(v_dec) AS maxd", "min(d_date) AS mindate", "max(d_date) AS maxdate",
+                   "min(pos) AS minb", "max(pos) AS maxb")
+
+#: Grouping keys, and the aggregates computed with them: every aggregate without keys (the CUDA twin's per-thread
+#: state merged once) and with several keys (its slot-table atomics); a few for the other key kinds.
+SOME_AGGREGATES = ("count(*) AS c", "count(k_str) AS cs", "sum(v_dec) AS sd", "avg(v_int) AS ai",
+                   "max(v_float) AS maxf", "min(d_date) AS mindate")
+KEY_CHOICES = {
+    "global": ((), EVERY_AGGREGATE),
+    "int": (("k_int",), SOME_AGGREGATES),
+    "dictionary": (("k_dict",), SOME_AGGREGATES),
+    "string": (("k_str",), SOME_AGGREGATES),
+    "year": (("y",), SOME_AGGREGATES),
+    "substring": (("initial",), SOME_AGGREGATES),
+    "several": (("k_dict", "k_int", "k_str", "pos"), EVERY_AGGREGATE),
+}
+
+EXPRESSION_CASES = {
+    "arithmetic": stretch(
+        select("k_int", "v_dec * 2.5 AS a", "v_dec + v_int AS b", "v_int % 7 AS m", "-v_int AS n", "-v_dec AS nd",
+               "v_float * 2 - v_int AS f", "v_int / 7 AS q", "v_dec * v_dec AS sq", "v_dec % 3 AS dm",
+               "k_int * k_int - 3 AS kk"),
+        keys=["k_int"],
+        aggregates=["sum(a) AS sa", "sum(b) AS sb", "max(m) AS mm", "min(n) AS mn", "sum(nd) AS snd", "avg(f) AS af",
+                    "sum(q) AS sq", "max(sq) AS msq", "sum(dm) AS sdm", "sum(kk) AS skk"]),
+    "filter_above_projection": stretch(
+        select("k_dict", "v_int * 3 AS x", "v_dec - 1 AS y"), where("x > 0 AND y < 50000"),
+        select("k_dict", "x + 1 AS x1", "y"), keys=["k_dict"], aggregates=["sum(x1) AS s", "max(y) AS m"]),
+    "comparisons": stretch(
+        select("v_dec > v_int AS dec_gt_int", "v_dec = 0 AS dec_zero", "v_float < v_dec AS float_lt_dec",
+               "d_date < DATE '1995-06-01' AS early", "v_nan"),
+        keys=["dec_gt_int", "dec_zero", "float_lt_dec", "early"], aggregates=["count(*) AS c", "count(v_nan) AS cn"]),
+    "nan_comparisons": stretch(
+        select("v_nan > v_float AS nan_gt", "v_nan = v_nan AS nan_eq", "v_nan <= 0 AS nan_le", "v_nan", "k_int"),
+        keys=["nan_gt", "nan_eq", "nan_le"],
+        aggregates=["count(*) AS c", "min(v_nan) AS lo", "max(v_nan) AS hi", "sum(v_nan) AS s", "max(k_int) AS mk"]),
+    "nan_filter": stretch(where("v_nan > 10 OR v_nan = -v_nan"), keys=["k_int"],
+                          aggregates=["count(*) AS c", "min(v_nan) AS lo", "max(v_nan) AS hi"]),
+    "kleene_logic": stretch(
+        select("(k_int > 3 OR v_float < 0) AND NOT (v_int < 0) AS b1", "k_int > 10 OR v_dec IS NULL AS b2",
+               "NOT (k_int < 5) AS b3", "k_int < 5 AND v_float IS NULL AS b4", "v_int"),
+        keys=["b1", "b2", "b4"], aggregates=["count(*) AS c", "count(b3) AS cb", "min(b3) AS lo", "max(b3) AS hi"]),
+    "null_tests": stretch(
+        where("k_int IS NOT NULL OR v_dec IS NULL"), select("k_dict", "v_float IS NULL AS no_float", "v_int"),
+        keys=["k_dict", "no_float"], aggregates=["count(*) AS c", "sum(v_int) AS s"]),
+    "case": stretch(
+        select("k_int", "CASE WHEN v_int > 0 THEN v_dec WHEN v_int < -500000 THEN -v_dec END AS c1",
+               "CASE WHEN k_int IS NULL THEN 0 ELSE k_int * 2 END AS c2",
+               "CASE WHEN v_big < 1000000 THEN v_big * 4 ELSE -1 END AS c3",
+               "CASE WHEN v_float > 0 THEN v_float END AS c4", "CASE WHEN v_int > 0 THEN v_int > 100 END AS c5"),
+        keys=["k_int", "c5"],
+        aggregates=["sum(c1) AS s1", "count(c1) AS n1", "max(c2) AS m2", "sum(c3) AS s3", "avg(c4) AS a4"]),
+    "in_lists": stretch(
+        select("k_int IN (1, 2, 3) AS in1", "v_int % 5 IN (0, 1, NULL) AS in2", "k_int NOT IN (1, NULL) AS in3",
+               "v_dec IN (0.5, 1, 2.25) AS in4", "v_dec"),
+        keys=["in1", "in2", "in3"], aggregates=["count(*) AS c", "sum(v_dec) AS s", "count(in4) AS c4"]),
+    "dictionary_strings": stretch(
+        where("k_dict NOT LIKE 'b%'"),
+        select("k_int", "k_dict > 'apple' AS after_apple", "k_dict IN ('apple', NULL) AS in_null",
+               "k_dict LIKE '%pl%' AS has_pl", "v_int"),
+        keys=["k_int", "after_apple"], aggregates=["count(*) AS c", "count(in_null) AS ci", "max(has_pl) AS mp",
+                                                   "sum(v_int) AS s"]),
+    "plain_strings": stretch(
+        where("k_str LIKE '%an%' OR k_str IN ('', 'fig') OR k_str >= 'durian'"),
+        select("substring(k_str, 2, 2) = 'an' AS sub_an", "k_str NOT LIKE '%e%' AS no_e", "k_str IS NULL AS no_str",
+               "k_str <> 'fig' AS not_fig", "v_dec"),
+        keys=["sub_an", "no_e", "no_str"], aggregates=["count(*) AS c", "count(not_fig) AS cf", "sum(v_dec) AS s"]),
+    "casts": stretch(
+        select("CAST(v_float AS DECIMAL(12,3)) AS fd", "CAST(v_dec AS BIGINT) AS di",
+               "CAST(v_int AS DOUBLE) / 3 AS fi", "CAST(v_dec AS DECIMAL(18,4)) AS up", "CAST(k_int AS SMALLINT) AS ks",
+               "CAST(v_float AS INTEGER) AS fint", "CAST(v_dec AS DOUBLE) AS dd", "CAST(v_int AS DECIMAL(12,1)) AS id",
+               "CAST(v_dec AS DECIMAL(10,1)) AS down"),
+        aggregates=["sum(fd) AS a", "sum(di) AS b", "sum(fi) AS c", "max(up) AS d", "sum(ks) AS e", "sum(fint) AS f",
+                    "avg(dd) AS g", "sum(id) AS h", "sum(down) AS i"]),
+    "extract": stretch(
+        select("EXTRACT(year FROM d_date) AS y", "EXTRACT(month FROM d_date) AS m", "EXTRACT(day FROM d_date) AS dd",
+               "d_date"),
+        keys=["y"], aggregates=["sum(m) AS sm", "max(dd) AS md", "min(d_date) AS lo", "max(d_date) AS hi"]),
+}
+
+
+def assert_fused_matches(session: Session, unfused: Session, assert_query, plan, sql: str) -> pa.Table:
+    """Check the executed plan is fused, then the fused result against DuckDB and against the unfused run."""
+    (node,) = raw_input_fused_nodes(session, plan)
+    assert node.step is (AggregationStep.PARTIAL if session.drivers > 1 else AggregationStep.SINGLE)
+    # Every Filter and Project of the stretch went into the kernel.
+    assert not any(isinstance(n, (FilterNode, ProjectNode))
+                   for n in walk_plan(prepare_plan(plan, session.device, session.drivers, session.config).plan))
+    assert not fused_nodes(unfused, plan)
+    result = assert_query(plan, sql)
+    baseline = unfused.execute(plan, timeout=120)
+    assert result.schema == baseline.schema
+    assert_same_rows(result, baseline, rel_tol=FLOAT_ORDER_TOLERANCE)
+    return result
+
+
+@pytest.mark.parametrize("case", list(EXPRESSION_CASES.values()), ids=list(EXPRESSION_CASES))
+def test_expressions(session, unfused, assert_query, case):
+    assert_fused_matches(session, unfused, assert_query, case.plan(session.catalog), case.sql())
+
+
+@pytest.mark.parametrize("keys, aggregates", list(KEY_CHOICES.values()), ids=list(KEY_CHOICES))
+def test_keys_and_aggregates(session, unfused, assert_query, keys, aggregates):
+    case = stretch(where("v_float > -150"), ALL_COLUMNS, keys=keys, aggregates=aggregates)
+    assert_fused_matches(session, unfused, assert_query, case.plan(session.catalog), case.sql())
+
+
+def _record_layouts(monkeypatch) -> list:
+    """Return a list that gets the KernelLayout of every fused kernel generated from now on."""
+    from gpu_engine.operators import fused_aggregation
+
+    layouts = []
+    generate = fused_aggregation.generate_fused_aggregation
+
+    def recording(program, functions, layout):
+        layouts.append((program, layout))
+        return generate(program, functions, layout)
+
+    monkeypatch.setattr(fused_aggregation, "generate_fused_aggregation", recording)
+    return layouts
+
+
+def test_string_predicates_run_on_dictionaries_and_on_rows(session, unfused, assert_query, monkeypatch):
+    """A dictionary column's predicate reads a lookup table by code; a plain string column's is evaluated per row."""
+    layouts = _record_layouts(monkeypatch)
+    case = stretch(where("k_dict IN ('apple', 'banana') OR k_str LIKE 'c%'"), keys=["k_int"],
+                   aggregates=["count(*) AS c", "sum(v_int) AS s"])
+    assert_fused_matches(session, unfused, assert_query, case.plan(session.catalog), case.sql())
+    modes = [{lift.column: mode for lift, mode in zip(program.lifted, layout.lifted_modes)}
+             for program, layout in layouts if program.lifted]  # not the kernels merging partial results
+    assert modes and {m["k_dict"].split("+")[0] for m in modes} == {"dictionary"}
+    assert {m["k_str"] for m in modes} == {"rows"}
+
+
+def test_join_output_is_read_through_its_gather_map(device_name, drivers, table, monkeypatch):
+    """A join hands the kernel probe batches with a gather map: columns and dictionary codes are read at rows[i]."""
+    from gpu_engine.plans import PlanNodeIdGenerator
+
+    keys = list(range(-5, 15)) + list(range(0, 5))  # 0..4 match twice: the gather map repeats probe rows
+    dimension = pa.table({"u_int": pa.array(keys, pa.int32())})
+    layouts = _record_layouts(monkeypatch)
+    sessions = [Session(device=device, drivers=drivers, batch_rows=64, fuse=fuse)
+                for device, fuse in ((device_name, True), ("cpu" if device_name == "cuda-sim" else device_name, False))]
+    for session in sessions:
+        session.register("t", table, split_rows=max(1, table.num_rows // 4))
+        session.register("u", dimension)
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(sessions[0].catalog, id_generator=ids).table_scan("u")
+    plan = (PlanBuilder(sessions[0].catalog, id_generator=ids).table_scan("t")
+            .hash_join(["k_int"], ["u_int"], build, ["k_dict", "k_str", "v_int", "v_dec", "d_date"])
+            .filter("k_dict <> 'banana' AND v_dec > -50000")
+            .project(["k_dict", "k_str", "v_int", "v_dec * 2 AS w", "EXTRACT(month FROM d_date) AS m"])
+            .aggregation(["k_dict", "m"], ["count(*) AS c", "sum(w) AS sw", "count(k_str) AS cs",
+                                           "max(v_int) AS mv"]).plan())
+    assert raw_input_fused_nodes(sessions[0], plan)
+    fused, eager = (session.execute(plan, timeout=120) for session in sessions)
+    connection = duckdb.connect()
+    connection.register("t", table)
+    connection.register("u", dimension)
+    expected = connection.sql(
+        "SELECT k_dict, EXTRACT(month FROM d_date) AS m, count(*) AS c, sum(v_dec * 2) AS sw, count(k_str) AS cs, "
+        "max(v_int) AS mv FROM t JOIN u ON k_int = u_int WHERE k_dict <> 'banana' AND v_dec > -50000 GROUP BY ALL"
+    ).to_arrow_table()
+    assert_same_rows(fused, expected)
+    assert fused.schema == eager.schema
+    assert_same_rows(fused, eager)
+    assert any(layout.mapped and "dictionary" in layout.lifted_modes[0] for _, layout in layouts)
+
+
+UNFUSED_CASES = {
+    "float_key": (["v_float"], ["count(*) AS c", "sum(v_int) AS s"]),
+    "min_max_strings": (["k_int"], ["min(k_str) AS lo", "max(k_dict) AS hi", "count(*) AS c"]),
+    "global_min_string": ([], ["min(k_str) AS lo", "sum(v_dec) AS s"]),
+}
+
+
+@pytest.mark.parametrize("keys, aggregates", list(UNFUSED_CASES.values()), ids=list(UNFUSED_CASES))
+def test_unfusable_stretches_stay_unfused(session, assert_query, keys, aggregates):
+    case = stretch(where("v_int > -500000"), keys=keys, aggregates=aggregates)
+    plan = case.plan(session.catalog)
+    assert fused_nodes(session, plan) == []
+    assert_query(plan, case.sql())
+
+
+def test_distinct_aggregates_fuse_only_as_plain_group_bys(session, assert_query):
+    """PlanBuilder rewrites DISTINCT into a group-by below a plain aggregate; no fused node folds DISTINCT itself."""
+    case = stretch(where("v_float > -150"), keys=["k_int"], aggregates=["count(DISTINCT v_int % 7) AS c"])
+    plan = case.plan(session.catalog)
+    assert all(not call.distinct for node in fused_nodes(session, plan) for call in node.aggregates)
+    assert_query(plan, case.sql())
+
+
+def test_a_distinct_call_is_never_fused():
+    """PlanBuilder never hands the pass a DISTINCT call; one made by hand stays with the eager operator."""
+    scan = PlanBuilder({"t": pa.schema([("k", pa.int32()), ("v", pa.int64())])}).table_scan("t").plan()
+    call = AggregateCall("count", ColumnRef("v", pa.int64()), pa.int64(), True)
+    node = AggregationNode(id="1", output_schema=pa.schema([("k", pa.int32()), ("c", pa.int64())]), sources=(scan,),
+                           step=AggregationStep.SINGLE, grouping_keys=("k",), aggregate_names=("c",),
+                           aggregates=(call,))
+    assert fuse_pipelines(node) is node
+
+
+# ------------------------------------------------------------------ errors
+
+
+OVERFLOW_ROWS, OVERFLOW_SPLIT_ROWS, OVERFLOW_AT = 300, 100, 250  # the overflow is row 50 of the third split
+
+
+def _overflow_table() -> pa.Table:
+    values = list(range(OVERFLOW_ROWS))
+    values[OVERFLOW_AT] = BIG  # times 4 overflows
+    return pa.table({"g": pa.array([i % 3 for i in range(OVERFLOW_ROWS)], pa.int32()),
+                     "v": pa.array(values, pa.int64())})
+
+
+def _overflow_error(device_name: str, drivers: int, fuse: bool, predicate: str | None) -> ExecutionError | None:
+    session = Session(device=device_name, drivers=drivers, batch_rows=256, fuse=fuse)
+    session.register("t", _overflow_table(), split_rows=OVERFLOW_SPLIT_ROWS)
+    builder = PlanBuilder(session.catalog).table_scan("t")
+    if predicate:
+        builder = builder.filter(predicate)
+    plan = builder.project(["g", "v * 4 AS x"]).aggregation(["g"], ["sum(x) AS s", "count(*) AS c"]).plan()
+    assert bool(raw_input_fused_nodes(session, plan)) == fuse
+    try:
+        session.execute(plan, timeout=120)
+    except ExecutionError as error:
+        return error
+    return None
+
+
+ROW_NUMBER = re.compile(r" \(first at row \d+\)")
+
+
+def _message(error: ExecutionError, rows: bool = True) -> str:
+    """Return an error's message without the operator that raised it (and without its row when not ``rows``)."""
+    text = str(error).split(" [operator")[0]
+    return text if rows else ROW_NUMBER.sub("", text)
+
+
+@pytest.mark.parametrize("drivers", [1, 4])
+def test_overflow_raises_the_unfused_error(device_name, drivers):
+    fused = _overflow_error(device_name, drivers, True, None)
+    eager = _overflow_error(device_name, drivers, False, None)
+    assert fused is not None and eager is not None
+    assert "Overflow in multiplication of int64" in str(fused)
+    # Each split is one batch and nothing filters rows out, so both count the same rows.
+    assert _message(fused) == _message(eager)
+    assert f"(first at row {OVERFLOW_AT % OVERFLOW_SPLIT_ROWS})" in str(fused)
+
+
+@pytest.mark.parametrize("drivers", [1, 4])
+def test_overflow_behind_a_filter_raises_the_unfused_error(device_name, drivers):
+    fused = _overflow_error(device_name, drivers, True, "g < 2")
+    eager = _overflow_error(device_name, drivers, False, "g < 2")
+    assert fused is not None and eager is not None
+    # Row numbers may differ: the eager projection counts rows after the filter, the kernel counts batch rows.
+    assert _message(fused, rows=False) == _message(eager, rows=False)
+
+
+@pytest.mark.parametrize("drivers", [1, 4])
+def test_overflow_in_a_filtered_out_row_does_not_raise(device_name, drivers):
+    assert _overflow_error(device_name, drivers, True, "v < 1000") is None
+
+
+# ------------------------------------------------------- growth and flushes
+
+
+#: Distinct keys of the growth test (the table starts with 1024 slots, half of them usable) and the flush test.
+GROWTH_GROUPS = {"cpu": 20_000, "cuda-sim": 1_500, "cuda": 20_000}
+FLUSH_GROUPS = {"cpu": 2_000, "cuda-sim": 300, "cuda": 2_000}
+
+
+def _many_groups_table(groups: int) -> pa.Table:
+    """Return two rows per key ``g`` (in random order), a string key with NULLs, and values."""
+    rng = np.random.default_rng(3)
+    rows = groups * 2
+    key = rng.permutation(np.arange(rows) % groups)
+    return pa.table({
+        "g": pa.array(key, pa.int64()),
+        "s": pa.array([f"name-{k % 97}" if k % 13 else None for k in key]),
+        "v": pa.array(rng.integers(-1000, 1000, rows), pa.int64()),
+        "d": pa.array([decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-10**6, 10**6, rows)],
+                      pa.decimal128(12, 2)),
+    })
+
+
+MANY_GROUPS_AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "max(d) AS md", "avg(v) AS av"]
+
+
+@pytest.mark.parametrize("batch_rows", [1 << 16, 512], ids=["one_batch", "many_batches"])
+def test_table_grows_and_pending_rows_run_again(device_name, batch_rows):
+    table = _many_groups_table(GROWTH_GROUPS[device_name])
+    session = Session(device=device_name, drivers=1, batch_rows=batch_rows)
+    session.register("t", table, split_rows=table.num_rows if batch_rows > table.num_rows else batch_rows * 4)
+    keys = ["g", "s"]
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, MANY_GROUPS_AGGREGATES).plan()
+    assert raw_input_fused_nodes(session, plan)
+    result = session.execute(plan, timeout=240)
+    assert_same_rows(result, duckdb_rows(Stretch((), tuple(keys), tuple(MANY_GROUPS_AGGREGATES)).sql(), table))
+    (stats,) = operator_stats(session, "FusedAggregation")
+    # With one batch the table is empty when the batch starts, so a growth can only come from rows left pending.
+    assert stats.runtime.get("table_growths", 0) > 0
+
+
+def test_partial_flushes(device_name):
+    table = _many_groups_table(FLUSH_GROUPS[device_name])
+    session = Session(device=device_name, drivers=4, batch_rows=256, partial_aggregation_max_groups=50)
+    session.register("t", table, split_rows=table.num_rows // 8)
+    case = stretch(where("v > -900"), select("g % 1000 AS g", "s", "v", "d"), keys=["g", "s"],
+                   aggregates=MANY_GROUPS_AGGREGATES)
+    plan = case.plan(session.catalog)
+    assert [node.step for node in raw_input_fused_nodes(session, plan)] == [AggregationStep.PARTIAL]
+    result = session.execute(plan, timeout=240)
+    assert sum(s.runtime.get("partial_flushes", 0) for s in operator_stats(session, "FusedAggregation")) > 0
+    assert_same_rows(result, duckdb_rows(case.sql(), table))
+
+
+# ------------------------------------------------------------- empty input
+
+EMPTY_AGGREGATES = ("count(*) AS c", "count(v_int) AS ci", "sum(v_int) AS s", "sum(v_dec) AS sd", "avg(v_float) AS a",
+                    "min(d_date) AS lo", "max(pos) AS hi")
+
+
+@pytest.mark.parametrize("keys", [(), ("k_int",), ("k_dict", "y")], ids=["global", "int", "dictionary+year"])
+@pytest.mark.parametrize("source", ["filtered_out", "empty_table"])
+@pytest.mark.parametrize("drivers", [1, 4])
+def test_no_rows(device_name, table, drivers, source, keys):
+    if source == "empty_table":
+        table = table.slice(0, 0)
+    session = Session(device=device_name, drivers=drivers, batch_rows=256)
+    session.register("t", table, split_rows=max(1, table.num_rows // 5))
+    case = stretch(where("v_int > 10000000" if source == "filtered_out" else "v_int > 0"),
+                   select("k_int", "k_dict", "v_int", "v_dec", "v_float", "d_date", "v_int > 0 AS pos",
+                          "EXTRACT(year FROM d_date) AS y"),
+                   keys=keys, aggregates=EMPTY_AGGREGATES)
+    plan = case.plan(session.catalog)
+    assert raw_input_fused_nodes(session, plan)
+    result = session.execute(plan, timeout=120)
+    expected = duckdb_rows(case.sql(), table)
+    assert result.num_rows == (0 if keys else 1)
+    assert_same_rows(result, expected)
+
+
+# ----------------------------------------------------------------- explain
+
+
+def test_explain_names_the_fused_nodes():
+    session = Session(device="cpu", drivers=1)
+    session.register("t", pa.table({"k": pa.array([1, 2, None], pa.int32()), "v": [1.5, -2.0, 3.0],
+                                    "d": pa.array([datetime.date(1995, 1, 2)] * 3)}))
+    plan = (PlanBuilder(session.catalog).table_scan("t").filter("v > 0")
+            .project(["k", "v * 2 AS w", "EXTRACT(year FROM d) AS y"])
+            .aggregation(["k", "y"], ["sum(w) AS s", "count(*) AS c"]).plan())
+    assert session.explain(plan) == """\
+-- FusedAggregation[3][where (v > 0); SINGLE [k, y := EXTRACT(YEAR FROM d)] s := sum((v * 2)), c := count(*); \
+fused: Filter[1], Project[2], Aggregation[3]] -> k:int32, y:int64, s:double, c:int64 @ cpu
+  -- TableScan[0][table: t, columns: k, v, d] -> k:int32, v:double, d:date32[day] @ cpu"""
+    analyzed = session.explain(plan, analyze=True)
+    assert re.search(r"\n   FusedAggregation \(pipeline 0, 1 driver\(s\)\): input 3 rows/1 batches, "
+                     r"output 2 rows/1 batches/.*, launches [1-9]\d*, syncs [1-9]\d*", analyzed), analyzed
+    assert "Aggregation (pipeline" not in analyzed.replace("FusedAggregation (pipeline", "")
+    assert "FilterProject" not in analyzed
