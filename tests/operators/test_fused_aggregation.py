@@ -151,7 +151,7 @@ EVERY_AGGREGATE = ("count(*) AS c", "count(v_int) AS ci", "count(k_str) AS cs", 
                    "avg(v_int) AS ai", "avg(v_float) AS af", "avg(v_dec) AS ad",
                    "min(v_int) AS mini", "max(v_int) AS maxi", "min(v_float) AS minf", "max(v_float) AS maxf",
                    "min(v_dec) AS mind", "max(v_dec) AS maxd", "min(d_date) AS mindate", "max(d_date) AS maxdate",
-                   "min(pos) AS minb", "max(pos) AS maxb")
+                   "min(pos) AS minb", "max(pos) AS maxb", "sum(pos) AS sumb")
 
 #: Grouping keys, and the aggregates computed with them: every aggregate without keys (the CUDA twin's per-thread
 #: state merged once) and with several keys (its slot-table atomics); a few for the other key kinds.
