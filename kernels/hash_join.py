@@ -12,6 +12,14 @@ exclusive scan of the counts for output positions, and writes one
 ``(probe_row, build_row)`` pair per match: the operator turns these into gather
 maps instead of copying columns.
 
+Probes look keys up in a *packed* table built once from the distinct keys: a
+row per slot holding the key's words and its id, so a probe row reads one
+cache line (one memory sector on a GPU) where the group-by table's separate
+slot, hash and key arrays cost three dependent reads. When every build key is
+distinct (a join on a primary key, the common case), a match is that one
+lookup: the pairs are the rows found and their key's one build row, without
+counting and scanning matches.
+
 SQL's ``NULL = NULL`` is not true, so rows with a NULL in any key column never
 enter the table (the table remembers that it saw one, for the null-aware anti
 join of ``NOT IN``); a NULL probe key's null-flag word is 0 and so never equals
@@ -30,14 +38,68 @@ from numba import cuda, njit
 
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
+from numba.extending import register_jitable
+
 from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.fused_rows import KEY_HASH_SEED, finish_key_hash, key_word_bits, mix_key_word
+from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.group_by import GroupByHashTable
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words"]
 
 
+# --------------------------------------------------------- shared row functions
+@register_jitable
+def _packed_home(words, i, slot_mask):
+    """Return the first slot of row ``i``'s key words in a packed table (the fused kernels' key hash)."""
+    h = np.uint64(KEY_HASH_SEED)
+    for w in range(words.shape[1]):
+        h = np.uint64(mix_key_word(h, np.uint64(key_word_bits(words[i, w]))))
+    h = np.uint64(finish_key_hash(h, np.uint64(words.shape[1])))
+    return np.int64(h & np.uint64(slot_mask))
+
+
+@register_jitable
+def _packed_find(words, i, packed):
+    """Return the id stored with row ``i``'s key in ``packed``, or -1 when the key is not there."""
+    num_words = words.shape[1]
+    slot_mask = np.int64(packed.shape[0] - 1)
+    slot = _packed_home(words, i, slot_mask)
+    while True:
+        key_id = packed[slot, num_words]
+        if key_id < 0:
+            return -1
+        same = True
+        for w in range(num_words):
+            if packed[slot, w] != words[i, w]:
+                same = False
+                break
+        if same:
+            return key_id
+        slot = (slot + 1) & slot_mask
+
+
 # ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=True)
+def _pack_keys_cpu(words, packed):
+    num_words = words.shape[1]
+    slot_mask = np.int64(packed.shape[0] - 1)
+    for g in range(words.shape[0]):
+        slot = _packed_home(words, g, slot_mask)
+        while packed[slot, num_words] >= 0:
+            slot = (slot + 1) & slot_mask
+        for w in range(num_words):
+            packed[slot, w] = words[g, w]
+        packed[slot, num_words] = g
+
+
+@njit(nogil=True, cache=True)
+def _find_keys_cpu(words, packed, key_ids):
+    for i in range(words.shape[0]):
+        key_ids[i] = _packed_find(words, i, packed)
+
+
 @njit(nogil=True, cache=True)
 def _row_lists_cpu(group_ids, row_numbers, offsets, rows):
     for i in range(group_ids.shape[0]):
@@ -72,6 +134,24 @@ def _emit_pairs_cpu(group_ids, offsets, rows, positions, probe_rows, build_rows)
 
 
 # ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _pack_keys_cuda(words, packed):
+    num_words = words.shape[1]
+    slot_mask = np.int64(packed.shape[0] - 1)
+    for g in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        slot = _packed_home(words, g, slot_mask)
+        while cuda.atomic.cas(packed, (slot, num_words), np.int64(-1), np.int64(g)) != -1:
+            slot = (slot + 1) & slot_mask
+        for w in range(num_words):
+            packed[slot, w] = words[g, w]
+
+
+@cuda.jit
+def _find_keys_cuda(words, packed, key_ids):
+    for i in range(cuda.grid(1), words.shape[0], cuda.gridsize(1)):
+        key_ids[i] = _packed_find(words, i, packed)
+
+
 @cuda.jit
 def _count_rows_cuda(group_ids, counts):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
@@ -168,15 +248,28 @@ class JoinHashTable:
         if self.has_null_key:
             row_numbers = selection_from_mask(device, ~null_rows)
             keys = keys[row_numbers]
+        keys = xp.ascontiguousarray(keys)
         self._table = GroupByHashTable(device, self.widths, initial_capacity=max(16, 2 * int(row_numbers.shape[0])))
-        group_ids, _ = self._table.insert(xp.ascontiguousarray(keys))
+        group_ids, first_rows = self._table.insert(keys)
         self.num_keys = self._table.num_groups
+        #: Every build key is distinct: key id g's one build row is ``_rows[g]``.
+        self.unique_keys = self.num_keys == int(row_numbers.shape[0])
         self._offsets, self._rows = self._row_lists(group_ids, row_numbers)
+        self._packed = self._pack(keys[first_rows])
+
+    def _pack(self, distinct_keys: Any) -> Any:
+        """Return the packed probe table of the distinct keys (row g holds key id g)."""
+        xp = self.device.xp
+        capacity = 1 << max(2 * self.num_keys - 1, 1).bit_length()
+        packed = xp.full((capacity, distinct_keys.shape[1] + 1), -1, dtype=xp.int64)
+        launch_twin(self.device, self.num_keys, _pack_keys_cpu, _pack_keys_cuda, distinct_keys, packed)
+        return packed
 
     @property
     def nbytes(self) -> int:
         """Return the bytes the table's arrays hold (what the join reserves in its memory pool)."""
-        return self._table.nbytes + int(self._offsets.nbytes) + int(self._rows.nbytes)
+        return (self._table.nbytes + int(self._offsets.nbytes) + int(self._rows.nbytes)
+                + int(self._packed.nbytes))
 
     def _row_lists(self, group_ids: Any, row_numbers: Any) -> tuple[Any, Any]:
         """Return CSR ``offsets`` (``int64``, one more than keys) and build ``rows`` (``int32``) by key id."""
@@ -199,7 +292,11 @@ class JoinHashTable:
 
     def lookup(self, keys: Any, widths: Sequence[int]) -> Any:
         """Return each probe row's key id (``int32``), or -1 where no build row has its key."""
-        return self._table.lookup(align_key_words(self.device, keys, widths, self.widths))
+        xp = self.device.xp
+        words = xp.ascontiguousarray(align_key_words(self.device, keys, widths, self.widths))
+        key_ids = xp.empty(words.shape[0], dtype=xp.int32)
+        launch_twin(self.device, words.shape[0], _find_keys_cpu, _find_keys_cuda, words, self._packed, key_ids)
+        return key_ids
 
     def match(self, keys: Any, widths: Sequence[int]) -> tuple[Any, Any]:
         """Return every matching pair as ``(probe_rows, build_rows)``, two ``int32`` arrays of equal length.
@@ -214,6 +311,9 @@ class JoinHashTable:
         if n == 0 or self.num_keys == 0:
             return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
         group_ids = self.lookup(keys, widths)
+        if self.unique_keys:  # at most one match per probe row: the rows found, and their key's build row
+            probe_rows = selection_from_mask(self.device, group_ids >= 0)
+            return probe_rows, gather(self.device, self._rows, gather(self.device, group_ids, probe_rows))
         counts = xp.empty(n, dtype=xp.int64)
         launch_twin(self.device, n, _count_matches_cpu, _count_matches_cuda, group_ids, self._offsets, counts)
         ends = xp.cumsum(counts)

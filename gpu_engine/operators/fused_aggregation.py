@@ -41,6 +41,7 @@ from gpu_engine.columnar.column import Column, host_fingerprint
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
+from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels.gather import dictionary_row_validity
@@ -137,12 +138,19 @@ class FusedAggregation(Operator):
 
     def _new_table(self, capacity: int) -> Any:
         xp = self.device.xp
-        table = xp.empty((capacity, self.table_layout.width), dtype=xp.int64)
+        table = take_array(xp, (capacity, self.table_layout.width), xp.int64)
         table[:] = self._empty_row
         return table
 
+    def _release_table(self) -> None:
+        """Hand the slot table to the recycler: a later query (or growth) reuses its memory."""
+        if getattr(self, "_table", None) is not None:
+            give_array(self.device.xp, self._table)
+            self._table = None
+
     def _reset(self) -> None:
         self._num_groups = 0
+        self._release_table()
         self._table = self._new_table(_INITIAL_SLOTS if self.keyed else 1)
 
     def _ready_slots(self, table: Any) -> Any:
@@ -155,6 +163,7 @@ class FusedAggregation(Operator):
         grown = self._new_table(capacity)
         launch_twin(self.device, occupied.shape[0], self._module.move_cpu, self._module.move_cuda,
                     self._table, occupied, grown)
+        self._release_table()
         self._table = grown
         self.add_runtime_stat("table_growths", 1)
 
@@ -287,18 +296,19 @@ class FusedAggregation(Operator):
         xp = self.device.xp
         names: list[str] = list(self.node.key_names)
         columns: list[Column] = []
-        rows = self._table
+        table = self._table
         if self.keyed:
-            rows = rows[self._ready_slots(rows)]
-            key_columns = self.table_layout.key_columns
-            null_bits = rows[:, 0] >> 2
-            for k, dtype in enumerate(self.key_types):
-                columns.append(self._key_column(k, dtype, rows[:, key_columns[k]], ((null_bits >> k) & 1) == 0))
-        groups = int(rows.shape[0])
+            ready = self._ready_slots(table)
+            null_bits = table[ready, 0] >> 2
+            for k, (dtype, column) in enumerate(zip(self.key_types, self.table_layout.key_columns)):
+                columns.append(self._key_column(k, dtype, table[ready, column], ((null_bits >> k) & 1) == 0))
+        else:
+            ready = xp.zeros(1, dtype=xp.int64)
+        groups = int(ready.shape[0])
         for function, positions in zip(self.functions, self.table_layout.state_columns):
             state = AggregateState({})
             for layout in function.state_arrays():
-                words = xp.ascontiguousarray(rows[:, positions[layout.name]])
+                words = table[ready, positions[layout.name]]
                 state.arrays[layout.name] = (words != 0) if layout.dtype.kind == "b" else words.view(layout.dtype)
             for name, column in function.extract(self.device, state, groups):
                 names.append(name)
@@ -327,3 +337,7 @@ class FusedAggregation(Operator):
 
     def is_finished(self) -> bool:
         return self.no_more_input_received and not self._output
+
+    def close(self) -> None:
+        self._release_table()
+        super().close()
