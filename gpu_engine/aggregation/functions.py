@@ -103,8 +103,8 @@ class StateEmitter:
 
     def minimum(self, ref: StateRef, slot: str, value: str, is_float: bool) -> str:
         """Return a line keeping the least of the state and ``value`` (NaN greatest, as DuckDB)."""
-        if self.atomic:
-            return f"cuda.atomic.min({ref.array}, ({ref.at(slot)}), {value})"  # floats: NaN operands are ignored
+        if self.atomic:  # callers never pass NaN (see MinMax), so float and integer atomics agree
+            return f"cuda.atomic.min({ref.array}, ({ref.at(slot)}), {value})"
         item = ref.item(slot)
         if is_float:
             return f"if {value} < {item} or {item} != {item}: {item} = {value}"
@@ -112,8 +112,8 @@ class StateEmitter:
 
     def maximum(self, ref: StateRef, slot: str, value: str, is_float: bool) -> str:
         """Return a line keeping the greatest of the state and ``value`` (NaN greatest)."""
-        if self.atomic:
-            return f"cuda.atomic.{'nanmax' if is_float else 'max'}({ref.array}, ({ref.at(slot)}), {value})"
+        if self.atomic:  # callers never pass NaN (see MinMax)
+            return f"cuda.atomic.max({ref.array}, ({ref.at(slot)}), {value})"
         item = ref.item(slot)
         if is_float:
             return f"if {value} > {item} or {value} != {value}: {item} = {value}"
@@ -392,7 +392,16 @@ class Avg(Sum):
 
 
 class MinMax(AggregateFunction):
-    """``min(x)``/``max(x)`` over numbers, dates, timestamps, decimals and bools (strings: see the module docstring)."""
+    """``min(x)``/``max(x)`` over numbers, dates, timestamps, decimals and bools (strings: see the module docstring).
+
+    Floats order as DuckDB: NaN is greater than every number and ``-0.0``
+    equals ``0.0``. The kept value never holds NaN, so CUDA's float atomics
+    (whose NaN handling varies) only ever compare numbers: it starts at +inf
+    (min) or -inf (max) and folds only non-NaN values; a flag says what the
+    value cannot: ``number_seen`` for min (a group of only NaNs is NaN, and
+    +inf is then told apart from "no number"), ``nan_seen`` for max (any NaN
+    makes the max NaN).
+    """
 
     @property
     def want_max(self) -> bool:
@@ -401,6 +410,15 @@ class MinMax(AggregateFunction):
     @property
     def over_strings(self) -> bool:
         return is_string(self.value_type)
+
+    @property
+    def over_floats(self) -> bool:
+        return is_floating(self.value_type)
+
+    @property
+    def flag_name(self) -> str:
+        """Return the name of the float flag state: ``nan_seen`` (max) or ``number_seen`` (min)."""
+        return "nan_seen" if self.want_max else "number_seen"
 
     @property
     def state_dtype(self) -> np.dtype:
@@ -414,6 +432,10 @@ class MinMax(AggregateFunction):
         if self.over_strings:
             return ()
         dtype = self.state_dtype
+        if self.over_floats:
+            fill = -np.inf if self.want_max else np.inf
+            return (StateArray("value", dtype, fill), StateArray("has", np.dtype(np.bool_), False),
+                    StateArray(self.flag_name, np.dtype(np.bool_), False))
         fill = kernels.identity_for_max(dtype) if self.want_max else kernels.identity_for_min(dtype)
         return (StateArray("value", dtype, fill), StateArray("has", np.dtype(np.bool_), False))
 
@@ -421,8 +443,20 @@ class MinMax(AggregateFunction):
         if column.is_string:
             raise NotImplementedError("min/max over strings is folded by HashAggregation")
         fold = kernels.group_max if self.want_max else kernels.group_min
-        values = column.data.astype(self.state_dtype, copy=False)
-        fold(device, group_ids, values, column.validity, state.arrays["value"], state.arrays["has"])
+        arrays = state.arrays
+        if not self.over_floats:
+            values = column.data.astype(self.state_dtype, copy=False)
+            fold(device, group_ids, values, column.validity, arrays["value"], arrays["has"])
+            return
+        xp = device.xp
+        values = column.data.astype(xp.float64, copy=False)
+        valid = xp.ones(values.shape[0], dtype=xp.bool_) if column.validity is None else column.validity
+        is_nan = values != values
+        numbers = xp.where(is_nan | (values == 0.0), 0.0, values)  # -0.0 folds into 0.0; NaN rows are masked
+        fold(device, group_ids, numbers, valid & ~is_nan, arrays["value"], arrays["has"])
+        flagged = valid & is_nan if self.want_max else valid & ~is_nan
+        _set_flags(device, group_ids, flagged, arrays[self.flag_name])
+        _set_flags(device, group_ids, valid, arrays["has"])
 
     def merge(self, device, state, group_ids, columns):
         self.update(device, state, group_ids, columns[0])
@@ -430,7 +464,12 @@ class MinMax(AggregateFunction):
     def extract(self, device, state, groups):
         if self.over_strings:
             raise NotImplementedError("min/max over strings is extracted by HashAggregation")
-        values = state.arrays["value"][:groups].astype(physical_dtype(self.output_type))
+        xp = device.xp
+        values = state.arrays["value"][:groups]
+        if self.over_floats:
+            flag = state.arrays[self.flag_name][:groups]
+            values = xp.where(flag, xp.nan, values) if self.want_max else xp.where(flag, values, xp.nan)
+        values = values.astype(physical_dtype(self.output_type))
         return [(self.name, Column(self.output_type, values, state.arrays["has"][:groups].copy()))]
 
     @property
@@ -438,25 +477,37 @@ class MinMax(AggregateFunction):
         return f"{self.call.function} over strings" if self.over_strings else None
 
     def _emit_fold(self, emit: StateEmitter, ref: StateRef, slot: str, value: str) -> str:
-        is_float = self.state_dtype.kind == "f"
         fold = emit.maximum if self.want_max else emit.minimum
-        return fold(ref, slot, value, is_float)
+        return fold(ref, slot, value, False)  # floats fold numbers only (see the class docstring)
 
     def emit_update(self, emit, states, slot, inputs):
         value, valid = inputs[0]
         cast = f"np.{self.state_dtype.name}({value})"
-        lines = []
-        if self.state_dtype.kind == "f":  # fold -0.0 into 0.0 as the eager kernels do
-            lines.append(f"_mm = {cast}")
-            lines.append("if _mm == 0.0: _mm = 0.0")
-            cast = "_mm"
-        lines += [self._emit_fold(emit, states["value"], slot, cast), emit.flag(states["has"], slot)]
+        if not self.over_floats:
+            return _guarded(valid, [self._emit_fold(emit, states["value"], slot, cast), emit.flag(states["has"], slot)])
+        number = [self._emit_fold(emit, states["value"], slot, "_mm")]
+        if not self.want_max:
+            number.append(emit.flag(states["number_seen"], slot))
+        nan = [emit.flag(states["nan_seen"], slot)] if self.want_max else ["pass"]
+        lines = [f"_mm = {cast}", "if _mm != _mm:", *("    " + line for line in nan), "else:",
+                 "    if _mm == 0.0: _mm = 0.0", *("    " + line for line in number), emit.flag(states["has"], slot)]
         return _guarded(valid, lines)
 
     def emit_merge(self, emit, target, slot, source, source_slot):
         lines = [self._emit_fold(emit, target["value"], slot, source["value"].item(source_slot)),
                  emit.flag(target["has"], slot)]
+        if self.over_floats:
+            lines += _guarded(source[self.flag_name].item(source_slot), [emit.flag(target[self.flag_name], slot)])
         return _guarded(source["has"].item(source_slot), lines)
+
+
+def _set_flags(device: Device, group_ids: Any, rows: Any, flags: Any) -> None:
+    """Set ``flags[group]`` for every group with a row where ``rows`` holds."""
+    xp = device.xp
+    ones = xp.ones(group_ids.shape[0], dtype=xp.int64)
+    seen = xp.zeros(flags.shape[0], dtype=xp.int64)
+    kernels.group_max(device, group_ids, ones, rows, seen, xp.zeros(flags.shape[0], dtype=xp.bool_))
+    flags |= seen > 0
 
 
 def _row_validity(device: Device, column: Column) -> Any:
