@@ -12,7 +12,8 @@ launcher compares its layout with the PTX ``.param`` list), and the values
 the driver would copy, read at the PTX's declared widths, must be numba's
 ``_prepare_args`` values. A second process on the same cache folder must
 then read every kernel from disk without compiling. A kernel without a case
-below fails the test: add its argument types.
+below fails the test: add its argument types. Generated (fused) kernels of
+two representative plans are checked the same way.
 """
 
 from __future__ import annotations
@@ -67,6 +68,8 @@ CASES = {
     "hash._string_hashes_cuda": [lambda: [i64(), u8(), u64()]],
     "hash._combine_column_cuda": [lambda: [u64(), u64(), b1(), True, False]],
     "hash_join._count_rows_cuda": [lambda: [i32(), i32()]],
+    "hash_join._pack_keys_cuda": [lambda: [i64(2), i64(2)]],
+    "hash_join._find_keys_cuda": [lambda: [i64(2), i64(2), i32()]],
     "hash_join._scatter_rows_cuda": [lambda: [i32(), i32(), i32(), i32()]],
     "hash_join._count_matches_cuda": [lambda: [i32(), i64(), i64()]],
     "hash_join._emit_pairs_cuda": [lambda: [i32(), i64(), i32(), i64(), i32(), i32()]],
@@ -83,7 +86,78 @@ CASES = {
     "strings._copy_cuda": [lambda: [u8(), i64(), i64(), u8()]],
     "strings._parse_decimal_cuda": [lambda: [i64(), u8(), 2, i64(), i8()]],
     "strings._parse_date_cuda": [lambda: [i64(), u8(), i32(), i8()]],
+    "strings._like_segments_cuda": [lambda: [i64(), u8(), u8(), i64(), True, False, b1()]],
 }
+
+
+def _generated_kernels() -> dict[str, tuple[object, list]]:
+    """Return generated (fused) kernels of two representative plans: name -> (module, argument lists by kernel).
+
+    A keyed kernel (a filter, a nullable column read through a gather map, a
+    string key interned by dictionary code with code validity, float and
+    decimal aggregates) and a global one (plain columns, a predicate lifted
+    in row mode): their parameters cover every kind the generator emits,
+    including the 2-D slot table and scalar lookup indices.
+    """
+    import pyarrow as pa
+
+    from gpu_engine.aggregation import aggregate_functions_of
+    from gpu_engine.codegen.compiled_modules import generated_module
+    from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, generate_fused_aggregation
+    from gpu_engine.codegen.fusion_program import plan_fusion_program
+    from gpu_engine.planning import prepare_plan
+    from gpu_engine.plans import PlanBuilder
+    from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
+
+    catalog = {"t": pa.schema([("k", pa.string()), ("d", pa.decimal128(12, 2)), ("x", pa.float64()),
+                               ("i", pa.int32())])}
+    keyed = (PlanBuilder(catalog).table_scan("t").filter("i > 0")
+             .aggregation(["k"], ["sum(d) AS s", "avg(x) AS a", "min(x) AS m", "count(*) AS c"]).plan())
+    grand = (PlanBuilder(catalog).table_scan("t").filter("k LIKE 'a%'")
+             .aggregation([], ["sum(i) AS s", "max(i) AS m"]).plan())
+    plans = {"keyed": (keyed, lambda columns, lifts: KernelLayout(True, (True,) * columns, ("dictionary+validity",) * lifts)),
+             "global": (grand, lambda columns, lifts: KernelLayout(False, (False,) * columns, ("rows",) * lifts))}
+    kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "slot_table": lambda: i64(2),
+             "status": i64, "pending": i32}
+    out = {}
+    for name, (plan, layout_of) in plans.items():
+        node = next(n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, FusedAggregationNode))
+        schema = {f.name: f.type for f in node.source.output_schema}
+        functions = aggregate_functions_of(node)
+        program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
+        generated = generate_fused_aggregation(program, functions, layout_of(len(program.columns), len(program.lifted)))
+        column_types = {f"c{k}": ref.dtype for k, ref in enumerate(program.columns)}
+        arguments = []
+        for parameter in generated.parameters:
+            if parameter in kinds:
+                arguments.append(kinds[parameter]())
+            elif parameter in column_types:
+                arguments.append(np.zeros(3, dtype=_physical(column_types[parameter])))
+            elif parameter.endswith(("_v", "_valid")):
+                arguments.append(b1())
+            elif parameter.endswith("_codes"):
+                arguments.append(i32())
+            elif parameter.endswith("_null"):
+                arguments.append(np.int64(3))
+            elif parameter.endswith("_values"):
+                lift = program.lifted[int(parameter[1:parameter.index("_")])]
+                arguments.append(i64() if lift.interned else np.zeros(3, dtype=_physical(lift.expr.dtype)))
+            else:
+                raise AssertionError(f"no argument kind for generated parameter {parameter}")
+        module = generated_module(generated.source)
+        out[f"generated.{name}.fused_cuda"] = (module.fused_cuda, [lambda arguments=arguments: arguments])
+        if node.grouping_keys:
+            out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(), i64(2)]])
+    return out
+
+
+def _physical(dtype):
+    from gpu_engine.columnar.types import physical_dtype
+
+    return physical_dtype(dtype)
+
+
+CASES.update({name: argument_lists for name, (_, argument_lists) in _generated_kernels().items()})
 
 
 def _run(cache: Path, uncompilable: list[str] | None = None) -> dict:
@@ -179,6 +253,7 @@ def _check_every_kernel(cache: str, known_uncompilable: list[str] | None) -> dic
     from gpu_engine.kernels.ptx_cache import PtxCache, compile_records
 
     kernels = _all_cuda_kernels()
+    kernels.update({name: kernel for name, (kernel, _) in _generated_kernels().items()})
     driver = RecordingDriver()
     launcher = KernelLauncher(driver, PtxCache((8, 0), cache))
     problems, uncompilable, launches = [], set(), 0
