@@ -8,8 +8,9 @@ kernel-zeroed memory; on virtual machines first touches are especially slow
 Engines avoid this with a buffer manager (DuckDB) or arenas (Velox); this is
 the smallest version of one: arrays of at least :data:`MIN_BYTES` are kept,
 by shape and dtype, up to :data:`MAX_KEPT_BYTES` in all, and handed out again
-uninitialized. On a GPU it keeps device arrays the same way (CuPy's own pool
-would also reuse them, but not across differing sizes as predictably).
+uninitialized. Only host (NumPy) arrays are kept: device memory is CuPy's
+pool's to reuse, and memory held here would be invisible to the per-query
+memory cap on a GPU.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from __future__ import annotations
 import threading
 from collections import defaultdict
 from typing import Any
+
+import numpy as np
 
 __all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "kept_bytes"]
 
@@ -52,7 +55,7 @@ def give_array(xp: Any, array: Any) -> None:
     """
     global _kept_bytes
     nbytes = int(array.nbytes)
-    if nbytes < MIN_BYTES:
+    if nbytes < MIN_BYTES or not isinstance(array, np.ndarray):
         return
     with _lock:
         if _kept_bytes + nbytes > MAX_KEPT_BYTES:

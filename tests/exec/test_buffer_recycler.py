@@ -26,3 +26,14 @@ def test_the_budget_bounds_what_is_kept(monkeypatch):
     buffer_recycler.give_array(np, second)  # over the budget: dropped
     assert buffer_recycler.take_array(np, first.shape, np.int64) is first
     assert buffer_recycler.take_array(np, first.shape, np.int64) is not second
+
+
+def test_device_arrays_are_left_to_their_own_pool():
+    class DeviceArray:  # stands in for a CuPy array
+        nbytes = buffer_recycler.MIN_BYTES
+        shape = (buffer_recycler.MIN_BYTES // 8,)
+        dtype = np.dtype(np.int64)
+
+    before = buffer_recycler.kept_bytes()
+    buffer_recycler.give_array(np, DeviceArray())
+    assert buffer_recycler.kept_bytes() == before
