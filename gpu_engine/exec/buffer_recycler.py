@@ -31,13 +31,18 @@ _kept: dict[tuple, list[Any]] = defaultdict(list)
 _kept_bytes = 0
 
 
-def _key(xp: Any, shape: tuple[int, ...], dtype: Any) -> tuple:
-    return (xp.__name__, tuple(int(n) for n in shape), str(xp.dtype(dtype)))
+def _key(shape: tuple[int, ...], dtype: Any) -> tuple:
+    return (tuple(int(n) for n in shape), str(np.dtype(dtype)))
 
 
 def take_array(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-    """Return an uninitialized array of ``shape`` and ``dtype``: a kept one when there is one, else a new one."""
-    key = _key(xp, shape, dtype)
+    """Return an uninitialized array of ``shape`` and ``dtype``: a kept one when there is one, else a new one.
+
+    Only host arrays are kept (see the module docstring), so other array modules always get a new one.
+    """
+    if xp is not np:
+        return xp.empty(shape, dtype=dtype)
+    key = _key(shape, dtype)
     global _kept_bytes
     with _lock:
         arrays = _kept.get(key)
@@ -60,7 +65,7 @@ def give_array(xp: Any, array: Any) -> None:
     with _lock:
         if _kept_bytes + nbytes > MAX_KEPT_BYTES:
             return
-        _kept[_key(xp, array.shape, array.dtype)].append(array)
+        _kept[_key(array.shape, array.dtype)].append(array)
         _kept_bytes += nbytes
 
 
