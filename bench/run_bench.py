@@ -120,6 +120,8 @@ def build_parser() -> argparse.ArgumentParser:
         help="root of the TPC-H cache (default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)",
     )
     parser.add_argument("--no-polars", action="store_true", help="skip Polars")
+    parser.add_argument("--unfused", action="store_true",
+                        help="also time each driver count with fusion off (fuse=False), to show what fusion gains")
     parser.add_argument(
         "--output-dir", type=Path, default=RESULTS_DIR, help="where to write results (default bench/results)"
     )
@@ -252,9 +254,10 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> tuple[
     duck = duckdb_connection(data_dir, threads=args.threads)
     sessions = {}
     for drivers in args.drivers:
-        session = Session(device=args.device, drivers=drivers)
-        register_tpch(session, data_dir)
-        sessions[f"engine-{session.device.name}-{drivers}d"] = session
+        for fuse in (True, False) if getattr(args, "unfused", False) else (True,):
+            session = Session(device=args.device, drivers=drivers, fuse=fuse)
+            register_tpch(session, data_dir)
+            sessions[f"engine-{session.device.name}-{drivers}d" + ("" if fuse else _UNFUSED)] = session
     device_name = next(iter(sessions.values())).device.name
     polars_tables = None
     if not args.no_polars:
@@ -368,10 +371,14 @@ def render_markdown(report: dict) -> str:
                   "SQL text as DuckDB; the others are hand-written LazyFrame queries.", ""]
     runner_labels = ["duckdb"] + engine_labels + peers
     titles = {"duckdb": "DuckDB", "polars": "Polars"}
-    speedup_pairs = [(engine_labels[0], other) for other in engine_labels[1:]]
+    fused_labels = [label for label in engine_labels if not label.endswith(_UNFUSED)]
+    speedup_pairs = [(fused_labels[0], other) for other in fused_labels[1:]]
+    # "fusion speedup": the unfused runner's time over the fused one's, per driver count.
+    speedup_pairs += [(label + _UNFUSED, label) for label in fused_labels if label + _UNFUSED in engine_labels]
     header = ["query"] + [titles.get(label, label) for label in runner_labels]
     header += [f"{titles.get(label, label)} / DuckDB" for label in engine_labels + peers]
-    header += [f"speedup {_drivers_of(b)}d vs {_drivers_of(a)}d" for a, b in speedup_pairs]
+    header += [f"fusion speedup {_drivers_of(b)}d" if a.endswith(_UNFUSED) else
+               f"speedup {_drivers_of(b)}d vs {_drivers_of(a)}d" for a, b in speedup_pairs]
     lines += ["Median times (ms):", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     failures = []
     for result in results:
@@ -425,8 +432,11 @@ def _total_row(results: list[QueryResult], runner_labels: list[str], compared: l
     return "| " + " | ".join(row) + " |"
 
 
+_UNFUSED = "-unfused"
+
+
 def _drivers_of(label: str) -> str:
-    return label.rsplit("-", 1)[-1].removesuffix("d")
+    return label.removesuffix(_UNFUSED).rsplit("-", 1)[-1].removesuffix("d")
 
 
 def _write_atomically(path: Path, text: str) -> None:

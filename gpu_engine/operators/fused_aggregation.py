@@ -42,7 +42,8 @@ from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import give_array, take_array
-from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.aggregation.aggregation_operator import AggregationOperator
+from gpu_engine.exec.operator import OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels.gather import dictionary_row_validity
 from gpu_engine.kernels.launch import launch_twin
@@ -101,16 +102,14 @@ def _fingerprint(device, dictionary: Column) -> str | None:
     return host_fingerprint(dictionary)
 
 
-class FusedAggregation(Operator):
+class FusedAggregation(AggregationOperator):
     """Blocking operator: consumes all input through one kernel per batch, then emits one row per group."""
 
     def __init__(self, ctx: OperatorCtx, node: FusedAggregationNode):
         super().__init__(ctx, node)
-        self.step = node.step
         self.functions = aggregate_functions_of(node)
         schema = {f.name: f.type for f in node.source.output_schema}
         self.program = plan_fusion_program(node.predicates, node.grouping_keys, self.functions, schema)
-        self.keyed = bool(node.grouping_keys)
         self.key_types = [node.output_schema.field(name).type for name in node.key_names]
         self.max_groups = ctx.config.partial_aggregation_max_groups
         self.table_layout = slot_table_layout(len(node.grouping_keys), self.functions)
@@ -122,8 +121,6 @@ class FusedAggregation(Operator):
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
         self._pending = self._placeholder
-        self._output: list[Batch] = []
-        self._seen_input = False
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -151,7 +148,7 @@ class FusedAggregation(Operator):
     def _reset(self) -> None:
         self._num_groups = 0
         self._release_table()
-        self._table = self._new_table(_INITIAL_SLOTS if self.keyed else 1)
+        self._table = self._new_table(_INITIAL_SLOTS if self.grouped else 1)
 
     def _ready_slots(self, table: Any) -> Any:
         xp = self.device.xp
@@ -247,7 +244,7 @@ class FusedAggregation(Operator):
         layout, arrays = self._bind(batch)
         module, parameters, messages = self._kernel(layout)
         self._module = module
-        if self.keyed:  # room for the new keys of a typical batch; more go pending and are run again
+        if self.grouped:  # room for the new keys of a typical batch; more go pending and are run again
             while self._num_groups > self._table.shape[0] * 2 // 5:
                 self._grow(_GROWTH * int(self._table.shape[0]))
         rows = batch.num_rows
@@ -262,7 +259,7 @@ class FusedAggregation(Operator):
             positions, count = self._pending[:self._pending_count].copy(), self._pending_count
             needed = 1 << max(2 * (self._num_groups + count) - 1, 1).bit_length()
             self._grow(max(needed, _GROWTH * int(self._table.shape[0])))
-        if self.step is self.step.PARTIAL and self.keyed and self._num_groups > self.max_groups:
+        if self.step is self.step.PARTIAL and self.grouped and self._num_groups > self.max_groups:
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
@@ -279,25 +276,16 @@ class FusedAggregation(Operator):
         if error != NO_ERROR:
             row, code = divmod(error, ERROR_CODE_BASE)
             raise ExecutionError(f"{messages[code]} (first at row {row})")
-        self._num_groups = groups if self.keyed else 1
+        self._num_groups = groups if self.grouped else 1
         self._pending_count = pending
 
     # ---------------------------------------------------------------- output
-    def no_more_input(self) -> None:
-        super().no_more_input()
-        if self.keyed and self._num_groups == 0:
-            return
-        if not self.keyed and not self._seen_input and self.step is self.step.PARTIAL:
-            return
-        self._output.append(self._emit())
-        self.set_memory_reservation(self._state_bytes())
-
     def _emit(self) -> Batch:
         xp = self.device.xp
         names: list[str] = list(self.node.key_names)
         columns: list[Column] = []
         table = self._table
-        if self.keyed:
+        if self.grouped:
             ready = self._ready_slots(table)
             null_bits = table[ready, 0] >> 2
             for k, (dtype, column) in enumerate(zip(self.key_types, self.table_layout.key_columns)):
@@ -325,18 +313,6 @@ class FusedAggregation(Operator):
             return Column(dtype, words != 0, validity)
         return Column(dtype, words.astype(physical_dtype(dtype)), validity)
 
-    def get_output(self) -> Batch | None:
-        if self._output and (self.no_more_input_received or self.step is self.step.PARTIAL):
-            batch = self._output.pop(0)
-            self.set_memory_reservation(self._state_bytes())
-            return batch
-        return None
-
-    def needs_input(self) -> bool:
-        return not self.no_more_input_received
-
-    def is_finished(self) -> bool:
-        return self.no_more_input_received and not self._output
 
     def close(self) -> None:
         self._release_table()

@@ -35,7 +35,8 @@ from gpu_engine.aggregation.functions import AggregateState, MinMax, aggregate_f
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
-from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.aggregation.aggregation_operator import AggregationOperator
+from gpu_engine.exec.operator import OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels import aggregate as agg
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
@@ -47,20 +48,17 @@ from gpu_engine.plans.nodes import AggregationNode
 __all__ = ["HashAggregation"]
 
 
-class HashAggregation(Operator):
+class HashAggregation(AggregationOperator):
     """Blocking operator: consumes all input, then emits one row per group."""
 
     def __init__(self, ctx: OperatorCtx, node: AggregationNode):
         super().__init__(ctx, node)
-        self.step = node.step
         self.keys = tuple(node.grouping_keys)
         self.max_groups = ctx.config.partial_aggregation_max_groups
         self._arguments_read = {name for call in node.aggregates if call.arg is not None
                                 for name in referenced_columns(call.arg)}
         self._functions = aggregate_functions_of(node)
         self._reset()
-        self._output: list[Batch] = []
-        self._finished = False
 
     # ----------------------------------------------------------------- state
     def _reset(self) -> None:
@@ -180,15 +178,6 @@ class HashAggregation(Operator):
         return missing if current is None else concat_columns(self.device, [current, missing])
 
     # ---------------------------------------------------------------- output
-    def no_more_input(self) -> None:
-        super().no_more_input()
-        if self.keys and self._num_groups == 0:
-            return
-        if not self.keys and not self._seen_input and self.step is self.step.PARTIAL:
-            return
-        self._output.append(self._emit())
-        self.set_memory_reservation(self._state_bytes())
-
     def _emit(self) -> Batch:
         groups = self._num_groups
         names: list[str] = list(self.keys)
@@ -203,15 +192,3 @@ class HashAggregation(Operator):
                 columns.append(column)
         return Batch(tuple(names), tuple(columns), self.device, None, groups)
 
-    def get_output(self) -> Batch | None:
-        if self._output and (self.no_more_input_received or self.step is self.step.PARTIAL):
-            batch = self._output.pop(0)
-            self.set_memory_reservation(self._state_bytes())
-            return batch
-        return None
-
-    def needs_input(self) -> bool:
-        return not self.no_more_input_received
-
-    def is_finished(self) -> bool:
-        return self.no_more_input_received and not self._output

@@ -1,0 +1,64 @@
+"""The output side every aggregation operator shares: when to emit groups, and when it is finished.
+
+Why one base: the eager HashAggregation and the FusedAggregation keep their
+groups differently, but must agree on Velox's aggregation contract, or fused
+and unfused plans would differ on empty inputs: an operator emits at the end
+of its input (a PARTIAL step also whenever it flushes); with grouping keys and
+no groups it emits nothing; without keys a FINAL or SINGLE step always emits
+its one row (``count`` 0, ``sum`` NULL), while a PARTIAL step that saw no
+batch emits nothing, so the final step alone supplies that row.
+"""
+
+from __future__ import annotations
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.operator import Operator, OperatorCtx
+
+__all__ = ["AggregationOperator"]
+
+
+class AggregationOperator(Operator):
+    """Blocking operator: consumes all input, then hands on its groups (subclasses keep and emit them).
+
+    Subclasses set :attr:`grouped` and :attr:`_num_groups`, set
+    :attr:`_seen_input` in ``add_input``, and implement :meth:`_emit` and
+    :meth:`_state_bytes`; flushes of a PARTIAL step append to :attr:`_output`.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node):
+        super().__init__(ctx, node)
+        self.step = node.step
+        self.grouped = bool(node.grouping_keys)
+        self._output: list[Batch] = []
+        self._seen_input = False
+        self._num_groups = 0
+
+    def _emit(self) -> Batch:
+        """Return the groups held so far as one batch."""
+        raise NotImplementedError
+
+    def _state_bytes(self) -> int:
+        """Return the bytes of state held, output not yet taken included."""
+        raise NotImplementedError
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if self.grouped and self._num_groups == 0:
+            return
+        if not self.grouped and not self._seen_input and self.step is self.step.PARTIAL:
+            return
+        self._output.append(self._emit())
+        self.set_memory_reservation(self._state_bytes())
+
+    def get_output(self) -> Batch | None:
+        if self._output and (self.no_more_input_received or self.step is self.step.PARTIAL):
+            batch = self._output.pop(0)
+            self.set_memory_reservation(self._state_bytes())
+            return batch
+        return None
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and not self._output
