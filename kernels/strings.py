@@ -119,6 +119,15 @@ def _like_row(i, offsets, chars, pattern, out):
 
 
 @register_jitable
+def _matches_at(chars, start, segments, first, length):
+    """Return True when ``chars[start:start + length]`` equals ``segments[first:first + length]``."""
+    for k in range(length):
+        if chars[start + k] != segments[first + k]:
+            return False
+    return True
+
+
+@register_jitable
 def _find_segment(chars, t, end, segments, first, last):
     """Return where ``segments[first:last]`` next occurs in ``chars[t:end]``, or -1."""
     length = last - first
@@ -127,14 +136,8 @@ def _find_segment(chars, t, end, segments, first, last):
     lead = segments[first]
     limit = end - length
     while t <= limit:
-        if chars[t] == lead:
-            same = True
-            for k in range(1, length):
-                if chars[t + k] != segments[first + k]:
-                    same = False
-                    break
-            if same:
-                return t
+        if chars[t] == lead and _matches_at(chars, t + 1, segments, first + 1, length - 1):
+            return t
         t += 1
     return -1
 
@@ -155,23 +158,13 @@ def _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anch
             if start < t:
                 out[i] = False
                 return
-            if s == 0 and anchored_start and start != t:
-                out[i] = False
-                return
-            for k in range(length):
-                if chars[start + k] != segments[first + k]:
-                    out[i] = False
-                    return
-            out[i] = True
+            out[i] = not (s == 0 and anchored_start and start != t) and _matches_at(chars, start, segments, first,
+                                                                                    length)
             return
         if s == 0 and anchored_start:
-            if end - t < length:
+            if end - t < length or not _matches_at(chars, t, segments, first, length):
                 out[i] = False
                 return
-            for k in range(length):
-                if chars[t + k] != segments[first + k]:
-                    out[i] = False
-                    return
             t += length
             continue
         found = _find_segment(chars, t, end, segments, first, last)
