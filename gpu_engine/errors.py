@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-__all__ = ["GpuEngineError", "PlanError", "DeviceError", "ExecutionError", "MemoryCapExceeded", "TaskCancelled"]
+__all__ = [
+    "GpuEngineError", "PlanError", "DeviceError", "DataSourceError", "ExecutionError", "MemoryCapExceeded", "TaskCancelled",
+]
 
 
 class GpuEngineError(Exception):
@@ -36,6 +38,15 @@ class PlanError(GpuEngineError):
 
 class DeviceError(GpuEngineError):
     """Raise when a device cannot be used (no GPU, simulator chosen too late, out of memory)."""
+
+
+class DataSourceError(GpuEngineError, ValueError):
+    """Raise when a table's source cannot be registered or read, naming the table and the file.
+
+    Why a type of its own: a file that is not Parquet, a directory whose files
+    disagree on a column's type, or a file rewritten after ``register`` are
+    the user's data to fix, not engine faults; the message says which file.
+    """
 
 
 class ExecutionError(GpuEngineError):
