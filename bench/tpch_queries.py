@@ -36,7 +36,7 @@ class BenchQuery:
 def _polars_primer(tables):
     import polars as pl
 
-    return tables["lineitem"].group_by("l_partkey").agg(pl.len().cast(pl.Int64).alias("count"))
+    return tables["lineitem"].group_by("l_partkey").agg(pl.len().cast(pl.Int64).alias("count")).sort("l_partkey")
 
 
 def _polars_q1(tables):
@@ -112,7 +112,7 @@ def bench_query(name: str) -> BenchQuery:
 
     key = name.strip().lower()
     if key == "primer":
-        return BenchQuery("primer", tpch.primer_query, tpch.PRIMER_SQL, POLARS_QUERIES.get("primer"), ordered=False)
+        return BenchQuery("primer", tpch.primer_query, tpch.PRIMER_SQL, POLARS_QUERIES.get("primer"), ordered=True)
     digits = key.removeprefix("q")
     if not digits.isdigit():
         raise ValueError(f"unknown query {name!r}; available: {', '.join(available_bench_queries())}")

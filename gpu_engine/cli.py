@@ -63,7 +63,7 @@ def parse_query_list(text: str) -> list[QueryChoice]:
             choices.extend(parse_query_list(",".join(str(n) for n in tpch.available_queries())))
             continue
         if item == "primer":
-            choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=False))
+            choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=True))
             continue
         digits = item.removeprefix("q")
         if not digits.isdigit():

@@ -5,11 +5,23 @@ Without a GPU, numba's CUDA simulator is switched on before anything imports
 kernels interpreted on NumPy arrays). With a GPU (CuPy sees one and
 ``NUMBA_ENABLE_CUDASIM`` is not set) the devices are ``cpu`` and ``cuda``; the
 ``cuda`` cases carry the ``gpu`` marker.
+
+Tests never write into the user's ``~/.cache``: :func:`pytest_configure` points
+every cache folder the engine writes (generated kernel modules, PTX, TPC-H
+data, matplotlib's font cache) at one test folder, ``.pytest_cache/d/gpu_engine``
+(kept between runs of a checkout, so kernels compile and data generates once),
+or a temporary folder when the cache plugin is off (``-p no:cacheprovider``).
+A variable the user set already is left alone: a configured folder is theirs.
+
+``--fast`` (``make test-fast``) keeps the quick part of the suite: ``cpu`` cases
+only, no ``cuda-sim`` or ``cuda`` cases, no ``spark`` or ``slow`` tests.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -51,22 +63,64 @@ def device(device_name):
     return get_device(device_name)
 
 
+#: Environment variable -> folder under the test cache root; each names where the engine (or a tool) writes a cache.
+TEST_CACHE_VARIABLES = {
+    "GPU_ENGINE_CACHE_DIR": ".",          # generated kernel modules (and numba's cache of them): <root>/generated
+    "GPU_ENGINE_PTX_CACHE": "ptx",        # compiled PTX (gpu_engine.kernels.ptx_cache)
+    "GPU_ENGINE_DATA": ".",               # TPC-H Parquet: <root>/tpch/sf<N>
+    "MPLCONFIGDIR": "matplotlib",         # matplotlib's font cache (the bench charts)
+}
+_TEMPORARY_CACHE_ROOT: list[str] = []
+
+
+def pytest_addoption(parser):
+    parser.addoption("--fast", action="store_true", default=False,
+                     help="gpu_engine: run cpu cases only (no cuda-sim/cuda cases, no spark or slow tests)")
+
+
+def pytest_configure(config):
+    """Point the engine's cache folders at the test cache root unless the user configured them."""
+    cache = getattr(config, "cache", None)
+    if cache is not None:
+        root = Path(cache.mkdir("gpu_engine"))
+    else:  # -p no:cacheprovider: a temporary folder, removed at the end of the run
+        root = Path(tempfile.mkdtemp(prefix="gpu_engine-tests-"))
+        _TEMPORARY_CACHE_ROOT.append(str(root))
+    for variable, folder in TEST_CACHE_VARIABLES.items():
+        if not os.environ.get(variable):
+            os.environ[variable] = str((root / folder).resolve())
+
+
+def pytest_unconfigure(config):
+    while _TEMPORARY_CACHE_ROOT:
+        shutil.rmtree(_TEMPORARY_CACHE_ROOT.pop(), ignore_errors=True)
+
+
+def pytest_collection_modifyitems(config, items):
+    """With ``--fast``, deselect every case that is not a plain ``cpu`` case (see the module docstring)."""
+    if not config.getoption("--fast"):
+        return
+    keep, drop = [], []
+    for item in items:
+        params = getattr(getattr(item, "callspec", None), "params", {})
+        slow_device = any(value in ("cuda-sim", "cuda") for value in params.values() if isinstance(value, str))
+        heavy = item.get_closest_marker("spark") or item.get_closest_marker("slow") or item.get_closest_marker("gpu")
+        (drop if slow_device or heavy or "cuda-sim" in item.nodeid or "cuda_sim" in item.nodeid else keep).append(item)
+    if drop:
+        config.hook.pytest_deselected(items=drop)
+        items[:] = keep
+
+
 @pytest.fixture(scope="session")
-def tpch_data(request, tmp_path_factory):
+def tpch_data():
     """Return a function: scale factor -> folder of TPC-H Parquet files, generated at most once.
 
-    The one place tests get TPC-H data: ``$GPU_ENGINE_DATA/tpch`` when set, else pytest's
-    cache folder (kept between sessions), else a temporary folder.
+    The one place tests get TPC-H data: ``$GPU_ENGINE_DATA/tpch``, which :func:`pytest_configure`
+    sets to the test cache root (kept between sessions) unless the user set it.
     """
     from gpu_engine.connectors.tpch_data import ensure_tpch
 
-    data_root = os.environ.get("GPU_ENGINE_DATA")
-    if data_root:
-        root = Path(data_root) / "tpch"
-    elif getattr(request.config, "cache", None) is not None:
-        root = request.config.cache.mkdir("tpch")  # kept between sessions
-    else:  # the cache plugin is disabled (-p no:cacheprovider)
-        root = tmp_path_factory.mktemp("tpch")
+    root = Path(os.environ["GPU_ENGINE_DATA"]) / "tpch"
     folders: dict[float, Path] = {}
 
     def folder_for(scale_factor: float) -> Path:

@@ -8,7 +8,7 @@ and ``plan(catalog)``; adding a query means adding its module and one line to
 ``_QUERY_MODULES``.
 
 The primer query, ``SELECT l_partkey, count(*) AS count FROM lineitem GROUP BY
-l_partkey``, is a one-aggregation warm-up: :func:`primer_query` and
+l_partkey ORDER BY l_partkey``, is a one-aggregation warm-up: :func:`primer_query` and
 :data:`PRIMER_SQL`.
 """
 
@@ -87,5 +87,5 @@ def sql(number: int) -> str:
 
 
 def primer_query(catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return the plan of ``SELECT l_partkey, count(*) AS count FROM lineitem GROUP BY l_partkey``."""
+    """Return the plan of ``SELECT l_partkey, count(*) AS count FROM lineitem GROUP BY l_partkey ORDER BY l_partkey``."""
     return primer.plan(catalog)

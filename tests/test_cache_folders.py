@@ -1,0 +1,47 @@
+"""The test suite writes its caches into a test folder, never into the user's ``~/.cache``.
+
+Why: running ``make test`` must not fill (or depend on) the folders a user's
+own runs of the engine keep; tests/conftest.py points every cache variable at
+the test cache root unless the user configured the variable. These tests run
+a real fused query and check where its generated kernel module went.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pyarrow as pa
+
+from conftest import TEST_CACHE_VARIABLES
+from gpu_engine import Session
+from gpu_engine.codegen.compiled_modules import generated_folder
+from gpu_engine.connectors.tpch_data import default_tpch_root
+from gpu_engine.kernels.ptx_cache import ptx_cache_directory
+from gpu_engine.plans import PlanBuilder
+
+USER_CACHE = (Path.home() / ".cache").resolve()
+
+
+def _inside(path: Path, folder: Path) -> bool:
+    return path.resolve().is_relative_to(folder)
+
+
+def test_every_cache_variable_is_set_and_none_points_into_the_user_cache():
+    for variable in TEST_CACHE_VARIABLES:
+        assert os.environ.get(variable), f"{variable} is not set during the tests"
+    for folder in (generated_folder(), ptx_cache_directory(), default_tpch_root()):
+        assert not _inside(folder, USER_CACHE), f"{folder} is in the user's ~/.cache"
+
+
+def test_a_fused_query_writes_its_generated_kernel_under_the_test_cache():
+    session = Session(device="cpu", drivers=1)
+    # A constant no other test uses, so the generated module is new to this folder.
+    session.register("t", pa.table({"k": [1, 2, 1], "v": [10, 20, 30]}))
+    plan = (PlanBuilder(session.catalog).table_scan("t", ["k", "v"]).filter("v > -987654")
+            .aggregation(["k"], ["sum(v) AS s"]).plan())
+    result = session.execute(plan)
+    assert sorted(zip(result.column("k").to_pylist(), result.column("s").to_pylist())) == [(1, 40), (2, 20)]
+    written = [path for path in generated_folder().glob("*.py") if "-987654" in path.read_text()]
+    assert written, f"no generated module for the query under {generated_folder()}"
+    assert all(not _inside(path, USER_CACHE) for path in written)
