@@ -1,22 +1,48 @@
 """Describe a table registered in a Session and cut it into splits.
 
 A Parquet table is a file or a directory of files; each split is one file and
-a run of its row groups. An in-memory ``pyarrow.Table`` is cut into slices.
+a run of its row groups. An in-memory table (a ``pyarrow.Table`` or
+``RecordBatch``, a dict of columns, a pandas or Polars DataFrame, anything
+with ``__arrow_c_stream__``) becomes a ``pyarrow.Table`` cut into slices.
+
+Checks made at ``register``, so a bad source fails there, naming the table
+and the file, rather than half-way through a query:
+
+* every file of a directory is opened and its schema compared with the
+  first file's; a file that disagrees on a column's name or type is refused
+  (the engine does not unify types across files as DuckDB's
+  ``union_by_name`` does: a silent widening would change sums and
+  comparisons, so the user decides by rewriting or casting the files);
+* a file that is not Parquet, or is corrupt, is refused;
+* duplicate column names are refused (columns are addressed by name);
+* columns of types the engine cannot compute on (lists, structs, times,
+  durations, binary) are kept in the schema with their Arrow type, so the
+  table registers; a plan that reads such a column fails at build time
+  (``PlanBuilder.table_scan`` names the column and its type).
+
+Files are checked again when a query asks for their splits: a file rewritten
+since ``register`` with other columns or types fails the query naming it.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.connectors.data_source import parquet_metadata
+from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
-__all__ = ["RegisteredTable", "register_source", "DEFAULT_SPLIT_ROWS"]
+__all__ = ["RegisteredTable", "register_source", "supported_columns", "DEFAULT_SPLIT_ROWS", "ACCEPTED_SOURCES"]
+
+#: What ``Session.register`` accepts besides cuDF tables, as error messages list it.
+ACCEPTED_SOURCES = ("a Parquet file or directory path (str or os.PathLike)", "a pyarrow.Table or RecordBatch",
+                    "a dict of column name -> list or array", "a pandas or Polars DataFrame",
+                    "an object with __arrow_c_stream__")
 
 #: Rows per split: small enough that a few drivers share even a 0.1-scale
 #: lineitem evenly (splits are handed out one at a time, so drivers that finish
@@ -42,7 +68,8 @@ class RegisteredTable:
             return [ArrowSplit(self.table.slice(start, step)) for start in range(0, rows, step)] or [ArrowSplit(self.table.slice(0, 0))]
         out: list[ConnectorSplit] = []
         for path in self.files:
-            metadata = parquet_metadata(path)
+            metadata = _file_metadata(self.name, path)
+            _check_unchanged(self, path, metadata)
             group, rows, first = 0, 0, 0
             for group in range(metadata.num_row_groups):
                 rows += metadata.row_group(group).num_rows
@@ -54,17 +81,128 @@ class RegisteredTable:
         return out
 
 
-def _engine_schema(schema: pa.Schema) -> pa.Schema:
-    return pa.schema([pa.field(f.name, normalize_type(f.type)) for f in schema])
+def supported_columns(schema: pa.Schema) -> list[str]:
+    """Return the columns of a registered schema the engine can read (see the module docstring)."""
+    return [f.name for f in schema if _is_supported(f.type)]
+
+
+def _is_supported(dtype: pa.DataType) -> bool:
+    try:
+        normalize_type(dtype)
+    except TypeError:
+        return False
+    return True
+
+
+def _engine_schema(schema: pa.Schema, name: str, where: str) -> pa.Schema:
+    """Return the engine's logical types of ``schema``; unsupported types stay as they are (refused when read)."""
+    seen: set[str] = set()
+    fields = []
+    for f in schema:
+        if f.name in seen:
+            raise DataSourceError(f"table {name!r}: {where} has two columns named {f.name!r}; "
+                                  "columns are addressed by name, so rename one")
+        seen.add(f.name)
+        fields.append(pa.field(f.name, normalize_type(f.type) if _is_supported(f.type) else f.type))
+    return pa.schema(fields)
+
+
+def _file_metadata(name: str, path: str):
+    """Return a Parquet file's footer, or raise DataSourceError naming the table and the file."""
+    try:
+        return parquet_metadata(path)
+    except FileNotFoundError:
+        raise FileNotFoundError(f"table {name!r}: file {path} no longer exists; register the table again") from None
+    except (OSError, pa.ArrowException) as exc:  # ArrowInvalid: not Parquet, truncated, corrupt footer
+        raise DataSourceError(f"table {name!r}: cannot read {path} as Parquet: {exc}") from None
+
+
+def _file_schema(name: str, path: str) -> pa.Schema:
+    metadata = _file_metadata(name, path)
+    try:
+        return metadata.schema.to_arrow_schema()
+    except pa.ArrowException as exc:
+        raise DataSourceError(f"table {name!r}: cannot read the schema of {path}: {exc}") from None
+
+
+def _schema_difference(expected: pa.Schema, actual: pa.Schema) -> str | None:
+    """Return how ``actual`` differs from ``expected`` in words, or None when they hold the same columns and types."""
+    if expected.names != actual.names:
+        return f"its columns are {', '.join(actual.names)}, expected {', '.join(expected.names)}"
+    for want, got in zip(expected, actual):
+        if want.type != got.type:
+            return f"column {want.name!r} is {got.type}, expected {want.type}"
+    return None
+
+
+def _check_unchanged(table: RegisteredTable, path: str, metadata) -> None:
+    """Refuse a file that lost a registered column or changed its type since ``register``, naming the file.
+
+    Only the registered columns are compared (a scan reads columns by name),
+    so a caller may describe a file by a subset of its columns.
+    """
+    try:
+        schema = metadata.schema.to_arrow_schema()
+    except pa.ArrowException as exc:
+        raise DataSourceError(f"table {table.name!r}: cannot read the schema of {path}: {exc}") from None
+    for want in table.schema:
+        index = schema.get_field_index(want.name)
+        if index < 0:
+            difference = f"column {want.name!r} is missing"
+        else:
+            got = schema.field(index).type
+            got = normalize_type(got) if _is_supported(got) else got
+            if got == want.type:
+                continue
+            difference = f"column {want.name!r} is {got}, was {want.type}"
+        raise DataSourceError(f"table {table.name!r}: {path} changed since the table was registered: "
+                              f"{difference}; register the table again")
+
+
+def _as_arrow_table(name: str, source) -> pa.Table | None:
+    """Return an in-memory source as a ``pyarrow.Table``, or None when ``source`` is not one (a path)."""
+    if isinstance(source, pa.Table):
+        return source
+    if isinstance(source, pa.RecordBatch):
+        return pa.Table.from_batches([source])
+    if isinstance(source, dict):
+        try:
+            return pa.table(source)
+        except (pa.ArrowException, TypeError, ValueError) as exc:
+            raise DataSourceError(f"table {name!r}: cannot make Arrow columns of the dict: {exc}") from None
+    module = type(source).__module__.split(".")[0]
+    if module == "pandas" and hasattr(source, "columns"):
+        return pa.Table.from_pandas(source, preserve_index=False)
+    if module == "polars" and hasattr(source, "to_arrow"):
+        return source.to_arrow()
+    if hasattr(source, "__arrow_c_stream__"):
+        return pa.table(source)
+    return None
 
 
 def register_source(name: str, source, split_rows: int | None = None) -> RegisteredTable:
-    """Describe ``source`` (a Parquet file or directory, or a ``pyarrow.Table``) as a table."""
-    if isinstance(source, pa.RecordBatch):
-        source = pa.Table.from_batches([source])
-    if isinstance(source, pa.Table):
-        rows = split_rows or max(1, min(DEFAULT_SPLIT_ROWS, source.num_rows))
-        return RegisteredTable(name, _engine_schema(source.schema), (), source, rows)
+    """Describe ``source`` as a table named ``name`` (see the module docstring for what is accepted and checked).
+
+    Raises
+    ------
+    ValueError
+        For an empty table name.
+    TypeError
+        For a source of another kind, listing :data:`ACCEPTED_SOURCES`.
+    FileNotFoundError
+        For a path that does not exist or a directory without ``.parquet`` files.
+    DataSourceError
+        For a file that is not Parquet, files that disagree on their columns, or duplicate column names.
+    """
+    if not isinstance(name, str) or not name.strip():
+        raise ValueError(f"a table name must be a non-empty string, got {name!r}")
+    table = _as_arrow_table(name, source)
+    if table is not None:
+        rows = split_rows or max(1, min(DEFAULT_SPLIT_ROWS, table.num_rows))
+        return RegisteredTable(name, _engine_schema(table.schema, name, "the table"), (), table, rows)
+    if not isinstance(source, (str, os.PathLike)):
+        raise TypeError(f"cannot register a {type(source).__module__}.{type(source).__qualname__} as table {name!r}; "
+                        "accepted: " + "; ".join(ACCEPTED_SOURCES))
     path = Path(source)
     if path.is_dir():
         files = tuple(str(p) for p in sorted(path.rglob("*.parquet")))
@@ -74,5 +212,10 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
         files = (str(path),)
     else:
         raise FileNotFoundError(f"table {name!r}: {path} is neither a Parquet file nor a directory")
-    schema = pq.read_schema(files[0])
-    return RegisteredTable(name, _engine_schema(schema), files, None, split_rows or DEFAULT_SPLIT_ROWS)
+    schema = _engine_schema(_file_schema(name, files[0]), name, files[0])
+    for path_text in files[1:]:
+        difference = _schema_difference(schema, _engine_schema(_file_schema(name, path_text), name, path_text))
+        if difference is not None:
+            raise DataSourceError(f"table {name!r}: {path_text} does not match {files[0]}: {difference}; the files "
+                                  "of a table must have the same columns and types (rewrite or cast the file)")
+    return RegisteredTable(name, schema, files, None, split_rows or DEFAULT_SPLIT_ROWS)

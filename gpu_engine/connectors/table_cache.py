@@ -31,7 +31,7 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.transfers import HostToDeviceCopier, rechunk_record_batches
 from gpu_engine.connectors.data_source import split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
-from gpu_engine.connectors.registered_table import RegisteredTable
+from gpu_engine.connectors.registered_table import RegisteredTable, supported_columns
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.device import Device
 from gpu_engine.errors import DeviceError
@@ -90,7 +90,7 @@ def load_cached_table(table: RegisteredTable, device: Device, batch_rows: int, p
     """
     if batch_rows < 1:
         raise ValueError(f"batch_rows must be at least 1, got {batch_rows}")
-    columns = list(table.schema.names)
+    columns = supported_columns(table.schema)  # a column no plan can read is not worth device memory
     batches: list[Batch] = []
     prefetcher: SplitPrefetcher[list] = SplitPrefetcher(prefetch_depth)
     copier = HostToDeviceCopier(device)
