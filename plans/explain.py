@@ -12,25 +12,76 @@ line ends with `` @ <device>``, plus the reason when part of the node runs on
 the host: ``-- Project[2][...] -> s:string @ cuda (host fallback: ...)``.
 Per-node stats text (from the execution layer) goes on the lines after its
 node, indented three spaces past the node's ``--`` so it reads as belonging to it.
+
+Long lines are shortened by default, because a TPC-H plan printed in full has
+lines of 300 to 800 characters (every column with its type, every aggregate)
+that no terminal shows whole. A node line longer than :data:`LINE_WIDTH`
+characters (not counting its indentation) first shortens its column list to
+:data:`SCHEMA_WIDTH` characters: the types go (``-> a, b, c``), then the last
+names (``-> a, b, … (13 columns)``); if the line is still too long and its
+details are longer than :data:`SCHEMA_WIDTH`, they move to wrapped lines under it (``[…]`` on the node line, the text in brackets
+below). Lines that fit print exactly as in full. ``full=True`` prints every
+line whole, every column with its type.
 """
 
 from __future__ import annotations
 
+import textwrap
 from typing import Mapping
 
 from gpu_engine.plans.nodes import PlanNode
 
-__all__ = ["format_plan", "format_node"]
+__all__ = ["format_plan", "format_node", "LINE_WIDTH", "SCHEMA_WIDTH"]
+
+#: Node lines longer than this (in characters, without indentation) are shortened unless ``full``.
+LINE_WIDTH = 120
+#: The width a long line's column list is shortened to.
+SCHEMA_WIDTH = 60
 
 
 def format_node(node: PlanNode) -> str:
-    """Return the one-line description of ``node`` (no indentation, no sources)."""
-    columns = ", ".join(f"{field.name}:{field.type}" for field in node.output_schema)
-    return f"-- {node.label}[{node.describe()}] -> {columns}"
+    """Return the one-line description of ``node`` in full (no indentation, no sources)."""
+    return f"-- {node.label}[{node.describe()}] -> {_typed_columns(node)}"
+
+
+def _typed_columns(node: PlanNode) -> str:
+    return ", ".join(f"{field.name}:{field.type}" for field in node.output_schema)
+
+
+def _short_columns(node: PlanNode) -> str:
+    """Return the column list in at most about :data:`SCHEMA_WIDTH` characters."""
+    typed = _typed_columns(node)
+    if len(typed) <= SCHEMA_WIDTH:
+        return typed
+    names = [field.name for field in node.output_schema]
+    untyped = ", ".join(names)
+    if len(untyped) <= SCHEMA_WIDTH:
+        return untyped
+    count = f", … ({len(names)} columns)"
+    shown = names[:1]
+    for name in names[1:]:
+        if len(", ".join(shown + [name])) + len(count) > SCHEMA_WIDTH:
+            break
+        shown.append(name)
+    return ", ".join(shown) + count
+
+
+def _node_lines(node: PlanNode, placement: str | None, full: bool) -> list[str]:
+    """Return the node's line (and, when shortened, its wrapped details), without indentation."""
+    suffix = f" @ {placement}" if placement else ""
+    line = format_node(node) + suffix
+    if full or len(line) <= LINE_WIDTH:
+        return [line]
+    details = node.describe()
+    line = f"-- {node.label}[{details}] -> {_short_columns(node)}{suffix}"
+    if len(line) <= LINE_WIDTH or len(details) <= SCHEMA_WIDTH:  # short details read better on the line
+        return [line]
+    wrapped = textwrap.wrap(f"[{details}]", width=LINE_WIDTH - 3, break_long_words=False, break_on_hyphens=False)
+    return [f"-- {node.label}[…] -> {_short_columns(node)}{suffix}"] + ["   " + text for text in wrapped]
 
 
 def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
-                placements: Mapping[str, str] | None = None) -> str:
+                placements: Mapping[str, str] | None = None, full: bool = False) -> str:
     """Return the plan under ``root`` as text, one node per line, without a trailing newline.
 
     Parameters
@@ -41,14 +92,16 @@ def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
         Optional text per plan node id (several lines allowed), printed under that node.
     placements
         Optional device text per plan node id, printed at the end of the node's line after ``@``.
+    full
+        Print every column with its type and every node's details on its line, however long;
+        by default long column lists and details are shortened (see the module docstring).
     """
     lines: list[str] = []
     stack: list[tuple[PlanNode, int]] = [(root, 0)]
     while stack:
         node, depth = stack.pop()
         indent = "  " * depth
-        placement = (placements or {}).get(node.id)
-        lines.append(indent + format_node(node) + (f" @ {placement}" if placement else ""))
+        lines.extend(indent + line for line in _node_lines(node, (placements or {}).get(node.id), full))
         stats = (node_stats or {}).get(node.id)
         if stats:
             lines.extend(f"{indent}   {line}" for line in stats.splitlines())

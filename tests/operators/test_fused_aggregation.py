@@ -504,8 +504,9 @@ def test_explain_names_the_fused_nodes():
             .project(["k", "v * 2 AS w", "EXTRACT(year FROM d) AS y"])
             .aggregation(["k", "y"], ["sum(w) AS s", "count(*) AS c"]).plan())
     assert session.explain(plan) == """\
--- FusedAggregation[3][where (v > 0); SINGLE [k, y := EXTRACT(YEAR FROM d)] s := sum((v * 2)), c := count(*); \
-fused: Filter[1], Project[2], Aggregation[3]] -> k:int32, y:int64, s:double, c:int64 @ cpu
+-- FusedAggregation[3][…] -> k:int32, y:int64, s:double, c:int64 @ cpu
+   [where (v > 0); SINGLE [k, y := EXTRACT(YEAR FROM d)] s := sum((v * 2)), c := count(*); fused: Filter[1], Project[2],
+   Aggregation[3]]
   -- TableScan[0][table: t, columns: k, v, d] -> k:int32, v:double, d:date32[day] @ cpu"""
     analyzed = session.explain(plan, analyze=True)
     assert re.search(r"\n   FusedAggregation \(pipeline 0, 1 driver\(s\)\): input 3 rows/1 batches, "

@@ -43,7 +43,8 @@ def test_fusion_replaces_the_aggregation_steps_and_the_partial_steps_filter(sess
     -- TopN[3.partial][PARTIAL 3 s DESC NULLS LAST] -> k:int32, s:double, a:double @ cpu
       -- FusedAggregation[2][FINAL [k] s := sum(s), a := avg(a); fused: Aggregation[2]] -> k:int32, s:double, a:double @ cpu
         -- LocalPartition[2.exchange][REPARTITION [k]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
-          -- FusedAggregation[2.partial][where (v > 0); PARTIAL [k] s := sum(v), a := avg(v); fused: Filter[1], Aggregation[2.partial]] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+          -- FusedAggregation[2.partial][…] -> k:int32, s:double, a:double, a$count:int64 @ cpu
+             [where (v > 0); PARTIAL [k] s := sum(v), a := avg(v); fused: Filter[1], Aggregation[2.partial]]
             -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
 
 

@@ -8,6 +8,7 @@ import pyarrow as pa
 import pytest
 
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator, format_plan
+from gpu_engine.plans.explain import LINE_WIDTH
 
 CATALOG = {
     "lineitem": pa.schema([("l_partkey", pa.int64()), ("l_quantity", pa.decimal128(15, 2)),
@@ -41,8 +42,48 @@ q2:decimal128(18, 2)
 l_quantity:decimal128(15, 2), l_shipdate:date32[day]"""
 
 
+#: The same plan by default: lines over LINE_WIDTH lose their column types, then long details move below.
+COMPACT = """\
+-- TopN[6][5 cnt DESC NULLS LAST, l_partkey ASC NULLS LAST] -> l_partkey:int64, cnt:int64, a:double
+  -- Aggregation[5][FINAL [l_partkey] cnt := count(*), a := avg(a)] -> l_partkey:int64, cnt:int64, a:double
+    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey:int64, cnt:int64, a:decimal128(38, 2), a$count:int64
+      -- Aggregation[3][PARTIAL [l_partkey] cnt := count(*), a := avg(q2)] -> l_partkey, cnt, a, a$count
+        -- Project[2][expressions: (l_partkey:l_partkey), (q2:(l_quantity * 2))] -> l_partkey:int64, q2:decimal128(18, 2)
+          -- Filter[1][…] -> l_partkey, l_quantity, l_shipdate
+             [expression: ((l_shipdate <= DATE '1998-09-02') AND ((l_quantity >= 1) AND (l_quantity <= 24)))]
+            -- TableScan[0][table: lineitem, columns: l_partkey, l_quantity, l_shipdate] -> l_partkey, l_quantity, \
+l_shipdate"""
+
+
 def test_golden_plan_text():
-    assert format_plan(small_plan()) == GOLDEN
+    assert format_plan(small_plan(), full=True) == GOLDEN
+
+
+def test_golden_plan_text_shortened_by_default():
+    assert format_plan(small_plan()) == COMPACT
+
+
+def _wide_plan():
+    """A scan of 30 columns with a long filter: 700-character lines in full, as TPC-H plans have."""
+    names = [f"column_number_{i:02d}" for i in range(30)]
+    catalog = {"wide": pa.schema([(name, pa.decimal128(15, 2)) for name in names])}
+    condition = " OR ".join(f"{name} > {i}" for i, name in enumerate(names[:12]))
+    return PlanBuilder(catalog).table_scan("wide", names).filter(condition).plan(), names
+
+
+def test_long_lines_fit_the_width_by_default_and_print_whole_with_full():
+    plan, names = _wide_plan()
+    full = format_plan(plan, full=True, placements={"1": "cpu"})
+    assert max(len(line) for line in full.splitlines()) > 600
+    short = format_plan(plan, placements={"1": "cpu"}).splitlines()
+    indent = {line: len(line) - len(line.lstrip()) for line in short}
+    assert all(len(line) - indent[line] <= LINE_WIDTH for line in short), short
+    node_lines = [line for line in short if line.lstrip().startswith("-- ")]
+    assert node_lines[0] == f"-- Filter[1][…] -> {names[0]}, {names[1]}, … (30 columns) @ cpu"
+    assert node_lines[1].startswith("  -- TableScan[0][…] -> ")
+    # Nothing is lost: the wrapped details hold every word of the full ones.
+    details = " ".join(line.strip() for line in short if not line.lstrip().startswith("-- "))
+    assert details.split() == " ".join(f"[{node.describe()}]" for node in (plan, plan.sources[0])).split()
 
 
 @pytest.mark.parametrize("node_stats, expected_lines", [
@@ -53,7 +94,7 @@ def test_golden_plan_text():
     pytest.param({"6": "Output: 5 rows"}, [GOLDEN.splitlines()[0], "   Output: 5 rows"], id="stats under the root"),
 ])
 def test_node_stats_are_indented_under_their_node(node_stats, expected_lines):
-    lines = format_plan(small_plan(), node_stats).splitlines()
+    lines = format_plan(small_plan(), node_stats, full=True).splitlines()
     assert lines[:len(expected_lines)] == expected_lines
 
 
@@ -72,7 +113,7 @@ def test_every_source_is_printed_one_level_deeper():
 
 def test_placements_end_their_node_line():
     placements = {"6": "cuda", "1": "cuda (host fallback: CAST(x AS string))"}
-    lines = format_plan(small_plan(), {"6": "Output: 5 rows"}, placements).splitlines()
+    lines = format_plan(small_plan(), {"6": "Output: 5 rows"}, placements, full=True).splitlines()
     assert lines[0] == GOLDEN.splitlines()[0] + " @ cuda"
     assert lines[1] == "   Output: 5 rows"
     assert lines[2] == GOLDEN.splitlines()[1]  # no placement given: the line is unchanged
