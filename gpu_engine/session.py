@@ -50,7 +50,9 @@ class Session:
     def __init__(self, device: str | Device = "auto", drivers: int = 1, **config):
         self.device = get_device(device)
         tune_host_allocator()
-        self.drivers = max(1, int(drivers))
+        if isinstance(drivers, bool) or not isinstance(drivers, int) or drivers < 1:
+            raise ValueError(f"drivers must be a positive integer (threads per pipeline), got {drivers!r}")
+        self.drivers = drivers
         self.config = EngineConfig().with_overrides(**config)
         check_parquet_reader(self.config.parquet_reader, self.device)
         self._tables: dict[str, RegisteredTable] = {}
@@ -71,6 +73,8 @@ class Session:
         and copied to the device as one large batch while a scan's prefetch
         threads decode the next split (``scan_prefetch_depth``).
         """
+        if not isinstance(name, str) or not name.strip():
+            raise ValueError(f"a table name must be a non-empty string, got {name!r}")
         if split_rows is None and self.device.is_gpu:
             split_rows = self.config.scan_batch_rows(self.device)
         if is_cudf_source(source):
@@ -155,6 +159,10 @@ class Session:
             from gpu_engine.connectors.cudf_interop import arrow_to_cudf
 
             return arrow_to_cudf(self.execute(plan, timeout))
+        return self._execute_to_arrow(plan, timeout)[0]
+
+    def _execute_to_arrow(self, plan: PlanNode, timeout: float | None) -> tuple[pa.Table, Task]:
+        """Run ``plan``; return its rows and the Task that ran them (per call, so threads never see another's)."""
         batches: list[Batch] = []
         lock = threading.Lock()
 
@@ -164,10 +172,10 @@ class Session:
                 batches.append(record_batch)
             return transfer
 
-        self._run(plan, collect, timeout)
+        task = self._run(plan, collect, timeout)
         schema = plan.output_schema
         record_batches = [conform_to_schema(b, schema) for b in batches]
-        return pa.Table.from_batches(record_batches, schema=schema)
+        return pa.Table.from_batches(record_batches, schema=schema), task
 
     def _execute_to_cudf(self, plan: PlanNode, timeout: float | None):
         """Run ``plan`` keeping result batches on the device, then wrap them as one ``cudf.DataFrame``."""
@@ -220,11 +228,11 @@ class Session:
         placements = placement_text(prepared.placements)
         if not analyze:
             return format_plan(prepared.plan, placements=placements)
-        self.execute(plan)
-        stats = self.last_task.task_stats()
+        _, task = self._execute_to_arrow(plan, None)  # this call's Task, not last_task: another thread may run one
+        stats = task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
                   f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s)")
-        return header + "\n" + format_plan(self.last_plan, node_stats_text(stats), placements)
+        return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements)
 
     def last_stats(self) -> TaskStats | None:
         """Return the stats of the last executed Task."""

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import difflib
+import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 
 from gpu_engine.device import Device
 from gpu_engine.exec.memory_pool import MemoryPool, create_query_pool
@@ -53,6 +55,29 @@ def device_memory_bytes(device: Device) -> int | None:
     except Exception:  # noqa: BLE001 - any failure means: unknown, use the minimum
         return None
     return int(total)
+
+
+#: Numeric settings of :class:`EngineConfig`: (integer or number, lowest value, None allowed).
+#: A "number" must be above its lowest value, an "integer" at least it.
+_NUMERIC_SETTINGS = {
+    "batch_rows": ("integer", 1, True),
+    "partial_aggregation_max_groups": ("integer", 1, False),
+    "local_exchange_max_bytes": ("integer", 1, False),
+    "driver_time_slice_seconds": ("number", 0, False),
+    "shuffle_page_bytes": ("integer", 1, False),
+    "output_buffer_max_bytes": ("integer", 1, False),
+    "exchange_max_bytes": ("integer", 1, False),
+    "query_memory_limit_bytes": ("integer", 1, True),
+    "cupy_pool_limit_bytes": ("integer", 1, True),
+    "scan_prefetch_depth": ("integer", 0, True),
+}
+#: Settings of :class:`EngineConfig` that take one of a few values.
+_CHOICE_SETTINGS = {
+    "shuffle_compression": (None, "lz4", "zstd"),
+    "scan_pinned_staging": (None, True, False),
+    "parquet_reader": ("auto", "pyarrow", "cudf"),
+    "fuse": (True, False),
+}
 
 
 @dataclass(frozen=True)
@@ -146,8 +171,46 @@ class EngineConfig:
     scan_prefetch_depth: int | None = None
     fuse: bool = True
 
+    def __post_init__(self) -> None:
+        """Refuse values no query could run with, here rather than half-way through the first query.
+
+        Why at construction: a typo'd or mistyped setting (``batch_rows=0``,
+        ``query_memory_limit_bytes="abc"``) used to surface only at execute,
+        or as an arithmetic error deep in an operator.
+        """
+        for name, (kind, low, optional) in _NUMERIC_SETTINGS.items():
+            value = getattr(self, name)
+            if value is None and optional:
+                continue
+            wanted = "an integer" if kind == "integer" else "a number"
+            if (isinstance(value, bool) or not isinstance(value, numbers.Real)
+                    or (kind == "integer" and not isinstance(value, numbers.Integral))):
+                raise ValueError(f"{name} must be {wanted}{' or None' if optional else ''}, got {value!r}")
+            if value < low or (kind == "number" and value == low):
+                bound = f"{low} or more" if kind == "integer" and low == 0 else "positive"
+                raise ValueError(f"{name} must be {bound}{' (or None)' if optional else ''}, got {value!r}")
+        for name, choices in _CHOICE_SETTINGS.items():
+            value = getattr(self, name)
+            if not any(value is choice or (isinstance(value, str) and value == choice) for choice in choices):
+                raise ValueError(f"{name} must be one of {', '.join(map(repr, choices))}, got {value!r}")
+
     def with_overrides(self, **overrides) -> "EngineConfig":
-        """Return a copy with some settings changed (unknown names raise TypeError)."""
+        """Return a copy with some settings changed.
+
+        Raises
+        ------
+        TypeError
+            For a name that is no setting, listing the settings (and the
+            closest one, for a typo such as ``batch_rowz``).
+        ValueError
+            For a value out of its range or of the wrong type.
+        """
+        known = [f.name for f in fields(self)]
+        for name in overrides:
+            if name not in known:
+                close = difflib.get_close_matches(name, known, n=1)
+                hint = f"; did you mean {close[0]!r}?" if close else ""
+                raise TypeError(f"unknown setting {name!r}{hint} valid settings: {', '.join(known)}")
         return replace(self, **overrides)
 
     def packs_scan_batches(self, device: Device) -> bool:
