@@ -220,19 +220,22 @@ class Session:
         return task
 
     # --------------------------------------------------------------- explain
-    def explain(self, plan: PlanNode, analyze: bool = False) -> str:
-        """Return the plan as executed, as text; with ``analyze``, run it and show each node's stats."""
+    def explain(self, plan: PlanNode, analyze: bool = False, full: bool = False) -> str:
+        """Return the plan as executed, as text; with ``analyze``, run it and show each node's stats.
+
+        Lines over 120 characters are shortened (see :mod:`gpu_engine.plans.explain`); ``full`` prints them whole.
+        """
         from gpu_engine.plans.explain import format_plan
 
         prepared = prepare_plan(plan, self.device, self.drivers, self.config)
         placements = placement_text(prepared.placements)
         if not analyze:
-            return format_plan(prepared.plan, placements=placements)
+            return format_plan(prepared.plan, placements=placements, full=full)
         _, task = self._execute_to_arrow(plan, None)  # this call's Task, not last_task: another thread may run one
         stats = task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
                   f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s)")
-        return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements)
+        return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements, full=full)
 
     def last_stats(self) -> TaskStats | None:
         """Return the stats of the last executed Task."""
