@@ -1,0 +1,51 @@
+"""Plan SQL text into the engine's plan nodes: sqlglot parses and rewrites, our planner picks joins and operators.
+
+``plan_sql(text, catalog, statistics=None, dialect="duckdb")`` is the one
+entry point (``Session.sql_plan``, the CLI's ``sql`` command and Spark's SQL
+runner call it): :func:`~gpu_engine.sql.rewrite.parse_and_qualify` resolves
+names with sqlglot's optimizer, then :class:`~gpu_engine.sql.planner.QueryPlanner`
+plans the qualified query (see its module docstring for what becomes which
+node). Errors are :class:`~gpu_engine.sql.errors.SqlError` (a ``PlanError``)
+with the line and column in the text.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import pyarrow as pa
+
+from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.sql.errors import SqlError
+from gpu_engine.sql.planner import QueryPlanner
+from gpu_engine.sql.rewrite import parse_and_qualify
+from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics, table_statistics
+
+__all__ = ["plan_sql", "SqlError", "TableStatistics", "ColumnStatistics", "table_statistics"]
+
+
+def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None,
+             dialect: str = "duckdb") -> PlanNode:
+    """Return the plan of the SQL query ``text`` over the tables in ``catalog``.
+
+    Parameters
+    ----------
+    text
+        One SELECT query (CTEs, joins, subqueries, aggregation, ORDER BY/LIMIT).
+    catalog
+        Table name -> Arrow schema (``Session.catalog``).
+    statistics
+        Table name -> :class:`TableStatistics` for join ordering
+        (:func:`table_statistics` makes them from a registered table); tables
+        without any are assumed to be of equal, moderate size.
+    dialect
+        sqlglot's dialect name: ``"duckdb"`` (default) or ``"spark"``.
+
+    Raises
+    ------
+    SqlError
+        For syntax errors, unknown names and unsupported SQL, with the
+        position in ``text``.
+    """
+    query = parse_and_qualify(text, catalog, dialect)
+    return QueryPlanner(catalog, statistics).plan(query)

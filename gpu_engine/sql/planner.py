@@ -1,0 +1,1063 @@
+"""Plan a qualified sqlglot query into the engine's plan nodes: scans, joins, subqueries, aggregation, ordering.
+
+The query arrives qualified (every column names its table alias, every
+projection its output name; see :mod:`gpu_engine.sql.rewrite`). Each SELECT
+is planned in this order, as a textbook optimizer would:
+
+1. **Sources.** Every FROM item becomes a relation: a TableScan of the
+   columns the query reads, or the plan of a derived table or CTE (planned at
+   each reference: plans are trees, so a CTE referenced twice, as in TPC-H
+   Q15, is computed twice — the executor has no shared subplans).
+2. **Predicates.** The WHERE clause and inner-join ON conditions are split
+   into conjuncts (common conjuncts of an OR are pulled out first, and an OR
+   whose every branch restricts one table also filters that table, as TPC-H
+   Q19 needs). A conjunct over one relation filters its scan; an equality of
+   two relations' columns is a join edge; the rest are join filters applied
+   as soon as their relations are joined.
+3. **Subqueries.** ``x IN (SELECT …)`` is a left semi join (NOT IN a
+   null-aware anti join), applied at the scan of ``x`` when it reads one
+   table; ``[NOT] EXISTS`` is a semi (anti) join on its correlation
+   equalities, with the other correlated conditions as the join filter; an
+   uncorrelated scalar subquery is an EnforceSingleRow build side of a
+   nested-loop join; a correlated scalar aggregate (Q2, Q17, Q20) becomes the
+   aggregate grouped by the correlation columns, joined like any relation.
+4. **Joins.** Greedy operator ordering: repeatedly join the two connected
+   relations whose estimated result is smallest, building the smaller side
+   (estimates: :mod:`gpu_engine.sql.statistics`). Outer joins keep the
+   written order.
+5. **Aggregation, HAVING, SELECT, DISTINCT, ORDER BY, LIMIT.** One
+   single-step aggregation (the executor splits it into partial and final
+   steps across drivers); ORDER BY with LIMIT is a TopN.
+
+Every node is built through :class:`~gpu_engine.plans.plan_builder.PlanBuilder`
+from SQL snippets over internal column names (the column's own name where it
+is unique in the query, else ``alias.column``), so the builder's type checks
+apply to SQL-planned queries as to hand-written plans.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import itertools
+from dataclasses import dataclass, field
+from typing import Mapping
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
+from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.statistics import (
+    DEFAULT_TABLE_ROWS,
+    ColumnStatistics,
+    TableStatistics,
+    selectivity,
+)
+
+__all__ = ["QueryPlanner"]
+
+_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+
+
+class _Builder(PlanBuilder):
+    """A PlanBuilder that continues from a node planned earlier (a relation of the SQL planner)."""
+
+    @classmethod
+    def on(cls, node: PlanNode, catalog, ids: PlanNodeIdGenerator) -> "_Builder":
+        builder = cls(catalog, id_generator=ids)
+        builder._node = node
+        return builder
+
+
+@dataclass
+class Relation:
+    """A planned relation: its plan, the SQL names it answers to, and its estimated size.
+
+    ``columns`` maps ``(table alias, column)`` of the SQL text to the plan's
+    internal column name; ``stats`` holds estimates per internal name.
+    """
+
+    node: PlanNode
+    columns: dict[tuple[str, str], str]
+    aliases: frozenset[str]
+    rows: float
+    stats: dict[str, ColumnStatistics] = field(default_factory=dict)
+
+
+@dataclass
+class _SemiJoin:
+    """A pending [NOT] EXISTS / [NOT] IN: join ``relation`` on key pairs, with an optional filter."""
+
+    join_type: str  # left_semi | anti | null_aware_anti
+    relation: Relation
+    keys: list[tuple[exp.Expression, exp.Column]]  # (outer column, subquery column)
+    filters: list[exp.Expression]
+    tree: exp.Expression
+    early: bool = False  # an uncorrelated IN: applied at the scan of its one outer table, like a filter
+
+
+def _conjuncts(tree: exp.Expression | None) -> list[exp.Expression]:
+    if tree is None:
+        return []
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.And):
+        return _conjuncts(tree.this) + _conjuncts(tree.expression)
+    return [tree]
+
+
+def _disjuncts(tree: exp.Expression) -> list[exp.Expression]:
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.Or):
+        return _disjuncts(tree.this) + _disjuncts(tree.expression)
+    return [tree]
+
+
+def _and(parts: list[exp.Expression]) -> exp.Expression:
+    return exp.and_(*[p.copy() for p in parts]) if len(parts) > 1 else parts[0].copy()
+
+
+def _or(parts: list[exp.Expression]) -> exp.Expression:
+    return exp.or_(*[exp.paren(p.copy()) for p in parts]) if len(parts) > 1 else parts[0].copy()
+
+
+def _factor_or(tree: exp.Expression) -> list[exp.Expression]:
+    """Pull the conjuncts every branch of an OR shares out of it: (a AND b) OR (a AND c) is a AND (b OR c)."""
+    branches = _disjuncts(tree)
+    if len(branches) < 2:
+        return [tree]
+    parts = [_conjuncts(b) for b in branches]
+    texts = [{p.sql(): p for p in branch} for branch in parts]
+    common = [p for p in parts[0] if all(p.sql() in t for t in texts[1:])]
+    if not common:
+        return [tree]
+    common_text = {p.sql() for p in common}
+    rests = [[p for p in branch if p.sql() not in common_text] for branch in parts]
+    if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
+        return common
+    return common + [_or([_and(rest) for rest in rests])]
+
+
+def _defined_aliases(select: exp.Select) -> set[str]:
+    """Return the aliases a SELECT's FROM and JOIN items define."""
+    items = []
+    from_ = select.args.get("from_")
+    if from_ is not None:
+        items.append(from_.this)
+    items += [join.this for join in select.args.get("joins") or []]
+    return {item.alias_or_name for item in items}
+
+
+def _free_columns(tree: exp.Expression, bound: frozenset[str] = frozenset()) -> list[exp.Column]:
+    """Return the columns of ``tree`` not bound by a SELECT nested inside it (correlated references included)."""
+    out: list[exp.Column] = []
+    stack = [(tree, bound)]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, exp.Select):
+            scope = scope | frozenset(_defined_aliases(node))
+        if isinstance(node, exp.Column):
+            if node.table not in scope:
+                out.append(node)
+            continue
+        for child in node.iter_expressions():
+            stack.append((child, scope))
+    return out
+
+
+def _subquery_select(tree: exp.Expression) -> exp.Expression:
+    while isinstance(tree, (exp.Subquery, exp.Paren)):
+        tree = tree.this
+    return tree
+
+
+def _has_subquery(tree: exp.Expression) -> bool:
+    return any(isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query"))
+               for node in tree.walk())
+
+
+def _unsupported(what: str, tree: exp.Expression | None) -> SqlError:
+    line, col = position_of(tree)
+    return SqlError(f"unsupported SQL: {what}", line=line, col=col,
+                    name=tree.sql(dialect="duckdb")[:80] if tree is not None else None)
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+class QueryPlanner:
+    """Plan qualified sqlglot queries over ``catalog`` (see the module docstring).
+
+    Parameters
+    ----------
+    catalog
+        Table name -> Arrow schema.
+    statistics
+        Table name -> :class:`TableStatistics`; tables without any are assumed
+        to hold :data:`DEFAULT_TABLE_ROWS` rows.
+    """
+
+    def __init__(self, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None):
+        self.catalog = dict(catalog)
+        self.statistics = dict(statistics or {})
+        self.ids = PlanNodeIdGenerator()
+        self._used_names: set[str] = set()
+        self._synthetic = itertools.count(1)
+
+    # ------------------------------------------------------------------ names
+    def _fresh(self, name: str, alias: str | None = None) -> str:
+        """Return an internal column name: ``name`` when unused in this plan, else ``alias.name`` (or numbered)."""
+        candidates = [name] + ([f"{alias}.{name}"] if alias and alias != name else [])
+        for candidate in candidates:
+            if candidate not in self._used_names:
+                self._used_names.add(candidate)
+                return candidate
+        for n in itertools.count(2):
+            candidate = f"{candidates[-1]}#{n}"
+            if candidate not in self._used_names:
+                self._used_names.add(candidate)
+                return candidate
+        raise AssertionError("unreachable")
+
+    def _synthetic_alias(self) -> str:
+        return f"$subquery{next(self._synthetic)}"
+
+    def _builder(self, node: PlanNode) -> _Builder:
+        return _Builder.on(node, self.catalog, self.ids)
+
+    # -------------------------------------------------------------- rendering
+    def _render(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
+                replacements: Mapping[str, str] | None = None) -> str:
+        """Return ``tree`` as a SQL snippet over internal column names, for PlanBuilder."""
+        replacements = replacements or {}
+
+        def rename(node: exp.Expression) -> exp.Expression:
+            if replacements:
+                key = node.sql()
+                if key in replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
+                    return exp.column(exp.to_identifier(replacements[key], quoted=True))
+            if isinstance(node, exp.Column):
+                internal = columns.get((node.table, node.name))
+                if internal is None:
+                    line, col = position_of(node)
+                    if not node.table:
+                        message = f"column {node.name!r} is not available here"
+                    else:
+                        message = f"column {node.table}.{node.name} is not available here"
+                    if replacements:
+                        message += " (in an aggregate query, columns must be grouped or aggregated)"
+                    raise SqlError(message, line=line, col=col, name=node.sql())
+                return exp.column(exp.to_identifier(internal, quoted=True))
+            if isinstance(node, (exp.Subquery, exp.Exists)):
+                raise _unsupported("a subquery in this position", node)
+            return node
+
+        return tree.copy().transform(rename).sql(dialect="duckdb")
+
+    def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
+        line, col = position_of(tree)
+        return SqlError(str(error), line=line, col=col, name=tree.sql(dialect="duckdb")[:80] if tree else None)
+
+    # ---------------------------------------------------------------- queries
+    def plan(self, query: exp.Query) -> PlanNode:
+        """Return the plan of a whole query, its output columns named as the SELECT names them."""
+        relation, outputs = self._plan_query(query, {})
+        names = [name for name, _ in outputs]
+        if len(set(names)) != len(names):
+            duplicate = next(n for n in names if names.count(n) > 1)
+            raise _unsupported(f"two output columns named {duplicate!r}; give them distinct aliases", query)
+        if [internal for _, internal in outputs] == names and list(relation.node.output_schema.names) == names:
+            return relation.node
+        projections = [f"{_quoted(internal)} AS {_quoted(name)}" for name, internal in outputs]
+        return self._builder(relation.node).project(projections).plan()
+
+    def _plan_query(self, query: exp.Expression, ctes: Mapping[str, exp.Expression]
+                    ) -> tuple[Relation, list[tuple[str, str]]]:
+        query = _subquery_select(query)
+        with_ = query.args.get("with_") or query.args.get("with")
+        if with_ is not None:
+            if with_.args.get("recursive"):
+                raise _unsupported("WITH RECURSIVE", with_)
+            ctes = dict(ctes)
+            for cte in with_.expressions:
+                ctes[cte.alias_or_name] = cte.this
+        if not isinstance(query, exp.Select):
+            raise _unsupported(f"{query.key.upper()} (set operations)", query)
+        return self._plan_select(query, ctes)
+
+    # ----------------------------------------------------------------- select
+    def _plan_select(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
+                     ) -> tuple[Relation, list[tuple[str, str]]]:
+        for unsupported in ("windows", "qualify", "pivots", "connect", "prewhere", "sample"):
+            if select.args.get(unsupported):
+                raise _unsupported(unsupported.upper(), select)
+        for node in select.find_all(exp.Window):
+            raise _unsupported("window functions", node)
+        from_ = select.args.get("from_")
+        if from_ is None:
+            raise _unsupported("SELECT without FROM", select)
+        joins = select.args.get("joins") or []
+        outer_joins = any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins)
+        for join in joins:
+            if join.args.get("using"):
+                raise _unsupported("JOIN ... USING (write ON)", join)
+            if (join.kind or "").upper() in ("SEMI", "ANTI", "ASOF", "POSITIONAL", "LATERAL"):
+                raise _unsupported(f"{join.kind} JOIN", join)
+
+        items = [(from_.this, None)] + [(j.this, j) for j in joins]
+        null_supplying = set()
+        for item, join in items[1:]:
+            side = (join.side or "").upper()
+            if side in ("LEFT", "FULL"):
+                null_supplying.add(item.alias_or_name)
+            if side in ("RIGHT", "FULL"):
+                null_supplying.update(other.alias_or_name for other, j in items if j is not join
+                                      and items.index((other, j)) < items.index((item, join)))
+
+        where = _conjuncts(select.args.get("where").this) if select.args.get("where") else []
+        pool: list[exp.Expression] = []
+        for conjunct in where:
+            pool.extend(_factor_or(conjunct))
+        if not outer_joins:
+            for _, join in items[1:]:
+                if join.args.get("on") is not None:
+                    for conjunct in _conjuncts(join.args["on"]):
+                        pool.extend(_factor_or(conjunct))
+
+        local_aliases = {item.alias_or_name for item, _ in items}
+        needed = self._needed_columns(select)
+
+        # Subquery predicates become relations, join edges and semi joins.
+        plain: list[exp.Expression] = []
+        semi_joins: list[_SemiJoin] = []
+        extra_relations: list[Relation] = []
+        attach: dict[str, list[tuple[Relation, exp.Expression]]] = {}
+        for conjunct in pool:
+            if not _has_subquery(conjunct):
+                plain.append(conjunct)
+                continue
+            self._subquery_conjunct(conjunct, local_aliases, ctes, plain, semi_joins, extra_relations, attach)
+
+        # Predicates of one relation filter it; the others wait for their join.
+        pushed: dict[str, list[exp.Expression]] = {alias: [] for alias in local_aliases}
+        pending: list[exp.Expression] = []
+        for conjunct in plain:
+            aliases = {c.table for c in _free_columns(conjunct)}
+            if len(aliases) == 1 and next(iter(aliases)) in local_aliases and not (aliases & null_supplying):
+                pushed[next(iter(aliases))].append(conjunct)
+            else:
+                pending.append(conjunct)
+                if not outer_joins:
+                    for alias, implied in self._implied_filters(conjunct).items():
+                        if alias in local_aliases:
+                            pushed[alias].append(implied)
+
+        semi_needed = set()
+        for semi in semi_joins:
+            for outer, _ in semi.keys:
+                semi_needed.update((c.table, c.name) for c in _free_columns(outer))
+            for f in semi.filters:
+                semi_needed.update((c.table, c.name) for c in _free_columns(f))
+        needed |= semi_needed
+        for relation_list in attach.values():
+            for _, conjunct in relation_list:
+                needed.update((c.table, c.name) for c in _free_columns(conjunct))
+        for conjunct in pending:
+            needed.update((c.table, c.name) for c in _free_columns(conjunct))
+
+        scanned = set(needed)
+        for conjuncts in pushed.values():
+            for conjunct in conjuncts:
+                scanned.update((c.table, c.name) for c in _free_columns(conjunct))
+        relations = {}
+        for item, join in items:
+            alias = item.alias_or_name
+            relation = self._plan_source(item, ctes, scanned)
+            relation = self._filter(relation, pushed[alias])
+            for sub, conjunct in attach.get(alias, []):
+                relation = self._cross_join_filter(relation, sub, conjunct, needed)
+            for semi in [s for s in semi_joins if s.early and self._single_alias(s) == alias]:
+                relation = self._semi_join(relation, semi, needed)
+                semi_joins.remove(semi)
+            relations[alias] = relation
+
+        if outer_joins:
+            relation = self._join_in_order(items, relations, pending, needed)
+        else:
+            relation = self._join_greedy(list(relations.values()) + extra_relations, pending, needed)
+        for semi in semi_joins:
+            relation = self._semi_join(relation, semi, needed)
+        if pending:
+            relation = self._filter(relation, pending)
+        return self._finish_select(select, relation, ctes)
+
+    @staticmethod
+    def _single_alias(semi: _SemiJoin) -> str | None:
+        aliases = {c.table for outer, _ in semi.keys for c in _free_columns(outer)}
+        aliases |= {c.table for f in semi.filters for c in _free_columns(f) if not c.table.startswith("$")}
+        return next(iter(aliases)) if len(aliases) == 1 and not semi.filters else None
+
+    def _needed_columns(self, select: exp.Select) -> set[tuple[str, str]]:
+        """Return the (alias, column) pairs a SELECT reads after its joins (its clauses other than FROM/WHERE)."""
+        out = set()
+        for key in ("expressions", "group", "having", "order", "distinct"):
+            value = select.args.get(key)
+            for tree in (value if isinstance(value, list) else [value] if value is not None else []):
+                out.update((c.table, c.name) for c in _free_columns(tree))
+        for join in select.args.get("joins") or []:
+            if join.args.get("on") is not None:
+                out.update((c.table, c.name) for c in _free_columns(join.args["on"]))
+        return out
+
+    def _implied_filters(self, conjunct: exp.Expression) -> dict[str, exp.Expression]:
+        """Return per alias the filter an OR implies: every branch's conditions on that alias alone, OR-ed."""
+        branches = _disjuncts(conjunct)
+        if len(branches) < 2:
+            return {}
+        per_branch = []
+        for branch in branches:
+            by_alias: dict[str, list[exp.Expression]] = {}
+            for part in _conjuncts(branch):
+                aliases = {c.table for c in _free_columns(part)}
+                if len(aliases) == 1 and not _has_subquery(part):
+                    by_alias.setdefault(next(iter(aliases)), []).append(part)
+            per_branch.append(by_alias)
+        common = set(per_branch[0]).intersection(*per_branch[1:])
+        return {alias: _or([_and(b[alias]) for b in per_branch]) for alias in common}
+
+    # ----------------------------------------------------------------- sources
+    def _plan_source(self, item: exp.Expression, ctes: Mapping[str, exp.Expression],
+                     needed: set[tuple[str, str]]) -> Relation:
+        alias = item.alias_or_name
+        if isinstance(item, exp.Table) and item.name in ctes and not item.args.get("db"):
+            return self._derived(ctes[item.name], alias, ctes)
+        if isinstance(item, exp.Subquery):
+            return self._derived(item.this, alias, ctes)
+        if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier):
+            raise _unsupported(f"{item.key.upper()} as a FROM item", item)
+        return self._scan(item, alias, needed)
+
+    def _scan(self, item: exp.Table, alias: str, needed: set[tuple[str, str]]) -> Relation:
+        table = item.name
+        schema = self.catalog.get(table)
+        if schema is None:
+            matches = [t for t in self.catalog if t.lower() == table.lower()]
+            if not matches:
+                line, col = position_of(item)
+                raise SqlError(f"unknown table {table!r}", line=line, col=col, name=table)
+            table, schema = matches[0], self.catalog[matches[0]]
+        by_lower = {name.lower(): name for name in schema.names}
+        wanted = [by_lower[name.lower()] for name in dict.fromkeys(n for a, n in needed if a == alias)
+                  if name.lower() in by_lower]
+        wanted = [name for name in schema.names if name in wanted] or [schema.names[0]]
+        internal = [self._fresh(name, alias) for name in wanted]
+        statistics = self.statistics.get(table)
+        rows = statistics.rows if statistics is not None else float(DEFAULT_TABLE_ROWS)
+        try:
+            builder = PlanBuilder(self.catalog, id_generator=self.ids).table_scan(table, wanted)
+            if internal != wanted:
+                builder = builder.project([f"{_quoted(w)} AS {_quoted(i)}" for w, i in zip(wanted, internal)])
+        except PlanError as error:
+            raise self._plan_error(error, item) from None
+        columns = {(alias, w.lower()): i for w, i in zip(wanted, internal)}
+        columns.update({(alias, w): i for w, i in zip(wanted, internal)})
+        stats = {}
+        for w, i in zip(wanted, internal):
+            if statistics is not None and w in statistics.columns:
+                stats[i] = statistics.columns[w]
+        return Relation(builder.plan(), columns, frozenset([alias]), rows, stats)
+
+    def _derived(self, query: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression]) -> Relation:
+        relation, outputs = self._plan_query(query, ctes)
+        columns = {(alias, name): internal for name, internal in outputs}
+        return Relation(relation.node, columns, frozenset([alias]), relation.rows, relation.stats)
+
+    # ---------------------------------------------------------------- filters
+    def _estimate(self, relation: Relation, conjuncts: list[exp.Expression]) -> float:
+        def column_stats(column: exp.Column) -> ColumnStatistics | None:
+            return relation.stats.get(relation.columns.get((column.table, column.name), ""))
+
+        fraction = 1.0
+        for conjunct in conjuncts:
+            fraction *= selectivity(conjunct, column_stats)
+        return max(1.0, relation.rows * fraction)
+
+    def _filter(self, relation: Relation, conjuncts: list[exp.Expression]) -> Relation:
+        if not conjuncts:
+            return relation
+        text = " AND ".join(f"({self._render(c, relation.columns)})" for c in conjuncts)
+        try:
+            node = self._builder(relation.node).filter(text).plan()
+        except PlanError as error:
+            raise self._plan_error(error, conjuncts[0]) from None
+        rows = self._estimate(relation, conjuncts)
+        return dataclasses.replace(relation, node=node, rows=rows,
+                                   stats={k: v.capped(rows) for k, v in relation.stats.items()})
+
+    # -------------------------------------------------------------- subqueries
+    def _subquery_conjunct(self, conjunct, local_aliases, ctes, plain, semi_joins, extra_relations, attach) -> None:
+        """Turn one WHERE conjunct holding a subquery into semi joins, relations and plain predicates."""
+        tree = conjunct
+        negated = False
+        while isinstance(tree, exp.Not):
+            negated, tree = not negated, tree.this
+            while isinstance(tree, exp.Paren):
+                tree = tree.this
+        if isinstance(tree, exp.Exists):
+            semi_joins.append(self._exists(tree, negated, local_aliases, ctes, conjunct))
+            return
+        if isinstance(tree, exp.In) and tree.args.get("query") is not None:
+            semi_joins.append(self._in_subquery(tree, negated, local_aliases, ctes, conjunct))
+            return
+        comparisons = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+        if not negated and isinstance(tree, comparisons):
+            subqueries = [side for side in (tree.this, tree.expression) if isinstance(side, exp.Subquery)]
+            other = tree.expression if subqueries and subqueries[0] is tree.this else tree.this
+            if len(subqueries) == 1 and not _has_subquery(other):
+                self._scalar_comparison(tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
+                return
+        raise _unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
+                           "comparisons with a scalar subquery are planned)", conjunct)
+
+    def _split_correlated(self, select: exp.Select, outer_aliases: set[str]):
+        """Split a subquery's WHERE into local conjuncts and those that read the outer query's columns."""
+        inner = _defined_aliases(select)
+        local, correlated = [], []
+        for conjunct in _conjuncts(select.args["where"].this) if select.args.get("where") else []:
+            free = {c.table for c in _free_columns(conjunct)}
+            if free - inner:
+                if free - inner - outer_aliases:
+                    raise _unsupported("a correlated reference to a query more than one level out", conjunct)
+                correlated.append(conjunct)
+            else:
+                local.append(conjunct)
+        for key in ("expressions", "group", "having", "order"):
+            value = select.args.get(key)
+            for tree in value if isinstance(value, list) else [value] if value is not None else []:
+                if {c.table for c in _free_columns(tree)} - inner:
+                    raise _unsupported("an outer column outside the subquery's WHERE", tree)
+        for join in select.args.get("joins") or []:
+            if join.args.get("on") is not None and {c.table for c in _free_columns(join.args["on"])} - inner:
+                raise _unsupported("an outer column in a subquery's JOIN condition", join)
+        return inner, local, correlated
+
+    def _correlation(self, correlated: list[exp.Expression], inner: set[str]):
+        """Return (key pairs (outer, inner column), other correlated conjuncts) of a subquery's correlation."""
+        keys, others = [], []
+        for conjunct in correlated:
+            if isinstance(conjunct, exp.EQ):
+                for inner_side, outer_side in ((conjunct.this, conjunct.expression),
+                                               (conjunct.expression, conjunct.this)):
+                    if (isinstance(inner_side, exp.Column) and inner_side.table in inner
+                            and isinstance(outer_side, exp.Column) and outer_side.table not in inner):
+                        keys.append((outer_side, inner_side))
+                        break
+                else:
+                    others.append(conjunct)
+            else:
+                others.append(conjunct)
+        return keys, others
+
+    def _inner_select(self, select: exp.Select, local: list[exp.Expression],
+                      columns: list[exp.Column]) -> tuple[exp.Select, dict[tuple[str, str], str]]:
+        """Return ``SELECT <columns> FROM <select's FROM> WHERE <local>`` and each column's output name."""
+        names = {}
+        projections = []
+        for column in columns:
+            key = (column.table, column.name)
+            if key not in names:
+                names[key] = f"c{len(names)}"
+                projections.append(exp.alias_(column.copy(), names[key]))
+        inner = exp.Select(expressions=projections)
+        inner.set("from_", select.args["from_"].copy())
+        if select.args.get("joins"):
+            inner.set("joins", [j.copy() for j in select.args["joins"]])
+        if local:
+            inner.set("where", exp.Where(this=_and(local)))
+        return inner, names
+
+    def _exists(self, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
+        select = _subquery_select(tree.this)
+        if not isinstance(select, exp.Select):
+            raise _unsupported("EXISTS over a set operation", tree)
+        if select.args.get("group") or select.args.get("having") or any(select.find_all(*_AGGREGATES)):
+            raise _unsupported("EXISTS over an aggregate subquery", tree)
+        if select.args.get("limit") is not None:
+            raise _unsupported("LIMIT inside EXISTS", tree)
+        inner, local, correlated = self._split_correlated(select, outer_aliases)
+        keys, others = self._correlation(correlated, inner)
+        if not keys:
+            raise _unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
+        return self._semi_relation("anti" if negated else "left_semi", select, inner, local, keys, others, ctes,
+                                   conjunct)
+
+    def _semi_relation(self, join_type, select, inner, local, keys, others, ctes, conjunct) -> _SemiJoin:
+        inner_columns = [i for _, i in keys] + [c for o in others for c in _free_columns(o) if c.table in inner]
+        sub_select, names = self._inner_select(select, local, inner_columns)
+        relation, outputs = self._plan_query(sub_select, ctes)
+        alias = self._synthetic_alias()
+        by_name = dict(outputs)
+        relation = Relation(relation.node, {(alias, n): by_name[n] for n in names.values()}, frozenset([alias]),
+                            relation.rows, relation.stats)
+
+        def to_sub(node: exp.Expression) -> exp.Expression:
+            if isinstance(node, exp.Column) and (node.table, node.name) in names:
+                return exp.column(names[(node.table, node.name)], table=alias)
+            return node
+
+        return _SemiJoin(join_type, relation,
+                         [(outer.copy(), to_sub(inner_column.copy())) for outer, inner_column in keys],
+                         [o.copy().transform(to_sub) for o in others], conjunct)
+
+    def _in_subquery(self, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
+        select = _subquery_select(tree.args["query"])
+        if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+            raise _unsupported("IN over a subquery that is not a one-column SELECT", tree)
+        if _has_subquery(tree.this):
+            raise _unsupported("a subquery on the left of IN", tree)
+        inner, local, correlated = self._split_correlated(select, outer_aliases)
+        if not isinstance(tree.this, exp.Column):
+            raise _unsupported("IN (SELECT ...) of an expression; compare a column", tree.this)
+        if not correlated:
+            relation, outputs = self._plan_query(select, ctes)
+            alias = self._synthetic_alias()
+            name, internal = outputs[0]
+            relation = Relation(relation.node, {(alias, name): internal}, frozenset([alias]), relation.rows,
+                                relation.stats)
+            return _SemiJoin("null_aware_anti" if negated else "left_semi", relation,
+                             [(tree.this.copy(), exp.column(name, table=alias))], [], conjunct, early=True)
+        if negated:
+            raise _unsupported("NOT IN over a correlated subquery (write NOT EXISTS)", tree)
+        value = select.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        if select.args.get("group") or any(select.find_all(*_AGGREGATES)) or not isinstance(value, exp.Column):
+            raise _unsupported("IN over a correlated subquery that aggregates or selects an expression", tree)
+        keys, others = self._correlation(correlated, inner)
+        return self._semi_relation("left_semi", select, inner, local, [(tree.this, value)] + keys, others, ctes,
+                                   conjunct)
+
+    def _scalar_relation(self, subquery: exp.Subquery, ctes) -> tuple[Relation, exp.Column]:
+        """Plan an uncorrelated scalar subquery as a one-row relation (EnforceSingleRow)."""
+        relation, outputs = self._plan_query(subquery.this, ctes)
+        if len(outputs) != 1:
+            raise _unsupported(f"a scalar subquery with {len(outputs)} columns", subquery)
+        try:
+            node = self._builder(relation.node).enforce_single_row().plan()
+        except PlanError as error:
+            raise self._plan_error(error, subquery) from None
+        alias = self._synthetic_alias()
+        name, internal = outputs[0]
+        return Relation(node, {(alias, name): internal}, frozenset([alias]), 1.0, {}), exp.column(name, table=alias)
+
+    def _scalar_comparison(self, tree, subquery, local_aliases, ctes, plain, extra_relations, attach) -> None:
+        select = _subquery_select(subquery.this)
+        if not isinstance(select, exp.Select):
+            raise _unsupported("a scalar subquery over a set operation", subquery)
+        inner, local, correlated = self._split_correlated(select, set(local_aliases))
+        if not correlated:
+            relation, column = self._scalar_relation(subquery, ctes)
+            rewritten = tree.copy()
+            for node in rewritten.find_all(exp.Subquery):
+                if node.sql() == subquery.sql():
+                    node.replace(column)
+                    break
+            outer = {c.table for c in _free_columns(rewritten)} - {column.table}
+            if len(outer) == 1:
+                attach.setdefault(next(iter(outer)), []).append((relation, rewritten))
+            else:
+                extra_relations.append(relation)
+                plain.append(rewritten)
+            return
+        # Correlated: the aggregate grouped by the correlation columns, joined on them.
+        if len(select.expressions) != 1 or select.args.get("group") or select.args.get("having"):
+            raise _unsupported("a correlated scalar subquery other than one aggregate without GROUP BY", subquery)
+        value = select.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        aggregates = list(value.find_all(*_AGGREGATES))
+        if not aggregates:
+            raise _unsupported("a correlated scalar subquery that does not aggregate", subquery)
+        if any(isinstance(a, exp.Count) for a in aggregates):
+            raise _unsupported("COUNT in a correlated scalar subquery (its empty groups are 0, not NULL)", subquery)
+        keys, others = self._correlation(correlated, inner)
+        if others or not keys:
+            raise _unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
+        grouped = exp.Select(expressions=[exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
+                             + [exp.alias_(value.copy(), "v")])
+        grouped.set("from_", select.args["from_"].copy())
+        if select.args.get("joins"):
+            grouped.set("joins", [j.copy() for j in select.args["joins"]])
+        if local:
+            grouped.set("where", exp.Where(this=_and(local)))
+        grouped.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
+        relation, outputs = self._plan_query(grouped, ctes)
+        alias = self._synthetic_alias()
+        relation = Relation(relation.node, {(alias, n): i for n, i in outputs}, frozenset([alias]), relation.rows,
+                            relation.stats)
+        extra_relations.append(relation)
+        for n, (outer, _) in enumerate(keys):
+            plain.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
+        rewritten = tree.copy()
+        for node in rewritten.find_all(exp.Subquery):
+            if node.sql() == subquery.sql():
+                node.replace(exp.column("v", table=alias))
+                break
+        plain.append(rewritten)
+
+    def _cross_join_filter(self, relation: Relation, scalar: Relation, conjunct: exp.Expression,
+                           needed: set[tuple[str, str]]) -> Relation:
+        """Pair every row with a scalar subquery's one row, keeping those where ``conjunct`` holds."""
+        columns = {**relation.columns, **scalar.columns}
+        keep = [i for (a, n), i in relation.columns.items() if (a, n) in needed]
+        keep = list(dict.fromkeys(keep)) or [relation.node.output_schema.names[0]]
+        try:
+            node = self._builder(relation.node).nested_loop_join(
+                scalar.node, keep, filter=self._render(conjunct, columns)).plan()
+        except PlanError as error:
+            raise self._plan_error(error, conjunct) from None
+        rows = self._estimate(relation, [conjunct])
+        kept = {k: v for k, v in relation.columns.items() if v in keep}
+        return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
+
+    def _semi_join(self, relation: Relation, semi: _SemiJoin, needed: set[tuple[str, str]]) -> Relation:
+        """Apply a pending [NOT] EXISTS / [NOT] IN to ``relation`` as a semi, anti or null-aware anti join."""
+        columns = {**relation.columns, **semi.relation.columns}
+        left, right = [], []
+        probe = relation
+        filters = list(semi.filters)
+        for outer, inner in semi.keys:
+            outer_name = columns.get((outer.table, outer.name))
+            inner_name = columns[(inner.table, inner.name)]
+            if outer_name is None:
+                raise self._plan_error(PlanError(f"column {outer.sql()} is not available"), outer)
+            outer_type = relation.node.output_schema.field(outer_name).type
+            inner_type = semi.relation.node.output_schema.field(inner_name).type
+            if (outer_name in left or _join_key_layout(outer_type) != _join_key_layout(inner_type)) \
+                    and semi.join_type != "null_aware_anti":
+                filters.append(exp.EQ(this=outer.copy(), expression=inner.copy()))
+                continue
+            if _join_key_layout(outer_type) != _join_key_layout(inner_type):
+                raise self._plan_error(PlanError(f"NOT IN compares {outer_type} with {inner_type}"), semi.tree)
+            left.append(outer_name)
+            right.append(inner_name)
+        keep = list(dict.fromkeys(i for (a, n), i in relation.columns.items() if (a, n) in needed))
+        keep = keep or [relation.node.output_schema.names[0]]
+        filter_text = " AND ".join(f"({self._render(f, columns)})" for f in filters) or None
+        # Build the smaller side: a semi (anti) join of a small outer side is a right semi (anti) join.
+        right_side = semi.join_type in ("left_semi", "anti") and relation.rows < semi.relation.rows
+        try:
+            if right_side:
+                node = self._builder(semi.relation.node).hash_join(
+                    right, left, relation.node, keep, join_type="right_semi" if semi.join_type == "left_semi"
+                    else "right_anti", filter=filter_text).plan()
+            else:
+                node = self._builder(relation.node).hash_join(
+                    left, right, semi.relation.node, keep, join_type=semi.join_type, filter=filter_text).plan()
+        except PlanError as error:
+            raise self._plan_error(error, semi.tree) from None
+        rows = max(1.0, relation.rows * (0.5 if semi.join_type == "left_semi" else 0.5))
+        kept = {k: v for k, v in relation.columns.items() if v in keep}
+        return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
+
+    # ------------------------------------------------------------------ joins
+    def _edge_keys(self, a: Relation, b: Relation, conjunct: exp.Expression):
+        """Return (a's column, b's column) when ``conjunct`` is an equality of one column of each, else None."""
+        if not isinstance(conjunct, exp.EQ):
+            return None
+        left, right = conjunct.this, conjunct.expression
+        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
+            return None
+        for x, y in ((left, right), (right, left)):
+            ax, by = a.columns.get((x.table, x.name)), b.columns.get((y.table, y.name))
+            if ax is not None and by is not None and x.table in a.aliases and y.table in b.aliases:
+                ta, tb = a.node.output_schema.field(ax).type, b.node.output_schema.field(by).type
+                if _join_key_layout(ta) == _join_key_layout(tb):
+                    return ax, by
+        return None
+
+    def _covered(self, conjunct: exp.Expression, aliases: frozenset[str]) -> bool:
+        return {c.table for c in _free_columns(conjunct)} <= aliases
+
+    def _join_estimate(self, a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
+        divisor = 1.0
+        for x, y in pairs:
+            ndv_x = a.stats[x].ndv if x in a.stats else a.rows
+            ndv_y = b.stats[y].ndv if y in b.stats else b.rows
+            divisor = max(divisor, min(max(ndv_x, ndv_y), max(a.rows, b.rows)))
+        return max(1.0, a.rows * b.rows / divisor)
+
+    def _join_greedy(self, relations: list[Relation], pending: list[exp.Expression],
+                     needed: set[tuple[str, str]]) -> Relation:
+        """Join all relations, smallest estimated result first, each join building its smaller input."""
+        components = list(relations)
+        while len(components) > 1:
+            best = None
+            for i, j in itertools.combinations(range(len(components)), 2):
+                a, b = components[i], components[j]
+                union = a.aliases | b.aliases
+                pairs = [p for c in pending if self._covered(c, union)
+                         and (p := self._edge_keys(a, b, c)) is not None]
+                if not pairs:
+                    continue
+                estimate = self._join_estimate(a, b, pairs)
+                if best is None or estimate < best[0]:
+                    best = (estimate, i, j)
+            if best is None:  # nothing connected: cross join the two smallest
+                order = sorted(range(len(components)), key=lambda k: components[k].rows)
+                i, j = sorted(order[:2])
+                estimate = components[i].rows * components[j].rows
+            else:
+                estimate, i, j = best
+            a, b = components[i], components[j]
+            joined = self._join(a, b, pending, needed, estimate)
+            components = [c for k, c in enumerate(components) if k not in (i, j)] + [joined]
+        return components[0]
+
+    def _join(self, a: Relation, b: Relation, pending: list[exp.Expression], needed: set[tuple[str, str]],
+              estimate: float, join_type: str = "inner", on: list[exp.Expression] | None = None) -> Relation:
+        """Join two relations on the pending conjuncts they cover (removed from ``pending``)."""
+        union = a.aliases | b.aliases
+        if on is None:
+            conditions = [c for c in pending if self._covered(c, union)]
+            for c in conditions:
+                pending.remove(c)
+        else:
+            conditions = on
+        if join_type == "inner" and b.rows < a.rows:  # build (right) the smaller side
+            a, b = b, a
+        keys, filters = [], []
+        for c in conditions:
+            pair = self._edge_keys(a, b, c)
+            if pair is not None and pair[0] not in [k for k, _ in keys] and pair[1] not in [k for _, k in keys]:
+                keys.append(pair)
+            else:
+                filters.append(c)
+        columns = {**a.columns, **b.columns}
+        still_needed = set(needed)
+        for c in pending:
+            still_needed.update((col.table, col.name) for col in _free_columns(c))
+        keep = list(dict.fromkeys(i for (al, n), i in columns.items() if (al, n) in still_needed))
+        keep = keep or [a.node.output_schema.names[0]]
+        filter_text = " AND ".join(f"({self._render(c, columns)})" for c in filters) or None
+        try:
+            builder = self._builder(a.node)
+            if keys:
+                node = builder.hash_join([k for k, _ in keys], [k for _, k in keys], b.node, keep,
+                                         join_type=join_type, filter=filter_text).plan()
+            else:
+                node = builder.nested_loop_join(b.node, keep, filter=filter_text, join_type=join_type).plan()
+        except PlanError as error:
+            raise self._plan_error(error, conditions[0] if conditions else None) from None
+        if filters and join_type == "inner":
+            estimate = max(1.0, estimate * 0.5 ** len(filters))
+        stats = {k: v.capped(estimate) for k, v in {**a.stats, **b.stats}.items() if k in keep}
+        kept = {k: v for k, v in columns.items() if v in keep}
+        return Relation(node, kept, union, estimate, stats)
+
+    def _join_in_order(self, items, relations: dict[str, Relation], pending: list[exp.Expression],
+                       needed: set[tuple[str, str]]) -> Relation:
+        """Join FROM items in the written order (queries with outer joins); ON conditions stay with their join."""
+        current = relations[items[0][0].alias_or_name]
+        for item, join in items[1:]:
+            right = relations[item.alias_or_name]
+            side = (join.side or "").upper()
+            join_type = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
+            on = [c for conjunct in _conjuncts(join.args.get("on")) for c in _factor_or(conjunct)]
+            if any(_has_subquery(c) for c in on):
+                raise _unsupported("a subquery in a JOIN's ON condition", join)
+            if join_type in ("left", "inner"):  # conditions on the build side alone filter it first
+                own = [c for c in on if self._covered(c, right.aliases)]
+                right = self._filter(right, own)
+                on = [c for c in on if c not in own]
+            if join_type == "inner":
+                on += [c for c in pending if self._covered(c, current.aliases | right.aliases)]
+                for c in on:
+                    if c in pending:
+                        pending.remove(c)
+            pairs = [p for c in on if (p := self._edge_keys(current, right, c)) is not None]
+            estimate = self._join_estimate(current, right, pairs) if pairs else current.rows * right.rows
+            if join_type == "left":
+                estimate = max(estimate, current.rows)
+            current = self._join(current, right, pending, needed, estimate, join_type, on)
+        return current
+
+    # ------------------------------------------------------ aggregation & output
+    def _finish_select(self, select: exp.Select, relation: Relation, ctes) -> tuple[Relation, list[tuple[str, str]]]:
+        projections = list(select.expressions)
+        for p in projections:
+            if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
+                raise _unsupported("* that could not be expanded", p)
+        group = list(select.args["group"].expressions) if select.args.get("group") else []
+        having = select.args["having"].this if select.args.get("having") else None
+        order = list(select.args["order"].expressions) if select.args.get("order") else []
+        output_names = [p.alias_or_name for p in projections]
+        order_trees = []
+        for ordered in order:
+            key = ordered.this
+            if isinstance(key, exp.Column) and not key.table and key.name in output_names:
+                order_trees.append(None)
+            else:
+                order_trees.append(key)
+        trees = projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
+        aggregates = [a for t in trees for a in t.find_all(*_AGGREGATES)]
+        for a in aggregates:
+            if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):
+                raise _unsupported("an aggregate inside an aggregate", a)
+        replacements: dict[str, str] = {}
+        columns = relation.columns
+        if group or aggregates:
+            relation, replacements, columns = self._aggregate(relation, group, aggregates, select)
+        if having is not None:
+            relation = self._post_filter(relation, having, columns, replacements, ctes)
+        # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
+        outputs, exprs = [], []
+        for p, name in zip(projections, output_names):
+            tree = p.this if isinstance(p, exp.Alias) else p
+            tree, relation, columns = self._scalar_subqueries(tree, relation, columns, ctes)
+            text = self._render(tree, columns, replacements)
+            outputs.append(name)
+            exprs.append(text)
+        sort_keys = []
+        hidden = []
+        for ordered, key in zip(order, order_trees):
+            direction = "DESC" if ordered.args.get("desc") else "ASC"
+            nulls_first = ordered.args.get("nulls_first")
+            nulls = " NULLS FIRST" if nulls_first else " NULLS LAST"
+            if key is None:
+                index = output_names.index(ordered.this.name)
+            else:
+                text = self._render(key, columns, replacements)
+                if text in exprs:
+                    index = exprs.index(text)
+                else:
+                    hidden.append(text)
+                    index = len(exprs) + len(hidden) - 1
+            sort_keys.append((index, direction + nulls))
+        internal = [self._fresh(name) for name in outputs] + [self._fresh(f"$sort{n}") for n in range(len(hidden))]
+        all_exprs = exprs + hidden
+        try:
+            builder = self._builder(relation.node).project(
+                [f"{text} AS {_quoted(name)}" for text, name in zip(all_exprs, internal)])
+            if select.args.get("distinct"):
+                if select.args["distinct"].args.get("on"):
+                    raise _unsupported("DISTINCT ON", select.args["distinct"])
+                builder = builder.aggregation([_quoted(n) for n in internal], [])
+            limit = self._count(select.args.get("limit"), "LIMIT")
+            offset = self._count(select.args.get("offset"), "OFFSET") or 0
+            keys = [f"{_quoted(internal[i])} {d}" for i, d in sort_keys]
+            if keys and limit is not None and not offset:
+                builder = builder.top_n(keys, limit)
+            elif keys:
+                builder = builder.order_by(keys)
+                if limit is not None or offset:
+                    builder = builder.limit(limit if limit is not None else 2 ** 62, offset)
+            elif limit is not None or offset:
+                builder = builder.limit(limit if limit is not None else 2 ** 62, offset)
+            if hidden:
+                builder = builder.project([_quoted(n) for n in internal[:len(outputs)]])
+            node = builder.plan()
+        except PlanError as error:
+            raise self._plan_error(error, select) from None
+        rows = relation.rows if limit is None else min(relation.rows, limit)
+        stats = {}
+        for text, name in zip(exprs, internal):
+            source = text.strip('"')
+            if source in relation.stats:
+                stats[name] = relation.stats[source]
+        result = Relation(node, {}, frozenset(), rows, stats)
+        return result, list(zip(outputs, internal[:len(outputs)]))
+
+    def _count(self, clause: exp.Expression | None, what: str) -> int | None:
+        if clause is None:
+            return None
+        value = clause.args.get("expression") or clause.this
+        if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
+            raise _unsupported(f"{what} other than an integer constant", clause)
+        return int(value.this)
+
+    def _aggregate(self, relation: Relation, group: list[exp.Expression], aggregates: list[exp.Expression],
+                   select: exp.Select):
+        """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results."""
+        replacements: dict[str, str] = {}
+        key_names: list[str] = []
+        key_columns: dict[tuple[str, str], str] = {}
+        pre = []  # projections ahead of the aggregation, when a key is an expression
+        for key in group:
+            if isinstance(key, exp.Literal):
+                raise _unsupported("GROUP BY a constant", key)
+            text = key.sql()
+            if text in replacements:
+                continue
+            if isinstance(key, exp.Column):
+                name = relation.columns.get((key.table, key.name))
+                if name is None:
+                    raise SqlError(f"column {key.sql()} is not available", *position_of(key))
+                key_columns[(key.table, key.name)] = name
+            else:
+                name = self._fresh(f"$key{len(key_names)}")
+                pre.append(f"{self._render(key, relation.columns)} AS {_quoted(name)}")
+            replacements[text] = name
+            key_names.append(name)
+        calls, names = [], []
+        for aggregate in aggregates:
+            text = aggregate.sql()
+            if text in replacements:
+                continue
+            name = self._fresh(f"${aggregate.key}{len(names)}")
+            calls.append(f"{self._render(aggregate, relation.columns)} AS {_quoted(name)}")
+            names.append(name)
+            replacements[text] = name
+        node = relation.node
+        try:
+            builder = self._builder(node)
+            if pre:
+                passthrough = [_quoted(n) for n in node.output_schema.names]
+                builder = builder.project(passthrough + pre)
+            node = builder.aggregation([_quoted(k) for k in key_names], calls).plan()
+        except PlanError as error:
+            raise self._plan_error(error, aggregates[0] if aggregates else group[0]) from None
+        if key_names:
+            ndv = 1.0
+            for k in key_names:
+                ndv *= relation.stats[k].ndv if k in relation.stats else max(1.0, relation.rows / 10)
+            rows = max(1.0, min(relation.rows, ndv))
+        else:
+            rows = 1.0
+        stats = {k: relation.stats[k].capped(rows) for k in key_names if k in relation.stats}
+        aggregated = Relation(node, dict(key_columns), relation.aliases, rows, stats)
+        return aggregated, replacements, dict(key_columns)
+
+    def _scalar_subqueries(self, tree: exp.Expression, relation: Relation, columns, ctes):
+        """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""
+        subqueries = [s for s in tree.find_all(exp.Subquery)]
+        if not subqueries:
+            if _has_subquery(tree):
+                raise _unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
+            return tree, relation, columns
+        tree = tree.copy()
+        for subquery in list(tree.find_all(exp.Subquery)):
+            select = _subquery_select(subquery.this)
+            if isinstance(select, exp.Select) and {c.table for c in _free_columns(select)} - _defined_aliases(select):
+                raise _unsupported("a correlated subquery outside WHERE", subquery)
+            scalar, column = self._scalar_relation(subquery, ctes)
+            keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
+            try:
+                node = self._builder(relation.node).nested_loop_join(scalar.node, keep).plan()
+            except PlanError as error:
+                raise self._plan_error(error, subquery) from None
+            columns = {**columns, **scalar.columns}
+            relation = dataclasses.replace(relation, node=node, columns=columns)
+            subquery.replace(column)
+        return tree, relation, columns
+
+    def _post_filter(self, relation: Relation, having: exp.Expression, columns, replacements, ctes) -> Relation:
+        tree, relation, columns = self._scalar_subqueries(having, relation, columns, ctes)
+        try:
+            node = self._builder(relation.node).filter(self._render(tree, columns, replacements)).plan()
+        except PlanError as error:
+            raise self._plan_error(error, having) from None
+        rows = max(1.0, relation.rows / 3)
+        return dataclasses.replace(relation, node=node, rows=rows)

@@ -1,0 +1,142 @@
+"""Parse SQL text and rewrite it with sqlglot's optimizer into the qualified form the planner reads.
+
+What sqlglot does here: parse (DuckDB dialect by default), qualify every
+column with its table alias and name every projection (resolving ``*``, USING,
+positional and alias references), prune the columns derived tables and CTEs
+do not need (``pushdown_projections``) and fold constants (``simplify``:
+``DATE '1996-01-01' + INTERVAL '3' MONTH`` becomes ``DATE '1996-04-01'``).
+What it does not do, and :mod:`gpu_engine.sql.planner` does: decorrelate
+subqueries into the engine's semi, anti and grouped joins (sqlglot's
+``unnest_subqueries`` turns EXISTS with a non-equality correlation, TPC-H Q21,
+into ARRAY_AGG and lambdas the engine does not have), order joins and pick
+build sides.
+
+Errors: syntax errors, unknown tables and unknown columns become
+:class:`~gpu_engine.sql.errors.SqlError` with the line and column in the text
+and "did you mean …?" candidates.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Mapping
+
+import pyarrow as pa
+import sqlglot
+from sqlglot import exp
+from sqlglot.errors import OptimizeError, ParseError, TokenError
+from sqlglot.optimizer.pushdown_projections import pushdown_projections
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.optimizer.simplify import simplify
+
+from gpu_engine.sql.errors import SqlError, did_you_mean, position_of
+
+__all__ = ["parse_and_qualify", "sqlglot_schema"]
+
+
+def _sql_type(dtype: pa.DataType) -> str:
+    if pa.types.is_integer(dtype):
+        return "BIGINT"
+    if pa.types.is_floating(dtype):
+        return "DOUBLE"
+    if pa.types.is_decimal(dtype):
+        return f"DECIMAL({dtype.precision}, {dtype.scale})"
+    if pa.types.is_date(dtype):
+        return "DATE"
+    if pa.types.is_timestamp(dtype):
+        return "TIMESTAMP"
+    if pa.types.is_boolean(dtype):
+        return "BOOLEAN"
+    return "VARCHAR"
+
+
+def sqlglot_schema(catalog: Mapping[str, pa.Schema]) -> dict[str, dict[str, str]]:
+    """Return the catalog as sqlglot's schema mapping: table -> column -> SQL type name."""
+    return {table: {f.name: _sql_type(f.type) for f in schema} for table, schema in catalog.items()}
+
+
+def _parse(text: str, dialect: str) -> exp.Expression:
+    if not isinstance(text, str) or not text.strip():
+        raise SqlError("expected the text of a SELECT query")
+    try:
+        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
+    except ParseError as error:
+        first = error.errors[0] if error.errors else {}
+        raise SqlError(f"cannot parse SQL: {first.get('description', str(error))}", line=first.get("line"),
+                       col=first.get("col"), name=first.get("highlight")) from None
+    except TokenError as error:
+        raise SqlError(f"cannot parse SQL: {error}") from None
+    if len(statements) != 1:
+        raise SqlError(f"expected one SQL statement, got {len(statements)}")
+    tree = statements[0]
+    if not isinstance(tree, exp.Query):
+        line, col = position_of(tree)
+        raise SqlError(f"only SELECT queries are supported, not {tree.key.upper()}", line=line, col=col)
+    return tree
+
+
+def _check_tables(tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> None:
+    """Refuse a table the catalog lacks (a CTE name is fine), naming close table names."""
+    cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    for table in tree.find_all(exp.Table):
+        name = table.name
+        if not name or name in cte_names or name in catalog:
+            continue
+        line, col = position_of(table)
+        raise SqlError(f"unknown table {name!r}", line=line, col=col, name=name,
+                       candidates=did_you_mean(name, list(catalog) + list(cte_names)))
+
+
+_UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?: for table: '([^']*)')?")
+_UNKNOWN = re.compile(r"Unknown column: (\S+)")
+
+
+def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> SqlError:
+    """Turn qualify's complaint about a column into a SqlError with its position and candidates."""
+    message = str(error)
+    match = _UNRESOLVED.search(message) or _UNKNOWN.search(message)
+    if match is None:
+        return SqlError(f"cannot resolve the query: {message}")
+    name = match.group(1)
+    table_alias = match.group(2) if match.re is _UNRESOLVED else None
+    node = next((c for c in tree.find_all(exp.Column) if c.name == name
+                 and (not table_alias or c.table == table_alias)), None)
+    line, col = position_of(node)
+    tables = {t.name for t in tree.find_all(exp.Table) if t.name in catalog}
+    choices = [column for table in tables for column in catalog[table].names]
+    choices += [e.alias for e in tree.find_all(exp.Alias) if e.alias]
+    where = f" of {table_alias!r}" if table_alias else ""
+    return SqlError(f"unknown column {name!r}{where}", line=line, col=col, name=name,
+                    candidates=did_you_mean(name, choices))
+
+
+def _name_projections(tree: exp.Expression, dialect: str) -> None:
+    """Name the outermost SELECT's unnamed expressions as DuckDB does (``sum(l_quantity)``), not ``_col_5``."""
+    select = tree
+    if isinstance(select, exp.Select):
+        for expression in list(select.expressions):
+            if not isinstance(expression, (exp.Alias, exp.Column, exp.Star)):
+                name = expression.sql(dialect=dialect, normalize_functions="lower")
+                expression.replace(exp.alias_(expression.copy(), exp.to_identifier(name, quoted=True)))
+
+
+def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str = "duckdb") -> exp.Query:
+    """Return the query in ``text`` parsed, qualified against ``catalog``, pruned and simplified.
+
+    Raises
+    ------
+    SqlError
+        For a syntax error, an unknown table or column (with line, column
+        and candidates), or a statement other than a query.
+    """
+    tree = _parse(text, dialect)
+    _check_tables(tree, catalog)
+    _name_projections(tree, dialect)
+    original = tree.copy()
+    try:
+        tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,
+                       validate_qualify_columns=True, identify=False)
+    except OptimizeError as error:
+        raise _column_error(error, original, catalog) from None
+    tree = pushdown_projections(tree)
+    return simplify(tree, dialect=dialect)
