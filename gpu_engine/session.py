@@ -241,6 +241,22 @@ class Session:
         """Return the stats of the last executed Task."""
         return None if self.last_task is None else self.last_task.task_stats()
 
+    # ------------------------------------------------------------------- SQL
+    def sql_plan(self, text: str, dialect: str = "duckdb") -> PlanNode:
+        """Return the plan of a SQL query over the registered tables (see :func:`gpu_engine.sql.plan_sql`).
+
+        Join order and build sides come from each table's statistics (Parquet
+        row counts and min/max, read once per file).
+        """
+        from gpu_engine.sql import plan_sql, table_statistics
+
+        statistics = {name: table_statistics(table) for name, table in self._tables.items()}
+        return plan_sql(text, self.catalog, statistics, dialect=dialect)
+
+    def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb") -> pa.Table:
+        """Run a SQL query over the registered tables and return its rows (``execute(sql_plan(text))``)."""
+        return self.execute(self.sql_plan(text, dialect=dialect), timeout)
+
 
 def conform_to_schema(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Cast a result batch to the plan's output schema (string kinds, dictionaries differ by batch)."""
