@@ -19,9 +19,14 @@
 
 A Task that fails cancels the query at once (a listener on every Task): the
 other Tasks are cancelled, their blocked drivers wake and close, and the first
-error reaches the caller. :meth:`LocalCluster.cancel` does the same from
-another thread. Either way, every Task's results are deleted and the executor
-is shut down before ``execute`` returns or raises, so no thread is left.
+error reaches the caller. Cancelling from another thread does the same for
+one query: ``execute(plan, cancel=token)`` with a :class:`CancelToken`, or
+``handle.cancel()`` on the :class:`QueryHandle` that :meth:`LocalCluster.submit`
+returns; other queries running on the same cluster are not touched (each
+query keeps its own Tasks and its own cancelled flag). :meth:`LocalCluster.cancel`
+cancels every query running at that moment. Either way, every Task's results
+are deleted and the executor is shut down before ``execute`` returns or
+raises, so no thread is left.
 """
 
 from __future__ import annotations
@@ -46,7 +51,7 @@ from gpu_engine.exec.task import Task, TaskState
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
 
-__all__ = ["LocalCluster", "Stage"]
+__all__ = ["LocalCluster", "Stage", "CancelToken", "QueryHandle"]
 
 _query_ids = itertools.count()
 
@@ -63,6 +68,91 @@ class Stage:
     @property
     def stage_id(self) -> int:
         return self.fragment.fragment_id
+
+
+class CancelToken:
+    """Cancel one query from any thread: pass it to :meth:`LocalCluster.execute`, then call :meth:`cancel`.
+
+    Why a token rather than ``cluster.cancel()``: several queries may run on
+    one cluster at once (one thread each), and a caller must be able to stop
+    its own without stopping, or failing, the others. A token cancelled
+    before its query starts makes the query stop as soon as its Tasks exist.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._cancelled = False
+        self._callbacks: list = []
+
+    @property
+    def cancelled(self) -> bool:
+        """Return True once :meth:`cancel` was called."""
+        with self._lock:
+            return self._cancelled
+
+    def cancel(self) -> None:
+        """Stop the query this token was given to; its ``execute`` raises TaskCancelled."""
+        with self._lock:
+            self._cancelled = True
+            callbacks = list(self._callbacks)
+        for callback in callbacks:
+            callback()
+
+    def _subscribe(self, callback) -> None:
+        """Call ``callback`` on cancel (at once when already cancelled)."""
+        with self._lock:
+            self._callbacks.append(callback)
+            cancelled = self._cancelled
+        if cancelled:
+            callback()
+
+    def _unsubscribe(self, callback) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+
+class QueryHandle:
+    """A query running on its own thread (:meth:`LocalCluster.submit`): cancel it or wait for its rows."""
+
+    def __init__(self, cluster: "LocalCluster", plan: PlanNode, timeout: float | None):
+        self.token = CancelToken()
+        self._result: pa.Table | None = None
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, args=(cluster, plan, timeout),
+                                         name="gpu-engine-cluster-query", daemon=True)
+        self._thread.start()
+
+    def _run(self, cluster: "LocalCluster", plan: PlanNode, timeout: float | None) -> None:
+        try:
+            self._result = cluster.execute(plan, timeout, cancel=self.token)
+        except BaseException as error:  # noqa: BLE001 - handed to result()
+            self._error = error
+
+    def cancel(self) -> None:
+        """Cancel this query only; :meth:`result` then raises TaskCancelled."""
+        self.token.cancel()
+
+    def done(self) -> bool:
+        """Return True when the query finished, failed or was cancelled."""
+        return not self._thread.is_alive()
+
+    def result(self, timeout: float | None = None) -> pa.Table:
+        """Wait for the query and return its rows, or raise its error (TimeoutError when still running)."""
+        self._thread.join(timeout)
+        if self._thread.is_alive():
+            raise TimeoutError(f"the query is still running after {timeout} s")
+        if self._error is not None:
+            raise self._error
+        return self._result
+
+
+class _RunningQuery:
+    """One execute call's Tasks and whether it was cancelled (never shared between queries)."""
+
+    def __init__(self, tasks: list[Task]):
+        self.tasks = tasks
+        self.cancelled = False
 
 
 class LocalCluster:
@@ -88,8 +178,7 @@ class LocalCluster:
         self.stage_widths = widths
         self.threads = threads or max(2, os.cpu_count() or 2)
         self._lock = threading.Lock()
-        self._running: list[Task] = []
-        self._cancelled = False
+        self._queries: list[_RunningQuery] = []
         self.last_stats: QueryStats | None = None
 
     # -------------------------------------------------------------- planning
@@ -120,14 +209,20 @@ class LocalCluster:
         return min(width, fragment.max_width or width)
 
     # ------------------------------------------------------------- execution
-    def execute(self, plan: PlanNode, timeout: float | None = None) -> pa.Table:
-        """Run ``plan`` on stages of Tasks and return the output stage's rows as one table."""
+    def execute(self, plan: PlanNode, timeout: float | None = None, cancel: CancelToken | None = None) -> pa.Table:
+        """Run ``plan`` on stages of Tasks and return the output stage's rows as one table.
+
+        ``cancel``: a :class:`CancelToken` another thread may cancel; this
+        query then stops and raises TaskCancelled, other queries run on.
+        """
         from gpu_engine.session import conform_to_schema
 
         stages = self.plan_stages(plan)
         for stage in stages:
             for scan in _scans(stage.plan):  # what cannot run on the device failed in plan_stages
                 self.session.table(scan.table_name)  # unknown tables fail before anything runs
+        if cancel is not None and cancel.cancelled:
+            raise TaskCancelled("the query was cancelled before it started")
         query_id = f"cluster-{next(_query_ids)}"
         manager = OutputBufferManager()
         query_ctx = QueryCtx.create(self.session.device, self.session.config, self.threads, manager)
@@ -158,14 +253,23 @@ class LocalCluster:
                 task.add_listener(on_task_state)
                 stage.tasks.append(task)
                 tasks.append(task)
+        query = _RunningQuery(tasks)
+
+        def cancel_query() -> None:
+            with self._lock:
+                query.cancelled = True
+            self._cancel_tasks(tasks)
+
         with self._lock:
-            self._running, self._cancelled = list(tasks), False
+            self._queries.append(query)
         try:
             for task in tasks:
                 task.start()
+            if cancel is not None:  # after start: a Task cancelled before it starts cannot start
+                cancel._subscribe(cancel_query)
             self._send_remote_splits(stages)
             self._send_table_splits(stages)
-            self._wait(tasks, timeout)
+            self._wait(query, timeout)
             if failure:
                 raise failure[0]
             for task in tasks:
@@ -181,17 +285,28 @@ class LocalCluster:
             for task in tasks:
                 manager.delete_results(task.task_id)
             query_ctx.shutdown()
+            if cancel is not None:
+                cancel._unsubscribe(cancel_query)
             with self._lock:
-                self._running = []
+                self._queries.remove(query)
         schema = output_stage.plan.output_schema
         return pa.Table.from_batches([conform_to_schema(b, schema) for b in batches], schema=schema)
 
+    def submit(self, plan: PlanNode, timeout: float | None = None) -> QueryHandle:
+        """Start ``plan`` on a thread of its own and return at once; the handle cancels it or waits for its rows."""
+        return QueryHandle(self, plan, timeout)
+
     def cancel(self) -> None:
-        """Cancel the running query from another thread; ``execute`` raises TaskCancelled."""
+        """Cancel every query running now, from another thread; each ``execute`` raises TaskCancelled.
+
+        To stop one query among several, use its :class:`CancelToken` or :class:`QueryHandle`.
+        """
         with self._lock:
-            self._cancelled = True
-            tasks = list(self._running)
-        self._cancel_tasks(tasks)
+            queries = list(self._queries)
+            for query in queries:
+                query.cancelled = True
+        for query in queries:
+            self._cancel_tasks(query.tasks)
 
     def explain(self, plan: PlanNode, analyze: bool = False) -> str:
         """Return the stages as text; with ``analyze``, run the plan and show per-stage, per-Task stats."""
@@ -236,14 +351,14 @@ class LocalCluster:
                 for task in stage.tasks:
                     task.no_more_splits(scan.id)
 
-    def _wait(self, tasks: list[Task], timeout: float | None) -> None:
+    def _wait(self, query: _RunningQuery, timeout: float | None) -> None:
         deadline = None if timeout is None else time.monotonic() + timeout
-        for task in tasks:
+        for task in query.tasks:
             remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
             if not task.wait_done(remaining):
                 raise TimeoutError(f"query did not finish within {timeout} s (task {task.task_id} still running)")
         with self._lock:
-            cancelled = self._cancelled
+            cancelled = query.cancelled
         if cancelled:
             raise TaskCancelled("the query was cancelled")
 
