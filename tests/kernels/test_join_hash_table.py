@@ -105,3 +105,24 @@ def test_group_table_lookup_inserts_nothing(device):
     probe, _ = normalize_keys(device, columns_of(device, [pa.array([6, 7, None, 4], pa.int64())]), widths)
     np.testing.assert_array_equal(device.to_host(table.lookup(probe)), [2, -1, -1, 0])
     assert table.num_groups == 3
+
+
+@pytest.mark.parametrize("unique", [True, False])
+def test_bloom_filter_rules_out_misses_without_losing_matches(device, unique):
+    """A selective probe (most keys absent) turns the Bloom filter on; a probe where most keys match turns it off;
+    both give exactly the reference pairs, false positives included (600 keys in a 150-word filter)."""
+    rng = np.random.default_rng(7)
+    build_keys = rng.choice(100_000, 600, replace=False).astype(np.int64)
+    if not unique:
+        build_keys = np.concatenate([build_keys, build_keys[:50]])
+    build = [pa.array(build_keys)]
+    table = build_table(device, build)
+    assert table.unique_keys is unique and table.use_bloom
+    misses = [pa.array(np.concatenate([rng.integers(0, 100_000, 900), build_keys[:30]]))]
+    assert matched_pairs(device, table, misses) == reference_pairs(build, misses)
+    assert table.use_bloom  # 30 of 930 probes matched
+    hits = [pa.array(np.concatenate([build_keys[:400], [-1, -2]]))]
+    assert matched_pairs(device, table, hits) == reference_pairs(build, hits)
+    assert not table.use_bloom
+    assert matched_pairs(device, table, misses) == reference_pairs(build, misses)
+    assert table.use_bloom
