@@ -2,10 +2,14 @@
 
 ``demo`` generates TPC-H data if missing, runs the primer query, Q1 and Q6,
 prints the first rows of each with the engine's and DuckDB's times on the same
-Parquet files, then the explain-analyze of Q1. ``tpch`` runs TPC-H queries
-(default: all 22) with the same reporting and ends with a summary table: per
-query the rows, the engine's and DuckDB's median times and their ratio, and the
-totals. ``query`` is ``tpch`` with the demo's queries as default. User mistakes (bad arguments, an unknown device, a
+Parquet files and whether the engine's rows match DuckDB's, then the
+explain-analyze of Q1. ``tpch`` runs TPC-H queries (default: all 22) with the
+same reporting and ends with a summary table: per query the rows, the engine's
+and DuckDB's median times and how many times slower or faster the engine is,
+and the totals. ``query`` is ``tpch`` with the demo's queries and scale factor
+as defaults. While numba compiles kernels (the first run on a machine, ~10 s)
+a line on stderr says so. A result that differs from DuckDB's makes the
+command exit with code 1. User mistakes (bad arguments, an unknown device, a
 query without a plan, no ``tpchgen-cli``) exit with code 2 and a one-line
 message; engine failures exit with code 1 and a message (``--traceback`` shows
 the Python traceback).
@@ -24,16 +28,21 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from numba.core import event as numba_event
+
 from gpu_engine.device import DEVICE_NAMES, Device, get_device
 
 __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_query_list", "format_table",
-           "format_summary"]
+           "format_summary", "compare_with_duckdb", "speed_ratio"]
 
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
 
 _DEMO_QUERIES = "primer,1,6"
+#: ``demo`` and ``query`` share it, so ``query`` reuses the demo's data; ``tpch`` (all 22 queries) runs SF 1.
+DEMO_SCALE_FACTOR = 0.1
+COMPILING_MESSAGE = "compiling kernels (first run only; later runs load them from the disk cache)…"
 
 
 class UsageError(Exception):
@@ -143,6 +152,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--rows", type=_positive_int, default=5, help="result rows to print per query (default 5)")
         sub.add_argument("--no-duckdb", action="store_true", help="do not time DuckDB on the same files")
         sub.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
+        sub.add_argument("--full-explain", action="store_true",
+                         help="print explain lines whole, every column with its type (default: lines over 120 "
+                         "characters are shortened)")
 
     demo = commands.add_parser(
         "demo",
@@ -150,14 +162,14 @@ def build_parser() -> argparse.ArgumentParser:
         description="Generate TPC-H data if missing, run the primer query, Q1 and Q6 on the "
         "engine and on DuckDB, print rows and times, and explain-analyze Q1.",
     )
-    add_common(demo, 0.1)
+    add_common(demo, DEMO_SCALE_FACTOR)
 
     query = commands.add_parser(
         "query",
         help="run chosen TPC-H queries",
         description="Run chosen TPC-H queries on the engine (and DuckDB) and print rows and times.",
     )
-    add_common(query, 1.0)
+    add_common(query, DEMO_SCALE_FACTOR)
     query.add_argument(
         "--queries",
         default=_DEMO_QUERIES,
@@ -241,21 +253,117 @@ def _open_duckdb(data_dir: Path):
     return connection
 
 
-def _time_duckdb(connection, sql: str, runs: int) -> tuple[float, int]:
-    """Return DuckDB's median time over ``runs`` runs after a warm-up, and its row count."""
+def _time_duckdb(connection, sql: str, runs: int):
+    """Return DuckDB's median time over ``runs`` runs after a warm-up, and the warm-up's result table."""
 
-    def run_once() -> int:
+    def run_once():
         relation = connection.sql(sql)
         fetch = getattr(relation, "to_arrow_table", None) or relation.fetch_arrow_table  # DuckDB 2.x / 1.x
-        return fetch().num_rows
+        return fetch()
 
-    rows = run_once()
+    result = run_once()
     times = []
     for _ in range(runs):
         start = time.perf_counter()
         run_once()
         times.append(time.perf_counter() - start)
-    return statistics.median(times), rows
+    return statistics.median(times), result
+
+
+_FLOAT_TOLERANCE = 1e-9  # relative; DuckDB and the engine sum doubles in different orders
+
+
+def _comparable(value: object) -> object:
+    """Return ``value`` in a form that compares across Arrow types: exact numbers as Decimal, floats as float."""
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, (int, decimal.Decimal)):
+        return decimal.Decimal(value)
+    return value
+
+
+def _same_value(engine: object, duck: object) -> bool:
+    if isinstance(engine, float) or isinstance(duck, float):
+        if engine is None or duck is None:
+            return engine is None and duck is None
+        a, b = float(engine), float(duck)
+        if a != a or b != b:  # NaN
+            return a != a and b != b
+        return abs(a - b) <= _FLOAT_TOLERANCE * max(abs(a), abs(b)) + 1e-12
+    return _comparable(engine) == _comparable(duck)
+
+
+def compare_with_duckdb(engine_table, duck_table, ordered: bool) -> str | None:
+    """Return why the engine's result differs from DuckDB's, or None when they hold the same rows.
+
+    Names and row counts must be equal; values are compared exactly (integers
+    and decimals as decimals, strings, dates), floats within 1e-9 relative.
+    Without ``ordered``, both sides are sorted first (floats rounded for the
+    sort, so last-bit differences do not reorder rows).
+    """
+    if engine_table.column_names != duck_table.column_names:
+        return f"column names differ: engine {engine_table.column_names}, DuckDB {duck_table.column_names}"
+    if engine_table.num_rows != duck_table.num_rows:
+        return f"row counts differ: engine {engine_table.num_rows}, DuckDB {duck_table.num_rows}"
+
+    def rows(table) -> list[tuple]:
+        return list(zip(*(column.to_pylist() for column in table.columns)))
+
+    def sort_key(row: tuple) -> tuple:
+        return tuple((value is None, float(f"{value:.9g}") if isinstance(value, float) else _comparable(value))
+                     for value in row)
+
+    engine_rows, duck_rows = rows(engine_table), rows(duck_table)
+    if not ordered:
+        engine_rows.sort(key=sort_key)
+        duck_rows.sort(key=sort_key)
+    for index, (mine, theirs) in enumerate(zip(engine_rows, duck_rows)):
+        if not all(_same_value(a, b) for a, b in zip(mine, theirs)):
+            return f"row {index} differs: engine {mine}, DuckDB {theirs}"
+    return None
+
+
+def speed_ratio(seconds: float | None, reference_seconds: float | None) -> str:
+    """Say how ``seconds`` compares with ``reference_seconds``: ``"3.67× slower"``, ``"2.10× faster"``.
+
+    Why words: a bare ratio such as ``engine/duckdb 3.67x`` leaves the reader
+    to work out which way it goes. ``-`` when either time is missing or zero.
+    """
+    if not seconds or not reference_seconds:
+        return "-"
+    ratio = seconds / reference_seconds
+    if round(ratio, 2) == 1.0:
+        return "as fast"
+    return f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
+
+
+class _CompileNotice(numba_event.Listener):
+    """Print one line on stderr when numba starts compiling a kernel, at most once per command.
+
+    Why: on a cold cache the first query spends ~10 s compiling kernels with no
+    output. numba fires its ``numba:compile`` event only for real compilations,
+    not for kernels loaded from its disk cache, so a warm run prints nothing.
+    Use as a context manager around the first run of each query.
+    """
+
+    def __init__(self, stream=None):
+        self.stream = stream
+        self.printed = False
+
+    def on_start(self, event) -> None:
+        if not self.printed:
+            self.printed = True
+            print(COMPILING_MESSAGE, file=self.stream or sys.stderr, flush=True)
+
+    def on_end(self, event) -> None:
+        pass
+
+    def __enter__(self) -> "_CompileNotice":
+        numba_event.register("numba:compile", self)
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        numba_event.unregister("numba:compile", self)
 
 
 def default_drivers(device: Device) -> int:
@@ -287,11 +395,14 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
         print("(DuckDB is not installed: `pip install duckdb` to compare times)")
     plans = {}
     summary: list[tuple[str, int, float, float | None]] = []
+    mismatches: list[str] = []
+    compile_notice = _CompileNotice()  # says "compiling kernels" once, when the first real compilation starts
     for choice in choices:
         plan = choice.build_plan(session.catalog)
         plans[choice.name] = plan
         start = time.perf_counter()
-        result = session.execute(plan)
+        with compile_notice:
+            result = session.execute(plan)
         first = time.perf_counter() - start
         warm = []
         for _ in range(runs):
@@ -307,28 +418,37 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
         )
         duck_time = None
         if duck is not None:
-            duck_time, duck_rows = _time_duckdb(duck, choice.sql, runs)
-            timing += f"; DuckDB: {_seconds(duck_time)}"
-            if duck_rows != result.num_rows:
-                timing += f" (DuckDB returned {duck_rows} rows, the engine {result.num_rows})"
+            duck_time, duck_result = _time_duckdb(duck, choice.sql, runs)
+            timing += f"; DuckDB: {_seconds(duck_time)} (engine {speed_ratio(statistics.median(warm), duck_time)})"
+            problem = compare_with_duckdb(result, duck_result, choice.ordered)
+            if problem is None:
+                timing += f"\nresult matches DuckDB's ({result.num_rows} row{'s' if result.num_rows != 1 else ''})"
+            else:
+                timing += f"\nresult DIFFERS from DuckDB's: {problem}"
+                mismatches.append(choice.name)
         print(timing)
         summary.append((choice.name, result.num_rows, statistics.median(warm), duck_time))
     for name in explain:
         print()
         print(f"== explain analyze {name} ==")
-        print(session.explain(plans[name], analyze=True))
+        print(_explain(session, plans[name], getattr(args, "full_explain", False)))
     if getattr(args, "summary", False):
         print()
         print(format_summary(summary))
+    if mismatches:
+        print(f"{', '.join(mismatches)}: the engine's result differs from DuckDB's", file=sys.stderr)
+        return EXIT_FAILURE
     return EXIT_OK
+
+
+def _explain(session, plan, full: bool) -> str:
+    """Return the explain-analyze text, every line whole when ``full``."""
+    return session.explain(plan, analyze=True, full=True) if full else session.explain(plan, analyze=True)
 
 
 def format_summary(summary: Sequence[tuple[str, int, float, float | None]]) -> str:
     """Return the per-query table ``tpch`` ends with: rows, engine and DuckDB medians, ratio, totals."""
     import pyarrow as pa
-
-    def ratio(engine: float, duck: float | None) -> str:
-        return f"{engine / duck:.2f}x" if duck else "-"
 
     names = [name for name, *_ in summary]
     engine_total = sum(engine for *_, engine, _ in summary)
@@ -340,7 +460,8 @@ def format_summary(summary: Sequence[tuple[str, int, float, float | None]]) -> s
         "engine": [_seconds(engine) for _, _, engine, _ in summary] + [_seconds(engine_total)],
         "duckdb": [_seconds(d) if d is not None else "-" for d in duck_times]
         + [_seconds(duck_total) if duck_total is not None else "-"],
-        "engine/duckdb": [ratio(engine, duck) for _, _, engine, duck in summary] + [ratio(engine_total, duck_total)],
+        "engine vs DuckDB": [speed_ratio(engine, duck) for _, _, engine, duck in summary]
+        + [speed_ratio(engine_total, duck_total)],
     })
     return format_table(table, table.num_rows)
 

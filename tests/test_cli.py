@@ -102,8 +102,14 @@ def test_demo_end_to_end(capsys, tmp_path):
     for heading in ("== primer ==", "== q1 ==", "== q6 ==", "== explain analyze q1 =="):
         assert heading in out
     assert out.count("DuckDB:") == 3
-    assert "returned" not in out  # the engine and DuckDB agree on row counts
+    assert out.count("result matches DuckDB's") == 3 and "DIFFERS" not in out
+    assert out.count("× slower)") + out.count("× faster)") + out.count("(engine as fast)") == 3
     assert "l_returnflag" in out and "count_order" in out and "revenue" in out
+    primer_rows = out[out.index("== primer =="):].splitlines()[3:8]
+    assert [int(line.split()[0]) for line in primer_rows] == [1, 2, 3, 4, 5]  # ORDER BY l_partkey
+    explain = out[out.index("== explain analyze q1 =="):].splitlines()
+    node_lines = [line.strip() for line in explain if line.lstrip().startswith("-- ")]
+    assert max(len(line) for line in node_lines) <= 160 and "(10 columns)" in out  # shortened by default
     assert "lineitem" in captured.err  # generation progress went to stderr
     assert (tmp_path / "sf0.001" / "lineitem.parquet").is_file()
 
@@ -144,10 +150,12 @@ def test_tpch_command_runs_queries_and_prints_a_summary(capsys, tmp_path):
     assert code == 0, captured.err
     out = captured.out
     assert "== q3 ==" in out and "== q6 ==" in out
-    assert "returned" not in out  # the engine and DuckDB agree on row counts
+    assert out.count("result matches DuckDB's") == 2
     summary = out[out.index("query  rows"):].splitlines()
+    assert summary[0].split()[-3:] == ["engine", "vs", "DuckDB"]
     assert [line.split()[0] for line in summary[2:5]] == ["q3", "q6", "total"]
-    assert all(line.rstrip().endswith("x") for line in summary[2:5])  # a ratio against DuckDB on every line
+    # every line says how the engine compares with DuckDB, in words
+    assert all(line.rstrip().endswith(("× slower", "× faster", "as fast")) for line in summary[2:5])
 
 
 def test_tpch_query_list_all_means_every_planned_query():
@@ -174,3 +182,78 @@ def test_default_drivers_are_one_on_a_gpu_and_the_cores_elsewhere(capsys, tmp_pa
                      "--data-dir", str(tmp_path)])
     assert code == 0
     assert f"with {cli.default_drivers(get_device('cpu'))} driver(s)" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("seconds, reference, expected", [
+    (3.67, 1.0, "3.67× slower"),
+    (1.0, 2.1, "2.10× faster"),
+    (1.0, 1.001, "as fast"),
+    (1.0, None, "-"),
+    (None, 1.0, "-"),
+])
+def test_speed_ratio_says_slower_or_faster(seconds, reference, expected):
+    assert cli.speed_ratio(seconds, reference) == expected
+
+
+def test_query_runs_the_demo_scale_factor_by_default():
+    parser = cli.build_parser()
+    assert parser.parse_args(["query"]).sf == parser.parse_args(["demo"]).sf == cli.DEMO_SCALE_FACTOR
+    assert parser.parse_args(["tpch"]).sf == 1.0
+
+
+def test_compare_with_duckdb_finds_wrong_values_order_and_counts():
+    import decimal
+
+    import pyarrow as pa
+
+    money = pa.decimal128(15, 2)
+    duck = pa.table({"k": pa.array([1, 2, 3]), "s": pa.array([decimal.Decimal("1.50"), None, decimal.Decimal("2")], money),
+                     "f": [0.1 + 0.2, 1.0, 2.0]})
+    engine = pa.table({"k": pa.array([3, 1, 2]), "s": pa.array([decimal.Decimal("2.00"), decimal.Decimal("1.5"), None],
+                                                               pa.decimal128(38, 2)),
+                       "f": [2.0, 0.3, 1.0]})
+    assert cli.compare_with_duckdb(engine, duck, ordered=False) is None  # floats within 1e-9, decimals by value
+    assert "row 0 differs" in cli.compare_with_duckdb(engine, duck, ordered=True)
+    wrong = engine.set_column(1, "s", pa.array([decimal.Decimal("2.01"), decimal.Decimal("1.5"), None], money))
+    assert cli.compare_with_duckdb(wrong, duck, ordered=False).startswith("row 2 differs: engine (3, Decimal('2.01')")
+    assert "row counts differ" in cli.compare_with_duckdb(engine.slice(0, 2), duck, ordered=False)
+    assert "column names differ" in cli.compare_with_duckdb(engine.rename_columns(["k", "s", "g"]), duck, False)
+
+
+def test_a_result_that_differs_from_duckdb_fails_the_command(capsys, tmp_path, monkeypatch):
+    """DuckDB runs SQL whose counts are one higher than the primer's: the command must say so and exit 1."""
+    (primer,) = cli.parse_query_list("primer")
+    wrong_sql = primer.sql.replace("count(*) AS count", "count(*) + 1 AS count")
+    monkeypatch.setattr(cli, "parse_query_list", lambda text: [cli.QueryChoice("primer", primer.build_plan,
+                                                                                wrong_sql, ordered=True)])
+    code = cli.main(["query", "--sf", "0.001", "--queries", "primer", "--runs", "1", "--device", "cpu",
+                     "--drivers", "1", "--data-dir", str(tmp_path)])
+    captured = capsys.readouterr()
+    assert code == 1
+    assert "result DIFFERS from DuckDB's: row 0 differs" in captured.out
+    assert "primer: the engine's result differs from DuckDB's" in captured.err
+
+
+def test_full_explain_prints_whole_lines(capsys, tmp_path):
+    code = cli.main(["query", "--sf", "0.001", "--queries", "q1", "--runs", "1", "--device", "cpu", "--drivers", "1",
+                     "--no-duckdb", "--explain", "--full-explain", "--data-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    explain = out[out.index("== explain analyze q1 =="):]
+    assert "[…]" not in explain and "sum_qty:decimal128(38, 2)" in explain
+    assert max(len(line) for line in explain.splitlines()) > 300
+
+
+def test_a_cold_kernel_cache_prints_a_compiling_line_once_and_a_warm_one_none(tmp_path):
+    """Two processes share a new kernel cache folder: the first compiles (and says so), the second loads."""
+    import os
+
+    env = dict(os.environ, GPU_ENGINE_CACHE_DIR=str(tmp_path / "kernels"))
+    command = [sys.executable, "-m", "gpu_engine", "query", "--sf", "0.001", "--queries", "q6", "--runs", "1",
+               "--device", "cpu", "--drivers", "1", "--no-duckdb", "--data-dir", str(tmp_path / "data")]
+    cold = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert cold.returncode == 0, cold.stderr
+    assert cold.stderr.count(cli.COMPILING_MESSAGE) == 1
+    warm = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
+    assert warm.returncode == 0, warm.stderr
+    assert cli.COMPILING_MESSAGE not in warm.stderr
