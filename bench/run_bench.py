@@ -7,7 +7,8 @@ checked against DuckDB's (names, row count, values; floats within 1e-9
 relative). A runner whose result differs is reported as wrong and not timed.
 Then each runner is timed ``--runs`` times and the median is reported.
 
-Writes ``bench/results/<date>-<host kind>-sf<sf>.json`` and a ``.md`` table next
+Writes ``bench/results/<date>-<host kind>-sf<sf>.json``, a ``.md`` table and a
+``.png`` chart of the medians (linked from the table; :mod:`bench.charts`) next
 to it. Run from the repository root::
 
     python -m bench.run_bench --sf 1 --runs 5 --drivers 1,2
@@ -34,7 +35,9 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:  # `python bench/run_bench.py` puts bench/ first, not the root
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.charts import chart_link, medians_ms, write_chart
 from bench.tpch_queries import BenchQuery, available_bench_queries, bench_query
+from gpu_engine.cli import speed_ratio
 
 __all__ = ["main", "RunnerResult", "QueryResult"]
 
@@ -346,6 +349,21 @@ def _ratio(numerator: float | None, denominator: float | None) -> str:
     return f"{numerator / denominator:.2f}×"
 
 
+def _versus(seconds: float | None, duck_seconds: float | None) -> str:
+    """Say how a runner compares with DuckDB in words (``3.67× slower``), ``—`` when either time is missing."""
+    words = speed_ratio(seconds, duck_seconds)
+    return "—" if words == "-" else words
+
+
+def runner_order(report: dict) -> list[str]:
+    """Return the report's runner labels as its table shows them: DuckDB, the engine runners, then Polars."""
+    seen = [label for q in report["results"] for label in q["runners"]]
+    labels = list(dict.fromkeys(seen))
+    engines = [label for label in labels if label.startswith("engine-")]
+    return ["duckdb"] * ("duckdb" in labels) + engines + [label for label in labels
+                                                          if label != "duckdb" and label not in engines]
+
+
 def render_markdown(report: dict) -> str:
     """Return the report as a markdown document: machine facts, then one table of times and ratios."""
     settings, facts = report["settings"], report["machine"]
@@ -361,10 +379,11 @@ def render_markdown(report: dict) -> str:
         "",
         f"Times are medians of {settings['runs']} runs after a first run (reported apart: it includes JIT "
         f"compilation and cold caches), in milliseconds, each result checked against DuckDB's first. "
-        f"DuckDB and Polars use {settings['threads']} threads. Ratios are time / DuckDB's time "
-        "(above 1× means slower than DuckDB).",
+        f"DuckDB and Polars use {settings['threads']} threads. The \"vs DuckDB\" columns say how many times "
+        "slower or faster than DuckDB a runner is; a speedup column is the baseline's time over the other's "
+        "(above 1× the other is faster).",
         "",
-    ]
+    ] + chart_link(report)
     via_sql = settings.get("polars_via_sql") or []
     if peers and via_sql:
         lines += [f"Polars runs {', '.join(via_sql)} through its SQL front end (`polars.SQLContext`) on the same "
@@ -376,7 +395,7 @@ def render_markdown(report: dict) -> str:
     # "fusion speedup": the unfused runner's time over the fused one's, per driver count.
     speedup_pairs += [(label + _UNFUSED, label) for label in fused_labels if label + _UNFUSED in engine_labels]
     header = ["query"] + [titles.get(label, label) for label in runner_labels]
-    header += [f"{titles.get(label, label)} / DuckDB" for label in engine_labels + peers]
+    header += [f"{titles.get(label, label)} vs DuckDB" for label in engine_labels + peers]
     header += [f"fusion speedup {_drivers_of(b)}d" if a.endswith(_UNFUSED) else
                f"speedup {_drivers_of(b)}d vs {_drivers_of(a)}d" for a, b in speedup_pairs]
     lines += ["Median times (ms):", "", "| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -389,7 +408,7 @@ def render_markdown(report: dict) -> str:
             row.append(_time_cell(result.runners.get(label)))
         for label in engine_labels + peers:
             runner = result.runners.get(label)
-            row.append(_ratio(runner.median_s if runner else None, duck_median))
+            row.append(_versus(runner.median_s if runner else None, duck_median))
         for a, b in speedup_pairs:
             ra, rb = result.runners.get(a), result.runners.get(b)
             row.append(_ratio(ra.median_s if ra else None, rb.median_s if rb else None))
@@ -427,7 +446,7 @@ def _total_row(results: list[QueryResult], runner_labels: list[str], compared: l
                        for label in runner_labels)]
     totals = {label: sum(r.runners[label].median_s for r in complete) for label in runner_labels}
     row = [f"**total** ({len(complete)} queries)"] + [_ms(totals[label]) for label in runner_labels]
-    row += [_ratio(totals[label], totals["duckdb"]) for label in compared]
+    row += [_versus(totals[label], totals["duckdb"]) for label in compared]
     row += [_ratio(totals[a], totals[b]) for a, b in speedup_pairs]
     return "| " + " | ".join(row) + " |"
 
@@ -489,6 +508,11 @@ def main(argv: list[str] | None = None) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{started:%Y-%m-%d}-{args.tag or _host_kind(device_name, facts['cores_available'])}-sf{args.sf:g}"
     json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
+    chart = write_chart(args.output_dir / f"{stem}.png",
+                        f"gpu_engine vs DuckDB and Polars — TPC-H sf{args.sf:g}, {device_name}, {report['date']}",
+                        [r.query for r in results], medians_ms(report["results"], runner_order(report)))
+    if chart is not None:
+        report["chart"] = chart.name
     _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     _write_atomically(markdown_path, markdown)

@@ -5,7 +5,7 @@ hand-offs) that a single Task does not pay; this shows what they cost and how
 many bytes and pages cross them. Each runner runs once (timed apart, checked
 against DuckDB), then ``--runs`` times; medians are reported. The cluster's
 shuffle pages and bytes come from its query stats (the output buffers of every
-stage). Writes ``bench/results/<date>-cluster-<host kind>-sf<sf>.json`` and ``.md``.
+stage). Writes ``bench/results/<date>-cluster-<host kind>-sf<sf>.json``, ``.md`` and a ``.png`` chart.
 Run from the repository root::
 
     python -m bench.run_cluster_bench --sf 1 --runs 5 --widths 2,2,1
@@ -35,7 +35,9 @@ from bench.run_bench import (  # noqa: E402 - after the path fix above
     _time_runner,
     _write_atomically,
 )
+from bench.charts import chart_link, write_chart  # noqa: E402
 from bench.tpch_queries import bench_query  # noqa: E402
+from gpu_engine.cli import speed_ratio  # noqa: E402
 
 __all__ = ["main"]
 
@@ -113,6 +115,12 @@ def main(argv: list[str] | None = None) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{started:%Y-%m-%d}-cluster-{_host_kind(single.device.name, facts['cores_available'])}-sf{args.sf:g}"
     json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
+    chart = write_chart(args.output_dir / f"{stem}.png",
+                        f"single Task vs LocalCluster vs DuckDB — {query.name}, TPC-H sf{args.sf:g}, {report['date']}",
+                        [query.name], {label: [None if r.error or r.correct is False or r.median_s is None
+                                               else r.median_s * 1000] for label, r in runners.items()})
+    if chart is not None:
+        report["chart"] = chart.name
     _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     _write_atomically(markdown_path, markdown)
@@ -142,12 +150,13 @@ def render_markdown(report: dict) -> str:
         f"{'x'.join(map(str, settings['widths']))}, {settings['task_drivers']} driver(s) per Task, one shared "
         f"executor. DuckDB uses {settings['threads']} threads.",
         "",
-        "| runner | median | min | first run | / DuckDB |",
+        *chart_link(report),
+        "| runner | median | min | first run | vs DuckDB |",
         "|---|---|---|---|---|",
     ]
     for label, runner in runners.items():
         cell = "WRONG" if runner.correct is False else ("FAILED" if runner.error else _ms(runner.median_s))
-        ratio = "—" if not (runner.median_s and duck) else f"{runner.median_s / duck:.2f}×"
+        ratio = "—" if not (runner.median_s and duck) or label == "duckdb" else speed_ratio(runner.median_s, duck)
         lines.append(f"| {label} | {cell} | {_ms(runner.min_s)} | {_ms(runner.first_run_s)} | {ratio} |")
     lines += ["", "Shuffle of the last cluster run (what each stage's Tasks sent):", "",
               "| stage | tasks | pages | bytes | rows | peak buffered bytes (one Task) |", "|---|---|---|---|---|---|"]

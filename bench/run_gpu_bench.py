@@ -13,9 +13,9 @@ times (median reported):
   apart). Where this checkout's Session has no ``cache``, hot runs are
   reported as not run, with the reason.
 
-The report (``<date>-gpu-<device>-sf<sf>.json`` and ``.md``) gives the
-medians, each engine runner's speed-up over DuckDB (DuckDB's time over the
-engine's: above 1× the engine is faster), the issue's targets (hot primer
+The report (``<date>-gpu-<device>-sf<sf>.json``, ``.md`` and a ``.png`` chart
+of the medians) gives the medians, how many times faster or slower than DuckDB
+each engine runner is, the issue's targets (hot primer
 query and Q1 at least 10× faster than DuckDB), the first-run (JIT) times, an
 ``explain(analyze=True)`` of the first query (with its host-device bytes and
 seconds), the machine, the command, and the kernel micro-benchmark's table
@@ -50,8 +50,12 @@ from bench.run_bench import (  # noqa: E402 - after the path fix above
     _parse_sf,
     _time_runner,
     _write_atomically,
+    runner_order,
 )
+from bench.charts import chart_link, medians_ms, write_chart  # noqa: E402
 from bench.tpch_queries import BenchQuery, available_bench_queries, bench_query  # noqa: E402
+
+from gpu_engine.cli import speed_ratio  # noqa: E402
 
 __all__ = ["main", "TARGET_SPEEDUP", "TARGET_QUERIES"]
 
@@ -186,11 +190,12 @@ def render_markdown(report: dict) -> str:
         f"Engine: device {settings['device']}, {settings['drivers']} drivers. DuckDB {facts.get('duckdb')}: "
         f"{settings['threads']} threads of this machine's CPUs ({facts['cpu_model']}), same Parquet files, same run. "
         f"Medians of {settings['runs']} runs after a first run (apart: JIT compilation, cold caches). "
-        "Speed-up = DuckDB's median / the engine's (above 1× the engine is faster). "
+        "\"vs DuckDB\" says how many times faster or slower than DuckDB the engine is. "
         "Cold reads Parquet every run; hot reads tables cached on the device.",
         "",
+        *chart_link(report),
         "| query | DuckDB ms | " + " | ".join(f"{label} ms" for label in engines) + " | "
-        + " | ".join(f"{label} speed-up" for label in engines) + " |",
+        + " | ".join(f"{label} vs DuckDB" for label in engines) + " |",
         "|" + "---|" * (2 + 2 * len(engines)),
     ]
     failures = []
@@ -203,7 +208,7 @@ def render_markdown(report: dict) -> str:
                          "—" if runner is None or runner.error else _ms(runner.median_s))
         for label in engines:
             value = _speedup(duck, result.runners.get(label))
-            cells.append("—" if value is None else f"{value:.1f}×")
+            cells.append("—" if value is None else speed_ratio(1.0, value))
         lines.append("| " + " | ".join(cells) + " |")
         failures += [f"- {result.query} / {r.runner}: {r.error}" for r in result.runners.values() if r.error]
     lines += ["", f"Targets: hot {', '.join(TARGET_QUERIES)} at least {TARGET_SPEEDUP:g}× faster than DuckDB:"]
@@ -290,6 +295,11 @@ def main(argv: list[str] | None = None) -> int:
     tag = args.tag or (f"gpu-{_slug(facts['device_name'])}" if device_name == "cuda" else f"{device_name}-{os.cpu_count()}core")
     stem = f"{started:%Y-%m-%d}-{tag}-sf{args.sf:g}"
     json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
+    chart = write_chart(args.output_dir / f"{stem}.png",
+                        f"gpu_engine on {facts['device_name']} vs DuckDB — TPC-H sf{args.sf:g}, {report['date']}",
+                        [q["query"] for q in report["results"]], medians_ms(report["results"], runner_order(report)))
+    if chart is not None:
+        report["chart"] = chart.name
     _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     _write_atomically(markdown_path, markdown)

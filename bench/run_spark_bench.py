@@ -14,7 +14,7 @@ Runners: ``spark-sql`` (``spark.sql(SQL)``), ``spark+engine`` (the engine's
 plan through :class:`gpu_engine.spark.SparkRunner`; a bare Parquet table is
 read by the engine itself) and, with ``--arrow-feed``, ``spark+engine-arrow``
 (every table fed to the engine through Arrow by Spark's own reader).
-Writes ``bench/results/<date>-spark-<device>-<cores>core-sf<sf>.json`` and ``.md``.
+Writes ``bench/results/<date>-spark-<device>-<cores>core-sf<sf>.json``, ``.md`` and a ``.png`` chart.
 Run from the repository root::
 
     python -m bench.run_spark_bench --sf 1 --runs 5 --queries primer,q1 --arrow-feed
@@ -45,7 +45,9 @@ from bench.run_bench import (  # noqa: E402 - after the path fix above
     _parse_sf,
     _write_atomically,
 )
+from bench.charts import chart_link, write_chart  # noqa: E402
 from bench.tpch_queries import bench_query  # noqa: E402
+from gpu_engine.cli import speed_ratio  # noqa: E402
 
 __all__ = ["main"]
 
@@ -239,12 +241,29 @@ def main(argv: list[str] | None = None) -> int:
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{started:%Y-%m-%d}-spark-{args.device}-{args.cores}core-sf{args.sf:g}"
     json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
+    chart = write_chart(args.output_dir / f"{stem}.png",
+                        f"gpu_engine through Spark vs Spark SQL — TPC-H sf{args.sf:g}, {report['date']}",
+                        list(report_queries), spark_medians_ms(report_queries))
+    if chart is not None:
+        report["chart"] = chart.name
     _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
     markdown = render_markdown(report)
     _write_atomically(markdown_path, markdown)
     print(markdown)
     print(f"wrote {json_path} and {markdown_path}", file=sys.stderr)
     return 1 if failed else 0
+
+
+def spark_medians_ms(queries: dict) -> dict[str, list[float | None]]:
+    """Return runner label -> median milliseconds per query (None where it failed or was wrong), for the chart."""
+    labels = list(dict.fromkeys(label for runners in queries.values() for label in runners))
+    series: dict[str, list[float | None]] = {label: [] for label in labels}
+    for runners in queries.values():
+        for label in labels:
+            result = (runners.get(label) or {}).get("result") or {}
+            good = result.get("median_s") is not None and not result.get("error") and result.get("correct") is not False
+            series[label].append(result["median_s"] * 1000 if good else None)
+    return series
 
 
 def render_markdown(report: dict) -> str:
@@ -262,10 +281,11 @@ def render_markdown(report: dict) -> str:
         f"{'repartitionById on engine partition ids' if settings['repartition_by_id'] else 'repartition(n, keys)'}. "
         f"Medians of {settings['runs']} runs after a first run (ms), runners taking turns; every first result "
         "checked against DuckDB's (Spark SQL's within 1e-4 relative: its avg of a decimal is rounded to 6 places). "
-        "Speed-up = Spark SQL median / runner median; Spark SQL runs the TPC-H SQL text, the engine runners the "
-        "engine's plan of the same query.",
+        "\"vs Spark SQL\" says how many times faster or slower than Spark SQL a runner is; Spark SQL runs the "
+        "TPC-H SQL text, the engine runners the engine's plan of the same query.",
         "",
-        "| query | runner | median | min | first run | speed-up vs Spark SQL |",
+        *chart_link(report),
+        "| query | runner | median | min | first run | vs Spark SQL |",
         "|---|---|---|---|---|---|",
     ]
     for query, runners in report["queries"].items():
@@ -273,7 +293,8 @@ def render_markdown(report: dict) -> str:
         for label, entry in runners.items():
             result = RunnerResult(**entry["result"])
             cell = "WRONG" if result.correct is False else ("FAILED" if result.error else _ms(result.median_s))
-            speedup = "—" if not (result.median_s and spark_sql) else f"{spark_sql / result.median_s:.2f}×"
+            speedup = ("—" if not (result.median_s and spark_sql) or label == "spark-sql"
+                       else speed_ratio(result.median_s, spark_sql))
             lines.append(f"| {query} | {label} | {cell} | {_ms(result.min_s)} | {_ms(result.first_run_s)} | "
                          f"{speedup} |")
     lines += ["", "## Stages of each runner's last run", "",
