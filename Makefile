@@ -1,6 +1,8 @@
 # Set up a virtual environment and run the demo, the tests or the benchmark.
 #   make demo    generate TPC-H (SF 0.1) if missing; run the primer query, Q1 and Q6
-#   make test    the test suite on cpu and cuda-sim (and cuda where a GPU is present)
+#   make test    the test suite on cpu and cuda-sim (and cuda where a GPU is present);
+#                ends with the 25 slowest tests and the reason of every skip
+#   make test-fast  the cpu cases only: no cuda-sim/cuda cases, no Spark (a few minutes)
 #   make bench   time the engine against DuckDB and Polars (SF 1); see bench/README.md
 # Pass options through DEMO_ARGS, PYTEST_ARGS, BENCH_ARGS, e.g.
 #   make demo DEMO_ARGS="--sf 1 --device cpu"
@@ -14,7 +16,7 @@ DEMO_ARGS ?=
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: demo test bench venv
+.PHONY: demo test test-fast bench venv
 
 venv: $(INSTALLED)
 
@@ -29,9 +31,17 @@ $(INSTALLED): pyproject.toml | $(VENV_PYTHON)
 demo: $(INSTALLED)
 	$(VENV_PYTHON) -m gpu_engine demo $(DEMO_ARGS)
 
+# What every pytest run here reports: the slowest tests and why each skipped test was skipped.
+PYTEST_REPORT := --durations=25 -rs
+
 # pytest exits 5 when it collects no test; that is not a failure here.
 test: $(INSTALLED)
-	$(VENV_PYTHON) -m pytest -q $(PYTEST_ARGS); status=$$?; \
+	$(VENV_PYTHON) -m pytest -q $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
+	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
+
+# --fast (tests/conftest.py) deselects the cuda-sim and cuda cases and the spark and slow tests.
+test-fast: $(INSTALLED)
+	$(VENV_PYTHON) -m pytest -q --fast $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
 bench: $(INSTALLED)

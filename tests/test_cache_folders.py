@@ -13,7 +13,6 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from conftest import TEST_CACHE_VARIABLES
 from gpu_engine import Session
 from gpu_engine.codegen.compiled_modules import generated_folder
 from gpu_engine.connectors.tpch_data import default_tpch_root
@@ -21,6 +20,8 @@ from gpu_engine.kernels.ptx_cache import ptx_cache_directory
 from gpu_engine.plans import PlanBuilder
 
 USER_CACHE = (Path.home() / ".cache").resolve()
+#: What tests/conftest.py sets (its TEST_CACHE_VARIABLES): where the engine and matplotlib write caches.
+CACHE_VARIABLES = ("GPU_ENGINE_CACHE_DIR", "GPU_ENGINE_PTX_CACHE", "GPU_ENGINE_DATA", "MPLCONFIGDIR")
 
 
 def _inside(path: Path, folder: Path) -> bool:
@@ -28,7 +29,7 @@ def _inside(path: Path, folder: Path) -> bool:
 
 
 def test_every_cache_variable_is_set_and_none_points_into_the_user_cache():
-    for variable in TEST_CACHE_VARIABLES:
+    for variable in CACHE_VARIABLES:
         assert os.environ.get(variable), f"{variable} is not set during the tests"
     for folder in (generated_folder(), ptx_cache_directory(), default_tpch_root()):
         assert not _inside(folder, USER_CACHE), f"{folder} is in the user's ~/.cache"
