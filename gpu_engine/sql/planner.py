@@ -168,6 +168,20 @@ def _free_columns(tree: exp.Expression, bound: frozenset[str] = frozenset()) -> 
     return out
 
 
+def _aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
+    """Return the aggregate calls of ``tree`` itself, not those of subqueries nested in it."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _AGGREGATES):
+            out.append(node)
+            continue
+        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select) and node is not tree):
+            continue
+        stack.extend(node.iter_expressions())
+    return out
+
+
 def _subquery_select(tree: exp.Expression) -> exp.Expression:
     while isinstance(tree, (exp.Subquery, exp.Paren)):
         tree = tree.this
@@ -902,7 +916,7 @@ class QueryPlanner:
             else:
                 order_trees.append(key)
         trees = projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
-        aggregates = [a for t in trees for a in t.find_all(*_AGGREGATES)]
+        aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:
             if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):
                 raise _unsupported("an aggregate inside an aggregate", a)
@@ -1050,7 +1064,10 @@ class QueryPlanner:
                 raise self._plan_error(error, subquery) from None
             columns = {**columns, **scalar.columns}
             relation = dataclasses.replace(relation, node=node, columns=columns)
-            subquery.replace(column)
+            if subquery is tree:
+                tree = column
+            else:
+                subquery.replace(column)
         return tree, relation, columns
 
     def _post_filter(self, relation: Relation, having: exp.Expression, columns, replacements, ctes) -> Relation:
