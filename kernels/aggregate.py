@@ -27,6 +27,9 @@ __all__ = [
     "group_count",
     "group_sum_int",
     "combine_split_sum",
+    "group_sum_words",
+    "split_sum_words",
+    "limb_sum_words",
     "group_sum_float",
     "group_min",
     "group_max",
@@ -71,13 +74,35 @@ def _count_cpu(group_ids, validity, has_validity, counts):
 
 
 @njit(nogil=True, cache=True)
-def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value):
+def _upper_half(v, unsigned):
+    """Return the upper 32 bits of an int64 word: signed, or unsigned for uint64 bits."""
+    if unsigned:
+        return np.int64(np.uint64(v) >> np.uint64(32))
+    return v >> _I32
+
+
+@njit(nogil=True, cache=True)
+def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value, unsigned):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
             v = values[i]
             low[g] += v & _LOW_MASK
-            high[g] += v >> _I32
+            high[g] += _upper_half(v, unsigned)
+            has_value[g] = True
+
+
+@njit(nogil=True, cache=True)
+def _sum_words_cpu(group_ids, words, validity, has_validity, limb0, limb1, limb2, limb3, has_value):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            low = words[i, 0]
+            high = words[i, 1]
+            limb0[g] += low & _LOW_MASK
+            limb1[g] += _upper_half(low, True)
+            limb2[g] += high & _LOW_MASK
+            limb3[g] += high >> _I32
             has_value[g] = True
 
 
@@ -123,13 +148,27 @@ def _count_cuda(group_ids, validity, has_validity, counts):
 
 
 @cuda.jit
-def _sum_int_cuda(group_ids, values, validity, has_validity, high, low, has_value):
+def _sum_int_cuda(group_ids, values, validity, has_validity, high, low, has_value, unsigned):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
             v = values[i]
             cuda.atomic.add(low, g, v & _LOW_MASK)
-            cuda.atomic.add(high, g, v >> _I32)
+            cuda.atomic.add(high, g, _upper_half(v, unsigned))
+            has_value[g] = True
+
+
+@cuda.jit
+def _sum_words_cuda(group_ids, words, validity, has_validity, limb0, limb1, limb2, limb3, has_value):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            low = words[i, 0]
+            high = words[i, 1]
+            cuda.atomic.add(limb0, g, low & _LOW_MASK)
+            cuda.atomic.add(limb1, g, _upper_half(low, True))
+            cuda.atomic.add(limb2, g, high & _LOW_MASK)
+            cuda.atomic.add(limb3, g, high >> _I32)
             has_value[g] = True
 
 
@@ -210,8 +249,8 @@ def group_sum_int(device: Device, group_ids: Any, values: Any, validity: Any | N
     group_ids
         ``int32`` group id per row.
     values
-        Integers of any width (bool, decimals' scaled int64 included); unsigned
-        64-bit values must be below 2**63.
+        Integers of any width (bool, decimals' scaled int64 included); uint64
+        values split as unsigned, so every value up to 2**64 - 1 adds exactly.
     validity
         ``bool`` per row or ``None``; null rows are skipped.
     high, low
@@ -220,10 +259,59 @@ def group_sum_int(device: Device, group_ids: Any, values: Any, validity: Any | N
         ``bool`` per group, set where a valid value was seen (a sum of none is NULL).
     """
     xp = device.xp
-    values = xp.ascontiguousarray(values.astype(xp.int64, copy=False))
+    unsigned = values.dtype == np.dtype(np.uint64)
+    values = xp.ascontiguousarray(values.view(xp.int64) if unsigned else values.astype(xp.int64, copy=False))
     validity, has_validity = _validity_argument(device, validity)
     launch_twin(device, group_ids.shape[0], _sum_int_cpu, _sum_int_cuda,
-                group_ids, values, validity, has_validity, high, low, has_value)
+                group_ids, values, validity, has_validity, high, low, has_value, unsigned)
+
+
+def group_sum_words(device: Device, group_ids: Any, words: Any, validity: Any | None,
+                    limbs: tuple[Any, Any, Any, Any], has_value: Any) -> None:
+    """Add 128-bit values (``(n, 2)`` int64 low/high words) into four 32-bit-limb accumulators.
+
+    ``limbs[k]`` (int64 per group) sums bits ``32k .. 32k + 31`` of each value,
+    the top limb signed; exact for fewer than 2**31 values per group, combined
+    by :func:`limb_sum_words`.
+    """
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, group_ids.shape[0], _sum_words_cpu, _sum_words_cuda, group_ids,
+                device.xp.ascontiguousarray(words), validity, has_validity, *limbs, has_value)
+
+
+def _carry(xp: Any, limb: Any, carry: Any) -> tuple[Any, Any]:
+    total = limb + carry
+    return total & 0xFFFFFFFF, total >> 32
+
+
+def _words_of(xp: Any, digits: tuple[Any, Any, Any], top: Any) -> Any:
+    """Return (n, 2) words from three unsigned 32-bit digits and a signed top part."""
+    d0, d1, d2 = digits
+    words = xp.empty((d0.shape[0], 2), dtype=xp.int64)
+    words[:, 0] = (d1 << 32) | d0
+    words[:, 1] = (top << 32) | d2
+    return words
+
+
+def split_sum_words(device: Device, high: Any, low: Any) -> Any:
+    """Return the 128-bit words of split sums ``high * 2**32 + low`` (:func:`group_sum_int`'s state); exact."""
+    xp = device.xp
+    upper = high + (low >> 32)  # cannot overflow: fewer than 2**31 values per group
+    words = xp.empty((low.shape[0], 2), dtype=xp.int64)
+    words[:, 0] = (upper << 32) | (low & 0xFFFFFFFF)
+    words[:, 1] = upper >> 32
+    return words
+
+
+def limb_sum_words(device: Device, limbs: tuple[Any, Any, Any, Any]) -> tuple[Any, Any]:
+    """Return ``(words, fits)``: the 128-bit words of :func:`group_sum_words`'s limbs, and where they fit 128 bits."""
+    xp = device.xp
+    d0, carry = _carry(xp, limbs[0], 0)
+    d1, carry = _carry(xp, limbs[1], carry)
+    d2, carry = _carry(xp, limbs[2], carry)
+    top = limbs[3] + carry
+    fits = (top >= -(2**31)) & (top < 2**31)
+    return _words_of(xp, (d0, d1, d2), top), fits
 
 
 def combine_split_sum(device: Device, high: Any, low: Any) -> Any:

@@ -64,7 +64,7 @@ def _copy_string_chars_cuda(starts, chars, new_offsets, new_chars):
 
 # ---------------------------------------------------------------- entry points
 def gather(device: Device, array: Any, indices: Any) -> Any:
-    """Return ``array[indices]`` for a fixed-width 1-D array.
+    """Return ``array[indices]`` for a fixed-width 1-D array (or rows of a 2-D one: wide decimals' words).
 
     Parameters
     ----------
@@ -82,6 +82,11 @@ def gather(device: Device, array: Any, indices: Any) -> Any:
         ``len(indices)`` values of ``array.dtype`` on ``device``.
     """
     xp = device.xp
+    if array.ndim == 2:  # a wide decimal's (low, high) words: gather each word (take would flatten)
+        out = xp.empty((indices.shape[0], array.shape[1]), dtype=array.dtype)
+        for k in range(array.shape[1]):
+            out[:, k] = gather(device, xp.ascontiguousarray(array[:, k]), indices)
+        return out
     if device.kernel_flavor == "cpu":
         count_kernel_launch()  # NumPy's take is this kernel's CPU twin
         return xp.take(array, indices)

@@ -3,8 +3,15 @@
 One table of rules, shared by the SQL translator (result types), the
 PlanBuilder (schemas of partial/final steps) and the HashAggregation operator
 (what it accumulates), so the three can never disagree. Types follow DuckDB,
-the reference the tests compare against, except that integer sums are int64
-(DuckDB: HUGEINT) and checked for overflow rather than widened.
+the reference the tests compare against: integer and bool sums are HUGEINT,
+which DuckDB hands to Arrow as decimal128(38, 0), decimal sums decimal(38, s).
+
+A partial step's exact sum is a 128-bit value, so it travels as two columns:
+``name`` (the sum's type) holds the low 64 bits and ``name$high`` (int64) the
+high 64 bits. Why two int64 columns rather than one 128-bit column: every
+operator between the steps (exchanges, partitioning, generated merge kernels)
+then moves plain int64 words, and no partial total, however large, depends on
+how splits reached drivers.
 """
 
 from __future__ import annotations
@@ -13,9 +20,12 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, is_boolean
 
-__all__ = ["result_type", "sum_type", "intermediate_fields", "final_step_aggregates", "aggregation_output_schema", "AVG_COUNT_SUFFIX"]
+__all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names", "final_step_aggregates",
+           "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX"]
 
 AVG_COUNT_SUFFIX = "$count"
+#: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
+SUM_HIGH_SUFFIX = "$high"
 
 
 def sum_type(input_type: pa.DataType) -> pa.DataType:
@@ -23,10 +33,25 @@ def sum_type(input_type: pa.DataType) -> pa.DataType:
     if is_decimal(input_type):
         return pa.decimal128(38, input_type.scale)
     if is_integer(input_type) or is_boolean(input_type):
-        return pa.int64()
+        return pa.decimal128(38, 0)  # DuckDB's HUGEINT, as DuckDB gives it to Arrow
     if is_floating(input_type):
         return pa.float64()
     raise TypeError(f"sum is not defined for {input_type}")
+
+
+def _exact_sum(function: str, input_type: pa.DataType | None) -> bool:
+    """Return True when a partial step emits ``function``'s running sum as 128 bits (two columns)."""
+    return function in ("sum", "avg") and input_type is not None and not is_floating(input_type)
+
+
+def intermediate_names(function: str, input_type: pa.DataType | None, name: str) -> list[str]:
+    """Return the names of the intermediate columns of one aggregate, from its raw or intermediate input type."""
+    names = [name]
+    if _exact_sum(function, input_type):
+        names.append(name + SUM_HIGH_SUFFIX)
+    if function == "avg":
+        names.append(name + AVG_COUNT_SUFFIX)
+    return names
 
 
 def result_type(function: str, input_type: pa.DataType | None) -> pa.DataType:
@@ -56,15 +81,18 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
     """Return the columns a partial step emits for one aggregate named ``name``.
 
     ``avg`` emits its running sum as ``name`` and its count as ``name$count``;
-    every other function emits one column ``name``.
+    an exact (integer or decimal) sum adds ``name$high`` after ``name`` (see
+    the module docstring); every other function emits one column ``name``.
     """
     if function in ("count_star", "count"):
         return [pa.field(name, pa.int64())]
-    if function == "sum":
-        return [pa.field(name, sum_type(input_type))]
-    if function == "avg":
-        total = sum_type(input_type) if not is_floating(input_type) else pa.float64()
-        return [pa.field(name, total), pa.field(name + AVG_COUNT_SUFFIX, pa.int64())]
+    if function in ("sum", "avg"):
+        fields = [pa.field(name, sum_type(input_type))]
+        if _exact_sum(function, input_type):
+            fields.append(pa.field(name + SUM_HIGH_SUFFIX, pa.int64()))
+        if function == "avg":
+            fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
+        return fields
     if function in ("min", "max"):
         return [pa.field(name, result_type(function, input_type))]
     raise TypeError(f"unknown aggregate function {function!r}")
@@ -115,6 +143,8 @@ def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> 
 
 def _intermediate_from_final_arg(call, name: str) -> list[pa.Field]:
     fields = [pa.field(name, call.arg.dtype)]
+    if _exact_sum(call.function, call.arg.dtype):
+        fields.append(pa.field(name + SUM_HIGH_SUFFIX, pa.int64()))
     if call.function == "avg":
         fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
     return fields

@@ -24,7 +24,9 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, aggregation_output_schema, final_step_aggregates
+from gpu_engine.plans.aggregates import (
+    aggregation_output_schema, final_step_aggregates, intermediate_names,
+)
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
 from gpu_engine.plans.nodes import (
     AggregationNode,
@@ -113,7 +115,7 @@ def _join_key_layout(dtype: pa.DataType) -> object:
 
 def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
     """Return the columns a partial step emits for one aggregate (see ``AggregationNode``)."""
-    return [name, name + AVG_COUNT_SUFFIX] if aggregate.function == "avg" else [name]
+    return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name)
 
 
 class PlanBuilder:

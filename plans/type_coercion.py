@@ -7,6 +7,10 @@ deliberate deviations, both in :func:`arithmetic_type`:
 * integer ``+ - * %`` of any integer widths yields ``int64`` (DuckDB keeps the
   widest input width and raises on overflow; one int64 kernel per operator is
   simpler and overflows far less often);
+* ``+ - * %`` with a uint64 operand is refused (:class:`ValueError`): DuckDB
+  computes UBIGINT, whose values from 2**63 up have no int64 form; the error
+  names the exact alternative, a CAST to DECIMAL(20, 0) (128-bit decimal
+  arithmetic) or to BIGINT (checked);
 * nothing else: decimals, floats and ``/`` follow DuckDB exactly, including its
   rule that a decimal product of two inputs of precision <= 18 is capped at
   precision 18 (the evaluator checks such products for overflow).
@@ -103,12 +107,17 @@ def arithmetic_type(op: str, left: pa.DataType, right: pa.DataType) -> pa.DataTy
     TypeError
         When an operand is not numeric.
     ValueError
-        When a decimal product needs a scale above 38 (DuckDB refuses it too).
+        When a decimal product needs a scale above 38 (DuckDB refuses it too),
+        or an operand of ``+ - * %`` is uint64 (see the module docstring).
     """
     if not (is_numeric(left) and is_numeric(right)):
         raise TypeError(f"cannot apply {op} to {left} and {right}")
     if is_floating(left) or is_floating(right):
         return _float_type(left, right)
+    if pa.uint64() in (left, right) and op != "div":
+        raise ValueError(f"{op} with a uint64 operand is not supported: the int64 result would not hold values "
+                         "from 2**63 up; CAST the uint64 operand AS DECIMAL(20, 0) for exact 128-bit arithmetic, "
+                         "or AS BIGINT (checked)")
     if op == "div":
         return pa.float64()
     if is_integer(left) and is_integer(right):

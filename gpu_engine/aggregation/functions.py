@@ -18,8 +18,13 @@ declares, once:
   results for final and single ones.
 
 Integer and decimal sums (and merged counts) accumulate as two 64-bit halves
-(:func:`~gpu_engine.kernels.aggregate.group_sum_int`), so they never wrap; an
-out-of-range result is an error at extraction. ``min``/``max`` keep values in a
+(:func:`~gpu_engine.kernels.aggregate.group_sum_int`), so they never wrap, and
+are extracted as 128-bit values (DuckDB's HUGEINT and decimal(38, s)): a
+partial step emits them as two int64 columns (``name``, ``name$high``), a
+final step as a decimal column checked at 38 digits. Steps that add 128-bit
+values (merges, and raw decimals of more than 18 digits, which may be wide)
+keep four 32-bit limbs instead (:func:`~gpu_engine.kernels.aggregate.group_sum_words`):
+the raw int64 fast path stays two adds per row. ``min``/``max`` keep values in a
 64-bit type that CUDA atomics update and a packed slot table holds (integers,
 dates and bools widen to int64, float32 to float64); strings keep a string
 column instead
@@ -38,7 +43,9 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physical_dtype
 from gpu_engine.device import Device
 from gpu_engine.kernels import aggregate as kernels
-from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX
+from gpu_engine.expressions.numeric import as_float, as_words, is_wide, narrow_values, narrowed, raise_at_first, wide_result
+from gpu_engine.kernels.decimal128 import RESCALE
+from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, SUM_HIGH_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
 
 __all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "aggregate_functions_of",
@@ -221,9 +228,36 @@ def _float_sum_arrays() -> tuple[StateArray, ...]:
     return (StateArray("sum", np.dtype(np.float64), 0.0), StateArray("has", np.dtype(np.bool_), False))
 
 
-def _emit_exact_add(emit: StateEmitter, high: StateRef, low: StateRef, slot: str, value: str) -> list[str]:
-    return [emit.add(low, slot, f"np.int64({value}) & np.int64(0xFFFFFFFF)"),
-            emit.add(high, slot, f"np.int64({value}) >> np.int64(32)")]
+_LIMBS = ("limb0", "limb1", "limb2", "limb3")
+
+
+def _limb_sum_arrays() -> tuple[StateArray, ...]:
+    return tuple(StateArray(name, np.dtype(np.int64), 0) for name in _LIMBS) + (
+        StateArray("has", np.dtype(np.bool_), False),)
+
+
+def _emit_exact_add(emit: StateEmitter, high: StateRef, low: StateRef, slot: str, value: str,
+                    unsigned: bool = False) -> list[str]:
+    upper = (f"np.int64(np.uint64({value}) >> np.uint64(32))" if unsigned
+             else f"np.int64({value}) >> np.int64(32)")
+    return [emit.add(low, slot, f"np.int64({value}) & np.int64(0xFFFFFFFF)"), emit.add(high, slot, upper)]
+
+
+def _emit_limb_add(emit: StateEmitter, states: dict[str, StateRef], slot: str, low: str, high: str | None) -> list[str]:
+    """Return lines adding a 128-bit value (``high`` None: the int64 ``low`` sign-extended) to four limbs."""
+    if high is None:
+        return _emit_exact_add(emit, states["limb1"], states["limb0"], slot, low)
+    return (_emit_exact_add(emit, states["limb1"], states["limb0"], slot, low, unsigned=True)
+            + _emit_exact_add(emit, states["limb3"], states["limb2"], slot, high))
+
+
+def _pair_words(device: Device, low: Column, high: Column) -> Any:
+    """Return (n, 2) words from a partial sum's low and high intermediate columns."""
+    xp = device.xp
+    words = xp.empty((len(low), 2), dtype=xp.int64)
+    words[:, 0] = low.data
+    words[:, 1] = high.data
+    return words
 
 
 def _combined(device: Device, state: AggregateState, groups: int, what: str, prefix: str = "") -> Any:
@@ -283,21 +317,41 @@ class Count(AggregateFunction):
 
 
 class Sum(AggregateFunction):
-    """``sum(x)``: exact split halves for integers and decimals, float64 for floats; NULL for a group of no values."""
+    """``sum(x)``: exact 128-bit sums for integers and decimals, float64 for floats; NULL for a group of no values."""
 
     @property
     def is_float(self) -> bool:
         return is_floating(self.value_type)
 
-    def state_arrays(self) -> tuple[StateArray, ...]:
-        return _float_sum_arrays() if self.is_float else _exact_sum_arrays()
+    @property
+    def sums_words(self) -> bool:
+        """Return True when the state is four limbs: merged partial sums, or raw decimals that may be wide."""
+        if self.is_float:
+            return False
+        return not self.raw_input or (is_decimal(self.value_type) and self.value_type.precision > 18)
 
-    def _fold(self, device: Device, state: AggregateState, group_ids: Any, column: Column) -> None:
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        if self.is_float:
+            return _float_sum_arrays()
+        return _limb_sum_arrays() if self.sums_words else _exact_sum_arrays()
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        if self.is_float:
+            return (self.call.arg.name,)
+        return (self.call.arg.name, self.call.arg.name + SUM_HIGH_SUFFIX)
+
+    def _fold(self, device: Device, state: AggregateState, group_ids: Any, column: Column,
+              high: Column | None = None) -> None:
         arrays = state.arrays
         validity = _row_validity(device, column)
         if self.is_float:
             kernels.group_sum_float(device, group_ids, column.data.astype(device.xp.float64, copy=False), validity,
                                     arrays["sum"], arrays["has"])
+        elif self.sums_words:
+            words = as_words(device, column) if high is None else _pair_words(device, column, high)
+            kernels.group_sum_words(device, group_ids, words, validity, tuple(arrays[name] for name in _LIMBS),
+                                    arrays["has"])
         else:
             kernels.group_sum_int(device, group_ids, column.data, validity, arrays["high"], arrays["low"], arrays["has"])
 
@@ -305,32 +359,53 @@ class Sum(AggregateFunction):
         self._fold(device, state, group_ids, column)
 
     def merge(self, device, state, group_ids, columns):
-        self._fold(device, state, group_ids, columns[0])
+        self._fold(device, state, group_ids, columns[0], None if self.is_float else columns[1])
 
-    def sum_column(self, device: Device, state: AggregateState, groups: int, dtype: pa.DataType) -> Column:
-        """Return the groups' sums as ``dtype`` (NULL where a group saw no value)."""
+    @property
+    def _what(self) -> str:
+        return f"{self.call.sql()} AS {self.name}"
+
+    def sum_words(self, device: Device, state: AggregateState, groups: int) -> Any:
+        """Return the groups' exact sums as ``(groups, 2)`` int64 words (zero where a group saw no value)."""
+        arrays = state.arrays
+        if not self.sums_words:
+            return kernels.split_sum_words(device, arrays["high"][:groups], arrays["low"][:groups])
+        words, fits = kernels.limb_sum_words(device, tuple(arrays[name][:groups] for name in _LIMBS))
+        raise_at_first(device, ~fits, None, f"Overflow in {self._what}: the sum does not fit in 128 bits")
+        return words
+
+    def sum_columns(self, device: Device, state: AggregateState, groups: int, dtype: pa.DataType
+                    ) -> list[tuple[str, Column]]:
+        """Return the groups' sums as ``dtype`` (NULL where a group saw no value): results, or a partial's two columns."""
+        xp = device.xp
         has = state.arrays["has"][:groups].copy()
         if self.is_float:
-            return Column(dtype, state.arrays["sum"][:groups].copy(), has)
-        return Column(dtype, _combined(device, state, groups, f"{self.call.sql()} AS {self.name}"), has)
+            return [(self.name, Column(dtype, state.arrays["sum"][:groups].copy(), has))]
+        words = self.sum_words(device, state, groups)
+        if not self.final_output:
+            return [(self.name, Column(dtype, xp.ascontiguousarray(words[:, 0]), has)),
+                    (self.name + SUM_HIGH_SUFFIX, Column(pa.int64(), xp.ascontiguousarray(words[:, 1]), has))]
+        checked = wide_result(device, RESCALE, words, xp.zeros((1, 2), dtype=xp.int64), has, f"SUM of {dtype} "
+                              f"({self._what})")
+        return [(self.name, Column(dtype, narrowed(device, checked, has), has))]
 
     def extract(self, device, state, groups):
-        return [(self.name, self.sum_column(device, state, groups, self.output_type))]
+        return self.sum_columns(device, state, groups, self.output_type)
 
     def emit_update(self, emit, states, slot, inputs):
         value, valid = inputs[0]
         if self.is_float:
             lines = [emit.add(states["sum"], slot, f"np.float64({value})")]
+        elif self.sums_words:
+            lines = _emit_limb_add(emit, states, slot, value, None if self.raw_input else inputs[1][0])
         else:
-            lines = _emit_exact_add(emit, states["high"], states["low"], slot, value)
+            lines = _emit_exact_add(emit, states["high"], states["low"], slot, value,
+                                    unsigned=self.value_type == pa.uint64())
         return _guarded(valid, lines + [emit.flag(states["has"], slot)])
 
     def emit_merge(self, emit, target, slot, source, source_slot):
-        if self.is_float:
-            lines = [emit.add(target["sum"], slot, source["sum"].item(source_slot))]
-        else:
-            lines = [emit.add(target["high"], slot, source["high"].item(source_slot)),
-                     emit.add(target["low"], slot, source["low"].item(source_slot))]
+        names = ("sum",) if self.is_float else _LIMBS if self.sums_words else ("high", "low")
+        lines = [emit.add(target[name], slot, source[name].item(source_slot)) for name in names]
         return _guarded(source["has"].item(source_slot), lines + [emit.flag(target["has"], slot)])
 
 
@@ -343,15 +418,15 @@ class Avg(Sum):
 
     @property
     def input_columns(self) -> tuple[str, ...]:
-        return (self.call.arg.name, self.call.arg.name + AVG_COUNT_SUFFIX)
+        return super().input_columns + (self.call.arg.name + AVG_COUNT_SUFFIX,)
 
     def update(self, device, state, group_ids, column):
         self._fold(device, state, group_ids, column)
         kernels.group_count(device, group_ids, _row_validity(device, column), state.arrays["count"])
 
     def merge(self, device, state, group_ids, columns):
-        total, counts = columns
-        self._fold(device, state, group_ids, total)
+        counts = columns[-1]
+        super().merge(device, state, group_ids, columns[:-1])
         arrays = state.arrays
         kernels.group_sum_int(device, group_ids, counts.data, counts.validity,
                               arrays["count_high"], arrays["count_low"], arrays["count_has"])
@@ -365,21 +440,24 @@ class Avg(Sum):
         xp = device.xp
         counts = self._counts(device, state, groups)
         if not self.final_output:
-            total = self.sum_column(device, state, groups, self.output_type)
-            return [(self.name, total), (self.name + AVG_COUNT_SUFFIX, Column(pa.int64(), counts))]
-        total = self.sum_column(device, state, groups, pa.float64())
+            totals = self.sum_columns(device, state, groups, self.output_type)
+            return totals + [(self.name + AVG_COUNT_SUFFIX, Column(pa.int64(), counts))]
+        if self.is_float:
+            total = state.arrays["sum"][:groups]
+        else:
+            total = as_float(xp, Column(pa.decimal128(38, 0), self.sum_words(device, state, groups)))
         scale = self.value_type.scale if is_decimal(self.value_type) else 0
         nonzero = counts > 0
-        averages = total.data.astype(xp.float64) / xp.where(nonzero, counts, 1)
+        averages = total.astype(xp.float64) / xp.where(nonzero, counts, 1)
         if scale:
             averages = averages / float(10**scale)
         return [(self.name, Column(pa.float64(), averages, nonzero))]
 
     def emit_update(self, emit, states, slot, inputs):
-        lines = super().emit_update(emit, states, slot, inputs[:1])
+        lines = super().emit_update(emit, states, slot, inputs[:-1] if not self.raw_input else inputs[:1])
         if self.raw_input:
             return lines + _guarded(inputs[0][1], [emit.add(states["count"], slot, "1")])
-        value, valid = inputs[1]  # a partial count, added exactly
+        value, valid = inputs[-1]  # a partial count, added exactly
         counts = _emit_exact_add(emit, states["count_high"], states["count_low"], slot, value)
         return lines + _guarded(valid, counts + [emit.flag(states["count_has"], slot)])
 
@@ -445,6 +523,9 @@ class MinMax(AggregateFunction):
         fold = kernels.group_max if self.want_max else kernels.group_min
         arrays = state.arrays
         if not self.over_floats:
+            if is_wide(column):  # 64-bit state: a value needing 128 bits is an error, never a wrapped value
+                column = Column(column.dtype, narrow_values(device, column, f"{self.call.sql()} AS {self.name}"),
+                                column.validity)
             values = column.data.astype(self.state_dtype, copy=False)
             fold(device, group_ids, values, column.validity, arrays["value"], arrays["has"])
             return

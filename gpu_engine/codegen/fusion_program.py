@@ -76,6 +76,19 @@ class FusionProgram:
     counts_by_value: tuple[bool, ...]
 
 
+def _check_row_column(ref: ColumnRef) -> None:
+    """Refuse input columns whose values the kernel's int64 row code cannot hold.
+
+    A decimal of more than 18 digits may be wide (128-bit words, see
+    :mod:`gpu_engine.expressions.numeric`) and uint64 values from 2**63 up
+    have no int64 form; the eager operators compute both exactly. (A partial
+    sum's intermediate columns are int64 words and stay fusable.)
+    """
+    dtype = ref.dtype
+    if (pa.types.is_decimal(dtype) and dtype.precision > 18) or dtype == pa.uint64():
+        raise Unsupported(f"column {ref.name} ({dtype}) may hold values beyond int64")
+
+
 class _Collector:
     def __init__(self, schema: Mapping[str, pa.DataType]):
         self.schema = schema
@@ -85,7 +98,7 @@ class _Collector:
     def _string_columns(self, expr: Expr) -> set[str]:
         return {name for name in referenced_columns(expr) if is_string(self.schema[name])}
 
-    def visit(self, expr: Expr, key: bool = False) -> None:
+    def visit(self, expr: Expr, key: bool = False, intermediate: bool = False) -> None:
         names = referenced_columns(expr)
         unknown = [n for n in names if n not in self.schema]
         if unknown:
@@ -105,6 +118,8 @@ class _Collector:
                 self.visit(child)
             return
         if isinstance(expr, ColumnRef):
+            if not intermediate:
+                _check_row_column(expr)
             self.columns.setdefault(expr.name, expr)
             return
         for child in expr.children():
@@ -156,7 +171,7 @@ def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], fu
         for expr in inputs:
             if is_string(expr.dtype):
                 raise Unsupported(f"{call.sql()} folds strings")
-            collector.visit(expr)
+            collector.visit(expr, intermediate=not function.raw_input)
         arguments.append(inputs)
         counts_by_value.append(by_value)
     return FusionProgram(tuple(predicates), tuple(keys), tuple(arguments), tuple(collector.columns.values()),

@@ -136,10 +136,13 @@ class Column:
             return array.cast(pa.string()) if stop - start < 2**31 - 1 else array
         data = device.to_host(self.data)
         if is_decimal(self.dtype):
-            values = data.astype(np.int64, copy=False)
-            words = np.empty((n, 2), dtype=np.int64)
-            words[:, 0] = values
-            words[:, 1] = values >> 63
+            if data.ndim == 2:  # wide: already Arrow's (low, high) words
+                words = np.ascontiguousarray(data, dtype=np.int64)
+            else:
+                values = data.astype(np.int64, copy=False)
+                words = np.empty((n, 2), dtype=np.int64)
+                words[:, 0] = values
+                words[:, 1] = values >> 63
             return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(words)], null_count=null_count)
         if pa.types.is_boolean(self.dtype):
             bits = pa.py_buffer(np.packbits(data.astype(np.bool_, copy=False), bitorder="little"))
@@ -207,15 +210,12 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         if pa.types.is_decimal256(dtype):
             array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))
         words = np.frombuffer(array.buffers()[1], dtype=np.int64)[2 * array.offset : 2 * (array.offset + n)].reshape(n, 2)
-        low = words[:, 0].copy()
-        high = words[:, 1]
-        if dtype.precision > MAX_INT64_DECIMAL_PRECISION:  # up to 18 digits always fit; check wider types
-            valid = np.ones(n, np.bool_) if validity is None else validity
-            if np.any((high != (low >> 63)) & valid):
-                raise OverflowError(f"decimal column of type {dtype} holds values beyond 64 bits; not supported yet")
         if validity is not None:
-            low[~validity] = 0
-        return Column(logical, low, validity)
+            words = np.where(validity[:, None], words, 0)
+        if dtype.precision > MAX_INT64_DECIMAL_PRECISION and np.any(words[:, 1] != (words[:, 0] >> 63)):
+            # Some value needs 128 bits: keep Arrow's (low, high) words (see gpu_engine.expressions.numeric).
+            return Column(logical, np.ascontiguousarray(words), validity)
+        return Column(logical, words[:, 0].copy(), validity)
     if pa.types.is_date64(dtype):
         array = array.cast(pa.date32())
     if validity is not None:

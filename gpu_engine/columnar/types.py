@@ -12,8 +12,10 @@ float32, float64       the same
 bool                   ``bool_`` (one byte per row, not Arrow's bit-packing)
 date32                 ``int32`` days since the epoch
 timestamp[unit, tz]    ``int64`` in that unit
-decimal128(p, s)       ``int64`` scaled integers (p <= 18 fits; wider results are
-                       checked for overflow, never wrapped)
+decimal128(p, s)       ``int64`` scaled integers; a column of p > 18 whose values
+                       do not all fit int64 holds ``(n, 2)`` int64 words (low,
+                       high: Arrow's decimal128 buffer), see
+                       :mod:`gpu_engine.expressions.numeric`
 string                 ``uint8`` chars + ``int64`` offsets (utf8, large_utf8 and
                        string_view input all become ``pa.string()``)
 =====================  ==========================================================

@@ -9,6 +9,13 @@ the result scale if that is smaller, mod works at the result scale with C's
 sign rule (the dividend's sign). A remainder by zero is NULL, as DuckDB gives
 with ``error_on_division_by_zero = false`` (its default raises instead). Every
 int64 result is overflow-checked; nothing wraps.
+
+Results of decimal(p > 18) (sums' decimal(38), products such as TPC-H Q11's),
+and any operand that is wide or uint64, are computed on 128-bit words
+(:mod:`gpu_engine.kernels.decimal128`) and checked at 38 digits; the result is
+narrowed back to int64 when every value fits (see
+:mod:`gpu_engine.expressions.numeric`). Narrower results keep the one-pass
+int64 kernels: the fast path is unchanged.
 """
 
 from __future__ import annotations
@@ -23,9 +30,11 @@ from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import (
-    add_checked, as_float, as_scaled, fit_to_type, multiply_checked, raise_at_first, rescale, scale_of,
-    subtract_checked, truncated_remainder,
+    add_checked, as_float, as_scaled, as_words, fit_to_type, fit_words, multiply_checked, needs_words,
+    raise_at_first, rescale, scale_of, subtract_checked, truncated_remainder, wide_result,
 )
+from gpu_engine.kernels import decimal128
+from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION
 
 __all__ = ["arithmetic", "negate"]
 
@@ -71,6 +80,30 @@ def _exact_arithmetic(device: Device, op: str, left: Column, right: Column, dtyp
     raise PlanError(f"{_NAMES[op]} cannot produce {dtype}; '/' always gives a float")
 
 
+_WIDE_OPS = {"add": decimal128.ADD, "sub": decimal128.SUBTRACT, "mul": decimal128.MULTIPLY}
+
+
+def _is_wide_type(dtype: pa.DataType) -> bool:
+    return is_decimal(dtype) and dtype.precision > MAX_INT64_DECIMAL_PRECISION
+
+
+def _wide_arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType, validity: Any) -> Any:
+    """Return ``left op right`` on 128-bit words as the data of a ``dtype`` column (checked at 38 digits)."""
+    what = f"{_NAMES[op]} of {dtype}"
+    if op not in _WIDE_OPS:
+        raise PlanError(f"{_NAMES[op]} of {left.dtype} and {right.dtype} needs 128-bit values, "
+                        "which only + - * support; CAST the operands to a decimal of 18 digits or fewer")
+    scale, left_scale, right_scale = scale_of(dtype), scale_of(left.dtype), scale_of(right.dtype)
+    left_words, right_words = as_words(device, left), as_words(device, right)
+    if op == "mul":
+        words = wide_result(device, _WIDE_OPS[op], left_words, right_words, validity, what,
+                            down=left_scale + right_scale - scale)
+    else:
+        words = wide_result(device, _WIDE_OPS[op], left_words, right_words, validity, what,
+                            left_up=scale - left_scale, right_up=scale - right_scale)
+    return fit_words(device, words, dtype, validity, what)
+
+
 def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType) -> Column:
     """Return ``left op right`` of type ``dtype``; NULL where either side is NULL (or a remainder by zero)."""
     xp = device.xp
@@ -86,6 +119,8 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
         return Column(dtype, values.astype(physical, copy=False), validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
+    if op != "mod" and (_is_wide_type(dtype) or needs_words(left, right)) or op == "mod" and needs_words(left, right):
+        return Column(dtype, _wide_arithmetic(device, op, left, right, dtype, validity), validity)
     values, validity = _exact_arithmetic(device, op, left, right, dtype, validity)
     return Column(dtype, fit_to_type(device, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
 
@@ -97,6 +132,12 @@ def negate(device: Device, operand: Column, dtype: pa.DataType) -> Column:
         return Column(dtype, (-as_float(xp, operand)).astype(physical_dtype(dtype), copy=False), operand.validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or not is_numeric(operand.dtype) or is_floating(operand.dtype):
         raise PlanError(f"cannot negate {operand.dtype} into {dtype}")
+    if _is_wide_type(dtype) or needs_words(operand):
+        zero = Column(dtype, xp.zeros(1, dtype=xp.int64))
+        words = wide_result(device, decimal128.SUBTRACT, as_words(device, zero), as_words(device, operand),
+                            operand.validity, f"negation of {dtype}", right_up=scale_of(dtype) - scale_of(operand.dtype))
+        return Column(dtype, fit_words(device, words, dtype, operand.validity, f"negation of {dtype}"),
+                      operand.validity)
     values = as_scaled(device, operand, scale_of(dtype), f"negation of {dtype}")
     raise_at_first(device, values == _INT64_MIN, operand.validity, f"Overflow in negation of {dtype}")
     return Column(dtype, fit_to_type(device, -values, dtype, operand.validity, f"negation of {dtype}"), operand.validity)

@@ -5,6 +5,10 @@ smaller scale round half away from zero, float -> decimal scales in float64 and
 rounds half away from zero, float -> integer rounds half to even (``nearbyint``).
 A value that does not fit the target (integer width, decimal precision, NaN to
 an integer) raises :class:`ExecutionError`, as DuckDB's cast does.
+
+Casts into decimal(p > 18), and from wide decimals or uint64, run on 128-bit
+words (:func:`_to_number_exact_wide`), so uint64 values from 2**63 up and
+38-digit decimals convert exactly or raise, never wrap.
 """
 
 from __future__ import annotations
@@ -21,9 +25,10 @@ from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions import text
 from gpu_engine.expressions.numeric import (
-    POWERS_OF_TEN, as_float, as_scaled, divide_round_half_away, fit_to_type, raise_at_first, round_half_away,
-    scale_of,
+    POWERS_OF_TEN, as_float, as_scaled, as_words, divide_round_half_away, fit_to_type, fit_words, is_wide,
+    needs_words, raise_at_first, round_half_away, scale_of, wide_result,
 )
+from gpu_engine.kernels.decimal128 import RESCALE
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
 
 __all__ = ["cast", "can_cast"]
@@ -65,13 +70,28 @@ def _float_to_decimal(device: Device, column: Column, dtype: pa.DataType, what: 
     return xp.where(bad, 0.0, scaled).astype(xp.int64)
 
 
+def _to_number_exact_wide(device: Device, column: Column, dtype: pa.DataType, what: str) -> Any:
+    """Cast an integer, bool or decimal column to an integer or decimal type through 128-bit words."""
+    xp = device.xp
+    source_scale, target_scale = scale_of(column.dtype), scale_of(dtype)
+    zero = xp.zeros((1, 2), dtype=xp.int64)
+    words = wide_result(device, RESCALE, as_words(device, column), zero, column.validity, what,
+                        left_up=max(0, target_scale - source_scale), down=max(0, source_scale - target_scale))
+    return fit_words(device, words, dtype, column.validity, what)
+
+
 def _to_number(device: Any, column: Column, dtype: pa.DataType, what: str) -> Any:
     xp = device.xp
     source = column.dtype
     if is_boolean(dtype):
+        if is_wide(column):
+            return (column.data[:, 0] != 0) | (column.data[:, 1] != 0)
         return column.data != 0
     if is_floating(dtype):
         return as_float(xp, column).astype(physical_dtype(dtype), copy=False)
+    wide_target = is_decimal(dtype) and dtype.precision > 18 or dtype == pa.uint64()
+    if not is_floating(source) and (needs_words(column) or wide_target):
+        return _to_number_exact_wide(device, column, dtype, what)
     if is_integer(dtype):
         if is_floating(source):
             return _float_to_integer(device, column, dtype, what)

@@ -4,7 +4,9 @@ Numbers compare exactly: floats against anything compare as float64 (NaN equals
 NaN and sorts above every other value, as in DuckDB); decimals and integers
 compare as scaled integers without rescaling either side upward (which could
 overflow): the finer-scaled side is split by floor division into a quotient and
-a non-negative remainder, which decide the order exactly. Strings compare by
+a non-negative remainder, which decide the order exactly. Wide (128-bit)
+decimals and uint64 compare on 128-bit words, the coarser side scaled up in the
+same kernel (saturating, which keeps the order exact). Strings compare by
 bytes, which for UTF-8 is code-point order.
 """
 
@@ -22,7 +24,8 @@ from gpu_engine.expressions import strings, temporal
 from gpu_engine.expressions.literals import literal_column
 from gpu_engine.expressions.logical import kleene_or
 from gpu_engine.expressions.nulls import all_null_bools, and_validity
-from gpu_engine.expressions.numeric import POWERS_OF_TEN, as_float, scale_of
+from gpu_engine.expressions.numeric import POWERS_OF_TEN, as_float, as_words, needs_words, scale_of
+from gpu_engine.kernels.decimal128 import COMPARE, wide_binary
 from gpu_engine.plans.expressions import Literal
 
 __all__ = ["compare", "compare_to_string", "in_list", "FLIPPED"]
@@ -79,6 +82,11 @@ def _order(device: Device, left: Column, right: Column) -> tuple[Any, Any]:
     if is_numeric(lt) and is_numeric(rt) or is_boolean(lt) and is_boolean(rt):
         if is_floating(lt) or is_floating(rt):
             return _float_order(xp, as_float(xp, left), as_float(xp, right))
+        if needs_words(left, right) and not (lt == rt == pa.uint64()):
+            scale = max(scale_of(lt), scale_of(rt))
+            signs, _ = wide_binary(device, COMPARE, as_words(device, left), as_words(device, right),
+                                   scale - scale_of(lt), scale - scale_of(rt))
+            return signs[:, 0] < 0, signs[:, 0] == 0
         if is_decimal(lt) or is_decimal(rt):
             return _scaled_order(xp, left.data.astype(xp.int64, copy=False), scale_of(lt),
                                  right.data.astype(xp.int64, copy=False), scale_of(rt))

@@ -4,6 +4,13 @@ Decimals are int64 values scaled by ``10**scale``; integers are decimals of
 scale 0. Every int64 add, subtract and multiply runs through
 :mod:`gpu_engine.kernels.checked_arithmetic`, which detects overflow in the same
 pass as the arithmetic, so nothing ever wraps silently.
+
+A decimal column whose values do not all fit int64 is *wide*: its ``data`` is
+an ``(n, 2)`` int64 array of (low, high) words, Arrow's decimal128 buffer (see
+:mod:`gpu_engine.kernels.decimal128`). Why per column and not per type: a
+decimal(38, s) sum or product almost always fits int64, and a narrow column
+keeps every other operator (sort, hash, join, exchange) on its int64 fast path;
+results are narrowed back whenever every value fits (:func:`narrowed`).
 """
 
 from __future__ import annotations
@@ -33,6 +40,14 @@ __all__ = [
     "round_half_away",
     "fit_to_type",
     "raise_at_first",
+    "is_wide",
+    "needs_words",
+    "as_words",
+    "narrowed",
+    "narrow_values",
+    "constant_words",
+    "fit_words",
+    "wide_result",
 ]
 
 #: Powers of ten that fit in int64.
@@ -50,7 +65,7 @@ def scale_of(dtype: pa.DataType) -> int:
     """
     if not is_decimal(dtype):
         return 0
-    if dtype.scale > MAX_INT64_DECIMAL_PRECISION:
+    if dtype.scale > MAX_INT64_DECIMAL_PRECISION:  # 128-bit words could, but int64 scale factors cannot
         raise PlanError(f"{dtype} has a scale above {MAX_INT64_DECIMAL_PRECISION}, which 64-bit decimals cannot hold")
     return dtype.scale
 
@@ -129,14 +144,81 @@ def rescale(device: Any, values: Any, from_scale: int, to_scale: int, validity: 
 
 
 def as_scaled(device: Any, column: Column, scale: int, what: str) -> Any:
-    """Return an integer or decimal column as int64 values at ``scale``."""
-    values = column.data.astype(device.xp.int64, copy=False)
+    """Return an integer or decimal column as int64 values at ``scale`` (raising where a value needs 128 bits)."""
+    values = narrow_values(device, column, what)
     return rescale(device, values, scale_of(column.dtype), scale, column.validity, what)
+
+
+def is_wide(column: Column) -> bool:
+    """Return True for a decimal column held as (low, high) words (see the module docstring)."""
+    return getattr(column.data, "ndim", 1) == 2
+
+
+def needs_words(*columns: Column) -> bool:
+    """Return True when exact arithmetic on these columns must run on 128-bit words.
+
+    Wide decimals need it, and so does uint64: its values from 2**63 up have no
+    int64 form (``astype`` would wrap them).
+    """
+    return any(is_wide(c) or c.dtype == pa.uint64() for c in columns)
+
+
+def as_words(device: Any, column: Column) -> Any:
+    """Return an integer, bool or decimal column's values as ``(n, 2)`` int64 (low, high) words."""
+    xp = device.xp
+    if is_wide(column):
+        return column.data
+    words = xp.empty((len(column), 2), dtype=xp.int64)
+    if column.dtype == pa.uint64():
+        words[:, 0] = column.data.view(xp.int64)
+        words[:, 1] = 0
+    else:
+        low = column.data.astype(xp.int64, copy=False)
+        words[:, 0] = low
+        words[:, 1] = low >> 63
+    return words
+
+
+def _fits_int64(xp: Any, words: Any) -> Any:
+    return words[:, 1] == (words[:, 0] >> 63)
+
+
+def narrowed(device: Any, words: Any, validity: Any) -> Any:
+    """Return ``words`` as a column's data: int64 values when every valid row fits int64, else the words."""
+    xp = device.xp
+    fits = _fits_int64(xp, words)
+    if validity is not None:
+        fits = fits | ~validity
+    if words.shape[0] == 0 or bool(xp.all(fits)):
+        return xp.ascontiguousarray(words[:, 0])
+    return words
+
+
+def narrow_values(device: Any, column: Column, what: str) -> Any:
+    """Return a column's values as int64, raising :class:`ExecutionError` where a valid value needs more bits."""
+    xp = device.xp
+    if column.dtype == pa.uint64():
+        raise_at_first(device, column.data >= np.uint64(2**63), column.validity,
+                       f"{what}: a uint64 value does not fit int64")
+        return column.data.astype(xp.int64)
+    if not is_wide(column):
+        return column.data.astype(xp.int64, copy=False)
+    raise_at_first(device, ~_fits_int64(xp, column.data), column.validity,
+                   f"{what}: a value of {column.dtype} needs more than 64 bits here")
+    return xp.ascontiguousarray(column.data[:, 0])
 
 
 def as_float(xp: Any, column: Column) -> Any:
     """Return a numeric column as float64 (decimals divided by ``10**scale``, as DuckDB does)."""
-    values = column.data.astype(xp.float64)
+    if is_wide(column):
+        # high * 2**64 + low with low read *signed* (high corrected by its sign bit): a value that fits
+        # int64 converts with one rounding instead of cancelling -2**64 against ~2**64.
+        words = column.data
+        low = words[:, 0]
+        high = words[:, 1] + (low < 0).astype(xp.int64)
+        values = high.astype(xp.float64) * float(2**64) + low.astype(xp.float64)
+    else:
+        values = column.data.astype(xp.float64)
     scale = scale_of(column.dtype)
     if scale:
         values = values / float(POWERS_OF_TEN[scale])
@@ -165,3 +247,50 @@ def fit_to_type(device: Any, values: Any, dtype: pa.DataType, validity: Any, wha
     if is_floating(dtype):
         return values.astype(physical_dtype(dtype))
     raise TypeError(f"cannot store integers as {dtype}")
+
+
+def constant_words(device: Any, value: int) -> Any:
+    """Return a ``(1, 2)`` word array holding one signed 128-bit integer (broadcast by the kernels)."""
+    low = value & (2**64 - 1)
+    high = (value >> 64) & (2**64 - 1)
+    words = np.array([[low, high]], dtype=np.uint64).view(np.int64)
+    return device.asarray(words)
+
+
+def fit_words(device: Any, words: Any, dtype: pa.DataType, validity: Any, what: str) -> Any:
+    """Return 128-bit ``words`` as the data of a ``dtype`` column, raising where a valid row does not fit.
+
+    Decimals must have fewer than ``p`` digits (as DuckDB's casts check) and
+    stay wide only where a value needs it; integers must fit their type (uint64
+    up to ``2**64 - 1``).
+    """
+    from gpu_engine.kernels.decimal128 import COMPARE, wide_binary
+
+    xp = device.xp
+    if is_decimal(dtype):
+        if dtype.precision < 38:
+            limit = 10**dtype.precision
+            above, _ = wide_binary(device, COMPARE, words, constant_words(device, limit - 1))
+            below, _ = wide_binary(device, COMPARE, words, constant_words(device, 1 - limit))
+            raise_at_first(device, (above[:, 0] > 0) | (below[:, 0] < 0), validity,
+                           f"{what}: value is out of range for {dtype}")
+        if dtype.precision > MAX_INT64_DECIMAL_PRECISION:
+            return narrowed(device, words, validity)
+        return xp.ascontiguousarray(words[:, 0])
+    if dtype == pa.uint64():
+        raise_at_first(device, words[:, 1] != 0, validity, f"{what}: value is out of range for {dtype}")
+        return xp.ascontiguousarray(words[:, 0]).view(xp.uint64)
+    if is_integer(dtype):
+        raise_at_first(device, ~_fits_int64(xp, words), validity, f"{what}: value is out of range for {dtype}")
+        return fit_to_type(device, xp.ascontiguousarray(words[:, 0]), dtype, validity, what)
+    raise TypeError(f"cannot store 128-bit integers as {dtype}")
+
+
+def wide_result(device: Any, op: int, left: Any, right: Any, validity: Any, what: str, left_up: int = 0,
+                right_up: int = 0, down: int = 0) -> Any:
+    """Return the words of one :func:`~gpu_engine.kernels.decimal128.wide_binary` op, raising where it overflowed."""
+    from gpu_engine.kernels.decimal128 import wide_binary
+
+    words, status = wide_binary(device, op, left, right, left_up, right_up, down)
+    raise_at_first(device, status != 0, validity, f"Overflow in {what}: the result does not fit in 38 digits")
+    return words

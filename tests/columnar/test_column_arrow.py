@@ -72,9 +72,16 @@ def test_string_view_and_large_string_become_string(device):
         assert Column.from_arrow(ARRAYS[name], device).dtype == pa.string()
 
 
-def test_decimal_wider_than_64_bits_is_refused(device):
-    with pytest.raises(OverflowError, match="beyond 64 bits"):
-        Column.from_arrow(pa.array([decimal.Decimal(10) ** 30], pa.decimal128(38, 0)), device)
+def test_decimal128_round_trips_wide_only_where_values_need_it(device):
+    """decimal(38, s) values beyond int64 keep Arrow's two words; columns whose values fit stay int64."""
+    D = decimal.Decimal
+    wide = pa.array([D(10) ** 32 * 9 + 1, None, -D("123456789012345678901234567890.12345"), D("-1.5")], pa.decimal128(38, 5))
+    column = Column.from_arrow(wide, device)
+    assert column.data.shape == (4, 2)
+    assert column.to_arrow(device).equals(wide)
+    narrow = pa.array([D("12345678901234.5"), None, D(-1)], pa.decimal128(38, 1))
+    column = Column.from_arrow(narrow, device)
+    assert column.data.ndim == 1 and column.to_arrow(device).equals(narrow)
 
 
 def test_batch_gather_map_selects_without_copying(device):

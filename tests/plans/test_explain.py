@@ -31,13 +31,13 @@ def small_plan():
 GOLDEN = """\
 -- TopN[6][5 cnt DESC NULLS LAST, l_partkey ASC NULLS LAST] -> l_partkey:int64, cnt:int64, a:double
   -- Aggregation[5][FINAL [l_partkey] cnt := count(*), a := avg(a)] -> l_partkey:int64, cnt:int64, a:double
-    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey:int64, cnt:int64, a:decimal128(38, 2), a$count:int64
+    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey:int64, cnt:int64, a:decimal128(38, 2), a$high:int64, \
+a$count:int64
       -- Aggregation[3][PARTIAL [l_partkey] cnt := count(*), a := avg(q2)] -> l_partkey:int64, cnt:int64, \
-a:decimal128(38, 2), a$count:int64
+a:decimal128(38, 2), a$high:int64, a$count:int64
         -- Project[2][expressions: (l_partkey:l_partkey), (q2:(l_quantity * 2))] -> l_partkey:int64, \
 q2:decimal128(18, 2)
-          -- Filter[1][expression: ((l_shipdate <= DATE '1998-09-02') AND ((l_quantity >= 1) AND \
-(l_quantity <= 24)))] -> l_partkey:int64, l_quantity:decimal128(15, 2), l_shipdate:date32[day]
+          -- Filter[1][expression: ((l_shipdate <= DATE '1998-09-02') AND ((l_quantity >= 1) AND (l_quantity <= 24)))] -> l_partkey:int64, l_quantity:decimal128(15, 2), l_shipdate:date32[day]
             -- TableScan[0][table: lineitem, columns: l_partkey, l_quantity, l_shipdate] -> l_partkey:int64, \
 l_quantity:decimal128(15, 2), l_shipdate:date32[day]"""
 
@@ -46,9 +46,10 @@ l_quantity:decimal128(15, 2), l_shipdate:date32[day]"""
 COMPACT = """\
 -- TopN[6][5 cnt DESC NULLS LAST, l_partkey ASC NULLS LAST] -> l_partkey:int64, cnt:int64, a:double
   -- Aggregation[5][FINAL [l_partkey] cnt := count(*), a := avg(a)] -> l_partkey:int64, cnt:int64, a:double
-    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey:int64, cnt:int64, a:decimal128(38, 2), a$count:int64
-      -- Aggregation[3][PARTIAL [l_partkey] cnt := count(*), a := avg(q2)] -> l_partkey, cnt, a, a$count
-        -- Project[2][expressions: (l_partkey:l_partkey), (q2:(l_quantity * 2))] -> l_partkey:int64, q2:decimal128(18, 2)
+    -- LocalPartition[4][REPARTITION [l_partkey]] -> l_partkey, cnt, a, a$high, a$count
+      -- Aggregation[3][PARTIAL [l_partkey] cnt := count(*), a := avg(q2)] -> l_partkey, cnt, a, a$high, a$count
+        -- Project[2][expressions: (l_partkey:l_partkey), (q2:(l_quantity * 2))] -> l_partkey:int64, \
+q2:decimal128(18, 2)
           -- Filter[1][…] -> l_partkey, l_quantity, l_shipdate
              [expression: ((l_shipdate <= DATE '1998-09-02') AND ((l_quantity >= 1) AND (l_quantity <= 24)))]
             -- TableScan[0][table: lineitem, columns: l_partkey, l_quantity, l_shipdate] -> l_partkey, l_quantity, \
