@@ -1,62 +1,107 @@
-"""Add the shuffles, gathers and join broadcasts a single-node plan needs to run as Spark stages.
+"""Add the shuffles, gathers and join boundaries (broadcast or shuffled) a single-node plan needs as Spark stages.
 
 Why a pass of its own: :func:`gpu_engine.cluster.add_remote_exchanges` plans
 aggregations, ORDER BY, TopN and Limit across Tasks but refuses joins (a node
-with two inputs needs co-partitioned or broadcast inputs). On Spark the small
-side of a join is cheap to broadcast: it is collected once on the driver and
-shipped to every Task, while the probe side stays spread over the partitions.
-So this pass detaches each join's build side, lets ``add_remote_exchanges``
-plan the rest (the join then looks like any one-input node that keeps its
-input's distribution), and re-attaches the build side behind a broadcast
-boundary, ``Exchange(PartitionedOutput(broadcast))``; the build side itself
-was planned the same way, recursively (its root, like the query's, is not
-gathered first: the broadcast collects every partition anyway). The result is an ordinary distributed
-plan that :func:`gpu_engine.cluster.plan_fragments` cuts into stages.
+with two inputs needs co-partitioned or broadcast inputs). Each join is given
+one of two strategies (``strategy(join)``; the runner picks by the build
+side's estimated size, like Spark's ``spark.sql.autoBroadcastJoinThreshold``):
 
-Right and full joins are refused: their unmatched build rows would come once
-per Task that holds the broadcast. Shuffling both sides to the same partition
-ids is not planned yet.
+``broadcast``
+    The build side is collected once on the driver and shipped to every Task,
+    while the probe side stays spread over the partitions. The pass detaches
+    the build side, lets ``add_remote_exchanges`` plan the rest (the join then
+    looks like any one-input node that keeps its input's distribution), and
+    re-attaches the build side behind ``Exchange(PartitionedOutput(broadcast))``.
+    Only join types whose result is right when every Task holds the whole
+    build side can (:data:`BROADCAST_JOIN_TYPES`): a right, full, right semi
+    or right anti join would emit its unmatched build rows once per Task.
+``shuffle``
+    Both sides are planned on their own and end in a keyed shuffle,
+    ``Exchange(PartitionedOutput(keys))``, the probe side on the left keys and
+    the build side on the right keys; the engine's partition ids (the same
+    hash of the same values on both sides) send equal keys to the same
+    partition, where the join runs on co-partitioned inputs. Every join type
+    can, including right and full joins (a build row's only possible matches
+    are in its own partition). A NestedLoopJoin has no keys: its shuffle is a
+    gather of both sides into one partition. A null-aware anti join (``NOT
+    IN``) also needs to know, in every partition, whether the whole build side
+    has a NULL key and whether it is empty; the runner's build-side stage sends
+    its rows with a NULL key, and one other row of each Task, to every
+    partition (Velox's ``replicateNullsAndAny``). A copied row cannot match a
+    probe row outside its home partition, so the copies change nothing else.
+
+During ``add_remote_exchanges`` a shuffled join stands in as a leaf of its
+own id (its output is spread over the partitions like a table's), and comes
+back with its two keyed inputs afterwards. Each side and each broadcast build
+side is planned the same way, recursively; like the query's root, a side is
+not gathered first (a broadcast collects every partition, a shuffle routes them).
 
 Inserted nodes are named after the join: ``<join id>.broadcast`` (the
-PartitionedOutput) and ``<join id>.build`` (the Exchange).
+PartitionedOutput) and ``<join id>.build`` (the Exchange) of a broadcast;
+``<join id>.probe.output`` / ``<join id>.build.output`` and ``<join id>.probe`` /
+``<join id>.build`` for a shuffled join.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Callable
 
 from gpu_engine.cluster import add_remote_exchanges, has_remote_exchanges
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.nodes import ExchangeNode, HashJoinNode, NestedLoopJoinNode, PartitionedOutputNode, PlanNode
+from gpu_engine.plans.nodes import (
+    ExchangeNode,
+    HashJoinNode,
+    NestedLoopJoinNode,
+    PartitionedOutputNode,
+    PlanNode,
+    TableScanNode,
+)
 
-__all__ = ["add_spark_exchanges", "BROADCAST_JOIN_TYPES"]
+__all__ = ["add_spark_exchanges", "BROADCAST_JOIN_TYPES", "JOIN_STRATEGIES", "default_join_strategy", "join_sides"]
 
 #: Join types whose result is right when each Task joins its probe rows with the whole build side.
 BROADCAST_JOIN_TYPES = ("inner", "left", "left_semi", "anti", "null_aware_anti")
+JOIN_STRATEGIES = ("broadcast", "shuffle")
 
 _ROOT_GATHER_ID = "gather"  # what add_remote_exchanges names the gather it adds at a spread root
 
+JoinStrategy = Callable[[PlanNode], str]
 
-def add_spark_exchanges(root: PlanNode) -> PlanNode:
-    """Return ``root`` as a distributed plan whose joins read their build side through a broadcast.
 
-    Unlike a LocalCluster query, a Spark result needs no gather at the root:
-    a DataFrame of many partitions is the result, and ``collect`` reads them in
+def default_join_strategy(join: PlanNode) -> str:
+    """Broadcast every join that can be broadcast; shuffle the others (right, full, right semi, right anti)."""
+    return "broadcast" if join.join_type in BROADCAST_JOIN_TYPES else "shuffle"
+
+
+def join_sides(join: PlanNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Return the probe and build keys a shuffled join routes its sides by (none for a NestedLoopJoin: a gather)."""
+    if isinstance(join, HashJoinNode):
+        return tuple(join.left_keys), tuple(join.right_keys)
+    return (), ()
+
+
+def add_spark_exchanges(root: PlanNode, strategy: JoinStrategy | None = None) -> PlanNode:
+    """Return ``root`` as a distributed plan whose joins read their inputs through broadcasts or shuffles.
+
+    ``strategy(join)`` says ``broadcast`` or ``shuffle`` for each join (default
+    :func:`default_join_strategy`); asking to broadcast a join that cannot be
+    broadcast raises :class:`~gpu_engine.errors.PlanError`. Unlike a
+    LocalCluster query, a Spark result needs no gather at the root: a
+    DataFrame of many partitions is the result, and ``collect`` reads them in
     order. So the gather ``add_remote_exchanges`` puts over a spread root is
     left out, and the last stage runs on every partition.
     """
     if has_remote_exchanges(root):
         return root
-    distributed = _distribute(root)
+    strategy = strategy or default_join_strategy
+    builds: dict[str, ExchangeNode] = {}
+    shuffled: dict[str, PlanNode] = {}
+    probe_only = _detach_joins(root, builds, shuffled, strategy)
+    distributed = _attach_joins(add_remote_exchanges(probe_only), builds, shuffled)
     if _is_root_gather(distributed, root):
         return distributed.source.source
     return distributed
-
-
-def _distribute(root: PlanNode) -> PlanNode:
-    builds: dict[str, ExchangeNode] = {}
-    probe_only = _detach_builds(root, builds)
-    return _attach_builds(add_remote_exchanges(probe_only), builds)
 
 
 def _is_root_gather(distributed: PlanNode, root: PlanNode) -> bool:
@@ -64,31 +109,54 @@ def _is_root_gather(distributed: PlanNode, root: PlanNode) -> bool:
             and distributed.source.id == f"{root.id}.gather")
 
 
-def _detach_builds(node: PlanNode, builds: dict[str, ExchangeNode]) -> PlanNode:
+def _detach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dict[str, PlanNode],
+                  strategy: JoinStrategy) -> PlanNode:
     if isinstance(node, (HashJoinNode, NestedLoopJoinNode)):
-        if node.join_type not in BROADCAST_JOIN_TYPES:
-            raise PlanError(f"a {node.join_type} join cannot run with a broadcast build side on Spark (its unmatched "
-                            "build rows would repeat in every Task); swap its sides into a left join",
-                            node=node.label)
-        builds[node.id] = _broadcast(node.build, node.id)
-        return replace(node, sources=(_detach_builds(node.probe, builds),))
+        how = strategy(node)
+        if how not in JOIN_STRATEGIES:
+            raise PlanError(f"join strategy {how!r} is not one of {', '.join(JOIN_STRATEGIES)}", node=node.label)
+        if how == "broadcast":
+            if node.join_type not in BROADCAST_JOIN_TYPES:
+                raise PlanError(f"a {node.join_type} join cannot run with a broadcast build side on Spark (its "
+                                "unmatched build rows would repeat in every Task); shuffle it (the default for "
+                                f"this join type) or swap its sides into one of {', '.join(BROADCAST_JOIN_TYPES)}",
+                                node=node.label)
+            builds[node.id] = _broadcast(node.build, node.id, strategy)
+            return replace(node, sources=(_detach_joins(node.probe, builds, shuffled, strategy),))
+        probe_keys, build_keys = join_sides(node)
+        probe = _keyed_side(node.probe, probe_keys, f"{node.id}.probe", strategy)
+        build = _keyed_side(node.build, build_keys, f"{node.id}.build", strategy)
+        shuffled[node.id] = replace(node, sources=(probe, build))
+        # Stands in for the join while add_remote_exchanges plans around it: a leaf spread over the partitions.
+        return TableScanNode(id=node.id, output_schema=node.output_schema, table_name=f"shuffled join {node.id}",
+                             columns=tuple(node.output_schema.names))
     if not node.sources:
         return node
-    return replace(node, sources=tuple(_detach_builds(source, builds) for source in node.sources))
+    return replace(node, sources=tuple(_detach_joins(source, builds, shuffled, strategy) for source in node.sources))
 
 
-def _broadcast(build: PlanNode, join_id: str) -> ExchangeNode:
+def _broadcast(build: PlanNode, join_id: str, strategy: JoinStrategy) -> ExchangeNode:
     """Return the build side planned on its own, ending in a broadcast instead of a gather."""
-    distributed = add_spark_exchanges(build)  # no gather at its root: broadcast straight from the spread Tasks
+    distributed = add_spark_exchanges(build, strategy)  # no gather at its root: broadcast from the spread Tasks
     output = PartitionedOutputNode(id=f"{join_id}.broadcast", output_schema=distributed.output_schema,
                                    sources=(distributed,), partition_kind="broadcast", num_partitions=1)
     return ExchangeNode(id=f"{join_id}.build", output_schema=distributed.output_schema, sources=(output,))
 
 
-def _attach_builds(node: PlanNode, builds: dict[str, ExchangeNode]) -> PlanNode:
+def _keyed_side(side: PlanNode, keys: tuple[str, ...], exchange_id: str, strategy: JoinStrategy) -> ExchangeNode:
+    """Return one side of a shuffled join planned on its own, ending in a shuffle on ``keys`` (a gather without)."""
+    distributed = add_spark_exchanges(side, strategy)
+    output = PartitionedOutputNode(id=f"{exchange_id}.output", output_schema=distributed.output_schema,
+                                   sources=(distributed,), partition_kind="partitioned", keys=keys, num_partitions=1)
+    return ExchangeNode(id=exchange_id, output_schema=distributed.output_schema, sources=(output,))
+
+
+def _attach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dict[str, PlanNode]) -> PlanNode:
+    if node.id in shuffled and isinstance(node, TableScanNode):
+        return shuffled[node.id]
     if not node.sources:
         return node
-    sources = tuple(_attach_builds(source, builds) for source in node.sources)
+    sources = tuple(_attach_joins(source, builds, shuffled) for source in node.sources)
     if node.id in builds and isinstance(node, (HashJoinNode, NestedLoopJoinNode)):
         sources = sources + (builds[node.id],)
     return replace(node, sources=sources)

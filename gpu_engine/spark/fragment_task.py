@@ -36,7 +36,7 @@ from gpu_engine.exec.task import Task
 from gpu_engine.plans.nodes import PartitionedOutputNode
 from gpu_engine.plans.serialization import plan_from_json
 from gpu_engine.spark.executor_device import choose_executor_device
-from gpu_engine.spark.map_in_arrow import FragmentFunction, emits_partition_ids
+from gpu_engine.spark.map_in_arrow import BUILD_SIDE, PROBE_SIDE, FragmentFunction, emits_partition_ids, side_column
 from gpu_engine.spark.partition_ids import partition_ids
 from gpu_engine.spark.spark_types import conform_to_wire, wire_schema_for
 
@@ -88,11 +88,17 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
     ready: queue.SimpleQueue = queue.SimpleQueue()
     where = _spark_task_label()
 
+    replicated_any = [not function.replicate_keys]
+
     def deliver(batch: Batch) -> None:
         record_batch = batch.to_arrow()
         if keys:
             ids = device.to_host(partition_ids(device, batch, keys, output.num_partitions))
             record_batch = record_batch.append_column(wire_schema.field(len(wire_schema) - 1), pa.array(ids))
+            if function.replicate_keys and record_batch.num_rows:
+                record_batch = _replicate_nulls_and_any(record_batch, function.replicate_keys, output.num_partitions,
+                                                        not replicated_any[0])
+                replicated_any[0] = True
         ready.put(conform_to_wire(record_batch, wire_schema))
 
     task = Task(f"spark {function.name} ({where})", plan, query_ctx, function.drivers, deliver)
@@ -102,7 +108,8 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
         for node_id, payload in function.broadcast_inputs:
             task.add_split(node_id, ArrowSplit(_broadcast_table(payload)))
             task.no_more_splits(node_id)
-        input_id = function.input_node_id
+        input_id, build_id = function.input_node_id, function.build_input_node_id
+        sides = _JoinSides(function) if build_id is not None else None
         for record_batch in batches:
             if input_id is None:
                 continue  # the partition only triggers a fragment that reads broadcasts or Values
@@ -111,6 +118,14 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
             if function.input_splits:  # numbers of splits the engine reads itself
                 splits = [split_from_json(function.input_splits[number])
                           for number in record_batch.column(0).to_pylist()]
+            elif sides is not None:  # a shuffled join's partition: build rows, then probe rows
+                build, probe = sides.split(record_batch)
+                if build is not None:
+                    task.add_split(build_id, ArrowSplit(build))
+                if probe is not None and not sides.build_done:
+                    task.no_more_splits(build_id)  # sorted by side: no build row comes after a probe row
+                    sides.build_done = True
+                splits = [ArrowSplit(probe)] if probe is not None else []
             else:
                 splits = [ArrowSplit(pa.Table.from_batches([record_batch]))]
             for split in splits:
@@ -119,6 +134,8 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
             while (not function.input_splits and task.pending_splits(input_id) > function.max_pending_splits
                    and not task.is_done):  # hold back rows in memory; split numbers cost nothing to queue
                 yield from _drain(ready, _POLL_SECONDS)
+        if sides is not None and not sides.build_done:
+            task.no_more_splits(build_id)
         if input_id is not None:
             task.no_more_splits(input_id)
         while not task.is_done:
@@ -132,6 +149,60 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
             task.cancel()
             task.wait_quietly()
         query_ctx.shutdown()
+
+
+class _JoinSides:
+    """Split a shuffled join's partition batches (side tag, ``__p<i>``, ``__b<i>`` columns) into the two inputs."""
+
+    def __init__(self, function: FragmentFunction):
+        self.probe_names = function.probe_columns
+        self.build_names = function.build_columns
+        self.build_done = False
+
+    def split(self, record_batch: pa.RecordBatch) -> tuple[pa.Table | None, pa.Table | None]:
+        """Return the batch's build rows and probe rows as tables named like the leaves (None where none)."""
+        import pyarrow.compute as pc
+
+        tags = record_batch.column(0)
+        parts = []
+        for tag, own, names in ((BUILD_SIDE, "b", self.build_names), (PROBE_SIDE, "p", self.probe_names)):
+            rows = record_batch.filter(pc.equal(tags, pa.scalar(tag, tags.type)))
+            if rows.num_rows == 0:
+                parts.append(None)
+                continue
+            columns = [rows.column(side_column(own, i)) for i in range(len(names))]
+            parts.append(pa.Table.from_arrays(columns, names=names))
+        return parts[0], parts[1]
+
+
+def _replicate_nulls_and_any(record_batch: pa.RecordBatch, keys: tuple[str, ...], num_partitions: int,
+                             first: bool) -> pa.RecordBatch:
+    """Return ``record_batch`` with its NULL-key rows (and its first row when ``first``) copied to every partition.
+
+    Why: a null-aware anti join (``NOT IN``) returns nothing when the build
+    side has a NULL key anywhere, and probe rows with a NULL key only when the
+    build side is empty; shuffled, each partition must see every NULL-key
+    build row and at least one build row if there are any. The partition id
+    column is the batch's last.
+    """
+    import numpy as np
+    import pyarrow.compute as pc
+
+    null = np.zeros(record_batch.num_rows, dtype=bool)
+    for key in keys:
+        null |= np.asarray(pc.is_null(record_batch.column(key)).to_numpy(zero_copy_only=False), dtype=bool)
+    if first:
+        null[0] = True
+    copied = np.flatnonzero(null)
+    if len(copied) == 0:
+        return record_batch
+    kept = np.flatnonzero(~null)
+    rows = np.concatenate([kept, np.repeat(copied, num_partitions)])
+    ids = np.concatenate([np.asarray(record_batch.column(record_batch.num_columns - 1)).take(kept),
+                          np.tile(np.arange(num_partitions, dtype=np.int32), len(copied))]).astype(np.int32)
+    taken = record_batch.take(pa.array(rows))
+    field = record_batch.schema.field(record_batch.num_columns - 1)
+    return taken.set_column(record_batch.num_columns - 1, field, pa.array(ids, field.type))
 
 
 def _drain(ready: queue.SimpleQueue, timeout: float | None) -> Iterator[pa.RecordBatch]:

@@ -51,7 +51,21 @@ from gpu_engine.plans.serialization import plan_from_json, plan_to_json
 from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
 from gpu_engine.spark.spark_types import spark_schema_for
 
-__all__ = ["FragmentFunction", "fragment_function", "exchanges_as_inputs", "emits_partition_ids"]
+__all__ = ["FragmentFunction", "fragment_function", "exchanges_as_inputs", "emits_partition_ids", "SIDE_COLUMN",
+           "BUILD_SIDE", "PROBE_SIDE", "side_column"]
+
+#: The side tag of a shuffled join's partition (both inputs in one DataFrame): BUILD_SIDE rows sort first.
+SIDE_COLUMN = "__gpu_engine_side"
+BUILD_SIDE = 0
+PROBE_SIDE = 1
+
+
+def side_column(prefix: str, position: int) -> str:
+    """Return the wire name of a shuffled join input's column: ``__p<i>`` (probe) or ``__b<i>`` (build).
+
+    Positional names, so the two sides' columns never collide whatever they are called.
+    """
+    return f"__{prefix}{position}"
 
 
 @dataclass(frozen=True)
@@ -91,6 +105,13 @@ class FragmentFunction:
         When not empty, the input leaf is a table scan the engine reads
         itself: the partition's rows are numbers into this list of split
         JSON documents (:mod:`gpu_engine.spark.parquet_scans`), not table rows.
+    build_input_node_id
+        The second fed leaf of a shuffled join (its build side): the
+        partition then holds both inputs, each row tagged by
+        :data:`SIDE_COLUMN`, build rows first, columns named by :func:`side_column`.
+    replicate_keys
+        Key columns of a build side that feeds a null-aware anti join: rows
+        with a NULL key, and the Task's first row, are sent to every partition.
     """
 
     plan_json: str
@@ -106,6 +127,8 @@ class FragmentFunction:
     name: str = "fragment"
     max_pending_splits: int = 4
     input_splits: tuple[str, ...] = ()
+    build_input_node_id: str | None = None
+    replicate_keys: tuple[str, ...] = ()
 
     @property
     def spark_schema(self) -> T.StructType:
@@ -124,7 +147,23 @@ class FragmentFunction:
             return []
         if self.input_splits:
             return ["id"]
+        if self.build_input_node_id is not None:
+            return ([SIDE_COLUMN] + [side_column("p", i) for i in range(len(self.probe_columns))]
+                    + [side_column("b", i) for i in range(len(self.build_columns))])
+        return self.probe_columns
+
+    @property
+    def probe_columns(self) -> list[str]:
+        """Return the columns of the input leaf (the probe side of a shuffled join)."""
         node = next(n for n in walk_plan(self.plan) if n.id == self.input_node_id)
+        return list(node.columns)
+
+    @property
+    def build_columns(self) -> list[str]:
+        """Return the columns of the build input leaf of a shuffled join (none without)."""
+        if self.build_input_node_id is None:
+            return []
+        node = next(n for n in walk_plan(self.plan) if n.id == self.build_input_node_id)
         return list(node.columns)
 
     def __call__(self, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -178,7 +217,8 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
                       broadcast_inputs: Mapping[str, Any] | None = None, device: str = "auto", drivers: int = 1,
                       config: Mapping[str, Any] | None = None, spark=None, time_zone: str | None = None,
                       large_var_types: bool | None = None, runs_when_empty: bool | None = None,
-                      name: str = "fragment", input_splits: Sequence[str] = ()) -> FragmentFunction:
+                      name: str = "fragment", input_splits: Sequence[str] = (), build_input_node: str | None = None,
+                      replicate_keys: Sequence[str] = ()) -> FragmentFunction:
     """Return the callable to pass to ``DataFrame.mapInArrow`` with its ``spark_schema``.
 
     Parameters
@@ -206,6 +246,11 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
     input_splits
         Split JSON documents the input leaf reads itself; the partition then
         holds split numbers (``spark.range(n)``'s column ``id``).
+    build_input_node
+        The build leaf of a shuffled join, fed from the same partition as
+        ``input_node`` (see :attr:`FragmentFunction.build_input_node_id`).
+    replicate_keys
+        See :attr:`FragmentFunction.replicate_keys`.
     """
     root = plan_from_json(fragment) if isinstance(fragment, str) else fragment
     root = exchanges_as_inputs(root)
@@ -217,6 +262,11 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
             raise PlanError(f"broadcast input {key!r} is not a TableScan or Exchange leaf of the fragment; leaves: "
                             + (", ".join(sorted(leaf_ids)) or "(none)"))
     fed = [node for node in leaves if node.id not in broadcasts]
+    if build_input_node is not None:
+        if input_node is None or build_input_node not in {node.id for node in fed} or input_node == build_input_node:
+            raise PlanError(f"a shuffled join's build input {build_input_node!r} needs a distinct probe input; fed "
+                            f"leaves: {', '.join(node.id for node in fed) or '(none)'}")
+        fed = [node for node in fed if node.id != build_input_node]
     if input_node is None:
         if len(fed) > 1:
             raise PlanError("a Spark fragment reads one partition input; the others must be broadcast inputs, but "
@@ -228,6 +278,9 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
         others = [node.label for node in fed if node.id != input_node]
         raise PlanError(f"leaves {', '.join(others)} get no rows: pass them as broadcast inputs", node=others[0])
     output_schema = root.output_schema
+    if replicate_keys and not emits_partition_ids(root):
+        raise PlanError("replicate_keys needs a fragment that shuffles by keys (a partitioned PartitionedOutput root)",
+                        node=root.label)
     if emits_partition_ids(root):
         output_schema = output_schema.append(pa.field(PARTITION_ID_COLUMN, pa.int32()))
     if spark is not None:
@@ -249,5 +302,7 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
         runs_when_empty=_produces_rows_without_input(root) if runs_when_empty is None else runs_when_empty,
         name=name,
         input_splits=tuple(input_splits),
+        build_input_node_id=build_input_node,
+        replicate_keys=tuple(replicate_keys),
     )
 

@@ -46,9 +46,26 @@ from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.planning import prepare_plan
 from gpu_engine.exec.query_ctx import EngineConfig
 from gpu_engine.plans.explain import format_plan
-from gpu_engine.plans.nodes import PartitionedOutputNode, PlanNode, TableScanNode, walk_plan
+from gpu_engine.plans.nodes import (
+    ExchangeNode,
+    HashJoinNode,
+    NestedLoopJoinNode,
+    PartitionedOutputNode,
+    PlanNode,
+    TableScanNode,
+    walk_plan,
+)
 from gpu_engine.spark.broadcast_joins import add_spark_exchanges
-from gpu_engine.spark.map_in_arrow import FragmentFunction, exchanges_as_inputs, fragment_function
+from gpu_engine.spark.join_sizes import SizeJoinStrategy
+from gpu_engine.spark.map_in_arrow import (
+    BUILD_SIDE,
+    PROBE_SIDE,
+    SIDE_COLUMN,
+    FragmentFunction,
+    exchanges_as_inputs,
+    fragment_function,
+    side_column,
+)
 from gpu_engine.spark.fragment_task import ERROR_MARKER
 from gpu_engine.spark.parquet_scans import parquet_scan_files, parquet_split_documents
 from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
@@ -86,13 +103,22 @@ class StageInput:
 
 @dataclass(frozen=True)
 class SparkStage:
-    """One fragment as it runs on Spark: its plan, its input, its broadcasts and what becomes of its rows."""
+    """One fragment as it runs on Spark: its plan, its input(s), its broadcasts and what becomes of its rows.
+
+    ``build_input`` is the second input of a stage that runs a shuffled join:
+    the build side, routed to the same partitions as ``input`` (the probe
+    side). ``replicate_keys`` names the key columns of a build side feeding a
+    null-aware anti join: its rows with a NULL key, and one more row of each
+    Task, go to every partition.
+    """
 
     fragment: Fragment
     plan: PlanNode
     input: StageInput
     broadcasts: tuple[tuple[str, int], ...]
     output: str  # "partition ids" | "rows" | "broadcast" | "gather" | "keys"
+    build_input: StageInput | None = None
+    replicate_keys: tuple[str, ...] = ()
 
     @property
     def stage_id(self) -> int:
@@ -124,12 +150,20 @@ class SparkRunner:
     engine_parquet_scans
         Let the engine read the files of tables that are bare Parquet scans
         (default); False feeds every table through Arrow from Spark's reader.
+    broadcast_threshold
+        Bytes: a join whose build side is estimated at most this large is a
+        broadcast join, a larger one a shuffled join (default Spark's
+        ``spark.sql.autoBroadcastJoinThreshold``; negative never broadcasts).
+    joins
+        Join id -> ``broadcast`` / ``shuffle`` (or one for every join),
+        overriding the size rule; ``execute`` takes the same per plan.
     **config
         :class:`~gpu_engine.exec.query_ctx.EngineConfig` overrides for every Task.
     """
 
     def __init__(self, spark, device: str = "auto", *, drivers: int = 1, shuffle_partitions: int | None = None,
-                 profile=None, engine_parquet_scans: bool = True, **config):
+                 profile=None, engine_parquet_scans: bool = True, broadcast_threshold: int | None = None,
+                 joins: Mapping[str, str] | str | None = None, **config):
         EngineConfig().with_overrides(**config)  # unknown settings fail here
         self.spark = spark
         self.device = device
@@ -138,6 +172,11 @@ class SparkRunner:
         self.profile = profile
         self.config = dict(config)
         self.engine_parquet_scans = engine_parquet_scans
+        self._broadcast_threshold = None if broadcast_threshold is None else int(broadcast_threshold)
+        SizeJoinStrategy(None, 0, joins)  # unknown strategies fail here
+        self.joins = joins
+        #: Join id -> (``broadcast`` / ``shuffle``, estimated build bytes or None) of the last plan.
+        self.last_join_strategies: dict[str, tuple[str, int | None]] = {}
         #: Route shuffles by the engine's partition ids (Spark >= 4.1), else let Spark hash the keys.
         self.route_by_partition_id = hasattr(DataFrame, "repartitionById")
         self.last_stages: list[SparkStage] = []
@@ -157,16 +196,51 @@ class SparkRunner:
         """Return the partition count of a keyed shuffle."""
         return int(self.shuffle_partitions or self.spark.conf.get("spark.sql.shuffle.partitions"))
 
-    def plan_stages(self, plan: PlanNode) -> list[SparkStage]:
-        """Return the stages ``plan`` runs as, producers first (nothing runs)."""
-        fragments = plan_fragments(add_spark_exchanges(plan))
+    def join_strategy(self, tables: Mapping[str, DataFrame] | None = None,
+                      joins: Mapping[str, str] | str | None = None) -> SizeJoinStrategy:
+        """Return the strategy that picks broadcast or shuffle for each join (sizes from ``tables`` when given).
+
+        ``joins`` (join id -> ``broadcast`` / ``shuffle``, or one for every
+        join) override the runner's ``joins``, which override the size rule.
+        """
+        overrides = self.joins
+        if isinstance(joins, str) or (joins and isinstance(overrides, str)):
+            overrides = joins if joins is not None else overrides
+        elif joins:
+            overrides = {**(overrides or {}), **joins}
+        return SizeJoinStrategy(tables, self.broadcast_threshold(), overrides)
+
+    def broadcast_threshold(self) -> int:
+        """Return the largest build side (bytes) a join broadcasts: the runner's, else Spark's ``autoBroadcastJoinThreshold``."""
+        if self._broadcast_threshold is not None:
+            return self._broadcast_threshold
+        return _byte_size(self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b"))
+
+    def plan_stages(self, plan: PlanNode, tables: Mapping[str, DataFrame] | None = None,
+                    joins: Mapping[str, str] | str | None = None) -> list[SparkStage]:
+        """Return the stages ``plan`` runs as, producers first (nothing runs).
+
+        With ``tables``, each join is broadcast or shuffled by its build
+        side's estimated size (see :mod:`gpu_engine.spark.join_sizes`);
+        without, every join that can be broadcast is. ``joins`` overrides per
+        join id. :attr:`last_join_strategies` says what was chosen and why.
+        """
+        strategy = self.join_strategy(tables, joins)
+        fragments = plan_fragments(add_spark_exchanges(plan, strategy))
+        self.last_join_strategies = dict(strategy.chosen)
         count = self.partitions()
         outputs = {f.fragment_id: f.output for f in fragments}
+        joined = {f.fragment_id: _shuffled_join(f) for f in fragments}
+        feeds_join = {producer: consumer for consumer, found in joined.items() if found is not None
+                      for producer in found[1:]}
+        replicate = {found[2]: tuple(found[0].right_keys) for found in joined.values()
+                     if found is not None and found[0].join_type == "null_aware_anti"}
         stages = []
         for fragment in fragments:
             root, output = fragment.root, "rows"
             if fragment.output is not None:
-                output, root = self._output(fragment.output, count)
+                consumer = fragments[feeds_join[fragment.fragment_id]] if fragment.fragment_id in feeds_join else None
+                output, root = self._output(fragment.output, count, consumer)
             # The executors' device is known only there; what cannot run fails on every device alike.
             executed = prepare_plan(exchanges_as_inputs(root), "cpu", self.drivers,
                                     EngineConfig().with_overrides(**self.config)).plan
@@ -185,44 +259,68 @@ class SparkRunner:
             for scan in walk_plan(fragment.root):
                 if isinstance(scan, TableScanNode):
                     inputs.append(StageInput("table", scan.id, name=scan.table_name))
+            build_input = None
+            if joined[fragment.fragment_id] is not None and len(inputs) == 2:
+                probe_producer, build_producer = joined[fragment.fragment_id][1:]
+                by_producer = {i.producer: i for i in inputs}
+                inputs, build_input = [by_producer[probe_producer]], by_producer[build_producer]
             if len(inputs) > 1:
-                raise PlanError("a Spark stage reads one partitioned input and broadcasts the others, but this "
-                                f"fragment reads {', '.join(i.describe() for i in inputs)}; broadcast the smaller "
-                                "side of its join", node=fragment.root.label)
+                raise PlanError("a Spark stage reads one partitioned input (two for a shuffled join) and broadcasts "
+                                f"the others, but this fragment reads {', '.join(i.describe() for i in inputs)}; "
+                                "broadcast the smaller side of its join", node=fragment.root.label)
             stage_input = inputs[0] if inputs else StageInput("none")
-            stages.append(SparkStage(fragment, executed, stage_input, tuple(broadcasts), output))
+            replicate_keys = replicate.get(fragment.fragment_id, ()) if output == "partition ids" else ()
+            stages.append(SparkStage(fragment, executed, stage_input, tuple(broadcasts), output, build_input,
+                                     replicate_keys))
         return stages
 
-    def _output(self, output: PartitionedOutputNode, count: int) -> tuple[str, PlanNode]:
-        """Return what becomes of a fragment's rows and the plan that yields them."""
+    def _output(self, output: PartitionedOutputNode, count: int,
+                consumer: Fragment | None = None) -> tuple[str, PlanNode]:
+        """Return what becomes of a fragment's rows and the plan that yields them.
+
+        A side of a shuffled join always computes the engine's partition ids:
+        both sides must agree on them, which Spark's own hashing of
+        differently named and typed key columns would not guarantee.
+        """
         if output.partition_kind == "broadcast":
             return "broadcast", output.source
         if output.partition_kind == "partitioned" and output.keys and count > 1:
-            if self.route_by_partition_id:
+            if consumer is not None and consumer.max_width == 1:
+                return "gather", output.source
+            if self.route_by_partition_id or consumer is not None:
                 return "partition ids", replace(output, num_partitions=count)
             return "keys", output.source
         return ("gather" if output.partition_kind == "partitioned" else "rows"), output.source
 
-    def explain(self, plan: PlanNode, tables: Mapping[str, DataFrame] | None = None) -> str:
-        """Return the stages as text: input, broadcasts, output and each stage's plan.
+    def explain(self, plan: PlanNode, tables: Mapping[str, DataFrame] | None = None,
+                joins: Mapping[str, str] | str | None = None) -> str:
+        """Return the stages as text: input(s), broadcasts, output and each stage's plan.
 
-        With ``tables``, a table the engine reads itself says how many splits.
+        With ``tables``, a table the engine reads itself says how many splits,
+        and joins are broadcast or shuffled by size as ``execute`` would.
         """
         lines = []
-        for stage in self.plan_stages(plan):
+        for stage in self.plan_stages(plan, tables, joins):
             broadcasts = "".join(f", broadcast {leaf} from stage {producer}" for leaf, producer in stage.broadcasts)
             width = "1 partition" if stage.single else "per partition"
             scan = self._engine_scan(stage, tables) if tables is not None else None
             read = f" (engine reads {len(scan[0])} Parquet splits in {scan[1]} partitions)" if scan else ""
-            lines.append(f"Stage {stage.stage_id}: {stage.input.describe()}{read}{broadcasts} -> {stage.output} "
+            build = f" joined with {stage.build_input.describe()}" if stage.build_input is not None else ""
+            output = stage.output + (f" (NULL {', '.join(stage.replicate_keys)} and one row per Task to every "
+                                     "partition)" if stage.replicate_keys else "")
+            lines.append(f"Stage {stage.stage_id}: {stage.input.describe()}{read}{build}{broadcasts} -> {output} "
                          f"({width})")
             lines.extend("  " + line for line in format_plan(stage.plan).splitlines())
         return "\n".join(lines)
 
     # ------------------------------------------------------------- execution
-    def execute(self, plan: PlanNode, tables: Mapping[str, DataFrame]) -> DataFrame:
-        """Return the DataFrame of ``plan``'s rows; broadcast build sides run now, the rest when it is read."""
-        stages = self.plan_stages(plan)
+    def execute(self, plan: PlanNode, tables: Mapping[str, DataFrame],
+                joins: Mapping[str, str] | str | None = None) -> DataFrame:
+        """Return the DataFrame of ``plan``'s rows; broadcast build sides run now, the rest when it is read.
+
+        ``joins``: join id -> ``broadcast`` / ``shuffle`` (or one for all) for this plan.
+        """
+        stages = self.plan_stages(plan, tables, joins)
         self._check_tables(stages, tables)
         frames: dict[int, DataFrame] = {}
         broadcasts: dict[int, object] = {}
@@ -235,6 +333,8 @@ class SparkRunner:
             if splits:
                 frame = self.spark.range(0, len(splits), 1, partitions)  # split numbers, column id
                 self.last_engine_scans[stage.stage_id] = (stage.input.name, len(splits), partitions)
+            elif stage.build_input is not None:
+                frame = self._co_partitioned_frame(stage, frames, function)
             else:
                 frame = self._input_frame(stage, tables, frames)
                 if stage.input.kind != "none" and frame.columns != function.input_columns:
@@ -247,9 +347,10 @@ class SparkRunner:
         self.last_stages = stages
         return frames[stages[-1].stage_id]
 
-    def collect(self, plan: PlanNode, tables: Mapping[str, DataFrame]) -> pa.Table:
+    def collect(self, plan: PlanNode, tables: Mapping[str, DataFrame],
+                joins: Mapping[str, str] | str | None = None) -> pa.Table:
         """Run ``plan`` and return its rows as a ``pyarrow.Table`` of the plan's output schema."""
-        frame = self.execute(plan, tables)
+        frame = self.execute(plan, tables, joins)
         with _engine_errors():
             table = frame.toArrow()
         schema = plan.output_schema
@@ -259,9 +360,11 @@ class SparkRunner:
                        input_splits: tuple[str, ...] = ()) -> FragmentFunction:
         """Return the ``mapInArrow`` callable of one stage."""
         input_id = stage.input.node_id if stage.input.kind != "none" else None
-        return fragment_function(stage.plan, input_node=input_id, broadcast_inputs=broadcasts, device=self.device,
-                                 drivers=self.drivers, config=self.config, spark=self.spark,
-                                 runs_when_empty=stage.single, name=f"stage {stage.stage_id}",
+        build_id = stage.build_input.node_id if stage.build_input is not None else None
+        return fragment_function(stage.plan, input_node=input_id, build_input_node=build_id,
+                                 broadcast_inputs=broadcasts, device=self.device, drivers=self.drivers,
+                                 config=self.config, spark=self.spark, runs_when_empty=stage.single,
+                                 name=f"stage {stage.stage_id}", replicate_keys=stage.replicate_keys,
                                  input_splits=input_splits)
 
     def _engine_scan(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> tuple[tuple[str, ...], int] | None:
@@ -302,6 +405,47 @@ class SparkRunner:
             frame = frame.repartition(1)
         return frame
 
+    def _co_partitioned_frame(self, stage: SparkStage, frames: Mapping[int, DataFrame],
+                              function: FragmentFunction) -> DataFrame:
+        """Return both inputs of a shuffled join in one DataFrame, routed to the same partitions, build rows first.
+
+        Spark's ``mapInArrow`` reads one DataFrame, so the sides travel
+        together: one union whose rows carry a side tag, the probe side's
+        columns and the build side's (NULL for the other side's rows),
+        routed by the engine's partition id the two producers computed, then
+        sorted by the tag within each partition so the Task's hash table is
+        built (and the build input closed) before the first probe row, and
+        probe rows stream through with the usual back-pressure.
+        """
+        sides = []
+        for tag, source, names in ((BUILD_SIDE, stage.build_input, function.build_columns),
+                                   (PROBE_SIDE, stage.input, function.probe_columns)):
+            frame = frames[source.producer]
+            types = {field.name: field.dataType for field in frame.schema.fields}
+            columns = [F.lit(tag).cast("tinyint").alias(SIDE_COLUMN)]
+            if PARTITION_ID_COLUMN in types:
+                columns.append(_column(PARTITION_ID_COLUMN))
+            for other_tag, other_source, other_names, prefix in (
+                    (PROBE_SIDE, stage.input, function.probe_columns, "p"),
+                    (BUILD_SIDE, stage.build_input, function.build_columns, "b")):
+                other_types = {f.name: f.dataType for f in frames[other_source.producer].schema.fields}
+                for position, name in enumerate(other_names):
+                    value = _column(name) if other_tag == tag else F.lit(None).cast(other_types[name])
+                    columns.append(value.alias(side_column(prefix, position)))
+            sides.append(frame.select(*columns))
+        routed = sides[0].unionAll(sides[1])
+        source = stage.input
+        if source.kind == "shuffle":
+            if self.route_by_partition_id:
+                routed = routed.repartitionById(source.partitions, _column(PARTITION_ID_COLUMN))
+            else:  # Spark < 4.1: Spark hashes the engine's partition id, the same on both sides
+                routed = routed.repartition(source.partitions, _column(PARTITION_ID_COLUMN))
+        else:
+            routed = routed.repartition(1)
+        if PARTITION_ID_COLUMN in routed.columns:
+            routed = routed.drop(PARTITION_ID_COLUMN)
+        return routed.sortWithinPartitions(SIDE_COLUMN)
+
     def _broadcast(self, frame: DataFrame):
         """Collect a build side once and keep it as Arrow IPC bytes in a broadcast variable (bytes on Connect)."""
         with _engine_errors():
@@ -334,6 +478,28 @@ class SparkRunner:
                     if not reads_same_values(have, want):
                         raise PlanError(f"column {name!r} of table {scan.table_name!r} is {have} in Spark but the "
                                         f"plan reads {want}", node=scan.label, column=name)
+
+
+def _shuffled_join(fragment: Fragment) -> tuple[PlanNode, int, int] | None:
+    """Return the join that reads both its inputs from shuffles in ``fragment``, with its probe and build producers."""
+    producers = dict(fragment.producers)
+    for node in walk_plan(fragment.root):
+        if (isinstance(node, (HashJoinNode, NestedLoopJoinNode))
+                and all(isinstance(source, ExchangeNode) and source.id in producers for source in node.sources)):
+            return node, producers[node.probe.id], producers[node.build.id]
+    return None
+
+
+def _byte_size(text: str) -> int:
+    """Return Spark's byte size setting (``10485760b``, ``10MB``, ``-1``) as bytes."""
+    text = str(text).strip().lower()
+    units = {"": 1, "b": 1, "k": 1 << 10, "kb": 1 << 10, "m": 1 << 20, "mb": 1 << 20, "g": 1 << 30, "gb": 1 << 30,
+             "t": 1 << 40, "tb": 1 << 40}
+    number = text.rstrip("bkmgt")
+    try:
+        return int(number) * units[text[len(number):]]
+    except (KeyError, ValueError):
+        raise PlanError(f"spark.sql.autoBroadcastJoinThreshold={text!r} is not a byte size") from None
 
 
 def _spark_partitions(frame: DataFrame) -> int | None:

@@ -1,0 +1,160 @@
+"""Choose broadcast or shuffle for each join from the estimated size of its build side.
+
+Why: a broadcast build side is collected on the driver and held whole by
+every Task, which is cheap for a dimension table and impossible for
+``orders`` or ``lineitem`` at scale; a shuffle moves both sides once but
+never holds more than a partition. Spark decides with
+``spark.sql.autoBroadcastJoinThreshold`` (10 MB by default, -1 never
+broadcasts) against its size estimate; the runner does the same with its own
+estimate, made before anything runs:
+
+* a table that is a Parquet file scan (``DataFrame.inputFiles()`` all
+  Parquet) is sized from the files' metadata: the uncompressed bytes of the
+  column chunks of the columns the plan reads, as they will be held in memory;
+* any other table from Spark's own estimate of the DataFrame
+  (``sizeInBytes`` of its optimized plan), scaled by the share of its
+  columns the plan reads;
+* a build side is the sum of the tables it scans. Filters and aggregations
+  are not credited (as Spark does without CBO): the estimate is an upper
+  bound, so a build side broadcast by it really is small.
+
+A join type that cannot be broadcast (right, full, right semi, right anti)
+is always shuffled. ``overrides`` (join id -> ``broadcast`` / ``shuffle``, or
+one of them for every join) take precedence over the size.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, PlanNode, TableScanNode, walk_plan
+from gpu_engine.spark.broadcast_joins import BROADCAST_JOIN_TYPES, JOIN_STRATEGIES
+
+__all__ = ["table_scan_bytes", "plan_scan_bytes", "SizeJoinStrategy"]
+
+
+def table_scan_bytes(frame, columns) -> int | None:
+    """Return the estimated in-memory bytes of ``columns`` of a Spark DataFrame, None when Spark cannot say."""
+    columns = list(columns)
+    files = _parquet_files(frame)
+    if files is not None:
+        size = _parquet_column_bytes(files, columns)
+        if size is not None:
+            return size
+    try:
+        size = int(frame._jdf.queryExecution().optimizedPlan().stats().sizeInBytes().toString())
+    except Exception:  # Spark Connect (no _jdf)
+        return None
+    width = max(1, len(frame.columns))
+    return size * max(1, len(columns)) // width
+
+
+def _parquet_files(frame) -> list[str] | None:
+    from urllib.parse import unquote, urlparse
+
+    try:
+        uris = list(frame.inputFiles())
+    except Exception:
+        return None
+    paths = []
+    for uri in uris:
+        parsed = urlparse(uri)
+        if parsed.scheme not in ("", "file") or not parsed.path.endswith(".parquet"):
+            return None
+        paths.append(unquote(parsed.path))
+    return paths or None
+
+
+def _parquet_column_bytes(files: list[str], columns: list[str]) -> int | None:
+    import pyarrow.parquet as pq
+
+    total = 0
+    for path in files:
+        try:
+            metadata = pq.ParquetFile(path).metadata
+        except Exception:
+            return None
+        names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
+        wanted = [i for i, name in enumerate(names) if name.split(".")[0] in columns]
+        for group in range(metadata.num_row_groups):
+            row_group = metadata.row_group(group)
+            total += sum(row_group.column(i).total_uncompressed_size for i in wanted)
+    return total
+
+
+def plan_scan_bytes(node: PlanNode, table_bytes: Mapping[tuple[str, tuple[str, ...]], int | None]) -> int | None:
+    """Return the summed bytes of every table scan under ``node`` (None when one is unknown)."""
+    total = 0
+    for scan in walk_plan(node):
+        if isinstance(scan, TableScanNode):
+            size = table_bytes.get((scan.table_name, tuple(scan.columns)))
+            if size is None:
+                return None
+            total += size
+    return total
+
+
+class SizeJoinStrategy:
+    """Pick ``broadcast`` for a join whose build side is at most ``threshold`` bytes, else ``shuffle``.
+
+    Parameters
+    ----------
+    tables
+        Table name -> Spark DataFrame (None: sizes unknown, every join that
+        can be broadcast is).
+    threshold
+        Bytes; negative never broadcasts (Spark's -1).
+    overrides
+        Join id -> strategy, or one strategy for every join. A join named
+        here that cannot have its strategy raises PlanError when planned.
+    """
+
+    def __init__(self, tables: Mapping | None, threshold: int, overrides: Mapping[str, str] | str | None = None):
+        self.tables = tables
+        self.threshold = int(threshold)
+        if isinstance(overrides, str):
+            _check_strategy(overrides, "every join")
+        else:
+            for join_id, strategy in (overrides or {}).items():
+                _check_strategy(strategy, f"join {join_id}")
+        self.overrides = overrides
+        self._sizes: dict[tuple[str, tuple[str, ...]], int | None] = {}
+        #: Join id -> (strategy, estimated build bytes or None), filled as joins are planned.
+        self.chosen: dict[str, tuple[str, int | None]] = {}
+
+    def build_bytes(self, join: PlanNode) -> int | None:
+        """Return the estimated bytes of ``join``'s build side."""
+        if self.tables is None:
+            return None
+        for scan in walk_plan(join.build):
+            if isinstance(scan, TableScanNode):
+                key = (scan.table_name, tuple(scan.columns))
+                if key not in self._sizes:
+                    frame = self.tables.get(scan.table_name)
+                    self._sizes[key] = None if frame is None else table_scan_bytes(frame, scan.columns)
+        return plan_scan_bytes(join.build, self._sizes)
+
+    def __call__(self, join: PlanNode) -> str:
+        if not isinstance(join, (HashJoinNode, NestedLoopJoinNode)):
+            raise PlanError("a join strategy is asked about a join only", node=join.label)
+        size = self.build_bytes(join)
+        if isinstance(self.overrides, str):
+            strategy = self.overrides if join.join_type in BROADCAST_JOIN_TYPES else "shuffle"
+        elif self.overrides and join.id in self.overrides:
+            strategy = self.overrides[join.id]
+        elif join.join_type not in BROADCAST_JOIN_TYPES:
+            strategy = "shuffle"
+        elif isinstance(join, NestedLoopJoinNode):
+            strategy = "broadcast"  # no keys to shuffle by: the alternative is one partition for both sides
+        elif size is None:
+            strategy = "broadcast"
+        else:
+            strategy = "broadcast" if 0 <= size <= self.threshold else "shuffle"
+        self.chosen[join.id] = (strategy, size)
+        return strategy
+
+
+def _check_strategy(strategy: str, what: str) -> None:
+    if strategy not in JOIN_STRATEGIES:
+        raise PlanError(f"join strategy {strategy!r} for {what} is not one of {', '.join(JOIN_STRATEGIES)}")
