@@ -52,9 +52,10 @@ from gpu_engine.plans.nodes import FusedAggregationNode
 __all__ = ["FusedAggregation"]
 
 _INITIAL_SLOTS = 1024
-#: A full table grows this many times over: each growth allocates (and first touches) a new table,
-#: so a few large steps cost less than many doublings when a partial step meets millions of keys.
-_GROWTH = 4
+#: A full table doubles: a larger step left Q18's 1.5M groups in an 8M-slot (320 MB) table whose
+#: fill and final scan cost more than the moves a doubling adds (new tables come from the buffer
+#: recycler, so a repeated query does not page-fault through fresh memory either way).
+_GROWTH = 2
 _LOOKUP_CACHE_ENTRIES = 64
 
 
@@ -113,7 +114,9 @@ class FusedAggregation(AggregationOperator):
         self.key_types = [node.output_schema.field(name).type for name in node.key_names]
         self.max_groups = ctx.config.partial_aggregation_max_groups
         self.table_layout = slot_table_layout(len(node.grouping_keys), self.functions)
-        self._empty_row = self.device.asarray(self._fresh_row())
+        fresh_row = self._fresh_row()
+        #: The slot columns an empty slot does not hold 0 in (min/max states), with their starting words.
+        self._nonzero_fill = tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row))
         xp = self.device.xp
         self._placeholder = xp.zeros(1, dtype=xp.int32)
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
@@ -136,7 +139,9 @@ class FusedAggregation(AggregationOperator):
     def _new_table(self, capacity: int) -> Any:
         xp = self.device.xp
         table = take_array(xp, (capacity, self.table_layout.width), xp.int64)
-        table[:] = self._empty_row
+        table.fill(0)  # a memset; broadcasting the empty row ran at a tenth of that speed
+        for column, word in self._nonzero_fill:
+            table[:, column] = word
         return table
 
     def _release_table(self) -> None:
