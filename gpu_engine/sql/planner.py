@@ -344,6 +344,10 @@ class QueryPlanner:
 
         local_aliases = {item.alias_or_name for item, _ in items}
         needed = self._needed_columns(select)
+        if outer_joins:  # ON conditions are applied in the written order, after the WHERE is split
+            for _, join in items[1:]:
+                if join.args.get("on") is not None:
+                    needed.update((c.table, c.name) for c in _free_columns(join.args["on"]))
 
         # Subquery predicates become relations, join edges and semi joins.
         plain: list[exp.Expression] = []
@@ -380,11 +384,9 @@ class QueryPlanner:
         for relation_list in attach.values():
             for _, conjunct in relation_list:
                 needed.update((c.table, c.name) for c in _free_columns(conjunct))
-        for conjunct in pending:
-            needed.update((c.table, c.name) for c in _free_columns(conjunct))
 
         scanned = set(needed)
-        for conjuncts in pushed.values():
+        for conjuncts in list(pushed.values()) + [pending]:
             for conjunct in conjuncts:
                 scanned.update((c.table, c.name) for c in _free_columns(conjunct))
         relations = {}
@@ -393,9 +395,9 @@ class QueryPlanner:
             relation = self._plan_source(item, ctes, scanned)
             relation = self._filter(relation, pushed[alias])
             for sub, conjunct in attach.get(alias, []):
-                relation = self._cross_join_filter(relation, sub, conjunct, needed)
+                relation = self._cross_join_filter(relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and self._single_alias(s) == alias]:
-                relation = self._semi_join(relation, semi, needed)
+                relation = self._semi_join(relation, semi, scanned)
                 semi_joins.remove(semi)
             relations[alias] = relation
 
@@ -403,10 +405,10 @@ class QueryPlanner:
             relation = self._join_in_order(items, relations, pending, needed)
         else:
             relation = self._join_greedy(list(relations.values()) + extra_relations, pending, needed)
-        for semi in semi_joins:
-            relation = self._semi_join(relation, semi, needed)
         if pending:
             relation = self._filter(relation, pending)
+        for semi in semi_joins:
+            relation = self._semi_join(relation, semi, needed)
         return self._finish_select(select, relation, ctes)
 
     @staticmethod
@@ -422,9 +424,6 @@ class QueryPlanner:
             value = select.args.get(key)
             for tree in (value if isinstance(value, list) else [value] if value is not None else []):
                 out.update((c.table, c.name) for c in _free_columns(tree))
-        for join in select.args.get("joins") or []:
-            if join.args.get("on") is not None:
-                out.update((c.table, c.name) for c in _free_columns(join.args["on"]))
         return out
 
     def _implied_filters(self, conjunct: exp.Expression) -> dict[str, exp.Expression]:
@@ -496,8 +495,15 @@ class QueryPlanner:
             return relation.stats.get(relation.columns.get((column.table, column.name), ""))
 
         fraction = 1.0
+        bounds: dict[tuple[str, str], list[float]] = {}
         for conjunct in conjuncts:
-            fraction *= selectivity(conjunct, column_stats)
+            keeps = selectivity(conjunct, column_stats)
+            if isinstance(conjunct, (exp.LT, exp.LTE, exp.GT, exp.GTE)) and isinstance(conjunct.this, exp.Column):
+                bounds.setdefault((conjunct.this.table, conjunct.this.name), []).append(keeps)
+                continue
+            fraction *= keeps
+        for kept in bounds.values():  # a lower and an upper bound of one column keep the range between them
+            fraction *= max(0.001, sum(kept) - (len(kept) - 1)) if len(kept) == 2 else min(kept)
         return max(1.0, relation.rows * fraction)
 
     def _filter(self, relation: Relation, conjuncts: list[exp.Expression]) -> Relation:
@@ -798,8 +804,8 @@ class QueryPlanner:
     def _join_estimate(self, a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
         divisor = 1.0
         for x, y in pairs:
-            ndv_x = a.stats[x].ndv if x in a.stats else a.rows
-            ndv_y = b.stats[y].ndv if y in b.stats else b.rows
+            ndv_x = (a.stats[x].ndv if x in a.stats else 0) or a.rows
+            ndv_y = (b.stats[y].ndv if y in b.stats else 0) or b.rows
             divisor = max(divisor, min(max(ndv_x, ndv_y), max(a.rows, b.rows)))
         return max(1.0, a.rows * b.rows / divisor)
 
@@ -840,7 +846,7 @@ class QueryPlanner:
                 pending.remove(c)
         else:
             conditions = on
-        if join_type == "inner" and b.rows < a.rows:  # build (right) the smaller side
+        if join_type == "inner" and b.rows > a.rows:  # build (right) the smaller side
             a, b = b, a
         keys, filters = [], []
         for c in conditions:
@@ -1036,7 +1042,8 @@ class QueryPlanner:
         if key_names:
             ndv = 1.0
             for k in key_names:
-                ndv *= relation.stats[k].ndv if k in relation.stats else max(1.0, relation.rows / 10)
+                known = relation.stats[k].ndv if k in relation.stats else 0
+                ndv *= known or max(1.0, relation.rows / 10)
             rows = max(1.0, min(relation.rows, ndv))
         else:
             rows = 1.0

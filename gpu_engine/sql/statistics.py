@@ -48,6 +48,8 @@ class ColumnStatistics:
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
+        if not self.ndv:
+            return self
         return dataclasses.replace(self, ndv=max(1.0, min(self.ndv, rows)))
 
 
@@ -72,7 +74,7 @@ def _as_number(value: object) -> float | None:
 
 
 def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum: object) -> ColumnStatistics:
-    ndv = max(1.0, rows / 10)
+    ndv = 0.0  # unknown: an equality with a constant then keeps 1/10 of the rows
     low, high = _as_number(minimum), _as_number(maximum)
     if low is not None and high is not None and (pa.types.is_integer(dtype) or pa.types.is_date(dtype)):
         ndv = max(1.0, min(rows, high - low + 1))
