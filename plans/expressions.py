@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import sys
+import threading
 from dataclasses import dataclass, field, fields
 from typing import Any, Iterator
 
@@ -43,7 +45,19 @@ __all__ = [
     "AGGREGATE_FUNCTIONS",
     "walk",
     "referenced_columns",
+    "MAX_EXPRESSION_DEPTH",
+    "expression_depth",
+    "allow_recursion_depth",
 ]
+
+#: The deepest expression tree a plan may hold (levels from the root to the deepest leaf; a column is 1).
+#: Why a limit: every pass over an expression (translation, fusion, evaluation,
+#: explain, JSON) recurses once per level, so a tree must stay shallow enough
+#: for Python's stack; deeper ones are refused with a PlanError naming the depth.
+MAX_EXPRESSION_DEPTH = 500
+#: Python frames one expression level may take in the deepest pass (SQL
+#: parsing takes about 25 per nested parenthesis; the other passes fewer).
+_FRAMES_PER_LEVEL = 32
 
 ARITHMETIC_OPS = ("add", "sub", "mul", "div", "mod")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -258,3 +272,35 @@ def referenced_columns(expr: Expr) -> tuple[str, ...]:
         if isinstance(node, ColumnRef):
             seen.setdefault(node.name)
     return tuple(seen)
+
+
+def expression_depth(expr: Expr) -> int:
+    """Return the levels of ``expr``'s tree (a leaf is 1), counted without recursion, so any depth can be measured."""
+    deepest = 0
+    stack = [(expr, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in node.children())
+    return deepest
+
+
+_recursion_lock = threading.Lock()
+
+
+def allow_recursion_depth(levels: int) -> None:
+    """Make sure Python's recursion limit leaves room for passes over an expression ``levels`` deep.
+
+    Why: Python's default limit (1000 frames) ends at about 50 nested
+    parentheses in the SQL parser and a few hundred levels in the other
+    passes. The limit is process-wide, so it is only ever raised (lowering it
+    could break another thread that is deep in a pass right now), only when a
+    plan needs it, and at most for :data:`MAX_EXPRESSION_DEPTH` levels; Python
+    3.11+ keeps Python-to-Python calls off the C stack, so the raised limit
+    does not risk the thread stacks.
+    """
+    levels = min(max(0, levels), MAX_EXPRESSION_DEPTH)
+    needed = 1000 + levels * _FRAMES_PER_LEVEL
+    with _recursion_lock:
+        if sys.getrecursionlimit() < needed:
+            sys.setrecursionlimit(needed)

@@ -58,9 +58,12 @@ from typing import Any, Iterable, Mapping
 
 import pyarrow as pa
 
+from gpu_engine.errors import PlanError
 from gpu_engine.plans import expressions as _expressions
 from gpu_engine.plans import nodes as _nodes
+from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, allow_recursion_depth
 from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.plan_validation import validate_plan
 
 __all__ = [
     "FORMAT_VERSION",
@@ -488,13 +491,33 @@ class DataclassCodec:
         """
         _check_keys(document, required=(_FORMAT_KEY, key), optional=(), path="$")
         version = document[_FORMAT_KEY]
-        if isinstance(version, bool) or version != FORMAT_VERSION:
+        if isinstance(version, bool) or not isinstance(version, int) or version != FORMAT_VERSION:  # 1.0 too
             raise SerializationError(f"unsupported format {_json_kind(version)}; this reader understands "
                                      f"format {FORMAT_VERSION}", f"$.{_FORMAT_KEY}")
-        try:
-            return self._decode_dataclass(document[key], base, f"$.{key}")
-        except RecursionError:
-            raise SerializationError("the document nests too deeply", f"$.{key}") from None
+        for attempt in range(2):
+            try:
+                return self._decode_dataclass(document[key], base, f"$.{key}")
+            except RecursionError:
+                depth = _data_nesting(document[key])
+                if attempt or depth > MAX_DOCUMENT_DEPTH:
+                    raise SerializationError(f"the document nests too deeply ({depth} levels, at most "
+                                             f"{MAX_DOCUMENT_DEPTH} are supported)", f"$.{key}") from None
+                allow_recursion_depth(depth)  # as deep as PlanBuilder allows: make room, decode it again
+
+
+def _data_nesting(data: Any) -> int:
+    """Return how deeply decoded JSON nests its objects and lists, counted without recursion."""
+    deepest = 0
+    stack = [(data, 0)]
+    while stack:
+        value, depth = stack.pop()
+        if isinstance(value, dict):
+            stack.extend((item, depth + 1) for item in value.values())
+        elif isinstance(value, list):
+            stack.extend((item, depth + 1) for item in value)
+        else:
+            deepest = max(deepest, depth)
+    return deepest
 
 
 def _decode_scalar(tag: str, text: Any, path: str) -> Any:
@@ -548,14 +571,48 @@ def load_document(text: str | bytes) -> Any:
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise SerializationError(f"expected JSON text, got a {type(text).__name__}", "$")
-    try:
-        return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
-    except SerializationError:
-        raise
-    except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
-        raise SerializationError(f"malformed JSON: {exc}", "$") from None
-    except RecursionError:
-        raise SerializationError("malformed JSON: it nests too deeply", "$") from None
+    for attempt in range(2):
+        try:
+            return json.loads(text, parse_constant=_reject_constant, object_pairs_hook=_unique_keys)
+        except SerializationError:
+            raise
+        except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
+            raise SerializationError(f"malformed JSON: {exc}", "$") from None
+        except RecursionError:
+            depth = _text_nesting(text)
+            if attempt or depth > MAX_DOCUMENT_DEPTH:
+                raise SerializationError(f"malformed JSON: it nests too deeply ({depth} levels, at most "
+                                         f"{MAX_DOCUMENT_DEPTH} are supported)", "$") from None
+            allow_recursion_depth(depth)  # a plan as deep as PlanBuilder allows: make room, read it again
+
+
+#: The deepest JSON a plan document may be: a plan's nodes nest two levels each
+#: (an object in a list of sources), an expression's one level each.
+MAX_DOCUMENT_DEPTH = 4 * MAX_EXPRESSION_DEPTH
+
+
+def _text_nesting(text: str | bytes) -> int:
+    """Return how deeply JSON text nests its objects and lists, outside strings (only when json.loads gave up)."""
+    if isinstance(text, (bytes, bytearray)):
+        text = bytes(text).decode("utf-8", errors="replace")
+    deepest = depth = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
 
 
 # -- plans ---------------------------------------------------------------------------------------
@@ -591,15 +648,39 @@ def plan_to_dict(node: PlanNode) -> dict[str, Any]:
     return PLAN_CODEC.to_document(_PLAN_KEY, node)
 
 
-def plan_from_dict(document: Any) -> PlanNode:
-    """Return the plan fragment a :func:`plan_to_dict` document describes.
+def plan_from_dict(document: Any, *, validate: bool = True) -> PlanNode:
+    """Return the plan fragment a :func:`plan_to_dict` document describes, checked as PlanBuilder checks plans.
 
     Raises
     ------
     SerializationError
-        For a malformed document, naming the path of the offending value.
+        For a malformed document, naming the path of the offending value, or
+        a plan PlanBuilder would refuse (:func:`~gpu_engine.plans.plan_validation.validate_plan`:
+        ``LIMIT -5``, an unknown join type or operator, a literal that does
+        not fit its type, an output schema that contradicts the input,
+        duplicate node ids), naming the node. ``validate=False`` skips those
+        checks (the format's own tests carry arbitrary values through it);
+        such a plan must not be executed.
     """
-    return PLAN_CODEC.from_document(document, _PLAN_KEY, PlanNode)
+    plan = PLAN_CODEC.from_document(document, _PLAN_KEY, PlanNode)
+    if not validate:
+        return plan
+    try:
+        validate_plan(plan)
+    except PlanError as error:  # the rules PlanBuilder enforces: a document must not get around them
+        raise SerializationError(f"invalid plan: {error}", _node_paths(plan).get(error.node, f"$.{_PLAN_KEY}")) from None
+    return plan
+
+
+def _node_paths(root: PlanNode) -> dict[str, str]:
+    """Return each node's label -> its place in the document (``$.plan.sources[1]``), the first one per label."""
+    paths: dict[str, str] = {}
+    stack = [(root, f"$.{_PLAN_KEY}")]
+    while stack:
+        node, path = stack.pop()
+        paths.setdefault(node.label, path)
+        stack.extend((source, f"{path}.sources[{i}]") for i, source in enumerate(node.sources))
+    return paths
 
 
 def plan_to_json(node: PlanNode, *, indent: int | None = None) -> str:
@@ -607,12 +688,12 @@ def plan_to_json(node: PlanNode, *, indent: int | None = None) -> str:
     return dump_document(plan_to_dict(node), indent=indent)
 
 
-def plan_from_json(text: str | bytes) -> PlanNode:
-    """Return the plan fragment :func:`plan_to_json` wrote.
+def plan_from_json(text: str | bytes, *, validate: bool = True) -> PlanNode:
+    """Return the plan fragment :func:`plan_to_json` wrote, checked as :func:`plan_from_dict` checks it.
 
     Raises
     ------
     SerializationError
-        For malformed JSON or a malformed document, naming the path.
+        For malformed JSON or a malformed document, naming the path, or a plan PlanBuilder would refuse.
     """
-    return plan_from_dict(load_document(text))
+    return plan_from_dict(load_document(text), validate=validate)

@@ -21,13 +21,16 @@ unnamed projection is ``expr_<position>`` and an unnamed aggregate
 
 from __future__ import annotations
 
+import re
+
 import pyarrow as pa
 import sqlglot
+import sqlglot.tokens
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import result_type
-from gpu_engine.plans.expressions import AggregateCall, Expr
+from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
 
@@ -43,16 +46,115 @@ _AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min
 
 
 def _parse(text: str, node: str, into: type[exp.Expression] | None = None) -> exp.Expression:
-    """Parse one snippet with the DuckDB dialect, turning syntax errors into PlanError."""
+    """Parse one snippet with the DuckDB dialect, turning syntax errors and too deep nesting into PlanError.
+
+    The nesting is estimated from the tokens before parsing (the parser
+    recurses about 25 Python frames per parenthesis or NOT) and measured on the
+    parsed tree (a long ``a + b + …`` chain is parsed in a loop but is as deep
+    as it is long); both are held to :data:`MAX_EXPRESSION_DEPTH`, and the
+    recursion limit is raised as far as the snippet needs.
+    """
     if not isinstance(text, str) or not text.strip():
         raise PlanError("expected a non-empty SQL snippet", node=node, column=repr(text))
     try:
+        tokens = _DUCKDB.tokenize(text)
+    except sqlglot.errors.TokenError:
+        raise PlanError("cannot parse SQL: a quoted string or name is not closed (or a character is not SQL)",
+                        node=node, column=text) from None
+    _check_depth(_nesting_estimate(tokens), " of parentheses and prefix operators", node, text)
+    allow_recursion_depth(_nesting_estimate(tokens) + 2)
+    try:
         if into is not None:
-            return exp.maybe_parse(text, into=into, dialect="duckdb")
-        return sqlglot.parse_one(text, dialect="duckdb")
+            tree = exp.maybe_parse(text, into=into, dialect="duckdb")
+        else:
+            tree = sqlglot.parse_one(text, dialect="duckdb")
     except sqlglot.errors.ParseError as error:
-        detail = error.errors[0]["description"] if error.errors else str(error)
-        raise PlanError(f"cannot parse SQL: {detail}", node=node, column=text) from None
+        raise PlanError(f"cannot parse SQL: {_parse_error_text(error)}", node=node, column=text) from None
+    except RecursionError:
+        raise PlanError(f"cannot parse SQL: the expression nests too deeply (at most {MAX_EXPRESSION_DEPTH} levels "
+                        "are supported)", node=node, column=_shortened(text)) from None
+    depth = _tree_depth(tree)
+    _check_depth(depth, "", node, text)
+    allow_recursion_depth(depth)
+    return tree
+
+
+_DUCKDB = sqlglot.Dialect.get_or_raise("duckdb")
+_TOKEN = sqlglot.tokens.TokenType
+_PREFIX_TOKENS = {_TOKEN.NOT, _TOKEN.DASH, _TOKEN.PLUS, _TOKEN.TILDE}
+
+
+def _nesting_estimate(tokens) -> int:
+    """Return how deep the parser will recurse, in levels: open parentheses plus a run of prefix operators."""
+    deepest = depth = run = 0
+    for token in tokens:
+        if token.token_type is _TOKEN.L_PAREN:
+            depth += 1
+        elif token.token_type is _TOKEN.R_PAREN:
+            depth = max(0, depth - 1)
+        run = run + 1 if token.token_type in _PREFIX_TOKENS else 0
+        deepest = max(deepest, depth + run)
+    return deepest
+
+
+def _tree_depth(tree: exp.Expression) -> int:
+    """Return the levels of a parsed tree (a column is 1), counted without recursion; parentheses are not levels."""
+    deepest = 0
+    stack = [(tree, 1)]
+    while stack:
+        node, depth = stack.pop()
+        deepest = max(deepest, depth)
+        step = 0 if isinstance(node, exp.Paren) else 1
+        stack.extend((child, depth + step) for child in node.iter_expressions()
+                     if not isinstance(child, (exp.Identifier, exp.DataType)))  # names and types are not levels
+    return deepest
+
+
+def _shortened(text: str) -> str:
+    return text if len(text) <= 80 else f"{text[:60]} … ({len(text)} characters)"
+
+
+def _check_depth(depth: int, verb: str, node: str, text: str) -> None:
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise PlanError(f"the expression nests too deeply: {depth} levels{verb}, at most {MAX_EXPRESSION_DEPTH} are "
+                        "supported (split it into several projections)", node=node, column=_shortened(text))
+
+
+_REQUIRED_KEYWORD = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+_SQL_SPELLING = {
+    "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "EQ": "=", "NEQ": "<>", "NullSafeEQ": "<=>",
+    "Add": "+", "Sub": "-", "Mul": "*", "Div": "/", "IntDiv": "//", "Mod": "%", "Pow": "**", "DPipe": "||",
+    "And": "AND", "Or": "OR", "Xor": "XOR", "Not": "NOT", "Neg": "-", "Is": "IS", "In": "IN",
+    "Like": "LIKE", "ILike": "ILIKE", "Between": "BETWEEN", "Case": "CASE", "If": "CASE WHEN",
+    "BitwiseRightShift": ">>", "BitwiseLeftShift": "<<", "BitwiseAnd": "&", "BitwiseOr": "|",
+    "BitwiseXor": "^", "BitwiseNot": "~", "Cast": "CAST", "TryCast": "TRY_CAST", "Extract": "EXTRACT",
+    "Interval": "INTERVAL", "Alias": "AS", "Ordered": "ORDER",
+}
+_MISSING_PART = {
+    "expression": "a right-hand operand", "this": "an operand", "high": "an upper bound (BETWEEN low AND high)",
+    "low": "a lower bound", "true": "a value after THEN", "to": "a type", "alias": "a name",
+}
+
+
+def _parse_error_text(error: sqlglot.errors.ParseError) -> str:
+    """Return what the parser expected and where, in SQL words rather than sqlglot's class names."""
+    if not error.errors:
+        return str(error).splitlines()[0]
+    first = error.errors[0]
+    description = first.get("description") or ""
+    highlight = first.get("highlight") or ""
+    where = f"column {first.get('col')}" + (f" of line {first['line']}" if first.get("line", 1) > 1 else "")
+    after = (first.get("start_context") or "") + highlight
+    if match := _REQUIRED_KEYWORD.search(description):
+        keyword, name = match.groups()
+        spelled = _SQL_SPELLING.get(name)
+        subject = f"{spelled!r}" if spelled else f"{name.lower()}(...)"
+        return f"{subject} needs {_MISSING_PART.get(keyword, keyword)} at {where}, after {after!r}"
+    if description.startswith("Expecting "):
+        return f"expected {description.removeprefix('Expecting ')!r} at {where}, after {after!r}"
+    if "Unexpected token" in description or "Invalid expression" in description:
+        return f"unexpected {highlight!r} at {where}, after {(first.get('start_context') or '')!r}"
+    return f"{description} at {where}, after {after!r}"
 
 
 def _unwrap(tree: exp.Expression) -> exp.Expression:

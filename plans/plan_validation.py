@@ -1,0 +1,586 @@
+"""Check a plan made outside PlanBuilder (read from JSON) against the rules PlanBuilder enforces.
+
+Why: PlanBuilder refuses a bad plan while building it, naming the node and
+the column; a plan read from a document skipped all of that, so a tampered or
+hand-written plan (``LIMIT -5``, a ``join_type`` of ``"evil"`` that ran as an
+inner join, a literal ``10**30`` typed int32, an aggregate named ``"median"``,
+an output schema that contradicts the input) used to be accepted and then
+failed half-way through execution, or silently ran as something else.
+:func:`validate_plan` re-derives what PlanBuilder would have derived (each
+node's output schema from its inputs, each expression's type from its
+operands) and raises a :class:`~gpu_engine.errors.PlanError` naming the node
+at the first disagreement.
+
+The checks are free functions dispatched on node and expression type, as the
+other passes over plans are. They use the rule tables PlanBuilder and the
+SQL translator use (:data:`JOIN_TYPES`, :func:`aggregation_output_schema`,
+:func:`result_type`, :mod:`gpu_engine.plans.type_coercion`), so the two can
+only disagree where a rule is written in one place and not the other.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+import functools
+from typing import Callable
+
+import pyarrow as pa
+
+from gpu_engine.columnar.types import (
+    is_boolean,
+    is_decimal,
+    is_floating,
+    is_integer,
+    is_numeric,
+    is_string,
+    is_temporal,
+    normalize_type,
+)
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.aggregates import aggregation_output_schema, result_type
+from gpu_engine.plans.expressions import (
+    AGGREGATE_FUNCTIONS,
+    ARITHMETIC_OPS,
+    BOOLEAN_OPS,
+    COMPARISON_OPS,
+    MAX_EXPRESSION_DEPTH,
+    AggregateCall,
+    BinaryOp,
+    Case,
+    Cast,
+    ColumnRef,
+    Expr,
+    Extract,
+    InList,
+    Like,
+    Literal,
+    Substring,
+    UnaryOp,
+    allow_recursion_depth,
+    expression_depth,
+)
+from gpu_engine.plans.nodes import (
+    JOIN_TYPES,
+    NESTED_LOOP_JOIN_TYPES,
+    AggregationNode,
+    AggregationStep,
+    EnforceSingleRowNode,
+    ExchangeNode,
+    FilterNode,
+    FusedAggregationNode,
+    HashJoinNode,
+    LimitNode,
+    LocalPartitionNode,
+    NestedLoopJoinNode,
+    OrderByNode,
+    PartitionedOutputNode,
+    PlanNode,
+    ProjectNode,
+    SortKey,
+    TableScanNode,
+    TopNNode,
+    ValuesNode,
+)
+from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
+
+__all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
+           "LOCAL_PARTITION_KINDS", "PARTITIONED_OUTPUT_KINDS"]
+
+UNARY_OPS = ("not", "negate", "is_null", "is_not_null")
+EXTRACT_FIELDS = ("year", "month", "day")
+LOCAL_PARTITION_KINDS = ("repartition", "gather")
+PARTITIONED_OUTPUT_KINDS = ("partitioned", "broadcast", "arbitrary")
+
+
+def validate_plan(root: PlanNode) -> None:
+    """Raise PlanError, naming the node, when ``root``'s tree breaks a rule PlanBuilder enforces.
+
+    Checked: node ids are unique non-empty strings; each node has as many
+    inputs as its kind takes; output schemas have unique names and supported
+    types, and equal what the node computes from its inputs; counts, offsets,
+    join types, partition kinds and aggregation steps are in range; every
+    expression reads existing columns with their types, uses known operators
+    and functions, has the type its operands give it, holds literals that fit
+    their types and nests at most :data:`MAX_EXPRESSION_DEPTH` levels.
+    """
+    seen: dict[str, PlanNode] = {}
+    stack = [root]
+    order: list[PlanNode] = []
+    while stack:  # iterative: a plan read from JSON may be deep
+        node = stack.pop()
+        if not isinstance(node, PlanNode):
+            raise PlanError(f"expected a plan node, got {type(node).__name__}")
+        if not isinstance(node.id, str) or not node.id:
+            raise PlanError(f"a plan node id must be a non-empty string, got {node.id!r}", node=node.kind)
+        if node.id in seen:
+            raise PlanError(f"duplicate plan node id {node.id!r} (also {seen[node.id].label}); ids must be unique "
+                            "in a plan", node=node.label)
+        seen[node.id] = node
+        order.append(node)
+        stack.extend(node.sources)
+    for node in reversed(order):  # inputs before the nodes reading them
+        _check_schema(node.output_schema, node.label)
+        inputs = _INPUTS.get(type(node))
+        if inputs is not None and len(node.sources) != inputs:
+            raise PlanError(f"a {node.kind} node takes {inputs} input(s), got {len(node.sources)}", node=node.label)
+        _validate_node(node)
+
+
+def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
+    """Raise PlanError when ``expr`` over ``schema`` is not what the SQL translator would have built."""
+    depth = expression_depth(expr)
+    if depth > MAX_EXPRESSION_DEPTH:
+        raise PlanError(f"the expression nests too deeply: {depth} levels, at most {MAX_EXPRESSION_DEPTH} are "
+                        "supported", node=label)
+    allow_recursion_depth(depth)
+    _validate_expr(expr, schema, label)
+
+
+# -- nodes ---------------------------------------------------------------------------------
+
+_INPUTS = {
+    ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, AggregationNode: 1,
+    FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
+    LocalPartitionNode: 1, OrderByNode: 1, TopNNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
+}
+
+
+def _check_schema(schema: pa.Schema, label: str) -> None:
+    names: set[str] = set()
+    for f in schema:
+        if f.name in names:
+            raise PlanError(f"duplicate column name {f.name!r} in the output schema", node=label, column=f.name)
+        names.add(f.name)
+        try:
+            supported = normalize_type(f.type) == f.type
+        except TypeError:
+            supported = False
+        if not supported:
+            raise PlanError(f"unsupported column type {f.type} in the output schema", node=label, column=f.name)
+
+
+def _same_schema(node: PlanNode, expected: pa.Schema, what: str) -> None:
+    """Refuse an output schema other than the one the node computes (names and types, in order)."""
+    actual = node.output_schema
+    if actual.names != expected.names:
+        raise PlanError(f"the output schema names {', '.join(actual.names) or '(none)'}, but {what} gives "
+                        f"{', '.join(expected.names) or '(none)'}", node=node.label)
+    for got, want in zip(actual, expected):
+        if got.type != want.type:
+            raise PlanError(f"the output schema types {got.name} as {got.type}, but {what} gives {want.type}",
+                            node=node.label, column=got.name)
+
+
+def _columns(names, schema: pa.Schema, label: str, role: str) -> None:
+    if not isinstance(names, tuple):
+        raise PlanError(f"{role}s must be a list of column names", node=label)
+    seen = set()
+    for name in names:
+        if not isinstance(name, str) or name not in schema.names:
+            raise PlanError(f"unknown {role} {name!r}; input columns: {', '.join(schema.names) or '(none)'}",
+                            node=label, column=str(name))
+        if name in seen:
+            raise PlanError(f"duplicate {role} {name!r}", node=label, column=name)
+        seen.add(name)
+
+
+def _count(value, what: str, label: str, low: int = 0) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        bound = "a non-negative" if low == 0 else "a positive"
+        raise PlanError(f"{what} must be {bound} integer, got {value!r}", node=label)
+
+
+def _choice(value, choices: tuple[str, ...], what: str, label: str) -> None:
+    if value not in choices:
+        raise PlanError(f"{what} must be one of {', '.join(choices)}, got {value!r}", node=label, column=str(value))
+
+
+def _boolean(expr: Expr, schema: pa.Schema, label: str, what: str) -> None:
+    validate_expression(expr, schema, label)
+    if not is_boolean(expr.dtype):
+        raise PlanError(f"{what} must be boolean, got {expr.dtype}", node=label, column=expr.sql())
+
+
+@functools.singledispatch
+def _validate_node(node: PlanNode) -> None:
+    raise PlanError(f"no validation rule for {type(node).__name__}", node=node.label)
+
+
+@_validate_node.register
+def _(node: ValuesNode) -> None:
+    try:
+        data = pa.schema([pa.field(f.name, normalize_type(f.type)) for f in node.data.schema])
+    except TypeError as exc:
+        raise PlanError(f"the Values data has an unsupported column: {exc}", node=node.label) from None
+    _same_schema(node, data, "the Values data")
+
+
+@_validate_node.register
+def _(node: TableScanNode) -> None:
+    if not isinstance(node.table_name, str) or not node.table_name:
+        raise PlanError("a table scan must name a table", node=node.label)
+    if tuple(node.output_schema.names) != tuple(node.columns):
+        raise PlanError(f"the output schema names {', '.join(node.output_schema.names)}, but the scan reads "
+                        f"{', '.join(node.columns)}", node=node.label)
+
+
+@_validate_node.register
+def _(node: ExchangeNode) -> None:
+    pass  # its schema is what the producers send; checked for supported types above
+
+
+@_validate_node.register
+def _(node: FilterNode) -> None:
+    _boolean(node.predicate, node.source.output_schema, node.label, "a filter predicate")
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: ProjectNode) -> None:
+    if len(node.names) != len(node.expressions):
+        raise PlanError(f"{len(node.names)} names for {len(node.expressions)} expressions", node=node.label)
+    for expr in node.expressions:
+        validate_expression(expr, node.source.output_schema, node.label)
+    expected = pa.schema([pa.field(name, expr.dtype) for name, expr in zip(node.names, node.expressions)])
+    _same_schema(node, expected, "the expressions")
+
+
+def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tuple[AggregateCall, ...]) -> None:
+    if len(names) != len(calls):
+        raise PlanError(f"{len(names)} aggregate names for {len(calls)} aggregates", node=node.label)
+    for name, call in zip(names, calls):
+        if not isinstance(call, AggregateCall):
+            raise PlanError(f"aggregate {name!r} is not an aggregate call", node=node.label, column=name)
+        _choice(call.function, AGGREGATE_FUNCTIONS, "an aggregate function", node.label)
+        raw = node.step.input_is_raw  # later steps read each aggregate's intermediate column, count(*)'s too
+        if raw and (call.arg is None) != (call.function == "count_star"):
+            raise PlanError(f"{call.function} {'needs an' if call.arg is None else 'takes no'} argument",
+                            node=node.label, column=name)
+        if not raw and call.arg is None:
+            raise PlanError(f"a {node.step.name} step's {call.function} reads an intermediate column",
+                            node=node.label, column=name)
+        if call.arg is None:
+            if call.dtype != pa.int64():
+                raise PlanError(f"count(*) is int64, not {call.dtype}", node=node.label, column=name)
+            continue
+        validate_expression(call.arg, input_schema, node.label)
+        if node.step.input_is_raw:
+            try:
+                expected = result_type(call.function, call.arg.dtype)
+            except TypeError as exc:
+                raise PlanError(str(exc), node=node.label, column=call.sql()) from None
+            if call.dtype != expected:
+                raise PlanError(f"{call.function} over {call.arg.dtype} is {expected}, not {call.dtype}",
+                                node=node.label, column=call.sql())
+        elif not isinstance(call.arg, ColumnRef):
+            raise PlanError(f"a {node.step.name} step reads intermediate columns, not expressions", node=node.label,
+                            column=call.sql())
+
+
+@_validate_node.register
+def _(node: AggregationNode) -> None:
+    if not isinstance(node.step, AggregationStep):
+        raise PlanError(f"unknown aggregation step {node.step!r}", node=node.label)
+    schema = node.source.output_schema
+    _columns(node.grouping_keys, schema, node.label, "grouping key")
+    if not node.grouping_keys and not node.aggregates:
+        raise PlanError("an aggregation needs grouping keys or aggregates", node=node.label)
+    _aggregates(node, schema, node.aggregate_names, node.aggregates)
+    try:
+        expected = aggregation_output_schema(node.step, [schema.field(key) for key in node.grouping_keys],
+                                             node.aggregate_names, node.aggregates)
+    except TypeError as exc:
+        raise PlanError(str(exc), node=node.label) from None
+    _same_schema(node, expected, "the grouping keys and aggregates")
+
+
+@_validate_node.register
+def _(node: FusedAggregationNode) -> None:
+    schema = node.source.output_schema
+    if not isinstance(node.step, AggregationStep):
+        raise PlanError(f"unknown aggregation step {node.step!r}", node=node.label)
+    for predicate in node.predicates:
+        _boolean(predicate, schema, node.label, "a predicate")
+    if len(node.key_names) != len(node.grouping_keys):
+        raise PlanError(f"{len(node.key_names)} key names for {len(node.grouping_keys)} keys", node=node.label)
+    for key in node.grouping_keys:
+        validate_expression(key, schema, node.label)
+    _aggregates(node, schema, node.aggregate_names, node.aggregates)
+    keys = [pa.field(name, key.dtype) for name, key in zip(node.key_names, node.grouping_keys)]
+    expected = aggregation_output_schema(node.step, keys, node.aggregate_names, node.aggregates)
+    _same_schema(node, expected, "the keys and aggregates")
+
+
+def _join_output(node, probe_only: bool = False, build_only: bool = False) -> None:
+    probe, build = node.sources[0].output_schema, node.sources[1].output_schema
+    both = set(probe.names) & set(build.names)
+    fields = []
+    for name in node.output_columns:
+        if name in both:
+            raise PlanError("output column is on both sides of the join", node=node.label, column=name)
+        if name in probe.names and not build_only:
+            fields.append(probe.field(name))
+        elif name in build.names and not probe_only:
+            fields.append(build.field(name))
+        else:
+            raise PlanError(f"unknown output column {name!r} for a {node.join_type} join", node=node.label,
+                            column=str(name))
+    _same_schema(node, pa.schema(fields), "the output columns")
+    if node.filter is not None:
+        combined = pa.schema(list(probe) + [f for f in build if f.name not in both])
+        _boolean(node.filter, combined, node.label, "a join filter")
+
+
+@_validate_node.register
+def _(node: HashJoinNode) -> None:
+    from gpu_engine.plans.plan_builder import _join_key_layout
+
+    _choice(node.join_type, JOIN_TYPES, "join_type", node.label)
+    probe, build = node.sources[0].output_schema, node.sources[1].output_schema
+    if not isinstance(node.left_keys, tuple) or not isinstance(node.right_keys, tuple):
+        raise PlanError("join keys must be lists of column names", node=node.label)
+    if not node.left_keys or len(node.left_keys) != len(node.right_keys):
+        raise PlanError(f"a hash join needs as many right keys as left keys (at least one); got "
+                        f"{len(node.left_keys)} and {len(node.right_keys)}", node=node.label)
+    for left, right in zip(node.left_keys, node.right_keys):
+        if left not in probe.names:
+            raise PlanError(f"unknown left key {left!r}", node=node.label, column=str(left))
+        if right not in build.names:
+            raise PlanError(f"unknown right key {right!r}", node=node.label, column=str(right))
+        if _join_key_layout(probe.field(left).type) != _join_key_layout(build.field(right).type):
+            raise PlanError(f"join keys {left}:{probe.field(left).type} and {right}:{build.field(right).type} have "
+                            "incompatible types", node=node.label, column=f"{left} = {right}")
+    if node.join_type == "null_aware_anti" and (len(node.left_keys) != 1 or node.filter is not None):
+        raise PlanError("a null_aware_anti join takes exactly one key and no filter", node=node.label)
+    _join_output(node, probe_only=node.join_type in ("left_semi", "anti", "null_aware_anti"),
+                 build_only=node.join_type in ("right_semi", "right_anti"))
+
+
+@_validate_node.register
+def _(node: NestedLoopJoinNode) -> None:
+    _choice(node.join_type, NESTED_LOOP_JOIN_TYPES, "join_type", node.label)
+    _join_output(node)
+
+
+@_validate_node.register
+def _(node: EnforceSingleRowNode) -> None:
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: LocalPartitionNode) -> None:
+    _choice(node.partition_kind, LOCAL_PARTITION_KINDS, "partition_kind", node.label)
+    _columns(node.keys, node.source.output_schema, node.label, "partition key")
+    if (node.partition_kind == "gather") != (not node.keys):
+        raise PlanError("a repartition needs keys and a gather takes none", node=node.label)
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+def _sort_keys(node, keys) -> None:
+    if not isinstance(keys, tuple) or not keys:
+        raise PlanError("sort keys must be a non-empty list", node=node.label)
+    for key in keys:
+        if not isinstance(key, SortKey):
+            raise PlanError(f"a sort key must be a SortKey, got {type(key).__name__}", node=node.label)
+    _columns(tuple(key.name for key in keys), node.source.output_schema, node.label, "sort key")
+
+
+@_validate_node.register
+def _(node: OrderByNode) -> None:
+    _sort_keys(node, node.keys)
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: TopNNode) -> None:
+    _sort_keys(node, node.keys)
+    _count(node.count, "count", node.label)
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: LimitNode) -> None:
+    _count(node.count, "count", node.label)
+    _count(node.offset, "offset", node.label)
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: PartitionedOutputNode) -> None:
+    _choice(node.partition_kind, PARTITIONED_OUTPUT_KINDS, "partition_kind", node.label)
+    _count(node.num_partitions, "num_partitions", node.label, low=1)
+    _columns(node.keys, node.source.output_schema, node.label, "partition key")
+    _same_schema(node, node.source.output_schema, "the input")
+
+
+# -- expressions -----------------------------------------------------------------------------
+
+
+def _wrong_type(expr: Expr, expected: pa.DataType, label: str) -> PlanError:
+    return PlanError(f"{type(expr).__name__} is typed {expr.dtype}, but its operands give {expected}", node=label,
+                     column=expr.sql())
+
+
+@functools.singledispatch
+def _validate_expr(expr: Expr, schema: pa.Schema, label: str) -> None:
+    raise PlanError(f"{type(expr).__name__} is not a scalar expression", node=label)
+
+
+@_validate_expr.register
+def _(expr: ColumnRef, schema: pa.Schema, label: str) -> None:
+    if expr.name not in schema.names:
+        raise PlanError(f"unknown column {expr.name!r}; input columns: {', '.join(schema.names) or '(none)'}",
+                        node=label, column=expr.name)
+    if schema.field(expr.name).type != expr.dtype:
+        raise PlanError(f"column {expr.name!r} is {schema.field(expr.name).type}, but the expression types it "
+                        f"{expr.dtype}", node=label, column=expr.name)
+
+
+#: Python kinds a non-NULL literal of a type may hold (checked beyond with pyarrow's conversion, for ranges).
+_LITERAL_KINDS: tuple[tuple[Callable[[pa.DataType], bool], tuple[type, ...]], ...] = (
+    (is_boolean, (bool,)),
+    (is_integer, (int,)),
+    (is_floating, (int, float)),
+    (is_decimal, (int, decimal.Decimal)),
+    (is_string, (str,)),
+    (pa.types.is_date32, (datetime.date,)),
+    (pa.types.is_timestamp, (datetime.datetime,)),
+)
+
+
+@_validate_expr.register
+def _(expr: Literal, schema: pa.Schema, label: str) -> None:
+    value, dtype = expr.value, expr.dtype
+    if value is None:
+        return
+    kinds = next((kinds for check, kinds in _LITERAL_KINDS if check(dtype)), None)
+    if kinds is None:
+        raise PlanError(f"a literal cannot be of type {dtype}", node=label, column=expr.sql())
+    mismatched = (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
+                  or (pa.types.is_date32(dtype) and isinstance(value, datetime.datetime)))
+    if not mismatched:
+        try:
+            pa.scalar(value, type=dtype)
+        except (pa.ArrowException, OverflowError, TypeError, ValueError):
+            mismatched = True
+        if is_integer(dtype) and isinstance(value, int):
+            bits = dtype.bit_width
+            low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(dtype) else (0, 2**bits)
+            mismatched = not low <= value < high
+    if mismatched:
+        raise PlanError(f"literal {value!r} does not fit its type {dtype}", node=label, column=expr.sql())
+
+
+@_validate_expr.register
+def _(expr: BinaryOp, schema: pa.Schema, label: str) -> None:
+    _choice(expr.op, ARITHMETIC_OPS + COMPARISON_OPS + BOOLEAN_OPS, "a binary operator", label)
+    _validate_expr(expr.left, schema, label)
+    _validate_expr(expr.right, schema, label)
+    left, right = expr.left.dtype, expr.right.dtype
+    if expr.op in ARITHMETIC_OPS:
+        try:
+            expected = arithmetic_type(expr.op, left, right)
+        except (TypeError, ValueError) as exc:
+            raise PlanError(str(exc), node=label, column=expr.sql()) from None
+    else:
+        expected = pa.bool_()
+        fits = is_comparable(left, right) if expr.op in COMPARISON_OPS else (is_boolean(left) and is_boolean(right))
+        if not fits:
+            raise PlanError(f"{expr.op} is not defined for {left} and {right}", node=label, column=expr.sql())
+    if expr.dtype != expected:
+        raise _wrong_type(expr, expected, label)
+
+
+@_validate_expr.register
+def _(expr: UnaryOp, schema: pa.Schema, label: str) -> None:
+    _choice(expr.op, UNARY_OPS, "a unary operator", label)
+    _validate_expr(expr.operand, schema, label)
+    operand = expr.operand.dtype
+    if expr.op == "negate":
+        if not is_numeric(operand):
+            raise PlanError(f"cannot negate {operand}", node=label, column=expr.sql())
+        expected = operand
+    else:
+        if expr.op == "not" and not is_boolean(operand):
+            raise PlanError(f"NOT needs a boolean, got {operand}", node=label, column=expr.sql())
+        expected = pa.bool_()
+    if expr.dtype != expected:
+        raise _wrong_type(expr, expected, label)
+
+
+@_validate_expr.register
+def _(expr: Case, schema: pa.Schema, label: str) -> None:
+    if not isinstance(expr.whens, tuple) or not expr.whens:
+        raise PlanError("CASE needs at least one WHEN", node=label)
+    values = []
+    for when in expr.whens:
+        if not (isinstance(when, tuple) and len(when) == 2):
+            raise PlanError("each WHEN is a (condition, value) pair", node=label)
+        condition, value = when
+        _validate_expr(condition, schema, label)
+        if not is_boolean(condition.dtype):
+            raise PlanError(f"a WHEN condition must be boolean, got {condition.dtype}", node=label,
+                            column=condition.sql())
+        values.append(value)
+    if expr.default is not None:
+        values.append(expr.default)
+    for value in values:
+        _validate_expr(value, schema, label)
+        if value.dtype != expr.dtype:
+            raise PlanError(f"a CASE value is {value.dtype}, but the CASE is {expr.dtype}", node=label,
+                            column=value.sql())
+
+
+@_validate_expr.register
+def _(expr: InList, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.operand, schema, label)
+    for value in expr.values:
+        if not isinstance(value, Literal):
+            raise PlanError("IN list values must be constants", node=label, column=expr.sql())
+        _validate_expr(value, schema, label)
+        if value.dtype != expr.operand.dtype:
+            raise PlanError(f"IN list value {value.sql()} is {value.dtype}, the operand {expr.operand.dtype}",
+                            node=label, column=expr.sql())
+    if expr.dtype != pa.bool_():
+        raise _wrong_type(expr, pa.bool_(), label)
+
+
+@_validate_expr.register
+def _(expr: Like, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.operand, schema, label)
+    if not is_string(expr.operand.dtype) or not isinstance(expr.pattern, str):
+        raise PlanError("LIKE needs a string operand and a string pattern", node=label, column=expr.sql())
+    if expr.dtype != pa.bool_():
+        raise _wrong_type(expr, pa.bool_(), label)
+
+
+@_validate_expr.register
+def _(expr: Cast, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.operand, schema, label)
+    if not is_castable(expr.operand.dtype, expr.dtype):
+        raise PlanError(f"cannot cast {expr.operand.dtype} to {expr.dtype}", node=label, column=expr.sql())
+
+
+@_validate_expr.register
+def _(expr: Extract, schema: pa.Schema, label: str) -> None:
+    _choice(expr.field, EXTRACT_FIELDS, "an EXTRACT field", label)
+    _validate_expr(expr.operand, schema, label)
+    if not is_temporal(expr.operand.dtype):
+        raise PlanError(f"EXTRACT needs a date or timestamp, got {expr.operand.dtype}", node=label, column=expr.sql())
+    if expr.dtype != pa.int64():
+        raise _wrong_type(expr, pa.int64(), label)
+
+
+@_validate_expr.register
+def _(expr: Substring, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.operand, schema, label)
+    if not is_string(expr.operand.dtype):
+        raise PlanError(f"SUBSTRING needs a string, got {expr.operand.dtype}", node=label, column=expr.sql())
+    if isinstance(expr.start, bool) or not isinstance(expr.start, int):
+        raise PlanError(f"SUBSTRING's start must be an integer, got {expr.start!r}", node=label)
+    if expr.length is not None and (isinstance(expr.length, bool) or not isinstance(expr.length, int)
+                                    or expr.length < 0):
+        raise PlanError(f"SUBSTRING's length must be a non-negative integer, got {expr.length!r}", node=label)
+    if expr.dtype != pa.string():
+        raise _wrong_type(expr, pa.string(), label)
