@@ -126,3 +126,18 @@ def test_bloom_filter_rules_out_misses_without_losing_matches(device, unique):
     assert not table.use_bloom
     assert matched_pairs(device, table, misses) == reference_pairs(build, misses)
     assert table.use_bloom
+
+
+def test_cpu_build_table_grows_while_inserting(monkeypatch):
+    """The CPU build starts small when told to and doubles as keys arrive; ids, pairs and the filter stay right."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    monkeypatch.setattr(hash_join, "PACKED_ROWS_BEFORE_GROWTH", 8)
+    rng = np.random.default_rng(3)
+    build = [pa.array(rng.integers(0, 500, 2000)), pa.array(rng.integers(0, 3, 2000), pa.int32())]
+    table = build_table(device, build)
+    assert table.num_keys == len(set(zip(*(a.to_pylist() for a in build))))
+    probe = [pa.array(rng.integers(-10, 510, 300)), pa.array(rng.integers(0, 4, 300), pa.int32())]
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
