@@ -33,6 +33,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
+from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
 __all__ = ["SplitPiece", "split_pieces", "read_split", "parquet_metadata", "is_host_split", "repeats_values"]
@@ -82,6 +83,10 @@ def split_pieces(split: ConnectorSplit, columns: Sequence[str], batch_rows: int)
     if isinstance(split, ParquetSplit):
         metadata = parquet_metadata(split.path)
         groups = list(split.row_groups) or list(range(metadata.num_row_groups))
+        bad = next((group for group in groups if not 0 <= group < metadata.num_row_groups), None)
+        if bad is not None:  # a split from a document or a coordinator that read another version of the file
+            raise DataSourceError(f"split of {split.path} names row group {bad}; the file has "
+                                  f"{metadata.num_row_groups} row group(s)")
         pieces: list[SplitPiece] = []
         run: list[int] = []
         held = 0
