@@ -20,7 +20,7 @@ import pytest
 SPARK_SCALE_FACTOR = 0.01
 #: lineitem is one Parquet row group at SF 0.01 (one Spark partition); spread it so stages have several Tasks.
 LINEITEM_PARTITIONS = 3
-SPARK_TABLES = ("lineitem", "orders", "customer")
+SPARK_TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
 
 
 @pytest.fixture(scope="session")
