@@ -62,7 +62,15 @@ class Session:
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
-        """Register a Parquet file or directory, a ``pyarrow.Table`` or a cuDF table under ``name`` (dropping its cache).
+        """Register a Parquet file or directory, an in-memory table or a cuDF table under ``name`` (dropping its cache).
+
+        In-memory tables: a ``pyarrow.Table`` or ``RecordBatch``, a dict of
+        column name -> values, a pandas or Polars DataFrame, or anything with
+        ``__arrow_c_stream__``. A directory's files must agree on their columns
+        and types; a file that is not Parquet, duplicate column names or an
+        empty name are refused naming the table and file; columns of
+        unsupported types register and fail only in a plan that reads them
+        (:mod:`gpu_engine.connectors.registered_table`).
 
         A ``cudf.DataFrame`` or ``pylibcudf.Table`` (``column_names`` names the
         latter's columns, default ``c0``, ``c1``, …) stays in device memory on

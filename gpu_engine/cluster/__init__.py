@@ -7,13 +7,15 @@ returns the gathered output; see :mod:`gpu_engine.cluster.local_cluster`.
 """
 
 from gpu_engine.cluster.fragments import Fragment, chain_fragments, has_remote_exchanges, plan_fragments
-from gpu_engine.cluster.local_cluster import LocalCluster, Stage
+from gpu_engine.cluster.local_cluster import CancelToken, LocalCluster, QueryHandle, Stage
 from gpu_engine.cluster.query_stats import QueryStats, StageStats, format_query_stats
 from gpu_engine.cluster.remote_exchanges import add_remote_exchanges
 
 __all__ = [
     "LocalCluster",
     "Stage",
+    "CancelToken",
+    "QueryHandle",
     "Fragment",
     "plan_fragments",
     "chain_fragments",
