@@ -260,12 +260,12 @@ class LocalCluster:
                 query.cancelled = True
             self._cancel_tasks(tasks)
 
-        with self._lock:
-            self._queries.append(query)
         try:
             for task in tasks:
                 task.start()
-            if cancel is not None:  # after start: a Task cancelled before it starts cannot start
+            with self._lock:  # after start: a Task cancelled before it starts cannot start
+                self._queries.append(query)
+            if cancel is not None:
                 cancel._subscribe(cancel_query)
             self._send_remote_splits(stages)
             self._send_table_splits(stages)
@@ -288,7 +288,8 @@ class LocalCluster:
             if cancel is not None:
                 cancel._unsubscribe(cancel_query)
             with self._lock:
-                self._queries.remove(query)
+                if query in self._queries:
+                    self._queries.remove(query)
         schema = output_stage.plan.output_schema
         return pa.Table.from_batches([conform_to_schema(b, schema) for b in batches], schema=schema)
 
