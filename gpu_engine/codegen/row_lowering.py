@@ -86,6 +86,28 @@ def _scale(dtype: pa.DataType) -> int:
 _INT_CONSTANT = re.compile(r"^(?:np\.int64\()*(-?\d+)\)*$")
 
 
+def _may_need_128_bits(op: str, dtype: pa.DataType) -> bool:
+    """Return True when an exact result of ``dtype`` may exceed int64 where DuckDB answers exactly.
+
+    Row code computes in int64; the eager evaluator widens decimal(p > 18)
+    results to 128 bits. A sum or difference of decimal(19) stays below
+    2 * 10**18 (its operands have at most 18 digits at the result's scale), so
+    it stays fused; wider sums and every decimal(p > 18) product do not.
+    """
+    if not is_decimal(dtype) or dtype.precision <= 18:
+        return False
+    return op == "mul" or (op in ("add", "sub") and dtype.precision > 19)
+
+
+def _integer_digits(dtype: pa.DataType) -> int:
+    """Return the digits left of the point that values of an integer, bool or decimal type can have."""
+    if is_decimal(dtype):
+        return dtype.precision - dtype.scale
+    if is_boolean(dtype):
+        return 1
+    return {8: 3, 16: 5, 32: 10, 64: 19}[dtype.bit_width]
+
+
 def _int_constant(code: str) -> int | None:
     """Return the value of generated code that is an int64 constant (``np.int64(-5)``), else None."""
     match = _INT_CONSTANT.match(code)
@@ -292,6 +314,8 @@ class RowLowering:
         if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
             raise Unsupported(f"{expr.op} of {left.dtype} and {right.dtype} into {dtype}")
         what = f"{_NAMES[expr.op]} of {dtype}"
+        if _may_need_128_bits(expr.op, dtype):
+            raise Unsupported(f"{_NAMES[expr.op]} into {dtype} may need 128 bits (computed unfused)")
         scale = _scale(dtype)
         if expr.op == "mul":
             product = self._checked("MULTIPLY", f"np.int64({left.value})", f"np.int64({right.value})", valid, what)
@@ -508,6 +532,8 @@ class RowLowering:
                 integral = self._assign("v", integral)
             return RowValue(self._fit(integral, dtype, valid, what), valid, dtype)
         if is_decimal(dtype):
+            if dtype.precision > 18 and (is_floating(source) or _integer_digits(source) + _scale(dtype) > 18):
+                raise Unsupported(f"casting {source} to {dtype} may need 128 bits (computed unfused)")
             if is_floating(source):
                 scaled = self._assign("f", f"round_half_away(np.float64({value.value}) * {float(10 ** _scale(dtype))!r})")
                 limit = float(10**dtype.precision) if dtype.precision <= 18 else float(2**63)
