@@ -59,8 +59,11 @@ class QueryChoice:
     ordered: bool
 
 
-def parse_query_list(text: str) -> list[QueryChoice]:
-    """Turn ``"primer,1,q6"`` into query choices; raise UsageError naming any query without a plan."""
+def parse_query_list(text: str, sf: float = 1) -> list[QueryChoice]:
+    """Turn ``"primer,1,q6"`` into query choices at scale factor ``sf`` (Q11's FRACTION depends on it).
+
+    Raises UsageError naming any query without a plan.
+    """
     from gpu_engine.plans import tpch
 
     choices: list[QueryChoice] = []
@@ -69,7 +72,7 @@ def parse_query_list(text: str) -> list[QueryChoice]:
         if not item:
             continue
         if item == "all":
-            choices.extend(parse_query_list(",".join(str(n) for n in tpch.available_queries())))
+            choices.extend(parse_query_list(",".join(str(n) for n in tpch.available_queries()), sf))
             continue
         if item == "primer":
             choices.append(QueryChoice("primer", tpch.primer_query, tpch.PRIMER_SQL, ordered=True))
@@ -80,13 +83,13 @@ def parse_query_list(text: str) -> list[QueryChoice]:
                              "such as 1 or q6")
         number = int(digits)
         try:
-            sql = tpch.sql(number)
+            sql = tpch.sql(number, sf)
         except ValueError as error:
             raise UsageError(str(error)) from None
         choices.append(
             QueryChoice(
                 f"q{number}",
-                lambda catalog, number=number: tpch.query(number, catalog),
+                lambda catalog, number=number: tpch.query(number, catalog, sf=sf),
                 sql,
                 ordered="ORDER BY" in sql.upper(),
             )
@@ -468,17 +471,17 @@ def format_summary(summary: Sequence[tuple[str, int, float, float | None]]) -> s
 
 def _demo(args: argparse.Namespace) -> int:
     args.runs = 1
-    return _run_queries(args, parse_query_list(_DEMO_QUERIES), explain=["q1"])
+    return _run_queries(args, parse_query_list(_DEMO_QUERIES, args.sf), explain=["q1"])
 
 
 def _query(args: argparse.Namespace) -> int:
-    choices = parse_query_list(args.queries)
+    choices = parse_query_list(args.queries, args.sf)
     return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
 
 
 def _tpch(args: argparse.Namespace) -> int:
     args.summary = True
-    choices = parse_query_list(args.queries)
+    choices = parse_query_list(args.queries, args.sf)
     return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
 
 

@@ -70,20 +70,29 @@ def _module(number: int) -> ModuleType:
     return _QUERY_MODULES[number]
 
 
-def query(number: int, catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return the plan of TPC-H query ``number`` over the tables in ``catalog``.
+def query(number: int, catalog: Mapping[str, pa.Schema], sf: float = 1) -> PlanNode:
+    """Return the plan of TPC-H query ``number`` over the tables in ``catalog`` at scale factor ``sf``.
+
+    ``sf`` matters where the specification's substitution parameters depend
+    on it (Q11's FRACTION = 0.0001 / SF); other queries ignore it.
 
     Raises
     ------
     ValueError
         For a number outside 1..22.
     """
-    return _module(number).plan(catalog)
+    module = _module(number)
+    if getattr(module, "DEPENDS_ON_SCALE_FACTOR", False):
+        return module.plan(catalog, sf=sf)
+    return module.plan(catalog)
 
 
-def sql(number: int) -> str:
-    """Return the official SQL of TPC-H query ``number`` (DuckDB dialect, standard parameters)."""
-    return _module(number).SQL
+def sql(number: int, sf: float = 1) -> str:
+    """Return the official SQL of TPC-H query ``number`` (DuckDB dialect, standard parameters at scale factor ``sf``)."""
+    module = _module(number)
+    if getattr(module, "DEPENDS_ON_SCALE_FACTOR", False):
+        return module.sql(sf)
+    return module.SQL
 
 
 def primer_query(catalog: Mapping[str, pa.Schema]) -> PlanNode:

@@ -10,9 +10,29 @@ from gpu_engine.plans import PlanBuilder
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
 
-__all__ = ["SQL", "plan"]
+__all__ = ["SQL", "plan", "sql", "fraction", "DEPENDS_ON_SCALE_FACTOR"]
 
-# TPC-H specification 2.4.11, validation parameters: NATION = GERMANY, FRACTION = 0.0001.
+#: ``tpch.query``/``tpch.sql`` pass the scale factor to this module's ``plan`` and ``sql``.
+DEPENDS_ON_SCALE_FACTOR = True
+
+
+def fraction(sf: float = 1) -> str:
+    """Return FRACTION as a SQL decimal literal: 0.0001 / SF (TPC-H specification 2.4.11.3), to 10 places.
+
+    Ten places is the official text's ``0.0001000000`` at SF 1; a scale
+    factor that does not divide 0.0001 evenly rounds half to even at the tenth.
+    """
+    from decimal import ROUND_HALF_EVEN, Decimal
+
+    if not sf > 0:
+        raise ValueError(f"a TPC-H scale factor is positive, got {sf!r}")
+    value = (Decimal("0.0001") / Decimal(repr(float(sf)))).quantize(Decimal("1E-10"), rounding=ROUND_HALF_EVEN)
+    if value == 0:
+        raise ValueError(f"Q11's FRACTION 0.0001 / {sf:g} rounds to 0 at 10 places")
+    return format(value, "f")
+
+
+# TPC-H specification 2.4.11, validation parameters: NATION = GERMANY, FRACTION = 0.0001 / SF.
 SQL = """\
 SELECT
     ps_partkey,
@@ -30,7 +50,7 @@ GROUP BY
 HAVING
     sum(ps_supplycost * ps_availqty) > (
         SELECT
-            sum(ps_supplycost * ps_availqty) * 0.0001000000
+            sum(ps_supplycost * ps_availqty) * {fraction}
         FROM
             partsupp,
             supplier,
@@ -41,6 +61,13 @@ HAVING
             AND n_name = 'GERMANY')
 ORDER BY
     value DESC"""
+_SQL_TEMPLATE = SQL
+SQL = _SQL_TEMPLATE.format(fraction=fraction(1))
+
+
+def sql(sf: float = 1) -> str:
+    """Return Q11's SQL with FRACTION for scale factor ``sf``."""
+    return _SQL_TEMPLATE.format(fraction=fraction(sf))
 
 
 def _german_stock(catalog: Mapping[str, pa.Schema], ids: PlanNodeIdGenerator) -> PlanBuilder:
@@ -61,8 +88,8 @@ def _german_stock(catalog: Mapping[str, pa.Schema], ids: PlanNodeIdGenerator) ->
     )
 
 
-def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return Q11's plan.
+def plan(catalog: Mapping[str, pa.Schema], sf: float = 1) -> PlanNode:
+    """Return Q11's plan for scale factor ``sf`` (FRACTION = 0.0001 / SF).
 
     The uncorrelated scalar subquery (the country's total times the fraction)
     is an aggregation under EnforceSingleRow, joined to every group by a
@@ -73,7 +100,7 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     threshold = (
         _german_stock(catalog, ids)
         .aggregation([], ["sum(stock_value) AS total_value"])
-        .project(["total_value * 0.0001000000 AS threshold"])
+        .project([f"total_value * {fraction(sf)} AS threshold"])
         .enforce_single_row()
     )
     return (
