@@ -481,7 +481,7 @@ def main(argv: list[str] | None = None) -> int:
         else [part for part in args.queries.split(",") if part.strip()]
     )
     try:
-        queries = [bench_query(name) for name in names]
+        queries = [bench_query(name, args.sf) for name in names]
     except ValueError as error:
         parser.error(str(error))
     if not queries:

@@ -70,7 +70,7 @@ def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
     widths = tuple(int(w) for w in args.widths.split(","))
-    query = bench_query(args.query)
+    query = bench_query(args.query, args.sf)
     data_dir = ensure_tpch(args.sf, args.data_dir, progress=True)
     started = datetime.datetime.now()
 

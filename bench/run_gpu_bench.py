@@ -271,7 +271,7 @@ def main(argv: list[str] | None = None) -> int:
     names = available_bench_queries() if args.queries.strip() == "all" else [
         part.strip() for part in args.queries.split(",") if part.strip()]
     try:
-        queries = [bench_query(name) for name in names]
+        queries = [bench_query(name, args.sf) for name in names]
     except ValueError as error:
         parser.error(str(error))
     started = datetime.datetime.now()

@@ -106,8 +106,12 @@ def available_bench_queries() -> list[str]:
     return ["primer"] + [f"q{n}" for n in tpch.available_queries()]
 
 
-def bench_query(name: str) -> BenchQuery:
-    """Return the benchmark query called ``name`` (``primer``, ``q1``, ``6``...); raise ValueError if unknown."""
+def bench_query(name: str, sf: float = 1) -> BenchQuery:
+    """Return the benchmark query called ``name`` (``primer``, ``q1``, ``6``...) at scale factor ``sf``.
+
+    ``sf`` sets the substitution parameters that depend on it (Q11's FRACTION).
+    Raises ValueError if the name is unknown.
+    """
     from gpu_engine.plans import tpch
 
     key = name.strip().lower()
@@ -118,13 +122,13 @@ def bench_query(name: str) -> BenchQuery:
         raise ValueError(f"unknown query {name!r}; available: {', '.join(available_bench_queries())}")
     number = int(digits)
     try:
-        sql = tpch.sql(number)
+        sql = tpch.sql(number, sf)
     except ValueError as error:
         raise ValueError(f"{error}; available: {', '.join(available_bench_queries())}") from None
     polars = POLARS_QUERIES.get(f"q{number}")
     return BenchQuery(
         f"q{number}",
-        lambda catalog: tpch.query(number, catalog),
+        lambda catalog: tpch.query(number, catalog, sf=sf),
         sql,
         polars or _polars_sql(sql),
         ordered="ORDER BY" in sql.upper(),
