@@ -152,11 +152,16 @@ def _check_unchanged(table: RegisteredTable, path: str, metadata) -> None:
         else:
             got = schema.field(index).type
             got = normalize_type(got) if _is_supported(got) else got
-            if got == want.type:
+            if got == want.type or _same_instants(got, want.type):
                 continue
             difference = f"column {want.name!r} is {got}, was {want.type}"
         raise DataSourceError(f"table {table.name!r}: {path} changed since the table was registered: "
                               f"{difference}; register the table again")
+
+
+def _same_instants(got: pa.DataType, want: pa.DataType) -> bool:
+    """Return True for timestamps of any unit, both with a zone or both without (a scan reads any unit)."""
+    return pa.types.is_timestamp(got) and pa.types.is_timestamp(want) and (got.tz is None) == (want.tz is None)
 
 
 def _as_arrow_table(name: str, source) -> pa.Table | None:
