@@ -70,6 +70,7 @@ from gpu_engine.kernels.fused_rows import (
     divide_round_half_away, finish_key_hash, float_equal, float_less, key_word_bits, mix_key_word, round_half_away,
     scaled_order, truncated_remainder,
 )
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row
 """
 
 
@@ -275,6 +276,8 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
                 writer.line(f"{refs[state.name].array} = cuda.local.array(1, {_numba_type(state.dtype)})")
                 writer.line(f"{refs[state.name].array}[0] = {_fill_literal(state.dtype, state.fill)}")
     with writer.block(loop):
+        if keyed and not cuda_flavor:
+            _write_slot_prefetch(writer, program, layout)
         writer.line("i = positions[j] if has_positions else j")
         writer.line("r = rows[i]" if layout.mapped else "r = i")
         lowering = RowLowering(writer, _Inputs(program, layout, writer), on_error, messages)
@@ -301,6 +304,46 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         if keyed:
             writer.line(f"status[{STATUS_GROUPS}] = num_groups")
         writer.line(f"status[{STATUS_PENDING}] = pending_count")
+
+
+def _prefetchable_key_columns(program: FusionProgram) -> list[int] | None:
+    """Return the input column of each grouping key when every key is an integer-like column, else None."""
+    from gpu_engine.plans.expressions import ColumnRef
+
+    positions = {ref.name: k for k, ref in enumerate(program.columns)}
+    lifted = {lift.expr for lift in program.lifted}
+    found = []
+    for key in program.keys:
+        if not isinstance(key, ColumnRef) or key.name not in positions or key in lifted:
+            return None
+        try:
+            if row_dtype_code(key.dtype) != "np.int64":
+                return None
+        except Unsupported:
+            return None
+        found.append(positions[key.name])
+    return found
+
+
+def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: KernelLayout) -> None:
+    """CPU twin: prefetch the first slot of row ``j + PREFETCH_DISTANCE``'s key (see :mod:`gpu_engine.kernels.prefetch`).
+
+    Only where every key is an integer-like column, whose key word is its value: the hash is the one
+    :func:`_write_insert` computes for a row without NULL keys (a NULL key only makes the hint miss).
+    """
+    columns = _prefetchable_key_columns(program)
+    if columns is None:
+        return
+    with writer.block("if j + PREFETCH_DISTANCE < n:"):
+        writer.line("ahead = positions[j + PREFETCH_DISTANCE] if has_positions else j + PREFETCH_DISTANCE")
+        if layout.mapped:
+            writer.line("ahead = rows[ahead]")
+        writer.line("ha = np.uint64(KEY_HASH_SEED)")
+        for k in columns:
+            writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64(c{k}[ahead])))))")
+        writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({TAG_READY})))))")
+        writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(columns) + 1})))")
+        writer.line("prefetch_row(slot_table, np.int64(ha & np.uint64(slot_mask)))")
 
 
 def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, table: SlotTableLayout,
@@ -371,6 +414,13 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
     writer.line("slot = found")
 
 
+def _write_stored_key_hash(writer: SourceWriter, words: list[str]) -> None:
+    writer.line("h = np.uint64(KEY_HASH_SEED)")
+    for word in words:
+        writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
+    writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words)})))")
+
+
 def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
     """Write ``move_cpu``/``move_cuda``: copy the ready rows ``occupied`` of ``old`` to their slots in ``new``.
 
@@ -387,11 +437,13 @@ def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
             loop = "for t in range(occupied.shape[0]):" if flavor == "cpu" else \
                 "for t in range(cuda.grid(1), occupied.shape[0], cuda.gridsize(1)):"
             with writer.block(loop):
+                if flavor == "cpu":  # the new table is written at random: fetch a later row's slot ahead
+                    with writer.block("if t + PREFETCH_DISTANCE < occupied.shape[0]:"):
+                        writer.line("row = occupied[t + PREFETCH_DISTANCE]")
+                        _write_stored_key_hash(writer, words)
+                        writer.line("prefetch_row(new, np.int64(h & np.uint64(slot_mask)))")
                 writer.line("row = occupied[t]")
-                writer.line("h = np.uint64(KEY_HASH_SEED)")
-                for word in words:
-                    writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
-                writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words)})))")
+                _write_stored_key_hash(writer, words)
                 writer.line("slot = np.int64(h & np.uint64(slot_mask))")
                 if flavor == "cpu":
                     with writer.block("while new[slot, 0] != 0:"):

@@ -47,6 +47,7 @@ from gpu_engine.exec.operator import OperatorCtx
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels.gather import dictionary_row_validity
 from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.kernels.slot_compaction import occupied_slot_columns
 from gpu_engine.plans.nodes import FusedAggregationNode
 
 __all__ = ["FusedAggregation"]
@@ -289,20 +290,20 @@ class FusedAggregation(AggregationOperator):
         xp = self.device.xp
         names: list[str] = list(self.node.key_names)
         columns: list[Column] = []
-        table = self._table
         if self.grouped:
-            ready = self._ready_slots(table)
-            null_bits = table[ready, 0] >> 2
+            words = occupied_slot_columns(self.device, self._table, TAG_READY, self._num_groups)
+            null_bits = words[0] >> 2
             for k, (dtype, column) in enumerate(zip(self.key_types, self.table_layout.key_columns)):
-                columns.append(self._key_column(k, dtype, table[ready, column], ((null_bits >> k) & 1) == 0))
+                columns.append(self._key_column(k, dtype, words[column], ((null_bits >> k) & 1) == 0))
         else:
-            ready = xp.zeros(1, dtype=xp.int64)
-        groups = int(ready.shape[0])
+            words = xp.ascontiguousarray(self._table[:1].T)
+        groups = int(words.shape[1])
         for function, positions in zip(self.functions, self.table_layout.state_columns):
             state = AggregateState({})
             for layout in function.state_arrays():
-                words = table[ready, positions[layout.name]]
-                state.arrays[layout.name] = (words != 0) if layout.dtype.kind == "b" else words.view(layout.dtype)
+                state_words = words[positions[layout.name]]
+                state.arrays[layout.name] = ((state_words != 0) if layout.dtype.kind == "b"
+                                             else state_words.view(layout.dtype))
             for name, column in function.extract(self.device, state, groups):
                 names.append(name)
                 columns.append(column)

@@ -1,0 +1,48 @@
+"""Read the occupied rows of a slot table out as one contiguous array per column (what a hash aggregation emits).
+
+Why: a fused aggregation's slot table holds each group's key words and states
+as a row of int64 words in a table about 2-4 times larger than the group count.
+Emitting it with ``nonzero`` plus one fancy-index gather per column read the
+table once per column (TPC-H Q18's 1.5M groups: ~0.5 s on the 2-core VM); the
+CPU twin here reads it once, sequentially, writing each word to its column's
+row. On a GPU the same result is ``nonzero`` and one row gather, which the
+device does in a few launches.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numba import njit
+
+from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_kernel_launch
+
+__all__ = ["occupied_slot_columns"]
+
+
+@njit(nogil=True, cache=True)
+def _occupied_columns_cpu(table, first_occupied_tag, columns):
+    count = 0
+    for slot in range(table.shape[0]):
+        if table[slot, 0] >= first_occupied_tag:
+            for c in range(table.shape[1]):
+                columns[c, count] = table[slot, c]
+            count += 1
+    return count
+
+
+def occupied_slot_columns(device: Device, table: Any, first_occupied_tag: int, num_rows: int) -> Any:
+    """Return a ``(width, num_rows)`` int64 array: row ``c`` is column ``c`` of every slot whose tag (column 0) is
+    at least ``first_occupied_tag``, in slot order. ``num_rows`` must be the number of such slots."""
+    xp = device.xp
+    if device.kernel_flavor == "cpu":
+        columns = xp.empty((table.shape[1], num_rows), dtype=table.dtype)
+        count_kernel_launch()
+        found = _occupied_columns_cpu(table, first_occupied_tag, columns)
+        if found != num_rows:
+            raise AssertionError(f"slot table holds {found} occupied rows, expected {num_rows}")
+        return columns
+    occupied = xp.nonzero(table[:, 0] >= first_occupied_tag)[0]
+    return xp.ascontiguousarray(table[occupied].T)
