@@ -68,8 +68,8 @@ class RegisteredTable:
             return [ArrowSplit(self.table.slice(start, step)) for start in range(0, rows, step)] or [ArrowSplit(self.table.slice(0, 0))]
         out: list[ConnectorSplit] = []
         for path in self.files:
-            metadata = _file_metadata(self.name, path)
-            _check_unchanged(self, path, metadata)
+            _check_unchanged(self, path, _file_schema(self.name, path))
+            metadata = parquet_metadata(path)  # read once per process and file version (cached)
             group, rows, first = 0, 0, 0
             for group in range(metadata.num_row_groups):
                 rows += metadata.row_group(group).num_rows
@@ -135,16 +135,12 @@ def _schema_difference(expected: pa.Schema, actual: pa.Schema) -> str | None:
     return None
 
 
-def _check_unchanged(table: RegisteredTable, path: str, metadata) -> None:
+def _check_unchanged(table: RegisteredTable, path: str, schema: pa.Schema) -> None:
     """Refuse a file that lost a registered column or changed its type since ``register``, naming the file.
 
     Only the registered columns are compared (a scan reads columns by name),
     so a caller may describe a file by a subset of its columns.
     """
-    try:
-        schema = metadata.schema.to_arrow_schema()
-    except pa.ArrowException as exc:
-        raise DataSourceError(f"table {table.name!r}: cannot read the schema of {path}: {exc}") from None
     for want in table.schema:
         index = schema.get_field_index(want.name)
         if index < 0:
