@@ -14,7 +14,8 @@ or a temporary folder when the cache plugin is off (``-p no:cacheprovider``).
 A variable the user set already is left alone: a configured folder is theirs.
 
 ``--fast`` (``make test-fast``) keeps the quick part of the suite: ``cpu`` cases
-only, no ``cuda-sim`` or ``cuda`` cases, no ``spark`` or ``slow`` tests.
+only (no ``cuda-sim`` or ``cuda`` cases, nothing named after CUDA, PTX or the
+simulator), no ``spark`` tests and no ``slow`` ones (:data:`SLOW_TESTS`).
 """
 
 from __future__ import annotations
@@ -96,16 +97,31 @@ def pytest_unconfigure(config):
         shutil.rmtree(_TEMPORARY_CACHE_ROOT.pop(), ignore_errors=True)
 
 
+#: Tests that take 10 s or more on ``cpu`` (``make test`` durations on a 2-core VM): marked ``slow``, so
+#: ``--fast`` and ``-m "not slow"`` leave them to the full run. Node id prefixes.
+SLOW_TESTS = (
+    "tests/codegen/test_row_lowering.py::test_random_expressions_fused_unfused_and_duckdb_agree",  # ~110 s
+    "tests/test_session_checks.py::test_explain_analyze_from_many_threads",  # ~18 s
+    "tests/test_cli.py::test_a_cold_kernel_cache_prints_a_compiling_line",  # two processes, one compiling: ~16 s
+)
+#: Words in a node id that mean CUDA work even without a device parameter (PTX compiles, the simulator).
+_CUDA_WORDS = ("cuda", "simulator", "ptx")
+
+
 def pytest_collection_modifyitems(config, items):
-    """With ``--fast``, deselect every case that is not a plain ``cpu`` case (see the module docstring)."""
+    """Mark :data:`SLOW_TESTS` ``slow``; with ``--fast``, keep only the plain ``cpu`` cases (module docstring)."""
+    for item in items:
+        if item.nodeid.startswith(SLOW_TESTS):
+            item.add_marker(pytest.mark.slow)
     if not config.getoption("--fast"):
         return
     keep, drop = [], []
     for item in items:
         params = getattr(getattr(item, "callspec", None), "params", {})
-        slow_device = any(value in ("cuda-sim", "cuda") for value in params.values() if isinstance(value, str))
+        cuda_case = any(value in ("cuda-sim", "cuda") for value in params.values() if isinstance(value, str))
+        cuda_case = cuda_case or any(word in item.nodeid.lower() for word in _CUDA_WORDS)
         heavy = item.get_closest_marker("spark") or item.get_closest_marker("slow") or item.get_closest_marker("gpu")
-        (drop if slow_device or heavy or "cuda-sim" in item.nodeid or "cuda_sim" in item.nodeid else keep).append(item)
+        (drop if cuda_case or heavy else keep).append(item)
     if drop:
         config.hook.pytest_deselected(items=drop)
         items[:] = keep
