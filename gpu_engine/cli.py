@@ -198,6 +198,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
     )
     tpch_command.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
+
+    sql = commands.add_parser(
+        "sql",
+        help="run one SQL query (text, or standard input) over Parquet files or TPC-H",
+        description="Plan a SQL query (DuckDB dialect) with gpu_engine.sql and run it; with no text the "
+        "query is read from standard input. Tables: every <name>.parquet in --data DIR, or TPC-H at --tpch SF.",
+    )
+    sql.add_argument("text", nargs="?", default=None, help="the query (default: read standard input)")
+    source = sql.add_mutually_exclusive_group()
+    source.add_argument("--data", type=Path, default=None, metavar="DIR",
+                        help="register each DIR/<table>.parquet (file or folder) as <table>")
+    source.add_argument("--tpch", type=_positive_float, default=None, metavar="SF",
+                        help="TPC-H at scale factor SF (generated if missing; default when --data is not given: 0.1)")
+    sql.add_argument("--device", choices=DEVICE_NAMES, default="auto", help="where operators run (default auto)")
+    sql.add_argument("--drivers", type=_positive_int, default=None, help="drivers (threads) per pipeline")
+    sql.add_argument("--explain", action="store_true", help="print the plan as it would run, do not run it")
+    sql.add_argument("--rows", type=_positive_int, default=20, help="result rows to print (default 20)")
+    sql.add_argument("--dialect", default="duckdb", help="SQL dialect sqlglot reads (default duckdb; spark)")
+    sql.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
     return parser
 
 
@@ -485,6 +504,44 @@ def _tpch(args: argparse.Namespace) -> int:
     return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
 
 
+def _sql(args: argparse.Namespace) -> int:
+    """Run ``gpu-engine sql``: register the tables, plan the text, print the plan or the rows and the time."""
+    from gpu_engine import Session
+    from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+    from gpu_engine.sql import SqlError
+
+    text = args.text if args.text is not None else sys.stdin.read()
+    if not text.strip():
+        raise UsageError("no query: give the SQL text as an argument or on standard input")
+    device = get_device(args.device)
+    session = Session(device=device, drivers=args.drivers or default_drivers(device))
+    if args.data is not None:
+        if not args.data.is_dir():
+            raise UsageError(f"--data {args.data} is not a folder")
+        tables = sorted(args.data.glob("*.parquet"))
+        if not tables:
+            raise UsageError(f"--data {args.data} holds no <table>.parquet file or folder")
+        for path in tables:
+            session.register(path.stem, str(path))
+    else:
+        register_tpch(session, ensure_tpch(args.tpch or DEMO_SCALE_FACTOR, None, progress=True))
+    try:
+        plan = session.sql_plan(text, dialect=args.dialect)
+    except SqlError as error:
+        raise UsageError(str(error)) from None
+    if args.explain:
+        print(session.explain(plan))
+        return EXIT_OK
+    start = time.perf_counter()
+    with _CompileNotice():
+        result = session.execute(plan)
+    elapsed = time.perf_counter() - start
+    print(format_table(result, args.rows))
+    print(f"{result.num_rows} row{'s' if result.num_rows != 1 else ''} in {_seconds(elapsed)} "
+          f"on {session.device.name} ({session.drivers} driver(s))")
+    return EXIT_OK
+
+
 def _is_usage_error(error: BaseException) -> bool:
     from gpu_engine.connectors.tpch_data import TpchDataError
     from gpu_engine.errors import DeviceError
@@ -496,7 +553,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
     parser = build_parser()
     args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
-    handlers = {"demo": _demo, "query": _query, "tpch": _tpch}
+    handlers = {"demo": _demo, "query": _query, "tpch": _tpch, "sql": _sql}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:
