@@ -36,7 +36,7 @@ class SqlError(PlanError):
             text += "; did you mean " + " or ".join(self.candidates) + "?"
         if line is not None:
             text += f" (line {line}, column {col})"
-        super().__init__(text, node="SQL")
+        super().__init__(text)
 
 
 def position_of(tree: exp.Expression | None) -> tuple[int | None, int | None]:

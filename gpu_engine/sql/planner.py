@@ -922,6 +922,11 @@ class QueryPlanner:
             else:
                 order_trees.append(key)
         trees = projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
+        for t in trees:
+            for node in t.find_all(exp.AggFunc):
+                if not isinstance(node, _AGGREGATES):
+                    name = node.sql_name().lower() if not isinstance(node, exp.Anonymous) else node.name
+                    raise _unsupported(f"aggregate function {name} (supported: count, sum, avg, min, max)", node)
         aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:
             if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):

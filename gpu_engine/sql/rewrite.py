@@ -105,6 +105,12 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
     tables = {t.name for t in tree.find_all(exp.Table) if t.name in catalog}
     choices = [column for table in tables for column in catalog[table].names]
     choices += [e.alias for e in tree.find_all(exp.Alias) if e.alias]
+    aliases = {t.alias_or_name for t in tree.find_all(exp.Table)} | {s.alias for s in tree.find_all(exp.Subquery)}
+    if table_alias and table_alias not in aliases:
+        node = next((c for c in tree.find_all(exp.Column) if c.table == table_alias), node)
+        line, col = position_of(node)
+        return SqlError(f"unknown table or alias {table_alias!r} in {table_alias}.{name}", line=line, col=col,
+                        name=table_alias, candidates=did_you_mean(table_alias, aliases))
     where = f" of {table_alias!r}" if table_alias else ""
     return SqlError(f"unknown column {name!r}{where}", line=line, col=col, name=name,
                     candidates=did_you_mean(name, choices))
