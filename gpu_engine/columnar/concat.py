@@ -48,6 +48,10 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
             offsets.append(c.offsets[1:].astype(xp.int64) - start + base)
             base += stop - start
         return Column(first.dtype, xp.concatenate(chars), validity, xp.concatenate(offsets), None)
+    if any(c.data.ndim == 2 for c in columns):  # wide decimals beside narrow ones: all as (low, high) words
+        from gpu_engine.expressions.numeric import as_words
+
+        return Column(first.dtype, xp.concatenate([as_words(device, c) for c in columns]), validity)
     return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity)
 
 
