@@ -215,6 +215,11 @@ class LocalCluster:
         ``cancel``: a :class:`CancelToken` another thread may cancel; this
         query then stops and raises TaskCancelled, other queries run on.
         """
+        return self._execute(plan, timeout, cancel)[0]
+
+    def _execute(self, plan: PlanNode, timeout: float | None,
+                 cancel: CancelToken | None) -> tuple[pa.Table, QueryStats]:
+        """Run ``plan``; return its rows and this query's stats (``last_stats`` may be another thread's by then)."""
         from gpu_engine.session import conform_to_schema
 
         stages = self.plan_stages(plan)
@@ -281,7 +286,7 @@ class LocalCluster:
                 task.wait_quietly()
             raise
         finally:
-            self.last_stats = self._stats(query_id, stages, manager, time.perf_counter() - start)
+            stats = self.last_stats = self._stats(query_id, stages, manager, time.perf_counter() - start)
             for task in tasks:
                 manager.delete_results(task.task_id)
             query_ctx.shutdown()
@@ -291,7 +296,7 @@ class LocalCluster:
                 if query in self._queries:
                     self._queries.remove(query)
         schema = output_stage.plan.output_schema
-        return pa.Table.from_batches([conform_to_schema(b, schema) for b in batches], schema=schema)
+        return pa.Table.from_batches([conform_to_schema(b, schema) for b in batches], schema=schema), stats
 
     def submit(self, plan: PlanNode, timeout: float | None = None) -> QueryHandle:
         """Start ``plan`` on a thread of its own and return at once; the handle cancels it or waits for its rows."""
@@ -312,8 +317,7 @@ class LocalCluster:
     def explain(self, plan: PlanNode, analyze: bool = False) -> str:
         """Return the stages as text; with ``analyze``, run the plan and show per-stage, per-Task stats."""
         if analyze:
-            self.execute(plan)
-            return format_query_stats(self.last_stats)
+            return format_query_stats(self._execute(plan, None, None)[1])  # this query's stats, not the last one's
         lines = []
         for stage in self.plan_stages(plan):
             lines.append(f"Stage {stage.stage_id}: {stage.width} task(s) x {self.session.drivers} driver(s)")

@@ -1,8 +1,9 @@
-"""Cancelling one of several queries on one LocalCluster stops that query only (issue 13).
+"""Several queries on one LocalCluster: cancelling one stops that query only, explain shows each its own (issue 13).
 
 Before: the cluster kept one list of running Tasks and one cancelled flag, so
 ``cancel()`` with two queries running stopped one of them, and the other ran
-to its end and then raised TaskCancelled.
+to its end and then raised TaskCancelled; ``explain(analyze=True)`` printed
+``last_stats``, which another thread's query may have replaced.
 """
 
 from __future__ import annotations
@@ -137,3 +138,33 @@ def test_cluster_cancel_stops_every_running_query(cluster_and_tables):
             handle.result(30)
     assert time.perf_counter() - start < 5, "a query ran on after cancel() (each would take ~10 s)"
     assert _leftover_threads() == []
+
+
+def test_explain_analyze_from_several_threads_shows_each_callers_own_query():
+    session = Session(device="cpu", batch_rows=1000, fuse=False)  # unfused: no kernel generated per constant
+    session.register("short", _numbers(20_000), split_rows=5_000)
+    cluster = LocalCluster(session, (2, 1))
+    texts: dict[int, str] = {}
+    errors: list[BaseException] = []
+    start = threading.Barrier(4)
+
+    def run(thread_number: int) -> None:
+        try:
+            start.wait()
+            for number in range(thread_number * 3, thread_number * 3 + 3):
+                plan = (PlanBuilder(session.catalog).table_scan("short").filter(f"x >= {1000 * number + 7}")
+                        .aggregation(["g"], ["count(*) AS n"]).plan())
+                texts[number] = cluster.explain(plan, analyze=True)
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert not errors, errors
+    for number, text in texts.items():
+        assert f"(x >= {1000 * number + 7})" in text, text
+        assert not any(f"(x >= {1000 * other + 7})" in text for other in texts if other != number), text
+    assert len(texts) == 12
