@@ -31,6 +31,7 @@ from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row
 
 __all__ = ["normalize_keys", "GroupByHashTable", "StringInterner"]
 
@@ -115,11 +116,27 @@ def _rehash_cpu(group_hashes, num_groups, slots):
 
 
 @njit(nogil=True, cache=True)
+def _prefetch_ahead(hashes, i, slots, group_keys, group_hashes):
+    """Prefetch row ``i + PREFETCH_DISTANCE``'s first slot, and the group of row ``i + PREFETCH_DISTANCE // 2``'s
+    first slot (read now: it was fetched half the distance ago), so the three dependent reads of a probe overlap."""
+    n = hashes.shape[0]
+    capacity = slots.shape[0]
+    if i + PREFETCH_DISTANCE < n:
+        prefetch_row(slots, _first_slot(hashes[i + PREFETCH_DISTANCE], capacity))
+    if i + PREFETCH_DISTANCE // 2 < n:
+        g = slots[_first_slot(hashes[i + PREFETCH_DISTANCE // 2], capacity)]
+        if g != EMPTY:
+            prefetch_row(group_hashes, g)
+            prefetch_row(group_keys, g)
+
+
+@njit(nogil=True, cache=True)
 def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_groups, group_ids, new_rows, num_new):
     """Insert rows from ``start`` on; stop early (returning the row reached) when the table must grow."""
     capacity = slots.shape[0]
     max_groups = min(group_keys.shape[0], capacity // 2)
     for i in range(start, words.shape[0]):
+        _prefetch_ahead(hashes, i, slots, group_keys, group_hashes)
         h = hashes[i]
         slot = _first_slot(h, capacity)
         while True:
@@ -146,6 +163,7 @@ def _insert_rows_cpu(words, hashes, start, slots, group_keys, group_hashes, num_
 def _lookup_rows_cpu(words, hashes, slots, group_keys, group_hashes, group_ids):
     capacity = slots.shape[0]
     for i in range(words.shape[0]):
+        _prefetch_ahead(hashes, i, slots, group_keys, group_hashes)
         h = hashes[i]
         slot = _first_slot(h, capacity)
         while True:
