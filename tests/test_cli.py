@@ -224,8 +224,8 @@ def test_a_result_that_differs_from_duckdb_fails_the_command(capsys, tmp_path, m
     """DuckDB runs SQL whose counts are one higher than the primer's: the command must say so and exit 1."""
     (primer,) = cli.parse_query_list("primer")
     wrong_sql = primer.sql.replace("count(*) AS count", "count(*) + 1 AS count")
-    monkeypatch.setattr(cli, "parse_query_list", lambda text: [cli.QueryChoice("primer", primer.build_plan,
-                                                                                wrong_sql, ordered=True)])
+    monkeypatch.setattr(cli, "parse_query_list", lambda text, *scale: [cli.QueryChoice("primer", primer.build_plan,
+                                                                                        wrong_sql, ordered=True)])
     code = cli.main(["query", "--sf", "0.001", "--queries", "primer", "--runs", "1", "--device", "cpu",
                      "--drivers", "1", "--data-dir", str(tmp_path)])
     captured = capsys.readouterr()
