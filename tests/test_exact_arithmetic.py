@@ -134,7 +134,8 @@ EXPRESSIONS = [
     "w > i AS c1", "w <= d AS c2", "u > i AS c3", "u >= 9223372036854775807 AS c4",
     "CAST(w AS DOUBLE) AS f1", "CAST(u AS DOUBLE) AS f2", "w / 7 AS f3",
     "CAST(u AS DECIMAL(20,0)) AS x1", "CAST(i AS DECIMAL(38,10)) AS x2", "CAST(w AS DECIMAL(38,1)) AS x3",
-    "CAST(d AS DECIMAL(38,18)) AS x4",
+    "CAST(d AS DECIMAL(38,18)) AS x4", "CAST(w AS VARCHAR) AS s1", "CAST(u AS VARCHAR) AS s2",
+    "CASE WHEN i > 0 THEN w ELSE d END AS k1", "CASE WHEN w > 0 THEN w * 10 END AS k2", "w IN (1, 2.5) AS k3",
 ]
 
 

@@ -86,6 +86,13 @@ def case(device: Device, conditions: Sequence[Column], values: Sequence[Column],
         validity = xp.where(choice == k, True if branch_valid is None else branch_valid, validity)
     if is_string(dtype):
         return strings.choose_strings(device, choice, branches, validity)
+    if any(branch.data.ndim == 2 for branch in branches):  # a wide decimal branch: choose (low, high) words
+        from gpu_engine.expressions.numeric import as_words
+
+        data = xp.zeros((rows, 2), dtype=xp.int64)
+        for k, branch in enumerate(branches):
+            data = xp.where((choice == k)[:, None], as_words(device, branch), data)
+        return Column(dtype, data, validity)
     data = xp.zeros(rows, dtype=physical_dtype(dtype))
     for k, branch in enumerate(branches):
         data = xp.where(choice == k, branch.data, data)
@@ -100,9 +107,16 @@ def scatter_branches(device: Device, parts: Sequence[tuple[Any, Column]], dtype:
     xp = device.xp
     if is_string(dtype):
         return strings.scatter_strings(device, rows, parts)
-    data = xp.zeros(rows, dtype=physical_dtype(dtype))
+    wide = any(column.data.ndim == 2 for _, column in parts)  # wide decimals: place (low, high) words
+    data = xp.zeros((rows, 2) if wide else rows, dtype=xp.int64 if wide else physical_dtype(dtype))
     validity = xp.zeros(rows, dtype=xp.bool_)
     for target, column in parts:
+        if wide:
+            from gpu_engine.expressions.numeric import as_words
+
+            data[target] = as_words(device, column)
+            validity[target] = True if column.validity is None else column.validity
+            continue
         data[target] = column.data
         validity[target] = True if column.validity is None else column.validity
     return Column(dtype, data, validity)

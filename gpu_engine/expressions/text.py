@@ -128,6 +128,9 @@ def to_string(device: Device, column: Column) -> Column:
     if is_boolean(dtype):
         dictionary = Column.from_arrow(pa.array(["false", "true"]), device)
         return Column(pa.string(), column.data.astype(xp.int32), column.validity, None, dictionary)
+    if column.data.ndim == 2 or dtype == pa.uint64():
+        # 128-bit decimals and uint64 past 2**63 have no int64 form: Arrow formats them exactly, on the host.
+        return Column.from_arrow(column.to_arrow(device).cast(pa.string()), device)
     if is_integer(dtype):
         return _format_scaled(device, column.data, 0, column.validity)
     if is_decimal(dtype):
