@@ -16,6 +16,7 @@ from gpu_engine.plans.nodes import ExchangeNode  # noqa: E402
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator  # noqa: E402
 from gpu_engine.spark import SparkRunner, add_spark_exchanges, choose_executor_device  # noqa: E402
 from gpu_engine.spark.executor_device import cuda_ordinal, task_gpu_addresses  # noqa: E402
+from gpu_engine.spark.join_sizes import SizeJoinStrategy  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")]
 
@@ -23,8 +24,8 @@ SCHEMA = pa.schema([("k", pa.int64()), ("v", pa.int64())])
 CATALOG = {"t": SCHEMA, "u": SCHEMA}
 
 
-def _stage_lines(runner: SparkRunner, plan) -> list[str]:
-    return [line for line in runner.explain(plan).splitlines() if line.startswith("Stage")]
+def _stage_lines(runner: SparkRunner, plan, tables=None) -> list[str]:
+    return [line for line in runner.explain(plan, tables).splitlines() if line.startswith("Stage")]
 
 
 def test_q3_broadcasts_both_join_build_sides_and_finishes_its_top_n_in_one_partition(spark, spark_tpch_tables):
@@ -81,17 +82,49 @@ def test_only_a_bare_parquet_scan_is_read_by_the_engine(spark, tmp_path):
     assert parquet_split_documents([str(path)], pa.schema([("w", pa.int64())])) is None
 
 
-@pytest.mark.parametrize("join_type", ["right", "full"])
-def test_joins_that_cannot_broadcast_their_build_side_are_refused(join_type):
+@pytest.mark.parametrize("join_type", ["right", "full", "right_semi", "right_anti"])
+def test_joins_that_cannot_broadcast_their_build_side_are_shuffled_and_refuse_a_broadcast(join_type):
     ids = PlanNodeIdGenerator()
     build = PlanBuilder(CATALOG, id_generator=ids).table_scan("u").project(["k AS uk", "v AS uv"])
+    output = ["uk", "uv"] if join_type.startswith("right_") else ["k", "v", "uv"]
     plan = (PlanBuilder(CATALOG, id_generator=ids).table_scan("t")
-            .hash_join(["k"], ["uk"], build, ["k", "v", "uv"], join_type=join_type).plan())
+            .hash_join(["k"], ["uk"], build, output, join_type=join_type).plan())
+    distributed = add_spark_exchanges(plan)
+    assert [source.id for source in distributed.sources] == [f"{plan.id}.probe", f"{plan.id}.build"]
+    assert [source.source.keys for source in distributed.sources] == [("k",), ("uk",)]
     with pytest.raises(PlanError, match=f"a {join_type} join cannot run with a broadcast build side"):
-        add_spark_exchanges(plan)
+        add_spark_exchanges(plan, lambda join: "broadcast")
+    with pytest.raises(PlanError, match=f"join strategy 'hash' for join {plan.id} is not one of broadcast, shuffle"):
+        SizeJoinStrategy(None, 0, {plan.id: "hash"})
 
 
-def test_a_stage_reading_two_shuffled_inputs_is_refused(spark):
+def test_join_strategy_follows_the_build_sides_parquet_size_and_per_join_overrides(spark, spark_tpch_folder):
+    from gpu_engine.spark.join_sizes import table_scan_bytes
+
+    folder = spark_tpch_folder()
+    tables = {name: spark.read.parquet(str(folder / f"{name}.parquet")) for name in ("lineitem", "orders",
+                                                                                       "customer")}
+    orders_bytes = table_scan_bytes(tables["orders"], ["o_orderkey", "o_custkey", "o_orderdate",
+                                                       "o_shippriority"])
+    customer_bytes = table_scan_bytes(tables["customer"], ["c_custkey", "c_mktsegment"])
+    assert 0 < customer_bytes < orders_bytes < table_scan_bytes(tables["orders"], tables["orders"].columns)
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=(customer_bytes + orders_bytes) // 2)
+    plan = tpch.query(3, runner.catalog(tables))  # lineitem JOIN (orders JOIN customer)
+    lines = _stage_lines(runner, plan, tables)
+    assert sum("joined with" in line for line in lines) == 1 and sum("-> broadcast" in line for line in lines) == 1
+    chosen = runner.last_join_strategies
+    assert sorted(strategy for strategy, _ in chosen.values()) == ["broadcast", "shuffle"]
+    orders_join = next(join for join, (strategy, _) in chosen.items() if strategy == "broadcast")
+    lineitem_join = next(join for join in chosen if join != orders_join)
+    assert chosen[lineitem_join][1] > chosen[orders_join][1]  # the estimate: a sum over the build side's scans
+    everything = SparkRunner(spark, device="cpu", broadcast_threshold=-1)  # Spark's -1: never broadcast
+    assert sum("joined with" in line for line in _stage_lines(everything, plan, tables)) == 2
+    overridden = everything.explain(plan, tables, {lineitem_join: "broadcast"})
+    assert overridden.count("joined with") == 1 and everything.last_join_strategies[lineitem_join][0] == "broadcast"
+    assert SparkRunner(spark, device="cpu").broadcast_threshold() == 10 * 1024 * 1024  # Spark's default
+
+
+def test_a_join_over_two_given_shuffles_is_co_partitioned_and_a_shuffle_beside_a_table_is_refused(spark):
     ids = PlanNodeIdGenerator()
     left = PlanBuilder(CATALOG, id_generator=ids).table_scan("t").partitioned_output(["k"], 4).plan()
     right = (PlanBuilder(CATALOG, id_generator=ids).table_scan("u").project(["k AS uk", "v AS uv"])
@@ -103,8 +136,15 @@ def test_a_stage_reading_two_shuffled_inputs_is_refused(spark):
     plan = replace(consumer, sources=(replace(consumer.sources[0], sources=(left,)),
                                       replace(consumer.sources[1], sources=(right,))))
     assert all(isinstance(plan.sources[i], ExchangeNode) for i in (0, 1)) and left_id != right_id
-    with pytest.raises(PlanError, match="reads one partitioned input and broadcasts the others"):
-        SparkRunner(spark).plan_stages(plan)
+    joined = SparkRunner(spark, shuffle_partitions=4).plan_stages(plan)[-1]
+    assert (joined.input.node_id, joined.build_input.node_id) == (left_id, right_id)
+    assert joined.input.keys == ("k",) and joined.build_input.keys == ("uk",)
+    table_side = PlanBuilder(CATALOG, id_generator=ids).table_scan("u").project(["k AS uk", "v AS uv"])
+    mixed = (PlanBuilder(id_generator=ids).exchange(left.output_schema)
+             .hash_join(["k"], ["uk"], table_side, ["k", "v", "uv"]).plan())
+    mixed = replace(mixed, sources=(replace(mixed.sources[0], sources=(left,)), mixed.sources[1]))
+    with pytest.raises(PlanError, match="reads one partitioned input .two for a shuffled join. and broadcasts"):
+        SparkRunner(spark).plan_stages(mixed)
 
 
 def test_tables_are_checked_before_anything_runs(spark):
