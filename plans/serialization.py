@@ -367,7 +367,19 @@ class DataclassCodec:
                                  + ", ".join(self._classes), path)
 
     def to_document(self, key: str, value: Any) -> dict[str, Any]:
-        """Return ``{"format": 1, key: <value encoded>}``."""
+        """Return ``{"format": 1, key: <value encoded>}``.
+
+        Raises
+        ------
+        SerializationError
+            Also for a value nesting deeper than :data:`MAX_DOCUMENT_DEPTH`
+            levels, which no reader would accept.
+        """
+        depth = _value_nesting(value)
+        if depth > MAX_DOCUMENT_DEPTH:
+            raise SerializationError(f"the value nests too deeply to serialize ({depth} levels, at most "
+                                     f"{MAX_DOCUMENT_DEPTH} are supported)", f"$.{key}")
+        allow_recursion_depth(depth)
         try:
             return {_FORMAT_KEY: FORMAT_VERSION, key: self.encode(value, f"$.{key}")}
         except RecursionError:
@@ -503,6 +515,20 @@ class DataclassCodec:
                     raise SerializationError(f"the document nests too deeply ({depth} levels, at most "
                                              f"{MAX_DOCUMENT_DEPTH} are supported)", f"$.{key}") from None
                 allow_recursion_depth(depth)  # as deep as PlanBuilder allows: make room, decode it again
+
+
+def _value_nesting(value: Any) -> int:
+    """Return how deeply a value nests dataclasses and tuples (as its document will), counted without recursion."""
+    deepest = 0
+    stack = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        deepest = max(deepest, depth)
+        if isinstance(item, tuple):
+            stack.extend((child, depth + 1) for child in item)
+        elif dataclasses.is_dataclass(item) and not isinstance(item, type):
+            stack.extend((getattr(item, f.name), depth + 1) for f in dataclasses.fields(item))
+    return deepest
 
 
 def _data_nesting(data: Any) -> int:
