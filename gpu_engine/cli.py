@@ -359,6 +359,19 @@ def speed_ratio(seconds: float | None, reference_seconds: float | None) -> str:
     return f"{ratio:.2f}× slower" if ratio > 1 else f"{1 / ratio:.2f}× faster"
 
 
+def ptx_cache_is_empty() -> bool:
+    """Return whether no CUDA kernel was ever compiled to PTX here (its disk cache holds no entry).
+
+    On a GPU the kernels are compiled with ``numba.cuda.compile_ptx``, which
+    fires no ``numba:compile`` event, so an empty PTX cache is how a command
+    knows its first run will compile.
+    """
+    from gpu_engine.kernels.ptx_cache import ptx_cache_directory
+
+    folder = ptx_cache_directory()
+    return not folder.is_dir() or next(folder.glob("*.ptx"), None) is None
+
+
 class _CompileNotice(numba_event.Listener):
     """Print one line on stderr when numba starts compiling a kernel, at most once per command.
 
@@ -372,7 +385,7 @@ class _CompileNotice(numba_event.Listener):
         self.stream = stream
         self.printed = False
 
-    def on_start(self, event) -> None:
+    def on_start(self, event=None) -> None:
         if not self.printed:
             self.printed = True
             print(COMPILING_MESSAGE, file=self.stream or sys.stderr, flush=True)
@@ -419,6 +432,8 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
     summary: list[tuple[str, int, float, float | None]] = []
     mismatches: list[str] = []
     compile_notice = _CompileNotice()  # says "compiling kernels" once, when the first real compilation starts
+    if session.device.is_gpu and ptx_cache_is_empty():
+        compile_notice.on_start()
     for choice in choices:
         plan = choice.build_plan(session.catalog)
         plans[choice.name] = plan

@@ -257,3 +257,14 @@ def test_a_cold_kernel_cache_prints_a_compiling_line_once_and_a_warm_one_none(tm
     warm = subprocess.run(command, capture_output=True, text=True, env=env, timeout=300, check=False)
     assert warm.returncode == 0, warm.stderr
     assert cli.COMPILING_MESSAGE not in warm.stderr
+
+
+def test_an_empty_ptx_cache_is_seen_as_cold(tmp_path, monkeypatch):
+    """On a GPU the CLI prints the compiling line up front when no kernel was ever compiled to PTX here."""
+    monkeypatch.setenv("GPU_ENGINE_PTX_CACHE", str(tmp_path / "ptx"))
+    assert cli.ptx_cache_is_empty()  # no folder yet
+    (tmp_path / "ptx").mkdir()
+    (tmp_path / "ptx" / ".partial.tmp").write_text("")
+    assert cli.ptx_cache_is_empty()  # an unfinished write is not an entry
+    (tmp_path / "ptx" / "kernel-0123.ptx").write_text("//")
+    assert not cli.ptx_cache_is_empty()
