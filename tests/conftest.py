@@ -101,7 +101,6 @@ def pytest_unconfigure(config):
 #: ``--fast`` and ``-m "not slow"`` leave them to the full run. Node id prefixes.
 SLOW_TESTS = (
     "tests/codegen/test_row_lowering.py::test_random_expressions_fused_unfused_and_duckdb_agree",  # ~110 s
-    "tests/test_session_checks.py::test_explain_analyze_from_many_threads",  # ~18 s
     "tests/test_cli.py::test_a_cold_kernel_cache_prints_a_compiling_line",  # two processes, one compiling: ~16 s
 )
 #: Words in a node id that mean CUDA work even without a device parameter (PTX compiles, the simulator).
