@@ -162,6 +162,11 @@ def fixed_width_key_words(device: Device, column: Column) -> Any:
     if is_string(column.dtype):
         raise TypeError(f"fixed_width_key_words needs a fixed-width column, not {column.dtype}")
     data = column.data
+    if data.ndim == 2:
+        from gpu_engine.errors import ExecutionError
+
+        raise ExecutionError(f"grouping, joining or partitioning on {column.dtype} values beyond 64 bits is not "
+                             "supported; CAST the key to a decimal of 18 digits or fewer, or to DOUBLE")
     if is_floating(column.dtype):
         # Integer tests on the bits: float arithmetic would raise warnings on signaling NaNs.
         is_nan = data != data

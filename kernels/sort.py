@@ -114,7 +114,9 @@ def _value_word_counts(device: Device, columns: Sequence[Column]) -> list[int]:
     longest = iter(device.read_scalars([
         (column.offsets[1:] - column.offsets[:-1]).max() if len(column) else xp.zeros(1, dtype=xp.int64)
         for column, plain in zip(columns, plain_strings) if plain]))
-    return [(next(longest) + 7) // 8 + 1 if plain else 1 for plain in plain_strings]
+    # A wide decimal (128-bit words, see gpu_engine.expressions.numeric) sorts by its high then low word.
+    return [(next(longest) + 7) // 8 + 1 if plain else 2 if column.data.ndim == 2 else 1
+            for column, plain in zip(columns, plain_strings)]
 
 
 def _row_validity(device: Device, column: Column) -> Any:
@@ -178,6 +180,12 @@ def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Seque
             launch_twin(device, n, _encode_strings_cpu, _encode_strings_cuda,
                         offsets, chars, validity, has_validity, descending, keys, top_row, num_byte_words)
             word += num_byte_words + 1
+        elif column.data.ndim == 2:
+            for offset, (index, kind) in enumerate(((1, _SIGNED), (0, _UNSIGNED))):
+                words = xp.ascontiguousarray(column.data[:, index]).view(xp.uint64)
+                launch_twin(device, n, _encode_fixed_cpu, _encode_fixed_cuda,
+                            words, validity, has_validity, kind, descending, keys, top_row - offset)
+            word += 2
         else:
             words, kind = _fixed_words_and_kind(device, column)
             launch_twin(device, n, _encode_fixed_cpu, _encode_fixed_cuda,

@@ -255,3 +255,18 @@ def test_q11_fraction_follows_the_scale_factor(tpch_data):
     register_tpch(session, folder)
     assert "0.0000100000" in format_plan(tpch.query(11, session.catalog, sf=10), full=True)
     _assert_same_rows_and_types(session.execute(tpch.query(11, session.catalog, sf=0.01)), expected)
+
+
+def test_order_by_and_top_n_on_wide_decimals(device_name):
+    """Sort keys of 128-bit decimals are two words (high signed, low unsigned); grouping on them is refused clearly."""
+    table = _expression_table().select(["w", "i"])
+    session = _session(device_name, 2, True, table, 7)
+    for plan, sql in [
+        (PlanBuilder(session.catalog).table_scan("t").order_by(["w DESC", "i"]).plan(),
+         "SELECT * FROM t ORDER BY w DESC NULLS LAST, i NULLS LAST"),
+        (PlanBuilder(session.catalog).table_scan("t").top_n(["w", "i"], 5).plan(),
+         "SELECT * FROM t ORDER BY w NULLS LAST, i NULLS LAST LIMIT 5"),
+    ]:
+        _assert_same_rows_and_types(session.execute(plan), _duckdb(table, sql))
+    with pytest.raises(ExecutionError, match="beyond 64 bits"):
+        session.execute(PlanBuilder(session.catalog).table_scan("t").aggregation(["w"], ["count(*) AS c"]).plan())
