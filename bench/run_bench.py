@@ -125,6 +125,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-polars", action="store_true", help="skip Polars")
     parser.add_argument("--unfused", action="store_true",
                         help="also time each driver count with fusion off (fuse=False), to show what fusion gains")
+    parser.add_argument("--sql", action="store_true",
+                        help="also time each driver count with the plan gpu_engine.sql makes from the query's SQL "
+                        "(engine-<device>-sql-<N>d), beside the hand-written plan")
     parser.add_argument(
         "--output-dir", type=Path, default=RESULTS_DIR, help="where to write results (default bench/results)"
     )
@@ -296,6 +299,18 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> tuple[
                 rows_mismatch,
             )
             outcome.runners[label] = runner
+            _report(runner)
+        for label, session in sessions.items() if getattr(args, "sql", False) else ():
+            head, drivers = label.split("-unfused")[0].rsplit("-", 1)
+            runner = RunnerResult(f"{head}-sql-{drivers}" + label[len(head) + len(drivers) + 1:])
+            try:
+                plan = session.sql_plan(query.sql)
+            except Exception as error:  # noqa: BLE001 - SQL the planner refuses is reported, not fatal
+                runner.error = f"{type(error).__name__}: {error}"
+            else:
+                _time_runner(runner, lambda session=session, plan=plan: session.execute(plan), reference,
+                             query.ordered, args.runs, rows_mismatch)
+            outcome.runners[runner.runner] = runner
             _report(runner)
         if polars_tables is not None and query.polars is not None:
             runner = RunnerResult("polars")
