@@ -87,6 +87,13 @@ def _is_wide_type(dtype: pa.DataType) -> bool:
     return is_decimal(dtype) and dtype.precision > MAX_INT64_DECIMAL_PRECISION
 
 
+def _needs_128_bits(op: str, dtype: pa.DataType) -> bool:
+    """Return True when a result of ``dtype`` may exceed int64 (narrow operands' sum of decimal(19) cannot)."""
+    if op == "mod" or not _is_wide_type(dtype):
+        return False
+    return not (op in ("add", "sub") and dtype.precision <= MAX_INT64_DECIMAL_PRECISION + 1)
+
+
 def _wide_arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType, validity: Any) -> Any:
     """Return ``left op right`` on 128-bit words as the data of a ``dtype`` column (checked at 38 digits)."""
     what = f"{_NAMES[op]} of {dtype}"
@@ -119,7 +126,7 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
         return Column(dtype, values.astype(physical, copy=False), validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
-    if op != "mod" and (_is_wide_type(dtype) or needs_words(left, right)) or op == "mod" and needs_words(left, right):
+    if _needs_128_bits(op, dtype) or needs_words(left, right):
         return Column(dtype, _wide_arithmetic(device, op, left, right, dtype, validity), validity)
     values, validity = _exact_arithmetic(device, op, left, right, dtype, validity)
     return Column(dtype, fit_to_type(device, values, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
