@@ -33,15 +33,18 @@ demo: $(INSTALLED)
 
 # What every pytest run here reports: the slowest tests and why each skipped test was skipped.
 PYTEST_REPORT := --durations=25 -rs
+# Test processes (pytest-xdist); Spark tests share one (tests/conftest.py). PYTEST_WORKERS=0 runs in-process.
+PYTEST_WORKERS ?= 2
+PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
 # pytest exits 5 when it collects no test; that is not a failure here.
 test: $(INSTALLED)
-	$(VENV_PYTHON) -m pytest -q $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
+	$(VENV_PYTHON) -m pytest -q $(PYTEST_PARALLEL) $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
 # --fast (tests/conftest.py) deselects the cuda-sim and cuda cases and the spark and slow tests.
 test-fast: $(INSTALLED)
-	$(VENV_PYTHON) -m pytest -q --fast $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
+	$(VENV_PYTHON) -m pytest -q --fast $(PYTEST_PARALLEL) $(PYTEST_REPORT) $(PYTEST_ARGS); status=$$?; \
 	if [ $$status -eq 5 ]; then echo "pytest collected no tests"; exit 0; fi; exit $$status
 
 bench: $(INSTALLED)

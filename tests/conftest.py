@@ -112,6 +112,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if item.nodeid.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.slow)
+        if item.get_closest_marker("spark"):
+            # Under pytest-xdist (``make test`` runs ``-n 2 --dist loadgroup``) every Spark test runs in one
+            # worker, so Spark's JVM starts once per run, not once per worker.
+            item.add_marker(pytest.mark.xdist_group("spark"))
     if not config.getoption("--fast"):
         return
     keep, drop = [], []
