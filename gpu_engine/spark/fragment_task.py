@@ -35,7 +35,7 @@ from gpu_engine.exec.split_serialization import split_from_json
 from gpu_engine.exec.task import Task
 from gpu_engine.plans.nodes import PartitionedOutputNode
 from gpu_engine.plans.serialization import plan_from_json
-from gpu_engine.spark.executor_device import choose_executor_device
+from gpu_engine.spark.executor_device import TaskDeviceLog, choose_executor_device
 from gpu_engine.spark.map_in_arrow import BUILD_SIDE, PROBE_SIDE, FragmentFunction, emits_partition_ids, side_column
 from gpu_engine.spark.partition_ids import partition_ids
 from gpu_engine.spark.spark_types import conform_to_wire, wire_schema_for
@@ -82,6 +82,8 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
     wire_schema = wire_schema_for(function.spark_schema, function.time_zone, function.large_var_types)
     chosen = choose_executor_device(function.device)
     device = chosen.device
+    if function.device_log is not None:
+        TaskDeviceLog.add(function.device_log, chosen)
     config = EngineConfig().with_overrides(**json.loads(function.config_json))
     query_ctx = QueryCtx(device=device, config=config, executor=chosen.executor(max(2, 2 * function.drivers)),
                          owns_executor=True)

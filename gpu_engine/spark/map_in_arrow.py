@@ -112,6 +112,9 @@ class FragmentFunction:
     replicate_keys
         Key columns of a build side that feeds a null-aware anti join: rows
         with a NULL key, and the Task's first row, are sent to every partition.
+    device_log
+        A Spark accumulator (:class:`~gpu_engine.spark.executor_device.TaskDeviceLog`)
+        each Task reports its GPU addresses and chosen device to, or None.
     """
 
     plan_json: str
@@ -129,6 +132,7 @@ class FragmentFunction:
     input_splits: tuple[str, ...] = ()
     build_input_node_id: str | None = None
     replicate_keys: tuple[str, ...] = ()
+    device_log: Any = None
 
     @property
     def spark_schema(self) -> T.StructType:
@@ -218,7 +222,7 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
                       config: Mapping[str, Any] | None = None, spark=None, time_zone: str | None = None,
                       large_var_types: bool | None = None, runs_when_empty: bool | None = None,
                       name: str = "fragment", input_splits: Sequence[str] = (), build_input_node: str | None = None,
-                      replicate_keys: Sequence[str] = ()) -> FragmentFunction:
+                      replicate_keys: Sequence[str] = (), device_log: Any = None) -> FragmentFunction:
     """Return the callable to pass to ``DataFrame.mapInArrow`` with its ``spark_schema``.
 
     Parameters
@@ -304,5 +308,6 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
         input_splits=tuple(input_splits),
         build_input_node_id=build_input_node,
         replicate_keys=tuple(replicate_keys),
+        device_log=device_log,
     )
 

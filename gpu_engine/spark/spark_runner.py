@@ -56,6 +56,7 @@ from gpu_engine.plans.nodes import (
     walk_plan,
 )
 from gpu_engine.spark.broadcast_joins import add_spark_exchanges
+from gpu_engine.spark.executor_device import TaskDeviceLog
 from gpu_engine.spark.join_sizes import SizeJoinStrategy
 from gpu_engine.spark.map_in_arrow import (
     BUILD_SIDE,
@@ -182,6 +183,8 @@ class SparkRunner:
         self.last_stages: list[SparkStage] = []
         #: Stage id -> (table, splits, partitions) of each table the engine read itself in the last execute.
         self.last_engine_scans: dict[int, tuple[str, int, int]] = {}
+        #: Per task of the last execute: the GPU addresses Spark assigned and the device the engine chose.
+        self.task_devices: TaskDeviceLog | None = None
 
     # -------------------------------------------------------------- planning
     @property
@@ -325,6 +328,10 @@ class SparkRunner:
         frames: dict[int, DataFrame] = {}
         broadcasts: dict[int, object] = {}
         self.last_engine_scans = {}
+        try:
+            self.task_devices = TaskDeviceLog(self.spark) if self.device != "cpu" else None
+        except Exception:  # Spark Connect: no SparkContext, no accumulators
+            self.task_devices = None
         for stage in stages:
             scan = self._engine_scan(stage, tables)
             splits, partitions = scan or ((), 0)
@@ -365,6 +372,7 @@ class SparkRunner:
                                  broadcast_inputs=broadcasts, device=self.device, drivers=self.drivers,
                                  config=self.config, spark=self.spark, runs_when_empty=stage.single,
                                  name=f"stage {stage.stage_id}", replicate_keys=stage.replicate_keys,
+                                 device_log=self.task_devices.accumulator if self.task_devices else None,
                                  input_splits=input_splits)
 
     def _engine_scan(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> tuple[tuple[str, ...], int] | None:
