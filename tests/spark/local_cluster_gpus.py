@@ -11,7 +11,8 @@ executor holds one GPU, but the application asks no GPU per task
 (``spark.task.resource.gpu.amount`` unset), so only a stage with a
 TaskResourceProfile requesting one gets addresses: the runner's stages with
 ``profile=``, then a plain run without it for contrast. The engine runs on
-``cuda-sim`` in place of ``cuda``.
+``cuda-sim`` in place of ``cuda``. Last, a plan that fails on every attempt
+shows what the driver raises once Spark has retried it (``spark.task.maxFailures`` = 2).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def main(folder: Path) -> dict:
              .config("spark.worker.resource.gpu.discoveryScript", str(script))
              .config("spark.executor.resource.gpu.amount", "1")
              .config("spark.locality.wait", "0").config("spark.sql.shuffle.partitions", "4")
+             .config("spark.task.maxFailures", "2")
              .config("spark.executorEnv.NUMBA_ENABLE_CUDASIM", "1")
              .getOrCreate())
     try:
@@ -69,6 +71,16 @@ def main(folder: Path) -> dict:
             plan = PlanBuilder(runner.catalog(tables)).table_scan("t").aggregation(["k"], ["sum(v) AS s"]).plan()
             rows = sorted(([row["k"], int(row["s"])] for row in runner.collect(plan, tables).to_pylist()), key=str)
             report[label] = {"rows": rows, "tasks": runner.task_devices.records}
+        # A deterministic engine error: Spark retries the task as usual (spark.task.maxFailures), then the job
+        # fails once and the driver raises the engine's own message, naming the stage and the last attempt.
+        strings = {"t": spark.createDataFrame(pa.table({"g": ["x1", "x2"]})).repartition(1)}
+        runner = SparkRunner(spark, device="cuda-sim")
+        failing = PlanBuilder(runner.catalog(strings)).table_scan("t").project(["cast(g AS integer) AS n"]).plan()
+        try:
+            runner.collect(failing, strings)
+            report["error"] = None
+        except Exception as error:  # noqa: BLE001 - the test checks the type
+            report["error"] = {"type": type(error).__name__, "message": str(error)}
         report["expected"] = sorted(([k, sum(v for v in range(400) if v % 7 == k)] for k in range(7)), key=str)
         return report
     finally:

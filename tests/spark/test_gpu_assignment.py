@@ -57,3 +57,13 @@ def test_without_the_resource_profile_tasks_get_no_gpu_address(report):
     run = report["without_profile"]
     assert run["rows"] == report["expected"]
     assert run["tasks"] and all(task["addresses"] == [] and task["ordinal"] == 0 for task in run["tasks"])
+
+
+def test_a_deterministic_engine_error_is_retried_by_spark_then_fails_the_job_once_with_the_engines_message(report):
+    error = report["error"]
+    assert error is not None and error["type"] == "ExecutionError"
+    message = error["message"]
+    assert message.startswith("Spark fragment stage 0 failed in stage ") and "on device cuda-sim" in message
+    assert "Could not convert string 'x" in message and "to int32" in message
+    assert " attempt 1 " in message  # the second attempt's error: Spark retried once, as maxFailures=2 allows
+    assert "py4j" not in message and "Traceback" not in message and "\n" not in message
