@@ -221,7 +221,8 @@ class QueryPlanner:
         self.ids = PlanNodeIdGenerator()
         self._used_names: set[str] = set()
         self._synthetic = itertools.count(1)
-        self._scopes: list[tuple[list, list[exp.Expression]]] = []  # (FROM items, WHERE conjuncts) being planned
+        # (FROM items, WHERE conjuncts, NULL-extended aliases) of the SELECTs being planned, innermost last
+        self._scopes: list[tuple[list, list[exp.Expression], set[str]]] = []
 
     # ------------------------------------------------------------------ names
     def _fresh(self, name: str, alias: str | None = None) -> str:
@@ -355,7 +356,7 @@ class QueryPlanner:
         semi_joins: list[_SemiJoin] = []
         extra_relations: list[Relation] = []
         attach: dict[str, list[tuple[Relation, exp.Expression]]] = {}
-        self._scopes.append((items, pool))
+        self._scopes.append((items, pool, null_supplying))
         try:
             for conjunct in pool:
                 if not _has_subquery(conjunct):
@@ -401,13 +402,16 @@ class QueryPlanner:
             relation = self._filter(relation, pushed[alias])
             for sub, conjunct in attach.get(alias, []):
                 relation = self._cross_join_filter(relation, sub, conjunct, scanned)
-            for semi in [s for s in semi_joins if s.early and self._single_alias(s) == alias]:
+            for semi in [s for s in semi_joins if s.early and self._single_alias(s) == alias
+                         and alias not in null_supplying]:
                 relation = self._semi_join(relation, semi, scanned)
                 semi_joins.remove(semi)
             relations[alias] = relation
 
         if outer_joins:
             relation = self._join_in_order(items, relations, pending, needed)
+            if extra_relations:  # scalar subqueries: joined after the outer joins, like WHERE conjuncts
+                relation = self._join_greedy([relation] + extra_relations, pending, needed)
         else:
             relation = self._join_greedy(list(relations.values()) + extra_relations, pending, needed)
         if pending:
@@ -691,7 +695,7 @@ class QueryPlanner:
                     node.replace(column)
                     break
             outer = {c.table for c in _free_columns(rewritten)} - {column.table}
-            if len(outer) == 1:
+            if len(outer) == 1 and not self._null_supplying(next(iter(outer))):
                 attach.setdefault(next(iter(outer)), []).append((relation, rewritten))
             else:
                 extra_relations.append(relation)
@@ -733,6 +737,10 @@ class QueryPlanner:
                 break
         plain.append(rewritten)
 
+    def _null_supplying(self, alias: str) -> bool:
+        """Return whether ``alias`` is on the NULL-extended side of an outer join of the SELECT being planned."""
+        return bool(self._scopes) and alias in self._scopes[-1][2]
+
     def _magic_sets(self, keys: list[tuple[exp.Column, exp.Column]], inner_aliases: set[str]) -> list[exp.Expression]:
         """Return ``EXISTS (SELECT * FROM t WHERE <t's filters> AND t.key = inner.key …)`` per filtered outer table.
 
@@ -746,8 +754,8 @@ class QueryPlanner:
         """
         if not self._scopes:
             return []
-        items, pool = self._scopes[-1]
-        tables = {item.alias_or_name: item for item, _ in items}
+        items, pool, null_supplying = self._scopes[-1]
+        tables = {item.alias_or_name: item for item, _ in items if item.alias_or_name not in null_supplying}
         by_alias: dict[str, list[tuple[exp.Column, exp.Column]]] = {}
         for outer, inner in keys:
             by_alias.setdefault(outer.table, []).append((outer, inner))

@@ -69,6 +69,20 @@ CRAFTED_QUERIES = {
     "derived_table_join": "SELECT t.tag, count(*) AS n FROM (SELECT id FROM items WHERE qty >= 30) AS big "
                           "JOIN tags t ON t.item_id = big.id GROUP BY t.tag",
     "offset": "SELECT id FROM items ORDER BY id LIMIT 3 OFFSET 2",
+    # Outer joins: a WHERE on the NULL-extended side is applied after the join, never pushed below it.
+    "left_join_in_on_right": "SELECT id, tag FROM items LEFT JOIN tags ON id = item_id "
+                             "WHERE tag IN (SELECT tag FROM tags WHERE weight > 2)",
+    "left_join_correlated": "SELECT id, tag FROM items i LEFT JOIN tags ON i.id = item_id "
+                            "WHERE i.qty > (SELECT 10 * min(weight) FROM tags t2 WHERE t2.item_id = i.id)",
+    "left_where_right_null": "SELECT id FROM items LEFT JOIN tags ON id = item_id WHERE tag IS NULL",
+    "two_left_joins": "SELECT i.id, t.tag, t2.tag AS tag2 FROM items i LEFT JOIN tags t ON i.id = t.item_id "
+                      "LEFT JOIN tags t2 ON t.item_id = t2.item_id AND t2.tag <> t.tag",
+    "full_join": "SELECT id, item_id FROM items FULL OUTER JOIN tags ON id = item_id",
+    "right_join": "SELECT id, item_id, tag FROM items RIGHT JOIN tags ON id = item_id",
+    "non_equi_join": "SELECT id, tag FROM items JOIN tags ON qty < weight * 20",
+    "cross_join_count": "SELECT count(*) AS n FROM items, tags",
+    "self_join": "SELECT a.id, b.id AS other FROM items a JOIN items b ON a.grp = b.grp AND a.id < b.id",
+    "star": "SELECT * FROM tags",
 }
 
 
