@@ -97,6 +97,15 @@ def _bloom_bits(h):
 
 
 @register_jitable
+def _slot_holds_row(packed, slot, words, i):
+    """Return True when packed row ``slot`` holds the key words of row ``i``."""
+    for w in range(words.shape[1]):
+        if packed[slot, w] != words[i, w]:
+            return False
+    return True
+
+
+@register_jitable
 def _packed_find(words, i, packed, h):
     """Return the id stored with row ``i``'s key (hash ``h``) in ``packed``, or -1 when the key is not there."""
     num_words = words.shape[1]
@@ -106,12 +115,7 @@ def _packed_find(words, i, packed, h):
         key_id = packed[slot, num_words]
         if key_id < 0:
             return -1
-        same = True
-        for w in range(num_words):
-            if packed[slot, w] != words[i, w]:
-                same = False
-                break
-        if same:
+        if _slot_holds_row(packed, slot, words, i):
             return key_id
         slot = (slot + 1) & slot_mask
 
@@ -165,12 +169,7 @@ def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
                 group_ids[i] = num_keys
                 num_keys += 1
                 break
-            same = True
-            for w in range(num_words):
-                if packed[slot, w] != words[i, w]:
-                    same = False
-                    break
-            if same:
+            if _slot_holds_row(packed, slot, words, i):
                 group_ids[i] = key_id
                 break
             slot = (slot + 1) & slot_mask
