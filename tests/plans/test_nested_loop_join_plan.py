@@ -59,8 +59,8 @@ def test_scalar_subquery_explain_with_several_drivers():
       -- TableScan[3][table: t, columns: k, s, v] -> k:int32, s:string, v:double
       -- EnforceSingleRow[2][] -> a:double
         -- Aggregation[1][FINAL [] a := avg(a)] -> a:double
-          -- LocalPartition[1.exchange][GATHER] -> a:int64, a$count:int64
-            -- Aggregation[1.partial][PARTIAL [] a := avg(uk)] -> a:int64, a$count:int64
+          -- LocalPartition[1.exchange][GATHER] -> a:decimal128(38, 0), a$high:int64, a$count:int64
+            -- Aggregation[1.partial][PARTIAL [] a := avg(uk)] -> a:decimal128(38, 0), a$high:int64, a$count:int64
               -- TableScan[0][table: u, columns: uk, us, v] -> uk:int64, us:string, v:double"""
 
 
