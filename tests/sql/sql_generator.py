@@ -336,6 +336,51 @@ def _top_n(rng: random.Random) -> GeneratedQuery:
                                    f"ORDER BY {order} LIMIT {rng.randint(1, 20)}", True)
 
 
+def _left_join_where(rng: random.Random) -> GeneratedQuery:
+    """A LEFT JOIN filtered in WHERE on either side (IS NULL keeps the unmatched rows: an anti join)."""
+    pairs = [("customer", "c_custkey", "orders", "o_custkey"), ("part", "p_partkey", "partsupp", "ps_partkey"),
+             ("supplier", "s_suppkey", "partsupp", "ps_suppkey"), ("orders", "o_orderkey", "lineitem", "l_orderkey")]
+    left, left_key, right, right_key = rng.choice(pairs)
+    on_extra = f" AND {_predicate(rng, right)}" if rng.random() < 0.5 else ""
+    where = rng.choice([f"{right_key} IS NULL", f"{right_key} IS NOT NULL", _predicate(rng, right),
+                        _predicate(rng, left)])
+    value = _number(rng, left)
+    return GeneratedQuery("left_join_where", f"SELECT count(*) AS cnt, count({right_key}) AS matched, sum({value}) "
+                                             f"AS total FROM {left} LEFT JOIN {right} ON {left_key} = {right_key}"
+                                             f"{on_extra} WHERE {where}", False)
+
+
+def _join_or(rng: random.Random) -> GeneratedQuery:
+    """A join whose WHERE is an OR of per-branch conditions on both tables (TPC-H Q19's shape)."""
+    child, column, parent, key = rng.choice([fk for fk in _FOREIGN_KEYS if fk[2] != "region"])
+    branches = []
+    for _ in range(rng.randint(2, 3)):
+        branches.append(f"({column} = {key} AND {_predicate(rng, child)} AND {_predicate(rng, parent)})")
+    value = _number(rng, child)
+    return GeneratedQuery("join_or", f"SELECT count(*) AS cnt, sum({value}) AS total FROM {child}, {parent} "
+                                     f"WHERE {' OR '.join(branches)}", False)
+
+
+def _join_with_subquery(rng: random.Random) -> GeneratedQuery:
+    """A two-table join filtered by an IN or EXISTS subquery on one of its tables."""
+    tables, conditions = _join_path(rng, 2)
+    table = rng.choice(tables)
+    fks = [fk for fk in _FOREIGN_KEYS if fk[0] == table or fk[2] == table]
+    child, column, parent, key = rng.choice(fks)
+    mine, other_table, other = (column, parent, key) if child == table else (key, child, column)
+    negate = "NOT " if rng.random() < 0.4 else ""
+    other_where = _predicate(rng, other_table)
+    if rng.random() < 0.5:
+        condition = f"{mine} {negate}IN (SELECT {other} FROM {other_table} WHERE {other_where})"
+    else:
+        condition = f"{negate}EXISTS (SELECT * FROM {other_table} x WHERE x.{other} = {mine} AND {other_where})"
+    key_tables = [t for t in tables if _GROUP_KEYS.get(t)]
+    group_key = rng.choice(_GROUP_KEYS[rng.choice(key_tables)]) if key_tables else None
+    select = (f"{group_key}, " if group_key else "") + "count(*) AS cnt"
+    return GeneratedQuery("join_subquery", f"SELECT {select} FROM {', '.join(tables)} WHERE {conditions[0]} AND "
+                                           f"{condition}" + (f" GROUP BY {group_key}" if group_key else ""), False)
+
+
 SHAPES = {
     "filter": _filter_project,
     "group_by": _group_by,
@@ -349,6 +394,9 @@ SHAPES = {
     "distinct": _distinct,
     "cte": _cte,
     "top_n": _top_n,
+    "left_join_where": _left_join_where,
+    "join_or": _join_or,
+    "join_subquery": _join_with_subquery,
 }
 
 
