@@ -26,7 +26,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions import text
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, as_float, as_scaled, as_words, divide_round_half_away, fit_to_type, fit_words, is_wide,
-    needs_words, raise_at_first, round_half_away, scale_of, wide_result,
+    narrowed, needs_words, raise_at_first, round_half_away, scale_of, wide_result,
 )
 from gpu_engine.kernels.decimal128 import RESCALE
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
@@ -64,10 +64,20 @@ def _float_to_integer(device: Device, column: Column, dtype: pa.DataType, what: 
 def _float_to_decimal(device: Device, column: Column, dtype: pa.DataType, what: str) -> Any:
     xp = device.xp
     scaled = round_half_away(xp, column.data.astype(xp.float64) * float(POWERS_OF_TEN[scale_of(dtype)]))
-    limit = float(POWERS_OF_TEN[dtype.precision]) if dtype.precision <= 18 else _TWO_TO_63
+    limit = float(10**dtype.precision)
     bad = ~((scaled > -limit) & (scaled < limit))
     raise_at_first(device, bad, column.validity, f"{what}: value is out of range")
-    return xp.where(bad, 0.0, scaled).astype(xp.int64)
+    scaled = xp.where(bad, 0.0, scaled)
+    if dtype.precision <= 18:
+        return scaled.astype(xp.int64)
+    # Beyond 2**63 the integral float splits exactly into 64-bit words: high = floor(x / 2**64) (a power
+    # of two), low = x - high * 2**64, which has no more significant bits than x and lies in [0, 2**64).
+    high = xp.floor(scaled / float(2**64))
+    low = scaled - high * float(2**64)
+    words = xp.empty((scaled.shape[0], 2), dtype=xp.int64)
+    words[:, 0] = low.astype(xp.uint64).view(xp.int64)
+    words[:, 1] = high.astype(xp.int64)
+    return narrowed(device, words, column.validity)
 
 
 def _to_number_exact_wide(device: Device, column: Column, dtype: pa.DataType, what: str) -> Any:
