@@ -270,7 +270,7 @@ def _scalar_subquery(rng: random.Random) -> GeneratedQuery:
                                         f"{column} {op} (SELECT {function}({column}) FROM {table}{inner_where})",
                               False)
     other = _number(rng, table)
-    return GeneratedQuery("scalar_select", f"SELECT max({other}) AS top, (SELECT {function}({column}) FROM {table}"
+    return GeneratedQuery("scalar", f"SELECT max({other}) AS top, (SELECT {function}({column}) FROM {table}"
                                            f"{inner_where}) AS reference FROM {table}", False)
 
 
