@@ -14,6 +14,9 @@ Runners: ``spark-sql`` (``spark.sql(SQL)``), ``spark+engine`` (the engine's
 plan through :class:`gpu_engine.spark.SparkRunner`; a bare Parquet table is
 read by the engine itself) and, with ``--arrow-feed``, ``spark+engine-arrow``
 (every table fed to the engine through Arrow by Spark's own reader).
+``--feed-cost`` also times feeding each scanned table's columns through
+Arrow alone; ``--broadcast-threshold`` sets which joins are shuffled (the
+report lists each query's broadcast and shuffled joins).
 Writes ``bench/results/<date>-spark-<device>-<cores>core-sf<sf>.json``, ``.md`` and a ``.png`` chart.
 Run from the repository root::
 
@@ -56,6 +59,7 @@ __all__ = ["main"]
 SPARK_SQL_TOLERANCE = 1e-4
 TABLES_OF = {"primer": ("lineitem",), "q1": ("lineitem",), "q6": ("lineitem",),
              "q3": ("lineitem", "orders", "customer"), "q18": ("lineitem", "orders", "customer")}
+ALL_TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
 
 
 @dataclass
@@ -97,6 +101,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--driver-memory", default="4g", help="spark.driver.memory (default 4g)")
     parser.add_argument("--arrow-feed", action="store_true",
                         help="also run the engine with every table fed through Arrow by Spark's reader")
+    parser.add_argument("--feed-cost", action="store_true",
+                        help="also time feeding each query's scanned columns to Python through Arrow, against "
+                             "Spark's scan of them alone (the cost a table that is not a Parquet file pays)")
+    parser.add_argument("--broadcast-threshold", type=int, default=None,
+                        help="bytes: larger join build sides are shuffled (default Spark's autoBroadcastJoinThreshold)")
     parser.add_argument("--data-dir", type=Path, default=None,
                         help="root of the TPC-H cache (default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)")
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR)
@@ -150,6 +159,42 @@ def _stage_metrics(spark, group: str) -> list[StageMetrics]:
     return stages
 
 
+def _drain_rows(batches):
+    """Count the rows of a partition fed through Arrow (the Python side of the feed, nothing else)."""
+    import pyarrow as pa
+
+    rows = sum(batch.num_rows for batch in batches)
+    yield pa.RecordBatch.from_pylist([{"rows": rows}], schema=pa.schema([("rows", pa.int64())]))
+
+
+def feed_cost(spark, plan, tables, runs: int) -> list[dict]:
+    """Return, per table the plan scans, the median seconds of Spark's scan of the columns and of feeding them.
+
+    ``scan_s``: Spark reads the columns and discards them (the ``noop``
+    sink; no row conversion). ``feed_s``: the same columns go through
+    ``mapInArrow`` to a Python function that only counts rows: Spark's
+    columnar-to-row and row-to-Arrow conversion plus the transfer, what an
+    engine Task pays before its first operator when a table is not a bare
+    Parquet scan the engine reads itself.
+    """
+    from gpu_engine.plans.nodes import TableScanNode, walk_plan
+
+    results = []
+    for scan in {(n.table_name, tuple(n.columns)): n for n in walk_plan(plan) if isinstance(n, TableScanNode)}:
+        frame = tables[scan[0]].select(*scan[1])
+        samples = {"scan_s": [], "feed_s": []}
+        for _ in range(max(1, runs)):
+            start = time.perf_counter()
+            frame.write.format("noop").mode("overwrite").save()
+            samples["scan_s"].append(time.perf_counter() - start)
+            start = time.perf_counter()
+            fed = frame.mapInArrow(_drain_rows, "rows long").groupBy().sum("rows").collect()[0][0]
+            samples["feed_s"].append(time.perf_counter() - start)
+        results.append({"table": scan[0], "columns": list(scan[1]), "rows": fed,
+                        **{key: statistics.median(values) for key, values in samples.items()}})
+    return results
+
+
 def _timed(spark, group: str, run):
     spark.sparkContext.setJobGroup(group, group)
     start = time.perf_counter()
@@ -171,23 +216,30 @@ def main(argv: list[str] | None = None) -> int:
     started = datetime.datetime.now()
     load_at_start = os.getloadavg()  # the machine may be shared: say how busy it was
     spark = _spark_session(args)
-    names = sorted({table for query in queries for table in TABLES_OF.get(query.name, ("lineitem", "orders",
-                                                                                        "customer"))})
+    names = sorted({table for query in queries for table in TABLES_OF.get(query.name, ALL_TABLES)})
     tables = {name: spark.read.parquet(str(data_dir / f"{name}.parquet")) for name in names}
     for name, frame in tables.items():
         frame.createOrReplaceTempView(name)
-    engine = SparkRunner(spark, device=args.device)
+    engine = SparkRunner(spark, device=args.device, broadcast_threshold=args.broadcast_threshold)
     runners = {"spark-sql": None, "spark+engine": engine}
     if args.arrow_feed:
-        runners["spark+engine-arrow"] = SparkRunner(spark, device=args.device, engine_parquet_scans=False)
+        runners["spark+engine-arrow"] = SparkRunner(spark, device=args.device, engine_parquet_scans=False,
+                                                    broadcast_threshold=args.broadcast_threshold)
 
     report_queries = {}
+    join_strategies: dict[str, dict] = {}
+    feeds: dict[str, list[dict]] = {}
     failed = False
     group_ids = iter(range(1 << 30))
     for query in queries:
         with duckdb_connection(data_dir, threads=args.cores) as connection:
             reference = duckdb_table(connection, query.sql)
         plan = query.build_plan(engine.catalog(tables))
+        for label, runner in runners.items():  # how each join runs: broadcast or shuffled, and the estimate
+            if runner is not None:
+                runner.plan_stages(plan, tables)
+                joins = {j: {"strategy": s, "build_bytes": b} for j, (s, b) in runner.last_join_strategies.items()}
+                join_strategies.setdefault(query.name, {})[label] = joins
         jobs = {"spark-sql": lambda: spark.sql(query.sql).toArrow()}
         for label, runner in runners.items():
             if runner is not None:
@@ -223,6 +275,12 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{query.name} {label}: median {result.median_s * 1000:.0f} ms", file=sys.stderr)
         report_queries[query.name] = {label: {"result": asdict(r.result), "stages": [asdict(s) for s in r.stages]}
                                       for label, r in reports.items()}
+        if args.feed_cost:
+            feeds[query.name] = feed_cost(spark, plan, tables, args.runs)
+            for feed in feeds[query.name]:
+                print(f"{query.name} feed {feed['table']} ({len(feed['columns'])} columns, {feed['rows']} rows): "
+                      f"scan {feed['scan_s'] * 1000:.0f} ms, Arrow feed {feed['feed_s'] * 1000:.0f} ms",
+                      file=sys.stderr)
 
     facts = _machine_facts(args.device if args.device != "auto" else "cpu")
     import pyspark
@@ -233,10 +291,12 @@ def main(argv: list[str] | None = None) -> int:
     settings = {"sf": args.sf, "runs": args.runs, "device": args.device, "cores": args.cores,
                 "shuffle_partitions": args.shuffle_partitions or args.cores, "batch_rows": args.batch_rows,
                 "driver_memory": args.driver_memory, "queries": [q.name for q in queries],
-                "repartition_by_id": engine.route_by_partition_id}
+                "repartition_by_id": engine.route_by_partition_id,
+                "broadcast_threshold": engine.broadcast_threshold()}
     report = {"date": started.strftime("%Y-%m-%d %H:%M"),
               "command": " ".join(["python", "-m", "bench.run_spark_bench", *argv]),
-              "settings": settings, "machine": facts, "queries": report_queries}
+              "settings": settings, "machine": facts, "queries": report_queries, "joins": join_strategies,
+              "feed_cost": feeds}
     spark.stop()
     args.output_dir.mkdir(parents=True, exist_ok=True)
     stem = f"{started:%Y-%m-%d}-spark-{args.device}-{args.cores}core-sf{args.sf:g}"
@@ -305,6 +365,22 @@ def render_markdown(report: dict) -> str:
             for s in entry["stages"]:
                 lines.append(f"| {query} | {label} | {s['job']} | {s['stage']} | {s['tasks']} | {s['wall_ms']} | "
                              f"{s['executor_run_ms']} | {s['shuffle_read_bytes']} | {s['shuffle_write_bytes']} |")
+    if report.get("joins"):
+        lines += ["", "## Joins (spark+engine)", "", "| query | broadcast | shuffled | largest shuffled build side B |",
+                  "|---|---|---|---|"]
+        for query, by_runner in report["joins"].items():
+            joins = list(by_runner.get("spark+engine", {}).values())
+            shuffled = [j["build_bytes"] or 0 for j in joins if j["strategy"] == "shuffle"]
+            lines.append(f"| {query} | {len(joins) - len(shuffled)} | {len(shuffled)} | {max(shuffled, default='—')} |")
+    if report.get("feed_cost"):
+        lines += ["", "## Arrow feed cost (a table that is not a bare Parquet scan)", "",
+                  "Median of Spark scanning the columns alone (noop sink) and of feeding them through `mapInArrow` "
+                  "to a Python function that only counts rows.", "",
+                  "| query | table | columns | rows | Spark scan ms | Arrow feed ms | feed rows/s |", "|---|---|---|---|---|---|---|"]
+        for query, feeds in report["feed_cost"].items():
+            for f in feeds:
+                lines.append(f"| {query} | {f['table']} | {len(f['columns'])} | {f['rows']} | {f['scan_s'] * 1000:.0f} | "
+                             f"{f['feed_s'] * 1000:.0f} | {f['rows'] / f['feed_s']:,.0f} |")
     failures = [f"- {query} {label}: {entry['result']['error']}" for query, runners in report["queries"].items()
                 for label, entry in runners.items() if entry["result"]["error"]]
     if failures:
