@@ -256,10 +256,9 @@ class Session:
         Join order and build sides come from each table's statistics (Parquet
         row counts and min/max, read once per file).
         """
-        from gpu_engine.sql import plan_sql, table_statistics
+        from gpu_engine.sql import RegisteredStatistics, plan_sql
 
-        statistics = {name: table_statistics(table) for name, table in self._tables.items()}
-        return plan_sql(text, self.catalog, statistics, dialect=dialect)
+        return plan_sql(text, self.catalog, RegisteredStatistics(self._tables), dialect=dialect)
 
     def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb") -> pa.Table:
         """Run a SQL query over the registered tables and return its rows (``execute(sql_plan(text))``)."""

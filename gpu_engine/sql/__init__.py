@@ -19,9 +19,9 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.planner import QueryPlanner
 from gpu_engine.sql.rewrite import parse_and_qualify
-from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics, table_statistics
+from gpu_engine.sql.statistics import ColumnStatistics, RegisteredStatistics, TableStatistics, table_statistics
 
-__all__ = ["plan_sql", "SqlError", "TableStatistics", "ColumnStatistics", "table_statistics"]
+__all__ = ["plan_sql", "SqlError", "TableStatistics", "ColumnStatistics", "RegisteredStatistics", "table_statistics"]
 
 
 def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None,

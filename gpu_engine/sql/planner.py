@@ -217,7 +217,7 @@ class QueryPlanner:
 
     def __init__(self, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None):
         self.catalog = dict(catalog)
-        self.statistics = dict(statistics or {})
+        self.statistics = statistics if statistics is not None else {}  # read lazily: only the tables planned
         self.ids = PlanNodeIdGenerator()
         self._used_names: set[str] = set()
         self._synthetic = itertools.count(1)

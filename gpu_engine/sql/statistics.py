@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-__all__ = ["ColumnStatistics", "TableStatistics", "table_statistics", "selectivity", "DEFAULT_TABLE_ROWS"]
+__all__ = ["ColumnStatistics", "TableStatistics", "RegisteredStatistics", "table_statistics", "selectivity",
+           "DEFAULT_TABLE_ROWS"]
 
 #: Rows assumed for a table without statistics (a catalog given as schemas only).
 DEFAULT_TABLE_ROWS = 100_000
@@ -145,6 +146,29 @@ def table_statistics(table) -> TableStatistics:
         return _arrow_statistics(arrow_table)
     rows = float(getattr(table, "num_rows", DEFAULT_TABLE_ROWS) or DEFAULT_TABLE_ROWS)
     return TableStatistics(rows, {f.name: _column_statistics(f.type, rows, None, None) for f in table.schema})
+
+
+class RegisteredStatistics(Mapping):
+    """Table name -> statistics of a session's registered tables, each computed when the planner first asks.
+
+    Why lazy: a query reads a few of the registered tables; the others'
+    statistics (an in-memory table's min/max pass) are never needed.
+    """
+
+    def __init__(self, tables: Mapping[str, object]):
+        self._tables = tables
+        self._computed: dict[str, TableStatistics] = {}
+
+    def __getitem__(self, name: str) -> TableStatistics:
+        if name not in self._computed:
+            self._computed[name] = table_statistics(self._tables[name])
+        return self._computed[name]
+
+    def __iter__(self):
+        return iter(self._tables)
+
+    def __len__(self) -> int:
+        return len(self._tables)
 
 
 def _constant(tree: exp.Expression) -> object:
