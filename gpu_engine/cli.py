@@ -1,4 +1,5 @@
-"""Run TPC-H on the engine from a shell: ``gpu-engine demo``, ``gpu-engine tpch`` and ``gpu-engine query``.
+"""Run TPC-H on the engine from a shell: ``gpu-engine demo``, ``gpu-engine tpch`` and ``gpu-engine query``;
+run any SQL query with ``gpu-engine sql`` (planned by :mod:`gpu_engine.sql`; the text, or standard input).
 
 ``demo`` generates TPC-H data if missing, runs the primer query, Q1 and Q6,
 prints the first rows of each with the engine's and DuckDB's times on the same
