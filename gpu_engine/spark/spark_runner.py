@@ -183,6 +183,8 @@ class SparkRunner:
         self.last_stages: list[SparkStage] = []
         #: Stage id -> (table, splits, partitions) of each table the engine read itself in the last execute.
         self.last_engine_scans: dict[int, tuple[str, int, int]] = {}
+        #: The plan :meth:`sql` made last.
+        self.last_plan: PlanNode | None = None
         #: Per task of the last execute: the GPU addresses Spark assigned and the device the engine chose.
         self.task_devices: TaskDeviceLog | None = None
 
@@ -353,6 +355,22 @@ class SparkRunner:
             frames[stage.stage_id] = mapped
         self.last_stages = stages
         return frames[stages[-1].stage_id]
+
+    def sql(self, text: str, tables: Mapping[str, DataFrame], *, dialect: str = "spark", statistics=None,
+            joins: Mapping[str, str] | str | None = None) -> DataFrame:
+        """Return the DataFrame of the SQL query ``text`` over ``tables``, planned by the engine and run as stages.
+
+        The engine plans the SQL (:func:`gpu_engine.sql.plan_sql`, in
+        sqlglot's ``dialect``: Spark SQL by default) over the DataFrames'
+        schemas, then runs it like :meth:`execute`; ``statistics`` (table name
+        -> :class:`~gpu_engine.sql.TableStatistics`) guide its join order.
+        Errors in the text raise :class:`~gpu_engine.sql.SqlError` before anything runs.
+        """
+        from gpu_engine.sql import plan_sql
+
+        plan = plan_sql(text, self.catalog(tables), statistics, dialect=dialect)
+        self.last_plan = plan
+        return self.execute(plan, tables, joins)
 
     def collect(self, plan: PlanNode, tables: Mapping[str, DataFrame],
                 joins: Mapping[str, str] | str | None = None) -> pa.Table:

@@ -107,3 +107,16 @@ def test_a_bare_parquet_table_is_read_by_the_engine_or_fed_through_arrow(engine_
     assert ("(engine reads 1 Parquet splits in 1 partitions)" in runner.explain(plan, tables)) is engine_reads
     _check(runner, "q1", tables, duckdb_results(0.01, "q1"))
     assert (runner.last_engine_scans == {0: ("lineitem", 1, 1)}) is engine_reads
+
+
+def test_sql_text_runs_through_spark(spark, spark_tpch_tables, duckdb_results):
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=3)
+    tables = spark_tpch_tables()
+    frame = runner.sql(tpch.sql(3, SCALE_FACTOR), tables, dialect="duckdb")
+    assert_same_rows(frame.toArrow(), duckdb_results(SCALE_FACTOR, "q3"), ordered=True)
+    assert {strategy for strategy, _ in runner.last_join_strategies.values()} == {"broadcast", "shuffle"}
+    text = ("SELECT o_orderpriority, count(*) AS n FROM orders WHERE o_orderdate < DATE '1993-01-01' "
+            "GROUP BY o_orderpriority ORDER BY n DESC, o_orderpriority")  # Spark SQL, the default dialect
+    tables["orders"].createOrReplaceTempView("orders")
+    expected = [tuple(row) for row in spark.sql(text).collect()]  # Spark's own answer over the same DataFrame
+    assert len(expected) == 5 and [tuple(row) for row in runner.sql(text, tables).collect()] == expected
