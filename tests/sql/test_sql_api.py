@@ -210,3 +210,20 @@ def test_cli_sql_errors_exit_2_with_the_position(crafted, capsys):
     assert main(["sql", "SELECT idd FROM items", "--data", str(crafted), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "unknown column 'idd'" in err and "did you mean id?" in err and "line 1, column 8" in err
+
+
+def test_sql_plans_serialize_and_run_on_a_local_cluster(crafted, crafted_duckdb):
+    """sql_plan's plans are ordinary plans: a JSON round trip runs the same, and LocalCluster runs aggregations."""
+    from gpu_engine import Session
+    from gpu_engine.cluster.local_cluster import LocalCluster
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+    session = Session(device="cpu")
+    for table in ("items", "tags"):
+        session.register(table, str(crafted / f"{table}.parquet"))
+    joined = CRAFTED_QUERIES["exists_with_filter"]
+    restored = plan_from_json(plan_to_json(session.sql_plan(joined)))
+    assert_same_rows(session.execute(restored), duckdb_table(crafted_duckdb, joined))
+    grouped = CRAFTED_QUERIES["group_having_order"]
+    result = LocalCluster(session, stage_widths=(2, 1)).execute(session.sql_plan(grouped))
+    assert_same_rows(result, duckdb_table(crafted_duckdb, grouped), ordered=True)
