@@ -122,8 +122,49 @@ def _name_projections(tree: exp.Expression, dialect: str) -> None:
     if isinstance(select, exp.Select):
         for expression in list(select.expressions):
             if not isinstance(expression, (exp.Alias, exp.Column, exp.Star)):
-                name = expression.sql(dialect=dialect, normalize_functions="lower")
+                name = expression.sql(dialect=dialect, normalize_functions="lower").replace("count(*)", "count_star()")
                 expression.replace(exp.alias_(expression.copy(), exp.to_identifier(name, quoted=True)))
+
+
+def _desugar(tree: exp.Expression) -> exp.Expression:
+    """Rewrite what the planner has no node for into what it has.
+
+    * ``agg(x) FILTER (WHERE c)`` is ``agg(CASE WHEN c THEN x END)`` (``count(*)``:
+      ``count(CASE WHEN c THEN 1 END)``): aggregates skip NULLs, so the rows
+      failing ``c`` count for nothing, as FILTER says;
+    * ``GROUP BY ALL`` groups by every SELECT expression without an aggregate,
+      ``ORDER BY ALL`` sorts by every output column in order (DuckDB's meaning).
+    """
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+            aggregate, condition = node.this.copy(), node.expression.this.copy()
+            argument = aggregate.this
+            if isinstance(argument, exp.Star):
+                aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))]))
+            elif isinstance(argument, exp.Distinct):
+                argument.set("expressions", [exp.Case(ifs=[exp.If(this=condition, true=e)])
+                                             for e in argument.expressions])
+            elif argument is not None:
+                aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=argument)]))
+            return aggregate
+        return node
+
+    tree = tree.transform(rewrite)
+    for select in tree.find_all(exp.Select):
+        group = select.args.get("group")
+        if group is not None and group.args.get("all"):
+            keys = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions
+                    if not any(isinstance(n, exp.AggFunc) for n in e.walk())]
+            select.set("group", exp.Group(expressions=[k.copy() for k in keys]) if keys else None)
+        order = select.args.get("order")
+        if order is not None and len(order.expressions) == 1 and isinstance(order.expressions[0].this, exp.Var) \
+                and order.expressions[0].this.name.upper() == "ALL":
+            template = order.expressions[0]
+            order.set("expressions", [exp.Ordered(this=exp.Literal.number(i + 1), desc=template.args.get("desc"),
+                                                  nulls_first=template.args.get("nulls_first"))
+                                      for i in range(len(select.expressions))])
+    return tree
 
 
 def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str = "duckdb") -> exp.Query:
@@ -138,6 +179,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     tree = _parse(text, dialect)
     _check_tables(tree, catalog)
     _name_projections(tree, dialect)
+    tree = _desugar(tree)
     original = tree.copy()
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,

@@ -83,6 +83,12 @@ CRAFTED_QUERIES = {
     "cross_join_count": "SELECT count(*) AS n FROM items, tags",
     "self_join": "SELECT a.id, b.id AS other FROM items a JOIN items b ON a.grp = b.grp AND a.id < b.id",
     "star": "SELECT * FROM tags",
+    # DuckDB's sugar: FILTER (WHERE ...), GROUP BY ALL / ORDER BY ALL, count(*) named count_star().
+    "aggregate_filter": "SELECT grp, sum(qty) FILTER (WHERE price > 3) AS s, count(*) FILTER (WHERE note LIKE "
+                        "'%red%') AS reds FROM items GROUP BY grp",
+    "distinct_aggregate_filter": "SELECT count(DISTINCT grp) FILTER (WHERE qty > 20) AS g FROM items",
+    "group_by_all": "SELECT grp, extract(month FROM day) > 4 AS late, count(*) FROM items GROUP BY ALL "
+                    "ORDER BY ALL NULLS FIRST",
 }
 
 
