@@ -169,7 +169,8 @@ KEY_CHOICES = {
 
 EXPRESSION_CASES = {
     "arithmetic": stretch(
-        select("k_int", "v_dec * 2.5 AS a", "v_dec + v_int AS b", "v_int % 7 AS m", "-v_int AS n", "-v_dec AS nd",
+        # v_dec + v_int would be decimal(22, 2), which may need 128 bits (such stretches run unfused)
+        select("k_int", "v_dec * 2.5 AS a", "v_dec + CAST(v_int AS INTEGER) AS b", "v_int % 7 AS m", "-v_int AS n", "-v_dec AS nd",
                "v_float * 2 - v_int AS f", "v_int / 7 AS q", "v_dec * v_dec AS sq", "v_dec % 3 AS dm",
                "k_int * k_int - 3 AS kk"),
         keys=["k_int"],
