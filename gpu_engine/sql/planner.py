@@ -537,6 +537,18 @@ class QueryPlanner:
             while isinstance(tree, exp.Paren):
                 tree = tree.this
         if isinstance(tree, exp.Exists):
+            select = _subquery_select(tree.this)
+            if isinstance(select, exp.Select) and not ({c.table for c in _free_columns(select)}
+                                                       - _defined_aliases(select)):
+                # Uncorrelated: one count for the whole query, compared on a nested-loop join.
+                counted = select.copy()
+                counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
+                for clause in ("order", "limit", "offset", "distinct"):
+                    counted.set(clause, None)
+                subquery = exp.Subquery(this=counted)
+                comparison = (exp.EQ if negated else exp.GT)(this=subquery, expression=exp.Literal.number(0))
+                self._scalar_comparison(comparison, subquery, local_aliases, ctes, plain, extra_relations, attach)
+                return
             semi_joins.append(self._exists(tree, negated, local_aliases, ctes, conjunct))
             return
         if isinstance(tree, exp.In) and tree.args.get("query") is not None:
@@ -649,8 +661,6 @@ class QueryPlanner:
         if _has_subquery(tree.this):
             raise _unsupported("a subquery on the left of IN", tree)
         inner, local, correlated = self._split_correlated(select, outer_aliases)
-        if not isinstance(tree.this, exp.Column):
-            raise _unsupported("IN (SELECT ...) of an expression; compare a column", tree.this)
         if not correlated:
             relation, outputs = self._plan_query(select, ctes)
             alias = self._synthetic_alias()
@@ -794,11 +804,24 @@ class QueryPlanner:
 
     def _semi_join(self, relation: Relation, semi: _SemiJoin, needed: set[tuple[str, str]]) -> Relation:
         """Apply a pending [NOT] EXISTS / [NOT] IN to ``relation`` as a semi, anti or null-aware anti join."""
+        keys = []
+        for outer, inner in semi.keys:  # an expression on the outer side (x + 1 IN (...)) is projected first
+            if not isinstance(outer, exp.Column):
+                name = self._fresh("$in_key")
+                passthrough = [_quoted(n) for n in relation.node.output_schema.names]
+                try:
+                    node = self._builder(relation.node).project(
+                        passthrough + [f"{self._render(outer, relation.columns)} AS {_quoted(name)}"]).plan()
+                except PlanError as error:
+                    raise self._plan_error(error, outer) from None
+                relation = dataclasses.replace(relation, node=node,
+                                               columns={**relation.columns, ("$in_key", name): name})
+                outer = exp.column(name, table="$in_key")
+            keys.append((outer, inner))
         columns = {**relation.columns, **semi.relation.columns}
         left, right = [], []
-        probe = relation
         filters = list(semi.filters)
-        for outer, inner in semi.keys:
+        for outer, inner in keys:
             outer_name = columns.get((outer.table, outer.name))
             inner_name = columns[(inner.table, inner.name)]
             if outer_name is None:

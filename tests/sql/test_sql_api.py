@@ -86,6 +86,9 @@ CRAFTED_QUERIES = {
     # DuckDB's sugar: FILTER (WHERE ...), GROUP BY ALL / ORDER BY ALL, count(*) named count_star().
     "aggregate_filter": "SELECT grp, sum(qty) FILTER (WHERE price > 3) AS s, count(*) FILTER (WHERE note LIKE "
                         "'%red%') AS reds FROM items GROUP BY grp",
+    "in_of_an_expression": "SELECT id FROM items WHERE id + 1 IN (SELECT item_id FROM tags)",
+    "exists_uncorrelated": "SELECT id FROM items WHERE EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
+    "not_exists_uncorrelated": "SELECT id FROM items WHERE NOT EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
     "distinct_aggregate_filter": "SELECT count(DISTINCT grp) FILTER (WHERE qty > 20) AS g FROM items",
     "group_by_all": "SELECT grp, extract(month FROM day) > 4 AS late, count(*) FROM items GROUP BY ALL "
                     "ORDER BY ALL NULLS FIRST",
