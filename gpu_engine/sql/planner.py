@@ -17,14 +17,20 @@ is planned in this order, as a textbook optimizer would:
 3. **Subqueries.** ``x IN (SELECT …)`` is a left semi join (NOT IN a
    null-aware anti join), applied at the scan of ``x`` when it reads one
    table; ``[NOT] EXISTS`` is a semi (anti) join on its correlation
-   equalities, with the other correlated conditions as the join filter; an
-   uncorrelated scalar subquery is an EnforceSingleRow build side of a
-   nested-loop join; a correlated scalar aggregate (Q2, Q17, Q20) becomes the
-   aggregate grouped by the correlation columns, joined like any relation.
+   equalities, with the other correlated conditions as the join filter (a
+   semi or anti join of a smaller outer side is a right semi / right anti
+   join that builds it); an uncorrelated scalar subquery (and an
+   uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
+   nested-loop join; a correlated scalar aggregate (Q2, Q17, Q20) becomes
+   the aggregate grouped by the correlation columns, joined like any
+   relation, its input first restricted to the keys of the outer table's
+   filtered rows (a "magic set" semi join). COUNT there is refused (its
+   empty groups are 0, not NULL, which an inner join loses).
 4. **Joins.** Greedy operator ordering: repeatedly join the two connected
    relations whose estimated result is smallest, building the smaller side
-   (estimates: :mod:`gpu_engine.sql.statistics`). Outer joins keep the
-   written order.
+   (estimates: :mod:`gpu_engine.sql.statistics`). Queries with outer joins
+   keep the written order; WHERE conditions on a NULL-extended side are
+   applied after the joins, never pushed below them.
 5. **Aggregation, HAVING, SELECT, DISTINCT, ORDER BY, LIMIT.** One
    single-step aggregation (the executor splits it into partial and final
    steps across drivers); ORDER BY with LIMIT is a TopN.
