@@ -288,6 +288,8 @@ class QueryPlanner:
     def plan(self, query: exp.Query) -> PlanNode:
         """Return the plan of a whole query, its output columns named as the SELECT names them."""
         relation, outputs = self._plan_query(query, {})
+        spelled = query.meta.get("output_names", {}) if query.meta else {}
+        outputs = [(spelled.get(name, name), internal) for name, internal in outputs]
         names = [name for name, _ in outputs]
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)

@@ -78,9 +78,10 @@ def _parse(text: str, dialect: str) -> exp.Expression:
 def _check_tables(tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> None:
     """Refuse a table the catalog lacks (a CTE name is fine), naming close table names."""
     cte_names = {cte.alias_or_name for cte in tree.find_all(exp.CTE)}
+    known = {name.lower() for name in list(catalog) + list(cte_names)}
     for table in tree.find_all(exp.Table):
         name = table.name
-        if not name or name in cte_names or name in catalog:
+        if not name or name.lower() in known:  # DuckDB's names are case-insensitive
             continue
         line, col = position_of(table)
         raise SqlError(f"unknown table {name!r}", line=line, col=col, name=name,
@@ -116,14 +117,33 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
                     candidates=did_you_mean(name, choices))
 
 
-def _name_projections(tree: exp.Expression, dialect: str) -> None:
-    """Name the outermost SELECT's unnamed expressions as DuckDB does (``sum(l_quantity)``), not ``_col_5``."""
+def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, pa.Schema]) -> dict[str, str]:
+    """Name the outermost SELECT's unnamed expressions as DuckDB does (``sum(l_quantity)``), not ``_col_5``.
+
+    A bare column keeps its name as the table spells it (``Id`` for ``SELECT id``), as in DuckDB, although
+    sqlglot folds unquoted names to lower case.
+    """
     select = tree
+    spelled: dict[str, str] = {}
     if isinstance(select, exp.Select):
+        tables = {t.name.lower() for t in tree.find_all(exp.Table)}
+        for table, schema in catalog.items():
+            if table.lower() in tables:
+                for name in schema.names:
+                    spelled.setdefault(name.lower(), name)
         for expression in list(select.expressions):
+            if isinstance(expression, exp.Alias):
+                spelled[expression.alias.lower()] = expression.alias
+            if isinstance(expression, exp.Column) and not isinstance(expression.this, exp.Star):
+                original = spelled.get(expression.name.lower())
+                if original is not None and original != expression.name.lower():
+                    expression.replace(exp.alias_(expression.copy(), exp.to_identifier(original, quoted=True)))
+                continue
             if not isinstance(expression, (exp.Alias, exp.Column, exp.Star)):
                 name = expression.sql(dialect=dialect, normalize_functions="lower").replace("count(*)", "count_star()")
                 expression.replace(exp.alias_(expression.copy(), exp.to_identifier(name, quoted=True)))
+                spelled[name.lower()] = name
+    return spelled
 
 
 def _desugar(tree: exp.Expression) -> exp.Expression:
@@ -178,7 +198,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     """
     tree = _parse(text, dialect)
     _check_tables(tree, catalog)
-    _name_projections(tree, dialect)
+    spelled = _name_projections(tree, dialect, catalog)
     tree = _desugar(tree)
     original = tree.copy()
     try:
@@ -186,5 +206,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
                        validate_qualify_columns=True, identify=False)
     except OptimizeError as error:
         raise _column_error(error, original, catalog) from None
-    tree = pushdown_projections(tree)
-    return simplify(tree, dialect=dialect)
+    tree = simplify(pushdown_projections(tree), dialect=dialect)
+    # sqlglot folds every DuckDB identifier to lower case; the planner names the result columns as written.
+    tree.meta["output_names"] = spelled
+    return tree

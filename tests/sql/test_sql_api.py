@@ -268,3 +268,20 @@ def test_statistics_come_from_parquet_metadata(crafted):
     assert fraction("id = 3 OR id = 4") == pytest.approx(1 / 8 + 1 / 8 - 1 / 64)
     assert fraction("note LIKE '%fox%'") == pytest.approx(0.1)
     assert fraction("grp = 'a'") == pytest.approx(0.1)  # no NDV for strings: the default
+
+
+def test_names_are_case_insensitive_and_results_keep_the_tables_spelling():
+    """As in DuckDB: ``things``/``id`` find ``Things``/``Id``, and the result columns are spelled as the table's."""
+    import duckdb
+
+    from gpu_engine import Session
+
+    table = pa.table({"Id": [1, 2, 3], "Val": [1.5, 2.5, None]})
+    session = Session(device="cpu")
+    session.register("Things", table)
+    connection = duckdb.connect()
+    connection.register("Things", table)
+    for sql in ("SELECT id, val FROM things WHERE val > 1", "SELECT * FROM Things",
+                'SELECT "Id", sum("Val") AS Total FROM "Things" GROUP BY "Id"',
+                "SELECT t.id, sum(Val) FROM things t GROUP BY 1 ORDER BY 1"):
+        assert_same_rows(session.sql(sql), duckdb_table(connection, sql), ordered="ORDER BY" in sql)
