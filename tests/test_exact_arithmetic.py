@@ -59,7 +59,7 @@ def _table(rows: int) -> pa.Table:
 
 SUMS = ["sum(i) AS si", "sum(d) AS sd", "sum(u) AS su", "sum(w) AS sw", "sum(n) AS sn",
         "avg(i) AS ai", "avg(d) AS ad", "avg(u) AS au", "avg(w) AS aw", "count(i) AS ci",
-        "min(u) AS mu", "max(d) AS md"]
+        "min(u) AS mu", "max(d) AS md", "min(w) AS lw", "max(w) AS hw"]
 
 
 def _duckdb(table: pa.Table, sql: str) -> pa.Table:

@@ -43,7 +43,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physical_dtype
 from gpu_engine.device import Device
 from gpu_engine.kernels import aggregate as kernels
-from gpu_engine.expressions.numeric import as_float, as_words, is_wide, narrow_values, narrowed, raise_at_first, wide_result
+from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first, wide_result
 from gpu_engine.kernels.decimal128 import RESCALE
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, SUM_HIGH_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
@@ -506,9 +506,19 @@ class MinMax(AggregateFunction):
             return np.dtype(np.float64)
         return np.dtype(np.uint64) if dtype.kind == "u" else np.dtype(np.int64)
 
+    @property
+    def over_wide_decimals(self) -> bool:
+        """Return True for decimals of more than 18 digits: values may be 128-bit words (high and low state)."""
+        return is_decimal(self.value_type) and self.value_type.precision > 18
+
     def state_arrays(self) -> tuple[StateArray, ...]:
         if self.over_strings:
             return ()
+        if self.over_wide_decimals:  # "value" keeps the high word, "low" the low word (unsigned)
+            high = kernels.identity_for_max(np.int64) if self.want_max else kernels.identity_for_min(np.int64)
+            low = kernels.identity_for_max(np.uint64) if self.want_max else kernels.identity_for_min(np.uint64)
+            return (StateArray("value", np.dtype(np.int64), high), StateArray("low", np.dtype(np.uint64), low),
+                    StateArray("has", np.dtype(np.bool_), False))
         dtype = self.state_dtype
         if self.over_floats:
             fill = -np.inf if self.want_max else np.inf
@@ -522,10 +532,10 @@ class MinMax(AggregateFunction):
             raise NotImplementedError("min/max over strings is folded by HashAggregation")
         fold = kernels.group_max if self.want_max else kernels.group_min
         arrays = state.arrays
+        if self.over_wide_decimals:
+            self._fold_words(device, state, group_ids, column)
+            return
         if not self.over_floats:
-            if is_wide(column):  # 64-bit state: a value needing 128 bits is an error, never a wrapped value
-                column = Column(column.dtype, narrow_values(device, column, f"{self.call.sql()} AS {self.name}"),
-                                column.validity)
             values = column.data.astype(self.state_dtype, copy=False)
             fold(device, group_ids, values, column.validity, arrays["value"], arrays["has"])
             return
@@ -539,6 +549,25 @@ class MinMax(AggregateFunction):
         _set_flags(device, group_ids, flagged, arrays[self.flag_name])
         _set_flags(device, group_ids, valid, arrays["has"])
 
+    def _fold_words(self, device: Device, state: AggregateState, group_ids: Any, column: Column) -> None:
+        """Fold 128-bit values in two passes of 64-bit atomics: the high word, then the low word among the
+        rows at their group's high word (a low word kept under a high word that just moved is reset first)."""
+        xp = device.xp
+        fold = kernels.group_max if self.want_max else kernels.group_min
+        arrays = state.arrays
+        words = as_words(device, column)
+        high = xp.ascontiguousarray(words[:, 1])
+        low = xp.ascontiguousarray(words[:, 0]).view(xp.uint64)
+        validity = _row_validity(device, column)
+        kept, had = arrays["value"].copy(), arrays["has"].copy()
+        fold(device, group_ids, high, validity, arrays["value"], arrays["has"])
+        moved = arrays["value"] != kept
+        reset = kernels.identity_for_max(np.uint64) if self.want_max else kernels.identity_for_min(np.uint64)
+        arrays["low"][moved] = reset
+        at_top = high == arrays["value"][group_ids]
+        low_kept = had & ~moved  # where the kept low word still belongs to the group's high word
+        fold(device, group_ids, low, at_top if validity is None else at_top & validity, arrays["low"], low_kept)
+
     def merge(self, device, state, group_ids, columns):
         self.update(device, state, group_ids, columns[0])
 
@@ -546,6 +575,13 @@ class MinMax(AggregateFunction):
         if self.over_strings:
             raise NotImplementedError("min/max over strings is extracted by HashAggregation")
         xp = device.xp
+        if self.over_wide_decimals:
+            has = state.arrays["has"][:groups].copy()
+            words = xp.empty((groups, 2), dtype=xp.int64)
+            words[:, 0] = state.arrays["low"][:groups].view(xp.int64)
+            words[:, 1] = state.arrays["value"][:groups]
+            words[~has] = 0
+            return [(self.name, Column(self.output_type, narrowed(device, words, has), has))]
         values = state.arrays["value"][:groups]
         if self.over_floats:
             flag = state.arrays[self.flag_name][:groups]
@@ -555,7 +591,11 @@ class MinMax(AggregateFunction):
 
     @property
     def fusable(self) -> str | None:
-        return f"{self.call.function} over strings" if self.over_strings else None
+        if self.over_strings:
+            return f"{self.call.function} over strings"
+        if self.over_wide_decimals:  # values may be 128-bit words; the kernel reads int64
+            return f"{self.call.function} over {self.value_type}"
+        return None
 
     def _emit_fold(self, emit: StateEmitter, ref: StateRef, slot: str, value: str) -> str:
         fold = emit.maximum if self.want_max else emit.minimum
