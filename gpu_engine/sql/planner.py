@@ -1100,7 +1100,8 @@ class QueryPlanner:
             if isinstance(key, exp.Column):
                 name = relation.columns.get((key.table, key.name))
                 if name is None:
-                    raise SqlError(f"column {key.sql()} is not available", *position_of(key))
+                    line, col = position_of(key)
+                    raise SqlError(f"column {key.sql()} is not available", line=line, col=col)
                 key_columns[(key.table, key.name)] = name
             else:
                 name = self._fresh(f"$key{len(key_names)}")
@@ -1108,14 +1109,20 @@ class QueryPlanner:
             replacements[text] = name
             key_names.append(name)
         calls, names = [], []
+        kinds: dict[str | None, list[str]] = {}  # DISTINCT argument (None: not DISTINCT) -> its calls
         for aggregate in aggregates:
             text = aggregate.sql()
             if text in replacements:
                 continue
             name = self._fresh(f"${aggregate.key}{len(names)}")
-            calls.append(f"{self._render(aggregate, relation.columns)} AS {_quoted(name)}")
+            call = f"{self._render(aggregate, relation.columns)} AS {_quoted(name)}"
+            calls.append(call)
             names.append(name)
             replacements[text] = name
+            argument = aggregate.this
+            kinds.setdefault(argument.sql() if isinstance(argument, exp.Distinct) else None, []).append(call)
+        if not key_names and len(kinds) > 1 and any(kind is not None for kind in kinds):
+            return self._split_global_aggregation(relation, list(kinds.values()), replacements, select)
         node = relation.node
         try:
             builder = self._builder(node)
@@ -1136,6 +1143,33 @@ class QueryPlanner:
         stats = {k: relation.stats[k].capped(rows) for k in key_names if k in relation.stats}
         aggregated = Relation(node, dict(key_columns), relation.aliases, rows, stats)
         return aggregated, replacements, dict(key_columns)
+
+    def _clone(self, node: PlanNode) -> PlanNode:
+        """Return a copy of a plan subtree with fresh node ids (a second evaluation of the same input)."""
+        sources = tuple(self._clone(source) for source in node.sources)
+        return dataclasses.replace(node, id=self.ids.next_id(), sources=sources)
+
+    def _split_global_aggregation(self, relation: Relation, call_groups: list[list[str]], replacements, select):
+        """Compute ``count(DISTINCT a), sum(b)`` without GROUP BY as one aggregation per DISTINCT argument.
+
+        Why: the aggregation operator runs DISTINCT as a group-by on the
+        argument first, which serves one argument at a time; each group of
+        calls aggregates its own evaluation of the input (planned again, as a
+        CTE referenced twice is) and the one-row results are cross joined.
+        """
+        node = None
+        try:
+            for number, calls in enumerate(call_groups):
+                source = relation.node if number == 0 else self._clone(relation.node)
+                part = self._builder(source).aggregation([], calls).plan()
+                if node is None:
+                    node = part
+                else:
+                    columns = list(node.output_schema.names) + list(part.output_schema.names)
+                    node = self._builder(node).nested_loop_join(part, columns).plan()
+        except PlanError as error:
+            raise self._plan_error(error, select) from None
+        return Relation(node, {}, relation.aliases, 1.0, {}), replacements, {}
 
     def _scalar_subqueries(self, tree: exp.Expression, relation: Relation, columns, ctes):
         """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""

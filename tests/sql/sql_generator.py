@@ -184,9 +184,8 @@ def _group_by(rng: random.Random) -> GeneratedQuery:
 def _global_aggregate(rng: random.Random) -> GeneratedQuery:
     table = rng.choice(_SMALL_TABLES)
     aggregates = _aggregates(rng, table)
-    if rng.random() < 0.3:
+    if rng.random() < 0.3:  # DISTINCT beside plain aggregates: one aggregation per DISTINCT argument
         aggregates.append(f"count(DISTINCT {_number(rng, table)}) AS d")
-        aggregates = [a for a in aggregates if "DISTINCT" in a]
     return GeneratedQuery("aggregate", f"SELECT {', '.join(aggregates)} FROM {table} WHERE {_where(rng, table)}",
                           False)
 

@@ -89,6 +89,8 @@ CRAFTED_QUERIES = {
     "in_of_an_expression": "SELECT id FROM items WHERE id + 1 IN (SELECT item_id FROM tags)",
     "exists_uncorrelated": "SELECT id FROM items WHERE EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
     "not_exists_uncorrelated": "SELECT id FROM items WHERE NOT EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
+    "mixed_distinct_aggregates": "SELECT count(DISTINCT grp) AS g, count(DISTINCT qty) AS q, sum(qty) AS s, "
+                                 "count(*) AS n FROM items WHERE id > 1",
     "distinct_aggregate_filter": "SELECT count(DISTINCT grp) FILTER (WHERE qty > 20) AS g FROM items",
     "group_by_all": "SELECT grp, extract(month FROM day) > 4 AS late, count(*) FROM items GROUP BY ALL "
                     "ORDER BY ALL NULLS FIRST",
