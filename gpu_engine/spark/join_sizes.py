@@ -19,8 +19,9 @@ estimate, made before anything runs:
   bound, so a build side broadcast by it really is small.
 
 A join type that cannot be broadcast (right, full, right semi, right anti)
-is always shuffled. ``overrides`` (join id -> ``broadcast`` / ``shuffle``, or
-one of them for every join) take precedence over the size.
+is always shuffled. ``overrides`` (join id -> ``broadcast`` / ``shuffle``)
+take precedence over ``default`` (one of them for every other join that
+can have it), which takes precedence over the size.
 """
 
 from __future__ import annotations
@@ -106,19 +107,23 @@ class SizeJoinStrategy:
     threshold
         Bytes; negative never broadcasts (Spark's -1).
     overrides
-        Join id -> strategy, or one strategy for every join. A join named
-        here that cannot have its strategy raises PlanError when planned.
+        Join id -> strategy. A join named here that cannot have its
+        strategy raises PlanError when planned.
+    default
+        The strategy of every join not in ``overrides`` that can have it
+        (a join that cannot be broadcast is still shuffled).
     """
 
-    def __init__(self, tables: Mapping | None, threshold: int, overrides: Mapping[str, str] | str | None = None):
+    def __init__(self, tables: Mapping | None, threshold: int, overrides: Mapping[str, str] | None = None,
+                 default: str | None = None):
         self.tables = tables
         self.threshold = int(threshold)
-        if isinstance(overrides, str):
-            _check_strategy(overrides, "every join")
-        else:
-            for join_id, strategy in (overrides or {}).items():
-                _check_strategy(strategy, f"join {join_id}")
-        self.overrides = overrides
+        if default is not None:
+            _check_strategy(default, "every join")
+        for join_id, strategy in (overrides or {}).items():
+            _check_strategy(strategy, f"join {join_id}")
+        self.overrides = dict(overrides or {})
+        self.default = default
         self._sizes: dict[tuple[str, tuple[str, ...]], int | None] = {}
         #: Join id -> (strategy, estimated build bytes or None), filled as joins are planned.
         self.chosen: dict[str, tuple[str, int | None]] = {}
@@ -139,12 +144,12 @@ class SizeJoinStrategy:
         if not isinstance(join, (HashJoinNode, NestedLoopJoinNode)):
             raise PlanError("a join strategy is asked about a join only", node=join.label)
         size = self.build_bytes(join)
-        if isinstance(self.overrides, str):
-            strategy = self.overrides if join.join_type in BROADCAST_JOIN_TYPES else "shuffle"
-        elif self.overrides and join.id in self.overrides:
+        if join.id in self.overrides:
             strategy = self.overrides[join.id]
         elif join.join_type not in BROADCAST_JOIN_TYPES:
             strategy = "shuffle"
+        elif self.default is not None:
+            strategy = self.default
         elif isinstance(join, NestedLoopJoinNode):
             strategy = "broadcast"  # no keys to shuffle by: the alternative is one partition for both sides
         elif size is None:

@@ -7,10 +7,12 @@
 
 1. Boundaries are added (:func:`~gpu_engine.spark.broadcast_joins.add_spark_exchanges`:
    partial aggregation before a shuffle and final after it, a gather before a
-   final ORDER BY / TopN / Limit, a broadcast under each join's build side);
-   a plan that already has PartitionedOutput/Exchange boundaries is taken as
-   given. The plan is cut into fragments by
-   :func:`~gpu_engine.cluster.plan_fragments`, producers first.
+   final ORDER BY / TopN / Limit, and for each join either a broadcast under
+   its build side or a keyed shuffle under both sides, as
+   :class:`~gpu_engine.spark.join_sizes.SizeJoinStrategy` picks from the
+   build side's estimated size); a plan that already has
+   PartitionedOutput/Exchange boundaries is taken as given. The plan is cut
+   into fragments by :func:`~gpu_engine.cluster.plan_fragments`, producers first.
 2. Each fragment becomes one ``mapInArrow`` over its one input DataFrame: a
    table (only the columns it scans; a bare ``spark.read.parquet`` table is
    read by the engine itself, see :mod:`gpu_engine.spark.parquet_scans`,
@@ -18,7 +20,10 @@
    Spark: ``repartitionById(n, partition id)`` after a keyed shuffle (the
    producer computed the ids on the engine's device; on Spark < 4.1,
    ``repartition(n, keys)``), ``repartition(1)`` after a gather. A fragment
-   whose rows must meet in one place runs on one partition.
+   whose rows must meet in one place runs on one partition. A shuffled
+   join's fragment reads both sides from one DataFrame: the two producers'
+   rows, tagged by side, routed by the same engine partition ids and sorted
+   build side first within each partition (see :meth:`SparkRunner._co_partitioned_frame`).
 3. A broadcast boundary's producer is collected on the driver when
    ``execute`` is called (as Spark collects a broadcast join's small side),
    kept as Arrow IPC bytes in a Spark broadcast variable, and handed whole to
@@ -174,7 +179,8 @@ class SparkRunner:
         self.config = dict(config)
         self.engine_parquet_scans = engine_parquet_scans
         self._broadcast_threshold = None if broadcast_threshold is None else int(broadcast_threshold)
-        SizeJoinStrategy(None, 0, joins)  # unknown strategies fail here
+        SizeJoinStrategy(None, 0, joins if not isinstance(joins, str) else None,
+                         default=joins if isinstance(joins, str) else None)  # unknown strategies fail here
         self.joins = joins
         #: Join id -> (``broadcast`` / ``shuffle``, estimated build bytes or None) of the last plan.
         self.last_join_strategies: dict[str, tuple[str, int | None]] = {}
@@ -208,12 +214,13 @@ class SparkRunner:
         ``joins`` (join id -> ``broadcast`` / ``shuffle``, or one for every
         join) override the runner's ``joins``, which override the size rule.
         """
-        overrides = self.joins
-        if isinstance(joins, str) or (joins and isinstance(overrides, str)):
-            overrides = joins if joins is not None else overrides
-        elif joins:
-            overrides = {**(overrides or {}), **joins}
-        return SizeJoinStrategy(tables, self.broadcast_threshold(), overrides)
+        default, per_join = None, {}
+        for given in (self.joins, joins):  # the plan's after the runner's, so they win
+            if isinstance(given, str):
+                default, per_join = given, {}
+            elif given:
+                per_join = {**per_join, **given}
+        return SizeJoinStrategy(tables, self.broadcast_threshold(), per_join, default=default)
 
     def broadcast_threshold(self) -> int:
         """Return the largest build side (bytes) a join broadcasts: the runner's, else Spark's ``autoBroadcastJoinThreshold``."""

@@ -121,6 +121,10 @@ def test_join_strategy_follows_the_build_sides_parquet_size_and_per_join_overrid
     assert sum("joined with" in line for line in _stage_lines(everything, plan, tables)) == 2
     overridden = everything.explain(plan, tables, {lineitem_join: "broadcast"})
     assert overridden.count("joined with") == 1 and everything.last_join_strategies[lineitem_join][0] == "broadcast"
+    runner_default = SparkRunner(spark, device="cpu", joins="shuffle")  # the plan's override wins over the runner's
+    runner_default.plan_stages(plan, tables, {orders_join: "broadcast"})
+    assert {join: strategy for join, (strategy, _) in runner_default.last_join_strategies.items()} == {
+        orders_join: "broadcast", lineitem_join: "shuffle"}
     assert SparkRunner(spark, device="cpu").broadcast_threshold() == 10 * 1024 * 1024  # Spark's default
 
 

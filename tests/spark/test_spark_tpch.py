@@ -66,7 +66,7 @@ def _check(runner: SparkRunner, name: str, tables, expected) -> None:
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_query_through_spark_matches_duckdb(name, spark, spark_tpch_tables, duckdb_results):
-    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=3)
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
     expected = duckdb_results(SCALE_FACTOR, name)
     if name in THIN_RESULTS:
         assert expected.num_rows == 1 and expected.column(0)[0].as_py() is None
@@ -110,7 +110,7 @@ def test_a_bare_parquet_table_is_read_by_the_engine_or_fed_through_arrow(engine_
 
 
 def test_sql_text_runs_through_spark(spark, spark_tpch_tables, duckdb_results):
-    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=3)
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
     tables = spark_tpch_tables()
     frame = runner.sql(tpch.sql(3, SCALE_FACTOR), tables, dialect="duckdb")
     assert_same_rows(frame.toArrow(), duckdb_results(SCALE_FACTOR, "q3"), ordered=True)
