@@ -31,7 +31,7 @@ from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
-from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
 __all__ = ["normalize_keys", "GroupByHashTable", "StringInterner"]
 
@@ -121,6 +121,8 @@ def _prefetch_ahead(hashes, i, slots, group_keys, group_hashes):
     first slot (read now: it was fetched half the distance ago), so the three dependent reads of a probe overlap."""
     n = hashes.shape[0]
     capacity = slots.shape[0]
+    if not (worth_prefetching(slots) or worth_prefetching(group_keys)):
+        return
     if i + PREFETCH_DISTANCE < n:
         prefetch_row(slots, _first_slot(hashes[i + PREFETCH_DISTANCE], capacity))
     if i + PREFETCH_DISTANCE // 2 < n:

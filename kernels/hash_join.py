@@ -54,7 +54,7 @@ from gpu_engine.kernels.fused_rows import KEY_HASH_SEED, finish_key_hash, key_wo
 from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.group_by import GroupByHashTable
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
-from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words", "BLOOM_BITS_PER_KEY"]
 
@@ -153,8 +153,9 @@ def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
     slot_mask = np.int64(packed.shape[0] - 1)
     max_keys = packed.shape[0] // 2
     n = words.shape[0]
+    ahead = worth_prefetching(packed)
     for i in range(start, n):
-        if i + PREFETCH_DISTANCE < n:
+        if ahead and i + PREFETCH_DISTANCE < n:
             prefetch_row(packed, np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask)))
         slot = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
         while True:
@@ -203,15 +204,14 @@ def _bloom_of_packed_cpu(packed, bloom):
 @njit(nogil=True, cache=True)
 def _find_keys_cpu(words, packed, bloom, use_bloom, key_ids):
     # The Bloom test stays in the loop body: behind a call returning early, numba's code ran 6x slower.
-    # Row i + PREFETCH_DISTANCE's Bloom word (or, without the filter, its first slot) is fetched ahead.
+    # Row i + PREFETCH_DISTANCE's first slot is fetched ahead when the filter (which stays in cache) lets it through.
     n = words.shape[0]
     slot_mask = np.int64(packed.shape[0] - 1)
+    prefetching = worth_prefetching(packed)
     for i in range(n):
-        if i + PREFETCH_DISTANCE < n:
+        if prefetching and i + PREFETCH_DISTANCE < n:
             ahead = _key_hash(words, i + PREFETCH_DISTANCE)
-            if use_bloom:
-                prefetch_row(bloom, _bloom_block(ahead, bloom.shape[0]))
-            else:
+            if not (use_bloom and _bloom_rules_out(bloom, ahead)):
                 prefetch_row(packed, np.int64(ahead & np.uint64(slot_mask)))
         h = _key_hash(words, i)
         if use_bloom and _bloom_rules_out(bloom, h):

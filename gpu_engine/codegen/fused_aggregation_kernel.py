@@ -70,7 +70,7 @@ from gpu_engine.kernels.fused_rows import (
     divide_round_half_away, finish_key_hash, float_equal, float_less, key_word_bits, mix_key_word, round_half_away,
     scaled_order, truncated_remainder,
 )
-from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 """
 
 
@@ -265,6 +265,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         writer.line("max_groups = np.int64(slot_table.shape[0] // 2)")
         if not cuda_flavor:
             writer.line(f"num_groups = status[{STATUS_GROUPS}]")
+            writer.line("prefetching = worth_prefetching(slot_table)")
     if not cuda_flavor:
         writer.line(f"pending_count = status[{STATUS_PENDING}]")
     global_states = _table_refs(table)
@@ -334,7 +335,7 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
     columns = _prefetchable_key_columns(program)
     if columns is None:
         return
-    with writer.block("if j + PREFETCH_DISTANCE < n:"):
+    with writer.block("if prefetching and j + PREFETCH_DISTANCE < n:"):
         writer.line("ahead = positions[j + PREFETCH_DISTANCE] if has_positions else j + PREFETCH_DISTANCE")
         if layout.mapped:
             writer.line("ahead = rows[ahead]")
@@ -434,11 +435,13 @@ def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
         writer.line("@njit(nogil=True, cache=True)" if flavor == "cpu" else "@cuda.jit")
         with writer.block(f"def move_{flavor}(old, occupied, new):"):
             writer.line("slot_mask = np.int64(new.shape[0] - 1)")
+            if flavor == "cpu":
+                writer.line("prefetching = worth_prefetching(new)")
             loop = "for t in range(occupied.shape[0]):" if flavor == "cpu" else \
                 "for t in range(cuda.grid(1), occupied.shape[0], cuda.gridsize(1)):"
             with writer.block(loop):
                 if flavor == "cpu":  # the new table is written at random: fetch a later row's slot ahead
-                    with writer.block("if t + PREFETCH_DISTANCE < occupied.shape[0]:"):
+                    with writer.block("if prefetching and t + PREFETCH_DISTANCE < occupied.shape[0]:"):
                         writer.line("row = occupied[t + PREFETCH_DISTANCE]")
                         _write_stored_key_hash(writer, words)
                         writer.line("prefetch_row(new, np.int64(h & np.uint64(slot_mask)))")
