@@ -17,7 +17,10 @@ broadcast variable so each executor fetches them once.
 
 A fragment reads from leaves that are fed, not scanned: one *input* leaf gets
 the Spark partition's record batches as splits, as they arrive, and each
-*broadcast* leaf gets its whole table. Exchanges in the fragment (the consumer
+*broadcast* leaf gets its whole table. A shuffled join's fragment has a second
+fed leaf, its *build input*: the partition then carries both sides, each row
+tagged by :data:`SIDE_COLUMN` with the columns of both under positional names,
+build rows first, and the Task closes the build input at the first probe row. Exchanges in the fragment (the consumer
 side of a shuffle) are turned into such leaves here, since on Spark the
 shuffle's output *is* the partition. A fragment whose root is a partitioned
 PartitionedOutput with keys yields its rows plus the engine-computed
