@@ -11,6 +11,8 @@ second device (the CUDA simulator at SF 0.001, or a real GPU), fused.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table
@@ -61,10 +63,15 @@ def test_generated_query_matches_duckdb(seed, engine_and_duckdb):
     _check(seed, "cpu", engine_and_duckdb)
 
 
-@pytest.mark.parametrize("seed", range(len(SHAPES)), ids=list(SHAPES))
+def _second_device_cases():
+    """One seed per shape on the device besides cpu: the CUDA simulator, or a real GPU (marked ``gpu``)."""
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    device, marks = ("cuda-sim", []) if simulated else ("cuda", [pytest.mark.gpu])
+    return [pytest.param(seed, device, id=f"{device}-{shape}", marks=marks) for seed, shape in enumerate(SHAPES)]
+
+
+@pytest.mark.parametrize("seed, device_name", _second_device_cases())
 def test_generated_query_on_the_second_device(seed, device_name, engine_and_duckdb):
-    if device_name == "cpu":
-        pytest.skip("the cpu runs every seed above")
     _check(seed, device_name, engine_and_duckdb)
 
 
