@@ -187,6 +187,21 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _conditional_as_case(node: exp.Expression) -> exp.Expression:
+    """Write COALESCE and NULLIF as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
+    if isinstance(node, exp.Coalesce):
+        values = [node.this] + list(node.expressions)
+        result = values[-1].copy()
+        for value in reversed(values[:-1]):
+            result = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
+                                          true=value.copy())], default=result)
+        return result
+    if isinstance(node, exp.Nullif):
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
+                                    true=exp.Null())], default=node.this.copy())
+    return node
+
+
 def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str = "duckdb") -> exp.Query:
     """Return the query in ``text`` parsed, qualified against ``catalog``, pruned and simplified.
 
@@ -206,7 +221,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
                        validate_qualify_columns=True, identify=False)
     except OptimizeError as error:
         raise _column_error(error, original, catalog) from None
-    tree = simplify(pushdown_projections(tree), dialect=dialect)
+    tree = simplify(pushdown_projections(tree), dialect=dialect).transform(_conditional_as_case)
     # sqlglot folds every DuckDB identifier to lower case; the planner names the result columns as written.
     tree.meta["output_names"] = spelled
     return tree

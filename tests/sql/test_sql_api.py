@@ -89,6 +89,10 @@ CRAFTED_QUERIES = {
     "in_of_an_expression": "SELECT id FROM items WHERE id + 1 IN (SELECT item_id FROM tags)",
     "exists_uncorrelated": "SELECT id FROM items WHERE EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
     "not_exists_uncorrelated": "SELECT id FROM items WHERE NOT EXISTS (SELECT * FROM tags WHERE weight > 2.9)",
+    "coalesce_nullif": "SELECT id, coalesce(qty, price * 10, 0) AS q, nullif(grp, 'a') AS g, ifnull(note, '-') AS n "
+                       "FROM items",
+    "join_using": "SELECT id, grp, tag FROM items JOIN (SELECT item_id AS id, tag FROM tags) AS t USING (id)",
+    "full_join_using": "SELECT id, tag FROM items FULL JOIN (SELECT item_id AS id, tag FROM tags) AS t USING (id)",
     "mixed_distinct_aggregates": "SELECT count(DISTINCT grp) AS g, count(DISTINCT qty) AS q, sum(qty) AS s, "
                                  "count(*) AS n FROM items WHERE id > 1",
     "distinct_aggregate_filter": "SELECT count(DISTINCT grp) FILTER (WHERE qty > 20) AS g FROM items",
