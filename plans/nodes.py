@@ -144,9 +144,9 @@ class AggregationStep(enum.Enum):
 class AggregationNode(PlanNode):
     """Group by ``grouping_keys`` (column names) and compute ``aggregates``.
 
-    Output is the keys, then one column per aggregate in the order given (two
-    for ``avg`` in an intermediate output: ``name`` holding the sum and
-    ``name$count``; see :func:`gpu_engine.plans.aggregates.intermediate_fields`).
+    Output is the keys, then one column per aggregate in the order given (in an
+    intermediate output an exact sum adds ``name$high``, its high 64 bits, and
+    ``avg`` adds ``name$count``; see :func:`gpu_engine.plans.aggregates.intermediate_fields`).
     For FINAL and INTERMEDIATE steps each aggregate's ``arg`` is a ColumnRef to
     the intermediate column of that name.
     """
