@@ -43,7 +43,8 @@ i8, i32, i64, u8, u64, b1, f32, f64 = map(_zeros_of, (np.int8, np.int32, np.int6
 #: kernel (module.function under gpu_engine.kernels) -> argument lists as the entry points pass them.
 CASES = {
     "aggregate._count_cuda": [lambda: [i32(), b1(), True, i64()]],
-    "aggregate._sum_int_cuda": [lambda: [i32(), i64(), b1(), True, i64(), i64(), b1()]],
+    "aggregate._sum_int_cuda": [lambda: [i32(), i64(), b1(), True, i64(), i64(), b1(), False]],
+    "aggregate._sum_words_cuda": [lambda: [i32(), i64(2), b1(), True, i64(), i64(), i64(), i64(), b1()]],
     "aggregate._sum_float_cuda": [lambda: [i32(), f64(), b1(), True, f64(), b1()]],
     "aggregate._extreme_int_cuda": [lambda: [i32(), i32(), b1(), True, i32(), b1(), True],
                                     lambda: [i32(), u64(), b1(), False, u64(), b1(), True]],
@@ -51,6 +52,7 @@ CASES = {
         lambda: [i32(), f32(), i32(), b1(), True, i32(), b1(), True, np.int64(1), np.int64(2)],
         lambda: [i32(), f64(), i64(), b1(), True, i64(), b1(), False, np.int64(1), np.int64(2)]],
     "checked_arithmetic._checked_cuda": [lambda: [1, i64(), True, i64(), False, b1(), True, i64(), i64()]],
+    "decimal128._wide_binary_cuda": [lambda: [1, i64(2), False, i64(2), True, 0, 2, 1, i64(2), i8()]],
     "filter._keep_flags_cuda": [lambda: [b1(), b1(), True, i32()]],
     "filter._scatter_kept_cuda": [lambda: [i32(), i32(), i32()]],
     "gather._gather_cuda": [lambda: [f64(), i32(), f64()], lambda: [b1(), i64(), b1()], lambda: [i8(), i32(), i8()],
