@@ -37,7 +37,7 @@ from gpu_engine.plans.nodes import PartitionedOutputNode
 from gpu_engine.plans.serialization import plan_from_json
 from gpu_engine.spark.executor_device import TaskDeviceLog, choose_executor_device
 from gpu_engine.spark.map_in_arrow import BUILD_SIDE, PROBE_SIDE, FragmentFunction, emits_partition_ids, side_column
-from gpu_engine.spark.partition_ids import partition_ids
+from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN, partition_ids
 from gpu_engine.spark.spark_types import conform_to_wire, wire_schema_for
 
 __all__ = ["run_partition", "ERROR_MARKER"]
@@ -96,11 +96,16 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
         record_batch = batch.to_arrow()
         if keys:
             ids = device.to_host(partition_ids(device, batch, keys, output.num_partitions))
-            record_batch = record_batch.append_column(wire_schema.field(len(wire_schema) - 1), pa.array(ids))
+            record_batch = record_batch.append_column(pa.field(PARTITION_ID_COLUMN, pa.int32()),
+                                                      pa.array(ids, pa.int32()))
             if function.replicate_keys and record_batch.num_rows:
                 record_batch = _replicate_nulls_and_any(record_batch, function.replicate_keys, output.num_partitions,
                                                         not replicated_any[0])
                 replicated_any[0] = True
+            if function.packed_output:
+                if record_batch.num_rows:
+                    ready.put(_pack_by_destination(record_batch, plan.output_schema, wire_schema))
+                return
         ready.put(conform_to_wire(record_batch, wire_schema))
 
     task = Task(f"spark {function.name} ({where})", plan, query_ctx, function.drivers, deliver)
@@ -121,13 +126,15 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
                 splits = [split_from_json(function.input_splits[number])
                           for number in record_batch.column(0).to_pylist()]
             elif sides is not None:  # a shuffled join's partition: build rows, then probe rows
-                build, probe = sides.split(record_batch)
+                build, probe = sides.unpack(record_batch) if function.packed_input else sides.split(record_batch)
                 if build is not None:
                     task.add_split(build_id, ArrowSplit(build))
                 if probe is not None and not sides.build_done:
                     task.no_more_splits(build_id)  # sorted by side: no build row comes after a probe row
                     sides.build_done = True
                 splits = [ArrowSplit(probe)] if probe is not None else []
+            elif function.packed_input:
+                splits = [ArrowSplit(table) for table in _unpack(record_batch.column(0))]
             else:
                 splits = [ArrowSplit(pa.Table.from_batches([record_batch]))]
             for split in splits:
@@ -153,6 +160,37 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
         query_ctx.shutdown()
 
 
+def _pack_by_destination(record_batch: pa.RecordBatch, schema: pa.Schema, wire_schema: pa.Schema) -> pa.RecordBatch:
+    """Return one row per destination of ``record_batch``: its partition id and its rows as Arrow IPC bytes.
+
+    The partition id column is the batch's last; the rows keep the engine's
+    own types (``schema``, dictionaries decoded), since only the engine reads them.
+    """
+    import numpy as np
+
+    ids = np.asarray(record_batch.column(record_batch.num_columns - 1))
+    rows = conform_to_wire(record_batch.drop_columns([record_batch.schema.names[-1]]), schema)
+    order = np.argsort(ids, kind="stable")
+    sorted_ids = ids[order]
+    starts = np.flatnonzero(np.r_[True, sorted_ids[1:] != sorted_ids[:-1]])
+    ends = np.r_[starts[1:], len(order)]
+    taken = rows.take(pa.array(order)) if len(starts) > 1 else rows
+    payloads = []
+    for start, end in zip(starts, ends):
+        sink = pa.BufferOutputStream()
+        with pa.ipc.new_stream(sink, schema) as writer:
+            writer.write_batch(taken.slice(start, end - start))
+        payloads.append(sink.getvalue().to_pybytes())
+    return pa.RecordBatch.from_arrays(
+        [pa.array(sorted_ids[starts], wire_schema.field(0).type), pa.array(payloads, wire_schema.field(1).type)],
+        schema=wire_schema)
+
+
+def _unpack(payloads: pa.Array) -> list[pa.Table]:
+    """Return the tables packed into a column of Arrow IPC streams."""
+    return [pa.ipc.open_stream(pa.py_buffer(payload.as_buffer())).read_all() for payload in payloads]
+
+
 class _JoinSides:
     """Split a shuffled join's partition batches (side tag, ``__p<i>``, ``__b<i>`` columns) into the two inputs."""
 
@@ -160,6 +198,14 @@ class _JoinSides:
         self.probe_names = function.probe_columns
         self.build_names = function.build_columns
         self.build_done = False
+
+    def unpack(self, record_batch: pa.RecordBatch) -> tuple[pa.Table | None, pa.Table | None]:
+        """Return the build and probe rows of packed rows (side tag, IPC bytes), each concatenated (None where none)."""
+        tags = record_batch.column(0).to_pylist()
+        tables = _unpack(record_batch.column(1))
+        build = [table for tag, table in zip(tags, tables) if tag == BUILD_SIDE and table.num_rows]
+        probe = [table for tag, table in zip(tags, tables) if tag == PROBE_SIDE and table.num_rows]
+        return (pa.concat_tables(build) if build else None), (pa.concat_tables(probe) if probe else None)
 
     def split(self, record_batch: pa.RecordBatch) -> tuple[pa.Table | None, pa.Table | None]:
         """Return the batch's build rows and probe rows as tables named like the leaves (None where none)."""

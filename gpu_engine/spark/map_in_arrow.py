@@ -55,10 +55,12 @@ from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
 from gpu_engine.spark.spark_types import spark_schema_for
 
 __all__ = ["FragmentFunction", "fragment_function", "exchanges_as_inputs", "emits_partition_ids", "SIDE_COLUMN",
-           "BUILD_SIDE", "PROBE_SIDE", "side_column"]
+           "BUILD_SIDE", "PROBE_SIDE", "side_column", "PAYLOAD_COLUMN"]
 
 #: The side tag of a shuffled join's partition (both inputs in one DataFrame): BUILD_SIDE rows sort first.
 SIDE_COLUMN = "__gpu_engine_side"
+#: A packed shuffle's one data column: the rows of one batch for one destination, as an Arrow IPC stream.
+PAYLOAD_COLUMN = "__gpu_engine_rows"
 BUILD_SIDE = 0
 PROBE_SIDE = 1
 
@@ -115,6 +117,14 @@ class FragmentFunction:
     replicate_keys
         Key columns of a build side that feeds a null-aware anti join: rows
         with a NULL key, and the Task's first row, are sent to every partition.
+    packed_output
+        A fragment that emits partition ids yields one row per destination
+        and output batch, ``(partition id, Arrow IPC bytes of those rows)``,
+        instead of its rows: Spark's shuffle then moves a few binary values
+        rather than converting every row to its row format and back.
+    packed_input
+        The input (and build input) rows are such packed rows (the partition
+        id dropped; a shuffled join's with :data:`SIDE_COLUMN` first).
     device_log
         A Spark accumulator (:class:`~gpu_engine.spark.executor_device.TaskDeviceLog`)
         each Task reports its GPU addresses and chosen device to, or None.
@@ -136,6 +146,8 @@ class FragmentFunction:
     build_input_node_id: str | None = None
     replicate_keys: tuple[str, ...] = ()
     device_log: Any = None
+    packed_output: bool = False
+    packed_input: bool = False
 
     @property
     def spark_schema(self) -> T.StructType:
@@ -154,6 +166,8 @@ class FragmentFunction:
             return []
         if self.input_splits:
             return ["id"]
+        if self.packed_input:
+            return ([SIDE_COLUMN] if self.build_input_node_id is not None else []) + [PAYLOAD_COLUMN]
         if self.build_input_node_id is not None:
             return ([SIDE_COLUMN] + [side_column("p", i) for i in range(len(self.probe_columns))]
                     + [side_column("b", i) for i in range(len(self.build_columns))])
@@ -225,7 +239,8 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
                       config: Mapping[str, Any] | None = None, spark=None, time_zone: str | None = None,
                       large_var_types: bool | None = None, runs_when_empty: bool | None = None,
                       name: str = "fragment", input_splits: Sequence[str] = (), build_input_node: str | None = None,
-                      replicate_keys: Sequence[str] = (), device_log: Any = None) -> FragmentFunction:
+                      replicate_keys: Sequence[str] = (), device_log: Any = None, packed_output: bool = False,
+                      packed_input: bool = False) -> FragmentFunction:
     """Return the callable to pass to ``DataFrame.mapInArrow`` with its ``spark_schema``.
 
     Parameters
@@ -288,7 +303,12 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
     if replicate_keys and not emits_partition_ids(root):
         raise PlanError("replicate_keys needs a fragment that shuffles by keys (a partitioned PartitionedOutput root)",
                         node=root.label)
-    if emits_partition_ids(root):
+    if packed_output and not emits_partition_ids(root):
+        raise PlanError("packed_output needs a fragment that shuffles by keys (a partitioned PartitionedOutput root)",
+                        node=root.label)
+    if packed_output:
+        output_schema = pa.schema([(PARTITION_ID_COLUMN, pa.int32()), (PAYLOAD_COLUMN, pa.binary())])
+    elif emits_partition_ids(root):
         output_schema = output_schema.append(pa.field(PARTITION_ID_COLUMN, pa.int32()))
     if spark is not None:
         time_zone = time_zone or spark.conf.get("spark.sql.session.timeZone")
@@ -312,5 +332,7 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
         build_input_node_id=build_input_node,
         replicate_keys=tuple(replicate_keys),
         device_log=device_log,
+        packed_output=bool(packed_output),
+        packed_input=bool(packed_input),
     )
 

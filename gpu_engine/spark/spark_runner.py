@@ -163,13 +163,17 @@ class SparkRunner:
     joins
         Join id -> ``broadcast`` / ``shuffle`` (or one for every join),
         overriding the size rule; ``execute`` takes the same per plan.
+    packed_shuffles
+        Shuffle rows as Arrow IPC bytes, one Spark row per destination and
+        batch (default), instead of one Spark row per row: Spark moves the
+        bytes without converting every row to its row format and back.
     **config
         :class:`~gpu_engine.exec.query_ctx.EngineConfig` overrides for every Task.
     """
 
     def __init__(self, spark, device: str = "auto", *, drivers: int = 1, shuffle_partitions: int | None = None,
                  profile=None, engine_parquet_scans: bool = True, broadcast_threshold: int | None = None,
-                 joins: Mapping[str, str] | str | None = None, **config):
+                 joins: Mapping[str, str] | str | None = None, packed_shuffles: bool = True, **config):
         EngineConfig().with_overrides(**config)  # unknown settings fail here
         self.spark = spark
         self.device = device
@@ -182,6 +186,7 @@ class SparkRunner:
         SizeJoinStrategy(None, 0, joins if not isinstance(joins, str) else None,
                          default=joins if isinstance(joins, str) else None)  # unknown strategies fail here
         self.joins = joins
+        self.packed_shuffles = packed_shuffles
         #: Join id -> (``broadcast`` / ``shuffle``, estimated build bytes or None) of the last plan.
         self.last_join_strategies: dict[str, tuple[str, int | None]] = {}
         #: Route shuffles by the engine's partition ids (Spark >= 4.1), else let Spark hash the keys.
@@ -341,11 +346,16 @@ class SparkRunner:
             self.task_devices = TaskDeviceLog(self.spark) if self.device != "cpu" else None
         except Exception:  # Spark Connect: no SparkContext, no accumulators
             self.task_devices = None
+        packed: set[int] = set()
         for stage in stages:
             scan = self._engine_scan(stage, tables)
             splits, partitions = scan or ((), 0)
+            packs = self.packed_shuffles and stage.output == "partition ids"
+            unpacks = stage.input.producer in packed
+            if packs:
+                packed.add(stage.stage_id)
             function = self.stage_function(stage, {leaf: broadcasts[producer] for leaf, producer in stage.broadcasts},
-                                           splits)
+                                           splits, packed_output=packs, packed_input=unpacks)
             if splits:
                 frame = self.spark.range(0, len(splits), 1, partitions)  # split numbers, column id
                 self.last_engine_scans[stage.stage_id] = (stage.input.name, len(splits), partitions)
@@ -388,9 +398,9 @@ class SparkRunner:
         schema = plan.output_schema
         return pa.Table.from_batches([conform_to_wire(b, schema) for b in table.to_batches()], schema=schema)
 
-    def stage_function(self, stage: SparkStage, broadcasts: Mapping[str, object],
-                       input_splits: tuple[str, ...] = ()) -> FragmentFunction:
-        """Return the ``mapInArrow`` callable of one stage."""
+    def stage_function(self, stage: SparkStage, broadcasts: Mapping[str, object], input_splits: tuple[str, ...] = (),
+                       packed_output: bool = False, packed_input: bool = False) -> FragmentFunction:
+        """Return the ``mapInArrow`` callable of one stage (``packed_*``: see :class:`FragmentFunction`)."""
         input_id = stage.input.node_id if stage.input.kind != "none" else None
         build_id = stage.build_input.node_id if stage.build_input is not None else None
         return fragment_function(stage.plan, input_node=input_id, build_input_node=build_id,
@@ -398,6 +408,7 @@ class SparkRunner:
                                  config=self.config, spark=self.spark, runs_when_empty=stage.single,
                                  name=f"stage {stage.stage_id}", replicate_keys=stage.replicate_keys,
                                  device_log=self.task_devices.accumulator if self.task_devices else None,
+                                 packed_output=packed_output, packed_input=packed_input,
                                  input_splits=input_splits)
 
     def _engine_scan(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> tuple[tuple[str, ...], int] | None:
@@ -454,6 +465,9 @@ class SparkRunner:
         for tag, source, names in ((BUILD_SIDE, stage.build_input, function.build_columns),
                                    (PROBE_SIDE, stage.input, function.probe_columns)):
             frame = frames[source.producer]
+            if function.packed_input:  # both sides are (partition id, IPC bytes): the same columns already
+                sides.append(frame.select(F.lit(tag).cast("tinyint").alias(SIDE_COLUMN), *frame.columns))
+                continue
             types = {field.name: field.dataType for field in frame.schema.fields}
             columns = [F.lit(tag).cast("tinyint").alias(SIDE_COLUMN)]
             if PARTITION_ID_COLUMN in types:

@@ -118,9 +118,11 @@ def test_a_full_join_with_a_filter_and_a_nested_loop_join_shuffle(spark, join_ta
     assert_same_rows(runner.collect(nested, tables), expected)
 
 
-def test_a_shuffled_join_on_each_device(device_name, spark, join_tables):
+@pytest.mark.parametrize("packed", [True, False], ids=["packed-shuffles", "row-shuffles"])
+def test_a_shuffled_join_on_each_device(device_name, packed, spark, join_tables):
+    """Packed: each shuffle moves (partition id, Arrow IPC bytes) rows; else rows, the join's sides NULL-padded."""
     tables, connection = join_tables
-    runner = SparkRunner(spark, device=device_name, shuffle_partitions=2, joins="shuffle")
+    runner = SparkRunner(spark, device=device_name, shuffle_partitions=2, joins="shuffle", packed_shuffles=packed)
     sql, output = JOINS["full"]
     plan = _join_plan(runner.catalog(tables), "full", output)
     assert_same_rows(runner.collect(plan, tables), duckdb_table(connection, sql))
