@@ -19,7 +19,10 @@
    the partitions then naming the splits each Task reads), or its producer's output routed by
    Spark: ``repartitionById(n, partition id)`` after a keyed shuffle (the
    producer computed the ids on the engine's device; on Spark < 4.1,
-   ``repartition(n, keys)``), ``repartition(1)`` after a gather. A fragment
+   ``repartition(n, keys)``), ``repartition(1)`` after a gather. With
+   ``packed_shuffles`` (default) a keyed shuffle moves one Spark row per
+   destination and producer batch, the rows as Arrow IPC bytes, which the
+   consumer unpacks: Spark never converts the rows themselves. A fragment
    whose rows must meet in one place runs on one partition. A shuffled
    join's fragment reads both sides from one DataFrame: the two producers'
    rows, tagged by side, routed by the same engine partition ids and sorted
@@ -454,8 +457,9 @@ class SparkRunner:
         """Return both inputs of a shuffled join in one DataFrame, routed to the same partitions, build rows first.
 
         Spark's ``mapInArrow`` reads one DataFrame, so the sides travel
-        together: one union whose rows carry a side tag, the probe side's
-        columns and the build side's (NULL for the other side's rows),
+        together: one union whose rows carry a side tag and, with packed
+        shuffles, the Arrow IPC bytes of that side's rows (else the probe
+        side's columns and the build side's, NULL for the other side's rows),
         routed by the engine's partition id the two producers computed, then
         sorted by the tag within each partition so the Task's hash table is
         built (and the build input closed) before the first probe row, and
