@@ -33,7 +33,8 @@ BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
     },
     "cuda": {
         "primer": {"TableScan": (0.5, 0.5), "HashAggregation": (8.0, 2.5)},
-        "q1": {"TableScan": (0.5, 0.5), "FilterProject": (15.0, 2.5), "HashAggregation": (34.0, 5.5)},
+        # q1's sums widen to 128 bits: their 38-digit checks read back once per query at emit (3 batches here).
+        "q1": {"TableScan": (0.5, 0.5), "FilterProject": (15.0, 2.5), "HashAggregation": (34.0, 6.5)},
         "q6": {"TableScan": (0.5, 0.5), "FilterProject": (2.5, 1.5), "HashAggregation": (5.0, 2.5)},
     },
 }
@@ -48,7 +49,7 @@ FUSED_BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
     },
     "cuda": {
         "primer": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 2.5)},
-        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 4.0)},
+        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 5.0)},  # see BOUNDS["cuda"]["q1"]
         "q6": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 2.5)},
     },
 }

@@ -102,7 +102,7 @@ def test_output_cudf_without_cudf_says_what_is_missing():
 
 
 def test_parquet_reader_is_checked_when_the_session_is_made():
-    with pytest.raises(ValueError, match="unknown parquet_reader 'duckdb'"):
+    with pytest.raises(ValueError, match="parquet_reader must be one of 'auto', 'pyarrow', 'cudf', got 'duckdb'"):
         Session(device="cpu", parquet_reader="duckdb")
     with pytest.raises(ValueError, match="needs device 'cuda'"):
         Session(device="cpu", parquet_reader="cudf")

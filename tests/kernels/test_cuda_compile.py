@@ -58,6 +58,7 @@ def _compile_all() -> int:
     dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=(8, 0))
 
     import gpu_engine.kernels.aggregate as aggregate
+    import gpu_engine.kernels.decimal128 as decimal128
     import gpu_engine.kernels.filter as filter_kernels
     import gpu_engine.kernels.gather as gather
     import gpu_engine.kernels.group_by as group_by
@@ -79,7 +80,10 @@ def _compile_all() -> int:
         (filter_kernels._keep_flags_cuda, (b1, b1, flag, i32)),
         (filter_kernels._scatter_kept_cuda, (i32, i32, i32)),
         (aggregate._count_cuda, (i32, b1, flag, i64)),
-        (aggregate._sum_int_cuda, (i32, i64, b1, flag, i64, i64, b1)),
+        (aggregate._sum_int_cuda, (i32, i64, b1, flag, i64, i64, b1, flag)),
+        (aggregate._sum_words_cuda, (i32, t.int64[:, ::1], b1, flag, i64, i64, i64, i64, b1)),
+        (decimal128._wide_binary_cuda, (scalar, t.int64[:, ::1], flag, t.int64[:, ::1], flag, scalar, scalar, scalar,
+                                        t.int64[:, ::1], t.int8[::1])),
         (aggregate._sum_float_cuda, (i32, f64, b1, flag, f64, b1)),
         (aggregate._extreme_int_cuda, (i32, i32, b1, flag, i32, b1, flag)),
         (aggregate._extreme_int_cuda, (i32, u64, b1, flag, u64, b1, flag)),
