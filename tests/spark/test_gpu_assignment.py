@@ -28,7 +28,7 @@ pytestmark = pytest.mark.spark
 CHILD = Path(__file__).with_name("local_cluster_gpus.py")
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")  # module scope ran the ~50 s child twice when xdist interleaved another module
 def report(tmp_path_factory):
     if shutil.which("java") is None and not os.environ.get("JAVA_HOME"):
         pytest.skip("Spark needs Java 17: no java on PATH and no JAVA_HOME")
