@@ -200,6 +200,10 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
     """Return the estimated fraction of rows a boolean expression keeps (see the module docstring)."""
     while isinstance(tree, exp.Paren):
         tree = tree.this
+    if tree.args.get("negate"):  # sqlglot writes NOT LIKE / NOT IN / NOT BETWEEN as the predicate with negate=True
+        positive = tree.copy()
+        positive.set("negate", False)
+        return 1 - selectivity(positive, column_stats)
     if isinstance(tree, exp.And):
         return selectivity(tree.this, column_stats) * selectivity(tree.expression, column_stats)
     if isinstance(tree, exp.Or):
