@@ -36,17 +36,15 @@ ORDER BY
 
 
 def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return Q13's plan: customers probe a left join with the qualifying orders; count per customer, then per count."""
+    """Return Q13's plan: qualifying orders probe a right join built on the customers (the smaller side: 150K rows
+    instead of 1.5M orders with their comments); count per customer, then per count."""
     ids = PlanNodeIdGenerator()
-    orders = (
+    customers = PlanBuilder(catalog, id_generator=ids).table_scan("customer", ["c_custkey"])
+    return (
         PlanBuilder(catalog, id_generator=ids)
         .table_scan("orders", ["o_orderkey", "o_custkey", "o_comment"])
         .filter("NOT (o_comment LIKE '%special%requests%')")
-    )
-    return (
-        PlanBuilder(catalog, id_generator=ids)
-        .table_scan("customer", ["c_custkey"])
-        .hash_join(["c_custkey"], ["o_custkey"], orders, ["c_custkey", "o_orderkey"], join_type="left")
+        .hash_join(["o_custkey"], ["c_custkey"], customers, ["c_custkey", "o_orderkey"], join_type="right")
         .aggregation(["c_custkey"], ["count(o_orderkey) AS c_count"])
         .aggregation(["c_count"], ["count(*) AS custdist"])
         .order_by(["custdist DESC", "c_count DESC"])
