@@ -129,21 +129,6 @@ def _bloom_rules_out(bloom, h):
 
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
-def _pack_keys_cpu(words, packed, bloom):
-    num_words = words.shape[1]
-    slot_mask = np.int64(packed.shape[0] - 1)
-    for g in range(words.shape[0]):
-        h = _key_hash(words, g)
-        bloom[_bloom_block(h, bloom.shape[0])] |= _bloom_bits(h)
-        slot = np.int64(h & np.uint64(slot_mask))
-        while packed[slot, num_words] >= 0:
-            slot = (slot + 1) & slot_mask
-        for w in range(num_words):
-            packed[slot, w] = words[g, w]
-        packed[slot, num_words] = g
-
-
-@njit(nogil=True, cache=True)
 def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
     """Give each row from ``start`` on its key's id, adding unseen keys to ``packed`` (ids in first-row order).
 
@@ -426,7 +411,8 @@ class JoinHashTable:
         capacity = 1 << max(2 * self.num_keys - 1, 1).bit_length()
         packed = xp.full((capacity, distinct_keys.shape[1] + 1), -1, dtype=xp.int64)
         bloom = self._new_bloom()
-        launch_twin(self.device, self.num_keys, _pack_keys_cpu, _pack_keys_cuda, distinct_keys, packed, bloom)
+        # Only the CUDA path packs distinct keys afterwards; the CPU build inserts rows straight in (_insert_packed).
+        launch_cuda(self.device, _pack_keys_cuda, self.num_keys, distinct_keys, packed, bloom)
         return packed, bloom
 
     @property
