@@ -66,10 +66,11 @@ class Device:
         """Return True when buffers live in GPU memory."""
         return self.name == "cuda"
 
-    def launch_shape(self, n: int) -> tuple[int, int]:
-        """Return ``(blocks, threads)`` covering ``n`` items with a grid-stride loop."""
+    def launch_shape(self, n: int, max_blocks: int | None = None) -> tuple[int, int]:
+        """Return ``(blocks, threads)`` covering ``n`` items with a grid-stride loop (at most ``max_blocks`` blocks)."""
         threads = self.threads_per_block
-        blocks = max(1, min(self.max_blocks, (n + threads - 1) // threads))
+        limit = self.max_blocks if max_blocks is None else min(self.max_blocks, max_blocks)
+        blocks = max(1, min(limit, (n + threads - 1) // threads))
         return blocks, threads
 
     def asarray(self, host_array: Any) -> Any:

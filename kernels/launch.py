@@ -88,12 +88,12 @@ def _simulator_argument(argument: Any) -> Any:
     return argument
 
 
-def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
-    """Launch a numba.cuda ``kernel`` covering ``n`` items (nothing when ``n`` is 0)."""
+def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any, max_blocks: int | None = None) -> None:
+    """Launch a numba.cuda ``kernel`` covering ``n`` items (nothing when ``n`` is 0) in at most ``max_blocks`` blocks."""
     if n == 0:
         return
     count_kernel_launch()
-    blocks, threads = device.launch_shape(n)
+    blocks, threads = device.launch_shape(n, max_blocks)
     if device.is_gpu:
         if launch_through_driver(kernel, blocks, threads, device.xp.cuda.get_current_stream().ptr, arguments):
             return  # see gpu_engine.kernels.driver_launch; GPU_ENGINE_KERNEL_LAUNCHER=numba skips it
@@ -109,8 +109,12 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any) -> None:
         kernel[blocks, threads](*arguments)
 
 
-def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_kernel: Any, *arguments: Any) -> None:
+def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_kernel: Any, *arguments: Any,
+                max_blocks: int | None = None) -> None:
     """Run ``cpu_kernel(*arguments)`` on the cpu device, else launch ``cuda_kernel`` over ``n`` items.
+
+    ``max_blocks`` caps the CUDA grid (the kernel's grid-stride loop covers the rest): kernels that
+    merge per-block state into global memory at their end want about one resident wave of blocks.
 
     Both count one kernel launch when ``n`` is not 0 (:mod:`gpu_engine.exec.device_counters`).
     """
@@ -119,4 +123,4 @@ def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_ker
             count_kernel_launch()
             cpu_kernel(*arguments)
         return
-    launch_cuda(device, cuda_kernel, n, *arguments)
+    launch_cuda(device, cuda_kernel, n, *arguments, max_blocks=max_blocks)

@@ -53,6 +53,10 @@ from gpu_engine.plans.nodes import FusedAggregationNode
 __all__ = ["FusedAggregation"]
 
 _INITIAL_SLOTS = 1024
+#: Blocks of a fused kernel's CUDA grid: about one resident wave on an H100 (132 SMs x 8 blocks of 256
+#: threads). Each block merges its shared-memory states into the slot table once at its end
+#: (see gpu_engine.codegen.fused_aggregation_kernel), so more blocks would mean more merges, not more speed.
+FUSED_KERNEL_BLOCKS = 1024
 #: A full table doubles: a larger step left Q18's 1.5M groups in an 8M-slot (320 MB) table whose
 #: fill and final scan cost more than the moves a doubling adds (new tables come from the buffer
 #: recycler, so a repeated query does not page-fault through fresh memory either way).
@@ -277,7 +281,8 @@ class FusedAggregation(AggregationOperator):
         values = dict(arrays, n=count, positions=positions, has_positions=positions is not self._placeholder,
                       status=status, pending=self._pending)
         values["slot_table"] = self._table
-        launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters))
+        launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters),
+                    max_blocks=FUSED_KERNEL_BLOCKS)
         groups, pending, error = (int(v) for v in self.device.to_host(status))
         if error != NO_ERROR:
             row, code = divmod(error, ERROR_CODE_BASE)
