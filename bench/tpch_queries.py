@@ -29,7 +29,7 @@ class BenchQuery:
     build_plan: Callable[[Mapping], object]
     sql: str
     polars: PolarsQuery | None
-    ordered: bool
+    ordered: bool | tuple[str, ...]  # ORDER BY columns when known (ties may come in any order), True: row for row
     polars_from_sql: bool = False
 
 
@@ -113,6 +113,7 @@ def bench_query(name: str, sf: float = 1) -> BenchQuery:
     Raises ValueError if the name is unknown.
     """
     from gpu_engine.plans import tpch
+    from gpu_engine.sql.ordering import order_key_columns
 
     key = name.strip().lower()
     if key == "primer":
@@ -131,6 +132,6 @@ def bench_query(name: str, sf: float = 1) -> BenchQuery:
         lambda catalog: tpch.query(number, catalog, sf=sf),
         sql,
         polars or _polars_sql(sql),
-        ordered="ORDER BY" in sql.upper(),
+        ordered=order_key_columns(sql),
         polars_from_sql=polars is None,
     )

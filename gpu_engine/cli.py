@@ -57,7 +57,7 @@ class QueryChoice:
     name: str
     build_plan: Callable[[Mapping], object]
     sql: str
-    ordered: bool
+    ordered: bool | tuple[str, ...]  # see compare_with_duckdb
 
 
 def parse_query_list(text: str, sf: float = 1) -> list[QueryChoice]:
@@ -66,6 +66,7 @@ def parse_query_list(text: str, sf: float = 1) -> list[QueryChoice]:
     Raises UsageError naming any query without a plan.
     """
     from gpu_engine.plans import tpch
+    from gpu_engine.sql.ordering import order_key_columns
 
     choices: list[QueryChoice] = []
     for raw in text.split(","):
@@ -92,7 +93,7 @@ def parse_query_list(text: str, sf: float = 1) -> list[QueryChoice]:
                 f"q{number}",
                 lambda catalog, number=number: tpch.query(number, catalog, sf=sf),
                 sql,
-                ordered="ORDER BY" in sql.upper(),
+                ordered=order_key_columns(sql),
             )
         )
     if not choices:
@@ -316,14 +317,22 @@ def _same_value(engine: object, duck: object) -> bool:
     return _comparable(engine) == _comparable(duck)
 
 
-def compare_with_duckdb(engine_table, duck_table, ordered: bool) -> str | None:
+def compare_with_duckdb(engine_table, duck_table, ordered: bool | tuple[str, ...]) -> str | None:
     """Return why the engine's result differs from DuckDB's, or None when they hold the same rows.
 
     Names and row counts must be equal; values are compared exactly (integers
     and decimals as decimals, strings, dates), floats within 1e-9 relative.
     Without ``ordered``, both sides are sorted first (floats rounded for the
-    sort, so last-bit differences do not reorder rows).
+    sort, so last-bit differences do not reorder rows). With a tuple of ORDER BY
+    columns the rows are compared as a multiset and those columns in order
+    (rows tying on every key may come in any order, as SQL allows).
     """
+    if isinstance(ordered, tuple):
+        problem = compare_with_duckdb(engine_table, duck_table, False)
+        if problem is not None or not ordered or not set(ordered) <= set(duck_table.column_names):
+            return problem
+        problem = compare_with_duckdb(engine_table.select(list(ordered)), duck_table.select(list(ordered)), True)
+        return None if problem is None else f"rows are not in ORDER BY {list(ordered)} order: {problem}"
     if engine_table.column_names != duck_table.column_names:
         return f"column names differ: engine {engine_table.column_names}, DuckDB {duck_table.column_names}"
     if engine_table.num_rows != duck_table.num_rows:

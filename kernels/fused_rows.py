@@ -96,8 +96,16 @@ def round_half_even(value):
 
 @njit(nogil=True, cache=True)
 def round_half_away(value):
-    """Return ``value`` rounded to an integral float, halves away from zero."""
-    whole = np.trunc(value)
+    """Return ``value`` rounded to an integral float, halves away from zero.
+
+    Truncates through int64 instead of ``np.trunc``, which numba-cuda has no
+    CUDA lowering for (KeyError: <ufunc 'trunc'> on a real GPU); floats of
+    2**52 or more (and NaN, inf) are integral already.
+    """
+    if abs(value) < 4503599627370496.0:
+        whole = np.float64(np.int64(value))
+    else:
+        return value
     fraction = value - whole
     if fraction >= 0.5:
         whole += 1.0

@@ -117,10 +117,25 @@ def _rows(table: pa.Table) -> list[tuple]:
 def rows_mismatch(
     engine_table: pa.Table,
     duckdb_table: pa.Table,
-    ordered: bool = False,
+    ordered: bool | tuple[str, ...] = False,
     rel_tol: float = FLOAT_RELATIVE_TOLERANCE,
 ) -> str | None:
-    """Return why two tables differ (names, row count, first differing rows), or None when they match."""
+    """Return why two tables differ (names, row count, first differing rows), or None when they match.
+
+    ``ordered``: False compares multisets of rows, True row for row; a tuple of
+    ORDER BY columns (:func:`gpu_engine.sql.ordering.order_key_columns`)
+    compares multisets and then those columns row for row, so rows that tie on
+    every key may come in any order, as SQL allows.
+    """
+    if isinstance(ordered, tuple):
+        problem = rows_mismatch(engine_table, duckdb_table, False, rel_tol)
+        if problem is not None or not ordered:
+            return problem
+        missing = [name for name in ordered if name not in duckdb_table.column_names]
+        if missing:
+            return f"ORDER BY columns {missing} are not in the result {duckdb_table.column_names}"
+        problem = rows_mismatch(engine_table.select(list(ordered)), duckdb_table.select(list(ordered)), True, rel_tol)
+        return None if problem is None else f"rows are not in ORDER BY {list(ordered)} order: {problem}"
     actual_names, expected_names = engine_table.column_names, duckdb_table.column_names
     if actual_names != expected_names:
         return f"column names differ: engine {actual_names}, DuckDB {expected_names}"

@@ -525,6 +525,15 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
         with writer.block(f"if {same}:"):
             writer.line("found = slot")
             writer.line("break")
+        if cuda_flavor and words:
+            # The keys just compared may come from a line this SM's L1 cached before another
+            # thread wrote them (plain loads are not coherent across SMs): a tag that matches
+            # is confirmed in L2 before the row probes on, else the key would claim a second slot.
+            confirmed = " and ".join(f"cuda.atomic.add(slot_table, (slot, {c}), np.int64(0)) == {word}"
+                                     for c, word in zip(table.key_columns, words))
+            with writer.block(f"if state == {tag} and {confirmed}:"):
+                writer.line("found = slot")
+                writer.line("break")
         writer.line("slot = (slot + 1) & slot_mask")
     with writer.block("if found < 0:"):
         if cuda_flavor:

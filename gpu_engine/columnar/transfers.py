@@ -122,10 +122,16 @@ class _Buffer:
     length: int
     write: Callable[[np.ndarray], None]
     only: np.ndarray | None = None
+    #: Trailing dimensions of a row (``(2,)`` for the two words of a 128-bit decimal), else ``()``.
+    tail: tuple[int, ...] = ()
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return (self.length, *self.tail)
 
     @property
     def nbytes(self) -> int:
-        return self.length * self.dtype.itemsize
+        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
 @dataclass
@@ -161,7 +167,8 @@ def _concatenation(arrays: Sequence[np.ndarray], dtype: np.dtype) -> _Buffer:
             position += array.shape[0]
 
     only = arrays[0] if len(arrays) == 1 and arrays[0].dtype == np.dtype(dtype) else None
-    return _Buffer(np.dtype(dtype), sum(int(a.shape[0]) for a in arrays), write, only)
+    tail = tuple(int(d) for d in arrays[0].shape[1:]) if arrays else ()
+    return _Buffer(np.dtype(dtype), sum(int(a.shape[0]) for a in arrays), write, only, tail)
 
 
 def _validity(pieces: Sequence[Column]) -> _Buffer | None:
@@ -251,7 +258,7 @@ class HostRun:
             if buffer.only is not None:
                 arrays.append(buffer.only)
                 continue
-            array = np.empty(buffer.length, dtype=buffer.dtype)
+            array = np.empty(buffer.shape, dtype=buffer.dtype)
             buffer.write(array)
             arrays.append(array)
         return self.build(arrays, device)
@@ -346,7 +353,7 @@ class HostToDeviceCopier:
         began = time.perf_counter()
         views = []
         for buffer, start in zip(buffers, starts):
-            view = staging[start:start + buffer.nbytes].view(buffer.dtype)
+            view = staging[start:start + buffer.nbytes].view(buffer.dtype).reshape(buffer.shape)
             buffer.write(view)
             views.append(view)
         self._report("h2d_pack_seconds", time.perf_counter() - began)
@@ -354,7 +361,7 @@ class HostToDeviceCopier:
         slot.started.record(stream)
         arrays = []
         for buffer, view in zip(buffers, views):
-            array = xp.empty(buffer.length, dtype=buffer.dtype)
+            array = xp.empty(buffer.shape, dtype=buffer.dtype)
             if buffer.length:
                 array.set(view, stream=stream)  # asynchronous: the source is pinned
             arrays.append(array)

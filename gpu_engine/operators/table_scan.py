@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, prepare_run
+from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, prepare_run, rechunk_record_batches
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
@@ -165,9 +165,13 @@ class TableScan(Operator):
         items: list[Any]
         if not record_batches:
             items = []
-        elif self._packs:
-            run = prepare_run(record_batches)
-            items = [run if self.device.is_gpu else run.to_host_batch(self.device)]
+        elif self._packs:  # one batch per piece; a piece of one row group over batch_rows rows is cut
+            if any(b.num_rows > self.batch_rows for b in record_batches):
+                record_runs = list(rechunk_record_batches(record_batches, self.batch_rows))
+            else:
+                record_runs = [record_batches]
+            runs = [prepare_run(run) for run in record_runs]
+            items = runs if self.device.is_gpu else [run.to_host_batch(self.device) for run in runs]
         else:
             sliced = [b.slice(start, self.batch_rows) for b in record_batches
                       for start in range(0, b.num_rows, self.batch_rows)]

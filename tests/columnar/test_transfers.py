@@ -173,3 +173,17 @@ def test_pinned_copies_are_counted_and_correct_on_a_gpu(parquet_table):
     text = session.explain(PlanBuilder(session.catalog).table_scan("t").aggregation(["b"], ["count(*) AS c"]).plan(),
                            analyze=True)
     assert "h2d_bytes=" in text and "h2d_seconds=" in text and "d2h_bytes=" in text
+
+
+def test_copier_packs_wide_decimals_of_many_record_batches(device):
+    """128-bit decimals are two int64 words a row: packing several record batches keeps both words."""
+    values = [decimal.Decimal("12345678901234567890123.45"), None, decimal.Decimal("-0.01"),
+              decimal.Decimal("99999999999999999999999999999999999.99")]
+    column_type = pa.decimal128(37, 2)
+    record_batches = [pa.record_batch({"w": pa.array(values[:2], column_type)}),
+                      pa.record_batch({"w": pa.array(values[2:], column_type)})]
+    copier = HostToDeviceCopier(device)
+    batch = copier.copy(record_batches)
+    copier.close()
+    actual, _ = batch_to_arrow(batch)
+    assert actual.column(0).to_pylist() == values
