@@ -52,7 +52,7 @@ for spec in "$@"; do
         --rows 1 --traceback 2>&1 | tee -a "$LOG" | grep -v '^\s*$' | tail -n 40 ;;
     bench)
       timeout "$limit" python3 -m bench.run_gpu_bench --device cuda --sf "$SF" --runs "$RUNS" --drivers 1 \
-        --queries "$QUERIES" --output-dir "$OUT" ${BENCH_TAG:+--tag "$BENCH_TAG"} 2>&1 | tee -a "$LOG" | tail -n 40 ;;
+        --queries "$QUERIES" --output-dir "$OUT" ${BENCH_TAG:+--tag "$BENCH_TAG"} ${MODES:+--modes "$MODES"} 2>&1 | tee -a "$LOG" | tail -n 40 ;;
     retest)  # $TEST_ARGS (shell words: paths, -k '...') with tracebacks, not verbose
       eval "test_args=($TEST_ARGS)"
       timeout "$limit" python3 -m pytest -m gpu -q -p no:cacheprovider -p no:benchmark -rfE --tb=short --timeout 120 \
