@@ -22,7 +22,8 @@ from gpu_engine.kernels.hash import fmix64
 
 __all__ = [
     "ADD", "SUBTRACT", "MULTIPLY", "checked_int64_op", "truncated_remainder", "divide_round_half_away",
-    "scaled_order", "float_less", "float_equal", "round_half_even", "round_half_away", "civil_year", "civil_month",
+    "scaled_order", "float_less", "float_equal", "float_remainder", "round_half_even", "round_half_away", "civil_year",
+    "civil_month",
     "civil_day", "mix_key_word", "finish_key_hash", "key_word_bits", "KEY_HASH_SEED", "POWERS_OF_TEN_INT64",
     "floor_divide",
 ]
@@ -88,10 +89,41 @@ def float_equal(a, b):
     return (a == b) or (a != a and b != b)
 
 
+@njit(nogil=True, cache=True, error_model="numpy")
+def float_remainder(a, b):
+    """Return C's ``fmod(a, b)`` (the sign of ``a``), what SQL's ``%`` gives on floats.
+
+    Why not ``np.fmod``: numba-cuda has no CUDA lowering for it, and numba's CPU
+    target has no ``math.fmod``; Python's ``%`` (the sign of ``b``) compiles on
+    both and is corrected here. ``b == 0`` gives NaN (NumPy's error model).
+    """
+    if abs(a) < abs(b):  # Python's % would add b to a negative a (and round it away); also a finite a, b = inf
+        return a
+    r = a % b
+    if r != 0.0 and (r < 0.0) != (a < 0.0):
+        r -= b
+    return r
+
+
 @njit(nogil=True, cache=True)
 def round_half_even(value):
-    """Return ``value`` rounded to an integral float, halves to even (C's ``nearbyint``)."""
-    return np.rint(value)
+    """Return ``value`` rounded to an integral float, halves to even (C's ``nearbyint``).
+
+    Written without ``np.rint``, which numba-cuda has no CUDA lowering for
+    (KeyError: <ufunc 'rint'> on a real GPU); floats of 2**52 or more (and NaN,
+    inf) are integral already.
+    """
+    if not abs(value) < 4503599627370496.0:
+        return value
+    truncated = np.int64(value)
+    whole = np.float64(truncated)
+    fraction = value - whole
+    odd = truncated % 2 != 0
+    if fraction > 0.5 or (fraction == 0.5 and odd):
+        whole += 1.0
+    elif fraction < -0.5 or (fraction == -0.5 and odd):
+        whole -= 1.0
+    return whole
 
 
 @njit(nogil=True, cache=True)

@@ -67,8 +67,8 @@ from numba import cuda, njit
 
 from gpu_engine.kernels.fused_rows import (
     ADD, MULTIPLY, SUBTRACT, KEY_HASH_SEED, checked_int64_op, civil_day, civil_month, civil_year,
-    divide_round_half_away, finish_key_hash, float_equal, float_less, key_word_bits, mix_key_word, round_half_away,
-    scaled_order, truncated_remainder,
+    divide_round_half_away, finish_key_hash, float_equal, float_less, float_remainder, key_word_bits, mix_key_word,
+    round_half_away, round_half_even, scaled_order, truncated_remainder,
 )
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 """

@@ -306,7 +306,7 @@ class RowLowering:
             a = self._assign("f", f"{maker}({self._as_float(left)})")
             b = self._assign("f", f"{maker}({self._as_float(right)})")
             if expr.op == "mod":
-                code = f"{maker}(np.fmod({a}, {b}))"
+                code = f"{maker}(float_remainder({a}, {b}))"
             else:
                 symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/"}[expr.op]
                 code = f"{maker}({a} {symbol} {b})"
@@ -518,7 +518,7 @@ class RowLowering:
             return RowValue(self._assign("f", f"{maker}({self._as_float(value)})"), valid, dtype)
         if is_integer(dtype):
             if is_floating(source):
-                rounded = self._assign("f", f"np.rint(np.float64({value.value}))")
+                rounded = self._assign("f", f"round_half_even(np.float64({value.value}))")
                 bad = f"(not ({rounded} >= {-float(2**63)!r} and {rounded} < {float(2**63)!r}))"
                 self._fail_if(_and(valid, bad), f"{what}: value is out of range")
                 integral = self._assign("v", f"(np.int64({rounded}) if {rounded} == {rounded} and "

@@ -13,7 +13,11 @@ import os
 import subprocess
 import sys
 
+import numpy as np
 import pytest
+from numba import cuda
+
+from gpu_engine.kernels import fused_rows as rows
 
 NVVM_MISSING = 77
 
@@ -99,15 +103,31 @@ def _compile_all() -> int:
         (sort._encode_fixed_cuda, (u64, b1, flag, scalar, flag, matrix, scalar)),
         (sort._encode_strings_cuda, (i64, u8, b1, flag, flag, matrix, scalar, scalar)),
     ]
+    cases.append((_RowHelpers, (f64, i64, f64)))
     failures = 0
     for kernel, signature in cases:
-        name = f"{kernel.py_func.__module__}.{kernel.py_func.__name__}{signature}"
+        function = getattr(kernel, "py_func", kernel)
+        name = f"{function.__module__}.{function.__name__}{signature}"
         try:
-            cuda.compile_ptx(kernel.py_func, signature, cc=(8, 0))
+            cuda.compile_ptx(function, signature, cc=(8, 0))
         except Exception as error:
             failures += 1
             print(f"FAILED {name}: {type(error).__name__}: {error}")
     return failures
+
+
+def _RowHelpers(x, days, out):
+    """Call every row helper generated fused kernels inline (numba-cuda lacks some NumPy ufuncs: trunc, rint)."""
+    i = cuda.grid(1)
+    if i < x.shape[0]:
+        total = rows.round_half_even(x[i]) + rows.round_half_away(x[i])
+        total += rows.floor_divide(days[i], 7) + rows.truncated_remainder(days[i], 7)
+        below, equal = rows.scaled_order(days[i], days[i], 10)
+        total += rows.divide_round_half_away(days[i], 100) + below + equal
+        total += rows.civil_year(days[i]) + rows.civil_month(days[i]) + rows.civil_day(days[i])
+        total += rows.float_less(x[i], 1.0) + rows.float_equal(x[i], 1.0) + rows.float_remainder(x[i], 3.0)
+        h = rows.mix_key_word(rows.key_word_bits(days[i]), rows.key_word_bits(days[i]))
+        out[i] = total + rows.finish_key_hash(h, 2)
 
 
 if __name__ == "__main__":
