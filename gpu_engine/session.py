@@ -261,8 +261,27 @@ class Session:
         return plan_sql(text, self.catalog, RegisteredStatistics(self._tables), dialect=dialect)
 
     def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb") -> pa.Table:
-        """Run a SQL query over the registered tables and return its rows (``execute(sql_plan(text))``)."""
-        return self.execute(self.sql_plan(text, dialect=dialect), timeout)
+        """Run a SQL query over the registered tables and return its rows (``execute(sql_plan(text))``).
+
+        A CTE the query reads more than once (TPC-H Q15's view) is computed
+        once, first, into a temporary table the query then reads
+        (:mod:`gpu_engine.sql.shared_ctes`); the text is planned whole first,
+        so errors point into it as written.
+        """
+        from gpu_engine.sql.shared_ctes import split_shared_ctes
+
+        plan = self.sql_plan(text, dialect=dialect)
+        shared, query = split_shared_ctes(text, dialect)
+        if not shared:
+            return self.execute(plan, timeout)
+        try:
+            for cte in shared:
+                self._tables[cte.table] = register_source(
+                    cte.table, self.execute(self.sql_plan(cte.sql, dialect=dialect), timeout), None)
+            return self.execute(self.sql_plan(query, dialect=dialect), timeout)
+        finally:
+            for cte in shared:
+                self._tables.pop(cte.table, None)
 
 
 def conform_to_schema(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

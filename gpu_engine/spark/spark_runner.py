@@ -383,12 +383,22 @@ class SparkRunner:
         The engine plans the SQL (:func:`gpu_engine.sql.plan_sql`, in
         sqlglot's ``dialect``: Spark SQL by default) over the DataFrames'
         schemas, then runs it like :meth:`execute`; ``statistics`` (table name
-        -> :class:`~gpu_engine.sql.TableStatistics`) guide its join order.
+        -> :class:`~gpu_engine.sql.TableStatistics`) guide its join order. A CTE
+        read twice is computed once into a checkpointed DataFrame
+        (:mod:`gpu_engine.sql.shared_ctes`).
         Errors in the text raise :class:`~gpu_engine.sql.SqlError` before anything runs.
         """
         from gpu_engine.sql import plan_sql
+        from gpu_engine.sql.shared_ctes import split_shared_ctes
 
         plan = plan_sql(text, self.catalog(tables), statistics, dialect=dialect)
+        shared, query = split_shared_ctes(text, dialect)
+        if shared:  # a CTE read twice (TPC-H Q15) runs once, checkpointed, and the query reads it as a table
+            tables = dict(tables)
+            for cte in shared:
+                tables[cte.table] = self.sql(cte.sql, tables, dialect=dialect, statistics=statistics,
+                                             joins=joins).localCheckpoint()
+            plan = plan_sql(query, self.catalog(tables), statistics, dialect=dialect)
         self.last_plan = plan
         return self.execute(plan, tables, joins)
 

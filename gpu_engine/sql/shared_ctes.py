@@ -1,0 +1,97 @@
+"""Split out the CTEs a query reads more than once, so they are computed once (TPC-H Q15's ``revenue0``).
+
+Why: plans are trees. A CTE that a query references twice is planned at each
+reference (:mod:`gpu_engine.sql.planner`), so its input would be scanned and
+aggregated twice (Q15 reads ``lineitem`` once for the revenues and again for
+their maximum). A runner instead computes each such CTE first, registers the
+result as a table, and runs the query reading that table: ``Session.sql`` and
+``SparkRunner.sql`` do this (materialized CTEs, as Presto and Spark do for a
+CTE they do not inline). ``Session.sql_plan`` still returns one plan tree, with
+the CTE inlined at each reference.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import sqlglot
+from sqlglot import exp
+
+__all__ = ["SharedCte", "split_shared_ctes"]
+
+_NAMES = itertools.count(1)
+
+
+@dataclass(frozen=True)
+class SharedCte:
+    """A CTE to compute first: the table name its result gets and the SQL computing it."""
+
+    table: str
+    sql: str
+
+
+def _with_key(tree: exp.Expression) -> str | None:
+    for key in ("with_", "with"):
+        if isinstance(tree.args.get(key), exp.With):
+            return key
+    return None
+
+
+def _rename_references(tree: exp.Expression, tables: dict[str, str]) -> exp.Expression:
+    """Point table references to the CTEs in ``tables`` at their tables, keeping the CTE's name as the alias."""
+    for table in list(tree.find_all(exp.Table)):
+        if table.name in tables and not table.args.get("db"):
+            if not table.alias:
+                table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
+            table.set("this", exp.to_identifier(tables[table.name]))
+    return tree
+
+
+def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCte], str]:
+    """Return the CTEs of ``text``'s outer WITH that are referenced twice or more, and the rest of the query.
+
+    The CTEs come in WITH order (a later one may read an earlier one's table);
+    the query text reads them as tables. Nothing to split (no such CTE, WITH
+    RECURSIVE, or text that does not parse as one query: the planner reports
+    that) gives ``([], text)``.
+    """
+    try:
+        statements = sqlglot.parse(text, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return [], text
+    if len(statements) != 1 or statements[0] is None:
+        return [], text
+    tree = statements[0]
+    key = _with_key(tree)
+    if key is None or tree.args[key].args.get("recursive"):
+        return [], text
+    ctes = tree.args[key].expressions
+    names = {cte.alias_or_name for cte in ctes}
+    references = {name: 0 for name in names}
+    for table in tree.find_all(exp.Table):
+        if table.name in references and not table.args.get("db"):
+            references[table.name] += 1
+    shared = [cte for cte in ctes if references[cte.alias_or_name] >= 2]
+    if not shared:
+        return [], text
+    tables: dict[str, str] = {}
+    computed = []
+    kept: list[exp.CTE] = []
+    for cte in ctes:
+        name = cte.alias_or_name
+        if references[name] < 2:
+            kept.append(cte)
+            continue
+        body = _rename_references(cte.this.copy(), tables)
+        if kept:
+            body.set(key, exp.With(expressions=[_rename_references(k.copy(), tables) for k in kept]))
+        tables[name] = f"__cte_{next(_NAMES)}_{name}"
+        computed.append(SharedCte(tables[name], body.sql(dialect=dialect)))
+    query = tree.copy()
+    remaining = [c for c in query.args[key].expressions if c.alias_or_name not in tables]
+    if remaining:
+        query.args[key].set("expressions", remaining)
+    else:
+        query.set(key, None)
+    return computed, _rename_references(query, tables).sql(dialect=dialect)
