@@ -25,7 +25,8 @@ from gpu_engine.plans.tpch import (
     q12, q13, q14, q15, q16, q17, q18, q19, q20, q21, q22,
 )
 
-__all__ = ["query", "sql", "available_queries", "primer_query", "PRIMER_SQL", "TPCH_QUERY_NUMBERS"]
+__all__ = ["query", "sql", "spec_sql", "SPEC_TEXT_DIFFERENCES", "available_queries", "primer_query", "PRIMER_SQL",
+           "TPCH_QUERY_NUMBERS"]
 
 TPCH_QUERY_NUMBERS = range(1, 23)
 
@@ -93,6 +94,29 @@ def sql(number: int, sf: float = 1) -> str:
     if getattr(module, "DEPENDS_ON_SCALE_FACTOR", False):
         return module.sql(sf)
     return module.SQL
+
+
+#: Where the DuckDB text of :func:`sql` differs from the specification's: (query, DuckDB's text, the specification's).
+SPEC_TEXT_DIFFERENCES = (
+    (7, "BETWEEN CAST('1995-01-01' AS date)\n        AND CAST('1996-12-31' AS date)",
+     "BETWEEN DATE '1995-01-01'\n        AND DATE '1996-12-31'"),
+    (8, "BETWEEN CAST('1995-01-01' AS date)\n        AND CAST('1996-12-31' AS date)",
+     "BETWEEN DATE '1995-01-01'\n        AND DATE '1996-12-31'"),
+    (20, "l_shipdate >= CAST('1994-01-01' AS date)", "l_shipdate >= DATE '1994-01-01'"),
+    (20, "l_shipdate < CAST('1995-01-01' AS date)", "l_shipdate < DATE '1994-01-01' + INTERVAL '1' YEAR"),
+)
+
+
+def spec_sql(number: int, sf: float = 1) -> str:
+    """Return TPC-H query ``number`` as the specification writes it (validation parameters, DATE and INTERVAL
+    literals where DuckDB's text has CASTs and folded dates; Q15's view as a CTE), at scale factor ``sf``."""
+    text = sql(number, sf)
+    for query_number, duckdb_text, spec_text in SPEC_TEXT_DIFFERENCES:
+        if query_number == number:
+            if duckdb_text not in text:
+                raise AssertionError(f"Q{number}'s text changed; update SPEC_TEXT_DIFFERENCES")
+            text = text.replace(duckdb_text, spec_text)
+    return text
 
 
 def primer_query(catalog: Mapping[str, pa.Schema]) -> PlanNode:

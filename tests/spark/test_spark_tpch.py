@@ -112,9 +112,9 @@ def test_a_bare_parquet_table_is_read_by_the_engine_or_fed_through_arrow(engine_
 
 @pytest.mark.parametrize("number", tpch.TPCH_QUERY_NUMBERS, ids=lambda n: f"q{n}")
 def test_tpch_sql_text_runs_through_spark(number, spark, spark_tpch_tables, duckdb_results):
-    """The 22 queries as SQL text (DuckDB's dialect), planned by the engine and run as Spark stages."""
+    """The 22 queries as the specification's SQL text (DuckDB's dialect), planned by the engine, run as Spark stages."""
     runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
-    text = tpch.sql(number, SCALE_FACTOR)
+    text = tpch.spec_sql(number, SCALE_FACTOR)
     expected = duckdb_results(SCALE_FACTOR, f"q{number}")
     assert expected.num_rows > 0
     frame = runner.sql(text, spark_tpch_tables(), dialect="duckdb")

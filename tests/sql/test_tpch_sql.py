@@ -2,7 +2,7 @@
 
 The text is the specification's (2.4.1-2.4.22, validation parameters) in
 DuckDB's dialect: ``gpu_engine.plans.tpch.sql(n)`` holds DuckDB's TPC-H text,
-which writes a few dates as CASTs and folds Q20's interval; :func:`spec_sql`
+which writes a few dates as CASTs and folds Q20's interval; ``tpch.spec_sql``
 puts the specification's DATE literals and INTERVAL back. Q15's view is a CTE
 (DuckDB has no CREATE VIEW in one statement). ``cpu`` and the CUDA simulator
 run all 22 at SF 0.01 (the simulator interprets every kernel: ~3.5 minutes of
@@ -21,16 +21,6 @@ from gpu_engine.plans import tpch
 from gpu_engine.plans.nodes import EnforceSingleRowNode, HashJoinNode, NestedLoopJoinNode, walk_plan
 from gpu_engine.sql.ordering import order_key_columns
 
-# Where DuckDB's text differs from the specification's: (query, DuckDB's text, the specification's).
-_SPEC_TEXT = [
-    (7, "BETWEEN CAST('1995-01-01' AS date)\n        AND CAST('1996-12-31' AS date)",
-     "BETWEEN DATE '1995-01-01'\n        AND DATE '1996-12-31'"),
-    (8, "BETWEEN CAST('1995-01-01' AS date)\n        AND CAST('1996-12-31' AS date)",
-     "BETWEEN DATE '1995-01-01'\n        AND DATE '1996-12-31'"),
-    (20, "l_shipdate >= CAST('1994-01-01' AS date)", "l_shipdate >= DATE '1994-01-01'"),
-    (20, "l_shipdate < CAST('1995-01-01' AS date)", "l_shipdate < DATE '1994-01-01' + INTERVAL '1' YEAR"),
-]
-
 # Results that are legitimately thin at SF 0.01 (the comparison still runs).
 _THIN = {17: "no part is Brand#23 in a MED BOX at SF 0.01: avg_yearly is NULL"}
 
@@ -39,14 +29,7 @@ _THIN = {17: "no part is Brand#23 in a MED BOX at SF 0.01: avg_yearly is NULL"}
 SIMULATED = tuple(range(1, 23))
 
 
-def spec_sql(number: int) -> str:
-    """Return TPC-H query ``number`` as the specification writes it (DuckDB dialect, validation parameters)."""
-    text = tpch.sql(number)
-    for query, duckdb_text, spec_text in _SPEC_TEXT:
-        if query == number:
-            assert duckdb_text in text, f"Q{number}'s text changed; update _SPEC_TEXT"
-            text = text.replace(duckdb_text, spec_text)
-    return text
+spec_sql = tpch.spec_sql
 
 
 @pytest.fixture(scope="module")
@@ -89,7 +72,7 @@ def test_tpch_sql_matches_duckdb(number, device_name, tpch_sf001, duckdb_answers
 def test_spec_text_differs_from_duckdbs_only_where_listed():
     for number in range(1, 23):
         changed = spec_sql(number) != tpch.sql(number)
-        assert changed == any(q == number for q, _, _ in _SPEC_TEXT)
+        assert changed == any(q == number for q, _, _ in tpch.SPEC_TEXT_DIFFERENCES)
 
 
 @pytest.fixture(scope="module")
