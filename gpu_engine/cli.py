@@ -328,11 +328,9 @@ def compare_with_duckdb(engine_table, duck_table, ordered: bool | tuple[str, ...
     (rows tying on every key may come in any order, as SQL allows).
     """
     if isinstance(ordered, tuple):
-        problem = compare_with_duckdb(engine_table, duck_table, False)
-        if problem is not None or not ordered or not set(ordered) <= set(duck_table.column_names):
-            return problem
-        problem = compare_with_duckdb(engine_table.select(list(ordered)), duck_table.select(list(ordered)), True)
-        return None if problem is None else f"rows are not in ORDER BY {list(ordered)} order: {problem}"
+        from gpu_engine.sql.ordering import mismatch_in_key_order
+
+        return mismatch_in_key_order(compare_with_duckdb, engine_table, duck_table, ordered)
     if engine_table.column_names != duck_table.column_names:
         return f"column names differ: engine {engine_table.column_names}, DuckDB {duck_table.column_names}"
     if engine_table.num_rows != duck_table.num_rows:

@@ -128,14 +128,10 @@ def rows_mismatch(
     every key may come in any order, as SQL allows.
     """
     if isinstance(ordered, tuple):
-        problem = rows_mismatch(engine_table, duckdb_table, False, rel_tol)
-        if problem is not None or not ordered:
-            return problem
-        missing = [name for name in ordered if name not in duckdb_table.column_names]
-        if missing:
-            return f"ORDER BY columns {missing} are not in the result {duckdb_table.column_names}"
-        problem = rows_mismatch(engine_table.select(list(ordered)), duckdb_table.select(list(ordered)), True, rel_tol)
-        return None if problem is None else f"rows are not in ORDER BY {list(ordered)} order: {problem}"
+        from gpu_engine.sql.ordering import mismatch_in_key_order
+
+        return mismatch_in_key_order(lambda a, b, in_order: rows_mismatch(a, b, in_order, rel_tol),
+                                     engine_table, duckdb_table, ordered)
     actual_names, expected_names = engine_table.column_names, duckdb_table.column_names
     if actual_names != expected_names:
         return f"column names differ: engine {actual_names}, DuckDB {expected_names}"

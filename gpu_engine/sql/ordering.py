@@ -10,7 +10,27 @@ the rows as a multiset and the key sequence in order instead.
 
 from __future__ import annotations
 
-__all__ = ["order_key_columns"]
+from typing import Any, Callable
+
+__all__ = ["order_key_columns", "mismatch_in_key_order"]
+
+
+def mismatch_in_key_order(compare: Callable[[Any, Any, bool], str | None], actual, expected,
+                          keys: tuple[str, ...]) -> str | None:
+    """Return why ``actual`` differs from ``expected`` as a multiset or in ORDER BY ``keys`` order, else None.
+
+    ``compare(a, b, ordered)`` is the caller's row check (row for row when
+    ``ordered``); rows tying on every key may come in any order, as SQL allows.
+    The CLI's check and the tests' check both go through here.
+    """
+    problem = compare(actual, expected, False)
+    if problem is not None or not keys:
+        return problem
+    missing = [name for name in keys if name not in expected.column_names]
+    if missing:
+        return f"ORDER BY columns {missing} are not in the result {expected.column_names}"
+    problem = compare(actual.select(list(keys)), expected.select(list(keys)), True)
+    return None if problem is None else f"rows are not in ORDER BY {list(keys)} order: {problem}"
 
 
 def order_key_columns(sql: str, dialect: str = "duckdb") -> tuple[str, ...] | bool:
