@@ -130,15 +130,19 @@ class SizeJoinStrategy:
 
     def build_bytes(self, join: PlanNode) -> int | None:
         """Return the estimated bytes of ``join``'s build side."""
+        return self.scan_bytes(join.build)
+
+    def scan_bytes(self, node: PlanNode) -> int | None:
+        """Return the estimated bytes of the tables ``node`` scans (None when one is unknown)."""
         if self.tables is None:
             return None
-        for scan in walk_plan(join.build):
+        for scan in walk_plan(node):
             if isinstance(scan, TableScanNode):
                 key = (scan.table_name, tuple(scan.columns))
                 if key not in self._sizes:
                     frame = self.tables.get(scan.table_name)
                     self._sizes[key] = None if frame is None else table_scan_bytes(frame, scan.columns)
-        return plan_scan_bytes(join.build, self._sizes)
+        return plan_scan_bytes(node, self._sizes)
 
     def __call__(self, join: PlanNode) -> str:
         if not isinstance(join, (HashJoinNode, NestedLoopJoinNode)):

@@ -30,7 +30,12 @@
 3. A broadcast boundary's producer is collected on the driver when
    ``execute`` is called (as Spark collects a broadcast join's small side),
    kept as Arrow IPC bytes in a Spark broadcast variable, and handed whole to
-   every Task of the consuming fragment.
+   every Task of the consuming fragment. A producer that reads only Parquet
+   files the engine can open (or other broadcasts) and whose scanned columns
+   are estimated within the broadcast threshold runs on the driver itself,
+   as one engine Task (``driver_broadcasts``): its rows end up there anyway,
+   and a Spark job costs ~100-150 ms of scheduling and Python-worker round
+   trips where the engine reads a small table in a few milliseconds.
 
 ``n`` is ``shuffle_partitions`` or Spark's ``spark.sql.shuffle.partitions``.
 Errors a fragment raises on an executor come back from :meth:`collect` (and
@@ -78,7 +83,7 @@ from gpu_engine.spark.map_in_arrow import (
 from gpu_engine.spark.fragment_task import ERROR_MARKER
 from gpu_engine.spark.parquet_scans import parquet_scan_files, parquet_split_documents
 from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
-from gpu_engine.spark.spark_types import arrow_schema_for, conform_to_wire, reads_same_values
+from gpu_engine.spark.spark_types import arrow_schema_for, conform_to_wire, reads_same_values, wire_schema_for
 
 __all__ = ["SparkRunner", "SparkStage", "StageInput"]
 
@@ -170,13 +175,19 @@ class SparkRunner:
         Shuffle rows as Arrow IPC bytes, one Spark row per destination and
         batch (default), instead of one Spark row per row: Spark moves the
         bytes without converting every row to its row format and back.
+    driver_broadcasts
+        Run a broadcast build side on the driver, as one engine Task, when it
+        reads only Parquet files the engine opens itself (or other
+        broadcasts) and its scanned columns are estimated at most the
+        broadcast threshold (default); False runs every build side as a Spark job.
     **config
         :class:`~gpu_engine.exec.query_ctx.EngineConfig` overrides for every Task.
     """
 
     def __init__(self, spark, device: str = "auto", *, drivers: int = 1, shuffle_partitions: int | None = None,
                  profile=None, engine_parquet_scans: bool = True, broadcast_threshold: int | None = None,
-                 joins: Mapping[str, str] | str | None = None, packed_shuffles: bool = True, **config):
+                 joins: Mapping[str, str] | str | None = None, packed_shuffles: bool = True,
+                 driver_broadcasts: bool = True, **config):
         EngineConfig().with_overrides(**config)  # unknown settings fail here
         self.spark = spark
         self.device = device
@@ -190,6 +201,10 @@ class SparkRunner:
                          default=joins if isinstance(joins, str) else None)  # unknown strategies fail here
         self.joins = joins
         self.packed_shuffles = packed_shuffles
+        self.driver_broadcasts = driver_broadcasts
+        #: Stage ids of the broadcast build sides the last execute ran on the driver.
+        self.last_driver_broadcasts: set[int] = set()
+        self._last_sizes: SizeJoinStrategy | None = None
         #: Join id -> (``broadcast`` / ``shuffle``, estimated build bytes or None) of the last plan.
         self.last_join_strategies: dict[str, tuple[str, int | None]] = {}
         #: Route shuffles by the engine's partition ids (Spark >= 4.1), else let Spark hash the keys.
@@ -248,6 +263,7 @@ class SparkRunner:
         strategy = self.join_strategy(tables, joins)
         fragments = plan_fragments(add_spark_exchanges(plan, strategy))
         self.last_join_strategies = dict(strategy.chosen)
+        self._last_sizes = strategy
         count = self.partitions()
         outputs = {f.fragment_id: f.output for f in fragments}
         joined = {f.fragment_id: _shuffled_join(f) for f in fragments}
@@ -324,12 +340,15 @@ class SparkRunner:
             broadcasts = "".join(f", broadcast {leaf} from stage {producer}" for leaf, producer in stage.broadcasts)
             width = "1 partition" if stage.single else "per partition"
             scan = self._engine_scan(stage, tables) if tables is not None else None
-            read = f" (engine reads {len(scan[0])} Parquet splits in {scan[1]} partitions)" if scan else ""
+            on_driver = tables is not None and self._runs_on_driver(stage, tables)
+            read = (f" (engine reads {len(scan[0])} Parquet splits "
+                    + ("on the driver)" if on_driver else f"in {scan[1]} partitions)") if scan else "")
             build = f" joined with {stage.build_input.describe()}" if stage.build_input is not None else ""
             output = stage.output + (f" (NULL {', '.join(stage.replicate_keys)} and one row per Task to every "
                                      "partition)" if stage.replicate_keys else "")
+            where = "on the driver" if on_driver else width
             lines.append(f"Stage {stage.stage_id}: {stage.input.describe()}{read}{build}{broadcasts} -> {output} "
-                         f"({width})")
+                         f"({where})")
             lines.extend("  " + line for line in format_plan(stage.plan).splitlines())
         return "\n".join(lines)
 
@@ -345,6 +364,7 @@ class SparkRunner:
         frames: dict[int, DataFrame] = {}
         broadcasts: dict[int, object] = {}
         self.last_engine_scans = {}
+        self.last_driver_broadcasts = set()
         try:
             self.task_devices = TaskDeviceLog(self.spark) if self.device != "cpu" else None
         except Exception:  # Spark Connect: no SparkContext, no accumulators
@@ -359,6 +379,10 @@ class SparkRunner:
                 packed.add(stage.stage_id)
             function = self.stage_function(stage, {leaf: broadcasts[producer] for leaf, producer in stage.broadcasts},
                                            splits, packed_output=packs, packed_input=unpacks)
+            if self._runs_on_driver(stage, tables):
+                broadcasts[stage.stage_id] = self._broadcast_payload(self._run_on_driver(function))
+                self.last_driver_broadcasts.add(stage.stage_id)
+                continue
             if splits:
                 frame = self.spark.range(0, len(splits), 1, partitions)  # split numbers, column id
                 self.last_engine_scans[stage.stage_id] = (stage.input.name, len(splits), partitions)
@@ -507,10 +531,41 @@ class SparkRunner:
             routed = routed.drop(PARTITION_ID_COLUMN)
         return routed.sortWithinPartitions(SIDE_COLUMN)
 
+    def _runs_on_driver(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> bool:
+        """Return True when a broadcast build side is small and local enough to run on the driver.
+
+        It must read nothing an executor produces: only a Parquet table the
+        engine opens itself (or no table), besides other broadcasts; and the
+        columns it scans must be estimated within the broadcast threshold,
+        the same bound (filters not credited) that made its join a broadcast.
+        """
+        if not self.driver_broadcasts or stage.output != "broadcast" or self._last_sizes is None:
+            return False
+        if stage.input.kind == "table":
+            if self._engine_scan(stage, tables) is None:
+                return False
+        elif stage.input.kind != "none":
+            return False
+        size = self._last_sizes.scan_bytes(stage.fragment.root)
+        return size is not None and 0 <= size <= self.broadcast_threshold()
+
+    @staticmethod
+    def _run_on_driver(function: FragmentFunction) -> pa.Table:
+        """Run a stage's callable as one engine Task here, over all its splits, and return its rows."""
+        ids = range(len(function.input_splits)) if function.input_splits else range(1)
+        feed = pa.record_batch([pa.array(ids, pa.int64())], names=["id"])
+        schema = wire_schema_for(function.spark_schema, function.time_zone, function.large_var_types)
+        batches = list(replace(function, device_log=None)(iter([feed])))
+        return pa.Table.from_batches(batches, schema=schema)
+
     def _broadcast(self, frame: DataFrame):
         """Collect a build side once and keep it as Arrow IPC bytes in a broadcast variable (bytes on Connect)."""
         with _engine_errors():
             table = frame.toArrow()
+        return self._broadcast_payload(table)
+
+    def _broadcast_payload(self, table: pa.Table):
+        """Return ``table`` as Arrow IPC bytes in a Spark broadcast variable (the bytes themselves on Connect)."""
         sink = pa.BufferOutputStream()
         with pa.ipc.new_stream(sink, table.schema) as writer:
             writer.write_table(table)

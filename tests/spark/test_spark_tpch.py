@@ -131,3 +131,36 @@ def test_spark_sql_dialect_is_the_default(spark, spark_tpch_tables):
     tables["orders"].createOrReplaceTempView("orders")
     expected = [tuple(row) for row in spark.sql(text).collect()]  # Spark's own answer over the same DataFrame
     assert len(expected) == 5 and [tuple(row) for row in runner.sql(text, tables).collect()] == expected
+
+
+@pytest.mark.parametrize("on_driver", [True, False], ids=["driver-broadcasts", "spark-job-broadcasts"])
+def test_small_broadcast_build_sides_run_on_the_driver(on_driver, spark, spark_tpch_tables, duckdb_results):
+    """Q5's dimension tables (customer, supplier, nation, region) are read on the driver, not in Spark jobs."""
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2,
+                         driver_broadcasts=on_driver)
+    tables = spark_tpch_tables()
+    plan = tpch.query(5, runner.catalog(tables))
+    stages = [line for line in runner.explain(plan, tables).splitlines() if line.startswith("Stage")]
+    broadcast_stages = [line for line in stages if "-> broadcast" in line]
+    assert broadcast_stages and all(line.endswith("(on the driver)") is on_driver for line in broadcast_stages)
+    _check(runner, "q5", tables, duckdb_results(SCALE_FACTOR, "q5"))
+    assert len(runner.last_driver_broadcasts) == (len(broadcast_stages) if on_driver else 0)
+
+
+def test_a_broadcast_of_an_executor_stage_or_over_the_threshold_stays_a_spark_job(spark, spark_tpch_tables,
+                                                                                  duckdb_results):
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
+    tables = spark_tpch_tables()
+    q22 = tpch.query(22, runner.catalog(tables))  # avg(c_acctbal): a broadcast fed by a gather of partial sums
+    gathered = [line for line in runner.explain(q22, tables).splitlines() if "gather into 1 -> broadcast" in line]
+    assert gathered and all(line.endswith("(1 partition)") for line in gathered)
+    _check(runner, "q22", tables, duckdb_results(SCALE_FACTOR, "q22"))
+    assert runner.last_driver_broadcasts == set()
+    # Every join of Q3 forced to broadcast: customer is small (the driver), orders over the threshold (a Spark job).
+    q3 = tpch.query(3, runner.catalog(tables))
+    assert_same_rows(runner.collect(q3, tables, "broadcast"), duckdb_results(SCALE_FACTOR, "q3"),
+                     ordered=QUERIES["q3"][2])
+    sizes = sorted(size for _, size in runner.last_join_strategies.values())
+    assert sizes[0] <= BROADCAST_THRESHOLD < sizes[-1]
+    broadcasts = [stage.stage_id for stage in runner.last_stages if stage.output == "broadcast"]
+    assert len(broadcasts) == 2 and len(runner.last_driver_broadcasts) == 1
