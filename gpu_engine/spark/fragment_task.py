@@ -104,7 +104,8 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
                 replicated_any[0] = True
             if function.packed_output:
                 if record_batch.num_rows:
-                    ready.put(_pack_by_destination(record_batch, plan.output_schema, wire_schema))
+                    ready.put(_pack_by_destination(record_batch, plan.output_schema, wire_schema,
+                                                   function.shuffle_compression))
                 return
         ready.put(conform_to_wire(record_batch, wire_schema))
 
@@ -160,11 +161,15 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
         query_ctx.shutdown()
 
 
-def _pack_by_destination(record_batch: pa.RecordBatch, schema: pa.Schema, wire_schema: pa.Schema) -> pa.RecordBatch:
+def _pack_by_destination(record_batch: pa.RecordBatch, schema: pa.Schema, wire_schema: pa.Schema,
+                         compression: str | None = None) -> pa.RecordBatch:
     """Return one row per destination of ``record_batch``: its partition id and its rows as Arrow IPC bytes.
 
     The partition id column is the batch's last; the rows keep the engine's
-    own types (``schema``, dictionaries decoded), since only the engine reads them.
+    own types (``schema``, dictionaries decoded), since only the engine reads
+    them. ``compression`` (``lz4``, ``zstd``) compresses the IPC buffers: the
+    JVM then copies, sorts and writes a third of the bytes (decimals and
+    dates are mostly zero bytes), for a few milliseconds per batch here.
     """
     import numpy as np
 
@@ -176,9 +181,10 @@ def _pack_by_destination(record_batch: pa.RecordBatch, schema: pa.Schema, wire_s
     ends = np.r_[starts[1:], len(order)]
     taken = rows.take(pa.array(order)) if len(starts) > 1 else rows
     payloads = []
+    options = pa.ipc.IpcWriteOptions(compression=compression)
     for start, end in zip(starts, ends):
         sink = pa.BufferOutputStream()
-        with pa.ipc.new_stream(sink, schema) as writer:
+        with pa.ipc.new_stream(sink, schema, options=options) as writer:
             writer.write_batch(taken.slice(start, end - start))
         payloads.append(sink.getvalue().to_pybytes())
     return pa.RecordBatch.from_arrays(

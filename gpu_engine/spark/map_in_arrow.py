@@ -54,7 +54,7 @@ from gpu_engine.plans.serialization import plan_from_json, plan_to_json
 from gpu_engine.spark.partition_ids import PARTITION_ID_COLUMN
 from gpu_engine.spark.spark_types import spark_schema_for
 
-__all__ = ["FragmentFunction", "fragment_function", "exchanges_as_inputs", "emits_partition_ids", "SIDE_COLUMN",
+__all__ = ["FragmentFunction", "fragment_function", "check_shuffle_compression", "exchanges_as_inputs", "emits_partition_ids", "SIDE_COLUMN",
            "BUILD_SIDE", "PROBE_SIDE", "side_column", "PAYLOAD_COLUMN"]
 
 #: The side tag of a shuffled join's partition (both inputs in one DataFrame): BUILD_SIDE rows sort first.
@@ -125,6 +125,9 @@ class FragmentFunction:
     packed_input
         The input (and build input) rows are such packed rows (the partition
         id dropped; a shuffled join's with :data:`SIDE_COLUMN` first).
+    shuffle_compression
+        The codec of packed output's Arrow IPC buffers (``lz4``, ``zstd``,
+        or None for none); the reader needs no setting.
     device_log
         A Spark accumulator (:class:`~gpu_engine.spark.executor_device.TaskDeviceLog`)
         each Task reports its GPU addresses and chosen device to, or None.
@@ -148,6 +151,7 @@ class FragmentFunction:
     device_log: Any = None
     packed_output: bool = False
     packed_input: bool = False
+    shuffle_compression: str | None = None
 
     @property
     def spark_schema(self) -> T.StructType:
@@ -191,6 +195,19 @@ class FragmentFunction:
         from gpu_engine.spark.fragment_task import run_partition
 
         return run_partition(self, batches)
+
+
+def check_shuffle_compression(codec: str | None) -> None:
+    """Raise PlanError unless ``codec`` is None or an Arrow IPC codec this pyarrow has (``lz4``, ``zstd``)."""
+    if codec is None:
+        return
+    try:
+        available = codec in ("lz4", "zstd") and pa.Codec.is_available(codec)
+    except (ValueError, TypeError):
+        available = False
+    if not available:
+        raise PlanError(f"shuffle_compression {codec!r} is not an Arrow IPC codec this pyarrow has; use 'lz4', "
+                        "'zstd' or None")
 
 
 def emits_partition_ids(root: PlanNode) -> bool:
@@ -240,7 +257,7 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
                       large_var_types: bool | None = None, runs_when_empty: bool | None = None,
                       name: str = "fragment", input_splits: Sequence[str] = (), build_input_node: str | None = None,
                       replicate_keys: Sequence[str] = (), device_log: Any = None, packed_output: bool = False,
-                      packed_input: bool = False) -> FragmentFunction:
+                      packed_input: bool = False, shuffle_compression: str | None = None) -> FragmentFunction:
     """Return the callable to pass to ``DataFrame.mapInArrow`` with its ``spark_schema``.
 
     Parameters
@@ -306,6 +323,7 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
     if packed_output and not emits_partition_ids(root):
         raise PlanError("packed_output needs a fragment that shuffles by keys (a partitioned PartitionedOutput root)",
                         node=root.label)
+    check_shuffle_compression(shuffle_compression)
     if packed_output:
         output_schema = pa.schema([(PARTITION_ID_COLUMN, pa.int32()), (PAYLOAD_COLUMN, pa.binary())])
     elif emits_partition_ids(root):
@@ -334,5 +352,6 @@ def fragment_function(fragment: PlanNode | str, *, input_node: str | None = None
         device_log=device_log,
         packed_output=bool(packed_output),
         packed_input=bool(packed_input),
+        shuffle_compression=shuffle_compression,
     )
 

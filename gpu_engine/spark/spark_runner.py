@@ -76,6 +76,7 @@ from gpu_engine.spark.map_in_arrow import (
     PROBE_SIDE,
     SIDE_COLUMN,
     FragmentFunction,
+    check_shuffle_compression,
     exchanges_as_inputs,
     fragment_function,
     side_column,
@@ -175,6 +176,10 @@ class SparkRunner:
         Shuffle rows as Arrow IPC bytes, one Spark row per destination and
         batch (default), instead of one Spark row per row: Spark moves the
         bytes without converting every row to its row format and back.
+    shuffle_compression
+        The codec of packed shuffles' Arrow IPC bytes: ``lz4`` (default),
+        ``zstd`` or None. Spark's own shuffle compression still applies; this
+        shrinks what the JVM copies, sorts and writes before it does.
     driver_broadcasts
         Run a broadcast build side on the driver, as one engine Task, when it
         reads only Parquet files the engine opens itself (or other
@@ -187,8 +192,9 @@ class SparkRunner:
     def __init__(self, spark, device: str = "auto", *, drivers: int = 1, shuffle_partitions: int | None = None,
                  profile=None, engine_parquet_scans: bool = True, broadcast_threshold: int | None = None,
                  joins: Mapping[str, str] | str | None = None, packed_shuffles: bool = True,
-                 driver_broadcasts: bool = True, **config):
+                 shuffle_compression: str | None = "lz4", driver_broadcasts: bool = True, **config):
         EngineConfig().with_overrides(**config)  # unknown settings fail here
+        check_shuffle_compression(shuffle_compression)
         self.spark = spark
         self.device = device
         self.drivers = max(1, int(drivers))
@@ -201,6 +207,7 @@ class SparkRunner:
                          default=joins if isinstance(joins, str) else None)  # unknown strategies fail here
         self.joins = joins
         self.packed_shuffles = packed_shuffles
+        self.shuffle_compression = shuffle_compression
         self.driver_broadcasts = driver_broadcasts
         #: Stage ids of the broadcast build sides the last execute ran on the driver.
         self.last_driver_broadcasts: set[int] = set()
@@ -446,7 +453,8 @@ class SparkRunner:
                                  name=f"stage {stage.stage_id}", replicate_keys=stage.replicate_keys,
                                  device_log=self.task_devices.accumulator if self.task_devices else None,
                                  packed_output=packed_output, packed_input=packed_input,
-                                 input_splits=input_splits)
+                                 input_splits=input_splits,
+                                 shuffle_compression=self.shuffle_compression if packed_output else None)
 
     def _engine_scan(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> tuple[tuple[str, ...], int] | None:
         """Return the split documents and partition count of a stage's table when the engine reads its files itself.

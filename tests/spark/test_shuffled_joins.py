@@ -16,6 +16,7 @@ import pytest
 pytest.importorskip("pyspark")
 
 from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table  # noqa: E402
+from gpu_engine.errors import PlanError  # noqa: E402
 from gpu_engine.plans import PlanBuilder  # noqa: E402
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator  # noqa: E402
 from gpu_engine.spark import SparkRunner  # noqa: E402
@@ -118,11 +119,18 @@ def test_a_full_join_with_a_filter_and_a_nested_loop_join_shuffle(spark, join_ta
     assert_same_rows(runner.collect(nested, tables), expected)
 
 
-@pytest.mark.parametrize("packed", [True, False], ids=["packed-shuffles", "row-shuffles"])
-def test_a_shuffled_join_on_each_device(device_name, packed, spark, join_tables):
+@pytest.mark.parametrize("packed, compression", [(True, "lz4"), (True, "zstd"), (True, None), (False, None)],
+                         ids=["packed-lz4", "packed-zstd", "packed-uncompressed", "row-shuffles"])
+def test_a_shuffled_join_on_each_device(device_name, packed, compression, spark, join_tables):
     """Packed: each shuffle moves (partition id, Arrow IPC bytes) rows; else rows, the join's sides NULL-padded."""
     tables, connection = join_tables
-    runner = SparkRunner(spark, device=device_name, shuffle_partitions=2, joins="shuffle", packed_shuffles=packed)
+    runner = SparkRunner(spark, device=device_name, shuffle_partitions=2, joins="shuffle", packed_shuffles=packed,
+                         shuffle_compression=compression)
     sql, output = JOINS["full"]
     plan = _join_plan(runner.catalog(tables), "full", output)
     assert_same_rows(runner.collect(plan, tables), duckdb_table(connection, sql))
+
+
+def test_an_unknown_shuffle_codec_is_refused_when_the_runner_is_made(spark):
+    with pytest.raises(PlanError, match="shuffle_compression 'snappy' is not an Arrow IPC codec"):
+        SparkRunner(spark, device="cpu", shuffle_compression="snappy")
