@@ -31,10 +31,19 @@ side's estimated size, like Spark's ``spark.sql.autoBroadcastJoinThreshold``):
     probe row outside its home partition, so the copies change nothing else.
 
 During ``add_remote_exchanges`` a shuffled join stands in as a leaf of its
-own id (its output is spread over the partitions like a table's), and comes
-back with its two keyed inputs afterwards. Each side and each broadcast build
+own id, hash-partitioned by its keys (:func:`join_output_partitioning`), and
+comes back with its two keyed inputs afterwards; an aggregation above it on
+those keys then runs in the join's stage without a second shuffle (TPC-H Q3,
+Q10, Q13 group by the key they joined on). Each side and each broadcast build
 side is planned the same way, recursively; like the query's root, a side is
 not gathered first (a broadcast collects every partition, a shuffle routes them).
+
+A join whose build side is too big to broadcast but whose probe side is
+small enough may have its sides swapped first (``strategy.swaps(join)``, as
+Spark's broadcast joins build either side of an inner join): inner stays
+inner, right becomes left, right semi left semi, right anti anti, and the
+small side is broadcast (TPC-H Q15 broadcasts its suppliers to the revenue
+per supplier instead of shuffling both).
 
 Inserted nodes are named after the join: ``<join id>.broadcast`` (the
 PartitionedOutput) and ``<join id>.build`` (the Exchange) of a broadcast;
@@ -58,7 +67,8 @@ from gpu_engine.plans.nodes import (
     TableScanNode,
 )
 
-__all__ = ["add_spark_exchanges", "BROADCAST_JOIN_TYPES", "JOIN_STRATEGIES", "default_join_strategy", "join_sides"]
+__all__ = ["add_spark_exchanges", "BROADCAST_JOIN_TYPES", "JOIN_STRATEGIES", "SWAPPED_JOIN_TYPES",
+           "default_join_strategy", "join_sides", "swapped_join", "join_output_partitioning"]
 
 #: Join types whose result is right when each Task joins its probe rows with the whole build side.
 BROADCAST_JOIN_TYPES = ("inner", "left", "left_semi", "anti", "null_aware_anti")
@@ -74,11 +84,51 @@ def default_join_strategy(join: PlanNode) -> str:
     return "broadcast" if join.join_type in BROADCAST_JOIN_TYPES else "shuffle"
 
 
+#: The join type a hash join becomes with its probe and build sides swapped, for those that can be broadcast then.
+SWAPPED_JOIN_TYPES = {"inner": "inner", "right": "left", "right_semi": "left_semi", "right_anti": "anti"}
+
+
+def swapped_join(join: HashJoinNode) -> HashJoinNode:
+    """Return ``join`` with probe and build sides (and keys) swapped, the same rows out (see SWAPPED_JOIN_TYPES)."""
+    return replace(join, sources=(join.build, join.probe), join_type=SWAPPED_JOIN_TYPES[join.join_type],
+                   left_keys=join.right_keys, right_keys=join.left_keys)
+
+
 def join_sides(join: PlanNode) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """Return the probe and build keys a shuffled join routes its sides by (none for a NestedLoopJoin: a gather)."""
     if isinstance(join, HashJoinNode):
         return tuple(join.left_keys), tuple(join.right_keys)
     return (), ()
+
+
+#: Per join type, which sides' key columns hold the partitioning key in every output row (the other side's
+#: are NULL in an unmatched row, and such rows sit in the partition of the preserved side's key).
+_KEYS_KEPT = {"inner": ("probe", "build"), "left": ("probe",), "left_semi": ("probe",), "anti": ("probe",),
+              "null_aware_anti": ("probe",), "right": ("build",), "right_semi": ("build",),
+              "right_anti": ("build",), "full": ()}
+
+
+def join_output_partitioning(join: PlanNode) -> list[tuple[str, ...]] | None:
+    """Return how a shuffled hash join's output is partitioned: per key, the output columns holding its value.
+
+    Both sides are routed by the hash of their keys, so every output row sits
+    in the partition of its key values; a key is held by its probe column, its
+    build column, or both (inner), where the join outputs them and they are
+    never NULL-extended. None when some key is held by no output column (or
+    the join has no keys, or is full).
+    """
+    if not isinstance(join, HashJoinNode) or not join.left_keys:
+        return None
+    sides = _KEYS_KEPT.get(join.join_type, ())
+    output = set(join.output_schema.names)
+    keys = []
+    for probe_key, build_key in zip(join.left_keys, join.right_keys):
+        names = tuple(name for side, name in (("probe", probe_key), ("build", build_key))
+                      if side in sides and name in output)
+        if not names:
+            return None
+        keys.append(names)
+    return keys
 
 
 def add_spark_exchanges(root: PlanNode, strategy: JoinStrategy | None = None) -> PlanNode:
@@ -98,7 +148,9 @@ def add_spark_exchanges(root: PlanNode, strategy: JoinStrategy | None = None) ->
     builds: dict[str, ExchangeNode] = {}
     shuffled: dict[str, PlanNode] = {}
     probe_only = _detach_joins(root, builds, shuffled, strategy)
-    distributed = _attach_joins(add_remote_exchanges(probe_only), builds, shuffled)
+    partitioned = {join_id: keys for join_id, join in shuffled.items()
+                   if (keys := join_output_partitioning(join)) is not None}
+    distributed = _attach_joins(add_remote_exchanges(probe_only, partitioned), builds, shuffled)
     if _is_root_gather(distributed, root):
         return distributed.source.source
     return distributed
@@ -112,6 +164,9 @@ def _is_root_gather(distributed: PlanNode, root: PlanNode) -> bool:
 def _detach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dict[str, PlanNode],
                   strategy: JoinStrategy) -> PlanNode:
     if isinstance(node, (HashJoinNode, NestedLoopJoinNode)):
+        swaps = getattr(strategy, "swaps", None)
+        if swaps is not None and swaps(node):
+            node = swapped_join(node)
         how = strategy(node)
         if how not in JOIN_STRATEGIES:
             raise PlanError(f"join strategy {how!r} is not one of {', '.join(JOIN_STRATEGIES)}", node=node.label)

@@ -16,7 +16,12 @@ estimate, made before anything runs:
   columns the plan reads;
 * a build side is the sum of the tables it scans. Filters and aggregations
   are not credited (as Spark does without CBO): the estimate is an upper
-  bound, so a build side broadcast by it really is small.
+  bound, so a build side broadcast by it really is small;
+* unless the build side's rows are bounded by its plan: a TopN or Limit
+  keeps at most ``count`` rows, an aggregation without grouping keys and
+  EnforceSingleRow one. Then it is at most that many rows of its width
+  (:func:`max_rows`): TPC-H Q10 joins its top 20 customers' revenues, read
+  from all of lineitem, and Q15 its one maximum revenue.
 
 A join type that cannot be broadcast (right, full, right semi, right anti)
 is always shuffled. ``overrides`` (join id -> ``broadcast`` / ``shuffle``)
@@ -29,10 +34,26 @@ from __future__ import annotations
 from typing import Mapping
 
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, PlanNode, TableScanNode, walk_plan
-from gpu_engine.spark.broadcast_joins import BROADCAST_JOIN_TYPES, JOIN_STRATEGIES
+from gpu_engine.plans.nodes import (
+    AggregationNode,
+    EnforceSingleRowNode,
+    ExchangeNode,
+    FilterNode,
+    HashJoinNode,
+    LimitNode,
+    NestedLoopJoinNode,
+    OrderByNode,
+    PartitionedOutputNode,
+    PlanNode,
+    ProjectNode,
+    TableScanNode,
+    TopNNode,
+    ValuesNode,
+    walk_plan,
+)
+from gpu_engine.spark.broadcast_joins import BROADCAST_JOIN_TYPES, JOIN_STRATEGIES, SWAPPED_JOIN_TYPES, swapped_join
 
-__all__ = ["table_scan_bytes", "plan_scan_bytes", "SizeJoinStrategy"]
+__all__ = ["table_scan_bytes", "plan_scan_bytes", "max_rows", "row_bytes", "SizeJoinStrategy"]
 
 
 def table_scan_bytes(frame, columns) -> int | None:
@@ -84,6 +105,38 @@ def _parquet_column_bytes(files: list[str], columns: list[str]) -> int | None:
     return total
 
 
+#: Bytes a variable-width value (a string, a list) is guessed to take in a row-bound estimate.
+VARIABLE_WIDTH_BYTES = 64
+
+
+def max_rows(node: PlanNode) -> int | None:
+    """Return the most rows ``node`` can produce when its plan bounds them (TopN, Limit, a global aggregation), else None."""
+    if isinstance(node, (TopNNode, LimitNode)):
+        bound = node.count + getattr(node, "offset", 0)
+        below = max_rows(node.source)
+        return bound if below is None else min(bound, below)
+    if isinstance(node, EnforceSingleRowNode):
+        return 1
+    if isinstance(node, AggregationNode) and not node.grouping_keys and node.step.output_is_final:
+        return 1
+    if isinstance(node, ValuesNode):
+        return node.data.num_rows
+    if isinstance(node, (FilterNode, ProjectNode, OrderByNode, PartitionedOutputNode, ExchangeNode)) and node.sources:
+        return max_rows(node.sources[0])
+    return None
+
+
+def row_bytes(schema) -> int:
+    """Return a row's estimated bytes: fixed widths as they are, variable widths at :data:`VARIABLE_WIDTH_BYTES`."""
+    total = 0
+    for field in schema:
+        try:
+            total += max(1, field.type.bit_width // 8)
+        except ValueError:  # no fixed width
+            total += VARIABLE_WIDTH_BYTES
+    return total
+
+
 def plan_scan_bytes(node: PlanNode, table_bytes: Mapping[tuple[str, tuple[str, ...]], int | None]) -> int | None:
     """Return the summed bytes of every table scan under ``node`` (None when one is unknown)."""
     total = 0
@@ -129,8 +182,13 @@ class SizeJoinStrategy:
         self.chosen: dict[str, tuple[str, int | None]] = {}
 
     def build_bytes(self, join: PlanNode) -> int | None:
-        """Return the estimated bytes of ``join``'s build side."""
-        return self.scan_bytes(join.build)
+        """Return the estimated bytes of ``join``'s build side: its scans, or its bounded rows where fewer."""
+        scanned = self.scan_bytes(join.build)
+        rows = max_rows(join.build)
+        if rows is None:
+            return scanned
+        bounded = rows * row_bytes(join.build.output_schema)
+        return bounded if scanned is None else min(scanned, bounded)
 
     def scan_bytes(self, node: PlanNode) -> int | None:
         """Return the estimated bytes of the tables ``node`` scans (None when one is unknown)."""
@@ -143,6 +201,23 @@ class SizeJoinStrategy:
                     frame = self.tables.get(scan.table_name)
                     self._sizes[key] = None if frame is None else table_scan_bytes(frame, scan.columns)
         return plan_scan_bytes(node, self._sizes)
+
+    def swaps(self, join: PlanNode) -> bool:
+        """Return True when ``join`` should swap sides to broadcast its probe side instead.
+
+        Only a hash join whose strategy the size decides (not overridden, no
+        default), whose build side is over the threshold and whose probe side
+        is within it, and whose type has a broadcastable swap (inner, right,
+        right semi, right anti).
+        """
+        if (not isinstance(join, HashJoinNode) or join.join_type not in SWAPPED_JOIN_TYPES
+                or join.id in self.overrides or self.default is not None or self.threshold < 0):
+            return False
+        build = self.build_bytes(join)
+        if build is None or build <= self.threshold and join.join_type in BROADCAST_JOIN_TYPES:
+            return False
+        probe = self.build_bytes(swapped_join(join))
+        return probe is not None and 0 <= probe <= self.threshold
 
     def __call__(self, join: PlanNode) -> str:
         if not isinstance(join, (HashJoinNode, NestedLoopJoinNode)):

@@ -26,6 +26,23 @@ def test_single_aggregation_becomes_partial_shuffle_final_gather():
               -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double"""
 
 
+@pytest.mark.parametrize("grouping, shuffles", [
+    (["key", "v"], False),   # every group sits in one partition: the leaf is partitioned by k, projected as key
+    (["key"], False),
+    (["v"], True),           # v is not the partitioning key
+])
+def test_an_aggregation_over_a_leaf_partitioned_by_its_keys_needs_no_shuffle(grouping, shuffles):
+    catalog = {"t": pa.schema([("k", pa.int32()), ("j", pa.int32()), ("v", pa.float64())])}
+    plan = (PlanBuilder(catalog).table_scan("t").filter("v > 0").project(["k AS key", "v"])
+            .aggregation(grouping, ["count(*) AS c"]).plan())
+    leaf = plan.source.source.source.id
+    distributed = add_remote_exchanges(plan, {leaf: [("k", "j")]})  # k or j hold the key's value
+    text = format_plan(distributed)
+    assert ("PARTIAL" in text) is shuffles and text.count("Exchange") == (2 if shuffles else 1)  # + the gather
+    assert format_plan(add_remote_exchanges(plan, {leaf: [("j",)]})).count("PARTIAL") == 1  # j is projected away
+    assert format_plan(add_remote_exchanges(plan)).count("PARTIAL") == 1  # no partitioning known
+
+
 def test_fragments_come_producers_first_and_single_stream_ones_run_one_task():
     plan = PlanBuilder(CATALOG).table_scan("t").aggregation([], ["count(*) AS c"]).plan()
     fragments = plan_fragments(add_remote_exchanges(plan))

@@ -20,6 +20,7 @@ from gpu_engine.errors import PlanError  # noqa: E402
 from gpu_engine.plans import PlanBuilder  # noqa: E402
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator  # noqa: E402
 from gpu_engine.spark import SparkRunner  # noqa: E402
+from gpu_engine.spark.broadcast_joins import SWAPPED_JOIN_TYPES, swapped_join  # noqa: E402
 
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")]
 
@@ -134,3 +135,52 @@ def test_a_shuffled_join_on_each_device(device_name, packed, compression, spark,
 def test_an_unknown_shuffle_codec_is_refused_when_the_runner_is_made(spark):
     with pytest.raises(PlanError, match="shuffle_compression 'snappy' is not an Arrow IPC codec"):
         SparkRunner(spark, device="cpu", shuffle_compression="snappy")
+
+
+@pytest.mark.parametrize("join_type", sorted(SWAPPED_JOIN_TYPES))
+def test_a_swapped_join_gives_the_same_rows(join_type, join_tables):
+    """Swapping probe and build (inner, right -> left, right semi -> left semi, right anti -> anti) keeps every row."""
+    from gpu_engine import Session
+
+    _, connection = join_tables
+    sql, output = JOINS[join_type]
+    session = Session(device="cpu")
+    session.register("t", PROBE)
+    session.register("u", BUILD)
+    plan = _join_plan(session.catalog, join_type, output, filter="v + uv > 103")
+    swapped = swapped_join(plan)
+    assert (swapped.probe, swapped.build, swapped.left_keys) == (plan.build, plan.probe, ("uk",))
+    assert swapped.join_type == SWAPPED_JOIN_TYPES[join_type] and swapped.output_schema == plan.output_schema
+    condition = "k = uk AND v + uv > 103"  # the join's filter reads both sides: it must follow the swap
+    expected = duckdb_table(connection, sql.replace("ON k = uk", f"ON {condition}").replace("WHERE k = uk",
+                                                                                           f"WHERE {condition}"))
+    assert_same_rows(session.execute(swapped), expected)
+    assert_same_rows(session.execute(plan), expected)
+
+
+@pytest.mark.parametrize("join_type", sorted(SWAPPED_JOIN_TYPES))
+def test_a_join_whose_probe_side_is_small_broadcasts_it_instead(join_type, spark, tmp_path):
+    """The build side is over the threshold, the probe side within it: the sides swap and the probe is broadcast."""
+    big = pa.table({"uk": pa.array([i % 40 for i in range(4000)], pa.int64()),
+                    "uv": pa.array(range(4000), pa.int64())})
+    paths = {"t": tmp_path / "t.parquet", "u": tmp_path / "u.parquet"}
+    pq.write_table(PROBE, paths["t"])
+    pq.write_table(big, paths["u"])
+    tables = {name: spark.read.parquet(str(path)) for name, path in paths.items()}
+    sql, output = JOINS[join_type]
+    probe_runner = SparkRunner(spark, device="cpu", shuffle_partitions=2)
+    plan = _join_plan(probe_runner.catalog(tables), join_type, output)
+    sizes = probe_runner.join_strategy(tables)
+    probe, build = sizes.scan_bytes(plan.probe), sizes.scan_bytes(plan.build)
+    assert probe < build
+    runner = SparkRunner(spark, device="cpu", shuffle_partitions=2, broadcast_threshold=(probe + build) // 2)
+    stages = runner.plan_stages(plan, tables)
+    assert runner.last_join_strategies[plan.id] == ("broadcast", probe)
+    assert [stage.output for stage in stages] == ["broadcast", "rows"] and stages[1].input.name == "u"
+    with duckdb_connection(paths) as connection:
+        expected = duckdb_table(connection, sql)
+    assert expected.num_rows > 0
+    assert_same_rows(runner.collect(plan, tables), expected)
+    pinned = SparkRunner(spark, device="cpu", shuffle_partitions=2, broadcast_threshold=(probe + build) // 2,
+                         joins={plan.id: "shuffle"})  # a join named in the overrides is never swapped
+    assert [stage.output for stage in pinned.plan_stages(plan, tables)] == ["partition ids", "partition ids", "rows"]

@@ -36,9 +36,9 @@ JOIN_STRATEGIES = {
     "q2": {"broadcast", "shuffle"}, "q3": {"broadcast", "shuffle"}, "q4": {"shuffle"},
     "q5": {"broadcast", "shuffle"}, "q7": {"broadcast", "shuffle"}, "q8": {"broadcast", "shuffle"},
     "q9": {"broadcast", "shuffle"}, "q10": {"broadcast", "shuffle"}, "q11": {"broadcast"}, "q12": {"shuffle"},
-    "q13": {"shuffle"}, "q14": {"broadcast"}, "q15": {"shuffle"}, "q16": {"broadcast"},
+    "q13": {"shuffle"}, "q14": {"broadcast"}, "q15": {"broadcast"}, "q16": {"broadcast"},
     "q17": {"broadcast", "shuffle"}, "q18": {"broadcast", "shuffle"}, "q19": {"broadcast"},
-    "q20": {"broadcast", "shuffle"}, "q21": {"broadcast", "shuffle"}, "q22": {"broadcast", "shuffle"},
+    "q20": {"broadcast", "shuffle"}, "q21": {"broadcast", "shuffle"}, "q22": {"broadcast"},
 }
 #: Thin at SF 0.01 (the comparison still runs): no part is Brand#23 in a MED BOX, so avg_yearly is one NULL.
 THIN_RESULTS = {"q17"}
@@ -155,7 +155,8 @@ def test_a_broadcast_of_an_executor_stage_or_over_the_threshold_stays_a_spark_jo
     gathered = [line for line in runner.explain(q22, tables).splitlines() if "gather into 1 -> broadcast" in line]
     assert gathered and all(line.endswith("(1 partition)") for line in gathered)
     _check(runner, "q22", tables, duckdb_results(SCALE_FACTOR, "q22"))
-    assert runner.last_driver_broadcasts == set()
+    gathered_ids = {int(line.split(":")[0].split()[1]) for line in gathered}
+    assert gathered_ids and not gathered_ids & runner.last_driver_broadcasts
     # Every join of Q3 forced to broadcast: customer is small (the driver), orders over the threshold (a Spark job).
     q3 = tpch.query(3, runner.catalog(tables))
     assert_same_rows(runner.collect(q3, tables, "broadcast"), duckdb_results(SCALE_FACTOR, "q3"),
@@ -164,3 +165,23 @@ def test_a_broadcast_of_an_executor_stage_or_over_the_threshold_stays_a_spark_jo
     assert sizes[0] <= BROADCAST_THRESHOLD < sizes[-1]
     broadcasts = [stage.stage_id for stage in runner.last_stages if stage.output == "broadcast"]
     assert len(broadcasts) == 2 and len(runner.last_driver_broadcasts) == 1
+
+
+def test_an_aggregation_on_the_join_key_runs_in_the_join_stage_and_a_top_n_build_side_is_broadcast(
+        spark, spark_tpch_tables, duckdb_results):
+    """Q13 counts orders per customer right after joining on the customer key: no second shuffle by c_custkey.
+
+    Q10 joins its top 20 revenues (read from lineitem and orders) to customer:
+    the build side is bounded by its TopN, 20 rows, so it is broadcast.
+    """
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
+    tables = spark_tpch_tables()
+    q13 = tpch.query(13, runner.catalog(tables))
+    lines = [line for line in runner.explain(q13, tables).splitlines() if line.startswith("Stage")]
+    by_customer = [line for line in lines if "by [c_custkey]" in line]
+    assert by_customer and all("joined with" in line for line in by_customer)
+    _check(runner, "q13", tables, duckdb_results(SCALE_FACTOR, "q13"))
+    q10 = tpch.query(10, runner.catalog(tables))
+    runner.plan_stages(q10, tables)
+    assert ("broadcast", 20 * (8 + 16)) in runner.last_join_strategies.values()  # o_custkey, revenue decimal(38)
+    _check(runner, "q10", tables, duckdb_results(SCALE_FACTOR, "q10"))
