@@ -51,17 +51,22 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
 
     The part only filters (``p_name``), so it cuts partsupp by a semi join and
     lineitem joins that on both keys, which also applies ``p_partkey =
-    l_partkey``. The green lines (about 1/20 of lineitem) are fewer than the
-    orders, so they are the build side of the order join.
+    l_partkey``. Lineitem is cut by the same green parts first (a semi join
+    on ``l_partkey``, as DuckDB and Spark join part to lineitem first): the
+    partsupp join then probes 1/20 of lineitem, and on Spark only those lines
+    are shuffled to it. The green lines are fewer than the orders, so they
+    are the build side of the order join.
     """
     ids = PlanNodeIdGenerator()
 
     def scan(table: str, columns: list[str]) -> PlanBuilder:
         return PlanBuilder(catalog, id_generator=ids).table_scan(table, columns)
 
-    green_parts = scan("part", ["p_partkey", "p_name"]).filter("p_name LIKE '%green%'")
+    def green_parts() -> PlanBuilder:
+        return scan("part", ["p_partkey", "p_name"]).filter("p_name LIKE '%green%'")
+
     green_offers = scan("partsupp", ["ps_partkey", "ps_suppkey", "ps_supplycost"]).hash_join(
-        ["ps_partkey"], ["p_partkey"], green_parts, ["ps_partkey", "ps_suppkey", "ps_supplycost"],
+        ["ps_partkey"], ["p_partkey"], green_parts(), ["ps_partkey", "ps_suppkey", "ps_supplycost"],
         join_type="left_semi",
     )
     suppliers = scan("supplier", ["s_suppkey", "s_nationkey"])
@@ -69,6 +74,8 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     line_columns = ["l_extendedprice", "l_discount", "l_quantity"]
     green_lines = (
         scan("lineitem", ["l_orderkey", "l_partkey", "l_suppkey", *line_columns])
+        .hash_join(["l_partkey"], ["p_partkey"], green_parts(),
+                   ["l_orderkey", "l_partkey", "l_suppkey", *line_columns], join_type="left_semi")
         .hash_join(["l_partkey", "l_suppkey"], ["ps_partkey", "ps_suppkey"], green_offers,
                    ["l_orderkey", "l_suppkey", *line_columns, "ps_supplycost"])
         .hash_join(["l_suppkey"], ["s_suppkey"], suppliers, ["l_orderkey", "s_nationkey", *line_columns,
