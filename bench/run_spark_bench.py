@@ -326,6 +326,18 @@ def spark_medians_ms(queries: dict) -> dict[str, list[float | None]]:
     return series
 
 
+def runner_totals(queries: dict) -> dict[str, float]:
+    """Return runner label -> the sum of its medians (seconds), for runners with a good median on every query."""
+    labels = list(dict.fromkeys(label for runners in queries.values() for label in runners))
+    totals = {}
+    for label in labels:
+        results = [(runners.get(label) or {}).get("result") or {} for runners in queries.values()]
+        if all(r.get("median_s") is not None and not r.get("error") and r.get("correct") is not False
+               for r in results):
+            totals[label] = sum(r["median_s"] for r in results)
+    return totals
+
+
 def render_markdown(report: dict) -> str:
     """Return the report as markdown: medians, speed-ups over Spark SQL, each runner's stages, the machine."""
     settings = report["settings"]
@@ -357,6 +369,10 @@ def render_markdown(report: dict) -> str:
                        else speed_ratio(result.median_s, spark_sql))
             lines.append(f"| {query} | {label} | {cell} | {_ms(result.min_s)} | {_ms(result.first_run_s)} | "
                          f"{speedup} |")
+    totals = runner_totals(report["queries"])
+    for label, total in totals.items():
+        speedup = "—" if label == "spark-sql" or "spark-sql" not in totals else speed_ratio(total, totals["spark-sql"])
+        lines.append(f"| **total of {len(report['queries'])}** | {label} | {_ms(total)} | | | {speedup} |")
     lines += ["", "## Stages of each runner's last run", "",
               "| query | runner | job | stage | tasks | wall ms | executor ms | shuffle read B | shuffle write B |",
               "|---|---|---|---|---|---|---|---|---|"]

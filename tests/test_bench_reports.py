@@ -95,3 +95,14 @@ def test_run_bench_writes_the_chart_next_to_its_report(tmp_path, tpch_data):
     chart = tmp_path / report["chart"]
     assert chart.suffix == ".png" and chart.read_bytes()[:8] == PNG_SIGNATURE
     assert f"]({chart.name})" in report_path.with_suffix(".md").read_text()
+
+
+def test_spark_bench_totals_only_runners_good_on_every_query():
+    from bench.run_spark_bench import runner_totals
+
+    good = {"median_s": 1.0, "error": None, "correct": True}
+    queries = {"q1": {"spark-sql": {"result": good}, "spark+engine": {"result": {**good, "median_s": 0.25}}},
+               "q2": {"spark-sql": {"result": {**good, "median_s": 2.0}},
+                      "spark+engine": {"result": {**good, "median_s": 0.5}},
+                      "spark+engine-arrow": {"result": {**good, "correct": False}}}}
+    assert runner_totals(queries) == {"spark-sql": 3.0, "spark+engine": 0.75}
