@@ -58,12 +58,16 @@ from typing import Callable
 
 from gpu_engine.cluster import add_remote_exchanges, has_remote_exchanges
 from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import ColumnRef
 from gpu_engine.plans.nodes import (
+    AggregationNode,
     ExchangeNode,
+    FilterNode,
     HashJoinNode,
     NestedLoopJoinNode,
     PartitionedOutputNode,
     PlanNode,
+    ProjectNode,
     TableScanNode,
 )
 
@@ -180,7 +184,7 @@ def _detach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dic
             return replace(node, sources=(_detach_joins(node.probe, builds, shuffled, strategy),))
         probe_keys, build_keys = join_sides(node)
         probe = _keyed_side(node.probe, probe_keys, f"{node.id}.probe", strategy)
-        build = _keyed_side(node.build, build_keys, f"{node.id}.build", strategy)
+        build = _keyed_side(node.build, build_keys, f"{node.id}.build", strategy, node.join_type)
         shuffled[node.id] = replace(node, sources=(probe, build))
         # Stands in for the join while add_remote_exchanges plans around it: a leaf spread over the partitions.
         return TableScanNode(id=node.id, output_schema=node.output_schema, table_name=f"shuffled join {node.id}",
@@ -198,12 +202,58 @@ def _broadcast(build: PlanNode, join_id: str, strategy: JoinStrategy) -> Exchang
     return ExchangeNode(id=f"{join_id}.build", output_schema=distributed.output_schema, sources=(output,))
 
 
-def _keyed_side(side: PlanNode, keys: tuple[str, ...], exchange_id: str, strategy: JoinStrategy) -> ExchangeNode:
-    """Return one side of a shuffled join planned on its own, ending in a shuffle on ``keys`` (a gather without)."""
+def _keyed_side(side: PlanNode, keys: tuple[str, ...], exchange_id: str, strategy: JoinStrategy,
+                join_type: str = "inner") -> PlanNode:
+    """Return one side of a shuffled join planned on its own, ending in a shuffle on ``keys`` (a gather without).
+
+    A side that ends in an aggregation whose shuffle already routes by
+    exactly these keys (grouped by the join keys, in their order) is left as
+    it is: its final step runs in the join's stage, reading the partial
+    results routed by the same partition ids as the other side, instead of
+    finishing in a stage of its own and being shuffled again by the same
+    keys (TPC-H Q18 joins orders to lineitem summed per order, Q20 partsupp
+    to lineitem summed per part and supplier). Not for a null-aware anti
+    join's build side, whose producer must copy its NULL-key rows everywhere.
+    """
     distributed = add_spark_exchanges(side, strategy)
+    if keys and join_type != "null_aware_anti" and routed_by(distributed) == tuple(keys):
+        return distributed
     output = PartitionedOutputNode(id=f"{exchange_id}.output", output_schema=distributed.output_schema,
                                    sources=(distributed,), partition_kind="partitioned", keys=keys, num_partitions=1)
     return ExchangeNode(id=exchange_id, output_schema=distributed.output_schema, sources=(output,))
+
+
+def routed_by(side: PlanNode) -> tuple[str, ...] | None:
+    """Return the keys (as ``side`` names them) a keyed shuffle just below ``side``'s last aggregation routes by.
+
+    Only Filters and column-renaming Projects may stand above the aggregation,
+    and its input must be an Exchange whose PartitionedOutput routes by its
+    grouping keys, in order; None otherwise.
+    """
+    chain = []
+    node = side
+    while isinstance(node, (FilterNode, ProjectNode)):
+        chain.append(node)
+        node = node.sources[0]
+    if not (isinstance(node, AggregationNode) and node.grouping_keys and isinstance(node.source, ExchangeNode)):
+        return None
+    output = node.source.source if node.source.sources else None
+    if not (isinstance(output, PartitionedOutputNode) and output.partition_kind == "partitioned"
+            and tuple(output.keys) == tuple(node.grouping_keys)):
+        return None
+    names = {key: key for key in node.grouping_keys}
+    for above in reversed(chain):
+        if isinstance(above, ProjectNode):
+            renamed = {}
+            for name, expression in zip(above.names, above.expressions):
+                if isinstance(expression, ColumnRef):
+                    for key, current in names.items():
+                        if current == expression.name and key not in renamed:
+                            renamed[key] = name
+            if len(renamed) != len(names):
+                return None
+            names = renamed
+    return tuple(names[key] for key in node.grouping_keys)
 
 
 def _attach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dict[str, PlanNode]) -> PlanNode:

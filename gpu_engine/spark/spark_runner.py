@@ -60,11 +60,14 @@ from gpu_engine.planning import prepare_plan
 from gpu_engine.exec.query_ctx import EngineConfig
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import (
+    AggregationNode,
     ExchangeNode,
+    FilterNode,
     HashJoinNode,
     NestedLoopJoinNode,
     PartitionedOutputNode,
     PlanNode,
+    ProjectNode,
     TableScanNode,
     walk_plan,
 )
@@ -273,7 +276,7 @@ class SparkRunner:
         self._last_sizes = strategy
         count = self.partitions()
         outputs = {f.fragment_id: f.output for f in fragments}
-        joined = {f.fragment_id: _shuffled_join(f) for f in fragments}
+        joined = {f.fragment_id: _shuffled_join(f, outputs) for f in fragments}
         feeds_join = {producer: consumer for consumer, found in joined.items() if found is not None
                       for producer in found[1:]}
         replicate = {found[2]: tuple(found[0].right_keys) for found in joined.values()
@@ -604,14 +607,35 @@ class SparkRunner:
                                         f"plan reads {want}", node=scan.label, column=name)
 
 
-def _shuffled_join(fragment: Fragment) -> tuple[PlanNode, int, int] | None:
-    """Return the join that reads both its inputs from shuffles in ``fragment``, with its probe and build producers."""
+def _shuffled_join(fragment: Fragment, outputs: Mapping[int, PartitionedOutputNode | None] | None = None
+                   ) -> tuple[PlanNode, int, int] | None:
+    """Return the join that reads both its inputs from shuffles in ``fragment``, with its probe and build producers.
+
+    A side is an Exchange, or (see :func:`~gpu_engine.spark.broadcast_joins.routed_by`)
+    Filters, Projects and an aggregation over an Exchange whose producer routes by keys.
+    """
     producers = dict(fragment.producers)
     for node in walk_plan(fragment.root):
-        if (isinstance(node, (HashJoinNode, NestedLoopJoinNode))
-                and all(isinstance(source, ExchangeNode) and source.id in producers for source in node.sources)):
+        if not isinstance(node, (HashJoinNode, NestedLoopJoinNode)):
+            continue
+        if all(isinstance(source, ExchangeNode) and source.id in producers for source in node.sources):
             return node, producers[node.probe.id], producers[node.build.id]
+        exchanges = [_aggregated_exchange(source) for source in node.sources]
+        if outputs is not None and all(
+                exchange is not None and exchange.id in producers
+                and (output := outputs.get(producers[exchange.id])) is not None
+                and output.partition_kind == "partitioned" and output.keys for exchange in exchanges):
+            return node, producers[exchanges[0].id], producers[exchanges[1].id]
     return None
+
+
+def _aggregated_exchange(side: PlanNode) -> ExchangeNode | None:
+    """Return the Exchange a join side reads: itself, or the one under its Filters, Projects and one aggregation."""
+    while isinstance(side, (FilterNode, ProjectNode)):
+        side = side.sources[0]
+    if isinstance(side, AggregationNode):
+        side = side.sources[0]
+    return side if isinstance(side, ExchangeNode) else None
 
 
 def _byte_size(text: str) -> int:

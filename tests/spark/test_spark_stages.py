@@ -218,3 +218,21 @@ def test_auto_is_cpu_on_an_executor_without_a_gpu(spark):
     assert choose_executor_device("auto").ordinal is None
     with pytest.raises(DeviceError):
         choose_executor_device("cuda")
+
+
+def test_routed_by_names_the_keys_an_aggregated_side_is_already_shuffled_by():
+    from gpu_engine.cluster import add_remote_exchanges
+    from gpu_engine.spark.broadcast_joins import routed_by
+
+    catalog = {"t": pa.schema([("a", pa.int64()), ("b", pa.int64()), ("v", pa.int64())])}
+
+    def grouped() -> PlanBuilder:
+        return PlanBuilder(catalog).table_scan("t").aggregation(["a", "b"], ["sum(v) AS s"])
+
+    def side(builder: PlanBuilder):  # the plan under the gather add_remote_exchanges puts at a spread root
+        return add_remote_exchanges(builder.plan()).source.source
+
+    assert routed_by(side(grouped())) == ("a", "b")
+    assert routed_by(side(grouped().filter("s > 0").project(["b AS bb", "a AS aa", "s"]))) == ("aa", "bb")
+    assert routed_by(side(grouped().project(["a", "s"]))) is None  # b is projected away: no longer known
+    assert routed_by(PlanBuilder(catalog).table_scan("t").plan()) is None

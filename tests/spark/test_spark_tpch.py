@@ -185,3 +185,26 @@ def test_an_aggregation_on_the_join_key_runs_in_the_join_stage_and_a_top_n_build
     runner.plan_stages(q10, tables)
     assert ("broadcast", 20 * (8 + 16)) in runner.last_join_strategies.values()  # o_custkey, revenue decimal(38)
     _check(runner, "q10", tables, duckdb_results(SCALE_FACTOR, "q10"))
+
+
+@pytest.mark.parametrize("name", ["q17", "q18"])
+def test_a_join_on_an_aggregation_by_its_keys_finishes_the_aggregation_in_the_join_stage(
+        name, spark, spark_tpch_tables, duckdb_results):
+    """Lineitem summed per order (Q18) or averaged per part (Q17), then joined on exactly those keys: the partial
+    sums are routed to the join's partitions, not finished and shuffled again.
+
+    (Q20 at this threshold sums per part and supplier right after a join
+    shuffled by part, with no shuffle of its own, so its next join must shuffle.)
+    """
+    from gpu_engine.plans.explain import format_plan
+
+    runner = SparkRunner(spark, device="cpu", broadcast_threshold=BROADCAST_THRESHOLD, shuffle_partitions=2)
+    tables = spark_tpch_tables()
+    build_plan, _, _ = QUERIES[name]
+    stages = runner.plan_stages(build_plan(runner.catalog(tables)), tables)
+    joining = [stage for stage in stages if stage.build_input is not None and "FINAL" in format_plan(stage.plan)]
+    assert joining
+    for stage in joining:
+        producers = {stages[stage.input.producer], stages[stage.build_input.producer]}
+        assert any("PARTIAL" in format_plan(producer.plan) for producer in producers)
+    _check(runner, name, tables, duckdb_results(SCALE_FACTOR, name))
