@@ -72,7 +72,8 @@ from gpu_engine.plans.nodes import (
 )
 
 __all__ = ["add_spark_exchanges", "BROADCAST_JOIN_TYPES", "JOIN_STRATEGIES", "SWAPPED_JOIN_TYPES",
-           "default_join_strategy", "join_sides", "swapped_join", "join_output_partitioning"]
+           "default_join_strategy", "join_sides", "swapped_join", "join_output_partitioning", "routed_by",
+           "aggregation_under"]
 
 #: Join types whose result is right when each Task joins its probe rows with the whole build side.
 BROADCAST_JOIN_TYPES = ("inner", "left", "left_semi", "anti", "null_aware_anti")
@@ -223,6 +224,15 @@ def _keyed_side(side: PlanNode, keys: tuple[str, ...], exchange_id: str, strateg
     return ExchangeNode(id=exchange_id, output_schema=distributed.output_schema, sources=(output,))
 
 
+def aggregation_under(side: PlanNode) -> tuple[list[PlanNode], AggregationNode | None]:
+    """Return the Filters and Projects at the top of ``side`` (top first) and the aggregation under them, if any."""
+    chain = []
+    while isinstance(side, (FilterNode, ProjectNode)):
+        chain.append(side)
+        side = side.sources[0]
+    return chain, side if isinstance(side, AggregationNode) else None
+
+
 def routed_by(side: PlanNode) -> tuple[str, ...] | None:
     """Return the keys (as ``side`` names them) a keyed shuffle just below ``side``'s last aggregation routes by.
 
@@ -230,12 +240,8 @@ def routed_by(side: PlanNode) -> tuple[str, ...] | None:
     and its input must be an Exchange whose PartitionedOutput routes by its
     grouping keys, in order; None otherwise.
     """
-    chain = []
-    node = side
-    while isinstance(node, (FilterNode, ProjectNode)):
-        chain.append(node)
-        node = node.sources[0]
-    if not (isinstance(node, AggregationNode) and node.grouping_keys and isinstance(node.source, ExchangeNode)):
+    chain, node = aggregation_under(side)
+    if not (node is not None and node.grouping_keys and isinstance(node.source, ExchangeNode)):
         return None
     output = node.source.source if node.source.sources else None
     if not (isinstance(output, PartitionedOutputNode) and output.partition_kind == "partitioned"

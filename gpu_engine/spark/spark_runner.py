@@ -60,18 +60,15 @@ from gpu_engine.planning import prepare_plan
 from gpu_engine.exec.query_ctx import EngineConfig
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import (
-    AggregationNode,
     ExchangeNode,
-    FilterNode,
     HashJoinNode,
     NestedLoopJoinNode,
     PartitionedOutputNode,
     PlanNode,
-    ProjectNode,
     TableScanNode,
     walk_plan,
 )
-from gpu_engine.spark.broadcast_joins import add_spark_exchanges
+from gpu_engine.spark.broadcast_joins import add_spark_exchanges, aggregation_under
 from gpu_engine.spark.executor_device import TaskDeviceLog
 from gpu_engine.spark.join_sizes import SizeJoinStrategy
 from gpu_engine.spark.map_in_arrow import (
@@ -350,7 +347,7 @@ class SparkRunner:
             broadcasts = "".join(f", broadcast {leaf} from stage {producer}" for leaf, producer in stage.broadcasts)
             width = "1 partition" if stage.single else "per partition"
             scan = self._engine_scan(stage, tables) if tables is not None else None
-            on_driver = tables is not None and self._runs_on_driver(stage, tables)
+            on_driver = tables is not None and self._runs_on_driver(stage, scan)
             read = (f" (engine reads {len(scan[0])} Parquet splits "
                     + ("on the driver)" if on_driver else f"in {scan[1]} partitions)") if scan else "")
             build = f" joined with {stage.build_input.describe()}" if stage.build_input is not None else ""
@@ -389,7 +386,7 @@ class SparkRunner:
                 packed.add(stage.stage_id)
             function = self.stage_function(stage, {leaf: broadcasts[producer] for leaf, producer in stage.broadcasts},
                                            splits, packed_output=packs, packed_input=unpacks)
-            if self._runs_on_driver(stage, tables):
+            if self._runs_on_driver(stage, scan):
                 broadcasts[stage.stage_id] = self._broadcast_payload(self._run_on_driver(function))
                 self.last_driver_broadcasts.add(stage.stage_id)
                 continue
@@ -542,18 +539,19 @@ class SparkRunner:
             routed = routed.drop(PARTITION_ID_COLUMN)
         return routed.sortWithinPartitions(SIDE_COLUMN)
 
-    def _runs_on_driver(self, stage: SparkStage, tables: Mapping[str, DataFrame]) -> bool:
+    def _runs_on_driver(self, stage: SparkStage, scan: tuple[tuple[str, ...], int] | None) -> bool:
         """Return True when a broadcast build side is small and local enough to run on the driver.
 
         It must read nothing an executor produces: only a Parquet table the
         engine opens itself (or no table), besides other broadcasts; and the
         columns it scans must be estimated within the broadcast threshold,
         the same bound (filters not credited) that made its join a broadcast.
+        ``scan`` is the stage's :meth:`_engine_scan`, looked up once by the caller.
         """
         if not self.driver_broadcasts or stage.output != "broadcast" or self._last_sizes is None:
             return False
         if stage.input.kind == "table":
-            if self._engine_scan(stage, tables) is None:
+            if scan is None:  # the stage's table is not one the engine reads itself (see _engine_scan)
                 return False
         elif stage.input.kind != "none":
             return False
@@ -630,12 +628,10 @@ def _shuffled_join(fragment: Fragment, outputs: Mapping[int, PartitionedOutputNo
 
 
 def _aggregated_exchange(side: PlanNode) -> ExchangeNode | None:
-    """Return the Exchange a join side reads: itself, or the one under its Filters, Projects and one aggregation."""
-    while isinstance(side, (FilterNode, ProjectNode)):
-        side = side.sources[0]
-    if isinstance(side, AggregationNode):
-        side = side.sources[0]
-    return side if isinstance(side, ExchangeNode) else None
+    """Return the Exchange a join side reads: itself, or the one under its Filters, Projects and aggregation."""
+    chain, aggregation = aggregation_under(side)
+    source = aggregation.sources[0] if aggregation is not None else (chain[-1].sources[0] if chain else side)
+    return source if isinstance(source, ExchangeNode) else None
 
 
 def _byte_size(text: str) -> int:
