@@ -206,6 +206,12 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         # Keep only the chars this slice uses: a sliced Arrow array shares its parent's whole buffer.
         chars = np.frombuffer(buffers[2], dtype=np.uint8)[start:stop] if buffers[2] is not None else np.zeros(0, np.uint8)
         return Column(logical, chars, validity, offsets - start, None)
+    if pa.types.is_decimal(dtype) and dtype.bit_width <= 64:  # decimal32/decimal64: one integer a value
+        values = np.frombuffer(array.buffers()[1], dtype=np.dtype(f"int{dtype.bit_width}"))[array.offset:array.offset + n]
+        values = values.astype(np.int64) if dtype.bit_width < 64 else values
+        if validity is not None:
+            values = np.where(validity, values, 0)
+        return Column(logical, values, validity)
     if pa.types.is_decimal(dtype):
         if pa.types.is_decimal256(dtype):
             array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))

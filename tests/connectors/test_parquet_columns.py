@@ -1,0 +1,183 @@
+"""The engine's Parquet page decoder (kernels/parquet_pages.py) against pyarrow's reader, on every layout it meets.
+
+Each file is written by pyarrow (or tpchgen-cli's parquet-rs) and read twice:
+through :class:`SplitPiece` (decoder for fixed-width columns, pyarrow for the
+rest) and by pyarrow alone; the values must be equal. Layouts cover both data
+page versions, PLAIN and dictionary pages, Snappy, uncompressed and codecs the
+decoder leaves to pyarrow, nulls, many pages and row groups, and every
+fixed-width type the engine reads.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from gpu_engine.connectors.data_source import SplitPiece
+from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
+from gpu_engine.exec.split import ParquetSplit
+from kernels.parquet_pages import CORRUPT, SLACK, decode_chunk, snappy_decompress
+
+
+def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:
+    rng = np.random.default_rng(seed)
+
+    def mask():
+        return rng.random(rows) < null_fraction if null_fraction else None
+
+    few = rng.integers(0, 7, rows)  # repeats: dictionary pages with RLE runs
+    return pa.table({
+        "i8": pa.array(rng.integers(-128, 128, rows).astype(np.int8), mask=mask()),
+        "i16": pa.array(rng.integers(-30000, 30000, rows).astype(np.int16), mask=mask()),
+        "i32": pa.array(rng.integers(-2**31, 2**31, rows).astype(np.int32), mask=mask()),
+        "i64": pa.array(rng.integers(-2**62, 2**62, rows), mask=mask()),
+        "few": pa.array(few * 1_000_003, mask=mask()),
+        "sorted": pa.array(np.sort(rng.integers(0, rows // 3 + 1, rows))),
+        "f32": pa.array(rng.standard_normal(rows).astype(np.float32), mask=mask()),
+        "f64": pa.array(rng.standard_normal(rows), mask=mask()),
+        "day": pa.array((rng.integers(0, 20000, rows)).astype(np.int32), mask=mask()).cast(pa.date32()),
+        "ts": pa.array(rng.integers(0, 2**40, rows), mask=mask()).cast(pa.timestamp("ms")),
+        "price": pa.array([decimal.Decimal(int(v)).scaleb(-2) for v in rng.integers(-10**12, 10**12, rows)],
+                          pa.decimal128(15, 2), mask=mask()),
+        "small_dec": pa.array([decimal.Decimal(int(v)).scaleb(-3) for v in rng.integers(-10**8, 10**8, rows)],
+                              pa.decimal128(9, 3), mask=mask()),
+        "name": pa.array([f"n{v}" for v in few], mask=mask()),
+    })
+
+
+def _read_both(path, columns=None):
+    metadata = pq.read_metadata(path)
+    columns = tuple(columns or metadata.schema.to_arrow_schema().names)
+    split = ParquetSplit(str(path))
+    piece = SplitPiece(split, columns, metadata.num_rows, tuple(range(metadata.num_row_groups)))
+    ours = pa.Table.from_batches(piece.read(), schema=None) if metadata.num_rows else None
+    theirs = pq.read_table(path, columns=list(columns))
+    return ours, theirs
+
+
+def _assert_same(ours: pa.Table, theirs: pa.Table) -> None:
+    assert ours.column_names == theirs.column_names
+    for name in theirs.column_names:
+        expected = theirs.column(name).combine_chunks()
+        got = ours.column(name).combine_chunks()
+        if pa.types.is_dictionary(got.type):
+            got = got.dictionary_decode()
+        if pa.types.is_decimal(got.type) and got.type.bit_width != expected.type.bit_width:
+            got = got.cast(expected.type)
+        if pa.types.is_string_view(expected.type) or pa.types.is_string_view(got.type):
+            got, expected = got.cast(pa.string()), expected.cast(pa.string())
+        assert got.equals(expected), name
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("compression", ["none", "snappy", "zstd"])
+@pytest.mark.parametrize("dictionary", [True, False])
+@pytest.mark.parametrize("null_fraction", [0.0, 0.3])
+def test_decoder_reads_what_pyarrow_reads(tmp_path, version, compression, dictionary, null_fraction):
+    path = tmp_path / "t.parquet"
+    table = _table(5000, seed=len(version) + len(compression) + dictionary, null_fraction=null_fraction)
+    pq.write_table(table, path, compression=compression, use_dictionary=dictionary, data_page_version=version,
+                   data_page_size=4096, row_group_size=1700, store_decimal_as_integer=True)
+    ours, theirs = _read_both(path)
+    _assert_same(ours, theirs)
+    metadata = pq.read_metadata(path)
+    types = decodable_columns(metadata, table.column_names)
+    decoded = read_decoded_columns(str(path), metadata, range(metadata.num_row_groups), types)
+    # The decoder took every fixed-width column of the codecs it knows, and left zstd to pyarrow.
+    assert set(decoded) == (set() if compression == "zstd" else set(types)) and len(types) == 12
+
+
+def test_decoder_takes_the_fixed_width_columns_and_narrows_decimals(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(_table(100, 1, 0.1), path, store_decimal_as_integer=True)
+    metadata = pq.read_metadata(path)
+    types = decodable_columns(metadata, metadata.schema.to_arrow_schema().names)
+    assert "name" not in types  # strings stay with pyarrow
+    assert types["price"] == pa.decimal64(15, 2) and types["small_dec"] == pa.decimal64(9, 3)
+    assert types["day"] == pa.date32() and types["ts"] == pa.timestamp("ms")
+    decoded = read_decoded_columns(str(path), metadata, [0], types)
+    assert set(decoded) == set(types)  # Snappy and dictionary pages: all decoded here
+
+
+def test_decimals_stored_as_bytes_go_to_pyarrow(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(_table(300, 2, 0.0), path)  # FIXED_LEN_BYTE_ARRAY decimals (pyarrow's default)
+    metadata = pq.read_metadata(path)
+    assert "price" not in decodable_columns(metadata, ["price"])
+    ours, theirs = _read_both(path)
+    _assert_same(ours, theirs)
+
+
+def test_tpchgen_files_decode_like_pyarrow(tpch_data):
+    for table in ("lineitem", "orders", "partsupp", "customer"):
+        ours, theirs = _read_both(tpch_data(0.01) / f"{table}.parquet")
+        _assert_same(ours, theirs)
+
+
+def test_some_columns_of_some_row_groups(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(_table(4000, 3, 0.2), path, row_group_size=1000, store_decimal_as_integer=True)
+    metadata = pq.read_metadata(path)
+    piece = SplitPiece(ParquetSplit(str(path)), ("price", "name", "i64"), 2000, (1, 3))
+    ours = pa.Table.from_batches(piece.read())
+    theirs = pq.ParquetFile(path).read_row_groups([1, 3], columns=["price", "name", "i64"])
+    _assert_same(ours, theirs)
+    assert metadata.num_row_groups == 4
+
+
+def test_a_corrupt_chunk_is_left_to_pyarrow(tmp_path):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"x": np.arange(10_000, dtype=np.int64)}), path, use_dictionary=False)
+    metadata = pq.read_metadata(path)
+    chunk = metadata.row_group(0).column(0)
+    data = bytearray(path.read_bytes())
+    data[chunk.data_page_offset + chunk.total_compressed_size // 2:chunk.data_page_offset
+         + chunk.total_compressed_size] = b"\xff" * (chunk.total_compressed_size - chunk.total_compressed_size // 2)
+    path.write_bytes(bytes(data))
+    buffer = np.frombuffer(bytes(data), np.uint8)
+    out = np.empty(10_000, np.int64)
+    assert decode_chunk(buffer, chunk.data_page_offset, chunk.total_compressed_size, 1, 0, 10_000, out,
+                        np.empty(0, np.uint8)) == CORRUPT
+    assert read_decoded_columns(str(path), metadata, [0], {"x": pa.int64()}) == {}
+    with pytest.raises(OSError):  # pyarrow reads it and reports the damage
+        SplitPiece(ParquetSplit(str(path)), ("x",), 10_000, (0,)).read()
+
+
+def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
+    out = np.empty(10, np.int64)
+    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, np.empty(0, np.uint8)) == CORRUPT
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.none()), min_size=1, max_size=400),
+       st.sampled_from(["1.0", "2.0"]), st.booleans(), st.sampled_from([64, 256, 4096]))
+def test_random_int64_columns(tmp_path_factory, values, version, dictionary, page_size):
+    path = tmp_path_factory.mktemp("p") / "r.parquet"
+    pq.write_table(pa.table({"v": pa.array(values, pa.int64())}), path, data_page_version=version,
+                   use_dictionary=dictionary, data_page_size=page_size, compression="snappy")
+    ours, theirs = _read_both(path)
+    _assert_same(ours, theirs)
+    metadata = pq.read_metadata(path)
+    assert set(read_decoded_columns(str(path), metadata, [0], {"v": pa.int64()})) == {"v"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.binary(min_size=0, max_size=3000), st.integers(1, 40))
+def test_snappy_round_trip(data, repeat):
+    raw = (data * repeat)[:100_000]
+    compressed = np.frombuffer(pa.compress(raw, codec="snappy", asbytes=True), np.uint8)
+    for slack in (0, SLACK):  # without room past the end the careful byte paths run
+        out = np.zeros(len(raw) + slack, np.uint8)
+        assert snappy_decompress(compressed, 0, len(compressed), out) == len(raw)
+        assert out[:len(raw)].tobytes() == raw
+    if len(compressed) > 2:  # a truncated block is reported, not read past
+        out = np.zeros(len(raw) + SLACK, np.uint8)
+        assert snappy_decompress(compressed, 0, len(compressed) - 1, out) == -1
+
