@@ -31,6 +31,7 @@ from numba.extending import intrinsic
 
 __all__ = [
     "decode_chunk",
+    "decode_strings_chunk",
     "snappy_decompress",
     "CODEC_UNCOMPRESSED",
     "CODEC_SNAPPY",
@@ -301,22 +302,63 @@ def snappy_decompress(src, start, end, dst):
         return -1
     out = 0
     # Past these positions a 16-byte load or store could leave its buffer: use the careful paths.
-    src_fast = min(end, src.shape[0] - 16)
-    dst_fast = dst.shape[0] - 16
+    src_fast = min(end, src.shape[0]) - 24
+    dst_fast = dst.shape[0] - 24
     while pos < end:
+        if pos <= src_fast and out <= dst_fast:
+            # Fast path: one 8-byte load holds the tag and any offset bytes; copies of up to 16 bytes
+            # are two word moves (they may write past the copy, into room the buffers have).
+            word = _load_word(src, pos)
+            tag = np.int64(word & np.uint64(0xFF))
+            kind = tag & 3
+            if kind == 0:
+                size = (tag >> 2) + 1
+                if size <= 16:
+                    if pos + 1 + size > end or out + size > length:
+                        return -1
+                    _store_word(dst, out, _load_word(src, pos + 1))
+                    _store_word(dst, out + 8, _load_word(src, pos + 9))
+                    pos += 1 + size
+                    out += size
+                    continue
+                # longer literals take the careful path below
+            else:
+                if kind == 1:
+                    size = ((tag >> 2) & 7) + 4
+                    offset = ((tag >> 5) << 8) | np.int64((word >> np.uint64(8)) & np.uint64(0xFF))
+                    pos += 2
+                elif kind == 2:
+                    size = (tag >> 2) + 1
+                    offset = np.int64((word >> np.uint64(8)) & np.uint64(0xFFFF))
+                    pos += 3
+                else:
+                    size = (tag >> 2) + 1
+                    offset = np.int64((word >> np.uint64(8)) & np.uint64(0xFFFFFFFF))
+                    pos += 5
+                if pos > end or offset == 0 or offset > out or out + size > length:
+                    return -1
+                source = out - offset
+                if offset >= 8:
+                    # Each word reads bytes written before it (they are at least 8 back): exact.
+                    _store_word(dst, out, _load_word(dst, source))
+                    _store_word(dst, out + 8, _load_word(dst, source + 8))
+                    if size > 16:
+                        if out + size + 8 > dst.shape[0]:
+                            for k in range(16, size):
+                                dst[out + k] = dst[source + k]
+                        else:
+                            for k in range(16, size, 8):
+                                _store_word(dst, out + k, _load_word(dst, source + k))
+                else:  # the copy overlaps what it writes: repeat the pattern byte by byte
+                    for k in range(size):
+                        dst[out + k] = dst[source + k]
+                out += size
+                continue
         tag = np.int64(src[pos])
         pos += 1
         kind = tag & 3
         if kind == 0:  # literal
             size = (tag >> 2) + 1
-            if size <= 16 and pos <= src_fast and out <= dst_fast:
-                if pos + size > end or out + size > length:
-                    return -1
-                _store_word(dst, out, _load_word(src, pos))
-                _store_word(dst, out + 8, _load_word(src, pos + 8))
-                pos += size
-                out += size
-                continue
             if size > 60:
                 extra = size - 60
                 if pos + extra > end:
@@ -360,9 +402,7 @@ def snappy_decompress(src, start, end, dst):
             return -1
         source = out - offset
         if offset >= 8 and out + size + 8 <= dst.shape[0]:
-            # Each word reads bytes written before it (they are at least 8 back): 8 at a time is exact.
-            _store_word(dst, out, _load_word(dst, source))
-            for k in range(8, size, 8):
+            for k in range(0, size, 8):
                 _store_word(dst, out + k, _load_word(dst, source + k))
         else:  # the copy overlaps what it writes: repeat the pattern byte by byte
             for k in range(size):
@@ -574,3 +614,212 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid):
                     out[row + i] = 0
         row += values
     return DECODED
+
+
+# ----------------------------------------------------------------- strings (BYTE_ARRAY)
+@njit(nogil=True, cache=True)
+def _reserve(chars, used, extra):
+    """Return ``chars`` or a copy with room for ``extra`` more bytes after ``used`` (doubling)."""
+    if used + extra <= chars.shape[0]:
+        return chars
+    grown = np.empty(max(2 * chars.shape[0], used + extra), np.uint8)
+    grown[:used] = chars[:used]
+    return grown
+
+
+@njit(nogil=True, cache=True)
+def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_codes, size_hint):
+    """Decode one BYTE_ARRAY column chunk; return ``(status, codes, valid, offsets, chars, dict_offsets, dict_chars)``.
+
+    With ``as_codes`` every data page must be dictionary-encoded: ``codes`` (int32, one a row) index
+    the chunk's dictionary ``dict_offsets``/``dict_chars``, and ``offsets``/``chars`` are empty (a
+    PLAIN page, which writers fall back to when a dictionary grows too large, gives
+    :data:`UNSUPPORTED`). Otherwise the strings themselves come back as int64 ``offsets`` (rows + 1)
+    and ``chars``, dictionary pages expanded. ``valid`` (uint8, 1 = not null) is empty for a required
+    column; null rows are empty strings and code 0. ``size_hint`` is a first guess of the chars' size.
+    """
+    empty8 = np.empty(0, np.uint8)
+    empty64 = np.empty(0, np.int64)
+    codes = np.zeros(rows if as_codes else 0, np.int32)
+    valid = np.ones(rows if max_definition == 1 else 0, np.uint8)
+    offsets = np.zeros(0 if as_codes else rows + 1, np.int64)
+    chars = np.empty(0 if as_codes else max(size_hint, 16), np.uint8)
+    dict_offsets = np.zeros(1, np.int64)
+    dict_chars = np.empty(0, np.uint8)
+    if (codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY) or max_definition > 1:
+        return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
+    header = np.empty(16, np.int64)
+    page = np.empty(16, np.int64)
+    scratch = np.empty(0, np.uint8)
+    levels = np.empty(0, np.int64)
+    indices = np.empty(0, np.int64)
+    end = start + length
+    if end > buf.shape[0]:
+        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+    pos = start
+    row = 0
+    used = 0
+    while row < rows:
+        if pos >= end:
+            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+        pos = _read_page_header(buf, pos, header, page)
+        if pos < 0:
+            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+        kind = header[1]
+        uncompressed = header[2]
+        compressed = header[3]
+        if compressed < 0 or uncompressed < 0 or pos + compressed > end:
+            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+        body = pos
+        pos += compressed
+        if kind != _DATA_PAGE and kind != _DICTIONARY_PAGE and kind != _DATA_PAGE_V2:
+            continue
+        prefix = 0
+        if kind == _DATA_PAGE_V2:
+            if page[6] > 0:
+                return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
+            prefix = max(page[5], 0)
+        if codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0):
+            if scratch.shape[0] < uncompressed + SLACK:
+                scratch = np.empty(uncompressed + SLACK, np.uint8)
+            scratch[:prefix] = buf[body:body + prefix]
+            if snappy_decompress(buf, body + prefix, body + compressed,
+                                 scratch[prefix:uncompressed + SLACK]) != uncompressed - prefix:
+                return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+            data = scratch
+            data_start = 0
+            data_end = uncompressed
+        else:
+            data = buf
+            data_start = body
+            data_end = body + compressed
+        if kind == _DICTIONARY_PAGE:
+            count = page[1]
+            if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
+                return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
+            if count < 0:
+                return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+            dict_offsets = np.zeros(count + 1, np.int64)
+            dict_chars = np.empty(max(data_end - data_start, 0) + SLACK, np.uint8)
+            at = data_start
+            filled = 0
+            for v in range(count):
+                if at + 4 > data_end:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                size = _read_le32(data, at)
+                at += 4
+                if size < 0 or at + size > data_end:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                if at + size + 8 <= data.shape[0] and filled + size + 8 <= dict_chars.shape[0]:
+                    for k in range(0, size, 8):
+                        _store_word(dict_chars, filled + k, _load_word(data, at + k))
+                else:
+                    for k in range(size):
+                        dict_chars[filled + k] = data[at + k]
+                filled += size
+                at += size
+                dict_offsets[v + 1] = filled
+            dict_chars = dict_chars[:filled]
+            continue
+        values = page[1]
+        encoding = page[2] if kind == _DATA_PAGE else page[4]
+        if values < 0 or row + values > rows:
+            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+        at = data_start
+        present = values
+        if levels.shape[0] < values:
+            levels = np.empty(values, np.int64)
+        if max_definition == 1:
+            if kind == _DATA_PAGE:
+                if page[3] != _RLE or at + 4 > data_end:
+                    return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
+                size = _read_le32(data, at)
+                at += 4
+                if _rle_hybrid(data, at, at + size, 1, empty64, levels, 0, values) < 0:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                at += size
+            else:
+                if _rle_hybrid(data, at, at + prefix, 1, empty64, levels, 0, values) < 0:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                at += prefix
+            present = 0
+            for i in range(values):
+                valid[row + i] = levels[i]
+                present += levels[i]
+        else:
+            if kind == _DATA_PAGE_V2:
+                at += prefix
+            levels[:values] = 1
+        if (encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY) and as_codes and present == values:
+            # No nulls on this page: the indices are the codes.
+            if present:
+                if at >= data_end:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                bit_width = np.int64(data[at])
+                if bit_width > 32 or _rle_hybrid(data, at + 1, data_end, bit_width, empty64, codes, row,
+                                                 present) < 0:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                size = dict_offsets.shape[0] - 1
+                for i in range(row, row + values):
+                    if codes[i] < 0 or codes[i] >= size:
+                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+        elif encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY:
+            if indices.shape[0] < present:
+                indices = np.empty(present, np.int64)
+            if present:
+                if at >= data_end:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                bit_width = np.int64(data[at])
+                if bit_width > 32 or _rle_hybrid(data, at + 1, data_end, bit_width, empty64, indices, 0,
+                                                 present) < 0:
+                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+            size = dict_offsets.shape[0] - 1
+            source = 0
+            for i in range(values):
+                if levels[i]:
+                    index = indices[source]
+                    source += 1
+                    if index < 0 or index >= size:
+                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                    if as_codes:
+                        codes[row + i] = index
+                    else:
+                        first = dict_offsets[index]
+                        span = dict_offsets[index + 1] - first
+                        if used + span + 8 > chars.shape[0]:  # (a call per value would cost reference counting)
+                            chars = _reserve(chars, used, span + 8)
+                        if first + span + 8 <= dict_chars.shape[0]:
+                            for k in range(0, span, 8):
+                                _store_word(chars, used + k, _load_word(dict_chars, first + k))
+                        else:
+                            for k in range(span):
+                                chars[used + k] = dict_chars[first + k]
+                        used += span
+                if not as_codes:
+                    offsets[row + i + 1] = used
+        elif encoding == _PLAIN and not as_codes:
+            for i in range(values):
+                if levels[i]:
+                    if at + 4 > data_end:
+                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                    span = _read_le32(data, at)
+                    at += 4
+                    if at + span > data_end:
+                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
+                    if used + span + 8 > chars.shape[0]:
+                        chars = _reserve(chars, used, span + 8)
+                    if at + span + 8 <= data.shape[0]:
+                        for k in range(0, span, 8):
+                            _store_word(chars, used + k, _load_word(data, at + k))
+                    else:
+                        for k in range(span):
+                            chars[used + k] = data[at + k]
+                    used += span
+                    at += span
+                offsets[row + i + 1] = used
+        else:
+            return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
+        row += values
+    if chars.shape[0] > 2 * used + (1 << 20):  # the buffer grew by doubling: keep only what is used
+        return DECODED, codes, valid, offsets, chars[:used].copy(), dict_offsets, dict_chars
+    return DECODED, codes, valid, offsets, chars[:used], dict_offsets, dict_chars

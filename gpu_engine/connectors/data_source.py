@@ -70,14 +70,13 @@ class SplitPiece:
             return self.split.table.select(list(self.columns)).slice(self.start, self.rows).to_batches()
         path = self.split.path
         metadata = parquet_metadata(path)
-        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable_columns(metadata, self.columns))
+        strings, decodable = _read_plan(path, self.columns)
+        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable)
         rest = [c for c in self.columns if c not in decoded]
         arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(decoded)
         if rest:
-            schema = metadata.schema.to_arrow_schema()
-            strings = [c for c in rest if is_string(schema.field(c).type) and repeats_values(path, c)]
-            # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
-            parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=strings, memory_map=True)
+            parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=[c for c in strings if c in rest],
+                                          memory_map=True)
             table = parquet_file.read_row_groups(list(self.row_groups), columns=rest, use_threads=use_threads)
             arrays.update(zip(rest, table.columns))
         if not decoded:
@@ -153,6 +152,22 @@ def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool
     sample = parquet_file.read_row_group(0, columns=[column], use_threads=False).column(0)
     distinct = sum(len(chunk.dictionary) for chunk in sample.chunks)
     return distinct * 2 <= max(1, len(sample))
+
+
+def _read_plan(path: str, columns: tuple[str, ...]) -> tuple[list[str], dict[str, pa.DataType]]:
+    """Return the string columns read as dictionaries and the columns the engine's decoder reads, per file."""
+    status = os.stat(path)
+    return _cached_read_plan(path, status.st_size, status.st_mtime_ns, columns)
+
+
+@lru_cache(maxsize=1024)
+def _cached_read_plan(path: str, size: int, modified_ns: int,
+                      columns: tuple[str, ...]) -> tuple[list[str], dict[str, pa.DataType]]:
+    metadata = parquet_metadata(path)
+    schema = metadata.schema.to_arrow_schema()
+    # Keep Parquet's dictionary pages as dictionary arrays: filters and gathers then move 4-byte codes.
+    strings = [c for c in columns if is_string(schema.field(c).type) and repeats_values(path, c)]
+    return strings, decodable_columns(metadata, columns, strings)
 
 
 def parquet_metadata(path: str) -> pq.FileMetaData:

@@ -4,7 +4,7 @@ Why: decoding Parquet was ~45% of the engine's CPU time over the 22 TPC-H
 queries at SF1, and pyarrow's reader is slow on exactly the columns those
 queries read most: a ``DECIMAL(15,2)`` stored as INT64 becomes a 16-byte
 ``decimal128`` that the engine narrows back to int64, and its Snappy is
-slower than a compiled loop here. :mod:`kernels.parquet_pages` decodes INT32,
+slower than a compiled loop here. :mod:`gpu_engine.kernels.parquet_pages` decodes INT32,
 INT64, FLOAT and DOUBLE column chunks (PLAIN or dictionary pages, Snappy or
 uncompressed, required or optional) without the GIL. Measured on this
 project's 2-core VM, one core, TPC-H SF1 lineitem (pyarrow → here):
@@ -32,7 +32,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from kernels.parquet_pages import CODEC_SNAPPY, CODEC_UNCOMPRESSED, DECODED, decode_chunk
+from gpu_engine.columnar.types import is_string
+from gpu_engine.kernels.parquet_pages import CODEC_SNAPPY, CODEC_UNCOMPRESSED, DECODED, decode_chunk, decode_strings_chunk
 
 __all__ = ["decodable_columns", "read_decoded_columns"]
 
@@ -40,8 +41,18 @@ _CODECS = {"UNCOMPRESSED": CODEC_UNCOMPRESSED, "SNAPPY": CODEC_SNAPPY}
 _PHYSICAL = {"INT32": np.int32, "INT64": np.int64, "FLOAT": np.float32, "DOUBLE": np.float64}
 
 
-def decodable_columns(metadata: pq.FileMetaData, columns: Sequence[str]) -> dict[str, pa.DataType]:
-    """Return the requested top-level columns the page decoder reads, with the Arrow type it gives each."""
+#: The Arrow types of decoded strings: plain, or codes into each row group's dictionary.
+STRINGS = pa.large_string()
+DICTIONARY_STRINGS = pa.dictionary(pa.int32(), pa.large_string())
+
+
+def decodable_columns(metadata: pq.FileMetaData, columns: Sequence[str],
+                      dictionary_columns: Sequence[str] = ()) -> dict[str, pa.DataType]:
+    """Return the requested top-level columns the page decoder reads, with the Arrow type it gives each.
+
+    String columns named in ``dictionary_columns`` come back as dictionary arrays (one dictionary a
+    row group, as Parquet stores them), other strings as ``large_string``.
+    """
     schema = metadata.schema
     arrow_schema = schema.to_arrow_schema()
     leaves = {schema.column(i).path: i for i in range(len(schema))}
@@ -51,7 +62,12 @@ def decodable_columns(metadata: pq.FileMetaData, columns: Sequence[str]) -> dict
         if index is None or name not in arrow_schema.names:
             continue
         leaf = schema.column(index)
-        if leaf.physical_type not in _PHYSICAL or leaf.max_repetition_level or leaf.max_definition_level > 1:
+        if leaf.max_repetition_level or leaf.max_definition_level > 1:
+            continue
+        if leaf.physical_type == "BYTE_ARRAY" and is_string(arrow_schema.field(name).type):
+            decodable[name] = DICTIONARY_STRINGS if name in dictionary_columns else STRINGS
+            continue
+        if leaf.physical_type not in _PHYSICAL:
             continue
         arrow_type = _decoded_type(arrow_schema.field(name).type, leaf.physical_type)
         if arrow_type is not None:
@@ -86,10 +102,16 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     schema = metadata.schema
     leaves = {schema.column(i).path: i for i in range(len(schema))}
     rows = sum(metadata.row_group(g).num_rows for g in row_groups)
-    decoded: dict[str, pa.Array] = {}
+    decoded: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name, arrow_type in columns.items():
         index = leaves[name]
         leaf = schema.column(index)
+        if arrow_type in (STRINGS, DICTIONARY_STRINGS):
+            strings = _read_strings(file_bytes, metadata, row_groups, index, leaf.max_definition_level,
+                                    arrow_type == DICTIONARY_STRINGS)
+            if strings is not None:
+                decoded[name] = strings
+            continue
         values = np.empty(rows, _PHYSICAL[leaf.physical_type])
         optional = leaf.max_definition_level == 1
         valid = np.empty(rows if optional else 0, np.uint8)
@@ -110,6 +132,36 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         else:
             decoded[name] = _arrow_array(values, valid if optional else None, arrow_type)
     return decoded
+
+
+def _read_strings(file_bytes: np.ndarray, metadata: pq.FileMetaData, row_groups: Sequence[int], index: int,
+                  max_definition: int, as_codes: bool) -> pa.ChunkedArray | None:
+    """Decode a string column's chunks of ``row_groups``, one Arrow chunk each; None when one is refused."""
+    chunks = []
+    for group in row_groups:
+        row_group = metadata.row_group(group)
+        chunk = row_group.column(index)
+        codec = _CODECS.get(chunk.compression)
+        if codec is None:
+            return None
+        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+        rows = row_group.num_rows
+        status, codes, valid, offsets, chars, dict_offsets, dict_chars = decode_strings_chunk(
+            file_bytes, start, chunk.total_compressed_size, codec, max_definition, rows, as_codes,
+            chunk.total_uncompressed_size)
+        if status != DECODED:
+            return None
+        nulls = 0 if max_definition == 0 else rows - int(np.count_nonzero(valid))
+        mask = pa.py_buffer(np.packbits(valid.view(np.bool_), bitorder="little")) if nulls else None
+        if as_codes:
+            dictionary = pa.Array.from_buffers(STRINGS, len(dict_offsets) - 1,
+                                               [None, pa.py_buffer(dict_offsets), pa.py_buffer(dict_chars)])
+            indices = pa.Array.from_buffers(pa.int32(), rows, [mask, pa.py_buffer(codes)], null_count=nulls)
+            chunks.append(pa.DictionaryArray.from_arrays(indices, dictionary))
+        else:
+            chunks.append(pa.Array.from_buffers(STRINGS, rows, [mask, pa.py_buffer(offsets), pa.py_buffer(chars)],
+                                                null_count=nulls))
+    return pa.chunked_array(chunks, DICTIONARY_STRINGS if as_codes else STRINGS)
 
 
 def _arrow_array(values: np.ndarray, valid: np.ndarray | None, arrow_type: pa.DataType) -> pa.Array:

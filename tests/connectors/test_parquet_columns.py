@@ -20,10 +20,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.data_source import SplitPiece
 from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
 from gpu_engine.exec.split import ParquetSplit
-from kernels.parquet_pages import CORRUPT, SLACK, decode_chunk, snappy_decompress
+from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, decode_chunk, snappy_decompress
 
 
 def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:
@@ -49,6 +50,8 @@ def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:
         "small_dec": pa.array([decimal.Decimal(int(v)).scaleb(-3) for v in rng.integers(-10**8, 10**8, rows)],
                               pa.decimal128(9, 3), mask=mask()),
         "name": pa.array([f"n{v}" for v in few], mask=mask()),
+        "text": pa.array(["" if v % 11 == 0 else f"é{v}-" + "x" * int(v % 40) for v in rng.integers(0, 10**6, rows)],
+                         mask=mask()),
     })
 
 
@@ -71,8 +74,10 @@ def _assert_same(ours: pa.Table, theirs: pa.Table) -> None:
             got = got.dictionary_decode()
         if pa.types.is_decimal(got.type) and got.type.bit_width != expected.type.bit_width:
             got = got.cast(expected.type)
-        if pa.types.is_string_view(expected.type) or pa.types.is_string_view(got.type):
-            got, expected = got.cast(pa.string()), expected.cast(pa.string())
+        if pa.types.is_dictionary(expected.type):
+            expected = expected.dictionary_decode()
+        if is_string(expected.type):  # string, large_string or string_view: compare the values
+            got, expected = got.cast(pa.large_string()), expected.cast(pa.large_string())
         assert got.equals(expected), name
 
 
@@ -90,8 +95,8 @@ def test_decoder_reads_what_pyarrow_reads(tmp_path, version, compression, dictio
     metadata = pq.read_metadata(path)
     types = decodable_columns(metadata, table.column_names)
     decoded = read_decoded_columns(str(path), metadata, range(metadata.num_row_groups), types)
-    # The decoder took every fixed-width column of the codecs it knows, and left zstd to pyarrow.
-    assert set(decoded) == (set() if compression == "zstd" else set(types)) and len(types) == 12
+    # The decoder took every column of the codecs it knows, strings too, and left zstd to pyarrow.
+    assert set(decoded) == (set() if compression == "zstd" else set(types)) and len(types) == 14
 
 
 def test_decoder_takes_the_fixed_width_columns_and_narrows_decimals(tmp_path):
@@ -99,11 +104,26 @@ def test_decoder_takes_the_fixed_width_columns_and_narrows_decimals(tmp_path):
     pq.write_table(_table(100, 1, 0.1), path, store_decimal_as_integer=True)
     metadata = pq.read_metadata(path)
     types = decodable_columns(metadata, metadata.schema.to_arrow_schema().names)
-    assert "name" not in types  # strings stay with pyarrow
+    assert types["name"] == pa.large_string()
+    assert decodable_columns(metadata, ["name"], ["name"])["name"] == pa.dictionary(pa.int32(), pa.large_string())
     assert types["price"] == pa.decimal64(15, 2) and types["small_dec"] == pa.decimal64(9, 3)
     assert types["day"] == pa.date32() and types["ts"] == pa.timestamp("ms")
     decoded = read_decoded_columns(str(path), metadata, [0], types)
     assert set(decoded) == set(types)  # Snappy and dictionary pages: all decoded here
+
+
+@pytest.mark.parametrize("as_codes", [True, False])
+def test_strings_whose_dictionary_overflows(tmp_path, as_codes):
+    """A writer falls back to PLAIN pages when the dictionary grows too large: codes are refused, strings not."""
+    path = tmp_path / "t.parquet"
+    values = pa.array([f"value {i % 3000} " + "y" * (i % 17) for i in range(20_000)])
+    pq.write_table(pa.table({"s": values}), path, dictionary_pagesize_limit=2048, data_page_size=1024)
+    metadata = pq.read_metadata(path)
+    types = decodable_columns(metadata, ["s"], ["s"] if as_codes else [])
+    decoded = read_decoded_columns(str(path), metadata, [0], types)
+    assert set(decoded) == (set() if as_codes else {"s"})
+    ours, theirs = _read_both(path)
+    _assert_same(ours, theirs)
 
 
 def test_decimals_stored_as_bytes_go_to_pyarrow(tmp_path):
