@@ -30,6 +30,9 @@ import pytest
 from duckdb_reference import assert_same_rows
 
 from gpu_engine import ExecutionError, Session
+from gpu_engine.aggregation import aggregate_functions_of
+from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, generate_fused_aggregation
+from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.planning import prepare_plan
 from gpu_engine.planning.fusion import fuse_pipelines
 from gpu_engine.plans import PlanBuilder
@@ -453,6 +456,38 @@ def test_table_grows_and_pending_rows_run_again(device_name, batch_rows):
     (stats,) = operator_stats(session, "FusedAggregation")
     # With one batch the table is empty when the batch starts, so a growth can only come from rows left pending.
     assert stats.runtime.get("table_growths", 0) > 0
+
+
+@pytest.mark.parametrize("batch_rows", [1 << 16, 700], ids=["one_batch", "many_batches"])
+def test_dictionary_keys_find_their_slots_by_code(device_name, batch_rows):
+    """Keys read through dictionary codes: the CPU twin caches each code combination's slot for a run.
+
+    ~11k combinations (with NULLs on both keys) fill the table several times over, so slots found by
+    code must stay right while rows go pending and the table grows between runs.
+    """
+    rng = np.random.default_rng(5)
+    rows = 30_000 if device_name != "cuda-sim" else 2_000
+    first = [None if x == 0 else f"a{x}" for x in rng.integers(0, 90, rows)]
+    second = [None if x == 0 else f"b{x}" for x in rng.integers(0, 120, rows)]
+    table = pa.table({"a": pa.array(first).dictionary_encode(), "b": pa.array(second).dictionary_encode(),
+                      "v": pa.array(rng.integers(-1000, 1000, rows), pa.int64())})
+    session = Session(device=device_name, drivers=1, batch_rows=batch_rows)
+    session.register("t", table, split_rows=table.num_rows if batch_rows > table.num_rows else batch_rows * 3)
+    aggregates = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
+    plan = PlanBuilder(session.catalog).table_scan("t").filter("v <> 7").aggregation(["a", "b"], aggregates).plan()
+    (node,) = raw_input_fused_nodes(session, plan)
+    result = session.execute(plan, timeout=240)
+    expected = duckdb_rows(Stretch((("filter", "v <> 7"),), ("a", "b"), tuple(aggregates)).sql(), table)
+    assert_same_rows(result, expected)
+    (stats,) = operator_stats(session, "FusedAggregation")
+    assert stats.runtime.get("table_growths", 0) > 0
+    schema = {f.name: f.type for f in node.source.output_schema}
+    functions = aggregate_functions_of(node)
+    program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
+    layout = KernelLayout(False, (False,) * len(program.columns), ("dictionary+validity",) * len(program.lifted))
+    source = generate_fused_aggregation(program, functions, layout).source
+    cpu_twin = source[:source.index("@cuda.jit")]
+    assert "code_slots[combo] = found" in cpu_twin and "code_slots" not in source[source.index("@cuda.jit"):]
 
 
 def test_partial_flushes(device_name):
