@@ -272,6 +272,11 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
             coded = _coded_keys(program, layout)
             if coded is not None:
                 _write_code_slots_setup(writer, coded)
+            else:  # the previous row's key and slot (see _write_insert); no row yet
+                writer.line("last_found = np.int64(-1)")
+                writer.line("last_tag = np.int64(-1)")
+                for k in range(len(program.keys)):
+                    writer.line(f"last_w{k} = np.int64(0)")
     if not cuda_flavor:
         writer.line(f"pending_count = status[{STATUS_PENDING}]")
     global_states = _table_refs(table)
@@ -547,6 +552,19 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
             _write_probe(writer, table, words, tag, cuda_flavor)
             with writer.block("if found >= 0 and use_code_slots:"):
                 writer.line("code_slots[combo] = found")
+    elif not cuda_flavor:
+        # Rows of one key often come together (input sorted or clustered by it, as TPC-H's lineitem is by
+        # l_orderkey): the previous row's slot is reused when its key words are the same.
+        same_as_last = " and ".join([f"{tag} == last_tag"] + [f"{word} == last_w{k}" for k, word in enumerate(words)])
+        with writer.block(f"if {same_as_last}:"):
+            writer.line("found = last_found")
+        with writer.block("else:"):
+            _write_probe(writer, table, words, tag, cuda_flavor)
+            with writer.block("if found >= 0:"):
+                writer.line("last_found = found")
+                writer.line(f"last_tag = {tag}")
+                for k, word in enumerate(words):
+                    writer.line(f"last_w{k} = {word}")
     else:
         _write_probe(writer, table, words, tag, cuda_flavor)
     with writer.block("if found < 0:"):
