@@ -53,6 +53,7 @@ from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.fused_rows import KEY_HASH_SEED, finish_key_hash, key_word_bits, mix_key_word
 from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.group_by import GroupByHashTable
+from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
@@ -125,6 +126,28 @@ def _bloom_rules_out(bloom, h):
     """Return True when the Bloom filter says no build key has hash ``h`` (then no build key equals the probe's)."""
     bits = _bloom_bits(h)
     return (np.uint64(bloom[_bloom_block(h, bloom.shape[0])]) & bits) != bits
+
+
+@register_jitable
+def _fixed_width_key_hash(value):
+    """Return :func:`_key_hash` of a non-null fixed-width key's normalized words ``(1, value)``, from the value."""
+    h = np.uint64(mix_key_word(np.uint64(KEY_HASH_SEED), np.uint64(1)))
+    h = np.uint64(mix_key_word(h, np.uint64(key_word_bits(value))))
+    return np.uint64(finish_key_hash(h, np.uint64(2)))
+
+
+@register_jitable
+def _fixed_width_find(value, packed, h):
+    """Return the id stored with the non-null fixed-width key ``value`` (hash ``h``) in ``packed``, or -1."""
+    slot_mask = np.int64(packed.shape[0] - 1)
+    slot = np.int64(h & np.uint64(slot_mask))
+    while True:
+        key_id = packed[slot, 2]
+        if key_id < 0:
+            return -1
+        if packed[slot, 0] == 1 and packed[slot, 1] == value:
+            return key_id
+        slot = (slot + 1) & slot_mask
 
 
 # ------------------------------------------------------------------- CPU twins
@@ -206,6 +229,34 @@ def _find_keys_cpu(words, packed, bloom, use_bloom, key_ids):
 
 
 @njit(nogil=True, cache=True)
+def _find_fixed_width_keys_cpu(values, valid, rows, packed, bloom, use_bloom, key_ids):
+    # values: the key column's int64 words; valid: its validity (empty: no NULLs); rows: the batch's gather map
+    # (empty: none). A NULL key matches nothing (the packed table holds no NULL keys).
+    n = key_ids.shape[0]
+    mapped = rows.shape[0] > 0
+    has_valid = valid.shape[0] > 0
+    slot_mask = np.int64(packed.shape[0] - 1)
+    prefetching = worth_prefetching(packed)
+    for i in range(n):
+        if prefetching and i + PREFETCH_DISTANCE < n:
+            a = rows[i + PREFETCH_DISTANCE] if mapped else i + PREFETCH_DISTANCE
+            if not has_valid or valid[a]:
+                ahead = _fixed_width_key_hash(values[a])
+                if not (use_bloom and _bloom_rules_out(bloom, ahead)):
+                    prefetch_row(packed, np.int64(ahead & np.uint64(slot_mask)))
+        r = rows[i] if mapped else i
+        if has_valid and not valid[r]:
+            key_ids[i] = -1
+            continue
+        value = values[r]
+        h = _fixed_width_key_hash(value)
+        if use_bloom and _bloom_rules_out(bloom, h):
+            key_ids[i] = -1
+            continue
+        key_ids[i] = _fixed_width_find(value, packed, h)
+
+
+@njit(nogil=True, cache=True)
 def _row_lists_cpu(group_ids, row_numbers, offsets, rows):
     for i in range(group_ids.shape[0]):
         offsets[group_ids[i] + 1] += 1
@@ -261,6 +312,23 @@ def _find_keys_cuda(words, packed, bloom, use_bloom, key_ids):
             key_ids[i] = -1
             continue
         key_ids[i] = _packed_find(words, i, packed, h)
+
+
+@cuda.jit
+def _find_fixed_width_keys_cuda(values, valid, rows, packed, bloom, use_bloom, key_ids):
+    mapped = rows.shape[0] > 0
+    has_valid = valid.shape[0] > 0
+    for i in range(cuda.grid(1), key_ids.shape[0], cuda.gridsize(1)):
+        r = rows[i] if mapped else i
+        if has_valid and not valid[r]:
+            key_ids[i] = -1
+            continue
+        value = values[r]
+        h = _fixed_width_key_hash(value)
+        if use_bloom and _bloom_rules_out(bloom, h):
+            key_ids[i] = -1
+            continue
+        key_ids[i] = _fixed_width_find(value, packed, h)
 
 
 @cuda.jit
@@ -465,7 +533,38 @@ class JoinHashTable:
         n = int(keys.shape[0])
         if n == 0 or self.num_keys == 0:
             return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
-        group_ids = self.lookup(keys, widths)
+        return self._pairs(self.lookup(keys, widths))
+
+    def lookup_fixed_width(self, column: Any, gather_map: Any | None) -> Any:
+        """Return :meth:`lookup` of one fixed-width key column read through ``gather_map``, without normalizing it.
+
+        Why: a probe on one integer (or date, decimal, float) key is most joins (every TPC-H one), and
+        normalizing it wrote a 16-byte-a-row word matrix (three passes) after gathering the column;
+        here the kernel hashes the values as the normalized words would hash. Only for tables whose
+        key is one fixed-width block (``widths == (FIXED_WIDTH_BLOCK,)``).
+        """
+        xp = self.device.xp
+        values = xp.ascontiguousarray(fixed_width_key_words(self.device, column).view(xp.int64))
+        n = int(values.shape[0]) if gather_map is None else int(gather_map.shape[0])
+        valid = column.validity if column.validity is not None else xp.zeros(0, dtype=xp.bool_)
+        rows = gather_map if gather_map is not None else xp.zeros(0, dtype=xp.int32)
+        key_ids = xp.empty(n, dtype=xp.int32)
+        launch_twin(self.device, n, _find_fixed_width_keys_cpu, _find_fixed_width_keys_cuda,
+                    values, valid, rows, self._packed, self._bloom, self.use_bloom, key_ids)
+        return key_ids
+
+    def match_fixed_width(self, column: Any, gather_map: Any | None) -> tuple[Any, Any]:
+        """Return :meth:`match` of one fixed-width key column read through ``gather_map`` (see :meth:`lookup_fixed_width`)."""
+        xp = self.device.xp
+        n = int(column.data.shape[0]) if gather_map is None else int(gather_map.shape[0])
+        if n == 0 or self.num_keys == 0:
+            return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
+        return self._pairs(self.lookup_fixed_width(column, gather_map))
+
+    def _pairs(self, group_ids: Any) -> tuple[Any, Any]:
+        """Return the matching ``(probe_rows, build_rows)`` of probe rows whose key ids are ``group_ids``."""
+        xp = self.device.xp
+        n = int(group_ids.shape[0])
         if self.unique_keys:  # at most one match per probe row: the rows found, and their key's build row
             probe_rows = selection_from_mask(self.device, group_ids >= 0)
             self._note_match_rate(n, int(probe_rows.shape[0]))

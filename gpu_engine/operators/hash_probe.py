@@ -32,7 +32,7 @@ from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, Oper
 from gpu_engine.expressions import evaluate_predicate
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather, gather_column
-from gpu_engine.kernels.group_by import normalize_keys
+from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, normalize_keys
 from gpu_engine.kernels.hash_join import null_key_rows
 from gpu_engine.operators.hash_build import HashJoinBridge, HashJoinTable, null_column
 from gpu_engine.plans.expressions import referenced_columns
@@ -87,8 +87,14 @@ class HashProbe(Operator):
 
     def add_input(self, batch: Batch) -> None:
         device, xp, table = self.device, self.device.xp, self._table
-        words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], table.keys.widths)
-        probe_rows, build_rows = table.keys.match(words, widths)
+        key = batch.base_column(self._keys[0]) if self._one_fixed_width_key(table) else None
+        if key is not None and not key.is_string and key.data.ndim == 1:
+            # One integer-like key: the kernel hashes the values through the batch's gather map.
+            words = widths = None
+            probe_rows, build_rows = table.keys.match_fixed_width(key, batch.gather_map)
+        else:
+            words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], table.keys.widths)
+            probe_rows, build_rows = table.keys.match(words, widths)
         if self._filter_names and probe_rows.shape[0]:
             pairs = self._pair_columns(batch, probe_rows, build_rows, self._filter_names)
             kept = selection_from_mask(device, evaluate_predicate(self.node.filter, pairs))
@@ -112,6 +118,11 @@ class HashProbe(Operator):
             self._emit_probe_rows(batch, probe_rows)
         else:
             self._output.append(self._pair_columns(batch, probe_rows, build_rows, self._output_names))
+
+    def _one_fixed_width_key(self, table: HashJoinTable) -> bool:
+        """Return True when probe keys need no normalizing: one key, a fixed-width block, and no NOT IN semantics."""
+        return (len(self._keys) == 1 and table.keys.widths == (FIXED_WIDTH_BLOCK,)
+                and self.join_type != "null_aware_anti")
 
     def _kept_probe_rows(self, batch: Batch, probe_rows, words, widths):
         """Return the probe rows a semi or anti join keeps, each once, in input order."""

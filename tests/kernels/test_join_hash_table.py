@@ -141,3 +141,28 @@ def test_cpu_build_table_grows_while_inserting(monkeypatch):
     assert table.num_keys == len(set(zip(*(a.to_pylist() for a in build))))
     probe = [pa.array(rng.integers(-10, 510, 300)), pa.array(rng.integers(0, 4, 300), pa.int32())]
     assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
+
+
+@pytest.mark.parametrize("probe_type", [pa.int64(), pa.int32(), pa.float64()], ids=["int64", "int32", "float64"])
+@pytest.mark.parametrize("mapped", [False, True], ids=["plain", "gather_map"])
+def test_one_fixed_width_key_matches_without_normalizing(device, probe_type, mapped):
+    """``match_fixed_width`` (values hashed in the kernel, read through a gather map) gives ``match``'s pairs."""
+    rng = np.random.default_rng(7)
+    if pa.types.is_floating(probe_type):
+        pool = [0.0, -0.0, 1.5, float("nan"), -2.25, 1e300, None]
+        build = pa.array([pool[i] for i in rng.integers(0, len(pool), 60)], pa.float64())
+        probe = pa.array([pool[i] for i in rng.integers(0, len(pool), 300)], probe_type)
+    else:
+        build = pa.array([None if x == 0 else int(x) for x in rng.integers(-20, 40, 60)], pa.int64())
+        probe = pa.array([None if x == 0 else int(x) for x in rng.integers(-30, 50, 300)], probe_type)
+    table = build_table(device, [build])
+    expected = matched_pairs(device, table, [probe])
+    column = Column.from_arrow(probe, device)
+    gather_map = None
+    if mapped:  # a probe batch behind a filter: rows 3, 1, 4, 1, 5, ... of the column
+        picks = rng.integers(0, len(probe), 200).astype(np.int32)
+        gather_map = device.asarray(picks)
+        expected = matched_pairs(device, table, [probe.take(pa.array(picks))])
+    probe_rows, build_rows = table.match_fixed_width(column, gather_map)
+    got = Counter(zip(device.to_host(probe_rows).tolist(), device.to_host(build_rows).tolist()))
+    assert got == expected and expected
