@@ -290,6 +290,24 @@ def _read_page_header(buf, pos, header, page):
 
 
 # ----------------------------------------------------------------- Snappy
+def _snappy_copy_tags() -> np.ndarray:
+    """Per tag byte of a Snappy copy: ``length | high offset bits << 8 | offset bytes that follow << 24``."""
+    table = np.zeros(256, np.int64)
+    for tag in range(256):
+        kind = tag & 3
+        if kind == 1:  # 1-byte offset: 3 length bits, 3 high offset bits in the tag
+            table[tag] = (((tag >> 2) & 7) + 4) | (((tag >> 5) << 8) << 8) | (1 << 24)
+        elif kind == 2:
+            table[tag] = ((tag >> 2) + 1) | (2 << 24)
+        elif kind == 3:
+            table[tag] = ((tag >> 2) + 1) | (4 << 24)
+    return table
+
+
+_SNAPPY_COPY_TAGS = _snappy_copy_tags()
+_SNAPPY_OFFSET_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF, 0xFFFFFFFF], np.uint64)
+
+
 @njit(nogil=True, cache=True)
 def snappy_decompress(src, start, end, dst):
     """Decompress the Snappy block ``src[start:end]`` into ``dst``; return the bytes written, -1 when corrupt.
@@ -306,12 +324,12 @@ def snappy_decompress(src, start, end, dst):
     dst_fast = dst.shape[0] - 24
     while pos < end:
         if pos <= src_fast and out <= dst_fast:
-            # Fast path: one 8-byte load holds the tag and any offset bytes; copies of up to 16 bytes
-            # are two word moves (they may write past the copy, into room the buffers have).
+            # Fast path: one 8-byte load holds the tag and any offset bytes; literals of up to 60 bytes
+            # and copies move whole words (they may write past the copy, into room the buffers have),
+            # and a copy's length and offset come from a table by tag, not from a branch per kind.
             word = _load_word(src, pos)
             tag = np.int64(word & np.uint64(0xFF))
-            kind = tag & 3
-            if kind == 0:
+            if tag & 3 == 0:
                 size = (tag >> 2) + 1
                 if size <= 16:
                     if pos + 1 + size > end or out + size > length:
@@ -321,20 +339,21 @@ def snappy_decompress(src, start, end, dst):
                     pos += 1 + size
                     out += size
                     continue
+                if size <= 60 and pos + 1 + size + 8 <= src.shape[0] and out + size + 8 <= dst.shape[0]:
+                    if pos + 1 + size > end or out + size > length:
+                        return -1
+                    for k in range(0, size, 8):
+                        _store_word(dst, out + k, _load_word(src, pos + 1 + k))
+                    pos += 1 + size
+                    out += size
+                    continue
                 # longer literals take the careful path below
             else:
-                if kind == 1:
-                    size = ((tag >> 2) & 7) + 4
-                    offset = ((tag >> 5) << 8) | np.int64((word >> np.uint64(8)) & np.uint64(0xFF))
-                    pos += 2
-                elif kind == 2:
-                    size = (tag >> 2) + 1
-                    offset = np.int64((word >> np.uint64(8)) & np.uint64(0xFFFF))
-                    pos += 3
-                else:
-                    size = (tag >> 2) + 1
-                    offset = np.int64((word >> np.uint64(8)) & np.uint64(0xFFFFFFFF))
-                    pos += 5
+                entry = _SNAPPY_COPY_TAGS[tag]
+                size = entry & 0xFF
+                extra = entry >> 24
+                offset = ((entry >> 8) & 0xFFFF) + np.int64((word >> np.uint64(8)) & _SNAPPY_OFFSET_MASKS[extra])
+                pos += 1 + extra
                 if pos > end or offset == 0 or offset > out or out + size > length:
                     return -1
                 source = out - offset
