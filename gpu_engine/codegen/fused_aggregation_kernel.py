@@ -47,6 +47,7 @@ from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
 __all__ = ["KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
+           "input_parameters", "module_header", "RowInputs",
            "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
            "SLOT_TABLE_VIEWS", "TAG_READY"]
 
@@ -72,6 +73,11 @@ from gpu_engine.kernels.fused_rows import (
 )
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 """
+
+
+def module_header() -> str:
+    """Return the imports every generated kernel module starts with, stamped with the row helpers' digest."""
+    return _HEADER.format(helpers=_helpers_digest())
 
 
 def _helpers_digest() -> str:
@@ -162,7 +168,12 @@ def slot_table_layout(num_keys: int, aggregates: list[AggregateFunction]) -> Slo
 
 
 def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], layout: KernelLayout) -> list[str]:
-    names = ["n", "positions", "has_positions", "rows"]
+    return ["n", "positions", "has_positions", "rows", *input_parameters(layout), "slot_table", "status", "pending"]
+
+
+def input_parameters(layout: KernelLayout) -> list[str]:
+    """Return the parameter names of a kernel's inputs for ``layout`` (see :class:`~gpu_engine.codegen.kernel_inputs.KernelInputs`)."""
+    names = []
     for k, has_validity in enumerate(layout.column_validity):
         names.append(f"c{k}")
         if has_validity:
@@ -173,11 +184,11 @@ def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], lay
             names += [f"l{m}_codes", f"l{m}_null"]
             if mode.endswith("validity"):
                 names.append(f"l{m}_codes_v")
-    return names + ["slot_table", "status", "pending"]
+    return names
 
 
-class _Inputs:
-    """Write the kernel's reads of input columns and lifted subexpressions."""
+class RowInputs:
+    """Write the kernel's reads of input columns and lifted subexpressions (for :class:`RowLowering`)."""
 
     def __init__(self, program: FusionProgram, layout: KernelLayout, writer: SourceWriter):
         self.writer = writer
@@ -295,7 +306,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
             _write_slot_prefetch(writer, program, layout)
         writer.line("i = positions[j] if has_positions else j")
         writer.line("r = rows[i]" if layout.mapped else "r = i")
-        inputs = _Inputs(program, layout, writer)
+        inputs = RowInputs(program, layout, writer)
         lowering = RowLowering(writer, inputs, on_error, messages)
         for predicate in program.predicates:
             test = lowering.lower(predicate)
@@ -692,7 +703,7 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
     messages: list[str] = []
     signature = ", ".join(parameters)
     writer = SourceWriter()
-    writer.extend(_HEADER.format(helpers=_helpers_digest()).splitlines())
+    writer.extend(module_header().splitlines())
     writer.line("")
     writer.line("")
     writer.line('@njit(nogil=True, cache=True, error_model="numpy")')

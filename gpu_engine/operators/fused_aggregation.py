@@ -31,21 +31,18 @@ import pyarrow.compute as pc
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    LIFTED_DICTIONARY, LIFTED_ROWS, NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation,
-    slot_table_layout,
+    NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout,
 )
-from gpu_engine.codegen.fusion_program import LiftedExpression, plan_fusion_program
+from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.kernel_inputs import KernelInputs
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.columnar.column import Column, host_fingerprint
-from gpu_engine.columnar.concat import concat_columns
+from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import OperatorCtx
-from gpu_engine.expressions import evaluate
-from gpu_engine.kernels.gather import dictionary_row_validity
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_slot_columns
 from gpu_engine.plans.nodes import FusedAggregationNode
@@ -61,7 +58,6 @@ FUSED_KERNEL_BLOCKS = 1024
 #: fill and final scan cost more than the moves a doubling adds (new tables come from the buffer
 #: recycler, so a repeated query does not page-fault through fresh memory either way).
 _GROWTH = 2
-_LOOKUP_CACHE_ENTRIES = 64
 
 
 class _KeyInterner:
@@ -101,13 +97,6 @@ class _KeyInterner:
         return self._known.nbytes + (self._values.nbytes if self._values is not None else 0)
 
 
-def _fingerprint(device, dictionary: Column) -> str | None:
-    """Return the digest of a dictionary's values: kept from its Arrow conversion, else taken here on a host device."""
-    if dictionary.fingerprint is not None or device.xp is not np:
-        return dictionary.fingerprint
-    return host_fingerprint(dictionary)
-
-
 class FusedAggregation(AggregationOperator):
     """Blocking operator: consumes all input through one kernel per batch, then emits one row per group."""
 
@@ -127,7 +116,7 @@ class FusedAggregation(AggregationOperator):
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
         self._module = None  # the latest kernel module: its move twins grow the table
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
-        self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
+        self._inputs = KernelInputs(self.device, self.program, self._interners)
         self._pending = self._placeholder
         self._reset()
 
@@ -187,71 +176,11 @@ class FusedAggregation(AggregationOperator):
             compiled = self._kernels[layout] = (module, generated.parameters, generated.messages)
         return compiled
 
-    def _lookup_table(self, m: int, lift: LiftedExpression, dictionary: Column) -> tuple[Any, Any] | None:
-        """Return ``(values, valid)`` of ``lift`` on each dictionary value and, last, on NULL; None if it raises."""
-        fingerprint = _fingerprint(self.device, dictionary)
-        key = (m, fingerprint)
-        if fingerprint is not None and key in self._lookup_tables:
-            return self._lookup_tables[key]
-        xp = self.device.xp
-        null_entry = Column(pa.string(), xp.zeros(0, dtype=xp.uint8), xp.zeros(1, dtype=xp.bool_),
-                            xp.zeros(2, dtype=xp.int64))
-        entries = concat_columns(self.device, [dictionary, null_entry])
-        try:
-            table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
-        except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
-            return None
-        if fingerprint is not None:
-            if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
-                self._lookup_tables.pop(next(iter(self._lookup_tables)))
-            self._lookup_tables[key] = table
-        return table
-
-    def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch) -> tuple[Any, Any]:
-        xp = self.device.xp
-        column = evaluate(lift.expr, batch)
-        if lift.interned:
-            validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
-            values = self._interners[m].ids(column)
-        else:
-            validity, values = column.validity, column.data
-        if validity is None:
-            validity = xp.ones(len(column), dtype=xp.bool_)
-        return values, validity
-
-    def _bind(self, batch: Batch) -> tuple[KernelLayout, dict[str, Any]]:
-        arrays: dict[str, Any] = {"rows": batch.gather_map if batch.gather_map is not None else self._placeholder}
-        column_validity = []
-        for k, ref in enumerate(self.program.columns):
-            column = batch.base_column(ref.name)
-            arrays[f"c{k}"] = column.data
-            column_validity.append(column.validity is not None)
-            if column.validity is not None:
-                arrays[f"c{k}_v"] = column.validity
-        modes = []
-        for m, lift in enumerate(self.program.lifted):
-            column = batch.base_column(lift.column)
-            table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
-            if table is not None:
-                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
-                arrays[f"l{m}_codes"] = column.data
-                arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
-                mode = LIFTED_DICTIONARY
-                if column.validity is not None:
-                    arrays[f"l{m}_codes_v"] = column.validity
-                    mode += "+validity"
-            else:
-                rows = batch.materialize([lift.column])
-                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows)
-                mode = LIFTED_ROWS
-            modes.append(mode)
-        return KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes)), arrays
-
     # ----------------------------------------------------------------- input
     def add_input(self, batch: Batch) -> None:
         self._seen_input = True
         xp = self.device.xp
-        layout, arrays = self._bind(batch)
+        layout, arrays = self._inputs.bind(batch)
         module, parameters, messages = self._kernel(layout)
         self._module = module
         if self.grouped:  # room for the new keys of a typical batch; more go pending and are run again

@@ -1,8 +1,29 @@
-"""FilterProject against DuckDB: filters, projections, both fused, on every device and driver count."""
+"""FilterProject against DuckDB: filters, projections, both fused, on every device and driver count.
+
+Every test runs twice: with the predicate compiled into one generated kernel
+(``fuse=True``, :mod:`gpu_engine.codegen.fused_filter_kernel`) and evaluated
+eagerly node by node (``fuse=False``).
+"""
+
+import re
 
 import pytest
 
+from gpu_engine import ExecutionError, Session
 from gpu_engine.plans import PlanBuilder
+
+
+@pytest.fixture(params=[True, False], ids=["compiled", "eager"])
+def session(request, device_name, drivers, batch_rows, table) -> Session:
+    """Yield a Session over ``t`` (several splits) with compiled or eager predicates."""
+    s = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=request.param)
+    s.register("t", table, split_rows=max(1, table.num_rows // 5))
+    return s
+
+
+def _filter_stats(session: Session) -> list:
+    by_node = session.last_stats().operator_stats_by_node()
+    return [s for stats in by_node.values() for s in stats if s.operator_type == "FilterProject"]
 
 FILTERS = [
     "v_int > 0",
@@ -31,6 +52,20 @@ def _sql_projection(items):
 def test_filter(session, assert_query, predicate):
     plan = PlanBuilder(session.catalog).table_scan("t").filter(predicate).plan()
     assert_query(plan, f"SELECT * FROM t WHERE {predicate}")
+    compiled = sum(s.runtime.get("compiled_predicate_batches", 0) for s in _filter_stats(session))
+    assert (compiled > 0) == session.config.fuse  # every predicate here has a generated kernel
+
+
+@pytest.mark.parametrize("predicate", ["v_int * 4611686018427387904 > 0", "k_str = 'apple' AND v_int + 9223372036854775000 > 0"])
+def test_an_overflowing_predicate_raises_the_eager_error(device_name, table, predicate):
+    errors = []
+    for fuse in (True, False):
+        session = Session(device=device_name, drivers=1, fuse=fuse)
+        session.register("t", table)
+        with pytest.raises(ExecutionError) as raised:
+            session.execute(PlanBuilder(session.catalog).table_scan("t").filter(predicate).plan())
+        errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
+    assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
 @pytest.mark.parametrize("projection", PROJECTIONS, ids=lambda p: p[0])

@@ -1,0 +1,119 @@
+"""Bind a batch to a generated kernel's inputs: its fixed-width columns and its lifted subexpressions.
+
+Every generated kernel (:mod:`~gpu_engine.codegen.fused_aggregation_kernel`,
+:mod:`~gpu_engine.codegen.fused_filter_kernel`) reads the inputs a
+:class:`~gpu_engine.codegen.fusion_program.FusionProgram` names, under the
+parameter names ``c{k}`` (``c{k}_v`` for validity), ``l{m}_values``,
+``l{m}_valid``, ``l{m}_codes``, ``l{m}_null`` and ``l{m}_codes_v``, and ``rows``
+(the batch's gather map). :class:`KernelInputs` makes those arrays for one
+batch and the :class:`~gpu_engine.codegen.fused_aggregation_kernel.KernelLayout`
+that says which kernel variant reads them: a lifted subexpression over a
+dictionary column becomes a lookup table (its value on each dictionary entry,
+then on NULL) read by the row's code, cached by the dictionary's fingerprint,
+so a dictionary shared by every batch is evaluated once; over plain strings
+it is evaluated on the batch's rows.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, LIFTED_ROWS, KernelLayout
+from gpu_engine.codegen.fusion_program import FusionProgram, LiftedExpression
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column, host_fingerprint
+from gpu_engine.columnar.concat import concat_columns
+from gpu_engine.errors import ExecutionError
+from gpu_engine.expressions import evaluate
+from gpu_engine.kernels.gather import dictionary_row_validity
+
+__all__ = ["KernelInputs"]
+
+#: Lookup tables kept per operator (one per lifted subexpression and dictionary).
+_LOOKUP_CACHE_ENTRIES = 64
+
+
+def _fingerprint(device, dictionary: Column) -> str | None:
+    """Return the digest of a dictionary's values: kept from its Arrow conversion, else taken here on a host device."""
+    if dictionary.fingerprint is not None or device.xp is not np:
+        return dictionary.fingerprint
+    return host_fingerprint(dictionary)
+
+
+class KernelInputs:
+    """Make a generated kernel's input arrays from batches; one per operator (it caches lookup tables).
+
+    ``interners`` map the index of each interned lifted expression (a string grouping key) to the
+    operator's interner, whose ``ids(column)`` gives the kernel an int64 id per string.
+    """
+
+    def __init__(self, device, program: FusionProgram, interners: dict[int, Any] | None = None):
+        self.device = device
+        self.program = program
+        self.interners = interners or {}
+        self.placeholder = device.xp.zeros(1, dtype=device.xp.int32)
+        self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
+
+    def bind(self, batch: Batch) -> tuple[KernelLayout, dict[str, Any]]:
+        """Return the kernel layout ``batch`` needs and its input arrays by parameter name."""
+        arrays: dict[str, Any] = {"rows": batch.gather_map if batch.gather_map is not None else self.placeholder}
+        column_validity = []
+        for k, ref in enumerate(self.program.columns):
+            column = batch.base_column(ref.name)
+            arrays[f"c{k}"] = column.data
+            column_validity.append(column.validity is not None)
+            if column.validity is not None:
+                arrays[f"c{k}_v"] = column.validity
+        modes = []
+        for m, lift in enumerate(self.program.lifted):
+            column = batch.base_column(lift.column)
+            table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
+            if table is not None:
+                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
+                arrays[f"l{m}_codes"] = column.data
+                arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
+                mode = LIFTED_DICTIONARY
+                if column.validity is not None:
+                    arrays[f"l{m}_codes_v"] = column.validity
+                    mode += "+validity"
+            else:
+                rows = batch.materialize([lift.column])
+                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows)
+                mode = LIFTED_ROWS
+            modes.append(mode)
+        return KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes)), arrays
+
+    def _lookup_table(self, m: int, lift: LiftedExpression, dictionary: Column) -> tuple[Any, Any] | None:
+        """Return ``(values, valid)`` of ``lift`` on each dictionary value and, last, on NULL; None if it raises."""
+        fingerprint = _fingerprint(self.device, dictionary)
+        key = (m, fingerprint)
+        if fingerprint is not None and key in self._lookup_tables:
+            return self._lookup_tables[key]
+        xp = self.device.xp
+        null_entry = Column(pa.string(), xp.zeros(0, dtype=xp.uint8), xp.zeros(1, dtype=xp.bool_),
+                            xp.zeros(2, dtype=xp.int64))
+        entries = concat_columns(self.device, [dictionary, null_entry])
+        try:
+            table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
+        except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
+            return None
+        if fingerprint is not None:
+            if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
+                self._lookup_tables.pop(next(iter(self._lookup_tables)))
+            self._lookup_tables[key] = table
+        return table
+
+    def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch) -> tuple[Any, Any]:
+        xp = self.device.xp
+        column = evaluate(lift.expr, batch)
+        if lift.interned:
+            validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+            values = self.interners[m].ids(column)
+        else:
+            validity, values = column.validity, column.data
+        if validity is None:
+            validity = xp.ones(len(column), dtype=xp.bool_)
+        return values, validity
