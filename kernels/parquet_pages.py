@@ -10,12 +10,13 @@ decompresses Snappy pages and decodes PLAIN and dictionary pages straight
 into the int64/int32/float output the engine keeps, without the GIL, so two
 drivers decode at once.
 
-What is decoded here: columns of physical type INT32, INT64, FLOAT or DOUBLE,
+What is decoded here: columns of physical type INT32, INT64, FLOAT or DOUBLE
+(:func:`decode_chunk`) and BYTE_ARRAY strings (:func:`decode_strings_chunk`),
 not repeated (no lists), required or optional, in data pages v1 or v2,
 encoded PLAIN or PLAIN_DICTIONARY/RLE_DICTIONARY, uncompressed or Snappy.
-Anything else (another codec or encoding) makes :func:`decode_chunk` return
-a negative status, and the caller reads the column with pyarrow instead: the
-result is the same either way, only the speed differs.
+Anything else (another codec or encoding) makes them return a negative
+status, and the caller reads the column with pyarrow instead: the result is
+the same either way, only the speed differs.
 
 The format is the one in the Parquet specification (parquet.thrift,
 Encodings.md) and Snappy's ``format_description.txt``.
@@ -225,24 +226,32 @@ def _skip_value(buf, pos, kind):
 
 
 @njit(nogil=True, cache=True)
+def _next_field(buf, pos, last):
+    """Read a struct's next field header after field ``last``: return ``(kind, field id, next position)``.
+
+    The kind is ``_T_STOP`` at the struct's end; the position is -1 when the bytes end first.
+    """
+    if pos < 0 or pos >= buf.shape[0]:
+        return _T_STOP, 0, -1
+    byte = np.int64(buf[pos])
+    pos += 1
+    if byte == _T_STOP:
+        return _T_STOP, 0, pos
+    delta = byte >> 4
+    if delta:
+        return byte & 0x0F, last + delta, pos
+    raw, pos = _varint(buf, pos)
+    return byte & 0x0F, _zigzag(raw), pos
+
+
+@njit(nogil=True, cache=True)
 def _read_int_fields(buf, pos, fields):
     """Read a struct's integer and boolean fields into ``fields[id]`` (others skipped); return the next position."""
     last = 0
-    n = buf.shape[0]
     while True:
-        if pos < 0 or pos >= n:
-            return -1
-        header = np.int64(buf[pos])
-        pos += 1
-        if header == _T_STOP:
+        kind, field, pos = _next_field(buf, pos, last)
+        if pos < 0 or kind == _T_STOP:
             return pos
-        delta = header >> 4
-        kind = header & 0x0F
-        if delta:
-            field = last + delta
-        else:
-            raw, pos = _varint(buf, pos)
-            field = _zigzag(raw)
         last = field
         if (kind == _T_I16 or kind == _T_I32 or kind == _T_I64) and 0 <= field < fields.shape[0]:
             raw, pos = _varint(buf, pos)
@@ -263,21 +272,10 @@ def _read_page_header(buf, pos, header, page):
     header[:] = -1
     page[:] = -1
     last = 0
-    n = buf.shape[0]
     while True:
-        if pos < 0 or pos >= n:
-            return -1
-        byte = np.int64(buf[pos])
-        pos += 1
-        if byte == _T_STOP:
+        kind, field, pos = _next_field(buf, pos, last)
+        if pos < 0 or kind == _T_STOP:
             return pos
-        delta = byte >> 4
-        kind = byte & 0x0F
-        if delta:
-            field = last + delta
-        else:
-            raw, pos = _varint(buf, pos)
-            field = _zigzag(raw)
         last = field
         if kind == _T_STRUCT and (field == 5 or field == 7 or field == 8):
             header[field] = 1

@@ -15,11 +15,12 @@ when the scan packs its batches. Each piece opens its own file handle, so
 pieces of one file decode on several threads at once; the file's footer is
 parsed once per process (:func:`parquet_metadata`), not once per split.
 
-Fixed-width columns (integers, dates, decimals stored as integers, floats)
-are decoded by the engine's own page decoder
-(:mod:`gpu_engine.connectors.parquet_columns`), about twice as fast as
-pyarrow's on TPC-H; decimals come back as Arrow ``decimal64``. The other
-columns are read with ``ParquetFile.read_row_groups``, not ``iter_batches``:
+Integer, date, decimal, float and string columns are decoded by the
+engine's own page decoder (:mod:`gpu_engine.connectors.parquet_columns`),
+faster than pyarrow's on TPC-H; decimals stored as integers come back as Arrow
+``decimal64``, strings as ``large_string`` or per-row-group dictionaries. What
+it does not decode (other codecs, encodings, types) is read with
+``ParquetFile.read_row_groups``, not ``iter_batches``:
 measured on the CPU at TPC-H SF1 (Q1's seven lineitem columns), it hands out
 one batch per row group (53) where ``iter_batches`` cut them at batch
 boundaries too (70 batches of fewer rows), and reusing the parsed footer

@@ -1,24 +1,27 @@
-"""Read fixed-width Parquet columns with the engine's own page decoder; pyarrow reads the rest.
+"""Read Parquet columns with the engine's own page decoder; pyarrow reads what it does not decode.
 
 Why: decoding Parquet was ~45% of the engine's CPU time over the 22 TPC-H
 queries at SF1, and pyarrow's reader is slow on exactly the columns those
 queries read most: a ``DECIMAL(15,2)`` stored as INT64 becomes a 16-byte
-``decimal128`` that the engine narrows back to int64, and its Snappy is
-slower than a compiled loop here. :mod:`gpu_engine.kernels.parquet_pages` decodes INT32,
-INT64, FLOAT and DOUBLE column chunks (PLAIN or dictionary pages, Snappy or
-uncompressed, required or optional) without the GIL. Measured on this
-project's 2-core VM, one core, TPC-H SF1 lineitem (pyarrow → here):
-``l_extendedprice`` 137 → 75 ms, ``l_orderkey`` 53 → 22 ms,
-``l_quantity`` 26 → 8 ms, ``l_discount`` 20 → 13 ms.
+``decimal128`` that the engine narrows back to int64, TPC-H's strings arrive
+as ``string_view`` that the engine converts, and its Snappy runs at 0.7-1.0
+GB/s here. :mod:`gpu_engine.kernels.parquet_pages` decodes INT32, INT64,
+FLOAT, DOUBLE and BYTE_ARRAY (string) column chunks (PLAIN or dictionary
+pages, v1 or v2, Snappy or uncompressed, required or optional) without the
+GIL. Measured on this project's 2-core VM, one core, TPC-H SF1 lineitem
+(pyarrow → here): ``l_extendedprice`` 85-137 → 53 ms, ``l_partkey``
+64 → 46 ms, ``l_quantity`` 26 → 8 ms.
 
 Decimals stored as INT32 or INT64 come back as Arrow ``decimal64`` (the
-narrowest Arrow decimal that holds them, as Arrow's own
-``smallest_decimal`` reader option would make them), which the engine's
-columns take without a copy. Strings, booleans, nested columns, other
-codecs and encodings are read by pyarrow, column by column, so a file mixes
-both freely; a chunk the decoder refuses (an encoding it does not know, or
-bytes that contradict the footer) sends its column to pyarrow, which reads it
-or raises its own error.
+narrowest Arrow decimal that holds them, as Arrow's own ``smallest_decimal``
+reader option would make them), which the engine's columns take without a
+copy. Strings come back as ``large_string`` (offsets and chars, the engine's
+layout), or, for the columns the caller names, as int32 codes into each row
+group's dictionary. Booleans, nested columns, other codecs and encodings are
+read by pyarrow, column by column, so a file mixes both freely; a chunk the
+decoder refuses (an encoding it does not know, a dictionary that overflowed
+into PLAIN pages when codes were asked for, or bytes that contradict the
+footer) sends its column to pyarrow, which reads it or raises its own error.
 """
 
 from __future__ import annotations

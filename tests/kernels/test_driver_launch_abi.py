@@ -72,6 +72,7 @@ CASES = {
     "hash_join._count_rows_cuda": [lambda: [i32(), i32()]],
     "hash_join._pack_keys_cuda": [lambda: [i64(2), i64(2), u64()]],
     "hash_join._find_keys_cuda": [lambda: [i64(2), i64(2), u64(), True, i32()]],
+    "hash_join._find_fixed_width_keys_cuda": [lambda: [i64(), b1(), i32(), i64(2), u64(), True, i32()]],
     "hash_join._scatter_rows_cuda": [lambda: [i32(), i32(), i32(), i32()]],
     "hash_join._count_matches_cuda": [lambda: [i32(), i64(), i64()]],
     "hash_join._emit_pairs_cuda": [lambda: [i32(), i64(), i32(), i64(), i32(), i32()]],
@@ -106,6 +107,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
     from gpu_engine.aggregation import aggregate_functions_of
     from gpu_engine.codegen.compiled_modules import generated_module
     from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, generate_fused_aggregation
+    from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
     from gpu_engine.codegen.fusion_program import plan_fusion_program
     from gpu_engine.planning import prepare_plan
     from gpu_engine.plans import PlanBuilder
@@ -120,7 +122,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
     plans = {"keyed": (keyed, lambda columns, lifts: KernelLayout(True, (True,) * columns, ("dictionary+validity",) * lifts)),
              "global": (grand, lambda columns, lifts: KernelLayout(False, (False,) * columns, ("rows",) * lifts))}
     kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "slot_table": lambda: i64(2),
-             "status": i64, "pending": i32}
+             "status": i64, "pending": i32, "mask": b1}
     out = {}
     for name, (plan, layout_of) in plans.items():
         node = next(n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, FusedAggregationNode))
@@ -128,6 +130,23 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
         functions = aggregate_functions_of(node)
         program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
         generated = generate_fused_aggregation(program, functions, layout_of(len(program.columns), len(program.lifted)))
+        module = generated_module(generated.source)
+        out[f"generated.{name}.fused_cuda"] = (module.fused_cuda, [_arguments(generated, program, kinds)])
+        if node.grouping_keys:
+            out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(), i64(2)]])
+    # A FilterProject's predicate kernel: a dictionary-lifted string test and checked arithmetic on a mapped batch.
+    predicate = PlanBuilder(catalog).table_scan("t").filter("k LIKE 'a%' AND i + 1 > 0").plan().predicate
+    program = plan_fusion_program((predicate,), (), [], {f.name: f.type for f in catalog["t"]})
+    generated = generate_fused_filter(program, KernelLayout(True, (True,) * len(program.columns),
+                                                            ("dictionary+validity",) * len(program.lifted)))
+    module = generated_module(generated.source, stem="filter")
+    out["generated.filter.filter_cuda"] = (module.filter_cuda, [_arguments(generated, program, kinds)])
+    return out
+
+
+def _arguments(generated, program, kinds):
+    """Return a maker of one argument list for a generated kernel's parameters."""
+    def make():
         column_types = {f"c{k}": ref.dtype for k, ref in enumerate(program.columns)}
         arguments = []
         for parameter in generated.parameters:
@@ -146,11 +165,9 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
                 arguments.append(i64() if lift.interned else np.zeros(3, dtype=_physical(lift.expr.dtype)))
             else:
                 raise AssertionError(f"no argument kind for generated parameter {parameter}")
-        module = generated_module(generated.source)
-        out[f"generated.{name}.fused_cuda"] = (module.fused_cuda, [lambda arguments=arguments: arguments])
-        if node.grouping_keys:
-            out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(), i64(2)]])
-    return out
+        return arguments
+
+    return make
 
 
 def _physical(dtype):
