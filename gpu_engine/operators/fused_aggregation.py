@@ -186,6 +186,12 @@ class FusedAggregation(AggregationOperator):
         if self.grouped:  # room for the new keys of a typical batch; more go pending and are run again
             while self._num_groups > self._table.shape[0] * 2 // 5:
                 self._grow(_GROWTH * int(self._table.shape[0]))
+            if not self.step.input_is_raw:
+                # Partial results are mostly distinct keys: make room for all of them before the run,
+                # rather than filling the table, re-running the rest as pending rows and growing again.
+                needed = 1 << max(2 * (self._num_groups + batch.num_rows) - 1, 1).bit_length()
+                if needed > self._table.shape[0]:
+                    self._grow(needed)
         rows = batch.num_rows
         if self._pending.shape[0] < rows:
             self._pending = xp.empty(rows, dtype=xp.int32)
