@@ -744,7 +744,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
             return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
         at = data_start
         present = values
-        if levels.shape[0] < values:
+        if max_definition == 1 and levels.shape[0] < values:
             levels = np.empty(values, np.int64)
         if max_definition == 1:
             if kind == _DATA_PAGE:
@@ -763,10 +763,9 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
             for i in range(values):
                 valid[row + i] = levels[i]
                 present += levels[i]
-        else:
-            if kind == _DATA_PAGE_V2:
-                at += prefix
-            levels[:values] = 1
+        elif kind == _DATA_PAGE_V2:
+            at += prefix
+        nullable = max_definition == 1  # else every row holds a value (levels are not read)
         if (encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY) and as_codes and present == values:
             # No nulls on this page: the indices are the codes.
             if present:
@@ -793,7 +792,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
             size = dict_offsets.shape[0] - 1
             source = 0
             for i in range(values):
-                if levels[i]:
+                if not nullable or levels[i]:
                     index = indices[source]
                     source += 1
                     if index < 0 or index >= size:
@@ -816,7 +815,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
                     offsets[row + i + 1] = used
         elif encoding == _PLAIN and not as_codes:
             for i in range(values):
-                if levels[i]:
+                if not nullable or levels[i]:
                     if at + 4 > data_end:
                         return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
                     span = _read_le32(data, at)
