@@ -54,8 +54,10 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     The SQL groups by every customer column, but they all follow from
     ``c_custkey``, so the plan sums per ``o_custkey`` (an integer key), keeps
     the top 20, and only then joins customers (probing with all customers
-    against a 20-row build) — the string columns are never hashed or gathered
-    for the ~40k customers that do not make the list.
+    against a 20-row build) and, for those 20, their nations — the string
+    columns are never hashed or gathered for the customers that do not make
+    the list (joining nations first gathered all 150k customers' strings,
+    29 MB, for ~36 ms of CPU at SF1).
     """
     ids = PlanNodeIdGenerator()
 
@@ -66,12 +68,6 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
         "o_orderdate >= DATE '1993-10-01' AND o_orderdate < DATE '1994-01-01'"
     )
     nations = scan("nation", ["n_nationkey", "n_name"])
-    customers = scan(
-        "customer", ["c_custkey", "c_name", "c_acctbal", "c_phone", "c_address", "c_comment", "c_nationkey"]
-    ).hash_join(
-        ["c_nationkey"], ["n_nationkey"], nations,
-        ["c_custkey", "c_name", "c_acctbal", "c_phone", "n_name", "c_address", "c_comment"],
-    )
     top_customers = (
         scan("lineitem", ["l_orderkey", "l_returnflag", "l_extendedprice", "l_discount"])
         .filter("l_returnflag = 'R'")
@@ -80,8 +76,10 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
         .top_n(["revenue DESC"], 20)
     )
     return (
-        customers
+        scan("customer", ["c_custkey", "c_name", "c_acctbal", "c_phone", "c_address", "c_comment", "c_nationkey"])
         .hash_join(["c_custkey"], ["o_custkey"], top_customers,
+                   ["c_custkey", "c_name", "revenue", "c_acctbal", "c_phone", "c_address", "c_comment", "c_nationkey"])
+        .hash_join(["c_nationkey"], ["n_nationkey"], nations,
                    ["c_custkey", "c_name", "revenue", "c_acctbal", "n_name", "c_address", "c_phone", "c_comment"])
         .top_n(["revenue DESC"], 20)
         .plan()
