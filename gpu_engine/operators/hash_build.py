@@ -38,7 +38,7 @@ from gpu_engine.kernels.hash_join import JoinHashTable
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode
 
-__all__ = ["HashJoinBridge", "HashJoinTable", "HashBuild", "null_column", "build_side_columns"]
+__all__ = ["HashJoinBridge", "HashJoinTable", "HashBuild", "null_column", "build_side_columns", "JOINS_WITH_NULL_ROW"]
 
 
 def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
@@ -48,6 +48,10 @@ def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
     if is_string(dtype):
         return Column(dtype, xp.zeros(0, dtype=xp.uint8), validity, xp.zeros(rows + 1, dtype=xp.int64))
     return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
+
+
+#: The join types whose unmatched probe rows read the build side's all-NULL row (see :class:`HashJoinTable`).
+JOINS_WITH_NULL_ROW = ("left", "full")
 
 
 def _with_null_row(device: Device, column: Column) -> Column:
@@ -71,9 +75,10 @@ def build_side_columns(node: HashJoinNode | NestedLoopJoinNode) -> tuple[str, ..
 class HashJoinTable:
     """What the build side publishes: the key table and the build columns the probe reads.
 
-    ``columns`` has one extra, all-NULL row at index ``null_row`` (=
-    ``num_rows``), so an outer join's unmatched probe rows gather their build
-    side from it like any match.
+    For a join that emits unmatched probe rows (left, full), ``columns`` has
+    one extra, all-NULL row at index ``null_row`` (= ``num_rows``), so those
+    rows gather their build side from it like any match. Other joins never
+    read it, and their build columns are not copied to append it.
     """
 
     keys: JoinHashTable
@@ -206,8 +211,11 @@ class HashBuild(Operator):
             flat = Batch.empty(pa.schema([schema.field(name) for name in self._kept]), device)
         words, widths = normalize_keys(device, [flat.column(k) for k in self._keys])
         keys = JoinHashTable(device, words, widths)
-        columns = Batch(self._columns, tuple(_with_null_row(device, flat.column(n)) for n in self._columns),
-                        device, None, flat.num_rows + 1)
+        if self.node.join_type in JOINS_WITH_NULL_ROW:
+            columns = Batch(self._columns, tuple(_with_null_row(device, flat.column(n)) for n in self._columns),
+                            device, None, flat.num_rows + 1)
+        else:  # no probe row gathers a NULL build row: keep the concatenated columns as they are
+            columns = Batch(self._columns, tuple(flat.column(n) for n in self._columns), device, None, flat.num_rows)
         self.add_runtime_stat("build_rows", keys.num_rows)
         self.add_runtime_stat("distinct_keys", keys.num_keys)
         return HashJoinTable(keys, columns)

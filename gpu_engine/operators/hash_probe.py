@@ -34,7 +34,7 @@ from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather, gather_column
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, normalize_keys
 from gpu_engine.kernels.hash_join import null_key_rows
-from gpu_engine.operators.hash_build import HashJoinBridge, HashJoinTable, null_column
+from gpu_engine.operators.hash_build import JOINS_WITH_NULL_ROW, HashJoinBridge, HashJoinTable, null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import HashJoinNode
 
@@ -42,7 +42,7 @@ __all__ = ["HashProbe"]
 
 _PROBE_ONLY = ("left_semi", "anti", "null_aware_anti")
 _BUILD_ONLY = ("right_semi", "right_anti")
-_EMITS_UNMATCHED_PROBE = ("left", "full")
+_EMITS_UNMATCHED_PROBE = JOINS_WITH_NULL_ROW
 _MARKS_BUILD_ROWS = ("right", "full") + _BUILD_ONLY
 _EMPTY_BUILD_FINISHES = ("inner", "right", "left_semi") + _BUILD_ONLY
 
