@@ -501,6 +501,79 @@ def _read_le32(buf, pos):
             | (np.int64(buf[pos + 3]) << 24))
 
 
+# ----------------------------------------------------------------- pages
+_SKIP_PAGE = 1  # a page kind without values (an index page): read past it
+
+
+@njit(nogil=True, cache=True)
+def _next_page(buf, pos, end, codec, header, page, scratch):
+    """Read the page at ``pos`` and uncompress its body; return ``(status, pos, kind, data, start, stop, prefix, scratch)``.
+
+    ``status`` is :data:`DECODED`, ``_SKIP_PAGE``, :data:`UNSUPPORTED` or :data:`CORRUPT`; ``pos`` is
+    where the next page starts; the page's bytes are ``data[start:stop]`` (``data`` is ``buf`` for an
+    uncompressed page, else ``scratch``, grown as needed and handed back); ``prefix`` is the length
+    of a v2 page's level bytes, which are never compressed.
+    """
+    if pos >= end:
+        return CORRUPT, pos, -1, buf, 0, 0, 0, scratch
+    pos = _read_page_header(buf, pos, header, page)
+    if pos < 0:
+        return CORRUPT, pos, -1, buf, 0, 0, 0, scratch
+    kind = header[1]
+    uncompressed = header[2]
+    compressed = header[3]
+    if compressed < 0 or uncompressed < 0 or pos + compressed > end:
+        return CORRUPT, pos, kind, buf, 0, 0, 0, scratch
+    body = pos
+    pos += compressed
+    if kind != _DATA_PAGE and kind != _DICTIONARY_PAGE and kind != _DATA_PAGE_V2:
+        return _SKIP_PAGE, pos, kind, buf, 0, 0, 0, scratch
+    prefix = 0
+    if kind == _DATA_PAGE_V2:
+        if page[6] > 0:
+            return UNSUPPORTED, pos, kind, buf, 0, 0, 0, scratch  # a repeated column
+        prefix = max(page[5], 0)
+    if codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0):
+        if scratch.shape[0] < uncompressed + SLACK:
+            scratch = np.empty(uncompressed + SLACK, np.uint8)
+        scratch[:prefix] = buf[body:body + prefix]
+        if snappy_decompress(buf, body + prefix, body + compressed,
+                             scratch[prefix:uncompressed + SLACK]) != uncompressed - prefix:
+            return CORRUPT, pos, kind, buf, 0, 0, 0, scratch
+        return DECODED, pos, kind, scratch, 0, uncompressed, prefix, scratch
+    return DECODED, pos, kind, buf, body, body + compressed, prefix, scratch
+
+
+@njit(nogil=True, cache=True)
+def _definition_levels(data, at, stop, kind, page, prefix, max_definition, values, levels, valid, row):
+    """Read a data page's definition levels at ``at``; return ``(status, position after them, present, levels)``.
+
+    For an optional column the levels go to ``levels`` (grown as needed and handed back) and
+    ``valid[row:row + values]``, and ``present`` counts the non-null rows; a required column has none.
+    """
+    if max_definition == 0:
+        return DECODED, at + prefix if kind == _DATA_PAGE_V2 else at, values, levels
+    if levels.shape[0] < values:
+        levels = np.empty(values, np.int64)
+    no_dictionary = np.empty(0, np.int64)
+    if kind == _DATA_PAGE:
+        if page[3] != _RLE:
+            return UNSUPPORTED, at, 0, levels
+        if at + 4 > stop:
+            return CORRUPT, at, 0, levels
+        size = _read_le32(data, at)
+        at += 4
+    else:
+        size = prefix
+    if _rle_hybrid(data, at, at + size, 1, no_dictionary, levels, 0, values) < 0:
+        return CORRUPT, at, 0, levels
+    present = 0
+    for i in range(values):
+        valid[row + i] = levels[i]
+        present += levels[i]
+    return DECODED, at + size, present, levels
+
+
 # ----------------------------------------------------------------- column chunks
 @njit(nogil=True, cache=True)
 def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid):
@@ -522,7 +595,6 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid):
     page = np.empty(16, np.int64)
     scratch = np.empty(0, np.uint8)
     dictionary = np.empty(0, out.dtype)
-    no_dictionary = np.empty(0, np.int64)
     levels = np.empty(0, np.int64)
     end = start + length
     if end > buf.shape[0]:
@@ -530,41 +602,12 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid):
     pos = start
     row = 0
     while row < rows:
-        if pos >= end:
-            return CORRUPT
-        pos = _read_page_header(buf, pos, header, page)
-        if pos < 0:
-            return CORRUPT
-        kind = header[1]
-        uncompressed = header[2]
-        compressed = header[3]
-        if compressed < 0 or uncompressed < 0 or pos + compressed > end:
-            return CORRUPT
-        body = pos
-        pos += compressed
-        if kind != _DATA_PAGE and kind != _DICTIONARY_PAGE and kind != _DATA_PAGE_V2:
-            continue  # index pages and unknown kinds carry no values
-        # Level bytes of a v2 page are never compressed; the rest of the page is, unless it says otherwise.
-        prefix = 0
-        if kind == _DATA_PAGE_V2:
-            if page[6] > 0:
-                return UNSUPPORTED  # repeated column
-            prefix = max(page[5], 0)
-        page_compressed = codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0)
-        if page_compressed:
-            if scratch.shape[0] < uncompressed + SLACK:
-                scratch = np.empty(uncompressed + SLACK, np.uint8)
-            scratch[:prefix] = buf[body:body + prefix]
-            written = snappy_decompress(buf, body + prefix, body + compressed, scratch[prefix:uncompressed + SLACK])
-            if written != uncompressed - prefix:
-                return CORRUPT
-            data = scratch
-            data_start = 0
-            data_end = uncompressed
-        else:
-            data = buf
-            data_start = body
-            data_end = body + compressed
+        status, pos, kind, data, data_start, data_end, prefix, scratch = _next_page(
+            buf, pos, end, codec, header, page, scratch)
+        if status == _SKIP_PAGE:
+            continue
+        if status != DECODED:
+            return status
         if kind == _DICTIONARY_PAGE:
             count = page[1]
             if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
@@ -578,31 +621,10 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid):
         encoding = page[2] if kind == _DATA_PAGE else page[4]
         if values < 0 or row + values > rows:
             return CORRUPT
-        at = data_start
-        present = values
-        if max_definition == 1:
-            if levels.shape[0] < values:
-                levels = np.empty(values, np.int64)
-            if kind == _DATA_PAGE:
-                if page[3] != _RLE:
-                    return UNSUPPORTED
-                if at + 4 > data_end:
-                    return CORRUPT
-                size = _read_le32(data, at)
-                at += 4
-                if _rle_hybrid(data, at, at + size, 1, no_dictionary, levels, 0, values) < 0:
-                    return CORRUPT
-                at += size
-            else:
-                if _rle_hybrid(data, at, at + prefix, 1, no_dictionary, levels, 0, values) < 0:
-                    return CORRUPT
-                at += prefix
-            present = 0
-            for i in range(values):
-                valid[row + i] = levels[i]
-                present += levels[i]
-        elif kind == _DATA_PAGE_V2:
-            at += prefix
+        status, at, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
+                                                         max_definition, values, levels, valid, row)
+        if status != DECODED:
+            return status
         # Values of the non-null rows go to the front of the page's rows; nulls are spread out below.
         if encoding == _PLAIN:
             if at + present * width > data_end:
@@ -677,39 +699,12 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
     row = 0
     used = 0
     while row < rows:
-        if pos >= end:
-            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-        pos = _read_page_header(buf, pos, header, page)
-        if pos < 0:
-            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-        kind = header[1]
-        uncompressed = header[2]
-        compressed = header[3]
-        if compressed < 0 or uncompressed < 0 or pos + compressed > end:
-            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-        body = pos
-        pos += compressed
-        if kind != _DATA_PAGE and kind != _DICTIONARY_PAGE and kind != _DATA_PAGE_V2:
+        status, pos, kind, data, data_start, data_end, prefix, scratch = _next_page(
+            buf, pos, end, codec, header, page, scratch)
+        if status == _SKIP_PAGE:
             continue
-        prefix = 0
-        if kind == _DATA_PAGE_V2:
-            if page[6] > 0:
-                return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
-            prefix = max(page[5], 0)
-        if codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0):
-            if scratch.shape[0] < uncompressed + SLACK:
-                scratch = np.empty(uncompressed + SLACK, np.uint8)
-            scratch[:prefix] = buf[body:body + prefix]
-            if snappy_decompress(buf, body + prefix, body + compressed,
-                                 scratch[prefix:uncompressed + SLACK]) != uncompressed - prefix:
-                return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-            data = scratch
-            data_start = 0
-            data_end = uncompressed
-        else:
-            data = buf
-            data_start = body
-            data_end = body + compressed
+        if status != DECODED:
+            return status, codes, valid, offsets, chars, dict_offsets, dict_chars
         if kind == _DICTIONARY_PAGE:
             count = page[1]
             if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
@@ -742,29 +737,10 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
         encoding = page[2] if kind == _DATA_PAGE else page[4]
         if values < 0 or row + values > rows:
             return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-        at = data_start
-        present = values
-        if max_definition == 1 and levels.shape[0] < values:
-            levels = np.empty(values, np.int64)
-        if max_definition == 1:
-            if kind == _DATA_PAGE:
-                if page[3] != _RLE or at + 4 > data_end:
-                    return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars
-                size = _read_le32(data, at)
-                at += 4
-                if _rle_hybrid(data, at, at + size, 1, empty64, levels, 0, values) < 0:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-                at += size
-            else:
-                if _rle_hybrid(data, at, at + prefix, 1, empty64, levels, 0, values) < 0:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars
-                at += prefix
-            present = 0
-            for i in range(values):
-                valid[row + i] = levels[i]
-                present += levels[i]
-        elif kind == _DATA_PAGE_V2:
-            at += prefix
+        status, at, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
+                                                         max_definition, values, levels, valid, row)
+        if status != DECODED:
+            return status, codes, valid, offsets, chars, dict_offsets, dict_chars
         nullable = max_definition == 1  # else every row holds a value (levels are not read)
         if (encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY) and as_codes and present == values:
             # No nulls on this page: the indices are the codes.
