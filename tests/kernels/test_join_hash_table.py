@@ -166,3 +166,68 @@ def test_one_fixed_width_key_matches_without_normalizing(device, probe_type, map
     probe_rows, build_rows = table.match_fixed_width(column, gather_map)
     got = Counter(zip(device.to_host(probe_rows).tolist(), device.to_host(build_rows).tolist()))
     assert got == expected and expected
+
+
+@pytest.fixture(params=["direct", "hashed"])
+def join_layout(request, monkeypatch):
+    """Run a test with one-integer-key builds in a direct table (the default for dense keys) or forced to hash."""
+    from gpu_engine.kernels import hash_join
+
+    if request.param == "hashed":
+        monkeypatch.setattr(hash_join, "DIRECT_SPAN_PER_KEY", 0)
+        monkeypatch.setattr(hash_join, "DIRECT_SPAN_FLOOR", 0)
+    return request.param
+
+
+@pytest.mark.parametrize("build_type", [pa.int64(), pa.int32(), pa.date32()], ids=["int64", "int32", "date32"])
+@pytest.mark.parametrize("mapped", [False, True], ids=["plain", "gather_map"])
+def test_one_integer_key_direct_and_hashed_tables_give_the_same_pairs(device, join_layout, build_type, mapped):
+    """Dense integer keys (negative ones, duplicates, NULLs) go direct; probes below, inside and above the build's
+    range, NULL probes and extreme int64 values (whose distance from the range's low end wraps) find exactly
+    the reference pairs, through ``match`` (normalized words) and ``match_fixed_width`` alike."""
+    rng = np.random.default_rng(11)
+    raw = [None if x % 17 == 0 else int(x) for x in rng.integers(-40, 60, 120)]
+    build = pa.array(raw, pa.int64()).cast(pa.int32()).cast(build_type)
+    extremes = [np.iinfo(np.int64).min, np.iinfo(np.int64).max, -(2 ** 62), 2 ** 62]
+    probe_values = [None if x == 0 else int(x) for x in rng.integers(-100, 120, 400)]
+    probe = pa.array(probe_values + extremes, pa.int64())
+    if build_type != pa.int64():
+        probe = pa.array(probe_values, pa.int64()).cast(pa.int32()).cast(build_type)
+    table = build_table(device, [build])
+    assert table.is_direct == (join_layout == "direct")
+    assert table.unique_keys is False and table.has_null_key
+    assert table.num_keys == len({v for v in raw if v is not None})
+    assert matched_pairs(device, table, [probe]) == reference_pairs([build], [probe])
+    gather_map = None
+    expected_probe = probe
+    if mapped:
+        picks = rng.integers(0, len(probe), 300).astype(np.int32)
+        gather_map = device.asarray(picks)
+        expected_probe = probe.take(pa.array(picks))
+    probe_rows, build_rows = table.match_fixed_width(Column.from_arrow(probe, device), gather_map)
+    got = Counter(zip(device.to_host(probe_rows).tolist(), device.to_host(build_rows).tolist()))
+    assert got == reference_pairs([build], [expected_probe])
+
+
+def test_direct_table_bitmap_rules_out_misses_in_a_large_range(device):
+    """A direct table too large for the caches reads its bitmap first while probes mostly miss; pairs stay exact."""
+    rng = np.random.default_rng(5)
+    keys = np.unique(rng.integers(0, 20_000, 2_000)).astype(np.int64)
+    build = [pa.array(keys)]
+    table = build_table(device, build)
+    assert table.is_direct and table.unique_keys
+    table._bits_pay = True  # as for a table past PREFETCH_MIN_BYTES
+    misses = [pa.array(np.concatenate([rng.integers(-5, 20_005, 900), keys[:30]]))]
+    assert matched_pairs(device, table, misses) == reference_pairs(build, misses)
+    assert table.use_bloom
+    hits = [pa.array(keys[:500])]
+    assert matched_pairs(device, table, hits) == reference_pairs(build, hits)
+    assert not table.use_bloom
+
+
+def test_wide_or_sparse_integer_keys_hash(device):
+    """A build whose values spread too thin (or past the limit) keeps the hashed table."""
+    table = build_table(device, [pa.array([0, 10**12], pa.int64())])
+    assert not table.is_direct
+    probe = [pa.array([0, 10**12, 5, None], pa.int64())]
+    assert matched_pairs(device, table, probe) == reference_pairs([pa.array([0, 10**12], pa.int64())], probe)
