@@ -46,7 +46,7 @@ from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowVal
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
-__all__ = ["KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
+__all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "table_is_crowded", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
            "input_parameters", "module_header", "RowInputs",
            "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
            "SLOT_TABLE_VIEWS", "TAG_READY"]
@@ -73,6 +73,27 @@ from gpu_engine.kernels.fused_rows import (
 )
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 """
+
+
+#: The most keys a slot table takes before its kernel leaves new keys' rows pending (a fraction of its slots),
+#: per twin. The CPU twin's linear probes step to neighbouring slots (the next words of the same or the next
+#: cache line), so it fills tables to 3/4: a table half as large as at 1/2 makes the emit's sequential read
+#: and each growth's move half as long (TPC-H Q18 emits and grows 2M-slot tables). The CUDA twin's concurrent
+#: claims keep the usual 1/2.
+SLOT_TABLE_MAX_LOAD = {"cpu": (3, 4), "cuda": (1, 2)}
+
+
+def slots_for_groups(groups: int, kernel_flavor: str) -> int:
+    """Return the fewest slots (a power of two) that hold ``groups`` keys within the twin's maximum load."""
+    numerator, denominator = SLOT_TABLE_MAX_LOAD[kernel_flavor]
+    return 1 << max(-(-groups * denominator // numerator) - 1, 1).bit_length()
+
+
+def table_is_crowded(groups: int, slots: int, kernel_flavor: str) -> bool:
+    """Return True when a table of ``slots`` holding ``groups`` keys is past 4/5 of its maximum load: grow it
+    before a batch rather than leave that batch's new keys pending."""
+    numerator, denominator = SLOT_TABLE_MAX_LOAD[kernel_flavor]
+    return 5 * groups * denominator > 4 * slots * numerator
 
 
 def module_header() -> str:
@@ -276,7 +297,8 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
     writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
     if keyed:
         writer.line("slot_mask = np.int64(slot_table.shape[0] - 1)")
-        writer.line("max_groups = np.int64(slot_table.shape[0] // 2)")
+        numerator, denominator = SLOT_TABLE_MAX_LOAD[flavor]
+        writer.line(f"max_groups = np.int64(slot_table.shape[0] * {numerator} // {denominator})")
         if not cuda_flavor:
             writer.line(f"num_groups = status[{STATUS_GROUPS}]")
             writer.line("prefetching = worth_prefetching(slot_table)")

@@ -31,7 +31,8 @@ import pyarrow.compute as pc
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout,
+    NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout, slots_for_groups,
+    table_is_crowded,
 )
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.kernel_inputs import KernelInputs
@@ -184,12 +185,13 @@ class FusedAggregation(AggregationOperator):
         module, parameters, messages = self._kernel(layout)
         self._module = module
         if self.grouped:  # room for the new keys of a typical batch; more go pending and are run again
-            while self._num_groups > self._table.shape[0] * 2 // 5:
+            flavor = self.device.kernel_flavor
+            while table_is_crowded(self._num_groups, int(self._table.shape[0]), flavor):
                 self._grow(_GROWTH * int(self._table.shape[0]))
             if not self.step.input_is_raw:
                 # Partial results are mostly distinct keys: make room for all of them before the run,
                 # rather than filling the table, re-running the rest as pending rows and growing again.
-                needed = 1 << max(2 * (self._num_groups + batch.num_rows) - 1, 1).bit_length()
+                needed = slots_for_groups(self._num_groups + batch.num_rows, flavor)
                 if needed > self._table.shape[0]:
                     self._grow(needed)
         rows = batch.num_rows
@@ -202,7 +204,7 @@ class FusedAggregation(AggregationOperator):
                 break
             # The table filled up: grow it for the rows left pending and run just those again.
             positions, count = self._pending[:self._pending_count].copy(), self._pending_count
-            needed = 1 << max(2 * (self._num_groups + count) - 1, 1).bit_length()
+            needed = slots_for_groups(self._num_groups + count, self.device.kernel_flavor)
             self._grow(max(needed, _GROWTH * int(self._table.shape[0])))
         if self.step is self.step.PARTIAL and self.grouped and self._num_groups > self.max_groups:
             self.add_runtime_stat("partial_flushes", 1)
