@@ -302,7 +302,8 @@ def _insert_direct_cpu(values, low, slots, bits, group_ids, first_rows):
 def _find_direct_keys_cpu(values, valid, rows, slots, low, high, bits, use_bits, key_ids):
     # Like _find_fixed_width_keys_cpu, on a direct table of the values low..high; value - low is taken only
     # inside that range, where it cannot overflow. The row body is written out here and in the CUDA twin for
-    # the reason given there.
+    # the reason given there: a one-return helper holding it (_direct_key_id) made this probe 3x slower
+    # (3M rows into a 729k-key table: 24 -> 77 ms).
     n = key_ids.shape[0]
     mapped = rows.shape[0] > 0
     has_valid = valid.shape[0] > 0
