@@ -232,9 +232,27 @@ def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[
 
 
 def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
-                  nulls_first: Sequence[bool], n: int) -> Any:
-    """Return the ``int32`` indices of the first ``n`` rows in :func:`sort_indices` order (fewer if there are fewer rows)."""
+                  nulls_first: Sequence[bool], n: int, with_ties: bool = False) -> Any:
+    """Return the ``int32`` indices of the first ``n`` rows in :func:`sort_indices` order (fewer if there are fewer rows).
+
+    With ``with_ties`` the rows whose keys equal the ``n``-th row's keys follow it (SQL's ``FETCH FIRST n
+    ROWS WITH TIES``: every row whose rank is at most ``n``). Keys are equal when their sort words are,
+    so NULLs tie with NULLs; ties cost one comparison pass and one host read of their count.
+    """
     if n < 0:
         raise ValueError(f"top_n_indices needs n >= 0, got {n}")
-    order = sort_indices(device, columns, ascending, nulls_first)
-    return device.xp.ascontiguousarray(order[:n])
+    if not with_ties:
+        order = sort_indices(device, columns, ascending, nulls_first)
+        return device.xp.ascontiguousarray(order[:n])
+    _check_arguments(columns, ascending, nulls_first)
+    xp = device.xp
+    rows = len(columns[0])
+    if n == 0 or rows <= n:
+        return sort_indices(device, columns, ascending, nulls_first)[:n if n == 0 else rows]
+    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
+    order = xp.lexsort(keys).astype(xp.int32)
+    # Rows with the n-th row's keys sort right after it: count them and keep them too.
+    boundary = keys[:, order[n - 1]]
+    tied = xp.all(keys[:, order[n:]] == boundary[:, None], axis=0)
+    end = n + int(xp.count_nonzero(tied))
+    return xp.ascontiguousarray(order[:end])

@@ -318,14 +318,16 @@ class OrderByNode(PlanNode):
 
 @dataclass(frozen=True, kw_only=True)
 class TopNNode(PlanNode):
-    """Keep the first ``count`` rows in key order."""
+    """Keep the first ``count`` rows in key order; ``with_ties`` also keeps the rows tied with the last of them."""
 
     keys: tuple[SortKey, ...]
     count: int
     is_partial: bool = False
+    with_ties: bool = False
 
     def describe(self) -> str:
-        return ("PARTIAL " if self.is_partial else "") + f"{self.count} " + ", ".join(k.sql() for k in self.keys)
+        return (("PARTIAL " if self.is_partial else "") + f"{self.count} " + ("WITH TIES " if self.with_ties else "")
+                + ", ".join(k.sql() for k in self.keys))
 
 
 @dataclass(frozen=True, kw_only=True)

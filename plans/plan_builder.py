@@ -525,11 +525,13 @@ class PlanBuilder:
             id=node_id, output_schema=self._schema, sources=(self._node,), keys=self._sort_keys(keys, label),
             is_partial=is_partial))
 
-    def top_n(self, keys: Sequence[str], count: int, *, is_partial: bool = False) -> "PlanBuilder":
-        """Keep the first ``count`` rows in key order."""
+    def top_n(self, keys: Sequence[str], count: int, *, is_partial: bool = False,
+              with_ties: bool = False) -> "PlanBuilder":
+        """Keep the first ``count`` rows in key order; ``with_ties`` keeps the rows tied with the last one too
+        (SQL's ``FETCH FIRST count ROWS WITH TIES``: the rows whose rank is at most ``count``)."""
         return self._add("TopN", lambda node_id, label: TopNNode(
             id=node_id, output_schema=self._schema, sources=(self._node,), keys=self._sort_keys(keys, label),
-            count=self._count(count, "count", label), is_partial=is_partial))
+            count=self._count(count, "count", label), is_partial=is_partial, with_ties=bool(with_ties)))
 
     def limit(self, count: int, offset: int = 0, *, is_partial: bool = False) -> "PlanBuilder":
         """Skip ``offset`` rows, then pass at most ``count`` rows."""

@@ -1,4 +1,4 @@
-"""Keep the first N rows in key order (Velox's TopN)."""
+"""Keep the first N rows in key order (Velox's TopN), and optionally the rows tied with the N-th."""
 
 from __future__ import annotations
 
@@ -17,6 +17,10 @@ class TopN(Operator):
     Compacting only once the buffer passes ``max(4 * N, batch)`` rows keeps
     the number of sorts small while memory stays bounded by a few batches;
     the buffer is reserved in the operator's memory pool as it grows.
+
+    ``WITH TIES`` keeps every row tied with the N-th too, at each compaction,
+    so a partial TopN per driver passes on all candidates: a row tied with
+    the global N-th is tied with or above its own driver's N-th.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TopNNode):
@@ -24,7 +28,8 @@ class TopN(Operator):
         self.count = node.count
         self._buffer: list[Batch] = []
         self._buffered_rows = 0
-        self._bound = max(4 * node.count, ctx.config.scan_batch_rows(ctx.device))
+        self._least_bound = max(4 * node.count, ctx.config.scan_batch_rows(ctx.device))
+        self._bound = self._least_bound
         self._result: Batch | None = None
 
     def needs_input(self) -> bool:
@@ -47,10 +52,13 @@ class TopN(Operator):
         data = concat_batches(self._buffer)
         keys = self.node.keys
         keep = top_n_indices(self.device, [data.base_column(k.name) for k in keys],
-                             [k.ascending for k in keys], [k.nulls_first for k in keys], self.count)
+                             [k.ascending for k in keys], [k.nulls_first for k in keys], self.count,
+                             with_ties=self.node.with_ties)
         top = data.with_gather_map(keep)
         self._buffer = [top.materialize()]
         self._buffered_rows = top.num_rows
+        # Ties can keep many rows: compact again only once the buffer has doubled, not on every batch.
+        self._bound = max(self._least_bound, 2 * top.num_rows)
 
     def no_more_input(self) -> None:
         super().no_more_input()

@@ -111,7 +111,7 @@ VARIABLE_WIDTH_BYTES = 64
 
 def max_rows(node: PlanNode) -> int | None:
     """Return the most rows ``node`` can produce when its plan bounds them (TopN, Limit, a global aggregation), else None."""
-    if isinstance(node, (TopNNode, LimitNode)):
+    if isinstance(node, (TopNNode, LimitNode)) and not getattr(node, "with_ties", False):
         bound = node.count + getattr(node, "offset", 0)
         below = max_rows(node.source)
         return bound if below is None else min(bound, below)

@@ -209,6 +209,13 @@ def _unsupported(what: str, tree: exp.Expression | None) -> SqlError:
                     name=tree.sql(dialect="duckdb")[:80] if tree is not None else None)
 
 
+def _fetch_with_ties(clause: exp.Expression | None) -> bool:
+    """Return True for ``FETCH FIRST n ROWS WITH TIES`` (sqlglot parses FETCH into the select's ``limit``)."""
+    if not isinstance(clause, exp.Fetch):
+        return False
+    options = clause.args.get("limit_options")
+    return bool(options is not None and options.args.get("with_ties"))
+
 def _quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
@@ -285,6 +292,8 @@ class QueryPlanner:
         return tree.copy().transform(rename).sql(dialect="duckdb")
 
     def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
+        if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is
+            return error
         line, col = position_of(tree)
         return SqlError(str(error), line=line, col=col, name=tree.sql(dialect="duckdb")[:80] if tree else None)
 
@@ -1056,11 +1065,16 @@ class QueryPlanner:
                 if select.args["distinct"].args.get("on"):
                     raise _unsupported("DISTINCT ON", select.args["distinct"])
                 builder = builder.aggregation([_quoted(n) for n in internal], [])
-            limit = self._count(select.args.get("limit"), "LIMIT")
+            limit_clause = select.args.get("limit")
+            with_ties = _fetch_with_ties(limit_clause)
+            limit = self._count(limit_clause, "LIMIT")
             offset = self._count(select.args.get("offset"), "OFFSET") or 0
             keys = [f"{_quoted(internal[i])} {d}" for i, d in sort_keys]
+            if with_ties and (not keys or offset):
+                raise _unsupported("FETCH ... WITH TIES " + ("with OFFSET" if keys else "without ORDER BY"),
+                                   limit_clause)
             if keys and limit is not None and not offset:
-                builder = builder.top_n(keys, limit)
+                builder = builder.top_n(keys, limit, with_ties=with_ties)
             elif keys:
                 builder = builder.order_by(keys)
                 if limit is not None or offset:
@@ -1072,7 +1086,7 @@ class QueryPlanner:
             node = builder.plan()
         except PlanError as error:
             raise self._plan_error(error, select) from None
-        rows = relation.rows if limit is None else min(relation.rows, limit)
+        rows = relation.rows if limit is None or with_ties else min(relation.rows, limit)
         stats = {}
         for text, name in zip(exprs, internal):
             source = text.strip('"')
@@ -1084,7 +1098,15 @@ class QueryPlanner:
     def _count(self, clause: exp.Expression | None, what: str) -> int | None:
         if clause is None:
             return None
-        value = clause.args.get("expression") or clause.this
+        if isinstance(clause, exp.Fetch):
+            options = clause.args.get("limit_options")
+            if options is not None and options.args.get("percent"):
+                raise _unsupported("FETCH ... PERCENT", clause)
+            value = clause.args.get("count")
+            if value is None:  # FETCH FIRST ROW ONLY
+                return 1
+        else:
+            value = clause.args.get("expression") or clause.this
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise _unsupported(f"{what} other than an integer constant", clause)
         return int(value.this)

@@ -116,6 +116,7 @@ def test_empty_input(device):
     columns = [Column.from_arrow(pa.array([], pa.string()), device), Column.from_arrow(pa.array([], pa.int64()), device)]
     assert sort_indices(device, columns, [True, True], [True, True]).shape == (0,)
     assert top_n_indices(device, columns, [True, True], [True, True], 5).shape == (0,)
+    assert top_n_indices(device, columns, [True, True], [True, True], 5, with_ties=True).shape == (0,)
 
 
 def test_argument_checks(device):
@@ -146,3 +147,13 @@ def test_random_rows(device, rows, directions):
     arrays = [pa.array([r[0] for r in rows], pa.int16()), pa.array([r[1] for r in rows], pa.string()),
               pa.array([r[2] for r in rows], pa.float64())]
     check_sort(device, arrays, [d[0] for d in directions], [d[1] for d in directions])
+
+
+@pytest.mark.parametrize("n, expected", [(0, []), (1, [3]), (2, [3, 1, 4, 6]), (4, [3, 1, 4, 6]), (5, [3, 1, 4, 6, 2]),
+                                         (6, [3, 1, 4, 6, 2, 0, 5]), (9, [3, 1, 4, 6, 2, 0, 5])])
+def test_top_n_with_ties_extends_past_n_to_the_last_tied_row(device, n, expected):
+    # Sorted (k DESC NULLS LAST, s): 3 | 1 4 6 (k=7, s=1: tied) | 2 | 0 5 (NULL k, s=2: NULLs tie)
+    columns = [Column.from_arrow(pa.array([None, 7, 5, 9, 7, None, 7], pa.int64()), device),
+               Column.from_arrow(pa.array(["b", "a", "c", "a", "a", "b", "a"]), device)]
+    top = device.to_host(top_n_indices(device, columns, [False, True], [False, False], n, with_ties=True))
+    assert top.tolist() == expected

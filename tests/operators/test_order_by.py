@@ -47,3 +47,20 @@ def test_limit_after_order_by(session, assert_query):
     plan = (PlanBuilder(session.catalog).table_scan("t").filter("v_int IS NOT NULL AND v_float IS NOT NULL")
             .order_by(keys).limit(10, 5).plan())
     assert_query(plan, f"SELECT * FROM t WHERE v_int IS NOT NULL AND v_float IS NOT NULL ORDER BY {', '.join(keys)} LIMIT 10 OFFSET 5", ordered=True)
+
+
+TIED_SORTS = [
+    ["k_int DESC NULLS FIRST"],
+    ["k_str", "k_dict NULLS FIRST"],
+    ["d_date DESC"],
+    ["k_int", "v_dec"],
+]
+
+
+@pytest.mark.parametrize("keys", TIED_SORTS, ids=lambda k: ",".join(k))
+@pytest.mark.parametrize("count", [1, 7, 100000])
+def test_top_n_with_ties_keeps_every_row_ranked_within_count(session, assert_query, keys, count):
+    # Keys repeat (and hold NULLs, which tie with each other): WITH TIES keeps the rows whose rank is at
+    # most ``count``, exactly DuckDB's rank() <= count; the order among tied rows is free, so rows compare as a set.
+    plan = PlanBuilder(session.catalog).table_scan("t").top_n(keys, count, with_ties=True).plan()
+    assert_query(plan, f"SELECT * FROM t QUALIFY rank() OVER (ORDER BY {', '.join(keys)}) <= {count}")

@@ -128,6 +128,37 @@ def test_a_scalar_subquery_with_two_rows_fails_the_query(crafted):
         session.sql("SELECT id FROM items WHERE qty = (SELECT qty FROM items WHERE qty > 50)")
 
 
+@pytest.mark.parametrize("fetch, ranked", [
+    ("ORDER BY grp NULLS FIRST FETCH FIRST 2 ROWS WITH TIES", "rank() OVER (ORDER BY grp NULLS FIRST) <= 2"),
+    ("ORDER BY qty DESC NULLS LAST FETCH FIRST ROW WITH TIES", "rank() OVER (ORDER BY qty DESC NULLS LAST) <= 1"),
+    ("ORDER BY day FETCH NEXT 3 ROWS ONLY", "row_number() OVER (ORDER BY day) <= 3"),
+])
+def test_fetch_first_rows_with_ties_keeps_rows_ranked_within_the_count(device_name, crafted, crafted_duckdb,
+                                                                       fetch, ranked):
+    # DuckDB has no FETCH ... WITH TIES: the same rows are those whose rank is within the count.
+    from gpu_engine import Session
+
+    session = Session(device=device_name, drivers=2)
+    session.register("items", str(crafted / "items.parquet"))
+    result = session.sql(f"SELECT id, grp, qty FROM items {fetch}")
+    assert_same_rows(result, duckdb_table(crafted_duckdb, f"SELECT id, grp, qty FROM items QUALIFY {ranked}"))
+
+
+@pytest.mark.parametrize("sql, construct", [
+    ("SELECT id FROM items FETCH FIRST 2 ROWS WITH TIES", "WITH TIES without ORDER BY"),
+    ("SELECT id FROM items ORDER BY id OFFSET 1 ROWS FETCH FIRST 2 ROWS WITH TIES", "WITH TIES with OFFSET"),
+    ("SELECT id FROM items ORDER BY id FETCH FIRST 10 PERCENT ROWS ONLY", "PERCENT"),
+])
+def test_fetch_forms_the_engine_does_not_run_are_refused(crafted, sql, construct):
+    from gpu_engine import Session
+
+    session = Session(device="cpu")
+    session.register("items", str(crafted / "items.parquet"))
+    with pytest.raises(SqlError, match="unsupported SQL") as raised:
+        session.sql(sql)
+    assert construct in str(raised.value)
+
+
 def test_sql_plan_is_a_plan_node_the_session_explains(crafted):
     from gpu_engine import Session
     from gpu_engine.plans.nodes import PlanNode
