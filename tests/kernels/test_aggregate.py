@@ -16,6 +16,8 @@ from gpu_engine.kernels.aggregate import (
     group_sum_int,
     identity_for_max,
     identity_for_min,
+    limb_sum_words,
+    split_sum_words,
 )
 
 NUM_GROUPS = 13
@@ -179,3 +181,34 @@ def test_empty_batches_change_nothing(device):
     has_value = device.asarray(np.zeros(2, np.bool_))
     group_min(device, empty_ids, device.asarray(np.zeros(0, np.int64)), None, out, has_value)
     assert not device.to_host(counts).any() and not device.to_host(has_value).any()
+
+
+def test_limb_sum_words_carries_exactly_and_flags_sums_past_128_bits(device):
+    # Limbs as group_sum_words leaves them (fewer than 2**31 values a group): three unsigned 32-bit
+    # digits summed, and a signed top; the words are the exact 128-bit total, fits says whether it is one.
+    rng = np.random.default_rng(7)
+    groups = 500
+    limbs = [rng.integers(0, 1 << 62, groups, dtype=np.int64) for _ in range(3)]
+    limbs.append(rng.integers(-(1 << 33), 1 << 33, groups, dtype=np.int64))
+    limbs[3][:4] = [(1 << 31) - 1, -(1 << 31), 1 << 40, -(1 << 40)]
+    limbs[0][:4] = limbs[1][:4] = limbs[2][:4] = 0
+    words, fits = limb_sum_words(device, tuple(device.asarray(limb) for limb in limbs))
+    words, fits = device.to_host(words), device.to_host(fits)
+    for g in range(groups):
+        total = sum(int(limbs[k][g]) << (32 * k) for k in range(4))
+        assert bool(fits[g]) == (-(1 << 127) <= total < (1 << 127)), g
+        if fits[g]:
+            low, high = int(words[g, 0]) & ((1 << 64) - 1), int(words[g, 1])
+            assert (high << 64) + low == total, g
+
+
+def test_split_sum_words_are_the_exact_128_bit_sum(device):
+    # group_sum_int's state: ``high`` sums the signed upper halves, ``low`` the unsigned lower halves.
+    rng = np.random.default_rng(11)
+    high = rng.integers(-(1 << 62), 1 << 62, 400, dtype=np.int64)
+    low = rng.integers(0, 1 << 62, 400, dtype=np.int64)
+    high[:2], low[:2] = [-1, 0], [0, (1 << 32) - 1]
+    words = device.to_host(split_sum_words(device, device.asarray(high), device.asarray(low)))
+    for g in range(400):
+        total = (int(high[g]) << 32) + int(low[g])
+        assert (int(words[g, 1]) << 64) + (int(words[g, 0]) & ((1 << 64) - 1)) == total, g
