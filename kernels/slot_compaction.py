@@ -33,12 +33,17 @@ def _occupied_columns_cpu(table, first_occupied_tag, columns):
     return count
 
 
-def occupied_slot_columns(device: Device, table: Any, first_occupied_tag: int, num_rows: int) -> Any:
+def occupied_slot_columns(device: Device, table: Any, first_occupied_tag: int, num_rows: int,
+                          allocate: Any = None) -> Any:
     """Return a ``(width, num_rows)`` int64 array: row ``c`` is column ``c`` of every slot whose tag (column 0) is
-    at least ``first_occupied_tag``, in slot order. ``num_rows`` must be the number of such slots."""
+    at least ``first_occupied_tag``, in slot order. ``num_rows`` must be the number of such slots.
+
+    ``allocate(xp, shape, dtype)`` makes the CPU twin's output (default ``xp.empty``), e.g. from the buffer recycler.
+    """
     xp = device.xp
     if device.kernel_flavor == "cpu":
-        columns = xp.empty((table.shape[1], num_rows), dtype=table.dtype)
+        shape = (table.shape[1], num_rows)
+        columns = allocate(xp, shape, table.dtype) if allocate is not None else xp.empty(shape, dtype=table.dtype)
         count_kernel_launch()
         found = _occupied_columns_cpu(table, first_occupied_tag, columns)
         if found != num_rows:

@@ -549,3 +549,24 @@ def test_explain_names_the_fused_nodes():
                      r"output 2 rows/1 batches/.*, launches [1-9]\d*, syncs [1-9]\d*", analyzed), analyzed
     assert "Aggregation (pipeline" not in analyzed.replace("FusedAggregation (pipeline", "")
     assert "FilterProject" not in analyzed
+
+
+def test_a_result_stays_intact_after_its_emitted_slot_words_are_recycled():
+    # The emit hands its (width, groups) words array to the buffer recycler unless an output column is a
+    # view of it; a later query reusing that memory must not change an earlier result.
+    from gpu_engine.exec.buffer_recycler import MIN_BYTES
+
+    groups = MIN_BYTES // 8 // 3 + 1000  # tag, key and count words: the words array passes the recycler's minimum
+    session = Session(device="cpu", drivers=1)
+    first_table = pa.table({"k": pa.array(np.arange(groups, dtype=np.int64)), "v": pa.array(np.ones(groups, np.int64))})
+    second_table = pa.table({"k": pa.array(np.arange(groups, dtype=np.int64) + 7), "v": pa.array(np.full(groups, 5, np.int64))})
+    session.register("a", first_table)
+    session.register("b", second_table)
+    first = session.execute(PlanBuilder(session.catalog).table_scan("a").aggregation(["k"], ["count(*) AS n"]).plan())
+    kept = session.execute(PlanBuilder(session.catalog).table_scan("a").aggregation(["k"], ["max(v) AS n"]).plan())
+    expected = first.to_pylist()
+    assert kept.to_pylist() == expected
+    for aggregate in ("count(*) AS n", "max(v) AS n"):
+        session.execute(PlanBuilder(session.catalog).table_scan("b").aggregation(["k"], [aggregate]).plan())
+    assert first.to_pylist() == expected and kept.to_pylist() == expected
+    assert sorted(row["k"] for row in expected) == list(range(groups)) and {row["n"] for row in expected} == {1}
