@@ -203,6 +203,17 @@ def _check_arguments(columns: Sequence[Column], ascending: Sequence[bool], nulls
         raise ValueError("sort key columns differ in length")
 
 
+def _sorted(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+            nulls_first: Sequence[bool]) -> tuple[Any, Any]:
+    """Return the key words (see :func:`_sort_key_matrix`; None without rows) and the ``int32`` stable order."""
+    _check_arguments(columns, ascending, nulls_first)
+    xp = device.xp
+    if len(columns[0]) == 0:
+        return None, xp.empty(0, dtype=xp.int32)
+    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
+    return keys, xp.lexsort(keys).astype(xp.int32)
+
+
 def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
                  nulls_first: Sequence[bool]) -> Any:
     """Return the ``int32`` row order of a stable multi-key sort.
@@ -223,12 +234,7 @@ def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[
     array
         ``int32`` row indices; rows with equal keys keep their input order.
     """
-    _check_arguments(columns, ascending, nulls_first)
-    xp = device.xp
-    if len(columns[0]) == 0:
-        return xp.empty(0, dtype=xp.int32)
-    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
-    return xp.lexsort(keys).astype(xp.int32)
+    return _sorted(device, columns, ascending, nulls_first)[1]
 
 
 def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
@@ -241,18 +247,10 @@ def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence
     """
     if n < 0:
         raise ValueError(f"top_n_indices needs n >= 0, got {n}")
-    if not with_ties:
-        order = sort_indices(device, columns, ascending, nulls_first)
-        return device.xp.ascontiguousarray(order[:n])
-    _check_arguments(columns, ascending, nulls_first)
-    xp = device.xp
-    rows = len(columns[0])
-    if n == 0 or rows <= n:
-        return sort_indices(device, columns, ascending, nulls_first)[:n if n == 0 else rows]
-    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
-    order = xp.lexsort(keys).astype(xp.int32)
-    # Rows with the n-th row's keys sort right after it: count them and keep them too.
-    boundary = keys[:, order[n - 1]]
-    tied = xp.all(keys[:, order[n:]] == boundary[:, None], axis=0)
-    end = n + int(xp.count_nonzero(tied))
-    return xp.ascontiguousarray(order[:end])
+    keys, order = _sorted(device, columns, ascending, nulls_first)
+    end = n
+    if with_ties and 0 < n < order.shape[0]:
+        # Rows with the n-th row's keys sort right after it: count them and keep them too.
+        boundary = keys[:, order[n - 1]]
+        end = n + int(device.xp.count_nonzero(device.xp.all(keys[:, order[n:]] == boundary[:, None], axis=0)))
+    return device.xp.ascontiguousarray(order[:end])

@@ -216,6 +216,7 @@ def _fetch_with_ties(clause: exp.Expression | None) -> bool:
     options = clause.args.get("limit_options")
     return bool(options is not None and options.args.get("with_ties"))
 
+
 def _quoted(name: str) -> str:
     return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
