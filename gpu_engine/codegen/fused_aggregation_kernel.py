@@ -41,6 +41,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_engine.aggregation.functions import AggregateFunction, StateArray, StateEmitter, StateRef
+from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_key
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
@@ -713,11 +714,23 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
                                layout: KernelLayout) -> GeneratedKernel:
     """Return the module source defining ``fused_cpu`` (njit) and ``fused_cuda`` (cuda.jit) for ``layout``.
 
+    Generated once per process for each distinct request (:data:`GENERATED_AGGREGATIONS`).
+
     Raises
     ------
     Unsupported
         When an expression or aggregate cannot be generated.
     """
+    key = (repr(program), aggregate_key(aggregates), repr(layout))
+    return GENERATED_AGGREGATIONS.get(key, lambda: _generate_fused_aggregation(program, aggregates, layout))
+
+
+#: Fused aggregation kernels generated so far, by the repr of what they were generated from.
+GENERATED_AGGREGATIONS = GenerationCache()
+
+
+def _generate_fused_aggregation(program: FusionProgram, aggregates: list[AggregateFunction],
+                                layout: KernelLayout) -> GeneratedKernel:
     for function in aggregates:
         if function.fusable is not None:
             raise Unsupported(function.fusable)

@@ -23,6 +23,7 @@ from __future__ import annotations
 from gpu_engine.codegen.fused_aggregation_kernel import (
     STATUS_GROUPS, GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header,
 )
+from gpu_engine.codegen.generation_cache import GenerationCache
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering
 from gpu_engine.codegen.source_writer import SourceWriter
@@ -38,11 +39,21 @@ def generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> Gener
 
     ``program`` holds the predicates (no keys, no aggregates).
 
+    Generated once per process for each distinct request (:data:`GENERATED_FILTERS`).
+
     Raises
     ------
     Unsupported
         When a predicate cannot be generated.
     """
+    return GENERATED_FILTERS.get((repr(program), repr(layout)), lambda: _generate_fused_filter(program, layout))
+
+
+#: Filter kernels generated so far, by the repr of what they were generated from.
+GENERATED_FILTERS = GenerationCache()
+
+
+def _generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> GeneratedKernel:
     if program.keys or program.arguments:
         raise ValueError("a filter kernel evaluates predicates only")
     parameters = ["n", "rows", *input_parameters(layout), "mask", "status"]

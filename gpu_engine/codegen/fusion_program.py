@@ -24,6 +24,7 @@ from typing import Mapping
 
 import pyarrow as pa
 
+from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_key
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.types import is_floating, is_string
 from gpu_engine.plans.expressions import ColumnRef, Expr, UnaryOp, referenced_columns
@@ -131,12 +132,23 @@ def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], fu
     """Return the kernel's inputs for a filter + grouping + aggregation over ``schema`` (name -> type).
 
     ``functions`` are the step's :class:`~gpu_engine.aggregation.functions.AggregateFunction` objects.
+    Planned once per process for each distinct request (:data:`PROGRAMS`).
 
     Raises
     ------
     Unsupported
         When part of it cannot run inside a generated kernel.
     """
+    key = (repr(tuple(predicates)), repr(tuple(keys)), aggregate_key(functions), repr(tuple(schema.items())))
+    return PROGRAMS.get(key, lambda: _plan_fusion_program(predicates, keys, functions, schema))
+
+
+#: Fusion programs planned so far, by the repr of what they were planned from.
+PROGRAMS = GenerationCache()
+
+
+def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], functions,
+                         schema: Mapping[str, pa.DataType]) -> FusionProgram:
     collector = _Collector(schema)
     for predicate in predicates:
         if not pa.types.is_boolean(predicate.dtype):

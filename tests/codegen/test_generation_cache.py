@@ -1,0 +1,85 @@
+"""Generated kernels and fusion programs are made once per process and request, refusals included."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine import Session
+from gpu_engine.codegen.fused_aggregation_kernel import GENERATED_AGGREGATIONS
+from gpu_engine.codegen.fused_filter_kernel import GENERATED_FILTERS
+from gpu_engine.codegen.fusion_program import PROGRAMS, plan_fusion_program
+from gpu_engine.codegen.generation_cache import GenerationCache
+from gpu_engine.codegen.row_lowering import Unsupported
+from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Literal
+
+CACHES = (GENERATED_AGGREGATIONS, GENERATED_FILTERS, PROGRAMS)
+
+
+def test_a_refusal_is_remembered_and_raised_afresh():
+    cache = GenerationCache()
+    calls = []
+
+    def refuse():
+        calls.append(1)
+        raise Unsupported("no kernel for this")
+
+    raised = []
+    for _ in range(3):
+        with pytest.raises(Unsupported, match="no kernel for this") as info:
+            cache.get("key", refuse)
+        raised.append(info.value)
+    assert len(calls) == 1 and cache.misses == 1 and cache.hits == 2
+    assert len({id(error) for error in raised}) == 3  # a fresh exception each time: tracebacks never pile up
+
+
+def test_other_errors_pass_through_uncached():
+    cache = GenerationCache()
+    calls = []
+
+    def broken():
+        calls.append(1)
+        raise KeyError("a bug")
+
+    for _ in range(2):
+        with pytest.raises(KeyError):
+            cache.get("key", broken)
+    assert len(calls) == 2
+
+
+def test_the_cache_is_bounded_least_recently_used_first():
+    cache = GenerationCache(max_entries=2)
+    cache.get("a", lambda: 1)
+    cache.get("b", lambda: 2)
+    cache.get("a", lambda: 3)  # a hit: "b" is now the oldest
+    cache.get("c", lambda: 4)
+    assert cache.get("a", lambda: 5) == 1
+    assert cache.get("b", lambda: 6) == 6  # evicted, generated again
+
+
+def test_literals_that_compare_equal_get_their_own_programs():
+    """0.0 == -0.0 and 1 == True in Python: keyed by the objects they would share one generated program."""
+    schema = {"x": pa.float64()}
+    x = ColumnRef("x", pa.float64())
+    positive = plan_fusion_program((BinaryOp("<", x, Literal(0.0, pa.float64()), pa.bool_()),), (), [], schema)
+    negative = plan_fusion_program((BinaryOp("<", x, Literal(-0.0, pa.float64()), pa.bool_()),), (), [], schema)
+    assert repr(positive.predicates) != repr(negative.predicates)
+
+
+def test_repeated_queries_generate_nothing_new():
+    """The fusion pass, every driver's operators and every later run reuse the first run's kernels."""
+    table = pa.table({"k": pa.array([1, 2, 3, 1, 2] * 40, pa.int64()), "v": pa.array(range(200), pa.int64())})
+    session = Session(device="cpu", drivers=3, batch_rows=16)
+    session.register("t", table)
+    plan = (PlanBuilder(session.catalog).table_scan("t").filter("v % 7 <> 3")
+            .aggregation(["k"], ["sum(v) AS s", "count(*) AS c"]).plan())
+    filter_plan = PlanBuilder(session.catalog).table_scan("t").filter("v % 5 = 1").project(["v"]).plan()
+    first = session.execute(plan), session.execute(filter_plan)
+    misses = [cache.misses for cache in CACHES]
+    hits = [cache.hits for cache in CACHES]
+    second = session.execute(plan), session.execute(filter_plan)
+    assert [cache.misses for cache in CACHES] == misses
+    assert all(after > before for after, before in zip((cache.hits for cache in CACHES), hits))
+    assert [t.sort_by("k" if "k" in t.column_names else "v") for t in first] == \
+        [t.sort_by("k" if "k" in t.column_names else "v") for t in second]
