@@ -56,6 +56,7 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.device import Device
+from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.exec.device_counters import count_kernel_launch
 from numba.extending import register_jitable
 
@@ -567,8 +568,8 @@ class JoinHashTable:
         device, xp = self.device, self.device.xp
         values = xp.ascontiguousarray(keys[:, 1])
         self._direct_low, self._direct_high = np.int64(low), np.int64(low + span - 1)
-        self._slots = xp.full(span, -1, dtype=xp.int32)
-        self._bits = xp.zeros(-(-span // 64), dtype=xp.uint64)
+        self._slots = self._filled((span,), xp.int32, -1)
+        self._bits = self._filled((-(-span // 64),), xp.uint64, 0)
         #: The bitmap is read before the ids only where the ids outgrow the first-level cache and the bitmap,
         #: 32 times smaller, does not (TPC-H Q22's 600 KB of customer ids: probes 9.1 -> 6.4 ms with it).
         self._bits_pay = int(self._slots.nbytes) > DIRECT_BITMAP_MIN_BYTES
@@ -606,7 +607,7 @@ class JoinHashTable:
         xp = self.device.xp
         n = int(keys.shape[0])
         first_capacity = 1 << max(2 * min(n, PACKED_ROWS_BEFORE_GROWTH) - 1, 1).bit_length()
-        packed = xp.full((first_capacity, keys.shape[1] + 1), -1, dtype=xp.int64)
+        packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         group_ids = xp.empty(n, dtype=xp.int32)
         first_rows = xp.empty(n, dtype=xp.int32)
         row, self.num_keys = 0, 0
@@ -615,9 +616,10 @@ class JoinHashTable:
             row, self.num_keys = _insert_packed_cpu(keys, row, packed, self.num_keys, group_ids, first_rows)
             if row == n:
                 return group_ids, packed
-            grown = xp.full((2 * packed.shape[0], packed.shape[1]), -1, dtype=xp.int64)
+            grown = self._filled((2 * packed.shape[0], packed.shape[1]), xp.int64, -1)
             count_kernel_launch()
             _repack_cpu(packed, grown)
+            give_array(xp, packed)
             packed = grown
 
     def _new_bloom(self) -> Any:
@@ -627,11 +629,35 @@ class JoinHashTable:
         """Return the packed probe table of the distinct keys (row g holds key id g) and their Bloom filter."""
         xp = self.device.xp
         capacity = 1 << max(2 * self.num_keys - 1, 1).bit_length()
-        packed = xp.full((capacity, distinct_keys.shape[1] + 1), -1, dtype=xp.int64)
+        packed = self._filled((capacity, distinct_keys.shape[1] + 1), xp.int64, -1)
         bloom = self._new_bloom()
         # Only the CUDA path packs distinct keys afterwards; the CPU build inserts rows straight in (_insert_packed).
         launch_cuda(self.device, _pack_keys_cuda, self.num_keys, distinct_keys, packed, bloom)
         return packed, bloom
+
+    def _filled(self, shape: tuple[int, ...], dtype: Any, value: int) -> Any:
+        """Return an array of ``shape`` holding ``value``, in memory a released table left when there is some."""
+        array = take_array(self.device.xp, shape, dtype)
+        array.fill(value)
+        return array
+
+    def release(self) -> None:
+        """Hand the key table's large arrays to the buffer recycler; the table answers no lookup afterwards.
+
+        Why: the packed table or direct slots of a large build side (TPC-H Q9's 320K keys: 24 MB;
+        Q21's direct table: 23 MB) are allocated by the one build driver that finishes last, while the
+        other drivers wait. Fresh, they page-fault: on this project's VM 50-70 ms of kernel time in
+        some runs, against 6-10 ms for the whole build when the memory was touched before. The last
+        probe driver to close calls this (:meth:`~gpu_engine.operators.hash_build.HashJoinBridge.prober_closed`),
+        so the next query's build reuses the memory.
+        """
+        xp = self.device.xp
+        for name in ("_packed", "_slots", "_bits"):
+            array = getattr(self, name)
+            if array is not None:
+                give_array(xp, array)
+            setattr(self, name, None)
+        self.num_keys = 0  # lookups see an empty table instead of reading memory now reused elsewhere
 
     @property
     def nbytes(self) -> int:

@@ -118,6 +118,7 @@ class HashJoinBridge:
         self._builders_done = 0
         self._published: Future = Future()
         self._probers_done = 0
+        self._probers_closed = 0
         self._matched: Any = None
         self.memory_pool: MemoryPool | None = None
 
@@ -156,6 +157,21 @@ class HashJoinBridge:
         if self._published.done():
             return self._published.result(), None
         return None, self._published
+
+    def prober_closed(self) -> None:
+        """Count one probe driver out; the last one hands the key table's large arrays back for reuse.
+
+        Nothing reads the key table once every probe driver has closed (their outputs are gathered
+        copies), so its memory goes to the buffer recycler (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.release`)
+        rather than back to the OS, and the next query's build finds it touched.
+        """
+        with self._lock:
+            self._probers_closed += 1
+            last = self._probers_closed == self.num_probers
+        if last and self._published.done() and not self._published.cancelled():
+            table = self._published.result()
+            if isinstance(table, HashJoinTable):
+                table.keys.release()
 
     def probe_finished(self, matched: Any) -> Any:
         """Merge one probe driver's matched-build-row flags; return the union to the last driver, else None."""

@@ -184,4 +184,5 @@ class HashProbe(Operator):
             self.bridge.probe_finished(self._matched_build_rows)
             self._matched_build_rows = None
         self._table = None
+        self.bridge.prober_closed()
         self._output.clear()

@@ -231,3 +231,34 @@ def test_wide_or_sparse_integer_keys_hash(device):
     assert not table.is_direct
     probe = [pa.array([0, 10**12, 5, None], pa.int64())]
     assert matched_pairs(device, table, probe) == reference_pairs([pa.array([0, 10**12], pa.int64())], probe)
+
+
+@pytest.mark.parametrize("keys", ["direct", "hashed"])
+def test_released_table_memory_is_reused_by_the_next_build(device, keys):
+    """A released table's large arrays go to the buffer recycler; the next build of that size reuses them, refilled."""
+    from gpu_engine.exec import buffer_recycler
+
+    if device.name == "cuda-sim":
+        pytest.skip("the recycler keeps arrays of 4 MB and more: builds that size take minutes in the simulator")
+    rng = np.random.default_rng(7)
+    if keys == "direct":  # dense integer keys: ids by value in a direct table of 2M int32 slots (8 MB)
+        values = rng.permutation(np.arange(2_000_000, dtype=np.int64))[:600_000]
+    else:  # two key columns: the packed, hashed table (262144 slots x 4 words: 8 MB)
+        values = rng.permutation(np.arange(10**12, 10**12 + 120_000, dtype=np.int64))
+    build = [pa.array(values)] if keys == "direct" else [pa.array(values), pa.array(values % 7)]
+    first = build_table(device, build)
+    assert first.is_direct == (keys == "direct")
+    large = first._slots if first.is_direct else first._packed
+    kept = buffer_recycler.kept_bytes()
+    first.release()
+    assert first.num_keys == 0 and first._slots is None and first._packed is None
+    host = isinstance(large, np.ndarray)
+    assert (buffer_recycler.kept_bytes() > kept) == host  # device memory is CuPy's pool's to reuse
+    probe = [pa.array(values[:1000].tolist() + [-5, 3_000_000])]
+    if keys == "hashed":
+        probe.append(pa.array((values[:1000] % 7).tolist() + [0, 1]))
+    second = build_table(device, [a.slice(0) for a in build])
+    reused = second._slots if second.is_direct else second._packed
+    assert np.shares_memory(large, reused) == host
+    assert matched_pairs(device, second, probe) == Counter((i, i) for i in range(1000))
+    assert matched_pairs(device, first, probe) == Counter()  # released: an empty table, not stale memory

@@ -195,3 +195,27 @@ def test_aggregation_over_a_repartitioned_probe(device_name, tables, drivers, jo
     assert_same_rows(session.execute(plan, timeout=120), expected)
     if drivers > 1:
         assert ("PARTIAL" in session.explain(plan)) == (join_type == "right")
+
+
+def test_the_last_probe_driver_to_close_releases_the_key_table():
+    """The key table's memory goes back for reuse once, after every probe driver closed, not before."""
+    from gpu_engine.operators.hash_build import HashJoinBridge, HashJoinTable
+
+    class Keys:
+        released = 0
+
+        def release(self):
+            self.released += 1
+
+    bridge = HashJoinBridge()
+    bridge.num_probers = 3
+    keys = Keys()
+    bridge.publish(HashJoinTable(keys, None))
+    bridge.prober_closed()
+    bridge.prober_closed()
+    assert keys.released == 0
+    bridge.prober_closed()
+    assert keys.released == 1
+
+    unpublished = HashJoinBridge()  # a Task that failed before its build finished: nothing to release
+    unpublished.prober_closed()
