@@ -6,11 +6,18 @@ higher), so every query that builds such a table page-faults through fresh,
 kernel-zeroed memory; on virtual machines first touches are especially slow
 (TPC-H Q18 at SF1 spent more time filling new tables than aggregating).
 Engines avoid this with a buffer manager (DuckDB) or arenas (Velox); this is
-the smallest version of one: arrays of at least :data:`MIN_BYTES` are kept,
-by shape and dtype, up to :data:`MAX_KEPT_BYTES` in all, and handed out again
-uninitialized. Only host (NumPy) arrays are kept: device memory is CuPy's
-pool's to reuse, and memory held here would be invisible to the per-query
-memory cap on a GPU.
+the smallest version of one. Memory is kept as flat byte buffers in size
+classes (powers of two), so an array of any shape reuses a buffer of its class:
+arrays whose shape changes from run to run (an emit's ``(width, groups)``
+words, whose group count depends on which splits a driver read) found nothing
+when buffers were kept by exact shape, and page-faulted through fresh memory
+each time (TPC-H Q18's partial emits: ~70 ms of the ~150 ms they took). A
+request of ``n`` bytes takes a buffer of the next power of two and sees only
+its first ``n`` bytes (untouched pages of the rest cost no memory). Buffers of
+at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all, and
+handed out again uninitialized. Only host (NumPy) arrays are kept: device
+memory is CuPy's pool's to reuse, and memory held here would be invisible to
+the per-query memory cap on a GPU.
 """
 
 from __future__ import annotations
@@ -27,46 +34,72 @@ MIN_BYTES = 4 << 20
 MAX_KEPT_BYTES = 1 << 30
 
 _lock = threading.Lock()
-_kept: dict[tuple, list[Any]] = defaultdict(list)
+#: Free buffers by size class: class ``c`` holds flat uint8 buffers of at least ``2**c`` bytes.
+_kept: dict[int, list[np.ndarray]] = defaultdict(list)
 _kept_bytes = 0
 
 
-def _key(shape: tuple[int, ...], dtype: Any) -> tuple:
-    return (tuple(int(n) for n in shape), str(np.dtype(dtype)))
+def _class_holding(nbytes: int) -> int:
+    """Return the smallest class whose buffers all hold ``nbytes`` (a request's class)."""
+    return max(int(nbytes) - 1, 1).bit_length()
+
+
+def _class_held_by(capacity: int) -> int:
+    """Return the largest class a buffer of ``capacity`` bytes can serve (where it is kept)."""
+    return int(capacity).bit_length() - 1
+
+
+def _flat_buffer(array: np.ndarray) -> np.ndarray | None:
+    """Return the flat uint8 buffer owning ``array``'s memory when ``array`` starts it and is contiguous, else None."""
+    root = array
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    if root.base is not None or not root.flags.c_contiguous or not root.flags.writeable:
+        return None  # memory owned by something else (a pyarrow buffer, a file mapping): not ours to reuse
+    if not array.flags.c_contiguous or array.__array_interface__["data"][0] != root.__array_interface__["data"][0]:
+        return None
+    return root.reshape(-1).view(np.uint8)
 
 
 def take_array(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
-    """Return an uninitialized array of ``shape`` and ``dtype``: a kept one when there is one, else a new one.
+    """Return an uninitialized C-contiguous array of ``shape`` and ``dtype``, in a kept buffer when there is one.
 
     Only host arrays are kept (see the module docstring), so other array modules always get a new one.
     """
-    if xp is not np:
+    dtype = np.dtype(dtype)
+    shape = tuple(int(n) for n in shape)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    if xp is not np or nbytes < MIN_BYTES:
         return xp.empty(shape, dtype=dtype)
-    key = _key(shape, dtype)
+    size_class = _class_holding(nbytes)
     global _kept_bytes
+    buffer = None
     with _lock:
-        arrays = _kept.get(key)
-        if arrays:
-            array = arrays.pop()
-            _kept_bytes -= int(array.nbytes)
-            return array
-    return xp.empty(shape, dtype=dtype)
+        buffers = _kept.get(size_class)
+        if buffers:
+            buffer = buffers.pop()
+            _kept_bytes -= int(buffer.nbytes)
+    if buffer is None:
+        buffer = np.empty(1 << size_class, dtype=np.uint8)
+    return buffer[:nbytes].view(dtype).reshape(shape)
 
 
 def give_array(xp: Any, array: Any) -> None:
-    """Keep ``array`` for a later :func:`take_array` of its shape and dtype (small ones are just dropped).
+    """Keep the memory of ``array`` for a later :func:`take_array` (small arrays and views into others are dropped).
 
-    The caller must not use ``array`` afterwards.
+    The caller must not use ``array``, or any view of its memory, afterwards.
     """
     global _kept_bytes
-    nbytes = int(array.nbytes)
-    if nbytes < MIN_BYTES or not isinstance(array, np.ndarray):
+    if not isinstance(array, np.ndarray) or int(array.nbytes) < MIN_BYTES:
+        return
+    buffer = _flat_buffer(array)
+    if buffer is None or int(buffer.nbytes) < MIN_BYTES:
         return
     with _lock:
-        if _kept_bytes + nbytes > MAX_KEPT_BYTES:
+        if _kept_bytes + int(buffer.nbytes) > MAX_KEPT_BYTES:
             return
-        _kept[_key(array.shape, array.dtype)].append(array)
-        _kept_bytes += nbytes
+        _kept[_class_held_by(buffer.nbytes)].append(buffer)
+        _kept_bytes += int(buffer.nbytes)
 
 
 def kept_bytes() -> int:

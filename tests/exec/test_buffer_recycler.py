@@ -1,39 +1,73 @@
-"""The buffer recycler keeps large arrays for reuse and drops small ones or those beyond its budget."""
+"""The buffer recycler keeps large arrays' memory for reuse, by size class, and drops small ones or those beyond its budget."""
 
 import numpy as np
+import pyarrow as pa
+import pytest
 
 from gpu_engine.exec import buffer_recycler
 
+MIN = buffer_recycler.MIN_BYTES
 
-def test_a_given_array_is_taken_again_and_small_ones_are_not_kept():
-    big = buffer_recycler.take_array(np, (buffer_recycler.MIN_BYTES // 8, 2), np.int64)
-    before = buffer_recycler.kept_bytes()
+
+@pytest.fixture(autouse=True)
+def empty_recycler(monkeypatch):
+    """Each test starts with nothing kept (other tests in the process may have given arrays back)."""
+    monkeypatch.setattr(buffer_recycler, "_kept", type(buffer_recycler._kept)(list))
+    monkeypatch.setattr(buffer_recycler, "_kept_bytes", 0)
+
+
+def test_a_given_array_is_taken_again_in_any_shape_of_its_size_class():
+    big = buffer_recycler.take_array(np, (MIN // 8, 2), np.int64)  # 2 * MIN bytes
+    big.fill(7)
     buffer_recycler.give_array(np, big)
-    assert buffer_recycler.kept_bytes() == before + big.nbytes
-    again = buffer_recycler.take_array(np, big.shape, np.int64)
-    assert again is big and buffer_recycler.kept_bytes() == before
-    small = np.empty(16, np.int64)
-    buffer_recycler.give_array(np, small)
-    assert buffer_recycler.kept_bytes() == before
-    assert buffer_recycler.take_array(np, (16,), np.int64) is not small
+    assert buffer_recycler.kept_bytes() == 2 * MIN
+    again = buffer_recycler.take_array(np, (3, MIN // 8), np.int32)  # 3/4 of the class: the same buffer
+    assert again.shape == (3, MIN // 8) and again.dtype == np.int32 and again.flags.c_contiguous
+    assert np.shares_memory(again, big) and buffer_recycler.kept_bytes() == 0
+    again.fill(-1)  # all of it is writable memory of the buffer
+    assert (again == -1).all()
+
+
+def test_a_request_beyond_the_class_gets_new_memory():
+    buffer_recycler.give_array(np, buffer_recycler.take_array(np, (MIN // 8,), np.int64))
+    larger = buffer_recycler.take_array(np, (MIN // 8 + 1,), np.int64)
+    assert buffer_recycler.kept_bytes() == MIN  # the kept buffer holds MIN bytes, the request needs more
+    assert larger.shape == (MIN // 8 + 1,)
+
+
+def test_arrays_not_made_here_are_kept_by_the_class_they_can_serve():
+    odd = np.empty(3 * MIN // 8, np.int64)  # 3 * MIN bytes: serves requests of up to 2 * MIN
+    buffer_recycler.give_array(np, odd)
+    assert buffer_recycler.kept_bytes() == 3 * MIN
+    assert np.shares_memory(buffer_recycler.take_array(np, (2 * MIN,), np.uint8), odd)
+
+
+def test_small_arrays_views_and_foreign_memory_are_not_kept():
+    buffer_recycler.give_array(np, np.empty(16, np.int64))
+    whole = np.empty(2 * MIN, np.uint8)
+    buffer_recycler.give_array(np, whole[1:])  # does not start its buffer: someone may hold the rest
+    buffer_recycler.give_array(np, np.empty((MIN, 2), np.uint8)[:, 0])  # not contiguous
+    arrow = np.frombuffer(pa.py_buffer(bytes(MIN)), dtype=np.uint8)  # pyarrow's memory, read-only
+    buffer_recycler.give_array(np, arrow)
+    assert buffer_recycler.kept_bytes() == 0
 
 
 def test_the_budget_bounds_what_is_kept(monkeypatch):
-    monkeypatch.setattr(buffer_recycler, "MAX_KEPT_BYTES", buffer_recycler.kept_bytes() + buffer_recycler.MIN_BYTES)
-    first = np.empty(buffer_recycler.MIN_BYTES // 8, np.int64)
-    second = np.empty(buffer_recycler.MIN_BYTES // 8, np.int64)
+    monkeypatch.setattr(buffer_recycler, "MAX_KEPT_BYTES", MIN)
+    first = np.empty(MIN // 8, np.int64)
+    second = np.empty(MIN // 8, np.int64)
     buffer_recycler.give_array(np, first)
     buffer_recycler.give_array(np, second)  # over the budget: dropped
-    assert buffer_recycler.take_array(np, first.shape, np.int64) is first
-    assert buffer_recycler.take_array(np, first.shape, np.int64) is not second
+    assert buffer_recycler.kept_bytes() == MIN
+    assert np.shares_memory(buffer_recycler.take_array(np, first.shape, np.int64), first)
+    assert not np.shares_memory(buffer_recycler.take_array(np, first.shape, np.int64), second)
 
 
 def test_device_arrays_are_left_to_their_own_pool():
     class DeviceArray:  # stands in for a CuPy array
-        nbytes = buffer_recycler.MIN_BYTES
-        shape = (buffer_recycler.MIN_BYTES // 8,)
+        nbytes = MIN
+        shape = (MIN // 8,)
         dtype = np.dtype(np.int64)
 
-    before = buffer_recycler.kept_bytes()
     buffer_recycler.give_array(np, DeviceArray())
-    assert buffer_recycler.kept_bytes() == before
+    assert buffer_recycler.kept_bytes() == 0
