@@ -168,14 +168,18 @@ def test_one_fixed_width_key_matches_without_normalizing(device, probe_type, map
     assert got == expected and expected
 
 
-@pytest.fixture(params=["direct", "hashed"])
+@pytest.fixture(params=["direct", "range_bitmap", "bloom"])
 def join_layout(request, monkeypatch):
-    """Run a test with one-integer-key builds in a direct table (the default for dense keys) or forced to hash."""
+    """Run a test with one-integer-key builds in a direct table (the default for dense keys) or forced to hash,
+    behind a range bitmap (the default for sparser keys in a narrow range) or behind the Bloom filter."""
     from gpu_engine.kernels import hash_join
 
-    if request.param == "hashed":
+    if request.param != "direct":
         monkeypatch.setattr(hash_join, "DIRECT_SPAN_PER_KEY", 0)
         monkeypatch.setattr(hash_join, "DIRECT_SPAN_FLOOR", 0)
+    if request.param == "bloom":
+        monkeypatch.setattr(hash_join, "RANGE_BITMAP_SPAN_PER_KEY", 0)
+        monkeypatch.setattr(hash_join, "RANGE_BITMAP_SPAN_FLOOR", 0)
     return request.param
 
 
@@ -195,6 +199,7 @@ def test_one_integer_key_direct_and_hashed_tables_give_the_same_pairs(device, jo
         probe = pa.array(probe_values, pa.int64()).cast(pa.int32()).cast(build_type)
     table = build_table(device, [build])
     assert table.is_direct == (join_layout == "direct")
+    assert table.has_range_bitmap == (join_layout == "range_bitmap")
     assert table.unique_keys is False and table.has_null_key
     assert table.num_keys == len({v for v in raw if v is not None})
     assert matched_pairs(device, table, [probe]) == reference_pairs([build], [probe])
@@ -225,10 +230,28 @@ def test_direct_table_bitmap_rules_out_misses_in_a_large_range(device):
     assert not table.use_bloom
 
 
+def test_range_bitmap_rules_out_misses_of_a_sparse_build(device):
+    """Keys too sparse for a direct table but in a narrow range hash behind an exact bitmap of that range:
+    misses never reach the packed table, hits find every pair, and the bitmap is skipped while most probes hit."""
+    rng = np.random.default_rng(9)
+    keys = np.unique(rng.integers(-50_000, 4_000_000, 1_500)).astype(np.int64)
+    build = [pa.array(np.concatenate([keys, keys[:100]]))]  # duplicates: several build rows per key
+    table = build_table(device, build)
+    assert not table.is_direct and table.has_range_bitmap
+    assert (table._bloom is None) == (device.kernel_flavor == "cpu")  # the CUDA path's pack kernel fills both
+    misses = [pa.array(np.concatenate([rng.integers(-60_000, 4_100_000, 900), keys[:40], [None]]))]
+    assert matched_pairs(device, table, misses) == reference_pairs(build, misses)
+    assert table.use_bloom
+    hits = [pa.array(keys[:500])]
+    assert matched_pairs(device, table, hits) == reference_pairs(build, hits)
+    assert not table.use_bloom
+    assert matched_pairs(device, table, misses) == reference_pairs(build, misses)  # without the bitmap
+
+
 def test_wide_or_sparse_integer_keys_hash(device):
     """A build whose values spread too thin (or past the limit) keeps the hashed table."""
     table = build_table(device, [pa.array([0, 10**12], pa.int64())])
-    assert not table.is_direct
+    assert not table.is_direct and not table.has_range_bitmap
     probe = [pa.array([0, 10**12, 5, None], pa.int64())]
     assert matched_pairs(device, table, probe) == reference_pairs([pa.array([0, 10**12], pa.int64())], probe)
 
