@@ -22,12 +22,49 @@ def _decoded(device: Device, column: Column) -> Column:
                   values.offsets, None)
 
 
+#: Dictionary columns with different dictionaries are concatenated as codes into one merged dictionary
+#: while their dictionaries hold at most this many values in all (and at most half as many as the rows) ...
+MERGED_DICTIONARY_MAX_VALUES = 1 << 16
+
+
+def _same_dictionary(columns: Sequence[Column]) -> bool:
+    first = columns[0].dictionary
+    if all(c.dictionary is first for c in columns):
+        return True
+    return first.fingerprint is not None and all(c.dictionary.fingerprint == first.fingerprint for c in columns)
+
+
+def _merged_dictionary_codes(device: Device, columns: Sequence[Column]) -> tuple[Column, list]:
+    """Return one dictionary holding every column's dictionary values once, and each column's codes into it.
+
+    Why: each Parquet row group (and so each scan batch) has a dictionary of its own, and a barrier that
+    concatenated batches (a join's build side, a sort) decoded them into plain strings: 4-byte codes became
+    whole strings to gather, and predicates on the column ran per row instead of once per distinct value
+    (TPC-H Q19's join filter on ``p_brand`` and ``p_container``). The dictionaries are small, so they are
+    merged on the host (one read each) and the codes remapped on the device, one gather per column.
+    """
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from gpu_engine.kernels.gather import gather
+
+    values = pa.concat_arrays([c.dictionary.to_arrow(device).cast(pa.large_string()) for c in columns])
+    # Each value of the concatenated dictionaries as a code into their distinct values (fingerprinted).
+    remapping = Column.from_arrow(pc.dictionary_encode(values), device)
+    dictionary, remap = remapping.dictionary, remapping.data
+    codes, start = [], 0
+    for c in columns:
+        codes.append(gather(device, remap, c.data + start) if start else gather(device, remap, c.data))
+        start += len(c.dictionary)
+    return dictionary, codes
+
+
 def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
     """Return one column holding ``columns`` one after another.
 
-    Dictionary columns sharing one dictionary stay encoded (codes are
-    concatenated); otherwise strings are decoded and their offsets rebased,
-    reading every column's first and last offset in one host sync.
+    Dictionary columns stay encoded: codes are concatenated, into the shared dictionary, or into one merged
+    from theirs while those are small (:data:`MERGED_DICTIONARY_MAX_VALUES`); otherwise strings are decoded
+    and their offsets rebased, reading every column's first and last offset in one host sync.
     """
     if len(columns) == 1:
         return columns[0]
@@ -36,8 +73,13 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
     validity = None
     if any(c.validity is not None for c in columns):
         validity = xp.concatenate([c.validity if c.validity is not None else xp.ones(len(c), dtype=xp.bool_) for c in columns])
-    if first.dictionary is not None and all(c.dictionary is first.dictionary for c in columns):
-        return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity, None, first.dictionary)
+    if all(c.dictionary is not None for c in columns):
+        if _same_dictionary(columns):
+            return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity, None, first.dictionary)
+        values = sum(len(c.dictionary) for c in columns)
+        if values <= min(MERGED_DICTIONARY_MAX_VALUES, sum(len(c) for c in columns) // 2):
+            dictionary, codes = _merged_dictionary_codes(device, columns)
+            return Column(first.dtype, xp.concatenate(codes), validity, None, dictionary)
     if first.is_string:
         plain = [_decoded(device, c) for c in columns]
         ends = device.read_scalars([end for c in plain for end in (c.offsets[0], c.offsets[-1])])

@@ -4,7 +4,9 @@ The probe waits (``WAIT_FOR_JOIN_BUILD``) until the build side publishes its
 table on the Task's :class:`~gpu_engine.operators.hash_build.HashJoinBridge`.
 Then, per batch: normalize the left keys, find every ``(probe_row, build_row)``
 pair with equal keys (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.match`),
-drop the pairs the extra filter rejects, and decide per join type:
+drop the pairs the extra filter rejects (with fusion on, one generated kernel
+over the pairs' columns: :class:`~gpu_engine.codegen.compiled_predicate.CompiledPredicate`),
+and decide per join type:
 
 * inner: the pairs; left/full add each unmatched probe row once, paired with
   the table's all-NULL row;
@@ -27,9 +29,11 @@ from __future__ import annotations
 
 from collections import deque
 
+from gpu_engine.codegen.compiled_predicate import CompiledPredicate
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, OperatorCtx
 from gpu_engine.expressions import evaluate_predicate
+from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather, gather_column
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, normalize_keys
@@ -59,6 +63,11 @@ class HashProbe(Operator):
         self._output_names = tuple(node.output_columns)
         self._only_probe_output = all(name in self._probe_names for name in self._output_names)
         self._filter_names = referenced_columns(node.filter) if node.filter is not None else ()
+        self._compiled_filter = None
+        if node.filter is not None and ctx.config.fuse:  # one generated kernel over the pairs (see CompiledPredicate)
+            sides = {f.name: f.type for f in node.build.output_schema} | {f.name: f.type for f in node.probe.output_schema}
+            self._compiled_filter = CompiledPredicate.of(self.device, node.filter,
+                                                         {name: sides[name] for name in self._filter_names})
         self._table: HashJoinTable | None = None
         self._matched_build_rows = None
         self._output: deque[Batch] = deque()
@@ -97,7 +106,13 @@ class HashProbe(Operator):
             probe_rows, build_rows = table.keys.match(words, widths)
         if self._filter_names and probe_rows.shape[0]:
             pairs = self._pair_columns(batch, probe_rows, build_rows, self._filter_names)
-            kept = selection_from_mask(device, evaluate_predicate(self.node.filter, pairs))
+            if self._compiled_filter is not None:
+                with checks_read_together(device):  # an overflow in the filter raises when the block ends
+                    mask = self._compiled_filter.mask(pairs)
+                self.add_runtime_stat("compiled_filter_batches", 1)
+            else:
+                mask = evaluate_predicate(self.node.filter, pairs)
+            kept = selection_from_mask(device, mask)
             probe_rows, build_rows = gather(device, probe_rows, kept), gather(device, build_rows, kept)
         if self.join_type in _PROBE_ONLY:
             self._emit_probe_rows(batch, self._kept_probe_rows(batch, probe_rows, words, widths))

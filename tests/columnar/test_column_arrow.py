@@ -115,3 +115,30 @@ def test_empty_batch(device):
     schema = pa.schema([("a", pa.int32()), ("s", pa.string()), ("d", pa.decimal128(15, 2))])
     batch = Batch.empty(schema, device)
     assert batch.num_rows == 0 and batch.to_arrow().schema.equals(schema)
+
+
+def test_concat_keeps_dictionary_columns_encoded_under_one_merged_dictionary(device):
+    """Batches with dictionaries of their own (one per Parquet row group) concatenate to codes into one dictionary
+    of their distinct values, NULLs and gather maps kept; equal dictionaries are shared as they are."""
+    def batch(values):
+        return Batch.from_arrow(pa.table({"s": pa.array(values).dictionary_encode()}), device)
+
+    first, second = batch(["b", "a", None, "b"] * 4), batch(["c", "a", "c"] * 4)
+    mapped = second.with_gather_map(device.asarray(np.array([2, 1, 0, 1, 5, 4], dtype=np.int32)))
+    merged = concat_batches([first, mapped]).column("s")
+    assert merged.is_dictionary
+    assert sorted(merged.dictionary.to_arrow(device).to_pylist()) == ["a", "b", "c"]
+    assert merged.dictionary.fingerprint is not None  # per-dictionary work is cached by it
+    expected = ["b", "a", None, "b"] * 4 + ["c", "a", "c", "a", "c", "a"]
+    assert merged.to_arrow(device).to_pylist() == expected
+
+    again = concat_batches([batch(["x", "y"] * 3), batch(["x", "y"] * 2)]).column("s")  # equal dictionaries
+    assert again.is_dictionary and again.dictionary.to_arrow(device).to_pylist() == ["x", "y"]
+
+
+def test_concat_decodes_dictionaries_nearly_as_large_as_their_rows(device):
+    """Mostly distinct values gain nothing from a merged dictionary: they are concatenated as plain strings."""
+    first = Batch.from_arrow(pa.table({"s": pa.array(["a", "b", "c"]).dictionary_encode()}), device)
+    second = Batch.from_arrow(pa.table({"s": pa.array(["d", "e"]).dictionary_encode()}), device)
+    merged = concat_batches([first, second]).column("s")
+    assert not merged.is_dictionary and merged.to_arrow(device).to_pylist() == ["a", "b", "c", "d", "e"]

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import duckdb
 import numpy as np
 import pyarrow as pa
@@ -50,8 +52,8 @@ def tables(device_name, table) -> dict[str, pa.Table]:
     return {"t": probe, "u": make_build_table(probe, BUILD_ROWS[device_name])}
 
 
-def _session(device_name: str, drivers: int, batch_rows: int, tables: dict[str, pa.Table]) -> Session:
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
+def _session(device_name: str, drivers: int, batch_rows: int, tables: dict[str, pa.Table], fuse: bool = True) -> Session:
+    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
     for name, table in tables.items():
         session.register(name, table, split_rows=max(1, table.num_rows // 4))
     return session
@@ -111,8 +113,8 @@ def check_join(device_name, tables):
     """Return ``check(drivers, batch_rows, join_type, left_keys, right_keys, **options)`` comparing with DuckDB."""
     connection = _connection(tables)
 
-    def check(drivers, batch_rows, join_type, left_keys, right_keys, **options):
-        session = _session(device_name, drivers, batch_rows, tables)
+    def check(drivers, batch_rows, join_type, left_keys, right_keys, fuse=True, **options):
+        session = _session(device_name, drivers, batch_rows, tables, fuse)
         result = session.execute(join_plan(session.catalog, join_type, left_keys, right_keys, **options), timeout=120)
         expected = duckdb_table(connection, reference_sql(join_type, left_keys, right_keys, **options))
         assert result.schema.names == expected.schema.names
@@ -146,9 +148,27 @@ def test_key_types(check_join, drivers, join_type, keys):
 
 @pytest.mark.parametrize("join_type", ["inner", "left", "right", "full", "left_semi", "anti", "right_semi",
                                        "right_anti"])
-def test_extra_filter(check_join, drivers, join_type):
-    """A non-equi condition over both sides decides which candidate pairs match."""
-    check_join(drivers, 64, join_type, ["k_int"], ["u_int"], join_filter=FILTER)
+@pytest.mark.parametrize("fuse", [True, False], ids=["compiled", "eager"])
+def test_extra_filter(check_join, drivers, join_type, fuse):
+    """A non-equi condition over both sides decides which candidate pairs match: one generated kernel over
+    the pairs with fusion on, evaluated node by node with it off."""
+    session, _ = check_join(drivers, 64, join_type, ["k_int"], ["u_int"], join_filter=FILTER, fuse=fuse)
+    compiled = sum(s.runtime.get("compiled_filter_batches", 0) for stats in
+                   session.last_stats().operator_stats_by_node().values() for s in stats if s.operator_type == "HashProbe")
+    assert (compiled > 0) == fuse
+
+
+def test_an_overflowing_join_filter_raises_the_eager_error(device_name, tables):
+    from gpu_engine.errors import ExecutionError
+
+    errors = []
+    for fuse in (True, False):
+        session = _session(device_name, 1, 64, tables, fuse)
+        plan = join_plan(session.catalog, "inner", ["k_int"], ["u_int"], join_filter="v_int * 4611686018427387904 > y_int")
+        with pytest.raises(ExecutionError) as raised:
+            session.execute(plan, timeout=120)
+        errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
+    assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
 @pytest.mark.parametrize("join_type", JOIN_TYPES)
