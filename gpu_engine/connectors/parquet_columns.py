@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import mmap
 import os
+from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
 
@@ -93,6 +94,52 @@ def _decoded_type(arrow_type: pa.DataType, physical: str) -> pa.DataType | None:
     return None
 
 
+@dataclass(frozen=True)
+class _ChunkLayout:
+    """Where each column chunk of a file lies, as arrays (read from the footer once per file version).
+
+    Why: reading a piece asked pyarrow's footer objects for every row group and column (``row_group(g)``,
+    ``column(i)``, offsets, codec): a dozen calls a column chunk, each building Python objects while holding
+    the GIL that the other drivers' Python work waits for. Indexed ``[row_group, leaf]``.
+    """
+
+    leaves: dict[str, int]
+    max_definition: tuple[int, ...]
+    physical: tuple[str, ...]
+    starts: np.ndarray  # int64: the chunk's dictionary page, else its first data page
+    lengths: np.ndarray  # int64: compressed bytes
+    uncompressed: np.ndarray  # int64
+    codecs: np.ndarray  # int64: CODEC_*, or -1 for a codec the decoder does not read
+    rows: np.ndarray  # int64 per row group
+
+
+def _chunk_layout(path: str, metadata: pq.FileMetaData) -> _ChunkLayout:
+    status = os.stat(path)
+    return _cached_chunk_layout(path, status.st_size, status.st_mtime_ns, metadata)
+
+
+@lru_cache(maxsize=64)
+def _cached_chunk_layout(path: str, size: int, modified_ns: int, metadata: pq.FileMetaData) -> _ChunkLayout:
+    schema = metadata.schema
+    leaves = len(schema)
+    shape = (metadata.num_row_groups, leaves)
+    starts, lengths, uncompressed = (np.zeros(shape, np.int64) for _ in range(3))
+    codecs = np.full(shape, -1, np.int64)
+    rows = np.zeros(metadata.num_row_groups, np.int64)
+    for g in range(metadata.num_row_groups):
+        row_group = metadata.row_group(g)
+        rows[g] = row_group.num_rows
+        for i in range(leaves):
+            chunk = row_group.column(i)
+            starts[g, i] = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
+            lengths[g, i] = chunk.total_compressed_size
+            uncompressed[g, i] = chunk.total_uncompressed_size
+            codecs[g, i] = _CODECS.get(chunk.compression, -1)
+    columns = [schema.column(i) for i in range(leaves)]
+    return _ChunkLayout({c.path: i for i, c in enumerate(columns)}, tuple(c.max_definition_level for c in columns),
+                        tuple(c.physical_type for c in columns), starts, lengths, uncompressed, codecs, rows)
+
+
 def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
                          columns: dict[str, pa.DataType]) -> dict[str, pa.Array]:
     """Decode ``columns`` (from :func:`decodable_columns`) of ``row_groups``; return those that decoded.
@@ -102,33 +149,31 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     if not columns:
         return {}
     file_bytes = _file_bytes(path)
-    schema = metadata.schema
-    leaves = {schema.column(i).path: i for i in range(len(schema))}
-    rows = sum(metadata.row_group(g).num_rows for g in row_groups)
+    layout = _chunk_layout(path, metadata)
+    groups = np.asarray(row_groups, dtype=np.int64)
+    counts = layout.rows[groups]
+    rows = int(counts.sum())
     decoded: dict[str, pa.Array | pa.ChunkedArray] = {}
     for name, arrow_type in columns.items():
-        index = leaves[name]
-        leaf = schema.column(index)
+        index = layout.leaves[name]
+        max_definition = layout.max_definition[index]
+        codecs = layout.codecs[groups, index]
+        if (codecs < 0).any():
+            continue
+        starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
         if arrow_type in (STRINGS, DICTIONARY_STRINGS):
-            strings = _read_strings(file_bytes, metadata, row_groups, index, leaf.max_definition_level,
-                                    arrow_type == DICTIONARY_STRINGS)
+            strings = _read_strings(file_bytes, starts, lengths, layout.uncompressed[groups, index], codecs, counts,
+                                    max_definition, arrow_type == DICTIONARY_STRINGS)
             if strings is not None:
                 decoded[name] = strings
             continue
-        values = np.empty(rows, _PHYSICAL[leaf.physical_type])
-        optional = leaf.max_definition_level == 1
+        values = np.empty(rows, _PHYSICAL[layout.physical[index]])
+        optional = max_definition == 1
         valid = np.empty(rows if optional else 0, np.uint8)
         row = 0
-        for group in row_groups:
-            row_group = metadata.row_group(group)
-            chunk = row_group.column(index)
-            codec = _CODECS.get(chunk.compression)
-            if codec is None:
-                break
-            start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-            count = row_group.num_rows
-            status = decode_chunk(file_bytes, start, chunk.total_compressed_size, codec, leaf.max_definition_level,
-                                  count, values[row:row + count], valid[row:row + count] if optional else valid)
+        for start, length, codec, count in zip(starts.tolist(), lengths.tolist(), codecs.tolist(), counts.tolist()):
+            status = decode_chunk(file_bytes, start, length, codec, max_definition, count, values[row:row + count],
+                                  valid[row:row + count] if optional else valid)
             if status != DECODED:
                 break
             row += count
@@ -137,21 +182,14 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     return decoded
 
 
-def _read_strings(file_bytes: np.ndarray, metadata: pq.FileMetaData, row_groups: Sequence[int], index: int,
-                  max_definition: int, as_codes: bool) -> pa.ChunkedArray | None:
-    """Decode a string column's chunks of ``row_groups``, one Arrow chunk each; None when one is refused."""
+def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size_hints: np.ndarray,
+                  codecs: np.ndarray, counts: np.ndarray, max_definition: int, as_codes: bool) -> pa.ChunkedArray | None:
+    """Decode a string column's chunks (one per row group), one Arrow chunk each; None when one is refused."""
     chunks = []
-    for group in row_groups:
-        row_group = metadata.row_group(group)
-        chunk = row_group.column(index)
-        codec = _CODECS.get(chunk.compression)
-        if codec is None:
-            return None
-        start = chunk.dictionary_page_offset if chunk.has_dictionary_page else chunk.data_page_offset
-        rows = row_group.num_rows
+    for start, length, size_hint, codec, rows in zip(starts.tolist(), lengths.tolist(), size_hints.tolist(),
+                                                     codecs.tolist(), counts.tolist()):
         status, codes, valid, offsets, chars, dict_offsets, dict_chars = decode_strings_chunk(
-            file_bytes, start, chunk.total_compressed_size, codec, max_definition, rows, as_codes,
-            chunk.total_uncompressed_size)
+            file_bytes, start, length, codec, max_definition, rows, as_codes, size_hint)
         if status != DECODED:
             return None
         nulls = 0 if max_definition == 0 else rows - int(np.count_nonzero(valid))
