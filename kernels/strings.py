@@ -39,6 +39,12 @@ __all__ = [
 ]
 
 #: Pattern tokens for :func:`like`: ``%`` and ``_``; other tokens are literal bytes.
+#: Decorates the row helpers the CPU and CUDA kernels call once a row: compiled without numba's reference
+#: counting. Why: each call counted references to the arrays it was passed, ~40 ns a row on the CPU whatever
+#: the row's work (isin and substring over TPC-H's 150K phone numbers: 46 -> 1.5 ns a row; p_type LIKE
+#: '%BRASS': 10 -> 1 ms). They allocate nothing, so they need none; the CUDA target counts no references.
+_row_helper = register_jitable(_nrt=False)
+
 LIKE_ANY = -1
 LIKE_ONE = -2
 _PATTERN_END = -3
@@ -52,14 +58,14 @@ _INT64_MAX = 9223372036854775807
 
 
 # --------------------------------------------------------------- row functions
-@register_jitable
+@_row_helper
 def _slot(i, index, indexed):
     if indexed:
         return index[i]
     return i
 
 
-@register_jitable
+@_row_helper
 def _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, r_index, r_indexed, out):
     """Write the sign of memcmp-then-length of left vs right (byte order = code-point order)."""
     ls = _slot(i, l_index, l_indexed)
@@ -81,7 +87,7 @@ def _compare_row(i, l_offsets, l_chars, l_index, l_indexed, r_offsets, r_chars, 
     out[i] = result
 
 
-@register_jitable
+@_row_helper
 def _like_row(i, offsets, chars, pattern, out):
     """Match ``%``/``_`` wildcards with single-star backtracking; ``_`` and ``%`` step whole UTF-8 chars."""
     t = offsets[i]
@@ -118,7 +124,7 @@ def _like_row(i, offsets, chars, pattern, out):
     out[i] = p == n_pattern
 
 
-@register_jitable
+@_row_helper
 def _matches_at(chars, start, segments, first, length):
     """Return True when ``chars[start:start + length]`` equals ``segments[first:first + length]``."""
     for k in range(length):
@@ -127,7 +133,7 @@ def _matches_at(chars, start, segments, first, length):
     return True
 
 
-@register_jitable
+@_row_helper
 def _find_segment(chars, t, end, segments, first, last):
     """Return where ``segments[first:last]`` next occurs in ``chars[t:end]``, or -1."""
     length = last - first
@@ -142,7 +148,7 @@ def _find_segment(chars, t, end, segments, first, last):
     return -1
 
 
-@register_jitable
+@_row_helper
 def _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anchored_end, out):
     """Match a ``%``-only pattern: its literal segments in order, the first at the start and the last at the end
     when the pattern is anchored there (no ``%`` before the first / after the last)."""
@@ -175,7 +181,7 @@ def _like_segments_row(i, offsets, chars, segments, bounds, anchored_start, anch
     out[i] = True
 
 
-@register_jitable
+@_row_helper
 def _isin_row(i, offsets, chars, set_offsets, set_chars, out):
     """Write True when string ``i`` equals any member of the set."""
     start = offsets[i]
@@ -196,7 +202,7 @@ def _isin_row(i, offsets, chars, set_offsets, set_chars, out):
     out[i] = found
 
 
-@register_jitable
+@_row_helper
 def _substring_row(i, offsets, chars, start, length, out_start, out_end):
     """Write the byte range of DuckDB's ``substring(s, start, length)`` (characters, 1-based).
 
@@ -243,7 +249,7 @@ def _substring_row(i, offsets, chars, start, length, out_start, out_end):
     out_end[i] = byte_stop
 
 
-@register_jitable
+@_row_helper
 def _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars):
     """Copy row ``i``'s bytes from ``src_starts[i]`` to its place in the output."""
     source = src_starts[i]
@@ -262,7 +268,7 @@ def _is_digit(byte):
     return byte >= 48 and byte <= 57
 
 
-@register_jitable
+@_row_helper
 def _parse_decimal_row(i, offsets, chars, scale, out, status):
     """Parse ``ws* [+-] digits[_digits] [. digits] [e [+-] digits] ws*`` to an int64 scaled by 10**scale.
 
@@ -356,7 +362,7 @@ def _parse_decimal_row(i, offsets, chars, scale, out, status):
     status[i] = 0
 
 
-@register_jitable
+@_row_helper
 def _read_number(chars, position, end, max_digits):
     """Return (value, next position) of up to ``max_digits`` ASCII digits; value -1 when none."""
     value = 0
@@ -370,7 +376,7 @@ def _read_number(chars, position, end, max_digits):
     return value, position
 
 
-@register_jitable
+@_row_helper
 def _parse_date_row(i, offsets, chars, out, status):
     """Parse ``ws* [-]Y+ sep M{1,2} sep D{1,2} ws*`` (sep one of ``- / \\ space``) to days since 1970-01-01."""
     position = offsets[i]
@@ -437,9 +443,9 @@ def _like_cpu(offsets, chars, pattern, out):
 
 @njit(nogil=True, cache=True)
 def _like_segments_cpu(offsets, chars, segments, bounds, anchored_start, anchored_end, out):
-    # _like_segments_row written out in the loop (the CUDA twin calls it): called per row, numba's CPU code
-    # paid ~40 ns a row in reference counting of the arrays it passes, whatever the row's work (TPC-H's
-    # p_type LIKE '%BRASS', 200K rows: 10 -> 1 ms), as the join probes did (see kernels/hash_join.py).
+    # _like_segments_row written out in the loop (the CUDA twin calls it): even without reference counting
+    # (_row_helper) the call kept LLVM from optimizing across rows (p_type LIKE '%BRASS' over 200K rows:
+    # 10 ms with counting, 2 ms called, 0.9 ms written out; o_comment LIKE '%special%requests%': 111, 95, 81).
     count = bounds.shape[0] - 1
     for i in range(out.shape[0]):
         t = offsets[i]
