@@ -184,6 +184,17 @@ def _fixed_width_find(value, packed, h):
         slot = (slot + 1) & slot_mask
 
 
+@register_jitable
+def _ruled_out_by_range(value, is_null, low, high, bits, use_bits):
+    """Return True when a probe value cannot match a table of the values ``low..high`` with bitmap ``bits``:
+    NULL, outside the range, or (when ``use_bits``) its bit is clear. The CUDA twins' check; the CPU twins
+    write it out (see :func:`_find_direct_keys_cpu`)."""
+    if is_null or value < low or value > high:
+        return True
+    s = value - low
+    return use_bits and (bits[s >> 6] >> np.uint64(s & 63)) & np.uint64(1) == 0
+
+
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
 def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
@@ -465,14 +476,10 @@ def _find_fixed_width_keys_in_range_cuda(values, valid, rows, packed, low, high,
     for i in range(cuda.grid(1), key_ids.shape[0], cuda.gridsize(1)):
         r = rows[i] if mapped else i
         value = values[r]
-        if (has_valid and not valid[r]) or value < low or value > high:
+        if _ruled_out_by_range(value, has_valid and not valid[r], low, high, bits, use_bits):
             key_ids[i] = -1
-            continue
-        s = value - low
-        if use_bits and (bits[s >> 6] >> np.uint64(s & 63)) & np.uint64(1) == 0:
-            key_ids[i] = -1
-            continue
-        key_ids[i] = _fixed_width_find(value, packed, _fixed_width_key_hash(value))
+        else:
+            key_ids[i] = _fixed_width_find(value, packed, _fixed_width_key_hash(value))
 
 
 @cuda.jit
@@ -490,14 +497,10 @@ def _find_direct_keys_cuda(values, valid, rows, slots, low, high, bits, use_bits
     for i in range(cuda.grid(1), key_ids.shape[0], cuda.gridsize(1)):
         r = rows[i] if mapped else i
         value = values[r]
-        if (has_valid and not valid[r]) or value < low or value > high:
+        if _ruled_out_by_range(value, has_valid and not valid[r], low, high, bits, use_bits):
             key_ids[i] = -1
-            continue
-        s = value - low
-        if use_bits and (bits[s >> 6] >> np.uint64(s & 63)) & np.uint64(1) == 0:
-            key_ids[i] = -1
-            continue
-        key_ids[i] = slots[s]
+        else:
+            key_ids[i] = slots[value - low]
 
 
 @cuda.jit
