@@ -15,6 +15,10 @@ def _decoded(device: Device, column: Column) -> Column:
     """Return a plain string column for a dictionary one (gathering values by codes)."""
     if column.dictionary is None:
         return column
+    if len(column.dictionary) == 0:  # an all-NULL column: no value to gather (its codes index nothing)
+        xp, rows = device.xp, len(column)
+        return Column(column.dtype, xp.zeros(0, dtype=xp.uint8), xp.zeros(rows, dtype=xp.bool_),
+                      xp.zeros(rows + 1, dtype=xp.int64), None)
     from gpu_engine.kernels.gather import gather_column
 
     values = gather_column(device, column.dictionary, column.data)
@@ -76,8 +80,9 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
     if all(c.dictionary is not None for c in columns):
         if _same_dictionary(columns):
             return Column(first.dtype, xp.concatenate([c.data for c in columns]), validity, None, first.dictionary)
-        values = sum(len(c.dictionary) for c in columns)
-        if values <= min(MERGED_DICTIONARY_MAX_VALUES, sum(len(c) for c in columns) // 2):
+        sizes = [len(c.dictionary) for c in columns]
+        # (an empty dictionary, of an all-NULL column, has no code to remap: such columns are decoded below)
+        if all(sizes) and sum(sizes) <= min(MERGED_DICTIONARY_MAX_VALUES, sum(len(c) for c in columns) // 2):
             dictionary, codes = _merged_dictionary_codes(device, columns)
             return Column(first.dtype, xp.concatenate(codes), validity, None, dictionary)
     if first.is_string:

@@ -142,3 +142,12 @@ def test_concat_decodes_dictionaries_nearly_as_large_as_their_rows(device):
     second = Batch.from_arrow(pa.table({"s": pa.array(["d", "e"]).dictionary_encode()}), device)
     merged = concat_batches([first, second]).column("s")
     assert not merged.is_dictionary and merged.to_arrow(device).to_pylist() == ["a", "b", "c", "d", "e"]
+
+
+def test_concat_with_an_all_null_dictionary_column(device):
+    """An all-NULL dictionary column (an empty dictionary) among others concatenates to the right values."""
+    values = ["a", "b", "a", "b"] * 4
+    full = Batch.from_arrow(pa.table({"s": pa.array(values).dictionary_encode()}), device)
+    nulls = Batch.from_arrow(pa.table({"s": pa.array([None] * 8, pa.string()).dictionary_encode()}), device)
+    merged = concat_batches([full, nulls]).column("s")
+    assert merged.to_arrow(device).to_pylist() == values + [None] * 8
