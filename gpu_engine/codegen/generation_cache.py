@@ -7,9 +7,9 @@ operator generates it again for its first batch layout, and a filter does the
 same at operator creation. Generating walks the expression trees through the
 row lowering in Python, before the first driver runs: the fusion pass alone
 took 36 ms over the 23 TPC-H bench queries (15 ms with this cache), and the
-operators' generation as much again, host time a GPU waits through too. The compiled modules were already
-cached by source (:mod:`gpu_engine.codegen.compiled_modules`); this caches the
-step before.
+operators' generation as much again; a GPU waits through that host time too.
+The compiled modules were already cached by source
+(:mod:`gpu_engine.codegen.compiled_modules`); this caches the step before.
 
 Keys are ``repr`` strings of the frozen expressions, types and layouts, not
 the objects: equality of the objects would conflate literals that compare
