@@ -239,3 +239,31 @@ def test_the_last_probe_driver_to_close_releases_the_key_table():
 
     unpublished = HashJoinBridge()  # a Task that failed before its build finished: nothing to release
     unpublished.prober_closed()
+
+
+@pytest.mark.parametrize("build_rows, encoded", [(40, True), (5000, False)])
+def test_a_small_build_side_keeps_its_strings_as_a_dictionary(device_name, build_rows, encoded):
+    """A dimension's strings reach the probe output as codes into one fingerprinted dictionary (gathered as
+    ints, interned once by later operators); a large build side keeps them plain. Results match DuckDB."""
+    if device_name == "cuda-sim" and build_rows > 1000:
+        pytest.skip("the simulator runs a 5000-row build for minutes; the size rule is device-independent")
+    rng = np.random.default_rng(3)
+    names = ["ALGERIA", "BRAZIL", None, "CHINA", "EGYPT"]
+    build = pa.table({"u_int": pa.array(np.arange(build_rows), pa.int64()),
+                      "u_str": pa.array([names[i % 5] for i in range(build_rows)])})
+    probe = pa.table({"k_int": pa.array(rng.integers(-5, build_rows + 5, 600), pa.int64())})
+    session = _session(device_name, 2, 64, {"t": probe, "u": build})
+    ids = PlanNodeIdGenerator()
+    plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
+            .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
+                       ["k_int", "u_str"], "left").plan())
+    result = session.execute(plan, timeout=120)
+    expected = duckdb_table(_connection({"t": probe, "u": build}),
+                            "SELECT k_int, u_str FROM t LEFT JOIN u ON k_int = u_int")
+    assert_same_rows(result, expected)
+    (bridge,) = session.last_task.bridges.values()
+    table, _ = bridge.table_or_future()
+    column = table.columns.column("u_str")
+    assert column.is_dictionary == encoded
+    if encoded:
+        assert column.dictionary.fingerprint is not None and len(column.dictionary) == 4
