@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import mmap
 import os
+import threading
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Sequence
@@ -171,9 +172,11 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         optional = max_definition == 1
         valid = np.empty(rows if optional else 0, np.uint8)
         row = 0
+        buffers = _scratch_buffers()
         for start, length, codec, count in zip(starts.tolist(), lengths.tolist(), codecs.tolist(), counts.tolist()):
-            status = decode_chunk(file_bytes, start, length, codec, max_definition, count, values[row:row + count],
-                                  valid[row:row + count] if optional else valid)
+            status, buffers[0], buffers[1] = decode_chunk(
+                file_bytes, start, length, codec, max_definition, count, values[row:row + count],
+                valid[row:row + count] if optional else valid, buffers[0], buffers[1])
             if status != DECODED:
                 break
             row += count
@@ -186,10 +189,11 @@ def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarra
                   codecs: np.ndarray, counts: np.ndarray, max_definition: int, as_codes: bool) -> pa.ChunkedArray | None:
     """Decode a string column's chunks (one per row group), one Arrow chunk each; None when one is refused."""
     chunks = []
+    buffers = _scratch_buffers()
     for start, length, size_hint, codec, rows in zip(starts.tolist(), lengths.tolist(), size_hints.tolist(),
                                                      codecs.tolist(), counts.tolist()):
-        status, codes, valid, offsets, chars, dict_offsets, dict_chars = decode_strings_chunk(
-            file_bytes, start, length, codec, max_definition, rows, as_codes, size_hint)
+        status, codes, valid, offsets, chars, dict_offsets, dict_chars, buffers[0] = decode_strings_chunk(
+            file_bytes, start, length, codec, max_definition, rows, as_codes, size_hint, buffers[0])
         if status != DECODED:
             return None
         nulls = 0 if max_definition == 0 else rows - int(np.count_nonzero(valid))
@@ -203,6 +207,21 @@ def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarra
             chunks.append(pa.Array.from_buffers(STRINGS, rows, [mask, pa.py_buffer(offsets), pa.py_buffer(chars)],
                                                 null_count=nulls))
     return pa.chunked_array(chunks, DICTIONARY_STRINGS if as_codes else STRINGS)
+
+
+_thread_scratch = threading.local()
+
+
+def _scratch_buffers() -> list[np.ndarray]:
+    """Return this thread's two page buffers (see :func:`~gpu_engine.kernels.parquet_pages.decode_chunk`).
+
+    Kept per thread, since scans decode on several threads at once, and for the thread's life: a page
+    uncompressed into fresh memory per row group page-faults its way through it every time.
+    """
+    buffers = getattr(_thread_scratch, "buffers", None)
+    if buffers is None:
+        buffers = _thread_scratch.buffers = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
+    return buffers
 
 
 def _arrow_array(values: np.ndarray, valid: np.ndarray | None, arrow_type: pa.DataType) -> pa.Array:

@@ -164,15 +164,43 @@ def test_a_corrupt_chunk_is_left_to_pyarrow(tmp_path):
     buffer = np.frombuffer(bytes(data), np.uint8)
     out = np.empty(10_000, np.int64)
     assert decode_chunk(buffer, chunk.data_page_offset, chunk.total_compressed_size, 1, 0, 10_000, out,
-                        np.empty(0, np.uint8)) == CORRUPT
+                        np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.uint8))[0] == CORRUPT
     assert read_decoded_columns(str(path), metadata, [0], {"x": pa.int64()}) == {}
     with pytest.raises(OSError):  # pyarrow reads it and reports the damage
         SplitPiece(ParquetSplit(str(path)), ("x",), 10_000, (0,)).read()
 
 
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+def test_page_buffers_kept_between_row_groups_and_files_never_leak_values(tmp_path, compression):
+    """Each row group's dictionary differs; one thread decodes them in turn with the same page buffers.
+
+    The dictionary page is read in place in one of the thread's two buffers while the data pages go
+    to the other: a row group must never see the previous row group's (or file's) dictionary or page.
+    """
+    rng = np.random.default_rng(7)
+    paths = []
+    for n, (rows, distinct) in enumerate([(3000, 2500), (500, 3), (4000, 4000)]):
+        groups = [pa.table({"x": pa.array(rng.integers(0, distinct, rows) * (g + 1) * 1_000_003 + n),
+                            "y": pa.array(rng.integers(0, distinct, rows).astype(np.int32) - g)})
+                  for g in range(3)]
+        path = tmp_path / f"groups{n}.parquet"
+        with pq.ParquetWriter(path, groups[0].schema, compression=compression, use_dictionary=True) as writer:
+            for group in groups:
+                writer.write_table(group)
+        paths.append(path)
+    for path in paths + paths[::-1]:
+        metadata = pq.read_metadata(path)
+        assert metadata.num_row_groups == 3
+        decoded = read_decoded_columns(str(path), metadata, [0, 1, 2], {"x": pa.int64(), "y": pa.int32()})
+        expected = pq.read_table(path)
+        assert decoded["x"].equals(expected.column("x").combine_chunks())
+        assert decoded["y"].equals(expected.column("y").combine_chunks())
+
+
 def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
     out = np.empty(10, np.int64)
-    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, np.empty(0, np.uint8)) == CORRUPT
+    empty = np.empty(0, np.uint8)
+    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, empty, empty, empty)[0] == CORRUPT
 
 
 @settings(max_examples=60, deadline=None)
