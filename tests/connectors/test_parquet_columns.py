@@ -24,7 +24,7 @@ from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.data_source import SplitPiece
 from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
 from gpu_engine.exec.split import ParquetSplit
-from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, decode_chunk, snappy_decompress
+from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, _rle_hybrid, decode_chunk, snappy_decompress
 
 
 def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:
@@ -195,6 +195,32 @@ def test_page_buffers_kept_between_row_groups_and_files_never_leak_values(tmp_pa
         expected = pq.read_table(path)
         assert decoded["x"].equals(expected.column("x").combine_chunks())
         assert decoded["y"].equals(expected.column("y").combine_chunks())
+
+
+def _bit_packed_run(values, bit_width: int, slack: int) -> np.ndarray:
+    """Return one RLE/bit-packing hybrid run of ``values`` (bit-packed, groups of 8), then ``slack`` zero bytes."""
+    groups = (len(values) + 7) // 8
+    bits = np.zeros(groups * 8 * bit_width, np.uint8)
+    for k in range(bit_width):
+        bits[k::bit_width][:len(values)] = (np.asarray(values) >> k) & 1
+    header = groups << 1 | 1
+    assert header < 128  # one varint byte
+    return np.frombuffer(bytes([header]) + np.packbits(bits, bitorder="little").tobytes() + bytes(slack), np.uint8)
+
+
+@pytest.mark.parametrize("slack", [0, 16], ids=["at-the-end", "room-to-spare"])
+def test_dictionary_indices_are_looked_up_and_checked(slack):
+    """Both loops of the bit-packed runs: word loads checked at the buffer's end, or free of checks with room."""
+    dictionary = np.arange(100, 300, dtype=np.int64) * 7
+    values = np.random.default_rng(3).integers(0, 200, 37)
+    run = _bit_packed_run(values, 8, slack)
+    end = run.shape[0] - slack
+    out = np.empty(37, np.int64)
+    assert _rle_hybrid(run, 0, end, 8, dictionary, out, 0, 37) == end and (out == dictionary[values]).all()
+    indices = np.empty(37, np.int64)
+    assert _rle_hybrid(run, 0, end, 8, np.empty(0, np.int64), indices, 0, 37) > 0 and (indices == values).all()
+    values[30] = 200  # one past the dictionary's end
+    assert _rle_hybrid(_bit_packed_run(values, 8, slack), 0, end, 8, dictionary, out, 0, 37) == -1
 
 
 def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
