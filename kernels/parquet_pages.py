@@ -714,7 +714,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
     """
     empty8 = np.empty(0, np.uint8)
     empty64 = np.empty(0, np.int64)
-    codes = np.zeros(rows if as_codes else 0, np.int32)
+    codes = np.empty(rows if as_codes else 0, np.int32)  # every row is written: its code, or 0 when null
     valid = np.ones(rows if max_definition == 1 else 0, np.uint8)
     offsets = np.zeros(0 if as_codes else rows + 1, np.int64)
     chars = np.empty(0 if as_codes else max(size_hint, 16), np.uint8)
@@ -821,6 +821,8 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
                             for k in range(span):
                                 chars[used + k] = dict_chars[first + k]
                         used += span
+                elif as_codes:
+                    codes[row + i] = 0
                 if not as_codes:
                     offsets[row + i + 1] = used
         elif encoding == _PLAIN and not as_codes:
