@@ -16,6 +16,8 @@ it is evaluated on the batch's rows.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from typing import Any
 
 import numpy as np
@@ -34,6 +36,25 @@ __all__ = ["KernelInputs"]
 
 #: Lookup tables kept per operator (one per lifted subexpression and dictionary).
 _LOOKUP_CACHE_ENTRIES = 64
+#: Lookup tables of expressions that do not depend on the operator (all but interned keys), kept per process.
+_SHARED_LOOKUP_ENTRIES = 1024
+_shared_lookups: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
+_shared_lock = threading.Lock()
+
+
+def _shared_lookup(key: tuple) -> tuple[Any, Any] | None:
+    with _shared_lock:
+        table = _shared_lookups.get(key)
+        if table is not None:
+            _shared_lookups.move_to_end(key)
+        return table
+
+
+def _keep_shared_lookup(key: tuple, table: tuple[Any, Any]) -> None:
+    with _shared_lock:
+        _shared_lookups[key] = table
+        while len(_shared_lookups) > _SHARED_LOOKUP_ENTRIES:
+            _shared_lookups.popitem(last=False)
 
 
 def _fingerprint(device, dictionary: Column) -> str | None:
@@ -92,6 +113,13 @@ class KernelInputs:
         key = (m, fingerprint)
         if fingerprint is not None and key in self._lookup_tables:
             return self._lookup_tables[key]
+        # Every driver of every query evaluating `l_shipmode IN (...)` over the same dictionary gets the
+        # same table: evaluated eagerly once per process, not once per operator (~1 ms each time).
+        shared = (self.device.name, repr(lift.expr), fingerprint) if fingerprint is not None and not lift.interned else None
+        table = _shared_lookup(shared) if shared is not None else None
+        if table is not None:
+            self._keep(key, table)
+            return table
         xp = self.device.xp
         null_entry = Column(pa.string(), xp.zeros(0, dtype=xp.uint8), xp.zeros(1, dtype=xp.bool_),
                             xp.zeros(2, dtype=xp.int64))
@@ -101,10 +129,15 @@ class KernelInputs:
         except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
             return None
         if fingerprint is not None:
-            if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
-                self._lookup_tables.pop(next(iter(self._lookup_tables)))
-            self._lookup_tables[key] = table
+            self._keep(key, table)
+        if shared is not None:
+            _keep_shared_lookup(shared, table)
         return table
+
+    def _keep(self, key: tuple[int, str], table: tuple[Any, Any]) -> None:
+        if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
+            self._lookup_tables.pop(next(iter(self._lookup_tables)))
+        self._lookup_tables[key] = table
 
     def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch) -> tuple[Any, Any]:
         xp = self.device.xp

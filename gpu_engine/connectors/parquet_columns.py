@@ -35,9 +35,12 @@ from typing import Sequence
 
 import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
+from gpu_engine.device import get_device
+from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.parquet_pages import CODEC_SNAPPY, CODEC_UNCOMPRESSED, DECODED, decode_chunk, decode_strings_chunk
 
 __all__ = ["decodable_columns", "read_decoded_columns"]
@@ -163,8 +166,9 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
             continue
         starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
         if arrow_type in (STRINGS, DICTIONARY_STRINGS):
+            as_codes = arrow_type == DICTIONARY_STRINGS
             strings = _read_strings(file_bytes, starts, lengths, layout.uncompressed[groups, index], codecs, counts,
-                                    max_definition, arrow_type == DICTIONARY_STRINGS)
+                                    max_definition, as_codes, _canonical_for(path, name) if as_codes else None)
             if strings is not None:
                 decoded[name] = strings
             continue
@@ -186,8 +190,12 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
 
 
 def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size_hints: np.ndarray,
-                  codecs: np.ndarray, counts: np.ndarray, max_definition: int, as_codes: bool) -> pa.ChunkedArray | None:
-    """Decode a string column's chunks (one per row group), one Arrow chunk each; None when one is refused."""
+                  codecs: np.ndarray, counts: np.ndarray, max_definition: int, as_codes: bool,
+                  canonical: CanonicalDictionary | None = None) -> pa.ChunkedArray | None:
+    """Decode a string column's chunks (one per row group), one Arrow chunk each; None when one is refused.
+
+    With ``canonical``, each chunk's dictionary (as codes) is replaced by the column's canonical one.
+    """
     chunks = []
     buffers = _scratch_buffers()
     for start, length, size_hint, codec, rows in zip(starts.tolist(), lengths.tolist(), size_hints.tolist(),
@@ -201,12 +209,70 @@ def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarra
         if as_codes:
             dictionary = pa.Array.from_buffers(STRINGS, len(dict_offsets) - 1,
                                                [None, pa.py_buffer(dict_offsets), pa.py_buffer(dict_chars)])
+            if canonical is not None:
+                dictionary, codes = canonical.recode(dictionary, codes)
             indices = pa.Array.from_buffers(pa.int32(), rows, [mask, pa.py_buffer(codes)], null_count=nulls)
             chunks.append(pa.DictionaryArray.from_arrays(indices, dictionary))
         else:
             chunks.append(pa.Array.from_buffers(STRINGS, rows, [mask, pa.py_buffer(offsets), pa.py_buffer(chars)],
                                                 null_count=nulls))
     return pa.chunked_array(chunks, DICTIONARY_STRINGS if as_codes else STRINGS)
+
+
+#: Dictionaries of at most this many values are made canonical per file and column (:class:`CanonicalDictionary`).
+CANONICAL_DICTIONARY_MAX_VALUES = 4096
+
+
+class CanonicalDictionary:
+    """One dictionary for all row groups of a file's string column, while it stays small.
+
+    Why: Parquet writers build each row group's dictionary in the order values first appear, so
+    TPC-H's ``l_shipmode`` has the same 7 values in a different order in every row group. Every
+    consumer that caches work by a dictionary's contents (a predicate's or a CASE's value per
+    dictionary entry, a grouping key's interned ids, merged dictionaries at barriers) missed on
+    every batch and redid it: Q12's partial aggregation spent ~2 ms a batch re-evaluating two CASE
+    expressions over 5 values. Recoded onto one dictionary per column (the first one seen, grown by
+    the values later row groups add), batches share a fingerprint. Recoding costs one ``index_in``
+    over the small dictionary and one gather of the row group's codes.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._values: pa.Array | None = None
+
+    def recode(self, dictionary: pa.Array, codes: np.ndarray) -> tuple[pa.Array, np.ndarray]:
+        """Return ``(canonical dictionary, codes into it)`` for ``codes`` into ``dictionary``."""
+        if len(dictionary) > CANONICAL_DICTIONARY_MAX_VALUES or dictionary.null_count:
+            return dictionary, codes
+        with self._lock:
+            values = self._values
+            if values is None:
+                self._values = dictionary
+                return dictionary, codes
+            positions = pc.index_in(dictionary, value_set=values)
+            if positions.null_count:
+                grown = pa.concat_arrays([values, dictionary.filter(positions.is_null())])
+                if len(grown) > CANONICAL_DICTIONARY_MAX_VALUES:
+                    return dictionary, codes
+                self._values = values = grown
+                positions = pc.index_in(dictionary, value_set=values)
+        mapping = positions.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        return values, gather(get_device("cpu"), mapping, codes)
+
+
+_canonical_lock = threading.Lock()
+
+
+@lru_cache(maxsize=256)
+def _canonical(path: str, size: int, modified_ns: int, column: str) -> CanonicalDictionary:
+    return CanonicalDictionary()
+
+
+def _canonical_for(path: str, column: str) -> CanonicalDictionary:
+    """Return the canonical dictionary of ``column`` in the file at ``path`` as it is now."""
+    status = os.stat(path)
+    with _canonical_lock:  # one object per file and column, whichever thread asks first
+        return _canonical(path, status.st_size, status.st_mtime_ns, column)
 
 
 _thread_scratch = threading.local()

@@ -74,6 +74,7 @@ class _KeyInterner:
     def __init__(self, device):
         self.device = device
         self._known = pa.array([], pa.large_string())
+        self._known_bytes = 0  # Arrow's nbytes walks the buffers each call: kept here, read per batch
         self._values: Column | None = None
 
     def ids(self, column: Column) -> Any:
@@ -83,6 +84,7 @@ class _KeyInterner:
         unseen = strings.filter(pc.and_(pc.is_null(ids), pc.is_valid(strings)))
         if len(unseen):
             self._known = pa.concat_arrays([self._known, pc.unique(unseen)])
+            self._known_bytes = self._known.nbytes
             self._values = None
             ids = pc.index_in(strings, value_set=self._known)
         return self.device.asarray(ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
@@ -95,7 +97,7 @@ class _KeyInterner:
 
     @property
     def nbytes(self) -> int:
-        return self._known.nbytes + (self._values.nbytes if self._values is not None else 0)
+        return self._known_bytes + (self._values.nbytes if self._values is not None else 0)
 
 
 def _recycle_unless_shared(xp: Any, words: Any, columns: list[Column]) -> None:

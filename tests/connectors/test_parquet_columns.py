@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.data_source import SplitPiece
+from gpu_engine.connectors import parquet_columns
 from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
 from gpu_engine.exec.split import ParquetSplit
 from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, _rle_hybrid, decode_chunk, snappy_decompress
@@ -195,6 +196,43 @@ def test_page_buffers_kept_between_row_groups_and_files_never_leak_values(tmp_pa
         expected = pq.read_table(path)
         assert decoded["x"].equals(expected.column("x").combine_chunks())
         assert decoded["y"].equals(expected.column("y").combine_chunks())
+
+
+def test_row_groups_share_one_canonical_dictionary(tmp_path):
+    """The same values in another order per row group (as Parquet writers leave them) come back as one dictionary.
+
+    Row group 2 adds a value (the dictionary grows); pieces read separately share it, so consumers
+    that cache by a dictionary's contents hit; the strings are pyarrow's throughout.
+    """
+    orders = [["MAIL", "SHIP", "AIR"], ["AIR", "MAIL", "SHIP"], ["SHIP", "RAIL", "AIR", "MAIL"]]
+    rng = np.random.default_rng(11)
+    path = tmp_path / "modes.parquet"
+    schema = pa.schema([("mode", pa.string())])
+    with pq.ParquetWriter(path, schema, compression="snappy", use_dictionary=True) as writer:
+        for order in orders:  # a writer's dictionary lists values in order of first appearance
+            writer.write_table(pa.table({"mode": order + [order[i] for i in rng.integers(0, len(order), 500)]}))
+    metadata = pq.read_metadata(path)
+    columns = {"mode": pa.dictionary(pa.int32(), pa.large_string())}
+    pieces = [read_decoded_columns(str(path), metadata, [group], columns)["mode"] for group in range(3)]
+    expected = pq.read_table(path).column("mode").to_pylist()
+    assert sum((piece.to_pylist() for piece in pieces), []) == expected
+    dictionaries = [piece.chunk(0).dictionary.to_pylist() for piece in pieces]
+    assert dictionaries[0] == dictionaries[1] == ["MAIL", "SHIP", "AIR"]
+    assert dictionaries[2] == ["MAIL", "SHIP", "AIR", "RAIL"]
+    again = read_decoded_columns(str(path), metadata, [1], columns)["mode"]
+    assert again.chunk(0).dictionary.to_pylist() == dictionaries[2] and again.to_pylist() == pieces[1].to_pylist()
+
+
+def test_large_dictionaries_stay_per_row_group(tmp_path, monkeypatch):
+    monkeypatch.setattr(parquet_columns, "CANONICAL_DICTIONARY_MAX_VALUES", 2)
+    path = tmp_path / "many.parquet"
+    with pq.ParquetWriter(path, pa.schema([("s", pa.string())]), use_dictionary=True) as writer:
+        writer.write_table(pa.table({"s": ["a", "b", "c"]}))
+        writer.write_table(pa.table({"s": ["c", "b", "a"]}))
+    metadata = pq.read_metadata(path)
+    decoded = read_decoded_columns(str(path), metadata, [0, 1], {"s": pa.dictionary(pa.int32(), pa.large_string())})
+    assert [chunk.dictionary.to_pylist() for chunk in decoded["s"].chunks] == [["a", "b", "c"], ["c", "b", "a"]]
+    assert decoded["s"].to_pylist() == ["a", "b", "c", "c", "b", "a"]
 
 
 def _bit_packed_run(values, bit_width: int, slack: int) -> np.ndarray:

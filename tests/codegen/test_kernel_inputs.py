@@ -1,0 +1,98 @@
+"""KernelInputs: lookup tables of lifted string subexpressions, evaluated once per dictionary and process.
+
+A predicate such as ``mode IN ('MAIL', 'SHIP')`` over a dictionary column is
+evaluated on the dictionary's values (a lookup table the kernel reads by code).
+The table depends only on the expression and the dictionary's contents, so
+every operator of every query reading that dictionary must get it without
+evaluating again; an interned grouping key's ids depend on its operator's
+interner and must not be shared.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+import gpu_engine.codegen.kernel_inputs as kernel_inputs
+from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.kernel_inputs import KernelInputs
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.device import get_device
+from gpu_engine.plans.sql_translator import parse_expression
+
+SCHEMA = pa.schema([("mode", pa.string()), ("qty", pa.int64())])
+
+
+def _batch(device, values: list[str], codes: list[int]) -> Batch:
+    modes = pa.DictionaryArray.from_arrays(pa.array(codes, pa.int32()), pa.array(values, pa.large_string()))
+    table = pa.table({"mode": modes, "qty": pa.array(range(len(codes)), pa.int64())})
+    return Batch.from_arrow(table, device)
+
+
+def _program(predicate: str):
+    expr = parse_expression(predicate, SCHEMA, "Filter[0]")
+    return plan_fusion_program((expr,), (), (), {f.name: f.type for f in SCHEMA})
+
+
+@pytest.fixture
+def counted_evaluations(monkeypatch):
+    calls = []
+    evaluate = kernel_inputs.evaluate
+
+    def counting(expr, batch):
+        calls.append(expr)
+        return evaluate(expr, batch)
+
+    monkeypatch.setattr(kernel_inputs, "evaluate", counting)
+    monkeypatch.setattr(kernel_inputs, "_shared_lookups", type(kernel_inputs._shared_lookups)())
+    return calls
+
+
+@pytest.mark.parametrize("device_name", ["cpu", "cuda-sim"])
+def test_operators_share_a_dictionarys_lookup_table(counted_evaluations, device_name):
+    device = get_device(device_name)
+    program = _program("mode IN ('MAIL', 'SHIP')")
+    assert len(program.lifted) == 1 and not program.lifted[0].interned
+    batch = _batch(device, ["AIR", "MAIL", "SHIP", "RAIL"], [0, 1, 2, 3, 1])
+    first, second = KernelInputs(device, program), KernelInputs(device, program)
+    _, arrays = first.bind(batch)
+    _, again = second.bind(_batch(device, ["AIR", "MAIL", "SHIP", "RAIL"], [3, 3, 2]))
+    assert len(counted_evaluations) == 1  # the second operator read the first one's table
+    assert list(device.to_host(arrays["l0_values"])[:4]) == [False, True, True, False]
+    assert again["l0_values"] is arrays["l0_values"]
+
+
+def test_another_dictionary_or_expression_is_evaluated_anew(counted_evaluations):
+    device = get_device("cpu")
+    program = _program("mode IN ('MAIL', 'SHIP')")
+    KernelInputs(device, program).bind(_batch(device, ["AIR", "MAIL"], [0, 1]))
+    _, arrays = KernelInputs(device, program).bind(_batch(device, ["MAIL", "AIR"], [0, 1]))
+    assert len(counted_evaluations) == 2  # same values, another order: another table
+    assert list(arrays["l0_values"][:2]) == [True, False]
+    KernelInputs(device, _program("mode IN ('AIR')")).bind(_batch(device, ["MAIL", "AIR"], [0, 1]))
+    assert len(counted_evaluations) == 3
+
+
+def test_interned_keys_are_not_shared_between_operators(counted_evaluations):
+    """A string grouping key's ids come from its operator's interner: each operator evaluates its own."""
+    device = get_device("cpu")
+    key = parse_expression("mode", SCHEMA, "Aggregation[0]")
+    program = plan_fusion_program((), (key,), (), {f.name: f.type for f in SCHEMA})
+    interned = [m for m, lift in enumerate(program.lifted) if lift.interned]
+    assert interned, "a string grouping key is lifted and interned"
+    batch = _batch(device, ["AIR", "MAIL"], [0, 1, 1])
+
+    class Interner:
+        def __init__(self, offset):
+            self.offset = offset
+
+        def ids(self, column):
+            return np.arange(len(column), dtype=np.int64) + self.offset
+
+    first = KernelInputs(device, program, {m: Interner(0) for m in interned})
+    second = KernelInputs(device, program, {m: Interner(100) for m in interned})
+    _, a = first.bind(batch)
+    _, b = second.bind(batch)
+    m = interned[0]
+    assert list(a[f"l{m}_values"]) != list(b[f"l{m}_values"])
