@@ -214,6 +214,8 @@ class HashJoinNode(PlanNode):
     candidate pairs before a pair counts as a match. ``output_columns`` name
     columns of either side (Velox's outputType); semi and anti joins output
     probe columns only, right semi and right anti joins build columns only.
+    ``fused`` lists the labels of the Filters the fusion pass folded into
+    ``filter`` (see :mod:`gpu_engine.planning.fusion`).
     """
 
     join_type: str
@@ -221,6 +223,7 @@ class HashJoinNode(PlanNode):
     right_keys: tuple[str, ...]
     output_columns: tuple[str, ...]
     filter: Expr | None = None
+    fused: tuple[str, ...] = ()
 
     @property
     def probe(self) -> "PlanNode":
@@ -235,7 +238,8 @@ class HashJoinNode(PlanNode):
     def describe(self) -> str:
         keys = ", ".join(f"{left} = {right}" for left, right in zip(self.left_keys, self.right_keys))
         text = f"{self.join_type.upper()} {keys}"
-        return text + (f", filter: {self.filter.sql()}" if self.filter is not None else "")
+        text += f", filter: {self.filter.sql()}" if self.filter is not None else ""
+        return text + (f"; fused: {', '.join(self.fused)}" if self.fused else "")
 
 
 NESTED_LOOP_JOIN_TYPES = ("inner", "left", "right", "full")

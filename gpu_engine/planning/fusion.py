@@ -19,6 +19,17 @@ only if the generator can lower all of it
 raise :class:`~gpu_engine.codegen.row_lowering.Unsupported` otherwise), so
 fusion never changes what a plan can run, only how. ``EngineConfig.fuse=False``
 skips the pass.
+
+The probe side of an inner hash join fuses with the Filters above it (those
+an aggregation did not take): their predicates, with the Projects between
+inlined, join the join's own filter, which the probe evaluates as one
+generated kernel over the candidate pairs
+(:class:`~gpu_engine.codegen.compiled_predicate.CompiledPredicate`) before it
+gathers any output column. Rows the filter drops are never materialized and
+no FilterProject runs; the Projects stay above the join, in order (a filter
+does not change a schema, so each still reads the names it read). Only inner
+joins: above an outer join a filter also sees the NULL-extended rows, and
+above an anti join it would change which rows count as matches.
 """
 
 from __future__ import annotations
@@ -27,12 +38,16 @@ from dataclasses import fields, replace
 from functools import singledispatch
 from typing import Mapping
 
+import pyarrow as pa
+
 from gpu_engine.aggregation import aggregate_functions_of
 from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DICTIONARY, generate_fused_aggregation
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.row_lowering import Unsupported
-from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr
-from gpu_engine.plans.nodes import AggregationNode, FilterNode, FusedAggregationNode, PlanNode, ProjectNode
+from gpu_engine.plans.expressions import AggregateCall, BinaryOp, ColumnRef, Expr
+from gpu_engine.plans.nodes import (
+    AggregationNode, FilterNode, FusedAggregationNode, HashJoinNode, PlanNode, ProjectNode,
+)
 
 __all__ = ["fuse_pipelines", "inline_columns"]
 
@@ -71,6 +86,43 @@ def _fuse(node: PlanNode) -> PlanNode:
     if all(a is b for a, b in zip(sources, node.sources)):
         return node
     return replace(node, sources=sources)
+
+
+@_fuse.register(FilterNode)
+@_fuse.register(ProjectNode)
+def _(node: PlanNode) -> PlanNode:
+    folded = _filters_into_join(node)
+    if folded is None:
+        return _fuse.dispatch(PlanNode)(node)
+    return _fuse(folded)
+
+
+def _filters_into_join(top: PlanNode) -> PlanNode | None:
+    """Return the Filter/Project stretch at ``top`` with its Filters folded into the inner join below, or None."""
+    chain: list[PlanNode] = []
+    below = top
+    while isinstance(below, (FilterNode, ProjectNode)):
+        chain.append(below)
+        below = below.source
+    if not (isinstance(below, HashJoinNode) and below.join_type == "inner"
+            and any(isinstance(step, FilterNode) for step in chain)):
+        return None
+    columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
+    predicates: list[Expr] = [below.filter] if below.filter is not None else []
+    for step in reversed(chain):  # from the join up
+        if isinstance(step, FilterNode):
+            predicates.append(inline_columns(step.predicate, columns))
+        else:
+            columns = {name: inline_columns(expr, columns) for name, expr in zip(step.names, step.expressions)}
+    condition = predicates[0]
+    for predicate in predicates[1:]:
+        condition = BinaryOp("and", condition, predicate, pa.bool_())
+    fused = below.fused + tuple(step.label for step in reversed(chain) if isinstance(step, FilterNode))
+    result: PlanNode = replace(below, filter=condition, fused=fused)
+    for step in reversed(chain):
+        if isinstance(step, ProjectNode):
+            result = replace(step, sources=(result,))
+    return result
 
 
 @_fuse.register

@@ -171,6 +171,80 @@ def test_an_overflowing_join_filter_raises_the_eager_error(device_name, tables):
     assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
+# Filters and projects above a join: (steps from the join up, DuckDB's SELECT over the join's columns).
+ABOVE_THE_JOIN = {
+    "filter": ([("filter", "v_int > y_int OR u_str = 'fig'")],
+               "SELECT * FROM ({join}) WHERE v_int > y_int OR u_str = 'fig'"),
+    "project-filter-project": ([("project", ["k_int", "v_int + y_int AS s", "u_str"]), ("filter", "s > 0"),
+                                ("project", ["u_str", "s * 2 AS d"])],
+                               "SELECT u_str, (v_int + y_int) * 2 AS d FROM ({join}) WHERE v_int + y_int > 0"),
+    "two-filters-null-aware": ([("filter", "k_str IS NOT NULL"), ("filter", "y_int < 0 AND v_int IS NOT NULL")],
+                               "SELECT * FROM ({join}) WHERE k_str IS NOT NULL AND y_int < 0 AND v_int IS NOT NULL"),
+}
+
+
+def _with_steps(builder: PlanBuilder, steps) -> PlanBuilder:
+    for kind, argument in steps:
+        builder = builder.filter(argument) if kind == "filter" else builder.project(argument)
+    return builder
+
+
+@pytest.mark.parametrize("join_filter", [None, FILTER], ids=["keys-only", "own-filter"])
+@pytest.mark.parametrize("shape", sorted(ABOVE_THE_JOIN))
+def test_filters_above_an_inner_join_run_in_its_probe(device_name, tables, drivers, batch_rows, shape, join_filter):
+    """The fusion pass folds the Filters above an inner join into the join's filter (Projects between inlined,
+    Projects kept above): one HashProbe, one generated kernel over the pairs, no FilterProject for them."""
+    steps, select = ABOVE_THE_JOIN[shape]
+    join_sql = reference_sql("inner", ["k_int"], ["u_int"], join_filter=join_filter)
+    expected = duckdb_table(_connection(tables), select.format(join=join_sql))
+    results = {}
+    for fuse in (True, False):
+        session = _session(device_name, drivers, batch_rows, tables, fuse)
+        ids = PlanNodeIdGenerator()
+        probe = PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
+        joined = probe.hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
+                                 OUTPUT, filter=join_filter)
+        plan = _with_steps(joined, steps).plan()
+        results[fuse] = session.execute(plan, timeout=120)
+        assert_same_rows(results[fuse], expected)
+        operators = [s.operator_type for stats in session.last_stats().operator_stats_by_node().values()
+                     for s in stats]
+        projects = sum(kind == "project" for kind, _ in steps)
+        filters = len(steps) - projects
+        if fuse:
+            assert operators.count("FilterProject") == projects
+            compiled = sum(s.runtime.get("compiled_filter_batches", 0) for stats in
+                           session.last_stats().operator_stats_by_node().values() for s in stats
+                           if s.operator_type == "HashProbe")
+            assert compiled > 0
+            explained = session.explain(plan, full=True)
+            assert re.search(r"HashJoin\[\d+\]\[INNER k_int = u_int, filter: .*; fused: Filter\[\d+\]", explained)
+            assert explained.count("fused: Filter[") == 1 and explained.count("Filter[") == filters
+    assert results[True].schema.names == results[False].schema.names
+
+
+@pytest.mark.parametrize("join_type", ["left", "full", "anti", "left_semi"])
+def test_filters_above_other_joins_stay_where_they_are(tables, join_type):
+    """Above an outer join a filter also sees the NULL-extended rows; above an anti join it would change the matches."""
+    from gpu_engine.planning import prepare_plan
+    from gpu_engine.plans.nodes import FilterNode, HashJoinNode, walk_plan
+
+    session = _session("cpu", 1, 64, tables)
+    output = PROBE_OUTPUT if join_type in PROBE_ONLY else OUTPUT
+    predicate = "v_int > 0" if join_type in PROBE_ONLY else "y_int IS NULL OR v_int > y_int"
+    ids = PlanNodeIdGenerator()
+    joined = PlanBuilder(session.catalog, id_generator=ids).table_scan("t").hash_join(
+        ["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"), output, join_type)
+    plan = joined.filter(predicate).plan()
+    prepared = prepare_plan(plan, "cpu", 1).plan
+    joins = [n for n in walk_plan(prepared) if isinstance(n, HashJoinNode)]
+    assert [j.fused for j in joins] == [()] and joins[0].filter is None
+    assert any(isinstance(n, FilterNode) for n in walk_plan(prepared))
+    join_sql = reference_sql(join_type, ["k_int"], ["u_int"], output=output)
+    expected = duckdb_table(_connection(tables), f"SELECT * FROM ({join_sql}) WHERE {predicate}")
+    assert_same_rows(session.execute(plan, timeout=120), expected)
+
+
 @pytest.mark.parametrize("join_type", JOIN_TYPES)
 def test_empty_build_side(check_join, drivers, join_type):
     session, _ = check_join(drivers, 64, join_type, ["k_int"], ["u_int"], build_filter="y_int > 10000000")
