@@ -39,8 +39,6 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
-from gpu_engine.device import get_device
-from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.parquet_pages import CODEC_SNAPPY, CODEC_UNCOMPRESSED, DECODED, decode_chunk, decode_strings_chunk
 
 __all__ = ["decodable_columns", "read_decoded_columns"]
@@ -257,7 +255,7 @@ class CanonicalDictionary:
                 self._values = values = grown
                 positions = pc.index_in(dictionary, value_set=values)
         mapping = positions.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
-        return values, gather(get_device("cpu"), mapping, codes)
+        return values, np.take(mapping, codes)  # host decoding work, not a device kernel
 
 
 _canonical_lock = threading.Lock()
