@@ -142,6 +142,8 @@ class HashProbe(Operator):
     def _kept_probe_rows(self, batch: Batch, probe_rows, words, widths):
         """Return the probe rows a semi or anti join keeps, each once, in input order."""
         xp = self.device.xp
+        if self.join_type == "left_semi" and self._table.keys.unique_keys:
+            return probe_rows  # one build row a key: each matched probe row is there once, in input order
         matched = xp.zeros(batch.num_rows, dtype=xp.bool_)
         matched[probe_rows] = True
         if self.join_type == "left_semi":

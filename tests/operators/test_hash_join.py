@@ -171,6 +171,20 @@ def test_an_overflowing_join_filter_raises_the_eager_error(device_name, tables):
     assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
+@pytest.mark.parametrize("join_filter", [None, FILTER], ids=["keys-only", "filtered"])
+def test_semi_join_on_unique_build_keys(device_name, tables, drivers, batch_rows, join_filter):
+    """One build row a key: the matched probe rows are the semi join's rows as they come (no dedup pass)."""
+    build = tables["u"]
+    _, first = np.unique(build["u_int"].to_numpy(zero_copy_only=False), return_index=True)
+    unique = {"t": tables["t"], "u": build.take(pa.array(np.sort(first)))}
+    session = _session(device_name, drivers, batch_rows, unique)
+    plan = join_plan(session.catalog, "left_semi", ["k_int"], ["u_int"], join_filter=join_filter)
+    expected = duckdb_table(_connection(unique), reference_sql("left_semi", ["k_int"], ["u_int"], join_filter=join_filter))
+    result = session.execute(plan, timeout=120)
+    assert 0 < result.num_rows < unique["t"].num_rows
+    assert_same_rows(result, expected)
+
+
 # Filters and projects above a join: (steps from the join up, DuckDB's SELECT over the join's columns).
 ABOVE_THE_JOIN = {
     "filter": ([("filter", "v_int > y_int OR u_str = 'fig'")],
