@@ -203,8 +203,10 @@ def _with_steps(builder: PlanBuilder, steps) -> PlanBuilder:
     return builder
 
 
-@pytest.mark.parametrize("join_filter", [None, FILTER], ids=["keys-only", "own-filter"])
-@pytest.mark.parametrize("shape", sorted(ABOVE_THE_JOIN))
+@pytest.mark.parametrize(("shape", "join_filter"), [("filter", None), ("filter", FILTER),
+                                                    ("project-filter-project", None),
+                                                    ("two-filters-null-aware", FILTER)],
+                         ids=["filter", "filter+own-filter", "project-filter-project", "two-filters+own-filter"])
 def test_filters_above_an_inner_join_run_in_its_probe(device_name, tables, drivers, batch_rows, shape, join_filter):
     """The fusion pass folds the Filters above an inner join into the join's filter (Projects between inlined,
     Projects kept above): one HashProbe, one generated kernel over the pairs, no FilterProject for them."""
