@@ -240,8 +240,8 @@ class CanonicalDictionary:
 
     def recode(self, dictionary: pa.Array, codes: np.ndarray) -> tuple[pa.Array, np.ndarray]:
         """Return ``(canonical dictionary, codes into it)`` for ``codes`` into ``dictionary``."""
-        if len(dictionary) > CANONICAL_DICTIONARY_MAX_VALUES or dictionary.null_count:
-            return dictionary, codes
+        if not 0 < len(dictionary) <= CANONICAL_DICTIONARY_MAX_VALUES or dictionary.null_count:
+            return dictionary, codes  # (an all-NULL chunk's empty dictionary: its codes index nothing)
         with self._lock:
             values = self._values
             if values is None:

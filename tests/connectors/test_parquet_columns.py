@@ -223,6 +223,22 @@ def test_row_groups_share_one_canonical_dictionary(tmp_path):
     assert again.chunk(0).dictionary.to_pylist() == dictionaries[2] and again.to_pylist() == pieces[1].to_pylist()
 
 
+@pytest.mark.parametrize("all_null_group", [0, 1])
+def test_an_all_null_row_group_keeps_its_empty_dictionary(tmp_path, all_null_group):
+    path = tmp_path / "nulls.parquet"
+    groups = [pa.table({"s": pa.array(["b", "a", None, "b"])}), pa.table({"s": pa.array(["a", "b"])})]
+    groups.insert(all_null_group, pa.table({"s": pa.array([None, None, None], pa.string())}))
+    with pq.ParquetWriter(path, pa.schema([("s", pa.string())]), use_dictionary=True) as writer:
+        for group in groups:
+            writer.write_table(group)
+    metadata = pq.read_metadata(path)
+    columns = {"s": pa.dictionary(pa.int32(), pa.large_string())}
+    expected = pq.read_table(path).column("s").to_pylist()
+    for pieces in ([[0, 1, 2]], [[0], [1], [2]]):
+        got = sum((read_decoded_columns(str(path), metadata, groups_, columns)["s"].to_pylist() for groups_ in pieces), [])
+        assert got == expected
+
+
 def test_large_dictionaries_stay_per_row_group(tmp_path, monkeypatch):
     monkeypatch.setattr(parquet_columns, "CANONICAL_DICTIONARY_MAX_VALUES", 2)
     path = tmp_path / "many.parquet"
