@@ -52,7 +52,6 @@ from gpu_engine.plans.nodes import (
 __all__ = ["fuse_pipelines", "inline_columns"]
 
 
-
 def inline_columns(expr: Expr, columns: Mapping[str, Expr]) -> Expr:
     """Return ``expr`` with every column reference replaced by its definition in ``columns``."""
     if isinstance(expr, ColumnRef):
@@ -73,6 +72,22 @@ def _inline_value(value, columns):
         items = tuple(_inline_value(item, columns) for item in value)
         return items if any(a is not b for a, b in zip(items, value)) else value
     return value
+
+
+def _inline_stretch(chain: list[PlanNode], below: PlanNode) -> tuple[dict[str, Expr], list[Expr]]:
+    """Return a Filter/Project stretch (``chain``, top first, above ``below``) as expressions over ``below``'s columns.
+
+    The result is ``(columns, predicates)``: each column name the top of the stretch outputs with its
+    definition, and each Filter's predicate in order from ``below`` up, Projects below it inlined.
+    """
+    columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
+    predicates: list[Expr] = []
+    for step in reversed(chain):  # from the source up
+        if isinstance(step, FilterNode):
+            predicates.append(inline_columns(step.predicate, columns))
+        else:
+            columns = {name: inline_columns(expr, columns) for name, expr in zip(step.names, step.expressions)}
+    return columns, predicates
 
 
 def fuse_pipelines(plan: PlanNode) -> PlanNode:
@@ -107,13 +122,8 @@ def _filters_into_join(top: PlanNode) -> PlanNode | None:
     if not (isinstance(below, HashJoinNode) and below.join_type == "inner"
             and any(isinstance(step, FilterNode) for step in chain)):
         return None
-    columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
-    predicates: list[Expr] = [below.filter] if below.filter is not None else []
-    for step in reversed(chain):  # from the join up
-        if isinstance(step, FilterNode):
-            predicates.append(inline_columns(step.predicate, columns))
-        else:
-            columns = {name: inline_columns(expr, columns) for name, expr in zip(step.names, step.expressions)}
+    _, inlined = _inline_stretch(chain, below)
+    predicates = ([below.filter] if below.filter is not None else []) + inlined
     condition = predicates[0]
     for predicate in predicates[1:]:
         condition = BinaryOp("and", condition, predicate, pa.bool_())
@@ -140,13 +150,7 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     while node.step.input_is_raw and isinstance(below, (FilterNode, ProjectNode)):
         chain.append(below)
         below = below.source
-    columns: dict[str, Expr] = {f.name: ColumnRef(f.name, f.type) for f in below.output_schema}
-    predicates: list[Expr] = []
-    for step in reversed(chain):  # from the source up
-        if isinstance(step, FilterNode):
-            predicates.append(inline_columns(step.predicate, columns))
-        else:
-            columns = {name: inline_columns(expr, columns) for name, expr in zip(step.names, step.expressions)}
+    columns, predicates = _inline_stretch(chain, below)
     try:
         keys = tuple(columns[name] for name in node.grouping_keys)
     except KeyError:
