@@ -215,7 +215,12 @@ class HashJoinNode(PlanNode):
     columns of either side (Velox's outputType); semi and anti joins output
     probe columns only, right semi and right anti joins build columns only.
     ``fused`` lists the labels of the Filters the fusion pass folded into
-    ``filter`` (see :mod:`gpu_engine.planning.fusion`).
+    ``filter`` (see :mod:`gpu_engine.planning.fusion`). ``output_as_maps``,
+    set by the same pass when a fused aggregation reads this join's output in
+    its pipeline, makes the probe hand its pairs as gather maps over the probe
+    batch and the build table instead of gathering output columns (the
+    aggregation's kernel reads through them; see
+    :attr:`~gpu_engine.columnar.batch.Batch.column_maps`).
     """
 
     join_type: str
@@ -224,6 +229,7 @@ class HashJoinNode(PlanNode):
     output_columns: tuple[str, ...]
     filter: Expr | None = None
     fused: tuple[str, ...] = ()
+    output_as_maps: bool = False
 
     @property
     def probe(self) -> "PlanNode":
@@ -239,7 +245,8 @@ class HashJoinNode(PlanNode):
         keys = ", ".join(f"{left} = {right}" for left, right in zip(self.left_keys, self.right_keys))
         text = f"{self.join_type.upper()} {keys}"
         text += f", filter: {self.filter.sql()}" if self.filter is not None else ""
-        return text + (f"; fused: {', '.join(self.fused)}" if self.fused else "")
+        text += f"; fused: {', '.join(self.fused)}" if self.fused else ""
+        return text + ("; output: gather maps" if self.output_as_maps else "")
 
 
 NESTED_LOOP_JOIN_TYPES = ("inner", "left", "right", "full")

@@ -7,7 +7,8 @@ GPU). So the simulator in CI runs exactly the CUDA twin a GPU would, and the
 CPU twin is its sibling from the same description.
 
 The kernel, per row ``j`` of ``n`` (``i = positions[j]`` when re-running rows
-left pending, else ``j``; ``r = rows[i]`` through the batch's gather map):
+left pending, else ``j``; ``r = rows[i]`` through the batch's gather map, and
+``r2 = rows2[i]`` for columns read through a second map: a join's build rows):
 
 1. evaluates the predicates in order and leaves the row at the first that is
    not TRUE;
@@ -48,7 +49,7 @@ from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
 __all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "table_is_crowded", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
-           "input_parameters", "module_header", "RowInputs",
+           "input_parameters", "module_header", "RowInputs", "write_row_indices",
            "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
            "SLOT_TABLE_VIEWS", "TAG_READY"]
 
@@ -140,11 +141,37 @@ class KernelLayout:
         Per lifted subexpression: ``"dictionary"`` (a lookup table read by the
         row's code), ``"dictionary+validity"`` (the codes have nulls too) or
         ``"rows"`` (evaluated on the batch's rows).
+    second_map_columns, second_map_lifted
+        Per input column / lifted subexpression (empty: none): read at
+        ``rows2[i]``, the batch's second map (a hash join's build rows, see
+        :attr:`~gpu_engine.columnar.batch.Batch.column_maps`), not at ``r``.
     """
 
     mapped: bool
     column_validity: tuple[bool, ...]
     lifted_modes: tuple[str, ...]
+    second_map_columns: tuple[bool, ...] = ()
+    second_map_lifted: tuple[bool, ...] = ()
+
+    @property
+    def second_mapped(self) -> bool:
+        """Return True when some input is read through the second map (the kernel takes ``rows2``)."""
+        return any(self.second_map_columns) or any(self.second_map_lifted)
+
+    def column_row(self, k: int) -> str:
+        """Return the variable holding the row at which input column ``k`` is read."""
+        return "r2" if k < len(self.second_map_columns) and self.second_map_columns[k] else "r"
+
+    def lifted_row(self, m: int) -> str:
+        """Return the variable holding the row at which lifted subexpression ``m``'s codes are read."""
+        return "r2" if m < len(self.second_map_lifted) and self.second_map_lifted[m] else "r"
+
+
+def write_row_indices(writer: "SourceWriter", layout: KernelLayout, index: str = "i") -> None:
+    """Write ``r`` (and ``r2``), the rows at which row ``index``'s inputs are read (see :class:`KernelLayout`)."""
+    writer.line(f"r = rows[{index}]" if layout.mapped else f"r = {index}")
+    if layout.second_mapped:
+        writer.line(f"r2 = rows2[{index}]")
 
 
 @dataclass(frozen=True)
@@ -195,7 +222,7 @@ def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], lay
 
 def input_parameters(layout: KernelLayout) -> list[str]:
     """Return the parameter names of a kernel's inputs for ``layout`` (see :class:`~gpu_engine.codegen.kernel_inputs.KernelInputs`)."""
-    names = []
+    names = ["rows2"] if layout.second_mapped else []
     for k, has_validity in enumerate(layout.column_validity):
         names.append(f"c{k}")
         if has_validity:
@@ -229,8 +256,9 @@ class RowInputs:
         if isinstance(expr, ColumnRef) and expr.name in self.columns:
             k, ref = self.columns[expr.name]
             value, valid = self.writer.fresh(f"x{k}"), self.writer.fresh(f"x{k}_ok")
-            self.writer.line(f"{value} = {row_dtype_code(ref.dtype)}(c{k}[r])")
-            self.writer.line(f"{valid} = c{k}_v[r]" if self.layout.column_validity[k] else f"{valid} = True")
+            row = self.layout.column_row(k)
+            self.writer.line(f"{value} = {row_dtype_code(ref.dtype)}(c{k}[{row}])")
+            self.writer.line(f"{valid} = c{k}_v[{row}]" if self.layout.column_validity[k] else f"{valid} = True")
             return RowValue(value, valid, ref.dtype)
         return None
 
@@ -242,10 +270,10 @@ class RowInputs:
         if mode == LIFTED_ROWS:
             index = "i"
         else:
-            index = self.writer.fresh(f"code{m}")
-            self.writer.line(f"{index} = np.int64(l{m}_codes[r])")
+            index, row = self.writer.fresh(f"code{m}"), self.layout.lifted_row(m)
+            self.writer.line(f"{index} = np.int64(l{m}_codes[{row}])")
             if mode.endswith("validity"):
-                self.writer.line(f"if not l{m}_codes_v[r]: {index} = l{m}_null")
+                self.writer.line(f"if not l{m}_codes_v[{row}]: {index} = l{m}_null")
             self.code_names[m] = index
         self.writer.line(f"{value} = {maker}(l{m}_values[{index}])")
         self.writer.line(f"{valid} = l{m}_valid[{index}]")
@@ -328,7 +356,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         if keyed and not cuda_flavor:
             _write_slot_prefetch(writer, program, layout)
         writer.line("i = positions[j] if has_positions else j")
-        writer.line("r = rows[i]" if layout.mapped else "r = i")
+        write_row_indices(writer, layout)
         inputs = RowInputs(program, layout, writer)
         lowering = RowLowering(writer, inputs, on_error, messages)
         for predicate in program.predicates:
@@ -542,12 +570,14 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
     if columns is None:
         return
     with writer.block("if prefetching and j + PREFETCH_DISTANCE < n:"):
-        writer.line("ahead = positions[j + PREFETCH_DISTANCE] if has_positions else j + PREFETCH_DISTANCE")
-        if layout.mapped:
-            writer.line("ahead = rows[ahead]")
+        writer.line("ahead_i = positions[j + PREFETCH_DISTANCE] if has_positions else j + PREFETCH_DISTANCE")
+        writer.line("ahead = rows[ahead_i]" if layout.mapped else "ahead = ahead_i")
+        if layout.second_mapped:
+            writer.line("ahead2 = rows2[ahead_i]")
         writer.line("ha = np.uint64(KEY_HASH_SEED)")
         for k in columns:
-            writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64(c{k}[ahead])))))")
+            row = "ahead2" if layout.column_row(k) == "r2" else "ahead"
+            writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64(c{k}[{row}])))))")
         writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({TAG_READY})))))")
         writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(columns) + 1})))")
         writer.line("prefetch_row(slot_table, np.int64(ha & np.uint64(slot_mask)))")

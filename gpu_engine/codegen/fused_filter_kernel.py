@@ -21,7 +21,7 @@ smallest row winning.
 from __future__ import annotations
 
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    STATUS_GROUPS, GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header,
+    STATUS_GROUPS, GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header, write_row_indices,
 )
 from gpu_engine.codegen.generation_cache import GenerationCache
 from gpu_engine.codegen.fusion_program import FusionProgram
@@ -85,7 +85,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, layout: KernelLayo
         loop = "for i in range(n):"
         on_error = lambda code: [f"status[{FILTER_STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", "return"]
     with writer.block(loop):
-        writer.line("r = rows[i]" if layout.mapped else "r = i")
+        write_row_indices(writer, layout)
         lowering = RowLowering(writer, RowInputs(program, layout, writer), on_error, messages)
         *leading, last = program.predicates
         for predicate in leading:  # a row failing one is not evaluated further

@@ -79,8 +79,16 @@ class KernelInputs:
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
 
     def bind(self, batch: Batch) -> tuple[KernelLayout, dict[str, Any]]:
-        """Return the kernel layout ``batch`` needs and its input arrays by parameter name."""
+        """Return the kernel layout ``batch`` needs and its input arrays by parameter name.
+
+        Columns with a map of their own (a hash join's build columns, see
+        :attr:`~gpu_engine.columnar.batch.Batch.column_maps`) are read through it inside the kernel as
+        its second map; a batch whose columns bring more than one such map is materialized first.
+        """
+        batch, second = self._with_one_second_map(batch)
         arrays: dict[str, Any] = {"rows": batch.gather_map if batch.gather_map is not None else self.placeholder}
+        if second is not None:
+            arrays["rows2"] = second
         column_validity = []
         for k, ref in enumerate(self.program.columns):
             column = batch.base_column(ref.name)
@@ -105,7 +113,26 @@ class KernelInputs:
                 arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows)
                 mode = LIFTED_ROWS
             modes.append(mode)
-        return KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes)), arrays
+        own = second is not None
+        second_columns = tuple(own and batch.own_map(ref.name) is not None for ref in self.program.columns)
+        second_lifted = tuple(own and modes[m] != LIFTED_ROWS and batch.own_map(lift.column) is not None
+                              for m, lift in enumerate(self.program.lifted))
+        layout = KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes),
+                              second_columns if any(second_columns) else (), second_lifted if any(second_lifted) else ())
+        if not layout.second_mapped:
+            arrays.pop("rows2", None)
+        return layout, arrays
+
+    def _with_one_second_map(self, batch: Batch) -> tuple[Batch, Any]:
+        """Return ``batch`` (materialized if its read columns bring several maps of their own) and that one map."""
+        if batch.column_maps is None:
+            return batch, None
+        names = list(dict.fromkeys([ref.name for ref in self.program.columns]
+                                   + [lift.column for lift in self.program.lifted]))
+        maps = {id(m): m for m in (batch.own_map(name) for name in names) if m is not None}
+        if len(maps) > 1:
+            return batch.materialize(names), None
+        return batch, next(iter(maps.values()), None)
 
     def _lookup_table(self, m: int, lift: LiftedExpression, dictionary: Column) -> tuple[Any, Any] | None:
         """Return ``(values, valid)`` of ``lift`` on each dictionary value and, last, on NULL; None if it raises."""

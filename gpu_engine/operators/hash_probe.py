@@ -20,7 +20,11 @@ and decide per join type:
 
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
-gathered through the pairs' probe rows and build columns by their build rows.
+gathered through the pairs' probe rows and build columns by their build rows,
+unless the node says ``output_as_maps`` (a fused aggregation reads the output):
+then the batch carries the probe batch's and the build table's columns with
+those rows as their maps, and nothing is gathered. The compiled join filter
+likewise reads the pairs' columns through the maps inside its kernel.
 An empty build side finishes inner, right and semi probes before they read
 any input (nothing could match), as Velox does.
 """
@@ -62,6 +66,7 @@ class HashProbe(Operator):
         self._probe_names = frozenset(node.probe.output_schema.names)
         self._output_names = tuple(node.output_columns)
         self._only_probe_output = all(name in self._probe_names for name in self._output_names)
+        self._output_as_maps = node.output_as_maps
         self._filter_names = referenced_columns(node.filter) if node.filter is not None else ()
         self._compiled_filter = None
         if node.filter is not None and ctx.config.fuse:  # one generated kernel over the pairs (see CompiledPredicate)
@@ -105,13 +110,13 @@ class HashProbe(Operator):
             words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], table.keys.widths)
             probe_rows, build_rows = table.keys.match(words, widths)
         if self._filter_names and probe_rows.shape[0]:
-            pairs = self._pair_columns(batch, probe_rows, build_rows, self._filter_names)
+            pairs = self._pairs(batch, probe_rows, build_rows, self._filter_names)
             if self._compiled_filter is not None:
                 with checks_read_together(device):  # an overflow in the filter raises when the block ends
-                    mask = self._compiled_filter.mask(pairs)
+                    mask = self._compiled_filter.mask(pairs)  # reads the columns through the pairs' maps
                 self.add_runtime_stat("compiled_filter_batches", 1)
             else:
-                mask = evaluate_predicate(self.node.filter, pairs)
+                mask = evaluate_predicate(self.node.filter, pairs.materialize())
             kept = selection_from_mask(device, mask)
             probe_rows, build_rows = gather(device, probe_rows, kept), gather(device, build_rows, kept)
         if self.join_type in _PROBE_ONLY:
@@ -132,7 +137,8 @@ class HashProbe(Operator):
         if self._only_probe_output:
             self._emit_probe_rows(batch, probe_rows)
         else:
-            self._output.append(self._pair_columns(batch, probe_rows, build_rows, self._output_names))
+            pairs = self._pairs(batch, probe_rows, build_rows, self._output_names)
+            self._output.append(pairs if self._output_as_maps else pairs.materialize())
 
     def _one_fixed_width_key(self, table: HashJoinTable) -> bool:
         """Return True when probe keys need no normalizing: one key, a fixed-width block, and no NOT IN semantics."""
@@ -153,13 +159,17 @@ class HashProbe(Operator):
             matched |= null_key_rows(self.device, words, widths)
         return selection_from_mask(self.device, ~matched)
 
-    def _pair_columns(self, batch: Batch, probe_rows, build_rows, names) -> Batch:
-        """Return a flat batch of ``names`` over the pairs: probe columns by probe row, build columns by build row."""
+    def _pairs(self, batch: Batch, probe_rows, build_rows, names) -> Batch:
+        """Return ``names`` over the pairs, nothing gathered: probe columns through the probe rows, build columns
+        through the build rows as their own maps (see :attr:`~gpu_engine.columnar.batch.Batch.column_maps`)."""
         mapped = batch.with_gather_map(probe_rows)
         build = self._table.columns
-        columns = tuple(mapped.column(name) if name in self._probe_names
-                        else gather_column(self.device, build.column(name), build_rows) for name in names)
-        return Batch(tuple(names), columns, self.device, None, int(probe_rows.shape[0]))
+        if build.gather_map is not None:
+            build_rows = self.device.xp.take(build.gather_map, build_rows)
+        columns = tuple(mapped.base_column(name) if name in self._probe_names else build.base_column(name)
+                        for name in names)
+        maps = tuple(None if name in self._probe_names else build_rows for name in names)
+        return Batch(tuple(names), columns, self.device, mapped.gather_map, mapped.base_rows, maps)
 
     def _emit_probe_rows(self, batch: Batch, rows) -> None:
         if rows.shape[0]:

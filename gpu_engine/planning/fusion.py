@@ -20,6 +20,12 @@ raise :class:`~gpu_engine.codegen.row_lowering.Unsupported` otherwise), so
 fusion never changes what a plan can run, only how. ``EngineConfig.fuse=False``
 skips the pass.
 
+A fused aggregation directly above a hash join (any join type; they share a
+pipeline) reads the join's output through the pairs' gather maps: the join is
+marked ``output_as_maps`` and hands the probe batch's and the build table's
+columns with the probe rows and build rows as maps, which the aggregation's
+kernel reads inside its loop, so no output column of the join is gathered.
+
 The probe side of an inner hash join fuses with the Filters above it (those
 an aggregation did not take): their predicates, with the Projects between
 inlined, join the join's own filter, which the probe evaluates as one
@@ -140,7 +146,11 @@ def _(node: AggregationNode) -> PlanNode:
     fused = _fused_aggregation(node)
     if fused is None:
         return _fuse.dispatch(PlanNode)(node)
-    return replace(fused, sources=(_fuse(fused.source),))
+    source = _fuse(fused.source)
+    if isinstance(source, HashJoinNode):
+        # The aggregation's kernel reads the join's pairs through their maps: no output column is gathered.
+        source = replace(source, output_as_maps=True)
+    return replace(fused, sources=(source,))
 
 
 def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:

@@ -97,6 +97,34 @@ def test_batch_gather_map_selects_without_copying(device):
     assert selected.slice(1, 3).to_arrow().to_pylist() == expected[1:3]
 
 
+def test_columns_with_maps_of_their_own_present_another_base(device):
+    """A join's output as maps: probe columns through the batch's map, build columns (another length) through
+    their own; selecting, slicing and re-mapping keep both, and materializing gathers each through its map."""
+    probe = pa.table({"int64": ARRAYS["int64"], "string": ARRAYS["string"]})
+    build = pa.table({"dictionary": pa.array(["x", None, "y"]).dictionary_encode(), "decimal": ARRAYS["decimal"][:3]})
+    probe_rows, build_rows = np.array([3, 0, 0, 2, 1], dtype=np.int32), np.array([2, 2, 0, 1, 0], dtype=np.int32)
+    base = Batch.from_arrow(probe, device).with_gather_map(device.asarray(probe_rows))
+    build_batch = Batch.from_arrow(build, device)
+    batch = Batch(("int64", "dictionary", "string", "decimal"),
+                  (base.base_column("int64"), build_batch.base_column("dictionary"), base.base_column("string"),
+                   build_batch.base_column("decimal")), device, base.gather_map, base.base_rows,
+                  (None, device.asarray(build_rows), None, device.asarray(build_rows)))
+    probe_side, build_side = probe.take(pa.array(probe_rows)), build.take(pa.array(build_rows))
+    expected = [dict(int64=p["int64"], dictionary=b["dictionary"], string=p["string"], decimal=b["decimal"])
+                for p, b in zip(probe_side.to_pylist(), build_side.to_pylist())]
+    assert batch.num_rows == 5 and batch.own_map("int64") is None and batch.own_map("decimal") is not None
+    assert batch.to_arrow().to_pylist() == expected
+    assert batch.materialize(["decimal"]).to_arrow().to_pylist() == [{"decimal": e["decimal"]} for e in expected]
+    again = batch.with_gather_map(device.asarray(np.array([4, 1], dtype=np.int32)))
+    assert again.to_arrow().to_pylist() == [expected[4], expected[1]]
+    assert batch.slice(1, 4).to_arrow().to_pylist() == expected[1:4]
+    chosen = batch.select(["decimal", "int64"], rename=["d", "i"])
+    assert chosen.to_arrow().to_pylist() == [{"d": e["decimal"], "i": e["int64"]} for e in expected]
+    assert Batch(batch.names, batch.columns, device, None, 4, (None,) * 4).column_maps is None
+    with pytest.raises(ValueError, match="3 column maps for 4 columns"):
+        Batch(batch.names, batch.columns, device, None, 4, (None,) * 3)
+
+
 def test_zero_column_batch_keeps_its_row_count(device):
     batch = Batch((), (), device, None, 7)
     assert batch.num_rows == 7 and batch.slice(2, 5).num_rows == 3

@@ -239,6 +239,40 @@ def test_filters_above_an_inner_join_run_in_its_probe(device_name, tables, drive
     assert results[True].schema.names == results[False].schema.names
 
 
+def _probe_stat(session, name: str) -> int:
+    return sum(getattr(s, name) for stats in session.last_stats().operator_stats_by_node().values()
+               for s in stats if s.operator_type == "HashProbe")
+
+
+@pytest.mark.parametrize(("join_type", "join_filter"), [("inner", None), ("inner", FILTER), ("left", None),
+                                                        ("full", FILTER)],
+                         ids=["inner", "inner-filtered", "left", "full-filtered"])
+def test_an_aggregation_above_a_join_reads_the_pairs_through_their_maps(device_name, tables, drivers, batch_rows,
+                                                                        join_type, join_filter):
+    """A fused aggregation over a join's output reads the probe batch's and the build table's columns through the
+    pairs' maps inside its kernel: the probe gathers no output column (fewer launches than unfused), and a
+    build-side dictionary string key, the all-NULL row of outer joins and both sides' values come out exact."""
+    join_sql = reference_sql(join_type, ["k_int"], ["u_int"], join_filter=join_filter)
+    expected = duckdb_table(_connection(tables), "SELECT u_str, count(*) AS c, sum(v_int) AS s, min(y_int) AS m, "
+                            f"count(k_str) AS ks FROM ({join_sql}) GROUP BY u_str")
+    launches = {}
+    for fuse in (True, False):
+        session = _session(device_name, drivers, batch_rows, tables, fuse)
+        ids = PlanNodeIdGenerator()
+        plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
+                .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
+                           OUTPUT, join_type, filter=join_filter)
+                .aggregation(["u_str"], ["count(*) AS c", "sum(v_int) AS s", "min(y_int) AS m", "count(k_str) AS ks"])
+                .plan())
+        assert_same_rows(session.execute(plan, timeout=120), expected)
+        launches[fuse] = _probe_stat(session, "kernel_launches")
+        assert ("output: gather maps" in session.explain(plan)) == fuse
+        if fuse:
+            output_batches = _probe_stat(session, "output_batches")
+            assert output_batches > 0
+    assert launches[True] <= launches[False] - output_batches  # at least one gather a batch fewer
+
+
 @pytest.mark.parametrize("join_type", ["left", "full", "anti", "left_semi"])
 def test_filters_above_other_joins_stay_where_they_are(tables, join_type):
     """Above an outer join a filter also sees the NULL-extended rows; above an anti join it would change the matches."""
