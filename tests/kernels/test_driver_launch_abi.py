@@ -127,9 +127,12 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
              .aggregation(["k"], ["sum(d) AS s", "avg(x) AS a", "min(x) AS m", "count(*) AS c"]).plan())
     grand = (PlanBuilder(catalog).table_scan("t").filter("k LIKE 'a%'")
              .aggregation([], ["sum(i) AS s", "max(i) AS m"]).plan())
-    plans = {"keyed": (keyed, lambda columns, lifts: KernelLayout(True, (True,) * columns, ("dictionary+validity",) * lifts)),
+    # "keyed" reads its string key and first column through a second map, as above a hash join (rows2).
+    plans = {"keyed": (keyed, lambda columns, lifts: KernelLayout(True, (True,) * columns, ("dictionary+validity",) * lifts,
+                                                                   (True,) + (False,) * (columns - 1), (True,) * lifts)),
              "global": (grand, lambda columns, lifts: KernelLayout(False, (False,) * columns, ("rows",) * lifts))}
-    kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "slot_table": lambda: i64(2),
+    kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "rows2": i32,
+             "slot_table": lambda: i64(2),
              "status": i64, "pending": i32, "mask": b1}
     out = {}
     for name, (plan, layout_of) in plans.items():
