@@ -10,10 +10,12 @@ from gpu_engine.plans import PlanBuilder
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
 
-__all__ = ["SQL", "plan"]
+__all__ = ["QUANTITY", "SQL", "SQL_TEMPLATE", "plan"]
 
-# TPC-H specification 2.4.18, validation parameter QUANTITY = 300.
-SQL = """\
+#: TPC-H specification 2.4.18, validation parameter QUANTITY.
+QUANTITY = 300
+
+SQL_TEMPLATE = """\
 SELECT
     c_name,
     c_custkey,
@@ -34,7 +36,7 @@ WHERE
         GROUP BY
             l_orderkey
         HAVING
-            sum(l_quantity) > 300)
+            sum(l_quantity) > {quantity})
     AND c_custkey = o_custkey
     AND o_orderkey = l_orderkey
 GROUP BY
@@ -47,10 +49,15 @@ ORDER BY
     o_totalprice DESC,
     o_orderdate
 LIMIT 100"""
+SQL = SQL_TEMPLATE.format(quantity=QUANTITY)
 
 
-def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
-    """Return Q18's plan: the IN subquery is a left semi join over an aggregated, HAVING-filtered build side."""
+def plan(catalog: Mapping[str, pa.Schema], quantity: int = QUANTITY) -> PlanNode:
+    """Return Q18's plan: the IN subquery is a left semi join over an aggregated, HAVING-filtered build side.
+
+    ``quantity`` is the HAVING threshold (``SQL_TEMPLATE.format(quantity=...)`` is the matching SQL): tests
+    lower it where no order of a small scale factor has over 300 units.
+    """
     ids = PlanNodeIdGenerator()
 
     def scan(table: str, columns: list[str]) -> PlanBuilder:
@@ -59,7 +66,7 @@ def plan(catalog: Mapping[str, pa.Schema]) -> PlanNode:
     big_orders = (
         scan("lineitem", ["l_orderkey", "l_quantity"])
         .aggregation(["l_orderkey"], ["sum(l_quantity) AS order_quantity"])
-        .filter("order_quantity > 300")
+        .filter(f"order_quantity > {quantity}")
     )
     customers = scan("customer", ["c_custkey", "c_name"])
     orders = (
