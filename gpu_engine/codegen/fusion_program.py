@@ -67,6 +67,8 @@ class FusionProgram:
         The fixed-width input columns the kernel reads, in parameter order.
     lifted
         The lifted subexpressions, in parameter order.
+    outputs
+        Expressions a projection kernel writes, one output column each (fixed-width types).
     """
 
     predicates: tuple[Expr, ...]
@@ -75,6 +77,7 @@ class FusionProgram:
     columns: tuple[ColumnRef, ...]
     lifted: tuple[LiftedExpression, ...]
     counts_by_value: tuple[bool, ...]
+    outputs: tuple[Expr, ...] = ()
 
 
 def _check_row_column(ref: ColumnRef) -> None:
@@ -128,10 +131,11 @@ class _Collector:
 
 
 def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], functions,
-                        schema: Mapping[str, pa.DataType]) -> FusionProgram:
+                        schema: Mapping[str, pa.DataType], outputs: tuple[Expr, ...] = ()) -> FusionProgram:
     """Return the kernel's inputs for a filter + grouping + aggregation over ``schema`` (name -> type).
 
-    ``functions`` are the step's :class:`~gpu_engine.aggregation.functions.AggregateFunction` objects.
+    ``functions`` are the step's :class:`~gpu_engine.aggregation.functions.AggregateFunction` objects;
+    ``outputs`` the expressions of a projection kernel (each a fixed-width value per row).
     Planned once per process for each distinct request (:data:`PROGRAMS`).
 
     Raises
@@ -139,8 +143,9 @@ def plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], fu
     Unsupported
         When part of it cannot run inside a generated kernel.
     """
-    key = (repr(tuple(predicates)), repr(tuple(keys)), aggregate_key(functions), repr(tuple(schema.items())))
-    return PROGRAMS.get(key, lambda: _plan_fusion_program(predicates, keys, functions, schema))
+    key = (repr(tuple(predicates)), repr(tuple(keys)), aggregate_key(functions), repr(tuple(schema.items())),
+           repr(tuple(outputs)))
+    return PROGRAMS.get(key, lambda: _plan_fusion_program(predicates, keys, functions, schema, tuple(outputs)))
 
 
 #: Fusion programs planned so far, by the repr of what they were planned from.
@@ -148,8 +153,12 @@ PROGRAMS = GenerationCache()
 
 
 def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], functions,
-                         schema: Mapping[str, pa.DataType]) -> FusionProgram:
+                         schema: Mapping[str, pa.DataType], outputs: tuple[Expr, ...] = ()) -> FusionProgram:
     collector = _Collector(schema)
+    for output in outputs:
+        if is_string(output.dtype):
+            raise Unsupported(f"{output.sql()} is a string per row")
+        collector.visit(output)
     for predicate in predicates:
         if not pa.types.is_boolean(predicate.dtype):
             raise Unsupported("a predicate must be boolean")
@@ -187,4 +196,4 @@ def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], f
         arguments.append(inputs)
         counts_by_value.append(by_value)
     return FusionProgram(tuple(predicates), tuple(keys), tuple(arguments), tuple(collector.columns.values()),
-                         tuple(collector.lifted.values()), tuple(counts_by_value))
+                         tuple(collector.lifted.values()), tuple(counts_by_value), outputs)

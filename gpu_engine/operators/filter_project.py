@@ -6,13 +6,17 @@ the predicate runs as one generated kernel per batch layout
 (:mod:`gpu_engine.codegen.fused_filter_kernel`) that reads each input column
 once, instead of one eager pass per expression node; a predicate the
 generator cannot express is evaluated eagerly. A projection of plain column
-references keeps that map too; a projection that computes anything gathers the
-columns it reads once and evaluates on flat buffers.
+references keeps that map too. With fusion on, a projection's computed
+fixed-width columns come from one generated kernel per batch
+(:class:`~gpu_engine.codegen.compiled_projection.CompiledProjection`) that
+reads its inputs through the batch's maps; a computed string (or an expression
+without row code) is evaluated eagerly on the gathered columns it reads.
 """
 
 from __future__ import annotations
 
 from gpu_engine.codegen.compiled_predicate import CompiledPredicate
+from gpu_engine.codegen.compiled_projection import CompiledProjection
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
@@ -38,11 +42,29 @@ class FilterProject(Operator):
             self._compiled = CompiledPredicate.of(self.device, self.predicate, schema)
         if project_node is not None:
             self._pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
+            self._compiled_projection, self._compiled_positions = None, ()
+            eager = tuple(project_node.expressions)
+            if ctx.config.fuse and not self._pass_through:
+                eager = self._compile_projection(project_node)
             needed: dict[str, None] = {}
-            for expression in project_node.expressions:
+            for expression in eager:
                 needed.update(dict.fromkeys(referenced_columns(expression)))
             self._needed = tuple(needed)
-            self._shared, self._expressions = hoist_common_subexpressions(tuple(project_node.expressions))
+            self._shared, self._expressions = hoist_common_subexpressions(eager)
+
+    def _compile_projection(self, node: ProjectNode) -> tuple:
+        """Compile the computed fixed-width expressions into one kernel; return those left to evaluate eagerly."""
+        schema = {f.name: f.type for f in node.source.output_schema}
+        computed = [k for k, e in enumerate(node.expressions) if not isinstance(e, ColumnRef)]
+        compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema)
+        if compiled is None:  # keep the ones with row code together in one kernel, the rest eager
+            computed = [k for k in computed if CompiledProjection.of(self.device, [node.expressions[k]], schema)]
+            compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema) \
+                if computed else None
+        if compiled is None:
+            return tuple(node.expressions)
+        self._compiled_projection, self._compiled_positions = compiled, tuple(computed)
+        return tuple(e for k, e in enumerate(node.expressions) if k not in self._compiled_positions)
 
     def add_input(self, batch: Batch) -> None:
         with checks_read_together(self.device):  # the predicate's and the projection's checks, in one host sync
@@ -72,10 +94,15 @@ class FilterProject(Operator):
             return batch.select([e.name for e in node.expressions], node.names)
         flat = batch.materialize(self._needed) if self._needed else Batch((), (), batch.device, None, batch.num_rows)
         with checks_read_together(self.device):  # every expression's overflow checks, read back in one host sync
+            compiled = iter(self._compiled_projection.columns(batch) if self._compiled_projection else ())
             for name, expression in self._shared:
                 flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None,
                              flat.num_rows)
-            columns = tuple(evaluate(e, flat) for e in self._expressions)
+            eager = iter(evaluate(e, flat) for e in self._expressions)
+            columns = tuple(next(compiled) if k in self._compiled_positions else next(eager)
+                            for k in range(len(node.expressions)))
+        if self._compiled_projection is not None:
+            self.add_runtime_stat("compiled_projection_batches", 1)
         return Batch(node.names, columns, batch.device, None, batch.num_rows)
 
     def get_output(self) -> Batch | None:

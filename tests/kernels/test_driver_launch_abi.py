@@ -116,6 +116,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
     from gpu_engine.codegen.compiled_modules import generated_module
     from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, generate_fused_aggregation
     from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
+    from gpu_engine.codegen.fused_project_kernel import generate_fused_projection
     from gpu_engine.codegen.fusion_program import plan_fusion_program
     from gpu_engine.planning import prepare_plan
     from gpu_engine.plans import PlanBuilder
@@ -152,13 +153,22 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
                                                             ("dictionary+validity",) * len(program.lifted)))
     module = generated_module(generated.source, stem="filter")
     out["generated.filter.filter_cuda"] = (module.filter_cuda, [_arguments(generated, program, kinds)])
+    # A FilterProject's projection kernel: checked arithmetic, a CASE over a lifted string test, a date compare.
+    outputs = PlanBuilder(catalog).table_scan("t").project(
+        ["i * 2 + 1 AS a", "CASE WHEN k LIKE 'a%' THEN x ELSE -x END AS b", "d * 3 AS c"]).plan().expressions
+    program = plan_fusion_program((), (), [], {f.name: f.type for f in catalog["t"]}, tuple(outputs))
+    generated = generate_fused_projection(program, KernelLayout(True, (True,) * len(program.columns),
+                                                                ("dictionary+validity",) * len(program.lifted)))
+    module = generated_module(generated.source, stem="project")
+    output_types = {f"o{j}": expr.dtype for j, expr in enumerate(program.outputs)}
+    out["generated.project.project_cuda"] = (module.project_cuda, [_arguments(generated, program, kinds, output_types)])
     return out
 
 
-def _arguments(generated, program, kinds):
+def _arguments(generated, program, kinds, output_types=None):
     """Return a maker of one argument list for a generated kernel's parameters."""
     def make():
-        column_types = {f"c{k}": ref.dtype for k, ref in enumerate(program.columns)}
+        column_types = {f"c{k}": ref.dtype for k, ref in enumerate(program.columns)} | (output_types or {})
         arguments = []
         for parameter in generated.parameters:
             if parameter in kinds:

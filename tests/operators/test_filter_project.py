@@ -1,8 +1,8 @@
 """FilterProject against DuckDB: filters, projections, both fused, on every device and driver count.
 
-Every test runs twice: with the predicate compiled into one generated kernel
-(``fuse=True``, :mod:`gpu_engine.codegen.fused_filter_kernel`) and evaluated
-eagerly node by node (``fuse=False``).
+Every test runs twice: with the predicate and the computed fixed-width projections compiled into generated
+kernels (``fuse=True``, :mod:`gpu_engine.codegen.fused_filter_kernel`,
+:mod:`gpu_engine.codegen.fused_project_kernel`) and evaluated eagerly node by node (``fuse=False``).
 """
 
 import re
@@ -41,7 +41,11 @@ PROJECTIONS = [
     ["v_int + k_int AS s", "v_dec * 2 AS d2", "v_float / 3 AS f"],
     ["CASE WHEN v_int > 0 THEN 'pos' WHEN v_int < 0 THEN 'neg' END AS sign", "EXTRACT(year FROM d_date) AS y"],
     ["SUBSTRING(k_str, 2, 3) AS sub", "v_dec - 1 AS dm", "k_dict AS kd"],
+    ["CASE WHEN k_str = 'fig' THEN v_int ELSE -v_int END AS c", "k_int > 3 AND v_float < 0 AS b",
+     "d_date < DATE '1995-01-01' AS early", "v_dec + v_dec AS twice", "k_dict IN ('apple', 'fig') AS fruit"],
 ]
+#: Per projection: whether any column is computed in the generated kernel (a computed fixed-width value).
+COMPILED_PROJECTIONS = [False, True, True, True, True]
 
 
 def _sql_projection(items):
@@ -68,10 +72,26 @@ def test_an_overflowing_predicate_raises_the_eager_error(device_name, table, pre
     assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
-@pytest.mark.parametrize("projection", PROJECTIONS, ids=lambda p: p[0])
-def test_project(session, assert_query, projection):
+@pytest.mark.parametrize("projection,compiled", list(zip(PROJECTIONS, COMPILED_PROJECTIONS)), ids=lambda p: str(p)[:12])
+def test_project(session, assert_query, projection, compiled):
+    """Computed fixed-width columns come from one generated kernel with fusion on; strings stay eager beside them."""
     plan = PlanBuilder(session.catalog).table_scan("t").project(projection).plan()
     assert_query(plan, f"SELECT {_sql_projection(projection)} FROM t")
+    batches = sum(s.runtime.get("compiled_projection_batches", 0) for s in _filter_stats(session))
+    assert (batches > 0) == (compiled and session.config.fuse)
+
+
+@pytest.mark.parametrize("projection", [["k_int", "v_int * 4611686018427387904 AS x"],
+                                        ["SUBSTRING(k_str, 1, 1) AS s", "v_int + 9223372036854775000 AS y"]])
+def test_an_overflowing_projection_raises_the_eager_error(device_name, table, projection):
+    errors = []
+    for fuse in (True, False):
+        session = Session(device=device_name, drivers=1, fuse=fuse)
+        session.register("t", table)
+        with pytest.raises(ExecutionError) as raised:
+            session.execute(PlanBuilder(session.catalog).table_scan("t").project(projection).plan())
+        errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
+    assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
 @pytest.mark.parametrize("predicate,projection", [(FILTERS[0], PROJECTIONS[1]), (FILTERS[2], PROJECTIONS[2]), (FILTERS[3], PROJECTIONS[0])])
