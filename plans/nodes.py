@@ -216,8 +216,8 @@ class HashJoinNode(PlanNode):
     probe columns only, right semi and right anti joins build columns only.
     ``fused`` lists the labels of the Filters the fusion pass folded into
     ``filter`` (see :mod:`gpu_engine.planning.fusion`). ``output_as_maps``,
-    set by the same pass when a fused aggregation reads this join's output in
-    its pipeline, makes the probe hand its pairs as gather maps over the probe
+    set by the same pass when a fused aggregation or a computing projection
+    reads this join's output in its pipeline, makes the probe hand its pairs as gather maps over the probe
     batch and the build table instead of gathering output columns (the
     aggregation's kernel reads through them; see
     :attr:`~gpu_engine.columnar.batch.Batch.column_maps`).

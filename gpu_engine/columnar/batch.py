@@ -50,8 +50,8 @@ class Batch:
         indices (one per presented row) into a base column of any length. Only
         :meth:`column`, :meth:`materialize` and :meth:`own_map` see these: code
         that reads :attr:`columns` with :attr:`gather_map` directly must not be
-        handed such a batch (a hash join emits them only to a fused aggregation,
-        see :class:`~gpu_engine.plans.nodes.HashJoinNode`).
+        handed such a batch (a hash join emits them only to a fused aggregation
+        or a computing projection, see :class:`~gpu_engine.plans.nodes.HashJoinNode`).
     """
 
     names: tuple[str, ...]

@@ -20,11 +20,13 @@ raise :class:`~gpu_engine.codegen.row_lowering.Unsupported` otherwise), so
 fusion never changes what a plan can run, only how. ``EngineConfig.fuse=False``
 skips the pass.
 
-A fused aggregation directly above a hash join (any join type; they share a
-pipeline) reads the join's output through the pairs' gather maps: the join is
+A fused aggregation or a computing Project directly above a hash join (any
+join type; they share a pipeline) reads the join's output through the pairs'
+gather maps: the join is
 marked ``output_as_maps`` and hands the probe batch's and the build table's
 columns with the probe rows and build rows as maps, which the aggregation's
-kernel reads inside its loop, so no output column of the join is gathered.
+or the projection's kernel reads inside its loop, so no output column of the
+join is gathered.
 
 The probe side of an inner hash join fuses with the Filters above it (those
 an aggregation did not take): their predicates, with the Projects between
@@ -114,8 +116,20 @@ def _fuse(node: PlanNode) -> PlanNode:
 def _(node: PlanNode) -> PlanNode:
     folded = _filters_into_join(node)
     if folded is None:
-        return _fuse.dispatch(PlanNode)(node)
+        return _projection_reads_join_maps(_fuse.dispatch(PlanNode)(node))
     return _fuse(folded)
+
+
+def _projection_reads_join_maps(node: PlanNode) -> PlanNode:
+    """Mark the hash join under a computing Project ``output_as_maps``: the projection's kernel reads its pairs.
+
+    Only a Project that computes something: its FilterProject then hands on flat columns it made, so the
+    join's maps never travel further (a pass-through projection or a filter would hand them on).
+    """
+    if not (isinstance(node, ProjectNode) and isinstance(node.source, HashJoinNode)
+            and not all(isinstance(expr, ColumnRef) for expr in node.expressions)):
+        return node
+    return replace(node, sources=(replace(node.source, output_as_maps=True),))
 
 
 def _filters_into_join(top: PlanNode) -> PlanNode | None:

@@ -273,6 +273,47 @@ def test_an_aggregation_above_a_join_reads_the_pairs_through_their_maps(device_n
     assert launches[True] <= launches[False] - output_batches  # at least one gather a batch fewer
 
 
+@pytest.mark.parametrize("join_type", ["inner", "left", "full"])
+def test_a_projection_above_a_join_reads_the_pairs_through_their_maps(device_name, tables, drivers, batch_rows,
+                                                                     join_type):
+    """A computing Project above a join: its kernel reads both sides through the pairs' maps (NULL-extended rows
+    included); a build-side string passed through and a string CASE are gathered/evaluated beside it."""
+    select = ("k_int, v_int + y_int AS s, CASE WHEN u_str = 'fig' THEN y_int ELSE -v_int END AS c, u_str, "
+              "CASE WHEN y_int > 0 THEN 'up' ELSE u_str END AS tag")
+    expected = duckdb_table(_connection(tables), f"SELECT {select} FROM ({reference_sql(join_type, ['k_int'], ['u_int'])})")
+    launches = {}
+    for fuse in (True, False):
+        session = _session(device_name, drivers, batch_rows, tables, fuse)
+        ids = PlanNodeIdGenerator()
+        plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
+                .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
+                           OUTPUT, join_type)
+                .project(["k_int", "v_int + y_int AS s", "CASE WHEN u_str = 'fig' THEN y_int ELSE -v_int END AS c",
+                          "u_str", "CASE WHEN y_int > 0 THEN 'up' ELSE u_str END AS tag"]).plan())
+        assert_same_rows(session.execute(plan, timeout=120), expected)
+        launches[fuse] = _probe_stat(session, "kernel_launches")
+        assert ("output: gather maps" in session.explain(plan)) == fuse
+        if fuse:
+            output_batches = _probe_stat(session, "output_batches")
+    assert launches[True] <= launches[False] - output_batches
+
+
+def test_a_pass_through_projection_above_a_join_gets_flat_columns(tables):
+    """Maps must not travel past the operator reading them: a Project of plain columns hands its input on."""
+    from gpu_engine.planning import prepare_plan
+    from gpu_engine.plans.nodes import HashJoinNode, walk_plan
+
+    session = _session("cpu", 1, 64, tables)
+    ids = PlanNodeIdGenerator()
+    plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
+            .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"), OUTPUT)
+            .project(["u_str AS name", "v_int"]).plan())
+    (join,) = [n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, HashJoinNode)]
+    assert not join.output_as_maps
+    expected = duckdb_table(_connection(tables), f"SELECT u_str AS name, v_int FROM ({reference_sql('inner', ['k_int'], ['u_int'])})")
+    assert_same_rows(session.execute(plan, timeout=120), expected)
+
+
 @pytest.mark.parametrize("join_type", ["left", "full", "anti", "left_semi"])
 def test_filters_above_other_joins_stay_where_they_are(tables, join_type):
     """Above an outer join a filter also sees the NULL-extended rows; above an anti join it would change the matches."""
