@@ -19,20 +19,14 @@ gets 0 as its value. An error (overflow, a value out of range) is recorded in
 
 from __future__ import annotations
 
-from gpu_engine.codegen.fused_aggregation_kernel import (
-    GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header, write_row_indices,
-)
-from gpu_engine.codegen.fused_filter_kernel import FILTER_STATUS_ERROR
+from gpu_engine.codegen.fused_aggregation_kernel import GeneratedKernel, KernelLayout
+from gpu_engine.codegen.fused_filter_kernel import generate_row_kernel
 from gpu_engine.codegen.generation_cache import GenerationCache
 from gpu_engine.codegen.fusion_program import FusionProgram
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering
+from gpu_engine.codegen.row_lowering import RowLowering
 from gpu_engine.codegen.source_writer import SourceWriter
 
-__all__ = ["generate_fused_projection", "PROJECT_STATUS_ERROR"]
-
-#: The status word the first error goes to.
-PROJECT_STATUS_ERROR = FILTER_STATUS_ERROR
-
+__all__ = ["generate_fused_projection", "output_parameters"]
 
 def generate_fused_projection(program: FusionProgram, layout: KernelLayout) -> GeneratedKernel:
     """Return the module source defining ``project_cpu`` (njit) and ``project_cuda`` (cuda.jit) for ``layout``.
@@ -60,37 +54,8 @@ def output_parameters(program: FusionProgram) -> list[str]:
 def _generate(program: FusionProgram, layout: KernelLayout) -> GeneratedKernel:
     if program.predicates or program.keys or program.arguments or not program.outputs:
         raise ValueError("a projection kernel evaluates output expressions only")
-    parameters = ["n", "rows", *input_parameters(layout), *output_parameters(program), "status"]
-    signature = ", ".join(parameters)
-    writer = SourceWriter()
-    writer.extend(module_header().splitlines())
-    messages: list[str] = []
-    for flavor in ("cpu", "cuda"):
-        twin_messages: list[str] = []
-        writer.line("")
-        writer.line("")
-        writer.line('@njit(nogil=True, cache=True, error_model="numpy")' if flavor == "cpu" else "@cuda.jit")
-        with writer.block(f"def project_{flavor}({signature}):"):
-            _write_twin(writer, program, layout, flavor, twin_messages)
-        if flavor == "cpu":
-            messages = twin_messages
-        elif twin_messages != messages:  # both twins hand out codes in the same order
-            raise AssertionError("the CPU and CUDA twins disagree on error codes")
-    return GeneratedKernel(writer.text(), tuple(parameters), tuple(messages))
 
-
-def _write_twin(writer: SourceWriter, program: FusionProgram, layout: KernelLayout, flavor: str,
-                messages: list[str]) -> None:
-    if flavor == "cuda":
-        loop = "for i in range(cuda.grid(1), n, cuda.gridsize(1)):"
-        on_error = lambda code: [f"cuda.atomic.min(status, {PROJECT_STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {code})",
-                                 "continue"]
-    else:
-        loop = "for i in range(n):"
-        on_error = lambda code: [f"status[{PROJECT_STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", "return"]
-    with writer.block(loop):
-        write_row_indices(writer, layout)
-        lowering = RowLowering(writer, RowInputs(program, layout, writer), on_error, messages)
+    def write_row(writer: SourceWriter, lowering: RowLowering) -> None:
         for j, output in enumerate(program.outputs):
             value = lowering.lower(output)
             writer.line(f"o{j}_v[i] = {value.valid}")
@@ -98,3 +63,5 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, layout: KernelLayo
                 writer.line(f"o{j}[i] = {value.value}")
             with writer.block("else:"):
                 writer.line(f"o{j}[i] = 0")
+
+    return generate_row_kernel("project", program, layout, output_parameters(program), write_row)
