@@ -60,14 +60,21 @@ def test_filter(session, assert_query, predicate):
     assert (compiled > 0) == session.config.fuse  # every predicate here has a generated kernel
 
 
-@pytest.mark.parametrize("predicate", ["v_int * 4611686018427387904 > 0", "k_str = 'apple' AND v_int + 9223372036854775000 > 0"])
-def test_an_overflowing_predicate_raises_the_eager_error(device_name, table, predicate):
+@pytest.mark.parametrize("step,argument", [
+    ("filter", "v_int * 4611686018427387904 > 0"),
+    ("filter", "k_str = 'apple' AND v_int + 9223372036854775000 > 0"),
+    ("project", ["k_int", "v_int * 4611686018427387904 AS x"]),
+    ("project", ["SUBSTRING(k_str, 1, 1) AS s", "v_int + 9223372036854775000 AS y"]),
+], ids=["filter-mul", "filter-add", "project-mul", "project-add-beside-a-string"])
+def test_an_overflow_raises_the_eager_error(device_name, table, step, argument):
+    """A compiled predicate or projection that overflows raises what the eager evaluator raises."""
     errors = []
     for fuse in (True, False):
         session = Session(device=device_name, drivers=1, fuse=fuse)
         session.register("t", table)
+        builder = PlanBuilder(session.catalog).table_scan("t")
         with pytest.raises(ExecutionError) as raised:
-            session.execute(PlanBuilder(session.catalog).table_scan("t").filter(predicate).plan())
+            session.execute((builder.filter(argument) if step == "filter" else builder.project(argument)).plan())
         errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
     assert errors[0] == errors[1] and "Overflow" in errors[0]
 
@@ -79,19 +86,6 @@ def test_project(session, assert_query, projection, compiled):
     assert_query(plan, f"SELECT {_sql_projection(projection)} FROM t")
     batches = sum(s.runtime.get("compiled_projection_batches", 0) for s in _filter_stats(session))
     assert (batches > 0) == (compiled and session.config.fuse)
-
-
-@pytest.mark.parametrize("projection", [["k_int", "v_int * 4611686018427387904 AS x"],
-                                        ["SUBSTRING(k_str, 1, 1) AS s", "v_int + 9223372036854775000 AS y"]])
-def test_an_overflowing_projection_raises_the_eager_error(device_name, table, projection):
-    errors = []
-    for fuse in (True, False):
-        session = Session(device=device_name, drivers=1, fuse=fuse)
-        session.register("t", table)
-        with pytest.raises(ExecutionError) as raised:
-            session.execute(PlanBuilder(session.catalog).table_scan("t").project(projection).plan())
-        errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
-    assert errors[0] == errors[1] and "Overflow" in errors[0]
 
 
 @pytest.mark.parametrize("predicate,projection", [(FILTERS[0], PROJECTIONS[1]), (FILTERS[2], PROJECTIONS[2]), (FILTERS[3], PROJECTIONS[0])])

@@ -244,33 +244,42 @@ def _probe_stat(session, name: str) -> int:
                for s in stats if s.operator_type == "HashProbe")
 
 
-@pytest.mark.parametrize(("join_type", "join_filter"), [("inner", None), ("inner", FILTER), ("left", None),
-                                                        ("full", FILTER)],
-                         ids=["inner", "inner-filtered", "left", "full-filtered"])
-def test_an_aggregation_above_a_join_reads_the_pairs_through_their_maps(device_name, tables, drivers, batch_rows,
-                                                                        join_type, join_filter):
-    """A fused aggregation over a join's output reads the probe batch's and the build table's columns through the
-    pairs' maps inside its kernel: the probe gathers no output column (fewer launches than unfused), and a
-    build-side dictionary string key, the all-NULL row of outer joins and both sides' values come out exact."""
+def _check_reads_through_maps(device_name, tables, drivers, batch_rows, join_type, join_filter, above, select):
+    """Run ``t JOIN u`` then ``above(builder)`` fused and unfused against DuckDB's ``select`` over the join.
+
+    Fused, the join must hand its pairs as maps (explain says so) and its probe must launch at least one
+    kernel a batch fewer than unfused (no output column gathered).
+    """
     join_sql = reference_sql(join_type, ["k_int"], ["u_int"], join_filter=join_filter)
-    expected = duckdb_table(_connection(tables), "SELECT u_str, count(*) AS c, sum(v_int) AS s, min(y_int) AS m, "
-                            f"count(k_str) AS ks FROM ({join_sql}) GROUP BY u_str")
+    expected = duckdb_table(_connection(tables), select.format(join=join_sql))
     launches = {}
     for fuse in (True, False):
         session = _session(device_name, drivers, batch_rows, tables, fuse)
         ids = PlanNodeIdGenerator()
-        plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
-                .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
-                           OUTPUT, join_type, filter=join_filter)
-                .aggregation(["u_str"], ["count(*) AS c", "sum(v_int) AS s", "min(y_int) AS m", "count(k_str) AS ks"])
-                .plan())
+        plan = above(PlanBuilder(session.catalog, id_generator=ids).table_scan("t").hash_join(
+            ["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"), OUTPUT, join_type,
+            filter=join_filter)).plan()
         assert_same_rows(session.execute(plan, timeout=120), expected)
         launches[fuse] = _probe_stat(session, "kernel_launches")
         assert ("output: gather maps" in session.explain(plan)) == fuse
         if fuse:
             output_batches = _probe_stat(session, "output_batches")
             assert output_batches > 0
-    assert launches[True] <= launches[False] - output_batches  # at least one gather a batch fewer
+    assert launches[True] <= launches[False] - output_batches
+
+
+@pytest.mark.parametrize(("join_type", "join_filter"), [("inner", None), ("inner", FILTER), ("left", None),
+                                                        ("full", FILTER)],
+                         ids=["inner", "inner-filtered", "left", "full-filtered"])
+def test_an_aggregation_above_a_join_reads_the_pairs_through_their_maps(device_name, tables, drivers, batch_rows,
+                                                                        join_type, join_filter):
+    """A fused aggregation over a join's output reads the probe batch's and the build table's columns through the
+    pairs' maps inside its kernel: a build-side dictionary string key, the all-NULL row of outer joins and both
+    sides' values come out exact."""
+    aggregates = ["count(*) AS c", "sum(v_int) AS s", "min(y_int) AS m", "count(k_str) AS ks"]
+    _check_reads_through_maps(device_name, tables, drivers, batch_rows, join_type, join_filter,
+                              lambda joined: joined.aggregation(["u_str"], aggregates),
+                              f"SELECT u_str, {', '.join(aggregates)} FROM ({{join}}) GROUP BY u_str")
 
 
 @pytest.mark.parametrize("join_type", ["inner", "left", "full"])
@@ -278,24 +287,11 @@ def test_a_projection_above_a_join_reads_the_pairs_through_their_maps(device_nam
                                                                      join_type):
     """A computing Project above a join: its kernel reads both sides through the pairs' maps (NULL-extended rows
     included); a build-side string passed through and a string CASE are gathered/evaluated beside it."""
-    select = ("k_int, v_int + y_int AS s, CASE WHEN u_str = 'fig' THEN y_int ELSE -v_int END AS c, u_str, "
-              "CASE WHEN y_int > 0 THEN 'up' ELSE u_str END AS tag")
-    expected = duckdb_table(_connection(tables), f"SELECT {select} FROM ({reference_sql(join_type, ['k_int'], ['u_int'])})")
-    launches = {}
-    for fuse in (True, False):
-        session = _session(device_name, drivers, batch_rows, tables, fuse)
-        ids = PlanNodeIdGenerator()
-        plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
-                .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
-                           OUTPUT, join_type)
-                .project(["k_int", "v_int + y_int AS s", "CASE WHEN u_str = 'fig' THEN y_int ELSE -v_int END AS c",
-                          "u_str", "CASE WHEN y_int > 0 THEN 'up' ELSE u_str END AS tag"]).plan())
-        assert_same_rows(session.execute(plan, timeout=120), expected)
-        launches[fuse] = _probe_stat(session, "kernel_launches")
-        assert ("output: gather maps" in session.explain(plan)) == fuse
-        if fuse:
-            output_batches = _probe_stat(session, "output_batches")
-    assert launches[True] <= launches[False] - output_batches
+    projection = ["k_int", "v_int + y_int AS s", "CASE WHEN u_str = 'fig' THEN y_int ELSE -v_int END AS c", "u_str",
+                  "CASE WHEN y_int > 0 THEN 'up' ELSE u_str END AS tag"]
+    _check_reads_through_maps(device_name, tables, drivers, batch_rows, join_type, None,
+                              lambda joined: joined.project(projection),
+                              f"SELECT {', '.join(projection)} FROM ({{join}})")
 
 
 def test_a_pass_through_projection_above_a_join_gets_flat_columns(tables):
