@@ -166,7 +166,7 @@ def _off_the_simulator_diagonal(item) -> bool:
 SPARK_TESTS = "tests/spark/"
 
 
-@pytest.hookimpl(tryfirst=True)
+@pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without pytest-xdist never calls it
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``, schedule every Spark test in one worker (and the rest test by test).
 
