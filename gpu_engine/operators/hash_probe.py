@@ -21,7 +21,8 @@ and decide per join type:
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
 gathered through the pairs' probe rows and build columns by their build rows,
-unless the node says ``output_as_maps`` (a fused aggregation reads the output):
+unless the node says ``output_as_maps`` (a fused aggregation or a computing
+projection reads the output):
 then the batch carries the probe batch's and the build table's columns with
 those rows as their maps, and nothing is gathered. The compiled join filter
 likewise reads the pairs' columns through the maps inside its kernel.

@@ -22,11 +22,10 @@ skips the pass.
 
 A fused aggregation or a computing Project directly above a hash join (any
 join type; they share a pipeline) reads the join's output through the pairs'
-gather maps: the join is
-marked ``output_as_maps`` and hands the probe batch's and the build table's
-columns with the probe rows and build rows as maps, which the aggregation's
-or the projection's kernel reads inside its loop, so no output column of the
-join is gathered.
+gather maps: the join is marked ``output_as_maps`` and hands the probe batch's
+and the build table's columns with the probe rows and build rows as maps,
+which the aggregation's or the projection's kernel reads inside its loop, so
+no output column of the join is gathered.
 
 The probe side of an inner hash join fuses with the Filters above it (those
 an aggregation did not take): their predicates, with the Projects between
