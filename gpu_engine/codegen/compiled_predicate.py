@@ -14,85 +14,13 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
-from gpu_engine.codegen.compiled_modules import generated_module
-from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, GeneratedKernel, KernelLayout
-from gpu_engine.codegen.fused_filter_kernel import FILTER_STATUS_ERROR, generate_fused_filter
-from gpu_engine.codegen.fusion_program import FusionProgram, plan_fusion_program
-from gpu_engine.codegen.kernel_inputs import KernelInputs
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, Unsupported
+from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
+from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
+from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.errors import ExecutionError
-from gpu_engine.expressions.deferred_checks import defer_row_check
-from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["CompiledPredicate", "CompiledRowKernel"]
-
-#: ``status[0]`` before a filter kernel runs: no error yet (errors are ``row * 256 + code``, the smallest wins).
-_NO_ERROR = np.iinfo(np.int64).max
-
-
-class CompiledRowKernel:
-    """A program's generated row kernel (a filter's or a projection's), compiled per batch layout.
-
-    Subclasses name the kernel (:attr:`name`: the module stem and the twins' prefix) and say how to
-    generate it (:meth:`_generate`); :meth:`_launch` binds a batch, launches the twin that fits its
-    layout and defers the check of the kernel's error word.
-    """
-
-    name = ""
-
-    def __init__(self, device, program: FusionProgram):
-        self.device = device
-        self.program = program
-        self._inputs = KernelInputs(device, program)
-        self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
-
-    @classmethod
-    def _generate(cls, program: FusionProgram, layout: KernelLayout) -> GeneratedKernel:
-        raise NotImplementedError
-
-    @classmethod
-    def _refusal(cls, program: FusionProgram) -> bool:
-        """Return True when the generator refuses ``program`` (tried at operator creation, on a plain layout)."""
-        try:
-            cls._generate(program, KernelLayout(False, (True,) * len(program.columns),
-                                                (LIFTED_DICTIONARY,) * len(program.lifted)))
-        except (Unsupported, NotImplementedError):
-            return True
-        return False
-
-    def _launch(self, batch: Batch, outputs: dict[str, Any]) -> None:
-        """Run the kernel over ``batch`` into ``outputs`` (arrays by parameter name).
-
-        An error (an overflow) is a deferred check
-        (:func:`~gpu_engine.expressions.deferred_checks.defer_row_check`): raised when the caller's
-        :func:`~gpu_engine.expressions.deferred_checks.checks_read_together` block ends, else at once;
-        until then the outputs may be partial.
-        """
-        layout, arrays = self._inputs.bind(batch)
-        module, parameters, messages = self._kernel(layout)
-        n = batch.num_rows
-        status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
-        values = dict(arrays, **outputs, n=n, status=status)
-        launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),
-                    *(values[p] for p in parameters))
-
-        def failure(error: int) -> ExecutionError:
-            row, code = divmod(error, ERROR_CODE_BASE)
-            return ExecutionError(f"{messages[code]} (first at row {row})")
-
-        # Read with the enclosing block's other checks (one host sync).
-        defer_row_check(self.device, status[FILTER_STATUS_ERROR:FILTER_STATUS_ERROR + 1], _NO_ERROR, failure)
-
-    def _kernel(self, layout: KernelLayout):
-        compiled = self._kernels.get(layout)
-        if compiled is None:
-            generated = self._generate(self.program, layout)
-            module = generated_module(generated.source, stem=self.name)
-            compiled = self._kernels[layout] = (module, generated.parameters, generated.messages)
-        return compiled
+__all__ = ["CompiledPredicate"]
 
 
 class CompiledPredicate(CompiledRowKernel):

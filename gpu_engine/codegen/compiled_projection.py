@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Sequence
 
-from gpu_engine.codegen.compiled_predicate import CompiledRowKernel
+from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
 from gpu_engine.codegen.fused_project_kernel import generate_fused_projection
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.row_lowering import Unsupported

@@ -20,18 +20,14 @@ smallest row winning.
 
 from __future__ import annotations
 
-from gpu_engine.codegen.fused_aggregation_kernel import (
-    STATUS_GROUPS, GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header, write_row_indices,
-)
+from gpu_engine.codegen.fused_aggregation_kernel import GeneratedKernel, KernelLayout
 from gpu_engine.codegen.generation_cache import GenerationCache
 from gpu_engine.codegen.fusion_program import FusionProgram
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering
+from gpu_engine.codegen.row_kernel import generate_row_kernel
+from gpu_engine.codegen.row_lowering import RowLowering
 from gpu_engine.codegen.source_writer import SourceWriter
 
-__all__ = ["generate_fused_filter", "generate_row_kernel", "FILTER_STATUS_ERROR"]
-
-#: The status word the first error goes to.
-FILTER_STATUS_ERROR = STATUS_GROUPS
+__all__ = ["generate_fused_filter"]
 
 
 def generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> GeneratedKernel:
@@ -70,41 +66,3 @@ def _generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> Gene
         writer.line(f"mask[i] = np.bool_({test.valid}) & np.bool_({test.value})")
 
     return generate_row_kernel("filter", program, layout, ["mask"], write_row, cuda_error_lines=("mask[i] = False",))
-
-
-def generate_row_kernel(name: str, program: FusionProgram, layout: KernelLayout, outputs: list[str], write_row,
-                        cuda_error_lines: tuple[str, ...] = ()) -> GeneratedKernel:
-    """Return a module with ``{name}_cpu`` (njit) and ``{name}_cuda`` (cuda.jit): one pass over ``n`` rows.
-
-    Both twins take ``(n, rows, <inputs of layout>, *outputs, status)``; per row ``i`` they set ``r``
-    (and ``r2``) and call ``write_row(writer, lowering)`` to write the row's work. An error is recorded
-    in ``status[0]`` as ``row * 256 + code``, the smallest row winning: the CPU twin stops there, a CUDA
-    thread runs ``cuda_error_lines`` and goes on to its next row.
-    """
-    parameters = ["n", "rows", *input_parameters(layout), *outputs, "status"]
-    signature = ", ".join(parameters)
-    writer = SourceWriter()
-    writer.extend(module_header().splitlines())
-    messages: list[str] = []
-    for flavor in ("cpu", "cuda"):
-        twin_messages: list[str] = []
-        writer.line("")
-        writer.line("")
-        writer.line('@njit(nogil=True, cache=True, error_model="numpy")' if flavor == "cpu" else "@cuda.jit")
-        with writer.block(f"def {name}_{flavor}({signature}):"):
-            if flavor == "cuda":
-                loop = "for i in range(cuda.grid(1), n, cuda.gridsize(1)):"
-                error = f"cuda.atomic.min(status, {FILTER_STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {{code}})"
-                on_error = lambda code: [error.format(code=code), *cuda_error_lines, "continue"]
-            else:
-                loop = "for i in range(n):"
-                on_error = lambda code: [f"status[{FILTER_STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}",
-                                         "return"]
-            with writer.block(loop):
-                write_row_indices(writer, layout)
-                write_row(writer, RowLowering(writer, RowInputs(program, layout, writer), on_error, twin_messages))
-        if flavor == "cpu":
-            messages = twin_messages
-        elif twin_messages != messages:  # both twins hand out codes in the same order
-            raise AssertionError("the CPU and CUDA twins disagree on error codes")
-    return GeneratedKernel(writer.text(), tuple(parameters), tuple(messages))

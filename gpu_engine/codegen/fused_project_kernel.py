@@ -20,9 +20,9 @@ gets 0 as its value. An error (overflow, a value out of range) is recorded in
 from __future__ import annotations
 
 from gpu_engine.codegen.fused_aggregation_kernel import GeneratedKernel, KernelLayout
-from gpu_engine.codegen.fused_filter_kernel import generate_row_kernel
 from gpu_engine.codegen.generation_cache import GenerationCache
 from gpu_engine.codegen.fusion_program import FusionProgram
+from gpu_engine.codegen.row_kernel import generate_row_kernel
 from gpu_engine.codegen.row_lowering import RowLowering
 from gpu_engine.codegen.source_writer import SourceWriter
 
