@@ -129,21 +129,18 @@ def pytest_collection_modifyitems(config, items):
         # never be handed out last and leave one worker running it alone while the other idles. (A fresh
         # clone's make test took 15m35s with this against 15m46s without: no loss, a guard more than a gain.)
         items.sort(key=lambda item: item.get_closest_marker("spark") is None)
-        off_diagonal = [item for item in items if _off_the_simulator_diagonal(item)]
-        if off_diagonal:
-            config.hook.pytest_deselected(items=off_diagonal)
-            items[:] = [item for item in items if not _off_the_simulator_diagonal(item)]
-        return
-    keep, drop = [], []
-    for item in items:
-        params = getattr(getattr(item, "callspec", None), "params", {})
-        cuda_case = any(value in ("cuda-sim", "cuda") for value in params.values() if isinstance(value, str))
-        cuda_case = cuda_case or any(word in item.nodeid.lower() for word in _CUDA_WORDS)
-        heavy = item.get_closest_marker("spark") or item.get_closest_marker("slow") or item.get_closest_marker("gpu")
-        (drop if cuda_case or heavy else keep).append(item)
-    if drop:
-        config.hook.pytest_deselected(items=drop)
-        items[:] = keep
+    _deselect(config, items, _outside_the_chosen_pairs)
+    if config.getoption("--fast"):
+        _deselect(config, items, _not_a_fast_case)
+
+
+def _not_a_fast_case(item) -> bool:
+    """Return True for what ``--fast`` leaves out: CUDA work (cuda-sim, cuda, PTX), Spark, slow and gpu tests."""
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    cuda_case = any(value in ("cuda-sim", "cuda") for value in params.values() if isinstance(value, str))
+    cuda_case = cuda_case or any(word in item.nodeid.lower() for word in _CUDA_WORDS)
+    heavy = item.get_closest_marker("spark") or item.get_closest_marker("slow") or item.get_closest_marker("gpu")
+    return bool(cuda_case or heavy)
 
 
 #: The (drivers, batch_rows) pairs a test parametrized over both runs on ``cuda-sim``. The simulator
@@ -154,12 +151,30 @@ def pytest_collection_modifyitems(config, items):
 SIMULATOR_PAIRS = frozenset({(4, "small_batches"), (1, "large_batches")})
 
 
-def _off_the_simulator_diagonal(item) -> bool:
-    """Return True for a ``cuda-sim`` case whose (drivers, batch_rows) pair is not in :data:`SIMULATOR_PAIRS`."""
+#: Where the operator suite's unfused cases run (tests/operators/conftest.py ``fuse``): parameter ->
+#: the one value it takes in an unfused case: the eager operators on ``cpu``, many batches over several
+#: drivers (a test without one of these parameters runs unfused at its own values).
+UNFUSED_CASE = {"device_name": "cpu", "drivers": 4, "batch_rows": "small_batches"}
+
+
+def _outside_the_chosen_pairs(item) -> bool:
+    """Return True for a case left out: a ``cuda-sim`` pair not in :data:`SIMULATOR_PAIRS`, or an
+    unfused operator case outside :data:`UNFUSED_CASE`."""
     params = getattr(getattr(item, "callspec", None), "params", {})
+    if params.get("fuse") is False:
+        if any(name in params and params[name] != value for name, value in UNFUSED_CASE.items()):
+            return True
     if params.get("device_name") != "cuda-sim" or "drivers" not in params or "batch_rows" not in params:
         return False
     return (params["drivers"], params["batch_rows"]) not in SIMULATOR_PAIRS
+
+
+def _deselect(config, items, leave_out) -> None:
+    """Deselect (report to pytest, remove) the items for which ``leave_out(item)`` is true."""
+    dropped = [item for item in items if leave_out(item)]
+    if dropped:
+        config.hook.pytest_deselected(items=dropped)
+        items[:] = [item for item in items if not leave_out(item)]
 
 
 #: Where the Spark tests live: every test under it runs in the one worker that holds the Spark JVM.

@@ -56,10 +56,22 @@ def table(device_name) -> pa.Table:
     return make_table(ROWS[device_name])
 
 
+@pytest.fixture(params=[True, False], ids=["fused", "unfused"])
+def fuse(request) -> bool:
+    """Yield whether the session fuses pipeline stretches (issue 11: the operator suite runs both ways).
+
+    Fused (the default) runs the generated kernels; unfused runs each plan node as its own operator, the
+    eager path that fusion falls back to for whatever it cannot compile. The unfused cases run on ``cpu``
+    at one (drivers, batch size) pair (tests/conftest.py, :data:`UNFUSED_PAIR`), which keeps the eager
+    operators under the whole suite for about a quarter of its time again.
+    """
+    return request.param
+
+
 @pytest.fixture
-def session(device_name, drivers, batch_rows, table) -> Session:
+def session(device_name, drivers, batch_rows, table, fuse) -> Session:
     """Yield a Session over ``t`` with several splits, so drivers share the scan."""
-    s = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
+    s = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
     s.register("t", table, split_rows=max(1, table.num_rows // 5))
     return s
 

@@ -78,6 +78,12 @@ def simulator_budget(request, device_name):
 
 
 @pytest.fixture
+def fuse() -> bool:
+    """Every ``session`` here fuses: these tests compare it with :func:`unfused` themselves."""
+    return True
+
+
+@pytest.fixture
 def unfused(device_name, drivers, batch_rows, table) -> Session:
     """Yield a Session like ``session`` with fusion off: the eager operators' answer (on cpu for cuda-sim)."""
     device = "cpu" if device_name == "cuda-sim" else device_name

@@ -48,12 +48,12 @@ def test_empty_input(session, assert_query, keys):
     assert_query(plan, _sql(keys, AGGREGATES, " WHERE v_int > 10000000"))
 
 
-def test_partial_flush(device_name, table, reference):
+def test_partial_flush(device_name, table, reference, fuse):
     from duckdb_reference import assert_same_rows
 
     from gpu_engine import Session
 
-    session = Session(device=device_name, drivers=2, batch_rows=64, partial_aggregation_max_groups=4)
+    session = Session(device=device_name, drivers=2, batch_rows=64, partial_aggregation_max_groups=4, fuse=fuse)
     session.register("t", table, split_rows=table.num_rows // 4)
     keys = ["k_int", "k_str"]
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, ["count(*) AS c", "sum(v_dec) AS s", "avg(v_float) AS a"]).plan()
@@ -70,7 +70,7 @@ def test_partial_intermediate_final(session, assert_query):
 
 
 @pytest.mark.parametrize("drivers", [1, 3])
-def test_sums_never_wrap(device_name, drivers):
+def test_sums_never_wrap(device_name, drivers, fuse):
     """Integer sums widen to DuckDB's HUGEINT (decimal128(38, 0)): partial totals past 2**63 stay exact."""
     import pyarrow as pa
 
@@ -79,7 +79,7 @@ def test_sums_never_wrap(device_name, drivers):
     big = 2**62
     # Running totals pass 2**63 on the way, and partial totals on some drivers too: every run is exact.
     fits = pa.table({"g": [1, 1, 1, 1, 2], "v": pa.array([big, big, -big, -big + 5, 7], pa.int64())})
-    session = Session(device=device_name, drivers=drivers, batch_rows=2)
+    session = Session(device=device_name, drivers=drivers, batch_rows=2, fuse=fuse)
     session.register("t", fits, split_rows=2)
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["g"], ["sum(v) AS s"]).order_by(["g"]).plan()
     assert session.execute(plan).to_pylist() == [{"g": 1, "s": 5}, {"g": 2, "s": 7}]
@@ -130,12 +130,12 @@ def test_min_max_over_strings_and_booleans(session, assert_query, keys, steps):
     assert_query(plan, _sql(keys, STRING_AND_BOOLEAN_EXTREMES, " WHERE v_float > -80"))
 
 
-def test_min_max_over_strings_across_partial_flushes_and_empty_input(device_name, table, reference):
+def test_min_max_over_strings_across_partial_flushes_and_empty_input(device_name, table, reference, fuse):
     from duckdb_reference import assert_same_rows
 
     from gpu_engine import Session
 
-    session = Session(device=device_name, drivers=2, batch_rows=64, partial_aggregation_max_groups=4)
+    session = Session(device=device_name, drivers=2, batch_rows=64, partial_aggregation_max_groups=4, fuse=fuse)
     session.register("t", table, split_rows=table.num_rows // 4)
     keys = ["k_int", "k_dict"]
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, STRING_AND_BOOLEAN_EXTREMES).plan()
