@@ -71,7 +71,7 @@ from numba import cuda, njit
 from gpu_engine.kernels.fused_rows import (
     ADD, MULTIPLY, SUBTRACT, KEY_HASH_SEED, checked_int64_op, civil_day, civil_month, civil_year,
     divide_round_half_away, finish_key_hash, float_equal, float_less, float_remainder, key_word_bits, mix_key_word,
-    round_half_away, round_half_even, scaled_order, truncated_remainder,
+    round_half_away, round_half_even, scaled_order, slot_shift, truncated_remainder,
 )
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 """
@@ -326,6 +326,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
     writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
     if keyed:
         writer.line("slot_mask = np.int64(slot_table.shape[0] - 1)")
+        writer.line("top_bits = np.uint64(slot_shift(np.int64(slot_table.shape[0])))")
         numerator, denominator = SLOT_TABLE_MAX_LOAD[flavor]
         writer.line(f"max_groups = np.int64(slot_table.shape[0] * {numerator} // {denominator})")
         if not cuda_flavor:
@@ -580,7 +581,7 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
             writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64(c{k}[{row}])))))")
         writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({TAG_READY})))))")
         writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(columns) + 1})))")
-        writer.line("prefetch_row(slot_table, np.int64(ha & np.uint64(slot_mask)))")
+        writer.line("prefetch_row(slot_table, np.int64(ha >> top_bits))")
 
 
 def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, table: SlotTableLayout,
@@ -647,7 +648,7 @@ def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str],
     for word in words + [tag]:
         writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
     writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words) + 1})))")
-    writer.line("slot = np.int64(h & np.uint64(slot_mask))")
+    writer.line("slot = np.int64(h >> top_bits)")
     writer.line("found = np.int64(-1)")
     same = " and ".join([f"state == {tag}"] + [f"slot_table[slot, {c}] == {word}"
                                                for c, word in zip(table.key_columns, words)])
@@ -715,6 +716,7 @@ def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
         writer.line("@njit(nogil=True, cache=True)" if flavor == "cpu" else "@cuda.jit")
         with writer.block(f"def move_{flavor}(old, occupied, new):"):
             writer.line("slot_mask = np.int64(new.shape[0] - 1)")
+            writer.line("top_bits = np.uint64(slot_shift(np.int64(new.shape[0])))")
             if flavor == "cpu":
                 writer.line("prefetching = worth_prefetching(new)")
             loop = "for t in range(occupied.shape[0]):" if flavor == "cpu" else \
@@ -724,10 +726,10 @@ def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
                     with writer.block("if prefetching and t + PREFETCH_DISTANCE < occupied.shape[0]:"):
                         writer.line("row = occupied[t + PREFETCH_DISTANCE]")
                         _write_stored_key_hash(writer, words)
-                        writer.line("prefetch_row(new, np.int64(h & np.uint64(slot_mask)))")
+                        writer.line("prefetch_row(new, np.int64(h >> top_bits))")
                 writer.line("row = occupied[t]")
                 _write_stored_key_hash(writer, words)
-                writer.line("slot = np.int64(h & np.uint64(slot_mask))")
+                writer.line("slot = np.int64(h >> top_bits)")
                 if flavor == "cpu":
                     with writer.block("while new[slot, 0] != 0:"):
                         writer.line("slot = (slot + 1) & slot_mask")
