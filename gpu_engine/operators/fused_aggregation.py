@@ -61,33 +61,62 @@ FUSED_KERNEL_BLOCKS = 1024
 _GROWTH = 2
 
 
+#: Inputs up to this many rows are interned through a Python dict: a dictionary's values (a few hundred
+#: strings, the usual case) cost ~30 µs that way against ~150 µs through Arrow's kernels, which pay a
+#: fixed cost a call (a hash table built from every known string); longer inputs go through Arrow.
+_DICT_INTERNING_ROWS = 2048
+
+
 class _KeyInterner:
     """Give each distinct string of a string grouping key a stable int64 id, keeping the strings for output.
 
-    Interning runs on the host with Arrow's hash kernels (``index_in``,
-    ``unique``): it sees each distinct dictionary once (the operator caches
-    ids by dictionary fingerprint), so it costs one small read back per new
-    dictionary and no device kernels. Plain (not dictionary-encoded) string
-    keys are read back per batch.
+    Interning runs on the host: it sees each distinct dictionary once (the
+    operator caches ids by dictionary fingerprint), so it costs one small read
+    back per new dictionary and no device kernels. Plain (not
+    dictionary-encoded) string keys are read back per batch and interned with
+    Arrow's hash kernels (``index_in``, ``unique``).
     """
 
     def __init__(self, device):
         self.device = device
         self._known = pa.array([], pa.large_string())
+        self._ids: dict[str, int] = {}  # the same strings as _known, by id
         self._known_bytes = 0  # Arrow's nbytes walks the buffers each call: kept here, read per batch
         self._values: Column | None = None
 
     def ids(self, column: Column) -> Any:
         """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them)."""
-        strings = column.to_arrow(self.device).cast(pa.large_string())
+        strings = column.to_arrow(self.device)
+        if len(strings) <= _DICT_INTERNING_ROWS:
+            return self.device.asarray(self._ids_by_dict(strings.to_pylist()))
+        strings = strings.cast(pa.large_string())
         ids = pc.index_in(strings, value_set=self._known)
         unseen = strings.filter(pc.and_(pc.is_null(ids), pc.is_valid(strings)))
         if len(unseen):
-            self._known = pa.concat_arrays([self._known, pc.unique(unseen)])
-            self._known_bytes = self._known.nbytes
-            self._values = None
+            self._learn(pc.unique(unseen))
             ids = pc.index_in(strings, value_set=self._known)
         return self.device.asarray(ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
+
+    def _ids_by_dict(self, values: list) -> np.ndarray:
+        known, new = self._ids, []
+        for value in values:
+            if value is not None and value not in known:
+                known[value] = len(known)
+                new.append(value)
+        if new:
+            self._extend(pa.array(new, pa.large_string()))
+        return np.fromiter((0 if value is None else known[value] for value in values), np.int64, len(values))
+
+    def _learn(self, new: pa.Array) -> None:
+        """Give the strings ``new`` (none known yet, distinct) the next ids."""
+        first = len(self._ids)
+        self._ids.update((value, first + i) for i, value in enumerate(new.to_pylist()))
+        self._extend(new)
+
+    def _extend(self, new: pa.Array) -> None:
+        self._known = pa.concat_arrays([self._known, new])
+        self._known_bytes = self._known.nbytes
+        self._values = None
 
     def values(self) -> Column:
         """Return every interned string, at the position of its id."""

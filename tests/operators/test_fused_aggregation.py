@@ -576,3 +576,25 @@ def test_a_result_stays_intact_after_its_emitted_slot_words_are_recycled():
         session.execute(PlanBuilder(session.catalog).table_scan("b").aggregation(["k"], [aggregate]).plan())
     assert first.to_pylist() == expected and kept.to_pylist() == expected
     assert sorted(row["k"] for row in expected) == list(range(groups)) and {row["n"] for row in expected} == {1}
+
+
+def test_string_keys_intern_to_the_same_ids_through_a_dict_and_through_arrow(device):
+    """Short inputs (a dictionary's values) are interned with a Python dict, long ones with Arrow's kernels:
+    either way a string keeps its first id, NULL rows get 0, and ``values()`` holds each string at its id."""
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.operators.fused_aggregation import _DICT_INTERNING_ROWS, _KeyInterner
+
+    interner = _KeyInterner(device)
+
+    def ids(strings, dictionary=False):
+        array = pa.array(strings, pa.string())
+        column = Column.from_arrow(array.dictionary_encode() if dictionary else array, device)
+        return [int(i) for i in device.to_host(interner.ids(column))]
+
+    assert ids(["b", None, "a", "b", "é"]) == [0, 0, 1, 0, 2]
+    long = [f"k{i % 3000}" for i in range(_DICT_INTERNING_ROWS + 1000)] + ["a", None]
+    long_ids = ids(long)
+    assert long_ids[-2:] == [1, 0] and long_ids[0] == 3 and long_ids[3000] == 3
+    assert ids(["k2999", "new", "b", None], dictionary=True) == [long_ids[2999], 3003, 0, 0]
+    values = interner.values().to_arrow(device).to_pylist()
+    assert values[:3] == ["b", "a", "é"] and values[3:3003] == [f"k{i}" for i in range(3000)] and values[3003] == "new"
