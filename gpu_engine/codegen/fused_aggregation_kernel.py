@@ -48,7 +48,7 @@ from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowVal
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
-__all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "table_is_crowded", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
+__all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "max_groups", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
            "input_parameters", "module_header", "RowInputs", "write_row_indices",
            "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
            "SLOT_TABLE_VIEWS", "TAG_READY"]
@@ -91,11 +91,10 @@ def slots_for_groups(groups: int, kernel_flavor: str) -> int:
     return 1 << max(-(-groups * denominator // numerator) - 1, 1).bit_length()
 
 
-def table_is_crowded(groups: int, slots: int, kernel_flavor: str) -> bool:
-    """Return True when a table of ``slots`` holding ``groups`` keys is past 4/5 of its maximum load: grow it
-    before a batch rather than leave that batch's new keys pending."""
+def max_groups(slots: int, kernel_flavor: str) -> int:
+    """Return how many keys a table of ``slots`` takes before the twin's kernel leaves new keys' rows pending."""
     numerator, denominator = SLOT_TABLE_MAX_LOAD[kernel_flavor]
-    return 5 * groups * denominator > 4 * slots * numerator
+    return slots * numerator // denominator
 
 
 def module_header() -> str:
@@ -704,30 +703,27 @@ def _write_stored_key_hash(writer: SourceWriter, words: list[str]) -> None:
 
 
 def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
-    """Write ``move_cpu``/``move_cuda``: copy the ready rows ``occupied`` of ``old`` to their slots in ``new``.
+    """Write ``move_cpu``/``move_cuda``: copy every ready slot of ``old`` to its slot in ``new``.
 
     They hash a stored key exactly as the insert does (key words, then the
-    tag), so the operator can grow the table and keep finding every key.
+    tag), so the operator can grow the table and keep finding every key. They
+    walk ``old`` in slot order themselves (no list of occupied slots first, so
+    no pass, no allocation and, on a GPU, no read of its length): slots are the
+    top bits of the hash, so ``new`` is written in ascending order too.
     """
     words = [f"old[row, {c}]" for c in table.key_columns] + ["old[row, 0]"]
     for flavor in ("cpu", "cuda"):
         writer.line("")
         writer.line("")
         writer.line("@njit(nogil=True, cache=True)" if flavor == "cpu" else "@cuda.jit")
-        with writer.block(f"def move_{flavor}(old, occupied, new):"):
+        with writer.block(f"def move_{flavor}(old, new):"):
             writer.line("slot_mask = np.int64(new.shape[0] - 1)")
             writer.line("top_bits = np.uint64(slot_shift(np.int64(new.shape[0])))")
-            if flavor == "cpu":
-                writer.line("prefetching = worth_prefetching(new)")
-            loop = "for t in range(occupied.shape[0]):" if flavor == "cpu" else \
-                "for t in range(cuda.grid(1), occupied.shape[0], cuda.gridsize(1)):"
+            loop = "for row in range(old.shape[0]):" if flavor == "cpu" else \
+                "for row in range(cuda.grid(1), old.shape[0], cuda.gridsize(1)):"
             with writer.block(loop):
-                if flavor == "cpu":  # the new table is written at random: fetch a later row's slot ahead
-                    with writer.block("if prefetching and t + PREFETCH_DISTANCE < occupied.shape[0]:"):
-                        writer.line("row = occupied[t + PREFETCH_DISTANCE]")
-                        _write_stored_key_hash(writer, words)
-                        writer.line("prefetch_row(new, np.int64(h >> top_bits))")
-                writer.line("row = occupied[t]")
+                with writer.block(f"if old[row, 0] < {TAG_READY}:"):
+                    writer.line("continue")
                 _write_stored_key_hash(writer, words)
                 writer.line("slot = np.int64(h >> top_bits)")
                 if flavor == "cpu":

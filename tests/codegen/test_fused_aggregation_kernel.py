@@ -61,8 +61,8 @@ def test_states_wider_than_the_budget_go_straight_to_the_slot_table():
 
 def test_slot_tables_fill_to_each_twins_maximum_load():
     """The CPU twin's tables fill to 3/4 of their slots before rows go pending, the CUDA twin's to 1/2; the
-    operator's sizing keeps each below that, and grows a table past 4/5 of it before the next batch."""
-    from gpu_engine.codegen.fused_aggregation_kernel import slots_for_groups, table_is_crowded
+    operator's sizing keeps each below that."""
+    from gpu_engine.codegen.fused_aggregation_kernel import max_groups, slots_for_groups
 
     cpu, cuda = _twins(["k"])
     assert "max_groups = np.int64(slot_table.shape[0] * 3 // 4)" in cpu
@@ -74,5 +74,7 @@ def test_slot_tables_fill_to_each_twins_maximum_load():
         assert groups <= cuda_slots // 2 and (cuda_slots == 2 or groups > cuda_slots // 4)
     assert slots_for_groups(768, "cpu") == 1024 and slots_for_groups(769, "cpu") == 2048
     assert slots_for_groups(512, "cuda") == 1024 and slots_for_groups(513, "cuda") == 2048
-    assert not table_is_crowded(614, 1024, "cpu") and table_is_crowded(615, 1024, "cpu")
-    assert not table_is_crowded(409, 1024, "cuda") and table_is_crowded(410, 1024, "cuda")
+    assert max_groups(1024, "cpu") == 768 and max_groups(1024, "cuda") == 512
+    for groups in (1, 767, 768, 769, 1 << 20):
+        for flavor in ("cpu", "cuda"):
+            assert groups <= max_groups(slots_for_groups(groups, flavor), flavor)

@@ -145,7 +145,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
         module = generated_module(generated.source)
         out[f"generated.{name}.fused_cuda"] = (module.fused_cuda, [_arguments(generated, program, kinds)])
         if node.grouping_keys:
-            out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(), i64(2)]])
+            out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(2)]])
     # A FilterProject's predicate kernel: a dictionary-lifted string test and checked arithmetic on a mapped batch.
     predicate = PlanBuilder(catalog).table_scan("t").filter("k LIKE 'a%' AND i + 1 > 0").plan().predicate
     program = plan_fusion_program((predicate,), (), [], {f.name: f.type for f in catalog["t"]})

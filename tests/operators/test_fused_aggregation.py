@@ -462,6 +462,25 @@ def test_table_grows_and_pending_rows_run_again(device_name, batch_rows):
     (stats,) = operator_stats(session, "FusedAggregation")
     # With one batch the table is empty when the batch starts, so a growth can only come from rows left pending.
     assert stats.runtime.get("table_growths", 0) > 0
+    if batch_rows > table.num_rows:
+        assert stats.runtime.get("pending_runs", 0) > 0
+
+
+def test_a_table_grows_before_a_batch_its_new_keys_would_overfill(device_name):
+    """Keys arriving at a steady rate (sorted, as lineitem's l_orderkey is): after the first batch the
+    table is sized from the last batch's new keys before each run, so no row goes pending and runs again."""
+    groups = GROWTH_GROUPS[device_name] // 2
+    table = pa.table({"g": pa.array(np.arange(groups * 2) // 2, pa.int64()),
+                      "v": pa.array(np.arange(groups * 2) % 7, pa.int64())})
+    session = Session(device=device_name, drivers=1, batch_rows=512)
+    session.register("t", table, split_rows=2048)
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["g"], ["sum(v) AS sv", "count(*) AS c"]).plan()
+    assert raw_input_fused_nodes(session, plan)
+    result = session.execute(plan, timeout=240)
+    assert_same_rows(result, duckdb_rows("SELECT g, sum(v) AS sv, count(*) AS c FROM t GROUP BY g", table))
+    (stats,) = operator_stats(session, "FusedAggregation")
+    assert stats.runtime.get("table_growths", 0) > 0
+    assert stats.runtime.get("pending_runs", 0) == 0
 
 
 @pytest.mark.parametrize("batch_rows", [1 << 16, 700], ids=["one_batch", "many_batches"])
