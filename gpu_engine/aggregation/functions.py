@@ -43,8 +43,8 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physical_dtype
 from gpu_engine.device import Device
 from gpu_engine.kernels import aggregate as kernels
-from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first, wide_result
-from gpu_engine.kernels.decimal128 import RESCALE
+from gpu_engine.errors import ExecutionError
+from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, SUM_HIGH_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
 
@@ -381,13 +381,20 @@ class Sum(AggregateFunction):
         has = state.arrays["has"][:groups].copy()
         if self.is_float:
             return [(self.name, Column(dtype, state.arrays["sum"][:groups].copy(), has))]
-        words = self.sum_words(device, state, groups)
+        names = _LIMBS if self.sums_words else ("high", "low")
+        values, highs, status = kernels.sum_results(device, tuple(state.arrays[name][:groups] for name in names))
+        row = int(status[kernels.SUM_BEYOND_128_BITS])
+        if row < groups:
+            raise ExecutionError(f"Overflow in {self._what}: the sum does not fit in 128 bits (first at row {row})")
         if not self.final_output:
-            return [(self.name, Column(dtype, xp.ascontiguousarray(words[:, 0]), has)),
-                    (self.name + SUM_HIGH_SUFFIX, Column(pa.int64(), xp.ascontiguousarray(words[:, 1]), has))]
-        checked = wide_result(device, RESCALE, words, xp.zeros((1, 2), dtype=xp.int64), has, f"SUM of {dtype} "
-                              f"({self._what})")
-        return [(self.name, Column(dtype, narrowed(device, checked, has), has))]
+            return [(self.name, Column(dtype, values, has)), (self.name + SUM_HIGH_SUFFIX, Column(pa.int64(), highs, has))]
+        row = int(status[kernels.SUM_BEYOND_38_DIGITS])
+        if row < groups:
+            raise ExecutionError(f"Overflow in SUM of {dtype} ({self._what}): the result does not fit in 38 digits "
+                                 f"(first at row {row})")
+        if status[kernels.SUM_NEEDS_WORDS]:
+            return [(self.name, Column(dtype, xp.stack([values, highs], axis=1), has))]
+        return [(self.name, Column(dtype, values, has))]
 
     def extract(self, device, state, groups):
         return self.sum_columns(device, state, groups, self.output_type)

@@ -18,6 +18,7 @@ from gpu_engine.kernels.aggregate import (
     identity_for_min,
     limb_sum_words,
     split_sum_words,
+    sum_results,
 )
 
 NUM_GROUPS = 13
@@ -212,3 +213,38 @@ def test_split_sum_words_are_the_exact_128_bit_sum(device):
     for g in range(400):
         total = (int(high[g]) << 32) + int(low[g])
         assert (int(words[g, 1]) << 64) + (int(words[g, 0]) & ((1 << 64) - 1)) == total, g
+
+
+def _limbs_of(total: int) -> list[int]:
+    """Return four limbs whose carried sum is ``total``: three unsigned 32-bit digits and a signed top."""
+    return [(total >> (32 * k)) & 0xFFFFFFFF for k in range(3)] + [total >> 96]
+
+
+def test_sum_results_flag_sums_past_int64_38_digits_and_128_bits(device):
+    """One pass gives each exact sum's words, and flags the first sum past 128 bits, the first of 10**38 or
+    more in magnitude (decimal(38)'s bound, on both sides), and whether any needs more than 64 bits."""
+    fitting = [0, 7, -7, 2**63 - 1, -2**63]
+    wide = [2**63, -2**63 - 1, 10**38 - 1, -(10**38 - 1)]
+    beyond = [10**38, -10**38, 10**38 + 5]
+    for totals, expected in [
+        (fitting, (len(fitting), len(fitting), 0)),
+        (fitting + wide, (9, 9, 1)),
+        (fitting + wide + beyond[1:2], (10, 9, 1)),
+        (fitting + beyond[:1] + wide, (10, 5, 1)),
+        (fitting + [2**127] + beyond[2:], (5, 6, 0)),
+    ]:
+        limbs = np.array([_limbs_of(total) for total in totals], dtype=np.int64).T
+        values, highs, status = sum_results(device, tuple(device.asarray(np.ascontiguousarray(limb)) for limb in limbs))
+        assert tuple(int(word) for word in status) == expected, totals
+        values, highs = device.to_host(values), device.to_host(highs)
+        for g, total in enumerate(totals):
+            if -(2**127) <= total < 2**127:
+                assert (int(highs[g]) << 64) + (int(values[g]) & (2**64 - 1)) == total, (g, total)
+    # group_sum_int's split state (never beyond 38 digits): high sums the signed upper halves.
+    high = np.array([0, -1, 1 << 40, -(1 << 40)], dtype=np.int64)
+    low = np.array([5, 0, 3, (1 << 32) - 1], dtype=np.int64)
+    values, highs, status = sum_results(device, (device.asarray(high), device.asarray(low)))
+    assert tuple(int(word) for word in status) == (4, 4, 1)
+    values, highs = device.to_host(values), device.to_host(highs)
+    for g in range(4):
+        assert (int(highs[g]) << 64) + (int(values[g]) & (2**64 - 1)) == (int(high[g]) << 32) + int(low[g])

@@ -48,6 +48,7 @@ CASES = {
     "aggregate._sum_float_cuda": [lambda: [i32(), f64(), b1(), True, f64(), b1()]],
     "aggregate._split_words_cuda": [lambda: [i64(), i64(), i64(2)]],
     "aggregate._limb_words_cuda": [lambda: [i64(), i64(), i64(), i64(), i64(2), b1()]],
+    "aggregate._sum_results_cuda": [lambda: [True, i64(), i64(), i64(), i64(), i64(), i64(), i64()]],
     "aggregate._extreme_int_cuda": [lambda: [i32(), i32(), b1(), True, i32(), b1(), True],
                                     lambda: [i32(), u64(), b1(), False, u64(), b1(), True]],
     "aggregate._extreme_float_cuda": [
