@@ -33,6 +33,7 @@ __all__ = [
     "sum_results",
     "SUM_BEYOND_128_BITS",
     "SUM_BEYOND_38_DIGITS",
+    "SUM_NEEDS_WORDS",
     "group_sum_float",
     "group_min",
     "group_max",
@@ -418,8 +419,8 @@ def sum_results(device: Device, state: tuple[Any, ...]) -> tuple[Any, Any, Any]:
 
     ``state`` is :func:`group_sum_int`'s ``(high, low)`` or :func:`group_sum_words`'s four limbs.
     ``values`` holds each sum's low word (the sum itself where it fits int64), ``highs`` its high word,
-    and the host array ``status`` the :data:`SUM_BEYOND_128_BITS`, :data:`SUM_BEYOND_38_DIGITS` and
-    ``SUM_NEEDS_WORDS`` words (read with one sync). Why one pass: a final sum went through the words, a
+    and the device array ``status`` the :data:`SUM_BEYOND_128_BITS`, :data:`SUM_BEYOND_38_DIGITS` and
+    :data:`SUM_NEEDS_WORDS` words (the caller reads them when it must: one sync). Why one pass: a final sum went through the words, a
     128-bit check, a 38-digit check and an int64 check (four passes, three reads, a copy per word) over
     TPC-H Q18's 1.5M groups.
     """
@@ -433,7 +434,7 @@ def sum_results(device: Device, state: tuple[Any, ...]) -> tuple[Any, Any, Any]:
     if not limbs:
         parts = parts + (parts[0], parts[0])
     launch_twin(device, groups, _sum_results_cpu, _sum_results_cuda, limbs, *parts, values, highs, status)
-    return values, highs, device.to_host(status)
+    return values, highs, status
 
 
 def combine_split_sum(device: Device, high: Any, low: Any) -> Any:

@@ -116,13 +116,17 @@ def test_global_sum_with_cancelling_partials_is_the_same_every_run():
 
 
 @pytest.mark.parametrize("fuse", [True, False], ids=["fused", "unfused"])
-def test_sum_beyond_38_digits_raises_as_duckdb(device_name, fuse):
+@pytest.mark.parametrize("copies, split_rows, error", [(2, 1, "38 digits"), (3, 3, "128 bits")],
+                         ids=["final_past_38_digits", "partial_past_128_bits"])
+def test_sum_beyond_38_digits_raises_as_duckdb(device_name, fuse, copies, split_rows, error):
+    """A total of 10**38 or more raises, as DuckDB; one past 2**127 already in a partial sum (three values of
+    6 * 10**37 in one split) raises there."""
     value = D(10**37 * 6)
-    table = pa.table({"g": pa.array([1, 1], pa.int32()), "w": pa.array([value, value], pa.decimal128(38, 0))})
+    table = pa.table({"g": pa.array([1] * copies, pa.int32()), "w": pa.array([value] * copies, pa.decimal128(38, 0))})
     with pytest.raises(duckdb.OutOfRangeException):
         _duckdb(table, "SELECT sum(w) FROM t")
-    session = _session(device_name, 2, fuse, table, 1)
-    with pytest.raises(ExecutionError, match="38 digits"):
+    session = _session(device_name, 2, fuse, table, split_rows)
+    with pytest.raises(ExecutionError, match=error):
         session.execute(_grouped_sums(session, 2, ["sum(w) AS s"]))
 
 

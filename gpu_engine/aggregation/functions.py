@@ -44,6 +44,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_string, physic
 from gpu_engine.device import Device
 from gpu_engine.kernels import aggregate as kernels
 from gpu_engine.errors import ExecutionError
+from gpu_engine.expressions.deferred_checks import defer_row_check
 from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first
 from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, SUM_HIGH_SUFFIX
 from gpu_engine.plans.expressions import AggregateCall
@@ -383,11 +384,17 @@ class Sum(AggregateFunction):
             return [(self.name, Column(dtype, state.arrays["sum"][:groups].copy(), has))]
         names = _LIMBS if self.sums_words else ("high", "low")
         values, highs, status = kernels.sum_results(device, tuple(state.arrays[name][:groups] for name in names))
+        beyond_128 = lambda row: ExecutionError(f"Overflow in {self._what}: the sum does not fit in 128 bits "
+                                                f"(first at row {row})")
+        if not self.final_output:  # words go on as they are: the check joins the caller's deferred reads
+            if self.sums_words:  # (split sums of int64 values cannot pass 128 bits)
+                at = kernels.SUM_BEYOND_128_BITS
+                defer_row_check(device, status[at:at + 1], groups, beyond_128)
+            return [(self.name, Column(dtype, values, has)), (self.name + SUM_HIGH_SUFFIX, Column(pa.int64(), highs, has))]
+        status = device.to_host(status)  # the layout of the result depends on it: read now, every check at once
         row = int(status[kernels.SUM_BEYOND_128_BITS])
         if row < groups:
-            raise ExecutionError(f"Overflow in {self._what}: the sum does not fit in 128 bits (first at row {row})")
-        if not self.final_output:
-            return [(self.name, Column(dtype, values, has)), (self.name + SUM_HIGH_SUFFIX, Column(pa.int64(), highs, has))]
+            raise beyond_128(row)
         row = int(status[kernels.SUM_BEYOND_38_DIGITS])
         if row < groups:
             raise ExecutionError(f"Overflow in SUM of {dtype} ({self._what}): the result does not fit in 38 digits "

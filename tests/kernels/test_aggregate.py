@@ -235,7 +235,7 @@ def test_sum_results_flag_sums_past_int64_38_digits_and_128_bits(device):
     ]:
         limbs = np.array([_limbs_of(total) for total in totals], dtype=np.int64).T
         values, highs, status = sum_results(device, tuple(device.asarray(np.ascontiguousarray(limb)) for limb in limbs))
-        assert tuple(int(word) for word in status) == expected, totals
+        assert tuple(int(word) for word in device.to_host(status)) == expected, totals
         values, highs = device.to_host(values), device.to_host(highs)
         for g, total in enumerate(totals):
             if -(2**127) <= total < 2**127:
@@ -244,7 +244,7 @@ def test_sum_results_flag_sums_past_int64_38_digits_and_128_bits(device):
     high = np.array([0, -1, 1 << 40, -(1 << 40)], dtype=np.int64)
     low = np.array([5, 0, 3, (1 << 32) - 1], dtype=np.int64)
     values, highs, status = sum_results(device, (device.asarray(high), device.asarray(low)))
-    assert tuple(int(word) for word in status) == (4, 4, 1)
+    assert tuple(int(word) for word in device.to_host(status)) == (4, 4, 1)
     values, highs = device.to_host(values), device.to_host(highs)
     for g in range(4):
         assert (int(highs[g]) << 64) + (int(values[g]) & (2**64 - 1)) == (int(high[g]) << 32) + int(low[g])
