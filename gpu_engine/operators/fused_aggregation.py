@@ -80,20 +80,22 @@ class _KeyInterner:
     def __init__(self, device):
         self.device = device
         self._known = pa.array([], pa.large_string())
-        self._ids: dict[str, int] = {}  # the same strings as _known, by id
+        self._ids: dict[str, int] = {}  # the strings of _known by id, while only short inputs came
         self._known_bytes = 0  # Arrow's nbytes walks the buffers each call: kept here, read per batch
         self._values: Column | None = None
 
     def ids(self, column: Column) -> Any:
         """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them)."""
         strings = column.to_arrow(self.device)
-        if len(strings) <= _DICT_INTERNING_ROWS:
+        if len(strings) <= _DICT_INTERNING_ROWS and len(self._ids) == len(self._known):
             return self.device.asarray(self._ids_by_dict(strings.to_pylist()))
         strings = strings.cast(pa.large_string())
         ids = pc.index_in(strings, value_set=self._known)
         unseen = strings.filter(pc.and_(pc.is_null(ids), pc.is_valid(strings)))
         if len(unseen):
-            self._learn(pc.unique(unseen))
+            # Not added to the dict: a key of millions of distinct strings would cost seconds there, so
+            # once Arrow has interned some, every later input goes through Arrow too.
+            self._extend(pc.unique(unseen))
             ids = pc.index_in(strings, value_set=self._known)
         return self.device.asarray(ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
 
@@ -106,12 +108,6 @@ class _KeyInterner:
         if new:
             self._extend(pa.array(new, pa.large_string()))
         return np.fromiter((0 if value is None else known[value] for value in values), np.int64, len(values))
-
-    def _learn(self, new: pa.Array) -> None:
-        """Give the strings ``new`` (none known yet, distinct) the next ids."""
-        first = len(self._ids)
-        self._ids.update((value, first + i) for i, value in enumerate(new.to_pylist()))
-        self._extend(new)
 
     def _extend(self, new: pa.Array) -> None:
         self._known = pa.concat_arrays([self._known, new])

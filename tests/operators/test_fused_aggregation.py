@@ -598,8 +598,9 @@ def test_a_result_stays_intact_after_its_emitted_slot_words_are_recycled():
 
 
 def test_string_keys_intern_to_the_same_ids_through_a_dict_and_through_arrow(device):
-    """Short inputs (a dictionary's values) are interned with a Python dict, long ones with Arrow's kernels:
-    either way a string keeps its first id, NULL rows get 0, and ``values()`` holds each string at its id."""
+    """Short inputs (a dictionary's values) are interned with a Python dict, long ones with Arrow's kernels
+    (and every input after a long one): either way a string keeps its first id, NULL rows get 0, and
+    ``values()`` holds each string at its id."""
     from gpu_engine.columnar.column import Column
     from gpu_engine.operators.fused_aggregation import _DICT_INTERNING_ROWS, _KeyInterner
 
