@@ -44,7 +44,9 @@ BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
 FUSED_BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
     "cpu": {
         "primer": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 2.0)},
-        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 2.5)},
+        # q1: the first batch's first 512 rows run alone (they size the table), one launch and one status
+        # read more per query: 2.625 syncs a batch over the 8 batches here.
+        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 3.0)},
         "q6": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 1.5)},
     },
     "cuda": {
@@ -52,7 +54,7 @@ FUSED_BOUNDS: dict[str, dict[str, dict[str, tuple[float, float]]]] = {
         # Q1's emit turns each of its eight 128-bit sums into words with one counted launch (as array
         # expressions it was a dozen CuPy element-wise kernels a sum, which the counter does not see);
         # spread over 3 batches that is ~2.7 a batch. The steady state is bounded on its own below.
-        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (5.0, 5.0)},  # see BOUNDS["cuda"]["q1"]
+        "q1": {"TableScan": (0.5, 0.5), "FusedAggregation": (5.0, 5.5)},  # see BOUNDS["cuda"]["q1"], and cpu
         "q6": {"TableScan": (0.5, 0.5), "FusedAggregation": (3.0, 2.5)},
     },
 }
