@@ -117,6 +117,18 @@ def _sum_result_status(low, high, fits):
     return -1 if high == (low >> np.int64(63)) else SUM_NEEDS_WORDS
 
 
+@njit(nogil=True, cache=True)
+def _sum_result(limbs, a, b, c, d):
+    """Return a group's sum words ``(low, high)`` from its four limbs (or its split ``a``, ``b``) and which
+    :func:`sum_results` status word it sets (-1 none)."""
+    if limbs:
+        low, high, fits = _limb_words(a, b, c, d)
+    else:
+        low, high = _split_words(a, b)
+        fits = True
+    return low, high, _sum_result_status(low, high, fits)
+
+
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
 def _count_cpu(group_ids, validity, has_validity, counts):
@@ -173,13 +185,7 @@ def _limb_words_cpu(limb0, limb1, limb2, limb3, words, fits):
 @njit(nogil=True, cache=True)
 def _sum_results_cpu(limbs, a, b, c, d, values, highs, status):
     for g in range(values.shape[0]):
-        if limbs:
-            low, high, fits = _limb_words(a[g], b[g], c[g], d[g])
-        else:
-            low, high = _split_words(a[g], b[g])
-            fits = True
-        values[g], highs[g] = low, high
-        kind = _sum_result_status(low, high, fits)
+        values[g], highs[g], kind = _sum_result(limbs, a[g], b[g], c[g], d[g])
         if kind == SUM_NEEDS_WORDS:
             status[SUM_NEEDS_WORDS] = 1
         elif kind >= 0 and g < status[kind]:
@@ -255,13 +261,7 @@ def _sum_words_cuda(group_ids, words, validity, has_validity, limb0, limb1, limb
 @cuda.jit
 def _sum_results_cuda(limbs, a, b, c, d, values, highs, status):
     for g in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
-        if limbs:
-            low, high, fits = _limb_words(a[g], b[g], c[g], d[g])
-        else:
-            low, high = _split_words(a[g], b[g])
-            fits = True
-        values[g], highs[g] = low, high
-        kind = _sum_result_status(low, high, fits)
+        values[g], highs[g], kind = _sum_result(limbs, a[g], b[g], c[g], d[g])
         if kind == SUM_NEEDS_WORDS:
             status[SUM_NEEDS_WORDS] = 1
         elif kind >= 0:
