@@ -116,7 +116,8 @@ _CUDA_WORDS = ("cuda", "simulator", "ptx")
 
 
 def pytest_collection_modifyitems(config, items):
-    """Mark :data:`SLOW_TESTS` ``slow``; with ``--fast``, keep only the plain ``cpu`` cases (module docstring)."""
+    """Mark :data:`SLOW_TESTS` ``slow``, leave out the cases outside :data:`SIMULATOR_PAIRS` and
+    :data:`UNFUSED_CASE`; with ``--fast``, keep only the plain ``cpu`` cases (module docstring)."""
     for item in items:
         if item.nodeid.startswith(SLOW_TESTS):
             item.add_marker(pytest.mark.slow)

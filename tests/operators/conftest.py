@@ -62,8 +62,8 @@ def fuse(request) -> bool:
 
     Fused (the default) runs the generated kernels; unfused runs each plan node as its own operator, the
     eager path that fusion falls back to for whatever it cannot compile. The unfused cases run on ``cpu``
-    at one (drivers, batch size) pair (tests/conftest.py, :data:`UNFUSED_PAIR`), which keeps the eager
-    operators under the whole suite for about a quarter of its time again.
+    at one (drivers, batch size) pair (``UNFUSED_CASE`` in tests/conftest.py): about a hundred cases,
+    ~13 s on two cores, keep the eager operators under the whole suite.
     """
     return request.param
 
