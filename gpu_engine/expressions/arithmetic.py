@@ -72,8 +72,7 @@ def _exact_arithmetic(device: Device, op: str, left: Column, right: Column, dtyp
         return subtract_checked(device, left_values, right_values, validity, what), validity
     if op == "mod":
         by_zero = right_values == 0
-        raise_at_first(device, (left_values == _INT64_MIN) & (right_values == -1), validity, f"Overflow in {what}")
-        # x % -1 is 0; dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out of the kernel.
+        # x % -1 is 0 (INT64_MIN's too, as in DuckDB); dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out.
         divisor = xp.where(by_zero | (right_values == -1), 1, right_values)
         validity = ~by_zero if validity is None else validity & ~by_zero
         return truncated_remainder(xp, left_values, divisor), validity

@@ -203,3 +203,18 @@ def test_random_expressions_fused_unfused_and_duckdb_agree(device_name):
         assert compiled > 0 or _has_128_bit_types(projection) or projected.num_rows == 0
 
     check()
+
+
+def test_fused_remainder_by_minus_one_is_zero_even_for_int64_min(device_name):
+    # DuckDB (2.0) gives INT64_MIN % -1 = 0: the remainder fits although the quotient would not.
+    table = pa.table({"k": pa.array([1, 1, 2, 2], pa.int64()),
+                      "a": pa.array([-(2**63), 7, None, 2**63 - 1], pa.int64())})
+    session = Session(device=device_name, drivers=1)
+    session.register("t", table)
+    plan = PlanBuilder(session.catalog).table_scan("t").project(["k", "a % -1 AS x"]).aggregation(
+        ["k"], ["count(x) AS c", "min(x) AS lo", "max(x) AS hi"]).plan()
+    executed = prepare_plan(plan, session.device, 1, session.config).plan
+    assert any(isinstance(node, FusedAggregationNode) for node in walk_plan(executed))
+    expected = _duckdb(table, "SELECT k, count(x) AS c, min(x) AS lo, max(x) AS hi FROM "
+                              "(SELECT k, a % -1 AS x FROM t) GROUP BY k")
+    assert_same_rows(session.execute(plan, timeout=None), expected)

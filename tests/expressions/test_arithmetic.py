@@ -101,8 +101,9 @@ def test_remainder_is_exact_beyond_two_to_the_53(device):
 def test_remainder_by_minus_one(device):
     table = small_table(a=pa.array([2**63 - 1, 7, -8, None], pa.int64()))
     check(device, binary("mod", col("a", table), lit(-1, pa.int32())), "a % -1", table)
+    # INT64_MIN % -1 is 0 in DuckDB (2.0): the remainder fits although the quotient would not.
     int64_min = small_table(a=pa.array([-(2**63), 7], pa.int64()))
-    check_raises(device, binary("mod", col("a", int64_min), lit(-1, pa.int32())), "a % -1", int64_min, "Overflow")
+    check(device, binary("mod", col("a", int64_min), lit(-1, pa.int32())), "a % -1", int64_min)
 
 
 @pytest.mark.parametrize(
