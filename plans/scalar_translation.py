@@ -85,6 +85,11 @@ def sql_type(data_type: exp.DataType) -> pa.DataType:
     return _SQL_TYPES[data_type.this]
 
 
+def _is_integer_token(tree: exp.Expression, value: int) -> bool:
+    """Return True when ``tree`` is the number token ``value`` written as plain digits."""
+    return isinstance(tree, exp.Literal) and not tree.is_string and tree.this.isdigit() and int(tree.this) == value
+
+
 class ScalarTranslator:
     """Translate sqlglot scalar expressions over ``schema`` for the plan node labelled ``node``."""
 
@@ -132,6 +137,8 @@ class ScalarTranslator:
     # -- operators ------------------------------------------------------------
 
     def _negate(self, tree: exp.Neg) -> Expr:
+        if _is_integer_token(tree.this.unnest(), 2**63):  # DuckDB types -9223372036854775808 as BIGINT
+            return Literal(-(2**63), pa.int64())
         operand = self.translate(tree.this)
         if isinstance(operand, Literal) and (operand.value is None or is_numeric(operand.dtype)):
             return negate_literal(operand)

@@ -59,7 +59,10 @@ def number_literal(text: str) -> Literal:
 
 
 def negate_literal(literal: Literal) -> Literal:
-    """Return ``-literal``, retyping integers so that ``-2147483648`` stays int32 as in DuckDB.
+    """Return ``-literal`` of the literal's own type, as DuckDB 2 types a negated constant.
+
+    The sign is not part of the number token, so ``-2147483648`` negates the
+    int64 literal ``2147483648`` and stays int64 (``-2147483647`` is int32).
 
     Raises
     ------
@@ -71,8 +74,8 @@ def negate_literal(literal: Literal) -> Literal:
         return literal
     if isinstance(value, bool) or not isinstance(value, (int, float, decimal.Decimal)):
         raise TypeError(f"cannot negate {literal.sql()}")
-    if isinstance(value, int):
-        return Literal(-value, integer_literal_type(-value))
+    if isinstance(value, int) and not (is_integer(literal.dtype) and -value < 2 ** (literal.dtype.bit_width - 1)):
+        return Literal(-value, integer_literal_type(-value))  # -(-2147483648::INTEGER) needs int64
     return Literal(-value, literal.dtype)
 
 
