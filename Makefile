@@ -4,6 +4,7 @@
 #                ends with the 25 slowest tests and the reason of every skip
 #   make test-fast  the cpu cases only: no cuda-sim/cuda cases, no Spark (a few minutes)
 #   make bench   time the engine against DuckDB and Polars (SF 1); see bench/README.md
+#   make lock    re-pin constraints.txt: install '.[dev]' unpinned into a throwaway venv and freeze it
 # Pass options through DEMO_ARGS, PYTEST_ARGS, BENCH_ARGS, e.g.
 #   make demo DEMO_ARGS="--sf 1 --device cpu"
 
@@ -11,28 +12,41 @@ PYTHON ?= python3
 VENV := .venv
 VENV_PYTHON := $(VENV)/bin/python
 INSTALLED := $(VENV)/.installed
+# The pinned versions every install here uses (pyproject.toml only has lower bounds); `make lock` refreshes them.
+CONSTRAINTS := constraints.txt
+LOCK_VENV := $(or $(TMPDIR),/tmp)/gpu-engine-lock-venv
 
 DEMO_ARGS ?=
 PYTEST_ARGS ?=
 BENCH_ARGS ?=
 
-.PHONY: demo test test-fast bench venv
+.PHONY: demo test test-fast bench venv lock
 
 venv: $(INSTALLED)
 
 $(VENV_PYTHON):
 	$(PYTHON) -m venv $(VENV)
 
-# Reinstall only when pyproject.toml changed since the last install.
-$(INSTALLED): pyproject.toml | $(VENV_PYTHON)
-	$(VENV_PYTHON) -m pip install -e '.[dev]'
+# Reinstall only when pyproject.toml or the pinned versions changed since the last install.
+$(INSTALLED): pyproject.toml $(CONSTRAINTS) | $(VENV_PYTHON)
+	$(VENV_PYTHON) -m pip install -c $(CONSTRAINTS) -e '.[dev]'
 	touch $(INSTALLED)
+
+# Re-pin on purpose (newer DuckDB, numba, ...): the newest versions pip picks for '.[dev]' in a fresh venv,
+# frozen without the editable gpu-engine; the comment lines at the top of constraints.txt are kept.
+lock:
+	rm -rf $(LOCK_VENV)
+	$(PYTHON) -m venv $(LOCK_VENV)
+	$(LOCK_VENV)/bin/python -m pip install -q -e '.[dev]'
+	{ grep '^#' $(CONSTRAINTS) || true; $(LOCK_VENV)/bin/python -m pip freeze --exclude-editable; } > $(CONSTRAINTS).new
+	mv $(CONSTRAINTS).new $(CONSTRAINTS)
+	rm -rf $(LOCK_VENV)
 
 demo: $(INSTALLED)
 	$(VENV_PYTHON) -m gpu_engine demo $(DEMO_ARGS)
 
-# What every pytest run here reports: the slowest tests and why each skipped test was skipped.
-PYTEST_REPORT := --durations=25 -rs
+# What every pytest run here reports: the slowest tests, which tests failed or errored, and why each skipped.
+PYTEST_REPORT := --durations=25 -rfEs
 # Test processes (pytest-xdist); Spark tests share one (tests/conftest.py). PYTEST_WORKERS=0 runs in-process.
 PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
