@@ -19,7 +19,9 @@
 #   DEVICE=cpu SKIP_SETUP=1 PYTHON=.venv/bin/python SF=0.01 MICRO_ROWS=20000 RUNS=1 bash bench/gpu_run.sh micro bench
 #
 # Packages the GPU machine lacks (duckdb, sqlglot, tpchgen-cli) travel as wheels in .whl/: fetch them on a
-# machine with network with ../shared/gpu/fetch-wheels.sh, and carry .whl with the call. From the repo root:
+# machine with network with ../shared/gpu/fetch-wheels.sh at the pinned versions (numpy aside: the GPU needs 2.3.x),
+#   CONSTRAINTS=<(grep -v '^numpy==' constraints.txt) ../shared/gpu/fetch-wheels.sh
+# and carry .whl with the call. From the repo root:
 #   device run: bash bench/gpu_run.sh all        (carry: .whl)
 # Results: $OUT/<date>-gpu-<device>-sf<SF>.md/.json (with the micro-benchmark table), $OUT/micro-<date>.json,
 # $OUT/tests.log, $OUT/gpu_run.log. Copy the .md/.json into bench/results/ of the repository afterwards.

@@ -13,6 +13,8 @@
 # Kernels compiled on the machine (PTX and generated modules) live in $GPU_ENGINE_CACHE_DIR (.gpucache, ignored by
 # git); at the end they are packed into $OUT/gpucache.tgz: copied to .gpucache.tgz and carried, the next call skips the JIT.
 # Every step appends to $OUT/session.log; the bench writes its report into $OUT.
+# The wheels in .whl (installed first) come from ../shared/gpu/fetch-wheels.sh at the repository's pins:
+#   CONSTRAINTS=<(grep -v '^numpy==' constraints.txt) ../shared/gpu/fetch-wheels.sh   (numpy: the GPU needs 2.3.x)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/gpu_out}
