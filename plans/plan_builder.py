@@ -468,6 +468,8 @@ class PlanBuilder:
         both = set(probe_schema.names) & set(build_schema.names)
         combined = pa.schema(list(probe_schema) + [f for f in build_schema if f.name not in both])
         condition = parse_expression(filter, combined, label)
+        if pa.types.is_null(condition.dtype) and isinstance(condition, Literal):  # ON ... AND NULL: keeps no pair
+            condition = Literal(None, pa.bool_())
         if not pa.types.is_boolean(condition.dtype):
             raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label, column=filter)
         for name in referenced_columns(condition):

@@ -110,7 +110,7 @@ class HashProbe(Operator):
         else:
             words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], table.keys.widths)
             probe_rows, build_rows = table.keys.match(words, widths)
-        if self._filter_names and probe_rows.shape[0]:
+        if self.node.filter is not None and probe_rows.shape[0]:  # a constant filter names no column, and counts
             pairs = self._pairs(batch, probe_rows, build_rows, self._filter_names)
             if self._compiled_filter is not None:
                 with checks_read_together(device):  # an overflow in the filter raises when the block ends

@@ -13,7 +13,10 @@ is planned in this order, as a textbook optimizer would:
    whose every branch restricts one table also filters that table, as TPC-H
    Q19 needs). A conjunct over one relation filters its scan; an equality of
    two relations' columns is a join edge; the rest are join filters applied
-   as soon as their relations are joined.
+   as soon as their relations are joined. A constant conjunct (no column)
+   keeps every row or none: TRUE is dropped, any other filters every input
+   not NULL-extended by an outer join (FALSE or NULL empties them; one that
+   fails, such as ``CAST('x' AS INTEGER) = 1``, fails on their first row).
 3. **Subqueries.** ``x IN (SELECT …)`` is a left semi join (NOT IN a
    null-aware anti join), applied at the scan of ``x`` when it reads one
    table; ``[NOT] EXISTS`` is a semi (anti) join on its correlation
@@ -149,6 +152,17 @@ def _factor_or(tree: exp.Expression) -> list[exp.Expression]:
     if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
         return common
     return common + [_or([_and(rest) for rest in rests])]
+
+
+def _constant_truth(tree: exp.Expression) -> bool | None:
+    """Return True for a literal TRUE, False for FALSE or NULL (a filter keeps no row for either), else None."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.Boolean):
+        return bool(tree.this)
+    if isinstance(tree, exp.Null):
+        return False
+    return None
 
 
 def _defined_aliases(select: exp.Select) -> set[str]:
@@ -393,6 +407,14 @@ class QueryPlanner:
         pending: list[exp.Expression] = []
         for conjunct in plain:
             aliases = {c.table for c in _free_columns(conjunct)}
+            truth = None if aliases else _constant_truth(conjunct)
+            if truth is True:
+                continue
+            preserved = sorted(local_aliases - null_supplying)
+            if not aliases and preserved:  # a constant keeps all rows or none: it filters each preserved input
+                for alias in preserved:
+                    pushed[alias].append(exp.false() if truth is False else conjunct)
+                continue
             if len(aliases) == 1 and next(iter(aliases)) in local_aliases and not (aliases & null_supplying):
                 pushed[next(iter(aliases))].append(conjunct)
             else:
