@@ -39,16 +39,53 @@ __all__ = [
     "DECODED",
     "UNSUPPORTED",
     "CORRUPT",
+    "count_chunk_values",
+    "describe",
 ]
 
 #: Parquet's CompressionCodec values this module decompresses.
 CODEC_UNCOMPRESSED = 0
 CODEC_SNAPPY = 1
 
-#: Status codes of :func:`decode_chunk`.
+#: Status codes of :func:`decode_chunk`, :func:`decode_strings_chunk` and :func:`count_chunk_values`.
 DECODED = 0
 UNSUPPORTED = -1  # a codec, encoding or page kind this module does not decode: read the column with pyarrow
-CORRUPT = -2  # the bytes contradict the footer or themselves
+#: The bytes contradict the footer or themselves: every status at or below CORRUPT says how (:func:`describe`).
+CORRUPT = -2  # the chunk's range lies outside the file
+_BAD_HEADER = -3
+_BAD_SIZES = -4
+_BAD_COMPRESSED = -5
+_BAD_LEVELS = -6
+_SHORT_VALUES = -7
+_BAD_INDEX = -8
+_NO_DICTIONARY = -9
+_BAD_DICTIONARY = -10
+_BAD_BIT_WIDTH = -11
+_EXTRA_VALUES = -12
+_MISSING_VALUES = -13
+_BAD_COUNTS = -14
+
+_CORRUPTIONS = {
+    CORRUPT: "the column chunk lies outside the file",
+    _BAD_HEADER: "the page header is malformed, lacks a required field or runs past the column chunk",
+    _BAD_SIZES: "the page's declared sizes do not fit its column chunk",
+    _BAD_COMPRESSED: "the page's compressed bytes do not uncompress to its declared size",
+    _BAD_LEVELS: "the page's definition levels are malformed or run past the page",
+    _SHORT_VALUES: "the page's values run past the page",
+    _BAD_INDEX: "a dictionary code points outside the column chunk's dictionary",
+    _NO_DICTIONARY: "a dictionary-encoded page has no dictionary page before it",
+    _BAD_DICTIONARY: "the dictionary page is malformed, declares more values than its bytes hold, "
+                     "or is not the column chunk's first page",
+    _BAD_BIT_WIDTH: "the page's dictionary codes declare a bit width over 32",
+    _EXTRA_VALUES: "the pages hold more values than the row group's rows",
+    _MISSING_VALUES: "the column chunk ends before its pages hold the row group's rows",
+    _BAD_COUNTS: "the page's row or null count disagrees with its values and definition levels",
+}
+
+
+def describe(status: int) -> str:
+    """Return what a decoder status at or below :data:`CORRUPT` says is wrong, for an error message."""
+    return _CORRUPTIONS.get(status, f"the bytes contradict the footer or themselves (status {status})")
 
 _DATA_PAGE = 0
 _DICTIONARY_PAGE = 2
@@ -77,6 +114,13 @@ _T_STRUCT = 12
 
 #: Bytes a decompression buffer holds past its end, so copies may move 8 bytes at a time.
 SLACK = 16
+
+_INT32_MIN = -(1 << 31)
+_INT32_MAX = (1 << 31) - 1
+
+#: The most bytes one byte of a Snappy block can uncompress to (a 3-byte copy makes at most 64): a
+#: page header that declares more is refused before its buffer is allocated.
+SNAPPY_MAX_RATIO = 22
 
 
 # ----------------------------------------------------------------- unaligned words
@@ -255,7 +299,10 @@ def _read_int_fields(buf, pos, fields):
         last = field
         if (kind == _T_I16 or kind == _T_I32 or kind == _T_I64) and 0 <= field < fields.shape[0]:
             raw, pos = _varint(buf, pos)
-            fields[field] = _zigzag(raw)
+            value = _zigzag(raw)
+            if not _INT32_MIN <= value <= _INT32_MAX:  # every integer of a page header is an i32 (or narrower)
+                return -1
+            fields[field] = value
         elif (kind == _T_TRUE or kind == _T_FALSE) and 0 <= field < fields.shape[0]:
             fields[field] = 1 if kind == _T_TRUE else 0
         else:
@@ -267,7 +314,9 @@ def _read_page_header(buf, pos, header, page):
     """Parse a PageHeader at ``pos``: its own fields into ``header[id]``, its page-kind struct into ``page[id]``.
 
     ``page`` is filled from whichever of data_page_header (5), dictionary_page_header (7) or
-    data_page_header_v2 (8) is present. Returns the position after the header, -1 when malformed.
+    data_page_header_v2 (8) is present (a header with two of them is malformed). Returns the position
+    after the header, -1 when malformed. Integers outside the i32 range every one of them has are
+    malformed too, so sums and products of a few of them never overflow an int64.
     """
     header[:] = -1
     page[:] = -1
@@ -278,11 +327,16 @@ def _read_page_header(buf, pos, header, page):
             return pos
         last = field
         if kind == _T_STRUCT and (field == 5 or field == 7 or field == 8):
+            if header[5] == 1 or header[7] == 1 or header[8] == 1:
+                return -1
             header[field] = 1
             pos = _read_int_fields(buf, pos, page)
         elif kind == _T_I32 and 0 <= field < header.shape[0]:
             raw, pos = _varint(buf, pos)
-            header[field] = _zigzag(raw)
+            value = _zigzag(raw)
+            if not _INT32_MIN <= value <= _INT32_MAX:
+                return -1
+            header[field] = value
         else:
             pos = _skip_value(buf, pos, kind)
 
@@ -313,8 +367,9 @@ def snappy_decompress(src, start, end, dst):
     Copies move 8 bytes at a time where ``dst`` has room past the copy (give it :data:`SLACK` spare
     bytes): they may write up to 7 bytes beyond, which later copies overwrite.
     """
+    end = min(end, src.shape[0])
     length, pos = _varint(src, start)
-    if pos < 0 or length > dst.shape[0]:
+    if pos < 0 or pos > end or length > dst.shape[0]:
         return -1
     out = 0
     # Past these positions a 16-byte load or store could leave its buffer: use the careful paths.
@@ -429,38 +484,49 @@ def snappy_decompress(src, start, end, dst):
 
 
 # ----------------------------------------------------------------- levels and dictionary indices
+#: What :func:`_rle_hybrid` returns when its runs end past their bytes, or a value is out of its bound.
+_RUNS_PAST_END = -1
+_OUT_OF_BOUND = -2
+
+
 @njit(nogil=True, cache=True)
-def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count):
+def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
     """Decode ``count`` values of the RLE/bit-packing hybrid in ``buf[pos:end]`` into ``out[row:row + count]``.
 
     With a non-empty ``dictionary`` each value is an index and ``dictionary[index]`` is written;
-    otherwise the value itself (definition levels). Returns the position after the runs read,
-    -1 when they run past ``end`` or an index is out of range.
+    otherwise the value itself (definition levels, dictionary codes). Every value must be below
+    ``bound`` (a dictionary's size, or the largest definition level + 1), checked as it is read, in
+    the same pass. Returns the position after the runs read, :data:`_RUNS_PAST_END` (-1) when they
+    run past ``end`` or are malformed, :data:`_OUT_OF_BOUND` (-2) when a value is ``bound`` or more.
     """
+    if pos < 0 or end > buf.shape[0] or bit_width < 0 or bit_width > 32:
+        return _RUNS_PAST_END
     mask = np.uint64((np.int64(1) << bit_width) - 1)
     value_bytes = (bit_width + 7) // 8
     size = dictionary.shape[0]
     lookup = size > 0
+    if lookup:
+        bound = min(bound, size)
     limit = buf.shape[0] - 8  # a word may be loaded at or before this position
     filled = 0
     while filled < count:
         if pos >= end:
-            return -1
+            return _RUNS_PAST_END
         run, pos = _varint(buf, pos)
-        if pos < 0:
-            return -1
+        if pos < 0 or run < 0:  # (a varint of 64 bits reads as negative)
+            return _RUNS_PAST_END
         if run & 1 == 0:  # a repeated value
             repeat = run >> 1
             if pos + value_bytes > end:
-                return -1
+                return _RUNS_PAST_END
             value = np.int64(0)
             for k in range(value_bytes):
                 value |= np.int64(buf[pos + k]) << (8 * k)
             pos += value_bytes
+            if value >= bound:
+                return _OUT_OF_BOUND
             stop = min(count, filled + repeat)
             if lookup:
-                if value >= size:
-                    return -1
                 repeated = dictionary[value]
                 for i in range(row + filled, row + stop):
                     out[i] = repeated
@@ -470,28 +536,32 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count):
             filled = stop
         else:  # groups of 8 bit-packed values, least significant bit first
             groups = run >> 1
-            if pos + groups * bit_width > end:
-                return -1
-            take = min(groups * 8, count - filled)
+            if bit_width and groups > (end - pos) // bit_width:
+                return _RUNS_PAST_END
+            take = count - filled
+            if groups < (take + 7) // 8:
+                take = groups * 8
             base = row + filled
             if pos + groups * bit_width + 8 <= buf.shape[0]:
-                # Every word load stays inside buf, and an index out of the dictionary is noted rather
-                # than branched on (it reads the last entry, then the run fails): a branch-free loop,
+                # Every word load stays inside buf, and a value out of bound is noted rather than
+                # branched on (a lookup reads the last entry, then the run fails): a branch-free loop,
                 # ~30% faster a value (TPC-H's 15-17-bit indices: ~2.6-4.0 -> 1.9-2.9 ns).
+                out_of_bound = False
                 if lookup:
-                    last = size - 1
-                    out_of_range = False
+                    last = bound - 1
                     for i in range(take):
                         bit = i * bit_width
                         value = np.int64((_load_word(buf, pos + (bit >> 3)) >> np.uint64(bit & 7)) & mask)
-                        out_of_range |= value > last
+                        out_of_bound |= value > last
                         out[base + i] = dictionary[min(value, last)]
-                    if out_of_range:
-                        return -1
                 else:
                     for i in range(take):
                         bit = i * bit_width
-                        out[base + i] = np.int64((_load_word(buf, pos + (bit >> 3)) >> np.uint64(bit & 7)) & mask)
+                        value = np.int64((_load_word(buf, pos + (bit >> 3)) >> np.uint64(bit & 7)) & mask)
+                        out_of_bound |= value >= bound
+                        out[base + i] = value
+                if out_of_bound:
+                    return _OUT_OF_BOUND
                 pos += groups * bit_width
                 filled += take
                 continue
@@ -505,9 +575,9 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count):
                     for k in range(buf.shape[0] - at):
                         word |= np.uint64(buf[at + k]) << np.uint64(8 * k)
                 value = np.int64((word >> np.uint64(bit & 7)) & mask)
+                if value >= bound:
+                    return _OUT_OF_BOUND
                 if lookup:
-                    if value >= size:
-                        return -1
                     out[base + i] = dictionary[value]
                 else:
                     out[base + i] = value
@@ -522,45 +592,80 @@ def _read_le32(buf, pos):
             | (np.int64(buf[pos + 3]) << 24))
 
 
+@njit(nogil=True, cache=True)
+def _index_status(done):
+    """Return the status of a dictionary-code :func:`_rle_hybrid` that returned ``done`` < 0."""
+    return _BAD_INDEX if done == _OUT_OF_BOUND else _SHORT_VALUES
+
+
 # ----------------------------------------------------------------- pages
 _SKIP_PAGE = 1  # a page kind without values (an index page): read past it
+
+
+@njit(nogil=True, cache=True)
+def _page_header(buf, pos, end, header, page):
+    """Read and check the page header at ``pos``; return ``(status, position after the header)``.
+
+    The status is :data:`DECODED`, ``_SKIP_PAGE`` for a page kind without values, or a corruption:
+    a header running past ``end``, a required field missing or negative, a body past ``end``.
+    """
+    after = _read_page_header(buf, pos, header, page)
+    if after < 0 or after > end:
+        return _BAD_HEADER, pos
+    kind = header[1]
+    if kind < 0 or header[2] < 0 or header[3] < 0:
+        return _BAD_HEADER, pos
+    if after + header[3] > end:
+        return _BAD_SIZES, pos
+    if kind == _DATA_PAGE:
+        if header[5] != 1 or page[1] < 0 or page[2] < 0:
+            return _BAD_HEADER, pos
+    elif kind == _DICTIONARY_PAGE:
+        if header[7] != 1 or page[1] < 0 or page[2] < 0:
+            return _BAD_HEADER, pos
+    elif kind == _DATA_PAGE_V2:
+        if header[8] != 1 or page[1] < 0 or page[2] < 0 or page[3] < 0 or page[4] < 0 or page[5] < 0 or page[6] < 0:
+            return _BAD_HEADER, pos
+    else:
+        return _SKIP_PAGE, after
+    return DECODED, after
 
 
 @njit(nogil=True, cache=True)
 def _next_page(buf, pos, end, codec, header, page, scratch):
     """Read the page at ``pos`` and uncompress its body; return ``(status, pos, kind, data, start, stop, prefix, scratch)``.
 
-    ``status`` is :data:`DECODED`, ``_SKIP_PAGE``, :data:`UNSUPPORTED` or :data:`CORRUPT`; ``pos`` is
+    ``status`` is :data:`DECODED`, ``_SKIP_PAGE``, :data:`UNSUPPORTED` or a corruption; ``pos`` is
     where the next page starts; the page's bytes are ``data[start:stop]`` (``data`` is ``buf`` for an
     uncompressed page, else ``scratch``, grown as needed and handed back); ``prefix`` is the length
-    of a v2 page's level bytes, which are never compressed.
+    of a v2 page's level bytes, which are never compressed. Every size is checked against the chunk
+    (``end``) before it is used, and an uncompressed size against what Snappy can make of the
+    compressed bytes before a buffer is grown for it.
     """
-    if pos >= end:
-        return CORRUPT, pos, -1, buf, 0, 0, 0, scratch
-    pos = _read_page_header(buf, pos, header, page)
-    if pos < 0:
-        return CORRUPT, pos, -1, buf, 0, 0, 0, scratch
+    status, pos = _page_header(buf, pos, end, header, page)
+    if status != DECODED:
+        return status, pos, -1, buf, 0, 0, 0, scratch
     kind = header[1]
     uncompressed = header[2]
     compressed = header[3]
-    if compressed < 0 or uncompressed < 0 or pos + compressed > end:
-        return CORRUPT, pos, kind, buf, 0, 0, 0, scratch
     body = pos
     pos += compressed
-    if kind != _DATA_PAGE and kind != _DICTIONARY_PAGE and kind != _DATA_PAGE_V2:
-        return _SKIP_PAGE, pos, kind, buf, 0, 0, 0, scratch
     prefix = 0
     if kind == _DATA_PAGE_V2:
-        if page[6] > 0:
-            return UNSUPPORTED, pos, kind, buf, 0, 0, 0, scratch  # a repeated column
-        prefix = max(page[5], 0)
+        if page[6] > 0:  # repetition levels in a column that has none
+            return _BAD_SIZES, pos, kind, buf, 0, 0, 0, scratch
+        prefix = page[5]
+        if prefix > compressed or prefix > uncompressed:
+            return _BAD_SIZES, pos, kind, buf, 0, 0, 0, scratch
     if codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0):
+        if uncompressed - prefix > SNAPPY_MAX_RATIO * (compressed - prefix):
+            return _BAD_COMPRESSED, pos, kind, buf, 0, 0, 0, scratch
         if scratch.shape[0] < uncompressed + SLACK:
             scratch = np.empty(uncompressed + SLACK, np.uint8)
         scratch[:prefix] = buf[body:body + prefix]
         if snappy_decompress(buf, body + prefix, body + compressed,
                              scratch[prefix:uncompressed + SLACK]) != uncompressed - prefix:
-            return CORRUPT, pos, kind, buf, 0, 0, 0, scratch
+            return _BAD_COMPRESSED, pos, kind, buf, 0, 0, 0, scratch
         return DECODED, pos, kind, scratch, 0, uncompressed, prefix, scratch
     return DECODED, pos, kind, buf, body, body + compressed, prefix, scratch
 
@@ -571,9 +676,15 @@ def _definition_levels(data, at, stop, kind, page, prefix, max_definition, value
 
     For an optional column the levels go to ``levels`` (grown as needed and handed back) and
     ``valid[row:row + values]``, and ``present`` counts the non-null rows; a required column has none.
+    Levels are checked to be 0 or 1 as they are read, and a v2 page's row and null counts against
+    them.
     """
     if max_definition == 0:
-        return DECODED, at + prefix if kind == _DATA_PAGE_V2 else at, values, levels
+        if kind == _DATA_PAGE_V2:
+            if page[2] != 0 or page[3] != values:
+                return _BAD_COUNTS, at, 0, levels
+            return DECODED, at + prefix, values, levels
+        return DECODED, at, values, levels
     if levels.shape[0] < values:
         levels = np.empty(values, np.int64)
     no_dictionary = np.empty(0, np.int64)
@@ -581,18 +692,55 @@ def _definition_levels(data, at, stop, kind, page, prefix, max_definition, value
         if page[3] != _RLE:
             return UNSUPPORTED, at, 0, levels
         if at + 4 > stop:
-            return CORRUPT, at, 0, levels
+            return _BAD_LEVELS, at, 0, levels
         size = _read_le32(data, at)
         at += 4
     else:
         size = prefix
-    if _rle_hybrid(data, at, at + size, 1, no_dictionary, levels, 0, values) < 0:
-        return CORRUPT, at, 0, levels
+    if at + size > stop or _rle_hybrid(data, at, at + size, 1, no_dictionary, levels, 0, values, 2) < 0:
+        return _BAD_LEVELS, at, 0, levels
     present = 0
     for i in range(values):
         valid[row + i] = levels[i]
         present += levels[i]
+    if kind == _DATA_PAGE_V2 and (page[2] != values - present or page[3] != values):
+        return _BAD_COUNTS, at, 0, levels
     return DECODED, at + size, present, levels
+
+
+@njit(nogil=True, cache=True)
+def check_page_counts(buf, start, length, rows):
+    """Read only a column chunk's page headers: return ``(status, page, at)``, DECODED when its data pages hold ``rows`` values.
+
+    Why: a chunk the decoder leaves to pyarrow is still checked for the counts pyarrow does not
+    compare (a page declaring one value too many shifts an optional column's later rows there; a
+    row group's ``num_rows`` one short drops rows). For a column that is not repeated, values are rows.
+    ``page`` and ``at`` name the page a corruption is about (its index, and its first byte).
+    """
+    header = np.empty(16, np.int64)
+    page = np.empty(16, np.int64)
+    end = start + length
+    if start < 0 or length < 0 or end > buf.shape[0]:
+        return CORRUPT, 0, start
+    pos = start
+    total = 0
+    index = -1
+    while pos < end:
+        index += 1
+        at = pos
+        status, pos = _page_header(buf, pos, end, header, page)
+        if status == _SKIP_PAGE:
+            continue
+        if status != DECODED:
+            return status, index, at
+        pos += header[3]
+        if header[1] != _DICTIONARY_PAGE:
+            total += page[1]
+            if total > rows:
+                return _EXTRA_VALUES, index, at
+    if total < rows:
+        return _MISSING_VALUES, index + 1, end
+    return DECODED, index + 1, end
 
 
 # ----------------------------------------------------------------- column chunks
@@ -606,8 +754,12 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
     column's physical type, and ``valid`` a uint8 array (1 = not null; untouched when required). Null
     slots of ``out`` are 0. ``scratch`` and ``spare`` are uint8 buffers the caller keeps between calls
     (any size, even empty): pages are uncompressed into them, grown as needed. Returns ``(status,
-    scratch, spare)``, the status :data:`DECODED`, :data:`UNSUPPORTED` or :data:`CORRUPT` and the two
-    buffers to pass to the next call.
+    page, at, scratch, spare)``: the status :data:`DECODED`, :data:`UNSUPPORTED` or a corruption (at
+    or below :data:`CORRUPT`, see :func:`describe`), the page it is about (its index in the chunk, the
+    dictionary page first) and that page's first byte, and the two buffers to pass to the next call.
+
+    The pages must hold exactly ``rows`` values and fill the chunk's bytes exactly; every size, count,
+    offset and dictionary code is checked against the bytes it reads from as it is read.
 
     Why the caller's buffers: a TPC-H dictionary page holds ~100K values (800 KB); copied into fresh
     memory per row group it page-faulted for more time than its values took to unpack (l_partkey at
@@ -615,33 +767,39 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
     in place while the data pages go to the other.
     """
     if codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY:
-        return UNSUPPORTED, scratch, spare
+        return UNSUPPORTED, 0, start, scratch, spare
     if max_definition > 1:
-        return UNSUPPORTED, scratch, spare
+        return UNSUPPORTED, 0, start, scratch, spare
     width = out.itemsize
     out_bytes = out.view(np.uint8)
     header = np.empty(16, np.int64)
     page = np.empty(16, np.int64)
     dictionary = np.empty(0, out.dtype)
+    has_dictionary = False
     levels = np.empty(0, np.int64)
     end = start + length
-    if end > buf.shape[0]:
-        return CORRUPT, scratch, spare
+    if start < 0 or length < 0 or end > buf.shape[0]:
+        return CORRUPT, 0, start, scratch, spare
     pos = start
     row = 0
-    while row < rows:
+    index = -1
+    while pos < end:
+        index += 1
+        at = pos
         status, pos, kind, data, data_start, data_end, prefix, scratch = _next_page(
             buf, pos, end, codec, header, page, scratch)
         if status == _SKIP_PAGE:
             continue
         if status != DECODED:
-            return status, scratch, spare
+            return status, index, at, scratch, spare
         if kind == _DICTIONARY_PAGE:
+            if has_dictionary or row > 0:
+                return _BAD_DICTIONARY, index, at, scratch, spare
             count = page[1]
             if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
-                return UNSUPPORTED, scratch, spare
-            if count < 0 or data_start + count * width > data_end:
-                return CORRUPT, scratch, spare
+                return UNSUPPORTED, index, at, scratch, spare
+            if data_start + count * width > data_end:
+                return _BAD_DICTIONARY, index, at, scratch, spare
             if codec == CODEC_SNAPPY:  # _next_page uncompressed it into scratch: keep it there
                 scratch, spare = spare, scratch
             else:  # a page of the file itself (no codec): copy its values out, aligned
@@ -649,33 +807,36 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
                     spare = np.empty(count * width, np.uint8)
                 spare[:count * width] = data[data_start:data_start + count * width]
             dictionary = spare[:count * width].view(out.dtype)
+            has_dictionary = True
             continue
         values = page[1]
         encoding = page[2] if kind == _DATA_PAGE else page[4]
-        if values < 0 or row + values > rows:
-            return CORRUPT, scratch, spare
-        status, at, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
-                                                         max_definition, values, levels, valid, row)
+        if row + values > rows:
+            return _EXTRA_VALUES, index, at, scratch, spare
+        status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
+                                                                max_definition, values, levels, valid, row)
         if status != DECODED:
-            return status, scratch, spare
+            return status, index, at, scratch, spare
         # Values of the non-null rows go to the front of the page's rows; nulls are spread out below.
         if encoding == _PLAIN:
-            if at + present * width > data_end:
-                return CORRUPT, scratch, spare
-            out_bytes[row * width:(row + present) * width] = data[at:at + present * width]
+            if at_values + present * width > data_end:
+                return _SHORT_VALUES, index, at, scratch, spare
+            out_bytes[row * width:(row + present) * width] = data[at_values:at_values + present * width]
         elif encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY:
             if present:
-                if at >= data_end:
-                    return CORRUPT, scratch, spare
-                bit_width = np.int64(data[at])
+                if not has_dictionary:
+                    return _NO_DICTIONARY, index, at, scratch, spare
+                if at_values >= data_end:
+                    return _SHORT_VALUES, index, at, scratch, spare
+                bit_width = np.int64(data[at_values])
                 if bit_width > 32:
-                    return CORRUPT, scratch, spare
-                if dictionary.shape[0] == 0:
-                    return CORRUPT, scratch, spare
-                if _rle_hybrid(data, at + 1, data_end, bit_width, dictionary, out, row, present) < 0:
-                    return CORRUPT, scratch, spare
+                    return _BAD_BIT_WIDTH, index, at, scratch, spare
+                done = _rle_hybrid(data, at_values + 1, data_end, bit_width, dictionary, out, row, present,
+                                   dictionary.shape[0])
+                if done < 0:
+                    return _index_status(done), index, at, scratch, spare
         else:
-            return UNSUPPORTED, scratch, spare
+            return UNSUPPORTED, index, at, scratch, spare
         if present < values:  # spread the values over the rows, from the back, zeroing nulls
             source = present - 1
             for i in range(values - 1, -1, -1):
@@ -685,7 +846,9 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
                 else:
                     out[row + i] = 0
         row += values
-    return DECODED, scratch, spare
+    if row < rows:
+        return _MISSING_VALUES, index + 1, end, scratch, spare
+    return DECODED, index + 1, end, scratch, spare
 
 
 # ----------------------------------------------------------------- strings (BYTE_ARRAY)
@@ -700,154 +863,192 @@ def _reserve(chars, used, extra):
 
 
 @njit(nogil=True, cache=True)
-def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_codes, size_hint, scratch):
-    """Decode one BYTE_ARRAY column chunk; return ``(status, codes, valid, offsets, chars, dict_offsets, dict_chars)``.
+def _string_dictionary(data, start, stop, count):
+    """Copy a dictionary page's ``count`` PLAIN strings out of ``data[start:stop]``; return ``(status, offsets, chars)``.
 
-    With ``as_codes`` every data page must be dictionary-encoded: ``codes`` (int32, one a row) index
-    the chunk's dictionary ``dict_offsets``/``dict_chars``, and ``offsets``/``chars`` are empty (a
-    PLAIN page, which writers fall back to when a dictionary grows too large, gives
-    :data:`UNSUPPORTED`). Otherwise the strings themselves come back as int64 ``offsets`` (rows + 1)
-    and ``chars``, dictionary pages expanded. ``valid`` (uint8, 1 = not null) is empty for a required
-    column; null rows are empty strings and code 0. ``size_hint`` is a first guess of the chars' size.
-    ``scratch`` is a uint8 buffer the caller keeps between calls, as for :func:`decode_chunk`; the
-    tuple returned ends with it (grown as needed) for the next call.
+    Each string takes at least its 4-byte length, so a count the page cannot hold is refused before
+    anything is allocated for it.
     """
-    empty8 = np.empty(0, np.uint8)
+    if count * 4 > stop - start:
+        return _BAD_DICTIONARY, np.zeros(1, np.int64), np.empty(0, np.uint8)
+    dict_offsets = np.zeros(count + 1, np.int64)
+    dict_chars = np.empty(stop - start + SLACK, np.uint8)
+    at = start
+    filled = 0
+    for v in range(count):
+        if at + 4 > stop:
+            return _BAD_DICTIONARY, dict_offsets, dict_chars
+        size = _read_le32(data, at)
+        at += 4
+        if at + size > stop:
+            return _BAD_DICTIONARY, dict_offsets, dict_chars
+        if at + size + 8 <= data.shape[0] and filled + size + 8 <= dict_chars.shape[0]:
+            for k in range(0, size, 8):
+                _store_word(dict_chars, filled + k, _load_word(data, at + k))
+        else:
+            for k in range(size):
+                dict_chars[filled + k] = data[at + k]
+        filled += size
+        at += size
+        dict_offsets[v + 1] = filled
+    return DECODED, dict_offsets, dict_chars[:filled]
+
+
+@njit(nogil=True, cache=True)
+def _string_values(data, at, stop, encoding, as_codes, has_dictionary, nullable, levels, values, present, row,
+                   codes, offsets, chars, used, dict_offsets, dict_chars, indices):
+    """Decode a data page's strings (or codes) into rows ``row:row + values``; return ``(status, chars, used, indices)``.
+
+    ``at`` is where the page's values start (after its levels); ``chars`` (``used`` bytes filled) and
+    ``indices`` are grown as needed and handed back.
+    """
     empty64 = np.empty(0, np.int64)
+    if encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY:
+        size = dict_offsets.shape[0] - 1
+        bit_width = 0
+        if present:
+            if not has_dictionary:
+                return _NO_DICTIONARY, chars, used, indices
+            if at >= stop:
+                return _SHORT_VALUES, chars, used, indices
+            bit_width = np.int64(data[at])
+            if bit_width > 32:
+                return _BAD_BIT_WIDTH, chars, used, indices
+        if as_codes and present == values:  # no nulls on this page: the indices are the codes
+            if present:
+                done = _rle_hybrid(data, at + 1, stop, bit_width, empty64, codes, row, present, size)
+                if done < 0:
+                    return _index_status(done), chars, used, indices
+            return DECODED, chars, used, indices
+        if indices.shape[0] < present:
+            indices = np.empty(present, np.int64)
+        if present:
+            done = _rle_hybrid(data, at + 1, stop, bit_width, empty64, indices, 0, present, size)
+            if done < 0:
+                return _index_status(done), chars, used, indices
+        source = 0
+        for i in range(values):
+            if not nullable or levels[i]:
+                index = indices[source]  # below size: _rle_hybrid checked it
+                source += 1
+                if as_codes:
+                    codes[row + i] = index
+                else:
+                    first = dict_offsets[index]
+                    span = dict_offsets[index + 1] - first
+                    if used + span + 8 > chars.shape[0]:  # (a call per value would cost reference counting)
+                        chars = _reserve(chars, used, span + 8)
+                    if first + span + 8 <= dict_chars.shape[0]:
+                        for k in range(0, span, 8):
+                            _store_word(chars, used + k, _load_word(dict_chars, first + k))
+                    else:
+                        for k in range(span):
+                            chars[used + k] = dict_chars[first + k]
+                    used += span
+            elif as_codes:
+                codes[row + i] = 0
+            if not as_codes:
+                offsets[row + i + 1] = used
+        return DECODED, chars, used, indices
+    if encoding == _PLAIN and not as_codes:
+        for i in range(values):
+            if not nullable or levels[i]:
+                if at + 4 > stop:
+                    return _SHORT_VALUES, chars, used, indices
+                span = _read_le32(data, at)
+                at += 4
+                if at + span > stop:
+                    return _SHORT_VALUES, chars, used, indices
+                if used + span + 8 > chars.shape[0]:
+                    chars = _reserve(chars, used, span + 8)
+                if at + span + 8 <= data.shape[0]:
+                    for k in range(0, span, 8):
+                        _store_word(chars, used + k, _load_word(data, at + k))
+                else:
+                    for k in range(span):
+                        chars[used + k] = data[at + k]
+                used += span
+                at += span
+            offsets[row + i + 1] = used
+        return DECODED, chars, used, indices
+    return UNSUPPORTED, chars, used, indices
+
+
+@njit(nogil=True, cache=True)
+def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_codes, size_hint, scratch):
+    """Decode one BYTE_ARRAY column chunk; return ``(status, page, at, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch)``.
+
+    ``status``, ``page`` and ``at`` are as :func:`decode_chunk` returns them. With ``as_codes`` every
+    data page must be dictionary-encoded: ``codes`` (int32, one a row) index the chunk's dictionary
+    ``dict_offsets``/``dict_chars``, and ``offsets``/``chars`` are empty (a PLAIN page, which writers
+    fall back to when a dictionary grows too large, gives :data:`UNSUPPORTED`). Otherwise the
+    strings themselves come back as int64 ``offsets`` (rows + 1) and ``chars``, dictionary pages
+    expanded. ``valid`` (uint8, 1 = not null) is empty for a required column; null rows are empty
+    strings and code 0. ``size_hint`` is a first guess of the chars' size (no more than the chunk's
+    bytes can uncompress to is taken of it). ``scratch`` is a uint8 buffer the caller keeps between
+    calls, as for :func:`decode_chunk`; the tuple returned ends with it (grown as needed) for the next
+    call. Codes are checked against the dictionary as they are read.
+    """
     codes = np.empty(rows if as_codes else 0, np.int32)  # every row is written: its code, or 0 when null
     valid = np.ones(rows if max_definition == 1 else 0, np.uint8)
     offsets = np.zeros(0 if as_codes else rows + 1, np.int64)
-    chars = np.empty(0 if as_codes else max(size_hint, 16), np.uint8)
+    hint = min(size_hint, SNAPPY_MAX_RATIO * max(length, 0))
+    chars = np.empty(0 if as_codes else max(hint, 16), np.uint8)
     dict_offsets = np.zeros(1, np.int64)
     dict_chars = np.empty(0, np.uint8)
-    if (codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY) or max_definition > 1:
-        return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
+    has_dictionary = False
     header = np.empty(16, np.int64)
     page = np.empty(16, np.int64)
     levels = np.empty(0, np.int64)
     indices = np.empty(0, np.int64)
+    nullable = max_definition == 1  # else every row holds a value (levels are not read)
     end = start + length
-    if end > buf.shape[0]:
-        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
+    status = DECODED
+    if (codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY) or max_definition > 1:
+        status = UNSUPPORTED
+    elif start < 0 or length < 0 or end > buf.shape[0]:
+        status = CORRUPT
     pos = start
+    at = start
+    index = -1
     row = 0
     used = 0
-    while row < rows:
+    while status == DECODED and pos < end:
+        index += 1
+        at = pos
         status, pos, kind, data, data_start, data_end, prefix, scratch = _next_page(
             buf, pos, end, codec, header, page, scratch)
         if status == _SKIP_PAGE:
+            status = DECODED
             continue
         if status != DECODED:
-            return status, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
+            break
         if kind == _DICTIONARY_PAGE:
-            count = page[1]
-            if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
-                return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-            if count < 0:
-                return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-            dict_offsets = np.zeros(count + 1, np.int64)
-            dict_chars = np.empty(max(data_end - data_start, 0) + SLACK, np.uint8)
-            at = data_start
-            filled = 0
-            for v in range(count):
-                if at + 4 > data_end:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                size = _read_le32(data, at)
-                at += 4
-                if size < 0 or at + size > data_end:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                if at + size + 8 <= data.shape[0] and filled + size + 8 <= dict_chars.shape[0]:
-                    for k in range(0, size, 8):
-                        _store_word(dict_chars, filled + k, _load_word(data, at + k))
-                else:
-                    for k in range(size):
-                        dict_chars[filled + k] = data[at + k]
-                filled += size
-                at += size
-                dict_offsets[v + 1] = filled
-            dict_chars = dict_chars[:filled]
+            if has_dictionary or row > 0:
+                status = _BAD_DICTIONARY
+            elif page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
+                status = UNSUPPORTED
+            else:
+                status, dict_offsets, dict_chars = _string_dictionary(data, data_start, data_end, page[1])
+                has_dictionary = True
             continue
         values = page[1]
         encoding = page[2] if kind == _DATA_PAGE else page[4]
-        if values < 0 or row + values > rows:
-            return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-        status, at, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
-                                                         max_definition, values, levels, valid, row)
+        if row + values > rows:
+            status = _EXTRA_VALUES
+            break
+        status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
+                                                                max_definition, values, levels, valid, row)
         if status != DECODED:
-            return status, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-        nullable = max_definition == 1  # else every row holds a value (levels are not read)
-        if (encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY) and as_codes and present == values:
-            # No nulls on this page: the indices are the codes.
-            if present:
-                if at >= data_end:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                bit_width = np.int64(data[at])
-                if bit_width > 32 or _rle_hybrid(data, at + 1, data_end, bit_width, empty64, codes, row,
-                                                 present) < 0:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                size = dict_offsets.shape[0] - 1
-                for i in range(row, row + values):
-                    if codes[i] < 0 or codes[i] >= size:
-                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-        elif encoding == _PLAIN_DICTIONARY or encoding == _RLE_DICTIONARY:
-            if indices.shape[0] < present:
-                indices = np.empty(present, np.int64)
-            if present:
-                if at >= data_end:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                bit_width = np.int64(data[at])
-                if bit_width > 32 or _rle_hybrid(data, at + 1, data_end, bit_width, empty64, indices, 0,
-                                                 present) < 0:
-                    return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-            size = dict_offsets.shape[0] - 1
-            source = 0
-            for i in range(values):
-                if not nullable or levels[i]:
-                    index = indices[source]
-                    source += 1
-                    if index < 0 or index >= size:
-                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                    if as_codes:
-                        codes[row + i] = index
-                    else:
-                        first = dict_offsets[index]
-                        span = dict_offsets[index + 1] - first
-                        if used + span + 8 > chars.shape[0]:  # (a call per value would cost reference counting)
-                            chars = _reserve(chars, used, span + 8)
-                        if first + span + 8 <= dict_chars.shape[0]:
-                            for k in range(0, span, 8):
-                                _store_word(chars, used + k, _load_word(dict_chars, first + k))
-                        else:
-                            for k in range(span):
-                                chars[used + k] = dict_chars[first + k]
-                        used += span
-                elif as_codes:
-                    codes[row + i] = 0
-                if not as_codes:
-                    offsets[row + i + 1] = used
-        elif encoding == _PLAIN and not as_codes:
-            for i in range(values):
-                if not nullable or levels[i]:
-                    if at + 4 > data_end:
-                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                    span = _read_le32(data, at)
-                    at += 4
-                    if at + span > data_end:
-                        return CORRUPT, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
-                    if used + span + 8 > chars.shape[0]:
-                        chars = _reserve(chars, used, span + 8)
-                    if at + span + 8 <= data.shape[0]:
-                        for k in range(0, span, 8):
-                            _store_word(chars, used + k, _load_word(data, at + k))
-                    else:
-                        for k in range(span):
-                            chars[used + k] = data[at + k]
-                    used += span
-                    at += span
-                offsets[row + i + 1] = used
-        else:
-            return UNSUPPORTED, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch
+            break
+        status, chars, used, indices = _string_values(
+            data, at_values, data_end, encoding, as_codes, has_dictionary, nullable, levels, values, present, row,
+            codes, offsets, chars, used, dict_offsets, dict_chars, indices)
         row += values
+    if status == DECODED and row < rows:
+        status = _MISSING_VALUES
+        index += 1
+        at = end
     if chars.shape[0] > 2 * used + (1 << 20):  # the buffer grew by doubling: keep only what is used
-        return DECODED, codes, valid, offsets, chars[:used].copy(), dict_offsets, dict_chars, scratch
-    return DECODED, codes, valid, offsets, chars[:used], dict_offsets, dict_chars, scratch
+        return status, index, at, codes, valid, offsets, chars[:used].copy(), dict_offsets, dict_chars, scratch
+    return status, index, at, codes, valid, offsets, chars[:used], dict_offsets, dict_chars, scratch

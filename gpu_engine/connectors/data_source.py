@@ -38,7 +38,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
-from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
+from gpu_engine.connectors.parquet_columns import (
+    check_row_counts, decodable_columns, read_arrow_columns, read_decoded_columns,
+)
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
@@ -65,7 +67,9 @@ class SplitPiece:
 
     def read(self, use_threads: bool = False) -> list[pa.RecordBatch]:
         """Return the piece's rows of the requested columns (``use_threads``: pyarrow decodes columns in parallel)."""
-        if not self.columns:  # count(*): only row counts are needed
+        if not self.columns:  # count(*): only row counts are needed (and checked against the pages)
+            if isinstance(self.split, ParquetSplit):
+                check_row_counts(self.split.path, parquet_metadata(self.split.path), self.row_groups)
             return [pa.record_batch([pa.nulls(self.rows)], names=["$rows"]).select([])] if self.rows else []
         if isinstance(self.split, ArrowSplit):
             return self.split.table.select(list(self.columns)).slice(self.start, self.rows).to_batches()
@@ -75,13 +79,7 @@ class SplitPiece:
         decoded = read_decoded_columns(path, metadata, self.row_groups, decodable)
         rest = [c for c in self.columns if c not in decoded]
         arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(decoded)
-        if rest:
-            parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=[c for c in strings if c in rest],
-                                          memory_map=True)
-            table = parquet_file.read_row_groups(list(self.row_groups), columns=rest, use_threads=use_threads)
-            arrays.update(zip(rest, table.columns))
-        if not decoded:
-            return table.to_batches()
+        arrays.update(read_arrow_columns(path, metadata, self.row_groups, rest, strings, use_threads))
         chunked = [arrays[c] if isinstance(arrays[c], pa.ChunkedArray) else pa.chunked_array([arrays[c]])
                    for c in self.columns]
         return pa.Table.from_arrays(chunked, names=list(self.columns)).to_batches()
@@ -149,8 +147,7 @@ def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool
     metadata = parquet_metadata(path)
     if metadata.num_row_groups == 0:
         return True
-    parquet_file = pq.ParquetFile(path, metadata=metadata, read_dictionary=[column], memory_map=True)
-    sample = parquet_file.read_row_group(0, columns=[column], use_threads=False).column(0)
+    sample = read_arrow_columns(path, metadata, [0], [column], [column])[column]
     distinct = sum(len(chunk.dictionary) for chunk in sample.chunks)
     return distinct * 2 <= max(1, len(sample))
 

@@ -18,10 +18,20 @@ reader option would make them), which the engine's columns take without a
 copy. Strings come back as ``large_string`` (offsets and chars, the engine's
 layout), or, for the columns the caller names, as int32 codes into each row
 group's dictionary. Booleans, nested columns, other codecs and encodings are
-read by pyarrow, column by column, so a file mixes both freely; a chunk the
-decoder refuses (an encoding it does not know, a dictionary that overflowed
-into PLAIN pages when codes were asked for, or bytes that contradict the
-footer) sends its column to pyarrow, which reads it or raises its own error.
+read by pyarrow (:func:`read_arrow_columns`), column by column, so a file
+mixes both freely; a chunk in a layout the decoder does not read (an encoding
+it does not know, a dictionary that overflowed into PLAIN pages when codes
+were asked for) sends its column to pyarrow.
+
+Bytes that contradict the footer or themselves are an error, never a fall
+back: :class:`~gpu_engine.errors.DataSourceError` names the file, column, row
+group and page. Why: pyarrow's dictionary read does not check codes against
+the dictionary, and it takes a page's value count on trust, so a corrupt
+chunk handed to it gave NULLs, rows shifted against the other columns, or a
+segfault in a kernel indexing a dictionary with its codes. Whatever pyarrow
+returns is checked too before a kernel sees it: its chunks' page headers
+declare the row group's rows, it returns that many rows, and its dictionary
+codes lie inside their dictionaries.
 """
 
 from __future__ import annotations
@@ -39,9 +49,12 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
-from gpu_engine.kernels.parquet_pages import CODEC_SNAPPY, CODEC_UNCOMPRESSED, DECODED, decode_chunk, decode_strings_chunk
+from gpu_engine.errors import DataSourceError
+from gpu_engine.kernels.parquet_pages import (
+    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_strings_chunk, describe,
+)
 
-__all__ = ["decodable_columns", "read_decoded_columns"]
+__all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts"]
 
 _CODECS = {"UNCOMPRESSED": CODEC_UNCOMPRESSED, "SNAPPY": CODEC_SNAPPY}
 _PHYSICAL = {"INT32": np.int32, "INT64": np.int64, "FLOAT": np.float32, "DOUBLE": np.float64}
@@ -107,6 +120,7 @@ class _ChunkLayout:
 
     leaves: dict[str, int]
     max_definition: tuple[int, ...]
+    flat: tuple[bool, ...]  # not repeated: one value (or NULL) a row
     physical: tuple[str, ...]
     starts: np.ndarray  # int64: the chunk's dictionary page, else its first data page
     lengths: np.ndarray  # int64: compressed bytes
@@ -139,14 +153,26 @@ def _cached_chunk_layout(path: str, size: int, modified_ns: int, metadata: pq.Fi
             codecs[g, i] = _CODECS.get(chunk.compression, -1)
     columns = [schema.column(i) for i in range(leaves)]
     return _ChunkLayout({c.path: i for i, c in enumerate(columns)}, tuple(c.max_definition_level for c in columns),
-                        tuple(c.physical_type for c in columns), starts, lengths, uncompressed, codecs, rows)
+                        tuple(c.max_repetition_level == 0 for c in columns), tuple(c.physical_type for c in columns),
+                        starts, lengths, uncompressed, codecs, rows)
+
+
+def _corrupt(path: str, column: str, row_group: int, status: int, page: int, at: int) -> DataSourceError:
+    return DataSourceError(f"{path}: column {column!r}, row group {row_group}, page {page} (at byte {at}): "
+                           f"{describe(status)}")
 
 
 def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
                          columns: dict[str, pa.DataType]) -> dict[str, pa.Array]:
     """Decode ``columns`` (from :func:`decodable_columns`) of ``row_groups``; return those that decoded.
 
-    A column missing from the result is one the decoder refused in some row group: read it with pyarrow.
+    A column missing from the result has a layout the decoder does not read in some row group: read it
+    with :func:`read_arrow_columns`.
+
+    Raises
+    ------
+    DataSourceError
+        When a chunk's bytes contradict the footer or themselves, naming the column, row group and page.
     """
     if not columns:
         return {}
@@ -165,8 +191,9 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
         if arrow_type in (STRINGS, DICTIONARY_STRINGS):
             as_codes = arrow_type == DICTIONARY_STRINGS
-            strings = _read_strings(file_bytes, starts, lengths, layout.uncompressed[groups, index], codecs, counts,
-                                    max_definition, as_codes, _canonical_for(path, name) if as_codes else None)
+            strings = _read_strings(path, name, groups, file_bytes, starts, lengths, layout.uncompressed[groups, index],
+                                    codecs, counts, max_definition, as_codes,
+                                    _canonical_for(path, name) if as_codes else None)
             if strings is not None:
                 decoded[name] = strings
             continue
@@ -175,10 +202,13 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         valid = np.empty(rows if optional else 0, np.uint8)
         row = 0
         buffers = _scratch_buffers()
-        for start, length, codec, count in zip(starts.tolist(), lengths.tolist(), codecs.tolist(), counts.tolist()):
-            status, buffers[0], buffers[1] = decode_chunk(
+        for group, start, length, codec, count in zip(groups.tolist(), starts.tolist(), lengths.tolist(),
+                                                      codecs.tolist(), counts.tolist()):
+            status, page, at, buffers[0], buffers[1] = decode_chunk(
                 file_bytes, start, length, codec, max_definition, count, values[row:row + count],
                 valid[row:row + count] if optional else valid, buffers[0], buffers[1])
+            if status <= CORRUPT:
+                raise _corrupt(path, name, group, status, page, at)
             if status != DECODED:
                 break
             row += count
@@ -187,19 +217,102 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     return decoded
 
 
-def _read_strings(file_bytes: np.ndarray, starts: np.ndarray, lengths: np.ndarray, size_hints: np.ndarray,
-                  codecs: np.ndarray, counts: np.ndarray, max_definition: int, as_codes: bool,
+def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int], columns: Sequence[str],
+                       dictionary_columns: Sequence[str] = (), use_threads: bool = False) -> dict[str, pa.ChunkedArray]:
+    """Read ``columns`` of ``row_groups`` with pyarrow (strings in ``dictionary_columns`` as dictionaries), checked.
+
+    Before pyarrow reads a column that is not repeated, its chunks' page headers must declare the
+    row groups' rows (:func:`~gpu_engine.kernels.parquet_pages.check_page_counts`: pyarrow stops at
+    the footer's count and shifts later rows when a page declares one value too many); after, each
+    column must hold the rows asked for and its dictionary codes lie inside their dictionaries
+    (pyarrow's dictionary read does not check them, and kernels index dictionaries with them).
+
+    Raises
+    ------
+    DataSourceError
+        When a count or a code is wrong, or pyarrow cannot read the bytes, naming the file and column.
+    """
+    if not columns:
+        return {}
+    layout = _chunk_layout(path, metadata)
+    groups = np.asarray(row_groups, dtype=np.int64)
+    for name in columns:
+        _check_page_counts(path, layout, groups, name)
+    rows = int(layout.rows[groups].sum())
+    parquet_file = pq.ParquetFile(path, metadata=metadata, memory_map=True,
+                                  read_dictionary=[c for c in dictionary_columns if c in columns])
+    try:
+        table = parquet_file.read_row_groups(list(row_groups), columns=list(columns), use_threads=use_threads)
+    except (pa.ArrowException, OSError) as exc:  # (ArrowInvalid, and OSError for what pyarrow finds damaged)
+        raise DataSourceError(f"{path}: cannot read column(s) {', '.join(map(repr, columns))} of row group(s) "
+                              f"{', '.join(map(str, row_groups))}: {exc}") from None
+    read = dict(zip(columns, table.columns))
+    for name, column in read.items():
+        if len(column) != rows:
+            raise DataSourceError(f"{path}: column {name!r}: pyarrow read {len(column)} rows of row group(s) "
+                                  f"{', '.join(map(str, row_groups))}, whose footer declares {rows}")
+        if pa.types.is_dictionary(column.type):
+            _check_codes(path, name, column, groups, layout.rows[groups])
+    return read
+
+
+def check_row_counts(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int]) -> None:
+    """Check that the pages of each row group hold its declared rows (for a scan that reads no column, count(*)).
+
+    The page headers of the first column that is not repeated are read (no values): a row group
+    whose ``num_rows`` disagrees with its pages is an error here as it is when a column is read.
+    """
+    layout = _chunk_layout(path, metadata)
+    leaf = next((i for i, flat in enumerate(layout.flat) if flat), None)
+    if leaf is not None:
+        name = next(path_ for path_, index in layout.leaves.items() if index == leaf)
+        _check_page_counts(path, layout, np.asarray(row_groups, dtype=np.int64), name)
+
+
+def _check_page_counts(path: str, layout: _ChunkLayout, groups: np.ndarray, name: str) -> None:
+    index = layout.leaves.get(name)
+    if index is None or not layout.flat[index]:  # a struct, or a repeated column: values are not rows
+        return
+    file_bytes = _file_bytes(path)
+    for group in groups.tolist():
+        status, page, at = check_page_counts(file_bytes, int(layout.starts[group, index]),
+                                             int(layout.lengths[group, index]), int(layout.rows[group]))
+        if status != DECODED:
+            raise _corrupt(path, name, group, status, page, at)
+
+
+def _check_codes(path: str, name: str, column: pa.ChunkedArray, groups: np.ndarray, counts: np.ndarray) -> None:
+    """Raise DataSourceError when a code of a dictionary column lies outside its chunk's dictionary."""
+    first = 0
+    for chunk in column.chunks:
+        size = len(chunk.dictionary)
+        bounds = pc.min_max(chunk.indices)
+        low, high = bounds["min"].as_py(), bounds["max"].as_py()
+        if low is not None and (low < 0 or high >= size):
+            outside = pc.or_(pc.less(chunk.indices, 0), pc.greater_equal(chunk.indices, size))
+            row = first + pc.index(outside, True).as_py()
+            group = int(groups[np.searchsorted(np.cumsum(counts), row, side="right")])
+            raise DataSourceError(f"{path}: column {name!r}, row group {group}: a dictionary code points outside "
+                                  f"the column chunk's dictionary ({size} value(s))")
+        first += len(chunk)
+
+
+def _read_strings(path: str, name: str, groups: np.ndarray, file_bytes: np.ndarray, starts: np.ndarray,
+                  lengths: np.ndarray, size_hints: np.ndarray, codecs: np.ndarray, counts: np.ndarray,
+                  max_definition: int, as_codes: bool,
                   canonical: CanonicalDictionary | None = None) -> pa.ChunkedArray | None:
-    """Decode a string column's chunks (one per row group), one Arrow chunk each; None when one is refused.
+    """Decode a string column's chunks (one per row group), one Arrow chunk each; None when a layout is not read here.
 
     With ``canonical``, each chunk's dictionary (as codes) is replaced by the column's canonical one.
     """
     chunks = []
     buffers = _scratch_buffers()
-    for start, length, size_hint, codec, rows in zip(starts.tolist(), lengths.tolist(), size_hints.tolist(),
-                                                     codecs.tolist(), counts.tolist()):
-        status, codes, valid, offsets, chars, dict_offsets, dict_chars, buffers[0] = decode_strings_chunk(
+    for group, start, length, size_hint, codec, rows in zip(groups.tolist(), starts.tolist(), lengths.tolist(),
+                                                            size_hints.tolist(), codecs.tolist(), counts.tolist()):
+        status, page, at, codes, valid, offsets, chars, dict_offsets, dict_chars, buffers[0] = decode_strings_chunk(
             file_bytes, start, length, codec, max_definition, rows, as_codes, size_hint, buffers[0])
+        if status <= CORRUPT:
+            raise _corrupt(path, name, group, status, page, at)
         if status != DECODED:
             return None
         nulls = 0 if max_definition == 0 else rows - int(np.count_nonzero(valid))

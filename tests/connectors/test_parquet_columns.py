@@ -24,8 +24,11 @@ from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.data_source import SplitPiece
 from gpu_engine.connectors import parquet_columns
 from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
+from gpu_engine.errors import DataSourceError, ExecutionError
 from gpu_engine.exec.split import ParquetSplit
 from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, _rle_hybrid, decode_chunk, snappy_decompress
+
+import parquet_surgery
 
 
 def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:
@@ -153,7 +156,8 @@ def test_some_columns_of_some_row_groups(tmp_path):
     assert metadata.num_row_groups == 4
 
 
-def test_a_corrupt_chunk_is_left_to_pyarrow(tmp_path):
+def test_a_corrupt_chunk_is_an_error_naming_where(tmp_path):
+    """Bytes that contradict themselves are refused, never handed to pyarrow (whose checks are fewer)."""
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"x": np.arange(10_000, dtype=np.int64)}), path, use_dictionary=False)
     metadata = pq.read_metadata(path)
@@ -164,10 +168,13 @@ def test_a_corrupt_chunk_is_left_to_pyarrow(tmp_path):
     path.write_bytes(bytes(data))
     buffer = np.frombuffer(bytes(data), np.uint8)
     out = np.empty(10_000, np.int64)
-    assert decode_chunk(buffer, chunk.data_page_offset, chunk.total_compressed_size, 1, 0, 10_000, out,
-                        np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.uint8))[0] == CORRUPT
-    assert read_decoded_columns(str(path), metadata, [0], {"x": pa.int64()}) == {}
-    with pytest.raises(OSError):  # pyarrow reads it and reports the damage
+    status, page, at, _, _ = decode_chunk(buffer, chunk.data_page_offset, chunk.total_compressed_size, 1, 0, 10_000,
+                                          out, np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.uint8))
+    assert status <= CORRUPT and page == 0 and at == chunk.data_page_offset
+    with pytest.raises(DataSourceError, match=r"t\.parquet: column 'x', row group 0, page 0 \(at byte 4\): "
+                                              r"the page's compressed bytes do not uncompress"):
+        read_decoded_columns(str(path), metadata, [0], {"x": pa.int64()})
+    with pytest.raises(DataSourceError, match=r"column 'x', row group 0, page 0"):
         SplitPiece(ParquetSplit(str(path)), ("x",), 10_000, (0,)).read()
 
 
@@ -270,17 +277,21 @@ def test_dictionary_indices_are_looked_up_and_checked(slack):
     run = _bit_packed_run(values, 8, slack)
     end = run.shape[0] - slack
     out = np.empty(37, np.int64)
-    assert _rle_hybrid(run, 0, end, 8, dictionary, out, 0, 37) == end and (out == dictionary[values]).all()
+    assert _rle_hybrid(run, 0, end, 8, dictionary, out, 0, 37, 200) == end and (out == dictionary[values]).all()
     indices = np.empty(37, np.int64)
-    assert _rle_hybrid(run, 0, end, 8, np.empty(0, np.int64), indices, 0, 37) > 0 and (indices == values).all()
+    assert _rle_hybrid(run, 0, end, 8, np.empty(0, np.int64), indices, 0, 37, 200) > 0 and (indices == values).all()
+    assert _rle_hybrid(run, 0, end, 8, np.empty(0, np.int64), indices, 0, 37, int(values.max())) == -2
     values[30] = 200  # one past the dictionary's end
-    assert _rle_hybrid(_bit_packed_run(values, 8, slack), 0, end, 8, dictionary, out, 0, 37) == -1
+    run = _bit_packed_run(values, 8, slack)
+    assert _rle_hybrid(run, 0, end, 8, dictionary, out, 0, 37, 200) == -2
+    assert _rle_hybrid(run, 0, end, 8, np.empty(0, np.int64), indices, 0, 37, 200) == -2  # codes: checked alike
+    assert _rle_hybrid(run, 0, end - 1, 8, dictionary, out, 0, 37, 200) == -1  # the run's bytes past the end
 
 
 def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
     out = np.empty(10, np.int64)
     empty = np.empty(0, np.uint8)
-    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, empty, empty, empty)[0] == CORRUPT
+    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, empty, empty, empty)[:3] == (CORRUPT, 0, 0)
 
 
 @settings(max_examples=60, deadline=None)
@@ -309,3 +320,153 @@ def test_snappy_round_trip(data, repeat):
         out = np.zeros(len(raw) + SLACK, np.uint8)
         assert snappy_decompress(compressed, 0, len(compressed) - 1, out) == -1
 
+
+
+# ----------------------------------------------------------------- files whose counts contradict each other
+MODES = ["MAIL", "SHIP", "AIR", "RAIL", "TRUCK", "FOB", "REG AIR"]
+
+
+def _dictionary_file(path, compression: str = "none", version: str = "1.0"):
+    """Write ``id`` (int64), ``s`` (strings) and ``n`` (int64, 7 values): dictionary pages, one row group of 200."""
+    table = pa.table({"id": np.arange(200), "s": [MODES[i % 7] for i in range(200)],
+                      "n": pa.array([(i % 7) * 1_000_003 for i in range(200)], pa.int64())})
+    pq.write_table(table, path, compression=compression, use_dictionary=True, data_page_version=version)
+    return table
+
+
+def _shrink_dictionary(path, column: int, declared: int) -> None:
+    """Make the dictionary page of ``column`` declare ``declared`` values (its codes still reach 6)."""
+    data = bytearray(path.read_bytes())
+    dictionary_page = parquet_surgery.pages(data, str(path), 0, column)[0]
+    assert parquet_surgery.page_kind(data, dictionary_page) == 2
+    parquet_surgery.write_int(data, dictionary_page.body_struct.get(1), declared)
+    path.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("compression", ["none", "snappy"])
+@pytest.mark.parametrize("declared", [0, 3])
+@pytest.mark.parametrize("column, arrow_type", [("s", pa.dictionary(pa.int32(), pa.large_string())),
+                                                ("s", pa.large_string()), ("n", pa.int64())])
+def test_codes_outside_the_dictionary_are_an_error(tmp_path, compression, declared, column, arrow_type):
+    """A dictionary page declaring fewer values than the codes reach: the decoder's error names where (issue 28.1).
+
+    Before, the decoder's CORRUPT sent the column to pyarrow, whose dictionary read does not check codes:
+    the query returned NULLs and the fused aggregation segfaulted.
+    """
+    path = tmp_path / "dict.parquet"
+    _dictionary_file(path, compression)
+    _shrink_dictionary(path, {"s": 1, "n": 2}[column], declared)
+    metadata = pq.read_metadata(path)
+    with pytest.raises(DataSourceError, match=rf"dict\.parquet: column '{column}', row group 0, page 1 "
+                                              r"\(at byte \d+\): .*dictionary"):
+        read_decoded_columns(str(path), metadata, [0], {column: arrow_type})
+    with pytest.raises(DataSourceError, match=rf"column '{column}', row group 0"):
+        SplitPiece(ParquetSplit(str(path)), ("id", column), 200, (0,)).read()
+
+
+@pytest.mark.parametrize("declared", [0, 3])
+def test_codes_outside_the_dictionary_read_by_pyarrow_are_an_error(tmp_path, declared):
+    """A codec the decoder leaves to pyarrow (zstd): pyarrow's dictionary read is checked before a kernel sees it."""
+    path = tmp_path / "dict.parquet"
+    _dictionary_file(path, "zstd")
+    _shrink_dictionary(path, 1, declared)
+    assert read_decoded_columns(str(path), pq.read_metadata(path), [0], {"s": pa.large_string()}) == {}
+    with pytest.raises(DataSourceError, match=r"dict\.parquet: column 's', row group 0: .*dictionary"):
+        SplitPiece(ParquetSplit(str(path)), ("id", "s"), 200, (0,)).read()
+
+
+def _query_fails_on_the_data(session, query: str, message: str) -> None:
+    """Assert the query fails as the engine reports a scan's error: ExecutionError naming the operator, caused by
+    the connector's DataSourceError."""
+    with pytest.raises(ExecutionError, match=rf"DataSourceError: .*{message}.*\[operator TableScan") as caught:
+        session.sql(query)
+    assert isinstance(caught.value.__cause__, DataSourceError)
+
+
+@pytest.mark.parametrize("query", ["SELECT s, count(*) FROM t GROUP BY s", "SELECT s FROM t",
+                                   "SELECT count(s) FROM t", "SELECT count(*) FROM t WHERE s = 'MAIL'",
+                                   "SELECT n, count(*) FROM t GROUP BY n"])
+def test_a_query_on_codes_outside_the_dictionary_is_an_error(tmp_path, device_name, query):
+    from gpu_engine import Session
+
+    path = tmp_path / "dict.parquet"
+    _dictionary_file(path)
+    _shrink_dictionary(path, 1, 0)
+    _shrink_dictionary(path, 2, 0)
+    session = Session(device=device_name)
+    session.register("t", path)
+    _query_fails_on_the_data(session, query, r"dict\.parquet: column '[sn]', row group 0")
+    assert session.sql("SELECT sum(id) FROM t").column(0).to_pylist() == [19900]  # the Session stays usable
+
+
+def _two_column_file(path, version: str, dictionary: bool, compression: str, nulls: bool):
+    """Write ``id`` and ``v`` (= 10 id, every fifth NULL when ``nulls``): two row groups of 300 rows, 3 pages each."""
+    v = pa.array([None if nulls and i % 5 == 0 else i * 10 for i in range(600)], pa.int64())
+    pq.write_table(pa.table({"id": np.arange(600), "v": v}), path, compression=compression,
+                   use_dictionary=dictionary, data_page_version=version, write_batch_size=100, data_page_size=1,
+                   row_group_size=300)
+
+
+@pytest.mark.parametrize("version", ["1.0", "2.0"])
+@pytest.mark.parametrize("dictionary", [False, True])
+@pytest.mark.parametrize("compression", ["none", "snappy", "zstd"])
+@pytest.mark.parametrize("nulls", [False, True])
+def test_a_page_declaring_one_value_too_many_is_an_error(tmp_path, version, dictionary, compression, nulls):
+    """The first data page of ``v`` declares 101 values: rows must not shift against ``id`` (issue 28.5).
+
+    pyarrow reads an optional column so (id 102 gets 101's value); zstd pages go to pyarrow, whose
+    pages' counts the engine checks first.
+    """
+    path = tmp_path / "extra.parquet"
+    _two_column_file(path, version, dictionary, compression, nulls)
+    data = bytearray(path.read_bytes())
+    data_pages = [page for page in parquet_surgery.pages(data, str(path), 0, 1)
+                  if parquet_surgery.page_kind(data, page) != 2]
+    assert len(data_pages) == 3
+    values = data_pages[0].body_struct.get(1)
+    parquet_surgery.write_int(data, values, parquet_surgery.read_int(data, values) + 1)
+    path.write_bytes(bytes(data))
+    with pytest.raises(DataSourceError, match=r"extra\.parquet: column 'v', row group 0"):
+        SplitPiece(ParquetSplit(str(path)), ("id", "v"), 600, (0, 1)).read()
+    ours = pa.Table.from_batches(SplitPiece(ParquetSplit(str(path)), ("id", "v"), 300, (1,)).read())
+    assert ours.column("v").to_pylist() == [None if nulls and i % 5 == 0 else i * 10 for i in range(300, 600)]
+
+
+@pytest.mark.parametrize("compression", ["none", "zstd"])
+@pytest.mark.parametrize("rows", [299, 200, 301])
+def test_a_row_group_whose_num_rows_disagrees_with_its_pages_is_an_error(tmp_path, compression, rows):
+    """The footer says ``rows`` rows where the pages hold 300 (200: a page boundary; 299: the issue's 598 of 600).
+
+    The footer agrees with itself (its chunks' value counts and the file's rows are edited alike): only
+    the pages tell.
+    """
+    path = tmp_path / "short.parquet"
+    _two_column_file(path, "1.0", True, compression, False)
+    _declare_rows(path, [rows, rows])
+    for columns in (("id", "v"), ("v",), ()):
+        with pytest.raises(DataSourceError, match=r"short\.parquet: column '(id|v)', row group 0"):
+            SplitPiece(ParquetSplit(str(path)), columns, 2 * rows, (0, 1)).read()
+
+
+def _declare_rows(path, rows: list[int]) -> None:
+    """Make the footer declare ``rows[g]`` rows in row group ``g`` (its chunks' value counts, the file's total alike)."""
+    data = bytearray(path.read_bytes())
+    metadata = parquet_surgery.footer(data)
+    for group, count in enumerate(rows):
+        parquet_surgery.write_int(data, metadata.get(4, group, 3), count)
+        for chunk in metadata.get(4, group, 1).members:
+            parquet_surgery.write_int(data, chunk.get(3, 5), count)
+    parquet_surgery.write_int(data, metadata.get(3), sum(rows))
+    path.write_bytes(bytes(data))
+
+
+def test_a_query_on_a_short_row_group_is_an_error(tmp_path, device_name):
+    from gpu_engine import Session
+
+    path = tmp_path / "short.parquet"
+    _two_column_file(path, "1.0", True, "snappy", False)
+    _declare_rows(path, [300, 299])
+    session = Session(device=device_name)
+    session.register("t", path)
+    for query in ("SELECT count(*) FROM t", "SELECT sum(v) FROM t", "SELECT * FROM t"):
+        _query_fails_on_the_data(session, query, r"short\.parquet: column '(id|v)', row group 1")
