@@ -13,7 +13,9 @@ and the file, rather than half-way through a query:
   (the engine does not unify types across files as DuckDB's
   ``union_by_name`` does: a silent widening would change sums and
   comparisons, so the user decides by rewriting or casting the files);
-* a file that is not Parquet, or is corrupt, is refused;
+* a file that is not Parquet, or is corrupt, is refused; its footer is
+  checked by the engine's own reader
+  (:mod:`gpu_engine.connectors.parquet_footer`) before pyarrow reads it;
 * duplicate column names are refused (columns are addressed by name);
 * columns of types the engine cannot compute on (lists, structs, times,
   durations, binary) are kept in the schema with their Arrow type, so the
@@ -21,7 +23,9 @@ and the file, rather than half-way through a query:
   (``PlanBuilder.table_scan`` names the column and its type).
 
 Files are checked again when a query asks for their splits: a file rewritten
-since ``register`` with other columns or types fails the query naming it.
+since ``register`` with other columns or types fails the query naming it, and
+one truncated or replaced by something unreadable fails saying it changed
+since ``register`` (each file's size and modification time are kept).
 """
 
 from __future__ import annotations
@@ -34,6 +38,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.connectors.data_source import parquet_metadata
+from gpu_engine.connectors.parquet_footer import ParquetFooter, read_footer
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
 
@@ -67,6 +72,24 @@ class RegisteredTable:
     files: tuple[str, ...] = ()
     table: pa.Table | None = field(default=None, compare=False, repr=False)
     split_rows: int = DEFAULT_SPLIT_ROWS
+    #: Each file's (size, modification time in ns) at ``register``, so an error can say the file changed since.
+    versions: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+
+    def footer(self, path: str) -> ParquetFooter:
+        """Return the checked footer of one of the table's files, or raise naming the table and the file.
+
+        Raises
+        ------
+        FileNotFoundError
+            For a file deleted since ``register``.
+        DataSourceError
+            For a file no longer Parquet or whose footer is inconsistent; the message says when the file
+            changed since ``register``.
+        """
+        return _checked(self.name, path, read_footer, self._registered_version(path))
+
+    def _registered_version(self, path: str) -> tuple[int, int] | None:
+        return dict(zip(self.files, self.versions)).get(path)
 
     def splits(self) -> list[ConnectorSplit]:
         """Return the splits covering the whole table."""
@@ -76,7 +99,7 @@ class RegisteredTable:
             return [ArrowSplit(self.table.slice(start, step)) for start in range(0, rows, step)] or [ArrowSplit(self.table.slice(0, 0))]
         out: list[ConnectorSplit] = []
         for path in self.files:
-            _check_unchanged(self, path, _file_schema(self.name, path))
+            _check_unchanged(self, path, _file_schema(self.name, path, self._registered_version(path)))
             metadata = parquet_metadata(path)  # read once per process and file version (cached)
             group, rows, first = 0, 0, 0
             for group in range(metadata.num_row_groups):
@@ -115,22 +138,56 @@ def _engine_schema(schema: pa.Schema, name: str, where: str) -> pa.Schema:
     return pa.schema(fields)
 
 
-def _file_metadata(name: str, path: str):
+def _file_metadata(name: str, path: str, registered: tuple[int, int] | None = None):
     """Return a Parquet file's footer, or raise DataSourceError naming the table and the file."""
+    return _checked(name, path, parquet_metadata, registered)
+
+
+def _checked(name: str, path: str, read, registered: tuple[int, int] | None):
+    """Return ``read(path)`` (a footer reader), raising errors that name the table, the file and any change.
+
+    ``registered`` is the file's (size, modification time) at ``register``: a file truncated or rewritten
+    since then is said to have changed, which is what the user needs to know.
+    """
     try:
-        return parquet_metadata(path)
+        return read(path)
     except FileNotFoundError:
         raise FileNotFoundError(f"table {name!r}: file {path} no longer exists; register the table again") from None
-    except (OSError, pa.ArrowException) as exc:  # ArrowInvalid: not Parquet, truncated, corrupt footer
-        raise DataSourceError(f"table {name!r}: cannot read {path} as Parquet: {exc}") from None
+    except (OSError, pa.ArrowException, DataSourceError) as exc:  # not Parquet, truncated, inconsistent footer
+        message = str(exc)
+        if not message.startswith("cannot read"):
+            message = f"cannot read {path} as Parquet: {message}"
+        raise DataSourceError(f"table {name!r}: {message}{_change_since(path, registered)}") from None
 
 
-def _file_schema(name: str, path: str) -> pa.Schema:
-    metadata = _file_metadata(name, path)
+def _change_since(path: str, registered: tuple[int, int] | None) -> str:
+    """Return how a file differs from its registered version, in words ("" when unknown or unchanged)."""
+    if registered is None:
+        return ""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return ""
+    size, modified_ns = registered
+    if status.st_size != size:
+        return f"; the file changed since the table was registered ({size} bytes then, {status.st_size} now)"
+    if status.st_mtime_ns != modified_ns:
+        return "; the file was rewritten since the table was registered"
+    return ""
+
+
+def _file_version(path: str) -> tuple[int, int]:
+    status = os.stat(path)
+    return status.st_size, status.st_mtime_ns
+
+
+def _file_schema(name: str, path: str, registered: tuple[int, int] | None = None) -> pa.Schema:
+    metadata = _file_metadata(name, path, registered)
     try:
         return metadata.schema.to_arrow_schema()
     except pa.ArrowException as exc:
-        raise DataSourceError(f"table {name!r}: cannot read the schema of {path}: {exc}") from None
+        raise DataSourceError(f"table {name!r}: cannot read the schema of {path}: {exc}"
+                              f"{_change_since(path, registered)}") from None
 
 
 def _schema_difference(expected: pa.Schema, actual: pa.Schema) -> str | None:
@@ -229,7 +286,7 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
                                   "of a table must have the same columns and types (rewrite or cast the file)")
     if split_rows is None:
         split_rows = _default_split_rows(sum(_file_metadata(name, f).num_rows for f in files))
-    return RegisteredTable(name, schema, files, None, split_rows)
+    return RegisteredTable(name, schema, files, None, split_rows, tuple(_file_version(f) for f in files))
 
 
 def _default_split_rows(table_rows: int) -> int:

@@ -89,19 +89,19 @@ def _parquet_files(frame) -> list[str] | None:
 
 
 def _parquet_column_bytes(files: list[str], columns: list[str]) -> int | None:
-    import pyarrow.parquet as pq
+    """Return the uncompressed bytes of ``columns`` in ``files``, from footers the engine's reader checked."""
+    from gpu_engine.connectors.parquet_footer import read_footer
+    from gpu_engine.errors import DataSourceError
 
     total = 0
     for path in files:
         try:
-            metadata = pq.ParquetFile(path).metadata
-        except Exception:
+            footer = read_footer(path)
+        except (OSError, DataSourceError):  # Spark's estimate then; Spark's reader reports the file
             return None
-        names = [metadata.schema.column(i).path for i in range(metadata.num_columns)]
-        wanted = [i for i, name in enumerate(names) if name.split(".")[0] in columns]
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            total += sum(row_group.column(i).total_uncompressed_size for i in wanted)
+        wanted = [i for i, leaf in enumerate(footer.leaves) if leaf.path.split(".")[0] in columns]
+        for row_group in footer.row_groups:
+            total += sum(row_group.columns[i].total_uncompressed_size for i in wanted)
     return total
 
 

@@ -25,9 +25,9 @@ from typing import Sequence
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import normalize_type
+from gpu_engine.connectors.data_source import parquet_metadata
 from gpu_engine.connectors.registered_table import DEFAULT_SPLIT_ROWS, RegisteredTable
 from gpu_engine.exec.split_serialization import split_to_json
 from gpu_engine.spark.spark_types import reads_same_values
@@ -72,7 +72,7 @@ def parquet_split_documents(files: Sequence[str], schema: pa.Schema, groups: int
     its batches may span row groups.
     """
     for path in files:
-        file_schema = pq.read_schema(path)
+        file_schema = parquet_metadata(path).schema.to_arrow_schema()  # footer checked by the engine's reader
         for wanted in schema:
             if wanted.name not in file_schema.names:
                 return None  # Spark resolved a name case-insensitively or merged schemas: let Spark read it

@@ -84,27 +84,30 @@ def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum
     return ColumnStatistics(ndv, minimum, maximum)
 
 
-def _parquet_statistics(files: tuple[str, ...], schema: pa.Schema) -> TableStatistics:
-    from gpu_engine.connectors.data_source import parquet_metadata
+def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
+    """Combine the files' footer statistics (checked by the engine's footer reader, never pyarrow's).
 
+    Why not pyarrow's: its statistics read aborted the process on a footer
+    whose chunk types contradict the schema (a C++ exception it cannot
+    raise). Only top-level columns count; a column whose statistics some
+    row group lacks has no range.
+    """
     rows, lows, highs = 0, {}, {}
-    for path in files:
-        metadata = parquet_metadata(path)
-        rows += metadata.num_rows
-        names = [metadata.schema.column(i).name for i in range(metadata.num_columns)]
-        for group in range(metadata.num_row_groups):
-            row_group = metadata.row_group(group)
-            for index, name in enumerate(names):
-                stats = row_group.column(index).statistics
-                if stats is None or not stats.has_min_max:
-                    lows[name] = highs[name] = None
+    for footer in footers:
+        rows += footer.num_rows
+        names = [leaf.path if leaf.top_level else None for leaf in footer.leaves]
+        for row_group in footer.row_groups:
+            for name, chunk in zip(names, row_group.columns):
+                if name is None or (name in lows and lows[name] is None):
                     continue
-                if name in lows and lows[name] is None:
+                stats = chunk.statistics
+                if stats is None or stats.minimum is None:
+                    if row_group.num_rows:  # an empty row group's missing range says nothing
+                        lows[name] = highs[name] = None
                     continue
                 try:
-                    low, high = stats.min, stats.max
-                    lows[name] = low if name not in lows else min(lows[name], low)
-                    highs[name] = high if name not in highs else max(highs[name], high)
+                    lows[name] = stats.minimum if name not in lows else min(lows[name], stats.minimum)
+                    highs[name] = stats.maximum if name not in highs else max(highs[name], stats.maximum)
                 except TypeError:
                     lows[name] = highs[name] = None
     columns = {f.name: _column_statistics(f.type, rows, lows.get(f.name), highs.get(f.name)) for f in schema}
@@ -130,17 +133,25 @@ _CACHE: dict[tuple, TableStatistics] = {}
 def table_statistics(table) -> TableStatistics:
     """Return the statistics of a registered table (Parquet files or an in-memory Arrow table).
 
-    Parquet statistics are cached per file list and modification times, so a
-    session planning many queries reads each footer once.
+    Parquet statistics are cached per file list, sizes and modification
+    times, so a session planning many queries combines each footer once. A
+    table's own ``footer(path)`` (a registered table's, which says when a
+    file changed since ``register``) reads the footers when it has one.
+
+    Raises
+    ------
+    DataSourceError
+        For a file that is no longer Parquet or whose footer is inconsistent, naming it.
     """
-    import os
+    from gpu_engine.connectors.parquet_footer import read_footer
 
     files = tuple(getattr(table, "files", ()) or ())
     arrow_table = getattr(table, "table", None)
     if files:
-        key = tuple((path, os.path.getmtime(path)) for path in files)
+        footers = tuple(map(getattr(table, "footer", read_footer), files))
+        key = (tuple((f.path, f.size, f.modified_ns) for f in footers), table.schema)
         if key not in _CACHE:
-            _CACHE[key] = _parquet_statistics(files, table.schema)
+            _CACHE[key] = _parquet_statistics(footers, table.schema)
         return _CACHE[key]
     if isinstance(arrow_table, pa.Table):
         return _arrow_statistics(arrow_table)
