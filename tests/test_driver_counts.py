@@ -46,7 +46,7 @@ def test_drivers_1_2_4_give_identical_results(name, device_name, tpch_folder):
     for drivers in (1, 2, 4):
         session = Session(device=device_name, drivers=drivers)
         register_tpch(session, folder)
-        results[drivers] = session.execute(build_plan(session.catalog), timeout=300)
+        results[drivers] = session.execute(build_plan(session.catalog))
     assert results[1].num_rows > 0
     assert _sorted_rows(results[2]) == _sorted_rows(results[1])
     assert _sorted_rows(results[4]) == _sorted_rows(results[1])

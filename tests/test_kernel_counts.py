@@ -73,7 +73,7 @@ def _query_counts(device_name: str, name: str, folder, fuse: bool, batch_rows: i
     """Run one query with one driver; return its scan batches and (launches, syncs) by operator type."""
     session = Session(device=device_name, drivers=1, fuse=fuse, batch_rows=batch_rows)
     register_tpch(session, folder)
-    result = session.execute(QUERIES[name](session.catalog), timeout=300)
+    result = session.execute(QUERIES[name](session.catalog))
     assert result.num_rows > 0
     operators = [s for stats in session.last_stats().operator_stats_by_node().values() for s in stats]
     (scan,) = [s for s in operators if s.operator_type == "TableScan"]

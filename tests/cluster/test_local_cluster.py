@@ -76,7 +76,7 @@ def _check_tpch(device_name, name, widths, drivers, tpch_folder, duckdb_answers)
     build_plan, _, ordered = QUERIES[name]
     session = _tpch_session(device_name, tpch_folder(scale_factor), drivers)
     cluster = LocalCluster(session, widths)
-    actual = cluster.execute(build_plan(session.catalog), timeout=120)
+    actual = cluster.execute(build_plan(session.catalog))
     assert_same_rows(actual, duckdb_answers(scale_factor, name), ordered=ordered)
     stats = cluster.last_stats
     assert [len(s.tasks) for s in stats.stages][0] == widths[0]
@@ -95,7 +95,7 @@ def test_explicit_fragments_with_compressed_pages(tpch_folder, duckdb_answers):
               .final_aggregation(partial=leaf.source).partitioned_output([], 1).plan())
     output = PlanBuilder(id_generator=ids).exchange(middle.output_schema).plan()
     cluster = LocalCluster(session, (2, 3, 1))
-    actual = cluster.execute(chain_fragments(leaf, middle, output), timeout=120)
+    actual = cluster.execute(chain_fragments(leaf, middle, output))
     assert_same_rows(actual, duckdb_answers(0.01, "primer"))
     assert cluster.last_stats.stages[0].shuffle_pages >= 6  # every leaf Task sent to every destination
 
@@ -118,9 +118,9 @@ def test_empty_destinations_and_empty_leaf_splits(device_name, small_table, rows
 
     connection = duckdb.connect()
     connection.register("t", table)
-    assert_same_rows(cluster.execute(grouped, timeout=60),
+    assert_same_rows(cluster.execute(grouped),
                      connection.sql("SELECT k, count(*) AS c, sum(v) AS s FROM t GROUP BY k").to_arrow_table())
-    assert_same_rows(cluster.execute(overall, timeout=60),
+    assert_same_rows(cluster.execute(overall),
                      connection.sql("SELECT count(*) AS c, sum(v) AS s FROM t").to_arrow_table())
     assert _leftover_threads() == []
 
@@ -193,7 +193,7 @@ def test_slow_consumer_blocks_producer_within_one_page_of_the_cap(numbers):
     plan = _shuffle_then(session, lambda e: SlowNode(id="slow", output_schema=e.output_schema, sources=(e,),
                                                        seconds=0.002))
     cluster = LocalCluster(session, (1, 1))
-    result = cluster.execute(plan, timeout=60)
+    result = cluster.execute(plan)
     assert result.num_rows == numbers.num_rows
     (buffer,) = cluster.last_stats.stages[0].output_buffers
     assert buffer.bytes > 4 * cap  # far more went through than the cap holds
@@ -218,7 +218,7 @@ def test_failing_task_fails_the_query_promptly_and_stops_every_task(device_name,
     cluster = LocalCluster(session, (2, 2, 1))
     start = time.perf_counter()
     with pytest.raises(ExecutionError, match="injected failure") as raised:
-        cluster.execute(plan, timeout=60)
+        cluster.execute(plan)
     assert time.perf_counter() - start < 10
     assert raised.value.plan_node_id == "fail"
     states = [t.state for s in cluster.last_stats.stages for t in s.tasks]
@@ -236,7 +236,7 @@ def test_cancel_stops_a_running_query(numbers):
 
     def run():
         try:
-            cluster.execute(plan, timeout=60)
+            cluster.execute(plan)
         except BaseException as error:  # noqa: BLE001
             raised.append(error)
 
@@ -265,7 +265,7 @@ def test_partitioned_output_kinds_reach_every_consumer(numbers, kind):
               .aggregation(["g"], ["count(*) AS c"]).partitioned_output([], 1).plan())
     output = PlanBuilder(id_generator=ids).exchange(middle.output_schema).plan()
     cluster = LocalCluster(session, (2, 3, 1))
-    result = cluster.execute(chain_fragments(leaf, middle, output), timeout=60).to_pylist()
+    result = cluster.execute(chain_fragments(leaf, middle, output)).to_pylist()
     per_group = {}
     for row in result:
         per_group.setdefault(row["g"], []).append(row["c"])

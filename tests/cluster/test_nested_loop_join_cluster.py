@@ -42,7 +42,7 @@ def test_a_join_without_boundaries_is_refused_naming_it():
     build = PlanBuilder(session.catalog, id_generator=ids).table_scan("u")
     plan = PlanBuilder(session.catalog, id_generator=ids).table_scan("t").cross_join(build, ["x", "y"]).plan()
     with pytest.raises(PlanError, match="several sources") as error:
-        LocalCluster(session, (2, 1)).execute(plan, timeout=30)
+        LocalCluster(session, (2, 1)).execute(plan)
     assert error.value.node == plan.label
 
 
@@ -57,7 +57,7 @@ def test_broadcast_build_side_between_stages(device_name, drivers, join_type):
     build = PlanBuilder(id_generator=ids).exchange(producer.output_schema)
     consumer = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
                 .nested_loop_join(build, ["x", "y"], filter="x < y", join_type=join_type).plan())
-    result = LocalCluster(session, (2, 3)).execute(chain_fragments(producer, consumer), timeout=60)
+    result = LocalCluster(session, (2, 3)).execute(chain_fragments(producer, consumer))
     kind = "JOIN" if join_type == "inner" else "LEFT JOIN"
     assert_same_rows(result, _reference(f"SELECT x, y FROM t {kind} u ON x < y"))
 
@@ -70,7 +70,7 @@ def test_enforce_single_row_finishes_in_one_task(device_name, where, rows):
     (stage,) = [s for s in cluster.plan_stages(plan) if any(isinstance(n, EnforceSingleRowNode)
                                                              for n in walk_plan(s.plan))]
     assert stage.width == 1
-    result = cluster.execute(plan, timeout=60)
+    result = cluster.execute(plan)
     assert result.to_pylist() == [{"x": 17 if rows else None}]
 
 
@@ -78,5 +78,5 @@ def test_enforce_single_row_fails_the_query_on_two_rows(device_name):
     session = _session(device_name, 2)
     plan = PlanBuilder(session.catalog).table_scan("u").filter("y = 41").enforce_single_row().plan()
     with pytest.raises(ExecutionError, match="scalar subquery returned more than one row"):
-        LocalCluster(session, (3, 1)).execute(plan, timeout=60)
+        LocalCluster(session, (3, 1)).execute(plan)
     assert _leftover_threads() == []

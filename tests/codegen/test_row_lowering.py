@@ -130,7 +130,7 @@ def _plan(catalog, predicate: str, value: str, flag: str):
 
 def _run(session: Session, plan) -> pa.Table | ExecutionError:
     try:
-        return session.execute(plan, timeout=120)
+        return session.execute(plan)
     except ExecutionError as error:
         return error
 

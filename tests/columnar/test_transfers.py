@@ -119,7 +119,7 @@ def test_packed_scan_matches_duckdb(device_name, drivers, parquet_table):
     session.register("t", str(path), split_rows=150)
     plan = (PlanBuilder(session.catalog).table_scan("t").filter("i IS NULL OR i % 3 <> 1")
             .aggregation(["d", "b"], ["count(*) AS c", "sum(m) AS sm", "count(s) AS cs", "max(t) AS mt"]).plan())
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     connection = duckdb.connect()
     connection.register("t", table)
     expected = connection.sql("SELECT d, b, count(*) AS c, sum(m) AS sm, count(s) AS cs, max(t) AS mt FROM t "

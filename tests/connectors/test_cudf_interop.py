@@ -68,7 +68,7 @@ def test_a_device_resident_table_is_scanned_as_views(device_name, device):
     connection.register("t", table)
     expected = connection.sql("SELECT k, count(*) AS c, sum(m) AS sm, max(s) AS ms FROM t "
                               "WHERE s IS NOT NULL GROUP BY k").to_arrow_table()
-    assert_same_rows(session.execute(plan, timeout=120), expected)
+    assert_same_rows(session.execute(plan), expected)
     assert len(session.table("t").splits()) == 5
 
 

@@ -25,7 +25,7 @@ from gpu_engine.plans import PlanBuilder
 
 def _sum_of_a(session: Session, table: str = "t") -> pa.Table:
     plan = PlanBuilder(session.catalog).table_scan(table, ["a"]).aggregation([], ["sum(a) AS s", "count(*) AS n"])
-    return session.execute(plan.plan(), timeout=60)
+    return session.execute(plan.plan())
 
 
 def test_directory_with_files_of_other_column_types_is_refused_naming_the_file(tmp_path):
@@ -126,7 +126,7 @@ def test_in_memory_frames_register_through_arrow(device_name, kind):
     connection = duckdb.connect()
     connection.register("reference", reference)
     expected = duckdb_table(connection, "SELECT b, sum(a) AS s, count(*) AS n FROM reference GROUP BY b")
-    assert_same_rows(session.execute(plan, timeout=60), expected)
+    assert_same_rows(session.execute(plan), expected)
 
 
 def test_dict_of_unequal_columns_is_refused_naming_the_table():

@@ -68,7 +68,7 @@ def test_drivers_share_a_small_table_and_results_match_duckdb(device_name, drive
     scan = PlanBuilder(session.catalog).table_scan("t")
     scan_id = scan.plan().id
     plan = scan.aggregation(["k"], ["sum(v) AS s", "count(*) AS n"]).plan()
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     connection = duckdb.connect()
     connection.register("t", table)
     assert_same_rows(result, duckdb_table(connection, "SELECT k, sum(v) AS s, count(*) AS n FROM t GROUP BY k"))

@@ -124,7 +124,7 @@ def _session(device, drivers, orders, keys, **config) -> Session:
 def test_each_driver_has_its_own_stream_and_results_match_cpu(fake_gpu, drivers, orders, keys):
     device, cuda = fake_gpu
     session = _session(device, drivers, orders, keys)
-    result = session.execute(_plan(session.catalog), timeout=60)
+    result = session.execute(_plan(session.catalog))
     task = session.last_task
 
     assert len(cuda.streams) == len(task.drivers)  # one stream per driver, made once
@@ -149,7 +149,7 @@ def test_drivers_hop_threads_and_keep_their_stream(fake_gpu, orders, keys):
     device, cuda = fake_gpu
     # A tiny time slice makes drivers yield after a step or two and be re-queued, often onto another thread.
     session = _session(device, 2, orders, keys, driver_time_slice_seconds=0.002)
-    session.execute(_plan(session.catalog), timeout=60)
+    session.execute(_plan(session.catalog))
     assert len(cuda.streams) == len(session.last_task.drivers)  # no new stream per run
     assert any(len(s.entered_on) >= 2 for s in cuda.streams)  # a stream followed its driver to another thread
 
@@ -234,7 +234,7 @@ def test_drivers_run_on_distinct_cuda_streams_on_a_gpu(orders, keys):
     if not gpu_available():
         pytest.skip("needs a CUDA GPU")
     session = _session("cuda", 4, orders, keys, scan_pinned_staging=None)  # the GPU's default scan: pinned copies
-    result = session.execute(_plan(session.catalog), timeout=120)
+    result = session.execute(_plan(session.catalog))
     streams = [driver.stream for driver in session.last_task.drivers]
     assert all(type(s).__module__.startswith("cupy") and s.ptr for s in streams)
     assert len({s.ptr for s in streams}) == len(streams)

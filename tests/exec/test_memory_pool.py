@@ -209,7 +209,7 @@ def test_a_query_past_its_cap_fails_naming_the_operator_and_the_session_keeps_wo
     session.register("w", wide, split_rows=1500)
     plan = _plans(session.catalog)[operator]
     with pytest.raises(MemoryCapExceeded) as raised:
-        session.execute(plan, timeout=120)
+        session.execute(plan)
     error = raised.value
     # With several drivers an OrderBy's input first waits in the gather queue in front of it, which counts
     # against the same cap: whichever of the two asks past the cap is named.
@@ -223,7 +223,7 @@ def test_a_query_past_its_cap_fails_naming_the_operator_and_the_session_keeps_wo
     assert _driver_threads() == []
     # The same Session runs the next query, one that holds no state (a hash table alone would pass this cap).
     small = PlanBuilder(session.catalog).table_scan("w", ["k", "g"]).filter("g = 3").plan()
-    assert sorted(session.execute(small, timeout=120).column("k").to_pylist()) == list(range(3, wide.num_rows, 7))
+    assert sorted(session.execute(small).column("k").to_pylist()) == list(range(3, wide.num_rows, 7))
 
 
 @pytest.mark.parametrize("drivers", [1, 4])
@@ -231,7 +231,7 @@ def test_peak_memory_is_reported_per_operator_and_everything_is_released(device_
     session = Session(device=device_name, drivers=drivers, batch_rows=256)
     session.register("w", wide, split_rows=500)
     for build in ("HashBuild", "NestedLoopJoinBuild"):
-        session.execute(_plans(session.catalog)[build], timeout=120)
+        session.execute(_plans(session.catalog)[build])
         stats = session.last_stats()
         peaks = {s.operator_type: s.peak_memory_bytes for p in stats.pipelines for s in p.operators}
         assert peaks[build] > 0
@@ -247,7 +247,7 @@ def test_peak_memory_is_reported_per_operator_and_everything_is_released(device_
 def test_merged_stats_keep_the_largest_drivers_peak(device_name, wide):
     session = Session(device=device_name, drivers=4, batch_rows=256)
     session.register("w", wide, split_rows=300)
-    session.execute(_plans(session.catalog)["OrderBy"], timeout=120)
+    session.execute(_plans(session.catalog)["OrderBy"])
     drivers = [op.stats.peak_memory_bytes for d in session.last_task.drivers for op in d.operators
                if op.operator_type == "OrderBy"]
     merged = [s for p in session.last_stats().pipelines for s in p.operators if s.operator_type == "OrderBy"]
@@ -300,7 +300,7 @@ def test_device_out_of_memory_in_an_operator_becomes_memory_cap_exceeded(device_
     scan = PlanBuilder(session.catalog).table_scan("w", ["k"]).plan()
     plan = DeviceOutOfMemoryNode(id="oom", output_schema=scan.output_schema, sources=(scan,))
     with pytest.raises(MemoryCapExceeded) as raised:
-        session.execute(plan, timeout=60)
+        session.execute(plan)
     error = raised.value
     assert (error.operator, error.plan_node_id) == ("DeviceOutOfMemory", "oom")
     assert "ran out of memory in DeviceOutOfMemory[oom]" in str(error) and "OutOfMemoryError" in str(error)

@@ -90,7 +90,7 @@ def assert_query(session, table):
     from duckdb_reference import assert_same_rows
 
     def check(plan, sql: str, ordered: bool = False, **extra_tables) -> pa.Table:
-        result = session.execute(plan, timeout=120)
+        result = session.execute(plan)
         expected = duckdb_rows(sql, t=table, **extra_tables)
         assert result.schema.names == expected.schema.names
         assert_same_rows(result, expected, ordered=ordered)

@@ -45,7 +45,7 @@ def test_one_row_passes_and_none_gives_nulls(session, assert_query, unique_row, 
 def test_more_than_one_row_fails_the_task_and_leaves_no_thread(session, where):
     plan = single_row_plan(session.catalog, where)
     with pytest.raises(ExecutionError, match="scalar subquery returned more than one row") as raised:
-        session.execute(plan, timeout=60)
+        session.execute(plan)
     assert raised.value.operator == "EnforceSingleRow" and raised.value.plan_node_id == plan.id
     assert plan.label in str(raised.value)
     assert session.last_task.state is TaskState.FAILED
@@ -60,7 +60,7 @@ def test_rows_in_different_drivers_are_counted_together(device_name, drivers):
     session.register("t", pa.table({"x": pa.array([1, 2], pa.int64())}), split_rows=1)
     plan = PlanBuilder(session.catalog).table_scan("t").enforce_single_row().plan()
     with pytest.raises(ExecutionError, match="more than one row"):
-        session.execute(plan, timeout=60)
+        session.execute(plan)
     assert _driver_threads() == []
 
 

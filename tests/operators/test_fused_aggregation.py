@@ -250,7 +250,7 @@ def assert_fused_matches(session: Session, unfused: Session, assert_query, plan,
                    for n in walk_plan(prepare_plan(plan, session.device, session.drivers, session.config).plan))
     assert not fused_nodes(unfused, plan)
     result = assert_query(plan, sql)
-    baseline = unfused.execute(plan, timeout=120)
+    baseline = unfused.execute(plan)
     assert result.schema == baseline.schema
     assert_same_rows(result, baseline, rel_tol=FLOAT_ORDER_TOLERANCE)
     return result
@@ -315,7 +315,7 @@ def test_join_output_is_read_through_its_gather_map(device_name, drivers, table,
             .aggregation(["k_dict", "m"], ["count(*) AS c", "sum(w) AS sw", "count(k_str) AS cs",
                                            "max(v_int) AS mv"]).plan())
     assert raw_input_fused_nodes(sessions[0], plan)
-    fused, eager = (session.execute(plan, timeout=120) for session in sessions)
+    fused, eager = (session.execute(plan) for session in sessions)
     connection = duckdb.connect()
     connection.register("t", table)
     connection.register("u", dimension)
@@ -384,7 +384,7 @@ def _overflow_error(device_name: str, drivers: int, fuse: bool, predicate: str |
     plan = builder.project(["g", "v * 4 AS x"]).aggregation(["g"], ["sum(x) AS s", "count(*) AS c"]).plan()
     assert bool(raw_input_fused_nodes(session, plan)) == fuse
     try:
-        session.execute(plan, timeout=120)
+        session.execute(plan)
     except ExecutionError as error:
         return error
     return None
@@ -457,7 +457,7 @@ def test_table_grows_and_pending_rows_run_again(device_name, batch_rows):
     keys = ["g", "s"]
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, MANY_GROUPS_AGGREGATES).plan()
     assert raw_input_fused_nodes(session, plan)
-    result = session.execute(plan, timeout=240)
+    result = session.execute(plan)
     assert_same_rows(result, duckdb_rows(Stretch((), tuple(keys), tuple(MANY_GROUPS_AGGREGATES)).sql(), table))
     (stats,) = operator_stats(session, "FusedAggregation")
     assert stats.runtime.get("table_growths", 0) > 0
@@ -474,7 +474,7 @@ def test_rows_the_first_rows_did_not_foresee_go_pending_and_run_again(device_nam
     session = Session(device=device_name, drivers=1, batch_rows=1 << 20)
     session.register("t", table, split_rows=len(keys))
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["g"], ["sum(v) AS sv", "count(*) AS c"]).plan()
-    result = session.execute(plan, timeout=240)
+    result = session.execute(plan)
     assert_same_rows(result, duckdb_rows("SELECT g, sum(v) AS sv, count(*) AS c FROM t GROUP BY g", table))
     (stats,) = operator_stats(session, "FusedAggregation")
     assert stats.runtime.get("pending_runs", 0) > 0 and stats.runtime.get("table_growths", 0) > 0
@@ -490,7 +490,7 @@ def test_a_table_grows_before_a_batch_its_new_keys_would_overfill(device_name):
     session.register("t", table, split_rows=2048)
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["g"], ["sum(v) AS sv", "count(*) AS c"]).plan()
     assert raw_input_fused_nodes(session, plan)
-    result = session.execute(plan, timeout=240)
+    result = session.execute(plan)
     assert_same_rows(result, duckdb_rows("SELECT g, sum(v) AS sv, count(*) AS c FROM t GROUP BY g", table))
     (stats,) = operator_stats(session, "FusedAggregation")
     assert stats.runtime.get("table_growths", 0) > 0
@@ -515,7 +515,7 @@ def test_dictionary_keys_find_their_slots_by_code(device_name, batch_rows):
     aggregates = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
     plan = PlanBuilder(session.catalog).table_scan("t").filter("v <> 7").aggregation(["a", "b"], aggregates).plan()
     (node,) = raw_input_fused_nodes(session, plan)
-    result = session.execute(plan, timeout=240)
+    result = session.execute(plan)
     expected = duckdb_rows(Stretch((("filter", "v <> 7"),), ("a", "b"), tuple(aggregates)).sql(), table)
     assert_same_rows(result, expected)
     (stats,) = operator_stats(session, "FusedAggregation")
@@ -537,7 +537,7 @@ def test_partial_flushes(device_name):
                    aggregates=MANY_GROUPS_AGGREGATES)
     plan = case.plan(session.catalog)
     assert [node.step for node in raw_input_fused_nodes(session, plan)] == [AggregationStep.PARTIAL]
-    result = session.execute(plan, timeout=240)
+    result = session.execute(plan)
     assert sum(s.runtime.get("partial_flushes", 0) for s in operator_stats(session, "FusedAggregation")) > 0
     assert_same_rows(result, duckdb_rows(case.sql(), table))
 
@@ -562,7 +562,7 @@ def test_no_rows(device_name, table, drivers, source, keys):
                    keys=keys, aggregates=EMPTY_AGGREGATES)
     plan = case.plan(session.catalog)
     assert raw_input_fused_nodes(session, plan)
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     expected = duckdb_rows(case.sql(), table)
     assert result.num_rows == (0 if keys else 1)
     assert_same_rows(result, expected)

@@ -115,7 +115,7 @@ def check_join(device_name, tables):
 
     def check(drivers, batch_rows, join_type, left_keys, right_keys, fuse=True, **options):
         session = _session(device_name, drivers, batch_rows, tables, fuse)
-        result = session.execute(join_plan(session.catalog, join_type, left_keys, right_keys, **options), timeout=120)
+        result = session.execute(join_plan(session.catalog, join_type, left_keys, right_keys, **options))
         expected = duckdb_table(connection, reference_sql(join_type, left_keys, right_keys, **options))
         assert result.schema.names == expected.schema.names
         assert_same_rows(result, expected)
@@ -166,7 +166,7 @@ def test_an_overflowing_join_filter_raises_the_eager_error(device_name, tables):
         session = _session(device_name, 1, 64, tables, fuse)
         plan = join_plan(session.catalog, "inner", ["k_int"], ["u_int"], join_filter="v_int * 4611686018427387904 > y_int")
         with pytest.raises(ExecutionError) as raised:
-            session.execute(plan, timeout=120)
+            session.execute(plan)
         errors.append(re.sub(r" \(first at row \d+\)", "", str(raised.value)))
     assert errors[0] == errors[1] and "Overflow" in errors[0]
 
@@ -180,7 +180,7 @@ def test_semi_join_on_unique_build_keys(device_name, tables, drivers, batch_rows
     session = _session(device_name, drivers, batch_rows, unique)
     plan = join_plan(session.catalog, "left_semi", ["k_int"], ["u_int"], join_filter=join_filter)
     expected = duckdb_table(_connection(unique), reference_sql("left_semi", ["k_int"], ["u_int"], join_filter=join_filter))
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     assert 0 < result.num_rows < unique["t"].num_rows
     assert_same_rows(result, expected)
 
@@ -221,7 +221,7 @@ def test_filters_above_an_inner_join_run_in_its_probe(device_name, tables, drive
         joined = probe.hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
                                  OUTPUT, filter=join_filter)
         plan = _with_steps(joined, steps).plan()
-        results[fuse] = session.execute(plan, timeout=120)
+        results[fuse] = session.execute(plan)
         assert_same_rows(results[fuse], expected)
         operators = [s.operator_type for stats in session.last_stats().operator_stats_by_node().values()
                      for s in stats]
@@ -259,7 +259,7 @@ def _check_reads_through_maps(device_name, tables, drivers, batch_rows, join_typ
         plan = above(PlanBuilder(session.catalog, id_generator=ids).table_scan("t").hash_join(
             ["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"), OUTPUT, join_type,
             filter=join_filter)).plan()
-        assert_same_rows(session.execute(plan, timeout=120), expected)
+        assert_same_rows(session.execute(plan), expected)
         launches[fuse] = _probe_stat(session, "kernel_launches")
         assert ("output: gather maps" in session.explain(plan)) == fuse
         if fuse:
@@ -307,7 +307,7 @@ def test_a_pass_through_projection_above_a_join_gets_flat_columns(tables):
     (join,) = [n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, HashJoinNode)]
     assert not join.output_as_maps
     expected = duckdb_table(_connection(tables), f"SELECT u_str AS name, v_int FROM ({reference_sql('inner', ['k_int'], ['u_int'])})")
-    assert_same_rows(session.execute(plan, timeout=120), expected)
+    assert_same_rows(session.execute(plan), expected)
 
 
 @pytest.mark.parametrize("join_type", ["left", "full", "anti", "left_semi"])
@@ -329,7 +329,7 @@ def test_filters_above_other_joins_stay_where_they_are(tables, join_type):
     assert any(isinstance(n, FilterNode) for n in walk_plan(prepared))
     join_sql = reference_sql(join_type, ["k_int"], ["u_int"], output=output)
     expected = duckdb_table(_connection(tables), f"SELECT * FROM ({join_sql}) WHERE {predicate}")
-    assert_same_rows(session.execute(plan, timeout=120), expected)
+    assert_same_rows(session.execute(plan), expected)
 
 
 @pytest.mark.parametrize("join_type", JOIN_TYPES)
@@ -373,7 +373,7 @@ def test_aggregation_over_a_repartitioned_probe(device_name, tables, drivers, jo
             .aggregation(["k_int"], ["count(*) AS c", "sum(y_int) AS s"]).plan())
     expected = duckdb_table(_connection(tables), "SELECT k_int, count(*) AS c, sum(y_int) AS s FROM t "
                             f"{join_type.upper()} JOIN u ON t.k_int = u.u_int GROUP BY k_int")
-    assert_same_rows(session.execute(plan, timeout=120), expected)
+    assert_same_rows(session.execute(plan), expected)
     if drivers > 1:
         assert ("PARTIAL" in session.explain(plan)) == (join_type == "right")
 
@@ -418,7 +418,7 @@ def test_a_small_build_side_keeps_its_strings_as_a_dictionary(device_name, build
     plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
             .hash_join(["k_int"], ["u_int"], PlanBuilder(session.catalog, id_generator=ids).table_scan("u"),
                        ["k_int", "u_str"], "left").plan())
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     expected = duckdb_table(_connection({"t": probe, "u": build}),
                             "SELECT k_int, u_str FROM t LEFT JOIN u ON k_int = u_int")
     assert_same_rows(result, expected)

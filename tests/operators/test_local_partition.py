@@ -26,7 +26,7 @@ def test_back_pressure_caps_buffered_bytes(device_name, table):
     session.register("t", table, split_rows=table.num_rows // 8)
     plan = (PlanBuilder(session.catalog).table_scan("t").local_partition(["k_int"])
             .aggregation(["k_int"], ["count(*) AS c"]).plan())
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     assert sum(result.column("c").to_pylist()) == table.num_rows
     queue = next(iter(session.last_task.local_exchange_queues.values()))
     # Each of the 4 producer drivers may add one batch (its rows plus int32 gather maps) after
@@ -46,4 +46,4 @@ def test_consumer_finishing_early_releases_blocked_producers(device_name, table)
     session = Session(device=device_name, drivers=2, batch_rows=16, local_exchange_max_bytes=512)
     session.register("t", table, split_rows=64)
     plan = PlanBuilder(session.catalog).table_scan("t").local_partition(["k_int"]).limit(3).plan()
-    assert session.execute(plan, timeout=60).num_rows == 3
+    assert session.execute(plan).num_rows == 3

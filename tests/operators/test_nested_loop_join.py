@@ -79,7 +79,7 @@ def check_join(device_name, tables):
 
     def check(drivers, batch_rows, join_type, output=OUTPUT, **options):
         session = _session(device_name, drivers, batch_rows, tables)
-        result = session.execute(join_plan(session.catalog, join_type, output, **options), timeout=120)
+        result = session.execute(join_plan(session.catalog, join_type, output, **options))
         expected = duckdb_table(connection, reference_sql(join_type, output, **options))
         assert result.schema.names == expected.schema.names
         assert_same_rows(result, expected)
@@ -158,6 +158,6 @@ def test_scalar_subquery(device_name, tables, drivers, batch_rows):
     for name, value in tables.items():
         connection.register(name, value)
     expected = duckdb_table(connection, "SELECT k_int, v_int FROM t, (SELECT avg(y_int) AS a FROM u) WHERE v_int > a")
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     assert 0 < result.num_rows < tables["t"].num_rows
     assert_same_rows(result, expected)

@@ -40,12 +40,12 @@ def test_cached_results_equal_uncached_and_duckdb(device_name, drivers, batch_ro
     session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
     session.register("t", parquet_dir, split_rows=150)
     plan = _aggregate_plan(session.catalog)
-    uncached = session.execute(plan, timeout=120)
+    uncached = session.execute(plan)
     assert sum(s.runtime.get("cached_batches", 0) for s in _scan_stats(session)) == 0
     cached_table = session.cache("t")
     assert cached_table.num_rows == table.num_rows
     assert all(batch.num_rows <= session.config.scan_batch_rows(session.device) for batch in cached_table.batches)
-    cached = session.execute(plan, timeout=120)
+    cached = session.execute(plan)
     assert_same_rows(cached, uncached)
     assert_same_rows(cached, reference(AGGREGATE_SQL))
     scans = _scan_stats(session)
@@ -67,12 +67,12 @@ def test_a_cached_table_is_not_read_from_parquet_again(device_name, drivers, par
     monkeypatch.setattr(pq, "ParquetFile", no_parquet)
     monkeypatch.setattr(pq, "read_metadata", no_parquet)
     plan = _aggregate_plan(session.catalog)
-    assert_same_rows(session.execute(plan, timeout=120), reference(AGGREGATE_SQL))
+    assert_same_rows(session.execute(plan), reference(AGGREGATE_SQL))
     # Without the cache the same query must read the files, which are gone: the test above can fail.
     monkeypatch.undo()
     assert session.uncache("t") and not session.uncache("t")
     with pytest.raises(OSError):
-        session.execute(plan, timeout=120)
+        session.execute(plan)
 
 
 def test_scans_of_a_cached_table_get_only_their_columns_without_copies(device_name, parquet_dir, table):
@@ -80,7 +80,7 @@ def test_scans_of_a_cached_table_get_only_their_columns_without_copies(device_na
     session.register("t", parquet_dir)
     cached = session.cache("t")
     plan = PlanBuilder(session.catalog).table_scan("t", ["v_int"]).plan()
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     assert sorted(result.column("v_int").to_pylist(), key=str) == sorted(table.column("v_int").to_pylist(), key=str)
     (scan,) = _scan_stats(session)
     assert scan.output_bytes <= 9 * scan.output_rows  # int64 values + validity only
@@ -131,7 +131,7 @@ def test_a_cluster_hands_out_the_cached_batches(device_name, parquet_dir, refere
     batches = len(session.cache("t").batches)
     parquet_dir.rename(parquet_dir.with_name("gone"))
     cluster = LocalCluster(session, stage_widths=(2, 2, 1))
-    result = cluster.execute(_aggregate_plan(session.catalog), timeout=120)
+    result = cluster.execute(_aggregate_plan(session.catalog))
     assert_same_rows(result, reference(AGGREGATE_SQL))
     text = cluster.explain(_aggregate_plan(session.catalog), analyze=True)
     assert f"cached_batches={batches}" in text
@@ -141,7 +141,7 @@ def test_arrow_tables_cache_too(device_name, drivers, table, reference):
     session = Session(device=device_name, drivers=drivers, batch_rows=100)
     session.register("t", table, split_rows=250)
     session.cache("t")
-    assert_same_rows(session.execute(_aggregate_plan(session.catalog), timeout=120),
+    assert_same_rows(session.execute(_aggregate_plan(session.catalog)),
                      reference(AGGREGATE_SQL))
     assert sum(s.runtime.get("cached_batches", 0) for s in _scan_stats(session)) == len(session.splits("t")) > 1
 
@@ -156,4 +156,4 @@ def test_the_cache_coalesces_into_batches_of_batch_rows(device_name, parquet_dir
     sizes = [batch.num_rows for batch in cached.batches]
     assert len(sizes) == -(-table.num_rows // batch_rows)  # ceil(N / batch_rows): one batch per row group no more
     assert sizes[:-1] == [batch_rows] * (len(sizes) - 1) and 0 < sizes[-1] <= batch_rows
-    assert_same_rows(session.execute(_aggregate_plan(session.catalog), timeout=120), reference(AGGREGATE_SQL))
+    assert_same_rows(session.execute(_aggregate_plan(session.catalog)), reference(AGGREGATE_SQL))

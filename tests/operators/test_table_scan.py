@@ -26,7 +26,7 @@ def test_parquet_scan(device_name, drivers, batch_rows, parquet_dir, table, colu
     session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
     session.register("t", parquet_dir, split_rows=250)
     plan = PlanBuilder(session.catalog).table_scan("t", columns).plan()
-    result = session.execute(plan, timeout=120)
+    result = session.execute(plan)
     expected = table.select(columns or table.schema.names)
     assert result.schema.names == expected.schema.names
     assert sorted(map(str, result.to_pylist()), key=str) == sorted(map(str, _decoded(expected).to_pylist()), key=str)
@@ -93,7 +93,7 @@ def test_prefetching_scans_read_every_row_once(device_name, drivers, aligned_par
     plan = (PlanBuilder(session.catalog).table_scan("t")
             .aggregation(["k_int"], ["count(*) AS c", "sum(v_int) AS s", "count(k_str) AS cs", "max(k_dict) AS md"])
             .plan())
-    assert_same_rows(session.execute(plan, timeout=120), reference(SCAN_SQL))
+    assert_same_rows(session.execute(plan), reference(SCAN_SQL))
     scans = session.last_stats().operator_stats_by_node()[plan.sources[0].id]
     assert sum(s.output_rows for s in scans) == table.num_rows
     assert sum(s.runtime.get("splits", 0) for s in scans) == len(session.splits("t"))  # each split taken once
@@ -106,7 +106,7 @@ def test_packed_scan_batches_reach_batch_rows_when_splits_allow(device_name, dri
                       scan_pinned_staging=True)
     session.register("t", aligned_parquet, split_rows=320)  # splits of 10 row groups: 128 + 128 + 64 rows
     plan = PlanBuilder(session.catalog).table_scan("t", ["v_int"]).plan()
-    session.execute(plan, timeout=120)
+    session.execute(plan)
     split_rows = [sum(pq.read_metadata(s.path).row_group(g).num_rows for g in s.row_groups)
                   for s in session.splits("t")]
     scans = session.last_stats().operator_stats_by_node()[plan.id]
@@ -129,7 +129,7 @@ def test_a_failing_decode_fails_the_task_and_leaves_no_thread(device_name, drive
     session.register("t", aligned_parquet, split_rows=96)
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation([], ["count(*) AS c"]).plan()
     with pytest.raises(ExecutionError, match="injected decode failure") as raised:
-        session.execute(plan, timeout=60)
+        session.execute(plan)
     assert raised.value.operator == "TableScan"
     assert _prefetch_threads() == []
 

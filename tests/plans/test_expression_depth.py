@@ -47,7 +47,7 @@ def test_deep_expressions_build_explain_serialize_and_run_like_duckdb(device_nam
     connection = duckdb.connect()
     connection.register("t", TABLE)
     expected = duckdb_table(connection, f"SELECT count(*) AS n, sum(a) AS s FROM t WHERE {predicate}")
-    assert_same_rows(session.execute(plan, timeout=120), expected)
+    assert_same_rows(session.execute(plan), expected)
 
 
 @pytest.mark.parametrize("shape", list(_predicates(1)))

@@ -79,7 +79,7 @@ def test_the_base_document_loads_and_runs_like_duckdb(device_name):
     connection = duckdb.connect()
     connection.register("orders", ORDERS)
     connection.register("customers", CUSTOMERS)
-    assert_same_rows(session.execute(plan, timeout=60), duckdb_table(connection, BASE_SQL), ordered=True)
+    assert_same_rows(session.execute(plan), duckdb_table(connection, BASE_SQL), ordered=True)
 
 
 TAMPERED = [
