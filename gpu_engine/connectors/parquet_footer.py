@@ -68,98 +68,119 @@ class _Corrupt(Exception):
     """Raised inside the parser; :func:`parse_footer` turns it into a DataSourceError naming the file."""
 
 
-class _Reader:
-    """Decode Thrift compact-protocol values from a bytes object, refusing any read past its end."""
+def _parse(data: bytes) -> dict[int, object]:
+    """Return a footer's FileMetaData struct as nested dicts (field id -> value) and lists.
 
-    def __init__(self, data: bytes):
-        self.data = data
-        self.position = 0
+    Every length and list size is checked against the bytes left (each element takes at least one byte,
+    so a parse costs O(footer bytes)); nesting is bounded by :data:`MAX_DEPTH`; a read past the end (an
+    ``IndexError`` on ``data``) means the footer ends inside a value. Written as free functions with local
+    state: a footer of 8,000 column chunks parses several times faster than through reader methods.
+    """
+    try:
+        return _struct(data, 0, 0)[0]
+    except IndexError:
+        raise _Corrupt("footer ends inside a value") from None
 
-    def byte(self) -> int:
-        if self.position >= len(self.data):
-            raise _Corrupt("footer ends inside a value")
-        value = self.data[self.position]
-        self.position += 1
-        return value
 
-    def varint(self) -> int:
-        result = shift = 0
-        for _ in range(10):
-            value = self.byte()
-            result |= (value & 0x7F) << shift
-            if not value & 0x80:
-                return result
-            shift += 7
-        raise _Corrupt("footer holds a varint longer than 10 bytes")
+def _varint(data: bytes, position: int) -> tuple[int, int]:
+    byte = data[position]
+    if byte < 0x80:
+        return byte, position + 1
+    result, shift = byte & 0x7F, 7
+    while True:
+        position += 1
+        byte = data[position]
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, position + 1
+        shift += 7
+        if shift >= 70:
+            raise _Corrupt("footer holds a varint longer than 10 bytes")
 
-    def zigzag(self) -> int:
-        value = self.varint()
-        return (value >> 1) ^ -(value & 1)
 
-    def binary(self) -> bytes:
-        length = self.varint()
-        end = self.position + length
-        if end > len(self.data):
-            raise _Corrupt(f"footer declares a {length}-byte string with {len(self.data) - self.position} bytes left")
-        value = self.data[self.position:end]
-        self.position = end
-        return value
+def _struct(data: bytes, position: int, depth: int) -> tuple[dict[int, object], int]:
+    fields: dict[int, object] = {}
+    last = 0
+    while True:
+        header = data[position]
+        position += 1
+        kind = header & 0x0F
+        if kind == _STOP:
+            return fields, position
+        if header >> 4:
+            last += header >> 4
+        else:
+            raw, position = _varint(data, position)
+            last = (raw >> 1) ^ -(raw & 1)
+        if _I16 <= kind <= _I64:
+            raw, position = _varint(data, position)
+            fields[last] = (raw >> 1) ^ -(raw & 1)
+        elif kind <= _FALSE:  # a field's boolean lives in its header
+            fields[last] = kind == _TRUE
+        elif kind == _STRUCT and depth + 1 < MAX_DEPTH:
+            fields[last], position = _struct(data, position, depth + 1)
+        else:
+            fields[last], position = _thrift_value(data, position, kind, depth)
 
-    def list_header(self) -> tuple[int, int]:
-        header = self.byte()
-        size, element = header >> 4, header & 0x0F
-        if size == 15:
-            size = self.varint()
-        if size > len(self.data) - self.position:  # every element takes at least one byte
-            raise _Corrupt(f"footer declares a list of {size} elements with {len(self.data) - self.position} bytes left")
-        return size, element
 
-    def value(self, kind: int, depth: int):
-        if kind in (_TRUE, _FALSE):  # a list's booleans take a byte each (a field's live in its header)
-            return self.byte() == _TRUE
-        if kind == _BYTE:
-            value = self.byte()
-            return value - 256 if value > 127 else value
-        if kind in (_I16, _I32, _I64):
-            return self.zigzag()
-        if kind == _DOUBLE:
-            end = self.position + 8
-            if end > len(self.data):
-                raise _Corrupt("footer ends inside a double")
-            value = struct.unpack_from("<d", self.data, self.position)[0]
-            self.position = end
-            return value
-        if kind == _BINARY:
-            return self.binary()
-        if depth >= MAX_DEPTH:
-            raise _Corrupt(f"footer nests values deeper than {MAX_DEPTH} levels")
-        if kind in (_LIST, _SET):
-            size, element = self.list_header()
-            return [self.value(element, depth + 1) for _ in range(size)]
-        if kind == _MAP:
-            size = self.varint()
-            if size > len(self.data) - self.position:
-                raise _Corrupt(f"footer declares a map of {size} entries with {len(self.data) - self.position} bytes left")
-            if not size:
-                return {}
-            kinds = self.byte()
-            return dict((self.value(kinds >> 4, depth + 1), self.value(kinds & 0x0F, depth + 1)) for _ in range(size))
-        if kind == _STRUCT:
-            return self.struct(depth + 1)
+def _thrift_value(data: bytes, position: int, kind: int, depth: int) -> tuple[object, int]:
+    if _I16 <= kind <= _I64:
+        raw, position = _varint(data, position)
+        return (raw >> 1) ^ -(raw & 1), position
+    if kind == _BINARY:
+        length, position = _varint(data, position)
+        if length > len(data) - position:
+            raise _Corrupt(f"footer declares a {length}-byte string with {len(data) - position} bytes left")
+        return data[position:position + length], position + length
+    if kind <= _BYTE:  # a list's booleans take a byte each; a byte is a signed i8
+        byte = data[position]
+        return (byte == _TRUE if kind != _BYTE else byte - 256 if byte > 127 else byte), position + 1
+    if kind == _DOUBLE:
+        if len(data) - position < 8:
+            raise _Corrupt("footer ends inside a double")
+        return struct.unpack_from("<d", data, position)[0], position + 8
+    if kind > _STRUCT:
         raise _Corrupt(f"footer holds an unknown Thrift type code {kind}")
-
-    def struct(self, depth: int = 0) -> dict[int, object]:
-        """Return a struct's fields by id (unknown fields are kept too; their ids say what they are)."""
-        fields: dict[int, object] = {}
-        last = 0
-        while True:
-            header = self.byte()
-            kind = header & 0x0F
-            if kind == _STOP:
-                return fields
-            delta = header >> 4
-            last = last + delta if delta else self.zigzag()
-            fields[last] = kind == _TRUE if kind in (_TRUE, _FALSE) else self.value(kind, depth)
+    if depth >= MAX_DEPTH:
+        raise _Corrupt(f"footer nests values deeper than {MAX_DEPTH} levels")
+    if kind == _STRUCT:
+        return _struct(data, position, depth + 1)
+    if kind == _MAP:
+        size, position = _varint(data, position)
+        if size > len(data) - position:
+            raise _Corrupt(f"footer declares a map of {size} entries with {len(data) - position} bytes left")
+        entries = {}
+        if size:
+            kinds = data[position]
+            position += 1
+            for _ in range(size):
+                key, position = _thrift_value(data, position, kinds >> 4, depth + 1)
+                entries[key if not isinstance(key, (dict, list)) else len(entries)], position = \
+                    _thrift_value(data, position, kinds & 0x0F, depth + 1)
+        return entries, position
+    header = data[position]  # a list or a set
+    position += 1
+    size, element = header >> 4, header & 0x0F
+    if size == 15:
+        size, position = _varint(data, position)
+    if size > len(data) - position:  # every element takes at least one byte
+        raise _Corrupt(f"footer declares a list of {size} elements with {len(data) - position} bytes left")
+    items = []
+    if _I16 <= element <= _I64:  # encodings, histograms: the common lists, read without a call per element
+        for _ in range(size):
+            raw, position = _varint(data, position)
+            items.append((raw >> 1) ^ -(raw & 1))
+    elif element == _STRUCT:
+        if depth + 1 >= MAX_DEPTH:
+            raise _Corrupt(f"footer nests values deeper than {MAX_DEPTH} levels")
+        for _ in range(size):
+            item, position = _struct(data, position, depth + 2)
+            items.append(item)
+    else:
+        for _ in range(size):
+            item, position = _thrift_value(data, position, element, depth + 1)
+            items.append(item)
+    return items, position
 
 
 @dataclass(frozen=True)
@@ -271,8 +292,7 @@ def _read_footer(path: str, size: int, modified_ns: int) -> ParquetFooter:
 def parse_footer(data: bytes, path: str, size: int, modified_ns: int = 0) -> ParquetFooter:
     """Parse and check a footer's bytes (``FileMetaData``) of a file of ``size`` bytes; see :func:`read_footer`."""
     try:
-        reader = _Reader(data)
-        fields = reader.struct()
+        fields = _parse(data)
     except _Corrupt as exc:
         raise DataSourceError(f"cannot read {path} as Parquet: {exc}") from None
     except RecursionError:  # cannot happen with MAX_DEPTH, but a footer must never take the process down
