@@ -188,6 +188,8 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         codecs = layout.codecs[groups, index]
         if (codecs < 0).any():
             continue
+        # Before allocating for the footer's row count: a footer may declare 2^40 rows (issue 28 item 3).
+        _check_page_counts(path, layout, groups, name)
         starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
         if arrow_type in (STRINGS, DICTIONARY_STRINGS):
             as_codes = arrow_type == DICTIONARY_STRINGS

@@ -231,6 +231,14 @@ def _edit_missing_chunk(meta):
     del columns[2:]
 
 
+def _edit_huge_row_group_of_a_big_chunk(meta):
+    """Declare 2^40 rows where 40 KB chunks could hold them (RLE pages): their page headers say otherwise."""
+    _set(meta, (4, 0, 3), 2**40)
+    for column in range(2):
+        _set(meta, _chunk(0, column, 5), 2**40)
+    _set(meta, (3,), 2**40)
+
+
 def _deep_nesting(meta):
     return bytes([0x1C]) * 10_000  # structs in structs: pyarrow's own parser refuses it; the engine's reader must
 
@@ -248,7 +256,10 @@ CASES = {
     "schema_children": (_edit_children, r"children"),
     "missing_chunk": (_edit_missing_chunk, r"row group 0.*holds 1 column chunks; the schema has 2 columns"),
     "deep_nesting": (_deep_nesting, r"nests values deeper than"),
+    "rows_2_40_big_chunk": (_edit_huge_row_group_of_a_big_chunk, r"column '[as]'.*row group 0|row group 0.*column '[as]'"),
 }
+#: The file a case edits, when not TABLE's: 5,000 random int64s in one uncompressed PLAIN chunk.
+BIG_CHUNK_CASES = ("rows_2_40_big_chunk",)
 
 #: Runs in a fresh interpreter: for each file, registers it and runs each query; one JSON line per outcome.
 _QUERY_SCRIPT = textwrap.dedent("""
@@ -267,6 +278,8 @@ _QUERY_SCRIPT = textwrap.dedent("""
             try:
                 outcome = {"rows": [list(r.values()) for r in session.sql(query, timeout=60).to_pylist()]}
             except Exception as exc:
+                while exc.__cause__ is not None:  # an ExecutionError carries what the operator raised
+                    exc = exc.__cause__
                 outcome = {"error": type(exc).__name__, "message": str(exc)}
             print(json.dumps({"path": path, "query": query, **outcome}, default=str), flush=True)
 """)
@@ -312,8 +325,11 @@ def crafted_outcomes(tmp_path_factory) -> dict[str, list[dict]]:
     base = folder / "base.parquet"
     pq.write_table(TABLE, base, row_group_size=ROWS // 3)
     paths = []
+    big = folder / "big.parquet"
+    pq.write_table(pa.table({"a": pa.array(range(0, 5000 * 7919, 7919), pa.int64()),
+                             "s": pa.array(["x"] * 5000)}), big, compression="none", use_dictionary=False)
     for case, (edit, _) in sorted(CASES.items()):
-        body, meta = _split(base)
+        body, meta = _split(big if case in BIG_CHUNK_CASES else base)
         paths.append(folder / f"{case}.parquet")
         _join(paths[-1], body, edit(meta) or meta)
     return _run_queries(paths)
