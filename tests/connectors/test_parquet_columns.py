@@ -28,7 +28,7 @@ from gpu_engine.errors import DataSourceError, ExecutionError
 from gpu_engine.exec.split import ParquetSplit
 from gpu_engine.kernels.parquet_pages import CORRUPT, SLACK, _rle_hybrid, decode_chunk, snappy_decompress
 
-import parquet_surgery
+from bench import parquet_surgery
 
 
 def _table(rows: int, seed: int, null_fraction: float) -> pa.Table:

@@ -1,4 +1,4 @@
-"""Find and rewrite the Thrift fields of a Parquet file's page headers and footer, in place, for tests.
+"""Find and rewrite the Thrift fields of a Parquet file's page headers and footer, in place (tests, the fuzz bench).
 
 Why: the decoder's checks are only tested by files whose counts, sizes and
 offsets contradict each other, and no writer makes those. These functions parse
@@ -102,6 +102,14 @@ def _value(data: bytes, pos: int, kind: int, id_: int) -> Field:
 def parse_struct(data: bytes, pos: int) -> Field:
     """Parse the Thrift struct at ``pos``."""
     return _value(data, pos, _STRUCT, 0)
+
+
+def int_fields(item: Field):
+    """Yield every integer field (i16, i32, i64) under ``item``, depth first."""
+    for member in item.members:
+        if member.kind in (_I16, _I32, _I64):
+            yield member
+        yield from int_fields(member)
 
 
 def read_int(data: bytes, item: Field) -> int:

@@ -1,0 +1,456 @@
+"""Fuzz the engine's Parquet reading: damaged files must give pyarrow's answer or a clean engine error, never a crash.
+
+Why: a crafted file once killed the process (codes outside a dictionary
+reached a kernel) or shifted one column's rows against the others. The
+engine's page decoder checks what it reads, and what pyarrow reads for it is
+checked too; this harness looks for the cases those checks miss.
+
+A case is a :class:`Recipe`: a table pyarrow writes in one of the layouts the
+engine's decoder reads (INT32, INT64, FLOAT, DOUBLE, strings, dates and
+decimals stored as integers, a boolean left to pyarrow; PLAIN or dictionary
+pages; data pages v1 or v2; Snappy, uncompressed, or a codec left to
+pyarrow; required or optional; several row groups, empty ones among them;
+pages of a few rows), then damage: page header or footer integers rewritten
+(counts, sizes, offsets, types), bytes flipped, a range of bytes cut out,
+the file truncated. Each damaged file is read in a worker process (so a
+segfault is a result, not the end of the run) by pyarrow, then by the engine
+through the connector (:func:`~gpu_engine.connectors.data_source.read_split`)
+and a Session (``SELECT count(*)``, ``SELECT *``, a ``GROUP BY``). An outcome
+is one of:
+
+* ``equal``: the engine's answer is pyarrow's;
+* ``engine_error``: a clean engine error (a ``GpuEngineError``, and for an
+  ``ExecutionError`` a cause that is one too);
+* ``mismatch``: the engine answered otherwise than pyarrow (a failure);
+* ``unclean_error``: another exception escaped (a failure);
+* ``crash``: the worker died or hung (a failure; the file is kept);
+* ``answered_where_pyarrow_failed``: pyarrow refused the file and the engine
+  answered (reported, not a failure: pyarrow checks some things, such as a
+  page's CRC or a short bit-packed run, that do not change the values).
+
+Run from the repository root::
+
+    python -m bench.parquet_fuzz --seeds 0:200                      # 200 seeds, 20 cases each
+    python -m bench.parquet_fuzz --seeds 7 --cases 50 --crash-dir /tmp/crashes
+
+The report (``bench/results/<date>-parquet-fuzz.json`` unless ``--output``)
+lists the seeds, the counts of each outcome, and every failure with its
+recipe; a crashing file is copied to ``--crash-dir`` with its recipe beside it,
+to become a regression case (``tests/connectors/test_parquet_fuzz.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import datetime
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: Column kinds a recipe draws from, as (Arrow type name, how values are made).
+KINDS = ("int32", "int64", "float", "double", "string", "date", "decimal", "int16", "bool")
+COMPRESSIONS = ("none", "snappy", "zstd")
+MUTATIONS = ("page", "footer", "flip", "cut", "truncate")
+QUERIES = ("count", "star", "group")
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """How to make one damaged file: the table, the layout pyarrow writes it in, and the damage, in order."""
+
+    seed: int
+    row_groups: tuple[int, ...]  # rows per row group; 0 is an empty row group
+    columns: tuple[tuple[str, bool], ...]  # (kind, nullable)
+    compression: str = "snappy"
+    dictionary: bool = True
+    version: str = "1.0"
+    page_rows: int = 64  # rows per data page (write_batch_size with a tiny data_page_size)
+    #: Damage, in order: ("page"|"footer", k, how) rewrites the k-th integer of the page headers or footer (see
+    #: :func:`_new_int`); ("flip", where, xor) a byte of the pages, at ``where`` in [0, 1) of them (in [1, 2): of the
+    #: whole file); ("cut", where, size) removes bytes; ("truncate", keep) keeps a fraction of the file.
+    mutations: tuple[tuple, ...] = ()
+
+    def to_json(self) -> dict:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, value: dict) -> "Recipe":
+        return cls(value["seed"], tuple(value["row_groups"]), tuple((k, bool(n)) for k, n in value["columns"]),
+                   value["compression"], bool(value["dictionary"]), value["version"], int(value["page_rows"]),
+                   tuple(tuple(m) for m in value["mutations"]))
+
+
+# ----------------------------------------------------------------- making files
+def _values(kind: str, rows: int, rng: np.random.Generator, nullable: bool):
+    import pyarrow as pa
+
+    mask = rng.random(rows) < 0.2 if nullable else None
+    distinct = int(rng.integers(1, 12))  # few values: dictionary pages with runs
+    picks = rng.integers(0, distinct, rows)
+    if kind == "int32":
+        return pa.array((picks * 1_000_003 - 7).astype(np.int32), mask=mask)
+    if kind == "int16":
+        return pa.array((picks * 1_001 - 5000).astype(np.int16), mask=mask)
+    if kind == "int64":
+        return pa.array(picks.astype(np.int64) * 10_000_000_019 - 3, mask=mask)
+    if kind == "float":
+        return pa.array((picks * 0.25 - 1).astype(np.float32), mask=mask)
+    if kind == "double":
+        return pa.array(picks * 1.5 - 2.25, mask=mask)
+    if kind == "string":
+        return pa.array([f"v{p}-" + "x" * int(p % 5) for p in picks], pa.string(), mask=mask)
+    if kind == "date":
+        return pa.array((picks * 37 + 9000).astype(np.int32), mask=mask).cast(pa.date32())
+    if kind == "decimal":
+        import decimal
+
+        return pa.array([decimal.Decimal(int(p) * 12345 - 999).scaleb(-2) for p in picks], pa.decimal128(12, 2),
+                        mask=mask)
+    if kind == "bool":
+        return pa.array(picks % 2 == 0, mask=mask)
+    raise ValueError(kind)
+
+
+def write_file(recipe: Recipe, path: Path) -> None:
+    """Write the recipe's table as pyarrow does, then apply its damage in order."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rng = np.random.default_rng(recipe.seed)
+    fields = [pa.field(f"c{i}_{kind}", _values(kind, 0, rng, nullable).type, nullable=nullable)
+              for i, (kind, nullable) in enumerate(recipe.columns)]
+    schema = pa.schema(fields)
+    with pq.ParquetWriter(path, schema, compression=recipe.compression, use_dictionary=recipe.dictionary,
+                          data_page_version=recipe.version, data_page_size=1, write_batch_size=recipe.page_rows,
+                          store_decimal_as_integer=True) as writer:
+        for rows in recipe.row_groups:
+            arrays = [_values(kind, rows, rng, nullable) for kind, nullable in recipe.columns]
+            writer.write_table(pa.Table.from_arrays(arrays, schema=schema), row_group_size=max(rows, 1))
+    data = bytearray(path.read_bytes())
+    for mutation in recipe.mutations:
+        data = _mutate(data, mutation, path)
+    path.write_bytes(bytes(data))
+
+
+def _new_int(old: int, how: int) -> int:
+    return [old + 1, old - 1, 0, -1, old * 2 + 7, (1 << 31) - 1, 1 << 40, old // 2, -(1 << 31), old + 64][how % 10]
+
+
+def _mutate(data: bytearray, mutation: tuple, path: Path) -> bytearray:
+    from bench import parquet_surgery
+
+    kind = mutation[0]
+    if kind in ("page", "footer"):
+        _, k, how = mutation
+        try:
+            fields = list(_page_int_fields(data, path) if kind == "page" else
+                          parquet_surgery.int_fields(parquet_surgery.footer(data)))
+            if fields:
+                item = fields[k % len(fields)]
+                parquet_surgery.write_int(data, item, _new_int(parquet_surgery.read_int(data, item), how))
+        except (ValueError, IndexError, StopIteration):  # earlier damage hid the structure, or the value does not fit
+            pass
+        return data
+    if kind == "flip":  # a byte of the pages (between the magic and the footer), or with ``where`` > 1 anywhere
+        _, where, xor = mutation
+        footer_at = len(data) - 8 - int.from_bytes(data[-8:-4], "little") if len(data) >= 12 else len(data)
+        end = footer_at if 4 < footer_at <= len(data) and where <= 1 else len(data)
+        start = 4 if end > 4 and where <= 1 else 0
+        if end > start:
+            data[start + min(int((where % 1) * (end - start)), end - start - 1)] ^= xor or 1
+        return data
+    if kind == "cut":  # remove bytes before the footer: every offset after them is off by ``size``
+        _, where, size = mutation
+        at = 4 + int(where * max(len(data) - 200, 0))
+        return data[:at] + data[at + size:]
+    if kind == "truncate":
+        return data[:int(mutation[1] * len(data))]
+    raise ValueError(kind)
+
+
+def _page_int_fields(data: bytearray, path: Path):
+    """Yield the integer fields of every page header of every chunk (as the undamaged footer places them)."""
+    import pyarrow.parquet as pq
+
+    from bench import parquet_surgery
+
+    path.write_bytes(bytes(data))
+    metadata = pq.read_metadata(path)
+    for group in range(metadata.num_row_groups):
+        for column in range(metadata.num_columns):
+            for page in parquet_surgery.pages(data, str(path), group, column):
+                yield from parquet_surgery.int_fields(page.header)
+
+
+def random_recipe(rng: np.random.Generator) -> Recipe:
+    """Draw a recipe (the bench's counterpart of the test's hypothesis strategy)."""
+    groups = tuple(int(rng.choice([0, 1, 7, 50, 130, 300])) for _ in range(int(rng.integers(1, 4))))
+    columns = tuple((str(rng.choice(KINDS)), bool(rng.random() < 0.6)) for _ in range(int(rng.integers(1, 5))))
+    mutations = []
+    for _ in range(int(rng.choice([0, 1, 1, 1, 2, 3]))):
+        kind = str(rng.choice(MUTATIONS, p=[0.4, 0.1, 0.4, 0.05, 0.05]))
+        if kind in ("page", "footer"):
+            mutations.append((kind, int(rng.integers(0, 10_000)), int(rng.integers(0, 10))))
+        elif kind == "flip":  # one in ten anywhere in the file (the footer included)
+            mutations.append((kind, float(rng.random()) + (1.0 if rng.random() < 0.1 else 0.0),
+                              int(rng.integers(1, 256))))
+        elif kind == "cut":
+            mutations.append((kind, float(rng.random()), int(rng.integers(1, 40))))
+        else:
+            mutations.append((kind, float(rng.random())))
+    return Recipe(int(rng.integers(0, 2**31)), groups, columns, str(rng.choice(COMPRESSIONS, p=[0.45, 0.45, 0.1])),
+                  bool(rng.random() < 0.6), str(rng.choice(["1.0", "2.0"])), int(rng.choice([3, 16, 64, 1024])),
+                  tuple(sorted(mutations, key=lambda m: MUTATIONS.index(m[0]))))
+
+
+# ----------------------------------------------------------------- reading, in a worker process
+def _canonical_rows(table) -> list:
+    """Return a table's rows as comparable tuples: dictionaries decoded, strings as bytes, NaN as a marker, sorted."""
+    import pyarrow as pa
+
+    columns = []
+    for column in table.columns:
+        column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+        if pa.types.is_dictionary(column.type):
+            column = column.dictionary_decode()
+        if pa.types.is_string(column.type) or pa.types.is_large_string(column.type) or \
+                pa.types.is_string_view(column.type):
+            column = column.cast(pa.large_binary())
+        values = column.to_pylist()
+        columns.append(["NaN" if isinstance(v, float) and math.isnan(v) else v for v in values])
+    return sorted(zip(*columns), key=repr) if columns else []
+
+
+def _clean(error: BaseException) -> bool:
+    from gpu_engine.errors import ExecutionError, GpuEngineError
+
+    if isinstance(error, ExecutionError):
+        return error.__cause__ is None or _clean(error.__cause__)
+    return isinstance(error, GpuEngineError)
+
+
+def _describe(error: BaseException) -> str:
+    cause = f" (cause {type(error.__cause__).__name__}: {error.__cause__})" if error.__cause__ else ""
+    return f"{type(error).__name__}: {str(error)[:300]}{cause[:300]}"
+
+
+def _check(engine, expected, pyarrow_error: str | None) -> dict:
+    """Compare the engine's answer (a callable) with pyarrow's (a value, or None with ``pyarrow_error``)."""
+    try:
+        got = engine()
+    except Exception as error:  # the point: every exception is classified, none escapes the worker
+        return {"outcome": "engine_error" if _clean(error) else "unclean_error", "error": _describe(error)}
+    if pyarrow_error is not None:
+        return {"outcome": "answered_where_pyarrow_failed", "pyarrow": pyarrow_error}
+    if got != expected:
+        return {"outcome": "mismatch", "got": repr(got)[:400], "expected": repr(expected)[:400]}
+    return {"outcome": "equal"}
+
+
+def _read_case(path: str, session, emit) -> None:
+    """Read one file every way; call ``emit(stage, result)`` before and after each stage (a crash names its stage)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpu_engine.connectors.data_source import read_split
+    from gpu_engine.exec.split import ParquetSplit
+
+    emit("pyarrow", None)
+    expected = pyarrow_error = metadata_rows = None
+    try:
+        metadata_rows = pq.read_metadata(path).num_rows
+        expected = pq.read_table(path)
+    except Exception as error:
+        pyarrow_error = _describe(error)
+    names = expected.column_names if expected is not None else []
+    if expected is not None:
+        try:  # a damaged file may hold strings that are not UTF-8: keep what pyarrow gives as bytes
+            expected_rows = _canonical_rows(expected)
+        except Exception as error:
+            pyarrow_error, expected = _describe(error), None
+    emit("pyarrow", {"outcome": "error" if pyarrow_error else "read", "error": pyarrow_error})
+
+    def connector():
+        batches = list(read_split(ParquetSplit(path), names or _engine_columns(path), 1 << 20))
+        if not batches:
+            return []
+        return _canonical_rows(pa.Table.from_batches(batches))
+
+    emit("connector", None)
+    emit("connector", _check(connector, expected_rows if expected is not None else None, pyarrow_error))
+
+    def register():
+        session.register("t", path)
+        return True
+
+    emit("register", None)
+    registered = _check(register, True, None)
+    emit("register", registered)
+    if registered["outcome"] != "equal":
+        return
+    emit("count", None)
+    emit("count", _check(lambda: session.sql("SELECT count(*) FROM t").column(0).to_pylist(), [metadata_rows],
+                         None if metadata_rows is not None else pyarrow_error or "no metadata"))
+    emit("star", None)
+    emit("star", _check(lambda: _canonical_rows(session.sql("SELECT * FROM t")),
+                        expected_rows if expected is not None else None, pyarrow_error))
+    key = next((n for n in names if not any(t in n for t in ("float", "double", "bool"))), None)
+    if key is not None:
+        query = f'SELECT "{key}", count(*) AS n FROM t GROUP BY "{key}"'
+        reference = None
+        if expected is not None:
+            groups = expected.group_by(key).aggregate([([], "count_all")])
+            reference = _canonical_rows(pa.table({key: groups[key], "n": groups["count_all"]}))
+        emit("group", None)
+        emit("group", _check(lambda: _canonical_rows(session.sql(query)), reference, pyarrow_error))
+
+
+def _engine_columns(path: str) -> list[str]:
+    from gpu_engine.connectors.data_source import parquet_metadata
+
+    return parquet_metadata(path).schema.to_arrow_schema().names
+
+
+def _worker(cases_file: str, results_file: str) -> None:
+    """Read every case of ``cases_file`` (JSON list of ``{"case", "path"}``), appending results to ``results_file``."""
+    from gpu_engine import Session
+
+    session = Session(device="cpu", drivers=1)
+    cases = json.loads(Path(cases_file).read_text())
+    with open(results_file, "a", buffering=1) as out:
+        for case in cases:
+            def emit(stage, result, case=case):
+                out.write(json.dumps({"case": case["case"], "stage": stage, "result": result}) + "\n")
+                out.flush()
+                if result is None:
+                    os.fsync(out.fileno())  # the last stage begun survives a segfault
+
+            _read_case(case["path"], session, emit)
+            emit("done", {"outcome": "done"})
+
+
+# ----------------------------------------------------------------- running cases
+FAILURES = ("mismatch", "unclean_error", "crash")
+
+
+def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, keep_going: bool = True) -> list[dict]:
+    """Write each recipe's file under ``folder`` and read them in worker processes; return one record per case.
+
+    A record holds the recipe, the file, and per stage its result; ``worst`` is the case's worst
+    outcome. A worker that dies (or runs past ``timeout_s``) marks its current case ``crash``; with
+    ``keep_going`` a new worker takes the cases after it.
+    """
+    folder.mkdir(parents=True, exist_ok=True)
+    records = []
+    for index, recipe in enumerate(recipes):
+        path = folder / f"case{index}.parquet"
+        write_file(recipe, path)
+        records.append({"case": index, "recipe": recipe.to_json(), "path": str(path), "stages": {}})
+    pending = list(range(len(records)))
+    while pending:
+        cases_file = folder / "cases.json"
+        results_file = folder / "results.jsonl"
+        cases_file.write_text(json.dumps([{"case": i, "path": records[i]["path"]} for i in pending]))
+        results_file.write_text("")
+        env = dict(os.environ, PYTHONFAULTHANDLER="1")
+        try:
+            finished = subprocess.run([sys.executable, "-m", "bench.parquet_fuzz", "--worker", str(cases_file),
+                                       str(results_file)], cwd=Path(__file__).resolve().parent.parent, env=env,
+                                      capture_output=True, text=True, timeout=timeout_s)
+            returncode, stderr = finished.returncode, finished.stderr
+        except subprocess.TimeoutExpired as expired:
+            returncode, stderr = "timeout", (expired.stderr or b"").decode(errors="replace") if isinstance(
+                expired.stderr, bytes) else (expired.stderr or "")
+        done = set()
+        current = None
+        for line in results_file.read_text().splitlines():
+            entry = json.loads(line)
+            record = records[entry["case"]]
+            current = entry["case"]
+            if entry["stage"] == "done":
+                done.add(entry["case"])
+            elif entry["result"] is not None:
+                record["stages"][entry["stage"]] = entry["result"]
+            else:
+                record["stages"][entry["stage"]] = {"outcome": "crash", "returncode": returncode,
+                                                    "stderr": stderr[-2000:]}
+        if returncode == 0 and done == set(pending):
+            break
+        if current is None or current in done:  # died before the first case began, or between cases
+            current = next(i for i in pending if i not in done)
+            records[current]["stages"]["start"] = {"outcome": "crash", "returncode": returncode,
+                                                   "stderr": stderr[-2000:]}
+        done.add(current)
+        pending = [i for i in pending if i not in done]
+        if not keep_going:
+            break
+    for record in records:
+        outcomes = [stage["outcome"] for stage in record["stages"].values()]
+        record["worst"] = next((o for o in FAILURES if o in outcomes), None) or (
+            "answered_where_pyarrow_failed" if "answered_where_pyarrow_failed" in outcomes else
+            "engine_error" if "engine_error" in outcomes else "equal")
+    return records
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--worker", nargs=2, metavar=("CASES", "RESULTS"), help=argparse.SUPPRESS)
+    parser.add_argument("--seeds", default="0:20", help="a seed, or START:STOP (default 0:20)")
+    parser.add_argument("--cases", type=int, default=20, help="cases per seed (default 20)")
+    parser.add_argument("--output", type=Path, help="report path (default bench/results/<date>-parquet-fuzz.json)")
+    parser.add_argument("--crash-dir", type=Path, default=Path("bench/results/parquet-fuzz-crashes"),
+                        help="where files that fail are copied, with their recipes")
+    parser.add_argument("--work-dir", type=Path, help="where files are written (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    if args.worker:
+        _worker(*args.worker)
+        return 0
+    start, _, stop = args.seeds.partition(":")
+    seeds = range(int(start), int(stop)) if stop else [int(start)]
+    started = time.perf_counter()
+    counts: dict[str, int] = {}
+    stage_counts: dict[str, dict[str, int]] = {}
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="parquet-fuzz-") as scratch:
+        work = args.work_dir or Path(scratch)
+        for seed in seeds:
+            rng = np.random.default_rng(seed)
+            records = run_cases([random_recipe(rng) for _ in range(args.cases)], work / f"seed{seed}")
+            for record in records:
+                counts[record["worst"]] = counts.get(record["worst"], 0) + 1
+                for stage, result in record["stages"].items():
+                    per = stage_counts.setdefault(stage, {})
+                    per[result["outcome"]] = per.get(result["outcome"], 0) + 1
+                if record["worst"] in FAILURES:
+                    record["seed"] = seed
+                    failures.append(record)
+                    args.crash_dir.mkdir(parents=True, exist_ok=True)
+                    name = f"seed{seed}-case{record['case']}"
+                    shutil.copy(record["path"], args.crash_dir / f"{name}.parquet")
+                    (args.crash_dir / f"{name}.json").write_text(json.dumps(record, indent=1))
+            print(f"seed {seed}: {dict(sorted(counts.items()))}", flush=True)
+    report = {
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "command": " ".join(["python -m bench.parquet_fuzz"] + (argv if argv is not None else sys.argv[1:])),
+        "seeds": list(seeds), "cases_per_seed": args.cases, "cases": sum(counts.values()),
+        "seconds": round(time.perf_counter() - started, 1), "outcomes": counts, "stages": stage_counts,
+        "failures": failures,
+    }
+    output = args.output or Path("bench/results") / f"{datetime.date.today().isoformat()}-parquet-fuzz.json"
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_text(json.dumps(report, indent=1))
+    print(f"{report['cases']} cases in {report['seconds']} s: {counts}; report {output}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
