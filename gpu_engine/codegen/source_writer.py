@@ -6,7 +6,10 @@ import contextlib
 import itertools
 from typing import Any, Iterator
 
-__all__ = ["SourceWriter"]
+__all__ = ["SourceWriter", "MAX_BLOCK_DEPTH"]
+
+#: The deepest indentation a generated function may reach (Python's compiler refuses more than 100 levels).
+MAX_BLOCK_DEPTH = 80
 
 
 class SourceWriter:
@@ -34,7 +37,13 @@ class SourceWriter:
 
     @contextlib.contextmanager
     def block(self, header: str) -> Iterator[None]:
-        """Write ``header`` (ending in ``:``) and indent what is written inside, with a fresh memo scope."""
+        """Write ``header`` (ending in ``:``) and indent what is written inside, with a fresh memo scope.
+
+        Raises NotImplementedError past :data:`MAX_BLOCK_DEPTH` levels (Python compiles at most 100), so a
+        deeply nested CASE stays unfused instead of failing to compile.
+        """
+        if self._indent >= MAX_BLOCK_DEPTH:
+            raise NotImplementedError(f"generated code would nest deeper than {MAX_BLOCK_DEPTH} blocks")
         self.line(header)
         self._indent += 1
         self._memos.append({})

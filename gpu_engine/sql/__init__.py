@@ -17,11 +17,16 @@ import pyarrow as pa
 
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.sql.errors import SqlError
+from gpu_engine.sql.nesting import too_deep
 from gpu_engine.sql.planner import QueryPlanner
 from gpu_engine.sql.rewrite import parse_and_qualify
 from gpu_engine.sql.statistics import ColumnStatistics, RegisteredStatistics, TableStatistics, table_statistics
 
-__all__ = ["plan_sql", "SqlError", "TableStatistics", "ColumnStatistics", "RegisteredStatistics", "table_statistics"]
+__all__ = ["plan_sql", "check_dialect", "SQL_DIALECTS", "SqlError", "TableStatistics", "ColumnStatistics",
+           "RegisteredStatistics", "table_statistics"]
+
+#: The SQL dialects queries may be written in (sqlglot's names): DuckDB's (the default) and Spark SQL.
+SQL_DIALECTS = ("duckdb", "spark")
 
 
 def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None,
@@ -45,7 +50,23 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
     ------
     SqlError
         For syntax errors, unknown names and unsupported SQL, with the
-        position in ``text``.
+        position in ``text``; also for a query nested deeper than
+        :data:`~gpu_engine.plans.expressions.MAX_EXPRESSION_DEPTH` levels.
+    ValueError, TypeError
+        For a dialect other than those in :data:`SQL_DIALECTS`.
     """
-    query = parse_and_qualify(text, catalog, dialect)
-    return QueryPlanner(catalog, statistics).plan(query)
+    check_dialect(dialect)
+    try:
+        query = parse_and_qualify(text, catalog, dialect)
+        return QueryPlanner(catalog, statistics).plan(query)
+    except RecursionError:  # the nesting checks bound every pass; a pass they miss still must not leak this
+        raise too_deep() from None
+
+
+def check_dialect(dialect) -> str:
+    """Return ``dialect`` when it is one the engine plans (:data:`SQL_DIALECTS`), else raise naming them."""
+    if not isinstance(dialect, str):
+        raise TypeError(f"dialect must be a string, one of {', '.join(SQL_DIALECTS)}; got {dialect!r}")
+    if dialect not in SQL_DIALECTS:
+        raise ValueError(f"unknown SQL dialect {dialect!r}; choose one of {', '.join(SQL_DIALECTS)}")
+    return dialect

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import difflib
+import re
 from typing import Iterable
 
 from sqlglot import exp
+from sqlglot.errors import ParseError
 
 from gpu_engine.errors import PlanError
 
-__all__ = ["SqlError", "position_of", "did_you_mean"]
+__all__ = ["SqlError", "position_of", "did_you_mean", "parse_error_text", "unclosed_quote_position"]
 
 
 class SqlError(PlanError):
@@ -54,3 +56,57 @@ def position_of(tree: exp.Expression | None) -> tuple[int | None, int | None]:
 def did_you_mean(name: str, choices: Iterable[str]) -> list[str]:
     """Return up to three names from ``choices`` close to ``name`` (difflib's ratio, as Python's own hints)."""
     return difflib.get_close_matches(name, sorted(set(choices)), n=3, cutoff=0.6)
+
+
+_REQUIRED = re.compile(r"Required keyword: '(\w+)' missing for <class '[\w.]*?(\w+)'>")
+_ARITY = re.compile(r"The number of provided arguments \((\d+)\) is (greater|less) than the (?:maximum|minimum) "
+                    r"number of supported arguments \((\d+)\)")
+#: sqlglot's expression class -> the SQL that names it, for messages.
+_SPELLING = {
+    "GT": ">", "GTE": ">=", "LT": "<", "LTE": "<=", "EQ": "=", "NEQ": "<>", "Add": "+", "Sub": "-", "Mul": "*",
+    "Div": "/", "Mod": "%", "DPipe": "||", "And": "AND", "Or": "OR", "Not": "NOT", "Neg": "-", "Is": "IS",
+    "In": "IN", "Like": "LIKE", "ILike": "ILIKE", "Between": "BETWEEN", "Case": "CASE", "If": "CASE WHEN",
+    "Cast": "CAST", "TryCast": "TRY_CAST", "Extract": "EXTRACT", "Interval": "INTERVAL", "Alias": "AS",
+    "Where": "WHERE", "Group": "GROUP BY", "Order": "ORDER BY", "Having": "HAVING", "Limit": "LIMIT",
+    "Offset": "OFFSET", "From": "FROM", "Join": "JOIN", "Select": "SELECT", "Ordered": "ORDER BY",
+}
+_PART = {"expression": "a right-hand operand", "expressions": "at least one item", "this": "an operand",
+         "high": "an upper bound", "low": "a lower bound", "true": "a value after THEN", "to": "a type",
+         "alias": "a name"}
+
+
+def parse_error_text(error: ParseError) -> str:
+    """Return what sqlglot's parser expected, in SQL words rather than its class names (no position: the
+    SqlError adds the line and column)."""
+    first = error.errors[0] if error.errors else {}
+    description = first.get("description") or str(error).splitlines()[0]
+    highlight = first.get("highlight") or ""
+    context = (first.get("start_context") or "")[-40:]
+    if match := _REQUIRED.search(description):
+        part, name = match.groups()
+        subject = _SPELLING.get(name) or f"{name.lower()}(...)"
+        return f"{subject} needs {_PART.get(part, part)} (after {(context + highlight).strip()!r})"
+    if match := _ARITY.search(description):
+        given, more, bound = match.groups()
+        limit = "at most" if more == "greater" else "at least"
+        called = re.findall(r"(\w+)\s*\(", first.get("start_context") or "")
+        return f"{called[-1] if called else 'the function'}(...) takes {limit} {bound} argument(s), got {given}"
+    if description.startswith("Expecting "):
+        return f"expected {description.removeprefix('Expecting ')} after {(context + highlight).strip()!r}"
+    if "Unexpected token" in description or "Invalid expression" in description:
+        return f"unexpected {highlight!r} after {context.strip()!r}"
+    return f"{description} (at {highlight!r})"
+
+
+def unclosed_quote_position(text: str) -> tuple[int | None, int | None]:
+    """Return the (line, column) of a quote ``text`` opens and never closes, or (None, None)."""
+    quote, start = None, 0
+    for i, char in enumerate(text):
+        if quote is None and char in "'\"":
+            quote, start = char, i
+        elif char == quote:
+            quote = None  # a doubled quote closes and reopens: still balanced
+    if quote is None:
+        return None, None
+    line = text.count("\n", 0, start) + 1
+    return line, start - (text.rfind("\n", 0, start) + 1) + 1

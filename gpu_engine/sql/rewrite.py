@@ -29,7 +29,9 @@ from sqlglot.optimizer.pushdown_projections import pushdown_projections
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.simplify import simplify
 
-from gpu_engine.sql.errors import SqlError, did_you_mean, position_of
+from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
+from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
+from gpu_engine.sql.refusals import refuse_unsupported
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
 
@@ -58,20 +60,24 @@ def sqlglot_schema(catalog: Mapping[str, pa.Schema]) -> dict[str, dict[str, str]
 def _parse(text: str, dialect: str) -> exp.Expression:
     if not isinstance(text, str) or not text.strip():
         raise SqlError("expected the text of a SELECT query")
+    check_text_nesting(text, dialect)
     try:
         statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
-        raise SqlError(f"cannot parse SQL: {first.get('description', str(error))}", line=first.get("line"),
+        raise SqlError(f"cannot parse SQL: {parse_error_text(error)}", line=first.get("line"),
                        col=first.get("col"), name=first.get("highlight")) from None
     except TokenError as error:
         raise SqlError(f"cannot parse SQL: {error}") from None
     if len(statements) != 1:
-        raise SqlError(f"expected one SQL statement, got {len(statements)}")
+        line, col = position_of(statements[1] if len(statements) > 1 else None)
+        raise SqlError(f"expected one SQL statement, got {len(statements)}", line=line, col=col)
     tree = statements[0]
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
         raise SqlError(f"only SELECT queries are supported, not {tree.key.upper()}", line=line, col=col)
+    check_tree_nesting(tree)
+    refuse_unsupported(tree, dialect)
     return tree
 
 

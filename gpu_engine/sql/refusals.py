@@ -1,0 +1,95 @@
+"""Refuse SQL the engine does not plan, right after parsing, naming the construct, its position and what to do.
+
+Why a pass of its own: sqlglot parses much more than the planner plans, and a
+construct that slipped through failed later with a message about something
+else (``GROUP BY ROLLUP (a)`` as "unexpected 'AS'", a table function as
+sqlglot's "projection_reachability requires star-free selections"). Each
+refusal here is a :class:`~gpu_engine.sql.errors.SqlError` with the line and
+column of the construct, and the alternative where there is one. Names are
+checked here too: a table qualified by a catalog or schema other than the
+session's own (``main``/``memory`` in DuckDB, ``default``/``spark_catalog`` in
+Spark) and a zero-length quoted name, which DuckDB refuses.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.sql.errors import SqlError, position_of
+
+__all__ = ["refuse_unsupported", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
+
+#: Schema and catalog names a table may be qualified with, per dialect: those naming the session's own tables.
+KNOWN_SCHEMAS = {"duckdb": ("main",), "spark": ("default",)}
+KNOWN_CATALOGS = {"duckdb": ("memory",), "spark": ("spark_catalog",)}
+
+_REGISTER_HINT = "register the data with Session.register(name, path_or_table) and query it by name"
+
+
+def _error(message: str, node: exp.Expression, name: str | None = None) -> SqlError:
+    line, col = position_of(node)
+    return SqlError(message, line=line, col=col, name=name)
+
+
+def _sql(node: exp.Expression) -> str:
+    text = node.sql(dialect="duckdb")
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _function_name(node: exp.Expression) -> str:
+    if isinstance(node, exp.Anonymous):
+        return str(node.this)
+    return node.sql(dialect="duckdb").split("(", 1)[0].lower()  # GenerateSeries is range(...) or generate_series
+
+
+def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
+    """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
+
+    Refused: table functions (``read_csv(…)``, ``generate_series(…)``,
+    ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
+    ROLLUP/CUBE/GROUPING SETS, TABLESAMPLE, QUALIFY, catalogs and schemas
+    other than the session's, and zero-length quoted names.
+    """
+    for node in tree.walk():
+        if isinstance(node, exp.Table):
+            _check_table(node, dialect)
+        elif isinstance(node, (exp.Unnest, exp.Values)) and isinstance(node.parent, (exp.From, exp.Join)):
+            what = "UNNEST" if isinstance(node, exp.Unnest) else "VALUES lists"
+            raise _error(f"unsupported SQL: {what} in FROM ({_sql(node)}); {_REGISTER_HINT}", node, what)
+        elif isinstance(node, exp.Lateral):
+            raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
+                         "subquery", node, "LATERAL")
+        elif isinstance(node, exp.Pivot):
+            what = "UNPIVOT" if node.args.get("unpivot") else "PIVOT"
+            raise _error(f"unsupported SQL: {what}; write it with GROUP BY and CASE (or UNION ALL)", node, what)
+        elif isinstance(node, exp.With) and node.args.get("recursive"):
+            raise _error("unsupported SQL: WITH RECURSIVE (recursive CTEs)", node, "WITH RECURSIVE")
+        elif isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+            what = {exp.Rollup: "ROLLUP", exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS"}[type(node)]
+            raise _error(f"unsupported SQL: GROUP BY {what} ({_sql(node)}); group by each set in its own query "
+                         "and combine them with UNION ALL", node, what)
+        elif isinstance(node, exp.TableSample):
+            raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
+        elif isinstance(node, exp.Qualify):
+            raise _error("unsupported SQL: QUALIFY (it filters window functions, which the engine does not have)",
+                         node, "QUALIFY")
+        elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
+            raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")
+        elif isinstance(node, exp.Identifier) and node.quoted and node.this == "":
+            raise _error('zero-length quoted name ""; a name needs at least one character', node.parent or node,
+                         '""')
+
+
+def _check_table(table: exp.Table, dialect: str) -> None:
+    """Refuse a table function in FROM, and a catalog or schema that is not the session's own."""
+    if isinstance(table.this, exp.Func):
+        name = _function_name(table.this)
+        raise _error(f"table functions are not supported ({name}(...) in FROM); {_REGISTER_HINT}", table, name)
+    catalog, schema = table.catalog, table.db
+    if catalog and catalog.lower() not in KNOWN_CATALOGS.get(dialect, ()):
+        raise _error(f"unknown catalog {catalog!r} in {_sql(table)}; tables are registered without a catalog "
+                     f"(or in {' or '.join(KNOWN_CATALOGS.get(dialect, ()))})", table, catalog)
+    known_schemas = KNOWN_SCHEMAS.get(dialect, ()) + (() if catalog else KNOWN_CATALOGS.get(dialect, ()))
+    if schema and schema.lower() not in known_schemas:  # DuckDB reads "memory.t" as the catalog's default schema
+        raise _error(f"unknown schema {schema!r} in {_sql(table)}; tables are registered without a schema "
+                     f"(or in {' or '.join(KNOWN_SCHEMAS.get(dialect, ()))})", table, schema)
