@@ -14,7 +14,7 @@ import functools
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_boolean, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import is_boolean, is_integer, is_numeric, is_string, is_temporal
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import (
     BinaryOp,
@@ -90,6 +90,25 @@ def _is_integer_token(tree: exp.Expression, value: int) -> bool:
     return isinstance(tree, exp.Literal) and not tree.is_string and tree.this.isdigit() and int(tree.this) == value
 
 
+def _is_integer_constant(tree: exp.Expression) -> bool:
+    """Return True for an integer number written as digits, possibly negated or parenthesized (``-(5)``)."""
+    tree = tree.unnest()
+    if isinstance(tree, exp.Neg):
+        tree = tree.this.unnest()
+    return isinstance(tree, exp.Literal) and not tree.is_string and tree.this.isdigit()
+
+
+def _integer_literal_as(tree: exp.Expression, value: Expr, other_tree: exp.Expression, other: Expr) -> Expr:
+    """Return an integer literal in the other operand's integer type when it fits, as DuckDB types
+    ``tinyint_col + 100`` TINYINT (``+ 1000``: INTEGER); two literals keep their own types (``1 + 1``: INTEGER)."""
+    if not (_is_integer_constant(tree) and not _is_integer_constant(other_tree) and isinstance(value, Literal)
+            and isinstance(value.value, int) and not isinstance(value.value, bool) and is_integer(other.dtype)):
+        return value
+    bits = other.dtype.bit_width
+    low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(other.dtype) else (0, 2**bits)
+    return Literal(value.value, other.dtype) if low <= value.value < high else value
+
+
 class ScalarTranslator:
     """Translate sqlglot scalar expressions over ``schema`` for the plan node labelled ``node``."""
 
@@ -154,6 +173,8 @@ class ScalarTranslator:
         left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
         if is_untyped_null(left):
             return left
+        left, right = (_integer_literal_as(tree.this, left, tree.expression, right),
+                       _integer_literal_as(tree.expression, right, tree.this, left))
         try:
             dtype = arithmetic_type(op, left.dtype, right.dtype)
         except TypeError:

@@ -1,12 +1,15 @@
 """Decide the result types of SQL operators as DuckDB's binder does, so plans match the test reference.
 
-The rules were checked against DuckDB with ``SELECT typeof(...)`` (see
-``tests/plans/test_sql_expressions.py``, which keeps checking them). Two
-deliberate deviations, both in :func:`arithmetic_type`:
+The rules were checked against DuckDB 2.0.1 with ``SELECT typeof(...)`` (see
+``tests/plans/test_sql_expressions.py`` and ``tests/sql/test_arithmetic_types.py``,
+which keep checking them). Integer ``+ - * %`` keeps the wider input type
+(TINYINT + TINYINT is TINYINT, INTEGER * INTEGER is INTEGER) and raises where
+the result leaves it; a signed and an unsigned integer meet in the signed type
+when it is wider, else in BIGINT. (The SQL translator gives an integer literal
+the other operand's integer type when the value fits it, as DuckDB's integer
+literals do: ``tinyint_col + 100`` is TINYINT, ``+ 1000`` INTEGER.) One
+deliberate deviation, in :func:`arithmetic_type`:
 
-* integer ``+ - * %`` of any integer widths yields ``int64`` (DuckDB keeps the
-  widest input width and raises on overflow; one int64 kernel per operator is
-  simpler and overflows far less often);
 * ``+ - * %`` with a uint64 operand is refused (:class:`ValueError`): DuckDB
   computes UBIGINT, whose values from 2**63 up have no int64 form; the error
   names the exact alternative, a CAST to DECIMAL(20, 0) (128-bit decimal
@@ -121,8 +124,16 @@ def arithmetic_type(op: str, left: pa.DataType, right: pa.DataType) -> pa.DataTy
     if op == "div":
         return pa.float64()
     if is_integer(left) and is_integer(right):
-        return pa.int64()
+        return _integer_arithmetic(left, right)
     return _decimal_arithmetic(op, left, right)
+
+
+def _integer_arithmetic(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+    """Return DuckDB's type for integer ``+ - * %``: the wider type; signed with unsigned, the signed if wider."""
+    if pa.types.is_signed_integer(left) == pa.types.is_signed_integer(right):
+        return left if left.bit_width >= right.bit_width else right
+    unsigned, signed = (left, right) if pa.types.is_unsigned_integer(left) else (right, left)
+    return signed if signed.bit_width > unsigned.bit_width else pa.int64()
 
 
 def _common_integer(left: pa.DataType, right: pa.DataType) -> pa.DataType:

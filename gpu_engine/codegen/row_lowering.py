@@ -326,8 +326,8 @@ class RowLowering:
         elif expr.op == "mod":
             a, b = self._as_scaled(left, scale, what), self._as_scaled(right, scale, what)
             # x % -1 is 0 (INT64_MIN's too, as in DuckDB); dividing by 1 keeps INT64_MIN % -1 (a trap in C) out.
+            self._fail_if(_and(valid, f"{b} == 0"), f"Division by zero in {what}")  # DuckDB raises, never NULL
             divisor = self._assign("d", f"(np.int64(1) if ({b} == 0 or {b} == -1) else {b})")
-            valid = self._assign("ok", _and(valid, f"{b} != 0"))
             value = self._assign("v", f"truncated_remainder({a}, {divisor})")
         else:
             raise Unsupported(f"{_NAMES[expr.op]} cannot produce {dtype}")

@@ -6,9 +6,10 @@ DuckDB 2 does: ``x / 0`` is ±inf and ``0 / 0`` NaN. Integer and decimal results
 are exact int64 scaled integers: add/sub rescale both operands to the result
 scale, mul multiplies at scale ``s1 + s2`` and rounds (half away from zero) to
 the result scale if that is smaller, mod works at the result scale with C's
-sign rule (the dividend's sign). A remainder by zero is NULL, as DuckDB gives
-with ``error_on_division_by_zero = false`` (its default raises instead). Every
-int64 result is overflow-checked; nothing wraps.
+sign rule (the dividend's sign). An exact remainder by zero raises, as DuckDB's
+default does (a float one is NaN). Every int64 result is overflow-checked and
+then checked against its type (INTEGER * INTEGER raises past INT32, as in
+DuckDB); nothing wraps.
 
 Results of decimal(p > 18) (sums' decimal(38), products such as TPC-H Q11's),
 and any operand that is wide or uint64, are computed on 128-bit words
@@ -72,9 +73,9 @@ def _exact_arithmetic(device: Device, op: str, left: Column, right: Column, dtyp
         return subtract_checked(device, left_values, right_values, validity, what), validity
     if op == "mod":
         by_zero = right_values == 0
+        raise_at_first(device, by_zero, validity, f"Division by zero in {what}")  # DuckDB raises, never NULL
         # x % -1 is 0 (INT64_MIN's too, as in DuckDB); dividing by 1 instead keeps INT64_MIN % -1 (a trap in C) out.
         divisor = xp.where(by_zero | (right_values == -1), 1, right_values)
-        validity = ~by_zero if validity is None else validity & ~by_zero
         return truncated_remainder(xp, left_values, divisor), validity
     raise PlanError(f"{_NAMES[op]} cannot produce {dtype}; '/' always gives a float")
 
@@ -111,7 +112,7 @@ def _wide_arithmetic(device: Device, op: str, left: Column, right: Column, dtype
 
 
 def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.DataType) -> Column:
-    """Return ``left op right`` of type ``dtype``; NULL where either side is NULL (or a remainder by zero)."""
+    """Return ``left op right`` of type ``dtype``; NULL where either side is NULL."""
     xp = device.xp
     if not (is_numeric(left.dtype) and is_numeric(right.dtype)):
         raise PlanError(f"{_NAMES.get(op, op)} needs numbers, got {left.dtype} and {right.dtype}")

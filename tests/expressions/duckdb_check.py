@@ -101,13 +101,16 @@ def _decimal_parts(dtype: pa.DataType) -> tuple[int, int]:
 
 
 def arithmetic_type(op: str, left: pa.DataType, right: pa.DataType) -> pa.DataType:
-    """Return the result type the SQL translator assigns (DuckDB's rules, integers widened to int64)."""
+    """Return the result type the SQL translator assigns (DuckDB's rules: integers keep the wider type)."""
     if pa.types.is_floating(left) or pa.types.is_floating(right):
         return pa.float64() if pa.float64() in (left, right) else pa.float32()
     if op == "div":
         return pa.float64()
     if not (pa.types.is_decimal(left) or pa.types.is_decimal(right)):
-        return pa.int64()
+        if pa.types.is_signed_integer(left) != pa.types.is_signed_integer(right):
+            signed, unsigned = (left, right) if pa.types.is_signed_integer(left) else (right, left)
+            return signed if signed.bit_width > unsigned.bit_width else pa.int64()
+        return left if left.bit_width >= right.bit_width else right
     (p1, s1), (p2, s2) = _decimal_parts(left), _decimal_parts(right)
     if op == "mul":
         return pa.decimal128(min(p1 + p2, 18), s1 + s2)
@@ -124,8 +127,6 @@ def binary(op: str, left: Expr, right: Expr) -> BinaryOp:
 
 def _connection(table: pa.Table) -> duckdb.DuckDBPyConnection:
     connection = duckdb.connect()
-    # The engine returns NULL for a remainder by zero (DuckDB's documented opt-out of its error).
-    connection.execute("SET error_on_division_by_zero = false")
     connection.register("t", table)
     return connection
 
@@ -184,6 +185,17 @@ def check_raises(device, expr: Expr, sql: str, table: pa.Table, match: str) -> N
         duckdb_values(sql, table)
     with pytest.raises(ExecutionError, match=match):
         evaluate(expr, batch_of(table, device))
+
+
+def check_same_outcome(device, expr: Expr, sql: str, table: pa.Table = TABLE) -> None:
+    """Assert the engine raises where DuckDB raises (overflow, a remainder by zero), else that the values match."""
+    try:
+        duckdb_values(sql, table)
+    except duckdb.Error:
+        with pytest.raises(ExecutionError, match="(?i)overflow|out of range|division by zero"):
+            evaluate(expr, batch_of(table, device))
+        return
+    check(device, expr, sql, table)
 
 
 def small_table(**columns: pa.Array) -> pa.Table:
