@@ -149,6 +149,8 @@ def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool
     if metadata.num_row_groups == 0:
         return True
     sample = read_arrow_columns(path, metadata, [0], [column], [column])[column]
+    if not pa.types.is_dictionary(sample.type):  # pages pyarrow makes no dictionary of (delta-encoded strings)
+        return False
     distinct = sum(len(chunk.dictionary) for chunk in sample.chunks)
     return distinct * 2 <= max(1, len(sample))
 

@@ -241,10 +241,18 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
     for name in columns:
         _check_page_counts(path, layout, groups, name)
     rows = int(layout.rows[groups].sum())
-    parquet_file = pq.ParquetFile(path, metadata=metadata, memory_map=True,
-                                  read_dictionary=[c for c in dictionary_columns if c in columns])
+    as_dictionaries = [c for c in dictionary_columns if c in columns]
     try:
-        table = parquet_file.read_row_groups(list(row_groups), columns=list(columns), use_threads=use_threads)
+        try:
+            table = pq.ParquetFile(path, metadata=metadata, memory_map=True, read_dictionary=as_dictionaries
+                                   ).read_row_groups(list(row_groups), columns=list(columns), use_threads=use_threads)
+        except (pa.ArrowException, OSError):
+            if not as_dictionaries:
+                raise
+            # pyarrow makes no dictionary of some encodings (DELTA_LENGTH_BYTE_ARRAY, as DuckDB writes v2 strings;
+            # an OSError "Not yet implemented"): read those strings plain (damage fails this read too).
+            table = pq.ParquetFile(path, metadata=metadata, memory_map=True
+                                   ).read_row_groups(list(row_groups), columns=list(columns), use_threads=use_threads)
     except (pa.ArrowException, OSError) as exc:  # (ArrowInvalid, and OSError for what pyarrow finds damaged)
         raise DataSourceError(f"{path}: cannot read column(s) {', '.join(map(repr, columns))} of row group(s) "
                               f"{', '.join(map(str, row_groups))}: {exc}") from None
