@@ -437,9 +437,10 @@ def _column_chunk(check: _Checker, group: int, fields, leaf: ColumnLeaf, num_row
         dictionary_offset = check.integer(dictionary_offset, "the chunk's dictionary page offset", group, name)
         if dictionary_offset == 0:  # some writers write 0 for "no dictionary page"
             dictionary_offset = None
-        elif num_values and dictionary_offset >= data_offset:  # an empty chunk's offsets are never read:
-            check.fail(f"the dictionary page at {dictionary_offset} does not precede the data pages at {data_offset}",
+        elif num_values and dictionary_offset > data_offset:  # an empty chunk's offsets are never read:
+            check.fail(f"the dictionary page at {dictionary_offset} follows the data pages at {data_offset}",
                        group, name)  # pyarrow writes data page offset 0 after a dictionary page for an empty group
+        # (equal offsets: a writer that points both at the dictionary page; pyarrow reads such files)
     start = data_offset if dictionary_offset is None else dictionary_offset
     if num_values and (start < len(MAGIC) or start + compressed > footer_start):
         check.fail(f"its pages at bytes {start}..{start + compressed} lie outside the file's data, bytes "

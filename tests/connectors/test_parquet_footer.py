@@ -470,6 +470,21 @@ def test_reader_reads_duckdb_written_footers(tmp_path):
                 stats.min, stats.max, stats.null_count), footer.leaves[i].path
 
 
+def test_empty_row_groups_and_empty_files_are_read(tmp_path):
+    """pyarrow writes an empty row group's chunks with data page offset 0 after their dictionary page."""
+    table = pa.table({"a": pa.array([5, 2, 9], pa.int32()), "s": ["x", "y", None]})
+    path, empty = tmp_path / "groups.parquet", tmp_path / "empty.parquet"
+    with pq.ParquetWriter(path, table.schema) as writer:
+        for part in (table, table.slice(0, 0), table):
+            writer.write_table(part)
+    pq.write_table(table.slice(0, 0), empty)
+    footer = read_footer(str(path))
+    assert [group.num_rows for group in footer.row_groups] == [3, 0, 3]
+    assert read_footer(str(empty)).num_rows == 0
+    stats = table_statistics(register_source("t", str(path)))
+    assert (stats.rows, stats.columns["a"].minimum, stats.columns["a"].maximum) == (6, 2, 9)
+
+
 def test_planner_statistics_come_from_the_checked_footer(tmp_path):
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"k": pa.array(range(1000), pa.int64()), "d": pa.array(
