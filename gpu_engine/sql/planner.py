@@ -68,6 +68,15 @@ from gpu_engine.sql.statistics import (
 __all__ = ["QueryPlanner"]
 
 _AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+#: SELECT clauses the planner reads (``hint``: optimizer hints, which never change a result); any other is refused.
+_PLANNED_SELECT_CLAUSES = {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset",
+                           "distinct", "with_", "hint"}
+_SELECT_CLAUSE_NAMES = {
+    "windows": "WINDOW", "qualify": "QUALIFY", "pivots": "PIVOT", "connect": "CONNECT BY", "prewhere": "PREWHERE",
+    "sample": "SAMPLE", "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
+    "locks": "FOR UPDATE / FOR SHARE", "into": "SELECT ... INTO", "laterals": "LATERAL VIEW",
+    "match": "MATCH_RECOGNIZE", "kind": "SELECT AS STRUCT/VALUE", "exclude": "EXCLUDE", "for_": "FOR",
+}
 #: Join types whose sides may trade places so that the smaller one is built, and what they become: an outer
 #: join keeps the rows of the same table whichever side it is on (TPC-H Q13's LEFT JOIN of 150K customers to
 #: 1.5M orders builds the customers, as a RIGHT join, instead of the orders).
@@ -238,6 +247,25 @@ def _unsupported(what: str, tree: exp.Expression | None) -> SqlError:
                     name=tree.sql(dialect="duckdb")[:80] if tree is not None else None)
 
 
+def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
+    """Refuse an aggregate call with an argument or clause the engine would otherwise drop.
+
+    ``max(v, 2)`` (DuckDB: the two largest values, as a list) parses as ``max``
+    with a ``count``; ``count(a, b)`` has more ``expressions``; ``sum(a ORDER BY b)``
+    wraps its argument in an ORDER BY.
+    """
+    name = aggregate.sql_name().lower()
+    if isinstance(aggregate.this, exp.Order):
+        raise _unsupported(f"ORDER BY inside {name}(...)", aggregate)
+    for key, value in aggregate.args.items():
+        if key in ("this", "big_int") or not value:
+            continue
+        if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
+            raise _unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
+                               f"{name} takes one argument", aggregate)
+        raise _unsupported(f"{name}(...) with more than one argument", aggregate)
+
+
 def _fetch_with_ties(clause: exp.Expression | None) -> bool:
     """Return True for ``FETCH FIRST n ROWS WITH TIES`` (sqlglot parses FETCH into the select's ``limit``)."""
     if not isinstance(clause, exp.Fetch):
@@ -359,9 +387,11 @@ class QueryPlanner:
     # ----------------------------------------------------------------- select
     def _plan_select(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
                      ) -> tuple[Relation, list[tuple[str, str]]]:
-        for unsupported in ("windows", "qualify", "pivots", "connect", "prewhere", "sample"):
-            if select.args.get(unsupported):
-                raise _unsupported(unsupported.upper(), select)
+        for key, value in select.args.items():  # a clause the planner does not read is refused, never ignored
+            if value and key not in _PLANNED_SELECT_CLAUSES:
+                node = value[0] if isinstance(value, list) else value
+                raise _unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
+                                   node if isinstance(node, exp.Expression) else select)
         for node in select.find_all(exp.Window):
             raise _unsupported("window functions", node)
         from_ = select.args.get("from_")
@@ -1056,6 +1086,10 @@ class QueryPlanner:
         for a in aggregates:
             if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):
                 raise _unsupported("an aggregate inside an aggregate", a)
+            _check_aggregate_arguments(a)
+        for ordered in order:
+            if ordered.args.get("with_fill"):
+                raise _unsupported("ORDER BY ... WITH FILL", ordered)
         replacements: dict[str, str] = {}
         columns = relation.columns
         if group or aggregates:
@@ -1136,6 +1170,11 @@ class QueryPlanner:
             if value is None:  # FETCH FIRST ROW ONLY
                 return 1
         else:
+            options = clause.args.get("limit_options")
+            if options is not None and options.args.get("percent"):
+                raise _unsupported(f"{what} n% / {what} n PERCENT (a share of the rows; write a row count)", clause)
+            if clause.args.get("expressions"):
+                raise _unsupported(f"{what} ... BY", clause)
             value = clause.args.get("expression") or clause.this
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise _unsupported(f"{what} other than an integer constant", clause)
