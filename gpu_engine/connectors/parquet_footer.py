@@ -393,6 +393,8 @@ def _row_group(check: _Checker, number: int, fields, leaves: tuple[ColumnLeaf, .
     if not isinstance(fields, dict):
         check.fail("it is not a struct", number)
     num_rows = check.integer(fields.get(3), "the row count", number)
+    if num_rows and not leaves:  # no column chunk holds them: nothing bounds the count by the file's bytes
+        check.fail(f"it declares {num_rows} rows but the schema has no columns", number)
     chunks = fields.get(1)
     if not isinstance(chunks, list) or len(chunks) != len(leaves):
         check.fail(f"it holds {len(chunks) if isinstance(chunks, list) else 'no list of'} column chunks; the schema "
@@ -479,7 +481,10 @@ def _statistics(fields, leaf: ColumnLeaf) -> ChunkStatistics | None:
     low, high = fields.get(6), fields.get(5)
     if (low is None or high is None) and _legacy_order_is_signed(leaf):
         low, high = fields.get(2), fields.get(1)
-    low, high = _value(low, leaf), _value(high, leaf)
+    try:
+        low, high = _value(low, leaf), _value(high, leaf)
+    except (ArithmeticError, ValueError):  # a scale or value out of Python's ranges: no range known
+        low = high = None
     if low is None or high is None:
         low = high = None
     else:

@@ -239,6 +239,16 @@ def _edit_huge_row_group_of_a_big_chunk(meta):
     _set(meta, (3,), 2**40)
 
 
+def _edit_rows_without_columns(meta):
+    _set(meta, (2, 0, 5), 0)
+    del _get(meta, 2)[2][2:]  # the schema keeps its root only
+    del _get(meta, 4)[2][2:]  # one row group, of 2^40 rows and no column chunks
+    del _get(meta, 4, 0, 1)[2][1:]
+    _set(meta, (4, 0, 3), 2**40)
+    _set(meta, (3,), 2**40)
+    meta[:] = [f for f in meta if f[0] != 7]  # column orders: one per column, so none
+
+
 def _deep_nesting(meta):
     return bytes([0x1C]) * 10_000  # structs in structs: pyarrow's own parser refuses it; the engine's reader must
 
@@ -256,6 +266,7 @@ CASES = {
     "schema_children": (_edit_children, r"children"),
     "missing_chunk": (_edit_missing_chunk, r"row group 0.*holds 1 column chunks; the schema has 2 columns"),
     "deep_nesting": (_deep_nesting, r"nests values deeper than"),
+    "rows_without_columns": (_edit_rows_without_columns, r"row group 0.*1099511627776 rows but the schema has no columns"),
     "rows_2_40_big_chunk": (_edit_huge_row_group_of_a_big_chunk, r"column '[as]'.*row group 0|row group 0.*column '[as]'"),
 }
 #: The file a case edits, when not TABLE's: 5,000 random int64s in one uncompressed PLAIN chunk.
