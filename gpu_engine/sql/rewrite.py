@@ -32,6 +32,7 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import refuse_unsupported
+from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
 
@@ -194,7 +195,8 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
 
 
 def _conditional_as_case(node: exp.Expression) -> exp.Expression:
-    """Write COALESCE and NULLIF as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
+    """Write COALESCE, NULLIF and Spark's NULL-safe division as the CASE the expression IR has (qualify also
+    makes COALESCE for JOIN USING)."""
     if isinstance(node, exp.Coalesce):
         values = [node.this] + list(node.expressions)
         result = values[-1].copy()
@@ -205,6 +207,11 @@ def _conditional_as_case(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Nullif):
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
                                     true=exp.Null())], default=node.this.copy())
+    if isinstance(node, exp.Div) and node.args.get("safe"):  # Spark's a / b: NULL for a zero divisor
+        divisor = node.expression.copy()
+        guarded = exp.Case(ifs=[exp.If(this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
+                                       true=exp.Null())], default=divisor)
+        return exp.Div(this=node.this.copy(), expression=guarded)
     return node
 
 
@@ -227,7 +234,12 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
                        validate_qualify_columns=True, identify=False)
     except OptimizeError as error:
         raise _column_error(error, original, catalog) from None
-    tree = simplify(pushdown_projections(tree), dialect=dialect).transform(_conditional_as_case)
+    tree = pushdown_projections(tree)
+    if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
+        tree = simplify_keeping_arithmetic(tree, lambda t: simplify(t, dialect=dialect))
+    else:
+        tree = simplify(tree, dialect=dialect)
+    tree = tree.transform(_conditional_as_case)
     # sqlglot folds every DuckDB identifier to lower case; the planner names the result columns as written.
     tree.meta["output_names"] = spelled
     return tree
