@@ -31,7 +31,10 @@ class Field:
         """Return the member at ``path`` (field ids of structs, indexes of lists)."""
         node = self
         for key in path:
-            node = next(m for m in node.members if m.id == key)
+            found = next((m for m in node.members if m.id == key), None)
+            if found is None:
+                raise KeyError(f"no member {key} in Thrift field {node.id}")
+            node = found
         return node
 
     def has(self, key: int) -> bool:
