@@ -37,7 +37,11 @@
    and a Spark job costs ~100-150 ms of scheduling and Python-worker round
    trips where the engine reads a small table in a few milliseconds.
 
-``n`` is ``shuffle_partitions`` or Spark's ``spark.sql.shuffle.partitions``.
+``n`` is ``shuffle_partitions``, else ``spark.sql.shuffle.partitions`` where
+set, else the cluster's cores (not Spark's default of 200). The runner gives
+the executors a Python that imports ``gpu_engine`` (the driver's own on a
+local master) or fails at once saying why
+(:mod:`gpu_engine.spark.executor_python`).
 Errors a fragment raises on an executor come back from :meth:`collect` (and
 from ``execute``'s broadcasts) as the engine's own
 :class:`~gpu_engine.errors.ExecutionError`, not as a Java stack trace.
@@ -70,6 +74,7 @@ from gpu_engine.plans.nodes import (
 )
 from gpu_engine.spark.broadcast_joins import add_spark_exchanges, aggregation_under
 from gpu_engine.spark.executor_device import TaskDeviceLog
+from gpu_engine.spark.executor_python import default_shuffle_partitions, use_engine_python
 from gpu_engine.spark.join_sizes import SizeJoinStrategy
 from gpu_engine.spark.map_in_arrow import (
     BUILD_SIDE,
@@ -158,7 +163,8 @@ class SparkRunner:
     drivers
         Drivers per pipeline in each Task (Spark's tasks already run in parallel).
     shuffle_partitions
-        Partitions of each keyed shuffle (default ``spark.sql.shuffle.partitions``).
+        Partitions of each keyed shuffle (default ``spark.sql.shuffle.partitions``
+        where set, else the cluster's cores: ``defaultParallelism``).
     profile
         An optional ``pyspark.resource.ResourceProfile`` for every stage
         (stage-level scheduling, e.g. one GPU per task).
@@ -195,6 +201,7 @@ class SparkRunner:
                  shuffle_compression: str | None = "lz4", driver_broadcasts: bool = True, **config):
         EngineConfig().with_overrides(**config)  # unknown settings fail here
         check_shuffle_compression(shuffle_compression)
+        use_engine_python(spark)  # the executors' Python must import gpu_engine: fail here, in one line, if not
         self.spark = spark
         self.device = device
         self.drivers = max(1, int(drivers))
@@ -235,7 +242,7 @@ class SparkRunner:
 
     def partitions(self) -> int:
         """Return the partition count of a keyed shuffle."""
-        return int(self.shuffle_partitions or self.spark.conf.get("spark.sql.shuffle.partitions"))
+        return int(self.shuffle_partitions or default_shuffle_partitions(self.spark))
 
     def join_strategy(self, tables: Mapping[str, DataFrame] | None = None,
                       joins: Mapping[str, str] | str | None = None) -> SizeJoinStrategy:
