@@ -391,7 +391,20 @@ class ScalarTranslator:
             raise self.error(f"unsupported function {tree.sql_name().lower()!r}", tree)
         if isinstance(tree, exp.Alias):
             raise self.error("an alias (AS) is not allowed inside an expression", tree)
+        spelled = _OPERATOR_SPELLING.get(type(tree).__name__)
+        if spelled is not None:
+            raise self.error(f"unsupported operator {spelled}", tree)
         raise self.error(f"unsupported SQL construct {type(tree).__name__}", tree)
+
+
+#: How SQL spells the operators without a handler, for the refusal to name them as written.
+_OPERATOR_SPELLING = {
+    "IntDiv": "'//' (integer division)", "NullSafeEQ": "IS NOT DISTINCT FROM", "NullSafeNEQ": "IS DISTINCT FROM",
+    "Pow": "'**' (power)", "DPipe": "'||' (string concatenation)", "ILike": "ILIKE", "SimilarTo": "SIMILAR TO",
+    "RegexpLike": "'~' (regular expression match)", "BitwiseAnd": "'&'", "BitwiseOr": "'|'", "BitwiseXor": "'xor'",
+    "BitwiseNot": "'~'", "BitwiseLeftShift": "'<<'", "BitwiseRightShift": "'>>'", "Xor": "XOR",
+    "Collate": "COLLATE", "Glob": "GLOB",
+}
 
 
 _HANDLERS = {

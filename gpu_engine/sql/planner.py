@@ -404,6 +404,11 @@ class QueryPlanner:
                 raise _unsupported("JOIN ... USING (write ON)", join)
             if (join.kind or "").upper() in ("SEMI", "ANTI", "ASOF", "POSITIONAL", "LATERAL"):
                 raise _unsupported(f"{join.kind} JOIN", join)
+            if join.args.get("method"):  # ASOF, POSITIONAL (NATURAL is an ON condition once qualified)
+                raise _unsupported(f"{str(join.args['method']).upper()} JOIN", join)
+            for key in ("match_condition", "directed", "nearest", "global_"):
+                if join.args.get(key):
+                    raise _unsupported(f"JOIN with {key.rstrip('_').replace('_', ' ').upper()}", join)
 
         items = [(from_.this, None)] + [(j.this, j) for j in joins]
         null_supplying = set()

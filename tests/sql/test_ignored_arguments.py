@@ -26,6 +26,9 @@ CATALOG = {"t": pa.schema([("a", pa.int32()), ("b", pa.float64()), ("s", pa.stri
     ("SELECT sum(a ORDER BY b) FROM t", "ORDER BY inside sum", 8),
     ("SELECT a FROM t ORDER BY a WITH FILL", "WITH FILL", 26),
     ("SELECT a FROM t FOR UPDATE", "FOR UPDATE", None),
+    # an ASOF join counted as an inner join on its inequality, a POSITIONAL join as a cross join
+    ("SELECT count(*) FROM t ASOF JOIN t u ON t.a >= u.a", "ASOF JOIN", None),
+    ("SELECT count(*) FROM t POSITIONAL JOIN t u", "POSITIONAL JOIN", None),
 ])
 def test_unplanned_arguments_and_clauses_are_refused(sql, construct, column):
     with pytest.raises(SqlError, match="unsupported SQL") as raised:
@@ -49,3 +52,14 @@ def test_spark_clauses_the_planner_does_not_run_are_refused(sql, construct):
 def test_hints_and_plain_aggregates_still_plan():
     plan_sql("SELECT /*+ BROADCAST(t) */ max(a), min(b), count(*) FROM t", CATALOG, dialect="spark")
     plan_sql("SELECT s, max(a) FILTER (WHERE b > 1) FROM t GROUP BY s ORDER BY s LIMIT 2", CATALOG)
+
+
+@pytest.mark.parametrize("sql, operator", [
+    ("SELECT a // 2 FROM t", "'//' (integer division)"),
+    ("SELECT a IS DISTINCT FROM 2 FROM t", "IS DISTINCT FROM"),
+    ("SELECT s || 'x' FROM t", "'||'"),
+])
+def test_operators_without_a_translation_are_named_as_sql_spells_them(sql, operator):
+    with pytest.raises(SqlError, match="unsupported operator") as raised:
+        plan_sql(sql, CATALOG)
+    assert operator in str(raised.value) and raised.value.line == 1
