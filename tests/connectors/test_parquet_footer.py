@@ -385,6 +385,57 @@ def test_malformed_thrift_is_refused_naming_the_file(tmp_path, footer, message):
     assert str(path) in str(caught.value)
 
 
+def _integer_fields(fields: list, found: list) -> list:
+    """Return every integer ``[id, type, value]`` entry of a parsed footer, at any depth."""
+    for entry in fields:
+        kind, value = entry[1], entry[2]
+        if kind in (4, 5, 6):
+            found.append(entry)
+        elif kind == _STRUCT:
+            _integer_fields(value, found)
+        elif kind in (_LIST, 10) and value[0] == _STRUCT:
+            for item in value[1:]:
+                _integer_fields(item, found)
+    return found
+
+
+def test_random_footer_damage_is_read_or_refused_never_raised_raw(tmp_path):
+    """Flipped bytes, cuts and integer fields set to edge values: a footer parses and checks, or is refused."""
+    import random
+
+    from gpu_engine.connectors.parquet_footer import parse_footer
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(_all_types_table(20, True).select(["i32", "dec38", "s", "list", "struct"]), path, row_group_size=10)
+    body, meta = _split(path)
+    out = bytearray()
+    _write_struct(out, meta)
+    footer = bytes(out)
+    size = len(body) + len(footer) + 8
+    rng = random.Random(28)
+    edges = [0, 1, -1, 2, 7, 15, 16, 2**31 - 1, -2**31, 2**40, 2**63 - 1, -2**63]
+    outcomes = {"read": 0, "refused": 0}
+    for _ in range(400):
+        damaged = bytearray(footer)
+        for _ in range(rng.choice((1, 2, 8))):
+            damaged[rng.randrange(len(damaged))] = rng.randrange(256)
+        if rng.random() < 0.1:
+            damaged = damaged[:rng.randrange(len(damaged))]
+        edited = _ThriftReader(footer).struct()
+        for entry in rng.sample(_integer_fields(edited, []), 2):
+            entry[2] = rng.choice(edges + [entry[2] + 1, entry[2] - 1])
+        rewritten = bytearray()
+        _write_struct(rewritten, edited)
+        for candidate in (bytes(damaged), bytes(rewritten)):
+            try:
+                parse_footer(candidate, str(path), size)
+                outcomes["read"] += 1
+            except DataSourceError as exc:
+                assert str(path) in str(exc)
+                outcomes["refused"] += 1
+    assert outcomes["read"] and outcomes["refused"]
+
+
 # -- real footers: the reader agrees with pyarrow's metadata ---------------------------------------------------------
 
 def _all_types_table(rows: int, with_nulls: bool) -> pa.Table:
