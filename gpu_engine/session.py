@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import itertools
+import math
+import numbers
 import threading
 from types import MappingProxyType
 from typing import Mapping
@@ -24,7 +26,7 @@ from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
 
-__all__ = ["Session", "conform_to_schema", "node_stats_text"]
+__all__ = ["Session", "check_timeout", "conform_to_schema", "node_stats_text"]
 
 _task_ids = itertools.count()
 
@@ -158,6 +160,7 @@ class Session:
             ``cuda`` it shares the result's device buffers, elsewhere it is
             copied from Arrow. Needs cuDF.
         """
+        timeout = check_timeout(timeout)
         if output not in RESULT_FORMATS:
             raise ValueError(f"unknown output {output!r}; choose one of {', '.join(RESULT_FORMATS)}")
         if output == "cudf":
@@ -203,7 +206,32 @@ class Session:
         result = concat_batches(batches) if batches else Batch.empty(plan.output_schema, self.device)
         return batch_to_cudf(result)
 
+    def _check_scans(self, plan: PlanNode) -> None:
+        """Refuse a plan whose scans name a table that is not registered, or columns (and types) it lacks.
+
+        Why here, before anything runs: a plan loaded from JSON, or built for another catalog, can name any table;
+        its scans must match what is registered under that name now, or the query fails mid-way in a reader.
+        """
+        if not isinstance(plan, PlanNode):
+            raise TypeError(f"expected a plan (a PlanNode, e.g. from PlanBuilder or sql_plan), got "
+                            f"{type(plan).__name__}; run SQL text with Session.sql")
+        for scan in walk_plan(plan):
+            if not isinstance(scan, TableScanNode):
+                continue
+            table = self.table(scan.table_name)  # PlanError naming the registered tables
+            for field in scan.output_schema:
+                if field.name not in table.schema.names:
+                    raise PlanError(f"table {scan.table_name!r} has no column {field.name!r} (the plan was made for "
+                                    f"another table?); its columns: {', '.join(table.schema.names)}",
+                                    node=scan.label, column=field.name)
+                registered = table.schema.field(field.name).type
+                if not _same_column_type(registered, field.type):
+                    raise PlanError(f"column {field.name!r} of table {scan.table_name!r} is {registered}, the plan "
+                                    f"reads it as {field.type} (the plan was made for another table?)",
+                                    node=scan.label, column=field.name)
+
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
+        self._check_scans(plan)
         executed = prepare_plan(plan, self.device, self.drivers, self.config).plan  # what cannot run fails here
         scans = [node for node in walk_plan(executed) if isinstance(node, TableScanNode)]
         for scan in scans:
@@ -235,6 +263,7 @@ class Session:
         """
         from gpu_engine.plans.explain import format_plan
 
+        self._check_scans(plan)
         prepared = prepare_plan(plan, self.device, self.drivers, self.config)
         placements = placement_text(prepared.placements)
         if not analyze:
@@ -270,6 +299,9 @@ class Session:
         """
         from gpu_engine.sql.shared_ctes import split_shared_ctes
 
+        timeout = check_timeout(timeout)
+        if not isinstance(text, str):
+            raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
         plan = self.sql_plan(text, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if not shared:
@@ -282,6 +314,32 @@ class Session:
         finally:
             for cte in shared:
                 self._tables.pop(cte.table, None)
+
+
+def check_timeout(timeout) -> float | None:
+    """Return ``timeout`` as seconds to wait (None: no limit), refusing what is not a positive number.
+
+    ``math.inf`` means no limit, as None does; NaN, zero, negative numbers,
+    booleans and strings are refused here rather than failing deep in the wait.
+    """
+    if timeout is None:
+        return None
+    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real):
+        raise TypeError(f"timeout must be a number of seconds or None, got {type(timeout).__name__} {timeout!r}")
+    seconds = float(timeout)
+    if math.isnan(seconds) or seconds <= 0:
+        raise ValueError(f"timeout must be a positive number of seconds (or None for no limit), got {timeout!r}")
+    return None if math.isinf(seconds) else seconds
+
+
+def _same_column_type(registered: pa.DataType, planned: pa.DataType) -> bool:
+    """Return whether a scan that expects ``planned`` can read a column of type ``registered`` (string kinds alike)."""
+    def kind(dtype: pa.DataType) -> pa.DataType:
+        if pa.types.is_dictionary(dtype):
+            dtype = dtype.value_type
+        return pa.string() if pa.types.is_string(dtype) or pa.types.is_large_string(dtype) else dtype
+
+    return kind(registered).equals(kind(planned))
 
 
 def conform_to_schema(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:

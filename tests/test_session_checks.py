@@ -88,3 +88,86 @@ def test_explain_analyze_from_many_threads_shows_each_callers_own_plan(device_na
     connection = duckdb.connect()
     connection.register("t", table)
     assert_same_rows(session.execute(plan), duckdb_table(connection, "SELECT sum(v) AS s FROM t WHERE k >= 5"))
+
+
+# Issue 28 item 9: arguments of the public API are checked where they are passed, with messages naming them.
+
+@pytest.fixture
+def small_session():
+    session = Session(device="cpu")
+    session.register("t", pa.table({"a": [1, 2, 3], "b": ["x", "y", "z"]}))
+    return session
+
+
+@pytest.mark.parametrize("timeout, error, message", [
+    (-5, ValueError, "timeout must be a positive number of seconds"),
+    (0, ValueError, "timeout must be a positive number of seconds"),
+    (float("nan"), ValueError, "timeout must be a positive number of seconds"),
+    ("abc", TypeError, "timeout must be a number of seconds or None, got str 'abc'"),
+    (True, TypeError, "timeout must be a number of seconds or None, got bool"),
+])
+def test_bad_timeouts_are_refused_before_the_query_runs(small_session, timeout, error, message):
+    plan = PlanBuilder(small_session.catalog).table_scan("t", ["a"]).plan()
+    with pytest.raises(error, match=message):
+        small_session.sql("SELECT a FROM t", timeout=timeout)
+    with pytest.raises(error, match=message):
+        small_session.execute(plan, timeout=timeout)
+    assert small_session.last_task is None  # refused before any Task started
+
+
+@pytest.mark.parametrize("timeout", [None, 30, 2.5, float("inf")])
+def test_good_timeouts_run(small_session, timeout):
+    assert small_session.sql("SELECT a FROM t", timeout=timeout).num_rows == 3
+
+
+def test_sql_text_and_plans_of_the_wrong_kind_are_refused(small_session):
+    with pytest.raises(TypeError, match="the SQL text must be a string, got int"):
+        small_session.sql(3)
+    with pytest.raises(TypeError, match="expected a plan .* got str; run SQL text with Session.sql"):
+        small_session.execute("SELECT a FROM t")
+    with pytest.raises(TypeError, match="expected a plan .* got str"):
+        small_session.explain("SELECT a FROM t")
+
+
+@pytest.mark.parametrize("split_rows", [0, -1, 2.5, "abc", True, float("nan")])
+def test_bad_split_rows_are_refused_at_register(split_rows):
+    with pytest.raises(ValueError, match=r"table 'x': split_rows must be a positive integer"):
+        Session(device="cpu").register("x", pa.table({"a": [1]}), split_rows=split_rows)
+
+
+def test_a_directory_skips_hidden_and_underscore_files_and_folders_as_pyarrow_dataset_does(tmp_path):
+    import pyarrow.dataset as ds
+    import pyarrow.parquet as pq
+
+    good = pa.table({"a": pa.array([1, 2], pa.int64())})
+    pq.write_table(good, tmp_path / "part-0.parquet")
+    (tmp_path / "nested").mkdir()
+    pq.write_table(pa.table({"a": pa.array([3], pa.int64())}), tmp_path / "nested" / "part-1.parquet")
+    other = pa.table({"z": ["not", "this", "table"]})  # a different schema: reading it would fail the register
+    pq.write_table(other, tmp_path / ".hidden.parquet")
+    pq.write_table(other, tmp_path / "_common.parquet")
+    for folder in ("_temporary", ".spark-staging", "nested/_tmp"):
+        (tmp_path / folder).mkdir(parents=True)
+        pq.write_table(other, tmp_path / folder / "part-9.parquet")
+    (tmp_path / "_SUCCESS").write_bytes(b"")
+    session = Session(device="cpu")
+    session.register("d", tmp_path)
+    assert sorted(session.sql("SELECT a FROM d")["a"].to_pylist()) == [1, 2, 3]
+    assert ds.dataset(tmp_path, format="parquet").to_table().num_rows == 3  # pyarrow.dataset reads the same files
+
+
+def test_a_json_plan_naming_another_table_is_refused_naming_the_tables(small_session):
+    from gpu_engine.errors import PlanError
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+    small_session.register("u", pa.table({"c": [1.5]}))
+    small_session.register("v", pa.table({"a": ["p"], "b": ["q"]}))
+    text = plan_to_json(PlanBuilder(small_session.catalog).table_scan("t", ["a", "b"]).filter("a > 1").plan())
+    plans = {target: plan_from_json(text.replace('"table_name": "t"', f'"table_name": "{target}"'))
+             for target in ("u", "v", "nosuch")}
+    with pytest.raises(PlanError, match=r"table 'u' has no column 'a' .*its columns: c"):
+        small_session.execute(plans["u"])
+    with pytest.raises(PlanError, match=r"column 'a' of table 'v' is string, the plan reads it as int64"):
+        small_session.execute(plans["v"])
+    with pytest.raises(PlanError, match=r"unknown table 'nosuch'; registered: t, u, v"):
+        small_session.explain(plans["nosuch"])

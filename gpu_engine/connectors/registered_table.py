@@ -262,6 +262,9 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a table name must be a non-empty string, got {name!r}")
+    if split_rows is not None and (isinstance(split_rows, bool) or not isinstance(split_rows, int) or split_rows < 1):
+        raise ValueError(f"table {name!r}: split_rows must be a positive integer (rows per split) or None, "
+                         f"got {split_rows!r}")
     table = _as_arrow_table(name, source)
     if table is not None:
         rows = split_rows or max(1, min(_default_split_rows(table.num_rows), table.num_rows))
@@ -271,7 +274,7 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
                         "accepted: " + "; ".join(ACCEPTED_SOURCES))
     path = Path(source)
     if path.is_dir():
-        files = tuple(str(p) for p in sorted(path.rglob("*.parquet")))
+        files = dataset_files(path)
         if not files:
             raise FileNotFoundError(f"table {name!r}: no .parquet files under {path}")
     elif path.is_file():
@@ -287,6 +290,18 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
     if split_rows is None:
         split_rows = _default_split_rows(sum(_file_metadata(name, f).num_rows for f in files))
     return RegisteredTable(name, schema, files, None, split_rows, tuple(_file_version(f) for f in files))
+
+
+#: A directory's entries whose names start with these are not the table's data (pyarrow.dataset's and Spark's rule):
+#: ``.hidden`` files, ``_SUCCESS``/``_metadata`` markers, ``_temporary`` folders of unfinished writes.
+IGNORED_PREFIXES = (".", "_")
+
+
+def dataset_files(folder: Path) -> tuple[str, ...]:
+    """Return the ``.parquet`` files under ``folder``, sorted, skipping every file or subfolder whose name starts
+    with one of :data:`IGNORED_PREFIXES` (as pyarrow.dataset and Spark do)."""
+    return tuple(str(p) for p in sorted(folder.rglob("*.parquet"))
+                 if not any(part.startswith(IGNORED_PREFIXES) for part in p.relative_to(folder).parts))
 
 
 def _default_split_rows(table_rows: int) -> int:
