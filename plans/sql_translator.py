@@ -33,6 +33,7 @@ from gpu_engine.plans.aggregates import result_type
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
+from gpu_engine.plans.sql_connectives import balance_connectives
 
 __all__ = [
     "parse_expression",
@@ -73,6 +74,7 @@ def _parse(text: str, node: str, into: type[exp.Expression] | None = None) -> ex
     except RecursionError:
         raise PlanError(f"cannot parse SQL: the expression nests too deeply (at most {MAX_EXPRESSION_DEPTH} levels "
                         "are supported)", node=node, column=_shortened(text)) from None
+    tree = balance_connectives(tree)  # a long AND/OR chain is as deep as it is long, balanced it is not
     depth = _tree_depth(tree)
     _check_depth(depth, "", node, text)
     allow_recursion_depth(depth)

@@ -17,6 +17,7 @@ from typing import Any
 from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
 from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
 from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.kernel_bounds import refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.batch import Batch
 
@@ -31,8 +32,12 @@ class CompiledPredicate(CompiledRowKernel):
 
     @classmethod
     def of(cls, device, predicate, schema) -> "CompiledPredicate | None":
-        """Return the compiled form of ``predicate`` over ``schema`` (name -> type), or None when it has none."""
+        """Return the compiled form of ``predicate`` over ``schema`` (name -> type), or None when it has none.
+
+        None also when it is too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
+        """
         try:
+            refuse_oversized((predicate,))
             program = plan_fusion_program((predicate,), (), [], schema)
         except (Unsupported, NotImplementedError):
             return None

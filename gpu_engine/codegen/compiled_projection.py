@@ -17,6 +17,7 @@ from typing import Sequence
 from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
 from gpu_engine.codegen.fused_project_kernel import generate_fused_projection
 from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.kernel_bounds import refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
@@ -34,8 +35,12 @@ class CompiledProjection(CompiledRowKernel):
 
     @classmethod
     def of(cls, device, expressions: Sequence[Expr], schema) -> "CompiledProjection | None":
-        """Return ``expressions`` (over ``schema``, name -> type) compiled, or None when one has no row code."""
+        """Return ``expressions`` (over ``schema``, name -> type) compiled, or None when one has no row code.
+
+        None also when they are too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
+        """
         try:
+            refuse_oversized(expressions)
             program = plan_fusion_program((), (), [], schema, tuple(expressions))
         except (Unsupported, NotImplementedError):
             return None

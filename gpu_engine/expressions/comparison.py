@@ -12,16 +12,18 @@ bytes, which for UTF-8 is code-point order.
 
 from __future__ import annotations
 
+import threading
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_numeric, is_string, is_temporal
-from gpu_engine.device import Device
+from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions import strings, temporal
-from gpu_engine.expressions.literals import literal_column
+from gpu_engine.expressions.literals import _arrow_value, literal_column
 from gpu_engine.expressions.logical import kleene_or
 from gpu_engine.expressions.nulls import all_null_bools, and_validity
 from gpu_engine.expressions.numeric import POWERS_OF_TEN, as_float, as_words, needs_words, scale_of
@@ -111,10 +113,17 @@ def compare_to_string(device: Device, op: str, column: Column, value: str) -> Co
     return Column(pa.bool_(), result, strings.string_validity(device, column))
 
 
+#: IN lists with more values than this are one lookup in their sorted values, not one comparison per value.
+SET_MEMBERSHIP_VALUES = 8
+
+
 def in_list(device: Device, operand: Column, values: Sequence[Literal], negated: bool) -> Column:
     """Return ``operand [NOT] IN (values)``: TRUE on a match, else NULL if the list holds NULL, else FALSE.
 
-    A NULL operand gives NULL, as it would through the equivalent OR of equalities.
+    A NULL operand gives NULL, as it would through the equivalent OR of equalities. A list of more than
+    :data:`SET_MEMBERSHIP_VALUES` numbers, dates or timestamps is a set-membership test: each row's value
+    is looked up in the values sorted once (:func:`_set_membership`), so a 100,000-value list costs one
+    binary search per row, not 100,000 passes.
     """
     xp = device.xp
     rows = len(operand)
@@ -124,11 +133,120 @@ def in_list(device: Device, operand: Column, values: Sequence[Literal], negated:
         matched = strings.isin_matches(device, operand, [v.value for v in present])
         result = Column(pa.bool_(), matched, strings.string_validity(device, operand))
     else:
-        result = Column(pa.bool_(), xp.zeros(rows, dtype=xp.bool_), operand.validity)
-        for value in present:
-            result = kleene_or(xp, result, compare(device, "eq", operand, literal_column(device, value, rows)))
+        matched = _set_membership(device, operand, tuple(values)) if len(present) > SET_MEMBERSHIP_VALUES else None
+        if matched is not None:
+            result = Column(pa.bool_(), matched, operand.validity)
+        else:
+            result = Column(pa.bool_(), xp.zeros(rows, dtype=xp.bool_), operand.validity)
+            for value in present:
+                result = kleene_or(xp, result, compare(device, "eq", operand, literal_column(device, value, rows)))
     if has_null:
         result = kleene_or(xp, result, all_null_bools(xp, rows))
     if negated:
         result = Column(pa.bool_(), ~result.data, result.validity)
     return result
+
+
+def _set_membership(device: Device, operand: Column, values: tuple[Literal, ...]) -> Any | None:
+    """Return a bool per row of ``operand``: whether it equals one of the non-null ``values``; None when not handled.
+
+    Both sides are brought to one exact key, as :func:`_order` compares them: float64 when either is a
+    float (NaN equal to NaN), the operand's own scaled integers for integers and decimals (a value not
+    representable at the operand's scale equals no row and is left out), the finer unit for dates and
+    timestamps. Mixed literal types, 128-bit decimals and uint64 are left to the comparisons.
+    """
+    xp = device.xp
+    sorted_keys, has_nan, value_type = _sorted_keys(values, operand.dtype)
+    if sorted_keys is None:
+        return None
+    keys = _operand_keys(xp, operand, value_type)
+    if len(sorted_keys) == 0:
+        matched = xp.zeros(len(operand), dtype=xp.bool_)
+    else:
+        table = device.asarray(sorted_keys)
+        at = xp.minimum(xp.searchsorted(table, keys), len(sorted_keys) - 1)
+        matched = table[at] == keys
+    if has_nan:
+        matched = matched | xp.isnan(keys)
+    return matched
+
+
+def _comparison_kind(operand_type: pa.DataType, value_type: pa.DataType) -> str | None:
+    if is_numeric(operand_type) and is_numeric(value_type):
+        if is_floating(operand_type) or is_floating(value_type):
+            return "float"
+        if operand_type == pa.uint64() or value_type == pa.uint64() or (
+                is_decimal(operand_type) and operand_type.precision > 18) or (
+                is_decimal(value_type) and value_type.precision > 18):
+            return None  # 128-bit words
+        return "scaled"
+    if is_boolean(operand_type) and is_boolean(value_type):
+        return "scaled"
+    if is_temporal(operand_type) and is_temporal(value_type):
+        return "time"
+    return None
+
+
+def _time_unit(operand_type: pa.DataType, value_type: pa.DataType) -> str | None:
+    units = [t.unit for t in (operand_type, value_type) if pa.types.is_timestamp(t)]
+    return max(units, key=temporal.TICKS_PER_DAY.get) if units else None
+
+
+def _operand_keys(xp: Any, operand: Column, value_type: pa.DataType) -> Any:
+    kind = _comparison_kind(operand.dtype, value_type)
+    if kind == "float":
+        return as_float(xp, operand)
+    if kind == "time":
+        return temporal.time_values(xp, operand, _time_unit(operand.dtype, value_type))
+    return operand.data.astype(xp.int64, copy=False)
+
+
+#: Sorted keys of the IN lists evaluated lately, by the identity of their value tuple (which the entry keeps
+#: alive): a plan's list is converted once, not once per batch.
+_SORTED_KEYS: dict[tuple[int, str], tuple[tuple, tuple]] = {}
+_SORTED_KEYS_KEPT = 16
+_SORTED_KEYS_LOCK = threading.Lock()
+
+
+def _sorted_keys(values: tuple[Literal, ...], operand_type: pa.DataType) -> tuple[Any | None, bool, Any]:
+    """Return the distinct keys of the non-null ``values`` sorted (host NumPy), whether a NaN is among them, and
+    their type; ``(None, False, None)`` when :func:`_set_membership` does not handle them."""
+    cache_key = (id(values), str(operand_type))
+    with _SORTED_KEYS_LOCK:  # drivers evaluate one plan's list at once
+        cached = _SORTED_KEYS.get(cache_key)
+        if cached is not None and cached[0] is values:
+            return cached[1]
+        answer = _keys_of(values, operand_type)
+        while len(_SORTED_KEYS) >= _SORTED_KEYS_KEPT:
+            del _SORTED_KEYS[next(iter(_SORTED_KEYS))]
+        _SORTED_KEYS[cache_key] = (values, answer)
+        return answer
+
+
+def _keys_of(values: tuple[Literal, ...], operand_type: pa.DataType) -> tuple[Any | None, bool, Any]:
+    present = [v for v in values if v.value is not None]
+    value_type = present[0].dtype
+    kind = _comparison_kind(operand_type, value_type)
+    if kind is None or any(v.dtype != value_type for v in present):
+        return None, False, None
+    try:
+        column = Column.from_arrow(pa.array([_arrow_value(v) for v in present], type=value_type), get_device("cpu"))
+    except (pa.ArrowException, ValueError, TypeError, ArithmeticError):
+        return None, False, None  # the comparisons name the literal that fails
+    has_nan = False
+    if kind == "float":
+        keys = as_float(np, column)
+        has_nan = bool(np.isnan(keys).any())
+        keys = keys[~np.isnan(keys)]
+    elif kind == "time":
+        keys = temporal.time_values(np, column, _time_unit(operand_type, value_type))
+    else:
+        keys = column.data.astype(np.int64)
+        shift = scale_of(operand_type) - scale_of(value_type)
+        if shift < 0:  # a value with digits below the operand's scale equals no row
+            power = 10 ** -shift
+            keys = keys[keys % power == 0] // power
+        elif shift > 0:  # a value whose scaled form overflows int64 equals no row
+            power = 10 ** shift
+            keys = keys[np.abs(keys) <= (2**63 - 1) // power] * power
+    return np.unique(keys), has_nan, value_type

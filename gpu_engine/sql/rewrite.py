@@ -29,6 +29,8 @@ from sqlglot.optimizer.pushdown_projections import pushdown_projections
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.simplify import simplify
 
+from gpu_engine.plans.sql_connectives import balance_connectives
+from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import refuse_unsupported
@@ -73,7 +75,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     if len(statements) != 1:
         line, col = position_of(statements[1] if len(statements) > 1 else None)
         raise SqlError(f"expected one SQL statement, got {len(statements)}", line=line, col=col)
-    tree = statements[0]
+    tree = balance_connectives(statements[0])  # before any pass recurses into a long AND/OR chain
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
         raise SqlError(f"only SELECT queries are supported, not {tree.key.upper()}", line=line, col=col)
@@ -236,9 +238,9 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         raise _column_error(error, original, catalog) from None
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
-        tree = simplify_keeping_arithmetic(tree, lambda t: simplify(t, dialect=dialect))
+        tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))
     else:
-        tree = simplify(tree, dialect=dialect)
+        tree = simplify_bounded(tree, dialect)
     tree = tree.transform(_conditional_as_case)
     # sqlglot folds every DuckDB identifier to lower case; the planner names the result columns as written.
     tree.meta["output_names"] = spelled
