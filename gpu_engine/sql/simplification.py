@@ -7,7 +7,8 @@ types arithmetic as DuckDB does (:mod:`gpu_engine.plans.type_coercion`) and
 computes it with DuckDB's overflow checks, so arithmetic is marked final
 (sqlglot's own mark for what its simplifier must leave alone) while the query
 is simplified; the other rules still apply: boolean logic, comparisons of
-constants, DATE +/- INTERVAL, BETWEEN, and moving a constant across a
+constants, DATE +/- INTERVAL (folded to the date, which the planner's
+selectivity estimates read), BETWEEN, and moving a constant across a
 comparison (``a + 1 = 3`` is ``a = 2``, as DuckDB's optimizer moves it too).
 """
 
@@ -27,7 +28,7 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """Return ``simplify(tree)`` with every arithmetic operation left as written."""
     for node in tree.walk():
-        if isinstance(node, _ARITHMETIC):
+        if isinstance(node, _ARITHMETIC) and not any(isinstance(side, exp.Interval) for side in node.iter_expressions()):
             node.meta[FINAL] = True
     simplified = simplify(tree)
     for node in simplified.walk():
