@@ -195,8 +195,10 @@ def parquet_metadata(path: str) -> pq.FileMetaData:
 def _parquet_metadata(path: str, size: int, modified_ns: int) -> pq.FileMetaData:
     try:
         metadata = pq.read_metadata(path)
-    except pa.ArrowException as exc:  # what the engine's reader leaves to pyarrow (a schema it cannot convert)
-        raise DataSourceError(f"cannot read {path} as Parquet: {exc}") from None
+    except FileNotFoundError:
+        raise
+    except (pa.ArrowException, OSError) as exc:  # what the engine's reader leaves to pyarrow: a schema it cannot
+        raise DataSourceError(f"cannot read {path} as Parquet: {exc}") from None  # convert, a bad ARROW:schema
     status = os.stat(path)
     if (status.st_size, status.st_mtime_ns) != (size, modified_ns):  # rewritten since its footer was checked
         raise DataSourceError(f"{path} changed while it was being read; run the query again")

@@ -436,6 +436,31 @@ def test_random_footer_damage_is_read_or_refused_never_raised_raw(tmp_path):
     assert outcomes["read"] and outcomes["refused"]
 
 
+def _flip_first_byte(encoded: bytes) -> bytes:
+    import base64
+
+    message = bytearray(base64.b64decode(encoded))
+    message[0] ^= 0xFF  # pyarrow: OSError "Invalid IPC stream: negative continuation token"
+    return base64.b64encode(bytes(message))
+
+
+@pytest.mark.parametrize("damage", [lambda value: b"not base64!", lambda value: b"A" * 40, _flip_first_byte],
+                         ids=["base64", "empty_message", "ipc_stream"])
+def test_a_damaged_arrow_schema_in_the_footer_is_a_data_source_error(tmp_path, damage):
+    """pyarrow reads the footer's ARROW:schema itself; what it raises (OSError, ArrowInvalid) names the file."""
+    from gpu_engine.connectors.data_source import parquet_metadata
+
+    path = tmp_path / "t.parquet"
+    pq.write_table(TABLE, path)
+    body, meta = _split(path)
+    entries = _get(meta, 5)[2][1:]
+    entry = next(entry for entry in entries if _get(entry, 1)[2] == b"ARROW:schema")
+    entry[1][2] = damage(entry[1][2])
+    _join(path, body, meta)
+    with pytest.raises(DataSourceError, match=rf"cannot read {path} as Parquet"):
+        parquet_metadata(str(path))
+
+
 # -- real footers: the reader agrees with pyarrow's metadata ---------------------------------------------------------
 
 def _all_types_table(rows: int, with_nulls: bool) -> pa.Table:
