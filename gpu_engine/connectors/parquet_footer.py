@@ -35,7 +35,7 @@ import decimal
 import math
 import os
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import lru_cache
 
 from gpu_engine.errors import DataSourceError
@@ -194,7 +194,8 @@ class ColumnLeaf:
     max_repetition: int
     type_length: int | None = None
     converted_type: int | None = None
-    logical: tuple | None = None  # (LogicalType field id, its fields) as parsed
+    #: (LogicalType field id, its fields as parsed: dicts, so left out of equality and hashing)
+    logical: tuple | None = field(default=None, compare=False)
     scale: int = 0
 
     @property
