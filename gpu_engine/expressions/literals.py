@@ -23,7 +23,9 @@ def _arrow_value(literal: Literal) -> Any:
     if is_decimal(dtype) and not isinstance(value, decimal.Decimal):
         value = decimal.Decimal(str(value))
     if is_decimal(dtype):
-        value = value.quantize(decimal.Decimal(1).scaleb(-dtype.scale), rounding=decimal.ROUND_HALF_UP)
+        # Python's default context keeps 28 digits; a DECIMAL holds up to 38, so quantize in a context that wide
+        value = value.quantize(decimal.Decimal(1).scaleb(-dtype.scale), rounding=decimal.ROUND_HALF_UP,
+                               context=decimal.Context(prec=max(28, dtype.precision)))
     if pa.types.is_date32(dtype) and isinstance(value, str):
         value = datetime.date.fromisoformat(value)
     if pa.types.is_floating(dtype) and isinstance(value, decimal.Decimal):
@@ -62,7 +64,12 @@ def literal_column(device: Device, literal: Literal, rows: int) -> Column:
     physical = physical_dtype(dtype)
     if literal.value is None:
         return Column(dtype, xp.zeros(rows, dtype=physical), xp.zeros(rows, dtype=xp.bool_))
-    return Column(dtype, xp.full(rows, literal_scalar(literal), dtype=physical))
+    value = literal_scalar(literal)
+    if getattr(value, "ndim", 0):  # a DECIMAL wider than 18 digits is two int64 words a row: repeat the pair
+        data = xp.empty((rows,) + tuple(value.shape), dtype=physical)
+        data[...] = xp.asarray(value)
+        return Column(dtype, data)
+    return Column(dtype, xp.full(rows, value, dtype=physical))
 
 
 def is_null_literal(expr: Any) -> bool:

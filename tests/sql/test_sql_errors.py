@@ -156,3 +156,23 @@ def test_deep_nesting_answers_as_duckdb(kind, n, table_file, device_name):
     connection = duckdb_connection({"t": table_file})
     connection.execute("SET max_expression_depth TO 5000")
     assert_same_rows(session.sql(text), duckdb_table(connection, text))
+
+
+#: Constants wider than BIGINT (DuckDB types them DECIMAL(20, 1) and wider): they raised a raw TypeError (a two-word
+#: decimal repeated as one scalar) or failed to convert past Python's default 28 decimal digits.
+WIDE_LITERALS = [
+    "SELECT a FROM t WHERE a = 9223372036854775807.0",
+    "SELECT a, a = 9223372036854775807.0 AS e FROM t",
+    "SELECT a + 9223372036854775807.0 AS s FROM t",
+    "SELECT a FROM t WHERE a < 92233720368547758070.5",
+    "SELECT a, 123456789012345678901234567890.5 AS x FROM t",
+]
+
+
+@pytest.mark.parametrize("text", WIDE_LITERALS, ids=range(len(WIDE_LITERALS)))
+def test_constants_wider_than_bigint_answer_as_duckdb(text, tmp_path, device_name):
+    path = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"a": pa.array([1, 2, None, 9223372036854775807], pa.int64())}), path)
+    session = Session(device_name)
+    session.register("t", str(path))
+    assert_same_rows(session.sql(text), duckdb_table(duckdb_connection({"t": path}), text))
