@@ -582,6 +582,20 @@ def test_planner_statistics_come_from_the_checked_footer(tmp_path):
     assert stats.columns["d"].ndv == 30
 
 
+def test_tpch_statistics_equal_those_of_pyarrows_metadata(tpch_data):
+    """The planner's statistics (rows, min, max, hence NDV and join order) did not change source with the reader."""
+    paths = sorted(tpch_data(0.01).glob("*.parquet"))
+    assert len(paths) == 8
+    for path in paths:
+        stats = table_statistics(register_source(path.stem, str(path)))
+        metadata = pq.read_metadata(path)
+        assert stats.rows == metadata.num_rows, path.stem
+        for i in range(metadata.num_columns):
+            chunks = [metadata.row_group(g).column(i).statistics for g in range(metadata.num_row_groups)]
+            column = stats.columns[metadata.schema.column(i).name]
+            assert (column.minimum, column.maximum) == (min(c.min for c in chunks), max(c.max for c in chunks))
+
+
 # -- a file changed after register -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("change", ["truncated", "junk_appended", "not_parquet"])
