@@ -20,8 +20,11 @@ characters (not counting its indentation) first shortens its column list to
 :data:`SCHEMA_WIDTH` characters: the types go (``-> a, b, c``), then the last
 names (``-> a, b, … (13 columns)``); if the line is still too long and its
 details are longer than :data:`SCHEMA_WIDTH`, they move to wrapped lines under it (``[…]`` on the node line, the text in brackets
-below). Lines that fit print exactly as in full. ``full=True`` prints every
-line whole, every column with its type.
+below). Lines that fit print exactly as in full. A stats line (explain
+analyze) longer than :data:`LINE_WIDTH` characters, indentation included, is
+wrapped between its comma-separated items, the continuation lines indented two
+more spaces; nothing is dropped. ``full=True`` prints every line whole, every
+column with its type.
 """
 
 from __future__ import annotations
@@ -80,6 +83,23 @@ def _node_lines(node: PlanNode, placement: str | None, full: bool) -> list[str]:
     return [f"-- {node.label}[…] -> {_short_columns(node)}{suffix}"] + ["   " + text for text in wrapped]
 
 
+def _wrapped_stats(line: str, indent: int) -> list[str]:
+    """Return a stats line as lines of at most :data:`LINE_WIDTH` characters after ``indent``, split at ", "."""
+    width = max(LINE_WIDTH - indent, SCHEMA_WIDTH)  # a deeply nested node still gets a readable width
+    if len(line) <= width:
+        return [line]
+    items = line.split(", ")
+    groups = [[items[0]]]
+    for item in items[1:]:
+        lead = 2 if len(groups) > 1 else 0  # continuation lines are indented two spaces
+        if lead + len(", ".join(groups[-1] + [item])) + 1 <= width:  # + 1: the comma the line may end with
+            groups[-1].append(item)
+        else:
+            groups.append([item])
+    return [("  " if number else "") + ", ".join(group) + ("," if number < len(groups) - 1 else "")
+            for number, group in enumerate(groups)]
+
+
 def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
                 placements: Mapping[str, str] | None = None, full: bool = False) -> str:
     """Return the plan under ``root`` as text, one node per line, without a trailing newline.
@@ -104,6 +124,7 @@ def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
         lines.extend(indent + line for line in _node_lines(node, (placements or {}).get(node.id), full))
         stats = (node_stats or {}).get(node.id)
         if stats:
-            lines.extend(f"{indent}   {line}" for line in stats.splitlines())
+            for line in stats.splitlines():
+                lines.extend(f"{indent}   {part}" for part in ([line] if full else _wrapped_stats(line, len(indent) + 3)))
         stack.extend((source, depth + 1) for source in reversed(node.sources))
     return "\n".join(lines)
