@@ -1041,7 +1041,10 @@ class QueryPlanner:
                        needed: set[tuple[str, str]]) -> Relation:
         """Join FROM items in the written order (queries with outer joins); ON conditions stay with their join."""
         current = relations[items[0][0].alias_or_name]
-        for item, join in items[1:]:
+        # A later RIGHT or FULL join NULL-extends every row joined so far: a WHERE conjunct over them waits for it.
+        extended_later = [any((j.side or "").upper() in ("RIGHT", "FULL") for _, j in items[n + 1:])
+                          for n in range(len(items))]
+        for position, (item, join) in enumerate(items[1:], start=1):
             right = relations[item.alias_or_name]
             side = (join.side or "").upper()
             join_type = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
@@ -1052,7 +1055,7 @@ class QueryPlanner:
                 own = [c for c in on if self._covered(c, right.aliases)]
                 right = self._filter(right, own)
                 on = [c for c in on if c not in own]
-            if join_type == "inner":
+            if join_type == "inner" and not extended_later[position]:
                 on += [c for c in pending if self._covered(c, current.aliases | right.aliases)]
                 for c in on:
                     if c in pending:

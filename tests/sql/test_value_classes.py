@@ -109,6 +109,9 @@ NULL_JOIN_KEYS = [
     "SELECT id FROM f WHERE NOT EXISTS (SELECT * FROM h WHERE hk = k)",
     "SELECT id FROM f WHERE NOT EXISTS (SELECT * FROM h WHERE hs = s AND hk = k)",
     "SELECT k, count(*) AS n, count(hk) AS m FROM f LEFT JOIN h ON k = hk GROUP BY k",
+    # A WHERE over an inner join that a later RIGHT or FULL join NULL-extends filters after that join, not in it.
+    "SELECT f2.id, h.tag FROM f JOIN h ON f.k = h.hk RIGHT JOIN f AS f2 ON h.hk = f2.k WHERE h.tag <> 'a'",
+    "SELECT f2.id, h.tag FROM f JOIN h ON f.s = h.hs FULL JOIN f AS f2 ON f.k = f2.k WHERE h.tag IS NULL OR f2.id > 9",
 ]
 
 EMPTY_INPUTS = [
