@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Mapping
 
 import pyarrow as pa
+from sqlglot.errors import SqlglotError
 
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.sql.errors import SqlError
@@ -61,6 +62,9 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
         return QueryPlanner(catalog, statistics).plan(query)
     except RecursionError:  # the nesting checks bound every pass; a pass they miss still must not leak this
         raise too_deep() from None
+    except (KeyError, TypeError, AttributeError, IndexError, SqlglotError) as error:  # a construct no check names
+        raise SqlError(f"cannot plan the query: {type(error).__name__} {error} (a construct the planner does not "
+                       "handle; please report it with the query)") from error
 
 
 def check_dialect(dialect) -> str:

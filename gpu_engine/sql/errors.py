@@ -42,14 +42,18 @@ class SqlError(PlanError):
 
 
 def position_of(tree: exp.Expression | None) -> tuple[int | None, int | None]:
-    """Return the (line, column) sqlglot recorded for the first token of ``tree``, or (None, None)."""
-    if tree is None:
-        return None, None
-    for node in tree.walk():
-        meta = getattr(node, "_meta", None) or {}
-        if "line" in meta:
-            start = max(1, meta["col"] - (meta.get("end", 0) - meta.get("start", 0)))
-            return meta["line"], start
+    """Return the (line, column) sqlglot recorded for the first token of ``tree``, or (None, None).
+
+    sqlglot records positions on names, not on every node (``SELECT 1`` has none): a tree without one is
+    placed at its nearest enclosing expression that has one.
+    """
+    while tree is not None:
+        for node in tree.walk():
+            meta = getattr(node, "_meta", None) or {}
+            if "line" in meta:
+                start = max(1, meta["col"] - (meta.get("end", 0) - meta.get("start", 0)))
+                return meta["line"], start
+        tree = tree.parent
     return None, None
 
 

@@ -45,7 +45,7 @@ def _function_name(node: exp.Expression) -> str:
 def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
     """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
 
-    Refused: table functions (``read_csv(…)``, ``generate_series(…)``,
+    Refused: SELECT without FROM, substring without a start, table functions (``read_csv(…)``, ``generate_series(…)``,
     ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
     ROLLUP/CUBE/GROUPING SETS, TABLESAMPLE, QUALIFY, catalogs and schemas
     other than the session's, and zero-length quoted names.
@@ -56,6 +56,12 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
         elif isinstance(node, (exp.Unnest, exp.Values)) and isinstance(node.parent, (exp.From, exp.Join)):
             what = "UNNEST" if isinstance(node, exp.Unnest) else "VALUES lists"
             raise _error(f"unsupported SQL: {what} in FROM ({_sql(node)}); {_REGISTER_HINT}", node, what)
+        elif isinstance(node, exp.Select) and node.args.get("from_") is None:
+            raise _error(f"unsupported SQL: SELECT without FROM ({_sql(node)}); the engine reads registered tables, "
+                         "so select from one", node, "SELECT without FROM")
+        elif isinstance(node, exp.Substring) and node.args.get("start") is None:
+            raise _error(f"substring(...) needs a start position: substring(string, start[, length]), got "
+                         f"{_sql(node)}", node, "substring")
         elif isinstance(node, exp.Lateral):
             raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
                          "subquery", node, "LATERAL")

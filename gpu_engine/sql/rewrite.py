@@ -78,7 +78,8 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     tree = balance_connectives(statements[0])  # before any pass recurses into a long AND/OR chain
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
-        raise SqlError(f"only SELECT queries are supported, not {tree.key.upper()}", line=line, col=col)
+        kind = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) else tree.key.upper()
+        raise SqlError(f"only SELECT queries are supported, not {kind}", line=line, col=col)
     check_tree_nesting(tree)
     refuse_unsupported(tree, dialect)
     return tree
@@ -99,14 +100,34 @@ def _check_tables(tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> Non
 
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?: for table: '([^']*)')?")
 _UNKNOWN = re.compile(r"Unknown column: (\S+)")
+_OUTPUT_POSITION = re.compile(r"Unknown output column: (\d+)")
+_USING = re.compile(r"Cannot automatically join: (\S+)")
 
 
 def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> SqlError:
     """Turn qualify's complaint about a column into a SqlError with its position and candidates."""
     message = str(error)
+    if match := _OUTPUT_POSITION.search(message):
+        number = match.group(1)
+        node = next((n for n in tree.find_all(exp.Literal) if n.this == number
+                     and isinstance(n.parent, (exp.Ordered, exp.Group))), None)
+        clause = "GROUP BY" if node is not None and isinstance(node.parent, exp.Group) else "ORDER BY"
+        select = node.find_ancestor(exp.Select) if node is not None else None
+        count = f" (the SELECT has {len(select.expressions)})" if select is not None else ""
+        line, col = position_of(node)
+        return SqlError(f"{clause} {number}: there is no output column {number}{count}", line=line, col=col,
+                        name=number)
+    if match := _USING.search(message):
+        name = match.group(1)
+        node = next((i for using in tree.find_all(exp.Join) for i in using.args.get("using") or []
+                     if i.name == name), None)
+        line, col = position_of(node)
+        return SqlError(f"JOIN ... USING ({name}): column {name!r} is not in both tables", line=line, col=col,
+                        name=name)
     match = _UNRESOLVED.search(message) or _UNKNOWN.search(message)
     if match is None:
-        return SqlError(f"cannot resolve the query: {message}")
+        line, col = position_of(tree)
+        return SqlError(f"cannot resolve the query: {message}", line=line, col=col)
     name = match.group(1)
     table_alias = match.group(2) if match.re is _UNRESOLVED else None
     node = next((c for c in tree.find_all(exp.Column) if c.name == name
