@@ -8,7 +8,7 @@ groups include empty ones, and filters that leave nothing feed every operator: s
 aggregation with and without keys, joins with an empty build or probe side, ORDER BY, LIMIT, TopN, DISTINCT.
 
 Each query runs on the engine over Parquet files and in DuckDB over the same tables (read into Arrow:
-DuckDB's own Parquet reader compares dictionary-encoded NaNs differently from its own rules, see
+DuckDB 2.0.1's Parquet reader yields NaNs that its comparisons and isnan() do not treat as NaN, see
 tests/sql/fuzz_queries.py), on every device, at one and four drivers, with many batches and one, fused and
 unfused (as the operator suite: the simulator and the unfused path at the chosen pairs of tests/conftest.py).
 """

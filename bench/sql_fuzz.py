@@ -1,0 +1,81 @@
+"""Run the differential SQL fuzz (tests/sql/fuzz_queries.py) over many seeds; record seeds, counts and failures.
+
+    python bench/sql_fuzz.py --seeds 0:2000 --device cpu [--out bench/results/sql_fuzz.json]
+
+Each seed's query runs on the engine and in DuckDB (same Parquet files) and is partitioned by ternary logic;
+the session's driver count, batch size and fusion vary with the seed, as the operator tests vary them. The
+run prints every failing seed with its query and why, then the counts per shape and status; ``--out``
+writes the same as JSON (seeds included), so a failure found here can become a fixed seed in
+tests/sql/test_differential_fuzz.py. Exits 1 when any seed failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+for folder in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "sql"):  # the tests import these bare
+    if str(folder) not in sys.path:
+        sys.path.insert(0, str(folder))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="0:500", help="start:stop (a range of seeds)")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--fuse", choices=["vary", "yes", "no"], default="vary",
+                        help="fuse pipelines (generated kernels, compiled per query: slow) by seed, always or never")
+    parser.add_argument("--no-tlp", action="store_true", help="compare with DuckDB only")
+    parser.add_argument("--out", type=Path, help="write seeds, counts and failures as JSON")
+    args = parser.parse_args(argv)
+    start, stop = (int(x) for x in args.seeds.split(":"))
+
+    from fuzz_queries import fuzz_session, generate_case, reference_connection, run_case, write_tables
+
+    counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)
+    failures, skipped = [], []
+    began = time.perf_counter()
+    with tempfile.TemporaryDirectory(prefix="sql-fuzz-") as folder:
+        paths = write_tables(Path(folder))
+        sessions = {}
+        with reference_connection(paths) as connection:
+            for seed in range(start, stop):
+                case = generate_case(seed)
+                fused = {"vary": None, "yes": True, "no": False}[args.fuse]
+                key = (seed % 18, fused)
+                if key not in sessions:
+                    sessions[key] = fuzz_session(seed, args.device, paths, fused)
+                outcome = run_case(case, sessions[key], connection, tlp=not args.no_tlp)
+                counts[case.shape][outcome.status] += 1
+                if "tlp" in outcome.checks:
+                    counts[case.shape]["tlp_checked"] += 1
+                if outcome.status == "failed":
+                    failures.append({"seed": seed, "shape": case.shape, "sql": case.sql, "why": outcome.detail})
+                    print(f"FAILED seed {seed} ({case.shape}): {case.sql}\n  {outcome.detail}\n", flush=True)
+                elif outcome.status == "skipped":
+                    skipped.append({"seed": seed, "why": outcome.detail[:200]})
+    elapsed = time.perf_counter() - began
+    total = collections.Counter()
+    for shape, counter in sorted(counts.items()):
+        total.update(counter)
+        print(f"{shape:16} " + "  ".join(f"{status} {n}" for status, n in sorted(counter.items())))
+    print(f"{'total':16} " + "  ".join(f"{status} {n}" for status, n in sorted(total.items()))
+          + f"  ({stop - start} seeds {start}:{stop} on {args.device} in {elapsed:.0f} s)")
+    reasons = collections.Counter(s["why"].split(" (line")[0] for s in skipped)
+    for why, n in reasons.most_common(8):
+        print(f"  skipped {n}: {why}")
+    if args.out:
+        args.out.write_text(json.dumps({"seeds": [start, stop], "device": args.device, "seconds": round(elapsed, 1),
+                                        "counts": {s: dict(c) for s, c in counts.items()},
+                                        "failures": failures, "skipped": skipped}, indent=1))
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
