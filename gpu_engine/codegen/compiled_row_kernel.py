@@ -17,7 +17,7 @@ import numpy as np
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, GeneratedKernel, KernelLayout
 from gpu_engine.codegen.fusion_program import FusionProgram
-from gpu_engine.codegen.kernel_inputs import KernelInputs
+from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
 from gpu_engine.codegen.row_kernel import ROW_KERNEL_STATUS_ERROR
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, Unsupported
 from gpu_engine.columnar.batch import Batch
@@ -45,6 +45,8 @@ class CompiledRowKernel:
         self.device = device
         self.program = program
         self._inputs = KernelInputs(device, program)
+        #: The program's constants (see kernel_parameters), uploaded once for every batch's launch.
+        self._parameters = kernel_parameter_array(device, program)
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
 
     @classmethod
@@ -73,7 +75,7 @@ class CompiledRowKernel:
         module, parameters, messages = self._kernel(layout)
         n = batch.num_rows
         status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
-        values = dict(arrays, **outputs, n=n, status=status)
+        values = dict(arrays, **outputs, n=n, status=status, parameters=self._parameters)
         launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),
                     *(values[p] for p in parameters))
 

@@ -42,8 +42,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpu_engine.aggregation.functions import AggregateFunction, StateArray, StateEmitter, StateRef
-from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_key
+from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_shape
 from gpu_engine.codegen.fusion_program import FusionProgram
+from gpu_engine.codegen.kernel_parameters import PARAMETERS, parameter_preamble
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
@@ -216,7 +217,8 @@ def slot_table_layout(num_keys: int, aggregates: list[AggregateFunction]) -> Slo
 
 
 def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], layout: KernelLayout) -> list[str]:
-    return ["n", "positions", "has_positions", "rows", *input_parameters(layout), "slot_table", "status", "pending"]
+    return ["n", "positions", "has_positions", "rows", *input_parameters(layout), PARAMETERS, "slot_table", "status",
+            "pending"]
 
 
 def input_parameters(layout: KernelLayout) -> list[str]:
@@ -323,6 +325,7 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
     table = slot_table_layout(len(program.keys), aggregates)
     writer.line(f"{SLOT_TABLE_VIEWS['f']} = slot_table.view(np.float64)")
     writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
+    writer.extend(parameter_preamble(program.parameter_types))
     if keyed:
         writer.line("slot_mask = np.int64(slot_table.shape[0] - 1)")
         writer.line("top_bits = np.uint64(slot_shift(np.int64(slot_table.shape[0])))")
@@ -742,18 +745,21 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
                                layout: KernelLayout) -> GeneratedKernel:
     """Return the module source defining ``fused_cpu`` (njit) and ``fused_cuda`` (cuda.jit) for ``layout``.
 
-    Generated once per process for each distinct request (:data:`GENERATED_AGGREGATIONS`).
+    Generated once per process for each distinct shape (:data:`GENERATED_AGGREGATIONS`): the kernel
+    holds no constants (:meth:`~gpu_engine.codegen.fusion_program.FusionProgram.shape`,
+    :func:`~gpu_engine.codegen.generation_cache.aggregate_shape`).
 
     Raises
     ------
     Unsupported
         When an expression or aggregate cannot be generated.
     """
-    key = (repr(program), aggregate_key(aggregates), repr(layout))
-    return GENERATED_AGGREGATIONS.get(key, lambda: _generate_fused_aggregation(program, aggregates, layout))
+    shape = program.shape()
+    key = (repr(shape), aggregate_shape(aggregates), repr(layout))
+    return GENERATED_AGGREGATIONS.get(key, lambda: _generate_fused_aggregation(shape, aggregates, layout))
 
 
-#: Fused aggregation kernels generated so far, by the repr of what they were generated from.
+#: Fused aggregation kernels generated so far, by the repr of the shape and layout they were generated from.
 GENERATED_AGGREGATIONS = GenerationCache()
 
 

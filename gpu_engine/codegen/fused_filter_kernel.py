@@ -35,17 +35,19 @@ def generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> Gener
 
     ``program`` holds the predicates (no keys, no aggregates).
 
-    Generated once per process for each distinct request (:data:`GENERATED_FILTERS`).
+    Generated once per process for each distinct shape (:data:`GENERATED_FILTERS`): the kernel
+    holds no constants (:meth:`~gpu_engine.codegen.fusion_program.FusionProgram.shape`).
 
     Raises
     ------
     Unsupported
         When a predicate cannot be generated.
     """
-    return GENERATED_FILTERS.get((repr(program), repr(layout)), lambda: _generate_fused_filter(program, layout))
+    shape = program.shape()
+    return GENERATED_FILTERS.get((repr(shape), repr(layout)), lambda: _generate_fused_filter(shape, layout))
 
 
-#: Filter kernels generated so far, by the repr of what they were generated from.
+#: Filter kernels generated so far, by the repr of the program shape and layout they were generated from.
 GENERATED_FILTERS = GenerationCache()
 
 

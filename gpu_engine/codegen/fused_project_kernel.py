@@ -32,17 +32,19 @@ def generate_fused_projection(program: FusionProgram, layout: KernelLayout) -> G
     """Return the module source defining ``project_cpu`` (njit) and ``project_cuda`` (cuda.jit) for ``layout``.
 
     ``program`` holds the output expressions (no predicates, keys or aggregates).
-    Generated once per process for each distinct request (:data:`GENERATED_PROJECTIONS`).
+    Generated once per process for each distinct shape (:data:`GENERATED_PROJECTIONS`): the kernel
+    holds no constants (:meth:`~gpu_engine.codegen.fusion_program.FusionProgram.shape`).
 
     Raises
     ------
     Unsupported
         When an expression cannot be generated.
     """
-    return GENERATED_PROJECTIONS.get((repr(program), repr(layout)), lambda: _generate(program, layout))
+    shape = program.shape()
+    return GENERATED_PROJECTIONS.get((repr(shape), repr(layout)), lambda: _generate(shape, layout))
 
 
-#: Projection kernels generated so far, by the repr of what they were generated from.
+#: Projection kernels generated so far, by the repr of the program shape and layout they were generated from.
 GENERATED_PROJECTIONS = GenerationCache()
 
 

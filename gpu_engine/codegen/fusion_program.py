@@ -19,12 +19,13 @@ fusion pass then leaves the stretch unfused.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Mapping
 
 import pyarrow as pa
 
 from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_key
+from gpu_engine.codegen.kernel_parameters import LiftedInput, parameterize
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.types import is_floating, is_string
 from gpu_engine.plans.expressions import ColumnRef, Expr, UnaryOp, referenced_columns
@@ -69,6 +70,13 @@ class FusionProgram:
         The lifted subexpressions, in parameter order.
     outputs
         Expressions a projection kernel writes, one output column each (fixed-width types).
+    parameter_types, parameter_words
+        The kernel's parameters (:mod:`~gpu_engine.codegen.kernel_parameters`): the type of each
+        scalar slot, and the words of the int64 array the kernel is launched with.
+
+    The expressions hold no constants (they are :class:`~gpu_engine.codegen.kernel_parameters.KernelParameter`
+    slots) and read lifted subexpressions as :class:`~gpu_engine.codegen.kernel_parameters.LiftedInput`;
+    the values are in ``parameter_words`` and ``lifted``, which :meth:`shape` leaves out.
     """
 
     predicates: tuple[Expr, ...]
@@ -78,6 +86,19 @@ class FusionProgram:
     lifted: tuple[LiftedExpression, ...]
     counts_by_value: tuple[bool, ...]
     outputs: tuple[Expr, ...] = ()
+    parameter_types: tuple[pa.DataType, ...] = ()
+    parameter_words: tuple[int, ...] = ()
+
+    def shape(self) -> "FusionProgram":
+        """Return the program without its values: all a generated kernel depends on, and its cache key.
+
+        Why: kernels are generated from the shape alone, so two queries that differ only in their
+        constants (or their string literals, applied per dictionary) get the same source and share
+        one compiled module.
+        """
+        lifted = tuple(LiftedExpression(LiftedInput(m, lift.expr.dtype, lift.interned), "", lift.interned)
+                       for m, lift in enumerate(self.lifted))
+        return replace(self, lifted=lifted, parameter_words=())
 
 
 def _check_row_column(ref: ColumnRef) -> None:
@@ -195,5 +216,14 @@ def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], f
             collector.visit(expr, intermediate=not function.raw_input)
         arguments.append(inputs)
         counts_by_value.append(by_value)
+    lifted = tuple(collector.lifted.values())
+    # Constants become kernel parameters, lifted subexpressions inputs by index (see FusionProgram.shape).
+    flat = [*predicates, *keys, *(expr for inputs in arguments for expr in inputs), *outputs]
+    done = parameterize(flat, {lift.expr: (m, lift.interned) for m, lift in enumerate(lifted)})
+    rewritten = iter(done.expressions)
+    predicates = tuple(next(rewritten) for _ in predicates)
+    keys = tuple(next(rewritten) for _ in keys)
+    arguments = [tuple(next(rewritten) for _ in inputs) for inputs in arguments]
+    outputs = tuple(next(rewritten) for _ in outputs)
     return FusionProgram(tuple(predicates), tuple(keys), tuple(arguments), tuple(collector.columns.values()),
-                         tuple(collector.lifted.values()), tuple(counts_by_value), outputs)
+                         lifted, tuple(counts_by_value), outputs, done.types, done.words)

@@ -24,7 +24,7 @@ from typing import Callable, Hashable, Iterable, TypeVar
 
 from gpu_engine.codegen.row_lowering import Unsupported
 
-__all__ = ["GenerationCache", "aggregate_key"]
+__all__ = ["GenerationCache", "aggregate_key", "aggregate_shape"]
 
 T = TypeVar("T")
 
@@ -78,3 +78,14 @@ def aggregate_key(functions: Iterable) -> tuple:
     """Return what of each aggregate object a generated kernel depends on, as a hashable key."""
     return tuple((type(f).__name__, repr(f.call), f.name, f.raw_input, repr(f.output_type), f.final_output)
                  for f in functions)
+
+
+def aggregate_shape(functions: Iterable) -> tuple:
+    """Return what of each aggregate object a generated kernel's text depends on: no names, no constants.
+
+    The kernel reads an aggregate's argument as the program's row code (constants as parameters), and
+    its state and updates follow from the function, the folded type and the step: ``sum(x * 2) AS a``
+    and ``sum(x * 3) AS b`` share a kernel.
+    """
+    return tuple((type(f).__name__, f.call.function, f.call.distinct, repr(f.call.dtype), repr(f.value_type),
+                  f.raw_input, repr(f.output_type), f.final_output) for f in functions)

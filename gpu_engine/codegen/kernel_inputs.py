@@ -32,7 +32,7 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels.gather import dictionary_row_validity
 
-__all__ = ["KernelInputs"]
+__all__ = ["KernelInputs", "kernel_parameter_array"]
 
 #: Lookup tables kept per operator (one per lifted subexpression and dictionary).
 _LOOKUP_CACHE_ENTRIES = 64
@@ -62,6 +62,16 @@ def _fingerprint(device, dictionary: Column) -> str | None:
     if dictionary.fingerprint is not None or device.xp is not np:
         return dictionary.fingerprint
     return host_fingerprint(dictionary)
+
+
+def kernel_parameter_array(device, program: FusionProgram) -> Any:
+    """Return the program's parameter array on ``device`` (one int64 word at least: kernels index no empty array).
+
+    Made once per operator: every batch's launch passes the same array, so new constants cost one
+    small upload per query, and no kernel is generated or compiled for them
+    (:mod:`~gpu_engine.codegen.kernel_parameters`).
+    """
+    return device.asarray(np.array(program.parameter_words or (0,), dtype=np.int64))
 
 
 class KernelInputs:

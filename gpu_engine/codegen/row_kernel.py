@@ -15,6 +15,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
     STATUS_GROUPS, GeneratedKernel, KernelLayout, RowInputs, input_parameters, module_header, write_row_indices,
 )
 from gpu_engine.codegen.fusion_program import FusionProgram
+from gpu_engine.codegen.kernel_parameters import PARAMETERS, parameter_preamble
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering
 from gpu_engine.codegen.source_writer import SourceWriter
 
@@ -28,12 +29,13 @@ def generate_row_kernel(name: str, program: FusionProgram, layout: KernelLayout,
                         cuda_error_lines: tuple[str, ...] = ()) -> GeneratedKernel:
     """Return a module with ``{name}_cpu`` (njit) and ``{name}_cuda`` (cuda.jit): one pass over ``n`` rows.
 
-    Both twins take ``(n, rows, <inputs of layout>, *outputs, status)``; per row ``i`` they set ``r``
+    Both twins take ``(n, rows, <inputs of layout>, parameters, *outputs, status)`` (``parameters``: the
+    program's constants, see :mod:`~gpu_engine.codegen.kernel_parameters`); per row ``i`` they set ``r``
     (and ``r2``) and call ``write_row(writer, lowering)`` to write the row's work. An error is recorded
     in ``status[0]`` as ``row * 256 + code``, the smallest row winning: the CPU twin stops there, a CUDA
     thread runs ``cuda_error_lines`` and goes on to its next row.
     """
-    parameters = ["n", "rows", *input_parameters(layout), *outputs, "status"]
+    parameters = ["n", "rows", *input_parameters(layout), PARAMETERS, *outputs, "status"]
     signature = ", ".join(parameters)
     writer = SourceWriter()
     writer.extend(module_header().splitlines())
@@ -52,6 +54,7 @@ def generate_row_kernel(name: str, program: FusionProgram, layout: KernelLayout,
                 loop = "for i in range(n):"
                 on_error = lambda code: [f"status[{ROW_KERNEL_STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}",
                                          "return"]
+            writer.extend(parameter_preamble(program.parameter_types))
             with writer.block(loop):
                 write_row_indices(writer, layout)
                 write_row(writer, RowLowering(writer, RowInputs(program, layout, writer), on_error, twin_messages))

@@ -16,6 +16,13 @@ booleans. Strings never reach row code: a subexpression over one string column
 :mod:`gpu_engine.codegen.fusion_program` and evaluated per batch on the
 column's dictionary, so the kernel reads a lookup table by code.
 
+Constants never appear in the code: :mod:`gpu_engine.codegen.kernel_parameters`
+turns each into a :class:`~gpu_engine.codegen.kernel_parameters.KernelParameter`,
+read once per kernel from its parameter array into a local ``p{k}``, and an IN
+list into a :class:`~gpu_engine.codegen.kernel_parameters.ParameterSet` searched
+by bisection; a literal that reaches this module is refused (only NULL is
+written, as a validity of False).
+
 Anything this module cannot lower raises :class:`Unsupported`; the fusion pass
 then leaves that stretch to the eager operators, so fusion never changes what
 a plan can run.
@@ -23,10 +30,7 @@ a plan can run.
 
 from __future__ import annotations
 
-import datetime
-import decimal
 import functools
-import math
 import re
 from dataclasses import dataclass
 from typing import Callable
@@ -34,13 +38,14 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
+from gpu_engine.codegen.kernel_parameters import KernelParameter, ParameterSet
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.columnar.types import (
     is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, physical_dtype,
 )
 from gpu_engine.expressions.temporal import EXTRACT_FIELDS, TICKS_PER_DAY
 from gpu_engine.plans.expressions import (
-    ARITHMETIC_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, InList, Literal, UnaryOp,
+    ARITHMETIC_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, Literal, UnaryOp,
 )
 
 __all__ = ["Unsupported", "RowValue", "RowLowering", "row_dtype_code", "ERROR_CODE_BASE"]
@@ -202,38 +207,20 @@ class RowLowering:
     @_lower.register
     def _(self, expr: Literal) -> RowValue:
         dtype = expr.dtype
-        if expr.value is None:
-            if pa.types.is_null(dtype):
-                return RowValue("np.int64(0)", "False", pa.int64())
-            return RowValue(self._zero(dtype), "False", dtype)
-        return RowValue(self._constant(expr), "True", dtype)
+        if expr.value is not None:  # kernels never hold values (see kernel_parameters): refused, never written
+            raise Unsupported(f"literal {expr.sql()} of type {dtype} is not a kernel parameter")
+        if pa.types.is_null(dtype):
+            return RowValue("np.int64(0)", "False", pa.int64())
+        return RowValue(self._zero(dtype), "False", dtype)
+
+    @_lower.register
+    def _(self, expr: KernelParameter) -> RowValue:
+        row_dtype_code(expr.dtype)  # refuses types without row values
+        return RowValue(f"p{expr.index}", "True", expr.dtype)
 
     def _zero(self, dtype: pa.DataType) -> str:
         maker = row_dtype_code(dtype)
         return "False" if maker == "bool" else f"{maker}(0)"
-
-    def _constant(self, literal: Literal) -> str:
-        from gpu_engine.expressions.literals import literal_scalar
-
-        dtype = literal.dtype
-        if is_string(dtype):
-            raise Unsupported("string literals are evaluated on dictionaries, not in kernels")
-        if not (is_numeric(dtype) or is_boolean(dtype) or is_temporal(dtype)):
-            raise Unsupported(f"literals of type {dtype}")
-        if not isinstance(literal.value, (int, float, bool, decimal.Decimal, datetime.date, datetime.datetime)):
-            raise Unsupported(f"literal {literal.sql()}")
-        value = literal_scalar(literal)
-        maker = row_dtype_code(dtype)
-        if maker == "bool":
-            return "True" if bool(value) else "False"
-        if is_floating(dtype):
-            number = float(value)
-            if math.isnan(number):
-                return f"{maker}(np.nan)"
-            if math.isinf(number):
-                return f"{maker}({'-' if number < 0 else ''}np.inf)"
-            return f"{maker}({number!r})"
-        return f"np.int64({int(value)})"
 
     # ---------------------------------------------------------- arithmetic
     def _as_float(self, value: RowValue) -> str:
@@ -474,13 +461,31 @@ class RowLowering:
 
     # ------------------------------------------------------------------- IN
     @_lower.register
-    def _(self, expr: InList) -> RowValue:
+    def _(self, expr: ParameterSet) -> RowValue:
+        """Bisect the sorted values of the set in the parameter array (slots ``p{index}``: start, ``p{index+1}``: count)."""
         operand = self.lower(expr.operand)
-        present = [v for v in expr.values if v.value is not None]
-        has_null = len(present) < len(expr.values)
-        matches = [self._compare("eq", operand, self.lower(v)) for v in present]
-        matched = self._assign("m", "(" + " or ".join(matches) + ")" if matches else "False")
-        valid = operand.valid if not has_null else self._assign("ok", _and(operand.valid, matched))
+        if expr.floating:
+            if not is_numeric(operand.dtype):
+                raise Unsupported(f"IN over {operand.dtype}")
+            key, values = self._assign("f", self._as_float(operand)), "parameters_f64"
+            less, equal = "float_less({}, {})", "float_equal({}, {})"
+        else:
+            row_dtype_code(operand.dtype)
+            key, values = self._assign("v", f"np.int64({operand.value})"), "parameters"
+            less, equal = "({} < {})", "({} == {})"
+        low, high, end = self.writer.fresh("lo"), self.writer.fresh("hi"), self.writer.fresh("end")
+        middle = self.writer.fresh("mid")
+        self.writer.line(f"{low} = p{expr.index}")
+        self.writer.line(f"{end} = p{expr.index} + p{expr.index + 1}")
+        self.writer.line(f"{high} = {end}")
+        with self.writer.block(f"while {low} < {high}:"):
+            self.writer.line(f"{middle} = ({low} + {high}) >> 1")
+            with self.writer.block(f"if {less.format(f'{values}[{middle}]', key)}:"):
+                self.writer.line(f"{low} = {middle} + 1")
+            with self.writer.block("else:"):
+                self.writer.line(f"{high} = {middle}")
+        matched = self._assign("m", f"({low} < {end} and {equal.format(f'{values}[{low}]', key)})")
+        valid = operand.valid if not expr.has_null else self._assign("ok", _and(operand.valid, matched))
         value = self._assign("b", f"(not {matched})") if expr.negated else matched
         return RowValue(value, valid, pa.bool_())
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
-from typing import Any
+from typing import Any, Sequence
 
 import pyarrow as pa
 
@@ -14,7 +14,7 @@ from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
 
-__all__ = ["literal_scalar", "literal_column", "string_literal_column", "is_null_literal"]
+__all__ = ["literal_scalar", "literal_scalars", "literal_column", "string_literal_column", "is_null_literal"]
 
 
 def _arrow_value(literal: Literal) -> Any:
@@ -41,6 +41,30 @@ def literal_scalar(literal: Literal) -> Any:
         raise PlanError(f"literal {literal.sql()} cannot be represented as {literal.dtype}: {error}",
                         column=literal.sql()) from error
     return host.data[0]
+
+
+def literal_scalars(literals: Sequence[Literal]) -> list[Any]:
+    """Return the physical values of non-null, non-string literals, one Arrow conversion per distinct type.
+
+    Why: a generated kernel takes an IN list's values as a parameter array; converting a 100k-value
+    list one literal at a time (:func:`literal_scalar`) cost an Arrow array per value.
+    """
+    groups: dict[str, list[int]] = {}
+    for position, literal in enumerate(literals):
+        groups.setdefault(str(literal.dtype), []).append(position)
+    values: list[Any] = [None] * len(literals)
+    for positions in groups.values():
+        dtype = literals[positions[0]].dtype
+        try:
+            array = pa.array([_arrow_value(literals[p]) for p in positions], type=dtype)
+            host = Column.from_arrow(array, get_device("cpu"))
+        except (pa.ArrowException, ValueError, TypeError, decimal.InvalidOperation):
+            for p in positions:  # names the literal that fails
+                values[p] = literal_scalar(literals[p])
+            continue
+        for p, value in zip(positions, host.data.tolist()):
+            values[p] = value
+    return values
 
 
 def string_literal_column(device: Device, value: str | None, rows: int) -> Column:

@@ -35,7 +35,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
     max_groups,
 )
 from gpu_engine.codegen.fusion_program import plan_fusion_program
-from gpu_engine.codegen.kernel_inputs import KernelInputs
+from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
@@ -164,6 +164,7 @@ class FusedAggregation(AggregationOperator):
         self._module = None  # the latest kernel module: its move twins grow the table
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
         self._inputs = KernelInputs(self.device, self.program, self._interners)
+        self._parameters = kernel_parameter_array(self.device, self.program)  # the constants, uploaded once
         self._pending = self._placeholder
         self._last_batch = (0, 0)  # (rows, new keys) of the latest batch: see _expected_new_groups
         self._reset()
@@ -284,7 +285,7 @@ class FusedAggregation(AggregationOperator):
         xp = self.device.xp
         status = self.device.asarray(np.array([self._num_groups, 0, NO_ERROR], dtype=np.int64))
         values = dict(arrays, n=count, positions=positions, has_positions=positions is not self._placeholder,
-                      status=status, pending=self._pending)
+                      status=status, pending=self._pending, parameters=self._parameters)
         values["slot_table"] = self._table
         launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters),
                     max_blocks=FUSED_KERNEL_BLOCKS)
@@ -324,8 +325,7 @@ class FusedAggregation(AggregationOperator):
     def _key_column(self, k: int, dtype: pa.DataType, words: Any, validity: Any) -> Column:
         xp = self.device.xp
         if is_string(dtype):
-            lifted = next(m for m, lift in enumerate(self.program.lifted) if lift.expr == self.program.keys[k])
-            dictionary = self._interners[lifted].values()
+            dictionary = self._interners[self.program.keys[k].index].values()  # a LiftedInput
             return Column(dtype, words.astype(xp.int32), validity, None, dictionary)
         if is_boolean(dtype):
             return Column(dtype, words != 0, validity)

@@ -135,7 +135,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
              "global": (grand, lambda columns, lifts: KernelLayout(False, (False,) * columns, ("rows",) * lifts))}
     kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "rows2": i32,
              "slot_table": lambda: i64(2),
-             "status": i64, "pending": i32, "mask": b1}
+             "status": i64, "pending": i32, "mask": b1, "parameters": i64}
     out = {}
     for name, (plan, layout_of) in plans.items():
         node = next(n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, FusedAggregationNode))
