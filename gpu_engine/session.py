@@ -7,7 +7,7 @@ import math
 import numbers
 import threading
 from types import MappingProxyType
-from typing import Mapping
+from typing import Any, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -289,19 +289,34 @@ class Session:
 
         return plan_sql(text, self.catalog, RegisteredStatistics(self._tables), dialect=dialect)
 
-    def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb") -> pa.Table:
+    def prepare(self, text: str, dialect: str = "duckdb"):
+        """Return a :class:`~gpu_engine.sql.parameters.PreparedQuery`: ``text`` with ``?``/``$n`` placeholders, run
+        by ``.execute(params)`` as often as wanted (each run plans the bound text; kernels are shared)."""
+        from gpu_engine.sql.parameters import PreparedQuery
+
+        if not isinstance(text, str):
+            raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
+        return PreparedQuery(self, text, dialect)
+
+    def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb",
+            params: Sequence[Any] | None = None) -> pa.Table:
         """Run a SQL query over the registered tables and return its rows (``execute(sql_plan(text))``).
+
+        ``params`` bind the text's ``?`` (in order) or ``$n`` placeholders
+        (:mod:`gpu_engine.sql.parameters`); new values compile no new kernels.
 
         A CTE the query reads more than once (TPC-H Q15's view) is computed
         once, first, into a temporary table the query then reads
         (:mod:`gpu_engine.sql.shared_ctes`); the text is planned whole first,
         so errors point into it as written.
         """
+        from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
 
         timeout = check_timeout(timeout)
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
+        text = bind_parameters(text, params, dialect)
         plan = self.sql_plan(text, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if not shared:
