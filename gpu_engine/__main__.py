@@ -2,7 +2,10 @@
 
 import sys
 
-from gpu_engine.cli import main
-
 if __name__ == "__main__":
+    try:  # a Ctrl-C while the CLI's modules load ends the command as one during a query does
+        from gpu_engine.cli import main
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        sys.exit(130)
     sys.exit(main())

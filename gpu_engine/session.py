@@ -6,6 +6,7 @@ import itertools
 import math
 import numbers
 import threading
+import time
 from types import MappingProxyType
 from typing import Any, Mapping, Sequence
 
@@ -231,6 +232,7 @@ class Session:
                                     node=scan.label, column=field.name)
 
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
+        started = time.monotonic()  # the timeout counts preparing the plan and starting the Task too
         self._check_scans(plan)
         executed = prepare_plan(plan, self.device, self.drivers, self.config).plan  # what cannot run fails here
         scans = [node for node in walk_plan(executed) if isinstance(node, TableScanNode)]
@@ -247,7 +249,7 @@ class Session:
                 for split in self.splits(scan.table_name):
                     task.add_split(scan.id, split)
                 task.no_more_splits(scan.id)
-            task.wait(timeout)
+            task.wait(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
         except BaseException:
             task.cancel()
             raise
@@ -271,7 +273,8 @@ class Session:
         _, task = self._execute_to_arrow(plan, None)  # this call's Task, not last_task: another thread may run one
         stats = task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
-                  f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s)")
+                  f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s), "
+                  f"kernels compiled {stats.kernels_compiled} ({stats.compile_seconds * 1000:.1f} ms)")
         return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements, full=full)
 
     def last_stats(self) -> TaskStats | None:
@@ -317,15 +320,17 @@ class Session:
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
         text = bind_parameters(text, params, dialect)
+        deadline = None if timeout is None else time.monotonic() + timeout
         plan = self.sql_plan(text, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if not shared:
-            return self.execute(plan, timeout)
+            return self.execute(plan, _time_left(deadline, timeout))
         try:
             for cte in shared:
                 self._tables[cte.table] = register_source(
-                    cte.table, self.execute(self.sql_plan(cte.sql, dialect=dialect), timeout), None)
-            return self.execute(self.sql_plan(query, dialect=dialect), timeout)
+                    cte.table, self.execute(self.sql_plan(cte.sql, dialect=dialect), _time_left(deadline, timeout)),
+                    None)
+            return self.execute(self.sql_plan(query, dialect=dialect), _time_left(deadline, timeout))
         finally:
             for cte in shared:
                 self._tables.pop(cte.table, None)
@@ -357,6 +362,16 @@ def _same_column_type(registered: pa.DataType, planned: pa.DataType) -> bool:
     return kind(registered).equals(kind(planned))
 
 
+def _time_left(deadline: float | None, timeout: float | None) -> float | None:
+    """Return the seconds left before ``deadline`` (None: no limit); raise TimeoutError when none are left."""
+    if deadline is None:
+        return None
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise TimeoutError(f"the query did not finish within {timeout} s (planning took all of it)")
+    return left
+
+
 def conform_to_schema(record_batch: pa.RecordBatch, schema: pa.Schema) -> pa.RecordBatch:
     """Cast a result batch to the plan's output schema (string kinds, dictionaries differ by batch)."""
     if record_batch.schema.equals(schema):
@@ -378,6 +393,8 @@ def node_stats_text(stats: TaskStats) -> dict[str, str]:
                     f"launches {s.kernel_launches}, syncs {s.host_syncs}")
             if s.device_allocations:  # counted on cuda only (see gpu_engine.exec.device_counters)
                 line += f", allocations {s.device_allocations}"
+            if s.kernels_compiled:
+                line += f", compiled {s.kernels_compiled} ({s.compile_seconds * 1000:.1f} ms)"
             if s.peak_memory_bytes:
                 line += f", peak memory {_megabytes(s.peak_memory_bytes)}"
             if s.runtime:

@@ -84,7 +84,8 @@ def merge_task_stats(task_id: str, tasks: list[TaskStats]) -> TaskStats:
     states = {t.state for t in tasks}
     state = states.pop() if len(states) == 1 else "/".join(sorted(states))
     return TaskStats(task_id, state, wall, sum(t.splits for t in tasks),
-                     [pipelines[k] for k in sorted(pipelines)])
+                     [pipelines[k] for k in sorted(pipelines)], sum(t.kernels_compiled for t in tasks),
+                     sum(t.compile_seconds for t in tasks))
 
 
 def format_query_stats(stats: QueryStats) -> str:

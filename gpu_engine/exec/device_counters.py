@@ -23,6 +23,14 @@ What is counted
     and waits for a driver's stream at hand-offs. Counted on every device, as
     they would be on ``cuda``; a CPU twin that returns what its CUDA twin must
     read back (a kept-row count) counts that read too, so devices compare.
+``kernels_compiled``, ``compile_seconds``
+    Kernels numba compiled on the thread (not those it loaded from its
+    cache) and the seconds they took: a compile is seconds of host work
+    before a query's first row, so tests bound them like launches. Numba
+    broadcasts each compile as a ``numba:compile`` event;
+    :func:`watch_compilations` installs one listener that counts the
+    outermost compile on its thread (the functions a kernel calls are
+    compiled inside it and are part of its time, not kernels of their own).
 ``device_allocations``
     CuPy memory-pool allocations (``malloc`` requests, pool hits included) on
     ``cuda``, seen by a ``cupy.cuda.MemoryHook`` that
@@ -38,6 +46,7 @@ operator's work.
 from __future__ import annotations
 
 import threading
+import time
 from typing import TYPE_CHECKING, NamedTuple
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -51,6 +60,9 @@ __all__ = [
     "count_host_sync",
     "count_device_allocation",
     "watch_device_allocations",
+    "CompileCounts",
+    "compiles_now",
+    "watch_compilations",
 ]
 
 
@@ -62,6 +74,10 @@ class _ThreadCounters(threading.local):
         self.host_syncs = 0
         self.device_allocations = 0
         self.watching_allocations = False
+        self.kernels_compiled = 0
+        self.compile_seconds = 0.0
+        self.compile_depth = 0
+        self.compile_started = 0.0
 
 
 #: The running totals of the calling thread (read its attributes; increment through the functions below).
@@ -136,3 +152,55 @@ def watch_device_allocations(device: "Device") -> None:
     memory_hook = getattr(getattr(device.xp, "cuda", None), "MemoryHook", None)
     if memory_hook is not None:
         _allocation_hook_class(memory_hook)().__enter__()
+
+
+class CompileCounts(NamedTuple):
+    """A snapshot of the calling thread's compile counters; subtract two for the compiles in between."""
+
+    kernels_compiled: int = 0
+    compile_seconds: float = 0.0
+
+    def __sub__(self, other: "CompileCounts") -> "CompileCounts":  # type: ignore[override]
+        return CompileCounts(self.kernels_compiled - other.kernels_compiled,
+                             self.compile_seconds - other.compile_seconds)
+
+
+def compiles_now() -> CompileCounts:
+    """Return the calling thread's compile totals so far."""
+    return CompileCounts(THREAD_COUNTERS.kernels_compiled, THREAD_COUNTERS.compile_seconds)
+
+
+_COMPILE_LISTENER: list = []
+_COMPILE_LISTENER_LOCK = threading.Lock()
+
+
+def watch_compilations() -> None:
+    """Count numba's compiles per thread from now on (installs one process-wide listener, once).
+
+    Why a listener: compiles happen wherever a kernel is first called (a static kernel missing from
+    numba's cache, a generated one on its first batch), so only numba itself sees them all.
+    """
+    if _COMPILE_LISTENER:
+        return
+    with _COMPILE_LISTENER_LOCK:
+        if _COMPILE_LISTENER:
+            return
+        from numba.core import event
+
+        class _CompileCounter(event.Listener):
+            def on_start(self, _event) -> None:
+                counters = THREAD_COUNTERS
+                if counters.compile_depth == 0:
+                    counters.compile_started = time.perf_counter()
+                counters.compile_depth += 1
+
+            def on_end(self, _event) -> None:
+                counters = THREAD_COUNTERS
+                counters.compile_depth = max(0, counters.compile_depth - 1)
+                if counters.compile_depth == 0:
+                    counters.kernels_compiled += 1
+                    counters.compile_seconds += time.perf_counter() - counters.compile_started
+
+        listener = _CompileCounter()
+        event.register("numba:compile", listener)
+        _COMPILE_LISTENER.append(listener)

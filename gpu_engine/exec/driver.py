@@ -51,6 +51,7 @@ from concurrent.futures import Future
 from typing import TYPE_CHECKING
 
 from gpu_engine.columnar.transfers import Transfer
+from gpu_engine.exec.cancel_points import running_task
 from gpu_engine.exec.device_counters import THREAD_COUNTERS, counts_now, watch_device_allocations
 from gpu_engine.exec.driver_stream import create_driver_stream, stream_scope, synchronize_for_handoff
 from gpu_engine.exec.operator import BlockingReason, Operator
@@ -129,7 +130,7 @@ class Driver:
             self._state = "running"
         try:
             watch_device_allocations(self.task.query_ctx.device)
-            with stream_scope(self.stream):
+            with stream_scope(self.stream), running_task(self.task):  # its cancel points watch the Task
                 outcome, future = self._run_internal()
         except BaseException as error:  # noqa: BLE001 - any failure fails the Task
             self.task.set_error(error, self._current)
@@ -164,13 +165,14 @@ class Driver:
         """Call ``call(*args)`` for ``operator``, adding its seconds and its device counters to the operator's stats.
 
         The counters are thread-local and the call runs on this thread, so
-        the deltas are exactly the launches, host syncs and allocations the
-        call made (three attribute reads before and after: cheap enough for
-        every call).
+        the deltas are exactly the launches, host syncs, allocations and
+        compiles the call made (five attribute reads before and after: cheap
+        enough for every call).
         """
         self._current = operator
         counters = THREAD_COUNTERS
         launches, syncs, allocations = counters.kernel_launches, counters.host_syncs, counters.device_allocations
+        compiled, compiling = counters.kernels_compiled, counters.compile_seconds
         start = time.perf_counter()
         result = call(*args)
         stats = operator.stats
@@ -178,6 +180,8 @@ class Driver:
         stats.kernel_launches += counters.kernel_launches - launches
         stats.host_syncs += counters.host_syncs - syncs
         stats.device_allocations += counters.device_allocations - allocations
+        stats.kernels_compiled += counters.kernels_compiled - compiled
+        stats.compile_seconds += counters.compile_seconds - compiling
         return result
 
     def _run_internal(self) -> tuple[str, Future | None]:

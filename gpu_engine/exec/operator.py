@@ -57,7 +57,8 @@ class OperatorStats:
     largest driver's, not a sum. ``kernel_launches``, ``host_syncs`` and
     ``device_allocations`` are what the operator's calls added to its thread's
     :mod:`~gpu_engine.exec.device_counters`: the host work per batch that a
-    GPU pays for, counted on every device.
+    GPU pays for, counted on every device; ``kernels_compiled`` and
+    ``compile_seconds`` the kernels numba compiled during its calls.
     """
 
     operator_type: str
@@ -79,6 +80,8 @@ class OperatorStats:
     kernel_launches: int = 0
     host_syncs: int = 0
     device_allocations: int = 0
+    kernels_compiled: int = 0
+    compile_seconds: float = 0.0
     drivers: int = 1
     peak_memory_bytes: int = 0
     runtime: dict[str, float] = field(default_factory=dict)

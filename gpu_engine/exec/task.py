@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Callable
 
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError, TaskCancelled
+from gpu_engine.exec.cancel_points import watch_compile_passes
+from gpu_engine.exec.device_counters import CompileCounts, compiles_now, watch_compilations
 from gpu_engine.exec.memory_pool import is_device_out_of_memory, translate_device_out_of_memory
 from gpu_engine.exec.operator import Operator, OperatorStats
 from gpu_engine.exec.query_ctx import QueryCtx
@@ -55,13 +57,19 @@ class PipelineStats:
 
 @dataclass
 class TaskStats:
-    """What a Task reports: its pipelines, wall time and split counts."""
+    """What a Task reports: its pipelines, wall time and split counts, and the kernels it compiled.
+
+    ``kernels_compiled`` and ``compile_seconds`` are the query's totals: its operators' (summed over
+    drivers) and those compiled while the Task created them.
+    """
 
     task_id: str
     state: str
     wall_seconds: float
     splits: int
     pipelines: list[PipelineStats] = field(default_factory=list)
+    kernels_compiled: int = 0
+    compile_seconds: float = 0.0
 
     def operator_stats_by_node(self) -> dict[str, list[OperatorStats]]:
         """Return every operator's stats grouped by plan node id (explain-analyze uses it)."""
@@ -116,6 +124,7 @@ class Task:
         self.error: BaseException | None = None
         self._start_time = 0.0
         self._end_time = 0.0
+        self._start_compiles = CompileCounts()
 
     # ---------------------------------------------------------------- splits
     def add_split(self, plan_node_id: str, split: ConnectorSplit) -> None:
@@ -163,6 +172,9 @@ class Task:
         if self.state is not TaskState.CREATED:
             raise RuntimeError(f"task {self.task_id} already started")
         self._start_time = time.perf_counter()
+        watch_compilations()
+        watch_compile_passes()
+        before = compiles_now()
         factories = plan_pipelines(self.plan, self.max_drivers)
         for factory in factories:
             factory.prepare_task(self)
@@ -177,6 +189,8 @@ class Task:
             self.pool.release_all()
             self._done.set()
             raise
+        finally:
+            self._start_compiles = compiles_now() - before
         self.state = TaskState.RUNNING
         self._running_drivers = len(self.drivers)
         for driver in list(self.drivers):
@@ -306,8 +320,11 @@ class Task:
             ops = [s for (p, _), s in sorted(merged.items()) if p == pipeline_id]
             pipelines.append(PipelineStats(pipeline_id, num_drivers, ops))
         end = self._end_time or time.perf_counter()
+        operators = [stats for pipeline in pipelines for stats in pipeline.operators]
         return TaskStats(self.task_id, self.state.value, end - self._start_time if self._start_time else 0.0,
-                         self._splits_added, pipelines)
+                         self._splits_added, pipelines,
+                         self._start_compiles.kernels_compiled + sum(s.kernels_compiled for s in operators),
+                         self._start_compiles.compile_seconds + sum(s.compile_seconds for s in operators))
 
 
 def _with_operator(error: BaseException, operator: Operator | None) -> BaseException:

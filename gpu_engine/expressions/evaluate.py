@@ -25,6 +25,7 @@ import pyarrow as pa
 from gpu_engine.columnar import Batch, Column
 from gpu_engine.columnar.types import is_boolean, is_string
 from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.exec.cancel_points import cancel_point
 from gpu_engine.expressions import arithmetic, comparison, logical, strings, temporal
 from gpu_engine.expressions.cast import cast
 from gpu_engine.expressions.deferred_checks import checks_read_together
@@ -108,6 +109,7 @@ def _comparison(expr: BinaryOp, batch: Batch) -> Column:
 
 @_evaluate.register
 def _(expr: BinaryOp, batch: Batch) -> Column:
+    cancel_point()  # a long chain runs one pass per node: a cancelled query stops here, not after all of them
     if expr.op in COMPARISON_OPS:
         return _comparison(expr, batch)
     left, right = _evaluate(expr.left, batch), _evaluate(expr.right, batch)

@@ -100,6 +100,17 @@ def test_huge_expressions_match_duckdb_with_bounded_kernels(name, device_name, r
     assert len(set(map(repr, kernel_programs))) <= len(list(walk_plan(session.last_plan)))
 
 
+def test_a_growing_chain_compiles_nothing_more(device_name):
+    """The first chain pays for what the eager path needs; a chain four times as long compiles no kernel."""
+    from gpu_engine import Session
+
+    session = Session(device=device_name, drivers=2)
+    session.register("t", T)
+    session.sql(f"SELECT count(*) AS n FROM t WHERE {_and_chain(300)}")
+    session.sql(f"SELECT count(*) AS n FROM t WHERE {_and_chain(TERMS)}")
+    assert session.last_stats().kernels_compiled == 0
+
+
 def test_expression_nodes_counts_each_node_and_stops_at_the_limit():
     from gpu_engine.codegen.kernel_bounds import expression_nodes
     from gpu_engine.plans.expressions import BinaryOp, ColumnRef, InList, Literal
