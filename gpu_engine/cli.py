@@ -14,6 +14,13 @@ command exit with code 1. User mistakes (bad arguments, an unknown device, a
 query without a plan, no ``tpchgen-cli``) exit with code 2 and a one-line
 message; engine failures exit with code 1 and a message (``--traceback`` shows
 the Python traceback).
+
+Every command speaks one vocabulary: ``--sf`` and ``--data-dir`` choose the
+TPC-H data (``sql`` also reads your own files with ``--tables DIR``),
+``--plan`` prints the plan without running it and ``--explain-analyze`` runs,
+then prints the explain-analyze. The older spellings (``sql --tpch``, ``sql
+--data``, and ``--explain``, which meant "plan only" in ``sql`` and "explain
+analyze" elsewhere) still work for a release, with a warning on stderr.
 """
 
 from __future__ import annotations
@@ -29,8 +36,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
+from numba.core import event as numba_event
 
-from gpu_engine.device import DEVICE_NAMES, Device, get_device  # NumPy only: numba loads on first use
+from gpu_engine.device import DEVICE_NAMES, Device, get_device
 
 __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_query_list", "format_table",
            "format_summary", "compare_with_duckdb", "speed_ratio"]
@@ -38,8 +46,6 @@ __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_quer
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
-#: Exit code after Ctrl-C (128 + SIGINT, as shells report it).
-EXIT_INTERRUPTED = 130
 
 _DEMO_QUERIES = "primer,1,6"
 #: ``demo`` and ``query`` share it, so ``query`` reuses the demo's data; ``tpch`` (all 22 queries) runs SF 1.
@@ -49,6 +55,39 @@ COMPILING_MESSAGE = "compiling kernels (first run only; later runs load them fro
 
 class UsageError(Exception):
     """Raise for a mistake the user can fix; main prints it and exits with code 2."""
+
+
+#: What ``sql --dialect`` accepts: :data:`gpu_engine.sql.SQL_DIALECTS` (not imported: sqlglot is slow to load).
+SQL_DIALECTS = ("duckdb", "spark")
+
+
+class _Parser(argparse.ArgumentParser):
+    """Exit with code 2 and one line on a usage error (argparse prints the whole usage before it)."""
+
+    def error(self, message: str):
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
+class _Deprecated(argparse.Action):
+    """Accept an old option spelling for a release: warn on stderr, then store as its replacement does."""
+
+    def __init__(self, option_strings, dest, replacement: str, nargs=None, const=None, **kwargs):
+        self.replacement = replacement
+        super().__init__(option_strings, dest, nargs=nargs, const=const, default=argparse.SUPPRESS,
+                         help=argparse.SUPPRESS, **kwargs)
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        print(f"{parser.prog}: warning: {option_string} is deprecated; use {self.replacement}", file=sys.stderr)
+        setattr(namespace, self.dest, self.const if self.nargs == 0 else values)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("gpu-engine")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
 
 
 @dataclass(frozen=True)
@@ -124,16 +163,18 @@ def _positive_int(text: str) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     """Return the argument parser of ``gpu-engine``."""
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog="gpu-engine",
         description="Run TPC-H queries on gpu_engine (cpu, cuda or cuda-sim) and compare with DuckDB.",
     )
+    parser.add_argument("--version", action="version", version=f"gpu-engine {_version()}")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND")
     commands.required = True
 
-    def add_common(sub: argparse.ArgumentParser, default_sf: float) -> None:
+    def add_common(sub: argparse.ArgumentParser, default_sf: float | None) -> None:
         sub.add_argument(
-            "--sf", type=_positive_float, default=default_sf, help=f"TPC-H scale factor (default {default_sf:g})"
+            "--sf", type=_positive_float, default=default_sf, metavar="SF",
+            help=f"TPC-H scale factor (default {default_sf if default_sf is not None else DEMO_SCALE_FACTOR:g})"
         )
         sub.add_argument(
             "--device",
@@ -155,8 +196,10 @@ def build_parser() -> argparse.ArgumentParser:
             help="root of the TPC-H cache; files go to DIR/sf<SF>/ "
             "(default $GPU_ENGINE_DATA/tpch or ~/.cache/gpu_engine/tpch)",
         )
-        sub.add_argument("--rows", type=_positive_int, default=5, help="result rows to print per query (default 5)")
-        sub.add_argument("--no-duckdb", action="store_true", help="do not time DuckDB on the same files")
+        rows = 20 if sub.prog.endswith(" sql") else 5
+        sub.add_argument("--rows", type=_positive_int, default=rows, help=f"result rows to print per query (default {rows})")
+        if not sub.prog.endswith(" sql"):
+            sub.add_argument("--no-duckdb", action="store_true", help="do not time DuckDB on the same files")
         sub.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
         sub.add_argument("--full-explain", action="store_true",
                          help="print explain lines whole, every column with its type (default: lines over 120 "
@@ -169,6 +212,15 @@ def build_parser() -> argparse.ArgumentParser:
         "engine and on DuckDB, print rows and times, and explain-analyze Q1.",
     )
     add_common(demo, DEMO_SCALE_FACTOR)
+
+    def add_explain(sub: argparse.ArgumentParser, old_explain: str) -> None:
+        """Add ``--plan`` and ``--explain-analyze``; ``--explain`` stays, deprecated, meaning ``old_explain``."""
+        shown = sub.add_mutually_exclusive_group()
+        shown.add_argument("--plan", action="store_true", help="print the plan as it would run; do not run it")
+        shown.add_argument("--explain-analyze", action="store_true",
+                           help="run, then print the explain-analyze (each node's rows, batches and times)")
+        sub.add_argument("--explain", action=_Deprecated, nargs=0, const=True, replacement=old_explain,
+                         dest=old_explain.removeprefix("--").replace("-", "_"))
 
     query = commands.add_parser(
         "query",
@@ -184,7 +236,7 @@ def build_parser() -> argparse.ArgumentParser:
     query.add_argument(
         "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
     )
-    query.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
+    add_explain(query, "--explain-analyze")
 
     tpch_command = commands.add_parser(
         "tpch",
@@ -200,26 +252,24 @@ def build_parser() -> argparse.ArgumentParser:
     tpch_command.add_argument(
         "--runs", type=_positive_int, default=3, help="timed runs after the first (median reported; default 3)"
     )
-    tpch_command.add_argument("--explain", action="store_true", help="print the explain-analyze of each query")
+    add_explain(tpch_command, "--explain-analyze")
 
     sql = commands.add_parser(
         "sql",
         help="run one SQL query (text, or standard input) over Parquet files or TPC-H",
         description="Plan a SQL query (DuckDB dialect) with gpu_engine.sql and run it; with no text the "
-        "query is read from standard input. Tables: every <name>.parquet in --data DIR, or TPC-H at --tpch SF.",
+        "query is read from standard input. Tables: every <name>.parquet in --tables DIR, or TPC-H at --sf SF "
+        "(in --data-dir, generated if missing).",
     )
     sql.add_argument("text", nargs="?", default=None, help="the query (default: read standard input)")
-    source = sql.add_mutually_exclusive_group()
-    source.add_argument("--data", type=Path, default=None, metavar="DIR",
-                        help="register each DIR/<table>.parquet (file or folder) as <table>")
-    source.add_argument("--tpch", type=_positive_float, default=None, metavar="SF",
-                        help="TPC-H at scale factor SF (generated if missing; default when --data is not given: 0.1)")
-    sql.add_argument("--device", choices=DEVICE_NAMES, default="auto", help="where operators run (default auto)")
-    sql.add_argument("--drivers", type=_positive_int, default=None, help="drivers (threads) per pipeline")
-    sql.add_argument("--explain", action="store_true", help="print the plan as it would run, do not run it")
-    sql.add_argument("--rows", type=_positive_int, default=20, help="result rows to print (default 20)")
-    sql.add_argument("--dialect", default="duckdb", help="SQL dialect sqlglot reads (default duckdb; spark)")
-    sql.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
+    add_common(sql, None)
+    sql.add_argument("--tables", type=Path, default=None, metavar="DIR",
+                     help="register each DIR/<table>.parquet (file or folder) as <table> instead of TPC-H")
+    add_explain(sql, "--plan")
+    sql.add_argument("--dialect", choices=SQL_DIALECTS, default="duckdb",
+                     help="the SQL dialect of the text (default duckdb)")
+    sql.add_argument("--tpch", type=_positive_float, action=_Deprecated, replacement="--sf", dest="sf")
+    sql.add_argument("--data", type=Path, action=_Deprecated, replacement="--tables", dest="tables")
     return parser
 
 
@@ -381,21 +431,18 @@ def ptx_cache_is_empty() -> bool:
     return not folder.is_dir() or next(folder.glob("*.ptx"), None) is None
 
 
-class _CompileNotice:
+class _CompileNotice(numba_event.Listener):
     """Print one line on stderr when numba starts compiling a kernel, at most once per command.
 
     Why: on a cold cache the first query spends ~10 s compiling kernels with no
     output. numba fires its ``numba:compile`` event only for real compilations,
     not for kernels loaded from its disk cache, so a warm run prints nothing.
-    Use as a context manager around the first run of each query. numba is
-    imported on entering, not with this module, so that the CLI starts (and a
-    Ctrl-C during start-up is handled) before the heavy imports.
+    Use as a context manager around the first run of each query.
     """
 
     def __init__(self, stream=None):
         self.stream = stream
         self.printed = False
-        self._listener = None
 
     def on_start(self, event=None) -> None:
         if not self.printed:
@@ -406,25 +453,11 @@ class _CompileNotice:
         pass
 
     def __enter__(self) -> "_CompileNotice":
-        from numba.core import event as numba_event
-
-        notice = self
-
-        class _Listener(numba_event.Listener):
-            def on_start(self, event) -> None:
-                notice.on_start(event)
-
-            def on_end(self, event) -> None:
-                pass
-
-        self._listener = _Listener()
-        numba_event.register("numba:compile", self._listener)
+        numba_event.register("numba:compile", self)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        from numba.core import event as numba_event
-
-        numba_event.unregister("numba:compile", self._listener)
+        numba_event.unregister("numba:compile", self)
 
 
 def default_drivers(device: Device) -> int:
@@ -446,6 +479,11 @@ def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: 
     session = Session(device=device, drivers=args.drivers or default_drivers(device))
     data_dir = ensure_tpch(args.sf, args.data_dir, progress=True)
     register_tpch(session, data_dir)
+    if getattr(args, "plan", False):
+        for number, choice in enumerate(choices):
+            print(("\n" if number else "") + f"== plan {choice.name} ==")
+            print(session.explain(choice.build_plan(session.catalog), full=args.full_explain))
+        return EXIT_OK
     runs = getattr(args, "runs", 1)
     print(
         f"gpu_engine on device {session.device.name} with {session.drivers} driver(s); "
@@ -536,13 +574,13 @@ def _demo(args: argparse.Namespace) -> int:
 
 def _query(args: argparse.Namespace) -> int:
     choices = parse_query_list(args.queries, args.sf)
-    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
+    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain_analyze else [])
 
 
 def _tpch(args: argparse.Namespace) -> int:
     args.summary = True
     choices = parse_query_list(args.queries, args.sf)
-    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain else [])
+    return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain_analyze else [])
 
 
 def _sql(args: argparse.Namespace) -> int:
@@ -551,27 +589,30 @@ def _sql(args: argparse.Namespace) -> int:
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
     from gpu_engine.sql import SqlError
 
+    if args.tables is not None and (args.sf is not None or args.data_dir is not None):
+        raise UsageError("--tables DIR reads your own Parquet files, --sf and --data-dir choose TPC-H: "
+                         "give one or the other")
     text = args.text if args.text is not None else sys.stdin.read()
     if not text.strip():
         raise UsageError("no query: give the SQL text as an argument or on standard input")
     device = get_device(args.device)
     session = Session(device=device, drivers=args.drivers or default_drivers(device))
-    if args.data is not None:
-        if not args.data.is_dir():
-            raise UsageError(f"--data {args.data} is not a folder")
-        tables = sorted(args.data.glob("*.parquet"))
+    if args.tables is not None:
+        if not args.tables.is_dir():
+            raise UsageError(f"--tables {args.tables} is not a folder")
+        tables = sorted(args.tables.glob("*.parquet"))
         if not tables:
-            raise UsageError(f"--data {args.data} holds no <table>.parquet file or folder")
+            raise UsageError(f"--tables {args.tables} holds no <table>.parquet file or folder")
         for path in tables:
             session.register(path.stem, str(path))
     else:
-        register_tpch(session, ensure_tpch(args.tpch or DEMO_SCALE_FACTOR, None, progress=True))
+        register_tpch(session, ensure_tpch(args.sf or DEMO_SCALE_FACTOR, args.data_dir, progress=True))
     try:
         plan = session.sql_plan(text, dialect=args.dialect)
     except SqlError as error:
         raise UsageError(str(error)) from None
-    if args.explain:
-        print(session.explain(plan))
+    if args.plan:
+        print(session.explain(plan, full=args.full_explain))
         return EXIT_OK
     start = time.perf_counter()
     with _CompileNotice():
@@ -580,6 +621,9 @@ def _sql(args: argparse.Namespace) -> int:
     print(format_table(result, args.rows))
     print(f"{result.num_rows} row{'s' if result.num_rows != 1 else ''} in {_seconds(elapsed)} "
           f"on {session.device.name} ({session.drivers} driver(s))")
+    if args.explain_analyze:
+        print()
+        print(_explain(session, plan, args.full_explain))
     return EXIT_OK
 
 
@@ -590,24 +634,16 @@ def _is_usage_error(error: BaseException) -> bool:
     return isinstance(error, (UsageError, DeviceError, TpchDataError))
 
 
-def _interrupted() -> int:
-    """Say in one line that the command was interrupted; return :data:`EXIT_INTERRUPTED`."""
-    print("interrupted", file=sys.stderr)
-    return EXIT_INTERRUPTED
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
-    try:
-        parser = build_parser()
-        args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
-    except KeyboardInterrupt:
-        return _interrupted()
+    parser = build_parser()
+    args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
     handlers = {"demo": _demo, "query": _query, "tpch": _tpch, "sql": _sql}
     try:
         return handlers[args.command](args)
-    except KeyboardInterrupt:  # the running query was cancelled and its threads joined (Session._run)
-        return _interrupted()
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
     except Exception as error:  # noqa: BLE001 - the CLI's job is to turn errors into messages
         if args.traceback:
             raise

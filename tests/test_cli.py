@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,13 +24,72 @@ from gpu_engine.plans import tpch
         (["demo", "--drivers", "0"], "--drivers: must be at least 1"),
         (["query", "--runs", "x"], "--runs: not an integer"),
         (["demo", "--queries", "1"], "unrecognized arguments: --queries"),
+        (["sql", "--dialect", "nosuch", "SELECT 1"], "--dialect: invalid choice: 'nosuch'"),
+        (["sql", "--plan", "--explain-analyze", "SELECT 1"], "not allowed with argument --plan"),
+        (["tpch", "--explain-analyze", "--plan"], "not allowed with argument --explain-analyze"),
     ],
 )
-def test_bad_arguments_exit_2_with_a_message(argv, message, capsys):
+def test_bad_arguments_exit_2_with_one_line(argv, message, capsys):
     with pytest.raises(SystemExit) as exit_info:
         cli.main(argv)
     assert exit_info.value.code == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert message in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_version_prints_the_installed_version(capsys):
+    from importlib.metadata import version
+
+    with pytest.raises(SystemExit) as exit_info:
+        cli.main(["--version"])
+    assert exit_info.value.code == 0
+    assert capsys.readouterr().out.strip() == f"gpu-engine {version('gpu-engine')}"
+
+
+@pytest.mark.parametrize("command", ["demo", "query", "tpch", "sql"])
+def test_every_command_speaks_one_vocabulary(command):
+    """The data, device and explain options are spelled (and mean) the same in every command."""
+    args = cli.build_parser().parse_args([command, "--sf", "0.5", "--data-dir", "d", "--device", "cpu",
+                                          "--drivers", "2", "--rows", "3", "--full-explain", "--traceback"])
+    assert (args.sf, str(args.data_dir), args.device, args.drivers, args.rows) == (0.5, "d", "cpu", 2, 3)
+    if command != "demo":
+        assert cli.build_parser().parse_args([command, "--plan"]).plan
+        assert cli.build_parser().parse_args([command, "--explain-analyze"]).explain_analyze
+
+
+@pytest.mark.parametrize("argv, expected, warning", [
+    (["sql", "--tpch", "0.5", "x"], {"sf": 0.5}, "--tpch is deprecated; use --sf"),
+    (["sql", "--data", "dir", "x"], {"tables": Path("dir")}, "--data is deprecated; use --tables"),
+    (["sql", "--explain", "x"], {"plan": True, "explain_analyze": False}, "--explain is deprecated; use --plan"),
+    (["query", "--explain"], {"explain_analyze": True, "plan": False}, "--explain is deprecated; use --explain-analyze"),
+    (["tpch", "--explain"], {"explain_analyze": True, "plan": False}, "--explain is deprecated; use --explain-analyze"),
+])
+def test_old_spellings_still_work_with_a_deprecation_warning(argv, expected, warning, capsys):
+    args = cli.build_parser().parse_args(argv)
+    assert {name: getattr(args, name) for name in expected} == expected
+    assert capsys.readouterr().err.strip() == f"gpu-engine {argv[0]}: warning: {warning}"
+
+
+def test_sql_refuses_own_tables_together_with_tpch_in_one_line(capsys, tmp_path):
+    code = cli.main(["sql", "SELECT 1", "--tables", str(tmp_path), "--sf", "0.01"])
+    err = capsys.readouterr().err
+    assert code == 2 and "give one or the other" in err and len(err.strip().splitlines()) == 1
+    assert list(tmp_path.iterdir()) == []  # nothing generated
+
+
+def test_sql_plans_or_runs_then_explains(capsys, tmp_path):
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": [1, 2, 2, 3], "v": [1.0, 2.0, 3.0, 4.0]}), tmp_path / "t.parquet")
+    query = "SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY k"
+    assert cli.main(["sql", query, "--tables", str(tmp_path), "--device", "cpu", "--plan"]) == 0
+    planned = capsys.readouterr().out
+    assert "-- TableScan" in planned and "rows in" not in planned and "Task" not in planned  # not run
+    assert cli.main(["sql", query, "--tables", str(tmp_path), "--device", "cpu", "--explain-analyze"]) == 0
+    out = capsys.readouterr().out
+    assert "3 rows in" in out and out.index("3 rows in") < out.index("Task ")  # the rows, then the analysis
+    assert "-- TableScan" in out[out.index("Task "):] and "output 3 rows" in out[out.index("Task "):]
 
 
 @pytest.mark.parametrize(
@@ -115,7 +175,7 @@ def test_demo_end_to_end(capsys, tmp_path):
 
 
 def test_query_command_end_to_end(capsys, tmp_path):
-    """Run Q6 with explain through ``gpu-engine query``: needs the complete engine."""
+    """Run Q6 with explain-analyze through ``gpu-engine query``: needs the complete engine."""
     code = cli.main(
         [
             "query",
@@ -125,7 +185,7 @@ def test_query_command_end_to_end(capsys, tmp_path):
             "q6",
             "--runs",
             "1",
-            "--explain",
+            "--explain-analyze",
             "--device",
             "cpu",
             "--drivers",
@@ -236,7 +296,7 @@ def test_a_result_that_differs_from_duckdb_fails_the_command(capsys, tmp_path, m
 
 def test_full_explain_prints_whole_lines(capsys, tmp_path):
     code = cli.main(["query", "--sf", "0.001", "--queries", "q1", "--runs", "1", "--device", "cpu", "--drivers", "1",
-                     "--no-duckdb", "--explain", "--full-explain", "--data-dir", str(tmp_path)])
+                     "--no-duckdb", "--explain-analyze", "--full-explain", "--data-dir", str(tmp_path)])
     out = capsys.readouterr().out
     assert code == 0
     explain = out[out.index("== explain analyze q1 =="):]

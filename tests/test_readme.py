@@ -8,6 +8,7 @@ does (tests/conftest.py points ``GPU_ENGINE_DATA`` at the test cache).
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import io
 from pathlib import Path
@@ -69,7 +70,7 @@ def _synopsis() -> dict[str, str]:
     return lines
 
 
-@pytest.mark.parametrize("command", ["demo", "query", "tpch"])
+@pytest.mark.parametrize("command", ["demo", "query", "tpch", "sql"])
 def test_the_cli_synopsis_names_every_option_and_its_default(command):
     synopsis = _synopsis()[command]
     parser = cli.build_parser()
@@ -77,7 +78,7 @@ def test_the_cli_synopsis_names_every_option_and_its_default(command):
     defaults = parser.parse_args([command])
     for action in subparser._actions:  # noqa: SLF001
         options = [o for o in action.option_strings if o.startswith("--") and o != "--help"]
-        if not options:
+        if not options or action.help == argparse.SUPPRESS:  # deprecated spellings are not advertised
             continue
         assert options[0] in synopsis, f"{command}: {options[0]} is missing from the README synopsis"
         default = getattr(defaults, action.dest)

@@ -233,7 +233,7 @@ def test_cli_runs_sql_over_a_data_folder(crafted, capsys):
     from gpu_engine.cli import main
 
     code = main(["sql", "SELECT grp, count(*) AS n FROM items WHERE grp IS NOT NULL GROUP BY grp ORDER BY grp",
-                 "--data", str(crafted), "--device", "cpu"])
+                 "--tables", str(crafted), "--device", "cpu"])
     out = capsys.readouterr().out
     assert code == 0
     assert [line.split() for line in out.splitlines()[2:5]] == [["a", "3"], ["b", "2"], ["c", "2"]]
@@ -245,7 +245,7 @@ def test_cli_reads_stdin_and_explains(crafted, capsys, monkeypatch):
     from gpu_engine.cli import main
 
     monkeypatch.setattr("sys.stdin", io.StringIO("SELECT id FROM items WHERE id IN (SELECT item_id FROM tags)"))
-    assert main(["sql", "--explain", "--data", str(crafted), "--device", "cpu"]) == 0
+    assert main(["sql", "--plan", "--tables", str(crafted), "--device", "cpu"]) == 0
     out = capsys.readouterr().out
     assert "LEFT_SEMI" in out or "RIGHT_SEMI" in out
 
@@ -253,7 +253,7 @@ def test_cli_reads_stdin_and_explains(crafted, capsys, monkeypatch):
 def test_cli_sql_errors_exit_2_with_the_position(crafted, capsys):
     from gpu_engine.cli import main
 
-    assert main(["sql", "SELECT idd FROM items", "--data", str(crafted), "--device", "cpu"]) == 2
+    assert main(["sql", "SELECT idd FROM items", "--tables", str(crafted), "--device", "cpu"]) == 2
     err = capsys.readouterr().err
     assert "unknown column 'idd'" in err and "did you mean id?" in err and "line 1, column 8" in err
 
