@@ -36,9 +36,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Mapping, Sequence
 
-from numba.core import event as numba_event
 
-from gpu_engine.device import DEVICE_NAMES, Device, get_device
+from gpu_engine.device import DEVICE_NAMES, Device, get_device  # NumPy only: numba loads on first use
 
 __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_query_list", "format_table",
            "format_summary", "compare_with_duckdb", "speed_ratio"]
@@ -46,6 +45,8 @@ __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_quer
 EXIT_OK = 0
 EXIT_FAILURE = 1
 EXIT_USAGE = 2
+#: Exit code after Ctrl-C (128 + SIGINT, as shells report it).
+EXIT_INTERRUPTED = 130
 
 _DEMO_QUERIES = "primer,1,6"
 #: ``demo`` and ``query`` share it, so ``query`` reuses the demo's data; ``tpch`` (all 22 queries) runs SF 1.
@@ -431,18 +432,21 @@ def ptx_cache_is_empty() -> bool:
     return not folder.is_dir() or next(folder.glob("*.ptx"), None) is None
 
 
-class _CompileNotice(numba_event.Listener):
+class _CompileNotice:
     """Print one line on stderr when numba starts compiling a kernel, at most once per command.
 
     Why: on a cold cache the first query spends ~10 s compiling kernels with no
     output. numba fires its ``numba:compile`` event only for real compilations,
     not for kernels loaded from its disk cache, so a warm run prints nothing.
-    Use as a context manager around the first run of each query.
+    Use as a context manager around the first run of each query. numba is
+    imported on entering, not with this module, so that the CLI starts (and a
+    Ctrl-C during start-up is handled) before the heavy imports.
     """
 
     def __init__(self, stream=None):
         self.stream = stream
         self.printed = False
+        self._listener = None
 
     def on_start(self, event=None) -> None:
         if not self.printed:
@@ -453,11 +457,25 @@ class _CompileNotice(numba_event.Listener):
         pass
 
     def __enter__(self) -> "_CompileNotice":
-        numba_event.register("numba:compile", self)
+        from numba.core import event as numba_event
+
+        notice = self
+
+        class _Listener(numba_event.Listener):
+            def on_start(self, event) -> None:
+                notice.on_start(event)
+
+            def on_end(self, event) -> None:
+                pass
+
+        self._listener = _Listener()
+        numba_event.register("numba:compile", self._listener)
         return self
 
     def __exit__(self, *exc_info) -> None:
-        numba_event.unregister("numba:compile", self)
+        from numba.core import event as numba_event
+
+        numba_event.unregister("numba:compile", self._listener)
 
 
 def default_drivers(device: Device) -> int:
@@ -634,16 +652,24 @@ def _is_usage_error(error: BaseException) -> bool:
     return isinstance(error, (UsageError, DeviceError, TpchDataError))
 
 
+def _interrupted() -> int:
+    """Say in one line that the command was interrupted; return :data:`EXIT_INTERRUPTED`."""
+    print("interrupted", file=sys.stderr)
+    return EXIT_INTERRUPTED
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
-    parser = build_parser()
-    args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
+    try:
+        parser = build_parser()
+        args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
+    except KeyboardInterrupt:
+        return _interrupted()
     handlers = {"demo": _demo, "query": _query, "tpch": _tpch, "sql": _sql}
     try:
         return handlers[args.command](args)
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt:  # the running query was cancelled and its threads joined (Session._run)
+        return _interrupted()
     except Exception as error:  # noqa: BLE001 - the CLI's job is to turn errors into messages
         if args.traceback:
             raise
