@@ -1,7 +1,7 @@
 # Set up a virtual environment and run the demo, the tests or the benchmark.
 #   make demo    generate TPC-H (SF 0.1) if missing; run the primer query, Q1 and Q6
 #   make test    the test suite on cpu and cuda-sim (and cuda where a GPU is present);
-#                ends with the 25 slowest tests and the reason of every skip
+#                ends with the 25 slowest tests, every failure and error, and the reason of every skip
 #   make test-fast  the cpu cases only: no cuda-sim/cuda cases, no Spark (a few minutes)
 #   make bench   time the engine against DuckDB and Polars (SF 1); see bench/README.md
 #   make lock    re-pin constraints.txt: install '.[dev]' unpinned into a throwaway venv and freeze it
