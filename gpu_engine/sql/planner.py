@@ -215,10 +215,44 @@ def _aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+#: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
+_PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
+
+
 def _subquery_select(tree: exp.Expression) -> exp.Expression:
+    """Return the query inside parentheses, with the ORDER BY / LIMIT / OFFSET written after them applied.
+
+    Why: ``(SELECT a FROM t) LIMIT 1`` parses as a Subquery carrying the
+    LIMIT; unwrapping it alone dropped the clause and returned every row.
+    """
     while isinstance(tree, (exp.Subquery, exp.Paren)):
+        clauses = {key: value for key, value in tree.args.items() if key not in ("this", "alias") and value}
+        if clauses:
+            return _with_clauses(tree, clauses)
         tree = tree.this
     return tree
+
+
+def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
+    """Return a SELECT computing the parenthesized query ``tree.this`` followed by ``clauses``."""
+    for key, value in clauses.items():
+        if key not in _PARENTHESIZED_QUERY_CLAUSES:
+            raise _unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
+                               else tree)
+    inner = _subquery_select(tree.this)
+    if not isinstance(inner, exp.Select):
+        raise _unsupported(f"{inner.key.upper()} (set operations)", inner)
+    if not any(inner.args.get(key) for key in _PARENTHESIZED_QUERY_CLAUSES):
+        merged = inner.copy()  # (SELECT …) ORDER BY x LIMIT n is SELECT … ORDER BY x LIMIT n
+    else:  # the inner query orders or limits too: SELECT <its columns> FROM (<it>) <clauses>
+        alias = "$parenthesized"
+        merged = exp.Select(expressions=[exp.alias_(exp.column(e.alias_or_name, table=alias, quoted=True),
+                                                    e.alias_or_name, quoted=True) for e in inner.expressions])
+        merged.set("from_", exp.From(this=exp.Subquery(this=inner.copy(), alias=exp.TableAlias(
+            this=exp.to_identifier(alias, quoted=True)))))
+    for key, value in clauses.items():
+        merged.set(key, value.copy())
+    return merged
 
 
 def _has_subquery(tree: exp.Expression) -> bool:

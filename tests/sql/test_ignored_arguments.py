@@ -63,3 +63,31 @@ def test_operators_without_a_translation_are_named_as_sql_spells_them(sql, opera
     with pytest.raises(SqlError, match="unsupported operator") as raised:
         plan_sql(sql, CATALOG)
     assert operator in str(raised.value) and raised.value.line == 1
+
+
+PARENTHESIZED = [
+    "(SELECT a FROM t) LIMIT 1",
+    "(SELECT a, s FROM t) ORDER BY a DESC NULLS LAST",
+    "SELECT count(*) AS n FROM ((SELECT a FROM t) LIMIT 2) d",
+    "((SELECT a, b FROM t ORDER BY b DESC) LIMIT 2)",
+    "(SELECT a FROM t ORDER BY a LIMIT 3) ORDER BY a DESC LIMIT 1 OFFSET 1",
+    "SELECT count(*) AS n FROM t WHERE a IN ((SELECT a FROM t ORDER BY a) LIMIT 1)",
+    "(SELECT s, count(*) AS n FROM t GROUP BY s) ORDER BY n DESC, s",
+]
+
+
+@pytest.mark.parametrize("sql", PARENTHESIZED)
+def test_clauses_after_a_parenthesized_query_apply(sql, device_name):
+    """``(SELECT a FROM t) LIMIT 1`` returned every row: unwrapping the parentheses dropped the LIMIT."""
+    import duckdb
+
+    from duckdb_reference import assert_same_rows, duckdb_table
+    from gpu_engine import Session
+
+    table = pa.table({"a": pa.array([3, 1, None, 2], pa.int32()), "b": [0.5, 2.5, 1.5, None],
+                      "s": ["x", "y", "x", None]})
+    session = Session(device=device_name)
+    session.register("t", table)
+    connection = duckdb.connect()
+    connection.register("t", table)
+    assert_same_rows(session.sql(sql), duckdb_table(connection, sql), ordered="ORDER BY" in sql)
