@@ -39,15 +39,16 @@ __all__ = [
     "DECODED",
     "UNSUPPORTED",
     "CORRUPT",
-    "count_chunk_values",
+    "check_page_counts",
     "describe",
+    "first_invalid_utf8",
 ]
 
 #: Parquet's CompressionCodec values this module decompresses.
 CODEC_UNCOMPRESSED = 0
 CODEC_SNAPPY = 1
 
-#: Status codes of :func:`decode_chunk`, :func:`decode_strings_chunk` and :func:`count_chunk_values`.
+#: Status codes of :func:`decode_chunk`, :func:`decode_strings_chunk` and :func:`check_page_counts`.
 DECODED = 0
 UNSUPPORTED = -1  # a codec, encoding or page kind this module does not decode: read the column with pyarrow
 #: The bytes contradict the footer or themselves: every status at or below CORRUPT says how (:func:`describe`).
@@ -972,6 +973,69 @@ def _string_values(data, at, stop, encoding, as_codes, has_dictionary, nullable,
             offsets[row + i + 1] = used
         return DECODED, chars, used, indices
     return UNSUPPORTED, chars, used, indices
+
+
+@njit(nogil=True, cache=True)
+def first_invalid_utf8(offsets, chars, count):
+    """Return the index of the first of ``count`` strings ``chars[offsets[i]:offsets[i + 1]]`` that is not UTF-8, else -1.
+
+    Why: Parquet's strings are UTF-8, and the engine's string columns (Arrow's) and its operators rely on
+    it (grouping interns keys as Python strings); DuckDB refuses such a file too, while pyarrow's reader
+    hands the bytes on. ASCII, every TPC-H string, is recognised a word at a time by OR-ing the bytes
+    (memory speed: ~2 ms over SF 0.1's 20 MB of ``l_comment``, against ~120 ms to decode it); only
+    chunks holding other bytes are checked string by string (a sequence split between two strings
+    must not pass).
+    """
+    start = offsets[0]
+    end = offsets[count]
+    if start < 0 or end > chars.shape[0] or start > end:
+        return 0
+    high = np.uint64(0)
+    at = start
+    while at + 8 <= end:
+        high |= _load_word(chars, at)
+        at += 8
+    while at < end:
+        high |= np.uint64(chars[at])
+        at += 1
+    if high & np.uint64(0x8080808080808080) == 0:
+        return -1
+    for index in range(count):
+        at = offsets[index]
+        stop = offsets[index + 1]
+        while at < stop:
+            lead = np.int64(chars[at])
+            if lead < 0x80:
+                at += 1
+                continue
+            low, high_second = 0x80, 0xBF  # the range of the byte after the lead (the others: 0x80-0xBF)
+            if 0xC2 <= lead <= 0xDF:
+                follow = 1
+            elif lead == 0xE0:
+                follow, low = 2, 0xA0
+            elif 0xE1 <= lead <= 0xEC or 0xEE <= lead <= 0xEF:
+                follow = 2
+            elif lead == 0xED:  # no surrogates
+                follow, high_second = 2, 0x9F
+            elif lead == 0xF0:
+                follow, low = 3, 0x90
+            elif 0xF1 <= lead <= 0xF3:
+                follow = 3
+            elif lead == 0xF4:  # nothing past U+10FFFF
+                follow, high_second = 3, 0x8F
+            else:
+                return index
+            if at + follow >= stop:  # the sequence runs past its string
+                return index
+            second = np.int64(chars[at + 1])
+            if second < low or second > high_second:
+                return index
+            for k in range(2, follow + 1):
+                byte = np.int64(chars[at + k])
+                if byte < 0x80 or byte > 0xBF:
+                    return index
+            at += follow + 1
+    return -1
 
 
 @njit(nogil=True, cache=True)

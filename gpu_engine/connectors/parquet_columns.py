@@ -52,6 +52,7 @@ from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
     CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_strings_chunk, describe,
+    first_invalid_utf8,
 )
 
 __all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts"]
@@ -263,6 +264,7 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
                                   f"{', '.join(map(str, row_groups))}, whose footer declares {rows}")
         if pa.types.is_dictionary(column.type):
             _check_codes(path, name, column, groups, layout.rows[groups])
+        _check_utf8(path, name, column)
     return read
 
 
@@ -289,6 +291,18 @@ def _check_page_counts(path: str, layout: _ChunkLayout, groups: np.ndarray, name
                                              int(layout.lengths[group, index]), int(layout.rows[group]))
         if status != DECODED:
             raise _corrupt(path, name, group, status, page, at)
+
+
+def _check_utf8(path: str, name: str, column: pa.ChunkedArray) -> None:
+    """Raise DataSourceError when a string of a column pyarrow read is not UTF-8 (pyarrow's reader does not check)."""
+    strings = column.type.value_type if pa.types.is_dictionary(column.type) else column.type
+    if not is_string(strings):
+        return
+    for chunk in column.chunks:
+        try:
+            (chunk.dictionary if pa.types.is_dictionary(column.type) else chunk).validate(full=True)
+        except pa.ArrowInvalid as exc:
+            raise DataSourceError(f"{path}: column {name!r}: a string is not valid UTF-8 ({exc})") from None
 
 
 def _check_codes(path: str, name: str, column: pa.ChunkedArray, groups: np.ndarray, counts: np.ndarray) -> None:
@@ -325,6 +339,13 @@ def _read_strings(path: str, name: str, groups: np.ndarray, file_bytes: np.ndarr
             raise _corrupt(path, name, group, status, page, at)
         if status != DECODED:
             return None
+        if as_codes:
+            bad = first_invalid_utf8(dict_offsets, dict_chars, len(dict_offsets) - 1)
+        else:
+            bad = first_invalid_utf8(offsets, chars, rows)
+        if bad >= 0:
+            raise DataSourceError(f"{path}: column {name!r}, row group {group}: "
+                                  f"{'dictionary value' if as_codes else 'row'} {bad} is not valid UTF-8")
         nulls = 0 if max_definition == 0 else rows - int(np.count_nonzero(valid))
         mask = pa.py_buffer(np.packbits(valid.view(np.bool_), bitorder="little")) if nulls else None
         if as_codes:

@@ -486,3 +486,44 @@ def test_duckdb_written_files_read_as_pyarrow_reads_them(tmp_path, version):
                    TO '{path}' (FORMAT parquet, PARQUET_VERSION {version}, ROW_GROUP_SIZE 1000)""")
     ours, theirs = _read_both(path)
     _assert_same(ours, theirs)
+
+
+@pytest.mark.parametrize("layout", ["plain", "dictionary", "delta"])
+def test_strings_that_are_not_utf8_are_an_error(tmp_path, layout):
+    """Bytes that are not UTF-8 in a string column (found by bench/parquet_fuzz.py: a flipped byte).
+
+    pyarrow hands them on; the engine's GROUP BY interned them as Python strings and failed with a raw
+    UnicodeDecodeError. Like DuckDB, the engine refuses the file, naming where; ``delta`` pages are read
+    by pyarrow and checked alike.
+    """
+    from gpu_engine import Session
+
+    path = tmp_path / "utf8.parquet"
+    values = ["plain", "caf\u00ff", "plain", "other"] * 50
+    encoding = {"column_encoding": {"s": "DELTA_LENGTH_BYTE_ARRAY"}} if layout == "delta" else {}
+    pq.write_table(pa.table({"s": values, "n": np.arange(200)}), path, compression="none",
+                   use_dictionary=layout == "dictionary", **encoding)
+    path.write_bytes(path.read_bytes().replace("\u00ff".encode(), b"\xff\xfe"))  # values and statistics alike
+    assert pq.read_table(path).num_rows == 200  # pyarrow reads it
+    with pytest.raises(DataSourceError, match=r"utf8\.parquet: column 's'.* not valid UTF-8"):
+        SplitPiece(ParquetSplit(str(path)), ("s", "n"), 200, (0,)).read()
+    session = Session(device="cpu")
+    session.register("t", path)
+    _query_fails_on_the_data(session, "SELECT s, count(*) FROM t GROUP BY s", r"utf8\.parquet: column 's'")
+    assert session.sql("SELECT sum(n) FROM t").column(0).to_pylist() == [19900]
+
+
+@pytest.mark.parametrize("strings, bad", [
+    ([b"abc", b"\xc3\xa9t\xc3\xa9", "\u20ac\U0001F600".encode()], -1),  # ASCII, 2-, 3- and 4-byte sequences
+    ([b"abc", b"\xc3", b"\xa9"], 1),  # a sequence split between two strings
+    ([b"ok", b"\xed\xa0\x80"], 1),  # a surrogate
+    ([b"\xc0\xaf"], 0),  # an overlong form
+    ([b"\xf4\x90\x80\x80"], 0),  # past U+10FFFF
+    ([b"x" * 20, b"\xe2\x82"], 1),  # a sequence cut short at the end
+])
+def test_utf8_check(strings, bad):
+    from gpu_engine.kernels.parquet_pages import first_invalid_utf8
+
+    offsets = np.cumsum([0] + [len(s) for s in strings]).astype(np.int64)
+    chars = np.frombuffer(b"".join(strings), np.uint8)
+    assert first_invalid_utf8(offsets, chars, len(strings)) == bad

@@ -44,6 +44,9 @@ REGRESSIONS: list[Recipe] = [
     Recipe(11, (200,), (("string", False), ("int64", True)), "none", True, "1.0", 1024, (("page", 3, 7),)),
     # Issue 28.5: its data page declares 201 values in a row group of 200 (page field 8, + 1).
     Recipe(11, (200,), (("string", False), ("int64", True)), "none", True, "1.0", 1024, (("page", 8, 0),)),
+    # bench seed 211, case 12: a flipped byte made a string that is not UTF-8; GROUP BY raised UnicodeDecodeError.
+    Recipe(812111905, (300,), (("bool", True), ("string", True)), "none", False, "2.0", 1024,
+           (("flip", 0.452983715757623, 164),)),
 ]
 
 
@@ -78,8 +81,14 @@ def _failures(records: list[dict]) -> str:
     return json.dumps(failing, indent=1)[:6000]
 
 
+#: A worker reading past this is a hang. In a cold numba cache on a loaded 2-core machine the first worker compiles
+#: the decoder and grouping kernels (~200 s measured; ~15 s warm).
+WORKER_TIMEOUT_S = 500
+
+
+@pytest.mark.timeout(900)
 def test_undamaged_files_of_every_layout_read_as_pyarrow_reads_them(tmp_path):
-    records = run_cases(LAYOUTS + REGRESSIONS, tmp_path, timeout_s=240)
+    records = run_cases(LAYOUTS + REGRESSIONS, tmp_path, timeout_s=WORKER_TIMEOUT_S)
     layouts = records[:len(LAYOUTS)]
     assert all(record["worst"] == "equal" for record in layouts), json.dumps(layouts, indent=1)[:6000]
     assert all(set(record["stages"]) >= {"connector", "count", "star", "group"} for record in layouts)
@@ -87,12 +96,13 @@ def test_undamaged_files_of_every_layout_read_as_pyarrow_reads_them(tmp_path):
     assert all(record["worst"] == "engine_error" for record in records[len(LAYOUTS):]), _failures(records)
 
 
+@pytest.mark.timeout(900)
 @settings(max_examples=2, derandomize=True, deadline=None, database=None, phases=[Phase.explicit, Phase.generate],
           suppress_health_check=list(HealthCheck))
 @given(st.lists(recipes, min_size=28, max_size=28))
 def test_damaged_files_read_as_pyarrow_reads_them_or_fail_cleanly(tmp_path_factory, batch):
     """One worker process reads a batch of damaged files; no case may crash, hang, leak a raw error or differ."""
-    records = run_cases(batch, tmp_path_factory.mktemp("fuzz"), timeout_s=240)
+    records = run_cases(batch, tmp_path_factory.mktemp("fuzz"), timeout_s=WORKER_TIMEOUT_S)
     assert not any(record["worst"] in FAILURES for record in records), _failures(records)
     # Not vacuous: some damage leaves values pyarrow reads (flipped value bytes), and the engine reads them alike.
     assert sum(record["worst"] == "equal" for record in records) >= 3, json.dumps(
