@@ -101,11 +101,15 @@ def test_new_constants_generate_no_kernel(device_name, table, reference, case, f
         sql = template.format(*constants)
         assert_same_rows(session.sql(sql), reference(sql))
     generated, modules = _generations(), len(compiled_modules._MODULES)
+    compiled = []
     for constants in later:
         sql = template.format(*constants)
         assert_same_rows(session.sql(sql), reference(sql))
+        compiled.append(session.last_stats().kernels_compiled)
     assert _generations() == generated, "a new constant generated kernel source"
     assert len(compiled_modules._MODULES) == modules, "a new constant compiled a new module"
+    if fuse:  # (unfused, a constant of a new type may compile a static kernel's new specialization once)
+        assert compiled == [0] * len(later), "explain-analyze counted compilations"
     if fuse:  # the case ran generated kernels at all
         assert generated > 0 or modules > 0
 
