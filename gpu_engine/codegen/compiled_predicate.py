@@ -37,8 +37,8 @@ class CompiledPredicate(CompiledRowKernel):
         None also when it is too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
         try:
-            refuse_oversized((predicate,))
             program = plan_fusion_program((predicate,), (), [], schema)
+            refuse_oversized(program)
         except (Unsupported, NotImplementedError):
             return None
         return None if cls._refusal(program) else cls(device, program)

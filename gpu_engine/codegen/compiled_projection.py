@@ -40,8 +40,8 @@ class CompiledProjection(CompiledRowKernel):
         None also when they are too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
         try:
-            refuse_oversized(expressions)
             program = plan_fusion_program((), (), [], schema, tuple(expressions))
+            refuse_oversized(program)
         except (Unsupported, NotImplementedError):
             return None
         return None if cls._refusal(program) else cls(device, program)

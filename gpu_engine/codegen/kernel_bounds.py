@@ -12,18 +12,27 @@ nodes in all, which keeps every kernel's compile time under a fixed bound
 however large a query's expressions grow, and the number of kernels a query
 compiles at most one per operator, as without the bound.
 
-The count is of expression nodes as written (a subexpression used twice
-counts twice; each value of an IN list is a node, as the generated code
-compares with each), taken without recursion and stopped at the bound, so
-counting costs at most :data:`MAX_KERNEL_NODES` steps per expression.
+The count is of the program's expression nodes as the kernel is generated
+from them (:class:`~gpu_engine.codegen.fusion_program.FusionProgram`: its
+predicates, keys, aggregate arguments and outputs, constants already
+parameters): a subexpression used twice counts twice, an IN list that became
+a parameter set is one node whatever its length (its values are a launch
+parameter, :mod:`~gpu_engine.codegen.kernel_parameters`), one left as
+comparisons counts each value, and a subexpression lifted out of the row code
+(one over a string column's dictionary) is one node. It is taken without
+recursion and stopped at the bound, so counting costs at most
+:data:`MAX_KERNEL_NODES` steps.
 """
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.plans.expressions import Expr
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.codegen.fusion_program import FusionProgram
 
 __all__ = ["MAX_KERNEL_NODES", "expression_nodes", "refuse_oversized"]
 
@@ -44,11 +53,13 @@ def expression_nodes(expressions: Iterable[Expr], limit: int | None = None) -> i
     return count
 
 
-def refuse_oversized(expressions: Iterable[Expr]) -> None:
-    """Raise :class:`Unsupported` when ``expressions`` hold more than :data:`MAX_KERNEL_NODES` nodes in all.
+def refuse_oversized(program: "FusionProgram") -> None:
+    """Raise :class:`Unsupported` when ``program``'s expressions hold more than :data:`MAX_KERNEL_NODES` nodes.
 
     Callers catch it as any other reason a stretch is not generated: it stays with the eager operators.
     """
+    expressions = (*program.predicates, *program.keys, *(e for group in program.arguments for e in group),
+                   *program.outputs)
     nodes = expression_nodes(expressions, MAX_KERNEL_NODES)
     if nodes > MAX_KERNEL_NODES:
         raise Unsupported(f"the expressions have more than {MAX_KERNEL_NODES} nodes: one generated kernel would "

@@ -194,10 +194,9 @@ def fusion_refusal(node: FusedAggregationNode) -> str | None:
     """Return why the generator cannot produce ``node``'s kernel, or None when it can."""
     schema = {f.name: f.type for f in node.source.output_schema}
     try:
-        refuse_oversized((*node.predicates, *node.grouping_keys,
-                          *(call.arg for call in node.aggregates if call.arg is not None)))
         functions = aggregate_functions_of(node)
         program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
+        refuse_oversized(program)
         layout = KernelLayout(False, (True,) * len(program.columns), (LIFTED_DICTIONARY,) * len(program.lifted))
         generate_fused_aggregation(program, functions, layout)
     except (Unsupported, NotImplementedError) as reason:

@@ -66,22 +66,21 @@ def reference():
 
 @pytest.fixture
 def kernel_programs(monkeypatch):
-    """Record the expressions of every fusion program planned (every generated kernel is planned from one)."""
-    from gpu_engine.codegen import compiled_predicate, compiled_projection, fusion_program
-    from gpu_engine.operators import fused_aggregation
+    """Record every fusion program that passes the size bound: each is generated into a kernel."""
+    from gpu_engine.codegen import compiled_predicate, compiled_projection, kernel_bounds
     from gpu_engine.planning import fusion
 
-    planned: list[tuple] = []
-    original = fusion_program.plan_fusion_program
+    generated: list[tuple] = []
+    original = kernel_bounds.refuse_oversized
 
-    def recording(predicates, keys, functions, schema, outputs=()):
-        arguments = tuple(f.call.arg for f in functions if f.call.arg is not None)
-        planned.append((*predicates, *keys, *arguments, *outputs))
-        return original(predicates, keys, functions, schema, outputs)
+    def recording(program):
+        original(program)  # raises for a program over the bound: it is never generated
+        generated.append((*program.predicates, *program.keys, *(e for group in program.arguments for e in group),
+                          *program.outputs))
 
-    for module in (compiled_predicate, compiled_projection, fused_aggregation, fusion):
-        monkeypatch.setattr(module, "plan_fusion_program", recording)
-    return planned
+    for module in (compiled_predicate, compiled_projection, fusion):
+        monkeypatch.setattr(module, "refuse_oversized", recording)
+    return generated
 
 
 @pytest.mark.parametrize("name", list(QUERIES))
