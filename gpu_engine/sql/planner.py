@@ -707,7 +707,10 @@ class QueryPlanner:
         for key in ("expressions", "group", "having", "order"):
             value = select.args.get(key)
             for tree in value if isinstance(value, list) else [value] if value is not None else []:
-                if {c.table for c in _free_columns(tree)} - inner:
+                tables = {c.table for c in _free_columns(tree)}
+                if key == "order":
+                    tables.discard("")  # ORDER BY an output name (the subquery's own, unqualified)
+                if tables - inner:
                     raise _unsupported("an outer column outside the subquery's WHERE", tree)
         for join in select.args.get("joins") or []:
             if join.args.get("on") is not None and {c.table for c in _free_columns(join.args["on"])} - inner:
@@ -1108,6 +1111,7 @@ class QueryPlanner:
             if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
                 raise _unsupported("* that could not be expanded", p)
         group = list(select.args["group"].expressions) if select.args.get("group") else []
+        group = [key for key in group if not (isinstance(key, exp.Tuple) and not key.expressions)]  # GROUP BY ()
         having = select.args["having"].this if select.args.get("having") else None
         order = list(select.args["order"].expressions) if select.args.get("order") else []
         output_names = [p.alias_or_name for p in projections]
@@ -1319,7 +1323,8 @@ class QueryPlanner:
         tree = tree.copy()
         for subquery in list(tree.find_all(exp.Subquery)):
             select = _subquery_select(subquery.this)
-            if isinstance(select, exp.Select) and {c.table for c in _free_columns(select)} - _defined_aliases(select):
+            outer = {c.table for c in _free_columns(select)} - _defined_aliases(select) - {""}  # "": an output name
+            if isinstance(select, exp.Select) and outer:
                 raise _unsupported("a correlated subquery outside WHERE", subquery)
             scalar, column = self._scalar_relation(subquery, ctes)
             keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))

@@ -73,6 +73,11 @@ PARENTHESIZED = [
     "(SELECT a FROM t ORDER BY a LIMIT 3) ORDER BY a DESC LIMIT 1 OFFSET 1",
     "SELECT count(*) AS n FROM t WHERE a IN ((SELECT a FROM t ORDER BY a) LIMIT 1)",
     "(SELECT s, count(*) AS n FROM t GROUP BY s) ORDER BY n DESC, s",
+    # ORDER BY inside a subquery names the subquery's own output (it was taken for an outer column)
+    "SELECT a FROM t WHERE a IN (SELECT a FROM t ORDER BY a DESC LIMIT 1)",
+    "SELECT a, (SELECT max(b) FROM t ORDER BY 1 LIMIT 1) AS m FROM t",
+    # GROUP BY (): one group of everything, as no GROUP BY
+    "SELECT count(*) AS n, sum(a) AS s FROM t GROUP BY ()",
 ]
 
 
