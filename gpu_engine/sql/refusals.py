@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.errors import SqlError, position_of
 
-__all__ = ["refuse_unsupported", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
+__all__ = ["refuse_unsupported", "check_star_modifiers", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
 
 #: Schema and catalog names a table may be qualified with, per dialect: those naming the session's own tables.
 KNOWN_SCHEMAS = {"duckdb": ("main",), "spark": ("default",)}
@@ -99,3 +99,29 @@ def _check_table(table: exp.Table, dialect: str) -> None:
     if schema and schema.lower() not in known_schemas:  # DuckDB reads "memory.t" as the catalog's default schema
         raise _error(f"unknown schema {schema!r} in {_sql(table)}; tables are registered without a schema "
                      f"(or in {' or '.join(KNOWN_SCHEMAS.get(dialect, ()))})", table, schema)
+
+
+def check_star_modifiers(tree: exp.Expression, catalog) -> None:
+    """Refuse ``* EXCLUDE (c)`` / ``* REPLACE (e AS c)`` naming a column no table of its FROM has, as DuckDB does.
+
+    Checked where every FROM and JOIN item of the SELECT is a registered table (sqlglot's expansion ignores an
+    absent name silently); over derived tables the names are left to the expansion.
+    """
+    names = {table.lower(): schema.names for table, schema in catalog.items()}
+    for star in tree.find_all(exp.Star):
+        modifiers = [(c, "EXCLUDE") for c in star.args.get("except_") or []]
+        modifiers += [(r, "REPLACE") for r in star.args.get("replace") or []]
+        select = star.find_ancestor(exp.Select)
+        if not modifiers or select is None:
+            continue
+        sources = [select.args["from_"].this] if select.args.get("from_") else []
+        sources += [join.this for join in select.args.get("joins") or []]
+        if not sources or not all(isinstance(s, exp.Table) and s.name.lower() in names for s in sources):
+            continue
+        available = {n.lower() for s in sources for n in names[s.name.lower()]}
+        for modifier, clause in modifiers:
+            name = modifier.alias if isinstance(modifier, exp.Alias) else modifier.name
+            if name.lower() not in available:
+                line, col = position_of(modifier)
+                raise SqlError(f"column {name!r} in the {clause} list is not a column of "
+                               f"{', '.join(s.name for s in sources)}", line=line, col=col, name=name)

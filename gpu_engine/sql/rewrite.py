@@ -33,7 +33,7 @@ from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
-from gpu_engine.sql.refusals import refuse_unsupported
+from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -162,6 +162,11 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
                 for name in schema.names:
                     spelled.setdefault(name.lower(), name)
         for expression in list(select.expressions):
+            inner = expression
+            while isinstance(inner, exp.Paren):
+                inner = inner.this
+            if isinstance(inner, exp.Column) and inner is not expression:  # DuckDB names (((a))) as a
+                expression = expression.replace(inner.copy())
             if isinstance(expression, exp.Alias):
                 spelled[expression.alias.lower()] = expression.alias
             if isinstance(expression, exp.Column) and not isinstance(expression.this, exp.Star):
@@ -249,6 +254,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     """
     tree = _parse(text, dialect)
     _check_tables(tree, catalog)
+    check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     tree = _desugar(tree)
     original = tree.copy()

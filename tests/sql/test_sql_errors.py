@@ -89,6 +89,10 @@ BAD_SQL = {
     "CREATE TABLE x AS SELECT a FROM t": "CREATE",
     "EXPLAIN SELECT a FROM t": "not EXPLAIN",
     "SELECT a FROM t FOR UPDATE": "FOR UPDATE",
+    # Accepted silently before: HAVING made a WHERE, an absent EXCLUDE/REPLACE name was ignored (DuckDB refuses both).
+    "SELECT a FROM t HAVING a > 1": "column 'a' must appear in the GROUP BY clause",
+    "SELECT * EXCLUDE (zz) FROM t": "column 'zz' in the EXCLUDE list",
+    "SELECT * REPLACE (a + 1 AS zz) FROM t JOIN u ON t.a = u.a": "column 'zz' in the REPLACE list",
 }
 
 
@@ -103,6 +107,16 @@ def test_bad_sql_gets_an_engine_error_naming_the_construct_and_its_position(text
     assert "sqlglot" not in message and "<class" not in message and "Required keyword" not in message, message
     assert error.line is not None and error.column_number is not None, message
     assert f"(line {error.line}, column {error.column_number})" in message
+
+
+@pytest.mark.parametrize("text, names", [
+    ("SELECT (((a))), (t.b) FROM t", ["a", "b"]),  # DuckDB names a parenthesized column by the column
+    ("SELECT * EXCLUDE (b) FROM t", ["a", "d"]),
+    ("SELECT * REPLACE (a + 1 AS a) FROM t", ["a", "b", "d"]),
+    ("SELECT count(*) AS n FROM t HAVING count(*) > 1", ["n"]),
+])
+def test_accepted_forms_keep_duckdbs_names(text, names):
+    assert plan_sql(text, CATALOG).output_schema.names == names
 
 
 #: Table references DuckDB resolves to the session's own tables (its default catalog and schema).
