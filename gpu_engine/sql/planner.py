@@ -215,10 +215,44 @@ def _aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
     return out
 
 
+#: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
+_PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
+
+
 def _subquery_select(tree: exp.Expression) -> exp.Expression:
+    """Return the query inside parentheses, with the ORDER BY / LIMIT / OFFSET written after them applied.
+
+    Why: ``(SELECT a FROM t) LIMIT 1`` parses as a Subquery carrying the
+    LIMIT; unwrapping it alone dropped the clause and returned every row.
+    """
     while isinstance(tree, (exp.Subquery, exp.Paren)):
+        clauses = {key: value for key, value in tree.args.items() if key not in ("this", "alias") and value}
+        if clauses:
+            return _with_clauses(tree, clauses)
         tree = tree.this
     return tree
+
+
+def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
+    """Return a SELECT computing the parenthesized query ``tree.this`` followed by ``clauses``."""
+    for key, value in clauses.items():
+        if key not in _PARENTHESIZED_QUERY_CLAUSES:
+            raise _unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
+                               else tree)
+    inner = _subquery_select(tree.this)
+    if not isinstance(inner, exp.Select):
+        raise _unsupported(f"{inner.key.upper()} (set operations)", inner)
+    if not any(inner.args.get(key) for key in _PARENTHESIZED_QUERY_CLAUSES):
+        merged = inner.copy()  # (SELECT …) ORDER BY x LIMIT n is SELECT … ORDER BY x LIMIT n
+    else:  # the inner query orders or limits too: SELECT <its columns> FROM (<it>) <clauses>
+        alias = "$parenthesized"
+        merged = exp.Select(expressions=[exp.alias_(exp.column(e.alias_or_name, table=alias, quoted=True),
+                                                    e.alias_or_name, quoted=True) for e in inner.expressions])
+        merged.set("from_", exp.From(this=exp.Subquery(this=inner.copy(), alias=exp.TableAlias(
+            this=exp.to_identifier(alias, quoted=True)))))
+    for key, value in clauses.items():
+        merged.set(key, value.copy())
+    return merged
 
 
 def _has_subquery(tree: exp.Expression) -> bool:
@@ -673,7 +707,10 @@ class QueryPlanner:
         for key in ("expressions", "group", "having", "order"):
             value = select.args.get(key)
             for tree in value if isinstance(value, list) else [value] if value is not None else []:
-                if {c.table for c in _free_columns(tree)} - inner:
+                tables = {c.table for c in _free_columns(tree)}
+                if key == "order":
+                    tables.discard("")  # ORDER BY an output name (the subquery's own, unqualified)
+                if tables - inner:
                     raise _unsupported("an outer column outside the subquery's WHERE", tree)
         for join in select.args.get("joins") or []:
             if join.args.get("on") is not None and {c.table for c in _free_columns(join.args["on"])} - inner:
@@ -1074,6 +1111,7 @@ class QueryPlanner:
             if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
                 raise _unsupported("* that could not be expanded", p)
         group = list(select.args["group"].expressions) if select.args.get("group") else []
+        group = [key for key in group if not (isinstance(key, exp.Tuple) and not key.expressions)]  # GROUP BY ()
         having = select.args["having"].this if select.args.get("having") else None
         order = list(select.args["order"].expressions) if select.args.get("order") else []
         output_names = [p.alias_or_name for p in projections]
@@ -1292,7 +1330,8 @@ class QueryPlanner:
         tree = tree.copy()
         for subquery in list(tree.find_all(exp.Subquery)):
             select = _subquery_select(subquery.this)
-            if isinstance(select, exp.Select) and {c.table for c in _free_columns(select)} - _defined_aliases(select):
+            outer = {c.table for c in _free_columns(select)} - _defined_aliases(select) - {""}  # "": an output name
+            if isinstance(select, exp.Select) and outer:
                 raise _unsupported("a correlated subquery outside WHERE", subquery)
             scalar, column = self._scalar_relation(subquery, ctes)
             keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
