@@ -11,6 +11,7 @@ with the line and column in the text.
 
 from __future__ import annotations
 
+import logging
 from typing import Mapping
 
 import pyarrow as pa
@@ -25,6 +26,10 @@ from gpu_engine.sql.statistics import ColumnStatistics, RegisteredStatistics, Ta
 
 __all__ = ["plan_sql", "check_dialect", "SQL_DIALECTS", "SqlError", "TableStatistics", "ColumnStatistics",
            "RegisteredStatistics", "table_statistics"]
+
+# sqlglot logs what it cannot parse ("Falling back to parsing as a 'Command'") before the engine refuses it with a
+# SqlError; without a handler of its own, Python prints them on stderr (an application's handlers still get them).
+logging.getLogger("sqlglot").addHandler(logging.NullHandler())
 
 #: The SQL dialects queries may be written in (sqlglot's names): DuckDB's (the default) and Spark SQL.
 SQL_DIALECTS = ("duckdb", "spark")

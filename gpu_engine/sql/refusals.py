@@ -45,8 +45,8 @@ def _function_name(node: exp.Expression) -> str:
 def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
     """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
 
-    Refused: SELECT without FROM, substring without a start, table functions (``read_csv(…)``, ``generate_series(…)``,
-    ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
+    Refused: SELECT without FROM, substring without a start, table functions
+    (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
     ROLLUP/CUBE/GROUPING SETS, TABLESAMPLE, QUALIFY, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
