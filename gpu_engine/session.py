@@ -69,7 +69,9 @@ class Session:
 
         In-memory tables: a ``pyarrow.Table`` or ``RecordBatch``, a dict of
         column name -> values, a pandas or Polars DataFrame, or anything with
-        ``__arrow_c_stream__``. A directory's files must agree on their columns
+        ``__arrow_c_stream__``. A directory is its ``.parquet`` files, subfolders
+        included, skipping names that start with ``.`` or ``_`` (as
+        pyarrow.dataset and Spark do); its files must agree on their columns
         and types; a file that is not Parquet, duplicate column names or an
         empty name are refused naming the table and file; columns of
         unsupported types register and fail only in a plan that reads them
