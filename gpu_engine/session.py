@@ -297,10 +297,12 @@ class Session:
     def prepare(self, text: str, dialect: str = "duckdb"):
         """Return a :class:`~gpu_engine.sql.parameters.PreparedQuery`: ``text`` with ``?``/``$n`` placeholders, run
         by ``.execute(params)`` as often as wanted (each run plans the bound text; kernels are shared)."""
+        from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import PreparedQuery
 
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
+        check_dialect(dialect)
         return PreparedQuery(self, text, dialect)
 
     def sql(self, text: str, timeout: float | None = None, dialect: str = "duckdb",
@@ -315,12 +317,14 @@ class Session:
         (:mod:`gpu_engine.sql.shared_ctes`); the text is planned whole first,
         so errors point into it as written.
         """
+        from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
 
         timeout = check_timeout(timeout)
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
+        check_dialect(dialect)  # before anything parses the text with it
         text = bind_parameters(text, params, dialect)
         deadline = None if timeout is None else time.monotonic() + timeout
         plan = self.sql_plan(text, dialect=dialect)

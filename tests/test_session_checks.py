@@ -171,3 +171,11 @@ def test_a_json_plan_naming_another_table_is_refused_naming_the_tables(small_ses
         small_session.execute(plans["v"])
     with pytest.raises(PlanError, match=r"unknown table 'nosuch'; registered: t, u, v"):
         small_session.explain(plans["nosuch"])
+
+
+@pytest.mark.parametrize("dialect, error", [("nosuch", ValueError), (3, TypeError)])
+def test_an_unknown_dialect_is_refused_by_sql_and_prepare_naming_the_known_ones(small_session, dialect, error):
+    with pytest.raises(error, match=r"dialect.*duckdb, spark"):
+        small_session.sql("SELECT a FROM t", dialect=dialect)
+    with pytest.raises(error, match=r"dialect.*duckdb, spark"):
+        small_session.prepare("SELECT a FROM t", dialect=dialect)
