@@ -38,7 +38,7 @@ from gpu_engine.plans.expressions import (
     ARITHMETIC_OPS, COMPARISON_OPS, BinaryOp, Case, Expr, InList, Literal,
 )
 
-__all__ = ["KernelParameter", "ParameterSet", "LiftedInput", "Parameterized", "parameterize", "parameter_preamble",
+__all__ = ["KernelParameter", "FractionParameter", "ParameterSet", "LiftedInput", "Parameterized", "parameterize", "parameter_preamble",
            "PARAMETERS"]
 
 #: The name of the kernel's parameter array (an int64 array; its float64 view is ``parameters_f64``).
@@ -55,6 +55,23 @@ class KernelParameter(Expr):
 
     def sql(self) -> str:
         return f"${self.index}"
+
+
+@dataclass(frozen=True)
+class FractionParameter(Expr):
+    """A constant strictly between two values of an exact type: ``p{index} + 1/2`` in its scaled integers.
+
+    Why: compared for equality with a ``decimal(15,2)`` column, ``0.055`` has no value of the column's
+    scale: ``x = 0.055`` never holds (NULL where ``x`` is) and ``x <> 0.055`` always does. Every such
+    constant, whatever its scale, shares one kernel. (Order comparisons need no such node: see
+    :func:`_threshold`.)
+    """
+
+    index: int
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        return f"(${self.index} + 1/2)"
 
 
 @dataclass(frozen=True)
@@ -205,6 +222,44 @@ def _compared(value, dtype: pa.DataType, other: pa.DataType) -> tuple[pa.DataTyp
     return None
 
 
+#: ``c op x`` is ``x op' c``.
+_FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}
+
+
+def _threshold(value, dtype: pa.DataType, other: pa.DataType, op: str) -> tuple[pa.DataType, object] | None:
+    """Return ``(type, value)`` of constant ``c`` in ``x op c`` with ``x`` of type ``other``, in ``other``'s terms.
+
+    Over an exact type (integers, decimals) an order comparison with ``c`` is one with the scaled
+    integer next to it: ``x > c`` is ``x > floor(c)``, ``x >= c`` is ``x >= ceil(c)`` (the same for
+    ``<=`` and ``<``), so ``> 20``, ``> 20.25`` and ``> 20.125`` share a kernel. Otherwise see :func:`_compared`.
+    """
+    if op in ("eq", "ne") or not (_exact_number(other) and _exact_number(dtype)) or isinstance(value, bool):
+        return _compared(value, dtype, other)
+    from_scale, to_scale = _scale(dtype), _scale(other)
+    if to_scale >= from_scale:
+        return _compared(value, dtype, other)
+    below, remainder = divmod(value, 10 ** (from_scale - to_scale))
+    bound = below + 1 if remainder and op in ("ge", "lt") else below
+    if not -_INT64_LIMIT <= bound < _INT64_LIMIT:
+        return None
+    return (pa.decimal128(18, other.scale) if is_decimal(other) else pa.int64()), bound
+
+
+def _fraction(value, dtype: pa.DataType, other: pa.DataType) -> int | None:
+    """Return the scaled integer just below a constant that lies between two values of exact type ``other``.
+
+    None when the constant has an exact value of ``other``'s scale (see :func:`_compared`), is no exact
+    number, or lies beyond int64 at that scale.
+    """
+    if not (_exact_number(other) and _exact_number(dtype)) or isinstance(value, bool):
+        return None
+    from_scale, to_scale = _scale(dtype), _scale(other)
+    if to_scale >= from_scale:
+        return None
+    below, remainder = divmod(value, 10 ** (from_scale - to_scale))  # floor, also below zero
+    return below if remainder and -_INT64_LIMIT <= below < _INT64_LIMIT - 1 else None
+
+
 def _cast_value(value, dtype: pa.DataType, target: pa.DataType) -> object | None:
     """Return a constant cast to a CASE's type as the row lowering's ``_cast`` would, when exact; else None."""
     if dtype == target:
@@ -314,6 +369,18 @@ class _Rewriter:
             return literal  # no int64 word holds it (a uint64 above 2**63): refused, computed unfused
         return self._slot(dtype, value)
 
+    def _fraction(self, literal: Literal, other: pa.DataType) -> FractionParameter | None:
+        """Return a literal compared with exact type ``other`` as a :class:`FractionParameter`, when it lies between."""
+        if literal.value is None:
+            return None
+        values = _scalars([literal])
+        below = None if values is None else _fraction(values[0], literal.dtype, other)
+        if below is None:
+            return None
+        dtype = pa.decimal128(18, other.scale) if is_decimal(other) else pa.int64()
+        slot = self._slot(dtype, below)
+        return FractionParameter(slot.index, dtype)
+
     def _rewrite(self, expr: Expr) -> Expr:
         if isinstance(expr, BinaryOp):
             return self._binary(expr)
@@ -349,7 +416,15 @@ class _Rewriter:
         literal = left if left_constant else right
         meets = None
         if expr.op in COMPARISON_OPS:
-            meets = lambda value, dtype: _compared(value, dtype, other.dtype)
+            # x < c is x < ceil(c), x > c is x > floor(c) over an exact type: one kernel for c of any scale.
+            op = _FLIPPED.get(expr.op, expr.op) if left_constant else expr.op
+            meets = lambda value, dtype: _threshold(value, dtype, other.dtype, op)
+            fraction = self._fraction(literal, other.dtype) if op in ("eq", "ne") else None
+            if fraction is not None:
+                rewritten = self.rewrite(other)
+                if left_constant:
+                    return replace(expr, left=fraction, right=rewritten)
+                return replace(expr, left=rewritten, right=fraction)
         elif expr.op in ("add", "sub", "mod") and is_decimal(expr.dtype) and expr.dtype.scale <= 18:
             # At the result's scale already: the kernel rescales nothing (TPC-H Q1's 1 - l_discount).
             scale = expr.dtype.scale

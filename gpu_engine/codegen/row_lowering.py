@@ -38,7 +38,7 @@ from typing import Callable
 import numpy as np
 import pyarrow as pa
 
-from gpu_engine.codegen.kernel_parameters import KernelParameter, ParameterSet
+from gpu_engine.codegen.kernel_parameters import FractionParameter, KernelParameter, ParameterSet
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.columnar.types import (
     is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, physical_dtype,
@@ -371,9 +371,26 @@ class RowLowering:
     def _comparison(self, expr: BinaryOp) -> RowValue:
         if any(isinstance(side, Literal) and side.value is None for side in (expr.left, expr.right)):
             return RowValue("False", "False", pa.bool_())
+        if isinstance(expr.left, FractionParameter) or isinstance(expr.right, FractionParameter):
+            return self._fraction_comparison(expr)
         left, right = self.lower(expr.left), self.lower(expr.right)
         valid = self._assign("ok", _and(left.valid, right.valid))
         return RowValue(self._assign("c", self._compare(expr.op, left, right)), valid, pa.bool_())
+
+    def _fraction_comparison(self, expr: BinaryOp) -> RowValue:
+        """Compare a value with a constant between ``p{k}`` and ``p{k} + 1`` (a :class:`FractionParameter`)."""
+        constant_left = isinstance(expr.left, FractionParameter)
+        fraction, other = (expr.left, expr.right) if constant_left else (expr.right, expr.left)
+        value = self.lower(other)
+        if not (is_integer(value.dtype) or is_decimal(value.dtype)) or _scale(value.dtype) != _scale(fraction.dtype):
+            raise Unsupported(f"cannot compare {value.dtype} with {fraction.dtype}")
+        op = expr.op
+        if constant_left:  # c op x is x op' c
+            op = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le"}.get(op, op)
+        below = f"(np.int64({value.value}) <= p{fraction.index})"  # x < c and x <= c alike: no x equals c
+        code = {"eq": "False", "ne": "True", "lt": below, "le": below,
+                "gt": f"(not {below})", "ge": f"(not {below})"}[op]
+        return RowValue(self._assign("c", code), value.valid, pa.bool_())
 
     # ------------------------------------------------------------- boolean
     def _boolean(self, expr: BinaryOp) -> RowValue:

@@ -69,9 +69,11 @@ CASES = {
     "ints": ("SELECT count(*) AS c, sum(v_int) AS s FROM t WHERE v_int > {0} AND k_int <> {1}",
              [(0, 3)], [(7, -2), (-3000000000, 0), (999999, 19)]),
     "decimals": ("SELECT k_int, sum(v_dec) AS s, count(*) AS c FROM t WHERE v_dec > {0} GROUP BY k_int",
-                 [(20,)], [(21,), (20.25,), (-0.5,), (-31234.07,)]),
+                 [(20,)], [(21,), (20.25,), (-0.5,), (-31234.07,), (20.125,), (-0.001,), (99999.9999,)]),
     "decimal_arithmetic": ("SELECT sum(v_dec * (1 - v_dec)) AS s, sum(v_dec + {0}) AS a FROM t WHERE v_dec < {1}",
                            [(1, 100)], [(2.5, 7.75), (-3, 1000000)]),
+    "between_scales": ("SELECT count(*) AS c FROM t WHERE v_dec >= {0} AND v_dec < {1} OR v_dec = {2} OR {3} > v_dec",
+                       [(1.125, 5000.5, 0.001, -7000.333)], [(-0.125, 3.3333, 2.0005, -1.0001)]),
     "dates": ("SELECT count(*) AS c FROM t WHERE d_date BETWEEN DATE '{0}' AND DATE '{1}'",
               [("1994-01-01", "1995-06-30")], [("1995-02-03", "1998-12-31"), ("1990-01-01", "1990-01-02")]),
     "doubles": ("SELECT count(*) AS c, sum(v_float) AS s FROM t WHERE v_float < {0} AND v_float >= {1}",
@@ -141,9 +143,20 @@ def test_constants_of_one_shape_share_the_kernel_source(first, second):
         assert value not in source
 
 
-def test_constants_the_column_cannot_hold_exactly_keep_their_type():
-    """20.125 against a decimal(15,2) column is compared at scale 3, as before: another kernel, the same answers."""
-    assert _filter_source("q > 20.125", SCHEMA) != _filter_source("q > 20.12", SCHEMA)
+def test_constants_of_any_scale_share_an_order_comparisons_kernel():
+    """Over an exact column, x > c is x > floor(c) and x >= c is x >= ceil(c) at the column's scale."""
+    for op in ("<", "<=", ">", ">="):
+        source = _filter_source(f"q {op} 20", SCHEMA)
+        for constant in ("20.125", "-0.0001", "7.5555555", "20.12"):
+            assert _filter_source(f"q {op} {constant}", SCHEMA) == source
+            assert _filter_source(f"{constant} {op} q", SCHEMA) == _filter_source(f"20 {op} q", SCHEMA)
+
+
+def test_equality_with_constants_between_the_columns_values_is_one_more_kernel():
+    """x = 20.125 never holds for a decimal(15,2) x: such constants share one kernel, exact ones another."""
+    between = _filter_source("q = 20.125", SCHEMA)
+    assert between == _filter_source("q = -0.0001", SCHEMA) == _filter_source("q = 7.5555555", SCHEMA)
+    assert between != _filter_source("q = 20.12", SCHEMA)
 
 
 def test_parameter_array_holds_the_values():
