@@ -9,7 +9,10 @@ compiling again: JIT once per machine. The file is never rewritten, so its
 timestamp, and numba's index, stay valid.
 
 The folder is ``$GPU_ENGINE_CACHE_DIR/generated`` (default
-``~/.cache/gpu_engine/generated``).
+``~/.cache/gpu_engine/generated``). Its size is bounded
+(``$GPU_ENGINE_CACHE_MAX_MB``): the least recently used modules, with numba's
+files and the PTX of them, are evicted (:mod:`gpu_engine.codegen.cache_eviction`),
+so "never rewritten" holds while a module stays in the cache.
 """
 
 from __future__ import annotations
@@ -23,10 +26,13 @@ import threading
 from pathlib import Path
 from types import ModuleType
 
+from gpu_engine.codegen.cache_eviction import cache_bound_bytes, evict_least_recently_used, record_use
+
 __all__ = ["generated_module", "generated_folder"]
 
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()
+_LOAD_ATTEMPTS = 4  # a module evicted by another process while this one loads it is written again
 
 
 def generated_folder() -> Path:
@@ -37,18 +43,56 @@ def generated_folder() -> Path:
     return folder
 
 
-def _write_once(path: Path, source: str) -> None:
+def _write_once(path: Path, source: str) -> bool:
+    """Write ``source`` to ``path`` unless the file exists; return whether this call wrote it."""
     if path.exists():
-        return
+        return False
     handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(handle, "w") as out:
         out.write(source)
     try:
         os.link(temporary, path)  # fails if another process wrote it first: keep theirs (same text)
+        return True
     except FileExistsError:
-        pass
+        return False
     finally:
         os.unlink(temporary)
+
+
+def _import(name: str, path: Path) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module  # numba's disk cache finds the functions' globals through it
+    try:
+        spec.loader.exec_module(module)
+    except BaseException:
+        sys.modules.pop(name, None)
+        raise
+    return module
+
+
+def _load(path: Path, source: str, name: str) -> tuple[ModuleType, bool]:
+    """Write (when missing) and import the module at ``path``; write it again if it is evicted meanwhile.
+
+    Another process may evict the module between the write and the import, or while numba's decorators
+    look for the file (:mod:`gpu_engine.codegen.cache_eviction`): that is a cache miss, not an error.
+    """
+    for attempt in range(_LOAD_ATTEMPTS):
+        wrote = _write_once(path, source)
+        identity = None
+        try:
+            info = os.stat(path)
+            identity = (info.st_ino, info.st_mtime_ns)
+            return _import(name, path), wrote
+        except Exception:
+            try:
+                info = os.stat(path)
+                replaced = identity != (info.st_ino, info.st_mtime_ns)
+            except OSError:
+                replaced = True
+            if not replaced or attempt == _LOAD_ATTEMPTS - 1:
+                raise
+    raise AssertionError("unreachable")
 
 
 def generated_module(source: str, stem: str = "fused") -> ModuleType:
@@ -60,12 +104,15 @@ def generated_module(source: str, stem: str = "fused") -> ModuleType:
     with _LOCK:
         module = _MODULES.get(digest)
         if module is None:
-            path = generated_folder() / f"{stem}_{digest}.py"
-            _write_once(path, source)
-            name = f"gpu_engine_generated_{stem}_{digest}"
-            spec = importlib.util.spec_from_file_location(name, path)
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[name] = module  # numba's disk cache finds the functions' globals through it
-            spec.loader.exec_module(module)
+            folder = generated_folder()
+            path = folder / f"{stem}_{digest}.py"
+            module, wrote = _load(path, source, f"gpu_engine_generated_{stem}_{digest}")
             _MODULES[digest] = module
+            if wrote:  # a new module (a compile follows anyway): the one time the cache's size is checked
+                from gpu_engine.kernels.ptx_cache import ptx_cache_directory
+
+                evict_least_recently_used(folder, ptx_cache_directory(), cache_bound_bytes(),
+                                          keep=frozenset([path.stem]))
+            else:
+                record_use(path)
     return module
