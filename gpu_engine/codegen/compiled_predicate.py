@@ -17,7 +17,7 @@ from typing import Any
 from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
 from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
 from gpu_engine.codegen.fusion_program import plan_fusion_program
-from gpu_engine.codegen.kernel_bounds import refuse_oversized
+from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.batch import Batch
 
@@ -37,6 +37,7 @@ class CompiledPredicate(CompiledRowKernel):
         None also when it is too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
         try:
+            refuse_before_planning((predicate,))
             program = plan_fusion_program((predicate,), (), [], schema)
             refuse_oversized(program)
         except (Unsupported, NotImplementedError):

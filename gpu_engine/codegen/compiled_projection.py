@@ -17,7 +17,7 @@ from typing import Sequence
 from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
 from gpu_engine.codegen.fused_project_kernel import generate_fused_projection
 from gpu_engine.codegen.fusion_program import plan_fusion_program
-from gpu_engine.codegen.kernel_bounds import refuse_oversized
+from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
@@ -40,6 +40,7 @@ class CompiledProjection(CompiledRowKernel):
         None also when they are too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
         try:
+            refuse_before_planning(expressions)
             program = plan_fusion_program((), (), [], schema, tuple(expressions))
             refuse_oversized(program)
         except (Unsupported, NotImplementedError):

@@ -22,6 +22,13 @@ comparisons counts each value, and a subexpression lifted out of the row code
 (one over a string column's dictionary) is one node. It is taken without
 recursion and stopped at the bound, so counting costs at most
 :data:`MAX_KERNEL_NODES` steps.
+
+Planning a program visits every node of its expressions (in time worse than
+linear: a 2000-term chain took 7 s), so expressions of more than
+:data:`MAX_PLANNED_NODES` nodes (an IN list's values not counted) are refused
+before their program is planned (:func:`refuse_before_planning`); the margin
+leaves room for what lifting shrinks (a long OR over one string column is one
+lifted node).
 """
 
 from __future__ import annotations
@@ -29,28 +36,45 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Iterable
 
 from gpu_engine.codegen.row_lowering import Unsupported
-from gpu_engine.plans.expressions import Expr
+from gpu_engine.plans.expressions import Expr, InList
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.codegen.fusion_program import FusionProgram
 
-__all__ = ["MAX_KERNEL_NODES", "expression_nodes", "refuse_oversized"]
+__all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "expression_nodes", "refuse_before_planning",
+           "refuse_oversized"]
 
 #: The most expression nodes one generated kernel evaluates (its predicates, keys, aggregate arguments and
 #: outputs together). TPC-H's largest (Q19's join filter) has 74: all of TPC-H stays fused.
 MAX_KERNEL_NODES = 256
 
 
-def expression_nodes(expressions: Iterable[Expr], limit: int | None = None) -> int:
-    """Return how many expression nodes ``expressions`` hold; with ``limit``, stop counting once it is passed."""
+#: Expressions with more nodes than this are refused before their fusion program is planned.
+MAX_PLANNED_NODES = 4 * MAX_KERNEL_NODES
+
+
+def expression_nodes(expressions: Iterable[Expr], limit: int | None = None, in_list_values: bool = True) -> int:
+    """Return how many expression nodes ``expressions`` hold; with ``limit``, stop counting once it is passed.
+
+    ``in_list_values=False`` counts an IN list as one node and its operand's.
+    """
     count, stack = 0, list(expressions)
     while stack:
         node = stack.pop()
         count += 1
         if limit is not None and count > limit:
             return count
-        stack.extend(node.children())
+        stack.extend((node.operand,) if isinstance(node, InList) and not in_list_values else node.children())
     return count
+
+
+def refuse_before_planning(expressions: Iterable[Expr]) -> None:
+    """Raise :class:`Unsupported` when ``expressions`` hold more than :data:`MAX_PLANNED_NODES` nodes (IN lists'
+    values not counted): no program of them could pass :func:`refuse_oversized`, and planning one costs seconds."""
+    nodes = expression_nodes(expressions, MAX_PLANNED_NODES, in_list_values=False)
+    if nodes > MAX_PLANNED_NODES:
+        raise Unsupported(f"the expressions have more than {MAX_PLANNED_NODES} nodes: too large for one generated "
+                          "kernel (evaluated unfused)")
 
 
 def refuse_oversized(program: "FusionProgram") -> None:

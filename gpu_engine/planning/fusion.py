@@ -50,7 +50,7 @@ import pyarrow as pa
 from gpu_engine.aggregation import aggregate_functions_of
 from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DICTIONARY, generate_fused_aggregation
 from gpu_engine.codegen.fusion_program import plan_fusion_program
-from gpu_engine.codegen.kernel_bounds import refuse_oversized
+from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.plans.expressions import AggregateCall, BinaryOp, ColumnRef, Expr
 from gpu_engine.plans.nodes import (
@@ -194,6 +194,8 @@ def fusion_refusal(node: FusedAggregationNode) -> str | None:
     """Return why the generator cannot produce ``node``'s kernel, or None when it can."""
     schema = {f.name: f.type for f in node.source.output_schema}
     try:
+        refuse_before_planning((*node.predicates, *node.grouping_keys,
+                                *(call.arg for call in node.aggregates if call.arg is not None)))
         functions = aggregate_functions_of(node)
         program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
         refuse_oversized(program)

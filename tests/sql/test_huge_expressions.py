@@ -52,6 +52,8 @@ QUERIES = {
     "in_list_floats": "SELECT f FROM t WHERE f IN (" + ", ".join(f"{i / 2}" for i in range(3000)) + ", 1e300)",
     "not_in_list_with_null": "SELECT a FROM t WHERE a NOT IN (" + ", ".join(str(i) for i in range(10, 3000)) + ", NULL)",
     "in_list_of_decimals_against_ints": "SELECT a FROM t WHERE a IN (" + ", ".join(f"{i}.5" for i in range(3000)) + ", 7.0)",
+    "string_or_chain": "SELECT g, count(*) AS n FROM t WHERE " + " OR ".join(f"g = 'x{i}'" for i in range(200))
+                       + " OR g = 'y' GROUP BY g",
     "in_list_dates": "SELECT d FROM t WHERE d IN (" + ", ".join(f"DATE '1970-01-{i * 2 + 1:02d}'" for i in range(15)) + ")",
 }
 
@@ -171,3 +173,28 @@ def test_chains_are_balanced_after_parsing():
     where = tree.args["where"].this
     assert isinstance(where, exp.Or)  # AND binds tighter: the OR chain holds the AND chain as one term
     assert [t.sql() for t in where.find_all(exp.NEQ, bfs=False)][:3] == ["a <> 3", "a <> 10", "a <> 17"]
+
+
+def test_a_chain_far_over_the_bound_is_refused_before_its_program_is_planned(monkeypatch):
+    """Planning a program visits every node (seconds for 2000 terms): a chain that cannot fit is not planned."""
+    from gpu_engine import Session
+    from gpu_engine.codegen.kernel_bounds import MAX_PLANNED_NODES, expression_nodes
+    from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
+    from gpu_engine.planning import fusion
+
+    planned = []
+    original = fusion.plan_fusion_program
+
+    def recording(predicates, keys, functions, schema, outputs=()):
+        planned.append(expression_nodes((*predicates, *keys, *outputs), in_list_values=False))
+        return original(predicates, keys, functions, schema, outputs)
+
+    monkeypatch.setattr(fusion, "plan_fusion_program", recording)
+    session = Session(device="cpu")
+    session.register("t", T)
+    fusion.fuse_pipelines(session.sql_plan(f"SELECT count(*) AS n FROM t WHERE {_and_chain(TERMS)}"))
+    assert all(n <= MAX_PLANNED_NODES for n in planned), planned
+    # a long OR over one string column is one lifted node: planned, and fused
+    strings = " OR ".join(f"g = 'x{i}'" for i in range(200))
+    plan = fusion.fuse_pipelines(session.sql_plan(f"SELECT count(*) AS n FROM t WHERE {strings}"))
+    assert any(isinstance(node, FusedAggregationNode) for node in walk_plan(plan))
