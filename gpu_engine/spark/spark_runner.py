@@ -414,8 +414,15 @@ class SparkRunner:
         self.last_stages = stages
         return frames[stages[-1].stage_id]
 
+    def prepare(self, text: str, dialect: str = "spark"):
+        """Return a :class:`~gpu_engine.sql.parameters.PreparedQuery` of ``text`` (``?``/``$n`` placeholders),
+        run by ``.execute(params, tables=...)`` (the keywords of :meth:`sql`) as often as wanted."""
+        from gpu_engine.sql.parameters import PreparedQuery
+
+        return PreparedQuery(self, text, dialect)
+
     def sql(self, text: str, tables: Mapping[str, DataFrame], *, dialect: str = "spark", statistics=None,
-            joins: Mapping[str, str] | str | None = None) -> DataFrame:
+            joins: Mapping[str, str] | str | None = None, params=None) -> DataFrame:
         """Return the DataFrame of the SQL query ``text`` over ``tables``, planned by the engine and run as stages.
 
         The engine plans the SQL (:func:`gpu_engine.sql.plan_sql`, in
@@ -424,11 +431,15 @@ class SparkRunner:
         -> :class:`~gpu_engine.sql.TableStatistics`) guide its join order. A CTE
         read twice is computed once into a checkpointed DataFrame
         (:mod:`gpu_engine.sql.shared_ctes`).
+        ``params`` bind the text's ``?`` or ``$n`` placeholders (:mod:`gpu_engine.sql.parameters`): new
+        values plan anew but compile no new kernels on the executors.
         Errors in the text raise :class:`~gpu_engine.sql.SqlError` before anything runs.
         """
         from gpu_engine.sql import plan_sql
+        from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
 
+        text = bind_parameters(text, params, dialect)
         plan = plan_sql(text, self.catalog(tables), statistics, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if shared:  # a CTE read twice (TPC-H Q15) runs once, checkpointed, and the query reads it as a table

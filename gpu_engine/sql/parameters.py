@@ -118,15 +118,15 @@ def bind_parameters(text: str, params: Sequence[Any] | None, dialect: str = "duc
 
 
 class PreparedQuery:
-    """A SQL query read once, run many times with new parameter values (``Session.prepare``).
+    """A SQL query read once, run many times with new parameter values (``Session.prepare``, ``SparkRunner.prepare``).
 
     The text is tokenized once; each :meth:`execute` binds the values and plans the bound text (a
     plan depends on the constants: types, pruning, statistics), and its generated kernels are the
     first run's, since they hold no constants.
     """
 
-    def __init__(self, session, text: str, dialect: str = "duckdb"):
-        self.session = session
+    def __init__(self, runner, text: str, dialect: str = "duckdb"):
+        self.runner = runner
         self.dialect = dialect
         self.parsed = ParameterizedText.of(text, dialect)
 
@@ -139,6 +139,7 @@ class PreparedQuery:
         """Return the SQL text with ``params`` bound (what :meth:`execute` runs)."""
         return self.parsed.bind(list(params))
 
-    def execute(self, params: Sequence[Any] = (), timeout: float | None = None):
-        """Run the query with ``params`` (one per placeholder) and return its rows."""
-        return self.session.sql(self.bound_text(params), timeout=timeout, dialect=self.dialect)
+    def execute(self, params: Sequence[Any] = (), **options):
+        """Run the query with ``params`` (one per placeholder); ``options`` go to the runner's ``sql``
+        (``timeout`` for a Session, ``tables`` and ``joins`` for a SparkRunner)."""
+        return self.runner.sql(self.bound_text(params), dialect=self.dialect, **options)
