@@ -294,4 +294,6 @@ def test_explain_analyze_shows_stages_tasks_pipelines_and_operators(numbers):
                      "output 20000 rows", "pipeline 0 x 2, pipeline 1 x 2", "pages=", "remote_splits=4"):
         assert expected in text, expected
     # Device counters summed over the stage's Tasks: the (fused) partial aggregation launches kernels on every batch.
-    assert re.search(r"FusedAggregation \(pipeline 0, 4 driver\(s\)\): input 20000 rows.*, launches [1-9]\d*, syncs \d+", text)
+    one_line_stats = re.sub(r",\n *", ", ", text)  # stats lines over 120 characters wrap after a comma
+    assert re.search(r"FusedAggregation \(pipeline 0, 4 driver\(s\)\): input 20000 rows.*, launches [1-9]\d*, syncs \d+",
+                     one_line_stats)
