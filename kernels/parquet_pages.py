@@ -618,8 +618,9 @@ def _page_header(buf, pos, end, header, page):
         return _BAD_HEADER, pos
     if after + header[3] > end:
         return _BAD_SIZES, pos
+    # The struct of the page's type, with its required fields (parquet.thrift), and no other page struct.
     if kind == _DATA_PAGE:
-        if header[5] != 1 or page[1] < 0 or page[2] < 0:
+        if header[5] != 1 or page[1] < 0 or page[2] < 0 or page[3] < 0 or page[4] < 0:
             return _BAD_HEADER, pos
     elif kind == _DICTIONARY_PAGE:
         if header[7] != 1 or page[1] < 0 or page[2] < 0:
@@ -627,6 +628,8 @@ def _page_header(buf, pos, end, header, page):
     elif kind == _DATA_PAGE_V2:
         if header[8] != 1 or page[1] < 0 or page[2] < 0 or page[3] < 0 or page[4] < 0 or page[5] < 0 or page[6] < 0:
             return _BAD_HEADER, pos
+    elif header[5] == 1 or header[7] == 1 or header[8] == 1:  # e.g. a dictionary page's type byte damaged
+        return _BAD_HEADER, pos
     else:
         return _SKIP_PAGE, after
     return DECODED, after

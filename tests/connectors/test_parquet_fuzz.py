@@ -47,6 +47,14 @@ REGRESSIONS: list[Recipe] = [
     # bench seed 211, case 12: a flipped byte made a string that is not UTF-8; GROUP BY raised UnicodeDecodeError.
     Recipe(812111905, (300,), (("bool", True), ("string", True)), "none", False, "2.0", 1024,
            (("flip", 0.452983715757623, 164),)),
+    # bench seed 32, case 4: the dictionary page's type became INDEX_PAGE (skipped) around its dictionary struct; the
+    # engine answered where pyarrow refuses. A page header's struct must be its type's.
+    Recipe(1090638521, (1,), (("int16", True), ("decimal", False)), "none", True, "1.0", 16, (("page", 364, 7),)),
+    # bench seeds 24 and 31: a flipped field header dropped a data page header's required encoding fields.
+    Recipe(1946591401, (0, 50, 300), (("date", False), ("int64", False)), "snappy", False, "1.0", 3,
+           (("page", 3500, 5), ("flip", 1.0949394754077857, 52), ("flip", 1.2392355909367874, 172))),
+    Recipe(1284882524, (50, 7), (("int64", True), ("float", True)), "none", True, "1.0", 3,
+           (("flip", 0.9146637788520677, 126), ("flip", 1.6963875498968262, 31))),
 ]
 
 
