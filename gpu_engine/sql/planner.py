@@ -58,6 +58,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
     ColumnStatistics,
@@ -240,14 +241,14 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
             raise _unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
                                else tree)
     inner = _subquery_select(tree.this)
-    if not isinstance(inner, exp.Select):
-        raise _unsupported(f"{inner.key.upper()} (set operations)", inner)
+    if not isinstance(inner, (exp.Select, exp.SetOperation)):
+        raise _unsupported(f"{inner.key.upper()} after a parenthesized query", inner)
     if not any(inner.args.get(key) for key in _PARENTHESIZED_QUERY_CLAUSES):
         merged = inner.copy()  # (SELECT …) ORDER BY x LIMIT n is SELECT … ORDER BY x LIMIT n
     else:  # the inner query orders or limits too: SELECT <its columns> FROM (<it>) <clauses>
         alias = "$parenthesized"
         merged = exp.Select(expressions=[exp.alias_(exp.column(e.alias_or_name, table=alias, quoted=True),
-                                                    e.alias_or_name, quoted=True) for e in inner.expressions])
+                                                    e.alias_or_name, quoted=True) for e in inner.selects])
         merged.set("from_", exp.From(this=exp.Subquery(this=inner.copy(), alias=exp.TableAlias(
             this=exp.to_identifier(alias, quoted=True)))))
     for key, value in clauses.items():
@@ -416,8 +417,12 @@ class QueryPlanner:
             ctes = dict(ctes)
             for cte in with_.expressions:
                 ctes[cte.alias_or_name] = cte.this
+        if isinstance(query, exp.SetOperation):
+            if any(query.args.get(key) is not None for key in _PARENTHESIZED_QUERY_CLAUSES):
+                return self._plan_select(ordered_set_operation(query, self._synthetic_alias()), ctes)
+            return plan_set_operation(self, query, ctes)
         if not isinstance(query, exp.Select):
-            raise _unsupported(f"{query.key.upper()} (set operations)", query)
+            raise _unsupported(f"{query.key.upper()} queries", query)
         return self._plan_select(query, ctes)
 
     # ----------------------------------------------------------------- select
@@ -789,11 +794,16 @@ class QueryPlanner:
 
     def _in_subquery(self, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
         select = _subquery_select(tree.args["query"])
-        if not isinstance(select, exp.Select) or len(select.expressions) != 1:
+        if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1:
             raise _unsupported("IN over a subquery that is not a one-column SELECT", tree)
         if _has_subquery(tree.this):
             raise _unsupported("a subquery on the left of IN", tree)
-        inner, local, correlated = self._split_correlated(select, outer_aliases)
+        if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
+            if any(c.table in outer_aliases for c in _free_columns(select)):
+                raise _unsupported("IN over a correlated set operation", tree)
+            inner, local, correlated = set(), [], []
+        else:
+            inner, local, correlated = self._split_correlated(select, outer_aliases)
         if not correlated:
             relation, outputs = self._plan_query(select, ctes)
             alias = self._synthetic_alias()

@@ -34,6 +34,7 @@ from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
+from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -82,6 +83,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
         raise SqlError(f"only SELECT queries are supported, not {kind}", line=line, col=col)
     check_tree_nesting(tree)
     refuse_unsupported(tree, dialect)
+    check_set_operation_widths(tree)
     return tree
 
 

@@ -205,7 +205,7 @@ def test_unknown_names_give_position_and_candidates(sql, message, line, column, 
 
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT l_quantity, row_number() OVER () FROM lineitem", "window functions"),
-    ("SELECT l_orderkey FROM lineitem UNION SELECT o_orderkey FROM orders", "UNION"),
+    ("SELECT l_orderkey FROM lineitem INTERSECT ALL SELECT o_orderkey FROM orders", "INTERSECT ALL"),
     ("SELECT median(l_quantity) FROM lineitem", "aggregate function median"),
     ("SELECT l_orderkey FROM lineitem WHERE l_quantity > 3 OR EXISTS "
      "(SELECT * FROM orders WHERE o_orderkey = l_orderkey)", "a subquery inside OR"),

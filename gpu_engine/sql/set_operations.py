@@ -1,0 +1,186 @@
+"""Plan SQL set operations: UNION [ALL], INTERSECT and EXCEPT (distinct), as Velox composes them from its nodes.
+
+* ``UNION ALL`` is one LocalPartition with a source per branch: each branch is
+  a producer pipeline of the Task and their rows meet in one local exchange
+  (Velox plans it the same way; no operator of its own).
+* ``UNION`` is that LocalPartition, repartitioned by every column, under a
+  grouping aggregation on every column with no aggregates (``SELECT DISTINCT``).
+* ``INTERSECT`` / ``EXCEPT`` tag each row with its side (1 left, 2 right),
+  union the two, group by every column and keep the groups whose smallest and
+  largest tags say the row was on both sides (INTERSECT: 1 and 2) or only on
+  the left (EXCEPT: largest 1).
+
+Grouping puts NULLs in one group, which is SQL's NULL-equal semantics of the
+distinct forms. Branch columns are unified position by position to DuckDB's
+common type (:func:`~gpu_engine.plans.type_coercion.common_type`: INTEGER with
+BIGINT is BIGINT, an integer with a decimal a wide enough decimal) and a branch
+is cast where its type differs; columns take the first branch's names.
+``INTERSECT ALL`` / ``EXCEPT ALL`` (which keep ``min(m, n)`` / ``m - n`` copies
+of a row) and ``UNION BY NAME`` are refused by name.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
+from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
+from gpu_engine.plans.type_coercion import common_type
+from gpu_engine.sql.errors import SqlError, position_of
+
+if TYPE_CHECKING:
+    from gpu_engine.sql.planner import QueryPlanner, Relation
+
+__all__ = ["plan_set_operation", "ordered_set_operation", "check_set_operation_widths", "set_operation_name"]
+
+#: Arguments of sqlglot's SetOperation the planner reads; any other set (``side``, ``kind``, ``on``) is refused.
+_PLANNED_ARGS = {"this", "expression", "distinct", "by_name", "with_", "order", "limit", "offset"}
+_SIDE = "$setop_side"
+
+
+def set_operation_name(query: exp.SetOperation) -> str:
+    """Return the construct as SQL writes it: ``UNION ALL``, ``INTERSECT``, ``EXCEPT ALL``…"""
+    return query.key.upper() + ("" if query.args.get("distinct") else " ALL")
+
+
+def _error(message: str, tree: exp.Expression) -> SqlError:
+    line, col = position_of(tree)
+    return SqlError(message, line=line, col=col, name=set_operation_name(tree) if
+                    isinstance(tree, exp.SetOperation) else tree.sql(dialect="duckdb")[:80])
+
+
+def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: Mapping[str, exp.Expression]
+                       ) -> tuple["Relation", list[tuple[str, str]]]:
+    """Return the relation of ``query`` (a set operation without ORDER BY / LIMIT) and its (name, internal) outputs.
+
+    Each branch is planned as a query of its own (a branch may be a set
+    operation itself, or a parenthesized query with its own ORDER BY / LIMIT).
+    """
+    from gpu_engine.sql.planner import Relation
+
+    name = set_operation_name(query)
+    for key, value in query.args.items():
+        if value and key not in _PLANNED_ARGS:
+            raise _error(f"unsupported SQL: {name} with {key.upper()}", query)
+    if query.args.get("by_name"):
+        raise _error(f"unsupported SQL: {query.key.upper()} BY NAME; list the columns of each branch in the same "
+                     "order", query)
+    distinct = bool(query.args.get("distinct"))
+    if not distinct and not isinstance(query, exp.Union):
+        raise _error(f"unsupported SQL: {name} (the ALL form of {query.key.upper()} keeps duplicate rows, which "
+                     f"the engine does not plan yet); {query.key.upper()} without ALL returns each row once",
+                     query)
+    left, left_outputs = planner._plan_query(query.this, ctes)
+    right, right_outputs = planner._plan_query(query.expression, ctes)
+    if len(left_outputs) != len(right_outputs):
+        raise _error(f"each branch of {name} must have the same number of columns: the left has "
+                     f"{len(left_outputs)}, the right {len(right_outputs)}", query)
+    left_schema, right_schema = left.node.output_schema, right.node.output_schema
+    names, fields = [], []
+    for position, ((out_name, left_internal), (_, right_internal)) in enumerate(zip(left_outputs, right_outputs)):
+        left_field, right_field = left_schema.field(left_internal), right_schema.field(right_internal)
+        try:
+            dtype = common_type(left_field.type, right_field.type)
+        except TypeError:
+            raise _error(f"{name}: column {position + 1} ({out_name!r}) is {left_field.type} in the left branch "
+                         f"and {right_field.type} in the right, which have no common type; CAST one of them",
+                         query) from None
+        names.append(out_name)
+        fields.append(pa.field(planner._fresh(out_name), dtype, left_field.nullable or right_field.nullable))
+    tagged = isinstance(query, (exp.Intersect, exp.Except))
+    schema = pa.schema(fields + ([pa.field(_SIDE, pa.int32(), False)] if tagged else []))
+    sources = tuple(_aligned(planner, relation.node, [i for _, i in outputs], schema, side if tagged else None)
+                    for side, (relation, outputs) in enumerate(((left, left_outputs), (right, right_outputs)), 1))
+    keys = tuple(f.name for f in fields)
+    union = LocalPartitionNode(id=planner.ids.next_id(), output_schema=schema, sources=sources,
+                               partition_kind="repartition" if distinct else "gather",
+                               keys=keys if distinct else ())
+    rows = left.rows + right.rows
+    node: PlanNode = union
+    try:
+        if tagged:
+            builder = planner._builder(union).aggregation(
+                [_quote(k) for k in keys], [f'min({_quote(_SIDE)}) AS "$setop_first"',
+                                            f'max({_quote(_SIDE)}) AS "$setop_last"'])
+            keep = ('"$setop_first" = 1 AND "$setop_last" = 2' if isinstance(query, exp.Intersect)
+                    else '"$setop_last" = 1')
+            node = builder.filter(keep).project([_quote(k) for k in keys]).plan()
+            rows = left.rows
+        elif distinct:
+            node = planner._builder(union).aggregation([_quote(k) for k in keys], []).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, query) from None
+    return Relation(node, {}, frozenset(), max(1.0, rows), {}), list(zip(names, keys))
+
+
+def _quote(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def _aligned(planner: "QueryPlanner", node: PlanNode, internals: list[str], schema: pa.Schema,
+             side: int | None) -> PlanNode:
+    """Project a branch onto the set operation's columns: its names, its unified types and the side tag."""
+    names, expressions = [], []
+    for internal, target in zip(internals, schema):
+        column = ColumnRef(internal, node.output_schema.field(internal).type)
+        names.append(target.name)
+        expressions.append(column if column.dtype == target.type else Cast(column, target.type))
+    if side is not None:
+        names.append(_SIDE)
+        expressions.append(Literal(side, pa.int32()))
+    return ProjectNode(id=planner.ids.next_id(), output_schema=schema, sources=(node,), names=tuple(names),
+                       expressions=tuple(expressions))
+
+
+def ordered_set_operation(query: exp.SetOperation, alias: str) -> exp.Select:
+    """Return ``SELECT <its columns> FROM (<query>) AS alias ORDER BY … LIMIT …`` for a set operation with clauses.
+
+    Why: ORDER BY, LIMIT and OFFSET written after a set operation apply to its
+    whole result and name its output columns (the first branch's names), so
+    they are planned as the clauses of a SELECT over it.
+    """
+    inner = query.copy()
+    clauses = {}
+    for key in ("order", "limit", "offset"):
+        if inner.args.get(key) is not None:
+            clauses[key] = inner.args[key]
+            inner.set(key, None)
+    select = exp.Select(expressions=[exp.alias_(exp.column(name, table=alias, quoted=True), name, quoted=True)
+                                     for name in query.named_selects])
+    select.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(
+        this=exp.to_identifier(alias, quoted=True)))))
+
+    def qualify(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table:
+            return exp.column(node.args["this"].copy(), table=alias, quoted=True)
+        return node
+
+    for key, value in clauses.items():
+        select.set(key, value.transform(qualify) if key == "order" else value)
+    return select
+
+
+def check_set_operation_widths(tree: exp.Expression) -> None:
+    """Refuse a set operation whose branches select different numbers of columns, naming both counts.
+
+    Checked before names are resolved (sqlglot's own check then fails with an
+    internal message); a branch selecting ``*`` is left to the planner's check
+    after expansion.
+    """
+    for node in tree.find_all(exp.SetOperation):
+        widths = []
+        for branch in (node.this, node.expression):
+            while isinstance(branch, (exp.Subquery, exp.Paren)):
+                branch = branch.this
+            selects = branch.selects if isinstance(branch, (exp.Select, exp.SetOperation)) else None
+            if not selects or any(isinstance(s, exp.Star) or s.find(exp.Star) for s in selects):
+                break
+            widths.append(len(selects))
+        else:
+            if widths[0] != widths[1]:
+                raise _error(f"each branch of {set_operation_name(node)} must have the same number of columns: "
+                             f"the left has {widths[0]}, the right {widths[1]}", node)
