@@ -448,8 +448,10 @@ def main(argv: list[str] | None = None) -> int:
                     shutil.copy(record["path"], args.crash_dir / f"{name}.parquet")
                     (args.crash_dir / f"{name}.json").write_text(json.dumps(record, indent=1))
             print(f"seed {seed}: {dict(sorted(counts.items()))}", flush=True)
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=Path(__file__).resolve().parent, capture_output=True,
+                            text=True).stdout.strip()
     report = {
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"), "commit": commit,
         "command": " ".join(["python -m bench.parquet_fuzz"] + (argv if argv is not None else sys.argv[1:])),
         "seeds": list(seeds), "cases_per_seed": args.cases, "cases": sum(counts.values()),
         "seconds": round(time.perf_counter() - started, 1), "outcomes": counts, "stages": stage_counts,
