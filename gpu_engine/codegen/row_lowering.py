@@ -56,6 +56,10 @@ _INT64_MIN = -(2**63)
 _NAMES = {"add": "addition", "sub": "subtraction", "mul": "multiplication", "div": "division", "mod": "modulo"}
 
 
+#: IN lists of at most this many values are scanned whole per row; longer ones are bisected.
+SHORT_IN_LIST = 16
+
+
 class Unsupported(Exception):
     """Raise when an expression cannot be evaluated in generated row code (the stretch stays unfused)."""
 
@@ -491,17 +495,24 @@ class RowLowering:
             key, values = self._assign("v", f"np.int64({operand.value})"), "parameters"
             less, equal = "({} < {})", "({} == {})"
         low, high, end = self.writer.fresh("lo"), self.writer.fresh("hi"), self.writer.fresh("end")
-        middle = self.writer.fresh("mid")
+        middle, matched, item = self.writer.fresh("mid"), self.writer.fresh("m"), self.writer.fresh("e")
         self.writer.line(f"{low} = p{expr.index}")
         self.writer.line(f"{end} = p{expr.index} + p{expr.index + 1}")
-        self.writer.line(f"{high} = {end}")
-        with self.writer.block(f"while {low} < {high}:"):
-            self.writer.line(f"{middle} = ({low} + {high}) >> 1")
-            with self.writer.block(f"if {less.format(f'{values}[{middle}]', key)}:"):
-                self.writer.line(f"{low} = {middle} + 1")
-            with self.writer.block("else:"):
-                self.writer.line(f"{high} = {middle}")
-        matched = self._assign("m", f"({low} < {end} and {equal.format(f'{values}[{low}]', key)})")
+        # A short list is scanned whole without branching on the values (a bisection's data-dependent
+        # branches mispredicted: TPC-H's 8-value IN lists ran at half the speed); a long one is bisected.
+        with self.writer.block(f"if p{expr.index + 1} <= {SHORT_IN_LIST}:"):
+            self.writer.line(f"{matched} = False")
+            with self.writer.block(f"for {item} in range({low}, {end}):"):
+                self.writer.line(f"{matched} = {matched} | {equal.format(f'{values}[{item}]', key)}")
+        with self.writer.block("else:"):
+            self.writer.line(f"{high} = {end}")
+            with self.writer.block(f"while {low} < {high}:"):
+                self.writer.line(f"{middle} = ({low} + {high}) >> 1")
+                with self.writer.block(f"if {less.format(f'{values}[{middle}]', key)}:"):
+                    self.writer.line(f"{low} = {middle} + 1")
+                with self.writer.block("else:"):
+                    self.writer.line(f"{high} = {middle}")
+            self.writer.line(f"{matched} = ({low} < {end} and {equal.format(f'{values}[{low}]', key)})")
         valid = operand.valid if not expr.has_null else self._assign("ok", _and(operand.valid, matched))
         value = self._assign("b", f"(not {matched})") if expr.negated else matched
         return RowValue(value, valid, pa.bool_())
