@@ -49,6 +49,7 @@ from gpu_engine.plans.nodes import (
     FilterNode,
     HashJoinNode,
     LimitNode,
+    LocalPartitionNode,
     OrderByNode,
     PartitionedOutputNode,
     PlanNode,
@@ -119,6 +120,10 @@ def _distribute(node: PlanNode, leaves: Mapping[str, tuple]) -> tuple[PlanNode, 
     """Return the rewritten node and how its rows are spread over a stage's Tasks (``leaves``: leaf id -> distribution)."""
     if not node.sources:
         return node, leaves.get(node.id, SPREAD)
+    if len(node.sources) > 1 and isinstance(node, LocalPartitionNode):  # the SQL planner's UNION ALL
+        raise PlanError("set operations (UNION / INTERSECT / EXCEPT) do not run on a cluster or SparkRunner yet "
+                        "(a LocalPartition with several sources); run the query with Session.sql",
+                        node=node.label)
     if len(node.sources) > 1:  # a join needs co-partitioned or broadcast inputs: not planned yet
         raise PlanError("the cluster cannot yet add remote exchanges around a node with several sources; "
                         "build the plan with PartitionedOutput/Exchange boundaries", node=node.label)

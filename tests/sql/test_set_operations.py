@@ -185,3 +185,16 @@ def test_set_operations_over_tpch_sf001_match_duckdb(sql, tpch_data):
     assert expected.num_rows > 0
     problem = rows_mismatch(session.sql(sql), expected, ordered="ORDER BY" in sql)
     assert problem is None, problem
+
+
+@pytest.mark.parametrize("sql", ["SELECT a FROM t UNION ALL SELECT k FROM u",
+                                 "SELECT count(*) AS n FROM (SELECT a FROM t EXCEPT SELECT k FROM u) x"])
+def test_a_cluster_and_spark_refuse_set_operations_by_name(sql):
+    from gpu_engine.cluster.remote_exchanges import add_remote_exchanges
+    from gpu_engine.spark.broadcast_joins import add_spark_exchanges
+    from gpu_engine.sql import plan_sql
+
+    plan = plan_sql(sql, {name: table.schema for name, table in TABLES.items()})
+    for distribute in (add_remote_exchanges, add_spark_exchanges):
+        with pytest.raises(PlanError, match=r"set operations \(UNION / INTERSECT / EXCEPT\) do not run on a cluster"):
+            distribute(plan)
