@@ -29,6 +29,7 @@ from gpu_engine.plans.expressions import (
     Substring,
     UnaryOp,
 )
+from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
     coerce_literal,
@@ -265,8 +266,9 @@ class ScalarTranslator:
         if tree.args.get("query") or tree.args.get("unnest") or tree.args.get("field"):
             raise self.error("subqueries are not supported", tree)
         operand = self.translate(tree.this)
-        values = [self.translate(value) for value in tree.expressions]
-        for value, value_tree in zip(values, tree.expressions):
+        value_trees = lifted_values(tree.expressions)
+        values = [self.translate(value) for value in value_trees]
+        for value, value_tree in zip(values, value_trees):
             if not isinstance(value, Literal):
                 raise self.error("IN list values must be constants", value_tree)
         try:

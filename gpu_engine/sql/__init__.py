@@ -18,6 +18,7 @@ import pyarrow as pa
 from sqlglot.errors import SqlglotError
 
 from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.sql_literal_lists import lift_literal_lists, lifted_lists
 from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.nesting import too_deep
 from gpu_engine.sql.planner import QueryPlanner
@@ -63,8 +64,10 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
     """
     check_dialect(dialect)
     try:
-        query = parse_and_qualify(text, catalog, dialect)
-        return QueryPlanner(catalog, statistics).plan(query)
+        text, lists = lift_literal_lists(text, dialect)  # a long IN list is one node until it is translated
+        with lifted_lists(lists):
+            query = parse_and_qualify(text, catalog, dialect)
+            return QueryPlanner(catalog, statistics).plan(query)
     except RecursionError:  # the nesting checks bound every pass; a pass they miss still must not leak this
         raise too_deep() from None
     except (KeyError, TypeError, AttributeError, IndexError, SqlglotError) as error:  # a construct no check names

@@ -198,3 +198,70 @@ def test_a_chain_far_over_the_bound_is_refused_before_its_program_is_planned(mon
     strings = " OR ".join(f"g = 'x{i}'" for i in range(200))
     plan = fusion.fuse_pipelines(session.sql_plan(f"SELECT count(*) AS n FROM t WHERE {strings}"))
     assert any(isinstance(node, FusedAggregationNode) for node in walk_plan(plan))
+
+
+LIFTED = {  # lists over the lift threshold: each reaches sqlglot as one call and is typed as DuckDB types it
+    "lifted_mixed_numbers": "SELECT a, q FROM t WHERE q IN (" + ", ".join(
+        (str(i), f"{i}.25", f"-{i}")[i % 3] for i in range(300)) + ", 17, 2000.00)",
+    "lifted_ints_with_null": "SELECT a FROM t WHERE a IN (" + ", ".join(str(i * 2 + 1) for i in range(200)) + ", NULL)",
+    "lifted_not_in_with_null": "SELECT a FROM t WHERE a NOT IN (" + ", ".join(str(i) for i in range(100, 400))
+                               + ", NULL)",
+    "lifted_not_in_negatives": "SELECT a FROM t WHERE a NOT IN (" + ", ".join(f"-{i}" for i in range(200)) + ")",
+    "lifted_strings": "SELECT g, count(*) AS n FROM t WHERE g IN (" + ", ".join(f"'x{i}'" for i in range(200))
+                      + ", 'it''s', 'y') GROUP BY g",
+    "lifted_in_projection": "SELECT a, a IN (" + ", ".join(str(i) for i in range(0, 400, 3)) + ") AS hit FROM t",
+}
+
+
+@pytest.mark.parametrize("name", list(LIFTED))
+def test_lifted_in_lists_match_duckdb(name, device_name, reference):
+    from gpu_engine import Session
+
+    session = Session(device=device_name, drivers=1)
+    session.register("t", T)
+    assert_same_rows(session.sql(LIFTED[name]), duckdb_table(reference, LIFTED[name]))
+
+
+def test_a_long_in_list_reaches_sqlglot_as_one_node(monkeypatch):
+    """The parsed tree of a 20,000-value IN query has a few nodes, not one per value (work as a count)."""
+    from gpu_engine import Session
+    from gpu_engine.sql import rewrite
+
+    trees = []
+    original = rewrite.parse_and_qualify
+
+    def recording(text, catalog, dialect):
+        tree = original(text, catalog, dialect)
+        trees.append(sum(1 for _ in tree.walk()))
+        return tree
+
+    monkeypatch.setattr("gpu_engine.sql.parse_and_qualify", recording)
+    session = Session(device="cpu", drivers=1)
+    session.register("t", T)
+    sql = "SELECT a FROM t WHERE a IN (" + ", ".join(str(i * 3 + 2) for i in range(20000)) + ")"
+    assert sorted(session.sql(sql).column("a").to_pylist()) == [2, 5, 11, 2000]
+    assert trees and max(trees) < 50, trees
+
+
+def test_lifting_keeps_every_later_offset_and_line():
+    from gpu_engine.plans.sql_literal_lists import lift_literal_lists
+
+    text = "SELECT a FROM t WHERE a IN (" + ",\n".join(str(i) for i in range(100)) + ") AND b = 'it''s'\n  AND zz"
+    lifted, lists = lift_literal_lists(text)
+    assert len(lists) == 1 and len(lists[0]) == 100
+    assert len(lifted) == len(text) and lifted.index("zz") == text.index("zz") and lifted.count("\n") == text.count("\n")
+    short = "SELECT a FROM t WHERE a IN (1, 2, 3)"
+    assert lift_literal_lists(short) == (short, ())
+
+
+def test_an_error_after_a_lifted_list_names_its_position():
+    from gpu_engine import Session
+    from gpu_engine.sql.errors import SqlError
+
+    session = Session(device="cpu", drivers=1)
+    session.register("t", T)
+    sql = "SELECT a FROM t WHERE a IN (" + ",\n".join(str(i) for i in range(100)) + ")\n AND nosuch = 1"
+    with pytest.raises(SqlError) as raised:
+        session.sql(sql)
+    assert "nosuch" in str(raised.value)
+    assert "line 101" in str(raised.value) or "101" in str(raised.value), str(raised.value)
