@@ -799,7 +799,7 @@ class QueryPlanner:
         if _has_subquery(tree.this):
             raise _unsupported("a subquery on the left of IN", tree)
         if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
-            if any(c.table in outer_aliases for c in _free_columns(select)):
+            if any(c.table for c in _free_columns(select)):
                 raise _unsupported("IN over a correlated set operation", tree)
             inner, local, correlated = set(), [], []
         else:
@@ -837,9 +837,14 @@ class QueryPlanner:
 
     def _scalar_comparison(self, tree, subquery, local_aliases, ctes, plain, extra_relations, attach) -> None:
         select = _subquery_select(subquery.this)
-        if not isinstance(select, exp.Select):
-            raise _unsupported("a scalar subquery over a set operation", subquery)
-        inner, local, correlated = self._split_correlated(select, set(local_aliases))
+        if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
+            if any(c.table for c in _free_columns(select)):
+                raise _unsupported("a correlated scalar subquery over a set operation", subquery)
+            inner, local, correlated = set(), [], []
+        elif not isinstance(select, exp.Select):
+            raise _unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
+        else:
+            inner, local, correlated = self._split_correlated(select, set(local_aliases))
         if not correlated:
             relation, column = self._scalar_relation(subquery, ctes)
             rewritten = _with_subquery_replaced(tree, subquery, column)

@@ -71,6 +71,8 @@ QUERIES = [
     "SELECT a, b FROM t WHERE a IN (SELECT k FROM u UNION SELECT m FROM u)",
     "SELECT a, b FROM t WHERE a NOT IN (SELECT k FROM u WHERE k IS NOT NULL EXCEPT SELECT 7 FROM u)",
     "SELECT k FROM u WHERE k IN (SELECT a FROM t INTERSECT SELECT m FROM u)",
+    "SELECT a FROM t WHERE a < (SELECT max(a) FROM t UNION ALL SELECT 100 FROM u ORDER BY 1 DESC LIMIT 1)",
+    "SELECT k FROM u WHERE k = (SELECT min(a) FROM (SELECT a FROM t INTERSECT SELECT k FROM u) x)",
     "SELECT x.a, y.s FROM (SELECT a FROM t UNION SELECT m FROM u) x JOIN (SELECT k, s FROM u UNION ALL "
     "SELECT a, b FROM t) y ON x.a = y.k",
 ]
@@ -144,6 +146,8 @@ def _plan_error(sql: str) -> str:
     ("SELECT a FROM t UNION BY NAME SELECT k AS a FROM u", "UNION BY NAME"),
     ("SELECT a FROM t WHERE a IN (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
      "IN over a correlated set operation"),
+    ("SELECT a FROM t WHERE a = (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
+     "a correlated scalar subquery over a set operation"),
 ])
 def test_set_operations_the_engine_cannot_plan_are_refused_by_name(sql, message):
     assert message in _plan_error(sql)
