@@ -74,8 +74,16 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         raise _error(f"unsupported SQL: {name} (the ALL form of {query.key.upper()} keeps duplicate rows, which "
                      f"the engine does not plan yet); {query.key.upper()} without ALL returns each row once",
                      query)
-    left, left_outputs = planner._plan_query(query.this, ctes)
-    right, right_outputs = planner._plan_query(query.expression, ctes)
+    left_nulls = _bare_null_positions(query.this)
+    if left_nulls:  # SELECT NULL AS x … UNION SELECT a …: the NULL takes the other branch's type, as in DuckDB
+        right, right_outputs = planner._plan_query(query.expression, ctes)
+        left, left_outputs = planner._plan_query(_typed_nulls(query.this, left_nulls, right, right_outputs), ctes)
+    else:
+        left, left_outputs = planner._plan_query(query.this, ctes)
+        right_nulls = _bare_null_positions(query.expression)
+        right_branch = _typed_nulls(query.expression, right_nulls, left, left_outputs) if right_nulls else \
+            query.expression
+        right, right_outputs = planner._plan_query(right_branch, ctes)
     if len(left_outputs) != len(right_outputs):
         raise _error(f"each branch of {name} must have the same number of columns: the left has "
                      f"{len(left_outputs)}, the right {len(right_outputs)}", query)
@@ -115,6 +123,49 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     except PlanError as error:
         raise planner._plan_error(error, query) from None
     return Relation(node, {}, frozenset(), max(1.0, rows), {}), list(zip(names, keys))
+
+
+#: SQL type names of the Arrow types a bare NULL branch column may take from the other branch.
+_SQL_TYPES = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+              pa.float32(): "REAL", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN",
+              pa.date32(): "DATE"}
+
+
+def _unwrapped(branch: exp.Expression) -> exp.Expression:
+    while isinstance(branch, (exp.Subquery, exp.Paren)) and not any(
+            branch.args.get(key) for key in ("order", "limit", "offset")):
+        branch = branch.this
+    return branch
+
+
+def _bare_null_positions(branch: exp.Expression) -> list[int]:
+    """Return the positions where a SELECT branch selects a bare ``NULL`` (a column of no type of its own)."""
+    select = _unwrapped(branch)
+    if not isinstance(select, exp.Select):
+        return []
+    return [i for i, e in enumerate(select.expressions)
+            if isinstance(e.this if isinstance(e, exp.Alias) else e, exp.Null)]
+
+
+def _typed_nulls(branch: exp.Expression, positions: list[int], other: "Relation",
+                 other_outputs: list[tuple[str, str]]) -> exp.Expression:
+    """Return a copy of ``branch`` whose bare NULLs at ``positions`` are cast to the other branch's column types."""
+    copy = branch.copy()
+    select = _unwrapped(copy)
+    for position in positions:
+        if position >= len(other_outputs):
+            continue  # the column counts differ: the caller says so
+        dtype = other.node.output_schema.field(other_outputs[position][1]).type
+        if pa.types.is_decimal(dtype):
+            name = f"DECIMAL({dtype.precision}, {dtype.scale})"
+        elif dtype in _SQL_TYPES:
+            name = _SQL_TYPES[dtype]
+        else:
+            continue  # left untyped: the planner asks for a CAST
+        item = select.expressions[position]
+        null = item.this if isinstance(item, exp.Alias) else item
+        null.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(name)))
+    return copy
 
 
 def _quote(name: str) -> str:

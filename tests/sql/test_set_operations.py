@@ -42,6 +42,10 @@ QUERIES = [
     "SELECT a, b FROM e UNION ALL SELECT a, b FROM e",
     "SELECT a + 1 AS a1, upper_b FROM (SELECT a, b AS upper_b FROM t WHERE a > 1) x UNION ALL SELECT k, s FROM u "
     "WHERE k < 6",
+    # A bare NULL column takes the other branch's type (DuckDB's rule), on either side.
+    "SELECT NULL AS x, b FROM t UNION ALL SELECT k, s FROM u",
+    "SELECT a, b, d FROM t UNION SELECT m, NULL, NULL FROM u",
+    "SELECT NULL AS x FROM t INTERSECT SELECT a FROM t",
     # UNION (distinct): NULLs are one row, duplicates within and across branches go.
     "SELECT a, b FROM t UNION SELECT k, s FROM u",
     "SELECT b FROM t UNION SELECT s FROM u",
@@ -77,7 +81,7 @@ QUERIES = [
     "SELECT a, b FROM t) y ON x.a = y.k",
 ]
 
-SIMULATED = [QUERIES[0], QUERIES[7], QUERIES[11], QUERIES[13], QUERIES[21]]
+SIMULATED = [QUERIES[0], QUERIES[10], QUERIES[14], QUERIES[16], QUERIES[24]]
 
 
 @pytest.fixture(scope="module")
@@ -142,6 +146,7 @@ def _plan_error(sql: str) -> str:
                                                      "columns: the left has 2, the right 1"),
     ("SELECT a FROM t UNION SELECT s FROM u", "column 1 ('a') is int32 in the left branch and string in the right"),
     ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", "unsupported SQL: INTERSECT ALL"),
+    ("SELECT NULL AS x FROM t UNION SELECT NULL FROM u", "cannot infer the type of NULL; write CAST(NULL AS <type>)"),
     ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", "unsupported SQL: EXCEPT ALL"),
     ("SELECT a FROM t UNION BY NAME SELECT k AS a FROM u", "UNION BY NAME"),
     ("SELECT a FROM t WHERE a IN (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
