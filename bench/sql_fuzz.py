@@ -55,6 +55,8 @@ def main(argv=None) -> int:
                 counts[case.shape][outcome.status] += 1
                 if "tlp" in outcome.checks:
                     counts[case.shape]["tlp_checked"] += 1
+                if "tlp_union" in outcome.checks:
+                    counts[case.shape]["tlp_union_checked"] += 1
                 if outcome.status == "failed":
                     failures.append({"seed": seed, "shape": case.shape, "sql": case.sql, "why": outcome.detail})
                     print(f"FAILED seed {seed} ({case.shape}): {case.sql}\n  {outcome.detail}\n", flush=True)

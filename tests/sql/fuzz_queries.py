@@ -6,8 +6,9 @@ CI, bench/sql_fuzz.py runs many. Every seed draws one query from :func:`generate
 * runs it on the engine and in DuckDB over the same Parquet files and compares the multisets of rows (row for
   row under ORDER BY), and
 * partitions it by ternary logic (TLP): for a random predicate ``p`` the rows of ``Q WHERE p``,
-  ``Q WHERE NOT p`` and ``Q WHERE p IS NULL`` (each run on the engine) together are the rows of ``Q``; for an
-  aggregate query the three parts' count/sum/min/max, recombined (per group under GROUP BY), are ``Q``'s.
+  ``Q WHERE NOT p`` and ``Q WHERE p IS NULL`` (each run on the engine, then as one UNION ALL query) together
+  are the rows of ``Q``; for an aggregate query the three parts' count/sum/min/max, recombined (per group
+  under GROUP BY), are ``Q``'s.
 
 The schema (:func:`write_tables`) holds the value classes that break engines: doubles with NaN, ``-0.0``,
 ``0.0``, infinities and NULL (also as join and grouping keys), NULL join keys, decimals, strings with LIKE
@@ -594,4 +595,19 @@ def run_case(case: FuzzCase, session, connection, tlp: bool = True) -> Outcome:
     if problem is not None:
         return Outcome(case, "failed", f"TLP parts (p = {case.tlp_predicate}) do not add up to the whole: {problem}",
                        outcome.checks)
+    if case.tlp_aggregates:
+        return outcome
+    union = " UNION ALL ".join(case.tlp_parts())  # the same parts as one query: the engine's UNION ALL
+    try:
+        united = session.sql(union)
+    except Exception as error:
+        if is_unsupported(error):
+            return outcome
+        return Outcome(case, "failed", f"the TLP parts' UNION ALL raised {type(error).__name__}: {error}",
+                       outcome.checks)
+    problem = rows_mismatch(united, whole)
+    outcome.checks.append("tlp_union")
+    if problem is not None:
+        return Outcome(case, "failed", f"the TLP parts' UNION ALL (p = {case.tlp_predicate}) differs from the whole: "
+                                       f"{problem}", outcome.checks)
     return outcome

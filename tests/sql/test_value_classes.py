@@ -5,7 +5,8 @@ after +inf, with NULLs placed by NULLS FIRST/LAST; -0.0 equals 0.0 and groups, j
 float32 alike. A NULL key matches nothing in any join type, ``x NOT IN (subquery with a NULL)`` keeps no
 row, ``NULL NOT IN (empty)`` is TRUE, and NOT EXISTS keeps NULL-keyed rows. Empty tables, files whose row
 groups include empty ones, and filters that leave nothing feed every operator: scan, filter, project,
-aggregation with and without keys, joins with an empty build or probe side, ORDER BY, LIMIT, TopN, DISTINCT.
+aggregation with and without keys, joins with an empty build or probe side, ORDER BY, LIMIT, TopN, DISTINCT,
+UNION [ALL], INTERSECT and EXCEPT.
 
 Each query runs on the engine over Parquet files and in DuckDB over the same tables (read into Arrow:
 DuckDB 2.0.1's Parquet reader yields NaNs that its comparisons and isnan() do not treat as NaN, see
@@ -84,6 +85,10 @@ NAN_AND_ZERO = [
     "SELECT id, x = 0 AS zero, x > 1 AS big, x = x AS self, x <> x AS other FROM f",
     "SELECT id FROM f WHERE x = -0.0",
     "SELECT id FROM f WHERE x32 > 1",
+    "SELECT x FROM f UNION SELECT y FROM h",
+    "SELECT x32, s FROM f UNION SELECT y32, hs FROM h",
+    "SELECT x FROM f INTERSECT SELECT y FROM h",
+    "SELECT x FROM f EXCEPT SELECT y FROM h",
 ]
 
 NULL_JOIN_KEYS = [
@@ -135,6 +140,10 @@ EMPTY_INPUTS = [
     "SELECT id FROM f WHERE k IN (SELECT hk FROM he)",
     "SELECT id FROM f WHERE NOT EXISTS (SELECT * FROM he WHERE hk = k)",
     "SELECT id FROM e WHERE k NOT IN (SELECT hk FROM h)",
+    "SELECT id FROM e UNION ALL SELECT id FROM f",
+    "SELECT x FROM e UNION SELECT y FROM he",
+    "SELECT x FROM f EXCEPT SELECT y FROM he",
+    "SELECT x FROM e INTERSECT SELECT y FROM h",
     # Filters that leave nothing: empty batches reach the operators above them.
     "SELECT count(*) AS n, sum(x) AS s, max(x) AS mx FROM f WHERE id < 0",
     "SELECT g, count(*) AS n FROM f WHERE id < 0 GROUP BY g",
