@@ -142,7 +142,7 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 _INPUTS = {
     ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, AggregationNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
-    LocalPartitionNode: 1, OrderByNode: 1, TopNNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
+    OrderByNode: 1, TopNNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
 
 
@@ -370,11 +370,15 @@ def _(node: EnforceSingleRowNode) -> None:
 
 @_validate_node.register
 def _(node: LocalPartitionNode) -> None:
+    # Several sources are a UNION ALL (Velox's LocalPartition with several sources): each yields the same columns.
+    if not node.sources:
+        raise PlanError("a LocalPartition node takes at least 1 input, got 0", node=node.label)
     _choice(node.partition_kind, LOCAL_PARTITION_KINDS, "partition_kind", node.label)
-    _columns(node.keys, node.source.output_schema, node.label, "partition key")
+    _columns(node.keys, node.sources[0].output_schema, node.label, "partition key")
     if (node.partition_kind == "gather") != (not node.keys):
         raise PlanError("a repartition needs keys and a gather takes none", node=node.label)
-    _same_schema(node, node.source.output_schema, "the input")
+    for position, source in enumerate(node.sources):
+        _same_schema(node, source.output_schema, "the input" if len(node.sources) == 1 else f"input {position + 1}")
 
 
 def _sort_keys(node, keys) -> None:

@@ -207,3 +207,25 @@ def test_a_cluster_and_spark_refuse_set_operations_by_name(sql):
     for distribute in (add_remote_exchanges, add_spark_exchanges):
         with pytest.raises(PlanError, match=r"set operations \(UNION / INTERSECT / EXCEPT\) do not run on a cluster"):
             distribute(plan)
+
+
+def test_set_operation_plans_round_trip_through_json_and_validation_checks_each_branch():
+    import dataclasses
+
+    from gpu_engine.plans.nodes import LocalPartitionNode, walk_plan
+    from gpu_engine.plans.plan_validation import validate_plan
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+    from gpu_engine.sql import plan_sql
+
+    catalog = {name: table.schema for name, table in TABLES.items()}
+    for sql in ("SELECT a, b FROM t UNION ALL SELECT k, s FROM u",
+                "SELECT a FROM t EXCEPT SELECT k FROM u ORDER BY a LIMIT 2"):
+        plan = plan_sql(sql, catalog)
+        assert plan_from_json(plan_to_json(plan)) == plan
+    union = next(n for n in walk_plan(plan_sql("SELECT a FROM t UNION ALL SELECT k FROM u", catalog))
+                 if isinstance(n, LocalPartitionNode))
+    narrower = dataclasses.replace(union, sources=(union.sources[0], union.sources[1].sources[0]))
+    with pytest.raises(PlanError, match="input 2"):
+        validate_plan(narrower)
+    with pytest.raises(PlanError, match="at least 1 input"):
+        validate_plan(dataclasses.replace(union, sources=()))
