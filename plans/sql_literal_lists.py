@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import re
 from typing import Iterator
 
@@ -71,6 +72,7 @@ def _padded(call: str, span: str) -> str:
     return call + "\n" * breaks + rest.replace(" ", "", breaks)  # a value takes at least one character
 
 
+@functools.lru_cache(maxsize=4)  # the session's CTE split and the planner lift the same text: tokenized once
 def lift_literal_lists(text: str, dialect: str = "duckdb") -> tuple[str, tuple[tuple[exp.Expression, ...], ...]]:
     """Return ``text`` with each IN list of over :data:`LIFT_THRESHOLD` literals replaced by one call, and the lists."""
     if not _QUICK.search(text) or text.count(",") < LIFT_THRESHOLD:

@@ -111,6 +111,8 @@ class ParameterizedText:
 
 def bind_parameters(text: str, params: Sequence[Any] | None, dialect: str = "duckdb") -> str:
     """Return ``text`` with its ``?``/``$n`` placeholders bound to ``params`` (the text itself when it has none)."""
+    if params is None and "?" not in text and "$" not in text:
+        return text  # no placeholder can be written without these: the text is not tokenized
     parsed = ParameterizedText.of(text, dialect)
     if not parsed.placeholders and params is None:
         return text

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import sqlglot
 from sqlglot import exp
 
+from gpu_engine.plans.sql_literal_lists import lift_literal_lists
+
 __all__ = ["SharedCte", "split_shared_ctes"]
 
 _NAMES = itertools.count(1)
@@ -48,6 +50,27 @@ def _rename_references(tree: exp.Expression, tables: dict[str, str]) -> exp.Expr
     return tree
 
 
+def _one_query(text: str, dialect: str) -> exp.Expression | None:
+    """Return the parsed query of ``text``, or None when it is not one query (the planner reports that)."""
+    try:
+        statements = sqlglot.parse(text, read=dialect)
+    except sqlglot.errors.SqlglotError:
+        return None
+    return statements[0] if len(statements) == 1 else None
+
+
+def _references(tree: exp.Expression) -> dict[str, int]:
+    """Return how often each CTE of the outer (non-recursive) WITH is read, only those read twice or more."""
+    key = _with_key(tree)
+    if key is None or tree.args[key].args.get("recursive"):
+        return {}
+    references = {cte.alias_or_name: 0 for cte in tree.args[key].expressions}
+    for table in tree.find_all(exp.Table):
+        if table.name in references and not table.args.get("db"):
+            references[table.name] += 1
+    return {name: count for name, count in references.items() if count >= 2}
+
+
 def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCte], str]:
     """Return the CTEs of ``text``'s outer WITH that are referenced twice or more, and the rest of the query.
 
@@ -56,31 +79,21 @@ def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCt
     RECURSIVE, or text that does not parse as one query: the planner reports
     that) gives ``([], text)``.
     """
-    try:
-        statements = sqlglot.parse(text, read=dialect)
-    except sqlglot.errors.SqlglotError:
+    lifted, lists = lift_literal_lists(text, dialect)  # a long IN list is parsed whole only where a CTE is shared
+    tree = _one_query(lifted, dialect)
+    if tree is None or not _references(tree):
         return [], text
-    if len(statements) != 1 or statements[0] is None:
-        return [], text
-    tree = statements[0]
+    if lists:
+        tree = _one_query(text, dialect)
     key = _with_key(tree)
-    if key is None or tree.args[key].args.get("recursive"):
-        return [], text
     ctes = tree.args[key].expressions
-    names = {cte.alias_or_name for cte in ctes}
-    references = {name: 0 for name in names}
-    for table in tree.find_all(exp.Table):
-        if table.name in references and not table.args.get("db"):
-            references[table.name] += 1
-    shared = [cte for cte in ctes if references[cte.alias_or_name] >= 2]
-    if not shared:
-        return [], text
+    references = _references(tree)
     tables: dict[str, str] = {}
     computed = []
     kept: list[exp.CTE] = []
     for cte in ctes:
         name = cte.alias_or_name
-        if references[name] < 2:
+        if name not in references:
             kept.append(cte)
             continue
         body = _rename_references(cte.this.copy(), tables)

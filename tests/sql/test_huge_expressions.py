@@ -265,3 +265,16 @@ def test_an_error_after_a_lifted_list_names_its_position():
         session.sql(sql)
     assert "nosuch" in str(raised.value)
     assert "line 101" in str(raised.value) or "101" in str(raised.value), str(raised.value)
+
+
+def test_a_shared_cte_with_a_long_in_list_matches_duckdb(reference):
+    from gpu_engine import Session
+
+    session = Session(device="cpu", drivers=1)
+    session.register("t", T)
+    values = ", ".join(str(i) for i in range(-3, 200, 2))
+    sql = (f"WITH c AS (SELECT a FROM t WHERE a IN ({values})) "
+           f"SELECT x.a FROM c x JOIN c y ON x.a = y.a WHERE x.a NOT IN ({values}, 2000)")
+    assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
+    sql = f"WITH c AS (SELECT a FROM t WHERE a IN ({values})) SELECT x.a FROM c x JOIN c y ON x.a = y.a"
+    assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
