@@ -489,6 +489,29 @@ class PlanBuilder:
 
         return self._add("LocalPartition", make)
 
+    def union_all(self, *others: "PlanNode | PlanBuilder") -> "PlanBuilder":
+        """Merge this plan's rows with those of ``others`` (SQL's UNION ALL): one LocalPartition GATHER fed by each.
+
+        Why no node of its own: as in Velox, every branch is a producer pipeline of the Task and their rows meet
+        in one local exchange. Each branch must yield the same column names and types, in order (cast and
+        rename them first).
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            sources = [self._node]
+            for other in others:
+                branch = self._build_input(other, label)
+                if branch.output_schema.names != self._schema.names or any(
+                        a.type != b.type for a, b in zip(branch.output_schema, self._schema)):
+                    raise PlanError(f"a UNION ALL branch yields {branch.output_schema.to_string(show_schema_metadata=False)!r}"
+                                    f" where the first yields {self._schema.to_string(show_schema_metadata=False)!r}; "
+                                    "project each branch onto the same names and types", node=label)
+                sources.append(branch)
+            return LocalPartitionNode(id=node_id, output_schema=self._schema, sources=tuple(sources),
+                                      partition_kind="gather", keys=())
+
+        return self._add("LocalPartition", make)
+
     def local_gather(self) -> "PlanBuilder":
         """Merge every driver's rows into one stream (LocalPartition GATHER)."""
         return self.local_partition([])

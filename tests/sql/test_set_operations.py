@@ -11,6 +11,7 @@ batches of 2 rows and many; the simulator runs a few queries at one pair of sett
 from __future__ import annotations
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 (pa.compute)
 import pytest
 
 from duckdb_reference import rows_mismatch
@@ -229,3 +230,23 @@ def test_set_operation_plans_round_trip_through_json_and_validation_checks_each_
         validate_plan(narrower)
     with pytest.raises(PlanError, match="at least 1 input"):
         validate_plan(dataclasses.replace(union, sources=()))
+
+
+def test_plan_builder_union_all_feeds_one_local_partition_from_each_branch(device_name):
+    from gpu_engine import Session
+    from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
+
+    catalog = {name: table.schema for name, table in TABLES.items()}
+    ids = PlanNodeIdGenerator()
+    big = PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a", "b"]).filter("a > 1")
+    empty = PlanBuilder(catalog, id_generator=ids).table_scan("e", ["a", "b"])
+    plan = PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a", "b"]).union_all(big, empty).plan()
+    session = Session(device=device_name, drivers=2, batch_rows=3)
+    for name, table in TABLES.items():
+        session.register(name, table)
+    expected = pa.concat_tables([TABLES["t"].select(["a", "b"]),
+                                 TABLES["t"].filter(pa.compute.greater(TABLES["t"]["a"], 1)).select(["a", "b"])])
+    assert rows_mismatch(session.execute(plan), expected) is None
+    renamed = PlanBuilder(catalog, id_generator=ids).table_scan("u", ["k"]).project(["k AS a"])
+    with pytest.raises(PlanError, match="UNION ALL branch yields 'a: int64' where the first yields 'a: int32'"):
+        PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a"]).union_all(renamed)
