@@ -13,6 +13,7 @@ the CTE inlined at each reference.
 from __future__ import annotations
 
 import itertools
+import re
 from dataclasses import dataclass
 
 import sqlglot
@@ -23,6 +24,7 @@ from gpu_engine.plans.sql_literal_lists import lift_literal_lists
 __all__ = ["SharedCte", "split_shared_ctes"]
 
 _NAMES = itertools.count(1)
+_WITH = re.compile(r"\bwith\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -79,6 +81,8 @@ def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCt
     RECURSIVE, or text that does not parse as one query: the planner reports
     that) gives ``([], text)``.
     """
+    if not _WITH.search(text):
+        return [], text  # no CTE can be written without WITH: a long chain's text is not parsed twice
     lifted, lists = lift_literal_lists(text, dialect)  # a long IN list is parsed whole only where a CTE is shared
     tree = _one_query(lifted, dialect)
     if tree is None or not _references(tree):
