@@ -29,6 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
+from gpu_engine.plans.sql_literal_lists import lifted_values
+
 __all__ = ["ColumnStatistics", "TableStatistics", "RegisteredStatistics", "table_statistics", "selectivity",
            "DEFAULT_TABLE_ROWS"]
 
@@ -226,7 +228,7 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
         return _LIKE_SELECTIVITY
     if isinstance(tree, exp.In) and not tree.args.get("query"):
         one = _equality_selectivity(tree.this, column_stats)
-        return min(1.0, one * max(1, len(tree.expressions)))
+        return min(1.0, one * max(1, len(lifted_values(tree.expressions))))
     if isinstance(tree, exp.Between):
         low = selectivity(exp.GTE(this=tree.this, expression=tree.args["low"]), column_stats)
         high = selectivity(exp.LTE(this=tree.this, expression=tree.args["high"]), column_stats)

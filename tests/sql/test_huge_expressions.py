@@ -278,3 +278,18 @@ def test_a_shared_cte_with_a_long_in_list_matches_duckdb(reference):
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
     sql = f"WITH c AS (SELECT a FROM t WHERE a IN ({values})) SELECT x.a FROM c x JOIN c y ON x.a = y.a"
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
+
+
+def test_a_lifted_list_keeps_its_selectivity():
+    """Join ordering estimates a lifted list by its values, as it estimates the list written out."""
+    import sqlglot
+
+    from gpu_engine.plans.sql_literal_lists import lift_literal_lists, lifted_lists
+    from gpu_engine.sql.statistics import ColumnStatistics, selectivity
+
+    text = "SELECT a FROM t WHERE a IN (" + ", ".join(str(i) for i in range(100)) + ")"
+    stats = ColumnStatistics(ndv=1000)
+    written = selectivity(sqlglot.parse_one(text).args["where"].this, lambda column: stats)
+    lifted, lists = lift_literal_lists(text)
+    with lifted_lists(lists):
+        assert selectivity(sqlglot.parse_one(lifted).args["where"].this, lambda column: stats) == written == 0.1
