@@ -295,9 +295,10 @@ class EnforceSingleRowNode(PlanNode):
 
 @dataclass(frozen=True, kw_only=True)
 class LocalPartitionNode(PlanNode):
-    """Repartition rows inside a Task by key hash (``repartition``) or merge them (``gather``)."""
+    """Repartition rows inside a Task by key hash (``repartition``), merge them (``gather``) or pass whole batches
+    round-robin (``arbitrary``: a UNION ALL's branches feeding every driver of the pipeline above, as Velox does)."""
 
-    partition_kind: str  # "repartition" | "gather"
+    partition_kind: str  # "repartition" | "gather" | "arbitrary"
     keys: tuple[str, ...] = ()
 
     def describe(self) -> str:

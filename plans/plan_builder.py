@@ -490,11 +490,11 @@ class PlanBuilder:
         return self._add("LocalPartition", make)
 
     def union_all(self, *others: "PlanNode | PlanBuilder") -> "PlanBuilder":
-        """Merge this plan's rows with those of ``others`` (SQL's UNION ALL): one LocalPartition GATHER fed by each.
+        """Merge this plan's rows with those of ``others`` (SQL's UNION ALL): one LocalPartition fed by each.
 
         Why no node of its own: as in Velox, every branch is a producer pipeline of the Task and their rows meet
         in one local exchange. Each branch must yield the same column names and types, in order (cast and
-        rename them first).
+        rename them first). Batches go round-robin (``arbitrary``) to the drivers of the pipeline above.
         """
 
         def make(node_id: str, label: str) -> PlanNode:
@@ -508,7 +508,7 @@ class PlanBuilder:
                                     "project each branch onto the same names and types", node=label)
                 sources.append(branch)
             return LocalPartitionNode(id=node_id, output_schema=self._schema, sources=tuple(sources),
-                                      partition_kind="gather", keys=())
+                                      partition_kind="arbitrary", keys=())
 
         return self._add("LocalPartition", make)
 

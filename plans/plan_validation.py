@@ -89,7 +89,7 @@ __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS"
 
 UNARY_OPS = ("not", "negate", "is_null", "is_not_null")
 EXTRACT_FIELDS = ("year", "month", "day")
-LOCAL_PARTITION_KINDS = ("repartition", "gather")
+LOCAL_PARTITION_KINDS = ("repartition", "gather", "arbitrary")
 PARTITIONED_OUTPUT_KINDS = ("partitioned", "broadcast", "arbitrary")
 
 
@@ -375,8 +375,8 @@ def _(node: LocalPartitionNode) -> None:
         raise PlanError("a LocalPartition node takes at least 1 input, got 0", node=node.label)
     _choice(node.partition_kind, LOCAL_PARTITION_KINDS, "partition_kind", node.label)
     _columns(node.keys, node.sources[0].output_schema, node.label, "partition key")
-    if (node.partition_kind == "gather") != (not node.keys):
-        raise PlanError("a repartition needs keys and a gather takes none", node=node.label)
+    if (node.partition_kind == "repartition") != bool(node.keys):
+        raise PlanError("a repartition needs keys and a gather takes none (nor does an arbitrary one)", node=node.label)
     for position, source in enumerate(node.sources):
         _same_schema(node, source.output_schema, "the input" if len(node.sources) == 1 else f"input {position + 1}")
 

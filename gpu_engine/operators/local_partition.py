@@ -155,6 +155,8 @@ class LocalPartition(Operator):
         super().__init__(ctx, node)
         self.queue: LocalExchangeQueue = ctx.task.local_exchange_queues[node.id]
         self.keys = tuple(node.keys)
+        self.round_robin = node.partition_kind == "arbitrary"
+        self._next_partition = ctx.driver_id % max(1, self.queue.num_partitions)  # drivers start apart
         if self.queue.memory_pool is None:  # operators are created on one thread, in Task.start
             self.queue.memory_pool = ctx.task.pool.add_child(f"{self.operator_type}[{node.id}]", where="local exchange queue",
                                                              operator=self.operator_type, plan_node_id=node.id)
@@ -164,7 +166,10 @@ class LocalPartition(Operator):
 
     def add_input(self, batch: Batch) -> None:
         partitions = self.queue.num_partitions
-        if partitions == 1 or not self.keys:
+        if partitions > 1 and self.round_robin:  # whole batches, in turn: no hashing, no host sync
+            items = [(self._next_partition, batch)]
+            self._next_partition = (self._next_partition + 1) % partitions
+        elif partitions == 1 or not self.keys:
             items = [(0, batch)]
         else:
             from gpu_engine.kernels.hash import hash_columns

@@ -127,7 +127,7 @@ def _(node: ProjectNode):
 @_rewrite.register
 def _(node: LocalPartitionNode):
     sources = tuple(_rewrite(s)[0] for s in node.sources)
-    distribution = _hashed(node.keys) if node.partition_kind == "repartition" else SINGLE
+    distribution = {"repartition": _hashed(node.keys), "gather": SINGLE}.get(node.partition_kind, ANY)
     return replace(node, sources=sources), distribution
 
 

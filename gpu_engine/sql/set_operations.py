@@ -2,7 +2,8 @@
 
 * ``UNION ALL`` is one LocalPartition with a source per branch: each branch is
   a producer pipeline of the Task and their rows meet in one local exchange
-  (Velox plans it the same way; no operator of its own).
+  (Velox plans it the same way; no operator of its own), which hands whole
+  batches round-robin (``arbitrary``) to every driver of the pipeline above.
 * ``UNION`` is that LocalPartition, repartitioned by every column, under a
   grouping aggregation on every column with no aggregates (``SELECT DISTINCT``).
 * ``INTERSECT`` / ``EXCEPT`` tag each row with its side (1 left, 2 right),
@@ -105,7 +106,7 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
                     for side, (relation, outputs) in enumerate(((left, left_outputs), (right, right_outputs)), 1))
     keys = tuple(f.name for f in fields)
     union = LocalPartitionNode(id=planner.ids.next_id(), output_schema=schema, sources=sources,
-                               partition_kind="repartition" if distinct else "gather",
+                               partition_kind="repartition" if distinct else "arbitrary",
                                keys=keys if distinct else ())
     rows = left.rows + right.rows
     node: PlanNode = union

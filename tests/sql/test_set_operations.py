@@ -250,3 +250,16 @@ def test_plan_builder_union_all_feeds_one_local_partition_from_each_branch(devic
     renamed = PlanBuilder(catalog, id_generator=ids).table_scan("u", ["k"]).project(["k AS a"])
     with pytest.raises(PlanError, match="UNION ALL branch yields 'a: int64' where the first yields 'a: int32'"):
         PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a"]).union_all(renamed)
+
+
+def test_the_pipeline_above_a_union_all_keeps_every_driver():
+    from gpu_engine.exec.local_planner import LocalExchangeSource, plan_pipelines
+    from gpu_engine.planning.local_exchanges import add_local_exchanges
+    from gpu_engine.sql import plan_sql
+
+    catalog = {name: table.schema for name, table in TABLES.items()}
+    plan = plan_sql("SELECT a, count(*) AS n FROM (SELECT a FROM t UNION ALL SELECT k FROM u) x GROUP BY a", catalog)
+    factories = plan_pipelines(add_local_exchanges(plan, 3), 3)
+    above = [f for f in factories if any(isinstance(item, LocalExchangeSource) and len(item.node.sources) == 2
+                                         for item in f.items)]
+    assert len(above) == 1 and above[0].num_drivers == 3  # a GATHER would run the partial aggregation on one
