@@ -28,7 +28,7 @@ from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_key
 from gpu_engine.codegen.kernel_parameters import LiftedInput, parameterize
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.types import is_floating, is_string
-from gpu_engine.plans.expressions import ColumnRef, Expr, UnaryOp, referenced_columns
+from gpu_engine.plans.expressions import ColumnRef, Expr, Literal, UnaryOp, referenced_columns
 
 __all__ = ["LiftedExpression", "FusionProgram", "plan_fusion_program"]
 
@@ -124,6 +124,8 @@ class _Collector:
         return {name for name in referenced_columns(expr) if is_string(self.schema[name])}
 
     def visit(self, expr: Expr, key: bool = False, intermediate: bool = False) -> None:
+        if isinstance(expr, Literal):
+            return  # no input and nothing per row (an IN list's 100,000 values cost nothing here)
         names = referenced_columns(expr)
         unknown = [n for n in names if n not in self.schema]
         if unknown:
