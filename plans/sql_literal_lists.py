@@ -115,5 +115,7 @@ def lifted_values(expressions: list[exp.Expression]) -> list[exp.Expression]:
     if len(expressions) != 1 or not isinstance(expressions[0], exp.Anonymous) or \
             expressions[0].name.lower() != LIFTED_FUNCTION:
         return expressions
-    (index,) = expressions[0].expressions
-    return list(_LISTS.get()[int(index.name)])
+    lists, arguments = _LISTS.get(), expressions[0].expressions
+    if len(arguments) != 1 or not arguments[0].name.isdigit() or int(arguments[0].name) >= len(lists):
+        return expressions  # written by hand, not lifted: an unknown function to the translator
+    return list(lists[int(arguments[0].name)])

@@ -293,3 +293,13 @@ def test_a_lifted_list_keeps_its_selectivity():
     lifted, lists = lift_literal_lists(text)
     with lifted_lists(lists):
         assert selectivity(sqlglot.parse_one(lifted).args["where"].this, lambda column: stats) == written == 0.1
+
+
+def test_the_lifted_call_written_by_hand_is_an_unknown_function():
+    from gpu_engine import Session
+    from gpu_engine.sql.errors import SqlError
+
+    session = Session(device="cpu", drivers=1)
+    session.register("t", T)
+    with pytest.raises(SqlError, match="unknown function"):
+        session.sql("SELECT a FROM t WHERE a IN (__gpe_in_list(0))")
