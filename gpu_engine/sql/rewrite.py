@@ -265,6 +265,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
                        validate_qualify_columns=True, identify=False)
     except OptimizeError as error:
         raise _column_error(error, original, catalog) from None
+    check_set_operation_widths(tree)  # again with every * expanded
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))

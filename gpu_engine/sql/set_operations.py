@@ -219,9 +219,9 @@ def ordered_set_operation(query: exp.SetOperation, alias: str) -> exp.Select:
 def check_set_operation_widths(tree: exp.Expression) -> None:
     """Refuse a set operation whose branches select different numbers of columns, naming both counts.
 
-    Checked before names are resolved (sqlglot's own check then fails with an
-    internal message); a branch selecting ``*`` is left to the planner's check
-    after expansion.
+    Checked before names are resolved and again once every ``*`` is expanded
+    (sqlglot's own check fails with an internal message); before expansion a
+    branch selecting ``*`` is skipped.
     """
     for node in tree.find_all(exp.SetOperation):
         widths = []

@@ -145,6 +145,8 @@ def _plan_error(sql: str) -> str:
 @pytest.mark.parametrize("sql, message", [
     ("SELECT a, b FROM t UNION ALL SELECT k FROM u", "each branch of UNION ALL must have the same number of "
                                                      "columns: the left has 2, the right 1"),
+    ("SELECT * FROM t UNION SELECT a, b FROM t", "each branch of UNION must have the same number of columns: the "
+                                                 "left has 3, the right 2"),
     ("SELECT a FROM t UNION SELECT s FROM u", "column 1 ('a') is int32 in the left branch and string in the right"),
     ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", "unsupported SQL: INTERSECT ALL"),
     ("SELECT NULL AS x FROM t UNION SELECT NULL FROM u", "cannot infer the type of NULL; write CAST(NULL AS <type>)"),
