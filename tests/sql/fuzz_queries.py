@@ -267,10 +267,15 @@ def _select_list(rng: random.Random, aliases: list[str], count: int) -> list[str
             out.append(f"{alias}.{column} AS c{position}")
         else:
             value = _value(rng, aliases, rng.choice(sorted(set(_COLUMN_TYPES.values()))))
-            # A bare NULL output column is refused ("cannot infer the type of NULL"; DuckDB types it NULL):
-            # a typing question of item 7, kept away until it is settled.
-            out.append(f"{'CAST(NULL AS INTEGER)' if value == 'NULL' else value} AS c{position}")
+            out.append(f"{_typed(value)} AS c{position}")
     return out
+
+
+def _typed(value: str) -> str:
+    """Return ``value``, a bare NULL cast to INTEGER: the engine refuses an untyped NULL as an output or an
+    aggregate's argument ("cannot infer the type of NULL"; DuckDB types it NULL), a typing question of item 7
+    kept away until it is settled."""
+    return "CAST(NULL AS INTEGER)" if value == "NULL" else value
 
 
 _AGGREGATED = ["i", "k", "d", "f", "fk"]
@@ -414,7 +419,7 @@ def _shape_group_expression(rng):
     if rng.random() < 0.3:  # DISTINCT beside other aggregates of a GROUP BY is refused (not implemented)
         aggregates = f"count(DISTINCT t.{rng.choice(list(_COLUMN_TYPES))}) AS a0"
     else:
-        aggregates = f"avg(t.{value}) AS a0, count(*) AS n, max({_value(rng, ['t'], kind, 1)}) AS a1"
+        aggregates = f"avg(t.{value}) AS a0, count(*) AS n, max({_typed(_value(rng, ['t'], kind, 1))}) AS a1"
     return dict(sql=f"SELECT {key} AS g0, {aggregates} FROM {table} t WHERE {where} GROUP BY {key}")
 
 
