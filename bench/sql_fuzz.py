@@ -73,7 +73,12 @@ def main(argv=None) -> int:
     for why, n in reasons.most_common(8):
         print(f"  skipped {n}: {why}")
     if args.out:
-        args.out.write_text(json.dumps({"seeds": [start, stop], "device": args.device, "seconds": round(elapsed, 1),
+        import subprocess
+
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                                text=True).stdout.strip()
+        args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
+                                        "fuse": args.fuse, "seconds": round(elapsed, 1),
                                         "counts": {s: dict(c) for s, c in counts.items()},
                                         "failures": failures, "skipped": skipped}, indent=1))
     return 1 if failures else 0
