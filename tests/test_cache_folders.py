@@ -35,14 +35,33 @@ def test_every_cache_variable_is_set_and_none_points_into_the_user_cache():
         assert not _inside(folder, USER_CACHE), f"{folder} is in the user's ~/.cache"
 
 
-def test_a_fused_query_writes_its_generated_kernel_under_the_test_cache():
+def test_a_fused_query_writes_its_generated_kernel_under_the_test_cache(monkeypatch):
+    """Generated kernels carry no literal values (they are launch parameters), so the module a query loads is
+    recorded at its load: the process-wide caches are emptied for the test, so the query loads (or writes) its
+    modules again, and each one's file must lie in the test cache folder."""
+    from gpu_engine.codegen import (compiled_modules, fused_aggregation_kernel, fused_filter_kernel,
+                                    fused_project_kernel, fusion_program)
+    from gpu_engine.codegen.generation_cache import GenerationCache
+
+    for module, name in ((fused_aggregation_kernel, "GENERATED_AGGREGATIONS"), (fused_filter_kernel, "GENERATED_FILTERS"),
+                         (fused_project_kernel, "GENERATED_PROJECTIONS"), (fusion_program, "PROGRAMS")):
+        monkeypatch.setattr(module, name, GenerationCache())
+    monkeypatch.setattr(compiled_modules, "_MODULES", {})
+    loaded: list[Path] = []
+    load = compiled_modules._load
+
+    def recording_load(path, source, name):
+        loaded.append(Path(path))
+        return load(path, source, name)
+
+    monkeypatch.setattr(compiled_modules, "_load", recording_load)
     session = Session(device="cpu", drivers=1)
-    # A constant no other test uses, so the generated module is new to this folder.
     session.register("t", pa.table({"k": [1, 2, 1], "v": [10, 20, 30]}))
     plan = (PlanBuilder(session.catalog).table_scan("t", ["k", "v"]).filter("v > -987654")
             .aggregation(["k"], ["sum(v) AS s"]).plan())
     result = session.execute(plan)
     assert sorted(zip(result.column("k").to_pylist(), result.column("s").to_pylist())) == [(1, 40), (2, 20)]
-    written = [path for path in generated_folder().glob("*.py") if "-987654" in path.read_text()]
-    assert written, f"no generated module for the query under {generated_folder()}"
-    assert all(not _inside(path, USER_CACHE) for path in written)
+    assert loaded, f"the fused query loaded no generated module (folder {generated_folder()})"
+    for path in loaded:
+        assert path.exists() and _inside(path, generated_folder().resolve()), path
+        assert not _inside(path, USER_CACHE), path
