@@ -1345,7 +1345,9 @@ class QueryPlanner:
                 raise _unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
             return tree, relation, columns
         tree = tree.copy()
-        for subquery in list(tree.find_all(exp.Subquery)):
+        # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
+        # table in its FROM) went with it and is not a scalar subquery of this tree.
+        while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
             select = _subquery_select(subquery.this)
             outer = {c.table for c in _free_columns(select)} - _defined_aliases(select) - {""}  # "": an output name
             if isinstance(select, exp.Select) and outer:
@@ -1359,9 +1361,8 @@ class QueryPlanner:
             columns = {**columns, **scalar.columns}
             relation = dataclasses.replace(relation, node=node, columns=columns)
             if subquery is tree:
-                tree = column
-            else:
-                subquery.replace(column)
+                return column, relation, columns
+            subquery.replace(column)
         return tree, relation, columns
 
     def _post_filter(self, relation: Relation, having: exp.Expression, columns, replacements, ctes) -> Relation:

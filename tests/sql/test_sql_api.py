@@ -98,6 +98,12 @@ CRAFTED_QUERIES = {
     "distinct_aggregate_filter": "SELECT count(DISTINCT grp) FILTER (WHERE qty > 20) AS g FROM items",
     "group_by_all": "SELECT grp, extract(month FROM day) > 4 AS late, count(*) FROM items GROUP BY ALL "
                     "ORDER BY ALL NULLS FIRST",
+    # A scalar subquery over a derived table: the derived table is part of the subquery, not a second scalar one.
+    "scalar_subquery_over_derived_table": "SELECT id, (SELECT max(q) FROM (SELECT qty AS q FROM items) AS d) "
+                                          "- coalesce(qty, 0) AS gap FROM items",
+    "scalar_subquery_over_derived_table_in_having": "SELECT grp, count(*) AS n FROM items GROUP BY grp HAVING "
+                                                    "count(*) < (SELECT max(c) FROM (SELECT count(*) AS c FROM "
+                                                    "tags GROUP BY item_id) AS per_item) + 2",
 }
 
 
