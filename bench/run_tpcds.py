@@ -1,0 +1,291 @@
+"""Run the 99 TPC-DS queries through ``Session.sql`` and DuckDB on the same Parquet files; classify each.
+
+Why: TPC-DS is the breadth yardstick of issue 30: every query should equal
+DuckDB's answer. For each query the engine's result is one of
+
+- ``equal``: the same rows as DuckDB (:func:`bench.tpcds.result_mismatch`:
+  multiset, floats within 1e-9 relative, ORDER BY keys in order, rows tied at
+  a LIMIT free);
+- ``wrong``: a result that differs;
+- ``refused``: a :class:`~gpu_engine.errors.PlanError` (the SQL front end or
+  the planner said no, naming the construct);
+- ``error``: another engine error while running (out of memory, the
+  ``--timeout``, an execution error);
+- ``internal``: any other exception (a bug: an engine must answer with its own
+  error classes).
+
+DuckDB runs first (its result is the reference); each side is then run
+``--runs`` more times and the median reported, its first run apart (it
+includes numba's compilation for the engine). Refusals are grouped by their
+first line, positions left out, into a histogram: the constructs that block
+most queries.
+
+Data comes from ``tpcgen-cli tpcds parquet`` (:mod:`gpu_engine.connectors.tpcds_data`),
+generated on first use. Writes ``bench/results/<date>-tpcds-<device>-sf<sf>[-<tag>].json``
+and ``.md``. Run from the repository root::
+
+    python -m bench.run_tpcds --sf 0.01 --device cpu
+    python -m bench.run_tpcds --sf 0.01 --queries 1-10,42 --runs 3
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import datetime
+import json
+import os
+import re
+import shlex
+import statistics
+import sys
+import time
+import traceback
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:  # `python bench/run_tpcds.py` puts bench/ first, not the root
+    sys.path.insert(0, str(REPO_ROOT))
+
+from bench.run_bench import _git, _machine_facts  # noqa: E402
+from bench.tpcds import QUERY_NUMBERS, query_name, query_text, result_mismatch  # noqa: E402
+
+__all__ = ["main", "QueryOutcome", "classify_error", "refusal_reason", "parse_query_numbers", "render_markdown"]
+
+RESULTS_DIR = REPO_ROOT / "bench" / "results"
+CLASSES = ("equal", "wrong", "refused", "error", "internal")
+
+
+@dataclass
+class QueryOutcome:
+    """What the engine and DuckDB did on one query."""
+
+    query: str
+    outcome: str = ""  # one of CLASSES
+    reason: str | None = None  # refusal / error: class and first line of the message; wrong: first line
+    detail: str | None = None  # the whole message, the mismatch, or an internal error's traceback tail
+    rows: int | None = None  # DuckDB's row count
+    engine_first_s: float | None = None
+    engine_median_s: float | None = None
+    duckdb_first_s: float | None = None
+    duckdb_median_s: float | None = None
+    engine_samples_s: list[float] = field(default_factory=list)
+    duckdb_samples_s: list[float] = field(default_factory=list)
+
+
+def parse_query_numbers(text: str) -> list[int]:
+    """Return the query numbers of ``all`` or a list like ``1-10,q42,77``; raise ValueError on a bad one."""
+    if text.strip() == "all":
+        return list(QUERY_NUMBERS)
+    numbers: list[int] = []
+    for part in (p.strip().lower().removeprefix("q") for p in text.split(",")):
+        if not part:
+            continue
+        low, _, high = part.partition("-")
+        try:
+            span = range(int(low), int(high.removeprefix("q") if high else low) + 1)
+        except ValueError:
+            raise ValueError(f"bad query {part!r}: give numbers 1..99, ranges like 1-10, or 'all'") from None
+        for number in span:
+            if number not in QUERY_NUMBERS:
+                raise ValueError(f"TPC-DS queries are numbered 1 to 99, got {number}")
+            if number not in numbers:
+                numbers.append(number)
+    if not numbers:
+        raise ValueError("no query given")
+    return numbers
+
+
+_POSITION = re.compile(r"\s*\(line \d+, column \d+\)")
+
+
+def refusal_reason(error: BaseException) -> str:
+    """Return ``Class: first line of the message`` without the SQL position, for grouping refusals."""
+    first = (str(error).strip().splitlines() or [""])[0]
+    return f"{type(error).__name__}: {_POSITION.sub('', first).strip()}"
+
+
+def classify_error(error: BaseException) -> str:
+    """Return ``refused``, ``error`` or ``internal`` for an exception the engine raised on a query."""
+    from gpu_engine.errors import GpuEngineError, PlanError
+
+    if isinstance(error, PlanError):
+        return "refused"
+    if isinstance(error, GpuEngineError):
+        return "error"
+    return "internal"
+
+
+def _timed(run) -> tuple[object, float]:
+    start = time.perf_counter()
+    value = run()
+    return value, time.perf_counter() - start
+
+
+def run_query(number: int, session, duck, runs: int, timeout: float | None) -> QueryOutcome:
+    """Run one query on DuckDB then the engine, compare, and time the rest of the runs."""
+    from tests.duckdb_reference import duckdb_table, rows_mismatch
+
+    sql = query_text(number)
+    result = QueryOutcome(query_name(number))
+    expected, result.duckdb_first_s = _timed(lambda: duckdb_table(duck, sql))
+    result.rows = expected.num_rows
+    for _ in range(runs):
+        result.duckdb_samples_s.append(_timed(lambda: duckdb_table(duck, sql))[1])
+    result.duckdb_median_s = statistics.median(result.duckdb_samples_s) if runs else None
+    try:
+        actual, result.engine_first_s = _timed(lambda: session.sql(sql, timeout=timeout))
+    except Exception as error:  # noqa: BLE001 - every failure is classified and reported
+        result.outcome = classify_error(error)
+        result.reason = refusal_reason(error)
+        result.detail = str(error) if result.outcome != "internal" else "".join(
+            traceback.format_exception(type(error), error, error.__traceback__)[-6:])
+        return result
+    problem = result_mismatch(actual, expected, sql, rows_mismatch)
+    if problem is not None:
+        result.outcome, result.detail = "wrong", problem
+        result.reason = problem.splitlines()[0]
+        return result
+    result.outcome = "equal"
+    for _ in range(runs):
+        result.engine_samples_s.append(_timed(lambda: session.sql(sql, timeout=timeout))[1])
+    result.engine_median_s = statistics.median(result.engine_samples_s) if runs else None
+    return result
+
+
+def _ms(seconds: float | None) -> str:
+    return "—" if seconds is None else f"{seconds * 1000:.1f}"
+
+
+def _ratio(engine: float | None, duck: float | None) -> str:
+    from gpu_engine.cli import speed_ratio
+
+    return speed_ratio(engine, duck) if engine and duck else "—"
+
+
+def summary_lines(outcomes: list[QueryOutcome]) -> list[str]:
+    """Return the counts per class and the histogram of refusal and error reasons, as markdown lines."""
+    counts = collections.Counter(o.outcome for o in outcomes)
+    lines = ["| class | queries |", "|---|---|"]
+    lines += [f"| {name} | {counts.get(name, 0)} |" for name in CLASSES]
+    lines += [f"| **total** | {len(outcomes)} |", ""]
+    for title, classes in (("Refusal reasons", ("refused",)), ("Errors, internal errors and wrong results",
+                                                               ("error", "internal", "wrong"))):
+        reasons: dict[str, list[str]] = collections.defaultdict(list)
+        for o in outcomes:
+            if o.outcome in classes:
+                reasons[o.reason or "?"].append(o.query)
+        if not reasons:
+            continue
+        lines += [f"{title} (first construct that blocked each query), most queries first:", "",
+                  "| queries | reason | which |", "|---|---|---|"]
+        for reason, queries in sorted(reasons.items(), key=lambda item: (-len(item[1]), item[0])):
+            cell = reason.replace("|", "\\|")
+            lines.append(f"| {len(queries)} | {cell} | {' '.join(queries)} |")
+        lines.append("")
+    return lines
+
+
+def render_markdown(report: dict) -> str:
+    """Return the report as markdown: summary, histogram, then per query its class, times and ratio."""
+    settings = report["settings"]
+    outcomes = [QueryOutcome(**o) for o in report["results"]]
+    lines = [f"# TPC-DS through Session.sql — sf{settings['sf']:g}, {settings['device']}, {report['date']}", "",
+             f"Command: `{report['command']}` at commit {report['machine'].get('git_commit')}"
+             f"{' (dirty)' if report['machine'].get('git_dirty') else ''}.", "",
+             "Query texts: `bench/tpcds/queries` (see its README); data: `tpcgen-cli tpcds parquet`. Each engine "
+             "result is checked against DuckDB's on the same files (multiset; floats within 1e-9 relative; "
+             "ORDER BY keys in order; rows tied at a LIMIT may differ). Times: medians of "
+             f"{settings['runs']} runs after a first run (the engine's first run includes JIT compilation), ms; "
+             f"DuckDB with {settings['threads'] or 'all'} threads, the engine with {settings['drivers']} driver(s); "
+             f"engine timeout {settings['timeout']} s.", ""]
+    lines += summary_lines(outcomes)
+    lines += ["| query | class | DuckDB rows | engine first | engine median | DuckDB first | DuckDB median | "
+              "engine vs DuckDB | reason |", "|---|---|---|---|---|---|---|---|---|"]
+    for o in outcomes:
+        reason = (o.reason or "").replace("|", "\\|")
+        lines.append(f"| {o.query} | {o.outcome} | {o.rows} | {_ms(o.engine_first_s)} | {_ms(o.engine_median_s)} | "
+                     f"{_ms(o.duckdb_first_s)} | {_ms(o.duckdb_median_s)} | "
+                     f"{_ratio(o.engine_median_s, o.duckdb_median_s)} | {reason} |")
+    equal = [o for o in outcomes if o.outcome == "equal" and o.engine_median_s and o.duckdb_median_s]
+    if equal:
+        engine_total = sum(o.engine_median_s for o in equal)
+        duck_total = sum(o.duckdb_median_s for o in equal)
+        lines += ["", f"Total over the {len(equal)} equal queries: engine {_ms(engine_total)} ms, DuckDB "
+                  f"{_ms(duck_total)} ms ({_ratio(engine_total, duck_total)})."]
+    details = [o for o in outcomes if o.outcome in ("wrong", "error", "internal")]
+    if details:
+        lines += ["", "## Details of wrong results and errors", ""]
+        for o in details:
+            lines += [f"### {o.query} ({o.outcome})", "", "```", (o.detail or "").rstrip(), "```", ""]
+    lines += ["", "## Machine", ""] + [f"- {key}: {value}" for key, value in report["machine"].items()]
+    return "\n".join(lines) + "\n"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--sf", type=float, default=0.01, help="TPC-DS scale factor (default 0.01)")
+    parser.add_argument("--queries", default="all", help="'all' (default), or numbers and ranges: 1-10,42")
+    parser.add_argument("--runs", type=int, default=3, help="timed runs after the first (default 3)")
+    parser.add_argument("--device", default="cpu", help="engine device: cpu, cuda-sim, cuda (default cpu)")
+    parser.add_argument("--drivers", type=int, default=1, help="engine drivers per pipeline (default 1)")
+    parser.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: its own)")
+    parser.add_argument("--timeout", type=float, default=300.0, help="engine seconds per query run (default 300)")
+    parser.add_argument("--data-dir", default=None, help="root of the generated data (default: $GPU_ENGINE_DATA)")
+    parser.add_argument("--tag", default=None, help="suffix of the result file names")
+    parser.add_argument("--no-write", action="store_true", help="print the summary only; write no result file")
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run the queries; print the summary; write the report. Return 0, or 1 when a query is wrong or internal."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        numbers = parse_query_numbers(args.queries)
+    except ValueError as error:
+        parser.error(str(error))
+    if args.runs < 0:
+        parser.error("--runs must be at least 0")
+
+    from gpu_engine import Session
+    from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
+    from tests.duckdb_reference import duckdb_connection
+
+    started = datetime.datetime.now()
+    folder = ensure_tpcds(args.sf, args.data_dir)
+    session = Session(device=args.device, drivers=args.drivers)
+    register_tpcds(session, folder)
+    duck = duckdb_connection(folder, threads=args.threads)
+    outcomes = []
+    for number in numbers:
+        outcome = run_query(number, session, duck, args.runs, args.timeout)
+        outcomes.append(outcome)
+        print(f"{outcome.query:>4} {outcome.outcome:<8} engine {_ms(outcome.engine_first_s):>9} ms first, "
+              f"DuckDB {_ms(outcome.duckdb_first_s):>8} ms  {outcome.reason or ''}", flush=True)
+    report = {
+        "date": started.strftime("%Y-%m-%d %H:%M"),
+        "command": shlex.join(["python", "-m", "bench.run_tpcds", *argv]),
+        "settings": {"sf": args.sf, "runs": args.runs, "device": args.device, "drivers": args.drivers,
+                     "threads": args.threads, "timeout": args.timeout, "queries": [query_name(n) for n in numbers],
+                     "query_source": _git(["log", "-1", "--format=%H", "--", "bench/tpcds/queries"])},
+        "machine": _machine_facts(args.device),
+        "results": [asdict(o) for o in outcomes],
+    }
+    print("\n".join(summary_lines(outcomes)))
+    if not args.no_write:
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        stem = f"{started:%Y-%m-%d}-tpcds-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
+        for suffix, text in ((".json", json.dumps(report, indent=1) + "\n"), (".md", render_markdown(report))):
+            path = RESULTS_DIR / (stem + suffix)
+            temporary = path.with_name(path.name + ".tmp")
+            temporary.write_text(text)
+            os.replace(temporary, path)
+            print(f"wrote {path.relative_to(REPO_ROOT)}")
+    return 1 if any(o.outcome in ("wrong", "internal") for o in outcomes) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
