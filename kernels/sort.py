@@ -24,7 +24,7 @@ from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["sort_indices", "top_n_indices"]
+__all__ = ["sort_indices", "sort_key_words", "top_n_indices"]
 
 _SIGNED, _UNSIGNED, _FLOAT = 0, 1, 2
 _SIGN_BIT = np.uint64(1 << 63)
@@ -235,6 +235,17 @@ def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[
         ``int32`` row indices; rows with equal keys keep their input order.
     """
     return _sorted(device, columns, ascending, nulls_first)[1]
+
+
+def sort_key_words(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+                   nulls_first: Sequence[bool]) -> Any:
+    """Return the ``(K, n)`` ``uint64`` words that sort rows as :func:`sort_indices` does, the primary word last.
+
+    Why: rows with equal keys have equal words (NULLs equal NULLs), so a caller that sorts by these words
+    (``xp.lexsort``) also finds where the keys change between neighbours, as a window finds its partitions.
+    """
+    _check_arguments(columns, ascending, nulls_first)
+    return _sort_key_matrix(device, columns, ascending, nulls_first)
 
 
 def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],

@@ -9,7 +9,7 @@ rebuilds one.
 
 The node kinds mirror Velox: Values, TableScan, Filter, Project, Aggregation,
 HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
-Limit, PartitionedOutput and Exchange.
+Limit, Window, PartitionedOutput and Exchange.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
@@ -42,6 +42,9 @@ __all__ = [
     "OrderByNode",
     "TopNNode",
     "LimitNode",
+    "WindowFrame",
+    "WindowFunctionCall",
+    "WindowNode",
     "PartitionedOutputNode",
     "ExchangeNode",
     "walk_plan",
@@ -352,6 +355,76 @@ class LimitNode(PlanNode):
 
     def describe(self) -> str:
         return ("PARTIAL " if self.is_partial else "") + f"{self.count}" + (f" offset {self.offset}" if self.offset else "")
+
+
+#: Frame bound kinds of :class:`WindowFrame`, as SQL spells them.
+FRAME_BOUNDS = ("UNBOUNDED PRECEDING", "PRECEDING", "CURRENT ROW", "FOLLOWING", "UNBOUNDED FOLLOWING")
+
+
+@dataclass(frozen=True)
+class WindowFrame:
+    """The rows a window function reads around each row: ``kind`` ``ROWS`` or ``RANGE`` BETWEEN start AND end.
+
+    A bound is one of :data:`FRAME_BOUNDS`; ``PRECEDING`` and ``FOLLOWING`` take a row count (``start_offset``,
+    ``end_offset``), which only ``ROWS`` frames have here. SQL's default (DuckDB's) is
+    ``RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW``: with ORDER BY the rows up to the current one and its
+    peers (rows of equal order keys), without ORDER BY the whole partition (every row is a peer).
+    """
+
+    kind: str = "RANGE"
+    start: str = "UNBOUNDED PRECEDING"
+    end: str = "CURRENT ROW"
+    start_offset: int = 0
+    end_offset: int = 0
+
+    def sql(self) -> str:
+        def bound(side: str, offset: int) -> str:
+            return f"{offset} {side}" if side in ("PRECEDING", "FOLLOWING") else side
+
+        return f"{self.kind} BETWEEN {bound(self.start, self.start_offset)} AND {bound(self.end, self.end_offset)}"
+
+
+@dataclass(frozen=True)
+class WindowFunctionCall:
+    """One window function: ``function`` over ``args`` (input columns and constants), typed ``dtype``, over ``frame``.
+
+    Ranking functions (``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile``) and
+    ``lag``/``lead`` ignore the frame, as in SQL.
+    """
+
+    function: str
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+    frame: WindowFrame = WindowFrame()
+
+    def sql(self) -> str:
+        arguments = "*" if self.function == "count_star" else ", ".join(a.sql() for a in self.args)
+        name = "count" if self.function == "count_star" else self.function
+        return f"{name}({arguments})" + ("" if self.frame == WindowFrame() else f" OVER ({self.frame.sql()})")
+
+
+@dataclass(frozen=True, kw_only=True)
+class WindowNode(PlanNode):
+    """Compute window functions over partitions of the input sorted by ``sort_keys`` (Velox's WindowNode).
+
+    The output is every input column, then one column per function named by ``function_names``. All rows of
+    a partition (equal ``partition_keys``, NULLs equal) must reach the same driver: the local exchange pass
+    hash-partitions by the keys, or gathers when there are none.
+    """
+
+    partition_keys: tuple[str, ...]
+    sort_keys: tuple[SortKey, ...]
+    function_names: tuple[str, ...]
+    functions: tuple[WindowFunctionCall, ...]
+
+    def describe(self) -> str:
+        parts = []
+        if self.partition_keys:
+            parts.append("partition by " + ", ".join(self.partition_keys))
+        if self.sort_keys:
+            parts.append("order by " + ", ".join(k.sql() for k in self.sort_keys))
+        parts.append(", ".join(f"{n} := {f.sql()}" for n, f in zip(self.function_names, self.functions)))
+        return "; ".join(parts)
 
 
 @dataclass(frozen=True, kw_only=True)

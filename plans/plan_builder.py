@@ -47,8 +47,10 @@ from gpu_engine.plans.nodes import (
     TableScanNode,
     TopNNode,
     ValuesNode,
+    WindowNode,
     walk_plan,
 )
+from gpu_engine.plans.window_functions import parse_window_function
 from gpu_engine.plans.sql_translator import (
     parse_aggregate,
     parse_column_name,
@@ -563,6 +565,34 @@ class PlanBuilder:
         return self._add("Limit", lambda node_id, label: LimitNode(
             id=node_id, output_schema=self._schema, sources=(self._node,), count=self._count(count, "count", label),
             offset=self._count(offset, "offset", label), is_partial=is_partial))
+
+    def window(self, partition_keys: Sequence[str], sort_keys: Sequence[str],
+               functions: Sequence[str]) -> "PlanBuilder":
+        """Compute window ``functions`` over the partitions of ``partition_keys``, ordered by ``sort_keys``.
+
+        Velox's Window: the output is every input column, then one column per function. A function is
+        ``"name(args) [OVER (frame)] [AS alias]"``, its arguments input columns and constants (``rank() AS r``,
+        ``lag(x, 2, 0) AS prev``, ``sum(x) OVER (ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s``); sort keys
+        are ``"name [ASC|DESC] [NULLS FIRST|LAST]"``. Without a frame a function reads SQL's default one
+        (RANGE UNBOUNDED PRECEDING to CURRENT ROW: the whole partition when there are no sort keys).
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            keys = self._columns(partition_keys, label, "partition key")
+            if isinstance(sort_keys, str):
+                raise PlanError("sort keys must be a list", node=label, column=sort_keys)
+            order = tuple(parse_sort_key(text, self._schema, label) for text in sort_keys)
+            if isinstance(functions, str) or not functions:
+                raise PlanError("window functions must be a non-empty list of SQL snippets", node=label,
+                                column=str(functions))
+            pairs = [parse_window_function(text, self._schema, label, position=i) for i, text in enumerate(functions)]
+            names = tuple(name for name, _ in pairs)
+            schema = pa.schema(list(self._schema) + [pa.field(name, call.dtype) for name, call in pairs])
+            _unique_names(schema.names, label)
+            return WindowNode(id=node_id, output_schema=schema, sources=(self._node,), partition_keys=keys,
+                              sort_keys=order, function_names=names, functions=tuple(call for _, call in pairs))
+
+        return self._add("Window", make)
 
     def enforce_single_row(self) -> "PlanBuilder":
         """Pass the input's one row; no row gives one row of NULLs, several fail the query (a scalar subquery)."""

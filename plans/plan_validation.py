@@ -80,6 +80,8 @@ from gpu_engine.plans.nodes import (
     SortKey,
     TableScanNode,
     TopNNode,
+    WindowFunctionCall,
+    WindowNode,
     ValuesNode,
 )
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
@@ -142,7 +144,7 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 _INPUTS = {
     ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, AggregationNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
-    OrderByNode: 1, TopNNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
+    OrderByNode: 1, TopNNode: 1, WindowNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
 
 
@@ -401,6 +403,28 @@ def _(node: TopNNode) -> None:
     _sort_keys(node, node.keys)
     _count(node.count, "count", node.label)
     _same_schema(node, node.source.output_schema, "the input")
+
+
+@_validate_node.register
+def _(node: WindowNode) -> None:
+    from gpu_engine.plans.window_functions import check_window_call
+
+    schema = node.source.output_schema
+    _columns(node.partition_keys, schema, node.label, "partition key")
+    if not isinstance(node.sort_keys, tuple) or not all(isinstance(key, SortKey) for key in node.sort_keys):
+        raise PlanError("sort keys must be a list of SortKey", node=node.label)
+    _columns(tuple(key.name for key in node.sort_keys), schema, node.label, "sort key")
+    if not isinstance(node.functions, tuple) or not isinstance(node.function_names, tuple) \
+            or not node.functions or len(node.functions) != len(node.function_names):
+        raise PlanError("a Window needs one name per function and at least one function", node=node.label)
+    for call in node.functions:
+        if not isinstance(call, WindowFunctionCall):
+            raise PlanError(f"a window function must be a WindowFunctionCall, got {type(call).__name__}",
+                            node=node.label)
+        check_window_call(call, schema, node.label)
+    expected = pa.schema(list(schema) + [pa.field(name, call.dtype)
+                                         for name, call in zip(node.function_names, node.functions)])
+    _same_schema(node, expected, "the input and the functions")
 
 
 @_validate_node.register

@@ -26,6 +26,7 @@ from gpu_engine.plans.nodes import (
     PartitionedOutputNode,
     PlanNode,
     TopNNode,
+    WindowNode,
     ValuesNode,
     walk_plan,
 )
@@ -115,6 +116,8 @@ def _needs_one_task(node: PlanNode) -> bool:
         return not node.is_partial
     if isinstance(node, AggregationNode):
         return not node.grouping_keys and node.step.output_is_final
+    if isinstance(node, WindowNode):
+        return not node.partition_keys
     return False
 
 

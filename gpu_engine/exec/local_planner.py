@@ -38,6 +38,7 @@ from gpu_engine.plans.nodes import (
     TableScanNode,
     TopNNode,
     ValuesNode,
+    WindowNode,
     walk_plan,
 )
 
@@ -171,6 +172,8 @@ def _driver_limit(item) -> int | None:
     if isinstance(item, (AggregationNode, FusedAggregationNode)) and not item.grouping_keys and item.step.output_is_final:
         return 1
     if isinstance(item, EnforceSingleRowNode):
+        return 1
+    if isinstance(item, WindowNode) and not item.partition_keys:
         return 1
     return None
 
@@ -306,6 +309,13 @@ def _(item: TopNNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.top_n import TopN
 
     return TopN(ctx, item)
+
+
+@make_operator.register
+def _(item: WindowNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.window import Window
+
+    return Window(ctx, item)
 
 
 @make_operator.register

@@ -10,7 +10,9 @@ sees an arbitrary part of the rows, so:
 * a final aggregation whose input is not already partitioned on its keys gets
   a LocalPartition(keys) in front;
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
-  and so does EnforceSingleRow (it must count all the Task's rows).
+  and so does EnforceSingleRow (it must count all the Task's rows);
+* a Window needs each partition's rows on one driver: a LocalPartition by its
+  partition keys (a gather without keys) unless its input is already so partitioned.
 
 A HashJoin needs no exchange: all build drivers merge into one table that every
 probe driver reads (broadcast-style), so the probe side may stay distributed
@@ -51,6 +53,7 @@ from gpu_engine.plans.nodes import (
     ProjectNode,
     TopNNode,
     ValuesNode,
+    WindowNode,
 )
 
 __all__ = ["add_local_exchanges"]
@@ -183,3 +186,12 @@ def _(node: EnforceSingleRowNode):
     if distribution != SINGLE:
         source = _exchange(source, node.id, ())
     return replace(node, sources=(source,)), SINGLE
+
+
+@_rewrite.register
+def _(node: WindowNode):
+    source, distribution = _rewrite(node.source)
+    keys = node.partition_keys
+    if distribution == SINGLE or (keys and distribution[0] == "hash" and distribution[1] <= set(keys)):
+        return replace(node, sources=(source,)), distribution  # rows of equal keys already share a driver
+    return replace(node, sources=(_exchange(source, node.id, keys),)), (_hashed(keys) if keys else SINGLE)

@@ -182,6 +182,8 @@ PLANS = {
                                                              "o_orderdate < l_shipdate"),
     "nested_loop_join_full": lambda: nested_loop_join("full", ["l_orderkey", "o_orderkey"]),
     "cross_join_scalar_subquery": scalar_subquery,
+    "window": lambda: scan_wide().window(["s"], ["i64 DESC NULLS FIRST"], [
+        "rank() AS r", "lag(d, 2, 0) AS prev", "sum(i64) OVER (ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS total"]).plan(),
     "tpch_q1": lambda: query(1, {"lineitem": LINEITEM}),
     "tpch_q6": lambda: query(6, {"lineitem": LINEITEM}),
     "tpch_primer": lambda: primer_query({"lineitem": LINEITEM}),

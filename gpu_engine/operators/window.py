@@ -1,0 +1,282 @@
+"""Compute window functions over sorted partitions (Velox's Window); a pipeline barrier."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.concat import concat_batches
+from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
+from gpu_engine.errors import ExecutionError
+from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.kernels.gather import gather, gather_column
+from gpu_engine.kernels.sort import sort_key_words
+from gpu_engine.kernels.window import MAX, MIN, SUM, frame_loop, segment_bounds, segmented_scan
+from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
+
+__all__ = ["Window"]
+
+_SCAN_OPS = {"sum": SUM, "avg": SUM, "count": SUM, "min": MIN, "max": MAX}
+
+
+class _SortedRows:
+    """Per-row bounds of the sorted input, each computed once when a function first asks for it.
+
+    Positions are in sorted order; ``part_*`` bound a row's partition, ``peer_*`` its peer group (rows of
+    its partition with equal order keys; without order keys the whole partition).
+    """
+
+    def __init__(self, device, new_partition: Any, new_peer: Any):
+        self.device = device
+        xp = device.xp
+        self.n = int(new_partition.shape[0])
+        self.row = xp.arange(self.n, dtype=xp.int64)
+        self.new_partition = new_partition
+        self.new_peer = new_peer
+        self.part_segment, self.part_start, self.part_end = segment_bounds(device, new_partition)
+        self._peers = None
+
+    @property
+    def peers(self) -> tuple[Any, Any, Any]:
+        if self._peers is None:
+            self._peers = segment_bounds(self.device, self.new_peer)
+        return self._peers
+
+    def frame(self, frame: WindowFrame) -> tuple[Any, Any]:
+        """Return each row's frame as ``[start, end)`` positions, clipped to its partition (may be empty)."""
+        xp = self.device.xp
+        _, peer_start, peer_end = self.peers if frame.kind == "RANGE" else (None, None, None)
+        starts = {"UNBOUNDED PRECEDING": lambda: self.part_start,
+                  "PRECEDING": lambda: self.row - frame.start_offset,
+                  "CURRENT ROW": lambda: peer_start if frame.kind == "RANGE" else self.row,
+                  "FOLLOWING": lambda: self.row + frame.start_offset}
+        ends = {"UNBOUNDED FOLLOWING": lambda: self.part_end,
+                "FOLLOWING": lambda: self.row + frame.end_offset + 1,
+                "CURRENT ROW": lambda: peer_end if frame.kind == "RANGE" else self.row + 1,
+                "PRECEDING": lambda: self.row - frame.end_offset + 1}
+        start = xp.minimum(xp.maximum(starts[frame.start](), self.part_start), self.part_end)
+        end = xp.maximum(xp.minimum(ends[frame.end](), self.part_end), start)
+        return start, end
+
+
+class Window(Operator):
+    """Collect every batch, sort once by partition then order keys, compute each function, emit the rows.
+
+    The output is the concatenated input plus the function columns, presented in sorted order through a
+    gather map (no input column is copied). A function is computed in sorted order and moved back to input
+    order through the inverse permutation, so it can sit beside the input columns under the same map. The
+    buffered input, then its concatenated copy, the sort words and the results, are reserved in the operator's
+    memory pool until it closes: under a memory cap a huge partition fails with MemoryCapExceeded.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: WindowNode):
+        super().__init__(ctx, node)
+        self._batches: list[Batch] = []
+        self._buffered_bytes = 0
+        self._output: Batch | None = None
+        self._position = 0
+        self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def add_input(self, batch: Batch) -> None:
+        self._batches.append(batch)
+        self._buffered_bytes += batch.nbytes
+        self.set_memory_reservation(self._buffered_bytes)
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if not self._batches:
+            return
+        self.set_memory_reservation(2 * self._buffered_bytes)  # the batches and their concatenated copy
+        data = concat_batches(self._batches)
+        self._batches = []
+        if data.num_rows == 0:
+            results = [Column.from_arrow(pa.array([], type=call.dtype), self.device) for call in self.node.functions]
+            self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
+                                 None, 0)
+            return
+        order, rows, key_bytes = self._sort(data)
+        self.set_memory_reservation(data.nbytes + key_bytes + 8 * int(order.shape[0]) * 8)
+        xp = self.device.xp
+        inverse = xp.empty_like(order)
+        inverse[order] = xp.arange(order.shape[0], dtype=order.dtype)
+        statuses: list[tuple[Any, str]] = []
+        results = [self._compute(call, data, order, inverse, rows, statuses) for call in self.node.functions]
+        self._check_statuses(statuses)
+        self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
+                             order.astype(xp.int32), data.num_rows)
+        self.set_memory_reservation(data.nbytes + sum(column.nbytes for column in results) + int(order.nbytes))
+
+    # ------------------------------------------------------------------ sorting
+    def _sort(self, data: Batch) -> tuple[Any, _SortedRows, int]:
+        """Return the sort order, the per-row bounds and the bytes the sort words took."""
+        xp = self.device.xp
+        n = data.num_rows
+        node = self.node
+        partition = [data.column(name) for name in node.partition_keys]
+        ordering = [data.column(key.name) for key in node.sort_keys]
+        words = []
+        if partition:
+            words.append(sort_key_words(self.device, partition, [True] * len(partition), [False] * len(partition)))
+        if ordering:
+            words.append(sort_key_words(self.device, ordering, [k.ascending for k in node.sort_keys],
+                                        [k.nulls_first for k in node.sort_keys]))
+        if not words:
+            order = xp.arange(n, dtype=xp.int64)
+        else:
+            order = xp.lexsort(xp.concatenate(words[::-1], axis=0)).astype(xp.int64)
+        new_partition = xp.zeros(n, dtype=xp.bool_)
+        new_partition[0] = True
+        if partition:
+            ordered = words[0][:, order]
+            new_partition[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+        new_peer = new_partition.copy()
+        if ordering:
+            ordered = words[-1][:, order]
+            new_peer[1:] |= xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+        return order, _SortedRows(self.device, new_partition, new_peer), sum(int(w.nbytes) for w in words)
+
+    # ---------------------------------------------------------------- functions
+    def _compute(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any, rows: _SortedRows,
+                 statuses: list) -> Column:
+        """Return one function's column, in input order."""
+        function = call.function
+        if function in ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile"):
+            values = self._ranking(call, rows)
+            return Column(call.dtype, values[inverse])
+        if function in ("lag", "lead", "first_value", "last_value", "nth_value"):
+            return self._value(call, data, order, inverse, rows)
+        return self._aggregate(call, data, order, inverse, rows, statuses)
+
+    def _ranking(self, call: WindowFunctionCall, rows: _SortedRows) -> Any:
+        xp = self.device.xp
+        function = call.function
+        position = rows.row - rows.part_start  # 0-based row in its partition
+        if function == "row_number":
+            return position + 1
+        size = rows.part_end - rows.part_start
+        if function == "ntile":  # DuckDB's: the first (size mod buckets) buckets hold one row more
+            buckets = xp.minimum(xp.int64(call.args[0].value), size)
+            bucket_size = size // buckets
+            large = size - buckets * bucket_size
+            small_start = large * (bucket_size + 1)
+            return xp.where(position < small_start, 1 + position // (bucket_size + 1),
+                            1 + large + (position - small_start) // xp.maximum(bucket_size, 1))
+        peer_segment, peer_start, peer_end = rows.peers
+        if function == "rank":
+            return peer_start - rows.part_start + 1
+        if function == "dense_rank":
+            return peer_segment - peer_segment[rows.part_start] + 1
+        if function == "percent_rank":
+            rank = (peer_start - rows.part_start).astype(xp.float64)
+            return xp.where(size > 1, rank / xp.maximum(size - 1, 1).astype(xp.float64), 0.0)
+        return (peer_end - rows.part_start).astype(xp.float64) / size.astype(xp.float64)  # cume_dist
+
+    def _value(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any, rows: _SortedRows) -> Column:
+        """Gather another row's value: each row's source position in sorted order, or none (NULL or the default)."""
+        xp = self.device.xp
+        function = call.function
+        if function in ("lag", "lead"):
+            offset = call.args[1].value if len(call.args) > 1 else 1
+            source = rows.row - offset if function == "lag" else rows.row + offset
+            found = (source >= rows.part_start) & (source < rows.part_end)
+        else:
+            start, end = rows.frame(call.frame)
+            source = {"first_value": start, "last_value": end - 1}.get(function)
+            if source is None:
+                source = start + (call.args[1].value - 1)
+            found = (source >= start) & (source < end)
+        base = order[xp.where(found, source, 0)]  # the base row each sorted position reads
+        base = base[inverse]
+        found = found[inverse]
+        column = data.column(call.args[0].name)
+        default = call.args[2] if len(call.args) > 2 else None
+        if default is not None and default.value is not None:
+            extra = Batch(("v",), (Column.from_arrow(pa.array([default.value], type=call.dtype), self.device),),
+                          self.device, None, 1)
+            column = concat_batches([Batch(("v",), (column,), self.device, None, data.num_rows), extra]).columns[0]
+            return gather_column(self.device, column, xp.where(found, base, data.num_rows))
+        result = gather_column(self.device, column, base)
+        validity = found if result.validity is None else result.validity & found
+        return Column(result.dtype, result.data, validity, result.offsets, result.dictionary, result.fingerprint)
+
+    def _aggregate(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any, rows: _SortedRows,
+                   statuses: list) -> Column:
+        xp = self.device.xp
+        start, end = rows.frame(call.frame)
+        if call.function == "count_star":
+            return Column(call.dtype, (end - start)[inverse])
+        column = data.column(call.args[0].name)
+        values = self._scan_values(column, call)[order]
+        valid = xp.ones(rows.n, dtype=xp.bool_) if column.validity is None else column.validity[order]
+        op = _SCAN_OPS[call.function]
+        status = xp.zeros(1, dtype=xp.int64)
+        frame = call.frame
+        if frame.start == "UNBOUNDED PRECEDING":  # a running result, read at the frame's last row
+            running, counts = segmented_scan(self.device, op, values, valid, rows.new_partition, rows.part_end,
+                                             False, status)
+            at = xp.maximum(end - 1, 0)
+        elif frame.end == "UNBOUNDED FOLLOWING":  # a running result from the partition's end, read at its first
+            running, counts = segmented_scan(self.device, op, values, valid, rows.new_partition, rows.part_end,
+                                             True, status)
+            at = xp.minimum(start, rows.n - 1)
+        else:
+            running, counts = frame_loop(self.device, op, values, valid, start, end, status)
+            at = rows.row
+        nonempty = end > start
+        value = running[at]
+        count = xp.where(nonempty, counts[at], 0)
+        if call.function == "count":
+            return Column(call.dtype, count[inverse])
+        if op == SUM and not is_floating(call.args[0].dtype):
+            statuses.append((status, call.sql()))
+        has = (count > 0)[inverse]
+        value = value[inverse]
+        count = count[inverse]
+        if call.function == "avg":
+            scale = call.args[0].dtype.scale if is_decimal(call.args[0].dtype) else 0
+            average = value.astype(xp.float64) / xp.maximum(count, 1).astype(xp.float64)
+            return Column(call.dtype, average / (10.0 ** scale) if scale else average, has)
+        if call.function == "sum":
+            return Column(call.dtype, value, has)
+        return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
+
+    def _scan_values(self, column: Column, call: WindowFunctionCall) -> Any:
+        """Return a column's values as the kernels read them: ``float64`` or ``int64``."""
+        xp = self.device.xp
+        data = column.data
+        if data.ndim == 2:  # a wide decimal's (low, high) words: windows sum 64-bit values
+            fits = xp.all(data[:, 1] == (data[:, 0] >> 63))
+            if not self.device.read_scalars([fits])[0]:
+                raise ExecutionError(f"{call.sql()} over values beyond 64 bits is not supported yet")
+            data = xp.ascontiguousarray(data[:, 0])
+        return data.astype(xp.float64 if is_floating(column.dtype) else xp.int64, copy=False)
+
+    def _check_statuses(self, statuses: list) -> None:
+        if not statuses:
+            return
+        flags = self.device.read_scalars([status[0] for status, _ in statuses])
+        for flag, (_, what) in zip(flags, statuses):
+            if flag:
+                raise ExecutionError(f"Overflow in {what}: a window sum beyond 64 bits is not supported yet")
+
+    # ------------------------------------------------------------------- output
+    def get_output(self) -> Batch | None:
+        if self._output is None or self._position >= self._output.num_rows:
+            return None
+        start = self._position
+        self._position = min(self._output.num_rows, start + self._batch_rows)
+        return self._output.slice(start, self._position)
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and (self._output is None or self._position >= self._output.num_rows)
+
+    def close(self) -> None:
+        self._batches, self._output = [], None
+        super().close()

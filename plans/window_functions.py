@@ -1,0 +1,216 @@
+"""Type window function calls and read them from SQL snippets (``"rank() AS r"``, ``"sum(x) OVER (ROWS …) AS s"``).
+
+One table of rules, shared by :meth:`PlanBuilder.window <gpu_engine.plans.plan_builder.PlanBuilder.window>`
+(which parses snippets), plan validation (which checks a plan read from JSON) and the Window operator, so
+they never disagree. Arguments are input columns and constants, as Velox's WindowNode takes them: the SQL
+planner projects any other expression first. Types follow DuckDB: ranks and ``ntile`` are BIGINT,
+``percent_rank``/``cume_dist`` DOUBLE, value functions keep their argument's type and aggregates type as
+:func:`gpu_engine.plans.aggregates.result_type` says.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.columnar.types import is_string
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.aggregates import result_type
+from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
+from gpu_engine.plans.nodes import FRAME_BOUNDS, WindowFrame, WindowFunctionCall
+from gpu_engine.plans.scalar_translation import ScalarTranslator
+from gpu_engine.plans.sql_translator import _parse
+
+__all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "WINDOW_FUNCTIONS",
+           "window_result_type", "check_window_call", "parse_window_function", "frame_from_spec"]
+
+#: Functions of a row's position in its partition; they take no frame.
+RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
+#: Functions returning another row's value: lag/lead take no frame, the others read it.
+VALUE_FUNCTIONS = ("lag", "lead", "first_value", "last_value", "nth_value")
+#: Aggregates over the frame.
+AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max")
+WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS
+
+_SQLGLOT_FUNCTIONS = {
+    exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank", exp.PercentRank: "percent_rank",
+    exp.CumeDist: "cume_dist", exp.Ntile: "ntile", exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
+    exp.LastValue: "last_value", exp.NthValue: "nth_value", exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
+    exp.Min: "min", exp.Max: "max",
+}
+#: Argument counts: (fewest, most).
+_ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
+          "ntile": (1, 1), "lag": (1, 3), "lead": (1, 3), "first_value": (1, 1), "last_value": (1, 1),
+          "nth_value": (2, 2), "count_star": (0, 0), "count": (1, 1), "sum": (1, 1), "avg": (1, 1), "min": (1, 1),
+          "max": (1, 1)}
+
+
+def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
+    """Return the result type of ``function`` over ``args`` (raises TypeError when it is not defined)."""
+    if function in ("row_number", "rank", "dense_rank", "ntile", "count_star"):
+        return pa.int64()
+    if function in ("percent_rank", "cume_dist"):
+        return pa.float64()
+    if function in VALUE_FUNCTIONS:
+        return args[0].dtype
+    if function in ("min", "max") and is_string(args[0].dtype):
+        raise TypeError(f"{function} over strings in a window is not supported yet")
+    return result_type(function, args[0].dtype)
+
+
+def _positive_constant(arg: Expr, what: str, label: str, text: str, low: int) -> None:
+    if not (isinstance(arg, Literal) and isinstance(arg.value, int) and not isinstance(arg.value, bool)
+            and arg.value >= low):
+        bound = "a non-negative" if low == 0 else "a positive"
+        raise PlanError(f"{what} must be {bound} integer constant", node=label, column=text)
+
+
+def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -> None:
+    """Raise PlanError unless ``call`` is a window function the Window operator computes over ``schema``."""
+    text = call.sql()
+    if call.function not in WINDOW_FUNCTIONS:
+        raise PlanError(f"unknown window function {call.function!r}; supported: {', '.join(WINDOW_FUNCTIONS)}",
+                        node=label, column=text)
+    fewest, most = _ARITY[call.function]
+    if not fewest <= len(call.args) <= most:
+        raise PlanError(f"{call.function} takes {fewest if fewest == most else f'{fewest} to {most}'} argument(s), "
+                        f"got {len(call.args)}", node=label, column=text)
+    for position, arg in enumerate(call.args):
+        if isinstance(arg, ColumnRef):
+            if arg.name not in schema.names or schema.field(arg.name).type != arg.dtype:
+                raise PlanError(f"argument {arg.sql()} is not an input column of that type; input columns: "
+                                + ", ".join(schema.names), node=label, column=text)
+        elif not isinstance(arg, Literal) or (position == 0 and call.function != "ntile"):
+            raise PlanError("a window function's value argument must be an input column (project expressions "
+                            "first); the others constants", node=label, column=text)
+    if call.function == "ntile":
+        _positive_constant(call.args[0], "ntile's bucket count", label, text, 1)
+    if call.function in ("lag", "lead") and len(call.args) > 1:
+        _positive_constant(call.args[1], f"{call.function}'s offset", label, text, 0)
+    if call.function in ("lag", "lead") and len(call.args) > 2 and call.args[2].value is not None \
+            and call.args[2].dtype != call.args[0].dtype:
+        raise PlanError(f"{call.function}'s default must have its value's type {call.args[0].dtype}, got "
+                        f"{call.args[2].dtype}", node=label, column=text)
+    if call.function == "nth_value":
+        _positive_constant(call.args[1], "nth_value's position", label, text, 1)
+    try:
+        expected = window_result_type(call.function, call.args)
+    except TypeError as error:
+        raise PlanError(f"type mismatch: {error}", node=label, column=text) from None
+    if call.dtype != expected:
+        raise PlanError(f"{call.function} is typed {call.dtype}, but its arguments give {expected}", node=label,
+                        column=text)
+    _check_frame(call.frame, label, text)
+
+
+def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
+    if not isinstance(frame, WindowFrame) or frame.kind not in ("ROWS", "RANGE") \
+            or frame.start not in FRAME_BOUNDS or frame.end not in FRAME_BOUNDS:
+        raise PlanError(f"a frame is ROWS or RANGE between two of {', '.join(FRAME_BOUNDS)}", node=label, column=text)
+    if frame.start == "UNBOUNDED FOLLOWING" or frame.end == "UNBOUNDED PRECEDING":
+        raise PlanError("a frame cannot start at UNBOUNDED FOLLOWING nor end at UNBOUNDED PRECEDING", node=label,
+                        column=text)
+    offsets = [(frame.start, frame.start_offset), (frame.end, frame.end_offset)]
+    for bound, offset in offsets:
+        if bound in ("PRECEDING", "FOLLOWING"):
+            if frame.kind == "RANGE":
+                raise PlanError(f"RANGE frames with an offset ({offset} {bound}) are not supported; use ROWS",
+                                node=label, column=text)
+            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+                raise PlanError(f"a frame offset must be a non-negative integer constant, got {offset!r}",
+                                node=label, column=text)
+
+
+def _bound(spec: exp.WindowSpec, side: str, label: str, text: str) -> tuple[str, int]:
+    value = spec.args.get(side)
+    direction = str(spec.args.get(f"{side}_side") or "").upper()
+    if isinstance(value, str):
+        word = value.upper()
+        return ("CURRENT ROW", 0) if word == "CURRENT ROW" else (f"{word} {direction}", 0)
+    if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
+        return direction, int(value.this)
+    raise PlanError(f"a frame offset must be a non-negative integer constant, got {value.sql() if value else value!r}",
+                    node=label, column=text)
+
+
+def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> WindowFrame:
+    """Return the frame a sqlglot ``WindowSpec`` spells (SQL's default frame when there is none)."""
+    if spec is None:
+        return WindowFrame()
+    if spec.args.get("exclude"):
+        raise PlanError(f"EXCLUDE {spec.args['exclude'].sql()} in a window frame is not supported", node=label,
+                        column=text)
+    kind = str(spec.args.get("kind") or "").upper()
+    if kind not in ("ROWS", "RANGE"):
+        raise PlanError(f"{kind or 'this'} window frame is not supported (ROWS or RANGE)", node=label, column=text)
+    start, start_offset = _bound(spec, "start", label, text)
+    if spec.args.get("end") is None:  # ROWS n PRECEDING: up to the current row
+        end, end_offset = "CURRENT ROW", 0
+    else:
+        end, end_offset = _bound(spec, "end", label, text)
+    frame = WindowFrame(kind, start, end, start_offset, end_offset)
+    _check_frame(frame, label, text)
+    return frame
+
+
+def parse_window_function(text: str, schema: pa.Schema, label: str, *, position: int = 0
+                          ) -> tuple[str, WindowFunctionCall]:
+    """Translate ``"function(args) [OVER (frame)] [AS name]"`` into its output name and typed call.
+
+    The partition and sort keys belong to the node, so an ``OVER`` here may hold a frame only. An unnamed
+    function is named ``window_<position>``.
+    """
+    tree = _parse(text, label)
+    name = f"window_{position}"
+    if isinstance(tree, exp.Alias):
+        name, tree = tree.alias, tree.this
+    frame = WindowFrame()
+    if isinstance(tree, exp.Window):
+        for clause, words in (("partition_by", "PARTITION BY"), ("order", "ORDER BY")):
+            if tree.args.get(clause):
+                raise PlanError(f"{words} inside a window function's OVER: give partition and sort keys to "
+                                "window(...) itself", node=label, column=text)
+        if tree.alias:
+            raise PlanError("a named window (OVER name) is not supported", node=label, column=text)
+        frame = frame_from_spec(tree.args.get("spec"), label, text)
+        tree = tree.this
+    if isinstance(tree, (exp.IgnoreNulls, exp.RespectNulls)):
+        raise PlanError(f"{'IGNORE' if isinstance(tree, exp.IgnoreNulls) else 'RESPECT'} NULLS in a window "
+                        "function is not supported", node=label, column=text)
+    function = _SQLGLOT_FUNCTIONS.get(type(tree))
+    if function is None:
+        spelled = tree.name if isinstance(tree, exp.Anonymous) else tree.sql_name().lower() \
+            if isinstance(tree, exp.Func) else tree.sql()
+        raise PlanError(f"unsupported window function {spelled!r}; supported: "
+                        + ", ".join(f for f in WINDOW_FUNCTIONS if f != "count_star"), node=label, column=text)
+    argument_trees = [value for key, value in tree.args.items() if value not in (None, []) and key != "big_int"]
+    if any(isinstance(a, exp.Distinct) for a in argument_trees) or tree.args.get("distinct"):
+        raise PlanError(f"{function}(DISTINCT ...) over a window is not supported", node=label, column=text)
+    if function == "count" and isinstance(tree.this, exp.Star):
+        function, argument_trees = "count_star", []
+    if any(isinstance(a, list) for a in argument_trees):
+        raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
+    translator = ScalarTranslator(schema, label)
+    args = tuple(translator.translate(a) for a in argument_trees)
+    if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Literal):
+        args = args[:2] + (_default_of(args[2], args[0].dtype, label, text),)
+    call = WindowFunctionCall(function, args, pa.null(), frame)
+    try:
+        dtype = window_result_type(function, args) if len(args) >= _ARITY[function][0] else pa.null()
+    except TypeError as error:
+        raise PlanError(f"type mismatch: {error}", node=label, column=text) from None
+    call = WindowFunctionCall(function, args, dtype, frame)
+    check_window_call(call, schema, label)
+    return name, call
+
+
+def _default_of(default: Literal, dtype: pa.DataType, label: str, text: str) -> Literal:
+    """Return lag/lead's constant default as a value of the argument's type (DuckDB casts it)."""
+    if default.value is None:
+        return Literal(None, dtype)
+    try:
+        value = pa.scalar(default.value, type=default.dtype).cast(dtype).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError):
+        raise PlanError(f"the default {default.sql()} does not convert to the value's type {dtype}", node=label,
+                        column=text) from None
+    return Literal(value, dtype)

@@ -1,0 +1,193 @@
+"""Window (issue 30 item 1) built with PlanBuilder against DuckDB, on every device, at 1 and 2 drivers.
+
+Checked: ranking (row_number on a total order, rank/dense_rank/percent_rank/cume_dist/ntile with ties), value
+functions (lag/lead with offsets and defaults, first/last/nth_value over frames), aggregates over the whole
+partition, over SQL's default frame with ORDER BY (peers share a value) and over ROWS frames at partition edges
+(empty frames give NULL, count 0); NULLs in partition and order keys (NULLS FIRST/LAST), one-row partitions,
+empty input, no partition keys (a gather), no sort keys. Rows compare as multisets; where ties leave
+row_number free, only the multiset of (partition, row_number) pairs is compared.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import rows_mismatch
+
+from gpu_engine import MemoryCapExceeded, Session
+from gpu_engine.errors import PlanError
+from gpu_engine.plans import PlanBuilder
+
+
+def _table(rows: int) -> pa.Table:
+    """Return rows with ties and NULLs in every key; floats are quarters, so sums are exact in any order."""
+    ids = list(range(rows))
+    start = datetime.date(2000, 1, 1)
+
+    def null_every(values, step, offset=0):
+        return [None if (i + offset) % step == 0 else v for i, v in enumerate(values)]
+
+    return pa.table({
+        "id": pa.array(ids, pa.int64()),
+        # Keys 0..4 with NULLs, and a run of one-row partitions (100 + id).
+        "k": pa.array(null_every([100 + i if i % 13 == 5 else (i * 7) % 5 for i in ids], 11), pa.int32()),
+        "s": pa.array(null_every([["x", "yy", "", "a long string key"][(i * 3) % 4] for i in ids], 9, 4)),
+        "o": pa.array(null_every([(i * 5) % 7 for i in ids], 8, 3), pa.int64()),
+        "v": pa.array(null_every([((i * 37) % 23 - 11) * 0.25 for i in ids], 6, 1), pa.float64()),
+        "d": pa.array(null_every([decimal.Decimal((i * 71) % 1000 - 500).scaleb(-2) for i in ids], 7, 2),
+                      pa.decimal128(12, 2)),
+        "dt": pa.array(null_every([start + datetime.timedelta(days=(i * 29) % 400) for i in ids], 10, 5), pa.date32()),
+    })
+
+
+ROWS = {"cpu": 300, "cuda-sim": 40, "cuda": 300}
+
+# (partition keys, sort keys, [(call, frame, name)]): calls whose result is defined whatever the order of ties.
+CASES = [
+    (["k"], ["id"], [
+        ("row_number()", "", "rn"), ("rank()", "", "r"), ("lag(v)", "", "lg"), ("lead(v, 2)", "", "ld"),
+        ("lag(s, 1, 'none')", "", "ls"), ("lead(d, 3, 0)", "", "ldd"), ("lag(dt, 0)", "", "l0"),
+        ("first_value(v)", "", "fv"), ("last_value(s)", "", "lv"), ("nth_value(d, 2)", "", "nv"),
+        ("ntile(3)", "", "nt"), ("sum(d)", "", "sd"), ("count(v)", "", "cv"), ("avg(o)", "", "ao"),
+        ("sum(v)", "ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING", "sw"),
+        ("min(o)", "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "mino"),
+        ("max(dt)", "ROWS BETWEEN CURRENT ROW AND 2 FOLLOWING", "maxdt"),
+        ("sum(o)", "ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING", "sprev"),
+        ("max(v)", "ROWS BETWEEN 1 FOLLOWING AND UNBOUNDED FOLLOWING", "mnext"),
+        ("count(*)", "ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING", "cempty"),
+        ("sum(d)", "ROWS BETWEEN 3 FOLLOWING AND 1 FOLLOWING", "sempty"),
+        ("first_value(v)", "ROWS BETWEEN 1 FOLLOWING AND 2 FOLLOWING", "fnext"),
+        ("last_value(o)", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "lall"),
+        ("avg(d)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "ad"),
+    ]),
+    (["k", "s"], ["o DESC NULLS FIRST"], [
+        ("rank()", "", "r"), ("dense_rank()", "", "dr"), ("percent_rank()", "", "pr"), ("cume_dist()", "", "cd"),
+        ("sum(v)", "", "sv"), ("count(*)", "", "c"), ("avg(d)", "", "ad"), ("min(v)", "", "minv"),
+        ("max(o)", "", "maxo"), ("sum(d)", "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING", "rest"),
+        ("min(dt)", "RANGE BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING", "mindt"),
+        ("count(v)", "RANGE BETWEEN CURRENT ROW AND CURRENT ROW", "peers"),
+        ("max(d)", "RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "maxd"),
+    ]),
+    (["s"], [], [
+        ("sum(v)", "", "sv"), ("count(*)", "", "c"), ("count(s)", "", "cs"), ("avg(o)", "", "ao"),
+        ("min(d)", "", "mind"), ("max(dt)", "", "maxdt"), ("rank()", "", "r"), ("cume_dist()", "", "cd"),
+    ]),
+    ([], ["o NULLS FIRST", "id DESC"], [
+        ("row_number()", "", "rn"), ("sum(o)", "", "so"), ("lag(o, 2, -1)", "", "lg"), ("ntile(4)", "", "nt"),
+        ("dense_rank()", "", "dr"),
+    ]),
+    ([], [], [("count(*)", "", "c"), ("sum(d)", "", "sd"), ("max(v)", "", "mv"), ("percent_rank()", "", "pr")]),
+    (["dt"], ["v", "id"], [("row_number()", "", "rn"), ("sum(v)", "", "sv")]),
+]
+CASE_IDS = ["by_k_total_order", "by_k_s_ties", "by_s_unordered", "global_ordered", "global", "by_date"]
+
+
+def _plan(catalog, table: str, partition, order, functions):
+    snippets = [f"{call} OVER ({frame}) AS {name}" if frame else f"{call} AS {name}" for call, frame, name in functions]
+    return PlanBuilder(catalog).table_scan(table).window(partition, order, snippets).plan()
+
+
+def _duckdb_sql(table: str, partition, order, functions) -> str:
+    over = (f"PARTITION BY {', '.join(partition)} " if partition else "") + (
+        f"ORDER BY {', '.join(order)} " if order else "")
+    calls = ", ".join(f"{call} OVER ({over}{frame}) AS {name}" for call, frame, name in functions)
+    return f"SELECT *, {calls} FROM {table}"
+
+
+@pytest.fixture
+def tables(device_name):
+    data = _table(ROWS[device_name])
+    return {"t": data, "e": data.slice(0, 0)}
+
+
+def _session(device_name, drivers, batch_rows, tables) -> Session:
+    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
+    for name, data in tables.items():
+        session.register(name, data, split_rows=max(1, data.num_rows // 4))
+    return session
+
+
+def _reference(sql: str, tables) -> pa.Table:
+    connection = duckdb.connect()
+    for name, data in tables.items():
+        connection.register(name, data)
+    return connection.sql(sql).to_arrow_table()
+
+
+@pytest.mark.parametrize("setting", [(1, 1 << 16), (2, 16)], ids=["drivers1", "drivers2-batches16"])
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+@pytest.mark.parametrize("table", ["t", "e"])
+def test_window_matches_duckdb(device_name, setting, case, table, tables):
+    drivers, batch_rows = setting  # one parameter: the simulator's (drivers, batch_rows) pairs do not apply here
+    if device_name == "cuda-sim" and (drivers, table) != (2, "t") and case is not CASES[0]:
+        pytest.skip("the simulator runs each case once (it is an interpreter)")
+    partition, order, functions = case
+    session = _session(device_name, drivers, batch_rows, tables)
+    actual = session.execute(_plan(session.catalog, table, partition, order, functions))
+    expected = _reference(_duckdb_sql(table, partition, order, functions), tables)
+    assert actual.schema.names == expected.schema.names
+    problem = rows_mismatch(actual, expected)
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("drivers", [1, 2])
+def test_row_number_among_ties_numbers_each_partition_from_one(device_name, drivers, tables):
+    # Ties on o leave which row gets which number free; the (partition, number) pairs are not.
+    session = _session(device_name, drivers, 16, tables)
+    plan = (PlanBuilder(session.catalog).table_scan("t").window(["k"], ["o"], ["row_number() AS rn"])
+            .project(["k", "rn"]).plan())
+    expected = _reference("SELECT k, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t", tables)
+    assert rows_mismatch(session.execute(plan), expected) is None
+
+
+def test_window_plan_explains_round_trips_and_partitions_drivers(tables):
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+    session = _session("cpu", 2, 16, tables)
+    plan = _plan(session.catalog, "t", ["k"], ["o DESC"], [("rank()", "", "r"),
+                                                           ("sum(v)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "sw")])
+    assert plan_from_json(plan_to_json(plan)) == plan
+    from gpu_engine.plans import format_node
+
+    assert format_node(plan).startswith("-- Window[1][partition by k; order by o DESC NULLS LAST; r := rank(), "
+            "sw := sum(v) OVER (ROWS BETWEEN 1 PRECEDING AND CURRENT ROW)] -> id:int64, ")
+    assert "-- LocalPartition[1.exchange][REPARTITION [k]]" in session.explain(plan)
+    unpartitioned = _plan(session.catalog, "t", [], ["id"], [("row_number()", "", "rn")])
+    assert "-- LocalPartition[1.exchange][GATHER]" in session.explain(unpartitioned)
+
+
+@pytest.mark.parametrize("function, message", [
+    ("sum(v) OVER (RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS x", "RANGE frames with an offset (1 PRECEDING)"),
+    ("sum(v) OVER (ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING EXCLUDE CURRENT ROW) AS x", "EXCLUDE CURRENT ROW"),
+    ("median(v) AS x", "unsupported window function 'median'"),
+    ("min(s) AS x", "min over strings in a window is not supported yet"),
+    ("sum(v) OVER (PARTITION BY k) AS x", "PARTITION BY inside a window function's OVER"),
+    ("ntile(0) AS x", "ntile's bucket count must be a positive integer constant"),
+    ("lag(v, o) AS x", "lag's offset must be a non-negative integer constant"),
+    ("sum(v + 1) AS x", "a window function's value argument must be an input column"),
+    ("rank(v) AS x", "rank takes at most 0 argument(s)"),
+    ("sum(DISTINCT v) AS x", "sum(DISTINCT ...) over a window is not supported"),
+    ("sum(s) AS x", "type mismatch: sum is not defined for string"),
+])
+def test_window_functions_the_operator_cannot_compute_are_refused_at_build_time(function, message, tables):
+    session = _session("cpu", 1, 16, tables)
+    with pytest.raises(PlanError) as raised:
+        PlanBuilder(session.catalog).table_scan("t").window(["k"], ["o"], [function])
+    assert message in str(raised.value) and "Window[1]" in str(raised.value)
+
+
+def test_a_window_past_the_memory_cap_fails_and_the_session_keeps_working():
+    data = _table(20_000)
+    session = Session(device="cpu", drivers=1, batch_rows=512, query_memory_limit_bytes=200_000)
+    session.register("t", data, split_rows=2000)
+    plan = PlanBuilder(session.catalog).table_scan("t").window([], ["o"], ["sum(v) AS total"]).plan()
+    with pytest.raises(MemoryCapExceeded) as raised:
+        session.execute(plan)
+    assert raised.value.operator == "Window"
+    small = PlanBuilder(session.catalog).table_scan("t", ["id"]).filter("id < 3").plan()
+    assert sorted(session.execute(small).column("id").to_pylist()) == [0, 1, 2]
