@@ -38,6 +38,7 @@ __all__ = [
     "Cast",
     "Extract",
     "Substring",
+    "Function",
     "AggregateCall",
     "ARITHMETIC_OPS",
     "COMPARISON_OPS",
@@ -237,6 +238,25 @@ class Substring(Expr):
     def sql(self) -> str:
         tail = f" FOR {self.length}" if self.length is not None else ""
         return f"SUBSTRING({self.operand.sql()} FROM {self.start}{tail})"
+
+
+@dataclass(frozen=True)
+class Function(Expr):
+    """A scalar function call ``name(args…)``: names, signatures and result types in :mod:`gpu_engine.plans.functions`.
+
+    One node for the whole function library (strings, math, dates) rather than a class per function, so adding a
+    function touches its signature and its evaluation only; arguments a function needs as constants (``round``'s
+    digits, ``lpad``'s width, ``date_trunc``'s part) are :class:`Literal` arguments.
+    """
+
+    name: str
+    args: tuple[Expr, ...]
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        if self.name in ("||", "//") and len(self.args) == 2:  # operators, written as SQL writes them
+            return f"({self.args[0].sql()} {self.name} {self.args[1].sql()})"
+        return f"{self.name}({', '.join(arg.sql() for arg in self.args)})"
 
 
 @dataclass(frozen=True)

@@ -52,6 +52,7 @@ from gpu_engine.plans.expressions import (
     ColumnRef,
     Expr,
     Extract,
+    Function,
     InList,
     Like,
     Literal,
@@ -84,6 +85,7 @@ from gpu_engine.plans.nodes import (
     WindowNode,
     ValuesNode,
 )
+from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -581,6 +583,18 @@ def _(expr: Like, schema: pa.Schema, label: str) -> None:
         raise PlanError("LIKE needs a string operand and a string pattern", node=label, column=expr.sql())
     if expr.dtype != pa.bool_():
         raise _wrong_type(expr, pa.bool_(), label)
+
+
+@_validate_expr.register
+def _(expr: Function, schema: pa.Schema, label: str) -> None:
+    for arg in expr.args:
+        _validate_expr(arg, schema, label)
+    try:
+        expected = function_type(expr.name, expr.args)
+    except TypeError as error:
+        raise PlanError(str(error), node=label, column=expr.sql()) from None
+    if expr.dtype != expected:
+        raise _wrong_type(expr, expected, label)
 
 
 @_validate_expr.register

@@ -29,6 +29,7 @@ from gpu_engine.plans.expressions import (
     Substring,
     UnaryOp,
 )
+from gpu_engine.plans.function_translation import FUNCTION_HANDLERS, date_part_expression, interval_function
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
@@ -191,9 +192,9 @@ class ScalarTranslator:
         if op not in ("add", "sub") or (op == "sub" and interval is tree.this) or isinstance(date_tree, exp.Interval):
             raise self.error("this interval arithmetic is not supported yet", tree)
         date = self.translate(date_tree)
-        if not (isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None):
-            raise self.error("interval arithmetic on a non-constant date is not supported yet", tree)
         amount, unit = self._interval(interval)
+        if not (isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None):
+            return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
         return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
 
     def _interval(self, tree: exp.Interval) -> tuple[int, str]:
@@ -247,6 +248,8 @@ class ScalarTranslator:
             return self._in(inner, negated=True)
         if type(inner) is exp.Like:
             return self._like(inner, negated=not inner.args.get("negate"))
+        if type(inner) is exp.ILike:
+            return self._not_ilike(inner)
         return UnaryOp("not", self._boolean_operand(inner), pa.bool_())
 
     def _is(self, tree: exp.Is, negated: bool = False) -> Expr:
@@ -285,6 +288,9 @@ class ScalarTranslator:
             bad = values[coerced.index(None)]
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
+
+    def _not_ilike(self, tree: exp.ILike) -> Expr:
+        return FUNCTION_HANDLERS[exp.ILike](self, tree, negated=not tree.args.get("negate"))
 
     def _like(self, tree: exp.Like, negated: bool | None = None) -> Expr:
         negated = bool(tree.args.get("negate")) if negated is None else negated
@@ -357,7 +363,7 @@ class ScalarTranslator:
         else:
             field, operand_tree = type(tree).__name__.lower(), tree.this
         if field not in _EXTRACT_FIELDS:
-            raise self.error(f"EXTRACT({field.upper()}) is not supported yet", tree)
+            return date_part_expression(self, Literal(field, pa.string()), self.translate(operand_tree), tree)
         operand = _null_as(self.translate(operand_tree), pa.date32())
         if not is_temporal(operand.dtype):
             raise self.error(f"type mismatch: cannot extract {field} from {operand.dtype}", tree)
@@ -389,8 +395,9 @@ class ScalarTranslator:
             raise self.error("subqueries are not supported", tree)
         if isinstance(tree, exp.Anonymous):
             raise self.error(f"unknown function {tree.name!r}", tree)
-        if isinstance(tree, exp.Func):
-            raise self.error(f"unsupported function {tree.sql_name().lower()!r}", tree)
+        if isinstance(tree, exp.Func):  # named as SQL spells it (strftime, not sqlglot's TIME_TO_STR)
+            name = tree.sql(dialect="duckdb").split("(", 1)[0].strip().lower() or tree.sql_name().lower()
+            raise self.error(f"unsupported function {name!r}", tree)
         if isinstance(tree, exp.Alias):
             raise self.error("an alias (AS) is not allowed inside an expression", tree)
         spelled = _OPERATOR_SPELLING.get(type(tree).__name__)
@@ -434,4 +441,5 @@ _HANDLERS = {
     exp.Month: ScalarTranslator._extract,
     exp.Day: ScalarTranslator._extract,
     exp.Substring: ScalarTranslator._substring,
+    **FUNCTION_HANDLERS,  # strings, math, dates: plans/function_translation.py
 }

@@ -14,6 +14,7 @@ from __future__ import annotations
 import calendar
 import datetime
 import decimal
+import re
 
 import pyarrow as pa
 
@@ -25,6 +26,7 @@ __all__ = [
     "number_literal",
     "negate_literal",
     "date_literal",
+    "parse_date_text",
     "shift_date",
     "coerce_literal",
     "INTERVAL_UNITS",
@@ -79,15 +81,35 @@ def negate_literal(literal: Literal) -> Literal:
     return Literal(-value, literal.dtype)
 
 
-def date_literal(text: str) -> Literal:
-    """Return the date literal for ``'yyyy-mm-dd'``.
+#: DuckDB's date text: year, month and day separated by one of ``- / space`` (the same twice), month and day of
+#: one or two digits (``'2002-3-01'``, which TPC-DS writes), surrounding spaces and a time of day allowed.
+_DATE_TEXT = re.compile(r"\s*(\d{1,4})([-/ ])(\d{1,2})\2(\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?\s*")
+
+
+def parse_date_text(text: str) -> datetime.date:
+    """Return the date DuckDB reads in ``text`` (years 1 to 9999).
 
     Raises
     ------
     ValueError
-        When the text is not a valid ISO date.
+        When the text is not a date DuckDB accepts, or names a day that does not exist.
     """
-    return Literal(datetime.date.fromisoformat(text.strip()), pa.date32())
+    match = _DATE_TEXT.fullmatch(text)
+    if match is None:
+        raise ValueError(f"invalid date {text!r}")
+    year, _separator, month, day = match.groups()
+    return datetime.date(int(year), int(month), int(day))
+
+
+def date_literal(text: str) -> Literal:
+    """Return the date literal for ``'yyyy-mm-dd'`` (``'yyyy-m-d'`` too, as DuckDB reads dates).
+
+    Raises
+    ------
+    ValueError
+        When the text is not a valid date.
+    """
+    return Literal(parse_date_text(text), pa.date32())
 
 
 def shift_date(date: datetime.date, amount: int, unit: str) -> datetime.date:
@@ -150,7 +172,7 @@ def coerce_literal(literal: Literal, dtype: pa.DataType) -> Literal | None:
     elif pa.types.is_date32(dtype):
         if isinstance(value, str):
             try:
-                converted = datetime.date.fromisoformat(value.strip())
+                converted = parse_date_text(value)
             except ValueError:
                 converted = None
     elif is_string(dtype):

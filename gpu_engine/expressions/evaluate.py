@@ -29,12 +29,13 @@ from gpu_engine.exec.cancel_points import cancel_point
 from gpu_engine.expressions import arithmetic, comparison, logical, strings, temporal
 from gpu_engine.expressions.cast import cast
 from gpu_engine.expressions.deferred_checks import checks_read_together
+from gpu_engine.expressions.functions import evaluate_function
 from gpu_engine.expressions.literals import is_null_literal, literal_column
 from gpu_engine.expressions.nulls import all_null_bools
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.plans.expressions import (
-    ARITHMETIC_OPS, BOOLEAN_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, InList, Like,
-    Literal, Substring, UnaryOp,
+    ARITHMETIC_OPS, BOOLEAN_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, Function, InList,
+    Like, Literal, Substring, UnaryOp,
 )
 
 __all__ = ["evaluate", "evaluate_predicate"]
@@ -214,3 +215,9 @@ def _(expr: Substring, batch: Batch) -> Column:
     if not is_string(operand.dtype):
         raise PlanError(f"SUBSTRING needs a string, got {operand.dtype}", column=expr.sql())
     return strings.substring(batch.device, operand, expr.start, expr.length)
+
+
+@_evaluate.register
+def _(expr: Function, batch: Batch) -> Column:
+    cancel_point()
+    return _coerce(batch, evaluate_function(expr, batch, _evaluate), expr.dtype)

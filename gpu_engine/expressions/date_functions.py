@@ -1,0 +1,188 @@
+"""Evaluate the date functions (``date_part``, ``date_trunc``, ``date_diff``, ``+ INTERVAL``, ``make_date``).
+
+Calendar arithmetic on day numbers in array code on the device, as EXTRACT
+does (:mod:`gpu_engine.expressions.temporal`): ``civil_from_days`` splits a
+day into year, month and day, :func:`days_from_civil` (its inverse, from the
+same Howard Hinnant algorithms) builds one. A timestamp's date parts are those
+of its day (time zones are not applied). Results follow DuckDB 2.0.1:
+``date_trunc`` and ``+ INTERVAL`` return TIMESTAMP (microseconds), a month
+interval clamps the day to the month's end (``2020-01-31 + 1 month`` is
+``2020-02-29``), ``dayofweek`` counts Sunday as 0, ``week``/``isoyear`` are ISO
+8601's, and ``date_diff`` counts the part's boundaries crossed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.device import Device
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.numeric import narrow_values, raise_at_first
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of
+from gpu_engine.plans.functions import part_name
+
+__all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil"]
+
+_MICROS_PER_DAY = TICKS_PER_DAY["us"]
+
+
+def days_from_civil(xp: Any, year: Any, month: Any, day: Any) -> Any:
+    """Return the int64 day numbers (since 1970-01-01) of proleptic Gregorian dates (arrays or ints)."""
+    year = year - (month <= 2)
+    era = xp.floor_divide(year, 400)
+    year_of_era = year - era * 400
+    day_of_year = (153 * (month + xp.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
+    return era * 146097 + day_of_era - 719468
+
+
+def _days_in_month(xp: Any, year: Any, month: Any) -> Any:
+    leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
+    lengths = xp.asarray([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=xp.int64)
+    return xp.take(lengths, xp.clip(month, 1, 12) - 1) + ((month == 2) & leap)
+
+
+def _iso_week(xp: Any, days: Any) -> tuple[Any, Any]:
+    """Return ``(isoyear, week)``: ISO 8601 weeks start on Monday; week 1 holds the year's first Thursday."""
+    isodow = xp.remainder(days + 3, 7) + 1
+    thursday = days - isodow + 4
+    year, _month, _day = civil_from_days(xp, thursday)
+    first = days_from_civil(xp, year, 1, 1)
+    return year, (thursday - first) // 7 + 1
+
+
+def _century(xp: Any, year: Any, size: int) -> Any:
+    """Return DuckDB's century (``size`` 100) or millennium (1000): the 21st century starts in 2001."""
+    return xp.where(year > 0, (year - 1) // size + 1, year // size - 1)
+
+
+def _date_part(xp: Any, part: str, column: Column) -> Any:
+    if part == "epoch":
+        if pa.types.is_timestamp(column.dtype):
+            return column.data.astype(xp.float64) / (TICKS_PER_DAY[column.dtype.unit] / 86_400)
+        return column.data.astype(xp.float64) * 86_400.0
+    days = days_of(xp, column)
+    year, month, day = civil_from_days(xp, days)
+    if part in ("year", "month", "day"):
+        return {"year": year, "month": month, "day": day}[part]
+    if part == "quarter":
+        return (month - 1) // 3 + 1
+    if part == "dayofweek":
+        return xp.remainder(days + 4, 7)
+    if part == "isodow":
+        return xp.remainder(days + 3, 7) + 1
+    if part == "dayofyear":
+        return days - days_from_civil(xp, year, 1, 1) + 1
+    if part in ("week", "isoyear", "yearweek"):
+        isoyear, week = _iso_week(xp, days)
+        return {"week": week, "isoyear": isoyear, "yearweek": isoyear * 100 + week}[part]
+    if part == "decade":
+        return xp.floor_divide(year, 10)
+    if part in ("century", "millennium"):
+        return _century(xp, year, 100 if part == "century" else 1000)
+    raise PlanError(f"date_part does not support {part!r}")
+
+
+def _truncated_days(xp: Any, part: str, days: Any) -> Any:
+    year, month, _day = civil_from_days(xp, days)
+    one = xp.ones_like(year)
+    if part == "day":
+        return days
+    if part == "week":
+        return days - xp.remainder(days + 3, 7)
+    if part == "month":
+        return days_from_civil(xp, year, month, one)
+    if part == "quarter":
+        return days_from_civil(xp, year, (month - 1) // 3 * 3 + 1, one)
+    size = {"year": 1, "decade": 10, "century": 100, "millennium": 1000}.get(part)
+    if size is None:
+        raise PlanError(f"date_trunc does not support {part!r}")
+    # DuckDB truncates the year toward zero to a multiple of the size (century of 2020: 2000).
+    truncated = xp.where(year >= 0, year // size, -((-year) // size)) * size
+    return days_from_civil(xp, truncated, one, one)
+
+
+def _micros(xp: Any, column: Column) -> Any:
+    """Return a date or timestamp column as int64 microseconds."""
+    if pa.types.is_date32(column.dtype):
+        return column.data.astype(xp.int64) * _MICROS_PER_DAY
+    ticks = TICKS_PER_DAY[column.dtype.unit]
+    data = column.data.astype(xp.int64)
+    return data * (_MICROS_PER_DAY // ticks) if ticks <= _MICROS_PER_DAY else xp.floor_divide(
+        data, ticks // _MICROS_PER_DAY)
+
+
+def _date_trunc(xp: Any, part: str, column: Column) -> Any:
+    return _truncated_days(xp, part, days_of(xp, column)) * _MICROS_PER_DAY
+
+
+def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
+    first, last = days_of(xp, start), days_of(xp, end)
+    if part == "day":
+        return last - first
+    if part == "week":
+        difference = last - first
+        return xp.where(difference >= 0, difference // 7, -((-difference) // 7))  # truncated, as DuckDB
+    (year1, month1, _), (year2, month2, _) = civil_from_days(xp, first), civil_from_days(xp, last)
+    if part == "month":
+        return (year2 * 12 + month2) - (year1 * 12 + month1)
+    if part == "quarter":
+        return (year2 * 4 + (month2 - 1) // 3) - (year1 * 4 + (month1 - 1) // 3)
+    if part == "year":
+        return year2 - year1
+    size = {"decade": 10, "century": 100, "millennium": 1000}.get(part)
+    if size is None:
+        raise PlanError(f"date_diff does not support {part!r}")
+    return year2 // size - year1 // size
+
+
+def _add_interval(xp: Any, column: Column, months: int, days: int) -> Any:
+    micros = _micros(xp, column)
+    day = xp.floor_divide(micros, _MICROS_PER_DAY)
+    time_of_day = micros - day * _MICROS_PER_DAY
+    if months:
+        year, month, day_of_month = civil_from_days(xp, day)
+        total = year * 12 + (month - 1) + months
+        year, month = xp.floor_divide(total, 12), xp.remainder(total, 12) + 1
+        day_of_month = xp.minimum(day_of_month, _days_in_month(xp, year, month))
+        day = days_from_civil(xp, year, month, day_of_month)
+    return (day + days) * _MICROS_PER_DAY + time_of_day
+
+
+def _make_date(device: Device, columns: Sequence[Column]) -> Column:
+    xp = device.xp
+    year, month, day = (narrow_values(device, column, "make_date") for column in columns)
+    validity = and_validity(*(column.validity for column in columns))
+    bad = (month < 1) | (month > 12) | (day < 1) | (day > _days_in_month(xp, year, month))
+    raise_at_first(device, bad, validity, "Date out of range in make_date")
+    days = days_from_civil(xp, year, xp.where(bad, 1, month), xp.where(bad, 1, day))
+    raise_at_first(device, (days < -(2**31)) | (days >= 2**31), validity, "Date out of range in make_date")
+    return Column(pa.date32(), days.astype(xp.int32), validity)
+
+
+#: The functions this module evaluates.
+DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date")
+
+
+def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
+                           dtype: pa.DataType) -> Column:
+    """Return ``name(args)`` from the evaluated argument ``columns``; a part name is read from ``args[0]``."""
+    xp = device.xp
+    if name == "make_date":
+        return _make_date(device, columns)
+    if name == "add_interval":
+        column = columns[0]
+        return Column(dtype, _add_interval(xp, column, args[1].value, args[2].value), column.validity)
+    part = part_name(args[0].value)
+    if name == "date_diff":
+        validity = and_validity(columns[1].validity, columns[2].validity)
+        return Column(dtype, _date_diff(xp, part, columns[1], columns[2]).astype(xp.int64), validity)
+    column = columns[1]
+    if name == "date_trunc":
+        return Column(dtype, _date_trunc(xp, part, column), column.validity)
+    values = _date_part(xp, part, column)
+    return Column(dtype, values.astype(xp.float64 if part == "epoch" else xp.int64), column.validity)

@@ -1,0 +1,42 @@
+"""Evaluate :class:`~gpu_engine.plans.expressions.Function` calls, handing each to its family's module.
+
+The families: :mod:`~gpu_engine.expressions.string_functions`,
+:mod:`~gpu_engine.expressions.math_functions` and
+:mod:`~gpu_engine.expressions.date_functions`. Arguments a function reads as
+constants (a date part's name, ``round``'s digits, a string function's
+search string or width) are not evaluated into columns: the function reads
+them from the call, so a constant never costs a column of its value per row.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from gpu_engine.columnar import Batch, Column
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
+from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
+from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
+from gpu_engine.plans.expressions import Expr, Function, Literal
+
+__all__ = ["evaluate_function"]
+
+#: Per function, the argument positions read as constants (never evaluated into columns).
+_CONSTANT_POSITIONS = {
+    "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2),
+}
+
+
+def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Batch], Column]) -> Column:
+    """Return the column of ``expr`` over ``batch``, its arguments evaluated with ``evaluate``."""
+    device = batch.device
+    if expr.name in STRING_FUNCTIONS:
+        columns = [None if isinstance(arg, Literal) else evaluate(arg, batch) for arg in expr.args]
+        return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
+    constant = _CONSTANT_POSITIONS.get(expr.name, ())
+    columns = [None if k in constant else evaluate(arg, batch) for k, arg in enumerate(expr.args)]
+    if expr.name in MATH_FUNCTIONS:
+        return evaluate_math_function(device, expr.name, expr.args, columns, expr.dtype)
+    if expr.name in DATE_FUNCTIONS:
+        return evaluate_date_function(device, expr.name, expr.args, columns, expr.dtype)
+    raise PlanError(f"cannot evaluate function {expr.name!r}", column=expr.sql())

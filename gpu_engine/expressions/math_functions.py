@@ -1,0 +1,213 @@
+"""Evaluate the math functions (``round``, ``floor``, ``abs``, ``sqrt``, ``greatest``, ``//``, ...) as DuckDB does.
+
+Everything is array arithmetic on the device (``batch.device.xp``), no kernel
+of its own. Exact types stay exact: ``round``/``floor``/``ceil`` of a decimal
+work on its scaled integers (halves away from zero, as DuckDB rounds), of an
+integer on the integer; floats follow C's ``round`` (halves away from zero,
+not NumPy's to-even). Errors DuckDB raises are raised here too, for the first
+valid row: ``abs`` or ``//`` leaving the integer type, ``round`` of an integer
+overflowing, ``//`` by zero (for floats too: DuckDB's ``//`` raises where
+``/`` gives infinity).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, physical_dtype
+from gpu_engine.device import Device
+from gpu_engine.errors import PlanError
+from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.numeric import (
+    POWERS_OF_TEN, as_float, divide_round_half_away, fit_to_type, narrow_values, raise_at_first, round_half_away,
+    scale_of, truncated_remainder,
+)
+
+__all__ = ["MATH_FUNCTIONS", "evaluate_math_function"]
+
+
+def _integer_bounds(dtype: pa.DataType) -> tuple[int, int]:
+    bits = dtype.bit_width
+    if pa.types.is_signed_integer(dtype):
+        return -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    return 0, 2**bits - 1
+
+
+def _exact(device: Device, column: Column, what: str) -> Any:
+    return narrow_values(device, column, what)
+
+
+def _abs(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    xp = device.xp
+    if is_floating(dtype):
+        return Column(dtype, xp.abs(column.data), column.validity)
+    values = _exact(device, column, "abs")
+    if is_integer(dtype):
+        low, _high = _integer_bounds(dtype)
+        if low < 0:
+            raise_at_first(device, values == low, column.validity, f"Overflow on abs of {dtype}")
+        return Column(dtype, xp.abs(values).astype(column.data.dtype), column.validity)
+    return Column(dtype, fit_to_type(device, xp.abs(values), dtype, column.validity, "abs"), column.validity)
+
+
+def _sign(device: Device, column: Column) -> Column:
+    xp = device.xp
+    if is_floating(column.dtype):
+        values = column.data
+        signs = (values > 0).astype(xp.int8) - (values < 0).astype(xp.int8)  # NaN and -0.0 are 0, as DuckDB
+    else:
+        values = _exact(device, column, "sign")
+        signs = (values > 0).astype(xp.int8) - (values < 0).astype(xp.int8)
+    return Column(pa.int8(), signs, column.validity)
+
+
+def _floor_ceil(device: Device, name: str, column: Column, dtype: pa.DataType) -> Column:
+    xp = device.xp
+    if is_floating(column.dtype):
+        return Column(dtype, (xp.floor if name == "floor" else xp.ceil)(column.data), column.validity)
+    if is_integer(column.dtype):
+        return Column(dtype, as_float(xp, column), column.validity)
+    values = _exact(device, column, name)
+    power = np.int64(POWERS_OF_TEN[scale_of(column.dtype)])
+    result = xp.floor_divide(values, power) if name == "floor" else -xp.floor_divide(-values, power)
+    return Column(dtype, fit_to_type(device, result, dtype, column.validity, name), column.validity)
+
+
+def _round_float(xp: Any, values: Any, digits: int) -> Any:
+    """Return C's ``round(x * 10**n) / 10**n`` (``round(x / 10**-n) * 10**-n`` for negative n), as DuckDB.
+
+    Where the scaled value overflows DuckDB returns the input (0 for negative n).
+    """
+    if digits == 0:
+        return round_half_away(xp, values)
+    modifier = 10.0 ** abs(digits)
+    if digits > 0:
+        rounded = round_half_away(xp, values * modifier) / modifier
+        return xp.where(xp.isfinite(rounded), rounded, values)
+    rounded = round_half_away(xp, values / modifier) * modifier
+    return xp.where(xp.isfinite(rounded), rounded, 0.0)
+
+
+def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> Column:
+    xp = device.xp
+    if is_floating(dtype):
+        values = column.data.astype(xp.float64)
+        return Column(dtype, _round_float(xp, values, digits).astype(column.data.dtype), column.validity)
+    values = _exact(device, column, "round")
+    scale = scale_of(column.dtype)
+    if digits >= scale:
+        return Column(dtype, column.data, column.validity)
+    drop = scale - digits  # digits to remove, from the scaled integer
+    if drop > 18:  # rounding at a place above every int64 value: 0 (DuckDB: round(5, -20) = 0)
+        rounded = xp.zeros_like(values)
+    else:
+        rounded = divide_round_half_away(xp, values, POWERS_OF_TEN[drop])
+        if digits < 0:
+            raise_at_first(device, xp.abs(rounded) > (2**63 - 1) // POWERS_OF_TEN[-digits], column.validity,
+                           f"Overflow in ROUND of {column.dtype}")
+            rounded = rounded * np.int64(POWERS_OF_TEN[-digits])
+    if is_integer(dtype):
+        low, high = _integer_bounds(dtype)
+        raise_at_first(device, (rounded < low) | (rounded > high), column.validity, "Overflow in ROUND of integer")
+        return Column(dtype, rounded.astype(column.data.dtype), column.validity)
+    return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round"), column.validity)
+
+
+def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Column:
+    xp = device.xp
+    values = [as_float(xp, column) for column in columns]
+    validity = and_validity(*(column.validity for column in columns))
+    if name == "sqrt":
+        result = xp.sqrt(values[0])
+    elif name == "cbrt":
+        result = xp.cbrt(values[0])
+    elif name == "ln":
+        result = xp.log(values[0])
+    elif name == "exp":
+        result = xp.exp(values[0])
+    elif name == "power":
+        result = xp.power(values[0], values[1])
+    elif name == "log" and len(values) == 1:  # DuckDB's log(x) is the base-10 logarithm
+        result = xp.log10(values[0])
+    elif name == "log":
+        result = xp.log(values[1]) / xp.log(values[0])
+    else:
+        raise PlanError(f"no math function named {name!r}")
+    return Column(pa.float64(), result.astype(xp.float64), validity)
+
+
+def _extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.DataType) -> Column:
+    """Return greatest/least per row over the non-NULL arguments (NULL only where all are); NaN is the largest."""
+    xp = device.xp
+    if is_decimal(dtype):
+        columns = [Column(dtype, _exact(device, column, name), column.validity) for column in columns]
+    best = columns[0].data
+    valid = columns[0].validity
+    for column in columns[1:]:
+        values = column.data
+        if name == "greatest":
+            better = values > best
+            if is_floating(dtype):
+                better = better | (xp.isnan(values) & ~xp.isnan(best))
+        else:
+            better = values < best
+            if is_floating(dtype):
+                better = better | (xp.isnan(best) & ~xp.isnan(values))
+        if valid is not None:
+            better = better | ~valid
+        if column.validity is not None:
+            better = better & column.validity
+        best = xp.where(better, values, best)
+        valid = None if valid is None or column.validity is None else valid | column.validity
+    if is_decimal(dtype):
+        best = fit_to_type(device, best, dtype, valid, name)
+    return Column(dtype, best, valid)
+
+
+def _integer_division(device: Device, left: Column, right: Column, dtype: pa.DataType) -> Column:
+    """Return DuckDB's ``//``: integer division truncating toward zero, else DOUBLE division; by zero raises."""
+    xp = device.xp
+    validity = and_validity(left.validity, right.validity)
+    if not is_integer(dtype):
+        dividend, divisor = as_float(xp, left), as_float(xp, right)
+        raise_at_first(device, divisor == 0, validity, "Division by zero in //")
+        return Column(dtype, dividend / xp.where(divisor == 0, 1.0, divisor), validity)
+    dividend, divisor = _exact(device, left, "//"), _exact(device, right, "//")
+    raise_at_first(device, divisor == 0, validity, "Division by zero in //")
+    low, high = _integer_bounds(dtype)
+    raise_at_first(device, (divisor == -1) & (dividend == low), validity, f"Overflow in division of {dtype}")
+    safe = xp.where((divisor == 0) | (divisor == -1), 1, divisor)
+    remainder = truncated_remainder(xp, dividend, safe)
+    quotient = (dividend - remainder) // safe
+    quotient = xp.where(divisor == -1, -xp.where(dividend == low, 0, dividend), quotient)
+    return Column(dtype, quotient.astype(physical_dtype(dtype)), validity)
+
+
+#: The functions this module evaluates.
+MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "sqrt", "cbrt", "ln", "log", "exp", "power",
+                  "greatest", "least", "//")
+
+
+def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
+                           dtype: pa.DataType) -> Column:
+    """Return ``name(args)`` from the evaluated argument ``columns`` (constants evaluated as columns too)."""
+    if name == "abs":
+        return _abs(device, columns[0], dtype)
+    if name == "sign":
+        return _sign(device, columns[0])
+    if name in ("floor", "ceil"):
+        return _floor_ceil(device, name, columns[0], dtype)
+    if name == "round":
+        digits = args[1].value if len(args) > 1 else 0
+        if digits is None:  # round(x, NULL)
+            return Column.from_arrow(pa.nulls(len(columns[0]), dtype), device)
+        return _round(device, columns[0], digits, dtype)
+    if name in ("greatest", "least"):
+        return _extreme(device, name, columns, dtype)
+    if name == "//":
+        return _integer_division(device, columns[0], columns[1], dtype)
+    return _double_function(device, name, columns)

@@ -1,0 +1,232 @@
+"""Evaluate the string functions (``upper``, ``||``, ``trim``, ``lpad``, ``strpos``, ...) with DuckDB's semantics.
+
+Cost is per distinct value where the input is dictionary-encoded, as for LIKE
+(:mod:`gpu_engine.expressions.strings`): a function of one string column and
+constants runs on the dictionary's values and the result keeps the row codes
+(``upper(n_name)`` over a million rows converts 25 strings). ``length`` runs on
+the device (a count of UTF-8 lead bytes per string), and ``starts_with`` /
+``ends_with`` / ``contains`` run the LIKE kernels on the device when the
+search string has no LIKE wildcard in it.
+
+The transforming functions (case mapping, trimming, padding, replacing,
+slicing, concatenation of several columns) are **host round trips**: the
+strings they transform (the dictionary, or a plain column's values) are
+copied to the host, transformed with Arrow's UTF-8 kernels (Unicode case
+mapping as DuckDB's utf8proc does it) and copied back. On a dictionary that is
+a few values; on a plain string column it is one copy of the column each way.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpu_engine.columnar import Column
+from gpu_engine.device import Device
+from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.strings import like_matches, map_values, string_validity
+from gpu_engine.plans.expressions import Literal
+
+__all__ = ["STRING_FUNCTIONS", "evaluate_string_function"]
+
+
+def _table(column: Column) -> Column:
+    """Return the plain string column holding a column's values (its dictionary, or itself)."""
+    return column.dictionary if column.dictionary is not None else column
+
+
+def _transform(device: Device, column: Column, transform: Callable[[pa.Array], pa.Array]) -> Column:
+    """Return ``transform`` applied to every value (each dictionary value once; rows keep their codes)."""
+    table = _table(column)
+    result = Column.from_arrow(transform(table.to_arrow(device)).cast(pa.string()), device)
+    if column.dictionary is None:
+        validity = and_validity(column.validity, result.validity)
+        return Column(pa.string(), result.data, validity, result.offsets)
+    return Column(pa.string(), column.data, column.validity, None, result)
+
+
+def _per_value(device: Device, column: Column, compute: Callable[[pa.Array], Any], dtype: pa.DataType) -> Column:
+    """Return a fixed-width result computed on the host once per distinct value, gathered per row."""
+
+    def function(offsets: Any, chars: Any) -> Any:
+        values = compute(Column(pa.string(), chars, None, offsets).to_arrow(device))
+        return device.asarray(np.asarray(values.fill_null(0).to_numpy(zero_copy_only=False)))
+
+    return Column(dtype, map_values(device, column, function), string_validity(device, column))
+
+
+def _lead_counts(xp: Any, chars: Any) -> Any:
+    """Return how many UTF-8 lead bytes (characters) come before each byte position (one more than bytes)."""
+    leads = xp.zeros(int(chars.shape[0]) + 1, dtype=xp.int64)
+    if chars.shape[0]:
+        leads[1:] = xp.cumsum(((chars & 0xC0) != 0x80).astype(xp.int64))
+    return leads
+
+
+def _character_lengths(device: Device, offsets: Any, chars: Any) -> Any:
+    """Return the characters of each string: its bytes that do not continue a UTF-8 sequence (on the device)."""
+    xp = device.xp
+    leads = _lead_counts(xp, chars)
+    offsets = offsets.astype(xp.int64, copy=False)
+    return xp.take(leads, offsets[1:]) - xp.take(leads, offsets[:-1])
+
+
+def _length(device: Device, column: Column) -> Column:
+    values = map_values(device, column, lambda offsets, chars: _character_lengths(device, offsets, chars))
+    return Column(pa.int64(), values, string_validity(device, column))
+
+
+def _search_test(name: str, device: Device, column: Column, needle: str) -> Column:
+    """Return starts_with / ends_with / contains: the LIKE kernel where the needle has no wildcard, else Arrow's."""
+    if "%" not in needle and "_" not in needle:
+        pattern = {"starts_with": f"{needle}%", "ends_with": f"%{needle}", "contains": f"%{needle}%"}[name]
+        return Column(pa.bool_(), like_matches(device, column, pattern), string_validity(device, column))
+    compute = {"starts_with": pc.starts_with, "ends_with": pc.ends_with, "contains": pc.match_substring}[name]
+    return _per_value(device, column, lambda values: compute(values, pattern=needle), pa.bool_())
+
+
+def _strpos(device: Device, column: Column, needle: str) -> Column:
+    """Return DuckDB's 1-based character position of ``needle`` (0 when absent; 1 for the empty needle).
+
+    Arrow finds the byte position on the host; the characters before it are counted on the device.
+    """
+    xp = device.xp
+
+    def function(offsets: Any, chars: Any) -> Any:
+        values = Column(pa.string(), chars, None, offsets).to_arrow(device)
+        found = pc.find_substring(values, pattern=needle).fill_null(-1).to_numpy(zero_copy_only=False)
+        found = device.asarray(found.astype(np.int64))
+        leads = _lead_counts(xp, chars)
+        starts = offsets[:-1].astype(xp.int64)
+        before = xp.take(leads, starts + xp.maximum(found, 0)) - xp.take(leads, starts)
+        return xp.where(found >= 0, before + 1, 0)
+
+    return Column(pa.int64(), map_values(device, column, function), string_validity(device, column))
+
+
+def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
+    """Return DuckDB's lpad/rpad: pad with ``fill`` repeated to ``width`` characters, or cut to ``width``."""
+    out = []
+    for text in values.to_pylist():
+        if text is None:
+            out.append(None)
+            continue
+        if width <= len(text):
+            out.append(text[:max(width, 0)])
+            continue
+        if not fill:
+            raise ExecutionError(f"Insufficient padding in {'LPAD' if left else 'RPAD'}.")
+        padding = (fill * ((width - len(text)) // len(fill) + 1))[:width - len(text)]
+        out.append(padding + text if left else text + padding)
+    return pa.array(out, pa.string())
+
+
+def _left_right(values: pa.Array, count: int, left: bool) -> pa.Array:
+    """Return DuckDB's left/right: ``count`` characters from that end, or all but ``-count`` from the other."""
+    if left:
+        return pc.utf8_slice_codeunits(values, start=0, stop=count)
+    if count == 0:
+        return pc.utf8_slice_codeunits(values, start=0, stop=0)
+    return pc.utf8_slice_codeunits(values, start=-count)  # the last count, or all after the first -count
+
+
+def _replace(values: pa.Array, search: str, replacement: str) -> pa.Array:
+    if search == "":  # DuckDB leaves the string as it is (Arrow would insert between every character)
+        return values
+    return pc.replace_substring(values, pattern=search, replacement=replacement)
+
+
+def _trim(name: str, characters: str | None) -> Callable[[pa.Array], pa.Array]:
+    characters = " " if characters is None else characters  # DuckDB trims spaces only, not tabs or newlines
+    compute = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[name]
+    return lambda values: values if characters == "" else compute(values, characters=characters)
+
+
+def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array], pa.Array]:
+    """Return the host transform of one string for ``name(string, constants...)``."""
+    if name == "upper":
+        return pc.utf8_upper
+    if name == "lower":
+        return pc.utf8_lower
+    if name in ("trim", "ltrim", "rtrim"):
+        return _trim(name, constants[0] if constants else None)
+    if name == "replace":
+        return lambda values: _replace(values, constants[0], constants[1])
+    if name in ("left", "right"):
+        return lambda values: _left_right(values, constants[0], name == "left")
+    if name in ("lpad", "rpad"):
+        return lambda values: _pad(values, constants[0], constants[1], name == "lpad")
+    raise PlanError(f"no string transform named {name!r}")
+
+
+def _concatenate(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
+                 rows: int) -> Column:
+    """Return ``||`` (NULL if any part is) or ``concat`` (NULL parts skipped) of columns and constants.
+
+    With one column among constants (``c_last_name || ', '``) the constants are joined to each distinct value of
+    the column; several columns are joined row by row on the host.
+    """
+    skip_nulls = name == "concat"
+    handling = {"null_handling": "replace", "null_replacement": ""} if skip_nulls else {}
+    if not skip_nulls and any(isinstance(arg, Literal) and arg.value is None for arg in args):
+        return Column.from_arrow(pa.nulls(rows, pa.string()), device)
+    constants = [arg.value if isinstance(arg, Literal) else None for arg in args]
+    varying = [k for k, column in enumerate(columns) if column is not None]
+    if len(varying) == 1 and not (skip_nulls and columns[varying[0]].validity is not None):
+        k = varying[0]
+
+        def join(values: pa.Array) -> pa.Array:
+            parts = [values if i == k else pa.scalar(c, pa.string()) for i, c in enumerate(constants)]
+            return pc.binary_join_element_wise(*parts, "", **handling)
+
+        return _transform(device, columns[k], join)
+    if not varying:
+        parts = [pa.array([c], pa.string()) for c in constants]
+        value = pc.binary_join_element_wise(*parts, "", **handling)[0].as_py()
+        return Column.from_arrow(pa.array([value] * rows, pa.string()), device)
+    parts = [columns[i].to_arrow(device) if columns[i] is not None else pa.scalar(constants[i], pa.string())
+             for i in range(len(args))]
+    return Column.from_arrow(pc.binary_join_element_wise(*parts, "", **handling), device)
+
+
+#: The functions this module evaluates.
+STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
+                    "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||")
+
+
+def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
+                             rows: int) -> Column:
+    """Return ``name(args)`` over ``rows`` rows.
+
+    ``args`` are the call's IR arguments and ``columns`` their evaluated
+    columns, None for a constant (:class:`Literal`) argument, whose value the
+    function reads from ``args`` instead.
+    """
+    if name in ("concat", "||"):
+        return _concatenate(device, name, args, columns, rows)
+    column = columns[0]
+    constants = [arg.value for arg in args[1:]]
+    if column is None:  # a constant string: evaluate it once, as a one-value column
+        column = Column.from_arrow(pa.array([args[0].value], pa.string()), device)
+        result = evaluate_string_function(device, name, args, [column, *columns[1:]], 1)
+        codes = device.xp.zeros(rows, dtype=device.xp.int32)
+        if result.is_string:
+            return Column(pa.string(), codes, None if result.validity is None else device.xp.take(
+                result.validity, codes), None, result)
+        validity = None if result.validity is None else device.xp.take(result.validity, codes)
+        return Column(result.dtype, device.xp.take(result.data, codes), validity)
+    if any(value is None for value in constants):  # a NULL constant argument makes every row NULL
+        dtype = pa.int64() if name in ("length", "strpos") else pa.bool_() if name in (
+            "starts_with", "ends_with", "contains") else pa.string()
+        return Column.from_arrow(pa.nulls(len(column), dtype), device)
+    if name == "length":
+        return _length(device, column)
+    if name in ("starts_with", "ends_with", "contains"):
+        return _search_test(name, device, column, constants[0])
+    if name == "strpos":
+        return _strpos(device, column, constants[0])
+    return _transform(device, column, _unary_transform(name, constants))

@@ -1,0 +1,327 @@
+"""Translate sqlglot's scalar function calls (strings, math, dates) into typed :class:`Function` nodes.
+
+:mod:`gpu_engine.plans.scalar_translation` looks a node's class up in its
+handler table; this module adds one handler per function family to that table
+(:data:`FUNCTION_HANDLERS`). Each handler translates the arguments, gives an
+untyped NULL the type the function expects, converts arguments to the type
+the function computes in (``concat``'s and ``||``'s to VARCHAR, ``greatest``'s
+to their common type) and asks :func:`gpu_engine.plans.functions.function_type`
+for the result type; a TypeError from there becomes the translator's PlanError
+naming the call. Constructs DuckDB writes with other IR nodes are built as
+those: ``ILIKE`` is LIKE on ``lower`` of both sides (DuckDB's definition),
+``nullif`` and ``coalesce`` are CASE, ``date_part`` of year, month or day is
+an :class:`Extract` (which fused kernels evaluate).
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.columnar.types import is_string, is_temporal
+from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
+from gpu_engine.plans.functions import constant_value, function_type, part_name
+from gpu_engine.plans.type_coercion import common_type, is_castable
+
+__all__ = ["FUNCTION_HANDLERS", "interval_function", "date_part_expression"]
+
+
+def _untyped(expr: Expr) -> bool:
+    return isinstance(expr, Literal) and pa.types.is_null(expr.dtype)
+
+
+def _typed_null(expr: Expr, dtype: pa.DataType) -> Expr:
+    return Literal(None, dtype) if _untyped(expr) else expr
+
+
+def _as_type(translator: Any, expr: Expr, dtype: pa.DataType, tree: exp.Expression) -> Expr:
+    """Return ``expr`` converted to ``dtype`` (a constant exactly, anything else with a Cast)."""
+    if _untyped(expr) or (isinstance(expr, Literal) and expr.value is None):
+        return Literal(None, dtype)
+    if expr.dtype == dtype:
+        return expr
+    if isinstance(expr, Literal) and is_string(dtype):
+        from gpu_engine.plans.sql_literals import coerce_literal
+        converted = coerce_literal(expr, dtype)
+        if converted is not None:
+            return converted
+    if not is_castable(expr.dtype, dtype):
+        raise translator.error(f"type mismatch: cannot convert {expr.dtype} to {dtype}", tree)
+    return Cast(expr, dtype)
+
+
+def build_function(translator: Any, name: str, args: list[Expr], tree: exp.Expression) -> Function:
+    """Return ``name(args)`` typed, or raise the translator's PlanError naming the call."""
+    try:
+        dtype = function_type(name, args)
+    except TypeError as error:
+        raise translator.error(str(error), tree) from None
+    return Function(name, tuple(args), dtype)
+
+
+def _translate(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
+    return [translator.translate(tree) for tree in trees if tree is not None]
+
+
+# -- strings ---------------------------------------------------------------------------------------
+def _string_args(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
+    """Translate arguments, typing untyped NULLs as VARCHAR."""
+    return [_typed_null(arg, pa.string()) for arg in _translate(translator, trees)]
+
+
+def _unary_string(name: str) -> Callable:
+    def handler(translator: Any, tree: exp.Expression) -> Expr:
+        return build_function(translator, name, _string_args(translator, [tree.this]), tree)
+    return handler
+
+
+def _concat(translator: Any, tree: exp.Expression) -> Expr:
+    if isinstance(tree, exp.DPipe):
+        name, trees = "||", [tree.this, tree.expression]
+    else:
+        name, trees = "concat", list(tree.expressions)
+    args = [_as_type(translator, arg, pa.string(), tree) for arg in _translate(translator, trees)]
+    return build_function(translator, name, args, tree)
+
+
+def _trim(translator: Any, tree: exp.Trim) -> Expr:
+    position = (tree.args.get("position") or "BOTH").upper()
+    name = {"LEADING": "ltrim", "TRAILING": "rtrim"}.get(position, "trim")
+    if tree.args.get("collation") is not None:
+        raise translator.error("TRIM ... COLLATE is not supported", tree)
+    return build_function(translator, name, _string_args(translator, [tree.this, tree.expression]), tree)
+
+
+def _replace(translator: Any, tree: exp.Replace) -> Expr:
+    args = _string_args(translator, [tree.this, tree.expression, tree.args.get("replacement")])
+    return build_function(translator, "replace", args, tree)
+
+
+def _strpos(translator: Any, tree: exp.StrPosition) -> Expr:
+    for extra in ("position", "occurrence"):
+        if tree.args.get(extra) is not None:
+            raise translator.error(f"strpos with a {extra} argument is not supported", tree)
+    return build_function(translator, "strpos", _string_args(translator, [tree.this, tree.args.get("substr")]), tree)
+
+
+def _left_right(translator: Any, tree: exp.Expression) -> Expr:
+    name = "left" if isinstance(tree, exp.Left) else "right"
+    args = _string_args(translator, [tree.this]) + _translate(translator, [tree.expression])
+    return build_function(translator, name, args, tree)
+
+
+def _pad(translator: Any, tree: exp.Pad) -> Expr:
+    name = "lpad" if tree.args.get("is_left") else "rpad"
+    if tree.args.get("fill_pattern") is None:
+        raise translator.error(f"{name}() takes 3 arguments (string, length, fill)", tree)
+    args = (_string_args(translator, [tree.this]) + _translate(translator, [tree.expression])
+            + _string_args(translator, [tree.args["fill_pattern"]]))
+    return build_function(translator, name, args, tree)
+
+
+def _string_test(translator: Any, tree: exp.Expression) -> Expr:
+    name = {exp.StartsWith: "starts_with", exp.EndsWith: "ends_with", exp.Contains: "contains"}[type(tree)]
+    return build_function(translator, name, _string_args(translator, [tree.this, tree.expression]), tree)
+
+
+def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Expr:
+    """``s ILIKE p`` is ``lower(s) LIKE lower(p)``, as DuckDB defines it."""
+    negated = bool(tree.args.get("negate")) if negated is None else negated
+    operand = _typed_null(translator.translate(tree.this), pa.string())
+    pattern = translator.translate(tree.expression)
+    if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+        raise translator.error("the ILIKE pattern must be a string constant", tree)
+    if not is_string(operand.dtype):
+        raise translator.error(f"type mismatch: ILIKE needs a string, got {operand.dtype}", tree)
+    lowered = build_function(translator, "lower", [operand], tree)
+    return Like(lowered, pattern.value.lower(), negated=negated)
+
+
+# -- numbers ---------------------------------------------------------------------------------------
+def _numeric_args(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
+    return [_typed_null(arg, pa.float64()) for arg in _translate(translator, trees)]
+
+
+def _unary_number(name: str) -> Callable:
+    def handler(translator: Any, tree: exp.Expression) -> Expr:
+        extra = [key for key, value in tree.args.items() if key != "this" and value not in (None, False)]
+        if extra:
+            raise translator.error(f"{name}() takes one argument", tree)
+        operand = translator.translate(tree.this)
+        if _untyped(operand):
+            operand = Literal(None, pa.int32() if name in ("abs", "sign") else pa.float64())
+        return build_function(translator, name, [operand], tree)
+    return handler
+
+
+def _round(translator: Any, tree: exp.Round) -> Expr:
+    if tree.args.get("truncate") is not None:
+        raise translator.error("round() with a truncate argument is not supported", tree)
+    args = _numeric_args(translator, [tree.this, tree.args.get("decimals")])
+    return build_function(translator, "round", args, tree)
+
+
+def _power(translator: Any, tree: exp.Pow) -> Expr:
+    return build_function(translator, "power", _numeric_args(translator, [tree.this, tree.expression]), tree)
+
+
+def _log(translator: Any, tree: exp.Log) -> Expr:
+    # sqlglot reads log(x) as Log(this=x) and log(b, x) / log10(x) / log2(x) as Log(this=b, expression=x).
+    return build_function(translator, "log", _numeric_args(translator, [tree.this, tree.expression]), tree)
+
+
+def _greatest(translator: Any, tree: exp.Expression) -> Expr:
+    name = "greatest" if isinstance(tree, exp.Greatest) else "least"
+    args = _translate(translator, [tree.this, *tree.expressions])
+    typed = [arg.dtype for arg in args if not _untyped(arg)]
+    if not typed:
+        return Literal(None, pa.null())
+    try:
+        dtype = functools.reduce(common_type, typed)
+    except TypeError:
+        raise translator.error(f"{name}() arguments have no common type: " + ", ".join(map(str, typed)),
+                               tree) from None
+    return build_function(translator, name, [_as_type(translator, arg, dtype, tree) for arg in args], tree)
+
+
+def _integer_division(translator: Any, tree: exp.IntDiv) -> Expr:
+    left, right = _translate(translator, [tree.this, tree.expression])
+    left, right = _typed_null(left, right.dtype), _typed_null(right, left.dtype)
+    if _untyped(left):
+        return left
+    return build_function(translator, "//", [left, right], tree)
+
+
+def _nullif(translator: Any, tree: exp.Nullif) -> Expr:
+    value, other = translator.translate(tree.this), translator.translate(tree.expression)
+    if _untyped(value):
+        return value
+    condition = translator._comparison(exp.EQ(this=tree.this, expression=tree.expression))
+    return Case(((condition, Literal(None, value.dtype)),), value, value.dtype)
+
+
+def _coalesce(translator: Any, tree: exp.Coalesce) -> Expr:
+    args = _translate(translator, [tree.this, *tree.expressions])
+    typed = [arg.dtype for arg in args if not _untyped(arg)]
+    if not typed:
+        return Literal(None, pa.null())
+    try:
+        dtype = functools.reduce(common_type, typed)
+    except TypeError:
+        raise translator.error("coalesce() arguments have no common type: " + ", ".join(map(str, typed)),
+                               tree) from None
+    args = [_as_type(translator, arg, dtype, tree) for arg in args]
+    whens = tuple((UnaryOp("is_not_null", arg, pa.bool_()), arg) for arg in args[:-1])
+    return Case(whens, args[-1], dtype) if whens else args[-1]
+
+
+# -- dates -----------------------------------------------------------------------------------------
+def _part_literal(translator: Any, tree: exp.Expression | None, call: exp.Expression) -> Literal:
+    """Return a date part (written as a name ``MONTH`` or a string ``'month'``) as a string constant."""
+    if isinstance(tree, exp.Var):
+        return Literal(tree.name.lower(), pa.string())
+    value = translator.translate(tree) if tree is not None else None
+    if not (isinstance(value, Literal) and isinstance(value.value, str)):
+        raise translator.error("the date part must be a constant such as 'month'", call)
+    return Literal(value.value.lower(), pa.string())
+
+
+def date_part_expression(translator: Any, part: Literal, operand: Expr, tree: exp.Expression) -> Expr:
+    """Return ``date_part(part, operand)``: an Extract for year, month and day, else a ``date_part`` call."""
+    operand = _typed_null(operand, pa.date32())
+    name = part_name(part.value)
+    if name in ("year", "month", "day") and is_temporal(operand.dtype):
+        return Extract(name, operand)
+    return build_function(translator, "date_part", [Literal(name or part.value, pa.string()), operand], tree)
+
+
+def _date_part(translator: Any, tree: exp.Expression) -> Expr:
+    if isinstance(tree, exp.Anonymous):  # date_part('dow', d)
+        if len(tree.expressions) != 2:
+            raise translator.error(f"{tree.name.lower()}() takes 2 arguments (part, date)", tree)
+        part_tree, operand_tree = tree.expressions
+    else:  # quarter(d), dayofweek(d), ...
+        part_tree, operand_tree = exp.Literal.string(_NAMED_PARTS[type(tree)]), tree.this
+    return date_part_expression(translator, _part_literal(translator, part_tree, tree),
+                                translator.translate(operand_tree), tree)
+
+
+def _date_trunc(translator: Any, tree: exp.TimestampTrunc) -> Expr:
+    part = _part_literal(translator, tree.args.get("unit"), tree)
+    part = Literal(part_name(part.value) or part.value, pa.string())
+    operand = _typed_null(translator.translate(tree.this), pa.date32())
+    return build_function(translator, "date_trunc", [part, operand], tree)
+
+
+def _date_diff(translator: Any, tree: exp.DateDiff) -> Expr:
+    part = _part_literal(translator, tree.args.get("unit"), tree)
+    part = Literal(part_name(part.value) or part.value, pa.string())
+    # sqlglot keeps date_diff(part, start, end) as DateDiff(this=end, expression=start).
+    start, end = _translate(translator, [tree.expression, tree.this])
+    start, end = _typed_null(start, pa.date32()), _typed_null(end, pa.date32())
+    return build_function(translator, "date_diff", [part, start, end], tree)
+
+
+def _make_date(translator: Any, tree: exp.DateFromParts) -> Expr:
+    args = [_typed_null(arg, pa.int64()) for arg in _translate(
+        translator, [tree.args.get("year"), tree.args.get("month"), tree.args.get("day")])]
+    return build_function(translator, "make_date", args, tree)
+
+
+def _date_add(translator: Any, tree: exp.DateAdd) -> Expr:
+    interval = tree.expression
+    if not isinstance(interval, exp.Interval):
+        raise translator.error("date_add() takes a date and an INTERVAL", tree)
+    amount, unit = translator._interval(interval)
+    return interval_function(translator, translator.translate(tree.this), amount, unit, tree)
+
+
+def interval_function(translator: Any, operand: Expr, amount: int, unit: str, tree: exp.Expression) -> Expr:
+    """Return ``operand + INTERVAL amount unit`` for a non-constant date or timestamp (a TIMESTAMP, as DuckDB)."""
+    months = amount * {"month": 1, "year": 12}.get(unit, 0)
+    days = amount * {"day": 1, "week": 7}.get(unit, 0)
+    operand = _typed_null(operand, pa.date32())
+    return build_function(translator, "add_interval",
+                          [operand, Literal(months, pa.int64()), Literal(days, pa.int64())], tree)
+
+
+def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
+    name = tree.name.lower()
+    if name in ("date_part", "datepart"):
+        return _date_part(translator, tree)
+    if name in ("prefix", "suffix"):
+        args = _string_args(translator, list(tree.expressions))
+        return build_function(translator, "starts_with" if name == "prefix" else "ends_with", args, tree)
+    if name in ("log10", "log2"):
+        args = _numeric_args(translator, list(tree.expressions))
+        return build_function(translator, "log", [Literal(10.0 if name == "log10" else 2.0, pa.float64()), *args],
+                              tree)
+    raise translator.error(f"unknown function {tree.name!r}", tree)
+
+
+_NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear",
+                exp.Week: "week", exp.WeekOfYear: "week"}
+
+#: Handlers the scalar translator adds to its table, by sqlglot node class.
+FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
+    exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
+    exp.DPipe: _concat, exp.Concat: _concat,
+    exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
+    exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,
+    exp.StartsWith: _string_test, exp.EndsWith: _string_test, exp.Contains: _string_test,
+    exp.ILike: _ilike,
+    exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
+    exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
+    exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"),
+    exp.Round: _round, exp.Pow: _power, exp.Log: _log,
+    exp.Greatest: _greatest, exp.Least: _greatest,
+    exp.IntDiv: _integer_division,
+    exp.Nullif: _nullif, exp.Coalesce: _coalesce,
+    exp.TimestampTrunc: _date_trunc, exp.DateDiff: _date_diff, exp.DateFromParts: _make_date,
+    exp.DateAdd: _date_add,
+    **{kind: _date_part for kind in _NAMED_PARTS},
+    exp.Anonymous: _unknown_call,
+}

@@ -1,0 +1,300 @@
+"""Type the scalar function library as DuckDB 2.0.1 binds it: which functions exist, their arguments and result.
+
+Every :class:`~gpu_engine.plans.expressions.Function` node is typed here, by
+the SQL translator when it builds one and by plan validation when a plan comes
+from JSON, so a call with the wrong arguments is refused before anything runs
+and the evaluator (:mod:`gpu_engine.expressions.functions`) can trust the
+types it is handed. The result types were read off DuckDB with
+``SELECT typeof(...)`` (``tests/expressions/test_*_functions.py`` keep
+checking them): ``floor``/``ceil`` of an integer is DOUBLE, of a
+``decimal(p, s)`` ``decimal(p, 0)``; ``round(decimal(p, s), n)`` is
+``decimal(p, min(max(n, 0), s))``; ``sign`` is TINYINT; ``//`` of integers
+is the integer type of ``+`` (DuckDB truncates toward zero), of anything else
+DOUBLE division; ``date_trunc`` of a DATE is a TIMESTAMP, as is
+``date + INTERVAL``.
+
+Arguments that must be constants (``round``'s digits, ``lpad``'s width and
+fill, ``replace``'s search and replacement, a date part's name) are checked
+here too: a column there is refused by name, never ignored.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Callable, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal
+from gpu_engine.plans.expressions import Expr, Literal
+from gpu_engine.plans.type_coercion import arithmetic_type, common_type
+
+__all__ = [
+    "SCALAR_FUNCTIONS",
+    "DATE_PARTS",
+    "TRUNC_PARTS",
+    "DIFF_PARTS",
+    "function_type",
+    "constant_value",
+]
+
+#: Fields of ``date_part``/``EXTRACT`` beyond year, month and day (which the Extract node has).
+DATE_PARTS = ("year", "month", "day", "quarter", "dayofweek", "isodow", "dayofyear", "week", "yearweek",
+              "decade", "century", "millennium", "isoyear", "epoch")
+#: Parts ``date_trunc`` truncates a date to.
+TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day")
+#: Parts ``date_diff`` counts boundaries of.
+DIFF_PARTS = ("year", "quarter", "month", "week", "day", "decade", "century", "millennium")
+
+#: DuckDB's other spellings of the part names.
+_PART_ALIASES = {
+    "years": "year", "y": "year", "yr": "year", "yrs": "year", "months": "month", "mon": "month", "mons": "month",
+    "days": "day", "d": "day", "quarters": "quarter", "weeks": "week", "w": "week", "dow": "dayofweek",
+    "weekday": "dayofweek", "doy": "dayofyear", "decades": "decade", "centuries": "century",
+    "millennia": "millennium", "millenniums": "millennium", "weekofyear": "week",
+}
+
+
+def part_name(value: object) -> str | None:
+    """Return the canonical date part a constant names (``'DOW'`` -> ``dayofweek``), or None."""
+    if not isinstance(value, str):
+        return None
+    name = value.strip().lower()
+    return _PART_ALIASES.get(name, name)
+
+
+def constant_value(arg: Expr, what: str, kinds: tuple[type, ...]):
+    """Return the value of a constant argument, raising TypeError naming ``what`` when it is not one."""
+    if not isinstance(arg, Literal) or (arg.value is not None and (
+            isinstance(arg.value, bool) or not isinstance(arg.value, kinds))):
+        raise TypeError(f"{what} must be a constant (a column or expression there is not supported)")
+    return arg.value
+
+
+def _arity(name: str, args: Sequence[Expr], low: int, high: int | None) -> None:
+    if len(args) < low or (high is not None and len(args) > high):
+        wanted = f"{low}" if high == low else (f"{low} to {high}" if high is not None else f"at least {low}")
+        raise TypeError(f"{name}() takes {wanted} arguments, got {len(args)}")
+
+
+def _string(name: str, arg: Expr, position: int) -> None:
+    if not (is_string(arg.dtype) or pa.types.is_null(arg.dtype)):
+        raise TypeError(f"{name}() needs a string as argument {position}, got {arg.dtype}")
+
+
+def _number(name: str, arg: Expr, position: int) -> None:
+    if not (is_numeric(arg.dtype) or pa.types.is_null(arg.dtype)):
+        raise TypeError(f"{name}() needs a number as argument {position}, got {arg.dtype}")
+
+
+def _integer_constant(name: str, args: Sequence[Expr], position: int, what: str) -> None:
+    constant_value(args[position - 1], f"{name}()'s {what} (argument {position})", (int,))
+
+
+def _string_constant(name: str, args: Sequence[Expr], position: int, what: str) -> None:
+    _string(name, args[position - 1], position)
+    constant_value(args[position - 1], f"{name}()'s {what} (argument {position})", (str,))
+
+
+# -- strings --------------------------------------------------------------------------------------
+def _string_unary(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _string(name, args[0], 1)
+    return pa.int64() if name == "length" else pa.string()
+
+
+def _trim(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 2)
+    _string(name, args[0], 1)
+    if len(args) == 2:
+        _string_constant(name, args, 2, "characters")
+    return pa.string()
+
+
+def _replace(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "search string")
+    _string_constant(name, args, 3, "replacement")
+    return pa.string()
+
+
+def _search(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "search string")
+    return pa.int64() if name == "strpos" else pa.bool_()
+
+
+def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _string(name, args[0], 1)
+    _integer_constant(name, args, 2, "length")
+    return pa.string()
+
+
+def _pad(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _string(name, args[0], 1)
+    _integer_constant(name, args, 2, "length")
+    _string_constant(name, args, 3, "fill")
+    return pa.string()
+
+
+def _concat(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2 if name == "||" else 1, 2 if name == "||" else None)
+    for position, arg in enumerate(args, 1):
+        _string(name, arg, position)  # the translator casts other types to VARCHAR first
+    return pa.string()
+
+
+# -- numbers --------------------------------------------------------------------------------------
+def _same_number(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _number(name, args[0], 1)
+    return args[0].dtype
+
+
+def _double(name: str, args: Sequence[Expr]) -> pa.DataType:
+    count = {"power": 2, "log": None}.get(name, 1)
+    _arity(name, args, 1 if count is None else count, 2 if count is None else count)
+    for position, arg in enumerate(args, 1):
+        _number(name, arg, position)
+    return pa.float64()
+
+
+def _floor_ceil(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _number(name, args[0], 1)
+    dtype = args[0].dtype
+    if is_decimal(dtype):
+        return pa.decimal128(dtype.precision, 0)
+    return dtype if is_floating(dtype) else pa.float64()
+
+
+def _round(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 2)
+    _number(name, args[0], 1)
+    digits = 0
+    if len(args) == 2:
+        _integer_constant(name, args, 2, "number of decimal places")
+        digits = args[1].value
+    dtype = args[0].dtype
+    if is_decimal(dtype):
+        return pa.decimal128(dtype.precision, min(max(digits or 0, 0), dtype.scale))
+    return dtype
+
+
+def _sign(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _number(name, args[0], 1)
+    return pa.int8()
+
+
+def _greatest(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, None)
+    for position, arg in enumerate(args, 1):
+        if not (is_numeric(arg.dtype) or is_temporal(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() compares numbers and dates, got {arg.dtype} as argument {position}")
+    try:
+        return functools.reduce(common_type, [arg.dtype for arg in args])
+    except TypeError:
+        raise TypeError(f"{name}() arguments have no common type: "
+                        + ", ".join(str(arg.dtype) for arg in args)) from None
+
+
+def _integer_division(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    for position, arg in enumerate(args, 1):
+        _number(name, arg, position)
+    left, right = args[0].dtype, args[1].dtype
+    if is_integer(left) and is_integer(right):
+        return arithmetic_type("add", left, right)
+    return pa.float64()
+
+
+# -- dates ----------------------------------------------------------------------------------------
+def _part(name: str, args: Sequence[Expr], parts: tuple[str, ...]) -> None:
+    value = constant_value(args[0], f"{name}()'s part (argument 1)", (str,))
+    if part_name(value) not in parts:
+        raise TypeError(f"{name}() does not support the part {value!r} (supported: {', '.join(parts)})")
+
+
+def _temporal(name: str, arg: Expr, position: int) -> None:
+    if not (is_temporal(arg.dtype) or pa.types.is_null(arg.dtype)):
+        raise TypeError(f"{name}() needs a date or timestamp as argument {position}, got {arg.dtype}")
+
+
+def _date_part(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _part(name, args, DATE_PARTS)
+    _temporal(name, args[1], 2)
+    return pa.float64() if part_name(args[0].value) == "epoch" else pa.int64()
+
+
+def _date_trunc(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _part(name, args, TRUNC_PARTS)
+    _temporal(name, args[1], 2)
+    return pa.timestamp("us")
+
+
+def _date_diff(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _part(name, args, DIFF_PARTS)
+    _temporal(name, args[1], 2)
+    _temporal(name, args[2], 3)
+    return pa.int64()
+
+
+def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _temporal(name, args[0], 1)
+    _integer_constant(name, args, 2, "months")
+    _integer_constant(name, args, 3, "days")
+    return pa.timestamp("us")
+
+
+def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    for position, arg in enumerate(args, 1):
+        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+    return pa.date32()
+
+
+#: Every scalar function: name -> typing rule ``(name, args) -> result type`` (raises TypeError with the reason).
+SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
+    "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
+    "trim": _trim, "ltrim": _trim, "rtrim": _trim,
+    "replace": _replace,
+    "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
+    "left": _left_right, "right": _left_right,
+    "lpad": _pad, "rpad": _pad,
+    "concat": _concat, "||": _concat,
+    "abs": _same_number,
+    "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
+    "power": _double,
+    "floor": _floor_ceil, "ceil": _floor_ceil,
+    "round": _round,
+    "sign": _sign,
+    "greatest": _greatest, "least": _greatest,
+    "//": _integer_division,
+    "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
+    "add_interval": _add_interval, "make_date": _make_date,
+}
+
+
+def function_type(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """Return the result type of ``name(args)``.
+
+    Raises
+    ------
+    TypeError
+        For an unknown function, a wrong number of arguments, an argument of a
+        type the function does not take, or a column where a constant is needed.
+    """
+    rule = SCALAR_FUNCTIONS.get(name)
+    if rule is None:
+        raise TypeError(f"unknown function {name!r}")
+    return rule(name, args)
