@@ -39,6 +39,10 @@ __all__ = [
     "group_max",
     "identity_for_min",
     "identity_for_max",
+    "group_moments",
+    "group_bits",
+    "group_keep_any",
+    "BIT_OPERATIONS",
 ]
 
 _LOW_MASK = np.int64(0xFFFFFFFF)
@@ -542,3 +546,229 @@ def group_max(device: Device, group_ids: Any, values: Any, validity: Any | None,
     Same arguments as :func:`group_min`; ``out`` is pre-filled with :func:`identity_for_max`.
     """
     _group_extreme(device, group_ids, values, validity, out, has_value, want_max=True)
+
+
+# ------------------------------------------------------- moments (variance, covariance)
+# Why three passes per batch rather than one update per row: Welford's update is
+# a chain through each group's state, which CUDA threads cannot share without a
+# lock; instead a batch's rows are reduced per group by the stable two-pass
+# method (their sums give each group's batch mean, then the squared deviations
+# from it are summed), and each group's batch moments join its state by Chan's
+# parallel formula. A row may itself stand for a partial group (count, means,
+# sums of squared deviations: a merging step), so one set of kernels serves raw
+# and merged input. The error of a batch mean enters the sums of squares only
+# squared, so large offsets (values near 1e9 that differ by 1) stay exact to
+# about the precision of the deviations themselves.
+@njit(nogil=True, cache=True)
+def _moment_sums_cpu(group_ids, validity, has_validity, raw, counts, x, y, paired, batch_n, batch_sx, batch_sy):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            n = 1.0 if raw else np.float64(counts[i])
+            batch_n[g] += n
+            batch_sx[g] += n * x[i]
+            if paired:
+                batch_sy[g] += n * y[i]
+
+
+@njit(nogil=True, cache=True)
+def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, x, y, m2x, m2y, cxy, paired,
+                           batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            n = 1.0 if raw else np.float64(counts[i])
+            if n == 0.0:
+                continue
+            dx = x[i] - batch_sx[g] / batch_n[g]
+            batch_m2x[g] += n * dx * dx + (0.0 if raw else m2x[i])
+            if paired:
+                dy = y[i] - batch_sy[g] / batch_n[g]
+                batch_m2y[g] += n * dy * dy + (0.0 if raw else m2y[i])
+                batch_c[g] += n * dx * dy + (0.0 if raw else cxy[i])
+
+
+@njit(nogil=True, cache=True)
+def _moment_join(nb, sx, sy, bm2x, bm2y, bc, count, mean_x, mean_y, m2_x, m2_y, c, paired):
+    """Return a group's state joined with its batch moments (Chan et al.'s pairwise update), as scalars."""
+    na = np.float64(count)
+    n = na + nb
+    weight = na * nb / n
+    dx = sx / nb - mean_x
+    mean_x += dx * nb / n
+    m2_x += bm2x + dx * dx * weight
+    if paired:
+        dy = sy / nb - mean_y
+        mean_y += dy * nb / n
+        m2_y += bm2y + dy * dy * weight
+        c += bc + dx * dy * weight
+    return count + np.int64(nb), mean_x, mean_y, m2_x, m2_y, c
+
+
+@njit(nogil=True, cache=True)
+def _moment_join_cpu(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y,
+                     m2_x, m2_y, c):
+    for g in range(batch_n.shape[0]):
+        if batch_n[g] == 0.0:
+            continue
+        p = g if paired else 0
+        count[g], mean_x[g], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+            batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], count[g], mean_x[g],
+            mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+
+
+@cuda.jit
+def _moment_sums_cuda(group_ids, validity, has_validity, raw, counts, x, y, paired, batch_n, batch_sx, batch_sy):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            n = 1.0 if raw else np.float64(counts[i])
+            cuda.atomic.add(batch_n, g, n)
+            cuda.atomic.add(batch_sx, g, n * x[i])
+            if paired:
+                cuda.atomic.add(batch_sy, g, n * y[i])
+
+
+@cuda.jit
+def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, x, y, m2x, m2y, cxy, paired,
+                            batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            n = 1.0 if raw else np.float64(counts[i])
+            if n != 0.0:
+                dx = x[i] - batch_sx[g] / batch_n[g]
+                cuda.atomic.add(batch_m2x, g, n * dx * dx + (0.0 if raw else m2x[i]))
+                if paired:
+                    dy = y[i] - batch_sy[g] / batch_n[g]
+                    cuda.atomic.add(batch_m2y, g, n * dy * dy + (0.0 if raw else m2y[i]))
+                    cuda.atomic.add(batch_c, g, n * dx * dy + (0.0 if raw else cxy[i]))
+
+
+@cuda.jit
+def _moment_join_cuda(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y,
+                      m2_x, m2_y, c):
+    for g in range(cuda.grid(1), batch_n.shape[0], cuda.gridsize(1)):
+        if batch_n[g] != 0.0:
+            p = g if paired else 0
+            count[g], mean_x[g], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+                batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], count[g], mean_x[g],
+                mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+
+
+def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, y: Any | None,
+                  partial: tuple[Any, ...] | None, state: tuple[Any, ...]) -> None:
+    """Fold rows into per-group moments: count, mean of x (and y), sums of squared deviations (and co-deviation).
+
+    Parameters
+    ----------
+    device
+        Where the arrays live; selects the twins.
+    group_ids
+        ``int32`` group id per row.
+    validity
+        ``bool`` per row or ``None``; rows where it is False are skipped (a pair with a NULL side included).
+    x, y
+        ``float64`` per row: the values (raw rows) or the partial groups' means; ``y`` None for one variable.
+    partial
+        None for raw rows, else a merging step's per-row ``(count, m2_x, m2_y, c)`` (``m2_y``, ``c`` None
+        for one variable).
+    state
+        ``(count, mean_x, mean_y, m2_x, m2_y, c)`` per group (int64 count, float64 rest; the ``y`` arrays
+        None for one variable), updated in place by Chan's formula.
+    """
+    xp = device.xp
+    n = group_ids.shape[0]
+    if n == 0:
+        return
+    paired = y is not None
+    groups = state[0].shape[0]
+    dummy = xp.zeros(1, dtype=xp.float64)
+    validity, has_validity = _validity_argument(device, validity)
+    raw = partial is None
+    counts = xp.zeros(1, dtype=xp.int64) if raw else xp.ascontiguousarray(partial[0])
+    m2x = dummy if raw else xp.ascontiguousarray(partial[1])
+    m2y = dummy if raw or not paired else xp.ascontiguousarray(partial[2])
+    cxy = dummy if raw or not paired else xp.ascontiguousarray(partial[3])
+    x = xp.ascontiguousarray(x, dtype=xp.float64)
+    y = x if not paired else xp.ascontiguousarray(y, dtype=xp.float64)
+    group_ids = xp.ascontiguousarray(group_ids)
+    batch_n, batch_sx, batch_m2x = (xp.zeros(groups, dtype=xp.float64) for _ in range(3))
+    batch_sy, batch_m2y, batch_c = (xp.zeros(groups if paired else 1, dtype=xp.float64) for _ in range(3))
+    launch_twin(device, n, _moment_sums_cpu, _moment_sums_cuda, group_ids, validity, has_validity, raw, counts,
+                x, y, paired, batch_n, batch_sx, batch_sy)
+    launch_twin(device, n, _moment_deviations_cpu, _moment_deviations_cuda, group_ids, validity, has_validity, raw,
+                counts, x, y, m2x, m2y, cxy, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c)
+    count, mean_x, mean_y, m2_x, m2_y, c = (dummy if array is None else array for array in state)
+    launch_twin(device, groups, _moment_join_cpu, _moment_join_cuda, paired, batch_n, batch_sx, batch_sy,
+                batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y, m2_x, m2_y, c)
+
+
+# ------------------------------------------------------------- bitwise and any-row folds
+_BIT_AND, _BIT_OR, _BIT_XOR = 0, 1, 2
+BIT_OPERATIONS = {"bit_and": _BIT_AND, "bit_or": _BIT_OR, "bit_xor": _BIT_XOR}
+
+
+@njit(nogil=True, cache=True)
+def _bits_cpu(group_ids, values, validity, has_validity, out, has_value, operation):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            if operation == _BIT_AND:
+                out[g] &= values[i]
+            elif operation == _BIT_OR:
+                out[g] |= values[i]
+            else:
+                out[g] ^= values[i]
+            has_value[g] = True
+
+
+@cuda.jit
+def _bits_cuda(group_ids, values, validity, has_validity, out, has_value, operation):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            if operation == _BIT_AND:
+                cuda.atomic.and_(out, g, values[i])
+            elif operation == _BIT_OR:
+                cuda.atomic.or_(out, g, values[i])
+            else:
+                cuda.atomic.xor(out, g, values[i])
+            has_value[g] = True
+
+
+def group_bits(device: Device, group_ids: Any, values: Any, validity: Any | None, out: Any, has_value: Any,
+               operation: int) -> None:
+    """Fold int64 ``values`` into ``out[group]`` by AND, OR or XOR (:data:`BIT_OPERATIONS`), skipping nulls.
+
+    ``out`` starts at -1 (all bits set) for AND and 0 otherwise; narrower integers widen by sign
+    extension, which commutes with the three operations, so the low bits are the narrow result.
+    """
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, group_ids.shape[0], _bits_cpu, _bits_cuda, device.xp.ascontiguousarray(group_ids),
+                device.xp.ascontiguousarray(values), validity, has_validity, out, has_value, np.int64(operation))
+
+
+@njit(nogil=True, cache=True)
+def _keep_any_cpu(group_ids, rows, values, out, has_value):
+    for i in range(group_ids.shape[0]):
+        if rows[i]:
+            g = group_ids[i]
+            out[g] = values[i]
+            has_value[g] = True
+
+
+@cuda.jit
+def _keep_any_cuda(group_ids, rows, values, out, has_value):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if rows[i]:
+            g = group_ids[i]
+            out[g] = values[i]  # racing rows of a group each store a whole word: one of them stays
+            has_value[g] = True
+
+
+def group_keep_any(device: Device, group_ids: Any, rows: Any, values: Any, out: Any, has_value: Any) -> None:
+    """Store into ``out[group]`` the value of some row of the group where ``rows`` holds (which one is unspecified)."""
+    xp = device.xp
+    launch_twin(device, group_ids.shape[0], _keep_any_cpu, _keep_any_cuda, xp.ascontiguousarray(group_ids),
+                xp.ascontiguousarray(rows), xp.ascontiguousarray(values), out, has_value)

@@ -21,11 +21,33 @@ import pyarrow as pa
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, is_boolean
 
 __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names", "final_step_aggregates",
-           "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX"]
+           "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
+           "COVARIANCE_FUNCTIONS", "TWO_ARGUMENT_FUNCTIONS", "HOLISTIC_FUNCTIONS", "MOMENT_SUFFIXES",
+           "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX"]
 
 AVG_COUNT_SUFFIX = "$count"
 #: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
 SUM_HIGH_SUFFIX = "$high"
+
+#: Functions over one variable that keep per-group moments (count, mean, sum of squared deviations).
+VARIANCE_FUNCTIONS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
+#: Functions over two variables that keep co-moments (count, both means and squared deviations, co-deviation).
+#: ``regr_*(y, x)`` take the dependent variable first, as SQL.
+COVARIANCE_FUNCTIONS = ("covar_samp", "covar_pop", "corr", "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx",
+                        "regr_syy", "regr_sxy")
+#: Suffixes of the intermediate columns after ``name`` (the count) of a moments state, in order.
+MOMENT_SUFFIXES = ("$mean", "$m2")
+COMOMENT_SUFFIXES = ("$mean_x", "$mean_y", "$m2_x", "$m2_y", "$c")
+#: Suffix of arg_min/arg_max's intermediate key column (``name`` holds the value).
+ARG_KEY_SUFFIX = "$key"
+#: Functions that take two arguments.
+TWO_ARGUMENT_FUNCTIONS = COVARIANCE_FUNCTIONS + ("arg_min", "arg_max")
+#: Functions whose intermediate column is their result type (folded like min/max).
+_VALUE_FUNCTIONS = ("min", "max", "bool_and", "bool_or", "any_value", "bit_and", "bit_or", "bit_xor")
+#: Holistic aggregates (they keep every value of a group), refused by name.
+HOLISTIC_FUNCTIONS = ("median", "quantile", "quantile_cont", "quantile_disc", "percentile_cont", "percentile_disc",
+                      "mode", "string_agg", "listagg", "group_concat", "array_agg", "list", "approx_quantile",
+                      "approx_count_distinct", "histogram")
 
 
 def sum_type(input_type: pa.DataType) -> pa.DataType:
@@ -41,7 +63,32 @@ def sum_type(input_type: pa.DataType) -> pa.DataType:
 
 def _exact_sum(function: str, input_type: pa.DataType | None) -> bool:
     """Return True when a partial step emits ``function``'s running sum as 128 bits (two columns)."""
-    return function in ("sum", "avg") and input_type is not None and not is_floating(input_type)
+    return function in ("sum", "avg", "count_if") and input_type is not None and not is_floating(input_type)
+
+
+def _state_suffixes(function: str) -> tuple[str, ...]:
+    """Return the suffixes of the intermediate columns after ``name`` that do not depend on the input type."""
+    if function in VARIANCE_FUNCTIONS:
+        return MOMENT_SUFFIXES
+    if function in COVARIANCE_FUNCTIONS:
+        return COMOMENT_SUFFIXES
+    return ()
+
+
+def _extra_fields(function: str, name: str, second_type: pa.DataType | None) -> list[pa.Field]:
+    """Return the intermediate columns after ``name`` (and ``name$high``) of the functions beyond the five."""
+    fields = [pa.field(name + suffix, pa.float64()) for suffix in _state_suffixes(function)]
+    if function in ("arg_min", "arg_max"):
+        fields.append(pa.field(name + ARG_KEY_SUFFIX, second_type))
+    return fields
+
+
+def _is_orderable(dtype: pa.DataType) -> bool:
+    """Return True for a fixed-width type an aggregate keeps in one 64-bit word (numbers, dates, bools)."""
+    if is_decimal(dtype):
+        return dtype.precision <= 18
+    return is_integer(dtype) or is_floating(dtype) or is_boolean(dtype) or pa.types.is_date32(dtype) \
+        or pa.types.is_timestamp(dtype)
 
 
 def intermediate_names(function: str, input_type: pa.DataType | None, name: str) -> list[str]:
@@ -51,17 +98,52 @@ def intermediate_names(function: str, input_type: pa.DataType | None, name: str)
         names.append(name + SUM_HIGH_SUFFIX)
     if function == "avg":
         names.append(name + AVG_COUNT_SUFFIX)
+    names.extend(name + suffix for suffix in _state_suffixes(function))
+    if function in ("arg_min", "arg_max"):
+        names.append(name + ARG_KEY_SUFFIX)
     return names
 
 
-def result_type(function: str, input_type: pa.DataType | None) -> pa.DataType:
-    """Return the final result type of ``function`` over ``input_type``.
+def result_type(function: str, input_type: pa.DataType | None, second_type: pa.DataType | None = None
+                ) -> pa.DataType:
+    """Return the final result type of ``function`` over ``input_type`` (and ``second_type``, its second argument).
+
+    DuckDB's types: the moments (variance, stddev, covariance, corr, ``regr_*``)
+    are DOUBLE over any number; ``count_if`` is HUGEINT, as ``sum`` of bools;
+    ``bool_and``/``bool_or`` BOOLEAN; ``any_value``, ``bit_*`` and
+    ``arg_min``/``arg_max`` (the type of the value) keep the argument's type.
 
     Raises
     ------
     TypeError
         When the function is not defined for the input type.
     """
+    if function in TWO_ARGUMENT_FUNCTIONS and second_type is None:
+        raise TypeError(f"{function} takes two arguments")
+    if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None:
+        raise TypeError(f"{function} takes one argument")
+    if function in VARIANCE_FUNCTIONS or function in COVARIANCE_FUNCTIONS:
+        for dtype in (input_type, second_type):
+            if dtype is not None and not is_numeric(dtype):
+                raise TypeError(f"{function} is not defined for {dtype}")
+        return pa.float64()
+    if function in ("bool_and", "bool_or", "count_if"):
+        if not is_boolean(input_type):
+            raise TypeError(f"{function} is not defined for {input_type} (it takes a boolean)")
+        return pa.bool_() if function != "count_if" else pa.decimal128(38, 0)
+    if function == "any_value":
+        if _is_orderable(input_type) or is_decimal(input_type) or is_string(input_type):
+            return input_type
+        raise TypeError(f"{function} is not defined for {input_type}")
+    if function in ("bit_and", "bit_or", "bit_xor"):
+        if not is_integer(input_type):
+            raise TypeError(f"{function} is not defined for {input_type} (it takes an integer)")
+        return input_type
+    if function in ("arg_min", "arg_max"):
+        for dtype in (input_type, second_type):
+            if not _is_orderable(dtype):
+                raise TypeError(f"{function} is not defined for {dtype} (numbers, dates, timestamps and bools are)")
+        return input_type
     if function in ("count_star", "count"):
         return pa.int64()
     if function == "sum":
@@ -77,12 +159,17 @@ def result_type(function: str, input_type: pa.DataType | None) -> pa.DataType:
     raise TypeError(f"unknown aggregate function {function!r}")
 
 
-def intermediate_fields(function: str, input_type: pa.DataType | None, name: str) -> list[pa.Field]:
+def intermediate_fields(function: str, input_type: pa.DataType | None, name: str,
+                        second_type: pa.DataType | None = None) -> list[pa.Field]:
     """Return the columns a partial step emits for one aggregate named ``name``.
 
     ``avg`` emits its running sum as ``name`` and its count as ``name$count``;
     an exact (integer or decimal) sum adds ``name$high`` after ``name`` (see
-    the module docstring); every other function emits one column ``name``.
+    the module docstring), as ``count_if`` (a sum of bools); the moments emit
+    their count as ``name`` and float64 means and sums of squared deviations
+    (:data:`MOMENT_SUFFIXES`, :data:`COMOMENT_SUFFIXES`); ``arg_min``/``arg_max``
+    their value as ``name`` and its key as ``name$key``; every other function
+    emits one column ``name``.
     """
     if function in ("count_star", "count"):
         return [pa.field(name, pa.int64())]
@@ -93,8 +180,14 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
         if function == "avg":
             fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
         return fields
-    if function in ("min", "max"):
+    if function in _VALUE_FUNCTIONS:
         return [pa.field(name, result_type(function, input_type))]
+    if function == "count_if":
+        return [pa.field(name, pa.decimal128(38, 0)), pa.field(name + SUM_HIGH_SUFFIX, pa.int64())]
+    if function in VARIANCE_FUNCTIONS or function in COVARIANCE_FUNCTIONS:
+        return [pa.field(name, pa.int64())] + _extra_fields(function, name, None)
+    if function in ("arg_min", "arg_max"):
+        return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
     raise TypeError(f"unknown aggregate function {function!r}")
 
 
@@ -104,7 +197,8 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
 
     Each call keeps its function (``count_star`` included: the final step sums
     counts) and its final ``dtype``; its ``arg`` becomes a ``ColumnRef`` to the
-    intermediate column of the same name, typed as the partial step emits it.
+    intermediate column of the same name, typed as the partial step emits it
+    (``arg_min``/``arg_max``: its ``second`` the key column ``name$key``).
     Shared by ``PlanBuilder.final_aggregation`` and the pass that splits single
     aggregations across drivers, so both agree.
     """
@@ -113,8 +207,12 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
     calls = []
     for name, call in zip(aggregate_names, partial_aggregates):
         input_type = call.arg.dtype if call.arg is not None else None
-        first = intermediate_fields(call.function, input_type, name)[0]
-        calls.append(AggregateCall(call.function, ColumnRef(first.name, first.type), call.dtype, call.distinct))
+        fields = intermediate_fields(call.function, input_type, name, None if call.second is None else call.second.dtype)
+        first = fields[0]
+        key = None
+        if call.function in ("arg_min", "arg_max"):
+            key = ColumnRef(fields[-1].name, fields[-1].type)
+        calls.append(AggregateCall(call.function, ColumnRef(first.name, first.type), call.dtype, call.distinct, key))
     return tuple(calls)
 
 
@@ -135,7 +233,8 @@ def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> 
         if step.output_is_final:
             out.append(pa.field(name, call.dtype))
         elif step.input_is_raw:
-            out.extend(intermediate_fields(call.function, call.arg.dtype if call.arg is not None else None, name))
+            out.extend(intermediate_fields(call.function, call.arg.dtype if call.arg is not None else None, name,
+                                           call.second.dtype if call.second is not None else None))
         else:  # intermediate -> intermediate: same columns as the input's intermediates
             out.extend(_intermediate_from_final_arg(call, name))
     return pa.schema(out)
@@ -147,4 +246,4 @@ def _intermediate_from_final_arg(call, name: str) -> list[pa.Field]:
         fields.append(pa.field(name + SUM_HIGH_SUFFIX, pa.int64()))
     if call.function == "avg":
         fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
-    return fields
+    return fields + _extra_fields(call.function, name, None if call.second is None else call.second.dtype)

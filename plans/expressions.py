@@ -63,7 +63,12 @@ _FRAMES_PER_LEVEL = 32
 ARITHMETIC_OPS = ("add", "sub", "mul", "div", "mod")
 COMPARISON_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
 BOOLEAN_OPS = ("and", "or")
-AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg")
+AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg",
+                       # the library beyond the five (rules: gpu_engine.plans.aggregates)
+                       "var_samp", "var_pop", "stddev_samp", "stddev_pop", "covar_samp", "covar_pop", "corr",
+                       "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
+                       "bool_and", "bool_or", "count_if", "any_value", "bit_and", "bit_or", "bit_xor",
+                       "arg_min", "arg_max")
 
 _SQL_OP = {
     "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
@@ -271,11 +276,14 @@ class AggregateCall(Expr):
     arg: Expr | None
     dtype: pa.DataType
     distinct: bool = False
+    #: The second argument of a two-argument aggregate (``covar_samp(x, y)``, ``arg_min(x, y)``), else None.
+    second: Expr | None = None
 
     def sql(self) -> str:
         if self.function == "count_star":
             return "count(*)"
-        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{self.arg.sql()})"
+        tail = "" if self.second is None else f", {self.second.sql()}"
+        return f"{self.function}({'DISTINCT ' if self.distinct else ''}{self.arg.sql()}{tail})"
 
 
 def walk(expr: Expr) -> Iterator[Expr]:

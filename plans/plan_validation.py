@@ -269,9 +269,11 @@ def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tu
                 raise PlanError(f"count(*) is int64, not {call.dtype}", node=node.label, column=name)
             continue
         validate_expression(call.arg, input_schema, node.label)
+        if call.second is not None:
+            validate_expression(call.second, input_schema, node.label)
         if node.step.input_is_raw:
             try:
-                expected = result_type(call.function, call.arg.dtype)
+                expected = result_type(call.function, call.arg.dtype, None if call.second is None else call.second.dtype)
             except TypeError as exc:
                 raise PlanError(str(exc), node=node.label, column=call.sql()) from None
             if call.dtype != expected:

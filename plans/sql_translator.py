@@ -29,10 +29,13 @@ import sqlglot.tokens
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import result_type
+from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
+from gpu_engine.plans.sql_aggregates import (
+    aggregate_arguments, aggregate_function_name, normalize_aggregate_calls, unsupported_aggregate_text,
+)
 from gpu_engine.plans.sql_connectives import balance_connectives
 
 __all__ = [
@@ -43,7 +46,6 @@ __all__ = [
     "parse_column_name",
 ]
 
-_AGGREGATES = {exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max"}
 
 
 def _parse(text: str, node: str, into: type[exp.Expression] | None = None) -> exp.Expression:
@@ -217,7 +219,9 @@ def parse_projection(text: str, schema: pa.Schema, node: str, *, position: int =
 def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, AggregateCall]:
     """Translate ``"function(arg) [AS name]"`` into its output name and aggregate call.
 
-    Functions: ``count(*)``, ``count``, ``sum``, ``min``, ``max``, ``avg``; the
+    Functions: ``count(*)``, ``count``, ``sum``, ``min``, ``max``, ``avg`` and
+    the library of :mod:`gpu_engine.plans.sql_aggregates` (``stddev``,
+    ``corr(x, y)``, ``arg_min(x, y)``, …); an
     argument may be any scalar expression, optionally ``DISTINCT`` (the call is
     then marked ``distinct``; PlanBuilder rewrites it into two aggregations). An unnamed aggregate is named
     ``agg_<position>``.
@@ -232,38 +236,42 @@ def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 
     name = f"agg_{position}"
     if isinstance(tree, exp.Alias):
         name, tree = tree.alias, tree.this
-    call = _unwrap(tree)
-    function = _AGGREGATES.get(type(call))
+    call = normalize_aggregate_calls(_unwrap(tree))
+    function = aggregate_function_name(call)
     if function is None:
         if isinstance(call, exp.Window):
             raise PlanError("window functions are not supported", node=node, column=text)
         nested = any(isinstance(inner, exp.AggFunc) for inner in call.walk() if inner is not call)
         if isinstance(call, exp.Func) and not nested:
-            fname = call.name if isinstance(call, exp.Anonymous) else call.sql_name().lower()
-            raise PlanError(f"unsupported aggregate function {fname!r}", node=node, column=text)
+            raise PlanError(f"unsupported {unsupported_aggregate_text(call, quoted=True)}", node=node, column=text)
         if nested:
             raise PlanError(
                 "an aggregate inside an expression is not supported yet; aggregate, then project",
                 node=node, column=text)
         raise PlanError("expected an aggregate call such as 'sum(x) AS name'", node=node, column=text)
-    argument = call.this
+    arguments = aggregate_arguments(call)
+    argument = arguments[0] if arguments else None
     distinct = isinstance(argument, exp.Distinct) or bool(call.args.get("distinct"))
     if isinstance(argument, exp.Distinct):
-        if len(argument.expressions) != 1:
+        if len(argument.expressions) != 1 or len(arguments) != 1:
             raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
         argument = argument.expressions[0]
     if isinstance(argument, exp.Star):
         if function != "count" or distinct:
             raise PlanError(f"{function}(*) is not valid", node=node, column=text)
         return name, AggregateCall("count_star", None, pa.int64())
-    if argument is None or call.expressions:
-        raise PlanError(f"{function} takes exactly one argument", node=node, column=text)
-    arg = _typed(ScalarTranslator(schema, node).translate(argument), text, node)
+    wanted = 2 if function in TWO_ARGUMENT_FUNCTIONS else 1
+    if argument is None or len(arguments) != wanted:
+        raise PlanError(f"{function} takes exactly {'two arguments' if wanted == 2 else 'one argument'}",
+                        node=node, column=text)
+    translator = ScalarTranslator(schema, node)
+    arg = _typed(translator.translate(argument), text, node)
+    second = _typed(translator.translate(arguments[1]), text, node) if wanted == 2 else None
     try:
-        dtype = result_type(function, arg.dtype)
-    except TypeError:
-        raise PlanError(f"type mismatch: {function} is not defined for {arg.dtype}", node=node, column=text) from None
-    return name, AggregateCall(function, arg, dtype, distinct)
+        dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
+    except TypeError as error:
+        raise PlanError(f"type mismatch: {error}", node=node, column=text) from None
+    return name, AggregateCall(function, arg, dtype, distinct, second)
 
 
 def parse_column_name(text: str, schema: pa.Schema, node: str, *, role: str = "key") -> str:

@@ -46,7 +46,10 @@ from gpu_engine.kernels import aggregate as kernels
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.deferred_checks import defer_row_check
 from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first
-from gpu_engine.plans.aggregates import AVG_COUNT_SUFFIX, SUM_HIGH_SUFFIX
+from gpu_engine.plans.aggregates import (
+    ARG_KEY_SUFFIX, AVG_COUNT_SUFFIX, COMOMENT_SUFFIXES, COVARIANCE_FUNCTIONS, MOMENT_SUFFIXES, SUM_HIGH_SUFFIX,
+    VARIANCE_FUNCTIONS,
+)
 from gpu_engine.plans.expressions import AggregateCall
 
 __all__ = ["StateArray", "AggregateState", "AggregateFunction", "aggregate_function", "aggregate_functions_of",
@@ -135,7 +138,7 @@ class StateEmitter:
 
 def unsupported_aggregate(call: AggregateCall) -> str | None:
     """Return why no aggregation operator can compute ``call``, or None when one can (asked at plan time)."""
-    if call.function not in ("min", "max") or call.arg is None:
+    if call.function not in ("min", "max", "any_value") or call.arg is None:
         return None
     value_type = call.arg.dtype
     if (pa.types.is_integer(value_type) or is_floating(value_type) or is_decimal(value_type) or is_string(value_type)
@@ -194,6 +197,13 @@ class AggregateFunction:
     def merge(self, device: Device, state: AggregateState, group_ids: Any, columns: list[Column]) -> None:
         """Fold a partial step's intermediate columns (:attr:`input_columns`, in order) into ``state``."""
         raise NotImplementedError
+
+    def update_rows(self, device: Device, state: AggregateState, group_ids: Any, columns: list[Column]) -> None:
+        """Fold raw rows into ``state``; ``columns`` are the evaluated arguments, in order (none for ``count(*)``).
+
+        One-argument aggregates fold through :meth:`update`; two-argument ones override this.
+        """
+        self.update(device, state, group_ids, columns[0] if columns else None)
 
     def extract(self, device: Device, state: AggregateState, groups: int) -> list[tuple[str, Column]]:
         """Return the output columns of ``groups`` groups (state arrays at least that long)."""
@@ -497,7 +507,7 @@ class MinMax(AggregateFunction):
 
     @property
     def want_max(self) -> bool:
-        return self.call.function == "max"
+        return self.call.function in ("max", "bool_or")
 
     @property
     def over_strings(self) -> bool:
@@ -636,6 +646,226 @@ class MinMax(AggregateFunction):
         return _guarded(source["has"].item(source_slot), lines)
 
 
+class BoolAndOr(MinMax):
+    """``bool_and(b)``/``bool_or(b)``: the least/greatest bool of a group (false < true), folded as ``min``/``max``."""
+
+
+class AnyValue(MinMax):
+    """``any_value(x)`` (and ``first``/``arbitrary``): some non-NULL value of the group, NULL when it has none.
+
+    Which value is unspecified (DuckDB's first in scan order is not an order a
+    parallel engine has); the group's least value is one, so it folds as
+    ``min``: the same state, merges and fused code, and strings too.
+    """
+
+
+class CountIf(Sum):
+    """``count_if(b)``: the number of true rows, as DuckDB's HUGEINT sum of the bools (NULL for a group of NULLs)."""
+
+
+class BitFold(AggregateFunction):
+    """``bit_and``/``bit_or``/``bit_xor`` over integers: one int64 word per group (sign-extended), and a flag."""
+
+    @property
+    def operation(self) -> int:
+        return kernels.BIT_OPERATIONS[self.call.function]
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        fill = -1 if self.call.function == "bit_and" else 0
+        return (StateArray("value", np.dtype(np.int64), fill), StateArray("has", np.dtype(np.bool_), False))
+
+    def update(self, device, state, group_ids, column):
+        xp = device.xp
+        data = column.data
+        values = data.view(xp.int64) if data.dtype == np.dtype(np.uint64) else data.astype(xp.int64, copy=False)
+        kernels.group_bits(device, group_ids, values, _row_validity(device, column), state.arrays["value"],
+                           state.arrays["has"], self.operation)
+
+    def merge(self, device, state, group_ids, columns):
+        self.update(device, state, group_ids, columns[0])
+
+    def extract(self, device, state, groups):
+        values = state.arrays["value"][:groups]
+        dtype = np.dtype(physical_dtype(self.output_type))
+        values = values.view(dtype) if dtype == np.dtype(np.uint64) else values.astype(dtype)
+        return [(self.name, Column(self.output_type, values, state.arrays["has"][:groups].copy()))]
+
+    @property
+    def fusable(self) -> str | None:
+        return f"{self.call.function} has no fused-kernel update"
+
+
+def _pair_validity(device: Device, columns: list[Column]) -> Any:
+    """Return where every column is valid (None when all are), dictionary rows included."""
+    validity = None
+    for column in columns:
+        valid = _row_validity(device, column)
+        if valid is not None:
+            validity = valid if validity is None else validity & valid
+    return validity
+
+
+def _word_dtype(dtype: pa.DataType) -> np.dtype:
+    """Return the 64-bit dtype one value of ``dtype`` is kept in (as :attr:`MinMax.state_dtype`)."""
+    physical = np.dtype(physical_dtype(dtype))
+    if physical.kind == "f":
+        return np.dtype(np.float64)
+    return np.dtype(np.uint64) if physical.kind == "u" else np.dtype(np.int64)
+
+
+class Moments(AggregateFunction):
+    """Variance, standard deviation, covariance, correlation and ``regr_*``: per-group moments merged by Chan's formula.
+
+    The state of a group is its count, the mean of each variable, the sum of
+    squared deviations from it (``m2``) and, over two variables, the sum of
+    co-deviations (``c``); partial steps emit them as they are (the count as
+    ``name``, the rest as :data:`~gpu_engine.plans.aggregates.MOMENT_SUFFIXES`
+    or :data:`~gpu_engine.plans.aggregates.COMOMENT_SUFFIXES`), so merged
+    partials are as exact as one pass (see :func:`~gpu_engine.kernels.aggregate.group_moments`).
+    Sums of x and x² would cancel catastrophically for values with a large
+    offset; these do not. Results follow DuckDB: the sample forms are NULL for
+    fewer than two rows, the others for none; a pair with a NULL side is skipped.
+    """
+
+    @property
+    def paired(self) -> bool:
+        return self.call.function in COVARIANCE_FUNCTIONS
+
+    @property
+    def suffixes(self) -> tuple[str, ...]:
+        return COMOMENT_SUFFIXES if self.paired else MOMENT_SUFFIXES
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        names = ("mean_x", "mean_y", "m2_x", "m2_y", "c") if self.paired else ("mean_x", "m2_x")
+        return (StateArray("count", np.dtype(np.int64), 0),) + tuple(
+            StateArray(name, np.dtype(np.float64), 0.0) for name in names)
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        base = self.call.arg.name
+        return (base,) + tuple(base + suffix for suffix in self.suffixes)
+
+    def _state(self, state: AggregateState) -> tuple[Any, ...]:
+        arrays = state.arrays
+        return tuple(arrays.get(name) for name in ("count", "mean_x", "mean_y", "m2_x", "m2_y", "c"))
+
+    def update(self, device, state, group_ids, column):
+        self.update_rows(device, state, group_ids, [column])
+
+    def update_rows(self, device, state, group_ids, columns):
+        xp = device.xp
+        x = as_float(xp, columns[0])
+        y = as_float(xp, columns[1]) if self.paired else None
+        kernels.group_moments(device, group_ids, _pair_validity(device, columns), x, y, None, self._state(state))
+
+    def merge(self, device, state, group_ids, columns):
+        data = {suffix: column.data for suffix, column in zip(("",) + self.suffixes, columns)}
+        if self.paired:
+            partial = (data[""], data["$m2_x"], data["$m2_y"], data["$c"])
+            x, y = data["$mean_x"], data["$mean_y"]
+        else:
+            partial, x, y = (data[""], data["$m2"]), data["$mean"], None
+        kernels.group_moments(device, group_ids, _row_validity(device, columns[0]), x, y, partial,
+                              self._state(state))
+
+    def extract(self, device, state, groups):
+        xp = device.xp
+        arrays = {name: array[:groups] for name, array in state.arrays.items()}
+        count = arrays["count"]
+        if not self.final_output:
+            names = ("mean_x", "mean_y", "m2_x", "m2_y", "c") if self.paired else ("mean_x", "m2_x")
+            return [(self.name, Column(pa.int64(), count.copy()))] + [
+                (self.name + suffix, Column(pa.float64(), arrays[name].copy()))
+                for suffix, name in zip(self.suffixes, names)]
+        function = self.call.function
+        n = count.astype(xp.float64)
+        sample = function.endswith("_samp")
+        valid = count > (1 if sample else 0)
+        divisor = xp.where(valid, n - 1.0 if sample else n, 1.0)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            if function in VARIANCE_FUNCTIONS:
+                values = arrays["m2_x"] / divisor
+                if function.startswith("stddev"):
+                    values = xp.sqrt(values)
+            elif function in ("covar_samp", "covar_pop"):
+                values = arrays["c"] / divisor
+            elif function == "corr":
+                values = arrays["c"] / xp.sqrt(arrays["m2_x"] * arrays["m2_y"])
+            else:  # regr_*(y, x): the first argument is the dependent variable
+                values = {"regr_slope": lambda: arrays["c"] / arrays["m2_y"], "regr_avgx": lambda: arrays["mean_y"],
+                          "regr_avgy": lambda: arrays["mean_x"], "regr_sxx": lambda: arrays["m2_y"],
+                          "regr_syy": lambda: arrays["m2_x"], "regr_sxy": lambda: arrays["c"]}[function]()
+        values = xp.where(valid, values, 0.0)
+        return [(self.name, Column(pa.float64(), values, valid))]
+
+    @property
+    def fusable(self) -> str | None:
+        return f"{self.call.function} keeps moments merged per batch (no fused-kernel update)"
+
+
+class ArgMinMax(AggregateFunction):
+    """``arg_min(x, y)``/``arg_max(x, y)`` (``min_by``/``max_by``): the ``x`` of a row whose ``y`` is least/greatest.
+
+    Rows where either side is NULL are skipped, as DuckDB. Each batch folds
+    the keys as ``min``/``max`` do (NaN greatest), then every row whose key
+    equals its group's new key stores its value (one of them stays: ties give
+    any of their values, as DuckDB's order gives one); partial steps emit the
+    value as ``name`` and its key as ``name$key``.
+    """
+
+    @property
+    def want_max(self) -> bool:
+        return self.call.function == "arg_max"
+
+    @property
+    def key_type(self) -> pa.DataType:
+        return self.call.second.dtype
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        key = _word_dtype(self.key_type)
+        fill = kernels.identity_for_max(key) if self.want_max else kernels.identity_for_min(key)
+        return (StateArray("key", key, fill), StateArray("key_has", np.dtype(np.bool_), False),
+                StateArray("value", _word_dtype(self.value_type), 0), StateArray("has", np.dtype(np.bool_), False))
+
+    @property
+    def input_columns(self) -> tuple[str, ...]:
+        return (self.call.arg.name, self.call.second.name)
+
+    def update(self, device, state, group_ids, column):
+        raise NotImplementedError("arg_min/arg_max take two arguments (update_rows)")
+
+    def update_rows(self, device, state, group_ids, columns):
+        xp = device.xp
+        values, keys = columns
+        arrays = state.arrays
+        validity = _pair_validity(device, columns)
+        key_words = keys.data.astype(arrays["key"].dtype, copy=False)
+        fold = kernels.group_max if self.want_max else kernels.group_min
+        fold(device, group_ids, key_words, validity, arrays["key"], arrays["key_has"])
+        best = arrays["key"][group_ids]
+        rows = (key_words == best) | ((key_words != key_words) & (best != best))
+        if validity is not None:
+            rows = rows & validity
+        value_words = values.data.astype(arrays["value"].dtype, copy=False)
+        kernels.group_keep_any(device, group_ids, rows, value_words, arrays["value"], arrays["has"])
+
+    def merge(self, device, state, group_ids, columns):
+        self.update_rows(device, state, group_ids, columns)
+
+    def extract(self, device, state, groups):
+        has = state.arrays["has"][:groups].copy()
+        value = state.arrays["value"][:groups].astype(physical_dtype(self.output_type))
+        out = [(self.name, Column(self.output_type, value, has))]
+        if not self.final_output:
+            key = state.arrays["key"][:groups].astype(physical_dtype(self.key_type))
+            out.append((self.name + ARG_KEY_SUFFIX, Column(self.key_type, key, has.copy())))
+        return out
+
+    @property
+    def fusable(self) -> str | None:
+        return f"{self.call.function} has no fused-kernel update"
+
+
 def _set_flags(device: Device, group_ids: Any, rows: Any, flags: Any) -> None:
     """Set ``flags[group]`` for every group with a row where ``rows`` holds."""
     xp = device.xp
@@ -653,6 +883,9 @@ def _row_validity(device: Device, column: Column) -> Any:
 
 _FUNCTIONS: dict[str, Callable[..., AggregateFunction]] = {
     "count_star": Count, "count": Count, "sum": Sum, "avg": Avg, "min": MinMax, "max": MinMax,
+    **{name: Moments for name in VARIANCE_FUNCTIONS + COVARIANCE_FUNCTIONS},
+    "bool_and": BoolAndOr, "bool_or": BoolAndOr, "any_value": AnyValue, "count_if": CountIf,
+    "bit_and": BitFold, "bit_or": BitFold, "bit_xor": BitFold, "arg_min": ArgMinMax, "arg_max": ArgMinMax,
 }
 
 

@@ -55,8 +55,8 @@ class HashAggregation(AggregationOperator):
         super().__init__(ctx, node)
         self.keys = tuple(node.grouping_keys)
         self.max_groups = ctx.config.partial_aggregation_max_groups
-        self._arguments_read = {name for call in node.aggregates if call.arg is not None
-                                for name in referenced_columns(call.arg)}
+        self._arguments_read = {name for call in node.aggregates for arg in (call.arg, call.second)
+                                if arg is not None for name in referenced_columns(arg)}
         self._functions = aggregate_functions_of(node)
         self._reset()
 
@@ -110,11 +110,12 @@ class HashAggregation(AggregationOperator):
         if self.step.input_is_raw:
             flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
             for function, state in zip(self._functions, self._states):
-                column = None if function.call.arg is None else evaluate(function.call.arg, flat)
+                call = function.call
+                arguments = [evaluate(arg, flat) for arg in (call.arg, call.second) if arg is not None]
                 if isinstance(function, MinMax) and function.over_strings:
-                    self._fold_strings(function, state, group_ids, column)
+                    self._fold_strings(function, state, group_ids, arguments[0])
                 else:
-                    function.update(self.device, state, group_ids, column)
+                    function.update_rows(self.device, state, group_ids, arguments)
         else:
             for function, state in zip(self._functions, self._states):
                 columns = [batch.column(name) for name in function.input_columns]

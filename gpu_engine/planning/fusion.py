@@ -181,7 +181,8 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
         return None
     aggregates = tuple(
         call if call.arg is None else AggregateCall(call.function, inline_columns(call.arg, columns), call.dtype,
-                                                    call.distinct)
+                                                    call.distinct, None if call.second is None
+                                                    else inline_columns(call.second, columns))
         for call in node.aggregates)
     fused = FusedAggregationNode(
         id=node.id, output_schema=node.output_schema, sources=(below,), predicates=tuple(predicates), step=node.step,

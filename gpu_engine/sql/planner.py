@@ -57,6 +57,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, takes_two_arguments, unsupported_aggregate_text
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import (
@@ -68,7 +69,7 @@ from gpu_engine.sql.statistics import (
 
 __all__ = ["QueryPlanner"]
 
-_AGGREGATES = (exp.Count, exp.Sum, exp.Avg, exp.Min, exp.Max)
+_AGGREGATES = SQL_AGGREGATES  # the aggregate nodes the engine computes (gpu_engine.plans.sql_aggregates)
 #: SELECT clauses the planner reads (``hint``: optimizer hints, which never change a result); any other is refused.
 _PLANNED_SELECT_CLAUSES = {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset",
                            "distinct", "with_", "hint"}
@@ -295,7 +296,7 @@ def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
     if isinstance(aggregate.this, exp.Order):
         raise _unsupported(f"ORDER BY inside {name}(...)", aggregate)
     for key, value in aggregate.args.items():
-        if key in ("this", "big_int") or not value:
+        if key in ("this", "big_int") or not value or (key == "expression" and takes_two_arguments(aggregate)):
             continue
         if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
             raise _unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
@@ -1143,8 +1144,7 @@ class QueryPlanner:
         for t in trees:
             for node in t.find_all(exp.AggFunc):
                 if not isinstance(node, _AGGREGATES):
-                    name = node.sql_name().lower() if not isinstance(node, exp.Anonymous) else node.name
-                    raise _unsupported(f"aggregate function {name} (supported: count, sum, avg, min, max)", node)
+                    raise _unsupported(unsupported_aggregate_text(node), node)
         aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:
             if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):

@@ -29,6 +29,7 @@ from sqlglot.optimizer.pushdown_projections import pushdown_projections
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.simplify import simplify
 
+from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
@@ -258,7 +259,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     _check_tables(tree, catalog)
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
-    tree = _desugar(tree)
+    tree = _desugar(normalize_aggregate_calls(tree))
     original = tree.copy()
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,

@@ -1,0 +1,97 @@
+"""Name the aggregate functions SQL spells: which sqlglot nodes are aggregates, and which engine function each is.
+
+Why one table: the SQL planner finds the aggregate calls of a query (to plan
+them and refuse the rest), the PlanBuilder translates each call's text, and
+both must agree on every spelling (``stddev`` is ``stddev_samp``, ``min_by``
+is ``arg_min``, ``first`` and ``arbitrary`` are ``any_value``). sqlglot parses
+some names into no aggregate node at all (``arbitrary``, an anonymous
+function): :func:`normalize_aggregate_calls` gives them one (``arbitrary`` is
+DuckDB's ``first``), so every later pass sees an aggregate. The rules for types and intermediate
+columns are in :mod:`gpu_engine.plans.aggregates`.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.plans.aggregates import HOLISTIC_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
+
+__all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "aggregate_arguments",
+           "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES"]
+
+
+#: sqlglot node -> the engine's function (see :data:`gpu_engine.plans.expressions.AGGREGATE_FUNCTIONS`).
+_BY_NODE: dict[type, str] = {
+    exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg", exp.Min: "min", exp.Max: "max",
+    exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp", exp.StddevPop: "stddev_pop",
+    exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.CovarSamp: "covar_samp", exp.CovarPop: "covar_pop", exp.Corr: "corr",
+    exp.RegrSlope: "regr_slope", exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy",
+    exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy", exp.RegrSxy: "regr_sxy",
+    exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.CountIf: "count_if",
+    exp.AnyValue: "any_value", exp.First: "any_value",
+    exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
+    exp.ArgMin: "arg_min", exp.ArgMax: "arg_max",
+}
+#: Anonymous functions (as sqlglot parses them) that are aggregates: the node of the same function.
+_ANONYMOUS: dict[str, type] = {"arbitrary": exp.First}
+
+#: The sqlglot nodes the planner plans as aggregates.
+SQL_AGGREGATES: tuple[type, ...] = tuple(_BY_NODE)
+#: The SQL names of the aggregates, for messages.
+SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, "
+                        "covar_samp, covar_pop, corr, regr_slope, regr_avgx, regr_avgy, regr_sxx, regr_syy, regr_sxy, "
+                        "bool_and, bool_or, count_if, any_value, first, arbitrary, bit_and, bit_or, bit_xor, "
+                        "arg_min, arg_max, min_by, max_by")
+
+
+def aggregate_function_name(call: exp.Expression) -> str | None:
+    """Return the engine's function for an aggregate node (None when it is no aggregate the engine computes)."""
+    if isinstance(call, exp.Anonymous):
+        node = _ANONYMOUS.get(str(call.this).lower())
+        return None if node is None else _BY_NODE[node]
+    return _BY_NODE.get(type(call))
+
+
+def aggregate_arguments(call: exp.Expression) -> list[exp.Expression]:
+    """Return an aggregate call's arguments, in order (``this``, then ``expression`` or ``expressions``)."""
+    arguments = [] if isinstance(call, exp.Anonymous) or call.this is None else [call.this]
+    if call.args.get("expression") is not None:
+        arguments.append(call.args["expression"])
+    arguments.extend(call.args.get("expressions") or [])
+    return arguments
+
+
+def unsupported_aggregate_text(call: exp.Expression, quoted: bool = False) -> str:
+    """Return the message refusing an aggregate the engine does not compute, naming it (``quoted``: as a literal)."""
+    if isinstance(call, exp.Anonymous):
+        spelled = str(call.this)
+    else:
+        spelled = call.sql(dialect="duckdb").split("(", 1)[0].lower()
+    named = repr(spelled) if quoted else spelled
+    if spelled.lower() in HOLISTIC_FUNCTIONS or call.sql_name().lower() in HOLISTIC_FUNCTIONS:
+        return (f"aggregate function {named} (holistic: it keeps every value of a group, which the engine does "
+                f"not yet do; supported: {SUPPORTED_AGGREGATES})")
+    return f"aggregate function {named} (supported: {SUPPORTED_AGGREGATES})"
+
+
+def takes_two_arguments(call: exp.Expression) -> bool:
+    """Return True for an aggregate node whose function takes two arguments (``corr(x, y)``)."""
+    return aggregate_function_name(call) in TWO_ARGUMENT_FUNCTIONS
+
+
+def normalize_aggregate_calls(tree: exp.Expression) -> exp.Expression:
+    """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s, and
+    ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway."""
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Anonymous) and str(node.this).lower() in _ANONYMOUS:
+            arguments = list(node.expressions)
+            if len(arguments) != 1:
+                return node  # the translator refuses it naming the function and its argument count
+            return _ANONYMOUS[str(node.this).lower()](this=arguments[0].copy())
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+            return node.this.copy()
+        return node
+
+    return tree.transform(rewrite)
