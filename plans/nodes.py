@@ -7,7 +7,7 @@ splitting, explain, serialization) are free functions dispatched on node type,
 never methods that mutate a node. ``dataclasses.replace(node, sources=...)``
 rebuilds one.
 
-The node kinds mirror Velox: Values, TableScan, Filter, Project, Aggregation,
+The node kinds mirror Velox: Values, TableScan, Filter, Project, GroupId, Aggregation,
 HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
 Limit, Window, PartitionedOutput and Exchange.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
@@ -29,6 +29,7 @@ __all__ = [
     "TableScanNode",
     "FilterNode",
     "ProjectNode",
+    "GroupIdNode",
     "AggregationStep",
     "AggregationNode",
     "FusedAggregationNode",
@@ -124,6 +125,41 @@ class ProjectNode(PlanNode):
         return "expressions: " + ", ".join(f"({n}:{e.sql()})" for n, e in zip(self.names, self.expressions))
 
 
+@dataclass(frozen=True, kw_only=True)
+class GroupIdNode(PlanNode):
+    """Repeat every input row once per grouping set, the keys outside the set NULL (Velox's GroupIdNode).
+
+    ``GROUP BY GROUPING SETS / ROLLUP / CUBE`` is this node under an ordinary
+    aggregation keyed on ``key_names`` and ``group_id_name``: the group id keeps
+    a key's own NULLs apart from the NULLs of the sets that leave it out, and
+    makes the aggregation a plain one, PARTIAL and FINAL across drivers and
+    stages. ``key_names[i]`` outputs input column ``key_inputs[i]``;
+    ``grouping_sets`` name the keys each set keeps (set ``i`` gets group id
+    ``i``, so a set written twice gives its groups twice, as SQL asks);
+    ``aggregation_inputs`` pass through unchanged (a column that is also a key
+    is passed under its own name, the key under another). Output: the keys,
+    the aggregation inputs, then the ``int64`` group id.
+    """
+
+    key_names: tuple[str, ...]
+    key_inputs: tuple[str, ...]
+    grouping_sets: tuple[tuple[str, ...], ...]
+    aggregation_inputs: tuple[str, ...]
+    group_id_name: str
+
+    @property
+    def global_grouping_sets(self) -> tuple[int, ...]:
+        """Return the ids of the sets without keys: their aggregation gives a row even for empty input."""
+        return tuple(i for i, keys in enumerate(self.grouping_sets) if not keys)
+
+    def describe(self) -> str:
+        keys = ", ".join(name if name == source else f"{name} := {source}"
+                         for name, source in zip(self.key_names, self.key_inputs))
+        sets = ", ".join("(" + ", ".join(keys_of_set) + ")" for keys_of_set in self.grouping_sets)
+        inputs = ", ".join(self.aggregation_inputs)
+        return f"[{keys}] sets: {sets}; inputs: [{inputs}]; id: {self.group_id_name}"
+
+
 class AggregationStep(enum.Enum):
     """Velox's aggregation steps: raw->intermediate, intermediate->intermediate, ->final, raw->final."""
 
@@ -152,17 +188,29 @@ class AggregationNode(PlanNode):
     ``avg`` adds ``name$count``; see :func:`gpu_engine.plans.aggregates.intermediate_fields`).
     For FINAL and INTERMEDIATE steps each aggregate's ``arg`` is a ColumnRef to
     the intermediate column of that name.
+
+    Over a :class:`GroupIdNode`, ``global_grouping_sets`` are the group ids of
+    its sets without keys and ``group_id_key`` its group id column: a step
+    reading raw rows adds those groups (every other key NULL) even when it saw
+    no row, as SQL gives ``GROUP BY ROLLUP (a)`` over an empty table its
+    grand-total row (Velox's ``globalGroupingSets``); their empty states merge
+    away wherever another driver did see rows.
     """
 
     step: AggregationStep
     grouping_keys: tuple[str, ...]
     aggregate_names: tuple[str, ...]
     aggregates: tuple[AggregateCall, ...]
+    global_grouping_sets: tuple[int, ...] = ()
+    group_id_key: str | None = None
 
     def describe(self) -> str:
         aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
         keys = ", ".join(self.grouping_keys)
-        return f"{self.step.name} [{keys}] {aggs}".rstrip()
+        text = f"{self.step.name} [{keys}] {aggs}".rstrip()
+        if self.global_grouping_sets:
+            text += f"; global sets: {self.group_id_key} in ({', '.join(map(str, self.global_grouping_sets))})"
+        return text
 
 
 @dataclass(frozen=True, kw_only=True)

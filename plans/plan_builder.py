@@ -34,6 +34,7 @@ from gpu_engine.plans.nodes import (
     EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
+    GroupIdNode,
     HashJoinNode,
     JOIN_TYPES,
     LimitNode,
@@ -248,6 +249,65 @@ class PlanBuilder:
         """
         return self._merge_aggregation(AggregationStep.FINAL, partial)
 
+    def group_id(self, grouping_sets: Sequence[Sequence[str]], aggregation_inputs: Sequence[str],
+                 group_id_name: str = "group_id",
+                 grouping_keys: Sequence["str | tuple[str, str]"] | None = None) -> "PlanBuilder":
+        """Repeat every row once per grouping set, NULLing the keys not in it (``GROUPING SETS``, ``ROLLUP``, ``CUBE``).
+
+        Aggregate the result by the keys and ``group_id_name`` (an ``int64``, the
+        set's position in ``grouping_sets``) to get each set's groups; the
+        aggregation then also gives each set without keys its row over an empty
+        input, as SQL does.
+
+        Parameters
+        ----------
+        grouping_sets
+            Per set, the key names it groups by (an empty list: the grand total).
+        aggregation_inputs
+            Input columns the aggregates read, passed through unchanged; a column
+            that is also a key must be given a key name of its own (see ``grouping_keys``).
+        group_id_name
+            The name of the group id column.
+        grouping_keys
+            The keys in output order, each an input column name or an ``(output name,
+            input column)`` pair; by default the columns the sets name, in order of appearance.
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            schema = self._schema
+            if isinstance(grouping_sets, str) or not grouping_sets or any(
+                    isinstance(keys, str) for keys in grouping_sets):
+                raise PlanError("grouping_sets must be a non-empty list of lists of key names", node=label)
+            wanted = grouping_keys
+            if wanted is None:
+                wanted = list(dict.fromkeys(name for keys in grouping_sets for name in keys))
+            if isinstance(wanted, str):
+                raise PlanError("grouping keys must be a list of column names", node=label, column=wanted)
+            names, inputs = [], []
+            for key in wanted:
+                output, column = (key, key) if isinstance(key, str) else tuple(key)
+                inputs.append(parse_column_name(column, schema, label, role="grouping key"))
+                names.append(inputs[-1] if output is column else output)
+            key_schema = pa.schema([pa.field(n, schema.field(c).type) for n, c in zip(names, inputs)])
+            _unique_names(names, label)
+            sets = tuple(self._grouping_set(keys, key_schema, label) for keys in grouping_sets)
+            passed = self._columns(aggregation_inputs, label, "aggregation input")
+            if not isinstance(group_id_name, str) or not group_id_name:
+                raise PlanError("group_id_name must be a column name", node=label)
+            fields = list(key_schema) + [schema.field(n) for n in passed] + [pa.field(group_id_name, pa.int64())]
+            _unique_names([f.name for f in fields], label)
+            return GroupIdNode(id=node_id, output_schema=pa.schema(fields), sources=(self._node,),
+                               key_names=tuple(names), key_inputs=tuple(inputs), grouping_sets=sets,
+                               aggregation_inputs=passed, group_id_name=group_id_name)
+
+        return self._add("GroupId", make)
+
+    @staticmethod
+    def _grouping_set(keys: Sequence[str], key_schema: pa.Schema, label: str) -> tuple[str, ...]:
+        members = tuple(parse_column_name(name, key_schema, label, role="grouping set key") for name in keys)
+        _unique_names(members, label)
+        return tuple(name for name in key_schema.names if name in members)
+
     def _raw_aggregation(self, step: AggregationStep, grouping_keys: Sequence[str],
                          aggregates: Sequence[str]) -> "PlanBuilder":
         def make(node_id: str, label: str) -> PlanNode:
@@ -263,8 +323,15 @@ class PlanBuilder:
             source = self._node
             if any(call.distinct for call in calls):
                 source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
+            group_id = source if isinstance(source, GroupIdNode) else None
+            global_sets = ()
+            if (group_id is not None and group_id.group_id_name in keys
+                    and set(keys) <= {*group_id.key_names, group_id.group_id_name}):
+                global_sets = group_id.global_grouping_sets
             return AggregationNode(id=node_id, output_schema=schema, sources=(source,), step=step,
-                                   grouping_keys=keys, aggregate_names=names, aggregates=calls)
+                                   grouping_keys=keys, aggregate_names=names, aggregates=calls,
+                                   global_grouping_sets=global_sets,
+                                   group_id_key=group_id.group_id_name if global_sets else None)
 
         return self._add("Aggregation", make)
 

@@ -70,6 +70,7 @@ from gpu_engine.plans.nodes import (
     ExchangeNode,
     FilterNode,
     FusedAggregationNode,
+    GroupIdNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
@@ -144,7 +145,7 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 # -- nodes ---------------------------------------------------------------------------------
 
 _INPUTS = {
-    ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, AggregationNode: 1,
+    ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, GroupIdNode: 1, AggregationNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
     OrderByNode: 1, TopNNode: 1, WindowNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
@@ -285,6 +286,30 @@ def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tu
 
 
 @_validate_node.register
+def _(node: GroupIdNode) -> None:
+    schema = node.source.output_schema
+    if not isinstance(node.key_names, tuple) or not isinstance(node.key_inputs, tuple) \
+            or len(node.key_names) != len(node.key_inputs):
+        raise PlanError("a GroupId needs one input column per key name", node=node.label)
+    for name in node.key_names:
+        if not isinstance(name, str) or not name:
+            raise PlanError(f"a key name must be a column name, got {name!r}", node=node.label)
+    for column in node.key_inputs:
+        _columns((column,), schema, node.label, "grouping key")
+    if not isinstance(node.grouping_sets, tuple) or not node.grouping_sets:
+        raise PlanError("a GroupId needs at least one grouping set", node=node.label)
+    keys = pa.schema([pa.field(n, schema.field(c).type) for n, c in zip(node.key_names, node.key_inputs)])
+    for keys_of_set in node.grouping_sets:
+        _columns(keys_of_set, keys, node.label, "grouping set key")
+    _columns(node.aggregation_inputs, schema, node.label, "aggregation input")
+    fields = list(keys) + [schema.field(n) for n in node.aggregation_inputs]
+    if not isinstance(node.group_id_name, str) or not node.group_id_name:
+        raise PlanError("a GroupId needs a group id column name", node=node.label)
+    _same_schema(node, pa.schema(fields + [pa.field(node.group_id_name, pa.int64())]),
+                 "the keys, the aggregation inputs and the group id")
+
+
+@_validate_node.register
 def _(node: AggregationNode) -> None:
     if not isinstance(node.step, AggregationStep):
         raise PlanError(f"unknown aggregation step {node.step!r}", node=node.label)
@@ -299,6 +324,12 @@ def _(node: AggregationNode) -> None:
     except TypeError as exc:
         raise PlanError(str(exc), node=node.label) from None
     _same_schema(node, expected, "the grouping keys and aggregates")
+    if node.global_grouping_sets:
+        if node.group_id_key not in node.grouping_keys:
+            raise PlanError(f"global grouping sets need their group id among the grouping keys, got "
+                            f"{node.group_id_key!r}", node=node.label)
+        for set_id in node.global_grouping_sets:
+            _count(set_id, "a global grouping set id", node.label)
 
 
 @_validate_node.register

@@ -177,7 +177,8 @@ def _(node: AggregationNode, leaves: Mapping[str, tuple]):
                                                    node.aggregates)
         partial = AggregationNode(id=f"{node.id}.partial", output_schema=partial_schema, sources=(source,),
                                   step=AggregationStep.PARTIAL, grouping_keys=keys,
-                                  aggregate_names=node.aggregate_names, aggregates=node.aggregates)
+                                  aggregate_names=node.aggregate_names, aggregates=node.aggregates,
+                                  global_grouping_sets=node.global_grouping_sets, group_id_key=node.group_id_key)
         exchange = remote_boundary(partial, f"{node.id}.output", f"{node.id}.remote", keys)
         return replace(node, sources=(exchange,), step=AggregationStep.FINAL,
                        aggregates=final_step_aggregates(node.aggregates, node.aggregate_names)), done

@@ -27,6 +27,7 @@ from gpu_engine.plans.nodes import (
     ExchangeNode,
     FilterNode,
     FusedAggregationNode,
+    GroupIdNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
@@ -274,6 +275,13 @@ def _(item: AggregationNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.hash_aggregation import HashAggregation
 
     return HashAggregation(ctx, item)
+
+
+@make_operator.register
+def _(item: GroupIdNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.group_id import GroupId
+
+    return GroupId(ctx, item)
 
 
 @make_operator.register

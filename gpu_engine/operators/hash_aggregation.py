@@ -42,6 +42,7 @@ from gpu_engine.kernels import aggregate as agg
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, StringInterner, normalize_keys
 from gpu_engine.kernels.sort import sort_indices
+from gpu_engine.operators.hash_build import null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import AggregationNode
 
@@ -91,20 +92,7 @@ class HashAggregation(AggregationOperator):
         self._seen_input = True
         xp = self.device.xp
         if self.keys:
-            key_columns = [batch.column(k) for k in self.keys]
-            words, widths = normalize_keys(self.device, self._interned(key_columns), self._widths)
-            if self._table is None:
-                self._table = GroupByHashTable(self.device, widths)
-            elif widths != self._widths:
-                self._table.widen(widths)
-            self._widths = widths
-            group_ids, new_rows = self._table.insert(words)
-            if int(new_rows.shape[0]):
-                for parts, column in zip(self._key_parts, key_columns):
-                    parts.append(gather_column(self.device, column, new_rows))
-                    self._key_bytes += parts[-1].nbytes
-            self._num_groups = self._table.num_groups
-            self._grow(self._num_groups)
+            group_ids = self._insert_keys([batch.column(k) for k in self.keys])
         else:
             group_ids = xp.zeros(batch.num_rows, dtype=xp.int32)
         if self.step.input_is_raw:
@@ -127,6 +115,50 @@ class HashAggregation(AggregationOperator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+        self.set_memory_reservation(self._state_bytes())
+
+    def _insert_keys(self, key_columns: list[Column]) -> Any:
+        """Return each row's group, adding the groups not seen yet (their states start empty)."""
+        words, widths = normalize_keys(self.device, self._interned(key_columns), self._widths)
+        if self._table is None:
+            self._table = GroupByHashTable(self.device, widths)
+        elif widths != self._widths:
+            self._table.widen(widths)
+        self._widths = widths
+        group_ids, new_rows = self._table.insert(words)
+        if int(new_rows.shape[0]):
+            for parts, column in zip(self._key_parts, key_columns):
+                parts.append(gather_column(self.device, column, new_rows))
+                self._key_bytes += parts[-1].nbytes
+        self._num_groups = self._table.num_groups
+        self._grow(self._num_groups)
+        return group_ids
+
+    def no_more_input(self) -> None:
+        if self.node.global_grouping_sets and self.step.input_is_raw:
+            self._add_global_groups()
+        super().no_more_input()
+
+    def _add_global_groups(self) -> None:
+        """Add the groups of the GroupId's sets without keys, empty unless rows reached them.
+
+        Why every raw step adds them, input or not: a set without keys has its
+        one row even over no input, and no single driver knows whether another
+        saw rows; an empty state merges into a filled one without changing it,
+        so each partial adding it costs one row and the final step sees one group.
+        """
+        node = self.node
+        xp = self.device.xp
+        rows = len(node.global_grouping_sets)
+        schema = node.output_schema
+        columns = []
+        for key in self.keys:
+            if key == node.group_id_key:
+                columns.append(Column(schema.field(key).type, xp.asarray(
+                    list(node.global_grouping_sets), dtype=xp.int64)))
+            else:
+                columns.append(null_column(self.device, schema.field(key).type, rows))
+        self._insert_keys(columns)
         self.set_memory_reservation(self._state_bytes())
 
     def _state_bytes(self) -> int:

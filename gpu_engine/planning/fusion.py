@@ -169,6 +169,8 @@ def _(node: AggregationNode) -> PlanNode:
 
 def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     """Return the fused node replacing ``node`` and the Filters/Projects below it, or None when it cannot be fused."""
+    if node.global_grouping_sets and node.step.input_is_raw:  # the fused operator adds no empty-input groups
+        return None
     chain: list[PlanNode] = []
     below = node.source
     while node.step.input_is_raw and isinstance(below, (FilterNode, ProjectNode)):

@@ -44,6 +44,7 @@ from gpu_engine.plans.nodes import (
     EnforceSingleRowNode,
     ExchangeNode,
     FilterNode,
+    GroupIdNode,
     HashJoinNode,
     LimitNode,
     LocalPartitionNode,
@@ -128,6 +129,13 @@ def _(node: ProjectNode):
 
 
 @_rewrite.register
+def _(node: GroupIdNode):
+    source, distribution = _rewrite(node.source)
+    # A key's NULLed copies of one input row differ from it, so no hash partitioning survives; one driver stays one.
+    return replace(node, sources=(source,)), (SINGLE if distribution == SINGLE else ANY)
+
+
+@_rewrite.register
 def _(node: LocalPartitionNode):
     sources = tuple(_rewrite(s)[0] for s in node.sources)
     distribution = {"repartition": _hashed(node.keys), "gather": SINGLE}.get(node.partition_kind, ANY)
@@ -146,7 +154,8 @@ def _(node: AggregationNode):
         partial_schema = aggregation_output_schema(AggregationStep.PARTIAL, key_fields, node.aggregate_names, node.aggregates)
         partial = AggregationNode(id=f"{node.id}.partial", output_schema=partial_schema, sources=(source,),
                                   step=AggregationStep.PARTIAL, grouping_keys=keys,
-                                  aggregate_names=node.aggregate_names, aggregates=node.aggregates)
+                                  aggregate_names=node.aggregate_names, aggregates=node.aggregates,
+                                  global_grouping_sets=node.global_grouping_sets, group_id_key=node.group_id_key)
         final = replace(node, sources=(_exchange(partial, node.id, keys),), step=AggregationStep.FINAL,
                         aggregates=final_step_aggregates(node.aggregates, node.aggregate_names))
         return final, done

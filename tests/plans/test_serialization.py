@@ -184,6 +184,9 @@ PLANS = {
     "cross_join_scalar_subquery": scalar_subquery,
     "window": lambda: scan_wide().window(["s"], ["i64 DESC NULLS FIRST"], [
         "rank() AS r", "lag(d, 2, 0) AS prev", "sum(i64) OVER (ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS total"]).plan(),
+    "group_id_rollup": lambda: scan_wide().group_id([["k", "s2"], ["k"], []], ["i64", "s"], "gid",
+                                                    grouping_keys=[("k", "i32"), ("s2", "s")])
+    .aggregation(["k", "s2", "gid"], ["count(*) AS c", "sum(i64) AS t"]).plan(),
     "tpch_q1": lambda: query(1, {"lineitem": LINEITEM}),
     "tpch_q6": lambda: query(6, {"lineitem": LINEITEM}),
     "tpch_primer": lambda: primer_query({"lineitem": LINEITEM}),
