@@ -271,9 +271,11 @@ class ScalarTranslator:
         operand = self.translate(tree.this)
         value_trees = lifted_values(tree.expressions)
         values = [self.translate(value) for value in value_trees]
-        for value, value_tree in zip(values, value_trees):
-            if not isinstance(value, Literal):
-                raise self.error("IN list values must be constants", value_tree)
+        if not all(isinstance(value, Literal) for value in values):
+            # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
+            # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation.
+            disjunction = exp.or_(*(exp.EQ(this=tree.this.copy(), expression=value.copy()) for value in value_trees))
+            return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
         try:
             everything = functools.reduce(common_type, [v.dtype for v in values], operand.dtype)
         except TypeError:
