@@ -188,10 +188,15 @@ def _greatest(translator: Any, tree: exp.Expression) -> Expr:
 
 
 def _integer_division(translator: Any, tree: exp.IntDiv) -> Expr:
+    # Typed as '+' types its operands (tinyint_col // 3 is TINYINT); imported here, scalar_translation imports us.
+    from gpu_engine.plans.scalar_translation import _integer_literal_as
+
     left, right = _translate(translator, [tree.this, tree.expression])
     left, right = _typed_null(left, right.dtype), _typed_null(right, left.dtype)
     if _untyped(left):
         return left
+    left, right = (_integer_literal_as(tree.this, left, tree.expression, right),
+                   _integer_literal_as(tree.expression, right, tree.this, left))
     return build_function(translator, "//", [left, right], tree)
 
 

@@ -77,19 +77,46 @@ def _floor_ceil(device: Device, name: str, column: Column, dtype: pa.DataType) -
     return Column(dtype, fit_to_type(device, result, dtype, column.validity, name), column.validity)
 
 
-def _round_float(xp: Any, values: Any, digits: int) -> Any:
-    """Return C's ``round(x * 10**n) / 10**n`` (``round(x / 10**-n) * 10**-n`` for negative n), as DuckDB.
+def _product_error(xp: Any, a: Any, b: float) -> tuple[Any, Any]:
+    """Return ``(p, e)`` with ``p = fl(a * b)`` and ``a * b = p + e`` exactly (Dekker's product, Veltkamp's split)."""
+    product = a * b
 
-    Where the scaled value overflows DuckDB returns the input (0 for negative n).
+    def split(value: Any) -> tuple[Any, Any]:
+        scaled = 134217729.0 * value  # 2**27 + 1
+        high = scaled - (scaled - value)
+        return high, value - high
+
+    a_high, a_low = split(a)
+    b_high, b_low = split(xp.asarray(b, dtype=xp.float64))
+    error = ((a_high * b_high - product) + a_high * b_low + a_low * b_high) + a_low * b_low
+    return product, error
+
+
+def _round_float(xp: Any, values: Any, digits: int) -> Any:
+    """Return ``values`` rounded to ``digits`` decimal places as DuckDB 2 does: the exact binary value rounded,
+    halves away from zero (``round(2.675, 2)`` is 2.67: 2.675 is stored as 2.67499999...; ``round(0.125, 2)`` is
+    0.13). Scaling by ``10**digits`` rounds once; the rounding error, computed exactly, decides the ties it makes.
+    Values already integral at that scale (and NaN, infinities) come back unchanged.
     """
-    if digits == 0:
-        return round_half_away(xp, values)
+    if digits > 308:  # finer than any double's digits
+        return values
+    if digits < -308:  # coarser than any finite double: 0 (NaN and infinities stay)
+        return xp.where(xp.isfinite(values), 0.0, values)
     modifier = 10.0 ** abs(digits)
-    if digits > 0:
-        rounded = round_half_away(xp, values * modifier) / modifier
-        return xp.where(xp.isfinite(rounded), rounded, values)
-    rounded = round_half_away(xp, values / modifier) * modifier
-    return xp.where(xp.isfinite(rounded), rounded, 0.0)
+    with_error = digits >= 0
+    if with_error:
+        scaled, error = _product_error(xp, values, modifier)
+    else:
+        scaled = values / modifier
+        product, product_error = _product_error(xp, scaled, modifier)
+        error = (values - product) - product_error  # values = scaled * modifier + error: the quotient's sign
+    rounded = round_half_away(xp, scaled)
+    tie = xp.abs(scaled - xp.trunc(scaled)) == 0.5
+    toward_zero = tie & (((scaled > 0) & (error < 0)) | ((scaled < 0) & (error > 0)))
+    rounded = xp.where(toward_zero, rounded - xp.sign(scaled), rounded)
+    result = rounded / modifier if with_error else rounded * modifier
+    keep = ~xp.isfinite(result) | ~xp.isfinite(scaled) | (xp.abs(scaled) >= 2.0**52)
+    return xp.where(keep, values, result)
 
 
 def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> Column:

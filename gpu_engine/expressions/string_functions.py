@@ -54,7 +54,8 @@ def _per_value(device: Device, column: Column, compute: Callable[[pa.Array], Any
 
     def function(offsets: Any, chars: Any) -> Any:
         values = compute(Column(pa.string(), chars, None, offsets).to_arrow(device))
-        return device.asarray(np.asarray(values.fill_null(0).to_numpy(zero_copy_only=False)))
+        filled = values.fill_null(False if pa.types.is_boolean(values.type) else 0)
+        return device.asarray(np.asarray(filled.to_numpy(zero_copy_only=False)))
 
     return Column(dtype, map_values(device, column, function), string_validity(device, column))
 

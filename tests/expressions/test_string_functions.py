@@ -1,0 +1,141 @@
+"""Check the string functions against DuckDB 2.0.1: values, result types and NULL rules, on plain and
+dictionary-encoded columns, through the translator (PlanBuilder's SQL snippets), PlanBuilder and Session.sql."""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pytest
+
+from duckdb_check import check, small_table
+from gpu_engine import Session
+from gpu_engine.columnar.types import normalize_type
+from gpu_engine.errors import ExecutionError, PlanError
+from gpu_engine.expressions import evaluate
+from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.expressions import Function, Like
+from gpu_engine.plans.sql_translator import parse_expression
+from duckdb_reference import assert_same_rows
+
+#: NULLs, empty and blank strings, multi-byte characters, LIKE wildcards in the data, case pairs.
+STRING_VALUES = ["", "a", "abc", "ABC", None, "hello", "héllo", "naïve café", "日本語テキスト", "🎉 party", "a%b_c",
+                 "  spaced  ", "Ωmega", "x" * 12, "é", "HeLLo World", "ß", "tab\there", None, "Ǆ ǅ ǆ", "ﬁne", "l"]
+
+TABLE = small_table(
+    s=pa.array(STRING_VALUES, pa.string()),
+    ds=pa.DictionaryArray.from_arrays(pa.array([k % 7 if k % 5 else None for k in range(len(STRING_VALUES))],
+                                               pa.int32()),
+                                      pa.array(["BRAZIL", "", "éire", "a_b%c", "  Pad  ", "日本", "ﬁx"])),
+    n=pa.array([k % 9 - 3 if k % 4 else None for k in range(len(STRING_VALUES))], pa.int32()),
+)
+
+
+def _schema(table: pa.Table) -> pa.Schema:
+    return pa.schema([pa.field(f.name, normalize_type(f.type)) for f in table.schema])
+
+
+def duckdb_type(sql: str, table: pa.Table) -> pa.DataType:
+    """Return the Arrow type DuckDB gives ``sql`` over ``table``."""
+    with duckdb.connect() as connection:
+        connection.register("t", table)
+        table = connection.sql(f"SELECT {sql} AS r FROM t LIMIT 0").to_arrow_table()  # typed, nothing evaluated
+        return normalize_type(table.schema.field("r").type)
+
+
+def check_sql(device, sql: str, table: pa.Table = TABLE):
+    """Translate ``sql`` as PlanBuilder does, check its type is DuckDB's, then its values."""
+    expr = parse_expression(sql, _schema(table), "Project[0]")
+    assert expr.dtype == duckdb_type(sql, table), f"{sql}: engine types {expr.dtype}"
+    return check(device, expr, sql, table)
+
+
+CASES = [
+    "upper(s)", "lower(s)", "upper(ds)", "lower(ds)", "length(s)", "length(ds)", "char_length(s)",
+    "s || '!'", "'<' || s || '>'", "s || ds", "ds || '-' || ds", "s || CAST(NULL AS VARCHAR)", "concat(s, '-', ds)", "concat(s)",
+    "concat(s, n, ds)", "s || n", "concat('a', NULL, 'b')",
+    "trim(s)", "ltrim(s)", "rtrim(s)", "trim(ds)", "trim(s, 'ax ')", "ltrim(s, '')", "rtrim(ds, 'Pd ')",
+    "replace(s, 'a', 'XY')", "replace(s, 'é', '')", "replace(s, '', 'x')", "replace(ds, 'A', 'a')",
+    "strpos(s, 'l')", "strpos(s, 'é')", "strpos(s, '')", "position('b' IN s)", "instr(ds, 'I')", "strpos(s, NULL)",
+    "left(s, 2)", "left(s, 0)", "left(s, -2)", "right(s, 3)", "right(s, 0)", "right(s, -1)", "left(ds, 100)",
+    "lpad(s, 6, '*')", "rpad(s, 6, 'xy')", "lpad(s, 0, '*')", "lpad(s, -1, '*')", "rpad(ds, 3, 'é')",
+    "starts_with(s, 'a')", "ends_with(s, 'o')", "contains(s, 'l')", "contains(s, '')", "contains(ds, '_b%')",
+    "starts_with(ds, 'a_')", "ends_with(s, '%')", "prefix(s, 'h')", "suffix(ds, 'IL')",
+    "s ILIKE '%L%'", "s NOT ILIKE 'h%'", "ds ILIKE 'brazil'", "ds ILIKE '%É%'", "NOT (s ILIKE 'A%')",
+    "upper(NULL)", "length(upper(s)) + strpos(lower(ds), 'a')", "upper('héllo')",
+]
+
+
+@pytest.mark.parametrize("sql", CASES)
+def test_string_function(device, sql):
+    check_sql(device, sql)
+
+
+def test_dictionary_input_is_transformed_once_per_value(device):
+    result = check_sql(device, "upper(ds)")
+    assert result.is_dictionary  # rows keep their codes; the dictionary's 7 values were converted
+    assert len(result.dictionary) == 7
+    result = check_sql(device, "ds || '!'")
+    assert result.is_dictionary
+
+
+def test_lpad_without_fill_to_pad_raises_as_duckdb():
+    table = small_table(s=pa.array(["ab", None]))
+    with pytest.raises(duckdb.Error, match="Insufficient padding"):
+        duckdb.sql("SELECT lpad('ab', 4, '')").fetchall()
+    expr = parse_expression("lpad(s, 4, '')", _schema(table), "Project[0]")
+    from duckdb_check import batch_of
+    from gpu_engine.device import get_device
+    with pytest.raises(ExecutionError, match="Insufficient padding in LPAD"):
+        evaluate(expr, batch_of(table, get_device("cpu")))
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("upper(n)", "upper() needs a string as argument 1, got int32"),
+    ("replace(s, ds, 'x')", "replace()'s search string (argument 2) must be a constant"),
+    ("lpad(s, n, '*')", "lpad()'s length (argument 2) must be a constant"),
+    ("left(s)", "left"),
+    ("lpad(s, 3)", "lpad() takes 3 arguments"),
+    ("s ILIKE ds", "the ILIKE pattern must be a string constant"),
+    ("strpos(s, 'a', 2)", None),
+    ("regexp_matches(s, 'a')", "regexp_matches"),
+])
+def test_refusals_name_the_function(sql, message):
+    with pytest.raises(PlanError) as raised:
+        parse_expression(sql, _schema(TABLE), "Project[3]")
+    assert "Project[3]" in str(raised.value)
+    if message is not None:
+        assert message in str(raised.value)
+
+
+def test_ilike_is_like_on_lower():
+    expr = parse_expression("s ILIKE 'AbC%'", _schema(TABLE), "Filter[0]")
+    assert isinstance(expr, Like) and expr.pattern == "abc%"
+    assert isinstance(expr.operand, Function) and expr.operand.name == "lower"
+
+
+def _duckdb(sql: str, table: pa.Table) -> pa.Table:
+    with duckdb.connect() as connection:
+        connection.register("t", table)
+        return connection.sql(sql).to_arrow_table()
+
+
+def test_plan_builder_and_session(device_name):
+    table = TABLE.drop_columns(["rid"])
+    plan = (PlanBuilder().values(table)
+            .filter("s IS NOT NULL AND length(s) > 1")
+            .project(["upper(s) AS u", "lpad(ds, 4, '.') AS p", "s || '|' || coalesce(ds, '?') AS j"]).plan())
+    session = Session(device=device_name)
+    expected = _duckdb("SELECT upper(s) AS u, lpad(ds, 4, '.') AS p, s || '|' || coalesce(ds, '?') AS j "
+                       "FROM t WHERE s IS NOT NULL AND length(s) > 1", table)
+    assert_same_rows(session.execute(plan), expected)
+    session.register("t", table)
+    query = ("SELECT lower(ds) AS k, count(*) AS c, max(length(s)) AS m, min(s || ds) AS x, "
+             "max(concat(trim(s), '/', right(ds, 2))) AS y FROM t "
+             "WHERE s NOT ILIKE '%O%' GROUP BY lower(ds) ORDER BY k NULLS FIRST")
+    assert_same_rows(session.sql(query), _duckdb(query, table), ordered=True)
+
+
+def test_functions_are_named_in_explain():
+    plan = PlanBuilder().values(TABLE).project(["s || '!' AS a", "lpad(s, 3, 'x') AS b"]).plan()
+    text = Session(device="cpu").explain(plan)
+    assert "(s || '!')" in text and "lpad(s, 3, 'x')" in text
