@@ -59,6 +59,7 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, takes_two_arguments, unsupported_aggregate_text
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
@@ -1143,7 +1144,7 @@ class QueryPlanner:
         trees = projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
         for t in trees:
             for node in t.find_all(exp.AggFunc):
-                if not isinstance(node, _AGGREGATES):
+                if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)):
                     raise _unsupported(unsupported_aggregate_text(node), node)
         aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:
@@ -1162,7 +1163,9 @@ class QueryPlanner:
                 raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
                                "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
             raise _unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
-        if group or aggregates:
+        if uses_grouping_sets(group, trees):
+            relation, replacements, columns = plan_grouping_sets(self, relation, group, aggregates, trees, select)
+        elif group or aggregates:
             relation, replacements, columns = self._aggregate(relation, group, aggregates, select)
         if having is not None:
             relation = self._post_filter(relation, having, columns, replacements, ctes)

@@ -47,7 +47,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
 
     Refused: SELECT without FROM, substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
-    ROLLUP/CUBE/GROUPING SETS, TABLESAMPLE, QUALIFY, catalogs and schemas
+    TABLESAMPLE, QUALIFY, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
     for node in tree.walk():
@@ -70,10 +70,6 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
             raise _error(f"unsupported SQL: {what}; write it with GROUP BY and CASE (or UNION ALL)", node, what)
         elif isinstance(node, exp.With) and node.args.get("recursive"):
             raise _error("unsupported SQL: WITH RECURSIVE (recursive CTEs)", node, "WITH RECURSIVE")
-        elif isinstance(node, (exp.Rollup, exp.Cube, exp.GroupingSets)):
-            what = {exp.Rollup: "ROLLUP", exp.Cube: "CUBE", exp.GroupingSets: "GROUPING SETS"}[type(node)]
-            raise _error(f"unsupported SQL: GROUP BY {what} ({_sql(node)}); group by each set in its own query "
-                         "and combine them with UNION ALL", node, what)
         elif isinstance(node, exp.TableSample):
             raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
         elif isinstance(node, exp.Qualify):

@@ -1,0 +1,209 @@
+"""Plan ``GROUP BY GROUPING SETS / ROLLUP / CUBE`` and ``grouping()``: a GroupId under one aggregation.
+
+As Velox and Presto plan them: the grouping sets are expanded to lists of key
+expressions (``ROLLUP (a, b)`` is ``(a, b), (a), ()``; ``CUBE`` every subset;
+several items of a GROUP BY combine as a cross product, ``GROUP BY a,
+ROLLUP (b)`` being ``(a, b), (a)``); a :class:`~gpu_engine.plans.nodes.GroupIdNode`
+repeats the rows once per set with the keys outside it NULL and the set's id
+in a column of its own; one ordinary aggregation groups by the keys and that
+id, so a key's own NULLs and the NULLs of a set that leaves it out stay
+distinct groups, and the aggregation splits into PARTIAL and FINAL steps
+across drivers as any other. Each ``grouping(k1, …, kn)`` (and Spark's
+``grouping_id``) is a column computed from the group id after the
+aggregation: bit ``n - 1 - i`` is set when ``ki`` is not grouped in the row's
+set (DuckDB's definition: the leftmost argument is the most significant
+bit); HAVING, the SELECT list and ORDER BY then read it like a key.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.sql.errors import SqlError, position_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.sql.planner import QueryPlanner, Relation
+
+__all__ = ["uses_grouping_sets", "plan_grouping_sets", "GROUPING_CALLS", "MAX_GROUPING_SETS"]
+
+#: At most this many grouping sets a GROUP BY may expand to (CUBE of 12 keys); every set repeats the input rows.
+MAX_GROUPING_SETS = 4096
+
+_SET_ITEMS = (exp.Rollup, exp.Cube, exp.GroupingSets)
+GROUPING_CALLS = (exp.Grouping, exp.GroupingId)
+
+
+def _error(message: str, node: exp.Expression | None) -> SqlError:
+    line, col = position_of(node)
+    return SqlError(message, line=line, col=col, name=node.sql(dialect="duckdb")[:80] if node is not None else None)
+
+
+def uses_grouping_sets(group: list[exp.Expression], trees: list[exp.Expression]) -> bool:
+    """Return True when the GROUP BY has ROLLUP, CUBE or GROUPING SETS, or a clause calls ``grouping()``."""
+    return any(isinstance(item, _SET_ITEMS) for item in group) or any(
+        tree.find(*GROUPING_CALLS) is not None for tree in trees)
+
+
+def _elements(item: exp.Expression) -> list[exp.Expression]:
+    """Return the keys one element of ROLLUP/CUBE/GROUPING SETS names: ``(a, b)`` two, ``a`` one, ``()`` none."""
+    if isinstance(item, exp.Tuple):
+        return list(item.expressions)
+    if isinstance(item, exp.Paren):
+        return _elements(item.this)
+    return [item]
+
+
+def _expand(item: exp.Expression) -> list[list[exp.Expression]]:
+    """Return the grouping sets one GROUP BY item stands for, each a list of key expressions."""
+    if isinstance(item, exp.Rollup):
+        parts = [_elements(e) for e in item.expressions]
+        return [[key for part in parts[:n] for key in part] for n in range(len(parts), -1, -1)]
+    if isinstance(item, exp.Cube):
+        parts = [_elements(e) for e in item.expressions]
+        if len(parts) > 12:
+            raise _error(f"CUBE of {len(parts)} items makes {2 ** len(parts)} grouping sets; at most "
+                         f"{MAX_GROUPING_SETS} are supported", item)
+        return [[key for keep, part in zip(mask, parts) if keep for key in part]
+                for mask in itertools.product((True, False), repeat=len(parts))]
+    if isinstance(item, exp.GroupingSets):
+        sets = []
+        for element in item.expressions:
+            if isinstance(element, (exp.Rollup, exp.Cube)):
+                sets.extend(_expand(element))
+            elif isinstance(element, exp.GroupingSets):
+                raise _error("GROUPING SETS nested in GROUPING SETS; list the sets in one GROUPING SETS", element)
+            else:
+                sets.append(_elements(element))
+        return sets
+    return [[item]]
+
+
+def _grouping_sets(group: list[exp.Expression]) -> list[list[exp.Expression]]:
+    """Return the cross product of the GROUP BY items' sets, in DuckDB's order (a key listed twice in a set once)."""
+    sets: list[list[exp.Expression]] = [[]]
+    for item in group:
+        sets = [left + right for left in sets for right in _expand(item)]
+        if len(sets) > MAX_GROUPING_SETS:
+            raise _error(f"the GROUP BY expands to more than {MAX_GROUPING_SETS} grouping sets", item)
+    unique = []
+    for keys in sets:
+        texts = {}
+        for key in keys:
+            if isinstance(key, (exp.Literal, exp.Null, exp.Boolean)):
+                raise _error("GROUP BY a constant in a grouping set (group by a column or an expression)", key)
+            if isinstance(key, (*_SET_ITEMS, exp.Tuple)):
+                raise _error(f"{key.key.upper()} inside a grouping set element; write the sets out", key)
+            texts.setdefault(key.sql(), key)
+        unique.append(list(texts.values()))
+    return unique
+
+
+def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: list[exp.Expression],
+                       aggregates: list[exp.Expression], trees: list[exp.Expression], select: exp.Select):
+    """Plan the GroupId, the aggregation and the ``grouping()`` columns; return what ``_aggregate`` returns.
+
+    That is the aggregated relation, the replacements (SQL text of a key, an
+    aggregate or a ``grouping()`` call -> its column) and the columns of the
+    keys by ``(table alias, column)``, so HAVING, SELECT and ORDER BY are
+    planned as for a plain GROUP BY.
+    """
+    from gpu_engine.plans.nodes import PlanNode
+    from gpu_engine.sql.planner import Relation, _quoted
+
+    sets = _grouping_sets(group)
+    keys: dict[str, exp.Expression] = {}
+    for kept in sets:
+        for key in kept:
+            keys.setdefault(key.sql(), key)
+    replacements: dict[str, str] = {}
+    key_columns: dict[tuple[str, str], str] = {}
+    pairs, pre = [], []  # (key output name, input column); projections of expression keys
+    for text, key in keys.items():
+        if isinstance(key, exp.Column):
+            source = relation.columns.get((key.table, key.name))
+            if source is None:
+                line, col = position_of(key)
+                raise SqlError(f"column {key.sql()} is not available", line=line, col=col)
+            name = _fresh_beside(planner, relation.node, key.name, key.table)
+            key_columns[(key.table, key.name)] = name
+        else:
+            if key.find(exp.AggFunc) is not None:
+                raise _error("an aggregate in GROUP BY", key)
+            source = planner._fresh(f"$key{len(pairs)}")
+            pre.append(f"{planner._render(key, relation.columns)} AS {_quoted(source)}")
+            name = _fresh_beside(planner, relation.node, f"$grouped{len(pairs)}")
+        replacements[text] = name
+        pairs.append((name, source))
+    calls = []
+    for aggregate in aggregates:
+        text = aggregate.sql()
+        if text in replacements:
+            continue
+        name = planner._fresh(f"${aggregate.key}{len(calls)}")
+        calls.append(f"{planner._render(aggregate, relation.columns)} AS {_quoted(name)}")
+        replacements[text] = name
+    group_id = _fresh_beside(planner, relation.node, "$group_id")
+    position = {text: i for i, text in enumerate(keys)}
+    set_names = [[pairs[position[key.sql()]][0] for key in kept] for kept in sets]
+    node: PlanNode = relation.node
+    try:
+        builder = planner._builder(node)
+        inputs = list(node.output_schema.names)
+        if pre:
+            builder = builder.project([_quoted(n) for n in inputs] + pre)
+        builder = builder.group_id(set_names, inputs, group_id, grouping_keys=pairs)
+        builder = builder.aggregation([name for name, _ in pairs] + [group_id], calls)
+        masks = _grouping_columns(planner, trees, keys, sets, replacements, group_id)
+        if masks:
+            passed = [_quoted(n) for n in builder.plan().output_schema.names]
+            builder = builder.project(passed + masks)
+        node = builder.plan()
+    except PlanError as error:
+        raise planner._plan_error(error, aggregates[0] if aggregates else select) from None
+    rows = max(1.0, relation.rows / 10) * len(sets)
+    return Relation(node, dict(key_columns), relation.aliases, rows, {}), replacements, dict(key_columns)
+
+
+def _fresh_beside(planner: "QueryPlanner", node, name: str, alias: str | None = None) -> str:
+    """Return a fresh internal name that no column of ``node`` has (a key's copy must not shadow its input)."""
+    fresh = planner._fresh(name, alias)
+    while fresh in node.output_schema.names:
+        fresh = planner._fresh(fresh)
+    return fresh
+
+
+def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[str, exp.Expression],
+                      sets: list[list[exp.Expression]], replacements: dict[str, str], group_id: str) -> list[str]:
+    """Return a projection per distinct ``grouping()`` call, its bit mask chosen by the group id."""
+    from gpu_engine.sql.planner import _quoted
+
+    projections = []
+    set_texts = [{key.sql() for key in kept} for kept in sets]
+    for tree in trees:
+        for call in tree.find_all(*GROUPING_CALLS):
+            text = call.sql()
+            if text in replacements:
+                continue
+            arguments = list(call.expressions) or ([call.this] if call.this is not None else [])
+            if not arguments:
+                raise _error("grouping() needs at least one argument", call)
+            for argument in arguments:
+                if argument.sql() not in keys:
+                    raise _error(f"the argument {argument.sql(dialect='duckdb')} of grouping() must be a grouping "
+                                 "column (a key of the GROUP BY)", argument)
+            width = len(arguments)
+            masks = [sum(1 << (width - 1 - i) for i, argument in enumerate(arguments)
+                         if argument.sql() not in kept) for kept in set_texts]
+            name = planner._fresh(f"$grouping{len(projections)}")
+            if len(set(masks)) == 1:
+                value = f"CAST({masks[0]} AS BIGINT)"
+            else:
+                value = ("CASE " + " ".join(f"WHEN {_quoted(group_id)} = {i} THEN CAST({mask} AS BIGINT)"
+                                            for i, mask in enumerate(masks)) + " END")
+            projections.append(f"{value} AS {_quoted(name)}")
+            replacements[text] = name
+    return projections
