@@ -9,3 +9,7 @@ to the module (``__pycache__``, or ``NUMBA_CACHE_DIR`` where that is not
 writable), so only the first process on a machine pays the JIT compilation
 (~10 s for the TPC-H operators); later processes load it in about a second.
 """
+
+from gpu_engine.codegen.numba_cache_lock import install as _install_numba_cache_lock
+
+_install_numba_cache_lock()  # before any kernel compiles: cache writes are safe between processes

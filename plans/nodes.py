@@ -224,7 +224,11 @@ class FusedAggregationNode(PlanNode):
     not evaluated further). A FINAL or INTERMEDIATE step has neither
     predicates nor projections: it merges the partial results it reads. The output is the aggregation's: ``key_names``,
     then the aggregates' columns. ``fused`` lists the labels of the nodes it
-    replaced, for explain.
+    replaced, for explain; ``replaced`` holds those nodes themselves (the
+    AggregationNode first, then the Filters and Projects below it, top down),
+    from which the operator builds its lowest tier: the operators the unfused
+    plan would run, for batches that arrive before the kernel is compiled
+    (:mod:`gpu_engine.codegen.background_compiles`).
     """
 
     predicates: tuple[Expr, ...]
@@ -234,6 +238,7 @@ class FusedAggregationNode(PlanNode):
     aggregate_names: tuple[str, ...]
     aggregates: tuple[AggregateCall, ...]
     fused: tuple[str, ...]
+    replaced: tuple["PlanNode", ...] = field(default=(), compare=False, repr=False)
 
     def describe(self) -> str:
         parts = []

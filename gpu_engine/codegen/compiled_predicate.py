@@ -31,8 +31,10 @@ class CompiledPredicate(CompiledRowKernel):
     _generate = staticmethod(generate_fused_filter)
 
     @classmethod
-    def of(cls, device, predicate, schema) -> "CompiledPredicate | None":
+    def of(cls, device, predicate, schema, compile_mode: str = "inline") -> "CompiledPredicate | None":
         """Return the compiled form of ``predicate`` over ``schema`` (name -> type), or None when it has none.
+
+        ``compile_mode``: see :class:`~gpu_engine.exec.query_ctx.EngineConfig`.
 
         None also when it is too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
@@ -42,10 +44,12 @@ class CompiledPredicate(CompiledRowKernel):
             refuse_oversized(program)
         except (Unsupported, NotImplementedError):
             return None
-        return None if cls._refusal(program) else cls(device, program)
+        return None if cls._refusal(program) else cls(device, program, compile_mode)
 
     def mask(self, batch: Batch) -> Any:
-        """Return a bool per row of ``batch``: True where the predicate is TRUE (errors: see :meth:`_launch`)."""
+        """Return a bool per row of ``batch``: True where the predicate is TRUE (errors: see :meth:`_launch`).
+
+        None when the kernel is not compiled yet: the caller evaluates the predicate eagerly.
+        """
         mask = self.device.xp.empty(batch.num_rows, dtype=self.device.xp.bool_)
-        self._launch(batch, {"mask": mask})
-        return mask
+        return mask if self._launch(batch, {"mask": mask}) else None

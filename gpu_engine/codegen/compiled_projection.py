@@ -34,8 +34,10 @@ class CompiledProjection(CompiledRowKernel):
     _generate = staticmethod(generate_fused_projection)
 
     @classmethod
-    def of(cls, device, expressions: Sequence[Expr], schema) -> "CompiledProjection | None":
+    def of(cls, device, expressions: Sequence[Expr], schema, compile_mode: str = "inline") -> "CompiledProjection | None":
         """Return ``expressions`` (over ``schema``, name -> type) compiled, or None when one has no row code.
+
+        ``compile_mode``: see :class:`~gpu_engine.exec.query_ctx.EngineConfig`.
 
         None also when they are too large for one kernel (:mod:`~gpu_engine.codegen.kernel_bounds`).
         """
@@ -45,15 +47,17 @@ class CompiledProjection(CompiledRowKernel):
             refuse_oversized(program)
         except (Unsupported, NotImplementedError):
             return None
-        return None if cls._refusal(program) else cls(device, program)
+        return None if cls._refusal(program) else cls(device, program, compile_mode)
 
-    def columns(self, batch: Batch) -> list[Column]:
-        """Return one column per expression over ``batch``'s rows (errors: see :meth:`_launch`)."""
+    def columns(self, batch: Batch) -> list[Column] | None:
+        """Return one column per expression over ``batch``'s rows (errors: see :meth:`_launch`).
+
+        None when the kernel is not compiled yet: the caller evaluates the expressions eagerly.
+        """
         xp, n = self.device.xp, batch.num_rows
         outputs, columns = {}, []
         for j, expr in enumerate(self.program.outputs):
             outputs[f"o{j}"] = xp.empty(n, dtype=physical_dtype(expr.dtype))
             outputs[f"o{j}_v"] = xp.empty(n, dtype=xp.bool_)
             columns.append(Column(expr.dtype, outputs[f"o{j}"], outputs[f"o{j}_v"]))
-        self._launch(batch, outputs)
-        return columns
+        return columns if self._launch(batch, outputs) else None

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from gpu_engine.codegen.background_compiles import TierSwitch
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, GeneratedKernel, KernelLayout
 from gpu_engine.codegen.fusion_program import FusionProgram
@@ -41,9 +42,11 @@ class CompiledRowKernel:
 
     name = ""
 
-    def __init__(self, device, program: FusionProgram):
+    def __init__(self, device, program: FusionProgram, compile_mode: str = "inline"):
         self.device = device
         self.program = program
+        #: Whether a batch runs the kernel or the caller's eager evaluation (:mod:`~gpu_engine.codegen.background_compiles`).
+        self.tiers = TierSwitch(device, compile_mode)
         self._inputs = KernelInputs(device, program)
         #: The program's constants (see kernel_parameters), uploaded once for every batch's launch.
         self._parameters = kernel_parameter_array(device, program)
@@ -63,8 +66,11 @@ class CompiledRowKernel:
             return True
         return False
 
-    def _launch(self, batch: Batch, outputs: dict[str, Any]) -> None:
-        """Run the kernel over ``batch`` into ``outputs`` (arrays by parameter name).
+    def _launch(self, batch: Batch, outputs: dict[str, Any]) -> bool:
+        """Run the kernel over ``batch`` into ``outputs`` (arrays by parameter name); return False when it did not run.
+
+        It does not run while it is not compiled yet and compiles in the background (see
+        :class:`~gpu_engine.codegen.background_compiles.TierSwitch`): the caller evaluates the batch eagerly.
 
         An error (an overflow) is a deferred check
         (:func:`~gpu_engine.expressions.deferred_checks.defer_row_check`): raised when the caller's
@@ -76,8 +82,11 @@ class CompiledRowKernel:
         n = batch.num_rows
         status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
         values = dict(arrays, **outputs, n=n, status=status, parameters=self._parameters)
-        launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),
-                    *(values[p] for p in parameters))
+        arguments = [values[p] for p in parameters]
+        cpu_twin = getattr(module, f"{self.name}_cpu")
+        if not self.tiers.use_generated([(cpu_twin, arguments)]):
+            return False
+        launch_twin(self.device, n, cpu_twin, getattr(module, f"{self.name}_cuda"), *arguments)
 
         def failure(error: int) -> ExecutionError:
             row, code = divmod(error, ERROR_CODE_BASE)
@@ -85,6 +94,7 @@ class CompiledRowKernel:
 
         # Read with the enclosing block's other checks (one host sync).
         defer_row_check(self.device, status[ROW_KERNEL_STATUS_ERROR:ROW_KERNEL_STATUS_ERROR + 1], _NO_ERROR, failure)
+        return True
 
     def _kernel(self, layout: KernelLayout):
         compiled = self._kernels.get(layout)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import enum
 from concurrent.futures import Future
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
 from gpu_engine.columnar.batch import Batch
@@ -114,6 +114,9 @@ class OperatorCtx:
     driver_id: int
     operator_id: int
     num_drivers: int
+    #: True for the operators a fused operator runs its lowest tier with: they see ``fuse=False``, so they
+    #: never generate a kernel themselves (:mod:`gpu_engine.codegen.background_compiles`).
+    lowest_tier: bool = False
 
     @property
     def device(self):
@@ -122,8 +125,9 @@ class OperatorCtx:
 
     @property
     def config(self):
-        """Return the query's configuration."""
-        return self.task.query_ctx.config
+        """Return the query's configuration (with ``fuse=False`` for a lowest-tier operator)."""
+        config = self.task.query_ctx.config
+        return replace(config, fuse=False) if self.lowest_tier else config
 
 
 class Operator:

@@ -8,6 +8,7 @@ import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
+from gpu_engine.codegen.background_compiles import COMPILE_MODES, default_compile_mode
 from gpu_engine.device import Device
 from gpu_engine.exec.memory_pool import MemoryPool, create_query_pool
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
@@ -77,6 +78,7 @@ _CHOICE_SETTINGS = {
     "scan_pinned_staging": (None, True, False),
     "parquet_reader": ("auto", "pyarrow", "cudf"),
     "fuse": (True, False),
+    "compile_mode": COMPILE_MODES,
 }
 
 
@@ -154,6 +156,15 @@ class EngineConfig:
         Replace filter/project/aggregation stretches by fused operators that
         run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
         ``False`` runs every node as its own operator, for comparison.
+    compile_mode
+        When a generated kernel that is not compiled yet meets its first batch
+        (:mod:`gpu_engine.codegen.background_compiles`): ``"background"``
+        (default, or ``$GPU_ENGINE_COMPILE_MODE``) runs the batch on the lowest
+        tier (eager expressions, static kernels) while a compile process
+        of low priority compiles the kernel, which later batches and queries
+        use; ``"inline"`` compiles on the driver first (the batch waits);
+        ``"alternate"`` runs each operator's odd batches on the lowest tier and
+        its even ones on the generated kernels (checks that the tiers agree).
     """
 
     batch_rows: int | None = None
@@ -170,6 +181,7 @@ class EngineConfig:
     parquet_reader: str = "auto"
     scan_prefetch_depth: int | None = None
     fuse: bool = True
+    compile_mode: str = field(default_factory=default_compile_mode)
 
     def __post_init__(self) -> None:
         """Refuse values no query could run with, here rather than half-way through the first query.

@@ -29,6 +29,27 @@ from gpu_engine.plans.nodes import FilterNode, ProjectNode
 __all__ = ["FilterProject"]
 
 
+class _EagerExpressions:
+    """Expressions evaluated one node at a time over the columns they read (shared subexpressions once)."""
+
+    def __init__(self, expressions: tuple):
+        needed: dict[str, None] = {}
+        for expression in expressions:
+            needed.update(dict.fromkeys(referenced_columns(expression)))
+        self.needed = tuple(needed)
+        self.shared, self.expressions = hoist_common_subexpressions(expressions)
+
+    def evaluate(self, batch: Batch) -> tuple:
+        """Return a column per expression over ``batch`` (its gather map applied to the columns read)."""
+        if not self.expressions:
+            return ()
+        flat = batch.materialize(self.needed) if self.needed else Batch((), (), batch.device, None, batch.num_rows)
+        for name, expression in self.shared:
+            flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None,
+                         flat.num_rows)
+        return tuple(evaluate(e, flat) for e in self.expressions)
+
+
 class FilterProject(Operator):
     """Apply an optional filter, then an optional projection, batch by batch."""
 
@@ -37,29 +58,29 @@ class FilterProject(Operator):
         self.predicate = filter_node.predicate if filter_node is not None else None
         self.project = project_node
         self._compiled = None
+        mode = ctx.config.compile_mode
         if self.predicate is not None and ctx.config.fuse:
             schema = {f.name: f.type for f in filter_node.source.output_schema}
-            self._compiled = CompiledPredicate.of(self.device, self.predicate, schema)
+            self._compiled = CompiledPredicate.of(self.device, self.predicate, schema, mode)
         if project_node is not None:
             self._pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
             self._compiled_projection, self._compiled_positions = None, ()
             eager = tuple(project_node.expressions)
             if ctx.config.fuse and not self._pass_through:
-                eager = self._compile_projection(project_node)
-            needed: dict[str, None] = {}
-            for expression in eager:
-                needed.update(dict.fromkeys(referenced_columns(expression)))
-            self._needed = tuple(needed)
-            self._shared, self._expressions = hoist_common_subexpressions(eager)
+                eager = self._compile_projection(project_node, mode)
+            self._eager = _EagerExpressions(eager)
+            #: Every expression, for batches that run before the projection's kernel is compiled.
+            self._lowest_tier = (_EagerExpressions(tuple(project_node.expressions))
+                                 if self._compiled_projection is not None else self._eager)
 
-    def _compile_projection(self, node: ProjectNode) -> tuple:
+    def _compile_projection(self, node: ProjectNode, mode: str) -> tuple:
         """Compile the computed fixed-width expressions into one kernel; return those left to evaluate eagerly."""
         schema = {f.name: f.type for f in node.source.output_schema}
         computed = [k for k, e in enumerate(node.expressions) if not isinstance(e, ColumnRef)]
-        compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema)
+        compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema, mode)
         if compiled is None:  # keep the ones with row code together in one kernel, the rest eager
             computed = [k for k in computed if CompiledProjection.of(self.device, [node.expressions[k]], schema)]
-            compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema) \
+            compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema, mode) \
                 if computed else None
         if compiled is None:
             return tuple(node.expressions)
@@ -72,10 +93,13 @@ class FilterProject(Operator):
 
     def _filter_and_project(self, batch: Batch) -> None:
         if self.predicate is not None:
-            if self._compiled is not None:  # reads the columns through the batch's gather map
-                mask = self._compiled.mask(batch)
+            # The kernel reads the columns through the batch's gather map; None until it is compiled.
+            mask = self._compiled.mask(batch) if self._compiled is not None else None
+            if mask is not None:
                 self.add_runtime_stat("compiled_predicate_batches", 1)
             else:
+                if self._compiled is not None:
+                    self.add_runtime_stat("lowest_tier_batches", 1)
                 mask = evaluate_predicate(self.predicate, batch.materialize(referenced_columns(self.predicate)))
             selected = selection_from_mask(self.device, mask)
             kept = int(selected.shape[0])
@@ -92,17 +116,17 @@ class FilterProject(Operator):
         node = self.project
         if self._pass_through:
             return batch.select([e.name for e in node.expressions], node.names)
-        flat = batch.materialize(self._needed) if self._needed else Batch((), (), batch.device, None, batch.num_rows)
         with checks_read_together(self.device):  # every expression's overflow checks, read back in one host sync
-            compiled = iter(self._compiled_projection.columns(batch) if self._compiled_projection else ())
-            for name, expression in self._shared:
-                flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None,
-                             flat.num_rows)
-            eager = iter(evaluate(e, flat) for e in self._expressions)
-            columns = tuple(next(compiled) if k in self._compiled_positions else next(eager)
-                            for k in range(len(node.expressions)))
-        if self._compiled_projection is not None:
-            self.add_runtime_stat("compiled_projection_batches", 1)
+            compiled = self._compiled_projection.columns(batch) if self._compiled_projection is not None else None
+            if compiled is None:
+                if self._compiled_projection is not None:
+                    self.add_runtime_stat("lowest_tier_batches", 1)
+                columns = self._lowest_tier.evaluate(batch)
+            else:
+                self.add_runtime_stat("compiled_projection_batches", 1)
+                compiled, eager = iter(compiled), iter(self._eager.evaluate(batch))
+                columns = tuple(next(compiled) if k in self._compiled_positions else next(eager)
+                                for k in range(len(node.expressions)))
         return Batch(node.names, columns, batch.device, None, batch.num_rows)
 
     def get_output(self) -> Batch | None:

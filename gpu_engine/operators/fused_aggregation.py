@@ -18,6 +18,14 @@ hash keys as the kernel does) and runs those rows again.
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
 evaluates each string predicate once.
+
+Until the kernel for a batch's layout is compiled (it compiles in a process of
+its own: :mod:`gpu_engine.codegen.background_compiles`), batches run on the
+lowest tier: the FilterProject and HashAggregation operators the unfused plan
+would run (built from the nodes the fusion pass replaced). A PARTIAL step
+switches to the kernel as soon as it is ready: both tiers emit the same
+partial columns, which the final step merges. Any other step keeps the tier
+its first batch took, so no state is ever split between the two.
 """
 
 from __future__ import annotations
@@ -29,6 +37,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
+from gpu_engine.codegen.background_compiles import TierSwitch
 from gpu_engine.codegen.compiled_modules import generated_module
 from gpu_engine.codegen.fused_aggregation_kernel import (
     NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout, slots_for_groups,
@@ -43,10 +52,10 @@ from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
-from gpu_engine.exec.operator import OperatorCtx
+from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_slot_columns
-from gpu_engine.plans.nodes import FusedAggregationNode
+from gpu_engine.plans.nodes import FilterNode, FusedAggregationNode, ProjectNode
 
 __all__ = ["FusedAggregation"]
 
@@ -144,6 +153,56 @@ def _recycle_unless_shared(xp: Any, words: Any, columns: list[Column]) -> None:
         give_array(xp, words)
 
 
+class _LowestTier:
+    """The operators the unfused plan runs for a fused aggregation's stretch: FilterProjects, then a HashAggregation.
+
+    They are built from the nodes the fusion pass replaced, with a context that turns fusion off, so they
+    never generate a kernel of their own and answer exactly as a plan with ``fuse=False`` does.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: FusedAggregationNode):
+        from dataclasses import replace
+
+        from gpu_engine.operators.filter_project import FilterProject
+        from gpu_engine.operators.hash_aggregation import HashAggregation
+
+        lowest_ctx = replace(ctx, lowest_tier=True)
+        aggregation, *chain = node.replaced
+        chain.reverse()  # bottom up: the order batches pass through them
+        self.stages: list[Operator] = []
+        k = 0
+        while k < len(chain):  # a Filter under a Project makes one FilterProject, as the local planner does
+            step = chain[k]
+            above = chain[k + 1] if k + 1 < len(chain) else None
+            if isinstance(step, FilterNode) and isinstance(above, ProjectNode):
+                self.stages.append(FilterProject(lowest_ctx, step, above))
+                k += 2
+                continue
+            filter_node = step if isinstance(step, FilterNode) else None
+            self.stages.append(FilterProject(lowest_ctx, filter_node, None if filter_node else step))
+            k += 1
+        self.aggregation = HashAggregation(lowest_ctx, aggregation)
+
+    def add_input(self, batch: Batch) -> None:
+        for stage in self.stages:
+            stage.add_input(batch)
+            batch = stage.get_output()
+            if batch is None:  # every row filtered out
+                return
+        self.aggregation.add_input(batch)
+
+    def outputs(self) -> list[Batch]:
+        """Return (and take) the batches the aggregation has ready: flushes of a PARTIAL step, or its result."""
+        batches = []
+        while (batch := self.aggregation.get_output()) is not None:
+            batches.append(batch)
+        return batches
+
+    def close(self) -> None:
+        for operator in (*self.stages, self.aggregation):
+            operator.close()
+
+
 class FusedAggregation(AggregationOperator):
     """Blocking operator: consumes all input through one kernel per batch, then emits one row per group."""
 
@@ -167,6 +226,10 @@ class FusedAggregation(AggregationOperator):
         self._parameters = kernel_parameter_array(self.device, self.program)  # the constants, uploaded once
         self._pending = self._placeholder
         self._last_batch = (0, 0)  # (rows, new keys) of the latest batch: see _expected_new_groups
+        #: Which tier runs each batch; any step but PARTIAL keeps its first batch's (see the module docstring).
+        self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL)
+        self._lowest_tier: _LowestTier | None = None
+        self._status_placeholder = xp.zeros(3, dtype=xp.int64)
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -221,11 +284,27 @@ class FusedAggregation(AggregationOperator):
         return compiled
 
     # ----------------------------------------------------------------- input
+    def _launches(self, module, parameters, arrays) -> list:
+        """Return the CPU twins a batch may launch with arguments of the types they would get (for TierSwitch)."""
+        values = dict(arrays, n=0, positions=self._placeholder, has_positions=False, status=self._status_placeholder,
+                      pending=self._pending, parameters=self._parameters, slot_table=self._table)
+        launches = [(module.fused_cpu, [values[p] for p in parameters])]
+        if self.grouped:  # the table's growth (an aggregation without keys has one slot and no move twin)
+            launches.append((module.move_cpu, (self._table, self._table)))
+        return launches
+
     def add_input(self, batch: Batch) -> None:
-        self._seen_input = True
         xp = self.device.xp
         layout, arrays = self._inputs.bind(batch)
         module, parameters, messages = self._kernel(layout)
+        if not self._tiers.use_generated(self._launches(module, parameters, arrays)):
+            self.add_runtime_stat("lowest_tier_batches", 1)
+            if self._lowest_tier is None:
+                self._lowest_tier = _LowestTier(self.ctx, self.node)
+            self._lowest_tier.add_input(batch)
+            self._output.extend(self._lowest_tier.outputs())
+            return
+        self._seen_input = True
         self._module = module
         groups_before = self._num_groups
         rows = batch.num_rows
@@ -332,6 +411,18 @@ class FusedAggregation(AggregationOperator):
         return Column(dtype, words.astype(physical_dtype(dtype)), validity)
 
 
+    def no_more_input(self) -> None:
+        lowest = self._lowest_tier
+        if lowest is not None:
+            lowest.aggregation.no_more_input()
+            self._output.extend(lowest.outputs())
+            if self._tiers.sticky:  # every batch ran on the lowest tier: its result is the whole result
+                Operator.no_more_input(self)
+                return
+        super().no_more_input()
+
     def close(self) -> None:
         self._release_table()
+        if self._lowest_tier is not None:
+            self._lowest_tier.close()
         super().close()

@@ -73,7 +73,8 @@ class HashProbe(Operator):
         if node.filter is not None and ctx.config.fuse:  # one generated kernel over the pairs (see CompiledPredicate)
             sides = {f.name: f.type for f in node.build.output_schema} | {f.name: f.type for f in node.probe.output_schema}
             self._compiled_filter = CompiledPredicate.of(self.device, node.filter,
-                                                         {name: sides[name] for name in self._filter_names})
+                                                         {name: sides[name] for name in self._filter_names},
+                                                         ctx.config.compile_mode)
         self._table: HashJoinTable | None = None
         self._matched_build_rows = None
         self._output: deque[Batch] = deque()
@@ -112,11 +113,13 @@ class HashProbe(Operator):
             probe_rows, build_rows = table.keys.match(words, widths)
         if self.node.filter is not None and probe_rows.shape[0]:  # a constant filter names no column, and counts
             pairs = self._pairs(batch, probe_rows, build_rows, self._filter_names)
+            mask = None
             if self._compiled_filter is not None:
                 with checks_read_together(device):  # an overflow in the filter raises when the block ends
                     mask = self._compiled_filter.mask(pairs)  # reads the columns through the pairs' maps
-                self.add_runtime_stat("compiled_filter_batches", 1)
-            else:
+                # None while the kernel compiles in the background: this batch runs on the lowest tier.
+                self.add_runtime_stat("compiled_filter_batches" if mask is not None else "lowest_tier_batches", 1)
+            if mask is None:
                 mask = evaluate_predicate(self.node.filter, pairs.materialize())
             kept = selection_from_mask(device, mask)
             probe_rows, build_rows = gather(device, probe_rows, kept), gather(device, build_rows, kept)

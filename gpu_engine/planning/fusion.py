@@ -189,7 +189,7 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     fused = FusedAggregationNode(
         id=node.id, output_schema=node.output_schema, sources=(below,), predicates=tuple(predicates), step=node.step,
         key_names=node.grouping_keys, grouping_keys=keys, aggregate_names=node.aggregate_names, aggregates=aggregates,
-        fused=tuple(n.label for n in reversed(chain)) + (node.label,))
+        fused=tuple(n.label for n in reversed(chain)) + (node.label,), replaced=(node, *chain))
     return fused if fusion_refusal(fused) is None else None
 
 

@@ -1,0 +1,303 @@
+"""Compile generated kernels off the drivers: a compile process fills numba's cache while batches run on the lowest tier.
+
+Why: a fused operator's generated kernel compiles on its first batch, and
+numba takes seconds per kernel (a new TPC-H query shape 1-4 s, a 400-term
+predicate minutes) while the query waits, although the engine can answer the
+same batch without it: the eager expression evaluator and the static kernels
+(compiled once per machine) are a complete lower tier. So, as in *Adaptive
+Execution of Compiled Queries* (Kohn, Leis, Neumann, ICDE 2018), a batch whose
+kernel is not compiled yet runs on the lowest tier, and the kernel compiles in
+the background; later batches (and later queries) switch to it as soon as it
+is ready. Velox never compiles at all; this engine compiles only where it pays.
+
+Where it compiles: in a separate process (:mod:`gpu_engine.codegen.compile_worker`),
+not a thread, because numba's compiler holds the interpreter lock for most of
+its work and would stall the drivers; the worker runs at the lowest CPU
+priority, so on a busy machine it takes only idle cycles and compiling never
+makes a query slower than its lowest tier alone. It writes numba's disk cache
+(writes are locked between processes: :mod:`gpu_engine.codegen.numba_cache_lock`);
+the engine's process loads the machine code from there, which takes
+milliseconds, and never compiles a generated kernel on a driver itself.
+
+Modes (``EngineConfig.compile_mode``, default from ``$GPU_ENGINE_COMPILE_MODE``,
+else ``"background"``):
+
+``"background"``
+    as above;
+``"inline"``
+    compile on the driver at first use, the batch waits (deterministic: what
+    tests that count compilations and launches use);
+``"alternate"``
+    odd batches of each operator run on the lowest tier, even ones on the
+    generated kernel (compiled inline): a check that both tiers' results
+    combine exactly, on every device.
+
+On ``cuda`` and ``cuda-sim`` kernels compile inline (PTX is compiled and
+cached by :mod:`gpu_engine.kernels.ptx_cache`; moving it off the driver
+waits for a GPU to measure it on), and ``"alternate"`` applies everywhere.
+"""
+
+from __future__ import annotations
+
+import atexit
+import collections
+import os
+import subprocess
+import threading
+import time
+import warnings
+from typing import Any, Iterable
+
+__all__ = ["COMPILE_MODES", "MODE_VARIABLE", "BackgroundCompiler", "TierSwitch", "background_compiler",
+           "default_compile_mode", "kernel_ready"]
+
+COMPILE_MODES = ("background", "inline", "alternate")
+MODE_VARIABLE = "GPU_ENGINE_COMPILE_MODE"
+#: Times a dead compile worker is started again before every later job is marked failed.
+_MAX_RESTARTS = 3
+
+
+def default_compile_mode() -> str:
+    """Return ``$GPU_ENGINE_COMPILE_MODE`` when it names a mode, else ``"background"``."""
+    mode = os.environ.get(MODE_VARIABLE, "").strip()
+    return mode if mode in COMPILE_MODES else "background"
+
+
+def _load_cached(dispatcher, signature: tuple) -> bool:
+    """Install ``dispatcher``'s specialization for ``signature`` from numba's disk cache; return whether it was there.
+
+    The steps of ``Dispatcher.compile`` after its cache lookup, without its fall-through to the compiler
+    (numba 0.68; tests cover it): a miss here must never compile on the caller's thread.
+    """
+    from numba.core.compiler_lock import global_compiler_lock
+
+    with global_compiler_lock:
+        if signature in dispatcher.overloads:
+            return True
+        cres = dispatcher._cache.load_overload(signature, dispatcher.targetctx)
+        if cres is None:
+            return False
+        if not cres.objectmode:
+            dispatcher.targetctx.insert_user_function(cres.entry_point, cres.fndesc, [cres.library])
+        dispatcher.add_overload(cres)
+        return True
+
+
+class BackgroundCompiler:
+    """The process-wide queue of compile jobs and the compile worker that runs them, one at a time.
+
+    A job is a generated module's function and an argument signature. States:
+    absent (never asked), ``"pending"``, ``"done"`` (in numba's cache) and
+    ``"failed"`` (the worker raised; the lowest tier keeps running that kernel's
+    batches, and a warning says so once).
+    """
+
+    def __init__(self):
+        self._lock = threading.Condition()
+        self._states: dict[tuple, str] = {}
+        self._queue: collections.deque = collections.deque()
+        self._outstanding: tuple | None = None  # the job the worker is compiling
+        self._process: subprocess.Popen | None = None
+        self._restarts = 0
+        self.compiled = 0
+        self.compile_seconds = 0.0
+        self.failures: dict[tuple, str] = {}
+
+    # ------------------------------------------------------------ queries
+    def ready(self, dispatcher, signature: tuple) -> bool:
+        """Return whether ``dispatcher`` runs ``signature`` without compiling; else make sure it is being compiled."""
+        key = (dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature)
+        with self._lock:
+            state = self._states.get(key)
+            if state == "pending" or state == "failed":
+                return False
+        if _load_cached(dispatcher, signature):
+            with self._lock:
+                self._states[key] = "done"
+            return True
+        with self._lock:
+            state = self._states.get(key)
+            if state == "done":  # compiled, yet not loadable: numba could not cache it (keep the lowest tier)
+                self._fail(key, "numba did not cache the compiled kernel")
+                return False
+            if state is None:
+                module = dispatcher.py_func.__globals__
+                self._states[key] = "pending"
+                self._queue.append((key, module["__name__"], module["__file__"]))
+                self._send_next()
+        return False
+
+    def wait_idle(self, timeout: float | None = None) -> bool:
+        """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._lock:
+            while self._outstanding is not None or self._queue:
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    return False
+                self._lock.wait(remaining)
+        return True
+
+    def pending(self) -> int:
+        """Return the number of jobs not finished yet."""
+        with self._lock:
+            return len(self._queue) + (self._outstanding is not None)
+
+    # ------------------------------------------------------------- worker
+    def _send_next(self) -> None:
+        """Hand the worker the next queued job when it is idle (caller holds the lock)."""
+        from gpu_engine.codegen.compile_worker import write_message
+
+        while self._outstanding is None and self._queue:
+            key, module_name, path = self._queue.popleft()
+            if not self._start_worker():
+                self._fail(key, "the compile worker could not be started")
+                continue
+            try:
+                write_message(self._process.stdin, (key, module_name, path, key[1], key[2]))
+            except (OSError, ValueError):
+                self._process = None
+                self._queue.appendleft((key, module_name, path))
+                continue
+            self._outstanding = key
+
+    def _start_worker(self) -> bool:
+        if self._process is not None and self._process.poll() is None:
+            return True
+        if self._process is not None:
+            self._restarts += 1
+        if self._restarts > _MAX_RESTARTS:
+            return False
+        from gpu_engine.codegen.compile_worker import worker_command
+
+        try:
+            process = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, close_fds=True)
+        except OSError:
+            self._restarts += 1
+            return False
+        self._process = process
+        threading.Thread(target=self._read_answers, args=(process,), name="gpu_engine-compile-answers",
+                         daemon=True).start()
+        return True
+
+    def _read_answers(self, process: subprocess.Popen) -> None:
+        from gpu_engine.codegen.compile_worker import read_message
+
+        while True:
+            try:
+                answer = read_message(process.stdout)
+            except Exception:
+                answer = None
+            with self._lock:
+                if answer is None:  # the worker exited (or was stopped): its job failed, the queue goes on
+                    if self._process is process:
+                        self._process = None
+                        if self._outstanding is not None:
+                            self._fail(self._outstanding, "the compile worker exited")
+                            self._outstanding = None
+                        self._send_next()
+                    self._lock.notify_all()
+                    return
+                key, error, seconds = answer
+                if key == self._outstanding:
+                    self._outstanding = None
+                if error is None:
+                    self._states[key] = "done"
+                    self.compiled += 1
+                    self.compile_seconds += seconds
+                else:
+                    self._fail(key, error)
+                self._send_next()
+                self._lock.notify_all()
+
+    def _fail(self, key: tuple, reason: str) -> None:
+        """Mark ``key`` failed (caller holds the lock) and warn once: its batches stay on the lowest tier."""
+        self._states[key] = "failed"
+        if key not in self.failures:
+            self.failures[key] = reason
+            warnings.warn(f"gpu_engine: compiling {key[0]}.{key[1]} in the background failed ({reason}); "
+                          "its batches run on the lowest tier", RuntimeWarning, stacklevel=4)
+
+    def close(self) -> None:
+        """Stop the worker (at exit): a compile in progress is abandoned; its cache entry is simply not written."""
+        with self._lock:
+            process, self._process = self._process, None
+            self._queue.clear()
+            self._outstanding = None
+            self._lock.notify_all()
+        if process is not None:
+            try:
+                process.stdin.close()
+            except OSError:
+                pass
+            try:
+                process.wait(timeout=0.5)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+
+
+_COMPILER: BackgroundCompiler | None = None
+_COMPILER_LOCK = threading.Lock()
+
+
+def background_compiler() -> BackgroundCompiler:
+    """Return the process's background compiler (created on first use; its worker starts with the first job)."""
+    global _COMPILER
+    if _COMPILER is None:
+        with _COMPILER_LOCK:
+            if _COMPILER is None:
+                _COMPILER = BackgroundCompiler()
+                atexit.register(_COMPILER.close)
+    return _COMPILER
+
+
+def kernel_ready(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> bool:
+    """Return whether ``cpu_twin`` can run ``arguments`` on ``device`` without compiling on this thread.
+
+    In ``"background"`` mode on ``cpu`` a kernel that is neither loaded nor in numba's cache is queued
+    for the compile worker and False comes back: the caller runs the batch on its lowest tier.
+    Otherwise True (the caller's launch compiles inline if it must).
+    """
+    if mode != "background" or device.kernel_flavor != "cpu":
+        return True
+    signature = tuple(cpu_twin.typeof_pyval(argument) for argument in arguments)
+    if signature in cpu_twin.overloads:
+        return True
+    return background_compiler().ready(cpu_twin, signature)
+
+
+class TierSwitch:
+    """Decide for one operator, batch by batch, whether its generated kernels run or its lowest tier does.
+
+    ``sticky`` operators (an aggregation step whose state cannot be split
+    between tiers: SINGLE, INTERMEDIATE, FINAL) decide once, at their first
+    batch, and keep that tier. The counts go to explain-analyze.
+    """
+
+    def __init__(self, device, mode: str, sticky: bool = False):
+        if mode not in COMPILE_MODES:
+            raise ValueError(f"compile_mode must be one of {', '.join(map(repr, COMPILE_MODES))}, got {mode!r}")
+        self.device = device
+        self.mode = mode
+        self.sticky = sticky
+        self.batches = 0
+        self._decided: bool | None = None
+
+    def use_generated(self, launches: Iterable[tuple[Any, Iterable[Any]]]) -> bool:
+        """Return True to run this batch on the generated kernels, False for the lowest tier.
+
+        ``launches`` pairs each CPU twin the batch would launch with its arguments (only looked at
+        when the answer depends on whether they are compiled).
+        """
+        self.batches += 1
+        if self.sticky and self._decided is not None:
+            return self._decided
+        if self.mode == "alternate":
+            decided = self.batches % 2 == 0
+        else:
+            decided = all([kernel_ready(self.device, self.mode, twin, arguments) for twin, arguments in launches])
+        if self.sticky:
+            self._decided = decided
+        return decided

@@ -1,0 +1,99 @@
+"""Compile generated kernels into numba's disk cache, in a process of its own (the compile worker's main loop).
+
+Why a process: numba's compiler holds the interpreter lock for most of its
+work, so a compile on a thread of the query's process stalls the drivers it
+is meant to serve (on a 2-core machine, all of them). The worker runs at the
+lowest CPU priority, imports each generated module from its file (the same
+file and module name as the engine's process, so numba's cache index is the
+same), compiles the asked signature and lets numba save it
+(``cache=True``); the engine's process then loads the machine code from the
+cache (:mod:`gpu_engine.codegen.background_compiles`).
+
+Protocol: the parent starts it with its own ``sys.path`` (:func:`worker_command`)
+and writes length-prefixed pickles to its stdin, jobs
+``(job_id, module_name, path, function, signature)``;
+the worker answers each with ``(job_id, error_or_None, seconds)`` on stdout.
+The worker ends when its stdin closes, so it never outlives the engine's process.
+"""
+
+from __future__ import annotations
+
+import os
+import pickle
+import struct
+import sys
+import time
+
+__all__ = ["main", "read_message", "worker_command", "write_message"]
+
+_LENGTH = struct.Struct("<Q")
+
+
+def read_message(stream):
+    """Return the next pickled message of ``stream``, or None at its end."""
+    header = stream.read(_LENGTH.size)
+    if len(header) < _LENGTH.size:
+        return None
+    (length,) = _LENGTH.unpack(header)
+    body = stream.read(length)
+    if len(body) < length:
+        return None
+    return pickle.loads(body)
+
+
+def write_message(stream, message) -> None:
+    """Write ``message`` to ``stream`` as one length-prefixed pickle and flush it."""
+    body = pickle.dumps(message, protocol=pickle.HIGHEST_PROTOCOL)
+    stream.write(_LENGTH.pack(len(body)) + body)
+    stream.flush()
+
+
+def worker_command() -> list[str]:
+    """Return the command that starts a worker with this interpreter and this process's import path."""
+    bootstrap = (f"import sys; sys.path[:] = {sys.path!r}; "
+                 "from gpu_engine.codegen.compile_worker import main; main()")
+    return [sys.executable, "-c", bootstrap]
+
+
+def _compile(module_name: str, path: str, function: str, signature) -> None:
+    module = sys.modules.get(module_name)
+    if module is None:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(module_name, path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[module_name] = module  # numba's cache finds the functions' globals through it
+        try:
+            spec.loader.exec_module(module)
+        except BaseException:
+            sys.modules.pop(module_name, None)
+            raise
+    getattr(module, function).compile(signature)
+
+
+def main() -> None:
+    """Serve compile jobs from stdin until it closes."""
+    try:
+        os.nice(19)  # the query's drivers come first: compile on cycles they leave idle
+    except OSError:
+        pass
+    incoming, outgoing = sys.stdin.buffer, sys.stdout.buffer
+    sys.stdout = sys.stderr  # anything a module prints must not corrupt the answers
+    import gpu_engine.kernels  # noqa: F401  (numba's cache writes take their lock: numba_cache_lock)
+
+    while True:
+        job = read_message(incoming)
+        if job is None:
+            return
+        job_id, module_name, path, function, signature = job
+        started = time.perf_counter()
+        error = None
+        try:
+            _compile(module_name, path, function, signature)
+        except BaseException as failure:  # reported to the parent, which keeps the lowest tier for it
+            error = f"{type(failure).__name__}: {failure}"
+        write_message(outgoing, (job_id, error, time.perf_counter() - started))
+
+
+if __name__ == "__main__":
+    main()

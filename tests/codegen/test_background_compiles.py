@@ -1,0 +1,205 @@
+"""Tiered execution: generated kernels compile in a process of their own while batches run on the lowest tier.
+
+Issue 29 item 2. A first run over kernels numba has never compiled must not
+compile on its drivers (``kernels_compiled`` 0), must answer exactly as DuckDB
+does, and later runs must switch to the kernels once the compile worker has
+put them in numba's cache (loaded, not compiled: ``kernels_compiled`` 0 again).
+``compile_mode="alternate"`` runs odd batches on the lowest tier and even ones
+on the generated kernels, so both tiers' partial results meet in one final
+aggregation on every device.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from tests.duckdb_reference import assert_same_rows, duckdb_table
+
+
+def duckdb_query(sql: str, tables: dict) -> pa.Table:
+    """Return DuckDB's answer to ``sql`` over in-memory Arrow tables."""
+    import duckdb
+
+    connection = duckdb.connect()
+    for name, table in tables.items():
+        connection.register(name, table)
+    return duckdb_table(connection, sql)
+
+_QUERIES = {
+    "fused aggregation": "SELECT g, sum(v * 7 + g) AS s, count(*) AS n, avg(w) AS a FROM t WHERE v % 5 <> 1 GROUP BY g",
+    "global aggregation": "SELECT sum(v * 3) AS s, min(w) AS lo, count(*) AS n FROM t WHERE w > 0.25",
+    "filter and projection": "SELECT v * 11 - g AS x, w * 2 AS y FROM t WHERE v % 3 = 1 AND w < 0.9",
+    "join filter": "SELECT t.v, u.z FROM t JOIN u ON t.g = u.g WHERE t.v + u.z > 500",
+}
+
+
+def _tables(rows: int = 3000):
+    rng = np.random.default_rng(7)
+    t = pa.table({"g": pa.array(np.arange(rows) % 13), "v": pa.array(np.arange(rows)),
+                  "w": pa.array(rng.random(rows))})
+    u = pa.table({"g": pa.array(np.arange(13)), "z": pa.array(np.arange(13) * 40)})
+    return {"t": t, "u": u}
+
+
+def _fresh_generated_kernels(tmp_path, monkeypatch):
+    """Point the generated-kernel cache at an empty folder: every generated kernel is new to numba."""
+    from gpu_engine.codegen import compiled_modules
+
+    monkeypatch.setenv("GPU_ENGINE_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(compiled_modules, "_MODULES", {})
+
+
+def _runtime(stats, name: str) -> int:
+    return sum(int(s.runtime.get(name, 0)) for p in stats.pipelines for s in p.operators)
+
+
+@pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
+def test_a_first_run_compiles_nothing_on_its_drivers_and_later_runs_load_the_compiled_kernels(
+        tmp_path, monkeypatch, query):
+    from gpu_engine import Session
+    from gpu_engine.codegen.background_compiles import background_compiler
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    tables = _tables()
+    sql = _QUERIES[query]
+    expected = duckdb_query(sql, tables)
+    # The static kernels the lowest tier runs are compiled once per machine (during set-up): here, unfused.
+    static = Session(device="cpu", drivers=2, fuse=False, batch_rows=500)
+    session = Session(device="cpu", drivers=2, compile_mode="background", batch_rows=500)
+    for name, table in tables.items():
+        static.register(name, table, split_rows=500)
+        session.register(name, table, split_rows=500)
+    assert_same_rows(static.sql(sql), expected)
+
+    assert_same_rows(session.sql(sql), expected)
+    first = session.last_stats()
+    assert first.kernels_compiled == 0  # nothing compiled on a driver
+    assert _runtime(first, "lowest_tier_batches") > 0
+
+    # A run on the generated kernels can hand the next operator batches of another layout (a fused PARTIAL
+    # step's columns are laid out unlike HashAggregation's), whose kernel then compiles in turn: a few runs.
+    for _ in range(3):
+        assert background_compiler().wait_idle(timeout=300)
+        assert not background_compiler().failures
+        assert_same_rows(session.sql(sql), expected)
+        later = session.last_stats()
+        assert later.kernels_compiled == 0  # loaded from numba's cache, which the worker wrote
+        if _runtime(later, "lowest_tier_batches") == 0:
+            break
+    assert _runtime(later, "lowest_tier_batches") == 0
+
+
+@pytest.mark.parametrize("drivers", [1, 2])
+@pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
+def test_both_tiers_in_one_query_answer_as_duckdb(device_name, drivers, query):
+    from gpu_engine import Session
+
+    tables = _tables(rows=600 if device_name == "cpu" else 90)
+    session = Session(device=device_name, drivers=drivers, compile_mode="alternate", batch_rows=40)
+    for name, table in tables.items():
+        session.register(name, table, split_rows=40)
+    sql = _QUERIES[query]
+    assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
+    stats = session.last_stats()
+    assert _runtime(stats, "lowest_tier_batches") > 0
+
+
+def test_an_empty_input_gives_one_row_for_an_aggregation_without_keys_on_either_tier():
+    from gpu_engine import Session
+
+    tables = _tables()
+    sql = "SELECT count(*) AS n, sum(v) AS s FROM t WHERE v < 0"
+    for mode in ("alternate", "background", "inline"):
+        session = Session(device="cpu", drivers=2, compile_mode=mode)
+        session.register("t", tables["t"])
+        assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
+
+
+def test_a_kernel_the_worker_cannot_compile_keeps_the_lowest_tier_and_warns(tmp_path, monkeypatch):
+    from gpu_engine.codegen.background_compiles import BackgroundCompiler
+    from gpu_engine.codegen.compiled_modules import generated_module
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    module = generated_module("from numba import njit\n\n@njit(cache=True)\ndef broken_cpu(a):\n"
+                              "    return a.no_such_attribute\n", stem="broken")
+    compiler = BackgroundCompiler()
+    try:
+        signature = (module.broken_cpu.typeof_pyval(np.zeros(3)),)
+        assert not compiler.ready(module.broken_cpu, signature)
+        with pytest.warns(RuntimeWarning, match="broken_cpu"):
+            assert compiler.wait_idle(timeout=120)
+        assert not compiler.ready(module.broken_cpu, signature)  # failed: asked once, never again
+        assert compiler.pending() == 0 and len(compiler.failures) == 1
+    finally:
+        compiler.close()
+
+
+def test_the_compile_worker_ends_with_its_parent_and_leaves_no_thread(tmp_path):
+    script = f"""
+import threading, numpy as np, os
+os.environ["GPU_ENGINE_CACHE_DIR"] = {str(tmp_path)!r}
+from gpu_engine.codegen.compiled_modules import generated_module
+from gpu_engine.codegen.background_compiles import background_compiler
+module = generated_module("from numba import njit\\n\\n@njit(cache=True)\\ndef slow_cpu(a):\\n    return a.sum()\\n", stem="exit")
+background_compiler().ready(module.slow_cpu, (module.slow_cpu.typeof_pyval(np.zeros(3)),))
+print(background_compiler()._process.pid, flush=True)
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    pid = int(done.stdout.split()[-1])
+    deadline = __import__("time").monotonic() + 10
+    while __import__("time").monotonic() < deadline:
+        try:
+            __import__("os").kill(pid, 0)
+        except ProcessLookupError:
+            break
+        __import__("time").sleep(0.1)
+    else:
+        pytest.fail(f"the compile worker {pid} outlived its parent")
+    assert all(t.name != "gpu_engine-compile-answers" or not t.is_alive() for t in threading.enumerate()
+               if t is threading.current_thread())
+
+
+def test_a_numba_cache_write_waits_for_the_lock_another_process_holds(tmp_path):
+    """numba picks a data-file name from the index it read: two writers at once could give one name two codes."""
+    import fcntl
+    import os
+    import select
+
+    (tmp_path / "shared_kernels.py").write_text("from numba import njit\n\n@njit(cache=True)\ndef twice(a):\n"
+                                                "    return a * 2\n")
+    script = f"""
+import sys, numpy as np
+sys.path.insert(0, {str(tmp_path)!r})
+import gpu_engine.kernels  # installs the cache lock
+import shared_kernels
+print(shared_kernels.twice._cache._cache_file._index_path, flush=True)
+sys.stdin.readline()
+shared_kernels.twice(np.ones(2))
+print("saved", flush=True)
+"""
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path / "numba"))
+    child = subprocess.Popen([sys.executable, "-c", script], env=env, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                             text=True)
+    try:
+        index_path = child.stdout.readline().strip()
+        os.makedirs(os.path.dirname(index_path), exist_ok=True)
+        handle = os.open(index_path + ".lock", os.O_CREAT | os.O_RDWR)
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        child.stdin.write("go\n")
+        child.stdin.flush()
+        ready, _, _ = select.select([child.stdout], [], [], 3.0)  # compiles, then waits for the lock
+        assert not ready, "the cache write did not wait for the lock"
+        os.close(handle)
+        ready, _, _ = select.select([child.stdout], [], [], 120.0)
+        assert ready and child.stdout.readline().strip() == "saved"
+        assert child.wait(timeout=60) == 0
+        assert os.path.exists(index_path)
+    finally:
+        child.kill()
