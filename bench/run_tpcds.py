@@ -6,6 +6,8 @@ DuckDB's answer. For each query the engine's result is one of
 - ``equal``: the same rows as DuckDB (:func:`bench.tpcds.result_mismatch`:
   multiset, floats within 1e-9 relative, ORDER BY keys in order, rows tied at
   a LIMIT free);
+- ``names``: DuckDB's values, but a column named otherwise (DuckDB's own naming
+  of an unaliased expression, or an alias's spelling);
 - ``wrong``: a result that differs;
 - ``refused``: a :class:`~gpu_engine.errors.PlanError` (the SQL front end or
   the planner said no, naming the construct);
@@ -51,10 +53,10 @@ if str(REPO_ROOT) not in sys.path:  # `python bench/run_tpcds.py` puts bench/ fi
 from bench.run_bench import _git, _machine_facts  # noqa: E402
 from bench.tpcds import QUERY_NUMBERS, query_name, query_text, result_mismatch  # noqa: E402
 
-__all__ = ["main", "QueryOutcome", "classify_error", "refusal_reason", "parse_query_numbers", "render_markdown"]
+__all__ = ["main", "QueryOutcome", "classify_error", "construct_of", "refusal_reason", "parse_query_numbers", "render_markdown"]
 
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
-CLASSES = ("equal", "wrong", "refused", "error", "internal")
+CLASSES = ("equal", "names", "wrong", "refused", "error", "internal")
 
 
 @dataclass
@@ -106,6 +108,26 @@ def refusal_reason(error: BaseException) -> str:
     return f"{type(error).__name__}: {_POSITION.sub('', first).strip()}"
 
 
+def construct_of(reason: str) -> str:
+    """Return the construct a reason names, for the histogram: no advice after ';', no trailing '(...)' detail.
+
+    ``SqlError: unsupported SQL: GROUP BY ROLLUP (ROLLUP (a, b)); group by each set ...`` and the same
+    refusal of another query's ROLLUP both become ``SqlError: unsupported SQL: GROUP BY ROLLUP``.
+    """
+    text = reason.split("; ", 1)[0]
+    text = re.sub(r" \((in|at) .*$", "", text)
+    while text.endswith(")"):
+        depth = 0
+        for index in range(len(text) - 1, -1, -1):
+            depth += {")": 1, "(": -1}.get(text[index], 0)
+            if depth == 0:
+                break
+        if depth != 0 or index == 0 or text[index - 1] != " ":
+            break
+        text = text[:index - 1]
+    return text.strip()
+
+
 def classify_error(error: BaseException) -> str:
     """Return ``refused``, ``error`` or ``internal`` for an exception the engine raised on a query."""
     from gpu_engine.errors import GpuEngineError, PlanError
@@ -143,6 +165,11 @@ def run_query(number: int, session, duck, runs: int, timeout: float | None) -> Q
             traceback.format_exception(type(error), error, error.__traceback__)[-6:])
         return result
     problem = result_mismatch(actual, expected, sql, rows_mismatch)
+    if problem is not None and actual.num_columns == expected.num_columns and actual.column_names != \
+            expected.column_names and result_mismatch(actual.rename_columns(expected.column_names), expected,
+                                                      sql, rows_mismatch) is None:
+        result.outcome, result.detail, result.reason = "names", problem, problem.splitlines()[0]
+        return result
     if problem is not None:
         result.outcome, result.detail = "wrong", problem
         result.reason = problem.splitlines()[0]
@@ -171,11 +198,11 @@ def summary_lines(outcomes: list[QueryOutcome]) -> list[str]:
     lines += [f"| {name} | {counts.get(name, 0)} |" for name in CLASSES]
     lines += [f"| **total** | {len(outcomes)} |", ""]
     for title, classes in (("Refusal reasons", ("refused",)), ("Errors, internal errors and wrong results",
-                                                               ("error", "internal", "wrong"))):
+                                                               ("error", "internal", "wrong", "names"))):
         reasons: dict[str, list[str]] = collections.defaultdict(list)
         for o in outcomes:
             if o.outcome in classes:
-                reasons[o.reason or "?"].append(o.query)
+                reasons[construct_of(o.reason or "?")].append(o.query)
         if not reasons:
             continue
         lines += [f"{title} (first construct that blocked each query), most queries first:", "",
@@ -214,7 +241,7 @@ def render_markdown(report: dict) -> str:
         duck_total = sum(o.duckdb_median_s for o in equal)
         lines += ["", f"Total over the {len(equal)} equal queries: engine {_ms(engine_total)} ms, DuckDB "
                   f"{_ms(duck_total)} ms ({_ratio(engine_total, duck_total)})."]
-    details = [o for o in outcomes if o.outcome in ("wrong", "error", "internal")]
+    details = [o for o in outcomes if o.outcome in ("names", "wrong", "error", "internal")]
     if details:
         lines += ["", "## Details of wrong results and errors", ""]
         for o in details:
