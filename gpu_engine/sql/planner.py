@@ -61,6 +61,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, takes_two_arguments,
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
+from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
     ColumnStatistics,
@@ -435,8 +436,7 @@ class QueryPlanner:
                 node = value[0] if isinstance(value, list) else value
                 raise _unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
                                    node if isinstance(node, exp.Expression) else select)
-        for node in select.find_all(exp.Window):
-            raise _unsupported("window functions", node)
+        check_window_positions(select)
         from_ = select.args.get("from_")
         if from_ is None:
             raise _unsupported("SELECT without FROM", select)
@@ -1141,7 +1141,11 @@ class QueryPlanner:
                 order_trees.append(None)
             else:
                 order_trees.append(key)
-        trees = projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
+        # Windows run after aggregation: each becomes a placeholder column; the aggregates inside them count.
+        projections, order_trees, windows, window_inputs = extract_windows(self, projections, order_trees,
+                                                                           _AGGREGATES)
+        trees = (projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
+                 + window_inputs)
         for t in trees:
             for node in t.find_all(exp.AggFunc):
                 if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)):
@@ -1169,6 +1173,8 @@ class QueryPlanner:
             relation, replacements, columns = self._aggregate(relation, group, aggregates, select)
         if having is not None:
             relation = self._post_filter(relation, having, columns, replacements, ctes)
+        if windows:
+            relation, columns = plan_windows(self, relation, windows, columns, replacements)
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
         outputs, exprs = [], []
         for p, name in zip(projections, output_names):

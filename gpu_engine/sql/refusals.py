@@ -73,7 +73,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
         elif isinstance(node, exp.TableSample):
             raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
         elif isinstance(node, exp.Qualify):
-            raise _error("unsupported SQL: QUALIFY (it filters window functions, which the engine does not have)",
+            raise _error("unsupported SQL: QUALIFY (filter the window's column in a derived table instead)",
                          node, "QUALIFY")
         elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
             raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")

@@ -1,0 +1,224 @@
+"""Plan SQL window functions, ``f(...) OVER (PARTITION BY … ORDER BY … [frame])``, as Window nodes.
+
+A window runs after the SELECT's aggregation and HAVING, before its projection, as SQL orders them: so
+``avg(sum(x)) OVER (PARTITION BY k)`` averages the grouped sums, and the window's arguments, partition and
+order expressions may name grouping keys and aggregates. The planner hands this module the SELECT list and
+ORDER BY trees; :func:`extract_windows` swaps every window for a placeholder column (so the aggregation
+finds only the aggregates inside windows, never a window's own ``sum``), and :func:`plan_windows` computes
+the windows' inputs in one projection, then one Window node per distinct ``OVER`` (partition and order), and
+maps each placeholder to its result column. Windows elsewhere (WHERE, GROUP BY, HAVING, ON, inside an
+aggregate or another window), named windows and ``IGNORE NULLS`` are refused by name and position;
+frames and functions the Window operator lacks are refused by :meth:`PlanBuilder.window`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Mapping
+
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.sql.errors import SqlError, position_of
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.sql.planner import QueryPlanner, Relation
+
+__all__ = ["WindowCall", "check_window_positions", "extract_windows", "plan_windows"]
+
+#: Clauses of a SELECT where a window may not appear, as SQL spells them.
+_NO_WINDOW_CLAUSES = {"where": "WHERE", "group": "GROUP BY", "having": "HAVING", "joins": "JOIN ... ON"}
+
+
+@dataclass
+class WindowCall:
+    """One window of the SELECT: its tree and the internal name of the placeholder column that stands for it."""
+
+    tree: exp.Window
+    name: str
+
+
+def _unsupported(what: str, tree: exp.Expression) -> SqlError:
+    line, col = position_of(tree)
+    return SqlError(f"unsupported SQL: {what}", line=line, col=col, name=tree.sql(dialect="duckdb")[:80])
+
+
+def _own_nodes(tree: exp.Expression):
+    """Yield the nodes of ``tree`` itself, not those of subqueries nested in it."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select) and node is not tree):
+            continue
+        yield node
+        stack.extend(node.iter_expressions())
+
+
+def check_window_positions(select: exp.Select) -> None:
+    """Refuse a window function anywhere but the SELECT list and ORDER BY of ``select`` (subqueries aside)."""
+    for key, words in _NO_WINDOW_CLAUSES.items():
+        value = select.args.get(key)
+        for tree in value if isinstance(value, list) else [value] if value is not None else []:
+            window = next((node for node in _own_nodes(tree) if isinstance(node, exp.Window)), None)
+            if window is not None:
+                raise _unsupported(f"a window function in {words} (compute it in a derived table and filter that)",
+                                   window)
+
+
+def _windows_of(tree: exp.Expression) -> list[exp.Window]:
+    return [node for node in _own_nodes(tree) if isinstance(node, exp.Window)]
+
+
+def _check_window(window: exp.Window, aggregates: tuple) -> None:
+    """Refuse the forms of a window the planner does not plan: named, nested, inside an aggregate, IGNORE NULLS.
+
+    (``FILTER (WHERE …)`` needs nothing here: the rewrite pass turns it into a CASE inside the aggregate.)
+    """
+    if window.alias:
+        raise _unsupported("a named window (OVER name); write the window out", window)
+    function = window.this
+    if isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
+        words = "IGNORE NULLS" if isinstance(function, exp.IgnoreNulls) else "RESPECT NULLS"
+        raise _unsupported(f"{words} in a window function", window)
+    for inner in _own_nodes(window):
+        if inner is not window and isinstance(inner, exp.Window):
+            raise _unsupported("a window function inside another window function", inner)
+    parent = window.parent
+    while parent is not None and not isinstance(parent, (exp.Select, exp.Subquery)):
+        if isinstance(parent, aggregates):
+            raise _unsupported("a window function inside an aggregate", window)
+        parent = parent.parent
+
+
+def _inner_trees(window: exp.Window) -> list[exp.Expression]:
+    """Return the expressions a window reads: its function's arguments, partition and order expressions."""
+    trees = [value for key, value in window.this.args.items() if isinstance(value, exp.Expression)]
+    trees += [e for key, value in window.this.args.items() if isinstance(value, list) for e in value
+              if isinstance(e, exp.Expression)]
+    trees += list(window.args.get("partition_by") or [])
+    order = window.args.get("order")
+    trees += [ordered.this for ordered in (order.expressions if order is not None else [])]
+    return [tree for tree in trees if not isinstance(tree, exp.Star)]
+
+
+def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], order_trees: list,
+                    aggregates: tuple) -> tuple[list[exp.Expression], list, list[WindowCall], list[exp.Expression]]:
+    """Return the projections and ORDER BY trees with each window replaced by a placeholder column.
+
+    Also returns the windows (one per distinct text) and the trees they read, which the planner searches for
+    aggregates as it does the SELECT list. Nothing is copied when there is no window.
+    """
+    windows: dict[str, WindowCall] = {}
+
+    def swap(tree):
+        if tree is None or not _windows_of(tree):
+            return tree
+        tree = tree.copy()
+        for window in _windows_of(tree):
+            _check_window(window, aggregates)
+            text = window.sql(dialect="duckdb")
+            call = windows.get(text)
+            if call is None:
+                call = windows[text] = WindowCall(window.copy(), planner._fresh(f"$window{len(windows)}"))
+            placeholder = exp.column(exp.to_identifier(call.name, quoted=True))
+            if window is tree:
+                return placeholder
+            window.replace(placeholder)
+        return tree
+
+    new_projections = []
+    for projection in projections:
+        if isinstance(projection, exp.Window):
+            projection = exp.alias_(projection, projection.alias_or_name, quoted=True)
+        new_projections.append(swap(projection))
+    new_order = [swap(_with_output_names_resolved(tree, projections)) for tree in order_trees]
+    calls = list(windows.values())
+    return new_projections, new_order, calls, [t for call in calls for t in _inner_trees(call.tree)]
+
+
+def _with_output_names_resolved(tree, projections: list[exp.Expression]):
+    """Return an ORDER BY tree whose windows read the SELECT list's expressions for the output names they use.
+
+    Why: ORDER BY sees the SELECT list's names, so the qualifier leaves ``k`` in ``ORDER BY sum(v) OVER
+    (PARTITION BY k)`` unqualified when ``k`` is an output name; the window reads that output's expression.
+    """
+    if tree is None or not _windows_of(tree):
+        return tree
+    outputs = {p.alias_or_name: (p.this if isinstance(p, exp.Alias) else p) for p in projections
+               if not _windows_of(p)}
+    tree = tree.copy()
+    for window in _windows_of(tree):
+        for column in [c for c in window.find_all(exp.Column) if not c.table and c.name in outputs]:
+            replacement = outputs[column.name]
+            if not (isinstance(replacement, exp.Column) and replacement.name == column.name and not replacement.table):
+                column.replace(replacement.copy())
+    return tree
+
+
+def _quoted(name: str) -> str:
+    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[WindowCall],
+                 columns: Mapping[tuple[str, str], str], replacements: Mapping[str, str]
+                 ) -> tuple["Relation", dict[tuple[str, str], str]]:
+    """Return the relation with every window computed, and ``columns`` with each placeholder mapped to its result."""
+    node = relation.node
+    available = set(node.output_schema.names)
+    computed: dict[str, str] = {}  # rendered expression -> the column holding it
+    pre: list[str] = []
+
+    def column_of(tree: exp.Expression) -> str:
+        text = planner._render(tree, columns, replacements)
+        unquoted = exp.to_identifier(text.strip('"')).name if text.startswith('"') and text.endswith('"') else None
+        if unquoted is not None and unquoted in available and _quoted(unquoted) == text:
+            return unquoted
+        if text not in computed:
+            computed[text] = planner._fresh(f"$window_input{len(computed)}")
+            pre.append(f"{text} AS {_quoted(computed[text])}")
+        return computed[text]
+
+    groups: dict[tuple, list[tuple[WindowCall, str]]] = {}
+    for call in calls:
+        window = call.tree
+        try:
+            partition = tuple(column_of(tree) for tree in window.args.get("partition_by") or [])
+            order = window.args.get("order")
+            sort_keys = tuple(
+                f"{_quoted(column_of(ordered.this))} {'DESC' if ordered.args.get('desc') else 'ASC'} "
+                f"NULLS {'FIRST' if ordered.args.get('nulls_first') else 'LAST'}"
+                for ordered in (order.expressions if order is not None else []))
+            snippet = _function_snippet(window, call.name, column_of)
+        except PlanError as error:
+            raise planner._plan_error(error, window) from None
+        groups.setdefault((partition, sort_keys), []).append((call, snippet))
+    try:
+        builder = planner._builder(node)
+        if pre:
+            builder = builder.project([_quoted(name) for name in node.output_schema.names] + pre)
+        for (partition, sort_keys), members in groups.items():
+            builder = builder.window([_quoted(key) for key in partition], list(sort_keys),
+                                     [snippet for _, snippet in members])
+        node = builder.plan()
+    except PlanError as error:
+        raise planner._plan_error(error, calls[0].tree) from None
+    columns = dict(columns)
+    columns.update({("", call.name): call.name for call in calls})
+    return replace(relation, node=node), columns
+
+
+def _function_snippet(window: exp.Window, name: str, column_of) -> str:
+    """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
+    function = window.this.copy()
+    value_key = None if isinstance(function, exp.Ntile) else "this"
+    for key, value in list(function.args.items()):
+        if not isinstance(value, exp.Expression) or isinstance(value, exp.Star):
+            continue
+        if key == value_key and not isinstance(value, exp.Distinct):
+            function.set(key, exp.column(exp.to_identifier(column_of(window.this.args[key]), quoted=True)))
+        elif any(isinstance(node, exp.Column) for node in value.walk()):
+            raise _unsupported(f"a column in the {key} argument of {function.sql_name().lower()}(...) over a window "
+                               "(it must be a constant)", window)
+    spec = window.args.get("spec")
+    over = f" OVER ({spec.sql(dialect='duckdb')})" if spec is not None else ""
+    return function.sql(dialect="duckdb") + over + " AS " + _quoted(name)
