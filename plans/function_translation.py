@@ -26,7 +26,7 @@ from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Fu
 from gpu_engine.plans.functions import constant_value, function_type, part_name
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
-__all__ = ["FUNCTION_HANDLERS", "interval_function", "date_part_expression"]
+__all__ = ["FUNCTION_HANDLERS", "interval_function", "date_part_expression", "date_arithmetic"]
 
 
 def _untyped(expr: Expr) -> bool:
@@ -291,6 +291,20 @@ def interval_function(translator: Any, operand: Expr, amount: int, unit: str, tr
     operand = _typed_null(operand, pa.date32())
     return build_function(translator, "add_interval",
                           [operand, Literal(months, pa.int64()), Literal(days, pa.int64())], tree)
+
+
+def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp.Expression) -> Expr:
+    """Return DuckDB's ``DATE + INTEGER`` / ``INTEGER + DATE`` / ``DATE - INTEGER`` (a DATE) or ``DATE - DATE``
+    (the days between, BIGINT); other arithmetic on a date is refused naming the operand types."""
+    left_date, right_date = pa.types.is_date32(left.dtype), pa.types.is_date32(right.dtype)
+    if op == "sub" and left_date and right_date:
+        return build_function(translator, "date_sub", [left, right], tree)
+    if op == "add" and right_date and not left_date:
+        left, right = right, left
+    elif not (left_date and not right_date and op in ("add", "sub")):
+        symbol = {"add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%"}[op]
+        raise translator.error(f"type mismatch: cannot apply '{symbol}' to {left.dtype} and {right.dtype}", tree)
+    return build_function(translator, "date_add_days" if op == "add" else "date_sub_days", [left, right], tree)
 
 
 def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:

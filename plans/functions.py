@@ -255,6 +255,27 @@ def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.timestamp("us")
 
 
+def _date_days(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``date_add_days(date, n)`` / ``date_sub_days``: DuckDB's ``DATE +/- INTEGER`` (BIGINT is refused, as there)."""
+    _arity(name, args, 2, 2)
+    if not (pa.types.is_date32(args[0].dtype) or pa.types.is_null(args[0].dtype)):
+        raise TypeError(f"{name}() needs a date as argument 1, got {args[0].dtype}")
+    dtype = args[1].dtype
+    if not (pa.types.is_null(dtype) or dtype in (pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16())):
+        raise TypeError(f"a date and {dtype} do not add: DuckDB adds INTEGER days to a DATE (cast the days "
+                        "AS INTEGER, or use INTERVAL)")
+    return pa.date32()
+
+
+def _date_difference(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``date_sub(a, b)``: DuckDB's ``DATE - DATE``, the days between them as BIGINT."""
+    _arity(name, args, 2, 2)
+    for position, arg in enumerate(args, 1):
+        if not (pa.types.is_date32(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() needs dates, got {arg.dtype} as argument {position}")
+    return pa.int64()
+
+
 def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     for position, arg in enumerate(args, 1):
@@ -282,6 +303,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "//": _integer_division,
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
+    "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
 }
 
 

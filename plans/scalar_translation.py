@@ -29,7 +29,9 @@ from gpu_engine.plans.expressions import (
     Substring,
     UnaryOp,
 )
-from gpu_engine.plans.function_translation import FUNCTION_HANDLERS, date_part_expression, interval_function
+from gpu_engine.plans.function_translation import (
+    FUNCTION_HANDLERS, date_arithmetic, date_part_expression, interval_function,
+)
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
@@ -175,6 +177,8 @@ class ScalarTranslator:
         left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
         if is_untyped_null(left):
             return left
+        if pa.types.is_date32(left.dtype) or pa.types.is_date32(right.dtype):  # DATE +/- INTEGER, DATE - DATE
+            return date_arithmetic(self, op, left, right, tree)
         left, right = (_integer_literal_as(tree.this, left, tree.expression, right),
                        _integer_literal_as(tree.expression, right, tree.this, left))
         try:

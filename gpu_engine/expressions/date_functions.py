@@ -164,8 +164,20 @@ def _make_date(device: Device, columns: Sequence[Column]) -> Column:
     return Column(pa.date32(), days.astype(xp.int32), validity)
 
 
+def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
+    """Return ``date +/- days`` (DATE), raising where the day leaves the date type's range."""
+    xp = device.xp
+    date, days = columns
+    validity = and_validity(date.validity, days.validity)
+    step = days.data.astype(xp.int64)
+    result = date.data.astype(xp.int64) + (step if name == "date_add_days" else -step)
+    raise_at_first(device, (result < -(2**31)) | (result >= 2**31), validity, "Date out of range in date arithmetic")
+    return Column(pa.date32(), result.astype(xp.int32), validity)
+
+
 #: The functions this module evaluates.
-DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date")
+DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
+                  "date_sub_days", "date_sub")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -174,6 +186,11 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
     xp = device.xp
     if name == "make_date":
         return _make_date(device, columns)
+    if name in ("date_add_days", "date_sub_days"):
+        return _add_days(device, name, columns)
+    if name == "date_sub":
+        validity = and_validity(columns[0].validity, columns[1].validity)
+        return Column(dtype, columns[0].data.astype(xp.int64) - columns[1].data.astype(xp.int64), validity)
     if name == "add_interval":
         column = columns[0]
         return Column(dtype, _add_interval(xp, column, args[1].value, args[2].value), column.validity)

@@ -5,6 +5,7 @@ before 1970, NULLs, through the translator, PlanBuilder and Session.sql."""
 from __future__ import annotations
 
 import datetime
+import re
 
 import duckdb
 import pyarrow as pa
@@ -169,3 +170,24 @@ def test_plan_builder_and_session(device_name):
              "FROM t WHERE d BETWEEN CAST('1969-1-01' AS DATE) AND CAST('2021-1-4' AS DATE) + INTERVAL 30 DAY "
              "GROUP BY date_part('quarter', d) ORDER BY q")
     assert_same_rows(session.sql(query), _duckdb(query, table), ordered=True)
+
+
+@pytest.mark.parametrize("sql", ["d + 5", "5 + d", "d - 40000", "d + m", "d - dd", "d + CAST(m AS SMALLINT)",
+                                 "d - d2", "d2 - DATE '2000-01-01'", "(d - d2) // 7"])
+def test_date_integer_arithmetic(device, sql):
+    rid = TABLE.column("rid")
+    inside = pa.compute.and_(pa.compute.not_equal(rid, 10), pa.compute.not_equal(rid, 11))
+    check_sql(device, sql, TABLE.filter(inside))  # without 0001-01-01 and 9999-12-31: Python's dates end there
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("d + y", "a date and int64 do not add"),
+    ("d * 2", "cannot apply '*' to date32[day] and int32"),
+    ("5 - d", "cannot apply '-' to int32 and date32[day]"),
+    ("d + d2", "cannot apply '+' to date32[day] and date32[day]"),
+])
+def test_date_arithmetic_duckdb_refuses_is_refused(sql, message):
+    with pytest.raises(duckdb.Error):
+        duckdb_type(sql, TABLE)
+    with pytest.raises(PlanError, match=re.escape(message)):
+        parse_expression(sql, _schema(TABLE), "Project[0]")

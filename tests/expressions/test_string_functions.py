@@ -51,7 +51,8 @@ def check_sql(device, sql: str, table: pa.Table = TABLE):
 
 CASES = [
     "upper(s)", "lower(s)", "upper(ds)", "lower(ds)", "length(s)", "length(ds)", "char_length(s)",
-    "s || '!'", "'<' || s || '>'", "s || ds", "ds || '-' || ds", "s || CAST(NULL AS VARCHAR)", "concat(s, '-', ds)", "concat(s)",
+    "s || '!'", "'<' || s || '>'", "s || ds", "ds || '-' || ds", "s || CAST(NULL AS VARCHAR)",
+    "concat(s, '-', ds)", "concat(s)",
     "concat(s, n, ds)", "s || n", "concat('a', NULL, 'b')",
     "trim(s)", "ltrim(s)", "rtrim(s)", "trim(ds)", "trim(s, 'ax ')", "ltrim(s, '')", "rtrim(ds, 'Pd ')",
     "replace(s, 'a', 'XY')", "replace(s, 'é', '')", "replace(s, '', 'x')", "replace(ds, 'A', 'a')",
