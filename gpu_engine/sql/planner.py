@@ -61,6 +61,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, takes_two_arguments,
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
+from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
@@ -1141,6 +1142,7 @@ class QueryPlanner:
                 order_trees.append(None)
             else:
                 order_trees.append(key)
+        order_trees = [with_output_names_resolved(tree, projections) for tree in order_trees]
         # Windows run after aggregation: each becomes a placeholder column; the aggregates inside them count.
         projections, order_trees, windows, window_inputs = extract_windows(self, projections, order_trees,
                                                                            _AGGREGATES)

@@ -131,28 +131,9 @@ def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], 
         if isinstance(projection, exp.Window):
             projection = exp.alias_(projection, projection.alias_or_name, quoted=True)
         new_projections.append(swap(projection))
-    new_order = [swap(_with_output_names_resolved(tree, projections)) for tree in order_trees]
+    new_order = [swap(tree) for tree in order_trees]
     calls = list(windows.values())
     return new_projections, new_order, calls, [t for call in calls for t in _inner_trees(call.tree)]
-
-
-def _with_output_names_resolved(tree, projections: list[exp.Expression]):
-    """Return an ORDER BY tree whose windows read the SELECT list's expressions for the output names they use.
-
-    Why: ORDER BY sees the SELECT list's names, so the qualifier leaves ``k`` in ``ORDER BY sum(v) OVER
-    (PARTITION BY k)`` unqualified when ``k`` is an output name; the window reads that output's expression.
-    """
-    if tree is None or not _windows_of(tree):
-        return tree
-    outputs = {p.alias_or_name: (p.this if isinstance(p, exp.Alias) else p) for p in projections
-               if not _windows_of(p)}
-    tree = tree.copy()
-    for window in _windows_of(tree):
-        for column in [c for c in window.find_all(exp.Column) if not c.table and c.name in outputs]:
-            replacement = outputs[column.name]
-            if not (isinstance(replacement, exp.Column) and replacement.name == column.name and not replacement.table):
-                column.replace(replacement.copy())
-    return tree
 
 
 def _quoted(name: str) -> str:
