@@ -160,3 +160,18 @@ def _plan_error(sql: str) -> str:
 ])
 def test_grouping_sets_the_engine_cannot_plan_are_refused_by_name(sql, message):
     assert message in _plan_error(sql)
+
+
+@pytest.mark.parametrize("table", ["t", "e"])
+def test_rollup_across_tasks_of_a_cluster_matches_duckdb(table, reference):
+    """Partial aggregation in three leaf Tasks, final in two: the group id routes like any key; empty input
+    still gives the grand total once (each leaf adds an empty one, the final step merges them)."""
+    from gpu_engine import Session
+    from gpu_engine.cluster.local_cluster import LocalCluster
+
+    session = Session(device="cpu", drivers=1)
+    session.register(table, TABLES[table], split_rows=2)
+    sql = f"SELECT a, b, sum(c) AS s, count(*) AS n, grouping(a, b) AS g FROM {table} GROUP BY ROLLUP (a, b)"
+    actual = LocalCluster(session, (3, 2, 1)).execute(session.sql_plan(sql))
+    problem = rows_mismatch(actual, reference.sql(sql).to_arrow_table())
+    assert problem is None, problem
