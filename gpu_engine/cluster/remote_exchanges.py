@@ -10,6 +10,8 @@ each scan an arbitrary part of the tables, so:
 * an ORDER BY, TopN, Limit or EnforceSingleRow finishes in a single Task:
   TopN and Limit run a partial step first, then everything goes through a
   gather (a keyless PartitionedOutput into one destination);
+* a Window reads its partitions whole: a shuffle by its partition keys (a
+  gather into a single Task without keys) unless its rows already sit so;
 * a join (HashJoin, NestedLoopJoin) is refused: it needs co-partitioned or
   broadcast inputs, which are not planned yet; build such a plan with explicit
   PartitionedOutput/Exchange boundaries instead;
@@ -56,6 +58,7 @@ from gpu_engine.plans.nodes import (
     ProjectNode,
     TopNNode,
     ValuesNode,
+    WindowNode,
 )
 
 __all__ = ["add_remote_exchanges", "hash_partitioned"]
@@ -184,6 +187,16 @@ def _(node: AggregationNode, leaves: Mapping[str, tuple]):
                        aggregates=final_step_aggregates(node.aggregates, node.aggregate_names)), done
     exchange = remote_boundary(source, f"{node.id}.output", f"{node.id}.remote", keys)
     return replace(node, sources=(exchange,)), done
+
+
+@_distribute.register
+def _(node: WindowNode, leaves: Mapping[str, tuple]):
+    source, distribution = _distribute(node.source, leaves)
+    keys = node.partition_keys
+    if distribution == SINGLE or (keys and _clusters(distribution, keys)):
+        return replace(node, sources=(source,)), distribution  # each partition's rows already share a Task
+    exchange = remote_boundary(source, f"{node.id}.output", f"{node.id}.remote", keys)
+    return replace(node, sources=(exchange,)), (_hashed(keys) if keys else SINGLE)
 
 
 @_distribute.register

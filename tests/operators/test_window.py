@@ -191,3 +191,19 @@ def test_a_window_past_the_memory_cap_fails_and_the_session_keeps_working():
     assert raised.value.operator == "Window"
     small = PlanBuilder(session.catalog).table_scan("t", ["id"]).filter("id < 3").plan()
     assert sorted(session.execute(small).column("id").to_pylist()) == [0, 1, 2]
+
+
+@pytest.mark.parametrize("partition, widths", [(["k"], (3, 2, 1)), ([], (3, 1))], ids=["by_k", "global"])
+def test_a_window_on_a_cluster_sees_whole_partitions(partition, widths):
+    # Leaf Tasks scan arbitrary splits: the window's stage must read its partitions whole (a shuffle by the
+    # partition keys, a gather without), or each Task would number and sum only its own share of a partition.
+    from gpu_engine.cluster import LocalCluster
+
+    tables = {"t": _table(200)}
+    session = _session("cpu", 1, 16, tables)
+    functions = [("row_number()", "", "rn"), ("sum(d)", "", "sd"), ("count(*)", "", "c")]
+    plan = _plan(session.catalog, "t", partition, ["id"], functions)
+    actual = LocalCluster(session, widths).execute(plan)
+    expected = _reference(_duckdb_sql("t", partition, ["id"], functions), tables)
+    problem = rows_mismatch(actual, expected)
+    assert problem is None, problem
