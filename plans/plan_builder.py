@@ -323,7 +323,7 @@ class PlanBuilder:
             source = self._node
             if any(call.distinct for call in calls):
                 source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
-            group_id = source if isinstance(source, GroupIdNode) else None
+            group_id = self._node if isinstance(self._node, GroupIdNode) else None  # also under a DISTINCT rewrite
             global_sets = ()
             if (group_id is not None and group_id.group_id_name in keys
                     and set(keys) <= {*group_id.key_names, group_id.group_id_name}):

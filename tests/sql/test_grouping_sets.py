@@ -64,6 +64,7 @@ QUERIES = [
     "sum(total) AS all_total FROM r",
     "SELECT x.a, x.n FROM (SELECT a, count(*) AS n FROM t WHERE d > 0 GROUP BY ROLLUP (a)) x WHERE x.n > 1",
     "SELECT a, count(DISTINCT b) AS nb FROM t GROUP BY ROLLUP (a)",
+    "SELECT a, count(DISTINCT b) AS nb FROM e GROUP BY ROLLUP (a)",  # the DISTINCT rewrite keeps the total row
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[13], QUERIES[17]]
