@@ -137,3 +137,20 @@ def test_plan_builder_and_session(device_name):
     query = ("SELECT sign(i32) AS k, sum(round(dec, 1)) AS s, max(ceil(f64)) AS m, min(i64 // 3) AS q, "
              "count(nullif(i8, 0)) AS c FROM t GROUP BY sign(i32) ORDER BY k NULLS LAST")
     assert_same_rows(session.sql(query), _duckdb(query, table), ordered=True)
+
+
+def test_function_calls_round_trip_through_json_and_validation():
+    """A Function node is plain plan data: JSON keeps it, and validation re-types it (a renamed or re-typed call in
+    a document is refused, never evaluated)."""
+    from gpu_engine.plans.serialization import SerializationError, plan_from_json, plan_to_json
+
+    plan = (PlanBuilder().values(TABLE)
+            .filter("round(f64, 1) > 0 AND starts_with(CAST(i32 AS VARCHAR), '1')")
+            .project(["greatest(i8, i64) // 2 AS g", "lpad(CAST(dec AS VARCHAR), 9, '0') AS p",
+                      "date_trunc('month', d) AS m", "d + 1 AS e"]).plan())
+    text = plan_to_json(plan)
+    assert plan_from_json(text) == plan
+    with pytest.raises(SerializationError, match="unknown function 'lpadd'"):
+        plan_from_json(text.replace('"name": "lpad"', '"name": "lpadd"'))
+    with pytest.raises(SerializationError, match="is typed"):
+        plan_from_json(text.replace('"name": "date_trunc"', '"name": "date_part"'))
