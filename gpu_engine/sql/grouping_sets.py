@@ -42,10 +42,21 @@ def _error(message: str, node: exp.Expression | None) -> SqlError:
     return SqlError(message, line=line, col=col, name=node.sql(dialect="duckdb")[:80] if node is not None else None)
 
 
+def _grouping_calls(tree: exp.Expression) -> list[exp.Expression]:
+    """Return the ``grouping()`` calls of ``tree`` itself, not those of subqueries nested in it (theirs)."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, GROUPING_CALLS):
+            out.append(node)
+        elif not (isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select) and node is not tree)):
+            stack.extend(reversed(list(node.iter_expressions())))
+    return out
+
+
 def uses_grouping_sets(group: list[exp.Expression], trees: list[exp.Expression]) -> bool:
     """Return True when the GROUP BY has ROLLUP, CUBE or GROUPING SETS, or a clause calls ``grouping()``."""
-    return any(isinstance(item, _SET_ITEMS) for item in group) or any(
-        tree.find(*GROUPING_CALLS) is not None for tree in trees)
+    return any(isinstance(item, _SET_ITEMS) for item in group) or any(_grouping_calls(tree) for tree in trees)
 
 
 def _elements(item: exp.Expression) -> list[exp.Expression]:
@@ -184,11 +195,13 @@ def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys
     projections = []
     set_texts = [{key.sql() for key in kept} for kept in sets]
     for tree in trees:
-        for call in tree.find_all(*GROUPING_CALLS):
+        for call in _grouping_calls(tree):
             text = call.sql()
             if text in replacements:
                 continue
             arguments = list(call.expressions) or ([call.this] if call.this is not None else [])
+            if not arguments and isinstance(call, exp.GroupingId):  # Spark's grouping_id(): every key, in order
+                arguments = list(keys.values())
             if not arguments:
                 raise _error("grouping() needs at least one argument", call)
             for argument in arguments:
