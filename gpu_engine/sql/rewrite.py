@@ -153,8 +153,8 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
 def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, pa.Schema]) -> dict[str, str]:
     """Name the outermost SELECT's unnamed expressions as DuckDB does (``sum(l_quantity)``), not ``_col_5``.
 
-    A bare column keeps its name as the table spells it (``Id`` for ``SELECT id``), as in DuckDB, although
-    sqlglot folds unquoted names to lower case.
+    A bare column keeps its name as the table, derived table or CTE spells it (``Id`` for ``SELECT id``), as
+    in DuckDB, although sqlglot folds unquoted names to lower case.
     """
     select = tree
     spelled: dict[str, str] = {}
@@ -164,6 +164,11 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
             if table.lower() in tables:
                 for name in schema.names:
                     spelled.setdefault(name.lower(), name)
+        # A column of a derived table or CTE is spelled as the alias that made it (DuckDB's `SELECT *` over
+        # `(SELECT ... AS B1_LP)` gives B1_LP); the outermost SELECT's own aliases are taken below, as written.
+        for alias in tree.find_all(exp.Alias):
+            if alias.parent is not select:
+                spelled.setdefault(alias.alias.lower(), alias.alias)
         for expression in list(select.expressions):
             inner = expression
             while isinstance(inner, exp.Paren):
