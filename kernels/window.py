@@ -24,7 +24,7 @@ from numba import cuda, njit
 from gpu_engine.device import Device
 from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["SUM", "MIN", "MAX", "segment_bounds", "segmented_scan", "frame_loop"]
+__all__ = ["SUM", "MIN", "MAX", "segment_bounds", "segmented_scan", "frame_loop", "range_bound"]
 
 SUM, MIN, MAX = 0, 1, 2
 
@@ -97,6 +97,35 @@ def _frame_loop_cpu(op, values, valid, frame_starts, frame_ends, out, counts, st
         counts[row] = count
 
 
+@njit(nogil=True, cache=True)
+def _comes_before(value, is_valid, target, descending, inclusive, nulls_first):
+    """Return True when a row (``value``, or NULL) sorts before ``target`` (at or before it, ``inclusive``)."""
+    if not is_valid:
+        return nulls_first
+    if descending:
+        return value >= target if inclusive else value > target
+    return value <= target if inclusive else value < target
+
+
+@njit(nogil=True, cache=True)
+def _range_bounds_cpu(values, valid, part_start, part_end, peer_bound, descending, nulls_first, delta, inclusive,
+                      out):
+    for row in range(values.shape[0]):
+        if not valid[row]:
+            out[row] = peer_bound[row]  # a NULL key's offset bound is its peer group's (all NULL keys are peers)
+            continue
+        target = values[row] - delta if descending else values[row] + delta
+        low = part_start[row]
+        high = part_end[row]
+        while low < high:  # the first row of the partition not sorting before the target
+            middle = (low + high) // 2
+            if _comes_before(values[middle], valid[middle], target, descending, inclusive, nulls_first):
+                low = middle + 1
+            else:
+                high = middle
+        out[row] = low
+
+
 # ------------------------------------------------------------------ CUDA twins
 @cuda.jit
 def _segment_starts_cuda(flags, segment, starts):
@@ -148,6 +177,25 @@ def _frame_loop_cuda(op, values, valid, frame_starts, frame_ends, out, counts, s
         counts[row] = count
 
 
+@cuda.jit
+def _range_bounds_cuda(values, valid, part_start, part_end, peer_bound, descending, nulls_first, delta, inclusive,
+                       out):
+    for row in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
+        if not valid[row]:
+            out[row] = peer_bound[row]
+            continue
+        target = values[row] - delta if descending else values[row] + delta
+        low = part_start[row]
+        high = part_end[row]
+        while low < high:
+            middle = (low + high) // 2
+            if _comes_before(values[middle], valid[middle], target, descending, inclusive, nulls_first):
+                low = middle + 1
+            else:
+                high = middle
+        out[row] = low
+
+
 # ---------------------------------------------------------------- entry points
 def segment_bounds(device: Device, flags: Any) -> tuple[Any, Any, Any]:
     """Return each row's run number and its run's first and one-past-last row (``int64``).
@@ -195,3 +243,20 @@ def frame_loop(device: Device, op: int, values: Any, valid: Any, frame_starts: A
     launch_twin(device, n, _frame_loop_cpu, _frame_loop_cuda, op, xp.ascontiguousarray(values),
                 xp.ascontiguousarray(valid), frame_starts, frame_ends, out, counts, status)
     return out, counts
+
+
+def range_bound(device: Device, values: Any, valid: Any, part_start: Any, part_end: Any, peer_bound: Any,
+                descending: bool, nulls_first: bool, delta: Any, inclusive: bool) -> Any:
+    """Return each row's RANGE frame bound: the first row of its partition whose key is not before ``key + delta``.
+
+    Rows are sorted by the key (``descending`` reverses what "before" means, so ``delta`` counts along the
+    sort order: ``-n`` for ``n PRECEDING``, ``+n`` for ``n FOLLOWING``); ``inclusive`` finds the first row
+    past the target (a frame's end) rather than the first at it (a frame's start). A binary search per row:
+    the partition's keys are sorted, NULLs at one end. A row whose key is NULL gets ``peer_bound``.
+    """
+    xp = device.xp
+    out = xp.empty(values.shape[0], dtype=xp.int64)
+    launch_twin(device, values.shape[0], _range_bounds_cpu, _range_bounds_cuda, xp.ascontiguousarray(values),
+                xp.ascontiguousarray(valid), part_start, part_end, peer_bound, descending, nulls_first, delta,
+                inclusive, out)
+    return out

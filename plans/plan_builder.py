@@ -51,7 +51,7 @@ from gpu_engine.plans.nodes import (
     WindowNode,
     walk_plan,
 )
-from gpu_engine.plans.window_functions import parse_window_function
+from gpu_engine.plans.window_functions import check_frame_order, parse_window_function
 from gpu_engine.plans.sql_translator import (
     parse_aggregate,
     parse_column_name,
@@ -653,6 +653,8 @@ class PlanBuilder:
                 raise PlanError("window functions must be a non-empty list of SQL snippets", node=label,
                                 column=str(functions))
             pairs = [parse_window_function(text, self._schema, label, position=i) for i, text in enumerate(functions)]
+            for _, call in pairs:
+                check_frame_order(call, order, self._schema, label)
             names = tuple(name for name, _ in pairs)
             schema = pa.schema(list(self._schema) + [pa.field(name, call.dtype) for name, call in pairs])
             _unique_names(schema.names, label)

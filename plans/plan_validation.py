@@ -442,7 +442,7 @@ def _(node: TopNNode) -> None:
 
 @_validate_node.register
 def _(node: WindowNode) -> None:
-    from gpu_engine.plans.window_functions import check_window_call
+    from gpu_engine.plans.window_functions import check_frame_order, check_window_call
 
     schema = node.source.output_schema
     _columns(node.partition_keys, schema, node.label, "partition key")
@@ -457,6 +457,7 @@ def _(node: WindowNode) -> None:
             raise PlanError(f"a window function must be a WindowFunctionCall, got {type(call).__name__}",
                             node=node.label)
         check_window_call(call, schema, node.label)
+        check_frame_order(call, node.sort_keys, schema, node.label)
     expected = pa.schema(list(schema) + [pa.field(name, call.dtype)
                                          for name, call in zip(node.function_names, node.functions)])
     _same_schema(node, expected, "the input and the functions")

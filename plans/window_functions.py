@@ -13,16 +13,16 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_string
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_string
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import result_type
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
-from gpu_engine.plans.nodes import FRAME_BOUNDS, WindowFrame, WindowFunctionCall
+from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.sql_translator import _parse
 
 __all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "WINDOW_FUNCTIONS",
-           "window_result_type", "check_window_call", "parse_window_function", "frame_from_spec"]
+           "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec"]
 
 #: Functions of a row's position in its partition; they take no frame.
 RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -103,6 +103,27 @@ def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -
     _check_frame(call.frame, label, text)
 
 
+def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], schema: pa.Schema,
+                      label: str) -> None:
+    """Refuse a RANGE frame with an offset unless the window orders by one numeric key (the offset's unit).
+
+    ``n PRECEDING`` in RANGE means "keys within n of this row's": one key, a number (a decimal's offset in
+    its own units, ``1`` being 1.00). Functions that take no frame (ranks, lag/lead) are not checked.
+    """
+    frame = call.frame
+    if frame.kind != "RANGE" or not {frame.start, frame.end} & {"PRECEDING", "FOLLOWING"} \
+            or call.function in RANKING_FUNCTIONS + ("lag", "lead"):
+        return
+    bounds = f"{frame.start_offset if frame.start in ('PRECEDING', 'FOLLOWING') else ''} {frame.start}".strip()
+    if len(sort_keys) != 1:
+        raise PlanError(f"a RANGE frame with an offset ({bounds}) needs exactly one ORDER BY key, got "
+                        f"{len(sort_keys)}", node=label, column=call.sql())
+    dtype = schema.field(sort_keys[0].name).type
+    if not (is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)):
+        raise PlanError(f"a RANGE frame with an offset needs a numeric ORDER BY key; {sort_keys[0].name} is {dtype} "
+                        "(intervals over dates are not supported yet)", node=label, column=call.sql())
+
+
 def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
     if not isinstance(frame, WindowFrame) or frame.kind not in ("ROWS", "RANGE") \
             or frame.start not in FRAME_BOUNDS or frame.end not in FRAME_BOUNDS:
@@ -113,9 +134,6 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
     offsets = [(frame.start, frame.start_offset), (frame.end, frame.end_offset)]
     for bound, offset in offsets:
         if bound in ("PRECEDING", "FOLLOWING"):
-            if frame.kind == "RANGE":
-                raise PlanError(f"RANGE frames with an offset ({offset} {bound}) are not supported; use ROWS",
-                                node=label, column=text)
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise PlanError(f"a frame offset must be a non-negative integer constant, got {offset!r}",
                                 node=label, column=text)

@@ -15,12 +15,16 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.gather import gather, gather_column
 from gpu_engine.kernels.sort import sort_key_words
-from gpu_engine.kernels.window import MAX, MIN, SUM, frame_loop, segment_bounds, segmented_scan
+from gpu_engine.kernels.window import MAX, MIN, SUM, frame_loop, range_bound, segment_bounds, segmented_scan
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
 
 __all__ = ["Window"]
 
 _SCAN_OPS = {"sum": SUM, "avg": SUM, "count": SUM, "min": MIN, "max": MAX}
+
+
+def _has_range_offset(frame: WindowFrame) -> bool:
+    return frame.kind == "RANGE" and bool({frame.start, frame.end} & {"PRECEDING", "FOLLOWING"})
 
 
 class _SortedRows:
@@ -39,6 +43,7 @@ class _SortedRows:
         self.new_peer = new_peer
         self.part_segment, self.part_start, self.part_end = segment_bounds(device, new_partition)
         self._peers = None
+        self.range_key: tuple | None = None  # (sorted values, validity, descending, nulls_first, scale): see frame
 
     @property
     def peers(self) -> tuple[Any, Any, Any]:
@@ -58,9 +63,19 @@ class _SortedRows:
                 "FOLLOWING": lambda: self.row + frame.end_offset + 1,
                 "CURRENT ROW": lambda: peer_end if frame.kind == "RANGE" else self.row + 1,
                 "PRECEDING": lambda: self.row - frame.end_offset + 1}
+        if frame.kind == "RANGE":  # n PRECEDING / FOLLOWING: the rows whose key is within n of this row's
+            starts["PRECEDING"] = lambda: self._range(-frame.start_offset, False, peer_start)
+            starts["FOLLOWING"] = lambda: self._range(frame.start_offset, False, peer_start)
+            ends["PRECEDING"] = lambda: self._range(-frame.end_offset, True, peer_end)
+            ends["FOLLOWING"] = lambda: self._range(frame.end_offset, True, peer_end)
         start = xp.minimum(xp.maximum(starts[frame.start](), self.part_start), self.part_end)
         end = xp.maximum(xp.minimum(ends[frame.end](), self.part_end), start)
         return start, end
+
+    def _range(self, offset: int, inclusive: bool, peer_bound: Any) -> Any:
+        values, valid, descending, nulls_first, scale = self.range_key
+        return range_bound(self.device, values, valid, self.part_start, self.part_end, peer_bound, descending,
+                           nulls_first, values.dtype.type(offset * scale), inclusive)
 
 
 class Window(Operator):
@@ -107,6 +122,8 @@ class Window(Operator):
         inverse = xp.empty_like(order)
         inverse[order] = xp.arange(order.shape[0], dtype=order.dtype)
         statuses: list[tuple[Any, str]] = []
+        if any(_has_range_offset(call.frame) for call in self.node.functions):
+            rows.range_key = self._range_key(data, order)
         results = [self._compute(call, data, order, inverse, rows, statuses) for call in self.node.functions]
         self._check_statuses(statuses)
         self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
@@ -247,14 +264,25 @@ class Window(Operator):
             return Column(call.dtype, value, has)
         return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
 
-    def _scan_values(self, column: Column, call: WindowFunctionCall) -> Any:
+    def _range_key(self, data: Batch, order: Any) -> tuple:
+        """Return the one sort key's values in sorted order as RANGE offsets compare them (decimals scaled)."""
+        xp = self.device.xp
+        key = self.node.sort_keys[0]
+        column = data.column(key.name)
+        values = self._scan_values(column, f"RANGE frames over {key.name}")[order]
+        valid = xp.ones(values.shape[0], dtype=xp.bool_) if column.validity is None else column.validity[order]
+        scale = 10 ** column.dtype.scale if is_decimal(column.dtype) else 1
+        return values, valid, not key.ascending, key.nulls_first, scale
+
+    def _scan_values(self, column: Column, call: WindowFunctionCall | str) -> Any:
         """Return a column's values as the kernels read them: ``float64`` or ``int64``."""
         xp = self.device.xp
         data = column.data
         if data.ndim == 2:  # a wide decimal's (low, high) words: windows sum 64-bit values
             fits = xp.all(data[:, 1] == (data[:, 0] >> 63))
             if not self.device.read_scalars([fits])[0]:
-                raise ExecutionError(f"{call.sql()} over values beyond 64 bits is not supported yet")
+                what = call if isinstance(call, str) else call.sql()
+                raise ExecutionError(f"{what} over values beyond 64 bits is not supported yet")
             data = xp.ascontiguousarray(data[:, 0])
         return data.astype(xp.float64 if is_floating(column.dtype) else xp.int64, copy=False)
 

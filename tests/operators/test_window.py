@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import re
 
 import duckdb
 import pyarrow as pa
@@ -83,8 +84,22 @@ CASES = [
     ]),
     ([], [], [("count(*)", "", "c"), ("sum(d)", "", "sd"), ("max(v)", "", "mv"), ("percent_rank()", "", "pr")]),
     (["dt"], ["v", "id"], [("row_number()", "", "rn"), ("sum(v)", "", "sv")]),
+    # RANGE frames with offsets: the rows whose one order key is within n of the current row's (ties, NULLs).
+    (["k"], ["o"], [
+        ("sum(v)", "RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING", "r1"),
+        ("count(*)", "RANGE BETWEEN 1 FOLLOWING AND 3 FOLLOWING", "r2"),
+        ("min(d)", "RANGE BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING", "r3"),
+        ("max(v)", "RANGE BETWEEN 2 PRECEDING AND UNBOUNDED FOLLOWING", "r4"),
+        ("count(v)", "RANGE BETWEEN 3 PRECEDING AND 2 PRECEDING", "r5"),
+    ]),
+    (["s"], ["d DESC NULLS FIRST"], [
+        ("sum(v)", "RANGE BETWEEN 1 PRECEDING AND 2 FOLLOWING", "r1"),
+        ("count(d)", "RANGE BETWEEN CURRENT ROW AND 3 FOLLOWING", "r2"),
+    ]),
+    ([], ["v NULLS FIRST"], [("count(*)", "RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING", "rc")]),
 ]
-CASE_IDS = ["by_k_total_order", "by_k_s_ties", "by_s_unordered", "global_ordered", "global", "by_date"]
+CASE_IDS = ["by_k_total_order", "by_k_s_ties", "by_s_unordered", "global_ordered", "global", "by_date",
+            "range_int", "range_decimal_desc", "range_float"]
 
 
 def _plan(catalog, table: str, partition, order, functions):
@@ -162,7 +177,7 @@ def test_window_plan_explains_round_trips_and_partitions_drivers(tables):
 
 
 @pytest.mark.parametrize("function, message", [
-    ("sum(v) OVER (RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS x", "RANGE frames with an offset (1 PRECEDING)"),
+    ("sum(v) OVER (ROWS BETWEEN UNBOUNDED FOLLOWING AND CURRENT ROW) AS x", "cannot start at UNBOUNDED FOLLOWING"),
     ("sum(v) OVER (ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING EXCLUDE CURRENT ROW) AS x", "EXCLUDE CURRENT ROW"),
     ("median(v) AS x", "unsupported window function 'median'"),
     ("min(s) AS x", "min over strings in a window is not supported yet"),
@@ -179,6 +194,18 @@ def test_window_functions_the_operator_cannot_compute_are_refused_at_build_time(
     with pytest.raises(PlanError) as raised:
         PlanBuilder(session.catalog).table_scan("t").window(["k"], ["o"], [function])
     assert message in str(raised.value) and "Window[1]" in str(raised.value)
+
+
+@pytest.mark.parametrize("sort_keys, message", [
+    (["o", "id"], "a RANGE frame with an offset (1 PRECEDING) needs exactly one ORDER BY key, got 2"),
+    (["s"], "a RANGE frame with an offset needs a numeric ORDER BY key; s is string"),
+    (["dt"], "a RANGE frame with an offset needs a numeric ORDER BY key; dt is date32[day]"),
+])
+def test_a_range_frame_with_an_offset_needs_one_numeric_order_key(sort_keys, message, tables):
+    session = _session("cpu", 1, 16, tables)
+    with pytest.raises(PlanError, match=re.escape(message)):
+        PlanBuilder(session.catalog).table_scan("t").window(
+            ["k"], sort_keys, ["sum(v) OVER (RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) AS x"])
 
 
 def test_a_window_past_the_memory_cap_fails_and_the_session_keeps_working():

@@ -72,7 +72,7 @@ BAD_SQL = {
     "SELECT substr(b) FROM t": "substring(...) needs a start position",
     "SELECT a FROM t WHERE EXISTS (SELECT 1)": "SELECT without FROM",
     "SELECT a FROM t WHERE row_number() OVER (ORDER BY a) = 1": "a window function in WHERE",
-    "SELECT sum(a) OVER (ORDER BY a RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t": "RANGE frames with an offset",
+    "SELECT sum(a) OVER (ORDER BY b RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t": "needs a numeric ORDER BY key",
     "SELECT a FROM t INTERSECT ALL SELECT a FROM u": "INTERSECT ALL",
     "SELECT a FROM t EXCEPT ALL SELECT a FROM u": "EXCEPT ALL",
     "SELECT sum(b) FROM t": "sum",
