@@ -75,7 +75,7 @@ __all__ = ["QueryPlanner"]
 _AGGREGATES = SQL_AGGREGATES  # the aggregate nodes the engine computes (gpu_engine.plans.sql_aggregates)
 #: SELECT clauses the planner reads (``hint``: optimizer hints, which never change a result); any other is refused.
 _PLANNED_SELECT_CLAUSES = {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset",
-                           "distinct", "with_", "hint"}
+                           "distinct", "with_", "hint", "qualify"}
 _SELECT_CLAUSE_NAMES = {
     "windows": "WINDOW", "qualify": "QUALIFY", "pivots": "PIVOT", "connect": "CONNECT BY", "prewhere": "PREWHERE",
     "sample": "SAMPLE", "cluster": "CLUSTER BY", "distribute": "DISTRIBUTE BY", "sort": "SORT BY",
@@ -1144,10 +1144,13 @@ class QueryPlanner:
                 order_trees.append(key)
         order_trees = [with_output_names_resolved(tree, projections) for tree in order_trees]
         # Windows run after aggregation: each becomes a placeholder column; the aggregates inside them count.
-        projections, order_trees, windows, window_inputs = extract_windows(self, projections, order_trees,
-                                                                           _AGGREGATES)
+        qualify = select.args["qualify"].this if select.args.get("qualify") else None  # filters window results
+        projections, [*order_trees, qualify], windows, window_inputs = extract_windows(
+            self, projections, order_trees + [with_output_names_resolved(qualify, projections)], _AGGREGATES)
+        if qualify is not None and not windows:
+            raise _unsupported("QUALIFY without a window function (filter with WHERE or HAVING)", select.args["qualify"])
         trees = (projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
-                 + window_inputs)
+                 + window_inputs + ([qualify] if qualify is not None else []))
         for t in trees:
             for node in t.find_all(exp.AggFunc):
                 if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)):
@@ -1177,6 +1180,8 @@ class QueryPlanner:
             relation = self._post_filter(relation, having, columns, replacements, ctes)
         if windows:
             relation, columns = plan_windows(self, relation, windows, columns, replacements)
+        if qualify is not None:
+            relation = self._post_filter(relation, qualify, columns, replacements, ctes)
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
         outputs, exprs = [], []
         for p, name in zip(projections, output_names):

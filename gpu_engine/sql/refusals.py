@@ -47,7 +47,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
 
     Refused: SELECT without FROM, substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
-    TABLESAMPLE, QUALIFY, catalogs and schemas
+    TABLESAMPLE, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
     for node in tree.walk():
@@ -72,9 +72,6 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
             raise _error("unsupported SQL: WITH RECURSIVE (recursive CTEs)", node, "WITH RECURSIVE")
         elif isinstance(node, exp.TableSample):
             raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
-        elif isinstance(node, exp.Qualify):
-            raise _error("unsupported SQL: QUALIFY (filter the window's column in a derived table instead)",
-                         node, "QUALIFY")
         elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
             raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")
         elif isinstance(node, exp.Identifier) and node.quoted and node.this == "":

@@ -6,7 +6,7 @@ order expressions may name grouping keys and aggregates. The planner hands this 
 ORDER BY trees; :func:`extract_windows` swaps every window for a placeholder column (so the aggregation
 finds only the aggregates inside windows, never a window's own ``sum``), and :func:`plan_windows` computes
 the windows' inputs in one projection, then one Window node per distinct ``OVER`` (partition and order), and
-maps each placeholder to its result column. Windows elsewhere (WHERE, GROUP BY, HAVING, ON, inside an
+maps each placeholder to its result column. QUALIFY (its windows extracted like the ORDER BY's) filters after. Windows elsewhere (WHERE, GROUP BY, HAVING, ON, inside an
 aggregate or another window), named windows and ``IGNORE NULLS`` are refused by name and position;
 frames and functions the Window operator lacks are refused by :meth:`PlanBuilder.window`.
 """
