@@ -270,6 +270,17 @@ def _date_diff(translator: Any, tree: exp.DateDiff) -> Expr:
     return build_function(translator, "date_diff", [part, start, end], tree)
 
 
+def _strftime(translator: Any, tree: exp.TimeToStr) -> Expr:
+    if tree.args.get("zone") is not None or tree.args.get("culture") is not None:
+        raise translator.error("strftime() with a time zone or culture is not supported", tree)
+    operand = _typed_null(translator.translate(tree.this), pa.date32())
+    fmt = tree.args.get("format")
+    if fmt is None:
+        raise translator.error("strftime() takes 2 arguments (date, format)", tree)
+    return build_function(translator, "strftime", [operand, _typed_null(translator.translate(fmt), pa.string())],
+                          tree)
+
+
 def _make_date(translator: Any, tree: exp.DateFromParts) -> Expr:
     args = [_typed_null(arg, pa.int64()) for arg in _translate(
         translator, [tree.args.get("year"), tree.args.get("month"), tree.args.get("day")])]
@@ -340,7 +351,7 @@ FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.IntDiv: _integer_division,
     exp.Nullif: _nullif, exp.Coalesce: _coalesce,
     exp.TimestampTrunc: _date_trunc, exp.DateDiff: _date_diff, exp.DateFromParts: _make_date,
-    exp.DateAdd: _date_add,
+    exp.DateAdd: _date_add, exp.TimeToStr: _strftime,
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
 }

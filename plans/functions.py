@@ -36,6 +36,8 @@ __all__ = [
     "DIFF_PARTS",
     "function_type",
     "constant_value",
+    "part_name",
+    "strftime_tokens",
 ]
 
 #: Fields of ``date_part``/``EXTRACT`` beyond year, month and day (which the Extract node has).
@@ -255,6 +257,47 @@ def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.timestamp("us")
 
 
+#: strftime's specifiers (DuckDB's, ``%-x`` forms included; ``%z`` is ``+00`` and ``%Z`` empty without time zones).
+STRFTIME_SPECIFIERS = frozenset("aAwudbBhmyYHIpMSfjUWVGcxXgnzZ%")
+_UNPADDED_SPECIFIERS = frozenset("dmyHIMSj")
+
+
+def strftime_tokens(fmt: str) -> list[tuple[str, str]]:
+    """Split a strftime format into ``(kind, text)`` tokens: ``("text", ...)`` or ``("spec", "d" / "-d")``.
+
+    Raises
+    ------
+    TypeError
+        For a specifier DuckDB's strftime does not have, or a lone ``%`` at the end.
+    """
+    if fmt == "":
+        raise TypeError("strftime() needs a non-empty format")
+    tokens, position = [], 0
+    while position < len(fmt):
+        percent = fmt.find("%", position)
+        if percent < 0:
+            tokens.append(("text", fmt[position:]))
+            break
+        if percent > position:
+            tokens.append(("text", fmt[position:percent]))
+        spec = fmt[percent + 1:percent + 3] if fmt[percent + 1:percent + 2] == "-" else fmt[percent + 1:percent + 2]
+        letter = spec[-1:]
+        if not letter or letter not in STRFTIME_SPECIFIERS or (len(spec) == 2 and letter not in _UNPADDED_SPECIFIERS):
+            raise TypeError(f"strftime() does not support the format specifier %{spec or ''}")
+        tokens.append(("spec", spec))
+        position = percent + 1 + len(spec)
+    return tokens
+
+
+def _strftime(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _temporal(name, args[0], 1)
+    _string_constant(name, args, 2, "format")
+    if args[1].value is not None:
+        strftime_tokens(args[1].value)
+    return pa.string()
+
+
 def _date_days(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``date_add_days(date, n)`` / ``date_sub_days``: DuckDB's ``DATE +/- INTEGER`` (BIGINT is refused, as there)."""
     _arity(name, args, 2, 2)
@@ -304,6 +347,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
+    "strftime": _strftime,
 }
 
 

@@ -13,17 +13,18 @@ interval clamps the day to the month's end (``2020-01-31 + 1 month`` is
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Sequence
 
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.device import Device
-from gpu_engine.errors import PlanError
+from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import narrow_values, raise_at_first
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of
-from gpu_engine.plans.functions import part_name
+from gpu_engine.plans.functions import part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil"]
 
@@ -153,6 +154,57 @@ def _add_interval(xp: Any, column: Column, months: int, days: int) -> Any:
     return (day + days) * _MICROS_PER_DAY + time_of_day
 
 
+#: DuckDB's ``%c``, ``%x`` and ``%X``: ISO forms, not the C locale's.
+_ISO_FORMS = {"c": "%Y-%m-%d %H:%M:%S", "x": "%Y-%m-%d", "X": "%H:%M:%S"}
+
+
+def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]]) -> str:
+    """Return one instant formatted as DuckDB's strftime does (Python's, but years zero-padded to 4 digits,
+    ``%c``/``%x``/``%X`` in ISO form, ``%g`` milliseconds and ``%n`` nanoseconds)."""
+    parts = []
+    for kind, spec in tokens:
+        if kind == "text":
+            parts.append(spec)
+        elif spec == "Y":
+            parts.append(f"{moment.year:04d}")
+        elif spec == "G":
+            parts.append(f"{moment.isocalendar()[0]:04d}")
+        elif spec in _ISO_FORMS:
+            parts.append(_format_instant(moment, strftime_tokens(_ISO_FORMS[spec])))
+        elif spec in ("z", "Z"):  # no time zones: UTC's offset, no zone name (as DuckDB prints them)
+            parts.append("+00" if spec == "z" else "")
+        elif spec == "g":
+            parts.append(f"{moment.microsecond // 1000:03d}")
+        elif spec == "n":
+            parts.append(f"{moment.microsecond * 1000:09d}")
+        elif spec.startswith("-"):
+            parts.append(str(int(moment.strftime(f"%{spec[1]}"))))
+        else:
+            parts.append(moment.strftime(f"%{spec}"))
+    return "".join(parts)
+
+
+def _strftime(device: Device, column: Column, fmt: str) -> Column:
+    """Return ``strftime(column, fmt)``: each distinct instant is formatted once on the host (``unique`` on the
+    device, the distinct values copied back), and the result is a dictionary column over those texts."""
+    xp = device.xp
+    micros = _micros(xp, column)
+    if column.validity is not None:
+        micros = xp.where(column.validity, micros, 0)
+    distinct, codes = xp.unique(micros, return_inverse=True)
+    epoch = datetime.datetime(1970, 1, 1)
+    tokens = strftime_tokens(fmt)
+    texts = []
+    for value in device.to_host(distinct).tolist():
+        try:
+            moment = epoch + datetime.timedelta(microseconds=value)
+        except OverflowError:
+            raise ExecutionError("strftime supports years 1 to 9999 only") from None
+        texts.append(_format_instant(moment, tokens))
+    dictionary = Column.from_arrow(pa.array(texts, pa.string()), device)
+    return Column(pa.string(), codes.reshape(-1).astype(xp.int32), column.validity, None, dictionary)
+
+
 def _make_date(device: Device, columns: Sequence[Column]) -> Column:
     xp = device.xp
     year, month, day = (narrow_values(device, column, "make_date") for column in columns)
@@ -177,7 +229,7 @@ def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
 
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
-                  "date_sub_days", "date_sub")
+                  "date_sub_days", "date_sub", "strftime")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -186,6 +238,10 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
     xp = device.xp
     if name == "make_date":
         return _make_date(device, columns)
+    if name == "strftime":
+        if args[1].value is None:
+            return Column.from_arrow(pa.nulls(len(columns[0]), pa.string()), device)
+        return _strftime(device, columns[0], args[1].value)
     if name in ("date_add_days", "date_sub_days"):
         return _add_days(device, name, columns)
     if name == "date_sub":

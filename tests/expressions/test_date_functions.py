@@ -141,7 +141,7 @@ def test_year_month_day_stay_extract_nodes():
     ("date_part(s, d)", "must be a constant"),
     ("date_diff('day', d, 3)", "needs a date or timestamp as argument 3"),
     ("make_date(y, m, 1.5)", "needs integers"),
-    ("strftime(d, '%Y')", "unsupported function 'strftime'"),
+    ("strptime(s, '%Y')", "unsupported function 'strptime'"),
     ("d + INTERVAL 1 HOUR", "INTERVAL '<integer>'"),
 ])
 def test_refusals_name_the_function(sql, message):
@@ -191,3 +191,19 @@ def test_date_arithmetic_duckdb_refuses_is_refused(sql, message):
         duckdb_type(sql, TABLE)
     with pytest.raises(PlanError, match=re.escape(message)):
         parse_expression(sql, _schema(TABLE), "Project[0]")
+
+
+@pytest.mark.parametrize("fmt", ["%Y-%m-%d", "%d/%m/%y", "%-d.%-m.%Y", "%a %A %b %B %w %u", "%j %-j %U %W %V %G",
+                                 "%H:%M:%S.%f %p %I %-I %-H %-M %-S", "%c | %x | %X", "%g %n", "100%% %Y", "%z%Z", "plain"])
+@pytest.mark.parametrize("column", ["d", "ts"])
+def test_strftime(device, fmt, column):
+    result = check_sql(device, f"strftime({column}, '{fmt}')")
+    assert result.is_dictionary  # each distinct instant formatted once
+
+
+@pytest.mark.parametrize("fmt, specifier", [("%e", "%e"), ("%Q-%m", "%Q"), ("%-a", "%-a"), ("50%", "%")])
+def test_strftime_refuses_what_duckdb_refuses(fmt, specifier):
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"SELECT strftime(DATE '2020-01-01', '{fmt}')").fetchall()
+    with pytest.raises(PlanError, match=re.escape(f"does not support the format specifier {specifier}")):
+        parse_expression(f"strftime(d, '{fmt}')", _schema(TABLE), "Project[0]")
