@@ -40,6 +40,7 @@ __all__ = [
     "identity_for_min",
     "identity_for_max",
     "group_moments",
+    "MOMENT_STATE",
     "group_bits",
     "group_keep_any",
     "BIT_OPERATIONS",
@@ -551,114 +552,153 @@ def group_max(device: Device, group_ids: Any, values: Any, validity: Any | None,
 # ------------------------------------------------------- moments (variance, covariance)
 # Why three passes per batch rather than one update per row: Welford's update is
 # a chain through each group's state, which CUDA threads cannot share without a
-# lock; instead a batch's rows are reduced per group by the stable two-pass
-# method (their sums give each group's batch mean, then the squared deviations
-# from it are summed), and each group's batch moments join its state by Chan's
-# parallel formula. A row may itself stand for a partial group (count, means,
-# sums of squared deviations: a merging step), so one set of kernels serves raw
-# and merged input. The error of a batch mean enters the sums of squares only
-# squared, so large offsets (values near 1e9 that differ by 1) stay exact to
-# about the precision of the deviations themselves.
+# lock; instead a batch's rows are reduced per group by the corrected two-pass
+# algorithm (Chan, Golub and LeVeque: their sums give a first mean m', then the
+# deviations from m' and their squares are summed, and the sum of deviations
+# corrects both), and each group's batch moments join its state by Chan's
+# parallel formula. A row may itself stand for a partial group (count, shift,
+# mean, sums of squared deviations: a merging step), so one set of kernels
+# serves raw and merged input.
+#
+# Means are kept relative to a per-group shift (the first batch's m'), so a
+# large offset never enters the state's arithmetic: with values near 1e9 that
+# differ by units, ``x - m'`` and ``m' - shift`` are exact (Sterbenz), and the
+# variance is as exact as the deviations themselves (float64 means near 1e9
+# would carry only ~1e-7 of each value).
 @njit(nogil=True, cache=True)
-def _moment_sums_cpu(group_ids, validity, has_validity, raw, counts, x, y, paired, batch_n, batch_sx, batch_sy):
+def _moment_sums_cpu(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, paired,
+                     batch_n, batch_sx, batch_sy):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
             n = 1.0 if raw else np.float64(counts[i])
             batch_n[g] += n
-            batch_sx[g] += n * x[i]
+            batch_sx[g] += n * (kx[i] if raw else kx[i] + rx[i])
             if paired:
-                batch_sy[g] += n * y[i]
+                batch_sy[g] += n * (ky[i] if raw else ky[i] + ry[i])
 
 
 @njit(nogil=True, cache=True)
-def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, x, y, m2x, m2y, cxy, paired,
-                           batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c):
+def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, m2x, m2y, cxy, paired,
+                           batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
             n = 1.0 if raw else np.float64(counts[i])
             if n == 0.0:
                 continue
-            dx = x[i] - batch_sx[g] / batch_n[g]
+            dx = kx[i] - batch_sx[g] / batch_n[g]
+            if not raw:
+                dx += rx[i]
+            batch_dx[g] += n * dx
             batch_m2x[g] += n * dx * dx + (0.0 if raw else m2x[i])
             if paired:
-                dy = y[i] - batch_sy[g] / batch_n[g]
+                dy = ky[i] - batch_sy[g] / batch_n[g]
+                if not raw:
+                    dy += ry[i]
+                batch_dy[g] += n * dy
                 batch_m2y[g] += n * dy * dy + (0.0 if raw else m2y[i])
                 batch_c[g] += n * dx * dy + (0.0 if raw else cxy[i])
 
 
 @njit(nogil=True, cache=True)
-def _moment_join(nb, sx, sy, bm2x, bm2y, bc, count, mean_x, mean_y, m2_x, m2_y, c, paired):
-    """Return a group's state joined with its batch moments (Chan et al.'s pairwise update), as scalars."""
+def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c,
+                 paired):
+    """Return a group's state joined with its batch moments (Chan et al.'s pairwise update), as scalars.
+
+    The batch's sums of deviations from its first mean m' (``bdx``, ``bdy``) correct that mean and its
+    sums of squares; a group's first batch sets its shift to m'.
+    """
+    first_x = sx / nb
+    bm2x -= bdx * bdx / nb
+    first_y = sy / nb
+    if paired:
+        bm2y -= bdy * bdy / nb
+        bc -= bdx * bdy / nb
+    if count == 0:
+        return nb, first_x, bdx / nb, first_y, bdy / nb, bm2x, bm2y, bc
     na = np.float64(count)
     n = na + nb
     weight = na * nb / n
-    dx = sx / nb - mean_x
+    dx = (first_x - shift_x) + bdx / nb - mean_x
     mean_x += dx * nb / n
     m2_x += bm2x + dx * dx * weight
     if paired:
-        dy = sy / nb - mean_y
+        dy = (first_y - shift_y) + bdy / nb - mean_y
         mean_y += dy * nb / n
         m2_y += bm2y + dy * dy * weight
         c += bc + dx * dy * weight
-    return count + np.int64(nb), mean_x, mean_y, m2_x, m2_y, c
+    return n, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c
 
 
 @njit(nogil=True, cache=True)
-def _moment_join_cpu(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y,
-                     m2_x, m2_y, c):
+def _moment_join_cpu(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, count,
+                     shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
     for g in range(batch_n.shape[0]):
         if batch_n[g] == 0.0:
             continue
         p = g if paired else 0
-        count[g], mean_x[g], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-            batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], count[g], mean_x[g],
-            mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+        n, shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+            batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g], batch_dy[p],
+            count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+        count[g] = np.int64(n)
 
 
 @cuda.jit
-def _moment_sums_cuda(group_ids, validity, has_validity, raw, counts, x, y, paired, batch_n, batch_sx, batch_sy):
+def _moment_sums_cuda(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, paired,
+                      batch_n, batch_sx, batch_sy):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
             n = 1.0 if raw else np.float64(counts[i])
             cuda.atomic.add(batch_n, g, n)
-            cuda.atomic.add(batch_sx, g, n * x[i])
+            cuda.atomic.add(batch_sx, g, n * (kx[i] if raw else kx[i] + rx[i]))
             if paired:
-                cuda.atomic.add(batch_sy, g, n * y[i])
+                cuda.atomic.add(batch_sy, g, n * (ky[i] if raw else ky[i] + ry[i]))
 
 
 @cuda.jit
-def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, x, y, m2x, m2y, cxy, paired,
-                            batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c):
+def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, m2x, m2y, cxy, paired,
+                            batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
             n = 1.0 if raw else np.float64(counts[i])
             if n != 0.0:
-                dx = x[i] - batch_sx[g] / batch_n[g]
+                dx = kx[i] - batch_sx[g] / batch_n[g]
+                if not raw:
+                    dx += rx[i]
+                cuda.atomic.add(batch_dx, g, n * dx)
                 cuda.atomic.add(batch_m2x, g, n * dx * dx + (0.0 if raw else m2x[i]))
                 if paired:
-                    dy = y[i] - batch_sy[g] / batch_n[g]
+                    dy = ky[i] - batch_sy[g] / batch_n[g]
+                    if not raw:
+                        dy += ry[i]
+                    cuda.atomic.add(batch_dy, g, n * dy)
                     cuda.atomic.add(batch_m2y, g, n * dy * dy + (0.0 if raw else m2y[i]))
                     cuda.atomic.add(batch_c, g, n * dx * dy + (0.0 if raw else cxy[i]))
 
 
 @cuda.jit
-def _moment_join_cuda(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y,
-                      m2_x, m2_y, c):
+def _moment_join_cuda(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, count,
+                      shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
     for g in range(cuda.grid(1), batch_n.shape[0], cuda.gridsize(1)):
         if batch_n[g] != 0.0:
             p = g if paired else 0
-            count[g], mean_x[g], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-                batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], count[g], mean_x[g],
-                mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+            n, shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+                batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g],
+                batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+            count[g] = np.int64(n)
+
+
+#: The per-group arrays of :func:`group_moments`' state, in order (the ``y`` ones only over two variables).
+MOMENT_STATE = ("count", "shift_x", "mean_x", "shift_y", "mean_y", "m2_x", "m2_y", "c")
 
 
 def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, y: Any | None,
-                  partial: tuple[Any, ...] | None, state: tuple[Any, ...]) -> None:
-    """Fold rows into per-group moments: count, mean of x (and y), sums of squared deviations (and co-deviation).
+                  partial: dict[str, Any] | None, state: dict[str, Any]) -> None:
+    """Fold rows into per-group moments: count, shifted means of x (and y), sums of squared deviations
+    (and of co-deviations).
 
     Parameters
     ----------
@@ -669,39 +709,43 @@ def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, 
     validity
         ``bool`` per row or ``None``; rows where it is False are skipped (a pair with a NULL side included).
     x, y
-        ``float64`` per row: the values (raw rows) or the partial groups' means; ``y`` None for one variable.
+        ``float64`` per row: the values (raw rows) or the partial groups' shifts; ``y`` None for one variable.
     partial
-        None for raw rows, else a merging step's per-row ``(count, m2_x, m2_y, c)`` (``m2_y``, ``c`` None
-        for one variable).
+        None for raw rows, else a merging step's per-row arrays named as in :data:`MOMENT_STATE`
+        (``count``, ``mean_x``, ``m2_x``, and over two variables ``mean_y``, ``m2_y``, ``c``).
     state
-        ``(count, mean_x, mean_y, m2_x, m2_y, c)`` per group (int64 count, float64 rest; the ``y`` arrays
-        None for one variable), updated in place by Chan's formula.
+        The per-group arrays named in :data:`MOMENT_STATE` (int64 count, float64 rest; the ``y`` ones
+        absent for one variable), updated in place by Chan's formula.
     """
     xp = device.xp
     n = group_ids.shape[0]
     if n == 0:
         return
     paired = y is not None
-    groups = state[0].shape[0]
+    groups = state["count"].shape[0]
     dummy = xp.zeros(1, dtype=xp.float64)
     validity, has_validity = _validity_argument(device, validity)
     raw = partial is None
-    counts = xp.zeros(1, dtype=xp.int64) if raw else xp.ascontiguousarray(partial[0])
-    m2x = dummy if raw else xp.ascontiguousarray(partial[1])
-    m2y = dummy if raw or not paired else xp.ascontiguousarray(partial[2])
-    cxy = dummy if raw or not paired else xp.ascontiguousarray(partial[3])
-    x = xp.ascontiguousarray(x, dtype=xp.float64)
-    y = x if not paired else xp.ascontiguousarray(y, dtype=xp.float64)
+
+    def rows(name):
+        if raw or name not in partial:
+            return dummy if name != "count" else xp.zeros(1, dtype=xp.int64)
+        return xp.ascontiguousarray(partial[name])
+
+    kx = xp.ascontiguousarray(x, dtype=xp.float64)
+    ky = kx if not paired else xp.ascontiguousarray(y, dtype=xp.float64)
+    counts, rx, ry, m2x, m2y, cxy = (rows(name) for name in ("count", "mean_x", "mean_y", "m2_x", "m2_y", "c"))
     group_ids = xp.ascontiguousarray(group_ids)
-    batch_n, batch_sx, batch_m2x = (xp.zeros(groups, dtype=xp.float64) for _ in range(3))
-    batch_sy, batch_m2y, batch_c = (xp.zeros(groups if paired else 1, dtype=xp.float64) for _ in range(3))
+    batch_n, batch_sx, batch_m2x, batch_dx = (xp.zeros(groups, dtype=xp.float64) for _ in range(4))
+    batch_sy, batch_m2y, batch_c, batch_dy = (xp.zeros(groups if paired else 1, dtype=xp.float64) for _ in range(4))
     launch_twin(device, n, _moment_sums_cpu, _moment_sums_cuda, group_ids, validity, has_validity, raw, counts,
-                x, y, paired, batch_n, batch_sx, batch_sy)
+                kx, rx, ky, ry, paired, batch_n, batch_sx, batch_sy)
     launch_twin(device, n, _moment_deviations_cpu, _moment_deviations_cuda, group_ids, validity, has_validity, raw,
-                counts, x, y, m2x, m2y, cxy, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c)
-    count, mean_x, mean_y, m2_x, m2_y, c = (dummy if array is None else array for array in state)
+                counts, kx, rx, ky, ry, m2x, m2y, cxy, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
+                batch_c, batch_dx, batch_dy)
+    arrays = [state.get(name, dummy) for name in MOMENT_STATE]
     launch_twin(device, groups, _moment_join_cpu, _moment_join_cuda, paired, batch_n, batch_sx, batch_sy,
-                batch_m2x, batch_m2y, batch_c, count, mean_x, mean_y, m2_x, m2_y, c)
+                batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, *arrays)
 
 
 # ------------------------------------------------------------- bitwise and any-row folds

@@ -35,9 +35,10 @@ VARIANCE_FUNCTIONS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 #: ``regr_*(y, x)`` take the dependent variable first, as SQL.
 COVARIANCE_FUNCTIONS = ("covar_samp", "covar_pop", "corr", "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx",
                         "regr_syy", "regr_sxy")
-#: Suffixes of the intermediate columns after ``name`` (the count) of a moments state, in order.
-MOMENT_SUFFIXES = ("$mean", "$m2")
-COMOMENT_SUFFIXES = ("$mean_x", "$mean_y", "$m2_x", "$m2_y", "$c")
+#: Suffixes of the intermediate columns after ``name`` (the count) of a moments state, in order: each
+#: variable's shift and mean relative to it, sums of squared deviations, and the co-deviations.
+MOMENT_SUFFIXES = ("$shift_x", "$mean_x", "$m2_x")
+COMOMENT_SUFFIXES = ("$shift_x", "$mean_x", "$m2_x", "$shift_y", "$mean_y", "$m2_y", "$c")
 #: Suffix of arg_min/arg_max's intermediate key column (``name`` holds the value).
 ARG_KEY_SUFFIX = "$key"
 #: Functions that take two arguments.

@@ -716,12 +716,13 @@ def _word_dtype(dtype: pa.DataType) -> np.dtype:
 class Moments(AggregateFunction):
     """Variance, standard deviation, covariance, correlation and ``regr_*``: per-group moments merged by Chan's formula.
 
-    The state of a group is its count, the mean of each variable, the sum of
-    squared deviations from it (``m2``) and, over two variables, the sum of
-    co-deviations (``c``); partial steps emit them as they are (the count as
-    ``name``, the rest as :data:`~gpu_engine.plans.aggregates.MOMENT_SUFFIXES`
-    or :data:`~gpu_engine.plans.aggregates.COMOMENT_SUFFIXES`), so merged
-    partials are as exact as one pass (see :func:`~gpu_engine.kernels.aggregate.group_moments`).
+    The state of a group is its count and, per variable, a shift, the mean
+    relative to it and the sum of squared deviations from the mean (``m2``);
+    over two variables also the sum of co-deviations (``c``). Partial steps
+    emit them as they are (the count as ``name``, the rest as
+    :data:`~gpu_engine.plans.aggregates.MOMENT_SUFFIXES` or
+    :data:`~gpu_engine.plans.aggregates.COMOMENT_SUFFIXES`), so merged partials
+    are as exact as one pass (see :func:`~gpu_engine.kernels.aggregate.group_moments`).
     Sums of x and x² would cancel catastrophically for values with a large
     offset; these do not. Results follow DuckDB: the sample forms are NULL for
     fewer than two rows, the others for none; a pair with a NULL side is skipped.
@@ -735,19 +736,19 @@ class Moments(AggregateFunction):
     def suffixes(self) -> tuple[str, ...]:
         return COMOMENT_SUFFIXES if self.paired else MOMENT_SUFFIXES
 
+    @property
+    def state_names(self) -> tuple[str, ...]:
+        """Return the float64 state arrays, in the order of :attr:`suffixes` (their names without ``$``)."""
+        return tuple(suffix[1:] for suffix in self.suffixes)
+
     def state_arrays(self) -> tuple[StateArray, ...]:
-        names = ("mean_x", "mean_y", "m2_x", "m2_y", "c") if self.paired else ("mean_x", "m2_x")
         return (StateArray("count", np.dtype(np.int64), 0),) + tuple(
-            StateArray(name, np.dtype(np.float64), 0.0) for name in names)
+            StateArray(name, np.dtype(np.float64), 0.0) for name in self.state_names)
 
     @property
     def input_columns(self) -> tuple[str, ...]:
         base = self.call.arg.name
         return (base,) + tuple(base + suffix for suffix in self.suffixes)
-
-    def _state(self, state: AggregateState) -> tuple[Any, ...]:
-        arrays = state.arrays
-        return tuple(arrays.get(name) for name in ("count", "mean_x", "mean_y", "m2_x", "m2_y", "c"))
 
     def update(self, device, state, group_ids, column):
         self.update_rows(device, state, group_ids, [column])
@@ -756,27 +757,21 @@ class Moments(AggregateFunction):
         xp = device.xp
         x = as_float(xp, columns[0])
         y = as_float(xp, columns[1]) if self.paired else None
-        kernels.group_moments(device, group_ids, _pair_validity(device, columns), x, y, None, self._state(state))
+        kernels.group_moments(device, group_ids, _pair_validity(device, columns), x, y, None, state.arrays)
 
     def merge(self, device, state, group_ids, columns):
-        data = {suffix: column.data for suffix, column in zip(("",) + self.suffixes, columns)}
-        if self.paired:
-            partial = (data[""], data["$m2_x"], data["$m2_y"], data["$c"])
-            x, y = data["$mean_x"], data["$mean_y"]
-        else:
-            partial, x, y = (data[""], data["$m2"]), data["$mean"], None
-        kernels.group_moments(device, group_ids, _row_validity(device, columns[0]), x, y, partial,
-                              self._state(state))
+        rows = {name: column.data for name, column in zip(("count",) + self.state_names, columns)}
+        kernels.group_moments(device, group_ids, _row_validity(device, columns[0]), rows["shift_x"],
+                              rows.get("shift_y"), rows, state.arrays)
 
     def extract(self, device, state, groups):
         xp = device.xp
         arrays = {name: array[:groups] for name, array in state.arrays.items()}
         count = arrays["count"]
         if not self.final_output:
-            names = ("mean_x", "mean_y", "m2_x", "m2_y", "c") if self.paired else ("mean_x", "m2_x")
             return [(self.name, Column(pa.int64(), count.copy()))] + [
                 (self.name + suffix, Column(pa.float64(), arrays[name].copy()))
-                for suffix, name in zip(self.suffixes, names)]
+                for suffix, name in zip(self.suffixes, self.state_names)]
         function = self.call.function
         n = count.astype(xp.float64)
         sample = function.endswith("_samp")
@@ -792,9 +787,11 @@ class Moments(AggregateFunction):
             elif function == "corr":
                 values = arrays["c"] / xp.sqrt(arrays["m2_x"] * arrays["m2_y"])
             else:  # regr_*(y, x): the first argument is the dependent variable
-                values = {"regr_slope": lambda: arrays["c"] / arrays["m2_y"], "regr_avgx": lambda: arrays["mean_y"],
-                          "regr_avgy": lambda: arrays["mean_x"], "regr_sxx": lambda: arrays["m2_y"],
-                          "regr_syy": lambda: arrays["m2_x"], "regr_sxy": lambda: arrays["c"]}[function]()
+                values = {"regr_slope": lambda: arrays["c"] / arrays["m2_y"],
+                          "regr_avgx": lambda: arrays["shift_y"] + arrays["mean_y"],
+                          "regr_avgy": lambda: arrays["shift_x"] + arrays["mean_x"],
+                          "regr_sxx": lambda: arrays["m2_y"], "regr_syy": lambda: arrays["m2_x"],
+                          "regr_sxy": lambda: arrays["c"]}[function]()
         values = xp.where(valid, values, 0.0)
         return [(self.name, Column(pa.float64(), values, valid))]
 
