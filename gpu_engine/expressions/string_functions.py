@@ -29,6 +29,7 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.strings import like_matches, map_values, string_validity
+from gpu_engine.kernels import strings as kernels
 from gpu_engine.plans.expressions import Literal
 
 __all__ = ["STRING_FUNCTIONS", "evaluate_string_function"]
@@ -46,6 +47,23 @@ def _transform(device: Device, column: Column, transform: Callable[[pa.Array], p
     if column.dictionary is None:
         validity = and_validity(column.validity, result.validity)
         return Column(pa.string(), result.data, validity, result.offsets)
+    return Column(pa.string(), column.data, column.validity, None, result)
+
+
+def _case_mapped(device: Device, column: Column, upper: bool) -> Column | None:
+    """Return upper/lower of an all-ASCII string table mapped on the device, or None when a byte is not ASCII
+    (Unicode case mapping then runs on the host). Costs one reduction read back (is every byte ASCII?)."""
+    xp = device.xp
+    table = _table(column)
+    chars = table.data
+    if int(chars.shape[0]) and bool(device.read_scalar(xp.any(chars >= 0x80).reshape(1), 0)):
+        return None
+    low, high = (ord("a"), ord("z")) if upper else (ord("A"), ord("Z"))
+    shift = xp.uint8(32)
+    mapped = xp.where((chars >= low) & (chars <= high), chars - shift if upper else chars + shift, chars)
+    result = Column(pa.string(), mapped.astype(xp.uint8), table.validity, table.offsets)
+    if column.dictionary is None:
+        return result
     return Column(pa.string(), column.data, column.validity, None, result)
 
 
@@ -164,34 +182,77 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
     raise PlanError(f"no string transform named {name!r}")
 
 
+def _join_rows(device: Device, constants: Sequence[str | None], columns: Sequence[Column | None], rows: int,
+               skip_nulls: bool) -> Column:
+    """Return the row-wise concatenation of string columns and constants, on the device.
+
+    Every part's string table (a dictionary, a plain column, a constant) is pooled into one byte buffer; row ``i``
+    is then the byte ranges of its parts in order, which the string gather kernel (``copy_ranges``) packs: no
+    kernel of its own and no host copy. A NULL part makes the row NULL (``||``) or adds nothing (``concat``).
+    """
+    xp = device.xp
+    count = len(columns)
+    pool, base = [], 0
+    starts = xp.zeros((rows, count), dtype=xp.int64)
+    lengths = xp.zeros((rows, count), dtype=xp.int64)
+    validity = None
+    for j, (constant, column) in enumerate(zip(constants, columns)):
+        if column is None:
+            encoded = np.frombuffer((constant or "").encode("utf-8"), dtype=np.uint8)
+            pool.append(device.asarray(encoded.copy()))
+            starts[:, j] = base
+            lengths[:, j] = len(encoded)
+            base += len(encoded)
+            continue
+        table = _table(column)
+        offsets = table.offsets.astype(xp.int64, copy=False)
+        first, last = device.read_scalars([offsets[0], offsets[-1]])
+        pool.append(table.data[first:last])
+        slots = column.data.astype(xp.int64) if column.dictionary is not None else xp.arange(rows, dtype=xp.int64)
+        if column.dictionary is not None and int(offsets.shape[0]) == 1:  # an empty dictionary: every row NULL
+            slots = xp.zeros(rows, dtype=xp.int64)
+            offsets = xp.zeros(2, dtype=xp.int64) + first
+        row_starts = xp.take(offsets, slots)
+        row_lengths = xp.take(offsets, slots + 1) - row_starts
+        starts[:, j] = row_starts - first + base
+        part_validity = string_validity(device, column)
+        if part_validity is not None:
+            row_lengths = xp.where(part_validity, row_lengths, 0)
+            if not skip_nulls:
+                validity = part_validity if validity is None else validity & part_validity
+        lengths[:, j] = row_lengths
+        base += last - first
+    if validity is not None:
+        lengths = xp.where(validity[:, None], lengths, 0)
+    chars = xp.concatenate(pool) if pool else xp.zeros(0, dtype=xp.uint8)
+    offsets, out = kernels.copy_ranges(device, chars, starts.reshape(-1), lengths.reshape(-1))
+    return Column(pa.string(), out, validity, xp.ascontiguousarray(offsets[::count]))
+
+
 def _concatenate(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
                  rows: int) -> Column:
     """Return ``||`` (NULL if any part is) or ``concat`` (NULL parts skipped) of columns and constants.
 
-    With one column among constants (``c_last_name || ', '``) the constants are joined to each distinct value of
-    the column; several columns are joined row by row on the host.
+    With one dictionary column among constants (``c_last_name || ', '``) the constants are joined to each
+    distinct value of the column and the rows keep their codes; otherwise rows are joined on the device.
     """
     skip_nulls = name == "concat"
-    handling = {"null_handling": "replace", "null_replacement": ""} if skip_nulls else {}
     if not skip_nulls and any(isinstance(arg, Literal) and arg.value is None for arg in args):
         return Column.from_arrow(pa.nulls(rows, pa.string()), device)
     constants = [arg.value if isinstance(arg, Literal) else None for arg in args]
     varying = [k for k, column in enumerate(columns) if column is not None]
-    if len(varying) == 1 and not (skip_nulls and columns[varying[0]].validity is not None):
-        k = varying[0]
-
-        def join(values: pa.Array) -> pa.Array:
-            parts = [values if i == k else pa.scalar(c, pa.string()) for i, c in enumerate(constants)]
-            return pc.binary_join_element_wise(*parts, "", **handling)
-
-        return _transform(device, columns[k], join)
     if not varying:
+        handling = {"null_handling": "replace", "null_replacement": ""} if skip_nulls else {}
         parts = [pa.array([c], pa.string()) for c in constants]
         value = pc.binary_join_element_wise(*parts, "", **handling)[0].as_py()
         return Column.from_arrow(pa.array([value] * rows, pa.string()), device)
-    parts = [columns[i].to_arrow(device) if columns[i] is not None else pa.scalar(constants[i], pa.string())
-             for i in range(len(args))]
-    return Column.from_arrow(pc.binary_join_element_wise(*parts, "", **handling), device)
+    column = columns[varying[0]]
+    if len(varying) == 1 and column.dictionary is not None and not (skip_nulls and column.validity is not None):
+        table = column.dictionary
+        joined = _join_rows(device, constants, [table if c is not None else None for c in columns], len(table),
+                            skip_nulls)
+        return Column(pa.string(), column.data, column.validity, None, joined)
+    return _join_rows(device, constants, columns, rows, skip_nulls)
 
 
 #: The functions this module evaluates.
@@ -230,4 +291,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return _search_test(name, device, column, constants[0])
     if name == "strpos":
         return _strpos(device, column, constants[0])
+    if name in ("upper", "lower"):
+        mapped = _case_mapped(device, column, name == "upper")
+        if mapped is not None:
+            return mapped
     return _transform(device, column, _unary_transform(name, constants))

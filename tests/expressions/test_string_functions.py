@@ -140,3 +140,33 @@ def test_functions_are_named_in_explain():
     plan = PlanBuilder().values(TABLE).project(["s || '!' AS a", "lpad(s, 3, 'x') AS b"]).plan()
     text = Session(device="cpu").explain(plan)
     assert "(s || '!')" in text and "lpad(s, 3, 'x')" in text
+
+
+@pytest.mark.parametrize("sql", ["s || ds", "concat(s, '-', ds, n)", "s || '!'", "upper(s)", "lower(ds) || s",
+                                 "concat(ds, NULL)", "length(s || s)"])
+@pytest.mark.parametrize("rows", ["sliced", "empty", "null_dictionary"])
+def test_concatenation_and_case_mapping_edges(device, sql, rows):
+    """Rows joined on the device read each part's bytes wherever its offsets start (a slice), over no rows, and
+    over a dictionary with no values (every row NULL)."""
+    if rows == "sliced":
+        table = TABLE.slice(5, 11)
+    elif rows == "empty":
+        table = TABLE.slice(0, 0)
+    else:
+        table = TABLE.set_column(2, "ds", pa.DictionaryArray.from_arrays(
+            pa.array([None] * TABLE.num_rows, pa.int32()), pa.array([], pa.string())))
+    check_sql(device, sql, table)
+
+
+def test_ascii_case_mapping_runs_on_the_device(monkeypatch):
+    """upper/lower of ASCII text never copies the strings to the host (Arrow's kernels are for non-ASCII text)."""
+    import pyarrow.compute
+
+    from duckdb_check import batch_of
+    from gpu_engine.device import get_device
+
+    table = small_table(s=pa.array(["Hello", None, "", "MiXeD 123 !"]))
+    monkeypatch.setattr(pyarrow.compute, "utf8_upper", lambda *a, **k: pytest.fail("host case mapping"))
+    expr = parse_expression("upper(s)", _schema(table), "Project[0]")
+    assert evaluate(expr, batch_of(table, get_device("cpu"))).to_arrow(get_device("cpu")).to_pylist() == [
+        "HELLO", None, "", "MIXED 123 !"]
