@@ -3,17 +3,20 @@
 Cost is per distinct value where the input is dictionary-encoded, as for LIKE
 (:mod:`gpu_engine.expressions.strings`): a function of one string column and
 constants runs on the dictionary's values and the result keeps the row codes
-(``upper(n_name)`` over a million rows converts 25 strings). ``length`` runs on
-the device (a count of UTF-8 lead bytes per string), and ``starts_with`` /
-``ends_with`` / ``contains`` run the LIKE kernels on the device when the
-search string has no LIKE wildcard in it.
+(``upper(n_name)`` over a million rows converts 25 strings). On the device:
+``length`` (a count of UTF-8 lead bytes per string), ``strpos``'s character
+count, ``starts_with`` / ``ends_with`` / ``contains`` (the LIKE kernels, when
+the search string has no LIKE wildcard in it), ``||`` and ``concat`` (the
+parts' bytes gathered by the string copy kernel) and ``upper``/``lower`` of
+ASCII text.
 
-The transforming functions (case mapping, trimming, padding, replacing,
-slicing, concatenation of several columns) are **host round trips**: the
-strings they transform (the dictionary, or a plain column's values) are
-copied to the host, transformed with Arrow's UTF-8 kernels (Unicode case
-mapping as DuckDB's utf8proc does it) and copied back. On a dictionary that is
-a few values; on a plain string column it is one copy of the column each way.
+The other transforming functions (Unicode case mapping, trimming, padding,
+replacing, slicing) and ``strpos``'s search are **host round trips**: the
+strings they read (the dictionary, or a plain column's values) are copied to
+the host, transformed with Arrow's UTF-8 kernels (Unicode case mapping as
+DuckDB's utf8proc does it; ``lpad``/``rpad`` in Python) and copied back. On a
+dictionary that is a few values; on a plain string column it is one copy of
+the column each way.
 """
 
 from __future__ import annotations
