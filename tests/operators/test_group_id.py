@@ -126,3 +126,20 @@ def test_malformed_group_ids_are_refused_with_the_node_named(sets, inputs, optio
     with pytest.raises(PlanError) as info:
         PlanBuilder(catalog).table_scan("t").group_id(sets, inputs, **options)
     assert message in str(info.value) and "GroupId[1]" in str(info.value)
+
+
+def test_a_grouping_set_aggregation_past_the_memory_cap_fails_and_the_session_keeps_working():
+    from gpu_engine import MemoryCapExceeded
+
+    table = make_table(20_000, seed=3)
+    session = Session(device="cpu", drivers=1, batch_rows=1024, query_memory_limit_bytes=200_000, fuse=False)
+    session.register("t", table, split_rows=4000)
+    plan = (PlanBuilder(session.catalog).table_scan("t", ["v_int", "v_float"])
+            .group_id([["v_int", "v_float"], ["v_int"], []], [])
+            .aggregation(["v_int", "v_float", "group_id"], ["count(*) AS c"]).plan())
+    with pytest.raises(MemoryCapExceeded) as raised:
+        session.execute(plan)
+    assert raised.value.operator == "HashAggregation"
+    small = PlanBuilder(session.catalog).table_scan("t", ["k_int"]).group_id([["k_int"], []], []) \
+        .aggregation(["k_int", "group_id"], ["count(*) AS c"]).plan()
+    assert session.execute(small).num_rows > 1
