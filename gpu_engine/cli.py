@@ -255,6 +255,17 @@ def build_parser() -> argparse.ArgumentParser:
     )
     add_explain(tpch_command, "--explain-analyze")
 
+    precompile = commands.add_parser(
+        "precompile",
+        help="compile the static kernels once (set-up: make demo runs it), so no first query waits for them",
+        description="Run TPC-H unfused at scale factor 0.001 on the device, with one and two drivers, so "
+        "numba compiles and caches the static kernels (joins, grouping, sorting, decoding). Generated kernels "
+        "are not compiled here: they depend on queries and compile in the background while queries run.",
+    )
+    precompile.add_argument("--device", choices=DEVICE_NAMES, default="auto",
+                            help="the device to compile for (default auto: cuda when a GPU is present, else cpu)")
+    precompile.add_argument("--traceback", action="store_true", help="show the Python traceback of a failure")
+
     sql = commands.add_parser(
         "sql",
         help="run one SQL query (text, or standard input) over Parquet files or TPC-H",
@@ -601,6 +612,18 @@ def _tpch(args: argparse.Namespace) -> int:
     return _run_queries(args, choices, explain=[c.name for c in choices] if args.explain_analyze else [])
 
 
+def _precompile(args: argparse.Namespace) -> int:
+    """Run ``gpu-engine precompile``: compile the static kernels for the device; print what it took."""
+    from gpu_engine.codegen.static_kernels import precompile_static_kernels
+    from gpu_engine.device import get_device
+
+    device = get_device(args.device)
+    summary = precompile_static_kernels(device.name, progress=lambda line: print(line, flush=True))
+    print(f"precompile: {device.name}: {summary.queries} queries, {summary.kernels_compiled} kernels compiled "
+          f"({summary.compile_seconds:.1f} s of compiling) in {summary.seconds:.1f} s")
+    return 0
+
+
 def _sql(args: argparse.Namespace) -> int:
     """Run ``gpu-engine sql``: register the tables, plan the text, print the plan or the rows and the time."""
     from gpu_engine import Session
@@ -665,7 +688,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         args = parser.parse_args(argv)  # exits 2 with a message on bad arguments
     except KeyboardInterrupt:
         return _interrupted()
-    handlers = {"demo": _demo, "query": _query, "tpch": _tpch, "sql": _sql}
+    handlers = {"demo": _demo, "query": _query, "tpch": _tpch, "sql": _sql, "precompile": _precompile}
     try:
         return handlers[args.command](args)
     except KeyboardInterrupt:  # the running query was cancelled and its threads joined (Session._run)
