@@ -253,6 +253,15 @@ def background_compiler() -> BackgroundCompiler:
     return _COMPILER
 
 
+def _forget_in_child() -> None:
+    """Give a forked child (a Spark worker forked from its daemon) a compiler of its own: the pipes are the parent's."""
+    global _COMPILER
+    _COMPILER = None
+
+
+os.register_at_fork(after_in_child=_forget_in_child)
+
+
 def kernel_ready(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> bool:
     """Return whether ``cpu_twin`` can run ``arguments`` on ``device`` without compiling on this thread.
 

@@ -203,3 +203,22 @@ print("saved", flush=True)
         assert os.path.exists(index_path)
     finally:
         child.kill()
+
+
+def test_a_forked_child_gets_a_compiler_of_its_own():
+    import os
+
+    from gpu_engine.codegen import background_compiles
+
+    parent = background_compiles.background_compiler()
+    reader, writer = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: a new compiler, never the parent's pipes
+        os.close(reader)
+        os.write(writer, b"1" if background_compiles.background_compiler() is not parent else b"0")
+        os._exit(0)
+    os.close(writer)
+    assert os.read(reader, 1) == b"1"
+    os.close(reader)
+    os.waitpid(pid, 0)
+    assert background_compiles.background_compiler() is parent
