@@ -265,6 +265,26 @@ def _has_subquery(tree: exp.Expression) -> bool:
                for node in tree.walk())
 
 
+# Operations that are NULL when an operand is: a scalar subquery under them may be decorrelated into a join.
+_NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
+
+
+def _strict_subquery(side: exp.Expression) -> exp.Subquery | None:
+    """Return the scalar subquery ``side`` is, or holds under NULL-strict arithmetic only (``1.2 * (SELECT ...)``).
+
+    Why: a comparison with such a side is NULL wherever the subquery's value is, so a correlated subquery
+    planned as an inner join with its aggregate per key (missing keys dropped) keeps the rows it should
+    (TPC-DS q6); under a function such as coalesce a missing value would count, and that stays refused.
+    """
+    while isinstance(side, _NULL_STRICT) and not isinstance(side, exp.Subquery):
+        operands = [operand for operand in (side.this, side.args.get("expression")) if operand is not None]
+        holding = [operand for operand in operands if _has_subquery(operand)]
+        if len(holding) != 1:
+            return None
+        side = holding[0]
+    return side if isinstance(side, exp.Subquery) else None
+
+
 def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression) -> exp.Expression:
     """Return a copy of ``tree`` with ``subquery`` (a node of it) replaced by ``by``.
 
@@ -694,8 +714,9 @@ class QueryPlanner:
             return
         comparisons = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
         if not negated and isinstance(tree, comparisons):
-            subqueries = [side for side in (tree.this, tree.expression) if isinstance(side, exp.Subquery)]
-            other = tree.expression if subqueries and subqueries[0] is tree.this else tree.this
+            found = [(side, _strict_subquery(side)) for side in (tree.this, tree.expression)]
+            subqueries = [subquery for _, subquery in found if subquery is not None]
+            other = tree.expression if found[0][1] is not None else tree.this
             if len(subqueries) == 1 and not _has_subquery(other):
                 self._scalar_comparison(tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
                 return
