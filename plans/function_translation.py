@@ -24,6 +24,7 @@ from sqlglot import exp
 from gpu_engine.columnar.types import is_string, is_temporal
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import constant_value, function_type, part_name
+from gpu_engine.plans.sql_literals import coerce_literal
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
 __all__ = ["FUNCTION_HANDLERS", "interval_function", "date_part_expression", "date_arithmetic"]
@@ -43,8 +44,7 @@ def _as_type(translator: Any, expr: Expr, dtype: pa.DataType, tree: exp.Expressi
         return Literal(None, dtype)
     if expr.dtype == dtype:
         return expr
-    if isinstance(expr, Literal) and is_string(dtype):
-        from gpu_engine.plans.sql_literals import coerce_literal
+    if isinstance(expr, Literal):
         converted = coerce_literal(expr, dtype)
         if converted is not None:
             return converted
@@ -81,9 +81,13 @@ def _unary_string(name: str) -> Callable:
 def _concat(translator: Any, tree: exp.Expression) -> Expr:
     if isinstance(tree, exp.DPipe):
         name, trees = "||", [tree.this, tree.expression]
-    else:
-        name, trees = "concat", list(tree.expressions)
+    else:  # DuckDB's concat skips NULLs (sqlglot's coalesce flag); Spark's is NULL-propagating, as || is
+        name, trees = ("concat" if tree.args.get("coalesce") else "||"), list(tree.expressions)
     args = [_as_type(translator, arg, pa.string(), tree) for arg in _translate(translator, trees)]
+    if name == "||" and len(args) == 1:
+        args.append(Literal("", pa.string()))
+    if name == "||" and len(args) > 2:  # a chain, as || nests
+        return functools.reduce(lambda a, b: build_function(translator, "||", [a, b], tree), args)
     return build_function(translator, name, args, tree)
 
 
@@ -105,6 +109,19 @@ def _strpos(translator: Any, tree: exp.StrPosition) -> Expr:
         if tree.args.get(extra) is not None:
             raise translator.error(f"strpos with a {extra} argument is not supported", tree)
     return build_function(translator, "strpos", _string_args(translator, [tree.this, tree.args.get("substr")]), tree)
+
+
+def _regex(translator: Any, tree: exp.Expression) -> Expr:
+    if isinstance(tree, exp.RegexpReplace):
+        name = "regexp_replace"
+        trees = [tree.this, tree.expression, tree.args.get("replacement"), tree.args.get("modifiers")]
+        for extra in ("position", "occurrence"):
+            if tree.args.get(extra) is not None:
+                raise translator.error(f"regexp_replace with a {extra} argument is not supported", tree)
+    else:
+        name = "regexp_full_match" if isinstance(tree, exp.RegexpFullMatch) else "regexp_matches"
+        trees = [tree.this, tree.expression, tree.args.get("flag") or tree.args.get("options")]
+    return build_function(translator, name, _string_args(translator, trees), tree)
 
 
 def _left_right(translator: Any, tree: exp.Expression) -> Expr:
@@ -335,14 +352,52 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
 _NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear",
                 exp.Week: "week", exp.WeekOfYear: "week"}
 
+#: The arguments each handler reads, by sqlglot node class: any other argument the parser filled in is refused by
+#: name (an argument the engine does not apply must never be dropped silently).
+_READ = {
+    exp.DPipe: {"this", "expression"}, exp.Concat: {"expressions"}, exp.Replace: {"this", "expression", "replacement"},
+    exp.StrPosition: {"this", "substr"}, exp.Pad: {"this", "expression", "fill_pattern"},
+    exp.RegexpLike: {"this", "expression", "flag"}, exp.RegexpFullMatch: {"this", "expression", "options"},
+    exp.RegexpReplace: {"this", "expression", "replacement", "modifiers"}, exp.Round: {"this", "decimals"},
+    exp.Greatest: {"this", "expressions"}, exp.Least: {"this", "expressions"}, exp.Coalesce: {"this", "expressions"},
+    exp.TimestampTrunc: {"this", "unit"}, exp.DateDiff: {"this", "expression", "unit"},
+    exp.DateFromParts: {"year", "month", "day"}, exp.DateAdd: {"this", "expression"},
+    exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"},
+}
+_READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
+_READ_TWO = {"this", "expression"}  # s ILIKE p, left(s, n), power(x, y), ...
+
+
+def _reads_every_argument(handler: Callable[[Any, Any], Expr], two: bool = False) -> Callable[[Any, Any], Expr]:
+    """Wrap ``handler`` to refuse a call with an argument it would not read (``floor(x, 2)``, a third argument)."""
+
+    def checked(translator: Any, tree: exp.Expression, *rest: Any, **named: Any) -> Expr:
+        read = _READ.get(type(tree), _READ_TWO if two else _READ_ONE)
+        for key, value in tree.args.items():
+            written = isinstance(value, exp.Expression) or (isinstance(value, list) and value)
+            if written and key not in read:
+                name = tree.name.lower() if isinstance(tree, exp.Anonymous) else tree.sql_name().lower()
+                raise translator.error(f"{name}: the argument {key!r} ({_sql_of(value)}) is not supported", tree)
+        return handler(translator, tree, *rest, **named)
+
+    return checked
+
+
+def _sql_of(value: Any) -> str:
+    if isinstance(value, list):
+        return ", ".join(item.sql(dialect="duckdb") for item in value)
+    return value.sql(dialect="duckdb")
+
+
 #: Handlers the scalar translator adds to its table, by sqlglot node class.
-FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
+_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
     exp.DPipe: _concat, exp.Concat: _concat,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,
     exp.StartsWith: _string_test, exp.EndsWith: _string_test, exp.Contains: _string_test,
     exp.ILike: _ilike,
+    exp.RegexpLike: _regex, exp.RegexpFullMatch: _regex, exp.RegexpReplace: _regex,
     exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
     exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
     exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"),
@@ -355,3 +410,8 @@ FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
 }
+
+_TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, exp.Contains, exp.ILike, exp.Pow, exp.Log,
+                  exp.IntDiv, exp.Nullif)
+FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
+    kind: _reads_every_argument(handler, two=kind in _TWO_ARGUMENTS) for kind, handler in _HANDLERS.items()}

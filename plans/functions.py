@@ -38,6 +38,7 @@ __all__ = [
     "constant_value",
     "part_name",
     "strftime_tokens",
+    "regex_pattern",
 ]
 
 #: Fields of ``date_part``/``EXTRACT`` beyond year, month and day (which the Extract node has).
@@ -126,6 +127,49 @@ def _search(name: str, args: Sequence[Expr]) -> pa.DataType:
     _string(name, args[0], 1)
     _string_constant(name, args, 2, "search string")
     return pa.int64() if name == "strpos" else pa.bool_()
+
+
+#: Regular expression options DuckDB takes that Arrow's RE2 matching honours: case-insensitive and -sensitive,
+#: and (regexp_replace) every match rather than the first.
+_REGEX_OPTIONS = {"regexp_matches": "ic", "regexp_full_match": "ic", "regexp_replace": "icg"}
+
+
+def regex_pattern(name: str, pattern: str, options: str | None) -> str:
+    """Return ``pattern`` with its options applied as RE2 flags, checked to compile (RE2, as DuckDB's).
+
+    Raises
+    ------
+    TypeError
+        For an option the engine does not apply or a pattern RE2 does not compile.
+    """
+    import pyarrow.compute as pc
+
+    options = options or ""
+    unknown = sorted(set(options) - set(_REGEX_OPTIONS[name]))
+    if unknown:
+        raise TypeError(f"{name}() does not support the option(s) {''.join(unknown)!r} "
+                        f"(supported: {_REGEX_OPTIONS[name]!r})")
+    insensitive = options.rfind("i") > options.rfind("c")  # the last of 'i' and 'c' wins
+    flagged = f"(?i){pattern}" if insensitive else pattern
+    try:
+        pc.match_substring_regex(pa.array([""]), pattern=flagged)
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError) as error:
+        raise TypeError(f"{name}(): invalid regular expression {pattern!r}: {error}") from None
+    return flagged
+
+
+def _regex(name: str, args: Sequence[Expr]) -> pa.DataType:
+    replace = name == "regexp_replace"
+    _arity(name, args, 3 if replace else 2, 4 if replace else 3)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "pattern")
+    if replace:
+        _string_constant(name, args, 3, "replacement")
+    if len(args) > (3 if replace else 2):
+        _string_constant(name, args, len(args), "options")
+    if args[1].value is not None:
+        regex_pattern(name, args[1].value, args[-1].value if len(args) > (3 if replace else 2) else None)
+    return pa.string() if replace else pa.bool_()
 
 
 def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -332,6 +376,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
     "trim": _trim, "ltrim": _trim, "rtrim": _trim,
     "replace": _replace,
+    "regexp_matches": _regex, "regexp_full_match": _regex, "regexp_replace": _regex,
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
     "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad,

@@ -34,6 +34,7 @@ from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.strings import like_matches, map_values, string_validity
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.plans.expressions import Literal
+from gpu_engine.plans.functions import regex_pattern
 
 __all__ = ["STRING_FUNCTIONS", "evaluate_string_function"]
 
@@ -258,9 +259,24 @@ def _concatenate(device: Device, name: str, args: Sequence[Any], columns: Sequen
     return _join_rows(device, constants, columns, rows, skip_nulls)
 
 
+def _regex_function(device: Device, name: str, column: Column, constants: Sequence[Any]) -> Column:
+    """Return regexp_matches / regexp_full_match / regexp_replace with RE2 (DuckDB's engine), on the host once per
+    distinct value."""
+    options = constants[-1] if len(constants) > (2 if name == "regexp_replace" else 1) else None
+    pattern = regex_pattern(name, constants[0], options)
+    if name == "regexp_replace":
+        every = "g" in (options or "")
+        return _transform(device, column, lambda values: pc.replace_substring_regex(
+            values, pattern=pattern, replacement=constants[1], max_replacements=None if every else 1))
+    if name == "regexp_full_match":
+        pattern = rf"\A(?:{pattern})\z"
+    return _per_value(device, column, lambda values: pc.match_substring_regex(values, pattern=pattern), pa.bool_())
+
+
 #: The functions this module evaluates.
 STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
-                    "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||")
+                    "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
+                    "regexp_full_match", "regexp_replace")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
@@ -286,7 +302,7 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return Column(result.dtype, device.xp.take(result.data, codes), validity)
     if any(value is None for value in constants):  # a NULL constant argument makes every row NULL
         dtype = pa.int64() if name in ("length", "strpos") else pa.bool_() if name in (
-            "starts_with", "ends_with", "contains") else pa.string()
+            "starts_with", "ends_with", "contains", "regexp_matches", "regexp_full_match") else pa.string()
         return Column.from_arrow(pa.nulls(len(column), dtype), device)
     if name == "length":
         return _length(device, column)
@@ -294,6 +310,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return _search_test(name, device, column, constants[0])
     if name == "strpos":
         return _strpos(device, column, constants[0])
+    if name.startswith("regexp_"):
+        return _regex_function(device, name, column, constants)
     if name in ("upper", "lower"):
         mapped = _case_mapped(device, column, name == "upper")
         if mapped is not None:

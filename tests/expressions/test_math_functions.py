@@ -113,6 +113,7 @@ def test_errors_skip_null_rows(device):
     ("sqrt(f64, 2)", "sqrt(f64, 2)"),
     ("greatest(i32, d)", "greatest() arguments have no common type"),
     ("trunc(f64)", "unsupported function 'trunc'"),
+    ("floor(f64, 2)", "floor: the argument 'decimals' (2) is not supported"),
 ])
 def test_refusals_name_the_function(sql, message):
     with pytest.raises(PlanError) as raised:

@@ -63,6 +63,11 @@ CASES = [
     "starts_with(ds, 'a_')", "ends_with(s, '%')", "prefix(s, 'h')", "suffix(ds, 'IL')",
     "s ILIKE '%L%'", "s NOT ILIKE 'h%'", "ds ILIKE 'brazil'", "ds ILIKE '%É%'", "NOT (s ILIKE 'A%')",
     "upper(NULL)", "length(upper(s)) + strpos(lower(ds), 'a')", "upper('héllo')",
+    "regexp_matches(s, 'l+o')", "regexp_matches(s, '^a')", "regexp_matches(ds, '[A-Z]{3}')",
+    "regexp_matches(s, 'HEL', 'i')", "regexp_matches(s, 'HEL', 'ic')", "s ~ '[0-9]'", "regexp_matches(s, '')",
+    "regexp_full_match(s, 'a.c')", "regexp_full_match(ds, 'br.*', 'i')", "regexp_matches(s, 'é|日')",
+    "regexp_replace(s, 'l', 'L')", "regexp_replace(s, 'l', 'L', 'g')", "regexp_replace(s, '(h)(e)', '\\2\\1')",
+    "regexp_replace(ds, '[aeiou]', '_', 'gi')", "regexp_replace(s, '^\\s+|\\s+$', '', 'g')",
 ]
 
 
@@ -98,7 +103,10 @@ def test_lpad_without_fill_to_pad_raises_as_duckdb():
     ("lpad(s, 3)", "lpad() takes 3 arguments"),
     ("s ILIKE ds", "the ILIKE pattern must be a string constant"),
     ("strpos(s, 'a', 2)", None),
-    ("regexp_matches(s, 'a')", "regexp_matches"),
+    ("regexp_extract(s, 'a')", "regexp_extract"),
+    ("regexp_matches(s, '(')", "invalid regular expression"),
+    ("regexp_matches(s, 'a', 'x')", "does not support the option(s) 'x'"),
+    ("regexp_replace(s, ds, 'x')", "pattern (argument 2) must be a constant"),
 ])
 def test_refusals_name_the_function(sql, message):
     with pytest.raises(PlanError) as raised:

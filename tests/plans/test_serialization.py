@@ -84,6 +84,7 @@ PROJECTIONS = [
     "EXTRACT(YEAR FROM dt) AS y", "SUBSTRING(s FROM 2 FOR 3) AS sub3", "SUBSTRING(s FROM 2) AS sub_tail",
     "(dt >= DATE '1994-01-01' AND dt < DATE '1995-01-01') OR b AS conn", "CAST(NULL AS BIGINT) AS typed_null",
     "TRUE AS t", "'it''s ünïcødé ✓' AS str", "ts", "ts_off", "wide_d * 2 AS wide", "u64",
+    "lpad(s, 4, '*') || upper(s2) AS fn_str", "round(d, 1) AS fn_round", "date_trunc('month', dt) AS fn_trunc",
 ]
 
 
