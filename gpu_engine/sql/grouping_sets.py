@@ -3,7 +3,8 @@
 As Velox and Presto plan them: the grouping sets are expanded to lists of key
 expressions (``ROLLUP (a, b)`` is ``(a, b), (a), ()``; ``CUBE`` every subset;
 several items of a GROUP BY combine as a cross product, ``GROUP BY a,
-ROLLUP (b)`` being ``(a, b), (a)``); a :class:`~gpu_engine.plans.nodes.GroupIdNode`
+ROLLUP (b)`` being ``(a, b), (a)``; Spark's ``GROUP BY a, b WITH ROLLUP`` is
+``ROLLUP (a, b)``); a :class:`~gpu_engine.plans.nodes.GroupIdNode`
 repeats the rows once per set with the keys outside it NULL and the set's id
 in a column of its own; one ordinary aggregation groups by the keys and that
 id, so a key's own NULLs and the NULLs of a set that leaves it out stay
@@ -54,9 +55,36 @@ def _grouping_calls(tree: exp.Expression) -> list[exp.Expression]:
     return out
 
 
-def uses_grouping_sets(group: list[exp.Expression], trees: list[exp.Expression]) -> bool:
+def _trailing_form(select: exp.Select) -> type | None:
+    """Return Rollup or Cube for Spark's (and MySQL's) ``GROUP BY a, b WITH ROLLUP | WITH CUBE``, else None.
+
+    sqlglot keeps that form beside the GROUP BY list (an argument-less item under ``rollup`` / ``cube``), where
+    a planner reading the list alone would group by ``a, b`` only; ClickHouse's ``WITH TOTALS`` is refused.
+    """
+    clause = select.args.get("group")
+    if clause is None:
+        return None
+    if clause.args.get("totals"):
+        raise _error("GROUP BY ... WITH TOTALS; write GROUP BY ROLLUP (...) or GROUPING SETS (..., ())", clause)
+    for kind, form in (("rollup", exp.Rollup), ("cube", exp.Cube)):
+        items = clause.args.get(kind) or []
+        if any(isinstance(item, form) and not item.expressions for item in items):
+            return form
+        if items:  # a ROLLUP (...) item sqlglot put beside the list: plan it as part of the list
+            raise _error(f"GROUP BY {kind.upper()} written where it is not read; put it in the GROUP BY list", clause)
+    return None
+
+
+def _group_items(select: exp.Select, group: list[exp.Expression]) -> list[exp.Expression]:
+    """Return the GROUP BY items, ``a, b WITH ROLLUP`` read as ``ROLLUP (a, b)`` (``WITH CUBE`` as ``CUBE``)."""
+    form = _trailing_form(select)
+    return [form(expressions=[item.copy() for item in group])] if form is not None else group
+
+
+def uses_grouping_sets(group: list[exp.Expression], trees: list[exp.Expression], select: exp.Select) -> bool:
     """Return True when the GROUP BY has ROLLUP, CUBE or GROUPING SETS, or a clause calls ``grouping()``."""
-    return any(isinstance(item, _SET_ITEMS) for item in group) or any(_grouping_calls(tree) for tree in trees)
+    return (any(isinstance(item, _SET_ITEMS) for item in group) or _trailing_form(select) is not None
+            or any(_grouping_calls(tree) for tree in trees))
 
 
 def _elements(item: exp.Expression) -> list[exp.Expression]:
@@ -125,7 +153,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     from gpu_engine.plans.nodes import PlanNode
     from gpu_engine.sql.planner import Relation, _quoted
 
-    sets = _grouping_sets(group)
+    sets = _grouping_sets(_group_items(select, group))
     keys: dict[str, exp.Expression] = {}
     for kept in sets:
         for key in kept:

@@ -1193,7 +1193,7 @@ class QueryPlanner:
                 raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
                                "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
             raise _unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
-        if uses_grouping_sets(group, trees):
+        if uses_grouping_sets(group, trees, select):
             relation, replacements, columns = plan_grouping_sets(self, relation, group, aggregates, trees, select)
         elif group or aggregates:
             relation, replacements, columns = self._aggregate(relation, group, aggregates, select)
