@@ -191,9 +191,11 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     node: PlanNode = relation.node
     try:
         builder = planner._builder(node)
-        inputs = list(node.output_schema.names)
+        columns = list(node.output_schema.names)
         if pre:
-            builder = builder.project([_quoted(n) for n in inputs] + pre)
+            builder = builder.project([_quoted(n) for n in columns] + pre)
+        read = {relation.columns.get((c.table, c.name)) for a in aggregates for c in a.find_all(exp.Column)}
+        inputs = [name for name in columns if name in read]  # what the aggregates read passes through
         builder = builder.group_id(set_names, inputs, group_id, grouping_keys=pairs)
         builder = builder.aggregation([name for name, _ in pairs] + [group_id], calls)
         masks = _grouping_columns(planner, trees, keys, sets, replacements, group_id)
