@@ -40,6 +40,7 @@ __all__ = [
     "identity_for_min",
     "identity_for_max",
     "group_moments",
+    "group_product",
     "MOMENT_STATE",
     "group_bits",
     "group_keep_any",
@@ -816,3 +817,45 @@ def group_keep_any(device: Device, group_ids: Any, rows: Any, values: Any, out: 
     xp = device.xp
     launch_twin(device, group_ids.shape[0], _keep_any_cpu, _keep_any_cuda, xp.ascontiguousarray(group_ids),
                 xp.ascontiguousarray(rows), xp.ascontiguousarray(values), out, has_value)
+
+
+# ------------------------------------------------------------------------ products
+# CUDA has no atomic multiply (and a compare-and-swap loop needs the float's bits, which a kernel cannot
+# reinterpret portably): a batch's rows are ordered by group, and one thread multiplies each group's rows.
+@njit(nogil=True, cache=True)
+def _product_cpu(order, ends, values, validity, has_validity, products, has_value):
+    for g in range(ends.shape[0]):
+        start = ends[g - 1] if g > 0 else 0
+        for j in range(start, ends[g]):
+            i = order[j]
+            if not has_validity or validity[i]:
+                products[g] *= values[i]
+                has_value[g] = True
+
+
+@cuda.jit
+def _product_cuda(order, ends, values, validity, has_validity, products, has_value):
+    for g in range(cuda.grid(1), ends.shape[0], cuda.gridsize(1)):
+        start = ends[g - 1] if g > 0 else 0
+        for j in range(start, ends[g]):
+            i = order[j]
+            if not has_validity or validity[i]:
+                products[g] *= values[i]
+                has_value[g] = True
+
+
+def group_product(device: Device, group_ids: Any, values: Any, validity: Any | None, products: Any,
+                  has_value: Any) -> None:
+    """Multiply float64 ``values`` into ``products[group]`` (starting at 1.0), skipping nulls.
+
+    One thread per group walks its rows (ordered by group id), so no atomic multiply is needed.
+    """
+    xp = device.xp
+    if group_ids.shape[0] == 0:
+        return
+    groups = products.shape[0]
+    order = xp.argsort(group_ids, kind="stable").astype(xp.int64)
+    ends = xp.cumsum(xp.bincount(group_ids, minlength=groups)).astype(xp.int64)
+    validity, has_validity = _validity_argument(device, validity)
+    launch_twin(device, groups, _product_cpu, _product_cuda, order, ends, xp.ascontiguousarray(values, dtype=xp.float64),
+                validity, has_validity, products, has_value)

@@ -43,8 +43,8 @@ COMOMENT_SUFFIXES = ("$shift_x", "$mean_x", "$m2_x", "$shift_y", "$mean_y", "$m2
 ARG_KEY_SUFFIX = "$key"
 #: Functions that take two arguments.
 TWO_ARGUMENT_FUNCTIONS = COVARIANCE_FUNCTIONS + ("arg_min", "arg_max")
-#: Functions whose intermediate column is their result type (folded like min/max).
-_VALUE_FUNCTIONS = ("min", "max", "bool_and", "bool_or", "any_value", "bit_and", "bit_or", "bit_xor")
+#: Functions whose one intermediate column is their result type (folded like min/max, or multiplied).
+_VALUE_FUNCTIONS = ("min", "max", "bool_and", "bool_or", "any_value", "bit_and", "bit_or", "bit_xor", "product")
 #: Holistic aggregates (they keep every value of a group), refused by name.
 HOLISTIC_FUNCTIONS = ("median", "quantile", "quantile_cont", "quantile_disc", "percentile_cont", "percentile_disc",
                       "mode", "string_agg", "listagg", "group_concat", "array_agg", "list", "approx_quantile",
@@ -110,7 +110,7 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
     """Return the final result type of ``function`` over ``input_type`` (and ``second_type``, its second argument).
 
     DuckDB's types: the moments (variance, stddev, covariance, corr, ``regr_*``)
-    are DOUBLE over any number; ``count_if`` is HUGEINT, as ``sum`` of bools;
+    and ``product`` are DOUBLE over any number; ``count_if`` is HUGEINT, as ``sum`` of bools;
     ``bool_and``/``bool_or`` BOOLEAN; ``any_value``, ``bit_*`` and
     ``arg_min``/``arg_max`` (the type of the value) keep the argument's type.
 
@@ -123,7 +123,7 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
         raise TypeError(f"{function} takes two arguments")
     if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None:
         raise TypeError(f"{function} takes one argument")
-    if function in VARIANCE_FUNCTIONS or function in COVARIANCE_FUNCTIONS:
+    if function in VARIANCE_FUNCTIONS or function in COVARIANCE_FUNCTIONS or function == "product":
         for dtype in (input_type, second_type):
             if dtype is not None and not is_numeric(dtype):
                 raise TypeError(f"{function} is not defined for {dtype}")

@@ -68,7 +68,7 @@ AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg",
                        "var_samp", "var_pop", "stddev_samp", "stddev_pop", "covar_samp", "covar_pop", "corr",
                        "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
                        "bool_and", "bool_or", "count_if", "any_value", "bit_and", "bit_or", "bit_xor",
-                       "arg_min", "arg_max")
+                       "arg_min", "arg_max", "product")
 
 _SQL_OP = {
     "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",

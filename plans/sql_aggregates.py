@@ -4,9 +4,10 @@ Why one table: the SQL planner finds the aggregate calls of a query (to plan
 them and refuse the rest), the PlanBuilder translates each call's text, and
 both must agree on every spelling (``stddev`` is ``stddev_samp``, ``min_by``
 is ``arg_min``, ``first`` and ``arbitrary`` are ``any_value``). sqlglot parses
-some names into no aggregate node at all (``arbitrary``, an anonymous
-function): :func:`normalize_aggregate_calls` gives them one (``arbitrary`` is
-DuckDB's ``first``), so every later pass sees an aggregate. The rules for types and intermediate
+some names into no aggregate node at all (``arbitrary``, ``product``: anonymous
+functions): :func:`normalize_aggregate_calls` gives them one (``arbitrary`` is
+DuckDB's ``first``, ``product`` an anonymous aggregate), so every later pass
+sees an aggregate. The rules for types and intermediate
 columns are in :mod:`gpu_engine.plans.aggregates`.
 """
 
@@ -16,7 +17,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.aggregates import HOLISTIC_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
 
-__all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "aggregate_arguments",
+__all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "allowed_argument", "aggregate_arguments",
            "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES"]
 
 
@@ -31,10 +32,12 @@ _BY_NODE: dict[type, str] = {
     exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.CountIf: "count_if",
     exp.AnyValue: "any_value", exp.First: "any_value",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
-    exp.ArgMin: "arg_min", exp.ArgMax: "arg_max",
+    exp.ArgMin: "arg_min", exp.ArgMax: "arg_max", exp.AnonymousAggFunc: "",
 }
 #: Anonymous functions (as sqlglot parses them) that are aggregates: the node of the same function.
-_ANONYMOUS: dict[str, type] = {"arbitrary": exp.First}
+_ANONYMOUS: dict[str, type] = {"arbitrary": exp.First, "product": exp.AnonymousAggFunc}
+#: Anonymous aggregates (:class:`sqlglot.exp.AnonymousAggFunc`) by name -> the engine's function.
+_ANONYMOUS_AGGREGATES = {"product": "product"}
 
 #: The sqlglot nodes the planner plans as aggregates.
 SQL_AGGREGATES: tuple[type, ...] = tuple(_BY_NODE)
@@ -42,20 +45,21 @@ SQL_AGGREGATES: tuple[type, ...] = tuple(_BY_NODE)
 SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, "
                         "covar_samp, covar_pop, corr, regr_slope, regr_avgx, regr_avgy, regr_sxx, regr_syy, regr_sxy, "
                         "bool_and, bool_or, count_if, any_value, first, arbitrary, bit_and, bit_or, bit_xor, "
-                        "arg_min, arg_max, min_by, max_by")
+                        "arg_min, arg_max, min_by, max_by, product")
 
 
 def aggregate_function_name(call: exp.Expression) -> str | None:
     """Return the engine's function for an aggregate node (None when it is no aggregate the engine computes)."""
-    if isinstance(call, exp.Anonymous):
-        node = _ANONYMOUS.get(str(call.this).lower())
-        return None if node is None else _BY_NODE[node]
+    if isinstance(call, (exp.Anonymous, exp.AnonymousAggFunc)):
+        return _ANONYMOUS_AGGREGATES.get(str(call.this).lower()) or (
+            _BY_NODE.get(_ANONYMOUS.get(str(call.this).lower())) if isinstance(call, exp.Anonymous) else None)
     return _BY_NODE.get(type(call))
 
 
 def aggregate_arguments(call: exp.Expression) -> list[exp.Expression]:
     """Return an aggregate call's arguments, in order (``this``, then ``expression`` or ``expressions``)."""
-    arguments = [] if isinstance(call, exp.Anonymous) or call.this is None else [call.this]
+    named = isinstance(call, (exp.Anonymous, exp.AnonymousAggFunc))  # ``this`` is the name
+    arguments = [] if named or call.this is None else [call.this]
     if call.args.get("expression") is not None:
         arguments.append(call.args["expression"])
     arguments.extend(call.args.get("expressions") or [])
@@ -80,16 +84,35 @@ def takes_two_arguments(call: exp.Expression) -> bool:
     return aggregate_function_name(call) in TWO_ARGUMENT_FUNCTIONS
 
 
+def allowed_argument(call: exp.Expression, key: str) -> bool:
+    """Return True when the node argument ``key`` of an aggregate call is one of its arguments, not an
+    ignored clause: ``this``, the second argument of a two-argument function, an anonymous aggregate's list."""
+    if key == "this":
+        return True
+    if key == "expression":
+        return takes_two_arguments(call)
+    return key == "expressions" and isinstance(call, exp.AnonymousAggFunc) and aggregate_function_name(call) is not None
+
+
 def normalize_aggregate_calls(tree: exp.Expression) -> exp.Expression:
     """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s, and
     ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway."""
 
     def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Filter) and isinstance(node.this, (exp.Anonymous, exp.AnonymousAggFunc)) \
+                and str(node.this.this).lower() in _ANONYMOUS_AGGREGATES and len(node.this.expressions) == 1:
+            # ``product(x) FILTER (WHERE c)`` is ``product(CASE WHEN c THEN x END)`` (the FILTER rewrite of
+            # gpu_engine.sql.rewrite reads a node's ``this``, which is an anonymous aggregate's name)
+            argument = exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=node.this.expressions[0].copy())])
+            return exp.AnonymousAggFunc(this=str(node.this.this).lower(), expressions=[argument])
         if isinstance(node, exp.Anonymous) and str(node.this).lower() in _ANONYMOUS:
             arguments = list(node.expressions)
             if len(arguments) != 1:
                 return node  # the translator refuses it naming the function and its argument count
-            return _ANONYMOUS[str(node.this).lower()](this=arguments[0].copy())
+            kind = _ANONYMOUS[str(node.this).lower()]
+            if kind is exp.AnonymousAggFunc:
+                return kind(this=str(node.this).lower(), expressions=[arguments[0].copy()])
+            return kind(this=arguments[0].copy())
         if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
             return node.this.copy()
         return node

@@ -695,6 +695,28 @@ class BitFold(AggregateFunction):
         return f"{self.call.function} has no fused-kernel update"
 
 
+class Product(AggregateFunction):
+    """``product(x)``: the float64 product of a group's values (DuckDB's DOUBLE), NULL for a group of none."""
+
+    def state_arrays(self) -> tuple[StateArray, ...]:
+        return (StateArray("product", np.dtype(np.float64), 1.0), StateArray("has", np.dtype(np.bool_), False))
+
+    def update(self, device, state, group_ids, column):
+        kernels.group_product(device, group_ids, as_float(device.xp, column), _row_validity(device, column),
+                              state.arrays["product"], state.arrays["has"])
+
+    def merge(self, device, state, group_ids, columns):
+        self.update(device, state, group_ids, columns[0])
+
+    def extract(self, device, state, groups):
+        has = state.arrays["has"][:groups].copy()
+        return [(self.name, Column(pa.float64(), state.arrays["product"][:groups].copy(), has))]
+
+    @property
+    def fusable(self) -> str | None:
+        return "product has no fused-kernel update (CUDA has no atomic multiply)"
+
+
 def _pair_validity(device: Device, columns: list[Column]) -> Any:
     """Return where every column is valid (None when all are), dictionary rows included."""
     validity = None
@@ -883,6 +905,7 @@ _FUNCTIONS: dict[str, Callable[..., AggregateFunction]] = {
     **{name: Moments for name in VARIANCE_FUNCTIONS + COVARIANCE_FUNCTIONS},
     "bool_and": BoolAndOr, "bool_or": BoolAndOr, "any_value": AnyValue, "count_if": CountIf,
     "bit_and": BitFold, "bit_or": BitFold, "bit_xor": BitFold, "arg_min": ArgMinMax, "arg_max": ArgMinMax,
+    "product": Product,
 }
 
 

@@ -57,7 +57,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
-from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, takes_two_arguments, unsupported_aggregate_text
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, unsupported_aggregate_text
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
@@ -319,7 +319,7 @@ def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
     if isinstance(aggregate.this, exp.Order):
         raise _unsupported(f"ORDER BY inside {name}(...)", aggregate)
     for key, value in aggregate.args.items():
-        if key in ("this", "big_int") or not value or (key == "expression" and takes_two_arguments(aggregate)):
+        if key == "big_int" or not value or allowed_argument(aggregate, key):
             continue
         if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
             raise _unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "

@@ -293,3 +293,20 @@ def test_plan_builder_refusals(table, text, message):
     session = _session("cpu", (1, 1 << 16), {"t": table})
     with pytest.raises(PlanError, match=message.replace("(", r"\(")):
         PlanBuilder(session.catalog).table_scan("t").aggregation([], [text]).plan()
+
+
+def test_product(device_name, shape):
+    """product(x): float64 over integers, decimals and floats, NULLs skipped, NULL for a group of none."""
+    table = pa.table({"g": pa.array([1, 1, 1, 2, 2, 3, 3, 3, 3, 4], pa.int32()),
+                      "i": pa.array([2, -3, None, 5, 7, None, None, None, None, 0], pa.int64()),
+                      "d": pa.array([decimal.Decimal("1.5"), decimal.Decimal("-2.25"), None, decimal.Decimal("4"),
+                                     None, None, None, None, None, decimal.Decimal("0.5")], pa.decimal128(6, 2)),
+                      "f": pa.array([1.5, 2.0, 0.5, -1e10, 1e-10, 3.0, 1.0, 2.0, None, None], pa.float64())})
+    session = _session(device_name, shape, {"t": table})
+    for keys in ([], ["g"]):
+        aggregates = ["product(i) AS pi", "product(d) AS pd", "product(f) AS pf", "count(*) AS n"]
+        plan = (PlanBuilder(session.catalog).table_scan("t")
+                .partial_aggregation(keys, aggregates).local_partition(keys).final_aggregation().plan())
+        assert_same_rows(session.execute(plan), duckdb_rows(_sql(keys, aggregates), t=table))
+    sql = "SELECT g, product(i) FILTER (WHERE i > 0) AS p, product(f) FROM t GROUP BY g"
+    assert_same_rows(session.sql(sql), duckdb_rows(sql, t=table))
