@@ -442,17 +442,20 @@ class WindowFunctionCall:
     """One window function: ``function`` over ``args`` (input columns and constants), typed ``dtype``, over ``frame``.
 
     Ranking functions (``row_number``, ``rank``, ``dense_rank``, ``percent_rank``, ``cume_dist``, ``ntile``) and
-    ``lag``/``lead`` ignore the frame, as in SQL.
+    ``lag``/``lead`` ignore the frame, as in SQL. ``ignore_nulls`` (value functions only) skips rows whose
+    value is NULL: ``lag(x, 1 IGNORE NULLS)`` is the nearest earlier non-NULL ``x``.
     """
 
     function: str
     args: tuple[Expr, ...]
     dtype: pa.DataType
     frame: WindowFrame = WindowFrame()
+    ignore_nulls: bool = False
 
     def sql(self) -> str:
         arguments = "*" if self.function == "count_star" else ", ".join(a.sql() for a in self.args)
         name = "count" if self.function == "count_star" else self.function
+        arguments += " IGNORE NULLS" if self.ignore_nulls else ""
         return f"{name}({arguments})" + ("" if self.frame == WindowFrame() else f" OVER ({self.frame.sql()})")
 
 

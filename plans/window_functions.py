@@ -100,6 +100,9 @@ def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -
     if call.dtype != expected:
         raise PlanError(f"{call.function} is typed {call.dtype}, but its arguments give {expected}", node=label,
                         column=text)
+    if call.ignore_nulls and call.function not in VALUE_FUNCTIONS:
+        raise PlanError(f"IGNORE NULLS applies to {', '.join(VALUE_FUNCTIONS)}, not {call.function}", node=label,
+                        column=text)
     _check_frame(call.frame, label, text)
 
 
@@ -192,9 +195,10 @@ def parse_window_function(text: str, schema: pa.Schema, label: str, *, position:
             raise PlanError("a named window (OVER name) is not supported", node=label, column=text)
         frame = frame_from_spec(tree.args.get("spec"), label, text)
         tree = tree.this
-    if isinstance(tree, (exp.IgnoreNulls, exp.RespectNulls)):
-        raise PlanError(f"{'IGNORE' if isinstance(tree, exp.IgnoreNulls) else 'RESPECT'} NULLS in a window "
-                        "function is not supported", node=label, column=text)
+    ignore_nulls = False
+    while isinstance(tree, (exp.IgnoreNulls, exp.RespectNulls)):  # RESPECT NULLS is the default
+        ignore_nulls = ignore_nulls or isinstance(tree, exp.IgnoreNulls)
+        tree = tree.this
     function = _SQLGLOT_FUNCTIONS.get(type(tree))
     if function is None:
         spelled = tree.name if isinstance(tree, exp.Anonymous) else tree.sql_name().lower() \
@@ -217,7 +221,7 @@ def parse_window_function(text: str, schema: pa.Schema, label: str, *, position:
         dtype = window_result_type(function, args) if len(args) >= _ARITY[function][0] else pa.null()
     except TypeError as error:
         raise PlanError(f"type mismatch: {error}", node=label, column=text) from None
-    call = WindowFunctionCall(function, args, dtype, frame)
+    call = WindowFunctionCall(function, args, dtype, frame, ignore_nulls)
     check_window_call(call, schema, label)
     return name, call
 

@@ -13,7 +13,7 @@ from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
-from gpu_engine.kernels.gather import gather, gather_column
+from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import sort_key_words
 from gpu_engine.kernels.window import MAX, MIN, SUM, frame_loop, range_bound, segment_bounds, segmented_scan
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
@@ -199,7 +199,10 @@ class Window(Operator):
         """Gather another row's value: each row's source position in sorted order, or none (NULL or the default)."""
         xp = self.device.xp
         function = call.function
-        if function in ("lag", "lead"):
+        column = data.column(call.args[0].name)
+        if call.ignore_nulls:
+            source, found = self._non_null_source(call, column, order, rows)
+        elif function in ("lag", "lead"):
             offset = call.args[1].value if len(call.args) > 1 else 1
             source = rows.row - offset if function == "lag" else rows.row + offset
             found = (source >= rows.part_start) & (source < rows.part_end)
@@ -212,7 +215,6 @@ class Window(Operator):
         base = order[xp.where(found, source, 0)]  # the base row each sorted position reads
         base = base[inverse]
         found = found[inverse]
-        column = data.column(call.args[0].name)
         default = call.args[2] if len(call.args) > 2 else None
         if default is not None and default.value is not None:
             extra = Batch(("v",), (Column.from_arrow(pa.array([default.value], type=call.dtype), self.device),),
@@ -222,6 +224,41 @@ class Window(Operator):
         result = gather_column(self.device, column, base)
         validity = found if result.validity is None else result.validity & found
         return Column(result.dtype, result.data, validity, result.offsets, result.dictionary, result.fingerprint)
+
+    def _non_null_source(self, call: WindowFunctionCall, column: Column, order: Any, rows: _SortedRows
+                         ) -> tuple[Any, Any]:
+        """Return each row's source position and whether it has one, counting only non-NULL values (IGNORE NULLS).
+
+        Why counting: with the running count of non-NULL rows before each position and the positions of the
+        non-NULL rows, "the k-th non-NULL value before this row" is one subtraction and one gather per row,
+        in parallel (finding the positions reads their count back: one host sync).
+        """
+        xp = self.device.xp
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
+        before = xp.zeros(rows.n + 1, dtype=xp.int64)  # non-NULL rows before each position
+        before[1:] = xp.cumsum(valid, dtype=xp.int64)
+        positions = xp.concatenate([xp.flatnonzero(valid).astype(xp.int64), xp.zeros(1, dtype=xp.int64)])
+        function = call.function
+        if function in ("lag", "lead"):
+            offset = call.args[1].value if len(call.args) > 1 else 1
+            if offset == 0:  # the row itself, NULL or not
+                return rows.row, xp.ones(rows.n, dtype=xp.bool_)
+            if function == "lag":
+                ordinal = before[rows.row] - offset
+                found = ordinal >= before[rows.part_start]
+            else:
+                ordinal = before[rows.row + 1] + offset - 1
+                found = ordinal < before[rows.part_end]
+        else:
+            start, end = rows.frame(call.frame)
+            if function == "last_value":
+                ordinal = before[end] - 1
+                found = ordinal >= before[start]
+            else:
+                ordinal = before[start] + (call.args[1].value - 1 if function == "nth_value" else 0)
+                found = ordinal < before[end]
+        return positions[xp.where(found, ordinal, 0)], found
 
     def _aggregate(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any, rows: _SortedRows,
                    statuses: list) -> Column:

@@ -7,7 +7,7 @@ ORDER BY trees; :func:`extract_windows` swaps every window for a placeholder col
 finds only the aggregates inside windows, never a window's own ``sum``), and :func:`plan_windows` computes
 the windows' inputs in one projection, then one Window node per distinct ``OVER`` (partition and order), and
 maps each placeholder to its result column. QUALIFY (its windows extracted like the ORDER BY's) filters after. Windows elsewhere (WHERE, GROUP BY, HAVING, ON, inside an
-aggregate or another window), named windows and ``IGNORE NULLS`` are refused by name and position;
+aggregate or another window) and named windows are refused by name and position;
 frames and functions the Window operator lacks are refused by :meth:`PlanBuilder.window`.
 """
 
@@ -70,16 +70,12 @@ def _windows_of(tree: exp.Expression) -> list[exp.Window]:
 
 
 def _check_window(window: exp.Window, aggregates: tuple) -> None:
-    """Refuse the forms of a window the planner does not plan: named, nested, inside an aggregate, IGNORE NULLS.
+    """Refuse the forms of a window the planner does not plan: named, nested, inside an aggregate.
 
     (``FILTER (WHERE …)`` needs nothing here: the rewrite pass turns it into a CASE inside the aggregate.)
     """
     if window.alias:
         raise _unsupported("a named window (OVER name); write the window out", window)
-    function = window.this
-    if isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
-        words = "IGNORE NULLS" if isinstance(function, exp.IgnoreNulls) else "RESPECT NULLS"
-        raise _unsupported(f"{words} in a window function", window)
     for inner in _own_nodes(window):
         if inner is not window and isinstance(inner, exp.Window):
             raise _unsupported("a window function inside another window function", inner)
@@ -90,10 +86,20 @@ def _check_window(window: exp.Window, aggregates: tuple) -> None:
         parent = parent.parent
 
 
+def _function_of(window: exp.Window) -> tuple[exp.Expression, bool]:
+    """Return the window's function call without the IGNORE / RESPECT NULLS around it, and whether it ignores NULLs."""
+    function, ignore_nulls = window.this, False
+    while isinstance(function, (exp.IgnoreNulls, exp.RespectNulls)):
+        ignore_nulls = ignore_nulls or isinstance(function, exp.IgnoreNulls)
+        function = function.this
+    return function, ignore_nulls
+
+
 def _inner_trees(window: exp.Window) -> list[exp.Expression]:
     """Return the expressions a window reads: its function's arguments, partition and order expressions."""
-    trees = [value for key, value in window.this.args.items() if isinstance(value, exp.Expression)]
-    trees += [e for key, value in window.this.args.items() if isinstance(value, list) for e in value
+    function, _ = _function_of(window)
+    trees = [value for key, value in function.args.items() if isinstance(value, exp.Expression)]
+    trees += [e for key, value in function.args.items() if isinstance(value, list) for e in value
               if isinstance(e, exp.Expression)]
     trees += list(window.args.get("partition_by") or [])
     order = window.args.get("order")
@@ -190,16 +196,19 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
 
 def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
-    function = window.this.copy()
+    original, ignore_nulls = _function_of(window)
+    function = original.copy()
     value_key = None if isinstance(function, exp.Ntile) else "this"
     for key, value in list(function.args.items()):
         if not isinstance(value, exp.Expression) or isinstance(value, exp.Star):
             continue
         if key == value_key and not isinstance(value, exp.Distinct):
-            function.set(key, exp.column(exp.to_identifier(column_of(window.this.args[key]), quoted=True)))
+            function.set(key, exp.column(exp.to_identifier(column_of(original.args[key]), quoted=True)))
         elif any(isinstance(node, exp.Column) for node in value.walk()):
             raise _unsupported(f"a column in the {key} argument of {function.sql_name().lower()}(...) over a window "
                                "(it must be a constant)", window)
+    if ignore_nulls:
+        function = exp.IgnoreNulls(this=function)
     spec = window.args.get("spec")
     over = f" OVER ({spec.sql(dialect='duckdb')})" if spec is not None else ""
     return function.sql(dialect="duckdb") + over + " AS " + _quoted(name)

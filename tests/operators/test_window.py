@@ -1,7 +1,7 @@
 """Window (issue 30 item 1) built with PlanBuilder against DuckDB, on every device, at 1 and 2 drivers.
 
 Checked: ranking (row_number on a total order, rank/dense_rank/percent_rank/cume_dist/ntile with ties), value
-functions (lag/lead with offsets and defaults, first/last/nth_value over frames), aggregates over the whole
+functions (lag/lead with offsets and defaults, first/last/nth_value over frames, IGNORE NULLS), aggregates over the whole
 partition, over SQL's default frame with ORDER BY (peers share a value) and over ROWS frames at partition edges
 (empty frames give NULL, count 0); NULLs in partition and order keys (NULLS FIRST/LAST), one-row partitions,
 empty input, no partition keys (a gather), no sort keys. Rows compare as multisets; where ties leave
@@ -65,6 +65,10 @@ CASES = [
         ("first_value(v)", "ROWS BETWEEN 1 FOLLOWING AND 2 FOLLOWING", "fnext"),
         ("last_value(o)", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "lall"),
         ("avg(d)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "ad"),
+        # IGNORE NULLS: the nearest non-NULL values (v is NULL every 6th row, s every 9th).
+        ("lag(v IGNORE NULLS)", "", "lgn"), ("lead(s, 2, 'none' IGNORE NULLS)", "", "ldn"),
+        ("first_value(v IGNORE NULLS)", "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "fvn"),
+        ("last_value(d IGNORE NULLS)", "", "lvn"), ("nth_value(dt, 2 IGNORE NULLS)", "", "nvn"),
     ]),
     (["k", "s"], ["o DESC NULLS FIRST"], [
         ("rank()", "", "r"), ("dense_rank()", "", "dr"), ("percent_rank()", "", "pr"), ("cume_dist()", "", "cd"),
@@ -187,6 +191,7 @@ def test_window_plan_explains_round_trips_and_partitions_drivers(tables):
     ("sum(v + 1) AS x", "a window function's value argument must be an input column"),
     ("rank(v) AS x", "rank takes at most 0 argument(s)"),
     ("sum(DISTINCT v) AS x", "sum(DISTINCT ...) over a window is not supported"),
+    ("rank() IGNORE NULLS AS x", "IGNORE NULLS applies to lag, lead, first_value, last_value, nth_value, not rank"),
     ("sum(s) AS x", "type mismatch: sum is not defined for string"),
 ])
 def test_window_functions_the_operator_cannot_compute_are_refused_at_build_time(function, message, tables):
