@@ -124,6 +124,17 @@ def _regex(translator: Any, tree: exp.Expression) -> Expr:
     return build_function(translator, name, _string_args(translator, trees), tree)
 
 
+def _repeat(translator: Any, tree: exp.Repeat) -> Expr:
+    args = _string_args(translator, [tree.this]) + _translate(translator, [tree.args.get("times")])
+    return build_function(translator, "repeat", args, tree)
+
+
+def _split_part(translator: Any, tree: exp.SplitPart) -> Expr:
+    args = (_string_args(translator, [tree.this, tree.args.get("delimiter")])
+            + _translate(translator, [tree.args.get("part_index")]))
+    return build_function(translator, "split_part", args, tree)
+
+
 def _left_right(translator: Any, tree: exp.Expression) -> Expr:
     name = "left" if isinstance(tree, exp.Left) else "right"
     args = _string_args(translator, [tree.this]) + _translate(translator, [tree.expression])
@@ -350,7 +361,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
 
 
 _NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear",
-                exp.Week: "week", exp.WeekOfYear: "week"}
+                exp.Week: "week", exp.WeekOfYear: "week", exp.Hour: "hour", exp.Minute: "minute",
+                exp.Second: "second"}
 
 #: The arguments each handler reads, by sqlglot node class: any other argument the parser filled in is refused by
 #: name (an argument the engine does not apply must never be dropped silently).
@@ -363,6 +375,7 @@ _READ = {
     exp.TimestampTrunc: {"this", "unit"}, exp.DateDiff: {"this", "expression", "unit"},
     exp.DateFromParts: {"year", "month", "day"}, exp.DateAdd: {"this", "expression"},
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"},
+    exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
 _READ_TWO = {"this", "expression"}  # s ILIKE p, left(s, n), power(x, y), ...
@@ -394,13 +407,14 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
     exp.DPipe: _concat, exp.Concat: _concat,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
+    exp.Reverse: _unary_string("reverse"), exp.Repeat: _repeat, exp.SplitPart: _split_part,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,
     exp.StartsWith: _string_test, exp.EndsWith: _string_test, exp.Contains: _string_test,
     exp.ILike: _ilike,
     exp.RegexpLike: _regex, exp.RegexpFullMatch: _regex, exp.RegexpReplace: _regex,
     exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
     exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
-    exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"),
+    exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"), exp.Trunc: _unary_number("trunc"),
     exp.Round: _round, exp.Pow: _power, exp.Log: _log,
     exp.Greatest: _greatest, exp.Least: _greatest,
     exp.IntDiv: _integer_division,

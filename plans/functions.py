@@ -32,6 +32,7 @@ from gpu_engine.plans.type_coercion import arithmetic_type, common_type
 __all__ = [
     "SCALAR_FUNCTIONS",
     "DATE_PARTS",
+    "TIME_PARTS",
     "TRUNC_PARTS",
     "DIFF_PARTS",
     "function_type",
@@ -42,18 +43,26 @@ __all__ = [
 ]
 
 #: Fields of ``date_part``/``EXTRACT`` beyond year, month and day (which the Extract node has).
+#: Parts of the time of day (0 for a DATE), in microseconds per unit.
+TIME_PARTS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
+              "microsecond": 1}
 DATE_PARTS = ("year", "month", "day", "quarter", "dayofweek", "isodow", "dayofyear", "week", "yearweek",
-              "decade", "century", "millennium", "isoyear", "epoch")
-#: Parts ``date_trunc`` truncates a date to.
-TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day")
+              "decade", "century", "millennium", "isoyear", "epoch", *TIME_PARTS)
+#: Parts ``date_trunc`` truncates a date or timestamp to.
+TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day", "hour", "minute",
+               "second", "millisecond")
 #: Parts ``date_diff`` counts boundaries of.
-DIFF_PARTS = ("year", "quarter", "month", "week", "day", "decade", "century", "millennium")
+DIFF_PARTS = ("year", "quarter", "month", "week", "day", "decade", "century", "millennium", *TIME_PARTS)
 
 #: DuckDB's other spellings of the part names.
 _PART_ALIASES = {
     "years": "year", "y": "year", "yr": "year", "yrs": "year", "months": "month", "mon": "month", "mons": "month",
     "days": "day", "d": "day", "quarters": "quarter", "weeks": "week", "w": "week", "dow": "dayofweek",
     "weekday": "dayofweek", "doy": "dayofyear", "decades": "decade", "centuries": "century",
+    "hours": "hour", "h": "hour", "hr": "hour", "hrs": "hour", "minutes": "minute", "min": "minute",
+    "mins": "minute", "m": "minute", "seconds": "second", "s": "second", "sec": "second", "secs": "second",
+    "milliseconds": "millisecond", "ms": "millisecond", "msec": "millisecond", "msecs": "millisecond",
+    "microseconds": "microsecond", "us": "microsecond", "usec": "microsecond", "usecs": "microsecond",
     "millennia": "millennium", "millenniums": "millennium", "weekofyear": "week",
 }
 
@@ -104,6 +113,21 @@ def _string_unary(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 1, 1)
     _string(name, args[0], 1)
     return pa.int64() if name == "length" else pa.string()
+
+
+def _repeat(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _string(name, args[0], 1)
+    _integer_constant(name, args, 2, "count")
+    return pa.string()
+
+
+def _split_part(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "delimiter")
+    _integer_constant(name, args, 3, "index")
+    return pa.string()
 
 
 def _trim(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -219,7 +243,7 @@ def _floor_ceil(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _round(name: str, args: Sequence[Expr]) -> pa.DataType:
-    _arity(name, args, 1, 2)
+    _arity(name, args, 1, 1 if name == "trunc" else 2)
     _number(name, args[0], 1)
     digits = 0
     if len(args) == 2:
@@ -376,6 +400,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
     "trim": _trim, "ltrim": _trim, "rtrim": _trim,
     "replace": _replace,
+    "reverse": _string_unary, "repeat": _repeat, "split_part": _split_part,
     "regexp_matches": _regex, "regexp_full_match": _regex, "regexp_replace": _regex,
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
     "left": _left_right, "right": _left_right,
@@ -384,7 +409,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
     "power": _double,
-    "floor": _floor_ceil, "ceil": _floor_ceil,
+    "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,
     "sign": _sign,
     "greatest": _greatest, "least": _greatest,

@@ -24,7 +24,7 @@ from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import narrow_values, raise_at_first
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of
-from gpu_engine.plans.functions import part_name, strftime_tokens
+from gpu_engine.plans.functions import TIME_PARTS, part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil"]
 
@@ -62,6 +62,13 @@ def _century(xp: Any, year: Any, size: int) -> Any:
 
 
 def _date_part(xp: Any, part: str, column: Column) -> Any:
+    if part in TIME_PARTS:  # of the time of day: 0 for a date
+        micros = _micros(xp, column)
+        time_of_day = micros - xp.floor_divide(micros, _MICROS_PER_DAY) * _MICROS_PER_DAY
+        if part == "hour":
+            return time_of_day // TIME_PARTS["hour"]
+        within_minute = time_of_day % TIME_PARTS["minute"]  # seconds and below count within the minute
+        return within_minute // TIME_PARTS[part] if part != "minute" else (time_of_day // TIME_PARTS["minute"]) % 60
     if part == "epoch":
         if pa.types.is_timestamp(column.dtype):
             return column.data.astype(xp.float64) / (TICKS_PER_DAY[column.dtype.unit] / 86_400)
@@ -118,10 +125,16 @@ def _micros(xp: Any, column: Column) -> Any:
 
 
 def _date_trunc(xp: Any, part: str, column: Column) -> Any:
+    if part in TIME_PARTS:
+        unit = TIME_PARTS[part]
+        return xp.floor_divide(_micros(xp, column), unit) * unit
     return _truncated_days(xp, part, days_of(xp, column)) * _MICROS_PER_DAY
 
 
 def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
+    if part in TIME_PARTS:  # boundaries of the unit crossed
+        unit = TIME_PARTS[part]
+        return xp.floor_divide(_micros(xp, end), unit) - xp.floor_divide(_micros(xp, start), unit)
     first, last = days_of(xp, start), days_of(xp, end)
     if part == "day":
         return last - first

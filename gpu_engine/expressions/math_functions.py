@@ -92,6 +92,19 @@ def _product_error(xp: Any, a: Any, b: float) -> tuple[Any, Any]:
     return product, error
 
 
+def _trunc(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return the value with its fraction dropped (toward zero): floats stay floats, a decimal(p, s) is decimal(p, 0)."""
+    xp = device.xp
+    if is_floating(dtype):
+        return Column(dtype, xp.trunc(column.data), column.validity)
+    if is_integer(dtype):
+        return Column(dtype, column.data, column.validity)
+    values = _exact(device, column, "trunc")
+    power = np.int64(POWERS_OF_TEN[scale_of(column.dtype)])
+    truncated = (values - truncated_remainder(xp, values, power)) // power
+    return Column(dtype, fit_to_type(device, truncated, dtype, column.validity, "trunc"), column.validity)
+
+
 def _round_float(xp: Any, values: Any, digits: int) -> Any:
     """Return ``values`` rounded to ``digits`` decimal places as DuckDB 2 does: the exact binary value rounded,
     halves away from zero (``round(2.675, 2)`` is 2.67: 2.675 is stored as 2.67499999...; ``round(0.125, 2)`` is
@@ -215,7 +228,7 @@ def _integer_division(device: Device, left: Column, right: Column, dtype: pa.Dat
 
 
 #: The functions this module evaluates.
-MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "sqrt", "cbrt", "ln", "log", "exp", "power",
+MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
                   "greatest", "least", "//")
 
 
@@ -228,6 +241,8 @@ def evaluate_math_function(device: Device, name: str, args: Sequence[Any], colum
         return _sign(device, columns[0])
     if name in ("floor", "ceil"):
         return _floor_ceil(device, name, columns[0], dtype)
+    if name == "trunc":
+        return _trunc(device, columns[0], dtype)
     if name == "round":
         digits = args[1].value if len(args) > 1 else 0
         if digits is None:  # round(x, NULL)

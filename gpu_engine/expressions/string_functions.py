@@ -148,6 +148,24 @@ def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
     return pa.array(out, pa.string())
 
 
+def _split_part(values: pa.Array, delimiter: str, index: int) -> pa.Array:
+    """Return DuckDB's split_part: the ``index``-th piece (1-based; negative from the end; '' out of range; an
+    empty delimiter splits into characters)."""
+    out = []
+    for text in values.to_pylist():
+        if text is None:
+            out.append(None)
+            continue
+        pieces = text.split(delimiter) if delimiter else list(text)
+        if index > 0:
+            out.append(pieces[index - 1] if index <= len(pieces) else "")
+        elif index < 0:
+            out.append(pieces[index] if -index <= len(pieces) else "")
+        else:
+            out.append("")
+    return pa.array(out, pa.string())
+
+
 def _left_right(values: pa.Array, count: int, left: bool) -> pa.Array:
     """Return DuckDB's left/right: ``count`` characters from that end, or all but ``-count`` from the other."""
     if left:
@@ -183,6 +201,12 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
         return lambda values: _left_right(values, constants[0], name == "left")
     if name in ("lpad", "rpad"):
         return lambda values: _pad(values, constants[0], constants[1], name == "lpad")
+    if name == "reverse":
+        return pc.utf8_reverse
+    if name == "repeat":
+        return lambda values: pc.binary_repeat(values, max(constants[0], 0))
+    if name == "split_part":
+        return lambda values: _split_part(values, constants[0], constants[1])
     raise PlanError(f"no string transform named {name!r}")
 
 
@@ -276,7 +300,7 @@ def _regex_function(device: Device, name: str, column: Column, constants: Sequen
 #: The functions this module evaluates.
 STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
                     "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
-                    "regexp_full_match", "regexp_replace")
+                    "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],

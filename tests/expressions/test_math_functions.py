@@ -61,6 +61,7 @@ CASES = [
     "round(dec, -1)", "round(dec, 5)", "round(dec, -30)", "round(i32, -20)", "round(f64, NULL)",
     "round(f64, 400)", "round(f64, -400)", "round(f64, -300)", "round(f64, 3)",
     "floor(f64)", "ceil(f64)", "ceiling(f32)", "floor(dec)", "ceil(dec)", "floor(i32)", "ceil(i8)",
+    "trunc(f64)", "trunc(f32)", "trunc(dec)", "trunc(i32)", "trunc(i8)",
     "abs(i32)", "abs(f64)", "abs(dec)", "abs(i8)", "abs(-i64)",
     "sign(f64)", "sign(i32)", "sign(dec)", "sign(i8)",
     "sqrt(f64)", "sqrt(i32)", "cbrt(f64)", "ln(f64)", "ln(dec)", "log(f64)", "log10(i64)", "log2(f64)",
@@ -112,7 +113,6 @@ def test_errors_skip_null_rows(device):
     ("abs(d)", "abs() needs a number as argument 1, got date32"),
     ("sqrt(f64, 2)", "sqrt(f64, 2)"),
     ("greatest(i32, d)", "greatest() arguments have no common type"),
-    ("trunc(f64)", "unsupported function 'trunc'"),
     ("floor(f64, 2)", "floor: the argument 'decimals' (2) is not supported"),
 ])
 def test_refusals_name_the_function(sql, message):

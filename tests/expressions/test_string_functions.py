@@ -67,7 +67,9 @@ CASES = [
     "regexp_matches(s, 'HEL', 'i')", "regexp_matches(s, 'HEL', 'ic')", "s ~ '[0-9]'", "regexp_matches(s, '')",
     "regexp_full_match(s, 'a.c')", "regexp_full_match(ds, 'br.*', 'i')", "regexp_matches(s, 'é|日')",
     "regexp_replace(s, 'l', 'L')", "regexp_replace(s, 'l', 'L', 'g')", "regexp_replace(s, '(h)(e)', '\\2\\1')",
-    "regexp_replace(ds, '[aeiou]', '_', 'gi')", "regexp_replace(s, '^\\s+|\\s+$', '', 'g')",
+    "regexp_replace(ds, '[aeiou]', '_', 'gi')", "reverse(s)", "reverse(ds)", "repeat(s, 3)", "repeat(ds, 0)",
+    "repeat(s, -2)", "split_part(s, 'l', 2)", "split_part(s, ' ', -1)", "split_part(ds, 'A', 5)",
+    "split_part(s, '', 1)", "split_part(s, 'é', 0)", "regexp_replace(s, '^\\s+|\\s+$', '', 'g')",
 ]
 
 
