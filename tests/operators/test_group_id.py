@@ -143,3 +143,13 @@ def test_a_grouping_set_aggregation_past_the_memory_cap_fails_and_the_session_ke
     small = PlanBuilder(session.catalog).table_scan("t", ["k_int"]).group_id([["k_int"], []], []) \
         .aggregation(["k_int", "group_id"], ["count(*) AS c"]).plan()
     assert session.execute(small).num_rows > 1
+
+
+def test_placement_puts_the_group_id_on_the_session_device_with_no_host_fallback():
+    from gpu_engine.planning.placement import plan_placement
+
+    catalog = {"t": make_table(1).schema}
+    plan = (PlanBuilder(catalog).table_scan("t").group_id([["k_str"], []], ["v_float"])
+            .aggregation(["k_str", "group_id"], ["max(v_float) AS m"]).plan())
+    placements = plan_placement(plan, "cuda-sim")
+    assert str(placements[plan.source.id]) == "cuda-sim" and plan.source.kind == "GroupId"
