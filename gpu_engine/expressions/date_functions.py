@@ -33,10 +33,13 @@ _MICROS_PER_DAY = TICKS_PER_DAY["us"]
 
 def days_from_civil(xp: Any, year: Any, month: Any, day: Any) -> Any:
     """Return the int64 day numbers (since 1970-01-01) of proleptic Gregorian dates (arrays or ints)."""
-    year = year - (month <= 2)
+    if isinstance(month, int):  # a constant month (January 1st of each year): no array select needed
+        year, shifted = year - (1 if month <= 2 else 0), month + (-3 if month > 2 else 9)
+    else:
+        year, shifted = year - (month <= 2).astype(xp.int64), month + xp.where(month > 2, -3, 9)
     era = xp.floor_divide(year, 400)
     year_of_era = year - era * 400
-    day_of_year = (153 * (month + xp.where(month > 2, -3, 9)) + 2) // 5 + day - 1
+    day_of_year = (153 * shifted + 2) // 5 + day - 1
     day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
     return era * 146097 + day_of_era - 719468
 
