@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_string
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import result_type
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
@@ -53,8 +53,6 @@ def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
         return pa.float64()
     if function in VALUE_FUNCTIONS:
         return args[0].dtype
-    if function in ("min", "max") and is_string(args[0].dtype):
-        raise TypeError(f"{function} over strings in a window is not supported yet")
     return result_type(function, args[0].dtype)
 
 

@@ -267,8 +267,16 @@ class Window(Operator):
         if call.function == "count_star":
             return Column(call.dtype, (end - start)[inverse])
         column = data.column(call.args[0].name)
-        values = self._scan_values(column, call)[order]
-        valid = xp.ones(rows.n, dtype=xp.bool_) if column.validity is None else column.validity[order]
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
+        representatives = None
+        if call.function == "count":  # counts read validity only
+            values = xp.zeros(rows.n, dtype=xp.int64)
+        elif column.is_string:  # min/max of strings: of their ranks, then back to a row holding the value
+            ranks, representatives = self._string_ranks(column)
+            values = ranks[order]
+        else:
+            values = self._scan_values(column, call)[order]
         op = _SCAN_OPS[call.function]
         status = xp.zeros(1, dtype=xp.int64)
         frame = call.frame
@@ -299,7 +307,25 @@ class Window(Operator):
             return Column(call.dtype, average / (10.0 ** scale) if scale else average, has)
         if call.function == "sum":
             return Column(call.dtype, value, has)
+        if representatives is not None:
+            result = gather_column(self.device, column, representatives[xp.where(has, value, 0)])
+            return Column(result.dtype, result.data, has, result.offsets, result.dictionary, result.fingerprint)
         return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
+
+    def _string_ranks(self, column: Column) -> tuple[Any, Any]:
+        """Return each row's dense rank among the column's values (equal strings share one) and a row per rank."""
+        xp = self.device.xp
+        words = sort_key_words(self.device, [column], [True], [False])
+        order = xp.lexsort(words)
+        ordered = words[:, order]
+        changes = xp.zeros(order.shape[0], dtype=xp.int64)
+        changes[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+        dense = xp.cumsum(changes)
+        ranks = xp.empty_like(dense)
+        ranks[order] = dense
+        representatives = xp.empty_like(dense)
+        representatives[dense] = order  # any row of a rank holds its value
+        return ranks, representatives
 
     def _range_key(self, data: Batch, order: Any) -> tuple:
         """Return the one sort key's values in sorted order as RANGE offsets compare them (decimals scaled)."""
