@@ -81,6 +81,8 @@ def _unary_string(name: str) -> Callable:
 def _concat(translator: Any, tree: exp.Expression) -> Expr:
     if isinstance(tree, exp.DPipe):
         name, trees = "||", [tree.this, tree.expression]
+    elif isinstance(tree, exp.ConcatWs):  # concat_ws(separator, parts...): NULL parts skipped, as DuckDB
+        name, trees = "concat_ws", list(tree.expressions)
     else:  # DuckDB's concat skips NULLs (sqlglot's coalesce flag); Spark's is NULL-propagating, as || is
         name, trees = ("concat" if tree.args.get("coalesce") else "||"), list(tree.expressions)
     args = [_as_type(translator, arg, pa.string(), tree) for arg in _translate(translator, trees)]
@@ -309,6 +311,11 @@ def _strftime(translator: Any, tree: exp.TimeToStr) -> Expr:
                           tree)
 
 
+def _last_day(translator: Any, tree: exp.LastDay) -> Expr:
+    operand = _typed_null(translator.translate(tree.this), pa.date32())
+    return build_function(translator, "last_day", [operand], tree)
+
+
 def _make_date(translator: Any, tree: exp.DateFromParts) -> Expr:
     args = [_typed_null(arg, pa.int64()) for arg in _translate(
         translator, [tree.args.get("year"), tree.args.get("month"), tree.args.get("day")])]
@@ -367,7 +374,7 @@ _NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYea
 #: The arguments each handler reads, by sqlglot node class: any other argument the parser filled in is refused by
 #: name (an argument the engine does not apply must never be dropped silently).
 _READ = {
-    exp.DPipe: {"this", "expression"}, exp.Concat: {"expressions"}, exp.Replace: {"this", "expression", "replacement"},
+    exp.DPipe: {"this", "expression"}, exp.Concat: {"expressions"}, exp.ConcatWs: {"expressions"}, exp.Replace: {"this", "expression", "replacement"},
     exp.StrPosition: {"this", "substr"}, exp.Pad: {"this", "expression", "fill_pattern"},
     exp.RegexpLike: {"this", "expression", "flag"}, exp.RegexpFullMatch: {"this", "expression", "options"},
     exp.RegexpReplace: {"this", "expression", "replacement", "modifiers"}, exp.Round: {"this", "decimals"},
@@ -405,7 +412,7 @@ def _sql_of(value: Any) -> str:
 #: Handlers the scalar translator adds to its table, by sqlglot node class.
 _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
-    exp.DPipe: _concat, exp.Concat: _concat,
+    exp.DPipe: _concat, exp.Concat: _concat, exp.ConcatWs: _concat, exp.LastDay: _last_day,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
     exp.Reverse: _unary_string("reverse"), exp.Repeat: _repeat, exp.SplitPart: _split_part,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,

@@ -212,7 +212,7 @@ def _pad(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _concat(name: str, args: Sequence[Expr]) -> pa.DataType:
-    _arity(name, args, 2 if name == "||" else 1, 2 if name == "||" else None)
+    _arity(name, args, {"||": 2, "concat": 1, "concat_ws": 2}[name], 2 if name == "||" else None)
     for position, arg in enumerate(args, 1):
         _string(name, arg, position)  # the translator casts other types to VARCHAR first
     return pa.string()
@@ -387,6 +387,12 @@ def _date_difference(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.int64()
 
 
+def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _temporal(name, args[0], 1)
+    return pa.date32()
+
+
 def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     for position, arg in enumerate(args, 1):
@@ -405,7 +411,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
     "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad,
-    "concat": _concat, "||": _concat,
+    "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
     "power": _double,
@@ -417,7 +423,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
-    "strftime": _strftime,
+    "strftime": _strftime, "last_day": _last_day,
 }
 
 

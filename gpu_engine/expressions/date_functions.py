@@ -245,7 +245,7 @@ def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
 
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
-                  "date_sub_days", "date_sub", "strftime")
+                  "date_sub_days", "date_sub", "strftime", "last_day")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -258,6 +258,10 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         if args[1].value is None:
             return Column.from_arrow(pa.nulls(len(columns[0]), pa.string()), device)
         return _strftime(device, columns[0], args[1].value)
+    if name == "last_day":
+        year, month, _day = civil_from_days(xp, days_of(xp, columns[0]))
+        last = days_from_civil(xp, year, month, _days_in_month(xp, year, month))
+        return Column(dtype, last.astype(xp.int32), columns[0].validity)
     if name in ("date_add_days", "date_sub_days"):
         return _add_days(device, name, columns)
     if name == "date_sub":

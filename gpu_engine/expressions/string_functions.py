@@ -297,10 +297,25 @@ def _regex_function(device: Device, name: str, column: Column, constants: Sequen
     return _per_value(device, column, lambda values: pc.match_substring_regex(values, pattern=pattern), pa.bool_())
 
 
+def _concat_with_separator(device: Device, args: Sequence[Any], columns: Sequence[Column | None], rows: int) -> Column:
+    """Return DuckDB's concat_ws: the non-NULL parts joined by the separator (NULL when the separator is).
+    Host round trip (Arrow's join with NULLs skipped)."""
+    parts = [column.to_arrow(device) if column is not None else pa.array([arg.value] * rows, pa.string())
+             for arg, column in zip(args, columns)]
+    if columns[0] is None:  # a constant separator (Arrow drops rows when the separator is an array and NULLs skip)
+        if args[0].value is None:
+            return Column.from_arrow(pa.nulls(rows, pa.string()), device)
+        joined = pc.binary_join_element_wise(*parts[1:], args[0].value, null_handling="skip")
+        return Column.from_arrow(joined, device)
+    rows_of = zip(*(part.to_pylist() for part in parts))
+    joined = [None if row[0] is None else row[0].join(v for v in row[1:] if v is not None) for row in rows_of]
+    return Column.from_arrow(pa.array(joined, pa.string()), device)
+
+
 #: The functions this module evaluates.
 STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
                     "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
-                    "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part")
+                    "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part", "concat_ws")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
@@ -313,6 +328,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
     """
     if name in ("concat", "||"):
         return _concatenate(device, name, args, columns, rows)
+    if name == "concat_ws":
+        return _concat_with_separator(device, args, columns, rows)
     column = columns[0]
     constants = [arg.value for arg in args[1:]]
     if column is None:  # a constant string: evaluate it once, as a one-value column

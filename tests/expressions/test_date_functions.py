@@ -69,7 +69,8 @@ def test_date_part(device, part, column):
 
 @pytest.mark.parametrize("sql", ["quarter(d)", "dayofweek(d)", "dayofyear(ts)", "week(d)", "weekofyear(d)",
                                  "year(ts)", "extract(epoch FROM d)", "extract(epoch FROM ts)",
-                                 "datepart('month', d)", "hour(ts)", "minute(ts)", "second(ts)", "hour(d)"])
+                                 "datepart('month', d)", "hour(ts)", "minute(ts)", "second(ts)", "hour(d)",
+                                 "last_day(d)", "last_day(ts)"])
 def test_named_parts(device, sql):
     check_sql(device, sql)
 

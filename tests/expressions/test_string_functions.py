@@ -69,7 +69,8 @@ CASES = [
     "regexp_replace(s, 'l', 'L')", "regexp_replace(s, 'l', 'L', 'g')", "regexp_replace(s, '(h)(e)', '\\2\\1')",
     "regexp_replace(ds, '[aeiou]', '_', 'gi')", "reverse(s)", "reverse(ds)", "repeat(s, 3)", "repeat(ds, 0)",
     "repeat(s, -2)", "split_part(s, 'l', 2)", "split_part(s, ' ', -1)", "split_part(ds, 'A', 5)",
-    "split_part(s, '', 1)", "split_part(s, 'é', 0)", "regexp_replace(s, '^\\s+|\\s+$', '', 'g')",
+    "split_part(s, '', 1)", "split_part(s, 'é', 0)", "concat_ws('-', s, ds)", "concat_ws(', ', s, n, 'x', NULL)",
+    "concat_ws(ds, s, s)", "concat_ws(NULL, s)", "regexp_replace(s, '^\\s+|\\s+$', '', 'g')",
 ]
 
 
