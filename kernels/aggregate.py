@@ -42,6 +42,7 @@ __all__ = [
     "group_moments",
     "group_product",
     "MOMENT_STATE",
+    "MOMENT_BATCH_STATE",
     "group_bits",
     "group_keep_any",
     "BIT_OPERATIONS",
@@ -566,13 +567,18 @@ def group_max(device: Device, group_ids: Any, values: Any, validity: Any | None,
 # differ by units, ``x - m'`` and ``m' - shift`` are exact (Sterbenz), and the
 # variance is as exact as the deviations themselves (float64 means near 1e9
 # would carry only ~1e-7 of each value).
+#
+# The batch sums live in the state too (``batch_*``, all zero between
+# batches): the join pass walks the batch's rows, the first row of each group
+# takes the group's batch count (an atomic exchange with 0), joins and zeroes
+# its sums, so every pass costs the batch's rows, never the number of groups.
 @njit(nogil=True, cache=True)
 def _moment_sums_cpu(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, paired,
                      batch_n, batch_sx, batch_sy):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
-            n = 1.0 if raw else np.float64(counts[i])
+            n = np.int64(1) if raw else counts[i]
             batch_n[g] += n
             batch_sx[g] += n * (kx[i] if raw else kx[i] + rx[i])
             if paired:
@@ -617,7 +623,7 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, s
         bm2y -= bdy * bdy / nb
         bc -= bdx * bdy / nb
     if count == 0:
-        return nb, first_x, bdx / nb, first_y, bdy / nb, bm2x, bm2y, bc
+        return first_x, bdx / nb, first_y, bdy / nb, bm2x, bm2y, bc
     na = np.float64(count)
     n = na + nb
     weight = na * nb / n
@@ -629,20 +635,27 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, s
         mean_y += dy * nb / n
         m2_y += bm2y + dy * dy * weight
         c += bc + dx * dy * weight
-    return n, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c
+    return shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c
 
 
 @njit(nogil=True, cache=True)
-def _moment_join_cpu(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, count,
-                     shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
-    for g in range(batch_n.shape[0]):
-        if batch_n[g] == 0.0:
-            continue
-        p = g if paired else 0
-        n, shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-            batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g], batch_dy[p],
-            count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
-        count[g] = np.int64(n)
+def _moment_join_cpu(group_ids, validity, has_validity, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
+                     batch_c, batch_dx, batch_dy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
+    for i in range(group_ids.shape[0]):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            taken = batch_n[g]
+            if taken == 0:
+                continue
+            batch_n[g] = 0
+            p = g if paired else 0
+            shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+                np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g],
+                batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+            count[g] += taken
+            batch_sx[g] = batch_m2x[g] = batch_dx[g] = 0.0
+            if paired:
+                batch_sy[g] = batch_m2y[g] = batch_c[g] = batch_dy[g] = 0.0
 
 
 @cuda.jit
@@ -651,7 +664,7 @@ def _moment_sums_cuda(group_ids, validity, has_validity, raw, counts, kx, rx, ky
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
-            n = 1.0 if raw else np.float64(counts[i])
+            n = np.int64(1) if raw else counts[i]
             cuda.atomic.add(batch_n, g, n)
             cuda.atomic.add(batch_sx, g, n * (kx[i] if raw else kx[i] + rx[i]))
             if paired:
@@ -681,19 +694,33 @@ def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, kx, 
 
 
 @cuda.jit
-def _moment_join_cuda(paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, count,
-                      shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
-    for g in range(cuda.grid(1), batch_n.shape[0], cuda.gridsize(1)):
-        if batch_n[g] != 0.0:
-            p = g if paired else 0
-            n, shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-                batch_n[g], batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g],
-                batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
-            count[g] = np.int64(n)
+def _moment_join_cuda(group_ids, validity, has_validity, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
+                      batch_c, batch_dx, batch_dy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
+    for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
+        if not has_validity or validity[i]:
+            g = group_ids[i]
+            taken = cuda.atomic.exch(batch_n, g, 0)  # one row of the group takes its batch
+            if taken != 0:
+                p = g if paired else 0
+                shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
+                    np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p],
+                    batch_dx[g], batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g],
+                    m2_y[p], c[p], paired)
+                count[g] += taken
+                batch_sx[g] = 0.0
+                batch_m2x[g] = 0.0
+                batch_dx[g] = 0.0
+                if paired:
+                    batch_sy[g] = 0.0
+                    batch_m2y[g] = 0.0
+                    batch_c[g] = 0.0
+                    batch_dy[g] = 0.0
 
 
-#: The per-group arrays of :func:`group_moments`' state, in order (the ``y`` ones only over two variables).
+#: The per-group arrays of :func:`group_moments`' state (the ``y`` ones only over two variables): the
+#: moments, then the batch sums (zero between batches).
 MOMENT_STATE = ("count", "shift_x", "mean_x", "shift_y", "mean_y", "m2_x", "m2_y", "c")
+MOMENT_BATCH_STATE = ("batch_n", "batch_sx", "batch_sy", "batch_m2x", "batch_m2y", "batch_c", "batch_dx", "batch_dy")
 
 
 def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, y: Any | None,
@@ -715,15 +742,15 @@ def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, 
         None for raw rows, else a merging step's per-row arrays named as in :data:`MOMENT_STATE`
         (``count``, ``mean_x``, ``m2_x``, and over two variables ``mean_y``, ``m2_y``, ``c``).
     state
-        The per-group arrays named in :data:`MOMENT_STATE` (int64 count, float64 rest; the ``y`` ones
-        absent for one variable), updated in place by Chan's formula.
+        The per-group arrays named in :data:`MOMENT_STATE` and :data:`MOMENT_BATCH_STATE` (int64
+        counts, float64 rest, zero for a new group; the ``y`` ones absent for one variable), updated in
+        place by Chan's formula; the batch sums are zero again on return.
     """
     xp = device.xp
     n = group_ids.shape[0]
     if n == 0:
         return
     paired = y is not None
-    groups = state["count"].shape[0]
     dummy = xp.zeros(1, dtype=xp.float64)
     validity, has_validity = _validity_argument(device, validity)
     raw = partial is None
@@ -737,16 +764,16 @@ def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, 
     ky = kx if not paired else xp.ascontiguousarray(y, dtype=xp.float64)
     counts, rx, ry, m2x, m2y, cxy = (rows(name) for name in ("count", "mean_x", "mean_y", "m2_x", "m2_y", "c"))
     group_ids = xp.ascontiguousarray(group_ids)
-    batch_n, batch_sx, batch_m2x, batch_dx = (xp.zeros(groups, dtype=xp.float64) for _ in range(4))
-    batch_sy, batch_m2y, batch_c, batch_dy = (xp.zeros(groups if paired else 1, dtype=xp.float64) for _ in range(4))
+    batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy = (
+        state.get(name, dummy) for name in MOMENT_BATCH_STATE)
     launch_twin(device, n, _moment_sums_cpu, _moment_sums_cuda, group_ids, validity, has_validity, raw, counts,
                 kx, rx, ky, ry, paired, batch_n, batch_sx, batch_sy)
     launch_twin(device, n, _moment_deviations_cpu, _moment_deviations_cuda, group_ids, validity, has_validity, raw,
                 counts, kx, rx, ky, ry, m2x, m2y, cxy, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
                 batch_c, batch_dx, batch_dy)
-    arrays = [state.get(name, dummy) for name in MOMENT_STATE]
-    launch_twin(device, groups, _moment_join_cpu, _moment_join_cuda, paired, batch_n, batch_sx, batch_sy,
-                batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, *arrays)
+    launch_twin(device, n, _moment_join_cpu, _moment_join_cuda, group_ids, validity, has_validity, paired,
+                batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy,
+                *(state.get(name, dummy) for name in MOMENT_STATE))
 
 
 # ------------------------------------------------------------- bitwise and any-row folds

@@ -746,7 +746,9 @@ class Moments(AggregateFunction):
     :data:`~gpu_engine.plans.aggregates.COMOMENT_SUFFIXES`), so merged partials
     are as exact as one pass (see :func:`~gpu_engine.kernels.aggregate.group_moments`).
     Sums of x and x² would cancel catastrophically for values with a large
-    offset; these do not. Results follow DuckDB: the sample forms are NULL for
+    offset; these do not. The state also holds the kernels' batch sums (zero
+    between batches), so a batch costs its rows, not the number of groups.
+    Results follow DuckDB: the sample forms are NULL for
     fewer than two rows, the others for none; a pair with a NULL side is skipped.
     """
 
@@ -764,8 +766,12 @@ class Moments(AggregateFunction):
         return tuple(suffix[1:] for suffix in self.suffixes)
 
     def state_arrays(self) -> tuple[StateArray, ...]:
-        return (StateArray("count", np.dtype(np.int64), 0),) + tuple(
-            StateArray(name, np.dtype(np.float64), 0.0) for name in self.state_names)
+        batch = ("batch_sx", "batch_m2x", "batch_dx") + (
+            ("batch_sy", "batch_m2y", "batch_c", "batch_dy") if self.paired else ())
+        return ((StateArray("count", np.dtype(np.int64), 0),)
+                + tuple(StateArray(name, np.dtype(np.float64), 0.0) for name in self.state_names)
+                + (StateArray("batch_n", np.dtype(np.int64), 0),)
+                + tuple(StateArray(name, np.dtype(np.float64), 0.0) for name in batch))
 
     @property
     def input_columns(self) -> tuple[str, ...]:
