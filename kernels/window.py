@@ -5,9 +5,9 @@ a run of consecutive rows. Every function then reads per-row bounds: the first a
 row's partition, of its peer group and of its frame. The bounds come from the runs' start flags with one
 cumulative sum and one scatter kernel; ranking functions are arithmetic on them; aggregates over a frame are a
 segmented scan (frames reaching back to the partition's first row, or forward to its last) or a loop over the
-frame's rows (frames bounded on both sides by a row count, whose width the plan fixes). A scan's CUDA twin
-runs one thread per partition (its rows in order), so many partitions run in parallel; one huge partition runs
-on one thread, which is correct but not yet fast (a later step: a decoupled look-back scan per partition).
+frame's rows (frames bounded on both sides by a row count, whose width the plan fixes). On a GPU the scan runs
+in chunks, so one huge partition (a window without PARTITION BY) spreads over every thread too (see
+:func:`segmented_scan`); RANGE frames with offsets find their bounds by a binary search per row.
 
 Values reach the kernels as ``int64`` (integers, narrow decimals, dates, timestamps, bools) or ``float64``;
 ``int64`` sums are checked for overflow (a status word, read once by the caller). Minimum and maximum follow
@@ -22,20 +22,29 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.device import Device
-from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
 __all__ = ["SUM", "MIN", "MAX", "segment_bounds", "segmented_scan", "frame_loop", "range_bound"]
 
 SUM, MIN, MAX = 0, 1, 2
+_CHECKED_SUM = 3  # SUM over int64 values, checked for overflow (the entry points choose it by dtype)
+_INT64_MAX = np.int64(2**63 - 1)
+_INT64_MIN = np.int64(-2**63)
+#: Rows a GPU thread scans in the first phase of :func:`segmented_scan`.
+SCAN_CHUNK_ROWS = 1024
 
 
 @njit(nogil=True, cache=True)
 def _combine(op, accumulated, value):
-    """Return ``accumulated`` combined with ``value`` (NaN greatest), and whether an ``int64`` sum overflowed."""
-    if op == SUM:
-        result = accumulated + value
-        # An int64 sum wraps when it overflows; a float sum never moves against its addend's sign.
-        return result, (value > 0 and result < accumulated) or (value < 0 and result > accumulated)
+    """Return ``accumulated`` combined with ``value`` (NaN greatest), and whether a checked ``int64`` sum overflowed.
+
+    The check comes before the add: LLVM may assume a signed add never wraps, so a test of the wrapped result
+    could be folded away.
+    """
+    if op == SUM or op == _CHECKED_SUM:
+        overflowed = op == _CHECKED_SUM and ((value > 0 and accumulated > _INT64_MAX - value)
+                                             or (value < 0 and accumulated < _INT64_MIN - value))
+        return accumulated + value, overflowed
     if op == MAX:
         if value > accumulated or (value != value and accumulated == accumulated):
             return value, False
@@ -138,15 +147,21 @@ def _segment_starts_cuda(flags, segment, starts):
 
 
 @cuda.jit
-def _segmented_scan_cuda(op, values, valid, starts, ends, reverse, out, counts, status):
-    for first in range(cuda.grid(1), starts.shape[0], cuda.gridsize(1)):
-        if not starts[first]:
-            continue
-        stop = ends[first]
+def _scan_chunks_cuda(op, values, valid, starts, reverse, chunk_rows, out, counts, tails, tail_counts, restarts,
+                      status):
+    """Phase 1: each thread scans one chunk of rows in scan order, restarting at every partition's first row."""
+    n = values.shape[0]
+    for chunk in range(cuda.grid(1), tails.shape[0], cuda.gridsize(1)):
+        low = chunk * chunk_rows
+        high = low + chunk_rows if low + chunk_rows < n else n
         count = 0
-        accumulated = values[first]
-        for k in range(stop - first):
-            i = stop - 1 - k if reverse else first + k
+        accumulated = values[low]
+        restarted = False
+        for k in range(high - low):
+            i = high - 1 - k if reverse else low + k
+            if (starts[i + 1] if reverse else starts[i]):  # the row opens a segment in scan order
+                count = 0
+                restarted = True
             if valid[i]:
                 if count == 0:
                     accumulated = values[i]
@@ -157,6 +172,54 @@ def _segmented_scan_cuda(op, values, valid, starts, ends, reverse, out, counts, 
                 count += 1
             out[i] = accumulated
             counts[i] = count
+        tails[chunk] = accumulated
+        tail_counts[chunk] = count
+        restarts[chunk] = restarted
+
+
+@cuda.jit
+def _chunk_carries_cuda(op, reverse, tails, tail_counts, restarts, carries, carry_counts, status):
+    """Phase 2 (one thread): the state each chunk inherits from the chunks before it in scan order."""
+    if cuda.grid(1) != 0:
+        return
+    chunks = tails.shape[0]
+    count = 0
+    accumulated = tails[0]
+    for k in range(chunks):
+        chunk = chunks - 1 - k if reverse else k
+        carries[chunk] = accumulated
+        carry_counts[chunk] = count
+        if restarts[chunk] or count == 0:  # the state after the chunk is its own tail's
+            accumulated = tails[chunk]
+            count = tail_counts[chunk]
+        elif tail_counts[chunk] > 0:
+            accumulated, overflowed = _combine(op, accumulated, tails[chunk])
+            if overflowed:
+                status[0] = 1
+            count += tail_counts[chunk]
+
+
+@cuda.jit
+def _apply_carries_cuda(op, starts, reverse, chunk_rows, carries, carry_counts, out, counts, status):
+    """Phase 3: each chunk's rows before its first segment start take the carried state in."""
+    n = out.shape[0]
+    for chunk in range(cuda.grid(1), carries.shape[0], cuda.gridsize(1)):
+        if carry_counts[chunk] == 0:
+            continue
+        low = chunk * chunk_rows
+        high = low + chunk_rows if low + chunk_rows < n else n
+        for k in range(high - low):
+            i = high - 1 - k if reverse else low + k
+            if (starts[i + 1] if reverse else starts[i]):
+                break
+            if counts[i] == 0:
+                out[i] = carries[chunk]
+            else:
+                combined, overflowed = _combine(op, carries[chunk], out[i])
+                if overflowed:
+                    status[0] = 1
+                out[i] = combined
+            counts[i] += carry_counts[chunk]
 
 
 @cuda.jit
@@ -212,20 +275,44 @@ def segment_bounds(device: Device, flags: Any) -> tuple[Any, Any, Any]:
 
 
 def segmented_scan(device: Device, op: int, values: Any, valid: Any, partition_flags: Any, partition_ends: Any,
-                   reverse: bool, status: Any) -> tuple[Any, Any]:
+                   reverse: bool, status: Any, chunk_rows: int = SCAN_CHUNK_ROWS) -> tuple[Any, Any]:
     """Return the running ``op`` of each partition's valid values and their running count, per row.
 
     Forward, row ``i`` holds the result over the partition's rows up to ``i``; ``reverse``, over rows from
     ``i`` to the partition's end. A row before any valid value holds count 0 (its value is undefined).
     ``status[0]`` becomes 1 when an ``int64`` sum overflows.
+
+    On the CPU one pass scans every partition in order. On a GPU a partition may hold every row (a window
+    without PARTITION BY), so the scan runs in three phases, as a segmented scan does: threads scan chunks
+    of ``chunk_rows`` rows, one thread carries each chunk's tail into the next (a chunk count's loop), and
+    threads add the carried state to each chunk's rows before its first partition start.
     """
     xp = device.xp
     n = values.shape[0]
     out = xp.empty_like(values)
     counts = xp.empty(n, dtype=xp.int64)
-    launch_twin(device, n, _segmented_scan_cpu, _segmented_scan_cuda, op, xp.ascontiguousarray(values),
-                xp.ascontiguousarray(valid), xp.ascontiguousarray(partition_flags), partition_ends, reverse,
-                out, counts, status)
+    values, valid = xp.ascontiguousarray(values), xp.ascontiguousarray(valid)
+    op = _CHECKED_SUM if op == SUM and values.dtype.kind == "i" else op
+    if device.kernel_flavor == "cpu":
+        launch_twin(device, n, _segmented_scan_cpu, None, op, values, valid, xp.ascontiguousarray(partition_flags),
+                    partition_ends, reverse, out, counts, status)
+        return out, counts
+    if n == 0:
+        return out, counts
+    starts = xp.ones(n + 1, dtype=xp.bool_)  # starts[n]: the end, where a reverse scan opens its last segment
+    starts[:n] = partition_flags
+    chunks = -(-n // chunk_rows)
+    tails = xp.empty(chunks, dtype=values.dtype)
+    tail_counts = xp.empty(chunks, dtype=xp.int64)
+    restarts = xp.empty(chunks, dtype=xp.bool_)
+    carries = xp.empty(chunks, dtype=values.dtype)
+    carry_counts = xp.empty(chunks, dtype=xp.int64)
+    launch_cuda(device, _scan_chunks_cuda, chunks, op, values, valid, starts, reverse, chunk_rows, out, counts,
+                tails, tail_counts, restarts, status)
+    launch_cuda(device, _chunk_carries_cuda, 1, op, reverse, tails, tail_counts, restarts, carries, carry_counts,
+                status)
+    launch_cuda(device, _apply_carries_cuda, chunks, op, starts, reverse, chunk_rows, carries, carry_counts, out,
+                counts, status)
     return out, counts
 
 
@@ -240,6 +327,7 @@ def frame_loop(device: Device, op: int, values: Any, valid: Any, frame_starts: A
     n = values.shape[0]
     out = xp.empty_like(values)
     counts = xp.empty(n, dtype=xp.int64)
+    op = _CHECKED_SUM if op == SUM and values.dtype.kind == "i" else op
     launch_twin(device, n, _frame_loop_cpu, _frame_loop_cuda, op, xp.ascontiguousarray(values),
                 xp.ascontiguousarray(valid), frame_starts, frame_ends, out, counts, status)
     return out, counts

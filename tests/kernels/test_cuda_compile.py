@@ -69,6 +69,7 @@ def _compile_all() -> int:
     import gpu_engine.kernels.hash as hash_kernels
     import gpu_engine.kernels.partition as partition
     import gpu_engine.kernels.sort as sort
+    import gpu_engine.kernels.window as window
 
     u64, i64, i32, b1, u8 = t.uint64[::1], t.int64[::1], t.int32[::1], t.boolean[::1], t.uint8[::1]
     f64, f32, matrix, flag, scalar = t.float64[::1], t.float32[::1], t.uint64[:, ::1], t.boolean, t.int64
@@ -102,6 +103,17 @@ def _compile_all() -> int:
         (group_by._read_group_ids_cuda, (i32, i64, i32)),
         (sort._encode_fixed_cuda, (u64, b1, flag, scalar, flag, matrix, scalar)),
         (sort._encode_strings_cuda, (i64, u8, b1, flag, flag, matrix, scalar, scalar)),
+        (window._segment_starts_cuda, (b1, i64, i64)),
+        (window._scan_chunks_cuda, (scalar, i64, b1, b1, flag, scalar, i64, i64, i64, i64, b1, i64)),
+        (window._scan_chunks_cuda, (scalar, f64, b1, b1, flag, scalar, f64, i64, f64, i64, b1, i64)),
+        (window._chunk_carries_cuda, (scalar, flag, i64, i64, b1, i64, i64, i64)),
+        (window._chunk_carries_cuda, (scalar, flag, f64, i64, b1, f64, i64, i64)),
+        (window._apply_carries_cuda, (scalar, b1, flag, scalar, i64, i64, i64, i64, i64)),
+        (window._apply_carries_cuda, (scalar, b1, flag, scalar, f64, i64, f64, i64, i64)),
+        (window._frame_loop_cuda, (scalar, i64, b1, i64, i64, i64, i64, i64)),
+        (window._frame_loop_cuda, (scalar, f64, b1, i64, i64, f64, i64, i64)),
+        (window._range_bounds_cuda, (i64, b1, i64, i64, i64, flag, flag, scalar, flag, i64)),
+        (window._range_bounds_cuda, (f64, b1, i64, i64, i64, flag, flag, t.float64, flag, i64)),
     ]
     cases.append((_RowHelpers, (f64, i64, f64)))
     failures = 0

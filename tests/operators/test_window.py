@@ -252,3 +252,13 @@ def test_count_over_strings_reads_validity_not_chars(device_name):
     functions = [("count(s)", "", "c"), ("min(s)", "", "lo"), ("max(s)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "hi")]
     actual = session.execute(_plan(session.catalog, "t", ["k"], [], functions))
     assert rows_mismatch(actual, _reference(_duckdb_sql("t", ["k"], [], functions), tables)) is None
+
+
+def test_a_window_sum_past_64_bits_fails_with_a_clear_error(device_name):
+    # DuckDB sums into 128 bits; the window's running sums are 64-bit and say so rather than wrap.
+    from gpu_engine import ExecutionError
+
+    tables = {"t": pa.table({"x": pa.array([2**62, 2**62, 2**62, 1], pa.int64()), "id": pa.array([0, 1, 2, 3])})}
+    session = _session(device_name, 1, 2, tables)
+    with pytest.raises(ExecutionError, match=r"Overflow in sum\(x\).*beyond 64 bits"):
+        session.execute(_plan(session.catalog, "t", [], ["id"], [("sum(x)", "", "s")]))
