@@ -30,6 +30,7 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from gpu_engine.plans.sql_literal_lists import lifted_values
+from gpu_engine.plans.sql_literals import parse_date_text
 
 __all__ = ["ColumnStatistics", "TableStatistics", "RegisteredStatistics", "table_statistics", "selectivity",
            "DEFAULT_TABLE_ROWS"]
@@ -200,7 +201,7 @@ def _constant(tree: exp.Expression) -> object:
         return -inner if isinstance(inner, float) else None
     if isinstance(tree, exp.Cast) and isinstance(tree.this, exp.Literal) and tree.to.is_type("date"):
         try:
-            return float(datetime.date.fromisoformat(tree.this.this).toordinal())
+            return float(parse_date_text(tree.this.this).toordinal())  # '2002-3-01' too, as DuckDB reads it
         except ValueError:
             return None
     return None

@@ -212,3 +212,15 @@ def test_strftime_refuses_what_duckdb_refuses(fmt, specifier):
         duckdb.sql(f"SELECT strftime(DATE '2020-01-01', '{fmt}')").fetchall()
     with pytest.raises(PlanError, match=re.escape(f"does not support the format specifier {specifier}")):
         parse_expression(f"strftime(d, '{fmt}')", _schema(TABLE), "Project[0]")
+
+
+def test_date_text_without_zero_padding_is_estimated_as_its_date():
+    """The planner's range estimate reads CAST('2002-3-01' AS DATE) as the date, as the translator does."""
+    import sqlglot
+
+    from gpu_engine.sql.statistics import ColumnStatistics, selectivity
+
+    stats = ColumnStatistics(100.0, datetime.date(2002, 1, 1), datetime.date(2002, 12, 31))
+    padded, unpadded = (selectivity(sqlglot.parse_one(f"d < CAST('{text}' AS DATE)", dialect="duckdb"),
+                                    lambda column: stats) for text in ("2002-03-01", "2002-3-1"))
+    assert padded == unpadded and 0.1 < padded < 0.2
