@@ -155,3 +155,15 @@ def test_function_calls_round_trip_through_json_and_validation():
         plan_from_json(text.replace('"name": "lpad"', '"name": "lpadd"'))
     with pytest.raises(SerializationError, match="is typed"):
         plan_from_json(text.replace('"name": "date_trunc"', '"name": "date_part"'))
+
+
+def test_generated_kernels_refuse_function_calls_so_the_eager_path_runs():
+    """The fused-kernel generator lowers no Function: it raises Unsupported, the fusion pass keeps the unfused
+    operators, whose eager evaluator runs the call (the Session tests above go through that path)."""
+    from gpu_engine.codegen.row_lowering import RowLowering, Unsupported
+    from gpu_engine.codegen.source_writer import SourceWriter
+
+    for sql in ["round(f64, 1)", "upper(CAST(i32 AS VARCHAR))", "date_trunc('month', d)", "i32 // 2"]:
+        expr = parse_expression(sql, _schema(TABLE), "Project[0]")
+        with pytest.raises(Unsupported, match="Function is not evaluated in generated kernels"):
+            RowLowering(SourceWriter(), lambda e: None, lambda code: [], []).lower(expr)
