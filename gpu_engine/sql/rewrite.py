@@ -32,6 +32,7 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.connectives import simplify_bounded
+from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
@@ -183,7 +184,8 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
                     expression.replace(exp.alias_(expression.copy(), exp.to_identifier(original, quoted=True)))
                 continue
             if not isinstance(expression, (exp.Alias, exp.Column, exp.Star)):
-                name = expression.sql(dialect=dialect, normalize_functions="lower").replace("count(*)", "count_star()")
+                name = duckdb_column_name(expression) if dialect == "duckdb" else expression.sql(
+                    dialect=dialect, normalize_functions="lower").replace("count(*)", "count_star()")
                 expression.replace(exp.alias_(expression.copy(), exp.to_identifier(name, quoted=True)))
                 spelled[name.lower()] = name
     return spelled
