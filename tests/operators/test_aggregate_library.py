@@ -310,3 +310,19 @@ def test_product(device_name, shape):
         assert_same_rows(session.execute(plan), duckdb_rows(_sql(keys, aggregates), t=table))
     sql = "SELECT g, product(i) FILTER (WHERE i > 0) AS p, product(f) FROM t GROUP BY g"
     assert_same_rows(session.sql(sql), duckdb_rows(sql, t=table))
+
+
+def test_moment_states_count_against_the_memory_cap():
+    """The moments' per-group state (and its batch sums) is reserved: many groups under a small cap fail
+    naming HashAggregation, the process lives on, and a roomier cap answers."""
+    from gpu_engine import MemoryCapExceeded
+
+    table = pa.table({"k": pa.array(np.arange(20000) % 5000, pa.int64()), "v": np.arange(20000, dtype=np.float64)})
+    sql = "SELECT k, corr(v, v * 2) AS r, stddev(v) AS s FROM t GROUP BY k"
+    session = Session(device="cpu", drivers=1, query_memory_limit_bytes=600_000)
+    session.register("t", table)
+    with pytest.raises(MemoryCapExceeded, match="HashAggregation"):
+        session.sql(sql)
+    session = Session(device="cpu", drivers=1, query_memory_limit_bytes=64 << 20)
+    session.register("t", table)
+    assert session.sql(sql).num_rows == 5000
