@@ -28,6 +28,7 @@ __all__ = [
     "like",
     "isin",
     "substring_bounds",
+    "trim_bounds",
     "copy_ranges",
     "parse_decimal",
     "parse_date",
@@ -247,6 +248,30 @@ def _substring_row(i, offsets, chars, start, length, out_start, out_end):
             position += 1
     out_start[i] = byte_begin
     out_end[i] = byte_stop
+
+
+@_row_helper
+def _in_set(byte, members):
+    for k in range(members.shape[0]):
+        if members[k] == byte:
+            return True
+    return False
+
+
+@_row_helper
+def _trim_row(i, offsets, chars, members, left, right, out_start, out_end):
+    """Write the byte range of string ``i`` without the leading (``left``) and trailing (``right``) bytes found in
+    ``members`` (ASCII bytes: they never occur inside a multi-byte UTF-8 character)."""
+    first = offsets[i]
+    last = offsets[i + 1]
+    if left:
+        while first < last and _in_set(chars[first], members):
+            first += 1
+    if right:
+        while last > first and _in_set(chars[last - 1], members):
+            last -= 1
+    out_start[i] = first
+    out_end[i] = last
 
 
 @_row_helper
@@ -496,6 +521,12 @@ def _substring_cpu(offsets, chars, start, length, out_start, out_end):
 
 
 @njit(nogil=True, cache=True)
+def _trim_cpu(offsets, chars, members, left, right, out_start, out_end):
+    for i in range(out_start.shape[0]):
+        _trim_row(i, offsets, chars, members, left, right, out_start, out_end)
+
+
+@njit(nogil=True, cache=True)
 def _copy_cpu(src_chars, src_starts, dst_offsets, dst_chars):
     for i in range(src_starts.shape[0]):
         _copy_row(i, src_chars, src_starts, dst_offsets, dst_chars)
@@ -542,6 +573,12 @@ def _isin_cuda(offsets, chars, set_offsets, set_chars, out):
 def _substring_cuda(offsets, chars, start, length, out_start, out_end):
     for i in range(cuda.grid(1), out_start.shape[0], cuda.gridsize(1)):
         _substring_row(i, offsets, chars, start, length, out_start, out_end)
+
+
+@cuda.jit
+def _trim_cuda(offsets, chars, members, left, right, out_start, out_end):
+    for i in range(cuda.grid(1), out_start.shape[0], cuda.gridsize(1)):
+        _trim_row(i, offsets, chars, members, left, right, out_start, out_end)
 
 
 @cuda.jit
@@ -650,6 +687,22 @@ def substring_bounds(device, offsets, chars, start: int, length: int | None):
     length = (1 << 62) if length is None else int(length)
     offsets = offsets.astype(xp.int64, copy=False)
     launch_twin(device, rows, _substring_cpu, _substring_cuda, offsets, chars, int(start), length, out_start, out_end)
+    return out_start, out_end
+
+
+def trim_bounds(device, offsets, chars, members: bytes, left: bool, right: bool):
+    """Return absolute byte ``(starts, ends)`` of each string without leading/trailing bytes in ``members``.
+
+    ``members`` must be ASCII (bytes below 0x80), so trimming bytes is trimming characters.
+    """
+    xp = device.xp
+    rows = int(offsets.shape[0]) - 1
+    out_start = xp.zeros(rows, dtype=xp.int64)
+    out_end = xp.zeros(rows, dtype=xp.int64)
+    offsets = offsets.astype(xp.int64, copy=False)
+    member_bytes = device.asarray(np.frombuffer(members or b"\0", dtype=np.uint8).copy())
+    launch_twin(device, rows, _trim_cpu, _trim_cuda, offsets, chars, member_bytes, bool(left and members),
+                bool(right and members), out_start, out_end)
     return out_start, out_end
 
 

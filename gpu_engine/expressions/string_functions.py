@@ -31,7 +31,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
-from gpu_engine.expressions.strings import like_matches, map_values, string_validity
+from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.functions import regex_pattern
@@ -69,6 +69,32 @@ def _case_mapped(device: Device, column: Column, upper: bool) -> Column | None:
     if column.dictionary is None:
         return result
     return Column(pa.string(), column.data, column.validity, None, result)
+
+
+def _trimmed(device: Device, column: Column, name: str, characters: str | None) -> Column | None:
+    """Return trim/ltrim/rtrim by the trim kernel on the device (rows keep their dictionary codes), or None when
+    the characters to trim are not all ASCII (the host path then trims Unicode characters)."""
+    characters = " " if characters is None else characters  # DuckDB trims spaces only, not tabs or newlines
+    if not characters.isascii():
+        return None
+    table = _table(column)
+    starts, ends = kernels.trim_bounds(device, table.offsets, table.data, characters.encode("ascii"),
+                                       name != "rtrim", name != "ltrim")
+    offsets, chars = kernels.copy_ranges(device, table.data, starts, ends - starts)
+    result = Column(pa.string(), chars, table.validity, offsets)
+    if column.dictionary is None:
+        return result
+    return Column(pa.string(), column.data, column.validity, None, result)
+
+
+def _sliced(device: Device, column: Column, name: str, count: int) -> Column | None:
+    """Return left(s, n >= 0) and right(s, n) as DuckDB's substring on the device (substring(s, 1, n),
+    substring(s, -n), substring(s, 1 - n)); None for left(s, -n), which needs each string's length."""
+    if name == "left":
+        return substring(device, column, 1, count) if count >= 0 else None
+    if count == 0:
+        return substring(device, column, 1, 0)
+    return substring(device, column, -count if count > 0 else 1 - count, None)
 
 
 def _per_value(device: Device, column: Column, compute: Callable[[pa.Array], Any], dtype: pa.DataType) -> Column:
@@ -357,4 +383,12 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         mapped = _case_mapped(device, column, name == "upper")
         if mapped is not None:
             return mapped
+    if name in ("trim", "ltrim", "rtrim"):
+        trimmed = _trimmed(device, column, name, constants[0] if constants else None)
+        if trimmed is not None:
+            return trimmed
+    if name in ("left", "right"):
+        sliced = _sliced(device, column, name, constants[0])
+        if sliced is not None:
+            return sliced
     return _transform(device, column, _unary_transform(name, constants))

@@ -181,3 +181,17 @@ def test_ascii_case_mapping_runs_on_the_device(monkeypatch):
     expr = parse_expression("upper(s)", _schema(table), "Project[0]")
     assert evaluate(expr, batch_of(table, get_device("cpu"))).to_arrow(get_device("cpu")).to_pylist() == [
         "HELLO", None, "", "MIXED 123 !"]
+
+
+@pytest.mark.parametrize("sql", ["trim(s)", "ltrim(ds, ' P')", "rtrim(s, 'o ')", "trim(s, 'é')", "trim(s, '')",
+                                 "left(s, 3)", "left(ds, -1)", "right(s, 2)", "right(ds, -2)", "right(s, 0)"])
+def test_trim_and_slices_run_on_the_device_for_ascii(device, sql, monkeypatch):
+    """trim of ASCII characters and left/right (but left with a negative count) never use the host's Arrow
+    kernels; trimming other characters does, and both agree with DuckDB."""
+    import pyarrow.compute
+
+    host_only = "'é'" in sql or "-1" in sql
+    if not host_only:
+        for name in ("utf8_trim", "utf8_ltrim", "utf8_rtrim", "utf8_slice_codeunits"):
+            monkeypatch.setattr(pyarrow.compute, name, lambda *a, **k: pytest.fail("host string kernel"))
+    check_sql(device, sql)

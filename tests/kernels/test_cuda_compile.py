@@ -69,6 +69,7 @@ def _compile_all() -> int:
     import gpu_engine.kernels.hash as hash_kernels
     import gpu_engine.kernels.partition as partition
     import gpu_engine.kernels.sort as sort
+    import gpu_engine.kernels.strings as strings
     import gpu_engine.kernels.window as window
 
     u64, i64, i32, b1, u8 = t.uint64[::1], t.int64[::1], t.int32[::1], t.boolean[::1], t.uint8[::1]
@@ -103,6 +104,7 @@ def _compile_all() -> int:
         (group_by._read_group_ids_cuda, (i32, i64, i32)),
         (sort._encode_fixed_cuda, (u64, b1, flag, scalar, flag, matrix, scalar)),
         (sort._encode_strings_cuda, (i64, u8, b1, flag, flag, matrix, scalar, scalar)),
+        (strings._trim_cuda, (i64, u8, u8, flag, flag, i64, i64)),
         (window._segment_starts_cuda, (b1, i64, i64)),
         (window._scan_chunks_cuda, (scalar, i64, b1, b1, flag, scalar, i64, i64, i64, i64, b1, i64)),
         (window._scan_chunks_cuda, (scalar, f64, b1, b1, flag, scalar, f64, i64, f64, i64, b1, i64)),
