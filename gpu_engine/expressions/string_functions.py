@@ -7,11 +7,13 @@ constants runs on the dictionary's values and the result keeps the row codes
 ``length`` (a count of UTF-8 lead bytes per string), ``strpos``'s character
 count, ``starts_with`` / ``ends_with`` / ``contains`` (the LIKE kernels, when
 the search string has no LIKE wildcard in it), ``||`` and ``concat`` (the
-parts' bytes gathered by the string copy kernel) and ``upper``/``lower`` of
-ASCII text.
+parts' bytes gathered by the string copy kernel), ``upper``/``lower`` of
+ASCII text, ``trim`` of ASCII characters (the trim-bounds kernel) and
+``left``/``right`` (the substring kernel; ``left(s, -n)`` aside).
 
-The other transforming functions (Unicode case mapping, trimming, padding,
-replacing, slicing) and ``strpos``'s search are **host round trips**: the
+The other transforming functions (Unicode case mapping and trim sets, padding,
+replacing, ``left(s, -n)``, regular expressions) and ``strpos``'s search are
+**host round trips**: the
 strings they read (the dictionary, or a plain column's values) are copied to
 the host, transformed with Arrow's UTF-8 kernels (Unicode case mapping as
 DuckDB's utf8proc does it; ``lpad``/``rpad`` in Python) and copied back. On a
