@@ -112,7 +112,8 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
     DuckDB's types: the moments (variance, stddev, covariance, corr, ``regr_*``)
     and ``product`` are DOUBLE over any number; ``count_if`` is HUGEINT, as ``sum`` of bools;
     ``bool_and``/``bool_or`` BOOLEAN; ``any_value``, ``bit_*`` and
-    ``arg_min``/``arg_max`` (the type of the value) keep the argument's type.
+    ``arg_min``/``arg_max`` (the type of the value, a string too; the key is a
+    fixed-width type) keep the argument's type.
 
     Raises
     ------
@@ -141,9 +142,12 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
             raise TypeError(f"{function} is not defined for {input_type} (it takes an integer)")
         return input_type
     if function in ("arg_min", "arg_max"):
-        for dtype in (input_type, second_type):
-            if not _is_orderable(dtype):
-                raise TypeError(f"{function} is not defined for {dtype} (numbers, dates, timestamps and bools are)")
+        if not (_is_orderable(input_type) or is_string(input_type)):
+            raise TypeError(f"{function} is not defined for values of {input_type} (numbers, dates, timestamps, "
+                            "bools and strings are)")
+        if not _is_orderable(second_type):
+            raise TypeError(f"{function} is not defined for keys of {second_type} (numbers, dates, timestamps and "
+                            "bools are)")
         return input_type
     if function in ("count_star", "count"):
         return pa.int64()

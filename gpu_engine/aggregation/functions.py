@@ -835,7 +835,9 @@ class ArgMinMax(AggregateFunction):
     the keys as ``min``/``max`` do (NaN greatest), then every row whose key
     equals its group's new key stores its value (one of them stays: ties give
     any of their values, as DuckDB's order gives one); partial steps emit the
-    value as ``name`` and its key as ``name$key``.
+    value as ``name`` and its key as ``name$key``. String values are kept as a
+    string column: each batch gathers, per group, its winning row's string or
+    the one kept before.
     """
 
     @property
@@ -846,11 +848,17 @@ class ArgMinMax(AggregateFunction):
     def key_type(self) -> pa.DataType:
         return self.call.second.dtype
 
+    @property
+    def over_strings(self) -> bool:
+        """Return True for string values: kept as a string column (:attr:`AggregateState.strings`)."""
+        return is_string(self.value_type)
+
     def state_arrays(self) -> tuple[StateArray, ...]:
         key = _word_dtype(self.key_type)
         fill = kernels.identity_for_max(key) if self.want_max else kernels.identity_for_min(key)
-        return (StateArray("key", key, fill), StateArray("key_has", np.dtype(np.bool_), False),
-                StateArray("value", _word_dtype(self.value_type), 0), StateArray("has", np.dtype(np.bool_), False))
+        value = () if self.over_strings else (StateArray("value", _word_dtype(self.value_type), 0),)
+        return (StateArray("key", key, fill), StateArray("key_has", np.dtype(np.bool_), False)) + value + (
+            StateArray("has", np.dtype(np.bool_), False),)
 
     @property
     def input_columns(self) -> tuple[str, ...]:
@@ -871,16 +879,55 @@ class ArgMinMax(AggregateFunction):
         rows = (key_words == best) | ((key_words != key_words) & (best != best))
         if validity is not None:
             rows = rows & validity
+        if self.over_strings:
+            self._keep_strings(device, state, group_ids, rows, values)
+            return
         value_words = values.data.astype(arrays["value"].dtype, copy=False)
         kernels.group_keep_any(device, group_ids, rows, value_words, arrays["value"], arrays["has"])
+
+    def _keep_strings(self, device: Device, state: AggregateState, group_ids: Any, rows: Any, values: Column) -> None:
+        """Keep, for each group with a winning row in this batch, that row's string; the others keep theirs."""
+        from gpu_engine.columnar.concat import concat_columns
+        from gpu_engine.kernels.gather import gather_column
+
+        xp = device.xp
+        n = int(group_ids.shape[0])
+        if n == 0:
+            return
+        has = state.arrays["has"]
+        groups = int(has.shape[0])
+        chosen = xp.zeros(groups, dtype=xp.int64)
+        taken = xp.zeros(groups, dtype=xp.bool_)
+        kernels.group_keep_any(device, group_ids, rows, xp.arange(n, dtype=xp.int64), chosen, taken)
+        previous = state.strings
+        known = 0 if previous is None else len(previous)
+        candidates = values if previous is None else concat_columns(device, [previous, values])
+        slots = xp.arange(groups, dtype=xp.int64)
+        index = xp.where(taken, chosen + known, xp.where(slots < known, slots, 0))
+        has |= taken
+        kept = gather_column(device, candidates, index)
+        state.strings = Column(kept.dtype, kept.data, has.copy(), kept.offsets, kept.dictionary)
+
+    def _string_values(self, device: Device, state: AggregateState, groups: int) -> Column:
+        from gpu_engine.kernels.gather import gather_column
+
+        xp = device.xp
+        has = state.arrays["has"][:groups].copy()
+        if state.strings is None:
+            return Column(self.output_type, xp.zeros(0, dtype=xp.uint8), has, xp.zeros(groups + 1, dtype=xp.int64))
+        kept = gather_column(device, state.strings, xp.arange(groups, dtype=xp.int64))
+        return Column(kept.dtype, kept.data, has, kept.offsets, kept.dictionary)
 
     def merge(self, device, state, group_ids, columns):
         self.update_rows(device, state, group_ids, columns)
 
     def extract(self, device, state, groups):
         has = state.arrays["has"][:groups].copy()
-        value = state.arrays["value"][:groups].astype(physical_dtype(self.output_type))
-        out = [(self.name, Column(self.output_type, value, has))]
+        if self.over_strings:
+            out = [(self.name, self._string_values(device, state, groups))]
+        else:
+            value = state.arrays["value"][:groups].astype(physical_dtype(self.output_type))
+            out = [(self.name, Column(self.output_type, value, has))]
         if not self.final_output:
             key = state.arrays["key"][:groups].astype(physical_dtype(self.key_type))
             out.append((self.name + ARG_KEY_SUFFIX, Column(self.key_type, key, has.copy())))

@@ -34,8 +34,8 @@ MOMENTS = [
 OTHERS = [
     "bool_and(v_int > 0) AS band", "bool_or(v_float > 100) AS bor", "count_if(v_int > 0) AS cif",
     "bit_and(k_int) AS bitand", "bit_or(v_int) AS bitor", "bit_xor(v_int) AS bitxor",
-    "arg_min(v_int, v_float) AS amin", "arg_max(d_date, v_int) AS amax", "arg_min(v_dec, d_date) AS amind",
-    "arg_max(v_float > 0, v_dec) AS amaxb",
+    "arg_min(v_int, v_float) AS amin", "arg_max(d_date, v_int) AS amax", "arg_min(d_date, v_dec) AS amind",
+    "arg_max(v_float > 0, v_dec) AS amaxb", "arg_max(k_str, v_float) AS amaxs", "arg_min(k_dict, v_int) AS amins",
 ]
 ROWS = {"cpu": 600, "cuda-sim": 90, "cuda": 600}
 
@@ -236,13 +236,15 @@ def test_any_value_is_a_member_of_its_group(device_name, shape, table, fuse):
 
 
 def test_arg_min_ties_give_a_tied_value(device_name):
-    table = pa.table({"g": [1, 1, 1, 2, 2, 3], "x": [10, 20, 30, 40, None, 60], "y": [1.0, 1.0, 5.0, 2.0, 1.0, None]})
+    table = pa.table({"g": [1, 1, 1, 2, 2, 3], "x": [10, 20, 30, 40, None, 60], "y": [1.0, 1.0, 5.0, 2.0, 1.0, None],
+                      "s": ["a", "bb", "ccc", None, "e", "f"]})
     session = _session(device_name, (2, 1), {"t": table})
-    rows = {r["g"]: r for r in session.sql("SELECT g, arg_min(x, y) AS lo, arg_max(x, y) AS hi FROM t GROUP BY g")
-            .to_pylist()}
-    assert rows[1]["lo"] in (10, 20) and rows[1]["hi"] == 30
-    assert rows[2] == {"g": 2, "lo": 40, "hi": 40}  # the row whose x is NULL is skipped, as DuckDB
-    assert rows[3] == {"g": 3, "lo": None, "hi": None}
+    rows = {r["g"]: r for r in session.sql("SELECT g, arg_min(x, y) AS lo, arg_max(x, y) AS hi, arg_min(s, y) AS s, "
+                                           "max_by(s, x) AS ms FROM t GROUP BY g").to_pylist()}
+    assert rows[1]["lo"] in (10, 20) and rows[1]["hi"] == 30 and rows[1]["s"] in ("a", "bb") and rows[1]["ms"] == "ccc"
+    # rows with a NULL side are skipped, as DuckDB
+    assert rows[2] == {"g": 2, "lo": 40, "hi": 40, "s": "e", "ms": None}
+    assert rows[3] == {"g": 3, "lo": None, "hi": None, "s": None, "ms": "f"}
 
 
 def test_json_round_trip_and_explain_keep_both_arguments(table):
@@ -267,7 +269,7 @@ REFUSED_SQL = [
     ("SELECT mode(v_int) FROM t", "mode", "holistic"),
     ("SELECT stddev(k_str) FROM t", "stddev", "not defined for string"),
     ("SELECT bit_or(v_float) FROM t", "bit_or", "integer"),
-    ("SELECT arg_min(k_str, v_int) FROM t", "arg_min", "not defined for string"),
+    ("SELECT arg_min(v_int, k_str) FROM t", "arg_min", "not defined for keys of string"),
     ("SELECT corr(DISTINCT v_int, v_float) FROM t", "corr", ""),
 ]
 
