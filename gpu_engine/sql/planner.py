@@ -62,7 +62,7 @@ from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.output_names import with_output_names_resolved
-from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
+from gpu_engine.sql.windows import check_window_positions, extract_windows, is_window_function, plan_windows
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
     ColumnStatistics,
@@ -1174,7 +1174,7 @@ class QueryPlanner:
                  + window_inputs + ([qualify] if qualify is not None else []))
         for t in trees:
             for node in t.find_all(exp.AggFunc):
-                if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)):
+                if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)) and not is_window_function(node):
                     raise _unsupported(unsupported_aggregate_text(node), node)
         aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:

@@ -24,7 +24,7 @@ from gpu_engine.sql.errors import SqlError, position_of
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["WindowCall", "check_window_positions", "extract_windows", "plan_windows"]
+__all__ = ["WindowCall", "check_window_positions", "extract_windows", "plan_windows", "is_window_function"]
 
 #: Clauses of a SELECT where a window may not appear, as SQL spells them.
 _NO_WINDOW_CLAUSES = {"where": "WHERE", "group": "GROUP BY", "having": "HAVING", "joins": "JOIN ... ON"}
@@ -63,6 +63,18 @@ def check_window_positions(select: exp.Select) -> None:
             if window is not None:
                 raise _unsupported(f"a window function in {words} (compute it in a derived table and filter that)",
                                    window)
+
+
+def is_window_function(node: exp.Expression) -> bool:
+    """Return True when ``node`` is the function a window computes (``rank`` in ``rank() OVER (…)``), not an aggregate.
+
+    Why: sqlglot types ``rank``, ``lag``, ``first_value`` … as aggregate functions; a window in a subquery of the
+    SELECT list is planned with that subquery, and its function must not be taken for an unknown aggregate here.
+    """
+    parent = node.parent
+    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        node, parent = parent, parent.parent
+    return isinstance(parent, exp.Window) and parent.this is node
 
 
 def _windows_of(tree: exp.Expression) -> list[exp.Window]:
@@ -169,12 +181,13 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
     for call in calls:
         window = call.tree
         try:
-            partition = tuple(column_of(tree) for tree in window.args.get("partition_by") or [])
+            # A constant key (PARTITION BY NULL, ORDER BY 1) puts every row in one partition or peer group.
+            partition = tuple(column_of(tree) for tree in window.args.get("partition_by") or [] if _reads_columns(tree))
             order = window.args.get("order")
             sort_keys = tuple(
                 f"{_quoted(column_of(ordered.this))} {'DESC' if ordered.args.get('desc') else 'ASC'} "
                 f"NULLS {'FIRST' if ordered.args.get('nulls_first') else 'LAST'}"
-                for ordered in (order.expressions if order is not None else []))
+                for ordered in (order.expressions if order is not None else []) if _reads_columns(ordered.this))
             snippet = _function_snippet(window, call.name, column_of)
         except PlanError as error:
             raise planner._plan_error(error, window) from None
@@ -194,6 +207,11 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
     return replace(relation, node=node), columns
 
 
+def _reads_columns(tree: exp.Expression) -> bool:
+    """Return True unless ``tree`` is a constant (no column, aggregate, window or subquery in it)."""
+    return any(isinstance(node, (exp.Column, exp.AggFunc, exp.Window, exp.Subquery)) for node in tree.walk())
+
+
 def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
     original, ignore_nulls = _function_of(window)
@@ -202,7 +220,9 @@ def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     for key, value in list(function.args.items()):
         if not isinstance(value, exp.Expression) or isinstance(value, exp.Star):
             continue
-        if key == value_key and not isinstance(value, exp.Distinct):
+        if isinstance(value, exp.Distinct):
+            raise _unsupported(f"{function.sql_name().lower()}(DISTINCT ...) over a window", window)
+        if key == value_key:
             function.set(key, exp.column(exp.to_identifier(column_of(original.args[key]), quoted=True)))
         elif any(isinstance(node, exp.Column) for node in value.walk()):
             raise _unsupported(f"a column in the {key} argument of {function.sql_name().lower()}(...) over a window "

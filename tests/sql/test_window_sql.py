@@ -72,6 +72,8 @@ QUERIES = [
     "(ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING) AS ls FROM t",
     "SELECT k, s, min(s) OVER (PARTITION BY k) AS low, max(s) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND "
     "CURRENT ROW) AS high FROM t",
+    "SELECT id, rank() OVER (PARTITION BY NULL ORDER BY o) AS r, sum(v) OVER (ORDER BY 1) AS s FROM t",
+    "SELECT id, (SELECT max(r) FROM (SELECT rank() OVER (ORDER BY v) AS r FROM t) q) AS mr FROM t",
     # QUALIFY filters on window results, by expression or by output name.
     "SELECT k, v FROM t QUALIFY rank() OVER (PARTITION BY k ORDER BY v DESC NULLS LAST) = 1",
     "SELECT s, id, row_number() OVER (PARTITION BY s ORDER BY id) AS rn FROM t QUALIFY rn <= 2 AND id > 0",
@@ -133,6 +135,7 @@ def test_window_sql_matches_duckdb_on_each_device(device_name, reference):
     ("SELECT sum(v) OVER (ORDER BY o ROWS BETWEEN CURRENT ROW AND 1 FOLLOWING EXCLUDE TIES) AS x FROM t",
      "EXCLUDE TIES"),
     ("SELECT k, v FROM t QUALIFY v > 1", "QUALIFY without a window function"),
+    ("SELECT k, count(DISTINCT s) OVER (PARTITION BY k) AS n FROM t", "count(DISTINCT ...) over a window"),
 ])
 def test_window_constructs_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
     session = Session(device="cpu")
