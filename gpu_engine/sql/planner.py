@@ -53,6 +53,7 @@ from typing import Mapping
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
@@ -283,6 +284,20 @@ def _strict_subquery(side: exp.Expression) -> exp.Subquery | None:
             return None
         side = holding[0]
     return side if isinstance(side, exp.Subquery) else None
+
+
+def _fails_on_empty_group(comparison: exp.Expression, subquery: exp.Subquery, value: exp.Expression) -> bool:
+    """Return whether ``comparison`` is FALSE or NULL when the correlated subquery's group is empty.
+
+    Why: a correlated aggregate is joined per key, so an outer row whose key has no inner rows is dropped.
+    That is what the filter does anyway when the comparison fails for the empty group's value (COUNT 0,
+    any other aggregate NULL): ``(SELECT count(*) ...) > 0`` (TPC-DS q41) is planned, ``= 0`` is not.
+    """
+    empty = value.copy().transform(
+        lambda node: exp.Literal.number(0) if isinstance(node, exp.Count)
+        else exp.Null() if isinstance(node, _AGGREGATES) else node)
+    folded = simplify(_with_subquery_replaced(comparison, subquery, exp.paren(empty)))
+    return _constant_truth(folded) is False
 
 
 def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression) -> exp.Expression:
@@ -727,7 +742,9 @@ class QueryPlanner:
         """Split a subquery's WHERE into local conjuncts and those that read the outer query's columns."""
         inner = _defined_aliases(select)
         local, correlated = [], []
-        for conjunct in _conjuncts(select.args["where"].this) if select.args.get("where") else []:
+        where = select.args["where"].this if select.args.get("where") else None
+        # (k = outer.k AND a) OR (k = outer.k AND b): the correlation shared by every branch comes out (TPC-DS q41)
+        for conjunct in [part for conjunct in _conjuncts(where) for part in _factor_or(conjunct)]:
             free = {c.table for c in _free_columns(conjunct)}
             if free - inner:
                 if free - inner - outer_aliases:
@@ -887,7 +904,7 @@ class QueryPlanner:
         aggregates = list(value.find_all(*_AGGREGATES))
         if not aggregates:
             raise _unsupported("a correlated scalar subquery that does not aggregate", subquery)
-        if any(isinstance(a, exp.Count) for a in aggregates):
+        if any(isinstance(a, exp.Count) for a in aggregates) and not _fails_on_empty_group(tree, subquery, value):
             raise _unsupported("COUNT in a correlated scalar subquery (its empty groups are 0, not NULL)", subquery)
         keys, others = self._correlation(correlated, inner)
         if others or not keys:
