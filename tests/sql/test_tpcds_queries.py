@@ -37,6 +37,8 @@ CI_QUERIES = {
     34: "an IN list holding arithmetic (1999 + 1), CASE in a filter, a derived table joined back",
     71: "UNION ALL of three fact tables inside a join, time ranges ORed",
     93: "a LEFT JOIN with a CASE over its NULL-extended side",
+    51: "running window sums over GROUP BY results (ROWS UNBOUNDED PRECEDING), FULL JOIN of them, max() OVER that",
+    98: "a window over GROUP BY results in an expression: sum(x) * 100 / sum(sum(x)) OVER (PARTITION BY i_class)",
 }
 
 
