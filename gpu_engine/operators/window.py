@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
@@ -117,7 +116,7 @@ class Window(Operator):
                                  None, 0)
             return
         order, rows, key_bytes = self._sort(data)
-        self.set_memory_reservation(data.nbytes + key_bytes + 8 * int(order.shape[0]) * 8)
+        self.set_memory_reservation(data.nbytes + key_bytes + 8 * 8 * int(order.shape[0]))  # + ~8 int64 bounds a row
         xp = self.device.xp
         inverse = xp.empty_like(order)
         inverse[order] = xp.arange(order.shape[0], dtype=order.dtype)
