@@ -24,7 +24,7 @@ from numba import cuda, njit
 from gpu_engine.device import Device
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 
-__all__ = ["SUM", "MIN", "MAX", "segment_bounds", "segmented_scan", "frame_loop", "range_bound"]
+__all__ = ["SUM", "MIN", "MAX", "segment_bounds", "segmented_scan", "frame_loop", "frame_tree", "range_bound"]
 
 SUM, MIN, MAX = 0, 1, 2
 _CHECKED_SUM = 3  # SUM over int64 values, checked for overflow (the entry points choose it by dtype)
@@ -133,6 +133,58 @@ def _range_bounds_cpu(values, valid, part_start, part_end, peer_bound, descendin
             else:
                 high = middle
         out[row] = low
+
+
+@njit(nogil=True, cache=True)
+def _tree_level_cpu(op, values, counts, source, length, target, status):
+    for j in range((length + 1) // 2):
+        first = source + 2 * j
+        value = values[first]
+        count = counts[first]
+        if 2 * j + 1 < length and counts[first + 1] > 0:
+            if count == 0:
+                value = values[first + 1]
+            else:
+                value, overflowed = _combine(op, value, values[first + 1])
+                if overflowed:
+                    status[0] = 1
+            count += counts[first + 1]
+        values[target + j] = value
+        counts[target + j] = count
+
+
+@njit(nogil=True, cache=True)
+def _tree_query_cpu(op, values, counts, leaves, frame_starts, frame_ends, out, out_counts, status):
+    for row in range(frame_starts.shape[0]):
+        low = frame_starts[row]
+        high = frame_ends[row]
+        offset = 0
+        length = leaves
+        count = 0
+        accumulated = values[0]
+        while low < high:
+            for take in range(2):
+                node = -1
+                if take == 0 and low & 1:
+                    node = offset + low
+                    low += 1
+                elif take == 1 and high & 1:
+                    high -= 1
+                    node = offset + high
+                if node >= 0 and counts[node] > 0:
+                    if count == 0:
+                        accumulated = values[node]
+                    else:
+                        accumulated, overflowed = _combine(op, accumulated, values[node])
+                        if overflowed:
+                            status[0] = 1
+                    count += counts[node]
+            low >>= 1
+            high >>= 1
+            offset += length
+            length = (length + 1) // 2
+        out[row] = accumulated
+        out_counts[row] = count
 
 
 # ------------------------------------------------------------------ CUDA twins
@@ -259,6 +311,58 @@ def _range_bounds_cuda(values, valid, part_start, part_end, peer_bound, descendi
         out[row] = low
 
 
+@cuda.jit
+def _tree_level_cuda(op, values, counts, source, length, target, status):
+    for j in range(cuda.grid(1), (length + 1) // 2, cuda.gridsize(1)):
+        first = source + 2 * j
+        value = values[first]
+        count = counts[first]
+        if 2 * j + 1 < length and counts[first + 1] > 0:
+            if count == 0:
+                value = values[first + 1]
+            else:
+                value, overflowed = _combine(op, value, values[first + 1])
+                if overflowed:
+                    status[0] = 1
+            count += counts[first + 1]
+        values[target + j] = value
+        counts[target + j] = count
+
+
+@cuda.jit
+def _tree_query_cuda(op, values, counts, leaves, frame_starts, frame_ends, out, out_counts, status):
+    for row in range(cuda.grid(1), frame_starts.shape[0], cuda.gridsize(1)):
+        low = frame_starts[row]
+        high = frame_ends[row]
+        offset = 0
+        length = leaves
+        count = 0
+        accumulated = values[0]
+        while low < high:
+            for take in range(2):
+                node = -1
+                if take == 0 and low & 1:
+                    node = offset + low
+                    low += 1
+                elif take == 1 and high & 1:
+                    high -= 1
+                    node = offset + high
+                if node >= 0 and counts[node] > 0:
+                    if count == 0:
+                        accumulated = values[node]
+                    else:
+                        accumulated, overflowed = _combine(op, accumulated, values[node])
+                        if overflowed:
+                            status[0] = 1
+                    count += counts[node]
+            low >>= 1
+            high >>= 1
+            offset += length
+            length = (length + 1) // 2
+        out[row] = accumulated
+        out_counts[row] = count
+
+
 # ---------------------------------------------------------------- entry points
 def segment_bounds(device: Device, flags: Any) -> tuple[Any, Any, Any]:
     """Return each row's run number and its run's first and one-past-last row (``int64``).
@@ -348,3 +452,34 @@ def range_bound(device: Device, values: Any, valid: Any, part_start: Any, part_e
                 xp.ascontiguousarray(valid), part_start, part_end, peer_bound, descending, nulls_first, delta,
                 inclusive, out)
     return out
+
+
+def frame_tree(device: Device, op: int, values: Any, valid: Any, frame_starts: Any, frame_ends: Any,
+               status: Any) -> tuple[Any, Any]:
+    """Return what :func:`frame_loop` does, reading each frame as O(log n) nodes of a segment tree.
+
+    Why: a frame bounded on both sides may still be wide (``ROWS BETWEEN 1000 PRECEDING AND 1000 FOLLOWING``,
+    a RANGE frame over many equal keys); looping over it per row costs rows times width. The tree's levels
+    (each node combining two below, with its count of valid values) are built level by level, then every
+    row combines the nodes that cover its frame, as DuckDB's segment tree does.
+    """
+    xp = device.xp
+    n = values.shape[0]
+    op = _CHECKED_SUM if op == SUM and values.dtype.kind == "i" else op
+    lengths = [n]
+    while lengths[-1] > 1:
+        lengths.append((lengths[-1] + 1) // 2)
+    tree = xp.empty(sum(lengths), dtype=values.dtype)
+    counts = xp.empty(sum(lengths), dtype=xp.int64)
+    tree[:n] = values
+    counts[:n] = valid
+    source = 0
+    for length in lengths[:-1]:
+        launch_twin(device, (length + 1) // 2, _tree_level_cpu, _tree_level_cuda, op, tree, counts, source, length,
+                    source + length, status)
+        source += length
+    out = xp.empty_like(values)
+    out_counts = xp.empty(n, dtype=xp.int64)
+    launch_twin(device, n, _tree_query_cpu, _tree_query_cuda, op, tree, counts, n, frame_starts, frame_ends, out,
+                out_counts, status)
+    return out, out_counts

@@ -14,12 +14,26 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import sort_key_words
-from gpu_engine.kernels.window import MAX, MIN, SUM, frame_loop, range_bound, segment_bounds, segmented_scan
+from gpu_engine.kernels.window import (
+    MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
+)
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
 
 __all__ = ["Window"]
 
 _SCAN_OPS = {"sum": SUM, "avg": SUM, "count": SUM, "min": MIN, "max": MAX}
+
+
+#: The widest ROWS frame (in rows) an aggregate reads row by row; wider ones read a segment tree.
+FRAME_LOOP_MAX_ROWS = 64
+
+
+def _rows_width(frame: WindowFrame) -> int:
+    """Return how many rows a ROWS frame bounded on both sides spans (before clipping to the partition)."""
+    def position(bound: str, offset: int) -> int:
+        return {"PRECEDING": -offset, "FOLLOWING": offset}.get(bound, 0)
+
+    return position(frame.end, frame.end_offset) - position(frame.start, frame.start_offset) + 1
 
 
 def _has_range_offset(frame: WindowFrame) -> bool:
@@ -287,8 +301,11 @@ class Window(Operator):
             running, counts = segmented_scan(self.device, op, values, valid, rows.new_partition, rows.part_end,
                                              True, status)
             at = xp.minimum(start, rows.n - 1)
-        else:
+        elif frame.kind == "ROWS" and _rows_width(frame) <= FRAME_LOOP_MAX_ROWS:  # a narrow frame: read it whole
             running, counts = frame_loop(self.device, op, values, valid, start, end, status)
+            at = rows.row
+        else:  # a wide frame, or a RANGE frame whose width the data decides: a segment tree
+            running, counts = frame_tree(self.device, op, values, valid, start, end, status)
             at = rows.row
         nonempty = end > start
         value = running[at]

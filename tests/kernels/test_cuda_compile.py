@@ -116,6 +116,10 @@ def _compile_all() -> int:
         (window._frame_loop_cuda, (scalar, f64, b1, i64, i64, f64, i64, i64)),
         (window._range_bounds_cuda, (i64, b1, i64, i64, i64, flag, flag, scalar, flag, i64)),
         (window._range_bounds_cuda, (f64, b1, i64, i64, i64, flag, flag, t.float64, flag, i64)),
+        (window._tree_level_cuda, (scalar, i64, i64, scalar, scalar, scalar, i64)),
+        (window._tree_level_cuda, (scalar, f64, i64, scalar, scalar, scalar, i64)),
+        (window._tree_query_cuda, (scalar, i64, i64, scalar, i64, i64, i64, i64, i64)),
+        (window._tree_query_cuda, (scalar, f64, i64, scalar, i64, i64, f64, i64, i64)),
     ]
     cases.append((_RowHelpers, (f64, i64, f64)))
     failures = 0

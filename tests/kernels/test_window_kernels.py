@@ -91,3 +91,28 @@ def test_range_bounds_find_the_first_row_at_or_past_the_target(device, descendin
                     return values[p] <= target if inclusive else values[p] < target
 
                 assert got[row] == next((p for p in range(n) if not before(p)), n), (delta, inclusive, row)
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.float64])
+@pytest.mark.parametrize("op", [SUM, MIN, MAX], ids=["sum", "min", "max"])
+def test_frame_tree_matches_a_loop_over_each_frame(device, dtype, op):
+    from gpu_engine.kernels.window import frame_loop, frame_tree
+
+    rng = np.random.default_rng(11)
+    n = 37  # not a power of two: partial nodes at the end of every level
+    values = (rng.integers(-20, 20, n) * (0.25 if dtype is np.float64 else 1)).astype(dtype)
+    if dtype is np.float64:
+        values[[3, 20]] = [np.nan, np.inf]  # NaN is the greatest value; a sum through them stays NaN only in frame
+    valid = rng.random(n) > 0.25
+    starts = rng.integers(0, n, n)
+    ends = np.minimum(n, starts + rng.integers(0, n, n))
+    xp = device.xp
+    arguments = (xp.asarray(values), xp.asarray(valid), xp.asarray(starts.astype(np.int64)),
+                 xp.asarray(ends.astype(np.int64)))
+    status = xp.zeros(1, dtype=xp.int64)
+    tree, tree_counts = frame_tree(device, op, *arguments, status)
+    loop, loop_counts = frame_loop(device, op, *arguments, status)
+    tree_counts, loop_counts = device.to_host(tree_counts), device.to_host(loop_counts)
+    assert tree_counts.tolist() == loop_counts.tolist()
+    has = loop_counts > 0
+    np.testing.assert_array_equal(device.to_host(tree)[has], device.to_host(loop)[has])

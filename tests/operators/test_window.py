@@ -70,6 +70,10 @@ CASES = [
         ("lag(v IGNORE NULLS)", "", "lgn"), ("lead(s, 2, 'none' IGNORE NULLS)", "", "ldn"),
         ("first_value(v IGNORE NULLS)", "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "fvn"),
         ("max(s)", "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW", "maxs"), ("lag(ds)", "", "lds"),
+        # Frames wider than FRAME_LOOP_MAX_ROWS read a segment tree.
+        ("sum(d)", "ROWS BETWEEN 100 PRECEDING AND 70 FOLLOWING", "swide"),
+        ("min(v)", "ROWS BETWEEN 80 PRECEDING AND 2 PRECEDING", "mwide"),
+        ("max(s)", "ROWS BETWEEN 1 FOLLOWING AND 90 FOLLOWING", "xwide"),
         ("last_value(d IGNORE NULLS)", "", "lvn"), ("nth_value(dt, 2 IGNORE NULLS)", "", "nvn"),
     ]),
     (["k", "s"], ["o DESC NULLS FIRST"], [
