@@ -190,6 +190,14 @@ class InList(Expr):
     negated: bool = False
     dtype: pa.DataType = field(default_factory=pa.bool_)
 
+    def children(self) -> tuple["Expr", ...]:
+        """Return the operand only: the values are constants, read as data where they matter.
+
+        Why: passes that walk expressions for columns, aggregates or sizes visited each value, and a
+        100,000-value list cost each of them a Python step per value.
+        """
+        return (self.operand,)
+
     def sql(self) -> str:
         values = ", ".join(v.sql() for v in self.values)
         return f"({self.operand.sql()} {'NOT ' if self.negated else ''}IN ({values}))"

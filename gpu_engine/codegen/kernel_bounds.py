@@ -61,10 +61,10 @@ def expression_nodes(expressions: Iterable[Expr], limit: int | None = None, in_l
     count, stack = 0, list(expressions)
     while stack:
         node = stack.pop()
-        count += 1
+        count += 1 + (len(node.values) if in_list_values and isinstance(node, InList) else 0)
         if limit is not None and count > limit:
-            return count
-        stack.extend((node.operand,) if isinstance(node, InList) and not in_list_values else node.children())
+            return limit + 1
+        stack.extend(node.children())  # an IN list's children are its operand (its values counted above)
     return count
 
 

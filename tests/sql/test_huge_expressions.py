@@ -303,3 +303,27 @@ def test_the_lifted_call_written_by_hand_is_an_unknown_function():
     session.register("t", T)
     with pytest.raises(SqlError, match="unknown function"):
         session.sql("SELECT a FROM t WHERE a IN (__gpe_in_list(0))")
+
+
+@pytest.mark.parametrize("text", [
+    "SELECT a FROM t WHERE a IN ({values}) AND b IN ({strings})",
+    "SELECT a FROM t WHERE a NOT IN ({values}) -- IN ({values})\n AND c = 'x IN ({values})'",
+    "SELECT 'in ({values})' AS s, \"in ({values})\" FROM t WHERE a IN ({values}) /* in ({values}) */",
+    "SELECT a FROM t WHERE a IN ({values}, 1e5)",
+    "SELECT a FROM t WHERE a In(\n{values}\n) OR b in ( {strings} )",
+], ids=["two lists", "in comment and string", "in quoted name and block comment", "exponent", "spacing"])
+def test_lists_found_by_patterns_are_the_ones_the_tokenizer_finds(text):
+    """The regular-expression path lifts exactly what sqlglot's tokenizer path lifts, as the same literals."""
+    from gpu_engine.plans.sql_literal_lists import _lift_plain_lists, _lift_with_tokenizer, lift_literal_lists
+
+    values = ", ".join(["-3", "0", "12.50", "NULL", "-0.25"] + [str(i * 7) for i in range(70)])
+    strings = ", ".join(["'it''s'", "''", "'MAIL'", "null"] + [f"'v{i}'" for i in range(70)])
+    text = text.format(values=values, strings=strings)
+    expected = _lift_with_tokenizer(text, "duckdb")
+    found = _lift_plain_lists(text)
+    if found is None:  # nothing plain (a value such as 1e5): the tokenizer's answer is the one used
+        assert "1e5" in text and lift_literal_lists(text) == expected
+        return
+    assert found[0] == expected[0]
+    assert [[v.sql() for v in values] for values in found[1]] == [[v.sql() for v in values] for values in expected[1]]
+    assert all(type(a) is type(b) and a == b for x, y in zip(found[1], expected[1]) for a, b in zip(x, y))
