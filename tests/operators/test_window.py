@@ -266,3 +266,24 @@ def test_a_window_sum_past_64_bits_fails_with_a_clear_error(device_name):
     session = _session(device_name, 1, 2, tables)
     with pytest.raises(ExecutionError, match=r"Overflow in sum\(x\).*beyond 64 bits"):
         session.execute(_plan(session.catalog, "t", [], ["id"], [("sum(x)", "", "s")]))
+
+
+def test_the_window_reads_the_device_a_fixed_number_of_times_whatever_its_batches(device_name):
+    # A GPU pays for every host sync; the window's do not grow with its input batches (a sum's overflow
+    # status is read once, at the end).
+    functions = [("row_number()", "", "rn"), ("rank()", "", "r"), ("sum(o)", "", "so"), ("avg(v)", "", "av"),
+                 ("lag(d)", "", "ld"), ("max(v)", "ROWS BETWEEN 2 PRECEDING AND 2 FOLLOWING", "mv")]
+    syncs = {}
+    for batch_rows in (64, 8, 4):
+        tables = {"t": _table(ROWS[device_name] // 2)}
+        session = Session(device=device_name, drivers=1, batch_rows=batch_rows)
+        session.register("t", tables["t"], split_rows=batch_rows)
+        snippets = [f"{call} OVER ({frame}) AS {name}" if frame else f"{call} AS {name}" for call, frame, name in functions]
+        plan = (PlanBuilder(session.catalog).table_scan("t").window(["k"], ["id"], snippets)
+                .aggregation([], ["count(*) AS c", "sum(rn) AS n", "max(mv) AS m"]).plan())  # takes the window's rows
+        session.execute(plan)
+        stats = [s for found in session.last_stats().operator_stats_by_node().values() for s in found]
+        (window,) = [s for s in stats if s.operator_type == "Window"]
+        assert window.input_batches >= (ROWS[device_name] // 2) // batch_rows
+        syncs[batch_rows] = window.host_syncs
+    assert max(syncs.values()) <= 2, syncs  # concatenating the batches' strings, the sums' overflow status
