@@ -52,7 +52,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DIC
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
-from gpu_engine.plans.expressions import AggregateCall, BinaryOp, ColumnRef, Expr
+from gpu_engine.plans.expressions import AggregateCall, BinaryOp, ColumnRef, Expr, InList, Literal
 from gpu_engine.plans.nodes import (
     AggregationNode, FilterNode, FusedAggregationNode, HashJoinNode, PlanNode, ProjectNode,
 )
@@ -64,6 +64,11 @@ def inline_columns(expr: Expr, columns: Mapping[str, Expr]) -> Expr:
     """Return ``expr`` with every column reference replaced by its definition in ``columns``."""
     if isinstance(expr, ColumnRef):
         return columns.get(expr.name, expr)
+    if isinstance(expr, Literal):
+        return expr
+    if isinstance(expr, InList):  # its values are literals: only the operand can read a column
+        operand = inline_columns(expr.operand, columns)
+        return expr if operand is expr.operand else replace(expr, operand=operand)
     changes = {}
     for item in fields(expr):
         value = getattr(expr, item.name)
