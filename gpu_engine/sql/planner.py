@@ -59,6 +59,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, unsupported_aggregate_text
+from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
@@ -473,6 +474,7 @@ class QueryPlanner:
                 raise _unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
                                    node if isinstance(node, exp.Expression) else select)
         check_window_positions(select)
+        select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         from_ = select.args.get("from_")
         if from_ is None:
             raise _unsupported("SELECT without FROM", select)

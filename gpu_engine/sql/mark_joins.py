@@ -1,0 +1,125 @@
+"""Plan [correlated] EXISTS and IN subqueries under OR as mark joins: a LEFT JOIN to the distinct matching keys.
+
+Why: TPC-DS q10 and q35 filter ``EXISTS (web sales of c) OR EXISTS (catalog
+sales of c)``, q45 ``zip IN (...) OR i_item_id IN (SELECT ...)``. Standing
+alone in the WHERE, such a predicate is a semi join, which drops rows; under
+OR the row must stay and only the predicate's truth is wanted: a match flag
+per outer row (Velox's left semi project, DuckDB's mark join). Here the flag
+is a LEFT JOIN to the subquery's distinct keys (at most one partner per outer
+row, so no row is repeated), and the predicate becomes ``mark.k0 IS NOT NULL``.
+
+For EXISTS that is exact. For ``x IN (SELECT y ...)`` it is exact except that
+SQL says NULL (not FALSE) when there is no match and ``x`` or some ``y`` is
+NULL; both keep no row in a WHERE as long as nothing negates the predicate,
+so only predicates reached through AND, OR and parentheses (never NOT) are
+rewritten. Subqueries whose correlation is not column equalities, that
+aggregate or limit, or that the planner would refuse anyway are left as they
+were (the planner then refuses them, naming the construct).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+__all__ = ["with_mark_joins"]
+
+
+def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
+    """Return the EXISTS / IN-subquery predicates of ``tree`` if each is reached through AND/OR/parens only.
+
+    None when some subquery sits elsewhere (under NOT, inside a comparison or a function).
+    """
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, (exp.And, exp.Or)):
+        left, right = _positive_marks(tree.this), _positive_marks(tree.expression)
+        return None if left is None or right is None else left + right
+    if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
+        return [tree]
+    from gpu_engine.sql.planner import _has_subquery
+
+    return None if _has_subquery(tree) else []
+
+
+def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[exp.Join, exp.Expression] | None:
+    """Return (the LEFT JOIN to the distinct keys, the flag predicate) for one EXISTS / IN, or None to leave it."""
+    from gpu_engine.sql.planner import _subquery_select
+
+    if isinstance(mark, exp.Exists):
+        select, value = _subquery_select(mark.this), None
+    else:
+        select, value = _subquery_select(mark.args["query"]), mark.this
+        if not isinstance(value, exp.Column):
+            return None
+    if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "limit", "offset",
+                                                                               "distinct", "qualify", "windows")):
+        return None
+    if value is not None and (len(select.expressions) != 1 or any(select.find_all(exp.AggFunc))):
+        return None
+    inner, local, correlated = planner._split_correlated(select, outer_aliases)
+    keys, others = planner._correlation(correlated, inner)
+    if others or (value is None and not keys):
+        return None  # an uncorrelated EXISTS under OR: a count, not a key match
+    alias = planner._synthetic_alias()
+    outputs, on = [], []
+    if value is not None:
+        produced = select.expressions[0]
+        produced = produced.this if isinstance(produced, exp.Alias) else produced
+        outputs.append(exp.alias_(produced.copy(), "v"))
+        local = local + [exp.Not(this=exp.Is(this=produced.copy(), expression=exp.Null()))]
+        on.append(exp.EQ(this=value.copy(), expression=exp.column("v", table=alias)))
+    for n, (outer, inner_column) in enumerate(keys):
+        outputs.append(exp.alias_(inner_column.copy(), f"k{n}"))
+        on.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
+    distinct = exp.Select(expressions=outputs, distinct=exp.Distinct())
+    distinct.set("from_", select.args["from_"].copy())
+    if select.args.get("joins"):
+        distinct.set("joins", [join.copy() for join in select.args["joins"]])
+    if local:
+        distinct.set("where", exp.Where(this=exp.and_(*[c.copy() for c in local])))
+    join = exp.Join(this=exp.Subquery(this=distinct, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+                    side="LEFT", on=exp.and_(*on))
+    flag = exp.Not(this=exp.Is(this=exp.column("v" if value is not None else "k0", table=alias),
+                               expression=exp.Null()))
+    return join, flag
+
+
+def with_mark_joins(select: exp.Select, planner) -> exp.Select:
+    """Return ``select`` with each EXISTS / IN subquery under an OR of its WHERE planned as a mark join.
+
+    ``planner`` is the :class:`~gpu_engine.sql.planner.QueryPlanner` (its correlation split and aliases).
+    The SELECT comes back unchanged when it has no such predicate or one of them cannot be rewritten.
+    """
+    from gpu_engine.sql.planner import _conjuncts, _defined_aliases, _factor_or
+
+    where = select.args.get("where")
+    if where is None or select.args.get("joins") and any(
+            j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in select.args["joins"]):
+        return select
+    select = select.copy()  # rewritten in place below; the caller's tree stays as it was
+    conjuncts = [part for conjunct in _conjuncts(select.args["where"].this) for part in _factor_or(conjunct)]
+    marks = []
+    for conjunct in conjuncts:
+        stripped = conjunct
+        while isinstance(stripped, exp.Paren):
+            stripped = stripped.this
+        if isinstance(stripped, exp.Or):
+            found = _positive_marks(stripped)
+            if found:
+                marks.append((conjunct, found))
+    if not marks:
+        return select
+    outer_aliases = _defined_aliases(select)
+    joins, replaced = [], {}
+    for _, found in marks:
+        for mark in found:
+            planned = _mark_join(mark, outer_aliases, planner)
+            if planned is None:
+                return select
+            joins.append(planned[0])
+            replaced[id(mark)] = planned[1]
+    kept = [conjunct.transform(lambda node: replaced[id(node)].copy() if id(node) in replaced else node, copy=False)
+            for conjunct in conjuncts]
+    select.set("joins", list(select.args.get("joins") or []) + joins)
+    select.set("where", exp.Where(this=exp.and_(*kept)))
+    return select
