@@ -11,10 +11,10 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_check import batch_of, check, small_table
+from duckdb_check import batch_of, small_table
 from duckdb_reference import assert_same_rows
+from function_check import check_sql as _check_sql, duckdb_type, schema_of
 from gpu_engine import Session
-from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions import evaluate
 from gpu_engine.plans import PlanBuilder
@@ -38,21 +38,9 @@ TABLE = small_table(
 )
 
 
-def _schema(table: pa.Table) -> pa.Schema:
-    return pa.schema([pa.field(f.name, normalize_type(f.type)) for f in table.schema])
-
-
-def duckdb_type(sql: str, table: pa.Table) -> pa.DataType:
-    with duckdb.connect() as connection:
-        connection.register("t", table)
-        result = connection.sql(f"SELECT {sql} AS r FROM t LIMIT 0").to_arrow_table()  # typed, nothing evaluated
-        return normalize_type(result.schema.field("r").type)
-
-
 def check_sql(device, sql: str, table: pa.Table = TABLE):
-    expr = parse_expression(sql, _schema(table), "Project[0]")
-    assert expr.dtype == duckdb_type(sql, table), f"{sql}: engine types {expr.dtype}"
-    return check(device, expr, sql, table)
+    """Check ``sql`` against DuckDB: its type, then its values."""
+    return _check_sql(device, sql, table)
 
 
 PARTS = ["year", "month", "day", "quarter", "dow", "dayofweek", "isodow", "doy", "dayofyear", "week", "yearweek",
@@ -116,7 +104,7 @@ def test_make_date(device):
             connection.register("t", bad)
             connection.sql("SELECT make_date(y, m, dd) FROM t").fetchall()
     with pytest.raises(ExecutionError, match="Date out of range"):
-        evaluate(parse_expression("make_date(y, m, dd)", _schema(bad), "Project[0]"), batch_of(bad, device))
+        evaluate(parse_expression("make_date(y, m, dd)", schema_of(bad), "Project[0]"), batch_of(bad, device))
 
 
 @pytest.mark.parametrize("text", ["2002-3-01", "2002-3-1", " 2002-03-01 ", "2002/3/1", "2002 3 1", "02-3-1",
@@ -131,12 +119,12 @@ def test_dates_duckdb_refuses_are_refused(text):
     with pytest.raises(duckdb.Error):
         duckdb.sql(f"SELECT CAST('{text}' AS DATE)").fetchall()
     with pytest.raises(PlanError, match="invalid date literal"):
-        parse_expression(f"CAST('{text}' AS DATE)", _schema(TABLE), "Project[0]")
+        parse_expression(f"CAST('{text}' AS DATE)", schema_of(TABLE), "Project[0]")
 
 
 def test_year_month_day_stay_extract_nodes():
     """date_part of year/month/day is the Extract node, which fused kernels evaluate."""
-    expr = parse_expression("date_part('month', d)", _schema(TABLE), "Project[0]")
+    expr = parse_expression("date_part('month', d)", schema_of(TABLE), "Project[0]")
     assert isinstance(expr, Extract) and expr.field == "month"
 
 
@@ -152,7 +140,7 @@ def test_year_month_day_stay_extract_nodes():
 def test_refusals_name_the_function(sql, message):
     table = TABLE.append_column("s", pa.array(["day"] * ROWS))
     with pytest.raises(PlanError) as raised:
-        parse_expression(sql, _schema(table), "Project[2]")
+        parse_expression(sql, schema_of(table), "Project[2]")
     assert "Project[2]" in str(raised.value) and message in str(raised.value)
 
 
@@ -195,7 +183,7 @@ def test_date_arithmetic_duckdb_refuses_is_refused(sql, message):
     with pytest.raises(duckdb.Error):
         duckdb_type(sql, TABLE)
     with pytest.raises(PlanError, match=re.escape(message)):
-        parse_expression(sql, _schema(TABLE), "Project[0]")
+        parse_expression(sql, schema_of(TABLE), "Project[0]")
 
 
 @pytest.mark.parametrize("fmt", ["%Y-%m-%d", "%d/%m/%y", "%-d.%-m.%Y", "%a %A %b %B %w %u", "%j %-j %U %W %V %G",
@@ -211,7 +199,7 @@ def test_strftime_refuses_what_duckdb_refuses(fmt, specifier):
     with pytest.raises(duckdb.Error):
         duckdb.sql(f"SELECT strftime(DATE '2020-01-01', '{fmt}')").fetchall()
     with pytest.raises(PlanError, match=re.escape(f"does not support the format specifier {specifier}")):
-        parse_expression(f"strftime(d, '{fmt}')", _schema(TABLE), "Project[0]")
+        parse_expression(f"strftime(d, '{fmt}')", schema_of(TABLE), "Project[0]")
 
 
 def test_date_text_without_zero_padding_is_estimated_as_its_date():
