@@ -27,7 +27,7 @@ from gpu_engine.plans.functions import constant_value, function_type, part_name
 from gpu_engine.plans.sql_literals import coerce_literal
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
-__all__ = ["FUNCTION_HANDLERS", "interval_function", "date_part_expression", "date_arithmetic"]
+__all__ = ["FUNCTION_HANDLERS", "TIME_UNITS", "interval_function", "date_part_expression", "date_arithmetic"]
 
 
 def _untyped(expr: Expr) -> bool:
@@ -330,13 +330,19 @@ def _date_add(translator: Any, tree: exp.DateAdd) -> Expr:
     return interval_function(translator, translator.translate(tree.this), amount, unit, tree)
 
 
+#: INTERVAL units of the time of day, in microseconds (DATE + INTERVAL 3 HOUR is a TIMESTAMP, never folded).
+_TIME_UNIT_MICROS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000}
+TIME_UNITS = tuple(_TIME_UNIT_MICROS)
+
+
 def interval_function(translator: Any, operand: Expr, amount: int, unit: str, tree: exp.Expression) -> Expr:
-    """Return ``operand + INTERVAL amount unit`` for a non-constant date or timestamp (a TIMESTAMP, as DuckDB)."""
+    """Return ``operand + INTERVAL amount unit`` for a date or timestamp (a TIMESTAMP, as DuckDB)."""
     months = amount * {"month": 1, "year": 12}.get(unit, 0)
     days = amount * {"day": 1, "week": 7}.get(unit, 0)
+    micros = amount * _TIME_UNIT_MICROS.get(unit, 0)
     operand = _typed_null(operand, pa.date32())
-    return build_function(translator, "add_interval",
-                          [operand, Literal(months, pa.int64()), Literal(days, pa.int64())], tree)
+    constants = [Literal(months, pa.int64()), Literal(days, pa.int64()), Literal(micros, pa.int64())]
+    return build_function(translator, "add_interval", [operand, *constants], tree)
 
 
 def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp.Expression) -> Expr:

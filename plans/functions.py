@@ -318,10 +318,12 @@ def _date_diff(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
-    _arity(name, args, 3, 3)
+    """``add_interval(t, months, days, microseconds)``: ``t + INTERVAL ...`` (a TIMESTAMP, as DuckDB)."""
+    _arity(name, args, 4, 4)
     _temporal(name, args[0], 1)
     _integer_constant(name, args, 2, "months")
     _integer_constant(name, args, 3, "days")
+    _integer_constant(name, args, 4, "microseconds")
     return pa.timestamp("us")
 
 

@@ -30,7 +30,7 @@ from gpu_engine.plans.expressions import (
     UnaryOp,
 )
 from gpu_engine.plans.function_translation import (
-    FUNCTION_HANDLERS, date_arithmetic, date_part_expression, interval_function,
+    FUNCTION_HANDLERS, TIME_UNITS, date_arithmetic, date_part_expression, interval_function,
 )
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
@@ -197,7 +197,8 @@ class ScalarTranslator:
             raise self.error("this interval arithmetic is not supported yet", tree)
         date = self.translate(date_tree)
         amount, unit = self._interval(interval)
-        if not (isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None):
+        constant_date = isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None
+        if unit not in INTERVAL_UNITS or not constant_date:  # a time of day, or a column: a TIMESTAMP, computed
             return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
         return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
 
@@ -208,8 +209,9 @@ class ScalarTranslator:
         value = amount.value if isinstance(amount, Literal) else None
         if isinstance(value, str):
             value = int(value.strip()) if value.strip().lstrip("+-").isdigit() else None
-        if unit_name not in INTERVAL_UNITS or not isinstance(value, int) or isinstance(value, bool):
-            raise self.error(f"only INTERVAL '<integer>' {'|'.join(INTERVAL_UNITS).upper()} is supported", tree)
+        units = INTERVAL_UNITS + TIME_UNITS
+        if unit_name not in units or not isinstance(value, int) or isinstance(value, bool):
+            raise self.error(f"only INTERVAL '<integer>' {'|'.join(units).upper()} is supported", tree)
         return value, unit_name
 
     def _bare_interval(self, tree: exp.Interval) -> Expr:

@@ -157,7 +157,7 @@ def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
     return year2 // size - year1 // size
 
 
-def _add_interval(xp: Any, column: Column, months: int, days: int) -> Any:
+def _add_interval(xp: Any, column: Column, months: int, days: int, interval_micros: int) -> Any:
     micros = _micros(xp, column)
     day = xp.floor_divide(micros, _MICROS_PER_DAY)
     time_of_day = micros - day * _MICROS_PER_DAY
@@ -167,7 +167,7 @@ def _add_interval(xp: Any, column: Column, months: int, days: int) -> Any:
         year, month = xp.floor_divide(total, 12), xp.remainder(total, 12) + 1
         day_of_month = xp.minimum(day_of_month, _days_in_month(xp, year, month))
         day = days_from_civil(xp, year, month, day_of_month)
-    return (day + days) * _MICROS_PER_DAY + time_of_day
+    return (day + days) * _MICROS_PER_DAY + time_of_day + interval_micros
 
 
 #: DuckDB's ``%c``, ``%x`` and ``%X``: ISO forms, not the C locale's.
@@ -269,7 +269,8 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return Column(dtype, columns[0].data.astype(xp.int64) - columns[1].data.astype(xp.int64), validity)
     if name == "add_interval":
         column = columns[0]
-        return Column(dtype, _add_interval(xp, column, args[1].value, args[2].value), column.validity)
+        return Column(dtype, _add_interval(xp, column, args[1].value, args[2].value, args[3].value),
+                      column.validity)
     part = part_name(args[0].value)
     if name == "date_diff":
         validity = and_validity(columns[1].validity, columns[2].validity)

@@ -23,7 +23,7 @@ __all__ = ["evaluate_function"]
 
 #: Per function, the argument positions read as constants (never evaluated into columns).
 _CONSTANT_POSITIONS = {
-    "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2),
+    "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2, 3),
     "strftime": (1,),
 }
 

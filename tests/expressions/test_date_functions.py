@@ -85,6 +85,8 @@ def test_date_diff(device, part):
     "d + INTERVAL 1 DAY", "d - INTERVAL '3' DAY", "d + INTERVAL 2 WEEK", "d + INTERVAL 1 MONTH",
     "d - INTERVAL 1 MONTH", "d + INTERVAL 13 MONTH", "d + INTERVAL '1' YEAR", "d - INTERVAL 4 YEAR",
     "INTERVAL 1 MONTH + d", "ts + INTERVAL 1 MONTH", "ts - INTERVAL 10 DAY", "date_add(d, INTERVAL 1 MONTH)",
+    "d + INTERVAL 3 HOUR", "ts - INTERVAL 90 SECOND", "ts + INTERVAL '45' MINUTE", "d - INTERVAL 1 SECOND",
+    "DATE '2020-01-01' + INTERVAL 3 HOUR", "date_add(ts, INTERVAL 2 HOUR)",
 ])
 def test_interval_arithmetic_on_columns(device, sql):
     table = TABLE.filter(pa.compute.not_equal(TABLE.column("rid"), 11))  # 9999-12-31 + 1 month leaves DuckDB's range
@@ -135,7 +137,7 @@ def test_year_month_day_stay_extract_nodes():
     ("date_diff('day', d, 3)", "needs a date or timestamp as argument 3"),
     ("make_date(y, m, 1.5)", "needs integers"),
     ("strptime(s, '%Y')", "unsupported function 'strptime'"),
-    ("d + INTERVAL 1 HOUR", "INTERVAL '<integer>'"),
+    ("d + INTERVAL 1 MILLISECOND", "INTERVAL '<integer>'"),
 ])
 def test_refusals_name_the_function(sql, message):
     table = TABLE.append_column("s", pa.array(["day"] * ROWS))
