@@ -28,17 +28,21 @@ SCALE_FACTOR = 0.01
 # query -> what it covers (each takes a few seconds on cpu, most of it numba's first compilation).
 CI_QUERIES = {
     1: "a CTE read twice, a correlated scalar subquery (avg per store) decorrelated into a join",
+    2: "UNION ALL of two fact tables in a CTE, CASE pivots in sums, round of a ratio, a self join a year apart",
     3: "a three-table star join, GROUP BY, ORDER BY ... LIMIT",
-    7: "a five-table star join, avg over decimals and ints, string equality filters",
+    5: "ROLLUP over a UNION ALL of three channels, each a UNION ALL of sales and returns",
+    12: "a window sum over a partition (revenue ratio per class)",
     15: "OR of string IN lists, substring and a decimal comparison across a join",
-    19: "a six-table join with a non-equi condition (substring of zip codes differ)",
+    17: "stddev_samp and avg over three fact tables joined",
     21: "CASE WHEN inside sum, a ratio filter on two aggregates, date arithmetic bounds",
     33: "three CTEs each with an IN subquery, UNION ALL of them, then GROUP BY",
     34: "an IN list holding arithmetic (1999 + 1), CASE in a filter, a derived table joined back",
+    35: "correlated EXISTS beside EXISTS OR EXISTS (mark joins), min/max/avg/sum per group",
+    36: "UNION of per-level aggregates (the ROLLUP written out) and rank() OVER partitions of the levels",
+    86: "ROLLUP with grouping() and rank() OVER partitions of the rollup levels",
+    51: "cumulative window sums (ROWS UNBOUNDED PRECEDING) over a FULL OUTER JOIN, max over a window",
     71: "UNION ALL of three fact tables inside a join, time ranges ORed",
     93: "a LEFT JOIN with a CASE over its NULL-extended side",
-    51: "running window sums over GROUP BY results (ROWS UNBOUNDED PRECEDING), FULL JOIN of them, max() OVER that",
-    98: "a window over GROUP BY results in an expression: sum(x) * 100 / sum(sum(x)) OVER (PARTITION BY i_class)",
 }
 
 
