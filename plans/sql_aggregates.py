@@ -70,8 +70,12 @@ def unsupported_aggregate_text(call: exp.Expression, quoted: bool = False) -> st
     """Return the message refusing an aggregate the engine does not compute, naming it (``quoted``: as a literal)."""
     if isinstance(call, exp.Anonymous):
         spelled = str(call.this)
-    else:
+    else:  # DuckDB's spelling, and sqlglot's name of the function where it differs (a user wrote one of them:
+        # percentile_cont is rendered quantile_cont, string_agg listagg)
         spelled = call.sql(dialect="duckdb").split("(", 1)[0].lower()
+        canonical = call.sql_name().lower() if isinstance(call, exp.Func) else spelled
+        if canonical != spelled:
+            spelled = f"{spelled} ({canonical})"
     named = repr(spelled) if quoted else spelled
     if spelled.lower() in HOLISTIC_FUNCTIONS or call.sql_name().lower() in HOLISTIC_FUNCTIONS:
         return (f"aggregate function {named} (holistic: it keeps every value of a group, which the engine does "
