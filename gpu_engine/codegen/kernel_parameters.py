@@ -320,6 +320,8 @@ class _Rewriter:
         parts: list = [type(expr).__name__]
         if isinstance(expr, Literal):
             parts += [str(expr.dtype), type(expr.value).__name__, repr(expr.value)]
+        elif isinstance(expr, InList):  # its values by identity (kept alive below): no Python step per value
+            parts += [self._key(expr.operand), expr.negated, str(expr.dtype), ("values", id(expr.values))]
         else:
             for item in fields(expr):
                 parts.append(self._part(getattr(expr, item.name)))
@@ -462,6 +464,11 @@ class _Rewriter:
         operand = self.rewrite(expr.operand)
         present = [v for v in expr.values if v.value is not None]
         domain = _set_domain(expr.operand.dtype)
+        if domain == "int" and is_integer(expr.operand.dtype) and all(
+                is_integer(dtype) for dtype in {v.dtype for v in present}):
+            # Integers against an integer: each value is its own word (one out of int64 equals no row).
+            words = sorted({int(v.value) for v in present if -_INT64_LIMIT <= int(v.value) < _INT64_LIMIT})
+            return self._parameter_set(operand, words, False, len(present) < len(expr.values), expr.negated)
         values = _scalars(present) if domain is not None else None
         if values is None:
             return replace(expr, operand=operand)
@@ -483,10 +490,14 @@ class _Rewriter:
                     return replace(expr, operand=operand)
                 kept.add(int(normalized[1]))
             words = sorted(kept)
+        return self._parameter_set(operand, words, domain == "float", len(present) < len(expr.values), expr.negated)
+
+    def _parameter_set(self, operand: Expr, words: list[int], floats: bool, has_null: bool, negated: bool) -> Expr:
+        """Return the set-membership node over ``words`` (sorted), its start and length given parameter slots."""
         start = self._slot(pa.int64(), 0)
         self._slot(pa.int64(), len(words))
         self.sets.append((start.index, words))
-        return ParameterSet(operand, start.index, domain == "float", len(present) < len(expr.values), expr.negated)
+        return ParameterSet(operand, start.index, floats, has_null, negated)
 
     def result(self, expressions: tuple[Expr, ...]) -> Parameterized:
         words = list(self.words)
