@@ -48,7 +48,7 @@ import time
 import warnings
 from typing import Any, Iterable
 
-__all__ = ["COMPILE_MODES", "MODE_VARIABLE", "BackgroundCompiler", "TierSwitch", "background_compiler",
+__all__ = ["COMPILE_MODES", "MODE_VARIABLE", "BackgroundCompiler", "TierSwitch", "TwinRef", "background_compiler",
            "default_compile_mode", "kernel_ready"]
 
 COMPILE_MODES = ("background", "inline", "alternate")
@@ -102,6 +102,8 @@ class BackgroundCompiler:
         self.compiled = 0
         self.compile_seconds = 0.0
         self.failures: dict[tuple, str] = {}
+        #: Jobs finished (compiled or failed) so far: a kernel found pending cannot be ready before this grows.
+        self.finished = 0
 
     # ------------------------------------------------------------ queries
     def ready(self, dispatcher, signature: tuple) -> bool:
@@ -126,6 +128,18 @@ class BackgroundCompiler:
                 self._queue.append((key, module["__name__"], module["__file__"]))
                 self._send_next()
         return False
+
+    def ready_new(self, file, function: str, signature: tuple) -> bool:
+        """Return True once a job of a file this process wrote is done (then load it as any other); else queue it."""
+        key = (file.name, function, signature)
+        with self._lock:
+            state = self._states.get(key)
+            if state is None:
+                self._states[key] = "pending"
+                self._queue.append((key, file.name, str(file.path)))
+                self._send_next()
+                return False
+            return state == "done"
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
@@ -200,6 +214,7 @@ class BackgroundCompiler:
                     self._lock.notify_all()
                     return
                 key, error, seconds = answer
+                self.finished += 1
                 if key == self._outstanding:
                     self._outstanding = None
                 if error is None:
@@ -262,15 +277,51 @@ def _forget_in_child() -> None:
 os.register_at_fork(after_in_child=_forget_in_child)
 
 
+class TwinRef:
+    """A CPU twin named by its generated file and function, so that asking whether it is ready imports nothing.
+
+    A file this process has just written (:class:`~gpu_engine.codegen.compiled_modules.GeneratedFile`,
+    ``new``) cannot be compiled anywhere yet: its job is queued straight from the arguments' types.
+    """
+
+    def __init__(self, file, function: str):
+        self.file = file
+        self.function = function
+
+    @property
+    def dispatcher(self):
+        """Return the numba dispatcher (importing the module)."""
+        return getattr(self.file.module, self.function)
+
+
+def _argument_type(value):
+    """Return numba's type of ``value`` as an argument (what ``Dispatcher.typeof_pyval`` gives)."""
+    from numba.core import types
+    from numba.core.typing.typeof import Purpose, typeof
+
+    try:
+        found = typeof(value, Purpose.argument)
+    except ValueError:
+        return types.pyobject
+    return types.pyobject if found is None else found
+
+
 def kernel_ready(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> bool:
     """Return whether ``cpu_twin`` can run ``arguments`` on ``device`` without compiling on this thread.
 
-    In ``"background"`` mode on ``cpu`` a kernel that is neither loaded nor in numba's cache is queued
-    for the compile worker and False comes back: the caller runs the batch on its lowest tier.
-    Otherwise True (the caller's launch compiles inline if it must).
+    ``cpu_twin`` is a numba dispatcher or a :class:`TwinRef`. In ``"background"`` mode on ``cpu`` a
+    kernel that is neither loaded nor in numba's cache is queued for the compile worker and False comes
+    back: the caller runs the batch on its lowest tier. Otherwise True (the caller's launch compiles
+    inline if it must).
     """
     if mode != "background" or device.kernel_flavor != "cpu":
         return True
+    if isinstance(cpu_twin, TwinRef):
+        if not cpu_twin.file.loaded and cpu_twin.file.new:
+            signature = tuple(_argument_type(argument) for argument in arguments)
+            if not background_compiler().ready_new(cpu_twin.file, cpu_twin.function, signature):
+                return False
+        cpu_twin = cpu_twin.dispatcher
     signature = tuple(cpu_twin.typeof_pyval(argument) for argument in arguments)
     if signature in cpu_twin.overloads:
         return True
@@ -293,6 +344,9 @@ class TierSwitch:
         self.sticky = sticky
         self.batches = 0
         self._decided: bool | None = None
+        #: Twins found not ready -> the background compiler's ``finished`` count then: until a job finishes
+        #: they stay not ready, so a batch does not look at their arguments' types again (host time per batch).
+        self._waiting: dict = {}
 
     def use_generated(self, launches: Iterable[tuple[Any, Iterable[Any]]]) -> bool:
         """Return True to run this batch on the generated kernels, False for the lowest tier.
@@ -306,7 +360,18 @@ class TierSwitch:
         if self.mode == "alternate":
             decided = self.batches % 2 == 0
         else:
-            decided = all([kernel_ready(self.device, self.mode, twin, arguments) for twin, arguments in launches])
+            decided = all([self._ready(twin, arguments) for twin, arguments in launches])
         if self.sticky:
             self._decided = decided
         return decided
+
+    def _ready(self, twin, arguments) -> bool:
+        identity = (twin.file.digest, twin.function) if isinstance(twin, TwinRef) else id(twin)
+        waiting = self._waiting.get(identity)
+        if waiting is not None and waiting == background_compiler().finished:
+            return False
+        if kernel_ready(self.device, self.mode, twin, arguments):
+            self._waiting.pop(identity, None)
+            return True
+        self._waiting[identity] = background_compiler().finished
+        return False

@@ -28,7 +28,7 @@ from types import ModuleType
 
 from gpu_engine.codegen.cache_eviction import cache_bound_bytes, evict_least_recently_used, record_use
 
-__all__ = ["generated_module", "generated_folder"]
+__all__ = ["GeneratedFile", "generated_file", "generated_module", "generated_folder"]
 
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()
@@ -109,10 +109,59 @@ def generated_module(source: str, stem: str = "fused") -> ModuleType:
             module, wrote = _load(path, source, f"gpu_engine_generated_{stem}_{digest}")
             _MODULES[digest] = module
             if wrote:  # a new module (a compile follows anyway): the one time the cache's size is checked
-                from gpu_engine.kernels.ptx_cache import ptx_cache_directory
-
-                evict_least_recently_used(folder, ptx_cache_directory(), cache_bound_bytes(),
-                                          keep=frozenset([path.stem]))
+                _evict_for(path)
             else:
                 record_use(path)
     return module
+
+
+def _evict_for(path: Path) -> None:
+    from gpu_engine.kernels.ptx_cache import ptx_cache_directory
+
+    evict_least_recently_used(path.parent, ptx_cache_directory(), cache_bound_bytes(), keep=frozenset([path.stem]))
+
+
+class GeneratedFile:
+    """A generated module written to the cache folder, imported only when something asks for :attr:`module`.
+
+    Why: importing a generated module compiles its Python source and builds numba dispatchers (tens of
+    milliseconds for a fused aggregation), which a batch running on the lowest tier while the kernel
+    compiles in another process (:mod:`gpu_engine.codegen.background_compiles`) does not need: that
+    process imports the file itself. ``new`` says this process wrote the file, so nothing can have
+    compiled it yet.
+    """
+
+    def __init__(self, source: str, stem: str, digest: str, path: Path, new: bool):
+        self.source, self.stem, self.digest, self.path, self.new = source, stem, digest, path, new
+        self.name = f"gpu_engine_generated_{stem}_{digest}"
+
+    @property
+    def loaded(self) -> bool:
+        """Return whether the module is imported in this process."""
+        return self.digest in _MODULES
+
+    @property
+    def module(self) -> ModuleType:
+        """Return the module, imported on first use (written again if it was evicted meanwhile)."""
+        return generated_module(self.source, self.stem)
+
+
+_FILES: dict[tuple[Path, str], GeneratedFile] = {}  # by (folder, digest): a new cache folder writes anew
+
+
+def generated_file(source: str, stem: str = "fused") -> GeneratedFile:
+    """Return ``source`` as a :class:`GeneratedFile` in the cache folder (written once), without importing it."""
+    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    folder = generated_folder()
+    handle = _FILES.get((folder, digest))
+    if handle is not None:
+        return handle
+    with _LOCK:
+        handle = _FILES.get((folder, digest))
+        if handle is None:
+            path = folder / f"{stem}_{digest}.py"
+            new = digest not in _MODULES and _write_once(path, source)
+            if new:
+                _evict_for(path)
+            handle = _FILES[(folder, digest)] = GeneratedFile(source, stem, digest, path, new)
+    return handle

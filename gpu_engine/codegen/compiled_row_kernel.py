@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from gpu_engine.codegen.background_compiles import TierSwitch
-from gpu_engine.codegen.compiled_modules import generated_module
+from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
+from gpu_engine.codegen.compiled_modules import generated_file
 from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, GeneratedKernel, KernelLayout
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
@@ -83,10 +83,11 @@ class CompiledRowKernel:
         status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
         values = dict(arrays, **outputs, n=n, status=status, parameters=self._parameters)
         arguments = [values[p] for p in parameters]
-        cpu_twin = getattr(module, f"{self.name}_cpu")
-        if not self.tiers.use_generated([(cpu_twin, arguments)]):
+        if not self.tiers.use_generated([(TwinRef(module, f"{self.name}_cpu"), arguments)]):
             return False
-        launch_twin(self.device, n, cpu_twin, getattr(module, f"{self.name}_cuda"), *arguments)
+        module = module.module  # imported once the kernel runs
+        launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),
+                    *arguments)
 
         def failure(error: int) -> ExecutionError:
             row, code = divmod(error, ERROR_CODE_BASE)
@@ -100,6 +101,6 @@ class CompiledRowKernel:
         compiled = self._kernels.get(layout)
         if compiled is None:
             generated = self._generate(self.program, layout)
-            module = generated_module(generated.source, stem=self.name)
-            compiled = self._kernels[layout] = (module, generated.parameters, generated.messages)
+            file = generated_file(generated.source, stem=self.name)  # imported when a batch first runs it
+            compiled = self._kernels[layout] = (file, generated.parameters, generated.messages)
         return compiled

@@ -37,8 +37,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
-from gpu_engine.codegen.background_compiles import TierSwitch
-from gpu_engine.codegen.compiled_modules import generated_module
+from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
+from gpu_engine.codegen.compiled_modules import generated_file
 from gpu_engine.codegen.fused_aggregation_kernel import (
     NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout, slots_for_groups,
     max_groups,
@@ -276,28 +276,29 @@ class FusedAggregation(AggregationOperator):
 
     # ------------------------------------------------------------- binding
     def _kernel(self, layout: KernelLayout):
+        """Return the layout's generated file (not imported until a batch runs it), parameters and messages."""
         compiled = self._kernels.get(layout)
         if compiled is None:
             generated = generate_fused_aggregation(self.program, self.functions, layout)
-            module = generated_module(generated.source)
-            compiled = self._kernels[layout] = (module, generated.parameters, generated.messages)
+            compiled = self._kernels[layout] = (generated_file(generated.source), generated.parameters,
+                                                generated.messages)
         return compiled
 
     # ----------------------------------------------------------------- input
-    def _launches(self, module, parameters, arrays) -> list:
+    def _launches(self, file, parameters, arrays) -> list:
         """Return the CPU twins a batch may launch with arguments of the types they would get (for TierSwitch)."""
         values = dict(arrays, n=0, positions=self._placeholder, has_positions=False, status=self._status_placeholder,
                       pending=self._pending, parameters=self._parameters, slot_table=self._table)
-        launches = [(module.fused_cpu, [values[p] for p in parameters])]
+        launches = [(TwinRef(file, "fused_cpu"), [values[p] for p in parameters])]
         if self.grouped:  # the table's growth (an aggregation without keys has one slot and no move twin)
-            launches.append((module.move_cpu, (self._table, self._table)))
+            launches.append((TwinRef(file, "move_cpu"), (self._table, self._table)))
         return launches
 
     def add_input(self, batch: Batch) -> None:
         xp = self.device.xp
         layout, arrays = self._inputs.bind(batch)
-        module, parameters, messages = self._kernel(layout)
-        if not self._tiers.use_generated(self._launches(module, parameters, arrays)):
+        file, parameters, messages = self._kernel(layout)
+        if not self._tiers.use_generated(self._launches(file, parameters, arrays)):
             self.add_runtime_stat("lowest_tier_batches", 1)
             if self._lowest_tier is None:
                 self._lowest_tier = _LowestTier(self.ctx, self.node)
@@ -305,7 +306,7 @@ class FusedAggregation(AggregationOperator):
             self._output.extend(self._lowest_tier.outputs())
             return
         self._seen_input = True
-        self._module = module
+        module = self._module = file.module
         groups_before = self._num_groups
         rows = batch.num_rows
         if self._pending.shape[0] < rows:
