@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import decimal
+import functools
 import sys
 import threading
 from dataclasses import dataclass, field, fields
@@ -197,6 +198,19 @@ class InList(Expr):
         100,000-value list cost each of them a Python step per value.
         """
         return (self.operand,)
+
+    def __repr__(self) -> str:
+        """Return the dataclass's repr, the values written once per list (caches key expressions by repr)."""
+        return (f"InList(operand={self.operand!r}, values={self._values_repr}, negated={self.negated!r}, "
+                f"dtype={self.dtype!r})")
+
+    @functools.cached_property
+    def _values_repr(self) -> str:
+        # Each value's type and Python repr (repr tells 0.0 from -0.0 and 1 from True); one dtype written once.
+        dtypes = {v.dtype for v in self.values}
+        if len(dtypes) == 1:
+            return f"{next(iter(dtypes))}:{[v.value for v in self.values]!r}"
+        return repr(self.values)
 
     def sql(self) -> str:
         values = ", ".join(v.sql() for v in self.values)
