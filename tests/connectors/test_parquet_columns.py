@@ -481,7 +481,8 @@ def test_duckdb_written_files_read_as_pyarrow_reads_them(tmp_path, version):
     import duckdb
 
     path = tmp_path / "duck.parquet"
-    duckdb.sql(f"""COPY (SELECT i::INTEGER AS a, i::BIGINT * 3 AS b, CASE WHEN i % 5 = 0 THEN NULL ELSE 'v' || (i % 13)
+    connection = duckdb.connect()  # its own: the module's default connection may hold another test's unfinished result
+    connection.execute(f"""COPY (SELECT i::INTEGER AS a, i::BIGINT * 3 AS b, CASE WHEN i % 5 = 0 THEN NULL ELSE 'v' || (i % 13)
                    END AS s, 'text' || i AS t, (i % 100)::DECIMAL(12, 2) AS d FROM range(3000) r(i))
                    TO '{path}' (FORMAT parquet, PARQUET_VERSION {version}, ROW_GROUP_SIZE 1000)""")
     ours, theirs = _read_both(path)

@@ -132,8 +132,10 @@ def test_ctrl_c_while_the_cli_compiles_kernels_exits_130_with_one_line(tmp_path)
     rows = 100_000
     pq.write_table(pa.table({"g": pa.array(np.arange(rows) % 7, pa.int64()),
                              "v": pa.array(np.arange(rows), pa.int64())}), tmp_path / "t.parquet")
-    query = "SELECT g, sum(v * 3 - g), max(v + g * 5), count(*) AS n FROM t WHERE v % 11 <> 4 GROUP BY g"
-    command = [sys.executable, "-m", "gpu_engine", "sql", "--data", str(tmp_path), "--device", "cpu", query]
+    # Enough expressions that the fused kernel compiles for seconds (a short compile could end before the signal).
+    query = ("SELECT g, sum(v * 3 - g), max(v + g * 5), min(v * 7 % 13 - g), sum(CASE WHEN v % 3 = 1 THEN v ELSE g END), "
+             "avg(v * 2 + g * 9), max(v % 17 * g - 3), count(*) AS n FROM t WHERE v % 11 <> 4 AND v * 2 > g GROUP BY g")
+    command = [sys.executable, "-m", "gpu_engine", "sql", "--tables", str(tmp_path), "--device", "cpu", query]
     env = {"GPU_ENGINE_CACHE_DIR": str(tmp_path / "kernels")}  # generated kernels numba has never compiled
     code, stderr, seconds = _interrupt(command, tmp_path, env, after_line=COMPILING_MESSAGE)
     assert code == 130, stderr
@@ -143,7 +145,7 @@ def test_ctrl_c_while_the_cli_compiles_kernels_exits_130_with_one_line(tmp_path)
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the SIGINT mask from /proc")
 def test_ctrl_c_during_cli_start_up_exits_130_with_one_line(tmp_path):
-    command = [sys.executable, "-m", "gpu_engine", "sql", "--tpch", "0.01", "--device", "cpu", "SELECT 1"]
+    command = [sys.executable, "-m", "gpu_engine", "sql", "--sf", "0.01", "--device", "cpu", "SELECT 1"]
     code, stderr, seconds = _interrupt(command, tmp_path, {}, delay=0.2)
     assert code == 130, stderr
     assert stderr.strip() == "interrupted", stderr

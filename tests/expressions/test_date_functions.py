@@ -119,7 +119,7 @@ def test_date_text_without_zero_padding(device, text):
 @pytest.mark.parametrize("text", ["2002.3.1", "2002-3/1", "2002-003-01", "2002-02-30", "+2002-01-01", "2002-01-01x"])
 def test_dates_duckdb_refuses_are_refused(text):
     with pytest.raises(duckdb.Error):
-        duckdb.sql(f"SELECT CAST('{text}' AS DATE)").fetchall()
+        duckdb.connect().sql(f"SELECT CAST('{text}' AS DATE)").fetchall()
     with pytest.raises(PlanError, match="invalid date literal"):
         parse_expression(f"CAST('{text}' AS DATE)", schema_of(TABLE), "Project[0]")
 
@@ -199,7 +199,7 @@ def test_strftime(device, fmt, column):
 @pytest.mark.parametrize("fmt, specifier", [("%e", "%e"), ("%Q-%m", "%Q"), ("%-a", "%-a"), ("50%", "%")])
 def test_strftime_refuses_what_duckdb_refuses(fmt, specifier):
     with pytest.raises(duckdb.Error):
-        duckdb.sql(f"SELECT strftime(DATE '2020-01-01', '{fmt}')").fetchall()
+        duckdb.connect().sql(f"SELECT strftime(DATE '2020-01-01', '{fmt}')").fetchall()
     with pytest.raises(PlanError, match=re.escape(f"does not support the format specifier {specifier}")):
         parse_expression(f"strftime(d, '{fmt}')", schema_of(TABLE), "Project[0]")
 

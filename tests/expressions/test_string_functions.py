@@ -76,7 +76,7 @@ def test_dictionary_input_is_transformed_once_per_value(device):
 def test_lpad_without_fill_to_pad_raises_as_duckdb():
     table = small_table(s=pa.array(["ab", None]))
     with pytest.raises(duckdb.Error, match="Insufficient padding"):
-        duckdb.sql("SELECT lpad('ab', 4, '')").fetchall()
+        duckdb.connect().sql("SELECT lpad('ab', 4, '')").fetchall()
     expr = parse_expression("lpad(s, 4, '')", schema_of(table), "Project[0]")
     from duckdb_check import batch_of
     from gpu_engine.device import get_device

@@ -175,7 +175,7 @@ def test_literal_values(sql, value, dtype):
     "DATE '1998-01-01' + INTERVAL '3 months'",
 ])
 def test_constant_date_interval_folds_like_duckdb(sql):
-    expected = duckdb.execute(f"SELECT CAST({sql} AS DATE)").fetchone()[0]
+    expected = duckdb.connect().execute(f"SELECT CAST({sql} AS DATE)").fetchall()[0][0]
     assert parse_expression(sql, SCHEMA, NODE) == Literal(expected, pa.date32())
 
 
