@@ -424,7 +424,7 @@ class QueryPlanner:
                 raise _unsupported("a subquery in this position", node)
             return node
 
-        return tree.copy().transform(rename).sql(dialect="duckdb")
+        return tree.transform(rename).sql(dialect="duckdb")  # transform copies: the query's tree stays as it is
 
     def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
         if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is

@@ -267,12 +267,15 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     tree = _desugar(normalize_aggregate_calls(tree))
-    original = tree.copy()
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)
     except OptimizeError as error:
-        raise _column_error(error, original, catalog) from None
+        # The tree as it was before qualify changed it, made again from the text (a copy of every query's
+        # tree, kept only for this message, cost a tenth of planning a 2000-term predicate).
+        original = _parse(text, dialect)
+        _name_projections(original, dialect, catalog)
+        raise _column_error(error, _desugar(normalize_aggregate_calls(original)), catalog) from None
     check_set_operation_widths(tree)  # again with every * expanded
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
