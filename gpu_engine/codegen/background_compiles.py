@@ -46,7 +46,7 @@ import subprocess
 import threading
 import time
 import warnings
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 __all__ = ["COMPILE_MODES", "MODE_VARIABLE", "BackgroundCompiler", "TierSwitch", "TwinRef", "background_compiler",
            "default_compile_mode", "kernel_ready"]
@@ -348,19 +348,22 @@ class TierSwitch:
         #: they stay not ready, so a batch does not look at their arguments' types again (host time per batch).
         self._waiting: dict = {}
 
-    def use_generated(self, launches: Iterable[tuple[Any, Iterable[Any]]]) -> bool:
+    def use_generated(self, launches: Callable[[], Iterable[tuple[Any, Iterable[Any]]]]) -> bool:
         """Return True to run this batch on the generated kernels, False for the lowest tier.
 
-        ``launches`` pairs each CPU twin the batch would launch with its arguments (only looked at
-        when the answer depends on whether they are compiled).
+        ``launches()`` pairs each CPU twin the batch would launch with its arguments; it is called only
+        when the answer depends on whether they are compiled (``"background"`` on ``cpu``), so the other
+        modes and devices pay no host work for it per batch.
         """
         self.batches += 1
         if self.sticky and self._decided is not None:
             return self._decided
         if self.mode == "alternate":
             decided = self.batches % 2 == 0
+        elif self.mode != "background" or self.device.kernel_flavor != "cpu":
+            decided = True  # the launch compiles inline if it must (see kernel_ready)
         else:
-            decided = all([self._ready(twin, arguments) for twin, arguments in launches])
+            decided = all([self._ready(twin, arguments) for twin, arguments in launches()])
         if self.sticky:
             self._decided = decided
         return decided

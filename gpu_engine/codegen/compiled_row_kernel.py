@@ -83,7 +83,7 @@ class CompiledRowKernel:
         status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
         values = dict(arrays, **outputs, n=n, status=status, parameters=self._parameters)
         arguments = [values[p] for p in parameters]
-        if not self.tiers.use_generated([(TwinRef(module, f"{self.name}_cpu"), arguments)]):
+        if not self.tiers.use_generated(lambda: [(TwinRef(module, f"{self.name}_cpu"), arguments)]):
             return False
         module = module.module  # imported once the kernel runs
         launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),

@@ -298,7 +298,7 @@ class FusedAggregation(AggregationOperator):
         xp = self.device.xp
         layout, arrays = self._inputs.bind(batch)
         file, parameters, messages = self._kernel(layout)
-        if not self._tiers.use_generated(self._launches(file, parameters, arrays)):
+        if not self._tiers.use_generated(lambda: self._launches(file, parameters, arrays)):
             self.add_runtime_stat("lowest_tier_batches", 1)
             if self._lowest_tier is None:
                 self._lowest_tier = _LowestTier(self.ctx, self.node)
