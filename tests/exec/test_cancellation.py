@@ -136,8 +136,14 @@ def test_ctrl_c_while_the_cli_compiles_kernels_exits_130_with_one_line(tmp_path)
     query = ("SELECT g, sum(v * 3 - g), max(v + g * 5), min(v * 7 % 13 - g), sum(CASE WHEN v % 3 = 1 THEN v ELSE g END), "
              "avg(v * 2 + g * 9), max(v % 17 * g - 3), count(*) AS n FROM t WHERE v % 11 <> 4 AND v * 2 > g GROUP BY g")
     command = [sys.executable, "-m", "gpu_engine", "sql", "--tables", str(tmp_path), "--device", "cpu", query]
-    env = {"GPU_ENGINE_CACHE_DIR": str(tmp_path / "kernels")}  # generated kernels numba has never compiled
-    code, stderr, seconds = _interrupt(command, tmp_path, env, after_line=COMPILING_MESSAGE)
+    # On a loaded CI machine the query sometimes finished (exit 0) before the signal took effect (2 of 3 clean-clone
+    # runs of this session; never in 8 runs on an idle machine): a run that ends with 0 is tried again, in a new
+    # kernel folder; any other outcome is judged as it comes.
+    for attempt in range(3):
+        env = {"GPU_ENGINE_CACHE_DIR": str(tmp_path / f"kernels{attempt}")}  # kernels numba has never compiled
+        code, stderr, seconds = _interrupt(command, tmp_path, env, after_line=COMPILING_MESSAGE)
+        if code != 0:
+            break
     assert code == 130, stderr
     assert stderr.strip().splitlines()[-1] == "interrupted" and "Traceback" not in stderr, stderr
     assert seconds <= GENEROUS_SECONDS
