@@ -1,0 +1,211 @@
+"""Plan constant sources: ``SELECT`` without FROM and ``VALUES`` lists, as rows of a Values node.
+
+* ``SELECT e1, e2`` (no FROM) reads one row of no interest: before names are
+  resolved it becomes ``SELECT e1, e2 FROM (VALUES (0)) AS "$dual"("$dual")``
+  (:func:`with_constant_sources`), so WHERE, GROUP BY, aggregates, ORDER BY and
+  subqueries over it plan as over any table, and its expressions run in the
+  Project above the Values node like any other (on the device, in kernels).
+* ``VALUES (…), (…)`` in FROM is a :class:`~gpu_engine.plans.nodes.ValuesNode`
+  holding the rows as an Arrow table when every cell is a literal (the common
+  case, however many rows); a list with computed cells (``(1 + 1, upper('a'))``)
+  is a UNION ALL of one-row SELECTs, each a Project over the one-row Values.
+  Column types are unified as DuckDB unifies them (its max type:
+  :func:`~gpu_engine.plans.type_coercion.common_type`; ``(1), (2.5)`` is
+  DECIMAL(11,1)), unnamed columns are ``col0``, ``col1``… and a bare ``VALUES``
+  statement is ``SELECT * FROM (VALUES …)``, as in DuckDB.
+
+A column of only NULLs has no type of its own in DuckDB (its ``"NULL"`` type);
+the engine's columns always have one, so it is INTEGER, the type DuckDB gives
+such a column when it stores it (``CREATE TABLE … AS SELECT NULL``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Mapping
+
+import pyarrow as pa
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import Literal
+from gpu_engine.plans.nodes import ValuesNode
+from gpu_engine.plans.sql_translator import parse_expression
+from gpu_engine.plans.type_coercion import common_type
+from gpu_engine.sql.errors import SqlError, position_of
+
+if TYPE_CHECKING:
+    from gpu_engine.sql.planner import QueryPlanner, Relation
+
+__all__ = ["with_constant_sources", "typed_bare_nulls", "plan_values", "DUAL", "UNTYPED_NULL_TYPE"]
+
+#: The alias (and only column) of the one-row source a SELECT without FROM reads.
+DUAL = "$dual"
+#: The type of a column holding only bare NULLs (DuckDB stores its "NULL" type as INTEGER).
+UNTYPED_NULL_TYPE = pa.int32()
+
+
+def _error(message: str, node: exp.Expression, name: str) -> SqlError:
+    line, col = position_of(node)
+    return SqlError(message, line=line, col=col, name=name)
+
+
+def _dual() -> exp.Values:
+    return exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(0)])],
+                      alias=exp.TableAlias(this=exp.to_identifier(DUAL, quoted=True),
+                                           columns=[exp.to_identifier(DUAL, quoted=True)]))
+
+
+def with_constant_sources(tree: exp.Expression) -> exp.Expression:
+    """Return ``tree`` with its constant sources in the form qualification and the planner read.
+
+    A bare ``VALUES`` statement becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets
+    DuckDB's column names where the text gives none (``col0``, ``col1``…); a SELECT without FROM reads the
+    one-row dual source. Refused: rows of different lengths, more column names than columns, and ``*`` in a
+    SELECT without FROM (DuckDB's errors).
+    """
+    if isinstance(tree, exp.Values):
+        alias = tree.args.get("alias")
+        values = tree.copy()
+        values.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(
+            "valueslist")))
+        tree = exp.select(exp.Star()).from_(values)
+    for values in list(tree.find_all(exp.Values)):
+        _name_columns(values)
+    for select in list(tree.find_all(exp.Select)):
+        if select.args.get("from_") is not None:
+            continue
+        star = next((e for e in select.expressions if isinstance(e, exp.Star) or (
+            isinstance(e, exp.Column) and isinstance(e.this, exp.Star))), None)
+        if star is not None:
+            raise _error("SELECT * needs a FROM clause: a SELECT without FROM has no columns to expand", star,
+                         "*")
+        select.set("from_", exp.From(this=_dual()))
+    return tree
+
+
+def _entries(count: int) -> str:
+    return f"{count} entr{'y' if count == 1 else 'ies'}"
+
+
+def _name_columns(values: exp.Values) -> None:
+    """Check a VALUES list's row lengths and name its columns as DuckDB does (the alias's names, then colN)."""
+    rows = values.expressions
+    width = len(rows[0].expressions) if rows else 0
+    for row in rows[1:]:
+        if len(row.expressions) != width:
+            raise _error(f"VALUES lists must all be the same length: the first row has {_entries(width)}, "
+                         f"this one {_entries(len(row.expressions))}", row, "VALUES")
+    alias = values.args.get("alias")
+    if alias is None:
+        alias = exp.TableAlias(this=exp.to_identifier("valueslist"))
+        values.set("alias", alias)
+    names = list(alias.columns)
+    if len(names) > width:
+        raise _error(f"VALUES list {alias.name!r} has {width} columns but {len(names)} column names are given",
+                     values, alias.name)
+    names += [exp.to_identifier(f"col{i}") for i in range(len(names), width)]
+    alias.set("columns", names)
+
+
+def _set_operation_branch(select: exp.Select) -> bool:
+    """Return True when ``select`` is a branch of a set operation (whose bare NULLs take the other branch's type)."""
+    node: exp.Expression = select
+    while isinstance(node.parent, (exp.Subquery, exp.Paren)):
+        node = node.parent
+    return isinstance(node.parent, exp.SetOperation)
+
+
+def typed_bare_nulls(tree: exp.Expression) -> None:
+    """Give each bare ``NULL`` a SELECT outputs the type DuckDB stores it as (INTEGER), in place.
+
+    Why: ``SELECT NULL AS c`` is a column of DuckDB's "NULL" type, which the engine has no column for; a set
+    operation's branches are left alone (their NULLs take the other branch's type,
+    :mod:`gpu_engine.sql.set_operations`). Run after the output columns are named, so the name stays ``NULL``.
+    """
+    for select in list(tree.find_all(exp.Select)):
+        if _set_operation_branch(select):
+            continue
+        for item in select.expressions:
+            null = item.this if isinstance(item, exp.Alias) else item
+            if isinstance(null, exp.Null):
+                typed = exp.Cast(this=exp.Null(), to=exp.DataType.build("INTEGER"))
+                if null is item:
+                    item.replace(exp.alias_(typed, exp.to_identifier("NULL", quoted=True)))
+                else:
+                    null.replace(typed)
+
+
+def _label(values: exp.Values) -> str:
+    return f"VALUES list {values.alias_or_name}"
+
+
+def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: Mapping[str, exp.Expression]
+                ) -> "Relation":
+    """Return the relation of a VALUES list in FROM, its columns named ``(alias, column)``.
+
+    Literal rows become one Values node; rows with computed cells a UNION ALL of one-row SELECTs.
+    """
+    from gpu_engine.sql.planner import Relation
+
+    names = [c.name for c in values.args["alias"].columns]
+    rows = values.expressions
+    cells = [[_literal(cell, values) for cell in row.expressions] for row in rows]
+    if any(literal is None for row in cells for literal in row):
+        return _computed_rows(planner, values, alias, names, ctes)
+    types = []
+    for position, name in enumerate(names):
+        dtype = pa.null()
+        for row_number, row in enumerate(cells):
+            try:
+                dtype = common_type(dtype, row[position].dtype)
+            except TypeError:
+                raise _error(f"{_label(values)}: column {position + 1} ({name!r}) is {dtype} in an earlier row "
+                             f"and {row[position].dtype} in row {row_number + 1}, which have no common type; "
+                             "CAST one of them", rows[row_number].expressions[position], name) from None
+        types.append(UNTYPED_NULL_TYPE if pa.types.is_null(dtype) else dtype)
+    internal = [planner._fresh(name, alias) for name in names]
+    arrays = []
+    for position, dtype in enumerate(types):
+        try:
+            arrays.append(pa.array([pa.scalar(row[position].value, row[position].dtype).cast(dtype).as_py()
+                                    if row[position].value is not None else None for row in cells], dtype))
+        except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as error:
+            raise _error(f"{_label(values)}: column {position + 1} ({names[position]!r}) cannot hold every value "
+                         f"as {dtype}: {error}", values, names[position]) from None
+    schema = pa.schema([pa.field(n, t) for n, t in zip(internal, types)])
+    node = ValuesNode(id=planner.ids.next_id(), output_schema=schema,
+                      data=pa.Table.from_arrays(arrays, schema=schema))
+    columns = {(alias, name): i for name, i in zip(names, internal)}
+    return Relation(node, columns, frozenset([alias]), float(max(1, len(rows))), {})
+
+
+def _literal(cell: exp.Expression, values: exp.Values) -> Literal | None:
+    """Return the typed literal a cell is (``1``, ``-2.5``, ``'a'``, ``NULL``, ``DATE '…'``), or None."""
+    if any(isinstance(node, (exp.Column, exp.Query, exp.Subquery, exp.Star)) for node in cell.walk()):
+        if any(isinstance(node, exp.Column) for node in cell.walk()):
+            column = next(node for node in cell.walk() if isinstance(node, exp.Column))
+            raise _error(f"{_label(values)}: a cell cannot read column {column.sql(dialect='duckdb')!r} (VALUES "
+                         "rows are constants; join the table instead)", column, column.sql(dialect="duckdb"))
+        return None
+    try:
+        expr = parse_expression(cell.sql(dialect="duckdb"), pa.schema([]), _label(values))
+    except PlanError:
+        return None  # the row's SELECT plans it and names the problem
+    return expr if isinstance(expr, Literal) else None
+
+
+def _computed_rows(planner: "QueryPlanner", values: exp.Values, alias: str, names: list[str],
+                   ctes: Mapping[str, exp.Expression]) -> "Relation":
+    """Plan a VALUES list with computed cells as the UNION ALL of one SELECT per row over the dual source."""
+    from gpu_engine.sql.planner import Relation
+
+    query: exp.Expression | None = None
+    for row in values.expressions:
+        select = exp.Select(expressions=[exp.alias_(cell.copy(), exp.to_identifier(name, quoted=True))
+                                         for cell, name in zip(row.expressions, names)])
+        select.set("from_", exp.From(this=_dual()))
+        query = select if query is None else exp.Union(this=query, expression=select, distinct=False)
+    relation, outputs = planner._plan_query(query, ctes)
+    columns = {(alias, name): internal for name, (_, internal) in zip(names, outputs)}
+    return Relation(relation.node, columns, frozenset([alias]), float(max(1, len(values.expressions))),
+                    relation.stats)
