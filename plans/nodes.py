@@ -9,7 +9,7 @@ rebuilds one.
 
 The node kinds mirror Velox: Values, TableScan, Filter, Project, GroupId, Aggregation,
 HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
-Limit, Window, PartitionedOutput and Exchange.
+Limit, Window, TopNRowNumber, PartitionedOutput and Exchange.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
@@ -46,6 +46,8 @@ __all__ = [
     "WindowFrame",
     "WindowFunctionCall",
     "WindowNode",
+    "RANK_FUNCTIONS",
+    "TopNRowNumberNode",
     "PartitionedOutputNode",
     "ExchangeNode",
     "walk_plan",
@@ -481,6 +483,42 @@ class WindowNode(PlanNode):
             parts.append("order by " + ", ".join(k.sql() for k in self.sort_keys))
         parts.append(", ".join(f"{n} := {f.sql()}" for n, f in zip(self.function_names, self.functions)))
         return "; ".join(parts)
+
+
+#: The ranking functions a :class:`TopNRowNumberNode` bounds: each row's number within its partition.
+RANK_FUNCTIONS = ("row_number", "rank", "dense_rank")
+
+
+@dataclass(frozen=True, kw_only=True)
+class TopNRowNumberNode(PlanNode):
+    """Keep each partition's rows whose ``function`` value is at most ``limit`` (Velox's TopNRowNumberNode).
+
+    The same rows as a Window computing ``function`` followed by a filter ``<= limit``, without sorting
+    and numbering every row: ``row_number`` keeps the first ``limit`` rows of each partition in
+    ``sort_keys`` order, ``rank`` also the rows tied with the last of them, ``dense_rank`` the rows of the
+    first ``limit`` distinct sort-key values. The output is every input column, then the function's value
+    named ``row_number_name`` when that is set (None: not produced). A partial step (``is_partial``, no
+    number column) runs per driver or Task before the rows meet by partition keys; a row kept by the
+    final step is kept by every partial step it passed, since its number among a subset of its partition
+    is never larger than among the whole partition.
+    """
+
+    partition_keys: tuple[str, ...]
+    sort_keys: tuple[SortKey, ...]
+    limit: int
+    function: str = "row_number"
+    row_number_name: str | None = None
+    is_partial: bool = False
+
+    def describe(self) -> str:
+        parts = ["PARTIAL" if self.is_partial else ""]
+        if self.partition_keys:
+            parts.append("partition by " + ", ".join(self.partition_keys))
+        if self.sort_keys:
+            parts.append("order by " + ", ".join(k.sql() for k in self.sort_keys))
+        number = f"{self.row_number_name} := " if self.row_number_name else ""
+        parts.append(f"{number}{self.function}() <= {self.limit}")
+        return "; ".join(part for part in parts if part)
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -46,7 +46,9 @@ from gpu_engine.plans.nodes import (
     PlanNode,
     ProjectNode,
     TableScanNode,
+    RANK_FUNCTIONS,
     TopNNode,
+    TopNRowNumberNode,
     ValuesNode,
     WindowNode,
     walk_plan,
@@ -662,6 +664,39 @@ class PlanBuilder:
                               sort_keys=order, function_names=names, functions=tuple(call for _, call in pairs))
 
         return self._add("Window", make)
+
+    def top_n_row_number(self, partition_keys: Sequence[str], sort_keys: Sequence[str], limit: int,
+                         row_number: str | None = None, *, function: str = "row_number",
+                         is_partial: bool = False) -> "PlanBuilder":
+        """Keep each partition's rows whose ``function()`` over ``sort_keys`` is at most ``limit``.
+
+        Velox's TopNRowNumber: the rows of ``window(partition_keys, sort_keys, [f"{function}() AS n"])``
+        filtered on ``n <= limit``, found as a top-``limit`` per partition instead of numbering every row.
+        ``row_number`` names the function's output column (None: the output is the input's columns);
+        ``function`` is ``row_number``, ``rank`` (ties with the last kept row stay) or ``dense_rank``.
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            keys = self._columns(partition_keys, label, "partition key")
+            if isinstance(sort_keys, str):
+                raise PlanError("sort keys must be a list", node=label, column=sort_keys)
+            order = tuple(parse_sort_key(text, self._schema, label) for text in sort_keys)
+            if function not in RANK_FUNCTIONS:
+                raise PlanError(f"TopNRowNumber computes {', '.join(RANK_FUNCTIONS)}, not {function!r}", node=label)
+            fields = list(self._schema)
+            if row_number is not None:
+                if is_partial:
+                    raise PlanError("a partial TopNRowNumber produces no row number column", node=label)
+                if not isinstance(row_number, str) or not row_number:
+                    raise PlanError(f"the row number column needs a name, got {row_number!r}", node=label)
+                fields.append(pa.field(row_number, pa.int64()))
+            schema = pa.schema(fields)
+            _unique_names(schema.names, label)
+            return TopNRowNumberNode(id=node_id, output_schema=schema, sources=(self._node,), partition_keys=keys,
+                                     sort_keys=order, limit=self._count(limit, "limit", label), function=function,
+                                     row_number_name=row_number, is_partial=bool(is_partial))
+
+        return self._add("TopNRowNumber", make)
 
     def enforce_single_row(self) -> "PlanBuilder":
         """Pass the input's one row; no row gives one row of NULLs, several fail the query (a scalar subquery)."""

@@ -81,7 +81,9 @@ from gpu_engine.plans.nodes import (
     ProjectNode,
     SortKey,
     TableScanNode,
+    RANK_FUNCTIONS,
     TopNNode,
+    TopNRowNumberNode,
     WindowFunctionCall,
     WindowNode,
     ValuesNode,
@@ -147,7 +149,7 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 _INPUTS = {
     ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, GroupIdNode: 1, AggregationNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
-    OrderByNode: 1, TopNNode: 1, WindowNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
+    OrderByNode: 1, TopNNode: 1, WindowNode: 1, TopNRowNumberNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
 
 
@@ -461,6 +463,22 @@ def _(node: WindowNode) -> None:
     expected = pa.schema(list(schema) + [pa.field(name, call.dtype)
                                          for name, call in zip(node.function_names, node.functions)])
     _same_schema(node, expected, "the input and the functions")
+
+
+@_validate_node.register
+def _(node: TopNRowNumberNode) -> None:
+    schema = node.source.output_schema
+    _columns(node.partition_keys, schema, node.label, "partition key")
+    if not isinstance(node.sort_keys, tuple) or not all(isinstance(key, SortKey) for key in node.sort_keys):
+        raise PlanError("sort keys must be a list of SortKey", node=node.label)
+    _columns(tuple(key.name for key in node.sort_keys), schema, node.label, "sort key")
+    _count(node.limit, "limit", node.label)
+    _choice(node.function, RANK_FUNCTIONS, "function", node.label)
+    number = node.row_number_name
+    if number is not None and (not isinstance(number, str) or not number or node.is_partial):
+        raise PlanError("the row number column must be a name, and a partial step has none", node=node.label)
+    expected = pa.schema(list(schema) + ([pa.field(number, pa.int64())] if number is not None else []))
+    _same_schema(node, expected, "the input and the row number")
 
 
 @_validate_node.register

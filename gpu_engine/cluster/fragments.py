@@ -26,6 +26,7 @@ from gpu_engine.plans.nodes import (
     PartitionedOutputNode,
     PlanNode,
     TopNNode,
+    TopNRowNumberNode,
     WindowNode,
     ValuesNode,
     walk_plan,
@@ -118,6 +119,8 @@ def _needs_one_task(node: PlanNode) -> bool:
         return not node.grouping_keys and node.step.output_is_final
     if isinstance(node, WindowNode):
         return not node.partition_keys
+    if isinstance(node, TopNRowNumberNode):
+        return not node.partition_keys and not node.is_partial
     return False
 
 

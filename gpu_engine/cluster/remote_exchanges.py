@@ -11,7 +11,8 @@ each scan an arbitrary part of the tables, so:
   TopN and Limit run a partial step first, then everything goes through a
   gather (a keyless PartitionedOutput into one destination);
 * a Window reads its partitions whole: a shuffle by its partition keys (a
-  gather into a single Task without keys) unless its rows already sit so;
+  gather into a single Task without keys) unless its rows already sit so; a
+  TopNRowNumber too, after a partial step in the producing stage;
 * a join (HashJoin, NestedLoopJoin) is refused: it needs co-partitioned or
   broadcast inputs, which are not planned yet; build such a plan with explicit
   PartitionedOutput/Exchange boundaries instead;
@@ -57,6 +58,7 @@ from gpu_engine.plans.nodes import (
     PlanNode,
     ProjectNode,
     TopNNode,
+    TopNRowNumberNode,
     ValuesNode,
     WindowNode,
 )
@@ -196,6 +198,18 @@ def _(node: WindowNode, leaves: Mapping[str, tuple]):
     if distribution == SINGLE or (keys and _clusters(distribution, keys)):
         return replace(node, sources=(source,)), distribution  # each partition's rows already share a Task
     exchange = remote_boundary(source, f"{node.id}.output", f"{node.id}.remote", keys)
+    return replace(node, sources=(exchange,)), (_hashed(keys) if keys else SINGLE)
+
+
+@_distribute.register
+def _(node: TopNRowNumberNode, leaves: Mapping[str, tuple]):
+    source, distribution = _distribute(node.source, leaves)
+    keys = node.partition_keys
+    if node.is_partial or distribution == SINGLE or (keys and _clusters(distribution, keys)):
+        return replace(node, sources=(source,)), distribution
+    partial = replace(node, id=f"{node.id}.partial", output_schema=source.output_schema, sources=(source,),
+                      row_number_name=None, is_partial=True)
+    exchange = remote_boundary(partial, f"{node.id}.output", f"{node.id}.remote", keys)
     return replace(node, sources=(exchange,)), (_hashed(keys) if keys else SINGLE)
 
 

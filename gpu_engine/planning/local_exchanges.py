@@ -12,7 +12,9 @@ sees an arbitrary part of the rows, so:
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
   and so does EnforceSingleRow (it must count all the Task's rows);
 * a Window needs each partition's rows on one driver: a LocalPartition by its
-  partition keys (a gather without keys) unless its input is already so partitioned.
+  partition keys (a gather without keys) unless its input is already so partitioned;
+* a TopNRowNumber does too, after a partial step per driver (as Velox plans
+  it), so only each driver's top rows per partition cross the exchange.
 
 A HashJoin needs no exchange: all build drivers merge into one table that every
 probe driver reads (broadcast-style), so the probe side may stay distributed
@@ -53,6 +55,7 @@ from gpu_engine.plans.nodes import (
     PlanNode,
     ProjectNode,
     TopNNode,
+    TopNRowNumberNode,
     ValuesNode,
     WindowNode,
 )
@@ -204,3 +207,15 @@ def _(node: WindowNode):
     if distribution == SINGLE or (keys and distribution[0] == "hash" and distribution[1] <= set(keys)):
         return replace(node, sources=(source,)), distribution  # rows of equal keys already share a driver
     return replace(node, sources=(_exchange(source, node.id, keys),)), (_hashed(keys) if keys else SINGLE)
+
+
+@_rewrite.register
+def _(node: TopNRowNumberNode):
+    source, distribution = _rewrite(node.source)
+    keys = node.partition_keys
+    if node.is_partial or distribution == SINGLE or (keys and distribution[0] == "hash"
+                                                      and distribution[1] <= set(keys)):
+        return replace(node, sources=(source,)), distribution
+    partial = replace(node, id=f"{node.id}.partial", output_schema=source.output_schema, sources=(source,),
+                      row_number_name=None, is_partial=True)
+    return replace(node, sources=(_exchange(partial, node.id, keys),)), (_hashed(keys) if keys else SINGLE)

@@ -17,6 +17,7 @@ from typing import Mapping
 import pyarrow as pa
 from sqlglot.errors import SqlglotError
 
+from gpu_engine.planning.window_filters import push_window_filters
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.sql_literal_lists import lift_literal_lists, lifted_lists
 from gpu_engine.sql.errors import SqlError
@@ -67,7 +68,7 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
         text, lists = lift_literal_lists(text, dialect)  # a long IN list is one node until it is translated
         with lifted_lists(lists):
             query = parse_and_qualify(text, catalog, dialect)
-            return QueryPlanner(catalog, statistics).plan(query)
+            return push_window_filters(QueryPlanner(catalog, statistics).plan(query))
     except RecursionError:  # the nesting checks bound every pass; a pass they miss still must not leak this
         raise too_deep() from None
     except (KeyError, TypeError, AttributeError, IndexError, SqlglotError) as error:  # a construct no check names
