@@ -26,6 +26,7 @@ from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
+from gpu_engine.sql.plan_cache import PlanCache
 
 __all__ = ["Session", "check_timeout", "conform_to_schema", "node_stats_text"]
 
@@ -62,6 +63,8 @@ class Session:
         self._cached: dict[str, CachedTable] = {}
         self.last_task: Task | None = None
         self.last_plan: PlanNode | None = None
+        #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
+        self.plan_cache = PlanCache()
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
@@ -288,8 +291,17 @@ class Session:
         """Return the plan of a SQL query over the registered tables (see :func:`gpu_engine.sql.plan_sql`).
 
         Join order and build sides come from each table's statistics (Parquet
-        row counts and min/max, read once per file).
+        row counts and min/max, read once per file). A text planned before
+        over the same registered tables returns the same plan, from
+        :attr:`plan_cache`.
         """
+        from gpu_engine.sql import check_dialect
+
+        check_dialect(dialect)  # before the cache is keyed by it
+        return self.plan_cache.plan(text, dialect, self._tables, lambda: self._plan_sql(text, dialect))
+
+    def _plan_sql(self, text: str, dialect: str) -> PlanNode:
+        """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""
         from gpu_engine.sql import RegisteredStatistics, plan_sql
 
         return plan_sql(text, self.catalog, RegisteredStatistics(self._tables), dialect=dialect)
@@ -332,11 +344,13 @@ class Session:
         if not shared:
             return self.execute(plan, _time_left(deadline, timeout))
         try:
-            for cte in shared:
-                self._tables[cte.table] = register_source(
-                    cte.table, self.execute(self.sql_plan(cte.sql, dialect=dialect), _time_left(deadline, timeout)),
-                    None)
-            return self.execute(self.sql_plan(query, dialect=dialect), _time_left(deadline, timeout))
+            for index, cte in enumerate(shared):
+                # Kept in plan_cache while no temporary table is registered: later texts are planned over this
+                # call's temporary tables (names of their own), which no later call sees again.
+                plan = (self.sql_plan if index == 0 else self._plan_sql)(cte.sql, dialect)
+                self._tables[cte.table] = register_source(cte.table, self.execute(plan, _time_left(deadline, timeout)),
+                                                          None)
+            return self.execute(self._plan_sql(query, dialect), _time_left(deadline, timeout))
         finally:
             for cte in shared:
                 self._tables.pop(cte.table, None)

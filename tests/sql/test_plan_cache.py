@@ -1,0 +1,124 @@
+"""Session.sql keeps the plans of recent texts (gpu_engine.sql.plan_cache) while the registered tables are unchanged."""
+
+from __future__ import annotations
+
+import gc
+import threading
+
+import pyarrow as pa
+import pytest
+
+from gpu_engine import Session
+from gpu_engine.sql import SqlError
+from gpu_engine.sql.plan_cache import PlanCache
+
+QUERY = "SELECT k, sum(v) AS s FROM t WHERE v > 1 GROUP BY k ORDER BY k"
+
+
+def _session(**config) -> Session:
+    session = Session(device="cpu", **config)
+    session.register("t", pa.table({"k": [1, 1, 2, 3], "v": [1, 2, 3, 4]}))
+    return session
+
+
+def test_a_text_run_again_uses_its_plan_and_answers_the_same():
+    session = _session()
+    first = session.sql(QUERY)
+    plan = session.sql_plan(QUERY)
+    assert session.sql_plan(QUERY) is plan and session.plan_cache.hits == 2 and session.plan_cache.misses == 1
+    assert session.sql(QUERY).equals(first) and first.to_pydict() == {"k": [1, 2, 3], "s": [2, 3, 4]}
+    assert session.sql_plan(QUERY, dialect="spark") is not plan  # the dialect is part of the key
+
+
+def test_registering_any_table_again_plans_the_text_again():
+    session = _session()
+    plan = session.sql_plan("SELECT * FROM t")
+    session.register("t", pa.table({"k": [5], "v": [6], "w": ["x"]}))  # a new column: SELECT * must see it
+    assert session.sql("SELECT * FROM t").to_pydict() == {"k": [5], "v": [6], "w": ["x"]}
+    assert session.sql_plan("SELECT * FROM t") is not plan
+    again = session.sql_plan("SELECT * FROM t")
+    session.register("other", pa.table({"x": [1]}))  # a table the text does not name: planned again all the same
+    assert session.sql_plan("SELECT * FROM t") is not again
+
+
+def test_same_schema_new_data_is_planned_again_and_answers_from_the_new_data():
+    session = _session()
+    session.sql(QUERY)
+    session.register("t", pa.table({"k": [7, 7], "v": [5, 6]}))
+    assert session.sql(QUERY).to_pydict() == {"k": [7], "s": [11]}
+
+
+def test_errors_are_not_kept():
+    session = _session()
+    for _ in range(2):
+        with pytest.raises(SqlError, match="nope"):
+            session.sql("SELECT nope FROM t")
+    assert len(session.plan_cache) == 0
+    session.register("t", pa.table({"nope": [1]}))
+    assert session.sql("SELECT nope FROM t").to_pydict() == {"nope": [1]}
+
+
+def test_a_shared_cte_keeps_no_plan_over_its_temporary_table():
+    """Q15's shape: the temporary table's name is new per call, so the query over it is not kept."""
+    session = _session()
+    text = "WITH a AS (SELECT k, sum(v) AS s FROM t GROUP BY k) SELECT a.k FROM a, a AS b WHERE a.s = b.s ORDER BY 1"
+    for _ in range(3):
+        assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2, 3]}  # k 1 and 2 both sum to 3
+    assert len(session.plan_cache) == 2  # the whole text (planned first for its errors) and the CTE's own text
+    assert not [t for t in session.catalog if t.startswith("__cte_")]
+
+
+def test_the_cache_is_bounded_and_can_keep_nothing():
+    session = _session()
+    session.plan_cache = PlanCache(entries=2)
+    texts = [f"SELECT k + {i} AS x FROM t" for i in range(4)]
+    for text in texts:
+        session.sql_plan(text)
+    assert len(session.plan_cache) == 2
+    assert session.sql_plan(texts[0]) is not session.sql_plan(texts[0]) or session.plan_cache.hits == 1
+    session.plan_cache = PlanCache(entries=0)
+    assert session.sql_plan(texts[1]) is not session.sql_plan(texts[1]) and len(session.plan_cache) == 0
+    long_text = "SELECT k FROM t WHERE " + " OR ".join(f"v = {i}" for i in range(20))
+    small = PlanCache(entries=4, max_text_chars=50)
+    session.plan_cache = small
+    assert session.sql_plan(long_text) is not session.sql_plan(long_text) and len(small) == 0
+    with pytest.raises(ValueError, match="non-negative"):
+        PlanCache(entries=-1)
+
+
+def test_a_freed_table_object_never_matches():
+    cache = PlanCache()
+
+    class Table:  # stands for a registered table object
+        pass
+
+    tables = {"t": Table()}
+    plans = iter(["first", "second", "third"])
+    assert cache.plan("q", "duckdb", tables, lambda: next(plans)) == "first"
+    assert cache.plan("q", "duckdb", tables, lambda: next(plans)) == "first"
+    tables["t"] = Table()  # the old object is freed; a new one (perhaps at the same address) must miss
+    gc.collect()
+    assert cache.plan("q", "duckdb", tables, lambda: next(plans)) == "second"
+    del tables["t"]
+    assert cache.plan("q", "duckdb", tables, lambda: next(plans)) == "third"
+
+
+def test_threads_share_the_cache():
+    session = _session(drivers=2)
+    expected = session.sql(QUERY)
+    results, errors = [], []
+
+    def run():
+        try:
+            for _ in range(5):
+                results.append(session.sql(QUERY))
+        except BaseException as error:  # noqa: BLE001 - reported below
+            errors.append(error)
+
+    threads = [threading.Thread(target=run) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors and len(results) == 20 and all(r.equals(expected) for r in results)
+    assert session.plan_cache.misses == 1
