@@ -759,7 +759,7 @@ class JoinHashTable:
         Q21's direct table: 23 MB) are allocated by the one build driver that finishes last, while the
         other drivers wait. Fresh, they page-fault: on this project's VM 50-70 ms of kernel time in
         some runs, against 6-10 ms for the whole build when the memory was touched before. The last
-        probe driver to close calls this (:meth:`~gpu_engine.operators.hash_build.HashJoinBridge.prober_closed`),
+        probe driver to close calls this (:meth:`~gpu_engine.exec.join_bridge.HashJoinBridge.prober_closed`),
         so the next query's build reuses the memory.
         """
         xp = self.device.xp

@@ -38,6 +38,7 @@ from gpu_engine.plans.nodes import (
     ProjectNode,
     TableScanNode,
     TopNNode,
+    TopNRowNumberNode,
     ValuesNode,
     WindowNode,
     walk_plan,
@@ -123,8 +124,8 @@ class DriverFactory:
         Task's output buffer, which must know how many drivers produce into it
         to send end markers once all are done.
         """
-        from gpu_engine.operators.exchange import ExchangeQueue
-        from gpu_engine.operators.local_partition import LocalExchangeQueue
+        from gpu_engine.exec.exchange_queue import ExchangeQueue
+        from gpu_engine.exec.local_exchange_queue import LocalExchangeQueue
 
         config = task.query_ctx.config
         for item in self.items:
@@ -146,7 +147,7 @@ class DriverFactory:
 
     def _prepare_join_bridges(self, task: "Task") -> None:
         """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once."""
-        from gpu_engine.operators.hash_build import HashJoinBridge
+        from gpu_engine.exec.join_bridge import HashJoinBridge
 
         for item in self.items:
             if isinstance(item, (HashBuildSink, NestedLoopJoinBuildSink)):
@@ -175,6 +176,8 @@ def _driver_limit(item) -> int | None:
     if isinstance(item, EnforceSingleRowNode):
         return 1
     if isinstance(item, WindowNode) and not item.partition_keys:
+        return 1
+    if isinstance(item, TopNRowNumberNode) and not item.partition_keys and not item.is_partial:
         return 1
     return None
 
@@ -324,6 +327,13 @@ def _(item: WindowNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.window import Window
 
     return Window(ctx, item)
+
+
+@make_operator.register
+def _(item: TopNRowNumberNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.top_n_row_number import TopNRowNumber
+
+    return TopNRowNumber(ctx, item)
 
 
 @make_operator.register

@@ -30,8 +30,8 @@ from gpu_engine.plans.nodes import PlanNode
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.driver import Driver
-    from gpu_engine.operators.exchange import ExchangeQueue
-    from gpu_engine.operators.local_partition import LocalExchangeQueue
+    from gpu_engine.exec.exchange_queue import ExchangeQueue
+    from gpu_engine.exec.local_exchange_queue import LocalExchangeQueue
 
 __all__ = ["Task", "TaskState", "TaskStats", "PipelineStats"]
 

@@ -1,7 +1,7 @@
 """Probe a join's shared build table with each input batch (Velox's HashProbe).
 
 The probe waits (``WAIT_FOR_JOIN_BUILD``) until the build side publishes its
-table on the Task's :class:`~gpu_engine.operators.hash_build.HashJoinBridge`.
+table on the Task's :class:`~gpu_engine.exec.join_bridge.HashJoinBridge`.
 Then, per batch: normalize the left keys, find every ``(probe_row, build_row)``
 pair with equal keys (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.match`),
 drop the pairs the extra filter rejects (with fusion on, one generated kernel
@@ -43,7 +43,8 @@ from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather, gather_column
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, normalize_keys
 from gpu_engine.kernels.hash_join import null_key_rows
-from gpu_engine.operators.hash_build import JOINS_WITH_NULL_ROW, HashJoinBridge, HashJoinTable, null_column
+from gpu_engine.exec.join_bridge import HashJoinBridge, HashJoinTable
+from gpu_engine.operators.hash_build import JOINS_WITH_NULL_ROW, null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import HashJoinNode
 

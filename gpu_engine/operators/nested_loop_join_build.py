@@ -3,7 +3,7 @@
 The build side of a NestedLoopJoinNode runs as its own pipeline ending in this
 sink. Each build driver keeps only the build columns the probe reads (those in
 the output, those the filter reads); when its input ends it hands them to the
-Task's :class:`~gpu_engine.operators.hash_build.HashJoinBridge`, the same
+Task's :class:`~gpu_engine.exec.join_bridge.HashJoinBridge`, the same
 hand-over a HashJoin uses. The last build driver to finish concatenates every
 driver's batches into one flat batch and publishes it, so the build rows are
 broadcast to all probe drivers and the probe side may be distributed
@@ -17,7 +17,8 @@ import pyarrow as pa
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.exec.operator import Operator, OperatorCtx
-from gpu_engine.operators.hash_build import HashJoinBridge, build_side_columns
+from gpu_engine.exec.join_bridge import HashJoinBridge
+from gpu_engine.operators.hash_build import build_side_columns
 from gpu_engine.plans.nodes import NestedLoopJoinNode
 
 __all__ = ["NestedLoopJoinBuild"]

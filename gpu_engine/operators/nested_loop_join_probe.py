@@ -1,7 +1,7 @@
 """Pair each probe batch with every build row, keeping the pairs the filter accepts (Velox's NestedLoopJoinProbe).
 
 The probe waits (``WAIT_FOR_JOIN_BUILD``) until the build side publishes its
-rows, one batch, on the Task's :class:`~gpu_engine.operators.hash_build.HashJoinBridge`.
+rows, one batch, on the Task's :class:`~gpu_engine.exec.join_bridge.HashJoinBridge`.
 Then it walks each input batch's ``n x m`` pairs in blocks of probe rows x build
 rows sized so one block stays under the scan batch size, however large
 ``n * m`` is: a block's gather maps are ``repeat(arange(probe rows), build
@@ -25,7 +25,8 @@ from gpu_engine.exec.operator import NOT_BLOCKED, BlockingReason, Operator, Oper
 from gpu_engine.expressions import evaluate_predicate
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather, gather_column
-from gpu_engine.operators.hash_build import HashJoinBridge, null_column
+from gpu_engine.exec.join_bridge import HashJoinBridge
+from gpu_engine.operators.hash_build import null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import NestedLoopJoinNode
 

@@ -20,7 +20,7 @@ from gpu_engine.exec.memory_pool import (
 from gpu_engine.exec.operator import Operator
 from gpu_engine.exec.query_ctx import EngineConfig
 from gpu_engine.exec.task import TaskState
-from gpu_engine.operators.local_partition import LocalExchangeQueue
+from gpu_engine.exec.local_exchange_queue import LocalExchangeQueue
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
 from gpu_engine.plans.nodes import PlanNode
 

@@ -380,7 +380,7 @@ def test_aggregation_over_a_repartitioned_probe(device_name, tables, drivers, jo
 
 def test_the_last_probe_driver_to_close_releases_the_key_table():
     """The key table's memory goes back for reuse once, after every probe driver closed, not before."""
-    from gpu_engine.operators.hash_build import HashJoinBridge, HashJoinTable
+    from gpu_engine.exec.join_bridge import HashJoinBridge, HashJoinTable
 
     class Keys:
         released = 0
