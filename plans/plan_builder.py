@@ -9,6 +9,10 @@ in a Task. Node ids are strings ``"0"``, ``"1"``, … in build order, drawn from
 :class:`PlanNodeIdGenerator` that several builders may share (a join's build
 side, the fragments of a distributed plan) so ids stay unique across them.
 
+A snippet may also be the sqlglot tree parsed from one (the SQL planner hands
+over the query's own parsed expressions, renamed: see
+:mod:`gpu_engine.sql.renaming`); errors name it by its SQL text all the same.
+
 Schemas are the engine's logical types (``gpu_engine.columnar.types.normalize_type``:
 large strings become ``string``, dictionaries their value type).
 """
@@ -55,11 +59,13 @@ from gpu_engine.plans.nodes import (
 )
 from gpu_engine.plans.window_functions import check_frame_order, parse_window_function
 from gpu_engine.plans.sql_translator import (
+    Snippet,
     parse_aggregate,
     parse_column_name,
     parse_expression,
     parse_projection,
     parse_sort_key,
+    snippet_text,
 )
 
 __all__ = ["PlanBuilder", "PlanNodeIdGenerator"]
@@ -199,20 +205,21 @@ class PlanBuilder:
 
     # -- row-wise -----------------------------------------------------------------
 
-    def filter(self, predicate: str) -> "PlanBuilder":
-        """Keep rows where the boolean ``predicate`` is true."""
+    def filter(self, predicate: Snippet) -> "PlanBuilder":
+        """Keep rows where the boolean ``predicate`` is true (SQL text, or its parsed sqlglot tree)."""
 
         def make(node_id: str, label: str) -> PlanNode:
             expr = parse_expression(predicate, self._schema, label)
             if pa.types.is_null(expr.dtype) and isinstance(expr, Literal):
                 expr = Literal(None, pa.bool_())
             if not pa.types.is_boolean(expr.dtype):
-                raise PlanError(f"a filter predicate must be boolean, got {expr.dtype}", node=label, column=predicate)
+                raise PlanError(f"a filter predicate must be boolean, got {expr.dtype}", node=label,
+                                column=snippet_text(predicate))
             return FilterNode(id=node_id, output_schema=self._schema, sources=(self._node,), predicate=expr)
 
         return self._add("Filter", make)
 
-    def project(self, projections: Sequence[str]) -> "PlanBuilder":
+    def project(self, projections: Sequence[Snippet]) -> "PlanBuilder":
         """Compute one output column per ``"expr [AS name]"`` snippet."""
 
         def make(node_id: str, label: str) -> PlanNode:
@@ -229,7 +236,7 @@ class PlanBuilder:
 
     # -- aggregation ----------------------------------------------------------------
 
-    def aggregation(self, grouping_keys: Sequence[str], aggregates: Sequence[str]) -> "PlanBuilder":
+    def aggregation(self, grouping_keys: Sequence[str], aggregates: Sequence[Snippet]) -> "PlanBuilder":
         """Group by ``grouping_keys`` and compute ``aggregates`` in one (SINGLE) step."""
         return self._raw_aggregation(AggregationStep.SINGLE, grouping_keys, aggregates)
 
@@ -311,7 +318,7 @@ class PlanBuilder:
         return tuple(name for name in key_schema.names if name in members)
 
     def _raw_aggregation(self, step: AggregationStep, grouping_keys: Sequence[str],
-                         aggregates: Sequence[str]) -> "PlanBuilder":
+                         aggregates: Sequence[Snippet]) -> "PlanBuilder":
         def make(node_id: str, label: str) -> PlanNode:
             keys = self._columns(grouping_keys, label, "grouping key")
             if isinstance(aggregates, str):
@@ -338,7 +345,7 @@ class PlanBuilder:
         return self._add("Aggregation", make)
 
     def _distinct_input(self, step: AggregationStep, keys: tuple[str, ...], names: tuple[str, ...],
-                        calls: tuple[AggregateCall, ...], texts: Sequence[str],
+                        calls: tuple[AggregateCall, ...], texts: Sequence[Snippet],
                         label: str) -> tuple[PlanNode, tuple[AggregateCall, ...]]:
         """Rewrite ``f(DISTINCT x) GROUP BY keys`` as ``f(x)`` over ``SELECT DISTINCT keys, x``.
 
@@ -356,7 +363,7 @@ class PlanBuilder:
         if not all(call.distinct for call in calls) or len(arguments) != 1:
             mixed = next(t for t, c in zip(texts, calls) if not c.distinct or c.arg != calls[0].arg)
             raise PlanError("DISTINCT aggregates are supported when every aggregate is DISTINCT over the "
-                            "same argument", node=label, column=mixed)
+                            "same argument", node=label, column=snippet_text(mixed))
         argument = calls[0].arg
         source = self._node
         if isinstance(argument, ColumnRef):
@@ -411,7 +418,8 @@ class PlanBuilder:
     # -- joins ------------------------------------------------------------------------
 
     def hash_join(self, left_keys: Sequence[str], right_keys: Sequence[str], build_side: "PlanNode | PlanBuilder",
-                  output_columns: Sequence[str], join_type: str = "inner", filter: str | None = None) -> "PlanBuilder":
+                  output_columns: Sequence[str], join_type: str = "inner",
+                  filter: Snippet | None = None) -> "PlanBuilder":
         """Join the current plan (probe, left) with ``build_side`` (build, right) where the keys are equal.
 
         Parameters
@@ -463,7 +471,7 @@ class PlanBuilder:
         return self._add("HashJoin", make)
 
     def nested_loop_join(self, build_side: "PlanNode | PlanBuilder", output_columns: Sequence[str],
-                         filter: str | None = None, join_type: str = "inner") -> "PlanBuilder":
+                         filter: Snippet | None = None, join_type: str = "inner") -> "PlanBuilder":
         """Pair every row of the current plan (probe, left) with every row of ``build_side`` where ``filter`` holds.
 
         Parameters
@@ -531,7 +539,7 @@ class PlanBuilder:
         _unique_names([f.name for f in fields], label)
         return pa.schema(fields)
 
-    def _join_filter(self, build: PlanNode, filter: str | None, label: str) -> Expr | None:
+    def _join_filter(self, build: PlanNode, filter: Snippet | None, label: str) -> Expr | None:
         """Translate a join filter over both sides' columns; it must be boolean and name no ambiguous column."""
         if filter is None:
             return None
@@ -542,7 +550,8 @@ class PlanBuilder:
         if pa.types.is_null(condition.dtype) and isinstance(condition, Literal):  # ON ... AND NULL: keeps no pair
             condition = Literal(None, pa.bool_())
         if not pa.types.is_boolean(condition.dtype):
-            raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label, column=filter)
+            raise PlanError(f"a join filter must be boolean, got {condition.dtype}", node=label,
+                            column=snippet_text(filter))
         for name in referenced_columns(condition):
             if name in both:
                 raise PlanError("filter column is on both sides of the join", node=label, column=name)

@@ -6,6 +6,14 @@ every node carries its resolved Arrow type, so that unknown columns, type
 mismatches and unsupported functions fail at plan-build time with a
 :class:`PlanError` naming the plan node, never half-way through execution.
 
+A snippet may also be a sqlglot tree already parsed in the DuckDB dialect (a
+:data:`Snippet`): the SQL planner hands over the trees of the query it parsed,
+with columns renamed to the plan's names, instead of writing them out as text
+to be parsed again (a 2000-term WHERE clause was parsed twice). Such a tree
+becomes the translator's (connectives are regrouped in place) and is checked
+for depth as parsed text is; errors name it by its SQL text, as they name a
+text snippet.
+
 Types follow DuckDB (see :mod:`gpu_engine.plans.type_coercion`). The
 translator makes implicit conversions explicit only where a node holds several
 values of one type: CASE branch values and IN-list values always have the
@@ -29,16 +37,19 @@ import sqlglot.tokens
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS, result_type
+from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
 from gpu_engine.plans.sql_aggregates import (
-    aggregate_arguments, aggregate_function_name, normalize_aggregate_calls, unsupported_aggregate_text,
+    aggregate_arguments, aggregate_function_name, aggregate_parameter, aggregate_parameter_key,
+    normalize_aggregate_calls, unsupported_aggregate_text,
 )
 from gpu_engine.plans.sql_connectives import balance_connectives
 
 __all__ = [
+    "Snippet",
+    "snippet_text",
     "parse_expression",
     "parse_projection",
     "parse_aggregate",
@@ -48,15 +59,28 @@ __all__ = [
 
 
 
-def _parse(text: str, node: str, into: type[exp.Expression] | None = None) -> exp.Expression:
+#: A snippet: SQL text in the DuckDB dialect, or a sqlglot tree parsed from such text (see the module docstring).
+Snippet = str | exp.Expression
+
+
+def snippet_text(snippet: Snippet) -> str:
+    """Return a snippet as SQL text, for messages (a tree is written out only when an error names it)."""
+    return snippet.sql(dialect="duckdb") if isinstance(snippet, exp.Expression) else snippet
+
+
+def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -> exp.Expression:
     """Parse one snippet with the DuckDB dialect, turning syntax errors and too deep nesting into PlanError.
 
     The nesting is estimated from the tokens before parsing (the parser
     recurses about 25 Python frames per parenthesis or NOT) and measured on the
     parsed tree (a long ``a + b + …`` chain is parsed in a loop but is as deep
     as it is long); both are held to :data:`MAX_EXPRESSION_DEPTH`, and the
-    recursion limit is raised as far as the snippet needs.
+    recursion limit is raised as far as the snippet needs. A tree (already
+    parsed) is only measured; ``into`` wraps it when it is of another kind
+    (a sort key's column becomes an ascending ORDER BY item).
     """
+    if isinstance(text, exp.Expression):
+        return _measured(text if into is None or isinstance(text, into) else into(this=text), node, text)
     if not isinstance(text, str) or not text.strip():
         raise PlanError("expected a non-empty SQL snippet", node=node, column=repr(text))
     try:
@@ -76,10 +100,19 @@ def _parse(text: str, node: str, into: type[exp.Expression] | None = None) -> ex
     except RecursionError:
         raise PlanError(f"cannot parse SQL: the expression nests too deeply (at most {MAX_EXPRESSION_DEPTH} levels "
                         "are supported)", node=node, column=_shortened(text)) from None
+    return _measured(tree, node, text)
+
+
+def _measured(tree: exp.Expression, node: str, text: Snippet) -> exp.Expression:
+    """Return ``tree`` with its AND/OR chains balanced, refused when too deep, the recursion limit raised for it.
+
+    A tree handed over parsed is allowed its parentheses as levels too: the passes recurse through them,
+    and no token count before parsing raised the limit for them.
+    """
     tree = balance_connectives(tree)  # a long AND/OR chain is as deep as it is long, balanced it is not
     depth = _tree_depth(tree)
     _check_depth(depth, "", node, text)
-    allow_recursion_depth(depth)
+    allow_recursion_depth(_tree_depth(tree, parentheses=True) if isinstance(text, exp.Expression) else depth)
     return tree
 
 
@@ -101,24 +134,26 @@ def _nesting_estimate(tokens) -> int:
     return deepest
 
 
-def _tree_depth(tree: exp.Expression) -> int:
-    """Return the levels of a parsed tree (a column is 1), counted without recursion; parentheses are not levels."""
+def _tree_depth(tree: exp.Expression, *, parentheses: bool = False) -> int:
+    """Return the levels of a parsed tree (a column is 1), counted without recursion; parentheses are not levels
+    unless ``parentheses`` (the passes still recurse through them)."""
     deepest = 0
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
         deepest = max(deepest, depth)
-        step = 0 if isinstance(node, exp.Paren) else 1
+        step = 0 if isinstance(node, exp.Paren) and not parentheses else 1
         stack.extend((child, depth + step) for child in node.iter_expressions()
                      if not isinstance(child, (exp.Identifier, exp.DataType)))  # names and types are not levels
     return deepest
 
 
-def _shortened(text: str) -> str:
+def _shortened(text: Snippet) -> str:
+    text = snippet_text(text)
     return text if len(text) <= 80 else f"{text[:60]} … ({len(text)} characters)"
 
 
-def _check_depth(depth: int, verb: str, node: str, text: str) -> None:
+def _check_depth(depth: int, verb: str, node: str, text: Snippet) -> None:
     if depth > MAX_EXPRESSION_DEPTH:
         raise PlanError(f"the expression nests too deeply: {depth} levels{verb}, at most {MAX_EXPRESSION_DEPTH} are "
                         "supported (split it into several projections)", node=node, column=_shortened(text))
@@ -167,20 +202,21 @@ def _unwrap(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
-def _typed(expr: Expr, text: str, node: str) -> Expr:
+def _typed(expr: Expr, text: Snippet, node: str) -> Expr:
     """Refuse an expression whose type is still unknown (a bare NULL)."""
     if is_untyped_null(expr):
-        raise PlanError("cannot infer the type of NULL; write CAST(NULL AS <type>)", node=node, column=text)
+        raise PlanError("cannot infer the type of NULL; write CAST(NULL AS <type>)", node=node,
+                         column=snippet_text(text))
     return expr
 
 
-def parse_expression(text: str, schema: pa.Schema, node: str) -> Expr:
+def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     """Translate a scalar SQL expression over ``schema`` into a typed expression.
 
     Parameters
     ----------
     text
-        The snippet, e.g. ``"l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY"``.
+        The snippet, e.g. ``"l_shipdate <= DATE '1998-12-01' - INTERVAL '90' DAY"``, or its parsed tree.
     schema
         The input columns (names are case-sensitive).
     node
@@ -198,11 +234,11 @@ def parse_expression(text: str, schema: pa.Schema, node: str) -> Expr:
     """
     tree = _parse(text, node)
     if isinstance(tree, exp.Alias):
-        raise PlanError("an alias (AS) is not allowed here", node=node, column=text)
+        raise PlanError("an alias (AS) is not allowed here", node=node, column=snippet_text(text))
     return ScalarTranslator(schema, node).translate(tree)
 
 
-def parse_projection(text: str, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, Expr]:
+def parse_projection(text: Snippet, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, Expr]:
     """Translate ``"expr [AS name]"`` into its output name and typed expression.
 
     A bare column keeps its name; another unnamed expression is named
@@ -216,7 +252,7 @@ def parse_projection(text: str, schema: pa.Schema, node: str, *, position: int =
     return name, _typed(ScalarTranslator(schema, node).translate(tree), text, node)
 
 
-def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, AggregateCall]:
+def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, AggregateCall]:
     """Translate ``"function(arg) [AS name]"`` into its output name and aggregate call.
 
     Functions: ``count(*)``, ``count``, ``sum``, ``min``, ``max``, ``avg`` and
@@ -240,41 +276,120 @@ def parse_aggregate(text: str, schema: pa.Schema, node: str, *, position: int = 
     function = aggregate_function_name(call)
     if function is None:
         if isinstance(call, exp.Window):
-            raise PlanError("window functions are not supported", node=node, column=text)
+            raise PlanError("window functions are not supported", node=node, column=snippet_text(text))
         nested = any(isinstance(inner, exp.AggFunc) for inner in call.walk() if inner is not call)
         if isinstance(call, exp.Func) and not nested:
-            raise PlanError(f"unsupported {unsupported_aggregate_text(call, quoted=True)}", node=node, column=text)
+            raise PlanError(f"unsupported {unsupported_aggregate_text(call, quoted=True)}", node=node,
+                            column=snippet_text(text))
         if nested:
             raise PlanError(
                 "an aggregate inside an expression is not supported yet; aggregate, then project",
-                node=node, column=text)
-        raise PlanError("expected an aggregate call such as 'sum(x) AS name'", node=node, column=text)
+                node=node, column=snippet_text(text))
+        raise PlanError("expected an aggregate call such as 'sum(x) AS name'", node=node,
+                        column=snippet_text(text))
+    if function in VALUE_LIST_FUNCTIONS:
+        return name, _holistic_call(call, function, schema, node, text)
     arguments = aggregate_arguments(call)
     argument = arguments[0] if arguments else None
     distinct = isinstance(argument, exp.Distinct) or bool(call.args.get("distinct"))
     if isinstance(argument, exp.Distinct):
         if len(argument.expressions) != 1 or len(arguments) != 1:
-            raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
+            raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node,
+                            column=snippet_text(text))
         argument = argument.expressions[0]
     if isinstance(argument, exp.Star):
         if function != "count" or distinct:
-            raise PlanError(f"{function}(*) is not valid", node=node, column=text)
+            raise PlanError(f"{function}(*) is not valid", node=node, column=snippet_text(text))
         return name, AggregateCall("count_star", None, pa.int64())
     wanted = 2 if function in TWO_ARGUMENT_FUNCTIONS else 1
     if argument is None or len(arguments) != wanted:
         raise PlanError(f"{function} takes exactly {'two arguments' if wanted == 2 else 'one argument'}",
-                        node=node, column=text)
+                        node=node, column=snippet_text(text))
     translator = ScalarTranslator(schema, node)
     arg = _typed(translator.translate(argument), text, node)
     second = _typed(translator.translate(arguments[1]), text, node) if wanted == 2 else None
     try:
         dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
     except TypeError as error:
-        raise PlanError(f"type mismatch: {error}", node=node, column=text) from None
+        raise PlanError(f"type mismatch: {error}", node=node, column=snippet_text(text)) from None
     return name, AggregateCall(function, arg, dtype, distinct, second)
 
 
-def parse_column_name(text: str, schema: pa.Schema, node: str, *, role: str = "key") -> str:
+def _constant_fraction(tree: exp.Expression | None, function: str, node: str, text: str) -> float:
+    """Return a quantile's fraction, a number in [-1, 1] written as a constant (negative: from the greatest value)."""
+    if tree is None:
+        raise PlanError(f"{function} takes a fraction: {function}(x, 0.5)", node=node, column=text)
+    sign = 1.0
+    while isinstance(tree, (exp.Neg, exp.Paren)):
+        sign = -sign if isinstance(tree, exp.Neg) else sign
+        tree = tree.this
+    if isinstance(tree, exp.Array):
+        raise PlanError(f"{function} over a list of fractions returns a list, which the engine's columns do not "
+                        f"hold; call {function} once per fraction", node=node, column=text)
+    if not (isinstance(tree, exp.Literal) and not tree.is_string):
+        raise PlanError(f"{function}'s fraction must be a constant number", node=node, column=text)
+    fraction = sign * float(tree.this)
+    if not -1.0 <= fraction <= 1.0:
+        raise PlanError(f"{function}'s fraction must be between -1 and 1, not {fraction}", node=node, column=text)
+    return fraction
+
+
+def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node: str, text: str) -> AggregateCall:
+    """Translate a holistic aggregate (or ``approx_count_distinct``): its argument, constant and ORDER BY key.
+
+    ``median(x)``, ``quantile_cont(x, f)``/``quantile_disc(x, f)`` (``f`` a
+    constant fraction; ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` was
+    rewritten into it), ``mode(x)``, ``approx_quantile(x, f)``,
+    ``approx_count_distinct(x)`` and ``string_agg(x[, sep][ ORDER BY y])``
+    (``sep`` a constant string, ``','`` when left out; ``x`` cast to VARCHAR).
+    """
+    argument, order = call.this, None
+    if isinstance(argument, exp.Order):
+        order, argument = argument.expressions, argument.this
+    distinct = isinstance(argument, exp.Distinct)
+    if distinct:
+        if len(argument.expressions) != 1:
+            raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
+        argument = argument.expressions[0]
+    extra = [key for key, value in call.args.items()
+             if value and key not in ("this", aggregate_parameter_key(call))]
+    if argument is None or isinstance(argument, exp.Star) or extra:
+        raise PlanError(f"{function} takes exactly one argument" + (" and a constant" if function not in (
+            "median", "mode", "approx_count_distinct") else ""), node=node, column=text)
+    translator = ScalarTranslator(schema, node)
+    if function == "string_agg" and not isinstance(argument, exp.Cast):
+        argument = exp.Cast(this=argument.copy(), to=exp.DataType.build("VARCHAR"))
+    arg = _typed(translator.translate(argument), text, node)
+    parameter, second, descending, nulls_first = None, None, False, False
+    constant = aggregate_parameter(call)
+    if function == "string_agg":
+        parameter = ","
+        if constant is not None:
+            if isinstance(constant, exp.Null):
+                parameter = None
+            elif isinstance(constant, exp.Literal) and constant.is_string:
+                parameter = constant.this
+            else:
+                raise PlanError("string_agg's separator must be a constant string", node=node, column=text)
+        if order:
+            if len(order) != 1:
+                raise PlanError("string_agg(... ORDER BY ...) with more than one sort key is not supported",
+                                node=node, column=text)
+            if distinct:
+                raise PlanError("string_agg(DISTINCT ... ORDER BY ...) is not supported", node=node, column=text)
+            second = _typed(translator.translate(order[0].this), text, node)
+            descending = bool(order[0].args.get("desc"))
+            nulls_first = bool(order[0].args.get("nulls_first"))
+    elif function in ("quantile_cont", "quantile_disc", "approx_quantile"):
+        parameter = _constant_fraction(constant, function, node, text)
+    try:
+        dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
+    except TypeError as error:
+        raise PlanError(f"type mismatch: {error}", node=node, column=text) from None
+    return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first)
+
+
+def parse_column_name(text: Snippet, schema: pa.Schema, node: str, *, role: str = "key") -> str:
     """Return the input column a key names (``l_partkey`` or ``"MixedCase"``).
 
     Raises
@@ -288,12 +403,12 @@ def parse_column_name(text: str, schema: pa.Schema, node: str, *, role: str = "k
     tree = _unwrap(_parse(text, node))
     if not isinstance(tree, exp.Column) or tree.table:
         raise PlanError(f"a {role} must be an input column name; project the expression first",
-                        node=node, column=text)
+                        node=node, column=snippet_text(text))
     ScalarTranslator(schema, node).translate(tree)  # raises PlanError for an unknown column
     return tree.name
 
 
-def parse_sort_key(text: str, schema: pa.Schema, node: str) -> SortKey:
+def parse_sort_key(text: Snippet, schema: pa.Schema, node: str) -> SortKey:
     """Translate ``"name [ASC|DESC] [NULLS FIRST|LAST]"`` into a SortKey.
 
     The default is DuckDB's: ascending with NULLS LAST (also NULLS LAST for DESC).

@@ -53,11 +53,13 @@ def _construct_of(node: exp.Expression) -> str:
     return _SPELLING.get(kind, f"{kind.upper()} expressions")
 
 
-def check_text_nesting(text: str, dialect: str) -> None:
+def check_text_nesting(text: str, dialect: str) -> list:
     """Refuse ``text`` when its tokens nest deeper than the limit; else make room for parsing it.
 
     Levels: each open parenthesis (a subquery's included) and each CASE until
-    its END, plus a run of prefix operators (``NOT NOT x``).
+    its END, plus a run of prefix operators (``NOT NOT x``). Returns the
+    tokens, for the parser (a long text is tokenized once: sqlglot's tokenizer
+    takes one Python step per character).
 
     Raises
     ------
@@ -83,6 +85,7 @@ def check_text_nesting(text: str, dialect: str) -> None:
             raise too_deep(_CONSTRUCTS, token.line, max(1, token.col - (token.end - token.start)))
         deepest = max(deepest, depth + run)
     allow_recursion_depth(deepest + 2)
+    return tokens
 
 
 def check_tree_nesting(tree: exp.Expression) -> None:
