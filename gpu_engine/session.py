@@ -21,6 +21,7 @@ from gpu_engine.connectors.table_cache import CachedTable, load_cached_table
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.planning import placement_text, prepare_plan
+from gpu_engine.exec.driver_executors import DriverExecutors
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
@@ -63,8 +64,10 @@ class Session:
         self._cached: dict[str, CachedTable] = {}
         self.last_task: Task | None = None
         self.last_plan: PlanNode | None = None
+        self._views: dict[str, Any] = {}  # name -> gpu_engine.sql.statements.View (CREATE VIEW)
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
+        self._executors = DriverExecutors()
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
@@ -244,9 +247,12 @@ class Session:
         for scan in scans:
             if scan.table_name not in self._tables:
                 raise PlanError(f"unknown table {scan.table_name!r}", node=scan.label)
-        query_ctx = QueryCtx.create(self.device, self.config, threads=max(2, self.drivers * 2))
+        threads = max(2, self.drivers * 2)
+        executor = self._executors.take(threads)  # a finished query's idle threads (gpu_engine.exec.driver_executors)
+        query_ctx = QueryCtx(self.device, self.config, executor)
         task = Task(f"query-{next(_task_ids)}", executed, query_ctx, self.drivers, consumer)
         self.last_task, self.last_plan = task, executed
+        finished = False
         self.device.synchronize()  # drivers' streams do not wait for work this thread queued (caching, cuDF tables)
         try:
             task.start()
@@ -255,11 +261,12 @@ class Session:
                     task.add_split(scan.id, split)
                 task.no_more_splits(scan.id)
             task.wait(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
+            finished = True
         except BaseException:
             task.cancel()
             raise
         finally:
-            query_ctx.shutdown()
+            self._executors.give_back(executor, threads, finished)  # else shut down: its threads joined
         return task
 
     # --------------------------------------------------------------- explain
@@ -296,8 +303,10 @@ class Session:
         :attr:`plan_cache`.
         """
         from gpu_engine.sql import check_dialect
+        from gpu_engine.sql.statements import expand_views
 
         check_dialect(dialect)  # before the cache is keyed by it
+        text = expand_views(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.statements)
         return self.plan_cache.plan(text, dialect, self._tables, lambda: self._plan_sql(text, dialect))
 
     def _plan_sql(self, text: str, dialect: str) -> PlanNode:
@@ -332,12 +341,16 @@ class Session:
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
+        from gpu_engine.sql.statements import expand_views, is_catalog_statement, run_catalog_statement
 
         timeout = check_timeout(timeout)
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
         check_dialect(dialect)  # before anything parses the text with it
         text = bind_parameters(text, params, dialect)
+        if is_catalog_statement(text):  # CREATE VIEW / CREATE TABLE AS / DROP: the session's catalog changes
+            return run_catalog_statement(self, text, dialect, timeout)
+        text = expand_views(text, self._views, dialect)
         deadline = None if timeout is None else time.monotonic() + timeout
         plan = self.sql_plan(text, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)

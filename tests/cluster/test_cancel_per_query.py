@@ -49,7 +49,10 @@ def _(item: PausingNode, ctx):
 
 
 def _leftover_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+    """Return the driver threads not idle in a session's kept pool (gpu_engine.exec.driver_executors)."""
+    from gpu_engine.exec.driver_executors import working_driver_threads
+
+    return working_driver_threads()
 
 
 def _numbers(rows: int) -> pa.Table:

@@ -29,7 +29,10 @@ QUERIES = {
 
 
 def _leftover_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+    """Return the driver threads not idle in a session's kept pool (gpu_engine.exec.driver_executors)."""
+    from gpu_engine.exec.driver_executors import working_driver_threads
+
+    return working_driver_threads()
 
 
 @pytest.fixture(scope="module")

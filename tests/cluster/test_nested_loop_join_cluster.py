@@ -26,7 +26,10 @@ def _session(device_name: str, drivers: int) -> Session:
 
 
 def _leftover_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+    """Return the driver threads not idle in a session's kept pool (gpu_engine.exec.driver_executors)."""
+    from gpu_engine.exec.driver_executors import working_driver_threads
+
+    return working_driver_threads()
 
 
 def _reference(sql: str) -> pa.Table:

@@ -30,7 +30,12 @@ GENEROUS_SECONDS = 5.0
 
 
 def _engine_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith("gpu-engine")]
+    """Return the engine's threads but the driver threads idle in a session's kept pool."""
+    from gpu_engine.exec.driver_executors import DRIVER_THREAD_PREFIX, working_driver_threads
+
+    working = {t.name for t in working_driver_threads()}
+    return [t.name for t in threading.enumerate()
+            if t.name.startswith("gpu-engine") and (t.name in working or not t.name.startswith(DRIVER_THREAD_PREFIX))]
 
 
 def _long_predicate(terms: int) -> str:

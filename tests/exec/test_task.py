@@ -22,7 +22,10 @@ from gpu_engine.plans.nodes import PlanNode
 
 
 def _driver_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+    """Return the driver threads not idle in a session's kept pool (gpu_engine.exec.driver_executors)."""
+    from gpu_engine.exec.driver_executors import working_driver_threads
+
+    return working_driver_threads()
 
 
 @pytest.fixture

@@ -18,7 +18,10 @@ SINGLE_ROW_SQL = "SELECT s.* FROM (SELECT 1) AS one LEFT JOIN (SELECT {columns} 
 
 
 def _driver_threads() -> list[threading.Thread]:
-    return [t for t in threading.enumerate() if t.name.startswith("gpu-engine-driver")]
+    """Return the driver threads not idle in a session's kept pool (gpu_engine.exec.driver_executors)."""
+    from gpu_engine.exec.driver_executors import working_driver_threads
+
+    return working_driver_threads()
 
 
 def single_row_plan(catalog, where: str):
