@@ -10,14 +10,19 @@
   union the two, group by every column and keep the groups whose smallest and
   largest tags say the row was on both sides (INTERSECT: 1 and 2) or only on
   the left (EXCEPT: largest 1).
+* ``INTERSECT ALL`` / ``EXCEPT ALL`` keep ``min(m, n)`` / ``max(m - n, 0)``
+  copies of a row found ``m`` times on the left and ``n`` on the right: each
+  branch numbers the copies of each row (``row_number()`` in a Window
+  partitioned by every column), and the number joins the grouping keys, so
+  the k-th copy is on both sides exactly when k <= min(m, n) and only on the
+  left when n < k <= m; the distinct forms' test then keeps the right ones.
 
 Grouping puts NULLs in one group, which is SQL's NULL-equal semantics of the
 distinct forms. Branch columns are unified position by position to DuckDB's
 common type (:func:`~gpu_engine.plans.type_coercion.common_type`: INTEGER with
 BIGINT is BIGINT, an integer with a decimal a wide enough decimal) and a branch
 is cast where its type differs; columns take the first branch's names.
-``INTERSECT ALL`` / ``EXCEPT ALL`` (which keep ``min(m, n)`` / ``m - n`` copies
-of a row) and ``UNION BY NAME`` are refused by name.
+``UNION BY NAME`` is refused by name.
 """
 
 from __future__ import annotations
@@ -41,6 +46,7 @@ __all__ = ["plan_set_operation", "ordered_set_operation", "check_set_operation_w
 #: Arguments of sqlglot's SetOperation the planner reads; any other set (``side``, ``kind``, ``on``) is refused.
 _PLANNED_ARGS = {"this", "expression", "distinct", "by_name", "with_", "order", "limit", "offset"}
 _SIDE = "$setop_side"
+_COPY = "$setop_copy"  # which copy of its row a row is, in its branch (INTERSECT ALL / EXCEPT ALL)
 
 
 def set_operation_name(query: exp.SetOperation) -> str:
@@ -71,10 +77,6 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         raise _error(f"unsupported SQL: {query.key.upper()} BY NAME; list the columns of each branch in the same "
                      "order", query)
     distinct = bool(query.args.get("distinct"))
-    if not distinct and not isinstance(query, exp.Union):
-        raise _error(f"unsupported SQL: {name} (the ALL form of {query.key.upper()} keeps duplicate rows, which "
-                     f"the engine does not plan yet); {query.key.upper()} without ALL returns each row once",
-                     query)
     left_nulls = _bare_null_positions(query.this)
     if left_nulls:  # SELECT NULL AS x … UNION SELECT a …: the NULL takes the other branch's type, as in DuckDB
         right, right_outputs = planner._plan_query(query.expression, ctes)
@@ -101,19 +103,29 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         names.append(out_name)
         fields.append(pa.field(planner._fresh(out_name), dtype, left_field.nullable or right_field.nullable))
     tagged = isinstance(query, (exp.Intersect, exp.Except))
+    numbered = tagged and not distinct  # INTERSECT ALL / EXCEPT ALL: each copy of a row is a row of its own
     schema = pa.schema(fields + ([pa.field(_SIDE, pa.int32(), False)] if tagged else []))
+    keys = tuple(f.name for f in fields)
     sources = tuple(_aligned(planner, relation.node, [i for _, i in outputs], schema, side if tagged else None)
                     for side, (relation, outputs) in enumerate(((left, left_outputs), (right, right_outputs)), 1))
-    keys = tuple(f.name for f in fields)
+    if numbered:
+        try:
+            sources = tuple(planner._builder(source).window([_quote(k) for k in keys], [],
+                                                            [f"row_number() AS {_quote(_COPY)}"]).plan()
+                            for source in sources)
+        except PlanError as error:
+            raise planner._plan_error(error, query) from None
+        schema = sources[0].output_schema
+    group_keys = keys + ((_COPY,) if numbered else ())
     union = LocalPartitionNode(id=planner.ids.next_id(), output_schema=schema, sources=sources,
-                               partition_kind="repartition" if distinct else "arbitrary",
-                               keys=keys if distinct else ())
+                               partition_kind="repartition" if distinct or tagged else "arbitrary",
+                               keys=group_keys if distinct or tagged else ())
     rows = left.rows + right.rows
     node: PlanNode = union
     try:
         if tagged:
             builder = planner._builder(union).aggregation(
-                [_quote(k) for k in keys], [f'min({_quote(_SIDE)}) AS "$setop_first"',
+                [_quote(k) for k in group_keys], [f'min({_quote(_SIDE)}) AS "$setop_first"',
                                             f'max({_quote(_SIDE)}) AS "$setop_last"'])
             keep = ('"$setop_first" = 1 AND "$setop_last" = 2' if isinstance(query, exp.Intersect)
                     else '"$setop_last" = 1')

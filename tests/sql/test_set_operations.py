@@ -60,6 +60,19 @@ QUERIES = [
     "SELECT a FROM t EXCEPT SELECT a FROM e",
     "SELECT a FROM t INTERSECT SELECT a FROM e",
     "SELECT a FROM e EXCEPT SELECT k FROM u",
+    # INTERSECT ALL / EXCEPT ALL: min(m, n) and max(m - n, 0) copies of each row, NULL rows equal.
+    "SELECT a, b FROM t INTERSECT ALL SELECT a, b FROM t WHERE a IS NULL OR a = 2",
+    "SELECT b FROM t INTERSECT ALL SELECT s FROM u",
+    "SELECT a, b FROM t EXCEPT ALL SELECT a, b FROM t WHERE a = 2 OR b IS NULL",
+    "SELECT k, s FROM u EXCEPT ALL SELECT a, b FROM t",
+    "SELECT b FROM t EXCEPT ALL SELECT s FROM u",
+    "SELECT a FROM t INTERSECT ALL SELECT a FROM e",
+    "SELECT a FROM t EXCEPT ALL SELECT a FROM e",
+    "SELECT a FROM e EXCEPT ALL SELECT k FROM u",
+    "SELECT a FROM t UNION ALL SELECT a FROM t EXCEPT ALL SELECT a FROM t WHERE a = 2",
+    "SELECT a FROM t UNION ALL SELECT a FROM t INTERSECT ALL SELECT a FROM t UNION ALL SELECT m FROM u",
+    "SELECT a, count(*) AS n FROM (SELECT a FROM t EXCEPT ALL SELECT k FROM u) x GROUP BY a",
+    "SELECT a FROM t INTERSECT ALL SELECT a FROM t ORDER BY a NULLS FIRST LIMIT 3",
     # Nested: the left-deep chain and parenthesized branches.
     "SELECT a FROM t UNION ALL SELECT k FROM u EXCEPT SELECT m FROM u",
     "SELECT a FROM t EXCEPT (SELECT k FROM u UNION SELECT m FROM u)",
@@ -82,7 +95,7 @@ QUERIES = [
     "SELECT a, b FROM t) y ON x.a = y.k",
 ]
 
-SIMULATED = [QUERIES[0], QUERIES[10], QUERIES[14], QUERIES[16], QUERIES[24]]
+SIMULATED = [QUERIES[0], QUERIES[10], QUERIES[14], QUERIES[16], QUERIES[22], QUERIES[24], QUERIES[36]]
 
 
 @pytest.fixture(scope="module")
@@ -148,9 +161,7 @@ def _plan_error(sql: str) -> str:
     ("SELECT * FROM t UNION SELECT a, b FROM t", "each branch of UNION must have the same number of columns: the "
                                                  "left has 3, the right 2"),
     ("SELECT a FROM t UNION SELECT s FROM u", "column 1 ('a') is int32 in the left branch and string in the right"),
-    ("SELECT a FROM t INTERSECT ALL SELECT k FROM u", "unsupported SQL: INTERSECT ALL"),
     ("SELECT NULL AS x FROM t UNION SELECT NULL FROM u", "cannot infer the type of NULL; write CAST(NULL AS <type>)"),
-    ("SELECT a FROM t EXCEPT ALL SELECT k FROM u", "unsupported SQL: EXCEPT ALL"),
     ("SELECT a FROM t UNION BY NAME SELECT k AS a FROM u", "UNION BY NAME"),
     ("SELECT a FROM t WHERE a IN (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
      "IN over a correlated set operation"),
