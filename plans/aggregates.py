@@ -23,7 +23,8 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_nu
 __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names", "final_step_aggregates",
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
            "COVARIANCE_FUNCTIONS", "TWO_ARGUMENT_FUNCTIONS", "HOLISTIC_FUNCTIONS", "MOMENT_SUFFIXES",
-           "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX"]
+           "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX", "HOLISTIC_AGGREGATES", "VALUE_LIST_FUNCTIONS", "ORDER_KEY_SUFFIX",
+           "QUANTILE_FUNCTIONS"]
 
 AVG_COUNT_SUFFIX = "$count"
 #: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
@@ -45,10 +46,18 @@ ARG_KEY_SUFFIX = "$key"
 TWO_ARGUMENT_FUNCTIONS = COVARIANCE_FUNCTIONS + ("arg_min", "arg_max")
 #: Functions whose one intermediate column is their result type (folded like min/max, or multiplied).
 _VALUE_FUNCTIONS = ("min", "max", "bool_and", "bool_or", "any_value", "bit_and", "bit_or", "bit_xor", "product")
-#: Holistic aggregates (they keep every value of a group), refused by name.
-HOLISTIC_FUNCTIONS = ("median", "quantile", "quantile_cont", "quantile_disc", "percentile_cont", "percentile_disc",
-                      "mode", "string_agg", "listagg", "group_concat", "array_agg", "list", "approx_quantile",
-                      "approx_count_distinct", "histogram")
+#: Holistic aggregates the engine computes: they keep every value of a group (see
+#: :mod:`gpu_engine.aggregation.holistic`); a partial step emits a group's values one per row.
+HOLISTIC_AGGREGATES = ("median", "quantile_cont", "quantile_disc", "mode", "string_agg", "approx_quantile")
+#: The quantiles among them (``median`` is ``quantile_cont(x, 0.5)``, discrete over types without an average).
+QUANTILE_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "approx_quantile")
+#: Functions whose intermediate is a list of values per group, one per row of a partial step: the holistic
+#: ones and ``approx_count_distinct`` (its HyperLogLog registers, one word each).
+VALUE_LIST_FUNCTIONS = HOLISTIC_AGGREGATES + ("approx_count_distinct",)
+#: Suffix of the ORDER BY key column of ``string_agg(x, sep ORDER BY y)``'s intermediate (``name`` holds ``x``).
+ORDER_KEY_SUFFIX = "$order"
+#: Aggregates that return lists (or maps), refused by name.
+HOLISTIC_FUNCTIONS = ("array_agg", "list", "histogram")
 
 
 def sum_type(input_type: pa.DataType) -> pa.DataType:
@@ -81,7 +90,42 @@ def _extra_fields(function: str, name: str, second_type: pa.DataType | None) -> 
     fields = [pa.field(name + suffix, pa.float64()) for suffix in _state_suffixes(function)]
     if function in ("arg_min", "arg_max"):
         fields.append(pa.field(name + ARG_KEY_SUFFIX, second_type))
+    if function == "string_agg" and second_type is not None:
+        fields.append(pa.field(name + ORDER_KEY_SUFFIX, second_type))
     return fields
+
+
+def _holistic_result_type(function: str, input_type: pa.DataType) -> pa.DataType:
+    """Return the result type of a holistic aggregate (or ``approx_count_distinct``), as DuckDB types it.
+
+    ``median``/``quantile_cont`` interpolate: DOUBLE over integers, the
+    input's type over floats and decimals, TIMESTAMP over dates and
+    timestamps; ``median`` over strings and bools is discrete (their type).
+    The discrete ones and ``mode`` keep the input's type; ``string_agg``
+    is VARCHAR (its argument is cast), ``approx_count_distinct`` BIGINT.
+    """
+    if is_decimal(input_type) and input_type.precision > 18:
+        raise TypeError(f"{function} over {input_type} (more than 18 digits) is not supported")
+    if function == "approx_count_distinct":
+        if _is_orderable(input_type) or is_string(input_type) or is_decimal(input_type):
+            return pa.int64()
+        raise TypeError(f"{function} is not defined for {input_type}")
+    if function == "string_agg":
+        if not is_string(input_type):
+            raise TypeError(f"{function} is not defined for {input_type} (it takes a string)")
+        return pa.string()
+    fixed = _is_orderable(input_type)
+    if function in ("median", "quantile_cont") and (fixed and not is_boolean(input_type)):
+        if is_integer(input_type):
+            return pa.float64()
+        if pa.types.is_date32(input_type):
+            return pa.timestamp("us")
+        return input_type
+    if function == "quantile_cont" or (function == "approx_quantile" and (is_string(input_type) or is_boolean(input_type))):
+        raise TypeError(f"{function} is not defined for {input_type} (it takes a number, date or timestamp)")
+    if fixed or is_string(input_type):
+        return input_type
+    raise TypeError(f"{function} is not defined for {input_type}")
 
 
 def _is_orderable(dtype: pa.DataType) -> bool:
@@ -122,8 +166,13 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
     """
     if function in TWO_ARGUMENT_FUNCTIONS and second_type is None:
         raise TypeError(f"{function} takes two arguments")
-    if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None:
+    if function == "string_agg" and second_type is not None and not (_is_orderable(second_type) or is_string(
+            second_type) or is_decimal(second_type)):
+        raise TypeError(f"string_agg cannot order by {second_type}")
+    if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None and function != "string_agg":
         raise TypeError(f"{function} takes one argument")
+    if function in VALUE_LIST_FUNCTIONS:
+        return _holistic_result_type(function, input_type)
     if function in VARIANCE_FUNCTIONS or function in COVARIANCE_FUNCTIONS or function == "product":
         for dtype in (input_type, second_type):
             if dtype is not None and not is_numeric(dtype):
@@ -193,6 +242,11 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
         return [pa.field(name, pa.int64())] + _extra_fields(function, name, None)
     if function in ("arg_min", "arg_max"):
         return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
+    if function == "approx_count_distinct":  # HyperLogLog registers, one int64 word each
+        return [pa.field(name, pa.int64())]
+    if function in HOLISTIC_AGGREGATES:  # the group's values (string_agg: and their ORDER BY keys)
+        value_type = pa.string() if function == "string_agg" else input_type
+        return [pa.field(name, value_type)] + _extra_fields(function, name, second_type)
     raise TypeError(f"unknown aggregate function {function!r}")
 
 
@@ -207,7 +261,9 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
     Shared by ``PlanBuilder.final_aggregation`` and the pass that splits single
     aggregations across drivers, so both agree.
     """
-    from gpu_engine.plans.expressions import AggregateCall, ColumnRef
+    import dataclasses
+
+    from gpu_engine.plans.expressions import ColumnRef
 
     calls = []
     for name, call in zip(aggregate_names, partial_aggregates):
@@ -215,9 +271,9 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
         fields = intermediate_fields(call.function, input_type, name, None if call.second is None else call.second.dtype)
         first = fields[0]
         key = None
-        if call.function in ("arg_min", "arg_max"):
+        if call.function in ("arg_min", "arg_max") or (call.function == "string_agg" and call.second is not None):
             key = ColumnRef(fields[-1].name, fields[-1].type)
-        calls.append(AggregateCall(call.function, ColumnRef(first.name, first.type), call.dtype, call.distinct, key))
+        calls.append(dataclasses.replace(call, arg=ColumnRef(first.name, first.type), second=key))
     return tuple(calls)
 
 

@@ -69,7 +69,10 @@ AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg",
                        "var_samp", "var_pop", "stddev_samp", "stddev_pop", "covar_samp", "covar_pop", "corr",
                        "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
                        "bool_and", "bool_or", "count_if", "any_value", "bit_and", "bit_or", "bit_xor",
-                       "arg_min", "arg_max", "product")
+                       "arg_min", "arg_max", "product",
+                       # holistic and approximate ones (gpu_engine.aggregation.holistic)
+                       "median", "quantile_cont", "quantile_disc", "mode", "string_agg", "approx_quantile",
+                       "approx_count_distinct")
 
 _SQL_OP = {
     "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
@@ -298,13 +301,28 @@ class AggregateCall(Expr):
     arg: Expr | None
     dtype: pa.DataType
     distinct: bool = False
-    #: The second argument of a two-argument aggregate (``covar_samp(x, y)``, ``arg_min(x, y)``), else None.
+    #: The second argument of a two-argument aggregate (``covar_samp(x, y)``, ``arg_min(x, y)``), or the
+    #: ORDER BY key of ``string_agg(x, sep ORDER BY y)``, else None.
     second: Expr | None = None
+    #: A constant argument: a quantile's fraction (negative: counted from the greatest value, as DuckDB)
+    #: or ``string_agg``'s separator; None for the others.
+    parameter: Any = None
+    #: The direction of ``string_agg``'s ORDER BY key (:attr:`second`): descending, NULLs first.
+    descending: bool = False
+    nulls_first: bool = False
 
     def sql(self) -> str:
         if self.function == "count_star":
             return "count(*)"
+        if self.function == "string_agg":
+            order = "" if self.second is None else (
+                f" ORDER BY {self.second.sql()}{' DESC' if self.descending else ''}"
+                f"{' NULLS FIRST' if self.nulls_first else ' NULLS LAST'}")
+            separator = "NULL" if self.parameter is None else "'" + str(self.parameter).replace("'", "''") + "'"
+            return f"string_agg({'DISTINCT ' if self.distinct else ''}{self.arg.sql()}, {separator}{order})"
         tail = "" if self.second is None else f", {self.second.sql()}"
+        if self.parameter is not None:
+            tail += f", {self.parameter!r}"
         return f"{self.function}({'DISTINCT ' if self.distinct else ''}{self.arg.sql()}{tail})"
 
 

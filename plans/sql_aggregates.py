@@ -18,7 +18,8 @@ from sqlglot import exp
 from gpu_engine.plans.aggregates import HOLISTIC_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
 
 __all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "allowed_argument", "aggregate_arguments",
-           "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES"]
+           "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES", "takes_order",
+           "aggregate_parameter", "aggregate_parameter_key"]
 
 
 #: sqlglot node -> the engine's function (see :data:`gpu_engine.plans.expressions.AGGREGATE_FUNCTIONS`).
@@ -33,7 +34,14 @@ _BY_NODE: dict[type, str] = {
     exp.AnyValue: "any_value", exp.First: "any_value",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
     exp.ArgMin: "arg_min", exp.ArgMax: "arg_max", exp.AnonymousAggFunc: "",
+    exp.Last: "any_value",  # first/last without ORDER BY: any value of the group (DuckDB's depend on row order)
+    exp.Median: "median", exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc",
+    exp.Quantile: "quantile_disc", exp.Mode: "mode", exp.GroupConcat: "string_agg",
+    exp.ApproxQuantile: "approx_quantile", exp.ApproxDistinct: "approx_count_distinct",
 }
+#: The node argument holding a holistic aggregate's constant (a quantile's fraction, string_agg's separator).
+_PARAMETER_ARGUMENT = {exp.PercentileCont: "expression", exp.PercentileDisc: "expression", exp.Quantile: "quantile",
+                       exp.ApproxQuantile: "quantile", exp.GroupConcat: "separator"}
 #: Anonymous functions (as sqlglot parses them) that are aggregates: the node of the same function.
 _ANONYMOUS: dict[str, type] = {"arbitrary": exp.First, "product": exp.AnonymousAggFunc}
 #: Anonymous aggregates (:class:`sqlglot.exp.AnonymousAggFunc`) by name -> the engine's function.
@@ -45,7 +53,9 @@ SQL_AGGREGATES: tuple[type, ...] = tuple(_BY_NODE)
 SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, "
                         "covar_samp, covar_pop, corr, regr_slope, regr_avgx, regr_avgy, regr_sxx, regr_syy, regr_sxy, "
                         "bool_and, bool_or, count_if, any_value, first, arbitrary, bit_and, bit_or, bit_xor, "
-                        "arg_min, arg_max, min_by, max_by, product")
+                        "arg_min, arg_max, min_by, max_by, product, median, quantile_cont, quantile_disc, quantile, "
+                        "percentile_cont, percentile_disc (WITHIN GROUP), mode, string_agg, listagg, group_concat, "
+                        "approx_count_distinct, approx_quantile, last")
 
 
 def aggregate_function_name(call: exp.Expression) -> str | None:
@@ -60,7 +70,7 @@ def aggregate_arguments(call: exp.Expression) -> list[exp.Expression]:
     """Return an aggregate call's arguments, in order (``this``, then ``expression`` or ``expressions``)."""
     named = isinstance(call, (exp.Anonymous, exp.AnonymousAggFunc))  # ``this`` is the name
     arguments = [] if named or call.this is None else [call.this]
-    if call.args.get("expression") is not None:
+    if call.args.get("expression") is not None and _PARAMETER_ARGUMENT.get(type(call)) != "expression":
         arguments.append(call.args["expression"])
     arguments.extend(call.args.get("expressions") or [])
     return arguments
@@ -78,8 +88,8 @@ def unsupported_aggregate_text(call: exp.Expression, quoted: bool = False) -> st
             spelled = f"{spelled} ({canonical})"
     named = repr(spelled) if quoted else spelled
     if spelled.lower() in HOLISTIC_FUNCTIONS or call.sql_name().lower() in HOLISTIC_FUNCTIONS:
-        return (f"aggregate function {named} (holistic: it keeps every value of a group, which the engine does "
-                f"not yet do; supported: {SUPPORTED_AGGREGATES})")
+        return (f"aggregate function {named} (it returns a list, which the engine's columns do not hold; "
+                f"supported: {SUPPORTED_AGGREGATES})")
     return f"aggregate function {named} (supported: {SUPPORTED_AGGREGATES})"
 
 
@@ -93,16 +103,63 @@ def allowed_argument(call: exp.Expression, key: str) -> bool:
     ignored clause: ``this``, the second argument of a two-argument function, an anonymous aggregate's list."""
     if key == "this":
         return True
-    if key == "expression":
-        return takes_two_arguments(call)
+    if key == "expression" and takes_two_arguments(call):
+        return True
+    if key == _PARAMETER_ARGUMENT.get(type(call)):
+        return True
     return key == "expressions" and isinstance(call, exp.AnonymousAggFunc) and aggregate_function_name(call) is not None
 
 
+def takes_order(call: exp.Expression) -> bool:
+    """Return True for an aggregate node that takes ORDER BY inside its call (``string_agg(x, ',' ORDER BY y)``)."""
+    return isinstance(call, exp.GroupConcat)
+
+
+def aggregate_parameter_key(call: exp.Expression) -> str | None:
+    """Return the node argument holding a holistic aggregate's constant, None for the others."""
+    return _PARAMETER_ARGUMENT.get(type(call))
+
+
+def aggregate_parameter(call: exp.Expression) -> exp.Expression | None:
+    """Return a holistic aggregate's constant argument node (fraction or separator), None when it has none."""
+    key = _PARAMETER_ARGUMENT.get(type(call))
+    return None if key is None else call.args.get(key)
+
+
+def _within_group(node: exp.WithinGroup) -> exp.Expression:
+    """Return ``percentile_cont(f) WITHIN GROUP (ORDER BY x [DESC])`` as ``quantile_cont(x, f)`` (``-f``: DESC,
+    DuckDB's quantile counted from the greatest value), ``mode() WITHIN GROUP (ORDER BY x)`` as ``mode(x)``;
+    other forms stay (the planner refuses them by name)."""
+    function, order = node.this, node.expression
+    keys = order.expressions if isinstance(order, exp.Order) else []
+    if len(keys) != 1 or not isinstance(function, (exp.PercentileCont, exp.PercentileDisc, exp.Mode)):
+        return node
+    key = keys[0]
+    if isinstance(function, exp.Mode):
+        return exp.Mode(this=key.this.copy()) if function.this is None else node
+    if function.this is None or function.args.get("expression") is not None:
+        return node
+    fraction = function.this.copy()
+    if key.args.get("desc"):
+        fraction = exp.Neg(this=fraction)
+    return type(function)(this=key.this.copy(), expression=fraction)
+
+
 def normalize_aggregate_calls(tree: exp.Expression) -> exp.Expression:
-    """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s, and
-    ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway."""
+    """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s,
+    ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway,
+    and ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` the quantile's."""
 
     def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.WithinGroup):
+            return _within_group(node)
+        if isinstance(node, exp.Filter) and takes_order(node.this) and isinstance(node.this.this, exp.Order):
+            # ``string_agg(x, s ORDER BY y) FILTER (WHERE c)`` is ``string_agg(CASE WHEN c THEN x END, s ORDER BY y)``
+            # (the FILTER rewrite of gpu_engine.sql.rewrite wraps a call's ``this``, here its ORDER BY)
+            aggregate = node.this.copy()
+            order = aggregate.this
+            order.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=order.this)]))
+            return aggregate
         if isinstance(node, exp.Filter) and isinstance(node.this, (exp.Anonymous, exp.AnonymousAggFunc)) \
                 and str(node.this.this).lower() in _ANONYMOUS_AGGREGATES and len(node.this.expressions) == 1:
             # ``product(x) FILTER (WHERE c)`` is ``product(CASE WHEN c THEN x END)`` (the FILTER rewrite of

@@ -71,11 +71,14 @@ class AggregateState:
 
     arrays: dict[str, Any] = field(default_factory=dict)
     strings: Column | None = None
+    #: A holistic aggregate's kept values: ``(group ids, columns)`` pieces (:mod:`gpu_engine.aggregation.holistic`).
+    values: list = field(default_factory=list)
 
     @property
     def nbytes(self) -> int:
         """Return the bytes this state holds."""
         total = sum(int(array.nbytes) for array in self.arrays.values())
+        total += sum(int(ids.nbytes) + sum(column.nbytes for column in columns) for ids, columns in self.values)
         return total + (self.strings.nbytes if self.strings is not None else 0)
 
 
@@ -974,10 +977,13 @@ def aggregate_function(call: AggregateCall, name: str, raw_input: bool, output_t
     reason = unsupported_aggregate(call)
     if reason is not None:
         raise NotImplementedError(reason)
-    try:
-        factory = _FUNCTIONS[call.function]
-    except KeyError:
-        raise NotImplementedError(f"unknown aggregate function {call.function!r}") from None
+    factory = _FUNCTIONS.get(call.function)
+    if factory is None:  # the holistic ones subclass this module's AggregateFunction: imported when asked for
+        from gpu_engine.aggregation.holistic import VALUE_LIST_CLASSES
+
+        factory = VALUE_LIST_CLASSES.get(call.function)
+    if factory is None:
+        raise NotImplementedError(f"unknown aggregate function {call.function!r}")
     return factory(call, name, raw_input, output_type, final_output)
 
 

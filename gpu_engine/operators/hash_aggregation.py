@@ -32,6 +32,7 @@ from typing import Any
 import pyarrow as pa
 
 from gpu_engine.aggregation.functions import AggregateState, MinMax, aggregate_functions_of
+from gpu_engine.aggregation.holistic import ValueRows
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
@@ -215,13 +216,23 @@ class HashAggregation(AggregationOperator):
         groups = self._num_groups
         names: list[str] = list(self.keys)
         columns: list[Column] = [concat_columns(self.device, parts) for parts in self._key_parts]
+        # A partial step's value lists (median, string_agg, ...) take a row per value (see ValueRows).
+        spread = ValueRows(self.device, self._functions, self._states, groups) if ValueRows.needed(
+            self._functions) else None
+        if spread is not None:
+            columns = [spread.keys(column) for column in columns]
         for function, state in zip(self._functions, self._states):
-            if isinstance(function, MinMax) and function.over_strings:
-                results = [(function.name, self._string_results(state, groups, function.output_type))]
+            if spread is not None and spread.holds(function):
+                results = spread.values(function)
             else:
-                results = function.extract(self.device, state, groups)
+                if isinstance(function, MinMax) and function.over_strings:
+                    results = [(function.name, self._string_results(state, groups, function.output_type))]
+                else:
+                    results = function.extract(self.device, state, groups)
+                if spread is not None:
+                    results = spread.first_rows(results, groups)
             for name, column in results:
                 names.append(name)
                 columns.append(column)
-        return Batch(tuple(names), tuple(columns), self.device, None, groups)
+        return Batch(tuple(names), tuple(columns), self.device, None, groups if spread is None else spread.rows)
 

@@ -52,7 +52,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, LIFTED_DIC
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
-from gpu_engine.plans.expressions import AggregateCall, BinaryOp, ColumnRef, Expr, InList, Literal
+from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, InList, Literal
 from gpu_engine.plans.nodes import (
     AggregationNode, FilterNode, FusedAggregationNode, HashJoinNode, PlanNode, ProjectNode,
 )
@@ -187,9 +187,9 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     except KeyError:
         return None
     aggregates = tuple(
-        call if call.arg is None else AggregateCall(call.function, inline_columns(call.arg, columns), call.dtype,
-                                                    call.distinct, None if call.second is None
-                                                    else inline_columns(call.second, columns))
+        call if call.arg is None else replace(call, arg=inline_columns(call.arg, columns),
+                                              second=None if call.second is None
+                                              else inline_columns(call.second, columns))
         for call in node.aggregates)
     fused = FusedAggregationNode(
         id=node.id, output_schema=node.output_schema, sources=(below,), predicates=tuple(predicates), step=node.step,

@@ -93,7 +93,7 @@ TAMPERED = [
                                                                "the output columns gives o_key, o_price, c_cust"),
     (A + ".output_schema.fields[1].type", "int64", A, "types s as int64, but the grouping keys and aggregates "
                                                       "gives double"),
-    (A + ".aggregates[0].function", "median", A, "an aggregate function must be one of count_star, count, sum"),
+    (A + ".aggregates[0].function", "histogram", A, "an aggregate function must be one of count_star, count, sum"),
     (A + ".aggregates[0].dtype", "int64", A, "sum over double is double, not int64"),
     (A + ".grouping_keys", ["o_cust"], A, "unknown grouping key 'o_cust'; input columns: c_name, p, o_key"),
     (P + ".expressions[1].op", "pow", P, "a binary operator must be one of add, sub, mul"),
