@@ -21,6 +21,7 @@ from gpu_engine.connectors.table_cache import CachedTable, load_cached_table
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.planning import placement_text, prepare_plan
+from gpu_engine.planning.prepared_plans import PreparedPlans
 from gpu_engine.exec.driver_executors import DriverExecutors
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
@@ -68,6 +69,7 @@ class Session:
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
         self._executors = DriverExecutors()
+        self._prepared = PreparedPlans()
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
@@ -242,7 +244,8 @@ class Session:
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
         started = time.monotonic()  # the timeout counts preparing the plan and starting the Task too
         self._check_scans(plan)
-        executed = prepare_plan(plan, self.device, self.drivers, self.config).plan  # what cannot run fails here
+        # What cannot run fails here; a plan run before (the same object, from plan_cache) is not prepared again.
+        executed = self._prepared.prepare(plan, self.device, self.drivers, self.config).plan
         scans = [node for node in walk_plan(executed) if isinstance(node, TableScanNode)]
         for scan in scans:
             if scan.table_name not in self._tables:
