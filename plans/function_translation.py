@@ -66,6 +66,22 @@ def _translate(translator: Any, trees: list[exp.Expression | None]) -> list[Expr
     return [translator.translate(tree) for tree in trees if tree is not None]
 
 
+def _try_cast(translator: Any, tree: exp.TryCast) -> Expr:
+    """TRY_CAST(x AS type): ``try_cast(x, NULL::type)``, the target carried by a typed NULL (NULL on failure)."""
+    from gpu_engine.plans.scalar_translation import sql_type
+
+    try:
+        target = sql_type(tree.to)
+    except TypeError as error:
+        raise translator.error(str(error), tree) from None
+    operand = translator.translate(tree.this)
+    if isinstance(operand, Literal) and operand.value is None:
+        return Literal(None, target)
+    if operand.dtype == target:
+        return operand
+    return build_function(translator, "try_cast", [operand, Literal(None, target)], tree)
+
+
 # -- strings ---------------------------------------------------------------------------------------
 def _string_args(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
     """Translate arguments, typing untyped NULLs as VARCHAR."""
@@ -387,7 +403,7 @@ _READ = {
     exp.Greatest: {"this", "expressions"}, exp.Least: {"this", "expressions"}, exp.Coalesce: {"this", "expressions"},
     exp.TimestampTrunc: {"this", "unit"}, exp.DateDiff: {"this", "expression", "unit"},
     exp.DateFromParts: {"year", "month", "day"}, exp.DateAdd: {"this", "expression"},
-    exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"},
+    exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
@@ -436,6 +452,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.DateAdd: _date_add, exp.TimeToStr: _strftime,
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
+    exp.TryCast: _try_cast,
 }
 
 _TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, exp.Contains, exp.ILike, exp.Pow, exp.Log,

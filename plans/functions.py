@@ -404,7 +404,22 @@ def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 #: Every scalar function: name -> typing rule ``(name, args) -> result type`` (raises TypeError with the reason).
+def _try_cast(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """TRY_CAST's type: its target, carried by a typed NULL second argument (a cast CAST supports)."""
+    from gpu_engine.expressions.cast import can_cast  # the evaluator's casts (plans import it lazily)
+    from gpu_engine.plans.type_coercion import is_castable
+
+    _arity(name, args, 2, 2)
+    source, target = args[0].dtype, args[1].dtype
+    if not (isinstance(args[1], Literal) and args[1].value is None) or pa.types.is_null(target):
+        raise TypeError("try_cast: the second argument must be a typed NULL naming the target type")
+    if not is_castable(source, target) or not can_cast(source, target):
+        raise TypeError(f"TRY_CAST: casting {source} to {target} is not supported")
+    return target
+
+
 SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
+    "try_cast": _try_cast,
     "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
     "trim": _trim, "ltrim": _trim, "rtrim": _trim,
     "replace": _replace,

@@ -17,6 +17,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
+from gpu_engine.expressions.try_cast import try_cast
 from gpu_engine.plans.expressions import Expr, Function, Literal
 
 __all__ = ["evaluate_function"]
@@ -24,7 +25,7 @@ __all__ = ["evaluate_function"]
 #: Per function, the argument positions read as constants (never evaluated into columns).
 _CONSTANT_POSITIONS = {
     "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2, 3),
-    "strftime": (1,),
+    "strftime": (1,), "try_cast": (1,),
 }
 
 
@@ -40,4 +41,6 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_math_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name in DATE_FUNCTIONS:
         return evaluate_date_function(device, expr.name, expr.args, columns, expr.dtype)
+    if expr.name == "try_cast":
+        return try_cast(device, columns[0], expr.dtype)
     raise PlanError(f"cannot evaluate function {expr.name!r}", column=expr.sql())

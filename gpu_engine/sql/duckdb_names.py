@@ -32,6 +32,10 @@ KEYWORD_FUNCTIONS = {
 }
 
 
+#: sqlglot's spelling of a CAST's type -> DuckDB's (which prints the others as written: VARCHAR, DOUBLE, DATE…).
+_TYPE_SPELLING = {"INT": "INTEGER", "TEXT": "VARCHAR", "REAL": "FLOAT"}
+
+
 def _text(node: exp.Expression) -> str:
     return node.sql(dialect="duckdb", normalize_functions="lower")
 
@@ -60,6 +64,12 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Paren(this=exp.Neg(this=exp.Paren(this=node.this)))
     if isinstance(node, _PARENTHESIZED):
         return exp.Paren(this=node)
+    if isinstance(node, exp.Cast) and not node.args.get("format"):  # TryCast too; the type as DuckDB spells it
+        to = node.to.sql(dialect="duckdb")
+        word, _, rest = to.partition("(")
+        to = _TYPE_SPELLING.get(word, word) + (f"({rest}" if rest else "")
+        function = "TRY_CAST" if isinstance(node, exp.TryCast) else "CAST"
+        return exp.Var(this=f"{function}({_text(node.this)} AS {to})")
     return node
 
 

@@ -1,0 +1,118 @@
+"""TRY_CAST (issue 30 item 6) against DuckDB: CAST's value where the value converts, NULL where it does not.
+
+Text to integers, decimals, doubles and dates (malformed text, out-of-range values, blanks, signs, rounding),
+numbers to narrower integers and decimals (overflow, NaN, rounding at the edge), 38-digit decimals (checked on the
+host), numbers and dates back to text, NULLs and empty inputs, TRY_CAST inside WHERE, aggregates and arithmetic,
+and DuckDB's column names (``TRY_CAST(s AS INTEGER)``). Plus: what CAST refuses stays refused by TRY_CAST at
+plan time, with its position; CAST itself still raises on the values TRY_CAST turns into NULL.
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import rows_mismatch
+
+from gpu_engine.errors import ExecutionError, PlanError
+
+TABLES = {
+    "t": pa.table({
+        "s": pa.array(["1", "x", None, "2.5", " -7 ", "", "128", "-129", "1e2", "99.995", "2020-01-02", "inf"]),
+        "n": pa.array([1.5, None, 300.0, float("nan"), -99.96, 127.5, -128.5, 2.5e9, 0.0, -0.05, 1e300, 7.0]),
+        "k": pa.array([32767, 32768, None, 99, 100, -100, 1 << 40, 0, -1, 5, 6, 7], pa.int64()),
+        "m": pa.array([decimal.Decimal(v) if v is not None else None for v in
+                       ["12.5", "99.99", None, "-999.99", "0.01", "127.49", "-128.5", "1", "2", "3", "4", "5"]],
+                      pa.decimal128(5, 2)),
+        "w": pa.array([10**30, -(10**30), None, 7, -7, 2**31, 12, 13, 14, 15, 16, 17], pa.decimal128(38, 0)),
+        "d": pa.array(["2020-01-02", "2020-13-01", "2021-2-3", None, "2020-02-30", "x", "0001-01-01",
+                       " 1999-12-31 ", "2020-1-1", "", "9999-12-31", "2000-02-29"]),
+    }),
+}
+TABLES["e"] = TABLES["t"].slice(0, 0)
+
+QUERIES = [
+    "SELECT s, TRY_CAST(s AS INTEGER) AS i, TRY_CAST(s AS TINYINT) AS ti, TRY_CAST(s AS BIGINT) AS b FROM t",
+    "SELECT s, TRY_CAST(s AS DECIMAL(4, 2)) AS d42, TRY_CAST(s AS DECIMAL(18, 3)) AS d183 FROM t",
+    "SELECT s, TRY_CAST(s AS DOUBLE) AS f FROM t",
+    "SELECT d, TRY_CAST(d AS DATE) AS day FROM t",
+    "SELECT n, TRY_CAST(n AS TINYINT) AS ti, TRY_CAST(n AS INTEGER) AS i, TRY_CAST(n AS DECIMAL(3, 1)) AS d31 FROM t",
+    "SELECT k, TRY_CAST(k AS SMALLINT) AS si, TRY_CAST(k AS DECIMAL(4, 2)) AS d42, TRY_CAST(k AS UTINYINT) AS u "
+    "FROM t",
+    "SELECT m, TRY_CAST(m AS TINYINT) AS ti, TRY_CAST(m AS DECIMAL(3, 1)) AS d31, TRY_CAST(m AS DECIMAL(4, 0)) AS d40 "
+    "FROM t",
+    "SELECT w, TRY_CAST(w AS INTEGER) AS i, TRY_CAST(w AS BIGINT) AS b, TRY_CAST(w AS DECIMAL(20, 2)) AS d FROM t",
+    "SELECT TRY_CAST(k AS VARCHAR), TRY_CAST(m AS VARCHAR), TRY_CAST(TRY_CAST(d AS DATE) AS VARCHAR) FROM t",
+    "SELECT TRY_CAST(s AS INTEGER) FROM t",
+    "SELECT count(TRY_CAST(s AS INTEGER)) AS ints, sum(TRY_CAST(s AS DOUBLE)) AS total FROM t",
+    "SELECT s FROM t WHERE TRY_CAST(s AS INTEGER) IS NULL",
+    "SELECT TRY_CAST(s AS INTEGER) + 1 AS next FROM t WHERE TRY_CAST(s AS INTEGER) > 0",
+    "SELECT TRY_CAST('12' AS INTEGER) AS x, TRY_CAST('x' AS DATE) AS y, TRY_CAST(NULL AS DOUBLE) AS z",
+    "SELECT TRY_CAST(s AS INTEGER) AS i, TRY_CAST(d AS DATE) AS day FROM e",
+]
+
+SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9]]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    import duckdb
+
+    connection = duckdb.connect()
+    for name, table in TABLES.items():
+        connection.register(name, table)
+    yield connection
+    connection.close()
+
+
+def _session(device_name: str, batch_rows: int = 1 << 16):
+    from gpu_engine import Session
+
+    session = Session(device=device_name, batch_rows=batch_rows)
+    for name, table in TABLES.items():
+        session.register(name, table)
+    return session
+
+
+def _check_all(queries, session, reference):
+    problems = []
+    for sql in queries:
+        expected = reference.sql(sql).to_arrow_table()
+        try:
+            actual = session.sql(sql)
+        except Exception as error:  # collect every query's failure, not just the first
+            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
+            continue
+        problem = rows_mismatch(actual, expected)
+        if problem is not None:
+            problems.append(f"{sql}\n  {problem}")
+    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+
+
+@pytest.mark.parametrize("batch_rows", [1 << 16, 5])
+def test_try_cast_matches_duckdb_on_cpu(batch_rows, reference):
+    _check_all(QUERIES, _session("cpu", batch_rows), reference)
+
+
+def test_try_cast_matches_duckdb_on_each_device(device_name, reference):
+    _check_all(SIMULATED, _session(device_name), reference)
+
+
+def test_cast_still_raises_where_try_cast_gives_null():
+    session = _session("cpu")
+    with pytest.raises(ExecutionError, match="Could not convert string 'x'"):
+        session.sql("SELECT CAST(s AS INTEGER) FROM t")
+    with pytest.raises(ExecutionError, match="out of range"):
+        session.sql("SELECT CAST(k AS SMALLINT) FROM t")
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT TRY_CAST(d AS BLOB) FROM t", "type BLOB is not supported"),
+    ("SELECT TRY_CAST(TRY_CAST(d AS DATE) AS INTEGER) FROM t", "casting date32[day] to int32 is not supported"),
+])
+def test_try_cast_refuses_at_plan_time_what_cast_cannot_do(sql, message):
+    with pytest.raises(PlanError) as info:
+        _session("cpu").sql_plan(sql)
+    assert message in str(info.value) and "(line 1, column " in str(info.value), str(info.value)
