@@ -45,7 +45,7 @@ def _function_name(node: exp.Expression) -> str:
 def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
     """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
 
-    Refused: SELECT without FROM, substring without a start, table functions
+    Refused: substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
     TABLESAMPLE, catalogs and schemas
     other than the session's, and zero-length quoted names.
@@ -53,12 +53,8 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
     for node in tree.walk():
         if isinstance(node, exp.Table):
             _check_table(node, dialect)
-        elif isinstance(node, (exp.Unnest, exp.Values)) and isinstance(node.parent, (exp.From, exp.Join)):
-            what = "UNNEST" if isinstance(node, exp.Unnest) else "VALUES lists"
-            raise _error(f"unsupported SQL: {what} in FROM ({_sql(node)}); {_REGISTER_HINT}", node, what)
-        elif isinstance(node, exp.Select) and node.args.get("from_") is None:
-            raise _error(f"unsupported SQL: SELECT without FROM ({_sql(node)}); the engine reads registered tables, "
-                         "so select from one", node, "SELECT without FROM")
+        elif isinstance(node, exp.Unnest) and isinstance(node.parent, (exp.From, exp.Join)):
+            raise _error(f"unsupported SQL: UNNEST in FROM ({_sql(node)}); {_REGISTER_HINT}", node, "UNNEST")
         elif isinstance(node, exp.Substring) and node.args.get("start") is None:
             raise _error(f"substring(...) needs a start position: substring(string, start[, length]), got "
                          f"{_sql(node)}", node, "substring")
