@@ -1,5 +1,6 @@
 """SparkRunner.sql: the aggregate library's partial states cross the shuffle (issue 30 item 4), answering as
-Spark does over the same DataFrame: moments merged by Chan's formula, min_by/max_by with their keys, bool_and.
+Spark does over the same DataFrame: moments merged by Chan's formula, min_by/max_by with their keys, bool_and,
+and the holistic median and approx_count_distinct (each group's values or registers cross the shuffle one per row).
 
 One difference is the engine's by choice: ``corr`` of a group of one row is NaN (DuckDB's 0/0, the reference
 of the SQL tests) where Spark gives NULL; the data here has no such group.
@@ -29,7 +30,8 @@ def test_library_on_spark_matches_spark(spark):
     from gpu_engine.spark import SparkRunner
 
     sql = ("SELECT g, stddev_samp(x) AS s, var_pop(x) AS v, covar_samp(x, y) AS c, corr(x, y) AS r, "
-           "max_by(k, x) AS mk, min_by(k, y) AS nk, bool_and(k > 15) AS b FROM t GROUP BY g")
+           "max_by(k, x) AS mk, min_by(k, y) AS nk, bool_and(k > 15) AS b, median(x) AS md, "
+           "approx_count_distinct(k) AS ak FROM t GROUP BY g")
     frame = spark.createDataFrame(ROWS, "g int, x double, y double, k bigint").repartition(3)
     frame.createOrReplaceTempView("t")
     runner = SparkRunner(spark, device="cpu", shuffle_partitions=2)
