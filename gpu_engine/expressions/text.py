@@ -26,6 +26,7 @@ from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_r
 from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
+from gpu_engine.expressions.text_on_host import format_timestamps, parse_booleans, parse_timestamps
 from gpu_engine.kernels import strings as kernels
 
 __all__ = ["to_string", "from_string", "formats_to_string", "parses_from_string"]
@@ -36,12 +37,13 @@ _ASCII_ZERO, _ASCII_MINUS, _ASCII_POINT = 48, 45, 46
 def formats_to_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`to_string` can format ``dtype``."""
     return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or is_boolean(dtype)
-            or pa.types.is_date32(dtype))
+            or pa.types.is_date32(dtype) or (pa.types.is_timestamp(dtype) and dtype.tz is None))
 
 
 def parses_from_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`from_string` can parse text into ``dtype``."""
-    return is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or pa.types.is_date32(dtype)
+    return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or pa.types.is_date32(dtype)
+            or is_boolean(dtype) or (pa.types.is_timestamp(dtype) and dtype.tz is None))
 
 
 # ------------------------------------------------------------------ formatting
@@ -137,6 +139,8 @@ def to_string(device: Device, column: Column) -> Column:
         return _format_scaled(device, column.data, scale_of(dtype), column.validity)
     if pa.types.is_date32(dtype):
         return _format_dates(device, column)
+    if pa.types.is_timestamp(dtype):
+        return format_timestamps(device, column)
     if is_floating(dtype):
         return _format_floats_on_host(device, column)
     raise PlanError(f"casting {dtype} to a string is not supported")
@@ -174,8 +178,10 @@ def _raise_parse_errors(device: Device, column: Column, status: Any, validity: A
 
 
 def _parse_floats_on_host(device: Device, column: Column, dtype: pa.DataType) -> Column:
-    """Parse text to floats with Arrow (DuckDB's grammar minus digit separators). Host round trip."""
+    """Parse text to floats with Arrow (DuckDB's grammar: ``1_000`` separators between digits too). Host round trip."""
     text = pc.utf8_trim(column.to_arrow(device), characters=" \t\n\v\f\r")
+    for _ in range(2):  # "1_0_0": a match takes the digit after it, so a second pass takes the rest
+        text = pc.replace_substring_regex(text, r"(\d)_(\d)", r"\1\2")
     try:
         values = pc.cast(text, pa.float64())
     except pa.ArrowInvalid as error:
@@ -197,4 +203,10 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
         return Column(dtype, days, validity)
     if is_floating(dtype):
         return _parse_floats_on_host(device, column, dtype)
+    if is_boolean(dtype) or pa.types.is_timestamp(dtype):
+        values, parsed = (parse_booleans(device, column) if is_boolean(dtype)
+                          else parse_timestamps(device, column, dtype))
+        status = device.xp.where(parsed, kernels.PARSE_OK, kernels.PARSE_BAD_FORMAT)
+        _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
+        return Column(dtype, values, validity)
     raise PlanError(f"casting a string to {dtype} is not supported")

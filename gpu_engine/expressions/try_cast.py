@@ -31,12 +31,13 @@ from gpu_engine.expressions.numeric import (
 )
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.text import _parse_rows
+from gpu_engine.expressions.text_on_host import parse_booleans, parse_timestamps
 from gpu_engine.kernels import strings as kernels
 
 __all__ = ["try_cast"]
 
-#: Text pyarrow parses as a float (DuckDB's grammar: digits, a point, an exponent, inf/infinity/nan).
-_FLOAT_TEXT = r"^\s*[+-]?(?:(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?|inf|infinity|nan)\s*$"
+#: Text CAST parses as a float (DuckDB's grammar: digits with ``_`` separators, a point, an exponent, inf/nan).
+_FLOAT_TEXT = r"^\s*[+-]?(?:(?:\d+(?:_\d+)*\.?(?:\d+(?:_\d+)*)?|\.\d+(?:_\d+)*)(?:[eE][+-]?\d+)?|inf|infinity|nan)\s*$"
 
 
 def try_cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
@@ -54,6 +55,8 @@ def _converts(device: Device, column: Column, dtype: pa.DataType) -> Any:
     """Return a bool array: the rows whose value CAST converts to ``dtype``; None when every row does."""
     source = column.dtype
     xp = device.xp
+    if is_string(source) and (is_boolean(dtype) or pa.types.is_timestamp(dtype)):
+        return (parse_booleans(device, column) if is_boolean(dtype) else parse_timestamps(device, column, dtype))[1]
     if source == dtype or is_string(dtype) or is_boolean(dtype):
         return None
     if is_string(source):

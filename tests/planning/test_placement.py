@@ -27,7 +27,7 @@ def session(device_name) -> Session:
         "k": pa.array([1, 2, 2, None], pa.int32()),
         "v": pa.array([1.5, None, -0.25, 1e21], pa.float64()),
         "s": pa.array(["2.5", "-1e3", None, "7"]),
-        "ts": pa.array([datetime.datetime(2024, 1, 1), None, None, None], pa.timestamp("us")),
+        "ts": pa.array([datetime.datetime(2024, 1, 1), None, None, None], pa.timestamp("us", tz="UTC")),  # no text form
     }))
     return session
 
@@ -84,7 +84,7 @@ def test_a_cast_with_no_implementation_fails_at_plan_time_naming_node_and_expres
     with pytest.raises(PlanError) as raised:
         plan_placement(plan, session.device)
     assert raised.value.node == plan.label and raised.value.column == "CAST(ts AS string)"
-    assert "timestamp[us] to string" in str(raised.value)
+    assert "timestamp[us, tz=UTC] to string" in str(raised.value)
     with pytest.raises(PlanError, match=r"in Project\[1\]"):
         session.execute(plan)
     assert session.last_task is None  # nothing started

@@ -56,7 +56,7 @@ def test_each_driver_count_and_config_gets_its_own(counted):
 
 def test_a_plan_that_cannot_run_fails_every_time(counted):
     session = _session()
-    session.register("w", pa.table({"ts": pa.array([0], pa.timestamp("us"))}))
+    session.register("w", pa.table({"ts": pa.array([0], pa.timestamp("us", tz="UTC"))}))  # a cast with no text form
     plan = PlanBuilder(session.catalog).table_scan("w", ["ts"]).project(["CAST(ts AS VARCHAR) AS text"]).plan()
     for _ in range(2):
         with pytest.raises(PlanError, match="timestamp"):

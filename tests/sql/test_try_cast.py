@@ -1,6 +1,7 @@
 """TRY_CAST (issue 30 item 6) against DuckDB: CAST's value where the value converts, NULL where it does not.
 
-Text to integers, decimals, doubles and dates (malformed text, out-of-range values, blanks, signs, rounding),
+Text to integers, decimals, doubles (``1_000`` separators), dates, booleans and timestamps (malformed text,
+out-of-range values, blanks, signs, rounding, ``24:00:00``), timestamps back to text,
 numbers to narrower integers and decimals (overflow, NaN, rounding at the edge), 38-digit decimals (checked on the
 host), numbers and dates back to text, NULLs and empty inputs, TRY_CAST inside WHERE, aggregates and arithmetic,
 and DuckDB's column names (``TRY_CAST(s AS INTEGER)``). Plus: what CAST refuses stays refused by TRY_CAST at
@@ -29,6 +30,10 @@ TABLES = {
         "w": pa.array([10**30, -(10**30), None, 7, -7, 2**31, 12, 13, 14, 15, 16, 17], pa.decimal128(38, 0)),
         "d": pa.array(["2020-01-02", "2020-13-01", "2021-2-3", None, "2020-02-30", "x", "0001-01-01",
                        " 1999-12-31 ", "2020-1-1", "", "9999-12-31", "2000-02-29"]),
+        "b": pa.array(["true", "T", "yes", None, "n", "0", "1", "on", " true", "False", "", "2"]),
+        "ts": pa.array(["2020-01-02 03:04:05", "2020-01-02T03:04", "2020-1-2 3:4:5.25", None, "2020-01-02",
+                        " 2020-01-02 03:04:05.1234567 ", "2020-01-02 24:00:00", "2020-01-02 03:04:60", "epoch",
+                        "2020-02-30 00:00:00", "2020/01/02 10:00:00Z", "x"]),
     }),
 }
 TABLES["e"] = TABLES["t"].slice(0, 0)
@@ -46,6 +51,11 @@ QUERIES = [
     "SELECT w, TRY_CAST(w AS INTEGER) AS i, TRY_CAST(w AS BIGINT) AS b, TRY_CAST(w AS DECIMAL(20, 2)) AS d FROM t",
     "SELECT TRY_CAST(k AS VARCHAR), TRY_CAST(m AS VARCHAR), TRY_CAST(TRY_CAST(d AS DATE) AS VARCHAR) FROM t",
     "SELECT TRY_CAST(s AS INTEGER) FROM t",
+    "SELECT b, TRY_CAST(b AS BOOLEAN) AS v, TRY_CAST(s AS BOOLEAN) AS w FROM t",
+    "SELECT ts, TRY_CAST(ts AS TIMESTAMP) AS v, TRY_CAST(TRY_CAST(ts AS TIMESTAMP) AS VARCHAR) AS text FROM t",
+    "SELECT CAST(v AS TIMESTAMP) AS t1, CAST(CAST(v AS TIMESTAMP) AS VARCHAR) AS t2, CAST(w AS BOOLEAN) AS b1 "
+    "FROM (VALUES ('2020-01-02 03:04:05.5', 'yes'), ('0044-03-15 23:59:59.000001', 'F'), (NULL, NULL)) x(v, w)",
+    "SELECT s, TRY_CAST(s AS DOUBLE) AS f FROM (VALUES ('1_000'), ('1_000.5_5'), ('1__0'), ('_1'), ('1_')) x(s)",
     "SELECT count(TRY_CAST(s AS INTEGER)) AS ints, sum(TRY_CAST(s AS DOUBLE)) AS total FROM t",
     "SELECT s FROM t WHERE TRY_CAST(s AS INTEGER) IS NULL",
     "SELECT TRY_CAST(s AS INTEGER) + 1 AS next FROM t WHERE TRY_CAST(s AS INTEGER) > 0",
@@ -53,7 +63,7 @@ QUERIES = [
     "SELECT TRY_CAST(s AS INTEGER) AS i, TRY_CAST(d AS DATE) AS day FROM e",
 ]
 
-SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9]]
+SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9], QUERIES[11]]
 
 
 @pytest.fixture(scope="module")
@@ -106,6 +116,10 @@ def test_cast_still_raises_where_try_cast_gives_null():
         session.sql("SELECT CAST(s AS INTEGER) FROM t")
     with pytest.raises(ExecutionError, match="out of range"):
         session.sql("SELECT CAST(k AS SMALLINT) FROM t")
+    with pytest.raises(ExecutionError, match="Could not convert string 'on' to bool"):
+        session.sql("SELECT CAST(b AS BOOLEAN) FROM t")
+    with pytest.raises(ExecutionError, match="Could not convert string '2020-01-02 03:04:60' to timestamp"):
+        session.sql("SELECT CAST(ts AS TIMESTAMP) FROM t")
 
 
 @pytest.mark.parametrize("sql, message", [

@@ -1,0 +1,135 @@
+"""Convert text to booleans and timestamps, and timestamps to text, as DuckDB 2.0.1 does (on the host).
+
+Why on the host: these casts are rare in a pipeline's hot path (they turn
+user-typed text into values, or values into display text), and their
+grammars are wider than a kernel's worth of code; pyarrow's vectorized
+string functions parse them column-wise, as text -> float already does.
+
+* Text -> BOOLEAN: ``true``/``t``/``yes``/``y``/``1`` and
+  ``false``/``f``/``no``/``n``/``0``, any case, no surrounding blanks.
+* Text -> TIMESTAMP: ``YYYY-MM-DD[( |T)HH:MM[:SS[.fraction]]]`` (``/`` also
+  separates the date's fields; fields may lack zero padding), blanks around, an optional ``Z``, ``UTC`` or
+  numeric offset (not applied, as DuckDB's TIMESTAMP does not), ``24:00:00`` as
+  the next midnight, and ``epoch``; fractions past microseconds are cut.
+* TIMESTAMP -> text: ``YYYY-MM-DD HH:MM:SS`` plus the fraction without
+  trailing zeros (``…:05.5``), years 1 to 9999.
+
+Each parse returns the values and the rows that parsed, so CAST can raise
+for the first valid row that did not and TRY_CAST can make it NULL.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from gpu_engine.columnar import Column
+from gpu_engine.device import Device
+from gpu_engine.expressions.temporal import TICKS_PER_DAY
+
+__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps"]
+
+_TRUE = ["true", "t", "yes", "y", "1"]
+_FALSE = ["false", "f", "no", "n", "0"]
+_TIMESTAMP_TEXT = (r"^\s*(?P<year>\d{1,4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})"
+                   r"(?:[ T](?P<hour>\d{1,2}):(?P<minute>\d{1,2})(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d+))?)?)?"
+                   r"\s*(?:Z|UTC|[+-]\d{1,2}(?::?\d{2})?)?\s*$")
+_DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
+
+
+def _host_text(device: Device, column: Column) -> pa.Array:
+    array = column.to_arrow(device)
+    return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
+
+
+def parse_booleans(device: Device, column: Column) -> tuple[Any, Any]:
+    """Return (bool values, parsed) on the device for a text column; a NULL row counts as parsed."""
+    lowered = pc.utf8_lower(_host_text(device, column))
+    true = pc.is_in(lowered, value_set=pa.array(_TRUE)).fill_null(False).to_numpy(zero_copy_only=False)
+    false = pc.is_in(lowered, value_set=pa.array(_FALSE)).fill_null(False).to_numpy(zero_copy_only=False)
+    missing = pc.is_null(lowered).to_numpy(zero_copy_only=False)
+    return device.asarray(np.asarray(true, dtype=bool)), device.asarray(np.asarray(true | false | missing, dtype=bool))
+
+
+def _field(parts: pa.StructArray, name: str) -> np.ndarray:
+    values = pc.struct_field(parts, name)
+    values = pc.if_else(pc.equal(values, ""), None, values)  # an absent optional group is ""
+    return np.asarray(pc.cast(values, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+
+
+def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
+    """Return days since 1970-01-01 of proleptic Gregorian dates (Howard Hinnant's algorithm)."""
+    y = year - (month <= 2)
+    era = np.floor_divide(y, 400)
+    yoe = y - era * 400
+    mp = (month + 9) % 12
+    doy = (153 * mp + 2) // 5 + day - 1
+    doe = yoe * 365 + yoe // 4 - yoe // 100 + doy
+    return era * 146097 + doe - 719468
+
+
+def parse_timestamps(device: Device, column: Column, dtype: pa.DataType) -> tuple[Any, Any]:
+    """Return (int64 ticks in ``dtype``'s unit, parsed) on the device for a text column (NULL rows parse)."""
+    text = _host_text(device, column)
+    missing = np.asarray(pc.is_null(text).to_numpy(zero_copy_only=False), dtype=bool)
+    epoch = np.asarray(pc.equal(pc.utf8_lower(pc.utf8_trim_whitespace(text)), "epoch").fill_null(False)
+                       .to_numpy(zero_copy_only=False), dtype=bool)
+    parts = pc.extract_regex(text, _TIMESTAMP_TEXT)
+    matched = np.asarray(pc.is_valid(parts).to_numpy(zero_copy_only=False), dtype=bool)
+    year, month, day = (_field(parts, name) for name in ("year", "month", "day"))
+    hour, minute, second = (_field(parts, name) for name in ("hour", "minute", "second"))
+    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(""), 0, 6)
+    digits = np.asarray(pc.utf8_length(fraction).to_numpy(zero_copy_only=False), dtype=np.int64)
+    padded = pc.utf8_rpad(fraction, width=6, padding="0")
+    micros = np.asarray(pc.cast(padded, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
+    month_days = _DAYS_IN_MONTH[np.clip(month, 0, 12)] + ((month == 2) & leap)
+    valid_date = (year >= 1) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
+    midnight = (hour == 24) & (minute == 0) & (second == 0) & (micros == 0)
+    valid_time = ((hour <= 23) | midnight) & (minute <= 59) & (second <= 59)
+    parsed = (matched & valid_date & valid_time) | epoch | missing
+    days = np.where(matched & valid_date, _days_from_civil(year, month, day), 0)
+    total = (days * 86_400 + (hour * 60 + minute) * 60 + second) * 1_000_000 + np.where(digits > 0, micros, 0)
+    total = np.where(parsed & ~epoch, total, 0)
+    ticks = _from_micros(total, dtype.unit)
+    return device.asarray(ticks), device.asarray(parsed)
+
+
+def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
+    per_day = TICKS_PER_DAY[unit]
+    if per_day >= TICKS_PER_DAY["us"]:
+        return micros * (per_day // TICKS_PER_DAY["us"])
+    return np.floor_divide(micros, TICKS_PER_DAY["us"] // per_day)
+
+
+def format_timestamps(device: Device, column: Column) -> Column:
+    """Format a timestamp column as DuckDB's text (``2020-01-02 03:04:05.5``); years 1 to 9999."""
+    from gpu_engine.errors import ExecutionError
+
+    array = column.to_arrow(device)
+    unit = column.dtype.unit
+    ticks = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    per_day = TICKS_PER_DAY[unit]
+    days, within = np.divmod(ticks, per_day)
+    per_second = per_day // 86_400
+    seconds, sub = np.divmod(within, per_second)
+    dates = pa.array(days.astype(np.int32), pa.date32())
+    years = pc.year(dates).to_numpy(zero_copy_only=False)
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    if np.any(valid & ((years < 1) | (years > 9999))):
+        raise ExecutionError("Conversion of a timestamp to text supports years 1 to 9999 only")
+    texts = []
+    digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}[unit]
+    for row, ok in enumerate(valid.tolist()):
+        if not ok:
+            texts.append(None)
+            continue
+        second = int(seconds[row])
+        text = f"{dates[row].as_py().isoformat()} {second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+        if digits and sub[row]:
+            text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
+        texts.append(text)
+    return Column.from_arrow(pa.array(texts, pa.string()), device)
