@@ -38,7 +38,7 @@ import pyarrow as pa
 from gpu_engine.columnar.types import is_floating, is_string
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.expressions import AggregateCall, Cast, Expr, walk
+from gpu_engine.plans.expressions import AggregateCall, Cast, Expr, Function, walk
 from gpu_engine.plans.nodes import PlanNode, walk_plan
 
 __all__ = ["Placement", "plan_placement", "placement_text", "node_expressions", "host_fallback"]
@@ -127,7 +127,18 @@ def _(expression: Cast, node_label: str) -> str | None:
         return f"{expression.sql()}: float -> text is formatted by Python on the host"
     if is_string(source) and is_floating(target):
         return f"{expression.sql()}: text -> float is parsed by pyarrow on the host"
+    if is_string(source) and (pa.types.is_boolean(target) or pa.types.is_timestamp(target)):
+        return f"{expression.sql()}: text -> {target} is parsed by pyarrow on the host"
+    if pa.types.is_timestamp(source) and is_string(target):
+        return f"{expression.sql()}: timestamp -> text is formatted on the host"
     return None
+
+
+@host_fallback.register
+def _(expression: Function, node_label: str) -> str | None:
+    if expression.name != "try_cast":
+        return None
+    return host_fallback(Cast(expression.args[0], expression.dtype), node_label)  # TRY_CAST converts as CAST does
 
 
 @host_fallback.register
