@@ -58,12 +58,14 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
-from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, unsupported_aggregate_text
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.output_names import with_output_names_resolved
+from gpu_engine.sql.renaming import aliased, conjunction, renamed_copy
+from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.windows import check_window_positions, extract_windows, is_window_function, plan_windows
 from gpu_engine.sql.statistics import (
     DEFAULT_TABLE_ROWS,
@@ -332,7 +334,7 @@ def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
     wraps its argument in an ORDER BY.
     """
     name = aggregate.sql_name().lower()
-    if isinstance(aggregate.this, exp.Order):
+    if isinstance(aggregate.this, exp.Order) and not takes_order(aggregate):
         raise _unsupported(f"ORDER BY inside {name}(...)", aggregate)
     for key, value in aggregate.args.items():
         if key == "big_int" or not value or allowed_argument(aggregate, key):
@@ -400,7 +402,12 @@ class QueryPlanner:
     # -------------------------------------------------------------- rendering
     def _render(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
                 replacements: Mapping[str, str] | None = None) -> str:
-        """Return ``tree`` as a SQL snippet over internal column names, for PlanBuilder."""
+        """Return ``tree`` as a SQL snippet over internal column names (for the modules that build snippets)."""
+        return self._renamed(tree, columns, replacements).sql(dialect="duckdb")
+
+    def _renamed(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
+                 replacements: Mapping[str, str] | None = None) -> exp.Expression:
+        """Return a copy of ``tree`` over internal column names for PlanBuilder (:mod:`gpu_engine.sql.renaming`)."""
         replacements = replacements or {}
 
         def rename(node: exp.Expression) -> exp.Expression:
@@ -424,7 +431,7 @@ class QueryPlanner:
                 raise _unsupported("a subquery in this position", node)
             return node
 
-        return tree.transform(rename).sql(dialect="duckdb")  # transform copies: the query's tree stays as it is
+        return renamed_copy(tree, rename)  # the query's tree stays as it is
 
     def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
         if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is
@@ -634,6 +641,8 @@ class QueryPlanner:
             return self._derived(ctes[item.name], alias, ctes)
         if isinstance(item, exp.Subquery):
             return self._derived(item.this, alias, ctes)
+        if isinstance(item, exp.Values):
+            return plan_values(self, item, alias, ctes)
         if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier):
             raise _unsupported(f"{item.key.upper()} as a FROM item", item)
         return self._scan(item, alias, needed)
@@ -693,9 +702,9 @@ class QueryPlanner:
     def _filter(self, relation: Relation, conjuncts: list[exp.Expression]) -> Relation:
         if not conjuncts:
             return relation
-        text = " AND ".join(f"({self._render(c, relation.columns)})" for c in conjuncts)
+        predicate = conjunction([self._renamed(c, relation.columns) for c in conjuncts])
         try:
-            node = self._builder(relation.node).filter(text).plan()
+            node = self._builder(relation.node).filter(predicate).plan()
         except PlanError as error:
             raise self._plan_error(error, conjuncts[0]) from None
         rows = self._estimate(relation, conjuncts)
@@ -978,7 +987,7 @@ class QueryPlanner:
         keep = list(dict.fromkeys(keep)) or [relation.node.output_schema.names[0]]
         try:
             node = self._builder(relation.node).nested_loop_join(
-                scalar.node, keep, filter=self._render(conjunct, columns)).plan()
+                scalar.node, keep, filter=self._renamed(conjunct, columns)).plan()
         except PlanError as error:
             raise self._plan_error(error, conjunct) from None
         rows = self._estimate(relation, [conjunct])
@@ -994,7 +1003,7 @@ class QueryPlanner:
                 passthrough = [_quoted(n) for n in relation.node.output_schema.names]
                 try:
                     node = self._builder(relation.node).project(
-                        passthrough + [f"{self._render(outer, relation.columns)} AS {_quoted(name)}"]).plan()
+                        passthrough + [aliased(self._renamed(outer, relation.columns), name)]).plan()
                 except PlanError as error:
                     raise self._plan_error(error, outer) from None
                 relation = dataclasses.replace(relation, node=node,
@@ -1021,17 +1030,17 @@ class QueryPlanner:
             right.append(inner_name)
         keep = list(dict.fromkeys(i for (a, n), i in relation.columns.items() if (a, n) in needed))
         keep = keep or [relation.node.output_schema.names[0]]
-        filter_text = " AND ".join(f"({self._render(f, columns)})" for f in filters) or None
+        join_filter = conjunction([self._renamed(f, columns) for f in filters]) if filters else None
         # Build the smaller side: a semi (anti) join of a small outer side is a right semi (anti) join.
         right_side = semi.join_type in ("left_semi", "anti") and relation.rows < semi.relation.rows
         try:
             if right_side:
                 node = self._builder(semi.relation.node).hash_join(
                     right, left, relation.node, keep, join_type="right_semi" if semi.join_type == "left_semi"
-                    else "right_anti", filter=filter_text).plan()
+                    else "right_anti", filter=join_filter).plan()
             else:
                 node = self._builder(relation.node).hash_join(
-                    left, right, semi.relation.node, keep, join_type=semi.join_type, filter=filter_text).plan()
+                    left, right, semi.relation.node, keep, join_type=semi.join_type, filter=join_filter).plan()
         except PlanError as error:
             raise self._plan_error(error, semi.tree) from None
         rows = max(1.0, relation.rows * (0.5 if semi.join_type == "left_semi" else 0.5))
@@ -1118,14 +1127,14 @@ class QueryPlanner:
             still_needed.update((col.table, col.name) for col in _free_columns(c))
         keep = list(dict.fromkeys(i for (al, n), i in columns.items() if (al, n) in still_needed))
         keep = keep or [a.node.output_schema.names[0]]
-        filter_text = " AND ".join(f"({self._render(c, columns)})" for c in filters) or None
+        join_filter = conjunction([self._renamed(c, columns) for c in filters]) if filters else None
         try:
             builder = self._builder(a.node)
             if keys:
                 node = builder.hash_join([k for k, _ in keys], [k for _, k in keys], b.node, keep,
-                                         join_type=join_type, filter=filter_text).plan()
+                                         join_type=join_type, filter=join_filter).plan()
             else:
-                node = builder.nested_loop_join(b.node, keep, filter=filter_text, join_type=join_type).plan()
+                node = builder.nested_loop_join(b.node, keep, filter=join_filter, join_type=join_type).plan()
         except PlanError as error:
             raise self._plan_error(error, conditions[0] if conditions else None) from None
         if filters and join_type == "inner":
@@ -1223,13 +1232,14 @@ class QueryPlanner:
         if qualify is not None:
             relation = self._post_filter(relation, qualify, columns, replacements, ctes)
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
-        outputs, exprs = [], []
+        outputs, exprs, texts = [], [], []  # texts: each renamed expression's SQL, to find an ORDER BY key among them
         for p, name in zip(projections, output_names):
             tree = p.this if isinstance(p, exp.Alias) else p
             tree, relation, columns = self._scalar_subqueries(tree, relation, columns, ctes)
-            text = self._render(tree, columns, replacements)
+            renamed = self._renamed(tree, columns, replacements)
             outputs.append(name)
-            exprs.append(text)
+            exprs.append(renamed)
+            texts.append(renamed.sql(dialect="duckdb"))
         sort_keys = []
         hidden = []
         for ordered, key in zip(order, order_trees):
@@ -1239,18 +1249,20 @@ class QueryPlanner:
             if key is None:
                 index = output_names.index(ordered.this.name)
             else:
-                text = self._render(key, columns, replacements)
-                if text in exprs:
-                    index = exprs.index(text)
+                renamed = self._renamed(key, columns, replacements)
+                text = renamed.sql(dialect="duckdb")
+                if text in texts:
+                    index = texts.index(text)
                 else:
-                    hidden.append(text)
+                    texts.append(text)
+                    hidden.append(renamed)
                     index = len(exprs) + len(hidden) - 1
             sort_keys.append((index, direction + nulls))
         internal = [self._fresh(name) for name in outputs] + [self._fresh(f"$sort{n}") for n in range(len(hidden))]
         all_exprs = exprs + hidden
         try:
             builder = self._builder(relation.node).project(
-                [f"{text} AS {_quoted(name)}" for text, name in zip(all_exprs, internal)])
+                [aliased(tree, name) for tree, name in zip(all_exprs, internal)])
             if select.args.get("distinct"):
                 if select.args["distinct"].args.get("on"):
                     raise _unsupported("DISTINCT ON", select.args["distinct"])
@@ -1278,10 +1290,9 @@ class QueryPlanner:
             raise self._plan_error(error, select) from None
         rows = relation.rows if limit is None or with_ties else min(relation.rows, limit)
         stats = {}
-        for text, name in zip(exprs, internal):
-            source = text.strip('"')
-            if source in relation.stats:
-                stats[name] = relation.stats[source]
+        for tree, name in zip(exprs, internal):
+            if isinstance(tree, exp.Column) and tree.name in relation.stats:
+                stats[name] = relation.stats[tree.name]
         result = Relation(node, {}, frozenset(), rows, stats)
         return result, list(zip(outputs, internal[:len(outputs)]))
 
@@ -1327,7 +1338,7 @@ class QueryPlanner:
                 key_columns[(key.table, key.name)] = name
             else:
                 name = self._fresh(f"$key{len(key_names)}")
-                pre.append(f"{self._render(key, relation.columns)} AS {_quoted(name)}")
+                pre.append(aliased(self._renamed(key, relation.columns), name))
             replacements[text] = name
             key_names.append(name)
         calls, names = [], []
@@ -1337,7 +1348,7 @@ class QueryPlanner:
             if text in replacements:
                 continue
             name = self._fresh(f"${aggregate.key}{len(names)}")
-            call = f"{self._render(aggregate, relation.columns)} AS {_quoted(name)}"
+            call = aliased(self._renamed(aggregate, relation.columns), name)
             calls.append(call)
             names.append(name)
             replacements[text] = name
@@ -1371,7 +1382,7 @@ class QueryPlanner:
         sources = tuple(self._clone(source) for source in node.sources)
         return dataclasses.replace(node, id=self.ids.next_id(), sources=sources)
 
-    def _split_global_aggregation(self, relation: Relation, call_groups: list[list[str]], replacements, select):
+    def _split_global_aggregation(self, relation: Relation, call_groups: list[list], replacements, select):
         """Compute ``count(DISTINCT a), sum(b)`` without GROUP BY as one aggregation per DISTINCT argument.
 
         Why: the aggregation operator runs DISTINCT as a group-by on the
@@ -1424,7 +1435,7 @@ class QueryPlanner:
     def _post_filter(self, relation: Relation, having: exp.Expression, columns, replacements, ctes) -> Relation:
         tree, relation, columns = self._scalar_subqueries(having, relation, columns, ctes)
         try:
-            node = self._builder(relation.node).filter(self._render(tree, columns, replacements)).plan()
+            node = self._builder(relation.node).filter(self._renamed(tree, columns, replacements)).plan()
         except PlanError as error:
             raise self._plan_error(error, having) from None
         rows = max(1.0, relation.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
