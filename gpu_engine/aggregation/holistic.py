@@ -5,7 +5,8 @@ Why their own kind of state: ``median``, ``quantile_cont``/``quantile_disc``
 ``string_agg`` need every value of a group, and the answer is known only when
 the last one arrived. A group's state is therefore its values (and, for
 ``string_agg(x, sep ORDER BY y)``, their sort keys): each batch appends its
-non-NULL rows with their group ids (:attr:`AggregateState.values`), and the
+rows with their group ids (:attr:`AggregateState.values`; NULL values are
+dropped when the pieces are joined, so a batch costs no host read), and the
 final step computes every group at once with device array operations: one
 sort by group then value (:func:`~gpu_engine.kernels.sort.sort_indices`, the
 ORDER BY kernels), segment bounds from the group counts, and gathers. Nothing
@@ -117,26 +118,29 @@ class ValueList(AggregateFunction):
         self._keep(device, state, group_ids, columns)
 
     def _keep(self, device: Device, state: AggregateState, group_ids: Any, columns: list[Column]) -> None:
-        """Append the rows whose value is not NULL, with their groups."""
-        xp = device.xp
-        columns = [_plain(device, column) for column in columns]
-        validity = columns[0].validity
-        if validity is not None:
-            rows = xp.nonzero(validity)[0]
-            group_ids = group_ids[rows]
-            columns = [gather_column(device, column, rows) for column in columns]
+        """Append a batch's rows with their groups (NULL values are dropped once, in :meth:`gathered`: no
+        per-batch host read of how many remain)."""
         if int(group_ids.shape[0]):
-            state.values.append((group_ids.astype(xp.int64), tuple(columns)))
+            state.values.append((group_ids.astype(device.xp.int64), tuple(columns)))
 
     def gathered(self, device: Device, state: AggregateState) -> tuple[Any, list[Column]] | None:
-        """Return every kept value's group and columns, in one piece (kept so); None when there are none."""
+        """Return every kept non-NULL value's group and columns (plain strings), in one piece, kept so; None
+        when there are none."""
         if not state.values:
             return None
-        if len(state.values) > 1:
-            xp = device.xp
+        xp = device.xp
+        pieces = state.values
+        if len(pieces) > 1 or pieces[0][1][0].validity is not None or any(c.is_dictionary for c in pieces[0][1]):
             group_ids = xp.concatenate([ids for ids, _ in state.values])
-            columns = tuple(concat_columns(device, list(parts)) for parts in zip(*(cols for _, cols in state.values)))
-            state.values[:] = [(group_ids, columns)]
+            columns = [concat_columns(device, list(parts)) for parts in zip(*(cols for _, cols in state.values))]
+            columns = [_plain(device, column) for column in columns]
+            if columns[0].validity is not None:
+                rows = xp.nonzero(columns[0].validity)[0]
+                group_ids = group_ids[rows]
+                columns = [gather_column(device, column, rows) for column in columns]
+            state.values[:] = [(group_ids, tuple(columns))] if int(group_ids.shape[0]) else []
+            if not state.values:
+                return None
         group_ids, columns = state.values[0]
         return group_ids, list(columns)
 

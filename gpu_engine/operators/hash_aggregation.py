@@ -19,6 +19,11 @@ together by one device sort (:func:`~gpu_engine.kernels.sort.sort_indices`,
 the ORDER BY kernels) and each group keeps its best rank (the ``group_min``
 kernel), so no string is compared on the host.
 
+Holistic aggregates (``median``, quantiles, ``mode``, ``string_agg``,
+``approx_count_distinct``) keep their groups' values
+(:mod:`gpu_engine.aggregation.holistic`); a partial step holding them emits a
+group's values one per row (:class:`~gpu_engine.aggregation.holistic.ValueRows`).
+
 The operator's state (hash table, interned strings, kept keys, accumulators,
 output not yet taken) is reserved in its memory pool after every change, so a
 query whose groups outgrow its cap fails naming this operator
