@@ -402,8 +402,56 @@ def _read_number(chars, position, end, max_digits):
 
 
 @_row_helper
+def _skip_time_of_day(chars, position, end):
+    """Return the position after ``( |T)H{1,2}:M{1,2}[:S{1,2}[.digits*]] ws* [Z|UTC|(+|-)H{1,2}[[:]MM]]``, or -1.
+
+    Why: DuckDB reads a timestamp's text as a DATE by dropping a valid time of day (``'2020-01-02 10:00'``).
+    """
+    if position >= end or (chars[position] != 32 and chars[position] != 84):
+        return -1
+    hour, position = _read_number(chars, position + 1, end, 2)
+    if hour < 0 or hour > 24 or position >= end or chars[position] != 58:
+        return -1
+    minute, position = _read_number(chars, position + 1, end, 2)
+    if minute < 0 or minute > 59 or (hour == 24 and minute != 0):  # 24:00:00 is the day's end
+        return -1
+    if position < end and chars[position] == 58:
+        second, position = _read_number(chars, position + 1, end, 2)
+        if second < 0 or second > 59 or (hour == 24 and second != 0):
+            return -1
+        if position < end and chars[position] == 46:
+            position += 1
+            while position < end and _is_digit(chars[position]):
+                position += 1
+    while position < end and _is_space(chars[position]):
+        position += 1
+    if position < end and (chars[position] == 90 or chars[position] == 122):  # Z
+        position += 1
+    elif position + 2 < end and (chars[position] == 85 or chars[position] == 117):  # UTC
+        if (chars[position + 1] == 84 or chars[position + 1] == 116) and (chars[position + 2] == 67
+                                                                         or chars[position + 2] == 99):
+            position += 3
+        else:
+            return -1
+    elif position < end and (chars[position] == 43 or chars[position] == 45):
+        offset, position = _read_number(chars, position + 1, end, 2)
+        if offset < 0:
+            return -1
+        if position < end and chars[position] == 58:
+            position += 1
+        if position < end:
+            minutes, position = _read_number(chars, position, end, 2)
+            if minutes < 0:
+                return -1
+    return position if position == end else -1
+
+
+@_row_helper
 def _parse_date_row(i, offsets, chars, out, status):
-    """Parse ``ws* [-]Y+ sep M{1,2} sep D{1,2} ws*`` (sep one of ``- / \\ space``) to days since 1970-01-01."""
+    """Parse ``ws* [-]Y+ sep M{1,2} sep D{1,2} ws*`` (sep one of ``- / \\ space``) to days since 1970-01-01.
+
+    A valid time of day may follow the date (:func:`_skip_time_of_day`); it is dropped, as DuckDB drops it.
+    """
     position = offsets[i]
     end = offsets[i + 1]
     out[i] = 0
@@ -428,6 +476,8 @@ def _parse_date_row(i, offsets, chars, out, status):
         status[i] = 1
         return
     day, position = _read_number(chars, position + 1, end, 2)
+    if day >= 0 and position != end:
+        position = _skip_time_of_day(chars, position, end)
     if day < 0 or position != end:
         status[i] = 1
         return
