@@ -46,13 +46,17 @@ import subprocess
 import threading
 import time
 import warnings
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Hashable, Iterable
 
-__all__ = ["COMPILE_MODES", "MODE_VARIABLE", "BackgroundCompiler", "TierSwitch", "TwinRef", "background_compiler",
-           "default_compile_mode", "kernel_ready"]
+__all__ = ["COMPILE_MODES", "FAILED", "MODE_VARIABLE", "PENDING", "READY", "BackgroundCompiler", "TierSwitch", "TwinRef",
+           "background_compiler", "default_compile_mode", "kernel_ready", "kernel_state"]
 
 COMPILE_MODES = ("background", "inline", "alternate")
+#: What :meth:`BackgroundCompiler.state` says of a kernel: runnable now, being compiled, or never (lowest tier).
+READY, PENDING, FAILED = "ready", "pending", "failed"
 MODE_VARIABLE = "GPU_ENGINE_COMPILE_MODE"
+#: Program shapes a compiler remembers as waiting for their kernels (see TierSwitch); more start anew.
+_MAX_WAITING_SHAPES = 1024
 #: Times a dead compile worker is started again before every later job is marked failed.
 _MAX_RESTARTS = 3
 
@@ -102,35 +106,47 @@ class BackgroundCompiler:
         self.compiled = 0
         self.compile_seconds = 0.0
         self.failures: dict[tuple, str] = {}
-        #: Jobs finished (compiled or failed) so far: a kernel found pending cannot be ready before this grows.
+        #: Program shapes whose kernels an operator found compiling -> ``finished`` then (see TierSwitch).
+        self.waiting_shapes: dict[Hashable, int] = {}
+        #: Jobs finished (compiled or failed, the worker's exit included) so far: a kernel found pending
+        #: cannot be ready before this grows.
         self.finished = 0
 
     # ------------------------------------------------------------ queries
     def ready(self, dispatcher, signature: tuple) -> bool:
         """Return whether ``dispatcher`` runs ``signature`` without compiling; else make sure it is being compiled."""
+        return self.state(dispatcher, signature) == READY
+
+    def state(self, dispatcher, signature: tuple) -> str:
+        """Return :data:`READY` when ``dispatcher`` runs ``signature`` without compiling, else :data:`PENDING`
+        (queued for the worker, queued here if it was not) or :data:`FAILED`."""
         key = (dispatcher.py_func.__module__, dispatcher.py_func.__name__, signature)
         with self._lock:
             state = self._states.get(key)
             if state == "pending" or state == "failed":
-                return False
+                return PENDING if state == "pending" else FAILED
         if _load_cached(dispatcher, signature):
             with self._lock:
                 self._states[key] = "done"
-            return True
+            return READY
         with self._lock:
             state = self._states.get(key)
             if state == "done":  # compiled, yet not loadable: numba could not cache it (keep the lowest tier)
                 self._fail(key, "numba did not cache the compiled kernel")
-                return False
+                return FAILED
             if state is None:
                 module = dispatcher.py_func.__globals__
                 self._states[key] = "pending"
                 self._queue.append((key, module["__name__"], module["__file__"]))
                 self._send_next()
-        return False
+            return FAILED if self._states[key] == "failed" else PENDING
 
     def ready_new(self, file, function: str, signature: tuple) -> bool:
         """Return True once a job of a file this process wrote is done (then load it as any other); else queue it."""
+        return self.state_new(file, function, signature) == READY
+
+    def state_new(self, file, function: str, signature: tuple) -> str:
+        """Return the state of a job of a file this process wrote (:data:`READY` once done), queueing it if new."""
         key = (file.name, function, signature)
         with self._lock:
             state = self._states.get(key)
@@ -138,8 +154,8 @@ class BackgroundCompiler:
                 self._states[key] = "pending"
                 self._queue.append((key, file.name, str(file.path)))
                 self._send_next()
-                return False
-            return state == "done"
+                state = self._states[key]
+            return READY if state == "done" else FAILED if state == "failed" else PENDING
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
@@ -214,11 +230,11 @@ class BackgroundCompiler:
                     self._lock.notify_all()
                     return
                 key, error, seconds = answer
-                self.finished += 1
                 if key == self._outstanding:
                     self._outstanding = None
                 if error is None:
                     self._states[key] = "done"
+                    self.finished += 1
                     self.compiled += 1
                     self.compile_seconds += seconds
                 else:
@@ -227,8 +243,12 @@ class BackgroundCompiler:
                 self._lock.notify_all()
 
     def _fail(self, key: tuple, reason: str) -> None:
-        """Mark ``key`` failed (caller holds the lock) and warn once: its batches stay on the lowest tier."""
+        """Mark ``key`` failed (caller holds the lock) and warn once: its batches stay on the lowest tier.
+
+        A failure counts as a finished job (``finished``): operators waiting for one look again.
+        """
         self._states[key] = "failed"
+        self.finished += 1
         if key not in self.failures:
             self.failures[key] = reason
             warnings.warn(f"gpu_engine: compiling {key[0]}.{key[1]} in the background failed ({reason}); "
@@ -314,18 +334,24 @@ def kernel_ready(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> bool:
     back: the caller runs the batch on its lowest tier. Otherwise True (the caller's launch compiles
     inline if it must).
     """
+    return kernel_state(device, mode, cpu_twin, arguments) == READY
+
+
+def kernel_state(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> str:
+    """Return :data:`READY`, :data:`PENDING` or :data:`FAILED` for ``cpu_twin`` with ``arguments`` (see :func:`kernel_ready`)."""
     if mode != "background" or device.kernel_flavor != "cpu":
-        return True
+        return READY
     if isinstance(cpu_twin, TwinRef):
         if not cpu_twin.file.loaded and cpu_twin.file.new:
             signature = tuple(_argument_type(argument) for argument in arguments)
-            if not background_compiler().ready_new(cpu_twin.file, cpu_twin.function, signature):
-                return False
+            state = background_compiler().state_new(cpu_twin.file, cpu_twin.function, signature)
+            if state != READY:
+                return state
         cpu_twin = cpu_twin.dispatcher
     signature = tuple(cpu_twin.typeof_pyval(argument) for argument in arguments)
     if signature in cpu_twin.overloads:
-        return True
-    return background_compiler().ready(cpu_twin, signature)
+        return READY
+    return background_compiler().state(cpu_twin, signature)
 
 
 class TierSwitch:
@@ -334,9 +360,20 @@ class TierSwitch:
     ``sticky`` operators (an aggregation step whose state cannot be split
     between tiers: SINGLE, INTERMEDIATE, FINAL) decide once, at their first
     batch, and keep that tier. The counts go to explain-analyze.
+
+    While the kernels a batch needed are being compiled, later batches run on the lowest tier without
+    binding their inputs (the caller's ``launches`` is not called) until the compile process finishes
+    a job: binding a batch to a generated kernel evaluates its lifted string expressions and interns
+    its string keys, work the lowest tier does again its own way, so asking every batch cost a
+    first run a quarter of its time on 2 cores (TPC-H SF 0.1). Operators of one program shape share
+    that wait (``shape``): the other drivers' first batches, and later queries' of the same shape,
+    are not bound either. A batch of a new layout in that stretch runs on the lowest tier too; its
+    kernel is queued at the next batch asked.
     """
 
-    def __init__(self, device, mode: str, sticky: bool = False):
+    def __init__(self, device, mode: str, sticky: bool = False, shape: Callable[[], Hashable] | None = None):
+        """``shape()`` names what the operator's kernels are generated from (their program's shape): operators
+        of one shape (each driver's, and later queries' with other constants) share the wait for its kernels."""
         if mode not in COMPILE_MODES:
             raise ValueError(f"compile_mode must be one of {', '.join(map(repr, COMPILE_MODES))}, got {mode!r}")
         self.device = device
@@ -344,37 +381,72 @@ class TierSwitch:
         self.sticky = sticky
         self.batches = 0
         self._decided: bool | None = None
-        #: Twins found not ready -> the background compiler's ``finished`` count then: until a job finishes
-        #: they stay not ready, so a batch does not look at their arguments' types again (host time per batch).
+        #: Twins found not ready -> (the background compiler's ``finished`` count then, their state): until a
+        #: job finishes they stay so, and a batch does not look at their arguments' types again.
         self._waiting: dict = {}
+        #: The compiler's ``finished`` count when every kernel the last batch needed was ready or pending
+        #: and one was pending (None otherwise): until it grows, no batch is bound to ask again.
+        self._pending_since: int | None = None
+        self._shape = shape
+
+    @property
+    def compiles_in_background(self) -> bool:
+        """Return whether this operator's kernels compile in the compile process (not on a driver, at launch)."""
+        return self.mode == "background" and self.device.kernel_flavor == "cpu"
 
     def use_generated(self, launches: Callable[[], Iterable[tuple[Any, Iterable[Any]]]]) -> bool:
         """Return True to run this batch on the generated kernels, False for the lowest tier.
 
         ``launches()`` pairs each CPU twin the batch would launch with its arguments; it is called only
-        when the answer depends on whether they are compiled (``"background"`` on ``cpu``), so the other
-        modes and devices pay no host work for it per batch.
+        when the answer depends on whether they are compiled (``"background"`` on ``cpu``, and not while
+        the kernels the last batch asked for are still compiling), so the other modes and devices, and
+        batches waiting on the compiler, pay no host work for it.
         """
         self.batches += 1
         if self.sticky and self._decided is not None:
             return self._decided
         if self.mode == "alternate":
             decided = self.batches % 2 == 0
-        elif self.mode != "background" or self.device.kernel_flavor != "cpu":
+        elif not self.compiles_in_background:
             decided = True  # the launch compiles inline if it must (see kernel_ready)
         else:
-            decided = all([self._ready(twin, arguments) for twin, arguments in launches()])
+            decided = self._decide(launches)
         if self.sticky:
             self._decided = decided
         return decided
 
-    def _ready(self, twin, arguments) -> bool:
-        identity = (twin.file.digest, twin.function) if isinstance(twin, TwinRef) else id(twin)
-        waiting = self._waiting.get(identity)
-        if waiting is not None and waiting == background_compiler().finished:
+    def _decide(self, launches) -> bool:
+        compiler = background_compiler()
+        finished = compiler.finished  # read first: a job finishing during the checks counts as new
+        if self._pending_since == finished:
             return False
-        if kernel_ready(self.device, self.mode, twin, arguments):
+        if callable(self._shape):
+            self._shape = self._shape()
+        shapes = compiler.waiting_shapes
+        if self._shape is not None and shapes.get(self._shape) == finished:
+            return False
+        states = [self._state(twin, arguments) for twin, arguments in launches()]
+        decided = all(state == READY for state in states)
+        waiting = PENDING in states and FAILED not in states
+        self._pending_since = finished if waiting else None
+        if self._shape is not None:
+            if waiting:
+                if len(shapes) >= _MAX_WAITING_SHAPES:
+                    shapes.clear()
+                shapes[self._shape] = finished
+            else:
+                shapes.pop(self._shape, None)
+        return decided
+
+    def _state(self, twin, arguments) -> str:
+        identity = (twin.file.digest, twin.function) if isinstance(twin, TwinRef) else id(twin)
+        finished = background_compiler().finished
+        waiting = self._waiting.get(identity)
+        if waiting is not None and waiting[0] == finished:
+            return waiting[1]
+        state = kernel_state(self.device, self.mode, twin, arguments)
+        if state == READY:
             self._waiting.pop(identity, None)
-            return True
-        self._waiting[identity] = background_compiler().finished
-        return False
+        else:
+            self._waiting[identity] = (finished, state)
+        return state

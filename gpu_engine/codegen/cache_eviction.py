@@ -18,7 +18,9 @@ explicitly (:func:`record_use`) whenever a process loads the module from disk
 — its modification time is left alone, because numba's index is keyed by it.
 
 When evicted: only after a process wrote a *new* module (a compile follows
-anyway, so the scan of the folders is never on a repeated query's path), and
+anyway, so the scan of the folders is never on a repeated query's path; a
+module compiled in the background is checked by the compile process after it
+wrote numba's files, so the scan is never on a driver either), and
 only when the groups' total passes the bound; then the oldest groups go until
 the total is under 80 % of the bound, so eviction runs rarely. One process
 evicts at a time (an ``flock`` on ``generated/.eviction.lock``; the others

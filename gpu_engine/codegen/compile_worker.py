@@ -6,8 +6,10 @@ is meant to serve (on a 2-core machine, all of them). The worker runs at the
 lowest CPU priority, imports each generated module from its file (the same
 file and module name as the engine's process, so numba's cache index is the
 same), compiles the asked signature and lets numba save it
-(``cache=True``); the engine's process then loads the machine code from the
-cache (:mod:`gpu_engine.codegen.background_compiles`).
+(``cache=True``), then keeps the cache folder under its size bound (the scan
+the engine's drivers skip for files this process compiles); the engine's
+process then loads the machine code from the cache
+(:mod:`gpu_engine.codegen.background_compiles`).
 
 Protocol: the parent starts it with its own ``sys.path`` (:func:`worker_command`)
 and writes length-prefixed pickles to its stdin, jobs
@@ -69,6 +71,12 @@ def _compile(module_name: str, path: str, function: str, signature) -> None:
             sys.modules.pop(module_name, None)
             raise
     getattr(module, function).compile(signature)
+    # numba's files of it are written: this process, not a driver, keeps the cache under its size bound.
+    from pathlib import Path
+
+    from gpu_engine.codegen.compiled_modules import bound_cache_size
+
+    bound_cache_size(Path(path))
 
 
 def main() -> None:

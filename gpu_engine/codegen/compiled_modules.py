@@ -28,26 +28,48 @@ from types import ModuleType
 
 from gpu_engine.codegen.cache_eviction import cache_bound_bytes, evict_least_recently_used, record_use
 
-__all__ = ["GeneratedFile", "generated_file", "generated_module", "generated_folder"]
+__all__ = ["GeneratedFile", "bound_cache_size", "generated_file", "generated_module", "generated_folder"]
 
 _MODULES: dict[str, ModuleType] = {}
 _LOCK = threading.Lock()
 _LOAD_ATTEMPTS = 4  # a module evicted by another process while this one loads it is written again
 
 
+_FOLDERS: dict[str, Path] = {}  # by $GPU_ENGINE_CACHE_DIR: made once per process (a mkdir call cost 0.4 ms a batch)
+_DIGESTS: dict[str, str] = {}  # by source text: generated sources are shared (generation cache), hashed once
+_MAX_DIGESTS = 4096
+
+
 def generated_folder() -> Path:
     """Return the folder generated modules are written to (created when missing)."""
     root = os.environ.get("GPU_ENGINE_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "gpu_engine")
-    folder = Path(root) / "generated"
-    folder.mkdir(parents=True, exist_ok=True)
+    folder = _FOLDERS.get(root)
+    if folder is None:
+        folder = Path(root) / "generated"
+        folder.mkdir(parents=True, exist_ok=True)
+        _FOLDERS[root] = folder
     return folder
+
+
+def _digest(source: str) -> str:
+    digest = _DIGESTS.get(source)
+    if digest is None:
+        digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+        if len(_DIGESTS) >= _MAX_DIGESTS:
+            _DIGESTS.clear()
+        _DIGESTS[source] = digest
+    return digest
 
 
 def _write_once(path: Path, source: str) -> bool:
     """Write ``source`` to ``path`` unless the file exists; return whether this call wrote it."""
     if path.exists():
         return False
-    handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    try:
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    except FileNotFoundError:  # the folder was removed after this process made it
+        path.parent.mkdir(parents=True, exist_ok=True)
+        handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(handle, "w") as out:
         out.write(source)
     try:
@@ -97,7 +119,7 @@ def _load(path: Path, source: str, name: str) -> tuple[ModuleType, bool]:
 
 def generated_module(source: str, stem: str = "fused") -> ModuleType:
     """Return the module defined by ``source``, written to the cache folder and imported once per process."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+    digest = _digest(source)
     module = _MODULES.get(digest)
     if module is not None:
         return module
@@ -109,13 +131,14 @@ def generated_module(source: str, stem: str = "fused") -> ModuleType:
             module, wrote = _load(path, source, f"gpu_engine_generated_{stem}_{digest}")
             _MODULES[digest] = module
             if wrote:  # a new module (a compile follows anyway): the one time the cache's size is checked
-                _evict_for(path)
+                bound_cache_size(path)
             else:
                 record_use(path)
     return module
 
 
-def _evict_for(path: Path) -> None:
+def bound_cache_size(path: Path) -> None:
+    """Evict the least recently used modules (never ``path``'s) if the cache folder has passed its size bound."""
     from gpu_engine.kernels.ptx_cache import ptx_cache_directory
 
     evict_least_recently_used(path.parent, ptx_cache_directory(), cache_bound_bytes(), keep=frozenset([path.stem]))
@@ -149,9 +172,14 @@ class GeneratedFile:
 _FILES: dict[tuple[Path, str], GeneratedFile] = {}  # by (folder, digest): a new cache folder writes anew
 
 
-def generated_file(source: str, stem: str = "fused") -> GeneratedFile:
-    """Return ``source`` as a :class:`GeneratedFile` in the cache folder (written once), without importing it."""
-    digest = hashlib.sha256(source.encode()).hexdigest()[:32]
+def generated_file(source: str, stem: str = "fused", evict: bool = True) -> GeneratedFile:
+    """Return ``source`` as a :class:`GeneratedFile` in the cache folder (written once), without importing it.
+
+    ``evict=False``: a new file does not check the cache's size here, because its kernel compiles in the
+    compile process, which checks it after writing numba's files
+    (:mod:`gpu_engine.codegen.compile_worker`): the scan of the folders stays off the drivers.
+    """
+    digest = _digest(source)
     folder = generated_folder()
     handle = _FILES.get((folder, digest))
     if handle is not None:
@@ -161,7 +189,7 @@ def generated_file(source: str, stem: str = "fused") -> GeneratedFile:
         if handle is None:
             path = folder / f"{stem}_{digest}.py"
             new = digest not in _MODULES and _write_once(path, source)
-            if new:
-                _evict_for(path)
+            if new and evict:
+                bound_cache_size(path)
             handle = _FILES[(folder, digest)] = GeneratedFile(source, stem, digest, path, new)
     return handle

@@ -51,5 +51,10 @@ class CompiledPredicate(CompiledRowKernel):
 
         None when the kernel is not compiled yet: the caller evaluates the predicate eagerly.
         """
-        mask = self.device.xp.empty(batch.num_rows, dtype=self.device.xp.bool_)
-        return mask if self._launch(batch, {"mask": mask}) else None
+        made = {}
+
+        def outputs() -> dict:
+            made.setdefault("mask", self.device.xp.empty(batch.num_rows, dtype=self.device.xp.bool_))
+            return made
+
+        return made["mask"] if self._launch(batch, outputs) else None

@@ -55,9 +55,15 @@ class CompiledProjection(CompiledRowKernel):
         None when the kernel is not compiled yet: the caller evaluates the expressions eagerly.
         """
         xp, n = self.device.xp, batch.num_rows
-        outputs, columns = {}, []
-        for j, expr in enumerate(self.program.outputs):
-            outputs[f"o{j}"] = xp.empty(n, dtype=physical_dtype(expr.dtype))
-            outputs[f"o{j}_v"] = xp.empty(n, dtype=xp.bool_)
-            columns.append(Column(expr.dtype, outputs[f"o{j}"], outputs[f"o{j}_v"]))
-        return columns if self._launch(batch, outputs) else None
+        made: dict = {}
+
+        def outputs() -> dict:  # made only when the kernel may run (not while it compiles in the background)
+            if not made:
+                for j, expr in enumerate(self.program.outputs):
+                    made[f"o{j}"] = xp.empty(n, dtype=physical_dtype(expr.dtype))
+                    made[f"o{j}_v"] = xp.empty(n, dtype=xp.bool_)
+            return made
+
+        if not self._launch(batch, outputs):
+            return None
+        return [Column(expr.dtype, made[f"o{j}"], made[f"o{j}_v"]) for j, expr in enumerate(self.program.outputs)]

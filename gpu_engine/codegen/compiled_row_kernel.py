@@ -10,7 +10,7 @@ what they allocate for the kernel to write differs.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -46,7 +46,7 @@ class CompiledRowKernel:
         self.device = device
         self.program = program
         #: Whether a batch runs the kernel or the caller's eager evaluation (:mod:`~gpu_engine.codegen.background_compiles`).
-        self.tiers = TierSwitch(device, compile_mode)
+        self.tiers = TierSwitch(device, compile_mode, shape=lambda: (self.name, repr(program.shape())))
         self._inputs = KernelInputs(device, program)
         #: The program's constants (see kernel_parameters), uploaded once for every batch's launch.
         self._parameters = kernel_parameter_array(device, program)
@@ -66,8 +66,9 @@ class CompiledRowKernel:
             return True
         return False
 
-    def _launch(self, batch: Batch, outputs: dict[str, Any]) -> bool:
-        """Run the kernel over ``batch`` into ``outputs`` (arrays by parameter name); return False when it did not run.
+    def _launch(self, batch: Batch, outputs: Callable[[], dict[str, Any]]) -> bool:
+        """Run the kernel over ``batch`` into ``outputs()`` (arrays by parameter name, made only when the kernel
+        may run); return False when it did not run.
 
         It does not run while it is not compiled yet and compiles in the background (see
         :class:`~gpu_engine.codegen.background_compiles.TierSwitch`): the caller evaluates the batch eagerly.
@@ -77,15 +78,25 @@ class CompiledRowKernel:
         :func:`~gpu_engine.expressions.deferred_checks.checks_read_together` block ends, else at once;
         until then the outputs may be partial.
         """
-        layout, arrays = self._inputs.bind(batch)
-        module, parameters, messages = self._kernel(layout)
         n = batch.num_rows
-        status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
-        values = dict(arrays, **outputs, n=n, status=status, parameters=self._parameters)
-        arguments = [values[p] for p in parameters]
-        if not self.tiers.use_generated(lambda: [(TwinRef(module, f"{self.name}_cpu"), arguments)]):
+        bound = []  # bound only when asked: a batch that waits for the compiler is evaluated eagerly, unbound
+
+        def bind() -> tuple:
+            layout, arrays = self._inputs.bind(batch)
+            file, parameters, messages = self._kernel(layout)
+            status = self.device.asarray(np.array([_NO_ERROR], dtype=np.int64))
+            values = dict(arrays, **outputs(), n=n, status=status, parameters=self._parameters)
+            bound.append((file, [values[p] for p in parameters], messages, status))
+            return bound[0]
+
+        def launches() -> list:
+            file, arguments, _, _ = bind()
+            return [(TwinRef(file, f"{self.name}_cpu"), arguments)]
+
+        if not self.tiers.use_generated(launches):
             return False
-        module = module.module  # imported once the kernel runs
+        file, arguments, messages, status = bound[0] if bound else bind()
+        module = file.module  # imported once the kernel runs
         launch_twin(self.device, n, getattr(module, f"{self.name}_cpu"), getattr(module, f"{self.name}_cuda"),
                     *arguments)
 
@@ -101,6 +112,7 @@ class CompiledRowKernel:
         compiled = self._kernels.get(layout)
         if compiled is None:
             generated = self._generate(self.program, layout)
-            file = generated_file(generated.source, stem=self.name)  # imported when a batch first runs it
+            # Imported when a batch first runs it; the compile process keeps the cache's size bound (no scan here).
+            file = generated_file(generated.source, stem=self.name, evict=not self.tiers.compiles_in_background)
             compiled = self._kernels[layout] = (file, generated.parameters, generated.messages)
         return compiled

@@ -44,6 +44,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
     max_groups,
 )
 from gpu_engine.codegen.fusion_program import plan_fusion_program
+from gpu_engine.codegen.generation_cache import aggregate_shape
 from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
 from gpu_engine.columnar.batch import Batch
@@ -227,7 +228,8 @@ class FusedAggregation(AggregationOperator):
         self._pending = self._placeholder
         self._last_batch = (0, 0)  # (rows, new keys) of the latest batch: see _expected_new_groups
         #: Which tier runs each batch; any step but PARTIAL keeps its first batch's (see the module docstring).
-        self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL)
+        self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL,
+                                 shape=lambda: ("fused", repr(self.program.shape()), aggregate_shape(self.functions)))
         self._lowest_tier: _LowestTier | None = None
         self._status_placeholder = xp.zeros(3, dtype=xp.int64)
         self._reset()
@@ -280,8 +282,9 @@ class FusedAggregation(AggregationOperator):
         compiled = self._kernels.get(layout)
         if compiled is None:
             generated = generate_fused_aggregation(self.program, self.functions, layout)
-            compiled = self._kernels[layout] = (generated_file(generated.source), generated.parameters,
-                                                generated.messages)
+            # Compiled by the compile process, which keeps the cache's size bound: no scan on a driver.
+            file = generated_file(generated.source, evict=not self._tiers.compiles_in_background)
+            compiled = self._kernels[layout] = (file, generated.parameters, generated.messages)
         return compiled
 
     # ----------------------------------------------------------------- input
@@ -294,17 +297,28 @@ class FusedAggregation(AggregationOperator):
             launches.append((TwinRef(file, "move_cpu"), (self._table, self._table)))
         return launches
 
+    def _bind(self, batch: Batch) -> tuple:
+        """Return ``batch``'s input arrays and its layout's generated file, parameter names and messages."""
+        layout, arrays = self._inputs.bind(batch)
+        return (arrays, *self._kernel(layout))
+
     def add_input(self, batch: Batch) -> None:
         xp = self.device.xp
-        layout, arrays = self._inputs.bind(batch)
-        file, parameters, messages = self._kernel(layout)
-        if not self._tiers.use_generated(lambda: self._launches(file, parameters, arrays)):
+        bound = []  # bound only when asked: a batch that waits for the compiler runs unbound, on the lowest tier
+
+        def launches() -> list:
+            bound.append(self._bind(batch))
+            arrays, file, parameters, _ = bound[0]
+            return self._launches(file, parameters, arrays)
+
+        if not self._tiers.use_generated(launches):
             self.add_runtime_stat("lowest_tier_batches", 1)
             if self._lowest_tier is None:
                 self._lowest_tier = _LowestTier(self.ctx, self.node)
             self._lowest_tier.add_input(batch)
             self._output.extend(self._lowest_tier.outputs())
             return
+        arrays, file, parameters, messages = bound[0] if bound else self._bind(batch)
         self._seen_input = True
         module = self._module = file.module
         groups_before = self._num_groups

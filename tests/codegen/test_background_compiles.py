@@ -95,6 +95,38 @@ def test_a_first_run_compiles_nothing_on_its_drivers_and_later_runs_load_the_com
     assert _runtime(later, "lowest_tier_batches") == 0
 
 
+@pytest.mark.parametrize("query", ["fused aggregation", "filter and projection"])
+def test_batches_waiting_for_the_compiler_are_not_bound_to_its_kernels(tmp_path, monkeypatch, query):
+    """While a kernel compiles, batches run on the lowest tier without binding their inputs to it.
+
+    Binding evaluates lifted string expressions and interns string keys, work the lowest tier does again
+    its own way: only the first batch of each kernel's shape may pay it, not every batch of every driver.
+    """
+    from gpu_engine import Session
+    from gpu_engine.codegen import background_compiles
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    compiler = background_compiles.BackgroundCompiler()
+    monkeypatch.setattr(compiler, "_send_next", lambda: None)  # a compile process that never finishes a job
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    binds = []
+    bind = KernelInputs.bind
+    monkeypatch.setattr(KernelInputs, "bind", lambda self, batch: binds.append(1) or bind(self, batch))
+    tables = _tables()
+    sql = _QUERIES[query]
+    session = Session(device="cpu", drivers=2, compile_mode="background", batch_rows=100)
+    for name, table in tables.items():
+        session.register(name, table, split_rows=100)
+    for _ in range(2):  # a second run of the same shapes waits for the same kernels: binds nothing
+        assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
+    stats = session.last_stats()
+    assert _runtime(stats, "lowest_tier_batches") >= 30 and stats.kernels_compiled == 0
+    assert compiler.pending() >= 1
+    # At most each driver's first batch of each kernel's shape (both drivers may ask at once): 2 x 2.
+    assert len(binds) <= 4, f"{len(binds)} batches were bound to kernels still compiling"
+
+
 @pytest.mark.parametrize("drivers", [1, 2])
 @pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
 def test_both_tiers_in_one_query_answer_as_duckdb(device_name, drivers, query):
