@@ -145,10 +145,11 @@ def _within_group(node: exp.WithinGroup) -> exp.Expression:
     return type(function)(this=key.this.copy(), expression=fraction)
 
 
-def normalize_aggregate_calls(tree: exp.Expression) -> exp.Expression:
+def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True) -> exp.Expression:
     """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s,
     ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway,
-    and ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` the quantile's."""
+    and ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` the quantile's. ``copy=False`` rewrites ``tree``
+    in place (a query's own parsed tree: copying a 2000-term WHERE clause cost 0.05 s)."""
 
     def rewrite(node: exp.Expression) -> exp.Expression:
         if isinstance(node, exp.WithinGroup):
@@ -178,4 +179,4 @@ def normalize_aggregate_calls(tree: exp.Expression) -> exp.Expression:
             return node.this.copy()
         return node
 
-    return tree.transform(rewrite)
+    return tree.transform(rewrite, copy=copy)

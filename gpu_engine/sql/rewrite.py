@@ -199,7 +199,8 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
     * ``agg(x) FILTER (WHERE c)`` is ``agg(CASE WHEN c THEN x END)`` (``count(*)``:
       ``count(CASE WHEN c THEN 1 END)``): aggregates skip NULLs, so the rows
       failing ``c`` count for nothing, as FILTER says;
-    * ``GROUP BY ALL`` groups by every SELECT expression without an aggregate,
+    * ``GROUP BY ALL`` groups by every SELECT expression without an aggregate that reads a column (a constant
+      is no key, so over no rows a query with aggregates still gives its one row, as in DuckDB),
       ``ORDER BY ALL`` sorts by every output column in order (DuckDB's meaning).
     """
 
@@ -221,8 +222,9 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
         if group is not None and group.args.get("all"):
-            keys = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions
-                    if not any(isinstance(n, exp.AggFunc) for n in e.walk())]
+            keys = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions  # constants: not keys
+                    if not any(isinstance(n, exp.AggFunc) for n in e.walk())
+                    and any(isinstance(n, exp.Column) for n in e.walk())]
             select.set("group", exp.Group(expressions=[k.copy() for k in keys]) if keys else None)
         order = select.args.get("order")
         if order is not None and len(order.expressions) == 1 and isinstance(order.expressions[0].this, exp.Var) \
@@ -269,7 +271,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     typed_bare_nulls(tree)
-    tree = _desugar(normalize_aggregate_calls(tree))
+    tree = _desugar(normalize_aggregate_calls(tree, copy=False))  # the tree parsed for this query: in place
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)
@@ -278,7 +280,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         # tree, kept only for this message, cost a tenth of planning a 2000-term predicate).
         original = _parse(text, dialect)
         _name_projections(original, dialect, catalog)
-        raise _column_error(error, _desugar(normalize_aggregate_calls(original)), catalog) from None
+        raise _column_error(error, _desugar(normalize_aggregate_calls(original, copy=False)), catalog) from None
     check_set_operation_widths(tree)  # again with every * expanded
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
