@@ -286,6 +286,8 @@ class Function(Expr):
     def sql(self) -> str:
         if self.name in ("||", "//") and len(self.args) == 2:  # operators, written as SQL writes them
             return f"({self.args[0].sql()} {self.name} {self.args[1].sql()})"
+        if self.name == "try_cast" and len(self.args) == 2:  # its target travels as a typed NULL
+            return f"TRY_CAST({self.args[0].sql()} AS {self.dtype})"
         return f"{self.name}({', '.join(arg.sql() for arg in self.args)})"
 
 
