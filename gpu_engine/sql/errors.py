@@ -79,11 +79,16 @@ _PART = {"expression": "a right-hand operand", "expressions": "at least one item
          "alias": "a name"}
 
 
+_TOKEN = re.compile(r"<Token token_type: TokenType\.(\w+), text: (.*?), line: \d+.*?>", re.DOTALL)
+
+
 def parse_error_text(error: ParseError) -> str:
     """Return what sqlglot's parser expected, in SQL words rather than its class names (no position: the
     SqlError adds the line and column)."""
     first = error.errors[0] if error.errors else {}
     description = first.get("description") or str(error).splitlines()[0]
+    description = _TOKEN.sub(lambda m: "the end of the text" if m.group(1) == "SENTINEL" else repr(m.group(2)),
+                             description)  # "Expected table name but got <Token token_type: …>"
     highlight = first.get("highlight") or ""
     context = (first.get("start_context") or "")[-40:]
     if match := _REQUIRED.search(description):

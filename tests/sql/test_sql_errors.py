@@ -71,6 +71,7 @@ BAD_SQL = {
     "SELECT * FROM t JOIN u USING (zz)": "USING (zz)",
     "SELECT substr(b) FROM t": "substring(...) needs a start position",
     "SELECT *": "SELECT * needs a FROM clause",
+    "SELECT a FROM": "Expected table name but got the end of the text",
     "SELECT x FROM (VALUES (1), (2, 3)) v(x)": "VALUES lists must all be the same length",
     "SELECT * FROM (VALUES (1, 2)) v(x, y, z)": "2 columns but 3 column names",
     "SELECT * FROM (VALUES ('a'), (1)) v(x)": "no common type",
