@@ -1,10 +1,14 @@
 """Keep the first rows of each partition in key order (Velox's TopNRowNumber), numbering them when asked.
 
 Why not a Window and a filter: a Window sorts every row it holds and numbers each one, then the filter
-drops all but a few per partition. This operator drops them as it goes: whenever its buffer grows past a
-bound it sorts what it holds by partition and sort keys, ranks each row within its partition and keeps
-only the rows ranked ``<= limit``, so it holds at most ``limit`` rows per partition (more only for ties
-under ``rank``/``dense_rank``) plus one buffer's worth, and the rows it finally numbers are those few.
+drops all but a few per partition. This operator drops them as it goes. Partition keys get dense ids
+from a hash table kept across batches (hash aggregation's, :class:`~gpu_engine.kernels.group_by.GroupByHashTable`);
+whenever the buffer grows past a bound it is sorted by partition id and sort keys, each row is ranked
+within its partition and only the rows ranked ``<= limit`` stay. That cut also records, per partition,
+whether it is full (``limit`` rows, or ranks, kept) and the sort key of its last kept row: a later row of
+a full partition that sorts after that row (at or after it, for ``row_number``) can never be kept, so it
+is dropped on arrival with one comparison, before any sort. On data in no particular order nearly every
+row after the first cut is dropped that way.
 """
 
 from __future__ import annotations
@@ -15,8 +19,11 @@ import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
-from gpu_engine.columnar.concat import concat_batches
+from gpu_engine.columnar.concat import concat_batches, concat_columns
 from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.gather import gather_column
+from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
 from gpu_engine.kernels.sort import sort_key_words
 from gpu_engine.kernels.window import segment_bounds
 from gpu_engine.plans.nodes import TopNRowNumberNode
@@ -24,111 +31,205 @@ from gpu_engine.plans.nodes import TopNRowNumberNode
 __all__ = ["TopNRowNumber", "partition_ranks"]
 
 
-def partition_ranks(device, partition: list[Column], ordering: list[Column], ascending: list[bool],
-                    nulls_first: list[bool], function: str) -> tuple[Any, Any]:
-    """Return the rows' order sorted by partition then sort keys, and each sorted row's ``function`` value.
+def partition_ranks(device, partition_ids: Any, words: Any, function: str, partitioned: bool = True
+                    ) -> tuple[Any, Any, Any]:
+    """Return the rows' order by partition id then sort words, each sorted row's ``function`` value and row number.
 
-    Keys are compared by their sort words, so NULL keys are equal to each other (SQL's PARTITION BY) and
-    peers (rows of equal sort keys) are exact. Partition words sort ascending: only grouping matters.
-    Everything stays on the device; ``rank`` and ``dense_rank`` find peer groups as a Window does.
+    ``words`` are :func:`~gpu_engine.kernels.sort.sort_key_words` (primary last; ``(0, n)`` without sort
+    keys): equal keys have equal words, so NULLs tie with NULLs and peers are exact; without ``partitioned``
+    every id is 0 and only the words are sorted. Everything stays on the
+    device; ``rank`` and ``dense_rank`` find peer groups as a Window does.
     """
     xp = device.xp
-    n = len(partition[0]) if partition else len(ordering[0]) if ordering else 0
-    words = []
-    if partition:
-        words.append(sort_key_words(device, partition, [True] * len(partition), [False] * len(partition)))
-    if ordering:
-        words.append(sort_key_words(device, ordering, ascending, nulls_first))
-    if not words:
-        order = xp.arange(n, dtype=xp.int64)
-    else:
-        order = xp.lexsort(xp.concatenate(words[::-1], axis=0)).astype(xp.int64)
-    new_partition = xp.zeros(n, dtype=xp.bool_)
-    new_partition[0] = True
-    if partition:
-        ordered = words[0][:, order]
-        new_partition[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+    n = int(partition_ids.shape[0])
+    keys = xp.concatenate([words, partition_ids.astype(xp.uint64)[None, :]], axis=0) if partitioned else words
+    order = xp.lexsort(keys).astype(xp.int64) if keys.shape[0] else xp.arange(n, dtype=xp.int64)
+    new_partition = xp.ones(n, dtype=xp.bool_)
+    ordered_ids = partition_ids[order]
+    new_partition[1:] = ordered_ids[1:] != ordered_ids[:-1]
     _, part_start, _ = segment_bounds(device, new_partition)
+    numbers = xp.arange(1, n + 1, dtype=xp.int64) - part_start
     if function == "row_number":
-        return order, xp.arange(1, n + 1, dtype=xp.int64) - part_start
+        return order, numbers, numbers
     new_peer = new_partition.copy()
-    if ordering:
-        ordered = words[-1][:, order]
+    if words.shape[0]:
+        ordered = words[:, order]
         new_peer[1:] |= xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
     peer_segment, peer_start, _ = segment_bounds(device, new_peer)
     if function == "rank":
-        return order, peer_start - part_start + 1
-    return order, peer_segment - peer_segment[part_start] + 1  # dense_rank
+        return order, peer_start - part_start + 1, numbers
+    return order, peer_segment - peer_segment[part_start] + 1, numbers  # dense_rank
+
+
+def _sorts_before(device, words: Any, bounds: Any, or_equal: bool) -> Any:
+    """Return, per column, whether ``words`` sort before ``bounds`` (or equal to them, ``or_equal``): primary last."""
+    xp = device.xp
+    before = xp.zeros(words.shape[1], dtype=xp.bool_)
+    equal = xp.ones(words.shape[1], dtype=xp.bool_)
+    for row in range(words.shape[0] - 1, -1, -1):
+        before |= equal & (words[row] < bounds[row])
+        equal &= words[row] == bounds[row]
+    return before | equal if or_equal else before
+
+
+#: The fewest buffered rows that start a cut (fewer on small batches): the first cut comes early, so the
+#: partitions' bounds drop rows from the next batch on; later cuts wait for twice the rows kept.
+LEAST_BOUND_ROWS = 1 << 14
 
 
 class TopNRowNumber(Operator):
-    """Buffer input, keep only each partition's top rows whenever the buffer passes a bound, emit them at the end.
+    """Buffer the rows that may still be kept; cut the buffer down past a bound; emit the kept rows at the end.
 
-    The bound is ``max(batch rows, 2 * rows kept last time)``: one sort per batch's worth of input while
-    few rows survive, and when most do (partitions smaller than ``limit``) the bound doubles, so the rows
-    sorted over the whole input stay a small multiple of its size. The buffer is reserved in the
-    operator's memory pool. Each selection reads one count back from the device (the rows kept): once per
-    bound's worth of input, not per batch. The output presents the kept rows through a gather map over
-    the last buffer; the row numbers are a column beside it.
+    The bound is ``max(min(batch rows, LEAST_BOUND_ROWS), 2 * rows kept last time)``: each cut at least
+    halves the buffer, so the rows sorted over the whole input stay a small multiple of the rows that
+    pass the bounds, and when most rows are kept (partitions smaller than ``limit``) the bound doubles. The buffer,
+    and the partition table are reserved in the operator's memory pool. Per batch the operator reads
+    the device twice (the table's new-partition count, the rows that pass the partitions' bounds), plus
+    once per string column of the rows it keeps (their size); each cut as often again. The output presents the kept rows through a gather map;
+    the numbers are a column beside them.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TopNRowNumberNode):
         super().__init__(ctx, node)
         self._batches: list[Batch] = []
+        self._partition_ids: list[Any] = []
         self._buffered_rows = 0
-        self._least_bound = ctx.config.scan_batch_rows(ctx.device)
+        self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
+        self._least_bound = min(self._batch_rows, LEAST_BOUND_ROWS)
         self._bound = self._least_bound
+        self._table: GroupByHashTable | None = None
+        self._widths: tuple[int, ...] | None = None
+        self._full: Any = None  # per partition id: `limit` rows (ranks) kept at the last cut
+        self._bounds: Batch | None = None  # the sort keys of each partition's last kept row at the last cut
+        self._bound_rows: Any = None  # per partition id: its row in _bounds
         self._output: Batch | None = None
         self._position = 0
-        self._batch_rows = self._least_bound
 
     def needs_input(self) -> bool:
         return not self.no_more_input_received
 
+    # ------------------------------------------------------------------- input
     def add_input(self, batch: Batch) -> None:
         if self.node.limit <= 0 or batch.num_rows == 0:
             return
+        partition_ids = self._partition_ids_of(batch)
+        if self._full is not None:  # drop the rows a full partition can no longer take
+            rows = selection_from_mask(self.device, self._passes(batch, partition_ids))
+            if rows.shape[0] == 0:
+                return
+            if rows.shape[0] < batch.num_rows:
+                batch = batch.with_gather_map(rows).materialize()
+                partition_ids = partition_ids[rows]
         self._batches.append(batch)
+        self._partition_ids.append(partition_ids)
         self._buffered_rows += batch.num_rows
-        self.set_memory_reservation(sum(b.nbytes for b in self._batches))
+        self._reserve()
         if self._buffered_rows > self._bound:
-            data = concat_batches(self._batches)
-            kept, _ = self._select(data)
-            kept = data if kept.num_rows == data.num_rows else kept.materialize()  # nothing dropped: no copy
-            self._batches = [kept]
-            self._buffered_rows = kept.num_rows
-            self._bound = max(self._least_bound, 2 * kept.num_rows)
-            self.set_memory_reservation(kept.nbytes)
+            self._cut(final=False)
 
-    def _select(self, data: Batch) -> tuple[Batch, Any]:
-        """Return the rows of ``data`` ranked ``<= limit`` in their partition (a gather map over it) and their ranks."""
+    def _passes(self, batch: Batch, partition_ids: Any) -> Any:
+        """Return which rows may still be kept: those of partitions not full, and those sorting before the bound.
+
+        The rows' sort keys and their partitions' bound rows are encoded as one column each, so both halves
+        of the words share one layout (a batch without NULLs or with shorter strings encodes in fewer words).
+        """
         xp = self.device.xp
         node = self.node
-        order, ranks = partition_ranks(self.device, [data.column(k) for k in node.partition_keys],
-                                       [data.column(k.name) for k in node.sort_keys],
-                                       [k.ascending for k in node.sort_keys], [k.nulls_first for k in node.sort_keys],
-                                       node.function)
-        positions = xp.flatnonzero(ranks <= node.limit)
-        return data.with_gather_map(order[positions]), ranks[positions]
+        n = batch.num_rows
+        known = partition_ids < self._full.shape[0]
+        slot = xp.where(known, partition_ids, 0)
+        closed = known & self._full[slot]
+        keys = node.sort_keys
+        if not keys:  # every row is a peer of the bound: rank and dense_rank keep it, row_number does not
+            return ~closed if node.function == "row_number" else xp.ones(n, dtype=xp.bool_)
+        at = xp.where(closed, self._bound_rows[slot], 0)
+        columns = [concat_columns(self.device, [batch.column(k.name), gather_column(self.device,
+                                                                                   self._bounds.column(k.name), at)])
+                   for k in keys]
+        words = sort_key_words(self.device, columns, [k.ascending for k in keys], [k.nulls_first for k in keys])
+        return ~closed | _sorts_before(self.device, words[:, :n], words[:, n:], node.function != "row_number")
+
+    def _partition_ids_of(self, batch: Batch) -> Any:
+        """Return each row's partition id (dense, kept across batches; all 0 without partition keys)."""
+        xp = self.device.xp
+        if not self.node.partition_keys:
+            return xp.zeros(batch.num_rows, dtype=xp.int32)
+        words, widths = normalize_keys(self.device, [batch.column(k) for k in self.node.partition_keys],
+                                       self._widths)
+        if self._table is None:
+            self._table = GroupByHashTable(self.device, widths)
+        elif widths != self._widths:
+            self._table.widen(widths)
+        self._widths = widths
+        return self._table.insert(words)[0]
+
+    def _reserve(self) -> None:
+        table = 0 if self._table is None else self._table.nbytes
+        bounds = 0 if self._full is None else 5 * int(self._full.shape[0]) + (
+            self._bounds.nbytes if self._bounds is not None else 0)
+        self.set_memory_reservation(sum(b.nbytes for b in self._batches) + 4 * self._buffered_rows + table + bounds)
+
+    # ------------------------------------------------------------------ the cut
+    def _cut(self, final: bool) -> tuple[Batch, Any, Any]:
+        """Keep the buffered rows ranked ``<= limit``; return the buffer, the kept rows' positions in it and ranks.
+
+        Also records each partition's bound for the rows still to come, and, unless ``final``, makes the
+        kept rows the new buffer (copied, unless every row was kept).
+        """
+        xp = self.device.xp
+        node = self.node
+        data = concat_batches(self._batches)
+        partition_ids = self._partition_ids[0] if len(self._partition_ids) == 1 else xp.concatenate(self._partition_ids)
+        keys = node.sort_keys
+        if keys:
+            words = sort_key_words(self.device, [data.column(k.name) for k in keys], [k.ascending for k in keys],
+                                   [k.nulls_first for k in keys])
+        else:
+            words = xp.zeros((0, data.num_rows), dtype=xp.uint64)
+        order, ranks, numbers = partition_ranks(self.device, partition_ids, words, node.function,
+                                                bool(node.partition_keys))
+        positions = selection_from_mask(self.device, ranks <= node.limit)
+        kept = order[positions]
+        if not final:
+            groups = max(self._table.num_groups if self._table is not None else 1, 1)
+            kept_ids = partition_ids[kept]
+            last = xp.ones(kept.shape[0], dtype=xp.bool_)  # the last kept row of its partition
+            last[:-1] = kept_ids[1:] != kept_ids[:-1]
+            last_ids = kept_ids[last]
+            counted = (numbers if node.function != "dense_rank" else ranks)[positions]
+            self._full = xp.zeros(groups, dtype=xp.bool_)
+            self._full[last_ids] = counted[last] >= node.limit
+            if keys:
+                self._bounds = data.select([k.name for k in keys]).with_gather_map(kept[last]).materialize()
+                self._bound_rows = xp.zeros(groups, dtype=xp.int64)
+                self._bound_rows[last_ids] = xp.arange(last_ids.shape[0], dtype=xp.int64)
+            if kept.shape[0] < data.num_rows:
+                data = data.with_gather_map(kept).materialize()
+                partition_ids = kept_ids
+            self._batches, self._partition_ids = [data], [partition_ids]
+            self._buffered_rows = data.num_rows
+            self._bound = max(self._least_bound, 2 * data.num_rows)
+            self._reserve()
+        return data, kept, ranks[positions]
 
     def no_more_input(self) -> None:
         super().no_more_input()
         if not self._batches:
             return
-        data = concat_batches(self._batches)
-        self._batches = []
-        kept, ranks = self._select(data)
+        data, kept, ranks = self._cut(final=True)
+        self._batches, self._partition_ids = [], []
         if self.node.row_number_name is None:
-            self._output = kept
+            self._output = data.with_gather_map(kept)
         else:  # the numbers in base-row order, so they sit beside the columns under the same gather map
             xp = self.device.xp
             numbers = xp.zeros(data.num_rows, dtype=xp.int64)
-            numbers[kept.gather_map] = ranks
+            numbers[kept] = ranks
             self._output = Batch(data.names + (self.node.row_number_name,),
-                                 data.columns + (Column(pa.int64(), numbers),), self.device, kept.gather_map,
-                                 data.num_rows)
-        self.set_memory_reservation(self._output.nbytes)
+                                 data.columns + (Column(pa.int64(), numbers),), self.device,
+                                 kept.astype(xp.int32), data.num_rows)
+        self.set_memory_reservation(self._output.nbytes + (0 if self._table is None else self._table.nbytes))
 
+    # ------------------------------------------------------------------ output
     def get_output(self) -> Batch | None:
         if self._output is None or self._position >= self._output.num_rows:
             return None
@@ -140,5 +241,6 @@ class TopNRowNumber(Operator):
         return self.no_more_input_received and (self._output is None or self._position >= self._output.num_rows)
 
     def close(self) -> None:
-        self._batches, self._output = [], None
+        self._batches, self._partition_ids, self._output = [], [], None
+        self._table = self._full = self._bounds = self._bound_rows = None
         super().close()

@@ -192,3 +192,20 @@ def test_on_a_cluster_each_stage_keeps_its_top_rows_before_the_shuffle(partition
     expected = _reference(_duckdb_sql("t", partition, ["o", "id"], "row_number", 2, True), tables)
     problem = rows_mismatch(actual, expected)
     assert problem is None, problem
+
+
+def test_the_operator_reads_the_device_a_bounded_number_of_times_a_batch(device_name):
+    # A GPU pays for every host sync. Per batch: the partition table's new-partition count and the rows that
+    # pass the partitions' bounds; per cut one more (the rows kept), at most one cut a batch; none per row.
+    data = _table(4 * ROWS[device_name])
+    for batch_rows in (16, 4):
+        session = Session(device=device_name, drivers=1, batch_rows=batch_rows)
+        session.register("t", data, split_rows=batch_rows)
+        plan = (PlanBuilder(session.catalog).table_scan("t", ["id", "k", "o"])  # gathering strings reads sizes
+                .top_n_row_number(["k"], ["o", "id"], 2, "rn")
+                .aggregation([], ["count(*) AS c", "sum(rn) AS n"]).plan())  # delivering rows reads them too
+        session.execute(plan)
+        stats = [s for found in session.last_stats().operator_stats_by_node().values() for s in found]
+        (top,) = [s for s in stats if s.operator_type == "TopNRowNumber"]
+        assert top.input_batches >= data.num_rows // batch_rows
+        assert top.host_syncs <= 3 * top.input_batches + 1, (batch_rows, top.host_syncs, top.input_batches)

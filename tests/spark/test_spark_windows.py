@@ -1,5 +1,6 @@
 """SparkRunner.sql: a window's partition keys route its shuffle (a window without them gathers into one
-partition), so every partition's rows meet in one Task; answers as Spark does over the same DataFrame."""
+partition), so every partition's rows meet in one Task; a row_number() <= k filter runs as a TopNRowNumber
+whose partial step keeps each stage's top rows before that shuffle; answers as Spark does over the same DataFrame."""
 
 from __future__ import annotations
 
@@ -16,6 +17,8 @@ ROWS = [(1, "x", 1), (None, "y", 2), (1, None, 3), (2, "x", 4), (None, None, 5),
     "SELECT b, c, row_number() OVER (ORDER BY c) AS rn, sum(c) OVER (ORDER BY c ROWS BETWEEN 1 PRECEDING AND "
     "CURRENT ROW) AS moving FROM t",
     "SELECT a, sum(c) AS total, rank() OVER (ORDER BY sum(c) DESC) AS r FROM t GROUP BY a",
+    # A TopNRowNumber: a partial step before the shuffle on a, the final one after it.
+    "SELECT a, c FROM (SELECT a, c, row_number() OVER (PARTITION BY a ORDER BY c DESC) AS rn FROM t) x WHERE rn <= 2",
 ])
 def test_windows_on_spark_match_spark(spark, sql):
     from gpu_engine.spark import SparkRunner
