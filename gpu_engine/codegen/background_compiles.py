@@ -30,7 +30,11 @@ else ``"background"``):
 ``"alternate"``
     odd batches of each operator run on the lowest tier, even ones on the
     generated kernel (compiled inline): a check that both tiers' results
-    combine exactly, on every device.
+    combine exactly, on every device;
+``"lowest"``
+    every batch runs on the lowest tier and nothing is generated for a batch
+    or compiled: the lowest tier alone, which a first run in ``"background"``
+    mode must not be slower than (``bench/first_runs.py`` measures both).
 
 On ``cuda`` and ``cuda-sim`` kernels compile inline (PTX is compiled and
 cached by :mod:`gpu_engine.kernels.ptx_cache`; moving it off the driver
@@ -51,7 +55,7 @@ from typing import Any, Callable, Hashable, Iterable
 __all__ = ["COMPILE_MODES", "FAILED", "MODE_VARIABLE", "PENDING", "READY", "BackgroundCompiler", "TierSwitch", "TwinRef",
            "background_compiler", "default_compile_mode", "kernel_ready", "kernel_state"]
 
-COMPILE_MODES = ("background", "inline", "alternate")
+COMPILE_MODES = ("background", "inline", "alternate", "lowest")
 #: What :meth:`BackgroundCompiler.state` says of a kernel: runnable now, being compiled, or never (lowest tier).
 READY, PENDING, FAILED = "ready", "pending", "failed"
 MODE_VARIABLE = "GPU_ENGINE_COMPILE_MODE"
@@ -405,7 +409,9 @@ class TierSwitch:
         self.batches += 1
         if self.sticky and self._decided is not None:
             return self._decided
-        if self.mode == "alternate":
+        if self.mode == "lowest":
+            decided = False
+        elif self.mode == "alternate":
             decided = self.batches % 2 == 0
         elif not self.compiles_in_background:
             decided = True  # the launch compiles inline if it must (see kernel_ready)

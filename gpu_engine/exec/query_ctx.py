@@ -164,7 +164,9 @@ class EngineConfig:
         of low priority compiles the kernel, which later batches and queries
         use; ``"inline"`` compiles on the driver first (the batch waits);
         ``"alternate"`` runs each operator's odd batches on the lowest tier and
-        its even ones on the generated kernels (checks that the tiers agree).
+        its even ones on the generated kernels (checks that the tiers agree);
+        ``"lowest"`` runs every batch on the lowest tier and compiles nothing
+        (what a first run is measured against: its lowest tier alone).
     """
 
     batch_rows: int | None = None

@@ -142,12 +142,29 @@ def test_both_tiers_in_one_query_answer_as_duckdb(device_name, drivers, query):
     assert _runtime(stats, "lowest_tier_batches") > 0
 
 
+@pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
+def test_the_lowest_mode_answers_without_generating_a_kernel_file(device_name, tmp_path, monkeypatch, query):
+    """``compile_mode="lowest"``: the lowest tier alone (what a first run is measured against) writes no kernel."""
+    from gpu_engine import Session
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    tables = _tables(rows=600 if device_name == "cpu" else 90)
+    session = Session(device=device_name, drivers=2, compile_mode="lowest", batch_rows=40)
+    for name, table in tables.items():
+        session.register(name, table, split_rows=40)
+    sql = _QUERIES[query]
+    assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
+    stats = session.last_stats()
+    assert _runtime(stats, "lowest_tier_batches") > 0 and stats.kernels_compiled == 0
+    assert not list(tmp_path.rglob("*.py")), "a generated kernel was written"
+
+
 def test_an_empty_input_gives_one_row_for_an_aggregation_without_keys_on_either_tier():
     from gpu_engine import Session
 
     tables = _tables()
     sql = "SELECT count(*) AS n, sum(v) AS s FROM t WHERE v < 0"
-    for mode in ("alternate", "background", "inline"):
+    for mode in ("alternate", "background", "inline", "lowest"):
         session = Session(device="cpu", drivers=2, compile_mode=mode)
         session.register("t", tables["t"])
         assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
