@@ -258,13 +258,11 @@ class Session:
         finished = False
         self.device.synchronize()  # drivers' streams do not wait for work this thread queued (caching, cuDF tables)
         try:
-            # Every split before the drivers start: once they run, this thread waits for the GIL behind them
-            # (up to the 5 ms switch interval per handover) for each split it adds.
-            for scan in scans:
+            task.start()
+            for scan in scans:  # splits arrive after start, as from a coordinator
                 for split in self.splits(scan.table_name):
                     task.add_split(scan.id, split)
                 task.no_more_splits(scan.id)
-            task.start()
             task.wait(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
             finished = True
         except BaseException:
