@@ -201,7 +201,7 @@ def _create_view(session: "Session", create: exp.Create, text: str, dialect: str
     table, names = _target(create)
     name = _name(table, dialect, "CREATE VIEW")
     query = create.args.get("expression")
-    if not isinstance(query, exp.Query):
+    if not isinstance(query, (exp.Query, exp.Values)):
         raise _error("CREATE VIEW needs AS followed by a query", create, name)
     if _taken(session, name, "view", create, table):
         return _count(None)
@@ -228,7 +228,7 @@ def _create_table(session: "Session", create: exp.Create, text: str, dialect: st
     table, columns = _target(create)
     name = _name(table, dialect, "CREATE TABLE")
     query = create.args.get("expression")
-    if not isinstance(query, exp.Query):
+    if not isinstance(query, (exp.Query, exp.Values)):
         raise _error(f"CREATE TABLE {name} needs AS followed by a query (CREATE TABLE ... AS SELECT); to add data "
                      "from Python, use Session.register(name, table)", create, name)
     if columns:

@@ -58,17 +58,21 @@ def _dual() -> exp.Values:
 def with_constant_sources(tree: exp.Expression) -> exp.Expression:
     """Return ``tree`` with its constant sources in the form qualification and the planner read.
 
-    A bare ``VALUES`` statement becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets
+    A bare ``VALUES`` statement (and a VALUES list where a query goes: ``x IN (VALUES …)``, a CTE's body, a
+    scalar subquery) becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets
     DuckDB's column names where the text gives none (``col0``, ``col1``…); a SELECT without FROM reads the
     one-row dual source. Refused: rows of different lengths, more column names than columns, and ``*`` in a
     SELECT without FROM (DuckDB's errors).
     """
     if isinstance(tree, exp.Values):
-        alias = tree.args.get("alias")
-        values = tree.copy()
-        values.set("alias", alias.copy() if alias is not None else exp.TableAlias(this=exp.to_identifier(
-            "valueslist")))
-        tree = exp.select(exp.Star()).from_(values)
+        tree = _as_select(tree)
+    for values in list(tree.find_all(exp.Values)):
+        parent = values.parent
+        if isinstance(parent, exp.In) and values in parent.expressions:  # x IN (VALUES …): a subquery
+            parent.set("expressions", [])
+            parent.set("query", exp.Subquery(this=_as_select(values)))
+        elif isinstance(parent, (exp.Subquery, exp.CTE)) and parent.this is values:  # (VALUES …) as a query
+            values.replace(_as_select(values))
     for values in list(tree.find_all(exp.Values)):
         _name_columns(values)
     for select in list(tree.find_all(exp.Select)):
@@ -81,6 +85,20 @@ def with_constant_sources(tree: exp.Expression) -> exp.Expression:
                          "*")
         select.set("from_", exp.From(this=_dual()))
     return tree
+
+
+def _as_select(values: exp.Values) -> exp.Select:
+    """Return ``SELECT * FROM (VALUES …) AS valueslist``: a VALUES list where a query goes, its ORDER BY, LIMIT
+    and OFFSET on the SELECT."""
+    values = values.copy()
+    if values.args.get("alias") is None:
+        values.set("alias", exp.TableAlias(this=exp.to_identifier("valueslist")))
+    select = exp.select(exp.Star()).from_(values)
+    for key in ("order", "limit", "offset"):
+        if values.args.get(key) is not None:
+            select.set(key, values.args[key])
+            values.set(key, None)
+    return select
 
 
 def _entries(count: int) -> str:
