@@ -8,8 +8,8 @@ the last one arrived. A group's state is therefore its values (and, for
 rows with their group ids (:attr:`AggregateState.values`; NULL values are
 dropped when the pieces are joined, so a batch costs no host read), and the
 final step computes every group at once with device array operations: one
-sort by group then value (:func:`~gpu_engine.kernels.sort.sort_indices`, the
-ORDER BY kernels), segment bounds from the group counts, and gathers. Nothing
+sort by group then value (:func:`_group_order` over the ORDER BY kernels' key
+words), segment bounds from the group counts, and gathers. Nothing
 branches on the device.
 
 ``approx_count_distinct`` keeps HyperLogLog registers instead of values
@@ -51,7 +51,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_st
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.hash import hash_columns
-from gpu_engine.kernels.sort import sort_indices, sort_key_words
+from gpu_engine.kernels.sort import sort_key_words
 
 __all__ = ["ValueList", "Quantile", "Mode", "StringAgg", "ApproxCountDistinct", "ValueRows", "HLL_BITS",
            "VALUE_LIST_CLASSES"]
@@ -84,6 +84,29 @@ def _plain(device: Device, column: Column) -> Column:
 def _with_null_row(device: Device, column: Column) -> Column:
     """Return ``column`` with one NULL row appended (the row a gather reads for "no value")."""
     return concat_columns(device, [column, _null_column(device, column.dtype, 1)])
+
+
+def _group_order(device: Device, group_ids: Any, groups: int, columns: list[Column] = (), ascending=(),
+                 nulls_first=(), stable: bool = True) -> tuple[Any, Any]:
+    """Return the row order by group, then by ``columns``, and the columns' sort words in that order.
+
+    Rows with equal keys keep their input order when ``stable`` (else any order: equal values are
+    interchangeable for a quantile or a mode, and an unstable sort is faster on the CPU).
+
+    Why not one multi-key sort: ``xp.lexsort`` over 64-bit key words is several times slower than two
+    stable argsorts, one over the values' order-preserving word and one over the group ids narrowed to
+    16 bits when they fit (NumPy radix-sorts those; CuPy's sorts are radix sorts anyway).
+    """
+    xp = device.xp
+    words = None
+    if columns:
+        words = sort_key_words(device, list(columns), list(ascending), list(nulls_first))
+        order = xp.argsort(words[0], kind="stable" if stable else None) if words.shape[0] == 1 else xp.lexsort(words)
+    else:
+        order = xp.arange(group_ids.shape[0], dtype=xp.int64)
+    narrow = xp.int16 if groups <= 1 << 15 else xp.int64
+    order = order[xp.argsort(group_ids[order].astype(narrow), kind="stable")]
+    return order, (None if words is None else words[:, order])
 
 
 def _segments(device: Device, group_ids: Any, groups: int) -> tuple[Any, Any]:
@@ -144,13 +167,14 @@ class ValueList(AggregateFunction):
         group_ids, columns = state.values[0]
         return group_ids, list(columns)
 
-    def value_rows(self, device: Device, state: AggregateState) -> tuple[Any, list[tuple[str, Column]]] | None:
+    def value_rows(self, device: Device, state: AggregateState, groups: int
+                   ) -> tuple[Any, list[tuple[str, Column]]] | None:
         """Return the kept values sorted by group (stably) with their groups, as intermediate columns."""
         kept = self.gathered(device, state)
         if kept is None:
             return None
         group_ids, columns = kept
-        order = sort_indices(device, [Column(pa.int64(), group_ids)], [True], [False])
+        order, _ = _group_order(device, group_ids, groups)
         names = [self.name] + ([] if self.call.second is None else [self.name + "$order"])
         return group_ids[order], [(name, gather_column(device, column, order)) for name, column in zip(names, columns)]
 
@@ -188,7 +212,7 @@ class Quantile(ValueList):
     def result(self, device, group_ids, columns, groups):
         xp = device.xp
         values = columns[0]
-        order = sort_indices(device, [Column(pa.int64(), group_ids), values], [True, True], [False, False])
+        order, _ = _group_order(device, group_ids, groups, [values], [True], [False], stable=False)
         counts, starts = _segments(device, group_ids, groups)
         valid = counts > 0
         n = xp.where(valid, counts, 1)
@@ -267,18 +291,18 @@ class Mode(ValueList):
     def result(self, device, group_ids, columns, groups):
         xp = device.xp
         values = columns[0]
-        keys = sort_key_words(device, [Column(pa.int64(), group_ids), values], [True, True], [False, False])
-        order = xp.lexsort(keys)
-        ordered = keys[:, order]
+        order, ordered = _group_order(device, group_ids, groups, [values], [True], [False], stable=False)
+        sorted_groups = group_ids[order]
         m = int(order.shape[0])
         new_run = xp.ones(m, dtype=xp.bool_)
         if m > 1:
-            new_run[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+            new_run[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0) | (sorted_groups[1:] != sorted_groups[:-1])
         run_starts = xp.nonzero(new_run)[0]
         run_lengths = xp.diff(xp.concatenate([run_starts, xp.asarray([m], dtype=run_starts.dtype)]))
-        run_groups = group_ids[order[run_starts]]
-        # per group: the longest run, the earliest (least value) among equally long ones
-        best = xp.lexsort(xp.stack([run_starts, -run_lengths, run_groups]))
+        run_groups = sorted_groups[run_starts]
+        # per group: the longest run, the earliest (least value) among equally long ones: runs are in group
+        # then value order, so one stable sort by (group, longest first) puts each group's winner first
+        best = xp.argsort(run_groups * (m + 1) + (m - run_lengths), kind="stable")
         best_groups = run_groups[best]
         first_of_group = xp.ones(best.shape[0], dtype=xp.bool_)
         if best.shape[0] > 1:
@@ -305,10 +329,9 @@ class StringAgg(ValueList):
         if separator is None:
             return self.empty_result(device, groups)
         values = columns[0]
-        keys = [Column(pa.int64(), group_ids)] + columns[1:]
-        directions = [True] + ([not self.call.descending] if len(columns) > 1 else [])
-        nulls = [False] + ([self.call.nulls_first] if len(columns) > 1 else [])
-        order = sort_indices(device, keys, directions, nulls).astype(xp.int64)
+        order, _ = _group_order(device, group_ids, groups, columns[1:], [not self.call.descending],
+                                [self.call.nulls_first])
+        order = order.astype(xp.int64)
         m = int(order.shape[0])
         counts, starts = _segments(device, group_ids, groups)
         sorted_groups = group_ids[order]
@@ -370,7 +393,8 @@ class ApproxCountDistinct(ValueList):
         xp = device.xp
         group_ids, (words,) = kept
         data = words.data
-        order = xp.lexsort(xp.stack([-(data & 0xFF), data >> 8, group_ids]))
+        # one int64 key: group, register, then the greatest rank first (ranks are below 64)
+        order = xp.argsort((group_ids << (HLL_BITS + 6)) | ((data >> 8) << 6) | (63 - (data & 0xFF)))
         group_ids, data = group_ids[order], data[order]
         first = xp.ones(int(data.shape[0]), dtype=xp.bool_)
         if data.shape[0] > 1:
@@ -379,7 +403,7 @@ class ApproxCountDistinct(ValueList):
         state.values[:] = [(group_ids, (Column(pa.int64(), data),))]
         return group_ids, data
 
-    def value_rows(self, device, state):
+    def value_rows(self, device, state, groups):
         kept = self._compacted(device, state)
         if kept is None:
             return None
@@ -432,7 +456,7 @@ class ValueRows:
         for function, state in zip(functions, states):
             if not isinstance(function, ValueList):
                 continue
-            sorted_rows = function.value_rows(device, state)
+            sorted_rows = function.value_rows(device, state, groups)
             if sorted_rows is None:
                 counts, starts, columns = xp.zeros(groups, dtype=xp.int64), xp.zeros(groups, dtype=xp.int64), None
             else:
