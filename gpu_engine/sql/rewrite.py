@@ -38,7 +38,7 @@ from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
-from gpu_engine.sql.values_lists import typed_bare_nulls, with_constant_sources
+from gpu_engine.sql.values_lists import typed_bare_nulls, with_constant_sources, with_dual_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
 
@@ -271,6 +271,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     typed_bare_nulls(tree)
+    with_dual_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
     tree = _desugar(normalize_aggregate_calls(tree, copy=False))  # the tree parsed for this query: in place
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,

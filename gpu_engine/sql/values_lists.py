@@ -1,10 +1,12 @@
 """Plan constant sources: ``SELECT`` without FROM and ``VALUES`` lists, as rows of a Values node.
 
-* ``SELECT e1, e2`` (no FROM) reads one row of no interest: before names are
-  resolved it becomes ``SELECT e1, e2 FROM (VALUES (0)) AS "$dual"("$dual")``
-  (:func:`with_constant_sources`), so WHERE, GROUP BY, aggregates, ORDER BY and
+* ``SELECT e1, e2`` (no FROM) reads one row of no interest: once its output
+  columns are named it becomes ``SELECT e1, e2 FROM (VALUES (0)) AS "$dual"("$dual")``
+  (:func:`with_dual_sources`), so WHERE, GROUP BY, aggregates, ORDER BY and
   subqueries over it plan as over any table, and its expressions run in the
-  Project above the Values node like any other (on the device, in kernels).
+  Project above the Values node like any other (on the device, in kernels). A
+  scalar subquery without FROM in an expression (``(SELECT a + 1)``) is that
+  expression.
 * ``VALUES (…), (…)`` in FROM is a :class:`~gpu_engine.plans.nodes.ValuesNode`
   holding the rows as an Arrow table when every cell is a literal (the common
   case, however many rows); a list with computed cells (``(1 + 1, upper('a'))``)
@@ -36,7 +38,8 @@ from gpu_engine.sql.errors import SqlError, position_of
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["with_constant_sources", "typed_bare_nulls", "plan_values", "DUAL", "UNTYPED_NULL_TYPE"]
+__all__ = ["with_constant_sources", "with_dual_sources", "typed_bare_nulls", "plan_values", "DUAL",
+           "UNTYPED_NULL_TYPE"]
 
 #: The alias (and only column) of the one-row source a SELECT without FROM reads.
 DUAL = "$dual"
@@ -60,9 +63,10 @@ def with_constant_sources(tree: exp.Expression) -> exp.Expression:
 
     A bare ``VALUES`` statement (and a VALUES list where a query goes: ``x IN (VALUES …)``, a CTE's body, a
     scalar subquery) becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets
-    DuckDB's column names where the text gives none (``col0``, ``col1``…); a SELECT without FROM reads the
-    one-row dual source. Refused: rows of different lengths, more column names than columns, and ``*`` in a
-    SELECT without FROM (DuckDB's errors).
+    DuckDB's column names where the text gives none (``col0``, ``col1``…); a scalar subquery without FROM is
+    its expression (:func:`_scalar_value`). Refused: rows of different lengths, more column names than
+    columns, and ``*`` in a SELECT without FROM (DuckDB's errors). :func:`with_dual_sources` gives the SELECTs
+    without FROM their source later.
     """
     if isinstance(tree, exp.Values):
         tree = _as_select(tree)
@@ -75,16 +79,57 @@ def with_constant_sources(tree: exp.Expression) -> exp.Expression:
             values.replace(_as_select(values))
     for values in list(tree.find_all(exp.Values)):
         _name_columns(values)
-    for select in list(tree.find_all(exp.Select)):
-        if select.args.get("from_") is not None:
-            continue
-        star = next((e for e in select.expressions if isinstance(e, exp.Star) or (
-            isinstance(e, exp.Column) and isinstance(e.this, exp.Star))), None)
-        if star is not None:
-            raise _error("SELECT * needs a FROM clause: a SELECT without FROM has no columns to expand", star,
-                         "*")
-        select.set("from_", exp.From(this=_dual()))
+    for subquery in list(tree.find_all(exp.Subquery)):
+        value = _scalar_value(subquery)
+        if value is not None:  # (SELECT a + 1) in an expression: the expression itself
+            subquery.replace(exp.Paren(this=value))
+    for select in tree.find_all(exp.Select):
+        if select.args.get("from_") is None:
+            star = next((e for e in select.expressions if isinstance(e, exp.Star) or (
+                isinstance(e, exp.Column) and isinstance(e.this, exp.Star))), None)
+            if star is not None:
+                raise _error("SELECT * needs a FROM clause: a SELECT without FROM has no columns to expand", star,
+                             "*")
     return tree
+
+
+def with_dual_sources(tree: exp.Expression) -> None:
+    """Make every SELECT without FROM read the one-row dual source, in place.
+
+    Run after the output columns are named: ``SELECT (SELECT 1)`` is named ``(SELECT 1)``, as written.
+    """
+    for select in list(tree.find_all(exp.Select)):
+        if select.args.get("from_") is None:
+            select.set("from_", exp.From(this=_dual()))
+
+
+#: Clauses that make a SELECT without FROM more than the value of its one expression.
+_CLAUSES = ("from_", "joins", "where", "group", "having", "qualify", "order", "limit", "offset", "distinct",
+            "with_", "windows")
+
+
+def _scalar_value(subquery: exp.Subquery) -> exp.Expression | None:
+    """Return the expression a scalar subquery ``(SELECT e)`` (no FROM, no other clause) stands for, else None.
+
+    Why: ``SELECT a, (SELECT a + 1) FROM t`` is ``a + 1`` per row (DuckDB's meaning); planned as a subquery
+    over the one-row source it would be a correlated subquery outside WHERE, or a join for a constant. Kept as
+    a subquery: one that is itself a SELECT item without an alias (its text names the column), one in FROM,
+    IN, EXISTS or a set operation, and one whose expression aggregates, windows or is a bare NULL.
+    """
+    select = subquery.this
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or subquery.args.get("alias"):
+        return None
+    if any(select.args.get(key) for key in _CLAUSES) or isinstance(subquery.parent, (
+            exp.From, exp.Join, exp.In, exp.Exists, exp.SetOperation, exp.CTE, exp.Lateral)):
+        return None
+    if isinstance(subquery.parent, exp.Select) and subquery in subquery.parent.expressions:
+        return None
+    value = select.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    if isinstance(value, (exp.Null, exp.Star)) or any(
+            isinstance(node, (exp.AggFunc, exp.Window, exp.Query, exp.Star)) for node in value.walk()):
+        return None
+    return value.copy()
 
 
 def _as_select(values: exp.Values) -> exp.Select:

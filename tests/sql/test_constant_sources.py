@@ -62,6 +62,11 @@ QUERIES = [
     "SELECT (VALUES (1)) AS x",
     "WITH v(x) AS (VALUES (1), (2)) SELECT x + 1 AS y FROM v",
     "SELECT 1 AS k UNION ALL VALUES (2)",
+    "SELECT (SELECT 1)",
+    "SELECT a, (SELECT a + 1) AS b FROM t",
+    "SELECT (SELECT 1) + 1 AS x, (SELECT count(*)) AS n, (SELECT NULL) AS z",
+    "SELECT a FROM t WHERE a > (SELECT a - 1) + 0",
+    "SELECT sum((SELECT a * 2)) AS s FROM t",
 ]
 
 SIMULATED = [QUERIES[1], QUERIES[4], QUERIES[15], QUERIES[22], QUERIES[26]]
