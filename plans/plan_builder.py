@@ -382,7 +382,10 @@ class PlanBuilder:
                                  step=AggregationStep.SINGLE, grouping_keys=distinct_keys,
                                  aggregate_names=(), aggregates=())
         plain = ColumnRef(column, schema.field(column).type)
-        return source, tuple(dataclasses.replace(call, arg=plain, distinct=False) for call in calls)
+        # string_agg(DISTINCT x ORDER BY x) orders the distinct values themselves
+        return source, tuple(dataclasses.replace(call, arg=plain, distinct=False,
+                                                 second=plain if call.second == argument else call.second)
+                             for call in calls)
 
     def _find_partial(self, label: str) -> AggregationNode:
         node = self._node

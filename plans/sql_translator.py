@@ -36,6 +36,7 @@ import sqlglot
 import sqlglot.tokens
 from sqlglot import exp
 
+from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
@@ -357,9 +358,10 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         raise PlanError(f"{function} takes exactly one argument" + (" and a constant" if function not in (
             "median", "mode", "approx_count_distinct") else ""), node=node, column=text)
     translator = ScalarTranslator(schema, node)
-    if function == "string_agg" and not isinstance(argument, exp.Cast):
-        argument = exp.Cast(this=argument.copy(), to=exp.DataType.build("VARCHAR"))
     arg = _typed(translator.translate(argument), text, node)
+    if function == "string_agg" and not is_string(arg.dtype):
+        arg = _typed(translator.translate(exp.Cast(this=argument.copy(), to=exp.DataType.build("VARCHAR"))), text,
+                     node)
     parameter, second, descending, nulls_first = None, None, False, False
     constant = aggregate_parameter(call)
     if function == "string_agg":
@@ -375,9 +377,11 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
             if len(order) != 1:
                 raise PlanError("string_agg(... ORDER BY ...) with more than one sort key is not supported",
                                 node=node, column=text)
-            if distinct:
-                raise PlanError("string_agg(DISTINCT ... ORDER BY ...) is not supported", node=node, column=text)
             second = _typed(translator.translate(order[0].this), text, node)
+            if distinct and second != arg:  # DuckDB's rule; PlanBuilder then orders the distinct values themselves
+                raise PlanError("string_agg(DISTINCT x ... ORDER BY y) orders by the argument only (ORDER BY x)"
+                                + ("" if is_string(second.dtype) else ", a string (cast x to VARCHAR first)"),
+                                node=node, column=text)
             descending = bool(order[0].args.get("desc"))
             nulls_first = bool(order[0].args.get("nulls_first"))
     elif function in ("quantile_cont", "quantile_disc", "approx_quantile"):

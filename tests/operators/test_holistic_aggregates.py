@@ -113,6 +113,8 @@ SQL_QUERIES = [
     "SELECT median(v_float) AS a, stddev(v_float) AS b, arg_max(k_str, v_int) AS c, quantile_cont(v_int, 0.99) AS d "
     "FROM t",
     "SELECT k_int, median(DISTINCT v_int % 7) AS a, quantile_disc(DISTINCT v_int % 7, 0.2) AS b FROM t GROUP BY k_int",
+    "SELECT k_int, string_agg(DISTINCT k_str, '|' ORDER BY k_str DESC) AS a FROM t GROUP BY k_int",
+    "SELECT string_agg(DISTINCT k_dict, ',' ORDER BY k_dict) AS a, count(DISTINCT k_dict) AS n FROM t",
 ]
 
 
@@ -298,7 +300,7 @@ REFUSED_SQL = [
     ("SELECT quantile_disc(v_int, 1.5) AS q FROM t", "between -1 and 1"),
     ("SELECT quantile_cont(k_str, 0.5) AS q FROM t", "quantile_cont is not defined for string"),
     ("SELECT string_agg(k_str, k_str) AS s FROM t", "separator must be a constant string"),
-    ("SELECT string_agg(DISTINCT k_str, ',' ORDER BY v_int) AS s FROM t", "distinct"),
+    ("SELECT string_agg(DISTINCT k_str, ',' ORDER BY v_int) AS s FROM t", "orders by the argument only"),
     ("SELECT array_agg(v_int) AS a FROM t", "array_agg"),
     ("SELECT median(v_int) OVER (PARTITION BY k_int) AS m FROM t", "median"),
 ]
