@@ -17,18 +17,21 @@ DuckDB in the same process, on the same Parquet files, with DuckDB's
    each phase of the engine's run.
 
 The phases come from timers put around the engine's own functions for the run
-(a few microseconds each); what they do not cover is ``other``:
+(a few microseconds each; exclusive: an inner timed call counts for its own
+phase only); what they do not cover is ``other`` (Session.sql's own work:
+argument checks, catalog statements and views looked for):
 
 - ``parse``: parameters bound, the text parsed and qualified by sqlglot
   (:func:`gpu_engine.sql.rewrite.parse_and_qualify`, literal lists lifted,
   shared CTEs split off);
-- ``plan``: :class:`gpu_engine.sql.planner.QueryPlanner` (the PlanBuilder
-  calls it makes included);
-- ``prepare``: the scans checked against the catalog and
-  :func:`gpu_engine.planning.prepare_plan` (fusion, placement, checks);
-- ``task start``: the query's context (its executor) made, the Task's
-  pipelines, operators and drivers created and queued, and the context shut
-  down at the end (its threads joined);
+- ``plan``: the rest of ``Session.sql_plan``: the planner
+  (:class:`gpu_engine.sql.planner.QueryPlanner` and the PlanBuilder calls it
+  makes), or the plan cache's lookup (:mod:`gpu_engine.sql.plan_cache`);
+- ``prepare``: the scans checked against the catalog and the plan prepared
+  (local exchanges, fusion, placement; :mod:`gpu_engine.planning.prepared_plans`);
+- ``task start``: the rest of ``Session._run``: the query's context and
+  driver threads, the Task's pipelines, operators and drivers created and
+  queued, its splits handed over, the threads given back at the end;
 - ``execute``: from the drivers' start until the Task is done
   (``Task.wait``), which includes ``convert in drivers``, each result batch
   copied to Arrow on its driver's thread (``batch_to_arrow``);
@@ -72,10 +75,16 @@ class PhaseTimer:
     Why wrappers rather than a profiler: a profiler slows Python code several
     times over and so misstates a cost made of many small calls; a wrapper
     costs one clock read at each end of a call that takes far longer.
+
+    Time is exclusive: a wrapped call inside another wrapped call on the same
+    thread counts for its own phase only, and the outer call's phase gets the
+    rest. So an outer function (``Session._run``) can be wrapped to catch what
+    its inner phases leave.
     """
 
     def __init__(self):
         self._lock = threading.Lock()
+        self._local = threading.local()
         self.seconds: dict[str, float] = {}
         self._patched: list[tuple[object, str, object]] = []
 
@@ -91,14 +100,21 @@ class PhaseTimer:
         """Replace ``owner.name`` (a module function or a class's method) by a timed call of it."""
         original = owner.__dict__[name] if isinstance(owner, type) else getattr(owner, name)
         function = original.__func__ if isinstance(original, (classmethod, staticmethod)) else original
+        local = self._local
 
         @functools.wraps(function)
         def timed(*args, **kwargs):
+            stack = local.__dict__.setdefault("stack", [])
+            stack.append(0.0)  # the seconds of wrapped calls inside this one
             start = time.perf_counter()
             try:
                 return function(*args, **kwargs)
             finally:
-                self.add(phase, time.perf_counter() - start)
+                total = time.perf_counter() - start
+                inner = stack.pop()
+                if stack:
+                    stack[-1] += total
+                self.add(phase, total - inner)
 
         wrapped = classmethod(timed) if isinstance(original, classmethod) else timed
         setattr(owner, name, wrapped)
@@ -116,25 +132,28 @@ def install_phase_timers(timer: PhaseTimer) -> None:
     import gpu_engine.sql as sql_module
     import gpu_engine.sql.parameters as parameters_module
     import gpu_engine.sql.shared_ctes as shared_ctes_module
-    from gpu_engine.exec.query_ctx import QueryCtx
     from gpu_engine.exec.task import Task
-    from gpu_engine.sql.planner import QueryPlanner
 
+    session = session_module.Session
     timer.wrap(parameters_module, "bind_parameters", "parse")
     timer.wrap(sql_module, "lift_literal_lists", "parse")
     timer.wrap(sql_module, "parse_and_qualify", "parse")
     timer.wrap(shared_ctes_module, "split_shared_ctes", "parse")
-    timer.wrap(QueryPlanner, "plan", "plan")
-    timer.wrap(session_module.Session, "_check_scans", "prepare")
-    timer.wrap(session_module, "prepare_plan", "prepare")
-    timer.wrap(QueryCtx, "create", "task start")
-    timer.wrap(QueryCtx, "shutdown", "task start")
-    timer.wrap(Task, "__init__", "task start")
-    timer.wrap(Task, "start", "task start")
+    timer.wrap(session, "sql_plan", "plan")  # the planner, or the plan cache's lookup
+    if hasattr(session, "_plan_sql"):
+        timer.wrap(session, "_plan_sql", "plan")  # a shared CTE's query over its temporary table: never kept
+    timer.wrap(session, "_check_scans", "prepare")
+    timer.wrap(session_module, "prepare_plan", "prepare")  # a tree before prepared_plans existed
+    try:
+        from gpu_engine.planning.prepared_plans import PreparedPlans
+
+        timer.wrap(PreparedPlans, "prepare", "prepare")
+    except ImportError:
+        pass
+    timer.wrap(session, "_run", "task start")  # what prepare and execute leave: context, Task, drivers, splits
     timer.wrap(Task, "wait", "execute")
-    timer.wrap(session_module, "batch_to_arrow", "convert in drivers")
-    timer.wrap(session_module.Session, "_run", "run")
-    timer.wrap(session_module.Session, "_execute_to_arrow", "execute to arrow")
+    timer.wrap(session_module, "batch_to_arrow", "convert in drivers")  # on driver threads, during execute
+    timer.wrap(session, "_execute_to_arrow", "to arrow")  # what _run leaves: the result made one table
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -147,6 +166,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
                         help="folder holding tpch/sf<N> (default: the engine's data folder)")
     parser.add_argument("--no-phases", action="store_true", help="time without the phase timers")
+    parser.add_argument("--no-plan-cache", action="store_true",
+                        help="plan every run's text again (Session.plan_cache keeps nothing): a new text's cost")
+    parser.add_argument("--baseline", action="store_true",
+                        help="also run, interleaved in the same rounds, a session that keeps nothing between "
+                        "queries (no plan cache, no prepared plans, new driver threads per query)")
     parser.add_argument("--tag", default="", help="suffix of the result files' names")
     parser.add_argument("--out", default=str(REPO_ROOT / "bench" / "results"))
     return parser
@@ -159,6 +183,45 @@ def _cpu_seconds() -> float:
 
 def _ms(seconds: float) -> str:
     return f"{seconds * 1e3:.1f}"
+
+
+def _keep_nothing(session) -> list[str]:
+    """Turn off what keeps work between a session's queries; return what was turned off (an older tree has less)."""
+    off = []
+    if hasattr(session, "plan_cache"):
+        from gpu_engine.sql.plan_cache import PlanCache
+
+        session.plan_cache = PlanCache(entries=0)
+        off.append("plan cache")
+    if hasattr(session, "_prepared"):
+        session._prepared.entries = 0
+        off.append("prepared plans")
+    if hasattr(session, "_executors"):
+        session._executors.keep = 0
+        off.append("kept driver threads")
+    return off
+
+
+def _phase_table(numbers, rows, total, phase_totals, columns) -> list[str]:
+    header = "| query | engine ms | DuckDB ms | × | engine CPU ms | DuckDB CPU ms |"
+    rule = "|---|---|---|---|---|---|"
+    with_phases = bool(phase_totals["execute"])
+    if with_phases:
+        header += " " + " | ".join(columns) + " |"
+        rule += "---|" * len(columns)
+    lines = [header, rule]
+    for n in numbers:
+        r = rows[n]
+        line = (f"| q{n} | {_ms(r['engine'])} | {_ms(r['duckdb'])} | {r['engine'] / r['duckdb']:.2f} | "
+                f"{_ms(r['engine_cpu'])} | {_ms(r['duckdb_cpu'])} |")
+        if with_phases:
+            line += " " + " | ".join(_ms(r["phases"][c]) for c in columns) + " |"
+        lines.append(line)
+    line = (f"| **total** | {_ms(total['engine'])} | {_ms(total['duckdb'])} | {total['engine'] / total['duckdb']:.2f} "
+            f"| {_ms(total['engine_cpu'])} | {_ms(total['duckdb_cpu'])} |")
+    if with_phases:
+        line += " " + " | ".join(_ms(phase_totals[c]) for c in columns) + " |"
+    return lines + [line]
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -177,8 +240,19 @@ def main(argv: list[str] | None = None) -> int:
     folder = ensure_tpch(args.sf, data_root, progress=False) if data_root else ensure_tpch(args.sf, progress=False)
     texts = {n: spec_sql(n, args.sf) for n in numbers}
     duck = duckdb_connection(folder, threads=args.drivers)
-    engine = Session(device=args.device, drivers=args.drivers)
-    register_tpch(engine, folder)
+    runners: dict[str, Session] = {}
+    turned_off: list[str] = []
+    for label in ("engine", "caches off") if args.baseline else ("engine",):
+        session = Session(device=args.device, drivers=args.drivers)
+        register_tpch(session, folder)
+        if label == "caches off" or args.no_plan_cache:
+            turned_off = _keep_nothing(session) if label == "caches off" else turned_off
+            if args.no_plan_cache and hasattr(session, "plan_cache"):
+                from gpu_engine.sql.plan_cache import PlanCache
+
+                session.plan_cache = PlanCache(entries=0)
+        runners[label] = session
+    plan_cache = getattr(runners["engine"], "plan_cache", None)  # None before the plan cache existed
 
     def check(n: int, table, expected) -> None:
         problem = rows_mismatch(table, expected, ordered="order by" in texts[n].lower())
@@ -188,52 +262,62 @@ def main(argv: list[str] | None = None) -> int:
     expected = {}
     for n, text in texts.items():  # warm: files in the OS cache, kernels compiled, answers checked
         expected[n] = duckdb_table(duck, text)
-        check(n, engine.sql(text), expected[n])
-        engine.sql(text)
+        for session in runners.values():
+            check(n, session.sql(text), expected[n])
+            session.sql(text)
 
     timer = PhaseTimer()
     if not args.no_phases:
         install_phase_timers(timer)
-    samples = {n: {"engine": [], "engine_cpu": [], "duckdb": [], "duckdb_cpu": [], "phases": []} for n in numbers}
+    samples = {label: {n: {"engine": [], "engine_cpu": [], "phases": []} for n in numbers} for label in runners}
+    duck_samples = {n: {"duckdb": [], "duckdb_cpu": []} for n in numbers}
     load_start = os.getloadavg()
     started = time.perf_counter()
     try:
         for round_number in range(args.runs):
             last = round_number == args.runs - 1
+            order = list(runners.items())
+            if round_number % 2:
+                order.reverse()  # neither engine runner always goes first
             for n, text in texts.items():
-                timer.reset()
-                cpu, wall = _cpu_seconds(), time.perf_counter()
-                table = engine.sql(text)
-                wall, cpu = time.perf_counter() - wall, _cpu_seconds() - cpu
-                phases = dict(timer.seconds)
-                if last:
-                    check(n, table, expected[n])
-                record = samples[n]
-                record["engine"].append(wall)
-                record["engine_cpu"].append(cpu)
-                if phases:
-                    phases["to arrow"] = phases.pop("execute to arrow", 0.0) - phases.pop("run", 0.0)
-                    phases["other"] = wall - sum(phases.get(p, 0.0) for p in PHASES)
-                    record["phases"].append(phases)
+                for label, session in order:
+                    timer.reset()
+                    cpu, wall = _cpu_seconds(), time.perf_counter()
+                    table = session.sql(text)
+                    wall, cpu = time.perf_counter() - wall, _cpu_seconds() - cpu
+                    phases = dict(timer.seconds)
+                    if last:
+                        check(n, table, expected[n])
+                    record = samples[label][n]
+                    record["engine"].append(wall)
+                    record["engine_cpu"].append(cpu)
+                    if phases:
+                        phases["other"] = wall - sum(phases.get(p, 0.0) for p in PHASES)  # Session.sql's own, timers
+                        record["phases"].append(phases)
                 cpu, wall = _cpu_seconds(), time.perf_counter()
                 duckdb_table(duck, text)
-                record["duckdb"].append(time.perf_counter() - wall)
-                record["duckdb_cpu"].append(_cpu_seconds() - cpu)
+                duck_samples[n]["duckdb"].append(time.perf_counter() - wall)
+                duck_samples[n]["duckdb_cpu"].append(_cpu_seconds() - cpu)
     finally:
         timer.restore()
     elapsed = time.perf_counter() - started
     load_end = os.getloadavg()
 
     columns = PHASES + ("convert in drivers", "other")
-    rows = {}
-    for n in numbers:
-        record = samples[n]
-        row = {key: statistics.median(record[key]) for key in ("engine", "engine_cpu", "duckdb", "duckdb_cpu")}
-        row["phases"] = {c: statistics.median(p.get(c, 0.0) for p in record["phases"]) for c in columns} \
-            if record["phases"] else {}
-        rows[n] = row
-    total = {key: sum(r[key] for r in rows.values()) for key in ("engine", "engine_cpu", "duckdb", "duckdb_cpu")}
-    phase_totals = {c: sum(r["phases"].get(c, 0.0) for r in rows.values()) for c in columns}
+    results = {}
+    for label in runners:
+        rows = {}
+        for n in numbers:
+            record = samples[label][n]
+            row = {key: statistics.median(record[key]) for key in ("engine", "engine_cpu")}
+            row.update({key: statistics.median(duck_samples[n][key]) for key in ("duckdb", "duckdb_cpu")})
+            row["phases"] = {c: statistics.median(p.get(c, 0.0) for p in record["phases"]) for c in columns} \
+                if record["phases"] else {}
+            rows[n] = row
+        total = {key: sum(r[key] for r in rows.values()) for key in ("engine", "engine_cpu", "duckdb", "duckdb_cpu")}
+        phase_totals = {c: sum(r["phases"].get(c, 0.0) for r in rows.values()) for c in columns}
+        results[label] = {"rows": rows, "total": total, "phase_totals": phase_totals}
+    total = results["engine"]["total"]
 
     when = datetime.datetime.now(datetime.timezone.utc)
     command = "python -m bench.fixed_cost " + " ".join(sys.argv[1:] if argv is None else argv)
@@ -244,34 +328,27 @@ def main(argv: list[str] | None = None) -> int:
         f"{' (uncommitted changes)' if _git(['status', '--porcelain', '--untracked-files=no']) else ''}", "",
         f"Device `{args.device}`, {args.drivers} drivers; DuckDB {facts.get('duckdb', '?')} with "
         f"{args.drivers} threads, same process, same files. {os.cpu_count()} cores. Warm (each query run twice "
-        f"before timing); {args.runs} interleaved rounds (each query on the engine, then on DuckDB); medians. "
-        f"CPU = user+sys of the process over the run (driver threads included). Every answer checked against "
-        f"DuckDB's (first and last round). Load average (1 min) {load_start[0]:.2f} at the start, "
-        f"{load_end[0]:.2f} at the end; {elapsed:.0f} s of rounds.", "",
+        f"before timing); {args.runs} interleaved rounds (each query on "
+        f"{' and '.join(runners)}, then on DuckDB); medians. CPU = user+sys of the process over the run (driver "
+        f"threads included). Every answer checked against DuckDB's (first and last round). Plan cache: "
+        f"{'none (an older tree)' if plan_cache is None else f'{plan_cache.entries} texts'}. Load average (1 min) "
+        f"{load_start[0]:.2f} at the start, {load_end[0]:.2f} at the end; {elapsed:.0f} s of rounds.", "",
         f"**Total of medians: engine {_ms(total['engine'])} ms, DuckDB {_ms(total['duckdb'])} ms: "
         f"{total['engine'] / total['duckdb']:.2f}×** (CPU {_ms(total['engine_cpu'])} ms against "
         f"{_ms(total['duckdb_cpu'])} ms).", "",
     ]
-    header = "| query | engine ms | DuckDB ms | × | engine CPU ms | DuckDB CPU ms |"
-    rule = "|---|---|---|---|---|---|"
-    if phase_totals["execute"]:
-        header += " " + " | ".join(columns) + " |"
-        rule += "---|" * len(columns)
+    if "caches off" in results:
+        off = results["caches off"]["total"]
+        lines += [f"Same process, same rounds, a session with {', '.join(turned_off)} turned off (every text "
+                  f"parsed, planned and prepared again, new driver threads per query): **{_ms(off['engine'])} ms, "
+                  f"{off['engine'] / off['duckdb']:.2f}×** (CPU {_ms(off['engine_cpu'])} ms).", ""]
+    if results["engine"]["phase_totals"]["execute"]:
         lines += ["Phases (medians per phase, ms; `convert in drivers` is part of `execute`; `other` is the wall time "
                   "no phase covers: Session.sql's own work, timers):", ""]
-    lines += [header, rule]
-    for n in numbers:
-        r = rows[n]
-        line = (f"| q{n} | {_ms(r['engine'])} | {_ms(r['duckdb'])} | {r['engine'] / r['duckdb']:.2f} | "
-                f"{_ms(r['engine_cpu'])} | {_ms(r['duckdb_cpu'])} |")
-        if r["phases"]:
-            line += " " + " | ".join(_ms(r["phases"][c]) for c in columns) + " |"
-        lines.append(line)
-    line = (f"| **total** | {_ms(total['engine'])} | {_ms(total['duckdb'])} | {total['engine'] / total['duckdb']:.2f} "
-            f"| {_ms(total['engine_cpu'])} | {_ms(total['duckdb_cpu'])} |")
-    if phase_totals["execute"]:
-        line += " " + " | ".join(_ms(phase_totals[c]) for c in columns) + " |"
-    lines.append(line)
+    for label, result in results.items():
+        if len(results) > 1:
+            lines += ["", f"### {label}", ""]
+        lines += _phase_table(numbers, result["rows"], result["total"], result["phase_totals"], columns)
     text = "\n".join(lines) + "\n"
     print(text)
     out = Path(args.out)
@@ -280,8 +357,8 @@ def main(argv: list[str] | None = None) -> int:
     (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.json").write_text(json.dumps({
         "command": command, "sf": args.sf, "device": args.device, "drivers": args.drivers, "runs": args.runs,
-        "load_average_start": load_start, "load_average_end": load_end, "machine": facts,
-        "totals": total, "phase_totals": phase_totals, "medians": rows, "samples": samples}, indent=1, default=str))
+        "load_average_start": load_start, "load_average_end": load_end, "machine": facts, "turned_off": turned_off,
+        "results": results, "samples": samples, "duckdb_samples": duck_samples}, indent=1, default=str))
     return 0
 
 
