@@ -31,7 +31,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import ValuesNode
-from gpu_engine.plans.sql_translator import parse_expression
+from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
 
@@ -212,7 +212,8 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
 
     names = [c.name for c in values.args["alias"].columns]
     rows = values.expressions
-    cells = [[_literal(cell, values) for cell in row.expressions] for row in rows]
+    translator = ScalarTranslator(pa.schema([]), _label(values))
+    cells = [[_literal(cell, values, translator) for cell in row.expressions] for row in rows]
     if any(literal is None for row in cells for literal in row):
         return _computed_rows(planner, values, alias, names, ctes)
     types = []
@@ -230,8 +231,7 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
     arrays = []
     for position, dtype in enumerate(types):
         try:
-            arrays.append(pa.array([pa.scalar(row[position].value, row[position].dtype).cast(dtype).as_py()
-                                    if row[position].value is not None else None for row in cells], dtype))
+            arrays.append(pa.array([_value_as(row[position], dtype) for row in cells], dtype))
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as error:
             raise _error(f"{_label(values)}: column {position + 1} ({names[position]!r}) cannot hold every value "
                          f"as {dtype}: {error}", values, names[position]) from None
@@ -242,16 +242,25 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
     return Relation(node, columns, frozenset([alias]), float(max(1, len(rows))), {})
 
 
-def _literal(cell: exp.Expression, values: exp.Values) -> Literal | None:
+def _value_as(literal: Literal, dtype: pa.DataType):
+    """Return the literal's value as a value of ``dtype`` (an Arrow cast where its own type differs)."""
+    if literal.value is None or literal.dtype == dtype:
+        return literal.value
+    return pa.scalar(literal.value, literal.dtype).cast(dtype).as_py()
+
+
+def _literal(cell: exp.Expression, values: exp.Values, translator: ScalarTranslator) -> Literal | None:
     """Return the typed literal a cell is (``1``, ``-2.5``, ``'a'``, ``NULL``, ``DATE '…'``), or None."""
-    if any(isinstance(node, (exp.Column, exp.Query, exp.Subquery, exp.Star)) for node in cell.walk()):
+    if isinstance(cell, (exp.Literal, exp.Null, exp.Boolean)):
+        pass  # the common cell: nothing inside to look for
+    elif any(isinstance(node, (exp.Column, exp.Query, exp.Subquery, exp.Star)) for node in cell.walk()):
         if any(isinstance(node, exp.Column) for node in cell.walk()):
             column = next(node for node in cell.walk() if isinstance(node, exp.Column))
             raise _error(f"{_label(values)}: a cell cannot read column {column.sql(dialect='duckdb')!r} (VALUES "
                          "rows are constants; join the table instead)", column, column.sql(dialect="duckdb"))
         return None
     try:
-        expr = parse_expression(cell.sql(dialect="duckdb"), pa.schema([]), _label(values))
+        expr = translator.translate(cell)  # the parsed cell (the query's nesting is checked): no text parsed again
     except PlanError:
         return None  # the row's SELECT plans it and names the problem
     return expr if isinstance(expr, Literal) else None
