@@ -145,13 +145,17 @@ def _within_group(node: exp.WithinGroup) -> exp.Expression:
     return type(function)(this=key.this.copy(), expression=fraction)
 
 
-def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True) -> exp.Expression:
+def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialect: str = "duckdb") -> exp.Expression:
     """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s,
-    ``any_value(x)`` (sqlglot wraps it in IGNORE NULLS) its bare node, since any_value skips NULLs anyway,
-    and ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` the quantile's. ``copy=False`` rewrites ``tree``
-    in place (a query's own parsed tree: copying a 2000-term WHERE clause cost 0.05 s)."""
+    ``any_value(x)`` and Spark's ``first(x, true)``/``last(x, true)`` (sqlglot wraps them in IGNORE NULLS)
+    their bare node, since they skip NULLs anyway, and ``percentile_cont(f) WITHIN GROUP (ORDER BY x)``
+    the quantile's. In the Spark dialect ``percentile(x, f)`` (sqlglot's QUANTILE, DuckDB's discrete
+    quantile) is Spark's continuous one. ``copy=False`` rewrites ``tree`` in place (a query's own parsed
+    tree: copying a 2000-term WHERE clause cost 0.05 s)."""
 
     def rewrite(node: exp.Expression) -> exp.Expression:
+        if dialect == "spark" and type(node) is exp.Quantile:  # (ApproxQuantile subclasses it)
+            return exp.PercentileCont(this=node.this.copy(), expression=node.args["quantile"].copy())
         if isinstance(node, exp.WithinGroup):
             return _within_group(node)
         if isinstance(node, exp.Filter) and takes_order(node.this) and isinstance(node.this.this, exp.Order):
@@ -175,7 +179,7 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True) -> exp
             if kind is exp.AnonymousAggFunc:
                 return kind(this=str(node.this).lower(), expressions=[arguments[0].copy()])
             return kind(this=arguments[0].copy())
-        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, exp.AnyValue):
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.AnyValue, exp.First, exp.Last)):
             return node.this.copy()
         return node
 

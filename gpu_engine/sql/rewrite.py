@@ -272,7 +272,8 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     spelled = _name_projections(tree, dialect, catalog)
     typed_bare_nulls(tree)
     with_dual_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
-    tree = _desugar(normalize_aggregate_calls(tree, copy=False))  # the tree parsed for this query: in place
+    # the tree parsed for this query: rewritten in place
+    tree = _desugar(normalize_aggregate_calls(tree, copy=False, dialect=dialect))
     try:
         tree = qualify(tree, schema=sqlglot_schema(catalog), dialect=dialect, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)
@@ -281,7 +282,8 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         # tree, kept only for this message, cost a tenth of planning a 2000-term predicate).
         original = _parse(text, dialect)
         _name_projections(original, dialect, catalog)
-        raise _column_error(error, _desugar(normalize_aggregate_calls(original, copy=False)), catalog) from None
+        normalized = normalize_aggregate_calls(original, copy=False, dialect=dialect)
+        raise _column_error(error, _desugar(normalized), catalog) from None
     check_set_operation_widths(tree)  # again with every * expanded
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding

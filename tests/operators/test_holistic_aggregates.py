@@ -313,3 +313,17 @@ def test_refusals_are_clear(sql, fragment):
     with pytest.raises((SqlError, PlanError)) as error:
         session.sql(sql)
     assert fragment in str(error.value).lower()
+
+
+def test_spark_spellings():
+    """Spark's percentile(x, f) is continuous (sqlglot reads it as DuckDB's discrete QUANTILE), percentile_approx
+    an approximate quantile, first(x, true)/last(x, true) any non-NULL value; collect_list is refused by name."""
+    table = pa.table({"g": [1, 1, 1, 1, 1, 2], "x": [1.0, 2.0, 4.0, 10.0, None, 8.0]})
+    session = _session("cpu", (2, 2), {"t": table})
+    rows = session.sql("SELECT g, percentile(x, 0.5) AS p, percentile_approx(x, 0.5) AS a, first(x, true) AS f, "
+                       "last(x, true) AS l, median(x) AS m FROM t GROUP BY g", dialect="spark").to_pylist()
+    by_group = {row["g"]: row for row in rows}
+    assert by_group[1]["p"] == 3.0 and by_group[2]["p"] == 8.0 and by_group[1]["m"] == 3.0
+    assert by_group[1]["a"] in (2.0, 4.0) and by_group[1]["f"] in (1.0, 2.0, 4.0, 10.0) and by_group[2]["l"] == 8.0
+    with pytest.raises(SqlError, match="array_agg"):
+        session.sql("SELECT collect_list(x) FROM t", dialect="spark")

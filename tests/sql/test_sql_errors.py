@@ -89,7 +89,7 @@ BAD_SQL = {
     "SELECT a FROM t WHERE b GLOB 'x*'": "GLOB",
     "SELECT max(a, 2) FROM t": "max",
     "SELECT a FROM t LIMIT 10%": "LIMIT",
-    "SELECT percentile_cont(0.5) WITHIN GROUP (ORDER BY a) FROM t": "percentile_cont",
+    "SELECT percentile_cont([0.25, 0.5]) WITHIN GROUP (ORDER BY a) FROM t": "list of fractions",
     "CREATE TABLE x AS SELECT a FROM t": "CREATE",
     "EXPLAIN SELECT a FROM t": "not EXPLAIN",
     "SELECT a FROM t FOR UPDATE": "FOR UPDATE",
