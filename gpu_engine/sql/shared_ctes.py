@@ -12,8 +12,10 @@ the CTE inlined at each reference.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
+import secrets
 from dataclasses import dataclass
 
 import sqlglot
@@ -77,16 +79,48 @@ def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCt
     """Return the CTEs of ``text``'s outer WITH that are referenced twice or more, and the rest of the query.
 
     The CTEs come in WITH order (a later one may read an earlier one's table);
-    the query text reads them as tables. Nothing to split (no such CTE, WITH
-    RECURSIVE, or text that does not parse as one query: the planner reports
-    that) gives ``([], text)``.
+    the query text reads them as tables, named anew per call (``__cte_<n>_<name>``:
+    two runs of one text at once never share a table). Nothing to split (no such
+    CTE, WITH RECURSIVE, or text that does not parse as one query: the planner
+    reports that) gives ``([], text)``.
+
+    A text is parsed once per process (:func:`_split_template`, the 256 most recent
+    texts): a query with a WITH clause was parsed by sqlglot once more on every run.
     """
     if not _WITH.search(text):
         return [], text  # no CTE can be written without WITH: a long chain's text is not parsed twice
+    if len(text) > _MAX_KEPT_TEXT or _MARK in text:
+        computed, query = _split(text, dialect, str(next(_NAMES)))
+        return list(computed), query
+    computed, query = _split_template(text, dialect)
+    if not computed:
+        return [], text
+    number = str(next(_NAMES))
+
+    def named(sql: str) -> str:
+        return sql.replace(f"__cte_{_MARK}_", f"__cte_{number}_")
+
+    return [SharedCte(named(cte.table), named(cte.sql)) for cte in computed], named(query)
+
+
+#: Texts longer than this are split on every call rather than kept (their lists are kept by the planner's caches).
+_MAX_KEPT_TEXT = 100_000
+#: Stands for a call's number in a kept split; random, so no text holds it (one that does is split per call).
+_MARK = f"m{secrets.token_hex(8)}"
+
+
+@functools.lru_cache(maxsize=256)
+def _split_template(text: str, dialect: str) -> tuple[tuple[SharedCte, ...], str]:
+    """Return :func:`_split` of ``text`` with :data:`_MARK` for the call's number, kept per text."""
+    return _split(text, dialect, _MARK)
+
+
+def _split(text: str, dialect: str, number: str) -> tuple[tuple[SharedCte, ...], str]:
+    """Split ``text`` (see :func:`split_shared_ctes`), naming the tables ``__cte_<number>_<name>``."""
     lifted, lists = lift_literal_lists(text, dialect)  # a long IN list is parsed whole only where a CTE is shared
     tree = _one_query(lifted, dialect)
     if tree is None or not _references(tree):
-        return [], text
+        return (), text
     if lists:
         tree = _one_query(text, dialect)
     key = _with_key(tree)
@@ -103,7 +137,7 @@ def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCt
         body = _rename_references(cte.this.copy(), tables)
         if kept:
             body.set(key, exp.With(expressions=[_rename_references(k.copy(), tables) for k in kept]))
-        tables[name] = f"__cte_{next(_NAMES)}_{name}"
+        tables[name] = f"__cte_{number}_{name}"
         computed.append(SharedCte(tables[name], body.sql(dialect=dialect)))
     query = tree.copy()
     remaining = [c for c in query.args[key].expressions if c.alias_or_name not in tables]
@@ -111,4 +145,4 @@ def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCt
         query.args[key].set("expressions", remaining)
     else:
         query.set(key, None)
-    return computed, _rename_references(query, tables).sql(dialect=dialect)
+    return tuple(computed), _rename_references(query, tables).sql(dialect=dialect)

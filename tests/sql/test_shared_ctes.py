@@ -73,3 +73,21 @@ def test_a_failing_query_drops_its_temporary_tables(tpch_sf001):
     with pytest.raises(Exception, match="[Oo]verflow|out of range"):
         session.sql(text)
     assert [t for t in session.catalog if t.startswith("__cte_")] == []
+
+
+def test_a_text_is_parsed_once_and_each_call_names_its_tables_anew(monkeypatch):
+    from gpu_engine.sql import shared_ctes
+
+    parsed = []
+    one_query = shared_ctes._one_query
+    monkeypatch.setattr(shared_ctes, "_one_query", lambda text, dialect: parsed.append(text) or one_query(text, dialect))
+    text = "WITH kept_once_test AS (SELECT 1 AS x) SELECT * FROM kept_once_test AS p, kept_once_test AS q"
+    (first,), query = split_shared_ctes(text)
+    (second,), again = split_shared_ctes(text)
+    assert len(parsed) == 1  # the second call parsed nothing
+    assert first.table != second.table and first.sql == second.sql == "SELECT 1 AS x"
+    assert query.replace(first.table, second.table) == again and first.table in query
+    assert split_shared_ctes("WITH a AS (SELECT 1 AS x) SELECT * FROM a") == ([], "WITH a AS (SELECT 1 AS x) SELECT * FROM a")
+    marked = f"WITH a AS (SELECT '{shared_ctes._MARK}' AS x) SELECT * FROM a, a AS b"  # holds the mark: split per call
+    (cte,), _ = split_shared_ctes(marked)
+    assert shared_ctes._MARK in cte.sql and shared_ctes._MARK not in cte.table
