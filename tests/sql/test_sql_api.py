@@ -211,7 +211,7 @@ def test_unknown_names_give_position_and_candidates(sql, message, line, column, 
 
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT l_quantity FROM lineitem WHERE row_number() OVER () > 1", "a window function in WHERE"),
-    ("SELECT l_orderkey FROM lineitem INTERSECT ALL SELECT o_orderkey FROM orders", "INTERSECT ALL"),
+    ("SELECT l_orderkey FROM lineitem UNION BY NAME SELECT o_orderkey FROM orders", "UNION BY NAME"),
     ("SELECT array_agg(l_quantity) FROM lineitem", "aggregate function array_agg"),
     ("SELECT l_orderkey FROM lineitem WHERE l_quantity > 3 OR NOT EXISTS "
      "(SELECT * FROM orders WHERE o_orderkey = l_orderkey)", "a subquery inside OR"),
