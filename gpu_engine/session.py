@@ -336,6 +336,11 @@ class Session:
         ``params`` bind the text's ``?`` (in order) or ``$n`` placeholders
         (:mod:`gpu_engine.sql.parameters`); new values compile no new kernels.
 
+        ``CREATE [OR REPLACE] [TEMP] VIEW``, ``CREATE TABLE … AS`` and ``DROP
+        VIEW|TABLE`` change this Session's catalog and return DuckDB's
+        ``Count``/``Success`` result (:mod:`gpu_engine.sql.statements`); a
+        query reading a view plans the view's query in its place.
+
         A CTE the query reads more than once (TPC-H Q15's view) is computed
         once, first, into a temporary table the query then reads
         (:mod:`gpu_engine.sql.shared_ctes`); the text is planned whole first,
