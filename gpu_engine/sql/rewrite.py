@@ -84,7 +84,9 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
         kind = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) else tree.key.upper()
-        raise SqlError(f"only SELECT queries are supported, not {kind}", line=line, col=col)
+        hint = ("; Session.sql runs CREATE VIEW, CREATE TABLE ... AS and DROP VIEW/TABLE"
+                if kind in ("CREATE", "DROP") else "")
+        raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
     refuse_unsupported(tree, dialect)
     check_set_operation_widths(tree)
