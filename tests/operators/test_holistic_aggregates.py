@@ -84,6 +84,21 @@ def test_quantiles_match_duckdb(device_name, shape, table, keys, steps):
     assert_same_rows(result, expected)
 
 
+def test_partial_flushes_carry_value_lists():
+    """A partial step that flushes whenever it holds 4 groups emits each flush's values: the final step
+    concatenates the pieces of a group that several flushes (and drivers) emitted."""
+    table = make_table(ROWS["cpu"], seed=13)
+    aggregates = ["median(v_int) AS m", "mode(v_int % 2) AS o", "approx_count_distinct(k_str) AS a", "count(*) AS n",
+                  "string_agg(k_str, '' ORDER BY v_float) AS s", "avg(v_float) AS f"]
+    session = _session("cpu", (2, 32), {"t": table}, partial_aggregation_max_groups=4)
+    plan = (PlanBuilder(session.catalog).table_scan("t").filter("v_float IS NOT NULL")
+            .partial_aggregation(["k_int"], aggregates).local_partition(["k_int"]).final_aggregation().plan())
+    result = session.execute(plan)
+    expected = duckdb_rows(_sql(["k_int"], aggregates, " WHERE v_float IS NOT NULL"), t=table)
+    columns = ["k_int", "m", "a", "n", "s", "f"]  # mode(v % 2) may tie
+    assert_same_rows(result.select(columns), expected.select(columns))
+
+
 def test_partial_intermediate_final():
     table = make_table(ROWS["cpu"], seed=13)
     aggregates = ["median(v_float) AS m", "quantile_disc(k_str, 0.5) AS q", "count(v_int) AS n",
