@@ -58,9 +58,34 @@ def _cases():
             yield pytest.param(number, "cuda-sim", id=f"cuda-sim-q{number}")
 
 
+#: The most generated kernels (distinct sources: a fused stretch, filter or projection per batch layout) one
+#: TPC-H query's run may need (at SF 0.01 the most is 6: Q16, Q21). Issue 29: the number of kernels a query
+#: compiles is bounded, and the expression nodes per kernel, not lines of source. (New constants of each kind
+#: compile nothing: tests/codegen/test_kernel_parameters.py.)
+KERNELS_PER_QUERY = 12
+
+
+@pytest.fixture
+def query_kernels(monkeypatch):
+    """Record each kernel an operator makes for a batch layout: ``(program, source digest)``."""
+    from gpu_engine.codegen.compiled_row_kernel import CompiledRowKernel
+    from gpu_engine.operators.fused_aggregation import FusedAggregation
+
+    made: list[tuple] = []
+    for owner in (FusedAggregation, CompiledRowKernel):
+        def recording(self, layout, _kernel=owner._kernel):
+            kernel = _kernel(self, layout)
+            made.append((self.program, kernel[0].digest))
+            return kernel
+
+        monkeypatch.setattr(owner, "_kernel", recording)
+    return made
+
+
 @pytest.mark.parametrize("number, device_name", list(_cases()))
-def test_tpch_sql_matches_duckdb(number, device_name, tpch_sf001, duckdb_answers):
+def test_tpch_sql_matches_duckdb(number, device_name, tpch_sf001, duckdb_answers, query_kernels):
     from gpu_engine import Session
+    from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES, expression_nodes
 
     expected = duckdb_answers[number]
     if number not in _THIN:  # so that two empty answers cannot pass
@@ -69,6 +94,12 @@ def test_tpch_sql_matches_duckdb(number, device_name, tpch_sf001, duckdb_answers
     register_tpch(session, tpch_sf001)
     actual = session.sql(spec_sql(number))
     assert_same_rows(actual, expected, ordered=order_key_columns(spec_sql(number)))
+    # Kernels per query and expression nodes per kernel are bounded (counts, not seconds).
+    kernels = {digest for _, digest in query_kernels}
+    assert 0 < len(kernels) <= KERNELS_PER_QUERY, len(kernels)
+    nodes = [expression_nodes((*p.predicates, *p.keys, *(e for group in p.arguments for e in group), *p.outputs))
+             for p, _ in query_kernels]
+    assert max(nodes) <= MAX_KERNEL_NODES, nodes
 
 
 def test_spec_text_differs_from_duckdbs_only_where_listed():
