@@ -344,6 +344,7 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
     ``approx_count_distinct(x)`` and ``string_agg(x[, sep][ ORDER BY y])``
     (``sep`` a constant string, ``','`` when left out; ``x`` cast to VARCHAR).
     """
+    text = snippet_text(text)  # messages name the call as SQL
     argument, order = call.this, None
     if isinstance(argument, exp.Order):
         order, argument = argument.expressions, argument.this

@@ -328,6 +328,7 @@ def test_refusals_are_clear(sql, fragment):
     with pytest.raises((SqlError, PlanError)) as error:
         session.sql(sql)
     assert fragment in str(error.value).lower()
+    assert "Alias(" not in str(error.value)  # the call is named as SQL, not as a parsed tree
 
 
 def test_spark_spellings():
