@@ -28,6 +28,7 @@ __all__ = [
     "rows_mismatch",
     "duckdb_connection",
     "duckdb_table",
+    "queries_differing_from_duckdb",
 ]
 
 FLOAT_RELATIVE_TOLERANCE = 1e-9
@@ -208,3 +209,30 @@ def duckdb_table(connection, sql: str) -> pa.Table:
             return getattr(relation, method)()
     result = relation.arrow()
     return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
+
+
+def queries_differing_from_duckdb(session, connection, queries, ordered=lambda sql: False,
+                                  exact_types: bool = False) -> list[str]:
+    """Run each query on the engine ``session`` and on DuckDB's ``connection``; return how each differs.
+
+    Why one report for all: a test over a list of queries shows every query that differs, not the first.
+    ``ordered(sql)`` says whether to compare a query's rows in order; ``exact_types`` also compares column
+    types exactly (DuckDB's ``"NULL"`` type, a column of bare NULLs, counting as the engine's INTEGER).
+    """
+    problems = []
+    for sql in queries:
+        expected = duckdb_table(connection, sql)
+        try:
+            actual = session.sql(sql)
+        except Exception as error:  # every query's failure is reported, not just the first
+            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
+            continue
+        problem = rows_mismatch(actual, expected, ordered=ordered(sql))
+        if problem is None and exact_types:
+            for got, want in zip(actual.schema, expected.schema):
+                wanted = pa.int32() if pat.is_null(want.type) else want.type
+                if got.type != wanted:
+                    problem = f"column {got.name} is {got.type}, DuckDB's {want.type}"
+        if problem is not None:
+            problems.append(f"{sql}\n  {problem}")
+    return problems

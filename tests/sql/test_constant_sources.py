@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import queries_differing_from_duckdb
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import ValuesNode, walk_plan
@@ -93,22 +93,8 @@ def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):
 
 
 def _check_all(queries, session, reference):
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected, ordered="ORDER BY" in sql)
-        if problem is None:
-            for got, want in zip(actual.schema, expected.schema):
-                wanted = pa.int32() if pa.types.is_null(want.type) else want.type  # DuckDB's "NULL" type
-                if got.type != wanted:
-                    problem = f"column {got.name} is {got.type}, DuckDB's {want.type}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
+    problems = queries_differing_from_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql,
+                                             exact_types=True)
     assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
 
 

@@ -16,7 +16,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import queries_differing_from_duckdb
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -88,17 +88,7 @@ def _session(device_name: str, batch_rows: int = 1 << 16):
 
 
 def _check_all(queries, session, reference):
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected)
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
+    problems = queries_differing_from_duckdb(session, reference, queries)
     assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
 
 
