@@ -1,27 +1,46 @@
-"""Time first runs against warm runs: TPC-H's 22 specification SQL texts with an empty generated-kernel cache.
+"""Time first runs against warm runs and against the lowest tier alone, with an empty generated-kernel cache.
 
 Issue 29's measure: a query whose generated kernels were never compiled must
-not wait for the compiler. The process points ``GPU_ENGINE_CACHE_DIR`` at a
-new, empty folder before the engine is imported (so every generated kernel is
-new to numba), first runs each query once with ``fuse=False`` (which compiles
-the static kernels the lowest tier uses, as ``make`` set-up does on a fresh
-machine, and reads the files into the OS cache for both phases alike), times
-a second unfused pass (the lowest tier alone: what a first run must not be
-slower than), then:
+not wait for the compiler, and compiling must never make it slower than its
+lowest tier would be alone. Workloads (``--workload``):
 
-1. first runs: every query once, in order, with the compile mode asked for
-   (``background``: batches whose kernel is not compiled run on the lowest
-   tier while the compile process works; ``inline``: the driver waits for numba);
-2. warm runs: after the compile process is idle, each query runs until none of
-   its batches runs on the lowest tier (a fused step can hand the next one a
-   new batch layout, whose kernel then compiles), then ``--runs`` timed runs;
-   their median is the warm time.
+``tpch``
+    the 22 TPC-H specification SQL texts (``--queries`` numbers);
+``tpcds``
+    the TPC-DS queries the engine answers (``--queries`` numbers and ranges;
+    refused ones are listed and left out);
+``fuzz``
+    the project's generated SQL queries (``tests/sql/fuzz_queries.py``, the
+    differential fuzz's generator, ``--queries start:stop`` seeds) over its
+    small tables: every seed is a new query shape.
 
-Each result is checked against DuckDB's (same process, same files). Writes
-``bench/results/<date>-first-runs-<device>-sf<sf>.md`` and ``.json``.
+Each round is a new process whose ``GPU_ENGINE_CACHE_DIR`` is a new, empty
+folder (set before the engine is imported, so every generated kernel is new to
+numba). It runs every query once with ``fuse=False`` (which compiles the
+static kernels, as set-up does, and reads the files into the OS cache), times
+a second unfused pass (``unfused``), runs the queries once untimed with
+``compile_mode="lowest"`` (the fused plan, every batch on the lowest tier:
+static kernels it needs are loaded) and then, each timed pass but the warm one
+in a new session (a session keeps its plans, and a first run plans its text):
 
-    python -m bench.first_runs --sf 1 --drivers 2 --runs 3
-    python -m bench.first_runs --sf 1 --compile-mode inline --tag inline
+1. lowest tier alone: every query once with ``compile_mode="lowest"`` (the
+   plan and operators of a first run, nothing generated for a batch or compiled);
+2. first runs: every query once, in order, with ``--compile-mode`` (default
+   ``background``: batches whose kernel is not compiled run on the lowest tier
+   while the compile process works);
+3. warm runs: after the compile process is idle, each query runs until none
+   of its batches runs on the lowest tier (at most 5 runs), then ``--runs``
+   timed runs; their median is the warm time.
+
+Odd rounds time the first runs before the lowest tier (after the compile
+process is idle again), so neither pass always runs first on a machine whose
+load drifts. Each result is checked against DuckDB's (same process, same
+files). ``--rounds N`` runs N rounds and reports each round's totals and the
+median ratios. Writes ``bench/results/<date>-first-runs-<workload>-<device>-sf<sf>[-<tag>].md`` and ``.json``.
+
+    python -m bench.first_runs --sf 0.1 --rounds 3
+    python -m bench.first_runs --workload tpcds --sf 0.01 --rounds 2
+    python -m bench.first_runs --workload fuzz --queries 0:60 --rounds 2
 """
 
 from __future__ import annotations
@@ -31,24 +50,37 @@ import datetime
 import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
+REPO_ROOT = Path(__file__).resolve().parent.parent
+for _folder in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "sql"):  # the fuzz generator's imports
+    if str(_folder) not in sys.path:
+        sys.path.insert(0, str(_folder))
+
+WORKLOADS = ("tpch", "tpcds", "fuzz")
+
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--sf", type=float, default=1.0)
+    parser.add_argument("--workload", default="tpch", choices=WORKLOADS)
+    parser.add_argument("--sf", type=float, default=1.0, help="scale factor (tpch, tpcds)")
     parser.add_argument("--drivers", type=int, default=2)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--runs", type=int, default=3, help="timed warm runs per query (median)")
-    parser.add_argument("--queries", default="all", help="comma-separated TPC-H numbers, or all")
+    parser.add_argument("--queries", default="all",
+                        help="tpch: numbers; tpcds: numbers and ranges (1-10,42); fuzz: seeds start:stop; or all")
     parser.add_argument("--compile-mode", default="background", choices=("background", "inline"))
+    parser.add_argument("--rounds", type=int, default=1, help="rounds, each in a new process (default 1)")
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
-                        help="folder holding tpch/sf<N> (default: the engine's data folder)")
+                        help="folder holding tpch/sf<N> and tpcds/sf<N> (default: the engine's data folder)")
     parser.add_argument("--tag", default="", help="suffix of the result files' names")
     parser.add_argument("--out", default="bench/results")
+    parser.add_argument("--round-output", help=argparse.SUPPRESS)  # a round's JSON (set by the parent process)
+    parser.add_argument("--round-number", type=int, default=0, help=argparse.SUPPRESS)
     return parser
 
 
@@ -56,67 +88,183 @@ def _lowest_tier_batches(stats) -> int:
     return sum(int(s.runtime.get("lowest_tier_batches", 0)) for p in stats.pipelines for s in p.operators)
 
 
-def main(argv: list[str] | None = None) -> None:
-    args = build_parser().parse_args(argv)
+class Workload:
+    """The queries of a run: their texts by name, how to register the tables and how to check a result."""
+
+    def __init__(self, args):
+        self.args = args
+        self.texts: dict[str, str] = {}
+        self.left_out: dict[str, str] = {}
+        getattr(self, f"_load_{args.workload}")()
+
+    # ------------------------------------------------------------------ loading
+    def _load_tpch(self) -> None:
+        from gpu_engine.connectors.tpch_data import ensure_tpch
+        from gpu_engine.plans.tpch import TPCH_QUERY_NUMBERS, spec_sql
+        from tests.duckdb_reference import duckdb_connection
+
+        args = self.args
+        numbers = list(TPCH_QUERY_NUMBERS) if args.queries == "all" else [int(q) for q in args.queries.split(",")]
+        root = Path(args.data) / "tpch" if args.data else None
+        self.folder = ensure_tpch(args.sf, root, progress=False) if root else ensure_tpch(args.sf, progress=False)
+        self.texts = {f"q{n}": spec_sql(n, args.sf) for n in numbers}
+        self.duck = duckdb_connection(self.folder, threads=args.drivers)
+
+    def _load_tpcds(self) -> None:
+        from bench.run_tpcds import parse_query_numbers
+        from bench.tpcds import query_name, query_text
+        from gpu_engine.connectors.tpcds_data import ensure_tpcds
+        from tests.duckdb_reference import duckdb_connection
+
+        args = self.args
+        self.folder = ensure_tpcds(args.sf, Path(args.data) / "tpcds" if args.data else None)
+        self.texts = {query_name(n): query_text(n) for n in parse_query_numbers(args.queries)}
+        self.duck = duckdb_connection(self.folder, threads=args.drivers)
+
+    def _load_fuzz(self) -> None:
+        from fuzz_queries import generate_case, reference_connection, write_tables
+
+        start, stop = (0, 60) if self.args.queries == "all" else (int(x) for x in self.args.queries.split(":"))
+        self.folder = Path(tempfile.mkdtemp(prefix="first-runs-fuzz-"))
+        self.paths = write_tables(self.folder)
+        self.cases = {}
+        for seed in range(start, stop):
+            case = generate_case(seed)
+            self.cases[f"seed{seed}"] = case
+            self.texts[f"seed{seed}"] = case.sql
+        self.duck = reference_connection(self.paths)
+
+    # ------------------------------------------------------------------- running
+    def session(self, **config):
+        from gpu_engine import Session
+
+        s = Session(device=self.args.device, drivers=self.args.drivers, **config)
+        if self.args.workload == "tpch":
+            from gpu_engine.connectors.tpch_data import register_tpch
+
+            register_tpch(s, self.folder)
+        elif self.args.workload == "tpcds":
+            from gpu_engine.connectors.tpcds_data import register_tpcds
+
+            register_tpcds(s, self.folder)
+        else:
+            for name, path in self.paths.items():
+                s.register(name, str(path))
+        return s
+
+    def expected(self) -> dict[str, float]:
+        """Run DuckDB on every query (its second run timed); leave out the ones DuckDB refuses."""
+        from tests.duckdb_reference import duckdb_table
+
+        self.answers, seconds = {}, {}
+        for name, text in list(self.texts.items()):
+            try:
+                duckdb_table(self.duck, text)
+            except Exception as error:  # noqa: BLE001 - a generated query DuckDB refuses: nothing to compare
+                self.left_out[name] = f"DuckDB: {str(error).splitlines()[0]}"
+                del self.texts[name]
+                continue
+            start = time.perf_counter()
+            self.answers[name] = duckdb_table(self.duck, text)
+            seconds[name] = time.perf_counter() - start
+        return seconds
+
+    def mismatch(self, name: str, table) -> str | None:
+        from tests.duckdb_reference import rows_mismatch
+
+        text, expected = self.texts[name], self.answers[name]
+        if self.args.workload == "tpcds":
+            from bench.tpcds import result_mismatch
+
+            problem = result_mismatch(table, expected, text, rows_mismatch)
+            if problem is not None and table.num_columns == expected.num_columns:  # DuckDB's names aside
+                problem = result_mismatch(table.rename_columns(expected.column_names), expected, text, rows_mismatch)
+            return problem
+        ordered = self.cases[name].ordered if self.args.workload == "fuzz" else "order by" in text.lower()
+        return rows_mismatch(table, expected, ordered=ordered)
+
+
+def run_round(args) -> dict:
+    """Run one round in this process (its generated-kernel cache empty); return its timings."""
     generated = tempfile.mkdtemp(prefix="gpe-first-runs-")
     os.environ["GPU_ENGINE_CACHE_DIR"] = generated  # before the engine is imported: every generated kernel is new
 
-    from gpu_engine import Session
     from gpu_engine.codegen.background_compiles import background_compiler
-    from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
-    from gpu_engine.plans.tpch import TPCH_QUERY_NUMBERS, spec_sql
-    from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
+    from gpu_engine.errors import GpuEngineError
 
-    numbers = list(TPCH_QUERY_NUMBERS) if args.queries == "all" else [int(q) for q in args.queries.split(",")]
-    data_root = Path(args.data) / "tpch" if args.data else None
-    folder = ensure_tpch(args.sf, data_root, progress=False) if data_root else ensure_tpch(args.sf, progress=False)
-    texts = {n: spec_sql(n, args.sf) for n in numbers}
-    duck = duckdb_connection(folder, threads=args.drivers)
-    expected, duck_seconds = {}, {}
-    for n, text in texts.items():
-        duckdb_table(duck, text)
-        start = time.perf_counter()
-        expected[n] = duckdb_table(duck, text)
-        duck_seconds[n] = time.perf_counter() - start
+    work = Workload(args)
+    duck_seconds = work.expected()
 
-    def session(**config) -> Session:
-        s = Session(device=args.device, drivers=args.drivers, **config)
-        register_tpch(s, folder)
-        return s
-
-    def check(n: int, table) -> None:
-        problem = rows_mismatch(table, expected[n], ordered="order by" in texts[n].lower())
+    def check(name: str, table) -> None:
+        problem = work.mismatch(name, table)
         if problem is not None:
-            raise SystemExit(f"q{n}: result differs from DuckDB's: {problem}")
+            raise SystemExit(f"{name}: result differs from DuckDB's: {problem}")
 
-    static = session(fuse=False)  # static kernels compiled (set-up on a fresh machine); files in the OS cache
-    for n, text in texts.items():
-        check(n, static.sql(text))
-    lowest_alone = {}  # the lowest tier alone: what a first run must not be slower than
-    for n, text in texts.items():
-        start = time.perf_counter()
-        static.sql(text)
-        lowest_alone[n] = time.perf_counter() - start
+    static = work.session(fuse=False)  # static kernels compiled (set-up on a fresh machine); files in the OS cache
+    for name, text in list(work.texts.items()):
+        try:
+            table = static.sql(text)
+            problem = work.mismatch(name, table)
+        except Exception as error:  # noqa: BLE001 - a query the engine refuses or fails unfused: left out, named
+            kind = "" if isinstance(error, GpuEngineError) else "internal "
+            problem = f"{kind}{type(error).__name__}: {(str(error).splitlines() or [''])[0]}"
+        if problem is not None:  # measured are the queries the engine answers (as DuckDB does) unfused
+            work.left_out[name] = problem.splitlines()[0][:160]
+            del work.texts[name]
 
-    engine = session(compile_mode=args.compile_mode)
-    first: dict[int, dict] = {}
-    for n, text in texts.items():
-        start = time.perf_counter()
-        table = engine.sql(text)
-        seconds = time.perf_counter() - start
-        check(n, table)
-        stats = engine.last_stats()
-        first[n] = {"seconds": seconds, "lowest_tier_batches": _lowest_tier_batches(stats),
-                    "kernels_compiled": stats.kernels_compiled, "compile_seconds": stats.compile_seconds}
+    def timed_pass(session) -> dict[str, float]:
+        seconds = {}
+        for name, text in work.texts.items():
+            start = time.perf_counter()
+            session.sql(text)
+            seconds[name] = time.perf_counter() - start
+        return seconds
+
+    # Every timed pass but the warm one runs in a new session, so each plans its texts anew as a first run
+    # does (a session keeps its plans: a second pass in one session skips the planner and plan preparation).
+    unfused = timed_pass(work.session(fuse=False))
+    warmed = work.session(compile_mode="lowest")
+    for name, text in work.texts.items():  # the static kernels the fused plan's lowest tier runs, loaded
+        check(name, warmed.sql(text))
+    lowest_session = work.session(compile_mode="lowest")
+
+    engine = work.session(compile_mode=args.compile_mode)
+    first: dict[str, dict] = {}
+
+    def first_pass() -> float:
+        started = os.times()
+        for name, text in work.texts.items():
+            start = time.perf_counter()
+            table = engine.sql(text)
+            seconds = time.perf_counter() - start
+            check(name, table)
+            stats = engine.last_stats()
+            first[name] = {"seconds": seconds, "lowest_tier_batches": _lowest_tier_batches(stats),
+                           "kernels_compiled": stats.kernels_compiled, "compile_seconds": stats.compile_seconds}
+        return os.times().user - started.user
+
+    lowest_first = args.round_number % 2 == 0
+    if lowest_first:
+        started = os.times()
+        lowest = timed_pass(lowest_session)
+        lowest_cpu = os.times().user - started.user
+        first_cpu = first_pass()
+    else:
+        first_cpu = first_pass()
+        background_compiler().wait_idle()
+        started = os.times()
+        lowest = timed_pass(lowest_session)
+        lowest_cpu = os.times().user - started.user
     waited = time.perf_counter()
+    compiled_during_first = background_compiler().compiled
     background_compiler().wait_idle()
     waited = time.perf_counter() - waited
 
-    warm: dict[int, dict] = {}
-    for n, text in texts.items():
+    warm: dict[str, dict] = {}
+    for name, text in work.texts.items():
         settle = 0
         for settle in range(1, 6):  # until every batch runs on the generated kernels
-            check(n, engine.sql(text))
+            check(name, engine.sql(text))
             if _lowest_tier_batches(engine.last_stats()) == 0:
                 break
             background_compiler().wait_idle()
@@ -125,55 +273,113 @@ def main(argv: list[str] | None = None) -> None:
             start = time.perf_counter()
             engine.sql(text)
             times.append(time.perf_counter() - start)
-        warm[n] = {"seconds": statistics.median(times), "settling_runs": settle,
-                   "lowest_tier_batches": _lowest_tier_batches(engine.last_stats())}
-
-    first_total = sum(r["seconds"] for r in first.values())
-    warm_total = sum(r["seconds"] for r in warm.values())
-    duck_total = sum(duck_seconds.values())
+        warm[name] = {"seconds": statistics.median(times), "settling_runs": settle,
+                      "lowest_tier_batches": _lowest_tier_batches(engine.last_stats())}
     compiler = background_compiler()
+    return {
+        "round": args.round_number, "order": "lowest tier, then first runs" if lowest_first else
+        "first runs, then lowest tier", "load_average": os.getloadavg(), "first": first, "warm": warm,
+        "lowest_tier_alone_s": lowest, "unfused_s": unfused, "duckdb_seconds": duck_seconds,
+        "first_driver_cpu_s": first_cpu, "lowest_driver_cpu_s": lowest_cpu,
+        "first_total_s": sum(r["seconds"] for r in first.values()),
+        "warm_total_s": sum(r["seconds"] for r in warm.values()),
+        "lowest_tier_alone_total_s": sum(lowest.values()), "unfused_total_s": sum(unfused.values()),
+        "duckdb_total_s": sum(duck_seconds.values()), "left_out": work.left_out,
+        "background_compiled": compiler.compiled, "compiled_during_first_runs": compiled_during_first,
+        "background_compile_seconds": compiler.compile_seconds, "failures": len(compiler.failures),
+        "wait_after_first_runs_s": waited,
+    }
+
+
+def _scale(args) -> str:
+    return "" if args.workload == "fuzz" else f"-sf{args.sf:g}"
+
+
+def report(args, rounds: list[dict], command: str) -> str:
+    """Return the Markdown report of ``rounds``: each query's medians over the rounds, then each round's totals."""
     when = datetime.datetime.now(datetime.timezone.utc)
-    command = "python -m bench.first_runs " + " ".join(sys.argv[1:] if argv is None else argv)
+    names = list(rounds[0]["first"])
+    title = {"tpch": "TPC-H spec SQL", "tpcds": "TPC-DS", "fuzz": "generated SQL (fuzz generator)"}[args.workload]
+    scale = f", sf{args.sf:g}" if args.workload != "fuzz" else ""
+
+    def median(key_of) -> float:
+        return statistics.median(key_of(r) for r in rounds)
+
     lines = [
-        f"# First runs against warm runs — TPC-H spec SQL, sf{args.sf:g}, {when:%Y-%m-%d %H:%M} UTC", "",
+        f"# First runs against warm runs and the lowest tier alone — {title}{scale}, {when:%Y-%m-%d %H:%M} UTC", "",
         f"Command: `{command}`", "",
-        f"Device `{args.device}`, {args.drivers} drivers, compile mode `{args.compile_mode}`, {os.cpu_count()} cores. "
-        "A new empty generated-kernel cache; static kernels compiled first (an unfused pass over the queries, "
-        "as set-up does). First run: each query once, in order. Warm: after the compile process is idle and "
-        f"every batch runs on generated kernels, the median of {args.runs} runs. DuckDB: same process, same files, "
-        f"{args.drivers} threads, second run. Every result checked against DuckDB's.", "",
+        f"Device `{args.device}`, {args.drivers} drivers, compile mode `{args.compile_mode}`, {os.cpu_count()} cores, "
+        f"{len(rounds)} round(s), each a new process with a new, empty generated-kernel cache (static kernels "
+        "compiled first by an unfused pass, as set-up does). First run: each query once, in order. Lowest tier "
+        "alone: the same plans with `compile_mode=\"lowest\"` (every batch on the lowest tier, nothing generated "
+        "or compiled). Unfused: `fuse=False`. Warm: after the compile process is idle and every batch runs on "
+        f"generated kernels, the median of {args.runs} runs. Every result checked against DuckDB's. Per query: "
+        "medians over the rounds.", "",
         "| query | first run (ms) | lowest-tier batches | compiled on drivers | warm (ms) | first / warm "
-        "| lowest tier alone (ms) | first / lowest tier alone | DuckDB (ms) |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "| lowest tier alone (ms) | first / lowest | unfused (ms) | DuckDB (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
     ]
-    for n in numbers:
-        f, w = first[n], warm[n]
-        lines.append(f"| q{n} | {f['seconds'] * 1e3:.1f} | {f['lowest_tier_batches']} | {f['kernels_compiled']} "
-                     f"({f['compile_seconds'] * 1e3:.0f} ms) | {w['seconds'] * 1e3:.1f} | "
-                     f"{f['seconds'] / w['seconds']:.2f}× | {lowest_alone[n] * 1e3:.1f} | "
-                     f"{f['seconds'] / lowest_alone[n]:.2f}× | {duck_seconds[n] * 1e3:.1f} |")
-    lines += [
-        f"| **total** | {first_total * 1e3:.0f} | {sum(f['lowest_tier_batches'] for f in first.values())} | "
-        f"{sum(f['kernels_compiled'] for f in first.values())} | {warm_total * 1e3:.0f} | "
-        f"{first_total / warm_total:.2f}× | {sum(lowest_alone.values()) * 1e3:.0f} | "
-        f"{first_total / sum(lowest_alone.values()):.2f}× | {duck_total * 1e3:.0f} |", "",
-        f"The compile process compiled {compiler.compiled} kernels in {compiler.compile_seconds:.1f} s of its own "
-        f"time (low priority); after the first runs it needed {waited:.1f} s more to finish. "
-        f"Failures: {len(compiler.failures)}.",
-    ]
-    text = "\n".join(lines) + "\n"
+    for name in names:
+        f = median(lambda r: r["first"][name]["seconds"])
+        w = median(lambda r: r["warm"][name]["seconds"])
+        lo = median(lambda r: r["lowest_tier_alone_s"][name])
+        lines.append(
+            f"| {name} | {f * 1e3:.1f} | {rounds[0]['first'][name]['lowest_tier_batches']} | "
+            f"{max(r['first'][name]['kernels_compiled'] for r in rounds)} | {w * 1e3:.1f} | {f / w:.2f}× | "
+            f"{lo * 1e3:.1f} | {f / lo:.2f}× | {median(lambda r: r['unfused_s'][name]) * 1e3:.1f} | "
+            f"{median(lambda r: r['duckdb_seconds'][name]) * 1e3:.1f} |")
+    lines += ["", "Each round's totals (s):", "",
+              "| round | order | load average (1 min) | first | lowest tier alone | first / lowest | "
+              "process CPU s first / lowest | warm | first / warm | unfused | kernels compiled in the background "
+              "(during the first runs) | DuckDB |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    for r in rounds:
+        lines.append(
+            f"| {r['round']} | {r['order']} | {r['load_average'][0]:.1f} | {r['first_total_s']:.2f} | "
+            f"{r['lowest_tier_alone_total_s']:.2f} | {r['first_total_s'] / r['lowest_tier_alone_total_s']:.2f}× | "
+            f"{r['first_driver_cpu_s']:.2f} / {r['lowest_driver_cpu_s']:.2f} | {r['warm_total_s']:.2f} | "
+            f"{r['first_total_s'] / r['warm_total_s']:.2f}× | {r['unfused_total_s']:.2f} | "
+            f"{r['background_compiled']} ({r['compiled_during_first_runs']}) | {r['duckdb_total_s']:.2f} |")
+    ratio_lowest = statistics.median(r["first_total_s"] / r["lowest_tier_alone_total_s"] for r in rounds)
+    ratio_warm = statistics.median(r["first_total_s"] / r["warm_total_s"] for r in rounds)
+    lines += ["", f"Median over the rounds: first / lowest tier alone **{ratio_lowest:.2f}×**, first / warm "
+              f"**{ratio_warm:.2f}×**; {len(names)} queries. Compile failures: "
+              f"{sum(r['failures'] for r in rounds)}."]
+    left_out = rounds[0]["left_out"]
+    if left_out:
+        lines += ["", f"Left out ({len(left_out)}): " + "; ".join(f"{n} ({why})" for n, why in left_out.items())]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = build_parser().parse_args(argv)
+    if args.round_output:
+        Path(args.round_output).write_text(json.dumps(run_round(args), default=str))
+        return
+    command = "python -m bench.first_runs " + " ".join(argv)
+    rounds = []
+    with tempfile.TemporaryDirectory(prefix="first-runs-") as folder:
+        for number in range(args.rounds):
+            output = Path(folder) / f"round{number}.json"
+            subprocess.run([sys.executable, "-m", "bench.first_runs", *argv, "--round-output", str(output),
+                            "--round-number", str(number)], check=True, cwd=REPO_ROOT)
+            rounds.append(json.loads(output.read_text()))
+            print(f"round {number}: first {rounds[-1]['first_total_s']:.2f} s, lowest tier alone "
+                  f"{rounds[-1]['lowest_tier_alone_total_s']:.2f} s, warm {rounds[-1]['warm_total_s']:.2f} s",
+                  flush=True)
+    text = report(args, rounds, command)
     print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{when:%Y-%m-%d}-first-runs-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
+    when = datetime.datetime.now(datetime.timezone.utc)
+    stem = (f"{when:%Y-%m-%d}-first-runs" + ("" if args.workload == "tpch" else f"-{args.workload}")
+            + f"-{args.device}{_scale(args)}" + (f"-{args.tag}" if args.tag else ""))
     (out / f"{stem}.md").write_text(text)
-    (out / f"{stem}.json").write_text(json.dumps({
-        "command": command, "sf": args.sf, "device": args.device, "drivers": args.drivers,
-        "compile_mode": args.compile_mode, "first": first, "warm": warm, "duckdb_seconds": duck_seconds,
-        "first_total_s": first_total, "warm_total_s": warm_total, "duckdb_total_s": duck_total,
-        "lowest_tier_alone_s": lowest_alone, "lowest_tier_alone_total_s": sum(lowest_alone.values()),
-        "background_compiled": compiler.compiled, "background_compile_seconds": compiler.compile_seconds,
-        "wait_after_first_runs_s": waited}, indent=1, default=str))
+    (out / f"{stem}.json").write_text(json.dumps({"command": command, "workload": args.workload, "sf": args.sf,
+                                                  "device": args.device, "drivers": args.drivers,
+                                                  "compile_mode": args.compile_mode, "rounds": rounds},
+                                                 indent=1, default=str))
 
 
 if __name__ == "__main__":
