@@ -73,7 +73,8 @@ class Session:
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
-        """Register a Parquet file or directory, an in-memory table or a cuDF table under ``name`` (dropping its cache).
+        """Register a Parquet file or directory, an in-memory table or a cuDF table under ``name`` (dropping its cache
+        and a view of that name, as DuckDB's ``register`` replaces one).
 
         In-memory tables: a ``pyarrow.Table`` or ``RecordBatch``, a dict of
         column name -> values, a pandas or Polars DataFrame, or anything with
@@ -103,6 +104,8 @@ class Session:
         else:
             self._tables[name] = register_source(name, source, split_rows)
         self.uncache(name)
+        for view in [v for v in self._views if v.lower() == name.lower()]:  # the name is the table's now
+            del self._views[view]
 
     def _register_cudf(self, name: str, source, split_rows: int | None, column_names) -> RegisteredTable:
         from gpu_engine.connectors.cudf_interop import batch_from_cudf, cudf_to_arrow

@@ -299,7 +299,8 @@ def expand_views(text: str, views: Mapping[str, View], dialect: str, reading: tu
         if not isinstance(table.this, exp.Identifier) or table.name.lower() in shadowed:
             continue
         key = _find(views, table.name)
-        if key is None or table.catalog or (table.db and table.db.lower() not in KNOWN_SCHEMAS.get(dialect, ())):
+        if key is None or (table.catalog and table.catalog.lower() not in KNOWN_CATALOGS.get(dialect, ())) or (
+                table.db and table.db.lower() not in KNOWN_SCHEMAS.get(dialect, ())):
             continue
         view = views[key]
         if any(r.lower() == key.lower() for r in reading):

@@ -134,6 +134,19 @@ def test_a_view_is_planned_inline_and_a_query_without_views_is_left_as_written()
         'SELECT a FROM (SELECT * FROM (SELECT a FROM t) AS "v"("a")) AS x'
 
 
+def test_registering_a_table_replaces_a_view_of_that_name():
+    session = _session()
+    session.register("V", pa.table({"a": [7]}))
+    assert session.sql("SELECT a FROM v").column(0).to_pylist() == [7]
+    assert session.sql("SELECT count(*) AS n FROM w").column(0).to_pylist() == [1]  # w reads the table now
+
+
+def test_a_view_is_found_by_its_qualified_name():
+    session = _session()
+    assert session.sql("SELECT count(*) AS n FROM memory.main.v").column(0).to_pylist() == [5]
+    assert session.sql("SELECT count(*) AS n FROM main.v AS x").column(0).to_pylist() == [5]
+
+
 def test_sql_plan_reads_views_too():
     session = _session()
     plan = session.sql_plan("SELECT a FROM w WHERE a = 2")
