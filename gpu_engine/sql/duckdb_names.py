@@ -29,6 +29,7 @@ KEYWORD_FUNCTIONS = {
     exp.Left: ("left", ("this", "expression")),
     exp.Right: ("right", ("this", "expression")),
     exp.Trim: ("trim", ("this",)),
+    exp.Mode: ("mode", ("this",)),
 }
 
 
@@ -52,6 +53,10 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
             return exp.Anonymous(this=exp.to_identifier(name, quoted=True),
                                  expressions=[node.args[k] for k in arguments if node.args.get(k) is not None])
         return node
+    if isinstance(node, exp.WithinGroup) and isinstance(node.this, (exp.PercentileCont, exp.PercentileDisc)) \
+            and node.this.args.get("expression") is None:  # DuckDB prints its quantile with the ORDER BY inside
+        name = "quantile_cont" if isinstance(node.this, exp.PercentileCont) else "quantile_disc"
+        return exp.Var(this=f"{name}({_text(node.this.this)} {_text(node.expression)})")
     if isinstance(node, exp.Not) and isinstance(node.this, exp.Paren) and isinstance(node.this.this, exp.Is):
         test = node.this.this
         return exp.Paren(this=exp.Var(this=f"{_text(test.this)} IS NOT {_text(test.expression)}"))

@@ -343,3 +343,15 @@ def test_spark_spellings():
     assert by_group[1]["a"] in (2.0, 4.0) and by_group[1]["f"] in (1.0, 2.0, 4.0, 10.0) and by_group[2]["l"] == 8.0
     with pytest.raises(SqlError, match="array_agg"):
         session.sql("SELECT collect_list(x) FROM t", dialect="spark")
+
+
+def test_unaliased_names_are_duckdbs():
+    """An unaliased call is named as DuckDB names it: "mode" quoted (a keyword), WITHIN GROUP as its quantile."""
+    table = pa.table({"x": [1, 2, 2], "s": ["a", "b", "c"]})
+    sql = ("SELECT mode(x), percentile_cont(0.5) WITHIN GROUP (ORDER BY x DESC), "
+           "percentile_disc(0.25) WITHIN GROUP (ORDER BY x), median(DISTINCT x), quantile_disc(x, 0.5), "
+           "mode(x) + 1 FROM t")
+    result = _session("cpu", (1, 1 << 16), {"t": table}).sql(sql)
+    expected = duckdb_rows(sql, t=table)
+    assert result.schema.names == expected.schema.names
+    assert_same_rows(result, expected)
