@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import difflib
+import functools
 import numbers
 import os
 from concurrent.futures import ThreadPoolExecutor
@@ -253,9 +254,16 @@ class EngineConfig:
             return self.scan_prefetch_depth
         if device.is_gpu:
             return 2
-        if device.name == "cpu" and drivers < (os.cpu_count() or 1):
+        if device.name == "cpu" and drivers < _cores():
             return 2
         return 0
+
+
+@functools.lru_cache(maxsize=1)
+def _cores() -> int:
+    """Return the machine's core count, read once: ``os.cpu_count`` reads ``/sys`` on every call (12-60 us, and
+    every TableScan of every query asked)."""
+    return os.cpu_count() or 1
 
 
 @dataclass

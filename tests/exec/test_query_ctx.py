@@ -54,3 +54,17 @@ def test_scan_prefetch_depth_defaults_per_device_and_is_checked():
     assert EngineConfig(scan_prefetch_depth=0).scan_prefetch(_fake_gpu(80 * GIB)) == 0
     with pytest.raises(ValueError, match="scan_prefetch_depth must be 0 or more"):
         EngineConfig(scan_prefetch_depth=-1).scan_prefetch(get_device("cpu"))
+
+
+def test_the_core_count_is_read_once_for_every_scan(monkeypatch):
+    """os.cpu_count reads /sys on each call; every TableScan of every query asks scan_prefetch."""
+    from gpu_engine.exec import query_ctx
+
+    calls = []
+    monkeypatch.setattr(query_ctx.os, "cpu_count", lambda: calls.append(1) or 8)
+    query_ctx._cores.cache_clear()
+    try:
+        assert [EngineConfig().scan_prefetch(get_device("cpu"), drivers=d) for d in (1, 7, 8)] == [2, 2, 0]
+        assert len(calls) == 1
+    finally:
+        query_ctx._cores.cache_clear()  # the machine's own count again for later tests
