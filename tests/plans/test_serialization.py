@@ -185,6 +185,9 @@ PLANS = {
     "cross_join_scalar_subquery": scalar_subquery,
     "window": lambda: scan_wide().window(["s"], ["i64 DESC NULLS FIRST"], [
         "rank() AS r", "lag(d, 2, 0) AS prev", "sum(i64) OVER (ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING) AS total"]).plan(),
+    "top_n_row_number": lambda: scan_wide().top_n_row_number(["s"], ["i64 DESC NULLS FIRST"], 3, "rn",
+                                                             function="rank").plan(),
+    "top_n_row_number_partial": lambda: scan_wide().top_n_row_number([], ["d"], 2, is_partial=True).plan(),
     "group_id_rollup": lambda: scan_wide().group_id([["k", "s2"], ["k"], []], ["i64", "s"], "gid",
                                                     grouping_keys=[("k", "i32"), ("s2", "s")])
     .aggregation(["k", "s2", "gid"], ["count(*) AS c", "sum(i64) AS t"]).plan(),
