@@ -3,9 +3,9 @@
 Why a process: numba's compiler holds the interpreter lock for most of its
 work, so a compile on a thread of the query's process stalls the drivers it
 is meant to serve (on a 2-core machine, all of them). The worker runs at the
-lowest CPU priority, imports each generated module from its file (the same
-file and module name as the engine's process, so numba's cache index is the
-same), compiles the asked signature and lets numba save it
+lowest CPU priority (``SCHED_IDLE`` on Linux), imports each generated module
+from its file (the same file and module name as the engine's process, so
+numba's cache index is the same), compiles the asked signature and lets numba save it
 (``cache=True``), then keeps the cache folder under its size bound (the scan
 the engine's drivers skip for files this process compiles); the engine's
 process then loads the machine code from the cache
@@ -79,12 +79,26 @@ def _compile(module_name: str, path: str, function: str, signature) -> None:
     bound_cache_size(Path(path))
 
 
-def main() -> None:
-    """Serve compile jobs from stdin until it closes."""
+def _lowest_priority() -> None:
+    """Let the query's drivers come first: compile on cycles they leave idle.
+
+    ``SCHED_IDLE`` where Linux has it (a weight of 3 against a normal thread's 1024: nice 19 still has 15,
+    so on a busy 2-core machine it took a share from the drivers), else nice 19.
+    """
     try:
-        os.nice(19)  # the query's drivers come first: compile on cycles they leave idle
+        os.nice(19)
     except OSError:
         pass
+    if hasattr(os, "SCHED_IDLE"):
+        try:
+            os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
+        except OSError:
+            pass
+
+
+def main() -> None:
+    """Serve compile jobs from stdin until it closes."""
+    _lowest_priority()
     incoming, outgoing = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything a module prints must not corrupt the answers
     import gpu_engine.kernels  # noqa: F401  (numba's cache writes take their lock: numba_cache_lock)

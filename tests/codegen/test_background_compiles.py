@@ -215,6 +215,26 @@ print(background_compiler()._process.pid, flush=True)
                if t is threading.current_thread())
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
+def test_the_compile_worker_runs_at_idle_priority():
+    """On Linux the worker is SCHED_IDLE (policy 5): nice 19 alone still took a share from busy drivers."""
+    import os
+    import time
+
+    from gpu_engine.codegen.compile_worker import worker_command
+
+    worker = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE)
+    try:
+        deadline, policy = time.monotonic() + 30, None
+        while time.monotonic() < deadline and policy != os.SCHED_IDLE:
+            policy = os.sched_getscheduler(worker.pid)
+            time.sleep(0.05)
+        assert policy == os.SCHED_IDLE
+    finally:
+        worker.stdin.close()
+        worker.wait(timeout=60)
+
+
 def test_a_numba_cache_write_waits_for_the_lock_another_process_holds(tmp_path):
     """numba picks a data-file name from the index it read: two writers at once could give one name two codes."""
     import fcntl
