@@ -309,11 +309,13 @@ class Session:
         :attr:`plan_cache`.
         """
         from gpu_engine.sql import check_dialect
-        from gpu_engine.sql.statements import expand_views
+        from gpu_engine.sql.statements import expand
 
         check_dialect(dialect)  # before the cache is keyed by it
-        text = expand_views(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.statements)
-        return self.plan_cache.plan(text, dialect, self._tables, lambda: self._plan_sql(text, dialect))
+        expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.statements)
+        with expansion.positions_as_written():  # an error points into the text as written
+            return self.plan_cache.plan(expansion.text, dialect, self._tables,
+                                        lambda: self._plan_sql(expansion.text, dialect))
 
     def _plan_sql(self, text: str, dialect: str) -> PlanNode:
         """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""
@@ -352,7 +354,7 @@ class Session:
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
-        from gpu_engine.sql.statements import expand_views, is_catalog_statement, run_catalog_statement
+        from gpu_engine.sql.statements import expand, is_catalog_statement, run_catalog_statement
 
         timeout = check_timeout(timeout)
         if not isinstance(text, str):
@@ -361,9 +363,11 @@ class Session:
         text = bind_parameters(text, params, dialect)
         if is_catalog_statement(text):  # CREATE VIEW / CREATE TABLE AS / DROP: the session's catalog changes
             return run_catalog_statement(self, text, dialect, timeout)
-        text = expand_views(text, self._views, dialect)
+        expansion = expand(text, self._views, dialect)
+        text = expansion.text
         deadline = None if timeout is None else time.monotonic() + timeout
-        plan = self.sql_plan(text, dialect=dialect)
+        with expansion.positions_as_written():
+            plan = self.sql_plan(text, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if not shared:
             return self.execute(plan, _time_left(deadline, timeout))

@@ -41,7 +41,7 @@ from gpu_engine.sql.refusals import KNOWN_CATALOGS, KNOWN_SCHEMAS
 if TYPE_CHECKING:
     from gpu_engine.session import Session
 
-__all__ = ["View", "is_catalog_statement", "run_catalog_statement", "expand_views"]
+__all__ = ["View", "Expansion", "is_catalog_statement", "run_catalog_statement", "expand_views", "expand"]
 
 #: A text whose first word (after blanks and comments) is CREATE or DROP: a statement, not a query.
 _STATEMENT = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*(create|drop)\b", re.IGNORECASE | re.DOTALL)
@@ -186,12 +186,16 @@ def _positions_in_statement(line: int, col: int):
     except SqlError as error:
         if error.line is None:
             raise
-        new_line = error.line + line - 1
         new_col = error.column_number + (col - 1 if error.line == 1 else 0)
-        message = _POSITION.sub("", str(error))
-        if error.candidates:
-            message = message.removesuffix("; did you mean " + " or ".join(error.candidates) + "?")
-        raise SqlError(message, line=new_line, col=new_col, name=error.name, candidates=error.candidates) from None
+        raise _moved(error, error.line + line - 1, new_col) from None
+
+
+def _moved(error: SqlError, line: int, col: int, prefix: str = "") -> SqlError:
+    """Return ``error`` with its position at (``line``, ``col``) and ``prefix`` before its message."""
+    message = _POSITION.sub("", str(error))
+    if error.candidates:
+        message = message.removesuffix("; did you mean " + " or ".join(error.candidates) + "?")
+    return SqlError(prefix + message, line=line, col=col, name=error.name, candidates=error.candidates)
 
 
 def _create_view(session: "Session", create: exp.Create, text: str, dialect: str) -> pa.Table:
@@ -278,21 +282,84 @@ def expand_views(text: str, views: Mapping[str, View], dialect: str, reading: tu
     """Return ``text`` with every table reference naming a view replaced by the view's query, recursively.
 
     The view's query goes in as a derived table, ``(SELECT * FROM (<query>) AS "v"(<its columns>)) AS v``
-    (the reference's own alias kept), spliced into the text at the reference, so errors in the rest of the
-    text keep their line (and, before the first view, their column). A name a CTE of the text defines is
-    that CTE, not the view. ``reading``: the views being expanded around this text, to refuse a cycle.
+    (the reference's own alias kept), spliced into the text at the reference. A name a CTE of the text
+    defines is that CTE, not the view. ``reading``: the views being expanded around this text, to refuse a
+    cycle. :func:`expand` also says where the references were, to move error positions back.
     """
+    return _expand(text, views, dialect, reading)[0]
+
+
+@dataclass(frozen=True)
+class Expansion:
+    """A query text with its views spliced in (:attr:`text`), and where each view reference was written.
+
+    ``splices``: per reference, its start and end in :attr:`written`, the length of what replaced it and the
+    view's name, in text order.
+    """
+
+    written: str
+    text: str
+    splices: tuple[tuple[int, int, int, str], ...]
+
+    @contextmanager
+    def positions_as_written(self):
+        """Move a SqlError's position from the expanded text back to the text as written.
+
+        A position inside a view's spliced query points at the reference and names the view.
+        """
+        try:
+            yield
+        except SqlError as error:
+            if not self.splices or error.line is None or error.column_number is None:
+                raise
+            offset = _offset(self.text, error.line, error.column_number)
+            if offset is None:
+                raise
+            prefix = ""
+            shift = 0
+            for start, end, length, name in self.splices:
+                if offset < start + shift:
+                    break
+                if offset < start + shift + length:
+                    offset, shift, prefix = start + shift, shift, f"in view {name!r}: "
+                    break
+                shift += length - (end - start)
+            line, col = _line_col(self.written, max(0, offset - shift))
+            raise _moved(error, line, col, prefix) from None
+
+
+def expand(text: str, views: Mapping[str, View], dialect: str) -> Expansion:
+    """Return the :class:`Expansion` of ``text`` (itself, with no splice, when it reads no view)."""
+    expanded, splices = _expand(text, views, dialect, ())
+    return Expansion(text, expanded, tuple(splices))
+
+
+def _offset(text: str, line: int, col: int) -> int | None:
+    start = 0
+    for _ in range(line - 1):
+        start = text.find("\n", start) + 1
+        if start == 0:
+            return None
+    return start + col - 1
+
+
+def _line_col(text: str, offset: int) -> tuple[int, int]:
+    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
+
+
+def _expand(text: str, views: Mapping[str, View], dialect: str, reading: tuple[str, ...]
+            ) -> tuple[str, list[tuple[int, int, int, str]]]:
     if not views:
-        return text
+        return text, []
     lowered = text.lower()
     if not any(name.lower() in lowered for name in views):  # most texts: no parse at all
-        return text
+        return text, []
     try:
         tree = sqlglot.parse_one(text, read=dialect)
     except (ParseError, TokenError):
-        return text  # the planner reports the syntax error with its position
+        return text, []  # the planner reports the syntax error with its position
     if tree is None:
-        return text
+        return text, []
     shadowed = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
     splices = []
     for table in tree.find_all(exp.Table):
@@ -321,7 +388,8 @@ def expand_views(text: str, views: Mapping[str, View], dialect: str, reading: tu
         replacement = f"(SELECT * FROM ({body}) AS {inner})"
         if table.args.get("alias") is None:
             replacement += " AS " + exp.to_identifier(table.name, quoted=table.this.quoted).sql(dialect=dialect)
-        splices.append((start, end + 1, replacement))
-    for start, end, replacement in sorted(splices, reverse=True):
+        splices.append((start, end + 1, replacement, view.name))
+    splices.sort(key=lambda splice: splice[0])
+    for start, end, replacement, _ in reversed(splices):
         text = text[:start] + replacement + text[end:]
-    return text
+    return text, [(start, end, len(replacement), name) for start, end, replacement, name in splices]

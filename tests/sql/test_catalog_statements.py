@@ -134,6 +134,21 @@ def test_a_view_is_planned_inline_and_a_query_without_views_is_left_as_written()
         'SELECT a FROM (SELECT * FROM (SELECT a FROM t) AS "v"("a")) AS x'
 
 
+@pytest.mark.parametrize("sql, message, line, column", [
+    ("SELECT a FROM w WHERE zz > 1", "unknown column 'zz'", 1, 23),
+    ("SELECT a FROM w\nJOIN v ON w.a = v.a\nWHERE v.zz > 1", "unknown column 'zz'", 3, 9),
+    ("SELECT a FROM t\nWHERE a IN (SELECT b FROM broken)", "in view 'broken': unknown table 'c'", 2, 27),
+])
+def test_an_error_in_a_query_over_views_points_into_the_text_as_written(sql, message, line, column):
+    session = _session()
+    session.sql("CREATE VIEW broken AS SELECT b FROM c")
+    session.sql("DROP TABLE c")
+    for plan in (session.sql, session.sql_plan):
+        with pytest.raises(PlanError) as info:
+            plan(sql)
+        assert message in str(info.value) and f"(line {line}, column {column})" in str(info.value), str(info.value)
+
+
 def test_registering_a_table_replaces_a_view_of_that_name():
     session = _session()
     session.register("V", pa.table({"a": [7]}))
