@@ -32,7 +32,8 @@ raw step appends rows (registers: compacts them).
 
 Types follow DuckDB (:func:`gpu_engine.plans.aggregates.result_type`):
 continuous quantiles interpolate as ``lo + (hi - lo) * d`` in double
-precision (decimals and timestamps truncated toward zero), discrete ones take
+precision (decimals: the exact value rounded once to a double, truncated toward
+zero; timestamps: ``lo`` plus the product rounded half away from zero), discrete ones take
 the value at ``ceil(n * f) - 1``; a negative fraction counts from the greatest
 value. Groups without values are NULL (``approx_count_distinct``: 0).
 """
@@ -250,8 +251,14 @@ class Quantile(ValueList):
             with np.errstate(invalid="ignore", over="ignore"):
                 mixed = xp.where(delta == 0, low, low + (high - low) * delta)
             return mixed.astype(physical_dtype(out))
-        # decimals and timestamps: integers, interpolated exactly and truncated toward zero
-        return _truncated_interpolation(xp, a.astype(xp.int64), b.astype(xp.int64), delta)
+        low, high = a.astype(xp.int64), b.astype(xp.int64)
+        if pa.types.is_timestamp(out):  # DuckDB: lo + llround((hi - lo) * d), the product a double
+            step = (high - low).astype(xp.float64) * delta
+            whole = xp.trunc(step)
+            halfway = xp.abs(step - whole) >= 0.5  # exact: a double less its integer part
+            return low + (whole + xp.where(halfway, xp.sign(step), 0.0)).astype(xp.int64)
+        # decimals: interpolated exactly, rounded once to a double and truncated toward zero
+        return _truncated_interpolation(xp, low, high, delta)
 
 
 def _product_error(x: Any, y: Any, product: Any) -> Any:

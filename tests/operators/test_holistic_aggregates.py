@@ -170,6 +170,22 @@ def test_small_groups_ties_and_nulls(device_name):
     assert_same_rows(session.sql(sql), duckdb_rows(sql, t=table))
 
 
+def test_timestamps_interpolate_as_duckdb(device_name):
+    """Timestamps interpolate as lo + llround((hi - lo) * d) (microseconds; decimals truncate instead)."""
+    rng = np.random.default_rng(1)
+    rows = 40 if device_name == "cpu" else 12
+    micros = rng.integers(0, 10**13, rows) + 1_577_836_800_000_000
+    table = pa.table({"g": rng.integers(0, 3, rows), "ts": pa.array(micros, pa.timestamp("us")),
+                      "f": pa.array(rng.normal(0, 1, rows), pa.float32())})
+    session = _session(device_name, (2, 8), {"t": table})
+    sql = ("SELECT g, median(ts) AS a, quantile_cont(ts, 0.37) AS b, quantile_cont(ts, -0.9) AS c, "
+           "median(f) AS d, quantile_disc(ts, 0.3) AS e FROM t GROUP BY g")
+    result = session.sql(sql)
+    expected = duckdb_rows(sql, t=table)
+    assert result.schema == expected.schema
+    assert_same_rows(result, expected)
+
+
 def _modes(table: pa.Table, key: str, value: str) -> dict:
     """Return each group's most frequent values (a set: DuckDB returns one of them)."""
     counts: dict = collections.defaultdict(collections.Counter)
