@@ -65,7 +65,7 @@ class Session:
         self._cached: dict[str, CachedTable] = {}
         self.last_task: Task | None = None
         self.last_plan: PlanNode | None = None
-        self._views: dict[str, Any] = {}  # name -> gpu_engine.sql.statements.View (CREATE VIEW)
+        self._views: dict[str, Any] = {}  # name -> gpu_engine.sql.views.View (CREATE VIEW)
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
         self._executors = DriverExecutors()
@@ -309,10 +309,10 @@ class Session:
         :attr:`plan_cache`.
         """
         from gpu_engine.sql import check_dialect
-        from gpu_engine.sql.statements import expand
+        from gpu_engine.sql.views import expand
 
         check_dialect(dialect)  # before the cache is keyed by it
-        expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.statements)
+        expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.views)
         with expansion.positions_as_written():  # an error points into the text as written
             return self.plan_cache.plan(expansion.text, dialect, self._tables,
                                         lambda: self._plan_sql(expansion.text, dialect))
@@ -354,7 +354,8 @@ class Session:
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
-        from gpu_engine.sql.statements import expand, is_catalog_statement, run_catalog_statement
+        from gpu_engine.sql.statements import is_catalog_statement, run_catalog_statement
+        from gpu_engine.sql.views import expand
 
         timeout = check_timeout(timeout)
         if not isinstance(text, str):

@@ -2,11 +2,9 @@
 
 * ``CREATE [OR REPLACE] [TEMP] VIEW v [(x, y)] AS <query>`` keeps the query's
   text in the session (every view is session-scoped: TEMP or not, it lives as
-  long as the Session). A view is planned inline where a query reads it:
-  :func:`expand_views` replaces each reference with the view's query as a
-  derived table, before the text is planned (so a view read twice is computed
-  twice, as a CTE referenced twice is; and a view reads the tables and views
-  as they are when the query runs, as DuckDB's views do). Its columns are
+  long as the Session). A view is planned inline where a query reads it
+  (:mod:`gpu_engine.sql.views`: it reads the tables and views as they are
+  when the query runs, as DuckDB's views do). Its columns are
   named when it is created, as DuckDB names them (the query's output names,
   or the names in the parentheses, then the rest).
 * ``CREATE [OR REPLACE] [TEMP] TABLE t AS <query>`` runs the query and
@@ -27,8 +25,7 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Mapping
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import sqlglot
@@ -37,25 +34,16 @@ from sqlglot.errors import ParseError, TokenError
 
 from gpu_engine.sql.errors import SqlError, parse_error_text, position_of
 from gpu_engine.sql.refusals import KNOWN_CATALOGS, KNOWN_SCHEMAS
+from gpu_engine.sql.views import View, expand_views, find_name, moved_error
 
 if TYPE_CHECKING:
     from gpu_engine.session import Session
 
-__all__ = ["View", "Expansion", "is_catalog_statement", "run_catalog_statement", "expand_views", "expand"]
+__all__ = ["is_catalog_statement", "run_catalog_statement"]
 
 #: A text whose first word (after blanks and comments) is CREATE or DROP: a statement, not a query.
 _STATEMENT = re.compile(r"^(?:\s+|--[^\n]*(?:\n|$)|/\*.*?\*/)*(create|drop)\b", re.IGNORECASE | re.DOTALL)
 _SUPPORTED = "CREATE [OR REPLACE] [TEMP] VIEW, CREATE [OR REPLACE] [TEMP] TABLE ... AS SELECT and DROP VIEW/TABLE"
-
-
-@dataclass(frozen=True)
-class View:
-    """A session's view: its name as written, its query's text (in ``dialect``) and its column names."""
-
-    name: str
-    query: str
-    dialect: str
-    columns: tuple[str, ...]
 
 
 def is_catalog_statement(text: str) -> bool:
@@ -93,13 +81,6 @@ def _name(table: exp.Expression, dialect: str, what: str) -> str:
         raise _error(f"{what}: unknown schema in {table.sql(dialect=dialect)}; views and tables live in the "
                      f"session (name them without a schema, or in {' or '.join(schemas)})", table, table.name)
     return table.name
-
-
-def _find(names, name: str) -> str | None:
-    """Return the key of ``names`` equal to ``name`` ignoring case (DuckDB's names are case-insensitive)."""
-    if name in names:
-        return name
-    return next((key for key in names if key.lower() == name.lower()), None)
 
 
 def run_catalog_statement(session: "Session", text: str, dialect: str, timeout: float | None) -> pa.Table:
@@ -145,11 +126,11 @@ def _taken(session: "Session", name: str, kind: str, create: exp.Create, table: 
     """Return True when ``name`` exists as ``kind`` and IF NOT EXISTS says to keep it; raise when it may not be
     replaced (it exists without OR REPLACE, or as the other kind)."""
     views, tables = session._views, session._tables
-    other_kind, other = ("table", _find(tables, name)) if kind == "view" else ("view", _find(views, name))
+    other_kind, other = ("table", find_name(tables, name)) if kind == "view" else ("view", find_name(views, name))
     if other is not None:
         raise _error(f"cannot create {kind} {name!r}: a {other_kind} named {other!r} exists (DROP "
                      f"{other_kind.upper()} it first)", table, name)
-    existing = _find(views if kind == "view" else tables, name)
+    existing = find_name(views if kind == "view" else tables, name)
     if existing is None:
         return False
     if create.args.get("exists"):
@@ -161,7 +142,6 @@ def _taken(session: "Session", name: str, kind: str, create: exp.Create, table: 
 
 
 _AS = re.compile(r"\bAS\b", re.IGNORECASE)
-_POSITION = re.compile(r" \(line (\d+), column (\d+)\)$")
 
 
 def _query_text(text: str, table: exp.Table) -> tuple[str, int, int]:
@@ -187,15 +167,7 @@ def _positions_in_statement(line: int, col: int):
         if error.line is None:
             raise
         new_col = error.column_number + (col - 1 if error.line == 1 else 0)
-        raise _moved(error, error.line + line - 1, new_col) from None
-
-
-def _moved(error: SqlError, line: int, col: int, prefix: str = "") -> SqlError:
-    """Return ``error`` with its position at (``line``, ``col``) and ``prefix`` before its message."""
-    message = _POSITION.sub("", str(error))
-    if error.candidates:
-        message = message.removesuffix("; did you mean " + " or ".join(error.candidates) + "?")
-    return SqlError(prefix + message, line=line, col=col, name=error.name, candidates=error.candidates)
+        raise moved_error(error, error.line + line - 1, new_col) from None
 
 
 def _create_view(session: "Session", create: exp.Create, text: str, dialect: str) -> pa.Table:
@@ -242,7 +214,7 @@ def _create_table(session: "Session", create: exp.Create, text: str, dialect: st
     body, line, col = _query_text(text, table)
     with _positions_in_statement(line, col):
         result = session.sql(body, timeout=timeout, dialect=dialect)
-    existing = _find(session._tables, name)
+    existing = find_name(session._tables, name)
     if existing is not None and existing != name:
         session._tables.pop(existing)
         session.uncache(existing)
@@ -260,8 +232,8 @@ def _drop(session: "Session", drop: exp.Drop, dialect: str) -> pa.Table:
     names = [(_name(table, dialect, f"DROP {kind}"), table) for table in tables]
     own, other = (session._views, session._tables) if kind == "VIEW" else (session._tables, session._views)
     for name, table in names:  # every name is checked before anything is dropped
-        if _find(own, name) is None:
-            found = _find(other, name)
+        if find_name(own, name) is None:
+            found = find_name(other, name)
             if found is not None:
                 other_kind = "table" if kind == "VIEW" else "view"
                 raise _error(f"DROP {kind} {name}: {found!r} is a {other_kind}; write DROP {other_kind.upper()}",
@@ -269,127 +241,10 @@ def _drop(session: "Session", drop: exp.Drop, dialect: str) -> pa.Table:
             if not drop.args.get("exists"):
                 raise _error(f"DROP {kind}: unknown {kind.lower()} {name!r}", table, name)
     for name, _ in names:
-        key = _find(own, name)
+        key = find_name(own, name)
         if key is None:
             continue
         del own[key]
         if kind == "TABLE":
             session.uncache(key)
     return pa.table({"Success": pa.array([], pa.bool_())})
-
-
-def expand_views(text: str, views: Mapping[str, View], dialect: str, reading: tuple[str, ...] = ()) -> str:
-    """Return ``text`` with every table reference naming a view replaced by the view's query, recursively.
-
-    The view's query goes in as a derived table, ``(SELECT * FROM (<query>) AS "v"(<its columns>)) AS v``
-    (the reference's own alias kept), spliced into the text at the reference. A name a CTE of the text
-    defines is that CTE, not the view. ``reading``: the views being expanded around this text, to refuse a
-    cycle. :func:`expand` also says where the references were, to move error positions back.
-    """
-    return _expand(text, views, dialect, reading)[0]
-
-
-@dataclass(frozen=True)
-class Expansion:
-    """A query text with its views spliced in (:attr:`text`), and where each view reference was written.
-
-    ``splices``: per reference, its start and end in :attr:`written`, the length of what replaced it and the
-    view's name, in text order.
-    """
-
-    written: str
-    text: str
-    splices: tuple[tuple[int, int, int, str], ...]
-
-    @contextmanager
-    def positions_as_written(self):
-        """Move a SqlError's position from the expanded text back to the text as written.
-
-        A position inside a view's spliced query points at the reference and names the view.
-        """
-        try:
-            yield
-        except SqlError as error:
-            if not self.splices or error.line is None or error.column_number is None:
-                raise
-            offset = _offset(self.text, error.line, error.column_number)
-            if offset is None:
-                raise
-            prefix = ""
-            shift = 0
-            for start, end, length, name in self.splices:
-                if offset < start + shift:
-                    break
-                if offset < start + shift + length:
-                    offset, shift, prefix = start + shift, shift, f"in view {name!r}: "
-                    break
-                shift += length - (end - start)
-            line, col = _line_col(self.written, max(0, offset - shift))
-            raise _moved(error, line, col, prefix) from None
-
-
-def expand(text: str, views: Mapping[str, View], dialect: str) -> Expansion:
-    """Return the :class:`Expansion` of ``text`` (itself, with no splice, when it reads no view)."""
-    expanded, splices = _expand(text, views, dialect, ())
-    return Expansion(text, expanded, tuple(splices))
-
-
-def _offset(text: str, line: int, col: int) -> int | None:
-    start = 0
-    for _ in range(line - 1):
-        start = text.find("\n", start) + 1
-        if start == 0:
-            return None
-    return start + col - 1
-
-
-def _line_col(text: str, offset: int) -> tuple[int, int]:
-    return text.count("\n", 0, offset) + 1, offset - (text.rfind("\n", 0, offset) + 1) + 1
-
-
-def _expand(text: str, views: Mapping[str, View], dialect: str, reading: tuple[str, ...]
-            ) -> tuple[str, list[tuple[int, int, int, str]]]:
-    if not views:
-        return text, []
-    lowered = text.lower()
-    if not any(name.lower() in lowered for name in views):  # most texts: no parse at all
-        return text, []
-    try:
-        tree = sqlglot.parse_one(text, read=dialect)
-    except (ParseError, TokenError):
-        return text, []  # the planner reports the syntax error with its position
-    if tree is None:
-        return text, []
-    shadowed = {cte.alias_or_name.lower() for cte in tree.find_all(exp.CTE)}
-    splices = []
-    for table in tree.find_all(exp.Table):
-        if not isinstance(table.this, exp.Identifier) or table.name.lower() in shadowed:
-            continue
-        key = _find(views, table.name)
-        if key is None or (table.catalog and table.catalog.lower() not in KNOWN_CATALOGS.get(dialect, ())) or (
-                table.db and table.db.lower() not in KNOWN_SCHEMAS.get(dialect, ())):
-            continue
-        view = views[key]
-        if any(r.lower() == key.lower() for r in reading):
-            chain = " -> ".join(reading + (view.name,))
-            raise _error(f"view {reading[0]!r} reads itself ({chain}); a view cannot refer to itself", table,
-                         table.name)
-        start = min(part.meta.get("start", 0) for part in table.parts)
-        end = table.this.meta.get("end")
-        if end is None:
-            continue
-        body = expand_views(view.query, views, view.dialect, reading + (view.name,))
-        if view.dialect != dialect:
-            body = sqlglot.transpile(body, read=view.dialect, write=dialect)[0]
-        inner = exp.to_identifier(view.name, quoted=True).sql(dialect=dialect)
-        if view.columns:
-            inner += "(" + ", ".join(exp.to_identifier(c, quoted=True).sql(dialect=dialect)
-                                     for c in view.columns) + ")"
-        replacement = f"(SELECT * FROM ({body}) AS {inner})"
-        if table.args.get("alias") is None:
-            replacement += " AS " + exp.to_identifier(table.name, quoted=table.this.quoted).sql(dialect=dialect)
-        splices.append((start, end + 1, replacement, view.name))
-    splices.sort(key=lambda splice: splice[0])
-    for start, end, replacement, _ in reversed(splices):
-        text = text[:start] + replacement + text[end:]
-    return text, [(start, end, len(replacement), name) for start, end, replacement, name in splices]

@@ -124,7 +124,7 @@ def test_catalog_statements_the_engine_refuses_name_the_object_and_position(sql,
 
 
 def test_a_view_is_planned_inline_and_a_query_without_views_is_left_as_written():
-    from gpu_engine.sql.statements import View, expand_views
+    from gpu_engine.sql.views import View, expand_views
 
     views = {"v": View("v", "SELECT a FROM t", "duckdb", ("a",))}
     assert expand_views("SELECT b FROM t", views, "duckdb") == "SELECT b FROM t"
