@@ -47,6 +47,12 @@ PUSHED = [
     ("SELECT k, count(*) AS n FROM (SELECT k, row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t) x "
      "WHERE rn = 2 GROUP BY k", None),
     ("SELECT k, o FROM e QUALIFY row_number() OVER (PARTITION BY k ORDER BY o) <= 2", None),
+    # No column of the top rows read above (an empty projection), a lower bound kept beside the limit, a TopN.
+    ("SELECT count(*) AS c FROM (SELECT row_number() OVER (PARTITION BY k ORDER BY o) AS rn FROM t) x "
+     "WHERE rn <= 2", None),
+    ("SELECT k, o FROM t QUALIFY rank() OVER (PARTITION BY k ORDER BY o DESC) BETWEEN 2 AND 3", None),
+    ("SELECT k, rn FROM (SELECT k, row_number() OVER (PARTITION BY k ORDER BY o, id) AS rn FROM t) x "
+     "WHERE rn <= 1 ORDER BY k NULLS FIRST LIMIT 3", None),
 ]
 KEPT_AS_WINDOWS = [
     "SELECT k, o FROM (SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o, id) AS rn FROM t) x WHERE rn >= 2",
