@@ -81,12 +81,12 @@ class TopNRowNumber(Operator):
     """Buffer the rows that may still be kept; cut the buffer down past a bound; emit the kept rows at the end.
 
     The bound is ``max(min(batch rows, LEAST_BOUND_ROWS), 2 * rows kept last time)``: each cut at least
-    halves the buffer, so the rows sorted over the whole input stay a small multiple of the rows that
-    pass the bounds, and when most rows are kept (partitions smaller than ``limit``) the bound doubles. The buffer,
-    and the partition table are reserved in the operator's memory pool. Per batch the operator reads
-    the device twice (the table's new-partition count, the rows that pass the partitions' bounds), plus
-    once per string column of the rows it keeps (their size); each cut as often again. The output presents the kept rows through a gather map;
-    the numbers are a column beside them.
+    halves the buffer, so the rows sorted over the whole input stay a small multiple of the rows that pass
+    the partitions' bounds, and when most rows are kept (partitions smaller than ``limit``) the bound
+    doubles. The buffer and the partition table are reserved in the operator's memory pool. Per batch the
+    operator reads the device twice (the table's new-partition count, the rows that pass the bounds), plus
+    once per string column of the rows it keeps (their size); a cut as often again. The output presents
+    the kept rows through a gather map; the numbers are a column beside them.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TopNRowNumberNode):
