@@ -78,7 +78,15 @@ class AggregateState:
     def nbytes(self) -> int:
         """Return the bytes this state holds."""
         total = sum(int(array.nbytes) for array in self.arrays.values())
-        total += sum(int(ids.nbytes) + sum(column.nbytes for column in columns) for ids, columns in self.values)
+        shared = set()  # a dictionary that batches share is held once
+        for ids, columns in self.values:
+            total += int(ids.nbytes)
+            for column in columns:
+                total += column.nbytes
+                if column.dictionary is not None:
+                    if id(column.dictionary) in shared:
+                        total -= column.dictionary.nbytes
+                    shared.add(id(column.dictionary))
         return total + (self.strings.nbytes if self.strings is not None else 0)
 
 
