@@ -78,15 +78,16 @@ class AggregateState:
     def nbytes(self) -> int:
         """Return the bytes this state holds."""
         total = sum(int(array.nbytes) for array in self.arrays.values())
-        shared = set()  # a dictionary that batches share is held once
+        shared = set()  # a dictionary that batches share (same contents: its fingerprint) is held once
         for ids, columns in self.values:
             total += int(ids.nbytes)
             for column in columns:
                 total += column.nbytes
                 if column.dictionary is not None:
-                    if id(column.dictionary) in shared:
+                    key = column.dictionary.fingerprint or id(column.dictionary)
+                    if key in shared:
                         total -= column.dictionary.nbytes
-                    shared.add(id(column.dictionary))
+                    shared.add(key)
         return total + (self.strings.nbytes if self.strings is not None else 0)
 
 

@@ -299,6 +299,18 @@ def test_holistic_states_count_against_the_memory_cap():
     assert sorted(session.sql(sql).column("m").to_pylist()) == [29998.5, 29999.5, 30000.5]
 
 
+def test_a_shared_dictionary_is_reserved_once():
+    """Forty batches of one dictionary-encoded column (0.9 MB of distinct strings) keep their codes and one
+    dictionary: the state fits a 4 MB cap (counting the dictionary per batch asked for 70 MB)."""
+    rows = 20000
+    words = pa.array([f"word number {i:08d} with some padding" for i in range(rows)]).dictionary_encode()
+    table = pa.table({"g": pa.array(np.arange(rows) % 3), "s": words})
+    session = Session(device="cpu", drivers=1, batch_rows=500, query_memory_limit_bytes=4 << 20)
+    session.register("t", table)
+    result = session.sql("SELECT g, string_agg(s, ',') AS a, mode(s) AS m FROM t GROUP BY g")
+    assert sorted(len(a.split(",")) for a in result.column("a").to_pylist()) == [6666, 6667, 6667]
+
+
 def test_json_round_trip_and_explain_keep_the_constants():
     table = make_table(ROWS["cpu"], seed=13)
     from gpu_engine.plans.serialization import plan_from_json, plan_to_json
