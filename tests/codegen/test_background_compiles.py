@@ -189,6 +189,33 @@ def test_a_kernel_the_worker_cannot_compile_keeps_the_lowest_tier_and_warns(tmp_
         compiler.close()
 
 
+def test_the_compile_worker_keeps_the_cache_under_its_bound_after_a_compile(tmp_path, monkeypatch):
+    """A driver writing a module to compile in the background does not scan the cache; the worker does, after."""
+    import os
+
+    from gpu_engine.codegen.background_compiles import BackgroundCompiler
+    from gpu_engine.codegen.compiled_modules import generated_file
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    monkeypatch.setenv("GPU_ENGINE_CACHE_MAX_MB", "0.002")  # ~2 KB: the old module must go
+    old = generated_file("from numba import njit\n\n@njit(cache=True)\ndef old_cpu(a):\n    return a.sum()\n"
+                         + "#" * 3000 + "\n", stem="evicted", evict=False)
+    os.utime(old.path, (1_000_000, os.stat(old.path).st_mtime))  # used long ago
+    new = generated_file("from numba import njit\n\n@njit(cache=True)\ndef new_cpu(a):\n    return a.max()\n",
+                         stem="kept", evict=False)
+    assert old.path.exists() and new.path.exists()  # written without a scan on this (the driver's) thread
+    compiler = BackgroundCompiler()  # a worker of its own: it starts with this test's cache settings
+    try:
+        from numba import typeof
+
+        assert not compiler.ready_new(new, "new_cpu", (typeof(np.zeros(3)),))
+        assert compiler.wait_idle(timeout=120) and not compiler.failures
+        assert compiler.ready_new(new, "new_cpu", (typeof(np.zeros(3)),))
+    finally:
+        compiler.close()
+    assert new.path.exists() and not old.path.exists()
+
+
 def test_the_compile_worker_ends_with_its_parent_and_leaves_no_thread(tmp_path):
     script = f"""
 import threading, numpy as np, os
