@@ -14,12 +14,15 @@ threads take several pools); a pool comes back only from a query that
 finished, so a failed or cancelled query's threads, which may still be
 closing its operators, are shut down and joined as before. At most ``keep``
 idle pools per width are kept; the threads of a pool no session holds end
-when the pool is freed (``ThreadPoolExecutor`` wakes them then).
+when the pool is freed (``ThreadPoolExecutor`` wakes them then). A forked
+child drops the kept pools: their threads stayed in the parent, and drivers
+queued on them would never run.
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
@@ -34,6 +37,22 @@ _pool_ids = itertools.count()
 #: ending): no query runs on their threads.
 _parked: set[str] = set()
 _parked_lock = threading.Lock()
+#: Every DriverExecutors alive, so a forked child can drop the pools whose threads it does not have.
+_every: "weakref.WeakSet[DriverExecutors]" = weakref.WeakSet()
+
+
+def _forget_pools_after_fork() -> None:
+    """Drop every kept pool in a forked child: its threads stayed in the parent, so its queue would never be read."""
+    global _parked_lock
+    _parked_lock = threading.Lock()
+    _parked.clear()
+    for executors in list(_every):
+        executors._lock = threading.Lock()
+        executors._idle.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_pools_after_fork)
 
 
 def working_driver_threads() -> list[threading.Thread]:
@@ -56,6 +75,7 @@ class DriverExecutors:
         self._lock = threading.Lock()
         self._idle: dict[int, list[tuple[str, ThreadPoolExecutor]]] = {}
         self._prefixes: "weakref.WeakKeyDictionary[ThreadPoolExecutor, str]" = weakref.WeakKeyDictionary()
+        _every.add(self)
 
     def take(self, threads: int) -> ThreadPoolExecutor:
         """Return an idle pool of ``threads`` workers, or a new one."""

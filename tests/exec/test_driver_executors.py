@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 
 import pyarrow as pa
@@ -80,3 +81,19 @@ def test_at_most_keep_pools_are_kept_per_width():
     executors.give_back(first, 2, finished=False)  # a failed query's pool is never kept
     assert executors.take(2) is not first
     executors.close()
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
+def test_a_forked_child_runs_queries_on_threads_of_its_own():
+    """The kept pools' threads stay in the parent: a child must not queue drivers on them (it would wait forever)."""
+    session = _session()
+    session.sql(QUERY)  # a pool is kept, idle
+    pid = os.fork()
+    if pid == 0:  # the child: answer within the timeout, or fail
+        code = 1
+        try:
+            code = 0 if session.sql(QUERY, timeout=20).to_pydict() == {"k": [1, 2, 3], "s": [10, 7, 4]} else 2
+        finally:
+            os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
