@@ -42,15 +42,21 @@ def _function_name(node: exp.Expression) -> str:
     return node.sql(dialect="duckdb").split("(", 1)[0].lower()  # GenerateSeries is range(...) or generate_series
 
 
-def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
+def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expression]:
     """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
+
+    Returns the SELECT, VALUES and subquery nodes met on the way, for
+    :func:`~gpu_engine.sql.values_lists.with_constant_sources` (which would otherwise walk the tree again).
 
     Refused: substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
     TABLESAMPLE, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
+    met = []
     for node in tree.walk():
+        if isinstance(node, (exp.Select, exp.Values, exp.Subquery)):
+            met.append(node)
         if isinstance(node, exp.Table):
             _check_table(node, dialect)
         elif isinstance(node, exp.Unnest) and isinstance(node.parent, (exp.From, exp.Join)):
@@ -73,6 +79,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> None:
         elif isinstance(node, exp.Identifier) and node.quoted and node.this == "":
             raise _error('zero-length quoted name ""; a name needs at least one character', node.parent or node,
                          '""')
+    return met
 
 
 def _check_table(table: exp.Table, dialect: str) -> None:

@@ -38,7 +38,7 @@ from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
-from gpu_engine.sql.values_lists import typed_bare_nulls, with_constant_sources, with_dual_sources
+from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
 
@@ -80,7 +80,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
         line, col = position_of(statements[1] if len(statements) > 1 else None)
         raise SqlError(f"expected one SQL statement, got {len(statements)}", line=line, col=col)
     tree = balance_connectives(statements[0])  # before any pass recurses into a long AND/OR chain
-    tree = with_constant_sources(tree)  # SELECT without FROM, VALUES lists (gpu_engine.sql.values_lists)
+    tree = values_statement_as_select(tree)  # a bare VALUES … is a query (gpu_engine.sql.values_lists)
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
         kind = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) else tree.key.upper()
@@ -88,7 +88,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
                 if kind in ("CREATE", "DROP") else "")
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
-    refuse_unsupported(tree, dialect)
+    with_constant_sources(tree, refuse_unsupported(tree, dialect))  # SELECT without FROM, VALUES lists
     check_set_operation_widths(tree)
     return tree
 
@@ -272,8 +272,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     _check_tables(tree, catalog)
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
-    typed_bare_nulls(tree)
-    with_dual_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
+    finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
     # the tree parsed for this query: rewritten in place
     tree = _desugar(normalize_aggregate_calls(tree, copy=False, dialect=dialect))
     try:

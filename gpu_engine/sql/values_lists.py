@@ -2,7 +2,7 @@
 
 * ``SELECT e1, e2`` (no FROM) reads one row of no interest: once its output
   columns are named it becomes ``SELECT e1, e2 FROM (VALUES (0)) AS "$dual"("$dual")``
-  (:func:`with_dual_sources`), so WHERE, GROUP BY, aggregates, ORDER BY and
+  (:func:`finish_constant_sources`), so WHERE, GROUP BY, aggregates, ORDER BY and
   subqueries over it plan as over any table, and its expressions run in the
   Project above the Values node like any other (on the device, in kernels). A
   scalar subquery without FROM in an expression (``(SELECT a + 1)``) is that
@@ -38,11 +38,13 @@ from gpu_engine.sql.errors import SqlError, position_of
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["with_constant_sources", "with_dual_sources", "typed_bare_nulls", "plan_values", "DUAL",
-           "UNTYPED_NULL_TYPE"]
+__all__ = ["values_statement_as_select", "with_constant_sources", "finish_constant_sources", "typed_bare_nulls",
+           "plan_values", "DUAL", "UNTYPED_NULL_TYPE"]
 
 #: The alias (and only column) of the one-row source a SELECT without FROM reads.
 DUAL = "$dual"
+#: The tree's meta key for its SELECTs, from :func:`with_constant_sources` to :func:`finish_constant_sources`.
+_SELECTS = "constant_sources.selects"
 #: The type of a column holding only bare NULLs (DuckDB stores its "NULL" type as INTEGER).
 UNTYPED_NULL_TYPE = pa.int32()
 
@@ -58,47 +60,67 @@ def _dual() -> exp.Values:
                                            columns=[exp.to_identifier(DUAL, quoted=True)]))
 
 
-def with_constant_sources(tree: exp.Expression) -> exp.Expression:
-    """Return ``tree`` with its constant sources in the form qualification and the planner read.
+def values_statement_as_select(tree: exp.Expression) -> exp.Expression:
+    """Return a bare ``VALUES …`` statement as ``SELECT * FROM (VALUES …) AS valueslist`` (else ``tree``)."""
+    return _as_select(tree) if isinstance(tree, exp.Values) else tree
 
-    A bare ``VALUES`` statement (and a VALUES list where a query goes: ``x IN (VALUES …)``, a CTE's body, a
-    scalar subquery) becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets
-    DuckDB's column names where the text gives none (``col0``, ``col1``…); a scalar subquery without FROM is
-    its expression (:func:`_scalar_value`). Refused: rows of different lengths, more column names than
-    columns, and ``*`` in a SELECT without FROM (DuckDB's errors). :func:`with_dual_sources` gives the SELECTs
-    without FROM their source later.
+
+def with_constant_sources(tree: exp.Expression, nodes: list[exp.Expression]) -> exp.Expression:
+    """Return ``tree`` with its constant sources in the form qualification and the planner read, in place.
+
+    ``nodes``: the tree's VALUES, SELECT and subquery nodes (:func:`~gpu_engine.sql.refusals.refuse_unsupported`
+    meets them on its walk, so no other walk is needed: per query, each walk of a 20,000-node WHERE costs
+    tens of milliseconds). A VALUES list where a query goes (``x IN (VALUES …)``, a CTE's body, a scalar
+    subquery) becomes ``SELECT * FROM (VALUES …) AS valueslist``; every VALUES list gets DuckDB's column
+    names where the text gives none (``col0``, ``col1``…); a scalar subquery without FROM is its expression
+    (:func:`_scalar_value`). Refused: rows of different lengths, more column names than columns, and ``*`` in
+    a SELECT without FROM (DuckDB's errors). :func:`finish_constant_sources` gives the SELECTs without FROM
+    their source later, and types bare NULL outputs.
     """
-    if isinstance(tree, exp.Values):
-        tree = _as_select(tree)
-    for values in list(tree.find_all(exp.Values)):
+    selects = [node for node in nodes if isinstance(node, exp.Select)]
+    for values in [node for node in nodes if isinstance(node, exp.Values)]:
         parent = values.parent
         if isinstance(parent, exp.In) and values in parent.expressions:  # x IN (VALUES …): a subquery
+            select = _as_select(values)
             parent.set("expressions", [])
-            parent.set("query", exp.Subquery(this=_as_select(values)))
+            parent.set("query", exp.Subquery(this=select))
+            values = select.args["from_"].this
+            selects.append(select)
         elif isinstance(parent, (exp.Subquery, exp.CTE)) and parent.this is values:  # (VALUES …) as a query
-            values.replace(_as_select(values))
-    for values in list(tree.find_all(exp.Values)):
+            select = _as_select(values)
+            values.replace(select)
+            values = select.args["from_"].this
+            selects.append(select)
         _name_columns(values)
-    for subquery in list(tree.find_all(exp.Subquery)):
+    for subquery in [node for node in nodes if isinstance(node, exp.Subquery)]:
         value = _scalar_value(subquery)
         if value is not None:  # (SELECT a + 1) in an expression: the expression itself
             subquery.replace(exp.Paren(this=value))
-    for select in tree.find_all(exp.Select):
+    for select in selects:
         if select.args.get("from_") is None:
             star = next((e for e in select.expressions if isinstance(e, exp.Star) or (
                 isinstance(e, exp.Column) and isinstance(e.this, exp.Star))), None)
             if star is not None:
                 raise _error("SELECT * needs a FROM clause: a SELECT without FROM has no columns to expand", star,
                              "*")
+    tree.meta[_SELECTS] = selects
     return tree
 
 
-def with_dual_sources(tree: exp.Expression) -> None:
-    """Make every SELECT without FROM read the one-row dual source, in place.
+def finish_constant_sources(tree: exp.Expression) -> None:
+    """Type bare NULL outputs (:func:`typed_bare_nulls`) and make every SELECT without FROM read the one-row
+    dual source, in place, over the SELECTs :func:`with_constant_sources` recorded.
 
     Run after the output columns are named: ``SELECT (SELECT 1)`` is named ``(SELECT 1)``, as written.
     """
-    for select in list(tree.find_all(exp.Select)):
+    recorded = tree.meta.pop(_SELECTS, None)
+    if recorded is not None and not any(select.args.get("from_") is None or any(
+            isinstance(item.this if isinstance(item, exp.Alias) else item, exp.Null) for item in select.expressions)
+            for select in recorded):
+        return  # most queries: nothing to do, and no walk
+    selects = list(tree.find_all(exp.Select))  # as they are now (naming copies a SELECT inside an output)
+    typed_bare_nulls(selects)
+    for select in selects:
         if select.args.get("from_") is None:
             select.set("from_", exp.From(this=_dual()))
 
@@ -178,14 +200,14 @@ def _set_operation_branch(select: exp.Select) -> bool:
     return isinstance(node.parent, exp.SetOperation)
 
 
-def typed_bare_nulls(tree: exp.Expression) -> None:
-    """Give each bare ``NULL`` a SELECT outputs the type DuckDB stores it as (INTEGER), in place.
+def typed_bare_nulls(selects: list[exp.Select]) -> None:
+    """Give each bare ``NULL`` these SELECTs output the type DuckDB stores it as (INTEGER), in place.
 
     Why: ``SELECT NULL AS c`` is a column of DuckDB's "NULL" type, which the engine has no column for; a set
     operation's branches are left alone (their NULLs take the other branch's type,
     :mod:`gpu_engine.sql.set_operations`). Run after the output columns are named, so the name stays ``NULL``.
     """
-    for select in list(tree.find_all(exp.Select)):
+    for select in selects:
         if _set_operation_branch(select):
             continue
         for item in select.expressions:
