@@ -4,9 +4,8 @@ Checked: QUALIFY and a derived table's (a CTE's) WHERE; ``<=``, ``<``, ``= 1``, 
 decimal bound, other conjuncts kept beside it; the number projected or not (the node then produces no
 number column); ties (rank keeps them), NULL keys, limits past every partition, empty input; at 1 and 3
 drivers with batches of 2 rows; the plan holds a TopNRowNumber and no Window; 30 random such filters (fixed
-seed). Filters the rewrite must
-leave alone (a lower bound, an OR, a window with another function beside the number) still plan a Window
-and still answer as DuckDB does.
+seed). Filters the rewrite must leave alone (a lower bound, an OR, a window with another function beside the
+number) still plan a Window and still answer as DuckDB does.
 """
 
 from __future__ import annotations
