@@ -383,3 +383,27 @@ def test_unaliased_names_are_duckdbs():
     expected = duckdb_rows(sql, t=table)
     assert result.schema.names == expected.schema.names
     assert_same_rows(result, expected)
+
+
+@pytest.mark.parametrize("keys", [[], ["k_int"]], ids=lambda k: "+".join(k) or "global")
+def test_local_cluster_stages(keys):
+    """Across a LocalCluster's stages (partial steps in leaf Tasks, remote exchanges, final steps in others),
+    value lists travel as rows and merge as in one Task."""
+    from gpu_engine.cluster import LocalCluster
+
+    table = make_table(ROWS["cpu"], seed=13)
+    session = _session("cpu", (1, 64), {"t": table})
+    cluster = LocalCluster(session, (3, 2, 1))
+    aggregates = ["median(v_float) AS m", "quantile_disc(k_str, 0.3) AS q", "count(*) AS n",
+                  "approx_count_distinct(d_date) AS a"]
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(keys, aggregates).plan()
+    result = cluster.execute(plan)
+    exact = aggregates[:3] + ["count(DISTINCT d_date) AS a"]  # DuckDB's own estimate has an error of its own
+    expected = duckdb_rows(_sql(keys, exact), t=table)
+    columns = [*keys, "m", "q", "n"]
+    assert_same_rows(result.select(columns), expected.select(columns))
+    error = 1.04 / math.sqrt(1 << HLL_BITS)
+    for got, want in zip(result.sort_by([(k, "ascending") for k in keys] or [("n", "ascending")]).column("a").to_pylist(),
+                         expected.sort_by([(k, "ascending") for k in keys] or [("n", "ascending")]).column("a")
+                         .to_pylist()):
+        assert abs(got - want) <= max(1, 4 * error * want)
