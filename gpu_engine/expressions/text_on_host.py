@@ -11,6 +11,9 @@ string functions parse them column-wise, as text -> float already does.
   separates the date's fields; fields may lack zero padding), blanks around, an optional ``Z``, ``UTC`` or
   numeric offset (not applied, as DuckDB's TIMESTAMP does not), ``24:00:00`` as
   the next midnight, and ``epoch``; fractions past microseconds are cut.
+* Text -> DECIMAL wider than 18 digits (for TRY_CAST: the device parse holds
+  18 digits): exact, with Python's decimals, halves rounded away from zero; a
+  value needing more than 64 bits raises, as every function's result does.
 * TIMESTAMP -> text: ``YYYY-MM-DD HH:MM:SS`` plus the fraction without
   trailing zeros (``…:05.5``), years 1 to 9999.
 
@@ -20,6 +23,8 @@ for the first valid row that did not and TRY_CAST can make it NULL.
 
 from __future__ import annotations
 
+import decimal
+import re
 from typing import Any
 
 import numpy as np
@@ -28,9 +33,12 @@ import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
 from gpu_engine.device import Device
+from gpu_engine.expressions.numeric import narrow_values
 from gpu_engine.expressions.temporal import TICKS_PER_DAY
 
-__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps"]
+__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_wide_decimals"]
+
+_DECIMAL_TEXT = re.compile(r"^\s*([+-]?)(\d+(?:_\d+)*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 
 _TRUE = ["true", "t", "yes", "y", "1"]
 _FALSE = ["false", "f", "no", "n", "0"]
@@ -133,3 +141,33 @@ def format_timestamps(device: Device, column: Column) -> Column:
             text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
         texts.append(text)
     return Column.from_arrow(pa.array(texts, pa.string()), device)
+
+
+def parse_wide_decimals(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return text parsed as ``dtype`` (a decimal of more than 18 digits), NULL where it does not parse or fit.
+
+    Raises
+    ------
+    ExecutionError
+        For a value that fits ``dtype`` but needs more than 64 bits.
+    """
+    scale, limit = dtype.scale, decimal.Decimal(10) ** (dtype.precision - dtype.scale)
+    quantum = decimal.Decimal(1).scaleb(-scale)
+    context = decimal.Context(prec=120, rounding=decimal.ROUND_HALF_UP, Emax=10**6, Emin=-10**6)
+    values = []
+    for text in _host_text(device, column).to_pylist():
+        match = _DECIMAL_TEXT.match(text) if text is not None else None
+        if match is None or (match.group(2) is None and not match.group(3)):
+            values.append(None)
+            continue
+        sign, whole, fraction, exponent = match.groups()
+        try:
+            number = decimal.Decimal(f"{sign}{(whole or '0').replace('_', '')}.{fraction or '0'}e{exponent or '0'}")
+            value = number.quantize(quantum, context=context)
+        except decimal.InvalidOperation:  # an exponent past what any decimal holds
+            values.append(None)
+            continue
+        values.append(value if abs(value) < limit else None)
+    column = Column.from_arrow(pa.array(values, dtype), device)
+    # As every function's result: 64 bits per value (a fused projection holds no more), else a clear error.
+    return Column(dtype, narrow_values(device, column, f"TRY_CAST to {dtype}"), column.validity)

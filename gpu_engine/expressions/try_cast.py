@@ -6,9 +6,10 @@ with the other rows marked NULL. CAST checks only valid rows, so it raises for
 none of them, and every row that converts gets exactly CAST's value (DuckDB's
 rounding and parsing rules included: ``TRY_CAST('2.5' AS INTEGER)`` is 3).
 The masks are computed on the device from the same parse kernels CAST uses,
-except for text to floats (parsed by pyarrow on the host, as CAST does) and
+except for text to floats (parsed by pyarrow on the host, as CAST does),
 128-bit sources (decimals wider than 18 digits, uint64), checked on the host
-value by value.
+value by value, and text to decimals wider than 18 digits, parsed exactly on
+the host (CAST's device parse holds 18 digits and raises past them).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from gpu_engine.expressions.numeric import (
 )
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.text import _parse_rows
-from gpu_engine.expressions.text_on_host import parse_booleans, parse_timestamps
+from gpu_engine.expressions.text_on_host import parse_booleans, parse_timestamps, parse_wide_decimals
 from gpu_engine.kernels import strings as kernels
 
 __all__ = ["try_cast"]
@@ -43,6 +44,8 @@ _FLOAT_TEXT = r"^\s*[+-]?(?:(?:\d+(?:_\d+)*\.?(?:\d+(?:_\d+)*)?|\.\d+(?:_\d+)*)(
 def try_cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     """Return ``TRY_CAST(column AS dtype)``: NULL where the value does not convert (and where it is NULL)."""
     source = column.dtype
+    if is_string(source) and is_decimal(dtype) and dtype.precision > 18:
+        return parse_wide_decimals(device, column, dtype)  # CAST's parse holds 18 digits (it raises past them)
     validity = string_validity(device, column) if is_string(source) else column.validity
     ok = _converts(device, column, dtype)
     if ok is not None:

@@ -57,6 +57,10 @@ QUERIES = [
     "SELECT CAST(v AS TIMESTAMP) AS t1, CAST(CAST(v AS TIMESTAMP) AS VARCHAR) AS t2, CAST(w AS BOOLEAN) AS b1 "
     "FROM (VALUES ('2020-01-02 03:04:05.5', 'yes'), ('0044-03-15 23:59:59.000001', 'F'), (NULL, NULL)) x(v, w)",
     "SELECT s, TRY_CAST(s AS DOUBLE) AS f FROM (VALUES ('1_000'), ('1_000.5_5'), ('1__0'), ('_1'), ('1_')) x(s)",
+    "SELECT s, TRY_CAST(s AS DECIMAL(38, 0)) AS a FROM (VALUES ('1234567890123456789'), ('-9223372036854775807'), "
+    "('123456789012345678901234567890123456789'), (' 7 '), ('.5'), ('5.'), ('x'), ('1e99999'), (NULL), ('2.5')) x(s)",
+    "SELECT s, TRY_CAST(s AS DECIMAL(22, 2)) AS b, TRY_CAST(s AS DECIMAL(38, 10)) AS c FROM (VALUES ('-123456.25'), "
+    "('0.125'), ('1e8'), ('0.00000000005'), ('1_000.5'), ('x'), ('1e99999'), (NULL)) x(s)",
     "SELECT count(TRY_CAST(s AS INTEGER)) AS ints, sum(TRY_CAST(s AS DOUBLE)) AS total FROM t",
     "SELECT s FROM t WHERE TRY_CAST(s AS INTEGER) IS NULL",
     "SELECT TRY_CAST(s AS INTEGER) + 1 AS next FROM t WHERE TRY_CAST(s AS INTEGER) > 0",
@@ -107,6 +111,8 @@ def test_cast_still_raises_where_try_cast_gives_null():
         session.sql("SELECT CAST(s AS INTEGER) FROM t")
     with pytest.raises(ExecutionError, match="out of range"):
         session.sql("SELECT CAST(k AS SMALLINT) FROM t")
+    with pytest.raises(ExecutionError, match="needs more than 64 bits"):  # as every function's wide result
+        session.sql("SELECT TRY_CAST('12345678901234567890' AS DECIMAL(38, 0)) AS v")
     with pytest.raises(ExecutionError, match="Could not convert string 'on' to bool"):
         session.sql("SELECT CAST(b AS BOOLEAN) FROM t")
     with pytest.raises(ExecutionError, match="Could not convert string '2020-01-02 03:04:60' to timestamp"):
