@@ -68,6 +68,7 @@ class Session:
         self._views: dict[str, Any] = {}  # name -> gpu_engine.sql.views.View (CREATE VIEW)
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
+        self._temporary: set[str] = set()  # the shared CTEs' tables registered now (Session.sql), not in plan_cache keys
         self._executors = DriverExecutors()
         self._prepared = PreparedPlans()
 
@@ -314,8 +315,20 @@ class Session:
         check_dialect(dialect)  # before the cache is keyed by it
         expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.views)
         with expansion.positions_as_written():  # an error points into the text as written
-            return self.plan_cache.plan(expansion.text, dialect, self._tables,
+            return self.plan_cache.plan(expansion.text, dialect, self._lasting_tables(),
                                         lambda: self._plan_sql(expansion.text, dialect))
+
+    def _lasting_tables(self) -> Mapping[str, RegisteredTable]:
+        """Return the registered tables but the temporary ones another call's shared CTEs hold now.
+
+        Why: plan_cache keys a plan by the tables registered when it was planned; a temporary table comes and
+        goes with one call (its name is never used again), so counting it made every text planned meanwhile on
+        another thread miss and be planned again. No kept text reads one: texts over them are never kept.
+        """
+        tables = dict(self._tables)  # one atomic copy: another thread may register while this one reads
+        for name in list(self._temporary):
+            tables.pop(name, None)
+        return tables
 
     def _plan_sql(self, text: str, dialect: str) -> PlanNode:
         """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""
@@ -377,12 +390,14 @@ class Session:
                 # Kept in plan_cache while no temporary table is registered: later texts are planned over this
                 # call's temporary tables (names of their own), which no later call sees again.
                 plan = (self.sql_plan if index == 0 else self._plan_sql)(cte.sql, dialect)
+                self._temporary.add(cte.table)
                 self._tables[cte.table] = register_source(cte.table, self.execute(plan, _time_left(deadline, timeout)),
                                                           None)
             return self.execute(self._plan_sql(query, dialect), _time_left(deadline, timeout))
         finally:
             for cte in shared:
                 self._tables.pop(cte.table, None)
+                self._temporary.discard(cte.table)
 
 
 def check_timeout(timeout) -> float | None:

@@ -122,3 +122,24 @@ def test_threads_share_the_cache():
         thread.join()
     assert not errors and len(results) == 20 and all(r.equals(expected) for r in results)
     assert session.plan_cache.misses == 1
+
+
+def test_a_shared_cte_s_temporary_table_does_not_make_other_texts_miss(monkeypatch):
+    """While one call's temporary table is registered (another thread's Q15), a kept text still hits."""
+    from gpu_engine.plans.nodes import TableScanNode, walk_plan
+
+    session = _session()
+    kept = session.sql_plan(QUERY)
+    seen = []
+    execute = Session.execute
+
+    def recording(self, plan, *args, **kwargs):
+        if any(isinstance(n, TableScanNode) and n.table_name.startswith("__cte_") for n in walk_plan(plan)):
+            seen.append(session.sql_plan(QUERY))  # planned while the temporary table is registered
+        return execute(self, plan, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "execute", recording)
+    text = "WITH a AS (SELECT k, sum(v) AS s FROM t GROUP BY k) SELECT a.k FROM a, a AS b WHERE a.s = b.s ORDER BY 1"
+    assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2, 3]}
+    assert seen == [kept] and seen[0] is kept
+    assert session.sql_plan(QUERY) is kept  # and still after the temporary table is gone
