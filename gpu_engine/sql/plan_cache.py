@@ -11,9 +11,11 @@ was planned over (their schemas resolve names and types, their statistics
 order joins). An entry therefore remembers the registered table objects of
 the whole catalog at planning time, by weak reference, and is used only
 while the session's catalog holds exactly those objects under the same
-names: registering any table again, adding one or dropping one (a shared
-CTE's temporary table, :mod:`gpu_engine.sql.shared_ctes`) makes older
-entries miss. A table object that was freed never matches (weak references,
+names: registering any table again, adding one or dropping one makes older
+entries miss (the Session leaves out of the key the temporary tables of
+shared CTEs, :mod:`gpu_engine.sql.shared_ctes`, which come and go with one
+call whose texts over them are never kept). A table object that was freed
+never matches (weak references,
 so the cache keeps no table's data alive). Only successful plans are kept;
 an error is raised again by planning the text again.
 
