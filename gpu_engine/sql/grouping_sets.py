@@ -25,6 +25,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.sql.planner import QueryPlanner, Relation
@@ -173,7 +174,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
             if key.find(exp.AggFunc) is not None:
                 raise _error("an aggregate in GROUP BY", key)
             source = planner._fresh(f"$key{len(pairs)}")
-            pre.append(f"{planner._render(key, relation.columns)} AS {_quoted(source)}")
+            pre.append(aliased(planner._renamed(key, relation.columns), source))
             name = _fresh_beside(planner, relation.node, f"$grouped{len(pairs)}")
         replacements[text] = name
         pairs.append((name, source))
@@ -183,7 +184,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
         if text in replacements:
             continue
         name = planner._fresh(f"${aggregate.key}{len(calls)}")
-        calls.append(f"{planner._render(aggregate, relation.columns)} AS {_quoted(name)}")
+        calls.append(aliased(planner._renamed(aggregate, relation.columns), name))
         replacements[text] = name
     group_id = _fresh_beside(planner, relation.node, "$group_id")
     position = {text: i for i, text in enumerate(keys)}
