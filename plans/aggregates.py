@@ -222,8 +222,11 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
     the module docstring), as ``count_if`` (a sum of bools); the moments emit
     their count as ``name`` and float64 means and sums of squared deviations
     (:data:`MOMENT_SUFFIXES`, :data:`COMOMENT_SUFFIXES`); ``arg_min``/``arg_max``
-    their value as ``name`` and its key as ``name$key``; every other function
-    emits one column ``name``.
+    their value as ``name`` and its key as ``name$key``; the holistic ones a
+    group's values as ``name``, one per row (``string_agg`` with ORDER BY: their
+    keys as ``name$order``), ``approx_count_distinct`` its HyperLogLog register
+    words (int64; see :mod:`gpu_engine.aggregation.holistic`); every other
+    function emits one column ``name``.
     """
     if function in ("count_star", "count"):
         return [pa.field(name, pa.int64())]
