@@ -22,12 +22,18 @@ includes numba's compilation for the engine). Refusals are grouped by their
 first line, positions left out, into a histogram: the constructs that block
 most queries.
 
+With ``--runner spark`` the engine side is :meth:`gpu_engine.spark.SparkRunner.sql`
+on one local Spark session (``local[<cores>]``) for all queries, each table a
+``spark.read.parquet`` of the same file (the engine reads those files itself in
+its scan stages); Spark cannot stop a running job, so ``--timeout`` does not apply.
+
 Data comes from ``tpcgen-cli tpcds parquet`` (:mod:`gpu_engine.connectors.tpcds_data`),
 generated on first use. Writes ``bench/results/<date>-tpcds-<device>-sf<sf>[-<tag>].json``
 and ``.md``. Run from the repository root::
 
     python -m bench.run_tpcds --sf 0.01 --device cpu
     python -m bench.run_tpcds --sf 0.01 --queries 1-10,42 --runs 3
+    python -m bench.run_tpcds --sf 0.01 --runner spark --runs 0
 """
 
 from __future__ import annotations
@@ -53,7 +59,7 @@ if str(REPO_ROOT) not in sys.path:  # `python bench/run_tpcds.py` puts bench/ fi
 from bench.run_bench import _git, _machine_facts  # noqa: E402
 from bench.tpcds import QUERY_NUMBERS, query_name, query_text, result_mismatch  # noqa: E402
 
-__all__ = ["main", "QueryOutcome", "classify_error", "construct_of", "refusal_reason", "parse_query_numbers", "render_markdown"]
+__all__ = ["main", "QueryOutcome", "SparkQueries", "classify_error", "construct_of", "refusal_reason", "parse_query_numbers", "render_markdown"]
 
 RESULTS_DIR = REPO_ROOT / "bench" / "results"
 CLASSES = ("equal", "names", "wrong", "refused", "error", "internal")
@@ -181,6 +187,53 @@ def run_query(number: int, session, duck, runs: int, timeout: float | None) -> Q
     return result
 
 
+class SparkQueries:
+    """Answer ``sql(text, timeout)`` as ``Session.sql`` does, through :class:`~gpu_engine.spark.SparkRunner` on local Spark.
+
+    Why: the bench's comparison and classification then apply unchanged to
+    the Spark path. One SparkSession serves every query (starting one costs
+    seconds); the rows come back cast to the engine plan's output schema.
+    """
+
+    def __init__(self, folder: Path, device: str, drivers: int, cores: int, shuffle_partitions: int | None,
+                 driver_memory: str):
+        from pyspark.sql import SparkSession
+
+        from gpu_engine.connectors.tpcds_data import TPCDS_TABLES
+        from gpu_engine.spark import SparkRunner
+
+        os.environ["PYSPARK_PYTHON"] = sys.executable  # the executors' Python workers import this engine
+        self.spark = (
+            SparkSession.builder.master(f"local[{cores}]")
+            .appName("gpu_engine tpcds bench")
+            .config("spark.ui.enabled", "false")
+            .config("spark.ui.showConsoleProgress", "false")
+            .config("spark.driver.memory", driver_memory)
+            .config("spark.sql.shuffle.partitions", str(shuffle_partitions or cores))
+            .config("spark.sql.session.timeZone", "UTC")
+            .getOrCreate()
+        )
+        self.spark.sparkContext.setLogLevel("ERROR")
+        self.tables = {table: self.spark.read.parquet(str(folder / f"{table}.parquet"))
+                       for table in TPCDS_TABLES if (folder / f"{table}.parquet").is_file()}
+        self.runner = SparkRunner(self.spark, device=device, drivers=drivers, shuffle_partitions=shuffle_partitions)
+
+    def sql(self, text: str, timeout: float | None = None) -> "pa.Table":
+        import pyarrow as pa
+
+        from gpu_engine.spark.spark_runner import _engine_errors
+        from gpu_engine.spark.spark_types import conform_to_wire
+
+        frame = self.runner.sql(text, self.tables, dialect="duckdb")
+        with _engine_errors():
+            table = frame.toArrow()
+        schema = self.runner.last_plan.output_schema
+        return pa.Table.from_batches([conform_to_wire(b, schema) for b in table.to_batches()], schema=schema)
+
+    def stop(self) -> None:
+        self.spark.stop()
+
+
 def _ms(seconds: float | None) -> str:
     return "—" if seconds is None else f"{seconds * 1000:.1f}"
 
@@ -218,7 +271,8 @@ def render_markdown(report: dict) -> str:
     """Return the report as markdown: summary, histogram, then per query its class, times and ratio."""
     settings = report["settings"]
     outcomes = [QueryOutcome(**o) for o in report["results"]]
-    lines = [f"# TPC-DS through Session.sql — sf{settings['sf']:g}, {settings['device']}, {report['date']}", "",
+    through = "SparkRunner.sql (local Spark)" if settings.get("runner") == "spark" else "Session.sql"
+    lines = [f"# TPC-DS through {through} — sf{settings['sf']:g}, {settings['device']}, {report['date']}", "",
              f"Command: `{report['command']}` at commit {report['machine'].get('git_commit')}"
              f"{' (dirty)' if report['machine'].get('git_dirty') else ''}.", "",
              "Query texts: `bench/tpcds/queries` (see its README); data: `tpcgen-cli tpcds parquet`. Each engine "
@@ -260,6 +314,12 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threads", type=int, default=None, help="DuckDB threads (default: its own)")
     parser.add_argument("--timeout", type=float, default=300.0, help="engine seconds per query run (default 300)")
     parser.add_argument("--data-dir", default=None, help="root of the generated data (default: $GPU_ENGINE_DATA)")
+    parser.add_argument("--runner", choices=("session", "spark"), default="session",
+                        help="the engine side: Session.sql (default) or SparkRunner.sql on local Spark")
+    parser.add_argument("--cores", type=int, default=2, help="--runner spark: local[<cores>] (default 2)")
+    parser.add_argument("--shuffle-partitions", type=int, default=None,
+                        help="--runner spark: partitions of each shuffle (default --cores)")
+    parser.add_argument("--driver-memory", default="2g", help="--runner spark: spark.driver.memory (default 2g)")
     parser.add_argument("--tag", default=None, help="suffix of the result file names")
     parser.add_argument("--no-write", action="store_true", help="print the summary only; write no result file")
     return parser
@@ -283,8 +343,12 @@ def main(argv: list[str] | None = None) -> int:
 
     started = datetime.datetime.now()
     folder = ensure_tpcds(args.sf, args.data_dir)
-    session = Session(device=args.device, drivers=args.drivers)
-    register_tpcds(session, folder)
+    if args.runner == "spark":
+        session = SparkQueries(folder, args.device, args.drivers, args.cores, args.shuffle_partitions,
+                               args.driver_memory)
+    else:
+        session = Session(device=args.device, drivers=args.drivers)
+        register_tpcds(session, folder)
     duck = duckdb_connection(folder, threads=args.threads)
     outcomes = []
     for number in numbers:
@@ -292,10 +356,14 @@ def main(argv: list[str] | None = None) -> int:
         outcomes.append(outcome)
         print(f"{outcome.query:>4} {outcome.outcome:<8} engine {_ms(outcome.engine_first_s):>9} ms first, "
               f"DuckDB {_ms(outcome.duckdb_first_s):>8} ms  {outcome.reason or ''}", flush=True)
+    if args.runner == "spark":
+        session.stop()
     report = {
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "command": shlex.join(["python", "-m", "bench.run_tpcds", *argv]),
         "settings": {"sf": args.sf, "runs": args.runs, "device": args.device, "drivers": args.drivers,
+                     "runner": args.runner, **({"cores": args.cores, "shuffle_partitions": args.shuffle_partitions}
+                                               if args.runner == "spark" else {}),
                      "threads": args.threads, "timeout": args.timeout, "queries": [query_name(n) for n in numbers],
                      "query_source": _git(["log", "-1", "--format=%H", "--", "bench/tpcds/queries"])},
         "machine": _machine_facts(args.device),
@@ -304,7 +372,8 @@ def main(argv: list[str] | None = None) -> int:
     print("\n".join(summary_lines(outcomes)))
     if not args.no_write:
         RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        stem = f"{started:%Y-%m-%d}-tpcds-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
+        runner = "-spark" if args.runner == "spark" else ""
+        stem = f"{started:%Y-%m-%d}-tpcds{runner}-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
         for suffix, text in ((".json", json.dumps(report, indent=1) + "\n"), (".md", render_markdown(report))):
             path = RESULTS_DIR / (stem + suffix)
             temporary = path.with_name(path.name + ".tmp")
