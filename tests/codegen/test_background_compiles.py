@@ -142,7 +142,8 @@ def test_both_tiers_in_one_query_answer_as_duckdb(device_name, drivers, query):
     assert _runtime(stats, "lowest_tier_batches") > 0
 
 
-@pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
+@pytest.mark.parametrize("query, device_name", [(query, "cpu") for query in _QUERIES]
+                         + [("fused aggregation", "cuda-sim")])  # the simulator interprets: one query
 def test_the_lowest_mode_answers_without_generating_a_kernel_file(device_name, tmp_path, monkeypatch, query):
     """``compile_mode="lowest"``: the lowest tier alone (what a first run is measured against) writes no kernel."""
     from gpu_engine import Session
