@@ -20,6 +20,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.sql.planner import QueryPlanner, Relation
@@ -165,16 +166,17 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
     node = relation.node
     available = set(node.output_schema.names)
     computed: dict[str, str] = {}  # rendered expression -> the column holding it
-    pre: list[str] = []
+    pre: list[exp.Expression] = []  # the inputs to compute first, as renamed trees named by their column
 
     def column_of(tree: exp.Expression) -> str:
-        text = planner._render(tree, columns, replacements)
+        renamed = planner._renamed(tree, columns, replacements)
+        text = renamed.sql(dialect="duckdb")  # the key that finds an input computed already
         unquoted = exp.to_identifier(text.strip('"')).name if text.startswith('"') and text.endswith('"') else None
         if unquoted is not None and unquoted in available and _quoted(unquoted) == text:
             return unquoted
         if text not in computed:
             computed[text] = planner._fresh(f"$window_input{len(computed)}")
-            pre.append(f"{text} AS {_quoted(computed[text])}")
+            pre.append(aliased(renamed, computed[text]))
         return computed[text]
 
     groups: dict[tuple, list[tuple[WindowCall, str]]] = {}
