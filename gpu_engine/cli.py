@@ -702,3 +702,19 @@ def main(argv: Sequence[str] | None = None) -> int:
         if code == EXIT_FAILURE:
             print("(run with --traceback for details)", file=sys.stderr)
         return code
+
+
+def run() -> None:
+    """Run the command line as a process (the ``gpu-engine`` script, ``python -m gpu_engine``) and exit with its code.
+
+    After a Ctrl-C (the query cancelled, ``interrupted`` printed) the process ends at once: the interpreter's
+    teardown would take 1-3 s more (numba's, after a compile), and the user asked to stop. Nothing is left
+    half-written: kernel and cache files are written aside and renamed, and the compile worker ends when its
+    stdin closes. :func:`main` returns the code instead, for callers in a process that goes on.
+    """
+    code = main()
+    if code == EXIT_INTERRUPTED:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+    sys.exit(code)
