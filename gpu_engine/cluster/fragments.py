@@ -1,7 +1,8 @@
 """Cut a distributed plan into fragments at its PartitionedOutput/Exchange boundaries.
 
 A distributed plan is one tree in which every boundary is an ExchangeNode whose
-only source is the PartitionedOutputNode of the fragment that feeds it. Cutting
+source is the PartitionedOutputNode of the fragment that feeds it (or several:
+the Exchange reads the union of their rows, as Spark runs a set operation). Cutting
 detaches each such producer into its own :class:`Fragment`; the Exchange stays
 in the consumer fragment as a leaf, and the fragment records which fragment
 feeds it, so the coordinator can send remote splits naming the producer Tasks.
@@ -84,16 +85,16 @@ def plan_fragments(root: PlanNode) -> tuple[Fragment, ...]:
             if isinstance(node, ExchangeNode):
                 if not node.sources:
                     raise PlanError("an Exchange has no producer; attach it with chain_fragments", node=node.label)
-                (producer,) = node.sources
-                if not isinstance(producer, PartitionedOutputNode):
-                    raise PlanError(f"an Exchange's source must be a PartitionedOutput, got {producer.label}",
-                                    node=node.label)
-                if producer.output_schema.names != node.output_schema.names:
-                    raise PlanError(f"columns {producer.output_schema.names} of {producer.label} do not match "
-                                    f"the Exchange's {node.output_schema.names}", node=node.label)
-                producers.append((node.id, build(producer)))
-                if producer.partition_kind == "partitioned" and not producer.keys:
-                    feeds_gather.append(node.id)
+                for producer in node.sources:  # several: a union of their rows (a set operation on Spark)
+                    if not isinstance(producer, PartitionedOutputNode):
+                        raise PlanError(f"an Exchange's source must be a PartitionedOutput, got {producer.label}",
+                                        node=node.label)
+                    if producer.output_schema.names != node.output_schema.names:
+                        raise PlanError(f"columns {producer.output_schema.names} of {producer.label} do not match "
+                                        f"the Exchange's {node.output_schema.names}", node=node.label)
+                    producers.append((node.id, build(producer)))
+                    if producer.partition_kind == "partitioned" and not producer.keys:
+                        feeds_gather.append(node.id)
                 return replace(node, sources=())
             if isinstance(node, PartitionedOutputNode) and node is not fragment_root:
                 raise PlanError("a PartitionedOutput must sit directly under an Exchange", node=node.label)

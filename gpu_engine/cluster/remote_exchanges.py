@@ -126,8 +126,8 @@ def _distribute(node: PlanNode, leaves: Mapping[str, tuple]) -> tuple[PlanNode, 
     if not node.sources:
         return node, leaves.get(node.id, SPREAD)
     if len(node.sources) > 1 and isinstance(node, LocalPartitionNode):  # the SQL planner's UNION ALL
-        raise PlanError("set operations (UNION / INTERSECT / EXCEPT) do not run on a cluster or SparkRunner yet "
-                        "(a LocalPartition with several sources); run the query with Session.sql",
+        raise PlanError("set operations (UNION / INTERSECT / EXCEPT) do not run on a LocalCluster yet "
+                        "(a LocalPartition with several sources); run the query with Session.sql or SparkRunner.sql",
                         node=node.label)
     if len(node.sources) > 1:  # a join needs co-partitioned or broadcast inputs: not planned yet
         raise PlanError("the cluster cannot yet add remote exchanges around a node with several sources; "

@@ -64,6 +64,7 @@ from gpu_engine.plans.nodes import (
     ExchangeNode,
     FilterNode,
     HashJoinNode,
+    LocalPartitionNode,
     NestedLoopJoinNode,
     PartitionedOutputNode,
     PlanNode,
@@ -154,7 +155,8 @@ def add_spark_exchanges(root: PlanNode, strategy: JoinStrategy | None = None) ->
     shuffled: dict[str, PlanNode] = {}
     probe_only = _detach_joins(root, builds, shuffled, strategy)
     partitioned = {join_id: keys for join_id, join in shuffled.items()
-                   if (keys := join_output_partitioning(join)) is not None}
+                   if (keys := join_output_partitioning(join) if not isinstance(join, LocalPartitionNode)
+                       else [(key,) for key in join.keys] or None) is not None}
     distributed = _attach_joins(add_remote_exchanges(probe_only, partitioned), builds, shuffled)
     if _is_root_gather(distributed, root):
         return distributed.source.source
@@ -190,9 +192,45 @@ def _detach_joins(node: PlanNode, builds: dict[str, ExchangeNode], shuffled: dic
         # Stands in for the join while add_remote_exchanges plans around it: a leaf spread over the partitions.
         return TableScanNode(id=node.id, output_schema=node.output_schema, table_name=f"shuffled join {node.id}",
                              columns=tuple(node.output_schema.names))
+    if isinstance(node, LocalPartitionNode) and len(node.sources) > 1:  # a set operation's branches
+        shuffled[node.id] = _spark_union(node, strategy)
+        # Stands in for the union while add_remote_exchanges plans around it: a leaf spread over the
+        # partitions, hash-partitioned by the union's keys where it repartitions (UNION, INTERSECT, EXCEPT).
+        return TableScanNode(id=node.id, output_schema=node.output_schema, table_name=f"union {node.id}",
+                             columns=tuple(node.output_schema.names))
     if not node.sources:
         return node
     return replace(node, sources=tuple(_detach_joins(source, builds, shuffled, strategy) for source in node.sources))
+
+
+def _spark_union(union: LocalPartitionNode, strategy: JoinStrategy) -> LocalPartitionNode:
+    """Return a LocalPartition of several sources (UNION ALL, and under the other set operations) as Spark stages.
+
+    Each branch is planned on its own, as a join side is, and ends in a
+    PartitionedOutput: a shuffle on the union's keys where the LocalPartition
+    repartitions (the grouping above it then runs in the union's stage), else
+    ``arbitrary`` (the rows stay in the partitions that produced them). One
+    Exchange reads them all (Presto's ExchangeNode of a UNION ALL has a source
+    per branch); the runner feeds the consuming stage the union of the
+    branches' DataFrames. A branch whose column names differ from the union's
+    (the first branch's) is renamed by a Project, since an Exchange's
+    producers must name its columns alike.
+    """
+    keys = tuple(union.keys) if union.partition_kind == "repartition" else ()
+    outputs = []
+    for position, branch in enumerate(union.sources):
+        distributed = add_spark_exchanges(branch, strategy)
+        names = union.output_schema.names
+        if distributed.output_schema.names != names:
+            distributed = ProjectNode(id=f"{union.id}.names{position}", output_schema=union.output_schema,
+                                      sources=(distributed,), names=tuple(names),
+                                      expressions=tuple(ColumnRef(field.name, field.type)
+                                                        for field in distributed.output_schema))
+        outputs.append(PartitionedOutputNode(id=f"{union.id}.output{position}", output_schema=union.output_schema,
+                                             sources=(distributed,), partition_kind="partitioned" if keys else
+                                             "arbitrary", keys=keys, num_partitions=1))
+    exchange = ExchangeNode(id=f"{union.id}.remote", output_schema=union.output_schema, sources=tuple(outputs))
+    return replace(union, sources=(exchange,))
 
 
 def _broadcast(build: PlanNode, join_id: str, strategy: JoinStrategy) -> ExchangeNode:

@@ -110,6 +110,8 @@ class StageInput:
     producer: int | None = None
     partitions: int | None = None
     keys: tuple[str, ...] = ()
+    #: More producers whose rows join ``producer``'s, routed alike: the branches of a set operation.
+    union: tuple[int, ...] = ()
 
     def describe(self) -> str:
         if self.kind == "table":
@@ -118,7 +120,8 @@ class StageInput:
             return "no input"
         routed = {"shuffle": f"shuffle into {self.partitions} by [{', '.join(self.keys)}]",
                   "gather": "gather into 1", "arbitrary": "as produced"}[self.kind]
-        return f"stage {self.producer}, {routed}"
+        stages = ", ".join(map(str, (self.producer, *self.union)))
+        return f"stage{'s' if self.union else ''} {stages}{' unioned' if self.union else ''}, {routed}"
 
 
 @dataclass(frozen=True)
@@ -306,6 +309,7 @@ class SparkRunner:
                                              keys=tuple(producer_output.keys)))
                 else:
                     inputs.append(StageInput("gather", exchange_id, producer=producer, partitions=1))
+            inputs = _unions(inputs)
             for scan in walk_plan(fragment.root):
                 if isinstance(scan, TableScanNode):
                     inputs.append(StageInput("table", scan.id, name=scan.table_name))
@@ -388,7 +392,7 @@ class SparkRunner:
             scan = self._engine_scan(stage, tables)
             splits, partitions = scan or ((), 0)
             packs = self.packed_shuffles and stage.output == "partition ids"
-            unpacks = stage.input.producer in packed
+            unpacks = stage.input.producer in packed  # a union's branches all pack or all do not: alike outputs
             if packs:
                 packed.add(stage.stage_id)
             function = self.stage_function(stage, {leaf: broadcasts[producer] for leaf, producer in stage.broadcasts},
@@ -503,6 +507,8 @@ class SparkRunner:
             return self.spark.range(0, 1, 1, 1)
         else:
             frame = frames[source.producer]
+            for other in source.union:  # a set operation's branches: by position, the first branch's names
+                frame = frame.unionAll(frames[other])
         if source.kind == "shuffle":
             if self.route_by_partition_id:
                 frame = frame.repartitionById(source.partitions, _column(PARTITION_ID_COLUMN)).drop(PARTITION_ID_COLUMN)
@@ -621,6 +627,20 @@ class SparkRunner:
                     if not reads_same_values(have, want):
                         raise PlanError(f"column {name!r} of table {scan.table_name!r} is {have} in Spark but the "
                                         f"plan reads {want}", node=scan.label, column=name)
+
+
+def _unions(inputs: list[StageInput]) -> list[StageInput]:
+    """Return ``inputs`` with those of one Exchange (a set operation's branches) merged into one unioned input.
+
+    The branches' PartitionedOutputs are alike (the same keys, or all
+    ``arbitrary``), so their inputs are routed alike: one keeps its
+    producer, the others go to ``union``.
+    """
+    merged: dict[str, StageInput] = {}
+    for given in inputs:
+        first = merged.get(given.node_id)
+        merged[given.node_id] = given if first is None else replace(first, union=first.union + (given.producer,))
+    return list(merged.values())
 
 
 def _shuffled_join(fragment: Fragment, outputs: Mapping[int, PartitionedOutputNode | None] | None = None

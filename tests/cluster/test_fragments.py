@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pyarrow as pa
 import pytest
 
@@ -89,3 +91,20 @@ def test_session_refuses_a_distributed_plan():
     plan = chain_fragments(leaf, PlanBuilder(id_generator=ids).exchange(leaf.output_schema).plan())
     with pytest.raises(PlanError, match="LocalCluster"):
         session.execute(plan)
+
+
+def test_an_exchange_of_several_producers_reads_the_union_of_their_fragments():
+    from gpu_engine.plans.nodes import ExchangeNode, PartitionedOutputNode
+
+    branches = [PlanBuilder(CATALOG, id_generator=PlanNodeIdGenerator(10 * i)).table_scan("t").filter(f"k > {i}").plan()
+                for i in range(2)]
+    schema = branches[0].output_schema
+    outputs = tuple(PartitionedOutputNode(id=f"out{i}", output_schema=schema, sources=(branch,),
+                                          partition_kind="arbitrary", num_partitions=1)
+                    for i, branch in enumerate(branches))
+    union = ExchangeNode(id="union", output_schema=schema, sources=outputs)
+    fragments = plan_fragments(union)
+    assert [f.root.id for f in fragments] == ["out0", "out1", "union"]
+    assert fragments[2].producers == (("union", 0), ("union", 1)) and fragments[2].max_width is None
+    gathered = replace(outputs[1], partition_kind="partitioned")  # a keyless branch is a gather: one Task
+    assert plan_fragments(replace(union, sources=(outputs[0], gathered)))[2].max_width == 1

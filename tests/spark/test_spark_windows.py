@@ -1,6 +1,10 @@
 """SparkRunner.sql: a window's partition keys route its shuffle (a window without them gathers into one
 partition), so every partition's rows meet in one Task; a row_number() <= k filter runs as a TopNRowNumber
-whose partial step keeps each stage's top rows before that shuffle; answers as Spark does over the same DataFrame."""
+whose partial step keeps each stage's top rows before that shuffle; answers as Spark does over the same DataFrame.
+
+Set operations run there too: each branch is planned as stages of its own and one Exchange reads them all, the
+consuming stage reading the union of the branches' DataFrames (routed by every column where the set operation
+groups its rows: UNION, INTERSECT, EXCEPT)."""
 
 from __future__ import annotations
 
@@ -21,6 +25,29 @@ ROWS = [(1, "x", 1), (None, "y", 2), (1, None, 3), (2, "x", 4), (None, None, 5),
     "SELECT a, c FROM (SELECT a, c, row_number() OVER (PARTITION BY a ORDER BY c DESC) AS rn FROM t) x WHERE rn <= 2",
 ])
 def test_windows_on_spark_match_spark(spark, sql):
+    from gpu_engine.spark import SparkRunner
+
+    frame = spark.createDataFrame(ROWS, "a int, b string, c bigint").repartition(3)
+    frame.createOrReplaceTempView("t")
+    runner = SparkRunner(spark, device="cpu", shuffle_partitions=2)
+    got = sorted((tuple(row) for row in runner.sql(sql, {"t": frame}).collect()), key=repr)
+    assert got == sorted((tuple(row) for row in spark.sql(sql).collect()), key=repr)
+
+
+@pytest.mark.parametrize("sql", [
+    # Branches of other column names and types (the first branch names them), a window in one branch.
+    "SELECT a AS k, c FROM t WHERE c > 3 UNION ALL SELECT c, row_number() OVER (PARTITION BY b ORDER BY c) FROM t "
+    "UNION ALL SELECT 7, 8",
+    "SELECT a, b FROM t UNION SELECT a, b FROM t WHERE c < 5",
+    "SELECT a, b FROM t INTERSECT SELECT a, b FROM t WHERE c <> 3",
+    "SELECT a, b FROM t EXCEPT SELECT a, b FROM t WHERE c > 4",
+    "SELECT a FROM t INTERSECT ALL SELECT a FROM t WHERE c > 2",
+    "SELECT a FROM t EXCEPT ALL SELECT a FROM t WHERE c > 4",
+    # A set operation under an aggregation and a join: its stage's rows feed the rest of the plan.
+    "SELECT u.a, count(*) AS n, sum(t.c) AS s FROM (SELECT a FROM t UNION SELECT a + 1 FROM t) u JOIN t ON u.a = t.a "
+    "GROUP BY u.a",
+])
+def test_set_operations_on_spark_match_spark(spark, sql):
     from gpu_engine.spark import SparkRunner
 
     frame = spark.createDataFrame(ROWS, "a int, b string, c bigint").repartition(3)
