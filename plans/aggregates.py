@@ -35,7 +35,7 @@ VARIANCE_FUNCTIONS = ("var_samp", "var_pop", "stddev_samp", "stddev_pop")
 #: Functions over two variables that keep co-moments (count, both means and squared deviations, co-deviation).
 #: ``regr_*(y, x)`` take the dependent variable first, as SQL.
 COVARIANCE_FUNCTIONS = ("covar_samp", "covar_pop", "corr", "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx",
-                        "regr_syy", "regr_sxy")
+                        "regr_syy", "regr_sxy", "regr_intercept", "regr_r2", "regr_count")
 #: Suffixes of the intermediate columns after ``name`` (the count) of a moments state, in order: each
 #: variable's shift and mean relative to it, sums of squared deviations, and the co-deviations.
 MOMENT_SUFFIXES = ("$shift_x", "$mean_x", "$m2_x")
@@ -154,7 +154,7 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
     """Return the final result type of ``function`` over ``input_type`` (and ``second_type``, its second argument).
 
     DuckDB's types: the moments (variance, stddev, covariance, corr, ``regr_*``)
-    and ``product`` are DOUBLE over any number; ``count_if`` is HUGEINT, as ``sum`` of bools;
+    and ``product`` are DOUBLE over any number (``regr_count`` UINTEGER); ``count_if`` is HUGEINT, as ``sum`` of bools;
     ``bool_and``/``bool_or`` BOOLEAN; ``any_value``, ``bit_*`` and
     ``arg_min``/``arg_max`` (the type of the value, a string too; the key is a
     fixed-width type) keep the argument's type.
@@ -177,7 +177,7 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
         for dtype in (input_type, second_type):
             if dtype is not None and not is_numeric(dtype):
                 raise TypeError(f"{function} is not defined for {dtype}")
-        return pa.float64()
+        return pa.uint32() if function == "regr_count" else pa.float64()
     if function in ("bool_and", "bool_or", "count_if"):
         if not is_boolean(input_type):
             raise TypeError(f"{function} is not defined for {input_type} (it takes a boolean)")

@@ -68,6 +68,7 @@ AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg",
                        # the library beyond the five (rules: gpu_engine.plans.aggregates)
                        "var_samp", "var_pop", "stddev_samp", "stddev_pop", "covar_samp", "covar_pop", "corr",
                        "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx", "regr_syy", "regr_sxy",
+                       "regr_intercept", "regr_r2", "regr_count",
                        "bool_and", "bool_or", "count_if", "any_value", "bit_and", "bit_or", "bit_xor",
                        "arg_min", "arg_max", "product",
                        # holistic and approximate ones (gpu_engine.aggregation.holistic)

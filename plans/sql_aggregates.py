@@ -30,6 +30,7 @@ _BY_NODE: dict[type, str] = {
     exp.CovarSamp: "covar_samp", exp.CovarPop: "covar_pop", exp.Corr: "corr",
     exp.RegrSlope: "regr_slope", exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy",
     exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy", exp.RegrSxy: "regr_sxy",
+    exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2", exp.RegrCount: "regr_count",
     exp.LogicalAnd: "bool_and", exp.LogicalOr: "bool_or", exp.CountIf: "count_if",
     exp.AnyValue: "any_value", exp.First: "any_value",
     exp.BitwiseAndAgg: "bit_and", exp.BitwiseOrAgg: "bit_or", exp.BitwiseXorAgg: "bit_xor",
@@ -52,6 +53,7 @@ SQL_AGGREGATES: tuple[type, ...] = tuple(_BY_NODE)
 #: The SQL names of the aggregates, for messages.
 SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_pop, variance, var_samp, var_pop, "
                         "covar_samp, covar_pop, corr, regr_slope, regr_avgx, regr_avgy, regr_sxx, regr_syy, regr_sxy, "
+                        "regr_intercept, regr_r2, regr_count, "
                         "bool_and, bool_or, count_if, any_value, first, arbitrary, bit_and, bit_or, bit_xor, "
                         "arg_min, arg_max, min_by, max_by, product, median, quantile_cont, quantile_disc, quantile, "
                         "percentile_cont, percentile_disc (WITHIN GROUP), mode, string_agg, listagg, group_concat, "

@@ -813,6 +813,8 @@ class Moments(AggregateFunction):
                 (self.name + suffix, Column(pa.float64(), arrays[name].copy()))
                 for suffix, name in zip(self.suffixes, self.state_names)]
         function = self.call.function
+        if function == "regr_count":  # the pairs with no NULL side, 0 (not NULL) for none, as DuckDB
+            return [(self.name, Column(pa.uint32(), count.astype(xp.uint32)))]
         n = count.astype(xp.float64)
         sample = function.endswith("_samp")
         valid = count > (1 if sample else 0)
@@ -831,9 +833,35 @@ class Moments(AggregateFunction):
                           "regr_avgx": lambda: arrays["shift_y"] + arrays["mean_y"],
                           "regr_avgy": lambda: arrays["shift_x"] + arrays["mean_x"],
                           "regr_sxx": lambda: arrays["m2_y"], "regr_syy": lambda: arrays["m2_x"],
-                          "regr_sxy": lambda: arrays["c"]}[function]()
+                          "regr_sxy": lambda: arrays["c"], "regr_intercept": lambda: self._intercept(xp, arrays),
+                          "regr_r2": lambda: self._r2(xp, arrays)}[function]()
+        if function in ("regr_intercept", "regr_r2"):  # NULL where DuckDB's is (see the two methods)
+            valid = valid & ~xp.isnan(values[0])
+            values = values[1]
         values = xp.where(valid, values, 0.0)
         return [(self.name, Column(pa.float64(), values, valid))]
+
+    @staticmethod
+    def _intercept(xp: Any, arrays: dict[str, Any]) -> tuple[Any, Any]:
+        """Return ``regr_intercept``'s NULL marker (NaN: NULL) and values: NULL where the slope is NaN, as DuckDB.
+
+        DuckDB computes ``avg(y) - slope * avg(x)`` and returns NULL where
+        ``regr_slope`` is NaN (a constant ``x``, one row, a NaN or infinite input).
+        """
+        slope = arrays["c"] / arrays["m2_y"]
+        return slope, (arrays["shift_x"] + arrays["mean_x"]) - slope * (arrays["shift_y"] + arrays["mean_y"])
+
+    @staticmethod
+    def _r2(xp: Any, arrays: dict[str, Any]) -> tuple[Any, Any]:
+        """Return ``regr_r2``'s NULL marker (NaN: NULL) and values, as DuckDB's finalize orders its cases.
+
+        NULL where ``var_pop(x)`` is 0 (one row or a constant ``x``), else 1
+        where ``var_pop(y)`` is 0, else ``corr(y, x)²`` (NaN inputs give NaN).
+        """
+        var_x, var_y = arrays["m2_y"], arrays["m2_x"]
+        corr = arrays["c"] / xp.sqrt(var_x * var_y)
+        marker = xp.where(var_x == 0.0, xp.nan, 0.0)
+        return marker, xp.where(var_y == 0.0, 1.0, corr * corr)
 
     @property
     def fusable(self) -> str | None:

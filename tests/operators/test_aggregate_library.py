@@ -30,6 +30,7 @@ MOMENTS = [
     "covar_samp(v_float, v_int) AS cs", "covar_pop(v_int, v_dec) AS cp", "corr(v_float, v_dec) AS r",
     "regr_slope(v_float, v_int) AS rs", "regr_avgx(v_float, v_int) AS rax", "regr_avgy(v_float, v_int) AS ray",
     "regr_sxx(v_float, v_int) AS rsxx", "regr_syy(v_float, v_int) AS rsyy", "regr_sxy(v_float, v_int) AS rsxy",
+    "regr_intercept(v_float, v_int) AS ri", "regr_r2(v_float, v_dec) AS rr2", "regr_count(v_int, v_float) AS rc",
 ]
 OTHERS = [
     "bool_and(v_int > 0) AS band", "bool_or(v_float > 100) AS bor", "count_if(v_int > 0) AS cif",
@@ -149,7 +150,8 @@ def test_large_offsets_stay_exact(device_name, shape):
     table = _adversarial(200 if device_name == "cpu" else 40)
     aggregates = ["var_samp(x) AS vs", "var_pop(x) AS vp", "covar_samp(x, y) AS cs", "stddev_pop(big) AS sb",
                   "stddev_samp(x) AS ss", "covar_pop(y, x) AS cp", "corr(x, y) AS r", "regr_slope(y, x) AS rs",
-                  "regr_sxx(y, x) AS sxx", "count(*) AS n"]
+                  "regr_sxx(y, x) AS sxx", "regr_r2(y, x) AS r2",
+                  "regr_count(y, x) AS rc", "count(*) AS n"]
     session = _session(device_name, shape, {"t": table})
     for keys in ([], ["g"]):
         plan = (PlanBuilder(session.catalog).table_scan("t")
@@ -170,6 +172,27 @@ def test_variance_of_offset_values_is_exact():
     session = _session("cpu", (2, 1), {"t": table})
     result = session.sql("SELECT var_samp(x) AS v, stddev_pop(x) AS s FROM t").to_pylist()
     assert result == [{"v": 1.0, "s": pytest.approx(np.sqrt(2 / 3), rel=1e-12)}]
+
+
+def test_regression_degenerate_groups(device_name, shape):
+    """regr_intercept/regr_r2/regr_count where DuckDB's finalize has special cases, merged over partial states.
+
+    Groups: a constant x (r2 and intercept NULL: the slope is NaN), a constant y
+    (r2 is 1), one row, only NULL pairs (count 0, the rest NULL), a NaN x with a
+    constant y (r2 1, intercept NULL), a NaN y (r2 NaN), and an ordinary fit.
+    """
+    nan = float("nan")
+    rows = [(1, 1.0, 2.0), (1, 3.0, 2.0), (1, 5.0, 2.0), (2, 4.0, 1.0), (2, 4.0, 7.0), (2, 4.0, 9.0),
+            (3, 2.5, 1.5), (4, None, 1.0), (4, 2.0, None), (5, 1.0, nan), (5, 1.0, 3.0), (6, nan, 2.0),
+            (6, 1.0, 3.0), (7, 1.0, 1.0), (7, 2.0, 3.0), (7, 4.0, 2.0), (7, None, None), (7, 3.0, 5.0)]
+    g, y, x = zip(*rows)
+    table = pa.table({"g": pa.array(g, pa.int32()), "y": pa.array(y, pa.float64()), "x": pa.array(x, pa.float64())})
+    session = _session(device_name, shape, {"t": table})
+    for where in ("", " WHERE g > 100"):
+        for keys in ([], ["g"]):
+            sql = _sql(keys, ["regr_intercept(y, x) AS ri", "regr_r2(y, x) AS r2", "regr_count(y, x) AS rc",
+                              "regr_slope(y, x) AS rs"], where)
+            assert_same_rows(session.sql(sql), duckdb_rows(sql, t=table))
 
 
 SQL_QUERIES = [
