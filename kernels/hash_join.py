@@ -849,6 +849,22 @@ class JoinHashTable:
             return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
         return self._pairs(self.lookup_fixed_width(column, gather_map))
 
+    def rows_of_keys(self, key_flags: Any) -> Any:
+        """Return a ``bool`` flag per build row: True where its key id is flagged in ``key_flags`` (one per key id).
+
+        Why: a join that only asks which build rows matched (``right_semi`` / ``right_anti``) marks key ids
+        per probe row instead of emitting every pair; with duplicate build keys the pairs were the probe rows
+        times the rows per key (TPC-DS q95: 6.6M probe rows x 12 build rows a key, 5 s to mark 80M pairs).
+        """
+        xp = self.device.xp
+        flags = xp.zeros(self.num_rows, dtype=xp.bool_)
+        if self.num_keys and int(self._rows.shape[0]):
+            # the key id of each CSR position: positions offsets[g] .. offsets[g+1]-1 hold key g's rows
+            positions = xp.arange(int(self._rows.shape[0]), dtype=xp.int64)
+            key_of_position = xp.searchsorted(self._offsets[1:], positions, side="right")
+            flags[self._rows[key_flags[key_of_position]]] = True
+        return flags
+
     def _pairs(self, group_ids: Any) -> tuple[Any, Any]:
         """Return the matching ``(probe_rows, build_rows)`` of probe rows whose key ids are ``group_ids``."""
         xp = self.device.xp

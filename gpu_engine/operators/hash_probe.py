@@ -18,6 +18,13 @@ and decide per join type:
 * right_semi / right_anti: nothing per batch, only the matched build rows are
   marked; the last probe driver emits the build rows that were (not) matched.
 
+Without an extra filter the semi and anti joins never form pairs: a probe row
+matches when its key id is found (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.lookup`),
+and right_semi / right_anti mark key ids, turned into build rows once at the end
+(:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.rows_of_keys`). With duplicate
+build keys the pairs were the probe rows times the rows per key (TPC-DS q95's
+IN over a self-join: 80M pairs from 6.6M probe rows).
+
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
 gathered through the pairs' probe rows and build columns by their build rows,
@@ -78,6 +85,8 @@ class HashProbe(Operator):
                                                          ctx.config.compile_mode)
         self._table: HashJoinTable | None = None
         self._matched_build_rows = None
+        #: Semi / anti joins without a filter look key ids up instead of forming pairs (module docstring).
+        self._by_key_ids = node.filter is None and self.join_type in _PROBE_ONLY + _BUILD_ONLY
         self._output: deque[Batch] = deque()
         self._finished_early = False
 
@@ -93,7 +102,9 @@ class HashProbe(Operator):
     def _start_probing(self, table: HashJoinTable) -> None:
         self._table = table
         if self.join_type in _MARKS_BUILD_ROWS:
-            self._matched_build_rows = self.device.xp.zeros(table.num_rows + 1, dtype=self.device.xp.bool_)
+            # right_semi / right_anti without a filter flag key ids, the last one a sink for the -1 of a miss
+            flags = table.keys.num_keys + 1 if self._by_key_ids else table.num_rows + 1
+            self._matched_build_rows = self.device.xp.zeros(flags, dtype=self.device.xp.bool_)
         nothing_matches = table.num_rows == 0 and self.join_type in _EMPTY_BUILD_FINISHES
         self._finished_early = nothing_matches or (self.join_type == "null_aware_anti" and table.keys.has_null_key)
 
@@ -104,6 +115,9 @@ class HashProbe(Operator):
 
     def add_input(self, batch: Batch) -> None:
         device, xp, table = self.device, self.device.xp, self._table
+        if self._by_key_ids:
+            self._add_by_key_ids(batch)
+            return
         key = batch.base_column(self._keys[0]) if self._one_fixed_width_key(table) else None
         if key is not None and not key.is_string and key.data.ndim == 1:
             # One integer-like key: the kernel hashes the values through the batch's gather map.
@@ -144,6 +158,33 @@ class HashProbe(Operator):
         else:
             pairs = self._pairs(batch, probe_rows, build_rows, self._output_names)
             self._output.append(pairs if self._output_as_maps else pairs.materialize())
+
+    def _add_by_key_ids(self, batch: Batch) -> None:
+        """Join a semi or anti join's batch by the key id each probe row finds, no pairs formed."""
+        device, xp, keys = self.device, self.device.xp, self._table.keys
+        words = widths = None
+        if batch.num_rows == 0 or keys.num_keys == 0:
+            key_ids = xp.full(batch.num_rows, -1, dtype=xp.int32)
+        elif self._one_fixed_width_key(self._table):
+            key = batch.base_column(self._keys[0])
+            key_ids = (keys.lookup_fixed_width(key, batch.gather_map) if not key.is_string and key.data.ndim == 1
+                       else None)
+        else:
+            key_ids = None
+        if key_ids is None:
+            words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], keys.widths)
+            key_ids = (keys.lookup(words, widths) if batch.num_rows and keys.num_keys
+                       else xp.full(batch.num_rows, -1, dtype=xp.int32))
+        if self.join_type in _BUILD_ONLY:
+            self._matched_build_rows[key_ids] = True  # a miss's -1 lands on the sink flag past the last key id
+            return
+        matched = key_ids >= 0
+        if self.join_type == "null_aware_anti" and self._table.num_rows:
+            if words is None:  # NOT IN: x NOT IN (non-empty set) is NULL, not TRUE, when x is NULL
+                words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], keys.widths)
+            matched |= null_key_rows(device, words, widths)
+        rows = selection_from_mask(device, matched if self.join_type == "left_semi" else ~matched)
+        self._emit_probe_rows(batch, rows)
 
     def _one_fixed_width_key(self, table: HashJoinTable) -> bool:
         """Return True when probe keys need no normalizing: one key, a fixed-width block, and no NOT IN semantics."""
@@ -190,6 +231,8 @@ class HashProbe(Operator):
             return
         matched, self._matched_build_rows = self.bridge.probe_finished(self._matched_build_rows), None
         if matched is not None:  # the last probe driver emits the build rows nobody (right_semi: somebody) matched
+            if self._by_key_ids:
+                matched = self._table.keys.rows_of_keys(matched[: self._table.keys.num_keys])
             self._emit_build_rows(matched[: self._table.num_rows] if self.join_type == "right_semi"
                                   else ~matched[: self._table.num_rows])
 

@@ -146,6 +146,29 @@ def test_key_types(check_join, drivers, join_type, keys):
     check_join(drivers, 64, join_type, *keys)
 
 
+@pytest.mark.parametrize("join_type", ["left_semi", "null_aware_anti", "right_semi", "right_anti"])
+@pytest.mark.parametrize("keys", [KEYS[0], KEYS[2]], ids=lambda k: "+".join(k[0]))
+def test_semi_and_anti_joins_by_key_ids_on_other_keys(check_join, drivers, join_type, keys):
+    """Semi and anti joins look key ids up (no pairs) on normalized keys too: strings, several columns."""
+    if join_type == "null_aware_anti" and len(keys[0]) > 1:
+        keys = (keys[0][:1], keys[1][:1])  # NOT IN has one key
+    check_join(drivers, 64, join_type, *keys)
+
+
+@pytest.mark.parametrize("join_type", PROBE_ONLY + BUILD_ONLY)
+def test_semi_and_anti_joins_without_a_filter_form_no_pairs(check_join, drivers, monkeypatch, join_type):
+    """Which rows match is the key ids found: forming every pair cost the probe rows times the build rows
+    a key (TPC-DS q95: an IN over a self-join marked 80M pairs, 5 s)."""
+    from gpu_engine.kernels.hash_join import JoinHashTable
+
+    def no_pairs(*args, **kwargs):
+        raise AssertionError("a semi or anti join without a filter formed pairs")
+
+    monkeypatch.setattr(JoinHashTable, "match", no_pairs)
+    monkeypatch.setattr(JoinHashTable, "match_fixed_width", no_pairs)
+    check_join(drivers, 64, join_type, ["k_int"], ["u_int"])
+
+
 @pytest.mark.parametrize("join_type", ["inner", "left", "right", "full", "left_semi", "anti", "right_semi",
                                        "right_anti"])
 @pytest.mark.parametrize("fuse", [True, False], ids=["compiled", "eager"])
