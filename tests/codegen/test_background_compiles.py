@@ -127,6 +127,32 @@ def test_batches_waiting_for_the_compiler_are_not_bound_to_its_kernels(tmp_path,
     assert len(binds) <= 4, f"{len(binds)} batches were bound to kernels still compiling"
 
 
+def test_a_new_shape_prepares_no_kernel_while_the_compile_process_has_a_queue(tmp_path, monkeypatch):
+    """A new shape's kernels are not generated or bound while jobs are queued: they would not compile soon."""
+    from gpu_engine import Session
+    from gpu_engine.codegen import background_compiles
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    compiler = background_compiles.BackgroundCompiler()
+    monkeypatch.setattr(compiler, "_send_next", lambda: None)
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    for k in range(background_compiles._MAX_QUEUED_JOBS):  # other queries' jobs, still queued
+        compiler._states[("queued", "f", (k,))] = "pending"
+        compiler._queue.append((("queued", "f", (k,)), "queued", "queued.py"))
+    binds = []
+    bind = KernelInputs.bind
+    monkeypatch.setattr(KernelInputs, "bind", lambda self, batch: binds.append(1) or bind(self, batch))
+    tables = _tables(rows=600)
+    sql = _QUERIES["fused aggregation"]
+    session = Session(device="cpu", drivers=2, compile_mode="background", batch_rows=100)
+    for name, table in tables.items():
+        session.register(name, table, split_rows=100)
+    assert_same_rows(session.sql(sql), duckdb_query(sql, tables))
+    assert _runtime(session.last_stats(), "lowest_tier_batches") > 0
+    assert binds == [] and compiler.pending() == background_compiles._MAX_QUEUED_JOBS
+
+
 @pytest.mark.parametrize("drivers", [1, 2])
 @pytest.mark.parametrize("query", list(_QUERIES), ids=list(_QUERIES))
 def test_both_tiers_in_one_query_answer_as_duckdb(device_name, drivers, query):
