@@ -19,6 +19,8 @@ from typing import TYPE_CHECKING, Mapping
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
+from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS
+from gpu_engine.plans.sql_aggregates import aggregate_function_name
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
 
@@ -217,6 +219,9 @@ def _reads_columns(tree: exp.Expression) -> bool:
 def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
     original, ignore_nulls = _function_of(window)
+    if aggregate_function_name(original) in TWO_ARGUMENT_FUNCTIONS:  # else refused below for a column argument
+        raise _unsupported(f"window function {original.sql_name().lower()} (an aggregate of two columns runs in "
+                           "GROUP BY only; over windows: count, sum, avg, min, max)", window)
     function = original.copy()
     value_key = None if isinstance(function, exp.Ntile) else "this"
     for key, value in list(function.args.items()):

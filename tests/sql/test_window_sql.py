@@ -136,6 +136,10 @@ def test_window_sql_matches_duckdb_on_each_device(device_name, reference):
      "EXCLUDE TIES"),
     ("SELECT k, v FROM t QUALIFY v > 1", "QUALIFY without a window function"),
     ("SELECT k, count(DISTINCT s) OVER (PARTITION BY k) AS n FROM t", "count(DISTINCT ...) over a window"),
+    ("SELECT k, corr(v, o) OVER (PARTITION BY k) AS n FROM t", "window function corr (an aggregate of two columns"),
+    ("SELECT k, regr_count(v, o) OVER (ORDER BY o) AS n FROM t", "window function regr_count"),
+    ("SELECT k, arg_min(v, o) OVER (PARTITION BY k) AS n FROM t", "window function arg_min"),
+    ("SELECT k, stddev(v) OVER (PARTITION BY k) AS n FROM t", "unsupported window function 'stddev'"),
 ])
 def test_window_constructs_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
     session = Session(device="cpu")
