@@ -352,13 +352,17 @@ TIME_UNITS = tuple(_TIME_UNIT_MICROS)
 
 
 def interval_function(translator: Any, operand: Expr, amount: int, unit: str, tree: exp.Expression) -> Expr:
-    """Return ``operand + INTERVAL amount unit`` for a date or timestamp (a TIMESTAMP, as DuckDB)."""
+    """Return ``operand + INTERVAL amount unit`` for a date or timestamp (a TIMESTAMP, as DuckDB; a DATE for a
+    date and whole days where the Spark dialect marked the call, see :mod:`gpu_engine.sql.spark_functions`)."""
     months = amount * {"month": 1, "year": 12}.get(unit, 0)
     days = amount * {"day": 1, "week": 7}.get(unit, 0)
     micros = amount * _TIME_UNIT_MICROS.get(unit, 0)
     operand = _typed_null(operand, pa.date32())
     constants = [Literal(months, pa.int64()), Literal(days, pa.int64()), Literal(micros, pa.int64())]
-    return build_function(translator, "add_interval", [operand, *constants], tree)
+    result = build_function(translator, "add_interval", [operand, *constants], tree)
+    if tree.meta.get("date_interval_is_date") and pa.types.is_date32(operand.dtype) and micros == 0:
+        return Cast(result, pa.date32())  # Spark: DATE + INTERVAL of days, months or years is a DATE
+    return result
 
 
 def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp.Expression) -> Expr:

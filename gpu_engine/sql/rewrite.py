@@ -38,6 +38,7 @@ from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
+from gpu_engine.sql.spark_functions import spark_semantics
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -273,6 +274,8 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
+    if dialect == "spark":  # Spark's names with Spark's meaning (dayofweek from 1, date_add a DATE...)
+        tree = spark_semantics(tree)
     # the tree parsed for this query: rewritten in place
     tree = _desugar(normalize_aggregate_calls(tree, copy=False, dialect=dialect))
     try:

@@ -1,0 +1,186 @@
+"""Give Spark's function names Spark's meaning: rewrite the calls sqlglot reads in the Spark dialect.
+
+Why: sqlglot parses a Spark call into a node whose meaning is DuckDB's, or
+into a node the translator does not know (``dayofweek`` counts Sunday as 0 in
+DuckDB and as 1 in Spark; ``date_add`` becomes a DATE + INTERVAL, a TIMESTAMP
+where Spark returns a DATE; ``datediff`` has no unit; ``nvl2``, ``if``,
+``isnull`` and ``pmod`` have no DuckDB node at all). :func:`spark_semantics`
+rewrites such calls, before the query is qualified, into the nodes the
+expression translator already types and evaluates, keeping Spark's argument
+order, result types and NULL rules (Spark's non-ANSI reading, as sqlglot's:
+a zero divisor of ``pmod`` is NULL, as for ``/``). Calls Spark has and the
+engine cannot compute yet are refused here by the name the user wrote.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.sql.errors import SqlError, position_of
+
+__all__ = ["spark_semantics"]
+
+#: Spark's ``trunc(date, fmt)`` formats -> the date part ``date_trunc`` takes.
+_TRUNC_UNITS = {"year": "YEAR", "yyyy": "YEAR", "yy": "YEAR", "quarter": "QUARTER",
+                "month": "MONTH", "mm": "MONTH", "mon": "MONTH", "week": "WEEK"}
+
+#: The pattern sqlglot writes for Spark's default date format ``yyyy-MM-dd`` (``to_date(s, 'yyyy-MM-dd')``).
+_DEFAULT_DATE_FORMAT = "%Y-%m-%d"
+
+
+#: The date parts Spark returns as an INT (DuckDB: BIGINT), each a sqlglot node of the Spark function.
+_INT_PARTS = (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfYear, exp.WeekOfYear)
+
+
+def _int(tree: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=tree, to=exp.DataType.build("INT"))
+
+
+def _error(message: str, tree: exp.Expression) -> SqlError:
+    line, col = position_of(tree)
+    return SqlError(message, line=line, col=col, name=tree.sql(dialect="spark")[:80])
+
+
+def _as_date(tree: exp.Expression) -> exp.Expression:
+    """Return ``tree`` read as a DATE as Spark's date functions read their argument (NULL for a bad string)."""
+    return exp.TryCast(this=tree, to=exp.DataType.build("DATE"))
+
+
+def _date(tree: exp.Expression) -> exp.Expression:
+    return exp.Cast(this=tree, to=exp.DataType.build("DATE"))
+
+
+def _case(condition: exp.Expression, true: exp.Expression, false: exp.Expression | None) -> exp.Case:
+    return exp.Case(ifs=[exp.If(this=condition, true=true)], default=false)
+
+
+def _is_null(tree: exp.Expression) -> exp.Expression:
+    return exp.Is(this=tree, expression=exp.Null())
+
+
+def _format(tree: exp.Expression, what: str) -> str:
+    """Return the strftime pattern sqlglot made of a Spark pattern (``yyyy-MM-dd``), which must be a constant."""
+    fmt = tree.args.get("format")
+    if not isinstance(fmt, exp.Literal) or not fmt.is_string:
+        raise _error(f"the format of {what} must be a string constant", tree)
+    return fmt.this.replace("strict", "")  # sqlglot marks Spark's fixed-width letters (MM, dd) as %mstrict
+
+
+def _pmod(call: exp.Anonymous) -> exp.Expression:
+    """Return Spark's ``pmod(a, n)``: ``a % n``, plus ``n`` once more when negative; NULL for ``n = 0``."""
+    if len(call.expressions) != 2:
+        raise _error(f"pmod takes 2 arguments, got {len(call.expressions)}", call)
+    dividend, divisor = call.expressions
+    remainder = exp.Mod(this=exp.Paren(this=dividend.copy()),
+                        expression=exp.Nullif(this=divisor.copy(), expression=exp.Literal.number(0)))
+    wrapped = exp.Mod(this=exp.Paren(this=exp.Add(this=remainder.copy(), expression=exp.Paren(this=divisor.copy()))),
+                      expression=exp.Paren(this=divisor.copy()))
+    return _case(exp.LT(this=remainder.copy(), expression=exp.Literal.number(0)), wrapped, remainder)
+
+
+def _anonymous(call: exp.Anonymous) -> exp.Expression:
+    name = call.name.lower()
+    arguments = call.expressions
+    if name in ("isnull", "isnotnull"):
+        if len(arguments) != 1:
+            raise _error(f"{name} takes 1 argument, got {len(arguments)}", call)
+        test = exp.Paren(this=_is_null(arguments[0].copy()))
+        return test if name == "isnull" else exp.Not(this=test)
+    if name == "pmod":
+        return _pmod(call)
+    if name == "weekday":  # Spark: 0 = Monday ... 6 = Sunday; DuckDB's dayofweek: 0 = Sunday
+        if len(arguments) != 1:
+            raise _error(f"weekday takes 1 argument, got {len(arguments)}", call)
+        day = exp.DayOfWeek(this=_as_date(arguments[0].copy()))
+        return _int(exp.Mod(this=exp.Paren(this=exp.Add(this=day, expression=exp.Literal.number(6))),
+                            expression=exp.Literal.number(7)))
+    return call
+
+
+def _trunc(call: exp.DateTrunc) -> exp.Expression:
+    """Return Spark's ``trunc(date, fmt)``: a DATE at the start of its year, quarter, month or week."""
+    unit = call.args.get("unit")
+    if not isinstance(unit, exp.Literal) or not unit.is_string:
+        raise _error("the format of trunc must be a string constant such as 'MM' or 'year'", call)
+    part = _TRUNC_UNITS.get(unit.this.lower())
+    if part is None:
+        raise _error(f"trunc format {unit.this!r} is not supported (supported: "
+                     f"{', '.join(repr(k) for k in _TRUNC_UNITS)})", call)
+    return _date(exp.TimestampTrunc(this=_as_date(call.this.copy()), unit=exp.Var(this=part)))
+
+
+def _rewrite(node: exp.Expression) -> exp.Expression:
+    """Return ``node`` (its children already rewritten) with Spark's meaning in nodes the translator knows."""
+    if isinstance(node, exp.TsOrDsToDate):  # to_date(x[, fmt]) and the argument of year(x), dayofweek(x)...
+        if node.args.get("format") is not None and _format(node, "to_date") != _DEFAULT_DATE_FORMAT:
+            raise _error("to_date with a format other than 'yyyy-MM-dd' is not supported", node)
+        return _as_date(node.this.copy())
+    if isinstance(node, exp.DayOfWeek):  # Spark: 1 = Sunday ... 7 = Saturday
+        return _int(exp.Add(this=exp.DayOfWeek(this=node.this.copy()), expression=exp.Literal.number(1)))
+    if isinstance(node, exp.DayOfMonth):
+        return _int(exp.Day(this=node.this.copy()))
+    if type(node) in _INT_PARTS:  # year(d), month(d)...: an INT
+        return _int(node.copy())
+    if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub: a DATE, the days an integer
+        unit = node.args.get("unit")
+        if unit is not None and unit.name.upper() != "DAY":
+            raise _error(f"date_add by {unit.name} is not supported", node)
+        return exp.Add(this=_as_date(node.this.copy()), expression=exp.Paren(this=node.expression.copy()))
+    if isinstance(node, exp.AddMonths):  # a DATE; the last day of a shorter month where the day does not exist
+        interval = exp.Interval(this=node.expression.copy(), unit=exp.Var(this="MONTH"))
+        return _date(exp.Add(this=_as_date(node.this.copy()), expression=interval))
+    if isinstance(node, exp.DateDiff) and node.args.get("unit") is None:  # datediff(end, start): days, an INT
+        days = exp.Sub(this=_as_date(node.this.copy()), expression=_as_date(node.expression.copy()))
+        return exp.Cast(this=days, to=exp.DataType.build("INT"))
+    if isinstance(node, exp.TimeToStr):  # date_format(x, 'yyyy-MM-dd')
+        value = node.this.this if isinstance(node.this, exp.TimeStrToTime) else node.this
+        timestamp = exp.TryCast(this=value.copy(), to=exp.DataType.build("TIMESTAMP"))
+        return exp.TimeToStr(this=timestamp, format=exp.Literal.string(_format(node, "date_format")))
+    if isinstance(node, exp.DateTrunc):  # only trunc(date, fmt) reads as DateTrunc; date_trunc is TimestampTrunc
+        return _trunc(node)
+    if isinstance(node, exp.Nvl2):
+        return _case(exp.Not(this=exp.Paren(this=_is_null(node.this.copy()))), node.args["true"].copy(),
+                     node.args["false"].copy() if node.args.get("false") is not None else None)
+    if isinstance(node, exp.If) and not isinstance(node.parent, exp.Case):  # if(cond, a, b)
+        return _case(node.this.copy(), node.args["true"].copy(),
+                     node.args["false"].copy() if node.args.get("false") is not None else None)
+    if isinstance(node, exp.DataType) and node.this in (exp.DataType.Type.TIMESTAMPTZ,
+                                                        exp.DataType.Type.TIMESTAMPLTZ,
+                                                        exp.DataType.Type.TIMESTAMPNTZ):
+        # Spark's TIMESTAMP is an instant shown in the session time zone: the engine's session zone is UTC,
+        # where it reads as a TIMESTAMP without zone.
+        return exp.DataType.build("TIMESTAMP")
+    if isinstance(node, exp.ApproxQuantile) and node.args.get("accuracy") is not None:
+        # percentile_approx(x, q, accuracy): the engine's answer is exact (a value of x at q's rank), within
+        # every accuracy bound, so the accuracy is read and met, not dropped unmet.
+        node.set("accuracy", None)
+        return node
+    if isinstance(node, (exp.ArrayAgg, exp.ArrayUniqueAgg)):
+        name = "collect_set" if isinstance(node, exp.ArrayUniqueAgg) else "collect_list / array_agg"
+        raise _error(f"aggregate function {name} is not supported: it returns a list (ARRAY), which the "
+                     "engine's columns do not hold", node)
+    if isinstance(node, (exp.Add, exp.Sub)) and (isinstance(node.this, exp.Interval)
+                                                 or isinstance(node.expression, exp.Interval)):
+        node.meta["date_interval_is_date"] = True  # the translator, which knows the types, keeps a DATE a DATE
+        return node
+    if isinstance(node, exp.Anonymous):
+        return _anonymous(node)
+    return node
+
+
+def spark_semantics(tree: exp.Expression) -> exp.Expression:
+    """Return ``tree`` (read in the Spark dialect) with Spark's functions rewritten in place, innermost first.
+
+    Raises
+    ------
+    SqlError
+        For a Spark function (or a form of one) the engine does not compute, named as written.
+    """
+    for node in reversed(list(tree.walk(bfs=False))):  # children before their parents
+        replaced = _rewrite(node)
+        if replaced is not node:
+            if node is tree:
+                tree = replaced
+            else:
+                node.replace(replaced)
+    return tree
