@@ -355,7 +355,9 @@ def report(args, rounds: list[dict], command: str) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if args.round_output:
+    if args.round_output:  # a round: its generated-kernel cache (and the fuzz's tables) beside its output
+        os.environ["TMPDIR"] = str(Path(args.round_output).parent)
+        tempfile.tempdir = None
         Path(args.round_output).write_text(json.dumps(run_round(args), default=str))
         return
     command = "python -m bench.first_runs " + " ".join(argv)
