@@ -28,8 +28,10 @@ _TRUNC_UNITS = {"year": "YEAR", "yyyy": "YEAR", "yy": "YEAR", "quarter": "QUARTE
 _DEFAULT_DATE_FORMAT = "%Y-%m-%d"
 
 
-#: The date parts Spark returns as an INT (DuckDB: BIGINT), each a sqlglot node of the Spark function.
-_INT_PARTS = (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfYear, exp.WeekOfYear)
+#: The calls Spark returns as an INT (DuckDB: BIGINT), each a sqlglot node of the Spark function: date and time
+#: parts, ``length``/``char_length``, ``instr``/``locate``.
+_INT_PARTS = (exp.Year, exp.Quarter, exp.Month, exp.Day, exp.DayOfYear, exp.WeekOfYear, exp.Hour, exp.Minute,
+              exp.Second, exp.Length, exp.StrPosition)
 
 
 def _int(tree: exp.Expression) -> exp.Expression:
@@ -121,6 +123,10 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _int(exp.Day(this=node.this.copy()))
     if type(node) in _INT_PARTS:  # year(d), month(d)...: an INT
         return _int(node.copy())
+    if isinstance(node, exp.Substring) and isinstance(node.args.get("start"), exp.Literal) \
+            and node.args["start"].is_int and int(node.args["start"].this) == 0:
+        node.set("start", exp.Literal.number(1))  # Spark: substr(s, 0, n) starts at the first character
+        return node
     if isinstance(node, exp.TsOrDsAdd):  # date_add / date_sub: a DATE, the days an integer
         unit = node.args.get("unit")
         if unit is not None and unit.name.upper() != "DAY":

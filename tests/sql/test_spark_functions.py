@@ -77,6 +77,16 @@ EXPRESSIONS = [
     ("isnotnull(s)", "s IS NOT NULL"),
     ("CAST('2024-01-01 10:00:00' AS TIMESTAMP)", "TIMESTAMP '2024-01-01 10:00:00'"),
     ("CAST(d AS TIMESTAMP)", "CAST(d AS TIMESTAMP)"),
+    ("hour(ts)", "CAST(hour(ts) AS INTEGER)"),
+    ("second(ts)", "CAST(second(ts) AS INTEGER)"),
+    ("length(s)", "CAST(length(s) AS INTEGER)"),
+    ("char_length(s)", "CAST(length(s) AS INTEGER)"),
+    ("instr(s, '2')", "CAST(strpos(s, '2') AS INTEGER)"),
+    ("locate('-', s)", "CAST(strpos(s, '-') AS INTEGER)"),
+    ("substr(s, 0, 4)", "substring(s, 1, 4)"),  # Spark: position 0 is the first character
+    ("substr(s, 2, 3)", "substring(s, 2, 3)"),
+    ("lcase(s)", "lower(s)"),
+    ("ucase(s)", "upper(s)"),
 ]
 
 
