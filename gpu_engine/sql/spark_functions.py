@@ -14,6 +14,8 @@ engine cannot compute yet are refused here by the name the user wrote.
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
 from gpu_engine.sql.errors import SqlError, position_of
@@ -65,7 +67,12 @@ def _format(tree: exp.Expression, what: str) -> str:
     fmt = tree.args.get("format")
     if not isinstance(fmt, exp.Literal) or not fmt.is_string:
         raise _error(f"the format of {what} must be a string constant", tree)
-    return fmt.this.replace("strict", "")  # sqlglot marks Spark's fixed-width letters (MM, dd) as %mstrict
+    pattern = fmt.this.replace("strict", "")  # sqlglot marks Spark's fixed-width letters (MM, dd) as %mstrict
+    unread = sorted(set(re.findall(r"[A-Za-z]", re.sub(r"%-?[A-Za-z]", "", pattern))))
+    if unread:  # a letter sqlglot has no strftime code for (SSS, Q, u, k): printed as written otherwise
+        raise _error(f"{what} pattern letter(s) {', '.join(repr(c) for c in unread)} not supported (supported: "
+                     "y, M, MMM, MMMM, d, D, H, h, m, s, SSSSSS, a, E, EEEE, z, Z)", tree)
+    return pattern
 
 
 def _pmod(call: exp.Anonymous) -> exp.Expression:

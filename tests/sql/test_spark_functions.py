@@ -65,6 +65,7 @@ EXPRESSIONS = [
     ("date_format(d, 'yyyy-MM-dd')", "strftime(d, '%Y-%m-%d')"),
     ("date_format(ts, 'yyyy/MM/dd HH:mm:ss')", "strftime(ts, '%Y/%m/%d %H:%M:%S')"),
     ("date_format(d, 'd/M/yy')", "strftime(d, '%-d/%-m/%y')"),
+    ("date_format(ts, 'EEE, MMM d hh:mm a')", "strftime(ts, '%a, %b %-d %I:%M %p')"),
     ("trunc(d, 'MM')", "CAST(date_trunc('month', d) AS DATE)"),
     ("trunc(ts, 'year')", "CAST(date_trunc('year', ts) AS DATE)"),
     ("trunc(d, 'quarter')", "CAST(date_trunc('quarter', d) AS DATE)"),
@@ -154,6 +155,8 @@ def test_sparks_percentiles_and_first_ignoring_nulls(device_name):
     ("trunc(d, s)", "trunc format"),  # sqlglot reads the column s as the unit SECOND: refused all the same
     ("pmod(i)", "pmod takes 2 arguments"),
     ("date_format(d, s)", "format of date_format"),
+    ("date_format(ts, 'HH:mm:ss.SSS')", "pattern letter.*'S'"),  # milliseconds: no strftime code
+    ("date_format(d, 'yyyy Q')", "pattern letter.*'Q'"),
 ])
 def test_spark_calls_the_engine_cannot_compute_are_refused_by_name(call, named):
     from gpu_engine import Session
