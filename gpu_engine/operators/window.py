@@ -134,11 +134,13 @@ class Window(Operator):
         xp = self.device.xp
         inverse = xp.empty_like(order)
         inverse[order] = xp.arange(order.shape[0], dtype=order.dtype)
-        statuses: list[tuple[Any, str]] = []
+        statuses: list[tuple[Any, WindowFunctionCall]] = []
         if any(_has_range_offset(call.frame) for call in self.node.functions):
             rows.range_key = self._range_key(data, order)
         results = [self._compute(call, data, order, inverse, rows, statuses) for call in self.node.functions]
-        self._check_statuses(statuses)
+        overflowed = self._overflowed(statuses)
+        results = [self._exact_sum(call, data, order, inverse, rows) if id(call) in overflowed else result
+                   for call, result in zip(self.node.functions, results)]
         self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
                              order.astype(xp.int32), data.num_rows)
         self.set_memory_reservation(data.nbytes + sum(column.nbytes for column in results) + int(order.nbytes))
@@ -292,7 +294,29 @@ class Window(Operator):
             values = self._scan_values(column, call)[order]
         op = _SCAN_OPS[call.function]
         status = xp.zeros(1, dtype=xp.int64)
-        frame = call.frame
+        value, count = self._frame_values(op, values, valid, call.frame, rows, start, end, status)
+        if call.function == "count":
+            return Column(call.dtype, count[inverse])
+        if op == SUM and not is_floating(call.args[0].dtype):
+            statuses.append((status, call))
+        has = (count > 0)[inverse]
+        value = value[inverse]
+        count = count[inverse]
+        if call.function == "avg":
+            scale = call.args[0].dtype.scale if is_decimal(call.args[0].dtype) else 0
+            average = value.astype(xp.float64) / xp.maximum(count, 1).astype(xp.float64)
+            return Column(call.dtype, average / (10.0 ** scale) if scale else average, has)
+        if call.function == "sum":
+            return Column(call.dtype, value, has)
+        if representatives is not None:
+            result = gather_column(self.device, column, representatives[xp.where(has, value, 0)])
+            return Column(result.dtype, result.data, has, result.offsets, result.dictionary, result.fingerprint)
+        return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
+
+    def _frame_values(self, op: int, values: Any, valid: Any, frame: WindowFrame, rows: _SortedRows, start: Any,
+                      end: Any, status: Any) -> tuple[Any, Any]:
+        """Return each sorted row's frame result and non-NULL count, by the cheapest scan its frame allows."""
+        xp = self.device.xp
         if frame.start == "UNBOUNDED PRECEDING":  # a running result, read at the frame's last row
             running, counts = segmented_scan(self.device, op, values, valid, rows.new_partition, rows.part_end,
                                              False, status)
@@ -307,26 +331,43 @@ class Window(Operator):
         else:  # a wide frame, or a RANGE frame whose width the data decides: a segment tree
             running, counts = frame_tree(self.device, op, values, valid, start, end, status)
             at = rows.row
-        nonempty = end > start
-        value = running[at]
-        count = xp.where(nonempty, counts[at], 0)
-        if call.function == "count":
-            return Column(call.dtype, count[inverse])
-        if op == SUM and not is_floating(call.args[0].dtype):
-            statuses.append((status, call.sql()))
-        has = (count > 0)[inverse]
-        value = value[inverse]
-        count = count[inverse]
+        return running[at], xp.where(end > start, counts[at], 0)
+
+    def _exact_sum(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any,
+                   rows: _SortedRows) -> Column:
+        """Recompute an integer/decimal ``sum``/``avg`` whose 64-bit frame sums overflowed, exactly (128 bits).
+
+        Why two scans of halves: each 64-bit value is ``high * 2^32 + low``
+        with ``low`` in [0, 2^32) and ``high`` in [-2^31, 2^31); frame sums of
+        either half stay within 64 bits for frames under 2^31 rows, so the
+        existing scans run on them unchanged and the two sums combine into
+        DuckDB's HUGEINT/DECIMAL(38) words. Only a window whose sums overflow
+        pays for it (the first scan's status says so).
+        """
+        xp = self.device.xp
+        start, end = rows.frame(call.frame)
+        column = data.column(call.args[0].name)
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
+        values = self._scan_values(column, call)[order]
+        status = xp.zeros(1, dtype=xp.int64)
+        low, count = self._frame_values(SUM, values & 0xFFFFFFFF, valid, call.frame, rows, start, end, status)
+        high, _ = self._frame_values(SUM, values >> 32, valid, call.frame, rows, start, end, status)
+        self._check_statuses([(status, call)])  # only frames of 2^31 rows or more get here
+        low, high, count = low[inverse], high[inverse], count[inverse]
+        has = count > 0
         if call.function == "avg":
             scale = call.args[0].dtype.scale if is_decimal(call.args[0].dtype) else 0
-            average = value.astype(xp.float64) / xp.maximum(count, 1).astype(xp.float64)
+            total = high.astype(xp.float64) * 4294967296.0 + low.astype(xp.float64)
+            average = total / xp.maximum(count, 1).astype(xp.float64)
             return Column(call.dtype, average / (10.0 ** scale) if scale else average, has)
-        if call.function == "sum":
-            return Column(call.dtype, value, has)
-        if representatives is not None:
-            result = gather_column(self.device, column, representatives[xp.where(has, value, 0)])
-            return Column(result.dtype, result.data, has, result.offsets, result.dictionary, result.fingerprint)
-        return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
+        shifted = (high & 0xFFFFFFFF) << 32  # high * 2^32's low word (as bits); its high word is high >> 32
+        words = xp.empty((rows.n, 2), dtype=xp.int64)
+        low_word = shifted.view(xp.uint64) + low.view(xp.uint64)
+        words[:, 0] = low_word.view(xp.int64)
+        words[:, 1] = (high >> 32) + (low_word < shifted.view(xp.uint64)).astype(xp.int64)
+        words[~has] = 0
+        return Column(call.dtype, words, has)
 
     def _string_ranks(self, column: Column) -> tuple[Any, Any]:
         """Return each row's dense rank among the column's values (equal strings share one) and a row per rank."""
@@ -365,13 +406,18 @@ class Window(Operator):
             data = xp.ascontiguousarray(data[:, 0])
         return data.astype(xp.float64 if is_floating(column.dtype) else xp.int64, copy=False)
 
-    def _check_statuses(self, statuses: list) -> None:
+    def _overflowed(self, statuses: list) -> set[int]:
+        """Return the ids of the calls whose 64-bit frame sums overflowed (one host read for all of them)."""
         if not statuses:
-            return
+            return set()
         flags = self.device.read_scalars([status[0] for status, _ in statuses])
-        for flag, (_, what) in zip(flags, statuses):
-            if flag:
-                raise ExecutionError(f"Overflow in {what}: a window sum beyond 64 bits is not supported yet")
+        return {id(call) for flag, (_, call) in zip(flags, statuses) if flag}
+
+    def _check_statuses(self, statuses: list) -> None:
+        overflowed = self._overflowed(statuses)
+        for call in (call for _, call in statuses if id(call) in overflowed):
+            raise ExecutionError(f"Overflow in {call.sql()}: a window frame of 2^31 rows or more summing "
+                                 "values near 64 bits is not supported")
 
     # ------------------------------------------------------------------- output
     def get_output(self) -> Batch | None:
