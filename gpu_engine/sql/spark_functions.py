@@ -176,9 +176,20 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
                                                  or isinstance(node.expression, exp.Interval)):
         node.meta["date_interval_is_date"] = True  # the translator, which knows the types, keeps a DATE a DATE
         return node
+    if isinstance(node, (exp.First, exp.Last)) and _over(node):  # Spark's first/last over a window
+        value = exp.FirstValue if isinstance(node, exp.First) else exp.LastValue
+        return value(this=node.this.copy())
     if isinstance(node, exp.Anonymous):
         return _anonymous(node)
     return node
+
+
+def _over(node: exp.Expression) -> bool:
+    """Return True when ``node`` is the function of a window (``first(x, true) OVER (...)``)."""
+    parent = node.parent
+    if isinstance(parent, exp.IgnoreNulls):
+        parent = parent.parent
+    return isinstance(parent, exp.Window) and (parent.this is node or parent.this.this is node)
 
 
 def spark_semantics(tree: exp.Expression) -> exp.Expression:

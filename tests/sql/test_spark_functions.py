@@ -149,6 +149,21 @@ def test_sparks_percentiles_and_first_ignoring_nulls(device_name):
     assert first[0] in (1, 2, 3, 4) and first[1] == 9 and first[2] in (1, 2, 3, 4, 5)
 
 
+def test_sparks_first_and_last_over_a_window_are_first_value_and_last_value(device_name):
+    """Spark's ``first(x, true) OVER (...)`` (an aggregate used as a window function) was refused as 'first'."""
+    pairs = [
+        ("first(i, true) OVER (ORDER BY d)", "first_value(i IGNORE NULLS) OVER (ORDER BY d NULLS FIRST)"),
+        ("first(i) OVER (ORDER BY d)", "first_value(i) OVER (ORDER BY d NULLS FIRST)"),
+        ("last(i) IGNORE NULLS OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)",
+         "last_value(i IGNORE NULLS) OVER (ORDER BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)"),
+        ("last(s, true) OVER (PARTITION BY k % 2 ORDER BY k)", "last_value(s IGNORE NULLS) OVER (PARTITION BY k % 2 "
+                                                              "ORDER BY k)"),
+    ]
+    engine, expected = _spark_and_duckdb(device_name, pairs)
+    for n, (spark, duck) in enumerate(pairs):
+        assert engine.column(f"c{n}").to_pylist() == expected.column(f"c{n}").to_pylist(), spark
+
+
 @pytest.mark.parametrize("call, named", [
     ("collect_list(i)", "collect_list"), ("collect_set(i)", "collect_set"), ("array_agg(i)", "array_agg"),
     ("to_date(s, 'dd/MM/yyyy')", "to_date with a format"), ("trunc(d, 'day')", "trunc format"),
