@@ -151,6 +151,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return exp.TimeToStr(this=timestamp, format=exp.Literal.string(_format(node, "date_format")))
     if isinstance(node, exp.DateTrunc):  # only trunc(date, fmt) reads as DateTrunc; date_trunc is TimestampTrunc
         return _trunc(node)
+    if isinstance(node, exp.Nanvl):  # nanvl(a, b): b where a is NaN; NaN orders above +Infinity (DuckDB's order)
+        infinity = exp.Cast(this=exp.Literal.string("Infinity"), to=exp.DataType.build("DOUBLE"))
+        return _case(exp.GT(this=node.this.copy(), expression=infinity), node.expression.copy(), node.this.copy())
     if isinstance(node, exp.Nvl2):
         return _case(exp.Not(this=exp.Paren(this=_is_null(node.this.copy()))), node.args["true"].copy(),
                      node.args["false"].copy() if node.args.get("false") is not None else None)

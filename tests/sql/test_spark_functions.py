@@ -35,6 +35,7 @@ T = pa.table({
                     datetime.datetime(1999, 12, 31, 0, 0, 0)], pa.timestamp("us")),
     "s": pa.array(["2024-02-29", None, "bad", "2023-1-5", "", "1999-12-31"]),
     "i": pa.array([7, -7, None, 3, 0, -3], pa.int32()),
+    "f": pa.array([1.5, float("nan"), None, float("inf"), float("-inf"), -0.0]),
 })
 
 # (Spark expression, DuckDB expression giving Spark's answer)
@@ -74,6 +75,8 @@ EXPRESSIONS = [
     ("nvl2(i, s, 'none')", "CASE WHEN i IS NOT NULL THEN s ELSE 'none' END"),
     ("if(i > 0, 'p', 'n')", "CASE WHEN i > 0 THEN 'p' ELSE 'n' END"),
     ("if(i > 0, k, NULL)", "CASE WHEN i > 0 THEN k END"),
+    ("nanvl(f, 0.0)", "CASE WHEN isnan(f) THEN 0.0 ELSE f END"),
+    ("nanvl(f, CAST(i AS DOUBLE))", "CASE WHEN isnan(f) THEN CAST(i AS DOUBLE) ELSE f END"),
     ("isnull(i)", "i IS NULL"),
     ("isnotnull(s)", "s IS NOT NULL"),
     ("CAST('2024-01-01 10:00:00' AS TIMESTAMP)", "TIMESTAMP '2024-01-01 10:00:00'"),
