@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import result_type
+from gpu_engine.plans.aggregates import VARIANCE_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
@@ -29,20 +29,21 @@ RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_d
 #: Functions returning another row's value: lag/lead take no frame, the others read it.
 VALUE_FUNCTIONS = ("lag", "lead", "first_value", "last_value", "nth_value")
 #: Aggregates over the frame.
-AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max")
+AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max") + VARIANCE_FUNCTIONS
 WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS
 
 _SQLGLOT_FUNCTIONS = {
     exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank", exp.PercentRank: "percent_rank",
     exp.CumeDist: "cume_dist", exp.Ntile: "ntile", exp.Lag: "lag", exp.Lead: "lead", exp.FirstValue: "first_value",
     exp.LastValue: "last_value", exp.NthValue: "nth_value", exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
-    exp.Min: "min", exp.Max: "max",
+    exp.Min: "min", exp.Max: "max", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
+    exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
 }
 #: Argument counts: (fewest, most).
 _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
           "ntile": (1, 1), "lag": (1, 3), "lead": (1, 3), "first_value": (1, 1), "last_value": (1, 1),
           "nth_value": (2, 2), "count_star": (0, 0), "count": (1, 1), "sum": (1, 1), "avg": (1, 1), "min": (1, 1),
-          "max": (1, 1)}
+          "max": (1, 1), **{name: (1, 1) for name in VARIANCE_FUNCTIONS}}
 
 
 def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
@@ -112,6 +113,10 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
     its own units, ``1`` being 1.00). Functions that take no frame (ranks, lag/lead) are not checked.
     """
     frame = call.frame
+    if call.function in VARIANCE_FUNCTIONS and not _whole_partition(frame, sort_keys):
+        raise PlanError(f"{call.function} over a window reads whole partitions only (no ORDER BY, or ROWS/RANGE "
+                        f"BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), not {frame.sql()}", node=label,
+                        column=call.sql())
     if frame.kind != "RANGE" or not {frame.start, frame.end} & {"PRECEDING", "FOLLOWING"} \
             or call.function in RANKING_FUNCTIONS + ("lag", "lead"):
         return
@@ -123,6 +128,14 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
     if not (is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)):
         raise PlanError(f"a RANGE frame with an offset needs a numeric ORDER BY key; {sort_keys[0].name} is {dtype} "
                         "(intervals over dates are not supported yet)", node=label, column=call.sql())
+
+
+def _whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -> bool:
+    """Return True when every row's frame is its whole partition (a RANGE frame without ORDER BY: all peers)."""
+    if frame.start == "UNBOUNDED PRECEDING" and frame.end == "UNBOUNDED FOLLOWING":
+        return True
+    return not sort_keys and frame.kind == "RANGE" and {frame.start, frame.end} <= {
+        "UNBOUNDED PRECEDING", "CURRENT ROW", "UNBOUNDED FOLLOWING"}
 
 
 def _check_frame(frame: WindowFrame, label: str, text: str) -> None:

@@ -17,6 +17,7 @@ from gpu_engine.kernels.sort import sort_key_words
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
 )
+from gpu_engine.plans.aggregates import VARIANCE_FUNCTIONS
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
 
 __all__ = ["Window"]
@@ -184,7 +185,26 @@ class Window(Operator):
             return Column(call.dtype, values[inverse])
         if function in ("lag", "lead", "first_value", "last_value", "nth_value"):
             return self._value(call, data, order, inverse, rows)
+        if function in VARIANCE_FUNCTIONS:
+            return self._moments(call, data, inverse, rows)
         return self._aggregate(call, data, order, inverse, rows, statuses)
+
+    def _moments(self, call: WindowFunctionCall, data: Batch, inverse: Any, rows: _SortedRows) -> Column:
+        """Return variance/stddev over whole partitions (the planner allows no other frame): the aggregation's
+        moments state per partition (shifted, so large offsets do not cancel), read back at each row."""
+        from gpu_engine.aggregation.functions import AggregateState, aggregate_function
+        from gpu_engine.plans.expressions import AggregateCall
+
+        xp = self.device.xp
+        function = aggregate_function(AggregateCall(call.function, call.args[0], call.dtype), call.sql(), True,
+                                      call.dtype, True)
+        state = AggregateState({array.name: xp.full(rows.n, array.fill, dtype=array.dtype)
+                                for array in function.state_arrays()})
+        partition = rows.part_segment[inverse].astype(xp.int64)  # each input row's partition
+        function.update(self.device, state, partition, data.column(call.args[0].name))
+        (_, result), = function.extract(self.device, state, rows.n)
+        return Column(call.dtype, result.data[partition],
+                      None if result.validity is None else result.validity[partition])
 
     def _ranking(self, call: WindowFunctionCall, rows: _SortedRows) -> Any:
         xp = self.device.xp

@@ -278,6 +278,24 @@ def test_window_sums_past_64_bits_are_exact(device_name):
         assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
 
 
+def test_variance_over_whole_partitions_matches_duckdb(device_name):
+    # The aggregation's shifted moments per partition: values near 1e9 keep their digits, a partition of NULLs
+    # and one of a single row are NULL (samp), empty input gives no rows.
+    x = [1.0, 2.0, None, 1e9 + 1, 1e9 + 2, 1e9 + 3, None, 7.5, 4.0, -3.0]
+    tables = {"t": pa.table({"x": pa.array(x), "id": pa.array(range(10)), "k": pa.array([1, 1, 1, 2, 2, 2, 3, 4, 5, 5]),
+                             "d": pa.array([decimal.Decimal(i) / 4 for i in range(10)], pa.decimal128(12, 2))})}
+    tables["e"] = tables["t"].slice(0, 0)
+    session = _session(device_name, 2, 3, tables)
+    whole = "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING"
+    functions = [("stddev_samp(x)", "", "ss"), ("var_pop(x)", "", "vp"), ("var_samp(d)", whole, "vd"),
+                 ("stddev_pop(id)", whole, "sp"), ("sum(x)", "", "s")]
+    for table, partition, order in (("t", ["k"], []), ("t", [], []), ("t", ["k"], ["id"]), ("e", ["k"], [])):
+        chosen = functions if order == [] else [f for f in functions if f[1] == whole]
+        actual = session.execute(_plan(session.catalog, table, partition, order, chosen))
+        expected = _reference(_duckdb_sql(table, partition, order, chosen), tables)
+        assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
+
+
 def test_the_window_reads_the_device_a_fixed_number_of_times_whatever_its_batches(device_name):
     # A GPU pays for every host sync; the window's do not grow with its input batches (a sum's overflow
     # status is read once, at the end).
