@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 
+import sqlglot
 from sqlglot import exp
 
 from gpu_engine.sql.errors import SqlError, position_of
@@ -106,6 +107,34 @@ def _anonymous(call: exp.Anonymous) -> exp.Expression:
     return call
 
 
+# Spark's months_between (DateTimeUtils.monthsBetween) over timestamps t1, t2: whole months where the days of month
+# are equal or both the last; otherwise the month difference plus the difference in whole seconds over 31 days,
+# rounded half up to 8 digits unless roundOff is false.
+_MONTHS = "(year(t1) * 12 + month(t1)) - (year(t2) * 12 + month(t2))"
+_SECONDS = ("(day(t1) - day(t2)) * 86400 + (hour(t1) * 3600 + minute(t1) * 60 + second(t1)) "
+            "- (hour(t2) * 3600 + minute(t2) * 60 + second(t2))")
+_MONTHS_BETWEEN = (f"CASE WHEN day(t1) = day(t2) OR (day(t1) = day(last_day(t1)) AND day(t2) = day(last_day(t2))) "
+                   f"THEN CAST({_MONTHS} AS DOUBLE) ELSE {{fraction}} END")
+_ROUNDED = f"floor(({_MONTHS} + ({_SECONDS}) / 2678400.0) * 100000000.0 + 0.5) / 100000000.0"
+_UNROUNDED = f"{_MONTHS} + ({_SECONDS}) / 2678400.0"
+
+
+def _months_between(call: exp.MonthsBetween) -> exp.Expression:
+    """Return Spark's ``months_between(end, start[, roundOff])`` (a DOUBLE) over its arguments read as timestamps."""
+    roundoff = call.args.get("roundoff")
+    if roundoff is not None and not isinstance(roundoff, exp.Boolean):
+        raise _error("the roundOff argument of months_between must be true or false", call)
+    fraction = _UNROUNDED if isinstance(roundoff, exp.Boolean) and not roundoff.this else _ROUNDED
+    template = sqlglot.parse_one(_MONTHS_BETWEEN.format(fraction=fraction), read="duckdb")
+    moments = {"t1": call.this, "t2": call.expression}
+
+    def timestamp(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.name in moments:
+            return exp.TryCast(this=moments[node.name].copy(), to=exp.DataType.build("TIMESTAMP"))
+        return node
+    return exp.Paren(this=template.transform(timestamp))
+
+
 def _trunc(call: exp.DateTrunc) -> exp.Expression:
     """Return Spark's ``trunc(date, fmt)``: a DATE at the start of its year, quarter, month or week."""
     unit = call.args.get("unit")
@@ -154,6 +183,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Nanvl):  # nanvl(a, b): b where a is NaN; NaN orders above +Infinity (DuckDB's order)
         infinity = exp.Cast(this=exp.Literal.string("Infinity"), to=exp.DataType.build("DOUBLE"))
         return _case(exp.GT(this=node.this.copy(), expression=infinity), node.expression.copy(), node.this.copy())
+    if isinstance(node, exp.MonthsBetween):
+        return _months_between(node)
     if isinstance(node, exp.Nvl2):
         return _case(exp.Not(this=exp.Paren(this=_is_null(node.this.copy()))), node.args["true"].copy(),
                      node.args["false"].copy() if node.args.get("false") is not None else None)

@@ -167,6 +167,31 @@ def test_sparks_first_and_last_over_a_window_are_first_value_and_last_value(devi
         assert engine.column(f"c{n}").to_pylist() == expected.column(f"c{n}").to_pylist(), spark
 
 
+def test_months_between_gives_sparks_values(device_name):
+    """Spark's ``months_between`` (PySpark 4.3's answers): whole months for equal days or two month ends, else the
+    whole seconds between over 31 days, rounded half up to 8 digits (not with ``false``); it was refused."""
+    from gpu_engine import Session
+
+    at = datetime.datetime
+    pairs = [(at(2024, 2, 29), at(2024, 3, 3)), (at(2024, 1, 31, 13, 5, 6), at(2024, 3, 1)),
+             (at(2024, 2, 29, 23, 59, 59), at(2024, 2, 29)), (at(2024, 4, 30), at(2024, 2, 29)),
+             (at(2020, 1, 1), at(2024, 1, 1)), (at(2024, 3, 15, 10), at(2024, 3, 14, 11, 30, 0, 500_000)),
+             (None, at(2024, 1, 1))]
+    session = Session(device=device_name)
+    session.register("m", pa.table({"k": pa.array(range(len(pairs)), pa.int32()),
+                                    "a": pa.array([p[0] for p in pairs], pa.timestamp("us")),
+                                    "b": pa.array([p[1] for p in pairs], pa.timestamp("us"))}))
+    result = session.sql("SELECT k, months_between(a, b) AS r, months_between(a, b, false) AS u, "
+                         "months_between(CAST(a AS DATE), CAST(b AS DATE)) AS d FROM m ORDER BY k", dialect="spark")
+    assert result.schema.field("r").type == pa.float64()
+    assert result.column("r").to_pylist() == [-0.16129032, -1.0146707, 0.0, 2.0, -48.0, 0.03024194, None]
+    assert result.column("d").to_pylist()[:2] == [-0.16129032, -1.03225806]
+    assert result.column("u").to_pylist()[0] == pytest.approx(-5 / 31, rel=1e-15)
+    strings = session.sql("SELECT months_between('2024-03-15', '2023-01-01') AS x, months_between(DATE '2024-03-01', "
+                          "DATE '2024-01-31', false) AS y FROM m LIMIT 1", dialect="spark")
+    assert strings.column("x").to_pylist() == [14.4516129] and strings.column("y").to_pylist() == [1.032258064516129]
+
+
 @pytest.mark.parametrize("call, named", [
     ("collect_list(i)", "collect_list"), ("collect_set(i)", "collect_set"), ("array_agg(i)", "array_agg"),
     ("to_date(s, 'dd/MM/yyyy')", "to_date with a format"), ("trunc(d, 'day')", "trunc format"),
