@@ -27,6 +27,9 @@ __all__ = ["spark_semantics"]
 _TRUNC_UNITS = {"year": "YEAR", "yyyy": "YEAR", "yy": "YEAR", "quarter": "QUARTER",
                 "month": "MONTH", "mm": "MONTH", "mon": "MONTH", "week": "WEEK"}
 
+#: Spark's ``date_trunc`` formats that are not DuckDB's part names -> the part.
+_DATE_TRUNC_ALIASES = {"YYYY": "YEAR", "YY": "YEAR", "MM": "MONTH", "MON": "MONTH", "DD": "DAY"}
+
 #: The pattern sqlglot writes for Spark's default date format ``yyyy-MM-dd`` (``to_date(s, 'yyyy-MM-dd')``).
 _DEFAULT_DATE_FORMAT = "%Y-%m-%d"
 
@@ -98,6 +101,11 @@ def _anonymous(call: exp.Anonymous) -> exp.Expression:
         return test if name == "isnull" else exp.Not(this=test)
     if name == "pmod":
         return _pmod(call)
+    if name == "make_date":
+        if len(arguments) != 3:
+            raise _error(f"make_date takes 3 arguments, got {len(arguments)}", call)
+        year, month, day = (a.copy() for a in arguments)
+        return exp.DateFromParts(year=year, month=month, day=day)
     if name == "weekday":  # Spark: 0 = Monday ... 6 = Sunday; DuckDB's dayofweek: 0 = Sunday
         if len(arguments) != 1:
             raise _error(f"weekday takes 1 argument, got {len(arguments)}", call)
@@ -178,6 +186,12 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         value = node.this.this if isinstance(node.this, exp.TimeStrToTime) else node.this
         timestamp = exp.TryCast(this=value.copy(), to=exp.DataType.build("TIMESTAMP"))
         return exp.TimeToStr(this=timestamp, format=exp.Literal.string(_format(node, "date_format")))
+    if isinstance(node, exp.TimestampTrunc) and isinstance(node.args.get("unit"), exp.Var) \
+            and node.args["unit"].name.upper() in _DATE_TRUNC_ALIASES:  # date_trunc('MM', ts)
+        node.set("unit", exp.Var(this=_DATE_TRUNC_ALIASES[node.args["unit"].name.upper()]))
+        return node
+    if isinstance(node, exp.Initcap):  # sqlglot writes it with lists and lambdas, which the engine has not
+        raise _error("initcap is not supported", node)
     if isinstance(node, exp.DateTrunc):  # only trunc(date, fmt) reads as DateTrunc; date_trunc is TimestampTrunc
         return _trunc(node)
     if isinstance(node, exp.Nanvl):  # nanvl(a, b): b where a is NaN; NaN orders above +Infinity (DuckDB's order)

@@ -71,6 +71,10 @@ EXPRESSIONS = [
     ("trunc(ts, 'year')", "CAST(date_trunc('year', ts) AS DATE)"),
     ("trunc(d, 'quarter')", "CAST(date_trunc('quarter', d) AS DATE)"),
     ("trunc(d, 'week')", "CAST(date_trunc('week', d) AS DATE)"),
+    ("date_trunc('MM', ts)", "date_trunc('month', ts)"),
+    ("date_trunc('yyyy', d)", "CAST(date_trunc('year', d) AS TIMESTAMP)"),
+    ("date_trunc('DD', ts)", "date_trunc('day', ts)"),
+    ("make_date(2024, k, 29)", "TRY_CAST(make_date(2024, k, 29) AS DATE)"),
     ("nvl(i, 0)", "COALESCE(i, 0)"),
     ("nvl2(i, s, 'none')", "CASE WHEN i IS NOT NULL THEN s ELSE 'none' END"),
     ("if(i > 0, 'p', 'n')", "CASE WHEN i > 0 THEN 'p' ELSE 'n' END"),
@@ -196,7 +200,7 @@ def test_months_between_gives_sparks_values(device_name):
     ("collect_list(i)", "collect_list"), ("collect_set(i)", "collect_set"), ("array_agg(i)", "array_agg"),
     ("to_date(s, 'dd/MM/yyyy')", "to_date with a format"), ("trunc(d, 'day')", "trunc format"),
     ("trunc(d, s)", "trunc format"),  # sqlglot reads the column s as the unit SECOND: refused all the same
-    ("pmod(i)", "pmod takes 2 arguments"),
+    ("pmod(i)", "pmod takes 2 arguments"), ("initcap(s)", "initcap is not supported"),
     ("date_format(d, s)", "format of date_format"),
     ("date_format(ts, 'HH:mm:ss.SSS')", "pattern letter.*'S'"),  # milliseconds: no strftime code
     ("date_format(d, 'yyyy Q')", "pattern letter.*'Q'"),
