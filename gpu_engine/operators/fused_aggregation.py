@@ -34,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
 from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
@@ -56,6 +55,7 @@ from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_slot_columns
+from gpu_engine.kernels.string_keys import StringKeyTable
 from gpu_engine.plans.nodes import FilterNode, FusedAggregationNode, ProjectNode
 
 __all__ = ["FusedAggregation"]
@@ -75,68 +75,35 @@ FUSED_KERNEL_BLOCKS = 1024
 _GROWTH = 2
 
 
-#: Inputs up to this many rows are interned through a Python dict: a dictionary's values (a few hundred
-#: strings, the usual case) cost ~30 µs that way against ~150 µs through Arrow's kernels, which pay a
-#: fixed cost a call (a hash table built from every known string); longer inputs go through Arrow.
-_DICT_INTERNING_ROWS = 2048
-
-
 class _KeyInterner:
     """Give each distinct string of a string grouping key a stable int64 id, keeping the strings for output.
 
-    Interning runs on the host: it sees each distinct dictionary once (the
-    operator caches ids by dictionary fingerprint), so it costs one small read
-    back per new dictionary and no device kernels. Plain (not
-    dictionary-encoded) string keys are read back per batch and interned with
-    Arrow's hash kernels (``index_in``, ``unique``).
+    Interning runs on the device, in a :class:`~gpu_engine.kernels.string_keys.StringKeyTable` that hashes
+    and compares each row's bytes in place and keeps the known strings (the groups' key values at emit).
+    A dictionary-encoded key interns its dictionary once (the operator caches ids by dictionary
+    fingerprint); a plain string key is interned row by row, one hash and one probe pass a batch.
     """
 
     def __init__(self, device):
         self.device = device
-        self._known = pa.array([], pa.large_string())
-        self._ids: dict[str, int] = {}  # the strings of _known by id, while only short inputs came
-        self._known_bytes = 0  # Arrow's nbytes walks the buffers each call: kept here, read per batch
+        self._table = StringKeyTable(device)
         self._values: Column | None = None
+        self._values_known = -1
 
     def ids(self, column: Column) -> Any:
         """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them)."""
-        strings = column.to_arrow(self.device)
-        if len(strings) <= _DICT_INTERNING_ROWS and len(self._ids) == len(self._known):
-            return self.device.asarray(self._ids_by_dict(strings.to_pylist()))
-        strings = strings.cast(pa.large_string())
-        ids = pc.index_in(strings, value_set=self._known)
-        unseen = strings.filter(pc.and_(pc.is_null(ids), pc.is_valid(strings)))
-        if len(unseen):
-            # Not added to the dict: a key of millions of distinct strings would cost seconds there, so
-            # once Arrow has interned some, every later input goes through Arrow too.
-            self._extend(pc.unique(unseen))
-            ids = pc.index_in(strings, value_set=self._known)
-        return self.device.asarray(ids.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
-
-    def _ids_by_dict(self, values: list) -> np.ndarray:
-        known, new = self._ids, []
-        for value in values:
-            if value is not None and value not in known:
-                known[value] = len(known)
-                new.append(value)
-        if new:
-            self._extend(pa.array(new, pa.large_string()))
-        return np.fromiter((0 if value is None else known[value] for value in values), np.int64, len(values))
-
-    def _extend(self, new: pa.Array) -> None:
-        self._known = pa.concat_arrays([self._known, new])
-        self._known_bytes = self._known.nbytes
-        self._values = None
+        return self._table.intern(column)
 
     def values(self) -> Column:
         """Return every interned string, at the position of its id."""
-        if self._values is None:
-            self._values = Column.from_arrow(self._known, self.device)
+        if self._values_known != self._table.num_known:
+            self._values = self._table.values()
+            self._values_known = self._table.num_known
         return self._values
 
     @property
     def nbytes(self) -> int:
-        return self._known_bytes + (self._values.nbytes if self._values is not None else 0)
+        return self._table.nbytes + (self._values.nbytes if self._values is not None else 0)
 
 
 def _recycle_unless_shared(xp: Any, words: Any, columns: list[Column]) -> None:

@@ -611,12 +611,11 @@ def test_a_result_stays_intact_after_its_emitted_slot_words_are_recycled():
     assert sorted(row["k"] for row in expected) == list(range(groups)) and {row["n"] for row in expected} == {1}
 
 
-def test_string_keys_intern_to_the_same_ids_through_a_dict_and_through_arrow(device):
-    """Short inputs (a dictionary's values) are interned with a Python dict, long ones with Arrow's kernels
-    (and every input after a long one): either way a string keeps its first id, NULL rows get 0, and
-    ``values()`` holds each string at its id."""
+def test_string_keys_intern_to_the_same_ids_plain_and_dictionary_encoded(device):
+    """Plain string batches (short and long) and dictionary-encoded ones share one table of ids: a string
+    keeps its first id, NULL rows get 0, and ``values()`` holds each string at its id."""
     from gpu_engine.columnar.column import Column
-    from gpu_engine.operators.fused_aggregation import _DICT_INTERNING_ROWS, _KeyInterner
+    from gpu_engine.operators.fused_aggregation import _KeyInterner
 
     interner = _KeyInterner(device)
 
@@ -626,7 +625,7 @@ def test_string_keys_intern_to_the_same_ids_through_a_dict_and_through_arrow(dev
         return [int(i) for i in device.to_host(interner.ids(column))]
 
     assert ids(["b", None, "a", "b", "é"]) == [0, 0, 1, 0, 2]
-    long = [f"k{i % 3000}" for i in range(_DICT_INTERNING_ROWS + 1000)] + ["a", None]
+    long = [f"k{i % 3000}" for i in range(3048)] + ["a", None]
     long_ids = ids(long)
     assert long_ids[-2:] == [1, 0] and long_ids[0] == 3 and long_ids[3000] == 3
     assert ids(["k2999", "new", "b", None], dictionary=True) == [long_ids[2999], 3003, 0, 0]

@@ -1,0 +1,453 @@
+"""Give each distinct string a stable dense id, batch after batch, hashing and comparing its bytes in place.
+
+Why: a fused aggregation keys its slot table on fixed-width words, so a
+string grouping key becomes one id word a row. Interning through Arrow's hash
+kernels rebuilt a hash set of every known string for each batch and copied
+the batch through three casts and a host round trip; normalizing into packed
+words (:func:`gpu_engine.kernels.group_by.normalize_keys`) first writes a
+matrix of ``2 + length / 8`` words a row. This table reads each row's bytes
+straight from the column's offsets and chars, keeps the known strings as one
+offsets/chars pair of its own (which is also the output column of the
+groups' keys), and persists across batches, so a batch costs one hash pass
+and one probe pass whatever the number of distinct strings.
+
+Both twins assign ids in order of each new string's first row, so they give
+identical ids: the CPU twin by a sequential loop that stops when the table
+must grow (the host grows it and resumes); the CUDA twin by claiming slots
+with compare-and-swap, electing the smallest row per new string with an
+atomic max on the slot's marker, then numbering elected rows with a stream
+compaction (one host sync, as :class:`~gpu_engine.kernels.group_by.GroupByHashTable`).
+NULL rows get id 0 and add nothing (the consumer masks them by validity).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from numba import cuda, njit
+
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import Device
+from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cpu, _rehash_cuda
+from gpu_engine.kernels.launch import launch_cuda, launch_twin
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
+
+__all__ = ["StringKeyTable", "SERIAL_ROWS"]
+
+#: Inputs of at most this many rows are interned by one CUDA thread (one launch, no read back): a
+#: dictionary's values, or the keys of a tiny batch. Longer ones claim slots in parallel.
+SERIAL_ROWS = 1024
+
+_FNV_OFFSET = np.uint64(0xCBF29CE484222325)
+_FNV_PRIME = np.uint64(0x100000001B3)
+_FMIX_1 = np.uint64(0xFF51AFD7ED558CCD)
+_FMIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
+_U33 = np.uint64(33)
+
+
+# --------------------------------------------------------- shared scalar math
+@njit(nogil=True, cache=True, inline="always")
+def _string_hash(offsets, chars, i):
+    """Hash row ``i``'s bytes (FNV-1a), then its length, and finish with murmur3's mix.
+
+    Inlined by Numba (``inline="always"``): called across compiled functions, it cost twice as much a row.
+    """
+    start = offsets[i]
+    stop = offsets[i + 1]
+    h = _FNV_OFFSET
+    for position in range(start, stop):
+        h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
+    h ^= np.uint64(stop - start)
+    h ^= h >> _U33
+    h *= _FMIX_1
+    h ^= h >> _U33
+    h *= _FMIX_2
+    return h ^ (h >> _U33)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _same_string(left_offsets, left_chars, i, right_offsets, right_chars, j):
+    left = left_offsets[i]
+    length = left_offsets[i + 1] - left
+    right = right_offsets[j]
+    if right_offsets[j + 1] - right != length:
+        return False
+    for k in range(length):
+        if left_chars[left + k] != right_chars[right + k]:
+            return False
+    return True
+
+
+# ------------------------------------------------------------------- CPU twins
+@njit(nogil=True, cache=True)
+def _hash_strings_cpu(offsets, chars, hashes):
+    for i in range(hashes.shape[0]):
+        hashes[i] = _string_hash(offsets, chars, i)
+
+
+@njit(nogil=True, cache=True)
+def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slots, known_hashes, known_offsets,
+                     known_chars, state, ids):
+    """Intern rows from ``start`` on (``state`` holds the known count); return the row reached: early when
+    the table must grow (the host grows it and calls again)."""
+    capacity = slots.shape[0]
+    mask = np.uint64(capacity - 1)
+    max_known = min(known_hashes.shape[0], capacity // 2)
+    num_known = state[0]
+    n = ids.shape[0]
+    prefetch = worth_prefetching(slots) or worth_prefetching(known_hashes)
+    for i in range(start, n):
+        if has_validity and not validity[i]:
+            ids[i] = 0
+            continue
+        if prefetch:  # row i + D's slot, and the string row i + D/2's slot holds (fetched D/2 rows ago)
+            if i + PREFETCH_DISTANCE < n:
+                prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
+            if i + PREFETCH_DISTANCE // 2 < n:
+                ahead = slots[np.int64(hashes[i + PREFETCH_DISTANCE // 2] & mask)]
+                if ahead != EMPTY:
+                    prefetch_row(known_hashes, ahead)
+                    prefetch_row(known_offsets, ahead)
+        h = hashes[i]
+        slot = np.int64(h & mask)  # _first_slot, inlined
+        while True:
+            g = slots[slot]
+            if g == EMPTY:
+                first = offsets[i]
+                length = offsets[i + 1] - first
+                at = known_offsets[num_known]
+                if num_known >= max_known or at + length > known_chars.shape[0]:
+                    state[0] = num_known
+                    return i
+                g = num_known
+                for k in range(length):
+                    known_chars[at + k] = chars[first + k]
+                known_offsets[g + 1] = at + length
+                known_hashes[g] = h
+                slots[slot] = g
+                num_known += 1
+                break
+            if known_hashes[g] == h and _same_string(known_offsets, known_chars, g, offsets, chars, i):
+                break
+            slot = (slot + 1) & (capacity - 1)
+        ids[i] = g
+    state[0] = num_known
+    return ids.shape[0]
+
+
+# ------------------------------------------------------------------ CUDA twins
+@cuda.jit
+def _hash_strings_cuda(offsets, chars, hashes):
+    # _string_hash inlined: the simulator cannot pass device arrays to an njit function.
+    for i in range(cuda.grid(1), hashes.shape[0], cuda.gridsize(1)):
+        start = offsets[i]
+        stop = offsets[i + 1]
+        h = _FNV_OFFSET
+        for position in range(start, stop):
+            h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
+        h ^= np.uint64(stop - start)
+        h ^= h >> _U33
+        h *= _FMIX_1
+        h ^= h >> _U33
+        h *= _FMIX_2
+        hashes[i] = h ^ (h >> _U33)
+
+
+@cuda.jit
+def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slots, known_hashes, known_offsets,
+                             known_chars, row_slots):
+    """Find or claim each row's slot; a claimed slot holds ``-(row + 2)`` of the string's smallest row."""
+    capacity = slots.shape[0]
+    for i in range(cuda.grid(1), hashes.shape[0], cuda.gridsize(1)):
+        if has_validity and not validity[i]:
+            row_slots[i] = -1
+            continue
+        h = hashes[i]
+        marker = -(i + 2)
+        slot = _first_slot(h, capacity)
+        while True:
+            current = slots[slot]
+            if current == EMPTY:
+                current = cuda.atomic.cas(slots, slot, EMPTY, marker)
+                if current == EMPTY:
+                    break
+            # _same_string inlined (see _hash_strings_cuda): the bytes of a known string or of an earlier row.
+            if current >= 0:
+                same = known_hashes[current] == h
+                other_start = known_offsets[current]
+                other_length = known_offsets[current + 1] - other_start
+            else:
+                other = -current - 2
+                same = hashes[other] == h
+                other_start = offsets[other]
+                other_length = offsets[other + 1] - other_start
+            start = offsets[i]
+            same = same and other_length == offsets[i + 1] - start
+            k = 0
+            while same and k < other_length:
+                byte = known_chars[other_start + k] if current >= 0 else chars[other_start + k]
+                same = byte == chars[start + k]
+                k += 1
+            if same:
+                if current < 0:
+                    cuda.atomic.max(slots, slot, marker)
+                break
+            slot = (slot + 1) & (capacity - 1)
+        row_slots[i] = slot
+
+
+@cuda.jit
+def _flag_first_string_rows_cuda(slots, row_slots, is_first):
+    for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
+        is_first[i] = row_slots[i] >= 0 and slots[row_slots[i]] == -(i + 2)
+
+
+@cuda.jit
+def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, start, slots, known_hashes,
+                             known_offsets, known_chars, state, ids):
+    """The CPU twins' hash and loop on one thread, for short inputs (a dictionary's values): one launch, no
+    read back. The host reserved room for every row first, so it never stops early; _same_string is inlined."""
+    if cuda.grid(1) != 0:
+        return
+    capacity = slots.shape[0]
+    num_known = state[0]
+    for i in range(start, ids.shape[0]):
+        if has_validity and not validity[i]:
+            ids[i] = 0
+            continue
+        first = offsets[i]
+        length = offsets[i + 1] - first
+        h = _FNV_OFFSET  # _string_hash inlined (see _hash_strings_cuda)
+        for position in range(first, first + length):
+            h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
+        h ^= np.uint64(length)
+        h ^= h >> _U33
+        h *= _FMIX_1
+        h ^= h >> _U33
+        h *= _FMIX_2
+        hashes[i] = h ^ (h >> _U33)
+        h = hashes[i]  # as the array's uint64 (the simulator's arithmetic may leave a Python int)
+        slot = _first_slot(h, capacity)
+        while True:
+            g = slots[slot]
+            if g == EMPTY:
+                g = num_known
+                at = known_offsets[g]
+                for k in range(length):
+                    known_chars[at + k] = chars[first + k]
+                known_offsets[g + 1] = at + length
+                known_hashes[g] = h
+                slots[slot] = g
+                num_known += 1
+                break
+            same = known_hashes[g] == h and known_offsets[g + 1] - known_offsets[g] == length
+            k = 0
+            while same and k < length:
+                same = known_chars[known_offsets[g] + k] == chars[first + k]
+                k += 1
+            if same:
+                break
+            slot = (slot + 1) & (capacity - 1)
+        ids[i] = g
+    state[0] = num_known
+
+
+@cuda.jit
+def _append_new_strings_cuda(new_rows, ends, offsets, chars, hashes, row_slots, slots, known_hashes,
+                             known_offsets, known_chars, state):
+    """Give elected rows the ids after ``state[0]`` and copy their bytes (``ends``: inclusive sums of their lengths)."""
+    first_id = state[0]
+    base = known_offsets[first_id]
+    for j in range(cuda.grid(1), new_rows.shape[0], cuda.gridsize(1)):
+        row = new_rows[j]
+        g = first_id + j
+        slots[row_slots[row]] = g
+        known_hashes[g] = hashes[row]
+        source = offsets[row]
+        length = offsets[row + 1] - source
+        target = base + ends[j] - length
+        known_offsets[g + 1] = base + ends[j]
+        for k in range(length):
+            known_chars[target + k] = chars[source + k]
+
+
+@cuda.jit
+def _read_string_ids_cuda(slots, row_slots, ids):
+    for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
+        ids[i] = slots[row_slots[i]] if row_slots[i] >= 0 else 0
+
+
+# ------------------------------------------------------------------- the table
+def _next_power_of_two(value: int) -> int:
+    return 1 << max(4, (int(value) - 1).bit_length())
+
+
+class StringKeyTable:
+    """Intern strings into dense ``int64`` ids that stay the same across batches; state lives on the device.
+
+    The count of known strings lives in a device array too (``_state``): on cuda the host keeps upper
+    bounds of the strings and bytes (each batch adds at most its rows and bytes) and reads the exact
+    count back only when a bound passes the arrays' room, so an input of at most
+    :data:`SERIAL_ROWS` rows (a dictionary's values) costs one launch and no sync, and a longer one
+    the one sync of its stream compaction.
+
+    Parameters
+    ----------
+    device
+        Where the table's arrays live; selects the twin.
+    initial_capacity
+        Slots to start with (rounded up to a power of two); the table grows to
+        keep at most half of its slots full.
+    serial_rows
+        Inputs of at most this many rows take the one-thread CUDA twin (see :data:`SERIAL_ROWS`).
+    """
+
+    def __init__(self, device: Device, initial_capacity: int = 1024, serial_rows: int = SERIAL_ROWS):
+        self.device = device
+        self.serial_rows = serial_rows
+        xp = device.xp
+        capacity = _next_power_of_two(initial_capacity)
+        self._slots = xp.full(capacity, EMPTY, dtype=xp.int32)
+        self._hashes = xp.zeros(capacity // 2, dtype=xp.uint64)
+        self._offsets = xp.zeros(capacity // 2 + 1, dtype=xp.int64)
+        self._chars = xp.zeros(8 * capacity, dtype=xp.uint8)
+        self._state = xp.zeros(1, dtype=xp.int64)  # [known strings]
+        #: Upper bounds of the known strings and their bytes (exact on cpu, and after each read on cuda).
+        self._known_bound = 0
+        self._chars_bound = 0
+
+    @property
+    def nbytes(self) -> int:
+        """Return the bytes the table's arrays hold (what its owner reserves in its memory pool)."""
+        return sum(int(a.nbytes) for a in (self._slots, self._hashes, self._offsets, self._chars))
+
+    @property
+    def capacity(self) -> int:
+        """Return the number of slots."""
+        return int(self._slots.shape[0])
+
+    def intern(self, column: Column) -> Any:
+        """Return the ``int64`` id of each row of a string column (0 for NULL rows), adding unseen strings.
+
+        A dictionary-encoded column interns its dictionary and gathers the ids by code.
+        """
+        xp = self.device.xp
+        if column.is_dictionary:
+            dictionary = column.dictionary
+            if not len(dictionary) or not len(column):
+                return xp.zeros(len(column), dtype=xp.int64)
+            ids = gather(self.device, self.intern(dictionary), column.data)
+            validity = dictionary_row_validity(self.device, column)
+            return ids if validity is None else xp.where(validity, ids, 0)
+        n = len(column)
+        ids = xp.empty(n, dtype=xp.int64)
+        if n == 0:
+            return ids
+        offsets = xp.ascontiguousarray(column.offsets.astype(xp.int64, copy=False))
+        chars = column.data if column.data.shape[0] else xp.zeros(1, dtype=xp.uint8)
+        has_validity = column.validity is not None
+        validity = xp.ascontiguousarray(column.validity) if has_validity else xp.zeros(1, dtype=xp.bool_)
+        hashes = xp.empty(n, dtype=xp.uint64)
+        batch_chars = int(column.data.shape[0])  # the bytes the rows may add, known without a read
+        arguments = (offsets, chars, validity, has_validity, hashes)
+        if self.device.kernel_flavor == "cpu":
+            launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
+            self._intern_cpu(arguments, ids)
+        elif n <= self.serial_rows:
+            self._reserve(n, batch_chars)
+            launch_cuda(self.device, _intern_rows_serial_cuda, 1, *arguments, 0, self._slots, self._hashes,
+                        self._offsets, self._chars, self._state, ids)
+            self._known_bound += n
+            self._chars_bound += batch_chars
+        else:
+            launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
+            self._intern_parallel_cuda(arguments, ids, batch_chars)
+        return ids
+
+    def values(self) -> Column:
+        """Return every known string as a column, at the position of its id (one host read on cuda)."""
+        xp = self.device.xp
+        known = self._exact_known()
+        offsets = xp.ascontiguousarray(self._offsets[: known + 1]).copy()
+        return Column(pa.string(), self._chars[: self._chars_bound].copy(), None, offsets)
+
+    @property
+    def num_known(self) -> int:
+        """Return how many distinct strings the table holds (a host read on cuda)."""
+        return self._exact_known()
+
+    # ----------------------------------------------------------------- internals
+    def _exact_known(self) -> int:
+        """Make the bounds exact (one read on cuda, none on cpu) and return the known strings."""
+        if self.device.kernel_flavor == "cpu":
+            return self._known_bound
+        known = self._state[0:1]
+        self._known_bound, self._chars_bound = self.device.read_scalars([known, self._offsets[known]])
+        return self._known_bound
+
+    def _intern_cpu(self, arguments, ids) -> None:
+        n = ids.shape[0]
+        offsets = arguments[0]
+        row = 0
+        count_host_sync()  # the CPU twin returns the new-string count that the CUDA path reads back
+        while row < n:
+            count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
+            row = _intern_rows_cpu(*arguments, row, self._slots, self._hashes, self._offsets, self._chars,
+                                   self._state, ids)
+            self._known_bound = int(self._state[0])
+            self._chars_bound = int(self._offsets[self._known_bound])
+            if row < n:  # grow by doubling, bounded by the rows and bytes still to come
+                self._reserve(min(n - row, max(self._known_bound, 1024)), int(offsets[n] - offsets[row]))
+
+    def _intern_parallel_cuda(self, arguments, ids, batch_chars: int) -> None:
+        xp = self.device.xp
+        device = self.device
+        offsets, chars, validity, has_validity, hashes = arguments
+        n = ids.shape[0]
+        self._reserve(n, batch_chars)
+        row_slots = xp.empty(n, dtype=xp.int64)
+        launch_cuda(device, _claim_string_slots_cuda, n, offsets, chars, validity, has_validity, hashes, self._slots,
+                    self._hashes, self._offsets, self._chars, row_slots)
+        is_first = xp.empty(n, dtype=xp.bool_)
+        launch_cuda(device, _flag_first_string_rows_cuda, n, self._slots, row_slots, is_first)
+        new_rows = selection_from_mask(device, is_first)
+        num_new = int(new_rows.shape[0])
+        if num_new:
+            ends = xp.cumsum(offsets[new_rows.astype(xp.int64) + 1] - offsets[new_rows])
+            launch_cuda(device, _append_new_strings_cuda, num_new, new_rows, ends, offsets, chars, hashes, row_slots,
+                        self._slots, self._hashes, self._offsets, self._chars, self._state)
+            self._state += num_new
+            self._known_bound += num_new
+            self._chars_bound += batch_chars
+        launch_cuda(device, _read_string_ids_cuda, n, self._slots, row_slots, ids)
+
+    def _reserve(self, rows: int, incoming: int) -> None:
+        """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots."""
+        xp = self.device.xp
+        fits = (self._hashes.shape[0] >= self._known_bound + rows and self.capacity >= 2 * (self._known_bound + rows)
+                and self._chars.shape[0] >= self._chars_bound + incoming)
+        if fits:
+            return
+        known = self._exact_known()
+        total = known + rows
+        if self._hashes.shape[0] < total:
+            size = max(total, 2 * self._hashes.shape[0])
+            hashes = xp.zeros(size, dtype=xp.uint64)
+            hashes[: known] = self._hashes[: known]
+            offsets = xp.zeros(size + 1, dtype=xp.int64)
+            offsets[: known + 1] = self._offsets[: known + 1]
+            self._hashes, self._offsets = hashes, offsets
+        chars = self._chars_bound + incoming
+        if self._chars.shape[0] < chars:
+            grown = xp.zeros(max(chars, 2 * self._chars.shape[0]), dtype=xp.uint8)
+            grown[: self._chars_bound] = self._chars[: self._chars_bound]
+            self._chars = grown
+        if self.capacity < 2 * total:
+            self._slots = xp.full(_next_power_of_two(2 * total), EMPTY, dtype=xp.int32)
+            if known:
+                launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, self._hashes, known, self._slots)
