@@ -172,7 +172,7 @@ def _(node: AggregationNode, leaves: Mapping[str, tuple]):
     source, distribution = _distribute(node.source, leaves)
     keys = node.grouping_keys
     done = _hashed(keys) if keys else SINGLE
-    if node.step is AggregationStep.PARTIAL:
+    if node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE):  # merge where the input is
         return replace(node, sources=(source,)), SPREAD if distribution != SINGLE else SINGLE
     if distribution == SINGLE or (keys and _clusters(distribution, keys)):
         return replace(node, sources=(source,)), done

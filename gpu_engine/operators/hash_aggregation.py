@@ -141,17 +141,19 @@ class HashAggregation(AggregationOperator):
         return group_ids
 
     def no_more_input(self) -> None:
-        if self.node.global_grouping_sets and self.step.input_is_raw:
+        if self.node.global_grouping_sets and (self.step.input_is_raw or not self.step.output_is_final):
             self._add_global_groups()
         super().no_more_input()
 
     def _add_global_groups(self) -> None:
         """Add the groups of the GroupId's sets without keys, empty unless rows reached them.
 
-        Why every raw step adds them, input or not: a set without keys has its
-        one row even over no input, and no single driver knows whether another
-        saw rows; an empty state merges into a filled one without changing it,
-        so each partial adding it costs one row and the final step sees one group.
+        Why every raw or INTERMEDIATE step adds them, input or not: a set without
+        keys has its one row even over no input, and no single driver knows whether
+        another saw rows; an empty state merges into a filled one without changing
+        it, so each partial adding it costs one row and the final step sees one group
+        (an INTERMEDIATE step over a GroupId of pre-aggregated groups,
+        :mod:`gpu_engine.sql.grouping_sets`, sees no rows for them on an empty input).
         """
         node = self.node
         xp = self.device.xp

@@ -174,7 +174,8 @@ def _(node: AggregationNode) -> PlanNode:
 
 def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     """Return the fused node replacing ``node`` and the Filters/Projects below it, or None when it cannot be fused."""
-    if node.global_grouping_sets and node.step.input_is_raw:  # the fused operator adds no empty-input groups
+    # the fused operator adds no empty-input groups (raw and INTERMEDIATE steps do: hash_aggregation)
+    if node.global_grouping_sets and (node.step.input_is_raw or not node.step.output_is_final):
         return None
     chain: list[PlanNode] = []
     below = node.source

@@ -150,8 +150,10 @@ def _(node: AggregationNode):
     source, distribution = _rewrite(node.source)
     keys = node.grouping_keys
     done = SINGLE if not keys else _hashed(keys)
-    if distribution == SINGLE or (keys and distribution == _hashed(keys)) or node.step is AggregationStep.PARTIAL:
-        return replace(node, sources=(source,)), (distribution if node.step is AggregationStep.PARTIAL else done)
+    # PARTIAL and INTERMEDIATE steps merge where their input is; the FINAL step above gets the exchange.
+    merges_in_place = node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE)
+    if distribution == SINGLE or (keys and distribution == _hashed(keys)) or merges_in_place:
+        return replace(node, sources=(source,)), (distribution if merges_in_place else done)
     if node.step is AggregationStep.SINGLE:
         key_fields = [node.output_schema.field(k) for k in keys]
         partial_schema = aggregation_output_schema(AggregationStep.PARTIAL, key_fields, node.aggregate_names, node.aggregates)

@@ -9,7 +9,11 @@ repeats the rows once per set with the keys outside it NULL and the set's id
 in a column of its own; one ordinary aggregation groups by the keys and that
 id, so a key's own NULLs and the NULLs of a set that leaves it out stay
 distinct groups, and the aggregation splits into PARTIAL and FINAL steps
-across drivers as any other. Each ``grouping(k1, …, kn)`` (and Spark's
+across drivers as any other. When every aggregate is decomposable (sum, count,
+min, max, avg, none DISTINCT) the rows are aggregated by all the keys first and
+GroupId repeats those groups' intermediate states, merged by a FINAL step: the
+sets then repeat the groups, not the input rows (TPC-DS q22: a ROLLUP of four
+item strings over 2.3M inventory rows aggregated 11.7M repeated rows). Each ``grouping(k1, …, kn)`` (and Spark's
 ``grouping_id``) is a column computed from the group id after the
 aggregation: bit ``n - 1 - i`` is set when ``ki`` is not grouped in the row's
 set (DuckDB's definition: the leftmost argument is the most significant
@@ -197,8 +201,11 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
             builder = builder.project([_quoted(n) for n in columns] + pre)
         read = {relation.columns.get((c.table, c.name)) for a in aggregates for c in a.find_all(exp.Column)}
         inputs = [name for name in columns if name in read]  # what the aggregates read passes through
-        builder = builder.group_id(set_names, inputs, group_id, grouping_keys=pairs)
-        builder = builder.aggregation([name for name, _ in pairs] + [group_id], calls)
+        if _decomposable(aggregates):
+            builder = _pre_aggregated(planner, builder, pairs, calls, set_names, group_id)
+        else:
+            builder = builder.group_id(set_names, inputs, group_id, grouping_keys=pairs)
+            builder = builder.aggregation([name for name, _ in pairs] + [group_id], calls)
         masks = _grouping_columns(planner, trees, keys, sets, replacements, group_id)
         if masks:
             passed = [_quoted(n) for n in builder.plan().output_schema.names]
@@ -208,6 +215,47 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
         raise planner._plan_error(error, aggregates[0] if aggregates else select) from None
     rows = max(1.0, relation.rows / 10) * len(sets)
     return Relation(node, dict(key_columns), relation.aliases, rows, {}), replacements, dict(key_columns)
+
+
+#: Aggregates whose PARTIAL states merge exactly in a FINAL step over GroupId's repeated groups.
+_DECOMPOSABLE = (exp.Sum, exp.Count, exp.Min, exp.Max, exp.Avg)
+
+
+def _decomposable(aggregates: list[exp.Expression]) -> bool:
+    """Return True when every aggregate is a sum, count, min, max or avg without DISTINCT."""
+    return bool(aggregates) and all(
+        isinstance(a, _DECOMPOSABLE) and a.find(exp.Distinct) is None and not a.args.get("distinct")
+        for a in aggregates)
+
+
+def _pre_aggregated(planner: "QueryPlanner", builder, pairs, calls, set_names, group_id: str):
+    """Return ``builder`` with the PARTIAL aggregation by every key, GroupId over its groups and the FINAL merge."""
+    from gpu_engine.plans.aggregates import aggregation_output_schema, final_step_aggregates
+    from gpu_engine.plans.nodes import AggregationNode, AggregationStep
+
+    sources = list(dict.fromkeys(source for _, source in pairs))
+    builder = builder.partial_aggregation(sources, calls)
+    partial = builder.plan()
+    states = [name for name in partial.output_schema.names if name not in sources]
+    builder = builder.group_id(set_names, states, group_id, grouping_keys=pairs)
+    expanded = builder.plan()
+    keys = tuple(name for name, _ in pairs) + (group_id,)
+    merged = final_step_aggregates(partial.aggregates, partial.aggregate_names)
+    schema = aggregation_output_schema(AggregationStep.FINAL, [expanded.output_schema.field(k) for k in keys],
+                                       partial.aggregate_names, merged)
+    global_sets = expanded.global_grouping_sets
+    # An INTERMEDIATE step per driver gives the sets without keys their row over an empty input (as a raw step
+    # does: hash_aggregation's _add_global_groups); the FINAL step merges across drivers.
+    middle = AggregationNode(id=planner.ids.next_id(), output_schema=aggregation_output_schema(
+                                 AggregationStep.INTERMEDIATE, [expanded.output_schema.field(k) for k in keys],
+                                 partial.aggregate_names, merged),
+                             sources=(expanded,), step=AggregationStep.INTERMEDIATE, grouping_keys=keys,
+                             aggregate_names=partial.aggregate_names, aggregates=merged,
+                             global_grouping_sets=global_sets, group_id_key=group_id if global_sets else None)
+    final = AggregationNode(id=planner.ids.next_id(), output_schema=schema, sources=(middle,),
+                            step=AggregationStep.FINAL, grouping_keys=keys, aggregate_names=partial.aggregate_names,
+                            aggregates=merged)
+    return planner._builder(final)
 
 
 def _fresh_beside(planner: "QueryPlanner", node, name: str, alias: str | None = None) -> str:
