@@ -68,3 +68,23 @@ def spark_tpch_tables(spark, spark_tpch_folder):
         return cache[scale_factor]
 
     return tables_for
+
+
+@pytest.fixture(scope="session")
+def spark_tpcds(spark):
+    """Return (TPC-DS SF 0.01 folder, {table name: ``spark.read.parquet`` of its file}); skip without ``tpcgen-cli``.
+
+    The files are the ones tests/sql/test_tpcds_queries.py generates once under ``$GPU_ENGINE_DATA/tpcds``;
+    bare Parquet scans, so the engine reads them itself in the scan stages.
+    """
+    from pathlib import Path
+
+    from gpu_engine.connectors.tpcds_data import TPCDS_TABLES, TpcdsDataError, ensure_tpcds, find_tpcgen_cli
+
+    try:
+        find_tpcgen_cli()
+    except TpcdsDataError as error:
+        pytest.skip(f"TPC-DS data needs tpcgen-cli: {error}")
+    folder = ensure_tpcds(SPARK_SCALE_FACTOR, Path(os.environ["GPU_ENGINE_DATA"]) / "tpcds")
+    return folder, {table: spark.read.parquet(str(folder / f"{table}.parquet")) for table in TPCDS_TABLES
+                    if (folder / f"{table}.parquet").is_file()}
