@@ -188,7 +188,7 @@ def run_query(number: int, session, duck, runs: int, timeout: float | None) -> Q
 
 
 class SparkQueries:
-    """Answer ``sql(text, timeout)`` as ``Session.sql`` does, through :class:`~gpu_engine.spark.SparkRunner` on local Spark.
+    """Answer ``sql(text, timeout)`` as ``Session.sql`` does, through :class:`~gpu_engine.spark.SparkRunner` (local).
 
     Why: the bench's comparison and classification then apply unchanged to
     the Spark path. One SparkSession serves every query (starting one costs
@@ -279,8 +279,10 @@ def render_markdown(report: dict) -> str:
              "result is checked against DuckDB's on the same files (multiset; floats within 1e-9 relative; "
              "ORDER BY keys in order; rows tied at a LIMIT may differ). Times: medians of "
              f"{settings['runs']} runs after a first run (the engine's first run includes JIT compilation), ms; "
-             f"DuckDB with {settings['threads'] or 'all'} threads, the engine with {settings['drivers']} driver(s); "
-             f"engine timeout {settings['timeout']} s.", ""]
+             f"DuckDB with {settings['threads'] or 'all'} threads, the engine with {settings['drivers']} driver(s)"
+             + (f" per Task on one local[{settings['cores']}] Spark session, "
+                f"{settings['shuffle_partitions'] or settings['cores']} shuffle partitions (no timeout)."
+                if settings.get("runner") == "spark" else f"; engine timeout {settings['timeout']} s."), ""]
     lines += summary_lines(outcomes)
     lines += ["| query | class | DuckDB rows | engine first | engine median | DuckDB first | DuckDB median | "
               "engine vs DuckDB | reason |", "|---|---|---|---|---|---|---|---|---|"]
