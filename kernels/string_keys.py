@@ -100,7 +100,7 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
     max_known = min(known_hashes.shape[0], capacity // 2)
     num_known = state[0]
     n = ids.shape[0]
-    prefetch = worth_prefetching(slots) or worth_prefetching(known_hashes)
+    prefetch = worth_prefetching(slots) or worth_prefetching(known_offsets)
     for i in range(start, n):
         if has_validity and not validity[i]:
             ids[i] = 0
@@ -111,7 +111,6 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
             if i + PREFETCH_DISTANCE // 2 < n:
                 ahead = slots[np.int64(hashes[i + PREFETCH_DISTANCE // 2] & mask)]
                 if ahead != EMPTY:
-                    prefetch_row(known_hashes, ahead)
                     prefetch_row(known_offsets, ahead)
         h = hashes[i]
         slot = np.int64(h & mask)  # _first_slot, inlined
@@ -132,7 +131,9 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
                 slots[slot] = g
                 num_known += 1
                 break
-            if known_hashes[g] == h and _same_string(known_offsets, known_chars, g, offsets, chars, i):
+            # Bytes compared without reading the known hash first: one cache line fewer a row (a slot of
+            # another string, rare at half load, costs a length or byte compare instead).
+            if _same_string(known_offsets, known_chars, g, offsets, chars, i):
                 break
             slot = (slot + 1) & (capacity - 1)
         ids[i] = g
