@@ -212,15 +212,17 @@ def test_set_operations_over_tpch_sf001_match_duckdb(sql, tpch_data):
 
 @pytest.mark.parametrize("sql", ["SELECT a FROM t UNION ALL SELECT k FROM u",
                                  "SELECT count(*) AS n FROM (SELECT a FROM t EXCEPT SELECT k FROM u) x"])
-def test_a_cluster_and_spark_refuse_set_operations_by_name(sql):
+def test_a_local_cluster_refuses_set_operations_by_name_and_spark_plans_them(sql):
+    """A LocalCluster refuses set operations with a clear error; SparkRunner plans each branch as its own stages
+    (their answers are compared with Spark's in tests/spark/test_spark_windows.py)."""
     from gpu_engine.cluster.remote_exchanges import add_remote_exchanges
     from gpu_engine.spark.broadcast_joins import add_spark_exchanges
     from gpu_engine.sql import plan_sql
 
     plan = plan_sql(sql, {name: table.schema for name, table in TABLES.items()})
-    for distribute in (add_remote_exchanges, add_spark_exchanges):
-        with pytest.raises(PlanError, match=r"set operations \(UNION / INTERSECT / EXCEPT\) do not run on a cluster"):
-            distribute(plan)
+    with pytest.raises(PlanError, match=r"set operations \(UNION / INTERSECT / EXCEPT\) do not run on a LocalCluster"):
+        add_remote_exchanges(plan)
+    assert add_spark_exchanges(plan) is not None
 
 
 def test_set_operation_plans_round_trip_through_json_and_validation_checks_each_branch():
