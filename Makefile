@@ -55,9 +55,9 @@ demo: $(INSTALLED) $(PRECOMPILED)
 # What every pytest run here reports: the slowest tests, which tests failed or errored, and why each skipped.
 PYTEST_REPORT := --durations=25 -rfEs
 # Test processes (pytest-xdist); Spark tests share one (tests/conftest.py). PYTEST_WORKERS=0 runs in-process.
-# Three on the 2-core CI machine: with two, the cores were busy 69% of the run (27.4 min user + 3.2 min sys in
-# 22.2 min): workers wait on Spark's JVM, CLI subprocesses, the idle-priority compile process and timeouts.
-PYTEST_WORKERS ?= 3
+# Two on the 2-core CI machine: three were tried (a clean clone: pytest 1253 s against 1273 s with two, within
+# noise) and only add contention for the tests that bound a timeout or a signal's effect.
+PYTEST_WORKERS ?= 2
 PYTEST_PARALLEL := -n $(PYTEST_WORKERS) --dist loadgroup
 
 # pytest exits 5 when it collects no test; that is not a failure here.
