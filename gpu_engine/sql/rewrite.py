@@ -65,9 +65,8 @@ def sqlglot_schema(catalog: Mapping[str, pa.Schema]) -> dict[str, dict[str, str]
     return {table: {f.name: _sql_type(f.type) for f in schema} for table, schema in catalog.items()}
 
 
-def _parse(text: str, dialect: str) -> exp.Expression:
-    if not isinstance(text, str) or not text.strip():
-        raise SqlError("expected the text of a SELECT query")
+def parse_one_statement(text: str, dialect: str) -> exp.Expression:
+    """Parse ``text`` as exactly one SQL statement, its nesting checked first; errors as SqlError with positions."""
     tokens = check_text_nesting(text, dialect)
     try:
         statements = [s for s in sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, text) if s is not None]
@@ -80,7 +79,13 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     if len(statements) != 1:
         line, col = position_of(statements[1] if len(statements) > 1 else None)
         raise SqlError(f"expected one SQL statement, got {len(statements)}", line=line, col=col)
-    tree = balance_connectives(statements[0])  # before any pass recurses into a long AND/OR chain
+    return statements[0]
+
+
+def _parse(text: str, dialect: str) -> exp.Expression:
+    if not isinstance(text, str) or not text.strip():
+        raise SqlError("expected the text of a SELECT query")
+    tree = balance_connectives(parse_one_statement(text, dialect))  # before any pass recurses into a long AND/OR chain
     tree = values_statement_as_select(tree)  # a bare VALUES … is a query (gpu_engine.sql.values_lists)
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)

@@ -28,11 +28,9 @@ from contextlib import contextmanager
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
-import sqlglot
 from sqlglot import exp
-from sqlglot.errors import ParseError, TokenError
 
-from gpu_engine.sql.errors import SqlError, parse_error_text, position_of
+from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.refusals import KNOWN_CATALOGS, KNOWN_SCHEMAS
 from gpu_engine.sql.views import View, expand_views, find_name, moved_error
 
@@ -57,18 +55,9 @@ def _error(message: str, node: exp.Expression | None, name: str | None = None) -
 
 
 def _parse(text: str, dialect: str) -> exp.Expression:
-    try:
-        statements = [s for s in sqlglot.parse(text, read=dialect) if s is not None]
-    except ParseError as error:
-        first = error.errors[0] if error.errors else {}
-        raise SqlError(f"cannot parse SQL: {parse_error_text(error)}", line=first.get("line"),
-                       col=first.get("col"), name=first.get("highlight")) from None
-    except TokenError as error:
-        raise SqlError(f"cannot parse SQL: {error}") from None
-    if len(statements) != 1:
-        line, col = position_of(statements[1] if len(statements) > 1 else None)
-        raise SqlError(f"expected one SQL statement, got {len(statements)}", line=line, col=col)
-    return statements[0]
+    from gpu_engine.sql.rewrite import parse_one_statement
+
+    return parse_one_statement(text, dialect)
 
 
 def _name(table: exp.Expression, dialect: str, what: str) -> str:
