@@ -1,0 +1,539 @@
+"""Decode Parquet column chunks of fixed-width values on the device: the host plans pages, kernels do the rest.
+
+Why: read cold from Parquet, the engine spent its time on the host decoding
+pages and packing decoded columns for the copy (issue 32: TPC-H SF10 cold
+41 s against DuckDB's 8 s on an H100, the GPU waiting). Here only the
+*compressed* column chunk goes to the device; Snappy, definition levels,
+dictionary codes and PLAIN values are decoded there, straight into the
+engine's device column buffers.
+
+How the work is split:
+
+* the host reads the chunk's page headers (the Thrift parser of
+  :mod:`gpu_engine.kernels.parquet_pages`, cheap: a few hundred bytes a page)
+  into a page table (:func:`plan_chunk`, one row of ``_FIELDS`` int64 a page:
+  where its body lies in the staged chunk bytes, where its uncompressed bytes
+  go, its value count, encodings and first row). Everything a header alone
+  decides is checked there: sizes inside the chunk, a dictionary page first,
+  no more values than rows. A layout the kernels do not take (another
+  encoding, levels not RLE) makes the whole column go to the host decoder;
+* three kernels then run over all pages of a column's chunks at once, so a
+  column of a piece costs a fixed three launches and one read back
+  (:func:`decode_pages`): ``_expand`` (a block per page: Snappy decompressed
+  by the block's first thread, a sequential tag parse per page, as a first
+  version; uncompressed pages copied by all its threads), ``_levels`` (a
+  thread per page: definition levels to validity and value slots, dictionary
+  codes unpacked and checked against the dictionary's size; sequential run
+  parsing per page) and ``_values`` (a thread per row: each row's value bytes
+  copied from its page, or from its dictionary page by its code; nulls 0);
+* each page ends with a status word; the host reads the page statuses and
+  non-null counts back once (one host sync a column, not a page) and names the
+  first bad page as the host decoder would (:func:`first_failure`).
+
+Every count, index and offset the kernels use was checked on the host against
+the staged bytes or is checked as it is read (a Snappy copy's offset, a run's
+length, a code against the dictionary's size), so no kernel reads or writes
+outside its buffers, whatever the bytes say.
+
+The same kernel code runs in numba's CUDA simulator (``cuda-sim``), which is
+how CI checks it against pyarrow without a GPU.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numba import cuda, njit
+from numba.extending import register_jitable
+
+from gpu_engine.kernels.launch import launch_cuda
+from gpu_engine.kernels.parquet_pages import (
+    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, SNAPPY_MAX_RATIO, UNSUPPORTED, _BAD_BIT_WIDTH,
+    _BAD_COMPRESSED, _BAD_COUNTS, _BAD_DICTIONARY, _BAD_INDEX, _BAD_LEVELS, _BAD_SIZES, _DATA_PAGE, _DATA_PAGE_V2,
+    _DICTIONARY_PAGE, _EXTRA_VALUES, _MISSING_VALUES, _NO_DICTIONARY, _PLAIN, _PLAIN_DICTIONARY, _RLE,
+    _RLE_DICTIONARY, _SHORT_VALUES, _SKIP_PAGE, _page_header,
+)
+
+__all__ = ["plan_chunk", "new_page_table", "decode_pages", "first_failure", "FIELDS", "LAUNCHES_PER_COLUMN"]
+
+# Columns of a page table row (int64).
+_KIND = 0  # _DATA_PAGE, _DATA_PAGE_V2 or _DICTIONARY_PAGE
+_BODY = 1  # the page body's first byte in the staged chunk bytes
+_COMPRESSED = 2  # the body's bytes
+_DATA = 3  # where the page's uncompressed bytes go in the device page buffer
+_DATA_LEN = 4  # how many
+_PREFIX = 5  # a v2 page's level bytes (never compressed)
+_DECOMPRESS = 6  # 1: Snappy after the prefix; 0: copy the body as it is
+_VALUES = 7  # the page's values (with nulls)
+_ENCODING = 8
+_V2_NULLS = 9
+_V2_ROWS = 10
+_ROW = 11  # the page's first row in the decoded column
+_DICT = 12  # the row of this chunk's dictionary page, -1 when none came before
+_DICT_COUNT = 13  # the dictionary's values
+_PENDING = 14  # a status the host found in the header, reported once the page's bytes uncompressed
+_INDEX = 15  # the page's index in its chunk (as the host decoder counts pages, the dictionary page first)
+_AT = 16  # the page header's first byte in the file
+_CHUNK = 17  # which chunk of the column (row group order)
+FIELDS = 18
+
+#: Kernel launches :func:`decode_pages` makes for a column of any number of pages and chunks.
+LAUNCHES_PER_COLUMN = 3
+
+
+def new_page_table(capacity: int = 16) -> np.ndarray:
+    """Return an empty page table with room for ``capacity`` pages (:func:`plan_chunk` grows it)."""
+    return np.zeros((max(1, capacity), FIELDS), np.int64)
+
+
+# ----------------------------------------------------------------- host: the page table
+@njit(nogil=True, cache=True)
+def plan_chunk(buf, start, length, codec, max_definition, rows, width, chunk, stage, first_row, data, table, count):
+    """Append the pages of one column chunk to ``table``; return ``(status, page, at, table, count, data)``.
+
+    ``buf`` is the file's bytes and ``buf[start:start + length]`` the chunk, which will lie at ``stage``
+    in the staged bytes; its rows start at ``first_row`` of the column and its uncompressed pages at
+    ``data`` of the page buffer. ``table`` holds ``count`` pages so far (grown and handed back).
+
+    ``status`` is :data:`DECODED`, :data:`UNSUPPORTED` (the column goes to the host decoder) or a
+    corruption found in the headers that the host decoder would report after the chunk's earlier
+    pages (those were appended; ``page`` and ``at`` name the bad one). A corruption the host decoder
+    reports only after uncompressing the page is put in the page's ``_PENDING`` field instead, and the
+    chunk ends there with :data:`DECODED`. ``data`` comes back past the chunk's uncompressed pages.
+    """
+    header = np.empty(16, np.int64)
+    page = np.empty(16, np.int64)
+    end = start + length
+    if codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY or max_definition > 1:
+        return UNSUPPORTED, 0, start, table, count, data
+    if start < 0 or length < 0 or end > buf.shape[0]:
+        return CORRUPT, 0, start, table, count, data
+    pos = start
+    row = 0
+    index = -1
+    dictionary = -1
+    dictionary_count = 0
+    while pos < end:
+        index += 1
+        at = pos
+        status, pos = _page_header(buf, pos, end, header, page)
+        if status == _SKIP_PAGE:
+            continue
+        if status != DECODED:
+            return status, index, at, table, count, data
+        kind = header[1]
+        uncompressed = header[2]
+        compressed = header[3]
+        body = pos
+        pos += compressed
+        prefix = 0
+        if kind == _DATA_PAGE_V2:
+            if page[6] > 0:
+                return _BAD_SIZES, index, at, table, count, data
+            prefix = page[5]
+            if prefix > compressed or prefix > uncompressed:
+                return _BAD_SIZES, index, at, table, count, data
+        decompress = codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0)
+        if decompress:
+            if uncompressed - prefix > SNAPPY_MAX_RATIO * (compressed - prefix):
+                return _BAD_COMPRESSED, index, at, table, count, data
+            data_length = uncompressed
+        else:
+            data_length = compressed
+        if count == table.shape[0]:
+            grown = np.zeros((2 * table.shape[0], table.shape[1]), np.int64)
+            grown[:count] = table[:count]
+            table = grown
+        entry = table[count]
+        entry[:] = 0
+        entry[_KIND] = kind
+        entry[_BODY] = stage + body - start
+        entry[_COMPRESSED] = compressed
+        entry[_DATA] = data
+        entry[_DATA_LEN] = data_length
+        entry[_PREFIX] = prefix
+        entry[_DECOMPRESS] = 1 if decompress else 0
+        entry[_ROW] = first_row + row
+        entry[_DICT] = dictionary
+        entry[_DICT_COUNT] = dictionary_count
+        entry[_INDEX] = index
+        entry[_AT] = at
+        entry[_CHUNK] = chunk
+        count += 1
+        data += data_length
+        # What the host decoder checks once the page is uncompressed (parquet_pages.decode_chunk, in its order).
+        if kind == _DICTIONARY_PAGE:
+            values = page[1]
+            if dictionary >= 0 or row > 0:
+                entry[_PENDING] = _BAD_DICTIONARY
+                return DECODED, index, at, table, count, data
+            if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
+                return UNSUPPORTED, index, at, table, count, data
+            if values * width > data_length:
+                entry[_PENDING] = _BAD_DICTIONARY
+                return DECODED, index, at, table, count, data
+            entry[_VALUES] = values
+            entry[_DICT_COUNT] = values
+            dictionary = count - 1
+            dictionary_count = values
+            continue
+        values = page[1]
+        encoding = page[2] if kind == _DATA_PAGE else page[4]
+        entry[_VALUES] = values
+        entry[_ENCODING] = encoding
+        if kind == _DATA_PAGE_V2:
+            entry[_V2_NULLS] = page[2]
+            entry[_V2_ROWS] = page[3]
+        if row + values > rows:
+            entry[_PENDING] = _EXTRA_VALUES
+            return DECODED, index, at, table, count, data
+        if max_definition == 1 and kind == _DATA_PAGE and page[3] != _RLE:
+            return UNSUPPORTED, index, at, table, count, data
+        if encoding != _PLAIN and encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY:
+            return UNSUPPORTED, index, at, table, count, data
+        row += values
+    if row < rows:
+        return _MISSING_VALUES, index + 1, end, table, count, data
+    return DECODED, index + 1, end, table, count, data
+
+
+# ----------------------------------------------------------------- device functions
+#: Inlined into the kernels that call them (as kernels/strings.py's row helpers): compiled with each kernel, so the
+#: PTX is made ahead without a GPU, and plain Python in the simulator.
+_device_function = register_jitable(_nrt=False)
+
+
+@_device_function
+def _snappy(src, start, end, dst, first, length):
+    """Decompress the Snappy block ``src[start:end]`` into ``dst[first:first + length]``; return True when it fills it exactly.
+
+    One thread parses the tags in order (a copy may read bytes the previous one wrote); every
+    literal and copy is checked against both ranges before a byte moves.
+    """
+    pos = start
+    declared = 0
+    shift = 0
+    done = False
+    while pos < end and shift < 35:
+        byte = np.int64(src[pos])
+        pos += 1
+        declared |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            done = True
+            break
+        shift += 7
+    if not done or declared != length:
+        return False
+    out = 0
+    while pos < end:
+        tag = np.int64(src[pos])
+        pos += 1
+        kind = tag & 3
+        if kind == 0:
+            size = (tag >> 2) + 1
+            if size > 60:
+                extra = size - 60
+                if pos + extra > end:
+                    return False
+                size = 0
+                for k in range(extra):
+                    size |= np.int64(src[pos + k]) << (8 * k)
+                pos += extra
+                size += 1
+            if pos + size > end or out + size > length:
+                return False
+            for k in range(size):
+                dst[first + out + k] = src[pos + k]
+            pos += size
+            out += size
+            continue
+        if kind == 1:
+            if pos >= end:
+                return False
+            size = ((tag >> 2) & 7) + 4
+            offset = ((tag >> 5) << 8) | np.int64(src[pos])
+            pos += 1
+        elif kind == 2:
+            if pos + 2 > end:
+                return False
+            size = (tag >> 2) + 1
+            offset = np.int64(src[pos]) | (np.int64(src[pos + 1]) << 8)
+            pos += 2
+        else:
+            if pos + 4 > end:
+                return False
+            size = (tag >> 2) + 1
+            offset = (np.int64(src[pos]) | (np.int64(src[pos + 1]) << 8) | (np.int64(src[pos + 2]) << 16)
+                      | (np.int64(src[pos + 3]) << 24))
+            pos += 4
+        if offset == 0 or offset > out or out + size > length:
+            return False
+        for k in range(size):  # byte by byte: an overlapping copy repeats its pattern
+            dst[first + out + k] = dst[first + out - offset + k]
+        out += size
+    return out == length
+
+
+@_device_function
+def _runs(buf, pos, end, bit_width, out, base, count, bound):
+    """Decode ``count`` values of the RLE/bit-packing hybrid ``buf[pos:end]`` into ``out[base:base + count]``.
+
+    Returns the position after the runs read, -1 when they run past ``end`` or are malformed, -2 when
+    a value is ``bound`` or more (as :func:`gpu_engine.kernels.parquet_pages._rle_hybrid` does, without
+    its word loads: a value's bytes are read one by one, never past the run).
+    """
+    mask = (np.int64(1) << bit_width) - 1
+    value_bytes = (bit_width + 7) // 8
+    filled = 0
+    while filled < count:
+        if pos >= end:
+            return -1
+        run = np.int64(0)
+        shift = 0
+        done = False
+        while pos < end and shift < 64:
+            byte = np.int64(buf[pos])
+            pos += 1
+            run |= (byte & 0x7F) << shift
+            if byte < 0x80:
+                done = True
+                break
+            shift += 7
+        if not done or run < 0:
+            return -1
+        if run & 1 == 0:
+            repeat = run >> 1
+            if pos + value_bytes > end:
+                return -1
+            value = np.int64(0)
+            for k in range(value_bytes):
+                value |= np.int64(buf[pos + k]) << (8 * k)
+            pos += value_bytes
+            if value >= bound:
+                return -2
+            stop = filled + repeat
+            if stop > count:  # (no builtin min: numba's CUDA target compiles it as a device function of its own)
+                stop = count
+            for i in range(filled, stop):
+                out[base + i] = value
+            filled = stop
+        else:
+            groups = run >> 1
+            if bit_width > 0 and groups > (end - pos) // bit_width:
+                return -1
+            take = count - filled
+            if groups * 8 < take:
+                take = groups * 8
+            for i in range(take):
+                bit = i * bit_width
+                first = pos + (bit >> 3)
+                word = np.int64(0)
+                for k in range(((bit & 7) + bit_width + 7) >> 3):
+                    word |= np.int64(buf[first + k]) << (8 * k)
+                value = (word >> (bit & 7)) & mask
+                if value >= bound:
+                    return -2
+                out[base + filled + i] = value
+            pos += groups * bit_width
+            filled += take
+    return pos
+
+
+# ----------------------------------------------------------------- kernels
+@cuda.jit
+def _expand(staged, table, pages, status):
+    """Uncompress (or copy) each page's body into the page buffer: a block per page (grid-stride over pages)."""
+    lane = cuda.threadIdx.x
+    lanes = cuda.blockDim.x
+    for p in range(cuda.blockIdx.x, table.shape[0], cuda.gridDim.x):
+        body = table[p, _BODY]
+        data = table[p, _DATA]
+        if table[p, _DECOMPRESS] == 0:
+            for k in range(lane, table[p, _DATA_LEN], lanes):
+                pages[data + k] = staged[body + k]
+            continue
+        prefix = table[p, _PREFIX]
+        for k in range(lane, prefix, lanes):
+            pages[data + k] = staged[body + k]
+        if lane == 0:
+            if not _snappy(staged, body + prefix, body + table[p, _COMPRESSED], pages, data + prefix,
+                           table[p, _DATA_LEN] - prefix):
+                status[p, 0] = _BAD_COMPRESSED
+
+
+@cuda.jit
+def _levels(pages, table, max_definition, width, valid, slots, codes, status):
+    """Check each data page and read its levels and dictionary codes: a thread per page.
+
+    Writes ``valid`` and ``slots`` (the row's value among the page's non-null values, -1 for NULL)
+    of an optional column, ``codes`` (at the page's first row on) of a dictionary page, and per page
+    ``status[p, 0]`` (0 or a corruption), ``status[p, 1]`` its non-null values and ``status[p, 2]``
+    where its values start.
+    """
+    for p in range(cuda.grid(1), table.shape[0], cuda.gridsize(1)):
+        if status[p, 0] != 0:
+            continue
+        if table[p, _PENDING] != 0:
+            status[p, 0] = table[p, _PENDING]
+            continue
+        kind = table[p, _KIND]
+        if kind == _DICTIONARY_PAGE:
+            continue
+        values = table[p, _VALUES]
+        row = table[p, _ROW]
+        at = table[p, _DATA]
+        stop = at + table[p, _DATA_LEN]
+        prefix = table[p, _PREFIX]
+        if max_definition == 0:
+            if kind == _DATA_PAGE_V2:
+                if table[p, _V2_NULLS] != 0 or table[p, _V2_ROWS] != values:
+                    status[p, 0] = _BAD_COUNTS
+                    continue
+                at += prefix
+            present = values
+        else:
+            if kind == _DATA_PAGE:
+                if at + 4 > stop:
+                    status[p, 0] = _BAD_LEVELS
+                    continue
+                size = (np.int64(pages[at]) | (np.int64(pages[at + 1]) << 8) | (np.int64(pages[at + 2]) << 16)
+                        | (np.int64(pages[at + 3]) << 24))
+                at += 4
+            else:
+                size = prefix
+            if at + size > stop or _runs(pages, at, at + size, 1, valid, row, values, 2) < 0:
+                status[p, 0] = _BAD_LEVELS
+                continue
+            present = 0
+            for i in range(values):
+                if valid[row + i] != 0:
+                    slots[row + i] = present
+                    present += 1
+                else:
+                    slots[row + i] = -1
+            if kind == _DATA_PAGE_V2 and (table[p, _V2_NULLS] != values - present or table[p, _V2_ROWS] != values):
+                status[p, 0] = _BAD_COUNTS
+                continue
+            at += size
+        encoding = table[p, _ENCODING]
+        if encoding == _PLAIN:
+            if at + present * width > stop:
+                status[p, 0] = _SHORT_VALUES
+                continue
+        elif present > 0:
+            if table[p, _DICT] < 0:
+                status[p, 0] = _NO_DICTIONARY
+                continue
+            if at >= stop:
+                status[p, 0] = _SHORT_VALUES
+                continue
+            bit_width = np.int64(pages[at])
+            if bit_width > 32:
+                status[p, 0] = _BAD_BIT_WIDTH
+                continue
+            done = _runs(pages, at + 1, stop, bit_width, codes, row, present, table[p, _DICT_COUNT])
+            if done < 0:
+                status[p, 0] = _BAD_INDEX if done == -2 else _SHORT_VALUES
+                continue
+        status[p, 1] = present
+        status[p, 2] = at
+
+
+@cuda.jit
+def _values(pages, table, data_pages, max_definition, width, slots, codes, status, out, rows):
+    """Copy each row's value bytes from its page (PLAIN) or its dictionary page (by code): a thread per row.
+
+    Null rows, and rows of a page whose status is not 0, get zero bytes.
+    """
+    for row in range(cuda.grid(1), rows, cuda.gridsize(1)):
+        low = 0
+        high = data_pages.shape[0] - 1
+        while low < high:  # the last data page starting at or before the row
+            middle = (low + high + 1) >> 1
+            if table[data_pages[middle], _ROW] <= row:
+                low = middle
+            else:
+                high = middle - 1
+        p = data_pages[low]
+        source = -1
+        slot = row - table[p, _ROW]
+        if status[p, 0] == 0 and 0 <= slot < table[p, _VALUES]:  # (rows of a chunk that ended early: no page)
+            if max_definition != 0:
+                slot = slots[row]
+            if slot >= 0:
+                if table[p, _ENCODING] == _PLAIN:
+                    source = status[p, 2] + slot * width
+                else:
+                    source = table[table[p, _DICT], _DATA] + np.int64(codes[table[p, _ROW] + slot]) * width
+        target = row * width
+        if source < 0:
+            for k in range(width):
+                out[target + k] = 0
+        else:
+            for k in range(width):
+                out[target + k] = pages[source + k]
+
+
+# ----------------------------------------------------------------- entry point
+def decode_pages(device, staged, table, rows: int, width: int, dtype, max_definition: int, page_bytes: int):
+    """Decode the pages of ``table`` (every row a page, in row order) from the device bytes ``staged``.
+
+    Parameters
+    ----------
+    device
+        A device whose kernels are the numba.cuda twins (``cuda``, or ``cuda-sim`` in CI).
+    staged
+        The column's chunks' bytes (uint8, on ``device``), where the table's ``_BODY`` fields point.
+    table
+        The host page table (:func:`plan_chunk`), trimmed to its pages.
+    rows, width, dtype
+        The column's rows and its physical values' bytes and dtype.
+    max_definition
+        0 for a required column, 1 for an optional one.
+    page_bytes
+        The uncompressed bytes of all pages (``data`` after the last :func:`plan_chunk`).
+
+    Returns
+    -------
+    tuple
+        ``(values, valid, status)``: ``rows`` values of ``dtype`` on the device; uint8 validity (1 =
+        not null; empty when required); and the page statuses, read back (one host sync): int64
+        ``(pages, 3)``, column 0 the status (0 or a corruption), column 1 the page's non-null values.
+    """
+    xp = device.xp
+    pages = table.shape[0]
+    out = xp.zeros(rows, dtype=dtype) if pages == 0 else xp.empty(rows, dtype=dtype)
+    valid = xp.empty(rows if max_definition else 0, dtype=xp.uint8)
+    if pages == 0:
+        return out, valid, np.zeros((0, 3), np.int64)
+    data_pages = np.flatnonzero(table[:, _KIND] != _DICTIONARY_PAGE).astype(np.int64)
+    dictionary_encoded = bool((table[data_pages, _ENCODING] != _PLAIN).any())
+    table_device = device.asarray(table)
+    buffer = xp.empty(max(page_bytes, 1), dtype=xp.uint8)
+    status = xp.zeros((pages, 3), dtype=xp.int64)
+    slots = xp.empty(rows if max_definition else 1, dtype=xp.int32)
+    codes = xp.empty(rows if dictionary_encoded else 1, dtype=xp.int32)
+    threads = device.threads_per_block
+    launch_cuda(device, _expand, pages * threads, staged, table_device, buffer, status, max_blocks=pages)
+    launch_cuda(device, _levels, pages, buffer, table_device, max_definition, width, valid, slots, codes, status)
+    if data_pages.shape[0] and rows:
+        launch_cuda(device, _values, rows, buffer, table_device, device.asarray(data_pages), max_definition, width,
+                    slots, codes, status, out.view(xp.uint8), rows)
+    return out, valid, device.to_host(status)
+
+
+def first_failure(table: np.ndarray, status: np.ndarray, chunk_errors: list[tuple[int, int, int]]):
+    """Return ``(chunk, status, page, at)`` of the first corruption in chunk and page order, or None.
+
+    ``chunk_errors`` holds, per chunk, what :func:`plan_chunk` returned for it (``(status, page, at)``):
+    a page the kernels flagged comes before its chunk's header corruption, which the host decoder
+    meets only after the pages before it, and a chunk before the chunks after it.
+    """
+    bad = np.flatnonzero(status[:, 0] != 0) if status.shape[0] else np.zeros(0, np.int64)
+    first_bad_chunk = int(table[bad[0], _CHUNK]) if bad.shape[0] else len(chunk_errors)
+    for chunk, (error, page, at) in enumerate(chunk_errors[:first_bad_chunk]):
+        if error != DECODED:
+            return chunk, error, page, at
+    if bad.shape[0]:
+        p = int(bad[0])
+        return first_bad_chunk, int(status[p, 0]), int(table[p, _INDEX]), int(table[p, _AT])
+    return None
