@@ -3,7 +3,12 @@
 For every query, three runners go in turn, each run once first (that run is
 timed apart: for the engine it holds numba's JIT compilation, for everyone
 cold file caches) and checked against DuckDB's result, then timed ``--runs``
-times (median reported):
+times (median reported). The timed runs are interleaved: run 1 of every
+runner, then run 2 of every runner, and so on, so that a change of the
+machine's speed during the call (DuckDB's own total varied 5.7-8.8 s between
+calls on the H100) touches every runner alike. The device is synchronized
+before each clock start, and kernels compiled during a timed run (there should
+be none once the first run is done) are counted in the report's ``jit``:
 
 * ``duckdb``: DuckDB on the same Parquet files, all the machine's cores;
 * ``engine-cold``: a Session over the Parquet files (decode, host-to-device
@@ -33,9 +38,11 @@ import json
 import os
 import re
 import shlex
+import statistics
 import sys
 import time
 from dataclasses import asdict
+from functools import partial
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -48,7 +55,6 @@ from bench.run_bench import (  # noqa: E402 - after the path fix above
     _available_cores,
     _machine_facts,
     _parse_sf,
-    _time_runner,
     _write_atomically,
     runner_order,
 )
@@ -84,6 +90,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR, help="where the report goes")
     parser.add_argument("--tag", default=None, help="host kind in the file name (default gpu-<device name>)")
     parser.add_argument("--micro-json", type=Path, default=None, help="a kernel_microbench JSON to include")
+    parser.add_argument("--no-interleave", action="store_true",
+                        help="time every run of one runner before the next runner's (default: interleaved)")
     return parser
 
 
@@ -123,15 +131,16 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> dict:
         register_tpch(session, data_dir)
         sessions[f"engine-{mode}"] = session
     cached: dict[str, float] = {}
-    results, explain_text = [], None
+    results, explain_text, jit = [], None, {}
     for query in queries:
         print(f"[{query.name}]", file=sys.stderr)
         outcome = QueryResult(query.name)
         duck_result = RunnerResult("duckdb")
-        reference = _time_runner(duck_result, lambda sql=query.sql: duckdb_table(duck, sql), None, query.ordered,
-                                 args.runs, rows_mismatch)
+        duck_call = partial(duckdb_table, duck, query.sql)
+        reference = _first_run(duck_result, duck_call, None, None, query.ordered, rows_mismatch)
         outcome.runners["duckdb"] = duck_result
-        _report(duck_result)
+        timed = [(duck_result, duck_call, None)] if reference is not None else []
+        jit[query.name] = {}
         for label, session in sessions.items():
             runner = RunnerResult(label)
             outcome.runners[label] = runner
@@ -145,23 +154,90 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> dict:
                 except Exception as error:  # noqa: BLE001 - report and go on
                     runner.error = f"caching failed: {type(error).__name__}: {error}"
                 if runner.error:
-                    _report(runner)
                     continue
-            _time_runner(runner, lambda session=session, plan=plan: session.execute(plan), reference, query.ordered,
-                         args.runs, rows_mismatch)
-            _report(runner)
+            compiled, compile_s = _ptx_compiles()
+            call = partial(session.execute, plan)
+            _first_run(runner, call, session.device, reference, query.ordered, rows_mismatch)
+            after, after_s = _ptx_compiles()
+            jit[query.name][label] = {"first_run_ptx_compiles": after - compiled,
+                                      "first_run_ptx_compile_s": round(after_s - compile_s, 3)}
+            if runner.error is None:
+                timed.append((runner, call, session.device))
             if explain_text is None and label == "engine-cold" and runner.error is None:
                 explain_text = session.explain(plan, analyze=True)
+        compiled, _ = _ptx_compiles()
+        _timed_runs(timed, args.runs, interleave=not args.no_interleave)
+        jit[query.name]["timed_runs_ptx_compiles"] = _ptx_compiles()[0] - compiled
+        for runner in outcome.runners.values():
+            _report(runner)
         results.append(outcome)
-    return {"results": results, "explain": explain_text, "cache_seconds": cached,
+    return {"results": results, "explain": explain_text, "cache_seconds": cached, "jit": jit,
             "device": next(iter(sessions.values())).device if sessions else None}
+
+
+def _ptx_compiles() -> tuple[int, float]:
+    """Return how many kernels this process compiled to PTX so far, and their seconds (JIT, reported apart)."""
+    from gpu_engine.kernels.ptx_cache import compile_records
+
+    compiled = [record for record in compile_records() if record.outcome == "compiled"]
+    return len(compiled), sum(record.seconds for record in compiled)
+
+
+def _first_run(result: RunnerResult, run, device, reference, ordered: bool, mismatch):
+    """Run once, timed apart (JIT, cold caches), and check against ``reference``; return the table or None."""
+    if device is not None:
+        device.synchronize()
+    start = time.perf_counter()
+    try:
+        table = run()
+        if device is not None:
+            device.synchronize()
+    except Exception as error:  # noqa: BLE001 - report and go on with the other runners
+        result.error = f"{type(error).__name__}: {error}"
+        return None
+    result.first_run_s = time.perf_counter() - start
+    result.rows = table.num_rows
+    if reference is not None:
+        problem = mismatch(table, reference, ordered=ordered)
+        result.correct = problem is None
+        if problem is not None:
+            result.error = "result differs from DuckDB: " + problem
+    return table
+
+
+def _timed_runs(timed: list, runs: int, interleave: bool = True) -> None:
+    """Time ``runs`` runs of each ``(result, run, device)``: round by round when ``interleave``, else runner by runner.
+
+    The device is synchronized before the clock starts and before it stops (an
+    engine result is on the host already; the sync also waits for any stray work).
+    """
+    order = ([entry for _ in range(runs) for entry in timed] if interleave
+             else [entry for entry in timed for _ in range(runs)])
+    for result, run, device in order:
+        if result.error is not None:
+            continue
+        if device is not None:
+            device.synchronize()
+        start = time.perf_counter()
+        try:
+            run()
+            if device is not None:
+                device.synchronize()
+        except Exception as error:  # noqa: BLE001 - a later run failing is a finding too
+            result.error = f"timed run failed: {type(error).__name__}: {error}"
+            continue
+        result.samples_s.append(time.perf_counter() - start)
+    for result, _, _ in timed:
+        if result.samples_s:
+            result.median_s = statistics.median(result.samples_s)
+            result.min_s = min(result.samples_s)
 
 
 def _report(result: RunnerResult) -> None:
     if result.error:
         print(f"  {result.runner:<14} FAILED: {result.error.splitlines()[0]}", file=sys.stderr)
     else:
-        print(f"  {result.runner:<14} first {result.first_run_s * 1000:9.1f} ms   median {result.median_s * 1000:9.1f} ms",
+        print(f"  {result.runner:<14} first {_ms(result.first_run_s):>9} ms   median {_ms(result.median_s):>9} ms",
               file=sys.stderr)
 
 
@@ -189,7 +265,8 @@ def render_markdown(report: dict) -> str:
         "",
         f"Engine: device {settings['device']}, {settings['drivers']} drivers. DuckDB {facts.get('duckdb')}: "
         f"{settings['threads']} threads of this machine's CPUs ({facts['cpu_model']}), same Parquet files, same run. "
-        f"Medians of {settings['runs']} runs after a first run (apart: JIT compilation, cold caches). "
+        f"Medians of {settings['runs']} runs after a first run (apart: JIT compilation, cold caches)"
+        f"{', the runners interleaved run by run' if settings.get('interleaved') else ''}. "
         "\"vs DuckDB\" says how many times faster or slower than DuckDB the engine is. "
         "Cold reads Parquet every run; hot reads tables cached on the device.",
         "",
@@ -219,6 +296,11 @@ def render_markdown(report: dict) -> str:
     for result in results:
         cells = [_ms(r.first_run_s) if (r := result.runners.get(label)) else "—" for label in ["duckdb"] + engines]
         lines.append("| " + " | ".join([result.query] + cells) + " |")
+    if report.get("jit"):
+        entries = [entry for query in report["jit"].values() for entry in query.values() if isinstance(entry, dict)]
+        timed = sum(query.get("timed_runs_ptx_compiles", 0) for query in report["jit"].values())
+        lines += ["", f"JIT (PTX compiles, kept out of the medians): {sum(e['first_run_ptx_compiles'] for e in entries)} "
+                      f"in first runs ({sum(e['first_run_ptx_compile_s'] for e in entries):.1f} s), {timed} in timed runs."]
     if report.get("cache_seconds"):
         lines += ["", "Caching on the device (s): " + ", ".join(f"{k} {v:.2f}" for k, v in report["cache_seconds"].items())]
     if report.get("micro"):
@@ -282,13 +364,15 @@ def main(argv: list[str] | None = None) -> int:
         "date": started.strftime("%Y-%m-%d %H:%M"),
         "command": shlex.join(["python", "-m", "bench.run_gpu_bench", *argv]),
         "settings": {"sf": args.sf, "runs": args.runs, "device": device_name, "drivers": args.drivers,
-                     "threads": args.threads, "queries": [q.name for q in queries], "modes": args.modes},
+                     "threads": args.threads, "queries": [q.name for q in queries], "modes": args.modes,
+                     "interleaved": not args.no_interleave},
         "machine": facts,
         "results": [{"query": r.query, "runners": {k: asdict(v) for k, v in r.runners.items()}}
                     for r in outcome["results"]],
         "targets": _targets(outcome["results"], device_name),
         "cache_seconds": outcome["cache_seconds"],
         "explain": outcome["explain"],
+        "jit": outcome["jit"],
         "micro": json.loads(args.micro_json.read_text()) if args.micro_json and args.micro_json.exists() else None,
     }
     args.output_dir.mkdir(parents=True, exist_ok=True)

@@ -324,6 +324,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--driver-memory", default="2g", help="--runner spark: spark.driver.memory (default 2g)")
     parser.add_argument("--tag", default=None, help="suffix of the result file names")
     parser.add_argument("--no-write", action="store_true", help="print the summary only; write no result file")
+    parser.add_argument("--output-dir", type=Path, default=RESULTS_DIR, help="where the report goes (bench/results)")
     return parser
 
 
@@ -373,15 +374,15 @@ def main(argv: list[str] | None = None) -> int:
     }
     print("\n".join(summary_lines(outcomes)))
     if not args.no_write:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        args.output_dir.mkdir(parents=True, exist_ok=True)
         runner = "-spark" if args.runner == "spark" else ""
         stem = f"{started:%Y-%m-%d}-tpcds{runner}-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
         for suffix, text in ((".json", json.dumps(report, indent=1) + "\n"), (".md", render_markdown(report))):
-            path = RESULTS_DIR / (stem + suffix)
+            path = args.output_dir / (stem + suffix)
             temporary = path.with_name(path.name + ".tmp")
             temporary.write_text(text)
             os.replace(temporary, path)
-            print(f"wrote {path.relative_to(REPO_ROOT)}")
+            print(f"wrote {path}")
     return 1 if any(o.outcome in ("wrong", "internal") for o in outcomes) else 0
 
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -49,8 +51,25 @@ def test_gpu_bench_runs_tiny_on_the_cpu(tmp_path):
 
 
 @pytest.mark.parametrize("step", ["--help", "nonsense"])
-def test_gpu_run_script_explains_its_steps(step):
-    completed = subprocess.run(["bash", str(REPO_ROOT / "bench" / "gpu_run.sh"), step], capture_output=True,
-                               text=True, timeout=60, cwd=REPO_ROOT)
-    assert "data|tests|bench|micro|all" in completed.stdout + completed.stderr
+def test_gpu_session_script_explains_its_steps(step, tmp_path):
+    environment = {**os.environ, "SKIP_SETUP": "1", "PYTHON": sys.executable, "OUT": str(tmp_path / "out"),
+                   "GPU_ENGINE_CACHE_DIR": str(tmp_path / "cache")}
+    completed = subprocess.run(["bash", str(REPO_ROOT / "bench" / "gpu_session.sh"), step], capture_output=True,
+                               text=True, timeout=60, cwd=REPO_ROOT, env=environment)
+    assert "part1" in completed.stdout + completed.stderr
     assert completed.returncode == (0 if step == "--help" else 2)
+
+
+def test_gpu_session_keeps_the_priority_steps_in_a_short_budget(tmp_path):
+    """A budget too short for a step skips it, saying so, and still writes the table; earlier steps keep their least."""
+    from bench import gpu_session
+
+    assert gpu_session.plan_limits(["tests", "tpch"], 495) == pytest.approx(495 * 230 / 495)
+    code = gpu_session.main(["tpcds", "micro", "--device", "cpu", "--budget", str(gpu_session.RESERVE_S + 15),
+                             "--out", str(tmp_path / "out"), "--work", str(tmp_path / "work"), "--no-pack-cache"])
+    assert code == 0
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    assert [(step["step"], step["status"]) for step in summary["steps"]] == [("tpcds", "skipped"), ("micro", "skipped")]
+    assert "less than this step's least 30s" in summary["steps"][0]["headline"]
+    assert (tmp_path / "out" / "summary.md").read_text().count("| skipped |") == 2
+    assert (tmp_path / "out" / "details.tgz").exists()
