@@ -53,7 +53,8 @@ from gpu_engine.kernels.parquet_pages import (
     _RLE_DICTIONARY, _SHORT_VALUES, _SKIP_PAGE, _page_header,
 )
 
-__all__ = ["plan_chunk", "new_page_table", "decode_pages", "first_failure", "FIELDS", "LAUNCHES_PER_COLUMN"]
+__all__ = ["plan_chunk", "new_page_table", "data_pages_of", "dictionary_encoded", "decode_pages", "first_failure",
+           "FIELDS", "LAUNCHES_PER_COLUMN"]
 
 # Columns of a page table row (int64).
 _KIND = 0  # _DATA_PAGE, _DATA_PAGE_V2 or _DICTIONARY_PAGE
@@ -474,51 +475,62 @@ def _values(pages, table, data_pages, max_definition, width, slots, codes, statu
 
 
 # ----------------------------------------------------------------- entry point
-def decode_pages(device, staged, table, rows: int, width: int, dtype, max_definition: int, page_bytes: int):
-    """Decode the pages of ``table`` (every row a page, in row order) from the device bytes ``staged``.
+def data_pages_of(table: np.ndarray) -> np.ndarray:
+    """Return the rows of a page table that are data pages (int64, in row order): the values kernel searches them."""
+    return np.flatnonzero(table[:, _KIND] != _DICTIONARY_PAGE).astype(np.int64)
+
+
+def dictionary_encoded(table: np.ndarray) -> bool:
+    """Return True when a data page of the table holds dictionary codes (the decode then needs a codes buffer)."""
+    return bool((table[data_pages_of(table), _ENCODING] != _PLAIN).any())
+
+
+def decode_pages(device, staged, table, data_pages, status, rows: int, width: int, dtype, max_definition: int,
+                 page_bytes: int, with_codes: bool):
+    """Queue the three kernels that decode a column's pages; return ``(values, valid)`` on the device.
 
     Parameters
     ----------
     device
         A device whose kernels are the numba.cuda twins (``cuda``, or ``cuda-sim`` in CI).
-    staged
-        The column's chunks' bytes (uint8, on ``device``), where the table's ``_BODY`` fields point.
-    table
-        The host page table (:func:`plan_chunk`), trimmed to its pages.
+    staged, table, data_pages
+        On ``device``: the column's chunks' bytes (uint8, where the table's ``_BODY`` fields point), its
+        page table (:func:`plan_chunk`, trimmed to its pages) and the table's data pages
+        (:func:`data_pages_of`).
+    status
+        A zeroed int64 ``(pages, 3)`` device array: column 0 gets each page's status (0 or a
+        corruption), column 1 its non-null values. The caller reads it back, once for all the columns
+        of a piece, and checks it (:func:`first_failure`) before using the values.
     rows, width, dtype
         The column's rows and its physical values' bytes and dtype.
     max_definition
         0 for a required column, 1 for an optional one.
     page_bytes
         The uncompressed bytes of all pages (``data`` after the last :func:`plan_chunk`).
+    with_codes
+        Whether a data page is dictionary-encoded (:func:`dictionary_encoded`).
 
     Returns
     -------
     tuple
-        ``(values, valid, status)``: ``rows`` values of ``dtype`` on the device; uint8 validity (1 =
-        not null; empty when required); and the page statuses, read back (one host sync): int64
-        ``(pages, 3)``, column 0 the status (0 or a corruption), column 1 the page's non-null values.
+        ``rows`` values of ``dtype`` and a uint8 validity (1 = not null; empty when required), both on
+        ``device``, valid once the status says so. :data:`LAUNCHES_PER_COLUMN` launches at most.
     """
     xp = device.xp
     pages = table.shape[0]
     out = xp.zeros(rows, dtype=dtype) if pages == 0 else xp.empty(rows, dtype=dtype)
     valid = xp.empty(rows if max_definition else 0, dtype=xp.uint8)
     if pages == 0:
-        return out, valid, np.zeros((0, 3), np.int64)
-    data_pages = np.flatnonzero(table[:, _KIND] != _DICTIONARY_PAGE).astype(np.int64)
-    dictionary_encoded = bool((table[data_pages, _ENCODING] != _PLAIN).any())
-    table_device = device.asarray(table)
+        return out, valid
     buffer = xp.empty(max(page_bytes, 1), dtype=xp.uint8)
-    status = xp.zeros((pages, 3), dtype=xp.int64)
     slots = xp.empty(rows if max_definition else 1, dtype=xp.int32)
-    codes = xp.empty(rows if dictionary_encoded else 1, dtype=xp.int32)
-    threads = device.threads_per_block
-    launch_cuda(device, _expand, pages * threads, staged, table_device, buffer, status, max_blocks=pages)
-    launch_cuda(device, _levels, pages, buffer, table_device, max_definition, width, valid, slots, codes, status)
+    codes = xp.empty(rows if with_codes else 1, dtype=xp.int32)
+    launch_cuda(device, _expand, pages * device.threads_per_block, staged, table, buffer, status, max_blocks=pages)
+    launch_cuda(device, _levels, pages, buffer, table, max_definition, width, valid, slots, codes, status)
     if data_pages.shape[0] and rows:
-        launch_cuda(device, _values, rows, buffer, table_device, device.asarray(data_pages), max_definition, width,
-                    slots, codes, status, out.view(xp.uint8), rows)
-    return out, valid, device.to_host(status)
+        launch_cuda(device, _values, rows, buffer, table, data_pages, max_definition, width, slots, codes, status,
+                    out.view(xp.uint8), rows)
+    return out, valid
 
 
 def first_failure(table: np.ndarray, status: np.ndarray, chunk_errors: list[tuple[int, int, int]]):

@@ -49,7 +49,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device, get_device
 
 __all__ = ["Transfer", "HostRun", "HostToDeviceCopier", "prepare_run", "coalesce_record_batches",
-           "rechunk_record_batches", "batch_to_arrow"]
+           "rechunk_record_batches", "batch_to_arrow", "array_buffer"]
 
 _ALIGNMENT = 256  # bytes between buffers in the pinned staging area
 _GROWTH = 1.25  # headroom when a staging buffer must grow
@@ -264,6 +264,17 @@ class HostRun:
         return self.build(arrays, device)
 
 
+def array_buffer(array: np.ndarray) -> _Buffer:
+    """Plan a buffer holding a host array as it is, for :meth:`HostToDeviceCopier.upload_buffers`.
+
+    Why: the device Parquet decoder (:mod:`gpu_engine.connectors.parquet_device_columns`) copies
+    compressed column chunks and page tables, not Arrow columns, and they should go through the
+    same pinned, asynchronous copies as a run's buffers, in the same packing.
+    """
+    array = np.ascontiguousarray(array)
+    return _Buffer(array.dtype, array.shape[0], lambda out: np.copyto(out, array), array, array.shape[1:])
+
+
 def prepare_run(record_batches: Sequence[pa.RecordBatch]) -> HostRun:
     """Convert a run of record batches (one schema) to host columns and plan their packed buffers; thread-safe."""
     if not record_batches:
@@ -336,6 +347,24 @@ class HostToDeviceCopier:
         if not self.device.is_gpu:
             return run.to_host_batch(self.device)
         return run.build(self._upload(run.buffers()), self.device)
+
+    def upload_buffers(self, buffers: Sequence[_Buffer]) -> list[Any]:
+        """Return device arrays holding ``buffers`` (a run's, or :func:`array_buffer` s), in one packing.
+
+        On a GPU they go through a pinned slot, copied asynchronously on the current stream as
+        :meth:`upload` copies a run; elsewhere each is its host array (or written into a new one).
+        """
+        if self.device.is_gpu:
+            return self._upload(buffers)
+        arrays = []
+        for buffer in buffers:
+            if buffer.only is None:
+                array = np.empty(buffer.shape, dtype=buffer.dtype)
+                buffer.write(array)
+                arrays.append(array)
+            else:
+                arrays.append(buffer.only)
+        return arrays
 
     def _upload(self, buffers: Sequence[_Buffer]) -> list[Any]:
         """Pack ``buffers`` into a pinned slot, then queue their copies on the current stream."""

@@ -64,7 +64,7 @@ __all__ = [
     "PARQUET_READERS",
 ]
 
-PARQUET_READERS = ("auto", "pyarrow", "cudf")
+PARQUET_READERS = ("auto", "pyarrow", "cudf", "device")
 _MASK_PADDING = 64  # libcudf pads null masks to 64 bytes
 _TIMESTAMP_UNITS = {"TIMESTAMP_SECONDS": "s", "TIMESTAMP_MILLISECONDS": "ms", "TIMESTAMP_MICROSECONDS": "us",
                     "TIMESTAMP_NANOSECONDS": "ns"}
@@ -104,9 +104,12 @@ def is_cudf_source(source: Any) -> bool:
 
 
 def check_parquet_reader(reader: str, device: Device) -> None:
-    """Raise ValueError for an unknown ``parquet_reader``, or ``"cudf"`` where it cannot run."""
+    """Raise ValueError for an unknown ``parquet_reader``, or ``"cudf"`` or ``"device"`` where it cannot run."""
     if reader not in PARQUET_READERS:
         raise ValueError(f"unknown parquet_reader {reader!r}; choose one of {', '.join(PARQUET_READERS)}")
+    if reader == "device" and device.kernel_flavor != "cuda":
+        raise ValueError(f"parquet_reader='device' decodes pages with CUDA kernels and needs device 'cuda' "
+                         f"(or 'cuda-sim'), not {device.name!r}")
     if reader == "cudf":
         if not device.is_gpu:
             raise ValueError(f"parquet_reader='cudf' reads into GPU memory and needs device 'cuda', not {device.name!r}")
@@ -114,17 +117,24 @@ def check_parquet_reader(reader: str, device: Device) -> None:
 
 
 def resolve_parquet_reader(reader: str, device: Device) -> str:
-    """Return the reader a scan on ``device`` uses: ``"auto"`` is ``"cudf"`` on ``cuda`` when cuDF imports, else ``"pyarrow"``.
+    """Return the reader a scan on ``device`` uses: ``"auto"`` is ``"cudf"`` on ``cuda`` when cuDF imports, else
+    ``"device"`` on ``cuda``, else ``"pyarrow"``.
 
     Why: on a GPU, cuDF decodes Parquet on the device, so the host neither
-    decodes nor copies decoded columns; without cuDF (or off the GPU) pyarrow
-    decodes on the host. Explicit ``"pyarrow"`` and ``"cudf"`` are kept as given
-    (:func:`check_parquet_reader` rejects ``"cudf"`` where it cannot run).
+    decodes nor copies decoded columns; without cuDF the engine's own device
+    decoder does so for the fixed-width columns it reads
+    (:mod:`gpu_engine.connectors.parquet_device_columns`, the rest decoded on
+    the host); off the GPU the engine's host decoder and pyarrow decode
+    (``"pyarrow"``). Explicit values are kept as given (:func:`check_parquet_reader`
+    rejects ``"cudf"`` and ``"device"`` where they cannot run; ``"device"`` runs on
+    ``cuda-sim`` too, which is how CI checks it).
     """
     check_parquet_reader(reader, device)
     if reader != "auto":
         return reader
-    return "cudf" if device.is_gpu and cudf_available() else "pyarrow"
+    if not device.is_gpu:
+        return "pyarrow"
+    return "cudf" if cudf_available() else "device"
 
 
 # ------------------------------------------------------------------ bitmasks

@@ -2,32 +2,40 @@
 
 Why: on a GPU the host decoder (:mod:`gpu_engine.connectors.parquet_columns`)
 is the cold path's bottleneck: a few host cores decode and pack while the GPU
-waits (issue 32). Here a column's compressed chunks are staged once, copied to
-the device once, and decoded there by :mod:`gpu_engine.kernels.parquet_device`
-(Snappy, levels, dictionary codes, PLAIN values) into the engine's device
-column buffers: three kernel launches and one host sync a column of a piece.
+waits (issue 32). Here a column's compressed chunks are staged, copied to the
+device once (with the piece's other buffers, through the scan's pinned,
+asynchronous copier) and decoded there by
+:mod:`gpu_engine.kernels.parquet_device` (Snappy, levels, dictionary codes,
+PLAIN values) into the engine's device column buffers: three kernel launches
+a column, and one host sync a piece for all its columns' page statuses.
 
 What is decoded here: INT32, INT64, FLOAT and DOUBLE columns (and the logical
 types the host decoder reads from them: dates, timestamps, decimals stored as
 integers, int8/int16), required or optional, PLAIN or dictionary pages, v1 or
 v2, Snappy or uncompressed. Strings, other codecs and encodings, and nested
-columns are left to the caller, which reads them on the host
-(:func:`read_device_piece` does so), as is a chunk whose layout the kernels do
-not take (:data:`~gpu_engine.kernels.parquet_pages.UNSUPPORTED`).
+columns are read on the host as before (:class:`DevicePiece` carries them
+decoded), as is a column whose layout the kernels do not take in some chunk
+(:data:`~gpu_engine.kernels.parquet_pages.UNSUPPORTED`).
 
-Corruption is an error, never a fall back, as on the host: the page statuses
-are read back once per column and the first bad page is named exactly as the
-host decoder names it (file, column, row group, page and its byte).
+The work is split as the scan splits it: :func:`prepare_device_piece` is the
+host part (page headers, staging, the host-read columns), thread-safe, run on
+the scan's prefetch threads; :meth:`DevicePiece.to_batch` is the device part,
+on the driver's thread and stream.
+
+Corruption is an error, never a fall back, as on the host: the first bad page
+is named exactly as the host decoder names it (file, column, row group, page
+and its byte).
 
 Which scans read through here is the connector's choice
 (:func:`~gpu_engine.connectors.cudf_interop.resolve_parquet_reader`:
 ``parquet_reader="device"``, the default on ``cuda`` without cuDF); operators
-do not know.
+do not know which device decodes.
 """
 
 from __future__ import annotations
 
-from typing import Sequence
+from dataclasses import dataclass
+from typing import Any, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -35,105 +43,190 @@ import pyarrow.parquet as pq
 
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, array_buffer, prepare_run
 from gpu_engine.columnar.types import normalize_type, physical_dtype
 from gpu_engine.connectors.parquet_columns import (
-    _PHYSICAL, STRINGS, DICTIONARY_STRINGS, _check_page_counts, _chunk_layout, _corrupt, _file_bytes,
+    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _check_page_counts, _chunk_layout, _corrupt, _file_bytes,
 )
 from gpu_engine.device import Device
-from gpu_engine.kernels.parquet_device import decode_pages, first_failure, new_page_table, plan_chunk
-from gpu_engine.kernels.parquet_pages import DECODED, UNSUPPORTED
+from gpu_engine.kernels.parquet_device import (
+    data_pages_of, decode_pages, dictionary_encoded, first_failure, new_page_table, plan_chunk,
+)
+from gpu_engine.kernels.parquet_pages import UNSUPPORTED
 
-__all__ = ["read_device_columns", "read_device_piece"]
+__all__ = ["ColumnPages", "DevicePiece", "plan_device_columns", "decode_device_columns", "read_device_columns",
+           "prepare_device_piece"]
 
 
-def read_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
-                        columns: dict[str, pa.DataType], device: Device) -> dict[str, Column]:
-    """Decode the fixed-width ``columns`` (from :func:`~gpu_engine.connectors.parquet_columns.decodable_columns`) on ``device``.
+@dataclass(frozen=True)
+class ColumnPages:
+    """One column of a piece, planned for the device: its staged compressed chunks and their page table."""
 
-    Returns the device columns decoded; a column missing from the result (a string, or a layout the
+    path: str
+    name: str
+    groups: tuple[int, ...]  # the row groups, in the order their chunks are staged
+    arrow_type: pa.DataType
+    dtype: np.dtype  # the physical values' dtype
+    max_definition: int
+    rows: int
+    staged: np.ndarray  # uint8: the chunks' bytes, back to back
+    table: np.ndarray  # int64 (pages, FIELDS)
+    page_bytes: int
+    chunk_errors: tuple[tuple[int, int, int], ...]  # per chunk, what plan_chunk found in its headers
+
+    @property
+    def pages(self) -> int:
+        return int(self.table.shape[0])
+
+    def host_arrays(self) -> list[np.ndarray]:
+        """Return what the device needs, in the order :func:`decode_device_columns` takes it."""
+        return [self.staged, self.table, data_pages_of(self.table)]
+
+
+def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
+                        columns: dict[str, pa.DataType]) -> dict[str, ColumnPages]:
+    """Plan the fixed-width ``columns`` (from :func:`~gpu_engine.connectors.parquet_columns.decodable_columns`) for the device.
+
+    Host work only (thread-safe). A column missing from the result (a string, or a layout the
     kernels do not take in some row group) is the caller's to read on the host.
 
     Raises
     ------
     DataSourceError
-        When a chunk's bytes contradict the footer or themselves, naming the column, row group and page.
+        When a chunk's page headers contradict the footer, as the host decoder raises it first.
     """
-    decoded: dict[str, Column] = {}
+    planned: dict[str, ColumnPages] = {}
     fixed = {name: arrow_type for name, arrow_type in columns.items() if arrow_type not in (STRINGS, DICTIONARY_STRINGS)}
     if not fixed:
-        return decoded
+        return planned
     file_bytes = _file_bytes(path)
     layout = _chunk_layout(path, metadata)
     groups = np.asarray(row_groups, dtype=np.int64)
     counts = layout.rows[groups]
-    rows = int(counts.sum())
     for name, arrow_type in fixed.items():
         index = layout.leaves[name]
         codecs = layout.codecs[groups, index]
         if (codecs < 0).any():
             continue
         _check_page_counts(path, layout, groups, name)  # as the host decoder does first: the same errors, in order
-        column = _decode_column(path, name, file_bytes, layout, index, groups, codecs, counts, rows, arrow_type,
-                                device)
-        if column is not None:
-            decoded[name] = column
-    return decoded
+        dtype = np.dtype(_PHYSICAL[layout.physical[index]])
+        max_definition = layout.max_definition[index]
+        starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
+        staged = np.empty(int(lengths.sum()), np.uint8)
+        table = new_page_table(4 * len(groups))
+        count = stage = row = data = 0
+        chunk_errors = []
+        for chunk, (start, length, codec, rows) in enumerate(zip(starts.tolist(), lengths.tolist(), codecs.tolist(),
+                                                                 counts.tolist())):
+            staged[stage:stage + length] = file_bytes[start:start + length]
+            status, page, at, table, count, data = plan_chunk(file_bytes, start, length, codec, max_definition, rows,
+                                                              dtype.itemsize, chunk, stage, row, data, table, count)
+            if status == UNSUPPORTED:
+                break
+            chunk_errors.append((int(status), int(page), int(at)))
+            stage += length
+            row += rows
+        else:
+            planned[name] = ColumnPages(path, name, tuple(groups.tolist()), arrow_type, dtype, max_definition, row,
+                                        staged, np.ascontiguousarray(table[:count]), int(data), tuple(chunk_errors))
+    return planned
 
 
-def _decode_column(path, name, file_bytes, layout, index, groups, codecs, counts, rows, arrow_type, device):
-    dtype = np.dtype(_PHYSICAL[layout.physical[index]])
-    max_definition = layout.max_definition[index]
-    starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
-    # Stage the compressed chunks back to back, plan their pages, and copy the bytes to the device once.
-    staged = np.empty(int(lengths.sum()), np.uint8)
-    table = new_page_table(4 * len(groups))
-    count = stage = row = data = 0
-    chunk_errors = []
-    for chunk, (start, length, codec, chunk_rows) in enumerate(zip(starts.tolist(), lengths.tolist(),
-                                                                  codecs.tolist(), counts.tolist())):
-        staged[stage:stage + length] = file_bytes[start:start + length]
-        status, page, at, table, count, data = plan_chunk(file_bytes, start, length, codec, max_definition,
-                                                          chunk_rows, dtype.itemsize, chunk, stage, row, data,
-                                                          table, count)
-        if status == UNSUPPORTED:
-            return None
-        chunk_errors.append((status, page, at))
-        stage += length
-        row += chunk_rows
-    values, valid, status = decode_pages(device, device.asarray(staged), table[:count], rows, dtype.itemsize, dtype,
-                                         max_definition, data)
-    failure = first_failure(table[:count], status, chunk_errors)
-    if failure is not None:
-        chunk, error, page, at = failure
-        raise _corrupt(path, name, int(groups[chunk]), error, page, at)
-    logical = normalize_type(arrow_type)
-    target = physical_dtype(logical)
-    if values.dtype != target:  # int8/int16 stored as INT32, decimals stored as INT32
-        values = values.astype(target)
-    validity = None
-    if max_definition:
-        present = int(status[:, 1].sum()) if status.shape[0] else 0
-        if present < rows:
-            validity = valid.view(device.xp.bool_)
-    return Column(logical, values, validity)
+def decode_device_columns(device: Device, planned: Sequence[ColumnPages], arrays: Sequence[Any]) -> list[Column]:
+    """Decode planned columns on ``device`` from their arrays (``host_arrays`` of each, on the device, in order).
+
+    Three launches a column; the page statuses of all the columns are read back in one host sync.
+
+    Raises
+    ------
+    DataSourceError
+        Naming the first bad page of the first bad column, as the host decoder would.
+    """
+    xp = device.xp
+    total = sum(column.pages for column in planned)
+    status = xp.zeros((total, 3), dtype=xp.int64)
+    decoded = []
+    first = 0
+    for k, column in enumerate(planned):
+        staged, table, data_pages = arrays[3 * k:3 * k + 3]
+        values, valid = decode_pages(device, staged, table, data_pages, status[first:first + column.pages],
+                                     column.rows, column.dtype.itemsize, column.dtype, column.max_definition,
+                                     column.page_bytes, dictionary_encoded(column.table))
+        decoded.append((values, valid))
+        first += column.pages
+    statuses = device.to_host(status) if total else np.zeros((0, 3), np.int64)
+    columns = []
+    first = 0
+    for column, (values, valid) in zip(planned, decoded):
+        pages = statuses[first:first + column.pages]
+        first += column.pages
+        failure = first_failure(column.table, pages, list(column.chunk_errors))
+        if failure is not None:
+            chunk, error, page, at = failure
+            raise _corrupt(column.path, column.name, column.groups[chunk], error, page, at)
+        logical = normalize_type(column.arrow_type)
+        target = physical_dtype(logical)
+        if values.dtype != target:  # int8/int16 and decimals stored as INT32
+            values = values.astype(target)
+        validity = None
+        if column.max_definition and int(pages[:, 1].sum()) < column.rows:
+            validity = valid.view(xp.bool_)
+        columns.append(Column(logical, values, validity))
+    return columns
 
 
-def read_device_piece(piece, device: Device) -> Batch:
-    """Return a Parquet split piece's columns as one device batch, fixed-width columns decoded on the device.
+def read_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
+                        columns: dict[str, pa.DataType], device: Device) -> dict[str, Column]:
+    """Decode the fixed-width ``columns`` of ``row_groups`` on ``device``; return those decoded (see :func:`plan_device_columns`).
 
-    The other columns are read on the host as :meth:`~gpu_engine.connectors.data_source.SplitPiece.read`
-    reads them and copied.
+    Raises
+    ------
+    DataSourceError
+        When a chunk's bytes contradict the footer or themselves, naming the column, row group and page.
+    """
+    planned = plan_device_columns(path, metadata, row_groups, columns)
+    arrays = [device.asarray(array) for column in planned.values() for array in column.host_arrays()]
+    return dict(zip(planned, decode_device_columns(device, list(planned.values()), arrays)))
+
+
+@dataclass(frozen=True)
+class DevicePiece:
+    """A split piece made ready on the host: its device columns planned, its other columns decoded there."""
+
+    names: tuple[str, ...]
+    rows: int
+    planned: tuple[ColumnPages, ...]
+    host: HostRun | None  # the columns read on the host, converted and planned for the copy
+
+    def to_batch(self, device: Device, copier: HostToDeviceCopier) -> Batch:
+        """Copy the piece to ``device`` in one packing (compressed chunks, page tables, host columns), decode, check."""
+        buffers = [array_buffer(array) for column in self.planned for array in column.host_arrays()]
+        host_buffers = self.host.buffers() if self.host is not None else []
+        arrays = copier.upload_buffers(buffers + host_buffers)
+        decoded = decode_device_columns(device, self.planned, arrays[:len(buffers)])
+        by_name = {column.name: result for column, result in zip(self.planned, decoded)}
+        if self.host is not None:
+            host_batch = self.host.build(arrays[len(buffers):], device)
+            by_name.update(zip(host_batch.names, host_batch.columns))
+        return Batch(self.names, tuple(by_name[name] for name in self.names), device, None, self.rows)
+
+
+def prepare_device_piece(piece: Any) -> DevicePiece:
+    """Plan a Parquet split piece's device columns and read its others on the host (thread-safe: no device work).
+
+    Raises
+    ------
+    DataSourceError
+        As :meth:`~gpu_engine.connectors.data_source.SplitPiece.read` raises it, for the host's part.
     """
     from gpu_engine.connectors.data_source import _read_plan, parquet_metadata
 
     path = piece.split.path
     metadata = parquet_metadata(path)
     _, decodable = _read_plan(path, piece.columns)
-    on_device = read_device_columns(path, metadata, piece.row_groups, decodable, device)
-    rest = tuple(c for c in piece.columns if c not in on_device)
-    host: dict[str, Column] = {}
-    if rest:
-        table = pa.Table.from_batches(type(piece)(piece.split, rest, piece.rows, piece.row_groups).read())
-        host = {name: Column.from_arrow(table.column(name), device) for name in rest}
-    columns = tuple(on_device[c] if c in on_device else host[c] for c in piece.columns)
-    return Batch(tuple(piece.columns), columns, device, None, piece.rows)
+    planned = plan_device_columns(path, metadata, piece.row_groups, decodable)
+    rest = tuple(name for name in piece.columns if name not in planned)
+    host = None
+    if rest:  # (a piece holds rows: split_pieces leaves empty row groups out)
+        host = prepare_run(type(piece)(piece.split, rest, piece.rows, piece.row_groups).read())
+    return DevicePiece(tuple(piece.columns), piece.rows, tuple(planned.values()), host)

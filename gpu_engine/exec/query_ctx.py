@@ -77,7 +77,7 @@ _NUMERIC_SETTINGS = {
 _CHOICE_SETTINGS = {
     "shuffle_compression": (None, "lz4", "zstd"),
     "scan_pinned_staging": (None, True, False),
-    "parquet_reader": ("auto", "pyarrow", "cudf"),
+    "parquet_reader": ("auto", "pyarrow", "cudf", "device"),
     "fuse": (True, False),
     "compile_mode": COMPILE_MODES,
 }
@@ -138,10 +138,15 @@ class EngineConfig:
         GPU's scan path without a GPU); ``False`` never packs.
     parquet_reader
         ``"auto"`` (default): cuDF's GPU reader on ``cuda`` when cuDF imports,
-        else pyarrow (:func:`~gpu_engine.connectors.cudf_interop.resolve_parquet_reader`);
-        ``"pyarrow"``: decode on the host; ``"cudf"``: on ``cuda``, read Parquet
-        splits with cuDF's GPU reader, straight into device memory
-        (:mod:`gpu_engine.connectors.cudf_interop`). Needs cuDF.
+        else the engine's device decoder on ``cuda``, else the host
+        (:func:`~gpu_engine.connectors.cudf_interop.resolve_parquet_reader`);
+        ``"pyarrow"``: decode on the host (the engine's page decoder, pyarrow
+        for the rest); ``"cudf"``: on ``cuda``, read Parquet splits with cuDF's
+        GPU reader, straight into device memory
+        (:mod:`gpu_engine.connectors.cudf_interop`), needs cuDF; ``"device"``:
+        copy fixed-width columns' compressed pages to the device and decode
+        them there (:mod:`gpu_engine.connectors.parquet_device_columns`; on
+        ``cuda``, or ``cuda-sim`` in tests).
     scan_prefetch_depth
         Pieces of splits (runs of whole row groups, one scan batch each) a
         TableScan decodes ahead on threads of its own while its driver

@@ -15,6 +15,7 @@ from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, prepare_r
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
+from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.connectors.table_cache import CachedSplit
 from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
@@ -53,6 +54,12 @@ class TableScan(Operator):
       through pinned memory (:class:`~gpu_engine.columnar.transfers.HostToDeviceCopier`;
       ``h2d_bytes``, ``h2d_seconds`` and ``h2d_pack_seconds`` count the copies);
       otherwise each Arrow record batch of at most ``batch_rows`` rows is one;
+    * Parquet with the engine's device decoder (``parquet_reader`` ``"device"``,
+      the default on ``cuda`` without cuDF): a prefetch thread plans a piece's
+      pages and stages its fixed-width columns' compressed chunks
+      (:func:`~gpu_engine.connectors.parquet_device_columns.prepare_device_piece`;
+      its other columns are decoded on the host as above), and the driver copies
+      them and decodes them on the device (:class:`~gpu_engine.connectors.parquet_device_columns.DevicePiece`);
     * Parquet with cuDF's reader on a GPU (``parquet_reader`` ``"cudf"``, or
       ``"auto"`` with cuDF installed): cuDF's reader fills device memory
       directly (:mod:`gpu_engine.connectors.cudf_interop`);
@@ -70,6 +77,10 @@ class TableScan(Operator):
         self._parquet_reader = resolve_parquet_reader(config.parquet_reader, ctx.device)
         self._packs = config.packs_scan_batches(ctx.device)
         self._copier = HostToDeviceCopier(ctx.device, self.add_runtime_stat) if self._packs and ctx.device.is_gpu else None
+        # Parquet pieces whose fixed-width columns are decoded on the device (parquet_reader "device"): their compressed
+        # chunks and host-read columns go through a copier of their own.
+        self._device_pieces = (HostToDeviceCopier(ctx.device, self.add_runtime_stat)
+                               if self._parquet_reader == "device" else None)
         self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(config.scan_prefetch(ctx.device, ctx.num_drivers))
         self._decode_threads = self._prefetcher.depth > 0  # prefetching is for spare cores: let pyarrow use them too
         self._decoded: deque[Any] = deque()  # items of the last piece handed back, not yet output
@@ -160,6 +171,9 @@ class TableScan(Operator):
     def _decode(self, piece: SplitPiece) -> _DecodedPiece:
         """Decode a piece and convert it as far as the host can (runs on a prefetch thread: no device work)."""
         began = time.perf_counter()
+        if self._device_pieces is not None and isinstance(piece.split, ParquetSplit) and piece.columns:
+            # Page headers planned and compressed chunks staged here; pages decoded on the device in _finish.
+            return _DecodedPiece([prepare_device_piece(piece)], time.perf_counter() - began, 0.0)
         record_batches = [b for b in piece.read(self._decode_threads) if b.num_rows]
         decoded = time.perf_counter()
         items: list[Any]
@@ -187,6 +201,16 @@ class TableScan(Operator):
         """Return the device batch of a decoded item: copy it on a GPU (on this driver's stream), else it is one."""
         if isinstance(item, HostRun):
             return self._copier.upload(item)
+        if isinstance(item, DevicePiece):
+            batch = item.to_batch(self.device, self._device_pieces)
+            self.add_runtime_stat("device_decoded_pieces", 1)
+            self.add_runtime_stat("device_decoded_columns", len(item.planned))
+            if batch.num_rows > self.batch_rows:  # a row group over batch_rows rows: hand it on in slices
+                rest = [batch.slice(start, start + self.batch_rows)
+                        for start in range(self.batch_rows, batch.num_rows, self.batch_rows)]
+                self._decoded.extendleft(reversed(rest))
+                batch = batch.slice(0, self.batch_rows)
+            return batch
         if isinstance(item, pa.RecordBatch):
             start = time.perf_counter()
             batch = Batch.from_arrow(item, self.device)
@@ -204,4 +228,6 @@ class TableScan(Operator):
         self._reader = None
         if self._copier is not None:
             self._copier.close()
+        if self._device_pieces is not None:
+            self._device_pieces.close()
         super().close()

@@ -102,10 +102,12 @@ def test_output_cudf_without_cudf_says_what_is_missing():
 
 
 def test_parquet_reader_is_checked_when_the_session_is_made():
-    with pytest.raises(ValueError, match="parquet_reader must be one of 'auto', 'pyarrow', 'cudf', got 'duckdb'"):
+    with pytest.raises(ValueError, match="parquet_reader must be one of 'auto', 'pyarrow', 'cudf', 'device', got 'duckdb'"):
         Session(device="cpu", parquet_reader="duckdb")
     with pytest.raises(ValueError, match="needs device 'cuda'"):
         Session(device="cpu", parquet_reader="cudf")
+    with pytest.raises(ValueError, match="parquet_reader='device' decodes pages with CUDA kernels and needs device"):
+        Session(device="cpu", parquet_reader="device")
     assert Session(device="cpu", parquet_reader="pyarrow").config.parquet_reader == "pyarrow"
 
 
@@ -123,7 +125,7 @@ def test_auto_parquet_reader_is_cudf_only_on_a_gpu_with_cudf(installed, monkeypa
     from gpu_engine.device import get_device
 
     monkeypatch.setattr(cudf_interop, "cudf_available", lambda: installed)
-    assert cudf_interop.resolve_parquet_reader("auto", _fake_gpu()) == ("cudf" if installed else "pyarrow")
+    assert cudf_interop.resolve_parquet_reader("auto", _fake_gpu()) == ("cudf" if installed else "device")
     assert cudf_interop.resolve_parquet_reader("auto", get_device("cpu")) == "pyarrow"
     assert cudf_interop.resolve_parquet_reader("pyarrow", _fake_gpu()) == "pyarrow"  # explicit values are kept
     if not installed:  # an explicit "cudf" still says what is missing
