@@ -24,7 +24,7 @@ __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
            "COVARIANCE_FUNCTIONS", "TWO_ARGUMENT_FUNCTIONS", "HOLISTIC_FUNCTIONS", "MOMENT_SUFFIXES",
            "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX", "HOLISTIC_AGGREGATES", "VALUE_LIST_FUNCTIONS", "ORDER_KEY_SUFFIX",
-           "QUANTILE_FUNCTIONS"]
+           "QUANTILE_FUNCTIONS", "ORDERED_PICK_FUNCTIONS", "ROW_MARK_SUFFIX"]
 
 AVG_COUNT_SUFFIX = "$count"
 #: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
@@ -56,6 +56,11 @@ QUANTILE_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "approx_quanti
 VALUE_LIST_FUNCTIONS = HOLISTIC_AGGREGATES + ("approx_count_distinct",)
 #: Suffix of the ORDER BY key column of ``string_agg(x, sep ORDER BY y)``'s intermediate (``name`` holds ``x``).
 ORDER_KEY_SUFFIX = "$order"
+#: ``first(x ORDER BY y)``/``last(x ORDER BY y)``: the ``x`` of a group's first/last row in ``y``'s order, a
+#: NULL ``x`` too (see :mod:`gpu_engine.aggregation.ordered_pick`); a partial step emits each group's candidate
+#: row as ``name`` (``x``), ``name$order`` (``y``) and ``name$row`` (true: a row, NULL: no row).
+ORDERED_PICK_FUNCTIONS = ("first", "last")
+ROW_MARK_SUFFIX = "$row"
 #: Aggregates that return lists (or maps), refused by name.
 HOLISTIC_FUNCTIONS = ("array_agg", "list", "histogram")
 
@@ -92,6 +97,8 @@ def _extra_fields(function: str, name: str, second_type: pa.DataType | None) -> 
         fields.append(pa.field(name + ARG_KEY_SUFFIX, second_type))
     if function == "string_agg" and second_type is not None:
         fields.append(pa.field(name + ORDER_KEY_SUFFIX, second_type))
+    if function in ORDERED_PICK_FUNCTIONS:
+        fields += [pa.field(name + ORDER_KEY_SUFFIX, second_type), pa.field(name + ROW_MARK_SUFFIX, pa.bool_())]
     return fields
 
 
@@ -146,6 +153,8 @@ def intermediate_names(function: str, input_type: pa.DataType | None, name: str)
     names.extend(name + suffix for suffix in _state_suffixes(function))
     if function in ("arg_min", "arg_max"):
         names.append(name + ARG_KEY_SUFFIX)
+    if function in ORDERED_PICK_FUNCTIONS:
+        names += [name + ORDER_KEY_SUFFIX, name + ROW_MARK_SUFFIX]
     return names
 
 
@@ -169,6 +178,14 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
     if function == "string_agg" and second_type is not None and not (_is_orderable(second_type) or is_string(
             second_type) or is_decimal(second_type)):
         raise TypeError(f"string_agg cannot order by {second_type}")
+    if function in ORDERED_PICK_FUNCTIONS:
+        if second_type is None:
+            raise TypeError(f"{function} with ORDER BY takes its key")
+        for role, dtype in (("values", input_type), ("keys", second_type)):
+            if not (_is_orderable(dtype) or is_string(dtype) or is_decimal(dtype)):
+                raise TypeError(f"{function} is not defined for {role} of {dtype} (numbers, decimals, dates, "
+                                "timestamps, bools and strings are)")
+        return input_type
     if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None and function != "string_agg":
         raise TypeError(f"{function} takes one argument")
     if function in VALUE_LIST_FUNCTIONS:
@@ -247,6 +264,8 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
         return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
     if function == "approx_count_distinct":  # HyperLogLog registers, one int64 word each
         return [pa.field(name, pa.int64())]
+    if function in ORDERED_PICK_FUNCTIONS:  # a group's candidate row: value, key, and a mark that it is a row
+        return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
     if function in HOLISTIC_AGGREGATES:  # the group's values (string_agg: and their ORDER BY keys)
         value_type = pa.string() if function == "string_agg" else input_type
         return [pa.field(name, value_type)] + _extra_fields(function, name, second_type)
@@ -276,6 +295,8 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
         key = None
         if call.function in ("arg_min", "arg_max") or (call.function == "string_agg" and call.second is not None):
             key = ColumnRef(fields[-1].name, fields[-1].type)
+        elif call.function in ORDERED_PICK_FUNCTIONS:
+            key = ColumnRef(fields[1].name, fields[1].type)
         calls.append(dataclasses.replace(call, arg=ColumnRef(first.name, first.type), second=key))
     return tuple(calls)
 

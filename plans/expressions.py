@@ -73,7 +73,9 @@ AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "min", "max", "avg",
                        "arg_min", "arg_max", "product",
                        # holistic and approximate ones (gpu_engine.aggregation.holistic)
                        "median", "quantile_cont", "quantile_disc", "mode", "string_agg", "approx_quantile",
-                       "approx_count_distinct")
+                       "approx_count_distinct",
+                       # first/last in the order of a key (gpu_engine.aggregation.ordered_pick)
+                       "first", "last")
 
 _SQL_OP = {
     "add": "+", "sub": "-", "mul": "*", "div": "/", "mod": "%",
@@ -312,12 +314,13 @@ class AggregateCall(Expr):
     dtype: pa.DataType
     distinct: bool = False
     #: The second argument of a two-argument aggregate (``covar_samp(x, y)``, ``arg_min(x, y)``), or the
-    #: ORDER BY key of ``string_agg(x, sep ORDER BY y)``, else None.
+    #: ORDER BY key of ``string_agg(x, sep ORDER BY y)`` and ``first(x ORDER BY y)``, else None.
     second: Expr | None = None
     #: A constant argument: a quantile's fraction (negative: counted from the greatest value, as DuckDB)
     #: or ``string_agg``'s separator; None for the others.
     parameter: Any = None
-    #: The direction of ``string_agg``'s ORDER BY key (:attr:`second`): descending, NULLs first.
+    #: The direction of the ORDER BY key (:attr:`second`) of ``string_agg`` and ``first``/``last``: descending,
+    #: NULLs first.
     descending: bool = False
     nulls_first: bool = False
 
@@ -330,6 +333,9 @@ class AggregateCall(Expr):
                 f"{' NULLS FIRST' if self.nulls_first else ' NULLS LAST'}")
             separator = "NULL" if self.parameter is None else "'" + str(self.parameter).replace("'", "''") + "'"
             return f"string_agg({'DISTINCT ' if self.distinct else ''}{self.arg.sql()}, {separator}{order})"
+        if self.function in ("first", "last"):
+            return (f"{self.function}({self.arg.sql()} ORDER BY {self.second.sql()}{' DESC' if self.descending else ''}"
+                    f"{' NULLS FIRST' if self.nulls_first else ' NULLS LAST'})")
         tail = "" if self.second is None else f", {self.second.sql()}"
         if self.parameter is not None:
             tail += f", {self.parameter!r}"

@@ -29,7 +29,7 @@ import pyarrow as pa
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
-    aggregation_output_schema, final_step_aggregates, intermediate_names,
+    TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names,
 )
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
 from gpu_engine.plans.nodes import (
@@ -127,6 +127,12 @@ def _join_key_layout(dtype: pa.DataType) -> object:
 def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
     """Return the columns a partial step emits for one aggregate (see ``AggregationNode``)."""
     return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name)
+
+
+def _distinct_second(call: AggregateCall) -> Expr | None:
+    """Return the second argument DISTINCT applies to: a two-argument aggregate's (``corr(DISTINCT y, x)`` is over
+    the distinct pairs, as DuckDB), None for the others (``string_agg``'s ORDER BY key is its argument)."""
+    return call.second if call.function in TWO_ARGUMENT_FUNCTIONS else None
 
 
 class PlanBuilder:
@@ -355,36 +361,40 @@ class PlanBuilder:
         no new kernel; Spark (RewriteDistinctAggregates) and cuDF do the same.
         Supported when every aggregate is DISTINCT over the same argument (TPC-H
         Q16's shape); NULL arguments form their own group and are then skipped
-        by ``f``, as SQL requires.
+        by ``f``, as SQL requires. A two-argument aggregate (``corr(DISTINCT y, x)``)
+        is over the distinct pairs, as DuckDB's: the inner aggregation groups by both.
         """
         if step is not AggregationStep.SINGLE:
             raise PlanError("DISTINCT aggregates need a single-step aggregation (aggregation(...))", node=label)
-        arguments = {call.arg for call in calls}
-        if not all(call.distinct for call in calls) or len(arguments) != 1:
-            mixed = next(t for t, c in zip(texts, calls) if not c.distinct or c.arg != calls[0].arg)
+        pairs = [(call.arg, _distinct_second(call)) for call in calls]
+        if not all(call.distinct for call in calls) or len(set(pairs)) != 1:
+            mixed = next(t for t, c, pair in zip(texts, calls, pairs) if not c.distinct or pair != pairs[0])
             raise PlanError("DISTINCT aggregates are supported when every aggregate is DISTINCT over the "
                             "same argument", node=label, column=snippet_text(mixed))
-        argument = calls[0].arg
+        argument, second = calls[0].arg, _distinct_second(calls[0])
         source = self._node
-        if isinstance(argument, ColumnRef):
-            column = argument.name
-        else:  # project the argument first, so the inner aggregation groups by a column
-            column = f"{names[0]}$distinct"
-            fields = [source.output_schema.field(key) for key in keys] + [pa.field(column, argument.dtype)]
-            source = ProjectNode(id=self._ids.next_id(), output_schema=pa.schema(fields), sources=(source,),
-                                 names=tuple(f.name for f in fields),
-                                 expressions=tuple(ColumnRef(k, source.output_schema.field(k).type) for k in keys)
-                                 + (argument,))
-        distinct_keys = tuple(dict.fromkeys(keys + (column,)))
+        # project the arguments that are no columns first, so the inner aggregation groups by columns
+        projected = [(argument, f"{names[0]}$distinct")] + (
+            [] if second is None else [(second, f"{names[0]}$distinct2")])
+        columns = [value.name if isinstance(value, ColumnRef) else name for value, name in projected]
+        if not all(isinstance(value, ColumnRef) for value, _ in projected):
+            outputs = {k: ColumnRef(k, source.output_schema.field(k).type) for k in keys}
+            for column, (value, _) in zip(columns, projected):
+                outputs.setdefault(column, value)
+            source = ProjectNode(id=self._ids.next_id(), sources=(source,),
+                                 output_schema=pa.schema([pa.field(n, e.dtype) for n, e in outputs.items()]),
+                                 names=tuple(outputs), expressions=tuple(outputs.values()))
+        distinct_keys = tuple(dict.fromkeys(keys + tuple(columns)))
         schema = aggregation_output_schema(AggregationStep.SINGLE,
                                            [source.output_schema.field(key) for key in distinct_keys], (), ())
         source = AggregationNode(id=self._ids.next_id(), output_schema=schema, sources=(source,),
                                  step=AggregationStep.SINGLE, grouping_keys=distinct_keys,
                                  aggregate_names=(), aggregates=())
-        plain = ColumnRef(column, schema.field(column).type)
+        plain = [ColumnRef(column, schema.field(column).type) for column in columns]
         # string_agg(DISTINCT x ORDER BY x) orders the distinct values themselves
-        return source, tuple(dataclasses.replace(call, arg=plain, distinct=False,
-                                                 second=plain if call.second == argument else call.second)
+        return source, tuple(dataclasses.replace(call, arg=plain[0], distinct=False,
+                                                 second=plain[1] if second is not None else
+                                                 plain[0] if call.second == argument else call.second)
                              for call in calls)
 
     def _find_partial(self, label: str) -> AggregationNode:

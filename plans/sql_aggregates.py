@@ -19,7 +19,7 @@ from gpu_engine.plans.aggregates import HOLISTIC_FUNCTIONS, TWO_ARGUMENT_FUNCTIO
 
 __all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "allowed_argument", "aggregate_arguments",
            "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES", "takes_order",
-           "aggregate_parameter", "aggregate_parameter_key"]
+           "aggregate_parameter", "aggregate_parameter_key", "with_distinct_pairs"]
 
 
 #: sqlglot node -> the engine's function (see :data:`gpu_engine.plans.expressions.AGGREGATE_FUNCTIONS`).
@@ -40,6 +40,12 @@ _BY_NODE: dict[type, str] = {
     exp.Quantile: "quantile_disc", exp.Mode: "mode", exp.GroupConcat: "string_agg",
     exp.ApproxQuantile: "approx_quantile", exp.ApproxDistinct: "approx_count_distinct",
 }
+#: Parser names of the two-argument aggregates -> their nodes (``f(DISTINCT x, y)``: :func:`with_distinct_pairs`).
+_BY_NODE_NAMES: dict[str, type] = {
+    node.sql_names()[0].upper() if hasattr(node, "sql_names") else node.__name__.upper(): node
+    for node, function in _BY_NODE.items()
+    if function in ("covar_samp", "covar_pop", "corr", "regr_slope", "regr_avgx", "regr_avgy", "regr_sxx",
+                    "regr_syy", "regr_sxy", "regr_intercept", "regr_r2", "regr_count")}
 #: The node argument holding a holistic aggregate's constant (a quantile's fraction, string_agg's separator).
 _PARAMETER_ARGUMENT = {exp.PercentileCont: "expression", exp.PercentileDisc: "expression", exp.Quantile: "quantile",
                        exp.ApproxQuantile: "quantile", exp.GroupConcat: "separator"}
@@ -61,7 +67,12 @@ SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_
 
 
 def aggregate_function_name(call: exp.Expression) -> str | None:
-    """Return the engine's function for an aggregate node (None when it is no aggregate the engine computes)."""
+    """Return the engine's function for an aggregate node (None when it is no aggregate the engine computes).
+
+    ``first(x ORDER BY y)``/``last(x ORDER BY y)`` are ``first``/``last``; without ORDER BY either is any value.
+    """
+    if isinstance(call, (exp.First, exp.Last)) and isinstance(call.this, exp.Order):
+        return "first" if isinstance(call, exp.First) else "last"
     if isinstance(call, (exp.Anonymous, exp.AnonymousAggFunc)):
         return _ANONYMOUS_AGGREGATES.get(str(call.this).lower()) or (
             _BY_NODE.get(_ANONYMOUS.get(str(call.this).lower())) if isinstance(call, exp.Anonymous) else None)
@@ -95,6 +106,33 @@ def unsupported_aggregate_text(call: exp.Expression, quoted: bool = False) -> st
     return f"aggregate function {named} (supported: {SUPPORTED_AGGREGATES})"
 
 
+def _distinct_pair(node_type: type, plain):
+    """Return a parser builder for ``node_type`` that also reads ``f(DISTINCT x, y)`` (sqlglot sees one argument)."""
+
+    def build(args, *rest, **options):
+        if len(args) == 1 and isinstance(args[0], exp.Distinct) and len(args[0].expressions) == 2:
+            first, second = args[0].expressions
+            return node_type(this=exp.Distinct(expressions=[first]), expression=second)
+        return plain(args, *rest, **options)
+
+    return build
+
+
+def with_distinct_pairs(functions: dict) -> dict:
+    """Return a parser's function builders with the two-argument aggregates also reading ``f(DISTINCT x, y)``.
+
+    Why: sqlglot parses ``corr(DISTINCT y, x)`` as ``corr`` of one argument, ``DISTINCT (y, x)``, and refuses
+    it ("needs a right-hand operand") or keeps the pair in one argument; the form ``arg_min(DISTINCT x, y)``
+    parses into, DISTINCT on the first argument and the second beside it, is what the planner reads for
+    every two-argument aggregate (DuckDB's meaning: over the distinct pairs).
+    """
+    out = dict(functions)
+    for name, node_type in _BY_NODE_NAMES.items():
+        if name in out:
+            out[name] = _distinct_pair(node_type, functions[name])
+    return out
+
+
 def takes_two_arguments(call: exp.Expression) -> bool:
     """Return True for an aggregate node whose function takes two arguments (``corr(x, y)``)."""
     return aggregate_function_name(call) in TWO_ARGUMENT_FUNCTIONS
@@ -113,8 +151,9 @@ def allowed_argument(call: exp.Expression, key: str) -> bool:
 
 
 def takes_order(call: exp.Expression) -> bool:
-    """Return True for an aggregate node that takes ORDER BY inside its call (``string_agg(x, ',' ORDER BY y)``)."""
-    return isinstance(call, exp.GroupConcat)
+    """Return True for an aggregate node that takes ORDER BY inside its call (``string_agg(x, ',' ORDER BY y)``,
+    ``first(x ORDER BY y)``)."""
+    return isinstance(call, (exp.GroupConcat, exp.First, exp.Last))
 
 
 def aggregate_parameter_key(call: exp.Expression) -> str | None:
@@ -160,7 +199,8 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             return exp.PercentileCont(this=node.this.copy(), expression=node.args["quantile"].copy())
         if isinstance(node, exp.WithinGroup):
             return _within_group(node)
-        if isinstance(node, exp.Filter) and takes_order(node.this) and isinstance(node.this.this, exp.Order):
+        if isinstance(node, exp.Filter) and isinstance(node.this, exp.GroupConcat) \
+                and isinstance(node.this.this, exp.Order):
             # ``string_agg(x, s ORDER BY y) FILTER (WHERE c)`` is ``string_agg(CASE WHEN c THEN x END, s ORDER BY y)``
             # (the FILTER rewrite of gpu_engine.sql.rewrite wraps a call's ``this``, here its ORDER BY)
             aggregate = node.this.copy()
@@ -181,7 +221,8 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             if kind is exp.AnonymousAggFunc:
                 return kind(this=str(node.this).lower(), expressions=[arguments[0].copy()])
             return kind(this=arguments[0].copy())
-        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.AnyValue, exp.First, exp.Last)):
+        if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.AnyValue, exp.First, exp.Last)) \
+                and not isinstance(node.this.this, exp.Order):  # (first(x ORDER BY y) counts NULL x: refused)
             return node.this.copy()
         return node
 

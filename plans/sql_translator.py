@@ -38,7 +38,9 @@ from sqlglot import exp
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type
+from gpu_engine.plans.aggregates import (
+    ORDERED_PICK_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type,
+)
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
@@ -288,13 +290,13 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
                 node=node, column=snippet_text(text))
         raise PlanError("expected an aggregate call such as 'sum(x) AS name'", node=node,
                         column=snippet_text(text))
-    if function in VALUE_LIST_FUNCTIONS:
+    if function in VALUE_LIST_FUNCTIONS or function in ORDERED_PICK_FUNCTIONS:
         return name, _holistic_call(call, function, schema, node, text)
     arguments = aggregate_arguments(call)
     argument = arguments[0] if arguments else None
     distinct = isinstance(argument, exp.Distinct) or bool(call.args.get("distinct"))
-    if isinstance(argument, exp.Distinct):
-        if len(argument.expressions) != 1 or len(arguments) != 1:
+    if isinstance(argument, exp.Distinct):  # two-argument aggregates: DISTINCT over the pairs (corr(DISTINCT y, x))
+        if len(argument.expressions) != 1 or len(arguments) != (2 if function in TWO_ARGUMENT_FUNCTIONS else 1):
             raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node,
                             column=snippet_text(text))
         argument = argument.expressions[0]
@@ -341,8 +343,9 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
     ``median(x)``, ``quantile_cont(x, f)``/``quantile_disc(x, f)`` (``f`` a
     constant fraction; ``percentile_cont(f) WITHIN GROUP (ORDER BY x)`` was
     rewritten into it), ``mode(x)``, ``approx_quantile(x, f)``,
-    ``approx_count_distinct(x)`` and ``string_agg(x[, sep][ ORDER BY y])``
-    (``sep`` a constant string, ``','`` when left out; ``x`` cast to VARCHAR).
+    ``approx_count_distinct(x)``, ``string_agg(x[, sep][ ORDER BY y])``
+    (``sep`` a constant string, ``','`` when left out; ``x`` cast to VARCHAR)
+    and ``first(x ORDER BY y)``/``last(x ORDER BY y)``.
     """
     text = snippet_text(text)  # messages name the call as SQL
     argument, order = call.this, None
@@ -350,6 +353,9 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         order, argument = argument.expressions, argument.this
     distinct = isinstance(argument, exp.Distinct)
     if distinct:
+        if function in ORDERED_PICK_FUNCTIONS:  # DuckDB's answer is any row of the first key: no DISTINCT to apply
+            raise PlanError(f"{function}(DISTINCT x ORDER BY ...) is not supported; DISTINCT does not change "
+                            f"which row is {function}: write {function}(x ORDER BY ...)", node=node, column=text)
         if len(argument.expressions) != 1:
             raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
         argument = argument.expressions[0]
@@ -357,7 +363,7 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
              if value and key not in ("this", aggregate_parameter_key(call))]
     if argument is None or isinstance(argument, exp.Star) or extra:
         raise PlanError(f"{function} takes exactly one argument" + (" and a constant" if function not in (
-            "median", "mode", "approx_count_distinct") else ""), node=node, column=text)
+            "median", "mode", "approx_count_distinct", "first", "last") else ""), node=node, column=text)
     translator = ScalarTranslator(schema, node)
     arg = _typed(translator.translate(argument), text, node)
     if function == "string_agg" and not is_string(arg.dtype):
@@ -374,18 +380,18 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
                 parameter = constant.this
             else:
                 raise PlanError("string_agg's separator must be a constant string", node=node, column=text)
-        if order:
-            if len(order) != 1:
-                raise PlanError("string_agg(... ORDER BY ...) with more than one sort key is not supported",
-                                node=node, column=text)
-            second = _typed(translator.translate(order[0].this), text, node)
-            if distinct and second != arg:  # DuckDB's rule; PlanBuilder then orders the distinct values themselves
-                raise PlanError("string_agg(DISTINCT x ... ORDER BY y) orders by the argument only (ORDER BY x)"
-                                + ("" if is_string(second.dtype) else ", a string (cast x to VARCHAR first)"),
-                                node=node, column=text)
-            descending = bool(order[0].args.get("desc"))
-            nulls_first = bool(order[0].args.get("nulls_first"))
-    elif function in ("quantile_cont", "quantile_disc", "approx_quantile"):
+    if function in ("string_agg",) + ORDERED_PICK_FUNCTIONS and order:
+        if len(order) != 1:
+            raise PlanError(f"{function}(... ORDER BY ...) with more than one sort key is not supported",
+                            node=node, column=text)
+        second = _typed(translator.translate(order[0].this), text, node)
+        if distinct and second != arg:  # DuckDB's rule; PlanBuilder then orders the distinct values themselves
+            raise PlanError("string_agg(DISTINCT x ... ORDER BY y) orders by the argument only (ORDER BY x)"
+                            + ("" if is_string(second.dtype) else ", a string (cast x to VARCHAR first)"),
+                            node=node, column=text)
+        descending = bool(order[0].args.get("desc"))
+        nulls_first = bool(order[0].args.get("nulls_first"))
+    if function in ("quantile_cont", "quantile_disc", "approx_quantile"):
         parameter = _constant_fraction(constant, function, node, text)
     try:
         dtype = result_type(function, arg.dtype, None if second is None else second.dtype)

@@ -1017,8 +1017,9 @@ def aggregate_function(call: AggregateCall, name: str, raw_input: bool, output_t
     factory = _FUNCTIONS.get(call.function)
     if factory is None:  # the holistic ones subclass this module's AggregateFunction: imported when asked for
         from gpu_engine.aggregation.holistic import VALUE_LIST_CLASSES
+        from gpu_engine.aggregation.ordered_pick import ORDERED_PICK_CLASSES
 
-        factory = VALUE_LIST_CLASSES.get(call.function)
+        factory = VALUE_LIST_CLASSES.get(call.function) or ORDERED_PICK_CLASSES.get(call.function)
     if factory is None:
         raise NotImplementedError(f"unknown aggregate function {call.function!r}")
     return factory(call, name, raw_input, output_type, final_output)

@@ -179,6 +179,11 @@ class ValueList(AggregateFunction):
         names = [self.name] + ([] if self.call.second is None else [self.name + "$order"])
         return group_ids[order], [(name, gather_column(device, column, order)) for name, column in zip(names, columns)]
 
+    def intermediate_columns(self) -> list[tuple[str, pa.DataType]]:
+        """Return the names and types of the value list columns a partial step emits."""
+        return [(self.name, self.output_type)] + (
+            [] if self.call.second is None else [(self.name + "$order", self.call.second.dtype)])
+
     def extract(self, device, state, groups):
         if not self.final_output:
             raise NotImplementedError(f"{self.call.function}'s partial rows are emitted through ValueRows")
@@ -502,9 +507,8 @@ class ValueRows:
         xp = self.device.xp
         counts, starts, columns = self._lists[id(function)]
         if columns is None:
-            names = [function.name] + ([] if function.call.second is None else [function.name + "$order"])
-            types = [function.output_type] + ([] if function.call.second is None else [function.call.second.dtype])
-            return [(name, _null_column(self.device, dtype, self.rows)) for name, dtype in zip(names, types)]
+            return [(name, _null_column(self.device, dtype, self.rows))
+                    for name, dtype in function.intermediate_columns()]
         total = len(columns[0][1])
         index = xp.where(self._rank < counts[self.row_group], starts[self.row_group] + self._rank, total)
         return [(name, gather_column(self.device, _with_null_row(self.device, column), index))

@@ -16,6 +16,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.list_refusals import refuse_list_construct
 
 __all__ = ["refuse_unsupported", "check_star_modifiers", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
 
@@ -50,7 +51,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
 
     Refused: substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
-    TABLESAMPLE, catalogs and schemas
+    TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
     met = []
@@ -76,9 +77,16 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
             raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
         elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
             raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")
+        elif isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
+                and isinstance(node.this.this, exp.Order):
+            name = node.this.sql_name().lower()
+            raise _error(f"unsupported SQL: FILTER (WHERE ...) on {name}(... ORDER BY ...) (a filtered row would "
+                         f"still count, as a NULL); filter the rows in WHERE or a subquery", node, name)
         elif isinstance(node, exp.Identifier) and node.quoted and node.this == "":
             raise _error('zero-length quoted name ""; a name needs at least one character', node.parent or node,
                          '""')
+        else:
+            refuse_list_construct(node, dialect)  # lists, maps and structs (gpu_engine.sql.list_refusals)
     return met
 
 

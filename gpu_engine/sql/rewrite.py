@@ -29,7 +29,7 @@ from sqlglot.optimizer.pushdown_projections import pushdown_projections
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.simplify import simplify
 
-from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls
+from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls, with_distinct_pairs
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duckdb_names import duckdb_column_name
@@ -69,7 +69,9 @@ def parse_one_statement(text: str, dialect: str) -> exp.Expression:
     """Parse ``text`` as exactly one SQL statement, its nesting checked first; errors as SqlError with positions."""
     tokens = check_text_nesting(text, dialect)
     try:
-        statements = [s for s in sqlglot.Dialect.get_or_raise(dialect).parser().parse(tokens, text) if s is not None]
+        parser = sqlglot.Dialect.get_or_raise(dialect).parser()
+        parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)  # corr(DISTINCT y, x) (plans.sql_aggregates)
+        statements = [s for s in parser.parse(tokens, text) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         raise SqlError(f"cannot parse SQL: {parse_error_text(error)}", line=first.get("line"),

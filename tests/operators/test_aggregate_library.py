@@ -291,7 +291,6 @@ REFUSED_SQL = [
     ("SELECT stddev(k_str) FROM t", "stddev", "not defined for string"),
     ("SELECT bit_or(v_float) FROM t", "bit_or", "integer"),
     ("SELECT arg_min(v_int, k_str) FROM t", "arg_min", "not defined for keys of string"),
-    ("SELECT corr(DISTINCT v_int, v_float) FROM t", "corr", ""),
 ]
 
 
