@@ -13,12 +13,17 @@ from __future__ import annotations
 import threading
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.dynamic_filters import DynamicFilters, JoinKeyFilter, KeyFilterTarget
 from gpu_engine.exec.driver_stream import synchronize_for_handoff
 from gpu_engine.exec.memory_pool import MemoryPool
 from gpu_engine.kernels.hash_join import JoinHashTable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import Device
 
 __all__ = ["HashJoinBridge", "HashJoinTable"]
 
@@ -73,6 +78,10 @@ class HashJoinBridge:
         self._probers_closed = 0
         self._matched: Any = None
         self.memory_pool: MemoryPool | None = None
+        #: The key filters this join pushes to its probe pipeline's scan, and the Task's registry they go to
+        #: (set by the local planner; see :mod:`gpu_engine.exec.dynamic_filters`).
+        self.key_filter_targets: tuple[KeyFilterTarget, ...] = ()
+        self.dynamic_filters: DynamicFilters | None = None
 
     def hold_memory_of(self, pool: MemoryPool) -> MemoryPool:
         """Move a build driver's reservation into the bridge's pool, which now holds its batches; return that pool.
@@ -98,6 +107,20 @@ class HashJoinBridge:
                 return None
             batches, self._batches = self._batches, []
             return batches
+
+    def push_key_filters(self, device: Device, key_columns: Sequence[Column]) -> int:
+        """Add a filter per target to the Task's scans from the complete build side's key columns; return how many.
+
+        Called by the last build driver before it publishes the table, so every
+        probe-side scan finds the filters before it reads a split (it reads none
+        while its join's probe is blocked on the table).
+        """
+        if self.dynamic_filters is None:
+            return 0
+        for target in self.key_filter_targets:
+            self.dynamic_filters.add(target.scan_id, JoinKeyFilter.of_build_keys(
+                device, key_columns[target.key_index], target.column, target.kind, target.join_id))
+        return len(self.key_filter_targets)
 
     def publish(self, table: HashJoinTable | Batch) -> None:
         """Make the table visible and wake every probe driver waiting for it."""

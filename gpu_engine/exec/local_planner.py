@@ -146,7 +146,9 @@ class DriverFactory:
         self._prepare_join_bridges(task)
 
     def _prepare_join_bridges(self, task: "Task") -> None:
-        """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once."""
+        """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once,
+        and the key filters it pushes to this pipeline's scan (:func:`~gpu_engine.exec.dynamic_filters.plan_key_filters`)."""
+        from gpu_engine.exec.dynamic_filters import plan_key_filters
         from gpu_engine.exec.join_bridge import HashJoinBridge
 
         for item in self.items:
@@ -154,6 +156,10 @@ class DriverFactory:
                 task.bridges.setdefault(item.id, HashJoinBridge()).num_builders = self.num_drivers
             elif isinstance(item, (HashJoinNode, NestedLoopJoinNode)):
                 task.bridges.setdefault(item.id, HashJoinBridge()).num_probers = self.num_drivers
+        for target in plan_key_filters(self.items):
+            bridge = task.bridges[target.join_id]
+            bridge.key_filter_targets += (target,)
+            bridge.dynamic_filters = task.dynamic_filters
 
     def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
         """Return fresh operators, source first, for one driver."""

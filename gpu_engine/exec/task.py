@@ -22,6 +22,7 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError, TaskCancelled
 from gpu_engine.exec.cancel_points import watch_compile_passes
 from gpu_engine.exec.device_counters import CompileCounts, compiles_now, watch_compilations
+from gpu_engine.exec.dynamic_filters import DynamicFilters
 from gpu_engine.exec.memory_pool import is_device_out_of_memory, translate_device_out_of_memory
 from gpu_engine.exec.operator import Operator, OperatorStats
 from gpu_engine.exec.query_ctx import QueryCtx
@@ -116,6 +117,7 @@ class Task:
         self.exchange_queues: dict[str, "ExchangeQueue"] = {}
         self._listeners: list[Callable[["Task"], None]] = []
         self.bridges: dict[str, object] = {}
+        self.dynamic_filters = DynamicFilters()  # join-key filters from build sides to probe scans
         self.drivers: list["Driver"] = []
         self.pipeline_drivers: dict[int, int] = {}
         self._running_drivers = 0

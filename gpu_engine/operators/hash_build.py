@@ -127,6 +127,9 @@ class HashBuild(Operator):
             flat = Batch.empty(pa.schema([schema.field(name) for name in self._kept]), device)
         words, widths = normalize_keys(device, [flat.column(k) for k in self._keys])
         keys = JoinHashTable(device, words, widths)
+        pushed = self.bridge.push_key_filters(device, [flat.column(k) for k in self._keys])
+        if pushed:
+            self.add_runtime_stat("dynamic_filters", pushed)
         if 0 < flat.num_rows <= DICTIONARY_BUILD_MAX_ROWS:
             flat = Batch(flat.names, tuple(_as_dictionary(device, c) if n in self._columns else c
                                            for n, c in zip(flat.names, flat.columns)), device, None, flat.num_rows)

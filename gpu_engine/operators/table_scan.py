@@ -16,8 +16,10 @@ from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
 from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
+from gpu_engine.connectors.runtime_filters import filter_record_batches, prune_row_groups
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.connectors.table_cache import CachedSplit
+from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
 from gpu_engine.plans.nodes import TableScanNode
@@ -32,6 +34,7 @@ class _DecodedPiece:
     items: list[Any]
     decode_seconds: float
     convert_seconds: float
+    filtered_rows: int = 0  # rows the join-key filters dropped
 
 
 class TableScan(Operator):
@@ -166,15 +169,27 @@ class TableScan(Operator):
 
     # ------------------------------------------------------------ pieces
     def _reads(self, split: ConnectorSplit) -> list[Callable[[], _DecodedPiece]]:
-        return [partial(self._decode, piece) for piece in split_pieces(split, self.columns, self.batch_rows)]
+        # Join-key filters of finished build sides (gpu_engine.exec.dynamic_filters): all there before the first
+        # split, since a probe pipeline's scan reads nothing while its probes wait for their tables.
+        filters = tuple(f for f in self.ctx.task.dynamic_filters.for_scan(self.node.id) if f.column in self.columns)
+        if filters:
+            split, skipped = prune_row_groups(split, filters)
+            if skipped:
+                self.add_runtime_stat("dynamic_filter_row_groups_skipped", skipped)
+            if split is None:
+                return []
+        return [partial(self._decode, piece, filters) for piece in split_pieces(split, self.columns, self.batch_rows)]
 
-    def _decode(self, piece: SplitPiece) -> _DecodedPiece:
+    def _decode(self, piece: SplitPiece, filters: tuple[JoinKeyFilter, ...] = ()) -> _DecodedPiece:
         """Decode a piece and convert it as far as the host can (runs on a prefetch thread: no device work)."""
         began = time.perf_counter()
         if self._device_pieces is not None and isinstance(piece.split, ParquetSplit) and piece.columns:
             # Page headers planned and compressed chunks staged here; pages decoded on the device in _finish.
             return _DecodedPiece([prepare_device_piece(piece)], time.perf_counter() - began, 0.0)
         record_batches = [b for b in piece.read(self._decode_threads) if b.num_rows]
+        dropped = 0
+        if filters and record_batches:  # rows no build key can match go before they are converted or copied
+            record_batches, dropped = filter_record_batches(record_batches, filters)
         decoded = time.perf_counter()
         items: list[Any]
         if not record_batches:
@@ -190,9 +205,11 @@ class TableScan(Operator):
             sliced = [b.slice(start, self.batch_rows) for b in record_batches
                       for start in range(0, b.num_rows, self.batch_rows)]
             items = sliced if self.device.is_gpu else [Batch.from_arrow(b, self.device) for b in sliced]
-        return _DecodedPiece(items, decoded - began, time.perf_counter() - decoded)
+        return _DecodedPiece(items, decoded - began, time.perf_counter() - decoded, dropped)
 
     def _take(self, piece: _DecodedPiece) -> None:
+        if piece.filtered_rows:
+            self.add_runtime_stat("dynamic_filter_rows_dropped", piece.filtered_rows)
         self.add_runtime_stat("decode_seconds", piece.decode_seconds)
         self.add_runtime_stat("arrow_to_batch_seconds", piece.convert_seconds)
         self._decoded.extend(piece.items)

@@ -1,0 +1,327 @@
+"""Runtime join-key filters: a finished build side filters its probe side's TableScan (Velox's dynamic filters).
+
+Why: a hash join's build side is often small and selective (TPC-H Q21's
+suppliers of one nation, the orders left by a filter), while its probe side
+is a large scan that decodes, converts and probes every row only for most of
+them to find no match. Once the build side is complete, its keys say which
+probe keys could match; rows whose key is outside them can be dropped at the
+scan, before anything else reads them, and Parquet row groups whose
+statistics lie outside them need not be decoded at all. Velox's HashProbe
+pushes such filters into the TableScan of its driver
+(``HashProbe::pushdownDynamicFilters``, ``TableScan::addDynamicFilter``);
+DuckDB calls it join filter pushdown.
+
+Three parts, all Task state or data (no operator branches on the device):
+
+* :func:`plan_key_filters` runs when the local planner prepares a Task: for
+  each hash join whose probe pipeline starts at a TableScan, it follows each
+  probe key back through the pipeline to a scan column, and records a
+  :class:`KeyFilterTarget` where that is exact-safe (below);
+* the join's build side, once complete, makes one :class:`JoinKeyFilter` per
+  target from its key column (one copy of the keys to the host, once per
+  join: :meth:`~gpu_engine.exec.join_bridge.HashJoinBridge.push_key_filters`)
+  and adds it to the Task's :class:`DynamicFilters` before it publishes the
+  table;
+* the TableScan reads the filters of its node when it starts a split, skips
+  the row groups whose statistics miss them and drops the rows they reject
+  on the host, before the rows are converted or copied to the device
+  (:mod:`gpu_engine.connectors.runtime_filters`).
+
+When the filter is there: the probe's driver asks every operator whether it
+is blocked before it asks its source for a batch, and a HashProbe is blocked
+until its table is published. So a scan in a probe pipeline reads no split
+before every join it feeds in that pipeline has its build side complete,
+and the filters are in place before its first split. No wait is added, and
+nothing can deadlock: build and probe sides run as different pipelines with
+drivers of their own (:func:`~gpu_engine.exec.local_planner.plan_pipelines`),
+and a blocked driver leaves its thread.
+
+Exact-safety: a filter may drop a probe row only when that row cannot
+contribute to the join's output. So
+
+* the join type discards unmatched probe rows: inner, right (it emits
+  *build* rows nobody matched), left semi, right semi and right anti (a probe
+  row without a match marks no build row); never left, full, anti or NOT IN,
+  whose unmatched probe rows are output;
+* the probe key is a scan column unchanged: renamed by projections, passed
+  through filters and through earlier probes in the same pipeline whose
+  output rows each come from one input row with its probe columns unchanged
+  (inner, left, left semi, anti, NOT IN); not a computed or cast key, not
+  after a join that makes probe columns NULL (right, full) or outputs build
+  rows;
+* key values compare exactly: integers (any width but unsigned 64-bit),
+  dates and strings of both sides (floats, decimals and other types get no
+  filter);
+* a NULL key never equals anything in an equi-join: NULL probe keys are
+  dropped, NULL build keys are not in the filter.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+
+if TYPE_CHECKING:  # pragma: no cover
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import Device
+
+__all__ = ["KeyFilterTarget", "JoinKeyFilter", "DynamicFilters", "plan_key_filters", "FILTERING_JOINS",
+           "EXACT_SET_MAX_ROWS"]
+
+#: Join types whose unmatched probe rows give no output: a key filter may drop them at the probe's scan.
+FILTERING_JOINS = ("inner", "right", "left_semi", "right_semi", "right_anti")
+
+#: Earlier probes a filter passes through: each output row is one input row's, its probe columns unchanged.
+_PASSING_JOINS = ("inner", "left", "left_semi", "anti", "null_aware_anti")
+
+#: A build side of at most this many rows gives its exact key set, else only its key range.
+EXACT_SET_MAX_ROWS = 1 << 20
+
+#: Integer key sets spanning at most this many values test membership in a table of flags, one byte a value.
+_TABLE_MAX_SPAN = 1 << 24
+
+_EPOCH = datetime.date(1970, 1, 1)
+
+
+@dataclass(frozen=True)
+class KeyFilterTarget:
+    """Where one key of a join filters: the join's ``key_index``-th key is ``column`` of TableScan ``scan_id``."""
+
+    join_id: str
+    key_index: int
+    scan_id: str
+    column: str
+    kind: str  # "int" or "string": how the values compare
+
+
+def _key_kind(probe: pa.DataType, build: pa.DataType) -> str | None:
+    """Return how a probe and a build key type compare exactly ("int", "string"), or None for no filter."""
+    if pa.types.is_dictionary(probe):
+        probe = probe.value_type
+    if pa.types.is_dictionary(build):
+        build = build.value_type
+    ints = (pa.types.is_integer(probe) and pa.types.is_integer(build)
+            and not pa.types.is_uint64(probe) and not pa.types.is_uint64(build))
+    if ints or (pa.types.is_date32(probe) and pa.types.is_date32(build)):
+        return "int"
+    strings = (pa.types.is_string(probe) or pa.types.is_large_string(probe)) and \
+        (pa.types.is_string(build) or pa.types.is_large_string(build))
+    return "string" if strings else None
+
+
+def plan_key_filters(items: list) -> list[KeyFilterTarget]:
+    """Return the key filters a pipeline's joins can push to its TableScan (``items`` source first).
+
+    See the module docstring for when a key qualifies; the walk stops at the
+    first item that could change a scan column's values or make rows that
+    do not come from one scan row.
+    """
+    from gpu_engine.exec.local_planner import FusedFilterProject
+    from gpu_engine.plans.expressions import ColumnRef
+    from gpu_engine.plans.nodes import HashJoinNode, TableScanNode
+
+    if not items or not isinstance(items[0], TableScanNode):
+        return []
+    scan = items[0]
+    schema = scan.output_schema
+    origin = {name: name for name in schema.names if name in scan.columns}  # output name -> scan column
+    targets: list[KeyFilterTarget] = []
+    for item in items[1:]:
+        if isinstance(item, FusedFilterProject):
+            if item.project is not None:  # a filter keeps a subset of rows, values unchanged
+                project = item.project
+                origin = {name: origin[expr.name] for name, expr in zip(project.names, project.expressions)
+                          if isinstance(expr, ColumnRef) and expr.name in origin}
+        elif isinstance(item, HashJoinNode):
+            if item.join_type in FILTERING_JOINS:
+                build_schema = item.build.output_schema
+                for index, (left, right) in enumerate(zip(item.left_keys, item.right_keys)):
+                    if left not in origin or right not in build_schema.names:
+                        continue
+                    kind = _key_kind(schema.field(origin[left]).type, build_schema.field(right).type)
+                    if kind is not None:
+                        targets.append(KeyFilterTarget(item.id, index, scan.id, origin[left], kind))
+            if item.join_type not in _PASSING_JOINS:
+                break
+            probe_names = set(item.probe.output_schema.names)
+            origin = {name: column for name, column in origin.items()
+                      if name in item.output_columns and name in probe_names}
+        else:
+            break
+        if not origin:
+            break
+    return targets
+
+
+class JoinKeyFilter:
+    """The probe keys that can match a finished build side: its key range and, for small builds, its key set.
+
+    Made once per join on the host from the build side's key column
+    (:meth:`of_build_keys`). ``low``/``high`` bound the non-NULL build keys
+    (None for an empty build side: nothing matches); ``values`` is the
+    sorted distinct keys when the build side has at most
+    :data:`EXACT_SET_MAX_ROWS` rows, else None (the range only).
+    """
+
+    def __init__(self, column: str, kind: str, low: Any, high: Any, values: Any, join_id: str = ""):
+        self.column = column
+        self.kind = kind
+        self.low = low
+        self.high = high
+        self.values = values  # np.int64 array ("int") or a sorted Python list of str ("string"), or None
+        self.join_id = join_id
+        self._flags = None
+        self._value_set = None
+        if values is not None and kind == "int" and len(values) and high - low < _TABLE_MAX_SPAN:
+            flags = np.zeros(high - low + 1, dtype=np.bool_)
+            flags[values - low] = True
+            self._flags = flags
+        if values is not None and kind == "string":
+            self._value_set = pa.array(values, type=pa.large_string())
+
+    @property
+    def is_empty(self) -> bool:
+        """Return True when no probe key can match (the build side has no non-NULL key)."""
+        return self.low is None
+
+    def describe(self) -> str:
+        """Return the filter in words, for logs and tests."""
+        if self.is_empty:
+            return f"{self.column}: nothing"
+        count = "" if self.values is None else f", {len(self.values)} values"
+        return f"{self.column} in [{self.low}, {self.high}]{count}"
+
+    @classmethod
+    def of_build_keys(cls, device: "Device", key: "Column", column: str, kind: str, join_id: str = "") -> "JoinKeyFilter":
+        """Return the filter of a build side's key column (copied to the host once)."""
+        array = key.to_arrow(device)
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks()
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        array = array.drop_null()
+        if len(array) == 0:
+            return cls(column, kind, None, None, None, join_id)
+        exact = len(array) <= EXACT_SET_MAX_ROWS
+        if kind == "int":
+            numbers = _int64_values(array)[0]
+            if exact:
+                values = np.unique(numbers)
+                return cls(column, kind, int(values[0]), int(values[-1]), values, join_id)
+            return cls(column, kind, int(numbers.min()), int(numbers.max()), None, join_id)
+        if exact:
+            values = sorted(pc.unique(array).to_pylist())
+            return cls(column, kind, values[0], values[-1], values, join_id)
+        bounds = pc.min_max(array)
+        return cls(column, kind, bounds["min"].as_py(), bounds["max"].as_py(), None, join_id)
+
+    # ------------------------------------------------------------ row groups
+    def may_match(self, minimum: Any, maximum: Any) -> bool:
+        """Return False only when no value in ``[minimum, maximum]`` (a row group's statistics) can match."""
+        if self.is_empty:
+            return False
+        if minimum is None or maximum is None:
+            return True
+        if self.kind == "int":
+            minimum, maximum = _as_int(minimum), _as_int(maximum)
+            if minimum is None or maximum is None:
+                return True
+        elif not (isinstance(minimum, str) and isinstance(maximum, str)):
+            return True
+        if maximum < self.low or minimum > self.high:
+            return False
+        if self.values is None:
+            return True
+        if self.kind == "int":
+            at = int(np.searchsorted(self.values, minimum, side="left"))
+        else:
+            at = bisect.bisect_left(self.values, minimum)
+        return at < len(self.values) and self.values[at] <= maximum
+
+    # ------------------------------------------------------------------ rows
+    def mask(self, array: pa.Array | pa.ChunkedArray) -> np.ndarray:
+        """Return, per row of a probe column, whether its key can match (False for NULL)."""
+        if isinstance(array, pa.ChunkedArray):
+            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        if self.is_empty:
+            return np.zeros(len(array), dtype=np.bool_)
+        if pa.types.is_dictionary(array.type):  # test each distinct value once, then look the codes up
+            on_values = self.mask(array.dictionary)
+            codes = array.indices
+            valid = None
+            if codes.null_count:
+                valid = np.asarray(codes.is_valid())
+                codes = codes.fill_null(0)
+            keep = on_values[codes.to_numpy(zero_copy_only=False)] if len(on_values) else \
+                np.zeros(len(array), dtype=np.bool_)
+            return keep if valid is None else keep & valid
+        if self.kind == "int":
+            return self._int_mask(array)
+        return self._string_mask(array)
+
+    def _int_mask(self, array: pa.Array) -> np.ndarray:
+        numbers, valid = _int64_values(array)
+        keep = (numbers >= self.low) & (numbers <= self.high)
+        if self._flags is not None:
+            keep &= self._flags[np.where(keep, numbers - self.low, 0)]
+        elif self.values is not None:
+            at = np.minimum(np.searchsorted(self.values, numbers), len(self.values) - 1)
+            keep &= self.values[at] == numbers
+        return keep if valid is None else keep & valid
+
+    def _string_mask(self, array: pa.Array) -> np.ndarray:
+        if self._value_set is not None:
+            matched = pc.is_in(array, value_set=self._value_set.cast(array.type))
+        else:
+            matched = pc.and_(pc.greater_equal(array, pa.scalar(self.low, array.type)),
+                              pc.less_equal(array, pa.scalar(self.high, array.type)))
+        return np.asarray(matched.fill_null(False), dtype=np.bool_)
+
+
+def _as_int(value: Any) -> int | None:
+    """Return a statistics value as the integer the filter compares (dates as days), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, datetime.date) and not isinstance(value, datetime.datetime):
+        return (value - _EPOCH).days
+    return None
+
+
+def _int64_values(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
+    """Return an integer or date column's values as int64 (NULLs as 0) and its validity (None: no NULLs)."""
+    if pa.types.is_date32(array.type):
+        array = array.view(pa.int32())
+    valid = None
+    if array.null_count:
+        valid = np.asarray(array.is_valid())
+        array = array.fill_null(0)
+    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64), valid
+
+
+class DynamicFilters:
+    """The Task's key filters by TableScan node: the build sides add them, the scans read them.
+
+    Thread-safe: build drivers add while other pipelines' scans read.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._by_scan: dict[str, tuple[JoinKeyFilter, ...]] = {}
+
+    def add(self, scan_id: str, key_filter: JoinKeyFilter) -> None:
+        """Add one filter on a scan's column (filters on one scan all apply: their conjunction)."""
+        with self._lock:
+            self._by_scan[scan_id] = self._by_scan.get(scan_id, ()) + (key_filter,)
+
+    def for_scan(self, scan_id: str) -> tuple[JoinKeyFilter, ...]:
+        """Return the filters on ``scan_id`` added so far."""
+        return self._by_scan.get(scan_id, ())

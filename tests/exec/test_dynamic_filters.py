@@ -1,0 +1,209 @@
+"""Runtime join-key filters (gpu_engine.exec.dynamic_filters): what they skip and drop, where they must not apply.
+
+The probe side is a crafted Parquet file of 12 row groups of 100 rows, sorted
+on its integer key (every 7th key NULL), so the build side's few keys fall in
+two row groups and the counts of row groups skipped and rows dropped are
+known exactly. Every result is compared with DuckDB over the same data.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from duckdb_reference import assert_same_rows, duckdb_table
+
+from gpu_engine import Session
+from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
+
+GROUPS, GROUP_ROWS = 12, 100
+#: Build keys: two in row group 1, one in row group 7, one past the file's keys; plus a NULL key.
+DIM_KEYS = [104, 110, 730, 5000, None]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory):
+    """Write the probe file ``fact`` (sorted keys, NULLs, strings) and the build file ``dim``."""
+    folder = tmp_path_factory.mktemp("dynamic_filters")
+    rows = GROUPS * GROUP_ROWS
+    keys = [None if k % 7 == 0 else k for k in range(rows)]
+    fact = pa.table({
+        "k": pa.array(keys, pa.int64()),
+        "s": pa.array([None if k % 11 == 0 else f"w{k % 40:02d}" for k in range(rows)]),
+        "v": pa.array([k * 3 for k in range(rows)], pa.int64()),
+    })
+    dim = pa.table({
+        "dk": pa.array(DIM_KEYS, pa.int64()),
+        "ds": pa.array(["w04", "w10", None, "zz", "w30"]),
+        "tag": pa.array(["a", "a", "b", "a", "b"]),
+    })
+    pq.write_table(fact, folder / "fact.parquet", row_group_size=GROUP_ROWS)
+    pq.write_table(dim, folder / "dim.parquet")
+    return {"fact": str(folder / "fact.parquet"), "dim": str(folder / "dim.parquet")}
+
+
+@pytest.fixture(scope="module")
+def reference(files):
+    connection = duckdb.connect()
+    for name, path in files.items():
+        connection.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
+    return connection
+
+
+def _session(device_name, files, drivers=1, batch_rows=1 << 16) -> Session:
+    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
+    for name, path in files.items():
+        session.register(name, path, split_rows=3 * GROUP_ROWS)  # four splits of three row groups
+    return session
+
+
+def _scan_counts(session: Session) -> tuple[int, int]:
+    """Return (row groups skipped, rows dropped) by the dynamic filters over every TableScan of the last query."""
+    skipped = dropped = 0
+    for pipeline in session.last_stats().pipelines:
+        for stats in pipeline.operators:
+            if stats.operator_type == "TableScan":
+                skipped += stats.runtime.get("dynamic_filter_row_groups_skipped", 0)
+                dropped += stats.runtime.get("dynamic_filter_rows_dropped", 0)
+    return skipped, dropped
+
+
+def _plan(session, join_type, left_key="k", right_key="dk", output=None, probe=None, build_filter=None):
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(session.catalog, id_generator=ids).table_scan("dim")
+    if build_filter:
+        build = build.filter(build_filter)
+    side = PlanBuilder(session.catalog, id_generator=ids).table_scan("fact")
+    if probe is not None:
+        side = probe(side, ids, session.catalog)
+    if output is None:
+        output = ["k", "s", "v", "tag"] if join_type in ("inner", "left", "right", "full") else \
+            ["dk", "tag"] if join_type in ("right_semi", "right_anti") else ["k", "s", "v"]
+    return side.hash_join([left_key], [right_key], build, output, join_type).plan()
+
+
+@pytest.mark.parametrize("drivers", [1, 2])
+@pytest.mark.parametrize("batch_rows", [64, 1 << 16])
+def test_inner_join_skips_row_groups_and_drops_rows(device_name, files, reference, drivers, batch_rows):
+    """The build keys {104, 110, 730} lie in row groups 1 and 7: ten of twelve are skipped, and of the 200 rows
+    read only the three matching ones are kept (the NULL build key and 5000 match nothing)."""
+    session = _session(device_name, files, drivers, batch_rows)
+    result = session.execute(_plan(session, "inner"))
+    assert_same_rows(result, duckdb_table(reference, "SELECT k, s, v, tag FROM fact JOIN dim ON k = dk"))
+    assert _scan_counts(session) == (10, 2 * GROUP_ROWS - 3)
+    probe = session.explain(_plan(session, "inner"), analyze=True)
+    assert "dynamic_filter_row_groups_skipped=10" in probe and "dynamic_filter_rows_dropped=197" in probe
+
+
+@pytest.mark.parametrize("join_type, counts", [
+    ("left_semi", (10, 197)),
+    ("right_semi", (10, 197)),
+    ("right_anti", (10, 197)),
+    ("right", (10, 197)),
+])
+def test_join_types_that_drop_unmatched_probe_rows_filter(device_name, files, reference, join_type, counts):
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    result = session.execute(_plan(session, join_type))
+    sql = {
+        "left_semi": "SELECT k, s, v FROM fact WHERE EXISTS (SELECT 1 FROM dim WHERE dk = k)",
+        "right_semi": "SELECT dk, tag FROM dim WHERE EXISTS (SELECT 1 FROM fact WHERE dk = k)",
+        "right_anti": "SELECT dk, tag FROM dim WHERE NOT EXISTS (SELECT 1 FROM fact WHERE dk = k)",
+        "right": "SELECT k, s, v, tag FROM fact RIGHT JOIN dim ON k = dk",
+    }[join_type]
+    assert_same_rows(result, duckdb_table(reference, sql))
+    assert _scan_counts(session) == counts
+
+
+@pytest.mark.parametrize("join_type", ["left", "full", "anti", "null_aware_anti"])
+def test_joins_that_output_unmatched_probe_rows_do_not_filter(device_name, files, reference, join_type):
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    result = session.execute(_plan(session, join_type))
+    sql = {
+        "left": "SELECT k, s, v, tag FROM fact LEFT JOIN dim ON k = dk",
+        "full": "SELECT k, s, v, tag FROM fact FULL JOIN dim ON k = dk",
+        "anti": "SELECT k, s, v FROM fact WHERE NOT EXISTS (SELECT 1 FROM dim WHERE dk = k)",
+        "null_aware_anti": "SELECT k, s, v FROM fact WHERE k NOT IN (SELECT dk FROM dim)",
+    }[join_type]
+    assert_same_rows(result, duckdb_table(reference, sql))
+    assert _scan_counts(session) == (0, 0)
+
+
+def test_filter_follows_renames_and_filters_and_earlier_left_joins(device_name, files, reference):
+    """fact -> rename k to key -> filter -> LEFT join (probe columns unchanged) -> inner join on key: filtered."""
+    def probe(side, ids, catalog):
+        other = PlanBuilder(catalog, id_generator=ids).table_scan("dim").project(["dk AS ok", "ds AS os"])
+        return (side.project(["k AS key", "s", "v"]).filter("v >= 0")
+                .hash_join(["s"], ["os"], other, ["key", "s", "v", "ok"], "left"))
+
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    result = session.execute(_plan(session, "inner", left_key="key", output=["key", "s", "v", "ok", "tag"],
+                                   probe=probe))
+    expected = duckdb_table(reference, "SELECT key, f.s, f.v, ok, tag FROM (SELECT k AS key, s, v FROM fact "
+                                       "WHERE v >= 0) f LEFT JOIN (SELECT dk AS ok, ds AS os FROM dim) o ON f.s = os "
+                                       "JOIN dim ON key = dk")
+    assert_same_rows(result, expected)
+    assert _scan_counts(session) == (10, 197)
+
+
+@pytest.mark.parametrize("step", ["computed", "cast", "after_full_join"])
+def test_computed_cast_or_nulled_keys_do_not_filter(device_name, files, reference, step):
+    """A key computed from the scan column, cast, or behind a join that makes probe columns NULL gets no filter."""
+    def probe(side, ids, catalog):
+        if step == "computed":
+            return side.project(["k + 0 AS key", "s", "v"])
+        if step == "cast":
+            return side.project(["CAST(k AS INTEGER) AS key", "s", "v"])
+        other = PlanBuilder(catalog, id_generator=ids).table_scan("dim").project(["ds AS os"])
+        return side.project(["k AS key", "s", "v"]).hash_join(["s"], ["os"], other, ["key", "s", "v"], "full")
+
+    session = _session(device_name, files, drivers=1, batch_rows=64)
+    result = session.execute(_plan(session, "inner", left_key="key", output=["key", "v", "tag"], probe=probe))
+    source = {
+        "computed": "SELECT k + 0 AS key, v FROM fact",
+        "cast": "SELECT CAST(k AS INTEGER) AS key, v FROM fact",
+        "after_full_join": "SELECT k AS key, v FROM fact FULL JOIN (SELECT ds AS os FROM dim) o ON s = os",
+    }[step]
+    expected = duckdb_table(reference, f"SELECT key, v, tag FROM ({source}) f JOIN dim ON key = dk")
+    assert_same_rows(result, expected)
+    assert _scan_counts(session) == (0, 0)
+
+
+def test_string_keys_and_null_keys_filter_exactly(device_name, files, reference):
+    """String keys {w04, w10, w30, zz} (a NULL build key matches nothing): NULL probe strings are dropped too."""
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    result = session.execute(_plan(session, "inner", left_key="s", right_key="ds", output=["k", "s", "tag"]))
+    assert_same_rows(result, duckdb_table(reference, "SELECT k, s, tag FROM fact JOIN dim ON s = ds"))
+    matches = sum(1 for k in range(GROUPS * GROUP_ROWS) if k % 11 and k % 40 in (4, 10, 30))
+    assert _scan_counts(session) == (0, GROUPS * GROUP_ROWS - matches)  # every row group holds w04..w39
+
+
+def test_an_empty_build_side_filters_everything(device_name, files, reference):
+    session = _session(device_name, files, drivers=1, batch_rows=64)
+    result = session.execute(_plan(session, "left_semi", build_filter="tag = 'nothing'"))
+    assert result.num_rows == 0
+
+
+def test_sql_queries_match_duckdb(device_name, files, reference):
+    """Through Session.sql: a selective dimension filter, a semi join (IN) and an aggregation over the join."""
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    for sql in ("SELECT tag, count(*) AS n, sum(v) AS total FROM fact JOIN dim ON k = dk WHERE tag = 'a' GROUP BY tag",
+                "SELECT k, v FROM fact WHERE k IN (SELECT dk FROM dim WHERE tag = 'b')",
+                "SELECT s, count(*) AS n FROM fact JOIN dim ON s = ds GROUP BY s"):
+        assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
+
+
+def test_filters_add_no_per_batch_device_work(device_name, files):
+    """The scan filters on the host before its batches reach the device: no launches or syncs there, and the build
+    side's one copy of its keys does not grow with the probe's batches."""
+    counts = []
+    for batch_rows in (64, 1 << 16):
+        session = _session(device_name, files, drivers=1, batch_rows=batch_rows)
+        session.execute(_plan(session, "left_semi", left_key="s", right_key="ds"))
+        operators = [s for stats in session.last_stats().operator_stats_by_node().values() for s in stats]
+        scans = [s for s in operators if s.operator_type == "TableScan"]
+        (build,) = [s for s in operators if s.operator_type == "HashBuild"]
+        assert [s.runtime.get("dynamic_filter_rows_dropped", 0) > 0 for s in scans].count(True) == 1
+        assert [(s.kernel_launches, s.host_syncs) for s in scans] == [(0, 0)] * len(scans)
+        counts.append((build.kernel_launches, build.host_syncs))
+    assert counts[0] == counts[1]
