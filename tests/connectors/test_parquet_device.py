@@ -19,6 +19,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from bench import parquet_surgery
 from bench.parquet_fuzz import Recipe, write_file
@@ -27,7 +29,7 @@ from gpu_engine.connectors.parquet_columns import decodable_columns, read_decode
 from gpu_engine.connectors.parquet_device_columns import read_device_columns
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.device_counters import counts_now
-from gpu_engine.kernels.parquet_device import LAUNCHES_PER_COLUMN
+from gpu_engine.kernels.parquet_device import LAUNCHES_PER_COLUMN, _snappy
 
 from tests.conftest import GPU_PRESENT
 
@@ -122,6 +124,48 @@ def test_strings_and_other_codecs_are_left_to_the_host(tmp_path, cuda_device):
     pq.write_table(pa.table({"s": ["a", "b"] * 50, "x": np.arange(100)}), path, compression="zstd")
     metadata = pq.read_metadata(path)
     assert read_device_columns(str(path), metadata, [0], decodable_columns(metadata, ["s", "x"]), cuda_device) == {}
+
+
+@pytest.mark.parametrize("recipe", __import__("tests.connectors.test_parquet_fuzz", fromlist=["LAYOUTS"]).LAYOUTS,
+                         ids=lambda recipe: f"{recipe.compression}-{'dict' if recipe.dictionary else 'plain'}-v{recipe.version}")
+def test_the_fuzz_layouts_read_as_pyarrow_reads_them(tmp_path, cuda_device, recipe):
+    """The hardening issue's undamaged files (every column kind, required and optional, an empty row group, pages of
+    16 rows): each column the device decodes equals pyarrow's read; zstd is left to the host."""
+    path = tmp_path / "layout.parquet"
+    write_file(recipe, path)
+    metadata = pq.read_metadata(path)
+    columns = decodable_columns(metadata, metadata.schema.to_arrow_schema().names)
+    decoded = read_device_columns(str(path), metadata, range(metadata.num_row_groups), columns, cuda_device)
+    fixed = {name for name, arrow_type in columns.items() if not pa.types.is_large_string(arrow_type)
+             and not pa.types.is_dictionary(arrow_type)}
+    assert set(decoded) == (set() if recipe.compression == "zstd" else fixed) and len(fixed) == 14
+    for name, column in decoded.items():
+        assert column.to_arrow(cuda_device).equals(_expected(path, name, cuda_device)), name
+
+
+@settings(max_examples=15, deadline=None, derandomize=True)
+@given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.none()), min_size=1, max_size=150),
+       st.sampled_from(["1.0", "2.0"]), st.booleans(), st.sampled_from([64, 4096]), st.sampled_from(["none", "snappy"]))
+def test_random_int64_columns(tmp_path_factory, cuda_device, values, version, dictionary, page_size, compression):
+    path = tmp_path_factory.mktemp("p") / "r.parquet"
+    pq.write_table(pa.table({"v": pa.array(values, pa.int64())}), path, data_page_version=version,
+                   use_dictionary=dictionary, data_page_size=page_size, compression=compression)
+    decoded = read_device_columns(str(path), pq.read_metadata(path), [0], {"v": pa.int64()}, cuda_device)
+    assert decoded["v"].to_arrow(cuda_device).equals(pa.array(values, pa.int64()))
+
+
+@settings(max_examples=25, deadline=None, derandomize=True)
+@given(st.binary(min_size=0, max_size=600), st.integers(1, 20))
+def test_snappy_round_trip(data, repeat):
+    """The kernels' Snappy (run here as the Python function the simulator runs): pyarrow's blocks, cut ones refused."""
+    raw = (data * repeat)[:8000]
+    compressed = np.frombuffer(pa.compress(raw, codec="snappy", asbytes=True), np.uint8)
+    out = np.zeros(len(raw) + 3, np.uint8)
+    assert _snappy(compressed, 0, len(compressed), out, 3, len(raw))
+    assert out[3:].tobytes() == raw
+    assert not _snappy(compressed, 0, len(compressed), out, 3, len(raw) + 1)  # another declared size
+    if len(compressed) > 2:
+        assert not _snappy(compressed, 0, len(compressed) - 1, out, 3, len(raw))
 
 
 # ----------------------------------------------------------------- damaged files
