@@ -11,7 +11,7 @@ from sqlglot.errors import ParseError
 
 from gpu_engine.errors import PlanError
 
-__all__ = ["SqlError", "position_of", "did_you_mean", "parse_error_text", "unclosed_quote_position"]
+__all__ = ["SqlError", "position_of", "did_you_mean", "parse_error_text", "unclosed_quote_position", "unsupported"]
 
 
 class SqlError(PlanError):
@@ -119,3 +119,10 @@ def unclosed_quote_position(text: str) -> tuple[int | None, int | None]:
         return None, None
     line = text.count("\n", 0, start) + 1
     return line, start - (text.rfind("\n", 0, start) + 1) + 1
+
+
+def unsupported(what: str, tree: exp.Expression | None) -> SqlError:
+    """Return the error refusing ``what`` (a construct the planner does not plan) at ``tree``'s position."""
+    line, col = position_of(tree)
+    return SqlError(f"unsupported SQL: {what}", line=line, col=col,
+                    name=tree.sql(dialect="duckdb")[:80] if tree is not None else None)

@@ -156,7 +156,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     planned as for a plain GROUP BY.
     """
     from gpu_engine.plans.nodes import PlanNode
-    from gpu_engine.sql.planner import Relation, _quoted
+    from gpu_engine.sql.planning_context import Relation, quoted
 
     sets = _grouping_sets(_group_items(select, group))
     keys: dict[str, exp.Expression] = {}
@@ -198,7 +198,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
         builder = planner._builder(node)
         columns = list(node.output_schema.names)
         if pre:
-            builder = builder.project([_quoted(n) for n in columns] + pre)
+            builder = builder.project([quoted(n) for n in columns] + pre)
         read = {relation.columns.get((c.table, c.name)) for a in aggregates for c in a.find_all(exp.Column)}
         inputs = [name for name in columns if name in read]  # what the aggregates read passes through
         if _decomposable(aggregates):
@@ -208,7 +208,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
             builder = builder.aggregation([name for name, _ in pairs] + [group_id], calls)
         masks = _grouping_columns(planner, trees, keys, sets, replacements, group_id)
         if masks:
-            passed = [_quoted(n) for n in builder.plan().output_schema.names]
+            passed = [quoted(n) for n in builder.plan().output_schema.names]
             builder = builder.project(passed + masks)
         node = builder.plan()
     except PlanError as error:
@@ -269,7 +269,7 @@ def _fresh_beside(planner: "QueryPlanner", node, name: str, alias: str | None = 
 def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[str, exp.Expression],
                       sets: list[list[exp.Expression]], replacements: dict[str, str], group_id: str) -> list[str]:
     """Return a projection per distinct ``grouping()`` call, its bit mask chosen by the group id."""
-    from gpu_engine.sql.planner import _quoted
+    from gpu_engine.sql.planning_context import quoted
 
     projections = []
     set_texts = [{key.sql() for key in kept} for kept in sets]
@@ -294,8 +294,8 @@ def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys
             if len(set(masks)) == 1:
                 value = f"CAST({masks[0]} AS BIGINT)"
             else:
-                value = ("CASE " + " ".join(f"WHEN {_quoted(group_id)} = {i} THEN CAST({mask} AS BIGINT)"
+                value = ("CASE " + " ".join(f"WHEN {quoted(group_id)} = {i} THEN CAST({mask} AS BIGINT)"
                                             for i, mask in enumerate(masks)) + " END")
-            projections.append(f"{value} AS {_quoted(name)}")
+            projections.append(f"{value} AS {quoted(name)}")
             replacements[text] = name
     return projections

@@ -48,31 +48,26 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Mapping
 
-import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
-from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator, _join_key_layout
+from gpu_engine.plans.plan_builder import PlanBuilder, _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
 from gpu_engine.sql.mark_joins import with_mark_joins
-from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.output_names import with_output_names_resolved
-from gpu_engine.sql.renaming import aliased, conjunction, renamed_copy
+from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
+from gpu_engine.sql.renaming import aliased, conjunction
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.windows import check_window_positions, extract_windows, is_window_function, plan_windows
-from gpu_engine.sql.statistics import (
-    DEFAULT_TABLE_ROWS,
-    ColumnStatistics,
-    TableStatistics,
-    selectivity,
-)
+from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS, ColumnStatistics, selectivity
 
 __all__ = ["QueryPlanner"]
 
@@ -90,31 +85,6 @@ _SELECT_CLAUSE_NAMES = {
 #: join keeps the rows of the same table whichever side it is on (TPC-H Q13's LEFT JOIN of 150K customers to
 #: 1.5M orders builds the customers, as a RIGHT join, instead of the orders).
 _BUILD_SMALLER_SIDE = {"inner": "inner", "left": "right", "right": "left", "full": "full"}
-
-
-class _Builder(PlanBuilder):
-    """A PlanBuilder that continues from a node planned earlier (a relation of the SQL planner)."""
-
-    @classmethod
-    def on(cls, node: PlanNode, catalog, ids: PlanNodeIdGenerator) -> "_Builder":
-        builder = cls(catalog, id_generator=ids)
-        builder._node = node
-        return builder
-
-
-@dataclass
-class Relation:
-    """A planned relation: its plan, the SQL names it answers to, and its estimated size.
-
-    ``columns`` maps ``(table alias, column)`` of the SQL text to the plan's
-    internal column name; ``stats`` holds estimates per internal name.
-    """
-
-    node: PlanNode
-    columns: dict[tuple[str, str], str]
-    aliases: frozenset[str]
-    rows: float
-    stats: dict[str, ColumnStatistics] = field(default_factory=dict)
 
 
 @dataclass
@@ -246,11 +216,11 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
     """Return a SELECT computing the parenthesized query ``tree.this`` followed by ``clauses``."""
     for key, value in clauses.items():
         if key not in _PARENTHESIZED_QUERY_CLAUSES:
-            raise _unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
+            raise unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
                                else tree)
     inner = _subquery_select(tree.this)
     if not isinstance(inner, (exp.Select, exp.SetOperation)):
-        raise _unsupported(f"{inner.key.upper()} after a parenthesized query", inner)
+        raise unsupported(f"{inner.key.upper()} after a parenthesized query", inner)
     if not any(inner.args.get(key) for key in _PARENTHESIZED_QUERY_CLAUSES):
         merged = inner.copy()  # (SELECT …) ORDER BY x LIMIT n is SELECT … ORDER BY x LIMIT n
     else:  # the inner query orders or limits too: SELECT <its columns> FROM (<it>) <clauses>
@@ -320,12 +290,6 @@ def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: ex
         stand_in.replace(subquery)
 
 
-def _unsupported(what: str, tree: exp.Expression | None) -> SqlError:
-    line, col = position_of(tree)
-    return SqlError(f"unsupported SQL: {what}", line=line, col=col,
-                    name=tree.sql(dialect="duckdb")[:80] if tree is not None else None)
-
-
 def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
     """Refuse an aggregate call with an argument or clause the engine would otherwise drop.
 
@@ -335,14 +299,14 @@ def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
     """
     name = aggregate.sql_name().lower()
     if isinstance(aggregate.this, exp.Order) and not takes_order(aggregate):
-        raise _unsupported(f"ORDER BY inside {name}(...)", aggregate)
+        raise unsupported(f"ORDER BY inside {name}(...)", aggregate)
     for key, value in aggregate.args.items():
         if key == "big_int" or not value or allowed_argument(aggregate, key):
             continue
         if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
-            raise _unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
+            raise unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
                                f"{name} takes one argument", aggregate)
-        raise _unsupported(f"{name}(...) with more than one argument", aggregate)
+        raise unsupported(f"{name}(...) with more than one argument", aggregate)
 
 
 def _fetch_with_ties(clause: exp.Expression | None) -> bool:
@@ -353,91 +317,8 @@ def _fetch_with_ties(clause: exp.Expression | None) -> bool:
     return bool(options is not None and options.args.get("with_ties"))
 
 
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-
-
-class QueryPlanner:
-    """Plan qualified sqlglot queries over ``catalog`` (see the module docstring).
-
-    Parameters
-    ----------
-    catalog
-        Table name -> Arrow schema.
-    statistics
-        Table name -> :class:`TableStatistics`; tables without any are assumed
-        to hold :data:`DEFAULT_TABLE_ROWS` rows.
-    """
-
-    def __init__(self, catalog: Mapping[str, pa.Schema], statistics: Mapping[str, TableStatistics] | None = None):
-        self.catalog = dict(catalog)
-        self.statistics = statistics if statistics is not None else {}  # read lazily: only the tables planned
-        self.ids = PlanNodeIdGenerator()
-        self._used_names: set[str] = set()
-        self._synthetic = itertools.count(1)
-        # (FROM items, WHERE conjuncts, NULL-extended aliases) of the SELECTs being planned, innermost last
-        self._scopes: list[tuple[list, list[exp.Expression], set[str]]] = []
-
-    # ------------------------------------------------------------------ names
-    def _fresh(self, name: str, alias: str | None = None) -> str:
-        """Return an internal column name: ``name`` when unused in this plan, else ``alias.name`` (or numbered)."""
-        candidates = [name] + ([f"{alias}.{name}"] if alias and alias != name else [])
-        for candidate in candidates:
-            if candidate not in self._used_names:
-                self._used_names.add(candidate)
-                return candidate
-        for n in itertools.count(2):
-            candidate = f"{candidates[-1]}#{n}"
-            if candidate not in self._used_names:
-                self._used_names.add(candidate)
-                return candidate
-        raise AssertionError("unreachable")
-
-    def _synthetic_alias(self) -> str:
-        return f"$subquery{next(self._synthetic)}"
-
-    def _builder(self, node: PlanNode) -> _Builder:
-        return _Builder.on(node, self.catalog, self.ids)
-
-    # -------------------------------------------------------------- rendering
-    def _render(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
-                replacements: Mapping[str, str] | None = None) -> str:
-        """Return ``tree`` as a SQL snippet over internal column names (for the modules that build snippets)."""
-        return self._renamed(tree, columns, replacements).sql(dialect="duckdb")
-
-    def _renamed(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
-                 replacements: Mapping[str, str] | None = None) -> exp.Expression:
-        """Return a copy of ``tree`` over internal column names for PlanBuilder (:mod:`gpu_engine.sql.renaming`)."""
-        replacements = replacements or {}
-
-        def rename(node: exp.Expression) -> exp.Expression:
-            if replacements:
-                key = node.sql()
-                if key in replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
-                    return exp.column(exp.to_identifier(replacements[key], quoted=True))
-            if isinstance(node, exp.Column):
-                internal = columns.get((node.table, node.name))
-                if internal is None:
-                    line, col = position_of(node)
-                    if not node.table:
-                        message = f"column {node.name!r} is not available here"
-                    else:
-                        message = f"column {node.table}.{node.name} is not available here"
-                    if replacements:
-                        message += " (in an aggregate query, columns must be grouped or aggregated)"
-                    raise SqlError(message, line=line, col=col, name=node.sql())
-                return exp.column(exp.to_identifier(internal, quoted=True))
-            if isinstance(node, (exp.Subquery, exp.Exists)):
-                raise _unsupported("a subquery in this position", node)
-            return node
-
-        return renamed_copy(tree, rename)  # the query's tree stays as it is
-
-    def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
-        if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is
-            return error
-        line, col = position_of(tree)
-        return SqlError(str(error), line=line, col=col, name=tree.sql(dialect="duckdb")[:80] if tree else None)
+class QueryPlanner(PlanningContext):
+    """Plan qualified sqlglot queries over ``catalog`` (see the module docstring; the state: its base class)."""
 
     # ---------------------------------------------------------------- queries
     def plan(self, query: exp.Query) -> PlanNode:
@@ -448,10 +329,10 @@ class QueryPlanner:
         names = [name for name, _ in outputs]
         if len(set(names)) != len(names):
             duplicate = next(n for n in names if names.count(n) > 1)
-            raise _unsupported(f"two output columns named {duplicate!r}; give them distinct aliases", query)
+            raise unsupported(f"two output columns named {duplicate!r}; give them distinct aliases", query)
         if [internal for _, internal in outputs] == names and list(relation.node.output_schema.names) == names:
             return relation.node
-        projections = [f"{_quoted(internal)} AS {_quoted(name)}" for name, internal in outputs]
+        projections = [f"{quoted(internal)} AS {quoted(name)}" for name, internal in outputs]
         return self._builder(relation.node).project(projections).plan()
 
     def _plan_query(self, query: exp.Expression, ctes: Mapping[str, exp.Expression]
@@ -460,7 +341,7 @@ class QueryPlanner:
         with_ = query.args.get("with_") or query.args.get("with")
         if with_ is not None:
             if with_.args.get("recursive"):
-                raise _unsupported("WITH RECURSIVE", with_)
+                raise unsupported("WITH RECURSIVE", with_)
             ctes = dict(ctes)
             for cte in with_.expressions:
                 ctes[cte.alias_or_name] = cte.this
@@ -469,7 +350,7 @@ class QueryPlanner:
                 return self._plan_select(ordered_set_operation(query, self._synthetic_alias()), ctes)
             return plan_set_operation(self, query, ctes)
         if not isinstance(query, exp.Select):
-            raise _unsupported(f"{query.key.upper()} queries", query)
+            raise unsupported(f"{query.key.upper()} queries", query)
         return self._plan_select(query, ctes)
 
     # ----------------------------------------------------------------- select
@@ -478,25 +359,25 @@ class QueryPlanner:
         for key, value in select.args.items():  # a clause the planner does not read is refused, never ignored
             if value and key not in _PLANNED_SELECT_CLAUSES:
                 node = value[0] if isinstance(value, list) else value
-                raise _unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
+                raise unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
                                    node if isinstance(node, exp.Expression) else select)
         check_window_positions(select)
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         from_ = select.args.get("from_")
         if from_ is None:
-            raise _unsupported("SELECT without FROM", select)
+            raise unsupported("SELECT without FROM", select)
         joins = select.args.get("joins") or []
         outer_joins = any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins)
         for join in joins:
             if join.args.get("using"):
-                raise _unsupported("JOIN ... USING (write ON)", join)
+                raise unsupported("JOIN ... USING (write ON)", join)
             if (join.kind or "").upper() in ("SEMI", "ANTI", "ASOF", "POSITIONAL", "LATERAL"):
-                raise _unsupported(f"{join.kind} JOIN", join)
+                raise unsupported(f"{join.kind} JOIN", join)
             if join.args.get("method"):  # ASOF, POSITIONAL (NATURAL is an ON condition once qualified)
-                raise _unsupported(f"{str(join.args['method']).upper()} JOIN", join)
+                raise unsupported(f"{str(join.args['method']).upper()} JOIN", join)
             for key in ("match_condition", "directed", "nearest", "global_"):
                 if join.args.get(key):
-                    raise _unsupported(f"JOIN with {key.rstrip('_').replace('_', ' ').upper()}", join)
+                    raise unsupported(f"JOIN with {key.rstrip('_').replace('_', ' ').upper()}", join)
 
         items = [(from_.this, None)] + [(j.this, j) for j in joins]
         null_supplying = set()
@@ -644,7 +525,7 @@ class QueryPlanner:
         if isinstance(item, exp.Values):
             return plan_values(self, item, alias, ctes)
         if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier):
-            raise _unsupported(f"{item.key.upper()} as a FROM item", item)
+            raise unsupported(f"{item.key.upper()} as a FROM item", item)
         return self._scan(item, alias, needed)
 
     def _scan(self, item: exp.Table, alias: str, needed: set[tuple[str, str]]) -> Relation:
@@ -666,7 +547,7 @@ class QueryPlanner:
         try:
             builder = PlanBuilder(self.catalog, id_generator=self.ids).table_scan(table, wanted)
             if internal != wanted:
-                builder = builder.project([f"{_quoted(w)} AS {_quoted(i)}" for w, i in zip(wanted, internal)])
+                builder = builder.project([f"{quoted(w)} AS {quoted(i)}" for w, i in zip(wanted, internal)])
         except PlanError as error:
             raise self._plan_error(error, item) from None
         columns = {(alias, w.lower()): i for w, i in zip(wanted, internal)}
@@ -746,7 +627,7 @@ class QueryPlanner:
             if len(subqueries) == 1 and not _has_subquery(other):
                 self._scalar_comparison(tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
                 return
-        raise _unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
+        raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                            "comparisons with a scalar subquery are planned)", conjunct)
 
     def _split_correlated(self, select: exp.Select, outer_aliases: set[str]):
@@ -759,7 +640,7 @@ class QueryPlanner:
             free = {c.table for c in _free_columns(conjunct)}
             if free - inner:
                 if free - inner - outer_aliases:
-                    raise _unsupported("a correlated reference to a query more than one level out", conjunct)
+                    raise unsupported("a correlated reference to a query more than one level out", conjunct)
                 correlated.append(conjunct)
             else:
                 local.append(conjunct)
@@ -770,10 +651,10 @@ class QueryPlanner:
                 if key == "order":
                     tables.discard("")  # ORDER BY an output name (the subquery's own, unqualified)
                 if tables - inner:
-                    raise _unsupported("an outer column outside the subquery's WHERE", tree)
+                    raise unsupported("an outer column outside the subquery's WHERE", tree)
         for join in select.args.get("joins") or []:
             if join.args.get("on") is not None and {c.table for c in _free_columns(join.args["on"])} - inner:
-                raise _unsupported("an outer column in a subquery's JOIN condition", join)
+                raise unsupported("an outer column in a subquery's JOIN condition", join)
         return inner, local, correlated
 
     def _correlation(self, correlated: list[exp.Expression], inner: set[str]):
@@ -814,15 +695,15 @@ class QueryPlanner:
     def _exists(self, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
         select = _subquery_select(tree.this)
         if not isinstance(select, exp.Select):
-            raise _unsupported("EXISTS over a set operation", tree)
+            raise unsupported("EXISTS over a set operation", tree)
         if select.args.get("group") or select.args.get("having") or any(select.find_all(*_AGGREGATES)):
-            raise _unsupported("EXISTS over an aggregate subquery", tree)
+            raise unsupported("EXISTS over an aggregate subquery", tree)
         if select.args.get("limit") is not None:
-            raise _unsupported("LIMIT inside EXISTS", tree)
+            raise unsupported("LIMIT inside EXISTS", tree)
         inner, local, correlated = self._split_correlated(select, outer_aliases)
         keys, others = self._correlation(correlated, inner)
         if not keys:
-            raise _unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
+            raise unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
         return self._semi_relation("anti" if negated else "left_semi", select, inner, local, keys, others, ctes,
                                    conjunct)
 
@@ -847,12 +728,12 @@ class QueryPlanner:
     def _in_subquery(self, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
         select = _subquery_select(tree.args["query"])
         if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1:
-            raise _unsupported("IN over a subquery that is not a one-column SELECT", tree)
+            raise unsupported("IN over a subquery that is not a one-column SELECT", tree)
         if _has_subquery(tree.this):
-            raise _unsupported("a subquery on the left of IN", tree)
+            raise unsupported("a subquery on the left of IN", tree)
         if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
             if any(c.table for c in _free_columns(select)):
-                raise _unsupported("IN over a correlated set operation", tree)
+                raise unsupported("IN over a correlated set operation", tree)
             inner, local, correlated = set(), [], []
         else:
             inner, local, correlated = self._split_correlated(select, outer_aliases)
@@ -865,11 +746,11 @@ class QueryPlanner:
             return _SemiJoin("null_aware_anti" if negated else "left_semi", relation,
                              [(tree.this.copy(), exp.column(name, table=alias))], [], conjunct, early=True)
         if negated:
-            raise _unsupported("NOT IN over a correlated subquery (write NOT EXISTS)", tree)
+            raise unsupported("NOT IN over a correlated subquery (write NOT EXISTS)", tree)
         value = select.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
         if select.args.get("group") or any(select.find_all(*_AGGREGATES)) or not isinstance(value, exp.Column):
-            raise _unsupported("IN over a correlated subquery that aggregates or selects an expression", tree)
+            raise unsupported("IN over a correlated subquery that aggregates or selects an expression", tree)
         keys, others = self._correlation(correlated, inner)
         return self._semi_relation("left_semi", select, inner, local, [(tree.this, value)] + keys, others, ctes,
                                    conjunct)
@@ -878,7 +759,7 @@ class QueryPlanner:
         """Plan an uncorrelated scalar subquery as a one-row relation (EnforceSingleRow)."""
         relation, outputs = self._plan_query(subquery.this, ctes)
         if len(outputs) != 1:
-            raise _unsupported(f"a scalar subquery with {len(outputs)} columns", subquery)
+            raise unsupported(f"a scalar subquery with {len(outputs)} columns", subquery)
         try:
             node = self._builder(relation.node).enforce_single_row().plan()
         except PlanError as error:
@@ -891,10 +772,10 @@ class QueryPlanner:
         select = _subquery_select(subquery.this)
         if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
             if any(c.table for c in _free_columns(select)):
-                raise _unsupported("a correlated scalar subquery over a set operation", subquery)
+                raise unsupported("a correlated scalar subquery over a set operation", subquery)
             inner, local, correlated = set(), [], []
         elif not isinstance(select, exp.Select):
-            raise _unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
+            raise unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
         else:
             inner, local, correlated = self._split_correlated(select, set(local_aliases))
         if not correlated:
@@ -909,17 +790,17 @@ class QueryPlanner:
             return
         # Correlated: the aggregate grouped by the correlation columns, joined on them.
         if len(select.expressions) != 1 or select.args.get("group") or select.args.get("having"):
-            raise _unsupported("a correlated scalar subquery other than one aggregate without GROUP BY", subquery)
+            raise unsupported("a correlated scalar subquery other than one aggregate without GROUP BY", subquery)
         value = select.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
         aggregates = list(value.find_all(*_AGGREGATES))
         if not aggregates:
-            raise _unsupported("a correlated scalar subquery that does not aggregate", subquery)
+            raise unsupported("a correlated scalar subquery that does not aggregate", subquery)
         if any(isinstance(a, exp.Count) for a in aggregates) and not _fails_on_empty_group(tree, subquery, value):
-            raise _unsupported("COUNT in a correlated scalar subquery (its empty groups are 0, not NULL)", subquery)
+            raise unsupported("COUNT in a correlated scalar subquery (its empty groups are 0, not NULL)", subquery)
         keys, others = self._correlation(correlated, inner)
         if others or not keys:
-            raise _unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
+            raise unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
         grouped = exp.Select(expressions=[exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
                              + [exp.alias_(value.copy(), "v")])
         grouped.set("from_", select.args["from_"].copy())
@@ -938,10 +819,6 @@ class QueryPlanner:
             plain.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
         rewritten = _with_subquery_replaced(tree, subquery, exp.column("v", table=alias))
         plain.append(rewritten)
-
-    def _null_supplying(self, alias: str) -> bool:
-        """Return whether ``alias`` is on the NULL-extended side of an outer join of the SELECT being planned."""
-        return bool(self._scopes) and alias in self._scopes[-1][2]
 
     def _magic_sets(self, keys: list[tuple[exp.Column, exp.Column]], inner_aliases: set[str]) -> list[exp.Expression]:
         """Return ``EXISTS (SELECT * FROM t WHERE <t's filters> AND t.key = inner.key …)`` per filtered outer table.
@@ -1000,7 +877,7 @@ class QueryPlanner:
         for outer, inner in semi.keys:  # an expression on the outer side (x + 1 IN (...)) is projected first
             if not isinstance(outer, exp.Column):
                 name = self._fresh("$in_key")
-                passthrough = [_quoted(n) for n in relation.node.output_schema.names]
+                passthrough = [quoted(n) for n in relation.node.output_schema.names]
                 try:
                     node = self._builder(relation.node).project(
                         passthrough + [aliased(self._renamed(outer, relation.columns), name)]).plan()
@@ -1170,7 +1047,7 @@ class QueryPlanner:
             join_type = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
             on = [c for conjunct in _conjuncts(join.args.get("on")) for c in _factor_or(conjunct)]
             if any(_has_subquery(c) for c in on):
-                raise _unsupported("a subquery in a JOIN's ON condition", join)
+                raise unsupported("a subquery in a JOIN's ON condition", join)
             if join_type in ("left", "inner"):  # conditions on the build side alone filter it first
                 own = [c for c in on if self._covered(c, right.aliases)]
                 right = self._filter(right, own)
@@ -1202,7 +1079,7 @@ class QueryPlanner:
         for _, join in items[1:]:
             on = [c for conjunct in _conjuncts(join.args.get("on")) for c in _factor_or(conjunct)]
             if any(_has_subquery(c) for c in on):
-                raise _unsupported("a subquery in a JOIN's ON condition", join)
+                raise unsupported("a subquery in a JOIN's ON condition", join)
             conditions += on
         if use_where:
             taken = [c for c in pending if self._covered(c, aliases)]
@@ -1224,7 +1101,7 @@ class QueryPlanner:
         projections = list(select.expressions)
         for p in projections:
             if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
-                raise _unsupported("* that could not be expanded", p)
+                raise unsupported("* that could not be expanded", p)
         group = list(select.args["group"].expressions) if select.args.get("group") else []
         group = [key for key in group if not (isinstance(key, exp.Tuple) and not key.expressions)]  # GROUP BY ()
         having = select.args["having"].this if select.args.get("having") else None
@@ -1243,21 +1120,21 @@ class QueryPlanner:
         projections, [*order_trees, qualify], windows, window_inputs = extract_windows(
             self, projections, order_trees + [with_output_names_resolved(qualify, projections)], _AGGREGATES)
         if qualify is not None and not windows:
-            raise _unsupported("QUALIFY without a window function (filter with WHERE or HAVING)", select.args["qualify"])
+            raise unsupported("QUALIFY without a window function (filter with WHERE or HAVING)", select.args["qualify"])
         trees = (projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
                  + window_inputs + ([qualify] if qualify is not None else []))
         for t in trees:
             for node in t.find_all(exp.AggFunc):
                 if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)) and not is_window_function(node):
-                    raise _unsupported(unsupported_aggregate_text(node), node)
+                    raise unsupported(unsupported_aggregate_text(node), node)
         aggregates = [a for t in trees for a in _aggregates_of(t)]
         for a in aggregates:
             if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):
-                raise _unsupported("an aggregate inside an aggregate", a)
+                raise unsupported("an aggregate inside an aggregate", a)
             _check_aggregate_arguments(a)
         for ordered in order:
             if ordered.args.get("with_fill"):
-                raise _unsupported("ORDER BY ... WITH FILL", ordered)
+                raise unsupported("ORDER BY ... WITH FILL", ordered)
         replacements: dict[str, str] = {}
         columns = relation.columns
         if having is not None and not group and not aggregates:  # HAVING makes the query one group (DuckDB)
@@ -1266,7 +1143,7 @@ class QueryPlanner:
                 line, col = position_of(column)
                 raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
                                "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
-            raise _unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
+            raise unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
         if uses_grouping_sets(group, trees, select):
             relation, replacements, columns = plan_grouping_sets(self, relation, group, aggregates, trees, select)
         elif group or aggregates:
@@ -1311,15 +1188,15 @@ class QueryPlanner:
                 [aliased(tree, name) for tree, name in zip(all_exprs, internal)])
             if select.args.get("distinct"):
                 if select.args["distinct"].args.get("on"):
-                    raise _unsupported("DISTINCT ON", select.args["distinct"])
-                builder = builder.aggregation([_quoted(n) for n in internal], [])
+                    raise unsupported("DISTINCT ON", select.args["distinct"])
+                builder = builder.aggregation([quoted(n) for n in internal], [])
             limit_clause = select.args.get("limit")
             with_ties = _fetch_with_ties(limit_clause)
             limit = self._count(limit_clause, "LIMIT")
             offset = self._count(select.args.get("offset"), "OFFSET") or 0
-            keys = [f"{_quoted(internal[i])} {d}" for i, d in sort_keys]
+            keys = [f"{quoted(internal[i])} {d}" for i, d in sort_keys]
             if with_ties and (not keys or offset):
-                raise _unsupported("FETCH ... WITH TIES " + ("with OFFSET" if keys else "without ORDER BY"),
+                raise unsupported("FETCH ... WITH TIES " + ("with OFFSET" if keys else "without ORDER BY"),
                                    limit_clause)
             if keys and limit is not None and not offset:
                 builder = builder.top_n(keys, limit, with_ties=with_ties)
@@ -1330,7 +1207,7 @@ class QueryPlanner:
             elif limit is not None or offset:
                 builder = builder.limit(limit if limit is not None else 2 ** 62, offset)
             if hidden:
-                builder = builder.project([_quoted(n) for n in internal[:len(outputs)]])
+                builder = builder.project([quoted(n) for n in internal[:len(outputs)]])
             node = builder.plan()
         except PlanError as error:
             raise self._plan_error(error, select) from None
@@ -1348,19 +1225,19 @@ class QueryPlanner:
         if isinstance(clause, exp.Fetch):
             options = clause.args.get("limit_options")
             if options is not None and options.args.get("percent"):
-                raise _unsupported("FETCH ... PERCENT", clause)
+                raise unsupported("FETCH ... PERCENT", clause)
             value = clause.args.get("count")
             if value is None:  # FETCH FIRST ROW ONLY
                 return 1
         else:
             options = clause.args.get("limit_options")
             if options is not None and options.args.get("percent"):
-                raise _unsupported(f"{what} n% / {what} n PERCENT (a share of the rows; write a row count)", clause)
+                raise unsupported(f"{what} n% / {what} n PERCENT (a share of the rows; write a row count)", clause)
             if clause.args.get("expressions"):
-                raise _unsupported(f"{what} ... BY", clause)
+                raise unsupported(f"{what} ... BY", clause)
             value = clause.args.get("expression") or clause.this
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
-            raise _unsupported(f"{what} other than an integer constant", clause)
+            raise unsupported(f"{what} other than an integer constant", clause)
         return int(value.this)
 
     def _aggregate(self, relation: Relation, group: list[exp.Expression], aggregates: list[exp.Expression],
@@ -1372,7 +1249,7 @@ class QueryPlanner:
         pre = []  # projections ahead of the aggregation, when a key is an expression
         for key in group:
             if isinstance(key, exp.Literal):
-                raise _unsupported("GROUP BY a constant", key)
+                raise unsupported("GROUP BY a constant", key)
             text = key.sql()
             if text in replacements:
                 continue
@@ -1406,9 +1283,9 @@ class QueryPlanner:
         try:
             builder = self._builder(node)
             if pre:
-                passthrough = [_quoted(n) for n in node.output_schema.names]
+                passthrough = [quoted(n) for n in node.output_schema.names]
                 builder = builder.project(passthrough + pre)
-            node = builder.aggregation([_quoted(k) for k in key_names], calls).plan()
+            node = builder.aggregation([quoted(k) for k in key_names], calls).plan()
         except PlanError as error:
             raise self._plan_error(error, aggregates[0] if aggregates else group[0]) from None
         if key_names:
@@ -1455,7 +1332,7 @@ class QueryPlanner:
         subqueries = [s for s in tree.find_all(exp.Subquery)]
         if not subqueries:
             if _has_subquery(tree):
-                raise _unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
+                raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
             return tree, relation, columns
         tree = tree.copy()
         # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
@@ -1464,7 +1341,7 @@ class QueryPlanner:
             select = _subquery_select(subquery.this)
             outer = {c.table for c in _free_columns(select)} - _defined_aliases(select) - {""}  # "": an output name
             if isinstance(select, exp.Select) and outer:
-                raise _unsupported("a correlated subquery outside WHERE", subquery)
+                raise unsupported("a correlated subquery outside WHERE", subquery)
             scalar, column = self._scalar_relation(subquery, ctes)
             keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
             try:
