@@ -41,6 +41,7 @@ from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.parquet_columns import (
     check_row_counts, decodable_columns, read_arrow_columns, read_decoded_columns,
 )
+from gpu_engine.connectors.decode_pool import decode_pool, default_decode_threads
 from gpu_engine.connectors.parquet_footer import read_footer
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
@@ -66,8 +67,13 @@ class SplitPiece:
     row_groups: tuple[int, ...] = ()
     start: int = 0  # first row of an Arrow slice
 
-    def read(self, use_threads: bool = False) -> list[pa.RecordBatch]:
-        """Return the piece's rows of the requested columns (``use_threads``: pyarrow decodes columns in parallel)."""
+    def read(self, use_threads: bool = False, decode_threads: int | None = None) -> list[pa.RecordBatch]:
+        """Return the piece's rows of the requested columns (``use_threads``: pyarrow decodes columns in parallel).
+
+        The engine's page decoder runs the piece's column chunks on the process's decode pool of
+        ``decode_threads`` threads (:mod:`gpu_engine.connectors.decode_pool`; None: its default, the
+        machine's cores; 0: on this thread).
+        """
         if not self.columns:  # count(*): only row counts are needed (and checked against the pages)
             if isinstance(self.split, ParquetSplit):
                 check_row_counts(self.split.path, parquet_metadata(self.split.path), self.row_groups)
@@ -77,7 +83,8 @@ class SplitPiece:
         path = self.split.path
         metadata = parquet_metadata(path)
         strings, decodable = _read_plan(path, self.columns)
-        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable)
+        pool = decode_pool(default_decode_threads() if decode_threads is None else decode_threads)
+        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable, pool)
         rest = [c for c in self.columns if c not in decoded]
         arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(decoded)
         arrays.update(read_arrow_columns(path, metadata, self.row_groups, rest, strings, use_threads))

@@ -39,9 +39,10 @@ from __future__ import annotations
 import mmap
 import os
 import threading
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Sequence
+from functools import lru_cache, partial
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -163,12 +164,25 @@ def _corrupt(path: str, column: str, row_group: int, status: int, page: int, at:
                            f"{describe(status)}")
 
 
+#: A piece whose decodable chunks hold fewer compressed bytes than this decodes on the calling thread: handing
+#: chunks to the pool costs ~20-50 us each, more than decoding a few kilobytes (tests' and small tables' pieces).
+PARALLEL_DECODE_MIN_BYTES = 1 << 20
+
+
 def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
-                         columns: dict[str, pa.DataType]) -> dict[str, pa.Array]:
+                         columns: dict[str, pa.DataType], pool: Executor | None = None,
+                         parallel_min_bytes: int = PARALLEL_DECODE_MIN_BYTES) -> dict[str, pa.Array]:
     """Decode ``columns`` (from :func:`decodable_columns`) of ``row_groups``; return those that decoded.
 
     A column missing from the result has a layout the decoder does not read in some row group: read it
     with :func:`read_arrow_columns`.
+
+    With a ``pool`` (:func:`~gpu_engine.connectors.decode_pool.decode_pool`) and at least
+    ``parallel_min_bytes`` of compressed chunks, each fixed-width column chunk (one row group of one
+    column) and each string column is a task of its own on the pool, writing its rows in place; the
+    outcome is the same as decoding them in order on this thread: chunks are judged in column, then
+    row-group order, the first corrupt one raises, and a column stops at its first chunk the decoder
+    does not read (it goes to pyarrow).
 
     Raises
     ------
@@ -182,7 +196,8 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     groups = np.asarray(row_groups, dtype=np.int64)
     counts = layout.rows[groups]
     rows = int(counts.sum())
-    decoded: dict[str, pa.Array | pa.ChunkedArray] = {}
+    plans: list[tuple[str, pa.DataType, Any, list[Callable[[], Any]]]] = []  # (name, type, output, tasks)
+    total_bytes = 0
     for name, arrow_type in columns.items():
         index = layout.leaves[name]
         max_definition = layout.max_definition[index]
@@ -192,32 +207,76 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         # Before allocating for the footer's row count: a footer may declare 2^40 rows (issue 28 item 3).
         _check_page_counts(path, layout, groups, name)
         starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
+        total_bytes += int(lengths.sum())
         if arrow_type in (STRINGS, DICTIONARY_STRINGS):
             as_codes = arrow_type == DICTIONARY_STRINGS
-            strings = _read_strings(path, name, groups, file_bytes, starts, lengths, layout.uncompressed[groups, index],
-                                    codecs, counts, max_definition, as_codes,
-                                    _canonical_for(path, name) if as_codes else None)
-            if strings is not None:
-                decoded[name] = strings
+            task = partial(_read_strings, path, name, groups, file_bytes, starts, lengths,
+                           layout.uncompressed[groups, index], codecs, counts, max_definition, as_codes,
+                           _canonical_for(path, name) if as_codes else None)
+            plans.append((name, arrow_type, None, [task]))
             continue
         values = np.empty(rows, _PHYSICAL[layout.physical[index]])
         optional = max_definition == 1
         valid = np.empty(rows if optional else 0, np.uint8)
-        row = 0
-        buffers = _scratch_buffers()
-        for group, start, length, codec, count in zip(groups.tolist(), starts.tolist(), lengths.tolist(),
-                                                      codecs.tolist(), counts.tolist()):
-            status, page, at, buffers[0], buffers[1] = decode_chunk(
-                file_bytes, start, length, codec, max_definition, count, values[row:row + count],
-                valid[row:row + count] if optional else valid, buffers[0], buffers[1])
-            if status <= CORRUPT:
-                raise _corrupt(path, name, group, status, page, at)
-            if status != DECODED:
-                break
+        tasks, row = [], 0
+        for start, length, codec, count in zip(starts.tolist(), lengths.tolist(), codecs.tolist(), counts.tolist()):
+            tasks.append(partial(_decode_fixed_chunk, file_bytes, start, length, codec, max_definition, count,
+                                 values[row:row + count], valid[row:row + count] if optional else valid))
             row += count
+        plans.append((name, arrow_type, (values, valid if optional else None), tasks))
+    everything = [task for _, _, _, tasks in plans for task in tasks]
+    if pool is not None and len(everything) > 1 and total_bytes >= parallel_min_bytes:
+        futures = iter([pool.submit(_outcome, task) for task in everything])
+        outcomes = lambda tasks: [next(futures).result() for _ in tasks]  # noqa: E731 - in submission order
+    else:
+        outcomes = None  # in order on this thread, each chunk only once the ones before it decoded
+    decoded: dict[str, pa.Array | pa.ChunkedArray] = {}
+    for name, arrow_type, output, tasks in plans:
+        results = outcomes(tasks) if outcomes is not None else None
+        for position, task in enumerate(tasks):
+            result, error = results[position] if results is not None else _outcome(task)
+            if error is not None:
+                if results is not None:
+                    _drain(futures)
+                raise error
+            if output is None:  # a string column: its chunked array, or None when a layout is not read here
+                if result is not None:
+                    decoded[name] = result
+                break
+            status, page, at = result
+            if status <= CORRUPT:
+                if results is not None:
+                    _drain(futures)
+                raise _corrupt(path, name, int(groups[position]), status, page, at)
+            if status != DECODED:  # this column goes to pyarrow (in parallel, its later chunks decoded in vain)
+                break
         else:
-            decoded[name] = _arrow_array(values, valid if optional else None, arrow_type)
+            if output is not None:
+                decoded[name] = _arrow_array(output[0], output[1], arrow_type)
     return decoded
+
+
+def _decode_fixed_chunk(file_bytes: np.ndarray, start: int, length: int, codec: int, max_definition: int, count: int,
+                        values: np.ndarray, valid: np.ndarray) -> tuple[int, int, int]:
+    """Decode one fixed-width column chunk into ``values``/``valid`` with this thread's page buffers."""
+    buffers = _scratch_buffers()
+    status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition, count,
+                                                            values, valid, buffers[0], buffers[1])
+    return status, page, at
+
+
+def _outcome(task: Callable[[], Any]) -> tuple[Any, BaseException | None]:
+    """Run ``task``; return ``(result, None)`` or ``(None, its exception)`` (raised later, in chunk order)."""
+    try:
+        return task(), None
+    except Exception as error:  # noqa: BLE001 - re-raised by read_decoded_columns in column order
+        return None, error
+
+
+def _drain(futures: Iterator[Future]) -> None:
+    """Wait for the tasks not judged yet before raising: none may write into arrays after the read failed."""
+    for future in futures:
+        future.cancel() or future.result()
 
 
 def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int], columns: Sequence[str],

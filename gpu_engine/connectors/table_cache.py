@@ -75,11 +75,14 @@ class CachedTable:
         return [CachedSplit(batch, self.name, index) for index, batch in enumerate(self.batches)]
 
 
-def load_cached_table(table: RegisteredTable, device: Device, batch_rows: int, prefetch_depth: int = 0) -> CachedTable:
+def load_cached_table(table: RegisteredTable, device: Device, batch_rows: int, prefetch_depth: int = 0,
+                      decode_threads: int | None = None) -> CachedTable:
     """Read every split of ``table`` once, all columns, into device batches of ``batch_rows`` rows (the last: the rest).
 
     ``prefetch_depth`` pieces of the splits are decoded ahead on threads
-    (:class:`~gpu_engine.connectors.split_prefetcher.SplitPrefetcher`); the
+    (:class:`~gpu_engine.connectors.split_prefetcher.SplitPrefetcher`), each
+    piece's column chunks on the decode pool of ``decode_threads`` threads
+    (:mod:`gpu_engine.connectors.decode_pool`; None: its default); the
     batches are packed and copied on the calling thread, on its current stream
     (a GPU copy goes through pinned memory, as a scan's does).
 
@@ -96,7 +99,8 @@ def load_cached_table(table: RegisteredTable, device: Device, batch_rows: int, p
     copier = HostToDeviceCopier(device)
     try:
         for split in table.splits():
-            prefetcher.add(partial(piece.read, prefetch_depth > 0) for piece in split_pieces(split, columns, batch_rows))
+            prefetcher.add(partial(piece.read, prefetch_depth > 0, decode_threads)
+                           for piece in split_pieces(split, columns, batch_rows))
         for run in rechunk_record_batches(_decoded_record_batches(prefetcher), batch_rows):
             batches.append(copier.copy(run))
         copier.close()  # the last copies are done before the batches are handed out

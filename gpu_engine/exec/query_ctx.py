@@ -72,6 +72,7 @@ _NUMERIC_SETTINGS = {
     "query_memory_limit_bytes": ("integer", 1, True),
     "cupy_pool_limit_bytes": ("integer", 1, True),
     "scan_prefetch_depth": ("integer", 0, True),
+    "scan_decode_threads": ("integer", 0, True),
 }
 #: Settings of :class:`EngineConfig` that take one of a few values.
 _CHOICE_SETTINGS = {
@@ -158,6 +159,12 @@ class EngineConfig:
         2 while the scan's drivers leave cores idle, else 0 (measured at TPC-H
         SF1 on a shared 2-core machine, noisy: Q1 with 1 driver 15–30% faster,
         with 2 drivers no faster or slightly slower); 0 on ``cuda-sim``.
+    scan_decode_threads
+        Threads of the process's pool that decode a piece's Parquet column
+        chunks in parallel (:mod:`gpu_engine.connectors.decode_pool`), shared
+        by every scan and driver, so decode threads never outnumber it.
+        ``None`` (default): ``$GPU_ENGINE_DECODE_THREADS``, else the machine's
+        cores, at most 16; ``0`` decodes on the scan's own thread.
     fuse
         Replace filter/project/aggregation stretches by fused operators that
         run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
@@ -188,6 +195,7 @@ class EngineConfig:
     scan_pinned_staging: bool | None = None
     parquet_reader: str = "auto"
     scan_prefetch_depth: int | None = None
+    scan_decode_threads: int | None = None
     fuse: bool = True
     compile_mode: str = field(default_factory=default_compile_mode)
 
@@ -246,6 +254,12 @@ class EngineConfig:
         if device.name == "cuda-sim":
             return 1 << 11
         return 1 << 18
+
+    def scan_decode_pool_threads(self) -> int:
+        """Return the decode pool's threads: ``scan_decode_threads``, else the environment's or the machine's default."""
+        from gpu_engine.connectors.decode_pool import default_decode_threads
+
+        return default_decode_threads() if self.scan_decode_threads is None else self.scan_decode_threads
 
     def scan_prefetch(self, device: Device, drivers: int = 1) -> int:
         """Return how many split pieces a TableScan on ``device`` run by ``drivers`` drivers decodes ahead.

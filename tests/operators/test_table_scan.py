@@ -119,10 +119,10 @@ def test_a_failing_decode_fails_the_task_and_leaves_no_thread(device_name, drive
 
     original = SplitPiece.read
 
-    def read(piece, use_threads=False):
+    def read(piece, *arguments):
         if piece.split.path.endswith("part-1.parquet"):
             raise OSError("injected decode failure")
-        return original(piece, use_threads)
+        return original(piece, *arguments)
 
     monkeypatch.setattr(SplitPiece, "read", read)
     session = Session(device=device_name, drivers=drivers, batch_rows=64, scan_prefetch_depth=2)
@@ -144,10 +144,10 @@ def test_cancelling_a_task_waits_for_running_decodes_and_leaves_no_thread(device
     entered, release = threading.Event(), threading.Event()
     original = SplitPiece.read
 
-    def read(piece, use_threads=False):
+    def read(piece, *arguments):
         entered.set()
         release.wait(30)
-        return original(piece, use_threads)
+        return original(piece, *arguments)
 
     monkeypatch.setattr(SplitPiece, "read", read)
     plan = PlanBuilder({"t": table.schema}).table_scan("t").plan()
