@@ -21,6 +21,8 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, factor_or, has_subquery
+
 __all__ = ["with_mark_joins"]
 
 
@@ -36,9 +38,7 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
         return None if left is None or right is None else left + right
     if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
         return [tree]
-    from gpu_engine.sql.planner import _has_subquery
-
-    return None if _has_subquery(tree) else []
+    return None if has_subquery(tree) else []
 
 
 def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[exp.Join, exp.Expression] | None:
@@ -90,8 +90,6 @@ def with_mark_joins(select: exp.Select, planner) -> exp.Select:
     ``planner`` is the :class:`~gpu_engine.sql.planner.QueryPlanner` (its correlation split and aliases).
     The SELECT comes back unchanged when it has no such predicate or one of them cannot be rewritten.
     """
-    from gpu_engine.sql.planner import _conjuncts, _defined_aliases, _factor_or
-
     where = select.args.get("where")
     if where is None or select.args.get("joins") and any(
             j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in select.args["joins"]):
@@ -100,7 +98,7 @@ def with_mark_joins(select: exp.Select, planner) -> exp.Select:
                for node in where.walk()):
         return select  # no subquery predicate at all: nothing to copy (a 2000-term WHERE took a tenth of a second)
     select = select.copy()  # rewritten in place below; the caller's tree stays as it was
-    conjuncts = [part for conjunct in _conjuncts(select.args["where"].this) for part in _factor_or(conjunct)]
+    conjuncts = [part for conjunct in conjuncts_of(select.args["where"].this) for part in factor_or(conjunct)]
     marks = []
     for conjunct in conjuncts:
         stripped = conjunct
@@ -112,7 +110,7 @@ def with_mark_joins(select: exp.Select, planner) -> exp.Select:
                 marks.append((conjunct, found))
     if not marks:
         return select
-    outer_aliases = _defined_aliases(select)
+    outer_aliases = defined_aliases(select)
     joins, replaced = [], {}
     for _, found in marks:
         for mark in found:

@@ -64,10 +64,14 @@ from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, use
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
+from gpu_engine.sql.predicates import (
+    conjoined, conjuncts_of, constant_truth, defined_aliases, factor_or, filter_estimate, filtered, free_columns,
+    has_subquery, pushed_down,
+)
 from gpu_engine.sql.renaming import aliased, conjunction
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.windows import check_window_positions, extract_windows, is_window_function, plan_windows
-from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS, ColumnStatistics, selectivity
+from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
 
 __all__ = ["QueryPlanner"]
 
@@ -97,87 +101,6 @@ class _SemiJoin:
     filters: list[exp.Expression]
     tree: exp.Expression
     early: bool = False  # an uncorrelated IN: applied at the scan of its one outer table, like a filter
-
-
-def _conjuncts(tree: exp.Expression | None) -> list[exp.Expression]:
-    if tree is None:
-        return []
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.And):
-        return _conjuncts(tree.this) + _conjuncts(tree.expression)
-    return [tree]
-
-
-def _disjuncts(tree: exp.Expression) -> list[exp.Expression]:
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.Or):
-        return _disjuncts(tree.this) + _disjuncts(tree.expression)
-    return [tree]
-
-
-def _and(parts: list[exp.Expression]) -> exp.Expression:
-    return exp.and_(*[p.copy() for p in parts]) if len(parts) > 1 else parts[0].copy()
-
-
-def _or(parts: list[exp.Expression]) -> exp.Expression:
-    return exp.or_(*[exp.paren(p.copy()) for p in parts]) if len(parts) > 1 else parts[0].copy()
-
-
-def _factor_or(tree: exp.Expression) -> list[exp.Expression]:
-    """Pull the conjuncts every branch of an OR shares out of it: (a AND b) OR (a AND c) is a AND (b OR c)."""
-    branches = _disjuncts(tree)
-    if len(branches) < 2:
-        return [tree]
-    parts = [_conjuncts(b) for b in branches]
-    texts = [{p.sql(): p for p in branch} for branch in parts]
-    common = [p for p in parts[0] if all(p.sql() in t for t in texts[1:])]
-    if not common:
-        return [tree]
-    common_text = {p.sql() for p in common}
-    rests = [[p for p in branch if p.sql() not in common_text] for branch in parts]
-    if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
-        return common
-    return common + [_or([_and(rest) for rest in rests])]
-
-
-def _constant_truth(tree: exp.Expression) -> bool | None:
-    """Return True for a literal TRUE, False for FALSE or NULL (a filter keeps no row for either), else None."""
-    while isinstance(tree, exp.Paren):
-        tree = tree.this
-    if isinstance(tree, exp.Boolean):
-        return bool(tree.this)
-    if isinstance(tree, exp.Null):
-        return False
-    return None
-
-
-def _defined_aliases(select: exp.Select) -> set[str]:
-    """Return the aliases a SELECT's FROM and JOIN items define."""
-    items = []
-    from_ = select.args.get("from_")
-    if from_ is not None:
-        items.append(from_.this)
-    items += [join.this for join in select.args.get("joins") or []]
-    return {item.alias_or_name for item in items}
-
-
-def _free_columns(tree: exp.Expression, bound: frozenset[str] = frozenset()) -> list[exp.Column]:
-    """Return the columns of ``tree`` not bound by a SELECT nested inside it (correlated references included)."""
-    out: list[exp.Column] = []
-    stack = [(tree, bound)]
-    while stack:
-        node, scope = stack.pop()
-        if isinstance(node, exp.Select):
-            scope = scope | frozenset(_defined_aliases(node))
-        if isinstance(node, exp.Column):
-            if node.table not in scope:
-                out.append(node)
-            continue
-        for child in node.iter_expressions():
-            stack.append((child, scope))
-    return out
 
 
 def _aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
@@ -234,11 +157,6 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
     return merged
 
 
-def _has_subquery(tree: exp.Expression) -> bool:
-    return any(isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query"))
-               for node in tree.walk())
-
-
 # Operations that are NULL when an operand is: a scalar subquery under them may be decorrelated into a join.
 _NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
 
@@ -252,7 +170,7 @@ def _strict_subquery(side: exp.Expression) -> exp.Subquery | None:
     """
     while isinstance(side, _NULL_STRICT) and not isinstance(side, exp.Subquery):
         operands = [operand for operand in (side.this, side.args.get("expression")) if operand is not None]
-        holding = [operand for operand in operands if _has_subquery(operand)]
+        holding = [operand for operand in operands if has_subquery(operand)]
         if len(holding) != 1:
             return None
         side = holding[0]
@@ -270,7 +188,7 @@ def _fails_on_empty_group(comparison: exp.Expression, subquery: exp.Subquery, va
         lambda node: exp.Literal.number(0) if isinstance(node, exp.Count)
         else exp.Null() if isinstance(node, _AGGREGATES) else node)
     folded = simplify(_with_subquery_replaced(comparison, subquery, exp.paren(empty)))
-    return _constant_truth(folded) is False
+    return constant_truth(folded) is False
 
 
 def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression) -> exp.Expression:
@@ -389,22 +307,22 @@ class QueryPlanner(PlanningContext):
                 null_supplying.update(other.alias_or_name for other, j in items if j is not join
                                       and items.index((other, j)) < items.index((item, join)))
 
-        where = _conjuncts(select.args.get("where").this) if select.args.get("where") else []
+        where = conjuncts_of(select.args.get("where").this) if select.args.get("where") else []
         pool: list[exp.Expression] = []
         for conjunct in where:
-            pool.extend(_factor_or(conjunct))
+            pool.extend(factor_or(conjunct))
         if not outer_joins:
             for _, join in items[1:]:
                 if join.args.get("on") is not None:
-                    for conjunct in _conjuncts(join.args["on"]):
-                        pool.extend(_factor_or(conjunct))
+                    for conjunct in conjuncts_of(join.args["on"]):
+                        pool.extend(factor_or(conjunct))
 
         local_aliases = {item.alias_or_name for item, _ in items}
         needed = self._needed_columns(select)
         if outer_joins:  # ON conditions are applied in the written order, after the WHERE is split
             for _, join in items[1:]:
                 if join.args.get("on") is not None:
-                    needed.update((c.table, c.name) for c in _free_columns(join.args["on"]))
+                    needed.update((c.table, c.name) for c in free_columns(join.args["on"]))
 
         # Subquery predicates become relations, join edges and semi joins.
         plain: list[exp.Expression] = []
@@ -414,7 +332,7 @@ class QueryPlanner(PlanningContext):
         self._scopes.append((items, pool, null_supplying))
         try:
             for conjunct in pool:
-                if not _has_subquery(conjunct):
+                if not has_subquery(conjunct):
                     plain.append(conjunct)
                     continue
                 self._subquery_conjunct(conjunct, local_aliases, ctes, plain, semi_joins, extra_relations, attach)
@@ -422,47 +340,28 @@ class QueryPlanner(PlanningContext):
             self._scopes.pop()
 
         # Predicates of one relation filter it; the others wait for their join.
-        pushed: dict[str, list[exp.Expression]] = {alias: [] for alias in local_aliases}
-        pending: list[exp.Expression] = []
-        for conjunct in plain:
-            aliases = {c.table for c in _free_columns(conjunct)}
-            truth = None if aliases else _constant_truth(conjunct)
-            if truth is True:
-                continue
-            preserved = sorted(local_aliases - null_supplying)
-            if not aliases and preserved:  # a constant keeps all rows or none: it filters each preserved input
-                for alias in preserved:
-                    pushed[alias].append(exp.false() if truth is False else conjunct)
-                continue
-            if len(aliases) == 1 and next(iter(aliases)) in local_aliases and not (aliases & null_supplying):
-                pushed[next(iter(aliases))].append(conjunct)
-            else:
-                pending.append(conjunct)
-                if not outer_joins:
-                    for alias, implied in self._implied_filters(conjunct).items():
-                        if alias in local_aliases:
-                            pushed[alias].append(implied)
+        pushed, pending = pushed_down(plain, local_aliases, null_supplying, outer_joins)
 
         semi_needed = set()
         for semi in semi_joins:
             for outer, _ in semi.keys:
-                semi_needed.update((c.table, c.name) for c in _free_columns(outer))
+                semi_needed.update((c.table, c.name) for c in free_columns(outer))
             for f in semi.filters:
-                semi_needed.update((c.table, c.name) for c in _free_columns(f))
+                semi_needed.update((c.table, c.name) for c in free_columns(f))
         needed |= semi_needed
         for relation_list in attach.values():
             for _, conjunct in relation_list:
-                needed.update((c.table, c.name) for c in _free_columns(conjunct))
+                needed.update((c.table, c.name) for c in free_columns(conjunct))
 
         scanned = set(needed)
         for conjuncts in list(pushed.values()) + [pending]:
             for conjunct in conjuncts:
-                scanned.update((c.table, c.name) for c in _free_columns(conjunct))
+                scanned.update((c.table, c.name) for c in free_columns(conjunct))
         relations = {}
         for item, join in items:
             alias = item.alias_or_name
             relation = self._plan_source(item, ctes, scanned)
-            relation = self._filter(relation, pushed[alias])
+            relation = filtered(self, relation, pushed[alias])
             for sub, conjunct in attach.get(alias, []):
                 relation = self._cross_join_filter(relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and self._single_alias(s) == alias
@@ -478,15 +377,15 @@ class QueryPlanner(PlanningContext):
         else:
             relation = self._join_greedy(list(relations.values()) + extra_relations, pending, needed)
         if pending:
-            relation = self._filter(relation, pending)
+            relation = filtered(self, relation, pending)
         for semi in semi_joins:
             relation = self._semi_join(relation, semi, needed)
         return self._finish_select(select, relation, ctes)
 
     @staticmethod
     def _single_alias(semi: _SemiJoin) -> str | None:
-        aliases = {c.table for outer, _ in semi.keys for c in _free_columns(outer)}
-        aliases |= {c.table for f in semi.filters for c in _free_columns(f) if not c.table.startswith("$")}
+        aliases = {c.table for outer, _ in semi.keys for c in free_columns(outer)}
+        aliases |= {c.table for f in semi.filters for c in free_columns(f) if not c.table.startswith("$")}
         return next(iter(aliases)) if len(aliases) == 1 and not semi.filters else None
 
     def _needed_columns(self, select: exp.Select) -> set[tuple[str, str]]:
@@ -495,24 +394,8 @@ class QueryPlanner(PlanningContext):
         for key in ("expressions", "group", "having", "order", "distinct"):
             value = select.args.get(key)
             for tree in (value if isinstance(value, list) else [value] if value is not None else []):
-                out.update((c.table, c.name) for c in _free_columns(tree))
+                out.update((c.table, c.name) for c in free_columns(tree))
         return out
-
-    def _implied_filters(self, conjunct: exp.Expression) -> dict[str, exp.Expression]:
-        """Return per alias the filter an OR implies: every branch's conditions on that alias alone, OR-ed."""
-        branches = _disjuncts(conjunct)
-        if len(branches) < 2:
-            return {}
-        per_branch = []
-        for branch in branches:
-            by_alias: dict[str, list[exp.Expression]] = {}
-            for part in _conjuncts(branch):
-                aliases = {c.table for c in _free_columns(part)}
-                if len(aliases) == 1 and not _has_subquery(part):
-                    by_alias.setdefault(next(iter(aliases)), []).append(part)
-            per_branch.append(by_alias)
-        common = set(per_branch[0]).intersection(*per_branch[1:])
-        return {alias: _or([_and(b[alias]) for b in per_branch]) for alias in common}
 
     # ----------------------------------------------------------------- sources
     def _plan_source(self, item: exp.Expression, ctes: Mapping[str, exp.Expression],
@@ -563,35 +446,6 @@ class QueryPlanner(PlanningContext):
         columns = {(alias, name): internal for name, internal in outputs}
         return Relation(relation.node, columns, frozenset([alias]), relation.rows, relation.stats)
 
-    # ---------------------------------------------------------------- filters
-    def _estimate(self, relation: Relation, conjuncts: list[exp.Expression]) -> float:
-        def column_stats(column: exp.Column) -> ColumnStatistics | None:
-            return relation.stats.get(relation.columns.get((column.table, column.name), ""))
-
-        fraction = 1.0
-        bounds: dict[tuple[str, str], list[float]] = {}
-        for conjunct in conjuncts:
-            keeps = selectivity(conjunct, column_stats)
-            if isinstance(conjunct, (exp.LT, exp.LTE, exp.GT, exp.GTE)) and isinstance(conjunct.this, exp.Column):
-                bounds.setdefault((conjunct.this.table, conjunct.this.name), []).append(keeps)
-                continue
-            fraction *= keeps
-        for kept in bounds.values():  # a lower and an upper bound of one column keep the range between them
-            fraction *= max(0.001, sum(kept) - (len(kept) - 1)) if len(kept) == 2 else min(kept)
-        return max(1.0, relation.rows * fraction)
-
-    def _filter(self, relation: Relation, conjuncts: list[exp.Expression]) -> Relation:
-        if not conjuncts:
-            return relation
-        predicate = conjunction([self._renamed(c, relation.columns) for c in conjuncts])
-        try:
-            node = self._builder(relation.node).filter(predicate).plan()
-        except PlanError as error:
-            raise self._plan_error(error, conjuncts[0]) from None
-        rows = self._estimate(relation, conjuncts)
-        return dataclasses.replace(relation, node=node, rows=rows,
-                                   stats={k: v.capped(rows) for k, v in relation.stats.items()})
-
     # -------------------------------------------------------------- subqueries
     def _subquery_conjunct(self, conjunct, local_aliases, ctes, plain, semi_joins, extra_relations, attach) -> None:
         """Turn one WHERE conjunct holding a subquery into semi joins, relations and plain predicates."""
@@ -603,8 +457,8 @@ class QueryPlanner(PlanningContext):
                 tree = tree.this
         if isinstance(tree, exp.Exists):
             select = _subquery_select(tree.this)
-            if isinstance(select, exp.Select) and not ({c.table for c in _free_columns(select)}
-                                                       - _defined_aliases(select)):
+            if isinstance(select, exp.Select) and not ({c.table for c in free_columns(select)}
+                                                       - defined_aliases(select)):
                 # Uncorrelated: one count for the whole query, compared on a nested-loop join.
                 counted = select.copy()
                 counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
@@ -624,7 +478,7 @@ class QueryPlanner(PlanningContext):
             found = [(side, _strict_subquery(side)) for side in (tree.this, tree.expression)]
             subqueries = [subquery for _, subquery in found if subquery is not None]
             other = tree.expression if found[0][1] is not None else tree.this
-            if len(subqueries) == 1 and not _has_subquery(other):
+            if len(subqueries) == 1 and not has_subquery(other):
                 self._scalar_comparison(tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
                 return
         raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
@@ -632,12 +486,12 @@ class QueryPlanner(PlanningContext):
 
     def _split_correlated(self, select: exp.Select, outer_aliases: set[str]):
         """Split a subquery's WHERE into local conjuncts and those that read the outer query's columns."""
-        inner = _defined_aliases(select)
+        inner = defined_aliases(select)
         local, correlated = [], []
         where = select.args["where"].this if select.args.get("where") else None
         # (k = outer.k AND a) OR (k = outer.k AND b): the correlation shared by every branch comes out (TPC-DS q41)
-        for conjunct in [part for conjunct in _conjuncts(where) for part in _factor_or(conjunct)]:
-            free = {c.table for c in _free_columns(conjunct)}
+        for conjunct in [part for conjunct in conjuncts_of(where) for part in factor_or(conjunct)]:
+            free = {c.table for c in free_columns(conjunct)}
             if free - inner:
                 if free - inner - outer_aliases:
                     raise unsupported("a correlated reference to a query more than one level out", conjunct)
@@ -647,13 +501,13 @@ class QueryPlanner(PlanningContext):
         for key in ("expressions", "group", "having", "order"):
             value = select.args.get(key)
             for tree in value if isinstance(value, list) else [value] if value is not None else []:
-                tables = {c.table for c in _free_columns(tree)}
+                tables = {c.table for c in free_columns(tree)}
                 if key == "order":
                     tables.discard("")  # ORDER BY an output name (the subquery's own, unqualified)
                 if tables - inner:
                     raise unsupported("an outer column outside the subquery's WHERE", tree)
         for join in select.args.get("joins") or []:
-            if join.args.get("on") is not None and {c.table for c in _free_columns(join.args["on"])} - inner:
+            if join.args.get("on") is not None and {c.table for c in free_columns(join.args["on"])} - inner:
                 raise unsupported("an outer column in a subquery's JOIN condition", join)
         return inner, local, correlated
 
@@ -689,7 +543,7 @@ class QueryPlanner(PlanningContext):
         if select.args.get("joins"):
             inner.set("joins", [j.copy() for j in select.args["joins"]])
         if local:
-            inner.set("where", exp.Where(this=_and(local)))
+            inner.set("where", exp.Where(this=conjoined(local)))
         return inner, names
 
     def _exists(self, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> _SemiJoin:
@@ -708,7 +562,7 @@ class QueryPlanner(PlanningContext):
                                    conjunct)
 
     def _semi_relation(self, join_type, select, inner, local, keys, others, ctes, conjunct) -> _SemiJoin:
-        inner_columns = [i for _, i in keys] + [c for o in others for c in _free_columns(o) if c.table in inner]
+        inner_columns = [i for _, i in keys] + [c for o in others for c in free_columns(o) if c.table in inner]
         sub_select, names = self._inner_select(select, local, inner_columns)
         relation, outputs = self._plan_query(sub_select, ctes)
         alias = self._synthetic_alias()
@@ -729,10 +583,10 @@ class QueryPlanner(PlanningContext):
         select = _subquery_select(tree.args["query"])
         if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1:
             raise unsupported("IN over a subquery that is not a one-column SELECT", tree)
-        if _has_subquery(tree.this):
+        if has_subquery(tree.this):
             raise unsupported("a subquery on the left of IN", tree)
         if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
-            if any(c.table for c in _free_columns(select)):
+            if any(c.table for c in free_columns(select)):
                 raise unsupported("IN over a correlated set operation", tree)
             inner, local, correlated = set(), [], []
         else:
@@ -771,7 +625,7 @@ class QueryPlanner(PlanningContext):
     def _scalar_comparison(self, tree, subquery, local_aliases, ctes, plain, extra_relations, attach) -> None:
         select = _subquery_select(subquery.this)
         if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
-            if any(c.table for c in _free_columns(select)):
+            if any(c.table for c in free_columns(select)):
                 raise unsupported("a correlated scalar subquery over a set operation", subquery)
             inner, local, correlated = set(), [], []
         elif not isinstance(select, exp.Select):
@@ -781,7 +635,7 @@ class QueryPlanner(PlanningContext):
         if not correlated:
             relation, column = self._scalar_relation(subquery, ctes)
             rewritten = _with_subquery_replaced(tree, subquery, column)
-            outer = {c.table for c in _free_columns(rewritten)} - {column.table}
+            outer = {c.table for c in free_columns(rewritten)} - {column.table}
             if len(outer) == 1 and not self._null_supplying(next(iter(outer))):
                 attach.setdefault(next(iter(outer)), []).append((relation, rewritten))
             else:
@@ -808,7 +662,7 @@ class QueryPlanner(PlanningContext):
             grouped.set("joins", [j.copy() for j in select.args["joins"]])
         local = local + self._magic_sets(keys, inner)
         if local:
-            grouped.set("where", exp.Where(this=_and(local)))
+            grouped.set("where", exp.Where(this=conjoined(local)))
         grouped.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
         relation, outputs = self._plan_query(grouped, ctes)
         alias = self._synthetic_alias()
@@ -844,7 +698,7 @@ class QueryPlanner(PlanningContext):
             if (not isinstance(table, exp.Table) or not isinstance(table.this, exp.Identifier)
                     or table.name not in self.catalog or alias in inner_aliases):
                 continue
-            filters = [c for c in pool if {col.table for col in _free_columns(c)} == {alias}
+            filters = [c for c in pool if {col.table for col in free_columns(c)} == {alias}
                        and not any(isinstance(n, exp.Subquery) and not isinstance(n.parent, exp.In)
                                    for n in c.walk())]
             if not filters:
@@ -852,7 +706,7 @@ class QueryPlanner(PlanningContext):
             restriction = exp.Select(expressions=[exp.Star()])
             restriction.set("from_", exp.From(this=table.copy()))
             equalities = [exp.EQ(this=outer.copy(), expression=inner.copy()) for outer, inner in pairs]
-            restriction.set("where", exp.Where(this=_and(filters + equalities)))
+            restriction.set("where", exp.Where(this=conjoined(filters + equalities)))
             out.append(exp.Exists(this=restriction))
         return out
 
@@ -867,7 +721,7 @@ class QueryPlanner(PlanningContext):
                 scalar.node, keep, filter=self._renamed(conjunct, columns)).plan()
         except PlanError as error:
             raise self._plan_error(error, conjunct) from None
-        rows = self._estimate(relation, [conjunct])
+        rows = filter_estimate(relation, [conjunct])
         kept = {k: v for k, v in relation.columns.items() if v in keep}
         return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
 
@@ -941,7 +795,7 @@ class QueryPlanner(PlanningContext):
         return None
 
     def _covered(self, conjunct: exp.Expression, aliases: frozenset[str]) -> bool:
-        return {c.table for c in _free_columns(conjunct)} <= aliases
+        return {c.table for c in free_columns(conjunct)} <= aliases
 
     def _join_estimate(self, a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
         divisor = 1.0
@@ -1001,7 +855,7 @@ class QueryPlanner(PlanningContext):
         columns = {**a.columns, **b.columns}
         still_needed = set(needed)
         for c in pending:
-            still_needed.update((col.table, col.name) for col in _free_columns(c))
+            still_needed.update((col.table, col.name) for col in free_columns(c))
         keep = list(dict.fromkeys(i for (al, n), i in columns.items() if (al, n) in still_needed))
         keep = keep or [a.node.output_schema.names[0]]
         join_filter = conjunction([self._renamed(c, columns) for c in filters]) if filters else None
@@ -1045,12 +899,12 @@ class QueryPlanner(PlanningContext):
             right = relations[item.alias_or_name]
             side = (join.side or "").upper()
             join_type = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
-            on = [c for conjunct in _conjuncts(join.args.get("on")) for c in _factor_or(conjunct)]
-            if any(_has_subquery(c) for c in on):
+            on = [c for conjunct in conjuncts_of(join.args.get("on")) for c in factor_or(conjunct)]
+            if any(has_subquery(c) for c in on):
                 raise unsupported("a subquery in a JOIN's ON condition", join)
             if join_type in ("left", "inner"):  # conditions on the build side alone filter it first
                 own = [c for c in on if self._covered(c, right.aliases)]
-                right = self._filter(right, own)
+                right = filtered(self, right, own)
                 on = [c for c in on if c not in own]
             if join_type == "inner" and not extended_later[position]:
                 on += [c for c in pending if self._covered(c, current.aliases | right.aliases)]
@@ -1077,8 +931,8 @@ class QueryPlanner(PlanningContext):
         aliases = frozenset(item.alias_or_name for item, _ in items)
         conditions: list[exp.Expression] = []
         for _, join in items[1:]:
-            on = [c for conjunct in _conjuncts(join.args.get("on")) for c in _factor_or(conjunct)]
-            if any(_has_subquery(c) for c in on):
+            on = [c for conjunct in conjuncts_of(join.args.get("on")) for c in factor_or(conjunct)]
+            if any(has_subquery(c) for c in on):
                 raise unsupported("a subquery in a JOIN's ON condition", join)
             conditions += on
         if use_where:
@@ -1089,12 +943,12 @@ class QueryPlanner(PlanningContext):
         members = {}
         for item, _ in items:
             alias = item.alias_or_name
-            own = [c for c in conditions if {col.table for col in _free_columns(c)} == {alias}]
+            own = [c for c in conditions if {col.table for col in free_columns(c)} == {alias}]
             conditions = [c for c in conditions if not any(c is o for o in own)]
-            members[alias] = self._filter(relations[alias], own)
+            members[alias] = filtered(self, relations[alias], own)
         joined = self._join_greedy(list(members.values()), conditions, needed | {
-            (col.table, col.name) for c in pending for col in _free_columns(c)})
-        return self._filter(joined, conditions) if conditions else joined
+            (col.table, col.name) for c in pending for col in free_columns(c)})
+        return filtered(self, joined, conditions) if conditions else joined
 
     # ------------------------------------------------------ aggregation & output
     def _finish_select(self, select: exp.Select, relation: Relation, ctes) -> tuple[Relation, list[tuple[str, str]]]:
@@ -1138,7 +992,7 @@ class QueryPlanner(PlanningContext):
         replacements: dict[str, str] = {}
         columns = relation.columns
         if having is not None and not group and not aggregates:  # HAVING makes the query one group (DuckDB)
-            column = next((c for t in trees for c in _free_columns(t)), None)
+            column = next((c for t in trees for c in free_columns(t)), None)
             if column is not None:
                 line, col = position_of(column)
                 raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
@@ -1331,7 +1185,7 @@ class QueryPlanner(PlanningContext):
         """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""
         subqueries = [s for s in tree.find_all(exp.Subquery)]
         if not subqueries:
-            if _has_subquery(tree):
+            if has_subquery(tree):
                 raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
             return tree, relation, columns
         tree = tree.copy()
@@ -1339,7 +1193,7 @@ class QueryPlanner(PlanningContext):
         # table in its FROM) went with it and is not a scalar subquery of this tree.
         while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
             select = _subquery_select(subquery.this)
-            outer = {c.table for c in _free_columns(select)} - _defined_aliases(select) - {""}  # "": an output name
+            outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
             if isinstance(select, exp.Select) and outer:
                 raise unsupported("a correlated subquery outside WHERE", subquery)
             scalar, column = self._scalar_relation(subquery, ctes)

@@ -1,0 +1,205 @@
+"""Split WHERE and ON conditions into conjuncts and place each one: on a FROM item, at a join, or after the joins.
+
+Why a module of its own: where a predicate runs decides how many rows every
+later operator sees, and the rules for moving one are easy to get wrong
+around outer joins and ORs. A conjunct over one relation filters its scan; an
+equality of two relations' columns is a join edge
+(:mod:`~gpu_engine.sql.join_ordering`); the rest are join filters applied as
+soon as their relations are joined. Common conjuncts of an OR are pulled out
+first, and an OR whose every branch restricts one table also filters that
+table, as TPC-H Q19 needs. A constant conjunct (no column) keeps every row or
+none: TRUE is dropped, any other filters every input not NULL-extended by an
+outer join (FALSE or NULL empties them; one that fails, such as
+``CAST('x' AS INTEGER) = 1``, fails on their first row). Conditions on a
+NULL-extended side stay above the outer join.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.sql.planning_context import Relation
+from gpu_engine.sql.renaming import conjunction
+from gpu_engine.sql.statistics import ColumnStatistics, selectivity
+
+if TYPE_CHECKING:
+    from gpu_engine.sql.planning_context import PlanningContext
+
+__all__ = ["conjuncts_of", "disjuncts_of", "conjoined", "disjoined", "factor_or", "constant_truth", "defined_aliases",
+           "free_columns", "has_subquery", "implied_filters", "pushed_down", "filter_estimate", "filtered"]
+
+
+def conjuncts_of(tree: exp.Expression | None) -> list[exp.Expression]:
+    """Return the operands of a chain of ANDs (parentheses looked through); none for no tree."""
+    if tree is None:
+        return []
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.And):
+        return conjuncts_of(tree.this) + conjuncts_of(tree.expression)
+    return [tree]
+
+
+def disjuncts_of(tree: exp.Expression) -> list[exp.Expression]:
+    """Return the branches of a chain of ORs (parentheses looked through)."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.Or):
+        return disjuncts_of(tree.this) + disjuncts_of(tree.expression)
+    return [tree]
+
+
+def conjoined(parts: list[exp.Expression]) -> exp.Expression:
+    """Return copies of ``parts`` joined by AND (one part: its copy)."""
+    return exp.and_(*[p.copy() for p in parts]) if len(parts) > 1 else parts[0].copy()
+
+
+def disjoined(parts: list[exp.Expression]) -> exp.Expression:
+    """Return copies of ``parts``, each parenthesized, joined by OR (one part: its copy)."""
+    return exp.or_(*[exp.paren(p.copy()) for p in parts]) if len(parts) > 1 else parts[0].copy()
+
+
+def factor_or(tree: exp.Expression) -> list[exp.Expression]:
+    """Pull the conjuncts every branch of an OR shares out of it: (a AND b) OR (a AND c) is a AND (b OR c)."""
+    branches = disjuncts_of(tree)
+    if len(branches) < 2:
+        return [tree]
+    parts = [conjuncts_of(b) for b in branches]
+    texts = [{p.sql(): p for p in branch} for branch in parts]
+    common = [p for p in parts[0] if all(p.sql() in t for t in texts[1:])]
+    if not common:
+        return [tree]
+    common_text = {p.sql() for p in common}
+    rests = [[p for p in branch if p.sql() not in common_text] for branch in parts]
+    if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
+        return common
+    return common + [disjoined([conjoined(rest) for rest in rests])]
+
+
+def constant_truth(tree: exp.Expression) -> bool | None:
+    """Return True for a literal TRUE, False for FALSE or NULL (a filter keeps no row for either), else None."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, exp.Boolean):
+        return bool(tree.this)
+    if isinstance(tree, exp.Null):
+        return False
+    return None
+
+
+def defined_aliases(select: exp.Select) -> set[str]:
+    """Return the aliases a SELECT's FROM and JOIN items define."""
+    items = []
+    from_ = select.args.get("from_")
+    if from_ is not None:
+        items.append(from_.this)
+    items += [join.this for join in select.args.get("joins") or []]
+    return {item.alias_or_name for item in items}
+
+
+def free_columns(tree: exp.Expression, bound: frozenset[str] = frozenset()) -> list[exp.Column]:
+    """Return the columns of ``tree`` not bound by a SELECT nested inside it (correlated references included)."""
+    out: list[exp.Column] = []
+    stack = [(tree, bound)]
+    while stack:
+        node, scope = stack.pop()
+        if isinstance(node, exp.Select):
+            scope = scope | frozenset(defined_aliases(node))
+        if isinstance(node, exp.Column):
+            if node.table not in scope:
+                out.append(node)
+            continue
+        for child in node.iter_expressions():
+            stack.append((child, scope))
+    return out
+
+
+def has_subquery(tree: exp.Expression) -> bool:
+    """Return whether ``tree`` holds a subquery, an EXISTS or an IN (SELECT ...) anywhere."""
+    return any(isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query"))
+               for node in tree.walk())
+
+
+def implied_filters(conjunct: exp.Expression) -> dict[str, exp.Expression]:
+    """Return per alias the filter an OR implies: every branch's conditions on that alias alone, OR-ed."""
+    branches = disjuncts_of(conjunct)
+    if len(branches) < 2:
+        return {}
+    per_branch = []
+    for branch in branches:
+        by_alias: dict[str, list[exp.Expression]] = {}
+        for part in conjuncts_of(branch):
+            aliases = {c.table for c in free_columns(part)}
+            if len(aliases) == 1 and not has_subquery(part):
+                by_alias.setdefault(next(iter(aliases)), []).append(part)
+        per_branch.append(by_alias)
+    common = set(per_branch[0]).intersection(*per_branch[1:])
+    return {alias: disjoined([conjoined(b[alias]) for b in per_branch]) for alias in common}
+
+
+def pushed_down(conjuncts: list[exp.Expression], local_aliases: set[str], null_supplying: set[str],
+                outer_joins: bool) -> tuple[dict[str, list[exp.Expression]], list[exp.Expression]]:
+    """Return the conjuncts that filter each FROM item (by alias) and those that wait for a join.
+
+    A conjunct over one item that no outer join NULL-extends filters that
+    item; a constant one filters every such item (TRUE is dropped); the rest
+    wait, and without outer joins an OR among them also filters each item
+    every branch restricts (:func:`implied_filters`).
+    """
+    pushed: dict[str, list[exp.Expression]] = {alias: [] for alias in local_aliases}
+    pending: list[exp.Expression] = []
+    for conjunct in conjuncts:
+        aliases = {c.table for c in free_columns(conjunct)}
+        truth = None if aliases else constant_truth(conjunct)
+        if truth is True:
+            continue
+        preserved = sorted(local_aliases - null_supplying)
+        if not aliases and preserved:  # a constant keeps all rows or none: it filters each preserved input
+            for alias in preserved:
+                pushed[alias].append(exp.false() if truth is False else conjunct)
+            continue
+        if len(aliases) == 1 and next(iter(aliases)) in local_aliases and not (aliases & null_supplying):
+            pushed[next(iter(aliases))].append(conjunct)
+        else:
+            pending.append(conjunct)
+            if not outer_joins:
+                for alias, implied in implied_filters(conjunct).items():
+                    if alias in local_aliases:
+                        pushed[alias].append(implied)
+    return pushed, pending
+
+
+def filter_estimate(relation: Relation, conjuncts: list[exp.Expression]) -> float:
+    """Return the rows of ``relation`` estimated to pass ``conjuncts`` (see :func:`selectivity`)."""
+    def column_stats(column: exp.Column) -> ColumnStatistics | None:
+        return relation.stats.get(relation.columns.get((column.table, column.name), ""))
+
+    fraction = 1.0
+    bounds: dict[tuple[str, str], list[float]] = {}
+    for conjunct in conjuncts:
+        keeps = selectivity(conjunct, column_stats)
+        if isinstance(conjunct, (exp.LT, exp.LTE, exp.GT, exp.GTE)) and isinstance(conjunct.this, exp.Column):
+            bounds.setdefault((conjunct.this.table, conjunct.this.name), []).append(keeps)
+            continue
+        fraction *= keeps
+    for kept in bounds.values():  # a lower and an upper bound of one column keep the range between them
+        fraction *= max(0.001, sum(kept) - (len(kept) - 1)) if len(kept) == 2 else min(kept)
+    return max(1.0, relation.rows * fraction)
+
+
+def filtered(planner: PlanningContext, relation: Relation, conjuncts: list[exp.Expression]) -> Relation:
+    """Return ``relation`` filtered by ``conjuncts`` (a Filter node over it), with its estimate lowered."""
+    if not conjuncts:
+        return relation
+    predicate = conjunction([planner._renamed(c, relation.columns) for c in conjuncts])
+    try:
+        node = planner._builder(relation.node).filter(predicate).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, conjuncts[0]) from None
+    rows = filter_estimate(relation, conjuncts)
+    return dataclasses.replace(relation, node=node, rows=rows,
+                               stats={k: v.capped(rows) for k, v in relation.stats.items()})
