@@ -5,9 +5,11 @@ from finished hash-join build sides (:mod:`gpu_engine.exec.dynamic_filters`).
 A Parquet split loses the row groups whose statistics (from the engine's
 checked footer reader, :func:`~gpu_engine.connectors.parquet_footer.read_footer`)
 show that no key in them can match, before any of their pages is read; the
-rows of what is decoded are filtered on the host, before they become device
-batches, so on a GPU the copy shrinks too and no device work or sync is
-added per batch.
+rows of what is decoded that no key can match are found on the host
+(:func:`select_rows`): a host batch keeps the others as its gather map (no
+copy), and a batch bound for a GPU is cut to them before it is copied
+(:func:`filter_record_batches`), so the copy shrinks too and no device work
+or sync is added per batch.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ from gpu_engine.connectors.parquet_footer import read_footer
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
 
-__all__ = ["prune_row_groups", "filter_record_batches"]
+__all__ = ["prune_row_groups", "select_rows", "filter_record_batches"]
 
 
 def prune_row_groups(split: ConnectorSplit, filters: Sequence[JoinKeyFilter]) -> tuple[ConnectorSplit | None, int]:
@@ -71,26 +73,23 @@ def _may_match(group, checks) -> bool:
     return True
 
 
-def filter_record_batches(batches: list[pa.RecordBatch],
-                          filters: Sequence[JoinKeyFilter]) -> tuple[list[pa.RecordBatch], int]:
-    """Return the batches' rows every filter keeps (empty batches left out), and how many rows were dropped."""
-    kept: list[pa.RecordBatch] = []
-    dropped = 0
-    for batch in batches:
-        names = batch.schema.names
-        mask = None
-        for key_filter in filters:
-            if key_filter.column not in names:
-                continue
+def select_rows(batch: pa.RecordBatch, filters: Sequence[JoinKeyFilter]) -> np.ndarray | None:
+    """Return the increasing ``int32`` rows of ``batch`` every filter keeps, or None when no filter reads it."""
+    names = batch.schema.names
+    mask = None
+    for key_filter in filters:
+        if key_filter.column in names:
             keep = key_filter.mask(batch.column(names.index(key_filter.column)))
             mask = keep if mask is None else mask & keep
-        if mask is None:
+    return None if mask is None else np.flatnonzero(mask).astype(np.int32, copy=False)
+
+
+def filter_record_batches(batches: list[pa.RecordBatch], selections: Sequence[np.ndarray | None]) -> list[pa.RecordBatch]:
+    """Return each batch cut to its selected rows (None: all of them), empty ones left out."""
+    kept = []
+    for batch, rows in zip(batches, selections):
+        if rows is None or len(rows) == batch.num_rows:
             kept.append(batch)
-            continue
-        survivors = int(np.count_nonzero(mask))
-        dropped += batch.num_rows - survivors
-        if survivors == batch.num_rows:
-            kept.append(batch)
-        elif survivors:
-            kept.append(batch.filter(pa.array(mask)))
-    return kept, dropped
+        elif len(rows):
+            kept.append(batch.take(pa.array(rows)))
+    return kept

@@ -16,7 +16,7 @@ from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
 from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
-from gpu_engine.connectors.runtime_filters import filter_record_batches, prune_row_groups
+from gpu_engine.connectors.runtime_filters import filter_record_batches, prune_row_groups, select_rows
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.connectors.table_cache import CachedSplit
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
@@ -24,7 +24,12 @@ from gpu_engine.exec.operator import BlockingReason, Operator, OperatorCtx
 from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
 from gpu_engine.plans.nodes import TableScanNode
 
-__all__ = ["TableScan"]
+__all__ = ["TableScan", "ADAPTIVE_FILTER_ROWS", "ADAPTIVE_FILTER_MIN_DROPPED"]
+
+#: After its join-key filters have tested this many rows, a scan stops testing rows (it still skips row groups)
+#: when they dropped less than this share of them: a filter that drops little costs more than the probe it saves.
+ADAPTIVE_FILTER_ROWS = 1 << 17
+ADAPTIVE_FILTER_MIN_DROPPED = 0.1
 
 
 @dataclass
@@ -35,6 +40,8 @@ class _DecodedPiece:
     decode_seconds: float
     convert_seconds: float
     filtered_rows: int = 0  # rows the join-key filters dropped
+    filter_seconds: float = 0.0  # and the seconds they took
+    tested_rows: int = 0  # rows the join-key filters tested
 
 
 class TableScan(Operator):
@@ -86,10 +93,12 @@ class TableScan(Operator):
                                if self._parquet_reader == "device" else None)
         self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(config.scan_prefetch(ctx.device, ctx.num_drivers))
         self._decode_threads = self._prefetcher.depth > 0  # prefetching is for spare cores: let pyarrow use them too
+        self._decode_pool_threads = config.scan_decode_pool_threads()  # column chunks in parallel (decode_pool)
         self._decoded: deque[Any] = deque()  # items of the last piece handed back, not yet output
         self._reader: Iterator[Batch] | None = None  # batches of a device-resident or cuDF-read split
         self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
         self._finished = False
+        self._filtered_rows = [0, 0]  # rows the join-key filters tested, and dropped (see _reads)
 
     def needs_input(self) -> bool:
         return False
@@ -178,6 +187,9 @@ class TableScan(Operator):
                 self.add_runtime_stat("dynamic_filter_row_groups_skipped", skipped)
             if split is None:
                 return []
+            tested, dropped = self._filtered_rows
+            if tested >= ADAPTIVE_FILTER_ROWS and dropped < tested * ADAPTIVE_FILTER_MIN_DROPPED:
+                filters = ()  # dropping too few rows to pay for testing them: row groups only (Velox adapts too)
         return [partial(self._decode, piece, filters) for piece in split_pieces(split, self.columns, self.batch_rows)]
 
     def _decode(self, piece: SplitPiece, filters: tuple[JoinKeyFilter, ...] = ()) -> _DecodedPiece:
@@ -186,14 +198,24 @@ class TableScan(Operator):
         if self._device_pieces is not None and isinstance(piece.split, ParquetSplit) and piece.columns:
             # Page headers planned and compressed chunks staged here; pages decoded on the device in _finish.
             return _DecodedPiece([prepare_device_piece(piece)], time.perf_counter() - began, 0.0)
-        record_batches = [b for b in piece.read(self._decode_threads) if b.num_rows]
-        dropped = 0
+        record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
+        selections: list[Any] = [None] * len(record_batches)
+        dropped, tested, filtering = 0, 0, 0.0
         if filters and record_batches:  # rows no build key can match go before they are converted or copied
-            record_batches, dropped = filter_record_batches(record_batches, filters)
+            filtering = time.perf_counter()
+            selections = [select_rows(b, filters) for b in record_batches]
+            dropped = sum(b.num_rows - len(rows) for b, rows in zip(record_batches, selections) if rows is not None)
+            tested = sum(b.num_rows for b in record_batches)
+            if self._packs or self.device.is_gpu:  # cut before the copy; a host batch keeps them as its gather map
+                record_batches = filter_record_batches(record_batches, selections)
+                selections = [None] * len(record_batches)
+            filtering = time.perf_counter() - filtering
         decoded = time.perf_counter()
         items: list[Any]
         if not record_batches:
             items = []
+        elif any(rows is not None for rows in selections):
+            items = [item for b, rows in zip(record_batches, selections) for item in self._selected(b, rows)]
         elif self._packs:  # one batch per piece; a piece of one row group over batch_rows rows is cut
             if any(b.num_rows > self.batch_rows for b in record_batches):
                 record_runs = list(rechunk_record_batches(record_batches, self.batch_rows))
@@ -205,11 +227,25 @@ class TableScan(Operator):
             sliced = [b.slice(start, self.batch_rows) for b in record_batches
                       for start in range(0, b.num_rows, self.batch_rows)]
             items = sliced if self.device.is_gpu else [Batch.from_arrow(b, self.device) for b in sliced]
-        return _DecodedPiece(items, decoded - began, time.perf_counter() - decoded, dropped)
+        return _DecodedPiece(items, decoded - began - filtering, time.perf_counter() - decoded, dropped, filtering,
+                             tested)
+
+    def _selected(self, record_batch: pa.RecordBatch, rows) -> list[Batch]:
+        """Return a host batch of a record batch's selected rows (None: all), ``batch_rows`` rows a batch, uncopied."""
+        if rows is None:
+            return [Batch.from_arrow(record_batch.slice(start, self.batch_rows), self.device)
+                    for start in range(0, record_batch.num_rows, self.batch_rows)]
+        if len(rows) == 0:
+            return []
+        batch = Batch.from_arrow(record_batch, self.device)
+        return [batch.with_gather_map(rows[start:start + self.batch_rows]) for start in range(0, len(rows), self.batch_rows)]
 
     def _take(self, piece: _DecodedPiece) -> None:
-        if piece.filtered_rows:
+        if piece.tested_rows:
+            self._filtered_rows[0] += piece.tested_rows
+            self._filtered_rows[1] += piece.filtered_rows
             self.add_runtime_stat("dynamic_filter_rows_dropped", piece.filtered_rows)
+            self.add_runtime_stat("dynamic_filter_seconds", piece.filter_seconds)
         self.add_runtime_stat("decode_seconds", piece.decode_seconds)
         self.add_runtime_stat("arrow_to_batch_seconds", piece.convert_seconds)
         self._decoded.extend(piece.items)

@@ -207,3 +207,19 @@ def test_filters_add_no_per_batch_device_work(device_name, files):
         assert [(s.kernel_launches, s.host_syncs) for s in scans] == [(0, 0)] * len(scans)
         counts.append((build.kernel_launches, build.host_syncs))
     assert counts[0] == counts[1]
+
+
+def test_a_filter_that_drops_few_rows_stops_testing_rows(device_name, files, reference, monkeypatch):
+    """Build keys covering all but three of the probe's values, one in the first split: after it (300 rows, one
+    dropped: under a tenth) the scan tests no more rows, and the other two reach the probe; the result is the same."""
+    import gpu_engine.operators.table_scan as table_scan
+
+    monkeypatch.setattr(table_scan, "ADAPTIVE_FILTER_ROWS", GROUP_ROWS)
+    most = pa.table({"mv": pa.array([3 * k for k in range(GROUPS * GROUP_ROWS) if k not in (1, 500, 1000)], pa.int64())})
+    session = Session(device=device_name, drivers=1, batch_rows=64, scan_prefetch_depth=0)
+    session.register("fact", files["fact"], split_rows=3 * GROUP_ROWS)
+    session.register("most", most)
+    reference.register("most", most)
+    sql = "SELECT k, v FROM fact WHERE v IN (SELECT mv FROM most)"
+    assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
+    assert _scan_counts(session) == (0, 1)
