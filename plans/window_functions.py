@@ -22,7 +22,8 @@ from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.sql_translator import _parse
 
 __all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "WINDOW_FUNCTIONS",
-           "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec"]
+           "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec",
+           "covers_whole_partition"]
 
 #: Functions of a row's position in its partition; they take no frame.
 RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -113,10 +114,6 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
     its own units, ``1`` being 1.00). Functions that take no frame (ranks, lag/lead) are not checked.
     """
     frame = call.frame
-    if call.function in VARIANCE_FUNCTIONS and not _whole_partition(frame, sort_keys):
-        raise PlanError(f"{call.function} over a window reads whole partitions only (no ORDER BY, or ROWS/RANGE "
-                        f"BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING), not {frame.sql()}", node=label,
-                        column=call.sql())
     if frame.kind != "RANGE" or not {frame.start, frame.end} & {"PRECEDING", "FOLLOWING"} \
             or call.function in RANKING_FUNCTIONS + ("lag", "lead"):
         return
@@ -130,7 +127,7 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
                         "(intervals over dates are not supported yet)", node=label, column=call.sql())
 
 
-def _whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -> bool:
+def covers_whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -> bool:
     """Return True when every row's frame is its whole partition (a RANGE frame without ORDER BY: all peers)."""
     if frame.start == "UNBOUNDED PRECEDING" and frame.end == "UNBOUNDED FOLLOWING":
         return True

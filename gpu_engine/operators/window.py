@@ -14,11 +14,14 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import sort_key_words
+from gpu_engine.expressions.numeric import as_float
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
 )
+from gpu_engine.kernels.window_moments import frame_moments, moments_result
 from gpu_engine.plans.aggregates import VARIANCE_FUNCTIONS
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
+from gpu_engine.plans.window_functions import covers_whole_partition
 
 __all__ = ["Window"]
 
@@ -186,12 +189,14 @@ class Window(Operator):
         if function in ("lag", "lead", "first_value", "last_value", "nth_value"):
             return self._value(call, data, order, inverse, rows)
         if function in VARIANCE_FUNCTIONS:
+            if not covers_whole_partition(call.frame, self.node.sort_keys):
+                return self._frame_moments(call, data, order, inverse, rows)
             return self._moments(call, data, inverse, rows)
         return self._aggregate(call, data, order, inverse, rows, statuses)
 
     def _moments(self, call: WindowFunctionCall, data: Batch, inverse: Any, rows: _SortedRows) -> Column:
-        """Return variance/stddev over whole partitions (the planner allows no other frame): the aggregation's
-        moments state per partition (shifted, so large offsets do not cancel), read back at each row."""
+        """Return variance/stddev over whole partitions: the aggregation's moments state per partition
+        (shifted, so large offsets do not cancel), read back at each row."""
         from gpu_engine.aggregation.functions import AggregateState, aggregate_function
         from gpu_engine.plans.expressions import AggregateCall
 
@@ -205,6 +210,20 @@ class Window(Operator):
         (_, result), = function.extract(self.device, state, rows.n)
         return Column(call.dtype, result.data[partition],
                       None if result.validity is None else result.validity[partition])
+
+    def _frame_moments(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any,
+                       rows: _SortedRows) -> Column:
+        """Return variance/stddev over running, sliding and RANGE frames: each frame's count, mean and squared
+        deviations from a segment tree of moments (:mod:`gpu_engine.kernels.window_moments`; no sums of
+        squares, so values far from zero keep their digits)."""
+        xp = self.device.xp
+        column = data.column(call.args[0].name)
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
+        start, end = rows.frame(call.frame)
+        counts, _, m2s = frame_moments(self.device, as_float(xp, column)[order], valid, start, end)
+        values, has = moments_result(self.device, call.function, counts, m2s)
+        return Column(call.dtype, values[inverse], has[inverse])
 
     def _ranking(self, call: WindowFunctionCall, rows: _SortedRows) -> Any:
         xp = self.device.xp

@@ -71,6 +71,7 @@ def _compile_all() -> int:
     import gpu_engine.kernels.sort as sort
     import gpu_engine.kernels.strings as strings
     import gpu_engine.kernels.window as window
+    import gpu_engine.kernels.window_moments as window_moments
 
     u64, i64, i32, b1, u8 = t.uint64[::1], t.int64[::1], t.int32[::1], t.boolean[::1], t.uint8[::1]
     f64, f32, matrix, flag, scalar = t.float64[::1], t.float32[::1], t.uint64[:, ::1], t.boolean, t.int64
@@ -120,6 +121,8 @@ def _compile_all() -> int:
         (window._tree_level_cuda, (scalar, f64, i64, scalar, scalar, scalar, i64)),
         (window._tree_query_cuda, (scalar, i64, i64, scalar, i64, i64, i64, i64, i64)),
         (window._tree_query_cuda, (scalar, f64, i64, scalar, i64, i64, f64, i64, i64)),
+        (window_moments._moment_level_cuda, (i64, f64, f64, scalar, scalar, scalar)),
+        (window_moments._moment_query_cuda, (i64, f64, f64, scalar, i64, i64, i64, f64, f64)),
     ]
     cases.append((_RowHelpers, (f64, i64, f64)))
     failures = 0

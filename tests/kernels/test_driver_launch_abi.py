@@ -133,6 +133,8 @@ CASES = {
     "window._tree_level_cuda": [lambda: [3, i64(), i64(), 0, 3, 3, i64()], lambda: [0, f64(), i64(), 0, 3, 3, i64()]],
     "window._tree_query_cuda": [lambda: [3, i64(), i64(), 3, i64(), i64(), i64(), i64(), i64()],
                                 lambda: [0, f64(), i64(), 3, i64(), i64(), f64(), i64(), i64()]],
+    "window_moments._moment_level_cuda": [lambda: [i64(), f64(), f64(), 0, 3, 3]],
+    "window_moments._moment_query_cuda": [lambda: [i64(), f64(), f64(), 3, i64(), i64(), i64(), f64(), f64()]],
 }
 
 
