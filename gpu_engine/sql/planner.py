@@ -47,7 +47,6 @@ apply to SQL-planned queries as to hand-written plans.
 from __future__ import annotations
 
 import dataclasses
-import itertools
 from dataclasses import dataclass
 from typing import Mapping
 
@@ -58,6 +57,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
+from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
@@ -85,10 +85,6 @@ _SELECT_CLAUSE_NAMES = {
     "locks": "FOR UPDATE / FOR SHARE", "into": "SELECT ... INTO", "laterals": "LATERAL VIEW",
     "match": "MATCH_RECOGNIZE", "kind": "SELECT AS STRUCT/VALUE", "exclude": "EXCLUDE", "for_": "FOR",
 }
-#: Join types whose sides may trade places so that the smaller one is built, and what they become: an outer
-#: join keeps the rows of the same table whichever side it is on (TPC-H Q13's LEFT JOIN of 150K customers to
-#: 1.5M orders builds the customers, as a RIGHT join, instead of the orders).
-_BUILD_SMALLER_SIDE = {"inner": "inner", "left": "right", "right": "left", "full": "full"}
 
 
 @dataclass
@@ -371,11 +367,11 @@ class QueryPlanner(PlanningContext):
             relations[alias] = relation
 
         if outer_joins:
-            relation = self._join_in_order(items, relations, pending, needed)
+            relation = join_in_order(self, items, relations, pending, needed)
             if extra_relations:  # scalar subqueries: joined after the outer joins, like WHERE conjuncts
-                relation = self._join_greedy([relation] + extra_relations, pending, needed)
+                relation = join_greedy(self, [relation] + extra_relations, pending, needed)
         else:
-            relation = self._join_greedy(list(relations.values()) + extra_relations, pending, needed)
+            relation = join_greedy(self, list(relations.values()) + extra_relations, pending, needed)
         if pending:
             relation = filtered(self, relation, pending)
         for semi in semi_joins:
@@ -777,178 +773,6 @@ class QueryPlanner(PlanningContext):
         rows = max(1.0, relation.rows * (0.5 if semi.join_type == "left_semi" else 0.5))
         kept = {k: v for k, v in relation.columns.items() if v in keep}
         return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
-
-    # ------------------------------------------------------------------ joins
-    def _edge_keys(self, a: Relation, b: Relation, conjunct: exp.Expression):
-        """Return (a's column, b's column) when ``conjunct`` is an equality of one column of each, else None."""
-        if not isinstance(conjunct, exp.EQ):
-            return None
-        left, right = conjunct.this, conjunct.expression
-        if not (isinstance(left, exp.Column) and isinstance(right, exp.Column)):
-            return None
-        for x, y in ((left, right), (right, left)):
-            ax, by = a.columns.get((x.table, x.name)), b.columns.get((y.table, y.name))
-            if ax is not None and by is not None and x.table in a.aliases and y.table in b.aliases:
-                ta, tb = a.node.output_schema.field(ax).type, b.node.output_schema.field(by).type
-                if _join_key_layout(ta) == _join_key_layout(tb):
-                    return ax, by
-        return None
-
-    def _covered(self, conjunct: exp.Expression, aliases: frozenset[str]) -> bool:
-        return {c.table for c in free_columns(conjunct)} <= aliases
-
-    def _join_estimate(self, a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
-        divisor = 1.0
-        for x, y in pairs:
-            ndv_x = (a.stats[x].ndv if x in a.stats else 0) or a.rows
-            ndv_y = (b.stats[y].ndv if y in b.stats else 0) or b.rows
-            divisor = max(divisor, min(max(ndv_x, ndv_y), max(a.rows, b.rows)))
-        return max(1.0, a.rows * b.rows / divisor)
-
-    def _join_greedy(self, relations: list[Relation], pending: list[exp.Expression],
-                     needed: set[tuple[str, str]]) -> Relation:
-        """Join all relations, smallest estimated result first, each join building its smaller input."""
-        components = list(relations)
-        while len(components) > 1:
-            best = None
-            for i, j in itertools.combinations(range(len(components)), 2):
-                a, b = components[i], components[j]
-                union = a.aliases | b.aliases
-                pairs = [p for c in pending if self._covered(c, union)
-                         and (p := self._edge_keys(a, b, c)) is not None]
-                if not pairs:
-                    continue
-                estimate = self._join_estimate(a, b, pairs)
-                if best is None or estimate < best[0]:
-                    best = (estimate, i, j)
-            if best is None:  # nothing connected: cross join the two smallest
-                order = sorted(range(len(components)), key=lambda k: components[k].rows)
-                i, j = sorted(order[:2])
-                estimate = components[i].rows * components[j].rows
-            else:
-                estimate, i, j = best
-            a, b = components[i], components[j]
-            joined = self._join(a, b, pending, needed, estimate)
-            components = [c for k, c in enumerate(components) if k not in (i, j)] + [joined]
-        return components[0]
-
-    def _join(self, a: Relation, b: Relation, pending: list[exp.Expression], needed: set[tuple[str, str]],
-              estimate: float, join_type: str = "inner", on: list[exp.Expression] | None = None) -> Relation:
-        """Join two relations on the pending conjuncts they cover (removed from ``pending``)."""
-        union = a.aliases | b.aliases
-        if on is None:
-            conditions = [c for c in pending if self._covered(c, union)]
-            for c in conditions:
-                pending.remove(c)
-        else:
-            conditions = on
-        if b.rows > a.rows and join_type in _BUILD_SMALLER_SIDE:  # build (right) the smaller side
-            a, b = b, a
-            join_type = _BUILD_SMALLER_SIDE[join_type]
-        keys, filters = [], []
-        for c in conditions:
-            pair = self._edge_keys(a, b, c)
-            if pair is not None and pair[0] not in [k for k, _ in keys] and pair[1] not in [k for _, k in keys]:
-                keys.append(pair)
-            else:
-                filters.append(c)
-        columns = {**a.columns, **b.columns}
-        still_needed = set(needed)
-        for c in pending:
-            still_needed.update((col.table, col.name) for col in free_columns(c))
-        keep = list(dict.fromkeys(i for (al, n), i in columns.items() if (al, n) in still_needed))
-        keep = keep or [a.node.output_schema.names[0]]
-        join_filter = conjunction([self._renamed(c, columns) for c in filters]) if filters else None
-        try:
-            builder = self._builder(a.node)
-            if keys:
-                node = builder.hash_join([k for k, _ in keys], [k for _, k in keys], b.node, keep,
-                                         join_type=join_type, filter=join_filter).plan()
-            else:
-                node = builder.nested_loop_join(b.node, keep, filter=join_filter, join_type=join_type).plan()
-        except PlanError as error:
-            raise self._plan_error(error, conditions[0] if conditions else None) from None
-        if filters and join_type == "inner":
-            estimate = max(1.0, estimate * 0.5 ** len(filters))
-        stats = {k: v.capped(estimate) for k, v in {**a.stats, **b.stats}.items() if k in keep}
-        kept = {k: v for k, v in columns.items() if v in keep}
-        return Relation(node, kept, union, estimate, stats)
-
-    def _join_in_order(self, items, relations: dict[str, Relation], pending: list[exp.Expression],
-                       needed: set[tuple[str, str]]) -> Relation:
-        """Join FROM items in the written order (queries with outer joins); ON conditions stay with their join.
-
-        The leading run of inner joins is the exception: those joins commute, so they are ordered by
-        :meth:`_join_greedy` on their ON conditions (and the WHERE conjuncts over them alone, unless a later
-        RIGHT or FULL join NULL-extends their rows). Written in order, ``a JOIN b ON … JOIN c ON … LEFT JOIN d``
-        would join ``a`` and ``b`` first whatever their sizes (TPC-DS q72 joined inventory to catalog_sales
-        on the item alone, ~10^9 pairs at SF1, before the selective dimensions).
-        """
-        # A later RIGHT or FULL join NULL-extends every row joined so far: a WHERE conjunct over them waits for it.
-        extended_later = [any((j.side or "").upper() in ("RIGHT", "FULL") for _, j in items[n + 1:])
-                          for n in range(len(items))]
-        inner_run = 1
-        while inner_run < len(items) and not (items[inner_run][1].side or "") \
-                and (items[inner_run][1].kind or "").upper() in ("", "INNER", "CROSS"):
-            inner_run += 1
-        current = self._join_inner_run(items[:inner_run], relations, pending, needed,
-                                       use_where=not extended_later[inner_run - 1])
-        for position, (item, join) in enumerate(items[1:], start=1):
-            if position < inner_run:
-                continue
-            right = relations[item.alias_or_name]
-            side = (join.side or "").upper()
-            join_type = {"LEFT": "left", "RIGHT": "right", "FULL": "full"}.get(side, "inner")
-            on = [c for conjunct in conjuncts_of(join.args.get("on")) for c in factor_or(conjunct)]
-            if any(has_subquery(c) for c in on):
-                raise unsupported("a subquery in a JOIN's ON condition", join)
-            if join_type in ("left", "inner"):  # conditions on the build side alone filter it first
-                own = [c for c in on if self._covered(c, right.aliases)]
-                right = filtered(self, right, own)
-                on = [c for c in on if c not in own]
-            if join_type == "inner" and not extended_later[position]:
-                on += [c for c in pending if self._covered(c, current.aliases | right.aliases)]
-                for c in on:
-                    if c in pending:
-                        pending.remove(c)
-            pairs = [p for c in on if (p := self._edge_keys(current, right, c)) is not None]
-            estimate = self._join_estimate(current, right, pairs) if pairs else current.rows * right.rows
-            if join_type == "left":
-                estimate = max(estimate, current.rows)
-            current = self._join(current, right, pending, needed, estimate, join_type, on)
-        return current
-
-    def _join_inner_run(self, items, relations: dict[str, Relation], pending: list[exp.Expression],
-                        needed: set[tuple[str, str]], use_where: bool) -> Relation:
-        """Join a run of FROM items linked by inner joins in the order :meth:`_join_greedy` picks.
-
-        Their ON conditions are conjuncts of the run (an inner join's ON is its WHERE); a condition over one
-        item filters that item first. ``use_where``: WHERE conjuncts over the run's items alone join it too
-        (taken out of ``pending``).
-        """
-        if len(items) == 1:
-            return relations[items[0][0].alias_or_name]
-        aliases = frozenset(item.alias_or_name for item, _ in items)
-        conditions: list[exp.Expression] = []
-        for _, join in items[1:]:
-            on = [c for conjunct in conjuncts_of(join.args.get("on")) for c in factor_or(conjunct)]
-            if any(has_subquery(c) for c in on):
-                raise unsupported("a subquery in a JOIN's ON condition", join)
-            conditions += on
-        if use_where:
-            taken = [c for c in pending if self._covered(c, aliases)]
-            for c in taken:
-                pending.remove(c)
-            conditions += taken
-        members = {}
-        for item, _ in items:
-            alias = item.alias_or_name
-            own = [c for c in conditions if {col.table for col in free_columns(c)} == {alias}]
-            conditions = [c for c in conditions if not any(c is o for o in own)]
-            members[alias] = filtered(self, relations[alias], own)
-        joined = self._join_greedy(list(members.values()), conditions, needed | {
-            (col.table, col.name) for c in pending for col in free_columns(c)})
-        return filtered(self, joined, conditions) if conditions else joined
 
     # ------------------------------------------------------ aggregation & output
     def _finish_select(self, select: exp.Select, relation: Relation, ctes) -> tuple[Relation, list[tuple[str, str]]]:
