@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
@@ -27,6 +28,9 @@ __all__ = ["Window"]
 
 _SCAN_OPS = {"sum": SUM, "avg": SUM, "count": SUM, "min": MIN, "max": MAX}
 
+
+#: The sign bit of an int64 word: flipping it orders UBIGINT words as signed ones (windowed min/max).
+_SIGN_BIT = np.int64(-2**63)
 
 #: The widest ROWS frame (in rows) an aggregate reads row by row; wider ones read a segment tree.
 FRAME_LOOP_MAX_ROWS = 64
@@ -321,6 +325,9 @@ class Window(Operator):
         if call.function == "count_star":
             return Column(call.dtype, (end - start)[inverse])
         column = data.column(call.args[0].name)
+        unsigned = column.dtype == pa.uint64()  # values past 2^63 wrap as int64 words
+        if unsigned and call.function in ("sum", "avg"):  # the halves' sums are exact whatever the values
+            return self._exact_sum(call, data, order, inverse, rows)
         validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
         valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
         representatives = None
@@ -331,6 +338,8 @@ class Window(Operator):
             values = ranks[order]
         else:
             values = self._scan_values(column, call)[order]
+            if unsigned:  # min/max: flipping the sign bit orders unsigned words as signed ones
+                values = values ^ _SIGN_BIT
         op = _SCAN_OPS[call.function]
         status = xp.zeros(1, dtype=xp.int64)
         value, count = self._frame_values(op, values, valid, call.frame, rows, start, end, status)
@@ -350,6 +359,8 @@ class Window(Operator):
         if representatives is not None:
             result = gather_column(self.device, column, representatives[xp.where(has, value, 0)])
             return Column(result.dtype, result.data, has, result.offsets, result.dictionary, result.fingerprint)
+        if unsigned:
+            return Column(call.dtype, (value ^ _SIGN_BIT).view(xp.uint64), has)
         return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
 
     def _frame_values(self, op: int, values: Any, valid: Any, frame: WindowFrame, rows: _SortedRows, start: Any,
@@ -381,7 +392,9 @@ class Window(Operator):
         either half stay within 64 bits for frames under 2^31 rows, so the
         existing scans run on them unchanged and the two sums combine into
         DuckDB's HUGEINT/DECIMAL(38) words. Only a window whose sums overflow
-        pays for it (the first scan's status says so).
+        pays for it (the first scan's status says so), and every ``UBIGINT`` one
+        (its values past 2^63 are negative as ``int64`` words: the high half is
+        then the word's top 32 bits, not its sign-extended shift).
         """
         xp = self.device.xp
         start, end = rows.frame(call.frame)
@@ -389,9 +402,11 @@ class Window(Operator):
         validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
         valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
         values = self._scan_values(column, call)[order]
+        # the high half of an unsigned word is its top 32 bits shifted in as zeros (an int64 word's: the sign)
+        upper = (values.view(xp.uint64) >> 32).view(xp.int64) if column.dtype == pa.uint64() else values >> 32
         status = xp.zeros(1, dtype=xp.int64)
         low, count = self._frame_values(SUM, values & 0xFFFFFFFF, valid, call.frame, rows, start, end, status)
-        high, _ = self._frame_values(SUM, values >> 32, valid, call.frame, rows, start, end, status)
+        high, _ = self._frame_values(SUM, upper, valid, call.frame, rows, start, end, status)
         self._check_statuses([(status, call)])  # only frames of 2^31 rows or more get here
         low, high, count = low[inverse], high[inverse], count[inverse]
         has = count > 0

@@ -278,6 +278,21 @@ def test_window_sums_past_64_bits_are_exact(device_name):
         assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
 
 
+def test_window_sums_and_extremes_over_ubigint_past_2_63_are_exact(device_name):
+    # UBIGINT words past 2^63 read as negative int64 words: sums wrapped, max took 3 over 2^64 - 1.
+    big = [2**63 + 5, 2**64 - 1, 3, None, 2**63, 2**63, 0, 7]
+    tables = {"t": pa.table({"u": pa.array(big, pa.uint64()), "id": pa.array(range(8)),
+                             "k": pa.array([1, 1, 1, 2, 2, 2, 3, 3], pa.int32())})}
+    session = _session(device_name, 1, 3, tables)
+    functions = [("sum(u)", "", "running"), ("sum(u)", "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING", "whole"),
+                 ("sum(u)", "ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING", "narrow"), ("avg(u)", "", "average"),
+                 ("max(u)", "", "high"), ("min(u)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "low")]
+    for partition in ([], ["k"]):
+        actual = session.execute(_plan(session.catalog, "t", partition, ["id"], functions))
+        expected = _reference(_duckdb_sql("t", partition, ["id"], functions), tables)
+        assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
+
+
 def test_variance_over_whole_partitions_matches_duckdb(device_name):
     # The aggregation's shifted moments per partition: values near 1e9 keep their digits, a partition of NULLs
     # and one of a single row are NULL (samp), empty input gives no rows.
