@@ -230,7 +230,26 @@ def _greatest(translator: Any, tree: exp.Expression) -> Expr:
     except TypeError:
         raise translator.error(f"{name}() arguments have no common type: " + ", ".join(map(str, typed)),
                                tree) from None
-    return build_function(translator, name, [_as_type(translator, arg, dtype, tree) for arg in args], tree)
+    args = [_as_type(translator, arg, dtype, tree) for arg in args]
+    if is_string(dtype):
+        return _greatest_string(name, args, dtype)
+    return build_function(translator, name, args, tree)
+
+
+def _greatest_string(name: str, args: list[Expr], dtype: pa.DataType) -> Expr:
+    """Return ``greatest``/``least`` of strings as a CASE: the first argument that is not NULL and not below
+    (above) any other that is not NULL; NULL where all are (DuckDB's: NULLs are skipped, bytes compare)."""
+    order = "ge" if name == "greatest" else "le"
+    whens = []
+    for i, arg in enumerate(args):
+        condition: Expr = UnaryOp("is_not_null", arg, pa.bool_())
+        for j, other in enumerate(args):
+            if j != i:
+                beats = BinaryOp("or", UnaryOp("is_null", other, pa.bool_()), BinaryOp(order, arg, other, pa.bool_()),
+                                 pa.bool_())
+                condition = BinaryOp("and", condition, beats, pa.bool_())
+        whens.append((condition, arg))
+    return Case(tuple(whens), None, dtype)
 
 
 def _integer_division(translator: Any, tree: exp.IntDiv) -> Expr:

@@ -113,6 +113,10 @@ def _integer_literal_as(tree: exp.Expression, value: Expr, other_tree: exp.Expre
     return Literal(value.value, other.dtype) if low <= value.value < high else value
 
 
+#: The alternative to an INTERVAL scaled by a column, for the refusals' messages.
+_DAYS_HINT = "to add a column's number of days, add it to the DATE as an INTEGER (d + CAST(n AS INTEGER))"
+
+
 class ScalarTranslator:
     """Translate sqlglot scalar expressions over ``schema`` for the plan node labelled ``node``."""
 
@@ -194,7 +198,8 @@ class ScalarTranslator:
         interval, date_tree = (tree.this, tree.expression) if isinstance(tree.this, exp.Interval) else (
             tree.expression, tree.this)
         if op not in ("add", "sub") or (op == "sub" and interval is tree.this) or isinstance(date_tree, exp.Interval):
-            raise self.error("this interval arithmetic is not supported yet", tree)
+            raise self.error(f"this interval arithmetic is not supported yet (only a date or timestamp plus or minus "
+                             f"a constant INTERVAL); {_DAYS_HINT}", tree)
         date = self.translate(date_tree)
         amount, unit = self._interval(interval)
         constant_date = isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None
@@ -210,6 +215,9 @@ class ScalarTranslator:
         if isinstance(value, str):
             value = int(value.strip()) if value.strip().lstrip("+-").isdigit() else None
         units = INTERVAL_UNITS + TIME_UNITS
+        if amount is not None and not isinstance(amount, Literal):
+            raise self.error(f"INTERVAL of a computed amount ({tree.this.unnest().sql(dialect='duckdb')}) is not "
+                             f"supported; {_DAYS_HINT}", tree)
         if unit_name not in units or not isinstance(value, int) or isinstance(value, bool):
             raise self.error(f"only INTERVAL '<integer>' {'|'.join(units).upper()} is supported", tree)
         return value, unit_name
