@@ -19,7 +19,7 @@ from numba import njit
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
 
-__all__ = ["occupied_slot_columns"]
+__all__ = ["occupied_columns_twin", "occupied_slot_columns"]
 
 
 @njit(nogil=True, cache=True)
@@ -31,6 +31,17 @@ def _occupied_columns_cpu(table, first_occupied_tag, columns):
                 columns[c, count] = table[slot, c]
             count += 1
     return count
+
+
+def occupied_columns_twin(table: Any, first_occupied_tag: int) -> tuple[Any, tuple]:
+    """Return the CPU twin :func:`occupied_slot_columns` launches on the host ``table``, with arguments of the types it
+    gives it (the output is an empty placeholder).
+
+    Why: a fused aggregation's generated tier ends with this static kernel; in the background compile mode
+    (:mod:`gpu_engine.codegen.background_compiles`) it is compiled off the drivers, before a batch fills the
+    table, so that no driver compiles it at emit on a machine that never ran it.
+    """
+    return _occupied_columns_cpu, (table, first_occupied_tag, np.empty((table.shape[1], 0), dtype=table.dtype))
 
 
 def occupied_slot_columns(device: Device, table: Any, first_occupied_tag: int, num_rows: int,

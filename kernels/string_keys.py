@@ -370,6 +370,21 @@ class StringKeyTable:
             self._intern_parallel_cuda(arguments, ids, batch_chars)
         return ids
 
+    def cpu_twins(self) -> list[tuple[Any, tuple]]:
+        """Return the CPU twins :meth:`intern` launches, with arguments of the types it gives them (placeholders).
+
+        Why: a fused aggregation binds a batch by interning its string keys; in the background compile mode
+        (:mod:`gpu_engine.codegen.background_compiles`) these static kernels are compiled off the drivers
+        before any batch is bound, so that no driver compiles them on a machine that never ran them.
+        """
+        offsets = np.zeros(1, dtype=np.int64)
+        chars = np.zeros(1, dtype=np.uint8)
+        hashes = np.zeros(1, dtype=np.uint64)
+        arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, hashes)
+        return [(_hash_strings_cpu, (offsets, chars, hashes)),
+                (_intern_rows_cpu, (*arguments, 0, self._slots, self._hashes, self._offsets, self._chars,
+                                    self._state, np.zeros(1, dtype=np.int64)))]
+
     def values(self) -> Column:
         """Return every known string as a column, at the position of its id (one host read on cuda)."""
         xp = self.device.xp

@@ -405,13 +405,21 @@ class TierSwitch:
         """Return whether this operator's kernels compile in the compile process (not on a driver, at launch)."""
         return self.mode == "background" and self.device.kernel_flavor == "cpu"
 
-    def use_generated(self, launches: Callable[[], Iterable[tuple[Any, Iterable[Any]]]]) -> bool:
+    def use_generated(self, launches: Callable[[], Iterable[tuple[Any, Iterable[Any]]]],
+                      prerequisites: Callable[[], Iterable[tuple[Any, Iterable[Any]]]] | None = None) -> bool:
         """Return True to run this batch on the generated kernels, False for the lowest tier.
 
         ``launches()`` pairs each CPU twin the batch would launch with its arguments; it is called only
         when the answer depends on whether they are compiled (``"background"`` on ``cpu``, and not while
         the kernels the last batch asked for are still compiling), so the other modes and devices, and
         batches waiting on the compiler, pay no host work for it.
+
+        ``prerequisites()`` pairs the *static* CPU twins the generated tier runs on the host (binding a
+        batch interns its string keys; emitting compacts the slot table) with arguments of their types.
+        They are asked first, and ``launches()`` (which binds the batch, running some of them) only once
+        all are ready: on a machine that never ran them they are compiled by the compile process as the
+        generated kernels are, never on a driver (after ``gpu-engine precompile``, which runs the lowest
+        tier only, a first fused query compiled them on its drivers).
         """
         self.batches += 1
         if self.sticky and self._decided is not None:
@@ -423,12 +431,12 @@ class TierSwitch:
         elif not self.compiles_in_background:
             decided = True  # the launch compiles inline if it must (see kernel_ready)
         else:
-            decided = self._decide(launches)
+            decided = self._decide(launches, prerequisites)
         if self.sticky:
             self._decided = decided
         return decided
 
-    def _decide(self, launches) -> bool:
+    def _decide(self, launches, prerequisites=None) -> bool:
         compiler = background_compiler()
         finished = compiler.finished  # read first: a job finishing during the checks counts as new
         if self._pending_since == finished:
@@ -445,7 +453,9 @@ class TierSwitch:
             # costs the drivers. Ask again once a job finished.
             self._pending_since = finished
             return False
-        states = [self._state(twin, arguments) for twin, arguments in launches()]
+        states = [self._state(twin, arguments) for twin, arguments in prerequisites()] if prerequisites else []
+        if all(state == READY for state in states):  # the static twins binding runs are loaded: bind the batch
+            states += [self._state(twin, arguments) for twin, arguments in launches()]
         if self._shape is not None:
             if len(compiler.asked_shapes) >= _MAX_WAITING_SHAPES:
                 compiler.asked_shapes.clear()

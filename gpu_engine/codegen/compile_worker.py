@@ -7,7 +7,10 @@ lowest CPU priority (``SCHED_IDLE`` on Linux), imports each generated module
 from its file (the same file and module name as the engine's process, so
 numba's cache index is the same), compiles the asked signature and lets numba save it
 (``cache=True``), then keeps the cache folder under its size bound (the scan
-the engine's drivers skip for files this process compiles); the engine's
+the engine's drivers skip for files this process compiles). A job may also
+name a static kernel's module (``gpu_engine.kernels...``: one a fused tier
+runs on the host, asked before a batch is bound, see ``TierSwitch``): it is
+imported by name and compiled the same way; the engine's
 process then loads the machine code from the cache
 (:mod:`gpu_engine.codegen.background_compiles`).
 
@@ -29,6 +32,9 @@ import time
 __all__ = ["main", "read_message", "worker_command", "write_message"]
 
 _LENGTH = struct.Struct("<Q")
+#: How generated modules' names start (:class:`gpu_engine.codegen.compiled_modules.GeneratedFile`); a job for
+#: any other module is a static kernel, imported by its name.
+GENERATED_PREFIX = "gpu_engine_generated_"
 
 
 def read_message(stream):
@@ -58,7 +64,12 @@ def worker_command() -> list[str]:
 
 
 def _compile(module_name: str, path: str, function: str, signature) -> None:
+    generated = module_name.startswith(GENERATED_PREFIX)
     module = sys.modules.get(module_name)
+    if module is None and not generated:  # a static kernel (one a fused tier runs on the host): its package's
+        import importlib
+
+        module = importlib.import_module(module_name)
     if module is None:
         import importlib.util
 
@@ -71,6 +82,8 @@ def _compile(module_name: str, path: str, function: str, signature) -> None:
             sys.modules.pop(module_name, None)
             raise
     getattr(module, function).compile(signature)
+    if not generated:  # static kernels' files are not the generated-kernel cache's to bound
+        return
     # numba's files of it are written: this process, not a driver, keeps the cache under its size bound.
     from pathlib import Path
 

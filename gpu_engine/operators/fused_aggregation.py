@@ -54,7 +54,7 @@ from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.launch import launch_twin
-from gpu_engine.kernels.slot_compaction import occupied_slot_columns
+from gpu_engine.kernels.slot_compaction import occupied_columns_twin, occupied_slot_columns
 from gpu_engine.kernels.string_keys import StringKeyTable
 from gpu_engine.plans.nodes import FilterNode, FusedAggregationNode, ProjectNode
 
@@ -93,6 +93,10 @@ class _KeyInterner:
     def ids(self, column: Column) -> Any:
         """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them)."""
         return self._table.intern(column)
+
+    def cpu_twins(self) -> list:
+        """Return the static CPU twins :meth:`ids` launches, with arguments of their types (for TierSwitch)."""
+        return self._table.cpu_twins()
 
     def values(self) -> Column:
         """Return every interned string, at the position of its id."""
@@ -264,6 +268,18 @@ class FusedAggregation(AggregationOperator):
             launches.append((TwinRef(file, "move_cpu"), (self._table, self._table)))
         return launches
 
+    def _host_twins(self) -> list:
+        """Return the static CPU twins the generated tier runs on the host, with arguments of their types.
+
+        Binding a batch interns its string keys (:class:`_KeyInterner`) and emitting compacts the slot
+        table: in the background compile mode TierSwitch asks these before binding a batch, so a machine
+        that never ran them compiles them in the compile process, not on this driver.
+        """
+        twins = next(iter(self._interners.values())).cpu_twins() if self._interners else []
+        if self.grouped:
+            twins.append(occupied_columns_twin(self._table, TAG_READY))
+        return twins
+
     def _bind(self, batch: Batch) -> tuple:
         """Return ``batch``'s input arrays and its layout's generated file, parameter names and messages."""
         layout, arrays = self._inputs.bind(batch)
@@ -278,7 +294,7 @@ class FusedAggregation(AggregationOperator):
             arrays, file, parameters, _ = bound[0]
             return self._launches(file, parameters, arrays)
 
-        if not self._tiers.use_generated(launches):
+        if not self._tiers.use_generated(launches, self._host_twins):
             self.add_runtime_stat("lowest_tier_batches", 1)
             if self._lowest_tier is None:
                 self._lowest_tier = _LowestTier(self.ctx, self.node)

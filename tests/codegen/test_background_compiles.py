@@ -345,3 +345,98 @@ def test_a_forked_child_gets_a_compiler_of_its_own():
     os.close(reader)
     os.waitpid(pid, 0)
     assert background_compiles.background_compiler() is parent
+
+
+def _fresh_dispatcher(dispatcher):
+    """Return a new numba dispatcher of ``dispatcher``'s function and options: nothing loaded in this process yet."""
+    import numba
+
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}
+    return numba.njit(cache=True, **options)(dispatcher.py_func)
+
+
+def test_the_static_kernels_a_fused_tier_runs_on_the_host_compile_off_the_drivers(tmp_path, monkeypatch):
+    """A machine that never ran the fused tier's host kernels (string-key interning, slot compaction) compiles
+    them in the compile process, not on a driver: no batch is bound (binding interns the keys) until they are in.
+
+    ``gpu-engine precompile`` runs the lowest tier only, so after it a first fused query with a string
+    grouping key compiled ``_hash_strings_cpu``, ``_intern_rows_cpu`` and ``_occupied_columns_cpu`` on its drivers.
+    """
+    from gpu_engine import Session
+    from gpu_engine.codegen import background_compiles
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+    from gpu_engine.kernels import slot_compaction, string_keys
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    compiler = background_compiles.BackgroundCompiler()
+    monkeypatch.setattr(compiler, "_send_next", lambda: None)  # a compile process that never finishes a job
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    # Not compiled on this machine: dispatchers with nothing loaded, and numba's disk cache answers nothing.
+    monkeypatch.setattr(background_compiles, "_load_cached", lambda dispatcher, signature: False)
+    static = {(string_keys, "_hash_strings_cpu"), (string_keys, "_intern_rows_cpu"),
+              (slot_compaction, "_occupied_columns_cpu")}
+    for module, name in static:
+        monkeypatch.setattr(module, name, _fresh_dispatcher(getattr(module, name)))
+    binds = []
+    bind = KernelInputs.bind
+    monkeypatch.setattr(KernelInputs, "bind", lambda self, batch: binds.append(1) or bind(self, batch))
+    rows = 600
+    tables = {"t": pa.table({"s": pa.array([f"key{i % 7}" for i in range(rows)]), "v": pa.array(np.arange(rows))})}
+    sql = "SELECT s, sum(v * 3) AS total, count(*) AS n FROM t GROUP BY s"
+    expected = duckdb_query(sql, tables)
+    # The static kernels the lowest tier runs are compiled once per machine (during set-up): here, unfused.
+    unfused = Session(device="cpu", drivers=2, fuse=False, batch_rows=100)
+    session = Session(device="cpu", drivers=2, compile_mode="background", batch_rows=100)
+    for each in (unfused, session):
+        each.register("t", tables["t"], split_rows=100)
+    assert_same_rows(unfused.sql(sql), expected)
+    assert_same_rows(session.sql(sql), expected)
+    stats = session.last_stats()
+    assert stats.kernels_compiled == 0  # nothing compiled on a driver
+    assert _runtime(stats, "lowest_tier_batches") > 0
+    assert binds == [], f"{len(binds)} batches were bound (their string keys interned) before the kernels compiled"
+    queued = {(key[0], key[1]) for key, state in compiler._states.items() if state == "pending"}
+    assert {(module.__name__, name) for module, name in static} <= queued
+
+
+def test_the_host_twins_a_tier_switch_asks_for_are_the_ones_the_launches_run(monkeypatch):
+    """The placeholder arguments of the host twins give the signatures interning and compaction really launch."""
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import slot_compaction, string_keys
+
+    for module, name in [(string_keys, "_hash_strings_cpu"), (string_keys, "_intern_rows_cpu"),
+                         (slot_compaction, "_occupied_columns_cpu")]:
+        monkeypatch.setattr(module, name, _fresh_dispatcher(getattr(module, name)))
+    device = get_device("cpu")
+    table = string_keys.StringKeyTable(device)
+    slots = np.zeros((16, 3), dtype=np.int64)
+    twins = [*table.cpu_twins(), slot_compaction.occupied_columns_twin(slots, 2)]
+    for dispatcher, arguments in twins:  # loaded from numba's cache (or compiled once on this machine)
+        dispatcher.compile(tuple(dispatcher.typeof_pyval(argument) for argument in arguments))
+        assert len(dispatcher.overloads) == 1
+    plain = pa.array(["a", "bb", None, "a", "ccc"] * 50)
+    for column in (plain, plain.dictionary_encode(), pa.array(["x", "y"] * 30), plain.slice(7, 90)):
+        table.intern(Column.from_arrow(column, device))
+    slots[[3, 9], 0] = 2
+    slot_compaction.occupied_slot_columns(device, slots, 2, 2)
+    # Every launch ran a signature a tier switch asked for: nothing else was compiled or loaded.
+    assert [len(dispatcher.overloads) for dispatcher, _ in twins] == [1] * len(twins)
+
+
+def test_the_compile_worker_compiles_a_static_kernel_by_module_name_and_scans_no_cache_for_it(tmp_path, monkeypatch):
+    """A static kernel's job imports its module by name and leaves the kernels' folder alone (no eviction scan)."""
+    from gpu_engine.codegen import compile_worker, compiled_modules
+    from gpu_engine.kernels import slot_compaction
+
+    _fresh_generated_kernels(tmp_path, monkeypatch)
+    scans = []
+    monkeypatch.setattr(compiled_modules, "bound_cache_size", lambda path: scans.append(path))
+    dispatcher, arguments = slot_compaction.occupied_columns_twin(np.zeros((4, 2), dtype=np.int64), 2)
+    signature = tuple(dispatcher.typeof_pyval(argument) for argument in arguments)
+    compile_worker._compile(slot_compaction.__name__, slot_compaction.__file__, "_occupied_columns_cpu", signature)
+    assert signature in dispatcher.overloads and scans == []
+    generated = compiled_modules.generated_file("from numba import njit\n\n@njit(cache=True)\ndef one_cpu(a):\n"
+                                                "    return a + 1\n", stem="scanned", evict=False)
+    compile_worker._compile(generated.name, str(generated.path), "one_cpu", (dispatcher.typeof_pyval(1),))
+    assert scans == [generated.path]  # a generated module's job keeps the cache under its bound
