@@ -17,12 +17,14 @@ Steps, in priority order (the issue's: tests, TPC-H, TPC-DS, micro-benchmarks)::
             the first run (JIT) apart, the device synchronized before every clock
     tpcds   bench.run_tpcds: the 99 queries at --tpcds-sf on the device, each result against DuckDB
     micro   bench.kernel_microbench (against a device-to-device copy) and bench.launch_microbench
+    hostdecode  bench.host_decode_bench: lineitem's Q1 columns at --sf decoded on the host by 0, 1, 2, 4, 8, 16
+            decode-pool threads (how the host decode scales on the machine's cores)
     decode  the device Parquet decode benchmark (--decode-module), skipped with a message when absent
 
 Parts (one call of at most 10 minutes each; ``--budget`` seconds in all, 570 by default):
 
     part1   env data tests tpch
-    part2   env tpcds micro decode
+    part2   env tpcds micro hostdecode decode
 
 Each step gets the time left times its share of the steps still to run
 (``STEPS`` below), so a step that ends early leaves its time to the next, and
@@ -79,11 +81,12 @@ STEPS = {
     "tpch": Step("tpch", 265, 30, "TPC-H cold and hot against DuckDB, interleaved"),
     "tpcds": Step("tpcds", 260, 30, "TPC-DS equality against DuckDB on the device"),
     "micro": Step("micro", 100, 20, "kernel and launch micro-benchmarks"),
+    "hostdecode": Step("hostdecode", 60, 15, "host Parquet decode GB/s by decode-pool threads"),
     "decode": Step("decode", 90, 15, "device Parquet decode benchmark"),
 }
 PARTS = {
     "part1": ("env", "data", "tests", "tpch"),
-    "part2": ("env", "tpcds", "micro", "decode"),
+    "part2": ("env", "tpcds", "micro", "hostdecode", "decode"),
     "all": tuple(STEPS),
 }
 #: Seconds kept at the end of a call for packing the results.
@@ -468,6 +471,25 @@ def step_micro(session: Session, record: StepRecord, limit_s: float) -> None:
     record.headline = "; ".join(parts) or "no figures"
 
 
+def step_hostdecode(session: Session, record: StepRecord, limit_s: float) -> None:
+    """Run bench.host_decode_bench on lineitem's Q1 columns by decode-pool threads up to the machine's cores."""
+    args = session.args
+    cores = os.cpu_count() or 1
+    threads = [0] + [n for n in (1, 2, 4, 8, 16, 32) if n <= cores]
+    report = session.work / "hostdecode.json"
+    command = [session.python, "-m", "bench.host_decode_bench", "--sf", f"{args.sf:g}", "--columns", "q1",
+               "--threads", ",".join(map(str, threads)), "--runs", "2" if args.small else "3",
+               "--output-dir", str(session.work / "hostdecode"), "--json", str(report)]
+    code, output = session.run(command, limit_s, "hostdecode.log")
+    record.status = _status(code)
+    if not report.exists():
+        record.headline = _last_line(output)
+        return
+    figures = json.loads(report.read_text())["result"]["figures"]
+    record.details = {name: round(figure["compressed_gb_per_s"], 3) for name, figure in figures.items()}
+    record.headline = "GB/s compressed: " + ", ".join(f"{name} {value}" for name, value in record.details.items())
+
+
 def step_decode(session: Session, record: StepRecord, limit_s: float) -> None:
     """Run the device Parquet decode benchmark (``--decode-module``) when this checkout has it."""
     args = session.args
@@ -475,16 +497,24 @@ def step_decode(session: Session, record: StepRecord, limit_s: float) -> None:
         record.status = "skipped"
         record.headline = f"{args.decode_module} is not in this checkout yet"
         return
+    if args.device == "cpu":
+        record.status = "skipped"
+        record.headline = "the device decoder runs on cuda (cuda-sim checks the script)"
+        return
+    extra = shlex.split(args.decode_args)
+    if not {"--sf", "--synthetic"} & set(extra):  # the data of this call, never the module's default scale
+        extra += ["--synthetic", "2000", "--runs", "1"] if args.small else ["--sf", f"{args.sf:g}"]
     command = [session.python, "-m", args.decode_module, "--device", args.device, "--json",
-               str(session.work / "decode.json")] + shlex.split(args.decode_args)
-    code, output = session.run(command, limit_s, "decode.log")
+               str(session.work / "decode.json")] + extra
+    code, output = session.run(command, limit_s, "decode.log", env={"NUMBA_ENABLE_CUDASIM": "1"}
+                               if args.device == "cuda-sim" else None)
     record.status = _status(code)
     record.headline = _last_line(output)
 
 
 RUNNERS: dict[str, Callable[[Session, StepRecord, float], None]] = {
     "env": step_env, "data": step_data, "tests": step_tests, "tpch": step_tpch, "tpcds": step_tpcds,
-    "micro": step_micro, "decode": step_decode,
+    "micro": step_micro, "hostdecode": step_hostdecode, "decode": step_decode,
 }
 
 
