@@ -112,7 +112,7 @@ def test_the_engine_config_sets_the_pool_size(monkeypatch):
 
 
 @pytest.mark.parametrize("threads", [0, 3])
-def test_session_cache_decodes_on_the_pool_its_config_names(tmp_path, monkeypatch, threads):
+def test_scans_and_session_cache_decode_on_the_pool_the_config_names(tmp_path, monkeypatch, threads):
     from gpu_engine import Session
     from gpu_engine.connectors import data_source
 
@@ -123,5 +123,8 @@ def test_session_cache_decodes_on_the_pool_its_config_names(tmp_path, monkeypatc
     monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, "7")  # the config's setting wins over the environment
     session = Session(device="cpu", drivers=1, scan_decode_threads=threads)
     session.register("t", str(path))
+    assert session.sql("SELECT count(*) AS n FROM t WHERE a > 0").num_rows == 1  # a TableScan's pieces
+    assert asked and set(asked) == {threads}
+    asked.clear()
     session.cache("t")
     assert asked and set(asked) == {threads}
