@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.sql.decorrelation import correlation, split_correlated, subquery_select
 from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, factor_or, has_subquery
 
 __all__ = ["with_mark_joins"]
@@ -43,12 +44,10 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
 
 def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[exp.Join, exp.Expression] | None:
     """Return (the LEFT JOIN to the distinct keys, the flag predicate) for one EXISTS / IN, or None to leave it."""
-    from gpu_engine.sql.planner import _subquery_select
-
     if isinstance(mark, exp.Exists):
-        select, value = _subquery_select(mark.this), None
+        select, value = subquery_select(mark.this), None
     else:
-        select, value = _subquery_select(mark.args["query"]), mark.this
+        select, value = subquery_select(mark.args["query"]), mark.this
         if not isinstance(value, exp.Column):
             return None
     if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "limit", "offset",
@@ -56,8 +55,8 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
         return None
     if value is not None and (len(select.expressions) != 1 or any(select.find_all(exp.AggFunc))):
         return None
-    inner, local, correlated = planner._split_correlated(select, outer_aliases)
-    keys, others = planner._correlation(correlated, inner)
+    inner, local, correlated = split_correlated(select, outer_aliases)
+    keys, others = correlation(correlated, inner)
     if others or (value is None and not keys):
         return None  # an uncorrelated EXISTS under OR: a count, not a key match
     alias = planner._synthetic_alias()
