@@ -129,6 +129,16 @@ def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
     return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name)
 
 
+def _distinct_kinds(calls: Sequence[AggregateCall]) -> int:
+    """Return how many kinds of aggregates ``calls`` mixes: one per DISTINCT argument, one for the plain ones."""
+    return len({(call.arg, _distinct_second(call)) if call.distinct else None for call in calls})
+
+
+def _cloned(node: PlanNode, ids) -> PlanNode:
+    """Return a copy of a plan subtree with fresh node ids (a second evaluation of the same input)."""
+    return dataclasses.replace(node, id=ids.next_id(), sources=tuple(_cloned(s, ids) for s in node.sources))
+
+
 def _distinct_second(call: AggregateCall) -> Expr | None:
     """Return the second argument DISTINCT applies to: a two-argument aggregate's (``corr(DISTINCT y, x)`` is over
     the distinct pairs, as DuckDB), None for the others (``string_agg``'s ORDER BY key is its argument)."""
@@ -337,7 +347,11 @@ class PlanBuilder:
             _unique_names(schema.names, label)
             source = self._node
             if any(call.distinct for call in calls):
-                source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
+                if _distinct_kinds(calls) > 1 and keys and step is AggregationStep.SINGLE \
+                        and not isinstance(self._node, GroupIdNode):
+                    source, calls = self._mixed_distinct_input(keys, names, calls, aggregates, label)
+                else:
+                    source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
             group_id = self._node if isinstance(self._node, GroupIdNode) else None  # also under a DISTINCT rewrite
             global_sets = ()
             if (group_id is not None and group_id.group_id_name in keys
@@ -350,9 +364,47 @@ class PlanBuilder:
 
         return self._add("Aggregation", make)
 
+    def _mixed_distinct_input(self, keys: tuple[str, ...], names: tuple[str, ...], calls: tuple[AggregateCall, ...],
+                              texts: Sequence[Snippet], label: str) -> tuple[PlanNode, tuple[AggregateCall, ...]]:
+        """Rewrite ``count(DISTINCT a), count(DISTINCT b), sum(c) GROUP BY keys`` as a UNION ALL of one
+        aggregation per kind (each DISTINCT argument, and the plain aggregates) over its own copy of the input,
+        then ``max`` of each result per group.
+
+        Why: the DISTINCT rewrite (:meth:`_distinct_input`) groups by one argument at a time. Each branch has
+        exactly one row per group with its results and NULL in the others' columns, so ``max`` picks each
+        result (NULL where the aggregate is NULL); groups of NULL keys meet as the aggregation groups them.
+        Spark's RewriteDistinctAggregates expands rows once per kind for the same reason.
+        """
+        kinds: dict = {}
+        for index, call in enumerate(calls):
+            kind = (call.arg, _distinct_second(call)) if call.distinct else None
+            kinds.setdefault(kind, []).append(index)
+        fields = [self._schema.field(key) for key in keys] + [pa.field(n, c.dtype) for n, c in zip(names, calls)]
+        union_schema = pa.schema(fields)
+        branches = []
+        for number, members in enumerate(kinds.values()):
+            source = self._node if number == 0 else _cloned(self._node, self._ids)
+            part_names = tuple(names[i] for i in members)
+            part_calls = tuple(calls[i] for i in members)
+            if part_calls[0].distinct:
+                source, part_calls = self._distinct_input(AggregationStep.SINGLE, keys, part_names, part_calls,
+                                                          [texts[i] for i in members], label, source)
+            schema = aggregation_output_schema(AggregationStep.SINGLE, [self._schema.field(k) for k in keys],
+                                               part_names, part_calls)
+            part = AggregationNode(id=self._ids.next_id(), output_schema=schema, sources=(source,),
+                                   step=AggregationStep.SINGLE, grouping_keys=keys, aggregate_names=part_names,
+                                   aggregates=part_calls)
+            outputs = [ColumnRef(f.name, f.type) if f.name in schema.names else Literal(None, f.type)
+                       for f in union_schema]
+            branches.append(ProjectNode(id=self._ids.next_id(), output_schema=union_schema, sources=(part,),
+                                        names=tuple(union_schema.names), expressions=tuple(outputs)))
+        union = LocalPartitionNode(id=self._ids.next_id(), output_schema=union_schema, sources=tuple(branches),
+                                   partition_kind="arbitrary")
+        return union, tuple(AggregateCall("max", ColumnRef(n, c.dtype), c.dtype) for n, c in zip(names, calls))
+
     def _distinct_input(self, step: AggregationStep, keys: tuple[str, ...], names: tuple[str, ...],
                         calls: tuple[AggregateCall, ...], texts: Sequence[Snippet],
-                        label: str) -> tuple[PlanNode, tuple[AggregateCall, ...]]:
+                        label: str, source: PlanNode | None = None) -> tuple[PlanNode, tuple[AggregateCall, ...]]:
         """Rewrite ``f(DISTINCT x) GROUP BY keys`` as ``f(x)`` over ``SELECT DISTINCT keys, x``.
 
         Why a rewrite rather than per-group sets in the operator: the inner
@@ -372,7 +424,7 @@ class PlanBuilder:
             raise PlanError("DISTINCT aggregates are supported when every aggregate is DISTINCT over the "
                             "same argument", node=label, column=snippet_text(mixed))
         argument, second = calls[0].arg, _distinct_second(calls[0])
-        source = self._node
+        source = self._node if source is None else source
         # project the arguments that are no columns first, so the inner aggregation groups by columns
         projected = [(argument, f"{names[0]}$distinct")] + (
             [] if second is None else [(second, f"{names[0]}$distinct2")])
