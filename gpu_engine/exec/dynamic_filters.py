@@ -73,7 +73,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.device import Device
 
 __all__ = ["KeyFilterTarget", "JoinKeyFilter", "DynamicFilters", "plan_key_filters", "FILTERING_JOINS",
-           "EXACT_SET_MAX_ROWS"]
+           "EXACT_SET_MAX_ROWS", "STRING_SET_MAX_VALUES"]
 
 #: Join types whose unmatched probe rows give no output: a key filter may drop them at the probe's scan.
 FILTERING_JOINS = ("inner", "right", "left_semi", "right_semi", "right_anti")
@@ -83,6 +83,9 @@ _PASSING_JOINS = ("inner", "left", "left_semi", "anti", "null_aware_anti")
 
 #: A build side of at most this many rows gives its exact key set, else only its key range.
 EXACT_SET_MAX_ROWS = 1 << 20
+
+#: A string key set of more distinct values than this is tested by its range only (a set is Python strings).
+STRING_SET_MAX_VALUES = 1 << 16
 
 #: Integer key sets spanning at most this many values test membership in a table of flags, one byte a value.
 _TABLE_MAX_SPAN = 1 << 24
@@ -161,26 +164,29 @@ def plan_key_filters(items: list) -> list[KeyFilterTarget]:
 
 
 class JoinKeyFilter:
-    """The probe keys that can match a finished build side: its key range and, for small builds, its key set.
+    """The probe keys that can match a finished build side: its key range and, where affordable, its key set.
 
     Made once per join on the host from the build side's key column
     (:meth:`of_build_keys`). ``low``/``high`` bound the non-NULL build keys
-    (None for an empty build side: nothing matches); ``values`` is the
-    sorted distinct keys when the build side has at most
-    :data:`EXACT_SET_MAX_ROWS` rows, else None (the range only).
+    (None for an empty build side: nothing matches). The set: integer keys
+    spanning at most :data:`_TABLE_MAX_SPAN` values (dense keys, whatever
+    the build's size: every TPC-H and TPC-DS key) become a table of flags,
+    one byte a value; sparser keys, and strings, are kept as their sorted
+    distinct values (``values``) when the build side has at most
+    :data:`EXACT_SET_MAX_ROWS` rows; else only the range is tested.
     """
 
-    def __init__(self, column: str, kind: str, low: Any, high: Any, values: Any, join_id: str = ""):
+    def __init__(self, column: str, kind: str, low: Any, high: Any, values: Any, join_id: str = "",
+                 flags: np.ndarray | None = None):
         self.column = column
         self.kind = kind
         self.low = low
         self.high = high
         self.values = values  # np.int64 array ("int") or a sorted Python list of str ("string"), or None
         self.join_id = join_id
-        self._flags = None
+        self._flags = flags  # flags[key - low], one False past the last: a key outside the range reads that one
         self._value_set = None
-        if values is not None and kind == "int" and len(values) and high - low < _TABLE_MAX_SPAN:
-            # flags[key - low], one False past the last: a key outside the range reads that one
+        if flags is None and values is not None and kind == "int" and len(values) and high - low < _TABLE_MAX_SPAN:
             flags = np.zeros(high - low + 2, dtype=np.bool_)
             flags[values - low] = True
             self._flags = flags
@@ -192,12 +198,24 @@ class JoinKeyFilter:
         """Return True when no probe key can match (the build side has no non-NULL key)."""
         return self.low is None
 
+    @property
+    def is_exact(self) -> bool:
+        """Return True when the filter tests the build's key set, not only its range."""
+        return self._flags is not None or self.values is not None
+
     def describe(self) -> str:
         """Return the filter in words, for logs and tests."""
         if self.is_empty:
             return f"{self.column}: nothing"
-        count = "" if self.values is None else f", {len(self.values)} values"
+        values = self._sorted_values()
+        count = "" if values is None else f", {len(values)} values"
         return f"{self.column} in [{self.low}, {self.high}]{count}"
+
+    def _sorted_values(self):
+        """Return the sorted distinct keys (from the flags, once), or None when only the range is known."""
+        if self.values is None and self._flags is not None:
+            self.values = np.flatnonzero(self._flags).astype(np.int64) + self.low
+        return self.values
 
     @classmethod
     def of_build_keys(cls, device: "Device", key: "Column", column: str, kind: str, join_id: str = "") -> "JoinKeyFilter":
@@ -213,13 +231,19 @@ class JoinKeyFilter:
         exact = len(array) <= EXACT_SET_MAX_ROWS
         if kind == "int":
             numbers = _int64_values(array)[0]
+            low, high = int(numbers.min()), int(numbers.max())
+            if high - low < _TABLE_MAX_SPAN:  # dense keys: a flag a value, set in one pass
+                flags = np.zeros(high - low + 2, dtype=np.bool_)
+                flags[numbers - low] = True
+                return cls(column, kind, low, high, None, join_id, flags)
             if exact:  # sorted distinct keys (a sort and a compare: numpy's hash-based unique was 10x slower here)
                 values = np.sort(numbers)
                 values = values[np.concatenate(([True], values[1:] != values[:-1]))]
-                return cls(column, kind, int(values[0]), int(values[-1]), values, join_id)
-            return cls(column, kind, int(numbers.min()), int(numbers.max()), None, join_id)
-        if exact:
-            values = sorted(pc.unique(array).to_pylist())
+                return cls(column, kind, low, high, values, join_id)
+            return cls(column, kind, low, high, None, join_id)
+        distinct = pc.unique(array) if exact else None
+        if distinct is not None and len(distinct) <= STRING_SET_MAX_VALUES:
+            values = sorted(distinct.to_pylist())
             return cls(column, kind, values[0], values[-1], values, join_id)
         bounds = pc.min_max(array)
         return cls(column, kind, bounds["min"].as_py(), bounds["max"].as_py(), None, join_id)
@@ -239,13 +263,14 @@ class JoinKeyFilter:
             return True
         if maximum < self.low or minimum > self.high:
             return False
-        if self.values is None:
+        values = self._sorted_values()
+        if values is None:
             return True
         if self.kind == "int":
-            at = int(np.searchsorted(self.values, minimum, side="left"))
+            at = int(np.searchsorted(values, minimum, side="left"))
         else:
-            at = bisect.bisect_left(self.values, minimum)
-        return at < len(self.values) and self.values[at] <= maximum
+            at = bisect.bisect_left(values, minimum)
+        return at < len(values) and values[at] <= maximum
 
     # ------------------------------------------------------------------ rows
     def mask(self, array: pa.Array | pa.ChunkedArray) -> np.ndarray:

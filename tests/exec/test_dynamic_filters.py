@@ -223,3 +223,38 @@ def test_a_filter_that_drops_few_rows_stops_testing_rows(device_name, files, ref
     sql = "SELECT k, v FROM fact WHERE v IN (SELECT mv FROM most)"
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
     assert _scan_counts(session) == (0, 1)
+
+
+def test_key_filter_tests_exactly_at_the_edges():
+    """Flags (dense keys), a sorted set (sparse keys) and a range (no set) agree with plain membership, at int64's
+    extremes, for dates against row-group statistics, and for dictionary-encoded strings with NULLs."""
+    import datetime
+
+    import numpy as np
+
+    from gpu_engine.device import get_device
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.exec.dynamic_filters import JoinKeyFilter
+
+    device = get_device("cpu")
+    lowest, highest = -2**63, 2**63 - 1
+    probe = pa.array([lowest, -7, -6, 0, 5, 6, 7, 10**12, highest, None], pa.int64())
+    for keys in ([-6, 5, 6, None], [-6, 5, 10**12], [lowest, highest]):
+        key_filter = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(keys, pa.int64()), device), "k", "int")
+        expected = [value is not None and value in keys for value in probe.to_pylist()]
+        assert key_filter.mask(probe).tolist() == expected, key_filter.describe()
+    for low, high in ((-6, 10**12), (lowest, highest), (lowest, -7), (7, highest)):  # the range alone
+        expected = [value is not None and low <= value <= high for value in probe.to_pylist()]
+        assert JoinKeyFilter("k", "int", low, high, None).mask(probe).tolist() == expected, (low, high)
+    dense = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array([3, 9], pa.int64()), device), "k", "int")
+    assert dense.is_exact and not dense.may_match(4, 8) and dense.may_match(4, 9) and not dense.may_match(10, 20)
+    sparse = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array([0, 10**10]), device), "k", "int")
+    assert sparse.is_exact and not sparse.may_match(1, 10**10 - 1) and sparse.may_match(-5, 0)
+    day = datetime.date(1995, 3, 15)
+    dates = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array([day], pa.date32()), device), "d", "int")
+    assert dates.may_match(day, day) and not dates.may_match(day + datetime.timedelta(days=1), datetime.date(2000, 1, 1))
+    assert dates.mask(pa.array([day, None, datetime.date(1995, 3, 16)], pa.date32())).tolist() == [True, False, False]
+    words = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(["b", "d", None]), device), "s", "string")
+    probe_words = pa.array(["a", "b", None, "d", "e", "b"]).dictionary_encode()
+    assert words.mask(probe_words).tolist() == [False, True, False, True, False, True]
+    assert not words.may_match("bb", "cz") and words.may_match("c", "d") and words.may_match(1, 2)  # no conclusion
