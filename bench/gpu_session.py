@@ -254,7 +254,8 @@ if device == "cuda":
         facts["compute_capability"] = cupy.cuda.Device().compute_capability
     except Exception as error:
         facts["compute_capability"] = f"unknown: {type(error).__name__}: {error}"
-from gpu_engine.kernels.ptx_cache import ptx_cache_directory
+from gpu_engine.kernels.ptx_cache import _toolchain, ptx_cache_directory
+facts["ptx_toolchain"] = _toolchain()  # part of every PTX cache key: PTX compiled ahead must be keyed the same
 ptx = ptx_cache_directory()
 facts["ptx_cache"] = str(ptx)
 facts["ptx_cached"] = len(list(ptx.glob("*.ptx"))) if ptx.is_dir() else 0
