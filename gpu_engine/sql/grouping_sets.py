@@ -148,7 +148,7 @@ def _grouping_sets(group: list[exp.Expression]) -> list[list[exp.Expression]]:
 
 def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: list[exp.Expression],
                        aggregates: list[exp.Expression], trees: list[exp.Expression], select: exp.Select):
-    """Plan the GroupId, the aggregation and the ``grouping()`` columns; return what ``_aggregate`` returns.
+    """Plan the GroupId, the aggregation and the ``grouping()`` columns; return what ``plan_aggregation`` returns.
 
     That is the aggregated relation, the replacements (SQL text of a key, an
     aggregate or a ``grouping()`` call -> its column) and the columns of the

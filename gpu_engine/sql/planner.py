@@ -46,7 +46,6 @@ apply to SQL-planned queries as to hand-written plans.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Mapping
 
 from sqlglot import exp
@@ -54,29 +53,26 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
-from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
-from gpu_engine.sql.join_ordering import join_greedy, join_in_order
-from gpu_engine.sql.mark_joins import with_mark_joins
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
+from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
 from gpu_engine.sql.decorrelation import (
-    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, scalar_relation, semi_join,
-    single_alias, subquery_select,
+    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
+    subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
-from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
-from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
+from gpu_engine.sql.join_ordering import join_greedy, join_in_order
+from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
-from gpu_engine.sql.predicates import (
-    conjuncts_of, defined_aliases, factor_or, filtered, free_columns, has_subquery, pushed_down,
-)
+from gpu_engine.sql.predicates import conjuncts_of, factor_or, filtered, free_columns, has_subquery, pushed_down
 from gpu_engine.sql.renaming import aliased
-from gpu_engine.sql.values_lists import plan_values
-from gpu_engine.sql.windows import check_window_positions, extract_windows, is_window_function, plan_windows
+from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
+from gpu_engine.sql.values_lists import plan_values
+from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
 
 __all__ = ["QueryPlanner"]
 
-_AGGREGATES = SQL_AGGREGATES  # the aggregate nodes the engine computes (gpu_engine.plans.sql_aggregates)
 #: SELECT clauses the planner reads (``hint``: optimizer hints, which never change a result); any other is refused.
 _PLANNED_SELECT_CLAUSES = {"expressions", "from_", "joins", "where", "group", "having", "order", "limit", "offset",
                            "distinct", "with_", "hint", "qualify"}
@@ -86,39 +82,6 @@ _SELECT_CLAUSE_NAMES = {
     "locks": "FOR UPDATE / FOR SHARE", "into": "SELECT ... INTO", "laterals": "LATERAL VIEW",
     "match": "MATCH_RECOGNIZE", "kind": "SELECT AS STRUCT/VALUE", "exclude": "EXCLUDE", "for_": "FOR",
 }
-
-
-def _aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
-    """Return the aggregate calls of ``tree`` itself, not those of subqueries nested in it."""
-    out, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, _AGGREGATES):
-            out.append(node)
-            continue
-        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select) and node is not tree):
-            continue
-        stack.extend(node.iter_expressions())
-    return out
-
-
-def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
-    """Refuse an aggregate call with an argument or clause the engine would otherwise drop.
-
-    ``max(v, 2)`` (DuckDB: the two largest values, as a list) parses as ``max``
-    with a ``count``; ``count(a, b)`` has more ``expressions``; ``sum(a ORDER BY b)``
-    wraps its argument in an ORDER BY.
-    """
-    name = aggregate.sql_name().lower()
-    if isinstance(aggregate.this, exp.Order) and not takes_order(aggregate):
-        raise unsupported(f"ORDER BY inside {name}(...)", aggregate)
-    for key, value in aggregate.args.items():
-        if key == "big_int" or not value or allowed_argument(aggregate, key):
-            continue
-        if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
-            raise unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
-                               f"{name} takes one argument", aggregate)
-        raise unsupported(f"{name}(...) with more than one argument", aggregate)
 
 
 def _fetch_with_ties(clause: exp.Expression | None) -> bool:
@@ -356,47 +319,25 @@ class QueryPlanner(PlanningContext):
         # Windows run after aggregation: each becomes a placeholder column; the aggregates inside them count.
         qualify = select.args["qualify"].this if select.args.get("qualify") else None  # filters window results
         projections, [*order_trees, qualify], windows, window_inputs = extract_windows(
-            self, projections, order_trees + [with_output_names_resolved(qualify, projections)], _AGGREGATES)
+            self, projections, order_trees + [with_output_names_resolved(qualify, projections)], SQL_AGGREGATES)
         if qualify is not None and not windows:
             raise unsupported("QUALIFY without a window function (filter with WHERE or HAVING)", select.args["qualify"])
         trees = (projections + ([having] if having is not None else []) + [t for t in order_trees if t is not None]
                  + window_inputs + ([qualify] if qualify is not None else []))
-        for t in trees:
-            for node in t.find_all(exp.AggFunc):
-                if not isinstance(node, (*_AGGREGATES, *GROUPING_CALLS)) and not is_window_function(node):
-                    raise unsupported(unsupported_aggregate_text(node), node)
-        aggregates = [a for t in trees for a in _aggregates_of(t)]
-        for a in aggregates:
-            if any(isinstance(inner, _AGGREGATES) for inner in a.walk() if inner is not a):
-                raise unsupported("an aggregate inside an aggregate", a)
-            _check_aggregate_arguments(a)
+        aggregates = aggregate_calls(trees)
         for ordered in order:
             if ordered.args.get("with_fill"):
                 raise unsupported("ORDER BY ... WITH FILL", ordered)
-        replacements: dict[str, str] = {}
-        columns = relation.columns
-        if having is not None and not group and not aggregates:  # HAVING makes the query one group (DuckDB)
-            column = next((c for t in trees for c in free_columns(t)), None)
-            if column is not None:
-                line, col = position_of(column)
-                raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
-                               "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
-            raise unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
-        if uses_grouping_sets(group, trees, select):
-            relation, replacements, columns = plan_grouping_sets(self, relation, group, aggregates, trees, select)
-        elif group or aggregates:
-            relation, replacements, columns = self._aggregate(relation, group, aggregates, select)
-        if having is not None:
-            relation = self._post_filter(relation, having, columns, replacements, ctes)
+        relation, replacements, columns = plan_group_by(self, relation, select, group, aggregates, trees, having, ctes)
         if windows:
             relation, columns = plan_windows(self, relation, windows, columns, replacements)
         if qualify is not None:
-            relation = self._post_filter(relation, qualify, columns, replacements, ctes)
+            relation = post_filter(self, relation, qualify, columns, replacements, ctes)
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
         outputs, exprs, texts = [], [], []  # texts: each renamed expression's SQL, to find an ORDER BY key among them
         for p, name in zip(projections, output_names):
             tree = p.this if isinstance(p, exp.Alias) else p
-            tree, relation, columns = self._scalar_subqueries(tree, relation, columns, ctes)
+            tree, relation, columns = join_scalar_subqueries(self, tree, relation, columns, ctes)
             renamed = self._renamed(tree, columns, replacements)
             outputs.append(name)
             exprs.append(renamed)
@@ -477,127 +418,3 @@ class QueryPlanner(PlanningContext):
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise unsupported(f"{what} other than an integer constant", clause)
         return int(value.this)
-
-    def _aggregate(self, relation: Relation, group: list[exp.Expression], aggregates: list[exp.Expression],
-                   select: exp.Select):
-        """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results."""
-        replacements: dict[str, str] = {}
-        key_names: list[str] = []
-        key_columns: dict[tuple[str, str], str] = {}
-        pre = []  # projections ahead of the aggregation, when a key is an expression
-        for key in group:
-            if isinstance(key, exp.Literal):
-                raise unsupported("GROUP BY a constant", key)
-            text = key.sql()
-            if text in replacements:
-                continue
-            if isinstance(key, exp.Column):
-                name = relation.columns.get((key.table, key.name))
-                if name is None:
-                    line, col = position_of(key)
-                    raise SqlError(f"column {key.sql()} is not available", line=line, col=col)
-                key_columns[(key.table, key.name)] = name
-            else:
-                name = self._fresh(f"$key{len(key_names)}")
-                pre.append(aliased(self._renamed(key, relation.columns), name))
-            replacements[text] = name
-            key_names.append(name)
-        calls, names = [], []
-        kinds: dict[str | None, list[str]] = {}  # DISTINCT argument (None: not DISTINCT) -> its calls
-        for aggregate in aggregates:
-            text = aggregate.sql()
-            if text in replacements:
-                continue
-            name = self._fresh(f"${aggregate.key}{len(names)}")
-            call = aliased(self._renamed(aggregate, relation.columns), name)
-            calls.append(call)
-            names.append(name)
-            replacements[text] = name
-            argument = aggregate.this
-            kinds.setdefault(argument.sql() if isinstance(argument, exp.Distinct) else None, []).append(call)
-        if not key_names and len(kinds) > 1 and any(kind is not None for kind in kinds):
-            return self._split_global_aggregation(relation, list(kinds.values()), replacements, select)
-        node = relation.node
-        try:
-            builder = self._builder(node)
-            if pre:
-                passthrough = [quoted(n) for n in node.output_schema.names]
-                builder = builder.project(passthrough + pre)
-            node = builder.aggregation([quoted(k) for k in key_names], calls).plan()
-        except PlanError as error:
-            raise self._plan_error(error, aggregates[0] if aggregates else group[0]) from None
-        if key_names:
-            ndv = 1.0
-            for k in key_names:
-                known = relation.stats[k].ndv if k in relation.stats else 0
-                ndv *= known or max(1.0, relation.rows / 10)
-            rows = max(1.0, min(relation.rows, ndv))
-        else:
-            rows = 1.0
-        stats = {k: relation.stats[k].capped(rows) for k in key_names if k in relation.stats}
-        aggregated = Relation(node, dict(key_columns), relation.aliases, rows, stats)
-        return aggregated, replacements, dict(key_columns)
-
-    def _clone(self, node: PlanNode) -> PlanNode:
-        """Return a copy of a plan subtree with fresh node ids (a second evaluation of the same input)."""
-        sources = tuple(self._clone(source) for source in node.sources)
-        return dataclasses.replace(node, id=self.ids.next_id(), sources=sources)
-
-    def _split_global_aggregation(self, relation: Relation, call_groups: list[list], replacements, select):
-        """Compute ``count(DISTINCT a), sum(b)`` without GROUP BY as one aggregation per DISTINCT argument.
-
-        Why: the aggregation operator runs DISTINCT as a group-by on the
-        argument first, which serves one argument at a time; each group of
-        calls aggregates its own evaluation of the input (planned again, as a
-        CTE referenced twice is) and the one-row results are cross joined.
-        """
-        node = None
-        try:
-            for number, calls in enumerate(call_groups):
-                source = relation.node if number == 0 else self._clone(relation.node)
-                part = self._builder(source).aggregation([], calls).plan()
-                if node is None:
-                    node = part
-                else:
-                    columns = list(node.output_schema.names) + list(part.output_schema.names)
-                    node = self._builder(node).nested_loop_join(part, columns).plan()
-        except PlanError as error:
-            raise self._plan_error(error, select) from None
-        return Relation(node, {}, relation.aliases, 1.0, {}), replacements, {}
-
-    def _scalar_subqueries(self, tree: exp.Expression, relation: Relation, columns, ctes):
-        """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""
-        subqueries = [s for s in tree.find_all(exp.Subquery)]
-        if not subqueries:
-            if has_subquery(tree):
-                raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
-            return tree, relation, columns
-        tree = tree.copy()
-        # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
-        # table in its FROM) went with it and is not a scalar subquery of this tree.
-        while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
-            select = subquery_select(subquery.this)
-            outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
-            if isinstance(select, exp.Select) and outer:
-                raise unsupported("a correlated subquery outside WHERE", subquery)
-            scalar, column = scalar_relation(self, subquery, ctes)
-            keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
-            try:
-                node = self._builder(relation.node).nested_loop_join(scalar.node, keep).plan()
-            except PlanError as error:
-                raise self._plan_error(error, subquery) from None
-            columns = {**columns, **scalar.columns}
-            relation = dataclasses.replace(relation, node=node, columns=columns)
-            if subquery is tree:
-                return column, relation, columns
-            subquery.replace(column)
-        return tree, relation, columns
-
-    def _post_filter(self, relation: Relation, having: exp.Expression, columns, replacements, ctes) -> Relation:
-        tree, relation, columns = self._scalar_subqueries(having, relation, columns, ctes)
-        try:
-            node = self._builder(relation.node).filter(self._renamed(tree, columns, replacements)).plan()
-        except PlanError as error:
-            raise self._plan_error(error, having) from None
-        rows = max(1.0, relation.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
-        return dataclasses.replace(relation, node=node, rows=rows)

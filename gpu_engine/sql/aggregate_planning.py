@@ -1,0 +1,246 @@
+"""Plan a SELECT's aggregation: GROUP BY and its aggregate calls, HAVING, and scalar subqueries outside WHERE.
+
+Why a module of its own: aggregation is where the SELECT's later clauses
+change what they can read — after it, SELECT, HAVING and ORDER BY see only
+grouping keys and aggregate results, which they find by their SQL text
+(the replacements). One single-step aggregation is planned (the executor
+splits it into partial and final steps across drivers); grouping sets go
+through :mod:`~gpu_engine.sql.grouping_sets`. An uncorrelated scalar
+subquery in SELECT or HAVING is cross joined as a one-row relation
+(:func:`~gpu_engine.sql.decorrelation.scalar_relation`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from gpu_engine.errors import PlanError
+from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
+from gpu_engine.sql.decorrelation import scalar_relation, subquery_select
+from gpu_engine.sql.errors import SqlError, position_of, unsupported
+from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
+from gpu_engine.sql.planning_context import Relation, quoted
+from gpu_engine.sql.predicates import defined_aliases, free_columns, has_subquery
+from gpu_engine.sql.renaming import aliased
+from gpu_engine.sql.windows import is_window_function
+
+if TYPE_CHECKING:
+    from gpu_engine.sql.planner import QueryPlanner
+
+__all__ = ["aggregates_of", "aggregate_calls", "plan_group_by", "plan_aggregation", "join_scalar_subqueries",
+           "post_filter"]
+
+
+def aggregates_of(tree: exp.Expression) -> list[exp.Expression]:
+    """Return the aggregate calls of ``tree`` itself, not those of subqueries nested in it."""
+    out, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, SQL_AGGREGATES):
+            out.append(node)
+            continue
+        if isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.Select) and node is not tree):
+            continue
+        stack.extend(node.iter_expressions())
+    return out
+
+
+def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
+    """Refuse an aggregate call with an argument or clause the engine would otherwise drop.
+
+    ``max(v, 2)`` (DuckDB: the two largest values, as a list) parses as ``max``
+    with a ``count``; ``count(a, b)`` has more ``expressions``; ``sum(a ORDER BY b)``
+    wraps its argument in an ORDER BY.
+    """
+    name = aggregate.sql_name().lower()
+    if isinstance(aggregate.this, exp.Order) and not takes_order(aggregate):
+        raise unsupported(f"ORDER BY inside {name}(...)", aggregate)
+    for key, value in aggregate.args.items():
+        if key == "big_int" or not value or allowed_argument(aggregate, key):
+            continue
+        if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
+            raise unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
+                               f"{name} takes one argument", aggregate)
+        raise unsupported(f"{name}(...) with more than one argument", aggregate)
+
+
+def aggregate_calls(trees: list[exp.Expression]) -> list[exp.Expression]:
+    """Return the aggregate calls of ``trees`` (not those of their subqueries), refusing those the engine lacks.
+
+    A function sqlglot parses as an aggregate the engine does not compute, an
+    aggregate inside an aggregate, or an argument the engine would drop
+    (:func:`_check_aggregate_arguments`) is refused by name.
+    """
+    for t in trees:
+        for node in t.find_all(exp.AggFunc):
+            if not isinstance(node, (*SQL_AGGREGATES, *GROUPING_CALLS)) and not is_window_function(node):
+                raise unsupported(unsupported_aggregate_text(node), node)
+    aggregates = [a for t in trees for a in aggregates_of(t)]
+    for a in aggregates:
+        if any(isinstance(inner, SQL_AGGREGATES) for inner in a.walk() if inner is not a):
+            raise unsupported("an aggregate inside an aggregate", a)
+        _check_aggregate_arguments(a)
+    return aggregates
+
+
+def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select, group: list[exp.Expression],
+                  aggregates: list[exp.Expression], trees: list[exp.Expression], having: exp.Expression | None, ctes):
+    """Plan GROUP BY (grouping sets too), the aggregates and HAVING over ``relation`` (the joined FROM items).
+
+    Return the relation, the replacements (SQL text of a key or an aggregate
+    -> its column) and the columns of the keys by ``(table alias, column)``,
+    through which the later clauses (windows, QUALIFY, SELECT, ORDER BY)
+    read the aggregated rows. Without GROUP BY or aggregates the relation
+    comes back as it is.
+    """
+    replacements: dict[str, str] = {}
+    columns = relation.columns
+    if having is not None and not group and not aggregates:  # HAVING makes the query one group (DuckDB)
+        column = next((c for t in trees for c in free_columns(t)), None)
+        if column is not None:
+            line, col = position_of(column)
+            raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
+                           "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
+        raise unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
+    if uses_grouping_sets(group, trees, select):
+        relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
+    elif group or aggregates:
+        relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select)
+    if having is not None:
+        relation = post_filter(planner, relation, having, columns, replacements, ctes)
+    return relation, replacements, columns
+
+
+def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.Expression],
+                     aggregates: list[exp.Expression], select: exp.Select):
+    """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results."""
+    replacements: dict[str, str] = {}
+    key_names: list[str] = []
+    key_columns: dict[tuple[str, str], str] = {}
+    pre = []  # projections ahead of the aggregation, when a key is an expression
+    for key in group:
+        if isinstance(key, exp.Literal):
+            raise unsupported("GROUP BY a constant", key)
+        text = key.sql()
+        if text in replacements:
+            continue
+        if isinstance(key, exp.Column):
+            name = relation.columns.get((key.table, key.name))
+            if name is None:
+                line, col = position_of(key)
+                raise SqlError(f"column {key.sql()} is not available", line=line, col=col)
+            key_columns[(key.table, key.name)] = name
+        else:
+            name = planner._fresh(f"$key{len(key_names)}")
+            pre.append(aliased(planner._renamed(key, relation.columns), name))
+        replacements[text] = name
+        key_names.append(name)
+    calls, names = [], []
+    kinds: dict[str | None, list[str]] = {}  # DISTINCT argument (None: not DISTINCT) -> its calls
+    for aggregate in aggregates:
+        text = aggregate.sql()
+        if text in replacements:
+            continue
+        name = planner._fresh(f"${aggregate.key}{len(names)}")
+        call = aliased(planner._renamed(aggregate, relation.columns), name)
+        calls.append(call)
+        names.append(name)
+        replacements[text] = name
+        argument = aggregate.this
+        kinds.setdefault(argument.sql() if isinstance(argument, exp.Distinct) else None, []).append(call)
+    if not key_names and len(kinds) > 1 and any(kind is not None for kind in kinds):
+        return _split_global_aggregation(planner, relation, list(kinds.values()), replacements, select)
+    node = relation.node
+    try:
+        builder = planner._builder(node)
+        if pre:
+            passthrough = [quoted(n) for n in node.output_schema.names]
+            builder = builder.project(passthrough + pre)
+        node = builder.aggregation([quoted(k) for k in key_names], calls).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, aggregates[0] if aggregates else group[0]) from None
+    if key_names:
+        ndv = 1.0
+        for k in key_names:
+            known = relation.stats[k].ndv if k in relation.stats else 0
+            ndv *= known or max(1.0, relation.rows / 10)
+        rows = max(1.0, min(relation.rows, ndv))
+    else:
+        rows = 1.0
+    stats = {k: relation.stats[k].capped(rows) for k in key_names if k in relation.stats}
+    aggregated = Relation(node, dict(key_columns), relation.aliases, rows, stats)
+    return aggregated, replacements, dict(key_columns)
+
+
+def _clone(planner: QueryPlanner, node: PlanNode) -> PlanNode:
+    """Return a copy of a plan subtree with fresh node ids (a second evaluation of the same input)."""
+    sources = tuple(_clone(planner, source) for source in node.sources)
+    return dataclasses.replace(node, id=planner.ids.next_id(), sources=sources)
+
+
+def _split_global_aggregation(planner: QueryPlanner, relation: Relation, call_groups: list[list], replacements, select):
+    """Compute ``count(DISTINCT a), sum(b)`` without GROUP BY as one aggregation per DISTINCT argument.
+
+    Why: the aggregation operator runs DISTINCT as a group-by on the
+    argument first, which serves one argument at a time; each group of
+    calls aggregates its own evaluation of the input (planned again, as a
+    CTE referenced twice is) and the one-row results are cross joined.
+    """
+    node = None
+    try:
+        for number, calls in enumerate(call_groups):
+            source = relation.node if number == 0 else _clone(planner, relation.node)
+            part = planner._builder(source).aggregation([], calls).plan()
+            if node is None:
+                node = part
+            else:
+                columns = list(node.output_schema.names) + list(part.output_schema.names)
+                node = planner._builder(node).nested_loop_join(part, columns).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, select) from None
+    return Relation(node, {}, relation.aliases, 1.0, {}), replacements, {}
+
+
+def join_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns, ctes):
+    """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""
+    subqueries = [s for s in tree.find_all(exp.Subquery)]
+    if not subqueries:
+        if has_subquery(tree):
+            raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
+        return tree, relation, columns
+    tree = tree.copy()
+    # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
+    # table in its FROM) went with it and is not a scalar subquery of this tree.
+    while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
+        select = subquery_select(subquery.this)
+        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
+        if isinstance(select, exp.Select) and outer:
+            raise unsupported("a correlated subquery outside WHERE", subquery)
+        scalar, column = scalar_relation(planner, subquery, ctes)
+        keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
+        try:
+            node = planner._builder(relation.node).nested_loop_join(scalar.node, keep).plan()
+        except PlanError as error:
+            raise planner._plan_error(error, subquery) from None
+        columns = {**columns, **scalar.columns}
+        relation = dataclasses.replace(relation, node=node, columns=columns)
+        if subquery is tree:
+            return column, relation, columns
+        subquery.replace(column)
+    return tree, relation, columns
+
+
+def post_filter(planner: QueryPlanner, relation: Relation, having: exp.Expression, columns, replacements,
+                ctes) -> Relation:
+    """Filter aggregated (or windowed) rows by HAVING or QUALIFY, its scalar subqueries cross joined first."""
+    tree, relation, columns = join_scalar_subqueries(planner, having, relation, columns, ctes)
+    try:
+        node = planner._builder(relation.node).filter(planner._renamed(tree, columns, replacements)).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, having) from None
+    rows = max(1.0, relation.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
+    return dataclasses.replace(relation, node=node, rows=rows)
