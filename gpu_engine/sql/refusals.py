@@ -51,7 +51,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
 
     Refused: substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
-    TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY, catalogs and schemas
+    TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY and their ORDER BY over a window, catalogs and schemas
     other than the session's, and zero-length quoted names.
     """
     met = []
@@ -77,6 +77,12 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
             raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
         elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
             raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")
+        elif isinstance(node, exp.Window) and isinstance(node.this, (exp.First, exp.Last)) \
+                and isinstance(node.this.this, exp.Order):
+            name = node.this.sql_name().lower()
+            raise _error(f"unsupported SQL: ORDER BY inside {name}(...) over a window; order the window instead "
+                         f"({name}_value(x) OVER (... ORDER BY y ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
+                         "FOLLOWING))", node, name)
         elif isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
                 and isinstance(node.this.this, exp.Order):
             name = node.this.sql_name().lower()

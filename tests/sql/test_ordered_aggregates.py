@@ -120,6 +120,8 @@ def test_any_value_is_a_value_of_its_group():
     ("SELECT k, last(v ORDER BY o, id) AS f FROM t GROUP BY k",
      "last(... ORDER BY ...) with more than one sort key is not supported"),
     ("SELECT k, first(DISTINCT v ORDER BY v) AS f FROM t GROUP BY k", "first(DISTINCT x ORDER BY ...)"),
+    ("SELECT id, last(v ORDER BY id) OVER (PARTITION BY k) AS f FROM t",
+     "ORDER BY inside last(...) over a window; order the window instead (last_value(x) OVER (... ORDER BY y"),
 ])
 def test_ordered_aggregate_forms_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
     with pytest.raises(SqlError) as raised:
