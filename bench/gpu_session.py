@@ -413,7 +413,7 @@ def step_tpch(session: Session, record: StepRecord, limit_s: float) -> None:
         return
     report = json.loads(reports[-1].read_text())
     record.details = tpch_totals(report)
-    record.headline = record.details["headline"]
+    record.headline = record.details["headline"] + (f" (PARTIAL: {report['partial']})" if report.get("partial") else "")
 
 
 def tpch_totals(report: dict) -> dict:

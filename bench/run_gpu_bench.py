@@ -115,8 +115,12 @@ def _cache_tables(session, tables: list[str], cached: dict[str, float]) -> str |
     return None
 
 
-def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> dict:
-    """Run every query on DuckDB and the engine's runners; return the report's results part."""
+def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery], after_query=None) -> dict:
+    """Run every query on DuckDB and the engine's runners; return the report's results part.
+
+    ``after_query(part)`` gets the results so far after each query (the report is written then, so a run
+    stopped at a time limit leaves the queries it finished).
+    """
     from gpu_engine import Session
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
 
@@ -171,6 +175,10 @@ def run_benchmark(args: argparse.Namespace, queries: list[BenchQuery]) -> dict:
         for runner in outcome.runners.values():
             _report(runner)
         results.append(outcome)
+        part = {"results": results, "explain": explain_text, "cache_seconds": cached, "jit": jit,
+                "device": next(iter(sessions.values())).device if sessions else None}
+        if after_query is not None and len(results) < len(queries):
+            after_query(part)
     return {"results": results, "explain": explain_text, "cache_seconds": cached, "jit": jit,
             "device": next(iter(sessions.values())).device if sessions else None}
 
@@ -263,6 +271,7 @@ def render_markdown(report: dict) -> str:
         "",
         f"Command: `{report['command']}`",
         "",
+        *([f"**Partial**: {report['partial']}.", ""] if report.get("partial") else []),
         f"Engine: device {settings['device']}, {settings['drivers']} drivers. DuckDB {facts.get('duckdb')}: "
         f"{settings['threads']} threads of this machine's CPUs ({facts['cpu_model']}), same Parquet files, same run. "
         f"Medians of {settings['runs']} runs after a first run (apart: JIT compilation, cold caches)"
@@ -357,38 +366,49 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     started = datetime.datetime.now()
-    outcome = run_benchmark(args, queries)
-    device_name = outcome["device"].name if outcome["device"] is not None else args.device
-    facts = _machine_facts(device_name)
-    report = {
-        "date": started.strftime("%Y-%m-%d %H:%M"),
-        "command": shlex.join(["python", "-m", "bench.run_gpu_bench", *argv]),
-        "settings": {"sf": args.sf, "runs": args.runs, "device": device_name, "drivers": args.drivers,
-                     "threads": args.threads, "queries": [q.name for q in queries], "modes": args.modes,
-                     "interleaved": not args.no_interleave},
-        "machine": facts,
-        "results": [{"query": r.query, "runners": {k: asdict(v) for k, v in r.runners.items()}}
-                    for r in outcome["results"]],
-        "targets": _targets(outcome["results"], device_name),
-        "cache_seconds": outcome["cache_seconds"],
-        "explain": outcome["explain"],
-        "jit": outcome["jit"],
-        "micro": json.loads(args.micro_json.read_text()) if args.micro_json and args.micro_json.exists() else None,
-    }
-    args.output_dir.mkdir(parents=True, exist_ok=True)
-    tag = args.tag or (f"gpu-{_slug(facts['device_name'])}" if device_name == "cuda" else f"{device_name}-{os.cpu_count()}core")
-    stem = f"{started:%Y-%m-%d}-{tag}-sf{args.sf:g}"
-    json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
-    chart = write_chart(args.output_dir / f"{stem}.png",
-                        f"gpu_engine on {facts['device_name']} vs DuckDB — TPC-H sf{args.sf:g}, {report['date']}",
-                        [q["query"] for q in report["results"]], medians_ms(report["results"], runner_order(report)))
-    if chart is not None:
-        report["chart"] = chart.name
-    _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
-    markdown = render_markdown(report)
-    _write_atomically(markdown_path, markdown)
-    print(f"wrote {json_path} and {markdown_path}", file=sys.stderr)
-    print(summary(markdown))
+    facts_of: dict[str, dict] = {}
+
+    def write(outcome: dict, final: bool) -> str:
+        device_name = outcome["device"].name if outcome["device"] is not None else args.device
+        facts = facts_of.setdefault(device_name, _machine_facts(device_name))
+        done = [r.query for r in outcome["results"]]
+        report = {
+            "date": started.strftime("%Y-%m-%d %H:%M"),
+            "command": shlex.join(["python", "-m", "bench.run_gpu_bench", *argv]),
+            "settings": {"sf": args.sf, "runs": args.runs, "device": device_name, "drivers": args.drivers,
+                         "threads": args.threads, "queries": [q.name for q in queries], "modes": args.modes,
+                         "interleaved": not args.no_interleave},
+            "machine": facts,
+            "results": [{"query": r.query, "runners": {k: asdict(v) for k, v in r.runners.items()}}
+                        for r in outcome["results"]],
+            "targets": _targets(outcome["results"], device_name),
+            "cache_seconds": outcome["cache_seconds"],
+            "explain": outcome["explain"],
+            "jit": outcome["jit"],
+            "micro": json.loads(args.micro_json.read_text()) if args.micro_json and args.micro_json.exists() else None,
+        }
+        if not final:
+            report["partial"] = f"{len(done)} of {len(queries)} queries so far (the run was still going)"
+        args.output_dir.mkdir(parents=True, exist_ok=True)
+        tag = args.tag or (f"gpu-{_slug(facts['device_name'])}" if device_name == "cuda"
+                           else f"{device_name}-{os.cpu_count()}core")
+        stem = f"{started:%Y-%m-%d}-{tag}-sf{args.sf:g}"
+        json_path, markdown_path = args.output_dir / f"{stem}.json", args.output_dir / f"{stem}.md"
+        if final:
+            chart = write_chart(args.output_dir / f"{stem}.png",
+                                f"gpu_engine on {facts['device_name']} vs DuckDB — TPC-H sf{args.sf:g}, {report['date']}",
+                                [q["query"] for q in report["results"]], medians_ms(report["results"], runner_order(report)))
+            if chart is not None:
+                report["chart"] = chart.name
+        _write_atomically(json_path, json.dumps(report, indent=2) + "\n")
+        markdown = render_markdown(report)
+        _write_atomically(markdown_path, markdown)
+        if final:
+            print(f"wrote {json_path} and {markdown_path}", file=sys.stderr)
+        return markdown
+
+    outcome = run_benchmark(args, queries, after_query=lambda part: write(part, final=False))
+    print(summary(write(outcome, final=True)))
     failed = any(r.error and not r.error.startswith("Session.cache") for q in outcome["results"]
                  for r in q.runners.values())
     return 1 if failed else 0
