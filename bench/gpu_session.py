@@ -312,6 +312,17 @@ def gpu_test_files(root: Path = REPO_ROOT) -> list[str]:
     return [name for _, name in sorted(found, key=lambda item: (-item[0], item[1]))]
 
 
+def test_files_from(text: str) -> list[str]:
+    """Return the files ``--test-files`` names: comma-separated, or ``@PATH``: a list, one a line, or a previous
+    call's ``tests.tsv``, of which the files that did not pass (failed, timed out, not started) are rerun."""
+    if not text.startswith("@"):
+        return [name for name in text.split(",") if name.strip()]
+    lines = [line for line in Path(text[1:]).read_text().splitlines() if line.strip()]
+    if lines and lines[0].startswith("file\tstatus"):
+        return [row.split("\t")[0] for row in lines[1:] if row.split("\t")[1] not in ("passed", "no gpu tests")]
+    return lines
+
+
 _PYTEST_COUNTS = re.compile(r"(\d+) (passed|failed|error|errors|skipped|deselected|xfailed|xpassed)")
 
 
@@ -327,7 +338,7 @@ def _pytest_counts(output: str) -> dict[str, int]:
 def step_tests(session: Session, record: StepRecord, limit_s: float) -> None:
     """Run ``pytest -m <marker>`` file by file, ``--workers`` processes at a time, each under ``--file-limit``."""
     args = session.args
-    files = args.test_files.split(",") if args.test_files else gpu_test_files()
+    files = test_files_from(args.test_files) if args.test_files else gpu_test_files()
     tsv = session.work / "tests.tsv"
     tsv.write_text("file\tstatus\tpassed\tfailed\terror\tskipped\tseconds\n")
     deadline = time.monotonic() + limit_s
@@ -562,7 +573,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--file-limit", type=float, default=None, help="seconds per test file (default 150)")
     parser.add_argument("--test-timeout", type=float, default=120, help="pytest-timeout per test (default 120)")
     parser.add_argument("--test-marker", default=None, help="pytest -m expression (default gpu; host devices: not slow)")
-    parser.add_argument("--test-files", default=None, help="comma-separated test files (default every device test file)")
+    parser.add_argument("--test-files", default=None,
+                        help="comma-separated test files, or @PATH: a list, or a previous tests.tsv whose files that "
+                             "did not pass are rerun (default every device test file)")
     parser.add_argument("--tpcds-sf", type=float, default=None, help="TPC-DS scale factor (default 1; --small 0.01)")
     parser.add_argument("--tpcds-queries", default=None, help="TPC-DS queries (default all; --small 3,7,42)")
     parser.add_argument("--tpcds-timeout", type=float, default=30.0, help="seconds per TPC-DS query run (default 30)")
