@@ -74,14 +74,17 @@ def _may_match(group, checks) -> bool:
 
 
 def select_rows(batch: pa.RecordBatch, filters: Sequence[JoinKeyFilter]) -> np.ndarray | None:
-    """Return the increasing ``int32`` rows of ``batch`` every filter keeps, or None when no filter reads it."""
+    """Return the increasing ``int32`` rows of ``batch`` every filter keeps, or None when they keep every row."""
     names = batch.schema.names
     mask = None
     for key_filter in filters:
         if key_filter.column in names:
             keep = key_filter.mask(batch.column(names.index(key_filter.column)))
             mask = keep if mask is None else mask & keep
-    return None if mask is None else np.flatnonzero(mask).astype(np.int32, copy=False)
+    if mask is None:
+        return None
+    rows = np.flatnonzero(mask)
+    return None if len(rows) == batch.num_rows else rows.astype(np.int32, copy=False)
 
 
 def filter_record_batches(batches: list[pa.RecordBatch], selections: Sequence[np.ndarray | None]) -> list[pa.RecordBatch]:
