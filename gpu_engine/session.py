@@ -127,7 +127,8 @@ class Session:
         cached = self._cached.get(name)
         if cached is None:
             cached = load_cached_table(self.table(name), self.device, self.config.scan_batch_rows(self.device),
-                                       self.config.scan_prefetch(self.device), self.config.scan_decode_pool_threads())
+                                       self.config.scan_prefetch(self.device),
+                                       self.config.scan_decode_pool_threads(self.device))
             self._cached[name] = cached
         return cached
 

@@ -19,7 +19,9 @@ decodes, like a session's kept driver threads.
 
 The size: ``EngineConfig.scan_decode_threads`` when set, else the
 ``GPU_ENGINE_DECODE_THREADS`` environment variable, else the machine's cores
-(``os.cpu_count()``) capped at :data:`MAX_DEFAULT_DECODE_THREADS`. ``0``
+(``os.cpu_count()``) capped at :data:`MAX_DEFAULT_DECODE_THREADS`, less, on a
+host device, the query's drivers (they run kernels on cores of their own
+while the pool decodes; on a GPU they mostly wait on the device). ``0``
 decodes on the scan's own thread, as before this pool.
 """
 
@@ -46,8 +48,12 @@ _pools: dict[int, ThreadPoolExecutor] = {}
 _pools_lock = threading.Lock()
 
 
-def default_decode_threads() -> int:
+def default_decode_threads(reserved: int = 0) -> int:
     """Return the decode threads when the config sets none: ``$GPU_ENGINE_DECODE_THREADS``, else the cores, capped.
+
+    ``reserved`` cores are left to threads that compute while the pool decodes (a ``cpu`` query's drivers,
+    which run kernels on their own threads): so the pool and the drivers never outnumber the cores, and a
+    query with a driver on every core decodes on its drivers' threads, as before the pool.
 
     Raises
     ------
@@ -64,7 +70,7 @@ def default_decode_threads() -> int:
         if threads < 0:
             raise DataSourceError(f"{DECODE_THREADS_VARIABLE} must be an integer of 0 or more, got {configured!r}")
         return threads
-    return max(1, min(_cores(), MAX_DEFAULT_DECODE_THREADS))
+    return max(0, min(_cores() - max(0, reserved), MAX_DEFAULT_DECODE_THREADS))
 
 
 @functools.lru_cache(maxsize=1)

@@ -164,7 +164,9 @@ class EngineConfig:
         chunks in parallel (:mod:`gpu_engine.connectors.decode_pool`), shared
         by every scan and driver, so decode threads never outnumber it.
         ``None`` (default): ``$GPU_ENGINE_DECODE_THREADS``, else the machine's
-        cores, at most 16; ``0`` decodes on the scan's own thread.
+        cores, at most 16, less one a driver on ``cpu`` and ``cuda-sim``
+        (drivers there compute on cores of their own); ``0`` decodes on the
+        scan's own thread.
     fuse
         Replace filter/project/aggregation stretches by fused operators that
         run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
@@ -255,11 +257,17 @@ class EngineConfig:
             return 1 << 11
         return 1 << 18
 
-    def scan_decode_pool_threads(self) -> int:
-        """Return the decode pool's threads: ``scan_decode_threads``, else the environment's or the machine's default."""
+    def scan_decode_pool_threads(self, device: Device | None = None, drivers: int = 1) -> int:
+        """Return the decode pool's threads for a scan on ``device`` (None: a GPU) run by ``drivers`` drivers.
+
+        ``scan_decode_threads`` when set, else the environment's or the machine's default, which on a
+        host device leaves a core to each driver (see :func:`~gpu_engine.connectors.decode_pool.default_decode_threads`).
+        """
         from gpu_engine.connectors.decode_pool import default_decode_threads
 
-        return default_decode_threads() if self.scan_decode_threads is None else self.scan_decode_threads
+        if self.scan_decode_threads is not None:
+            return self.scan_decode_threads
+        return default_decode_threads(0 if device is None or device.is_gpu else drivers)
 
     def scan_prefetch(self, device: Device, drivers: int = 1) -> int:
         """Return how many split pieces a TableScan on ``device`` run by ``drivers`` drivers decodes ahead.

@@ -24,6 +24,8 @@ def test_the_pool_size_follows_the_machine_and_the_variable(monkeypatch):
     assert default_decode_threads() == max(1, min(os.cpu_count() or 1, pools.MAX_DEFAULT_DECODE_THREADS))
     monkeypatch.setattr(pools, "_cores", lambda: 96)
     assert default_decode_threads() == pools.MAX_DEFAULT_DECODE_THREADS  # capped on a large host
+    monkeypatch.setattr(pools, "_cores", lambda: 8)
+    assert [default_decode_threads(reserved) for reserved in (0, 1, 3, 8, 9)] == [8, 7, 5, 0, 0]  # cores left to drivers
     monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, "3")
     assert default_decode_threads() == 3
     monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, "0")
@@ -101,12 +103,19 @@ def test_a_corrupt_chunk_raises_the_same_error_in_parallel(tmp_path):
 
 
 def test_the_engine_config_sets_the_pool_size(monkeypatch):
+    from gpu_engine.device import get_device
     from gpu_engine.exec.query_ctx import EngineConfig
 
+    cpu = get_device("cpu")
+    gpu = type("FakeGpu", (), {"is_gpu": True, "name": "cuda"})()
+    monkeypatch.setattr(pools, "_cores", lambda: 16)
+    assert EngineConfig().scan_decode_pool_threads(gpu, drivers=2) == 16  # drivers on a GPU wait on the device
+    assert EngineConfig().scan_decode_pool_threads(cpu, drivers=4) == 12  # a core to each cpu driver
+    assert EngineConfig().scan_decode_pool_threads(cpu, drivers=16) == 0  # every core has a driver: decode on them
     monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, "5")
-    assert EngineConfig().scan_decode_pool_threads() == 5  # the environment's when the config sets none
-    assert EngineConfig(scan_decode_threads=3).scan_decode_pool_threads() == 3
-    assert EngineConfig(scan_decode_threads=0).scan_decode_pool_threads() == 0
+    assert EngineConfig().scan_decode_pool_threads(cpu, drivers=4) == 5  # the environment's when the config sets none
+    assert EngineConfig(scan_decode_threads=3).scan_decode_pool_threads(cpu, drivers=16) == 3
+    assert EngineConfig(scan_decode_threads=0).scan_decode_pool_threads(gpu) == 0
     with pytest.raises(ValueError, match="scan_decode_threads must be 0 or more"):
         EngineConfig(scan_decode_threads=-1)
 
