@@ -24,7 +24,7 @@ __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
            "COVARIANCE_FUNCTIONS", "TWO_ARGUMENT_FUNCTIONS", "HOLISTIC_FUNCTIONS", "MOMENT_SUFFIXES",
            "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX", "HOLISTIC_AGGREGATES", "VALUE_LIST_FUNCTIONS", "ORDER_KEY_SUFFIX",
-           "QUANTILE_FUNCTIONS", "ORDERED_PICK_FUNCTIONS", "ROW_MARK_SUFFIX"]
+           "QUANTILE_FUNCTIONS", "ORDERED_PICK_FUNCTIONS", "ROW_MARK_SUFFIX", "picks_a_row"]
 
 AVG_COUNT_SUFFIX = "$count"
 #: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
@@ -90,14 +90,21 @@ def _state_suffixes(function: str) -> tuple[str, ...]:
     return ()
 
 
+def picks_a_row(function: str, second_type: pa.DataType | None) -> bool:
+    """Return True when ``function`` keeps a candidate row per group (:data:`ORDERED_PICK_FUNCTIONS`): ``first``/
+    ``last`` with ORDER BY, and ``arg_min``/``arg_max`` over keys no 64-bit word holds (strings, wide decimals)."""
+    return function in ORDERED_PICK_FUNCTIONS or (function in ("arg_min", "arg_max") and second_type is not None
+                                                  and not _is_orderable(second_type))
+
+
 def _extra_fields(function: str, name: str, second_type: pa.DataType | None) -> list[pa.Field]:
     """Return the intermediate columns after ``name`` (and ``name$high``) of the functions beyond the five."""
     fields = [pa.field(name + suffix, pa.float64()) for suffix in _state_suffixes(function)]
-    if function in ("arg_min", "arg_max"):
+    if function in ("arg_min", "arg_max") and not picks_a_row(function, second_type):
         fields.append(pa.field(name + ARG_KEY_SUFFIX, second_type))
     if function == "string_agg" and second_type is not None:
         fields.append(pa.field(name + ORDER_KEY_SUFFIX, second_type))
-    if function in ORDERED_PICK_FUNCTIONS:
+    if picks_a_row(function, second_type):
         fields += [pa.field(name + ORDER_KEY_SUFFIX, second_type), pa.field(name + ROW_MARK_SUFFIX, pa.bool_())]
     return fields
 
@@ -143,7 +150,8 @@ def _is_orderable(dtype: pa.DataType) -> bool:
         or pa.types.is_timestamp(dtype)
 
 
-def intermediate_names(function: str, input_type: pa.DataType | None, name: str) -> list[str]:
+def intermediate_names(function: str, input_type: pa.DataType | None, name: str,
+                       second_type: pa.DataType | None = None) -> list[str]:
     """Return the names of the intermediate columns of one aggregate, from its raw or intermediate input type."""
     names = [name]
     if _exact_sum(function, input_type):
@@ -151,10 +159,10 @@ def intermediate_names(function: str, input_type: pa.DataType | None, name: str)
     if function == "avg":
         names.append(name + AVG_COUNT_SUFFIX)
     names.extend(name + suffix for suffix in _state_suffixes(function))
-    if function in ("arg_min", "arg_max"):
-        names.append(name + ARG_KEY_SUFFIX)
-    if function in ORDERED_PICK_FUNCTIONS:
+    if picks_a_row(function, second_type):
         names += [name + ORDER_KEY_SUFFIX, name + ROW_MARK_SUFFIX]
+    elif function in ("arg_min", "arg_max"):
+        names.append(name + ARG_KEY_SUFFIX)
     return names
 
 
@@ -211,9 +219,9 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
         if not (_is_orderable(input_type) or is_string(input_type)):
             raise TypeError(f"{function} is not defined for values of {input_type} (numbers, dates, timestamps, "
                             "bools and strings are)")
-        if not _is_orderable(second_type):
-            raise TypeError(f"{function} is not defined for keys of {second_type} (numbers, dates, timestamps and "
-                            "bools are)")
+        if not (_is_orderable(second_type) or is_string(second_type) or is_decimal(second_type)):
+            raise TypeError(f"{function} is not defined for keys of {second_type} (numbers, decimals, dates, "
+                            "timestamps, bools and strings are)")
         return input_type
     if function in ("count_star", "count"):
         return pa.int64()
@@ -293,10 +301,10 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
         fields = intermediate_fields(call.function, input_type, name, None if call.second is None else call.second.dtype)
         first = fields[0]
         key = None
-        if call.function in ("arg_min", "arg_max") or (call.function == "string_agg" and call.second is not None):
-            key = ColumnRef(fields[-1].name, fields[-1].type)
-        elif call.function in ORDERED_PICK_FUNCTIONS:
+        if picks_a_row(call.function, None if call.second is None else call.second.dtype):
             key = ColumnRef(fields[1].name, fields[1].type)
+        elif call.function in ("arg_min", "arg_max") or (call.function == "string_agg" and call.second is not None):
+            key = ColumnRef(fields[-1].name, fields[-1].type)
         calls.append(dataclasses.replace(call, arg=ColumnRef(first.name, first.type), second=key))
     return tuple(calls)
 

@@ -126,7 +126,8 @@ def _join_key_layout(dtype: pa.DataType) -> object:
 
 def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
     """Return the columns a partial step emits for one aggregate (see ``AggregationNode``)."""
-    return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name)
+    return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name,
+                              None if aggregate.second is None else aggregate.second.dtype)
 
 
 def _distinct_kinds(calls: Sequence[AggregateCall]) -> int:

@@ -48,7 +48,7 @@ from gpu_engine.expressions.deferred_checks import defer_row_check
 from gpu_engine.expressions.numeric import as_float, as_words, narrowed, raise_at_first
 from gpu_engine.plans.aggregates import (
     ARG_KEY_SUFFIX, AVG_COUNT_SUFFIX, COMOMENT_SUFFIXES, COVARIANCE_FUNCTIONS, MOMENT_SUFFIXES, SUM_HIGH_SUFFIX,
-    VARIANCE_FUNCTIONS,
+    VARIANCE_FUNCTIONS, picks_a_row,
 )
 from gpu_engine.plans.expressions import AggregateCall
 
@@ -1015,6 +1015,8 @@ def aggregate_function(call: AggregateCall, name: str, raw_input: bool, output_t
     if reason is not None:
         raise NotImplementedError(reason)
     factory = _FUNCTIONS.get(call.function)
+    if picks_a_row(call.function, None if call.second is None else call.second.dtype):
+        factory = None  # arg_min/arg_max over string or wide decimal keys keep a candidate row (ordered_pick)
     if factory is None:  # the holistic ones subclass this module's AggregateFunction: imported when asked for
         from gpu_engine.aggregation.holistic import VALUE_LIST_CLASSES
         from gpu_engine.aggregation.ordered_pick import ORDERED_PICK_CLASSES

@@ -14,6 +14,10 @@ first (``first``) or last (``last``) row of each group's run. The first of the
 groups' first rows is the first of all rows, so candidates merge by the same
 cut across batches, drivers and partial/final steps.
 
+``arg_min(x, y)``/``arg_max(x, y)`` over keys no 64-bit word holds (strings, decimals of more than 18 digits)
+are the same pick (the least/greatest key first) over the rows whose ``x`` and ``y`` are both non-NULL, as
+DuckDB skips the others: such a row gets a NULL mark.
+
 Partial steps emit each group's candidate on its first row (``name``,
 ``name$order`` and the mark ``name$row``; the other rows of a group that other
 value lists spread are NULL there): the mark tells a candidate whose ``x`` and
@@ -28,7 +32,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from gpu_engine.aggregation.functions import AggregateState
+from gpu_engine.aggregation.functions import AggregateState, _pair_validity
 from gpu_engine.aggregation.holistic import ValueList, _group_order, _with_null_row
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
@@ -49,6 +53,16 @@ class OrderedPick(ValueList):
         return self.call.function == "last"
 
     @property
+    def descending(self) -> bool:
+        """Return True when the key sorts descending (``arg_max``: the greatest key first)."""
+        return self.call.descending or self.call.function == "arg_max"
+
+    @property
+    def skips_nulls(self) -> bool:
+        """Return True for ``arg_min``/``arg_max``, which skip rows whose value or key is NULL (as DuckDB)."""
+        return self.call.function in ("arg_min", "arg_max")
+
+    @property
     def input_columns(self) -> tuple[str, ...]:
         return tuple(name for name, _ in self.intermediate_columns())
 
@@ -58,7 +72,8 @@ class OrderedPick(ValueList):
 
     def update_rows(self, device, state, group_ids, columns):
         xp = device.xp
-        mark = Column(pa.bool_(), xp.ones(int(group_ids.shape[0]), dtype=xp.bool_))
+        skipped = _pair_validity(device, columns) if self.skips_nulls else None  # a NULL mark drops the row
+        mark = Column(pa.bool_(), xp.ones(int(group_ids.shape[0]), dtype=xp.bool_), skipped)
         self._keep(device, state, group_ids, [mark] + list(columns))
         self._cut_when_due(device, state)
 
@@ -79,7 +94,7 @@ class OrderedPick(ValueList):
             return None
         xp = device.xp
         group_ids, (mark, value, key) = kept
-        order, _ = _group_order(device, group_ids, 1 << 40, [key], [not self.call.descending],
+        order, _ = _group_order(device, group_ids, 1 << 40, [key], [not self.descending],
                                 [self.call.nulls_first])
         order = order.astype(xp.int64)
         sorted_groups = group_ids[order]
@@ -120,4 +135,4 @@ class OrderedPick(ValueList):
 
 
 #: The classes by engine function name (looked up by :func:`gpu_engine.aggregation.functions.aggregate_function`).
-ORDERED_PICK_CLASSES = {"first": OrderedPick, "last": OrderedPick}
+ORDERED_PICK_CLASSES = {"first": OrderedPick, "last": OrderedPick, "arg_min": OrderedPick, "arg_max": OrderedPick}

@@ -290,7 +290,6 @@ REFUSED_SQL = [
     ("SELECT list(v_int) FROM t", "list", "returns a list"),
     ("SELECT stddev(k_str) FROM t", "stddev", "not defined for string"),
     ("SELECT bit_or(v_float) FROM t", "bit_or", "integer"),
-    ("SELECT arg_min(v_int, k_str) FROM t", "arg_min", "not defined for keys of string"),
 ]
 
 

@@ -3,7 +3,7 @@
 Checked: ``first(x ORDER BY y)``/``last(x ORDER BY y)`` (ASC/DESC, NULLS FIRST/LAST, a NULL ``x`` on the
 picked row, string/decimal/date/bool values and keys, groups whose keys are all NULL but one row, no GROUP BY,
 empty input, beside value lists that spread a partial step's rows), ``arg_min``/``arg_max``/``min_by``/``max_by``
-and ``any_value`` (a member of its group's values); at 1 driver with large batches and 2 drivers over
+(string keys too) and ``any_value`` (a member of its group's values); at 1 driver with large batches and 2 drivers over
 batches of 3 rows (partial and final steps), the candidates cut down every few rows, and on the simulator at one
 setting. The keys never tie within a group (DuckDB's pick among ties is its scan order, which a parallel engine
 does not have). Refusals name the construct and its position.
@@ -48,9 +48,11 @@ QUERIES = [
     "SELECT first(v ORDER BY o) AS f, last(s ORDER BY id) AS l FROM e",
     "SELECT k, arg_min(v, id) AS a, arg_max(s, id) AS b, min_by(d, o) AS c, max_by(dt, o) AS e FROM t GROUP BY k",
     "SELECT arg_min(s, d) AS a, max_by(v, dt) AS b FROM t",
+    # string keys: a candidate row per group, rows with a NULL value or key skipped
+    "SELECT k, arg_max(id, s) AS a, min_by(v, s) AS b, arg_min(dt, s) AS c FROM t GROUP BY k",
     "SELECT k, arg_max(v, o) FILTER (WHERE o < 5) AS a FROM t GROUP BY k",
 ]
-SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4]]
+SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10]]
 
 
 @pytest.fixture(scope="module")
