@@ -353,7 +353,7 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         order, argument = argument.expressions, argument.this
     distinct = isinstance(argument, exp.Distinct)
     if distinct:
-        if function in ORDERED_PICK_FUNCTIONS:  # DuckDB's answer is any row of the first key: no DISTINCT to apply
+        if function in ORDERED_PICK_FUNCTIONS:  # DuckDB orders DISTINCT values by the argument only
             raise PlanError(f"{function}(DISTINCT x ORDER BY ...) is not supported; DISTINCT does not change "
                             f"which row is {function}: write {function}(x ORDER BY ...)", node=node, column=text)
         if len(argument.expressions) != 1:

@@ -68,7 +68,8 @@ class OrderedPick(ValueList):
 
     def intermediate_columns(self) -> list[tuple[str, pa.DataType]]:
         """Return the names and types of the columns a partial step emits: ``x``, ``y`` and the row mark."""
-        return [(self.name, self.output_type), (self.name + ORDER_KEY_SUFFIX, self.call.second.dtype), (self.name + ROW_MARK_SUFFIX, pa.bool_())]
+        return [(self.name, self.output_type), (self.name + ORDER_KEY_SUFFIX, self.call.second.dtype),
+                (self.name + ROW_MARK_SUFFIX, pa.bool_())]
 
     def update_rows(self, device, state, group_ids, columns):
         xp = device.xp
