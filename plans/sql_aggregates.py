@@ -50,7 +50,8 @@ _BY_NODE_NAMES: dict[str, type] = {
 _PARAMETER_ARGUMENT = {exp.PercentileCont: "expression", exp.PercentileDisc: "expression", exp.Quantile: "quantile",
                        exp.ApproxQuantile: "quantile", exp.GroupConcat: "separator"}
 #: Anonymous functions (as sqlglot parses them) that are aggregates: the node of the same function.
-_ANONYMOUS: dict[str, type] = {"arbitrary": exp.First, "product": exp.AnonymousAggFunc}
+_ANONYMOUS: dict[str, type] = {"arbitrary": exp.First, "product": exp.AnonymousAggFunc,
+                               "every": exp.LogicalAnd, "some": exp.LogicalOr}  # (Spark's bool_and/bool_or)
 #: Anonymous aggregates (:class:`sqlglot.exp.AnonymousAggFunc`) by name -> the engine's function.
 _ANONYMOUS_AGGREGATES = {"product": "product"}
 
@@ -221,6 +222,10 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             if kind is exp.AnonymousAggFunc:
                 return kind(this=str(node.this).lower(), expressions=[arguments[0].copy()])
             return kind(this=arguments[0].copy())
+        value = node.this if isinstance(node, exp.IgnoreNulls) else node
+        if dialect == "spark" and isinstance(value, (exp.FirstValue, exp.LastValue)) \
+                and node.find_ancestor(exp.Window) is None:  # Spark's aggregate first_value/last_value: first/last
+            return (exp.First if isinstance(value, exp.FirstValue) else exp.Last)(this=value.this.copy())
         if isinstance(node, exp.IgnoreNulls) and isinstance(node.this, (exp.AnyValue, exp.First, exp.Last)) \
                 and not isinstance(node.this.this, exp.Order):  # (first(x ORDER BY y) counts NULL x: refused)
             return node.this.copy()

@@ -129,3 +129,20 @@ def test_ordered_aggregate_forms_the_engine_does_not_plan_are_refused_with_their
     with pytest.raises(SqlError) as raised:
         _session("cpu", 1, 1000).sql(sql)
     assert message in str(raised.value) and raised.value.line == 1 and raised.value.column_number is not None
+
+
+def test_spark_spellings_of_bool_aggregates_and_first_values(reference):
+    """Spark's ``every``/``some`` are ``bool_and``/``bool_or`` (they failed as "column t.b is not available
+    here"); its aggregate ``first_value(x)``/``last_value(x, true)`` are any value of the group (non-NULL with
+    ``true``), as ``first``/``last``."""
+    session = _session("cpu", 2, 3)
+    got = session.sql("SELECT k, every(b) AS e, some(b) AS s FROM t GROUP BY k", dialect="spark")
+    expected = duckdb_table(reference, "SELECT k, bool_and(b) AS e, bool_or(b) AS s FROM t GROUP BY k")
+    problem = rows_mismatch(got, expected)
+    assert problem is None, problem
+    rows = session.sql("SELECT k, first_value(v) AS f, last_value(s, true) AS l FROM t GROUP BY k",
+                       dialect="spark").to_pylist()
+    for row in rows:
+        members = [r for r in T.to_pylist() if r["k"] == row["k"]]
+        assert row["f"] in {r["v"] for r in members}
+        assert row["l"] in {r["s"] for r in members if r["s"] is not None} or all(r["s"] is None for r in members)
