@@ -64,7 +64,7 @@ def _check_aggregate_arguments(aggregate: exp.Expression) -> None:
             continue
         if key == "count" and isinstance(aggregate, (exp.Min, exp.Max)):
             raise unsupported(f"{name}(x, n) (the n {'largest' if name == 'max' else 'smallest'} values); "
-                               f"{name} takes one argument", aggregate)
+                              f"{name} takes one argument", aggregate)
         raise unsupported(f"{name}(...) with more than one argument", aggregate)
 
 

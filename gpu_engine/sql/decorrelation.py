@@ -66,7 +66,7 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
     for key, value in clauses.items():
         if key not in PARENTHESIZED_QUERY_CLAUSES:
             raise unsupported(f"{key.upper()} after a parenthesized query", value if isinstance(value, exp.Expression)
-                               else tree)
+                              else tree)
     inner = subquery_select(tree.this)
     if not isinstance(inner, (exp.Select, exp.SetOperation)):
         raise unsupported(f"{inner.key.upper()} after a parenthesized query", inner)
@@ -189,7 +189,7 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
             _scalar_comparison(planner, tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
             return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
-                       "comparisons with a scalar subquery are planned)", conjunct)
+                      "comparisons with a scalar subquery are planned)", conjunct)
 
 
 def split_correlated(select: exp.Select, outer_aliases: set[str]):
@@ -288,8 +288,8 @@ def _semi_relation(planner: QueryPlanner, join_type, select, inner, local, keys,
         return node
 
     return SemiJoin(join_type, relation,
-                     [(outer.copy(), to_sub(inner_column.copy())) for outer, inner_column in keys],
-                     [o.copy().transform(to_sub) for o in others], conjunct)
+                    [(outer.copy(), to_sub(inner_column.copy())) for outer, inner_column in keys],
+                    [o.copy().transform(to_sub) for o in others], conjunct)
 
 
 def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
@@ -311,7 +311,7 @@ def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_alias
         relation = Relation(relation.node, {(alias, name): internal}, frozenset([alias]), relation.rows,
                             relation.stats)
         return SemiJoin("null_aware_anti" if negated else "left_semi", relation,
-                         [(tree.this.copy(), exp.column(name, table=alias))], [], conjunct, early=True)
+                        [(tree.this.copy(), exp.column(name, table=alias))], [], conjunct, early=True)
     if negated:
         raise unsupported("NOT IN over a correlated subquery (write NOT EXISTS)", tree)
     value = select.expressions[0]

@@ -64,7 +64,7 @@ from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
-from gpu_engine.sql.predicates import conjuncts_of, factor_or, filtered, free_columns, has_subquery, pushed_down
+from gpu_engine.sql.predicates import filtered, free_columns, has_subquery, pushed_down, where_conjuncts
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
@@ -90,6 +90,42 @@ def _fetch_with_ties(clause: exp.Expression | None) -> bool:
         return False
     options = clause.args.get("limit_options")
     return bool(options is not None and options.args.get("with_ties"))
+
+
+def _refuse_unplanned_clauses(select: exp.Select) -> None:
+    """Refuse a SELECT clause the planner does not read, naming it (never ignore it)."""
+    for key, value in select.args.items():
+        if value and key not in _PLANNED_SELECT_CLAUSES:
+            node = value[0] if isinstance(value, list) else value
+            raise unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
+                              node if isinstance(node, exp.Expression) else select)
+
+
+def _refuse_unplanned_joins(joins: list[exp.Join]) -> None:
+    """Refuse the JOIN forms the planner does not plan (USING, SEMI/ANTI/ASOF/POSITIONAL/LATERAL, ...), naming them."""
+    for join in joins:
+        if join.args.get("using"):
+            raise unsupported("JOIN ... USING (write ON)", join)
+        if (join.kind or "").upper() in ("SEMI", "ANTI", "ASOF", "POSITIONAL", "LATERAL"):
+            raise unsupported(f"{join.kind} JOIN", join)
+        if join.args.get("method"):  # ASOF, POSITIONAL (NATURAL is an ON condition once qualified)
+            raise unsupported(f"{str(join.args['method']).upper()} JOIN", join)
+        for key in ("match_condition", "directed", "nearest", "global_"):
+            if join.args.get(key):
+                raise unsupported(f"JOIN with {key.rstrip('_').replace('_', ' ').upper()}", join)
+
+
+def _null_extended(items: list[tuple[exp.Expression, exp.Join | None]]) -> set[str]:
+    """Return the aliases of the FROM items an outer join NULL-extends (the right of LEFT, the left of RIGHT)."""
+    null_supplying = set()
+    for item, join in items[1:]:
+        side = (join.side or "").upper()
+        if side in ("LEFT", "FULL"):
+            null_supplying.add(item.alias_or_name)
+        if side in ("RIGHT", "FULL"):
+            null_supplying.update(other.alias_or_name for other, j in items if j is not join
+                                  and items.index((other, j)) < items.index((item, join)))
+    return null_supplying
 
 
 class QueryPlanner(PlanningContext):
@@ -131,11 +167,7 @@ class QueryPlanner(PlanningContext):
     # ----------------------------------------------------------------- select
     def _plan_select(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
                      ) -> tuple[Relation, list[tuple[str, str]]]:
-        for key, value in select.args.items():  # a clause the planner does not read is refused, never ignored
-            if value and key not in _PLANNED_SELECT_CLAUSES:
-                node = value[0] if isinstance(value, list) else value
-                raise unsupported(_SELECT_CLAUSE_NAMES.get(key, key.upper()),
-                                   node if isinstance(node, exp.Expression) else select)
+        _refuse_unplanned_clauses(select)
         check_window_positions(select)
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         from_ = select.args.get("from_")
@@ -143,36 +175,12 @@ class QueryPlanner(PlanningContext):
             raise unsupported("SELECT without FROM", select)
         joins = select.args.get("joins") or []
         outer_joins = any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins)
-        for join in joins:
-            if join.args.get("using"):
-                raise unsupported("JOIN ... USING (write ON)", join)
-            if (join.kind or "").upper() in ("SEMI", "ANTI", "ASOF", "POSITIONAL", "LATERAL"):
-                raise unsupported(f"{join.kind} JOIN", join)
-            if join.args.get("method"):  # ASOF, POSITIONAL (NATURAL is an ON condition once qualified)
-                raise unsupported(f"{str(join.args['method']).upper()} JOIN", join)
-            for key in ("match_condition", "directed", "nearest", "global_"):
-                if join.args.get(key):
-                    raise unsupported(f"JOIN with {key.rstrip('_').replace('_', ' ').upper()}", join)
+        _refuse_unplanned_joins(joins)
 
+        # Sources, and the predicates over them.
         items = [(from_.this, None)] + [(j.this, j) for j in joins]
-        null_supplying = set()
-        for item, join in items[1:]:
-            side = (join.side or "").upper()
-            if side in ("LEFT", "FULL"):
-                null_supplying.add(item.alias_or_name)
-            if side in ("RIGHT", "FULL"):
-                null_supplying.update(other.alias_or_name for other, j in items if j is not join
-                                      and items.index((other, j)) < items.index((item, join)))
-
-        where = conjuncts_of(select.args.get("where").this) if select.args.get("where") else []
-        pool: list[exp.Expression] = []
-        for conjunct in where:
-            pool.extend(factor_or(conjunct))
-        if not outer_joins:
-            for _, join in items[1:]:
-                if join.args.get("on") is not None:
-                    for conjunct in conjuncts_of(join.args["on"]):
-                        pool.extend(factor_or(conjunct))
+        null_supplying = _null_extended(items)
+        pool = where_conjuncts(select, items, outer_joins)
 
         local_aliases = {item.alias_or_name for item, _ in items}
         needed = self._needed_columns(select)
@@ -376,7 +384,7 @@ class QueryPlanner(PlanningContext):
             keys = [f"{quoted(internal[i])} {d}" for i, d in sort_keys]
             if with_ties and (not keys or offset):
                 raise unsupported("FETCH ... WITH TIES " + ("with OFFSET" if keys else "without ORDER BY"),
-                                   limit_clause)
+                                  limit_clause)
             if keys and limit is not None and not offset:
                 builder = builder.top_n(keys, limit, with_ties=with_ties)
             elif keys:

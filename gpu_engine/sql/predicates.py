@@ -30,7 +30,8 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
 
 __all__ = ["conjuncts_of", "disjuncts_of", "conjoined", "disjoined", "factor_or", "constant_truth", "defined_aliases",
-           "free_columns", "has_subquery", "implied_filters", "pushed_down", "filter_estimate", "filtered"]
+           "free_columns", "has_subquery", "where_conjuncts", "implied_filters", "pushed_down", "filter_estimate",
+           "filtered"]
 
 
 def conjuncts_of(tree: exp.Expression | None) -> list[exp.Expression]:
@@ -122,6 +123,26 @@ def has_subquery(tree: exp.Expression) -> bool:
     """Return whether ``tree`` holds a subquery, an EXISTS or an IN (SELECT ...) anywhere."""
     return any(isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query"))
                for node in tree.walk())
+
+
+def where_conjuncts(select: exp.Select, items: list[tuple[exp.Expression, exp.Join | None]],
+                    outer_joins: bool) -> list[exp.Expression]:
+    """Return the conjuncts of a SELECT's WHERE (and, without outer joins, its ON conditions), ORs factored.
+
+    An inner join's ON condition is a WHERE conjunct like any other; with an
+    outer join among the FROM items, ON conditions stay with their joins
+    (:func:`~gpu_engine.sql.join_ordering.join_in_order`).
+    """
+    where = conjuncts_of(select.args.get("where").this) if select.args.get("where") else []
+    pool: list[exp.Expression] = []
+    for conjunct in where:
+        pool.extend(factor_or(conjunct))
+    if not outer_joins:
+        for _, join in items[1:]:
+            if join.args.get("on") is not None:
+                for conjunct in conjuncts_of(join.args["on"]):
+                    pool.extend(factor_or(conjunct))
+    return pool
 
 
 def implied_filters(conjunct: exp.Expression) -> dict[str, exp.Expression]:
