@@ -444,6 +444,10 @@ def tpch_totals(report: dict) -> dict:
         ratio = "" if name == "duckdb" or not duck or not totals[name] else f" ({_versus(duck / totals[name])})"
         parts.append(f"{name} {totals[name]:.2f} s{ratio}")
     parts.append("first runs " + ", ".join(f"{name} {first[name]:.1f} s" for name in runners if name != "duckdb"))
+    jit = [entry for query in (report.get("jit") or {}).values() for entry in query.values() if isinstance(entry, dict)]
+    if jit:  # kernels the first runs still compiled: what the carried PTX cache did not hold
+        parts.append(f"PTX compiled in first runs {sum(e['first_run_ptx_compiles'] for e in jit)} "
+                     f"({sum(e['first_run_ptx_compile_s'] for e in jit):.1f} s)")
     if wrong:
         parts.append("WRONG " + " ".join(wrong))
     if failed:
