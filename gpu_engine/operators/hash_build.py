@@ -8,7 +8,11 @@ concatenates every driver's batches, builds one
 :class:`~gpu_engine.kernels.hash_join.JoinHashTable` over the normalized keys
 and publishes it; probe drivers wait on the bridge's future
 (``WAIT_FOR_JOIN_BUILD``) until then. So the table is broadcast to all probe
-drivers, and the probe side may be distributed arbitrarily.
+drivers, and the probe side may be distributed arbitrarily. Before it publishes
+the table, the last build driver hands the Task the join-key filters the local
+planner found for this join (the keys' range and set, made from the build's key
+columns: :mod:`gpu_engine.exec.dynamic_filters`), which the probe side's
+TableScan applies to every split it reads.
 
 For right and full joins, which also emit build rows no probe row matched, each
 probe driver marks the build rows it matched and reports them to the bridge when
