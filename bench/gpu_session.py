@@ -33,8 +33,8 @@ a step with less than its minimum left is skipped, saying so. After every step
 ``$OUT`` holds: ``summary.md`` (the short table, also printed last),
 ``summary.json``, ``session.log`` (every step's output, as it comes),
 ``details.tgz`` (every step's files: reports, logs, tests.tsv) and
-``gpucache.tgz`` (the kernels compiled so far: PTX and generated modules;
-carry it back as ``.gpucache.tgz`` and the next call skips their JIT).
+``gpucache.tgz`` (the PTX compiled so far, as ``ptx/``; carry it back as
+``.gpucache.tgz`` and the next call skips that JIT).
 
 ``--small`` checks the script itself on a host device (``cpu``, ``cuda-sim``):
 SF 0.01, a few queries, one run, a few test files, tiny micro-benchmarks.
@@ -185,9 +185,12 @@ class Session:
         _write(self.out / "summary.json", json.dumps(summary, indent=1) + "\n")
         _write(self.out / "summary.md", render_table(summary))
         _pack(self.out / "details.tgz", self.work)
-        cache = Path(os.environ.get("GPU_ENGINE_CACHE_DIR", ""))
-        if self.args.pack_cache and cache.is_dir():
-            _pack(self.out / "gpucache.tgz", cache)
+        ptx = Path(os.environ.get("GPU_ENGINE_PTX_CACHE", "") or Path(os.environ.get("GPU_ENGINE_CACHE_DIR", "")) / "ptx")
+        if self.args.pack_cache and ptx.is_dir():  # only the PTX: numba's host caches are of no use to the next call
+            _pack(self.out / "gpucache.tgz", ptx, "ptx")
+            size = (self.out / "gpucache.tgz").stat().st_size
+            if size > 15 << 20:
+                self.log(f"gpucache.tgz is {size >> 20} MiB: over the 16 MiB a file that comes back may hold")
 
 
 def _kill_group(process: subprocess.Popen) -> None:
@@ -209,10 +212,10 @@ def _write(path: Path, text: str) -> None:
     os.replace(temporary, path)
 
 
-def _pack(path: Path, folder: Path) -> None:
+def _pack(path: Path, folder: Path, name: str = ".") -> None:
     temporary = path.with_name(path.name + ".tmp")
     with tarfile.open(temporary, "w:gz") as archive:
-        archive.add(folder, arcname=".")
+        archive.add(folder, arcname=name)
     os.replace(temporary, path)
 
 
