@@ -40,6 +40,7 @@ __all__ = [
     "UNSUPPORTED",
     "CORRUPT",
     "check_page_counts",
+    "dictionary_values",
     "describe",
     "first_invalid_utf8",
 ]
@@ -745,6 +746,42 @@ def check_page_counts(buf, start, length, rows):
     if total < rows:
         return _MISSING_VALUES, index + 1, end
     return DECODED, index + 1, end
+
+
+@njit(nogil=True, cache=True)
+def dictionary_values(buf, start, length):
+    """Read only a column chunk's page headers: return its dictionary page's value count, or -1.
+
+    -1 unless the chunk's first page is a dictionary page and every data page is dictionary-encoded
+    (a writer that fell back to PLAIN pages has more distinct values than its dictionary), and -1 for
+    any malformed header (the read of the column reports it). Why: how many distinct strings a row
+    group's column holds is in this header, so deciding whether the column repeats its values
+    (``gpu_engine.connectors.data_source.repeats_values``) need not decode them.
+    """
+    header = np.empty(16, np.int64)
+    page = np.empty(16, np.int64)
+    end = start + length
+    if start < 0 or length < 0 or end > buf.shape[0]:
+        return -1
+    pos = start
+    values = -1
+    while pos < end:
+        status, pos = _page_header(buf, pos, end, header, page)
+        if status == _SKIP_PAGE:
+            continue
+        if status != DECODED:
+            return -1
+        pos += header[3]
+        kind = header[1]
+        if kind == _DICTIONARY_PAGE:
+            if values >= 0:
+                return -1
+            values = page[1]
+            continue
+        encoding = page[2] if kind == _DATA_PAGE else page[4]
+        if values < 0 or (encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY):
+            return -1
+    return values
 
 
 # ----------------------------------------------------------------- column chunks

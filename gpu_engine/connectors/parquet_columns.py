@@ -53,10 +53,10 @@ from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
     CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_strings_chunk, describe,
-    first_invalid_utf8,
+    dictionary_values, first_invalid_utf8,
 )
 
-__all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts"]
+__all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts", "dictionary_size"]
 
 _CODECS = {"UNCOMPRESSED": CODEC_UNCOMPRESSED, "SNAPPY": CODEC_SNAPPY}
 _PHYSICAL = {"INT32": np.int32, "INT64": np.int64, "FLOAT": np.float32, "DOUBLE": np.float64}
@@ -325,6 +325,21 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
             _check_codes(path, name, column, groups, layout.rows[groups])
         _check_utf8(path, name, column)
     return read
+
+
+def dictionary_size(path: str, metadata: pq.FileMetaData, row_group: int, name: str) -> int | None:
+    """Return how many values the dictionary page of column ``name`` in ``row_group`` declares, reading page headers only.
+
+    None when that is not the column chunk's count of distinct values: no dictionary page, a data page
+    that is not dictionary-encoded (the writer fell back to PLAIN), a repeated column or a malformed header.
+    """
+    layout = _chunk_layout(path, metadata)
+    index = layout.leaves.get(name)
+    if index is None or not layout.flat[index] or not 0 <= row_group < metadata.num_row_groups:
+        return None
+    values = dictionary_values(_file_bytes(path), int(layout.starts[row_group, index]),
+                               int(layout.lengths[row_group, index]))
+    return None if values < 0 else int(values)
 
 
 def check_row_counts(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int]) -> None:
