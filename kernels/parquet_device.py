@@ -11,24 +11,26 @@ How the work is split:
 
 * the host reads the chunk's page headers (the Thrift parser of
   :mod:`gpu_engine.kernels.parquet_pages`, cheap: a few hundred bytes a page)
-  into a page table (:func:`plan_chunk`, one row of ``_FIELDS`` int64 a page:
+  into a page table (:func:`plan_chunk`, one row of :data:`FIELDS` int64 a page:
   where its body lies in the staged chunk bytes, where its uncompressed bytes
   go, its value count, encodings and first row). Everything a header alone
   decides is checked there: sizes inside the chunk, a dictionary page first,
   no more values than rows. A layout the kernels do not take (another
   encoding, levels not RLE) makes the whole column go to the host decoder;
 * three kernels then run over all pages of a column's chunks at once, so a
-  column of a piece costs a fixed three launches and one read back
-  (:func:`decode_pages`): ``_expand`` (a block per page: Snappy decompressed
-  by the block's first thread, a sequential tag parse per page, as a first
-  version; uncompressed pages copied by all its threads), ``_levels`` (a
-  thread per page: definition levels to validity and value slots, dictionary
-  codes unpacked and checked against the dictionary's size; sequential run
-  parsing per page) and ``_values`` (a thread per row: each row's value bytes
-  copied from its page, or from its dictionary page by its code; nulls 0);
-* each page ends with a status word; the host reads the page statuses and
-  non-null counts back once (one host sync a column, not a page) and names the
-  first bad page as the host decoder would (:func:`first_failure`).
+  column of a piece costs a fixed three launches (:func:`decode_pages`):
+  ``_expand`` (a block per page: Snappy decompressed by the block's first
+  thread, a sequential tag parse per page, as a first version; uncompressed
+  pages copied by all its threads), ``_levels`` (a block per page: its first
+  lane reads each run header of the definition levels and dictionary codes,
+  all lanes expand the run together, each code checked against the
+  dictionary's size; the non-null rows numbered by a block scan) and
+  ``_values`` (a thread per row: each row's value bytes copied from its page,
+  or from its dictionary page by its code; nulls 0);
+* each page ends with a status word; the caller reads the page statuses and
+  non-null counts of all the columns of a piece back at once (one host sync a
+  piece, not a page) and names the first bad page as the host decoder would
+  (:func:`first_failure`).
 
 Every count, index and offset the kernels use was checked on the host against
 the staged bytes or is checked as it is read (a Snappy copy's offset, a run's
@@ -42,7 +44,7 @@ how CI checks it against pyarrow without a GPU.
 from __future__ import annotations
 
 import numpy as np
-from numba import cuda, njit
+from numba import cuda, int64, njit
 from numba.extending import register_jitable
 
 from gpu_engine.kernels.launch import launch_cuda
@@ -274,71 +276,6 @@ def _snappy(src, start, end, dst, first, length):
     return out == length
 
 
-@_device_function
-def _runs(buf, pos, end, bit_width, out, base, count, bound):
-    """Decode ``count`` values of the RLE/bit-packing hybrid ``buf[pos:end]`` into ``out[base:base + count]``.
-
-    Returns the position after the runs read, -1 when they run past ``end`` or are malformed, -2 when
-    a value is ``bound`` or more (as :func:`gpu_engine.kernels.parquet_pages._rle_hybrid` does, without
-    its word loads: a value's bytes are read one by one, never past the run).
-    """
-    mask = (np.int64(1) << bit_width) - 1
-    value_bytes = (bit_width + 7) // 8
-    filled = 0
-    while filled < count:
-        if pos >= end:
-            return -1
-        run = np.int64(0)
-        shift = 0
-        done = False
-        while pos < end and shift < 64:
-            byte = np.int64(buf[pos])
-            pos += 1
-            run |= (byte & 0x7F) << shift
-            if byte < 0x80:
-                done = True
-                break
-            shift += 7
-        if not done or run < 0:
-            return -1
-        if run & 1 == 0:
-            repeat = run >> 1
-            if pos + value_bytes > end:
-                return -1
-            value = np.int64(0)
-            for k in range(value_bytes):
-                value |= np.int64(buf[pos + k]) << (8 * k)
-            pos += value_bytes
-            if value >= bound:
-                return -2
-            stop = filled + repeat
-            if stop > count:  # (no builtin min: numba's CUDA target compiles it as a device function of its own)
-                stop = count
-            for i in range(filled, stop):
-                out[base + i] = value
-            filled = stop
-        else:
-            groups = run >> 1
-            if bit_width > 0 and groups > (end - pos) // bit_width:
-                return -1
-            take = count - filled
-            if groups * 8 < take:
-                take = groups * 8
-            for i in range(take):
-                bit = i * bit_width
-                first = pos + (bit >> 3)
-                word = np.int64(0)
-                for k in range(((bit & 7) + bit_width + 7) >> 3):
-                    word |= np.int64(buf[first + k]) << (8 * k)
-                value = (word >> (bit & 7)) & mask
-                if value >= bound:
-                    return -2
-                out[base + filled + i] = value
-            pos += groups * bit_width
-            filled += take
-    return pos
-
-
 # ----------------------------------------------------------------- kernels
 @cuda.jit
 def _expand(staged, table, pages, status):
@@ -361,82 +298,248 @@ def _expand(staged, table, pages, status):
                 status[p, 0] = _BAD_COMPRESSED
 
 
+#: Lanes of a block the cooperative kernels take at most, and the size of their shared scan buffer (one more).
+_MAX_LANES = 1024
+_SCAN_SLOTS = _MAX_LANES + 1
+
+
+@_device_function
+def _runs_block(buf, pos, end, bit_width, out, base, count, bound, state, lane, lanes):
+    """Decode ``count`` values of the RLE/bit-packing hybrid ``buf[pos:end]`` into ``out[base:base + count]``, as a block.
+
+    Every lane of the block calls it (it synchronizes the block). Lane 0 reads the run headers in
+    order; the lanes expand each run together (a repeated value written, or bit-packed values unpacked
+    one a lane, each checked against ``bound``). ``state`` is a shared int64 array of 8. Returns, in
+    every lane, what :func:`_runs` returns: the position after the runs, -1 (past ``end``,
+    malformed) or -2 (a value ``bound`` or more).
+    """
+    mask = (np.int64(1) << bit_width) - 1
+    value_bytes = (bit_width + 7) // 8
+    cuda.syncthreads()  # every lane has read the state of the call before
+    if lane == 0:
+        state[0] = pos  # the cursor, then the result
+        state[5] = 0  # values filled
+        state[6] = 0  # a value out of bound was met
+    result = np.int64(-1)
+    while True:
+        if lane == 0:
+            cursor = state[0]
+            filled = state[5]
+            if state[6] != 0:
+                state[0] = -2
+                state[1] = 3
+            elif filled >= count:
+                state[1] = 2
+            elif cursor >= end:
+                state[0] = -1
+                state[1] = 3
+            else:
+                run = np.int64(0)
+                shift = 0
+                done = False
+                while cursor < end and shift < 64:
+                    byte = np.int64(buf[cursor])
+                    cursor += 1
+                    run |= (byte & 0x7F) << shift
+                    if byte < 0x80:
+                        done = True
+                        break
+                    shift += 7
+                take = count - filled
+                if not done or run < 0:
+                    state[0] = -1
+                    state[1] = 3
+                elif run & 1 == 0:
+                    if cursor + value_bytes > end:
+                        state[0] = -1
+                        state[1] = 3
+                    else:
+                        value = np.int64(0)
+                        for k in range(value_bytes):
+                            value |= np.int64(buf[cursor + k]) << (8 * k)
+                        if value >= bound:
+                            state[0] = -2
+                            state[1] = 3
+                        else:
+                            if run >> 1 < take:
+                                take = run >> 1
+                            state[0] = cursor + value_bytes
+                            state[1] = 0
+                            state[3] = take
+                            state[4] = value
+                else:
+                    groups = run >> 1
+                    if bit_width > 0 and groups > (end - cursor) // bit_width:
+                        state[0] = -1
+                        state[1] = 3
+                    else:
+                        if groups * 8 < take:
+                            take = groups * 8
+                        state[0] = cursor + groups * bit_width
+                        state[1] = 1
+                        state[2] = cursor
+                        state[3] = take
+        cuda.syncthreads()
+        kind = state[1]
+        result = state[0]
+        if kind >= 2:
+            break
+        first = base + state[5]
+        take = state[3]
+        if kind == 0:
+            value = state[4]
+            for i in range(lane, take, lanes):
+                out[first + i] = value
+        else:
+            data = state[2]
+            for i in range(lane, take, lanes):
+                bit = i * bit_width
+                at = data + (bit >> 3)
+                word = np.int64(0)
+                for k in range(((bit & 7) + bit_width + 7) >> 3):
+                    word |= np.int64(buf[at + k]) << (8 * k)
+                value = (word >> (bit & 7)) & mask
+                if value >= bound:
+                    state[6] = 1  # (every lane that meets one writes the same)
+                else:
+                    out[first + i] = value
+        cuda.syncthreads()
+        if lane == 0:
+            state[5] += take
+    return result
+
+
+@_device_function
+def _slots_block(valid, slots, row, values, scan, lane, lanes):
+    """Number the non-null rows of a page as a block (each row's value among the page's values, -1 for NULL).
+
+    Each lane counts the non-null rows of its own run of ``values / lanes`` rows, lane 0 adds the
+    counts up (``scan``, shared), and each lane numbers its run from its start: two barriers a page
+    whatever its size. Returns the page's non-null values in every lane.
+    """
+    span = (values + lanes - 1) // lanes
+    first = lane * span
+    last = first + span
+    if last > values:
+        last = values
+    count = np.int64(0)
+    for i in range(first, last):
+        if valid[row + i] != 0:
+            count += 1
+    scan[lane] = count
+    cuda.syncthreads()
+    if lane == 0:
+        total = np.int64(0)
+        for k in range(lanes):
+            here = scan[k]
+            scan[k] = total
+            total += here
+        scan[lanes] = total
+    cuda.syncthreads()
+    slot = scan[lane]
+    for i in range(first, last):
+        if valid[row + i] != 0:
+            slots[row + i] = slot
+            slot += 1
+        else:
+            slots[row + i] = -1
+    return scan[lanes]  # (lane 0 writes it again only past the next call's first barrier)
+
+
 @cuda.jit
 def _levels(pages, table, max_definition, width, valid, slots, codes, status):
-    """Check each data page and read its levels and dictionary codes: a thread per page.
+    """Check each data page and read its levels and dictionary codes: a block per page, its lanes together.
 
     Writes ``valid`` and ``slots`` (the row's value among the page's non-null values, -1 for NULL)
     of an optional column, ``codes`` (at the page's first row on) of a dictionary page, and per page
     ``status[p, 0]`` (0 or a corruption), ``status[p, 1]`` its non-null values and ``status[p, 2]``
-    where its values start.
+    where its values start. Every lane makes the same checks (so all meet every barrier of
+    :func:`_runs_block` and :func:`_slots_block`); lane 0 writes the status.
     """
-    for p in range(cuda.grid(1), table.shape[0], cuda.gridsize(1)):
-        if status[p, 0] != 0:
-            continue
-        if table[p, _PENDING] != 0:
-            status[p, 0] = table[p, _PENDING]
-            continue
+    lane = cuda.threadIdx.x
+    lanes = cuda.blockDim.x
+    # Twice, with a barrier between: numba's CUDA simulator allocates a shared array when a thread first reaches its
+    # line, without a lock, so lanes starting together may each get one of their own; the second time every lane
+    # gets the one that was kept. On a GPU each line is one static allocation.
+    for _ in range(2):
+        state = cuda.shared.array(8, int64)
+        scan = cuda.shared.array(_SCAN_SLOTS, int64)
+        cuda.syncthreads()
+    for p in range(cuda.blockIdx.x, table.shape[0], cuda.gridDim.x):
+        # Every lane makes each decision from the same bytes (the page table and the page buffer, which nothing
+        # writes here), so all take the same branches; only lane 0 writes a status. (A lane that reads status[p, 0]
+        # after lane 0 wrote a page's pending status skips the page as lane 0 does.)
         kind = table[p, _KIND]
-        if kind == _DICTIONARY_PAGE:
-            continue
         values = table[p, _VALUES]
         row = table[p, _ROW]
         at = table[p, _DATA]
         stop = at + table[p, _DATA_LEN]
-        prefix = table[p, _PREFIX]
-        if max_definition == 0:
-            if kind == _DATA_PAGE_V2:
-                if table[p, _V2_NULLS] != 0 or table[p, _V2_ROWS] != values:
-                    status[p, 0] = _BAD_COUNTS
-                    continue
-                at += prefix
-            present = values
-        else:
-            if kind == _DATA_PAGE:
-                if at + 4 > stop:
-                    status[p, 0] = _BAD_LEVELS
-                    continue
-                size = (np.int64(pages[at]) | (np.int64(pages[at + 1]) << 8) | (np.int64(pages[at + 2]) << 16)
-                        | (np.int64(pages[at + 3]) << 24))
-                at += 4
+        if status[p, 0] != 0:
+            continue
+        failed = table[p, _PENDING]
+        if failed == 0 and kind == _DICTIONARY_PAGE:
+            continue
+        size = np.int64(0)
+        if failed == 0:
+            if max_definition == 0:
+                if kind == _DATA_PAGE_V2:
+                    if table[p, _V2_NULLS] != 0 or table[p, _V2_ROWS] != values:
+                        failed = _BAD_COUNTS
+                    at += table[p, _PREFIX]
             else:
-                size = prefix
-            if at + size > stop or _runs(pages, at, at + size, 1, valid, row, values, 2) < 0:
-                status[p, 0] = _BAD_LEVELS
-                continue
-            present = 0
-            for i in range(values):
-                if valid[row + i] != 0:
-                    slots[row + i] = present
-                    present += 1
+                if kind == _DATA_PAGE:
+                    if at + 4 > stop:
+                        failed = _BAD_LEVELS
+                    else:
+                        size = (np.int64(pages[at]) | (np.int64(pages[at + 1]) << 8)
+                                | (np.int64(pages[at + 2]) << 16) | (np.int64(pages[at + 3]) << 24))
+                        at += 4
                 else:
-                    slots[row + i] = -1
+                    size = table[p, _PREFIX]
+                if failed == 0 and at + size > stop:
+                    failed = _BAD_LEVELS
+        if failed != 0:
+            if lane == 0:
+                status[p, 0] = failed
+            continue
+        present = values
+        if max_definition != 0:
+            if _runs_block(pages, at, at + size, 1, valid, row, values, 2, state, lane, lanes) < 0:
+                if lane == 0:
+                    status[p, 0] = _BAD_LEVELS
+                continue
+            present = _slots_block(valid, slots, row, values, scan, lane, lanes)
             if kind == _DATA_PAGE_V2 and (table[p, _V2_NULLS] != values - present or table[p, _V2_ROWS] != values):
-                status[p, 0] = _BAD_COUNTS
+                if lane == 0:
+                    status[p, 0] = _BAD_COUNTS
                 continue
             at += size
-        encoding = table[p, _ENCODING]
-        if encoding == _PLAIN:
+        if table[p, _ENCODING] == _PLAIN:
             if at + present * width > stop:
-                status[p, 0] = _SHORT_VALUES
+                if lane == 0:
+                    status[p, 0] = _SHORT_VALUES
                 continue
         elif present > 0:
+            failed = 0
             if table[p, _DICT] < 0:
-                status[p, 0] = _NO_DICTIONARY
+                failed = _NO_DICTIONARY
+            elif at >= stop:
+                failed = _SHORT_VALUES
+            elif np.int64(pages[at]) > 32:
+                failed = _BAD_BIT_WIDTH
+            if failed != 0:
+                if lane == 0:
+                    status[p, 0] = failed
                 continue
-            if at >= stop:
-                status[p, 0] = _SHORT_VALUES
-                continue
-            bit_width = np.int64(pages[at])
-            if bit_width > 32:
-                status[p, 0] = _BAD_BIT_WIDTH
-                continue
-            done = _runs(pages, at + 1, stop, bit_width, codes, row, present, table[p, _DICT_COUNT])
+            done = _runs_block(pages, at + 1, stop, np.int64(pages[at]), codes, row, present, table[p, _DICT_COUNT],
+                               state, lane, lanes)
             if done < 0:
-                status[p, 0] = _BAD_INDEX if done == -2 else _SHORT_VALUES
+                if lane == 0:
+                    status[p, 0] = _BAD_INDEX if done == -2 else _SHORT_VALUES
                 continue
-        status[p, 1] = present
-        status[p, 2] = at
+        if lane == 0:
+            status[p, 1] = present
+            status[p, 2] = at
 
 
 @cuda.jit
@@ -526,7 +629,8 @@ def decode_pages(device, staged, table, data_pages, status, rows: int, width: in
     slots = xp.empty(rows if max_definition else 1, dtype=xp.int32)
     codes = xp.empty(rows if with_codes else 1, dtype=xp.int32)
     launch_cuda(device, _expand, pages * device.threads_per_block, staged, table, buffer, status, max_blocks=pages)
-    launch_cuda(device, _levels, pages, buffer, table, max_definition, width, valid, slots, codes, status)
+    launch_cuda(device, _levels, pages * device.threads_per_block, buffer, table, max_definition, width, valid, slots,
+                codes, status, max_blocks=pages)
     if data_pages.shape[0] and rows:
         launch_cuda(device, _values, rows, buffer, table, data_pages, max_definition, width, slots, codes, status,
                     out.view(xp.uint8), rows)
