@@ -93,7 +93,7 @@ class TableScan(Operator):
                                if self._parquet_reader == "device" else None)
         self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(config.scan_prefetch(ctx.device, ctx.num_drivers))
         self._decode_threads = self._prefetcher.depth > 0  # prefetching is for spare cores: let pyarrow use them too
-        self._decode_pool_threads = config.scan_decode_pool_threads()  # column chunks in parallel (decode_pool)
+        self._decode_pool_threads = config.scan_decode_pool_threads(ctx.device, ctx.num_drivers)  # chunks in parallel
         self._decoded: deque[Any] = deque()  # items of the last piece handed back, not yet output
         self._reader: Iterator[Batch] | None = None  # batches of a device-resident or cuDF-read split
         self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
