@@ -258,6 +258,7 @@ def _inner_select(select: exp.Select, local: list[exp.Expression],
 
 
 def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
+    """Return a correlated [NOT] EXISTS as a pending semi (anti) join on its correlation equalities."""
     select = subquery_select(tree.this)
     if not isinstance(select, exp.Select):
         raise unsupported("EXISTS over a set operation", tree)
@@ -274,6 +275,7 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
 
 
 def _semi_relation(planner: QueryPlanner, join_type, select, inner, local, keys, others, ctes, conjunct) -> SemiJoin:
+    """Plan the inner side of a semi join (the columns its keys and filters read) and return the pending join."""
     inner_columns = [i for _, i in keys] + [c for o in others for c in free_columns(o) if c.table in inner]
     sub_select, names = _inner_select(select, local, inner_columns)
     relation, outputs = planner._plan_query(sub_select, ctes)
@@ -293,6 +295,7 @@ def _semi_relation(planner: QueryPlanner, join_type, select, inner, local, keys,
 
 
 def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
+    """Return ``x [NOT] IN (SELECT …)`` as a pending semi (null-aware anti) join on ``x`` and its correlation."""
     select = subquery_select(tree.args["query"])
     if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1:
         raise unsupported("IN over a subquery that is not a one-column SELECT", tree)
@@ -339,6 +342,7 @@ def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tupl
 
 def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, plain, extra_relations,
                        attach) -> None:
+    """Plan a comparison with a scalar subquery: a one-row relation, or a grouped aggregate joined on its keys."""
     select = subquery_select(subquery.this)
     if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
         if any(c.table for c in free_columns(select)):

@@ -1,42 +1,35 @@
-"""Plan a qualified sqlglot query into the engine's plan nodes: scans, joins, subqueries, aggregation, ordering.
+"""Plan a qualified sqlglot query into the engine's plan nodes: the pipeline that every SELECT goes through.
 
 The query arrives qualified (every column names its table alias, every
 projection its output name; see :mod:`gpu_engine.sql.rewrite`). Each SELECT
-is planned in this order, as a textbook optimizer would:
+is planned in this order, as a textbook optimizer would. Each step's rules
+live in a module of their own, as DataFusion splits its optimizer: free
+functions over the planning state
+(:class:`~gpu_engine.sql.planning_context.PlanningContext`, which
+:class:`QueryPlanner` is, so a rule can plan a nested query through it).
+This module keeps the order of the steps, the sources and the output.
 
 1. **Sources.** Every FROM item becomes a relation: a TableScan of the
    columns the query reads, or the plan of a derived table or CTE (planned at
    each reference: plans are trees, so a CTE referenced twice, as in TPC-H
-   Q15, is computed twice — the executor has no shared subplans).
-2. **Predicates.** The WHERE clause and inner-join ON conditions are split
-   into conjuncts (common conjuncts of an OR are pulled out first, and an OR
-   whose every branch restricts one table also filters that table, as TPC-H
-   Q19 needs). A conjunct over one relation filters its scan; an equality of
-   two relations' columns is a join edge; the rest are join filters applied
-   as soon as their relations are joined. A constant conjunct (no column)
-   keeps every row or none: TRUE is dropped, any other filters every input
-   not NULL-extended by an outer join (FALSE or NULL empties them; one that
-   fails, such as ``CAST('x' AS INTEGER) = 1``, fails on their first row).
-3. **Subqueries.** ``x IN (SELECT …)`` is a left semi join (NOT IN a
-   null-aware anti join), applied at the scan of ``x`` when it reads one
-   table; ``[NOT] EXISTS`` is a semi (anti) join on its correlation
-   equalities, with the other correlated conditions as the join filter (a
-   semi or anti join of a smaller outer side is a right semi / right anti
-   join that builds it); an uncorrelated scalar subquery (and an
-   uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
-   nested-loop join; a correlated scalar aggregate (Q2, Q17, Q20) becomes
-   the aggregate grouped by the correlation columns, joined like any
-   relation, its input first restricted to the keys of the outer table's
-   filtered rows (a "magic set" semi join). COUNT there is refused (its
-   empty groups are 0, not NULL, which an inner join loses).
-4. **Joins.** Greedy operator ordering: repeatedly join the two connected
-   relations whose estimated result is smallest, building the smaller side
-   (estimates: :mod:`gpu_engine.sql.statistics`). Queries with outer joins
-   keep the written order; WHERE conditions on a NULL-extended side are
-   applied after the joins, never pushed below them.
-5. **Aggregation, HAVING, SELECT, DISTINCT, ORDER BY, LIMIT.** One
-   single-step aggregation (the executor splits it into partial and final
-   steps across drivers); ORDER BY with LIMIT is a TopN.
+   Q15, is computed twice — the executor has no shared subplans), or a
+   VALUES list (:mod:`~gpu_engine.sql.values_lists`).
+2. **Predicates** (:mod:`~gpu_engine.sql.predicates`). The WHERE clause and
+   inner-join ON conditions are split into conjuncts; one over a single
+   relation filters its scan, an equality of two relations' columns is a
+   join edge, the rest wait for their join.
+3. **Subqueries** (:mod:`~gpu_engine.sql.decorrelation`; under OR,
+   :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become semi and anti
+   joins, scalar subqueries the one-row build of a nested-loop join or, when
+   correlated, an aggregate grouped by the correlation columns and joined.
+4. **Joins** (:mod:`~gpu_engine.sql.join_ordering`). Greedy ordering on
+   estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;
+   queries with outer joins keep the written order.
+5. **Aggregation and HAVING** (:mod:`~gpu_engine.sql.aggregate_planning`,
+   :mod:`~gpu_engine.sql.grouping_sets`), **windows and QUALIFY**
+   (:mod:`~gpu_engine.sql.windows`), then **SELECT, DISTINCT, ORDER BY,
+   LIMIT** here; ORDER BY with LIMIT is a TopN. Set operations:
+   :mod:`~gpu_engine.sql.set_operations`.
 
 Every node is built through :class:`~gpu_engine.plans.plan_builder.PlanBuilder`
 from SQL snippets over internal column names (the column's own name where it
@@ -148,6 +141,7 @@ class QueryPlanner(PlanningContext):
 
     def _plan_query(self, query: exp.Expression, ctes: Mapping[str, exp.Expression]
                     ) -> tuple[Relation, list[tuple[str, str]]]:
+        """Plan a SELECT or set operation with its WITH clause; return it and its (output, column) names."""
         query = subquery_select(query)
         with_ = query.args.get("with_") or query.args.get("with")
         if with_ is not None:
@@ -167,6 +161,7 @@ class QueryPlanner(PlanningContext):
     # ----------------------------------------------------------------- select
     def _plan_select(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
                      ) -> tuple[Relation, list[tuple[str, str]]]:
+        """Plan one SELECT through the steps of the module docstring; return it and its (output, column) names."""
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
@@ -177,7 +172,7 @@ class QueryPlanner(PlanningContext):
         outer_joins = any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins)
         _refuse_unplanned_joins(joins)
 
-        # Sources, and the predicates over them.
+        # The FROM items, those an outer join NULL-extends, the WHERE's conjuncts, the columns read after the joins.
         items = [(from_.this, None)] + [(j.this, j) for j in joins]
         null_supplying = _null_extended(items)
         pool = where_conjuncts(select, items, outer_joins)
@@ -207,6 +202,7 @@ class QueryPlanner(PlanningContext):
         # Predicates of one relation filter it; the others wait for their join.
         pushed, pending = pushed_down(plain, local_aliases, null_supplying, outer_joins)
 
+        # The columns semi joins and one-row subquery filters read, and those the filters at the scans read.
         semi_needed = set()
         for semi in semi_joins:
             for outer, _ in semi.keys:
@@ -222,6 +218,7 @@ class QueryPlanner(PlanningContext):
         for conjuncts in list(pushed.values()) + [pending]:
             for conjunct in conjuncts:
                 scanned.update((c.table, c.name) for c in free_columns(conjunct))
+        # Sources, each filtered by its own conjuncts, its one-row subquery filters and its uncorrelated IN.
         relations = {}
         for item, join in items:
             alias = item.alias_or_name
@@ -235,6 +232,7 @@ class QueryPlanner(PlanningContext):
                 semi_joins.remove(semi)
             relations[alias] = relation
 
+        # Joins, then the conditions and semi joins left over.
         if outer_joins:
             relation = join_in_order(self, items, relations, pending, needed)
             if extra_relations:  # scalar subqueries: joined after the outer joins, like WHERE conjuncts
@@ -259,6 +257,7 @@ class QueryPlanner(PlanningContext):
     # ----------------------------------------------------------------- sources
     def _plan_source(self, item: exp.Expression, ctes: Mapping[str, exp.Expression],
                      needed: set[tuple[str, str]]) -> Relation:
+        """Plan one FROM item: a table's scan of the ``needed`` columns, a CTE, a derived table or VALUES."""
         alias = item.alias_or_name
         if isinstance(item, exp.Table) and item.name in ctes and not item.args.get("db"):
             return self._derived(ctes[item.name], alias, ctes)
@@ -271,6 +270,7 @@ class QueryPlanner(PlanningContext):
         return self._scan(item, alias, needed)
 
     def _scan(self, item: exp.Table, alias: str, needed: set[tuple[str, str]]) -> Relation:
+        """Scan the columns of table ``item`` the query reads, renamed to internal names, with its statistics."""
         table = item.name
         schema = self.catalog.get(table)
         if schema is None:
@@ -301,12 +301,14 @@ class QueryPlanner(PlanningContext):
         return Relation(builder.plan(), columns, frozenset([alias]), rows, stats)
 
     def _derived(self, query: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression]) -> Relation:
+        """Plan a derived table or a CTE's query as a relation answering to ``alias``."""
         relation, outputs = self._plan_query(query, ctes)
         columns = {(alias, name): internal for name, internal in outputs}
         return Relation(relation.node, columns, frozenset([alias]), relation.rows, relation.stats)
 
     # ------------------------------------------------------ aggregation & output
     def _finish_select(self, select: exp.Select, relation: Relation, ctes) -> tuple[Relation, list[tuple[str, str]]]:
+        """Plan what follows the joins: aggregation, HAVING, windows, QUALIFY, SELECT, DISTINCT, ORDER BY, LIMIT."""
         projections = list(select.expressions)
         for p in projections:
             if isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star)):
@@ -407,6 +409,7 @@ class QueryPlanner(PlanningContext):
         return result, list(zip(outputs, internal[:len(outputs)]))
 
     def _count(self, clause: exp.Expression | None, what: str) -> int | None:
+        """Return the row count of a LIMIT, OFFSET or FETCH clause (None without one), refusing other forms."""
         if clause is None:
             return None
         if isinstance(clause, exp.Fetch):

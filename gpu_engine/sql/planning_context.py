@@ -97,9 +97,11 @@ class PlanningContext:
         raise AssertionError("unreachable")
 
     def _synthetic_alias(self) -> str:
+        """Return a new alias for a relation the SQL text does not name (a planned subquery)."""
         return f"$subquery{next(self._synthetic)}"
 
     def _builder(self, node: PlanNode) -> _Builder:
+        """Return a PlanBuilder that continues from ``node`` with this plan's node ids."""
         return _Builder.on(node, self.catalog, self.ids)
 
     def _render(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
@@ -136,6 +138,7 @@ class PlanningContext:
         return renamed_copy(tree, rename)  # the query's tree stays as it is
 
     def _plan_error(self, error: PlanError, tree: exp.Expression | None) -> SqlError:
+        """Return PlanBuilder's ``error`` as a SqlError at ``tree``'s position in the text."""
         if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is
             return error
         line, col = position_of(tree)
