@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import VARIANCE_FUNCTIONS, result_type
+from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
@@ -30,7 +30,7 @@ RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_d
 #: Functions returning another row's value: lag/lead take no frame, the others read it.
 VALUE_FUNCTIONS = ("lag", "lead", "first_value", "last_value", "nth_value")
 #: Aggregates over the frame.
-AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max") + VARIANCE_FUNCTIONS
+AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max") + VARIANCE_FUNCTIONS + COVARIANCE_FUNCTIONS
 WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS
 
 _SQLGLOT_FUNCTIONS = {
@@ -39,12 +39,16 @@ _SQLGLOT_FUNCTIONS = {
     exp.LastValue: "last_value", exp.NthValue: "nth_value", exp.Count: "count", exp.Sum: "sum", exp.Avg: "avg",
     exp.Min: "min", exp.Max: "max", exp.Stddev: "stddev_samp", exp.StddevSamp: "stddev_samp",
     exp.StddevPop: "stddev_pop", exp.Variance: "var_samp", exp.VariancePop: "var_pop",
+    exp.CovarSamp: "covar_samp", exp.CovarPop: "covar_pop", exp.Corr: "corr", exp.RegrSlope: "regr_slope",
+    exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy", exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy",
+    exp.RegrSxy: "regr_sxy", exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2", exp.RegrCount: "regr_count",
 }
 #: Argument counts: (fewest, most).
 _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
           "ntile": (1, 1), "lag": (1, 3), "lead": (1, 3), "first_value": (1, 1), "last_value": (1, 1),
           "nth_value": (2, 2), "count_star": (0, 0), "count": (1, 1), "sum": (1, 1), "avg": (1, 1), "min": (1, 1),
-          "max": (1, 1), **{name: (1, 1) for name in VARIANCE_FUNCTIONS}}
+          "max": (1, 1), **{name: (1, 1) for name in VARIANCE_FUNCTIONS},
+          **{name: (2, 2) for name in COVARIANCE_FUNCTIONS}}
 
 
 def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
@@ -55,7 +59,7 @@ def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
         return pa.float64()
     if function in VALUE_FUNCTIONS:
         return args[0].dtype
-    return result_type(function, args[0].dtype)
+    return result_type(function, args[0].dtype, args[1].dtype if function in COVARIANCE_FUNCTIONS else None)
 
 
 def _positive_constant(arg: Expr, what: str, label: str, text: str, low: int) -> None:
@@ -80,7 +84,8 @@ def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -
             if arg.name not in schema.names or schema.field(arg.name).type != arg.dtype:
                 raise PlanError(f"argument {arg.sql()} is not an input column of that type; input columns: "
                                 + ", ".join(schema.names), node=label, column=text)
-        elif not isinstance(arg, Literal) or (position == 0 and call.function != "ntile"):
+        elif not isinstance(arg, Literal) or (position == 0 and call.function != "ntile") \
+                or (position == 1 and call.function in COVARIANCE_FUNCTIONS):
             raise PlanError("a window function's value argument must be an input column (project expressions "
                             "first); the others constants", node=label, column=text)
     if call.function == "ntile":

@@ -19,8 +19,8 @@ from gpu_engine.expressions.numeric import as_float
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
 )
-from gpu_engine.kernels.window_moments import frame_moments, moments_result
-from gpu_engine.plans.aggregates import VARIANCE_FUNCTIONS
+from gpu_engine.kernels.window_moments import frame_comoments, frame_moments, moments_result
+from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
 from gpu_engine.plans.window_functions import covers_whole_partition
 
@@ -192,6 +192,8 @@ class Window(Operator):
             return Column(call.dtype, values[inverse])
         if function in ("lag", "lead", "first_value", "last_value", "nth_value"):
             return self._value(call, data, order, inverse, rows)
+        if function in COVARIANCE_FUNCTIONS:
+            return self._frame_comoments(call, data, order, inverse, rows)
         if function in VARIANCE_FUNCTIONS:
             if not covers_whole_partition(call.frame, self.node.sort_keys):
                 return self._frame_moments(call, data, order, inverse, rows)
@@ -228,6 +230,29 @@ class Window(Operator):
         counts, _, m2s = frame_moments(self.device, as_float(xp, column)[order], valid, start, end)
         values, has = moments_result(self.device, call.function, counts, m2s)
         return Column(call.dtype, values[inverse], has[inverse])
+
+    def _frame_comoments(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any,
+                         rows: _SortedRows) -> Column:
+        """Return ``covar_*``, ``corr`` or ``regr_*`` of each row's frame: the frame's pair moments from a segment
+        tree (:func:`~gpu_engine.kernels.window_moments.frame_comoments`), finalized by the grouped aggregation's
+        own :class:`~gpu_engine.aggregation.functions.Moments` (DuckDB's NULL and NaN cases)."""
+        from gpu_engine.aggregation.functions import AggregateState, aggregate_function
+        from gpu_engine.plans.expressions import AggregateCall
+
+        xp = self.device.xp
+        columns = [data.column(arg.name) for arg in call.args[:2]]
+        valid = xp.ones(rows.n, dtype=xp.bool_)
+        for column in columns:
+            validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+            if validity is not None:
+                valid = valid & validity[order]
+        start, end = rows.frame(call.frame)
+        x, y = (as_float(xp, column)[order] for column in columns)
+        state = AggregateState(frame_comoments(self.device, x, y, valid, start, end))
+        function = aggregate_function(AggregateCall(call.function, call.args[0], call.dtype, second=call.args[1]),
+                                      call.sql(), True, call.dtype, True)
+        (_, result), = function.extract(self.device, state, rows.n)
+        return Column(call.dtype, result.data[inverse], None if result.validity is None else result.validity[inverse])
 
     def _ranking(self, call: WindowFunctionCall, rows: _SortedRows) -> Any:
         xp = self.device.xp

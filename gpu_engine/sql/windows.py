@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Mapping
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
-from gpu_engine.plans.aggregates import TWO_ARGUMENT_FUNCTIONS
+from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
 from gpu_engine.plans.sql_aggregates import aggregate_function_name
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
@@ -219,9 +219,11 @@ def _reads_columns(tree: exp.Expression) -> bool:
 def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
     original, ignore_nulls = _function_of(window)
-    if aggregate_function_name(original) in TWO_ARGUMENT_FUNCTIONS:  # else refused below for a column argument
+    paired = aggregate_function_name(original) in COVARIANCE_FUNCTIONS  # covar_*, corr, regr_*: two value columns
+    if aggregate_function_name(original) in TWO_ARGUMENT_FUNCTIONS and not paired:  # else refused below
         raise _unsupported(f"window function {original.sql_name().lower()} (an aggregate of two columns runs in "
-                           "GROUP BY only; over windows: count, sum, avg, min, max)", window)
+                           "GROUP BY only; over windows: count, sum, avg, min, max, the variances, covariances, "
+                           "corr and regr_*)", window)
     function = original.copy()
     value_key = None if isinstance(function, exp.Ntile) else "this"
     for key, value in list(function.args.items()):
@@ -229,7 +231,7 @@ def _function_snippet(window: exp.Window, name: str, column_of) -> str:
             continue
         if isinstance(value, exp.Distinct):
             raise _unsupported(f"{function.sql_name().lower()}(DISTINCT ...) over a window", window)
-        if key == value_key:
+        if key == value_key or (paired and key == "expression"):
             function.set(key, exp.column(exp.to_identifier(column_of(original.args[key]), quoted=True)))
         elif any(isinstance(node, exp.Column) for node in value.walk()):
             raise _unsupported(f"a column in the {key} argument of {function.sql_name().lower()}(...) over a window "

@@ -123,6 +123,9 @@ def _compile_all() -> int:
         (window._tree_query_cuda, (scalar, f64, i64, scalar, i64, i64, f64, i64, i64)),
         (window_moments._moment_level_cuda, (i64, f64, f64, scalar, scalar, scalar)),
         (window_moments._moment_query_cuda, (i64, f64, f64, scalar, i64, i64, i64, f64, f64)),
+        (window_moments._comoment_level_cuda, (i64, f64, f64, f64, f64, f64, scalar, scalar, scalar)),
+        (window_moments._comoment_query_cuda, (i64, f64, f64, f64, f64, f64, scalar, i64, i64, i64, f64, f64, f64,
+                                                f64, f64)),
     ]
     cases.append((_RowHelpers, (f64, i64, f64)))
     failures = 0

@@ -135,6 +135,9 @@ CASES = {
                                 lambda: [0, f64(), i64(), 3, i64(), i64(), f64(), i64(), i64()]],
     "window_moments._moment_level_cuda": [lambda: [i64(), f64(), f64(), 0, 3, 3]],
     "window_moments._moment_query_cuda": [lambda: [i64(), f64(), f64(), 3, i64(), i64(), i64(), f64(), f64()]],
+    "window_moments._comoment_level_cuda": [lambda: [i64(), f64(), f64(), f64(), f64(), f64(), 0, 3, 3]],
+    "window_moments._comoment_query_cuda": [lambda: [i64(), f64(), f64(), f64(), f64(), f64(), 3, i64(), i64(), i64(),
+                                                     f64(), f64(), f64(), f64(), f64()]],
 }
 
 

@@ -331,6 +331,28 @@ def test_variance_over_running_and_sliding_frames_matches_duckdb(device_name):
         assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
 
 
+def test_covariance_and_regression_over_frames_match_duckdb(device_name):
+    # A segment tree of pair moments (co-deviations merged by Chan's formula) finalized as the grouped
+    # aggregation does: x near 1e9 rising with y keeps its digits, pairs with a NULL side are skipped,
+    # a frame of one pair gives DuckDB's NULLs and NaNs (corr, regr_r2, regr_intercept).
+    n = 30 if device_name == "cpu" else 10
+    x = [None if i % 7 == 3 else 1e9 + i * 1000.0 + (i % 3) * 0.25 for i in range(n)]
+    y = [None if i % 5 == 4 else float((i * 7) % 11) for i in range(n)]
+    tables = {"t": pa.table({"x": pa.array(x), "y": pa.array(y), "id": pa.array(range(n)),
+                             "k": pa.array([i % 3 for i in range(n)])})}
+    session = _session(device_name, 2, 5, tables)
+    functions = [("corr(x, y)", "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW", "a"), ("covar_samp(x, y)", "", "b"),
+                 ("covar_pop(y, id)", "ROWS BETWEEN 1 FOLLOWING AND 3 FOLLOWING", "c"),
+                 ("regr_slope(x, y)", "ROWS BETWEEN 3 PRECEDING AND 3 FOLLOWING", "e"),
+                 ("regr_intercept(y, id)", "ROWS BETWEEN 1 PRECEDING AND CURRENT ROW", "f"),
+                 ("regr_r2(x, y)", "ROWS BETWEEN CURRENT ROW AND UNBOUNDED FOLLOWING", "g"),
+                 ("regr_count(x, y)", "", "h"), ("regr_sxx(x, y)", "RANGE BETWEEN 2 PRECEDING AND 1 FOLLOWING", "i")]
+    for partition in ([], ["k"]):
+        actual = session.execute(_plan(session.catalog, "t", partition, ["id"], functions))
+        expected = _reference(_duckdb_sql("t", partition, ["id"], functions), tables)
+        assert rows_mismatch(actual, expected) is None, rows_mismatch(actual, expected)
+
+
 def test_the_window_reads_the_device_a_fixed_number_of_times_whatever_its_batches(device_name):
     # A GPU pays for every host sync; the window's do not grow with its input batches (a sum's overflow
     # status is read once, at the end).
