@@ -750,38 +750,42 @@ def check_page_counts(buf, start, length, rows):
 
 @njit(nogil=True, cache=True)
 def dictionary_values(buf, start, length):
-    """Read only a column chunk's page headers: return its dictionary page's value count, or -1.
+    """Read only a column chunk's page headers: return ``(dictionary values, values of other data pages)``.
 
-    -1 unless the chunk's first page is a dictionary page and every data page is dictionary-encoded
-    (a writer that fell back to PLAIN pages has more distinct values than its dictionary), and -1 for
-    any malformed header (the read of the column reports it). Why: how many distinct strings a row
-    group's column holds is in this header, so deciding whether the column repeats its values
-    (``gpu_engine.connectors.data_source.repeats_values``) need not decode them.
+    The first is the dictionary page's value count, -1 when the chunk's first page is not a dictionary
+    page or a header is malformed (the read of the column reports it); the second counts the values of
+    data pages that are not dictionary-encoded (a writer falls back to PLAIN pages when its dictionary
+    outgrows its page). Why: how many distinct strings a row group's column holds is in this header,
+    so deciding whether the column repeats its values (``gpu_engine.connectors.data_source.repeats_values``)
+    need not decode them.
     """
     header = np.empty(16, np.int64)
     page = np.empty(16, np.int64)
     end = start + length
     if start < 0 or length < 0 or end > buf.shape[0]:
-        return -1
+        return -1, 0
     pos = start
     values = -1
+    other = 0
     while pos < end:
         status, pos = _page_header(buf, pos, end, header, page)
         if status == _SKIP_PAGE:
             continue
         if status != DECODED:
-            return -1
+            return -1, 0
         pos += header[3]
         kind = header[1]
         if kind == _DICTIONARY_PAGE:
-            if values >= 0:
-                return -1
+            if values >= 0 or other > 0:
+                return -1, 0
             values = page[1]
             continue
+        if values < 0:
+            return -1, 0
         encoding = page[2] if kind == _DATA_PAGE else page[4]
-        if values < 0 or (encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY):
-            return -1
-    return values
+        if encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY:
+            other += page[1]
+    return values, other
 
 
 # ----------------------------------------------------------------- column chunks

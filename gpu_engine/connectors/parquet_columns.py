@@ -327,19 +327,19 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
     return read
 
 
-def dictionary_size(path: str, metadata: pq.FileMetaData, row_group: int, name: str) -> int | None:
-    """Return how many values the dictionary page of column ``name`` in ``row_group`` declares, reading page headers only.
+def dictionary_size(path: str, metadata: pq.FileMetaData, row_group: int, name: str) -> tuple[int, bool] | None:
+    """Return the values the dictionary page of column ``name`` in ``row_group`` declares, reading page headers only,
+    and whether that dictionary encodes every data page (False: the writer fell back to PLAIN pages).
 
-    None when that is not the column chunk's count of distinct values: no dictionary page, a data page
-    that is not dictionary-encoded (the writer fell back to PLAIN), a repeated column or a malformed header.
+    None for a chunk without a dictionary page, a repeated column or a malformed header.
     """
     layout = _chunk_layout(path, metadata)
     index = layout.leaves.get(name)
     if index is None or not layout.flat[index] or not 0 <= row_group < metadata.num_row_groups:
         return None
-    values = dictionary_values(_file_bytes(path), int(layout.starts[row_group, index]),
-                               int(layout.lengths[row_group, index]))
-    return None if values < 0 else int(values)
+    values, other = dictionary_values(_file_bytes(path), int(layout.starts[row_group, index]),
+                                      int(layout.lengths[row_group, index]))
+    return None if values < 0 else (int(values), other == 0)
 
 
 def check_row_counts(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int]) -> None:
