@@ -201,6 +201,7 @@ def test_window_plan_explains_round_trips_and_partitions_drivers(tables):
     ("sum(DISTINCT v) AS x", "sum(DISTINCT ...) over a window is not supported"),
     ("rank() IGNORE NULLS AS x", "IGNORE NULLS applies to lag, lead, first_value, last_value, nth_value, not rank"),
     ("sum(s) AS x", "type mismatch: sum is not defined for string"),
+    ("corr(v, 1) AS x", "a window function's value argument must be an input column"),
 ])
 def test_window_functions_the_operator_cannot_compute_are_refused_at_build_time(function, message, tables):
     session = _session("cpu", 1, 16, tables)
