@@ -67,6 +67,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
+from numba import njit
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.columnar.column import Column
@@ -87,8 +88,14 @@ EXACT_SET_MAX_ROWS = 1 << 20
 #: A string key set of more distinct values than this is tested by its range only (a set is Python strings).
 STRING_SET_MAX_VALUES = 1 << 16
 
-#: Integer key sets spanning at most this many values test membership in a table of flags, one byte a value.
-_TABLE_MAX_SPAN = 1 << 24
+#: Integer key sets spanning at most this many values are an exact table of bits, one a value (8 MB at most).
+_TABLE_MAX_SPAN = 1 << 26
+
+#: Sparser integer keys set bits in a Bloom-style table (one multiplicative hash, 16 bits a key) of at most
+#: this many bits: a false positive only lets a row through to the probe.
+_BLOOM_MAX_BITS = 1 << 24
+_BLOOM_MIN_BITS = 1 << 10
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
 _EPOCH = datetime.date(1970, 1, 1)
 
@@ -169,27 +176,31 @@ class JoinKeyFilter:
     Made once per join on the host from the build side's key column
     (:meth:`of_build_keys`). ``low``/``high`` bound the non-NULL build keys
     (None for an empty build side: nothing matches). The set: integer keys
-    spanning at most :data:`_TABLE_MAX_SPAN` values (dense keys, whatever
-    the build's size: every TPC-H and TPC-DS key) become a table of flags,
-    one byte a value; sparser keys, and strings, are kept as their sorted
-    distinct values (``values``) when the build side has at most
-    :data:`EXACT_SET_MAX_ROWS` rows; else only the range is tested.
+    spanning at most :data:`_TABLE_MAX_SPAN` values (dense keys, whatever the
+    build's size: every TPC-H and TPC-DS key) are an exact table of bits, one
+    a value (a bit, not a byte: a probe reads it at random, and a table that
+    stays in cache was 2.4x faster than a byte a value over 6M values);
+    sparser integer keys set bits in a Bloom-style table (false positives
+    reach the probe, which drops them), and up to :data:`EXACT_SET_MAX_ROWS`
+    build rows keep their sorted distinct ``values`` to test row groups;
+    strings keep their sorted distinct ``values`` (up to
+    :data:`STRING_SET_MAX_VALUES`); else only the range is tested.
     """
 
     def __init__(self, column: str, kind: str, low: Any, high: Any, values: Any, join_id: str = "",
-                 flags: np.ndarray | None = None):
+                 bits: np.ndarray | None = None, span: int | None = None, bloom_shift: int | None = None):
         self.column = column
         self.kind = kind
         self.low = low
         self.high = high
         self.values = values  # np.int64 array ("int") or a sorted Python list of str ("string"), or None
         self.join_id = join_id
-        self._flags = flags  # flags[key - low], one False past the last: a key outside the range reads that one
+        self._bits = bits  # packed little-endian: bit (key - low), with one clear bit at ``span`` for keys outside,
+        self._span = span  # or, with ``bloom_shift``, bit (key * golden >> bloom_shift)
+        self._bloom_shift = bloom_shift
         self._value_set = None
-        if flags is None and values is not None and kind == "int" and len(values) and high - low < _TABLE_MAX_SPAN:
-            flags = np.zeros(high - low + 2, dtype=np.bool_)
-            flags[values - low] = True
-            self._flags = flags
+        if bits is None and values is not None and kind == "int" and len(values):
+            self._bits, self._span, self._bloom_shift = _int_tables(np.asarray(values, dtype=np.int64), low, high)
         if values is not None and kind == "string":
             self._value_set = pa.array(values, type=pa.large_string())
 
@@ -200,8 +211,8 @@ class JoinKeyFilter:
 
     @property
     def is_exact(self) -> bool:
-        """Return True when the filter tests the build's key set, not only its range."""
-        return self._flags is not None or self.values is not None
+        """Return True when rows are tested against the build's key set (exactly or by Bloom), not only its range."""
+        return self._bits is not None or self._value_set is not None
 
     def describe(self) -> str:
         """Return the filter in words, for logs and tests."""
@@ -212,9 +223,10 @@ class JoinKeyFilter:
         return f"{self.column} in [{self.low}, {self.high}]{count}"
 
     def _sorted_values(self):
-        """Return the sorted distinct keys (from the flags, once), or None when only the range is known."""
-        if self.values is None and self._flags is not None:
-            self.values = np.flatnonzero(self._flags).astype(np.int64) + self.low
+        """Return the sorted distinct keys (from an exact table, once), or None when only the range is known."""
+        if self.values is None and self._span is not None:
+            flags = np.unpackbits(self._bits, bitorder="little")[: self._span]
+            self.values = np.flatnonzero(flags).astype(np.int64) + self.low
         return self.values
 
     @classmethod
@@ -232,15 +244,12 @@ class JoinKeyFilter:
         if kind == "int":
             numbers = _int64_values(array)[0]
             low, high = int(numbers.min()), int(numbers.max())
-            if high - low < _TABLE_MAX_SPAN:  # dense keys: a flag a value, set in one pass
-                flags = np.zeros(high - low + 2, dtype=np.bool_)
-                flags[numbers - low] = True
-                return cls(column, kind, low, high, None, join_id, flags)
-            if exact:  # sorted distinct keys (a sort and a compare: numpy's hash-based unique was 10x slower here)
+            bits, span, shift = _int_tables(numbers, low, high)
+            values = None
+            if span is None and exact:  # sorted distinct keys for row groups (a sort: numpy's hash unique was slower)
                 values = np.sort(numbers)
                 values = values[np.concatenate(([True], values[1:] != values[:-1]))]
-                return cls(column, kind, low, high, values, join_id)
-            return cls(column, kind, low, high, None, join_id)
+            return cls(column, kind, low, high, values, join_id, bits, span, shift)
         distinct = pc.unique(array) if exact else None
         if distinct is not None and len(distinct) <= STRING_SET_MAX_VALUES:
             values = sorted(distinct.to_pylist())
@@ -295,16 +304,13 @@ class JoinKeyFilter:
 
     def _int_mask(self, array: pa.Array) -> np.ndarray:
         numbers, valid = _int64_values(array)
-        # key - low as unsigned: a key below low wraps past high - low, so one comparison tests both bounds
-        # (int64 arithmetic wraps; a wrapped difference never lands inside the range, whose ends are int64s).
-        offsets = (numbers - np.int64(self.low)).view(np.uint64)
-        if self._flags is not None:
-            keep = self._flags[np.minimum(offsets, np.uint64(len(self._flags) - 1))]
+        keep = np.empty(len(numbers), dtype=np.bool_)
+        if self._bits is None:
+            _range_mask(numbers, self.low, self.high, keep)
+        elif self._span is not None:
+            _table_mask(numbers, self.low, self.high, self._bits, keep)
         else:
-            keep = offsets <= np.uint64(self.high - self.low)
-            if self.values is not None:
-                at = np.minimum(np.searchsorted(self.values, numbers), len(self.values) - 1)
-                keep &= self.values[at] == numbers
+            _bloom_mask(numbers, self.low, self.high, self._bits, self._bloom_shift, keep)
         return keep if valid is None else keep & valid
 
     def _string_mask(self, array: pa.Array) -> np.ndarray:
@@ -314,6 +320,52 @@ class JoinKeyFilter:
             matched = pc.and_(pc.greater_equal(array, pa.scalar(self.low, array.type)),
                               pc.less_equal(array, pa.scalar(self.high, array.type)))
         return np.asarray(matched.fill_null(False), dtype=np.bool_)
+
+
+def _int_tables(numbers: np.ndarray, low: int, high: int) -> tuple[np.ndarray, int | None, int | None]:
+    """Return integer keys' bit table: exact over ``[low, high]`` (bits, span, None) when the span allows, else a
+    Bloom-style one (bits, None, shift)."""
+    if high - low < _TABLE_MAX_SPAN:
+        span = high - low + 1
+        flags = np.zeros(span + 1, dtype=np.bool_)  # the last bit, clear, is where keys outside the range look
+        flags[numbers - np.int64(low)] = True
+        return np.packbits(flags, bitorder="little"), span, None
+    size = min(_BLOOM_MAX_BITS, max(_BLOOM_MIN_BITS, 1 << int(16 * len(numbers) - 1).bit_length()))
+    shift = 64 - (size.bit_length() - 1)
+    flags = np.zeros(size, dtype=np.bool_)
+    flags[(numbers.view(np.uint64) * _GOLDEN) >> np.uint64(shift)] = True
+    return np.packbits(flags, bitorder="little"), None, shift
+
+
+# One pass a probe column on the host (numba, without the GIL, so prefetch threads test rows in parallel): the
+# same tests as NumPy expressions took ~14 ns a row in 7 passes, as much as the probe work a dropped row saves.
+@njit(nogil=True, cache=True)
+def _range_mask(numbers, low, high, keep):  # pragma: no cover - compiled
+    for i in range(numbers.shape[0]):
+        keep[i] = low <= numbers[i] <= high
+
+
+@njit(nogil=True, cache=True)
+def _table_mask(numbers, low, high, bits, keep):  # pragma: no cover - compiled
+    for i in range(numbers.shape[0]):
+        value = numbers[i]
+        if value < low or value > high:
+            keep[i] = False
+        else:
+            offset = value - low  # no overflow: high - low < _TABLE_MAX_SPAN
+            keep[i] = (bits[offset >> 3] >> (offset & 7)) & 1 == 1
+
+
+@njit(nogil=True, cache=True)
+def _bloom_mask(numbers, low, high, bits, shift, keep):  # pragma: no cover - compiled
+    golden = np.uint64(0x9E3779B97F4A7C15)
+    for i in range(numbers.shape[0]):
+        value = numbers[i]
+        if value < low or value > high:
+            keep[i] = False
+        else:
+            position = (np.uint64(value) * golden) >> np.uint64(shift)
+            keep[i] = (bits[position >> np.uint64(3)] >> (position & np.uint64(7))) & 1 == 1
 
 
 def _as_int(value: Any) -> int | None:
