@@ -24,6 +24,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bench import parquet_surgery
+from bench.device_decode_fuzz import decoder_outcomes, same_outcome
 from bench.parquet_fuzz import Recipe, write_file
 from gpu_engine.columnar.column import Column
 from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
@@ -189,39 +190,13 @@ def test_snappy_round_trip(data, repeat):
 
 
 # ----------------------------------------------------------------- damaged files
-def _both_outcomes(path: Path, device) -> tuple:
-    """Read every decodable column on the host and on the device: (values or error message) for each."""
-    from gpu_engine.connectors.data_source import parquet_metadata
-
-    metadata = parquet_metadata(str(path))
-    names = metadata.schema.to_arrow_schema().names
-    outcomes = []
-    for name in names:
-        columns = decodable_columns(metadata, [name])
-        groups = list(range(metadata.num_row_groups))
-        try:
-            host = read_decoded_columns(str(path), metadata, groups, columns)
-            host = {k: (v.combine_chunks() if isinstance(v, pa.ChunkedArray) else v) for k, v in host.items()}
-            host = {k: Column.from_arrow(v, device).to_arrow(device) for k, v in host.items()}
-        except DataSourceError as error:
-            host = str(error)
-        try:
-            ours = {k: v.to_arrow(device) for k, v in read_device_columns(str(path), metadata, groups, columns,
-                                                                           device).items()}
-        except DataSourceError as error:
-            ours = str(error)
-        outcomes.append((name, host, ours))
-    return outcomes
-
-
 def _assert_same_outcome(path: Path, device) -> list[str]:
+    """Assert the device read each column as the host did, or failed with the host's message; return the messages."""
     errors = []
-    for name, host, ours in _both_outcomes(path, device):
-        if isinstance(host, str) or isinstance(ours, str):
-            assert host == ours, name
+    for name, host, ours in decoder_outcomes(path, device):
+        assert same_outcome(host, ours), (name, host, ours)
+        if isinstance(ours, str):
             errors.append(ours)
-        else:
-            assert set(ours) <= set(host) and all(ours[k].equals(host[k]) for k in ours), name
     return errors
 
 
@@ -279,7 +254,7 @@ def test_pages_shorter_than_their_levels_say_fail_as_on_the_host(tmp_path, cuda_
 
 
 _COLUMNS = (("int64", True), ("int32", False), ("double", True))
-#: Damaged pages of several layouts (found by a sweep of fixed seeds): a v2 page's null count rewritten, Snappy and
+#: Damaged pages of several layouts (found by bench/device_decode_fuzz.py's sweep): a v2 page's null count rewritten, Snappy and
 #: dictionary-page bytes flipped (a bad copy, damaged levels), flips that only change values, a dictionary page
 #: header's integer rewritten.
 DAMAGE = [
