@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.sql.aggregate_refusals import refuse_unknown_aggregate
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.list_refusals import refuse_list_construct
 
@@ -93,6 +94,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
                          '""')
         else:
             refuse_list_construct(node, dialect)  # lists, maps and structs (gpu_engine.sql.list_refusals)
+            refuse_unknown_aggregate(node)  # fsum, geomean, ... (gpu_engine.sql.aggregate_refusals)
     return met
 
 

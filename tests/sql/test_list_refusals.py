@@ -1,7 +1,8 @@
 """Lists, maps and structs are refused by name, with their position and the scalar alternative (issue 30 item 6).
 
 The engine's columns hold no nested types; before, ``[1, 2]`` was "unsupported function '[1, 2]'" and
-``histogram(v)`` "column t.v is not available here".
+``histogram(v)`` "column t.v is not available here". DuckDB aggregates sqlglot does not know (``fsum``,
+``geomean``, ...) are refused by name with the nearest aggregate the engine has.
 """
 
 from __future__ import annotations
@@ -49,3 +50,17 @@ def test_a_quantile_over_a_list_of_fractions_keeps_its_own_message():
     session.register("t", T)
     with pytest.raises(SqlError, match="call quantile_cont once per fraction"):
         session.sql("SELECT quantile_cont(v, [0.1, 0.5]) AS q FROM t")
+
+
+@pytest.mark.parametrize("call, name, alternative", [
+    ("fsum(v)", "fsum", "use sum"), ("geomean(v)", "geomean", "exp(avg(ln(x)))"), ("mad(v)", "mad", "median"),
+    ("weighted_avg(v, k)", "weighted_avg", "sum(x * w) / sum(w)"),
+])
+def test_duckdb_aggregates_the_engine_lacks_are_refused_by_name_not_by_their_column(call, name, alternative):
+    """They failed as "column t.v is not available here" in a grouped query (sqlglot knows none of them)."""
+    session = Session(device="cpu")
+    session.register("t", T)
+    with pytest.raises(SqlError) as raised:
+        session.sql(f"SELECT k, {call} AS a FROM t GROUP BY k")
+    assert f"aggregate function {name} is not supported" in str(raised.value) and alternative in str(raised.value)
+    assert raised.value.line == 1 and raised.value.column_number == 11
