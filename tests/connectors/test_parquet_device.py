@@ -136,6 +136,28 @@ def test_some_row_groups_and_empty_ones(tmp_path, cuda_device):
     assert set(empty) == set(columns) and all(len(column) == 0 for column in empty.values())
 
 
+def test_decimals_stored_as_int32_and_timestamps(tmp_path, cuda_device):
+    """A DECIMAL(9, 3) stored as INT32 widens to the engine's int64; a timestamp reads as INT64, both with NULLs."""
+    rng = np.random.default_rng(9)
+    rows = 80
+    mask = rng.random(rows) < 0.25
+    table = pa.table({
+        "small_dec": pa.array([decimal.Decimal(int(v)).scaleb(-3) for v in rng.integers(-10**8, 10**8, rows)],
+                              pa.decimal128(9, 3), mask=mask),
+        "ts": pa.array(rng.integers(0, 2**40, rows), mask=mask).cast(pa.timestamp("ms")),
+    })
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, compression="snappy", data_page_version="2.0", data_page_size=1, write_batch_size=30,
+                   store_decimal_as_integer=True)
+    metadata = pq.read_metadata(path)
+    assert metadata.schema.column(0).physical_type == "INT32"
+    columns = decodable_columns(metadata, table.column_names)
+    decoded = read_device_columns(str(path), metadata, [0], columns, cuda_device)
+    assert set(decoded) == {"small_dec", "ts"} and decoded["small_dec"].data.dtype == np.int64
+    for name, column in decoded.items():
+        assert column.to_arrow(cuda_device).equals(_expected(path, name, cuda_device)), name
+
+
 def test_strings_and_other_codecs_are_left_to_the_host(tmp_path, cuda_device):
     path = tmp_path / "t.parquet"
     pq.write_table(pa.table({"s": ["a", "b"] * 50, "x": np.arange(100)}), path, compression="zstd")
