@@ -77,6 +77,16 @@ class TableScan(Operator):
       views of its buffers, no copy; a table ``Session.cache`` keeps on the
       device is one (:class:`~gpu_engine.connectors.table_cache.CachedSplit`
       per cached batch, counted in ``cached_batches``).
+
+    Join-key filters (:mod:`gpu_engine.exec.dynamic_filters`): when a hash
+    join's finished build side has pushed filters on this scan's columns, a
+    Parquet split first loses the row groups whose statistics rule every row
+    out (``dynamic_filter_row_groups_skipped``), and a host-decoded piece's
+    rows no build key can match are dropped before conversion and copy
+    (``dynamic_filter_rows_dropped``, ``dynamic_filter_seconds``): a host batch
+    keeps the rest as its gather map, a batch bound for a GPU is cut. Once the
+    filters have dropped under :data:`ADAPTIVE_FILTER_MIN_DROPPED` of
+    :data:`ADAPTIVE_FILTER_ROWS` rows, the scan stops testing rows.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TableScanNode):
