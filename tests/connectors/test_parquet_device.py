@@ -48,8 +48,18 @@ if GPU_PRESENT:
     pytestmark = pytest.mark.gpu
 
 
+@pytest.fixture
+def keeps_thread_switches():
+    """Ask for Python's usual thread switch interval: a test running the engine's other kernels takes it.
+
+    Why: the fused aggregation's kernels take shared arrays too, and numba's simulator allocates a shared
+    array without a lock (see kernels/parquet_device.py's _levels): switching threads every 0.1 ms made
+    lanes get arrays of their own there, and a query's answer wrong now and then.
+    """
+
+
 @pytest.fixture(autouse=True)
-def _short_thread_switches():
+def _short_thread_switches(request):
     """Switch threads often while a test runs: the simulator's block barrier waits for all its threads by polling.
 
     Why: each simulated thread is a Python thread, and a barrier ends only once the polling thread has
@@ -57,6 +67,9 @@ def _short_thread_switches():
     """
     import sys
 
+    if "keeps_thread_switches" in request.fixturenames:
+        yield
+        return
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-4)
     yield
@@ -304,7 +317,7 @@ def test_damaged_pages_fail_or_read_as_on_the_host(tmp_path, cuda_device, recipe
 
 
 # ----------------------------------------------------------------- through a query
-def test_a_query_reads_through_the_device_decoder(tmp_path, cuda_device):
+def test_a_query_reads_through_the_device_decoder(tmp_path, cuda_device, keeps_thread_switches):
     """parquet_reader='device' (the default on cuda without cuDF): the scan's bounded launches and one sync a piece."""
     from gpu_engine import Session
 
@@ -314,7 +327,7 @@ def test_a_query_reads_through_the_device_decoder(tmp_path, cuda_device):
                       "v": pa.array(rng.standard_normal(rows), mask=rng.random(rows) < 0.2),
                       "d": pa.array(rng.integers(0, 100, rows).astype(np.int32))})
     path = tmp_path / "t.parquet"
-    pq.write_table(table, path, row_group_size=100, data_page_size=256, compression="snappy")
+    pq.write_table(table, path, row_group_size=100, compression="snappy")  # (a page a chunk: barriers are slow here)
     query = "SELECT k, s, count(*) AS c, count(v) AS cv, sum(v) AS sv, sum(d) AS sd FROM t GROUP BY k, s ORDER BY k, s"
     results = {}
     for reader in ("device", "pyarrow"):
@@ -338,7 +351,7 @@ def test_a_query_reads_through_the_device_decoder(tmp_path, cuda_device):
     assert len(results["device"]) == 12
 
 
-def test_a_query_on_a_damaged_file_fails_naming_the_page(tmp_path, cuda_device):
+def test_a_query_on_a_damaged_file_fails_naming_the_page(tmp_path, cuda_device, keeps_thread_switches):
     from gpu_engine import Session
     from gpu_engine.errors import ExecutionError
 
