@@ -1,21 +1,20 @@
 """Decorrelate a WHERE clause's subqueries into joins: semi and anti joins, one-row builds, grouped aggregates.
 
-Why a module of its own: a subquery evaluated once per outer row is the
-plan a textbook gives and no engine can afford; each form the planner
-accepts becomes a join instead, and each form it does not is refused by
-name. ``x IN (SELECT …)`` is a left semi join (NOT IN a null-aware anti
-join), applied at the scan of ``x`` when it reads one table; ``[NOT] EXISTS``
-is a semi (anti) join on its correlation equalities, with the other
-correlated conditions as the join filter (a semi or anti join of a smaller
-outer side is a right semi / right anti join that builds it); an
-uncorrelated scalar subquery (and an uncorrelated EXISTS, as a count) is an
-EnforceSingleRow build side of a nested-loop join; a correlated scalar
-aggregate (TPC-H Q2, Q17, Q20) becomes the aggregate grouped by the
-correlation columns, joined like any relation, its input first restricted to
-the keys of the outer table's filtered rows (a "magic set" semi join). COUNT
-there is planned only where its empty groups (0, not NULL, which an inner
-join loses) fail the comparison anyway. Subqueries under OR are mark joins
-(:mod:`~gpu_engine.sql.mark_joins`).
+Why a module of its own: a subquery evaluated once per outer row would scan its
+input again for every row; each form the planner accepts becomes a join
+instead, planned once, and each form it does not is refused by name. ``x IN
+(SELECT …)`` is a left semi join (NOT IN a null-aware anti join), applied at
+the scan of ``x`` when it reads one table; ``[NOT] EXISTS`` is a semi (anti)
+join on its correlation equalities, with the other correlated conditions as the
+join filter (a semi or anti join of a smaller outer side is a right semi /
+right anti join that builds it); an uncorrelated scalar subquery (and an
+uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
+nested-loop join; a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
+the aggregate grouped by the correlation columns, joined like any relation, its
+input first restricted to the keys of the outer table's filtered rows (a "magic
+set" semi join). COUNT there is planned only where its empty groups (0, not
+NULL, which an inner join loses) fail the comparison anyway. Subqueries under
+OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`).
 """
 
 from __future__ import annotations
