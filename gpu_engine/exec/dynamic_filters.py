@@ -198,6 +198,7 @@ class JoinKeyFilter:
         self._bits = bits  # packed little-endian: bit (key - low), with one clear bit at ``span`` for keys outside,
         self._span = span  # or, with ``bloom_shift``, bit (key * golden >> bloom_shift)
         self._bloom_shift = bloom_shift
+        self._block_flags: np.ndarray | None = None
         self._value_set = None
         if bits is None and values is not None and kind == "int" and len(values):
             self._bits, self._span, self._bloom_shift = _int_tables(np.asarray(values, dtype=np.int64), low, high)
@@ -221,6 +222,13 @@ class JoinKeyFilter:
         values = self._sorted_values()
         count = "" if values is None else f", {len(values)} values"
         return f"{self.column} in [{self.low}, {self.high}]{count}"
+
+    def _blocks(self) -> np.ndarray:
+        """Return, per block of :data:`_BLOCK_BYTES` bytes of the exact table, whether any bit is set (made once)."""
+        if self._block_flags is None:
+            whole = len(self._bits) // _BLOCK_BYTES * _BLOCK_BYTES
+            self._block_flags = self._bits[:whole].reshape(-1, _BLOCK_BYTES).any(axis=1)
+        return self._block_flags
 
     def _sorted_values(self):
         """Return the sorted distinct keys (from an exact table, once), or None when only the range is known."""
@@ -272,7 +280,10 @@ class JoinKeyFilter:
             return True
         if maximum < self.low or minimum > self.high:
             return False
-        values = self._sorted_values()
+        if self._span is not None:  # read the table itself: no list of keys is made
+            return _any_bit(self._bits, self._blocks(), max(minimum, self.low) - self.low,
+                            min(maximum, self.high) - self.low)
+        values = self.values
         if values is None:
             return True
         if self.kind == "int":
@@ -366,6 +377,25 @@ def _bloom_mask(numbers, low, high, bits, shift, keep):  # pragma: no cover - co
         else:
             position = (np.uint64(value) * golden) >> np.uint64(shift)
             keep[i] = (bits[position >> np.uint64(3)] >> (position & np.uint64(7))) & 1 == 1
+
+
+#: Bytes of an exact bit table summarized by one flag, so that a row group's range is tested in O(range / 4096).
+_BLOCK_BYTES = 512
+
+
+def _any_bit(bits: np.ndarray, blocks: np.ndarray, first: int, last: int) -> bool:
+    """Return True when any bit ``first..last`` (inclusive) of a little-endian packed table is set."""
+    first_byte, last_byte = first >> 3, last >> 3
+    if first_byte == last_byte:
+        return bool(int(bits[first_byte]) & (((1 << (last - first + 1)) - 1) << (first & 7)))
+    if int(bits[first_byte]) >> (first & 7) or int(bits[last_byte]) & ((1 << ((last & 7) + 1)) - 1):
+        return True
+    start, stop = first_byte + 1, last_byte  # whole bytes between: blocks where whole, bytes at the edges
+    block_start, block_stop = -(-start // _BLOCK_BYTES), min(stop // _BLOCK_BYTES, len(blocks))
+    if block_start >= block_stop:
+        return bool(bits[start:stop].any())
+    return bool(bits[start:block_start * _BLOCK_BYTES].any() or blocks[block_start:block_stop].any()
+                or bits[block_stop * _BLOCK_BYTES:stop].any())
 
 
 def _as_int(value: Any) -> int | None:

@@ -261,3 +261,24 @@ def test_key_filter_tests_exactly_at_the_edges():
     probe_words = pa.array(["a", "b", None, "d", "e", "b"]).dictionary_encode()
     assert words.mask(probe_words).tolist() == [False, True, False, True, False, True]
     assert not words.may_match("bb", "cz") and words.may_match("c", "d") and words.may_match(1, 2)  # no conclusion
+
+
+def test_row_group_test_reads_the_bit_table_exactly():
+    """A row group's [min, max] may match exactly when some build key lies in it: random keys and ranges (fixed
+    seed) over tables of one byte to many 512-byte blocks."""
+    import numpy as np
+
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import get_device
+    from gpu_engine.exec.dynamic_filters import JoinKeyFilter
+
+    device = get_device("cpu")
+    rng = np.random.default_rng(3)
+    for span in (5, 100, 40_000, 300_000):
+        for _ in range(10):
+            keys = np.unique(rng.integers(0, span, int(rng.integers(1, 30)))) + int(rng.integers(-10**6, 10**6))
+            key_filter = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(keys), device), "k", "int")
+            for _ in range(20):
+                low = int(rng.integers(keys.min() - 50, keys.max() + 50))
+                high = low + int(rng.integers(0, span))
+                assert key_filter.may_match(low, high) == bool(((keys >= low) & (keys <= high)).any()), (keys, low, high)
