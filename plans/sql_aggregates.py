@@ -127,11 +127,19 @@ def with_distinct_pairs(functions: dict) -> dict:
     parses into, DISTINCT on the first argument and the second beside it, is what the planner reads for
     every two-argument aggregate (DuckDB's meaning: over the distinct pairs).
     """
+    cached = _PAIR_FUNCTIONS.get(id(functions))
+    if cached is not None and cached[0] is functions:  # a dialect's parsers share one table: built once
+        return cached[1]
     out = dict(functions)
     for name, node_type in _BY_NODE_NAMES.items():
         if name in out:
             out[name] = _distinct_pair(node_type, functions[name])
+    _PAIR_FUNCTIONS[id(functions)] = (functions, out)
     return out
+
+
+#: id of a parser's function table -> (that table, the table :func:`with_distinct_pairs` returns for it).
+_PAIR_FUNCTIONS: dict[int, tuple[dict, dict]] = {}
 
 
 def takes_two_arguments(call: exp.Expression) -> bool:

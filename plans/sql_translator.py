@@ -46,7 +46,7 @@ from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
 from gpu_engine.plans.sql_aggregates import (
     aggregate_arguments, aggregate_function_name, aggregate_parameter, aggregate_parameter_key,
-    normalize_aggregate_calls, unsupported_aggregate_text,
+    normalize_aggregate_calls, unsupported_aggregate_text, with_distinct_pairs,
 )
 from gpu_engine.plans.sql_connectives import balance_connectives
 
@@ -96,8 +96,13 @@ def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -
     try:
         if into is not None:
             tree = exp.maybe_parse(text, into=into, dialect="duckdb")
-        else:
-            tree = sqlglot.parse_one(text, dialect="duckdb")
+        else:  # (corr(DISTINCT y, x) needs the parser's two-argument builders: with_distinct_pairs)
+            parser = _DUCKDB.parser()
+            parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)
+            statements = parser.parse(tokens, text)
+            if not statements or statements[0] is None:
+                raise sqlglot.errors.ParseError(f"No expression was parsed from '{text}'")
+            tree = exp.Block(expressions=statements) if len(statements) > 1 else statements[0]  # as parse_one
     except sqlglot.errors.ParseError as error:
         raise PlanError(f"cannot parse SQL: {_parse_error_text(error)}", node=node, column=text) from None
     except RecursionError:

@@ -95,3 +95,17 @@ def test_distinct_aggregates_of_several_arguments_beside_plain_ones_match_duckdb
 def test_mixed_distinct_aggregates_match_duckdb_on_each_device(device_name, reference):
     _check_all(["SELECT k, corr(DISTINCT y, x) AS c, count(*) AS n FROM t GROUP BY k"], device_name, 2, 4,
                reference)
+
+
+def test_plan_builder_reads_distinct_pairs_in_its_snippets(reference):
+    """PlanBuilder parses its own text snippets: ``corr(DISTINCT y, x)`` failed there as "needs a right-hand
+    operand" too."""
+    from gpu_engine.plans import PlanBuilder
+
+    session = Session(device="cpu", drivers=2, batch_rows=3)
+    session.register("t", T, split_rows=5)
+    plan = (PlanBuilder(session.catalog).table_scan("t")
+            .aggregation(["k"], ["corr(DISTINCT y, x) AS c", "count(*) AS n"]).plan())
+    expected = duckdb_table(reference, "SELECT k, corr(DISTINCT y, x) AS c, count(*) AS n FROM t GROUP BY k")
+    problem = rows_mismatch(session.execute(plan), expected)
+    assert problem is None, problem
