@@ -22,8 +22,8 @@ How the work is split:
   ``_expand`` (a block per page: Snappy decompressed by the block's first
   thread, a sequential tag parse per page, as a first version; uncompressed
   pages copied by all its threads), ``_levels`` (a block per page: its first
-  lane reads each run header of the definition levels and dictionary codes,
-  all lanes expand the run together, each code checked against the
+  lane reads each run header of the definition levels and dictionary codes and
+  expands the short runs, all lanes expand the long ones together, each code checked against the
   dictionary's size; the non-null rows numbered by a block scan) and
   ``_values`` (a thread per row: each row's value bytes copied from its page,
   or from its dictionary page by its code; nulls 0);
@@ -303,15 +303,21 @@ _MAX_LANES = 1024
 _SCAN_SLOTS = _MAX_LANES + 1
 
 
+#: Runs of fewer values than this are expanded by lane 0 as it reads them; longer ones by all the block's lanes.
+_SHARED_RUN = 32
+
+
 @_device_function
 def _runs_block(buf, pos, end, bit_width, out, base, count, bound, state, lane, lanes):
     """Decode ``count`` values of the RLE/bit-packing hybrid ``buf[pos:end]`` into ``out[base:base + count]``, as a block.
 
     Every lane of the block calls it (it synchronizes the block). Lane 0 reads the run headers in
-    order; the lanes expand each run together (a repeated value written, or bit-packed values unpacked
-    one a lane, each checked against ``bound``). ``state`` is a shared int64 array of 8. Returns, in
-    every lane, what :func:`_runs` returns: the position after the runs, -1 (past ``end``,
-    malformed) or -2 (a value ``bound`` or more).
+    order and expands the short runs itself; a run of :data:`_SHARED_RUN` values or more is handed
+    to all the lanes, which expand it together (a repeated value written, or bit-packed values
+    unpacked one a lane). Every value is checked against ``bound``. ``state`` is a shared int64
+    array of 8. Returns, in every lane, the position after the runs read, -1 when they run past
+    ``end`` or are malformed, -2 when a value is ``bound`` or more (as the host decoder's
+    ``_rle_hybrid``, without its word loads: a value's bytes are read one by one, never past its run).
     """
     mask = (np.int64(1) << bit_width) - 1
     value_bytes = (bit_width + 7) // 8
@@ -319,21 +325,24 @@ def _runs_block(buf, pos, end, bit_width, out, base, count, bound, state, lane, 
     if lane == 0:
         state[0] = pos  # the cursor, then the result
         state[5] = 0  # values filled
-        state[6] = 0  # a value out of bound was met
+        state[6] = 0  # a lane met a value out of bound
     result = np.int64(-1)
     while True:
         if lane == 0:
             cursor = state[0]
             filled = state[5]
-            if state[6] != 0:
-                state[0] = -2
-                state[1] = 3
-            elif filled >= count:
-                state[1] = 2
-            elif cursor >= end:
-                state[0] = -1
-                state[1] = 3
-            else:
+            kind = 2  # 0 or 1: a long run for all lanes; 2: done; 3: failed (cursor holds -1 or -2)
+            while True:
+                if state[6] != 0:
+                    cursor = -2
+                    kind = 3
+                    break
+                if filled >= count:
+                    break
+                if cursor >= end:
+                    cursor = -1
+                    kind = 3
+                    break
                 run = np.int64(0)
                 shift = 0
                 done = False
@@ -345,40 +354,67 @@ def _runs_block(buf, pos, end, bit_width, out, base, count, bound, state, lane, 
                         done = True
                         break
                     shift += 7
-                take = count - filled
                 if not done or run < 0:
-                    state[0] = -1
-                    state[1] = 3
-                elif run & 1 == 0:
+                    cursor = -1
+                    kind = 3
+                    break
+                take = count - filled
+                if run & 1 == 0:
                     if cursor + value_bytes > end:
-                        state[0] = -1
-                        state[1] = 3
-                    else:
-                        value = np.int64(0)
-                        for k in range(value_bytes):
-                            value |= np.int64(buf[cursor + k]) << (8 * k)
-                        if value >= bound:
-                            state[0] = -2
-                            state[1] = 3
-                        else:
-                            if run >> 1 < take:
-                                take = run >> 1
-                            state[0] = cursor + value_bytes
-                            state[1] = 0
-                            state[3] = take
-                            state[4] = value
+                        cursor = -1
+                        kind = 3
+                        break
+                    value = np.int64(0)
+                    for k in range(value_bytes):
+                        value |= np.int64(buf[cursor + k]) << (8 * k)
+                    if value >= bound:
+                        cursor = -2
+                        kind = 3
+                        break
+                    cursor += value_bytes
+                    if run >> 1 < take:
+                        take = run >> 1
+                    if take >= _SHARED_RUN:
+                        kind = 0
+                        state[3] = take
+                        state[4] = value
+                        break
+                    for i in range(take):
+                        out[base + filled + i] = value
+                    filled += take
                 else:
                     groups = run >> 1
                     if bit_width > 0 and groups > (end - cursor) // bit_width:
-                        state[0] = -1
-                        state[1] = 3
-                    else:
-                        if groups * 8 < take:
-                            take = groups * 8
-                        state[0] = cursor + groups * bit_width
-                        state[1] = 1
+                        cursor = -1
+                        kind = 3
+                        break
+                    if groups * 8 < take:
+                        take = groups * 8
+                    if take >= _SHARED_RUN:
+                        kind = 1
                         state[2] = cursor
                         state[3] = take
+                        cursor += groups * bit_width
+                        break
+                    for i in range(take):
+                        bit = i * bit_width
+                        at = cursor + (bit >> 3)
+                        word = np.int64(0)
+                        for k in range(((bit & 7) + bit_width + 7) >> 3):
+                            word |= np.int64(buf[at + k]) << (8 * k)
+                        value = (word >> (bit & 7)) & mask
+                        if value >= bound:
+                            kind = 3
+                            break
+                        out[base + filled + i] = value
+                    if kind == 3:
+                        cursor = -2
+                        break
+                    filled += take
+                    cursor += groups * bit_width
+            state[0] = cursor
+            state[1] = kind
+            state[5] = filled
         cuda.syncthreads()
         kind = state[1]
         result = state[0]
