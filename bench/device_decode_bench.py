@@ -145,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
         from gpu_engine.device import get_device
 
         get_device("cuda-sim")  # before numba.cuda is imported
+        sys.setswitchinterval(1e-4)  # the simulator's block barriers poll its threads
     with tempfile.TemporaryDirectory() as folder:
         if args.synthetic:
             path, columns = _synthetic_file(Path(folder), args.synthetic)
