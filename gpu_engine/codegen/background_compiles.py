@@ -398,6 +398,8 @@ class TierSwitch:
         #: The compiler's ``finished`` count when every kernel the last batch needed was ready or pending
         #: and one was pending (None otherwise): until it grows, no batch is bound to ask again.
         self._pending_since: int | None = None
+        #: Whether every static twin ``use_generated``'s ``prerequisites`` named was found ready (never asked again).
+        self._prerequisites_ready = False
         self._shape = shape
 
     @property
@@ -453,7 +455,10 @@ class TierSwitch:
             # costs the drivers. Ask again once a job finished.
             self._pending_since = finished
             return False
-        states = [self._state(twin, arguments) for twin, arguments in prerequisites()] if prerequisites else []
+        states = []
+        if prerequisites is not None and not self._prerequisites_ready:  # static twins stay loaded once they are
+            states = [self._state(twin, arguments) for twin, arguments in prerequisites()]
+            self._prerequisites_ready = all(state == READY for state in states)
         if all(state == READY for state in states):  # the static twins binding runs are loaded: bind the batch
             states += [self._state(twin, arguments) for twin, arguments in launches()]
         if self._shape is not None:

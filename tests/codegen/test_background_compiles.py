@@ -440,3 +440,18 @@ def test_the_compile_worker_compiles_a_static_kernel_by_module_name_and_scans_no
                                                 "    return a + 1\n", stem="scanned", evict=False)
     compile_worker._compile(generated.name, str(generated.path), "one_cpu", (dispatcher.typeof_pyval(1),))
     assert scans == [generated.path]  # a generated module's job keeps the cache under its bound
+
+
+def test_static_host_twins_found_ready_are_not_asked_again():
+    """Once the static twins a fused tier runs on the host are loaded, later batches do not look at them again."""
+    from gpu_engine.codegen.background_compiles import TierSwitch
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import slot_compaction
+
+    twin = slot_compaction.occupied_columns_twin(np.zeros((8, 3), dtype=np.int64), 2)
+    twin[0].compile(tuple(twin[0].typeof_pyval(argument) for argument in twin[1]))  # loaded (or compiled once)
+    asked = []
+    tiers = TierSwitch(get_device("cpu"), "background")
+    for _ in range(5):
+        assert tiers.use_generated(lambda: [], lambda: asked.append(1) or [twin])
+    assert len(asked) == 1
