@@ -9,7 +9,10 @@ floats, so an engine may return ``double`` where DuckDB returns a decimal
 fails.
 
 ``duckdb_connection(tables)`` opens an in-memory DuckDB with one view per
-Parquet file, so DuckDB reads the very files the engine reads.
+Parquet file, so DuckDB reads the very files the engine reads;
+``duckdb_with_tables(tables)`` and ``session_with_tables(tables, ...)`` register
+the same in-memory tables in DuckDB and in an engine ``Session``, and
+``assert_queries_match_duckdb`` runs a list of queries on both.
 """
 
 from __future__ import annotations
@@ -17,7 +20,7 @@ from __future__ import annotations
 import decimal
 import math
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any, Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.types as pat
@@ -28,7 +31,11 @@ __all__ = [
     "rows_mismatch",
     "duckdb_connection",
     "duckdb_table",
+    "duckdb_with_tables",
+    "session_with_tables",
     "queries_differing_from_duckdb",
+    "assert_queries_match_duckdb",
+    "schemas_differ",
 ]
 
 FLOAT_RELATIVE_TOLERANCE = 1e-9
@@ -211,13 +218,50 @@ def duckdb_table(connection, sql: str) -> pa.Table:
     return result.read_all() if isinstance(result, pa.RecordBatchReader) else result
 
 
+def duckdb_with_tables(tables: Mapping[str, Any]):
+    """Open an in-memory DuckDB with each in-memory table (``pyarrow.Table`` …) registered under its name.
+
+    Why: a test registers the same tables here and in an engine session (:func:`session_with_tables`), so both
+    answer over the very same rows. The connection is a context manager: ``with duckdb_with_tables(T) as c``.
+    """
+    import duckdb
+
+    connection = duckdb.connect()
+    for name, table in tables.items():
+        connection.register(name, table)
+    return connection
+
+
+def session_with_tables(tables: Mapping[str, Any], split_rows: int | None = None, **options):
+    """Open an engine ``Session(**options)`` with each table registered under its name.
+
+    ``split_rows`` cuts each in-memory table into splits of that many rows (several splits feed several drivers).
+    """
+    from gpu_engine import Session
+
+    session = Session(**options)
+    for name, table in tables.items():
+        session.register(name, table, split_rows=split_rows)
+    return session
+
+
+def schemas_differ(sql: str, actual: pa.Table, expected: pa.Table) -> str | None:
+    """Say how the engine's schema (names, types, nullability) differs from DuckDB's, or return None."""
+    if list(actual.schema) != list(expected.schema):
+        return f"schema {actual.schema} != DuckDB's {expected.schema}"
+    return None
+
+
 def queries_differing_from_duckdb(session, connection, queries, ordered=lambda sql: False,
-                                  exact_types: bool = False) -> list[str]:
+                                  exact_types: bool = False,
+                                  check: Callable[[str, pa.Table, pa.Table], str | None] | None = None) -> list[str]:
     """Run each query on the engine ``session`` and on DuckDB's ``connection``; return how each differs.
 
     Why one report for all: a test over a list of queries shows every query that differs, not the first.
     ``ordered(sql)`` says whether to compare a query's rows in order; ``exact_types`` also compares column
-    types exactly (DuckDB's ``"NULL"`` type, a column of bare NULLs, counting as the engine's INTEGER).
+    types exactly (DuckDB's ``"NULL"`` type, a column of bare NULLs, counting as the engine's INTEGER);
+    ``check(sql, actual, expected)``, run once the rows match, returns a further difference or None
+    (:func:`schemas_differ`; rows already compare column names).
     """
     problems = []
     for sql in queries:
@@ -233,6 +277,17 @@ def queries_differing_from_duckdb(session, connection, queries, ordered=lambda s
                 wanted = pa.int32() if pat.is_null(want.type) else want.type
                 if got.type != wanted:
                     problem = f"column {got.name} is {got.type}, DuckDB's {want.type}"
+        if problem is None and check is not None:
+            problem = check(sql, actual, expected)
         if problem is not None:
             problems.append(f"{sql}\n  {problem}")
     return problems
+
+
+def assert_queries_match_duckdb(session, connection, queries, **options) -> None:
+    """Fail naming every query of ``queries`` whose answer on ``session`` differs from DuckDB's on ``connection``.
+
+    ``options`` are :func:`queries_differing_from_duckdb`'s (``ordered``, ``exact_types``, ``check``).
+    """
+    problems = queries_differing_from_duckdb(session, connection, queries, **options)
+    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -80,36 +80,14 @@ SIMULATED = [q for q in QUERIES if q.startswith(("SELECT a, b, sum(c) AS s, coun
 
 @pytest.fixture(scope="module")
 def reference():
-    import duckdb
-
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table)
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        ordered = sql.rfind("ORDER BY") > sql.rfind(")")  # the query's own ORDER BY, not a subquery's
-        problem = rows_mismatch(actual, expected, ordered=ordered)
-        if problem is None and list(actual.schema.names) != list(expected.schema.names):
-            problem = f"names {actual.schema.names} != DuckDB's {expected.schema.names}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    session = session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=batch_rows)
+    assert_queries_match_duckdb(session, reference, queries,
+                                ordered=lambda sql: sql.rfind("ORDER BY") > sql.rfind(")"))  # its own, not a subquery's
 
 
 # One setting (CI time): three drivers over batches of 5 rows also cover partial/final merging; the single-driver

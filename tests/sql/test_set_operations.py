@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 (pa.compute)
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -100,39 +100,23 @@ SIMULATED = [QUERIES[0], QUERIES[10], QUERIES[14], QUERIES[16], QUERIES[22], QUE
 
 @pytest.fixture(scope="module")
 def reference():
-    import duckdb
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+
+def _integer_types_differ(sql, actual, expected):
+    """Say (without ORDER BY) how an integer column's type differs from DuckDB's, or return None."""
+    if "ORDER BY" not in sql:
+        for got, want in zip(actual.schema, expected.schema):
+            if pa.types.is_integer(want.type) and got.type != want.type:
+                return f"column {got.name} is {got.type}, DuckDB's {want.type}"
+    return None
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table)
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected, ordered="ORDER BY" in sql and "LIMIT 1)" not in sql)
-        if problem is None and list(actual.schema.names) != list(expected.schema.names):
-            problem = f"names {actual.schema.names} != DuckDB's {expected.schema.names}"
-        if problem is None and "ORDER BY" not in sql:
-            for got, want in zip(actual.schema, expected.schema):
-                if pa.types.is_integer(want.type) and got.type != want.type:
-                    problem = f"column {got.name} is {got.type}, DuckDB's {want.type}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    session = session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=batch_rows)
+    assert_queries_match_duckdb(session, reference, queries, check=_integer_types_differ,
+                                ordered=lambda sql: "ORDER BY" in sql and "LIMIT 1)" not in sql)
 
 
 # One setting (CI time): three drivers over batches of 2 rows; one driver runs the set operations of tests/sql/test_tpcds_queries.py.

@@ -10,12 +10,11 @@ refused naming them and their position. QUALIFY filters on window results.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 import sqlglot
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 from gpu_engine import Session
 from gpu_engine.sql.errors import SqlError
@@ -95,32 +94,18 @@ SIMULATED = [QUERIES[5], QUERIES[7], QUERIES[8], QUERIES[-2], QUERIES[-1]]  # fr
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def _own_order_by(sql: str) -> bool:
+    """Say whether the query itself (not a subquery) has an ORDER BY."""
+    return sqlglot.parse_one(sql, dialect="duckdb").args.get("order") is not None
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference):
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table, split_rows=5)
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        ordered = sqlglot.parse_one(sql, dialect="duckdb").args.get("order") is not None  # the query's own ORDER BY
-        problem = rows_mismatch(actual, expected, ordered=ordered)
-        if problem is None and list(actual.schema.names) != list(expected.schema.names):
-            problem = f"names {actual.schema.names} != DuckDB's {expected.schema.names}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    session = session_with_tables(TABLES, split_rows=5, device=device_name, drivers=drivers, batch_rows=batch_rows)
+    assert_queries_match_duckdb(session, reference, queries, ordered=_own_order_by)
 
 
 # One setting (CI time): two drivers over batches of 3 rows; one driver runs in tests/operators/test_window.py.
