@@ -416,8 +416,8 @@ def _shape_group_expression(rng):
         key = _value(rng, ["t"], kind, 1)
     value = rng.choice(["i", "d", "f"])
     where = _predicate(rng, ["t"]) if rng.random() < 0.5 else "TRUE"
-    if rng.random() < 0.3:  # DISTINCT beside other aggregates of a GROUP BY is refused (not implemented)
-        aggregates = f"count(DISTINCT t.{rng.choice(list(_COLUMN_TYPES))}) AS a0"
+    if rng.random() < 0.3:  # DISTINCT beside a plain aggregate: one aggregation per kind over a UNION ALL
+        aggregates = f"count(DISTINCT t.{rng.choice(list(_COLUMN_TYPES))}) AS a0, count(*) AS n"
     else:
         aggregates = f"avg(t.{value}) AS a0, count(*) AS n, max({_typed(_value(rng, ['t'], kind, 1))}) AS a1"
     return dict(sql=f"SELECT {key} AS g0, {aggregates} FROM {table} t WHERE {where} GROUP BY {key}")
