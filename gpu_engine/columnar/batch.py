@@ -26,7 +26,7 @@ import pyarrow as pa
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 
-__all__ = ["Batch"]
+__all__ = ["Batch", "BatchSlices"]
 
 
 @dataclass(eq=False)
@@ -183,3 +183,29 @@ class Batch:
     def empty(cls, schema: pa.Schema, device: Device) -> "Batch":
         """Return a zero-row batch of ``schema``."""
         return cls.from_arrow(schema.empty_table(), device)
+
+
+class BatchSlices:
+    """Hand out one held batch in slices of at most ``rows`` rows, first to last.
+
+    Why: an operator that holds its whole result (a sort, a window, a top-N per partition) still feeds its
+    consumer scan-sized batches; each slice shares the held columns (:meth:`Batch.slice` copies none).
+    """
+
+    def __init__(self, batch: Batch, rows: int) -> None:
+        self.batch = batch
+        self._rows = rows
+        self._position = 0
+
+    @property
+    def exhausted(self) -> bool:
+        """Say whether every row has been handed out."""
+        return self._position >= self.batch.num_rows
+
+    def next(self) -> Batch | None:
+        """Return the next slice, or None once every row has been handed out."""
+        if self.exhausted:
+            return None
+        start = self._position
+        self._position = min(self.batch.num_rows, start + self._rows)
+        return self.batch.slice(start, self._position)

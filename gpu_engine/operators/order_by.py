@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.batch import Batch, BatchSlices
 from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.sort import sort_indices
@@ -24,8 +24,7 @@ class OrderBy(Operator):
         super().__init__(ctx, node)
         self._batches: list[Batch] = []
         self._buffered_bytes = 0
-        self._sorted: Batch | None = None
-        self._position = 0
+        self._sorted: BatchSlices | None = None
         self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
 
     def needs_input(self) -> bool:
@@ -46,18 +45,14 @@ class OrderBy(Operator):
         keys = self.node.keys
         order = sort_indices(self.device, [data.base_column(k.name) for k in keys],
                              [k.ascending for k in keys], [k.nulls_first for k in keys])
-        self._sorted = data.with_gather_map(order)
+        self._sorted = BatchSlices(data.with_gather_map(order), self._batch_rows)
         self.set_memory_reservation(data.nbytes + int(order.nbytes))
 
     def get_output(self) -> Batch | None:
-        if self._sorted is None or self._position >= self._sorted.num_rows:
-            return None
-        start = self._position
-        self._position = min(self._sorted.num_rows, start + self._batch_rows)
-        return self._sorted.slice(start, self._position)
+        return None if self._sorted is None else self._sorted.next()
 
     def is_finished(self) -> bool:
-        return self.no_more_input_received and (self._sorted is None or self._position >= self._sorted.num_rows)
+        return self.no_more_input_received and (self._sorted is None or self._sorted.exhausted)
 
     def close(self) -> None:
         self._batches, self._sorted = [], None

@@ -17,7 +17,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.batch import Batch, BatchSlices
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches, concat_columns
 from gpu_engine.exec.operator import Operator, OperatorCtx
@@ -102,8 +102,7 @@ class TopNRowNumber(Operator):
         self._full: Any = None  # per partition id: `limit` rows (ranks) kept at the last cut
         self._bounds: Batch | None = None  # the sort keys of each partition's last kept row at the last cut
         self._bound_rows: Any = None  # per partition id: its row in _bounds
-        self._output: Batch | None = None
-        self._position = 0
+        self._output: BatchSlices | None = None
 
     def needs_input(self) -> bool:
         return not self.no_more_input_received
@@ -219,26 +218,22 @@ class TopNRowNumber(Operator):
         data, kept, ranks = self._cut(final=True)
         self._batches, self._partition_ids = [], []
         if self.node.row_number_name is None:
-            self._output = data.with_gather_map(kept)
+            output = data.with_gather_map(kept)
         else:  # the numbers in base-row order, so they sit beside the columns under the same gather map
             xp = self.device.xp
             numbers = xp.zeros(data.num_rows, dtype=xp.int64)
             numbers[kept] = ranks
-            self._output = Batch(data.names + (self.node.row_number_name,),
-                                 data.columns + (Column(pa.int64(), numbers),), self.device,
-                                 kept.astype(xp.int32), data.num_rows)
-        self.set_memory_reservation(self._output.nbytes + (0 if self._table is None else self._table.nbytes))
+            output = Batch(data.names + (self.node.row_number_name,), data.columns + (Column(pa.int64(), numbers),),
+                           self.device, kept.astype(xp.int32), data.num_rows)
+        self._output = BatchSlices(output, self._batch_rows)
+        self.set_memory_reservation(output.nbytes + (0 if self._table is None else self._table.nbytes))
 
     # ------------------------------------------------------------------ output
     def get_output(self) -> Batch | None:
-        if self._output is None or self._position >= self._output.num_rows:
-            return None
-        start = self._position
-        self._position = min(self._output.num_rows, start + self._batch_rows)
-        return self._output.slice(start, self._position)
+        return None if self._output is None else self._output.next()
 
     def is_finished(self) -> bool:
-        return self.no_more_input_received and (self._output is None or self._position >= self._output.num_rows)
+        return self.no_more_input_received and (self._output is None or self._output.exhausted)
 
     def close(self) -> None:
         self._batches, self._partition_ids, self._output = [], [], None

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.batch import Batch, BatchSlices
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
@@ -113,8 +113,7 @@ class Window(Operator):
         super().__init__(ctx, node)
         self._batches: list[Batch] = []
         self._buffered_bytes = 0
-        self._output: Batch | None = None
-        self._position = 0
+        self._output: BatchSlices | None = None
         self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
 
     def needs_input(self) -> bool:
@@ -134,8 +133,8 @@ class Window(Operator):
         self._batches = []
         if data.num_rows == 0:
             results = [Column.from_arrow(pa.array([], type=call.dtype), self.device) for call in self.node.functions]
-            self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
-                                 None, 0)
+            self._output = BatchSlices(Batch(data.names + self.node.function_names, data.columns + tuple(results),
+                                             self.device, None, 0), self._batch_rows)
             return
         order, rows, key_bytes = self._sort(data)
         self.set_memory_reservation(data.nbytes + key_bytes + 8 * 8 * int(order.shape[0]))  # + ~8 int64 bounds a row
@@ -149,8 +148,8 @@ class Window(Operator):
         overflowed = self._overflowed(statuses)
         results = [self._exact_sum(call, data, order, inverse, rows) if id(call) in overflowed else result
                    for call, result in zip(self.node.functions, results)]
-        self._output = Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
-                             order.astype(xp.int32), data.num_rows)
+        self._output = BatchSlices(Batch(data.names + self.node.function_names, data.columns + tuple(results),
+                                         self.device, order.astype(xp.int32), data.num_rows), self._batch_rows)
         self.set_memory_reservation(data.nbytes + sum(column.nbytes for column in results) + int(order.nbytes))
 
     # ------------------------------------------------------------------ sorting
@@ -500,14 +499,10 @@ class Window(Operator):
 
     # ------------------------------------------------------------------- output
     def get_output(self) -> Batch | None:
-        if self._output is None or self._position >= self._output.num_rows:
-            return None
-        start = self._position
-        self._position = min(self._output.num_rows, start + self._batch_rows)
-        return self._output.slice(start, self._position)
+        return None if self._output is None else self._output.next()
 
     def is_finished(self) -> bool:
-        return self.no_more_input_received and (self._output is None or self._position >= self._output.num_rows)
+        return self.no_more_input_received and (self._output is None or self._output.exhausted)
 
     def close(self) -> None:
         self._batches, self._output = [], None
