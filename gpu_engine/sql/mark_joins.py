@@ -86,7 +86,7 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
 def with_mark_joins(select: exp.Select, planner) -> exp.Select:
     """Return ``select`` with each EXISTS / IN subquery under an OR of its WHERE planned as a mark join.
 
-    ``planner`` is the :class:`~gpu_engine.sql.planner.QueryPlanner` (its correlation split and aliases).
+    ``planner`` is the planning state (:class:`~gpu_engine.sql.planning_context.PlanningContext`: its subquery aliases).
     The SELECT comes back unchanged when it has no such predicate or one of them cannot be rewritten.
     """
     where = select.args.get("where")
