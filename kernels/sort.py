@@ -24,7 +24,7 @@ from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["sort_indices", "sort_key_words", "top_n_indices"]
+__all__ = ["dense_ranks", "sort_indices", "sort_key_words", "top_n_indices"]
 
 _SIGNED, _UNSIGNED, _FLOAT = 0, 1, 2
 _SIGN_BIT = np.uint64(1 << 63)
@@ -125,16 +125,7 @@ def _row_validity(device: Device, column: Column) -> Any:
 
 def _dictionary_ranks(device: Device, dictionary: Column) -> Any:
     """Return the dense ascending rank (``uint64``) of each dictionary value; equal values share a rank."""
-    xp = device.xp
-    keys = _sort_key_matrix(device, [dictionary], [True], [True])
-    order = xp.lexsort(keys)
-    ordered = keys[:, order]
-    dense = xp.zeros(order.shape[0], dtype=xp.uint64)
-    if order.shape[0] > 1:
-        dense[1:] = xp.cumsum(xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0), dtype=xp.uint64)
-    ranks = xp.empty_like(dense)
-    ranks[order] = dense
-    return ranks
+    return dense_ranks(device, [dictionary], [True], [True])[0].astype(device.xp.uint64)
 
 
 def _fixed_words_and_kind(device: Device, column: Column) -> tuple[Any, int]:
@@ -246,6 +237,26 @@ def sort_key_words(device: Device, columns: Sequence[Column], ascending: Sequenc
     """
     _check_arguments(columns, ascending, nulls_first)
     return _sort_key_matrix(device, columns, ascending, nulls_first)
+
+
+def dense_ranks(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
+                nulls_first: Sequence[bool]) -> tuple[Any, Any, Any]:
+    """Return each row's dense rank in sort order (``int64`` from 0), the sort order, and the rank of each sorted row.
+
+    Equal keys share a rank (NULLs tie with NULLs: their :func:`sort_key_words` are equal). Why: a column's
+    distinct values become small integers that sort, compare and index as the values do (a dictionary's
+    ranks stand in for its strings; a window's min/max over strings works on ranks).
+    """
+    _check_arguments(columns, ascending, nulls_first)
+    xp = device.xp
+    keys = _sort_key_matrix(device, columns, ascending, nulls_first)
+    order = xp.lexsort(keys)
+    ordered = keys[:, order]
+    dense = xp.zeros(order.shape[0], dtype=xp.int64)
+    dense[1:] = xp.cumsum(xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0))
+    ranks = xp.empty_like(dense)
+    ranks[order] = dense
+    return ranks, order, dense
 
 
 def top_n_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],

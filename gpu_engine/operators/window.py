@@ -14,7 +14,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
-from gpu_engine.kernels.sort import sort_key_words
+from gpu_engine.kernels.sort import dense_ranks, sort_key_words
 from gpu_engine.expressions.numeric import as_float
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
@@ -449,16 +449,8 @@ class Window(Operator):
 
     def _string_ranks(self, column: Column) -> tuple[Any, Any]:
         """Return each row's dense rank among the column's values (equal strings share one) and a row per rank."""
-        xp = self.device.xp
-        words = sort_key_words(self.device, [column], [True], [False])
-        order = xp.lexsort(words)
-        ordered = words[:, order]
-        changes = xp.zeros(order.shape[0], dtype=xp.int64)
-        changes[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
-        dense = xp.cumsum(changes)
-        ranks = xp.empty_like(dense)
-        ranks[order] = dense
-        representatives = xp.empty_like(dense)
+        ranks, order, dense = dense_ranks(self.device, [column], [True], [False])
+        representatives = self.device.xp.empty_like(dense)
         representatives[dense] = order  # any row of a rank holds its value
         return ranks, representatives
 

@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_engine.columnar.column import Column
-from gpu_engine.kernels.sort import sort_indices, top_n_indices
+from gpu_engine.kernels.sort import dense_ranks, sort_indices, top_n_indices
 
 
 def comparable(value):
@@ -110,6 +110,19 @@ def test_sliced_strings(device, string_column_slice):
     values = WORDS * 2 + [None]
     order = device.to_host(sort_indices(device, [string_column_slice(values, 5)], [False], [True]))
     np.testing.assert_array_equal(order, reference_order([pa.array(values[5:])], [False], [True]))
+
+
+@pytest.mark.parametrize("nulls_first", [True, False])
+def test_dense_ranks_number_distinct_keys_in_sort_order(device, nulls_first):
+    values = ["b", None, "a", "b", "", None, "c", "a"]
+    ranks, order, dense = (device.to_host(a) for a in dense_ranks(
+        device, [Column.from_arrow(pa.array(values), device)], [True], [nulls_first]))
+    distinct = sorted({v for v in values if v is not None})
+    distinct = [None] + distinct if nulls_first else distinct + [None]
+    np.testing.assert_array_equal(ranks, [distinct.index(v) for v in values])
+    np.testing.assert_array_equal(order, reference_order([pa.array(values)], [True], [nulls_first]))
+    np.testing.assert_array_equal(dense, ranks[order])
+    assert ranks.dtype == np.int64
 
 
 def test_empty_input(device):
