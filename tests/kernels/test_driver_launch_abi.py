@@ -93,6 +93,9 @@ CASES = {
     "hash_join._scatter_rows_cuda": [lambda: [i32(), i32(), i32(), i32()]],
     "hash_join._count_matches_cuda": [lambda: [i32(), i64(), i64()]],
     "hash_join._emit_pairs_cuda": [lambda: [i32(), i64(), i32(), i64(), i32(), i32()]],
+    "parquet_device._expand": [lambda: [u8(), i64(2), u8(), i64(2)]],
+    "parquet_device._levels": [lambda: [u8(), i64(2), 1, 8, u8(), i32(), i32(), i64(2)]],
+    "parquet_device._values": [lambda: [u8(), i64(2), i64(), 1, 8, i32(), i32(), i64(2), u8(), 3]],
     "partition._block_histogram_cuda": [lambda: [u64(), 16, 100, i32(2)]],
     "partition._block_scatter_cuda": [lambda: [u64(), 16, 100, i64(2), i32()]],
     "partition._histogram_cuda": [lambda: [u64(), 16, i32(), i32()]],
@@ -237,6 +240,9 @@ def _physical(dtype):
     return physical_dtype(dtype)
 
 
+#: Kernels this machine's numba cannot compile to PTX (their block-shared histograms): warned, not failed.
+KNOWN_UNCOMPILABLE = {"partition._block_histogram_cuda", "partition._block_scatter_cuda"}
+
 CASES.update({name: argument_lists for name, (_, argument_lists) in _generated_kernels().items()})
 
 
@@ -271,6 +277,8 @@ def test_every_kernel_packs_what_its_numba_ptx_declares(runs):
     assert first["problems"] == []
     cases = sum(len(argument_lists) for name, argument_lists in CASES.items() if name not in first["uncompilable"])
     assert first["launches"] == 2 * cases and first["outcomes"].get("compiled") == cases
+    # Every kernel but these compiles to PTX here (test_cuda_compile.py checked a list of them apart; this covers all).
+    assert set(first["uncompilable"]) <= KNOWN_UNCOMPILABLE, first["uncompilable"]
     if first["uncompilable"]:  # numba here cannot compile them, so neither numba's dispatcher nor this path can
         warnings.warn(f"numba could not compile these kernels here, their parameters were not checked: "
                       f"{first['uncompilable']}")
