@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "i8": pa.array([1, -3, None, 5], pa.int8()),
@@ -58,10 +58,8 @@ FUSION = [pytest.param(True, id="fused"), pytest.param(False, id="unfused")]
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 def _session(device_name: str, fuse: bool):

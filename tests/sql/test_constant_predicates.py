@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5], pa.int32()),
@@ -87,11 +87,8 @@ CONSTANT_QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    connection.register("u", U)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T, "u": U}) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("name", list(CONSTANT_QUERIES))

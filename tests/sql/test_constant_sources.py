@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import queries_differing_from_duckdb
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import ValuesNode, walk_plan
@@ -74,28 +74,16 @@ SIMULATED = [QUERIES[1], QUERIES[4], QUERIES[15], QUERIES[22], QUERIES[26]]
 
 @pytest.fixture(scope="module")
 def reference():
-    import duckdb
-
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table)
-    return session
+    return session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=batch_rows)
 
 
 def _check_all(queries, session, reference):
-    problems = queries_differing_from_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql,
-                                             exact_types=True)
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    assert_queries_match_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql, exact_types=True)
 
 
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1 << 16), (3, 2)], ids=["drivers1", "drivers3-batches2"])

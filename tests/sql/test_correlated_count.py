@@ -9,11 +9,10 @@ correlation may be written in every branch of an OR, as q41 does: the shared equ
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, 4, 5], pa.int32()),
@@ -35,11 +34,8 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    connection.register("u", U)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T, "u": U}) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("name", list(QUERIES))

@@ -9,11 +9,11 @@ empty input; 1 and 2 drivers, and the simulator.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import duckdb_table, rows_mismatch
+from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, duckdb_with_tables, rows_mismatch,
+                              schemas_differ, session_with_tables)
 
 from gpu_engine import Session
 
@@ -40,31 +40,13 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference):
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table, split_rows=5)
-    problems = []
-    for sql in queries:
-        expected = duckdb_table(reference, sql)
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected)
-        if problem is None and list(actual.schema) != list(expected.schema):
-            problem = f"schema {actual.schema} != DuckDB's {expected.schema}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    session = session_with_tables(TABLES, split_rows=5, device=device_name, drivers=drivers, batch_rows=batch_rows)
+    assert_queries_match_duckdb(session, reference, queries, check=schemas_differ)
 
 
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1000), (2, 3)], ids=["drivers1", "drivers2-batches3"])

@@ -8,11 +8,10 @@ DuckDB for the name of the same text.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2], pa.int32()),
@@ -34,10 +33,8 @@ EXPRESSIONS = [
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("expression", EXPRESSIONS)

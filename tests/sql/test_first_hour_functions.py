@@ -11,11 +11,10 @@ aggregates (``bool_and``/``bool_or``, ``bit_and``/``bit_or``/``bit_xor``, ``coun
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import duckdb_table, rows_mismatch
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 from gpu_engine import Session
 
@@ -55,27 +54,13 @@ SIMULATED = [QUERIES[0], QUERIES[6], QUERIES[9]]
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 def _check_all(queries, device_name, reference):
-    session = Session(device=device_name, drivers=2, batch_rows=3)
-    session.register("t", T, split_rows=4)
-    problems = []
-    for sql in queries:
-        expected = duckdb_table(reference, sql)
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected)
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    session = session_with_tables({"t": T}, split_rows=4, device=device_name, drivers=2, batch_rows=3)
+    assert_queries_match_duckdb(session, reference, queries)
 
 
 def test_first_hour_functions_match_duckdb_on_cpu(reference):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import queries_differing_from_duckdb
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 TABLES = {
     "t": pa.table({
@@ -40,24 +40,14 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def reference():
-    import duckdb
-
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("drivers", [1, 3])
 def test_group_by_all_and_order_by_all_match_duckdb(device_name, drivers, reference):
-    from gpu_engine import Session
-
     if device_name != "cpu" and drivers != 1:
         pytest.skip("the simulator runs one driver count (it is an interpreter)")
-    session = Session(device=device_name, drivers=drivers, batch_rows=4)
-    for name, table in TABLES.items():
-        session.register(name, table)
+    session = session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=4)
     queries = QUERIES if device_name == "cpu" else QUERIES[:2] + QUERIES[5:6]
-    problems = queries_differing_from_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql)
-    assert not problems, "\n".join(problems)
+    assert_queries_match_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql)

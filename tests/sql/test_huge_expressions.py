@@ -16,11 +16,10 @@ from __future__ import annotations
 
 import decimal
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5, 7, 11, 2000, -4, 0], pa.int64()),
@@ -60,10 +59,8 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 @pytest.fixture

@@ -10,11 +10,10 @@ list stays one InList.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5, 6], pa.int32()),
@@ -39,10 +38,8 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("name", list(QUERIES))

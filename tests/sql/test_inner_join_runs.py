@@ -13,12 +13,11 @@ WHERE conjunct must still see).
 
 from __future__ import annotations
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 _RNG = np.random.default_rng(7)
 FACT = pa.table({
@@ -63,11 +62,8 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _session(device_name: str, num_drivers: int = 1):

@@ -10,11 +10,10 @@ repeat), and the forms that stay refused.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
 
 C = pa.table({
     "id": pa.array([1, 2, 3, 4, 5, None], pa.int32()),
@@ -43,11 +42,8 @@ QUERIES = {
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in (("c", C), ("web", WEB), ("cat", CAT), ("item", ITEM)):
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"c": C, "web": WEB, "cat": CAT, "item": ITEM}) as connection:
+        yield connection
 
 
 def _session(device_name):

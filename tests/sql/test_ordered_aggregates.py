@@ -11,12 +11,12 @@ does not have). Refusals name the construct and its position.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 import sqlglot
 
-from duckdb_reference import duckdb_table, rows_mismatch
+from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, duckdb_with_tables, rows_mismatch,
+                              schemas_differ, session_with_tables)
 
 from gpu_engine import Session
 from gpu_engine.sql.errors import SqlError
@@ -57,36 +57,17 @@ SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10]]
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _session(device_name: str, drivers: int, batch_rows: int) -> Session:
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table, split_rows=5)
-    return session
+    return session_with_tables(TABLES, split_rows=5, device=device_name, drivers=drivers, batch_rows=batch_rows)
 
 
 def _check_all(queries, session, reference):
-    problems = []
-    for sql in queries:
-        expected = duckdb_table(reference, sql)
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        ordered = sqlglot.parse_one(sql, dialect="duckdb").args.get("order") is not None
-        problem = rows_mismatch(actual, expected, ordered=ordered)
-        if problem is None and list(actual.schema) != list(expected.schema):
-            problem = f"schema {actual.schema} != DuckDB's {expected.schema}"
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    assert_queries_match_duckdb(session, reference, queries, check=schemas_differ,
+                                ordered=lambda sql: sqlglot.parse_one(sql, dialect="duckdb").args.get("order") is not None)
 
 
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1000), (2, 3)], ids=["drivers1", "drivers2-batches3"])

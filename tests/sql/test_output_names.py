@@ -8,9 +8,10 @@ and q54 came back in lower case, as sqlglot folds every unquoted identifier.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
+
+from duckdb_reference import duckdb_with_tables
 
 T = pa.table({"Id": pa.array([1, 2, 3], pa.int32()), "v": pa.array([1.5, 2.5, None], pa.float64())})
 
@@ -28,10 +29,8 @@ QUERIES = [
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    connection.register("t", T)
-    yield connection
-    connection.close()
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
 
 
 @pytest.mark.parametrize("sql", QUERIES)

@@ -10,11 +10,10 @@ number) still plan a Window and still answer as DuckDB does.
 
 from __future__ import annotations
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import duckdb_with_tables, rows_mismatch
 
 from gpu_engine import Session
 from gpu_engine.plans import walk_plan
@@ -65,11 +64,8 @@ KEPT_AS_WINDOWS = [
 
 @pytest.fixture(scope="module")
 def reference():
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _session(device_name, drivers, batch_rows) -> Session:

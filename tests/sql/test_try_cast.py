@@ -16,7 +16,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import queries_differing_from_duckdb
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -73,27 +73,16 @@ SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9], QUERIES[11]]
 
 @pytest.fixture(scope="module")
 def reference():
-    import duckdb
-
-    connection = duckdb.connect()
-    for name, table in TABLES.items():
-        connection.register(name, table)
-    yield connection
-    connection.close()
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
 
 
 def _session(device_name: str, batch_rows: int = 1 << 16):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, batch_rows=batch_rows)
-    for name, table in TABLES.items():
-        session.register(name, table)
-    return session
+    return session_with_tables(TABLES, device=device_name, batch_rows=batch_rows)
 
 
 def _check_all(queries, session, reference):
-    problems = queries_differing_from_duckdb(session, reference, queries)
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    assert_queries_match_duckdb(session, reference, queries)
 
 
 @pytest.mark.parametrize("batch_rows", [1 << 16, 5])

@@ -21,7 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch
 
 _NAN = float("nan")
 _NEGATIVE_NAN = float(np.array([0xFFF8000000000001], dtype=np.uint64).view(np.float64)[0])
@@ -175,13 +175,8 @@ def files(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def reference(files):
-    import duckdb
-
-    connection = duckdb.connect()
-    for name, path in files.items():
-        connection.register(name, pq.read_table(path))
-    yield connection
-    connection.close()
+    with duckdb_with_tables({name: pq.read_table(path) for name, path in files.items()}) as connection:
+        yield connection
 
 
 @pytest.fixture(params=[1, 4], ids=["drivers1", "drivers4"])
@@ -208,18 +203,7 @@ def _check_all(queries, device_name, drivers, batch_rows, fuse, files, reference
                       fuse=fuse)
     for name, path in files.items():
         session.register(name, str(path))
-    problems = []
-    for sql in queries:
-        expected = reference.sql(sql).to_arrow_table()
-        try:
-            actual = session.sql(sql)
-        except Exception as error:  # collect every query's failure, not just the first
-            problems.append(f"{sql}\n  raised {type(error).__name__}: {error}")
-            continue
-        problem = rows_mismatch(actual, expected, ordered="ORDER BY" in sql)
-        if problem is not None:
-            problems.append(f"{sql}\n  {problem}")
-    assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+    assert_queries_match_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql)
 
 
 def test_nan_and_negative_zero_group_join_sort_and_aggregate_as_duckdb(device_name, drivers, batch_rows, fuse,
