@@ -160,13 +160,8 @@ def test_rollup_of_decomposable_aggregates_repeats_groups_not_rows():
 
 
 def _plan_error(sql: str) -> str:
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    for name, table in TABLES.items():
-        session.register(name, table)
     with pytest.raises(PlanError) as info:
-        session.sql(sql)
+        session_with_tables(TABLES, device="cpu").sql(sql)
     return str(info.value)
 
 

@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 _RNG = np.random.default_rng(7)
 FACT = pa.table({
@@ -67,12 +67,7 @@ def reference():
 
 
 def _session(device_name: str, num_drivers: int = 1):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=num_drivers)
-    for name, table in TABLES.items():
-        session.register(name, table)
-    return session
+    return session_with_tables(TABLES, device=device_name, drivers=num_drivers)
 
 
 #: The simulator runs two of the shapes (each query takes it seconds); the plans are the same on every device.

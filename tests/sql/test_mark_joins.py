@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 C = pa.table({
     "id": pa.array([1, 2, 3, 4, 5, None], pa.int32()),
@@ -47,12 +47,7 @@ def reference():
 
 
 def _session(device_name):
-    from gpu_engine import Session
-
-    session = Session(device=device_name)
-    for name, table in (("c", C), ("web", WEB), ("cat", CAT), ("item", ITEM)):
-        session.register(name, table)
-    return session
+    return session_with_tables({"c": C, "web": WEB, "cat": CAT, "item": ITEM}, device=device_name)
 
 
 @pytest.mark.parametrize("name", [n for n in QUERIES if n != "correlated_in_or"])

@@ -130,13 +130,8 @@ def test_set_operations_match_duckdb_on_each_device(device_name, reference):
 
 
 def _plan_error(sql: str) -> str:
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    for name, table in TABLES.items():
-        session.register(name, table)
     with pytest.raises(PlanError) as info:
-        session.sql(sql)
+        session_with_tables(TABLES, device="cpu").sql(sql)
     return str(info.value)
 
 
@@ -233,7 +228,6 @@ def test_set_operation_plans_round_trip_through_json_and_validation_checks_each_
 
 
 def test_plan_builder_union_all_feeds_one_local_partition_from_each_branch(device_name):
-    from gpu_engine import Session
     from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
 
     catalog = {name: table.schema for name, table in TABLES.items()}
@@ -241,9 +235,7 @@ def test_plan_builder_union_all_feeds_one_local_partition_from_each_branch(devic
     big = PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a", "b"]).filter("a > 1")
     empty = PlanBuilder(catalog, id_generator=ids).table_scan("e", ["a", "b"])
     plan = PlanBuilder(catalog, id_generator=ids).table_scan("t", ["a", "b"]).union_all(big, empty).plan()
-    session = Session(device=device_name, drivers=2, batch_rows=3)
-    for name, table in TABLES.items():
-        session.register(name, table)
+    session = session_with_tables(TABLES, device=device_name, drivers=2, batch_rows=3)
     expected = pa.concat_tables([TABLES["t"].select(["a", "b"]),
                                  TABLES["t"].filter(pa.compute.greater(TABLES["t"]["a"], 1)).select(["a", "b"])])
     assert rows_mismatch(session.execute(plan), expected) is None

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import duckdb_with_tables, rows_mismatch
+from duckdb_reference import duckdb_with_tables, rows_mismatch, session_with_tables
 
 from gpu_engine import Session
 from gpu_engine.plans import walk_plan
@@ -71,10 +71,8 @@ def reference():
 def _session(device_name, drivers, batch_rows) -> Session:
     # Generated kernels compile in the background (the product's default): the answers come from the lowest
     # tier, the plans (what this file is about) are the same, and CI does not wait for numba.
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, compile_mode="background")
-    for name, table in TABLES.items():
-        session.register(name, table, split_rows=4)
-    return session
+    return session_with_tables(TABLES, split_rows=4, device=device_name, drivers=drivers, batch_rows=batch_rows,
+                               compile_mode="background")
 
 
 def _check(session, sql, columns, reference) -> str | None:

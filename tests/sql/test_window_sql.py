@@ -16,7 +16,6 @@ import sqlglot
 
 from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
-from gpu_engine import Session
 from gpu_engine.sql.errors import SqlError
 
 TABLES = {
@@ -133,9 +132,6 @@ def test_window_sql_matches_duckdb_on_each_device(device_name, reference):
     ("SELECT k, arg_min(v, o) OVER (PARTITION BY k) AS n FROM t", "window function arg_min"),
 ])
 def test_window_constructs_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
-    session = Session(device="cpu")
-    for name, table in TABLES.items():
-        session.register(name, table)
     with pytest.raises(SqlError) as raised:
-        session.sql(sql)
+        session_with_tables(TABLES, device="cpu").sql(sql)
     assert message in str(raised.value) and raised.value.line == 1 and raised.value.column_number is not None
