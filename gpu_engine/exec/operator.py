@@ -14,14 +14,15 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field, fields, replace
 from typing import TYPE_CHECKING, Any
 
-from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.batch import Batch, BatchSlices
+from gpu_engine.columnar.concat import concat_batches
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.memory_pool import MemoryPool
     from gpu_engine.exec.task import Task
     from gpu_engine.plans.nodes import PlanNode
 
-__all__ = ["BlockingReason", "OperatorStats", "OperatorCtx", "Operator", "NOT_BLOCKED", "ready_future"]
+__all__ = ["BlockingReason", "OperatorStats", "OperatorCtx", "Operator", "BarrierOperator", "NOT_BLOCKED", "ready_future"]
 
 
 class BlockingReason(enum.Enum):
@@ -227,3 +228,51 @@ class Operator:
     def add_runtime_stat(self, name: str, value: float) -> None:
         """Add ``value`` to an operator-specific counter shown by explain-analyze."""
         self.stats.runtime[name] = self.stats.runtime.get(name, 0) + value
+
+
+class BarrierOperator(Operator):
+    """Hold every input batch until the input ends, compute one result from all of it, hand it out in slices.
+
+    Why: a sort or a window needs all its rows at once (a pipeline barrier). The held batches are reserved in
+    the operator's memory pool as they come, then twice over while they are concatenated; a subclass's
+    :meth:`result` turns the concatenated input into the output (reserving what it keeps) and the output goes
+    out in scan-sized slices (:class:`~gpu_engine.columnar.batch.BatchSlices`). No input, no output.
+    """
+
+    def __init__(self, ctx: OperatorCtx, node: "PlanNode"):
+        super().__init__(ctx, node)
+        self._batches: list[Batch] = []
+        self._buffered_bytes = 0
+        self._output: BatchSlices | None = None
+        self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
+
+    def result(self, data: Batch) -> Batch:
+        """Return the output computed from ``data``, every input batch concatenated."""
+        raise NotImplementedError
+
+    def needs_input(self) -> bool:
+        return not self.no_more_input_received
+
+    def add_input(self, batch: Batch) -> None:
+        self._batches.append(batch)
+        self._buffered_bytes += batch.nbytes
+        self.set_memory_reservation(self._buffered_bytes)
+
+    def no_more_input(self) -> None:
+        super().no_more_input()
+        if not self._batches:
+            return
+        self.set_memory_reservation(2 * self._buffered_bytes)  # the batches and their concatenated copy
+        data = concat_batches(self._batches)
+        self._batches = []
+        self._output = BatchSlices(self.result(data), self._batch_rows)
+
+    def get_output(self) -> Batch | None:
+        return None if self._output is None else self._output.next()
+
+    def is_finished(self) -> bool:
+        return self.no_more_input_received and (self._output is None or self._output.exhausted)
+
+    def close(self) -> None:
+        self._batches, self._output = [], None
+        super().close()

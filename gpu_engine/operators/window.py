@@ -7,12 +7,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from gpu_engine.columnar.batch import Batch, BatchSlices
+from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
 from gpu_engine.errors import ExecutionError
-from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import dense_ranks, sort_key_words
 from gpu_engine.expressions.numeric import as_float
@@ -99,7 +99,7 @@ class _SortedRows:
                            nulls_first, values.dtype.type(offset * scale), inclusive)
 
 
-class Window(Operator):
+class Window(BarrierOperator):
     """Collect every batch, sort once by partition then order keys, compute each function, emit the rows.
 
     The output is the concatenated input plus the function columns, presented in sorted order through a
@@ -109,33 +109,12 @@ class Window(Operator):
     memory pool until it closes: under a memory cap a huge partition fails with MemoryCapExceeded.
     """
 
-    def __init__(self, ctx: OperatorCtx, node: WindowNode):
-        super().__init__(ctx, node)
-        self._batches: list[Batch] = []
-        self._buffered_bytes = 0
-        self._output: BatchSlices | None = None
-        self._batch_rows = ctx.config.scan_batch_rows(ctx.device)
+    node: WindowNode
 
-    def needs_input(self) -> bool:
-        return not self.no_more_input_received
-
-    def add_input(self, batch: Batch) -> None:
-        self._batches.append(batch)
-        self._buffered_bytes += batch.nbytes
-        self.set_memory_reservation(self._buffered_bytes)
-
-    def no_more_input(self) -> None:
-        super().no_more_input()
-        if not self._batches:
-            return
-        self.set_memory_reservation(2 * self._buffered_bytes)  # the batches and their concatenated copy
-        data = concat_batches(self._batches)
-        self._batches = []
+    def result(self, data: Batch) -> Batch:
         if data.num_rows == 0:
             results = [Column.from_arrow(pa.array([], type=call.dtype), self.device) for call in self.node.functions]
-            self._output = BatchSlices(Batch(data.names + self.node.function_names, data.columns + tuple(results),
-                                             self.device, None, 0), self._batch_rows)
-            return
+            return Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device, None, 0)
         order, rows, key_bytes = self._sort(data)
         self.set_memory_reservation(data.nbytes + key_bytes + 8 * 8 * int(order.shape[0]))  # + ~8 int64 bounds a row
         xp = self.device.xp
@@ -148,9 +127,9 @@ class Window(Operator):
         overflowed = self._overflowed(statuses)
         results = [self._exact_sum(call, data, order, inverse, rows) if id(call) in overflowed else result
                    for call, result in zip(self.node.functions, results)]
-        self._output = BatchSlices(Batch(data.names + self.node.function_names, data.columns + tuple(results),
-                                         self.device, order.astype(xp.int32), data.num_rows), self._batch_rows)
         self.set_memory_reservation(data.nbytes + sum(column.nbytes for column in results) + int(order.nbytes))
+        return Batch(data.names + self.node.function_names, data.columns + tuple(results), self.device,
+                     order.astype(xp.int32), data.num_rows)
 
     # ------------------------------------------------------------------ sorting
     def _sort(self, data: Batch) -> tuple[Any, _SortedRows, int]:
@@ -488,14 +467,3 @@ class Window(Operator):
         for call in (call for _, call in statuses if id(call) in overflowed):
             raise ExecutionError(f"Overflow in {call.sql()}: a window frame of 2^31 rows or more summing "
                                  "values near 64 bits is not supported")
-
-    # ------------------------------------------------------------------- output
-    def get_output(self) -> Batch | None:
-        return None if self._output is None else self._output.next()
-
-    def is_finished(self) -> bool:
-        return self.no_more_input_received and (self._output is None or self._output.exhausted)
-
-    def close(self) -> None:
-        self._batches, self._output = [], None
-        super().close()
