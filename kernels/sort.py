@@ -24,7 +24,7 @@ from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["dense_ranks", "sort_indices", "sort_key_words", "top_n_indices"]
+__all__ = ["dense_ranks", "key_changes", "sort_indices", "sort_key_words", "top_n_indices"]
 
 _SIGNED, _UNSIGNED, _FLOAT = 0, 1, 2
 _SIGN_BIT = np.uint64(1 << 63)
@@ -239,6 +239,16 @@ def sort_key_words(device: Device, columns: Sequence[Column], ascending: Sequenc
     return _sort_key_matrix(device, columns, ascending, nulls_first)
 
 
+def key_changes(device: Device, words: Any, order: Any) -> Any:
+    """Return, for each row of ``order`` after the first, whether its :func:`sort_key_words` differ from the row before.
+
+    Why: equal keys have equal words, so over rows in sorted order a change starts a new partition, peer group
+    or distinct value (``n - 1`` booleans; the first row always starts one).
+    """
+    ordered = words[:, order]
+    return device.xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+
+
 def dense_ranks(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
                 nulls_first: Sequence[bool]) -> tuple[Any, Any, Any]:
     """Return each row's dense rank in sort order (``int64`` from 0), the sort order, and the rank of each sorted row.
@@ -251,9 +261,8 @@ def dense_ranks(device: Device, columns: Sequence[Column], ascending: Sequence[b
     xp = device.xp
     keys = _sort_key_matrix(device, columns, ascending, nulls_first)
     order = xp.lexsort(keys)
-    ordered = keys[:, order]
     dense = xp.zeros(order.shape[0], dtype=xp.int64)
-    dense[1:] = xp.cumsum(xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0))
+    dense[1:] = xp.cumsum(key_changes(device, keys, order))
     ranks = xp.empty_like(dense)
     ranks[order] = dense
     return ranks, order, dense

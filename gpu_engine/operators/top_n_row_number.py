@@ -24,7 +24,7 @@ from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.kernels.gather import gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, normalize_keys
-from gpu_engine.kernels.sort import sort_key_words
+from gpu_engine.kernels.sort import key_changes, sort_key_words
 from gpu_engine.kernels.window import segment_bounds
 from gpu_engine.plans.nodes import TopNRowNumberNode
 
@@ -53,8 +53,7 @@ def partition_ranks(device, partition_ids: Any, words: Any, function: str, parti
         return order, numbers, numbers
     new_peer = new_partition.copy()
     if words.shape[0]:
-        ordered = words[:, order]
-        new_peer[1:] |= xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+        new_peer[1:] |= key_changes(device, words, order)
     peer_segment, peer_start, _ = segment_bounds(device, new_peer)
     if function == "rank":
         return order, peer_start - part_start + 1, numbers

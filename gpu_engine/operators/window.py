@@ -14,7 +14,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
-from gpu_engine.kernels.sort import dense_ranks, sort_key_words
+from gpu_engine.kernels.sort import dense_ranks, key_changes, sort_key_words
 from gpu_engine.expressions.numeric import as_float
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
@@ -152,12 +152,10 @@ class Window(BarrierOperator):
         new_partition = xp.zeros(n, dtype=xp.bool_)
         new_partition[0] = True
         if partition:
-            ordered = words[0][:, order]
-            new_partition[1:] = xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+            new_partition[1:] = key_changes(self.device, words[0], order)
         new_peer = new_partition.copy()
         if ordering:
-            ordered = words[-1][:, order]
-            new_peer[1:] |= xp.any(ordered[:, 1:] != ordered[:, :-1], axis=0)
+            new_peer[1:] |= key_changes(self.device, words[-1], order)
         return order, _SortedRows(self.device, new_partition, new_peer), sum(int(w.nbytes) for w in words)
 
     # ---------------------------------------------------------------- functions
