@@ -17,7 +17,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "i8": pa.array([1, -3, None, 5], pa.int8()),
@@ -63,10 +63,7 @@ def reference():
 
 
 def _session(device_name: str, fuse: bool):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, fuse=fuse)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device=device_name, fuse=fuse)
     return session
 
 

@@ -15,7 +15,7 @@ import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5], pa.int32()),
@@ -93,11 +93,7 @@ def reference():
 
 @pytest.mark.parametrize("name", list(CONSTANT_QUERIES))
 def test_constant_predicates_match_duckdb(name, device_name, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name)
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device=device_name)
     sql = CONSTANT_QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
 
@@ -109,13 +105,10 @@ def test_constant_predicates_match_duckdb(name, device_name, reference):
     "SELECT a, k FROM t RIGHT JOIN u ON a = k AND CAST('x' AS INTEGER) = 1",
 ])
 def test_a_constant_predicate_that_fails_fails_the_query(sql, device_name, reference):
-    from gpu_engine import Session
     from gpu_engine.errors import GpuEngineError
 
     with pytest.raises(duckdb.ConversionException):
         reference.sql(sql).fetchall()
-    session = Session(device=device_name)
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device=device_name)
     with pytest.raises(GpuEngineError, match="(?i)convert"):
         session.sql(sql)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, 4, 5], pa.int32()),
@@ -40,22 +40,15 @@ def reference():
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_correlated_count_matches_duckdb(name, device_name, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name)
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device=device_name)
     sql = QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
 
 
 @pytest.mark.parametrize("comparison", ["= 0", "< 2", "<= 1", "> a - 10"])
 def test_a_comparison_true_for_an_empty_group_is_still_refused(comparison):
-    from gpu_engine import Session
     from gpu_engine.sql.errors import SqlError
 
-    session = Session(device="cpu")
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device="cpu")
     with pytest.raises(SqlError, match="COUNT in a correlated scalar subquery"):
         session.sql(f"SELECT a FROM t t1 WHERE (SELECT count(*) FROM u WHERE u.k = t1.s) {comparison}")

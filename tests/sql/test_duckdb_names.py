@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2], pa.int32()),
@@ -39,10 +39,7 @@ def reference():
 
 @pytest.mark.parametrize("expression", EXPRESSIONS)
 def test_unaliased_expression_named_as_duckdb(expression, reference):
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     sql = f"SELECT {expression} FROM t" + (" GROUP BY ALL" if "(" in expression and any(
         f in expression for f in ("count(", "sum(", "avg(")) else "")
     expected = duckdb_table(reference, sql).column_names
@@ -51,9 +48,6 @@ def test_unaliased_expression_named_as_duckdb(expression, reference):
 
 def test_a_named_expression_runs(reference):
     """The quoted, parenthesized name is a column name like any other: the query runs and matches."""
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     sql = "SELECT substring(s, 1, 1), CAST(p AS DECIMAL(15, 4)) / CAST(q AS DECIMAL(15, 4)) * 100, -a FROM t"
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))

@@ -19,7 +19,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5, 7, 11, 2000, -4, 0], pa.int64()),
@@ -84,12 +84,10 @@ def kernel_programs(monkeypatch):
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_huge_expressions_match_duckdb_with_bounded_kernels(name, device_name, reference, kernel_programs):
-    from gpu_engine import Session
     from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES, expression_nodes
     from gpu_engine.plans.nodes import walk_plan
 
-    session = Session(device=device_name, drivers=2)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device=device_name, drivers=2)
     sql = QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
     nodes = [expression_nodes(expressions) for expressions in kernel_programs]
@@ -100,10 +98,7 @@ def test_huge_expressions_match_duckdb_with_bounded_kernels(name, device_name, r
 
 def test_a_growing_chain_compiles_nothing_more(device_name):
     """The first chain pays for what the eager path needs; a chain four times as long compiles no kernel."""
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=2)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device=device_name, drivers=2)
     session.sql(f"SELECT count(*) AS n FROM t WHERE {_and_chain(300)}")
     session.sql(f"SELECT count(*) AS n FROM t WHERE {_and_chain(TERMS)}")
     assert session.last_stats().kernels_compiled == 0
@@ -123,15 +118,13 @@ def test_expression_nodes_counts_each_node_and_stops_at_the_limit():
 
 
 def test_an_oversized_predicate_is_not_fused_and_a_small_one_is():
-    from gpu_engine import Session
     from gpu_engine.codegen.compiled_predicate import CompiledPredicate
     from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES
     from gpu_engine.device import get_device
     from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
     from gpu_engine.planning.fusion import fuse_pipelines
 
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     small, large = _and_chain(10), _and_chain(MAX_KERNEL_NODES // 3 + 1)  # 3 nodes and an AND per term
     for chain, fused in ((small, True), (large, False)):
         plan = fuse_pipelines(session.sql_plan(f"SELECT count(*) AS n FROM t WHERE {chain}"))
@@ -174,7 +167,6 @@ def test_chains_are_balanced_after_parsing():
 
 def test_a_chain_far_over_the_bound_is_refused_before_its_program_is_planned(monkeypatch):
     """Planning a program visits every node (seconds for 2000 terms): a chain that cannot fit is not planned."""
-    from gpu_engine import Session
     from gpu_engine.codegen.kernel_bounds import MAX_PLANNED_NODES, expression_nodes
     from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
     from gpu_engine.planning import fusion
@@ -187,8 +179,7 @@ def test_a_chain_far_over_the_bound_is_refused_before_its_program_is_planned(mon
         return original(predicates, keys, functions, schema, outputs)
 
     monkeypatch.setattr(fusion, "plan_fusion_program", recording)
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     fusion.fuse_pipelines(session.sql_plan(f"SELECT count(*) AS n FROM t WHERE {_and_chain(TERMS)}"))
     assert all(n <= MAX_PLANNED_NODES for n in planned), planned
     # a long OR over one string column is one lifted node: planned, and fused
@@ -212,16 +203,12 @@ LIFTED = {  # lists over the lift threshold: each reaches sqlglot as one call an
 
 @pytest.mark.parametrize("name", list(LIFTED))
 def test_lifted_in_lists_match_duckdb(name, device_name, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name, drivers=1)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device=device_name, drivers=1)
     assert_same_rows(session.sql(LIFTED[name]), duckdb_table(reference, LIFTED[name]))
 
 
 def test_a_long_in_list_reaches_sqlglot_as_one_node(monkeypatch):
     """The parsed tree of a 20,000-value IN query has a few nodes, not one per value (work as a count)."""
-    from gpu_engine import Session
     from gpu_engine.sql import rewrite
 
     trees = []
@@ -233,8 +220,7 @@ def test_a_long_in_list_reaches_sqlglot_as_one_node(monkeypatch):
         return tree
 
     monkeypatch.setattr("gpu_engine.sql.parse_and_qualify", recording)
-    session = Session(device="cpu", drivers=1)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu", drivers=1)
     sql = "SELECT a FROM t WHERE a IN (" + ", ".join(str(i * 3 + 2) for i in range(20000)) + ")"
     assert sorted(session.sql(sql).column("a").to_pylist()) == [2, 5, 11, 2000]
     assert trees and max(trees) < 50, trees
@@ -252,11 +238,9 @@ def test_lifting_keeps_every_later_offset_and_line():
 
 
 def test_an_error_after_a_lifted_list_names_its_position():
-    from gpu_engine import Session
     from gpu_engine.sql.errors import SqlError
 
-    session = Session(device="cpu", drivers=1)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu", drivers=1)
     sql = "SELECT a FROM t WHERE a IN (" + ",\n".join(str(i) for i in range(100)) + ")\n AND nosuch = 1"
     with pytest.raises(SqlError) as raised:
         session.sql(sql)
@@ -265,10 +249,7 @@ def test_an_error_after_a_lifted_list_names_its_position():
 
 
 def test_a_shared_cte_with_a_long_in_list_matches_duckdb(reference):
-    from gpu_engine import Session
-
-    session = Session(device="cpu", drivers=1)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu", drivers=1)
     values = ", ".join(str(i) for i in range(-3, 200, 2))
     sql = (f"WITH c AS (SELECT a FROM t WHERE a IN ({values})) "
            f"SELECT x.a FROM c x JOIN c y ON x.a = y.a WHERE x.a NOT IN ({values}, 2000)")
@@ -293,11 +274,9 @@ def test_a_lifted_list_keeps_its_selectivity():
 
 
 def test_the_lifted_call_written_by_hand_is_an_unknown_function():
-    from gpu_engine import Session
     from gpu_engine.sql.errors import SqlError
 
-    session = Session(device="cpu", drivers=1)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu", drivers=1)
     with pytest.raises(SqlError, match="unknown function"):
         session.sql("SELECT a FROM t WHERE a IN (__gpe_in_list(0))")
 

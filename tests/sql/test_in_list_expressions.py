@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, None, 5, 6], pa.int32()),
@@ -44,17 +44,11 @@ def reference():
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_in_lists_with_expressions_match_duckdb(name, device_name, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name)
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device=device_name)
     sql = QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
 
 
 def test_an_all_literal_list_stays_one_in_list():
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     assert " IN (" in session.explain(session.sql_plan("SELECT a FROM t WHERE a IN (1, 2, 3)"))

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import duckdb_with_tables
+from duckdb_reference import duckdb_with_tables, session_with_tables
 
 T = pa.table({"Id": pa.array([1, 2, 3], pa.int32()), "v": pa.array([1.5, 2.5, None], pa.float64())})
 
@@ -35,9 +35,6 @@ def reference():
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_output_names_match_duckdb(sql, reference):
-    from gpu_engine import Session
-
-    session = Session(device="cpu")
-    session.register("t", T)
+    session = session_with_tables({"t": T}, device="cpu")
     expected = [d[0] for d in reference.execute(sql).description]
     assert session.sql_plan(sql).output_schema.names == expected

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "a": pa.array([1, 2, 3, 4, 5, 6, 7], pa.int32()),
@@ -40,22 +40,15 @@ def reference():
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_scalar_subquery_inside_arithmetic_matches_duckdb(name, device_name, reference):
-    from gpu_engine import Session
-
-    session = Session(device=device_name)
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device=device_name)
     sql = QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
 
 
 def test_a_correlated_subquery_under_a_function_is_still_refused():
     """coalesce(NULL group, 0) is not NULL: the joined aggregate would drop rows DuckDB keeps."""
-    from gpu_engine import Session
     from gpu_engine.sql.errors import SqlError
 
-    session = Session(device="cpu")
-    session.register("t", T)
-    session.register("u", U)
+    session = session_with_tables({"t": T, "u": U}, device="cpu")
     with pytest.raises(SqlError, match="inside OR, NOT or an expression"):
         session.sql("SELECT a FROM t WHERE b > coalesce((SELECT max(w) FROM u WHERE u.k = t.s), 0)")
