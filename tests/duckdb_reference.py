@@ -232,16 +232,19 @@ def duckdb_with_tables(tables: Mapping[str, Any]):
     return connection
 
 
-def session_with_tables(tables: Mapping[str, Any], split_rows: int | None = None, **options):
+def session_with_tables(tables: Mapping[str, Any], split_rows: int | None = None, splits: int | None = None,
+                        **options):
     """Open an engine ``Session(**options)`` with each table registered under its name.
 
-    ``split_rows`` cuts each in-memory table into splits of that many rows (several splits feed several drivers).
+    ``split_rows`` cuts each in-memory table into splits of that many rows, ``splits`` into about that many
+    splits (at least a row each): several splits feed several drivers.
     """
     from gpu_engine import Session
 
     session = Session(**options)
     for name, table in tables.items():
-        session.register(name, table, split_rows=split_rows)
+        rows = split_rows if splits is None else max(1, table.num_rows // splits)
+        session.register(name, table, split_rows=rows)
     return session
 
 

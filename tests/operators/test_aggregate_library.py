@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows
+from duckdb_reference import assert_same_rows, session_with_tables
 from gpu_engine import PlanError, Session
 from gpu_engine.plans import PlanBuilder
 from gpu_engine.sql.errors import SqlError
@@ -54,10 +54,7 @@ def table(device_name) -> pa.Table:
 
 def _session(device_name, shape, tables: dict[str, pa.Table], fuse: bool = True) -> Session:
     drivers, batch_rows = shape
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
-    for name, table in tables.items():
-        session.register(name, table, split_rows=max(1, table.num_rows // 5))
-    return session
+    return session_with_tables(tables, splits=5, device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
 
 
 def _sql(keys, aggregates, where=""):

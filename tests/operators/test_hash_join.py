@@ -9,7 +9,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
 
 from gpu_engine import Session
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
@@ -53,10 +53,7 @@ def tables(device_name, table) -> dict[str, pa.Table]:
 
 
 def _session(device_name: str, drivers: int, batch_rows: int, tables: dict[str, pa.Table], fuse: bool = True) -> Session:
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
-    for name, table in tables.items():
-        session.register(name, table, split_rows=max(1, table.num_rows // 4))
-    return session
+    return session_with_tables(tables, splits=4, device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
 
 
 def _connection(tables: dict[str, pa.Table]):

@@ -8,7 +8,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from duckdb_reference import assert_same_rows, duckdb_table
+from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
 
 from gpu_engine import Session
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
@@ -44,10 +44,7 @@ def tables(device_name, table) -> dict[str, pa.Table]:
 
 
 def _session(device_name: str, drivers: int, batch_rows: int, tables: dict[str, pa.Table]) -> Session:
-    session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows)
-    for name, table in tables.items():
-        session.register(name, table, split_rows=max(1, table.num_rows // 4))
-    return session
+    return session_with_tables(tables, splits=4, device=device_name, drivers=drivers, batch_rows=batch_rows)
 
 
 def join_plan(catalog, join_type, output, join_filter=None, probe_filter=None, build_filter=None):
