@@ -150,11 +150,12 @@ def _not_a_fast_case(item) -> bool:
 
 
 #: The (drivers, batch_rows) pairs a test parametrized over both runs on ``cuda-sim``. The simulator
-#: interprets each CUDA thread in Python (a third of the suite's time went to it), so there the driver
-#: counts and batch sizes run as two pairs, many batches over several drivers and one batch on one,
-#: instead of all four combinations; ``cpu`` (and ``cuda``) keep all four. Every value still runs on
-#: the simulator, and the kernels' CPU twins come from the same generated source.
-SIMULATOR_PAIRS = frozenset({(4, "small_batches"), (1, "large_batches")})
+#: interprets each CUDA thread in Python (half of the suite's time went to it), so there the driver
+#: counts and batch sizes run as one pair, many batches over several drivers (partial/final merges,
+#: grid-stride loops over more rows than the simulator's 16 threads); ``cpu`` runs three pairs (below)
+#: and ``cuda`` all four. The kernels' CPU twins come from the same generated source. A test marked
+#: ``simulator_values(name=(values...))`` runs only those values of its parameter ``name`` on cuda-sim.
+SIMULATOR_PAIRS = frozenset({(4, "small_batches")})
 
 
 #: The (drivers, batch_rows) pair a test parametrized over both leaves out on ``cpu``: one driver over many
@@ -172,11 +173,16 @@ UNFUSED_CASE = {"device_name": "cpu", "drivers": 4, "batch_rows": "small_batches
 
 
 def _outside_the_chosen_pairs(item) -> bool:
-    """Return True for a case left out: a ``cuda-sim`` pair not in :data:`SIMULATOR_PAIRS`, the ``cpu`` pair
-    :data:`CPU_LEFT_OUT_PAIR`, or an unfused operator case outside :data:`UNFUSED_CASE`."""
+    """Return True for a case left out: a ``cuda-sim`` pair not in :data:`SIMULATOR_PAIRS` or a value outside
+    its ``simulator_values`` marker, the ``cpu`` pair :data:`CPU_LEFT_OUT_PAIR`, or an unfused operator case
+    outside :data:`UNFUSED_CASE`."""
     params = getattr(getattr(item, "callspec", None), "params", {})
     if params.get("fuse") is False:
         if any(name in params and params[name] != value for name, value in UNFUSED_CASE.items()):
+            return True
+    marker = item.get_closest_marker("simulator_values")
+    if marker and params.get("device_name") == "cuda-sim":
+        if any(name in params and params[name] not in values for name, values in marker.kwargs.items()):
             return True
     if "drivers" not in params or "batch_rows" not in params:
         return False
