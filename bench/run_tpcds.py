@@ -152,31 +152,6 @@ def _timed(run) -> tuple[object, float]:
     return value, time.perf_counter() - start
 
 
-COMPILE_WAIT_LIMIT_S = 300.0
-
-
-def settle_compiled_tier(run, limit_s: float = COMPILE_WAIT_LIMIT_S) -> float:
-    """Wait for the background compile process, run once untimed, wait again; return the seconds waited.
-
-    Why: with ``compile_mode="background"`` (the default) a query's first runs
-    execute on the lowest tier while its generated kernels compile in another
-    process; timing the runs right after the first one would mix the tiers
-    (medians then depend on how fast the compile process happened to be). The
-    warm figure is the compiled tier's; first runs are measured apart
-    (``bench/first_runs.py``). The untimed run asks for kernels that only the
-    fused tier reaches. In a Spark run the executors compile their own: nothing
-    to wait for here.
-    """
-    from gpu_engine.codegen.background_compiles import background_compiler
-
-    compiler = background_compiler()
-    start = time.perf_counter()
-    compiler.wait_idle(timeout=limit_s)
-    run()
-    compiler.wait_idle(timeout=max(0.0, limit_s - (time.perf_counter() - start)))
-    return time.perf_counter() - start
-
-
 def run_query(number: int, session, duck, runs: int, timeout: float | None) -> QueryOutcome:
     """Run one query on DuckDB then the engine, compare, and time the rest of the runs."""
     from tests.duckdb_reference import duckdb_table, rows_mismatch
@@ -208,6 +183,8 @@ def run_query(number: int, session, duck, runs: int, timeout: float | None) -> Q
         return result
     result.outcome = "equal"
     if runs and not isinstance(session, SparkQueries):
+        from bench.run_bench import settle_compiled_tier
+
         result.compile_wait_s = settle_compiled_tier(lambda: session.sql(sql, timeout=timeout))
     for _ in range(runs):
         result.engine_samples_s.append(_timed(lambda: session.sql(sql, timeout=timeout))[1])
