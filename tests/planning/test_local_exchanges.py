@@ -60,3 +60,16 @@ def test_repartitioned_input_needs_no_second_exchange(session_catalog):
     plan = (PlanBuilder(session.catalog).table_scan("t").local_partition(["k"])
             .aggregation(["k"], ["count(*) AS c"]).plan())
     assert session.explain(plan).count("LocalPartition") == 1
+
+
+def test_a_holistic_aggregation_repartitions_raw_rows_into_single_steps(session_catalog):
+    # A partial step of median could not reduce its rows (it emits every value): the rows cross instead.
+    session = session_catalog(2)
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["k"], ["median(v) AS m", "count(*) AS c"]).plan()
+    assert session.explain(plan) == """\
+-- Aggregation[1][SINGLE [k] m := median(v), c := count(*)] -> k:int32, m:double, c:int64 @ cpu
+  -- LocalPartition[1.exchange][REPARTITION [k]] -> k:int32, v:double @ cpu
+    -- TableScan[0][table: t, columns: k, v] -> k:int32, v:double @ cpu"""
+    assert session.execute(plan).sort_by("k").to_pydict() == {"k": [1, 2], "m": [1.0, 2.0], "c": [1, 1]}
+    decomposable = PlanBuilder(session.catalog).table_scan("t").aggregation(["k"], ["max(v) AS m"]).plan()
+    assert "PARTIAL [k]" in session.explain(decomposable)
