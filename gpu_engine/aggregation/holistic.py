@@ -52,6 +52,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_st
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.hash import hash_columns
+from gpu_engine.kernels.order_statistics import group_rank_rows
 from gpu_engine.kernels.sort import sort_key_words
 
 __all__ = ["ValueList", "Quantile", "Mode", "StringAgg", "ApproxCountDistinct", "ValueRows", "HLL_BITS",
@@ -218,7 +219,6 @@ class Quantile(ValueList):
     def result(self, device, group_ids, columns, groups):
         xp = device.xp
         values = columns[0]
-        order, _ = _group_order(device, group_ids, groups, [values], [True], [False], stable=False)
         counts, starts = _segments(device, group_ids, groups)
         valid = counts > 0
         n = xp.where(valid, counts, 1)
@@ -235,12 +235,15 @@ class Quantile(ValueList):
             high, delta = low, None
         if descending:  # positions count from the greatest value
             low, high = n - 1 - low, n - 1 - high
-        first = order[xp.where(valid, starts + low, 0)]  # groups without values read any row: NULL anyway
+        # Kept values are never NULL (gathered drops them): their words carry no null word.
+        words = sort_key_words(device, [Column(values.dtype, values.data, None, values.offsets, values.dictionary)],
+                               [True], [False])
+        # Groups without values read row 0: NULL anyway.
+        first, second = group_rank_rows(device, group_ids, groups, words, counts, starts, low, high)
         if delta is None:
             picked = gather_column(device, values, first)
             return Column(picked.dtype, picked.data, valid & (True if picked.validity is None else picked.validity),
                           picked.offsets, picked.dictionary)
-        second = order[xp.where(valid, starts + high, 0)]
         return Column(self.output_type, self._interpolated(device, values, first, second, delta), valid)
 
     def _interpolated(self, device: Device, values: Column, first: Any, second: Any, delta: Any) -> Any:

@@ -1,0 +1,69 @@
+"""Tests for gpu_engine.kernels.order_statistics: each group's ranked rows equal a sort's, on every device.
+
+The CPU twin buckets by group and selects (quickselect, insertion sort on short buckets); cuda sorts. Both
+must return rows whose words are the group's values at the asked ranks: long groups, groups of one, empty
+groups, many ties, ranks at both ends and neighbouring ranks in either order (a descending quantile).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_engine.exec.device_counters import counts_now
+from gpu_engine.kernels.order_statistics import group_rank_rows
+
+ROWS = {"cpu": 20_000, "cuda-sim": 300, "cuda": 20_000}
+
+
+def _case(rows: int, groups: int, distinct: int, seed: int):
+    rng = np.random.default_rng(seed)
+    group_ids = rng.integers(0, groups, rows).astype(np.int64)
+    group_ids[group_ids == groups - 1] = 0  # the last group keeps no row
+    sizes = rng.random(groups)
+    group_ids = np.where(sizes[group_ids] < 0.3, group_ids % 3, group_ids)  # a few groups far larger
+    words = rng.integers(0, distinct, rows).astype(np.uint64)[None, :]
+    counts = np.bincount(group_ids, minlength=groups).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    n = np.maximum(counts, 1)
+    first = rng.integers(0, n)
+    step = rng.integers(-1, 2, groups)  # the neighbouring rank below, the same, or above
+    second = np.clip(first + step, 0, n - 1)
+    return group_ids, words, counts, starts, first, second
+
+
+@pytest.mark.parametrize("distinct", [3, 1 << 40], ids=["ties", "distinct"])
+def test_ranked_rows_hold_each_groups_sorted_values_at_the_ranks(device, device_name, distinct):
+    rows = ROWS[device_name]
+    groups = max(rows // 50, 4)
+    group_ids, words, counts, starts, first, second = _case(rows, groups, distinct, seed=7)
+    xp = device.xp
+    first_rows, second_rows = group_rank_rows(device, xp.asarray(group_ids), groups, xp.asarray(words),
+                                              xp.asarray(counts), xp.asarray(starts), xp.asarray(first),
+                                              xp.asarray(second))
+    first_rows, second_rows = device.to_host(first_rows), device.to_host(second_rows)
+    for g in range(groups):
+        if counts[g] == 0:
+            continue
+        mine = np.flatnonzero(group_ids == g)
+        ordered = np.sort(words[0, mine])
+        assert group_ids[first_rows[g]] == g and group_ids[second_rows[g]] == g
+        assert words[0, first_rows[g]] == ordered[first[g]], g
+        assert words[0, second_rows[g]] == ordered[second[g]], g
+    assert counts[groups - 1] == 0 and first_rows[groups - 1] == 0
+
+
+def test_the_cpu_twin_buckets_and_selects_in_two_launches_without_sorting_whole_columns(device_name, device,
+                                                                                      monkeypatch):
+    if device_name != "cpu":
+        pytest.skip("the CPU twin's path")
+    group_ids, words, counts, starts, first, second = _case(5_000, 100, 1 << 40, seed=3)
+
+    def no_sort(*args, **kwargs):
+        raise AssertionError("the CPU twin sorted a whole column")
+
+    monkeypatch.setattr(np, "argsort", no_sort)
+    monkeypatch.setattr(np, "lexsort", no_sort)
+    before = counts_now()
+    group_rank_rows(device, group_ids, 100, words, counts, starts, first, second)
+    assert counts_now().kernel_launches - before.kernel_launches == 2
