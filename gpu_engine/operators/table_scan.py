@@ -11,7 +11,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, prepare_run, rechunk_record_batches
+from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, StagedRun, prepare_run, rechunk_record_batches
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
@@ -61,8 +61,10 @@ class TableScan(Operator):
       boundaries. ``decode_seconds`` and ``arrow_to_batch_seconds`` count that
       work wherever it ran. Then, on a GPU
       (``EngineConfig.packs_scan_batches``), a piece becomes one batch packed
-      through pinned memory (:class:`~gpu_engine.columnar.transfers.HostToDeviceCopier`;
-      ``h2d_bytes``, ``h2d_seconds`` and ``h2d_pack_seconds`` count the copies);
+      into a pinned staging slot by its prefetch thread and copied by the
+      driver in one asynchronous copy (:class:`~gpu_engine.columnar.transfers.HostToDeviceCopier`;
+      ``h2d_bytes``, ``h2d_copies``, ``h2d_seconds``, ``h2d_pack_seconds`` and
+      ``h2d_staging_waits`` count the copies; ``cuda-sim`` runs the same steps);
       otherwise each Arrow record batch of at most ``batch_rows`` rows is one;
     * Parquet with the engine's device decoder (``parquet_reader`` ``"device"``,
       the default on ``cuda`` without cuDF): a prefetch thread plans a piece's
@@ -96,12 +98,15 @@ class TableScan(Operator):
         self.batch_rows = config.scan_batch_rows(ctx.device)
         self._parquet_reader = resolve_parquet_reader(config.parquet_reader, ctx.device)
         self._packs = config.packs_scan_batches(ctx.device)
-        self._copier = HostToDeviceCopier(ctx.device, self.add_runtime_stat) if self._packs and ctx.device.is_gpu else None
+        prefetch = config.scan_prefetch(ctx.device, ctx.num_drivers)
+        # Packed batches are staged in pinned slots on the prefetch threads: one slot a piece in flight, plus one.
+        self._copier = (HostToDeviceCopier(ctx.device, self.add_runtime_stat, slots=prefetch + 1)
+                        if self._packs and HostToDeviceCopier.stages(ctx.device) else None)
         # Parquet pieces whose fixed-width columns are decoded on the device (parquet_reader "device"): their compressed
         # chunks and host-read columns go through a copier of their own.
         self._device_pieces = (HostToDeviceCopier(ctx.device, self.add_runtime_stat)
                                if self._parquet_reader == "device" else None)
-        self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(config.scan_prefetch(ctx.device, ctx.num_drivers))
+        self._prefetcher: SplitPrefetcher[_DecodedPiece] = SplitPrefetcher(prefetch)
         self._decode_threads = self._prefetcher.depth > 0  # prefetching is for spare cores: let pyarrow use them too
         self._decode_pool_threads = config.scan_decode_pool_threads(ctx.device, ctx.num_drivers)  # chunks in parallel
         self._decoded: deque[Any] = deque()  # items of the last piece handed back, not yet output
@@ -191,6 +196,8 @@ class TableScan(Operator):
         # Join-key filters of finished build sides (gpu_engine.exec.dynamic_filters): all there before the first
         # split, since a probe pipeline's scan reads nothing while its probes wait for their tables.
         filters = tuple(f for f in self.ctx.task.dynamic_filters.for_scan(self.node.id) if f.column in self.columns)
+        if self._copier is not None:
+            self._copier.attach()  # on the driver's thread: the prefetch threads stage for its GPU
         if filters:
             split, skipped = prune_row_groups(split, filters)
             if skipped:
@@ -232,7 +239,12 @@ class TableScan(Operator):
             else:
                 record_runs = [record_batches]
             runs = [prepare_run(run) for run in record_runs]
-            items = runs if self.device.is_gpu else [run.to_host_batch(self.device) for run in runs]
+            if self._copier is None:
+                items = [run.to_host_batch(self.device) for run in runs]
+            elif len(runs) == 1:  # packed into a pinned slot here, off the driver; a longer piece packs as it is copied
+                items = [self._copier.stage(runs[0])]
+            else:
+                items = runs
         else:
             sliced = [b.slice(start, self.batch_rows) for b in record_batches
                       for start in range(0, b.num_rows, self.batch_rows)]
@@ -262,7 +274,7 @@ class TableScan(Operator):
 
     def _finish(self, item: Any) -> Batch:
         """Return the device batch of a decoded item: copy it on a GPU (on this driver's stream), else it is one."""
-        if isinstance(item, HostRun):
+        if isinstance(item, (HostRun, StagedRun)):
             return self._copier.upload(item)
         if isinstance(item, DevicePiece):
             batch = item.to_batch(self.device, self._device_pieces)
@@ -286,11 +298,11 @@ class TableScan(Operator):
         return self._finished
 
     def close(self) -> None:
+        if self._copier is not None:
+            self._copier.close()  # first: a prefetch thread waiting for a staging slot stops
         self._prefetcher.close()  # waits for pieces being decoded: no thread outlives the Task
         self._decoded.clear()
         self._reader = None
-        if self._copier is not None:
-            self._copier.close()
         if self._device_pieces is not None:
             self._device_pieces.close()
         super().close()

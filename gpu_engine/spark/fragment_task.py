@@ -16,6 +16,17 @@ starts with :data:`ERROR_MARKER`, so the driver can find it inside Spark's
 ``PythonException`` and raise it again as itself. When Spark stops reading
 early (a ``limit`` downstream), the generator is closed and the Task is
 cancelled; no driver thread outlives the partition.
+
+Where the Task's scan packs its batches for a device (``cuda``: see
+``EngineConfig.packs_scan_batches``), Spark's small record batches
+(``spark.sql.execution.arrow.maxRecordsPerBatch``, 10,000 rows by default)
+are first gathered into splits of the scan's ``batch_rows`` (millions of rows
+on a GPU): each split is then one device batch, staged in pinned memory on a
+prefetch thread and copied in one asynchronous copy while the driver computes
+on the batch before (:mod:`gpu_engine.columnar.transfers`). The feeder then
+holds back once one such split waits unread, so a partition pins at most a few
+device batches of rows in the worker. On ``cpu`` each Spark batch is a split,
+as it comes.
 """
 
 from __future__ import annotations
@@ -23,7 +34,7 @@ from __future__ import annotations
 import itertools
 import json
 import queue
-from typing import Iterator
+from typing import Callable, Iterator
 
 import pyarrow as pa
 
@@ -32,7 +43,7 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ArrowSplit
 from gpu_engine.exec.split_serialization import split_from_json
-from gpu_engine.exec.task import Task
+from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.plans.nodes import PartitionedOutputNode
 from gpu_engine.plans.serialization import plan_from_json
 from gpu_engine.spark.executor_device import TaskDeviceLog, choose_executor_device
@@ -49,13 +60,17 @@ _WAKE = object()
 _POLL_SECONDS = 0.05
 
 
-def run_partition(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """Yield the fragment's output for one partition's ``batches``, cast to the declared Spark schema."""
+def run_partition(function: FragmentFunction, batches: Iterator[pa.RecordBatch],
+                  on_stats: Callable[[TaskStats], None] | None = None) -> Iterator[pa.RecordBatch]:
+    """Yield the fragment's output for one partition's ``batches``, cast to the declared Spark schema.
+
+    ``on_stats`` gets the Task's stats once it ended (benchmarks and tests read its copies from them).
+    """
     batches = iter(batches)
     first = next((b for b in batches if b.num_rows > 0), None)
     if first is None and not function.runs_when_empty:
         return
-    yield from _run_task(function, batches if first is None else itertools.chain([first], batches))
+    yield from _run_task(function, batches if first is None else itertools.chain([first], batches), on_stats)
 
 
 def _broadcast_table(payload) -> pa.Table:
@@ -74,7 +89,54 @@ def _spark_task_label() -> str:
     return f"stage {context.stageId()} partition {context.partitionId()} attempt {context.attemptNumber()}"
 
 
-def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+class _DeviceBatches:
+    """Gather a partition's record batches (or unpacked tables) into tables of ``rows`` rows (the last: what is left).
+
+    ``rows`` 0 hands each one on as it comes. Gathering is zero-copy (a table
+    keeps the batches as chunks, a batch that straddles two tables is sliced);
+    the scan packs each table into one device batch.
+    """
+
+    def __init__(self, rows: int, where: str):
+        self.rows = rows
+        self.where = where
+        self._held: list[pa.Table] = []
+        self._count = 0
+
+    def add(self, part: pa.RecordBatch | pa.Table) -> list[pa.Table]:
+        """Return the tables ready to feed after ``part``."""
+        table = pa.Table.from_batches([part]) if isinstance(part, pa.RecordBatch) else part
+        if self.rows <= 0:
+            return [table]
+        if table.num_rows == 0:
+            return []
+        if self._held and table.schema != self._held[0].schema:
+            raise ExecutionError(f"{ERROR_MARKER} a partition's record batches must share one schema; in {self.where} "
+                                 f"a batch has {table.schema} after batches of {self._held[0].schema}")
+        self._held.append(table)
+        self._count += table.num_rows
+        if self._count < self.rows:
+            return []
+        held = self._joined()
+        ready = [held.slice(start, self.rows) for start in range(0, held.num_rows - self.rows + 1, self.rows)]
+        rest = held.slice(len(ready) * self.rows)
+        self._held, self._count = ([rest] if rest.num_rows else []), rest.num_rows
+        return ready
+
+    def flush(self) -> list[pa.Table]:
+        """Return what is held, as one table (none when nothing is)."""
+        if not self._held:
+            return []
+        table = self._joined()
+        self._held, self._count = [], 0
+        return [table]
+
+    def _joined(self) -> pa.Table:
+        return self._held[0] if len(self._held) == 1 else pa.concat_tables(self._held)
+
+
+def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch],
+              on_stats: Callable[[TaskStats], None] | None = None) -> Iterator[pa.RecordBatch]:
     root = plan_from_json(function.plan_json)
     output = root if isinstance(root, PartitionedOutputNode) else None
     plan = root.source if output is not None else root
@@ -111,6 +173,9 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
 
     task = Task(f"spark {function.name} ({where})", plan, query_ctx, function.drivers, deliver)
     task.add_listener(lambda _: ready.put(_WAKE))
+    # Small Spark batches become device-sized splits where the scan packs for a device; one of them waiting is enough.
+    gathered = _DeviceBatches(config.scan_batch_rows(device) if config.packs_scan_batches(device) else 0, where)
+    pending_limit = function.max_pending_splits if gathered.rows <= 0 else 1
     try:
         task.start()
         for node_id, payload in function.broadcast_inputs:
@@ -135,18 +200,22 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
                     sides.build_done = True
                 splits = [ArrowSplit(probe)] if probe is not None else []
             elif function.packed_input:
-                splits = [ArrowSplit(table) for table in _unpack(record_batch.column(0))]
+                splits = [ArrowSplit(t) for table in _unpack(record_batch.column(0)) for t in gathered.add(table)]
             else:
-                splits = [ArrowSplit(pa.Table.from_batches([record_batch]))]
+                splits = [ArrowSplit(table) for table in gathered.add(record_batch)]
             for split in splits:
                 task.add_split(input_id, split)
             yield from _drain(ready, None)
-            while (not function.input_splits and task.pending_splits(input_id) > function.max_pending_splits
+            limit = pending_limit if sides is None else function.max_pending_splits
+            while (not function.input_splits and task.pending_splits(input_id) > limit
                    and not task.is_done):  # hold back rows in memory; split numbers cost nothing to queue
                 yield from _drain(ready, _POLL_SECONDS)
         if sides is not None and not sides.build_done:
             task.no_more_splits(build_id)
         if input_id is not None:
+            if not task.is_done:
+                for table in gathered.flush():
+                    task.add_split(input_id, ArrowSplit(table))
             task.no_more_splits(input_id)
         while not task.is_done:
             yield from _drain(ready, _POLL_SECONDS)
@@ -159,6 +228,8 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch]) -> 
             task.cancel()
             task.wait_quietly()
         query_ctx.shutdown()
+        if on_stats is not None:
+            on_stats(task.task_stats())
 
 
 def _pack_by_destination(record_batch: pa.RecordBatch, schema: pa.Schema, wire_schema: pa.Schema,

@@ -60,7 +60,8 @@ def test_the_fragment_travels_as_json_not_as_pickled_objects():
 def test_batches_are_fed_as_they_arrive_and_output_flows_back_before_the_input_ends(device_name):
     table = _numbers(2_000)
     plan = PlanBuilder({"t": table.schema}).table_scan("t").filter("x % 2 = 0").project(["x", "g"]).plan()
-    function = fragment_function(plan, device=device_name)
+    # batch_rows: on a GPU small Spark batches are gathered into device batches of batch_rows rows.
+    function = fragment_function(plan, device=device_name, config={"batch_rows": 100})
     consumed = 0
 
     def partition():

@@ -1,0 +1,155 @@
+"""Spark's Arrow batches to the device: gathered into device batches, staged in pinned slots, one copy each.
+
+The partition function is called directly on record batches (no Spark
+session, no JVM). ``cuda-sim`` runs the copier's GPU steps on NumPy arrays
+(slots, one copy a batch, events), so the counts asserted here are the ones a
+GPU run makes; ``cpu`` must feed each Spark batch as it comes, as before.
+"""
+
+from __future__ import annotations
+
+import decimal
+import threading
+import time
+
+import pyarrow as pa
+import pytest
+
+pytest.importorskip("pyspark")
+
+from duckdb_reference import assert_same_rows  # noqa: E402
+from gpu_engine.columnar.transfers import HostToDeviceCopier, StagedRun, batch_to_arrow, prepare_run  # noqa: E402
+from gpu_engine.connectors.split_prefetcher import PREFETCH_THREAD_PREFIX  # noqa: E402
+from gpu_engine.device import get_device  # noqa: E402
+from gpu_engine.errors import ExecutionError  # noqa: E402
+from gpu_engine.plans import PlanBuilder  # noqa: E402
+from gpu_engine.spark import fragment_function  # noqa: E402
+from gpu_engine.spark.fragment_task import ERROR_MARKER, run_partition  # noqa: E402
+
+pytestmark = [pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")]
+
+
+def _lineitem_like(rows: int, start: int = 0) -> pa.Table:
+    values = range(start, start + rows)
+    return pa.table({
+        "k": pa.array([v if v % 9 else None for v in values], pa.int64()),
+        "q": pa.array([decimal.Decimal(v % 50).scaleb(-2) for v in values], pa.decimal128(15, 2)),
+        "p": pa.array([v * 0.25 for v in values], pa.float64()),
+        "f": pa.array(["AFNR"[v % 4] for v in values], pa.string()),
+    })
+
+
+def _run(function, batches):
+    """Return the partition function's output and its Task's stats."""
+    seen = []
+    out = list(run_partition(function, iter(batches), seen.append))
+    return pa.Table.from_batches(out, schema=out[0].schema) if out else None, seen[0]
+
+
+def _scan(stats):
+    (scan,) = [s for group in stats.operator_stats_by_node().values() for s in group if s.operator_type == "TableScan"]
+    return scan
+
+
+def _engine_threads() -> int:
+    return sum(t.name.startswith((PREFETCH_THREAD_PREFIX, "gpu-engine-driver")) for t in threading.enumerate())
+
+
+def _threads_back_to(count: int) -> bool:
+    deadline = time.monotonic() + 5
+    while _engine_threads() > count and time.monotonic() < deadline:
+        time.sleep(0.01)
+    return _engine_threads() <= count
+
+
+def test_small_spark_batches_become_device_batches_staged_ahead_and_copied_once_each():
+    table = _lineitem_like(200)
+    plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k", "q", "p", "f"]).plan()
+    function = fragment_function(plan, device="cuda-sim", config={
+        "batch_rows": 64, "scan_pinned_staging": True, "scan_prefetch_depth": 2})
+    before = _engine_threads()
+    result, stats = _run(function, table.to_batches(max_chunksize=10))
+    assert_same_rows(result, table)
+    scan = _scan(stats)
+    # 20 Spark batches of 10 rows gathered into splits of 64 rows (a batch straddling two is sliced): 64, 64, 64, 8,
+    assert scan.runtime["splits"] == 4 and scan.output_batches == 4 and scan.output_rows == 200
+    # each one device batch copied in one copy from a pinned slot (four columns, validity, string offsets),
+    assert scan.runtime["h2d_copies"] == 4 and scan.runtime["h2d_bytes"] > 200 * (8 * 3 + 1)
+    # packed on the prefetch threads (three slots: two pieces in flight and one being copied): the driver
+    # makes no host sync for them, and no stager waited on a copy (the simulator's end at once).
+    assert scan.host_syncs == 0 and "h2d_staging_waits" not in scan.runtime
+    assert scan.runtime["h2d_pack_seconds"] > 0
+    assert _threads_back_to(before)
+
+
+def test_cpu_feeds_each_spark_batch_as_it_comes():
+    table = _lineitem_like(60)
+    plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k", "p"]).plan()
+    function = fragment_function(plan, device="cpu", config={"batch_rows": 64})
+    result, stats = _run(function, table.to_batches(max_chunksize=10))
+    assert_same_rows(result, table.select(["k", "p"]))
+    scan = _scan(stats)
+    # No packing by default on host devices: six splits as Spark sent them, nothing staged or copied.
+    assert scan.runtime["splits"] == 6 and "h2d_copies" not in scan.runtime
+
+
+def test_a_partition_whose_batches_change_schema_fails_promptly_and_leaves_no_thread():
+    table = _lineitem_like(40)
+    plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k"]).plan()
+    function = fragment_function(plan, device="cuda-sim", config={
+        "batch_rows": 1000, "scan_pinned_staging": True, "scan_prefetch_depth": 2})
+    before = _engine_threads()
+    other = table.select(["k", "q", "p"]).append_column("f", pa.array([1] * 40, pa.int32()))
+    batches = table.to_batches(max_chunksize=20) + other.to_batches(max_chunksize=20)
+    with pytest.raises(ExecutionError, match="share one schema") as failure:
+        list(run_partition(function, iter(batches)))
+    assert str(failure.value).startswith(ERROR_MARKER)
+    assert _threads_back_to(before)
+
+
+def test_copier_stages_on_other_threads_within_its_slots_and_copies_once_a_batch():
+    device = get_device("cuda-sim")
+    reported: dict[str, float] = {}
+    copier = HostToDeviceCopier(device, lambda name, value: reported.__setitem__(name, reported.get(name, 0) + value),
+                                slots=2)
+    copier.attach()
+    runs = [prepare_run(_lineitem_like(30, start).to_batches(max_chunksize=7)) for start in (0, 30, 60)]
+    staged = [copier.stage(runs[0]), copier.stage(runs[1])]
+    assert all(isinstance(s, StagedRun) for s in staged)
+    third: list = []
+    stager = threading.Thread(target=lambda: third.append(copier.stage(runs[2])))
+    stager.start()
+    stager.join(0.3)
+    assert stager.is_alive()  # both slots hold runs not copied yet: the third waits (pinned memory stays bounded)
+    first = copier.upload(staged[0])
+    stager.join(5)
+    assert not stager.is_alive() and isinstance(third[0], StagedRun)
+    batches = [first, copier.upload(staged[1]), copier.upload(third[0])]
+    for batch, start in zip(batches, (0, 30, 60)):
+        expected = _lineitem_like(30, start)
+        assert pa.Table.from_batches([batch_to_arrow(batch)[0]]).equals(expected)
+    # One copy a batch; the simulator's copies end at once, so reusing a slot never waits on one.
+    assert reported["h2d_copies"] == 3 and "h2d_staging_waits" not in reported
+    # A stager still waiting when the copier closes stops with an error instead of hanging its thread.
+    late = [copier.stage(runs[0]), copier.stage(runs[1])]
+    errors: list = []
+    blocked = threading.Thread(target=lambda: errors.append(pytest.raises(RuntimeError, copier.stage, runs[2])))
+    blocked.start()
+    time.sleep(0.1)
+    copier.close()
+    blocked.join(5)
+    assert not blocked.is_alive() and errors and "closed" in str(errors[0].value)
+    assert len(late) == 2
+
+
+def test_large_staging_areas_pack_in_row_ranges_on_the_decode_pool(monkeypatch):
+    from gpu_engine.columnar import transfers
+
+    monkeypatch.setattr(transfers, "_PARALLEL_PACK_BYTES", 0)  # every area counts as large,
+    monkeypatch.setattr(transfers, "_PACK_CHUNK_BYTES", 40)  # and each large buffer splits into 5-row ranges
+    table = _lineitem_like(57)
+    for record_batches in (table.to_batches(), table.to_batches(max_chunksize=20)):  # one array a buffer, or many
+        copier = HostToDeviceCopier(get_device("cuda-sim"))
+        batch = copier.copy(record_batches)
+        copier.close()
+        assert pa.Table.from_batches([batch_to_arrow(batch)[0]]).equals(table)
