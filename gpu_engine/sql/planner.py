@@ -58,6 +58,7 @@ from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
 from gpu_engine.sql.predicates import filtered, free_columns, has_subquery, pushed_down, where_conjuncts
+from gpu_engine.sql.quantified_comparisons import with_quantified_comparisons
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
@@ -164,6 +165,7 @@ class QueryPlanner(PlanningContext):
         """Plan one SELECT through the steps of the module docstring; return it and its (output, column) names."""
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
+        select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         from_ = select.args.get("from_")
         if from_ is None:

@@ -1,0 +1,87 @@
+"""``x op ANY|SOME|ALL (subquery)`` through Session.sql against DuckDB: three-valued logic, NULLs, empty sets.
+
+Uncorrelated and correlated (by column equalities) subqueries, in the WHERE (as a conjunct, under OR and
+NOT) and in the SELECT list; every comparison operator; NULLs in the compared column and in the subquery's
+values; subqueries that return no row. What stays refused names the construct, its position and an
+alternative.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine.sql.errors import SqlError
+
+T = pa.table({
+    "a": pa.array([1, 2, 3, 4, 5, None, 7], pa.int32()),
+    "g": pa.array(["x", "y", "x", "y", "z", "x", None]),
+    "f": pa.array([0.5, 2.5, None, 4.0, -1.0, 3.0, 9.0], pa.float64()),
+})
+U = pa.table({
+    "k": pa.array(["x", "x", "y", "y", "w", None]),
+    "w": pa.array([2, 4, None, 3, 1, 5], pa.int64()),
+})
+TABLES = {"t": T, "u": U}
+
+QUERIES = [
+    # ordered comparisons, uncorrelated: NULLs in the set, an empty set, a set of only NULLs
+    "SELECT a, a > ANY (SELECT w FROM u) AS p, a >= ALL (SELECT w FROM u) AS q, a < SOME (SELECT w FROM u) AS r, "
+    "a <= ALL (SELECT w FROM u WHERE w < 0) AS e, a > ANY (SELECT w FROM u WHERE w < 0) AS e2, "
+    "a < ALL (SELECT w FROM u WHERE k = 'y' AND w IS NULL) AS n1, a > ALL (SELECT w FROM u WHERE w IS NOT NULL) "
+    "AS s FROM t",
+    # equality forms in the SELECT list: membership (= ANY, <> ALL) and bounds (<> ANY, = ALL)
+    "SELECT a, a = ANY (SELECT w FROM u) AS p, a <> ALL (SELECT w FROM u) AS q, a <> ANY (SELECT w FROM u) AS r, "
+    "a = ALL (SELECT w FROM u WHERE k = 'x' AND w = 2) AS s, a <> ALL (SELECT w FROM u WHERE w > 100) AS e FROM t",
+    # WHERE conjuncts: IN, NOT IN (a NULL in the set keeps no row), ordered
+    "SELECT a FROM t WHERE a = ANY (SELECT w FROM u)",
+    "SELECT a FROM t WHERE a <> ALL (SELECT w FROM u WHERE w IS NOT NULL)",
+    "SELECT a FROM t WHERE a <> ALL (SELECT w FROM u)",
+    "SELECT a FROM t WHERE a > ALL (SELECT w FROM u WHERE w IS NOT NULL)",
+    "SELECT a FROM t WHERE a > 100 AND a > ALL (SELECT w FROM u)",
+    # under OR and NOT
+    "SELECT a FROM t WHERE NOT (a > ALL (SELECT w FROM u WHERE k = 'x')) OR a IS NULL",
+    "SELECT a FROM t WHERE f > 3 OR a <= ANY (SELECT w FROM u WHERE k = 'x')",
+    # correlated by an equality
+    "SELECT a, g, a > ALL (SELECT w FROM u WHERE u.k = t.g) AS p, a < ANY (SELECT w FROM u WHERE u.k = t.g) AS q, "
+    "a = ANY (SELECT w FROM u WHERE u.k = t.g) AS r, a <> ALL (SELECT w FROM u WHERE u.k = t.g) AS s FROM t",
+    "SELECT a FROM t WHERE a >= ALL (SELECT w FROM u WHERE u.k = t.g)",
+    # subqueries of any shape when uncorrelated; strings and floats
+    "SELECT a FROM t WHERE a > ALL (SELECT max(w) FROM u GROUP BY k HAVING max(w) < 4)",
+    "SELECT a FROM t WHERE a < ANY (SELECT w FROM u UNION ALL SELECT 6)",
+    "SELECT g, g > ANY (SELECT k FROM u) AS p, g >= ALL (SELECT k FROM u WHERE k IS NOT NULL) AS q FROM t",
+    "SELECT f FROM t WHERE f > ALL (SELECT w / 2 FROM u WHERE w IS NOT NULL)",
+]
+SIMULATED = [QUERIES[0], QUERIES[9]]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def test_quantified_comparisons_match_duckdb_on_cpu(reference):
+    session = session_with_tables(TABLES, device="cpu")
+    assert_queries_match_duckdb(session, reference, QUERIES)
+
+
+def test_quantified_comparisons_match_duckdb_on_each_device(device_name, reference):
+    session = session_with_tables(TABLES, device=device_name)
+    assert_queries_match_duckdb(session, reference, SIMULATED)
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT g, sum(a) FROM t GROUP BY g HAVING sum(a) > ALL (SELECT w FROM u)", "> ALL (subquery) in HAVING"),
+    ("SELECT sum(a) > ANY (SELECT w FROM u) FROM t", "the SELECT list of an aggregating query"),
+    ("SELECT a FROM t WHERE a > ALL (SELECT w FROM u WHERE u.w < t.a)", "correlated otherwise than by column"),
+    ("SELECT a FROM t WHERE a > ALL (SELECT max(w) FROM u WHERE u.k = t.g)", "correlated subquery that aggregates"),
+    ("SELECT a FROM t WHERE g LIKE ANY ('x%', 'y%')", "LIKE 'a%' OR"),
+])
+def test_quantified_comparisons_refused_name_the_construct_and_position(sql, message):
+    session = session_with_tables(TABLES, device="cpu")
+    with pytest.raises(SqlError) as raised:
+        session.sql(sql)
+    assert message in str(raised.value) and raised.value.line == 1 and raised.value.column_number is not None
