@@ -3,10 +3,8 @@
 Why: entry points then read as one call per kernel, and the launch details stay
 in one spot: the CUDA twin gets ``device.launch_shape(n)`` (its kernels loop
 grid-stride, so any shape covers ``n``), and numba's CUDA simulator gets what it
-needs: it runs one kernel at a time per process (drivers on threads would
-collide), so simulated launches take a lock; and it copies every array argument
-back to the host after a launch, so read-only NumPy arrays (Arrow-backed
-buffers) are handed over as inputs only.
+needs (:mod:`gpu_engine.kernels.simulator_launch`: one launch at a time, the
+launching Task's cancel points inside a launch, read-only arrays as inputs).
 
 On a GPU a kernel is launched through the CUDA driver API from PTX that
 numba compiled once per machine (:mod:`gpu_engine.kernels.driver_launch`; the
@@ -29,7 +27,6 @@ from __future__ import annotations
 import threading
 from typing import Any, Callable
 
-import numpy as np
 from numba import cuda
 
 from gpu_engine.device import Device
@@ -38,7 +35,6 @@ from gpu_engine.kernels.driver_launch import launch_through_driver
 
 __all__ = ["launch_cuda", "launch_twin", "launch_stream"]
 
-_SIMULATOR_LOCK = threading.Lock()
 _NUMBA_STREAMS: dict[int, Any] = {}  # CUDA stream handle -> numba's wrapper of it
 _NUMBA_STREAMS_LOCK = threading.Lock()
 _cai_sync_disabled = False
@@ -82,12 +78,6 @@ def launch_stream(device: Device) -> Any:
     return stream
 
 
-def _simulator_argument(argument: Any) -> Any:
-    if isinstance(argument, np.ndarray) and argument.ndim > 0 and not argument.flags.writeable:
-        return cuda.In(argument)
-    return argument
-
-
 def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any, max_blocks: int | None = None) -> None:
     """Launch a numba.cuda ``kernel`` covering ``n`` items (nothing when ``n`` is 0) in at most ``max_blocks`` blocks."""
     if n == 0:
@@ -104,9 +94,9 @@ def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any, max_blocks
         else:
             kernel[blocks, threads, stream](*arguments)
         return
-    arguments = tuple(_simulator_argument(argument) for argument in arguments)
-    with _SIMULATOR_LOCK:
-        kernel[blocks, threads](*arguments)
+    from gpu_engine.kernels.simulator_launch import launch_simulated  # imported on the simulator only
+
+    launch_simulated(kernel, blocks, threads, arguments)
 
 
 def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_kernel: Any, *arguments: Any,

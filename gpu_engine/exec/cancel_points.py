@@ -15,6 +15,9 @@ expression node and every numba compile at its start and at the start of each
 of its compiler passes (numba broadcasts both as events; one process-wide
 listener, :func:`watch_compile_passes`, turns them into cancel points). Numba
 runs a pass to its end, so a compile stops within one pass, not one compile.
+On ``cuda-sim`` every element access of a launch's array arguments is one too
+(:mod:`gpu_engine.kernels.simulator_launch`): one simulated launch can run
+for minutes.
 Unmarked threads (planning, tests calling operators directly) never raise.
 """
 
@@ -29,7 +32,7 @@ from gpu_engine.errors import TaskCancelled
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.task import Task
 
-__all__ = ["cancel_point", "running_task", "watch_compile_passes"]
+__all__ = ["cancel_point", "current_task", "running_task", "watch_compile_passes"]
 
 
 class _Running(threading.local):
@@ -48,6 +51,16 @@ def running_task(task: "Task") -> Iterator[None]:
         yield
     finally:
         _RUNNING.task = previous
+
+
+def current_task() -> "Task | None":
+    """Return the Task the calling thread runs (None when unmarked), for work it hands to other threads to watch.
+
+    Why: numba's CUDA simulator runs a launch's CUDA threads on threads of its
+    own, which are not marked; :mod:`gpu_engine.kernels.simulator_launch` gives
+    them the launching thread's Task.
+    """
+    return _RUNNING.task
 
 
 def cancel_point() -> None:
