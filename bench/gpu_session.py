@@ -21,11 +21,14 @@ Steps, in priority order (the issue's: tests, TPC-H, TPC-DS, micro-benchmarks)::
     hostdecode  bench.host_decode_bench: lineitem's Q1 columns at --sf decoded on the host by 0, 1, 2, 4, 8, 16
             decode-pool threads (how the host decode scales on the machine's cores)
     decode  the device Parquet decode benchmark (--decode-module), skipped with a message when absent
+    arrow   bench.spark_arrow_device: pinned host-to-device GB/s (CuPy), the scan's copier on 1M/4M-row batches
+            of lineitem's Q1 columns, and the mapInArrow partition function fed those batches in-process (no
+            JVM) on the device and on cpu: rows/s, copies a batch, host-to-device GB/s against the pinned figure
 
 Parts (one call of at most 10 minutes each; ``--budget`` seconds in all, 570 by default):
 
     part1   env data tests tpch
-    part2   env tpcds micro hostdecode decode
+    part2   env tpcds micro hostdecode decode arrow
 
 Each step gets the time left times its share of the steps still to run
 (``STEPS`` below), so a step that ends early leaves its time to the next, and
@@ -84,10 +87,11 @@ STEPS = {
     "micro": Step("micro", 100, 20, "kernel and launch micro-benchmarks"),
     "hostdecode": Step("hostdecode", 60, 15, "host Parquet decode GB/s by decode-pool threads"),
     "decode": Step("decode", 90, 15, "device Parquet decode benchmark"),
+    "arrow": Step("arrow", 90, 20, "Spark's Arrow batches to the device: pinned GB/s, copier, partition rows/s"),
 }
 PARTS = {
     "part1": ("env", "data", "tests", "tpch"),
-    "part2": ("env", "tpcds", "micro", "hostdecode", "decode"),
+    "part2": ("env", "tpcds", "micro", "hostdecode", "decode", "arrow"),
     "all": tuple(STEPS),
 }
 #: Seconds kept at the end of a call for packing the results.
@@ -550,9 +554,24 @@ def step_decode(session: Session, record: StepRecord, limit_s: float) -> None:
     record.headline = _last_line(output)
 
 
+def step_arrow(session: Session, record: StepRecord, limit_s: float) -> None:
+    """Run bench.spark_arrow_device: Spark's Arrow batches to the device, against the pinned PCIe figure and cpu."""
+    args = session.args
+    report = session.work / "arrow.json"
+    command = [session.python, "-m", "bench.spark_arrow_device", "--device", args.device, "--json", str(report)]
+    # lineitem of --sf when the machine has it (the data step's), else the module generates SF1 (6M rows).
+    command += ["--small"] if args.small else ["--sf", f"{args.sf:g}", "--runs", str(args.runs)]
+    code, output = session.run(command, limit_s, "arrow.log", env={"NUMBA_ENABLE_CUDASIM": "1"}
+                               if args.device == "cuda-sim" else None)
+    record.status = _status(code)
+    record.headline = _last_line(output)
+    if report.exists():
+        record.details = json.loads(report.read_text())["result"]
+
+
 RUNNERS: dict[str, Callable[[Session, StepRecord, float], None]] = {
     "env": step_env, "data": step_data, "tests": step_tests, "tpch": step_tpch, "tpcds": step_tpcds,
-    "micro": step_micro, "hostdecode": step_hostdecode, "decode": step_decode,
+    "micro": step_micro, "hostdecode": step_hostdecode, "decode": step_decode, "arrow": step_arrow,
 }
 
 

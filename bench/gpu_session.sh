@@ -2,7 +2,7 @@
 # Everything a lent GPU machine should check, in one or two calls of at most 10 minutes each:
 #
 #   bench/gpu_session.sh part1 [options]    env data tests tpch      (pytest -m gpu; TPC-H SF10 cold/hot vs DuckDB)
-#   bench/gpu_session.sh part2 [options]    env tpcds micro decode   (TPC-DS SF1 on cuda; micro-benchmarks)
+#   bench/gpu_session.sh part2 [options]    env tpcds micro hostdecode decode arrow (TPC-DS SF1 on cuda; micro-benchmarks)
 #   bench/gpu_session.sh STEP ... [options] any steps, always run in priority order
 #   bench/gpu_session.sh --help             every option (python -m bench.gpu_session --help)
 #
@@ -45,6 +45,9 @@ if [ -f .gpucache.tgz ]; then
   tar xzf .gpucache.tgz -C "$GPU_ENGINE_CACHE_DIR" && note "kernel cache unpacked: $(find "$GPU_ENGINE_PTX_CACHE" -name '*.ptx' 2>/dev/null | wc -l) PTX files"
 else
   note "no .gpucache.tgz carried: kernels compile on this machine in this call (carry \$OUT/gpucache.tgz back as .gpucache.tgz)"
+fi
+if [ -f .pyspark.tgz ] && [ "${SKIP_SETUP:-0}" != 1 ]; then  # PySpark's Python package, no jars: the arrow step's
+  mkdir -p /tmp/site && tar xzf .pyspark.tgz -C /tmp/site && note "PySpark's Python package unpacked (no JVM)"
 fi
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
   if [ -f /tmp/site/.gpu_session_done ] && [ -z "$(find .whl -newer /tmp/site/.gpu_session_done -name '*.whl' 2>/dev/null)" ]; then
