@@ -565,11 +565,17 @@ class HostToDeviceCopier:
             while True:
                 if self._closed:
                     raise RuntimeError("the host-to-device copier is closed")
-                if self._free:
-                    return self._free.pop(0)
+                # A slot whose last copy is done, else a new slot while the count allows (the copy in flight goes
+                # on while this one is packed: double buffering), else the slot copied longest ago (waited on).
+                ready = next((slot for slot in self._free if not slot.pending or slot.finished.done), None)
+                if ready is not None:
+                    self._free.remove(ready)
+                    return ready
                 if self._made < self._slot_count:
                     self._made += 1
                     return _StagingSlot(self._engine())
+                if self._free:
+                    return self._free.pop(0)
                 self._lock.wait(0.05)
 
     def _give_back(self, slot: _StagingSlot) -> None:

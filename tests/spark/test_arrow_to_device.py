@@ -12,6 +12,7 @@ import decimal
 import threading
 import time
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -153,3 +154,80 @@ def test_large_staging_areas_pack_in_row_ranges_on_the_decode_pool(monkeypatch):
         batch = copier.copy(record_batches)
         copier.close()
         assert pa.Table.from_batches([batch_to_arrow(batch)[0]]).equals(table)
+
+
+class _DeviceArray(np.ndarray):
+    """A NumPy array standing in for a CuPy one: ``set`` records each host-to-device copy."""
+
+    copies: list = []
+
+    def set(self, source, stream=None):
+        _DeviceArray.copies.append((source.nbytes, stream, isinstance(source, _PinnedArray)))
+        np.copyto(np.asarray(self), source)
+
+
+class _PinnedArray(np.ndarray):
+    """Host memory from the fake ``cupyx.empty_pinned``."""
+
+
+class _Event:
+    def __init__(self, log):
+        self.log, self.done = log, True
+
+    def record(self, stream=None):
+        self.log.append(("record", stream))
+        self.done = False  # the copy behind it is "in flight" until someone waits on it
+
+    def synchronize(self):
+        self.log.append(("wait",))
+        self.done = True
+
+
+def _fake_gpu(monkeypatch):
+    """Return a ``cuda`` device whose ``xp`` records copies and events (NumPy underneath), and the event log."""
+    import sys
+    import types
+
+    log: list = []
+    stream = object()
+    cuda = types.SimpleNamespace(
+        Device=lambda ordinal=None: types.SimpleNamespace(id=3 if ordinal is None else ordinal,
+                                                          use=lambda: log.append(("use", ordinal))),
+        Event=lambda: _Event(log), get_current_stream=lambda: stream,
+        get_elapsed_time=lambda started, finished: 2.0)
+    xp = types.SimpleNamespace(cuda=cuda, empty=lambda shape, dtype: np.empty(shape, dtype).view(_DeviceArray))
+    monkeypatch.setitem(sys.modules, "cupyx", types.SimpleNamespace(
+        empty_pinned=lambda nbytes, dtype: np.empty(nbytes, dtype).view(_PinnedArray)))
+    monkeypatch.setattr(_DeviceArray, "copies", [])
+    from gpu_engine.device import Device
+
+    return Device("cuda", xp, kernel_flavor="cpu"), log, stream
+
+
+def test_on_a_gpu_a_staged_batch_is_one_asynchronous_copy_from_pinned_memory_and_slots_wait_on_its_event(monkeypatch):
+    device, log, stream = _fake_gpu(monkeypatch)
+    reported: dict[str, float] = {}
+    copier = HostToDeviceCopier(device, lambda name, value: reported.__setitem__(name, reported.get(name, 0) + value))
+    copier.attach()
+    tables = [_lineitem_like(30, start) for start in (0, 30, 60)]
+    staged = []
+    worker = threading.Thread(target=lambda: staged.append(copier.stage(prepare_run(tables[0].to_batches(7)))))
+    worker.start()
+    worker.join(5)
+    assert ("use", 3) in log  # the stager made the driver's GPU current on its own thread
+    batches = [copier.upload(staged[0])] + [copier.upload(prepare_run(t.to_batches(7))) for t in tables[1:]]
+    copier.close()
+    # One copy a batch, of the whole packed area (4 columns, validity and string offsets), from pinned memory,
+    # on the driver's stream, between two recorded events.
+    assert [(stream_used, pinned) for _, stream_used, pinned in _DeviceArray.copies] == [(stream, True)] * 3
+    assert reported["h2d_copies"] == 3 and reported["h2d_bytes"] <= sum(n for n, _, _ in _DeviceArray.copies)
+    assert sum(entry == ("record", stream) for entry in log) == 6
+    # The third batch reused the first slot while its copy was in flight: it waited on that copy's event.
+    assert reported["h2d_staging_waits"] == 1 and log.count(("wait",)) == 3  # and close waited for the last two
+    assert reported["h2d_seconds"] == pytest.approx(3 * 2.0 / 1000)
+    for batch, table in zip(batches, tables):
+        column = batch.base_column("k")
+        assert isinstance(column.data, _DeviceArray)  # a view of the batch's one device block
+        expected = table["k"].combine_chunks()
+        assert np.array_equal(np.asarray(column.data)[np.asarray(column.validity)],
+                              np.asarray(expected.drop_null()))
