@@ -16,18 +16,20 @@ an :class:`Extract` (which fused kernels evaluate).
 from __future__ import annotations
 
 import functools
+import math
 from typing import Any, Callable
 
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_string, is_temporal
+from gpu_engine.columnar.types import is_decimal, is_floating, is_string, is_temporal
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import constant_value, function_type, part_name
 from gpu_engine.plans.sql_literals import coerce_literal
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
-__all__ = ["FUNCTION_HANDLERS", "TIME_UNITS", "interval_function", "date_part_expression", "date_arithmetic"]
+__all__ = ["FUNCTION_HANDLERS", "REFUSED_FUNCTIONS", "TIME_UNITS", "interval_function", "date_part_expression",
+           "date_arithmetic"]
 
 
 def _untyped(expr: Expr) -> bool:
@@ -186,6 +188,60 @@ def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Exp
     return Like(lowered, pattern.value.lower(), negated=negated)
 
 
+def _regexp_extract(translator: Any, tree: exp.RegexpExtract) -> Expr:
+    trees = [tree.this, tree.expression, tree.args.get("group"), tree.args.get("parameters")]
+    if trees[2] is None and trees[3] is not None:
+        trees[2] = exp.Literal.number(0)
+    args = _string_args(translator, trees[:2]) + _translate(translator, trees[2:3]) + _string_args(translator,
+                                                                                                     trees[3:])
+    return build_function(translator, "regexp_extract", args, tree)
+
+
+def _similar_to(translator: Any, tree: exp.SimilarTo) -> Expr:
+    """``s SIMILAR TO p``: DuckDB reads ``p`` as a regular expression the whole string must match."""
+    args = _string_args(translator, [tree.this, tree.expression])
+    return build_function(translator, "regexp_full_match", args, tree)
+
+
+def _printf(translator: Any, tree: exp.Expression) -> Expr:
+    """``printf(fmt, ...)`` / ``format(fmt, ...)``: each argument converted to what its specifier formats, as
+    DuckDB hands it to fmt: ``%s`` takes text, booleans, dates and timestamps (as their VARCHAR); ``%f``, ``%e``
+    and ``%g`` floats and decimals (as DOUBLE); ``%d`` integers; ``{}`` any of these, a float or decimal printed as
+    its DOUBLE. A number under ``%s`` or a float under ``%d`` is refused, as DuckDB refuses it."""
+    from gpu_engine.expressions.text_formatting import format_tokens, printf_tokens, specifier_argument
+
+    name = "format" if isinstance(tree, exp.Format) else "printf"
+    trees = [tree.this, *tree.expressions] if isinstance(tree, exp.Format) else list(tree.expressions)
+    if not trees:
+        raise translator.error(f"{name}() takes a format and its arguments", tree)
+    fmt, *values = _translate(translator, trees)
+    fmt = _typed_null(fmt, pa.string())
+    specs = []
+    if isinstance(fmt, Literal) and isinstance(fmt.value, str):
+        try:
+            tokens = printf_tokens(fmt.value) if name == "printf" else format_tokens(fmt.value)
+        except TypeError as error:
+            raise translator.error(str(error), tree) from None
+        specs = [text for kind, text in tokens if kind == "spec"]
+    converted = []
+    for position, value in enumerate(values):
+        if position >= len(specs):  # an argument no specifier reads: ignored, as DuckDB
+            converted.append(_typed_null(value, pa.string()))
+            continue
+        if specs[position] == "{}" and (is_floating(value.dtype) or is_decimal(value.dtype)):
+            value = _as_type(translator, value, pa.float64(), tree)  # fmt prints a float or decimal as a DOUBLE
+        try:
+            dtype = specifier_argument(name, specs[position], value.dtype)
+        except TypeError as error:
+            raise translator.error(f"{error} (argument {position + 2})", tree) from None
+        converted.append(_as_type(translator, value, dtype, tree))
+    return build_function(translator, name, [fmt, *converted], tree)
+
+
+def _md5(translator: Any, tree: exp.MD5) -> Expr:
+    return build_function(translator, "md5", _string_args(translator, [tree.this]), tree)
+
+
 # -- numbers ---------------------------------------------------------------------------------------
 def _numeric_args(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
     return [_typed_null(arg, pa.float64()) for arg in _translate(translator, trees)]
@@ -201,6 +257,15 @@ def _unary_number(name: str) -> Callable:
             operand = Literal(None, pa.int32() if name in ("abs", "sign") else pa.float64())
         return build_function(translator, name, [operand], tree)
     return handler
+
+
+def _pi(translator: Any, tree: exp.Pi) -> Expr:
+    return Literal(math.pi, pa.float64())
+
+
+def _float_test(translator: Any, tree: exp.Expression) -> Expr:
+    name = "isnan" if isinstance(tree, exp.IsNan) else "isinf"
+    return build_function(translator, name, _numeric_args(translator, [tree.this]), tree)
 
 
 def _round(translator: Any, tree: exp.Round) -> Expr:
@@ -346,6 +411,27 @@ def _strftime(translator: Any, tree: exp.TimeToStr) -> Expr:
                           tree)
 
 
+def _strptime(translator: Any, tree: exp.StrToTime) -> Expr:
+    args = _string_args(translator, [tree.this, tree.args.get("format")])
+    return build_function(translator, "strptime", args, tree)
+
+
+def _epoch(translator: Any, tree: exp.TimeToUnix) -> Expr:
+    """``epoch(t)``: the seconds since 1970, DuckDB's ``date_part('epoch', t)`` (DOUBLE)."""
+    return date_part_expression(translator, Literal("epoch", pa.string()), translator.translate(tree.this), tree)
+
+
+def _from_epoch(translator: Any, tree: exp.UnixToTime) -> Expr:
+    """``to_timestamp(seconds)`` (no scale) and ``epoch_ms(x)`` (milliseconds), as sqlglot reads both."""
+    scale = tree.args.get("scale")
+    operand = translator.translate(tree.this)
+    if scale is None:
+        return build_function(translator, "to_timestamp", [_typed_null(operand, pa.float64())], tree)
+    if scale == exp.UnixToTime.MILLIS:
+        return build_function(translator, "epoch_ms", [_typed_null(operand, pa.int64())], tree)
+    raise translator.error(f"an epoch of scale {scale.sql()} is not supported (epoch_ms and to_timestamp are)", tree)
+
+
 def _last_day(translator: Any, tree: exp.LastDay) -> Expr:
     operand = _typed_null(translator.translate(tree.this), pa.date32())
     return build_function(translator, "last_day", [operand], tree)
@@ -398,8 +484,30 @@ def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp
     return build_function(translator, "date_add_days" if op == "add" else "date_sub_days", [left, right], tree)
 
 
+#: DuckDB functions refused by name, with why and what to write instead.
+REFUSED_FUNCTIONS = {
+    "age": "age() returns an INTERVAL, a type the engine does not have; count whole parts with "
+           "date_sub('month', start, end) or boundaries with date_diff('day', start, end)",
+    "hash": "hash() returns DuckDB's own hash values, which the engine does not reproduce; group or join on the "
+            "values themselves, or take md5(CAST(x AS VARCHAR)) for a stable digest",
+}
+
+
 def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     name = tree.name.lower()
+    if name in REFUSED_FUNCTIONS:
+        raise translator.error(REFUSED_FUNCTIONS[name], tree)
+    if name in ("date_sub", "datesub"):
+        if len(tree.expressions) != 3:
+            raise translator.error(f"{name}() takes 3 arguments (part, start, end)", tree)
+        part = _part_literal(translator, tree.expressions[0], tree)
+        start, end = (_typed_null(arg, pa.date32()) for arg in _translate(translator, tree.expressions[1:]))
+        return build_function(translator, "date_sub", [Literal(part_name(part.value) or part.value, pa.string()),
+                                                      start, end], tree)
+    if name == "printf":
+        return _printf(translator, tree)
+    if name == "isfinite":
+        return build_function(translator, "isfinite", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("date_part", "datepart"):
         return _date_part(translator, tree)
     if name in ("prefix", "suffix"):
@@ -428,6 +536,8 @@ _READ = {
     exp.DateFromParts: {"year", "month", "day"}, exp.DateAdd: {"this", "expression"},
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
+    exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
+    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Format: {"this", "expressions"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
 _READ_TWO = {"this", "expression"}  # s ILIKE p, left(s, n), power(x, y), ...
@@ -476,9 +586,12 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
     exp.TryCast: _try_cast,
+    exp.Pi: _pi, exp.IsNan: _float_test, exp.IsInf: _float_test,
+    exp.RegexpExtract: _regexp_extract, exp.SimilarTo: _similar_to, exp.MD5: _md5,
+    exp.StrToTime: _strptime, exp.TimeToUnix: _epoch, exp.UnixToTime: _from_epoch, exp.Format: _printf,
 }
 
 _TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, exp.Contains, exp.ILike, exp.Pow, exp.Log,
-                  exp.IntDiv, exp.Nullif)
+                  exp.IntDiv, exp.Nullif, exp.SimilarTo)
 FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     kind: _reads_every_argument(handler, two=kind in _TWO_ARGUMENTS) for kind, handler in _HANDLERS.items()}

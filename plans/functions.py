@@ -40,6 +40,9 @@ __all__ = [
     "part_name",
     "strftime_tokens",
     "regex_pattern",
+    "strptime_format",
+    "capturing_groups",
+    "REGEXP_EXTRACT_GROUPS",
 ]
 
 #: Fields of ``date_part``/``EXTRACT`` beyond year, month and day (which the Extract node has).
@@ -155,7 +158,7 @@ def _search(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 #: Regular expression options DuckDB takes that Arrow's RE2 matching honours: case-insensitive and -sensitive,
 #: and (regexp_replace) every match rather than the first.
-_REGEX_OPTIONS = {"regexp_matches": "ic", "regexp_full_match": "ic", "regexp_replace": "icg"}
+_REGEX_OPTIONS = {"regexp_matches": "ic", "regexp_full_match": "ic", "regexp_replace": "icg", "regexp_extract": "ic"}
 
 
 def regex_pattern(name: str, pattern: str, options: str | None) -> str:
@@ -194,6 +197,81 @@ def _regex(name: str, args: Sequence[Expr]) -> pa.DataType:
     if args[1].value is not None:
         regex_pattern(name, args[1].value, args[-1].value if len(args) > (3 if replace else 2) else None)
     return pa.string() if replace else pa.bool_()
+
+
+#: The highest group regexp_extract reads (as DuckDB: RE2's rewrite strings name groups 0 to 9).
+REGEXP_EXTRACT_GROUPS = 9
+
+
+def _regexp_extract(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``regexp_extract(s, pattern[, group[, options]])``: the group's text of the first match, '' without one."""
+    import re
+
+    _arity(name, args, 2, 4)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "pattern")
+    group = 0
+    if len(args) > 2:
+        _integer_constant(name, args, 3, "group")
+        group = args[2].value
+    if len(args) > 3:
+        _string_constant(name, args, 4, "options")
+    if group is not None and not 0 <= group <= REGEXP_EXTRACT_GROUPS:
+        raise TypeError(f"{name}() reads groups 0 to {REGEXP_EXTRACT_GROUPS}, got {group}")
+    if args[1].value is not None:
+        regex_pattern(name, args[1].value, args[3].value if len(args) > 3 else None)
+    return pa.string()
+
+
+def capturing_groups(pattern: str) -> int:
+    """Return how many capturing groups an RE2 pattern has (``(...)`` and named groups; not ``(?:...)``, escaped
+    parentheses or parentheses inside a character class)."""
+    count, position, in_class = 0, 0, False
+    while position < len(pattern):
+        char = pattern[position]
+        if char == "\\":
+            position += 2
+            continue
+        if in_class:
+            in_class = char != "]"
+        elif char == "[":
+            in_class = True
+            position += 1
+            if pattern[position:position + 1] == "^":
+                position += 1
+            if pattern[position:position + 1] == "]":  # []...] and [^]...] hold a ]
+                position += 1
+            continue
+        elif char == "(" and (not pattern.startswith("(?", position)
+                              or pattern.startswith(("(?P<", "(?<"), position)):
+            count += 1
+        position += 1
+    return count
+
+
+def _printf(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``printf(format, ...)`` / ``format(format, ...)``: an argument per specifier, of the type it formats
+    (:func:`~gpu_engine.expressions.text_formatting.specifier_argument`); arguments past them are ignored."""
+    from gpu_engine.expressions.text_formatting import format_tokens, printf_tokens, specifier_argument
+
+    _arity(name, args, 1, None)
+    _string_constant(name, args, 1, "format")
+    if args[0].value is None:
+        return pa.string()
+    tokens = printf_tokens(args[0].value) if name == "printf" else format_tokens(args[0].value)
+    specs = [text for kind, text in tokens if kind == "spec"]
+    if len(specs) > len(args) - 1:
+        raise TypeError(f"{name}(): the format has {len(specs)} specifier(s) for {len(args) - 1} argument(s)")
+    for position, (spec, arg) in enumerate(zip(specs, args[1:]), 2):
+        if not pa.types.is_null(arg.dtype) and specifier_argument(name, spec, arg.dtype) != arg.dtype:
+            raise TypeError(f"{name}(): {spec} does not format {arg.dtype} (argument {position})")
+    return pa.string()
+
+
+def _md5(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    _string(name, args[0], 1)
+    return pa.string()
 
 
 def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -271,6 +349,13 @@ def _greatest(name: str, args: Sequence[Expr]) -> pa.DataType:
     except TypeError:
         raise TypeError(f"{name}() arguments have no common type: "
                         + ", ".join(str(arg.dtype) for arg in args)) from None
+
+
+def _float_test(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``isnan``/``isinf``/``isfinite``: of a number as DOUBLE (an integer or decimal is finite, not NaN)."""
+    _arity(name, args, 1, 1)
+    _number(name, args[0], 1)
+    return pa.bool_()
 
 
 def _integer_division(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -381,12 +466,68 @@ def _date_days(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _date_difference(name: str, args: Sequence[Expr]) -> pa.DataType:
-    """``date_sub(a, b)``: DuckDB's ``DATE - DATE``, the days between them as BIGINT."""
-    _arity(name, args, 2, 2)
+    """``date_sub(a, b)``: DuckDB's ``DATE - DATE``, the days between them as BIGINT; ``date_sub(part, start,
+    end)``: DuckDB's whole parts between two dates or timestamps (``date_diff`` counts boundaries instead)."""
+    _arity(name, args, 2, 3)
+    if len(args) == 3:
+        _part(name, args, DIFF_PARTS)
+        _temporal(name, args[1], 2)
+        _temporal(name, args[2], 3)
+        return pa.int64()
     for position, arg in enumerate(args, 1):
         if not (pa.types.is_date32(arg.dtype) or pa.types.is_null(arg.dtype)):
             raise TypeError(f"{name}() needs dates, got {arg.dtype} as argument {position}")
     return pa.int64()
+
+
+#: strptime's specifiers: those Python's strptime reads as DuckDB's does (time zones, week numbers and the
+#: locale's forms are refused by name).
+STRPTIME_SPECIFIERS = frozenset("aAbBdHIjmMpSyYf%")
+
+
+def strptime_format(fmt: str) -> str:
+    """Return ``fmt`` checked to hold only the specifiers :func:`strptime` reads.
+
+    Raises
+    ------
+    TypeError
+        For any other specifier, or a lone ``%`` at the end.
+    """
+    position = fmt.find("%")
+    while position >= 0:
+        letter = fmt[position + 1:position + 2]
+        if letter not in STRPTIME_SPECIFIERS or not letter:
+            what = "a time zone (TIMESTAMP WITH TIME ZONE)" if letter in ("z", "Z") else "the specifier"
+            raise TypeError(f"strptime() does not support {what} %{letter} (supported: "
+                            + " ".join(f"%{c}" for c in sorted(STRPTIME_SPECIFIERS)) + ")")
+        position = fmt.find("%", position + 2)
+    return fmt
+
+
+def _strptime(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "format")
+    if args[1].value is not None:
+        strptime_format(args[1].value)
+    return pa.timestamp("us")
+
+
+def _epoch_ms(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``epoch_ms(t)``: milliseconds since 1970 of a date or timestamp (BIGINT); ``epoch_ms(n)``: the TIMESTAMP
+    ``n`` milliseconds after 1970 (both as DuckDB)."""
+    _arity(name, args, 1, 1)
+    if is_integer(args[0].dtype):
+        return pa.timestamp("us")
+    _temporal(name, args[0], 1)
+    return pa.int64()
+
+
+def _to_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``to_timestamp(seconds)``: the instant ``seconds`` after 1970, a TIMESTAMP WITH TIME ZONE (UTC) as DuckDB."""
+    _arity(name, args, 1, 1)
+    _number(name, args[0], 1)
+    return pa.timestamp("us", tz="UTC")
 
 
 def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -425,6 +566,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "replace": _replace,
     "reverse": _string_unary, "repeat": _repeat, "split_part": _split_part,
     "regexp_matches": _regex, "regexp_full_match": _regex, "regexp_replace": _regex,
+    "regexp_extract": _regexp_extract, "md5": _md5, "printf": _printf, "format": _printf,
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
     "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad,
@@ -437,10 +579,12 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "sign": _sign,
     "greatest": _greatest, "least": _greatest,
     "//": _integer_division,
+    "isnan": _float_test, "isinf": _float_test, "isfinite": _float_test,
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day,
+    "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
 }
 
 

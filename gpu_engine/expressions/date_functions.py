@@ -22,7 +22,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
-from gpu_engine.expressions.numeric import narrow_values, raise_at_first
+from gpu_engine.expressions.numeric import as_float, divide_round_half_away, narrow_values, raise_at_first
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of
 from gpu_engine.plans.functions import TIME_PARTS, part_name, strftime_tokens
 
@@ -157,6 +157,46 @@ def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
     return year2 // size - year1 // size
 
 
+def _toward_zero(xp: Any, values: Any, size: int) -> Any:
+    """Return ``values / size`` truncated toward zero (C++'s integer division, which DuckDB's results follow)."""
+    return xp.where(values >= 0, values // size, -((-values) // size))
+
+
+def _whole_months(xp: Any, start: Any, end: Any) -> Any:
+    """Return the whole months from ``start`` to ``end`` (int64 microseconds), as DuckDB's date_sub counts them.
+
+    From the earlier instant to the later, the months between their calendar months, less one when the later's
+    day and time of day come before the earlier's; an earlier day past the end of the later's month counts as that
+    month's last day (``2020-01-31`` to ``2020-02-29`` is a whole month). Negative when ``end`` is earlier.
+    """
+    flipped = start > end
+    low, high = xp.where(flipped, end, start), xp.where(flipped, start, end)
+    low_day, high_day = xp.floor_divide(low, _MICROS_PER_DAY), xp.floor_divide(high, _MICROS_PER_DAY)
+    low_time, high_time = low - low_day * _MICROS_PER_DAY, high - high_day * _MICROS_PER_DAY
+    (year1, month1, day1), (year2, month2, day2) = civil_from_days(xp, low_day), civil_from_days(xp, high_day)
+    month_end = _days_in_month(xp, year2, month2)
+    day1 = xp.where((day2 == month_end) & (day1 > month_end), month_end, day1)
+    borrow = (day2 < day1) | ((day2 == day1) & (high_time < low_time))
+    months = (year2 * 12 + month2) - (year1 * 12 + month1) - borrow.astype(xp.int64)
+    return xp.where(flipped, -months, months)
+
+
+#: Months in each part date_sub counts by months.
+_MONTHS_IN = {"month": 1, "quarter": 3, "year": 12, "decade": 120, "century": 1200, "millennium": 12000}
+
+
+def _date_sub(xp: Any, part: str, start: Column, end: Column) -> Any:
+    """Return DuckDB's ``date_sub(part, start, end)``: the whole parts from ``start`` to ``end`` (truncated toward
+    zero), where ``date_diff`` counts the part's boundaries crossed."""
+    first, last = _micros(xp, start), _micros(xp, end)
+    if part in _MONTHS_IN:
+        return _toward_zero(xp, _whole_months(xp, first, last), _MONTHS_IN[part])
+    unit = TIME_PARTS.get(part) or _MICROS_PER_DAY * (7 if part == "week" else 1)
+    if part not in TIME_PARTS and part not in ("day", "week"):
+        raise PlanError(f"date_sub does not support {part!r}")
+    return _toward_zero(xp, last - first, unit)
+
+
 def _add_interval(xp: Any, column: Column, months: int, days: int, interval_micros: int) -> Any:
     micros = _micros(xp, column)
     day = xp.floor_divide(micros, _MICROS_PER_DAY)
@@ -243,9 +283,31 @@ def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
     return Column(pa.date32(), result.astype(xp.int32), validity)
 
 
+def _epoch_ms(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return ``epoch_ms``: a date or timestamp's milliseconds since 1970 (rounded, halves away from zero, as
+    DuckDB), or the TIMESTAMP of an integer's milliseconds."""
+    xp = device.xp
+    if pa.types.is_timestamp(dtype):
+        milliseconds = narrow_values(device, column, "epoch_ms")
+        too_far = (milliseconds > (2**63 - 1) // 1000) | (milliseconds < -(2**63) // 1000)
+        raise_at_first(device, too_far, column.validity, "Timestamp out of range in epoch_ms")
+        return Column(dtype, xp.where(too_far, 0, milliseconds) * 1000, column.validity)
+    return Column(dtype, divide_round_half_away(xp, _micros(xp, column), 1000), column.validity)
+
+
+def _to_timestamp(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return ``to_timestamp(seconds)``: the seconds as microseconds, rounded to the nearest (half to even), an
+    error for a value no timestamp holds."""
+    xp = device.xp
+    micros = xp.round(as_float(xp, column) * 1_000_000.0)
+    bad = ~(xp.abs(micros) < 2.0**63 - 1024)  # NaN and the infinities too
+    raise_at_first(device, bad, column.validity, "Could not convert epoch seconds to TIMESTAMP WITH TIME ZONE")
+    return Column(dtype, xp.where(bad, 0.0, micros).astype(xp.int64), column.validity)
+
+
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
-                  "date_sub_days", "date_sub", "strftime", "last_day")
+                  "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "epoch_ms", "to_timestamp")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -264,6 +326,20 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return Column(dtype, last.astype(xp.int32), columns[0].validity)
     if name in ("date_add_days", "date_sub_days"):
         return _add_days(device, name, columns)
+    if name == "strptime":
+        from gpu_engine.expressions.strptime import strptime
+
+        if args[1].value is None:
+            return Column.from_arrow(pa.nulls(len(columns[0]), dtype), device)
+        return strptime(device, columns[0], args[1].value)
+    if name == "epoch_ms":
+        return _epoch_ms(device, columns[0], dtype)
+    if name == "to_timestamp":
+        return _to_timestamp(device, columns[0], dtype)
+    if name == "date_sub" and len(args) == 3:
+        validity = and_validity(columns[1].validity, columns[2].validity)
+        return Column(dtype, _date_sub(xp, part_name(args[0].value), columns[1], columns[2]).astype(xp.int64),
+                      validity)
     if name == "date_sub":
         validity = and_validity(columns[0].validity, columns[1].validity)
         return Column(dtype, columns[0].data.astype(xp.int64) - columns[1].data.astype(xp.int64), validity)

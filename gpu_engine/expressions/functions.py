@@ -12,11 +12,14 @@ from __future__ import annotations
 
 from typing import Callable
 
+import pyarrow as pa
+
 from gpu_engine.columnar import Batch, Column
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
+from gpu_engine.expressions.text_formatting import format_rows
 from gpu_engine.expressions.try_cast import try_cast
 from gpu_engine.plans.expressions import Expr, Function, Literal
 
@@ -25,17 +28,22 @@ __all__ = ["evaluate_function"]
 #: Per function, the argument positions read as constants (never evaluated into columns).
 _CONSTANT_POSITIONS = {
     "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2, 3),
-    "strftime": (1,), "try_cast": (1,),
+    "strftime": (1,), "try_cast": (1,), "strptime": (1,),
 }
 
 
 def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Batch], Column]) -> Column:
     """Return the column of ``expr`` over ``batch``, its arguments evaluated with ``evaluate``."""
     device = batch.device
+    if expr.name in ("printf", "format"):
+        columns = [evaluate(arg, batch) for arg in expr.args[1:]]
+        if expr.args[0].value is None:
+            return Column.from_arrow(pa.nulls(batch.num_rows, pa.string()), device)
+        return format_rows(device, expr.name, expr.args[0].value, columns, batch.num_rows)
     if expr.name in STRING_FUNCTIONS:
         columns = [None if isinstance(arg, Literal) else evaluate(arg, batch) for arg in expr.args]
         return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
-    constant = _CONSTANT_POSITIONS.get(expr.name, ())
+    constant = (0,) if expr.name == "date_sub" and len(expr.args) == 3 else _CONSTANT_POSITIONS.get(expr.name, ())
     columns = [None if k in constant else evaluate(arg, batch) for k, arg in enumerate(expr.args)]
     if expr.name in MATH_FUNCTIONS:
         return evaluate_math_function(device, expr.name, expr.args, columns, expr.dtype)

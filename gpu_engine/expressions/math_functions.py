@@ -227,9 +227,23 @@ def _integer_division(device: Device, left: Column, right: Column, dtype: pa.Dat
     return Column(dtype, quotient.astype(physical_dtype(dtype)), validity)
 
 
+def _float_test(device: Device, name: str, column: Column) -> Column:
+    """Return isnan / isinf / isfinite of a number (an integer or decimal is finite and not NaN, as DuckDB casts it)."""
+    xp = device.xp
+    if not is_floating(column.dtype):
+        values = xp.full(len(column), name == "isfinite", dtype=xp.bool_)
+    elif name == "isnan":
+        values = xp.isnan(column.data)
+    elif name == "isinf":
+        values = xp.isinf(column.data)
+    else:
+        values = xp.isfinite(column.data)
+    return Column(pa.bool_(), values, column.validity)
+
+
 #: The functions this module evaluates.
 MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
-                  "greatest", "least", "//")
+                  "greatest", "least", "//", "isnan", "isinf", "isfinite")
 
 
 def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -252,4 +266,6 @@ def evaluate_math_function(device: Device, name: str, args: Sequence[Any], colum
         return _extreme(device, name, columns, dtype)
     if name == "//":
         return _integer_division(device, columns[0], columns[1], dtype)
+    if name in ("isnan", "isinf", "isfinite"):
+        return _float_test(device, name, columns[0])
     return _double_function(device, name, columns)

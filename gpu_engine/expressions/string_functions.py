@@ -36,7 +36,7 @@ from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.plans.expressions import Literal
-from gpu_engine.plans.functions import regex_pattern
+from gpu_engine.plans.functions import capturing_groups, regex_pattern
 
 __all__ = ["STRING_FUNCTIONS", "evaluate_string_function"]
 
@@ -235,6 +235,8 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
         return lambda values: pc.binary_repeat(values, max(constants[0], 0))
     if name == "split_part":
         return lambda values: _split_part(values, constants[0], constants[1])
+    if name == "md5":
+        return _md5
     raise PlanError(f"no string transform named {name!r}")
 
 
@@ -314,6 +316,8 @@ def _concatenate(device: Device, name: str, args: Sequence[Any], columns: Sequen
 def _regex_function(device: Device, name: str, column: Column, constants: Sequence[Any]) -> Column:
     """Return regexp_matches / regexp_full_match / regexp_replace with RE2 (DuckDB's engine), on the host once per
     distinct value."""
+    if name == "regexp_extract":
+        return _regexp_extract(device, column, constants)
     options = constants[-1] if len(constants) > (2 if name == "regexp_replace" else 1) else None
     pattern = regex_pattern(name, constants[0], options)
     if name == "regexp_replace":
@@ -323,6 +327,36 @@ def _regex_function(device: Device, name: str, column: Column, constants: Sequen
     if name == "regexp_full_match":
         pattern = rf"\A(?:{pattern})\z"
     return _per_value(device, column, lambda values: pc.match_substring_regex(values, pattern=pattern), pa.bool_())
+
+
+def _regexp_extract(device: Device, column: Column, constants: Sequence[Any]) -> Column:
+    """Return DuckDB's regexp_extract: group ``n`` of the first match ('' where nothing matches or the group took no
+    part), with RE2 on the host once per distinct value. The pattern is wrapped to match the whole string
+    (``(?s:.*?)(?:pattern)(?s:.*)``: the lazy prefix finds the first match, the pattern keeps its own preferences)
+    and the string replaced by the group, which RE2's rewrite names ``\\1`` to ``\\9`` (group 0: the pattern
+    wrapped in a group of its own)."""
+    group = constants[1] if len(constants) > 1 else 0
+    pattern = regex_pattern("regexp_extract", constants[0], constants[2] if len(constants) > 2 else None)
+    whole = f"(?s:.*?)({pattern})(?s:.*)" if group == 0 else f"(?s:.*?)(?:{pattern})(?s:.*)"
+    if group > capturing_groups(constants[0]):  # a group the pattern lacks: '' for every string, as DuckDB
+        return _transform(device, column,
+                          lambda values: pc.if_else(pc.is_valid(values), "", pa.scalar(None, pa.string())))
+
+    def extract(values: pa.Array) -> pa.Array:
+        found = pc.match_substring_regex(values, pattern=pattern)
+        replaced = pc.replace_substring_regex(values, pattern=whole, replacement=f"\\{max(group, 1)}",
+                                              max_replacements=1)
+        return pc.if_else(found, replaced, pa.scalar("", pa.string()))
+
+    return _transform(device, column, extract)
+
+
+def _md5(values: pa.Array) -> pa.Array:
+    """Return each string's MD5 digest in lower-case hex (DuckDB's md5), on the host."""
+    import hashlib
+
+    return pa.array([None if text is None else hashlib.md5(text.encode("utf-8")).hexdigest()
+                     for text in values.to_pylist()], pa.string())
 
 
 def _concat_with_separator(device: Device, args: Sequence[Any], columns: Sequence[Column | None], rows: int) -> Column:
@@ -343,7 +377,8 @@ def _concat_with_separator(device: Device, args: Sequence[Any], columns: Sequenc
 #: The functions this module evaluates.
 STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
                     "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
-                    "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part", "concat_ws")
+                    "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part", "concat_ws",
+                    "regexp_extract", "md5")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],

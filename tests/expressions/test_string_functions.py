@@ -92,7 +92,7 @@ def test_lpad_without_fill_to_pad_raises_as_duckdb():
     ("lpad(s, 3)", "lpad() takes 3 arguments"),
     ("s ILIKE ds", "the ILIKE pattern must be a string constant"),
     ("strpos(s, 'a', 2)", None),
-    ("regexp_extract(s, 'a')", "regexp_extract"),
+    ("regexp_extract(s, 'a', 10)", "regexp_extract() reads groups 0 to 9, got 10"),
     ("regexp_matches(s, '(')", "invalid regular expression"),
     ("regexp_matches(s, 'a', 'x')", "does not support the option(s) 'x'"),
     ("regexp_replace(s, ds, 'x')", "pattern (argument 2) must be a constant"),
