@@ -174,7 +174,9 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch],
     task = Task(f"spark {function.name} ({where})", plan, query_ctx, function.drivers, deliver)
     task.add_listener(lambda _: ready.put(_WAKE))
     # Small Spark batches become device-sized splits where the scan packs for a device; one of them waiting is enough.
-    gathered = _DeviceBatches(config.scan_batch_rows(device) if config.packs_scan_batches(device) else 0, where)
+    device_rows = config.scan_batch_rows(device) if config.packs_scan_batches(device) else 0
+    gathered = _DeviceBatches(device_rows, where)
+    gathered_build = _DeviceBatches(device_rows, where)  # a shuffled join's build rows, gathered the same way
     pending_limit = function.max_pending_splits if gathered.rows <= 0 else 1
     try:
         task.start()
@@ -193,12 +195,14 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch],
                           for number in record_batch.column(0).to_pylist()]
             elif sides is not None:  # a shuffled join's partition: build rows, then probe rows
                 build, probe = sides.unpack(record_batch) if function.packed_input else sides.split(record_batch)
-                if build is not None:
-                    task.add_split(build_id, ArrowSplit(build))
+                for table in gathered_build.add(build) if build is not None else []:
+                    task.add_split(build_id, ArrowSplit(table))
                 if probe is not None and not sides.build_done:
+                    for table in gathered_build.flush():
+                        task.add_split(build_id, ArrowSplit(table))
                     task.no_more_splits(build_id)  # sorted by side: no build row comes after a probe row
                     sides.build_done = True
-                splits = [ArrowSplit(probe)] if probe is not None else []
+                splits = [ArrowSplit(table) for table in gathered.add(probe)] if probe is not None else []
             elif function.packed_input:
                 splits = [ArrowSplit(t) for table in _unpack(record_batch.column(0)) for t in gathered.add(table)]
             else:
@@ -206,11 +210,13 @@ def _run_task(function: FragmentFunction, batches: Iterator[pa.RecordBatch],
             for split in splits:
                 task.add_split(input_id, split)
             yield from _drain(ready, None)
-            limit = pending_limit if sides is None else function.max_pending_splits
-            while (not function.input_splits and task.pending_splits(input_id) > limit
+            while (not function.input_splits and task.pending_splits(input_id) > pending_limit
                    and not task.is_done):  # hold back rows in memory; split numbers cost nothing to queue
                 yield from _drain(ready, _POLL_SECONDS)
         if sides is not None and not sides.build_done:
+            if not task.is_done:
+                for table in gathered_build.flush():
+                    task.add_split(build_id, ArrowSplit(table))
             task.no_more_splits(build_id)
         if input_id is not None:
             if not task.is_done:

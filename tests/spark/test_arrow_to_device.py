@@ -231,3 +231,45 @@ def test_on_a_gpu_a_staged_batch_is_one_asynchronous_copy_from_pinned_memory_and
         expected = table["k"].combine_chunks()
         assert np.array_equal(np.asarray(column.data)[np.asarray(column.validity)],
                               np.asarray(expected.drop_null()))
+
+
+@pytest.mark.parametrize("device_name, gathers", [("cpu", False), ("cuda-sim", True)])
+def test_a_shuffled_joins_sides_are_gathered_into_device_batches_where_the_scan_packs(device_name, gathers):
+    from gpu_engine.plans import PlanNodeIdGenerator
+    from gpu_engine.spark.map_in_arrow import BUILD_SIDE, PROBE_SIDE, SIDE_COLUMN, side_column
+
+    probe = pa.table({"k": pa.array([i % 13 for i in range(90)], pa.int64()), "v": [i * 0.5 for i in range(90)]})
+    build = pa.table({"dk": pa.array(range(0, 13, 2), pa.int64()), "name": [f"n{i}" for i in range(0, 13, 2)]})
+    ids = PlanNodeIdGenerator()
+    catalog = {"t": probe.schema, "d": build.schema}
+    build_plan = PlanBuilder(catalog, id_generator=ids).table_scan("d")
+    plan = (PlanBuilder(catalog, id_generator=ids).table_scan("t")
+            .hash_join(["k"], ["dk"], build_plan, ["k", "v", "name"]).plan())
+    probe_leaf, build_leaf = plan.sources[0].id, plan.sources[1].id
+    config = {"batch_rows": 32, "scan_pinned_staging": gathers}
+    function = fragment_function(plan, device=device_name, input_node=probe_leaf, build_input_node=build_leaf,
+                                 config=config)
+
+    def tagged(table, tag, own, other_types):
+        rows = table.num_rows
+        columns = {SIDE_COLUMN: pa.array([tag] * rows, pa.int8())}
+        for prefix, types in (("p", probe.schema.types), ("b", build.schema.types)):
+            for position, column_type in enumerate(types):
+                columns[side_column(prefix, position)] = (table.column(position) if prefix == own
+                                                          else pa.nulls(rows, column_type))
+        return pa.table(columns)
+
+    partition = pa.concat_tables([tagged(build, BUILD_SIDE, "b", None), tagged(probe, PROBE_SIDE, "p", None)])
+    result, stats = _run(function, partition.to_batches(max_chunksize=4))
+    import duckdb
+
+    connection = duckdb.connect()
+    connection.register("t", probe)
+    connection.register("d", build)
+    assert_same_rows(result, connection.sql("SELECT k, v, name FROM t JOIN d ON k = dk").to_arrow_table())
+    scans = {s.plan_node_id: s for group in stats.operator_stats_by_node().values() for s in group
+             if s.operator_type == "TableScan"}
+    # 7 build rows and 90 probe rows in 4-row Spark batches: gathered into 32-row splits where the scan packs.
+    assert scans[build_leaf].runtime["splits"] == (1 if gathers else 2)
+    assert scans[probe_leaf].runtime["splits"] == (3 if gathers else 23)
+    assert scans[probe_leaf].runtime.get("h2d_copies", 0) == (3 if gathers else 0)
