@@ -358,9 +358,13 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         order, argument = argument.expressions, argument.this
     distinct = isinstance(argument, exp.Distinct)
     if distinct:
-        if function in ORDERED_PICK_FUNCTIONS:  # DuckDB orders DISTINCT values by the argument only
-            raise PlanError(f"{function}(DISTINCT x ORDER BY ...) is not supported; DISTINCT does not change "
-                            f"which row is {function}: write {function}(x ORDER BY ...)", node=node, column=text)
+        if function in ORDERED_PICK_FUNCTIONS and (len(argument.expressions) != 1 or any(
+                key.this != argument.expressions[0] for key in order or [])):
+            raise PlanError(f"In a DISTINCT aggregate, ORDER BY expressions must appear in the argument list (as "
+                            f"DuckDB binds it): write {function}(DISTINCT x ORDER BY x), or {function}(x ORDER BY y)",
+                            node=node, column=text)
+        # first/last(DISTINCT x ORDER BY x): the first (last) distinct value in x's order is the first (last) row's
+        # x, so DISTINCT changes nothing and the call is planned as first/last(x ORDER BY x).
         if len(argument.expressions) != 1:
             raise PlanError(f"{function}(DISTINCT ...) takes exactly one argument", node=node, column=text)
         argument = argument.expressions[0]

@@ -51,6 +51,9 @@ QUERIES = [
     # string keys: a candidate row per group, rows with a NULL value or key skipped
     "SELECT k, arg_max(id, s) AS a, min_by(v, s) AS b, arg_min(dt, s) AS c FROM t GROUP BY k",
     "SELECT k, arg_max(v, o) FILTER (WHERE o < 5) AS a FROM t GROUP BY k",
+    # DISTINCT orders by the argument itself, so it picks the first (last) row's value
+    "SELECT k, first(DISTINCT v ORDER BY v) AS f, last(DISTINCT s ORDER BY s DESC NULLS FIRST) AS l "
+    "FROM t WHERE k <> 1 OR o > 3 GROUP BY k",
 ]
 SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10]]
 
@@ -102,7 +105,8 @@ def test_any_value_is_a_value_of_its_group():
      "FILTER (WHERE ...) on first(... ORDER BY ...)"),
     ("SELECT k, last(v ORDER BY o, id) AS f FROM t GROUP BY k",
      "last(... ORDER BY ...) with more than one sort key is not supported"),
-    ("SELECT k, first(DISTINCT v ORDER BY v) AS f FROM t GROUP BY k", "first(DISTINCT x ORDER BY ...)"),
+    ("SELECT k, first(DISTINCT v ORDER BY o) AS f FROM t GROUP BY k",
+     "ORDER BY expressions must appear in the argument list"),
     ("SELECT id, last(v ORDER BY id) OVER (PARTITION BY k) AS f FROM t",
      "ORDER BY inside last(...) over a window; order the window instead (last_value(x) OVER (... ORDER BY y"),
 ])
