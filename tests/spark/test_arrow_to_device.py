@@ -273,3 +273,20 @@ def test_a_shuffled_joins_sides_are_gathered_into_device_batches_where_the_scan_
     assert scans[build_leaf].runtime["splits"] == (1 if gathers else 2)
     assert scans[probe_leaf].runtime["splits"] == (3 if gathers else 23)
     assert scans[probe_leaf].runtime.get("h2d_copies", 0) == (3 if gathers else 0)
+
+
+@pytest.mark.gpu
+def test_on_cuda_spark_batches_are_gathered_staged_and_copied_once_each():
+    from gpu_engine.device import gpu_available
+
+    if not gpu_available():
+        pytest.skip("needs a CUDA GPU")
+    table = _lineitem_like(5000)
+    plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k", "q", "p", "f"]).plan()
+    function = fragment_function(plan, device="cuda", config={"batch_rows": 2048})
+    result, stats = _run(function, table.to_batches(max_chunksize=100))
+    assert_same_rows(result, table)
+    scan = _scan(stats)
+    # 50 Spark batches gathered into 2048, 2048 and 904 rows: three device batches, one pinned copy each, timed.
+    assert scan.runtime["splits"] == 3 and scan.runtime["h2d_copies"] == 3 and scan.output_batches == 3
+    assert scan.runtime["h2d_seconds"] > 0
