@@ -19,8 +19,9 @@ Sections, each the median of ``--runs`` timed runs after one untimed run (kernel
 * ``partition``: the partition function (:func:`gpu_engine.spark.fragment_task.run_partition`) running
   Q1's filter and aggregation over ``--batches`` device batches of ``--rows`` rows (``--cpu-batches`` on
   ``cpu``, 1 by default: it is the slow one) fed as Arrow batches of ``--spark-batch-rows`` rows, on the
-  device and on ``cpu`` in the same process, one driver each, interleaved run by run: rows/s, and from the Task's stats the copies a batch, the bytes, the copy engine's GB/s and the
-  host-to-device GB/s over the wall time. The Task ends with its result on the host, so its clock
+  device and on ``cpu`` in the same process, one driver each, interleaved run by run: rows/s, and from
+  the Task's stats the copies a batch, the bytes, the copy engine's GB/s and the host-to-device GB/s over
+  the wall time. The Task ends with its result on the host, so its clock
   includes every device step.
 
 Usage::

@@ -493,7 +493,7 @@ class HostToDeviceCopier:
 
     @staticmethod
     def stages(device: Device) -> bool:
-        """Return True when uploads to ``device`` go through staging slots and one copy each (``cuda``, ``cuda-sim``)."""
+        """Return True when uploads to ``device`` go through staging slots, one copy each (``cuda``, ``cuda-sim``)."""
         return device.is_gpu or device.name == "cuda-sim"
 
     def copy(self, record_batches: Sequence[pa.RecordBatch]) -> Batch:

@@ -250,7 +250,7 @@ def test_a_shuffled_joins_sides_are_gathered_into_device_batches_where_the_scan_
     function = fragment_function(plan, device=device_name, input_node=probe_leaf, build_input_node=build_leaf,
                                  config=config)
 
-    def tagged(table, tag, own, other_types):
+    def tagged(table, tag, own):
         rows = table.num_rows
         columns = {SIDE_COLUMN: pa.array([tag] * rows, pa.int8())}
         for prefix, types in (("p", probe.schema.types), ("b", build.schema.types)):
@@ -259,7 +259,7 @@ def test_a_shuffled_joins_sides_are_gathered_into_device_batches_where_the_scan_
                                                           else pa.nulls(rows, column_type))
         return pa.table(columns)
 
-    partition = pa.concat_tables([tagged(build, BUILD_SIDE, "b", None), tagged(probe, PROBE_SIDE, "p", None)])
+    partition = pa.concat_tables([tagged(build, BUILD_SIDE, "b"), tagged(probe, PROBE_SIDE, "p")])
     result, stats = _run(function, partition.to_batches(max_chunksize=4))
     import duckdb
 
