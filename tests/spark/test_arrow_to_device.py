@@ -63,7 +63,7 @@ def _threads_back_to(count: int) -> bool:
     return _engine_threads() <= count
 
 
-def test_small_spark_batches_become_device_batches_staged_ahead_and_copied_once_each():
+def test_small_spark_batches_become_device_batches_staged_ahead_and_copied_once_each_on_the_simulator():
     table = _lineitem_like(200)
     plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k", "q", "p", "f"]).plan()
     function = fragment_function(plan, device="cuda-sim", config={
@@ -94,7 +94,7 @@ def test_cpu_feeds_each_spark_batch_as_it_comes():
     assert scan.runtime["splits"] == 6 and "h2d_copies" not in scan.runtime
 
 
-def test_a_partition_whose_batches_change_schema_fails_promptly_and_leaves_no_thread():
+def test_a_partition_whose_batches_change_schema_fails_promptly_and_leaves_no_thread_on_the_simulator():
     table = _lineitem_like(40)
     plan = PlanBuilder({"t": table.schema}).table_scan("t").project(["k"]).plan()
     function = fragment_function(plan, device="cuda-sim", config={
@@ -108,7 +108,7 @@ def test_a_partition_whose_batches_change_schema_fails_promptly_and_leaves_no_th
     assert _threads_back_to(before)
 
 
-def test_copier_stages_on_other_threads_within_its_slots_and_copies_once_a_batch():
+def test_copier_stages_on_other_threads_within_its_slots_and_copies_once_a_batch_on_the_simulator():
     device = get_device("cuda-sim")
     reported: dict[str, float] = {}
     copier = HostToDeviceCopier(device, lambda name, value: reported.__setitem__(name, reported.get(name, 0) + value),
@@ -143,7 +143,7 @@ def test_copier_stages_on_other_threads_within_its_slots_and_copies_once_a_batch
     assert len(late) == 2
 
 
-def test_large_staging_areas_pack_in_row_ranges_on_the_decode_pool(monkeypatch):
+def test_large_staging_areas_pack_in_row_ranges_on_the_decode_pool_on_the_simulator(monkeypatch):
     from gpu_engine.columnar import transfers
 
     monkeypatch.setattr(transfers, "_PARALLEL_PACK_BYTES", 0)  # every area counts as large,
