@@ -192,6 +192,9 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return node
     if isinstance(node, exp.Initcap):  # sqlglot writes it with lists and lambdas, which the engine has not
         raise _error("initcap is not supported", node)
+    if isinstance(node, exp.Format):  # format_string/printf: Java's Formatter (its %g and rounding are not C's)
+        raise _error("format_string is not supported (Java's Formatter); build the text with CAST, round and ||",
+                     node)
     if isinstance(node, exp.DateTrunc):  # only trunc(date, fmt) reads as DateTrunc; date_trunc is TimestampTrunc
         return _trunc(node)
     if isinstance(node, exp.Nanvl):  # nanvl(a, b): b where a is NaN; NaN orders above +Infinity (DuckDB's order)

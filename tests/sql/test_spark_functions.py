@@ -201,6 +201,7 @@ def test_months_between_gives_sparks_values(device_name):
     ("to_date(s, 'dd/MM/yyyy')", "to_date with a format"), ("trunc(d, 'day')", "trunc format"),
     ("trunc(d, s)", "trunc format"),  # sqlglot reads the column s as the unit SECOND: refused all the same
     ("pmod(i)", "pmod takes 2 arguments"), ("initcap(s)", "initcap is not supported"),
+    ("format_string('%d', i)", "format_string is not supported"),
     ("date_format(d, s)", "format of date_format"),
     ("date_format(ts, 'HH:mm:ss.SSS')", "pattern letter.*'S'"),  # milliseconds: no strftime code
     ("date_format(d, 'yyyy Q')", "pattern letter.*'Q'"),
