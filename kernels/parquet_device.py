@@ -55,8 +55,8 @@ from gpu_engine.kernels.parquet_pages import (
     _RLE_DICTIONARY, _SHORT_VALUES, _SKIP_PAGE, _page_header,
 )
 
-__all__ = ["plan_chunk", "new_page_table", "data_pages_of", "dictionary_encoded", "decode_pages", "first_failure",
-           "FIELDS", "LAUNCHES_PER_COLUMN"]
+__all__ = ["plan_chunk", "precompile_calls", "new_page_table", "data_pages_of", "dictionary_encoded", "decode_pages",
+           "first_failure", "FIELDS", "LAUNCHES_PER_COLUMN"]
 
 # Columns of a page table row (int64).
 _KIND = 0  # _DATA_PAGE, _DATA_PAGE_V2 or _DICTIONARY_PAGE
@@ -614,6 +614,22 @@ def _values(pages, table, data_pages, max_definition, width, slots, codes, statu
 
 
 # ----------------------------------------------------------------- entry point
+def precompile_calls(device) -> list[tuple[object, tuple]]:
+    """Return :func:`plan_chunk` with arguments of the types the device decoder gives it (``cuda`` and
+    ``cuda-sim``, where the decoder runs; none elsewhere).
+
+    Why: it runs on the host and compiles at its first use in a process that never ran it; ``gpu-engine
+    precompile`` compiles it at set-up (:mod:`gpu_engine.codegen.static_kernels`) wherever the device
+    decoder can run, so a fresh install's first scan does not compile it on a driver. The file's bytes
+    are a read-only memory map (numba types read-only arrays apart).
+    """
+    if device.kernel_flavor != "cuda":
+        return []
+    file_bytes = np.zeros(1, np.uint8)
+    file_bytes.flags.writeable = False
+    return [(plan_chunk, (file_bytes, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, new_page_table(1), 0))]
+
+
 def data_pages_of(table: np.ndarray) -> np.ndarray:
     """Return the rows of a page table that are data pages (int64, in row order): the values kernel searches them."""
     return np.flatnonzero(table[:, _KIND] != _DICTIONARY_PAGE).astype(np.int64)

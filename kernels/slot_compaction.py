@@ -19,7 +19,7 @@ from numba import njit
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
 
-__all__ = ["occupied_columns_twin", "occupied_slot_columns"]
+__all__ = ["occupied_columns_twin", "occupied_slot_columns", "precompile_calls"]
 
 
 @njit(nogil=True, cache=True)
@@ -42,6 +42,17 @@ def occupied_columns_twin(table: Any, first_occupied_tag: int) -> tuple[Any, tup
     table, so that no driver compiles it at emit on a machine that never ran it.
     """
     return _occupied_columns_cpu, (table, first_occupied_tag, np.empty((table.shape[1], 0), dtype=table.dtype))
+
+
+def precompile_calls(device: Device) -> list[tuple[Any, tuple]]:
+    """Return the CPU twin with arguments of the types a fused aggregation gives it (``cpu`` only; none elsewhere).
+
+    Why: ``gpu-engine precompile`` compiles it at set-up (:mod:`gpu_engine.codegen.static_kernels`), so
+    the fused tier's first emit never waits for it, on a driver or in the compile process.
+    """
+    if device.kernel_flavor != "cpu":
+        return []
+    return [occupied_columns_twin(np.zeros((1, 2), dtype=np.int64), 2)]
 
 
 def occupied_slot_columns(device: Device, table: Any, first_occupied_tag: int, num_rows: int,

@@ -37,7 +37,7 @@ from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cpu, _rehash
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
-__all__ = ["StringKeyTable", "SERIAL_ROWS"]
+__all__ = ["StringKeyTable", "SERIAL_ROWS", "precompile_calls"]
 
 #: Inputs of at most this many rows are interned by one CUDA thread (one launch, no read back): a
 #: dictionary's values, or the keys of a tiny batch. Longer ones claim slots in parallel.
@@ -467,3 +467,15 @@ class StringKeyTable:
             self._slots = xp.full(_next_power_of_two(2 * total), EMPTY, dtype=xp.int32)
             if known:
                 launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, self._hashes, known, self._slots)
+
+
+def precompile_calls(device: Device) -> list[tuple[Any, tuple]]:
+    """Return the CPU twins a fused aggregation's string interning runs, with arguments of their types (``cpu``
+    only; none elsewhere).
+
+    Why: ``gpu-engine precompile`` compiles them at set-up (:mod:`gpu_engine.codegen.static_kernels`), so a
+    fused aggregation over string keys never waits for them, on a driver or in the compile process.
+    """
+    if device.kernel_flavor != "cpu":
+        return []
+    return StringKeyTable(device, initial_capacity=2).cpu_twins()

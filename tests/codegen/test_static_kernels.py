@@ -13,8 +13,8 @@ def test_precompile_leaves_nothing_for_the_same_queries_to_compile(tmp_path):
     from gpu_engine.plans.tpch import spec_sql
 
     lines = []
-    summary = precompile_static_kernels("cpu", data_dir=tmp_path, progress=lines.append, queries=(1, 3))
-    assert summary.queries == 2 * 3 and len(lines) == 2  # primer, q1 and q3 with one and with two drivers
+    summary = precompile_static_kernels("cpu", data_dir=tmp_path, progress=lines.append, queries=(1, 3), tour=())
+    assert summary.queries == 3 * 3 and len(lines) == 4  # kernels no run reaches; primer, q1, q3 in three sessions
     session = Session(device="cpu", drivers=2, fuse=False)
     register_tpch(session, ensure_tpch(PRECOMPILE_SCALE_FACTOR, tmp_path / "tpch", progress=False))
     for number in (1, 3):
@@ -28,3 +28,65 @@ def test_the_precompile_command_is_listed_and_refuses_an_unknown_device():
     assert done.returncode == 2 and "invalid choice" in done.stderr
     listed = subprocess.run([sys.executable, "-m", "gpu_engine", "--help"], capture_output=True, text=True, timeout=120)
     assert "precompile" in listed.stdout
+
+
+def _fresh_dispatcher(dispatcher):
+    """Return a new numba dispatcher of ``dispatcher``'s function and options: nothing loaded in this process yet."""
+    import numba
+
+    options = {k: v for k, v in dispatcher.targetoptions.items() if k != "nopython"}
+    return numba.njit(cache=True, **options)(dispatcher.py_func)
+
+
+def test_every_signature_the_callers_of_precompiled_kernels_run_is_one_precompile_compiles(tmp_path, monkeypatch):
+    """Set-up compiles the kernels no TPC-H run reaches from placeholder arguments (``precompile_calls``); their
+    callers, given every kind of input they take, must run only those signatures, or a first query compiles
+    one on a driver (numba types a read-only array, such as a memory-mapped file, apart from a writable one).
+    """
+    import types
+
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpu_engine.codegen.static_kernels import placeholder_signatures
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.connectors import parquet_device_columns
+    from gpu_engine.connectors.parquet_columns import decodable_columns
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import parquet_device, slot_compaction, string_keys
+
+    kernels = [(string_keys, "_hash_strings_cpu"), (string_keys, "_intern_rows_cpu"),
+               (slot_compaction, "_occupied_columns_cpu"), (parquet_device, "plan_chunk")]
+    for module, name in kernels:
+        monkeypatch.setattr(module, name, _fresh_dispatcher(getattr(module, name)))
+    monkeypatch.setattr(parquet_device_columns, "plan_chunk", parquet_device.plan_chunk)
+    cpu = get_device("cpu")
+
+    # a fused aggregation's host twins: interning plain, dictionary and sliced strings; compacting the slots
+    table = string_keys.StringKeyTable(cpu)
+    plain = pa.array(["a", "bb", None, "a", "ccc"] * 50)
+    for column in (plain, plain.dictionary_encode(), plain.slice(7, 90), pa.array(["x"], pa.large_string())):
+        table.intern(Column.from_arrow(column, cpu))
+    slots = np.zeros((16, 3), dtype=np.int64)
+    slots[[3, 9], 0] = 2
+    slot_compaction.occupied_slot_columns(cpu, slots, 2, 2)
+    # the device decoder's host page planning (no device needed): required and optional columns, Snappy and not
+    path = tmp_path / "t.parquet"
+    for compression in ("snappy", "none"):
+        pq.write_table(pa.table({"a": pa.array(range(50), pa.int64()), "b": pa.array([1.5, None] * 25),
+                                 "d": pa.array(range(50), pa.int32()).cast(pa.date32())}), path,
+                       compression=compression, row_group_size=20)
+        metadata = pq.read_metadata(path)
+        parquet_device_columns.plan_device_columns(str(path), metadata, [0, 2],
+                                                   decodable_columns(metadata, ["a", "b", "d"]))
+
+    precompiled = {}
+    for device in (cpu, types.SimpleNamespace(name="cuda", kernel_flavor="cuda", is_gpu=True)):
+        for dispatcher, signature in placeholder_signatures(device):
+            precompiled.setdefault(id(dispatcher), set()).add(signature)
+    for module, name in kernels:
+        dispatcher = getattr(module, name)
+        ran = set(dispatcher.overloads)
+        assert ran, f"{name} never ran: the test no longer reaches it"
+        assert ran <= precompiled.get(id(dispatcher), set()), f"{name}: {ran - precompiled.get(id(dispatcher), set())}"
