@@ -6,8 +6,11 @@ operator ordering: repeatedly join the two connected relations whose
 estimated result is smallest (estimates: :mod:`gpu_engine.sql.statistics`),
 building the smaller side; relations nothing connects are cross joined,
 smallest first. Queries with outer joins keep the written order, except for
-their leading run of inner joins, which commute; WHERE conditions on a
-NULL-extended side are applied after the joins, never pushed below them.
+their leading run of inner joins, which commute, and (without RIGHT or FULL
+joins) the later inner joins that read no LEFT-joined item, which commute
+with the LEFT joins; WHERE conditions on a NULL-extended side are applied
+after the joins, never pushed below them (a LEFT JOIN whose NULL-extended
+rows a condition rejects is an inner join: :mod:`gpu_engine.sql.outer_joins`).
 """
 
 from __future__ import annotations
@@ -144,21 +147,20 @@ def join_in_order(planner: PlanningContext, items, relations: dict[str, Relation
 
     The leading run of inner joins is the exception: those joins commute, so they are ordered by
     :func:`join_greedy` on their ON conditions (and the WHERE conjuncts over them alone, unless a later
-    RIGHT or FULL join NULL-extends their rows). Written in order, ``a JOIN b ON … JOIN c ON … LEFT JOIN d``
-    would join ``a`` and ``b`` first whatever their sizes (TPC-DS q72 joined inventory to catalog_sales
-    on the item alone, ~10^9 pairs at SF1, before the selective dimensions).
+    RIGHT or FULL join NULL-extends their rows); without RIGHT or FULL joins, so are the later inner joins
+    whose ON condition reads no LEFT-joined item (:func:`_inner_run`). Written in order,
+    ``a JOIN b ON … JOIN c ON … LEFT JOIN d`` would join ``a`` and ``b`` first whatever their sizes (TPC-DS
+    q72 joined inventory to catalog_sales on the item alone, ~10^9 pairs at SF1, before the selective
+    dimensions).
     """
     # A later RIGHT or FULL join NULL-extends every row joined so far: a WHERE conjunct over them waits for it.
     extended_later = [any((j.side or "").upper() in ("RIGHT", "FULL") for _, j in items[n + 1:])
                       for n in range(len(items))]
-    inner_run = 1
-    while inner_run < len(items) and not (items[inner_run][1].side or "") \
-            and (items[inner_run][1].kind or "").upper() in ("", "INNER", "CROSS"):
-        inner_run += 1
-    current = join_inner_run(planner, items[:inner_run], relations, pending, needed,
-                                   use_where=not extended_later[inner_run - 1])
+    run = _inner_run(items, any(extended_later))
+    current = join_inner_run(planner, [items[position] for position in run], relations, pending, needed,
+                             use_where=not extended_later[run[-1]])
     for position, (item, join) in enumerate(items[1:], start=1):
-        if position < inner_run:
+        if position in run:
             continue
         right = relations[item.alias_or_name]
         side = (join.side or "").upper()
@@ -181,6 +183,36 @@ def join_in_order(planner: PlanningContext, items, relations: dict[str, Relation
             estimate = max(estimate, current.rows)
         current = join_pair(planner, current, right, pending, needed, estimate, join_type, on)
     return current
+
+
+def _is_inner(join: exp.Join) -> bool:
+    """Return whether a FROM item's join is an inner or cross join (a comma's join too)."""
+    return not (join.side or "") and (join.kind or "").upper() in ("", "INNER", "CROSS")
+
+
+def _inner_run(items, right_or_full: bool) -> list[int]:
+    """Return the positions of the FROM items joined first, by estimates: the leading inner joins and, without
+    RIGHT or FULL joins, every later inner join whose ON condition reads no LEFT-joined item.
+
+    Why the later ones: ``(a LEFT JOIN b) JOIN c ON p(a, c)`` is ``(a JOIN c) LEFT JOIN b`` when ``p`` does not
+    read ``b`` (an inner join commutes with a LEFT join on the preserved side). TPC-DS q40 and q80 write
+    ``sales LEFT JOIN returns, date_dim, item ...`` with every dimension joined to the sales: in the written
+    order every sale probed the returns before the selective dimensions dropped most of them.
+    """
+    run = [0]
+    while len(run) < len(items) and _is_inner(items[len(run)][1]):
+        run.append(len(run))
+    if right_or_full:
+        return run
+    left_joined: set[str] = set()
+    for position, (item, join) in enumerate(items[1:], start=1):
+        if position in run:
+            continue
+        if (join.side or "").upper() == "LEFT":
+            left_joined.add(item.alias_or_name)
+        elif _is_inner(join) and not {c.table for c in free_columns(join.args.get("on") or exp.true())} & left_joined:
+            run.append(position)
+    return run
 
 
 def join_inner_run(planner: PlanningContext, items, relations: dict[str, Relation], pending: list[exp.Expression],

@@ -24,7 +24,9 @@ This module keeps the order of the steps, the sources and the output.
    correlated, an aggregate grouped by the correlation columns and joined.
 4. **Joins** (:mod:`~gpu_engine.sql.join_ordering`). Greedy ordering on
    estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;
-   queries with outer joins keep the written order.
+   queries with outer joins keep the written order, but for inner joins that
+   commute with them, and a LEFT JOIN whose NULL-extended rows a condition
+   rejects is an inner join (:mod:`~gpu_engine.sql.outer_joins`).
 5. **Aggregation and HAVING** (:mod:`~gpu_engine.sql.aggregate_planning`,
    :mod:`~gpu_engine.sql.grouping_sets`), **windows and QUALIFY**
    (:mod:`~gpu_engine.sql.windows`), then **SELECT, DISTINCT, ORDER BY,
@@ -55,6 +57,7 @@ from gpu_engine.sql.decorrelation import (
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
+from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
 from gpu_engine.sql.predicates import filtered, free_columns, has_subquery, pushed_down, where_conjuncts
@@ -166,6 +169,7 @@ class QueryPlanner(PlanningContext):
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
+        select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         from_ = select.args.get("from_")
         if from_ is None:
