@@ -7,8 +7,9 @@ checked footer reader, :func:`~gpu_engine.connectors.parquet_footer.read_footer`
 show that no key in them can match, before any of their pages is read; the
 rows of what is decoded that no key can match are found on the host
 (:func:`select_rows`): a host batch keeps the others as its gather map (no
-copy), and a batch bound for a GPU is cut to them before it is copied
-(:func:`filter_record_batches`), so the copy shrinks too and no device work
+copy) unless they are few (then it is cut to them before it is converted),
+and a batch bound for a GPU is cut to them before it is copied
+(:func:`cut_record_batches`), so the copy shrinks too and no device work
 or sync is added per batch.
 """
 
@@ -24,7 +25,7 @@ from gpu_engine.connectors.parquet_footer import read_footer
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
 
-__all__ = ["prune_row_groups", "select_rows", "filter_record_batches"]
+__all__ = ["prune_row_groups", "select_rows", "filter_record_batches", "cut_record_batches", "CUT_BELOW_SHARE"]
 
 
 def prune_row_groups(split: ConnectorSplit, filters: Sequence[JoinKeyFilter]) -> tuple[ConnectorSplit | None, int]:
@@ -76,23 +77,50 @@ def _may_match(group, checks) -> bool:
 def select_rows(batch: pa.RecordBatch, filters: Sequence[JoinKeyFilter]) -> np.ndarray | None:
     """Return the increasing ``int32`` rows of ``batch`` every filter keeps, or None when they keep every row."""
     names = batch.schema.names
-    mask = None
+    keep = None
     for key_filter in filters:
         if key_filter.column in names:
-            keep = key_filter.mask(batch.column(names.index(key_filter.column)))
-            mask = keep if mask is None else mask & keep
-    if mask is None:
+            first = keep is None
+            if first:
+                keep = np.empty(batch.num_rows, dtype=np.bool_)
+            key_filter.keep_into(batch.column(names.index(key_filter.column)), keep, first)
+    if keep is None:
         return None
-    rows = np.flatnonzero(mask)
+    rows = np.flatnonzero(keep)
     return None if len(rows) == batch.num_rows else rows.astype(np.int32, copy=False)
+
+
+#: A host batch whose filters keep at most this share of its rows is cut to them before it is converted; a denser
+#: selection stays a gather map over the whole converted batch. Measured on TPC-DS store_sales (240k rows, 5 int32
+#: and 3 decimal columns, cpu): converting every row 3.8 ms; cutting then converting 0.2 ms keeping 0.2 % of the
+#: rows (q7's four filters), 1.7 ms keeping 5 %, 2.7 ms keeping 20 %, 13 ms keeping half (Arrow's take copies).
+CUT_BELOW_SHARE = 1 / 8
 
 
 def filter_record_batches(batches: list[pa.RecordBatch], selections: Sequence[np.ndarray | None]) -> list[pa.RecordBatch]:
     """Return each batch cut to its selected rows (None: all of them), empty ones left out."""
-    kept = []
+    return cut_record_batches(batches, selections, 1.0)[0]
+
+
+def cut_record_batches(batches: list[pa.RecordBatch], selections: Sequence[np.ndarray | None], share: float
+                       ) -> tuple[list[pa.RecordBatch], list[np.ndarray | None]]:
+    """Return the batches, those whose selection keeps at most ``share`` of their rows cut to them (empty ones left
+    out), and the selections still to apply (None: every row, or cut already).
+
+    Why: on the host a batch keeps its selected rows as a gather map (no copy), but every one of its rows is then
+    converted to the engine's layout; when a join-key filter keeps few rows, copying those few first is cheaper
+    (:data:`CUT_BELOW_SHARE`). A batch bound for a GPU is always cut (``share`` 1): the copy shrinks too.
+    """
+    kept, left = [], []
     for batch, rows in zip(batches, selections):
         if rows is None or len(rows) == batch.num_rows:
             kept.append(batch)
-        elif len(rows):
-            kept.append(batch.take(pa.array(rows)))
-    return kept
+            left.append(None)
+        elif len(rows) <= share * batch.num_rows:
+            if len(rows):
+                kept.append(batch.take(pa.array(rows)))
+                left.append(None)
+        else:
+            kept.append(batch)
+            left.append(rows)
+    return kept, left

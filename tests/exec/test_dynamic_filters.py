@@ -282,3 +282,81 @@ def test_row_group_test_reads_the_bit_table_exactly():
                 low = int(rng.integers(keys.min() - 50, keys.max() + 50))
                 high = low + int(rng.integers(0, span))
                 assert key_filter.may_match(low, high) == bool(((keys >= low) & (keys <= high)).any()), (keys, low, high)
+
+
+def test_keep_into_tests_arrow_buffers_exactly():
+    """The compiled test over Arrow's own buffers (every integer width, dates, NULLs, sliced arrays whose
+    validity bitmap starts mid-byte) keeps exactly the rows :meth:`JoinKeyFilter.mask` keeps, for a bit table, a
+    Bloom table, a range, an empty build side and strings; after an earlier filter it tests only the rows left,
+    and each call says how many rows it dropped."""
+    import datetime
+
+    import numpy as np
+
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import get_device
+    from gpu_engine.exec.dynamic_filters import JoinKeyFilter
+
+    device = get_device("cpu")
+    rng = np.random.default_rng(5)
+    values = [None if k % 6 == 0 else int(v) for k, v in enumerate(rng.integers(-50, 120, 203))]
+    filters = [JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(keys, pa.int64()), device), "k", "int")
+               for keys in ([3, 7, 8, 60, 100, None], [0, 10**10, 5, -40])]  # bit table, Bloom table
+    filters += [JoinKeyFilter("k", "int", -10, 30, None), JoinKeyFilter("k", "int", None, None, None)]
+    for dtype in (pa.int8(), pa.int16(), pa.int32(), pa.int64(), pa.uint32(), pa.date32()):
+        typed = [v if v is None or not pa.types.is_unsigned_integer(dtype) else abs(v) for v in values]
+        if pa.types.is_date32(dtype):
+            typed = [None if v is None else datetime.date(1970, 1, 1) + datetime.timedelta(days=v) for v in typed]
+        for array in (pa.array(typed, dtype), pa.array(typed, dtype).slice(13, 150)):
+            for key_filter in filters:
+                expected = key_filter.mask(array)
+                keep = np.empty(len(array), dtype=np.bool_)
+                dropped = key_filter.keep_into(array, keep, True)
+                assert keep.tolist() == expected.tolist() and dropped == len(array) - expected.sum(), dtype
+                earlier = rng.random(len(array)) < 0.5
+                keep = earlier.copy()
+                dropped = key_filter.keep_into(array, keep, False)
+                assert keep.tolist() == (earlier & expected).tolist() and dropped == (earlier & ~expected).sum()
+    words = JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(["b", "d", None]), device), "s", "string")
+    keep = np.array([True, True, False, True, True])
+    assert words.keep_into(pa.array(["a", "b", "b", None, "d"]), keep, False) == 2
+    assert keep.tolist() == [False, True, False, False, True]
+
+
+def test_cut_record_batches_cuts_only_sparse_selections():
+    import numpy as np
+
+    from gpu_engine.connectors.runtime_filters import cut_record_batches
+
+    batches = [pa.record_batch([pa.array(range(n))], names=["x"]) for n in (10, 10, 10, 10)]
+    selections = [None, np.array([1, 2, 3, 4, 5, 6], np.int32), np.array([7], np.int32), np.array([], np.int32)]
+    kept, left = cut_record_batches(batches, selections, 0.5)
+    assert [b.column(0).to_pylist() for b in kept] == [list(range(10)), list(range(10)), [7]]  # the empty one goes
+    assert [None if s is None else s.tolist() for s in left] == [None, [1, 2, 3, 4, 5, 6], None]
+    kept, left = cut_record_batches(batches, selections, 1.0)
+    assert [b.num_rows for b in kept] == [10, 6, 1] and left == [None, None, None]
+
+
+@pytest.mark.parametrize("drivers", [1, 2])
+def test_rows_kept_by_a_filter_are_gathered_into_few_batches(device_name, files, reference, drivers):
+    """Build keys spread over every row group (no row group is skipped) keep a few rows of each record batch:
+    a scan hands on at most ceil(kept / batch_rows) batches a driver, not one a record batch or piece (each
+    batch costs every operator above it its per-batch launches and syncs). Same rows as DuckDB."""
+    import math
+
+    keys = list(range(3, GROUPS * GROUP_ROWS, 17))  # 29 keys, a few in each of the 12 row groups
+    batch_rows = 64  # pieces of two row groups: eight pieces over four splits, ~4 rows kept of each
+    session = _session(device_name, files, drivers, batch_rows)
+    session.register("dim", pa.table({"dk": pa.array(keys, pa.int64()), "ds": pa.array(["x"] * len(keys)),
+                                      "tag": pa.array(["t"] * len(keys))}))
+    plan = _plan(session, "inner")
+    result = session.execute(plan)
+    sql = f"SELECT k, s, v, 't' AS tag FROM fact WHERE k IN ({', '.join(map(str, keys))})"
+    assert_same_rows(result, duckdb_table(reference, sql))
+    kept = result.num_rows
+    scans = [s for p in session.last_stats().pipelines for s in p.operators
+             if s.operator_type == "TableScan" and s.runtime.get("dynamic_filter_rows_dropped")]
+    assert sum(s.runtime["dynamic_filter_rows_dropped"] for s in scans) == GROUPS * GROUP_ROWS - kept
+    batches = sum(s.output_batches for s in scans)
+    assert sum(s.output_rows for s in scans) == kept
+    assert 0 < batches <= drivers * math.ceil(kept / batch_rows), (batches, kept)
