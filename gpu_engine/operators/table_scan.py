@@ -16,7 +16,7 @@ from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
 from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
-from gpu_engine.connectors.runtime_filters import filter_record_batches, prune_row_groups, select_rows
+from gpu_engine.connectors.runtime_filters import CUT_BELOW_SHARE, cut_record_batches, prune_row_groups, select_rows
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
 from gpu_engine.connectors.table_cache import CachedSplit
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
@@ -42,6 +42,13 @@ class _DecodedPiece:
     filtered_rows: int = 0  # rows the join-key filters dropped
     filter_seconds: float = 0.0  # and the seconds they took
     tested_rows: int = 0  # rows the join-key filters tested
+
+
+@dataclass(frozen=True)
+class _Survivors:
+    """Rows of a record batch that its join-key filters kept, cut from it: gathered with the next ones into a batch."""
+
+    record_batch: pa.RecordBatch
 
 
 class TableScan(Operator):
@@ -86,7 +93,10 @@ class TableScan(Operator):
     out (``dynamic_filter_row_groups_skipped``), and a host-decoded piece's
     rows no build key can match are dropped before conversion and copy
     (``dynamic_filter_rows_dropped``, ``dynamic_filter_seconds``): a host batch
-    keeps the rest as its gather map, a batch bound for a GPU is cut. Once the
+    keeps the rest as its gather map (or is cut to them when they are few:
+    :data:`~gpu_engine.connectors.runtime_filters.CUT_BELOW_SHARE`), a batch bound for a GPU is cut. Unless
+    the piece is packed, what is cut is gathered across record batches, pieces and splits into batches of up to
+    ``batch_rows`` rows (:meth:`_gather`, ``gathered_batches``). Once the
     filters have dropped under :data:`ADAPTIVE_FILTER_MIN_DROPPED` of
     :data:`ADAPTIVE_FILTER_ROWS` rows, the scan stops testing rows.
     """
@@ -114,14 +124,27 @@ class TableScan(Operator):
         self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
         self._finished = False
         self._filtered_rows = [0, 0]  # rows the join-key filters tested, and dropped (see _reads)
+        self._gathered: list[pa.RecordBatch] = []  # survivors not yet output: fewer than batch_rows rows in all
+        self._gathered_rows = 0
+        self._ready: deque[Any] = deque()  # batches of gathered rows, to output before any decoded item
 
     def needs_input(self) -> bool:
         return False
 
     def get_output(self) -> Batch | None:
         while not self._finished:
+            if self._ready:
+                return self._finish(self._ready.popleft())
             if self._decoded:
-                batch = self._finish(self._decoded.popleft())
+                item = self._decoded.popleft()
+                if isinstance(item, _Survivors):
+                    self._gather(item.record_batch)
+                    continue
+                if self._gathered:  # the rows gathered so far go first: a driver keeps its splits' row order
+                    self._decoded.appendleft(item)
+                    self._flush_gathered()
+                    continue
+                batch = self._finish(item)
                 if batch.num_rows:
                     return batch
                 continue
@@ -144,6 +167,9 @@ class TableScan(Operator):
                 split, self._held_split = self._held_split, None
             else:
                 split, future = self.ctx.task.get_split_or_future(self.node.id)
+                if self._gathered and split is None:  # hand the rest on before waiting for a split, or finishing
+                    self._flush_gathered()
+                    continue
                 if future is not None:
                     self.block_on(BlockingReason.WAIT_FOR_SPLIT, future)
                     return None
@@ -151,6 +177,10 @@ class TableScan(Operator):
                     self._finished = True
                     return None
                 self.add_runtime_stat("splits", 1)
+            if self._gathered and not self._decodes_on_host(split):  # its batches come after the rows gathered
+                self._held_split = split
+                self._flush_gathered()
+                continue
             self._start(split)
         return None
 
@@ -218,21 +248,26 @@ class TableScan(Operator):
         record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
         selections: list[Any] = [None] * len(record_batches)
         dropped, tested, filtering = 0, 0, 0.0
+        cut: list[bool] | None = None  # per record batch, when filtered and not packed: cut to the rows kept
         if filters and record_batches:  # rows no build key can match go before they are converted or copied
             filtering = time.perf_counter()
             selections = [select_rows(b, filters) for b in record_batches]
             dropped = sum(b.num_rows - len(rows) for b, rows in zip(record_batches, selections) if rows is not None)
             tested = sum(b.num_rows for b in record_batches)
-            if self._packs or self.device.is_gpu:  # cut before the copy; a host batch keeps them as its gather map
-                record_batches = filter_record_batches(record_batches, selections)
-                selections = [None] * len(record_batches)
+            # Cut before the copy; a host batch keeps them as its gather map unless few (cut before converting).
+            share = 1.0 if self._packs or self.device.is_gpu else CUT_BELOW_SHARE
+            if self._packs:  # the piece stays one packed batch
+                record_batches, selections = cut_record_batches(record_batches, selections, share)
+            else:  # what is cut is gathered with the rows kept of the next record batches and pieces (see _gather)
+                record_batches, selections, cut = _cut_each(record_batches, selections, share)
             filtering = time.perf_counter() - filtering
         decoded = time.perf_counter()
         items: list[Any]
         if not record_batches:
             items = []
-        elif any(rows is not None for rows in selections):
-            items = [item for b, rows in zip(record_batches, selections) for item in self._selected(b, rows)]
+        elif cut is not None:
+            items = [item for b, rows, survivors in zip(record_batches, selections, cut)
+                     for item in ([_Survivors(b)] if survivors else self._selected(b, rows))]
         elif self._packs:  # one batch per piece; a piece of one row group over batch_rows rows is cut
             if any(b.num_rows > self.batch_rows for b in record_batches):
                 record_runs = list(rechunk_record_batches(record_batches, self.batch_rows))
@@ -252,15 +287,48 @@ class TableScan(Operator):
         return _DecodedPiece(items, decoded - began - filtering, time.perf_counter() - decoded, dropped, filtering,
                              tested)
 
-    def _selected(self, record_batch: pa.RecordBatch, rows) -> list[Batch]:
-        """Return a host batch of a record batch's selected rows (None: all), ``batch_rows`` rows a batch, uncopied."""
+    def _selected(self, record_batch: pa.RecordBatch, rows) -> list[Any]:
+        """Return a host batch of a record batch's selected rows (None: all), ``batch_rows`` rows a batch, uncopied
+        (on a GPU, None only: slices of it, copied in :meth:`_finish`)."""
         if rows is None:
-            return [Batch.from_arrow(record_batch.slice(start, self.batch_rows), self.device)
-                    for start in range(0, record_batch.num_rows, self.batch_rows)]
+            sliced = [record_batch.slice(start, self.batch_rows) for start in range(0, record_batch.num_rows,
+                                                                                    self.batch_rows)]
+            return sliced if self.device.is_gpu else [Batch.from_arrow(b, self.device) for b in sliced]
         if len(rows) == 0:
             return []
         batch = Batch.from_arrow(record_batch, self.device)
         return [batch.with_gather_map(rows[start:start + self.batch_rows]) for start in range(0, len(rows), self.batch_rows)]
+
+    def _gather(self, record_batch: pa.RecordBatch) -> None:
+        """Add survivors to the rows gathered, and queue ``batch_rows`` of them at a time as a batch.
+
+        Why: a join-key filter that drops most rows leaves a few thousand of each record batch; as batches of their
+        own, every operator above pays its per-batch cost (launches and syncs on a GPU, interpreter overhead on
+        the host) on each. Gathered, a driver hands on ``ceil(kept / batch_rows)`` batches, holding fewer than
+        ``batch_rows`` rows meanwhile; the survivors were cut already, so only they are copied once more.
+        """
+        if self._gathered and not record_batch.schema.equals(self._gathered[0].schema):
+            self._flush_gathered()  # files of a table may differ in types: no concatenation
+        self._gathered.append(record_batch)
+        self._gathered_rows += record_batch.num_rows
+        if self._gathered_rows >= self.batch_rows:
+            self._flush_gathered(keep_rest=True)
+
+    def _flush_gathered(self, keep_rest: bool = False) -> None:
+        """Queue the gathered rows, ``batch_rows`` a batch, for output before the decoded items (``keep_rest``: the full
+        batches; the rest stays gathered)."""
+        began = time.perf_counter()
+        gathered = self._gathered[0] if len(self._gathered) == 1 else pa.concat_batches(self._gathered)
+        rows = gathered.num_rows
+        handed = rows - rows % self.batch_rows if keep_rest else rows
+        parts = [gathered.slice(start, min(self.batch_rows, handed - start))
+                 for start in range(0, handed, self.batch_rows)]
+        self._gathered = [gathered.slice(handed)] if handed < rows else []
+        self._gathered_rows = rows - handed
+        items = parts if self.device.is_gpu else [Batch.from_arrow(part, self.device) for part in parts]
+        self._ready.extend(items)
+        self.add_runtime_stat("gathered_batches", len(items))
+        self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - began)
 
     def _take(self, piece: _DecodedPiece) -> None:
         if piece.tested_rows:
@@ -298,6 +366,8 @@ class TableScan(Operator):
         return self._finished
 
     def close(self) -> None:
+        self._gathered = []
+        self._ready.clear()
         if self._copier is not None:
             self._copier.close()  # first: a prefetch thread waiting for a staging slot stops
         self._prefetcher.close()  # waits for pieces being decoded: no thread outlives the Task
@@ -306,3 +376,18 @@ class TableScan(Operator):
         if self._device_pieces is not None:
             self._device_pieces.close()
         super().close()
+
+
+def _cut_each(batches: list[pa.RecordBatch], selections: list[Any], share: float
+              ) -> tuple[list[pa.RecordBatch], list[Any], list[bool]]:
+    """Return :func:`~gpu_engine.connectors.runtime_filters.cut_record_batches`' batches and selections, and for
+    each batch whether it was cut to the rows its filters kept (those are gathered: :meth:`TableScan._gather`)."""
+    kept: list[pa.RecordBatch] = []
+    left: list[Any] = []
+    cut: list[bool] = []
+    for batch, rows in zip(batches, selections):
+        one, rest = cut_record_batches([batch], [rows], share)
+        kept += one
+        left += rest
+        cut += [rows is not None and rest[0] is None for _ in one]  # no row kept: neither list has the batch
+    return kept, left, cut
