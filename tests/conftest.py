@@ -69,6 +69,71 @@ def device_name(request) -> str:
     return request.param
 
 
+#: Python's thread switch interval while a ``cuda-sim`` case runs (its default is 5 ms). The simulator runs each
+#: CUDA thread of a block as a Python thread and ends a ``cuda.syncthreads()`` barrier only once its polling
+#: thread, which spins holding the GIL, has seen every lane arrive: at the default interval a barrier costs
+#: about 5 ms a lane (the fused aggregation's kernels wait at two barriers a launch: 70 ms a launch against
+#: 10 ms at 0.5 ms; kernels without barriers take as long at either).
+SIMULATOR_SWITCH_INTERVAL = 5e-4
+_SHARED_ARRAYS_LOCKED: list[bool] = []
+
+
+def _lock_the_simulators_shared_arrays() -> None:
+    """Make numba's simulated ``cuda.shared.array`` hand every thread of a block the same array, as CUDA does.
+
+    Why: the simulator makes a block's shared array when its first thread reaches the line, looked up and stored
+    without a lock, so threads switching in between each get an array of their own (wrong partial results, or
+    lanes that never meet: seen in the fused aggregation at short switch intervals, and rarely at the default).
+    Keyed as numba keys it (the calling line); looked up and made under one lock.
+    """
+    if _SHARED_ARRAYS_LOCKED:
+        return
+    import sys
+    import threading
+
+    import numpy as np
+    from numba.core import types
+    from numba.cuda.simulator import kernelapi
+    from numba.np import numpy_support
+
+    simulated = kernelapi.FakeCUDAShared.array
+    lock = threading.Lock()
+
+    def array(self, shape, dtype):
+        if shape == 0 or not hasattr(self, "_allocations"):  # dynamic shared memory: one buffer, no lookup
+            return simulated(self, shape, dtype)
+        if isinstance(dtype, types.Type):
+            dtype = numpy_support.as_dtype(dtype)
+        frame = sys._getframe(1)
+        caller = (frame.f_code.co_filename, frame.f_lineno)
+        with lock:
+            found = self._allocations.get(caller)
+            if found is None:
+                found = self._allocations[caller] = np.empty(shape, dtype)
+        return found
+
+    kernelapi.FakeCUDAShared.array = array
+    _SHARED_ARRAYS_LOCKED.append(True)
+
+
+@pytest.fixture(autouse=True)
+def _short_thread_switches_on_the_simulator(request):
+    """Switch Python threads every :data:`SIMULATOR_SWITCH_INTERVAL` seconds in a ``cuda-sim`` case, then restore
+    (with the simulator's shared arrays made under a lock: :func:`_lock_the_simulators_shared_arrays`)."""
+    params = getattr(getattr(request.node, "callspec", None), "params", {})
+    if "cuda-sim" not in request.node.nodeid and not any(isinstance(value, str) and value == "cuda-sim"
+                                                         for value in params.values()):
+        yield
+        return
+    import sys
+
+    _lock_the_simulators_shared_arrays()
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(SIMULATOR_SWITCH_INTERVAL)
+    yield
+    sys.setswitchinterval(interval)
+
+
 @pytest.fixture
 def device(device_name):
     """Yield the :class:`gpu_engine.device.Device` for :func:`device_name`."""
@@ -154,7 +219,8 @@ def _not_a_fast_case(item) -> bool:
 #: counts and batch sizes run as one pair, many batches over several drivers (partial/final merges,
 #: grid-stride loops over more rows than the simulator's 16 threads); ``cpu`` runs three pairs (below)
 #: and ``cuda`` all four. The kernels' CPU twins come from the same generated source. A test marked
-#: ``simulator_values(name=(values...))`` runs only those values of its parameter ``name`` on cuda-sim.
+#: ``simulator_values(name=(values...))`` runs only those values of its parameter ``name`` on cuda-sim;
+#: one marked ``simulator_pairs((drivers, batch_rows), ...)`` runs those pairs there instead of these.
 SIMULATOR_PAIRS = frozenset({(4, "small_batches")})
 
 
@@ -189,7 +255,8 @@ def _outside_the_chosen_pairs(item) -> bool:
     pair = (params["drivers"], params["batch_rows"])
     if params.get("device_name") == "cpu":
         return pair == CPU_LEFT_OUT_PAIR
-    return params.get("device_name") == "cuda-sim" and pair not in SIMULATOR_PAIRS
+    pairs = item.get_closest_marker("simulator_pairs")
+    return params.get("device_name") == "cuda-sim" and pair not in (set(pairs.args) if pairs else SIMULATOR_PAIRS)
 
 
 def _deselect(config, items, leave_out) -> None:

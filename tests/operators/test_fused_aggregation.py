@@ -11,9 +11,11 @@ The CUDA simulator interprets every thread in Python, and the eager operators
 (dozens of launches per batch) are its most expensive part. So on
 ``cuda-sim`` the unfused baseline runs on ``cpu`` (the eager
 operators give the same rows on every device: their own tests check that),
-only the many-small-batches layout runs, and the expression table runs with one
-driver (the row code is the same text for SINGLE and PARTIAL kernels; PARTIAL
-kernels run on the simulator in the key/aggregate, flush and no-rows tests).
+only the many-small-batches layout runs, and the expression table, the
+unfusable stretches and the DISTINCT case run with one driver
+(:data:`ONE_DRIVER_ON_SIMULATOR`: the row code is the same text for SINGLE and
+PARTIAL kernels; PARTIAL kernels run on the simulator in the key/aggregate,
+flush and no-rows tests, at the suite's four drivers).
 """
 
 from __future__ import annotations
@@ -44,9 +46,9 @@ from gpu_engine.plans.nodes import (
 #: Fused and unfused runs fold floats in different orders; nothing else may differ.
 FLOAT_ORDER_TOLERANCE = 1e-12
 BIG = 2**62
-#: Tests whose PARTIAL (4-driver) runs are skipped on cuda-sim.
-SINGLE_DRIVER_ON_SIMULATOR = {"test_expressions", "test_unfusable_stretches_stay_unfused",
-                              "test_distinct_aggregates_fuse_only_as_plain_group_bys"}
+#: The one (drivers, batch_rows) pair the SINGLE-kernel tests run on cuda-sim (tests/conftest.py's pairs run
+#: 4 drivers there, PARTIAL kernels): one driver over many small batches.
+ONE_DRIVER_ON_SIMULATOR = pytest.mark.simulator_pairs((1, "small_batches"))
 
 
 @pytest.fixture
@@ -73,8 +75,6 @@ def simulator_budget(request, device_name):
     params = request.node.callspec.params
     if params.get("batch_rows") == "large_batches":
         pytest.skip("cuda-sim: splits are smaller than a batch anyway; small batches cover it")
-    if params.get("drivers") == 4 and request.node.originalname in SINGLE_DRIVER_ON_SIMULATOR:
-        pytest.skip("cuda-sim: PARTIAL kernels run in the key/aggregate tests")
 
 
 @pytest.fixture
@@ -256,6 +256,7 @@ def assert_fused_matches(session: Session, unfused: Session, assert_query, plan,
     return result
 
 
+@ONE_DRIVER_ON_SIMULATOR
 @pytest.mark.parametrize("case", list(EXPRESSION_CASES.values()), ids=list(EXPRESSION_CASES))
 def test_expressions(session, unfused, assert_query, case):
     assert_fused_matches(session, unfused, assert_query, case.plan(session.catalog), case.sql())
@@ -336,6 +337,7 @@ UNFUSED_CASES = {
 }
 
 
+@ONE_DRIVER_ON_SIMULATOR
 @pytest.mark.parametrize("keys, aggregates", list(UNFUSED_CASES.values()), ids=list(UNFUSED_CASES))
 def test_unfusable_stretches_stay_unfused(session, assert_query, keys, aggregates):
     case = stretch(where("v_int > -500000"), keys=keys, aggregates=aggregates)
@@ -344,6 +346,7 @@ def test_unfusable_stretches_stay_unfused(session, assert_query, keys, aggregate
     assert_query(plan, case.sql())
 
 
+@ONE_DRIVER_ON_SIMULATOR
 def test_distinct_aggregates_fuse_only_as_plain_group_bys(session, assert_query):
     """PlanBuilder rewrites DISTINCT into a group-by below a plain aggregate; no fused node folds DISTINCT itself."""
     case = stretch(where("v_float > -150"), keys=["k_int"], aggregates=["count(DISTINCT v_int % 7) AS c"])
