@@ -24,7 +24,8 @@ __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
            "COVARIANCE_FUNCTIONS", "TWO_ARGUMENT_FUNCTIONS", "HOLISTIC_FUNCTIONS", "MOMENT_SUFFIXES",
            "COMOMENT_SUFFIXES", "ARG_KEY_SUFFIX", "HOLISTIC_AGGREGATES", "VALUE_LIST_FUNCTIONS", "ORDER_KEY_SUFFIX",
-           "QUANTILE_FUNCTIONS", "ORDERED_PICK_FUNCTIONS", "ROW_MARK_SUFFIX", "picks_a_row"]
+           "QUANTILE_FUNCTIONS", "ORDERED_PICK_FUNCTIONS", "ROW_MARK_SUFFIX", "picks_a_row", "order_key_names",
+           "then_by_types"]
 
 AVG_COUNT_SUFFIX = "$count"
 #: Suffix of the column holding the high 64 bits of a partial exact sum (see the module docstring).
@@ -54,7 +55,8 @@ QUANTILE_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "approx_quanti
 #: Functions whose intermediate is a list of values per group, one per row of a partial step: the holistic
 #: ones and ``approx_count_distinct`` (its HyperLogLog registers, one word each).
 VALUE_LIST_FUNCTIONS = HOLISTIC_AGGREGATES + ("approx_count_distinct",)
-#: Suffix of the ORDER BY key column of ``string_agg(x, sep ORDER BY y)``'s intermediate (``name`` holds ``x``).
+#: Suffix of the ORDER BY key column of ``string_agg(x, sep ORDER BY y)``'s intermediate (``name`` holds ``x``);
+#: further keys (``ORDER BY y, z``) travel as ``name$order2``, ``name$order3``, ... (:func:`order_key_names`).
 ORDER_KEY_SUFFIX = "$order"
 #: ``first(x ORDER BY y)``/``last(x ORDER BY y)``: the ``x`` of a group's first/last row in ``y``'s order, a
 #: NULL ``x`` too (see :mod:`gpu_engine.aggregation.ordered_pick`); a partial step emits each group's candidate
@@ -97,15 +99,27 @@ def picks_a_row(function: str, second_type: pa.DataType | None) -> bool:
                                                   and not _is_orderable(second_type))
 
 
-def _extra_fields(function: str, name: str, second_type: pa.DataType | None) -> list[pa.Field]:
-    """Return the intermediate columns after ``name`` (and ``name$high``) of the functions beyond the five."""
+def order_key_names(name: str, keys: int) -> list[str]:
+    """Return the intermediate columns of an aggregate's ``keys`` ORDER BY keys: ``name$order``, ``name$order2``, ..."""
+    return [name + ORDER_KEY_SUFFIX + ("" if i == 0 else str(i + 1)) for i in range(keys)]
+
+
+def _order_fields(name: str, second_type: pa.DataType, then_types: tuple[pa.DataType, ...]) -> list[pa.Field]:
+    types = (second_type,) + tuple(then_types)
+    return [pa.field(column, dtype) for column, dtype in zip(order_key_names(name, len(types)), types)]
+
+
+def _extra_fields(function: str, name: str, second_type: pa.DataType | None,
+                  then_types: tuple[pa.DataType, ...] = ()) -> list[pa.Field]:
+    """Return the intermediate columns after ``name`` (and ``name$high``) of the functions beyond the five
+    (``then_types``: the types of the ORDER BY keys after the first, :attr:`AggregateCall.then_by`)."""
     fields = [pa.field(name + suffix, pa.float64()) for suffix in _state_suffixes(function)]
     if function in ("arg_min", "arg_max") and not picks_a_row(function, second_type):
         fields.append(pa.field(name + ARG_KEY_SUFFIX, second_type))
     if function == "string_agg" and second_type is not None:
-        fields.append(pa.field(name + ORDER_KEY_SUFFIX, second_type))
+        fields += _order_fields(name, second_type, then_types)
     if picks_a_row(function, second_type):
-        fields += [pa.field(name + ORDER_KEY_SUFFIX, second_type), pa.field(name + ROW_MARK_SUFFIX, pa.bool_())]
+        fields += _order_fields(name, second_type, then_types) + [pa.field(name + ROW_MARK_SUFFIX, pa.bool_())]
     return fields
 
 
@@ -151,7 +165,7 @@ def _is_orderable(dtype: pa.DataType) -> bool:
 
 
 def intermediate_names(function: str, input_type: pa.DataType | None, name: str,
-                       second_type: pa.DataType | None = None) -> list[str]:
+                       second_type: pa.DataType | None = None, then_types: tuple[pa.DataType, ...] = ()) -> list[str]:
     """Return the names of the intermediate columns of one aggregate, from its raw or intermediate input type."""
     names = [name]
     if _exact_sum(function, input_type):
@@ -160,7 +174,7 @@ def intermediate_names(function: str, input_type: pa.DataType | None, name: str,
         names.append(name + AVG_COUNT_SUFFIX)
     names.extend(name + suffix for suffix in _state_suffixes(function))
     if picks_a_row(function, second_type):
-        names += [name + ORDER_KEY_SUFFIX, name + ROW_MARK_SUFFIX]
+        names += order_key_names(name, 1 + len(then_types)) + [name + ROW_MARK_SUFFIX]
     elif function in ("arg_min", "arg_max"):
         names.append(name + ARG_KEY_SUFFIX)
     return names
@@ -239,7 +253,8 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
 
 
 def intermediate_fields(function: str, input_type: pa.DataType | None, name: str,
-                        second_type: pa.DataType | None = None) -> list[pa.Field]:
+                        second_type: pa.DataType | None = None, then_types: tuple[pa.DataType, ...] = ()
+                        ) -> list[pa.Field]:
     """Return the columns a partial step emits for one aggregate named ``name``.
 
     ``avg`` emits its running sum as ``name`` and its count as ``name$count``;
@@ -272,11 +287,11 @@ def intermediate_fields(function: str, input_type: pa.DataType | None, name: str
         return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
     if function == "approx_count_distinct":  # HyperLogLog registers, one int64 word each
         return [pa.field(name, pa.int64())]
-    if function in ORDERED_PICK_FUNCTIONS:  # a group's candidate row: value, key, and a mark that it is a row
-        return [pa.field(name, input_type)] + _extra_fields(function, name, second_type)
+    if function in ORDERED_PICK_FUNCTIONS:  # a group's candidate row: value, keys, and a mark that it is a row
+        return [pa.field(name, input_type)] + _extra_fields(function, name, second_type, then_types)
     if function in HOLISTIC_AGGREGATES:  # the group's values (string_agg: and their ORDER BY keys)
         value_type = pa.string() if function == "string_agg" else input_type
-        return [pa.field(name, value_type)] + _extra_fields(function, name, second_type)
+        return [pa.field(name, value_type)] + _extra_fields(function, name, second_type, then_types)
     raise TypeError(f"unknown aggregate function {function!r}")
 
 
@@ -298,15 +313,26 @@ def final_step_aggregates(partial_aggregates, aggregate_names):
     calls = []
     for name, call in zip(aggregate_names, partial_aggregates):
         input_type = call.arg.dtype if call.arg is not None else None
-        fields = intermediate_fields(call.function, input_type, name, None if call.second is None else call.second.dtype)
+        second_type = None if call.second is None else call.second.dtype
+        fields = intermediate_fields(call.function, input_type, name, second_type, then_by_types(call))
+        by_name = {f.name: f for f in fields}
         first = fields[0]
-        key = None
-        if picks_a_row(call.function, None if call.second is None else call.second.dtype):
-            key = ColumnRef(fields[1].name, fields[1].type)
-        elif call.function in ("arg_min", "arg_max") or (call.function == "string_agg" and call.second is not None):
+        key, then_by = None, ()
+        if picks_a_row(call.function, None if call.second is None else call.second.dtype) or (
+                call.function == "string_agg" and call.second is not None):
+            keys = [ColumnRef(n, by_name[n].type) for n in order_key_names(name, 1 + len(call.then_by))]
+            key = keys[0]
+            then_by = tuple((column, descending, nulls_first)
+                            for column, (_, descending, nulls_first) in zip(keys[1:], call.then_by))
+        elif call.function in ("arg_min", "arg_max"):
             key = ColumnRef(fields[-1].name, fields[-1].type)
-        calls.append(dataclasses.replace(call, arg=ColumnRef(first.name, first.type), second=key))
+        calls.append(dataclasses.replace(call, arg=ColumnRef(first.name, first.type), second=key, then_by=then_by))
     return tuple(calls)
+
+
+def then_by_types(call) -> tuple[pa.DataType, ...]:
+    """Return the types of an aggregate call's ORDER BY keys after the first (:attr:`AggregateCall.then_by`)."""
+    return tuple(key.dtype for key, _, _ in call.then_by)
 
 
 def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> pa.Schema:
@@ -327,7 +353,7 @@ def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> 
             out.append(pa.field(name, call.dtype))
         elif step.input_is_raw:
             out.extend(intermediate_fields(call.function, call.arg.dtype if call.arg is not None else None, name,
-                                           call.second.dtype if call.second is not None else None))
+                                           call.second.dtype if call.second is not None else None, then_by_types(call)))
         else:  # intermediate -> intermediate: same columns as the input's intermediates
             out.extend(_intermediate_from_final_arg(call, name))
     return pa.schema(out)
@@ -339,4 +365,5 @@ def _intermediate_from_final_arg(call, name: str) -> list[pa.Field]:
         fields.append(pa.field(name + SUM_HIGH_SUFFIX, pa.int64()))
     if call.function == "avg":
         fields.append(pa.field(name + AVG_COUNT_SUFFIX, pa.int64()))
-    return fields + _extra_fields(call.function, name, None if call.second is None else call.second.dtype)
+    return fields + _extra_fields(call.function, name, None if call.second is None else call.second.dtype,
+                                  then_by_types(call))

@@ -323,19 +323,32 @@ class AggregateCall(Expr):
     #: NULLs first.
     descending: bool = False
     nulls_first: bool = False
+    #: The ORDER BY keys after the first (:attr:`second`) of ``string_agg``/``first``/``last`` (``first(x ORDER BY
+    #: a, b DESC)``): each ``(expression, descending, nulls_first)``; rows tied on the keys before compare on these.
+    then_by: tuple[tuple[Expr, bool, bool], ...] = ()
+
+    def inputs(self) -> tuple[Expr, ...]:
+        """Return the expressions a raw step evaluates for this call, in the order its function takes them:
+        the argument, the second argument or first ORDER BY key, then the further ORDER BY keys."""
+        return tuple(e for e in (self.arg, self.second) if e is not None) + tuple(key for key, _, _ in self.then_by)
+
+    def order_keys(self) -> tuple[tuple[Expr, bool, bool], ...]:
+        """Return every ORDER BY key as ``(expression, descending, nulls_first)``, the first one first."""
+        return ((self.second, self.descending, self.nulls_first),) + self.then_by if self.second is not None else ()
+
+    def _order_sql(self) -> str:
+        return ", ".join(f"{key.sql()}{' DESC' if descending else ''}{' NULLS FIRST' if nulls_first else ' NULLS LAST'}"
+                         for key, descending, nulls_first in self.order_keys())
 
     def sql(self) -> str:
         if self.function == "count_star":
             return "count(*)"
         if self.function == "string_agg":
-            order = "" if self.second is None else (
-                f" ORDER BY {self.second.sql()}{' DESC' if self.descending else ''}"
-                f"{' NULLS FIRST' if self.nulls_first else ' NULLS LAST'}")
+            order = "" if self.second is None else f" ORDER BY {self._order_sql()}"
             separator = "NULL" if self.parameter is None else "'" + str(self.parameter).replace("'", "''") + "'"
             return f"string_agg({'DISTINCT ' if self.distinct else ''}{self.arg.sql()}, {separator}{order})"
         if self.function in ("first", "last"):
-            return (f"{self.function}({self.arg.sql()} ORDER BY {self.second.sql()}{' DESC' if self.descending else ''}"
-                    f"{' NULLS FIRST' if self.nulls_first else ' NULLS LAST'})")
+            return f"{self.function}({self.arg.sql()} ORDER BY {self._order_sql()})"
         tail = "" if self.second is None else f", {self.second.sql()}"
         if self.parameter is not None:
             tail += f", {self.parameter!r}"

@@ -29,7 +29,7 @@ import pyarrow as pa
 from gpu_engine.columnar.types import normalize_type
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
-    TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names,
+    TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names, then_by_types,
 )
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
 from gpu_engine.plans.nodes import (
@@ -127,7 +127,7 @@ def _join_key_layout(dtype: pa.DataType) -> object:
 def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
     """Return the columns a partial step emits for one aggregate (see ``AggregationNode``)."""
     return intermediate_names(aggregate.function, None if aggregate.arg is None else aggregate.arg.dtype, name,
-                              None if aggregate.second is None else aggregate.second.dtype)
+                              None if aggregate.second is None else aggregate.second.dtype, then_by_types(aggregate))
 
 
 def _distinct_kinds(calls: Sequence[AggregateCall]) -> int:

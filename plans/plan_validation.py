@@ -272,8 +272,18 @@ def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tu
                 raise PlanError(f"count(*) is int64, not {call.dtype}", node=node.label, column=name)
             continue
         validate_expression(call.arg, input_schema, node.label)
-        if call.second is not None:
-            validate_expression(call.second, input_schema, node.label)
+        if call.then_by and (call.second is None or call.function not in ("string_agg", "first", "last") or not all(
+                isinstance(key, tuple) and len(key) == 3 and isinstance(key[0], Expr)
+                and all(isinstance(flag, bool) for flag in key[1:]) for key in call.then_by)):
+            raise PlanError(f"{call.function}'s further ORDER BY keys must be (expression, descending, nulls_first) "
+                            "after a first key, on string_agg, first or last", node=node.label, column=name)
+        for key in call.inputs()[1:]:  # the second argument or ORDER BY keys
+            validate_expression(key, input_schema, node.label)
+            if node.step.input_is_raw and call.then_by:
+                try:
+                    result_type(call.function, call.arg.dtype, key.dtype)
+                except TypeError as exc:
+                    raise PlanError(str(exc), node=node.label, column=call.sql()) from None
         if node.step.input_is_raw:
             try:
                 expected = result_type(call.function, call.arg.dtype, None if call.second is None else call.second.dtype)

@@ -195,6 +195,32 @@ def _within_group(node: exp.WithinGroup) -> exp.Expression:
     return type(function)(this=key.this.copy(), expression=fraction)
 
 
+def _filtered_ordered_pick(node: exp.Filter) -> exp.Expression:
+    """Return ``first(x ORDER BY y, ...) FILTER (WHERE c)`` as the first row among those passing ``c``.
+
+    Why not the FILTER rewrite every other aggregate takes (``x`` made NULL where ``c`` fails): ``first``
+    returns a NULL ``x`` of its first row, so a failing row would still be picked. Instead ``c`` becomes the
+    leading ORDER BY key, passing rows first (``last``: last), and ``x`` is NULL where it fails: a group's pick
+    is its first passing row in ``y``'s order, and a group without one picks a failing row, whose ``x`` is
+    NULL, as DuckDB gives it. ``first(DISTINCT x ORDER BY x)`` is ``first(x ORDER BY x)`` (see the translator).
+    """
+    aggregate = node.this.copy()
+    order = aggregate.this
+    condition = node.expression.this
+    argument = order.this
+    if isinstance(argument, exp.Distinct) and len(argument.expressions) == 1 and all(
+            key.this == argument.expressions[0] for key in order.expressions):
+        argument = argument.expressions[0]
+    elif isinstance(argument, exp.Distinct):
+        return aggregate  # keys other than the argument: the translator refuses it with DuckDB's binder rule
+    passing, failing = (1, 0) if isinstance(aggregate, exp.Last) else (0, 1)
+    rank = exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.Literal.number(passing))],
+                    default=exp.Literal.number(failing))
+    order.set("this", exp.Case(ifs=[exp.If(this=condition.copy(), true=argument.copy())]))
+    order.set("expressions", [exp.Ordered(this=rank, nulls_first=False)] + list(order.expressions))
+    return aggregate
+
+
 def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialect: str = "duckdb") -> exp.Expression:
     """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s,
     ``any_value(x)`` and Spark's ``first(x, true)``/``last(x, true)`` (sqlglot wraps them in IGNORE NULLS)
@@ -216,6 +242,9 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             order = aggregate.this
             order.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=order.this)]))
             return aggregate
+        if isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
+                and isinstance(node.this.this, exp.Order):
+            return _filtered_ordered_pick(node)
         if isinstance(node, exp.Filter) and isinstance(node.this, (exp.Anonymous, exp.AnonymousAggFunc)) \
                 and str(node.this.this).lower() in _ANONYMOUS_AGGREGATES and len(node.this.expressions) == 1:
             # ``product(x) FILTER (WHERE c)`` is ``product(CASE WHEN c THEN x END)`` (the FILTER rewrite of

@@ -350,7 +350,8 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
     rewritten into it), ``mode(x)``, ``approx_quantile(x, f)``,
     ``approx_count_distinct(x)``, ``string_agg(x[, sep][ ORDER BY y])``
     (``sep`` a constant string, ``','`` when left out; ``x`` cast to VARCHAR)
-    and ``first(x ORDER BY y)``/``last(x ORDER BY y)``.
+    and ``first(x ORDER BY y)``/``last(x ORDER BY y)``; ORDER BY takes several keys (``ORDER BY a, b DESC``:
+    the first in :attr:`AggregateCall.second`, the others in :attr:`AggregateCall.then_by`).
     """
     text = snippet_text(text)  # messages name the call as SQL
     argument, order = call.this, None
@@ -389,24 +390,24 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
                 parameter = constant.this
             else:
                 raise PlanError("string_agg's separator must be a constant string", node=node, column=text)
+    then_by = ()
     if function in ("string_agg",) + ORDERED_PICK_FUNCTIONS and order:
-        if len(order) != 1:
-            raise PlanError(f"{function}(... ORDER BY ...) with more than one sort key is not supported",
-                            node=node, column=text)
-        second = _typed(translator.translate(order[0].this), text, node)
-        if distinct and second != arg:  # DuckDB's rule; PlanBuilder then orders the distinct values themselves
+        keys = [(_typed(translator.translate(key.this), text, node), bool(key.args.get("desc")),
+                 bool(key.args.get("nulls_first"))) for key in order]
+        (second, descending, nulls_first), then_by = keys[0], tuple(keys[1:])
+        if distinct and (second != arg or then_by):  # DuckDB's rule; PlanBuilder orders the distinct values
             raise PlanError("string_agg(DISTINCT x ... ORDER BY y) orders by the argument only (ORDER BY x)"
                             + ("" if is_string(second.dtype) else ", a string (cast x to VARCHAR first)"),
                             node=node, column=text)
-        descending = bool(order[0].args.get("desc"))
-        nulls_first = bool(order[0].args.get("nulls_first"))
     if function in ("quantile_cont", "quantile_disc", "approx_quantile"):
         parameter = _constant_fraction(constant, function, node, text)
     try:
         dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
+        for key, _, _ in then_by:
+            result_type(function, arg.dtype, key.dtype)
     except TypeError as error:
         raise PlanError(f"type mismatch: {error}", node=node, column=text) from None
-    return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first)
+    return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first, then_by)
 
 
 def parse_column_name(text: Snippet, schema: pa.Schema, node: str, *, role: str = "key") -> str:

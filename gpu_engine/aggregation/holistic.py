@@ -54,6 +54,7 @@ from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.hash import hash_columns
 from gpu_engine.kernels.order_statistics import group_rank_rows
 from gpu_engine.kernels.sort import sort_key_words
+from gpu_engine.plans.aggregates import order_key_names
 
 __all__ = ["ValueList", "Quantile", "Mode", "StringAgg", "ApproxCountDistinct", "ValueRows", "HLL_BITS",
            "VALUE_LIST_CLASSES"]
@@ -127,7 +128,12 @@ class ValueList(AggregateFunction):
 
     @property
     def input_columns(self) -> tuple[str, ...]:
-        return (self.call.arg.name,) + (() if self.call.second is None else (self.call.second.name,))
+        return tuple(column.name for column in self.call.inputs())
+
+    def order_directions(self) -> tuple[list[bool], list[bool]]:
+        """Return each ORDER BY key's ascending and nulls-first flags, the first key first."""
+        keys = self.call.order_keys()
+        return [not descending for _, descending, _ in keys], [nulls_first for _, _, nulls_first in keys]
 
     @property
     def fusable(self) -> str | None:
@@ -177,13 +183,14 @@ class ValueList(AggregateFunction):
             return None
         group_ids, columns = kept
         order, _ = _group_order(device, group_ids, groups)
-        names = [self.name] + ([] if self.call.second is None else [self.name + "$order"])
+        names = [name for name, _ in self.intermediate_columns()]
         return group_ids[order], [(name, gather_column(device, column, order)) for name, column in zip(names, columns)]
 
     def intermediate_columns(self) -> list[tuple[str, pa.DataType]]:
         """Return the names and types of the value list columns a partial step emits."""
-        return [(self.name, self.output_type)] + (
-            [] if self.call.second is None else [(self.name + "$order", self.call.second.dtype)])
+        keys = self.call.order_keys()
+        return [(self.name, self.output_type)] + list(zip(order_key_names(self.name, len(keys)),
+                                                          (key.dtype for key, _, _ in keys)))
 
     def extract(self, device, state, groups):
         if not self.final_output:
@@ -335,7 +342,7 @@ class StringAgg(ValueList):
     """``string_agg(x, sep [ORDER BY y])``: a group's strings joined by ``sep`` (NULL separator: NULL).
 
     Without ORDER BY the strings keep the order they arrived in (DuckDB's
-    order is unspecified too); with it, rows sort by ``y`` stably.
+    order is unspecified too); with it, rows sort by ``y`` (then by each further key) stably.
     """
 
     def result(self, device, group_ids, columns, groups):
@@ -344,8 +351,7 @@ class StringAgg(ValueList):
         if separator is None:
             return self.empty_result(device, groups)
         values = columns[0]
-        order, _ = _group_order(device, group_ids, groups, columns[1:], [not self.call.descending],
-                                [self.call.nulls_first])
+        order, _ = _group_order(device, group_ids, groups, columns[1:], *self.order_directions())
         order = order.astype(xp.int64)
         m = int(order.shape[0])
         counts, starts = _segments(device, group_ids, groups)

@@ -1,5 +1,10 @@
 """``first(x ORDER BY y)`` and ``last(x ORDER BY y)``: the ``x`` of a group's first/last row in ``y``'s order.
 
+Several ORDER BY keys (``first(x ORDER BY a, b DESC)``) are several key columns, each with its direction and
+NULL order (:meth:`~gpu_engine.plans.expressions.AggregateCall.order_keys`), sorted together and carried by a
+partial step as ``name$order``, ``name$order2``, ...: a key of each row, not a rank that only one batch's rows
+share, so candidates from any batch, driver or step compare.
+
 Why a value list that keeps one candidate per group: the answer is one row of
 the group, and a NULL ``x`` counts (DuckDB's ``first`` returns the value of the
 first row, NULL or not), so neither ``min``'s folded word nor ``arg_min``
@@ -37,7 +42,7 @@ from gpu_engine.aggregation.holistic import ValueList, _group_order, _with_null_
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import gather_column
-from gpu_engine.plans.aggregates import ORDER_KEY_SUFFIX, ROW_MARK_SUFFIX
+from gpu_engine.plans.aggregates import ROW_MARK_SUFFIX, order_key_names
 
 __all__ = ["OrderedPick", "ORDERED_PICK_CLASSES"]
 
@@ -67,9 +72,16 @@ class OrderedPick(ValueList):
         return tuple(name for name, _ in self.intermediate_columns())
 
     def intermediate_columns(self) -> list[tuple[str, pa.DataType]]:
-        """Return the names and types of the columns a partial step emits: ``x``, ``y`` and the row mark."""
-        return [(self.name, self.output_type), (self.name + ORDER_KEY_SUFFIX, self.call.second.dtype),
-                (self.name + ROW_MARK_SUFFIX, pa.bool_())]
+        """Return the names and types of the columns a partial step emits: ``x``, the keys and the row mark."""
+        keys = [key.dtype for key in self.call.inputs()[1:]]
+        return [(self.name, self.output_type)] + list(zip(order_key_names(self.name, len(keys)), keys)) + [
+            (self.name + ROW_MARK_SUFFIX, pa.bool_())]
+
+    def _directions(self) -> tuple[list[bool], list[bool]]:
+        """Return each key's ascending and nulls-first flags (``arg_min``/``arg_max``: their one key's)."""
+        if self.call.function in ("arg_min", "arg_max"):
+            return [not self.descending], [self.call.nulls_first]
+        return self.order_directions()
 
     def update_rows(self, device, state, group_ids, columns):
         xp = device.xp
@@ -79,8 +91,8 @@ class OrderedPick(ValueList):
         self._cut_when_due(device, state)
 
     def merge(self, device, state, group_ids, columns):
-        value, key, mark = columns
-        self._keep(device, state, group_ids, [mark, value, key])  # rows without a mark are dropped when gathered
+        value, *keys, mark = columns
+        self._keep(device, state, group_ids, [mark, value] + keys)  # rows without a mark are dropped when gathered
         self._cut_when_due(device, state)
 
     def _cut_when_due(self, device: Device, state: AggregateState) -> None:
@@ -94,9 +106,8 @@ class OrderedPick(ValueList):
         if kept is None:
             return None
         xp = device.xp
-        group_ids, (mark, value, key) = kept
-        order, _ = _group_order(device, group_ids, 1 << 40, [key], [not self.descending],
-                                [self.call.nulls_first])
+        group_ids, (mark, value, *keys) = kept
+        order, _ = _group_order(device, group_ids, 1 << 40, keys, *self._directions())
         order = order.astype(xp.int64)
         sorted_groups = group_ids[order]
         chosen = xp.ones(int(order.shape[0]), dtype=xp.bool_)
@@ -108,7 +119,7 @@ class OrderedPick(ValueList):
                 chosen[1:] = change
         rows = order[chosen]
         group_ids = sorted_groups[chosen]
-        columns = [gather_column(device, column, rows) for column in (mark, value, key)]
+        columns = [gather_column(device, column, rows) for column in [mark, value] + keys]
         state.values[:] = [(group_ids, tuple(columns))]
         return group_ids, columns
 
@@ -116,9 +127,9 @@ class OrderedPick(ValueList):
         kept = self._candidates(device, state)
         if kept is None:
             return None
-        group_ids, (mark, value, key) = kept
+        group_ids, (mark, value, *keys) = kept
         names = [name for name, _ in self.intermediate_columns()]
-        return group_ids, list(zip(names, (value, key, mark)))
+        return group_ids, list(zip(names, [value] + keys + [mark]))
 
     def extract(self, device, state, groups):
         if not self.final_output:
@@ -127,7 +138,7 @@ class OrderedPick(ValueList):
         if kept is None:
             return [(self.name, self.empty_result(device, groups))]
         xp = device.xp
-        group_ids, (_, value, _) = kept
+        group_ids, (_, value, *_) = kept
         index = xp.full(groups, int(group_ids.shape[0]), dtype=xp.int64)  # the appended NULL row: no candidate
         index[group_ids] = xp.arange(int(group_ids.shape[0]), dtype=xp.int64)
         picked = gather_column(device, _with_null_row(device, value), index)

@@ -62,8 +62,8 @@ class HashAggregation(AggregationOperator):
         super().__init__(ctx, node)
         self.keys = tuple(node.grouping_keys)
         self.max_groups = ctx.config.partial_aggregation_max_groups
-        self._arguments_read = {name for call in node.aggregates for arg in (call.arg, call.second)
-                                if arg is not None for name in referenced_columns(arg)}
+        self._arguments_read = {name for call in node.aggregates for arg in call.inputs()
+                                for name in referenced_columns(arg)}
         self._functions = aggregate_functions_of(node)
         self._reset()
 
@@ -105,7 +105,7 @@ class HashAggregation(AggregationOperator):
             flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
             for function, state in zip(self._functions, self._states):
                 call = function.call
-                arguments = [evaluate(arg, flat) for arg in (call.arg, call.second) if arg is not None]
+                arguments = [evaluate(arg, flat) for arg in call.inputs()]
                 if isinstance(function, MinMax) and function.over_strings:
                     self._fold_strings(function, state, group_ids, arguments[0])
                 else:

@@ -190,7 +190,9 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     aggregates = tuple(
         call if call.arg is None else replace(call, arg=inline_columns(call.arg, columns),
                                               second=None if call.second is None
-                                              else inline_columns(call.second, columns))
+                                              else inline_columns(call.second, columns),
+                                              then_by=tuple((inline_columns(key, columns), descending, nulls_first)
+                                                            for key, descending, nulls_first in call.then_by))
         for call in node.aggregates)
     fused = FusedAggregationNode(
         id=node.id, output_schema=node.output_schema, sources=(below,), predicates=tuple(predicates), step=node.step,

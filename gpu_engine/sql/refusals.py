@@ -84,11 +84,6 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
             raise _error(f"unsupported SQL: ORDER BY inside {name}(...) over a window; order the window instead "
                          f"({name}_value(x) OVER (... ORDER BY y ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED "
                          "FOLLOWING))", node, name)
-        elif isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
-                and isinstance(node.this.this, exp.Order):
-            name = node.this.sql_name().lower()
-            raise _error(f"unsupported SQL: FILTER (WHERE ...) on {name}(... ORDER BY ...) (a filtered row would "
-                         f"still count, as a NULL); filter the rows in WHERE or a subquery", node, name)
         elif isinstance(node, exp.Identifier) and node.quoted and node.this == "":
             raise _error('zero-length quoted name ""; a name needs at least one character', node.parent or node,
                          '""')
