@@ -64,6 +64,8 @@ def device_memory_bytes(device: Device) -> int | None:
 _NUMERIC_SETTINGS = {
     "batch_rows": ("integer", 1, True),
     "partial_aggregation_max_groups": ("integer", 1, False),
+    "partial_aggregation_abandon_rows": ("integer", 1, False),
+    "partial_aggregation_abandon_percent": ("integer", 0, False),
     "local_exchange_max_bytes": ("integer", 1, False),
     "driver_time_slice_seconds": ("number", 0, False),
     "shuffle_page_bytes": ("integer", 1, False),
@@ -99,6 +101,11 @@ class EngineConfig:
     partial_aggregation_max_groups
         A partial aggregation emits its groups and starts over once its table holds
         more groups than this (Velox's ``max_partial_aggregation_memory``, counted in groups).
+    partial_aggregation_abandon_rows, partial_aggregation_abandon_percent
+        A partial aggregation that has read at least ``abandon_rows`` rows and holds more groups than
+        ``abandon_percent`` % of them stops grouping: it emits its groups and hands each later row on as
+        a group of its own (Velox's ``abandon_partial_aggregation_min_rows``/``_min_pct``), since a step
+        that barely reduces its rows only doubles the final step's work.
     local_exchange_max_bytes
         Bytes a LocalExchange queue buffers before producers block (back-pressure).
     driver_time_slice_seconds
@@ -186,6 +193,8 @@ class EngineConfig:
 
     batch_rows: int | None = None
     partial_aggregation_max_groups: int = 1 << 20
+    partial_aggregation_abandon_rows: int = 100_000
+    partial_aggregation_abandon_percent: int = 80
     local_exchange_max_bytes: int = 64 << 20
     driver_time_slice_seconds: float = 0.2
     shuffle_page_bytes: int = 1 << 20

@@ -53,6 +53,7 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.operators.hash_aggregation import can_pass_through
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_columns_twin, occupied_slot_columns
 from gpu_engine.kernels.string_keys import StringKeyTable
@@ -181,6 +182,7 @@ class FusedAggregation(AggregationOperator):
     def __init__(self, ctx: OperatorCtx, node: FusedAggregationNode):
         super().__init__(ctx, node)
         self.functions = aggregate_functions_of(node)
+        self._may_abandon = can_pass_through(self.functions)
         schema = {f.name: f.type for f in node.source.output_schema}
         self.program = plan_fusion_program(node.predicates, node.grouping_keys, self.functions, schema)
         self.key_types = [node.output_schema.field(name).type for name in node.key_names]
@@ -294,8 +296,12 @@ class FusedAggregation(AggregationOperator):
             arrays, file, parameters, _ = bound[0]
             return self._launches(file, parameters, arrays)
 
-        if not self._tiers.use_generated(launches, self._host_twins):
-            self.add_runtime_stat("lowest_tier_batches", 1)
+        lowest = self._lowest_tier
+        passing = lowest is not None and lowest.aggregation.passing_through
+        if passing or not self._tiers.use_generated(launches, self._host_twins):
+            # (a PARTIAL step that stopped grouping hands its rows on through the lowest tier: no kernel groups them)
+            self.add_runtime_stat("rows_passed_through" if passing else "lowest_tier_batches",
+                                  batch.num_rows if passing else 1)
             if self._lowest_tier is None:
                 self._lowest_tier = _LowestTier(self.ctx, self.node)
             self._lowest_tier.add_input(batch)
@@ -326,7 +332,21 @@ class FusedAggregation(AggregationOperator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+            self._rows_grouped = 0
+        elif self._may_abandon and not self._grouping_pays(rows, self._num_groups):
+            self._abandon()
         self.set_memory_reservation(self._state_bytes())
+
+    def _abandon(self) -> None:
+        """Stop grouping (a PARTIAL step whose groups nearly match its rows): emit the table's groups and run
+        every later batch on the lowest tier, whose HashAggregation hands each row on as a group of one."""
+        self.add_runtime_stat("partial_aggregation_abandoned", 1)
+        self._output.append(self._emit())
+        self._reset()
+        if self._lowest_tier is None:
+            self._lowest_tier = _LowestTier(self.ctx, self.node)
+        self._lowest_tier.aggregation.abandon()
+        self._output.extend(self._lowest_tier.outputs())
 
     def _run_rows(self, module, parameters, messages, arrays, count: int, positions) -> None:
         """Run the kernel over ``count`` rows (``positions`` of the batch, or its first rows), growing the

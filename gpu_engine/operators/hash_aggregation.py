@@ -37,7 +37,7 @@ from typing import Any
 import pyarrow as pa
 
 from gpu_engine.aggregation.functions import AggregateState, MinMax, aggregate_functions_of
-from gpu_engine.aggregation.holistic import ValueRows
+from gpu_engine.aggregation.holistic import ValueList, ValueRows
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
@@ -52,7 +52,14 @@ from gpu_engine.operators.hash_build import null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import AggregationNode
 
-__all__ = ["HashAggregation"]
+__all__ = ["HashAggregation", "can_pass_through"]
+
+
+def can_pass_through(functions) -> bool:
+    """Return True when a PARTIAL step of ``functions`` may hand rows on as groups of one (see
+    :meth:`HashAggregation.abandon`): not value lists (a partial step spreads them over rows of their
+    own) nor min/max of strings (folded by a sort per batch)."""
+    return not any(isinstance(f, ValueList) or (isinstance(f, MinMax) and f.over_strings) for f in functions)
 
 
 class HashAggregation(AggregationOperator):
@@ -65,6 +72,10 @@ class HashAggregation(AggregationOperator):
         self._arguments_read = {name for call in node.aggregates for arg in call.inputs()
                                 for name in referenced_columns(arg)}
         self._functions = aggregate_functions_of(node)
+        #: Whether each later batch passes on as groups of one row (see abandon); not for value lists
+        #: (a partial step spreads them over rows of their own) or string min/max (folded by a sort).
+        self.passing_through = False
+        self._can_pass_through = can_pass_through(self._functions)
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -79,9 +90,9 @@ class HashAggregation(AggregationOperator):
         self._grow(self._num_groups)
         self._seen_input = False
 
-    def _grow(self, groups: int) -> None:
+    def _grow(self, groups: int, states: list[AggregateState] | None = None) -> None:
         xp = self.device.xp
-        for function, state in zip(self._functions, self._states):
+        for function, state in zip(self._functions, self._states if states is None else states):
             for layout in function.state_arrays():
                 current = state.arrays.get(layout.name)
                 size = 0 if current is None else int(current.shape[0])
@@ -97,6 +108,10 @@ class HashAggregation(AggregationOperator):
     def add_input(self, batch: Batch) -> None:
         self._seen_input = True
         xp = self.device.xp
+        if self.passing_through:
+            self._output.append(self._groups_of_one(batch))
+            self.set_memory_reservation(self._state_bytes())
+            return
         if self.keys:
             group_ids = self._insert_keys([batch.column(k) for k in self.keys])
         else:
@@ -121,7 +136,45 @@ class HashAggregation(AggregationOperator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+            self._rows_grouped = 0
+        elif self._can_pass_through and not self._grouping_pays(batch.num_rows, self._num_groups):
+            self.abandon()
         self.set_memory_reservation(self._state_bytes())
+
+    def abandon(self) -> None:
+        """Stop grouping (a PARTIAL step): emit the groups held, then hand each later row on as a group of one.
+
+        Called when grouping does not pay (see :meth:`AggregationOperator._grouping_pays`), and by a fused
+        aggregation that decided so itself and runs its later batches here.
+        """
+        if self.passing_through or not self._can_pass_through:
+            return
+        self.add_runtime_stat("partial_aggregation_abandoned", 1)
+        if self._num_groups:
+            self._output.append(self._emit())
+        self._reset()
+        self.passing_through = True
+
+    def _groups_of_one(self, batch: Batch) -> Batch:
+        """Return ``batch``'s rows as a partial step's output, each row its own group: its keys and the
+        intermediate columns of every aggregate over that one row (no hash table)."""
+        xp = self.device.xp
+        rows = batch.num_rows
+        self.add_runtime_stat("rows_passed_through", rows)
+        group_ids = xp.arange(rows, dtype=xp.int32)
+        states = [function.new_state() for function in self._functions]
+        self._grow(rows, states)
+        flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
+        names: list[str] = list(self.keys)
+        columns: list[Column] = [batch.column(key) for key in self.keys]
+        for function, state in zip(self._functions, states):
+            call = function.call
+            function.update_rows(self.device, state, group_ids,
+                                 [evaluate(arg, flat) for arg in call.inputs()])
+            for name, column in function.extract(self.device, state, rows):
+                names.append(name)
+                columns.append(column)
+        return Batch(tuple(names), tuple(columns), self.device, None, rows)
 
     def _insert_keys(self, key_columns: list[Column]) -> Any:
         """Return each row's group, adding the groups not seen yet (their states start empty)."""
