@@ -216,3 +216,33 @@ def test_the_operator_reads_the_device_a_bounded_number_of_times_a_batch(device_
         (top,) = [s for s in stats if s.operator_type == "TopNRowNumber"]
         assert top.input_batches >= data.num_rows // batch_rows
         assert top.host_syncs <= 3 * top.input_batches + 1, (batch_rows, top.host_syncs, top.input_batches)
+
+
+@pytest.mark.parametrize("function", ["row_number", "rank", "dense_rank"])
+def test_partition_ranks_sort_one_word_without_a_lexsort_and_rank_as_one(device, device_name, function, monkeypatch):
+    """A cut sorts by one sort word then stably by narrow partition ids (two radix-friendly sorts), never by a
+    two-key lexsort of 64-bit words; ranks and numbers equal those of the reference order."""
+    import numpy as np
+
+    from gpu_engine.operators.top_n_row_number import partition_ranks
+
+    rng = np.random.default_rng(5)
+    n = 40 if device_name == "cuda-sim" else 2000
+    ids = rng.integers(0, 7, n).astype(np.int32)
+    words = rng.integers(0, 5, (1, n)).astype(np.uint64)
+    if device_name == "cpu":
+        monkeypatch.setattr(np, "lexsort", lambda *a, **k: pytest.fail("a lexsort over one sort word"))
+    xp = device.xp
+    order, values, numbers = (device.to_host(a) for a in partition_ranks(device, xp.asarray(ids), xp.asarray(words),
+                                                                         function, True, 7))
+    assert sorted(order.tolist()) == list(range(n))
+    assert (np.diff(ids[order]) >= 0).all()  # by partition, then by word inside each
+    same = ids[order][1:] == ids[order][:-1]
+    assert (np.diff(words[0, order])[same] >= 0).all()
+    for p in range(7):
+        mine = words[0, order][ids[order] == p]
+        expected = {"row_number": np.arange(1, len(mine) + 1),
+                    "rank": np.searchsorted(mine, mine, side="left") + 1,
+                    "dense_rank": np.searchsorted(np.unique(mine), mine) + 1}[function]
+        assert values[ids[order] == p].tolist() == expected.tolist()
+        assert numbers[ids[order] == p].tolist() == list(range(1, len(mine) + 1))
