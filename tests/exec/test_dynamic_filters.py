@@ -323,6 +323,26 @@ def test_keep_into_tests_arrow_buffers_exactly():
     assert keep.tolist() == [False, True, False, False, True]
 
 
+def test_a_host_batch_whose_filter_keeps_few_rows_is_cut_before_conversion(files, reference, monkeypatch):
+    """Of the 80 probe rows read the filter keeps 3: on the host only those 3 are converted to the engine's layout
+    (a gather map over the whole batch converted all 80, which cost TPC-DS q7 what its filters saved)."""
+    from gpu_engine.columnar.batch import Batch
+
+    converted = []
+    from_arrow = Batch.from_arrow.__func__
+
+    def counting(cls, data, device):
+        if "v" in data.schema.names:  # the probe side's (fact's) batches
+            converted.append(data.num_rows)
+        return from_arrow(cls, data, device)
+
+    monkeypatch.setattr(Batch, "from_arrow", classmethod(counting))
+    session = _session("cpu", files)
+    result = session.execute(_plan(session, "inner"))
+    assert_same_rows(result, duckdb_table(reference, "SELECT k, s, v, tag FROM fact JOIN dim ON k = dk"))
+    assert _scan_counts(session) == (10, DROPPED) and sum(converted) == 3
+
+
 def test_cut_record_batches_cuts_only_sparse_selections():
     import numpy as np
 
