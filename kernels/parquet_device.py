@@ -48,36 +48,18 @@ from numba import cuda, int64, njit
 from numba.extending import register_jitable
 
 from gpu_engine.kernels.launch import launch_cuda
+# The page table (its columns, and plan_chunk, which fills it) is planned with the host decoder's header parser.
 from gpu_engine.kernels.parquet_pages import (
-    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, SNAPPY_MAX_RATIO, UNSUPPORTED, _BAD_BIT_WIDTH,
-    _BAD_COMPRESSED, _BAD_COUNTS, _BAD_DICTIONARY, _BAD_INDEX, _BAD_LEVELS, _BAD_SIZES, _DATA_PAGE, _DATA_PAGE_V2,
-    _DICTIONARY_PAGE, _EXTRA_VALUES, _MISSING_VALUES, _NO_DICTIONARY, _PLAIN, _PLAIN_DICTIONARY, _RLE,
-    _RLE_DICTIONARY, _SHORT_VALUES, _SKIP_PAGE, _page_header,
+    _AT, _BAD_BIT_WIDTH, _BAD_COMPRESSED, _BAD_COUNTS, _BAD_DICTIONARY, _BAD_INDEX, _BAD_LEVELS, _BAD_SIZES, _BODY,
+    _CHUNK, _COMPRESSED, _DATA, _DATA_LEN, _DATA_PAGE, _DATA_PAGE_V2, _DECOMPRESS, _DICT, _DICT_COUNT,
+    _DICTIONARY_PAGE, _ENCODING, _EXTRA_VALUES, _INDEX, _KIND, _MISSING_VALUES, _NO_DICTIONARY, _PENDING, _PLAIN,
+    _PLAIN_DICTIONARY, _PREFIX, _RLE, _RLE_DICTIONARY, _ROW, _SHORT_VALUES, _SKIP_PAGE, _V2_NULLS, _V2_ROWS, _VALUES,
+    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, FIELDS, SNAPPY_MAX_RATIO, UNSUPPORTED, _page_header,
+    plan_chunk,
 )
 
 __all__ = ["plan_chunk", "precompile_calls", "new_page_table", "data_pages_of", "dictionary_encoded", "decode_pages",
            "first_failure", "FIELDS", "LAUNCHES_PER_COLUMN"]
-
-# Columns of a page table row (int64).
-_KIND = 0  # _DATA_PAGE, _DATA_PAGE_V2 or _DICTIONARY_PAGE
-_BODY = 1  # the page body's first byte in the staged chunk bytes
-_COMPRESSED = 2  # the body's bytes
-_DATA = 3  # where the page's uncompressed bytes go in the device page buffer
-_DATA_LEN = 4  # how many
-_PREFIX = 5  # a v2 page's level bytes (never compressed)
-_DECOMPRESS = 6  # 1: Snappy after the prefix; 0: copy the body as it is
-_VALUES = 7  # the page's values (with nulls)
-_ENCODING = 8
-_V2_NULLS = 9
-_V2_ROWS = 10
-_ROW = 11  # the page's first row in the decoded column
-_DICT = 12  # the row of this chunk's dictionary page, -1 when none came before
-_DICT_COUNT = 13  # the dictionary's values
-_PENDING = 14  # a status the host found in the header, reported once the page's bytes uncompressed
-_INDEX = 15  # the page's index in its chunk (as the host decoder counts pages, the dictionary page first)
-_AT = 16  # the page header's first byte in the file
-_CHUNK = 17  # which chunk of the column (row group order)
-FIELDS = 18
 
 #: Kernel launches :func:`decode_pages` makes for a column of any number of pages and chunks.
 LAUNCHES_PER_COLUMN = 3
@@ -86,117 +68,6 @@ LAUNCHES_PER_COLUMN = 3
 def new_page_table(capacity: int = 16) -> np.ndarray:
     """Return an empty page table with room for ``capacity`` pages (:func:`plan_chunk` grows it)."""
     return np.zeros((max(1, capacity), FIELDS), np.int64)
-
-
-# ----------------------------------------------------------------- host: the page table
-@njit(nogil=True, cache=True)
-def plan_chunk(buf, start, length, codec, max_definition, rows, width, chunk, stage, first_row, data, table, count):
-    """Append the pages of one column chunk to ``table``; return ``(status, page, at, table, count, data)``.
-
-    ``buf`` is the file's bytes and ``buf[start:start + length]`` the chunk, which will lie at ``stage``
-    in the staged bytes; its rows start at ``first_row`` of the column and its uncompressed pages at
-    ``data`` of the page buffer. ``table`` holds ``count`` pages so far (grown and handed back).
-
-    ``status`` is :data:`DECODED`, :data:`UNSUPPORTED` (the column goes to the host decoder) or a
-    corruption found in the headers that the host decoder would report after the chunk's earlier
-    pages (those were appended; ``page`` and ``at`` name the bad one). A corruption the host decoder
-    reports only after uncompressing the page is put in the page's ``_PENDING`` field instead, and the
-    chunk ends there with :data:`DECODED`. ``data`` comes back past the chunk's uncompressed pages.
-    """
-    header = np.empty(16, np.int64)
-    page = np.empty(16, np.int64)
-    end = start + length
-    if codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY or max_definition > 1:
-        return UNSUPPORTED, 0, start, table, count, data
-    if start < 0 or length < 0 or end > buf.shape[0]:
-        return CORRUPT, 0, start, table, count, data
-    pos = start
-    row = 0
-    index = -1
-    dictionary = -1
-    dictionary_count = 0
-    while pos < end:
-        index += 1
-        at = pos
-        status, pos = _page_header(buf, pos, end, header, page)
-        if status == _SKIP_PAGE:
-            continue
-        if status != DECODED:
-            return status, index, at, table, count, data
-        kind = header[1]
-        uncompressed = header[2]
-        compressed = header[3]
-        body = pos
-        pos += compressed
-        prefix = 0
-        if kind == _DATA_PAGE_V2:
-            if page[6] > 0:
-                return _BAD_SIZES, index, at, table, count, data
-            prefix = page[5]
-            if prefix > compressed or prefix > uncompressed:
-                return _BAD_SIZES, index, at, table, count, data
-        decompress = codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0)
-        if decompress:
-            if uncompressed - prefix > SNAPPY_MAX_RATIO * (compressed - prefix):
-                return _BAD_COMPRESSED, index, at, table, count, data
-            data_length = uncompressed
-        else:
-            data_length = compressed
-        if count == table.shape[0]:
-            grown = np.zeros((2 * table.shape[0], table.shape[1]), np.int64)
-            grown[:count] = table[:count]
-            table = grown
-        entry = table[count]
-        entry[:] = 0
-        entry[_KIND] = kind
-        entry[_BODY] = stage + body - start
-        entry[_COMPRESSED] = compressed
-        entry[_DATA] = data
-        entry[_DATA_LEN] = data_length
-        entry[_PREFIX] = prefix
-        entry[_DECOMPRESS] = 1 if decompress else 0
-        entry[_ROW] = first_row + row
-        entry[_DICT] = dictionary
-        entry[_DICT_COUNT] = dictionary_count
-        entry[_INDEX] = index
-        entry[_AT] = at
-        entry[_CHUNK] = chunk
-        count += 1
-        data += data_length
-        # What the host decoder checks once the page is uncompressed (parquet_pages.decode_chunk, in its order).
-        if kind == _DICTIONARY_PAGE:
-            values = page[1]
-            if dictionary >= 0 or row > 0:
-                entry[_PENDING] = _BAD_DICTIONARY
-                return DECODED, index, at, table, count, data
-            if page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
-                return UNSUPPORTED, index, at, table, count, data
-            if values * width > data_length:
-                entry[_PENDING] = _BAD_DICTIONARY
-                return DECODED, index, at, table, count, data
-            entry[_VALUES] = values
-            entry[_DICT_COUNT] = values
-            dictionary = count - 1
-            dictionary_count = values
-            continue
-        values = page[1]
-        encoding = page[2] if kind == _DATA_PAGE else page[4]
-        entry[_VALUES] = values
-        entry[_ENCODING] = encoding
-        if kind == _DATA_PAGE_V2:
-            entry[_V2_NULLS] = page[2]
-            entry[_V2_ROWS] = page[3]
-        if row + values > rows:
-            entry[_PENDING] = _EXTRA_VALUES
-            return DECODED, index, at, table, count, data
-        if max_definition == 1 and kind == _DATA_PAGE and page[3] != _RLE:
-            return UNSUPPORTED, index, at, table, count, data
-        if encoding != _PLAIN and encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY:
-            return UNSUPPORTED, index, at, table, count, data
-        row += values
-    if row < rows:
-        return _MISSING_VALUES, index + 1, end, table, count, data
-    return DECODED, index + 1, end, table, count, data
 
 
 # ----------------------------------------------------------------- device functions

@@ -40,6 +40,9 @@ __all__ = [
     "UNSUPPORTED",
     "CORRUPT",
     "check_page_counts",
+    "plan_chunk",
+    "COUNTS_ONLY",
+    "FIELDS",
     "dictionary_values",
     "describe",
     "first_invalid_utf8",
@@ -713,23 +716,70 @@ def _definition_levels(data, at, stop, kind, page, prefix, max_definition, value
     return DECODED, at + size, present, levels
 
 
-@njit(nogil=True, cache=True)
-def check_page_counts(buf, start, length, rows):
-    """Read only a column chunk's page headers: return ``(status, page, at)``, DECODED when its data pages hold ``rows`` values.
+# ----------------------------------------------------------------- the device decoder's page table
+# Columns of a page table row (int64): one row a page of the column chunks a device decode takes
+# (:func:`plan_chunk` fills it, :mod:`gpu_engine.kernels.parquet_device`'s kernels read it).
+_KIND = 0  # _DATA_PAGE, _DATA_PAGE_V2 or _DICTIONARY_PAGE
+_BODY = 1  # the page body's first byte in the staged chunk bytes
+_COMPRESSED = 2  # the body's bytes
+_DATA = 3  # where the page's uncompressed bytes go in the device page buffer
+_DATA_LEN = 4  # how many
+_PREFIX = 5  # a v2 page's level bytes (never compressed)
+_DECOMPRESS = 6  # 1: Snappy after the prefix; 0: copy the body as it is
+_VALUES = 7  # the page's values (with nulls)
+_ENCODING = 8
+_V2_NULLS = 9
+_V2_ROWS = 10
+_ROW = 11  # the page's first row in the decoded column
+_DICT = 12  # the row of this chunk's dictionary page, -1 when none came before
+_DICT_COUNT = 13  # the dictionary's values
+_PENDING = 14  # a status the host found in the header, reported once the page's bytes uncompressed
+_INDEX = 15  # the page's index in its chunk (as the host decoder counts pages, the dictionary page first)
+_AT = 16  # the page header's first byte in the file
+_CHUNK = 17  # which chunk of the column (row group order)
+FIELDS = 18
 
-    Why: a chunk the decoder leaves to pyarrow is still checked for the counts pyarrow does not
-    compare (a page declaring one value too many shifts an optional column's later rows there; a
-    row group's ``num_rows`` one short drops rows). For a column that is not repeated, values are rows.
-    ``page`` and ``at`` name the page a corruption is about (its index, and its first byte).
+#: The codec :func:`plan_chunk` takes to only check the counts (:func:`check_page_counts`): no page is planned.
+COUNTS_ONLY = -1
+
+
+@njit(nogil=True, cache=True)
+def plan_chunk(buf, start, length, codec, max_definition, rows, width, chunk, stage, first_row, data, table, count):
+    """Walk one column chunk's page headers once: check its value counts and append its pages to a page table.
+
+    Why one walk: the device decoder needs both the host decoder's count check (:func:`check_page_counts`,
+    the first error a read reports) and a page table; reading each chunk's headers once per piece serves
+    both. Returns ``(status, page, at, table, count, data, counts_status, counts_page, counts_at)``.
+
+    The last three are :func:`check_page_counts`'s answer for ``rows`` rows. The first six plan the
+    pages for the device: ``buf`` is the file's bytes and ``buf[start:start + length]`` the chunk, which
+    will lie at ``stage`` in the staged bytes; its rows start at ``first_row`` of the column and its
+    uncompressed pages at ``data`` of the page buffer. ``table`` holds ``count`` pages so far (grown and
+    handed back). ``status`` is :data:`DECODED`, :data:`UNSUPPORTED` (the column goes to the host decoder)
+    or a corruption found in the headers that the host decoder would report after the chunk's earlier
+    pages (those were appended; ``page`` and ``at`` name the bad one). A corruption the host decoder
+    reports only after uncompressing the page is put in the page's ``_PENDING`` field instead, and the
+    plan ends there with :data:`DECODED`. ``data`` comes back past the chunk's uncompressed pages. A
+    ``codec`` of ``COUNTS_ONLY`` plans nothing (:data:`UNSUPPORTED`) and only checks the counts.
     """
     header = np.empty(16, np.int64)
     page = np.empty(16, np.int64)
     end = start + length
+    planning = True
+    plan_status, plan_page, plan_at = DECODED, 0, start
+    if codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY or max_definition > 1:
+        planning = False
+        plan_status = UNSUPPORTED
     if start < 0 or length < 0 or end > buf.shape[0]:
-        return CORRUPT, 0, start
+        if planning:
+            plan_status = CORRUPT
+        return plan_status, plan_page, plan_at, table, count, data, CORRUPT, 0, start
     pos = start
-    total = 0
+    total = 0  # values of the data pages so far (the count check)
+    row = 0  # values of the planned data pages
     index = -1
+    dictionary = -1
+    dictionary_count = 0
     while pos < end:
         index += 1
         at = pos
@@ -737,15 +787,102 @@ def check_page_counts(buf, start, length, rows):
         if status == _SKIP_PAGE:
             continue
         if status != DECODED:
-            return status, index, at
-        pos += header[3]
-        if header[1] != _DICTIONARY_PAGE:
+            if planning:
+                plan_status, plan_page, plan_at = status, index, at
+            return plan_status, plan_page, plan_at, table, count, data, status, index, at
+        kind = header[1]
+        uncompressed = header[2]
+        compressed = header[3]
+        body = pos
+        pos += compressed
+        if planning:
+            planning = False  # until the page is planned to the end
+            prefix = 0
+            decompress = codec == CODEC_SNAPPY and not (kind == _DATA_PAGE_V2 and page[7] == 0)
+            if kind == _DATA_PAGE_V2:
+                prefix = page[5]
+            if kind == _DATA_PAGE_V2 and (page[6] > 0 or prefix > compressed or prefix > uncompressed):
+                plan_status, plan_page, plan_at = _BAD_SIZES, index, at
+            elif decompress and uncompressed - prefix > SNAPPY_MAX_RATIO * (compressed - prefix):
+                plan_status, plan_page, plan_at = _BAD_COMPRESSED, index, at
+            else:
+                data_length = uncompressed if decompress else compressed
+                if count == table.shape[0]:
+                    grown = np.zeros((2 * table.shape[0], table.shape[1]), np.int64)
+                    grown[:count] = table[:count]
+                    table = grown
+                entry = table[count]
+                entry[:] = 0
+                entry[_KIND] = kind
+                entry[_BODY] = stage + body - start
+                entry[_COMPRESSED] = compressed
+                entry[_DATA] = data
+                entry[_DATA_LEN] = data_length
+                entry[_PREFIX] = prefix
+                entry[_DECOMPRESS] = 1 if decompress else 0
+                entry[_ROW] = first_row + row
+                entry[_DICT] = dictionary
+                entry[_DICT_COUNT] = dictionary_count
+                entry[_INDEX] = index
+                entry[_AT] = at
+                entry[_CHUNK] = chunk
+                count += 1
+                data += data_length
+                values = page[1]
+                # What the host decoder checks once the page is uncompressed (decode_chunk, in its order).
+                if kind == _DICTIONARY_PAGE:
+                    if dictionary >= 0 or row > 0:
+                        entry[_PENDING] = _BAD_DICTIONARY
+                        plan_status, plan_page, plan_at = DECODED, index, at
+                    elif page[2] != _PLAIN and page[2] != _PLAIN_DICTIONARY:
+                        plan_status, plan_page, plan_at = UNSUPPORTED, index, at
+                    elif values * width > data_length:
+                        entry[_PENDING] = _BAD_DICTIONARY
+                        plan_status, plan_page, plan_at = DECODED, index, at
+                    else:
+                        entry[_VALUES] = values
+                        entry[_DICT_COUNT] = values
+                        dictionary = count - 1
+                        dictionary_count = values
+                        planning = True
+                else:
+                    encoding = page[2] if kind == _DATA_PAGE else page[4]
+                    entry[_VALUES] = values
+                    entry[_ENCODING] = encoding
+                    if kind == _DATA_PAGE_V2:
+                        entry[_V2_NULLS] = page[2]
+                        entry[_V2_ROWS] = page[3]
+                    if row + values > rows:
+                        entry[_PENDING] = _EXTRA_VALUES
+                        plan_status, plan_page, plan_at = DECODED, index, at
+                    elif max_definition == 1 and kind == _DATA_PAGE and page[3] != _RLE or (
+                            encoding != _PLAIN and encoding != _PLAIN_DICTIONARY and encoding != _RLE_DICTIONARY):
+                        plan_status, plan_page, plan_at = UNSUPPORTED, index, at
+                    else:
+                        row += values
+                        planning = True
+        if kind != _DICTIONARY_PAGE:
             total += page[1]
             if total > rows:
-                return _EXTRA_VALUES, index, at
-    if total < rows:
-        return _MISSING_VALUES, index + 1, end
-    return DECODED, index + 1, end
+                return plan_status, plan_page, plan_at, table, count, data, _EXTRA_VALUES, index, at
+    counts_status = _MISSING_VALUES if total < rows else DECODED
+    if planning:
+        plan_status, plan_page, plan_at = counts_status, index + 1, end
+    return plan_status, plan_page, plan_at, table, count, data, counts_status, index + 1, end
+
+
+@njit(nogil=True, cache=True)
+def check_page_counts(buf, start, length, rows):
+    """Read only a column chunk's page headers: return ``(status, page, at)``, DECODED when its data pages hold ``rows`` values.
+
+    Why: a chunk the decoder leaves to pyarrow is still checked for the counts pyarrow does not
+    compare (a page declaring one value too many shifts an optional column's later rows there; a
+    row group's ``num_rows`` one short drops rows). For a column that is not repeated, values are rows.
+    ``page`` and ``at`` name the page a corruption is about (its index, and its first byte). The walk
+    is :func:`plan_chunk`'s, planning no page.
+    """
+    walked = plan_chunk(buf, start, length, COUNTS_ONLY, 0, rows, 0, 0, 0, 0, 0, np.zeros((1, FIELDS), np.int64), 0)
+    return walked[6], walked[7], walked[8]
 
 
 @njit(nogil=True, cache=True)

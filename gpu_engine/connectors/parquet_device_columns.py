@@ -46,13 +46,13 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, array_buffer, prepare_run
 from gpu_engine.columnar.types import normalize_type, physical_dtype
 from gpu_engine.connectors.parquet_columns import (
-    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _check_page_counts, _chunk_layout, _corrupt, _file_bytes,
+    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes,
 )
 from gpu_engine.device import Device
 from gpu_engine.kernels.parquet_device import (
     data_pages_of, decode_pages, dictionary_encoded, first_failure, new_page_table, plan_chunk,
 )
-from gpu_engine.kernels.parquet_pages import UNSUPPORTED
+from gpu_engine.kernels.parquet_pages import COUNTS_ONLY, DECODED, UNSUPPORTED
 
 __all__ = ["ColumnPages", "DevicePiece", "plan_device_columns", "decode_device_columns", "read_device_columns",
            "prepare_device_piece"]
@@ -108,7 +108,6 @@ def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
         codecs = layout.codecs[groups, index]
         if (codecs < 0).any():
             continue
-        _check_page_counts(path, layout, groups, name)  # as the host decoder does first: the same errors, in order
         dtype = np.dtype(_PHYSICAL[layout.physical[index]])
         max_definition = layout.max_definition[index]
         starts, lengths = layout.starts[groups, index], layout.lengths[groups, index]
@@ -116,17 +115,25 @@ def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
         table = new_page_table(4 * len(groups))
         count = stage = row = data = 0
         chunk_errors = []
-        for chunk, (start, length, codec, rows) in enumerate(zip(starts.tolist(), lengths.tolist(), codecs.tolist(),
-                                                                 counts.tolist())):
+        planning = True
+        # One walk of each chunk's headers: the host decoder's count check (its first error, in row group order)
+        # and, until a chunk's layout is one the kernels do not take, the page table.
+        for chunk, (group, start, length, codec, rows) in enumerate(zip(groups.tolist(), starts.tolist(),
+                                                                        lengths.tolist(), codecs.tolist(),
+                                                                        counts.tolist())):
+            walked = plan_chunk(file_bytes, start, length, codec if planning else COUNTS_ONLY, max_definition, rows,
+                                dtype.itemsize, chunk, stage, row, data, table, count)
+            status, page, at, table, count, data, counts_status, counts_page, counts_at = walked
+            if layout.flat[index] and counts_status != DECODED:
+                raise _corrupt(path, name, group, counts_status, counts_page, counts_at)
+            if not planning or status == UNSUPPORTED:
+                planning = False
+                continue
             staged[stage:stage + length] = file_bytes[start:start + length]
-            status, page, at, table, count, data = plan_chunk(file_bytes, start, length, codec, max_definition, rows,
-                                                              dtype.itemsize, chunk, stage, row, data, table, count)
-            if status == UNSUPPORTED:
-                break
             chunk_errors.append((int(status), int(page), int(at)))
             stage += length
             row += rows
-        else:
+        if planning:
             planned[name] = ColumnPages(path, name, tuple(groups.tolist()), arrow_type, dtype, max_definition, row,
                                         staged, np.ascontiguousarray(table[:count]), int(data), tuple(chunk_errors))
     return planned
