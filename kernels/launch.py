@@ -24,19 +24,18 @@ array argument of every launch.
 
 from __future__ import annotations
 
-import threading
 from typing import Any, Callable
 
 from numba import cuda
 
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
+from gpu_engine.exec.made_once import MadeOnce
 from gpu_engine.kernels.driver_launch import launch_through_driver
 
 __all__ = ["launch_cuda", "launch_twin", "launch_stream"]
 
-_NUMBA_STREAMS: dict[int, Any] = {}  # CUDA stream handle -> numba's wrapper of it
-_NUMBA_STREAMS_LOCK = threading.Lock()
+_NUMBA_STREAMS: MadeOnce[int, Any] = MadeOnce()  # CUDA stream handle -> numba's wrapper of it
 _cai_sync_disabled = False
 
 
@@ -69,13 +68,7 @@ def launch_stream(device: Device) -> Any:
     handle = int(device.xp.cuda.get_current_stream().ptr)
     if handle == 0:
         return None
-    stream = _NUMBA_STREAMS.get(handle)
-    if stream is None:
-        with _NUMBA_STREAMS_LOCK:
-            stream = _NUMBA_STREAMS.get(handle)
-            if stream is None:
-                stream = _NUMBA_STREAMS[handle] = cuda.external_stream(handle)
-    return stream
+    return _NUMBA_STREAMS.get(handle, lambda: cuda.external_stream(handle))
 
 
 def launch_cuda(device: Device, kernel: Any, n: int, *arguments: Any, max_blocks: int | None = None) -> None:

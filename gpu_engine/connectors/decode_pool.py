@@ -29,10 +29,10 @@ from __future__ import annotations
 
 import functools
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from gpu_engine.errors import DataSourceError
+from gpu_engine.exec.made_once import MadeOnce
 
 __all__ = ["DECODE_THREADS_VARIABLE", "DECODE_THREAD_PREFIX", "MAX_DEFAULT_DECODE_THREADS", "decode_pool",
            "default_decode_threads"]
@@ -44,8 +44,7 @@ DECODE_THREAD_PREFIX = "gpu_engine-decode"
 #: copy, and a 100-core host would keep 100 threads for it.
 MAX_DEFAULT_DECODE_THREADS = 16
 
-_pools: dict[int, ThreadPoolExecutor] = {}
-_pools_lock = threading.Lock()
+_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce()
 
 
 def default_decode_threads(reserved: int = 0) -> int:
@@ -83,11 +82,5 @@ def decode_pool(threads: int) -> ThreadPoolExecutor | None:
     """Return the process's pool of ``threads`` decode threads (made on first use), or None for 0 threads."""
     if threads <= 0:
         return None
-    pool = _pools.get(threads)
-    if pool is None:
-        with _pools_lock:
-            pool = _pools.get(threads)
-            if pool is None:
-                pool = _pools[threads] = ThreadPoolExecutor(max_workers=threads,
-                                                            thread_name_prefix=f"{DECODE_THREAD_PREFIX}-{threads}")
-    return pool
+    return _pools.get(threads, lambda: ThreadPoolExecutor(max_workers=threads,
+                                                          thread_name_prefix=f"{DECODE_THREAD_PREFIX}-{threads}"))

@@ -18,6 +18,7 @@ import pytest
 from gpu_engine import Session
 from gpu_engine.device import Device
 from gpu_engine.exec import driver_stream
+from gpu_engine.exec.made_once import MadeOnce
 from gpu_engine.kernels import launch
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
 
@@ -201,7 +202,7 @@ def test_kernels_launch_on_cupys_current_stream(fake_gpu, monkeypatch):
 
     monkeypatch.setattr(launch.cuda, "external_stream", external_stream, raising=False)
     monkeypatch.setattr(launch, "_cai_sync_disabled", True)
-    monkeypatch.setattr(launch, "_NUMBA_STREAMS", {})
+    monkeypatch.setattr(launch, "_NUMBA_STREAMS", MadeOnce())
     kernel = RecordingKernel()
 
     launch.launch_cuda(device, kernel, 10)  # the legacy default stream: no stream argument
