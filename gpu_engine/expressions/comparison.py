@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_numeric, is_string, is_temporal
-from gpu_engine.device import Device, get_device
+from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions import strings, temporal
-from gpu_engine.expressions.literals import _arrow_value, literal_column
+from gpu_engine.expressions.literals import literal_column, literal_values_column
 from gpu_engine.expressions.logical import kleene_or
 from gpu_engine.expressions.nulls import all_null_bools, and_validity
 from gpu_engine.expressions.numeric import POWERS_OF_TEN, as_float, as_words, needs_words, scale_of
@@ -230,7 +230,7 @@ def _keys_of(values: tuple[Literal, ...], operand_type: pa.DataType) -> tuple[An
     if kind is None or any(v.dtype != value_type for v in present):
         return None, False, None
     try:
-        column = Column.from_arrow(pa.array([_arrow_value(v) for v in present], type=value_type), get_device("cpu"))
+        column = literal_values_column(present, value_type)
     except (pa.ArrowException, ValueError, TypeError, ArithmeticError):
         return None, False, None  # the comparisons name the literal that fails
     has_nan = False

@@ -70,7 +70,7 @@ def compare_signs(device: Device, left: Column, right: Column) -> Any:
 def compare_signs_to_literal(device: Device, column: Column, value: str) -> Any:
     """Return per-row signs of column vs a constant, comparing each dictionary value once."""
     xp = device.xp
-    literal = Column.from_arrow(pa.array([value], type=pa.string()), device)
+    literal = Column.from_strings([value], device)
 
     def signs(offsets: Any, chars: Any) -> Any:
         count = int(offsets.shape[0]) - 1

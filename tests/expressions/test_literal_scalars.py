@@ -53,3 +53,50 @@ def test_other_literals_still_go_through_arrow():
     assert _plain_scalar(Literal(datetime.date(2020, 1, 2), pa.date32())) is None
     assert _plain_scalar(Literal(3, pa.float64())) is None  # an int of a float type: Arrow decides
     assert literal_scalar(Literal(decimal.Decimal("1.25"), pa.decimal128(5, 2))) == 125
+
+
+def _decimal_literals():
+    import decimal
+
+    texts = ("0", "1.25", "-1.25", "12.345", "-0.005", "999.99", "1000.00", "99999999999999.9999", "0.5", "-0")
+    types = (pa.decimal128(5, 2), pa.decimal128(7, 2), pa.decimal128(18, 4), pa.decimal128(3, 0), pa.decimal128(38, 2))
+    return [Literal(decimal.Decimal(text), dtype) for dtype in types for text in texts] + \
+        [Literal(2.5, pa.decimal128(5, 2)), Literal(7, pa.decimal128(4, 1))]
+
+
+def _date_literals():
+    import datetime
+
+    return [Literal(value, pa.date32()) for value in (datetime.date(1970, 1, 1), datetime.date(1, 1, 1),
+                                                      datetime.date(9999, 12, 31), datetime.date(1969, 12, 31),
+                                                      "1998-09-02", datetime.datetime(2020, 5, 6, 7, 8))]
+
+
+@pytest.mark.parametrize("literal", _decimal_literals() + _date_literals()
+                         + [Literal(v, t) for t in (pa.int8(), pa.int32(), pa.uint64()) for v in INTEGERS]
+                         + [Literal(v, pa.float64()) for v in FLOATS[:6]], ids=repr)
+def test_a_literal_column_holds_what_arrow_converts(literal):
+    """``literal_values_column`` builds dates, decimals and numbers without ``pa.array`` (which imports pandas);
+    it holds exactly Arrow's values, and a value Arrow refuses is refused as Arrow refuses it."""
+    from gpu_engine.expressions.literals import _arrow_value, literal_values_column
+
+    try:
+        expected = Column.from_arrow(pa.array([_arrow_value(literal)], type=literal.dtype), get_device("cpu"))
+    except Exception as error:  # noqa: BLE001 - the same refusal either way
+        with pytest.raises(type(error)):
+            literal_values_column([literal], literal.dtype)
+        return
+    actual = literal_values_column([literal], literal.dtype)
+    assert actual.dtype == expected.dtype and actual.data.dtype == expected.data.dtype
+    np.testing.assert_array_equal(actual.data, expected.data)
+    assert actual.validity is None and expected.validity is None
+
+
+def test_string_columns_from_python_are_what_arrow_makes():
+    for values in ([], [""], ["a", "", "héllo", "日本語"], ["x"] * 3):
+        expected = Column.from_arrow(pa.array(values, type=pa.string()), get_device("cpu"))
+        actual = Column.from_strings(values, get_device("cpu"))
+        assert actual.dtype == expected.dtype and actual.validity is None and actual.dictionary is None
+        np.testing.assert_array_equal(actual.offsets, expected.offsets)
+        np.testing.assert_array_equal(actual.data, expected.data)
+        assert actual.to_arrow(get_device("cpu")).to_pylist() == values
