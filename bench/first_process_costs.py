@@ -58,7 +58,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--numba-cache", help="a numba cache folder already filled by set-up (skips step 1)")
     parser.add_argument("--profile", help="write a cProfile of the execution phase here")
     parser.add_argument("--setup-without-placeholders", action="store_true",
-                        help="set-up as before static_kernels.PLACEHOLDER_MODULES (its TPC-H runs only): the 'before'")
+                        help="set-up without its placeholder kernels (static_kernels.compile_placeholder_kernels)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--no-write", action="store_true", help="print the report only")
