@@ -45,7 +45,8 @@ lock:
 # Set-up compiles the static kernels (query-independent: joins, grouping, sorting, decoding) once per machine, and
 # again only when their sources change; queries' generated kernels compile in the background as queries run.
 PRECOMPILED := $(VENV)/.static-kernels-compiled
-$(PRECOMPILED): $(INSTALLED) $(wildcard kernels/*.py) gpu_engine/codegen/static_kernels.py
+$(PRECOMPILED): $(INSTALLED) $(wildcard kernels/*.py) gpu_engine/codegen/static_kernels.py \
+		gpu_engine/exec/dynamic_filters.py
 	$(VENV_PYTHON) -m gpu_engine precompile
 	touch $(PRECOMPILED)
 

@@ -25,10 +25,10 @@ Then the static kernels those runs do not reach, or not with every argument
 type their callers give: each module in :data:`PLACEHOLDER_MODULES` says which
 (``precompile_calls(device)``: kernels paired with placeholder arguments of the
 types its callers pass), and each signature is compiled without running the
-kernel: the fused aggregation's host twins (string interning, slot
-compaction; they would otherwise compile in the compile process before a fused
-aggregation could switch tiers) and, where the device decoder runs, its host
-page planning. ``bench/first_process_costs.py`` lists
+kernel: the join-key filters' row tests (one signature per key width), the
+fused aggregation's host twins (string interning, slot compaction; they would
+otherwise compile in the compile process before a fused aggregation could
+switch tiers) and, where the device decoder runs, its host page planning. ``bench/first_process_costs.py`` lists
 the static kernels a new process still compiles after this step.
 """
 
@@ -83,6 +83,7 @@ TOUR_SQL = (
 #: Modules whose ``precompile_calls(device)`` pair static kernels with arguments of the types their callers
 #: pass, for kernels the TPC-H runs miss (a module adds itself here when it has such kernels).
 PLACEHOLDER_MODULES = (
+    "gpu_engine.exec.dynamic_filters",
     "gpu_engine.kernels.string_keys",
     "gpu_engine.kernels.slot_compaction",
     "gpu_engine.kernels.parquet_device",
@@ -100,19 +101,20 @@ class PrecompileSummary:
 
 
 def precompile_static_kernels(device: str = "cpu", data_dir: str | Path | None = None, progress=None,
-                              queries=None, tour=TOUR_SQL) -> PrecompileSummary:
+                              queries=None, tour=TOUR_SQL, placeholders: bool = True) -> PrecompileSummary:
     """Run TPC-H unfused at a tiny scale on ``device`` so numba compiles (and caches) the static kernels.
 
     ``data_dir`` is where the TPC-H files are generated (default: a temporary folder, removed after);
     ``progress`` is called with a line per step when given; ``queries`` (TPC-H numbers) defaults to all 22;
-    ``tour`` the SQL texts run beside them (default :data:`TOUR_SQL`).
+    ``tour`` the SQL texts run beside them (default :data:`TOUR_SQL`); ``placeholders=False`` leaves out
+    :func:`compile_placeholder_kernels`.
     """
     from gpu_engine import Session
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
     from gpu_engine.plans.tpch import PRIMER_SQL, TPCH_QUERY_NUMBERS, spec_sql
 
     started = time.perf_counter()
-    compiled, compile_seconds = compile_placeholder_kernels(device)
+    compiled, compile_seconds = compile_placeholder_kernels(device) if placeholders else (0, 0.0)
     runs = 0
     if progress is not None:
         progress(f"precompile: kernels no TPC-H run reaches: {compiled} compiled ({compile_seconds:.1f} s)")

@@ -73,8 +73,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.columnar.column import Column
     from gpu_engine.device import Device
 
-__all__ = ["KeyFilterTarget", "JoinKeyFilter", "DynamicFilters", "plan_key_filters", "FILTERING_JOINS",
-           "EXACT_SET_MAX_ROWS", "STRING_SET_MAX_VALUES"]
+__all__ = ["KeyFilterTarget", "JoinKeyFilter", "DynamicFilters", "plan_key_filters", "precompile_calls",
+           "FILTERING_JOINS", "EXACT_SET_MAX_ROWS", "STRING_SET_MAX_VALUES"]
 
 #: Join types whose unmatched probe rows give no output: a key filter may drop them at the probe's scan.
 FILTERING_JOINS = ("inner", "right", "left_semi", "right_semi", "right_anti")
@@ -460,7 +460,20 @@ def _bloom_keep(values, validity, offset, low, high, bits, shift, keep, first): 
     return dropped
 
 
-_NO_VALIDITY = np.zeros(0, dtype=np.uint8)
+def _read_only(array: np.ndarray) -> np.ndarray:
+    """Return ``array`` marked read-only (a view's flag, O(1)).
+
+    Why: numba compiles a kernel once per argument type, and a read-only array is a type of its own; a buffer
+    Arrow allocated is read-only, one over the engine's own NumPy array is not. Marked alike, the row tests
+    have one signature per integer width, which ``gpu-engine precompile`` compiles (:func:`precompile_calls`).
+    """
+    array.flags.writeable = False
+    return array
+
+
+_NO_VALIDITY = _read_only(np.zeros(0, dtype=np.uint8))
+#: The integer widths :func:`_raw_int_buffers` hands the row tests (dates as int32; uint64 keys get none).
+_RAW_WIDTHS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32)
 
 
 def _raw_int_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, int] | None:
@@ -476,10 +489,30 @@ def _raw_int_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, int] | No
     validity_buffer, data = array.buffers()[:2]
     if data is None:
         return None
-    values = np.frombuffer(data, dtype=numpy_type, count=array.offset + len(array))[array.offset:]
+    values = _read_only(np.frombuffer(data, dtype=numpy_type, count=array.offset + len(array))[array.offset:])
     if array.null_count == 0 or validity_buffer is None:
         return values, _NO_VALIDITY, 0
-    return values, np.frombuffer(validity_buffer, dtype=np.uint8), array.offset
+    return values, _read_only(np.frombuffer(validity_buffer, dtype=np.uint8)), array.offset
+
+
+def precompile_calls(device: "Device") -> list[tuple[Any, tuple]]:
+    """Return the row tests with arguments of every type :meth:`JoinKeyFilter.keep_into` and
+    :meth:`JoinKeyFilter.mask` give them (placeholders; ``gpu-engine precompile`` compiles each signature at
+    set-up, :mod:`gpu_engine.codegen.static_kernels`, so a fresh install's first join compiles none on a driver).
+    """
+    keep, bits = np.zeros(1, dtype=np.bool_), np.zeros(1, dtype=np.uint8)
+    calls = []
+    for width in _RAW_WIDTHS:
+        values = _read_only(np.zeros(1, dtype=width))
+        calls += [(_range_keep, (values, _NO_VALIDITY, 0, 0, 0, keep, True)),
+                  (_table_keep, (values, _NO_VALIDITY, 0, 0, 0, bits, keep, True)),
+                  (_bloom_keep, (values, _NO_VALIDITY, 0, 0, 0, bits, 0, keep, True))]
+    for writable in (True, False):  # mask() of a dictionary's values: int64 viewed (read-only) or converted
+        numbers = np.zeros(1, dtype=np.int64)
+        numbers.flags.writeable = writable
+        calls += [(_range_mask, (numbers, 0, 0, keep)), (_table_mask, (numbers, 0, 0, bits, keep)),
+                  (_bloom_mask, (numbers, 0, 0, bits, 0, keep))]
+    return calls
 
 
 #: Bytes of an exact bit table summarized by one flag, so that a row group's range is tested in O(range / 4096).

@@ -13,7 +13,8 @@ def test_precompile_leaves_nothing_for_the_same_queries_to_compile(tmp_path):
     from gpu_engine.plans.tpch import spec_sql
 
     lines = []
-    summary = precompile_static_kernels("cpu", data_dir=tmp_path, progress=lines.append, queries=(1, 3), tour=())
+    summary = precompile_static_kernels("cpu", data_dir=tmp_path, progress=lines.append, queries=(1, 3), tour=(),
+                                        placeholders=False)  # (their signatures: the test below)
     assert summary.queries == 3 * 3 and len(lines) == 4  # kernels no run reaches; primer, q1, q3 in three sessions
     session = Session(device="cpu", drivers=2, fuse=False)
     register_tpch(session, ensure_tpch(PRECOMPILE_SCALE_FACTOR, tmp_path / "tpch", progress=False))
@@ -41,7 +42,8 @@ def _fresh_dispatcher(dispatcher):
 def test_every_signature_the_callers_of_precompiled_kernels_run_is_one_precompile_compiles(tmp_path, monkeypatch):
     """Set-up compiles the kernels no TPC-H run reaches from placeholder arguments (``precompile_calls``); their
     callers, given every kind of input they take, must run only those signatures, or a first query compiles
-    one on a driver (numba types a read-only array, such as a memory-mapped file, apart from a writable one).
+    one on a driver (numba types a read-only array, such as a memory-mapped file or an Arrow buffer, apart from
+    a writable one).
     """
     import types
 
@@ -54,15 +56,32 @@ def test_every_signature_the_callers_of_precompiled_kernels_run_is_one_precompil
     from gpu_engine.connectors import parquet_device_columns
     from gpu_engine.connectors.parquet_columns import decodable_columns
     from gpu_engine.device import get_device
+    from gpu_engine.exec import dynamic_filters
+    from gpu_engine.exec.dynamic_filters import JoinKeyFilter
     from gpu_engine.kernels import parquet_device, slot_compaction, string_keys
 
-    kernels = [(string_keys, "_hash_strings_cpu"), (string_keys, "_intern_rows_cpu"),
+    kernels = [(dynamic_filters, f"_{kind}_{test}") for kind in ("range", "table", "bloom") for test in ("keep", "mask")]
+    kernels += [(string_keys, "_hash_strings_cpu"), (string_keys, "_intern_rows_cpu"),
                (slot_compaction, "_occupied_columns_cpu"), (parquet_device, "plan_chunk")]
     for module, name in kernels:
         monkeypatch.setattr(module, name, _fresh_dispatcher(getattr(module, name)))
     monkeypatch.setattr(parquet_device_columns, "plan_chunk", parquet_device.plan_chunk)
     cpu = get_device("cpu")
 
+    # join-key filters (range only, an exact bit table, a Bloom table) over int64, int32 and date keys (the other
+    # widths differ only in the placeholder's dtype; each would compile here), with and without NULLs, sliced, in
+    # buffers read-only (over bytes) or writable (Arrow's own, or over NumPy arrays), and dictionaries
+    keys = [pa.array([1, 5, None, 9], pa.int64()), pa.array([1, 5, 7], pa.int32()), pa.array([1, None], pa.date32()),
+            pa.array([3, 1 << 40, 5]), pa.array([1, 5, 5]).dictionary_encode(), pa.array(range(10)).slice(3, 4),
+            pa.array(np.arange(6, dtype=np.int32)), pa.array(np.arange(6, dtype=np.int64)).slice(1),
+            pa.array([4, 5], pa.int32()).dictionary_encode(),
+            pa.Array.from_buffers(pa.int32(), 3, [None, pa.py_buffer(np.arange(3, dtype=np.int32).tobytes())])]
+    for key_filter in (JoinKeyFilter("k", "int", 1, 9, None), JoinKeyFilter("k", "int", 1, 9, np.array([1, 5, 9])),
+                       JoinKeyFilter("k", "int", 0, 1 << 40, np.array([0, 1 << 40]))):
+        for key in keys:
+            key_filter.mask(key)
+            for first in (True, False):
+                key_filter.keep_into(key, np.ones(len(key), dtype=np.bool_), first)
     # a fused aggregation's host twins: interning plain, dictionary and sliced strings; compacting the slots
     table = string_keys.StringKeyTable(cpu)
     plain = pa.array(["a", "bb", None, "a", "ccc"] * 50)
