@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import itertools
 import math
 import numbers
 import threading
 import time
 from types import MappingProxyType
-from typing import Any, Mapping, Sequence
+from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
@@ -69,6 +71,7 @@ class Session:
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
         self._temporary: set[str] = set()  # the shared CTEs' tables registered now (Session.sql), not in plan_cache keys
+        self._cte_calls = _CallSlots()  # names the shared CTEs' tables of the calls running now
         self._executors = DriverExecutors()
         self._prepared = PreparedPlans()
 
@@ -323,8 +326,9 @@ class Session:
         """Return the registered tables but the temporary ones another call's shared CTEs hold now.
 
         Why: plan_cache keys a plan by the tables registered when it was planned; a temporary table comes and
-        goes with one call (its name is never used again), so counting it made every text planned meanwhile on
-        another thread miss and be planned again. No kept text reads one: texts over them are never kept.
+        goes with one call, so counting it made every text planned meanwhile on another thread miss and be
+        planned again. A kept text that reads one names it by the whole text's hash (``_CallSlots``): the same
+        name holds the same CTE's result whenever the lasting tables are the same objects.
         """
         tables = dict(self._tables)  # one atomic copy: another thread may register while this one reads
         for name in list(self._temporary):
@@ -363,7 +367,12 @@ class Session:
         A CTE the query reads more than once (TPC-H Q15's view) is computed
         once, first, into a temporary table the query then reads
         (:mod:`gpu_engine.sql.shared_ctes`); the text is planned whole first,
-        so errors point into it as written.
+        so errors point into it as written. The temporary tables are named by
+        a hash of the text and a slot free while the call runs: a text run
+        again reads tables of the same names, so the plans of its CTEs and of
+        the query over them come from :attr:`plan_cache` (planning them anew
+        on every run was a fifth of a warm TPC-DS q11), while calls running
+        at once still read tables of their own.
         """
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import bind_parameters
@@ -383,22 +392,50 @@ class Session:
         deadline = None if timeout is None else time.monotonic() + timeout
         with expansion.positions_as_written():
             plan = self.sql_plan(text, dialect=dialect)
-        shared, query = split_shared_ctes(text, dialect)
-        if not shared:
-            return self.execute(plan, _time_left(deadline, timeout))
+        with self._cte_calls.slot(text, dialect) as call:
+            shared, query = split_shared_ctes(text, dialect, call)
+            if not shared:
+                return self.execute(plan, _time_left(deadline, timeout))
+            try:
+                for cte in shared:
+                    # Kept in plan_cache: a text over temporary tables names them by this text and slot, so the
+                    # same names hold the same CTEs' results in a later call (the base tables unchanged: the key).
+                    plan = self.sql_plan(cte.sql, dialect)
+                    self._temporary.add(cte.table)
+                    self._tables[cte.table] = register_source(
+                        cte.table, self.execute(plan, _time_left(deadline, timeout)), None)
+                return self.execute(self.sql_plan(query, dialect), _time_left(deadline, timeout))
+            finally:
+                for cte in shared:
+                    self._tables.pop(cte.table, None)
+                    self._temporary.discard(cte.table)
+
+
+class _CallSlots:
+    """Name the calls of :meth:`Session.sql` that run at once with shared CTEs: ``<hash of the text>s<slot>``.
+
+    Why: a call's temporary tables are named after it; the same text run
+    again (one at a time, the usual case) gets slot 0 again, hence the same
+    table names, texts and kept plans, and a plan kept for one text never
+    meets another text's tables (the hash). Calls of one text running at once
+    get different slots.
+    """
+
+    def __init__(self):
+        self._lock = threading.Lock()
+        self._taken: set[tuple[str, int]] = set()
+
+    @contextlib.contextmanager
+    def slot(self, text: str, dialect: str) -> Iterator[str]:
+        digest = hashlib.blake2b(f"{dialect}\0{text}".encode(), digest_size=6).hexdigest()
+        with self._lock:
+            number = next(n for n in itertools.count() if (digest, n) not in self._taken)
+            self._taken.add((digest, number))
         try:
-            for index, cte in enumerate(shared):
-                # Kept in plan_cache while no temporary table is registered: later texts are planned over this
-                # call's temporary tables (names of their own), which no later call sees again.
-                plan = (self.sql_plan if index == 0 else self._plan_sql)(cte.sql, dialect)
-                self._temporary.add(cte.table)
-                self._tables[cte.table] = register_source(cte.table, self.execute(plan, _time_left(deadline, timeout)),
-                                                          None)
-            return self.execute(self._plan_sql(query, dialect), _time_left(deadline, timeout))
+            yield f"{digest}s{number}"
         finally:
-            for cte in shared:
-                self._tables.pop(cte.table, None)
-                self._temporary.discard(cte.table)
+            with self._lock:
+                self._taken.discard((digest, number))
 
 
 def check_timeout(timeout) -> float | None:

@@ -14,7 +14,9 @@ while the session's catalog holds exactly those objects under the same
 names: registering any table again, adding one or dropping one makes older
 entries miss (the Session leaves out of the key the temporary tables of
 shared CTEs, :mod:`gpu_engine.sql.shared_ctes`, which come and go with one
-call whose texts over them are never kept). A table object that was freed
+call: the texts over them name them by the whole text's hash and a slot, so
+a kept plan over them is used only by a later run of the same text, whose
+tables of those names hold the same CTEs). A table object that was freed
 never matches (weak references,
 so the cache keeps no table's data alive). Only successful plans are kept;
 an error is raised again by planning the text again.

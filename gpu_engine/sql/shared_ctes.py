@@ -75,27 +75,31 @@ def _references(tree: exp.Expression) -> dict[str, int]:
     return {name: count for name, count in references.items() if count >= 2}
 
 
-def split_shared_ctes(text: str, dialect: str = "duckdb") -> tuple[list[SharedCte], str]:
+def split_shared_ctes(text: str, dialect: str = "duckdb", call: str | None = None) -> tuple[list[SharedCte], str]:
     """Return the CTEs of ``text``'s outer WITH that are referenced twice or more, and the rest of the query.
 
     The CTEs come in WITH order (a later one may read an earlier one's table);
-    the query text reads them as tables, named anew per call (``__cte_<n>_<name>``:
-    two runs of one text at once never share a table). Nothing to split (no such
-    CTE, WITH RECURSIVE, or text that does not parse as one query: the planner
-    reports that) gives ``([], text)``.
+    the query text reads them as tables named ``__cte_<call>_<name>``. Without
+    ``call`` each call gets a new number (two runs of one text at once never
+    share a table). A caller that names its calls itself (the Session: a hash
+    of the text and a slot free while the call runs) gets the same texts for
+    the same call name, so their plans can be kept (:mod:`gpu_engine.sql.plan_cache`)
+    while concurrent runs still use tables of their own. Nothing to split (no
+    such CTE, WITH RECURSIVE, or text that does not parse as one query: the
+    planner reports that) gives ``([], text)``.
 
     A text is parsed once per process (:func:`_split_template`, the 256 most recent
     texts): a query with a WITH clause was parsed by sqlglot once more on every run.
     """
     if not _WITH.search(text):
         return [], text  # no CTE can be written without WITH: a long chain's text is not parsed twice
+    number = str(next(_NAMES)) if call is None else call
     if len(text) > _MAX_KEPT_TEXT or _MARK in text:
-        computed, query = _split(text, dialect, str(next(_NAMES)))
+        computed, query = _split(text, dialect, number)
         return list(computed), query
     computed, query = _split_template(text, dialect)
     if not computed:
         return [], text
-    number = str(next(_NAMES))
 
     def named(sql: str) -> str:
         return sql.replace(f"__cte_{_MARK}_", f"__cte_{number}_")

@@ -58,14 +58,30 @@ def test_errors_are_not_kept():
     assert session.sql("SELECT nope FROM t").to_pydict() == {"nope": [1]}
 
 
-def test_a_shared_cte_keeps_no_plan_over_its_temporary_table():
-    """Q15's shape: the temporary table's name is new per call, so the query over it is not kept."""
+def test_a_shared_cte_s_plans_are_kept_and_a_new_catalog_plans_them_again():
+    """Q15's shape: a text run again reads temporary tables of the same names, so nothing is planned again."""
     session = _session()
-    text = "WITH a AS (SELECT k, sum(v) AS s FROM t GROUP BY k) SELECT a.k FROM a, a AS b WHERE a.s = b.s ORDER BY 1"
+    text = ("WITH a AS (SELECT k, sum(v) AS s FROM t GROUP BY k), c AS (SELECT k, s FROM a WHERE s > 0) "
+            "SELECT a.k FROM a, a AS b, c, c AS d WHERE a.s = b.s AND c.k = a.k AND d.k = c.k ORDER BY 1")
     for _ in range(3):
         assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2, 3]}  # k 1 and 2 both sum to 3
-    assert len(session.plan_cache) == 2  # the whole text (planned first for its errors) and the CTE's own text
+    # the whole text (planned first for its errors), the two CTEs' texts and the query over their tables
+    assert len(session.plan_cache) == 4 and session.plan_cache.misses == 4
     assert not [t for t in session.catalog if t.startswith("__cte_")]
+    session.register("t", pa.table({"k": [1, 2], "v": [5, 5]}))  # new data: every text is planned again
+    assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2]}  # both sum to 5
+    assert session.plan_cache.misses == 8
+
+
+def test_calls_of_one_shared_cte_text_at_once_read_tables_of_their_own():
+    session = _session()
+    text = "WITH a AS (SELECT k, sum(v) AS s FROM t GROUP BY k) SELECT a.k FROM a, a AS b WHERE a.s = b.s ORDER BY 1"
+    calls = session._cte_calls
+    with calls.slot(text, "duckdb") as first, calls.slot(text, "duckdb") as second:
+        assert first != second  # a call running now holds slot 0: the next one gets slot 1
+        assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2, 3]}  # slot 2, while 0 and 1 are held
+    with calls.slot(text, "duckdb") as again, calls.slot("SELECT 1", "duckdb") as other:
+        assert again == first and other.split("s")[0] != first.split("s")[0]
 
 
 def test_the_cache_is_bounded_and_can_keep_nothing():
