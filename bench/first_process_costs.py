@@ -222,8 +222,8 @@ def main(argv: list[str] | None = None) -> None:
     subprocess.run([sys.executable, "-m", "bench.first_process_costs", *argv, "--child-output", str(output)],
                    env=environment, cwd=REPO_ROOT, check=True)
     child = json.loads(output.read_text())
-    generated_mirror = str(scratch / "generated").lstrip("/")  # numba keeps generated modules' files there too
-    added = sorted(p for p in cache_files(numba_cache) - before_files if not p.startswith(generated_mirror))
+    # numba keeps the generated modules' files there too, in a folder named after theirs ("generated_<hash>")
+    added = sorted(p for p in cache_files(numba_cache) - before_files if not p.startswith("generated"))
     command = "python -m bench.first_process_costs " + " ".join(argv)
     text = report(args, setup, child, added, command)
     print(text)
