@@ -47,7 +47,8 @@ __all__ = ["PLACEHOLDER_MODULES", "PRECOMPILE_SCALE_FACTOR", "TOUR_SQL", "Precom
 PRECOMPILE_SCALE_FACTOR = 0.001
 
 #: SQL over the TPC-H tables for the operators and types the 22 queries leave out (windows, variance and
-#: correlation, sums of doubles, grouping sets, set operations, outer joins, per-group top-N), run with the
+#: correlation, sums of doubles, grouping sets, set operations, outer joins, per-group top-N, medians and
+#: quantiles: kernels/order_statistics.py), run with the
 #: TPC-H texts. A new process after set-up listed what TPC-DS still compiled (``bench/first_process_costs.py``):
 #: window scans, moment aggregates, float sums and gathers of other types; these reach them by feature.
 TOUR_SQL = (
@@ -78,6 +79,8 @@ TOUR_SQL = (
     "SELECT n_nationkey, s_suppkey FROM nation FULL OUTER JOIN supplier ON n_nationkey = s_nationkey",
     "SELECT * FROM (SELECT l_orderkey, l_extendedprice, row_number() OVER (PARTITION BY l_suppkey "
     "ORDER BY l_extendedprice DESC) AS rn FROM lineitem) AS ranked WHERE rn <= 3",
+    "SELECT l_returnflag, median(l_quantity) AS m, quantile_cont(CAST(l_extendedprice AS DOUBLE), 0.9) AS p90 "
+    "FROM lineitem GROUP BY l_returnflag",
 )
 
 #: Modules whose ``precompile_calls(device)`` pair static kernels with arguments of the types their callers
