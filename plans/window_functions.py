@@ -153,6 +153,15 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
             if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
                 raise PlanError(f"a frame offset must be a non-negative integer constant, got {offset!r}",
                                 node=label, column=text)
+    # DuckDB (as the SQL standard) refuses a frame starting after the current row that ends at or before it, and
+    # one starting at the current row that ends before it, whatever the offsets (0 FOLLOWING too).
+    if (frame.start == "FOLLOWING" and frame.end in ("PRECEDING", "CURRENT ROW")) or \
+            (frame.start == "CURRENT ROW" and frame.end == "PRECEDING"):
+        def spelled(bound: str, offset: int) -> str:
+            return f"{offset} {bound}" if bound in ("PRECEDING", "FOLLOWING") else bound
+
+        raise PlanError(f"a frame starting at {spelled(frame.start, frame.start_offset)} cannot end at "
+                        f"{spelled(frame.end, frame.end_offset)}", node=label, column=text)
 
 
 def _bound(spec: exp.WindowSpec, side: str, label: str, text: str) -> tuple[str, int]:

@@ -130,6 +130,15 @@ def test_window_sql_matches_duckdb_on_each_device(device_name, reference):
     ("SELECT k, v FROM t QUALIFY v > 1", "QUALIFY without a window function"),
     ("SELECT k, count(DISTINCT s) OVER (PARTITION BY k) AS n FROM t", "count(DISTINCT ...) over a window"),
     ("SELECT k, arg_min(v, o) OVER (PARTITION BY k) AS n FROM t", "window function arg_min"),
+    # DuckDB refuses a frame that starts after the current row but ends at or before it (found by the breadth fuzz)
+    ("SELECT sum(v) OVER (ORDER BY id ROWS BETWEEN 2 FOLLOWING AND 1 PRECEDING) AS x FROM t",
+     "a frame starting at 2 FOLLOWING cannot end at 1 PRECEDING"),
+    ("SELECT sum(v) OVER (ORDER BY o RANGE BETWEEN 0 FOLLOWING AND CURRENT ROW) AS x FROM t",
+     "a frame starting at 0 FOLLOWING cannot end at CURRENT ROW"),
+    ("SELECT last_value(v) OVER (ORDER BY id ROWS BETWEEN CURRENT ROW AND 0 PRECEDING) AS x FROM t",
+     "a frame starting at CURRENT ROW cannot end at 0 PRECEDING"),
+    ("SELECT sum(v) OVER (ORDER BY id ROWS 1 FOLLOWING) AS x FROM t",
+     "a frame starting at 1 FOLLOWING cannot end at CURRENT ROW"),
 ])
 def test_window_constructs_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
     with pytest.raises(SqlError) as raised:
