@@ -52,7 +52,7 @@ class ColumnStatistics:
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
-        if not self.ndv:
+        if not self.ndv or 1.0 <= self.ndv <= rows:  # unchanged: no copy (estimates cap every column per candidate join)
             return self
         return dataclasses.replace(self, ndv=max(1.0, min(self.ndv, rows)))
 
