@@ -22,7 +22,7 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
-from gpu_engine.columnar.types import is_floating, is_string
+from gpu_engine.columnar.types import is_floating, is_interval, is_string
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.launch import launch_twin
@@ -162,6 +162,11 @@ def fixed_width_key_words(device: Device, column: Column) -> Any:
     if is_string(column.dtype):
         raise TypeError(f"fixed_width_key_words needs a fixed-width column, not {column.dtype}")
     data = column.data
+    if is_interval(column.dtype):
+        from gpu_engine.errors import ExecutionError
+
+        raise ExecutionError("grouping, joining, partitioning or DISTINCT on INTERVAL values is not supported yet; "
+                             "group by its parts (date_part('month', x), date_part('day', x), ...)")
     if data.ndim == 2:
         from gpu_engine.errors import ExecutionError
 

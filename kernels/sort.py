@@ -18,7 +18,7 @@ import numpy as np
 from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
-from gpu_engine.columnar.types import is_floating
+from gpu_engine.columnar.types import is_floating, is_interval
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.hash import fixed_width_key_words
@@ -115,7 +115,9 @@ def _value_word_counts(device: Device, columns: Sequence[Column]) -> list[int]:
         (column.offsets[1:] - column.offsets[:-1]).max() if len(column) else xp.zeros(1, dtype=xp.int64)
         for column, plain in zip(columns, plain_strings) if plain]))
     # A wide decimal (128-bit words, see gpu_engine.expressions.numeric) sorts by its high then low word.
-    return [(next(longest) + 7) // 8 + 1 if plain else 2 if column.data.ndim == 2 else 1
+    # An INTERVAL sorts by its normalized months, days and microseconds (three words).
+    return [(next(longest) + 7) // 8 + 1 if plain else 3 if is_interval(column.dtype) else 2 if column.data.ndim == 2
+            else 1
             for column, plain in zip(columns, plain_strings)]
 
 
@@ -171,6 +173,14 @@ def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Seque
             launch_twin(device, n, _encode_strings_cpu, _encode_strings_cuda,
                         offsets, chars, validity, has_validity, descending, keys, top_row, num_byte_words)
             word += num_byte_words + 1
+        elif is_interval(column.dtype):  # DuckDB orders intervals normalized (30-day months, 24-hour days)
+            from gpu_engine.expressions.intervals import normalized_fields
+
+            for offset, values in enumerate(normalized_fields(xp, column.data)):
+                words = xp.ascontiguousarray(values.astype(xp.int64)).view(xp.uint64)
+                launch_twin(device, n, _encode_fixed_cpu, _encode_fixed_cuda,
+                            words, validity, has_validity, _SIGNED, descending, keys, top_row - offset)
+            word += 3
         elif column.data.ndim == 2:
             for offset, (index, kind) in enumerate(((1, _SIGNED), (0, _UNSIGNED))):
                 words = xp.ascontiguousarray(column.data[:, index]).view(xp.uint64)

@@ -147,6 +147,8 @@ class Literal(Expr):
             return "TRUE" if self.value else "FALSE"
         if isinstance(self.value, decimal.Decimal):
             return str(self.value)
+        if callable(getattr(self.value, "sql", None)):  # a value class that spells itself (IntervalValue)
+            return self.value.sql()
         return repr(self.value)
 
 

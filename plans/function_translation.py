@@ -22,7 +22,7 @@ from typing import Any, Callable
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_string, is_temporal
+from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import constant_value, function_type, part_name
 from gpu_engine.plans.sql_literals import coerce_literal
@@ -368,6 +368,8 @@ def date_part_expression(translator: Any, part: Literal, operand: Expr, tree: ex
     """Return ``date_part(part, operand)``: an Extract for year, month and day, else a ``date_part`` call."""
     operand = _typed_null(operand, pa.date32())
     name = part_name(part.value)
+    if is_interval(operand.dtype):  # an INTERVAL's fields (gpu_engine.expressions.intervals)
+        return build_function(translator, "interval_part", [Literal(name or part.value, pa.string()), operand], tree)
     if name in ("year", "month", "day") and is_temporal(operand.dtype):
         return Extract(name, operand)
     return build_function(translator, "date_part", [Literal(name or part.value, pa.string()), operand], tree)
@@ -486,8 +488,6 @@ def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp
 
 #: DuckDB functions refused by name, with why and what to write instead.
 REFUSED_FUNCTIONS = {
-    "age": "age() returns an INTERVAL, a type the engine does not have; count whole parts with "
-           "date_sub('month', start, end) or boundaries with date_diff('day', start, end)",
     "hash": "hash() returns DuckDB's own hash values, which the engine does not reproduce; group or join on the "
             "values themselves, or take md5(CAST(x AS VARCHAR)) for a stable digest",
 }
@@ -497,6 +497,10 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     name = tree.name.lower()
     if name in REFUSED_FUNCTIONS:
         raise translator.error(REFUSED_FUNCTIONS[name], tree)
+    from gpu_engine.plans.interval_translation import INTERVAL_CALLS  # (it builds on this module)
+
+    if name in INTERVAL_CALLS:
+        return INTERVAL_CALLS[name](translator, tree)
     if name in ("date_sub", "datesub"):
         if len(tree.expressions) != 3:
             raise translator.error(f"{name}() takes 3 arguments (part, start, end)", tree)

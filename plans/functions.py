@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal
 from gpu_engine.plans.expressions import Expr, Literal
+from gpu_engine.plans.intervals import INTERVAL_FUNCTIONS
 from gpu_engine.plans.type_coercion import arithmetic_type, common_type
 
 __all__ = [
@@ -585,6 +586,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day,
     "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
+    **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }
 
 

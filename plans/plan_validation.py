@@ -32,6 +32,7 @@ from gpu_engine.columnar.types import (
     is_decimal,
     is_floating,
     is_integer,
+    is_interval,
     is_numeric,
     is_string,
     is_temporal,
@@ -89,6 +90,7 @@ from gpu_engine.plans.nodes import (
     ValuesNode,
 )
 from gpu_engine.plans.functions import function_type
+from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -538,6 +540,7 @@ _LITERAL_KINDS: tuple[tuple[Callable[[pa.DataType], bool], tuple[type, ...]], ..
     (is_string, (str,)),
     (pa.types.is_date32, (datetime.date,)),
     (pa.types.is_timestamp, (datetime.datetime,)),
+    (is_interval, (IntervalValue,)),
 )
 
 
@@ -551,7 +554,9 @@ def _(expr: Literal, schema: pa.Schema, label: str) -> None:
         raise PlanError(f"a literal cannot be of type {dtype}", node=label, column=expr.sql())
     mismatched = (not isinstance(value, kinds) or (isinstance(value, bool) and bool not in kinds)
                   or (pa.types.is_date32(dtype) and isinstance(value, datetime.datetime)))
-    if not mismatched:
+    if not mismatched and is_interval(dtype):  # months and days are int32, as DuckDB keeps them
+        mismatched = not all(-(2**31) <= field < 2**31 for field in (value.months, value.days))
+    elif not mismatched:
         try:
             pa.scalar(value, type=dtype)
         except (pa.ArrowException, OverflowError, TypeError, ValueError):

@@ -14,7 +14,7 @@ import functools
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_boolean, is_integer, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import INTERVAL, is_boolean, is_integer, is_interval, is_numeric, is_string, is_temporal
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import (
     BinaryOp,
@@ -31,6 +31,10 @@ from gpu_engine.plans.expressions import (
 )
 from gpu_engine.plans.function_translation import (
     FUNCTION_HANDLERS, TIME_UNITS, date_arithmetic, date_part_expression, interval_function,
+)
+from gpu_engine.plans.interval_translation import (
+    interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
+    to_days_call,
 )
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
@@ -57,7 +61,7 @@ _SQL_TYPES = {
     _DT.FLOAT: pa.float32(), _DT.DOUBLE: pa.float64(),
     _DT.TEXT: pa.string(), _DT.VARCHAR: pa.string(), _DT.CHAR: pa.string(),
     _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
-    _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"),
+    _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"), _DT.INTERVAL: INTERVAL,
 }
 
 
@@ -113,10 +117,6 @@ def _integer_literal_as(tree: exp.Expression, value: Expr, other_tree: exp.Expre
     return Literal(value.value, other.dtype) if low <= value.value < high else value
 
 
-#: The alternative to an INTERVAL scaled by a column, for the refusals' messages.
-_DAYS_HINT = "to add a column's number of days, add it to the DATE as an INTEGER (d + CAST(n AS INTEGER))"
-
-
 class ScalarTranslator:
     """Translate sqlglot scalar expressions over ``schema`` for the plan node labelled ``node``."""
 
@@ -167,6 +167,8 @@ class ScalarTranslator:
         if _is_integer_token(tree.this.unnest(), 2**63):  # DuckDB types -9223372036854775808 as BIGINT
             return Literal(-(2**63), pa.int64())
         operand = self.translate(tree.this)
+        if is_interval(operand.dtype):
+            return negated_interval(self, operand, tree)
         if isinstance(operand, Literal) and (operand.value is None or is_numeric(operand.dtype)):
             return negate_literal(operand)
         if not is_numeric(operand.dtype):
@@ -176,11 +178,15 @@ class ScalarTranslator:
     def _arithmetic(self, tree: exp.Binary) -> Expr:
         op = _ARITHMETIC[type(tree)]
         if isinstance(tree.this, exp.Interval) or isinstance(tree.expression, exp.Interval):
-            return self._date_interval(tree, op)
+            shifted = self._date_interval(tree, op)
+            if shifted is not None:
+                return shifted
         left, right = self.translate(tree.this), self.translate(tree.expression)
         left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
         if is_untyped_null(left):
             return left
+        if is_interval_arithmetic(op, left, right):  # INTERVAL values, TIMESTAMP - TIMESTAMP
+            return interval_arithmetic(self, op, left, right, tree)
         if pa.types.is_date32(left.dtype) or pa.types.is_date32(right.dtype):  # DATE +/- INTEGER, DATE - DATE
             return date_arithmetic(self, op, left, right, tree)
         left, right = (_integer_literal_as(tree.this, left, tree.expression, right),
@@ -194,41 +200,57 @@ class ScalarTranslator:
             raise self.error(str(exc), tree) from None
         return BinaryOp(op, left, right, dtype)
 
-    def _date_interval(self, tree: exp.Binary, op: str) -> Expr:
+    def _date_interval(self, tree: exp.Binary, op: str) -> Expr | None:
+        """Return a date or timestamp plus or minus a constant INTERVAL of one unit (a constant date folded, as
+        before INTERVAL values existed), or None for every other form (:meth:`_arithmetic` types those)."""
         interval, date_tree = (tree.this, tree.expression) if isinstance(tree.this, exp.Interval) else (
             tree.expression, tree.this)
         if op not in ("add", "sub") or (op == "sub" and interval is tree.this) or isinstance(date_tree, exp.Interval):
-            raise self.error(f"this interval arithmetic is not supported yet (only a date or timestamp plus or minus "
-                             f"a constant INTERVAL); {_DAYS_HINT}", tree)
+            return None
+        simple = self._simple_interval(interval)
+        if simple is None:
+            return None
         date = self.translate(date_tree)
-        amount, unit = self._interval(interval)
+        if not (is_temporal(date.dtype) or is_untyped_null(date)):
+            return None
+        amount, unit = simple
         constant_date = isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None
         if unit not in INTERVAL_UNITS or not constant_date:  # a time of day, or a column: a TIMESTAMP, computed
             return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
         return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
 
-    def _interval(self, tree: exp.Interval) -> tuple[int, str]:
+    def _simple_interval(self, tree: exp.Interval) -> tuple[int, str] | None:
+        """Return ``(amount, unit)`` of ``INTERVAL '<integer>' <day|week|month|year|hour|minute|second>``, else None."""
         unit = tree.args.get("unit")
         unit_name = unit.name.lower().removesuffix("s") if isinstance(unit, exp.Var) else ""
-        amount = self.translate(tree.this) if tree.this is not None else None
+        if unit_name not in INTERVAL_UNITS + TIME_UNITS or tree.this is None:
+            return None
+        amount = self.translate(tree.this)
         value = amount.value if isinstance(amount, Literal) else None
         if isinstance(value, str):
             value = int(value.strip()) if value.strip().lstrip("+-").isdigit() else None
-        units = INTERVAL_UNITS + TIME_UNITS
-        if amount is not None and not isinstance(amount, Literal):
-            raise self.error(f"INTERVAL of a computed amount ({tree.this.unnest().sql(dialect='duckdb')}) is not "
-                             f"supported; {_DAYS_HINT}", tree)
-        if unit_name not in units or not isinstance(value, int) or isinstance(value, bool):
-            raise self.error(f"only INTERVAL '<integer>' {'|'.join(units).upper()} is supported", tree)
+        if not isinstance(value, int) or isinstance(value, bool):
+            return None
         return value, unit_name
 
+    def _interval(self, tree: exp.Interval) -> tuple[int, str]:
+        simple = self._simple_interval(tree)
+        if simple is None:
+            units = INTERVAL_UNITS + TIME_UNITS
+            raise self.error(f"only INTERVAL '<integer>' {'|'.join(units).upper()} is supported here", tree)
+        return simple
+
     def _bare_interval(self, tree: exp.Interval) -> Expr:
-        raise self.error("INTERVAL is only supported as DATE '...' +/- INTERVAL (not supported yet elsewhere)", tree)
+        return interval_expression(self, tree)
 
     def _comparable_pair(self, left: Expr, right: Expr, tree: exp.Expression) -> tuple[Expr, Expr]:
         """Type NULLs and date strings from the other side, then check the pair compares."""
         left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
         for this, other in ((left, right), (right, left)):
+            if (isinstance(this, Literal) and is_string(this.dtype) and is_interval(other.dtype)
+                    and this.value is not None):  # DuckDB reads the text as an INTERVAL
+                as_interval = interval_text_literal(self, this.value, tree)
+                left, right = (as_interval, right) if this is left else (left, as_interval)
             if isinstance(this, Literal) and is_string(this.dtype) and pa.types.is_date32(other.dtype):
                 as_date = coerce_literal(this, pa.date32())
                 if as_date is None:
@@ -362,6 +384,8 @@ class ScalarTranslator:
         operand = self.translate(tree.this)
         if isinstance(operand, Literal) and operand.value is None:
             return Literal(None, target)
+        if isinstance(operand, Literal) and isinstance(operand.value, str) and is_interval(target):
+            return interval_text_literal(self, operand.value, tree)
         if isinstance(operand, Literal) and isinstance(operand.value, str) and pa.types.is_date32(target):
             try:
                 return date_literal(operand.value)
@@ -378,9 +402,10 @@ class ScalarTranslator:
             field, operand_tree = tree.this.name.lower(), tree.expression
         else:
             field, operand_tree = type(tree).__name__.lower(), tree.this
-        if field not in _EXTRACT_FIELDS:
-            return date_part_expression(self, Literal(field, pa.string()), self.translate(operand_tree), tree)
-        operand = _null_as(self.translate(operand_tree), pa.date32())
+        operand = self.translate(operand_tree)
+        if field not in _EXTRACT_FIELDS or is_interval(operand.dtype):
+            return date_part_expression(self, Literal(field, pa.string()), operand, tree)
+        operand = _null_as(operand, pa.date32())
         if not is_temporal(operand.dtype):
             raise self.error(f"type mismatch: cannot extract {field} from {operand.dtype}", tree)
         return Extract(field, operand)
@@ -457,5 +482,6 @@ _HANDLERS = {
     exp.Month: ScalarTranslator._extract,
     exp.Day: ScalarTranslator._extract,
     exp.Substring: ScalarTranslator._substring,
+    exp.ToDays: to_days_call,
     **FUNCTION_HANDLERS,  # strings, math, dates: plans/function_translation.py
 }

@@ -62,6 +62,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans import expressions as _expressions
 from gpu_engine.plans import nodes as _nodes
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, allow_recursion_depth
+from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_validation import validate_plan
 
@@ -113,7 +114,7 @@ _SIMPLE_TYPES: dict[str, pa.DataType] = {
     "float16": pa.float16(), "float32": pa.float32(), "float64": pa.float64(),
     "string": pa.string(), "large_string": pa.large_string(), "string_view": pa.string_view(),
     "binary": pa.binary(), "large_binary": pa.large_binary(), "binary_view": pa.binary_view(),
-    "date32": pa.date32(), "date64": pa.date64(),
+    "date32": pa.date32(), "date64": pa.date64(), "month_day_nano_interval": pa.month_day_nano_interval(),
 }
 _SIMPLE_NAMES = {dtype: name for name, dtype in _SIMPLE_TYPES.items()}
 # pyarrow's own spellings (``str(dtype)``) are accepted on reading.
@@ -646,8 +647,10 @@ def _exported_dataclasses(module: types.ModuleType, bases: tuple[type, ...]) -> 
 PLAN_CODEC = DataclassCodec([
     *_exported_dataclasses(_nodes, (PlanNode,)),
     *_exported_dataclasses(_expressions, (_expressions.Expr,)),
+    IntervalValue,
 ])
-"""The codec of plan documents: every plan node, ``SortKey`` and every expression class."""
+"""The codec of plan documents: every plan node, ``SortKey``, every expression class and the interval constants
+literals carry."""
 
 _PLAN_KEY = "plan"
 

@@ -32,6 +32,7 @@ from gpu_engine.columnar.types import (
     MAX_INT64_DECIMAL_PRECISION,
     is_boolean,
     is_decimal,
+    is_interval,
     is_floating,
     is_integer,
     is_numeric,
@@ -190,7 +191,7 @@ def is_comparable(left: pa.DataType, right: pa.DataType) -> bool:
     if pa.types.is_null(left) or pa.types.is_null(right):
         return True
     return any(
-        check(left) and check(right) for check in (is_numeric, is_string, is_temporal, is_boolean)
+        check(left) and check(right) for check in (is_numeric, is_string, is_temporal, is_boolean, is_interval)
     )
 
 

@@ -16,7 +16,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_string, normalize_type, physical_dtype
+from gpu_engine.columnar.types import (
+    MAX_INT64_DECIMAL_PRECISION, is_decimal, is_interval, is_string, normalize_type, physical_dtype,
+)
 from gpu_engine.device import Device
 
 __all__ = ["Column", "host_fingerprint", "FINGERPRINT_MAX_BYTES"]
@@ -157,12 +159,20 @@ class Column:
                 words[:, 0] = values
                 words[:, 1] = values >> 63
             return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(words)], null_count=null_count)
+        if is_interval(self.dtype):  # Arrow's month_day_nano: int32 months, int32 days, int64 nanoseconds
+            values = np.zeros(n, dtype=_MONTH_DAY_NANO)
+            words = data.reshape(n, 3)
+            values["months"], values["days"], values["nanos"] = words[:, 0], words[:, 1], words[:, 2] * 1000
+            return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(values)], null_count=null_count)
         if pa.types.is_boolean(self.dtype):
             bits = pa.py_buffer(np.packbits(data.astype(np.bool_, copy=False), bitorder="little"))
             return pa.Array.from_buffers(pa.bool_(), n, [mask_buffer, bits], null_count=null_count)
         data = np.ascontiguousarray(data.astype(physical_dtype(self.dtype), copy=False))
         return pa.Array.from_buffers(self.dtype, n, [mask_buffer, pa.py_buffer(data)], null_count=null_count)
 
+
+#: One value of Arrow's month_day_nano interval buffer.
+_MONTH_DAY_NANO = np.dtype([("months", "<i4"), ("days", "<i4"), ("nanos", "<i8")])
 
 #: Dictionaries with more bytes than this are not fingerprinted (hashing them would cost more than it saves).
 FINGERPRINT_MAX_BYTES = 1 << 20
@@ -235,6 +245,15 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
             # Some value needs 128 bits: keep Arrow's (low, high) words (see gpu_engine.expressions.numeric).
             return Column(logical, np.ascontiguousarray(words), validity)
         return Column(logical, words[:, 0].copy(), validity)
+    if is_interval(logical):  # DuckDB keeps microseconds: Arrow's nanoseconds truncated toward zero, as it reads them
+        values = np.frombuffer(array.buffers()[1], dtype=_MONTH_DAY_NANO)[array.offset:array.offset + n]
+        words = np.empty((n, 3), dtype=np.int64)
+        nanos = values["nanos"].astype(np.int64)
+        words[:, 0], words[:, 1] = values["months"], values["days"]
+        words[:, 2] = np.where(nanos >= 0, nanos // 1000, -((-nanos) // 1000))
+        if validity is not None:
+            words = np.where(validity[:, None], words, 0)
+        return Column(logical, np.ascontiguousarray(words), validity)
     if pa.types.is_date64(dtype):
         array = array.cast(pa.date32())
     if validity is not None:

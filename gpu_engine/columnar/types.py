@@ -18,6 +18,9 @@ decimal128(p, s)       ``int64`` scaled integers; a column of p > 18 whose value
                        :mod:`gpu_engine.expressions.numeric`
 string                 ``uint8`` chars + ``int64`` offsets (utf8, large_utf8 and
                        string_view input all become ``pa.string()``)
+month_day_nano         INTERVAL (DuckDB's): ``(n, 3)`` int64 words — months, days,
+interval               microseconds (Arrow's nanoseconds / 1000), see
+                       :mod:`gpu_engine.expressions.intervals`
 =====================  ==========================================================
 
 Validity is a per-row ``bool_`` array (True = valid), not a bitmap: kernels then
@@ -40,8 +43,13 @@ __all__ = [
     "is_numeric",
     "is_temporal",
     "is_boolean",
+    "is_interval",
+    "INTERVAL",
     "MAX_INT64_DECIMAL_PRECISION",
 ]
+
+#: The engine's INTERVAL type: Arrow's month_day_nano interval, held as months, days and microseconds.
+INTERVAL = pa.month_day_nano_interval()
 
 MAX_INT64_DECIMAL_PRECISION = 18
 
@@ -75,7 +83,7 @@ def normalize_type(dtype: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_decimal(dtype):
         return pa.decimal128(min(dtype.precision, 38), dtype.scale)
-    if pa.types.is_timestamp(dtype) or dtype in _FIXED:
+    if pa.types.is_timestamp(dtype) or dtype in _FIXED or dtype == INTERVAL:
         return dtype
     if pa.types.is_date64(dtype):
         return pa.date32()
@@ -86,7 +94,7 @@ def physical_dtype(dtype: pa.DataType) -> np.dtype:
     """Return the dtype of the values buffer for a logical type (chars for strings)."""
     if dtype in _FIXED:
         return np.dtype(_FIXED[dtype])
-    if pa.types.is_timestamp(dtype) or pa.types.is_decimal(dtype):
+    if pa.types.is_timestamp(dtype) or pa.types.is_decimal(dtype) or dtype == INTERVAL:
         return np.dtype(np.int64)
     if pa.types.is_string(dtype):
         return np.dtype(np.uint8)
@@ -121,6 +129,11 @@ def is_numeric(dtype: pa.DataType) -> bool:
 def is_temporal(dtype: pa.DataType) -> bool:
     """Return True for date32 and timestamps."""
     return pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype)
+
+
+def is_interval(dtype: pa.DataType) -> bool:
+    """Return True for the INTERVAL type (Arrow's month_day_nano interval)."""
+    return dtype == INTERVAL
 
 
 def is_boolean(dtype: pa.DataType) -> bool:

@@ -19,11 +19,11 @@ import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import (
-    is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, physical_dtype,
+    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, physical_dtype,
 )
 from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
-from gpu_engine.expressions import text
+from gpu_engine.expressions import intervals, text
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, as_float, as_scaled, as_words, divide_round_half_away, fit_to_type, fit_words, is_wide,
     narrowed, needs_words, raise_at_first, round_half_away, scale_of, wide_result,
@@ -40,6 +40,8 @@ def can_cast(source: pa.DataType, target: pa.DataType) -> bool:
     """Return True when :func:`cast` supports ``source -> target`` (for checks at plan time)."""
     if source == target or (is_string(source) and is_string(target)):
         return True
+    if is_interval(source) or is_interval(target):  # only to and from text (DuckDB casts no number to INTERVAL)
+        return is_string(source) or is_string(target)
     if is_string(target):
         return text.formats_to_string(source)
     if is_string(source):
@@ -129,6 +131,10 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
         return column
     if not can_cast(source, dtype):
         raise PlanError(f"casting {source} to {dtype} is not supported")
+    if is_interval(source):
+        return intervals.intervals_to_strings(device, column)
+    if is_interval(dtype):
+        return intervals.intervals_from_strings(device, column)
     if is_string(dtype):
         return text.to_string(device, column)
     if is_string(source):

@@ -19,12 +19,13 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_interval, is_numeric, is_string, is_temporal
 from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions import strings, temporal
 from gpu_engine.expressions.literals import literal_column, literal_values_column
 from gpu_engine.expressions.logical import kleene_or
+from gpu_engine.expressions.intervals import interval_order
 from gpu_engine.expressions.nulls import all_null_bools, and_validity
 from gpu_engine.expressions.numeric import POWERS_OF_TEN, as_float, as_words, needs_words, scale_of
 from gpu_engine.kernels.decimal128 import COMPARE, wide_binary
@@ -93,6 +94,8 @@ def _order(device: Device, left: Column, right: Column) -> tuple[Any, Any]:
             return _scaled_order(xp, left.data.astype(xp.int64, copy=False), scale_of(lt),
                                  right.data.astype(xp.int64, copy=False), scale_of(rt))
         return left.data < right.data, left.data == right.data
+    if is_interval(lt) and is_interval(rt):  # normalized first, as DuckDB compares intervals
+        return interval_order(xp, left.data, right.data)
     if is_temporal(lt) and is_temporal(rt):
         left_values, right_values = temporal.common_time_values(xp, left, right)
         return left_values < right_values, left_values == right_values

@@ -1,8 +1,9 @@
 """Evaluate :class:`~gpu_engine.plans.expressions.Function` calls, handing each to its family's module.
 
 The families: :mod:`~gpu_engine.expressions.string_functions`,
-:mod:`~gpu_engine.expressions.math_functions` and
-:mod:`~gpu_engine.expressions.date_functions`. Arguments a function reads as
+:mod:`~gpu_engine.expressions.math_functions`,
+:mod:`~gpu_engine.expressions.date_functions` and
+:mod:`~gpu_engine.expressions.intervals`. Arguments a function reads as
 constants (a date part's name, ``round``'s digits, a string function's
 search string or width) are not evaluated into columns: the function reads
 them from the call, so a constant never costs a column of its value per row.
@@ -17,6 +18,7 @@ import pyarrow as pa
 from gpu_engine.columnar import Batch, Column
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
+from gpu_engine.expressions.intervals import INTERVAL_FUNCTIONS, evaluate_interval_function
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
 from gpu_engine.expressions.text_formatting import format_rows
@@ -28,7 +30,7 @@ __all__ = ["evaluate_function"]
 #: Per function, the argument positions read as constants (never evaluated into columns).
 _CONSTANT_POSITIONS = {
     "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2, 3),
-    "strftime": (1,), "try_cast": (1,), "strptime": (1,),
+    "strftime": (1,), "try_cast": (1,), "strptime": (1,), "interval_part": (0,),
 }
 
 
@@ -49,6 +51,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_math_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name in DATE_FUNCTIONS:
         return evaluate_date_function(device, expr.name, expr.args, columns, expr.dtype)
+    if expr.name in INTERVAL_FUNCTIONS:
+        return evaluate_interval_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name == "try_cast":
         return try_cast(device, columns[0], expr.dtype)
     raise PlanError(f"cannot evaluate function {expr.name!r}", column=expr.sql())

@@ -10,7 +10,9 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION, is_decimal, is_string, normalize_type, physical_dtype
+from gpu_engine.columnar.types import (
+    MAX_INT64_DECIMAL_PRECISION, is_decimal, is_interval, is_string, normalize_type, physical_dtype,
+)
 from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
@@ -154,6 +156,10 @@ def literal_column(device: Device, literal: Literal, rows: int) -> Column:
         return string_literal_column(device, literal.value, rows)
     if pa.types.is_null(dtype):
         raise PlanError("an untyped NULL literal needs a type (cast it)", column=literal.sql())
+    if is_interval(dtype):  # months, days, microseconds: three words a row
+        from gpu_engine.expressions.intervals import interval_literal_column
+
+        return interval_literal_column(device, literal.value, rows)
     physical = physical_dtype(dtype)
     if literal.value is None:
         return Column(dtype, xp.zeros(rows, dtype=physical), xp.zeros(rows, dtype=xp.bool_))

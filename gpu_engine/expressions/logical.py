@@ -89,7 +89,7 @@ def case(device: Device, conditions: Sequence[Column], values: Sequence[Column],
     if any(branch.data.ndim == 2 for branch in branches):  # a wide decimal branch: choose (low, high) words
         from gpu_engine.expressions.numeric import as_words
 
-        data = xp.zeros((rows, 2), dtype=xp.int64)
+        data = xp.zeros((rows, _words(branches)), dtype=xp.int64)
         for k, branch in enumerate(branches):
             data = xp.where((choice == k)[:, None], as_words(device, branch), data)
         return Column(dtype, data, validity)
@@ -108,7 +108,8 @@ def scatter_branches(device: Device, parts: Sequence[tuple[Any, Column]], dtype:
     if is_string(dtype):
         return strings.scatter_strings(device, rows, parts)
     wide = any(column.data.ndim == 2 for _, column in parts)  # wide decimals: place (low, high) words
-    data = xp.zeros((rows, 2) if wide else rows, dtype=xp.int64 if wide else physical_dtype(dtype))
+    data = xp.zeros((rows, _words([c for _, c in parts])) if wide else rows,
+                    dtype=xp.int64 if wide else physical_dtype(dtype))
     validity = xp.zeros(rows, dtype=xp.bool_)
     for target, column in parts:
         if wide:
@@ -120,3 +121,8 @@ def scatter_branches(device: Device, parts: Sequence[tuple[Any, Column]], dtype:
         data[target] = column.data
         validity[target] = True if column.validity is None else column.validity
     return Column(dtype, data, validity)
+
+
+def _words(branches: Sequence[Column]) -> int:
+    """Return the words a row of these two-dimensional branches holds: 3 for an INTERVAL, 2 for a wide decimal."""
+    return max(branch.data.shape[1] if branch.data.ndim == 2 else 2 for branch in branches)

@@ -27,7 +27,7 @@ import pyarrow as pa
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches, concat_columns
-from gpu_engine.columnar.types import is_string, physical_dtype
+from gpu_engine.columnar.types import is_interval, is_string, physical_dtype
 from gpu_engine.device import Device
 from gpu_engine.exec.join_bridge import HashJoinBridge, HashJoinTable
 from gpu_engine.exec.operator import Operator, OperatorCtx
@@ -45,7 +45,8 @@ def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
     validity = xp.zeros(rows, dtype=xp.bool_)
     if is_string(dtype):
         return Column(dtype, xp.zeros(0, dtype=xp.uint8), validity, xp.zeros(rows + 1, dtype=xp.int64))
-    return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
+    shape = (rows, 3) if is_interval(dtype) else rows  # an INTERVAL holds months, days and microseconds a row
+    return Column(dtype, xp.zeros(shape, dtype=physical_dtype(dtype)), validity)
 
 
 #: The join types whose unmatched probe rows read the build side's all-NULL row (see :class:`HashJoinTable`).

@@ -77,6 +77,9 @@ def spark_type_for(dtype: pa.DataType, column: str = "") -> T.DataType:
         return T.BinaryType()
     if pa.types.is_null(dtype):
         return T.NullType()
+    if pa.types.is_interval(dtype):
+        raise PlanError("an INTERVAL column cannot go to Spark: Spark's CalendarInterval does not cross Arrow; return "
+                        "its parts (date_part('day', x), ...) or CAST it AS VARCHAR", column=column or None)
     raise PlanError(f"no Spark type holds the engine type {dtype}", column=column or None)
 
 

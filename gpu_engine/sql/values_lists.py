@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Mapping
 import pyarrow as pa
 from sqlglot import exp
 
+from gpu_engine.columnar.types import is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import ValuesNode
@@ -285,7 +286,8 @@ def _literal(cell: exp.Expression, values: exp.Values, translator: ScalarTransla
         expr = translator.translate(cell)  # the parsed cell (the query's nesting is checked): no text parsed again
     except PlanError:
         return None  # the row's SELECT plans it and names the problem
-    return expr if isinstance(expr, Literal) else None
+    # An INTERVAL constant has no Arrow scalar of its own: its row is planned as a SELECT.
+    return expr if isinstance(expr, Literal) and not is_interval(expr.dtype) else None
 
 
 def _computed_rows(planner: "QueryPlanner", values: exp.Values, alias: str, names: list[str],

@@ -85,6 +85,7 @@ PROJECTIONS = [
     "(dt >= DATE '1994-01-01' AND dt < DATE '1995-01-01') OR b AS conn", "CAST(NULL AS BIGINT) AS typed_null",
     "TRUE AS t", "'it''s ünïcødé ✓' AS str", "ts", "ts_off", "wide_d * 2 AS wide", "u64",
     "lpad(s, 4, '*') || upper(s2) AS fn_str", "round(d, 1) AS fn_round", "date_trunc('month', dt) AS fn_trunc",
+    "INTERVAL '1 month -2 days 03:00:00' AS interval_constant",
 ]
 
 

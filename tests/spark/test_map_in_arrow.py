@@ -200,3 +200,10 @@ def test_fragment_function_checks_its_inputs():
     with pytest.raises(TypeError):
         fragment_function(plan, config={"no_such_setting": 1})
     assert isinstance(fragment_function(plan_to_json(plan)), FragmentFunction)
+
+
+def test_an_interval_column_is_refused_by_name_before_spark_runs():
+    table = pa.table({"iv": pa.array([pa.MonthDayNano([1, 2, 3000])], pa.month_day_nano_interval())})
+    plan = PlanBuilder({"t": table.schema}).table_scan("t").plan()
+    with pytest.raises(PlanError, match="Spark's CalendarInterval does not cross Arrow"):
+        fragment_function(plan, device="cpu")

@@ -16,7 +16,6 @@ import pytest
 
 from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
-from gpu_engine import Session
 
 T = pa.table({
     "k": pa.array([1, 1, 2, None, 2, 1, 3], pa.int32()),
@@ -69,18 +68,3 @@ def test_first_hour_functions_match_duckdb_on_cpu(reference):
 
 def test_first_hour_functions_match_duckdb_on_each_device(device_name, reference):
     _check_all(SIMULATED, device_name, reference)
-
-
-@pytest.mark.parametrize("sql, message", [
-    ("SELECT dt + INTERVAL (k) DAY AS a FROM t", "INTERVAL of a computed amount (\"k\") is not supported; to add a "
-     "column's number of days, add it to the DATE as an INTEGER (d + CAST(n AS INTEGER))"),
-    ("SELECT dt + k * INTERVAL 1 DAY AS a FROM t", "only a date or timestamp plus or minus a constant INTERVAL"),
-])
-def test_intervals_of_computed_amounts_are_refused_with_the_alternative(sql, message):
-    from gpu_engine.sql.errors import SqlError
-
-    session = Session(device="cpu")
-    session.register("t", T)
-    with pytest.raises(SqlError) as raised:
-        session.sql(sql)
-    assert message in str(raised.value) and raised.value.line == 1 and raised.value.column_number is not None

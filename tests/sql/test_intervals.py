@@ -1,0 +1,186 @@
+"""INTERVAL values (issue 30 items 5 and 6) through Session.sql against DuckDB 2.0.1.
+
+Literals in every form DuckDB reads (``INTERVAL 3 DAY``, ``INTERVAL '1 year 2 months'``, ``INTERVAL (k) DAY``),
+the constructors (``to_days(n)`` ...), dates and timestamps plus or minus interval columns (month ends clamped, leap
+days), ``timestamp - timestamp`` and ``age``, interval arithmetic, comparisons and ordering normalized as DuckDB
+normalizes (``1 month = 30 days``), ``date_part``/``EXTRACT`` of an interval, casts to and from VARCHAR, NULLs, and
+intervals in and out of Arrow (``month_day_nano_interval``). What stays refused is refused by name.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine import Session
+
+_HOUR = 3_600_000_000_000  # nanoseconds
+
+
+def _interval(months: int, days: int, micros: int) -> pa.MonthDayNano:
+    return pa.MonthDayNano([months, days, micros * 1000])
+
+
+def _timestamps(texts: list[str | None]) -> pa.Array:
+    return pa.array(texts, pa.string()).cast(pa.timestamp("us"))
+
+
+T = pa.table({
+    "k": pa.array([1, -1, 13, None, 0, 2, 12], pa.int32()),
+    "o": pa.array([36, -25, 1440, 7, None, 100000, -3], pa.int64()),
+    "d": pa.array(["2020-01-31", "2020-02-29", "2019-12-31", None, "2021-03-31", "1999-06-30", "2024-02-29"],
+                  pa.string()).cast(pa.date32()),
+    "ts": _timestamps(["2020-01-31 10:00:00", "2020-02-29 23:59:59.5", "2019-12-31 00:00:00", None,
+                       "2021-03-15 12:30:00", "1999-06-30 08:00:00.000001", "2024-02-29 00:00:00"]),
+    "ts2": _timestamps(["2020-03-01 00:00:00", "2019-02-28 12:00:00", "2020-12-31 23:59:59", "2020-01-01 00:00:00",
+                        None, "2000-01-31 07:59:59", "2023-02-28 00:00:01"]),
+    "iv": pa.array([_interval(1, 0, 0), _interval(0, 30, 0), _interval(0, 0, 36 * 3_600_000_000), None,
+                    _interval(-1, 2, -(3 * 3_600_000_000 + 4 * 60_000_000 + 5_500_000)), _interval(14, 3, 0),
+                    _interval(0, 1, -1)], pa.month_day_nano_interval()),
+    "iv2": pa.array([_interval(0, 1, 0), _interval(0, 30, 0), _interval(0, 1, 12 * 3_600_000_000),
+                     _interval(2, 0, 0), None, _interval(0, 0, 0), _interval(-2, -45, 0)],
+                    pa.month_day_nano_interval()),
+    "s": pa.array(["1 year 2 months", "3 days 04:05:06", "-2 h", None, "1 day ago", "1.5 days", "42"]),
+})
+
+QUERIES = [
+    # literals, constant and per row
+    "SELECT k, INTERVAL 3 DAY AS a, INTERVAL '1 year 2 months 3 days' AS b, INTERVAL '36 hours' AS c, "
+    "INTERVAL '-1 month 2 days 03:04:05.5' AS e, INTERVAL '1.5 days' AS f, INTERVAL '2 weeks' AS g, "
+    "-INTERVAL 90 MINUTE AS h FROM t",
+    "SELECT k, INTERVAL (k) DAY AS a, INTERVAL (o) HOUR AS b, INTERVAL (k) MONTH AS c, INTERVAL (k + 1) YEAR AS e FROM t",
+    "SELECT k, to_years(k) AS a, to_months(k) AS b, to_days(o) AS c, to_hours(o) AS e, to_minutes(k) AS f, "
+    "to_microseconds(o) AS g, to_weeks(k) AS h, to_milliseconds(o) AS i FROM t",
+    # dates and timestamps plus or minus intervals (month ends clamped, leap days)
+    "SELECT k, d + INTERVAL (k) DAY AS a, d + INTERVAL (k) MONTH AS b, d - INTERVAL (k) YEAR AS c, "
+    "ts + iv AS e, ts - iv AS f, iv + d AS g, d - iv2 AS h, d + k * INTERVAL 1 DAY AS i FROM t",
+    "SELECT k, d + INTERVAL '1 month 1 day' AS a, ts - INTERVAL '1 year 2 months 03:00:00' AS b, "
+    "ts + INTERVAL 1 MILLISECOND AS c, d + to_months(k) AS e FROM t",
+    # the interval between two instants
+    "SELECT k, ts - ts2 AS a, ts2 - ts AS b, age(ts, ts2) AS c, age(ts2, ts) AS e, age(d, ts2) AS f, "
+    "ts - d AS g FROM t",
+    # interval arithmetic
+    "SELECT k, iv + iv2 AS a, iv - iv2 AS b, iv * k AS c, o * iv2 AS e, -iv AS f, iv + INTERVAL 1 DAY AS g FROM t",
+    # comparisons, normalized as DuckDB compares them
+    "SELECT k, iv = iv2 AS a, iv < iv2 AS b, iv >= iv2 AS c, iv <> iv2 AS e, iv > INTERVAL '1 month' AS f, "
+    "iv = '30 days' AS g, INTERVAL '1 month' = INTERVAL '30 days' AS h, INTERVAL '1 day' = INTERVAL '24 hours' AS i, "
+    "iv BETWEEN INTERVAL 1 DAY AND INTERVAL 2 MONTH AS j, INTERVAL '1 month -1 day' = INTERVAL '29 days' AS l, "
+    "INTERVAL '1 month -1 day' > INTERVAL '29 days' AS m, INTERVAL '1 day -1 hour' < INTERVAL '23 hours' AS n, "
+    "iv IN (INTERVAL 1 DAY, INTERVAL '1 month') AS o FROM t",
+    "SELECT k FROM t WHERE iv > INTERVAL 1 DAY",
+    "SELECT k, CASE WHEN k > 1 THEN iv ELSE iv2 END AS a, coalesce(iv, iv2, INTERVAL 0 DAY) AS b FROM t",
+    # parts of an interval
+    "SELECT k, date_part('year', iv) AS a, date_part('month', iv) AS b, date_part('day', iv) AS c, "
+    "date_part('hour', iv) AS e, date_part('minute', iv) AS f, date_part('second', iv) AS g, "
+    "date_part('millisecond', iv) AS h, date_part('microsecond', iv) AS i, date_part('quarter', iv) AS j, "
+    "date_part('decade', iv2) AS l, date_part('epoch', iv) AS m, EXTRACT(day FROM iv2) AS n, "
+    "EXTRACT(year FROM iv) AS p FROM t",
+    # text
+    "SELECT k, CAST(iv AS VARCHAR) AS a, CAST(iv2 AS VARCHAR) AS b, CAST(s AS INTERVAL) AS c, "
+    "CAST(CAST(s AS INTERVAL) AS VARCHAR) AS e, '1 day'::INTERVAL AS f FROM t",
+    # intervals in and out of Arrow, NULLs included; an outer join's missing side
+    "SELECT k, iv, iv2 FROM t",
+    "SELECT a.k, b.iv, b.ts - a.ts AS gap FROM t a LEFT JOIN t b ON a.k = b.k + 1",
+]
+SIMULATED = [QUERIES[3], QUERIES[5], QUERIES[7]]
+#: Intervals with no two equal after normalizing, so an ORDER BY has one answer.
+ORDERED = [
+    "SELECT k, iv2 FROM t ORDER BY iv2 NULLS FIRST, k",
+    "SELECT k, age(ts, ts2) AS a FROM t ORDER BY a DESC NULLS LAST, k",
+    "SELECT k, iv2 FROM t ORDER BY iv2 DESC NULLS LAST LIMIT 3",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables({"t": T}) as connection:
+        yield connection
+
+
+def _check(queries, device_name, reference, **options):
+    session = session_with_tables({"t": T}, split_rows=4, device=device_name, drivers=2, batch_rows=3)
+    assert_queries_match_duckdb(session, reference, queries, exact_types=True, **options)
+
+
+def test_intervals_match_duckdb_on_cpu(reference):
+    _check(QUERIES, "cpu", reference)
+
+
+def test_intervals_match_duckdb_on_each_device(device_name, reference):
+    _check(SIMULATED, device_name, reference)
+
+
+def test_intervals_order_as_duckdb_orders_them(reference):
+    _check(ORDERED, "cpu", reference, ordered=lambda sql: True)
+
+
+def test_intervals_order_on_each_device(device_name, reference):
+    _check(ORDERED[-1:], device_name, reference, ordered=lambda sql: True)
+
+
+#: Interval texts in DuckDB's forms: units and their spellings, fractions spilled into smaller fields, clock
+#: times, ``ago``, a bare number of seconds, signs.
+TEXTS = pa.table({"s": pa.array([
+    "1 year 2 months", "3 days 04:05:06", "-2 h", "1 day ago", "1.5 days", "42", "1.1 years", "1.5 months",
+    "0.5 quarter", "1.5 weeks", "-1.5 days", "2 hours 30 minutes 15.25 seconds", "100 ms", "7 us", "1 decade",
+    "2 centuries", "@ 3 days", "10:00", "-01:02:03.004", "1 mon 2 mons", "3 WEEKS", "1 millennium -1 day",
+    "25:01:00", "0.3 seconds", "-0.25 years", None,
+])})
+
+
+def test_interval_texts_read_and_print_as_duckdb_reads_and_prints_them():
+    with duckdb_with_tables({"p": TEXTS}) as connection:
+        session = session_with_tables({"p": TEXTS}, device="cpu")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT s, CAST(s AS INTERVAL) AS a, CAST(CAST(s AS INTERVAL) AS VARCHAR) AS b FROM p",
+        ], exact_types=True)
+
+
+def test_a_select_without_from_returns_an_interval(reference):
+    session = Session(device="cpu")
+    assert_queries_match_duckdb(session, reference, [
+        "SELECT INTERVAL 3 DAY AS a, INTERVAL '1 year 2 months 3 days' + INTERVAL 5 HOUR AS b",
+        "SELECT age(TIMESTAMP '2024-03-31 10:00:00', TIMESTAMP '2023-02-28 12:30:00') AS a, "
+        "age(DATE '2020-02-29', DATE '2021-03-01') AS b",
+        "SELECT i, n FROM (VALUES (INTERVAL 1 DAY, 1), (INTERVAL '2 months', 2)) v(i, n)",
+    ], exact_types=True)
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT iv, count(*) AS n FROM t GROUP BY iv", "on INTERVAL values is not supported"),
+    ("SELECT DISTINCT iv FROM t", "on INTERVAL values is not supported"),
+    ("SELECT age(ts) AS a FROM t", "age(x) with one argument measures from the current time"),
+    ("SELECT iv * 1.5 AS a FROM t", "an INTERVAL multiplies by an integer only"),
+    ("SELECT iv / 2 AS a FROM t", "cannot apply '/' to month_day_nano_interval and int32"),
+    ("SELECT CAST(k AS INTERVAL) AS a FROM t", "cannot cast int32 to month_day_nano_interval"),
+    ("SELECT date_part('dow', iv) AS a FROM t", "date_part of an INTERVAL does not support the part 'dayofweek'"),
+    ("SELECT to_days(o * 1.5) AS a FROM t", "to_days() needs an integer count"),
+    ("SELECT CAST('3 fortnights' AS INTERVAL) AS a FROM t", "Could not convert string '3 fortnights' to INTERVAL"),
+    ("SELECT iv - ts AS a FROM t", "cannot apply '-' to month_day_nano_interval and timestamp[us]"),
+    ("SELECT INTERVAL '1.5' DAY AS a FROM t", "a fraction with the unit outside the text"),
+    ("SELECT min(iv) AS a FROM t", "min is not defined for month_day_nano_interval"),
+])
+def test_what_stays_refused_is_refused_by_name(sql, message):
+    session = Session(device="cpu")
+    session.register("t", T)
+    with pytest.raises(Exception) as raised:
+        session.sql(sql)
+    assert message in str(raised.value)
+
+
+def test_a_text_no_interval_reads_fails_the_query_naming_it():
+    session = Session(device="cpu")
+    session.register("t", pa.table({"s": pa.array(["1 day", "soon"])}))
+    with pytest.raises(Exception, match="Could not convert string 'soon' to INTERVAL"):
+        session.sql("SELECT CAST(s AS INTERVAL) AS a FROM t")
+
+
+def test_an_interval_literal_survives_the_plan_format():
+    from gpu_engine.plans.expressions import Literal
+    from gpu_engine.plans.intervals import IntervalValue
+    from gpu_engine.plans.serialization import PLAN_CODEC
+
+    literal = Literal(IntervalValue(-1, 2, 3), pa.month_day_nano_interval())
+    assert PLAN_CODEC.decode(PLAN_CODEC.encode(literal), Literal) == literal
