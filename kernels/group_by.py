@@ -24,7 +24,7 @@ import pyarrow as pa
 from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
-from gpu_engine.columnar.types import is_string
+from gpu_engine.columnar.types import is_interval, is_string
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import selection_from_mask
@@ -37,6 +37,9 @@ __all__ = ["normalize_keys", "GroupByHashTable", "StringInterner"]
 
 EMPTY = np.int32(-1)
 FIXED_WIDTH_BLOCK = 2
+#: An INTERVAL key's block: the flag word, then its normalized months, days and microseconds, so intervals DuckDB
+#: equates (1 month = 30 days) share one block (:func:`gpu_engine.expressions.intervals.normalized_fields`).
+INTERVAL_BLOCK = 4
 _KEY_SEED = np.uint64(0x13198A2E03707344)
 _MURMUR_1 = np.uint64(0x87C37B91114253D5)
 _MURMUR_2 = np.uint64(0x4CF5AD432745937F)
@@ -353,7 +356,8 @@ def normalize_keys(device: Device, columns: Sequence[Column],
     string_widths = iter(_string_block_widths(device, string_tables))
     used = []
     for i, column in enumerate(columns):
-        needed = next(string_widths) if column.is_string else FIXED_WIDTH_BLOCK
+        needed = next(string_widths) if column.is_string else INTERVAL_BLOCK if is_interval(column.dtype) \
+            else FIXED_WIDTH_BLOCK
         used.append(max(needed, int(widths[i])) if widths is not None else needed)
     matrix = xp.zeros((n, sum(used)), dtype=xp.uint64)
     first = 0
@@ -369,6 +373,8 @@ def normalize_keys(device: Device, columns: Sequence[Column],
                     matrix[:, first:first + width] *= validity[:, None]
         elif is_string(column.dtype):
             _pack_strings(device, column, column.validity, matrix, first, width)
+        elif is_interval(column.dtype):
+            _pack_interval(device, column, matrix, first)
         elif column.validity is None:
             matrix[:, first] = 1
             matrix[:, first + 1] = fixed_width_key_words(device, column)
@@ -377,6 +383,18 @@ def normalize_keys(device: Device, columns: Sequence[Column],
             matrix[:, first + 1] = xp.where(column.validity, fixed_width_key_words(device, column), np.uint64(0))
         first += width
     return matrix.view(xp.int64), tuple(used)
+
+
+def _pack_interval(device: Device, column: Column, out: Any, first_column: int) -> None:
+    """Write an INTERVAL key's block: its flag, then its normalized fields (zeros for a NULL)."""
+    from gpu_engine.expressions.intervals import normalized_fields
+
+    xp = device.xp
+    validity = column.validity
+    out[:, first_column] = 1 if validity is None else validity
+    for offset, values in enumerate(normalized_fields(xp, column.data), 1):
+        words = xp.ascontiguousarray(values.astype(xp.int64)).view(xp.uint64)
+        out[:, first_column + offset] = words if validity is None else xp.where(validity, words, np.uint64(0))
 
 
 # ------------------------------------------------------------------- the table

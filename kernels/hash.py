@@ -165,8 +165,8 @@ def fixed_width_key_words(device: Device, column: Column) -> Any:
     if is_interval(column.dtype):
         from gpu_engine.errors import ExecutionError
 
-        raise ExecutionError("grouping, joining, partitioning or DISTINCT on INTERVAL values is not supported yet; "
-                             "group by its parts (date_part('month', x), date_part('day', x), ...)")
+        raise ExecutionError("this key path does not take INTERVAL values (their keys are the normalized blocks of "
+                             "kernels.group_by.normalize_keys)")
     if data.ndim == 2:
         from gpu_engine.errors import ExecutionError
 
@@ -205,7 +205,18 @@ def _column_hash_words(device: Device, column: Column) -> tuple[Any, Any]:
         return gather(device, dictionary_hashes, column.data), dictionary_row_validity(device, column)
     if is_string(column.dtype):
         return _string_hashes(device, column), column.validity
+    if is_interval(column.dtype):  # one word of the normalized fields: intervals DuckDB equates route alike
+        from gpu_engine.expressions.intervals import normalized_fields
+
+        xp = device.xp
+        months, days, micros = (xp.ascontiguousarray(f.astype(xp.int64)).view(xp.uint64)
+                                for f in normalized_fields(xp, column.data))
+        return (months * _INTERVAL_MIX[0]) ^ (days * _INTERVAL_MIX[1]) ^ micros, column.validity
     return fixed_width_key_words(device, column), column.validity
+
+
+#: Odd multipliers that spread an INTERVAL's months and days apart before the three fields are combined.
+_INTERVAL_MIX = (np.uint64(0x9E3779B97F4A7C15), np.uint64(0xC2B2AE3D27D4EB4F))
 
 
 def hash_columns(device: Device, columns: Sequence[Column]) -> Any:
