@@ -30,7 +30,8 @@ from gpu_engine.sql.renaming import conjunction
 if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
 
-__all__ = ["edge_keys", "covered", "join_estimate", "join_greedy", "join_pair", "join_in_order", "join_inner_run"]
+__all__ = ["edge_keys", "covered", "join_estimate", "join_greedy", "join_pair", "join_in_order", "join_inner_run",
+           "name_order"]
 
 #: Join types whose sides may trade places so that the smaller one is built, and what they become: an outer
 #: join keeps the rows of the same table whichever side it is on (TPC-H Q13's LEFT JOIN of 150K customers to
@@ -82,19 +83,29 @@ def join_greedy(planner: PlanningContext, relations: list[Relation], pending: li
                      and (p := edge_keys(a, b, c)) is not None]
             if not pairs:
                 continue
-            estimate = join_estimate(a, b, pairs)
-            if best is None or estimate < best[0]:
-                best = (estimate, i, j)
+            candidate = (join_estimate(a, b, pairs), sorted((name_order(a), name_order(b))), i, j)
+            if best is None or candidate[:2] < best[:2]:
+                best = candidate
         if best is None:  # nothing connected: cross join the two smallest
-            order = sorted(range(len(components)), key=lambda k: components[k].rows)
+            order = sorted(range(len(components)), key=lambda k: (components[k].rows, name_order(components[k])))
             i, j = sorted(order[:2])
             estimate = components[i].rows * components[j].rows
         else:
-            estimate, i, j = best
+            estimate, _, i, j = best
         a, b = components[i], components[j]
         joined = join_pair(planner, a, b, pending, needed, estimate)
         components = [c for k, c in enumerate(components) if k not in (i, j)] + [joined]
     return components[0]
+
+
+def name_order(relation: Relation) -> tuple[str, ...]:
+    """Return a key that orders relations by their alias names, not by where the query lists them.
+
+    Why: ties between equal estimates (dimension tables of one size, joins that keep the fact table's rows)
+    were broken by position in the FROM list, so permuting a FROM list or reordering WHERE conjuncts
+    changed the join order and build sides. Issue 31 asks that plans not depend on how a query is written.
+    """
+    return tuple(sorted(relation.aliases))
 
 
 def join_pair(planner: PlanningContext, a: Relation, b: Relation, pending: list[exp.Expression],
@@ -108,8 +119,8 @@ def join_pair(planner: PlanningContext, a: Relation, b: Relation, pending: list[
             pending.remove(c)
     else:
         conditions = on
-    if b.rows > a.rows and join_type in _BUILD_SMALLER_SIDE:  # build (right) the smaller side
-        a, b = b, a
+    if join_type in _BUILD_SMALLER_SIDE and (b.rows, name_order(a)) > (a.rows, name_order(b)):
+        a, b = b, a  # build (right) the smaller side; equal sizes by name, not by where the query wrote them
         join_type = _BUILD_SMALLER_SIDE[join_type]
     keys, filters = [], []
     for c in conditions:
