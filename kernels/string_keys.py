@@ -26,7 +26,9 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-from numba import cuda, njit
+from llvmlite import ir
+from numba import cuda, njit, types
+from numba.extending import intrinsic
 
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
@@ -44,41 +46,91 @@ __all__ = ["StringKeyTable", "SERIAL_ROWS", "precompile_calls"]
 SERIAL_ROWS = 1024
 
 _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
-_FNV_PRIME = np.uint64(0x100000001B3)
 _FMIX_1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
 _U33 = np.uint64(33)
 
 
 # --------------------------------------------------------- shared scalar math
-@njit(nogil=True, cache=True, inline="always")
-def _string_hash(offsets, chars, i):
-    """Hash row ``i``'s bytes (FNV-1a), then its length, and finish with murmur3's mix.
+#: Columns of the table's ``_words`` (one row per known string): its first 16 bytes as two little-endian
+#: words (zero padded), its length and its hash. A probe compares a row's first words and length with one
+#: 32-byte entry; only strings longer than 16 bytes read their tails from the known bytes.
+WORD0, WORD1, LENGTH, HASH = 0, 1, 2, 3
+WORDS_WIDTH = 4
 
-    Inlined by Numba (``inline="always"``): called across compiled functions, it cost twice as much a row.
+
+@intrinsic
+def _load_word(typingctx, array, position):
+    """Return the 8 bytes of a uint8 array from ``position`` as one little-endian word (one unaligned load; CPU only)."""
+    if not isinstance(array, types.Array) or array.dtype != types.uint8 or not isinstance(position, types.Integer):
+        return None
+    signature = types.uint64(array, position)
+
+    def codegen(context, builder, sig, args):
+        data = context.make_array(sig.args[0])(context, builder, args[0])
+        index = context.cast(builder, args[1], sig.args[1], types.intp)
+        pointer = builder.bitcast(builder.gep(data.data, [index]), ir.PointerType(ir.IntType(64)))
+        return builder.load(pointer, align=1)
+
+    return signature, codegen
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _word_cpu(chars, start, stop):
+    """Return the bytes ``[start, min(start + 8, stop))`` as a zero-padded little-endian word (0 when empty).
+
+    One unaligned 8-byte load where the buffer has 8 bytes from ``start``, masked to the string's bytes;
+    byte by byte at the buffer's end.
     """
-    start = offsets[i]
-    stop = offsets[i + 1]
-    h = _FNV_OFFSET
-    for position in range(start, stop):
-        h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
-    h ^= np.uint64(stop - start)
-    h ^= h >> _U33
-    h *= _FMIX_1
+    count = stop - start
+    if count <= 0:
+        return np.uint64(0)
+    if start + 8 <= chars.shape[0]:
+        word = _load_word(chars, start)
+        if count < 8:
+            word &= (np.uint64(1) << np.uint64(8 * count)) - np.uint64(1)
+        return word
+    word = np.uint64(0)
+    for k in range(min(count, 8)):
+        word |= np.uint64(chars[start + k]) << np.uint64(8 * k)
+    return word
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _mix_word(h, word):
+    """Fold one 8-byte word into a running string hash (a multiply and a shift: one word, not eight bytes, a step)."""
+    h = (h ^ word) * _FMIX_1
+    return h ^ (h >> _U33)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _finish_hash(h):
+    """Finish a string hash with murmur3's mix (full avalanche for the slot bits)."""
     h ^= h >> _U33
     h *= _FMIX_2
     return h ^ (h >> _U33)
 
 
 @njit(nogil=True, cache=True, inline="always")
-def _same_string(left_offsets, left_chars, i, right_offsets, right_chars, j):
-    left = left_offsets[i]
-    length = left_offsets[i + 1] - left
-    right = right_offsets[j]
-    if right_offsets[j + 1] - right != length:
-        return False
-    for k in range(length):
-        if left_chars[left + k] != right_chars[right + k]:
+def _string_hash(offsets, chars, i):
+    """Hash row ``i``'s length, then its bytes 8 at a time (zero-padded last word).
+
+    Inlined by Numba (``inline="always"``): called across compiled functions, it cost twice as much a row.
+    """
+    start = offsets[i]
+    stop = offsets[i + 1]
+    h = _FNV_OFFSET ^ np.uint64(stop - start)
+    for position in range(start, stop, 8):
+        h = _mix_word(h, _word_cpu(chars, position, stop))
+    return _finish_hash(h)
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _same_tail(known_offsets, known_chars, g, chars, start, length):
+    """Return True when known string ``g``'s bytes from the 17th on equal the row's (its first 16 and length matched)."""
+    at = known_offsets[g]
+    for k in range(16, length, 8):
+        if _word_cpu(known_chars, at + k, at + length) != _word_cpu(chars, start + k, start + length):
             return False
     return True
 
@@ -91,34 +143,36 @@ def _hash_strings_cpu(offsets, chars, hashes):
 
 
 @njit(nogil=True, cache=True)
-def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slots, known_hashes, known_offsets,
+def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slots, known_words, known_offsets,
                      known_chars, state, ids):
     """Intern rows from ``start`` on (``state`` holds the known count); return the row reached: early when
     the table must grow (the host grows it and calls again)."""
     capacity = slots.shape[0]
     mask = np.uint64(capacity - 1)
-    max_known = min(known_hashes.shape[0], capacity // 2)
+    max_known = min(known_words.shape[0], capacity // 2)
     num_known = state[0]
     n = ids.shape[0]
-    prefetch = worth_prefetching(slots) or worth_prefetching(known_offsets)
+    prefetch = worth_prefetching(slots) or worth_prefetching(known_words)
     for i in range(start, n):
         if has_validity and not validity[i]:
             ids[i] = 0
             continue
-        if prefetch:  # row i + D's slot, and the string row i + D/2's slot holds (fetched D/2 rows ago)
+        if prefetch:  # row i + D's slot, and the entry of the string row i + D/2's slot holds (fetched D/2 rows ago)
             if i + PREFETCH_DISTANCE < n:
                 prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
             if i + PREFETCH_DISTANCE // 2 < n:
                 ahead = slots[np.int64(hashes[i + PREFETCH_DISTANCE // 2] & mask)]
                 if ahead != EMPTY:
-                    prefetch_row(known_offsets, ahead)
+                    prefetch_row(known_words, ahead)
         h = hashes[i]
+        first = offsets[i]
+        length = offsets[i + 1] - first
+        word0 = _word_cpu(chars, first, first + length)
+        word1 = _word_cpu(chars, first + 8, first + length)
         slot = np.int64(h & mask)  # _first_slot, inlined
         while True:
             g = slots[slot]
             if g == EMPTY:
-                first = offsets[i]
-                length = offsets[i + 1] - first
                 at = known_offsets[num_known]
                 if num_known >= max_known or at + length > known_chars.shape[0]:
                     state[0] = num_known
@@ -127,13 +181,18 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
                 for k in range(length):
                     known_chars[at + k] = chars[first + k]
                 known_offsets[g + 1] = at + length
-                known_hashes[g] = h
+                known_words[g, WORD0] = word0
+                known_words[g, WORD1] = word1
+                known_words[g, LENGTH] = np.uint64(length)
+                known_words[g, HASH] = h
                 slots[slot] = g
                 num_known += 1
                 break
-            # Bytes compared without reading the known hash first: one cache line fewer a row (a slot of
-            # another string, rare at half load, costs a length or byte compare instead).
-            if _same_string(known_offsets, known_chars, g, offsets, chars, i):
+            # The first 16 bytes and the length in one entry; the hash is not compared (a slot of another
+            # string, rare at half load, costs a word compare instead).
+            if (known_words[g, WORD0] == word0 and known_words[g, WORD1] == word1
+                    and known_words[g, LENGTH] == np.uint64(length)
+                    and (length <= 16 or _same_tail(known_offsets, known_chars, g, chars, first, length))):
                 break
             slot = (slot + 1) & (capacity - 1)
         ids[i] = g
@@ -142,25 +201,25 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
 
 
 # ------------------------------------------------------------------ CUDA twins
+# The CUDA twins read a word byte by byte (a GPU faults on unaligned loads) but hash the same words the
+# same way, so both twins give a string the same hash.
 @cuda.jit
 def _hash_strings_cuda(offsets, chars, hashes):
-    # _string_hash inlined: the simulator cannot pass device arrays to an njit function.
     for i in range(cuda.grid(1), hashes.shape[0], cuda.gridsize(1)):
         start = offsets[i]
         stop = offsets[i + 1]
-        h = _FNV_OFFSET
-        for position in range(start, stop):
-            h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
-        h ^= np.uint64(stop - start)
-        h ^= h >> _U33
-        h *= _FMIX_1
-        h ^= h >> _U33
-        h *= _FMIX_2
-        hashes[i] = h ^ (h >> _U33)
+        h = _FNV_OFFSET ^ np.uint64(stop - start)
+        for position in range(start, stop, 8):
+            word = np.uint64(0)
+            for k in range(8):  # (no builtin min in a kernel: real numba.cuda rejects it)
+                if position + k < stop:
+                    word |= np.uint64(chars[position + k]) << np.uint64(8 * k)
+            h = np.uint64(_mix_word(h, word))
+        hashes[i] = np.uint64(_finish_hash(h))
 
 
 @cuda.jit
-def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slots, known_hashes, known_offsets,
+def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slots, known_words, known_offsets,
                              known_chars, row_slots):
     """Find or claim each row's slot; a claimed slot holds ``-(row + 2)`` of the string's smallest row."""
     capacity = slots.shape[0]
@@ -177,9 +236,9 @@ def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slo
                 current = cuda.atomic.cas(slots, slot, EMPTY, marker)
                 if current == EMPTY:
                     break
-            # _same_string inlined (see _hash_strings_cuda): the bytes of a known string or of an earlier row.
+            # The bytes of a known string (its hash in its entry) or of an earlier row.
             if current >= 0:
-                same = known_hashes[current] == h
+                same = known_words[current, HASH] == h
                 other_start = known_offsets[current]
                 other_length = known_offsets[current + 1] - other_start
             else:
@@ -209,10 +268,10 @@ def _flag_first_string_rows_cuda(slots, row_slots, is_first):
 
 
 @cuda.jit
-def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, start, slots, known_hashes,
+def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, start, slots, known_words,
                              known_offsets, known_chars, state, ids):
     """The CPU twins' hash and loop on one thread, for short inputs (a dictionary's values): one launch, no
-    read back. The host reserved room for every row first, so it never stops early; _same_string is inlined."""
+    read back. The host reserved room for every row first, so it never stops early."""
     if cuda.grid(1) != 0:
         return
     capacity = slots.shape[0]
@@ -223,15 +282,20 @@ def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, sta
             continue
         first = offsets[i]
         length = offsets[i + 1] - first
-        h = _FNV_OFFSET  # _string_hash inlined (see _hash_strings_cuda)
-        for position in range(first, first + length):
-            h = (h ^ np.uint64(chars[position])) * _FNV_PRIME
-        h ^= np.uint64(length)
-        h ^= h >> _U33
-        h *= _FMIX_1
-        h ^= h >> _U33
-        h *= _FMIX_2
-        hashes[i] = h ^ (h >> _U33)
+        h = _FNV_OFFSET ^ np.uint64(length)  # _hash_strings_cuda's loop; the first two words kept
+        word0 = np.uint64(0)
+        word1 = np.uint64(0)
+        for position in range(first, first + length, 8):
+            word = np.uint64(0)
+            for k in range(8):
+                if position + k < first + length:
+                    word |= np.uint64(chars[position + k]) << np.uint64(8 * k)
+            if position == first:
+                word0 = word
+            elif position == first + 8:
+                word1 = word
+            h = np.uint64(_mix_word(h, word))
+        hashes[i] = np.uint64(_finish_hash(h))
         h = hashes[i]  # as the array's uint64 (the simulator's arithmetic may leave a Python int)
         slot = _first_slot(h, capacity)
         while True:
@@ -242,12 +306,16 @@ def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, sta
                 for k in range(length):
                     known_chars[at + k] = chars[first + k]
                 known_offsets[g + 1] = at + length
-                known_hashes[g] = h
+                known_words[g, WORD0] = word0
+                known_words[g, WORD1] = word1
+                known_words[g, LENGTH] = np.uint64(length)
+                known_words[g, HASH] = h
                 slots[slot] = g
                 num_known += 1
                 break
-            same = known_hashes[g] == h and known_offsets[g + 1] - known_offsets[g] == length
-            k = 0
+            same = (known_words[g, HASH] == h and known_words[g, WORD0] == word0 and known_words[g, WORD1] == word1
+                    and known_words[g, LENGTH] == np.uint64(length))
+            k = 16
             while same and k < length:
                 same = known_chars[known_offsets[g] + k] == chars[first + k]
                 k += 1
@@ -259,7 +327,7 @@ def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, sta
 
 
 @cuda.jit
-def _append_new_strings_cuda(new_rows, ends, offsets, chars, hashes, row_slots, slots, known_hashes,
+def _append_new_strings_cuda(new_rows, ends, offsets, chars, hashes, row_slots, slots, known_words,
                              known_offsets, known_chars, state):
     """Give elected rows the ids after ``state[0]`` and copy their bytes (``ends``: inclusive sums of their lengths)."""
     first_id = state[0]
@@ -268,13 +336,23 @@ def _append_new_strings_cuda(new_rows, ends, offsets, chars, hashes, row_slots, 
         row = new_rows[j]
         g = first_id + j
         slots[row_slots[row]] = g
-        known_hashes[g] = hashes[row]
         source = offsets[row]
         length = offsets[row + 1] - source
         target = base + ends[j] - length
         known_offsets[g + 1] = base + ends[j]
+        word0 = np.uint64(0)
+        word1 = np.uint64(0)
         for k in range(length):
-            known_chars[target + k] = chars[source + k]
+            byte = chars[source + k]
+            known_chars[target + k] = byte
+            if k < 8:
+                word0 |= np.uint64(byte) << np.uint64(8 * k)
+            elif k < 16:
+                word1 |= np.uint64(byte) << np.uint64(8 * (k - 8))
+        known_words[g, WORD0] = word0
+        known_words[g, WORD1] = word1
+        known_words[g, LENGTH] = np.uint64(length)
+        known_words[g, HASH] = hashes[row]
 
 
 @cuda.jit
@@ -314,7 +392,7 @@ class StringKeyTable:
         xp = device.xp
         capacity = _next_power_of_two(initial_capacity)
         self._slots = xp.full(capacity, EMPTY, dtype=xp.int32)
-        self._hashes = xp.zeros(capacity // 2, dtype=xp.uint64)
+        self._words = xp.zeros((capacity // 2, WORDS_WIDTH), dtype=xp.uint64)  # see WORD0 .. HASH
         self._offsets = xp.zeros(capacity // 2 + 1, dtype=xp.int64)
         self._chars = xp.zeros(8 * capacity, dtype=xp.uint8)
         self._state = xp.zeros(1, dtype=xp.int64)  # [known strings]
@@ -325,7 +403,7 @@ class StringKeyTable:
     @property
     def nbytes(self) -> int:
         """Return the bytes the table's arrays hold (what its owner reserves in its memory pool)."""
-        return sum(int(a.nbytes) for a in (self._slots, self._hashes, self._offsets, self._chars))
+        return sum(int(a.nbytes) for a in (self._slots, self._words, self._offsets, self._chars))
 
     @property
     def capacity(self) -> int:
@@ -361,7 +439,7 @@ class StringKeyTable:
             self._intern_cpu(arguments, ids)
         elif n <= self.serial_rows:
             self._reserve(n, batch_chars)
-            launch_cuda(self.device, _intern_rows_serial_cuda, 1, *arguments, 0, self._slots, self._hashes,
+            launch_cuda(self.device, _intern_rows_serial_cuda, 1, *arguments, 0, self._slots, self._words,
                         self._offsets, self._chars, self._state, ids)
             self._known_bound += n
             self._chars_bound += batch_chars
@@ -382,7 +460,7 @@ class StringKeyTable:
         hashes = np.zeros(1, dtype=np.uint64)
         arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, hashes)
         return [(_hash_strings_cpu, (offsets, chars, hashes)),
-                (_intern_rows_cpu, (*arguments, 0, self._slots, self._hashes, self._offsets, self._chars,
+                (_intern_rows_cpu, (*arguments, 0, self._slots, self._words, self._offsets, self._chars,
                                     self._state, np.zeros(1, dtype=np.int64)))]
 
     def values(self) -> Column:
@@ -413,7 +491,7 @@ class StringKeyTable:
         count_host_sync()  # the CPU twin returns the new-string count that the CUDA path reads back
         while row < n:
             count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
-            row = _intern_rows_cpu(*arguments, row, self._slots, self._hashes, self._offsets, self._chars,
+            row = _intern_rows_cpu(*arguments, row, self._slots, self._words, self._offsets, self._chars,
                                    self._state, ids)
             self._known_bound = int(self._state[0])
             self._chars_bound = int(self._offsets[self._known_bound])
@@ -428,7 +506,7 @@ class StringKeyTable:
         self._reserve(n, batch_chars)
         row_slots = xp.empty(n, dtype=xp.int64)
         launch_cuda(device, _claim_string_slots_cuda, n, offsets, chars, validity, has_validity, hashes, self._slots,
-                    self._hashes, self._offsets, self._chars, row_slots)
+                    self._words, self._offsets, self._chars, row_slots)
         is_first = xp.empty(n, dtype=xp.bool_)
         launch_cuda(device, _flag_first_string_rows_cuda, n, self._slots, row_slots, is_first)
         new_rows = selection_from_mask(device, is_first)
@@ -436,7 +514,7 @@ class StringKeyTable:
         if num_new:
             ends = xp.cumsum(offsets[new_rows.astype(xp.int64) + 1] - offsets[new_rows])
             launch_cuda(device, _append_new_strings_cuda, num_new, new_rows, ends, offsets, chars, hashes, row_slots,
-                        self._slots, self._hashes, self._offsets, self._chars, self._state)
+                        self._slots, self._words, self._offsets, self._chars, self._state)
             self._state += num_new
             self._known_bound += num_new
             self._chars_bound += batch_chars
@@ -445,19 +523,19 @@ class StringKeyTable:
     def _reserve(self, rows: int, incoming: int) -> None:
         """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots."""
         xp = self.device.xp
-        fits = (self._hashes.shape[0] >= self._known_bound + rows and self.capacity >= 2 * (self._known_bound + rows)
+        fits = (self._words.shape[0] >= self._known_bound + rows and self.capacity >= 2 * (self._known_bound + rows)
                 and self._chars.shape[0] >= self._chars_bound + incoming)
         if fits:
             return
         known = self._exact_known()
         total = known + rows
-        if self._hashes.shape[0] < total:
-            size = max(total, 2 * self._hashes.shape[0])
-            hashes = xp.zeros(size, dtype=xp.uint64)
-            hashes[: known] = self._hashes[: known]
+        if self._words.shape[0] < total:
+            size = max(total, 2 * self._words.shape[0])
+            words = xp.zeros((size, WORDS_WIDTH), dtype=xp.uint64)
+            words[: known] = self._words[: known]
             offsets = xp.zeros(size + 1, dtype=xp.int64)
             offsets[: known + 1] = self._offsets[: known + 1]
-            self._hashes, self._offsets = hashes, offsets
+            self._words, self._offsets = words, offsets
         chars = self._chars_bound + incoming
         if self._chars.shape[0] < chars:
             grown = xp.zeros(max(chars, 2 * self._chars.shape[0]), dtype=xp.uint8)
@@ -466,7 +544,8 @@ class StringKeyTable:
         if self.capacity < 2 * total:
             self._slots = xp.full(_next_power_of_two(2 * total), EMPTY, dtype=xp.int32)
             if known:
-                launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, self._hashes, known, self._slots)
+                hashes = xp.ascontiguousarray(self._words[:known, HASH])
+                launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, hashes, known, self._slots)
 
 
 def precompile_calls(device: Device) -> list[tuple[Any, tuple]]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pytest
 
@@ -32,5 +33,23 @@ def test_ids_follow_first_appearance_across_batches_growth_nulls_and_dictionarie
     check(pa.array(["new", "b", None, "key-001-x", "z" * 300]).dictionary_encode())
     check(pa.array(["q", "key-002-xx", "b", "tail"]).slice(1, 3))
     check(pa.array([], pa.string()))
+    # Probes compare the first 16 bytes and the length as words, then the rest 8 bytes at a time: strings
+    # that differ only in their 17th or last byte, or by trailing zero bytes past 8 and 16, stay apart.
+    base = "0123456789abcdef"
+    check(pa.array([base + "a", base + "b", base, base + "\x00", base[:8] + "\x00", base[:8], base * 3 + "z",
+                    base * 3 + "y", base + "a", base * 3 + "z", base[:15] + "x" + "a"]))
     values = table.values().to_arrow(device).to_pylist()
     assert values == sorted(known, key=known.get)
+
+
+def test_rows_at_the_end_of_an_exact_size_buffer_read_their_last_bytes_one_by_one(device):
+    """A chars buffer with no padding after its last string (a sliced or hand-built column): the last rows'
+    words are read without going past the buffer, and equal strings elsewhere in the buffer get the same id."""
+    values = ["abcdefghij", "xy", "abcdefghijklmnopqrst", "xy", "abcdefghij", "abcdefghijklmnopqrst"]
+    raw = "".join(values).encode()
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int64)
+    column = Column(pa.string(), device.asarray(np.frombuffer(raw, dtype=np.uint8).copy()), None,
+                    device.asarray(offsets))
+    table = StringKeyTable(device)
+    assert [int(i) for i in device.to_host(table.intern(column))] == [0, 1, 2, 1, 0, 2]
+    assert table.values().to_arrow(device).to_pylist() == values[:3]
