@@ -47,7 +47,7 @@ from gpu_engine.plans.nodes import (
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.exec.task import Task
 
-__all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "LocalExchangeSource", "LocalPartitionSink",
+__all__ = ["DriverFactory", "plan_pipelines", "make_operator", "FusedFilterProject", "GroupIdAggregationItem", "LocalExchangeSource", "LocalPartitionSink",
            "HashBuildSink", "NestedLoopJoinBuildSink"]
 
 
@@ -61,6 +61,19 @@ class FusedFilterProject:
     @property
     def id(self) -> str:
         return (self.project or self.filter).id
+
+
+@dataclass(frozen=True)
+class GroupIdAggregationItem:
+    """A pipeline item: a GroupId under an INTERMEDIATE step, run as one GroupIdAggregation operator
+    (each grouping set merged from a finer one; :mod:`gpu_engine.operators.group_id_aggregation`)."""
+
+    group_id: GroupIdNode
+    aggregation: AggregationNode
+
+    @property
+    def id(self) -> str:
+        return self.aggregation.id
 
 
 @dataclass(frozen=True)
@@ -207,6 +220,13 @@ def plan_pipelines(root: PlanNode, max_drivers: int) -> list[DriverFactory]:
             current.append(FusedFilterProject(node.source, node))
             visit(node.source.source, current)
             return
+        if isinstance(node, AggregationNode) and isinstance(node.source, GroupIdNode):
+            from gpu_engine.operators.group_id_aggregation import merges_grouping_sets
+
+            if merges_grouping_sets(node.source, node):
+                current.append(GroupIdAggregationItem(node.source, node))
+                visit(node.source.source, current)
+                return
         if isinstance(node, FilterNode):
             current.append(FusedFilterProject(node, None))
         elif isinstance(node, ProjectNode):
@@ -284,6 +304,13 @@ def _(item: AggregationNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.hash_aggregation import HashAggregation
 
     return HashAggregation(ctx, item)
+
+
+@make_operator.register
+def _(item: GroupIdAggregationItem, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.group_id_aggregation import GroupIdAggregation
+
+    return GroupIdAggregation(ctx, item.group_id, item.aggregation)
 
 
 @make_operator.register
