@@ -22,6 +22,9 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, allowed_argument, takes_order, unsupported_aggregate_text
 from gpu_engine.sql.decorrelation import scalar_relation, subquery_select
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
+from gpu_engine.sql.filtered_distinct import (
+    plan_filtered_distinct, plan_global_distinct, with_filtered_distinct_merged,
+)
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import defined_aliases, free_columns, has_subquery
@@ -192,9 +195,15 @@ def _split_global_aggregation(planner: QueryPlanner, relation: Relation, call_gr
     """
     node = None
     try:
-        for number, calls in enumerate(call_groups):
+        node = plan_global_distinct(planner, relation.node, [call for calls in call_groups for call in calls])
+        if node is not None:  # one DISTINCT value: the plain aggregates combined from per-value ones, one pass
+            return Relation(node, {}, relation.aliases, 1.0, {}), replacements, {}
+        for number, (calls, one_value) in enumerate(with_filtered_distinct_merged(call_groups)):
             source = relation.node if number == 0 else _clone(planner, relation.node)
-            part = planner._builder(source).aggregation([], calls).plan()
+            if one_value:  # DISTINCT aggregates of one value under different FILTERs: one pass
+                part = plan_filtered_distinct(planner, source, calls)
+            else:
+                part = planner._builder(source).aggregation([], calls).plan()
             if node is None:
                 node = part
             else:

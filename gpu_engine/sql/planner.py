@@ -50,6 +50,7 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
+from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
     subquery_select,
@@ -57,6 +58,7 @@ from gpu_engine.sql.decorrelation import (
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
+from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
 from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
@@ -168,6 +170,7 @@ class QueryPlanner(PlanningContext):
         """Plan one SELECT through the steps of the module docstring; return it and its (output, column) names."""
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
+        select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
@@ -228,8 +231,9 @@ class QueryPlanner(PlanningContext):
         relations = {}
         for item, join in items:
             alias = item.alias_or_name
+            item, conditions = with_conditions_pushed(item, ctes, pushed[alias])  # into a derived query
             relation = self._plan_source(item, ctes, scanned)
-            relation = filtered(self, relation, pushed[alias])
+            relation = filtered(self, relation, conditions)
             for sub, conjunct in attach.get(alias, []):
                 relation = cross_join_filter(self, relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias

@@ -22,6 +22,7 @@ import sqlglot
 from sqlglot import exp
 
 from gpu_engine.plans.sql_literal_lists import lift_literal_lists
+from gpu_engine.sql.cte_reader_filters import with_reader_filters
 
 __all__ = ["SharedCte", "split_shared_ctes"]
 
@@ -138,7 +139,7 @@ def _split(text: str, dialect: str, number: str) -> tuple[tuple[SharedCte, ...],
         if name not in references:
             kept.append(cte)
             continue
-        body = _rename_references(cte.this.copy(), tables)
+        body = with_reader_filters(_rename_references(cte.this.copy(), tables), name, tree, cte)
         if kept:
             body.set(key, exp.With(expressions=[_rename_references(k.copy(), tables) for k in kept]))
         tables[name] = f"__cte_{number}_{name}"

@@ -1,0 +1,137 @@
+"""Push the conditions on a derived table (or CTE reference) into its query, below its joins and GROUP BY.
+
+Why: the planner filters a derived table's rows where the outer query reads
+them, after the derived query has joined and aggregated every row. A
+condition on a column the derived query passes through, or groups by, holds
+of the rows that make that column, so it can filter them before: TPC-DS q39's
+``inv1.d_moy = 1`` reaches ``date_dim`` below the grouping by ``d_moy`` of a
+year of ``inventory``, and the grouping sees a sixth of the rows. This is
+textbook predicate pushdown (sqlglot's ``pushdown_predicates``, DataFusion's
+``PushDownFilter``), here for the conditions
+:func:`~gpu_engine.sql.predicates.pushed_down` gives one FROM item.
+
+A condition is pushed into a SELECT whose rows it filters one by one:
+
+* without GROUP BY or aggregates: into its WHERE (after its joins, so outer
+  joins inside keep their meaning), its columns replaced by the expressions
+  the SELECT computes them from;
+* with a plain GROUP BY: when it reads only columns that are grouping keys
+  (a group's rows all have the key's value, so filtering them filters the group);
+* never into a SELECT with LIMIT/OFFSET, windows, QUALIFY, DISTINCT ON,
+  ROLLUP/CUBE/GROUPING SETS or aggregates without GROUP BY (one row whatever
+  passes), nor a condition with a subquery, nor through an expression with
+  one, a window, an aggregate or a random value.
+The conditions that cannot go in stay above the derived table.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+from sqlglot import exp
+
+from gpu_engine.sql.decorrelation import subquery_select
+from gpu_engine.sql.predicates import free_columns, has_subquery
+
+__all__ = ["with_conditions_pushed"]
+
+#: Expressions that may not be evaluated on other rows or more often than written.
+_UNMOVABLE = (exp.Window, exp.AggFunc, exp.Subquery, exp.Exists, exp.Select, exp.Rand)
+#: SELECT clauses that make a filter on the output differ from one on the input.
+_BLOCKING_CLAUSES = ("limit", "offset", "qualify", "windows", "fetch")
+
+
+def _movable(tree: exp.Expression) -> bool:
+    return not any(isinstance(node, _UNMOVABLE) for node in tree.walk())
+
+
+def _group_keys(select: exp.Select) -> set[str] | None:
+    """Return the SQL of the plain grouping keys; None when GROUP BY has ROLLUP, CUBE or GROUPING SETS."""
+    group = select.args.get("group")
+    if group is None:
+        return set()
+    if any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals", "all")):
+        return None
+    if any(isinstance(key, (exp.Rollup, exp.Cube, exp.GroupingSets, exp.Tuple)) for key in group.expressions):
+        return None
+    return {key.sql() for key in group.expressions}
+
+
+def _sources(select: exp.Expression) -> dict[str, exp.Expression] | None:
+    """Return each output column's expression, for the outputs a condition may read; None: nothing may be pushed."""
+    if not isinstance(select, exp.Select) or select.args.get("from_") is None:
+        return None
+    if any(select.args.get(key) for key in _BLOCKING_CLAUSES):
+        return None
+    distinct = select.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        return None
+    keys = _group_keys(select)
+    if keys is None:
+        return None
+    aggregated = bool(keys) or any(isinstance(node, exp.AggFunc) for p in select.expressions for node in p.walk())
+    if aggregated and not keys:
+        return None
+    if any(isinstance(node, exp.Window) for p in select.expressions for node in p.walk()):
+        return None
+    names = [p.alias_or_name for p in select.expressions]
+    out = {}
+    for projection, name in zip(select.expressions, names):
+        if names.count(name) > 1 or isinstance(projection, exp.Star):
+            continue
+        tree = projection.this if isinstance(projection, exp.Alias) else projection
+        if not _movable(tree):
+            continue
+        if aggregated and tree.sql() not in keys:
+            continue
+        out[name] = tree
+    return out
+
+
+def _rewritten(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.Expression]) -> exp.Expression | None:
+    """Return ``conjunct`` over the derived query's own expressions, or None when it reads another column."""
+    if has_subquery(conjunct) or not _movable(conjunct):
+        return None
+    columns = free_columns(conjunct)
+    if any(c.table != alias or c.name not in sources for c in columns):
+        return None
+
+    def replace(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and node.table == alias:
+            source = sources[node.name].copy()
+            return source if isinstance(source, (exp.Column, exp.Literal)) else exp.paren(source, copy=False)
+        return node
+
+    return conjunct.copy().transform(replace, copy=False)
+
+
+def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expression],
+                           conjuncts: list[exp.Expression]) -> tuple[exp.Expression, list[exp.Expression]]:
+    """Return FROM ``item`` (a derived table or CTE reference) with what it can of ``conjuncts`` inside its query,
+    and the conjuncts left to filter its rows (all of them, and ``item`` as it was, when none goes in)."""
+    if not conjuncts:
+        return item, conjuncts
+    alias = item.alias_or_name
+    if isinstance(item, exp.Subquery):
+        query = item
+    elif isinstance(item, exp.Table) and item.name in ctes and not item.args.get("db"):
+        query = ctes[item.name]
+    else:
+        return item, conjuncts
+    table_alias = item.args.get("alias")
+    if table_alias is not None and table_alias.columns:
+        return item, conjuncts  # columns renamed by the alias: left as they are
+    select = subquery_select(query)  # a clause written after the parentheses (LIMIT) blocks the push
+    sources = _sources(select)
+    if not sources:
+        return item, conjuncts
+    pushed, kept = [], []
+    for conjunct in conjuncts:
+        inner = _rewritten(conjunct, alias, sources)
+        (kept if inner is None else pushed).append(conjunct if inner is None else inner)
+    if not pushed:
+        return item, conjuncts
+    select = select.copy()
+    for condition in pushed:
+        select.where(condition, copy=False)
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))), kept
