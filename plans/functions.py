@@ -404,13 +404,15 @@ def _date_diff(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
-    """``add_interval(t, months, days, microseconds)``: ``t + INTERVAL ...`` (a TIMESTAMP, as DuckDB)."""
+    """``add_interval(t, months, days, microseconds)``: ``t + INTERVAL ...`` (a TIMESTAMP, as DuckDB; of a TIMESTAMP
+    WITH TIME ZONE one with its zone)."""
     _arity(name, args, 4, 4)
     _temporal(name, args[0], 1)
     _integer_constant(name, args, 2, "months")
     _integer_constant(name, args, 3, "days")
     _integer_constant(name, args, 4, "microseconds")
-    return pa.timestamp("us")
+    zone = args[0].dtype.tz if pa.types.is_timestamp(args[0].dtype) else None
+    return pa.timestamp("us", tz=zone)
 
 
 #: strftime's specifiers (DuckDB's, ``%-x`` forms included; ``%z`` is ``+00`` and ``%Z`` empty without time zones).

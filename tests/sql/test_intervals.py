@@ -149,6 +149,19 @@ def test_intervals_group_as_duckdb_equates_them(device_name):
                                     exact_types=True)
 
 
+def test_a_timestamp_with_time_zone_plus_an_interval_keeps_its_zone():
+    zoned = pa.table({"k": pa.array([1, 2, None], pa.int32()),
+                      "tz": pa.array([0, 10**12, None], pa.timestamp("us", tz="UTC")),
+                      "tz2": pa.array([5 * 10**12, 10**11, 3], pa.timestamp("us", tz="UTC"))})
+    with duckdb_with_tables({"z": zoned}) as connection:
+        connection.execute("SET TimeZone = 'UTC'")  # the engine's session zone
+        session = session_with_tables({"z": zoned}, device="cpu")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT k, tz + INTERVAL 1 DAY AS a, tz - INTERVAL '1 month 2 hours' AS b, tz + INTERVAL (k) MONTH AS c, "
+            "tz - tz2 AS e, age(tz, tz2) AS f FROM z",
+        ], exact_types=True)
+
+
 #: Interval texts in DuckDB's forms: units and their spellings, fractions spilled into smaller fields, clock
 #: times, ``ago``, a bare number of seconds, signs.
 TEXTS = pa.table({"s": pa.array([
