@@ -232,29 +232,11 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
 def _desugar(tree: exp.Expression) -> exp.Expression:
     """Rewrite what the planner has no node for into what it has.
 
-    * ``agg(x) FILTER (WHERE c)`` is ``agg(CASE WHEN c THEN x END)`` (``count(*)``:
-      ``count(CASE WHEN c THEN 1 END)``): aggregates skip NULLs, so the rows
-      failing ``c`` count for nothing, as FILTER says;
     * ``GROUP BY ALL`` groups by every SELECT expression without an aggregate that reads a column (a constant
       is no key, so over no rows a query with aggregates still gives its one row, as in DuckDB),
       ``ORDER BY ALL`` sorts by every output column in order (DuckDB's meaning).
     """
 
-    def rewrite(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
-            aggregate, condition = node.this.copy(), node.expression.this.copy()
-            argument = aggregate.this
-            if isinstance(argument, exp.Star):
-                aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))]))
-            elif isinstance(argument, exp.Distinct):
-                argument.set("expressions", [exp.Case(ifs=[exp.If(this=condition, true=e)])
-                                             for e in argument.expressions])
-            elif argument is not None:
-                aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=argument)]))
-            return aggregate
-        return node
-
-    tree = tree.transform(rewrite, copy=False)  # the tree parsed for this query: rewritten in place, not copied
     for select in tree.find_all(exp.Select):
         group = select.args.get("group")
         if group is not None and group.args.get("all"):
@@ -272,9 +254,36 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _filter_as_case(node: exp.Expression) -> exp.Expression:
+    """Write ``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``count(*)``: ``count(CASE WHEN c
+    THEN 1 END)``): aggregates skip NULLs, so the rows failing ``c`` count for nothing, as FILTER says.
+
+    Why after simplification: a constant condition (``FILTER (WHERE FALSE)``, ``1 = 0``) would fold the CASE to a
+    bare NULL, and the aggregate's argument would lose its type (DuckDB keeps it: ``median(x) FILTER (WHERE
+    FALSE)`` is a NULL of ``median(x)``'s type).
+    """
+    if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
+        aggregate, condition = node.this.copy(), node.expression.this.copy()
+        argument = aggregate.this
+        if isinstance(argument, exp.Star):
+            aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=exp.Literal.number(1))]))
+        elif isinstance(argument, exp.Distinct):
+            argument.set("expressions", [exp.Case(ifs=[exp.If(this=condition, true=e)])
+                                         for e in argument.expressions])
+        elif argument is not None:
+            aggregate.set("this", exp.Case(ifs=[exp.If(this=condition, true=argument)]))
+        return aggregate
+    return node
+
+
+def _is_null(value: exp.Expression, negated: bool) -> exp.Expression:
+    test = exp.Is(this=value, expression=exp.Null())
+    return exp.Not(this=test) if negated else test
+
+
 def _conditional_as_case(node: exp.Expression) -> exp.Expression:
-    """Write COALESCE, NULLIF and Spark's NULL-safe division as the CASE the expression IR has (qualify also
-    makes COALESCE for JOIN USING)."""
+    """Write COALESCE, NULLIF, ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE | FALSE`` and Spark's NULL-safe division
+    as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
     if isinstance(node, exp.Coalesce):
         values = [node.this] + list(node.expressions)
         result = values[-1].copy()
@@ -285,6 +294,19 @@ def _conditional_as_case(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Nullif):
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
                                     true=exp.Null())], default=node.this.copy())
+    if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):  # a IS [NOT] DISTINCT FROM b: never NULL
+        same = isinstance(node, exp.NullSafeEQ)
+        left, right = (side.copy().transform(_conditional_as_case) for side in (node.this, node.expression))
+        return exp.Paren(this=exp.Case(ifs=[
+            exp.If(this=exp.Is(this=left.copy(), expression=exp.Null()),
+                   true=_is_null(right.copy(), negated=not same)),
+            exp.If(this=exp.Is(this=right.copy(), expression=exp.Null()), true=exp.Boolean(this=not same))],
+            default=(exp.EQ if same else exp.NEQ)(this=left, expression=right)))
+    if isinstance(node, exp.Is) and isinstance(node.expression, exp.Boolean):  # x IS TRUE | FALSE: never NULL
+        value = node.this.copy().transform(_conditional_as_case)
+        truth = value.copy() if node.expression.this else exp.Not(this=exp.Paren(this=value.copy()))
+        return exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=value, expression=exp.Null()),
+                                                   true=exp.Boolean(this=False))], default=truth))
     if isinstance(node, exp.Div) and node.args.get("safe"):  # Spark's a / b: NULL for a zero divisor
         divisor = node.expression.copy()
         guarded = exp.Case(ifs=[exp.If(this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
@@ -327,6 +349,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))
     else:
         tree = simplify_bounded(tree, dialect)
+    tree = tree.transform(_filter_as_case, copy=False)
     tree = tree.transform(_conditional_as_case, copy=False)  # in place: copying a 2000-term WHERE took 0.1 s
     # sqlglot folds every DuckDB identifier to lower case; the planner names the result columns as written.
     tree.meta["output_names"] = spelled

@@ -204,6 +204,11 @@ SQL_QUERIES = [
     "SELECT k_dict, stddev_samp(v_int) AS s FROM t GROUP BY k_dict HAVING stddev_samp(v_int) > 0 ORDER BY s",
     "SELECT k_int, var_samp(v_int) AS v, covar_samp(v_int, v_float) AS c, count(*) AS n FROM t "
     "WHERE v_int BETWEEN 0 AND 40000 GROUP BY k_int",
+    # a FILTER that keeps no row: the aggregate keeps its argument's type (the constant CASE folded to an
+    # untyped NULL before, "cannot infer the type of NULL"; found by the breadth fuzz)
+    "SELECT k_int, median(v_int) FILTER (WHERE FALSE) AS a, quantile_cont(v_dec, 0.25) FILTER (WHERE 1 = 0) AS b, "
+    "count(*) FILTER (WHERE NULL) AS c, sum(v_float) FILTER (WHERE FALSE) AS d, min(k_str) FILTER (WHERE 2 < 1) AS e "
+    "FROM t GROUP BY k_int",
 ]
 
 
