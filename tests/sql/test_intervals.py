@@ -162,6 +162,37 @@ def test_a_timestamp_with_time_zone_plus_an_interval_keeps_its_zone():
         ], exact_types=True)
 
 
+def _random_table(rows: int, seed: int) -> pa.Table:
+    """Return instants around month ends and leap days, with intervals of every sign mix (fixed seed)."""
+    import random
+
+    generator = random.Random(seed)
+    day = 86_400_000_000
+    ends = [-1, 0, 30, 58, 59, 60, 365, 1155, 11_016, 18_321, 18_322, 18_686, 19_782]  # month ends, Feb 29ths
+    instants = [(generator.choice(ends) + generator.randint(-2, 2)) * day + generator.randint(0, day - 1)
+                for _ in range(rows)]
+    others = [(generator.choice(ends) + generator.randint(-40, 40)) * day + generator.randint(0, day - 1)
+              for _ in range(rows)]
+    intervals = [_interval(generator.randint(-25, 25), generator.randint(-70, 70),
+                           generator.choice([0, generator.randint(-3 * day, 3 * day)])) for _ in range(rows)]
+    return pa.table({
+        "a": pa.array(instants, pa.timestamp("us")), "b": pa.array(others, pa.timestamp("us")),
+        "iv": pa.array(intervals, pa.month_day_nano_interval()),
+        "iv2": pa.array(intervals[1:] + intervals[:1], pa.month_day_nano_interval()),
+    })
+
+
+def test_random_instants_and_intervals_match_duckdb():
+    table = _random_table(300, seed=30)
+    with duckdb_with_tables({"r": table}) as connection:
+        session = session_with_tables({"r": table}, device="cpu", split_rows=100)
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT a, b, age(a, b) AS g, a - b AS d, a + iv AS s, CAST(a AS DATE) - iv AS e, "
+            "CAST(iv AS VARCHAR) AS t, iv < iv2 AS lt, iv = iv2 AS eq, iv + iv2 AS p, iv * 3 AS m, "
+            "date_part('epoch', iv) AS ep, date_part('minute', iv) AS mi FROM r",
+        ], exact_types=True)
+
+
 #: Interval texts in DuckDB's forms: units and their spellings, fractions spilled into smaller fields, clock
 #: times, ``ago``, a bare number of seconds, signs.
 TEXTS = pa.table({"s": pa.array([
