@@ -14,10 +14,12 @@ with an interval value per row is evaluated unfused
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import pyarrow as pa
 from sqlglot import exp
+from sqlglot.tokens import TokenType
 
 from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval, is_string, is_temporal
 from gpu_engine.plans.expressions import Cast, Expr, Function, Literal
@@ -27,7 +29,7 @@ from gpu_engine.plans.intervals import (
 )
 
 __all__ = ["interval_expression", "interval_arithmetic", "negated_interval", "interval_text_literal",
-           "INTERVAL_CALLS", "is_interval_arithmetic", "to_days_call"]
+           "INTERVAL_CALLS", "is_interval_arithmetic", "to_days_call", "interval_texts_kept"]
 
 #: The constructor function of each unit (``day`` -> ``to_days``).
 _CONSTRUCTOR_OF = {unit: name for name, unit in (
@@ -195,6 +197,26 @@ def _constructor(translator: Any, tree: exp.Expression) -> Expr:
 
 #: Calls the translator hands here by name (sqlglot keeps them as anonymous functions).
 INTERVAL_CALLS = {"age": _age, **{name: _constructor for name in _CONSTRUCTOR_OF.values()}}
+
+
+_ONE_UNIT = re.compile(r"\s*(-?[0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]+)\s*")  # sqlglot's INTERVAL_STRING_RE
+
+
+def interval_texts_kept(tokens: list) -> list:
+    """Return ``tokens`` with each ``INTERVAL '<text>'`` whose text holds one unit and more (``'3 days 04:05:06'``,
+    ``'2 weeks ago'``) prefixed by ``0 days``, so the parser keeps the whole text.
+
+    Why: sqlglot's parser turns an interval text with exactly one ``<number> <unit>`` into ``INTERVAL '<number>'
+    <unit>`` and drops the rest of the text (a clock time, ``ago``), which would silently change the value; with a
+    second unit it keeps the text, which :func:`~gpu_engine.plans.intervals.parse_interval` reads as DuckDB does
+    (zero days added change nothing).
+    """
+    for previous, token in zip(tokens, tokens[1:]):
+        if previous.token_type == TokenType.INTERVAL and token.token_type == TokenType.STRING:
+            parts = _ONE_UNIT.findall(token.text)
+            if len(parts) == 1 and not _ONE_UNIT.fullmatch(token.text):
+                token.text = "0 days " + token.text
+    return tokens
 
 
 def to_days_call(translator: Any, tree: exp.ToDays) -> Expr:

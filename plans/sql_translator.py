@@ -42,6 +42,7 @@ from gpu_engine.plans.aggregates import (
     ORDERED_PICK_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type,
 )
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
+from gpu_engine.plans.interval_translation import interval_texts_kept
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
 from gpu_engine.plans.sql_aggregates import (
@@ -102,7 +103,7 @@ def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -
         else:  # (corr(DISTINCT y, x) needs the parser's two-argument builders: with_distinct_pairs)
             parser = _DUCKDB.parser()
             parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)
-            statements = parser.parse(tokens, text)
+            statements = parser.parse(interval_texts_kept(tokens), text)  # (INTERVAL '3 days 04:00:00')
             if not statements or statements[0] is None:
                 raise sqlglot.errors.ParseError(f"No expression was parsed from '{text}'")
             tree = exp.Block(expressions=statements) if len(statements) > 1 else statements[0]  # as parse_one

@@ -218,6 +218,8 @@ def test_a_select_without_from_returns_an_interval(reference):
         "SELECT age(TIMESTAMP '2024-03-31 10:00:00', TIMESTAMP '2023-02-28 12:30:00') AS a, "
         "age(DATE '2020-02-29', DATE '2021-03-01') AS b",
         "SELECT i, n FROM (VALUES (INTERVAL 1 DAY, 1), (INTERVAL '2 months', 2)) v(i, n)",
+        # one unit and more text: a clock time, 'ago' (sqlglot alone would keep only '3 days')
+        "SELECT INTERVAL '3 days 04:05:06' AS a, INTERVAL '2 weeks ago' AS b, INTERVAL '1.5 hours ago' AS c",
     ], exact_types=True)
 
 
