@@ -76,12 +76,12 @@ def reference():
 
 
 def test_merged_siblings_match_duckdb_on_cpu(reference):
-    session = session_with_tables(TABLES, device="cpu", drivers=2, split_rows=5)
+    session = session_with_tables(TABLES, device="cpu", drivers=2, split_rows=5, compile_mode="lowest")  # CI time
     assert_queries_match_duckdb(session, reference, QUERIES)
 
 
 def test_merged_siblings_match_duckdb_on_each_device(device_name, reference):
-    session = session_with_tables(TABLES, device=device_name)
+    session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")  # CI time: no kernel generated
     assert_queries_match_duckdb(session, reference, SIMULATED)
 
 
