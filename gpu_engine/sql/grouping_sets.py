@@ -13,7 +13,9 @@ across drivers as any other. When every aggregate is decomposable (sum, count,
 min, max, avg, none DISTINCT) the rows are aggregated by all the keys first and
 GroupId repeats those groups' intermediate states, merged by a FINAL step: the
 sets then repeat the groups, not the input rows (TPC-DS q22: a ROLLUP of four
-item strings over 2.3M inventory rows aggregated 11.7M repeated rows). Each ``grouping(k1, …, kn)`` (and Spark's
+item strings over 2.3M inventory rows aggregated 11.7M repeated rows); the local planner runs that GroupId and
+the INTERMEDIATE step above it as one operator merging each set from its nearest finer set
+(:mod:`gpu_engine.operators.group_id_aggregation`). Each ``grouping(k1, …, kn)`` (and Spark's
 ``grouping_id``) is a column computed from the group id after the
 aggregation: bit ``n - 1 - i`` is set when ``ki`` is not grouped in the row's
 set (DuckDB's definition: the leftmost argument is the most significant
