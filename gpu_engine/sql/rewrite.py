@@ -232,27 +232,31 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
 
 
 def _desugar(tree: exp.Expression) -> exp.Expression:
-    """Rewrite what the planner has no node for into what it has.
+    """Rewrite what the planner has no node for into what it has, once every ``*`` is expanded.
 
     * ``GROUP BY ALL`` groups by every SELECT expression without an aggregate that reads a column (a constant
       is no key, so over no rows a query with aggregates still gives its one row, as in DuckDB),
-      ``ORDER BY ALL`` sorts by every output column in order (DuckDB's meaning).
+    * ``ORDER BY ALL`` sorts by every output column in order (DuckDB's meaning), of a SELECT or of a set
+      operation (``… EXCEPT … ORDER BY ALL``), by the outputs' names.
+
+    Why after qualification: ``SELECT * … ORDER BY ALL`` means every column the star stands for.
     """
 
-    for select in tree.find_all(exp.Select):
-        group = select.args.get("group")
+    for query in tree.find_all(exp.Select, exp.SetOperation):
+        group = query.args.get("group") if isinstance(query, exp.Select) else None
         if group is not None and group.args.get("all"):
-            keys = [e.this if isinstance(e, exp.Alias) else e for e in select.expressions  # constants: not keys
+            keys = [e.this if isinstance(e, exp.Alias) else e for e in query.expressions  # constants: not keys
                     if not any(isinstance(n, exp.AggFunc) for n in e.walk())
                     and any(isinstance(n, exp.Column) for n in e.walk())]
-            select.set("group", exp.Group(expressions=[k.copy() for k in keys]) if keys else None)
-        order = select.args.get("order")
+            query.set("group", exp.Group(expressions=[k.copy() for k in keys]) if keys else None)
+        order = query.args.get("order")
         if order is not None and len(order.expressions) == 1 and isinstance(order.expressions[0].this, exp.Var) \
                 and order.expressions[0].this.name.upper() == "ALL":
             template = order.expressions[0]
-            order.set("expressions", [exp.Ordered(this=exp.Literal.number(i + 1), desc=template.args.get("desc"),
+            order.set("expressions", [exp.Ordered(this=exp.column(exp.to_identifier(name, quoted=True)),
+                                                  desc=template.args.get("desc"),
                                                   nulls_first=template.args.get("nulls_first"))
-                                      for i in range(len(select.expressions))])
+                                      for name in query.named_selects])
     return tree
 
 
@@ -334,7 +338,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     if dialect == "spark":  # Spark's names with Spark's meaning (dayofweek from 1, date_add a DATE...)
         tree = spark_semantics(tree)
     # the tree parsed for this query: rewritten in place
-    tree = _desugar(normalize_aggregate_calls(tree, copy=False, dialect=dialect))
+    tree = normalize_aggregate_calls(tree, copy=False, dialect=dialect)
     try:
         tree = qualify(tree, schema=qualify_schema(catalog, dialect), dialect=dialect, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)
@@ -344,8 +348,9 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         original = _parse(text, dialect)
         _name_projections(original, dialect, catalog)
         normalized = normalize_aggregate_calls(original, copy=False, dialect=dialect)
-        raise _column_error(error, _desugar(normalized), catalog) from None
+        raise _column_error(error, normalized, catalog) from None
     check_set_operation_widths(tree)  # again with every * expanded
+    tree = _desugar(tree)
     tree = pushdown_projections(tree)
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))

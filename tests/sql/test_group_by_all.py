@@ -35,6 +35,12 @@ QUERIES = [
     "SELECT upper(s) AS u, count(*) AS n FROM t GROUP BY ALL HAVING count(*) > 1 ORDER BY ALL DESC NULLS LAST",
     "SELECT s, a FROM t ORDER BY ALL NULLS FIRST",
     "SELECT a, s FROM e GROUP BY ALL ORDER BY ALL",
+    # over SELECT *: every column the star expands to (sorted and grouped by the first column alone before)
+    "SELECT * FROM t ORDER BY ALL",
+    "SELECT * FROM (SELECT a, s FROM t) x GROUP BY ALL ORDER BY ALL DESC",
+    # after a set operation: every output column
+    "SELECT a, s FROM t EXCEPT ALL SELECT a, 'x' FROM t ORDER BY ALL NULLS FIRST",
+    "SELECT * FROM t UNION SELECT * FROM t ORDER BY ALL LIMIT 3",
 ]
 
 

@@ -83,6 +83,9 @@ QUERIES = [
     "SELECT a FROM t UNION ALL SELECT k FROM u ORDER BY a LIMIT 3 OFFSET 2",
     "(SELECT a FROM t ORDER BY a DESC NULLS LAST LIMIT 2) UNION ALL (SELECT k FROM u ORDER BY k LIMIT 1)",
     "(SELECT a FROM t UNION SELECT k FROM u) ORDER BY a NULLS FIRST LIMIT 3",
+    # ORDER BY ALL after a set operation sorts by every output column (was 'unsupported SQL construct Var')
+    "SELECT a, b FROM t EXCEPT ALL SELECT k, s FROM u ORDER BY ALL",
+    "(SELECT b FROM t) INTERSECT SELECT s FROM u ORDER BY ALL DESC LIMIT 2",
     # In derived tables, CTEs and IN subqueries.
     "SELECT a, count(*) AS n FROM (SELECT a FROM t UNION ALL SELECT k FROM u) x GROUP BY a",
     "WITH q AS (SELECT b FROM t INTERSECT SELECT s FROM u) SELECT count(*) AS n FROM q",
