@@ -26,7 +26,8 @@ This module keeps the order of the steps, the sources and the output.
    estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;
    queries with outer joins keep the written order, but for inner joins that
    commute with them, and a LEFT JOIN whose NULL-extended rows a condition
-   rejects is an inner join (:mod:`~gpu_engine.sql.outer_joins`).
+   rejects is an inner join (:mod:`~gpu_engine.sql.outer_joins`). Where the aggregates read one side of
+   inner joins, that side is pre-aggregated below them (:mod:`~gpu_engine.sql.eager_aggregation`).
 5. **Aggregation and HAVING** (:mod:`~gpu_engine.sql.aggregate_planning`,
    :mod:`~gpu_engine.sql.grouping_sets`), **windows and QUALIFY**
    (:mod:`~gpu_engine.sql.windows`), then **SELECT, DISTINCT, ORDER BY,
@@ -56,6 +57,7 @@ from gpu_engine.sql.decorrelation import (
     subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
+from gpu_engine.sql.eager_aggregation import eager_aggregated
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
@@ -248,7 +250,10 @@ class QueryPlanner(PlanningContext):
             if extra_relations:  # scalar subqueries: joined after the outer joins, like WHERE conjuncts
                 relation = join_greedy(self, [relation] + extra_relations, pending, needed)
         else:
-            relation = join_greedy(self, list(relations.values()) + extra_relations, pending, needed)
+            members = list(relations.values())
+            if not extra_relations and not semi_joins:  # aggregates over the sides they read, below the joins
+                members, select = eager_aggregated(self, select, members, pending, needed)
+            relation = join_greedy(self, members + extra_relations, pending, needed)
         if pending:
             relation = filtered(self, relation, pending)
         for semi in semi_joins:
@@ -258,7 +263,7 @@ class QueryPlanner(PlanningContext):
     def _needed_columns(self, select: exp.Select) -> set[tuple[str, str]]:
         """Return the (alias, column) pairs a SELECT reads after its joins (its clauses other than FROM/WHERE)."""
         out = set()
-        for key in ("expressions", "group", "having", "order", "distinct"):
+        for key in ("expressions", "group", "having", "order", "distinct", "qualify"):
             value = select.args.get(key)
             for tree in (value if isinstance(value, list) else [value] if value is not None else []):
                 out.update((c.table, c.name) for c in free_columns(tree))
