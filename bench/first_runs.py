@@ -48,6 +48,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import gc
 import json
 import os
 import statistics
@@ -83,6 +84,61 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--round-output", help=argparse.SUPPRESS)  # a round's JSON (set by the parent process)
     parser.add_argument("--round-number", type=int, default=0, help=argparse.SUPPRESS)
     return parser
+
+
+class QueryMeter:
+    """Measure each query of a pass: wall seconds, process CPU (user + sys) and the interpreter's full GC pauses.
+
+    Why: a full collection (generation 2) holds the interpreter lock while it walks every tracked object,
+    so every driver stops: ~0.15-0.6 s each on this 2-core machine with the bench's heap (the plans of
+    every session it keeps), which landed in single queries of every pass (q10's lowest tier 0.65 s
+    against 0.16 s, q84's 0.72 s against 0.05 s). The pauses are reported per query beside the times,
+    and process CPU beside wall, so a loaded run still compares passes.
+    """
+
+    def __init__(self):
+        self.gc_seconds = 0.0
+        self.gc_collections = 0
+        self._started: float | None = None
+        gc.callbacks.append(self._observe)
+
+    def _observe(self, phase: str, info: dict) -> None:
+        if info.get("generation") != 2:
+            return
+        if phase == "start":
+            self._started = time.perf_counter()
+        elif self._started is not None:
+            self.gc_seconds += time.perf_counter() - self._started
+            self.gc_collections += 1
+            self._started = None
+
+    def measure(self, run):
+        """Return ``run()``'s result and what it cost: seconds, cpu_s, gc_s and gc_collections."""
+        gc_seconds, collections = self.gc_seconds, self.gc_collections
+        before = os.times()
+        start = time.perf_counter()
+        result = run()
+        seconds = time.perf_counter() - start
+        after = os.times()
+        return result, {"seconds": seconds, "cpu_s": (after.user - before.user) + (after.system - before.system),
+                        "gc_s": self.gc_seconds - gc_seconds, "gc_collections": self.gc_collections - collections}
+
+    def close(self) -> None:
+        gc.callbacks.remove(self._observe)
+
+
+def settle_heap() -> None:
+    """Collect, then freeze what survives, so that a timed pass's full collections walk only what it makes itself.
+
+    Why: the bench keeps every earlier pass's session (their cached plans), the kernels they loaded and
+    DuckDB's answers alive, which a process running only that pass would not hold, and a full collection's
+    cost grows with every tracked object: without this, whichever pass ran later paid for the earlier ones
+    (the first runs cost 4-5 s more process CPU when timed after the lowest tier than before it, at SF1).
+    Also called between a warm query's untimed runs and its timed ones: the untimed runs compile kernels
+    inline, and the compiler's garbage would otherwise be collected inside the timed runs.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def _lowest_tier_batches(stats) -> int:
@@ -213,17 +269,19 @@ def run_round(args) -> dict:
             work.left_out[name] = problem.splitlines()[0][:160]
             del work.texts[name]
 
-    def timed_pass(session) -> dict[str, float]:
-        seconds = {}
+    meter = QueryMeter()
+
+    def timed_pass(session) -> tuple[dict[str, float], dict[str, dict]]:
+        settle_heap()
+        seconds, costs = {}, {}
         for name, text in work.texts.items():
-            start = time.perf_counter()
-            session.sql(text)
-            seconds[name] = time.perf_counter() - start
-        return seconds
+            _, costs[name] = meter.measure(lambda: session.sql(text))
+            seconds[name] = costs[name]["seconds"]
+        return seconds, costs
 
     # Every timed pass but the warm one runs in a new session, so each plans its texts anew as a first run
     # does (a session keeps its plans: a second pass in one session skips the planner and plan preparation).
-    unfused = timed_pass(work.session(fuse=False))
+    unfused, unfused_costs = timed_pass(work.session(fuse=False))
     warmed = work.session(compile_mode="lowest")
     for name, text in work.texts.items():  # the static kernels the fused plan's lowest tier runs, loaded
         check(name, warmed.sql(text))
@@ -233,21 +291,20 @@ def run_round(args) -> dict:
     first: dict[str, dict] = {}
 
     def first_pass() -> float:
+        settle_heap()
         started = os.times()
         for name, text in work.texts.items():
-            start = time.perf_counter()
-            table = engine.sql(text)
-            seconds = time.perf_counter() - start
+            table, costs = meter.measure(lambda: engine.sql(text))
             check(name, table)
             stats = engine.last_stats()
-            first[name] = {"seconds": seconds, "lowest_tier_batches": _lowest_tier_batches(stats),
-                           "kernels_compiled": stats.kernels_compiled, "compile_seconds": stats.compile_seconds}
+            first[name] = dict(costs, lowest_tier_batches=_lowest_tier_batches(stats),
+                               kernels_compiled=stats.kernels_compiled, compile_seconds=stats.compile_seconds)
         return os.times().user - started.user
 
     lowest_first = args.round_number % 2 == 0
     if lowest_first:
         started = os.times()
-        lowest = timed_pass(lowest_session)
+        lowest, lowest_costs = timed_pass(lowest_session)
         lowest_cpu = os.times().user - started.user
         first_cpu = first_pass()
     else:
@@ -259,7 +316,7 @@ def run_round(args) -> dict:
     compiler.close()
     if not lowest_first:
         started = os.times()
-        lowest = timed_pass(lowest_session)
+        lowest, lowest_costs = timed_pass(lowest_session)
         lowest_cpu = os.times().user - started.user
 
     warm: dict[str, dict] = {}
@@ -270,17 +327,19 @@ def run_round(args) -> dict:
             check(name, engine.sql(text))
             if _lowest_tier_batches(engine.last_stats()) == 0:
                 break
-        times = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            engine.sql(text)
-            times.append(time.perf_counter() - start)
-        warm[name] = {"seconds": statistics.median(times), "settling_runs": settle,
+        settle_heap()  # the untimed runs' inline compiles leave garbage the timed runs must not collect
+        runs = [meter.measure(lambda: engine.sql(text))[1] for _ in range(args.runs)]
+        warm[name] = {"seconds": statistics.median(r["seconds"] for r in runs), "settling_runs": settle,
+                      "cpu_s": statistics.median(r["cpu_s"] for r in runs),
+                      "gc_s": statistics.median(r["gc_s"] for r in runs),
+                      "kernels_compiled": engine.last_stats().kernels_compiled,
                       "lowest_tier_batches": _lowest_tier_batches(engine.last_stats())}
+    meter.close()
     return {
         "round": args.round_number, "order": "lowest tier, then first runs" if lowest_first else
         "first runs, then lowest tier", "load_average": os.getloadavg(), "first": first, "warm": warm,
         "lowest_tier_alone_s": lowest, "unfused_s": unfused, "duckdb_seconds": duck_seconds,
+        "lowest_costs": lowest_costs, "unfused_costs": unfused_costs,
         "first_driver_cpu_s": first_cpu, "lowest_driver_cpu_s": lowest_cpu,
         "first_total_s": sum(r["seconds"] for r in first.values()),
         "warm_total_s": sum(r["seconds"] for r in warm.values()),
@@ -290,6 +349,10 @@ def run_round(args) -> dict:
         "pending_after_first_runs": pending, "background_compile_seconds": compiler.compile_seconds,
         "failures": len(compiler.failures),
     }
+
+
+def _total(by_query: dict[str, dict], key: str) -> float:
+    return sum(costs.get(key, 0.0) for costs in by_query.values())
 
 
 def _scale(args) -> str:
@@ -315,10 +378,14 @@ def report(args, rounds: list[dict], command: str) -> str:
         "alone: the same plans with `compile_mode=\"lowest\"` (every batch on the lowest tier, nothing generated "
         "or compiled). Unfused: `fuse=False`. Warm: a new inline session after one untimed run (every batch on "
         f"generated kernels), the median of {args.runs} runs. Every result checked against DuckDB's. Per query: "
-        "medians over the rounds.", "",
+        "medians over the rounds. CPU: the process's user + sys seconds during the query (its drivers and "
+        "threads; not the compile process). GC: the interpreter's full collections inside the query (they stop "
+        "every driver); before each timed pass, and before each query's warm runs, the heap is collected and "
+        "frozen (`settle_heap`), so a pass does not pay for the objects earlier passes left.", "",
         "| query | first run (ms) | lowest-tier batches | compiled on drivers | warm (ms) | first / warm "
-        "| lowest tier alone (ms) | first / lowest | unfused (ms) | DuckDB (ms) |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "| lowest tier alone (ms) | first / lowest | unfused (ms) | DuckDB (ms) | CPU first / lowest / warm (ms) "
+        "| GC first / lowest (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         f = median(lambda r: r["first"][name]["seconds"])
@@ -328,19 +395,29 @@ def report(args, rounds: list[dict], command: str) -> str:
             f"| {name} | {f * 1e3:.1f} | {rounds[0]['first'][name]['lowest_tier_batches']} | "
             f"{max(r['first'][name]['kernels_compiled'] for r in rounds)} | {w * 1e3:.1f} | {f / w:.2f}× | "
             f"{lo * 1e3:.1f} | {f / lo:.2f}× | {median(lambda r: r['unfused_s'][name]) * 1e3:.1f} | "
-            f"{median(lambda r: r['duckdb_seconds'][name]) * 1e3:.1f} |")
+            f"{median(lambda r: r['duckdb_seconds'][name]) * 1e3:.1f} | "
+            f"{median(lambda r: r['first'][name]['cpu_s']) * 1e3:.0f} / "
+            f"{median(lambda r: r['lowest_costs'][name]['cpu_s']) * 1e3:.0f} / "
+            f"{median(lambda r: r['warm'][name]['cpu_s']) * 1e3:.0f} | "
+            f"{median(lambda r: r['first'][name]['gc_s']) * 1e3:.0f} / "
+            f"{median(lambda r: r['lowest_costs'][name]['gc_s']) * 1e3:.0f} |")
     lines += ["", "Each round's totals (s):", "",
               "| round | order | load average (1 min) | first | lowest tier alone | first / lowest | "
               "process CPU s first / lowest | warm | first / warm | unfused | kernels the compile process compiled "
-              "during the first runs (left pending) | DuckDB |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "during the first runs (left pending) | DuckDB | CPU s first / lowest / warm (user + sys, per query) "
+              "| GC s first / lowest / warm (collections) |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rounds:
         lines.append(
             f"| {r['round']} | {r['order']} | {r['load_average'][0]:.1f} | {r['first_total_s']:.2f} | "
             f"{r['lowest_tier_alone_total_s']:.2f} | {r['first_total_s'] / r['lowest_tier_alone_total_s']:.2f}× | "
             f"{r['first_driver_cpu_s']:.2f} / {r['lowest_driver_cpu_s']:.2f} | {r['warm_total_s']:.2f} | "
             f"{r['first_total_s'] / r['warm_total_s']:.2f}× | {r['unfused_total_s']:.2f} | "
-            f"{r['compiled_during_first_runs']} ({r['pending_after_first_runs']}) | {r['duckdb_total_s']:.2f} |")
+            f"{r['compiled_during_first_runs']} ({r['pending_after_first_runs']}) | {r['duckdb_total_s']:.2f} | "
+            f"{_total(r['first'], 'cpu_s'):.2f} / {_total(r['lowest_costs'], 'cpu_s'):.2f} / "
+            f"{_total(r['warm'], 'cpu_s'):.2f} | {_total(r['first'], 'gc_s'):.2f} / "
+            f"{_total(r['lowest_costs'], 'gc_s'):.2f} / {_total(r['warm'], 'gc_s'):.2f} "
+            f"({_total(r['first'], 'gc_collections'):.0f} / {_total(r['lowest_costs'], 'gc_collections'):.0f}) |")
     ratio_lowest = statistics.median(r["first_total_s"] / r["lowest_tier_alone_total_s"] for r in rounds)
     ratio_warm = statistics.median(r["first_total_s"] / r["warm_total_s"] for r in rounds)
     lines += ["", f"Median over the rounds: first / lowest tier alone **{ratio_lowest:.2f}×**, first / warm "
