@@ -26,10 +26,19 @@ _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 
 def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
-    """Return ``simplify(tree)`` with every arithmetic operation left as written."""
-    for node in tree.walk():
+    """Return ``simplify(tree)`` with every arithmetic operation left as written, and ``date_trunc`` of a DATE
+    left a TIMESTAMP (sqlglot reads it as its DateTrunc and folds a constant one to a DATE; DuckDB types it
+    TIMESTAMP)."""
+    for node in list(tree.walk()):
         if isinstance(node, _ARITHMETIC) and not any(isinstance(side, exp.Interval) for side in node.iter_expressions()):
             node.meta[FINAL] = True
+        elif isinstance(node, exp.DateTrunc):  # date_trunc of a DATE: a TIMESTAMP, as the translator types it
+            truncation = exp.TimestampTrunc(this=node.this, unit=node.args.get("unit"))
+            truncation.meta[FINAL] = True
+            if node is tree:
+                tree = truncation
+            else:
+                node.replace(truncation)
     simplified = simplify(tree)
     for node in simplified.walk():
         if node.meta_get(FINAL):

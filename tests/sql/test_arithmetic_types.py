@@ -110,3 +110,15 @@ def test_the_spark_dialect_divides_null_safely():
     result = session.sql("SELECT i32 / 2 AS h, i32 / (i8 - i8) AS z FROM t", dialect="spark")
     assert result.column("h").to_pylist() == [3.5, -3.5, None, 1_000_000.0]
     assert result.column("z").to_pylist() == [None, None, None, None]
+
+
+@pytest.mark.parametrize("expression", ["date_trunc('month', DATE '1995-02-17')", "date_trunc('week', DATE '1995-02-17')",
+                                        "date_trunc('year', CAST('1995-02-17' AS DATE))"])
+def test_a_constant_date_truncation_is_a_timestamp_as_in_duckdb(expression, reference):
+    """sqlglot's simplifier folded date_trunc of a constant DATE to a DATE; DuckDB types it TIMESTAMP (as the
+    engine types it over a column). Found by the breadth fuzz's first-hour probes."""
+    sql = f"SELECT i32 AS k, {expression} AS x FROM t"
+    expected = duckdb_table(reference, sql)
+    result = _session("cpu", False).sql(sql)
+    assert result.schema.field("x").type == expected.schema.field("x").type, expression
+    assert_same_rows(result, expected)
