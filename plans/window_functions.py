@@ -252,6 +252,13 @@ def _default_of(default: Literal, dtype: pa.DataType, label: str, text: str) -> 
     """Return lag/lead's constant default as a value of the argument's type (DuckDB casts it)."""
     if default.value is None:
         return Literal(None, dtype)
+    numeric = is_integer(default.dtype) or is_floating(default.dtype) or is_decimal(default.dtype)
+    temporal = pa.types.is_temporal(dtype)
+    if numeric and temporal or pa.types.is_temporal(default.dtype) and (is_integer(dtype) or is_floating(dtype)
+                                                                       or is_decimal(dtype)):
+        # DuckDB has no cast between numbers and dates (Arrow's would read 3 as 3 days after the epoch)
+        raise PlanError(f"the default {default.sql()} does not convert to the value's type {dtype}", node=label,
+                        column=text)
     try:
         value = pa.scalar(default.value, type=default.dtype).cast(dtype).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError):
