@@ -93,7 +93,10 @@ class QueryMeter:
     so every driver stops: ~0.15-0.6 s each on this 2-core machine with the bench's heap (the plans of
     every session it keeps), which landed in single queries of every pass (q10's lowest tier 0.65 s
     against 0.16 s, q84's 0.72 s against 0.05 s). The pauses are reported per query beside the times,
-    and process CPU beside wall, so a loaded run still compares passes.
+    and process CPU beside wall, so a loaded run still compares passes. ``run_delay_s`` is the time the
+    process's threads spent runnable but waiting for a CPU (Linux schedstat): on a quiet machine, first
+    runs took ~4.5 s more wall than the lowest tier with the same process CPU while the idle-priority
+    compile process ran, and this tells waiting for a CPU apart from waiting on a lock or the GIL.
     """
 
     def __init__(self):
@@ -115,16 +118,35 @@ class QueryMeter:
     def measure(self, run):
         """Return ``run()``'s result and what it cost: seconds, cpu_s, gc_s and gc_collections."""
         gc_seconds, collections = self.gc_seconds, self.gc_collections
+        waited = _run_delay_by_thread()
         before = os.times()
         start = time.perf_counter()
         result = run()
         seconds = time.perf_counter() - start
         after = os.times()
+        delays = _run_delay_by_thread()
         return result, {"seconds": seconds, "cpu_s": (after.user - before.user) + (after.system - before.system),
-                        "gc_s": self.gc_seconds - gc_seconds, "gc_collections": self.gc_collections - collections}
+                        "gc_s": self.gc_seconds - gc_seconds, "gc_collections": self.gc_collections - collections,
+                        "run_delay_s": sum(ns - waited.get(tid, 0) for tid, ns in delays.items()) / 1e9}
 
     def close(self) -> None:
         gc.callbacks.remove(self._observe)
+
+
+def _run_delay_by_thread() -> dict[str, int]:
+    """Return each thread's nanoseconds spent waiting on a run queue so far (empty where Linux's schedstat is absent)."""
+    delays = {}
+    try:
+        threads = os.listdir("/proc/self/task")
+    except OSError:
+        return delays
+    for tid in threads:
+        try:
+            with open(f"/proc/self/task/{tid}/schedstat") as stat:
+                delays[tid] = int(stat.read().split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+    return delays
 
 
 def settle_heap() -> None:
@@ -384,8 +406,8 @@ def report(args, rounds: list[dict], command: str) -> str:
         "frozen (`settle_heap`), so a pass does not pay for the objects earlier passes left.", "",
         "| query | first run (ms) | lowest-tier batches | compiled on drivers | warm (ms) | first / warm "
         "| lowest tier alone (ms) | first / lowest | unfused (ms) | DuckDB (ms) | CPU first / lowest / warm (ms) "
-        "| GC first / lowest (ms) |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| GC first / lowest (ms) | waiting for a CPU first / lowest (ms) |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for name in names:
         f = median(lambda r: r["first"][name]["seconds"])
@@ -400,13 +422,15 @@ def report(args, rounds: list[dict], command: str) -> str:
             f"{median(lambda r: r['lowest_costs'][name]['cpu_s']) * 1e3:.0f} / "
             f"{median(lambda r: r['warm'][name]['cpu_s']) * 1e3:.0f} | "
             f"{median(lambda r: r['first'][name]['gc_s']) * 1e3:.0f} / "
-            f"{median(lambda r: r['lowest_costs'][name]['gc_s']) * 1e3:.0f} |")
+            f"{median(lambda r: r['lowest_costs'][name]['gc_s']) * 1e3:.0f} | "
+            f"{median(lambda r: r['first'][name]['run_delay_s']) * 1e3:.0f} / "
+            f"{median(lambda r: r['lowest_costs'][name]['run_delay_s']) * 1e3:.0f} |")
     lines += ["", "Each round's totals (s):", "",
               "| round | order | load average (1 min) | first | lowest tier alone | first / lowest | "
               "process CPU s first / lowest | warm | first / warm | unfused | kernels the compile process compiled "
               "during the first runs (left pending) | DuckDB | CPU s first / lowest / warm (user + sys, per query) "
-              "| GC s first / lowest / warm (collections) |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+              "| GC s first / lowest / warm (collections) | waiting for a CPU s first / lowest |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rounds:
         lines.append(
             f"| {r['round']} | {r['order']} | {r['load_average'][0]:.1f} | {r['first_total_s']:.2f} | "
@@ -417,7 +441,8 @@ def report(args, rounds: list[dict], command: str) -> str:
             f"{_total(r['first'], 'cpu_s'):.2f} / {_total(r['lowest_costs'], 'cpu_s'):.2f} / "
             f"{_total(r['warm'], 'cpu_s'):.2f} | {_total(r['first'], 'gc_s'):.2f} / "
             f"{_total(r['lowest_costs'], 'gc_s'):.2f} / {_total(r['warm'], 'gc_s'):.2f} "
-            f"({_total(r['first'], 'gc_collections'):.0f} / {_total(r['lowest_costs'], 'gc_collections'):.0f}) |")
+            f"({_total(r['first'], 'gc_collections'):.0f} / {_total(r['lowest_costs'], 'gc_collections'):.0f}) | "
+            f"{_total(r['first'], 'run_delay_s'):.2f} / {_total(r['lowest_costs'], 'run_delay_s'):.2f} |")
     ratio_lowest = statistics.median(r["first_total_s"] / r["lowest_tier_alone_total_s"] for r in rounds)
     ratio_warm = statistics.median(r["first_total_s"] / r["warm_total_s"] for r in rounds)
     lines += ["", f"Median over the rounds: first / lowest tier alone **{ratio_lowest:.2f}×**, first / warm "
