@@ -36,6 +36,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
+from gpu_engine.columnar.types import is_string
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
 
@@ -96,7 +97,7 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     for position, ((out_name, left_internal), (_, right_internal)) in enumerate(zip(left_outputs, right_outputs)):
         left_field, right_field = left_schema.field(left_internal), right_schema.field(right_internal)
         try:
-            dtype = common_type(left_field.type, right_field.type)
+            dtype = _branch_type(left_field.type, right_field.type)
         except TypeError:
             raise _error(f"{name}: column {position + 1} ({out_name!r}) is {left_field.type} in the left branch "
                          f"and {right_field.type} in the right, which have no common type; CAST one of them",
@@ -165,6 +166,18 @@ def _union_statistics(left: "Relation", left_outputs, right: "Relation", right_o
             low = high = None
         stats[key] = ColumnStatistics(max(a.ndv, b.ndv), low, high)
     return stats
+
+
+def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+    """Return the type a column of two branches unifies to: DuckDB's common type, and VARCHAR for text beside a
+    number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``)."""
+    try:
+        return common_type(left, right)
+    except TypeError:
+        if is_string(left) != is_string(right) and not any(pa.types.is_null(t) or pa.types.is_binary(t)
+                                                             for t in (left, right)):
+            return pa.string()
+        raise
 
 
 #: SQL type names of the Arrow types a bare NULL branch column may take from the other branch.
