@@ -44,7 +44,8 @@ CUST = pa.table({  # key 2 twice (its sales join both rows), key 7 with no sales
 DAYS = pa.table({"d_key": pa.array(np.arange(10), pa.int32()),
                  "d_year": pa.array([2000 + k // 4 for k in range(10)], pa.int32())})
 NATION = pa.table({"n_key": pa.array([0, 1, 2], pa.int32()), "n_name": pa.array(["north", "south", "west"])})
-TABLES = {"sales": SALES, "cust": CUST, "days": DAYS, "nation": NATION}
+MIXED_CASE = pa.table({"Cust": SALES.column("s_cust"), "Qty": SALES.column("s_qty")})  # quoted names
+TABLES = {"sales": SALES, "cust": CUST, "days": DAYS, "nation": NATION, "Mixed": MIXED_CASE}
 
 _JOIN = "FROM sales, cust WHERE s_cust = c_key"
 _JOIN_NATION = "FROM sales, cust, nation WHERE s_cust = c_key AND c_nation = n_key"
@@ -85,6 +86,13 @@ PUSHED = {
     "q10_shape": "SELECT c_key, c_name, n_name, sum(s_price * (1 - s_qty / 10)) AS revenue FROM sales, cust, nation "
                  "WHERE s_cust = c_key AND c_nation = n_key GROUP BY c_key, c_name, n_name "
                  "ORDER BY revenue DESC NULLS LAST, c_key, c_name LIMIT 4",
+    "self_join": "SELECT b.s_day, sum(a.s_qty) AS s, count(*) AS n FROM sales a, sales b WHERE a.s_cust = b.s_cust "
+                 "GROUP BY b.s_day",
+    "derived_table": "SELECT c_name, sum(d.q) AS s, max(d.q) AS m FROM (SELECT s_cust AS k, s_qty + 1 AS q FROM sales) d, "
+                     "cust WHERE d.k = c_key GROUP BY c_name",
+    "quoted_mixed_case_names": 'SELECT c_name, sum("Qty") AS s, count("Qty") AS n FROM "Mixed", cust WHERE "Cust" = c_key '
+                               "GROUP BY c_name",
+    "constant_argument": f"SELECT c_name, sum(1) AS one, sum(s_qty) AS s {_JOIN} GROUP BY c_name",
 }
 #: Each must keep its aggregation above the joins.
 KEPT = {
