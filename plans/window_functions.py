@@ -10,6 +10,8 @@ planner projects any other expression first. Types follow DuckDB: ranks and ``nt
 
 from __future__ import annotations
 
+import decimal
+
 import pyarrow as pa
 from sqlglot import exp
 
@@ -260,8 +262,34 @@ def _default_of(default: Literal, dtype: pa.DataType, label: str, text: str) -> 
         raise PlanError(f"the default {default.sql()} does not convert to the value's type {dtype}", node=label,
                         column=text)
     try:
-        value = pa.scalar(default.value, type=default.dtype).cast(dtype).as_py()
-    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError):
+        if numeric and (is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)):
+            value = _number_as(default, dtype)
+        else:
+            value = pa.scalar(default.value, type=default.dtype).cast(dtype).as_py()
+    except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError, ArithmeticError):
         raise PlanError(f"the default {default.sql()} does not convert to the value's type {dtype}", node=label,
                         column=text) from None
     return Literal(value, dtype)
+
+
+def _number_as(default: Literal, dtype: pa.DataType):
+    """Return a numeric constant as DuckDB casts it to another numeric type: a double rounds half to even, an
+    integer or decimal half away from zero; a value out of the type's range raises ValueError (Arrow's cast
+    refuses any rounding, and an INTEGER into DECIMAL(9, 2) for its 10 digits)."""
+    if is_floating(dtype):
+        return float(default.value)
+    exact = decimal.Decimal(default.value)
+    if not exact.is_finite():
+        raise ValueError(f"{default.value} is not a finite number")
+    rounding = decimal.ROUND_HALF_EVEN if is_floating(default.dtype) else decimal.ROUND_HALF_UP
+    if is_integer(dtype):
+        value = int(exact.to_integral_value(rounding))
+        bits = dtype.bit_width
+        low, high = (0, 2 ** bits) if pa.types.is_unsigned_integer(dtype) else (-2 ** (bits - 1), 2 ** (bits - 1))
+        if not low <= value < high:
+            raise ValueError(f"{value} is out of {dtype}'s range")
+        return value
+    value = exact.quantize(decimal.Decimal(1).scaleb(-dtype.scale), rounding)
+    if abs(value) >= decimal.Decimal(10) ** (dtype.precision - dtype.scale):
+        raise ValueError(f"{value} does not fit {dtype}")
+    return value
