@@ -218,7 +218,7 @@ def _decomposable_aggregates(select: exp.Select) -> list[exp.Expression]:
     if not aggregates or any(tree.find(exp.Window) is not None for tree in trees):
         return []
     for a in aggregates:
-        if type(a) not in _DECOMPOSABLE or any(value for key, value in a.args.items() if key not in ("this", "big_int")):
+        if type(a) not in _DECOMPOSABLE or any(v for k, v in a.args.items() if k not in ("this", "big_int")):
             return []
         argument = a.this
         if argument is None or isinstance(argument, (exp.Distinct, exp.Order)) or has_subquery(argument):

@@ -88,10 +88,10 @@ PUSHED = {
                  "ORDER BY revenue DESC NULLS LAST, c_key, c_name LIMIT 4",
     "self_join": "SELECT b.s_day, sum(a.s_qty) AS s, count(*) AS n FROM sales a, sales b WHERE a.s_cust = b.s_cust "
                  "GROUP BY b.s_day",
-    "derived_table": "SELECT c_name, sum(d.q) AS s, max(d.q) AS m FROM (SELECT s_cust AS k, s_qty + 1 AS q FROM sales) d, "
-                     "cust WHERE d.k = c_key GROUP BY c_name",
-    "quoted_mixed_case_names": 'SELECT c_name, sum("Qty") AS s, count("Qty") AS n FROM "Mixed", cust WHERE "Cust" = c_key '
-                               "GROUP BY c_name",
+    "derived_table": "SELECT c_name, sum(d.q) AS s, max(d.q) AS m "
+                     "FROM (SELECT s_cust AS k, s_qty + 1 AS q FROM sales) d, cust WHERE d.k = c_key GROUP BY c_name",
+    "quoted_mixed_case_names": 'SELECT c_name, sum("Qty") AS s, count("Qty") AS n FROM "Mixed", cust '
+                               'WHERE "Cust" = c_key GROUP BY c_name',
     "constant_argument": f"SELECT c_name, sum(1) AS one, sum(s_qty) AS s {_JOIN} GROUP BY c_name",
 }
 #: Each must keep its aggregation above the joins.
@@ -107,7 +107,8 @@ KEPT = {
     "rollup": f"SELECT c_name, sum(s_qty) AS s {_JOIN} GROUP BY ROLLUP (c_name)",
     "window": f"SELECT c_name, sum(s_qty) AS s, rank() OVER (ORDER BY sum(s_qty)) AS r {_JOIN} GROUP BY c_name",
 }
-_SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_global", "three_tables_dimension_joined_first")
+_SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_global",
+              "three_tables_dimension_joined_first")
 
 
 @pytest.fixture(scope="module")
