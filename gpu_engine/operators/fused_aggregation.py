@@ -362,7 +362,7 @@ class FusedAggregation(AggregationOperator):
             count = rows - _SAMPLE_ROWS
         if self.grouped:  # room for the rows' new keys, as estimated; more go pending and are run again
             flavor = self.device.kernel_flavor
-            expected = self._num_groups + self._expected_new_groups(count)
+            expected = self._num_groups + self._expected_new_groups(count, sampled=positions is not self._placeholder)
             slots = int(self._table.shape[0])
             if expected > max_groups(slots, flavor):
                 self._grow(max(_GROWTH * slots, slots_for_groups(expected, flavor)))
@@ -401,29 +401,29 @@ class FusedAggregation(AggregationOperator):
             needed = slots_for_groups(self._num_groups + count, self.device.kernel_flavor)
             self._grow(max(needed, _GROWTH * int(self._table.shape[0])))
 
-    def _expected_new_groups(self, rows: int) -> int:
+    def _expected_new_groups(self, rows: int, sampled: bool = False) -> int:
         """Estimate how many new keys a batch of ``rows`` brings, to size the table before its run.
 
         Partial results (FINAL, INTERMEDIATE steps) are mostly distinct keys: all of them. Raw rows:
         as many per row as the last batch brought, with a quarter more as margin; a sample of the first
-        batch's rows (:data:`_SAMPLE_ROWS` of them, evenly spaced) runs alone first. (Without it a first batch of many
-        keys filled the starting table, left nearly all its rows pending, a second pass over them, and
+        batch's rows (:data:`_SAMPLE_ROWS` of them, evenly spaced) runs alone first. (Without it a first
+        batch of many keys filled the starting table, left nearly all its rows pending, a second pass over them, and
         on a GPU an atomic increment of one pending counter per row.)
         Why not grow at a fixed load instead: TPC-H Q18's PARTIAL step brings a quarter of its rows as
         new keys each batch, and a table grown at 4/5 of its load a batch before it had to grew
         twice where once did (a 2M-slot table emitted in place of 1M).
-        When every key held came from the last run (the first batch's sample), its rows are a sample
-        of the keys: the new keys of the next rows are estimated from the number of distinct keys
-        that sample suggests (:func:`_new_keys_after_sample`), not by its rate. Why: 512 rows of 10k
+        Right after the first batch's sample (``sampled``), whose rows are a sample of the keys, the
+        new keys of the next rows are estimated from the number of distinct keys that sample suggests (:func:`_new_keys_after_sample`), not by its rate. Why: 512 rows of 10k
         keys are nearly all distinct, and their rate sized the table of db-benchmark's id3 for 330k
-        keys (a 25 MB table: every probe a cache miss, its fill and its emit's scan 30x longer).
+        keys (a 25 MB table: every probe a cache miss, its fill and its emit's scan 30x longer). Only
+        then: a later batch's keys are no sample (sorted input brings new keys batch after batch).
         """
         if not self.step.input_is_raw:
             return rows
         last_rows, last_new = self._last_batch
         if not last_rows:
             return 0
-        if last_new == self._num_groups and last_new < last_rows:
+        if sampled and last_new == self._num_groups and last_new < last_rows:
             return -(-_new_keys_after_sample(last_rows, last_new, rows) * 5 // 4)
         return -(-rows * last_new * 5 // (4 * last_rows))
 
