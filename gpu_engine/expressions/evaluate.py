@@ -12,6 +12,10 @@ A CASE first evaluates every branch on all rows and picks per row (cheap
 (an overflow, a failed cast) is it redone as DuckDB defines it, each condition on
 the rows still undecided and each value on the rows that chose it, so an error
 in a row a branch never sees does not fail the query.
+
+A constant subtree (arithmetic, negation and casts over literals only, such as
+SQL's ``x BETWEEN 459 AND 459 + 1000``) is evaluated on one row and repeated
+(:func:`_constant_once`), not computed and overflow-checked on every row.
 """
 
 from __future__ import annotations
@@ -80,6 +84,46 @@ def _evaluate(expr: Expr, batch: Batch) -> Column:
     raise PlanError(f"cannot evaluate expression node {type(expr).__name__}", column=str(expr))
 
 
+#: The most nodes a subtree may have for :func:`_constant_once` to try it (bounds the walk at each node).
+_CONSTANT_NODES = 16
+
+
+def _is_constant(expr: Expr, budget: list[int]) -> bool:
+    """Return True when ``expr`` is arithmetic, negation and casts over literals only, in ``budget[0]`` nodes."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        return False
+    if isinstance(expr, Literal):
+        return True
+    if isinstance(expr, BinaryOp):
+        return expr.op in ARITHMETIC_OPS and _is_constant(expr.left, budget) and _is_constant(expr.right, budget)
+    if isinstance(expr, UnaryOp):
+        return expr.op == "negate" and _is_constant(expr.operand, budget)
+    if isinstance(expr, Cast):
+        return _is_constant(expr.operand, budget)
+    return False
+
+
+def _constant_once(expr: Expr, batch: Batch) -> Column | None:
+    """Return a constant ``expr``'s column over ``batch``, evaluated on one row and repeated; None if not constant.
+
+    Why: the eager evaluator (the lowest tier that first runs execute on, and plans with fusion off)
+    made every literal a full column, so ``459 + 1000`` was a decimal addition with its overflow check
+    over every row of every batch (TPC-DS q28 has 18 of them per row). Every row would compute the same
+    value and an error would fail at the first row either way, so one row tells it all (batches of one
+    row or none are evaluated as they are: a constant that fails must not fail an empty batch).
+    """
+    rows = batch.num_rows
+    if rows < 2 or is_string(expr.dtype) or not _is_constant(expr, [_CONSTANT_NODES]):
+        return None
+    one = _evaluate(expr, Batch((), (), batch.device, None, 1))
+    if one.offsets is not None or one.dictionary is not None:
+        return None
+    xp = batch.device.xp
+    validity = None if one.validity is None else xp.repeat(one.validity, rows, axis=0)
+    return Column(one.dtype, xp.repeat(one.data, rows, axis=0), validity)
+
+
 @_evaluate.register
 def _(expr: ColumnRef, batch: Batch) -> Column:
     return batch.column(expr.name)
@@ -113,6 +157,8 @@ def _(expr: BinaryOp, batch: Batch) -> Column:
     cancel_point()  # a long chain runs one pass per node: a cancelled query stops here, not after all of them
     if expr.op in COMPARISON_OPS:
         return _comparison(expr, batch)
+    if expr.op in ARITHMETIC_OPS and (constant := _constant_once(expr, batch)) is not None:
+        return constant
     left, right = _evaluate(expr.left, batch), _evaluate(expr.right, batch)
     xp = batch.device.xp
     if expr.op in BOOLEAN_OPS:
@@ -130,6 +176,8 @@ def _(expr: UnaryOp, batch: Batch) -> Column:
     if expr.op in ("is_null", "is_not_null") and is_null_literal(expr.operand):
         # NULL IS NULL needs no column (and an untyped NULL has none).
         return logical.null_test(xp, xp.zeros(batch.num_rows, dtype=xp.bool_), batch.num_rows, expr.op == "is_null")
+    if expr.op == "negate" and (constant := _constant_once(expr, batch)) is not None:
+        return constant
     operand = _evaluate(expr.operand, batch)
     if expr.op == "not":
         if not is_boolean(operand.dtype):
@@ -199,6 +247,8 @@ def _(expr: Like, batch: Batch) -> Column:
 
 @_evaluate.register
 def _(expr: Cast, batch: Batch) -> Column:
+    if (constant := _constant_once(expr, batch)) is not None:
+        return constant
     return cast(batch.device, _evaluate(expr.operand, batch), expr.dtype)
 
 
