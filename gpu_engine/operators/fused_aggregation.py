@@ -101,6 +101,8 @@ def _new_keys_after_sample(sample_rows: int, sample_keys: int, rows: int) -> int
     """
     if sample_keys >= sample_rows:
         return rows
+    if sample_keys <= 0:  # no row of the sample made a key (all filtered out): it says nothing; the table grows
+        return 0
 
     def distinct(keys: float, draws: int) -> float:
         return keys * -math.expm1(-draws / keys)

@@ -634,3 +634,13 @@ def test_string_keys_intern_to_the_same_ids_plain_and_dictionary_encoded(device)
     assert ids(["k2999", "new", "b", None], dictionary=True) == [long_ids[2999], 3003, 0, 0]
     values = interner.values().to_arrow(device).to_pylist()
     assert values[:3] == ["b", "a", "é"] and values[3:3003] == [f"k{i}" for i in range(3000)] and values[3003] == "new"
+
+
+def test_a_first_batch_that_groups_no_row_sizes_the_table_without_failing():
+    """A first batch whose rows all fail the fused predicates (or are held back) holds no key: its sample says
+    nothing of the keys, so no new key is expected (the table grows if some come), where the estimate divided by
+    the sample's zero distinct keys (ZeroDivisionError in TPC-DS q23's DISTINCT over a grouped CTE at SF1)."""
+    from gpu_engine.operators.fused_aggregation import _new_keys_after_sample
+
+    assert _new_keys_after_sample(512, 0, 10_000) == 0
+    assert 0 < _new_keys_after_sample(512, 100, 10_000) <= 10_000
