@@ -23,6 +23,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_literal_lists import lift_literal_lists
 from gpu_engine.sql.cte_reader_filters import with_reader_filters
+from gpu_engine.sql.cte_set_readers import with_set_readers_distinct
 
 __all__ = ["SharedCte", "split_shared_ctes"]
 
@@ -140,6 +141,7 @@ def _split(text: str, dialect: str, number: str) -> tuple[tuple[SharedCte, ...],
             kept.append(cte)
             continue
         body = with_reader_filters(_rename_references(cte.this.copy(), tables), name, tree, cte)
+        body = with_set_readers_distinct(body, name, tree, cte)  # read only by IN / EXISTS: its distinct rows
         if kept:
             body.set(key, exp.With(expressions=[_rename_references(k.copy(), tables) for k in kept]))
         tables[name] = f"__cte_{number}_{name}"

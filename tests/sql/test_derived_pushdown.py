@@ -46,6 +46,10 @@ QUERIES = [
     "WITH c AS (SELECT k, sum(v) total FROM t GROUP BY k) SELECT * FROM c WHERE c.k = 1 "
     "UNION ALL SELECT * FROM c WHERE c.k = 3",
 ]
+SET_READERS = ("WITH c AS (SELECT t.k, t.m, t2.s FROM t, t t2 WHERE t.k = t2.k AND t.m <> t2.m) "
+               "SELECT u.k, u.name FROM u WHERE u.k IN (SELECT k FROM c) "
+               "AND EXISTS (SELECT * FROM t x WHERE x.k = u.k AND x.m IN (SELECT c.m FROM c, t WHERE c.k = t.k))")
+QUERIES.append(SET_READERS)
 SIMULATED = [GROUPED, SHARED]
 
 
@@ -88,3 +92,13 @@ def test_a_cte_read_twice_is_computed_for_the_rows_its_readers_keep():
     assert _filtered_below_aggregation(session.sql_plan(shared[0].sql))
     unfiltered, _ = split_shared_ctes(QUERIES[10])
     assert not any(n in unfiltered[0].sql.upper() for n in ("WHERE",))
+
+
+def test_a_cte_only_in_and_exists_read_is_computed_as_its_distinct_rows():
+    from gpu_engine.sql.shared_ctes import split_shared_ctes
+
+    session = session_with_tables(TABLES, device="cpu", compile_mode="lowest")
+    shared, _ = split_shared_ctes(SET_READERS)
+    rows = session.sql(shared[0].sql)
+    assert rows.column_names == ["k", "m"]  # the columns the readers read, not s
+    assert rows.num_rows == len(set(zip(*[rows.column(n).to_pylist() for n in rows.column_names])))
