@@ -23,7 +23,7 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import as_float, divide_round_half_away, narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of
 from gpu_engine.plans.functions import TIME_PARTS, part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil"]
@@ -66,7 +66,7 @@ def _century(xp: Any, year: Any, size: int) -> Any:
 
 def _date_part(xp: Any, part: str, column: Column) -> Any:
     if part in TIME_PARTS:  # of the time of day: 0 for a date
-        micros = _micros(xp, column)
+        micros = micros_of(xp, column)
         time_of_day = micros - xp.floor_divide(micros, _MICROS_PER_DAY) * _MICROS_PER_DAY
         if part == "hour":
             return time_of_day // TIME_PARTS["hour"]
@@ -117,27 +117,17 @@ def _truncated_days(xp: Any, part: str, days: Any) -> Any:
     return days_from_civil(xp, truncated, one, one)
 
 
-def _micros(xp: Any, column: Column) -> Any:
-    """Return a date or timestamp column as int64 microseconds."""
-    if pa.types.is_date32(column.dtype):
-        return column.data.astype(xp.int64) * _MICROS_PER_DAY
-    ticks = TICKS_PER_DAY[column.dtype.unit]
-    data = column.data.astype(xp.int64)
-    return data * (_MICROS_PER_DAY // ticks) if ticks <= _MICROS_PER_DAY else xp.floor_divide(
-        data, ticks // _MICROS_PER_DAY)
-
-
 def _date_trunc(xp: Any, part: str, column: Column) -> Any:
     if part in TIME_PARTS:
         unit = TIME_PARTS[part]
-        return xp.floor_divide(_micros(xp, column), unit) * unit
+        return xp.floor_divide(micros_of(xp, column), unit) * unit
     return _truncated_days(xp, part, days_of(xp, column)) * _MICROS_PER_DAY
 
 
 def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
     if part in TIME_PARTS:  # boundaries of the unit crossed
         unit = TIME_PARTS[part]
-        return xp.floor_divide(_micros(xp, end), unit) - xp.floor_divide(_micros(xp, start), unit)
+        return xp.floor_divide(micros_of(xp, end), unit) - xp.floor_divide(micros_of(xp, start), unit)
     first, last = days_of(xp, start), days_of(xp, end)
     if part == "day":
         return last - first
@@ -188,7 +178,7 @@ _MONTHS_IN = {"month": 1, "quarter": 3, "year": 12, "decade": 120, "century": 12
 def _date_sub(xp: Any, part: str, start: Column, end: Column) -> Any:
     """Return DuckDB's ``date_sub(part, start, end)``: the whole parts from ``start`` to ``end`` (truncated toward
     zero), where ``date_diff`` counts the part's boundaries crossed."""
-    first, last = _micros(xp, start), _micros(xp, end)
+    first, last = micros_of(xp, start), micros_of(xp, end)
     if part in _MONTHS_IN:
         return _toward_zero(xp, _whole_months(xp, first, last), _MONTHS_IN[part])
     unit = TIME_PARTS.get(part) or _MICROS_PER_DAY * (7 if part == "week" else 1)
@@ -198,7 +188,7 @@ def _date_sub(xp: Any, part: str, start: Column, end: Column) -> Any:
 
 
 def _add_interval(xp: Any, column: Column, months: int, days: int, interval_micros: int) -> Any:
-    micros = _micros(xp, column)
+    micros = micros_of(xp, column)
     day = xp.floor_divide(micros, _MICROS_PER_DAY)
     time_of_day = micros - day * _MICROS_PER_DAY
     if months:
@@ -244,7 +234,7 @@ def _strftime(device: Device, column: Column, fmt: str) -> Column:
     """Return ``strftime(column, fmt)``: each distinct instant is formatted once on the host (``unique`` on the
     device, the distinct values copied back), and the result is a dictionary column over those texts."""
     xp = device.xp
-    micros = _micros(xp, column)
+    micros = micros_of(xp, column)
     if column.validity is not None:
         micros = xp.where(column.validity, micros, 0)
     distinct, codes = xp.unique(micros, return_inverse=True)
@@ -292,7 +282,7 @@ def _epoch_ms(device: Device, column: Column, dtype: pa.DataType) -> Column:
         too_far = (milliseconds > (2**63 - 1) // 1000) | (milliseconds < -(2**63) // 1000)
         raise_at_first(device, too_far, column.validity, "Timestamp out of range in epoch_ms")
         return Column(dtype, xp.where(too_far, 0, milliseconds) * 1000, column.validity)
-    return Column(dtype, divide_round_half_away(xp, _micros(xp, column), 1000), column.validity)
+    return Column(dtype, divide_round_half_away(xp, micros_of(xp, column), 1000), column.validity)
 
 
 def _to_timestamp(device: Device, column: Column, dtype: pa.DataType) -> Column:

@@ -27,7 +27,7 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days
+from gpu_engine.expressions.temporal import civil_from_days, micros_of
 from gpu_engine.plans.intervals import (
     DAYS_PER_MONTH, MICROS_PER_DAY, UNIT_CONSTRUCTORS, IntervalValue, constructor_unit, format_interval,
     parse_interval,
@@ -94,16 +94,6 @@ def interval_order(xp: Any, left: Any, right: Any) -> tuple[Any, Any]:
 # -- instants --------------------------------------------------------------------------------------------------
 
 
-def _micros(xp: Any, column: Column) -> Any:
-    """Return a date or timestamp column as int64 microseconds since 1970."""
-    if pa.types.is_date32(column.dtype):
-        return column.data.astype(xp.int64) * MICROS_PER_DAY
-    ticks = TICKS_PER_DAY[column.dtype.unit]
-    data = column.data.astype(xp.int64)
-    return data * (MICROS_PER_DAY // ticks) if ticks <= MICROS_PER_DAY else xp.floor_divide(
-        data, ticks // MICROS_PER_DAY)
-
-
 def _month_days(xp: Any, year: Any, month: Any) -> Any:
     leap = ((year % 4 == 0) & (year % 100 != 0)) | (year % 400 == 0)
     lengths = xp.asarray([31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=xp.int64)
@@ -115,7 +105,7 @@ def _add(device: Device, instant: Column, interval: Column) -> Column:
     from gpu_engine.expressions.date_functions import days_from_civil
 
     xp = device.xp
-    micros = _micros(xp, instant)
+    micros = micros_of(xp, instant)
     day = xp.floor_divide(micros, MICROS_PER_DAY)
     time_of_day = micros - day * MICROS_PER_DAY
     months, days, extra = interval.data[:, 0], interval.data[:, 1], interval.data[:, 2]
@@ -132,7 +122,7 @@ def _add(device: Device, instant: Column, interval: Column) -> Column:
 def _difference(device: Device, later: Column, earlier: Column) -> Column:
     """Return ``later - earlier`` of two instants: whole days and the microseconds left (DuckDB's FromMicro)."""
     xp = device.xp
-    delta = _micros(xp, later) - _micros(xp, earlier)
+    delta = micros_of(xp, later) - micros_of(xp, earlier)
     days = _toward_zero(xp, delta, MICROS_PER_DAY)
     validity = and_validity(later.validity, earlier.validity)
     return Column(INTERVAL, interval_words(xp, 0, days, delta - days * MICROS_PER_DAY, len(later)), validity)
@@ -154,7 +144,7 @@ def _age(device: Device, first: Column, second: Column) -> Column:
     days of the earlier instant's month (as ``Interval::GetAge``).
     """
     xp = device.xp
-    a, b = _micros(xp, first), _micros(xp, second)
+    a, b = micros_of(xp, first), micros_of(xp, second)
     negative = a < b
     one, two = _components(xp, a), _components(xp, b)
     sign = xp.where(negative, -1, 1)

@@ -16,7 +16,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.errors import PlanError
 
 __all__ = [
-    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "extract", "time_values", "common_time_values",
+    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "micros_of", "extract", "time_values", "common_time_values",
 ]
 
 EXTRACT_FIELDS = ("year", "month", "day")
@@ -46,6 +46,21 @@ def days_of(xp: Any, column: Column) -> Any:
     if pa.types.is_timestamp(column.dtype):
         return xp.floor_divide(column.data, TICKS_PER_DAY[column.dtype.unit])
     raise PlanError(f"expected a date or timestamp, got {column.dtype}")
+
+
+def micros_of(xp: Any, column: Column) -> Any:
+    """Return a date or timestamp column as int64 microseconds since 1970.
+
+    Why here: the date functions (``date_trunc``, ``+ INTERVAL``) and the interval functions (``age``,
+    differences, shifts by interval columns) both work in microseconds; one conversion serves both.
+    """
+    micros_per_day = TICKS_PER_DAY["us"]
+    if pa.types.is_date32(column.dtype):
+        return column.data.astype(xp.int64) * micros_per_day
+    ticks = TICKS_PER_DAY[column.dtype.unit]
+    data = column.data.astype(xp.int64)
+    return data * (micros_per_day // ticks) if ticks <= micros_per_day else xp.floor_divide(
+        data, ticks // micros_per_day)
 
 
 def extract(xp: Any, field: str, column: Column) -> Any:
