@@ -10,10 +10,8 @@ on) give medians. TPC-H texts are the specification's (``tpch.spec_sql``), TPC-D
 """
 import argparse
 import os
-import resource
 import statistics
 import sys
-import time
 
 from pathlib import Path
 
@@ -21,18 +19,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-
-def cpu():
-    """Return the process's user+sys CPU seconds (every thread: drivers, decode pool, DuckDB's)."""
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
-def measure(fn):
-    """Return fn's result, wall seconds and process CPU seconds."""
-    c0, w0 = cpu(), time.perf_counter()
-    out = fn()
-    return out, time.perf_counter() - w0, cpu() - c0
+from bench.tpcds_cpu import measure  # noqa: E402  (process CPU beside wall, one definition for the benches)
 
 
 def main():
