@@ -35,6 +35,7 @@ from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
+from gpu_engine.sql.named_windows import with_named_windows_inlined
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
@@ -124,7 +125,9 @@ def _parse(text: str, dialect: str) -> exp.Expression:
                 if kind in ("CREATE", "DROP") else "")
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
-    with_constant_sources(tree, refuse_unsupported(tree, dialect))  # SELECT without FROM, VALUES lists
+    nodes = refuse_unsupported(tree, dialect)
+    with_named_windows_inlined(nodes)  # OVER w ... WINDOW w AS (...) written out (gpu_engine.sql.named_windows)
+    with_constant_sources(tree, nodes)  # SELECT without FROM, VALUES lists
     check_set_operation_widths(tree)
     return tree
 

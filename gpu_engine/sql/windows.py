@@ -7,7 +7,8 @@ ORDER BY trees; :func:`extract_windows` swaps every window for a placeholder col
 finds only the aggregates inside windows, never a window's own ``sum``), and :func:`plan_windows` computes
 the windows' inputs in one projection, then one Window node per distinct ``OVER`` (partition and order), and
 maps each placeholder to its result column. QUALIFY (its windows extracted like the ORDER BY's) filters after. Windows elsewhere (WHERE, GROUP BY, HAVING, ON, inside an
-aggregate or another window) and named windows are refused by name and position;
+aggregate or another window) and names no WINDOW clause defines are refused by name and position (named
+windows are written out before: :mod:`gpu_engine.sql.named_windows`);
 frames and functions the Window operator lacks are refused by :meth:`PlanBuilder.window`.
 """
 
@@ -90,7 +91,10 @@ def _check_window(window: exp.Window, aggregates: tuple) -> None:
     (``FILTER (WHERE …)`` needs nothing here: the rewrite pass turns it into a CASE inside the aggregate.)
     """
     if window.alias:
-        raise _unsupported("a named window (OVER name); write the window out", window)
+        name = window.args["alias"].name
+        raise _unsupported(f'window "{name}" does not exist: a WINDOW {name} AS (...) clause names windows for '
+                           "the SELECT list and QUALIFY of its own SELECT (not its ORDER BY nor subqueries); "
+                           "or write the window out", window)
     for inner in _own_nodes(window):
         if inner is not window and isinstance(inner, exp.Window):
             raise _unsupported("a window function inside another window function", inner)
