@@ -272,23 +272,31 @@ def intervals_to_strings(device: Device, column: Column) -> Column:
     return Column(pa.string(), xp.asarray(codes.reshape(-1).astype(np.int32)), column.validity, None, dictionary)
 
 
-def intervals_from_strings(device: Device, column: Column) -> Column:
-    """Return CAST(text AS INTERVAL), each distinct text parsed once on the host; text no interval reads raises."""
+def intervals_from_strings(device: Device, column: Column, *, unread_as_null: bool = False) -> Column:
+    """Return CAST(text AS INTERVAL), each distinct text parsed once on the host.
+
+    Text no interval reads raises, or with ``unread_as_null`` (TRY_CAST) is NULL.
+    """
     values = column.to_arrow(device).to_pylist()
-    parsed: dict[str, tuple[int, int, int]] = {}
+    parsed: dict[str, tuple[int, int, int] | None] = {}
     rows = np.zeros((len(values), 3), dtype=np.int64)
+    valid = np.array([v is not None for v in values], dtype=bool)
     for row, text in enumerate(values):
         if text is None:
             continue
         if text not in parsed:
             try:
                 value = parse_interval(text)
+                parsed[text] = (value.months, value.days, value.micros)
             except ValueError:
-                raise ExecutionError(f"Conversion Error: Could not convert string '{text}' to INTERVAL") from None
-            parsed[text] = (value.months, value.days, value.micros)
-        rows[row] = parsed[text]
-    validity = None if column.validity is None and None not in values else np.array([v is not None for v in values])
-    return Column(INTERVAL, device.asarray(rows), None if validity is None else device.asarray(validity))
+                if not unread_as_null:
+                    raise ExecutionError(f"Conversion Error: Could not convert string '{text}' to INTERVAL") from None
+                parsed[text] = None
+        if parsed[text] is None:
+            valid[row] = False
+        else:
+            rows[row] = parsed[text]
+    return Column(INTERVAL, device.asarray(rows), None if valid.all() else device.asarray(valid))
 
 
 # -- dispatch -------------------------------------------------------------------------------------------------

@@ -24,9 +24,12 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer, is_string, physical_dtype
+from gpu_engine.columnar.types import (
+    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_string, physical_dtype,
+)
 from gpu_engine.device import Device
 from gpu_engine.expressions.cast import cast
+from gpu_engine.expressions.intervals import intervals_from_strings
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, divide_round_half_away, needs_words, round_half_away, scale_of,
 )
@@ -46,6 +49,8 @@ def try_cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     source = column.dtype
     if is_string(source) and is_decimal(dtype) and dtype.precision > 18:
         return parse_wide_decimals(device, column, dtype)  # CAST's parse holds 18 digits (it raises past them)
+    if is_string(source) and is_interval(dtype):
+        return intervals_from_strings(device, column, unread_as_null=True)  # parsed on the host, once
     validity = string_validity(device, column) if is_string(source) else column.validity
     ok = _converts(device, column, dtype)
     if ok is not None:

@@ -66,6 +66,9 @@ QUERIES = [
     "SELECT TRY_CAST(s AS INTEGER) + 1 AS next FROM t WHERE TRY_CAST(s AS INTEGER) > 0",
     "SELECT TRY_CAST('12' AS INTEGER) AS x, TRY_CAST('x' AS DATE) AS y, TRY_CAST(NULL AS DOUBLE) AS z",
     "SELECT TRY_CAST(s AS INTEGER) AS i, TRY_CAST(d AS DATE) AS day FROM e",
+    "SELECT s, TRY_CAST(s AS INTERVAL) AS v FROM (VALUES ('1 day'), ('x'), ('2 hours 3 minutes'), (NULL), (''), "
+    "('3 days 04:05:06'), ('1 fortnight'), ('-1 month ago'), ('99999999999 years')) x(s)",
+    "SELECT s, TRY_CAST(s AS INTERVAL) AS v FROM t",
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9], QUERIES[11]]
@@ -106,6 +109,8 @@ def test_cast_still_raises_where_try_cast_gives_null():
         session.sql("SELECT CAST(b AS BOOLEAN) FROM t")
     with pytest.raises(ExecutionError, match="Could not convert string '2020-01-02 03:04:60' to timestamp"):
         session.sql("SELECT CAST(ts AS TIMESTAMP) FROM t")
+    with pytest.raises(ExecutionError, match="Could not convert string 'x' to INTERVAL"):
+        session.sql("SELECT CAST(s AS INTERVAL) FROM t")
 
 
 @pytest.mark.parametrize("sql, message", [
