@@ -93,6 +93,13 @@ PUSHED = {
     "quoted_mixed_case_names": 'SELECT c_name, sum("Qty") AS s, count("Qty") AS n FROM "Mixed", cust '
                                'WHERE "Cust" = c_key GROUP BY c_name',
     "constant_argument": f"SELECT c_name, sum(1) AS one, sum(s_qty) AS s {_JOIN} GROUP BY c_name",
+    # Grouping sets re-aggregate the partials per set; grouping() reads the set, not the rows.
+    "rollup": f"SELECT c_name, c_nation, sum(s_qty) AS s, count(*) AS n, avg(s_price) AS a {_JOIN} "
+              "GROUP BY ROLLUP (c_nation, c_name)",
+    "cube_with_a_key_of_each_side": f"SELECT s_day, c_name, count(s_qty) AS n, min(s_price) AS m, "
+                                    f"grouping(s_day, c_name) AS g {_JOIN} GROUP BY CUBE (s_day, c_name)",
+    "grouping_sets_with_empty_set": f"SELECT c_nation, c_name, max(s_qty) AS m, count(*) AS n {_JOIN} AND s_day < 3 "
+                                    "GROUP BY GROUPING SETS ((c_nation), (c_name), ())",
 }
 #: Each must keep its aggregation above the joins.
 KEPT = {
@@ -104,7 +111,6 @@ KEPT = {
                   "GROUP BY c_name",
     "holistic": f"SELECT c_name, median(s_qty) AS m {_JOIN} GROUP BY c_name",
     "moments": f"SELECT c_name, stddev_samp(s_price) AS d {_JOIN} GROUP BY c_name",
-    "rollup": f"SELECT c_name, sum(s_qty) AS s {_JOIN} GROUP BY ROLLUP (c_name)",
     "window": f"SELECT c_name, sum(s_qty) AS s, rank() OVER (ORDER BY sum(s_qty)) AS r {_JOIN} GROUP BY c_name",
 }
 _SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_global",
