@@ -348,8 +348,7 @@ class PlanBuilder:
             _unique_names(schema.names, label)
             source = self._node
             if any(call.distinct for call in calls):
-                if _distinct_kinds(calls) > 1 and keys and step is AggregationStep.SINGLE \
-                        and not isinstance(self._node, GroupIdNode):
+                if _distinct_kinds(calls) > 1 and keys and step is AggregationStep.SINGLE:
                     source, calls = self._mixed_distinct_input(keys, names, calls, aggregates, label)
                 else:
                     source, calls = self._distinct_input(step, keys, names, calls, aggregates, label)
@@ -382,6 +381,11 @@ class PlanBuilder:
             kinds.setdefault(kind, []).append(index)
         fields = [self._schema.field(key) for key in keys] + [pa.field(n, c.dtype) for n, c in zip(names, calls)]
         union_schema = pa.schema(fields)
+        # Over a GroupId each branch gives the sets without keys their row over an empty input (count 0), as
+        # the aggregation it replaces would; the max above then finds one row per set in some branch.
+        group_id = self._node if isinstance(self._node, GroupIdNode) and self._node.group_id_name in keys \
+            and set(keys) <= {*self._node.key_names, self._node.group_id_name} else None
+        global_sets = group_id.global_grouping_sets if group_id is not None else ()
         branches = []
         for number, members in enumerate(kinds.values()):
             source = self._node if number == 0 else _cloned(self._node, self._ids)
@@ -394,7 +398,8 @@ class PlanBuilder:
                                                part_names, part_calls)
             part = AggregationNode(id=self._ids.next_id(), output_schema=schema, sources=(source,),
                                    step=AggregationStep.SINGLE, grouping_keys=keys, aggregate_names=part_names,
-                                   aggregates=part_calls)
+                                   aggregates=part_calls, global_grouping_sets=global_sets,
+                                   group_id_key=group_id.group_id_name if global_sets else None)
             outputs = [ColumnRef(f.name, f.type) if f.name in schema.names else Literal(None, f.type)
                        for f in union_schema]
             branches.append(ProjectNode(id=self._ids.next_id(), output_schema=union_schema, sources=(part,),
