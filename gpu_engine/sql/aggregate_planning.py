@@ -29,6 +29,7 @@ from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, use
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import defined_aliases, free_columns, has_subquery
 from gpu_engine.sql.renaming import aliased
+from gpu_engine.sql.tuple_counts import with_tuple_counts
 from gpu_engine.sql.windows import is_window_function
 
 if TYPE_CHECKING:
@@ -109,10 +110,13 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
             raise SqlError(f"column {column.name!r} must appear in the GROUP BY clause or be used in an aggregate "
                            "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
         raise unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
+    relation, aggregates, tuple_counts = with_tuple_counts(planner, relation, aggregates)  # count(DISTINCT (a, b))
     if uses_grouping_sets(group, trees, select):
         relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
     elif group or aggregates:
         relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select)
+    for text, original in tuple_counts.items():
+        replacements[original] = replacements[text]
     if having is not None:
         relation = post_filter(planner, relation, having, columns, replacements, ctes)
     return relation, replacements, columns
