@@ -654,26 +654,35 @@ def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str],
     writer.line("found = np.int64(-1)")
     same = " and ".join([f"state == {tag}"] + [f"slot_table[slot, {c}] == {word}"
                                                for c, word in zip(table.key_columns, words)])
-    with writer.block("while True:"):
+    if cuda_flavor:
         writer.line("state = slot_table[slot, 0]")
+    with writer.block("while True:"):
         if cuda_flavor:
+            # Only the thread whose claim of the empty slot wins counts a group. Rows of one new key reach
+            # its slot together on a GPU (all of a batch's rows run at once): had each counted a group before
+            # claiming, the count would run past max_groups by the rows in flight and send rows pending
+            # from a table with room (tests/operators/test_fused_table_sizing.py). A claim over the limit
+            # gives the slot back (0), and a thread that waited on it claims again rather than probing past
+            # an empty slot.
             with writer.block("if state == 0:"):
-                writer.line(f"reserved = cuda.atomic.add(status, {STATUS_GROUPS}, 1)")
-                with writer.block("if reserved >= max_groups:"):
-                    writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
-                    writer.line("break")
                 writer.line("state = cuda.atomic.cas(slot_table, (slot, 0), np.int64(0), np.int64(1))")
                 with writer.block("if state == 0:"):
+                    with writer.block(f"if cuda.atomic.add(status, {STATUS_GROUPS}, 1) >= max_groups:"):
+                        writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
+                        writer.line("cuda.atomic.exch(slot_table, (slot, 0), np.int64(0))")
+                        writer.line("break")
                     for c, word in zip(table.key_columns, words):
                         writer.line(f"slot_table[slot, {c}] = {word}")
                     writer.line("cuda.threadfence()")
                     writer.line(f"cuda.atomic.exch(slot_table, (slot, 0), {tag})")
                     writer.line("found = slot")
                     writer.line("break")
-                writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
             with writer.block("while state == 1:"):
                 writer.line("state = cuda.atomic.add(slot_table, (slot, 0), np.int64(0))")
+            with writer.block("if state == 0:"):  # the claim was given back: claim this slot again
+                writer.line("continue")
         else:
+            writer.line("state = slot_table[slot, 0]")
             with writer.block("if state == 0:"):
                 with writer.block("if num_groups >= max_groups:"):
                     writer.line("break")
@@ -696,6 +705,8 @@ def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str],
                 writer.line("found = slot")
                 writer.line("break")
         writer.line("slot = (slot + 1) & slot_mask")
+        if cuda_flavor:
+            writer.line("state = slot_table[slot, 0]")
 
 
 def _write_stored_key_hash(writer: SourceWriter, words: list[str]) -> None:

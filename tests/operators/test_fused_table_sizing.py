@@ -9,9 +9,13 @@ is not underestimated and no rows go pending.
 
 from __future__ import annotations
 
+import os
+import time
+
 import duckdb
 import numpy as np
 import pyarrow as pa
+import pytest
 from duckdb_reference import rows_mismatch
 
 from gpu_engine import Session
@@ -50,3 +54,38 @@ def test_keys_in_runs_are_sampled_across_runs_and_go_pending_nowhere(device_name
     for batch_rows in (rows, rows // 16):
         fused = _fused_stats(device_name, table, batch_rows)
         assert not fused.runtime.get("pending_runs"), (batch_rows, fused.runtime)
+
+
+@pytest.mark.skipif(os.environ.get("NUMBA_ENABLE_CUDASIM") != "1", reason="schedules the CUDA simulator's threads")
+@pytest.mark.parametrize("device_name", ["cuda-sim"])
+def test_rows_of_one_new_key_claim_one_group_however_the_threads_interleave(monkeypatch, device_name):
+    """Only the thread whose claim of an empty slot wins counts a group, so rows of one new key that reach its
+    slot together leave no row pending in a table with room for the keys.
+
+    Why the sizing above holds on a GPU: a batch's rows run on all of the GPU's threads at once, so the ~33 rows
+    of each new key (2,000 keys, 65,536 rows) probe its empty slot together. When every one of them counted a
+    group before claiming the slot (and gave it back on losing the claim), the count ran past the table's
+    load limit (keys times their rows in flight), rows went pending and the table grew from their number (an
+    H100 at 7900260: 3.2 MB, two growths). Here the simulator's threads switch after every atomic operation, so
+    each block's 8 threads reach a new key's slot together: 4 keys in runs of 16 rows into a table of 16 slots
+    (8 keys before rows go pending). Then 12 keys: claims past the limit give their slot back, and rows that
+    waited on it claim it again or go pending (no key claims two slots: the answer equals DuckDB's).
+    """
+    from numba.cuda.simulator import kernelapi
+
+    from gpu_engine.operators import fused_aggregation
+
+    def switching(operation):
+        def atomic(self, *arguments):
+            old = operation(self, *arguments)
+            time.sleep(0.001)  # let the block's other threads run up to their next atomic operation
+            return old
+        return atomic
+
+    for name in ("add", "cas", "exch"):
+        monkeypatch.setattr(kernelapi.FakeCUDAAtomic, name, switching(getattr(kernelapi.FakeCUDAAtomic, name)))
+    monkeypatch.setattr(fused_aggregation, "_INITIAL_SLOTS", 16)
+    fused = _fused_stats(device_name, pa.table({"k": pa.array(np.arange(64) // 16, pa.int64())}), 64)
+    assert not fused.runtime.get("pending_runs") and not fused.runtime.get("table_growths"), fused.runtime
+    fused = _fused_stats(device_name, pa.table({"k": pa.array(np.arange(96) // 8, pa.int64())}), 96)
+    assert fused.runtime.get("pending_runs") == 1, fused.runtime
