@@ -135,6 +135,13 @@ def _short_thread_switches_on_the_simulator(request):
 
 
 @pytest.fixture
+def parquet_reader(device_name) -> str:
+    """Yield the Parquet reader of a scan test: the engine's device decoder on ``cuda-sim`` and ``cuda`` (``cuda``'s
+    default without cuDF), so CI runs the path a GPU takes; ``"auto"`` (the host decoder) on ``cpu``."""
+    return "auto" if device_name == "cpu" else "device"
+
+
+@pytest.fixture
 def device(device_name):
     """Yield the :class:`gpu_engine.device.Device` for :func:`device_name`."""
     from gpu_engine.device import get_device

@@ -48,7 +48,9 @@ from gpu_engine.columnar.types import normalize_type, physical_dtype
 from gpu_engine.connectors.parquet_columns import (
     _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes,
 )
+from gpu_engine.connectors.runtime_filters import filter_record_batches, select_rows
 from gpu_engine.device import Device
+from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.kernels.parquet_device import (
     data_pages_of, decode_pages, dictionary_encoded, first_failure, new_page_table, plan_chunk,
 )
@@ -198,28 +200,56 @@ def read_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
 
 @dataclass(frozen=True)
 class DevicePiece:
-    """A split piece made ready on the host: its device columns planned, its other columns decoded there."""
+    """A split piece made ready on the host: its device columns planned, its other columns decoded there.
+
+    With join-key filters (:func:`prepare_device_piece`), ``selection`` holds the rows of the piece they kept:
+    the host columns are cut to them already, the device columns are decoded whole and read through it.
+    """
 
     names: tuple[str, ...]
     rows: int
     planned: tuple[ColumnPages, ...]
     host: HostRun | None  # the columns read on the host, converted and planned for the copy
+    selection: np.ndarray | None = None  # int32 rows the scan's join-key filters kept (None: every row)
+    largest_group_rows: int = 0  # rows of the piece's largest row group
+
+    @property
+    def kept_rows(self) -> int:
+        """Return the rows the batch of this piece presents (after its join-key filters)."""
+        return self.rows if self.selection is None else int(self.selection.shape[0])
 
     def to_batch(self, device: Device, copier: HostToDeviceCopier) -> Batch:
-        """Copy the piece to ``device`` in one packing (compressed chunks, page tables, host columns), decode, check."""
+        """Copy the piece to ``device`` in one packing (compressed chunks, page tables, host columns and the rows
+        kept), decode, check.
+
+        A filtered piece's batch reads its device columns through their own maps (the rows kept): call
+        :meth:`~gpu_engine.columnar.batch.Batch.materialize` (or concatenate it) before handing it on.
+        """
         buffers = [array_buffer(array) for column in self.planned for array in column.host_arrays()]
         host_buffers = self.host.buffers() if self.host is not None else []
-        arrays = copier.upload_buffers(buffers + host_buffers)
+        kept = [array_buffer(self.selection)] if self.selection is not None else []
+        arrays = copier.upload_buffers(buffers + host_buffers + kept)
         decoded = decode_device_columns(device, self.planned, arrays[:len(buffers)])
         by_name = {column.name: result for column, result in zip(self.planned, decoded)}
         if self.host is not None:
-            host_batch = self.host.build(arrays[len(buffers):], device)
+            host_batch = self.host.build(arrays[len(buffers):len(buffers) + len(host_buffers)], device)
             by_name.update(zip(host_batch.names, host_batch.columns))
-        return Batch(self.names, tuple(by_name[name] for name in self.names), device, None, self.rows)
+        columns = tuple(by_name[name] for name in self.names)
+        if self.selection is None:
+            return Batch(self.names, columns, device, None, self.rows)
+        rows = arrays[-1]
+        maps = tuple(rows if any(column.name == name for column in self.planned) else None for name in self.names)
+        return Batch(self.names, columns, device, None, self.kept_rows, maps)
 
 
-def prepare_device_piece(piece: Any) -> DevicePiece:
+def prepare_device_piece(piece: Any, filters: Sequence[JoinKeyFilter] = ()) -> DevicePiece:
     """Plan a Parquet split piece's device columns and read its others on the host (thread-safe: no device work).
+
+    A column one of the join-key ``filters`` tests is read on the host, where the filter tests it (the same
+    test as a host-decoded piece's, :func:`~gpu_engine.connectors.runtime_filters.select_rows`): the host
+    columns are cut to the rows kept before they are copied, and the piece's ``selection`` says which rows of
+    its device-decoded columns to keep. Why: rows no build key can match were decoded, copied and carried up
+    to the join on a GPU, where the host path drops them in the scan.
 
     Raises
     ------
@@ -231,9 +261,23 @@ def prepare_device_piece(piece: Any) -> DevicePiece:
     path = piece.split.path
     metadata = parquet_metadata(path)
     _, decodable = _read_plan(path, piece.columns)
-    planned = plan_device_columns(path, metadata, piece.row_groups, decodable)
+    tested = {key_filter.column for key_filter in filters}
+    planned = plan_device_columns(path, metadata, piece.row_groups,
+                                  {name: arrow_type for name, arrow_type in decodable.items() if name not in tested})
     rest = tuple(name for name in piece.columns if name not in planned)
-    host = None
+    largest = max((metadata.row_group(group).num_rows for group in piece.row_groups), default=piece.rows)
+    host = selection = None
     if rest:  # (a piece holds rows: split_pieces leaves empty row groups out)
-        host = prepare_run(type(piece)(piece.split, rest, piece.rows, piece.row_groups).read())
-    return DevicePiece(tuple(piece.columns), piece.rows, tuple(planned.values()), host)
+        record_batches = [b for b in type(piece)(piece.split, rest, piece.rows, piece.row_groups).read() if b.num_rows]
+        if filters:
+            selections = [select_rows(b, filters) for b in record_batches]
+            if any(rows is not None for rows in selections):
+                starts = np.cumsum([0] + [b.num_rows for b in record_batches[:-1]])
+                selection = np.concatenate([np.arange(b.num_rows, dtype=np.int32) + start if rows is None else
+                                            rows + np.int32(start)
+                                            for b, rows, start in zip(record_batches, selections, starts.tolist())]
+                                           ).astype(np.int32, copy=False)
+                record_batches = filter_record_batches(record_batches, selections)
+        if record_batches:
+            host = prepare_run(record_batches)
+    return DevicePiece(tuple(piece.columns), piece.rows, tuple(planned.values()), host, selection, largest)

@@ -11,6 +11,7 @@ from typing import Any, Callable, Iterator
 import pyarrow as pa
 
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, StagedRun, prepare_run, rechunk_record_batches
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
@@ -46,9 +47,10 @@ class _DecodedPiece:
 
 @dataclass(frozen=True)
 class _Survivors:
-    """Rows of a record batch that its join-key filters kept, cut from it: gathered with the next ones into a batch."""
+    """Rows its join-key filters kept, gathered with the next ones into a batch: a record batch cut to them, or a
+    device-decoded piece that keeps them (its batch is made on the device, then gathered)."""
 
-    record_batch: pa.RecordBatch
+    part: pa.RecordBatch | DevicePiece
 
 
 class TableScan(Operator):
@@ -138,7 +140,8 @@ class TableScan(Operator):
             if self._decoded:
                 item = self._decoded.popleft()
                 if isinstance(item, _Survivors):
-                    self._gather(item.record_batch)
+                    part = item.part
+                    self._gather(self._decoded_on_device(part) if isinstance(part, DevicePiece) else part)
                     continue
                 if self._gathered:  # the rows gathered so far go first: a driver keeps its splits' row order
                     self._decoded.appendleft(item)
@@ -243,8 +246,13 @@ class TableScan(Operator):
         """Decode a piece and convert it as far as the host can (runs on a prefetch thread: no device work)."""
         began = time.perf_counter()
         if self._device_pieces is not None and isinstance(piece.split, ParquetSplit) and piece.columns:
-            # Page headers planned and compressed chunks staged here; pages decoded on the device in _finish.
-            return _DecodedPiece([prepare_device_piece(piece)], time.perf_counter() - began, 0.0)
+            # Page headers planned, compressed chunks staged and the filters' columns tested here; pages decoded on
+            # the device in _finish, rows kept by the filters gathered across pieces (_gather).
+            prepared = prepare_device_piece(piece, filters)
+            items = [] if not prepared.kept_rows else \
+                [prepared if prepared.selection is None else _Survivors(prepared)]
+            return _DecodedPiece(items, time.perf_counter() - began, 0.0, prepared.rows - prepared.kept_rows, 0.0,
+                                 piece.rows if filters else 0)
         record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
         selections: list[Any] = [None] * len(record_batches)
         dropped, tested, filtering = 0, 0, 0.0
@@ -299,18 +307,20 @@ class TableScan(Operator):
         batch = Batch.from_arrow(record_batch, self.device)
         return [batch.with_gather_map(rows[start:start + self.batch_rows]) for start in range(0, len(rows), self.batch_rows)]
 
-    def _gather(self, record_batch: pa.RecordBatch) -> None:
+    def _gather(self, part: pa.RecordBatch | Batch) -> None:
         """Add survivors to the rows gathered, and queue ``batch_rows`` of them at a time as a batch.
 
         Why: a join-key filter that drops most rows leaves a few thousand of each record batch; as batches of their
         own, every operator above pays its per-batch cost (launches and syncs on a GPU, interpreter overhead on
         the host) on each. Gathered, a driver hands on ``ceil(kept / batch_rows)`` batches, holding fewer than
-        ``batch_rows`` rows meanwhile; the survivors were cut already, so only they are copied once more.
+        ``batch_rows`` rows meanwhile; the survivors were cut already, so only they are copied once more. Batches
+        of device-decoded pieces are gathered on the device (:func:`~gpu_engine.columnar.concat.concat_batches`),
+        record batches on the host.
         """
-        if self._gathered and not record_batch.schema.equals(self._gathered[0].schema):
+        if self._gathered and not _same_layout(part, self._gathered[0]):
             self._flush_gathered()  # files of a table may differ in types: no concatenation
-        self._gathered.append(record_batch)
-        self._gathered_rows += record_batch.num_rows
+        self._gathered.append(part)
+        self._gathered_rows += part.num_rows
         if self._gathered_rows >= self.batch_rows:
             self._flush_gathered(keep_rest=True)
 
@@ -318,14 +328,18 @@ class TableScan(Operator):
         """Queue the gathered rows, ``batch_rows`` a batch, for output before the decoded items (``keep_rest``: the full
         batches; the rest stays gathered)."""
         began = time.perf_counter()
-        gathered = self._gathered[0] if len(self._gathered) == 1 else pa.concat_batches(self._gathered)
+        on_device = isinstance(self._gathered[0], Batch)
+        if on_device:  # one flat batch (device columns read through the rows kept)
+            gathered = concat_batches(self._gathered)
+        else:
+            gathered = self._gathered[0] if len(self._gathered) == 1 else pa.concat_batches(self._gathered)
         rows = gathered.num_rows
         handed = rows - rows % self.batch_rows if keep_rest else rows
-        parts = [gathered.slice(start, min(self.batch_rows, handed - start))
+        parts = [_rows_of(gathered, start, min(start + self.batch_rows, handed))
                  for start in range(0, handed, self.batch_rows)]
-        self._gathered = [gathered.slice(handed)] if handed < rows else []
+        self._gathered = [_rows_of(gathered, handed, rows)] if handed < rows else []
         self._gathered_rows = rows - handed
-        items = parts if self.device.is_gpu else [Batch.from_arrow(part, self.device) for part in parts]
+        items = parts if on_device or self.device.is_gpu else [Batch.from_arrow(part, self.device) for part in parts]
         self._ready.extend(items)
         self.add_runtime_stat("gathered_batches", len(items))
         self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - began)
@@ -345,10 +359,9 @@ class TableScan(Operator):
         if isinstance(item, (HostRun, StagedRun)):
             return self._copier.upload(item)
         if isinstance(item, DevicePiece):
-            batch = item.to_batch(self.device, self._device_pieces)
-            self.add_runtime_stat("device_decoded_pieces", 1)
-            self.add_runtime_stat("device_decoded_columns", len(item.planned))
-            if batch.num_rows > self.batch_rows:  # a row group over batch_rows rows: hand it on in slices
+            batch = self._decoded_on_device(item)
+            # A piece is one batch, as a packed host piece is, unless it holds a row group over batch_rows rows.
+            if item.largest_group_rows > self.batch_rows and batch.num_rows > self.batch_rows:
                 rest = [batch.slice(start, start + self.batch_rows)
                         for start in range(self.batch_rows, batch.num_rows, self.batch_rows)]
                 self._decoded.extendleft(reversed(rest))
@@ -361,6 +374,13 @@ class TableScan(Operator):
             self.add_runtime_stat("arrow_to_batch_seconds", time.perf_counter() - start)
             return batch
         return item
+
+    def _decoded_on_device(self, piece: DevicePiece) -> Batch:
+        """Return a device-decoded piece's batch: copied and decoded on this driver's stream, counted."""
+        batch = piece.to_batch(self.device, self._device_pieces)
+        self.add_runtime_stat("device_decoded_pieces", 1)
+        self.add_runtime_stat("device_decoded_columns", len(piece.planned))
+        return batch
 
     def is_finished(self) -> bool:
         return self._finished
@@ -376,6 +396,19 @@ class TableScan(Operator):
         if self._device_pieces is not None:
             self._device_pieces.close()
         super().close()
+
+
+def _same_layout(part: pa.RecordBatch | Batch, other: pa.RecordBatch | Batch) -> bool:
+    """Say whether two parts of gathered rows can be concatenated: both on the host or both on the device, with the
+    same names and types."""
+    if isinstance(part, Batch) != isinstance(other, Batch):
+        return False
+    return part.schema.equals(other.schema)
+
+
+def _rows_of(part: pa.RecordBatch | Batch, start: int, stop: int) -> pa.RecordBatch | Batch:
+    """Return rows ``[start, stop)`` of a record batch or a batch, uncopied."""
+    return part.slice(start, stop) if isinstance(part, Batch) else part.slice(start, stop - start)
 
 
 def _cut_each(batches: list[pa.RecordBatch], selections: list[Any], share: float

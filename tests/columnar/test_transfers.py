@@ -111,11 +111,12 @@ def parquet_table(tmp_path):
 
 
 @pytest.mark.parametrize("drivers", [1, 2, 4])
-def test_packed_scan_matches_duckdb(device_name, drivers, parquet_table):
+def test_packed_scan_matches_duckdb(device_name, drivers, parquet_table, parquet_reader):
     import duckdb
 
     path, table = parquet_table
-    session = Session(device=device_name, drivers=drivers, batch_rows=100, scan_pinned_staging=True)
+    session = Session(device=device_name, drivers=drivers, batch_rows=100, scan_pinned_staging=True,
+                      parquet_reader=parquet_reader)
     session.register("t", str(path), split_rows=150)
     plan = (PlanBuilder(session.catalog).table_scan("t").filter("i IS NULL OR i % 3 <> 1")
             .aggregation(["d", "b"], ["count(*) AS c", "sum(m) AS sm", "count(s) AS cs", "max(t) AS mt"]).plan())
@@ -126,8 +127,10 @@ def test_packed_scan_matches_duckdb(device_name, drivers, parquet_table):
                               "WHERE i IS NULL OR i % 3 <> 1 GROUP BY d, b").to_arrow_table()
     assert_same_rows(result, expected)
     (scan,) = session.last_stats().operator_stats_by_node()[plan.sources[0].sources[0].id]
-    # Row groups of 37 rows were gathered into batches of at least 100 rows (the last of a split may be smaller).
+    # Row groups of 37 rows were gathered into batches of at least 100 rows (the last of a split may be smaller),
+    # packed on the host or decoded on the device (cuda-sim and cuda) alike.
     assert scan.output_batches <= scan.runtime["splits"] * 2
+    assert (scan.runtime.get("device_decoded_pieces", 0) > 0) == (parquet_reader == "device")
     assert scan.output_rows == table.num_rows
 
 

@@ -54,6 +54,9 @@ def reference(files):
 
 
 def _session(device_name, files, drivers=1, batch_rows=1 << 16, **config) -> Session:
+    """Return a Session over ``files``; on cuda-sim and cuda its scans decode fixed-width columns on the device (the
+    GPU's path: the filters must drop rows there too)."""
+    config.setdefault("parquet_reader", "auto" if device_name == "cpu" else "device")  # (conftest's parquet_reader)
     session = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, **config)
     for name, path in files.items():
         session.register(name, path, split_rows=3 * GROUP_ROWS)  # four splits of three row groups
@@ -196,9 +199,17 @@ def test_sql_queries_match_duckdb(device_name, files, reference):
         assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
 
 
-def test_filters_add_no_per_batch_device_work(device_name, files):
-    """The scan filters on the host before its batches reach the device: no launches or syncs there, and the build
-    side's one copy of its keys does not grow with the probe's batches."""
+#: Launches a filtered, device-decoded piece adds per device column: the gather of the rows kept (values, validity).
+GATHERS_PER_COLUMN = 2
+
+
+def test_filters_add_no_per_batch_device_work(device_name, files, parquet_reader):
+    """The scan filters on the host before its batches reach the device, and the build side's one copy of its keys
+    does not grow with the probe's batches. Host-decoded pieces: no launches or syncs in the scan. Device-decoded
+    pieces (cuda-sim, cuda): the decoder's launches a column and its one status read a piece, plus one gather of the
+    rows kept a column, and a gathered batch's read of its strings' offsets; nothing a scan batch."""
+    from gpu_engine.kernels.parquet_device import LAUNCHES_PER_COLUMN
+
     counts = []
     for batch_rows in (64, 1 << 16):
         session = _session(device_name, files, drivers=1, batch_rows=batch_rows)
@@ -207,19 +218,25 @@ def test_filters_add_no_per_batch_device_work(device_name, files):
         scans = [s for s in operators if s.operator_type == "TableScan"]
         (build,) = [s for s in operators if s.operator_type == "HashBuild"]
         assert [s.runtime.get("dynamic_filter_rows_dropped", 0) > 0 for s in scans].count(True) == 1
-        assert [(s.kernel_launches, s.host_syncs) for s in scans] == [(0, 0)] * len(scans)
+        decoded = [(s.runtime.get("device_decoded_columns", 0), s.runtime.get("device_decoded_pieces", 0))
+                   for s in scans]
+        assert all(columns for columns, _ in decoded) == (parquet_reader == "device")
+        bounds = [((LAUNCHES_PER_COLUMN + GATHERS_PER_COLUMN) * columns, pieces + s.runtime.get("gathered_batches", 0))
+                  for s, (columns, pieces) in zip(scans, decoded)]
+        assert all(s.kernel_launches <= launches and s.host_syncs <= syncs for s, (launches, syncs) in
+                   zip(scans, bounds)), ([(s.kernel_launches, s.host_syncs) for s in scans], bounds)
         counts.append((build.kernel_launches, build.host_syncs))
     assert counts[0] == counts[1]
 
 
-def test_a_filter_that_drops_few_rows_stops_testing_rows(device_name, files, reference, monkeypatch):
+def test_a_filter_that_drops_few_rows_stops_testing_rows(device_name, files, reference, monkeypatch, parquet_reader):
     """Build keys covering all but three of the probe's values, one in the first split: after it (120 rows, one
     dropped: under a tenth) the scan tests no more rows, and the other two reach the probe; the result is the same."""
     import gpu_engine.operators.table_scan as table_scan
 
     monkeypatch.setattr(table_scan, "ADAPTIVE_FILTER_ROWS", GROUP_ROWS)
     most = pa.table({"mv": pa.array([3 * k for k in range(GROUPS * GROUP_ROWS) if k not in (1, 200, 400)], pa.int64())})
-    session = Session(device=device_name, drivers=1, batch_rows=64, scan_prefetch_depth=0)
+    session = Session(device=device_name, drivers=1, batch_rows=64, scan_prefetch_depth=0, parquet_reader=parquet_reader)
     session.register("fact", files["fact"], split_rows=3 * GROUP_ROWS)
     session.register("most", most)
     reference.register("most", most)
