@@ -98,7 +98,12 @@ class TableScan(Operator):
     keeps the rest as its gather map (or is cut to them when they are few:
     :data:`~gpu_engine.connectors.runtime_filters.CUT_BELOW_SHARE`), a batch bound for a GPU is cut. Unless
     the piece is packed, what is cut is gathered across record batches, pieces and splits into batches of up to
-    ``batch_rows`` rows (:meth:`_gather`, ``gathered_batches``). Once the
+    ``batch_rows`` rows (:meth:`_gather`, ``gathered_batches``). A piece
+    decoded on the device reads the columns its filters test on the host and
+    tests them there the same way: its host columns are cut before the copy,
+    its device columns decoded whole and gathered to the rows kept, and its
+    survivors gathered on the device with the next pieces' (a piece no row of
+    which is kept is neither copied nor decoded). Once the
     filters have dropped under :data:`ADAPTIVE_FILTER_MIN_DROPPED` of
     :data:`ADAPTIVE_FILTER_ROWS` rows, the scan stops testing rows.
     """
