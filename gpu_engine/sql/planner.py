@@ -61,6 +61,7 @@ from gpu_engine.sql.eager_aggregation import eager_aggregated
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
+from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
 from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
@@ -212,6 +213,8 @@ class QueryPlanner(PlanningContext):
 
         # Predicates of one relation filter it; the others wait for their join.
         pushed, pending = pushed_down(plain, local_aliases, null_supplying, outer_joins)
+        if outer_joins:  # a LEFT JOIN's NULL-extended item filtered by what WHERE keeps of the key it equals
+            with_filters_through_left_joins(pushed, items, null_supplying)
 
         # The columns semi joins and one-row subquery filters read, and those the filters at the scans read.
         semi_needed = set()
