@@ -79,15 +79,20 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         raise _error(f"unsupported SQL: {query.key.upper()} BY NAME; list the columns of each branch in the same "
                      "order", query)
     distinct = bool(query.args.get("distinct"))
-    left_nulls = _bare_null_positions(query.this)
+    left_branch, right_branch = query.this, query.expression
+    left_nulls, right_nulls = _bare_null_positions(left_branch), _bare_null_positions(right_branch)
+    both = {position: "INTEGER" for position in left_nulls if position in right_nulls}
+    if both:  # NULL in every branch: DuckDB's NULL type, INTEGER once it is a column (an outer branch typed it first)
+        left_branch, right_branch = _cast_nulls(left_branch, both), _cast_nulls(right_branch, both)
+        left_nulls = [position for position in left_nulls if position not in both]
+        right_nulls = [position for position in right_nulls if position not in both]
     if left_nulls:  # SELECT NULL AS x … UNION SELECT a …: the NULL takes the other branch's type, as in DuckDB
-        right, right_outputs = planner._plan_query(query.expression, ctes)
-        left, left_outputs = planner._plan_query(_typed_nulls(query.this, left_nulls, right, right_outputs), ctes)
+        right, right_outputs = planner._plan_query(right_branch, ctes)
+        left, left_outputs = planner._plan_query(_typed_nulls(left_branch, left_nulls, right, right_outputs), ctes)
     else:
-        left, left_outputs = planner._plan_query(query.this, ctes)
-        right_nulls = _bare_null_positions(query.expression)
-        right_branch = _typed_nulls(query.expression, right_nulls, left, left_outputs) if right_nulls else \
-            query.expression
+        left, left_outputs = planner._plan_query(left_branch, ctes)
+        if right_nulls:
+            right_branch = _typed_nulls(right_branch, right_nulls, left, left_outputs)
         right, right_outputs = planner._plan_query(right_branch, ctes)
     if len(left_outputs) != len(right_outputs):
         raise _error(f"each branch of {name} must have the same number of columns: the left has "
@@ -182,8 +187,9 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
 
 #: SQL type names of the Arrow types a bare NULL branch column may take from the other branch.
 _SQL_TYPES = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-              pa.float32(): "REAL", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.bool_(): "BOOLEAN",
-              pa.date32(): "DATE"}
+              pa.float32(): "REAL", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR",
+              pa.bool_(): "BOOLEAN", pa.date32(): "DATE", pa.timestamp("us"): "TIMESTAMP",
+              pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.month_day_nano_interval(): "INTERVAL"}
 
 
 def _unwrapped(branch: exp.Expression) -> exp.Expression:
@@ -194,33 +200,76 @@ def _unwrapped(branch: exp.Expression) -> exp.Expression:
 
 
 def _bare_null_positions(branch: exp.Expression) -> list[int]:
-    """Return the positions where a SELECT branch selects a bare ``NULL`` (a column of no type of its own)."""
+    """Return the positions where a branch selects a bare ``NULL`` (a column of no type of its own).
+
+    A branch that is a set operation itself has one where each of its branches has (``SELECT NULL UNION ALL
+    SELECT NULL``), so the outer branch types it, as DuckDB unifies every branch of a chain.
+    """
     select = _unwrapped(branch)
+    if isinstance(select, exp.SetOperation) and not any(select.args.get(k) for k in ("order", "limit", "offset")):
+        right = set(_bare_null_positions(select.expression))
+        return [position for position in _bare_null_positions(select.this) if position in right]
     if not isinstance(select, exp.Select):
         return []
     return [i for i, e in enumerate(select.expressions)
-            if isinstance(e.this if isinstance(e, exp.Alias) else e, exp.Null)]
+            if isinstance(e.this if isinstance(e, exp.Alias) else e, exp.Null) or _null_values_cells(select, e)]
+
+
+def _null_values_cells(select: exp.Select, item: exp.Expression) -> list[exp.Null]:
+    """Return the cells of the VALUES column that ``item`` selects when every one is a bare NULL, else [].
+
+    Why: ``SELECT * FROM (VALUES (NULL)) v(a) UNION ALL SELECT DATE …`` (a bare ``VALUES (NULL)`` branch reads
+    so too) is a NULL-typed column in DuckDB, typed by the other branch; the engine's VALUES would type it
+    INTEGER first. Only a column the SELECT reads once, as its output, is typed so (elsewhere its INTEGER
+    type may matter).
+    """
+    column = item.this if isinstance(item, exp.Alias) else item
+    source = select.args.get("from_")
+    values = source.this if source is not None else None
+    if not isinstance(column, exp.Column) or not isinstance(values, exp.Values) or select.args.get("joins"):
+        return []
+    alias = values.args.get("alias")
+    names = [c.name for c in alias.columns] if alias is not None else []
+    if column.name not in names or (column.table and column.table != alias.name):
+        return []
+    if sum(1 for node in select.find_all(exp.Column) if node.name == column.name) != 1:
+        return []
+    index = names.index(column.name)
+    cells = [row.expressions[index] if isinstance(row, exp.Tuple) else row for row in values.expressions]
+    return cells if all(isinstance(cell, exp.Null) for cell in cells) else []
+
+
+def _cast_nulls(branch: exp.Expression, types: Mapping[int, str]) -> exp.Expression:
+    """Return a copy of ``branch`` with its bare NULL at each position of ``types`` cast to that SQL type."""
+    copy = branch.copy()
+    pending = [copy]
+    while pending:
+        select = _unwrapped(pending.pop())
+        if isinstance(select, exp.SetOperation):
+            pending += [select.this, select.expression]
+            continue
+        for position, name in types.items():
+            item = select.expressions[position]
+            null = item.this if isinstance(item, exp.Alias) else item
+            for cell in _null_values_cells(select, item) or [null]:
+                cell.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(name, dialect="duckdb")))
+    return copy
 
 
 def _typed_nulls(branch: exp.Expression, positions: list[int], other: "Relation",
                  other_outputs: list[tuple[str, str]]) -> exp.Expression:
     """Return a copy of ``branch`` whose bare NULLs at ``positions`` are cast to the other branch's column types."""
-    copy = branch.copy()
-    select = _unwrapped(copy)
+    types = {}
     for position in positions:
         if position >= len(other_outputs):
             continue  # the column counts differ: the caller says so
         dtype = other.node.output_schema.field(other_outputs[position][1]).type
         if pa.types.is_decimal(dtype):
-            name = f"DECIMAL({dtype.precision}, {dtype.scale})"
+            types[position] = f"DECIMAL({dtype.precision}, {dtype.scale})"
         elif dtype in _SQL_TYPES:
-            name = _SQL_TYPES[dtype]
-        else:
-            continue  # left untyped: the planner asks for a CAST
-        item = select.expressions[position]
-        null = item.this if isinstance(item, exp.Alias) else item
-        null.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(name)))
-    return copy
+            types[position] = _SQL_TYPES[dtype]
+        # else left untyped: the planner asks for a CAST
+    return _cast_nulls(branch, types)
 
 
 def _quote(name: str) -> str:

@@ -1,0 +1,51 @@
+"""Set operation branches whose column is NULL in every row (issue 30), typed as DuckDB types them.
+
+A bare ``NULL`` (or a VALUES column of only NULLs) has DuckDB's NULL type and takes the type of the other
+branches, through chains and nested set operations (``SELECT NULL UNION ALL SELECT NULL UNION ALL SELECT
+'x'`` is VARCHAR); NULL in every branch is INTEGER. Checked against DuckDB, types included, on cpu and
+cuda-sim; a VALUES column also read elsewhere in its SELECT keeps INTEGER and a mismatch is refused by name.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine.sql.errors import SqlError
+
+TABLES = {"t": pa.table({"k": pa.array([1, None, 2, 2], pa.int32()), "x": pa.array([1, 2, None, 2], pa.int64())})}
+TABLES["e"] = TABLES["t"].slice(0, 0)
+
+QUERIES = [
+    "SELECT NULL AS c0, DATE '1995-03-19' AS c1 FROM t WHERE x > 1 EXCEPT ALL SELECT NULL AS c0, "
+    "DATE '1995-03-18' AS c1 FROM t",
+    "SELECT NULL AS n, x FROM t UNION SELECT NULL, x FROM t",
+    "SELECT NULL AS a, 1 AS b INTERSECT SELECT NULL, 1",
+    "SELECT NULL AS a UNION ALL SELECT NULL UNION ALL SELECT 'x'",
+    "SELECT NULL AS a, NULL AS b UNION ALL (SELECT NULL, 1 UNION SELECT NULL, 2)",
+    "(SELECT NULL AS a, NULL AS b EXCEPT SELECT 1.5, NULL) UNION ALL SELECT 2, 'z'",
+    "SELECT max(a) AS m, count(*) AS n FROM (SELECT NULL AS a FROM t UNION ALL SELECT NULL FROM e) s",
+    "VALUES (NULL) UNION ALL VALUES (DATE '2000-01-01')",
+    "SELECT * FROM (VALUES (NULL, 1), (NULL, 2)) v(a, b) UNION SELECT 2.5, 3",
+    "SELECT * FROM (VALUES (NULL), (NULL)) v(a) UNION ALL SELECT NULL UNION ALL SELECT 'q'",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def test_all_null_branch_columns_take_duckdbs_types(device_name, reference):
+    queries = QUERIES if device_name == "cpu" else QUERIES[:1]
+    session = session_with_tables(TABLES, split_rows=2, device=device_name, drivers=2, batch_rows=2)
+    assert_queries_match_duckdb(session, reference, queries, exact_types=True)
+
+
+def test_a_null_values_column_read_twice_keeps_integer_and_is_refused_beside_a_date():
+    sql = "SELECT a, a + 1 AS b FROM (VALUES (NULL)) v(a) UNION ALL SELECT DATE '2000-01-01', 2"
+    with pytest.raises(SqlError, match=r"column 1 \('a'\) is int32 in the left branch and date32"):
+        session_with_tables(TABLES, device="cpu").sql(sql)
