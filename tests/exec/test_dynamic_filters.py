@@ -123,7 +123,8 @@ def test_join_types_that_drop_unmatched_probe_rows_filter(device_name, files, re
 
 @pytest.mark.parametrize("join_type", ["left", "full", "anti", "null_aware_anti"])
 def test_joins_that_output_unmatched_probe_rows_do_not_filter(device_name, files, reference, join_type):
-    session = _session(device_name, files, drivers=2, batch_rows=64)
+    session = _session(device_name, files, drivers=2, batch_rows=64,
+                       parquet_reader="auto")  # no filter: the device default (cuda-sim: host decoder)
     result = session.execute(_plan(session, join_type))
     sql = {
         "left": "SELECT k, s, v, tag FROM fact LEFT JOIN dim ON k = dk",
@@ -163,7 +164,8 @@ def test_computed_cast_or_nulled_keys_do_not_filter(device_name, files, referenc
         other = PlanBuilder(catalog, id_generator=ids).table_scan("dim").project(["ds AS os"])
         return side.project(["k AS key", "s", "v"]).hash_join(["s"], ["os"], other, ["key", "s", "v"], "full")
 
-    session = _session(device_name, files, drivers=1, batch_rows=64)
+    session = _session(device_name, files, drivers=1, batch_rows=64,
+                       parquet_reader="auto")  # no filter: the device default (cuda-sim: host decoder)
     result = session.execute(_plan(session, "inner", left_key="key", output=["key", "v", "tag"], probe=probe))
     source = {
         "computed": "SELECT k + 0 AS key, v FROM fact",
@@ -236,7 +238,8 @@ def test_a_filter_that_drops_few_rows_stops_testing_rows(device_name, files, ref
 
     monkeypatch.setattr(table_scan, "ADAPTIVE_FILTER_ROWS", GROUP_ROWS)
     most = pa.table({"mv": pa.array([3 * k for k in range(GROUPS * GROUP_ROWS) if k not in (1, 200, 400)], pa.int64())})
-    session = Session(device=device_name, drivers=1, batch_rows=64, scan_prefetch_depth=0, parquet_reader=parquet_reader)
+    session = Session(device=device_name, drivers=1, batch_rows=64, scan_prefetch_depth=0,
+                      parquet_reader=parquet_reader)
     session.register("fact", files["fact"], split_rows=3 * GROUP_ROWS)
     session.register("most", most)
     reference.register("most", most)
