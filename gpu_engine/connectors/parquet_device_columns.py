@@ -34,6 +34,7 @@ do not know which device decodes.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -212,6 +213,7 @@ class DevicePiece:
     host: HostRun | None  # the columns read on the host, converted and planned for the copy
     selection: np.ndarray | None = None  # int32 rows the scan's join-key filters kept (None: every row)
     largest_group_rows: int = 0  # rows of the piece's largest row group
+    filter_seconds: float = 0.0  # spent testing the rows with the join-key filters (and cutting the host columns)
 
     @property
     def kept_rows(self) -> int:
@@ -267,9 +269,11 @@ def prepare_device_piece(piece: Any, filters: Sequence[JoinKeyFilter] = ()) -> D
     rest = tuple(name for name in piece.columns if name not in planned)
     largest = max((metadata.row_group(group).num_rows for group in piece.row_groups), default=piece.rows)
     host = selection = None
+    filtering = 0.0
     if rest:  # (a piece holds rows: split_pieces leaves empty row groups out)
         record_batches = [b for b in type(piece)(piece.split, rest, piece.rows, piece.row_groups).read() if b.num_rows]
         if filters:
+            began = time.perf_counter()
             selections = [select_rows(b, filters) for b in record_batches]
             if any(rows is not None for rows in selections):
                 starts = np.cumsum([0] + [b.num_rows for b in record_batches[:-1]])
@@ -278,6 +282,7 @@ def prepare_device_piece(piece: Any, filters: Sequence[JoinKeyFilter] = ()) -> D
                                             for b, rows, start in zip(record_batches, selections, starts.tolist())]
                                            ).astype(np.int32, copy=False)
                 record_batches = filter_record_batches(record_batches, selections)
+            filtering = time.perf_counter() - began
         if record_batches:
             host = prepare_run(record_batches)
-    return DevicePiece(tuple(piece.columns), piece.rows, tuple(planned.values()), host, selection, largest)
+    return DevicePiece(tuple(piece.columns), piece.rows, tuple(planned.values()), host, selection, largest, filtering)

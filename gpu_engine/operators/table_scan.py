@@ -256,8 +256,8 @@ class TableScan(Operator):
             prepared = prepare_device_piece(piece, filters)
             items = [] if not prepared.kept_rows else \
                 [prepared if prepared.selection is None else _Survivors(prepared)]
-            return _DecodedPiece(items, time.perf_counter() - began, 0.0, prepared.rows - prepared.kept_rows, 0.0,
-                                 piece.rows if filters else 0)
+            return _DecodedPiece(items, time.perf_counter() - began - prepared.filter_seconds, 0.0,
+                                 prepared.rows - prepared.kept_rows, prepared.filter_seconds, piece.rows if filters else 0)
         record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
         selections: list[Any] = [None] * len(record_batches)
         dropped, tested, filtering = 0, 0, 0.0
