@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, is_boolean
+from gpu_engine.columnar.types import (
+    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal,
+)
 
 __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names", "final_step_aggregates",
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
@@ -204,9 +206,9 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
         if second_type is None:
             raise TypeError(f"{function} with ORDER BY takes its key")
         for role, dtype in (("values", input_type), ("keys", second_type)):
-            if not (_is_orderable(dtype) or is_string(dtype) or is_decimal(dtype)):
+            if not (_is_orderable(dtype) or is_string(dtype) or is_decimal(dtype) or is_interval(dtype)):
                 raise TypeError(f"{function} is not defined for {role} of {dtype} (numbers, decimals, dates, "
-                                "timestamps, bools and strings are)")
+                                "timestamps, intervals, bools and strings are)")
         return input_type
     if function not in TWO_ARGUMENT_FUNCTIONS and second_type is not None and function != "string_agg":
         raise TypeError(f"{function} takes one argument")

@@ -21,7 +21,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval, is_string, is_temporal
+from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval, is_numeric, is_string, is_temporal
 from gpu_engine.plans.expressions import Cast, Expr, Function, Literal
 from gpu_engine.plans.function_translation import build_function
 from gpu_engine.plans.intervals import (
@@ -154,11 +154,24 @@ def interval_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree:
         interval, factor = (left, right) if left_interval else (right, left)
         if is_integer(factor.dtype):
             return build_function(translator, "interval_multiply", [interval, factor], tree)
+        if is_numeric(factor.dtype):  # DuckDB: INTERVAL * DOUBLE, a decimal or float factor cast to DOUBLE
+            return build_function(translator, "interval_scale", [interval, _as_double(factor)], tree)
+    if op == "div" and left_interval and is_numeric(right.dtype):  # INTERVAL / DOUBLE, an integer divisor too
+        return build_function(translator, "interval_divide", [left, _as_double(right)], tree)
     if op == "sub" and is_temporal(left.dtype) and is_temporal(right.dtype):
         return build_function(translator, "timestamp_difference", [left, right], tree)
-    hint = " (an INTERVAL multiplies by an integer only)" if op in ("mul", "div") else ""
+    hint = " (an INTERVAL multiplies by or divides by a number)" if op in ("mul", "div") else ""
     raise translator.error(f"type mismatch: cannot apply '{_SYMBOL[op]}' to {left.dtype} and {right.dtype}{hint}",
                            tree)
+
+
+def _as_double(value: Expr) -> Expr:
+    """Return ``value`` as a DOUBLE (a constant converted here, a column cast per row)."""
+    if pa.types.is_float64(value.dtype):
+        return value
+    if isinstance(value, Literal):
+        return Literal(None if value.value is None else float(value.value), pa.float64())
+    return Cast(value, pa.float64())
 
 
 def _instant(translator: Any, tree: exp.Expression) -> Expr:
@@ -176,11 +189,8 @@ def _instant(translator: Any, tree: exp.Expression) -> Expr:
 def _age(translator: Any, tree: exp.Expression) -> Expr:
     args = list(tree.expressions) if isinstance(tree, exp.Anonymous) else [tree.this, tree.expression]
     args = [arg for arg in args if arg is not None]
-    if len(args) == 1:
-        raise translator.error("age(x) with one argument measures from the current time, which the engine does not "
-                               "read; write age(TIMESTAMP '...', x)", tree)
-    if len(args) != 2:
-        raise translator.error(f"age() takes 2 arguments, got {len(args)}", tree)
+    if len(args) not in (1, 2):  # age(x): from today's midnight (DuckDB's current_date), read when it runs
+        raise translator.error(f"age() takes 1 or 2 arguments, got {len(args)}", tree)
     return build_function(translator, "age", [_instant(translator, arg) for arg in args], tree)
 
 

@@ -281,6 +281,16 @@ def _multiply(name: str, args: Sequence[Expr]) -> pa.DataType:
     return INTERVAL
 
 
+def _scale(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``interval_scale(interval, x)`` / ``interval_divide(interval, x)``: DuckDB's ``INTERVAL * DOUBLE`` and
+    ``INTERVAL / DOUBLE`` (the factor a DOUBLE, as DuckDB casts any number to it)."""
+    _arity(name, args, 2)
+    _interval_argument(name, args[0], 1)
+    if not (pa.types.is_float64(args[1].dtype) or _is_null(args[1])):
+        raise TypeError(f"{name}() needs a DOUBLE factor, got {args[1].dtype}")
+    return INTERVAL
+
+
 def _shift(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``timestamp_add_interval(t, interval)``: ``t + interval``, a TIMESTAMP (of a DATE too, as DuckDB)."""
     _arity(name, args, 2)
@@ -296,6 +306,14 @@ def _between_instants(name: str, args: Sequence[Expr]) -> pa.DataType:
     _temporal_argument(name, args[0], 1)
     _temporal_argument(name, args[1], 2)
     return INTERVAL
+
+
+def _age(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``age(a, b)`` as ``a - b`` in calendar fields; ``age(b)`` from the current date's midnight (DuckDB's)."""
+    if len(args) == 1:
+        _temporal_argument(name, args[0], 1)
+        return INTERVAL
+    return _between_instants(name, args)
 
 
 def _part(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -317,6 +335,7 @@ def constructor_unit(name: str) -> str | None:
 INTERVAL_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     **{name: _constructor for name in _CONSTRUCTOR_NAMES},
     "interval_add": _two_intervals, "interval_sub": _two_intervals, "interval_negate": _negate,
-    "interval_multiply": _multiply, "timestamp_add_interval": _shift,
-    "timestamp_difference": _between_instants, "age": _between_instants, "interval_part": _part,
+    "interval_multiply": _multiply, "interval_scale": _scale, "interval_divide": _scale,
+    "timestamp_add_interval": _shift,
+    "timestamp_difference": _between_instants, "age": _age, "interval_part": _part,
 }

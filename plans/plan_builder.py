@@ -26,7 +26,7 @@ from typing import Callable, Mapping, Sequence
 
 import pyarrow as pa
 
-from gpu_engine.columnar.types import normalize_type
+from gpu_engine.columnar.types import is_interval, normalize_type
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
     TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names, then_by_types,
@@ -133,6 +133,14 @@ def _intermediate_names(name: str, aggregate: AggregateCall) -> list[str]:
 def _distinct_kinds(calls: Sequence[AggregateCall]) -> int:
     """Return how many kinds of aggregates ``calls`` mixes: one per DISTINCT argument, one for the plain ones."""
     return len({(call.arg, _distinct_second(call)) if call.distinct else None for call in calls})
+
+
+def _greatest(column: ColumnRef) -> AggregateCall:
+    """Return ``max(column)``; of an INTERVAL (which ``max`` folds no word of), the first value in descending
+    order, NULLs last, as :func:`~gpu_engine.plans.sql_translator.parse_aggregate` plans ``max`` of one."""
+    if is_interval(column.dtype):
+        return AggregateCall("first", column, column.dtype, second=column, descending=True)
+    return AggregateCall("max", column, column.dtype)
 
 
 def _cloned(node: PlanNode, ids) -> PlanNode:
@@ -406,7 +414,7 @@ class PlanBuilder:
                                         names=tuple(union_schema.names), expressions=tuple(outputs)))
         union = LocalPartitionNode(id=self._ids.next_id(), output_schema=union_schema, sources=tuple(branches),
                                    partition_kind="arbitrary")
-        return union, tuple(AggregateCall("max", ColumnRef(n, c.dtype), c.dtype) for n, c in zip(names, calls))
+        return union, tuple(_greatest(ColumnRef(n, c.dtype)) for n, c in zip(names, calls))
 
     def _distinct_input(self, step: AggregationStep, keys: tuple[str, ...], names: tuple[str, ...],
                         calls: tuple[AggregateCall, ...], texts: Sequence[Snippet],

@@ -36,7 +36,7 @@ import sqlglot
 import sqlglot.tokens
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_string
+from gpu_engine.columnar.types import is_interval, is_string
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
     ORDERED_PICK_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type,
@@ -366,6 +366,10 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
     translator = ScalarTranslator(schema, node)
     arg = _typed(translator.translate(argument), text, node)
     second = _typed(translator.translate(arguments[1]), text, node) if wanted == 2 else None
+    if function in ("min", "max") and is_interval(arg.dtype):
+        # The least/greatest INTERVAL by DuckDB's order (30-day months) is the first row in that order, NULLs
+        # last: the ordered pick keeps the value's own months, days and microseconds (its state is rows).
+        return name, AggregateCall("first", arg, arg.dtype, distinct, arg, descending=function == "max")
     try:
         dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
     except TypeError as error:

@@ -48,7 +48,7 @@ import pyarrow as pa
 from gpu_engine.aggregation.functions import AggregateFunction, AggregateState, StateArray
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_string, physical_dtype
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_interval, is_string, physical_dtype
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.hash import hash_columns
@@ -72,7 +72,8 @@ def _null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
     validity = xp.zeros(rows, dtype=xp.bool_)
     if is_string(dtype):
         return Column(dtype, xp.zeros(0, dtype=xp.uint8), validity, xp.zeros(rows + 1, dtype=xp.int64))
-    return Column(dtype, xp.zeros(rows, dtype=physical_dtype(dtype)), validity)
+    shape = (rows, 3) if is_interval(dtype) else rows  # an INTERVAL holds months, days and microseconds a row
+    return Column(dtype, xp.zeros(shape, dtype=physical_dtype(dtype)), validity)
 
 
 def _plain(device: Device, column: Column) -> Column:

@@ -16,6 +16,7 @@ Field overflow raises, as DuckDB's checked arithmetic does.
 
 from __future__ import annotations
 
+import datetime
 from typing import Any, Sequence
 
 import numpy as np
@@ -213,6 +214,47 @@ def _times(device: Device, interval: Column, factor: Column) -> Column:
     return Column(INTERVAL, interval_words(xp, *fields, len(interval)), validity)
 
 
+def _rounded_to_micros(xp: Any, values: Any) -> Any:
+    """Return ``values`` (seconds or days) rounded to whole microseconds, halves to even (DuckDB's TSROUND)."""
+    return xp.rint(values * _MICROS_PER_SECOND) / _MICROS_PER_SECOND
+
+
+def _scaled(device: Device, interval: Column, factor: Column, divide: bool) -> Column:
+    """Return ``interval * factor`` (or ``interval / factor``) for a DOUBLE factor, as DuckDB computes it.
+
+    DuckDB follows PostgreSQL's ``interval_mul``: months and days are multiplied and truncated, the fraction of
+    the months cascades into days (30 a month) and the fraction of the days into microseconds, each rounded to
+    a microsecond; a division multiplies by ``1.0 / factor`` (zero raises). The operations run in the same
+    order on float64 as DuckDB's C++, so the results agree to the microsecond.
+    """
+    xp = device.xp
+    validity = and_validity(interval.validity, factor.validity)
+    right = factor.data.astype(xp.float64)
+    if divide:
+        raise_at_first(device, right == 0, validity, "Division by zero in INTERVAL division")
+        right = 1.0 / xp.where(right == 0, 1.0, right)
+    months, days, micros = (interval.data[:, k] for k in range(3))
+    overflow = f"Overflow in {'INTERVAL division' if divide else 'multiplication of INTERVAL'}"
+    with np.errstate(invalid="ignore", over="ignore"):
+        month_product, day_product = months * right, days * right
+        for product in (month_product, day_product):
+            raise_at_first(device, xp.isnan(product) | (product < _INT32_MIN) | (product > _INT32_MAX), validity,
+                           overflow)
+        whole_months = xp.trunc(xp.nan_to_num(month_product)).astype(xp.int64)
+        whole_days = xp.trunc(xp.nan_to_num(day_product)).astype(xp.int64)
+        month_remainder = _rounded_to_micros(xp, (month_product - whole_months) * DAYS_PER_MONTH)
+        day_remainder = xp.trunc(month_remainder).astype(xp.int64)
+        seconds = _rounded_to_micros(xp, (day_product - whole_days + month_remainder - day_remainder) * 86_400)
+        carried = xp.where(xp.abs(seconds) >= 86_400, xp.trunc(seconds / 86_400), 0.0).astype(xp.int64)
+        seconds = seconds - carried * 86_400
+        result_days = whole_days + carried + day_remainder
+        total = xp.rint(micros.astype(xp.float64) * right + seconds * _MICROS_PER_SECOND)
+        raise_at_first(device, xp.isnan(total) | (total < -(2.0**63)) | (total >= 2.0**63), validity, overflow)
+    _int32_fields(device, (result_days,), validity)
+    result_micros = xp.nan_to_num(total).astype(xp.int64)
+    return Column(INTERVAL, interval_words(xp, whole_months, result_days, result_micros, len(interval)), validity)
+
+
 def _construct(device: Device, name: str, count: Column) -> Column:
     """Return ``to_<unit>(count)``: the count in the unit's field, scaled (weeks are 7 days, years 12 months)."""
     xp = device.xp
@@ -306,7 +348,7 @@ def intervals_from_strings(device: Device, column: Column, *, unread_as_null: bo
 INTERVAL_FUNCTIONS = ("to_millennia", "to_centuries", "to_decades", "to_years", "to_quarters", "to_months",
                       "to_weeks", "to_days", "to_hours", "to_minutes", "to_seconds", "to_milliseconds",
                       "to_microseconds", "interval_add", "interval_sub", "interval_negate", "interval_multiply",
-                      "timestamp_add_interval", "timestamp_difference", "age", "interval_part")
+                      "interval_scale", "interval_divide", "timestamp_add_interval", "timestamp_difference", "age", "interval_part")
 
 
 def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -324,10 +366,16 @@ def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], c
         return Column(INTERVAL, -data, columns[0].validity)
     if name == "interval_multiply":
         return _times(device, columns[0], columns[1])
+    if name in ("interval_scale", "interval_divide"):
+        return _scaled(device, columns[0], columns[1], divide=name == "interval_divide")
     if name == "timestamp_add_interval":
         return _add(device, columns[0], columns[1])
     if name == "timestamp_difference":
         return _difference(device, columns[0], columns[1])
+    if name == "age" and len(columns) == 1:  # from today's midnight, local time (DuckDB's current_date)
+        today = (datetime.date.today() - datetime.date(1970, 1, 1)).days * MICROS_PER_DAY
+        start = Column(pa.timestamp("us"), xp.full(len(columns[0]), today, dtype=xp.int64))
+        return _age(device, start, columns[0])
     if name == "age":
         return _age(device, columns[0], columns[1])
     if name == "interval_part":
