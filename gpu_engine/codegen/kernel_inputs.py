@@ -64,6 +64,22 @@ def _fingerprint(device, dictionary: Column) -> str | None:
     return host_fingerprint(dictionary)
 
 
+def _read_only(array: Any) -> Any:
+    """Return a read-only view of a writable host array (anything else as it is).
+
+    Why: numba types a read-only array apart from a writable one, so a kernel compiled for columns
+    decoded from Arrow (read-only) compiled a second specialization when a later batch brought columns
+    an operator had computed (writable): TPC-DS q14's second run compiled its fused aggregation again
+    and, in the background compile mode, ran on the lowest tier meanwhile. Generated kernels only read
+    their inputs, so binding every input read-only gives each kernel one signature; a writable array
+    still converts to it at a launch of a kernel compiled before.
+    """
+    if isinstance(array, np.ndarray) and array.flags.writeable:
+        array = array.view()
+        array.flags.writeable = False
+    return array
+
+
 def kernel_parameter_array(device, program: FusionProgram) -> Any:
     """Return the program's parameter array on ``device`` (one int64 word at least: kernels index no empty array).
 
@@ -131,7 +147,7 @@ class KernelInputs:
                               second_columns if any(second_columns) else (), second_lifted if any(second_lifted) else ())
         if not layout.second_mapped:
             arrays.pop("rows2", None)
-        return layout, arrays
+        return layout, {name: _read_only(array) for name, array in arrays.items()}
 
     def _with_one_second_map(self, batch: Batch) -> tuple[Batch, Any]:
         """Return ``batch`` (materialized if its read columns bring several maps of their own) and that one map."""
@@ -165,6 +181,7 @@ class KernelInputs:
             table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
         except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
             return None
+        table = (_read_only(table[0]), _read_only(table[1]))  # kept as bound (see _read_only): no view per batch
         if fingerprint is not None:
             self._keep(key, table)
         if shared is not None:

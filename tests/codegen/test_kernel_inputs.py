@@ -96,3 +96,25 @@ def test_interned_keys_are_not_shared_between_operators(counted_evaluations):
     _, b = second.bind(batch)
     m = interned[0]
     assert list(a[f"l{m}_values"]) != list(b[f"l{m}_values"])
+
+
+def test_a_batchs_writable_buffers_do_not_change_the_kernels_signature():
+    """Columns decoded from Arrow are read-only, columns an operator computed are writable: numba types the
+    two differently, so the same kernel compiled a second specialization when a later run's batch brought
+    the other kind (TPC-DS q14's second run compiled its fused aggregation again, and in background mode
+    ran that run on the lowest tier). Bound inputs are always read-only."""
+    from dataclasses import replace
+
+    from numba import typeof
+
+    device = get_device("cpu")
+    program = _program("mode IN ('MAIL', 'SHIP') AND qty > 1")
+    from_arrow = _batch(device, ["AIR", "MAIL", "SHIP"], [0, 1, 2, 1])
+    computed = Batch(from_arrow.names, tuple(replace(c, data=np.array(c.data)) for c in from_arrow.columns), device,
+                     None, from_arrow.num_rows)
+    assert computed.columns[1].data.flags.writeable and not from_arrow.columns[1].data.flags.writeable
+    signatures = []
+    for batch in (from_arrow, computed):
+        _, arrays = KernelInputs(device, program).bind(batch)
+        signatures.append({name: typeof(array) for name, array in arrays.items()})
+    assert signatures[0] == signatures[1]
