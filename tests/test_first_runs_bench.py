@@ -10,6 +10,7 @@ objects a pass's collections no longer walk.
 from __future__ import annotations
 
 import gc
+import threading
 
 from bench.first_runs import QueryMeter, settle_heap
 
@@ -41,3 +42,23 @@ def test_settling_the_heap_leaves_earlier_objects_out_of_a_pass_full_collections
         assert not any(gc.is_tracked(p) and any(p is o for o in gc.get_objects(2)) for p in kept[:10])
     finally:
         gc.unfreeze()  # the rest of the test session collects as before
+
+
+def test_a_compile_on_a_driver_thread_is_counted_for_that_query():
+    """The warm pass settles a query until a run compiles nothing: a compile in a timed warm run (a kernel
+    layout only some batches bring) doubled q14's warm time, and ``last_stats()`` saw only its last Task."""
+    from numba import njit
+
+    def compile_on_a_thread():
+        kernel = njit(lambda x: x + 1)  # a new function: numba compiles it at its first call
+        thread = threading.Thread(target=kernel, args=(1,))
+        thread.start()
+        thread.join()
+
+    meter = QueryMeter()
+    try:
+        _, compiled = meter.measure(compile_on_a_thread)
+        _, quiet = meter.measure(lambda: None)
+    finally:
+        meter.close()
+    assert compiled["compiles"] >= 1 and quiet["compiles"] == 0
