@@ -28,7 +28,7 @@ from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
-from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import (
@@ -40,7 +40,8 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
-           "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "semi_join"]
+           "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "semi_join",
+           "select_over", "empty_group_value", "strict_subquery", "fails_on_empty_group"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
 PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
@@ -86,7 +87,7 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
 _NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
 
 
-def _strict_subquery(side: exp.Expression) -> exp.Subquery | None:
+def strict_subquery(side: exp.Expression) -> exp.Subquery | None:
     """Return the scalar subquery ``side`` is, or holds under NULL-strict arithmetic only (``1.2 * (SELECT ...)``).
 
     Why: a comparison with such a side is NULL wherever the subquery's value is, so a correlated subquery
@@ -102,17 +103,42 @@ def _strict_subquery(side: exp.Expression) -> exp.Subquery | None:
     return side if isinstance(side, exp.Subquery) else None
 
 
-def _fails_on_empty_group(comparison: exp.Expression, subquery: exp.Subquery, value: exp.Expression) -> bool:
+#: Aggregates whose value over no rows is 0, not NULL (DuckDB); every other one is NULL over no rows.
+_ZERO_WHEN_EMPTY = ("count", "regr_count", "approx_count_distinct")
+
+
+def empty_group_value(value: exp.Expression) -> exp.Expression:
+    """Return ``value`` (a subquery's aggregating projection) as computed over no rows, folded to a constant.
+
+    Why: a correlated aggregate planned as a join per key has no row for a key
+    without inner rows; the value such a key must get is COUNT's 0 (the
+    "COUNT bug" of decorrelation) or NULL for the other aggregates, through
+    whatever arithmetic surrounds them (``count(*) + 1`` is 1).
+    """
+    empty = simplify(value.copy().transform(
+        lambda node: (exp.Literal.number(0) if aggregate_function_name(node) in _ZERO_WHEN_EMPTY else exp.Null())
+        if isinstance(node, SQL_AGGREGATES) else node))
+    return exp.Null() if _null_through_strict(empty) else empty
+
+
+def _null_through_strict(tree: exp.Expression) -> bool:
+    """Return whether ``tree`` is NULL for a NULL reached through NULL-strict operations (simplify keeps NULL * 1.2)."""
+    if isinstance(tree, exp.Null):
+        return True
+    if not isinstance(tree, _NULL_STRICT):
+        return False
+    return any(_null_through_strict(operand) for operand in (tree.this, tree.args.get("expression"))
+               if isinstance(operand, exp.Expression))
+
+
+def fails_on_empty_group(comparison: exp.Expression, subquery: exp.Subquery, value: exp.Expression) -> bool:
     """Return whether ``comparison`` is FALSE or NULL when the correlated subquery's group is empty.
 
     Why: a correlated aggregate is joined per key, so an outer row whose key has no inner rows is dropped.
     That is what the filter does anyway when the comparison fails for the empty group's value (COUNT 0,
     any other aggregate NULL): ``(SELECT count(*) ...) > 0`` (TPC-DS q41) is planned, ``= 0`` is not.
     """
-    empty = value.copy().transform(
-        lambda node: exp.Literal.number(0) if isinstance(node, exp.Count)
-        else exp.Null() if isinstance(node, SQL_AGGREGATES) else node)
-    folded = simplify(_with_subquery_replaced(comparison, subquery, exp.paren(empty)))
+    folded = simplify(_with_subquery_replaced(comparison, subquery, exp.paren(empty_group_value(value))))
     return constant_truth(folded) is False
 
 
@@ -181,7 +207,7 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         return
     comparisons = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
     if not negated and isinstance(tree, comparisons):
-        found = [(side, _strict_subquery(side)) for side in (tree.this, tree.expression)]
+        found = [(side, strict_subquery(side)) for side in (tree.this, tree.expression)]
         subqueries = [subquery for _, subquery in found if subquery is not None]
         other = tree.expression if found[0][1] is not None else tree.this
         if len(subqueries) == 1 and not has_subquery(other):
@@ -237,6 +263,23 @@ def correlation(correlated: list[exp.Expression], inner: set[str]):
     return keys, others
 
 
+def select_over(select: exp.Select, projections: list[exp.Expression],
+                conditions: list[exp.Expression]) -> exp.Select:
+    """Return ``SELECT <projections> FROM <select's FROM and joins> WHERE <conditions, AND-ed>``.
+
+    Why one function: decorrelation, mark joins, quantified comparisons and
+    the merging of one-row aggregates each plan a new query over a
+    subquery's sources with their own outputs and filters.
+    """
+    over = exp.Select(expressions=projections)
+    over.set("from_", select.args["from_"].copy())
+    if select.args.get("joins"):
+        over.set("joins", [join.copy() for join in select.args["joins"]])
+    if conditions:
+        over.set("where", exp.Where(this=conjoined(conditions)))
+    return over
+
+
 def _inner_select(select: exp.Select, local: list[exp.Expression],
                   columns: list[exp.Column]) -> tuple[exp.Select, dict[tuple[str, str], str]]:
     """Return ``SELECT <columns> FROM <select's FROM> WHERE <local>`` and each column's output name."""
@@ -247,13 +290,7 @@ def _inner_select(select: exp.Select, local: list[exp.Expression],
         if key not in names:
             names[key] = f"c{len(names)}"
             projections.append(exp.alias_(column.copy(), names[key]))
-    inner = exp.Select(expressions=projections)
-    inner.set("from_", select.args["from_"].copy())
-    if select.args.get("joins"):
-        inner.set("joins", [j.copy() for j in select.args["joins"]])
-    if local:
-        inner.set("where", exp.Where(this=conjoined(local)))
-    return inner, names
+    return select_over(select, projections, local), names
 
 
 def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
@@ -369,19 +406,14 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     aggregates = list(value.find_all(*SQL_AGGREGATES))
     if not aggregates:
         raise unsupported("a correlated scalar subquery that does not aggregate", subquery)
-    if any(isinstance(a, exp.Count) for a in aggregates) and not _fails_on_empty_group(tree, subquery, value):
-        raise unsupported("COUNT in a correlated scalar subquery (its empty groups are 0, not NULL)", subquery)
+    if not isinstance(empty_group_value(value), exp.Null) and not fails_on_empty_group(tree, subquery, value):
+        raise unsupported("a correlated scalar subquery whose value over no rows is not NULL (COUNT's 0, coalesce) "
+                          "in a comparison that holds for it", subquery)
     keys, others = correlation(correlated, inner)
     if others or not keys:
         raise unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
-    grouped = exp.Select(expressions=[exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
-                         + [exp.alias_(value.copy(), "v")])
-    grouped.set("from_", select.args["from_"].copy())
-    if select.args.get("joins"):
-        grouped.set("joins", [j.copy() for j in select.args["joins"]])
-    local = local + _magic_sets(planner, keys, inner)
-    if local:
-        grouped.set("where", exp.Where(this=conjoined(local)))
+    grouped = select_over(select, [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
+                          + [exp.alias_(value.copy(), "v")], local + _magic_sets(planner, keys, inner))
     grouped.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
     relation, outputs = planner._plan_query(grouped, ctes)
     alias = planner._synthetic_alias()

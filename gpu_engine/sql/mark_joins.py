@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from gpu_engine.sql.decorrelation import correlation, split_correlated, subquery_select
+from gpu_engine.sql.decorrelation import correlation, select_over, split_correlated, subquery_select
 from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, factor_or, has_subquery
 
 __all__ = ["with_mark_joins"]
@@ -70,12 +70,8 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
     for n, (outer, inner_column) in enumerate(keys):
         outputs.append(exp.alias_(inner_column.copy(), f"k{n}"))
         on.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
-    distinct = exp.Select(expressions=outputs, distinct=exp.Distinct())
-    distinct.set("from_", select.args["from_"].copy())
-    if select.args.get("joins"):
-        distinct.set("joins", [join.copy() for join in select.args["joins"]])
-    if local:
-        distinct.set("where", exp.Where(this=exp.and_(*[c.copy() for c in local])))
+    distinct = select_over(select, outputs, local)
+    distinct.set("distinct", exp.Distinct())
     join = exp.Join(this=exp.Subquery(this=distinct, alias=exp.TableAlias(this=exp.to_identifier(alias))),
                     side="LEFT", on=exp.and_(*on))
     flag = exp.Not(this=exp.Is(this=exp.column("v" if value is not None else "k0", table=alias),

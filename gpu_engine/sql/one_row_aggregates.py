@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from gpu_engine.sql.decorrelation import subquery_select
+from gpu_engine.sql.decorrelation import select_over, subquery_select
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, disjoined
 
 if TYPE_CHECKING:
@@ -158,14 +158,7 @@ def _merged(siblings: list[exp.Select], names: list[list[str]]) -> exp.Select:
         for projection, name in zip(sibling.expressions, sibling_names):
             tree = projection.this if isinstance(projection, exp.Alias) else projection
             projections.append(exp.alias_(_filtered_aggregates(tree, condition), exp.to_identifier(name)))
-    first = siblings[0]
-    merged = exp.Select(expressions=projections)
-    merged.set("from_", first.args["from_"].copy())
-    if first.args.get("joins"):
-        merged.set("joins", [j.copy() for j in first.args["joins"]])
-    if where:
-        merged.set("where", exp.Where(this=conjoined(where)))
-    return merged
+    return select_over(siblings[0], projections, where)
 
 
 def _output_names(siblings: list[exp.Select]) -> list[list[str]]:

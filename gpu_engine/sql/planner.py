@@ -70,6 +70,7 @@ from gpu_engine.sql.quantified_comparisons import with_quantified_comparisons
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
+from gpu_engine.sql.subquery_values import with_subquery_values_as_comparisons, with_subquery_values_joined
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
 
@@ -174,9 +175,11 @@ class QueryPlanner(PlanningContext):
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
+        select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
+        select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs
         from_ = select.args.get("from_")
         if from_ is None:
             raise unsupported("SELECT without FROM", select)

@@ -5,7 +5,8 @@ LEFT JOIN to the subquery's distinct keys whose match flag replaces the
 predicate (:mod:`gpu_engine.sql.mark_joins`). Cases: correlated EXISTS in both
 branches, EXISTS beside a plain predicate, an uncorrelated IN beside an IN
 list, NULL keys on both sides, a key matching many inner rows (no row may
-repeat), and the forms that stay refused.
+repeat); negated forms and an uncorrelated EXISTS are subquery values, and
+an IN correlated otherwise than by equalities stays refused.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
+from duckdb_reference import (
+    assert_queries_match_duckdb, assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables,
+)
 
 C = pa.table({
     "id": pa.array([1, 2, 3, 4, 5, None], pa.int32()),
@@ -56,14 +59,17 @@ def test_subqueries_under_or_match_duckdb(name, device_name, reference):
     assert_same_rows(_session(device_name).sql(sql), duckdb_table(reference, sql))
 
 
-@pytest.mark.parametrize("sql", [
-    "SELECT id FROM c WHERE zip = '1' OR NOT EXISTS (SELECT * FROM web WHERE web.cust = c.id)",
-    "SELECT id FROM c WHERE zip = '1' OR NOT name IN (SELECT item_name FROM item)",
-    QUERIES["correlated_in_or"],  # a correlation that is not column equalities
-    "SELECT id FROM c WHERE zip = '1' OR EXISTS (SELECT * FROM web)",  # uncorrelated EXISTS: a count
-])
-def test_negated_or_unmatched_forms_stay_refused(sql):
+def test_negated_or_unmatched_forms_are_planned_as_values(reference):
+    """What a mark join cannot say is a subquery value (:mod:`gpu_engine.sql.subquery_values`): a count joined."""
+    assert_queries_match_duckdb(_session("cpu"), reference, [
+        "SELECT id FROM c WHERE zip = '1' OR NOT EXISTS (SELECT * FROM web WHERE web.cust = c.id)",
+        "SELECT id FROM c WHERE zip = '1' OR NOT name IN (SELECT item_name FROM item)",
+        "SELECT id FROM c WHERE zip = '1' OR EXISTS (SELECT * FROM web)",  # uncorrelated EXISTS: a count
+    ])
+
+
+def test_an_in_under_or_correlated_otherwise_than_by_equalities_stays_refused():
     from gpu_engine.sql.errors import SqlError
 
     with pytest.raises(SqlError, match="subquery inside OR"):
-        _session("cpu").sql(sql)
+        _session("cpu").sql(QUERIES["correlated_in_or"])

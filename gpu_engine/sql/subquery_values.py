@@ -1,0 +1,346 @@
+"""Plan subqueries used as values (in SELECT, ORDER BY, HAVING, CASE, under NOT/OR in WHERE) as LEFT JOINs.
+
+Why: a user writes ``SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) FROM t``
+or ``EXISTS (...) AS flag``; the WHERE path (:mod:`~gpu_engine.sql.decorrelation`)
+plans a subquery only where it filters rows. Here each such subquery becomes
+a derived table LEFT joined to the row, and the subquery is replaced by its
+column, so the rest of the planner sees only joins and columns:
+
+* a correlated aggregate correlated by column equalities is the aggregate
+  grouped by the inner correlation columns, joined on them; a key without
+  inner rows gets the aggregate's value over no rows (COUNT's 0 — the "COUNT
+  bug" of decorrelation — else NULL, through the arithmetic around it) by a
+  CASE on a match flag ``m``;
+* correlated otherwise (``u.d < t.d``, ``u.k = t.k + 1``) it is computed per
+  distinct value of the outer columns it reads (the "domain", DuckDB's
+  general decorrelation): the domain joined to the subquery's sources on the
+  whole correlation, grouped by the domain's columns, joined back on them;
+* an uncorrelated aggregate without GROUP BY (one row, always) is cross joined;
+* ``EXISTS (S)`` is ``(SELECT count(*) FROM S) > 0``, and ``x [NOT] IN (S)``
+  outside WHERE's own forms is ``x = ANY (S)`` (its three-valued logic is
+  :mod:`~gpu_engine.sql.quantified_comparisons`'s).
+
+In an aggregating query the joined columns are grouping keys where the
+subquery stands outside the aggregate calls: they depend only on the outer
+columns of the correlation, which must be grouping keys themselves.
+Left to the WHERE path: a WHERE conjunct that is [NOT] EXISTS / [NOT] IN, a
+comparison with a scalar subquery it plans, and EXISTS / IN under OR (mark
+joins). Refused by name: a correlated subquery that does not aggregate (it
+could return several rows per outer row), groups, limits or has HAVING.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
+from gpu_engine.sql.aggregate_planning import aggregates_of
+from gpu_engine.sql.decorrelation import (
+    correlation, empty_group_value, fails_on_empty_group, select_over, split_correlated, strict_subquery,
+    subquery_select,
+)
+from gpu_engine.sql.errors import SqlError, unsupported
+from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, has_subquery
+
+__all__ = ["with_subquery_values_as_comparisons", "with_subquery_values_joined"]
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+#: Clauses of a correlated scalar subquery that make it more than one aggregate per outer row.
+_SHAPING = {"group": "GROUP BY", "having": "HAVING", "limit": "LIMIT", "offset": "OFFSET", "distinct": "DISTINCT",
+            "qualify": "QUALIFY", "windows": "WINDOW"}
+
+
+def _is_in_query(node: exp.Expression) -> bool:
+    return isinstance(node, exp.In) and node.args.get("query") is not None
+
+
+def _own_subqueries(tree: exp.Expression | None) -> list[exp.Expression]:
+    """Return the scalar subqueries, EXISTS and IN (SELECT ...) of ``tree``'s own scope, outermost first."""
+    found, stack = [], [tree] if tree is not None else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Exists, exp.Subquery)) or _is_in_query(node):
+            found.append(node)
+            if _is_in_query(node):
+                stack.append(node.this)  # the left operand is of this scope
+            continue
+        if isinstance(node, (exp.Select, exp.SetOperation, exp.Any, exp.All)):
+            continue
+        stack.extend(node.iter_expressions())
+    return found
+
+
+def _stripped(tree: exp.Expression, through_not: bool) -> exp.Expression:
+    while isinstance(tree, exp.Paren) or (through_not and isinstance(tree, exp.Not)):
+        tree = tree.this
+    return tree
+
+
+def _positively_under_or(conjunct: exp.Expression, node: exp.Expression) -> bool:
+    """Return whether ``node`` is reached from ``conjunct`` through AND, OR and parentheses only (a mark join)."""
+    tree = node
+    while tree is not conjunct:
+        parent = tree.parent
+        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
+            return False
+        tree = parent
+    return True
+
+
+def _outer_tables(select: exp.Expression) -> set[str]:
+    """Return the aliases a subquery reads from outside itself (its correlation)."""
+    tables = {c.table for c in free_columns(select)} - {""}  # "": an output name in its ORDER BY
+    return tables - defined_aliases(select) if isinstance(select, exp.Select) else tables
+
+
+def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_planned: bool,
+                        outer_aliases: set[str]) -> bool:
+    """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
+
+    ``marks_planned``: the mark joins pass has run, so an EXISTS still under OR is one it could not plan.
+    """
+    if isinstance(node, exp.Exists) or _is_in_query(node):
+        if _stripped(conjunct, True) is node:
+            return True
+        return _positively_under_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
+    comparison = _stripped(conjunct, False)
+    if not isinstance(comparison, _COMPARISONS):
+        return False
+    sides = (comparison.this, comparison.expression)
+    if not any(strict_subquery(side) is node for side in sides) or sum(has_subquery(side) for side in sides) != 1:
+        return False
+    select = subquery_select(node.this)
+    if not isinstance(select, exp.Select) or not _outer_tables(select) or len(select.expressions) != 1:
+        return True
+    value = select.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    if not value.find(*SQL_AGGREGATES) or any(select.args.get(key) for key in _SHAPING):
+        return True  # refused there, by name
+    # Planned there (a join per key drops keys without rows), unless the value over no rows is not NULL (COUNT's
+    # 0, coalesce) and keeps the row, or the correlation is not column equalities.
+    try:
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return True  # refused there, by name
+    _keys, others = correlation(correlated, inner)
+    return not others and (isinstance(empty_group_value(value), exp.Null)
+                           or fails_on_empty_group(comparison, node, value))
+
+
+#: Operations that are NULL when an operand is (a comparison over them is NULL for a NULL column).
+_NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
+
+
+def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
+    """Return whether ``conjunct`` is never TRUE where ``column`` is NULL (a comparison reaching it strictly)."""
+    conjunct = _stripped(conjunct, False)
+    if not isinstance(conjunct, _COMPARISONS):
+        return False
+    for found in conjunct.find_all(exp.Column):
+        if (found.table, found.name) != (column.table, column.name):
+            continue
+        node = found.parent
+        while node is not conjunct and isinstance(node, _NULL_STRICT):
+            node = node.parent
+        if node is conjunct:
+            return True
+    return False
+
+
+def with_subquery_values_as_comparisons(select: exp.Select) -> exp.Select:
+    """Return ``select`` with each ``x [NOT] IN (subquery)`` used as a value written ``x = ANY (subquery)``.
+
+    Run before :func:`~gpu_engine.sql.quantified_comparisons.with_quantified_comparisons`, which plans the
+    comparison with SQL's three-valued logic (NULL where ``x`` or a value is NULL and nothing matched).
+    """
+    found = [node for node, _ in _value_positions(select, False) if _is_in_query(node)]
+    if not found:
+        return select
+    select = select.copy()
+    for node, _clause in _value_positions(select, False):
+        if _is_in_query(node):
+            node.replace(exp.EQ(this=node.this.copy(), expression=exp.Any(this=node.args["query"].copy())))
+    return select
+
+
+def _value_positions(select: exp.Select, marks_planned: bool) -> list[tuple[exp.Expression, str]]:
+    """Return (subquery, clause) for each subquery of ``select`` used as a value, not planned by the WHERE path."""
+    out = []
+    for key in ("expressions", "order", "having"):
+        value = select.args.get(key)
+        trees = value.expressions if isinstance(value, exp.Order) else value if isinstance(value, list) else \
+            [value] if value is not None else []
+        for tree in trees:
+            out.extend((node, key) for node in _own_subqueries(tree))
+    where = select.args.get("where")
+    outer_aliases = defined_aliases(select)
+    for conjunct in conjuncts_of(where.this if where is not None else None):
+        out.extend((node, "where") for node in _own_subqueries(conjunct) if not _left_to_where_path(conjunct, node, marks_planned, outer_aliases))
+    return out
+
+
+def _aggregating(select: exp.Select) -> bool:
+    if select.args.get("group") or select.args.get("having"):
+        return True
+    return any(call.find_ancestor(exp.Window) is None for node in select.expressions
+               for call in aggregates_of(node))
+
+
+def _derived(query: exp.Select, alias: str) -> exp.Subquery:
+    return exp.Subquery(this=query, alias=exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+class _Joined:
+    """The derived tables a SELECT's subquery values are joined from, and the grouping keys they add."""
+
+    def __init__(self, select: exp.Select, planner):
+        self.select, self.planner = select, planner
+        self.outer_aliases = defined_aliases(select)
+        self.joins: list[exp.Join] = []
+        self.group_keys: list[exp.Expression] = []
+        self.aggregating = _aggregating(select)
+
+    def replacement(self, node: exp.Expression, clause: str) -> exp.Expression:
+        """Join what ``node`` (a scalar subquery or an EXISTS) needs; return the expression replacing it."""
+        if isinstance(node, exp.Exists):
+            query = subquery_select(node.this)
+            if not isinstance(query, exp.Select):
+                raise unsupported("EXISTS over a set operation used as a value", node)
+            for key in ("having", "limit", "offset", "qualify", "windows"):
+                if query.args.get(key):
+                    raise unsupported(f"{_SHAPING.get(key, key.upper())} inside an EXISTS used as a value", node)
+            if any(e.find(*SQL_AGGREGATES) for e in query.expressions):
+                raise unsupported("EXISTS over an aggregating subquery used as a value", node)
+            counted = query.copy()
+            counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
+            for key in ("group", "distinct", "order"):
+                counted.set(key, None)
+            value = self._scalar(counted, node, clause)
+            return exp.Paren(this=exp.GT(this=value, expression=exp.Literal.number(0)))
+        query = subquery_select(node.this)
+        return self._scalar(query, node, clause)
+
+    def _scalar(self, query: exp.Expression, node: exp.Expression, clause: str) -> exp.Expression:
+        if not isinstance(query, exp.Select):
+            raise unsupported(f"a subquery over {query.key.upper()} used as a value (only an uncorrelated one)", node)
+        if len(query.expressions) != 1:
+            raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
+        value = query.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        for key, name in _SHAPING.items():
+            if query.args.get(key):
+                raise unsupported(f"{name} in a correlated scalar subquery", query.args[key]
+                                  if isinstance(query.args[key], exp.Expression) else node)
+        if value.find(*SQL_AGGREGATES) is None:
+            raise unsupported("a correlated scalar subquery that does not aggregate (it may return more than one "
+                              "row per outer row; wrap its value in an aggregate such as min(...) or any_value(...))",
+                              node)
+        alias = self.planner._synthetic_alias()
+        outer = _outer_tables(query)
+        if not outer:  # one aggregate row, always: a cross join
+            self.joins.append(exp.Join(this=_derived(select_over(query, [exp.alias_(value.copy(), "v")], [
+                query.args["where"].this] if query.args.get("where") else []), alias)))
+            self._group_by([], node, clause, [exp.column("v", table=alias)])
+            return exp.column("v", table=alias)
+        inner, local, correlated = split_correlated(query, self.outer_aliases)
+        if not correlated:
+            raise unsupported("a correlated reference inside a derived table or a nested subquery", node)
+        keys, others = correlation(correlated, inner)
+        if others or not keys:
+            derived, on, outer_columns = self._per_domain(query, value, inner, local, correlated, alias)
+        else:
+            projections = [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
+            derived = select_over(query, projections + [exp.alias_(value.copy(), "v"),
+                                                        exp.alias_(exp.true(), "m")], local)
+            derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
+            on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
+            outer_columns = [o for o, _ in keys]
+        self.joins.append(exp.Join(this=_derived(derived, alias), side="LEFT", on=exp.and_(*on)))
+        empty = empty_group_value(value)
+        joined = exp.column("v", table=alias)
+        if not isinstance(empty, exp.Null):
+            joined = exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("m", table=alias),
+                                                                      expression=exp.Null()), true=empty)],
+                                             default=joined))
+        self._group_by(outer_columns, node, clause, [exp.column("v", table=alias), exp.column("m", table=alias)])
+        return joined
+
+    def _per_domain(self, query: exp.Select, value, inner, local, correlated, alias):
+        """Return the subquery computed per distinct value of the outer columns it reads, and the join back."""
+        outer_columns = list({(c.table, c.name): c for conjunct in correlated for c in free_columns(conjunct)
+                              if c.table not in inner}.values())
+        items = [self.select.args["from_"].this] + [join.this for join in self.select.args.get("joins") or []]
+        by_alias = {item.alias_or_name: item for item in items}
+        domains = []
+        for table in dict.fromkeys(c.table for c in outer_columns):
+            item = by_alias.get(table)
+            if item is None:
+                raise unsupported("a correlated reference to a query more than one level out", query)
+            columns = [c for c in outer_columns if c.table == table]
+            distinct = exp.Select(expressions=[exp.alias_(c.copy(), c.name) for c in columns],
+                                  distinct=exp.Distinct())
+            distinct.set("from_", exp.From(this=item.copy()))
+            domains.append(_derived(distinct, table))
+        projections = [exp.alias_(c.copy(), f"k{n}") for n, c in enumerate(outer_columns)]
+        derived = exp.Select(expressions=projections + [exp.alias_(value.copy(), "v"), exp.alias_(exp.true(), "m")])
+        derived.set("from_", exp.From(this=domains[0]))
+        derived.set("joins", [exp.Join(this=domain) for domain in domains[1:]]
+                    + [exp.Join(this=query.args["from_"].this.copy())]
+                    + [join.copy() for join in query.args.get("joins") or []])
+        derived.set("where", exp.Where(this=exp.and_(*[c.copy() for c in local + correlated])))
+        derived.set("group", exp.Group(expressions=[c.copy() for c in outer_columns]))
+        for column in outer_columns:  # a NULL outer value then matches no domain row: the empty group's value
+            if not any(_rejects_null(conjunct, column) for conjunct in correlated):
+                raise unsupported(f"a correlation that may hold where {column.sql()} is NULL (compare it with "
+                                  "=, <>, <, <=, >, >= in the subquery's WHERE)", query)
+        on = [exp.EQ(this=c.copy(), expression=exp.column(f"k{n}", table=alias)) for n, c in enumerate(outer_columns)]
+        return derived, on, outer_columns
+
+    def _group_by(self, outer_columns: list[exp.Column], node: exp.Expression, clause: str,
+                  joined: list[exp.Column]) -> None:
+        """Make the joined columns grouping keys where ``node`` stands outside the aggregates of an aggregating query."""
+        if clause == "where" or not self.aggregating or node.find_ancestor(*SQL_AGGREGATES) is not None:
+            return
+        group = self.select.args.get("group")
+        keys = list(group.expressions) if group is not None else []
+        if group is None or any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets")) or any(
+                isinstance(k, (exp.Rollup, exp.Cube, exp.GroupingSets)) for k in keys):
+            raise unsupported("a correlated subquery beside the aggregates of a query without plain GROUP BY "
+                              "keys", node)
+        grouped = {(k.table, k.name) for k in keys if isinstance(k, exp.Column)}
+        for column in outer_columns:
+            if (column.table, column.name) not in grouped:
+                raise unsupported(f"a correlated subquery reading {column.sql()}, which is not a GROUP BY key", node)
+        self.group_keys.extend(joined)
+
+
+def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
+    """Return ``select`` with its scalar subqueries and EXISTS used as values read from LEFT-joined derived tables.
+
+    ``planner`` is the planning state (its synthetic aliases). Subqueries the WHERE path plans are left as
+    they are, and so are uncorrelated scalar subqueries outside WHERE (a one-row build, EnforceSingleRow).
+    """
+    def wanted(node, clause):
+        if isinstance(node, exp.Exists):
+            return True
+        if not isinstance(node, exp.Subquery):
+            return False
+        query = subquery_select(node.this)
+        if _outer_tables(query):
+            return True
+        # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined.
+        return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and not any(
+            query.args.get(key) for key in _SHAPING) and query.expressions[0].find(*SQL_AGGREGATES) is not None
+
+    if not any(wanted(node, clause) for node, clause in _value_positions(select, True)):
+        return select
+    select = select.copy()
+    joined = _Joined(select, planner)
+    for node, clause in _value_positions(select, True):
+        if wanted(node, clause):
+            node.replace(joined.replacement(node, clause))
+    select.set("joins", list(select.args.get("joins") or []) + joined.joins)
+    if joined.group_keys:
+        select.args["group"].set("expressions", list(select.args["group"].expressions)
+                                 + [key.copy() for key in joined.group_keys])
+    return select
