@@ -36,9 +36,27 @@ else ``"background"``):
     or compiled: the lowest tier alone, which a first run in ``"background"``
     mode must not be slower than (``bench/first_runs.py`` measures both).
 
-On ``cuda`` and ``cuda-sim`` kernels compile inline (PTX is compiled and
-cached by :mod:`gpu_engine.kernels.ptx_cache`; moving it off the driver
-waits for a GPU to measure it on), and ``"alternate"`` applies everywhere.
+On ``cuda`` and ``cuda-sim`` every mode but ``"lowest"`` and ``"alternate"``
+compiles inline, on the driver (``"alternate"`` applies everywhere): issue 29's
+"PTX compiled off the driver's thread" is not built. :func:`kernel_state`
+answers READY for any device whose ``kernel_flavor`` is not ``"cpu"``, so a
+fused operator's first batch on ``cuda`` launches its generated kernel at once,
+and :class:`gpu_engine.kernels.driver_launch.KernelLauncher` makes its launch
+plan on that driver: ``numba.cuda.compile_ptx`` (seconds per generated kernel,
+holding the interpreter lock) unless :mod:`gpu_engine.kernels.ptx_cache` has
+the PTX on disk, then the CUDA driver's PTX-to-SASS step (``cuModuleLoadData``;
+the driver keeps its own cache), both inside the launcher's lock, so another
+driver needing any new launch plan waits too. That is what the H100's long
+TPC-DS first runs (bench/results/2026-11-27-gpu-h100-7900260-tpcds-sf1-partial.log)
+paid. What moving it off the driver needs: ``kernel_state`` on ``cuda`` asking
+whether the PTX cache holds the CUDA twin's entry (its path is the twin's code
+fingerprint, the launch signature the launcher derives from the device arrays,
+the compute capability and the compile options:
+``PtxCache.path_for``); if not, a compile job carrying those (the worker needs
+no GPU: ``compile_ptx`` takes ``cc``) that writes the entry, while the batch
+runs on the lowest tier; and the module load (PTX to SASS) on a thread that
+holds no lock of the launcher's. On ``cuda-sim`` there is nothing to move: the
+simulator interprets the kernel's Python and compiles nothing.
 """
 
 from __future__ import annotations
