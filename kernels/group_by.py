@@ -606,37 +606,28 @@ class GroupByHashTable:
 class StringInterner:
     """Give every distinct string a stable int64 id, batch after batch, looking at dictionaries only.
 
-    Why: a dictionary-encoded key (Parquet's low-cardinality strings) would
-    otherwise be packed into several words for every row. Interning the few
-    dictionary values in a small device hash table and gathering their ids by
-    code turns the key into one fixed-width word per row, and the ids stay the
-    same across batches whose dictionaries differ. A plain string batch is
-    interned row by row, so a key may mix both encodings.
+    Why: a dictionary-encoded key (Parquet's low-cardinality strings, a fused step's interned keys) would
+    otherwise be packed into several words for every row. Interning the dictionary values and gathering
+    their ids by code turns the key into one fixed-width word per row, and the ids stay the same across
+    batches whose dictionaries differ. A plain string batch is interned row by row, so a key may mix both
+    encodings. The strings go to a :class:`~gpu_engine.kernels.string_keys.StringKeyTable`, which hashes
+    and compares their bytes in place: a dictionary of up to ``SERIAL_ROWS`` values costs one launch and
+    no host read on cuda (packing them into key words first read every batch's longest string back, and
+    inserting the words read back the new count: two syncs per string key per batch).
     """
 
     def __init__(self, device: Device):
-        self.device = device
-        self._table: GroupByHashTable | None = None
-        self._widths: tuple[int, ...] | None = None
+        from gpu_engine.kernels.string_keys import StringKeyTable  # built on this module's slot kernels
 
-    def _ids(self, column: Column) -> Any:
-        words, widths = normalize_keys(self.device, [column], self._widths)
-        if self._table is None:
-            self._table = GroupByHashTable(self.device, widths)
-        elif widths != self._widths:
-            self._table.widen(widths)
-        self._widths = widths
-        ids, _ = self._table.insert(words)
-        return ids.astype(self.device.xp.int64)
+        self.device = device
+        self._table = StringKeyTable(device)
 
     @property
     def nbytes(self) -> int:
         """Return the bytes of the interner's table."""
-        return 0 if self._table is None else self._table.nbytes
+        return self._table.nbytes
 
     def intern(self, column: Column) -> Column:
         """Return an ``int64`` column of ids (NULL where ``column`` is NULL) for a string column."""
-        if not column.is_dictionary:
-            return Column(pa.int64(), self._ids(column), column.validity)
-        dictionary_ids = self._ids(column.dictionary) if len(column.dictionary) else self.device.xp.zeros(1, self.device.xp.int64)
-        return Column(pa.int64(), gather(self.device, dictionary_ids, column.data), dictionary_row_validity(self.device, column))
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        return Column(pa.int64(), self._table.intern(column), validity)
