@@ -293,16 +293,17 @@ def _is_null(value: exp.Expression, negated: bool) -> exp.Expression:
 def _conditional_as_case(node: exp.Expression) -> exp.Expression:
     """Write COALESCE, NULLIF, ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE | FALSE`` and Spark's NULL-safe division
     as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
-    if isinstance(node, exp.Coalesce):
-        values = [node.this] + list(node.expressions)
-        result = values[-1].copy()
+    if isinstance(node, exp.Coalesce):  # the arguments are lowered first: transform does not visit the CASE built
+        values = [value.copy().transform(_conditional_as_case) for value in [node.this] + list(node.expressions)]
+        result = values[-1]
         for value in reversed(values[:-1]):
             result = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
                                           true=value.copy())], default=result)
         return result
     if isinstance(node, exp.Nullif):
-        return exp.Case(ifs=[exp.If(this=exp.EQ(this=node.this.copy(), expression=node.expression.copy()),
-                                    true=exp.Null())], default=node.this.copy())
+        left, right = (side.copy().transform(_conditional_as_case) for side in (node.this, node.expression))
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=left.copy(), expression=right), true=exp.Null())],
+                        default=left)
     if isinstance(node, (exp.NullSafeEQ, exp.NullSafeNEQ)):  # a IS [NOT] DISTINCT FROM b: never NULL
         same = isinstance(node, exp.NullSafeEQ)
         left, right = (side.copy().transform(_conditional_as_case) for side in (node.this, node.expression))

@@ -45,6 +45,9 @@ QUERIES = [
     "HAVING count(*) IS DISTINCT FROM 0",
     "SELECT l.id AS l, r.id AS r FROM t l JOIN t r ON l.s IS NOT DISTINCT FROM r.s AND l.id < r.id",
     "SELECT id, a IS DISTINCT FROM b AS x, p IS TRUE AS y FROM e",
+    # inside COALESCE / NULLIF arguments (and a subquery's WHERE there), which are rewritten as CASE themselves
+    "SELECT id, coalesce(a IS NOT DISTINCT FROM b, FALSE) AS x, nullif(p IS TRUE, FALSE) AS y FROM t",
+    "SELECT id, coalesce((SELECT max(r.a) FROM t r WHERE r.s IS NOT DISTINCT FROM 'x'), 0) AS m FROM t",
 ]
 
 
