@@ -21,7 +21,18 @@ A condition is pushed into a SELECT whose rows it filters one by one:
   ROLLUP/CUBE/GROUPING SETS or aggregates without GROUP BY (one row whatever
   passes), nor a condition with a subquery, nor through an expression with
   one, a window, an aggregate or a random value.
-The conditions that cannot go in stay above the derived table.
+The conditions that cannot go in stay above the derived table. Two more
+reach the rows below:
+
+* an OR whose every branch has conjuncts that could go in pushes the OR of
+  those (the condition itself stays above): TPC-DS q11's ``year_total`` is
+  read for ``(dyear = 2002 AND ...) OR (dyear = 2001 AND year_total > 0 AND
+  ...)``, so ``dyear = 2002 OR dyear = 2001`` filters date_dim below the
+  grouping although ``year_total`` is an aggregate;
+* a UNION [ALL] pushes each condition into every branch, its columns read
+  by position as the branch's own outputs (a row passes the filter above
+  exactly when it passed it in its branch); a constant output (q11's
+  ``'s' sale_type``) may be read even in a grouped branch.
 """
 
 from __future__ import annotations
@@ -31,7 +42,7 @@ from typing import Mapping
 from sqlglot import exp
 
 from gpu_engine.sql.decorrelation import subquery_select
-from gpu_engine.sql.predicates import free_columns, has_subquery
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, disjoined, disjuncts_of, free_columns, has_subquery
 
 __all__ = ["with_conditions_pushed"]
 
@@ -82,7 +93,7 @@ def _sources(select: exp.Expression) -> dict[str, exp.Expression] | None:
         tree = projection.this if isinstance(projection, exp.Alias) else projection
         if not _movable(tree):
             continue
-        if aggregated and tree.sql() not in keys:
+        if aggregated and tree.sql() not in keys and not isinstance(tree, exp.Literal):
             continue
         out[name] = tree
     return out
@@ -105,6 +116,74 @@ def _rewritten(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.E
     return conjunct.copy().transform(replace, copy=False)
 
 
+def _implied(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.Expression]) -> exp.Expression | None:
+    """Return the OR of what each branch of ``conjunct`` (an OR) could push in, None when a branch has nothing."""
+    branches = disjuncts_of(conjunct)
+    if len(branches) < 2:
+        return None
+    parts = []
+    for branch in branches:
+        inner = [p for p in (_rewritten(part, alias, sources) for part in conjuncts_of(branch)) if p is not None]
+        if not inner:
+            return None
+        parts.append(conjoined(inner))
+    return disjoined(parts)
+
+
+def _union_branches(query: exp.Expression) -> list[exp.Select] | None:
+    """Return the SELECTs a tree of UNION [ALL] combines, None for another set operation or a clause on one."""
+    query = subquery_select(query)
+    if isinstance(query, exp.Select):
+        return [query]
+    if not isinstance(query, exp.Union) or query.args.get("by_name") or any(
+            query.args.get(key) for key in ("order", "limit", "offset")):
+        return None
+    left, right = _union_branches(query.this), _union_branches(query.expression)
+    return None if left is None or right is None else left + right
+
+
+def _rebuilt(query: exp.Expression, branches) -> exp.Expression:
+    """Return the union tree ``query`` with its SELECTs taken in order from ``branches``."""
+    query = subquery_select(query)
+    if isinstance(query, exp.Select):
+        return next(branches)
+    union = query.copy()
+    union.set("this", _rebuilt(query.this, branches))
+    union.set("expression", _rebuilt(query.expression, branches))
+    return union
+
+
+def _pushed_into_union(query: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression],
+                       conjuncts: list[exp.Expression]) -> tuple[exp.Expression | None, list[exp.Expression]]:
+    """Return the union with each conjunct pushed into every branch it can enter, and the conjuncts to keep above
+    (all but those every branch took whole); None when nothing went in."""
+    branches = _union_branches(query)
+    if branches is None or any(any(isinstance(p, exp.Star) for p in b.expressions) for b in branches):
+        return None, conjuncts
+    names = [p.alias_or_name for p in branches[0].expressions]
+    if len(set(names)) != len(names) or any(len(b.expressions) != len(names) for b in branches):
+        return None, conjuncts
+    changed, taken, new_branches = False, [True] * len(conjuncts), []
+    for branch in branches:
+        own = dict(zip(names, (p.alias_or_name for p in branch.expressions)))
+
+        def renamed(node: exp.Expression, own=own) -> exp.Expression:
+            if isinstance(node, exp.Column) and node.table == alias and node.name in own:
+                return exp.column(exp.to_identifier(own[node.name], quoted=True), table=exp.to_identifier(alias))
+            return node
+
+        inputs = [c.copy().transform(renamed, copy=False) for c in conjuncts]
+        wrapped = exp.Subquery(this=branch.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias)))
+        pushed, kept = with_conditions_pushed(wrapped, ctes, inputs)
+        kept_ids = {id(k) for k in kept}
+        taken = [took and id(c) not in kept_ids for took, c in zip(taken, inputs)]
+        changed = changed or pushed is not wrapped
+        new_branches.append(subquery_select(pushed))
+    if not changed:
+        return None, conjuncts
+    return _rebuilt(query, iter(new_branches)), [c for c, took in zip(conjuncts, taken) if not took]
+
+
 def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expression],
                            conjuncts: list[exp.Expression]) -> tuple[exp.Expression, list[exp.Expression]]:
     """Return FROM ``item`` (a derived table or CTE reference) with what it can of ``conjuncts`` inside its query,
@@ -122,6 +201,11 @@ def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expressi
     if table_alias is not None and table_alias.columns:
         return item, conjuncts  # columns renamed by the alias: left as they are
     select = subquery_select(query)  # a clause written after the parentheses (LIMIT) blocks the push
+    if isinstance(select, exp.Union):
+        union, kept = _pushed_into_union(select, alias, ctes, conjuncts)
+        if union is None:
+            return item, conjuncts
+        return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias))), kept
     sources = _sources(select)
     if not sources:
         return item, conjuncts
@@ -129,6 +213,9 @@ def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expressi
     for conjunct in conjuncts:
         inner = _rewritten(conjunct, alias, sources)
         (kept if inner is None else pushed).append(conjunct if inner is None else inner)
+        implied = _implied(conjunct, alias, sources) if inner is None else None
+        if implied is not None:
+            pushed.append(implied)  # the OR's own filter stays above
     if not pushed:
         return item, conjuncts
     select = select.copy()

@@ -46,11 +46,21 @@ QUERIES = [
     "WITH c AS (SELECT k, sum(v) total FROM t GROUP BY k) SELECT * FROM c WHERE c.k = 1 "
     "UNION ALL SELECT * FROM c WHERE c.k = 3",
 ]
+#: An OR whose branches each restrict a grouping key filters below the grouping (the OR itself stays above).
+IMPLIED_OR = "SELECT * FROM (SELECT k, sum(v) total FROM t GROUP BY k) x WHERE (x.k = 1 AND x.total > 1) OR x.k = 3"
+#: A UNION ALL takes a condition into each branch by position, a constant output read in a grouped branch.
+UNION_BRANCHES = ("SELECT * FROM (SELECT k, sum(v) total, 'a' kind FROM t GROUP BY k UNION ALL "
+                  "SELECT k, count(*) n, 'b' FROM u GROUP BY k) x "
+                  "WHERE (x.k = 1 AND x.kind = 'a') OR (x.k < 3 AND x.kind = 'b' AND x.total > 0)")
+QUERIES += [IMPLIED_OR, UNION_BRANCHES,
+            "SELECT * FROM (SELECT k, s FROM t UNION SELECT k, name FROM u) x WHERE x.s <> 'x' AND x.k < 3",
+            "SELECT * FROM (SELECT k, m FROM t UNION ALL (SELECT k, 0 FROM u UNION ALL SELECT m, k FROM t)) x "
+            "WHERE x.m = 1 OR x.k IS NULL"]
 SET_READERS = ("WITH c AS (SELECT t.k, t.m, t2.s FROM t, t t2 WHERE t.k = t2.k AND t.m <> t2.m) "
                "SELECT u.k, u.name FROM u WHERE u.k IN (SELECT k FROM c) "
                "AND EXISTS (SELECT * FROM t x WHERE x.k = u.k AND x.m IN (SELECT c.m FROM c, t WHERE c.k = t.k))")
 QUERIES.append(SET_READERS)
-SIMULATED = [GROUPED, SHARED]
+SIMULATED = [GROUPED, SHARED, UNION_BRANCHES]
 
 
 @pytest.fixture(scope="module")
@@ -81,6 +91,12 @@ def test_a_condition_on_a_grouping_key_filters_before_grouping():
     session = session_with_tables(TABLES, device="cpu")
     assert _filtered_below_aggregation(session.sql_plan(GROUPED))
     assert not _filtered_below_aggregation(session.sql_plan(QUERIES[8]))  # on an aggregate: above
+
+
+def test_an_or_and_a_union_filter_below_the_grouping():
+    session = session_with_tables(TABLES, device="cpu")
+    assert _filtered_below_aggregation(session.sql_plan(IMPLIED_OR))
+    assert _filtered_below_aggregation(session.sql_plan(UNION_BRANCHES))
 
 
 def test_a_cte_read_twice_is_computed_for_the_rows_its_readers_keep():
