@@ -514,6 +514,12 @@ def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed:
             raise planner._plan_error(PlanError(f"NOT IN compares {outer_type} with {inner_type}"), semi.tree)
         left.append(outer_name)
         right.append(inner_name)
+    if not left:  # every equality compares keys of different layouts: no hash key is left to join on
+        raise planner._plan_error(PlanError(
+            "unsupported: a [NOT] EXISTS / IN whose every correlation equality compares different types ("
+            + ", ".join(f"{relation.node.output_schema.field(columns[(o.table, o.name)]).type} with "
+                        f"{semi.relation.node.output_schema.field(columns[(i.table, i.name)]).type}" for o, i in keys)
+            + "); cast one side"), semi.tree)
     keep = list(dict.fromkeys(i for (a, n), i in relation.columns.items() if (a, n) in needed))
     keep = keep or [relation.node.output_schema.names[0]]
     join_filter = conjunction([planner._renamed(f, columns) for f in filters]) if filters else None

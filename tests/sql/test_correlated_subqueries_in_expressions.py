@@ -93,3 +93,12 @@ def test_what_stays_refused_is_named(sql, construct):
     with pytest.raises(SqlError, match="unsupported SQL: " + construct) as info:
         session_with_tables(TABLES, device="cpu").sql_plan(sql)
     assert "(line 1, column " in str(info.value)
+
+
+def test_an_exists_correlated_only_across_types_is_refused_by_name():
+    """It failed with the hash join's "needs as many right keys as left keys (at least one)"."""
+    with pytest.raises(SqlError, match=r"EXISTS / IN whose every correlation equality compares different types "
+                                       r"\(int64 with string\); cast one side") as info:
+        session_with_tables(TABLES, device="cpu").sql_plan("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u "
+                                                           "WHERE u.s = t.k)")
+    assert "(line 1, column " in str(info.value)
