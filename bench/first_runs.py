@@ -77,6 +77,9 @@ def build_parser() -> argparse.ArgumentParser:
                         help="tpch: numbers; tpcds: numbers and ranges (1-10,42); fuzz: seeds start:stop; or all")
     parser.add_argument("--compile-mode", default="background", choices=("background", "inline"))
     parser.add_argument("--rounds", type=int, default=1, help="rounds, each in a new process (default 1)")
+    parser.add_argument("--compile-pause", type=float, default=None,
+                        help="seconds of each query's start during which the compile process is stopped "
+                             "($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else 0 = never)")
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
                         help="folder holding tpch/sf<N> and tpcds/sf<N> (default: the engine's data folder)")
     parser.add_argument("--tag", default="", help="suffix of the result files' names")
@@ -288,6 +291,8 @@ class Workload:
 def run_round(args) -> dict:
     """Run one round in this process (its generated-kernel cache empty); return its timings."""
     generated = tempfile.mkdtemp(prefix="gpe-first-runs-")
+    if args.compile_pause is not None:  # before the background compiler is made: it reads it once
+        os.environ["GPU_ENGINE_COMPILE_PAUSE"] = str(args.compile_pause)
     os.environ["GPU_ENGINE_CACHE_DIR"] = generated  # before the engine is imported: every generated kernel is new
 
     from gpu_engine.codegen.background_compiles import background_compiler
@@ -395,6 +400,7 @@ def run_round(args) -> dict:
         "duckdb_total_s": sum(duck_seconds.values()), "left_out": work.left_out,
         "background_compiled": compiler.compiled, "compiled_during_first_runs": compiled_during_first,
         "pending_after_first_runs": pending, "background_compile_seconds": compiler.compile_seconds,
+        "compile_pause_s": compiler.pause_seconds, "compile_pauses": compiler.pauses,
         "failures": len(compiler.failures),
     }
 
@@ -421,6 +427,8 @@ def report(args, rounds: list[dict], command: str) -> str:
         f"# First runs against warm runs and the lowest tier alone — {title}{scale}, {when:%Y-%m-%d %H:%M} UTC", "",
         f"Command: `{command}`", "",
         f"Device `{args.device}`, {args.drivers} drivers, compile mode `{args.compile_mode}`, {os.cpu_count()} cores, "
+        f"compile process stopped during each query's first {rounds[0].get('compile_pause_s', 0):g} s "
+        f"({sum(r.get('compile_pauses', 0) for r in rounds)} stops), "
         f"{len(rounds)} round(s), each a new process with a new, empty generated-kernel cache (static kernels "
         "compiled first by an unfused pass, as set-up does). First run: each query once, in order. Lowest tier "
         "alone: the same plans with `compile_mode=\"lowest\"` (every batch on the lowest tier, nothing generated "

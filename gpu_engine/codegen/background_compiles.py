@@ -64,14 +64,16 @@ from __future__ import annotations
 import atexit
 import collections
 import os
+import signal
 import subprocess
 import threading
 import time
 import warnings
 from typing import Any, Callable, Hashable, Iterable
 
-__all__ = ["COMPILE_MODES", "FAILED", "MODE_VARIABLE", "PENDING", "READY", "BackgroundCompiler", "TierSwitch", "TwinRef",
-           "background_compiler", "default_compile_mode", "kernel_ready", "kernel_state"]
+__all__ = ["COMPILE_MODES", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "READY", "BackgroundCompiler",
+           "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_while", "kernel_ready",
+           "kernel_state"]
 
 COMPILE_MODES = ("background", "inline", "alternate", "lowest")
 #: What :meth:`BackgroundCompiler.state` says of a kernel: runnable now, being compiled, or never (lowest tier).
@@ -83,6 +85,15 @@ _MAX_WAITING_SHAPES = 1024
 _MAX_QUEUED_JOBS = 4
 #: Times a dead compile worker is started again before every later job is marked failed.
 _MAX_RESTARTS = 3
+#: Seconds of each query's start during which the compile process is stopped (see BackgroundCompiler.pause_seconds).
+PAUSE_VARIABLE = "GPU_ENGINE_COMPILE_PAUSE"
+
+
+def _pause_seconds() -> float:
+    try:
+        return max(0.0, float(os.environ.get(PAUSE_VARIABLE, "0") or 0))
+    except ValueError:
+        return 0.0
 
 
 def default_compile_mode() -> str:
@@ -137,6 +148,18 @@ class BackgroundCompiler:
         #: Jobs finished (compiled or failed, the worker's exit included) so far: a kernel found pending
         #: cannot be ready before this grows.
         self.finished = 0
+        #: While a query of this process has run less than this many seconds, the worker is stopped
+        #: (``SIGSTOP``); 0 never stops it. Why: on this 2-core virtual machine the idle-priority worker
+        #: still cost the drivers wall time (first runs waited 2.7-4.7 s more for a CPU than the lowest
+        #: tier alone over TPC-DS SF1, with the same process CPU), and a short query gains nothing from a
+        #: kernel that is ready after it ended: its kernels compile between queries, or once it has run
+        #: long enough to switch tiers. ``$GPU_ENGINE_COMPILE_PAUSE`` sets it (not measured quiet yet:
+        #: off by default).
+        self.pause_seconds = _pause_seconds()
+        self.paused = False
+        self.pauses = 0
+        self._queries: dict[int, tuple[Any, float]] = {}  # id(task) -> (task, started)
+        self._resume_timer: threading.Timer | None = None
 
     # ------------------------------------------------------------ queries
     def ready(self, dispatcher, signature: tuple) -> bool:
@@ -199,6 +222,55 @@ class BackgroundCompiler:
         with self._lock:
             return len(self._queue) + (self._outstanding is not None)
 
+    # ------------------------------------------------------------ pausing
+    def query_started(self, task) -> None:
+        """Stop the worker while ``task`` is younger than :attr:`pause_seconds` (see :func:`hold_compiles_while`)."""
+        with self._lock:
+            self._queries[id(task)] = (task, time.monotonic())
+            self._apply_pause()
+
+    def query_ended(self, task) -> None:
+        """Let the worker run again once no running query is young (a Task listener)."""
+        with self._lock:
+            self._queries.pop(id(task), None)
+            self._apply_pause()
+
+    def _apply_pause(self) -> None:
+        """Stop or continue the worker as the running queries' ages say (caller holds the lock)."""
+        now = time.monotonic()
+        for key, (task, _) in list(self._queries.items()):  # a Task that ended before its listener was added
+            if task.is_done:
+                del self._queries[key]
+        young = [started + self.pause_seconds for _, started in self._queries.values()
+                 if now < started + self.pause_seconds]
+        process = self._process
+        if process is not None and process.poll() is None and young != [] and not self.paused:
+            self._signal(process, signal.SIGSTOP)
+            self.paused = True
+            self.pauses += 1
+        elif self.paused and (young == [] or process is None):
+            if process is not None:
+                self._signal(process, signal.SIGCONT)
+            self.paused = False
+        if self._resume_timer is not None:
+            self._resume_timer.cancel()
+            self._resume_timer = None
+        if young and self.paused:  # look again when the youngest query is no longer young
+            self._resume_timer = threading.Timer(max(young) - now + 0.001, self._look_again)
+            self._resume_timer.daemon = True
+            self._resume_timer.start()
+
+    def _look_again(self) -> None:
+        with self._lock:
+            self._apply_pause()
+
+    @staticmethod
+    def _signal(process: subprocess.Popen, number: int) -> None:
+        try:
+            os.kill(process.pid, number)
+        except OSError:  # it exited meanwhile: _read_answers restarts or fails its job
+            pass
+
     # ------------------------------------------------------------- worker
     def _send_next(self) -> None:
         """Hand the worker the next queued job when it is idle (caller holds the lock)."""
@@ -233,6 +305,8 @@ class BackgroundCompiler:
             self._restarts += 1
             return False
         self._process = process
+        self.paused = False
+        self._apply_pause()  # started while a young query runs: it waits, as a running one would
         threading.Thread(target=self._read_answers, args=(process,), name="gpu_engine-compile-answers",
                          daemon=True).start()
         return True
@@ -286,6 +360,12 @@ class BackgroundCompiler:
             process, self._process = self._process, None
             self._queue.clear()
             self._outstanding = None
+            if self.paused and process is not None:  # a stopped worker reads no end of its input
+                self._signal(process, signal.SIGCONT)
+            self.paused = False
+            if self._resume_timer is not None:
+                self._resume_timer.cancel()
+                self._resume_timer = None
             self._lock.notify_all()
         if process is not None:
             try:
@@ -312,6 +392,18 @@ def background_compiler() -> BackgroundCompiler:
                 _COMPILER = BackgroundCompiler()
                 atexit.register(_COMPILER.close)
     return _COMPILER
+
+
+def hold_compiles_while(task) -> None:
+    """Stop the compile process during ``task``'s first :attr:`BackgroundCompiler.pause_seconds` (a started Task).
+
+    Nothing happens in a process that never compiled in the background, or where pausing is off.
+    """
+    compiler = _COMPILER
+    if compiler is None or compiler.pause_seconds <= 0:
+        return
+    compiler.query_started(task)
+    task.add_listener(compiler.query_ended)
 
 
 def _forget_in_child() -> None:

@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable
 
+from gpu_engine.codegen.background_compiles import hold_compiles_while
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError, TaskCancelled
 from gpu_engine.exec.cancel_points import watch_compile_passes
@@ -195,6 +196,7 @@ class Task:
             self._start_compiles = compiles_now() - before
         self.state = TaskState.RUNNING
         self._running_drivers = len(self.drivers)
+        hold_compiles_while(self)  # a young query's drivers run without the compile process (if pausing is on)
         for driver in list(self.drivers):
             driver.enqueue()
         return self

@@ -455,3 +455,56 @@ def test_static_host_twins_found_ready_are_not_asked_again():
     for _ in range(5):
         assert tiers.use_generated(lambda: [], lambda: asked.append(1) or [twin])
     assert len(asked) == 1
+
+
+def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
+    """With ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile process (its
+    idle-priority compiles still cost a first run's drivers wall time on 2 cores); it continues once no
+    running query is young, and before it is closed (a stopped worker would never read its input's end)."""
+    import io
+    import os
+    import signal
+    import time
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+
+    sent = []
+    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "0.2")
+
+    class Worker:  # stands for the compile process
+        pid, stdin = 123456789, io.BytesIO()
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            return 0
+
+    class Query:  # stands for a started Task
+        is_done = False
+
+        def __init__(self):
+            self.listeners = []
+
+        def add_listener(self, listener):
+            self.listeners.append(listener)
+
+    compiler = background_compiles.BackgroundCompiler()
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    compiler._process = Worker()
+    short, long = Query(), Query()
+    background_compiles.hold_compiles_while(short)
+    assert sent == [signal.SIGSTOP] and compiler.paused
+    background_compiles.hold_compiles_while(long)
+    assert sent == [signal.SIGSTOP]  # stopped once
+    short.listeners[0](short)  # the short query ends; the long one is still young
+    assert sent == [signal.SIGSTOP]
+    deadline = time.monotonic() + 5
+    while compiler.paused and time.monotonic() < deadline:  # the long query grows old: the worker continues
+        time.sleep(0.02)
+    assert sent == [signal.SIGSTOP, signal.SIGCONT] and not compiler.paused
+    third = Query()
+    background_compiles.hold_compiles_while(third)
+    compiler.close()  # continued before its input closes
+    assert sent == [signal.SIGSTOP, signal.SIGCONT, signal.SIGSTOP, signal.SIGCONT] and compiler.pauses == 2
