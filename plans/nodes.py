@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass, field
-from typing import Iterator
+from typing import Any, Iterator
 
 import pyarrow as pa
 
@@ -429,12 +429,15 @@ class WindowFrame:
     kind: str = "RANGE"
     start: str = "UNBOUNDED PRECEDING"
     end: str = "CURRENT ROW"
-    start_offset: int = 0
-    end_offset: int = 0
+    #: Rows (ROWS) or the distance in the ORDER BY key (RANGE): an int; in RANGE also a Decimal or float (over a
+    #: number) or an IntervalValue (over a DATE or TIMESTAMP).
+    start_offset: Any = 0
+    end_offset: Any = 0
 
     def sql(self) -> str:
-        def bound(side: str, offset: int) -> str:
-            return f"{offset} {side}" if side in ("PRECEDING", "FOLLOWING") else side
+        def bound(side: str, offset: Any) -> str:
+            spelled = offset.sql() if hasattr(offset, "sql") else offset
+            return f"{spelled} {side}" if side in ("PRECEDING", "FOLLOWING") else side
 
         return f"{self.kind} BETWEEN {bound(self.start, self.start_offset)} AND {bound(self.end, self.end_offset)}"
 

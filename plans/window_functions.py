@@ -19,6 +19,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
+from gpu_engine.plans.intervals import IntervalValue, parse_interval
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.sql_translator import _parse
@@ -129,9 +130,25 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
         raise PlanError(f"a RANGE frame with an offset ({bounds}) needs exactly one ORDER BY key, got "
                         f"{len(sort_keys)}", node=label, column=call.sql())
     dtype = schema.field(sort_keys[0].name).type
-    if not (is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)):
-        raise PlanError(f"a RANGE frame with an offset needs a numeric ORDER BY key; {sort_keys[0].name} is {dtype} "
-                        "(intervals over dates are not supported yet)", node=label, column=call.sql())
+    offsets = [offset for bound, offset in ((frame.start, frame.start_offset), (frame.end, frame.end_offset))
+               if bound in ("PRECEDING", "FOLLOWING")]
+    intervals = [offset for offset in offsets if isinstance(offset, IntervalValue)]
+    numeric_key = is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)
+    if numeric_key and intervals:
+        raise PlanError(f"a RANGE frame over the number {sort_keys[0].name} ({dtype}) takes numeric offsets, not "
+                        f"{intervals[0].sql()}", node=label, column=call.sql())
+    if pa.types.is_timestamp(dtype) and len(intervals) != len(offsets):
+        raise PlanError(f"a RANGE frame over the timestamp {sort_keys[0].name} takes INTERVAL offsets "
+                        "(INTERVAL 3 DAY PRECEDING)", node=label, column=call.sql())
+    if pa.types.is_date32(dtype) and any(not isinstance(o, (int, IntervalValue)) for o in offsets):
+        raise PlanError(f"a RANGE frame over the date {sort_keys[0].name} takes INTERVAL offsets or whole days",
+                        node=label, column=call.sql())
+    if not (numeric_key or pa.types.is_timestamp(dtype) or pa.types.is_date32(dtype)):
+        raise PlanError(f"a RANGE frame with an offset needs a numeric, DATE or TIMESTAMP ORDER BY key; "
+                        f"{sort_keys[0].name} is {dtype}", node=label, column=call.sql())
+    if any(offset.months for offset in intervals):
+        raise PlanError(f"a RANGE frame offset of months or years ({intervals[0].sql()}) is not supported yet; "
+                        "write the offset in days", node=label, column=call.sql())
 
 
 def covers_whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -> bool:
@@ -151,22 +168,42 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
                         column=text)
     offsets = [(frame.start, frame.start_offset), (frame.end, frame.end_offset)]
     for bound, offset in offsets:
-        if bound in ("PRECEDING", "FOLLOWING"):
-            if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-                raise PlanError(f"a frame offset must be a non-negative integer constant, got {offset!r}",
-                                node=label, column=text)
+        if bound not in ("PRECEDING", "FOLLOWING"):
+            continue
+        if frame.kind == "RANGE" and _valid_range_offset(offset):
+            continue
+        if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
+            what = "a non-negative integer constant" if frame.kind == "ROWS" else \
+                "a non-negative number or INTERVAL constant"
+            raise PlanError(f"a {frame.kind} frame offset must be {what}, got {_spelled_offset(offset)}", node=label,
+                            column=text)
     # DuckDB (as the SQL standard) refuses a frame starting after the current row that ends at or before it, and
     # one starting at the current row that ends before it, whatever the offsets (0 FOLLOWING too).
     if (frame.start == "FOLLOWING" and frame.end in ("PRECEDING", "CURRENT ROW")) or \
             (frame.start == "CURRENT ROW" and frame.end == "PRECEDING"):
         def spelled(bound: str, offset: int) -> str:
-            return f"{offset} {bound}" if bound in ("PRECEDING", "FOLLOWING") else bound
+            return f"{_spelled_offset(offset)} {bound}" if bound in ("PRECEDING", "FOLLOWING") else bound
 
         raise PlanError(f"a frame starting at {spelled(frame.start, frame.start_offset)} cannot end at "
                         f"{spelled(frame.end, frame.end_offset)}", node=label, column=text)
 
 
-def _bound(spec: exp.WindowSpec, side: str, label: str, text: str) -> tuple[str, int]:
+def _valid_range_offset(offset) -> bool:
+    """Return True for a RANGE offset the Window operator reads: a non-negative int, DECIMAL or finite DOUBLE
+    constant (in the ORDER BY key's units), or an INTERVAL of no negative field (over a DATE or TIMESTAMP)."""
+    if isinstance(offset, IntervalValue):
+        return min(offset.months, offset.days, offset.micros) >= 0
+    if isinstance(offset, bool) or not isinstance(offset, (int, float, decimal.Decimal)):
+        return False
+    return offset >= 0 and (not isinstance(offset, float) or offset != float("inf"))
+
+
+def _spelled_offset(offset) -> str:
+    return offset.sql() if isinstance(offset, IntervalValue) else str(offset)
+
+
+def _bound(spec: exp.WindowSpec, side: str, label: str, text: str) -> tuple[str, object]:
+    """Return a frame bound and its offset: an int, a DECIMAL (``0.50``) or DOUBLE (``1e0``) constant, an INTERVAL."""
     value = spec.args.get(side)
     direction = str(spec.args.get(f"{side}_side") or "").upper()
     if isinstance(value, str):
@@ -174,6 +211,18 @@ def _bound(spec: exp.WindowSpec, side: str, label: str, text: str) -> tuple[str,
         return ("CURRENT ROW", 0) if word == "CURRENT ROW" else (f"{word} {direction}", 0)
     if isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit():
         return direction, int(value.this)
+    if isinstance(value, exp.Literal) and not value.is_string:
+        number = value.this
+        try:
+            return direction, float(number) if "e" in number.lower() else decimal.Decimal(number)
+        except (ValueError, decimal.InvalidOperation):
+            pass
+    if isinstance(value, exp.Interval) and isinstance(value.this, exp.Literal):
+        unit = value.args.get("unit")
+        try:
+            return direction, parse_interval(f"{value.this.name} {unit.name}" if unit is not None else value.this.name)
+        except ValueError as error:
+            raise PlanError(f"a frame offset {value.sql()}: {error}", node=label, column=text) from None
     raise PlanError(f"a frame offset must be a non-negative integer constant, got {value.sql() if value else value!r}",
                     node=label, column=text)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from decimal import Decimal
 from typing import Any
 
 import numpy as np
@@ -16,11 +17,13 @@ from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import dense_ranks, key_changes, sort_key_words
 from gpu_engine.expressions.numeric import as_float
+from gpu_engine.expressions.temporal import micros_of
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
 )
 from gpu_engine.kernels.window_moments import frame_comoments, frame_moments, moments_result
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS
+from gpu_engine.plans.intervals import MICROS_PER_DAY, IntervalValue
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
 from gpu_engine.plans.window_functions import covers_whole_partition
 
@@ -42,6 +45,13 @@ def _rows_width(frame: WindowFrame) -> int:
         return {"PRECEDING": -offset, "FOLLOWING": offset}.get(bound, 0)
 
     return position(frame.end, frame.end_offset) - position(frame.start, frame.start_offset) + 1
+
+
+def _micros_between(offset: Any) -> int:
+    """Return an INTERVAL offset (days and microseconds) as microseconds, a whole-days integer offset as days'."""
+    if isinstance(offset, IntervalValue):
+        return offset.days * MICROS_PER_DAY + offset.micros
+    return int(offset) * MICROS_PER_DAY
 
 
 def _has_range_offset(frame: WindowFrame) -> bool:
@@ -85,18 +95,19 @@ class _SortedRows:
                 "CURRENT ROW": lambda: peer_end if frame.kind == "RANGE" else self.row + 1,
                 "PRECEDING": lambda: self.row - frame.end_offset + 1}
         if frame.kind == "RANGE":  # n PRECEDING / FOLLOWING: the rows whose key is within n of this row's
-            starts["PRECEDING"] = lambda: self._range(-frame.start_offset, False, peer_start)
-            starts["FOLLOWING"] = lambda: self._range(frame.start_offset, False, peer_start)
-            ends["PRECEDING"] = lambda: self._range(-frame.end_offset, True, peer_end)
-            ends["FOLLOWING"] = lambda: self._range(frame.end_offset, True, peer_end)
+            starts["PRECEDING"] = lambda: self._range(frame.start_offset, -1, False, peer_start)
+            starts["FOLLOWING"] = lambda: self._range(frame.start_offset, 1, False, peer_start)
+            ends["PRECEDING"] = lambda: self._range(frame.end_offset, -1, True, peer_end)
+            ends["FOLLOWING"] = lambda: self._range(frame.end_offset, 1, True, peer_end)
         start = xp.minimum(xp.maximum(starts[frame.start](), self.part_start), self.part_end)
         end = xp.maximum(xp.minimum(ends[frame.end](), self.part_end), start)
         return start, end
 
-    def _range(self, offset: int, inclusive: bool, peer_bound: Any) -> Any:
-        values, valid, descending, nulls_first, scale = self.range_key
+    def _range(self, offset: Any, sign: int, inclusive: bool, peer_bound: Any) -> Any:
+        """Return each row's bound ``offset`` away along the sort order (``sign`` -1: PRECEDING)."""
+        values, valid, descending, nulls_first, delta_of = self.range_key
         return range_bound(self.device, values, valid, self.part_start, self.part_end, peer_bound, descending,
-                           nulls_first, values.dtype.type(offset * scale), inclusive)
+                           nulls_first, values.dtype.type(sign * delta_of(offset)), inclusive)
 
 
 class Window(BarrierOperator):
@@ -432,14 +443,38 @@ class Window(BarrierOperator):
         return ranks, representatives
 
     def _range_key(self, data: Batch, order: Any) -> tuple:
-        """Return the one sort key's values in sorted order as RANGE offsets compare them (decimals scaled)."""
+        """Return the one sort key's values in sorted order as RANGE offsets compare them, and how an offset
+        becomes a distance in those values' units.
+
+        A decimal key is its scaled integers, scaled further when an offset has more decimal places (``0.005``
+        over a DECIMAL(5, 2)), so every bound is exact; a DOUBLE offset over an integer or decimal key compares
+        as DOUBLE. A DATE key is days (an integer offset counts days) or, with an INTERVAL offset, microseconds
+        as a TIMESTAMP key is: ``date - INTERVAL`` is a TIMESTAMP in DuckDB. (Offsets of months are refused
+        when the plan is built: a month has no fixed length.)
+        """
         xp = self.device.xp
         key = self.node.sort_keys[0]
         column = data.column(key.name)
+        offsets = [offset for call in self.node.functions if _has_range_offset(call.frame)
+                   for bound, offset in ((call.frame.start, call.frame.start_offset),
+                                         (call.frame.end, call.frame.end_offset)) if bound in ("PRECEDING", "FOLLOWING")]
+        valid = xp.ones(len(column), dtype=xp.bool_) if column.validity is None else column.validity[order]
+        dtype = column.dtype
+        if pa.types.is_timestamp(dtype) or (pa.types.is_date32(dtype) and any(
+                isinstance(offset, IntervalValue) for offset in offsets)):
+            values = micros_of(xp, column)[order]
+            return values, valid, not key.ascending, key.nulls_first, _micros_between
         values = self._scan_values(column, f"RANGE frames over {key.name}")[order]
-        valid = xp.ones(values.shape[0], dtype=xp.bool_) if column.validity is None else column.validity[order]
-        scale = 10 ** column.dtype.scale if is_decimal(column.dtype) else 1
-        return values, valid, not key.ascending, key.nulls_first, scale
+        scale = dtype.scale if is_decimal(dtype) else 0
+        if values.dtype.kind == "i" and any(isinstance(offset, float) for offset in offsets):
+            values = values.astype(xp.float64) / 10 ** scale
+            return values, valid, not key.ascending, key.nulls_first, float
+        if values.dtype.kind == "f":
+            return values, valid, not key.ascending, key.nulls_first, float
+        places = max([scale] + [-offset.as_tuple().exponent for offset in offsets if isinstance(offset, Decimal)])
+        if places > scale:
+            values = values * 10 ** (places - scale)
+        return values, valid, not key.ascending, key.nulls_first, lambda offset: int(offset * 10 ** places)
 
     def _scan_values(self, column: Column, call: WindowFunctionCall | str) -> Any:
         """Return a column's values as the kernels read them: ``float64`` or ``int64``."""

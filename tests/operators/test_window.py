@@ -212,8 +212,7 @@ def test_window_functions_the_operator_cannot_compute_are_refused_at_build_time(
 
 @pytest.mark.parametrize("sort_keys, message", [
     (["o", "id"], "a RANGE frame with an offset (1 PRECEDING) needs exactly one ORDER BY key, got 2"),
-    (["s"], "a RANGE frame with an offset needs a numeric ORDER BY key; s is string"),
-    (["dt"], "a RANGE frame with an offset needs a numeric ORDER BY key; dt is date32[day]"),
+    (["s"], "a RANGE frame with an offset needs a numeric, DATE or TIMESTAMP ORDER BY key; s is string"),
 ])
 def test_a_range_frame_with_an_offset_needs_one_numeric_order_key(sort_keys, message, tables):
     session = _session("cpu", 1, 16, tables)

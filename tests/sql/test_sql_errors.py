@@ -77,7 +77,7 @@ BAD_SQL = {
     "SELECT * FROM (VALUES ('a'), (1)) v(x)": "no common type",
     "SELECT * FROM (VALUES (a)) v(x)": "unknown column 'a'",
     "SELECT a FROM t WHERE row_number() OVER (ORDER BY a) = 1": "a window function in WHERE",
-    "SELECT sum(a) OVER (ORDER BY b RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t": "needs a numeric ORDER BY key",
+    "SELECT sum(a) OVER (ORDER BY b RANGE BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t": "needs a numeric, DATE or TIMESTAMP ORDER BY key",
     "SELECT sum(b) FROM t": "sum",
     "SELECT a + b FROM t": "+",
     "SELECT upper(a) FROM t": "upper",
