@@ -15,6 +15,8 @@ column, so the rest of the planner sees only joins and columns:
   distinct value of the outer columns it reads (the "domain", DuckDB's
   general decorrelation): the domain joined to the subquery's sources on the
   whole correlation, grouped by the domain's columns, joined back on them;
+* a correlated ``(SELECT v ... ORDER BY x LIMIT 1 [OFFSET n])`` is the first (n+1-th) row of each key's
+  partition in that order (a row_number() window), NULL for a key without rows;
 * an uncorrelated aggregate without GROUP BY (one row, always) is cross joined;
 * ``EXISTS (S)`` is ``(SELECT count(*) FROM S) > 0``, and ``x [NOT] IN (S)``
   outside WHERE's own forms is ``x = ANY (S)`` (its three-valued logic is
@@ -25,8 +27,9 @@ subquery stands outside the aggregate calls: they depend only on the outer
 columns of the correlation, which must be grouping keys themselves.
 Left to the WHERE path: a WHERE conjunct that is [NOT] EXISTS / [NOT] IN, a
 comparison with a scalar subquery it plans, and EXISTS / IN under OR (mark
-joins). Refused by name: a correlated subquery that does not aggregate (it
-could return several rows per outer row), groups, limits or has HAVING.
+joins). Refused by name: a correlated subquery that neither aggregates nor
+takes one row (it could return several rows per outer row: DuckDB fails at
+run time where one does), or groups or has HAVING.
 """
 
 from __future__ import annotations
@@ -114,6 +117,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         return True
     value = select.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
+    if value.find(*SQL_AGGREGATES) is None and select.args.get("limit") is not None:
+        return False  # ORDER BY ... LIMIT 1: one row per outer row, a subquery value
     if not value.find(*SQL_AGGREGATES) or any(select.args.get(key) for key in _SHAPING):
         return True  # refused there, by name
     # Planned there (a join per key drops keys without rows), unless the value over no rows is not NULL (COUNT's
@@ -227,14 +232,11 @@ class _Joined:
             raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
         value = query.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
+        top = None if value.find(*SQL_AGGREGATES) is not None else self._kept_row_number(query, node)
         for key, name in _SHAPING.items():
-            if query.args.get(key):
+            if query.args.get(key) and not (top is not None and key in ("limit", "offset")):
                 raise unsupported(f"{name} in a correlated scalar subquery", query.args[key]
                                   if isinstance(query.args[key], exp.Expression) else node)
-        if value.find(*SQL_AGGREGATES) is None:
-            raise unsupported("a correlated scalar subquery that does not aggregate (it may return more than one "
-                              "row per outer row; wrap its value in an aggregate such as min(...) or any_value(...))",
-                              node)
         alias = self.planner._synthetic_alias()
         outer = _outer_tables(query)
         if not outer:  # one aggregate row, always: a cross join
@@ -247,16 +249,20 @@ class _Joined:
             raise unsupported("a correlated reference inside a derived table or a nested subquery", node)
         keys, others = correlation(correlated, inner)
         if others or not keys:
-            derived, on, outer_columns = self._per_domain(query, value, inner, local, correlated, alias)
+            derived, on, outer_columns = self._per_domain(query, value, inner, local, correlated, alias, top)
         else:
             projections = [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
-            derived = select_over(query, projections + [exp.alias_(value.copy(), "v"),
-                                                        exp.alias_(exp.true(), "m")], local)
-            derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
+            if top is None:
+                derived = select_over(query, projections + [exp.alias_(value.copy(), "v"),
+                                                            exp.alias_(exp.true(), "m")], local)
+                derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
+            else:
+                derived = self._one_row_per_key(select_over(query, projections + [exp.alias_(value.copy(), "v")],
+                                                            local), query, [i for _, i in keys], top)
             on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
             outer_columns = [o for o, _ in keys]
         self.joins.append(exp.Join(this=_derived(derived, alias), side="LEFT", on=exp.and_(*on)))
-        empty = empty_group_value(value)
+        empty = empty_group_value(value) if top is None else exp.Null()  # no row: NULL
         joined = exp.column("v", table=alias)
         if not isinstance(empty, exp.Null):
             joined = exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("m", table=alias),
@@ -265,7 +271,40 @@ class _Joined:
         self._group_by(outer_columns, node, clause, [exp.column("v", table=alias), exp.column("m", table=alias)])
         return joined
 
-    def _per_domain(self, query: exp.Select, value, inner, local, correlated, alias):
+    def _kept_row_number(self, query: exp.Select, node: exp.Expression) -> int:
+        """Return which row (1-based) a correlated subquery that does not aggregate keeps: ``LIMIT 1 [OFFSET n]``."""
+        if self.planner._count(query.args.get("limit"), "LIMIT") != 1:
+            raise unsupported("a correlated scalar subquery that neither aggregates nor takes one row (it may return "
+                              "more than one row per outer row; wrap its value in an aggregate such as min(...) or "
+                              "write ORDER BY ... LIMIT 1)", node)
+        return (self.planner._count(query.args.get("offset"), "OFFSET") or 0) + 1
+
+    def _one_row_per_key(self, numbered: exp.Select, query: exp.Select, partition: list[exp.Expression],
+                         top: int) -> exp.Select:
+        """Return ``numbered`` (keys ``k<n>`` and ``v``) cut to its ``top``-th row per key in the query's order.
+
+        Why: ``(SELECT v ... ORDER BY x LIMIT 1)`` per outer row is the first row of each correlation key's
+        partition, a row_number() over it (Velox's TopNRowNumber), as a window the planner already plans.
+        """
+        output = query.expressions[0].alias_or_name
+        order = [ordered.copy() for ordered in (query.args["order"].expressions if query.args.get("order") else [])]
+        for ordered in order:  # ORDER BY the subquery's own output name: its expression
+            if isinstance(ordered.this, exp.Column) and not ordered.this.table and ordered.this.name == output:
+                projection = query.expressions[0]
+                ordered.set("this", (projection.this if isinstance(projection, exp.Alias) else projection).copy())
+        window = exp.Window(this=exp.RowNumber(), partition_by=[p.copy() for p in partition],
+                            order=exp.Order(expressions=order) if order else None)
+        numbered.set("expressions", list(numbered.expressions) + [exp.alias_(window, "rn")])
+        inner_alias = self.planner._synthetic_alias()
+        keys = [e.alias_or_name for e in numbered.expressions if e.alias_or_name.startswith("k")]
+        cut = exp.Select(expressions=[exp.alias_(exp.column(name, table=inner_alias), name) for name in keys + ["v"]]
+                         + [exp.alias_(exp.true(), "m")])
+        cut.set("from_", exp.From(this=_derived(numbered, inner_alias)))
+        cut.set("where", exp.Where(this=exp.EQ(this=exp.column("rn", table=inner_alias),
+                                               expression=exp.Literal.number(top))))
+        return cut
+
+    def _per_domain(self, query: exp.Select, value, inner, local, correlated, alias, top):
         """Return the subquery computed per distinct value of the outer columns it reads, and the join back."""
         outer_columns = list({(c.table, c.name): c for conjunct in correlated for c in free_columns(conjunct)
                               if c.table not in inner}.values())
@@ -282,13 +321,17 @@ class _Joined:
             distinct.set("from_", exp.From(this=item.copy()))
             domains.append(_derived(distinct, table))
         projections = [exp.alias_(c.copy(), f"k{n}") for n, c in enumerate(outer_columns)]
-        derived = exp.Select(expressions=projections + [exp.alias_(value.copy(), "v"), exp.alias_(exp.true(), "m")])
+        derived = exp.Select(expressions=projections + [exp.alias_(value.copy(), "v")]
+                             + ([exp.alias_(exp.true(), "m")] if top is None else []))
         derived.set("from_", exp.From(this=domains[0]))
         derived.set("joins", [exp.Join(this=domain) for domain in domains[1:]]
                     + [exp.Join(this=query.args["from_"].this.copy())]
                     + [join.copy() for join in query.args.get("joins") or []])
         derived.set("where", exp.Where(this=exp.and_(*[c.copy() for c in local + correlated])))
-        derived.set("group", exp.Group(expressions=[c.copy() for c in outer_columns]))
+        if top is None:
+            derived.set("group", exp.Group(expressions=[c.copy() for c in outer_columns]))
+        else:
+            derived = self._one_row_per_key(derived, query, outer_columns, top)
         for column in outer_columns:  # a NULL outer value then matches no domain row: the empty group's value
             if not any(_rejects_null(conjunct, column) for conjunct in correlated):
                 raise unsupported(f"a correlation that may hold where {column.sql()} is NULL (compare it with "

@@ -1,6 +1,6 @@
 """Subqueries used as values (issue 30 item 7): correlated scalar subqueries and EXISTS / IN outside WHERE's forms.
 
-A correlated aggregate in the SELECT list, CASE, ORDER BY, HAVING, under NOT or OR or a function in WHERE,
+A correlated aggregate (or ``ORDER BY ... LIMIT 1`` row) in the SELECT list, CASE, ORDER BY, HAVING, under NOT or OR or a function in WHERE,
 correlated by several columns, on an expression or by a non-equality (computed per distinct outer value), COUNT
 over empty groups (0, not NULL), EXISTS / [NOT] IN as values with SQL's three-valued logic over NULLs, all
 against DuckDB over tiny tables with NULLs and an empty table. What stays refused is refused by name.
@@ -29,6 +29,11 @@ QUERIES = [
     "SELECT a, (SELECT count(*) FROM e WHERE e.k = t.k) AS c, (SELECT sum(b) FROM e WHERE e.k = t.k) AS s FROM t",
     "SELECT a, (SELECT sum(b) FROM u WHERE u.k = t.k AND u.s = t.s) AS two_columns FROM t",
     "SELECT a, (SELECT string_agg(s, ',' ORDER BY s) FROM u WHERE u.k = t.k) AS c FROM t",
+    # one row per outer row by ORDER BY ... LIMIT 1 [OFFSET n], none for a key without rows, in WHERE too
+    "SELECT a, (SELECT b FROM u WHERE u.k = t.k ORDER BY u.d DESC LIMIT 1) AS last_b, (SELECT b AS x FROM u "
+    "WHERE u.k = t.k ORDER BY x NULLS FIRST LIMIT 1 OFFSET 1) AS second_b FROM t",
+    "SELECT a, (SELECT s FROM u WHERE u.d < t.d ORDER BY u.d DESC LIMIT 1) AS below FROM t",
+    "SELECT a FROM t WHERE d < (SELECT u.d FROM u WHERE u.k = t.k ORDER BY u.d DESC LIMIT 1)",
     # correlation on an expression and by a non-equality (computed per distinct outer value)
     "SELECT a, (SELECT sum(b) FROM u WHERE u.k = t.k + 1) AS c FROM t",
     "SELECT a, (SELECT count(*) FROM u WHERE u.d < t.d) AS c FROM t",
@@ -62,7 +67,7 @@ QUERIES = [
 ]
 
 #: The shapes on the simulator: an equality-correlated COUNT, a per-domain one, EXISTS and correlated NOT IN values.
-SIMULATED = [QUERIES[1], QUERIES[6], QUERIES[22], QUERIES[27]]
+SIMULATED = [QUERIES[1], QUERIES[9], QUERIES[25], QUERIES[30]]
 
 
 @pytest.fixture(scope="module")
@@ -82,7 +87,9 @@ def test_subquery_values_match_duckdb_on_each_device(device_name, reference):
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) FROM t", "a correlated scalar subquery that does not aggregate"),
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) FROM t", "a correlated scalar subquery that neither aggregates"),
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k ORDER BY b LIMIT 2) FROM t", "a correlated scalar subquery that "
+     "neither aggregates nor takes one row"),
     ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar"),
     ("SELECT a, (SELECT count(*) FROM u WHERE u.d < coalesce(t.d, 0)) FROM t", "a correlation that may hold where"),
     ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s", "a correlated subquery reading t.k, which is not a GROUP BY"),
