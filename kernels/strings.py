@@ -294,16 +294,58 @@ def _is_digit(byte):
 
 
 @_row_helper
-def _parse_decimal_row(i, offsets, chars, scale, out, status):
+def _hex_digit(byte, radix):
+    """Return the value of an ASCII digit of base 16 or 2, or -1."""
+    code = int(byte)  # a Python int in the simulator too (a uint8 would wrap the overflow test)
+    if code >= 48 and code <= 57:
+        value = code - 48
+    elif code >= 97 and code <= 102:
+        value = code - 87
+    elif code >= 65 and code <= 70:
+        value = code - 55
+    else:
+        return -1
+    return value if value < radix else -1
+
+
+@_row_helper
+def _parse_decimal_row(i, offsets, chars, scale, prefixed, out, status):
     """Parse ``ws* [+-] digits[_digits] [. digits] [e [+-] digits] ws*`` to an int64 scaled by 10**scale.
 
-    Digits beyond the target scale round half away from zero (as DuckDB).
+    Digits beyond the target scale round half away from zero (as DuckDB). With ``prefixed`` (an integer
+    target) a text that starts ``0x`` or ``0b`` (after blanks; no sign, no blanks after: DuckDB's rule) is
+    hexadecimal or binary.
     """
     position = offsets[i]
     end = offsets[i + 1]
     out[i] = 0
     while position < end and _is_space(chars[position]):
         position += 1
+    if prefixed and end - position >= 2 and chars[position] == 48 and (
+            chars[position + 1] == 120 or chars[position + 1] == 88 or chars[position + 1] == 98
+            or chars[position + 1] == 66):
+        radix = 16 if chars[position + 1] == 120 or chars[position + 1] == 88 else 2
+        position += 2
+        accumulated = 0
+        previous_digit = False
+        while position < end:
+            digit = _hex_digit(chars[position], radix)
+            if digit >= 0:
+                if accumulated > (_INT64_MAX - digit) // radix:
+                    status[i] = 2
+                    return
+                accumulated = accumulated * radix + digit
+                previous_digit = True
+            elif chars[position] == 95 and previous_digit and position + 1 < end \
+                    and _hex_digit(chars[position + 1], radix) >= 0:
+                previous_digit = False
+            else:
+                status[i] = 1
+                return
+            position += 1
+        out[i] = accumulated
+        status[i] = 0 if previous_digit else 1
+        return
     while end > position and _is_space(chars[end - 1]):
         end -= 1
     negative = False
@@ -583,9 +625,9 @@ def _copy_cpu(src_chars, src_starts, dst_offsets, dst_chars):
 
 
 @njit(nogil=True, cache=True)
-def _parse_decimal_cpu(offsets, chars, scale, out, status):
+def _parse_decimal_cpu(offsets, chars, scale, prefixed, out, status):
     for i in range(out.shape[0]):
-        _parse_decimal_row(i, offsets, chars, scale, out, status)
+        _parse_decimal_row(i, offsets, chars, scale, prefixed, out, status)
 
 
 @njit(nogil=True, cache=True)
@@ -638,9 +680,9 @@ def _copy_cuda(src_chars, src_starts, dst_offsets, dst_chars):
 
 
 @cuda.jit
-def _parse_decimal_cuda(offsets, chars, scale, out, status):
+def _parse_decimal_cuda(offsets, chars, scale, prefixed, out, status):
     for i in range(cuda.grid(1), out.shape[0], cuda.gridsize(1)):
-        _parse_decimal_row(i, offsets, chars, scale, out, status)
+        _parse_decimal_row(i, offsets, chars, scale, prefixed, out, status)
 
 
 @cuda.jit
@@ -774,8 +816,10 @@ def copy_ranges(device, chars, starts, lengths):
     return offsets, out
 
 
-def parse_decimal(device, offsets, chars, scale: int):
+def parse_decimal(device, offsets, chars, scale: int, prefixed: bool = False):
     """Parse strings to int64 values scaled by ``10**scale``; returns ``(values, status)``.
+
+    ``prefixed`` (for an integer target) also reads DuckDB's ``0x1F`` and ``0b101``.
 
     ``status`` is :data:`PARSE_OK`, :data:`PARSE_BAD_FORMAT` or
     :data:`PARSE_OUT_OF_RANGE` per string; callers decide which rows matter
@@ -786,7 +830,8 @@ def parse_decimal(device, offsets, chars, scale: int):
     values = xp.zeros(rows, dtype=xp.int64)
     status = xp.zeros(rows, dtype=xp.int8)
     offsets = offsets.astype(xp.int64, copy=False)
-    launch_twin(device, rows, _parse_decimal_cpu, _parse_decimal_cuda, offsets, chars, int(scale), values, status)
+    launch_twin(device, rows, _parse_decimal_cpu, _parse_decimal_cuda, offsets, chars, int(scale), bool(prefixed),
+                values, status)
     return values, status
 
 

@@ -194,7 +194,8 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
     validity = string_validity(device, column)
     if is_integer(dtype) or is_decimal(dtype):
         scale = scale_of(dtype)
-        values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(device, o, c, scale))
+        values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(
+            device, o, c, scale, prefixed=is_integer(dtype)))  # '0x1F' and '0b101' read as integers only
         _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
         return Column(dtype, fit_to_type(device, values, dtype, validity, f"cast from text to {dtype}"), validity)
     if pa.types.is_date32(dtype):

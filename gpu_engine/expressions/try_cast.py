@@ -69,8 +69,8 @@ def _converts(device: Device, column: Column, dtype: pa.DataType) -> Any:
         return None
     if is_string(source):
         if is_integer(dtype) or is_decimal(dtype):
-            values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(device, o, c,
-                                                                                          scale_of(dtype)))
+            values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(
+                device, o, c, scale_of(dtype), prefixed=is_integer(dtype)))
             return (status == kernels.PARSE_OK) & _fits(xp, values, dtype)
         if pa.types.is_date32(dtype):
             _, status = _parse_rows(device, column, lambda o, c: kernels.parse_date(device, o, c))

@@ -107,7 +107,7 @@ CASES = {
     "strings._isin_cuda": [lambda: [i64(), u8(), i64(), u8(), b1()]],
     "strings._substring_cuda": [lambda: [i64(), u8(), 1, 5, i64(), i64()]],
     "strings._copy_cuda": [lambda: [u8(), i64(), i64(), u8()]],
-    "strings._parse_decimal_cuda": [lambda: [i64(), u8(), 2, i64(), i8()]],
+    "strings._parse_decimal_cuda": [lambda: [i64(), u8(), 2, True, i64(), i8()]],
     "strings._parse_date_cuda": [lambda: [i64(), u8(), i32(), i8()]],
     "strings._like_segments_cuda": [lambda: [i64(), u8(), u8(), i64(), True, False, b1()]],
     "strings._trim_cuda": [lambda: [i64(), u8(), u8(), True, False, i64(), i64()]],

@@ -1,0 +1,44 @@
+"""Hexadecimal and binary text cast to integers (issue 30), as DuckDB reads it: ``CAST('0x1F' AS INTEGER)`` is 31.
+
+DuckDB's rule, checked against it on cpu and cuda-sim (the parse kernel's twins): ``0x``/``0X``/``0b``/``0B``
+after optional leading blanks, ``_`` between two digits, no sign, nothing after the digits (a trailing blank
+too), the value within the target type (``0xFFFFFFFF`` is no INTEGER); decimals and floats do not read it.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine.errors import ExecutionError
+
+TEXTS = ["0x1F", "0X1f", "0b101", "0x1_F", " 0x10", "0x7FFFFFFF", "0xZZ", "-0x1F", "0x1F ", "0x", "0x_1", "0b2",
+         "00x1F", "0xFFFFFFFF", "1_000", None]
+TABLES = {"t": pa.table({"id": pa.array(range(len(TEXTS)), pa.int64()), "s": pa.array(TEXTS)})}
+
+QUERIES = [
+    "SELECT id, TRY_CAST(s AS INTEGER) AS i, TRY_CAST(s AS BIGINT) AS b, TRY_CAST(s AS TINYINT) AS t, "
+    "TRY_CAST(s AS DECIMAL(10, 0)) AS d, TRY_CAST(s AS DOUBLE) AS f FROM t",
+    "SELECT CAST('0x1F' AS INTEGER) AS a, CAST('0b101' AS SMALLINT) AS b, CAST('0x7FFFFFFFFFFFFFFF' AS BIGINT) AS c, "
+    "CAST('0xabcdef' AS BIGINT) AS d",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def test_prefixed_integer_texts_cast_as_duckdb_casts_them(device_name, reference):
+    session = session_with_tables(TABLES, split_rows=8, device=device_name, drivers=1, batch_rows=16)
+    assert_queries_match_duckdb(session, reference, QUERIES, exact_types=True)
+
+
+@pytest.mark.parametrize("sql", ["SELECT CAST('0xFFFFFFFF' AS INTEGER) AS a", "SELECT CAST(' 0x1F ' AS INTEGER) AS a",
+                                 "SELECT CAST('0x1F' AS DECIMAL(10, 0)) AS a"])
+def test_prefixed_texts_duckdb_refuses_fail_the_query(sql):
+    with pytest.raises(ExecutionError):
+        session_with_tables(TABLES, device="cpu").sql(sql)
