@@ -14,7 +14,9 @@ the aggregate grouped by the correlation columns, joined like any relation, its
 input first restricted to the keys of the outer table's filtered rows (a "magic
 set" semi join). COUNT there is planned only where its empty groups (0, not
 NULL, which an inner join loses) fail the comparison anyway. Subqueries under
-OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`).
+OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`); the other subqueries
+used as values (in SELECT, under NOT, COUNT compared with a value 0 passes)
+are LEFT-joined derived tables (:mod:`~gpu_engine.sql.subquery_values`).
 """
 
 from __future__ import annotations
