@@ -116,18 +116,41 @@ def _rewritten(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.E
     return conjunct.copy().transform(replace, copy=False)
 
 
-def _implied(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.Expression]) -> exp.Expression | None:
-    """Return the OR of what each branch of ``conjunct`` (an OR) could push in, None when a branch has nothing."""
+def _string_comparison_truth(part: exp.Expression) -> bool | None:
+    """Return the truth of ``'a' = 'b'`` / ``'a' <> 'b'`` (a constant output compared in a branch), else None."""
+    if isinstance(part, (exp.EQ, exp.NEQ)) and all(isinstance(side, exp.Literal) and side.is_string
+                                                    for side in (part.this, part.expression)):
+        return (part.this.this == part.expression.this) == isinstance(part, exp.EQ)
+    return None
+
+
+def _implied(conjunct: exp.Expression, alias: str, sources: Mapping[str, exp.Expression],
+             restricted: set[frozenset[str]]) -> exp.Expression | None:
+    """Return the OR of what each branch of ``conjunct`` (an OR) could push in, None when a branch has nothing.
+
+    A branch comparing two string constants falsely (a union branch's ``'w' = 's'``) is left out, a true one
+    dropped. None too where a condition of the SELECT already restricts the same columns (``d_year IN (2001,
+    2002)`` beside an implied ``d_year = 2001 OR d_year = 2002``): the estimates would count it twice.
+    """
     branches = disjuncts_of(conjunct)
     if len(branches) < 2:
         return None
     parts = []
     for branch in branches:
         inner = [p for p in (_rewritten(part, alias, sources) for part in conjuncts_of(branch)) if p is not None]
+        truths = [_string_comparison_truth(p) for p in inner]
+        if False in truths:
+            continue
+        inner = [p for p, truth in zip(inner, truths) if truth is None]
         if not inner:
             return None
         parts.append(conjoined(inner))
-    return disjoined(parts)
+    if not parts:
+        return exp.false()
+    implied = disjoined(parts)
+    if frozenset(c.sql() for c in free_columns(implied)) in restricted:
+        return None
+    return implied
 
 
 def _union_branches(query: exp.Expression) -> list[exp.Select] | None:
@@ -209,11 +232,13 @@ def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expressi
     sources = _sources(select)
     if not sources:
         return item, conjuncts
+    where = select.args.get("where")
+    restricted = {frozenset(c.sql() for c in free_columns(part)) for part in conjuncts_of(where and where.this)}
     pushed, kept = [], []
     for conjunct in conjuncts:
         inner = _rewritten(conjunct, alias, sources)
         (kept if inner is None else pushed).append(conjunct if inner is None else inner)
-        implied = _implied(conjunct, alias, sources) if inner is None else None
+        implied = _implied(conjunct, alias, sources, restricted) if inner is None else None
         if implied is not None:
             pushed.append(implied)  # the OR's own filter stays above
     if not pushed:

@@ -118,3 +118,26 @@ def test_a_cte_only_in_and_exists_read_is_computed_as_its_distinct_rows():
     rows = session.sql(shared[0].sql)
     assert rows.column_names == ["k", "m"]  # the columns the readers read, not s
     assert rows.num_rows == len(set(zip(*[rows.column(n).to_pylist() for n in rows.column_names])))
+
+
+def _derived(sql: str):
+    from sqlglot import parse_one
+
+    return parse_one(sql).args["from_"].this
+
+
+def test_an_implied_or_leaves_out_false_constant_branches_and_columns_restricted_already():
+    from sqlglot import parse_one
+
+    from gpu_engine.sql.derived_pushdown import with_conditions_pushed
+
+    union = _derived("SELECT * FROM (SELECT k, sum(v) AS total, 'a' AS kind FROM t GROUP BY k UNION ALL "
+                     "SELECT k, count(*), 'b' FROM u GROUP BY k) AS x")
+    either = parse_one("(x.kind = 'a' AND x.k = 1 AND x.total > 0) OR (x.kind = 'b' AND x.k = 2 AND x.total > 0)")
+    pushed, kept = with_conditions_pushed(union, {}, [either])
+    first, second = pushed.this.this, pushed.this.expression
+    assert first.args["where"].this.sql() == "k = 1" and second.args["where"].this.sql() == "k = 2"
+    assert kept == [either]  # the OR itself reads an aggregate: it stays above
+    restricted = _derived("SELECT * FROM (SELECT k, sum(v) AS total FROM t WHERE k IN (1, 3) GROUP BY k) AS x")
+    condition = parse_one("(x.k = 1 AND x.total > 1) OR x.k = 3")
+    assert with_conditions_pushed(restricted, {}, [condition]) == (restricted, [condition])
