@@ -433,13 +433,17 @@ class WindowFrame:
     #: number) or an IntervalValue (over a DATE or TIMESTAMP).
     start_offset: Any = 0
     end_offset: Any = 0
+    #: The rows left out of each row's frame: "" (EXCLUDE NO OTHERS), "CURRENT ROW", "GROUP" (the row and its
+    #: peers) or "TIES" (its peers, not the row).
+    exclude: str = ""
 
     def sql(self) -> str:
         def bound(side: str, offset: Any) -> str:
             spelled = offset.sql() if hasattr(offset, "sql") else offset
             return f"{spelled} {side}" if side in ("PRECEDING", "FOLLOWING") else side
 
-        return f"{self.kind} BETWEEN {bound(self.start, self.start_offset)} AND {bound(self.end, self.end_offset)}"
+        text = f"{self.kind} BETWEEN {bound(self.start, self.start_offset)} AND {bound(self.end, self.end_offset)}"
+        return text + (f" EXCLUDE {self.exclude}" if self.exclude else "")
 
 
 @dataclass(frozen=True)

@@ -112,6 +112,9 @@ def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -
         raise PlanError(f"IGNORE NULLS applies to {', '.join(VALUE_FUNCTIONS)}, not {call.function}", node=label,
                         column=text)
     _check_frame(call.frame, label, text)
+    if call.frame.exclude and call.function not in EXCLUDING_FUNCTIONS + RANKING_FUNCTIONS + ("lag", "lead"):
+        raise PlanError(f"EXCLUDE {call.frame.exclude} over {call.function} is not supported (it is over "
+                        f"{', '.join(EXCLUDING_FUNCTIONS)})", node=label, column=text)
 
 
 def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], schema: pa.Schema,
@@ -163,6 +166,9 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
     if not isinstance(frame, WindowFrame) or frame.kind not in ("ROWS", "RANGE") \
             or frame.start not in FRAME_BOUNDS or frame.end not in FRAME_BOUNDS:
         raise PlanError(f"a frame is ROWS or RANGE between two of {', '.join(FRAME_BOUNDS)}", node=label, column=text)
+    if frame.exclude not in ("", "CURRENT ROW", "GROUP", "TIES"):
+        raise PlanError(f"EXCLUDE {frame.exclude!r}: a frame excludes CURRENT ROW, GROUP, TIES or nothing", node=label,
+                        column=text)
     if frame.start == "UNBOUNDED FOLLOWING" or frame.end == "UNBOUNDED PRECEDING":
         raise PlanError("a frame cannot start at UNBOUNDED FOLLOWING nor end at UNBOUNDED PRECEDING", node=label,
                         column=text)
@@ -186,6 +192,12 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
 
         raise PlanError(f"a frame starting at {spelled(frame.start, frame.start_offset)} cannot end at "
                         f"{spelled(frame.end, frame.end_offset)}", node=label, column=text)
+
+
+#: The EXCLUDE clauses of a frame, as SQL spells them.
+EXCLUSIONS = ("", "NO OTHERS", "CURRENT ROW", "GROUP", "TIES")
+#: The window functions whose frames may exclude rows (the others are refused by name).
+EXCLUDING_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max")
 
 
 def _valid_range_offset(offset) -> bool:
@@ -231,9 +243,12 @@ def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> Windo
     """Return the frame a sqlglot ``WindowSpec`` spells (SQL's default frame when there is none)."""
     if spec is None:
         return WindowFrame()
-    if spec.args.get("exclude"):
-        raise PlanError(f"EXCLUDE {spec.args['exclude'].sql()} in a window frame is not supported", node=label,
-                        column=text)
+    exclude = spec.args.get("exclude")
+    exclude = " ".join(exclude.name.upper().split()) if exclude is not None else ""
+    if exclude not in EXCLUSIONS:
+        raise PlanError(f"EXCLUDE {exclude} in a window frame is not supported (CURRENT ROW, GROUP, TIES, NO OTHERS)",
+                        node=label, column=text)
+    exclude = "" if exclude == "NO OTHERS" else exclude
     kind = str(spec.args.get("kind") or "").upper()
     if kind not in ("ROWS", "RANGE"):
         raise PlanError(f"{kind or 'this'} window frame is not supported (ROWS or RANGE)", node=label, column=text)
@@ -242,7 +257,7 @@ def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> Windo
         end, end_offset = "CURRENT ROW", 0
     else:
         end, end_offset = _bound(spec, "end", label, text)
-    frame = WindowFrame(kind, start, end, start_offset, end_offset)
+    frame = WindowFrame(kind, start, end, start_offset, end_offset, exclude)
     _check_frame(frame, label, text)
     return frame
 

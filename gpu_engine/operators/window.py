@@ -103,6 +103,22 @@ class _SortedRows:
         end = xp.maximum(xp.minimum(ends[frame.end](), self.part_end), start)
         return start, end
 
+    def pieces(self, frame: WindowFrame, start: Any, end: Any) -> list[tuple[Any, Any]]:
+        """Return the ``[start, end)`` ranges left of each row's frame once ``frame.exclude`` takes its rows out:
+        the part before the excluded rows, the part after them, and (EXCLUDE TIES) the row itself."""
+        xp = self.device.xp
+        if frame.exclude == "CURRENT ROW":
+            gone_start, gone_end = self.row, self.row + 1
+        else:  # GROUP and TIES take out the row's peers (its ORDER BY ties; without ORDER BY the partition)
+            _, gone_start, gone_end = self.peers
+        before_end = xp.maximum(start, xp.minimum(end, gone_start))
+        after_start = xp.minimum(end, xp.maximum(start, gone_end))
+        pieces = [(start, before_end), (after_start, end)]
+        if frame.exclude == "TIES":
+            inside = (self.row >= start) & (self.row < end)
+            pieces.append((self.row, xp.where(inside, self.row + 1, self.row)))
+        return pieces
+
     def _range(self, offset: Any, sign: int, inclusive: bool, peer_bound: Any) -> Any:
         """Return each row's bound ``offset`` away along the sort order (``sign`` -1: PRECEDING)."""
         values, valid, descending, nulls_first, delta_of = self.range_key
@@ -334,7 +350,10 @@ class Window(BarrierOperator):
                    statuses: list) -> Column:
         xp = self.device.xp
         start, end = rows.frame(call.frame)
+        pieces = rows.pieces(call.frame, start, end) if call.frame.exclude else None
         if call.function == "count_star":
+            if pieces is not None:
+                return Column(call.dtype, sum(e - s for s, e in pieces)[inverse])
             return Column(call.dtype, (end - start)[inverse])
         column = data.column(call.args[0].name)
         unsigned = column.dtype == pa.uint64()  # values past 2^63 wrap as int64 words
@@ -354,7 +373,10 @@ class Window(BarrierOperator):
                 values = values ^ _SIGN_BIT
         op = _SCAN_OPS[call.function]
         status = xp.zeros(1, dtype=xp.int64)
-        value, count = self._frame_values(op, values, valid, call.frame, rows, start, end, status)
+        if pieces is not None:
+            value, count = self._pieces_values(op, values, valid, pieces, status)
+        else:
+            value, count = self._frame_values(op, values, valid, call.frame, rows, start, end, status)
         if call.function == "count":
             return Column(call.dtype, count[inverse])
         if op == SUM and not is_floating(call.args[0].dtype):
@@ -374,6 +396,26 @@ class Window(BarrierOperator):
         if unsigned:
             return Column(call.dtype, (value ^ _SIGN_BIT).view(xp.uint64), has)
         return Column(call.dtype, value.astype(physical_dtype(call.dtype), copy=False), has)
+
+    def _pieces_values(self, op: int, values: Any, valid: Any, pieces: list, status: Any) -> tuple[Any, Any]:
+        """Return each sorted row's result over a frame with rows excluded: the pieces' segment-tree results
+        combined (a sum adds, min/max keep the better of the pieces that hold a value)."""
+        xp = self.device.xp
+        value = count = None
+        for piece_start, piece_end in pieces:
+            part, part_count = frame_tree(self.device, op, values, valid, piece_start, piece_end, status)
+            if op == SUM:  # a piece without values holds no sum (its word is not zero)
+                part = xp.where(part_count > 0, part, xp.zeros(1, dtype=part.dtype))
+            if value is None:
+                value, count = part, part_count
+                continue
+            if op == SUM:
+                value = value + part
+            else:
+                better = xp.minimum(value, part) if op == MIN else xp.maximum(value, part)
+                value = xp.where(count == 0, part, xp.where(part_count == 0, value, better))
+            count = count + part_count
+        return value, count
 
     def _frame_values(self, op: int, values: Any, valid: Any, frame: WindowFrame, rows: _SortedRows, start: Any,
                       end: Any, status: Any) -> tuple[Any, Any]:
@@ -409,6 +451,9 @@ class Window(BarrierOperator):
         then the word's top 32 bits, not its sign-extended shift).
         """
         xp = self.device.xp
+        if call.frame.exclude:
+            raise ExecutionError(f"{call.sql()}: a sum past 64 bits (or of UBIGINT) over a frame with EXCLUDE is not "
+                                 "supported")
         start, end = rows.frame(call.frame)
         column = data.column(call.args[0].name)
         validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity

@@ -1,0 +1,55 @@
+"""Window frames with EXCLUDE CURRENT ROW / GROUP / TIES / NO OTHERS (issue 30), against DuckDB on cpu and cuda-sim.
+
+Each row's frame loses the row itself, its peer group (rows of equal ORDER BY keys, NULL keys one group) or its
+peers but not itself; count, sum, avg, min and max combine the frame's pieces left around the excluded rows.
+ROWS frames are ordered by unique keys (ties would make their rows' order, not EXCLUDE, decide); RANGE frames
+over ties, partitions, descending order, an empty frame (NULL, count 0). Value functions with EXCLUDE are
+refused by name.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine.sql.errors import SqlError
+
+TABLES = {"t": pa.table({
+    "id": pa.array([1, 2, 3, 4, 5, 6], pa.int64()),
+    "k": pa.array([1, 1, 1, 2, 2, 2], pa.int32()),
+    "i": pa.array([1, 2, 3, 5, None, 3], pa.int32()),
+    "f": pa.array([1.5, 2.0, 2.6, 4.0, None, 2.0]),
+    "s": pa.array(["b", "a", None, "c", "a", "d"]),
+})}
+
+QUERIES = [
+    "SELECT id, sum(id) OVER (ORDER BY i, id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) AS a, "
+    "count(*) OVER (ORDER BY i RANGE BETWEEN 2 PRECEDING AND 2 FOLLOWING EXCLUDE GROUP) AS b, max(f) OVER (ORDER BY i "
+    "ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE TIES) AS c, min(s) OVER (ORDER BY i RANGE "
+    "BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) AS e FROM t",
+    "SELECT id, avg(f) OVER (PARTITION BY k ORDER BY i RANGE BETWEEN 1.5 PRECEDING AND CURRENT ROW EXCLUDE TIES) AS a, "
+    "count(i) OVER (PARTITION BY k ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP) AS b, "
+    "sum(id) OVER (ORDER BY i DESC RANGE BETWEEN CURRENT ROW AND 2 FOLLOWING EXCLUDE TIES) AS c, max(id) OVER (ORDER "
+    "BY id ROWS BETWEEN CURRENT ROW AND CURRENT ROW EXCLUDE CURRENT ROW) AS e, sum(id) OVER (ORDER BY i RANGE BETWEEN "
+    "1 PRECEDING AND 1 FOLLOWING EXCLUDE NO OTHERS) AS g FROM t",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def test_excluded_frames_match_duckdb(device_name, reference):
+    queries = QUERIES if device_name == "cpu" else QUERIES[:1]
+    session = session_with_tables(TABLES, split_rows=3, device=device_name, drivers=2, batch_rows=3)
+    assert_queries_match_duckdb(session, reference, queries)
+
+
+def test_value_functions_with_exclude_are_refused_by_name():
+    sql = "SELECT first_value(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) FROM t"
+    with pytest.raises(SqlError, match="EXCLUDE CURRENT ROW over first_value is not supported"):
+        session_with_tables(TABLES, device="cpu").sql(sql)
