@@ -40,6 +40,22 @@ _LOOKUP_CACHE_ENTRIES = 64
 _SHARED_LOOKUP_ENTRIES = 1024
 _shared_lookups: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
 _shared_lock = threading.Lock()
+#: Program shapes whose kernels were bound with a validity: which of their inputs (``c{k}``, ``l{m}_codes``) had one.
+_MAX_VALIDITY_SHAPES = 1024
+_validity_seen: dict[FusionProgram, set[str]] = {}
+
+
+def _inputs_seen_with_validity(program: FusionProgram) -> set[str]:
+    """Return the set (shared by every operator of ``program``'s shape, in this process) of its inputs seen with
+    a validity; an operator adds to it."""
+    shape = program.shape()
+    with _shared_lock:
+        seen = _validity_seen.get(shape)
+        if seen is None:
+            if len(_validity_seen) >= _MAX_VALIDITY_SHAPES:
+                _validity_seen.clear()
+            seen = _validity_seen[shape] = set()
+        return seen
 
 
 def _shared_lookup(key: tuple) -> tuple[Any, Any] | None:
@@ -103,6 +119,8 @@ class KernelInputs:
         self.interners = interners or {}
         self.placeholder = device.xp.zeros(1, dtype=device.xp.int32)
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
+        self._with_validity = _inputs_seen_with_validity(program)
+        self._all_valid = device.xp.ones(0, dtype=device.xp.bool_)
 
     def bind(self, batch: Batch) -> tuple[KernelLayout, dict[str, Any]]:
         """Return the kernel layout ``batch`` needs and its input arrays by parameter name.
@@ -119,9 +137,10 @@ class KernelInputs:
         for k, ref in enumerate(self.program.columns):
             column = batch.base_column(ref.name)
             arrays[f"c{k}"] = column.data
-            column_validity.append(column.validity is not None)
-            if column.validity is not None:
-                arrays[f"c{k}_v"] = column.validity
+            validity = self._validity(f"c{k}", column)
+            column_validity.append(validity is not None)
+            if validity is not None:
+                arrays[f"c{k}_v"] = validity
         modes = []
         for m, lift in enumerate(self.program.lifted):
             column = batch.base_column(lift.column)
@@ -131,8 +150,9 @@ class KernelInputs:
                 arrays[f"l{m}_codes"] = column.data
                 arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
                 mode = LIFTED_DICTIONARY
-                if column.validity is not None:
-                    arrays[f"l{m}_codes_v"] = column.validity
+                validity = self._validity(f"l{m}_codes", column)
+                if validity is not None:
+                    arrays[f"l{m}_codes_v"] = validity
                     mode += "+validity"
             else:
                 rows = batch.materialize([lift.column])
@@ -148,6 +168,28 @@ class KernelInputs:
         if not layout.second_mapped:
             arrays.pop("rows2", None)
         return layout, {name: _read_only(array) for name, array in arrays.items()}
+
+    def _validity(self, name: str, column: Column) -> Any:
+        """Return ``column``'s validity; an all-valid one where it has none but a batch of this shape had one.
+
+        Why: whether a batch's column carries a validity depends on its data (a Parquet row group without
+        NULLs brings none), and the kernel layout follows it, so batches of one query alternated between
+        kernel variants, which drivers met in another order each run: TPC-DS q14's warm runs at SF1
+        compiled a new variant run after run (4 compiles in 3 runs after two settling runs), and in the
+        background compile mode each new variant ran its batches on the lowest tier again. Once an
+        input of a shape was seen with a validity, the variant that reads one serves every batch.
+        """
+        if column.validity is not None:
+            if name not in self._with_validity:
+                with _shared_lock:
+                    self._with_validity.add(name)
+            return column.validity
+        if name not in self._with_validity:
+            return None
+        rows = len(column.data)
+        if len(self._all_valid) < rows:
+            self._all_valid = self.device.xp.ones(max(rows, 2 * len(self._all_valid)), dtype=self.device.xp.bool_)
+        return self._all_valid[:rows]
 
     def _with_one_second_map(self, batch: Batch) -> tuple[Batch, Any]:
         """Return ``batch`` (materialized if its read columns bring several maps of their own) and that one map."""

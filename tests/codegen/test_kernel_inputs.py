@@ -118,3 +118,19 @@ def test_a_batchs_writable_buffers_do_not_change_the_kernels_signature():
         _, arrays = KernelInputs(device, program).bind(batch)
         signatures.append({name: typeof(array) for name, array in arrays.items()})
     assert signatures[0] == signatures[1]
+
+
+def test_a_batch_without_nulls_reads_the_variant_with_validity_once_its_shape_met_one():
+    """A column's validity depends on a batch's data (a row group without NULLs has none); the layout followed
+    it, so one query's batches alternated between kernel variants, compiled run after run (TPC-DS q14)."""
+    device = get_device("cpu")
+    program = _program("qty > 1")
+    with_nulls = Batch.from_arrow(pa.table({"mode": pa.array(["a", "b", "c"]), "qty": pa.array([1, None, 3])}), device)
+    without = Batch.from_arrow(pa.table({"mode": pa.array(["a", "b"]), "qty": pa.array([5, 6])}), device)
+    assert with_nulls.columns[1].validity is not None and without.columns[1].validity is None
+    first_layout, _ = KernelInputs(device, program).bind(with_nulls)
+    layout, arrays = KernelInputs(device, program).bind(without)  # another operator, as another driver's
+    assert layout == first_layout
+    assert [bool(v) for v in arrays["c0_v"]] == [True, True]
+    other, _ = KernelInputs(device, _program("qty < 1")).bind(without)  # a shape that never met a NULL
+    assert other.column_validity == (False,)
