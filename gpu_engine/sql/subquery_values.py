@@ -103,8 +103,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     ``marks_planned``: the mark joins pass has run, so an EXISTS still under OR is one it could not plan.
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
-        if _stripped(conjunct, True) is node:
-            return True
+        if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
+            return _is_in_query(node) or not _correlated_without_equalities(node, outer_aliases)
         return _positively_under_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
@@ -152,6 +152,19 @@ def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
     return False
 
 
+def _correlated_without_equalities(exists: exp.Exists, outer_aliases: set[str]) -> bool:
+    """Return whether an EXISTS is correlated by no column equality (no semi join key: a count per outer value)."""
+    select = subquery_select(exists.this)
+    if not isinstance(select, exp.Select) or not _outer_tables(select):
+        return False
+    try:
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return False  # refused there, by name
+    keys, _others = correlation(correlated, inner)
+    return bool(correlated) and not keys
+
+
 def with_subquery_values_as_comparisons(select: exp.Select) -> exp.Select:
     """Return ``select`` with each ``x [NOT] IN (subquery)`` used as a value written ``x = ANY (subquery)``.
 
@@ -171,10 +184,10 @@ def with_subquery_values_as_comparisons(select: exp.Select) -> exp.Select:
 def _value_positions(select: exp.Select, marks_planned: bool) -> list[tuple[exp.Expression, str]]:
     """Return (subquery, clause) for each subquery of ``select`` used as a value, not planned by the WHERE path."""
     out = []
-    for key in ("expressions", "order", "having"):
+    for key in ("group", "expressions", "order", "having"):  # GROUP BY first: a key the others may repeat
         value = select.args.get(key)
-        trees = value.expressions if isinstance(value, exp.Order) else value if isinstance(value, list) else \
-            [value] if value is not None else []
+        trees = value.expressions if isinstance(value, (exp.Order, exp.Group)) else value if isinstance(value, list) \
+            else [value] if value is not None else []
         for tree in trees:
             out.extend((node, key) for node in _own_subqueries(tree))
     where = select.args.get("where")
@@ -204,9 +217,20 @@ class _Joined:
         self.joins: list[exp.Join] = []
         self.group_keys: list[exp.Expression] = []
         self.aggregating = _aggregating(select)
+        self.done: dict[str, exp.Expression] = {}  # a subquery's SQL -> its replacement: written twice, joined once
 
     def replacement(self, node: exp.Expression, clause: str) -> exp.Expression:
-        """Join what ``node`` (a scalar subquery or an EXISTS) needs; return the expression replacing it."""
+        """Join what ``node`` (a scalar subquery or an EXISTS) needs; return the expression replacing it.
+
+        The same subquery written again (a GROUP BY key repeated in the SELECT list) gets the same expression,
+        which is how the SELECT list finds its grouping key.
+        """
+        text = node.sql()
+        if text not in self.done:
+            self.done[text] = self._joined(node, clause)
+        return self.done[text].copy()
+
+    def _joined(self, node: exp.Expression, clause: str) -> exp.Expression:
         if isinstance(node, exp.Exists):
             query = subquery_select(node.this)
             if not isinstance(query, exp.Select):
@@ -342,7 +366,7 @@ class _Joined:
     def _group_by(self, outer_columns: list[exp.Column], node: exp.Expression, clause: str,
                   joined: list[exp.Column]) -> None:
         """Make the joined columns grouping keys where ``node`` stands outside the aggregates of an aggregating query."""
-        if clause == "where" or not self.aggregating or node.find_ancestor(*SQL_AGGREGATES) is not None:
+        if clause in ("where", "group") or not self.aggregating or node.find_ancestor(*SQL_AGGREGATES) is not None:
             return
         group = self.select.args.get("group")
         keys = list(group.expressions) if group is not None else []
