@@ -50,6 +50,7 @@ from gpu_engine.plans.sql_aggregates import (
     normalize_aggregate_calls, unsupported_aggregate_text, with_distinct_pairs,
 )
 from gpu_engine.plans.sql_connectives import balance_connectives
+from gpu_engine.plans.window_tokens import groups_frames_kept
 
 __all__ = [
     "Snippet",
@@ -103,7 +104,8 @@ def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -
         else:  # (corr(DISTINCT y, x) needs the parser's two-argument builders: with_distinct_pairs)
             parser = _DUCKDB.parser()
             parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)
-            statements = parser.parse(interval_texts_kept(tokens), text)  # (INTERVAL '3 days 04:00:00')
+            # (INTERVAL '3 days 04:00:00'; OVER (GROUPS BETWEEN ...))
+            statements = parser.parse(groups_frames_kept(interval_texts_kept(tokens)), text)
             if not statements or statements[0] is None:
                 raise sqlglot.errors.ParseError(f"No expression was parsed from '{text}'")
             tree = exp.Block(expressions=statements) if len(statements) > 1 else statements[0]  # as parse_one

@@ -85,15 +85,21 @@ class _SortedRows:
     def frame(self, frame: WindowFrame) -> tuple[Any, Any]:
         """Return each row's frame as ``[start, end)`` positions, clipped to its partition (may be empty)."""
         xp = self.device.xp
-        _, peer_start, peer_end = self.peers if frame.kind == "RANGE" else (None, None, None)
+        by_peers = frame.kind in ("RANGE", "GROUPS")  # CURRENT ROW is the row's peer group
+        _, peer_start, peer_end = self.peers if by_peers else (None, None, None)
         starts = {"UNBOUNDED PRECEDING": lambda: self.part_start,
                   "PRECEDING": lambda: self.row - frame.start_offset,
-                  "CURRENT ROW": lambda: peer_start if frame.kind == "RANGE" else self.row,
+                  "CURRENT ROW": lambda: peer_start if by_peers else self.row,
                   "FOLLOWING": lambda: self.row + frame.start_offset}
         ends = {"UNBOUNDED FOLLOWING": lambda: self.part_end,
                 "FOLLOWING": lambda: self.row + frame.end_offset + 1,
-                "CURRENT ROW": lambda: peer_end if frame.kind == "RANGE" else self.row + 1,
+                "CURRENT ROW": lambda: peer_end if by_peers else self.row + 1,
                 "PRECEDING": lambda: self.row - frame.end_offset + 1}
+        if frame.kind == "GROUPS":  # n PRECEDING / FOLLOWING: n peer groups away within the partition
+            starts["PRECEDING"] = lambda: self._group_bound(-frame.start_offset, False)
+            starts["FOLLOWING"] = lambda: self._group_bound(frame.start_offset, False)
+            ends["PRECEDING"] = lambda: self._group_bound(-frame.end_offset, True)
+            ends["FOLLOWING"] = lambda: self._group_bound(frame.end_offset, True)
         if frame.kind == "RANGE":  # n PRECEDING / FOLLOWING: the rows whose key is within n of this row's
             starts["PRECEDING"] = lambda: self._range(frame.start_offset, -1, False, peer_start)
             starts["FOLLOWING"] = lambda: self._range(frame.start_offset, 1, False, peer_start)
@@ -102,6 +108,20 @@ class _SortedRows:
         start = xp.minimum(xp.maximum(starts[frame.start](), self.part_start), self.part_end)
         end = xp.maximum(xp.minimum(ends[frame.end](), self.part_end), start)
         return start, end
+
+    def _group_bound(self, step: int, end: bool) -> Any:
+        """Return the first row (``end``: one past the last row) of the peer group ``step`` groups from each row's,
+        or the partition's edge where no such group is in the partition (the frame is then clipped or empty)."""
+        xp = self.device.xp
+        group = xp.cumsum(self.new_peer.astype(xp.int64)) - 1  # each row's peer group, numbered over all rows
+        firsts = xp.nonzero(self.new_peer)[0].astype(xp.int64)  # each group's first row
+        ends = xp.concatenate([firsts[1:], xp.asarray([self.n], dtype=xp.int64)])
+        low, high = group[self.part_start], group[xp.maximum(self.part_end - 1, 0)]  # the partition's groups
+        target = group + step
+        inside = (target >= low) & (target <= high)
+        bound = (ends if end else firsts)[xp.clip(target, 0, firsts.shape[0] - 1)]
+        edge = xp.where(target < low, self.part_start, self.part_end)
+        return xp.where(inside, bound, edge)
 
     def pieces(self, frame: WindowFrame, start: Any, end: Any) -> list[tuple[Any, Any]]:
         """Return the ``[start, end)`` ranges left of each row's frame once ``frame.exclude`` takes its rows out:

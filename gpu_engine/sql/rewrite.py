@@ -100,7 +100,9 @@ def parse_one_statement(text: str, dialect: str) -> exp.Expression:
         parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)  # corr(DISTINCT y, x) (plans.sql_aggregates)
         from gpu_engine.plans.interval_translation import interval_texts_kept  # (INTERVAL '3 days 04:00:00')
 
-        statements = [s for s in parser.parse(interval_texts_kept(tokens), text) if s is not None]
+        from gpu_engine.plans.window_tokens import groups_frames_kept  # OVER (GROUPS BETWEEN ...)
+
+        statements = [s for s in parser.parse(groups_frames_kept(interval_texts_kept(tokens)), text) if s is not None]
     except ParseError as error:
         first = error.errors[0] if error.errors else {}
         raise SqlError(f"cannot parse SQL: {parse_error_text(error)}", line=first.get("line"),

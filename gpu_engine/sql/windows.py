@@ -243,7 +243,5 @@ def _function_snippet(window: exp.Window, name: str, column_of) -> str:
     if ignore_nulls:
         function = exp.IgnoreNulls(this=function)
     spec = window.args.get("spec")
-    if spec is not None and str(spec.args.get("kind") or "").upper() == "GROUPS":
-        raise _unsupported("a GROUPS frame (the Window operator computes ROWS and RANGE frames)", window)
     over = f" OVER ({spec.sql(dialect='duckdb')})" if spec is not None else ""
     return function.sql(dialect="duckdb") + over + " AS " + _quoted(name)

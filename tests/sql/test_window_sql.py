@@ -146,9 +146,9 @@ def test_window_sql_matches_duckdb_on_each_device(device_name, reference):
      "a frame starting at 1 FOLLOWING cannot end at CURRENT ROW"),
     # a lag/lead default DuckDB cannot cast to the value's type (an INTEGER to a DATE) is refused, not read as days
     ("SELECT lead(DATE '1995-01-01' + k, 2, 3) OVER (ORDER BY id) AS x FROM t", "the default 3 does not convert"),
-    # GROUPS frames are not planned: refused by name (was "cannot parse SQL" of the planner's own snippet)
-    ("SELECT sum(v) OVER (ORDER BY o GROUPS BETWEEN 1 PRECEDING AND CURRENT ROW) AS x FROM t",
-     "unsupported SQL: a GROUPS frame"),
+    # a GROUPS frame counts peer groups: its offsets are whole numbers
+    ("SELECT sum(v) OVER (ORDER BY o GROUPS BETWEEN 1.5 PRECEDING AND CURRENT ROW) AS x FROM t",
+     "a GROUPS frame offset must be a non-negative integer constant, got 1.5"),
 ])
 def test_window_constructs_the_engine_does_not_plan_are_refused_with_their_position(sql, message):
     with pytest.raises(SqlError) as raised:
