@@ -165,7 +165,8 @@ def covers_whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -
 def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
     if not isinstance(frame, WindowFrame) or frame.kind not in ("ROWS", "RANGE", "GROUPS") \
             or frame.start not in FRAME_BOUNDS or frame.end not in FRAME_BOUNDS:
-        raise PlanError(f"a frame is ROWS, RANGE or GROUPS between two of {', '.join(FRAME_BOUNDS)}", node=label, column=text)
+        raise PlanError(f"a frame is ROWS, RANGE or GROUPS between two of {', '.join(FRAME_BOUNDS)}", node=label,
+                        column=text)
     if frame.exclude not in ("", "CURRENT ROW", "GROUP", "TIES"):
         raise PlanError(f"EXCLUDE {frame.exclude!r}: a frame excludes CURRENT ROW, GROUP, TIES or nothing", node=label,
                         column=text)
@@ -251,7 +252,8 @@ def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> Windo
     exclude = "" if exclude == "NO OTHERS" else exclude
     kind = str(spec.args.get("kind") or "").upper()
     if kind not in ("ROWS", "RANGE", "GROUPS"):
-        raise PlanError(f"{kind or 'this'} window frame is not supported (ROWS, RANGE or GROUPS)", node=label, column=text)
+        raise PlanError(f"{kind or 'this'} window frame is not supported (ROWS, RANGE or GROUPS)", node=label,
+                        column=text)
     start, start_offset = _bound(spec, "start", label, text)
     if spec.args.get("end") is None:  # ROWS n PRECEDING: up to the current row
         end, end_offset = "CURRENT ROW", 0

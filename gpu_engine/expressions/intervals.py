@@ -348,7 +348,8 @@ def intervals_from_strings(device: Device, column: Column, *, unread_as_null: bo
 INTERVAL_FUNCTIONS = ("to_millennia", "to_centuries", "to_decades", "to_years", "to_quarters", "to_months",
                       "to_weeks", "to_days", "to_hours", "to_minutes", "to_seconds", "to_milliseconds",
                       "to_microseconds", "interval_add", "interval_sub", "interval_negate", "interval_multiply",
-                      "interval_scale", "interval_divide", "timestamp_add_interval", "timestamp_difference", "age", "interval_part")
+                      "interval_scale", "interval_divide", "timestamp_add_interval", "timestamp_difference", "age",
+                      "interval_part")
 
 
 def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],

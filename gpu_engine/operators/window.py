@@ -522,7 +522,8 @@ class Window(BarrierOperator):
         column = data.column(key.name)
         offsets = [offset for call in self.node.functions if _has_range_offset(call.frame)
                    for bound, offset in ((call.frame.start, call.frame.start_offset),
-                                         (call.frame.end, call.frame.end_offset)) if bound in ("PRECEDING", "FOLLOWING")]
+                                         (call.frame.end, call.frame.end_offset))
+                   if bound in ("PRECEDING", "FOLLOWING")]
         valid = xp.ones(len(column), dtype=xp.bool_) if column.validity is None else column.validity[order]
         dtype = column.dtype
         if pa.types.is_timestamp(dtype) or (pa.types.is_date32(dtype) and any(

@@ -50,6 +50,7 @@ def test_excluded_frames_match_duckdb(device_name, reference):
 
 
 def test_value_functions_with_exclude_are_refused_by_name():
-    sql = "SELECT first_value(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) FROM t"
+    sql = ("SELECT first_value(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) "
+           "FROM t")
     with pytest.raises(SqlError, match="EXCLUDE CURRENT ROW over first_value is not supported"):
         session_with_tables(TABLES, device="cpu").sql(sql)
