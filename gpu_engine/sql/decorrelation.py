@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "semi_join",
-           "select_over", "empty_group_value", "strict_subquery", "fails_on_empty_group"]
+           "select_over", "empty_group_value", "strict_subquery", "fails_on_empty_group", "NULL_STRICT"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
 PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
@@ -86,7 +86,7 @@ def _with_clauses(tree: exp.Expression, clauses: dict) -> exp.Expression:
 
 
 # Operations that are NULL when an operand is: a scalar subquery under them may be decorrelated into a join.
-_NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
+NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
 
 
 def strict_subquery(side: exp.Expression) -> exp.Subquery | None:
@@ -96,7 +96,7 @@ def strict_subquery(side: exp.Expression) -> exp.Subquery | None:
     planned as an inner join with its aggregate per key (missing keys dropped) keeps the rows it should
     (TPC-DS q6); under a function such as coalesce a missing value would count, and that stays refused.
     """
-    while isinstance(side, _NULL_STRICT) and not isinstance(side, exp.Subquery):
+    while isinstance(side, NULL_STRICT) and not isinstance(side, exp.Subquery):
         operands = [operand for operand in (side.this, side.args.get("expression")) if operand is not None]
         holding = [operand for operand in operands if has_subquery(operand)]
         if len(holding) != 1:
@@ -127,7 +127,7 @@ def _null_through_strict(tree: exp.Expression) -> bool:
     """Return whether ``tree`` is NULL for a NULL reached through NULL-strict operations (simplify keeps NULL * 1.2)."""
     if isinstance(tree, exp.Null):
         return True
-    if not isinstance(tree, _NULL_STRICT):
+    if not isinstance(tree, NULL_STRICT):
         return False
     return any(_null_through_strict(operand) for operand in (tree.this, tree.args.get("expression"))
                if isinstance(operand, exp.Expression))

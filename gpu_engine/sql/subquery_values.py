@@ -25,11 +25,12 @@ column, so the rest of the planner sees only joins and columns:
 In an aggregating query the joined columns are grouping keys where the
 subquery stands outside the aggregate calls: they depend only on the outer
 columns of the correlation, which must be grouping keys themselves.
-Left to the WHERE path: a WHERE conjunct that is [NOT] EXISTS / [NOT] IN, a
-comparison with a scalar subquery it plans, and EXISTS / IN under OR (mark
-joins). Refused by name: a correlated subquery that neither aggregates nor
-takes one row (it could return several rows per outer row: DuckDB fails at
-run time where one does), or groups or has HAVING.
+Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
+with a correlation equality (semi and anti joins), a comparison with a scalar
+subquery it plans, and EXISTS / IN under OR (mark joins). Refused by name: a
+correlated subquery that neither aggregates nor takes one row (it could
+return several rows per outer row: DuckDB fails at run time where one does),
+or groups or has HAVING.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from sqlglot import exp
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import (
-    correlation, empty_group_value, fails_on_empty_group, select_over, split_correlated, strict_subquery,
+    NULL_STRICT, correlation, empty_group_value, fails_on_empty_group, select_over, split_correlated, strict_subquery,
     subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
@@ -132,10 +133,6 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
                            or fails_on_empty_group(comparison, node, value))
 
 
-#: Operations that are NULL when an operand is (a comparison over them is NULL for a NULL column).
-_NULL_STRICT = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Neg, exp.Paren, exp.Cast)
-
-
 def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
     """Return whether ``conjunct`` is never TRUE where ``column`` is NULL (a comparison reaching it strictly)."""
     conjunct = _stripped(conjunct, False)
@@ -145,7 +142,7 @@ def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
         if (found.table, found.name) != (column.table, column.name):
             continue
         node = found.parent
-        while node is not conjunct and isinstance(node, _NULL_STRICT):
+        while node is not conjunct and isinstance(node, NULL_STRICT):
             node = node.parent
         if node is conjunct:
             return True
@@ -193,7 +190,8 @@ def _value_positions(select: exp.Select, marks_planned: bool) -> list[tuple[exp.
     where = select.args.get("where")
     outer_aliases = defined_aliases(select)
     for conjunct in conjuncts_of(where.this if where is not None else None):
-        out.extend((node, "where") for node in _own_subqueries(conjunct) if not _left_to_where_path(conjunct, node, marks_planned, outer_aliases))
+        out.extend((node, "where") for node in _own_subqueries(conjunct)
+                   if not _left_to_where_path(conjunct, node, marks_planned, outer_aliases))
     return out
 
 
@@ -365,7 +363,7 @@ class _Joined:
 
     def _group_by(self, outer_columns: list[exp.Column], node: exp.Expression, clause: str,
                   joined: list[exp.Column]) -> None:
-        """Make the joined columns grouping keys where ``node`` stands outside the aggregates of an aggregating query."""
+        """Make the joined columns grouping keys where ``node`` stands beside the aggregates of an aggregating query."""
         if clause in ("where", "group") or not self.aggregating or node.find_ancestor(*SQL_AGGREGATES) is not None:
             return
         group = self.select.args.get("group")

@@ -1,6 +1,7 @@
 """Subqueries used as values (issue 30 item 7): correlated scalar subqueries and EXISTS / IN outside WHERE's forms.
 
-A correlated aggregate (or ``ORDER BY ... LIMIT 1`` row) in the SELECT list, CASE, ORDER BY, HAVING, under NOT or OR or a function in WHERE,
+A correlated aggregate (or ``ORDER BY ... LIMIT 1`` row) in the SELECT list, CASE, ORDER BY, HAVING, GROUP BY,
+under NOT or OR or a function in WHERE,
 correlated by several columns, on an expression or by a non-equality (computed per distinct outer value), COUNT
 over empty groups (0, not NULL), EXISTS / [NOT] IN as values with SQL's three-valued logic over NULLs, all
 against DuckDB over tiny tables with NULLs and an empty table. What stays refused is refused by name.
@@ -96,7 +97,8 @@ def test_subquery_values_match_duckdb_on_each_device(device_name, reference):
      "neither aggregates nor takes one row"),
     ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar"),
     ("SELECT a, (SELECT count(*) FROM u WHERE u.d < coalesce(t.d, 0)) FROM t", "a correlation that may hold where"),
-    ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s", "a correlated subquery reading t.k, which is not a GROUP BY"),
+    ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s",
+     "a correlated subquery reading t.k, which is not a GROUP BY"),
     ("SELECT a, (SELECT max(m) FROM (SELECT b AS m FROM u WHERE u.k = t.k) q) FROM t",
      "a correlated reference inside a derived table"),
 ])
