@@ -14,9 +14,10 @@ and one probe pass whatever the number of distinct strings.
 Both twins assign ids in order of each new string's first row, so they give
 identical ids: the CPU twin by a sequential loop that stops when the table
 must grow (the host grows it and resumes); the CUDA twin by claiming slots
-with compare-and-swap, electing the smallest row per new string with an
-atomic max on the slot's marker, then numbering elected rows with a stream
-compaction (one host sync, as :class:`~gpu_engine.kernels.group_by.GroupByHashTable`).
+with compare-and-swap within counted room (a batch whose rows found no room
+is claimed again after the table grows), electing the smallest row per new
+string with an atomic max on the slot's marker, then numbering elected rows
+with a stream compaction sized by the claim count (one host sync a batch).
 NULL rows get id 0 and add nothing (the consumer masks them by validity).
 """
 
@@ -33,7 +34,7 @@ from numba.extending import intrinsic
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
-from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.filter import _scatter_kept_cuda
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cpu, _rehash_cuda
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
@@ -57,6 +58,12 @@ _U33 = np.uint64(33)
 #: 32-byte entry; only strings longer than 16 bytes read their tails from the known bytes.
 WORD0, WORD1, LENGTH, HASH = 0, 1, 2, 3
 WORDS_WIDTH = 4
+
+#: Entries of the table's ``_state`` (int64, on the device): the strings with ids and, for the CUDA twins'
+#: room checks, the strings and bytes claimed so far (the known ones plus a parallel batch's claims), and the
+#: rows and bytes a parallel batch's claim kernel refused for want of room (the host grows and reruns it).
+KNOWN, CLAIMED, CLAIMED_BYTES, REFUSED, REFUSED_BYTES = 0, 1, 2, 3, 4
+STATE_WIDTH = 5
 
 
 @intrinsic
@@ -220,9 +227,19 @@ def _hash_strings_cuda(offsets, chars, hashes):
 
 @cuda.jit
 def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slots, known_words, known_offsets,
-                             known_chars, row_slots):
-    """Find or claim each row's slot; a claimed slot holds ``-(row + 2)`` of the string's smallest row."""
+                             known_chars, state, row_slots):
+    """Find or claim each row's slot; a claimed slot holds ``-(row + 2)`` of the string's smallest row.
+
+    A claim first reserves an entry and the string's bytes in ``state`` (CLAIMED, CLAIMED_BYTES); a row
+    that finds no room refuses (``row_slots`` -1, counted in REFUSED and REFUSED_BYTES) and the host grows
+    the table and claims the batch again. So the table needs room for the strings a batch adds, not for all
+    its rows, and its slots never fill past half (no probe can loop forever).
+    """
     capacity = slots.shape[0]
+    max_known = known_words.shape[0]
+    if capacity // 2 < max_known:
+        max_known = capacity // 2
+    max_bytes = known_chars.shape[0]
     for i in range(cuda.grid(1), hashes.shape[0], cuda.gridsize(1)):
         if has_validity and not validity[i]:
             row_slots[i] = -1
@@ -230,12 +247,30 @@ def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slo
         h = hashes[i]
         marker = -(i + 2)
         slot = _first_slot(h, capacity)
+        start = offsets[i]
+        length = offsets[i + 1] - start
+        refused = False
         while True:
             current = slots[slot]
             if current == EMPTY:
-                current = cuda.atomic.cas(slots, slot, EMPTY, marker)
-                if current == EMPTY:
-                    break
+                claimed = cuda.atomic.add(state, CLAIMED, 1)
+                claimed_bytes = cuda.atomic.add(state, CLAIMED_BYTES, length)
+                room = claimed < max_known and claimed_bytes + length <= max_bytes
+                if room:
+                    current = cuda.atomic.cas(slots, slot, EMPTY, marker)
+                    if current == EMPTY:
+                        break
+                cuda.atomic.add(state, CLAIMED, -1)  # another row took the slot, or no room: give it back
+                cuda.atomic.add(state, CLAIMED_BYTES, -length)
+                if not room:
+                    # Rows of one new string race for its slot: read it again before refusing (a refusal
+                    # only costs a rerun, but one per batch would size the table for every row).
+                    current = slots[slot]
+                    if current == EMPTY:
+                        cuda.atomic.add(state, REFUSED, 1)
+                        cuda.atomic.add(state, REFUSED_BYTES, length)
+                        refused = True
+                        break
             # The bytes of a known string (its hash in its entry) or of an earlier row.
             if current >= 0:
                 same = known_words[current, HASH] == h
@@ -246,8 +281,7 @@ def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slo
                 same = hashes[other] == h
                 other_start = offsets[other]
                 other_length = offsets[other + 1] - other_start
-            start = offsets[i]
-            same = same and other_length == offsets[i + 1] - start
+            same = same and other_length == length
             k = 0
             while same and k < other_length:
                 byte = known_chars[other_start + k] if current >= 0 else chars[other_start + k]
@@ -258,13 +292,14 @@ def _claim_string_slots_cuda(offsets, chars, validity, has_validity, hashes, slo
                     cuda.atomic.max(slots, slot, marker)
                 break
             slot = (slot + 1) & (capacity - 1)
-        row_slots[i] = slot
+        row_slots[i] = -1 if refused else slot
 
 
 @cuda.jit
 def _flag_first_string_rows_cuda(slots, row_slots, is_first):
+    """Flag (1) each row that claimed its string's slot, for the host's compaction of the new strings' rows."""
     for i in range(cuda.grid(1), row_slots.shape[0], cuda.gridsize(1)):
-        is_first[i] = row_slots[i] >= 0 and slots[row_slots[i]] == -(i + 2)
+        is_first[i] = 1 if row_slots[i] >= 0 and slots[row_slots[i]] == -(i + 2) else 0
 
 
 @cuda.jit
@@ -323,7 +358,9 @@ def _intern_rows_serial_cuda(offsets, chars, validity, has_validity, hashes, sta
                 break
             slot = (slot + 1) & (capacity - 1)
         ids[i] = g
-    state[0] = num_known
+    state[KNOWN] = num_known
+    state[CLAIMED] = num_known  # what the parallel twin's room checks count from
+    state[CLAIMED_BYTES] = known_offsets[num_known]
 
 
 @cuda.jit
@@ -372,8 +409,11 @@ class StringKeyTable:
     The count of known strings lives in a device array too (``_state``): on cuda the host keeps upper
     bounds of the strings and bytes (each batch adds at most its rows and bytes) and reads the exact
     count back only when a bound passes the arrays' room, so an input of at most
-    :data:`SERIAL_ROWS` rows (a dictionary's values) costs one launch and no sync, and a longer one
-    the one sync of its stream compaction.
+    :data:`SERIAL_ROWS` rows (a dictionary's values) costs one launch and no sync. A longer one costs
+    one read of the claim counts: its rows claim slots within the room made for the strings the last
+    batch added (none once the key set stops growing), and only when rows were refused does the table
+    grow and claim again. So the arrays follow the distinct strings, not the rows: room for every row of
+    a 16M-row GPU batch was ~1 GB per string key.
 
     Parameters
     ----------
@@ -395,10 +435,15 @@ class StringKeyTable:
         self._words = xp.zeros((capacity // 2, WORDS_WIDTH), dtype=xp.uint64)  # see WORD0 .. HASH
         self._offsets = xp.zeros(capacity // 2 + 1, dtype=xp.int64)
         self._chars = xp.zeros(8 * capacity, dtype=xp.uint8)
-        self._state = xp.zeros(1, dtype=xp.int64)  # [known strings]
+        self._state = xp.zeros(STATE_WIDTH, dtype=xp.int64)  # see KNOWN .. REFUSED_BYTES
         #: Upper bounds of the known strings and their bytes (exact on cpu, and after each read on cuda).
         self._known_bound = 0
         self._chars_bound = 0
+        self._bounds_exact = True
+        #: The strings and bytes the next parallel batch makes room for before it claims: the first table's
+        #: room, then what the last parallel batch added (none once the key set stops growing).
+        self._expected_new = capacity // 2
+        self._expected_bytes = 8 * capacity
 
     @property
     def nbytes(self) -> int:
@@ -420,9 +465,14 @@ class StringKeyTable:
             dictionary = column.dictionary
             if not len(dictionary) or not len(column):
                 return xp.zeros(len(column), dtype=xp.int64)
-            ids = gather(self.device, self.intern(dictionary), column.data)
+            ids = gather(self.device, self._intern_plain(dictionary, all_new=True), column.data)
             validity = dictionary_row_validity(self.device, column)
             return ids if validity is None else xp.where(validity, ids, 0)
+        return self._intern_plain(column, all_new=False)
+
+    def _intern_plain(self, column: Column, all_new: bool) -> Any:
+        """Intern a plain string column's rows; ``all_new``: expect every row to be a new string (a dictionary)."""
+        xp = self.device.xp
         n = len(column)
         ids = xp.empty(n, dtype=xp.int64)
         if n == 0:
@@ -443,9 +493,10 @@ class StringKeyTable:
                         self._offsets, self._chars, self._state, ids)
             self._known_bound += n
             self._chars_bound += batch_chars
+            self._bounds_exact = False
         else:
             launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
-            self._intern_parallel_cuda(arguments, ids, batch_chars)
+            self._intern_parallel_cuda(arguments, ids, batch_chars, all_new)
         return ids
 
     def cpu_twins(self) -> list[tuple[Any, tuple]]:
@@ -477,11 +528,14 @@ class StringKeyTable:
 
     # ----------------------------------------------------------------- internals
     def _exact_known(self) -> int:
-        """Make the bounds exact (one read on cuda, none on cpu) and return the known strings."""
+        """Make the bounds exact (one read on cuda where they are not yet, none on cpu) and return the known strings."""
         if self.device.kernel_flavor == "cpu":
+            return self._known_bound
+        if self._bounds_exact:
             return self._known_bound
         known = self._state[0:1]
         self._known_bound, self._chars_bound = self.device.read_scalars([known, self._offsets[known]])
+        self._bounds_exact = True
         return self._known_bound
 
     def _intern_cpu(self, arguments, ids) -> None:
@@ -495,30 +549,77 @@ class StringKeyTable:
                                    self._state, ids)
             self._known_bound = int(self._state[0])
             self._chars_bound = int(self._offsets[self._known_bound])
-            if row < n:  # grow by doubling, bounded by the rows and bytes still to come
-                self._reserve(min(n - row, max(self._known_bound, 1024)), int(offsets[n] - offsets[row]))
+            if row < n:  # grow what ran out by doubling (room for the stopping row), bounded by what is to come
+                length = int(offsets[row + 1] - offsets[row])
+                full = self._known_bound >= min(int(self._words.shape[0]), self.capacity // 2)
+                short = self._chars_bound + length > int(self._chars.shape[0])
+                self._reserve(min(n - row, max(self._known_bound, 1024)) if full else 0,
+                              min(int(offsets[n] - offsets[row]), max(self._chars_bound, 8192, length)) if short else 0)
 
-    def _intern_parallel_cuda(self, arguments, ids, batch_chars: int) -> None:
+    def _intern_parallel_cuda(self, arguments, ids, batch_chars: int, all_new: bool) -> None:
+        """Claim the rows' slots in parallel within the room made for the strings expected (the last batch's
+        new ones), read the claim counts back once, and grow and claim again only when rows were refused."""
         xp = self.device.xp
         device = self.device
         offsets, chars, validity, has_validity, hashes = arguments
         n = ids.shape[0]
-        self._reserve(n, batch_chars)
+        if all_new:
+            self._reserve(n, batch_chars)
+        else:
+            self._reserve(min(n, self._expected_new), min(batch_chars, self._expected_bytes))
         row_slots = xp.empty(n, dtype=xp.int64)
-        launch_cuda(device, _claim_string_slots_cuda, n, offsets, chars, validity, has_validity, hashes, self._slots,
-                    self._words, self._offsets, self._chars, row_slots)
-        is_first = xp.empty(n, dtype=xp.bool_)
-        launch_cuda(device, _flag_first_string_rows_cuda, n, self._slots, row_slots, is_first)
-        new_rows = selection_from_mask(device, is_first)
-        num_new = int(new_rows.shape[0])
+        while True:
+            launch_cuda(device, _claim_string_slots_cuda, n, offsets, chars, validity, has_validity, hashes,
+                        self._slots, self._words, self._offsets, self._chars, self._state, row_slots)
+            known, claimed, claimed_bytes, refused, refused_bytes = device.read_scalars(
+                [self._state[k:k + 1] for k in range(STATE_WIDTH)])
+            if not refused:
+                break
+            self._grow_after_refusal(n, batch_chars, claimed - known, refused, claimed_bytes, refused_bytes)
+        num_new = claimed - known
+        self._known_bound, self._chars_bound = claimed, claimed_bytes  # exact: every claim makes an entry
+        self._bounds_exact = True
+        self._expected_new = num_new
+        self._expected_bytes = num_new * -(-claimed_bytes // max(claimed, 1))
         if num_new:
+            is_first = xp.empty(n, dtype=xp.int32)
+            launch_cuda(device, _flag_first_string_rows_cuda, n, self._slots, row_slots, is_first)
+            new_rows = xp.empty(num_new, dtype=xp.int32)
+            launch_cuda(device, _scatter_kept_cuda, n, is_first, xp.cumsum(is_first, dtype=xp.int32), new_rows)
             ends = xp.cumsum(offsets[new_rows.astype(xp.int64) + 1] - offsets[new_rows])
             launch_cuda(device, _append_new_strings_cuda, num_new, new_rows, ends, offsets, chars, hashes, row_slots,
                         self._slots, self._words, self._offsets, self._chars, self._state)
-            self._state += num_new
-            self._known_bound += num_new
-            self._chars_bound += batch_chars
+            self._state[KNOWN] = claimed
         launch_cuda(device, _read_string_ids_cuda, n, self._slots, row_slots, ids)
+
+    def _grow_after_refusal(self, n: int, batch_chars: int, claimed_rows: int, refused: int, claimed_bytes: int,
+                            refused_bytes: int) -> None:
+        """Forget a refused batch's claims and grow the room that ran out: at least doubled, at most fourfold,
+        never past what the batch could add (its claimed and refused rows: an upper bound, as a string refused in
+        many rows counts in each)."""
+        xp = self.device.xp
+        self._slots = xp.where(self._slots < EMPTY, EMPTY, self._slots).astype(xp.int32, copy=False)
+        self._bounds_exact = False  # one more read, on growth only: the known bytes
+        known = self._exact_known()
+        known_bytes = self._chars_bound
+        wanted_rows = claimed_rows + refused
+        self._state[CLAIMED] = known
+        self._state[CLAIMED_BYTES] = known_bytes
+        self._state[REFUSED] = 0
+        self._state[REFUSED_BYTES] = 0
+        row_room = min(int(self._words.shape[0]), self.capacity // 2) - known
+        byte_room = int(self._chars.shape[0]) - known_bytes
+        wanted_bytes = claimed_bytes - known_bytes + refused_bytes
+        # The entries ran out when every one was claimed; else the bytes did (or rows raced for one string's
+        # slot: both grow, so that claiming again makes progress).
+        rows_out = claimed_rows >= row_room
+        rows = row_room
+        if rows_out or wanted_bytes <= byte_room:
+            rows = min(n, max(2 * row_room, 16, min(wanted_rows, 4 * row_room)))
+        incoming = byte_room
+        if not rows_out:
+            incoming = min(batch_chars, max(2 * byte_room, 64, min(wanted_bytes, 4 * byte_room)))
+        self._reserve(rows, incoming)
 
     def _reserve(self, rows: int, incoming: int) -> None:
         """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots."""

@@ -73,8 +73,9 @@ CASES = {
     "hash._string_hashes_cuda": [lambda: [i64(), u8(), u64()]],
     "hash._combine_column_cuda": [lambda: [u64(), u64(), b1(), True, False]],
     "string_keys._hash_strings_cuda": [lambda: [i64(), u8(), u64()]],
-    "string_keys._claim_string_slots_cuda": [lambda: [i64(), u8(), b1(), True, u64(), i32(), u64(2), i64(), u8(), i64()]],
-    "string_keys._flag_first_string_rows_cuda": [lambda: [i32(), i64(), b1()]],
+    "string_keys._claim_string_slots_cuda": [
+        lambda: [i64(), u8(), b1(), True, u64(), i32(), u64(2), i64(), u8(), i64(), i64()]],
+    "string_keys._flag_first_string_rows_cuda": [lambda: [i32(), i64(), i32()]],
     "string_keys._intern_rows_serial_cuda": [
         lambda: [i64(), u8(), b1(), False, u64(), 0, i32(), u64(2), i64(), u8(), i64(), i64()]],
     "string_keys._append_new_strings_cuda": [

@@ -53,3 +53,41 @@ def test_rows_at_the_end_of_an_exact_size_buffer_read_their_last_bytes_one_by_on
     table = StringKeyTable(device)
     assert [int(i) for i in device.to_host(table.intern(column))] == [0, 1, 2, 1, 0, 2]
     assert table.values().to_arrow(device).to_pylist() == values[:3]
+
+
+def _padded_keys(rows: int, distinct: int) -> pa.Array:
+    return pa.array([f"{i * 7919 % distinct:05d}" + "-" * 35 for i in range(rows)])
+
+
+def test_room_follows_the_distinct_strings_not_the_rows(device):
+    """60 distinct 40-byte strings over 1,200 rows: the table keeps the room it started with (slots, entries,
+    bytes: 32 KB), not room for every row of the batch being new (~112 KB here; sizing for the rows gave a
+    16M-row GPU batch ~1 GB per string key). The parallel CUDA path claims within the room it has and grows
+    only when its claim kernel reports refused rows (the growth itself: the first test); ids still follow first
+    appearance."""
+    table = StringKeyTable(device, serial_rows=64)
+    keys = _padded_keys(1200, 60)
+    ids = device.to_host(table.intern(Column.from_arrow(keys, device)))
+    first_seen = {value: i for i, value in reversed(list(enumerate(keys.to_pylist())))}
+    order = {value: k for k, value in enumerate(sorted(first_seen, key=first_seen.get))}
+    assert [int(i) for i in ids] == [order[value] for value in keys.to_pylist()]
+    assert table.nbytes <= 64 * 1024, table.nbytes
+
+
+def test_a_second_batch_of_known_strings_grows_nothing_and_reads_back_at_most_once(device):
+    """Once the key set stops growing a batch neither grows nor rebuilds the table and reads back at most its
+    one status (the CUDA path's claim counts; the cpu twin counts the same read): the second batch used to
+    reserve room for all its rows as new strings on top of the first batch's, so it always read the exact count
+    back and rebuilt the slots."""
+    from gpu_engine.exec.device_counters import counts_now
+
+    table = StringKeyTable(device, serial_rows=8)
+    keys = _padded_keys(120, 30)
+    table.intern(Column.from_arrow(keys, device))
+    capacity, nbytes = table.capacity, table.nbytes
+    before = counts_now()
+    ids = table.intern(Column.from_arrow(keys.take(pa.array(range(119, -1, -1))), device))
+    counts = counts_now() - before
+    assert (table.capacity, table.nbytes) == (capacity, nbytes)
+    assert counts.host_syncs <= 1, counts
+    assert table.num_known == 30 and sorted(set(int(i) for i in device.to_host(ids))) == list(range(30))
