@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
-from gpu_engine.plans.functions import constant_value, function_type, part_name
+from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE, constant_value, function_type, part_name
 from gpu_engine.plans.sql_literals import coerce_literal
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
@@ -510,6 +510,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
                                                       start, end], tree)
     if name == "printf":
         return _printf(translator, tree)
+    if name == SCALAR_SUBQUERY_VALUE:  # written by the planner (gpu_engine.sql.subquery_values)
+        return build_function(translator, name, _translate(translator, list(tree.expressions)), tree)
     if name == "isfinite":
         return build_function(translator, "isfinite", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("date_part", "datepart"):

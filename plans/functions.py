@@ -32,6 +32,7 @@ from gpu_engine.plans.type_coercion import arithmetic_type, common_type
 
 __all__ = [
     "SCALAR_FUNCTIONS",
+    "SCALAR_SUBQUERY_VALUE",
     "DATE_PARTS",
     "TIME_PARTS",
     "TRUNC_PARTS",
@@ -562,8 +563,20 @@ def _try_cast(name: str, args: Sequence[Expr]) -> pa.DataType:
     return target
 
 
+#: The planner's own call: a correlated scalar subquery's value beside its row count (more than one row fails).
+SCALAR_SUBQUERY_VALUE = "scalar_subquery_value"
+
+
+def _scalar_subquery_value(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 2, 2)
+    if not is_integer(args[1].dtype):
+        raise TypeError(f"{name}: the second argument (the subquery's row count) must be an integer")
+    return args[0].dtype
+
+
 SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "try_cast": _try_cast,
+    SCALAR_SUBQUERY_VALUE: _scalar_subquery_value,
     "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
     "trim": _trim, "ltrim": _trim, "rtrim": _trim,
     "replace": _replace,

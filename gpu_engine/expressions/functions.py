@@ -20,10 +20,12 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
 from gpu_engine.expressions.intervals import INTERVAL_FUNCTIONS, evaluate_interval_function
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
+from gpu_engine.expressions.numeric import raise_at_first
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
 from gpu_engine.expressions.text_formatting import format_rows
 from gpu_engine.expressions.try_cast import try_cast
 from gpu_engine.plans.expressions import Expr, Function, Literal
+from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 
 __all__ = ["evaluate_function"]
 
@@ -55,4 +57,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_interval_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name == "try_cast":
         return try_cast(device, columns[0], expr.dtype)
+    if expr.name == SCALAR_SUBQUERY_VALUE:  # DuckDB's error, where an outer row met several subquery rows
+        raise_at_first(device, columns[1].data > 1, columns[1].validity, "More than one row returned by a "
+                       "subquery used as an expression - scalar subqueries can only return a single row")
+        return columns[0]
     raise PlanError(f"cannot evaluate function {expr.name!r}", column=expr.sql())

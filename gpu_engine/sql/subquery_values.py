@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import (
@@ -118,8 +119,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         return True
     value = select.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
-    if value.find(*SQL_AGGREGATES) is None and select.args.get("limit") is not None:
-        return False  # ORDER BY ... LIMIT 1: one row per outer row, a subquery value
+    if value.find(*SQL_AGGREGATES) is None:
+        return False  # a row per outer row (ORDER BY ... LIMIT 1, or checked at run time): a subquery value
     if not value.find(*SQL_AGGREGATES) or any(select.args.get(key) for key in _SHAPING):
         return True  # refused there, by name
     # Planned there (a join per key drops keys without rows), unless the value over no rows is not NULL (COUNT's
@@ -216,6 +217,7 @@ class _Joined:
         self.group_keys: list[exp.Expression] = []
         self.aggregating = _aggregating(select)
         self.done: dict[str, exp.Expression] = {}  # a subquery's SQL -> its replacement: written twice, joined once
+        self.checks: list[exp.Expression] = []  # WHERE conditions failing where an outer row meets several rows
 
     def replacement(self, node: exp.Expression, clause: str) -> exp.Expression:
         """Join what ``node`` (a scalar subquery or an EXISTS) needs; return the expression replacing it.
@@ -254,7 +256,11 @@ class _Joined:
             raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
         value = query.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
-        top = None if value.find(*SQL_AGGREGATES) is not None else self._kept_row_number(query, node)
+        aggregates = value.find(*SQL_AGGREGATES) is not None
+        top = self._kept_row_number(query, node) if not aggregates and query.args.get("limit") else None
+        checked = not aggregates and top is None  # any rows: more than one for an outer row fails at run time
+        grouped = [exp.alias_(exp.AnyValue(this=value.copy()) if checked else value.copy(), "v"),
+                   exp.alias_(exp.true(), "m")] + ([exp.alias_(exp.Count(this=exp.Star()), "n")] if checked else [])
         for key, name in _SHAPING.items():
             if query.args.get(key) and not (top is not None and key in ("limit", "offset")):
                 raise unsupported(f"{name} in a correlated scalar subquery", query.args[key]
@@ -271,12 +277,12 @@ class _Joined:
             raise unsupported("a correlated reference inside a derived table or a nested subquery", node)
         keys, others = correlation(correlated, inner)
         if others or not keys:
-            derived, on, outer_columns = self._per_domain(query, value, inner, local, correlated, alias, top)
+            outputs = [exp.alias_(value.copy(), "v")] if top is not None else grouped
+            derived, on, outer_columns = self._per_domain(query, outputs, inner, local, correlated, alias, top)
         else:
             projections = [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
             if top is None:
-                derived = select_over(query, projections + [exp.alias_(value.copy(), "v"),
-                                                            exp.alias_(exp.true(), "m")], local)
+                derived = select_over(query, projections + grouped, local)
                 derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
             else:
                 derived = self._one_row_per_key(select_over(query, projections + [exp.alias_(value.copy(), "v")],
@@ -284,21 +290,23 @@ class _Joined:
             on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
             outer_columns = [o for o, _ in keys]
         self.joins.append(exp.Join(this=_derived(derived, alias), side="LEFT", on=exp.and_(*on)))
-        empty = empty_group_value(value) if top is None else exp.Null()  # no row: NULL
+        empty = empty_group_value(value) if aggregates else exp.Null()  # no row: NULL
         joined = exp.column("v", table=alias)
+        if checked:  # every joined row is checked, as DuckDB does, wherever the value is read (a CASE branch too)
+            self.checks.append(exp.Anonymous(this=SCALAR_SUBQUERY_VALUE, expressions=[
+                exp.true(), exp.column("n", table=alias)]))
         if not isinstance(empty, exp.Null):
             joined = exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=exp.column("m", table=alias),
                                                                       expression=exp.Null()), true=empty)],
                                              default=joined))
-        self._group_by(outer_columns, node, clause, [exp.column("v", table=alias), exp.column("m", table=alias)])
+        self._group_by(outer_columns, node, clause, [exp.column(name, table=alias) for name in "vm"])
         return joined
 
     def _kept_row_number(self, query: exp.Select, node: exp.Expression) -> int:
         """Return which row (1-based) a correlated subquery that does not aggregate keeps: ``LIMIT 1 [OFFSET n]``."""
         if self.planner._count(query.args.get("limit"), "LIMIT") != 1:
-            raise unsupported("a correlated scalar subquery that neither aggregates nor takes one row (it may return "
-                              "more than one row per outer row; wrap its value in an aggregate such as min(...) or "
-                              "write ORDER BY ... LIMIT 1)", node)
+            raise unsupported("LIMIT other than 1 in a correlated scalar subquery that does not aggregate (it may "
+                              "return more than one row per outer row)", node)
         return (self.planner._count(query.args.get("offset"), "OFFSET") or 0) + 1
 
     def _one_row_per_key(self, numbered: exp.Select, query: exp.Select, partition: list[exp.Expression],
@@ -326,7 +334,7 @@ class _Joined:
                                                expression=exp.Literal.number(top))))
         return cut
 
-    def _per_domain(self, query: exp.Select, value, inner, local, correlated, alias, top):
+    def _per_domain(self, query: exp.Select, outputs, inner, local, correlated, alias, top):
         """Return the subquery computed per distinct value of the outer columns it reads, and the join back."""
         outer_columns = list({(c.table, c.name): c for conjunct in correlated for c in free_columns(conjunct)
                               if c.table not in inner}.values())
@@ -343,8 +351,7 @@ class _Joined:
             distinct.set("from_", exp.From(this=item.copy()))
             domains.append(_derived(distinct, table))
         projections = [exp.alias_(c.copy(), f"k{n}") for n, c in enumerate(outer_columns)]
-        derived = exp.Select(expressions=projections + [exp.alias_(value.copy(), "v")]
-                             + ([exp.alias_(exp.true(), "m")] if top is None else []))
+        derived = exp.Select(expressions=projections + outputs)
         derived.set("from_", exp.From(this=domains[0]))
         derived.set("joins", [exp.Join(this=domain) for domain in domains[1:]]
                     + [exp.Join(this=query.args["from_"].this.copy())]
@@ -405,6 +412,9 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
         if wanted(node, clause):
             node.replace(joined.replacement(node, clause))
     select.set("joins", list(select.args.get("joins") or []) + joined.joins)
+    if joined.checks:
+        where = select.args.get("where")
+        select.set("where", exp.Where(this=exp.and_(*([where.this] if where is not None else []), *joined.checks)))
     if joined.group_keys:
         select.args["group"].set("expressions", list(select.args["group"].expressions)
                                  + [key.copy() for key in joined.group_keys])

@@ -35,6 +35,10 @@ QUERIES = [
     "WHERE u.k = t.k ORDER BY x NULLS FIRST LIMIT 1 OFFSET 1) AS second_b FROM t",
     "SELECT a, (SELECT s FROM u WHERE u.d < t.d ORDER BY u.d DESC LIMIT 1) AS below FROM t",
     "SELECT a FROM t WHERE d < (SELECT u.d FROM u WHERE u.k = t.k ORDER BY u.d DESC LIMIT 1)",
+    # no aggregate and no LIMIT: one row per outer row here (more fail at run time, below)
+    "SELECT a, (SELECT b FROM u WHERE u.k = t.k AND u.d < 2) AS one_b, (SELECT s FROM u WHERE u.d = t.d + 1) AS s1 "
+    "FROM t",
+    "SELECT a FROM t WHERE a = 1 OR a < (SELECT b FROM u WHERE u.d = t.d)",
     # correlation on an expression and by a non-equality (computed per distinct outer value)
     "SELECT a, (SELECT sum(b) FROM u WHERE u.k = t.k + 1) AS c FROM t",
     "SELECT a, (SELECT count(*) FROM u WHERE u.d < t.d) AS c FROM t",
@@ -70,8 +74,9 @@ QUERIES = [
     "SELECT a, d NOT IN (SELECT d FROM u WHERE u.k = t.k) AS c FROM t",
 ]
 
-#: The shapes on the simulator: an equality-correlated COUNT, a per-domain one, EXISTS and correlated NOT IN values.
-SIMULATED = [QUERIES[1], QUERIES[9], QUERIES[28], QUERIES[33]]
+#: The shapes on the simulator: an equality-correlated COUNT, a value without aggregate (its row count checked), a
+#: per-domain COUNT, EXISTS and correlated NOT IN values.
+SIMULATED = [QUERIES[1], QUERIES[8], QUERIES[11], QUERIES[30], QUERIES[35]]
 
 
 @pytest.fixture(scope="module")
@@ -92,9 +97,8 @@ def test_subquery_values_match_duckdb_on_each_device(device_name, reference):
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) FROM t", "a correlated scalar subquery that neither aggregates"),
-    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k ORDER BY b LIMIT 2) FROM t", "a correlated scalar subquery that "
-     "neither aggregates nor takes one row"),
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k ORDER BY b LIMIT 2) FROM t", "LIMIT other than 1 in a correlated "
+     "scalar subquery that does not aggregate"),
     ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar"),
     ("SELECT a, (SELECT count(*) FROM u WHERE u.d < coalesce(t.d, 0)) FROM t", "a correlation that may hold where"),
     ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s",
@@ -115,3 +119,24 @@ def test_an_exists_correlated_only_across_types_is_refused_by_name():
         session_with_tables(TABLES, device="cpu").sql_plan("SELECT a FROM t WHERE EXISTS (SELECT 1 FROM u "
                                                            "WHERE u.s = t.k)")
     assert "(line 1, column " in str(info.value)
+
+
+@pytest.mark.parametrize("sql, fails", [
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) AS c FROM t", True),  # t.k = 1 meets two rows of u
+    ("SELECT a, CASE WHEN a > 10 THEN (SELECT b FROM u WHERE u.k = t.k) END AS c FROM t", True),  # DuckDB too
+    ("SELECT a, (SELECT b FROM u WHERE u.d < t.d) AS c FROM t", True),
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) AS c FROM t WHERE t.k = 2", False),  # no row meets key 1
+    ("SELECT a, (SELECT b FROM u WHERE u.k = t.d + 3) AS c FROM t", False),
+])
+def test_a_subquery_value_of_several_rows_fails_as_in_duckdb(sql, fails, reference):
+    """DuckDB: "More than one row returned by a subquery used as an expression" where an outer row meets two."""
+    from gpu_engine.errors import ExecutionError
+
+    session = session_with_tables(TABLES, device="cpu", fuse=False)
+    if not fails:
+        assert_queries_match_duckdb(session, reference, [sql])
+        return
+    with pytest.raises(Exception, match="More than one row returned by a subquery used as an expression"):
+        reference.execute(sql).fetchall()
+    with pytest.raises(ExecutionError, match="More than one row returned by a subquery used as an expression"):
+        session.sql(sql)
