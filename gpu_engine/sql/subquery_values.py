@@ -17,6 +17,9 @@ column, so the rest of the planner sees only joins and columns:
   whole correlation, grouped by the domain's columns, joined back on them;
 * a correlated ``(SELECT v ... ORDER BY x LIMIT 1 [OFFSET n])`` is the first (n+1-th) row of each key's
   partition in that order (a row_number() window), NULL for a key without rows;
+* a correlated ``(SELECT v ...)`` without aggregate or LIMIT is ``any_value(v)`` and the row count per key;
+  a WHERE condition raises DuckDB's "More than one row returned by a subquery used as an expression" for
+  every outer row that meets more than one (DuckDB checks eagerly, so a CASE branch not taken fails too);
 * an uncorrelated aggregate without GROUP BY (one row, always) is cross joined;
 * ``EXISTS (S)`` is ``(SELECT count(*) FROM S) > 0``, and ``x [NOT] IN (S)``
   outside WHERE's own forms is ``x = ANY (S)`` (its three-valued logic is
@@ -28,9 +31,7 @@ columns of the correlation, which must be grouping keys themselves.
 Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
 with a correlation equality (semi and anti joins), a comparison with a scalar
 subquery it plans, and EXISTS / IN under OR (mark joins). Refused by name: a
-correlated subquery that neither aggregates nor takes one row (it could
-return several rows per outer row: DuckDB fails at run time where one does),
-or groups or has HAVING.
+correlated subquery with GROUP BY, HAVING, DISTINCT or a LIMIT other than 1.
 """
 
 from __future__ import annotations
