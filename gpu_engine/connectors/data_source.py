@@ -34,12 +34,13 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterator, Sequence
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors.parquet_columns import (
-    check_row_counts, decodable_columns, dictionary_size, read_arrow_columns, read_decoded_columns,
+    check_row_counts, decodable_columns, dictionary_size, read_arrow_columns, read_decoded_columns, take_rows,
 )
 from gpu_engine.connectors.decode_pool import decode_pool, default_decode_threads
 from gpu_engine.connectors.parquet_footer import read_footer
@@ -67,12 +68,15 @@ class SplitPiece:
     row_groups: tuple[int, ...] = ()
     start: int = 0  # first row of an Arrow slice
 
-    def read(self, use_threads: bool = False, decode_threads: int | None = None) -> list[pa.RecordBatch]:
+    def read(self, use_threads: bool = False, decode_threads: int | None = None,
+             kept: np.ndarray | None = None) -> list[pa.RecordBatch]:
         """Return the piece's rows of the requested columns (``use_threads``: pyarrow decodes columns in parallel).
 
         The engine's page decoder runs the piece's column chunks on the process's decode pool of
         ``decode_threads`` threads (:mod:`gpu_engine.connectors.decode_pool`; None: its default, the
-        machine's cores; 0: on this thread).
+        machine's cores; 0: on this thread). With ``kept`` (increasing ``int32`` rows of a Parquet
+        piece), only those rows come back, gathered before they become Arrow arrays
+        (:func:`~gpu_engine.connectors.parquet_columns.read_decoded_columns`).
         """
         if not self.columns:  # count(*): only row counts are needed (and checked against the pages)
             if isinstance(self.split, ParquetSplit):
@@ -84,10 +88,11 @@ class SplitPiece:
         metadata = parquet_metadata(path)
         strings, decodable = _read_plan(path, self.columns)
         pool = decode_pool(default_decode_threads() if decode_threads is None else decode_threads)
-        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable, pool)
+        decoded = read_decoded_columns(path, metadata, self.row_groups, decodable, pool, kept=kept)
         rest = [c for c in self.columns if c not in decoded]
         arrays: dict[str, pa.Array | pa.ChunkedArray] = dict(decoded)
-        arrays.update(read_arrow_columns(path, metadata, self.row_groups, rest, strings, use_threads))
+        read = read_arrow_columns(path, metadata, self.row_groups, rest, strings, use_threads)
+        arrays.update(read if kept is None else {name: take_rows(column, kept) for name, column in read.items()})
         chunked = [arrays[c] if isinstance(arrays[c], pa.ChunkedArray) else pa.chunked_array([arrays[c]])
                    for c in self.columns]
         return pa.Table.from_arrays(chunked, names=list(self.columns)).to_batches()

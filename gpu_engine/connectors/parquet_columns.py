@@ -52,11 +52,13 @@ import pyarrow.parquet as pq
 from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
-    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_strings_chunk, describe,
+    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_chunk_rows,
+    decode_strings_chunk, describe,
     dictionary_values, first_invalid_utf8,
 )
 
-__all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts", "dictionary_size"]
+__all__ = ["decodable_columns", "read_decoded_columns", "read_arrow_columns", "check_row_counts", "dictionary_size",
+           "take_rows"]
 
 _CODECS = {"UNCOMPRESSED": CODEC_UNCOMPRESSED, "SNAPPY": CODEC_SNAPPY}
 _PHYSICAL = {"INT32": np.int32, "INT64": np.int64, "FLOAT": np.float32, "DOUBLE": np.float64}
@@ -171,11 +173,18 @@ PARALLEL_DECODE_MIN_BYTES = 1 << 20
 
 def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequence[int],
                          columns: dict[str, pa.DataType], pool: Executor | None = None,
-                         parallel_min_bytes: int = PARALLEL_DECODE_MIN_BYTES) -> dict[str, pa.Array]:
+                         parallel_min_bytes: int = PARALLEL_DECODE_MIN_BYTES,
+                         kept: np.ndarray | None = None) -> dict[str, pa.Array]:
     """Decode ``columns`` (from :func:`decodable_columns`) of ``row_groups``; return those that decoded.
 
     A column missing from the result has a layout the decoder does not read in some row group: read it
     with :func:`read_arrow_columns`.
+
+    With ``kept`` (increasing rows of the row groups read), only those rows are returned: a fixed-width
+    column decodes only them (:func:`~gpu_engine.kernels.parquet_pages.decode_chunk_rows`: pages without
+    one are skipped, values unpacked by position), a string column's chunks are cut to them
+    (:func:`take_rows`). Why: when a scan's join-key filters keep few rows, the other columns' decoding
+    and conversion then cost per row kept.
 
     With a ``pool`` (:func:`~gpu_engine.connectors.decode_pool.decode_pool`) and at least
     ``parallel_min_bytes`` of compressed chunks, each fixed-width column chunk (one row group of one
@@ -215,13 +224,17 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
                            _canonical_for(path, name) if as_codes else None)
             plans.append((name, arrow_type, None, [task]))
             continue
-        values = np.empty(rows, _PHYSICAL[layout.physical[index]])
+        size = rows if kept is None else len(kept)
+        values = np.empty(size, _PHYSICAL[layout.physical[index]])
         optional = max_definition == 1
-        valid = np.empty(rows if optional else 0, np.uint8)
+        valid = np.empty(size if optional else 0, np.uint8)
         tasks, row = [], 0
         for start, length, codec, count in zip(starts.tolist(), lengths.tolist(), codecs.tolist(), counts.tolist()):
+            # The chunk's rows of the output: all of them, or (kept) those kept, with their rows in the chunk.
+            low, high = (row, row + count) if kept is None else np.searchsorted(kept, [row, row + count]).tolist()
+            wanted = None if kept is None else (kept[low:high] - np.int32(row)).astype(np.int32, copy=False)
             tasks.append(partial(_decode_fixed_chunk, file_bytes, start, length, codec, max_definition, count,
-                                 values[row:row + count], valid[row:row + count] if optional else valid))
+                                 values[low:high], valid[low:high] if optional else valid, wanted))
             row += count
         plans.append((name, arrow_type, (values, valid if optional else None), tasks))
     everything = [task for _, _, _, tasks in plans for task in tasks]
@@ -253,15 +266,37 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
         else:
             if output is not None:
                 decoded[name] = _arrow_array(output[0], output[1], arrow_type)
+    if kept is not None:
+        decoded = {name: take_rows(array, kept) if isinstance(array, pa.ChunkedArray) else array
+                   for name, array in decoded.items()}
     return decoded
 
 
+def take_rows(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
+    """Return the increasing ``rows`` of ``column``, chunk by chunk (a string column's chunks keep their own
+    dictionaries: no unification across row groups)."""
+    chunks = []
+    first = 0
+    for chunk in column.chunks:
+        low, high = np.searchsorted(rows, [first, first + len(chunk)])
+        if high > low:
+            chunks.append(chunk.take(pa.array(rows[low:high] - first)))
+        first += len(chunk)
+    return pa.chunked_array(chunks, column.type)
+
+
 def _decode_fixed_chunk(file_bytes: np.ndarray, start: int, length: int, codec: int, max_definition: int, count: int,
-                        values: np.ndarray, valid: np.ndarray) -> tuple[int, int, int]:
-    """Decode one fixed-width column chunk into ``values``/``valid`` with this thread's page buffers."""
+                        values: np.ndarray, valid: np.ndarray, wanted: np.ndarray | None = None) -> tuple[int, int, int]:
+    """Decode one fixed-width column chunk (``wanted``: only those rows of it) into ``values``/``valid`` with this
+    thread's page buffers."""
     buffers = _scratch_buffers()
-    status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition, count,
-                                                            values, valid, buffers[0], buffers[1])
+    if wanted is None:
+        status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition,
+                                                                count, values, valid, buffers[0], buffers[1])
+    else:
+        status, page, at, buffers[0], buffers[1] = decode_chunk_rows(file_bytes, start, length, codec, max_definition,
+                                                                     count, wanted, values, valid, buffers[0],
+                                                                     buffers[1])
     return status, page, at
 
 

@@ -16,6 +16,7 @@ from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, StagedRun
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
+from gpu_engine.connectors.late_materialization import read_filtered_piece
 from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
 from gpu_engine.connectors.runtime_filters import CUT_BELOW_SHARE, cut_record_batches, prune_row_groups, select_rows
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
@@ -94,7 +95,11 @@ class TableScan(Operator):
     Parquet split first loses the row groups whose statistics rule every row
     out (``dynamic_filter_row_groups_skipped``), and a host-decoded piece's
     rows no build key can match are dropped before conversion and copy
-    (``dynamic_filter_rows_dropped``, ``dynamic_filter_seconds``): a host batch
+    (``dynamic_filter_rows_dropped``, ``dynamic_filter_seconds``). A host-decoded
+    Parquet piece decodes the columns its filters test first and the others only
+    for the rows kept, when they are few
+    (:mod:`~gpu_engine.connectors.late_materialization`:
+    ``late_materialized_rows_skipped``, ``late_materialized_row_groups_skipped``). A host batch
     keeps the rest as its gather map (or is cut to them when they are few:
     :data:`~gpu_engine.connectors.runtime_filters.CUT_BELOW_SHARE`), a batch bound for a GPU is cut. Unless
     the piece is packed, what is cut is gathered across record batches, pieces and splits into batches of up to
@@ -258,22 +263,34 @@ class TableScan(Operator):
                 [prepared if prepared.selection is None else _Survivors(prepared)]
             return _DecodedPiece(items, time.perf_counter() - began - prepared.filter_seconds, 0.0,
                                  prepared.rows - prepared.kept_rows, prepared.filter_seconds, piece.rows if filters else 0)
-        record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
-        selections: list[Any] = [None] * len(record_batches)
-        dropped, tested, filtering = 0, 0, 0.0
+        # Cut before the copy; a host batch keeps them as its gather map unless few (cut before converting).
+        share = 1.0 if self._packs or self.device.is_gpu else CUT_BELOW_SHARE
+        # The filters' columns first, the others only for the rows kept (gpu_engine.connectors.late_materialization).
+        late = read_filtered_piece(piece, filters, share, self._decode_threads, self._decode_pool_threads) \
+            if filters else None
+        if late is not None:
+            record_batches, selections = late.batches, late.selections
+            dropped, tested, filtering = late.dropped, piece.rows, late.filter_seconds
+            self.add_runtime_stat("late_materialized_rows_skipped", late.rows_skipped)
+            self.add_runtime_stat("late_materialized_row_groups_skipped", late.row_groups_skipped)
+        else:
+            record_batches = [b for b in piece.read(self._decode_threads, self._decode_pool_threads) if b.num_rows]
+            selections = [None] * len(record_batches)
+            dropped, tested, filtering = 0, 0, 0.0
         cut: list[bool] | None = None  # per record batch, when filtered and not packed: cut to the rows kept
-        if filters and record_batches:  # rows no build key can match go before they are converted or copied
-            filtering = time.perf_counter()
-            selections = [select_rows(b, filters) for b in record_batches]
-            dropped = sum(b.num_rows - len(rows) for b, rows in zip(record_batches, selections) if rows is not None)
-            tested = sum(b.num_rows for b in record_batches)
-            # Cut before the copy; a host batch keeps them as its gather map unless few (cut before converting).
-            share = 1.0 if self._packs or self.device.is_gpu else CUT_BELOW_SHARE
+        if late is not None and late.cut:  # only the rows kept were read
+            cut = None if self._packs else [True] * len(record_batches)
+        elif filters and record_batches:  # rows no build key can match go before they are converted or copied
+            began_cut = time.perf_counter()
+            if late is None:
+                selections = [select_rows(b, filters) for b in record_batches]
+                dropped = sum(b.num_rows - len(rows) for b, rows in zip(record_batches, selections) if rows is not None)
+                tested = sum(b.num_rows for b in record_batches)
             if self._packs:  # the piece stays one packed batch
                 record_batches, selections = cut_record_batches(record_batches, selections, share)
             else:  # what is cut is gathered with the rows kept of the next record batches and pieces (see _gather)
                 record_batches, selections, cut = _cut_each(record_batches, selections, share)
-            filtering = time.perf_counter() - filtering
+            filtering += time.perf_counter() - began_cut
         decoded = time.perf_counter()
         items: list[Any]
         if not record_batches:

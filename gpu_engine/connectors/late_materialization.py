@@ -1,0 +1,128 @@
+"""Read a Parquet piece's join-key columns first, and its other columns only where the filters keep rows.
+
+Why: a TPC-DS fact scan (``store_sales`` under q7's four join-key filters)
+decoded and converted every row of all its columns, then dropped 99.7% of
+them. Read here, the columns the filters test are decoded and tested first
+(:func:`~gpu_engine.connectors.runtime_filters.select_rows`); then
+
+* no row kept: the other columns are not read at all;
+* few rows kept (at most ``cut_share`` of the piece): the other columns are
+  decoded only in the row groups that hold a kept row, and there only the
+  kept rows (:meth:`~gpu_engine.connectors.data_source.SplitPiece.read` with
+  ``kept``: fixed-width pages without a kept row are skipped, the kept values
+  unpacked by position, :func:`~gpu_engine.kernels.parquet_pages.decode_chunk_rows`;
+  strings and what pyarrow reads are decoded whole and cut); the piece comes
+  back as record batches of the kept rows only;
+* many rows kept: the other columns are read whole and each batch keeps its
+  selection, as a piece read in one go would.
+
+``late_materialized_rows_skipped`` (rows of the other columns never
+converted) and ``late_materialized_row_groups_skipped`` (row groups whose
+other columns were never decoded) count it in a scan's runtime stats.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import pyarrow as pa
+
+from gpu_engine.connectors.data_source import SplitPiece, parquet_metadata
+from gpu_engine.connectors.runtime_filters import select_rows
+from gpu_engine.exec.dynamic_filters import JoinKeyFilter
+from gpu_engine.exec.split import ParquetSplit
+
+__all__ = ["FilteredPiece", "read_filtered_piece"]
+
+
+@dataclass
+class FilteredPiece:
+    """A piece read under join-key filters: its record batches and what the filters did."""
+
+    batches: list[pa.RecordBatch]
+    selections: list[np.ndarray | None]  # per batch, the rows to keep (None: all, or cut already)
+    cut: bool  # the batches hold only the rows kept
+    dropped: int  # rows the filters dropped
+    filter_seconds: float  # spent testing rows (and cutting the tested columns)
+    rows_skipped: int = 0  # rows of the other columns never converted
+    row_groups_skipped: int = 0  # row groups whose other columns were never decoded
+
+
+def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut_share: float,
+                        use_threads: bool = False, decode_threads: int | None = None) -> FilteredPiece | None:
+    """Read ``piece`` testing its ``filters`` before its other columns are read (see the module's docstring).
+
+    ``cut_share``: the largest share of the piece's rows kept for which the other columns are read for
+    the kept rows only. None when there is nothing to read late: not a Parquet piece, no column the
+    filters test, or no other column.
+    """
+    tested_names = {key_filter.column for key_filter in filters}
+    tested = tuple(name for name in piece.columns if name in tested_names)
+    others = tuple(name for name in piece.columns if name not in tested_names)
+    if not isinstance(piece.split, ParquetSplit) or not tested or not others or not piece.rows:
+        return None
+    first = [b for b in dataclasses.replace(piece, columns=tested).read(use_threads, decode_threads) if b.num_rows]
+    began = time.perf_counter()
+    selections = [select_rows(b, filters) for b in first]
+    starts = np.cumsum([0] + [b.num_rows for b in first])
+    kept = None
+    if any(rows is not None for rows in selections):
+        kept = np.concatenate([np.arange(start, start + b.num_rows, dtype=np.int32) if rows is None else
+                               rows + np.int32(start) for b, rows, start in zip(first, selections, starts.tolist())]
+                              ).astype(np.int32, copy=False)
+    dropped = 0 if kept is None else piece.rows - len(kept)
+    if kept is None or len(kept) > cut_share * piece.rows:  # many kept: the other columns whole
+        seconds = time.perf_counter() - began
+        rest = dataclasses.replace(piece, columns=others).read(use_threads, decode_threads)
+        batches = _joined(piece.columns, first, rest)
+        if kept is None:
+            return FilteredPiece(batches, [None] * len(batches), False, 0, seconds)
+        return FilteredPiece(batches, _per_batch(kept, batches), False, dropped, seconds)
+    tested_kept = [_take(b, rows) for b, rows in zip(first, selections)]
+    seconds = time.perf_counter() - began
+    if not len(kept):
+        return FilteredPiece([], [], True, dropped, seconds, dropped, len(piece.row_groups))
+    # The row groups holding a kept row, and the kept rows counted from the first of them.
+    metadata = parquet_metadata(piece.split.path)
+    group_rows = np.array([metadata.row_group(group).num_rows for group in piece.row_groups], np.int64)
+    group_starts = np.concatenate([[0], np.cumsum(group_rows)])
+    holding = np.unique(np.searchsorted(group_starts, kept, side="right") - 1)
+    shift = np.concatenate([[0], np.cumsum(group_rows[holding])])[:len(holding)] - group_starts[holding]
+    local = (kept + shift[np.searchsorted(group_starts[holding], kept, side="right") - 1]).astype(np.int32)
+    reduced = dataclasses.replace(piece, columns=others, rows=int(group_rows[holding].sum()),
+                                  row_groups=tuple(piece.row_groups[g] for g in holding.tolist()))
+    rest = reduced.read(use_threads, decode_threads, kept=local)
+    batches = _joined(piece.columns, [b for b in tested_kept if b.num_rows], rest)
+    return FilteredPiece(batches, [None] * len(batches), True, dropped, seconds, dropped,
+                         len(piece.row_groups) - len(holding))
+
+
+def _take(batch: pa.RecordBatch, rows: np.ndarray | None) -> pa.RecordBatch:
+    return batch if rows is None else batch.take(pa.array(rows))
+
+
+def _joined(names: tuple[str, ...], first: list[pa.RecordBatch], rest: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """Return the record batches of two row-aligned column sets, columns in ``names`` order."""
+    columns = {}
+    for batches in (first, rest):
+        if batches:
+            table = pa.Table.from_batches(batches)
+            columns.update(zip(table.column_names, table.columns))
+    table = pa.Table.from_arrays([columns[name] for name in names], names=list(names))
+    return [b for b in table.to_batches() if b.num_rows]
+
+
+def _per_batch(kept: np.ndarray, batches: list[pa.RecordBatch]) -> list[np.ndarray | None]:
+    """Split the piece's kept rows into each batch's own (None: every row of it)."""
+    selections: list[np.ndarray | None] = []
+    first = 0
+    for batch in batches:
+        low, high = np.searchsorted(kept, [first, first + batch.num_rows])
+        rows = kept[low:high] - np.int32(first)
+        selections.append(None if len(rows) == batch.num_rows else rows.astype(np.int32, copy=False))
+        first += batch.num_rows
+    return selections
