@@ -86,6 +86,11 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         left_branch, right_branch = _cast_nulls(left_branch, both), _cast_nulls(right_branch, both)
         left_nulls = [position for position in left_nulls if position not in both]
         right_nulls = [position for position in right_nulls if position not in both]
+    if left_nulls and right_nulls:  # NULLs on both sides at different columns: each typed by the other's
+        probe, probe_outputs = planner._plan_query(_cast_nulls(left_branch, dict.fromkeys(left_nulls, "INTEGER")),
+                                                   ctes)  # the left's other columns' types, for the right's NULLs
+        right_branch = _typed_nulls(right_branch, right_nulls, probe, probe_outputs)
+        right_nulls = []
     if left_nulls:  # SELECT NULL AS x … UNION SELECT a …: the NULL takes the other branch's type, as in DuckDB
         right, right_outputs = planner._plan_query(right_branch, ctes)
         left, left_outputs = planner._plan_query(_typed_nulls(left_branch, left_nulls, right, right_outputs), ctes)

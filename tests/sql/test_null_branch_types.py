@@ -23,6 +23,8 @@ QUERIES = [
     "DATE '1995-03-18' AS c1 FROM t",
     "SELECT NULL AS n, x FROM t UNION SELECT NULL, x FROM t",
     "SELECT NULL AS a, 1 AS b INTERSECT SELECT NULL, 1",
+    # NULLs on both sides at different columns (the breadth fuzz, seed 1369): each typed by the other
+    "SELECT NULL AS c0, x AS c1 FROM t INTERSECT ALL SELECT k AS c0, NULL AS c1 FROM t",
     "SELECT NULL AS a UNION ALL SELECT NULL UNION ALL SELECT 'x'",
     "SELECT NULL AS a, NULL AS b UNION ALL (SELECT NULL, 1 UNION SELECT NULL, 2)",
     "(SELECT NULL AS a, NULL AS b EXCEPT SELECT 1.5, NULL) UNION ALL SELECT 2, 'z'",
