@@ -18,7 +18,7 @@ from sqlglot import exp
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS, result_type
-from gpu_engine.plans.expressions import ColumnRef, Expr, Literal
+from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal
 from gpu_engine.plans.intervals import IntervalValue, parse_interval
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
@@ -304,6 +304,9 @@ def parse_window_function(text: str, schema: pa.Schema, label: str, *, position:
         raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
     translator = ScalarTranslator(schema, label)
     args = tuple(translator.translate(a) for a in argument_trees)
+    if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Cast) \
+            and isinstance(args[2].operand, Literal):  # lag(x, 1, 2.5::DOUBLE): the constant, cast first
+        args = args[:2] + (_default_of(args[2].operand, args[2].dtype, label, text),)
     if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Literal):
         args = args[:2] + (_default_of(args[2], args[0].dtype, label, text),)
     call = WindowFunctionCall(function, args, pa.null(), frame)

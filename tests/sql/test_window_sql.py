@@ -78,7 +78,8 @@ QUERIES = [
     "SELECT k, sum(v) AS total FROM t GROUP BY k QUALIFY sum(v) > avg(sum(v)) OVER ()",
     # lag/lead defaults of another numeric type, cast as DuckDB casts them (decimals round half away from zero)
     "SELECT id, lag(o, 1, 2.5) OVER (ORDER BY id) AS a, lag(d, 1, 0) OVER (ORDER BY id) AS b, lead(v, 2, 7) OVER "
-    "(ORDER BY id) AS c, lead(o, 3, -2.5) OVER (ORDER BY id) AS e, lag(d, 2, 1.005) OVER (ORDER BY id) AS f FROM t",
+    "(ORDER BY id) AS c, lead(o, 3, -2.5) OVER (ORDER BY id) AS e, lag(d, 2, 1.005) OVER (ORDER BY id) AS f, "
+    "lead(v, 1, 2.5::DOUBLE) OVER (ORDER BY id) AS g, lag(o, 1, CAST(3.7 AS DOUBLE)) OVER (ORDER BY id) AS h FROM t",
     # QUALIFY's window reads columns the SELECT list does not (the scan must read them too)
     "SELECT k, v FROM t QUALIFY row_number() OVER (PARTITION BY s ORDER BY id) = 1",
     "SELECT t.k FROM t JOIN u ON t.s = u.s QUALIFY rank() OVER (PARTITION BY u.w ORDER BY t.o DESC) <= 2 AND t.id > 0",
