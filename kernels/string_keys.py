@@ -40,7 +40,7 @@ from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cpu, _rehash
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
-__all__ = ["StringKeyTable", "SERIAL_ROWS", "precompile_calls"]
+__all__ = ["StringKeyTable", "SERIAL_ROWS", "finish_together", "precompile_calls"]
 
 #: Inputs of at most this many rows are interned by one CUDA thread (one launch, no read back): a
 #: dictionary's values, or the keys of a tiny batch. Longer ones claim slots in parallel.
@@ -455,10 +455,13 @@ class StringKeyTable:
         """Return the number of slots."""
         return int(self._slots.shape[0])
 
-    def intern(self, column: Column) -> Any:
+    def intern(self, column: Column, together: list | None = None) -> Any:
         """Return the ``int64`` id of each row of a string column (0 for NULL rows), adding unseen strings.
 
-        A dictionary-encoded column interns its dictionary and gathers the ids by code.
+        A dictionary-encoded column interns its dictionary and gathers the ids by code. With ``together``
+        (a list shared by the string keys of one batch), a plain column whose rows claim slots in parallel
+        leaves its claims there and its ids are written by :func:`finish_together`, which reads every
+        key's claim counts back in one sync instead of one a key.
         """
         xp = self.device.xp
         if column.is_dictionary:
@@ -468,9 +471,11 @@ class StringKeyTable:
             ids = gather(self.device, self._intern_plain(dictionary, all_new=True), column.data)
             validity = dictionary_row_validity(self.device, column)
             return ids if validity is None else xp.where(validity, ids, 0)
-        return self._intern_plain(column, all_new=False)
+        if together is not None and any(table is self for table, _ in together):
+            finish_together(self.device, together)  # one table's claims count together: finish the first
+        return self._intern_plain(column, all_new=False, together=together)
 
-    def _intern_plain(self, column: Column, all_new: bool) -> Any:
+    def _intern_plain(self, column: Column, all_new: bool, together: list | None = None) -> Any:
         """Intern a plain string column's rows; ``all_new``: expect every row to be a new string (a dictionary)."""
         xp = self.device.xp
         n = len(column)
@@ -496,7 +501,11 @@ class StringKeyTable:
             self._bounds_exact = False
         else:
             launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
-            self._intern_parallel_cuda(arguments, ids, batch_chars, all_new)
+            claims = self._claim(arguments, ids, batch_chars, all_new)
+            if together is None:
+                self._finish(claims, self._claim_counts())
+            else:
+                together.append((self, claims))
         return ids
 
     def cpu_twins(self) -> list[tuple[Any, tuple]]:
@@ -556,26 +565,42 @@ class StringKeyTable:
                 self._reserve(min(n - row, max(self._known_bound, 1024)) if full else 0,
                               min(int(offsets[n] - offsets[row]), max(self._chars_bound, 8192, length)) if short else 0)
 
-    def _intern_parallel_cuda(self, arguments, ids, batch_chars: int, all_new: bool) -> None:
-        """Claim the rows' slots in parallel within the room made for the strings expected (the last batch's
-        new ones), read the claim counts back once, and grow and claim again only when rows were refused."""
-        xp = self.device.xp
-        device = self.device
-        offsets, chars, validity, has_validity, hashes = arguments
+    def _claim(self, arguments, ids, batch_chars: int, all_new: bool) -> tuple:
+        """Make room for the strings expected (the last batch's new ones; every row for a dictionary) and launch
+        the rows' parallel claims; :meth:`_finish` reads their counts."""
         n = ids.shape[0]
         if all_new:
             self._reserve(n, batch_chars)
         else:
             self._reserve(min(n, self._expected_new), min(batch_chars, self._expected_bytes))
-        row_slots = xp.empty(n, dtype=xp.int64)
-        while True:
-            launch_cuda(device, _claim_string_slots_cuda, n, offsets, chars, validity, has_validity, hashes,
-                        self._slots, self._words, self._offsets, self._chars, self._state, row_slots)
-            known, claimed, claimed_bytes, refused, refused_bytes = device.read_scalars(
-                [self._state[k:k + 1] for k in range(STATE_WIDTH)])
-            if not refused:
-                break
+        row_slots = self.device.xp.empty(n, dtype=self.device.xp.int64)
+        claims = (arguments, ids, batch_chars, row_slots)
+        self._launch_claims(claims)
+        return claims
+
+    def _launch_claims(self, claims: tuple) -> None:
+        (offsets, chars, validity, has_validity, hashes), _, _, row_slots = claims
+        launch_cuda(self.device, _claim_string_slots_cuda, hashes.shape[0], offsets, chars, validity, has_validity,
+                    hashes, self._slots, self._words, self._offsets, self._chars, self._state, row_slots)
+
+    def _claim_counts(self) -> list[Any]:
+        """Return the device scalars :meth:`_finish` needs (one read for them, or with other tables')."""
+        return [self._state[k:k + 1] for k in range(STATE_WIDTH)]
+
+    def _finish(self, claims: tuple, counts: list) -> None:
+        """Given the claim counts (device scalars, or ints already read), grow and claim again while rows were
+        refused, then number the new strings, append them and write the rows' ids."""
+        xp = self.device.xp
+        device = self.device
+        (offsets, chars, _, _, hashes), ids, batch_chars, row_slots = claims
+        n = ids.shape[0]
+        if not isinstance(counts[0], int):
+            counts = device.read_scalars(counts)
+        known, claimed, claimed_bytes, refused, refused_bytes = counts
+        while refused:
             self._grow_after_refusal(n, batch_chars, claimed - known, refused, claimed_bytes, refused_bytes)
+            self._launch_claims(claims)
+            known, claimed, claimed_bytes, refused, refused_bytes = device.read_scalars(self._claim_counts())
         num_new = claimed - known
         self._known_bound, self._chars_bound = claimed, claimed_bytes  # exact: every claim makes an entry
         self._bounds_exact = True
@@ -647,6 +672,17 @@ class StringKeyTable:
             if known:
                 hashes = xp.ascontiguousarray(self._words[:known, HASH])
                 launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, hashes, known, self._slots)
+
+
+def finish_together(device: Device, together: list) -> None:
+    """Write the ids of the columns :meth:`StringKeyTable.intern` left in ``together``, reading all their
+    claim counts back in one sync (a batch with several plain string keys read once a key before)."""
+    if not together:
+        return
+    values = device.read_scalars([value for table, _ in together for value in table._claim_counts()])
+    for k, (table, claims) in enumerate(together):
+        table._finish(claims, values[k * STATE_WIDTH:(k + 1) * STATE_WIDTH])
+    together.clear()
 
 
 def precompile_calls(device: Device) -> list[tuple[Any, tuple]]:

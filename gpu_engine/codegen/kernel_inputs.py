@@ -31,6 +31,7 @@ from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
 from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.kernels.string_keys import finish_together
 
 __all__ = ["KernelInputs", "kernel_parameter_array"]
 
@@ -142,23 +143,27 @@ class KernelInputs:
             if validity is not None:
                 arrays[f"c{k}_v"] = validity
         modes = []
-        for m, lift in enumerate(self.program.lifted):
-            column = batch.base_column(lift.column)
-            table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
-            if table is not None:
-                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
-                arrays[f"l{m}_codes"] = column.data
-                arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
-                mode = LIFTED_DICTIONARY
-                validity = self._validity(f"l{m}_codes", column)
-                if validity is not None:
-                    arrays[f"l{m}_codes_v"] = validity
-                    mode += "+validity"
-            else:
-                rows = batch.materialize([lift.column])
-                arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows)
-                mode = LIFTED_ROWS
-            modes.append(mode)
+        together: list = []  # the string keys' parallel claims, read back in one sync below
+        try:
+            for m, lift in enumerate(self.program.lifted):
+                column = batch.base_column(lift.column)
+                table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
+                if table is not None:
+                    arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
+                    arrays[f"l{m}_codes"] = column.data
+                    arrays[f"l{m}_null"] = np.int64(len(column.dictionary))
+                    mode = LIFTED_DICTIONARY
+                    validity = self._validity(f"l{m}_codes", column)
+                    if validity is not None:
+                        arrays[f"l{m}_codes_v"] = validity
+                        mode += "+validity"
+                else:
+                    rows = batch.materialize([lift.column])
+                    arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows, together)
+                    mode = LIFTED_ROWS
+                modes.append(mode)
+        finally:  # also when a key fails to evaluate: the claims made so far leave the tables consistent
+            finish_together(self.device, together)
         own = second is not None
         second_columns = tuple(own and batch.own_map(ref.name) is not None for ref in self.program.columns)
         second_lifted = tuple(own and modes[m] != LIFTED_ROWS and batch.own_map(lift.column) is not None
@@ -235,12 +240,13 @@ class KernelInputs:
             self._lookup_tables.pop(next(iter(self._lookup_tables)))
         self._lookup_tables[key] = table
 
-    def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch) -> tuple[Any, Any]:
+    def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch,
+                   together: list | None = None) -> tuple[Any, Any]:
         xp = self.device.xp
         column = evaluate(lift.expr, batch)
         if lift.interned:
             validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
-            values = self.interners[m].ids(column)
+            values = self.interners[m].ids(column, together)
         else:
             validity, values = column.validity, column.data
         if validity is None:

@@ -87,7 +87,7 @@ def test_interned_keys_are_not_shared_between_operators(counted_evaluations):
         def __init__(self, offset):
             self.offset = offset
 
-        def ids(self, column):
+        def ids(self, column, together=None):
             return np.arange(len(column), dtype=np.int64) + self.offset
 
     first = KernelInputs(device, program, {m: Interner(0) for m in interned})

@@ -91,3 +91,65 @@ def test_a_second_batch_of_known_strings_grows_nothing_and_reads_back_at_most_on
     assert (table.capacity, table.nbytes) == (capacity, nbytes)
     assert counts.host_syncs <= 1, counts
     assert table.num_known == 30 and sorted(set(int(i) for i in device.to_host(ids))) == list(range(30))
+
+
+def test_string_keys_of_one_batch_read_their_claim_counts_back_together(device):
+    """Two plain string keys of one batch (each in its own table, rows claiming in parallel) are read back in
+    one sync on the CUDA path, not one a key; a key interned twice into one table finishes the first claims
+    before its second. Ids equal interning each column alone. (cpu: each twin call counts its own read.)"""
+    from gpu_engine.exec.device_counters import counts_now
+    from gpu_engine.kernels.string_keys import finish_together
+
+    first, second = _padded_keys(16, 7), pa.array([f"s{i % 5}" for i in range(16)])
+    alone = [device.to_host(StringKeyTable(device, serial_rows=8).intern(Column.from_arrow(keys, device)))
+             for keys in (first, second, first)]
+    tables = [StringKeyTable(device, serial_rows=8) for _ in range(2)]
+    together: list = []
+    before = counts_now()
+    ids = [table.intern(Column.from_arrow(keys, device), together)
+           for table, keys in ((tables[0], first), (tables[1], second))]
+    finish_together(device, together)
+    counts = counts_now() - before
+    assert counts.host_syncs == (1 if device.kernel_flavor == "cuda" else 2), counts
+    again = tables[0].intern(Column.from_arrow(first, device), together)
+    repeated = tables[0].intern(Column.from_arrow(first.slice(3), device), together)
+    finish_together(device, together)
+    assert not together
+    for got, expected in zip([*ids, again], alone):
+        assert [int(i) for i in device.to_host(got)] == [int(i) for i in expected]
+    assert [int(i) for i in device.to_host(repeated)] == [int(i) for i in alone[0][3:]]
+
+
+def test_a_fused_batch_binds_its_plain_string_keys_with_one_read_back(device):
+    """KernelInputs binds a batch's two plain string grouping keys through their interners with one read of
+    their claim counts on the CUDA path (two before: one a key), and the ids equal interning each key alone."""
+    from gpu_engine.codegen.fusion_program import plan_fusion_program
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+    from gpu_engine.columnar.batch import Batch
+    from gpu_engine.exec.device_counters import counts_now
+    from gpu_engine.plans.sql_translator import parse_expression
+
+    schema = pa.schema([("s", pa.string()), ("t", pa.string())])
+    keys = tuple(parse_expression(name, schema, "Aggregation[0]") for name in ("s", "t"))
+    program = plan_fusion_program((), keys, (), {f.name: f.type for f in schema})
+    interned = [m for m, lift in enumerate(program.lifted) if lift.interned]
+    assert len(interned) == 2
+
+    class Interner:
+        def __init__(self):
+            self.table = StringKeyTable(device, serial_rows=8)
+
+        def ids(self, column, together=None):
+            return self.table.intern(column, together)
+
+    data = pa.table({"s": _padded_keys(16, 7), "t": pa.array([f"t{i % 5}" for i in range(16)])})
+    inputs = KernelInputs(device, program, {m: Interner() for m in interned})
+    before = counts_now()
+    _, arrays = inputs.bind(Batch.from_arrow(data, device))
+    counts = counts_now() - before
+    if device.kernel_flavor == "cuda":
+        assert counts.host_syncs == 1, counts
+    for m, lift in zip(interned, (program.lifted[m] for m in interned)):
+        alone = StringKeyTable(device, serial_rows=8).intern(Column.from_arrow(data.column(lift.column)
+                                                                                .combine_chunks(), device))
+        assert [int(i) for i in device.to_host(arrays[f"l{m}_values"])] == [int(i) for i in device.to_host(alone)]
