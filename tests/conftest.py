@@ -175,6 +175,10 @@ def pytest_configure(config):
     for variable, folder in TEST_CACHE_VARIABLES.items():
         if not os.environ.get(variable):
             os.environ[variable] = str((root / folder).resolve())
+    if _XDIST_WORKER:  # the workers share one numba cache: each cached kernel compiles in one of them at a time
+        from compile_once_per_run import install
+
+        install()
 
 
 def pytest_unconfigure(config):
