@@ -619,32 +619,37 @@ class StringKeyTable:
 
     def _grow_after_refusal(self, n: int, batch_chars: int, claimed_rows: int, refused: int, claimed_bytes: int,
                             refused_bytes: int) -> None:
-        """Forget a refused batch's claims and grow the room that ran out: at least doubled, at most fourfold,
-        never past what the batch could add (its claimed and refused rows: an upper bound, as a string refused in
-        many rows counts in each)."""
+        """Forget a refused batch's claims and grow the room to what the batch seems to need.
+
+        The estimate scales the strings (bytes) claimed by the share of the rows (bytes) their rows covered:
+        exact for evenly spread keys, low for skewed ones (another round grows again). It never passes what
+        the batch could add (its claimed and refused rows: a string refused in many rows counts in each) nor
+        16 times the room that ran out, which at least doubles, so the arrays stay within a multiple of the
+        distinct strings whatever the row order.
+        """
         xp = self.device.xp
         self._slots = xp.where(self._slots < EMPTY, EMPTY, self._slots).astype(xp.int32, copy=False)
         self._bounds_exact = False  # one more read, on growth only: the known bytes
         known = self._exact_known()
         known_bytes = self._chars_bound
-        wanted_rows = claimed_rows + refused
         self._state[CLAIMED] = known
         self._state[CLAIMED_BYTES] = known_bytes
         self._state[REFUSED] = 0
         self._state[REFUSED_BYTES] = 0
         row_room = min(int(self._words.shape[0]), self.capacity // 2) - known
         byte_room = int(self._chars.shape[0]) - known_bytes
-        wanted_bytes = claimed_bytes - known_bytes + refused_bytes
-        # The entries ran out when every one was claimed; else the bytes did (or rows raced for one string's
-        # slot: both grow, so that claiming again makes progress).
+        new_bytes = claimed_bytes - known_bytes
         rows_out = claimed_rows >= row_room
-        rows = row_room
-        if rows_out or wanted_bytes <= byte_room:
-            rows = min(n, max(2 * row_room, 16, min(wanted_rows, 4 * row_room)))
-        incoming = byte_room
-        if not rows_out:
-            incoming = min(batch_chars, max(2 * byte_room, 64, min(wanted_bytes, 4 * byte_room)))
-        self._reserve(rows, incoming)
+        bytes_out = new_bytes + refused_bytes > byte_room and not rows_out
+        spurious = not rows_out and not bytes_out  # rows raced for one string's slot: grow both to progress
+        rows = min(n, claimed_rows + refused, 16 * max(row_room, 1), -(-claimed_rows * n // max(n - refused, 1)))
+        if rows_out or spurious:
+            rows = min(n, max(rows, 2 * row_room, 16))
+        incoming = min(batch_chars, new_bytes + refused_bytes, 16 * max(byte_room, 1),
+                       -(-new_bytes * batch_chars // max(batch_chars - refused_bytes, 1)))
+        if bytes_out or spurious:
+            incoming = min(batch_chars, max(incoming, 2 * byte_room, 64))
+        self._reserve(max(rows, 0), max(incoming, 0))
 
     def _reserve(self, rows: int, incoming: int) -> None:
         """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots."""
