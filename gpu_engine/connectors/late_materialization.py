@@ -3,7 +3,9 @@
 Why: a TPC-DS fact scan (``store_sales`` under q7's four join-key filters)
 decoded and converted every row of all its columns, then dropped 99.7% of
 them. Read here, the columns the filters test are decoded and tested first
-(:func:`~gpu_engine.connectors.runtime_filters.select_rows`); then
+(:func:`~gpu_engine.connectors.runtime_filters.select_rows`), one after
+another, the one that kept the fewest rows in the scan's earlier pieces
+first, each later one read (as below) for the rows the earlier ones kept; then
 
 * no row kept: the other columns are not read at all;
 * few rows kept (at most ``cut_share`` of the piece): the other columns are
@@ -32,6 +34,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.connectors.data_source import SplitPiece, parquet_metadata
+from gpu_engine.connectors.parquet_columns import take_rows
 from gpu_engine.connectors.runtime_filters import select_rows
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.split import ParquetSplit
@@ -53,56 +56,92 @@ class FilteredPiece:
 
 
 def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut_share: float,
-                        use_threads: bool = False, decode_threads: int | None = None) -> FilteredPiece | None:
+                        use_threads: bool = False, decode_threads: int | None = None,
+                        shares: dict[str, float] | None = None) -> FilteredPiece | None:
     """Read ``piece`` testing its ``filters`` before its other columns are read (see the module's docstring).
 
-    ``cut_share``: the largest share of the piece's rows kept for which the other columns are read for
-    the kept rows only. None when there is nothing to read late: not a Parquet piece, no column the
-    filters test, or no other column.
+    ``cut_share``: the largest share of the piece's rows kept for which the later columns are read for
+    the kept rows only. The filters' columns are read one after another, each for the rows the earlier
+    ones kept; ``shares`` (a scan's, updated here) orders them by the share of rows each kept in earlier
+    pieces, so the most selective is read whole and tested first. None when there is nothing to read
+    late: not a Parquet piece, no column the filters test, or no other column.
     """
     tested_names = {key_filter.column for key_filter in filters}
     tested = tuple(name for name in piece.columns if name in tested_names)
     others = tuple(name for name in piece.columns if name not in tested_names)
     if not isinstance(piece.split, ParquetSplit) or not tested or not others or not piece.rows:
         return None
-    first = [b for b in dataclasses.replace(piece, columns=tested).read(use_threads, decode_threads) if b.num_rows]
-    began = time.perf_counter()
-    selections = [select_rows(b, filters) for b in first]
-    starts = np.cumsum([0] + [b.num_rows for b in first])
-    kept = None
-    if any(rows is not None for rows in selections):
-        kept = np.concatenate([np.arange(start, start + b.num_rows, dtype=np.int32) if rows is None else
-                               rows + np.int32(start) for b, rows, start in zip(first, selections, starts.tolist())]
-                              ).astype(np.int32, copy=False)
+    shares = {} if shares is None else shares
+    kept: np.ndarray | None = None  # the rows every filter tested so far keeps (None: all)
+    read: dict[str, tuple[np.ndarray | None, pa.ChunkedArray]] = {}  # a column's values, of these rows (None: all)
+    seconds = 0.0
+    for name in sorted(tested, key=lambda column: shares.get(column, 1.0)):
+        own = [key_filter for key_filter in filters if key_filter.column == name]
+        before = piece.rows if kept is None else len(kept)
+        if not before:
+            break
+        if kept is None or len(kept) > cut_share * piece.rows:
+            batches = [b for b in dataclasses.replace(piece, columns=(name,)).read(use_threads, decode_threads)
+                       if b.num_rows]
+            began = time.perf_counter()
+            rows = _kept_rows(batches, own)
+            if rows is not None:
+                kept = rows if kept is None else np.intersect1d(kept, rows, assume_unique=True).astype(np.int32)
+            read[name] = (None, pa.Table.from_batches(batches).column(0))
+        else:
+            batches, _ = _read_kept(piece, (name,), kept, use_threads, decode_threads)
+            began = time.perf_counter()
+            rows = _kept_rows(batches, own)
+            read[name] = (kept, pa.Table.from_batches(batches).column(0))
+            if rows is not None:
+                kept = kept[rows]
+        shares[name] = (piece.rows if kept is None else len(kept)) / before
+        seconds += time.perf_counter() - began
     dropped = 0 if kept is None else piece.rows - len(kept)
-    if kept is None or len(kept) > cut_share * piece.rows:  # many kept: the other columns whole
-        seconds = time.perf_counter() - began
+    if kept is None or len(kept) > cut_share * piece.rows:  # many kept: every column whole
         rest = dataclasses.replace(piece, columns=others).read(use_threads, decode_threads)
-        batches = _joined(piece.columns, first, rest)
+        columns = {name: column for name, (_, column) in read.items()}
+        batches = _joined(piece.columns, pa.table(columns).to_batches(), rest)
         if kept is None:
             return FilteredPiece(batches, [None] * len(batches), False, 0, seconds)
         return FilteredPiece(batches, _per_batch(kept, batches), False, dropped, seconds)
-    tested_kept = [_take(b, rows) for b, rows in zip(first, selections)]
-    seconds = time.perf_counter() - began
     if not len(kept):
         return FilteredPiece([], [], True, dropped, seconds, dropped, len(piece.row_groups))
-    # The row groups holding a kept row, and the kept rows counted from the first of them.
+    began = time.perf_counter()
+    columns = {name: take_rows(column, kept if rows is None else np.searchsorted(rows, kept).astype(np.int32))
+               for name, (rows, column) in read.items()}
+    seconds += time.perf_counter() - began
+    rest, holding = _read_kept(piece, others, kept, use_threads, decode_threads)
+    batches = _joined(piece.columns, pa.table(columns).to_batches(), rest)
+    return FilteredPiece(batches, [None] * len(batches), True, dropped, seconds, dropped,
+                         len(piece.row_groups) - holding)
+
+
+def _kept_rows(batches: list[pa.RecordBatch], filters: Sequence[JoinKeyFilter]) -> np.ndarray | None:
+    """Return the increasing ``int32`` rows of the batches (counted across them) the filters keep; None: all."""
+    selections = [select_rows(b, filters) for b in batches]
+    if all(rows is None for rows in selections):
+        return None
+    starts = np.cumsum([0] + [b.num_rows for b in batches]).tolist()
+    return np.concatenate([np.arange(start, start + b.num_rows, dtype=np.int32) if rows is None else
+                           rows + np.int32(start) for b, rows, start in zip(batches, selections, starts)]
+                          ).astype(np.int32, copy=False)
+
+
+def _read_kept(piece: SplitPiece, columns: tuple[str, ...], kept: np.ndarray, use_threads: bool,
+               decode_threads: int | None) -> tuple[list[pa.RecordBatch], int]:
+    """Return the record batches of ``columns`` at the piece's ``kept`` rows (non-empty), read only in the row groups
+    holding one, and how many row groups those are."""
     metadata = parquet_metadata(piece.split.path)
     group_rows = np.array([metadata.row_group(group).num_rows for group in piece.row_groups], np.int64)
     group_starts = np.concatenate([[0], np.cumsum(group_rows)])
     holding = np.unique(np.searchsorted(group_starts, kept, side="right") - 1)
+    # The kept rows counted from the first row of the first row group holding one, those row groups back to back.
     shift = np.concatenate([[0], np.cumsum(group_rows[holding])])[:len(holding)] - group_starts[holding]
     local = (kept + shift[np.searchsorted(group_starts[holding], kept, side="right") - 1]).astype(np.int32)
-    reduced = dataclasses.replace(piece, columns=others, rows=int(group_rows[holding].sum()),
+    reduced = dataclasses.replace(piece, columns=columns, rows=int(group_rows[holding].sum()),
                                   row_groups=tuple(piece.row_groups[g] for g in holding.tolist()))
-    rest = reduced.read(use_threads, decode_threads, kept=local)
-    batches = _joined(piece.columns, [b for b in tested_kept if b.num_rows], rest)
-    return FilteredPiece(batches, [None] * len(batches), True, dropped, seconds, dropped,
-                         len(piece.row_groups) - len(holding))
-
-
-def _take(batch: pa.RecordBatch, rows: np.ndarray | None) -> pa.RecordBatch:
-    return batch if rows is None else batch.take(pa.array(rows))
+    return [b for b in reduced.read(use_threads, decode_threads, kept=local) if b.num_rows], len(holding)
 
 
 def _joined(names: tuple[str, ...], first: list[pa.RecordBatch], rest: list[pa.RecordBatch]) -> list[pa.RecordBatch]:

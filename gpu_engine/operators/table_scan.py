@@ -136,6 +136,7 @@ class TableScan(Operator):
         self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
         self._finished = False
         self._filtered_rows = [0, 0]  # rows the join-key filters tested, and dropped (see _reads)
+        self._filter_shares: dict[str, float] = {}  # per column, the share of rows its filters kept last
         self._gathered: list[pa.RecordBatch] = []  # survivors not yet output: fewer than batch_rows rows in all
         self._gathered_rows = 0
         self._ready: deque[Any] = deque()  # batches of gathered rows, to output before any decoded item
@@ -266,8 +267,8 @@ class TableScan(Operator):
         # Cut before the copy; a host batch keeps them as its gather map unless few (cut before converting).
         share = 1.0 if self._packs or self.device.is_gpu else CUT_BELOW_SHARE
         # The filters' columns first, the others only for the rows kept (gpu_engine.connectors.late_materialization).
-        late = read_filtered_piece(piece, filters, share, self._decode_threads, self._decode_pool_threads) \
-            if filters else None
+        late = read_filtered_piece(piece, filters, share, self._decode_threads, self._decode_pool_threads,
+                                   self._filter_shares) if filters else None
         if late is not None:
             record_batches, selections = late.batches, late.selections
             dropped, tested, filtering = late.dropped, piece.rows, late.filter_seconds

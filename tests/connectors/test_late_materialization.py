@@ -67,8 +67,9 @@ def test_other_columns_are_read_only_for_rows_kept(device_name, files):
 
 
 def test_a_piece_read_late_equals_a_piece_read_whole(files):
-    """Each piece read late (the kept rows only; or, over ``cut_share``, every row with each batch's selection) holds
-    the same rows as the piece read whole and cut to the rows its filter keeps."""
+    """Each piece read late (the kept rows only; or, over ``cut_share``, every row with each batch's selection), its
+    two filters' columns in either order (the second read for the rows the first kept), holds the same rows as the
+    piece read whole and cut to the rows its filters keep."""
     from gpu_engine.columnar.column import Column
     from gpu_engine.connectors.runtime_filters import select_rows
     from gpu_engine.device import get_device
@@ -77,12 +78,16 @@ def test_a_piece_read_late_equals_a_piece_read_whole(files):
     device = get_device("cpu")
     keys = Column.from_arrow(pa.array([2005, 2010, 3007, 4020, 4030, 4031], pa.int64()), device)
     key_filter = JoinKeyFilter.of_build_keys(device, keys, "k", "int")
+    values = Column.from_arrow(pa.array(range(0, 900, 2), pa.int32()), device)  # even v: half the rows
+    filters = [key_filter, JoinKeyFilter.of_build_keys(device, values, "v", "int")]
     columns = ("v", "k", "s", "p")
-    for cut_share in (1.0, 0.0):  # every piece read late, then every piece with a row kept read whole
+    # Every piece read late (each filter's column in either order), then every piece with a row kept read whole.
+    for cut_share, shares in ((1.0, {}), (1.0, {"v": 0.0}), (0.0, {})):
         for piece in split_pieces(ParquetSplit(files["fact"]), columns, 2 * GROUP_ROWS):
-            late = read_filtered_piece(piece, [key_filter], cut_share)
+            late = read_filtered_piece(piece, filters, cut_share, shares=shares)
+            assert set(shares) == {"k", "v"}  # what each kept, for the next piece's order
             whole = pa.Table.from_batches(piece.read()).combine_chunks()
-            rows = select_rows(whole.to_batches()[0], [key_filter])
+            rows = select_rows(whole.to_batches()[0], filters)
             expected = whole if rows is None else whole.take(pa.array(rows))
             got = [b if rows is None else b.take(pa.array(rows)) for b, rows in zip(late.batches, late.selections)]
             assert late.cut == (cut_share == 1.0 or not expected.num_rows)
