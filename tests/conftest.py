@@ -280,11 +280,31 @@ def _deselect(config, items, leave_out) -> None:
 
 #: Where the Spark tests live: every test under it runs in the one worker that holds the Spark JVM.
 SPARK_TESTS = "tests/spark/"
+#: Modules whose test functions share one expensive module-scoped fixture: each is one scheduling unit, so one
+#: worker runs the fixture. test_driver_launch_abi's compiles every CUDA kernel to PTX in two new processes
+#: (~20 s of a clean clone's CI); module-scoped, it runs again in every worker that gets one of its three functions.
+ONE_UNIT_MODULES = ("tests/kernels/test_driver_launch_abi.py",)
+#: Scheduling units (test functions, or a module above) with a single call of 10 s or more in a clean clone's CI
+#: (pytest --durations, 7900260): handed out right after the Spark group, not last among the one-case units (xdist
+#: hands out the largest units first), where one of them could leave the other worker idle at the end of the run.
+#: A name that no longer matches is harmless.
+LONG_UNITS = (
+    "tests/sql/test_grouping_sets.py::test_grouping_sets_match_duckdb_on_cpu",  # 36 s
+    "tests/codegen/test_row_lowering.py::test_random_expressions_fused_unfused_and_duckdb_agree",  # 19-26 s
+    "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_cpu",  # 20 s
+    "tests/kernels/test_driver_launch_abi.py",  # 19 s (its fixture)
+    "tests/sql/test_differential_fuzz.py::test_generated_queries_fused",  # 14-19 s
+    "tests/connectors/test_parquet_columns.py::test_a_chunk_past_the_end_of_the_bytes_is_corrupt",  # 11-15 s
+    "tests/sql/test_window_sql.py::test_window_sql_matches_duckdb_on_cpu",  # 13 s
+    "tests/sql/test_distinct_pair_aggregates.py::"
+    "test_distinct_aggregates_of_several_arguments_beside_plain_ones_match_duckdb",  # 10 s
+)
 
 
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without pytest-xdist never calls it
 def pytest_xdist_make_scheduler(config, log):
-    """Under ``--dist loadgroup``, schedule every Spark test in one worker, first, and the rest by test function.
+    """Under ``--dist loadgroup``, schedule every Spark test in one worker, first, then :data:`LONG_UNITS`, and the
+    rest by test function (a module of :data:`ONE_UNIT_MODULES` as one unit).
 
     Why not just the ``xdist_group`` marker: xdist (3.8) tells the controller a test's group by appending
     ``@group`` to the worker's node id, which pytest 9 no longer lets a plugin change, so the marker was
@@ -303,11 +323,15 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SparkInOneWorker(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return "spark" if nodeid.startswith(SPARK_TESTS) else nodeid.split("[", 1)[0]
+            if nodeid.startswith(SPARK_TESTS):
+                return "spark"
+            module = nodeid.split("::", 1)[0]
+            return module if module in ONE_UNIT_MODULES else nodeid.split("[", 1)[0]
 
         def _assign_work_unit(self, node) -> None:
-            if "spark" in self.workqueue:
-                self.workqueue.move_to_end("spark", last=False)
+            for unit in reversed(("spark",) + LONG_UNITS):  # the Spark group first, then the long units in order
+                if unit in self.workqueue:
+                    self.workqueue.move_to_end(unit, last=False)
             super()._assign_work_unit(node)
 
     return SparkInOneWorker(config, log)
