@@ -32,7 +32,6 @@ from numba.extending import intrinsic
 
 __all__ = [
     "decode_chunk",
-    "decode_chunk_rows",
     "decode_strings_chunk",
     "snappy_decompress",
     "CODEC_UNCOMPRESSED",
@@ -1060,29 +1059,7 @@ def _wanted_values(data, at_values, data_end, encoding, dictionary, has_dictiona
 
 # ----------------------------------------------------------------- column chunks
 @njit(nogil=True, cache=True)
-def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, scratch, spare):
-    """Decode one column chunk of fixed-width values into ``out[:rows]`` (see :func:`_decode_chunk`)."""
-    return _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, scratch, spare,
-                         np.empty(0, np.int32), False)
-
-
-@njit(nogil=True, cache=True)
-def decode_chunk_rows(buf, start, length, codec, max_definition, rows, wanted, out, valid, scratch, spare):
-    """Decode only the rows ``wanted`` (increasing, in ``[0, rows)``) of one column chunk into ``out[:len(wanted)]``.
-
-    Why: when a scan's join-key filters keep few rows (TPC-DS q7 keeps 0.3% of ``store_sales``), unpacking every
-    value of the other columns cost more than the rest of their read. A data page holding no wanted row is
-    neither uncompressed nor decoded (its header is read and its values counted); in the others the levels are
-    read whole and only the wanted rows' values unpacked, from bit-packed runs by position. Values that are not
-    read are not checked (a dictionary code out of range in a row no one reads is not reported); every header,
-    count and run is checked as :func:`decode_chunk` checks it. ``valid`` (optional columns) gets one byte per
-    wanted row; returns as :func:`decode_chunk` does.
-    """
-    return _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, scratch, spare, wanted, True)
-
-
-@njit(nogil=True, cache=True)
-def _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, scratch, spare, wanted, selective):
+def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, scratch, spare, wanted=None):
     """Decode one column chunk of fixed-width values into ``out[:rows]`` (and ``valid[:rows]`` when optional).
 
     ``buf`` is the file's bytes, ``start``/``length`` the chunk's range (its dictionary page first, when
@@ -1102,6 +1079,16 @@ def _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, s
     memory per row group it page-faulted for more time than its values took to unpack (l_partkey at
     SF1: 99 -> 45 ms of 101 with this). The dictionary page is uncompressed into one buffer and read
     in place while the data pages go to the other.
+
+    With ``wanted`` (increasing ``int32`` rows in ``[0, rows)``), only those rows are decoded, into
+    ``out[:len(wanted)]`` (and ``valid``, one byte a wanted row). Why: when a scan's join-key filters keep
+    few rows (TPC-DS q7 keeps 0.3% of ``store_sales``), unpacking every value of its other columns cost
+    more than the rest of their read. A data page holding no wanted row is neither uncompressed nor
+    decoded (its header is read, its values counted); in the others the levels are read whole and only
+    the wanted rows' values unpacked, from bit-packed runs by position. Values not read are not checked
+    (a dictionary code out of range in a row no one reads is not reported); every header, count and run
+    is. Each ``wanted is not None`` below is decided as numba compiles: without ``wanted`` the code is the
+    whole-chunk decoder alone.
     """
     if codec != CODEC_UNCOMPRESSED and codec != CODEC_SNAPPY:
         return UNSUPPORTED, 0, start, scratch, spare
@@ -1120,13 +1107,13 @@ def _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, s
     pos = start
     row = 0
     index = -1
-    cursor = 0  # selective: the first wanted row not yet decoded
+    cursor = 0  # (wanted rows only) the first wanted row not yet decoded
     page_valid = np.empty(0, np.uint8)
     positions = np.empty(0, np.int64)
     while pos < end:
         index += 1
         at = pos
-        if selective:  # a data page holding no wanted row: count its values, skip its bytes
+        if wanted is not None:  # a data page holding no wanted row: count its values, skip its bytes
             peek, body = _page_header(buf, pos, end, header, page)
             if peek == DECODED and (header[1] == _DATA_PAGE or header[1] == _DATA_PAGE_V2):
                 if row + page[1] > rows:
@@ -1162,7 +1149,7 @@ def _decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, s
         encoding = page[2] if kind == _DATA_PAGE else page[4]
         if row + values > rows:
             return _EXTRA_VALUES, index, at, scratch, spare
-        if selective:
+        if wanted is not None:
             if page_valid.shape[0] < values:
                 page_valid = np.empty(values, np.uint8)
             status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,

@@ -12,7 +12,7 @@ first, each later one read (as below) for the rows the earlier ones kept; then
   decoded only in the row groups that hold a kept row, and there only the
   kept rows (:meth:`~gpu_engine.connectors.data_source.SplitPiece.read` with
   ``kept``: fixed-width pages without a kept row are skipped, the kept values
-  unpacked by position, :func:`~gpu_engine.kernels.parquet_pages.decode_chunk_rows`;
+  unpacked by position, :func:`~gpu_engine.kernels.parquet_pages.decode_chunk` with ``wanted``;
   strings and what pyarrow reads are decoded whole and cut); the piece comes
   back as record batches of the kept rows only;
 * many rows kept: the other columns are read whole and each batch keeps its

@@ -52,7 +52,7 @@ import pyarrow.parquet as pq
 from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
-    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk, decode_chunk_rows,
+    CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk,
     decode_strings_chunk, describe,
     dictionary_values, first_invalid_utf8,
 )
@@ -181,7 +181,7 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     with :func:`read_arrow_columns`.
 
     With ``kept`` (increasing rows of the row groups read), only those rows are returned: a fixed-width
-    column decodes only them (:func:`~gpu_engine.kernels.parquet_pages.decode_chunk_rows`: pages without
+    column decodes only them (:func:`~gpu_engine.kernels.parquet_pages.decode_chunk` with ``wanted``: pages without
     one are skipped, values unpacked by position), a string column's chunks are cut to them
     (:func:`take_rows`). Why: when a scan's join-key filters keep few rows, the other columns' decoding
     and conversion then cost per row kept.
@@ -290,13 +290,8 @@ def _decode_fixed_chunk(file_bytes: np.ndarray, start: int, length: int, codec: 
     """Decode one fixed-width column chunk (``wanted``: only those rows of it) into ``values``/``valid`` with this
     thread's page buffers."""
     buffers = _scratch_buffers()
-    if wanted is None:
-        status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition,
-                                                                count, values, valid, buffers[0], buffers[1])
-    else:
-        status, page, at, buffers[0], buffers[1] = decode_chunk_rows(file_bytes, start, length, codec, max_definition,
-                                                                     count, wanted, values, valid, buffers[0],
-                                                                     buffers[1])
+    status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition, count,
+                                                            values, valid, buffers[0], buffers[1], wanted)
     return status, page, at
 
 

@@ -99,7 +99,7 @@ def test_a_piece_read_late_equals_a_piece_read_whole(files):
 @pytest.mark.parametrize("version, dictionary, compression", [("1.0", True, "snappy"), ("2.0", False, "none"),
                                                               ("2.0", True, "snappy")])
 def test_decoding_wanted_rows_equals_decoding_all_and_gathering(tmp_path, version, dictionary, compression):
-    """decode_chunk_rows over many small pages (PLAIN or dictionary, v1 or v2, NULLs, long repeats and bit-packed
+    """decode_chunk with wanted rows over many small pages (PLAIN or dictionary, v1 or v2, NULLs, long repeats and bit-packed
     runs) gives exactly the wanted rows of a whole decode, for sparse, clustered, edge, empty and full selections."""
     from gpu_engine.connectors.data_source import _read_plan, parquet_metadata
     from gpu_engine.connectors.parquet_columns import read_decoded_columns
