@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import decimal
 
+import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
@@ -333,12 +334,23 @@ def _default_of(default: Literal, dtype: pa.DataType, label: str, text: str) -> 
     try:
         if numeric and (is_integer(dtype) or is_floating(dtype) or is_decimal(dtype)):
             value = _number_as(default, dtype)
+        elif is_floating(default.dtype) and (pa.types.is_string(dtype) or pa.types.is_large_string(dtype)):
+            value = _float_text(default)  # Arrow writes 0.0 as '0'; DuckDB as '0.0'
         else:
             value = pa.scalar(default.value, type=default.dtype).cast(dtype).as_py()
     except (pa.ArrowInvalid, pa.ArrowNotImplementedError, TypeError, ValueError, ArithmeticError):
         raise PlanError(f"the default {default.sql()} does not convert to the value's type {dtype}", node=label,
                         column=text) from None
     return Literal(value, dtype)
+
+
+def _float_text(default: Literal) -> str:
+    """Return a floating constant's text as DuckDB's CAST(... AS VARCHAR) writes it: the shortest round-trip digits
+    of its own width, laid out as ``CAST(column AS VARCHAR)`` does (gpu_engine.expressions.text)."""
+    value = float(default.value)
+    if default.dtype == pa.float32():
+        value = float(str(np.float32(value)))
+    return repr(value)
 
 
 def _number_as(default: Literal, dtype: pa.DataType):

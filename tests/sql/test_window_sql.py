@@ -80,6 +80,9 @@ QUERIES = [
     "SELECT id, lag(o, 1, 2.5) OVER (ORDER BY id) AS a, lag(d, 1, 0) OVER (ORDER BY id) AS b, lead(v, 2, 7) OVER "
     "(ORDER BY id) AS c, lead(o, 3, -2.5) OVER (ORDER BY id) AS e, lag(d, 2, 1.005) OVER (ORDER BY id) AS f, "
     "lead(v, 1, 2.5::DOUBLE) OVER (ORDER BY id) AS g, lag(o, 1, CAST(3.7 AS DOUBLE)) OVER (ORDER BY id) AS h FROM t",
+    # a DOUBLE default of a text value reads as DuckDB writes the double ('0.0', not Arrow's '0')
+    "SELECT id, lag(s, 1, 0.0::DOUBLE) OVER (ORDER BY id) AS a, lead(s, 2, CAST(1e20 AS DOUBLE)) OVER (ORDER BY id) AS b, "
+    "lag(s, 1, CAST(2.5 AS REAL)) OVER (ORDER BY id) AS c FROM t",
     # QUALIFY's window reads columns the SELECT list does not (the scan must read them too)
     "SELECT k, v FROM t QUALIFY row_number() OVER (PARTITION BY s ORDER BY id) = 1",
     "SELECT t.k FROM t JOIN u ON t.s = u.s QUALIFY rank() OVER (PARTITION BY u.w ORDER BY t.o DESC) <= 2 AND t.id > 0",
