@@ -669,16 +669,20 @@ def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str],
                 with writer.block("if state == 0:"):
                     with writer.block(f"if cuda.atomic.add(status, {STATUS_GROUPS}, 1) >= max_groups:"):
                         writer.line(f"cuda.atomic.add(status, {STATUS_GROUPS}, -1)")
-                        writer.line("cuda.atomic.exch(slot_table, (slot, 0), np.int64(0))")
+                        writer.line("cuda.atomic.cas(slot_table, (slot, 0), np.int64(1), np.int64(0))")
                         writer.line("break")
                     for c, word in zip(table.key_columns, words):
                         writer.line(f"slot_table[slot, {c}] = {word}")
                     writer.line("cuda.threadfence()")
-                    writer.line(f"cuda.atomic.exch(slot_table, (slot, 0), {tag})")
+                    writer.line(f"cuda.atomic.cas(slot_table, (slot, 0), np.int64(1), {tag})")
                     writer.line("found = slot")
                     writer.line("break")
+            # Every operation on the state word is a compare-and-swap (the wait reads it with one that
+            # writes the same 1 back): numba's simulator guards each kind of atomic with its own lock, so a
+            # wait written as add(0) could read 1, let the claimer's release land, and write 1 back over it,
+            # leaving the slot claimed for ever (a CI hang at f086da2+, test_hash_aggregation v_dec, 4 drivers).
             with writer.block("while state == 1:"):
-                writer.line("state = cuda.atomic.add(slot_table, (slot, 0), np.int64(0))")
+                writer.line("state = cuda.atomic.cas(slot_table, (slot, 0), np.int64(1), np.int64(1))")
             with writer.block("if state == 0:"):  # the claim was given back: claim this slot again
                 writer.line("continue")
         else:
