@@ -1,0 +1,69 @@
+"""Write the plans of TPC-H's 22 and TPC-DS's 99 texts to one JSON file, or check them against such a file.
+
+Why: a change to how the SQL planner hands expressions to PlanBuilder (text
+snippets, parsed trees, typed expressions) must not change any plan. This
+plans every text (plan cache off) at SF 0.01 and keeps each plan's JSON form
+(:func:`gpu_engine.plans.serialization.plan_to_dict`); ``--check`` plans them
+again and names every text whose plan differs from the file's. Run from the
+repository root, before and after the change::
+
+    python -m bench.plan_snapshots --write /tmp/plans-before.json
+    python -m bench.plan_snapshots --check /tmp/plans-before.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+if str(REPO_ROOT) not in sys.path:
+    sys.path.insert(0, str(REPO_ROOT))
+
+__all__ = ["main", "plans"]
+
+
+def plans(workloads: list[str], sf: float) -> dict[str, object]:
+    """Return ``"workload/query" -> the plan's JSON document`` (or the error's text for a text that fails)."""
+    from bench.first_process_costs import _workload
+    from gpu_engine import Session
+    from gpu_engine.plans.serialization import plan_to_dict
+    from gpu_engine.sql.plan_cache import PlanCache
+
+    out: dict[str, object] = {}
+    for name in workloads:
+        texts, register = _workload(name, sf)
+        session = Session(device="cpu", drivers=2)
+        register(session)
+        session.plan_cache = PlanCache(entries=0)
+        for key, text in texts.items():
+            try:
+                out[f"{name}/{key}"] = plan_to_dict(session.sql_plan(text))
+            except Exception as error:  # noqa: BLE001 - a failing text is part of the snapshot
+                out[f"{name}/{key}"] = f"{type(error).__name__}: {error}"
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--sf", type=float, default=0.01)
+    parser.add_argument("--workloads", default="tpch,tpcds")
+    group = parser.add_mutually_exclusive_group(required=True)
+    group.add_argument("--write", type=Path, help="write the plans to this file")
+    group.add_argument("--check", type=Path, help="compare the plans with this file; exit 1 on a difference")
+    args = parser.parse_args(argv)
+    current = plans(args.workloads.split(","), args.sf)
+    if args.write:
+        args.write.write_text(json.dumps(current, sort_keys=True, indent=1))
+        print(f"wrote {len(current)} plans to {args.write}")
+        return 0
+    before = json.loads(args.check.read_text())
+    differing = sorted(key for key in set(before) | set(current) if before.get(key) != current.get(key))
+    print(f"{len(current)} plans, {len(differing)} differ" + (": " + ", ".join(differing) if differing else ""))
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
