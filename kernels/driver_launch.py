@@ -44,6 +44,17 @@ layout that differs from the PTX's, or a compile or module load that fails
 error). ``GPU_ENGINE_KERNEL_LAUNCHER=numba`` sends every launch through
 numba's dispatcher, to compare or to work around a problem; ``driver`` (the
 default) uses this path.
+
+Step 2 off the drivers (``"background"`` compile mode,
+:func:`gpu_engine.codegen.background_compiles.kernel_state`): a generated
+kernel's plan is asked for before its first launch (:meth:`KernelLauncher.ready`);
+when it is not made, :meth:`KernelLauncher.ptx_job` describes the PTX entry
+for the background compile process, and once the entry is on disk
+:meth:`KernelLauncher.load_plan` reads it and loads the module (PTX to SASS)
+on the thread that calls it, which holds no lock of the launcher's (the lock
+guards only the plan tables); the batches meanwhile run on the lowest tier.
+Not run on a GPU yet (no GPU was lent when it was written): on ``cuda-sim``
+nothing compiles, and the tests drive it with a stand-in driver.
 """
 
 from __future__ import annotations
@@ -59,7 +70,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from gpu_engine.errors import DeviceError
-from gpu_engine.kernels.ptx_cache import CompileRecord, PtxCache, add_compile_record, ptx_entry_parameters
+from gpu_engine.kernels.ptx_cache import CompileRecord, PtxCache, PtxJob, add_compile_record, ptx_entry_parameters
 
 __all__ = [
     "COMPILE_FAILED",
@@ -73,6 +84,7 @@ __all__ = [
     "kernel_launcher_choice",
     "launch_through_driver",
     "parameter_layout",
+    "process_launcher",
 ]
 
 KERNEL_LAUNCHER_VARIABLE = "GPU_ENGINE_KERNEL_LAUNCHER"
@@ -361,6 +373,10 @@ class CudaDriver:
         function = self._check(self._driver.cuModuleGetFunction(module, entry.encode()), "cuModuleGetFunction")
         return function, context
 
+    def current_context(self) -> Any:
+        """Return this thread's current context (the launcher's, made current on the thread that creates it)."""
+        return self._check(self._driver.cuCtxGetCurrent(), "cuCtxGetCurrent")
+
     def make_current(self, context: Any) -> None:
         """Make ``context`` current on this thread (a thread that has not touched CUDA yet has none)."""
         self._check(self._driver.cuCtxSetCurrent(context), "cuCtxSetCurrent")
@@ -395,11 +411,15 @@ class KernelLauncher:
         A :class:`CudaDriver`, or a stand-in with the same methods (tests).
     ptx_cache
         Where PTX comes from.
+    context
+        The CUDA context a thread that has none makes current before loading a module
+        (:meth:`load_plan`); None leaves the thread's as it is.
     """
 
-    def __init__(self, driver: Any, ptx_cache: PtxCache) -> None:
+    def __init__(self, driver: Any, ptx_cache: PtxCache, context: Any = None) -> None:
         self.driver = driver
         self.ptx_cache = ptx_cache
+        self.context = context
         self._launch_kernel = driver.launch_kernel
         self._plans: dict[Any, dict[tuple, Any]] = {}
         self._signature_plans: dict[tuple, Any] = {}  # (kernel, signature) -> plan, shared by equivalent keys
@@ -471,10 +491,70 @@ class KernelLauncher:
             plans[key] = plan
             return plan
 
-    def _build_plan(self, kernel: Any, signature: tuple) -> _LaunchPlan:
+    # ------------------------------------------------- made off the drivers
+    def ready(self, kernel: Any, arguments: Sequence[Any]) -> bool:
+        """Return whether launching ``kernel`` with ``arguments`` makes no plan (compiles and loads nothing).
+
+        A plan that falls back to numba's dispatcher counts as made. Lock-free: reads of the plan tables.
+        """
+        plans = self._plans.get(kernel)
+        try:
+            key = _argument_key(arguments)
+        except (_NeedsInterface, UnsupportedLaunch):
+            try:
+                key, _ = _key_with_interface_arrays(arguments)
+            except UnsupportedLaunch:
+                return True  # numba's dispatcher launches it (compiling inline): nothing to prepare here
+        if plans is not None and key in plans:
+            return True
+        return (kernel, tuple(_numba_type(item) for item in key)) in self._signature_plans
+
+    def ptx_job(self, kernel: Any, arguments: Sequence[Any], module_path: str | None = None) -> PtxJob | None:
+        """Return the job compiling the PTX entry a launch of ``kernel`` with ``arguments`` reads (its ``signature``
+        is the one :meth:`load_plan` takes once the entry is written).
+
+        None when there is nothing another process can prepare: the driver path does not launch these
+        (numba's dispatcher does), or the PTX cache has no disk folder.
+        """
+        try:
+            signature = argument_signature(arguments)
+            options = _compile_options(kernel)
+            parameter_layout(signature)
+        except UnsupportedLaunch:
+            return None
+        return self.ptx_cache.job(kernel, signature, options, module_path)
+
+    def load_plan(self, kernel: Any, signature: tuple) -> None:
+        """Make the plan of ``kernel`` for ``signature`` from the PTX on disk, without holding the launcher's lock.
+
+        Called on a thread that is no driver (the background compiler's, once the compile process wrote
+        the entry): reading the file, checking the parameters and the driver's PTX-to-SASS load happen
+        here, and only installing the plan takes the lock. A missing entry raises
+        :class:`FileNotFoundError` (it compiles nothing); a plan the driver path cannot make is recorded
+        as a fallback to numba's dispatcher, as at a launch.
+        """
+        signature = tuple(signature)
+        if (kernel, signature) in self._signature_plans:
+            return
+        if self.context is not None:  # a thread that never touched CUDA has no current context
+            self.driver.make_current(self.context)
+        try:
+            plan = self._build_plan(kernel, signature, compile_missing=False)
+        except FileNotFoundError:
+            raise
+        except UnsupportedLaunch as reason:
+            self._fall_back(kernel, _signature_text(signature), str(reason))
+            plan = _FALLBACK
+        except Exception as error:  # numba's dispatcher then compiles it at the launch, or raises its own error
+            self._fall_back(kernel, _signature_text(signature), f"{COMPILE_FAILED}: {type(error).__name__}: {error}")
+            plan = _FALLBACK
+        with self._lock:
+            self._signature_plans.setdefault((kernel, signature), plan)
+
+    def _build_plan(self, kernel: Any, signature: tuple, compile_missing: bool = True) -> _LaunchPlan:
         options = _compile_options(kernel)
         layout = parameter_layout(signature)
-        compiled = self.ptx_cache.ptx(kernel, signature, options)
+        compiled = self.ptx_cache.ptx(kernel, signature, options, compile_missing=compile_missing)
         if ".extern .func" in compiled.ptx:
             raise UnsupportedLaunch("its PTX calls functions numba links in separately")
         declared = ptx_entry_parameters(compiled.ptx)
@@ -549,8 +629,17 @@ def _create_default() -> Any:
                           stacklevel=3)
             _DEFAULT = _DISABLED
             return _DEFAULT
-        _DEFAULT = KernelLauncher(driver, PtxCache(_current_compute_capability()))
+        compute_capability = _current_compute_capability()  # also makes the primary context current here
+        _DEFAULT = KernelLauncher(driver, PtxCache(compute_capability), driver.current_context())
         return _DEFAULT
+
+
+def process_launcher() -> KernelLauncher | None:
+    """Return this process's :class:`KernelLauncher` (made now if no launch made it yet), None when numba launches."""
+    launcher = _DEFAULT
+    if launcher is None:
+        launcher = _create_default()
+    return None if launcher is _DISABLED else launcher
 
 
 def launch_through_driver(kernel: Any, blocks: int, threads: int, stream_handle: int,

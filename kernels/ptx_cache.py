@@ -28,6 +28,13 @@ keeps its own cache of the PTX-to-machine-code step (``~/.nv/ComputeCache``).
 
 Every compile or disk load is kept in a per-process record
 (:func:`compile_records`) so benchmarks report compile time apart.
+
+An entry can also be compiled in another process (:class:`PtxJob`, what the
+background compile process of :mod:`gpu_engine.codegen.background_compiles`
+runs for ``cuda``): the engine's process names the entry's path, and the
+compiling process writes it there only after finding the same path from the
+code it imported (:meth:`PtxCache.write_job`); it needs no GPU, as
+``compile_ptx`` takes the compute capability.
 """
 
 from __future__ import annotations
@@ -50,6 +57,7 @@ __all__ = [
     "CompileRecord",
     "CompiledPtx",
     "PtxCache",
+    "PtxJob",
     "PTX_CACHE_VARIABLE",
     "clear_compile_records",
     "compile_records",
@@ -91,6 +99,31 @@ class CompiledPtx:
     ptx: str
     entry: str
     record: CompileRecord
+
+
+@dataclass(frozen=True)
+class PtxJob:
+    """What compiling one kernel's PTX entry in another process needs, all picklable (see :meth:`PtxCache.job`).
+
+    ``module`` and ``function`` name the kernel (``module_path`` is the file of a generated module, which
+    is not importable by name; None for a package module); ``signature`` is the numba signature the
+    launcher derives from the launch's device arrays; ``path`` is the entry the launcher will read, keyed
+    by the kernel's code fingerprint, that signature, ``compute_capability``, ``options`` (sorted items)
+    and ``toolchain``.
+    """
+
+    module: str
+    module_path: str | None
+    function: str
+    signature: tuple
+    compute_capability: tuple[int, int]
+    options: tuple[tuple[str, Any], ...]
+    path: str
+    toolchain: str
+
+    def written(self) -> bool:
+        """Return whether the entry is on disk (an earlier process, or the compile process, wrote it)."""
+        return Path(self.path).is_file()
 
 
 _RECORDS: list[CompileRecord] = []
@@ -269,6 +302,24 @@ def _numba_compile(py_func: Any, signature: tuple, compute_capability: tuple[int
     return ptx
 
 
+def _compile_without_gpu(py_func: Any, signature: tuple, compute_capability: tuple[int, int], options: dict) -> str:
+    """Compile as :func:`_numba_compile` in a process that must not touch a GPU (the compile process).
+
+    ``compile_ptx`` takes the compute capability, but numba asks the current GPU for it when a kernel
+    calls a device function: answer with ``compute_capability`` instead, so the process never makes a
+    CUDA context (hundreds of MB of GPU memory) or needs a GPU at all (as ``bench/ptx_ahead.py`` does).
+    """
+    import types as pytypes
+
+    try:
+        import numba.cuda.dispatcher as dispatcher
+    except ImportError:
+        dispatcher = None
+    if dispatcher is not None and hasattr(dispatcher, "get_current_device"):
+        dispatcher.get_current_device = lambda: pytypes.SimpleNamespace(compute_capability=compute_capability)
+    return _numba_compile(py_func, signature, compute_capability, options)
+
+
 class PtxCache:
     """Hand out a kernel's PTX per signature: from this process's memory, the disk, or numba.
 
@@ -313,8 +364,48 @@ class PtxCache:
         name = f"{py_func.__module__}.{py_func.__qualname__}".replace("<", "_").replace(">", "_")
         return self.directory / f"{name}-{hashlib.sha256(key.encode()).hexdigest()[:40]}.ptx"
 
-    def ptx(self, kernel: Any, signature: tuple, options: dict | None = None) -> CompiledPtx:
-        """Return ``kernel``'s PTX for ``signature``: read from disk when cached, else compiled and stored."""
+    def job(self, kernel: Any, signature: tuple, options: dict, module_path: str | None = None) -> PtxJob | None:
+        """Return the job that compiles ``kernel``'s entry for ``signature`` elsewhere (None without a disk cache).
+
+        ``module_path`` is the file of a generated module (imported from there, as it has no package).
+        """
+        path = self.path_for(kernel, signature, options)
+        if path is None:
+            return None
+        py_func = getattr(kernel, "py_func", kernel)
+        return PtxJob(py_func.__module__, module_path, py_func.__qualname__, tuple(signature), self.compute_capability,
+                      tuple(sorted(options.items())), str(path), self._toolchain)
+
+    @classmethod
+    def write_job(cls, job: PtxJob, kernel: Any) -> float:
+        """Compile ``job``'s entry from ``kernel`` (this process's import of it) and write it; return the seconds.
+
+        Why the path is checked: the engine's process keyed the entry by the code *it* imported; were the
+        file edited since, this process would compile other code under that key. So the entry is written
+        only when this process's fingerprint, toolchain and all give the same path, else nothing is and the
+        job fails (the engine keeps its lowest tier for that kernel).
+        """
+        cache = cls(job.compute_capability, Path(job.path).parent, compile=_compile_without_gpu)
+        options = dict(job.options)
+        path = cache.path_for(kernel, job.signature, options)
+        if path != Path(job.path):
+            raise RuntimeError(f"{job.module}.{job.function} keys to {path} in the compile process but to {job.path} "
+                               "in the engine's (its code or toolchain differs: edited since the engine imported it?)")
+        start = time.perf_counter()
+        ptx = cache._compile(getattr(kernel, "py_func", kernel), tuple(job.signature), cache.compute_capability,
+                             options)
+        seconds = time.perf_counter() - start
+        if ".entry" not in ptx or not cls._write(path, ptx):
+            raise OSError(f"could not write the PTX entry {path}")
+        return seconds
+
+    def ptx(self, kernel: Any, signature: tuple, options: dict | None = None,
+            compile_missing: bool = True) -> CompiledPtx:
+        """Return ``kernel``'s PTX for ``signature``: read from disk when cached, else compiled and stored.
+
+        With ``compile_missing=False`` a missing entry raises :class:`FileNotFoundError` instead (a caller that must
+        not compile on its thread: the module load after a background compile).
+        """
         options = dict(options or {})
         py_func = getattr(kernel, "py_func", kernel)  # a numba dispatcher, or its Python function
         name = f"{py_func.__module__}.{py_func.__qualname__}"
@@ -324,6 +415,8 @@ class PtxCache:
         ptx = self._read(path)
         if ptx is not None:
             record = CompileRecord(name, signature_text, "disk", time.perf_counter() - start, str(path))
+        elif not compile_missing:
+            raise FileNotFoundError(f"no PTX entry of {name}{signature_text} at {path}")
         else:
             start = time.perf_counter()
             ptx = self._compile(py_func, tuple(signature), self.compute_capability, options)

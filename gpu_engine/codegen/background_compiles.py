@@ -36,27 +36,34 @@ else ``"background"``):
     or compiled: the lowest tier alone, which a first run in ``"background"``
     mode must not be slower than (``bench/first_runs.py`` measures both).
 
-On ``cuda`` and ``cuda-sim`` every mode but ``"lowest"`` and ``"alternate"``
-compiles inline, on the driver (``"alternate"`` applies everywhere): issue 29's
-"PTX compiled off the driver's thread" is not built. :func:`kernel_state`
-answers READY for any device whose ``kernel_flavor`` is not ``"cpu"``, so a
-fused operator's first batch on ``cuda`` launches its generated kernel at once,
-and :class:`gpu_engine.kernels.driver_launch.KernelLauncher` makes its launch
-plan on that driver: ``numba.cuda.compile_ptx`` (seconds per generated kernel,
-holding the interpreter lock) unless :mod:`gpu_engine.kernels.ptx_cache` has
-the PTX on disk, then the CUDA driver's PTX-to-SASS step (``cuModuleLoadData``;
-the driver keeps its own cache), both inside the launcher's lock, so another
-driver needing any new launch plan waits too. That is what the H100's long
-TPC-DS first runs (bench/results/2026-11-27-gpu-h100-7900260-tpcds-sf1-partial.log)
-paid. What moving it off the driver needs: ``kernel_state`` on ``cuda`` asking
-whether the PTX cache holds the CUDA twin's entry (its path is the twin's code
-fingerprint, the launch signature the launcher derives from the device arrays,
-the compute capability and the compile options:
-``PtxCache.path_for``); if not, a compile job carrying those (the worker needs
-no GPU: ``compile_ptx`` takes ``cc``) that writes the entry, while the batch
-runs on the lowest tier; and the module load (PTX to SASS) on a thread that
-holds no lock of the launcher's. On ``cuda-sim`` there is nothing to move: the
-simulator interprets the kernel's Python and compiles nothing.
+On ``cuda`` the same tiers, with PTX (issue 29's "PTX compiled off the
+driver's thread"; built and tested without a GPU, not run on one yet). Before
+the batch that would first launch a generated kernel's CUDA twin,
+:func:`kernel_state` asks the process's driver launcher
+(:class:`gpu_engine.kernels.driver_launch.KernelLauncher`) whether it has the
+launch plan for the signature it derives from the batch's device arrays. If
+not, the entry the launcher would read from :mod:`gpu_engine.kernels.ptx_cache`
+(its path: the twin's code fingerprint, that signature, the compute capability,
+the compile options, the toolchain; ``PtxCache.path_for``) becomes a job for
+the compile process above (:class:`~gpu_engine.kernels.ptx_cache.PtxJob`): it
+needs no GPU (``compile_ptx`` takes the compute capability), imports the twin,
+checks that its own import keys to the same path, and writes the entry. The
+thread of this process that reads the worker's answers then loads the module
+(the driver's PTX-to-SASS step, ``cuModuleLoadData``) holding no lock of the
+launcher's, and only then is the kernel ready; an entry an earlier process
+wrote is only loaded, on a thread of its own. Meanwhile the batches run on the
+lowest tier and switch at the same points as on ``cpu``, so the results are the
+same. Before this, ``numba.cuda.compile_ptx`` (seconds per generated kernel,
+holding the interpreter lock) and the module load ran on the driver inside the
+launcher's lock, where every other driver needing a new launch plan waited too:
+what the H100's long TPC-DS first runs paid
+(bench/results/2026-11-27-gpu-h100-7900260-tpcds-sf1-partial.log). ``"inline"``
+still compiles there. Static kernels are not asked (they compile once per
+machine, or come from a PTX cache compiled ahead: ``bench/ptx_ahead.py``), nor
+are launches the driver path leaves to numba's dispatcher. On ``cuda-sim``
+nothing moves: the simulator interprets the kernel's Python and compiles
+nothing, so every mode but ``"lowest"`` and ``"alternate"`` launches at once
+(``"alternate"`` applies on every device).
 """
 
 from __future__ import annotations
@@ -131,10 +138,15 @@ class BackgroundCompiler:
     batches, and a warning says so once).
     """
 
-    def __init__(self):
+    def __init__(self, environment: dict[str, str] | None = None):
+        """``environment`` is the compile process's (None: this process's; tests start one without the
+        simulator, so that it compiles PTX as on a GPU machine)."""
+        self._environment = environment
         self._lock = threading.Condition()
         self._states: dict[tuple, str] = {}
-        self._queue: collections.deque = collections.deque()
+        self._queue: collections.deque = collections.deque()  # (key, the message sent to the worker)
+        #: PTX jobs' keys -> what loads the compiled module into the launcher (see state_ptx).
+        self._loads: dict[tuple, Callable[[], None]] = {}
         self._outstanding: tuple | None = None  # the job the worker is compiling
         self._process: subprocess.Popen | None = None
         self._restarts = 0
@@ -186,7 +198,7 @@ class BackgroundCompiler:
             if state is None:
                 module = dispatcher.py_func.__globals__
                 self._states[key] = "pending"
-                self._queue.append((key, module["__name__"], module["__file__"]))
+                self._queue.append((key, (key, module["__name__"], module["__file__"], key[1], key[2])))
                 self._send_next()
             return FAILED if self._states[key] == "failed" else PENDING
 
@@ -201,10 +213,55 @@ class BackgroundCompiler:
             state = self._states.get(key)
             if state is None:
                 self._states[key] = "pending"
-                self._queue.append((key, file.name, str(file.path)))
+                self._queue.append((key, (key, file.name, str(file.path), function, signature)))
                 self._send_next()
                 state = self._states[key]
             return READY if state == "done" else FAILED if state == "failed" else PENDING
+
+    def state_ptx(self, job, load: Callable[[], None]) -> str:
+        """Return the state of a CUDA kernel's PTX entry and module load (:data:`READY` once both are done).
+
+        ``job`` is a :class:`~gpu_engine.kernels.ptx_cache.PtxJob`; ``load()`` makes the launch plan from the
+        entry on disk (the driver's PTX-to-SASS step). A new job whose entry an earlier process wrote only
+        loads, on a thread of its own; else the compile process writes the entry and this process's thread
+        that reads its answers loads it, before the job counts as done. Neither is a driver, and neither
+        holds a lock of the launcher's while loading.
+        """
+        key = (job.module, job.function, job.path)
+        with self._lock:
+            state = self._states.get(key)
+            if state is None:
+                self._states[key] = "pending"
+                self._loads[key] = load
+                if job.written():
+                    threading.Thread(target=self._load_written, args=(key,), name="gpu_engine-ptx-load",
+                                     daemon=True).start()
+                else:
+                    self._queue.append((key, (key, job)))
+                    self._send_next()
+                state = self._states[key]
+            return READY if state == "done" else FAILED if state == "failed" else PENDING
+
+    def _load(self, key: tuple) -> str | None:
+        """Run the module load of a PTX job (no lock held); return None, or why it failed."""
+        load = self._loads.pop(key, None)
+        if load is None:
+            return None
+        try:
+            load()
+        except Exception as error:  # its batches stay on the lowest tier
+            return f"loading its PTX failed: {type(error).__name__}: {error}"
+        return None
+
+    def _load_written(self, key: tuple) -> None:
+        error = self._load(key)
+        with self._lock:
+            if error is None:
+                self._states[key] = "done"
+                self.finished += 1
+            else:
+                self._fail(key, error)
+            self._lock.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
         """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
@@ -277,15 +334,15 @@ class BackgroundCompiler:
         from gpu_engine.codegen.compile_worker import write_message
 
         while self._outstanding is None and self._queue:
-            key, module_name, path = self._queue.popleft()
+            key, message = self._queue.popleft()
             if not self._start_worker():
                 self._fail(key, "the compile worker could not be started")
                 continue
             try:
-                write_message(self._process.stdin, (key, module_name, path, key[1], key[2]))
+                write_message(self._process.stdin, message)
             except (OSError, ValueError):
                 self._process = None
-                self._queue.appendleft((key, module_name, path))
+                self._queue.appendleft((key, message))
                 continue
             self._outstanding = key
 
@@ -300,7 +357,7 @@ class BackgroundCompiler:
 
         try:
             process = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, close_fds=True)
+                                       stderr=subprocess.DEVNULL, close_fds=True, env=self._environment)
         except OSError:
             self._restarts += 1
             return False
@@ -319,6 +376,9 @@ class BackgroundCompiler:
                 answer = read_message(process.stdout)
             except Exception:
                 answer = None
+            loaded = None
+            if answer is not None and answer[1] is None and answer[0] in self._loads:
+                loaded = self._load(answer[0])  # a PTX entry written: load its module here, holding no lock
             with self._lock:
                 if answer is None:  # the worker exited (or was stopped): its job failed, the queue goes on
                     if self._process is process:
@@ -332,13 +392,14 @@ class BackgroundCompiler:
                 key, error, seconds = answer
                 if key == self._outstanding:
                     self._outstanding = None
-                if error is None:
+                if error is None and loaded is None:
                     self._states[key] = "done"
                     self.finished += 1
                     self.compiled += 1
                     self.compile_seconds += seconds
                 else:
-                    self._fail(key, error)
+                    self._loads.pop(key, None)
+                    self._fail(key, error or loaded)
                 self._send_next()
                 self._lock.notify_all()
 
@@ -359,6 +420,7 @@ class BackgroundCompiler:
         with self._lock:
             process, self._process = self._process, None
             self._queue.clear()
+            self._loads.clear()
             self._outstanding = None
             if self.paused and process is not None:  # a stopped worker reads no end of its input
                 self._signal(process, signal.SIGCONT)
@@ -431,6 +493,11 @@ class TwinRef:
         """Return the numba dispatcher (importing the module)."""
         return getattr(self.file.module, self.function)
 
+    @property
+    def cuda_dispatcher(self):
+        """Return the CUDA twin of the same module (``<name>_cpu``'s is ``<name>_cuda``), importing the module."""
+        return getattr(self.file.module, self.function.removesuffix("_cpu") + "_cuda")
+
 
 def _argument_type(value):
     """Return numba's type of ``value`` as an argument (what ``Dispatcher.typeof_pyval`` gives)."""
@@ -456,9 +523,16 @@ def kernel_ready(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> bool:
 
 
 def kernel_state(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> str:
-    """Return :data:`READY`, :data:`PENDING` or :data:`FAILED` for ``cpu_twin`` with ``arguments`` (see :func:`kernel_ready`)."""
-    if mode != "background" or device.kernel_flavor != "cpu":
+    """Return :data:`READY`, :data:`PENDING` or :data:`FAILED` for ``cpu_twin`` with ``arguments`` (see
+    :func:`kernel_ready`).
+
+    On ``cuda`` a generated twin (a :class:`TwinRef`) is asked of the driver launch path instead: see
+    :func:`_cuda_kernel_state`. On ``cuda-sim`` (nothing compiles) and in the other modes: :data:`READY`.
+    """
+    if mode != "background":
         return READY
+    if device.kernel_flavor != "cpu":
+        return _cuda_kernel_state(cpu_twin, arguments) if device.is_gpu else READY
     if isinstance(cpu_twin, TwinRef):
         if not cpu_twin.file.loaded and cpu_twin.file.new:
             signature = tuple(_argument_type(argument) for argument in arguments)
@@ -470,6 +544,32 @@ def kernel_state(device, mode: str, cpu_twin, arguments: Iterable[Any]) -> str:
     if signature in cpu_twin.overloads:
         return READY
     return background_compiler().state(cpu_twin, signature)
+
+
+def _cuda_kernel_state(twin, arguments: Iterable[Any]) -> str:
+    """Return whether the CUDA twin of ``twin`` launches with ``arguments`` without compiling or loading on a driver.
+
+    READY when the process's launcher has its launch plan (or cannot use one: numba's dispatcher
+    launches it, as for static kernels, which compile inline or come from the PTX cache); else the
+    PTX entry the launcher will read (:meth:`~gpu_engine.kernels.driver_launch.KernelLauncher.ptx_job`) is
+    compiled by the compile process when no earlier process wrote it, and the module is loaded off
+    the drivers (:meth:`BackgroundCompiler.state_ptx`), meanwhile PENDING.
+    """
+    if not isinstance(twin, TwinRef):
+        return READY
+    from gpu_engine.kernels.driver_launch import process_launcher
+
+    launcher = process_launcher()
+    if launcher is None:
+        return READY
+    kernel = twin.cuda_dispatcher
+    arguments = tuple(arguments)
+    if launcher.ready(kernel, arguments):
+        return READY
+    job = launcher.ptx_job(kernel, arguments, str(twin.file.path))
+    if job is None:
+        return READY
+    return background_compiler().state_ptx(job, lambda: launcher.load_plan(kernel, job.signature))
 
 
 class TierSwitch:
@@ -514,8 +614,9 @@ class TierSwitch:
 
     @property
     def compiles_in_background(self) -> bool:
-        """Return whether this operator's kernels compile in the compile process (not on a driver, at launch)."""
-        return self.mode == "background" and self.device.kernel_flavor == "cpu"
+        """Return whether this operator's kernels compile in the compile process (not on a driver, at launch):
+        ``"background"`` mode on ``cpu`` and on ``cuda`` (PTX), not on ``cuda-sim`` (nothing compiles)."""
+        return self.mode == "background" and (self.device.kernel_flavor == "cpu" or self.device.is_gpu)
 
     def use_generated(self, launches: Callable[[], Iterable[tuple[Any, Iterable[Any]]]],
                       prerequisites: Callable[[], Iterable[tuple[Any, Iterable[Any]]]] | None = None) -> bool:

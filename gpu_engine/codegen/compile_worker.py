@@ -14,9 +14,15 @@ imported by name and compiled the same way; the engine's
 process then loads the machine code from the cache
 (:mod:`gpu_engine.codegen.background_compiles`).
 
+On ``cuda`` a job may instead be a generated kernel's PTX entry
+(``(job_id, PtxJob)``, :class:`gpu_engine.kernels.ptx_cache.PtxJob`): the
+CUDA twin is imported the same way, compiled with ``numba.cuda.compile_ptx``
+for the job's compute capability (no GPU touched) and written where the
+engine's launcher will read it (:meth:`~gpu_engine.kernels.ptx_cache.PtxCache.write_job`).
+
 Protocol: the parent starts it with its own ``sys.path`` (:func:`worker_command`)
 and writes length-prefixed pickles to its stdin, jobs
-``(job_id, module_name, path, function, signature)``;
+``(job_id, module_name, path, function, signature)`` or ``(job_id, PtxJob)``;
 the worker answers each with ``(job_id, error_or_None, seconds)`` on stdout.
 The worker ends when its stdin closes, so it never outlives the engine's process.
 """
@@ -63,7 +69,8 @@ def worker_command() -> list[str]:
     return [sys.executable, "-c", bootstrap]
 
 
-def _compile(module_name: str, path: str, function: str, signature) -> None:
+def _module(module_name: str, path: str | None):
+    """Return the module ``module_name``: a generated one imported from its file ``path``, else by its name."""
     generated = module_name.startswith(GENERATED_PREFIX)
     module = sys.modules.get(module_name)
     if module is None and not generated:  # a static kernel (one a fused tier runs on the host): its package's
@@ -81,15 +88,34 @@ def _compile(module_name: str, path: str, function: str, signature) -> None:
         except BaseException:
             sys.modules.pop(module_name, None)
             raise
-    getattr(module, function).compile(signature)
-    if not generated:  # static kernels' files are not the generated-kernel cache's to bound
-        return
-    # numba's files of it are written: this process, not a driver, keeps the cache under its size bound.
+    return module
+
+
+def _bound_generated_cache(module_name: str, path: str | None) -> None:
+    """Keep the generated-kernel cache under its size bound (this process does it, not a driver)."""
+    if not module_name.startswith(GENERATED_PREFIX) or path is None:
+        return  # static kernels' files are not the generated-kernel cache's to bound
     from pathlib import Path
 
     from gpu_engine.codegen.compiled_modules import bound_cache_size
 
     bound_cache_size(Path(path))
+
+
+def _compile(module_name: str, path: str, function: str, signature) -> None:
+    getattr(_module(module_name, path), function).compile(signature)
+    _bound_generated_cache(module_name, path)  # numba's files of it are written
+
+
+def _compile_ptx(job) -> None:
+    """Write the PTX entry ``job`` names (:class:`~gpu_engine.kernels.ptx_cache.PtxJob`) from this process's import."""
+    from gpu_engine.kernels.ptx_cache import PtxCache
+
+    kernel = _module(job.module, job.module_path)
+    for part in job.function.split("."):
+        kernel = getattr(kernel, part)
+    PtxCache.write_job(job, kernel)
+    _bound_generated_cache(job.module, job.module_path)
 
 
 def _lowest_priority() -> None:
@@ -120,11 +146,12 @@ def main() -> None:
         job = read_message(incoming)
         if job is None:
             return
-        job_id, module_name, path, function, signature = job
-        started = time.perf_counter()
-        error = None
+        job_id, started, error = job[0], time.perf_counter(), None
         try:
-            _compile(module_name, path, function, signature)
+            if len(job) == 2:  # (job_id, PtxJob)
+                _compile_ptx(job[1])
+            else:
+                _compile(*job[1:])
         except BaseException as failure:  # reported to the parent, which keeps the lowest tier for it
             error = f"{type(failure).__name__}: {failure}"
         write_message(outgoing, (job_id, error, time.perf_counter() - started))
