@@ -15,13 +15,19 @@ compiles at most one per operator, as without the bound.
 The count is of the program's expression nodes as the kernel is generated
 from them (:class:`~gpu_engine.codegen.fusion_program.FusionProgram`: its
 predicates, keys, aggregate arguments and outputs, constants already
-parameters): a subexpression used twice counts twice, an IN list that became
+parameters): a subexpression used twice counts once where the generated row
+code computes it once (:func:`kernel_nodes`: the row lowering's memo keeps each
+distinct subexpression per block, a CASE branch being a block of its own), so
+conditional aggregates repeating one condition (``sum(CASE WHEN c ...)``,
+``count(CASE WHEN c ...)``) cost what they compile to; an IN list that became
 a parameter set is one node whatever its length (its values are a launch
 parameter, :mod:`~gpu_engine.codegen.kernel_parameters`), one left as
 comparisons counts each value, and a subexpression lifted out of the row code
 (one over a string column's dictionary) is one node. It is taken without
-recursion and stopped at the bound, so counting costs at most
-:data:`MAX_KERNEL_NODES` steps.
+recursion and stopped at the bound: a tree of at most the bound is counted node
+by node; one of up to :data:`SHARED_TREE_FACTOR` times the bound has its
+repeats found (each node's shape numbered bottom-up, no recursive hashing);
+a larger one is over the bound.
 
 Planning a program visits every node of its expressions (in time worse than
 linear: a 2000-term chain took 7 s), so expressions of more than
@@ -33,16 +39,17 @@ lifted node).
 
 from __future__ import annotations
 
+from dataclasses import fields
 from typing import TYPE_CHECKING, Iterable
 
 from gpu_engine.codegen.row_lowering import Unsupported
-from gpu_engine.plans.expressions import Expr, InList
+from gpu_engine.plans.expressions import Case, Expr, InList
 
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.codegen.fusion_program import FusionProgram
 
-__all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "expression_nodes", "refuse_before_planning",
-           "refuse_oversized"]
+__all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "SHARED_TREE_FACTOR", "expression_nodes", "kernel_nodes",
+           "refuse_before_planning", "refuse_oversized"]
 
 #: The most expression nodes one generated kernel evaluates (its predicates, keys, aggregate arguments and
 #: outputs together). TPC-H's largest (Q19's join filter) has 74: all of TPC-H stays fused.
@@ -51,6 +58,10 @@ MAX_KERNEL_NODES = 256
 
 #: Expressions with more nodes than this are refused before their fusion program is planned.
 MAX_PLANNED_NODES = 4 * MAX_KERNEL_NODES
+
+#: A tree of up to this many times a bound's nodes (counted with repeats) is searched for repeated subexpressions;
+#: a larger one is over the bound without being searched, so counting stays bounded by the limit.
+SHARED_TREE_FACTOR = 8
 
 
 def expression_nodes(expressions: Iterable[Expr], limit: int | None = None, in_list_values: bool = True) -> int:
@@ -68,10 +79,99 @@ def expression_nodes(expressions: Iterable[Expr], limit: int | None = None, in_l
     return count
 
 
+def kernel_nodes(expressions: Iterable[Expr], limit: int, in_list_values: bool = True) -> int:
+    """Return how many nodes the row code of ``expressions`` computes, or ``limit + 1`` once it is passed.
+
+    Why: the generated row code computes each distinct subexpression once per block
+    (:class:`~gpu_engine.codegen.source_writer.SourceWriter`'s scoped memo), so six conditional aggregates that
+    repeat one condition compile to that condition once; counting every repeat refused such kernels (TPC-DS
+    q28's merged subqueries: 24 aggregates over 6 conditions, evaluated unfused with ~110 launches a batch).
+    The count follows the lowering's blocks: a CASE's first condition in the enclosing block, each result and
+    the rest of the CASE in blocks of their own (:meth:`RowLowering._case_branches`).
+    """
+    roots = list(expressions)
+    tree = expression_nodes(roots, SHARED_TREE_FACTOR * limit, in_list_values)
+    if tree <= limit or tree > SHARED_TREE_FACTOR * limit:
+        return min(tree, limit + 1)
+    shapes = _shape_numbers(roots)
+    count, scopes = 0, [set()]
+    work: list = list(reversed(roots))
+    while work:
+        item = work.pop()
+        if item is _OPEN:
+            scopes.append(set())
+            continue
+        if item is _CLOSE:
+            scopes.pop()
+            continue
+        shape = shapes[id(item)]
+        if any(shape in scope for scope in scopes):
+            continue  # computed already in this block or an enclosing one
+        scopes[-1].add(shape)
+        count += 1 + (len(item.values) if in_list_values and isinstance(item, InList) else 0)
+        if count > limit:
+            return limit + 1
+        work.extend(reversed(_case_steps(item) if isinstance(item, Case) else item.children()))
+    return count
+
+
+#: Markers of :func:`kernel_nodes`'s walk: a block of the row code opens and closes.
+_OPEN, _CLOSE = object(), object()
+
+
+def _case_steps(case: Case) -> list:
+    """Return a CASE's children in lowering order with the blocks they are computed in."""
+    steps: list = []
+    nested = 0
+    for index, (condition, result) in enumerate(case.whens):
+        steps += [condition, _OPEN, result, _CLOSE]
+        if index + 1 < len(case.whens) or case.default is not None:
+            steps.append(_OPEN)  # the else block holding the rest
+            nested += 1
+    if case.default is not None:
+        steps.append(case.default)
+    return steps + [_CLOSE] * nested
+
+
+def _shape_numbers(roots: list[Expr]) -> dict[int, int]:
+    """Number every node of ``roots`` by its shape (equal subexpressions, one number), bottom-up without recursion.
+
+    A node's shape is its type, its own fields and its children's numbers, so no tree is hashed whole (a deep
+    chain's dataclass hash recurses once per level).
+    """
+    numbers: dict[int, int] = {}
+    table: dict = {}
+    stack: list[tuple[Expr, bool]] = [(root, False) for root in roots]
+    while stack:
+        node, ready = stack.pop()
+        if id(node) in numbers:
+            continue
+        if not ready:
+            stack.append((node, True))
+            stack.extend((child, False) for child in node.children())
+            continue
+        shape = (type(node), tuple(_field_shape(getattr(node, field.name), numbers) for field in fields(node)))
+        try:
+            numbers[id(node)] = table.setdefault(shape, len(table))
+        except TypeError:  # an unhashable constant: a shape of its own
+            numbers[id(node)] = len(table)
+            table[("unhashable", id(node))] = len(table)
+    return numbers
+
+
+def _field_shape(value, numbers: dict[int, int]):
+    if isinstance(value, Expr):
+        number = numbers.get(id(value))
+        return ("expr", number) if number is not None else value  # an IN list's values: constants, hashed as such
+    if isinstance(value, tuple):
+        return tuple(_field_shape(item, numbers) for item in value)
+    return value
+
+
 def refuse_before_planning(expressions: Iterable[Expr]) -> None:
     """Raise :class:`Unsupported` when ``expressions`` hold more than :data:`MAX_PLANNED_NODES` nodes (IN lists'
     values not counted): no program of them could pass :func:`refuse_oversized`, and planning one costs seconds."""
-    nodes = expression_nodes(expressions, MAX_PLANNED_NODES, in_list_values=False)
+    nodes = kernel_nodes(expressions, MAX_PLANNED_NODES, in_list_values=False)
     if nodes > MAX_PLANNED_NODES:
         raise Unsupported(f"the expressions have more than {MAX_PLANNED_NODES} nodes: too large for one generated "
                           "kernel (evaluated unfused)")
@@ -84,7 +184,7 @@ def refuse_oversized(program: "FusionProgram") -> None:
     """
     expressions = (*program.predicates, *program.keys, *(e for group in program.arguments for e in group),
                    *program.outputs)
-    nodes = expression_nodes(expressions, MAX_KERNEL_NODES)
+    nodes = kernel_nodes(expressions, MAX_KERNEL_NODES)
     if nodes > MAX_KERNEL_NODES:
         raise Unsupported(f"the expressions have more than {MAX_KERNEL_NODES} nodes: one generated kernel would "
                           "take too long to compile (evaluated unfused)")

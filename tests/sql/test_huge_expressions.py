@@ -84,13 +84,13 @@ def kernel_programs(monkeypatch):
 
 @pytest.mark.parametrize("name", list(QUERIES))
 def test_huge_expressions_match_duckdb_with_bounded_kernels(name, device_name, reference, kernel_programs):
-    from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES, expression_nodes
+    from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES, kernel_nodes
     from gpu_engine.plans.nodes import walk_plan
 
     session = session_with_tables({"t": T}, device=device_name, drivers=2)
     sql = QUERIES[name]
     assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
-    nodes = [expression_nodes(expressions) for expressions in kernel_programs]
+    nodes = [kernel_nodes(expressions, MAX_KERNEL_NODES) for expressions in kernel_programs]
     assert all(n <= MAX_KERNEL_NODES for n in nodes), nodes
     # kernels per query: at most one program per plan node, however large the expressions
     assert len(set(map(repr, kernel_programs))) <= len(list(walk_plan(session.last_plan)))
@@ -115,6 +115,46 @@ def test_expression_nodes_counts_each_node_and_stops_at_the_limit():
     in_list = InList(a, tuple(Literal(i, pa.int64()) for i in range(100_000)))
     assert expression_nodes([in_list]) == 100_002
     assert expression_nodes([in_list], limit=10) == 11
+
+
+def test_kernel_nodes_counts_a_repeat_once_per_block_of_the_row_code():
+    """The row code computes a repeated subexpression once per block: a CASE's results are blocks of their own."""
+    from gpu_engine.codegen.kernel_bounds import expression_nodes, kernel_nodes
+    from gpu_engine.plans.expressions import BinaryOp, Case, ColumnRef, Literal
+
+    a = ColumnRef("a", pa.int64())
+    comparison = BinaryOp("eq", a, Literal(1, pa.int64()), pa.bool_())
+    twice = BinaryOp("and", comparison, BinaryOp("eq", a, Literal(1, pa.int64()), pa.bool_()), pa.bool_())
+    assert expression_nodes([twice]) == 7
+    assert kernel_nodes([twice], limit=5) == 4  # an equal copy, not the same object, is still one computation
+    assert kernel_nodes([twice], limit=10) == 7  # within the limit the plain count is taken
+    sum_of = BinaryOp("add", a, Literal(2, pa.int64()), pa.int64())
+    other = BinaryOp("eq", a, Literal(3, pa.int64()), pa.bool_())
+    # the condition is computed before the branches (once); the result repeated in two branches, twice
+    in_branches = Case(((comparison, sum_of), (other, sum_of)), None, pa.int64())
+    assert expression_nodes([in_branches, comparison]) == 16
+    # CASE, the condition (3), each branch's add and 2 (`a` read outside once), the second condition's = and 3
+    assert kernel_nodes([in_branches, comparison], limit=15) == 1 + 3 + 2 + 2 + 2
+    # computed before the CASE, the result is read from the enclosing block in both branches
+    assert kernel_nodes([sum_of, in_branches], limit=15) == 3 + 1 + 2 + 2
+    assert kernel_nodes([twice] * 100, limit=3) == 4  # past the limit: limit + 1
+
+
+def test_conditional_aggregates_repeating_their_conditions_are_fused():
+    """Aggregates over CASE WHEN c ... (TPC-DS q28's merged subqueries) compile each condition once: one kernel."""
+    from gpu_engine.codegen.kernel_bounds import MAX_KERNEL_NODES, expression_nodes
+    from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
+    from gpu_engine.planning.fusion import fuse_pipelines
+
+    conditions = [f"(a BETWEEN {i} AND {i + 5} OR q BETWEEN {i} AND {i + 9} OR f BETWEEN {i} AND {i + 3}) "
+                  f"AND a BETWEEN {i * 2} AND {i * 2 + 40}" for i in range(6)]
+    items = ", ".join(f"sum(CASE WHEN {c} THEN q END) AS s{i}, count(CASE WHEN {c} THEN q END) AS n{i}, "
+                      f"avg(CASE WHEN {c} THEN a END) AS m{i}" for i, c in enumerate(conditions))
+    session = session_with_tables({"t": T}, device="cpu")
+    plan = fuse_pipelines(session.sql_plan(f"SELECT g, {items} FROM t GROUP BY g"))
+    fused = [node for node in walk_plan(plan) if isinstance(node, FusedAggregationNode) and node.step.input_is_raw]
+    assert len(fused) == 1
+    assert expression_nodes(call.arg for call in fused[0].aggregates) > MAX_KERNEL_NODES  # counted with repeats
 
 
 def test_an_oversized_predicate_is_not_fused_and_a_small_one_is():
