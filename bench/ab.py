@@ -1,0 +1,131 @@
+"""A/B one SQL text with one engine change switched off and on, and DuckDB, by process CPU beside wall.
+
+Why: on a loaded shared machine wall times swing; the process CPU (user+sys) of each run is steadier, and
+runs of the two sides interleaved in one process see the same load. Each change is a named switch
+(:data:`SWITCHES`: what it replaces while off); two Sessions plan and run the text, one per side, with the
+switch set before each of its runs, so plans cached by a Session are the side's own. Both answers are checked
+against DuckDB first, both wait for their compiled tier, then ``--runs`` interleaved runs (DuckDB, without,
+with) give medians, and the scans' counts of the last "with" run are printed where a scan dropped rows.
+TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tpcds``'s.
+
+    python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
+    python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
+    python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
+"""
+import argparse
+import os
+import statistics
+import sys
+
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from bench.tpcds_cpu import measure  # noqa: E402  (process CPU beside wall, one definition for the benches)
+
+COUNTS = ("decode_seconds", "dynamic_filter_rows_dropped", "late_materialized_rows_skipped",
+          "late_materialized_row_groups_skipped")
+
+
+def _late_materialization():
+    """Join-filtered scans read whole, then filtered (``gpu_engine.connectors.late_materialization`` off)."""
+    import gpu_engine.operators.table_scan as module
+    return module, "read_filtered_piece", lambda *args, **kwargs: None
+
+
+def _eager_aggregation():
+    """The planner without eager aggregation below joins (``gpu_engine.sql.eager_aggregation``)."""
+    import gpu_engine.sql.planner as module
+    return module, "eager_aggregated", lambda planner, select, members, pending, needed: (members, select)
+
+
+def _shared_subexpressions():
+    """The kernel size bound counting every repeat of a subexpression (``kernel_bounds.kernel_nodes`` off)."""
+    import gpu_engine.codegen.kernel_bounds as module
+    return module, "kernel_nodes", lambda expressions, limit, in_list_values=True: module.expression_nodes(
+        expressions, limit, in_list_values)
+
+
+#: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
+SWITCHES = {
+    "late-materialization": _late_materialization,
+    "eager-aggregation": _eager_aggregation,
+    "shared-subexpressions": _shared_subexpressions,
+}
+
+
+def _workload(name: str, query: int, sf: float):
+    """Return the folder, text, registration and result check of one query of ``name`` (tpch or tpcds)."""
+    from duckdb_reference import rows_mismatch
+    if name == "tpch":
+        from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+        from gpu_engine.plans import tpch
+        from gpu_engine.sql.ordering import order_key_columns
+        sql = tpch.spec_sql(query)
+        return (ensure_tpch(sf, None, progress=False), sql, register_tpch,
+                lambda actual, expected: rows_mismatch(actual, expected, ordered=order_key_columns(sql)))
+    from bench.tpcds import query_text, result_mismatch
+    from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
+    sql = query_text(query)
+    return (ensure_tpcds(sf, None), sql, register_tpcds,
+            lambda actual, expected: result_mismatch(actual, expected, sql, rows_mismatch))
+
+
+def main():
+    """Run the A/B and print each side's medians."""
+    p = argparse.ArgumentParser()
+    p.add_argument("switch", choices=sorted(SWITCHES))
+    p.add_argument("workload", choices=("tpch", "tpcds"))
+    p.add_argument("query", type=int)
+    p.add_argument("--sf", type=float, default=1)
+    p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--drivers", type=int, default=2)
+    a = p.parse_args()
+    from duckdb_reference import duckdb_connection, duckdb_table
+    from gpu_engine import Session
+    from gpu_engine.codegen.background_compiles import background_compiler
+    module, attribute, stand_in = SWITCHES[a.switch]()
+    sides = {"without": stand_in, "with": getattr(module, attribute)}
+    folder, sql, register, check = _workload(a.workload, a.query, a.sf)
+    sessions = {}
+    for side in sides:
+        sessions[side] = Session(device="cpu", drivers=a.drivers)
+        register(sessions[side], folder)
+    duck = duckdb_connection(folder, threads=2)
+    expected = duckdb_table(duck, sql)
+    compiler = background_compiler()
+    for side, session in sessions.items():
+        setattr(module, attribute, sides[side])
+        problem = check(session.sql(sql), expected)
+        print(f"{side}: first run {'equal' if problem is None else 'MISMATCH ' + problem[:200]}", flush=True)
+        compiler.wait_idle(timeout=300)
+        session.sql(sql)
+        compiler.wait_idle(timeout=300)
+    samples = {k: ([], []) for k in ("duckdb", *sides)}
+    for _ in range(a.runs):
+        _, w, c = measure(lambda: duckdb_table(duck, sql))
+        samples["duckdb"][0].append(w)
+        samples["duckdb"][1].append(c)
+        for side, session in sessions.items():
+            setattr(module, attribute, sides[side])
+            _, w, c = measure(lambda: session.sql(sql))
+            samples[side][0].append(w)
+            samples[side][1].append(c)
+    setattr(module, attribute, sides["with"])
+    m = statistics.median
+    duck_cpu = m(samples["duckdb"][1])
+    print(f"{a.switch}: {a.workload} q{a.query} sf{a.sf:g} drivers {a.drivers}, {a.runs} interleaved runs, "
+          f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
+    for k, (w, c) in samples.items():
+        print(f"  {k:8s} cpu median {m(c)*1000:8.1f} ms (x{m(c)/duck_cpu:5.2f} DuckDB)  wall median {m(w)*1000:8.1f} ms"
+              f"  cpu {' '.join(f'{x*1000:.0f}' for x in c)}")
+    for pipeline in sessions["with"].last_stats().pipelines:
+        for stats in pipeline.operators:
+            if stats.operator_type == "TableScan" and stats.runtime.get("dynamic_filter_rows_dropped"):
+                print("  scan " + ", ".join(f"{name}={stats.runtime.get(name, 0):.4g}" for name in COUNTS))
+
+
+if __name__ == "__main__":
+    main()
