@@ -231,7 +231,9 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
             if not isinstance(expression, (exp.Alias, exp.Column, exp.Star)):
                 name = duckdb_column_name(expression) if dialect == "duckdb" else expression.sql(
                     dialect=dialect, normalize_functions="lower").replace("count(*)", "count_star()")
-                expression.replace(exp.alias_(expression.copy(), exp.to_identifier(name, quoted=True)))
+                # exp.Alias, not exp.alias_: that names a Subquery by its own table alias, and sqlglot's ORDER BY
+                # 2 then failed on it (an AssertionError: "... is not <class 'Alias'>")
+                expression.replace(exp.Alias(this=expression.copy(), alias=exp.to_identifier(name, quoted=True)))
                 spelled[name.lower()] = name
     return spelled
 

@@ -28,10 +28,12 @@ column, so the rest of the planner sees only joins and columns:
 In an aggregating query the joined columns are grouping keys where the
 subquery stands outside the aggregate calls: they depend only on the outer
 columns of the correlation, which must be grouping keys themselves.
+A correlated subquery with GROUP BY, HAVING, DISTINCT or a LIMIT other than 1 is
+first rewritten into its rows per correlation key
+(:mod:`~gpu_engine.sql.shaped_subqueries`), then planned as one without aggregate.
 Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
 with a correlation equality (semi and anti joins), a comparison with a scalar
-subquery it plans, and EXISTS / IN under OR (mark joins). Refused by name: a
-correlated subquery with GROUP BY, HAVING, DISTINCT or a LIMIT other than 1.
+subquery it plans, and EXISTS / IN under OR (mark joins).
 """
 
 from __future__ import annotations
@@ -47,6 +49,7 @@ from gpu_engine.sql.decorrelation import (
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, has_subquery
+from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
 __all__ = ["with_subquery_values_as_comparisons", "with_subquery_values_joined"]
 
@@ -122,7 +125,9 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     value = value.this if isinstance(value, exp.Alias) else value
     if value.find(*SQL_AGGREGATES) is None:
         return False  # a row per outer row (ORDER BY ... LIMIT 1, or checked at run time): a subquery value
-    if not value.find(*SQL_AGGREGATES) or any(select.args.get(key) for key in _SHAPING):
+    if any(select.args.get(key) for key in ("group", "having", "distinct", "limit", "offset")):
+        return False  # rows per correlation key (shaped_subqueries), a subquery value
+    if any(select.args.get(key) for key in _SHAPING):
         return True  # refused there, by name
     # Planned there (a join per key drops keys without rows), unless the value over no rows is not NULL (COUNT's
     # 0, coalesce) and keeps the row, or the correlation is not column equalities.
@@ -255,6 +260,9 @@ class _Joined:
             raise unsupported(f"a subquery over {query.key.upper()} used as a value (only an uncorrelated one)", node)
         if len(query.expressions) != 1:
             raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
+        empty = None
+        if _outer_tables(query) and is_shaped(query, self.planner._count):  # GROUP BY, HAVING, DISTINCT, LIMIT n
+            query, empty = rows_per_key(query, self.outer_aliases, self.planner._synthetic_alias(), self.planner._count)
         value = query.expressions[0]
         value = value.this if isinstance(value, exp.Alias) else value
         aggregates = value.find(*SQL_AGGREGATES) is not None
@@ -291,7 +299,8 @@ class _Joined:
             on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
             outer_columns = [o for o, _ in keys]
         self.joins.append(exp.Join(this=_derived(derived, alias), side="LEFT", on=exp.and_(*on)))
-        empty = empty_group_value(value) if aggregates else exp.Null()  # no row: NULL
+        if empty is None:
+            empty = empty_group_value(value) if aggregates else exp.Null()  # no row: NULL
         joined = exp.column("v", table=alias)
         if checked:  # every joined row is checked, as DuckDB does, wherever the value is read (a CASE branch too)
             self.checks.append(exp.Anonymous(this=SCALAR_SUBQUERY_VALUE, expressions=[

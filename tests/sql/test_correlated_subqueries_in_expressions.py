@@ -3,7 +3,7 @@
 A correlated aggregate (or ``ORDER BY ... LIMIT 1`` row) in the SELECT list, CASE, ORDER BY, HAVING, GROUP BY,
 under NOT or OR or a function in WHERE,
 correlated by several columns, on an expression or by a non-equality (computed per distinct outer value), COUNT
-over empty groups (0, not NULL), EXISTS / [NOT] IN as values with SQL's three-valued logic over NULLs, all
+over empty groups (0, not NULL), GROUP BY / HAVING / DISTINCT / LIMIT n OFFSET m inside one, EXISTS / [NOT] IN as values with SQL's three-valued logic over NULLs, all
 against DuckDB over tiny tables with NULLs and an empty table. What stays refused is refused by name.
 """
 
@@ -72,11 +72,20 @@ QUERIES = [
     "FROM t",
     "SELECT a, CASE WHEN k IN (SELECT k FROM u WHERE b > 20) THEN 'y' ELSE 'n' END AS c FROM t",
     "SELECT a, d NOT IN (SELECT d FROM u WHERE u.k = t.k) AS c FROM t",
+    # GROUP BY, HAVING, DISTINCT, LIMIT n OFFSET m inside: rows per correlation key (shaped_subqueries)
+    "SELECT a, (SELECT sum(b) FROM u WHERE u.k = t.k GROUP BY u.s ORDER BY 1 DESC LIMIT 1) AS g, (SELECT max(b) "
+    "FROM u WHERE u.k = t.k GROUP BY u.d ORDER BY max(u.d) LIMIT 1 OFFSET 1) AS g2 FROM t",
+    "SELECT a, (SELECT sum(b) FROM u WHERE u.k = t.k HAVING sum(b) > 20) AS h, (SELECT count(*) FROM u WHERE "
+    "u.k = t.k HAVING count(*) < 2) AS h0, (SELECT count(*) + 1 FROM u WHERE u.k = t.k LIMIT 1) AS c1 FROM t",
+    "SELECT a, (SELECT DISTINCT s FROM u WHERE u.k = t.k) AS one_s, (SELECT d FROM u WHERE u.k = t.k ORDER BY d "
+    "DESC LIMIT 3 OFFSET 1) AS d2 FROM t",
+    "SELECT a FROM t WHERE a * 10 < (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.k HAVING count(*) > 1)",
+    "SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) AS m FROM t ORDER BY 2, 1",  # was an AssertionError
 ]
 
 #: The shapes on the simulator: an equality-correlated COUNT, a value without aggregate (its row count checked), a
-#: per-domain COUNT, EXISTS and correlated NOT IN values.
-SIMULATED = [QUERIES[1], QUERIES[8], QUERIES[11], QUERIES[30], QUERIES[35]]
+#: per-domain COUNT, EXISTS and correlated NOT IN values, HAVING and LIMIT per correlation key.
+SIMULATED = [QUERIES[1], QUERIES[8], QUERIES[11], QUERIES[30], QUERIES[35], QUERIES[37]]
 
 
 @pytest.fixture(scope="module")
@@ -97,9 +106,8 @@ def test_subquery_values_match_duckdb_on_each_device(device_name, reference):
 
 
 @pytest.mark.parametrize("sql, construct", [
-    ("SELECT a, (SELECT b FROM u WHERE u.k = t.k ORDER BY b LIMIT 2) FROM t", "LIMIT other than 1 in a correlated "
-     "scalar subquery that does not aggregate"),
-    ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar"),
+    ("SELECT a, (SELECT max(b) FROM u WHERE u.d < t.d GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar "
+     "subquery correlated by other than column equalities"),
     ("SELECT a, (SELECT count(*) FROM u WHERE u.d < coalesce(t.d, 0)) FROM t", "a correlation that may hold where"),
     ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s",
      "a correlated subquery reading t.k, which is not a GROUP BY"),
@@ -127,6 +135,9 @@ def test_an_exists_correlated_only_across_types_is_refused_by_name():
     ("SELECT a, (SELECT b FROM u WHERE u.d < t.d) AS c FROM t", True),
     ("SELECT a, (SELECT b FROM u WHERE u.k = t.k) AS c FROM t WHERE t.k = 2", False),  # no row meets key 1
     ("SELECT a, (SELECT b FROM u WHERE u.k = t.d + 3) AS c FROM t", False),
+    ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.d) AS c FROM t", True),  # key 1: d 2 and 6
+    ("SELECT a, (SELECT d FROM u WHERE u.k = t.k ORDER BY d LIMIT 2) AS c FROM t", True),
+    ("SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.s) AS c FROM t", False),  # one s per key
 ])
 def test_a_subquery_value_of_several_rows_fails_as_in_duckdb(sql, fails, reference):
     """DuckDB: "More than one row returned by a subquery used as an expression" where an outer row meets two."""
