@@ -4,7 +4,7 @@ A named window is shorthand, so it is written out in the parsed tree before qual
 the rest of the planner sees only windows spelled in full (DuckDB names the output column after the spelled
 window too: ``sum(y) OVER (PARTITION BY k ORDER BY x)``). DuckDB's (and the SQL standard's) rules:
 
-* ``OVER w`` copies w whole, its frame included; ``OVER (w ROWS …)`` / ``OVER (w ORDER BY …)`` refines it,
+* ``OVER w`` copies w whole, its frame included (``OVER (w)``, parenthesized, is a refinement); ``OVER (w ROWS …)`` / ``OVER (w ORDER BY …)`` refines it,
   and so does ``WINDOW w2 AS (w ORDER BY …)``: the refinement may add an ORDER BY where w has none and a
   frame, never a PARTITION BY, never a second ORDER BY, and never refine a w that has a frame of its own;
 * a definition may name only windows defined before it; names are case-insensitive and defined once;
@@ -30,15 +30,20 @@ def _error(message: str, tree: exp.Expression) -> SqlError:
     return SqlError(message, line=line, col=col, name=tree.sql(dialect="duckdb")[:80])
 
 
-def _refined(base: exp.Window, name: str, window: exp.Window) -> tuple[list, exp.Order | None, exp.Expression | None]:
-    """Return the partition, order and frame of ``window`` written over the definition ``base`` it names."""
+def _refined(base: exp.Window, name: str, window: exp.Window,
+             parenthesized: bool) -> tuple[list, exp.Order | None, exp.Expression | None]:
+    """Return the partition, order and frame of ``window`` written over the definition ``base`` it names.
+
+    ``parenthesized``: written ``OVER (w)`` (or ``WINDOW w2 AS (w)``), which DuckDB reads as a refinement
+    that adds nothing, refused over a framed ``w`` like any refinement; ``OVER w`` is the copy.
+    """
     partition = window.args.get("partition_by") or []
     order = window.args.get("order")
     spec = window.args.get("spec")
     base_partition = base.args.get("partition_by") or []
     base_order = base.args.get("order")
     base_spec = base.args.get("spec")
-    if not partition and order is None and spec is None:  # OVER w: a copy, frame included
+    if not partition and order is None and spec is None and not parenthesized:  # OVER w: a copy, frame included
         return [e.copy() for e in base_partition], base_order.copy() if base_order else None, \
             base_spec.copy() if base_spec else None
     if base_spec is not None:
@@ -52,7 +57,7 @@ def _refined(base: exp.Window, name: str, window: exp.Window) -> tuple[list, exp
             (base_order.copy() if base_order else None), spec)
 
 
-def _written_out(window: exp.Window, definitions: dict[str, exp.Window], what: str) -> None:
+def _written_out(window: exp.Window, definitions: dict[str, exp.Window], what: str, parenthesized: bool) -> None:
     """Replace the window name ``window`` refers to by that window's clauses, in place."""
     reference = window.args.get("alias")
     name = reference.name
@@ -60,7 +65,7 @@ def _written_out(window: exp.Window, definitions: dict[str, exp.Window], what: s
     if base is None:
         raise _error(f'window "{name}" does not exist ({what}: define it in this SELECT\'s WINDOW clause; '
                      "a WINDOW clause serves its own SELECT list and QUALIFY, not ORDER BY or subqueries)", reference)
-    partition, order, spec = _refined(base, name, window)
+    partition, order, spec = _refined(base, name, window, parenthesized)
     window.set("alias", None)
     window.set("partition_by", partition or None)
     window.set("order", order)
@@ -79,30 +84,45 @@ def _own_windows(tree: exp.Expression) -> Iterable[exp.Window]:
         stack.extend(node.iter_expressions())
 
 
-def _inline(select: exp.Select) -> None:
+def _parenthesized(reference: exp.Identifier, text: str | None) -> bool:
+    """Return whether the window name ``reference`` is written inside parentheses in ``text`` (``OVER (w)``).
+
+    sqlglot parses ``OVER w`` and ``OVER (w)`` alike; the character before the name tells them apart.
+    """
+    start = reference.meta.get("start")
+    if text is None or start is None or start > len(text):
+        return False
+    before = text[:start].rstrip()
+    return before.endswith("(")
+
+
+def _inline(select: exp.Select, text: str | None) -> None:
     definitions: dict[str, exp.Window] = {}
     for definition in select.args["windows"]:
         name = definition.this.name
         if name.lower() in definitions:
             raise _error(f'window "{name}" is already defined', definition.this)
         if definition.args.get("alias") is not None:
-            _written_out(definition, definitions, f"the base of window {name}")
+            _written_out(definition, definitions, f"the base of window {name}", text is not None)
         definitions[name.lower()] = definition
     for clause in ("expressions", "qualify"):
         value = select.args.get(clause)
         for tree in value if isinstance(value, list) else [value] if value is not None else []:
             for window in list(_own_windows(tree)):
                 if window.args.get("alias") is not None:
-                    _written_out(window, definitions, f"OVER {window.args['alias'].name}")
+                    _written_out(window, definitions, f"OVER {window.args['alias'].name}",
+                                 _parenthesized(window.args["alias"], text))
     select.set("windows", None)
 
 
-def with_named_windows_inlined(nodes: Iterable[exp.Expression]) -> None:
+def with_named_windows_inlined(nodes: Iterable[exp.Expression], text: str | None = None) -> None:
     """Write out, in place, every named window of the SELECTs among ``nodes`` that have a WINDOW clause.
 
     ``nodes``: the walk :func:`~gpu_engine.sql.refusals.refuse_unsupported` returns (its SELECTs), so no other
-    walk of the whole tree is made; only SELECTs with a WINDOW clause are read further.
+    walk of the whole tree is made; only SELECTs with a WINDOW clause are read further. ``text``: the SQL
+    text (DuckDB's dialect), to refuse ``OVER (w)`` over a framed ``w`` as DuckDB does; None (Spark, which
+    copies ``w`` for ``OVER (w)``) reads every unrefined reference as a copy.
     """
     for node in nodes:
         if isinstance(node, exp.Select) and node.args.get("windows"):
-            _inline(node)
+            _inline(node, text)

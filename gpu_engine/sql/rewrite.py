@@ -128,7 +128,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
     nodes = refuse_unsupported(tree, dialect)
-    with_named_windows_inlined(nodes)  # OVER w ... WINDOW w AS (...) written out (gpu_engine.sql.named_windows)
+    with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out
     with_constant_sources(tree, nodes)  # SELECT without FROM, VALUES lists
     check_set_operation_widths(tree)
     return tree

@@ -39,6 +39,7 @@ QUERIES = [
     "min(id) OVER w AS m FROM t "
     "WINDOW w AS (PARTITION BY k)",
     "SELECT k, rank() OVER w AS r FROM e WINDOW w AS (PARTITION BY k ORDER BY o)",
+    "SELECT id, sum(v) OVER ( w ) AS s FROM t WINDOW w AS (PARTITION BY k ORDER BY o, id)",  # (w): no frame to copy
 ]
 
 
@@ -72,6 +73,11 @@ def test_named_window_outputs_are_named_as_duckdb_spells_them(reference):
     ("SELECT sum(v) OVER w2 FROM t WINDOW w AS (ORDER BY o ROWS 1 PRECEDING), w2 AS (w PARTITION BY k)",
      'cannot copy window "w" because it has a frame clause'),
     ("SELECT sum(v) OVER w2 FROM t WINDOW w2 AS (w ORDER BY o), w AS (PARTITION BY k)", 'window "w" does not exist'),
+    # parenthesized, a framed window is refined by nothing: DuckDB refuses it (OVER w copies it)
+    ("SELECT sum(v) OVER ( w ) FROM t WINDOW w AS (ORDER BY o ROWS 1 PRECEDING)",
+     'cannot copy window "w" because it has a frame clause'),
+    ("SELECT sum(v) OVER w2 FROM t WINDOW w AS (ORDER BY o ROWS 1 PRECEDING), w2 AS (w)",
+     'cannot copy window "w" because it has a frame clause'),
     ("SELECT id FROM t WINDOW w AS (ORDER BY o) ORDER BY sum(v) OVER w", 'window "w" does not exist'),
     ("SELECT (SELECT max(id) OVER w FROM t AS x LIMIT 1) FROM t WINDOW w AS (ORDER BY o)",
      'window "w" does not exist'),
