@@ -48,11 +48,21 @@ def _shared_subexpressions():
         expressions, limit, in_list_values)
 
 
+def _linear_keep():
+    """Later join-key filters' kept rows merged by sorting (``np.intersect1d``), as before ``_both_keep``."""
+    import numpy as np
+
+    import gpu_engine.connectors.late_materialization as module
+    return module, "_both_keep", lambda kept, rows, count: np.intersect1d(kept, rows, assume_unique=True).astype(
+        np.int32)
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
     "eager-aggregation": _eager_aggregation,
     "shared-subexpressions": _shared_subexpressions,
+    "linear-keep": _linear_keep,
 }
 
 

@@ -86,7 +86,7 @@ def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut
             began = time.perf_counter()
             rows = _kept_rows(batches, own)
             if rows is not None:
-                kept = rows if kept is None else np.intersect1d(kept, rows, assume_unique=True).astype(np.int32)
+                kept = rows if kept is None else _both_keep(kept, rows, piece.rows)
             read[name] = (None, pa.Table.from_batches(batches).column(0))
         else:
             batches, _ = _read_kept(piece, (name,), kept, use_threads, decode_threads)
@@ -126,6 +126,18 @@ def _kept_rows(batches: list[pa.RecordBatch], filters: Sequence[JoinKeyFilter]) 
     return np.concatenate([np.arange(start, start + b.num_rows, dtype=np.int32) if rows is None else
                            rows + np.int32(start) for b, rows, start in zip(batches, selections, starts)]
                           ).astype(np.int32, copy=False)
+
+
+def _both_keep(kept: np.ndarray, rows: np.ndarray, count: int) -> np.ndarray:
+    """Return the increasing rows in both increasing ``int32`` row lists of a piece of ``count`` rows.
+
+    Why a flag per row, not ``np.intersect1d``: that sorts the two lists joined (q21's inventory piece: 400k and
+    120k rows, ~35 ms, more than decoding the piece's columns); marking one list's rows and reading the flags at the
+    other's is linear.
+    """
+    flags = np.zeros(count, dtype=np.bool_)
+    flags[rows] = True
+    return kept[flags[kept]]
 
 
 def _read_kept(piece: SplitPiece, columns: tuple[str, ...], kept: np.ndarray, use_threads: bool,
