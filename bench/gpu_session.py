@@ -16,6 +16,9 @@ Steps, in priority order (the issue's: tests, TPC-H, TPC-DS, micro-benchmarks)::
             in the same process, the runners interleaved run by run, medians of --runs (>= 3),
             the first run (JIT; compile mode inline unless $GPU_ENGINE_COMPILE_MODE says otherwise)
             apart, the device synchronized before every clock
+    ptxoff  bench.ptx_off_driver: TPC-H first runs (SF1) in the background compile mode with no generated
+            kernel's PTX cached: none may compile on a driver (the compile process compiles them, the
+            module loads off the drivers), results against DuckDB on both tiers (issue 29's cuda half)
     tpcds   bench.run_tpcds: the 99 queries at --tpcds-sf on the device, each result against DuckDB
     micro   bench.kernel_microbench (against a device-to-device copy) and bench.launch_microbench
     hostdecode  bench.host_decode_bench: lineitem's Q1 columns at --sf decoded on the host by 0, 1, 2, 4, 8, 16
@@ -28,7 +31,7 @@ Steps, in priority order (the issue's: tests, TPC-H, TPC-DS, micro-benchmarks)::
 Parts (one call of at most 10 minutes each; ``--budget`` seconds in all, 570 by default):
 
     part1   env data tests tpch
-    part2   env tpcds micro hostdecode decode arrow
+    part2   env ptxoff tpcds micro hostdecode decode arrow
 
 Each step gets the time left times its share of the steps still to run
 (``STEPS`` below), so a step that ends early leaves its time to the next, and
@@ -83,6 +86,7 @@ STEPS = {
     "data": Step("data", 60, 10, "TPC-H data with tpchgen-cli"),
     "tests": Step("tests", 230, 30, "pytest -m gpu, one process per file, a limit per file"),
     "tpch": Step("tpch", 265, 30, "TPC-H cold and hot against DuckDB, interleaved"),
+    "ptxoff": Step("ptxoff", 60, 25, "first runs compile no generated kernel's PTX on a driver (background mode)"),
     "tpcds": Step("tpcds", 260, 30, "TPC-DS equality against DuckDB on the device"),
     "micro": Step("micro", 100, 20, "kernel and launch micro-benchmarks"),
     "hostdecode": Step("hostdecode", 60, 15, "host Parquet decode GB/s by decode-pool threads"),
@@ -91,7 +95,7 @@ STEPS = {
 }
 PARTS = {
     "part1": ("env", "data", "tests", "tpch"),
-    "part2": ("env", "tpcds", "micro", "hostdecode", "decode", "arrow"),
+    "part2": ("env", "ptxoff", "tpcds", "micro", "hostdecode", "decode", "arrow"),
     "all": tuple(STEPS),
 }
 #: Seconds kept at the end of a call for packing the results.
@@ -468,6 +472,21 @@ def _versus(speedup: float) -> str:
     return f"{speedup:.2f}x faster" if speedup >= 1 else f"{1 / speedup:.2f}x slower"
 
 
+def step_ptxoff(session: Session, record: StepRecord, limit_s: float) -> None:
+    """Run bench.ptx_off_driver: first runs in the background compile mode count the PTX compiled on the drivers."""
+    args = session.args
+    command = [session.python, "-m", "bench.ptx_off_driver", "--device", args.device,
+               "--sf", "0.01" if args.small else "1", "--queries", "1,6" if args.small else "1,3,6,14",
+               "--wait", f"{max(10.0, limit_s / 3):.0f}"]
+    code, output = session.run(command, limit_s, "ptxoff.log", env={"GPU_ENGINE_COMPILE_MODE": "background"})
+    record.status = _status(code)
+    found = re.search(r"^PTXOFF (\{.*\})$", output, re.M)
+    if found:
+        record.details = json.loads(found.group(1))
+    line = re.search(r"^generated PTX compiled in this process .*$", output, re.M)
+    record.headline = line.group(0) if line else _last_line(output)
+
+
 def step_tpcds(session: Session, record: StepRecord, limit_s: float) -> None:
     """Run bench.run_tpcds on the device (each result against DuckDB), no timed runs: equality first."""
     args = session.args
@@ -570,7 +589,8 @@ def step_arrow(session: Session, record: StepRecord, limit_s: float) -> None:
 
 
 RUNNERS: dict[str, Callable[[Session, StepRecord, float], None]] = {
-    "env": step_env, "data": step_data, "tests": step_tests, "tpch": step_tpch, "tpcds": step_tpcds,
+    "env": step_env, "data": step_data, "tests": step_tests, "tpch": step_tpch, "ptxoff": step_ptxoff,
+    "tpcds": step_tpcds,
     "micro": step_micro, "hostdecode": step_hostdecode, "decode": step_decode, "arrow": step_arrow,
 }
 

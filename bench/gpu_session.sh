@@ -2,7 +2,7 @@
 # Everything a lent GPU machine should check, in one or two calls of at most 10 minutes each:
 #
 #   bench/gpu_session.sh part1 [options]    env data tests tpch      (pytest -m gpu; TPC-H SF10 cold/hot vs DuckDB)
-#   bench/gpu_session.sh part2 [options]    env tpcds micro hostdecode decode arrow (TPC-DS SF1 on cuda; micro-benchmarks)
+#   bench/gpu_session.sh part2 [options]    env ptxoff tpcds micro hostdecode decode arrow (PTX off the drivers; TPC-DS SF1 on cuda; micro-benchmarks)
 #   bench/gpu_session.sh STEP ... [options] any steps, always run in priority order
 #   bench/gpu_session.sh --help             every option (python -m bench.gpu_session --help)
 #
