@@ -117,13 +117,13 @@ def _comes_before(value, is_valid, target, descending, inclusive, nulls_first):
 
 
 @njit(nogil=True, cache=True)
-def _range_bounds_cpu(values, valid, part_start, part_end, peer_bound, descending, nulls_first, delta, inclusive,
+def _range_bounds_cpu(values, valid, part_start, part_end, peer_bound, descending, nulls_first, targets, inclusive,
                       out):
     for row in range(values.shape[0]):
         if not valid[row]:
             out[row] = peer_bound[row]  # a NULL key's offset bound is its peer group's (all NULL keys are peers)
             continue
-        target = values[row] - delta if descending else values[row] + delta
+        target = targets[row]
         low = part_start[row]
         high = part_end[row]
         while low < high:  # the first row of the partition not sorting before the target
@@ -293,13 +293,13 @@ def _frame_loop_cuda(op, values, valid, frame_starts, frame_ends, out, counts, s
 
 
 @cuda.jit
-def _range_bounds_cuda(values, valid, part_start, part_end, peer_bound, descending, nulls_first, delta, inclusive,
+def _range_bounds_cuda(values, valid, part_start, part_end, peer_bound, descending, nulls_first, targets, inclusive,
                        out):
     for row in range(cuda.grid(1), values.shape[0], cuda.gridsize(1)):
         if not valid[row]:
             out[row] = peer_bound[row]
             continue
-        target = values[row] - delta if descending else values[row] + delta
+        target = targets[row]
         low = part_start[row]
         high = part_end[row]
         while low < high:
@@ -438,19 +438,20 @@ def frame_loop(device: Device, op: int, values: Any, valid: Any, frame_starts: A
 
 
 def range_bound(device: Device, values: Any, valid: Any, part_start: Any, part_end: Any, peer_bound: Any,
-                descending: bool, nulls_first: bool, delta: Any, inclusive: bool) -> Any:
-    """Return each row's RANGE frame bound: the first row of its partition whose key is not before ``key + delta``.
+                descending: bool, nulls_first: bool, targets: Any, inclusive: bool) -> Any:
+    """Return each row's RANGE frame bound: the first row of its partition whose key is not before its target.
 
-    Rows are sorted by the key (``descending`` reverses what "before" means, so ``delta`` counts along the
-    sort order: ``-n`` for ``n PRECEDING``, ``+n`` for ``n FOLLOWING``); ``inclusive`` finds the first row
+    Rows are sorted by the key (``descending`` reverses what "before" means); a row's target is its key moved
+    along the sort order (``key - n`` for ``n PRECEDING`` ascending, ``key + n`` descending; per row because
+    ``INTERVAL '1 month'`` moves a key by a month of its own length); ``inclusive`` finds the first row
     past the target (a frame's end) rather than the first at it (a frame's start). A binary search per row:
     the partition's keys are sorted, NULLs at one end. A row whose key is NULL gets ``peer_bound``.
     """
     xp = device.xp
     out = xp.empty(values.shape[0], dtype=xp.int64)
     launch_twin(device, values.shape[0], _range_bounds_cpu, _range_bounds_cuda, xp.ascontiguousarray(values),
-                xp.ascontiguousarray(valid), part_start, part_end, peer_bound, descending, nulls_first, delta,
-                inclusive, out)
+                xp.ascontiguousarray(valid), part_start, part_end, peer_bound, descending, nulls_first,
+                xp.ascontiguousarray(targets), inclusive, out)
     return out
 
 

@@ -26,7 +26,7 @@ from gpu_engine.expressions.numeric import as_float, divide_round_half_away, nar
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of
 from gpu_engine.plans.functions import TIME_PARTS, part_name, strftime_tokens
 
-__all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil"]
+__all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil", "add_interval"]
 
 _MICROS_PER_DAY = TICKS_PER_DAY["us"]
 
@@ -187,7 +187,9 @@ def _date_sub(xp: Any, part: str, start: Column, end: Column) -> Any:
     return _toward_zero(xp, last - first, unit)
 
 
-def _add_interval(xp: Any, column: Column, months: int, days: int, interval_micros: int) -> Any:
+def add_interval(xp: Any, column: Column, months: int, days: int, interval_micros: int) -> Any:
+    """Return a DATE or TIMESTAMP column plus an interval as microseconds: months first (the day clamped to the
+    month's length, as DuckDB), then days and microseconds. Why public: RANGE frame offsets of months too."""
     micros = micros_of(xp, column)
     day = xp.floor_divide(micros, _MICROS_PER_DAY)
     time_of_day = micros - day * _MICROS_PER_DAY
@@ -335,7 +337,7 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return Column(dtype, columns[0].data.astype(xp.int64) - columns[1].data.astype(xp.int64), validity)
     if name == "add_interval":
         column = columns[0]
-        return Column(dtype, _add_interval(xp, column, args[1].value, args[2].value, args[3].value),
+        return Column(dtype, add_interval(xp, column, args[1].value, args[2].value, args[3].value),
                       column.validity)
     part = part_name(args[0].value)
     if name == "date_diff":

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from decimal import Decimal
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 import pyarrow as pa
@@ -17,6 +17,7 @@ from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.sort import dense_ranks, key_changes, sort_key_words
 from gpu_engine.expressions.numeric import as_float
+from gpu_engine.expressions.date_functions import add_interval
 from gpu_engine.expressions.temporal import micros_of
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
@@ -141,9 +142,9 @@ class _SortedRows:
 
     def _range(self, offset: Any, sign: int, inclusive: bool, peer_bound: Any) -> Any:
         """Return each row's bound ``offset`` away along the sort order (``sign`` -1: PRECEDING)."""
-        values, valid, descending, nulls_first, delta_of = self.range_key
+        values, valid, descending, nulls_first, targets_of = self.range_key
         return range_bound(self.device, values, valid, self.part_start, self.part_end, peer_bound, descending,
-                           nulls_first, values.dtype.type(sign * delta_of(offset)), inclusive)
+                           nulls_first, targets_of(offset, -sign if descending else sign), inclusive)
 
 
 class Window(BarrierOperator):
@@ -514,8 +515,10 @@ class Window(BarrierOperator):
         A decimal key is its scaled integers, scaled further when an offset has more decimal places (``0.005``
         over a DECIMAL(5, 2)), so every bound is exact; a DOUBLE offset over an integer or decimal key compares
         as DOUBLE. A DATE key is days (an integer offset counts days) or, with an INTERVAL offset, microseconds
-        as a TIMESTAMP key is: ``date - INTERVAL`` is a TIMESTAMP in DuckDB. (Offsets of months are refused
-        when the plan is built: a month has no fixed length.)
+        as a TIMESTAMP key is: ``date - INTERVAL`` is a TIMESTAMP in DuckDB; an offset with months moves each key
+        by calendar months (``2000-03-31 - INTERVAL 1 MONTH`` is ``2000-02-29``, as DuckDB adds months first,
+        then days and microseconds). Returns the sorted values, their validity, the order's direction and NULL
+        placement, and ``targets(offset, step)``: each row's key moved by ``step`` (+1/-1) times the offset.
         """
         xp = self.device.xp
         key = self.node.sort_keys[0]
@@ -526,21 +529,33 @@ class Window(BarrierOperator):
                    if bound in ("PRECEDING", "FOLLOWING")]
         valid = xp.ones(len(column), dtype=xp.bool_) if column.validity is None else column.validity[order]
         dtype = column.dtype
+        def moved_by(values: Any, delta_of) -> Callable[[Any, int], Any]:
+            return lambda offset, step: values + values.dtype.type(step * delta_of(offset))
+
         if pa.types.is_timestamp(dtype) or (pa.types.is_date32(dtype) and any(
                 isinstance(offset, IntervalValue) for offset in offsets)):
             values = micros_of(xp, column)[order]
-            return values, valid, not key.ascending, key.nulls_first, _micros_between
+            by_micros = moved_by(values, _micros_between)
+
+            def targets(offset: Any, step: int) -> Any:  # months have no fixed length: each key moves by its own
+                if isinstance(offset, IntervalValue) and offset.months:
+                    return add_interval(xp, column, step * offset.months, step * offset.days,
+                                        step * offset.micros)[order]
+                return by_micros(offset, step)
+
+            return values, valid, not key.ascending, key.nulls_first, targets
         values = self._scan_values(column, f"RANGE frames over {key.name}")[order]
         scale = dtype.scale if is_decimal(dtype) else 0
         if values.dtype.kind == "i" and any(isinstance(offset, float) for offset in offsets):
             values = values.astype(xp.float64) / 10 ** scale
-            return values, valid, not key.ascending, key.nulls_first, float
+            return values, valid, not key.ascending, key.nulls_first, moved_by(values, float)
         if values.dtype.kind == "f":
-            return values, valid, not key.ascending, key.nulls_first, float
+            return values, valid, not key.ascending, key.nulls_first, moved_by(values, float)
         places = max([scale] + [-offset.as_tuple().exponent for offset in offsets if isinstance(offset, Decimal)])
         if places > scale:
             values = values * 10 ** (places - scale)
-        return values, valid, not key.ascending, key.nulls_first, lambda offset: int(offset * 10 ** places)
+        return values, valid, not key.ascending, key.nulls_first, moved_by(values, lambda offset: int(
+            offset * 10 ** places))
 
     def _scan_values(self, column: Column, call: WindowFunctionCall | str) -> Any:
         """Return a column's values as the kernels read them: ``float64`` or ``int64``."""

@@ -75,8 +75,9 @@ def test_range_bounds_find_the_first_row_at_or_past_the_target(device, descendin
     zero, end = xp.zeros(n, dtype=xp.int64), xp.full(n, n, dtype=xp.int64)
     for delta in (-3, -1, 0, 2):
         for inclusive in (False, True):
+            targets = values - delta if descending else values + delta
             got = device.to_host(range_bound(device, xp.asarray(values), xp.asarray(valid), zero, end, peer,
-                                             descending, nulls_first, np.int64(delta), inclusive)).tolist()
+                                             descending, nulls_first, xp.asarray(targets), inclusive)).tolist()
             for row in range(n):
                 if not valid[row]:
                     assert got[row] == -1
