@@ -147,6 +147,7 @@ class BackgroundCompiler:
         self._queue: collections.deque = collections.deque()  # (key, the message sent to the worker)
         #: PTX jobs' keys -> what loads the compiled module into the launcher (see state_ptx).
         self._loads: dict[tuple, Callable[[], None]] = {}
+        self._loading = 0  # module loads running (a job counts as pending until its load ends)
         self._outstanding: tuple | None = None  # the job the worker is compiling
         self._process: subprocess.Popen | None = None
         self._restarts = 0
@@ -232,30 +233,26 @@ class BackgroundCompiler:
             state = self._states.get(key)
             if state is None:
                 self._states[key] = "pending"
-                self._loads[key] = load
                 if job.written():
-                    threading.Thread(target=self._load_written, args=(key,), name="gpu_engine-ptx-load",
+                    self._loading += 1
+                    threading.Thread(target=self._finish_load, args=(key, load), name="gpu_engine-ptx-load",
                                      daemon=True).start()
                 else:
+                    self._loads[key] = load
                     self._queue.append((key, (key, job)))
                     self._send_next()
                 state = self._states[key]
             return READY if state == "done" else FAILED if state == "failed" else PENDING
 
-    def _load(self, key: tuple) -> str | None:
-        """Run the module load of a PTX job (no lock held); return None, or why it failed."""
-        load = self._loads.pop(key, None)
-        if load is None:
-            return None
+    def _finish_load(self, key: tuple, load: Callable[[], None]) -> None:
+        """Run a PTX job's module load (holding no lock), then mark the job done, or failed (lowest tier)."""
         try:
             load()
-        except Exception as error:  # its batches stay on the lowest tier
-            return f"loading its PTX failed: {type(error).__name__}: {error}"
-        return None
-
-    def _load_written(self, key: tuple) -> None:
-        error = self._load(key)
+            error = None
+        except Exception as failure:
+            error = f"loading its PTX failed: {type(failure).__name__}: {failure}"
         with self._lock:
+            self._loading -= 1
             if error is None:
                 self._states[key] = "done"
                 self.finished += 1
@@ -267,7 +264,7 @@ class BackgroundCompiler:
         """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._lock:
-            while self._outstanding is not None or self._queue:
+            while self._outstanding is not None or self._queue or self._loading:
                 remaining = None if deadline is None else deadline - time.monotonic()
                 if remaining is not None and remaining <= 0:
                     return False
@@ -277,7 +274,7 @@ class BackgroundCompiler:
     def pending(self) -> int:
         """Return the number of jobs not finished yet."""
         with self._lock:
-            return len(self._queue) + (self._outstanding is not None)
+            return len(self._queue) + (self._outstanding is not None) + self._loading
 
     # ------------------------------------------------------------ pausing
     def query_started(self, task) -> None:
@@ -376,14 +373,13 @@ class BackgroundCompiler:
                 answer = read_message(process.stdout)
             except Exception:
                 answer = None
-            loaded = None
-            if answer is not None and answer[1] is None and answer[0] in self._loads:
-                loaded = self._load(answer[0])  # a PTX entry written: load its module here, holding no lock
+            load = None
             with self._lock:
                 if answer is None:  # the worker exited (or was stopped): its job failed, the queue goes on
                     if self._process is process:
                         self._process = None
                         if self._outstanding is not None:
+                            self._loads.pop(self._outstanding, None)
                             self._fail(self._outstanding, "the compile worker exited")
                             self._outstanding = None
                         self._send_next()
@@ -392,16 +388,22 @@ class BackgroundCompiler:
                 key, error, seconds = answer
                 if key == self._outstanding:
                     self._outstanding = None
-                if error is None and loaded is None:
-                    self._states[key] = "done"
-                    self.finished += 1
+                load = self._loads.pop(key, None)
+                if error is None:
                     self.compiled += 1
                     self.compile_seconds += seconds
+                    if load is None:
+                        self._states[key] = "done"
+                        self.finished += 1
+                    else:
+                        self._loading += 1
                 else:
-                    self._loads.pop(key, None)
-                    self._fail(key, error or loaded)
+                    load = None
+                    self._fail(key, error)
                 self._send_next()
                 self._lock.notify_all()
+            if load is not None:  # a PTX entry written: its module loads here, while the worker compiles the next
+                self._finish_load(key, load)
 
     def _fail(self, key: tuple, reason: str) -> None:
         """Mark ``key`` failed (caller holds the lock) and warn once: its batches stay on the lowest tier.

@@ -128,13 +128,22 @@ def test_the_compile_process_writes_the_entry_and_the_module_loads_off_the_drive
             pytest.fail(reason)
         assert job.written()  # the compile process wrote the very entry the launcher keys
         assert kernel_state(cuda, "background", twin, arguments()) == READY
-        assert len(driver.loaded) == 1 and driver.loading_threads[0] != threading.current_thread().name
+        assert len(driver.loaded) == 1 and driver.loading_threads == ["gpu_engine-compile-answers"]  # not a driver
         assert launcher.launch(kernel, 1, 32, 0, arguments())  # no plan made at the launch: nothing loads again
         assert len(driver.loaded) == 1 and len(driver.launches) == 1
         assert [record.outcome for record in compile_records()] == ["disk"]  # nothing compiled in this process
         assert compiler.compiled == 1
     finally:
         compiler.close()
+    # A later process finds the entry on disk: only the module load is left, on a thread of its own (no worker).
+    later_driver = _ThreadRecordingDriver()
+    monkeypatch.setattr(driver_launch, "_DEFAULT", KernelLauncher(later_driver, PtxCache(H100, tmp_path / "ptx")))
+    later = BackgroundCompiler()
+    monkeypatch.setattr(background_compiles, "_COMPILER", later)
+    assert kernel_state(cuda, "background", twin, arguments()) in (PENDING, READY)
+    assert later.wait_idle(timeout=60) and kernel_state(cuda, "background", twin, arguments()) == READY
+    assert later_driver.loading_threads == ["gpu_engine-ptx-load"] and later._process is None
+    assert later.compiled == 0 and later.finished == 1
 
 
 def test_the_compile_process_writes_no_entry_under_a_key_its_code_does_not_give(q6_filter, tmp_path):
