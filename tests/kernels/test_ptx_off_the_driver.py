@@ -22,7 +22,8 @@ import pytest
 
 from fake_cuda_arrays import CupyLikeArray
 from gpu_engine.codegen import background_compiles
-from gpu_engine.codegen.background_compiles import PENDING, READY, BackgroundCompiler, TwinRef, kernel_state
+from gpu_engine.codegen.background_compiles import (PENDING, READY, BackgroundCompiler, TierSwitch, TwinRef,
+                                                    kernel_state)
 from gpu_engine.device import Device, get_device
 from gpu_engine.kernels import driver_launch
 from gpu_engine.kernels.driver_launch import KernelLauncher, _compile_options, argument_signature
@@ -117,7 +118,9 @@ def test_the_compile_process_writes_the_entry_and_the_module_loads_off_the_drive
     twin, kernel = TwinRef(file, "filter_cpu"), TwinRef(file, "filter_cpu").cuda_dispatcher
     job = launcher.ptx_job(kernel, arguments(), str(file.path))
     clear_compile_records()
+    tiers = TierSwitch(cuda, "background")  # what a fused operator asks before each batch
     try:
+        assert tiers.compiles_in_background and not tiers.use_generated(lambda: [(twin, arguments())])
         assert kernel_state(cuda, "background", twin, arguments()) == PENDING
         assert driver.loaded == [] and compiler.pending() == 1
         assert compiler.wait_idle(timeout=240)
@@ -128,6 +131,7 @@ def test_the_compile_process_writes_the_entry_and_the_module_loads_off_the_drive
             pytest.fail(reason)
         assert job.written()  # the compile process wrote the very entry the launcher keys
         assert kernel_state(cuda, "background", twin, arguments()) == READY
+        assert tiers.use_generated(lambda: [(twin, arguments())])  # the next batch switches to the kernel
         assert len(driver.loaded) == 1 and driver.loading_threads == ["gpu_engine-compile-answers"]  # not a driver
         assert launcher.launch(kernel, 1, 32, 0, arguments())  # no plan made at the launch: nothing loads again
         assert len(driver.loaded) == 1 and len(driver.launches) == 1
