@@ -190,3 +190,27 @@ def test_copier_packs_wide_decimals_of_many_record_batches(device):
     copier.close()
     actual, _ = batch_to_arrow(batch)
     assert actual.column(0).to_pylist() == values
+
+
+def test_a_piece_of_a_row_group_over_batch_rows_is_cut_into_batches(device_name, tmp_path, parquet_reader):
+    """Row groups of 5, 30 and 3 rows with batch_rows 16: the first piece (5 + 30 rows) leaves the scan as
+    batches of at most 16 rows (16, 16, 3), whether decoded on the device (cuda-sim: the piece is decoded as
+    one batch and sliced, as its row group holds more than batch_rows) or on the host (its record batches)."""
+    import duckdb
+
+    table = _table(38)
+    path = tmp_path / "groups.parquet"
+    with pq.ParquetWriter(path, table.schema) as writer:
+        for start, stop in ((0, 5), (5, 35), (35, 38)):
+            writer.write_table(table.slice(start, stop - start))
+    session = Session(device=device_name, drivers=1, batch_rows=16, parquet_reader=parquet_reader)
+    session.register("t", str(path))
+    sql = "SELECT i, s, d, m, t, b, f FROM t WHERE f <> 3.0"
+    result = session.sql(sql)
+    connection = duckdb.connect()
+    connection.register("t", table)
+    assert_same_rows(result, connection.sql(sql).to_arrow_table())
+    (scan,) = [s for stats in session.last_stats().operator_stats_by_node().values() for s in stats
+               if s.operator_type == "TableScan"]
+    assert scan.runtime.get("device_decoded_pieces", 0) == (2 if parquet_reader == "device" else 0)
+    assert (scan.output_batches, scan.output_rows) == (4, 38)
