@@ -22,11 +22,16 @@ class PlanError(GpuEngineError):
         The plan node kind (and id when known), e.g. ``"Filter[2]"``.
     column
         The offending column or expression text, when there is one.
+    tree
+        The offending sub-tree of a snippet PlanBuilder was handed parsed (a sqlglot node, positioned in the
+        query's text), when there is one: the SQL planner places the error there
+        (:mod:`gpu_engine.plans.snippet_sources`).
     """
 
-    def __init__(self, message: str, *, node: str | None = None, column: str | None = None):
+    def __init__(self, message: str, *, node: str | None = None, column: str | None = None, tree=None):
         self.node = node
         self.column = column
+        self.tree = tree
         parts = []
         if node:
             parts.append(f"in {node}")

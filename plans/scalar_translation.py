@@ -36,6 +36,7 @@ from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
     to_days_call,
 )
+from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
@@ -130,8 +131,8 @@ class ScalarTranslator:
         return handler(self, tree)
 
     def error(self, message: str, tree: exp.Expression) -> PlanError:
-        """Return a PlanError naming this node and the SQL text of ``tree``."""
-        return PlanError(message, node=self.node, column=tree.sql(dialect="duckdb"))
+        """Return a PlanError naming this node and ``tree`` as its user wrote it, carrying ``tree`` (its position)."""
+        return PlanError(message, node=self.node, column=written_sql(tree), tree=tree)
 
     # -- leaves ---------------------------------------------------------------
 
@@ -141,7 +142,8 @@ class ScalarTranslator:
         name = tree.name
         if name not in self.schema.names:
             available = ", ".join(self.schema.names) or "(none)"
-            raise PlanError(f"unknown column {name!r}; available columns: {available}", node=self.node, column=name)
+            raise PlanError(f"unknown column {name!r}; available columns: {available}", node=self.node, column=name,
+                            tree=tree)
         return ColumnRef(name, self.schema.field(name).type)
 
     def _literal(self, tree: exp.Literal) -> Expr:

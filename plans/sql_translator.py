@@ -29,6 +29,7 @@ unnamed projection is ``expr_<position>`` and an unnamed aggregate
 
 from __future__ import annotations
 
+import functools
 import re
 
 import pyarrow as pa
@@ -45,6 +46,7 @@ from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Ex
 from gpu_engine.plans.interval_translation import interval_texts_kept
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
+from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_aggregates import (
     aggregate_arguments, aggregate_function_name, aggregate_parameter, aggregate_parameter_key,
     normalize_aggregate_calls, unsupported_aggregate_text, with_distinct_pairs,
@@ -55,6 +57,7 @@ from gpu_engine.plans.window_tokens import groups_frames_kept
 __all__ = [
     "Snippet",
     "snippet_text",
+    "errors_placed",
     "parse_expression",
     "parse_projection",
     "parse_aggregate",
@@ -69,8 +72,30 @@ Snippet = str | exp.Expression
 
 
 def snippet_text(snippet: Snippet) -> str:
-    """Return a snippet as SQL text, for messages (a tree is written out only when an error names it)."""
-    return snippet.sql(dialect="duckdb") if isinstance(snippet, exp.Expression) else snippet
+    """Return a snippet as SQL text, for messages (a tree is written out only when an error names it, as its
+    user wrote it: :func:`~gpu_engine.plans.snippet_sources.written_sql`)."""
+    return written_sql(snippet) if isinstance(snippet, exp.Expression) else snippet
+
+
+def errors_placed(function):
+    """Wrap a translation of ``function(snippet, ...)`` so that its PlanError carries a sub-tree only when the
+    snippet was handed parsed (:attr:`PlanError.tree`).
+
+    A tree handed over is positioned in the caller's text (the SQL planner's query), so an error without a
+    sub-tree of its own is placed at the snippet; a text snippet's positions are the snippet's, which mean
+    nothing to the caller, so its errors carry none.
+    """
+    @functools.wraps(function)
+    def translated(snippet: Snippet, *args, **kwargs):
+        try:
+            return function(snippet, *args, **kwargs)
+        except PlanError as error:
+            if not isinstance(snippet, exp.Expression):
+                error.tree = None
+            elif error.tree is None:
+                error.tree = snippet
+            raise
+    return translated
 
 
 def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -> exp.Expression:
@@ -270,6 +295,7 @@ def _typed(expr: Expr, text: Snippet, node: str) -> Expr:
     return expr
 
 
+@errors_placed
 def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     """Translate a scalar SQL expression over ``schema`` into a typed expression.
 
@@ -298,6 +324,7 @@ def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     return ScalarTranslator(schema, node).translate(tree)
 
 
+@errors_placed
 def parse_projection(text: Snippet, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, Expr]:
     """Translate ``"expr [AS name]"`` into its output name and typed expression.
 
@@ -312,6 +339,7 @@ def parse_projection(text: Snippet, schema: pa.Schema, node: str, *, position: i
     return name, _typed(ScalarTranslator(schema, node).translate(tree), text, node)
 
 
+@errors_placed
 def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: int = 0) -> tuple[str, AggregateCall]:
     """Translate ``"function(arg) [AS name]"`` into its output name and aggregate call.
 
@@ -466,6 +494,7 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
     return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first, then_by)
 
 
+@errors_placed
 def parse_column_name(text: Snippet, schema: pa.Schema, node: str, *, role: str = "key") -> str:
     """Return the input column a key names (``l_partkey`` or ``"MixedCase"``).
 
@@ -486,6 +515,7 @@ def parse_column_name(text: Snippet, schema: pa.Schema, node: str, *, role: str 
     return tree.name
 
 
+@errors_placed
 def parse_sort_key(text: Snippet, schema: pa.Schema, node: str) -> SortKey:
     """Translate ``"name [ASC|DESC] [NULLS FIRST|LAST]"`` into a SortKey.
 

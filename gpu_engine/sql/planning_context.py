@@ -25,6 +25,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
+from gpu_engine.plans.snippet_sources import line_and_column, stand_for, written_sql
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.renaming import renamed_copy
 from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics
@@ -124,7 +125,7 @@ class PlanningContext:
             if replacements:
                 key = node.sql()
                 if key in replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
-                    return exp.column(exp.to_identifier(replacements[key], quoted=True))
+                    return stand_for(exp.column(exp.to_identifier(replacements[key], quoted=True)), node)
             if isinstance(node, exp.Column):
                 internal = columns.get((node.table, node.name))
                 if internal is None:
@@ -136,7 +137,7 @@ class PlanningContext:
                     if replacements:
                         message += " (in an aggregate query, columns must be grouped or aggregated)"
                     raise SqlError(message, line=line, col=col, name=node.sql())
-                return exp.column(exp.to_identifier(internal, quoted=True))
+                return stand_for(exp.column(exp.to_identifier(internal, quoted=True)), node)
             if isinstance(node, (exp.Subquery, exp.Exists)):
                 raise unsupported("a subquery in this position", node)
             return node
@@ -147,6 +148,9 @@ class PlanningContext:
         """Return PlanBuilder's ``error`` as a SqlError at ``tree``'s position in the text."""
         if isinstance(error, SqlError):  # raised inside with its own (closer) position: keep it as it is
             return error
+        placed = line_and_column(error.tree) if error.tree is not None else None
+        if placed is not None:  # at the sub-tree it is about, named as written
+            return SqlError(str(error), line=placed[0], col=placed[1], name=written_sql(error.tree)[:80])
         line, col = position_of(tree)
         return SqlError(str(error), line=line, col=col, name=tree.sql(dialect="duckdb")[:80] if tree else None)
 

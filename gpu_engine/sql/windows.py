@@ -22,6 +22,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
 from gpu_engine.plans.sql_aggregates import aggregate_function_name
+from gpu_engine.plans.snippet_sources import stand_for
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
 
@@ -145,7 +146,7 @@ def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], 
             call = windows.get(text)
             if call is None:
                 call = windows[text] = WindowCall(window.copy(), planner._fresh(f"$window{len(windows)}"))
-            placeholder = exp.column(exp.to_identifier(call.name, quoted=True))
+            placeholder = stand_for(exp.column(exp.to_identifier(call.name, quoted=True)), window)  # (errors)
             if window is tree:
                 return placeholder
             window.replace(placeholder)
