@@ -58,6 +58,7 @@ from gpu_engine.sql.decorrelation import (
 )
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.eager_aggregation import eager_aggregated
+from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
@@ -177,6 +178,7 @@ class QueryPlanner(PlanningContext):
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
         select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
+        select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
         select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs

@@ -1,7 +1,7 @@
 """Subqueries used as values (issue 30 item 7): correlated scalar subqueries and EXISTS / IN outside WHERE's forms.
 
 A correlated aggregate (or ``ORDER BY ... LIMIT 1`` row) in the SELECT list, CASE, ORDER BY, HAVING, GROUP BY,
-under NOT or OR or a function in WHERE,
+under NOT or OR or a function in WHERE, in an outer join's ON condition,
 correlated by several columns, on an expression or by a non-equality (computed per distinct outer value), COUNT
 over empty groups (0, not NULL), GROUP BY / HAVING / DISTINCT / LIMIT n OFFSET m inside one, EXISTS / [NOT] IN as values with SQL's three-valued logic over NULLs, all
 against DuckDB over tiny tables with NULLs and an empty table. What stays refused is refused by name.
@@ -81,6 +81,11 @@ QUERIES = [
     "DESC LIMIT 3 OFFSET 1) AS d2 FROM t",
     "SELECT a FROM t WHERE a * 10 < (SELECT max(b) FROM u WHERE u.k = t.k GROUP BY u.k HAVING count(*) > 1)",
     "SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) AS m FROM t ORDER BY 2, 1",  # was an AssertionError
+    # in an outer join's ON condition: a column of the one FROM item the subquery reads
+    "SELECT t.a, v.b FROM t LEFT JOIN u v ON v.k = t.k AND v.b > (SELECT min(b) FROM u) AND (t.d < (SELECT max(d) "
+    "FROM u w WHERE w.k = t.k) OR EXISTS (SELECT 1 FROM u w WHERE w.s = v.s AND w.d > v.d))",
+    "SELECT t.a, v.b, x.d FROM t JOIN u v ON v.k = t.k AND v.b < (SELECT max(b) FROM u) RIGHT JOIN (SELECT * FROM u) x "
+    "ON x.d = t.d AND x.s IN (SELECT s FROM t y WHERE y.a > 2)",
 ]
 
 #: The shapes on the simulator: an equality-correlated COUNT, a value without aggregate (its row count checked), a
@@ -108,6 +113,8 @@ def test_subquery_values_match_duckdb_on_each_device(device_name, reference):
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT a, (SELECT max(b) FROM u WHERE u.d < t.d GROUP BY u.s) FROM t", "GROUP BY in a correlated scalar "
      "subquery correlated by other than column equalities"),
+    ("SELECT t.a, v.b FROM t LEFT JOIN u v ON v.k = t.k AND v.b > (SELECT min(b) FROM u w WHERE w.d < t.d + v.d)",
+     "a subquery in a JOIN's ON condition reading columns of several FROM items"),
     ("SELECT a, (SELECT count(*) FROM u WHERE u.d < coalesce(t.d, 0)) FROM t", "a correlation that may hold where"),
     ("SELECT s, (SELECT count(*) FROM u WHERE u.k = t.k) FROM t GROUP BY s",
      "a correlated subquery reading t.k, which is not a GROUP BY"),

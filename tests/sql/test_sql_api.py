@@ -219,7 +219,8 @@ def test_unknown_names_give_position_and_candidates(sql, message, line, column, 
      "WHERE l_orderkey < o_orderkey GROUP BY l_shipdate)", "GROUP BY in a correlated scalar subquery correlated by "
      "other than column equalities"),
     ("SELECT o_orderkey FROM orders LEFT JOIN lineitem ON l_orderkey = o_orderkey AND l_quantity > "
-     "(SELECT min(l_quantity) FROM lineitem)", "a subquery in a JOIN's ON condition"),
+     "(SELECT min(x.l_quantity) FROM lineitem x WHERE x.l_shipdate = lineitem.l_shipdate AND x.l_orderkey < o_orderkey)",
+     "a subquery in a JOIN's ON condition reading columns of several FROM items"),
     ("INSERT INTO orders VALUES (1, 2)", "only SELECT queries"),
 ])
 def test_unsupported_sql_names_the_construct(sql, construct):
