@@ -18,6 +18,7 @@ from sqlglot import exp
 from gpu_engine.sql.aggregate_refusals import refuse_unknown_aggregate
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.list_refusals import refuse_list_construct
+from gpu_engine.sql.untyped_null_arguments import refuse_untyped_null_argument
 
 __all__ = ["refuse_unsupported", "check_star_modifiers", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
 
@@ -53,7 +54,8 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
     Refused: substring without a start, table functions
     (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
     TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY and their ORDER BY over a window, catalogs and schemas
-    other than the session's, and zero-length quoted names.
+    other than the session's, zero-length quoted names, and date functions of an untyped NULL (DuckDB's binder
+    error).
     """
     met = []
     for node in tree.walk():
@@ -90,6 +92,7 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         else:
             refuse_list_construct(node, dialect)  # lists, maps and structs (gpu_engine.sql.list_refusals)
             refuse_unknown_aggregate(node)  # fsum, geomean, ... (gpu_engine.sql.aggregate_refusals)
+            refuse_untyped_null_argument(node, dialect)  # year(NULL) (gpu_engine.sql.untyped_null_arguments)
     return met
 
 
