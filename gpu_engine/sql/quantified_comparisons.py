@@ -23,12 +23,17 @@ forms it already plans:
 
 The joined facts are columns of the SELECT's rows, so the CASE may stand
 anywhere in its WHERE or its SELECT list (under OR, NOT, inside CASE). It may
-not stand in HAVING or beside aggregates (the facts are not grouping keys), in
-a JOIN's ON condition, or compare with a subquery correlated otherwise than by
-column equalities in its WHERE: those are refused by name, with an alternative.
+not stand in HAVING or beside aggregates (the facts are not grouping keys) or in
+a JOIN's ON condition: those are refused by name, with an alternative. Over a
+subquery correlated otherwise than by column equalities (``u.d < t.d``) each
+fact is a correlated scalar subquery (``EXISTS (... AND v = x)`` for
+membership), which :mod:`~gpu_engine.sql.subquery_values` computes per
+distinct outer value.
 """
 
 from __future__ import annotations
+
+from typing import Callable
 
 from sqlglot import exp
 
@@ -78,15 +83,18 @@ def _aggregating(select: exp.Select) -> bool:
                for call in node.find_all(*SQL_AGGREGATES))
 
 
-def _top_level_where_conjunct(comparison: exp.Expression, select: exp.Select) -> bool:
-    """Return whether ``comparison`` is one of the WHERE's AND-ed conjuncts (through NOT and parentheses)."""
+def _top_level_where_conjunct(comparison: exp.Expression, select: exp.Select) -> bool | None:
+    """Return whether ``comparison`` is one of the WHERE's AND-ed conjuncts (through NOT and parentheses): None
+    where it is not, else whether an odd number of NOTs stands over it."""
     where = select.args.get("where")
     for conjunct in conjuncts_of(where.this if where is not None else None):
+        negated = False
         while isinstance(conjunct, (exp.Not, exp.Paren)):
+            negated ^= isinstance(conjunct, exp.Not)
             conjunct = conjunct.this
         if conjunct is comparison:
-            return True
-    return False
+            return negated
+    return None
 
 
 def _output_column(query: exp.Expression, node: exp.Expression) -> str:
@@ -112,6 +120,7 @@ class _Facts:
         self.node, self.planner = node, planner
         self.joins: list[exp.Join] = []
         self.correlated = bool(free_columns(query))
+        self.per_row = False  # each fact a correlated scalar subquery (set below)
         if not self.correlated:  # any query: its one column read from a derived table
             source_alias = planner._synthetic_alias()
             self.value = exp.column(_output_column(query, node), table=source_alias, quoted=True)
@@ -126,9 +135,11 @@ class _Facts:
         _output_column(query, node)
         inner, self.local, correlated = split_correlated(query, outer_aliases)
         self.keys, others = correlation(correlated, inner)
-        if others or not self.keys:
-            raise unsupported(f"{_spelled(node)} over a subquery correlated otherwise than by column equalities",
-                              node)
+        # correlated otherwise than by column equalities: each fact a correlated scalar subquery, computed per
+        # distinct outer value by the value planning (subquery_values), as DuckDB's general decorrelation does
+        self.per_row = bool(others) or not self.keys
+        if self.per_row:
+            self.local, self.keys = self.local + correlated, []
         self.value = value.this if isinstance(value, exp.Alias) else value
         self.sources = [query.args["from_"]] + list(query.args.get("joins") or [])
 
@@ -146,8 +157,12 @@ class _Facts:
         return [exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias))
                 for n, (outer, _inner) in enumerate(self.keys)]
 
-    def counts_and_bounds(self) -> str:
-        """Join ``n``, ``nn``, ``lo`` and ``hi`` of the subquery's values; return the alias naming them."""
+    def counts_and_bounds(self) -> Callable[[str], exp.Expression]:
+        """Join ``n``, ``nn``, ``lo`` and ``hi`` of the subquery's values; return the expression naming each."""
+        if self.per_row:
+            facts = {"n": exp.Count(this=exp.Star()), "nn": exp.Count(this=self.value.copy()),
+                     "lo": exp.Min(this=self.value.copy()), "hi": exp.Max(this=self.value.copy())}
+            return lambda name: exp.Subquery(this=self._select([exp.alias_(facts[name].copy(), name)], []))
         alias = self.planner._synthetic_alias()
         keys = [exp.alias_(inner.copy(), f"k{n}") for n, (_outer, inner) in enumerate(self.keys)]
         facts = [exp.alias_(exp.Count(this=exp.Star()), "n"), exp.alias_(exp.Count(this=self.value.copy()), "nn"),
@@ -158,7 +173,14 @@ class _Facts:
             self.joins.append(_derived_join(select, alias, side="LEFT", on=exp.and_(*self._keys_on(alias))))
         else:
             self.joins.append(_derived_join(select, alias))
-        return alias
+        return lambda name: exp.column(name, table=alias)
+
+    def matched(self, operand: exp.Expression) -> exp.Expression:
+        """Return whether a non-NULL value of the subquery equals ``operand`` (a joined value, or EXISTS per row)."""
+        if self.per_row:
+            return exp.Exists(this=self._select([exp.Literal.number(1)], [
+                exp.EQ(this=self.value.copy(), expression=operand.copy())]))
+        return exp.Not(this=exp.Is(this=exp.column("v", table=self.values(operand)), expression=exp.Null()))
 
     def values(self, operand: exp.Expression) -> str:
         """LEFT join the distinct non-NULL values equal to ``operand``; return the alias of their column ``v``."""
@@ -188,18 +210,13 @@ def _replacement(comparison: exp.Expression, facts: _Facts) -> exp.Expression:
     operand = comparison.this
     every = isinstance(comparison.expression, exp.All)
     kind = type(comparison)
-    alias = facts.counts_and_bounds()
-
-    def fact(name: str) -> exp.Column:
-        return exp.column(name, table=alias)
-
-    empty = (exp.Is(this=fact("n"), expression=exp.Null()) if facts.correlated
+    fact = facts.counts_and_bounds()
+    empty = (exp.Is(this=fact("n"), expression=exp.Null()) if facts.correlated and not facts.per_row
              else exp.EQ(this=fact("n"), expression=exp.Literal.number(0)))
     unknown = exp.or_(exp.Is(this=operand.copy(), expression=exp.Null()),
                       exp.LT(this=fact("nn"), expression=fact("n")))
     if (kind is exp.EQ and not every) or (kind is exp.NEQ and every):  # membership: = ANY, <> ALL
-        matched = exp.Not(this=exp.Is(this=exp.column("v", table=facts.values(operand)), expression=exp.Null()))
-        decided = matched
+        decided = facts.matched(operand)
     elif kind in (exp.EQ, exp.NEQ):  # <> ANY holds, = ALL fails, where x differs from the least or the greatest
         decided = exp.or_(exp.NEQ(this=operand.copy(), expression=fact("lo")),
                           exp.NEQ(this=operand.copy(), expression=fact("hi")))
@@ -234,6 +251,7 @@ def with_quantified_comparisons(select: exp.Select, planner) -> exp.Select:
                 found.append(node)
                 placed[id(node)] = key
     outer_aliases = defined_aliases(select)
+    aggregating = _aggregating(select)  # before the facts' scalar subqueries (aggregates) stand in the SELECT list
     joins = []
     for node in found:
         comparison = node.parent
@@ -245,14 +263,17 @@ def with_quantified_comparisons(select: exp.Select, planner) -> exp.Select:
         if not isinstance(query, (exp.Select, exp.SetOperation)):
             raise unsupported(f"{_spelled(comparison)} over a list (write x IN (...) or x = a OR x = b)", comparison)
         clause = placed[id(node)]
-        if clause in ("having", "joins", "qualify") or (clause != "where" and _aggregating(select)):
+        if clause in ("having", "joins", "qualify") or (clause != "where" and aggregating):
             where = {"having": "HAVING", "joins": "a JOIN condition", "qualify": "QUALIFY"}.get(
                 clause, "the SELECT list of an aggregating query")
             raise unsupported(f"{_spelled(comparison)} (subquery) in {where} (compare with a scalar subquery, e.g. "
                               f"x > (SELECT max(...) ...), or filter in WHERE)", comparison)
         every = isinstance(node, exp.All)
         membership = (isinstance(comparison, exp.EQ) and not every) or (isinstance(comparison, exp.NEQ) and every)
-        if membership and clause == "where" and _top_level_where_conjunct(comparison, select):
+        negated = _top_level_where_conjunct(comparison, select) if clause == "where" else None
+        # a WHERE conjunct x [NOT] IN (S): a semi or null-aware anti join, but NOT IN over a correlated S only as
+        # the facts below (the WHERE path plans no correlated null-aware anti join)
+        if membership and negated is not None and not ((negated != every) and free_columns(query)):
             as_in = exp.In(this=comparison.this.copy(), query=exp.Subquery(this=query.copy()))
             comparison.replace(exp.Not(this=exp.Paren(this=as_in)) if every else as_in)
             continue

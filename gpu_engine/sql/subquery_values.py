@@ -110,7 +110,9 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
         if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
-            return _is_in_query(node) or not _correlated_without_equalities(node, outer_aliases)
+            if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
+                return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
+            return not _correlated_without_equalities(node, outer_aliases)
         return _positively_under_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
@@ -138,6 +140,15 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     _keys, others = correlation(correlated, inner)
     return not others and (isinstance(empty_group_value(value), exp.Null)
                            or fails_on_empty_group(comparison, node, value))
+
+
+def _negated(conjunct: exp.Expression) -> bool:
+    """Return whether ``conjunct`` is an odd number of NOTs (through parentheses) over what it holds."""
+    negated = False
+    while isinstance(conjunct, (exp.Paren, exp.Not)):
+        negated ^= isinstance(conjunct, exp.Not)
+        conjunct = conjunct.this
+    return negated
 
 
 def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
