@@ -11,8 +11,17 @@ A snippet may also be a sqlglot tree already parsed in the DuckDB dialect (a
 with columns renamed to the plan's names, instead of writing them out as text
 to be parsed again (a 2000-term WHERE clause was parsed twice). Such a tree
 becomes the translator's (connectives are regrouped in place) and is checked
-for depth as parsed text is; errors name it by its SQL text, as they name a
-text snippet.
+for depth as parsed text is; errors name it as its user wrote it and carry the
+offending sub-tree, which the SQL planner places in the query's text
+(:mod:`gpu_engine.plans.snippet_sources`).
+
+A filter, join filter or projection may also be an expression already typed (an
+:class:`~gpu_engine.plans.expressions.Expr`; a named projection ``(name, Expr)``):
+a front-end that builds the IR itself (a DataFrame API) hands it over as it is,
+checked against the input schema by the same rules as a deserialized plan
+(:func:`~gpu_engine.plans.plan_validation.validate_expression`), so a wrong type
+or an unknown column is still a PlanError at build time. Aggregates, keys and
+window functions are text or trees only.
 
 Types follow DuckDB (see :mod:`gpu_engine.plans.type_coercion`). The
 translator makes implicit conversions explicit only where a node holds several
@@ -42,7 +51,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
     ORDERED_PICK_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type,
 )
-from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, Expr, allow_recursion_depth
+from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, ColumnRef, Expr, allow_recursion_depth
 from gpu_engine.plans.interval_translation import interval_texts_kept
 from gpu_engine.plans.nodes import SortKey
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
@@ -67,14 +76,31 @@ __all__ = [
 
 
 
-#: A snippet: SQL text in the DuckDB dialect, or a sqlglot tree parsed from such text (see the module docstring).
-Snippet = str | exp.Expression
+#: A snippet: SQL text in the DuckDB dialect, a sqlglot tree parsed from such text, or (a filter or a projection)
+#: an expression already typed, a projection's named as ``(name, Expr)`` (see the module docstring).
+Snippet = str | exp.Expression | Expr | tuple
+
+
+def _typed_snippet(expr: Expr, schema: pa.Schema, node: str) -> Expr:
+    """Return an expression handed over typed, after checking it over ``schema`` as a deserialized plan's."""
+    from gpu_engine.plans.plan_validation import validate_expression  # (it imports the IR this module builds)
+
+    if isinstance(expr, AggregateCall):
+        raise PlanError("an aggregate call is not a scalar expression", node=node, column=expr.sql())
+    validate_expression(expr, schema, node)
+    return expr
 
 
 def snippet_text(snippet: Snippet) -> str:
     """Return a snippet as SQL text, for messages (a tree is written out only when an error names it, as its
     user wrote it: :func:`~gpu_engine.plans.snippet_sources.written_sql`)."""
-    return written_sql(snippet) if isinstance(snippet, exp.Expression) else snippet
+    if isinstance(snippet, exp.Expression):
+        return written_sql(snippet)
+    if isinstance(snippet, Expr):
+        return snippet.sql()
+    if isinstance(snippet, tuple) and len(snippet) == 2 and isinstance(snippet[1], Expr):
+        return f"{snippet[1].sql()} AS {snippet[0]}"
+    return snippet if isinstance(snippet, str) else repr(snippet)
 
 
 def errors_placed(function):
@@ -318,6 +344,8 @@ def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     PlanError
         For syntax errors, unknown columns, type mismatches and unsupported SQL.
     """
+    if isinstance(text, Expr):
+        return _typed_snippet(text, schema, node)
     tree = _parse(text, node)
     if isinstance(tree, exp.Alias):
         raise PlanError("an alias (AS) is not allowed here", node=node, column=snippet_text(text))
@@ -329,8 +357,16 @@ def parse_projection(text: Snippet, schema: pa.Schema, node: str, *, position: i
     """Translate ``"expr [AS name]"`` into its output name and typed expression.
 
     A bare column keeps its name; another unnamed expression is named
-    ``expr_<position>``.
+    ``expr_<position>``. A typed expression is named so too; ``(name, Expr)`` is named ``name``.
     """
+    if isinstance(text, tuple) and len(text) == 2 and isinstance(text[1], Expr):
+        name, expr = text
+        if not isinstance(name, str) or not name:
+            raise PlanError(f"a projection's name must be a non-empty string, got {name!r}", node=node)
+        return name, _typed(_typed_snippet(expr, schema, node), text, node)
+    if isinstance(text, Expr):
+        name = text.name if isinstance(text, ColumnRef) else f"expr_{position}"
+        return name, _typed(_typed_snippet(text, schema, node), text, node)
     tree = _parse(text, node)
     if isinstance(tree, exp.Alias):
         name, tree = tree.alias, tree.this
