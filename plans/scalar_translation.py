@@ -152,7 +152,8 @@ class ScalarTranslator:
         try:
             return number_literal(tree.this)
         except ValueError:
-            raise self.error("integer literals beyond int64 are not supported yet", tree) from None
+            raise self.error("integer literals beyond int64 are not supported yet (CAST(... AS UBIGINT) reads one "
+                             "up to 2**64 - 1; for others cast the text: CAST('...' AS DOUBLE))", tree) from None
 
     def _boolean_literal(self, tree: exp.Boolean) -> Expr:
         return Literal(bool(tree.this), pa.bool_())
@@ -383,6 +384,10 @@ class ScalarTranslator:
             target = sql_type(tree.to)
         except TypeError as exc:
             raise self.error(str(exc), tree) from None
+        literal = tree.this
+        if (target == pa.uint64() and isinstance(literal, exp.Literal) and not literal.is_string
+                and literal.this.isdigit() and 2**63 <= int(literal.this) < 2**64):
+            return Literal(int(literal.this), target)  # UBIGINT's upper half: no int64 literal holds it
         operand = self.translate(tree.this)
         if isinstance(operand, Literal) and operand.value is None:
             return Literal(None, target)

@@ -26,7 +26,9 @@ from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_r
 from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
-from gpu_engine.expressions.text_on_host import format_timestamps, parse_booleans, parse_timestamps
+from gpu_engine.expressions.text_on_host import (
+    format_timestamps, parse_booleans, parse_timestamps, parse_unsigned_bigints,
+)
 from gpu_engine.kernels import strings as kernels
 
 __all__ = ["to_string", "from_string", "formats_to_string", "parses_from_string"]
@@ -191,6 +193,8 @@ def _parse_floats_on_host(device: Device, column: Column, dtype: pa.DataType) ->
 
 def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
     """Return ``CAST(column AS dtype)`` for text, raising :class:`ExecutionError` on text that does not parse."""
+    if dtype == pa.uint64():  # the parse kernel holds 63 bits: UBIGINT's upper half is read on the host
+        return parse_unsigned_bigints(device, column, strict=True)
     validity = string_validity(device, column)
     if is_integer(dtype) or is_decimal(dtype):
         scale = scale_of(dtype)

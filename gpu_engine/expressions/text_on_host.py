@@ -33,10 +33,11 @@ import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
 from gpu_engine.device import Device
+from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.numeric import narrow_values
 from gpu_engine.expressions.temporal import TICKS_PER_DAY
 
-__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_wide_decimals"]
+__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_wide_decimals", "parse_unsigned_bigints"]
 
 _DECIMAL_TEXT = re.compile(r"^\s*([+-]?)(\d+(?:_\d+)*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 
@@ -141,6 +142,52 @@ def format_timestamps(device: Device, column: Column) -> Column:
             text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
         texts.append(text)
     return Column.from_arrow(pa.array(texts, pa.string()), device)
+
+
+#: DuckDB's 0x/0b integer text: blanks before, ``_`` between two digits, no sign, nothing after.
+_PREFIXED_TEXT = re.compile(r"^\s*0([xXbB])([0-9a-fA-F]+(?:_[0-9a-fA-F]+)*)$")
+_UBIGINT_LIMIT = 2**64
+
+
+def _unsigned_bigint(text: str | None) -> int | None:
+    """Return the UBIGINT ``text`` holds as DuckDB reads it (rounded half away from zero), None when none."""
+    if text is None:
+        return None
+    prefixed = _PREFIXED_TEXT.match(text)
+    if prefixed is not None:
+        radix = 16 if prefixed.group(1) in "xX" else 2
+        try:
+            value = int(prefixed.group(2).replace("_", ""), radix)
+        except ValueError:  # a hex digit in binary text
+            return None
+        return value if value < _UBIGINT_LIMIT else None
+    match = _DECIMAL_TEXT.match(text)
+    if match is None or (match.group(2) is None and not match.group(3)):
+        return None
+    sign, whole, fraction, exponent = match.groups()
+    if exponent is not None and abs(int(exponent)) > 100:
+        return None
+    number = decimal.Decimal(f"{sign}{(whole or '0').replace('_', '')}.{fraction or '0'}e{exponent or '0'}")
+    value = int(number.quantize(decimal.Decimal(1), context=decimal.Context(prec=200,
+                                                                            rounding=decimal.ROUND_HALF_UP)))
+    return value if 0 <= value < _UBIGINT_LIMIT else None
+
+
+def parse_unsigned_bigints(device: Device, column: Column, strict: bool) -> Column:
+    """Return text parsed as UBIGINT (``0xFFFFFFFFFFFFFFFF``, ``18446744073709551615``), NULL where it does not
+    parse or fit; ``strict`` (CAST) raises for the first such valid row instead (TRY_CAST: NULL).
+
+    Why on the host: the parse kernel accumulates signed 64-bit values, so UBIGINT's upper half (2^63 up) was out
+    of range (CAST failed, TRY_CAST gave NULL where DuckDB reads the value). Casting text to UBIGINT is rare: one
+    round trip of the text, as the wide decimals' parse.
+    """
+    texts = _host_text(device, column).to_pylist()
+    values = [_unsigned_bigint(text) for text in texts]
+    if strict:
+        for row, (text, value) in enumerate(zip(texts, values)):
+            if text is not None and value is None:
+                raise ExecutionError(f"Could not convert string {text!r} to UBIGINT (row {row})")
+    return Column.from_arrow(pa.array(values, pa.uint64()), device)
 
 
 def parse_wide_decimals(device: Device, column: Column, dtype: pa.DataType) -> Column:

@@ -35,7 +35,9 @@ from gpu_engine.expressions.numeric import (
 )
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.text import _parse_rows
-from gpu_engine.expressions.text_on_host import parse_booleans, parse_timestamps, parse_wide_decimals
+from gpu_engine.expressions.text_on_host import (
+    parse_booleans, parse_timestamps, parse_unsigned_bigints, parse_wide_decimals,
+)
 from gpu_engine.kernels import strings as kernels
 
 __all__ = ["try_cast"]
@@ -49,6 +51,8 @@ def try_cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     source = column.dtype
     if is_string(source) and is_decimal(dtype) and dtype.precision > 18:
         return parse_wide_decimals(device, column, dtype)  # CAST's parse holds 18 digits (it raises past them)
+    if is_string(source) and dtype == pa.uint64():
+        return parse_unsigned_bigints(device, column, strict=False)  # the kernel's parse holds 63 bits
     if is_string(source) and is_interval(dtype):
         return intervals_from_strings(device, column, unread_as_null=True)  # parsed on the host, once
     validity = string_validity(device, column) if is_string(source) else column.validity
