@@ -268,11 +268,14 @@ def _fresh_beside(planner: "QueryPlanner", node, name: str, alias: str | None = 
     return fresh
 
 
-def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[str, exp.Expression],
-                      sets: list[list[exp.Expression]], replacements: dict[str, str], group_id: str) -> list[str]:
-    """Return a projection per distinct ``grouping()`` call, its bit mask chosen by the group id."""
-    from gpu_engine.sql.planning_context import quoted
+def _bigint(value: int) -> exp.Cast:
+    """Return ``CAST(value AS BIGINT)`` as a tree."""
+    return exp.Cast(this=exp.Literal.number(value), to=exp.DataType.build("BIGINT"))
 
+
+def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[str, exp.Expression],
+                      sets: list[list[exp.Expression]], replacements: dict[str, str], group_id: str) -> list[exp.Expression]:
+    """Return a projection per distinct ``grouping()`` call, its bit mask chosen by the group id."""
     projections = []
     set_texts = [{key.sql() for key in kept} for kept in sets]
     for tree in trees:
@@ -294,10 +297,11 @@ def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys
                          if argument.sql() not in kept) for kept in set_texts]
             name = planner._fresh(f"$grouping{len(projections)}")
             if len(set(masks)) == 1:
-                value = f"CAST({masks[0]} AS BIGINT)"
-            else:
-                value = ("CASE " + " ".join(f"WHEN {quoted(group_id)} = {i} THEN CAST({mask} AS BIGINT)"
-                                            for i, mask in enumerate(masks)) + " END")
-            projections.append(f"{value} AS {quoted(name)}")
+                value = _bigint(masks[0])
+            else:  # a tree, as the planner's other snippets (no text written out and parsed again)
+                group = exp.column(exp.to_identifier(group_id, quoted=True))
+                value = exp.Case(ifs=[exp.If(this=exp.EQ(this=group.copy(), expression=exp.Literal.number(i)),
+                                             true=_bigint(mask)) for i, mask in enumerate(masks)])
+            projections.append(aliased(value, name))
             replacements[text] = name
     return projections

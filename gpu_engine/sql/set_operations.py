@@ -39,6 +39,7 @@ from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
 from gpu_engine.columnar.types import is_string
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
@@ -138,11 +139,14 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     node: PlanNode = union
     try:
         if tagged:
+            # (trees, as the planner's other snippets: no text written out and parsed again)
             builder = planner._builder(union).aggregation(
-                [_quote(k) for k in group_keys], [f'min({_quote(_SIDE)}) AS "$setop_first"',
-                                            f'max({_quote(_SIDE)}) AS "$setop_last"'])
-            keep = ('"$setop_first" = 1 AND "$setop_last" = 2' if isinstance(query, exp.Intersect)
-                    else '"$setop_last" = 1')
+                [_quote(k) for k in group_keys], [aliased(exp.Min(this=_column(_SIDE)), "$setop_first"),
+                                                  aliased(exp.Max(this=_column(_SIDE)), "$setop_last")])
+            last = exp.EQ(this=_column("$setop_last"), expression=exp.Literal.number(1 + isinstance(
+                query, exp.Intersect)))
+            keep = (exp.And(this=exp.EQ(this=_column("$setop_first"), expression=exp.Literal.number(1)),
+                            expression=last) if isinstance(query, exp.Intersect) else last)
             node = builder.filter(keep).project([_quote(k) for k in keys]).plan()
             rows = left.rows
         elif distinct:
@@ -275,6 +279,11 @@ def _typed_nulls(branch: exp.Expression, positions: list[int], other: "Relation"
             types[position] = _SQL_TYPES[dtype]
         # else left untyped: the planner asks for a CAST
     return _cast_nulls(branch, types)
+
+
+def _column(name: str) -> exp.Column:
+    """Return the internal column ``name`` as a tree."""
+    return exp.column(exp.to_identifier(name, quoted=True))
 
 
 def _quote(name: str) -> str:
