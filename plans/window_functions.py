@@ -150,9 +150,6 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
     if not (numeric_key or pa.types.is_timestamp(dtype) or pa.types.is_date32(dtype)):
         raise PlanError(f"a RANGE frame with an offset needs a numeric, DATE or TIMESTAMP ORDER BY key; "
                         f"{sort_keys[0].name} is {dtype}", node=label, column=call.sql())
-    if any(offset.months for offset in intervals):
-        raise PlanError(f"a RANGE frame offset of months or years ({intervals[0].sql()}) is not supported yet; "
-                        "write the offset in days", node=label, column=call.sql())
 
 
 def covers_whole_partition(frame: WindowFrame, sort_keys: tuple[SortKey, ...]) -> bool:
