@@ -24,7 +24,7 @@ from numba import cuda, njit
 from gpu_engine.device import Device
 from gpu_engine.kernels.launch import launch_twin
 
-__all__ = ["frame_moments", "moments_result", "frame_comoments"]
+__all__ = ["frame_moments", "merged_moments", "moments_result", "frame_comoments"]
 
 
 @njit(nogil=True, cache=True)
@@ -288,6 +288,22 @@ def frame_moments(device: Device, values: Any, valid: Any, frame_starts: Any, fr
     launch_twin(device, n, _moment_query_cpu, _moment_query_cuda, counts, means, m2s, n,
                 xp.ascontiguousarray(frame_starts), xp.ascontiguousarray(frame_ends), out_counts, out_means, out_m2s)
     return out_counts, out_means, out_m2s
+
+
+def merged_moments(xp: Any, first: tuple[Any, Any, Any], second: tuple[Any, Any, Any]) -> tuple[Any, Any, Any]:
+    """Return the count, mean and m2 per row of two disjoint row sets (:func:`_merge`, over whole arrays).
+
+    Why: a frame with EXCLUDE is two or three pieces, each one segment-tree query; their moments merge
+    row by row as the tree's nodes do.
+    """
+    count_a, mean_a, m2_a = first
+    count_b, mean_b, m2_b = second
+    count = count_a + count_b
+    share = xp.where(count > 0, count_b / xp.maximum(count, 1), 0.0)
+    delta = xp.where((count_a > 0) & (count_b > 0), mean_b - mean_a, 0.0)
+    mean = xp.where(count_a > 0, mean_a + delta * share, mean_b)
+    m2 = xp.where(count_a > 0, m2_a, 0.0) + xp.where(count_b > 0, m2_b, 0.0)  # an empty piece's words are unset
+    return count, mean, m2 + delta * delta * (count_a * share)
 
 
 def moments_result(device: Device, function: str, counts: Any, m2s: Any) -> tuple[Any, Any]:

@@ -196,7 +196,8 @@ def _check_frame(frame: WindowFrame, label: str, text: str) -> None:
 #: The EXCLUDE clauses of a frame, as SQL spells them.
 EXCLUSIONS = ("", "NO OTHERS", "CURRENT ROW", "GROUP", "TIES")
 #: The window functions whose frames may exclude rows (the others are refused by name).
-EXCLUDING_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max")
+EXCLUDING_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max", "first_value", "last_value", "nth_value",
+                       "var_samp", "var_pop", "stddev_samp", "stddev_pop")
 
 
 def _valid_range_offset(offset) -> bool:

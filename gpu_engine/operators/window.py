@@ -22,7 +22,7 @@ from gpu_engine.expressions.temporal import micros_of
 from gpu_engine.kernels.window import (
     MAX, MIN, SUM, frame_loop, frame_tree, range_bound, segment_bounds, segmented_scan,
 )
-from gpu_engine.kernels.window_moments import frame_comoments, frame_moments, moments_result
+from gpu_engine.kernels.window_moments import frame_comoments, frame_moments, merged_moments, moments_result
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS
 from gpu_engine.plans.intervals import MICROS_PER_DAY, IntervalValue
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
@@ -219,7 +219,7 @@ class Window(BarrierOperator):
         if function in COVARIANCE_FUNCTIONS:
             return self._frame_comoments(call, data, order, inverse, rows)
         if function in VARIANCE_FUNCTIONS:
-            if not covers_whole_partition(call.frame, self.node.sort_keys):
+            if call.frame.exclude or not covers_whole_partition(call.frame, self.node.sort_keys):
                 return self._frame_moments(call, data, order, inverse, rows)
             return self._moments(call, data, inverse, rows)
         return self._aggregate(call, data, order, inverse, rows, statuses)
@@ -251,7 +251,14 @@ class Window(BarrierOperator):
         validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
         valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
         start, end = rows.frame(call.frame)
-        counts, _, m2s = frame_moments(self.device, as_float(xp, column)[order], valid, start, end)
+        values = as_float(xp, column)[order]
+        if call.frame.exclude:  # the pieces left of each frame, their moments merged by Chan's formula
+            counts = means = m2s = None
+            for piece_start, piece_end in rows.pieces(call.frame, start, end):
+                piece = frame_moments(self.device, values, valid, piece_start, piece_end)
+                counts, means, m2s = piece if counts is None else merged_moments(xp, (counts, means, m2s), piece)
+        else:
+            counts, _, m2s = frame_moments(self.device, values, valid, start, end)
         values, has = moments_result(self.device, call.function, counts, m2s)
         return Column(call.dtype, values[inverse], has[inverse])
 
@@ -307,7 +314,9 @@ class Window(BarrierOperator):
         xp = self.device.xp
         function = call.function
         column = data.column(call.args[0].name)
-        if call.ignore_nulls:
+        if call.frame.exclude and function in ("first_value", "last_value", "nth_value"):
+            source, found = self._excluded_source(call, column, order, rows)
+        elif call.ignore_nulls:
             source, found = self._non_null_source(call, column, order, rows)
         elif function in ("lag", "lead"):
             offset = call.args[1].value if len(call.args) > 1 else 1
@@ -331,6 +340,43 @@ class Window(BarrierOperator):
         result = gather_column(self.device, column, base)
         validity = found if result.validity is None else result.validity & found
         return Column(result.dtype, result.data, validity, result.offsets, result.dictionary, result.fingerprint)
+
+    def _excluded_source(self, call: WindowFunctionCall, column: Column, order: Any, rows: _SortedRows
+                         ) -> tuple[Any, Any]:
+        """Return the source position of ``first_value``/``last_value``/``nth_value`` over a frame with EXCLUDE.
+
+        The frame's rows left are its pieces in position order (before the excluded rows, the row itself for
+        TIES, after them); the wanted ordinal (0, the count - 1, or n - 1) is found in the piece holding it.
+        With IGNORE NULLS the ordinal and the pieces count non-NULL rows only (their positions gathered).
+        """
+        xp = self.device.xp
+        start, end = rows.frame(call.frame)
+        pieces = rows.pieces(call.frame, start, end)
+        if len(pieces) == 3:  # TIES: the row itself lies between the rows before and after its peers
+            pieces = [pieces[0], pieces[2], pieces[1]]
+        if call.ignore_nulls:
+            validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+            valid = xp.ones(rows.n, dtype=xp.bool_) if validity is None else validity[order]
+            before = xp.zeros(rows.n + 1, dtype=xp.int64)  # non-NULL rows before each position
+            before[1:] = xp.cumsum(valid, dtype=xp.int64)
+            positions = xp.concatenate([xp.flatnonzero(valid).astype(xp.int64), xp.zeros(1, dtype=xp.int64)])
+            counts = [before[piece_end] - before[piece_start] for piece_start, piece_end in pieces]
+        else:
+            counts = [piece_end - piece_start for piece_start, piece_end in pieces]
+        total = sum(counts)
+        ordinal = {"first_value": xp.zeros_like(total), "last_value": total - 1}.get(call.function)
+        if ordinal is None:
+            ordinal = xp.full_like(total, call.args[1].value - 1)
+        found = (ordinal >= 0) & (ordinal < total)
+        source = xp.zeros_like(total)
+        seen = xp.zeros_like(total)
+        for (piece_start, _), count in zip(pieces, counts):
+            inside = (ordinal >= seen) & (ordinal < seen + count)
+            within = xp.where(inside, ordinal - seen, 0)
+            position = positions[before[piece_start] + within] if call.ignore_nulls else piece_start + within
+            source = xp.where(inside, position, source)
+            seen = seen + count
+        return source, found
 
     def _non_null_source(self, call: WindowFunctionCall, column: Column, order: Any, rows: _SortedRows
                          ) -> tuple[Any, Any]:

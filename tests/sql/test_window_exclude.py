@@ -1,9 +1,11 @@
 """Window frames with EXCLUDE CURRENT ROW / GROUP / TIES / NO OTHERS (issue 30), against DuckDB on cpu and cuda-sim.
 
 Each row's frame loses the row itself, its peer group (rows of equal ORDER BY keys, NULL keys one group) or its
-peers but not itself; count, sum, avg, min and max combine the frame's pieces left around the excluded rows.
+peers but not itself; count, sum, avg, min and max combine the frame's pieces left around the excluded rows,
+first_value/last_value/nth_value (IGNORE NULLS too) find their row across the pieces, variances merge the pieces'
+moments.
 ROWS frames are ordered by unique keys (ties would make their rows' order, not EXCLUDE, decide); RANGE frames
-over ties, partitions, descending order, an empty frame (NULL, count 0). Value functions with EXCLUDE are
+over ties, partitions, descending order, an empty frame (NULL, count 0). Covariances with EXCLUDE are
 refused by name.
 """
 
@@ -34,6 +36,16 @@ QUERIES = [
     "sum(id) OVER (ORDER BY i DESC RANGE BETWEEN CURRENT ROW AND 2 FOLLOWING EXCLUDE TIES) AS c, max(id) OVER (ORDER "
     "BY id ROWS BETWEEN CURRENT ROW AND CURRENT ROW EXCLUDE CURRENT ROW) AS e, sum(id) OVER (ORDER BY i RANGE BETWEEN "
     "1 PRECEDING AND 1 FOLLOWING EXCLUDE NO OTHERS) AS g FROM t",
+    # value functions: the ordinal found in the piece holding it (IGNORE NULLS counts non-NULL rows); variances:
+    # the pieces' moments merged
+    "SELECT id, first_value(s) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) AS a, "
+    "last_value(i IGNORE NULLS) OVER (ORDER BY i RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW EXCLUDE TIES) AS b, "
+    "nth_value(f, 2) OVER (ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP) AS c, "
+    "nth_value(id, 3 IGNORE NULLS) OVER (PARTITION BY k ORDER BY i GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING EXCLUDE "
+    "TIES) AS e, var_pop(f) OVER (ORDER BY id ROWS BETWEEN 2 PRECEDING AND 1 FOLLOWING EXCLUDE CURRENT ROW) AS g, "
+    "stddev_samp(i) OVER (ORDER BY i RANGE BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE GROUP) AS h, "
+    "var_samp(f) OVER (PARTITION BY k ORDER BY i ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING EXCLUDE "
+    "TIES) AS j FROM t",
 ]
 
 
@@ -44,14 +56,13 @@ def reference():
 
 
 def test_excluded_frames_match_duckdb(device_name, reference):
-    queries = QUERIES if device_name == "cpu" else QUERIES[:1]
+    queries = QUERIES if device_name == "cpu" else [QUERIES[0], QUERIES[2]]
     session = session_with_tables(TABLES, split_rows=3, device=device_name, drivers=2, batch_rows=3,
                                   fuse=False)  # no generated kernels to compile (CI time): SQL, not fusion
     assert_queries_match_duckdb(session, reference, queries)
 
 
-def test_value_functions_with_exclude_are_refused_by_name():
-    sql = ("SELECT first_value(id) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) "
-           "FROM t")
-    with pytest.raises(SqlError, match="EXCLUDE CURRENT ROW over first_value is not supported"):
+def test_covariances_with_exclude_are_refused_by_name():
+    sql = "SELECT corr(i, f) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) FROM t"
+    with pytest.raises(SqlError, match="EXCLUDE CURRENT ROW over corr is not supported"):
         session_with_tables(TABLES, device="cpu").sql(sql)
