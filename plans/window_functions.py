@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS, result_type
 from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal
@@ -61,8 +61,8 @@ def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
         return pa.int64()
     if function in ("percent_rank", "cume_dist"):
         return pa.float64()
-    if function in VALUE_FUNCTIONS:
-        return args[0].dtype
+    if function in VALUE_FUNCTIONS or (function in ("min", "max") and is_interval(args[0].dtype)):
+        return args[0].dtype  # min/max of an INTERVAL: of its ranks in DuckDB's order (the Window operator)
     return result_type(function, args[0].dtype, args[1].dtype if function in COVARIANCE_FUNCTIONS else None)
 
 

@@ -11,7 +11,7 @@ import pyarrow as pa
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_batches
-from gpu_engine.columnar.types import is_decimal, is_floating, physical_dtype
+from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
@@ -431,7 +431,7 @@ class Window(BarrierOperator):
         representatives = None
         if call.function == "count":  # counts read validity only
             values = xp.zeros(rows.n, dtype=xp.int64)
-        elif column.is_string:  # min/max of strings: of their ranks, then back to a row holding the value
+        elif column.is_string or is_interval(column.dtype):  # min/max of their ranks, then a row holding the value
             ranks, representatives = self._string_ranks(column)
             values = ranks[order]
         else:
