@@ -57,12 +57,20 @@ def _linear_keep():
         np.int32)
 
 
+def _pinned_statistics():
+    """A Filter's estimate capping every column's distinct count at its rows only (``filtered_statistics`` off)."""
+    import gpu_engine.sql.predicates as module
+    return module, "pinned_statistics", lambda relation, conjuncts, rows: {
+        name: stats.capped(rows) for name, stats in relation.stats.items()}
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
     "eager-aggregation": _eager_aggregation,
     "shared-subexpressions": _shared_subexpressions,
     "linear-keep": _linear_keep,
+    "pinned-statistics": _pinned_statistics,
 }
 
 

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
+from gpu_engine.sql.filtered_statistics import pinned_statistics
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.renaming import conjunction
 from gpu_engine.sql.statistics import ColumnStatistics, selectivity
@@ -222,5 +223,4 @@ def filtered(planner: PlanningContext, relation: Relation, conjuncts: list[exp.E
     except PlanError as error:
         raise planner._plan_error(error, conjuncts[0]) from None
     rows = filter_estimate(relation, conjuncts)
-    return dataclasses.replace(relation, node=node, rows=rows,
-                               stats={k: v.capped(rows) for k, v in relation.stats.items()})
+    return dataclasses.replace(relation, node=node, rows=rows, stats=pinned_statistics(relation, conjuncts, rows))
