@@ -5,7 +5,7 @@ columns (:mod:`gpu_engine.sql.renaming`): ``t.b`` becomes ``"b"`` or ``"u.b#2"``
 computed first becomes ``"$sum0"``, a window ``"$window0"``, and every projection is named ``AS "$..."``.
 A type error inside such an expression named that rewritten text (``at '"$window0" + 'x''``) and was
 placed at the start of the whole clause. Each node the planner substitutes records the node of the query
-it stands for (:func:`stand_for`, which also gives it that node's position in the text), and every
+it stands for (:func:`stand_for`; its position in the text is that node's), and every
 PlanError raised while translating a parsed snippet carries the offending sub-tree
 (:attr:`~gpu_engine.errors.PlanError.tree`): :func:`written_sql` writes it out over the query's own nodes,
 and the SQL planner places the error at its position. A snippet PlanBuilder parsed from text has no
@@ -35,27 +35,24 @@ class _Source:
 
 
 def stand_for(replacement: exp.Expression, original: exp.Expression) -> exp.Expression:
-    """Return ``replacement`` recording that it stands for ``original`` (a query node), at ``original``'s position.
-
-    The position is that of the first token of ``original`` sqlglot recorded one for (it records positions
-    on names, literals and function names only), so an error about the substitute points where the user
-    wrote it.
-    """
-    meta = replacement.meta
-    meta[_SOURCE] = _Source(original)
-    position = earliest_position(original)
-    if position is not None:
-        meta.update(position)
+    """Return ``replacement`` recording that it stands for ``original`` (a query node), whose position in the text
+    it then has (:func:`earliest_position` looks it up when an error needs it: the planner substitutes thousands
+    of columns and few ever fail)."""
+    replacement.meta[_SOURCE] = _Source(original)
     return replacement
 
 
 def earliest_position(tree: exp.Expression) -> dict | None:
     """Return the position sqlglot recorded (``line``, ``col``, ``start``, ``end``) of the earliest token of
-    ``tree`` in the text, or None when it recorded none (the earliest, not the first found: a CASE's ELSE
-    value is a child before its WHEN branches' operands)."""
+    ``tree`` in the text, a substitute's being its source's, or None when it recorded none (the earliest, not
+    the first found: a CASE's ELSE value is a child before its WHEN branches' operands)."""
     best = None
     for node in tree.walk():
         meta = node._meta
+        if not meta:
+            continue
+        if _SOURCE in meta:
+            meta = earliest_position(meta[_SOURCE].node)
         if meta and "line" in meta and (best is None or meta.get("start", 0) < best.get("start", 0)):
             best = meta
     if best is None:
