@@ -240,7 +240,16 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             # (the FILTER rewrite of gpu_engine.sql.rewrite wraps a call's ``this``, here its ORDER BY)
             aggregate = node.this.copy()
             order = aggregate.this
-            order.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=order.this)]))
+            if isinstance(order.this, exp.Distinct):  # string_agg(DISTINCT x, s ORDER BY x): x filtered, in both
+                condition = node.expression.this
+                filtered = {value.sql(): exp.Case(ifs=[exp.If(this=condition.copy(), true=value.copy())])
+                            for value in order.this.expressions}
+                order.this.set("expressions", [filtered[value.sql()].copy() for value in order.this.expressions])
+                for ordered in order.expressions:  # the kept (non-NULL) values order alike
+                    if ordered.this.sql() in filtered:
+                        ordered.set("this", filtered[ordered.this.sql()].copy())
+            else:
+                order.set("this", exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=order.this)]))
             return aggregate
         if isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
                 and isinstance(node.this.this, exp.Order):

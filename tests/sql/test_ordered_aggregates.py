@@ -72,6 +72,8 @@ QUERIES = [
     "last(DISTINCT s ORDER BY s) FILTER (WHERE a = 1) AS h FROM t GROUP BY k",
     "SELECT first(v ORDER BY a, o) FILTER (WHERE o > 1) AS f, string_agg(s, ',' ORDER BY a, id) AS l, "
     "last(id ORDER BY a, id) FILTER (WHERE b) AS g FROM e",
+    # DISTINCT, ORDER BY and FILTER together (the breadth fuzz's seed 3620: "unsupported SQL construct Distinct")
+    "SELECT k, string_agg(DISTINCT s, '|' ORDER BY s DESC) FILTER (WHERE o > 1) AS a FROM t GROUP BY k",
 ]
 SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10], QUERIES[13], QUERIES[17]]
 
