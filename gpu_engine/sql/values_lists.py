@@ -301,6 +301,8 @@ def _computed_rows(planner: "QueryPlanner", values: exp.Values, alias: str, name
                                          for cell, name in zip(row.expressions, names)])
         select.set("from_", exp.From(this=_dual()))
         query = select if query is None else exp.Union(this=query, expression=select, distinct=False)
+    if isinstance(query, exp.Select):  # one row: a bare NULL cell has no other row to take a type from
+        typed_bare_nulls([query])
     relation, outputs = planner._plan_query(query, ctes)
     columns = {(alias, name): internal for name, (_, internal) in zip(names, outputs)}
     return Relation(relation.node, columns, frozenset([alias]), float(max(1, len(values.expressions))),

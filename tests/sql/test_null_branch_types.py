@@ -32,6 +32,8 @@ QUERIES = [
     "VALUES (NULL) UNION ALL VALUES (DATE '2000-01-01')",
     "SELECT * FROM (VALUES (NULL, 1), (NULL, 2)) v(a, b) UNION SELECT 2.5, 3",
     "SELECT * FROM (VALUES (NULL), (NULL)) v(a) UNION ALL SELECT NULL UNION ALL SELECT 'q'",
+    # one VALUES row with a computed cell: its bare NULL typed too (the breadth fuzz, seed 4821: "cannot infer")
+    "SELECT c0, count(*) AS n FROM (VALUES (NULL, 2.5::DOUBLE)) AS v(c0, c1) GROUP BY c0",
 ]
 
 
