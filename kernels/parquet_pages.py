@@ -495,7 +495,7 @@ _OUT_OF_BOUND = -2
 
 
 @njit(nogil=True, cache=True)
-def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
+def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound, positions=None, first=0, last=0):
     """Decode ``count`` values of the RLE/bit-packing hybrid in ``buf[pos:end]`` into ``out[row:row + count]``.
 
     With a non-empty ``dictionary`` each value is an index and ``dictionary[index]`` is written;
@@ -503,6 +503,12 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
     ``bound`` (a dictionary's size, or the largest definition level + 1), checked as it is read, in
     the same pass. Returns the position after the runs read, :data:`_RUNS_PAST_END` (-1) when they
     run past ``end`` or are malformed, :data:`_OUT_OF_BOUND` (-2) when a value is ``bound`` or more.
+
+    With ``positions`` (increasing, below ``count``) only the values at ``positions[first:last]`` are
+    written, to ``out[row + j - first]``, and only they are checked; all ``count`` values' runs are
+    walked. Each ``positions is None`` below is decided as numba compiles, so the two decoders share
+    their runs' reading and a value's unpacking without a call a run (an array argument costs a
+    reference count a call) and each keeps its own loop.
     """
     if pos < 0 or end > buf.shape[0] or bit_width < 0 or bit_width > 32:
         return _RUNS_PAST_END
@@ -514,6 +520,7 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
         bound = min(bound, size)
     limit = buf.shape[0] - 8  # a word may be loaded at or before this position
     filled = 0
+    j = first
     while filled < count:
         if pos >= end:
             return _RUNS_PAST_END
@@ -528,16 +535,24 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
             for k in range(value_bytes):
                 value |= np.int64(buf[pos + k]) << (8 * k)
             pos += value_bytes
-            if value >= bound:
-                return _OUT_OF_BOUND
             stop = min(count, filled + repeat)
-            if lookup:
-                repeated = dictionary[value]
-                for i in range(row + filled, row + stop):
-                    out[i] = repeated
-            else:
-                for i in range(row + filled, row + stop):
-                    out[i] = value
+            if positions is None:
+                if value >= bound:
+                    return _OUT_OF_BOUND
+                if lookup:
+                    repeated = dictionary[value]
+                    for i in range(row + filled, row + stop):
+                        out[i] = repeated
+                else:
+                    for i in range(row + filled, row + stop):
+                        out[i] = value
+            elif j < last and positions[j] < stop:
+                if value >= bound:
+                    return _OUT_OF_BOUND
+                repeated = dictionary[value] if lookup else value
+                while j < last and positions[j] < stop:
+                    out[row + j - first] = repeated
+                    j += 1
             filled = stop
         else:  # groups of 8 bit-packed values, least significant bit first
             groups = run >> 1
@@ -546,19 +561,19 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
             take = count - filled
             if groups < (take + 7) // 8:
                 take = groups * 8
-            base = row + filled
-            if pos + groups * bit_width + 8 <= buf.shape[0]:
+            if positions is None and pos + groups * bit_width + 8 <= buf.shape[0]:
                 # Every word load stays inside buf, and a value out of bound is noted rather than
                 # branched on (a lookup reads the last entry, then the run fails): a branch-free loop,
                 # ~30% faster a value (TPC-H's 15-17-bit indices: ~2.6-4.0 -> 1.9-2.9 ns).
+                base = row + filled
                 out_of_bound = False
                 if lookup:
-                    last = bound - 1
+                    last_entry = bound - 1
                     for i in range(take):
                         bit = i * bit_width
                         value = np.int64((_load_word(buf, pos + (bit >> 3)) >> np.uint64(bit & 7)) & mask)
-                        out_of_bound |= value > last
-                        out[base + i] = dictionary[min(value, last)]
+                        out_of_bound |= value > last_entry
+                        out[base + i] = dictionary[min(value, last_entry)]
                 else:
                     for i in range(take):
                         bit = i * bit_width
@@ -570,8 +585,17 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
                 pos += groups * bit_width
                 filled += take
                 continue
-            for i in range(take):
-                bit = i * bit_width
+            # Value i of the run (every value), or the wanted ones by position: a word load each, or bytes
+            # one by one where a word would pass the end of buf.
+            i = 0 if positions is None else j
+            stop = take if positions is None else last
+            while i < stop:
+                index = i
+                if positions is not None:
+                    if positions[i] >= filled + take:
+                        break
+                    index = positions[i] - filled
+                bit = index * bit_width
                 at = pos + (bit >> 3)
                 if at <= limit:
                     word = _load_word(buf, at)
@@ -582,10 +606,14 @@ def _rle_hybrid(buf, pos, end, bit_width, dictionary, out, row, count, bound):
                 value = np.int64((word >> np.uint64(bit & 7)) & mask)
                 if value >= bound:
                     return _OUT_OF_BOUND
+                target = row + filled + i if positions is None else row + i - first
                 if lookup:
-                    out[base + i] = dictionary[value]
+                    out[target] = dictionary[value]
                 else:
-                    out[base + i] = value
+                    out[target] = value
+                i += 1
+            if positions is not None:
+                j = i
             pos += groups * bit_width
             filled += take
     return pos
@@ -927,71 +955,6 @@ def dictionary_values(buf, start, length):
 
 # ----------------------------------------------------------------- wanted rows only
 @njit(nogil=True, cache=True)
-def _rle_hybrid_at(buf, pos, end, bit_width, dictionary, positions, first, last, out, out_row, count):
-    """Write ``dictionary[value]`` for the values at ``positions[first:last]`` (increasing, below ``count``) of the
-    RLE/bit-packing hybrid in ``buf[pos:end]`` to ``out[out_row:]``; walk all ``count`` values' runs.
-
-    Returns as :func:`_rle_hybrid` does; only the values read are checked against the dictionary.
-    """
-    if pos < 0 or end > buf.shape[0] or bit_width < 0 or bit_width > 32:
-        return _RUNS_PAST_END
-    mask = np.uint64((np.int64(1) << bit_width) - 1)
-    value_bytes = (bit_width + 7) // 8
-    size = dictionary.shape[0]
-    limit = buf.shape[0] - 8  # a word may be loaded at or before this position
-    filled = 0
-    j = first
-    while filled < count:
-        if pos >= end:
-            return _RUNS_PAST_END
-        run, pos = _varint(buf, pos)
-        if pos < 0 or run < 0:
-            return _RUNS_PAST_END
-        if run & 1 == 0:  # a repeated value
-            repeat = run >> 1
-            if pos + value_bytes > end:
-                return _RUNS_PAST_END
-            value = np.int64(0)
-            for k in range(value_bytes):
-                value |= np.int64(buf[pos + k]) << (8 * k)
-            pos += value_bytes
-            stop = min(count, filled + repeat)
-            if j < last and positions[j] < stop:
-                if value >= size:
-                    return _OUT_OF_BOUND
-                repeated = dictionary[value]
-                while j < last and positions[j] < stop:
-                    out[out_row + j - first] = repeated
-                    j += 1
-            filled = stop
-        else:  # groups of 8 bit-packed values: read the wanted ones by position
-            groups = run >> 1
-            if bit_width and groups > (end - pos) // bit_width:
-                return _RUNS_PAST_END
-            take = count - filled
-            if groups < (take + 7) // 8:
-                take = groups * 8
-            stop = filled + take
-            while j < last and positions[j] < stop:
-                bit = (positions[j] - filled) * bit_width
-                at = pos + (bit >> 3)
-                if at <= limit:
-                    word = _load_word(buf, at)
-                else:
-                    word = np.uint64(0)
-                    for k in range(buf.shape[0] - at):
-                        word |= np.uint64(buf[at + k]) << np.uint64(8 * k)
-                value = np.int64((word >> np.uint64(bit & 7)) & mask)
-                if value >= size:
-                    return _OUT_OF_BOUND
-                out[out_row + j - first] = dictionary[value]
-                j += 1
-            pos += groups * bit_width
-            filled = stop
-    return pos
-
-
-@njit(nogil=True, cache=True)
 def _wanted_values(data, at_values, data_end, encoding, dictionary, has_dictionary, max_definition, levels, values,
                    present, wanted, first, last, row, out, out_bytes, valid, positions):
     """Write the values of one data page's wanted rows ``wanted[first:last]`` (the page's rows start at ``row``) to
@@ -1040,8 +1003,8 @@ def _wanted_values(data, at_values, data_end, encoding, dictionary, has_dictiona
         if bit_width > 32:
             return _BAD_BIT_WIDTH, positions
         gathered = np.empty(count, out.dtype)
-        done = _rle_hybrid_at(data, at_values + 1, data_end, bit_width, dictionary, positions, 0, count, gathered, 0,
-                              present)
+        done = _rle_hybrid(data, at_values + 1, data_end, bit_width, dictionary, gathered, 0, present,
+                           dictionary.shape[0], positions, 0, count)
         if done < 0:
             return _index_status(done), positions
         k = 0
