@@ -23,7 +23,7 @@ from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal
 from gpu_engine.plans.intervals import IntervalValue, parse_interval
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
-from gpu_engine.plans.sql_translator import _parse
+from gpu_engine.plans.sql_translator import Snippet, _parse, errors_placed, snippet_text
 
 __all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "WINDOW_FUNCTIONS",
            "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec",
@@ -263,7 +263,8 @@ def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> Windo
     return frame
 
 
-def parse_window_function(text: str, schema: pa.Schema, label: str, *, position: int = 0
+@errors_placed
+def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, position: int = 0
                           ) -> tuple[str, WindowFunctionCall]:
     """Translate ``"function(args) [OVER (frame)] [AS name]"`` into its output name and typed call.
 
@@ -271,6 +272,7 @@ def parse_window_function(text: str, schema: pa.Schema, label: str, *, position:
     function is named ``window_<position>``.
     """
     tree = _parse(text, label)
+    text = snippet_text(text)  # messages name the call as its user wrote it
     name = f"window_{position}"
     if isinstance(tree, exp.Alias):
         name, tree = tree.alias, tree.this

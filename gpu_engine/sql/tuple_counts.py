@@ -87,7 +87,7 @@ def with_tuple_counts(planner: "QueryPlanner", relation: "Relation", aggregates:
                     name = planner._fresh(f"{ids[text]}_key{number}")
                     pre.append(aliased(planner._renamed(element, relation.columns), name))
                     keys.append(f"{quoted(name)} ASC NULLS LAST")
-                windows.append((keys, f"dense_rank() AS {quoted(ids[text])}"))
+                windows.append((keys, aliased(exp.DenseRank(), ids[text])))  # a tree: not parsed again
             node.replace(exp.column(exp.to_identifier(ids[text], quoted=True)))
         rewritten.append(new)
         originals[new.sql()] = aggregate.sql()

@@ -221,8 +221,9 @@ def _reads_columns(tree: exp.Expression) -> bool:
     return any(isinstance(node, (exp.Column, exp.AggFunc, exp.Window, exp.Subquery)) for node in tree.walk())
 
 
-def _function_snippet(window: exp.Window, name: str, column_of) -> str:
-    """Return ``"f(args) [OVER (frame)] AS name"`` for PlanBuilder: the value argument as a column, the rest constants."""
+def _function_snippet(window: exp.Window, name: str, column_of) -> exp.Alias:
+    """Return the tree of ``f(args) [OVER (frame)] AS name`` for PlanBuilder: the value argument as a column, the
+    rest constants (handed over parsed, as the other snippets: no text written out and parsed again)."""
     original, ignore_nulls = _function_of(window)
     paired = aggregate_function_name(original) in COVARIANCE_FUNCTIONS  # covar_*, corr, regr_*: two value columns
     if aggregate_function_name(original) in TWO_ARGUMENT_FUNCTIONS and not paired:  # else refused below
@@ -237,12 +238,14 @@ def _function_snippet(window: exp.Window, name: str, column_of) -> str:
         if isinstance(value, exp.Distinct):
             raise _unsupported(f"{function.sql_name().lower()}(DISTINCT ...) over a window", window)
         if key == value_key or (paired and key == "expression"):
-            function.set(key, exp.column(exp.to_identifier(column_of(original.args[key]), quoted=True)))
+            function.set(key, stand_for(exp.column(exp.to_identifier(column_of(original.args[key]), quoted=True)),
+                                        original.args[key]))
         elif any(isinstance(node, exp.Column) for node in value.walk()):
             raise _unsupported(f"a column in the {key} argument of {function.sql_name().lower()}(...) over a window "
                                "(it must be a constant)", window)
     if ignore_nulls:
         function = exp.IgnoreNulls(this=function)
     spec = window.args.get("spec")
-    over = f" OVER ({spec.sql(dialect='duckdb')})" if spec is not None else ""
-    return function.sql(dialect="duckdb") + over + " AS " + _quoted(name)
+    if spec is not None:
+        function = exp.Window(this=function, spec=spec.copy())
+    return aliased(function, name)

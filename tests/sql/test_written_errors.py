@@ -25,6 +25,8 @@ CATALOG = {
 CASES = [
     ("SELECT a, row_number() OVER (ORDER BY b) + 'x' AS r FROM t",
      "ROW_NUMBER() OVER (ORDER BY b) + 'x'", "row_number()"),
+    ("SELECT a, sum(b) OVER (PARTITION BY a) AS s FROM t", "SUM(b)", "sum(b)"),
+    ("SELECT a, lag(d, 1, 'x') OVER (ORDER BY a) AS p FROM t", "LAG(d, 1, 'x')", "lag("),
     ("SELECT a, sum(b) FROM t GROUP BY ROLLUP (a)", "SUM(b)", "sum(b)"),
     ("SELECT a, sum(d) FROM t GROUP BY a HAVING sum(d) > 1 AND upper(max(a)) = 'X'", "UPPER(MAX(a))", "upper("),
     ("SELECT t.a FROM t JOIN u ON t.a = u.a AND u.c > 3 + b", "3 + b", "3 + b"),
