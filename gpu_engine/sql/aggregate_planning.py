@@ -158,6 +158,8 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
         names.append(name)
         replacements[text] = name
         argument = aggregate.this
+        if isinstance(argument, exp.Order):  # string_agg(DISTINCT x, s ORDER BY x): DISTINCT under the ORDER BY
+            argument = argument.this
         kinds.setdefault(argument.sql() if isinstance(argument, exp.Distinct) else None, []).append(call)
     if not key_names and len(kinds) > 1 and any(kind is not None for kind in kinds):
         return _split_global_aggregation(planner, relation, list(kinds.values()), replacements, select)

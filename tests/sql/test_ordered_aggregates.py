@@ -74,6 +74,9 @@ QUERIES = [
     "last(id ORDER BY a, id) FILTER (WHERE b) AS g FROM e",
     # DISTINCT, ORDER BY and FILTER together (the breadth fuzz's seed 3620: "unsupported SQL construct Distinct")
     "SELECT k, string_agg(DISTINCT s, '|' ORDER BY s DESC) FILTER (WHERE o > 1) AS a FROM t GROUP BY k",
+    # beside plain aggregates without GROUP BY: one aggregation per DISTINCT argument (was refused)
+    "SELECT avg(v) AS a, string_agg(DISTINCT s, '|' ORDER BY s DESC) FILTER (WHERE o > 1) AS b, count(DISTINCT k) "
+    "AS c FROM t",
 ]
 SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10], QUERIES[13], QUERIES[17]]
 
