@@ -92,3 +92,17 @@ def test_a_renamed_copy_leaves_the_query_tree_as_it_was():
     assert tree.sql() == before
     assert copy.sql() == "x + 1 > x AND NOT (x IN (1, 2, 3))"
     assert all(node is not original for node in copy.walk() for original in tree.walk())
+
+
+def test_windows_set_operations_and_grouping_columns_are_not_parsed_again(monkeypatch):
+    """Window calls (frames, IGNORE NULLS), a tuple's count(DISTINCT ...), INTERSECT's side columns and
+    grouping()'s CASE reach PlanBuilder as trees: it tokenizes nothing (it parsed each as text before)."""
+    tokenized = []
+    tokenize = translator._DUCKDB.tokenize
+    monkeypatch.setattr(translator._DUCKDB, "tokenize", lambda text: tokenized.append(text) or tokenize(text))
+    plan_sql("SELECT a, sum(a) OVER (PARTITION BY b ORDER BY a ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS s, "
+             "lag(a IGNORE NULLS) OVER (ORDER BY q) AS p FROM t", CATALOG)
+    plan_sql("SELECT a FROM t INTERSECT SELECT k FROM u", CATALOG)
+    plan_sql("SELECT a, b, grouping(a, b) AS g, count(*) AS n FROM t GROUP BY ROLLUP (a, b)", CATALOG)
+    plan_sql("SELECT b, count(DISTINCT (a, q)) AS n FROM t GROUP BY b", CATALOG)
+    assert tokenized == []
