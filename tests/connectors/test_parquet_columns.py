@@ -169,7 +169,8 @@ def test_a_corrupt_chunk_is_an_error_naming_where(tmp_path):
     buffer = np.frombuffer(bytes(data), np.uint8)
     out = np.empty(10_000, np.int64)
     status, page, at, _, _ = decode_chunk(buffer, chunk.data_page_offset, chunk.total_compressed_size, 1, 0, 10_000,
-                                          out, np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.uint8))
+                                          out, np.empty(0, np.uint8), np.empty(0, np.uint8), np.empty(0, np.uint8),
+                                          None)  # wanted=None, as the scans pass it: no compile of its own (CI time)
     assert status <= CORRUPT and page == 0 and at == chunk.data_page_offset
     with pytest.raises(DataSourceError, match=r"t\.parquet: column 'x', row group 0, page 0 \(at byte 4\): "
                                               r"the page's compressed bytes do not uncompress"):
@@ -291,7 +292,11 @@ def test_dictionary_indices_are_looked_up_and_checked(slack):
 def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
     out = np.empty(10, np.int64)
     empty = np.empty(0, np.uint8)
-    assert decode_chunk(np.zeros(8, np.uint8), 0, 100, 1, 0, 10, out, empty, empty, empty)[:3] == (CORRUPT, 0, 0)
+    # Typed as the scans call it (a read-only memory-mapped file, wanted=None): numba compiles decode_chunk once per
+    # argument types, 10-16 s of CPU on a cold cache; a writable buffer or an omitted wanted compiled one for this
+    # test alone (CI time).
+    file_bytes = np.frombuffer(bytes(8), np.uint8)
+    assert decode_chunk(file_bytes, 0, 100, 1, 0, 10, out, empty, empty, empty, None)[:3] == (CORRUPT, 0, 0)
 
 
 @settings(max_examples=60, deadline=None)
