@@ -285,19 +285,19 @@ SPARK_TESTS = "tests/spark/"
 #: (~20 s of a clean clone's CI); module-scoped, it runs again in every worker that gets one of its three functions.
 ONE_UNIT_MODULES = ("tests/kernels/test_driver_launch_abi.py",)
 #: Scheduling units (test functions, or a module above) with a single call of 10 s or more in a clean clone's CI
-#: (pytest --durations, 7900260): handed out right after the Spark group, not last among the one-case units (xdist
-#: hands out the largest units first), where one of them could leave the other worker idle at the end of the run.
-#: A name that no longer matches is harmless.
+#: (pytest --durations, 7900260 and bfdb273; the SQL files' since their cuts, in-process CPU on a cold cache): handed
+#: out right after the Spark group, not last among the one-case units (xdist hands out the largest units first),
+#: where one of them could leave the other worker idle at the end of the run. A name that no longer matches is
+#: harmless.
 LONG_UNITS = (
-    "tests/sql/test_grouping_sets.py::test_grouping_sets_match_duckdb_on_cpu",  # 36 s
-    "tests/codegen/test_row_lowering.py::test_random_expressions_fused_unfused_and_duckdb_agree",  # 19-26 s
-    "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_cpu",  # 20 s
-    "tests/kernels/test_driver_launch_abi.py",  # 19 s (its fixture)
-    "tests/sql/test_differential_fuzz.py::test_generated_queries_fused",  # 14-19 s
-    "tests/connectors/test_parquet_columns.py::test_a_chunk_past_the_end_of_the_bytes_is_corrupt",  # 11-15 s
-    "tests/sql/test_window_sql.py::test_window_sql_matches_duckdb_on_cpu",  # 13 s
-    "tests/sql/test_distinct_pair_aggregates.py::"
-    "test_distinct_aggregates_of_several_arguments_beside_plain_ones_match_duckdb",  # 10 s
+    "tests/codegen/test_row_lowering.py::test_random_expressions_fused_unfused_and_duckdb_agree",  # 19-29 s
+    "tests/sql/test_grouping_sets.py::test_grouping_sets_match_duckdb_on_each_device",  # ~25 s (7 queries fused)
+    "tests/kernels/test_driver_launch_abi.py",  # 19-24 s (its fixture)
+    "tests/sql/test_differential_fuzz.py::test_generated_queries_fused",  # 14-20 s
+    "tests/sql/test_window_sql.py::test_window_sql_matches_duckdb_on_cpu",  # ~20 s (the window static kernels)
+    "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_cpu",  # ~15 s
+    "tests/sql/test_grouping_sets.py::test_grouping_sets_match_duckdb_on_cpu",  # ~13 s
+    "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_each_device",  # ~13 s
 )
 
 
