@@ -64,6 +64,13 @@ def _pinned_statistics():
         name: stats.capped(rows) for name, stats in relation.stats.items()}
 
 
+def _late_cut_share():
+    """Host scans reading late up to 1/8 of a piece kept (``CUT_BELOW_SHARE``), as before ``LATE_CUT_SHARE``."""
+    import gpu_engine.operators.table_scan as module
+    from gpu_engine.connectors.runtime_filters import CUT_BELOW_SHARE
+    return module, "LATE_CUT_SHARE", CUT_BELOW_SHARE
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -71,6 +78,7 @@ SWITCHES = {
     "shared-subexpressions": _shared_subexpressions,
     "linear-keep": _linear_keep,
     "pinned-statistics": _pinned_statistics,
+    "late-cut-share": _late_cut_share,
 }
 
 

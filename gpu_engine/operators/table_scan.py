@@ -16,7 +16,7 @@ from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, StagedRun
 from gpu_engine.connectors.cudf_interop import resolve_parquet_reader
 from gpu_engine.connectors.data_source import SplitPiece, is_host_split, split_pieces
 from gpu_engine.connectors.device_table import DeviceSplit
-from gpu_engine.connectors.late_materialization import read_filtered_piece
+from gpu_engine.connectors.late_materialization import LATE_CUT_SHARE, read_filtered_piece
 from gpu_engine.connectors.parquet_device_columns import DevicePiece, prepare_device_piece
 from gpu_engine.connectors.runtime_filters import CUT_BELOW_SHARE, cut_record_batches, prune_row_groups, select_rows
 from gpu_engine.connectors.split_prefetcher import SplitPrefetcher
@@ -269,8 +269,8 @@ class TableScan(Operator):
         # The filters' columns first, the others only for the rows kept (gpu_engine.connectors.late_materialization).
         # The scan's own Filter's ranges join them there (gpu_engine.exec.scan_range_filters); that Filter still runs.
         ranges = tuple(f for f in self.ctx.task.dynamic_filters.ranges_for_scan(self.node.id) if f.column in self.columns)
-        late = read_filtered_piece(piece, filters, share, self._decode_threads, self._decode_pool_threads,
-                                   self._filter_shares, ranges) if filters else None
+        late = read_filtered_piece(piece, filters, max(share, LATE_CUT_SHARE), self._decode_threads,
+                                   self._decode_pool_threads, self._filter_shares, ranges) if filters else None
         if late is not None:
             record_batches, selections = late.batches, late.selections
             dropped, tested, filtering = late.dropped, piece.rows, late.filter_seconds

@@ -66,6 +66,24 @@ def test_other_columns_are_read_only_for_rows_kept(device_name, files):
     assert _late_counts(session) == (GROUPS * GROUP_ROWS - 4, 3)
 
 
+def test_a_quarter_of_each_piece_kept_is_read_late(files):
+    """A dimension matching 12 of each row group's 50 keys (24%: a month of a year's dates keeps about as many)
+    leaves the other 228 rows' v, s and p unconverted (``LATE_CUT_SHARE``; at 1/8 the pieces were read whole).
+    Same rows as DuckDB."""
+    quarter = pa.table({"dk": pa.array([g * 1000 + i for g in range(GROUPS) for i in range(1, 13)], pa.int64()),
+                        "tag": pa.array([f"t{i % 5}" for i in range(GROUPS * 12)])})
+    session = Session(device="cpu", batch_rows=2 * GROUP_ROWS, parquet_reader="auto")
+    session.register("fact", files["fact"])
+    session.register("dim", quarter)
+    result = session.sql(SQL)
+    reference = duckdb.connect()
+    reference.execute(f"CREATE VIEW fact AS SELECT * FROM read_parquet('{files['fact']}')")
+    reference.register("dim", quarter)
+    assert_same_rows(result, duckdb_table(reference, SQL))
+    assert result.num_rows == GROUPS * 12
+    assert _late_counts(session)[0] == GROUPS * (GROUP_ROWS - 12)
+
+
 def test_the_scans_own_comparisons_are_tested_with_its_join_filters(device_name, files):
     """``f.v > 400 AND f.v <= 700`` (the Filter above the scan; gpu_engine.exec.scan_range_filters) is tested with the
     join filter: of the four rows the join keeps (v 315, 330, 471, 660) the two of row group 2 go too, so 298 rows'
