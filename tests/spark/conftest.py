@@ -17,6 +17,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -29,6 +30,9 @@ import pytest
 #: Only how the JVM compiles and collects changes, not what Spark computes. A value the user set is kept.
 TEST_JVM_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 os.environ.setdefault("JDK_JAVA_OPTIONS", TEST_JVM_OPTIONS)  # read by every JDK 9+ ``java`` launcher, children too
+
+#: Imported by the Spark Python workers at start (its sitecustomize): one compile of each cached kernel across them.
+SPARK_WORKER_SITE = Path(__file__).resolve().parent.parent / "spark_workers"
 
 SPARK_SCALE_FACTOR = 0.01
 #: lineitem is one Parquet row group at SF 0.01 (one Spark partition); spread it so stages have several Tasks.
@@ -54,6 +58,8 @@ def spark():
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "500")
         .config("spark.sql.session.timeZone", "UTC")
         .config("spark.driver.memory", "1g")
+        .config("spark.executorEnv.PYTHONPATH", str(SPARK_WORKER_SITE))
+        .config("spark.executorEnv.GPU_ENGINE_TESTS_COMPILE_ONCE", "1")
         .getOrCreate()
     )
     session.sparkContext.setLogLevel("ERROR")
