@@ -63,9 +63,7 @@ class FilteredPiece:
 
 def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut_share: float,
                         use_threads: bool = False, decode_threads: int | None = None,
-                        shares: dict[str, float] | None = None,
-                        refine: Sequence[JoinKeyFilter] = (), refine_share: float | None = None
-                        ) -> FilteredPiece | None:
+                        shares: dict[str, float] | None = None) -> FilteredPiece | None:
     """Read ``piece`` testing its ``filters`` before its other columns are read (see the module's docstring).
 
     ``cut_share``: the largest share of the piece's rows kept for which the later columns are read for
@@ -74,11 +72,6 @@ def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut
     pieces, so the most selective is read whole and tested first. None when there is nothing to read
     late: not a Parquet piece, no column the filters test, or no other column.
 
-    ``refine``: filters tested only after ``filters`` cut the piece to at most ``refine_share`` (default
-    ``cut_share``) of its rows, each column read for the rows kept so far (a scan's own ranges,
-    :mod:`gpu_engine.exec.scan_range_filters`): never read whole just to be tested. Below that share the other
-    columns' row-by-row reads shrink with the rows a range drops; above it (q3's orders, a fifth kept) a second
-    pass over the kept rows cost more than it saved (+7 ms of CPU at SF1).
     """
     tested_names = {key_filter.column for key_filter in filters}
     tested = tuple(name for name in piece.columns if name in tested_names)
@@ -111,22 +104,6 @@ def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut
                 kept = kept[rows]
         shares[name] = (piece.rows if kept is None else len(kept)) / before
         seconds += time.perf_counter() - began
-    refined = [name for name in dict.fromkeys(f.column for f in refine) if name in others]
-    if refined and len(refined) < len(others):
-        for name in sorted(refined, key=lambda column: shares.get(column, 1.0)):
-            if kept is None or not len(kept) or len(kept) > (cut_share if refine_share is None else refine_share) \
-                    * piece.rows:
-                break
-            before = len(kept)
-            batches, _ = _read_kept(piece, (name,), kept, use_threads, decode_threads)
-            began = time.perf_counter()
-            rows = _kept_rows(batches, [f for f in refine if f.column == name])
-            read[name] = (kept, pa.Table.from_batches(batches).column(0))
-            if rows is not None:
-                kept = kept[rows]
-            shares[name] = len(kept) / before
-            seconds += time.perf_counter() - began
-        others = tuple(name for name in others if name not in read)
     dropped = 0 if kept is None else piece.rows - len(kept)
     if kept is None or len(kept) > cut_share * piece.rows:  # many kept: every column whole
         rest = dataclasses.replace(piece, columns=others).read(use_threads, decode_threads)

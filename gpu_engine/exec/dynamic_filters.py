@@ -565,7 +565,6 @@ class DynamicFilters:
     def __init__(self):
         self._lock = threading.Lock()
         self._by_scan: dict[str, tuple[JoinKeyFilter, ...]] = {}
-        self._ranges_by_scan: dict[str, tuple[JoinKeyFilter, ...]] = {}
 
     def add(self, scan_id: str, key_filter: JoinKeyFilter) -> None:
         """Add one filter on a scan's column (filters on one scan all apply: their conjunction)."""
@@ -575,12 +574,3 @@ class DynamicFilters:
     def for_scan(self, scan_id: str) -> tuple[JoinKeyFilter, ...]:
         """Return the filters on ``scan_id`` added so far."""
         return self._by_scan.get(scan_id, ())
-
-    def set_ranges(self, scan_id: str, ranges: tuple[JoinKeyFilter, ...]) -> None:
-        """Record the ranges of a scan's own Filter (:mod:`gpu_engine.exec.scan_range_filters`), set when the Task
-        is prepared, before any driver runs."""
-        self._ranges_by_scan[scan_id] = ranges
-
-    def ranges_for_scan(self, scan_id: str) -> tuple[JoinKeyFilter, ...]:
-        """Return the ranges of ``scan_id``'s own Filter, tested with its join-key filters where a piece is read late."""
-        return self._ranges_by_scan.get(scan_id, ())

@@ -160,11 +160,9 @@ class DriverFactory:
 
     def _prepare_join_bridges(self, task: "Task") -> None:
         """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once,
-        and the key filters it pushes to this pipeline's scan (:func:`~gpu_engine.exec.dynamic_filters.plan_key_filters`),
-        tested there with the ranges of the scan's own Filter (:func:`~gpu_engine.exec.scan_range_filters.plan_range_filters`)."""
+        and the key filters it pushes to this pipeline's scan (:func:`~gpu_engine.exec.dynamic_filters.plan_key_filters`)."""
         from gpu_engine.exec.dynamic_filters import plan_key_filters
         from gpu_engine.exec.join_bridge import HashJoinBridge
-        from gpu_engine.exec.scan_range_filters import plan_range_filters
 
         for item in self.items:
             if isinstance(item, (HashBuildSink, NestedLoopJoinBuildSink)):
@@ -175,9 +173,6 @@ class DriverFactory:
             bridge = task.bridges[target.join_id]
             bridge.key_filter_targets += (target,)
             bridge.dynamic_filters = task.dynamic_filters
-        ranges = plan_range_filters(self.items)
-        if ranges:
-            task.dynamic_filters.set_ranges(self.items[0].id, ranges)
 
     def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
         """Return fresh operators, source first, for one driver."""

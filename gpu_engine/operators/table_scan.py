@@ -267,10 +267,8 @@ class TableScan(Operator):
         # Cut before the copy; a host batch keeps them as its gather map unless few (cut before converting).
         share = 1.0 if self._packs or self.device.is_gpu else CUT_BELOW_SHARE
         # The filters' columns first, the others only for the rows kept (gpu_engine.connectors.late_materialization).
-        # The scan's own Filter's ranges join them there (gpu_engine.exec.scan_range_filters); that Filter still runs.
-        ranges = tuple(f for f in self.ctx.task.dynamic_filters.ranges_for_scan(self.node.id) if f.column in self.columns)
         late = read_filtered_piece(piece, filters, max(share, LATE_CUT_SHARE), self._decode_threads,
-                                   self._decode_pool_threads, self._filter_shares, ranges, share) if filters else None
+                                   self._decode_pool_threads, self._filter_shares) if filters else None
         if late is not None:
             record_batches, selections = late.batches, late.selections
             dropped, tested, filtering = late.dropped, piece.rows, late.filter_seconds

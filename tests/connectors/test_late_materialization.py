@@ -84,46 +84,6 @@ def test_a_quarter_of_each_piece_kept_is_read_late(files):
     assert _late_counts(session)[0] == GROUPS * (GROUP_ROWS - 12)
 
 
-def test_the_scans_own_comparisons_are_tested_with_its_join_filters(device_name, files):
-    """``f.v > 400 AND f.v <= 700`` (the Filter above the scan; gpu_engine.exec.scan_range_filters) is tested with the
-    join filter: of the four rows the join keeps (v 315, 330, 471, 660) the two of row group 2 go too, so 298 rows'
-    s and p and row groups 0, 1, 2 and 5 are never read (296 and 3 by the join filter alone). Same rows as DuckDB."""
-    sql = SQL + " WHERE f.v > 400 AND 700 >= f.v"
-    session = Session(device=device_name, batch_rows=2 * GROUP_ROWS, parquet_reader="auto")
-    for name, path in files.items():
-        session.register(name, path)
-    result = session.sql(sql)
-    reference = duckdb.connect()
-    for name, path in files.items():
-        reference.execute(f"CREATE VIEW {name} AS SELECT * FROM read_parquet('{path}')")
-    assert_same_rows(result, duckdb_table(reference, sql))
-    assert result.num_rows == 2
-    assert _late_counts(session) == (GROUPS * GROUP_ROWS - 2, 4)
-
-
-def test_range_filters_come_from_comparisons_of_integer_and_date_columns_with_constants():
-    """Conjuncts of one column intersect; a constant on the left flips; other conjuncts (OR, a decimal or string
-    column, two columns) give none; an empty intersection drops everything."""
-    import datetime
-
-    from gpu_engine.exec.local_planner import FusedFilterProject
-    from gpu_engine.exec.scan_range_filters import plan_range_filters
-    from gpu_engine.plans import PlanBuilder
-
-    catalog = {"t": pa.schema([("i", pa.int32()), ("d", pa.date32()), ("p", pa.decimal128(7, 2)), ("s", pa.string())])}
-
-    def ranges(predicate):
-        filtered = PlanBuilder(catalog).table_scan("t").filter(predicate).plan()
-        found = plan_range_filters([filtered.sources[0], FusedFilterProject(filtered, None)])
-        return {f.column: (f.low, f.high) for f in found}
-
-    days = (datetime.date(1995, 3, 15) - datetime.date(1970, 1, 1)).days
-    assert ranges("i > 3 AND i <= 9 AND 5 <= i AND d < DATE '1995-03-15' AND p > 1.5 AND s = 'x' "
-                  "AND (i = 1 OR i = 2) AND i < d - d") == {"i": (5, 9), "d": (-(1 << 63), days - 1)}
-    assert ranges("i = 4") == {"i": (4, 4)}
-    assert ranges("i > 4 AND i < 3") == {"i": (None, None)}
-
-
 def test_a_piece_read_late_equals_a_piece_read_whole(files):
     """Each piece read late (the kept rows only; or, over ``cut_share``, every row with each batch's selection), its
     two filters' columns in either order (the second read for the rows the first kept), holds the same rows as the
