@@ -8,7 +8,7 @@ compiled tier, then times ``--runs`` runs of the hand plan and/or the SQL text, 
 CPU (user+sys of every thread). The summary is the median over rounds of each process's median, per query
 and side, with the load average at each round.
 
-    python bench/tpch_commit_ab.py --a /tmp/ab/old --b /work/main --queries q2,q16,q22 --rounds 4
+    python bench/tpch_commit_ab.py --a ../ab-old --b . --queries q2,q16,q22 --rounds 4
 """
 import argparse
 import json

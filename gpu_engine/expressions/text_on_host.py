@@ -168,6 +168,8 @@ def _unsigned_bigint(text: str | None) -> int | None:
     if exponent is not None and abs(int(exponent)) > 100:
         return None
     number = decimal.Decimal(f"{sign}{(whole or '0').replace('_', '')}.{fraction or '0'}e{exponent or '0'}")
+    if number.adjusted() >= 20:  # 1e20 and past: beyond 2**64, and more digits than quantize's precision may hold
+        return None
     value = int(number.quantize(decimal.Decimal(1), context=decimal.Context(prec=200,
                                                                             rounding=decimal.ROUND_HALF_UP)))
     return value if 0 <= value < _UBIGINT_LIMIT else None

@@ -17,7 +17,8 @@ from gpu_engine.errors import ExecutionError
 
 TEXTS = ["0x1F", "0X1f", "0b101", "0x1_F", " 0x10", "0x7FFFFFFF", "0xZZ", "-0x1F", "0x1F ", "0x", "0x_1", "0b2",
          "00x1F", "0xFFFFFFFF", "1_000", None, "0xFFFFFFFFFFFFFFFF", "18446744073709551615", "18446744073709551616",
-         "9223372036854775808", "-1", " 2.5 "]
+         "9223372036854775808", "-1", " 2.5 ",
+         "9" * 300, "1e50", "0x" + "F" * 40]  # far past every type: NULL, never an error of the parse (was for UBIGINT)
 TABLES = {"t": pa.table({"id": pa.array(range(len(TEXTS)), pa.int64()), "s": pa.array(TEXTS)})}
 
 QUERIES = [
