@@ -58,8 +58,8 @@ def _run(device_name, keys, fuse):
     result = session.execute(plan)
     group = ", ".join(keys)
     expected = duckdb_rows(f"SELECT {', '.join(keys + aggregates)} FROM t GROUP BY {group}", t=table)
-    if fuse:  # the partial rows (a key's rows may be several), summed up
-        assert result.num_rows > expected.num_rows
+    if fuse:  # the partial rows (a key's rows may be several: one a driver that saw it), summed up
+        assert result.num_rows >= expected.num_rows
         result = duckdb_rows(f"SELECT {group}, sum(f) AS f, sum(c)::BIGINT AS c FROM p GROUP BY {group}", p=result)
     assert result.schema.names == expected.schema.names
     assert_same_rows(result, expected)
@@ -78,9 +78,11 @@ def test_a_partial_step_of_a_group_per_row_hands_rows_on_and_matches_duckdb(devi
         pytest.skip("the simulator runs the fused kernel's switch")
     runtime = _run(device_name, keys, fuse)
     rows = ROWS[device_name]
-    # Each driver decides after its first batches (6 splits of rows/6 over 2 drivers): most rows pass on.
-    assert runtime.get("partial_aggregation_abandoned") == 2
-    assert rows // 3 <= runtime.get("rows_passed_through", 0) < rows
+    # Each driver that takes splits decides after its first rows/6 (6 splits over 2 drivers from one queue: a
+    # driver may drain them all before the other starts, as CI saw): most rows pass on either way.
+    abandoned = runtime.get("partial_aggregation_abandoned", 0)
+    assert abandoned in (1, 2)
+    assert rows // 3 <= runtime.get("rows_passed_through", 0) <= rows - abandoned * (rows // 6)
 
 
 def test_a_partial_step_that_reduces_its_rows_keeps_grouping(device_name):
