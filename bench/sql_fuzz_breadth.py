@@ -1,6 +1,7 @@
 """Run the breadth SQL fuzz (tests/sql/breadth_queries.py: issue 30's constructs) over many seeds against DuckDB.
 
     python bench/sql_fuzz_breadth.py --seeds 0:3000 --device cpu [--shapes window_frame,casts] [--out run.json]
+    python bench/sql_fuzz_breadth.py --generator edge --seeds 0:900   # tests/sql/edge_queries.py: value edges
 
 Each seed's query runs on the engine and in DuckDB over the same in-memory tables; the session's driver count,
 batch size and fusion vary with the seed. Prints every case that is ``wrong``, a ``crash`` (a raw Python
@@ -40,11 +41,18 @@ def main(argv=None) -> int:
     parser.add_argument("--fuse", choices=["vary", "yes", "no"], default="vary")
     parser.add_argument("--shapes", default="", help="comma-separated shapes to keep (default: all)")
     parser.add_argument("--out", type=Path, help="write counts and the reported cases as JSON")
+    parser.add_argument("--generator", choices=["breadth", "edge"], default="breadth",
+                        help="breadth: tests/sql/breadth_queries.py; edge: tests/sql/edge_queries.py (value edges)")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     shapes = set(filter(None, args.shapes.split(",")))
 
-    from breadth_queries import breadth_session, generate_case, reference_connection, run_case, tables
+    from breadth_queries import breadth_session, reference_connection
+
+    if args.generator == "edge":
+        from edge_queries import generate_case, run_case, tables
+    else:
+        from breadth_queries import generate_case, run_case, tables
 
     data = tables()
     counts: dict[str, collections.Counter] = collections.defaultdict(collections.Counter)

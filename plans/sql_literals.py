@@ -143,7 +143,10 @@ def _exact_decimal(value, dtype: pa.Decimal128Type) -> decimal.Decimal | None:
         return None
     exact = decimal.Decimal(repr(value)) if isinstance(value, float) else decimal.Decimal(value)
     quantum = decimal.Decimal(1).scaleb(-dtype.scale)
-    rounded = exact.quantize(quantum, context=decimal.Context(prec=MAX_DECIMAL_PRECISION + 2))
+    try:
+        rounded = exact.quantize(quantum, context=decimal.Context(prec=MAX_DECIMAL_PRECISION + 2))
+    except decimal.InvalidOperation:  # more digits at this scale than the context holds: cannot fit dtype
+        return None
     if rounded != exact or len(rounded.as_tuple().digits) > dtype.precision:
         return None
     return rounded

@@ -170,7 +170,10 @@ def common_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
         left, right = integer_as_decimal(left), integer_as_decimal(right)
         scale = max(left.scale, right.scale)
         digits = max(left.precision - left.scale, right.precision - right.scale)
-        return pa.decimal128(min(digits + scale, MAX_DECIMAL_PRECISION), scale)
+        # Past 38 digits DuckDB keeps every integer digit and gives up fraction digits (decimal(38, 37) with
+        # decimal(22, 2) is decimal(38, 18)): keeping the scale would leave no room for the wider integer part.
+        return pa.decimal128(min(digits + scale, MAX_DECIMAL_PRECISION),
+                             min(scale, max(MAX_DECIMAL_PRECISION - digits, 0)))
     if is_string(left) and is_string(right):
         return pa.string()
     if is_temporal(left) and is_temporal(right):

@@ -133,8 +133,12 @@ def to_string(device: Device, column: Column) -> Column:
         dictionary = Column.from_arrow(pa.array(["false", "true"]), device)
         return Column(pa.string(), column.data.astype(xp.int32), column.validity, None, dictionary)
     if column.data.ndim == 2 or dtype == pa.uint64():
-        # 128-bit decimals and uint64 past 2**63 have no int64 form: Arrow formats them exactly, on the host.
-        return Column.from_arrow(column.to_arrow(device).cast(pa.string()), device)
+        # 128-bit decimals and uint64 past 2**63 have no int64 form: formatted exactly, on the host. Arrow writes
+        # a decimal below 1e-6 in exponent form ('0E-10'); DuckDB, like format(.., 'f'), writes every digit.
+        values = column.to_arrow(device)
+        if is_decimal(dtype):
+            values = pa.array([None if v is None else format(v, "f") for v in values.to_pylist()], pa.string())
+        return Column.from_arrow(values.cast(pa.string()), device)
     if is_integer(dtype):
         return _format_scaled(device, column.data, 0, column.validity)
     if is_decimal(dtype):
