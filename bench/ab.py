@@ -11,6 +11,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
+    python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
 """
 import argparse
 import os
@@ -71,6 +72,12 @@ def _late_cut_share():
     return module, "LATE_CUT_SHARE", CUT_BELOW_SHARE
 
 
+def _window_subqueries():
+    """Correlated MIN/MAX/AVG subqueries over the outer join decorrelated, not windows (``window_subqueries`` off)."""
+    import gpu_engine.sql.planner as module
+    return module, "with_subqueries_as_windows", lambda select: select
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -79,6 +86,7 @@ SWITCHES = {
     "linear-keep": _linear_keep,
     "pinned-statistics": _pinned_statistics,
     "late-cut-share": _late_cut_share,
+    "window-subqueries": _window_subqueries,
 }
 
 

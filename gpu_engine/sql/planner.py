@@ -21,7 +21,9 @@ This module keeps the order of the steps, the sources and the output.
 3. **Subqueries** (:mod:`~gpu_engine.sql.decorrelation`; under OR,
    :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become semi and anti
    joins, scalar subqueries the one-row build of a nested-loop join or, when
-   correlated, an aggregate grouped by the correlation columns and joined.
+   correlated, an aggregate grouped by the correlation columns and joined; a
+   MIN/MAX/AVG subquery repeating the outer join is a window over it instead
+   (:mod:`~gpu_engine.sql.window_subqueries`).
 4. **Joins** (:mod:`~gpu_engine.sql.join_ordering`). Greedy ordering on
    estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;
    queries with outer joins keep the written order, but for inner joins that
@@ -85,6 +87,7 @@ from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operat
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
 from gpu_engine.sql.subquery_values import with_subquery_values_as_comparisons, with_subquery_values_joined
 from gpu_engine.sql.values_lists import plan_values
+from gpu_engine.sql.window_subqueries import with_subqueries_as_windows
 from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
 
 __all__ = ["QueryPlanner"]
@@ -187,6 +190,7 @@ class QueryPlanner(PlanningContext):
         """Plan one SELECT through the steps of the module docstring; return it and its (output, column) names."""
         _refuse_unplanned_clauses(select)
         check_window_positions(select)
+        select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
         select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
