@@ -88,12 +88,14 @@ def test_cancelling_one_handle_leaves_the_other_query_running_to_its_right_resul
     doomed = cluster.submit(_paused_plan(session, "long", 0.05), timeout=60)
     kept = cluster.submit(_paused_plan(session, "short", 0.05), timeout=60)
     time.sleep(0.4)
+    # Checked before the cancel: its ~20 pages pause 50 ms each, so at 0.4 s it runs on any machine; checked after
+    # the cancel came back, it raced it (a loaded machine's cancel and join may take the ~0.6 s it had left).
+    assert not kept.done(), "the kept query should still be running when the other one is cancelled"
     start = time.perf_counter()
     doomed.cancel()
     with pytest.raises(TaskCancelled):
         doomed.result(30)
     assert time.perf_counter() - start < 10
-    assert not kept.done(), "the kept query should still be running when the other one is cancelled"
     assert_same_rows(kept.result(60), _expected_rows(short_table))
     assert _leftover_threads() == []
 
