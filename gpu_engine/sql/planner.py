@@ -22,7 +22,8 @@ This module keeps the order of the steps, the sources and the output.
    :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become semi and anti
    joins, scalar subqueries the one-row build of a nested-loop join or, when
    correlated, an aggregate grouped by the correlation columns and joined; a
-   MIN/MAX/AVG subquery repeating the outer join is a window over it instead
+   MIN/MAX/AVG subquery repeating the outer join (or a HAVING against its grand
+   total) is a window over it instead
    (:mod:`~gpu_engine.sql.window_subqueries`).
 4. **Joins** (:mod:`~gpu_engine.sql.join_ordering`). Greedy ordering on
    estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;

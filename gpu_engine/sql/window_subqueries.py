@@ -26,6 +26,10 @@ Each s' then appears once per O row with r's key: a uniform multiplicity, which 
 expression around the aggregate keeps its value. Tables only (no derived tables or CTEs with their own
 scope), inner joins only; a query that aggregates reads the filtered join as a derived table, since
 windows run after aggregation.
+
+Also a HAVING comparison against an uncorrelated SUM/MIN/MAX subquery over exactly the outer query's join
+and filters (TPC-H Q11: the parts whose value exceeds a share of the whole) reads the grand total off the
+groups, ``sum(sum(v)) OVER ()``, rather than joining and aggregating the tables again.
 """
 
 from __future__ import annotations
@@ -228,7 +232,8 @@ def _holds(mapping: dict[str, str], outer: dict[str, exp.Table], local: list[exp
 
 
 def with_subqueries_as_windows(select: exp.Select) -> exp.Select:
-    """Return ``select`` with one WHERE comparison against a correlated MIN/MAX/AVG subquery as a window.
+    """Return ``select`` with one WHERE comparison against a correlated MIN/MAX/AVG subquery as a window,
+    and one HAVING comparison against the grand total of its own join as a window over its groups.
 
     The subquery must read tables the outer query joins the same way (see the module docstring); the
     comparison moves to QUALIFY. An outer query that aggregates, or has a DISTINCT or QUALIFY of its
@@ -237,8 +242,11 @@ def with_subqueries_as_windows(select: exp.Select) -> exp.Select:
     """
     if not isinstance(select, exp.Select) or any(select.args.get(key) for key in _OUTER_REFUSED):
         return select
-    if select.args.get("where") is None or any(column.table for column in free_columns(select)):
+    if any(column.table for column in free_columns(select)):
         return select  # correlated to a query further out: its own decorrelation splits it
+    select = _with_grand_totals(select)
+    if select.args.get("where") is None or select.args.get("qualify") is not None:
+        return select
     outer = _tables(select)
     if outer is None or len(outer) < 2:
         return select
@@ -249,6 +257,79 @@ def with_subqueries_as_windows(select: exp.Select) -> exp.Select:
         rewritten = _window_conjunct(conjunct, outer, others)
         if rewritten is not None:
             return _with_window_filter(select, rewritten, [part for part in where if part is not conjunct])
+    return select
+
+
+def _grand_total(subquery: exp.Subquery, outer: dict[str, exp.Table],
+                 where: list[exp.Expression]) -> exp.Expression | None:
+    """Return an uncorrelated SUM/MIN/MAX subquery over the outer query's own join as a window over its groups.
+
+    Why: ``HAVING sum(v) > (SELECT sum(v) * 0.0001 FROM <the same join and filters>)`` (TPC-H Q11) computes
+    again the join the groups were aggregated from; its groups partition that join's rows, so the total is
+    the sum of the groups' sums (the least of their minimums, ...): ``sum(sum(v)) OVER ()``.
+    """
+    select = subquery_select(subquery.this)
+    if not isinstance(select, exp.Select) or any(select.args.get(key) for key in _SHAPING) \
+            or len(select.expressions) != 1 or any(column.table for column in free_columns(select)):
+        return None
+    inner = _tables(select)
+    if inner is None or len(inner) != len(outer):
+        return None
+    own = _conjuncts(select)
+    if any(has_subquery(part) or _volatile(part) for part in own + where):
+        return None
+    value = select.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    calls = [node for node in value.walk() if isinstance(node, SQL_AGGREGATES)]
+    if not calls or any(not isinstance(call, (exp.Sum, exp.Min, exp.Max)) or call.args.get("expression") is not None
+                        or isinstance(call.this, exp.Distinct) or isinstance(call.parent, exp.Filter)
+                        or any(isinstance(node, (SQL_AGGREGATES, exp.Window, exp.Subquery)) for node in
+                               call.this.walk()) for call in calls):
+        return None
+    written = {_text(part) for part in where}
+    candidates = [[alias for alias, table in outer.items() if _table_identity(table) == _table_identity(inner_table)]
+                  for inner_table in inner.values()]
+    for images in itertools.islice(itertools.product(*candidates), _MAX_MAPPINGS):
+        mapping = dict(zip(inner, images))
+        if len(set(images)) != len(images) or {_text(_renamed(part, mapping)) for part in own} != written:
+            continue
+        total = _renamed(value, mapping)
+        for call in [node for node in total.walk() if isinstance(node, SQL_AGGREGATES)]:
+            window = exp.Window(this=call.__class__(this=call.copy()), partition_by=[])
+            if call is total:
+                total = window
+            else:
+                call.replace(window)
+        if any(not _inside_aggregate(column) for column in total.find_all(exp.Column)):
+            return None
+        return total
+    return None
+
+
+def _with_grand_totals(select: exp.Select) -> exp.Select:
+    """Return ``select`` with a HAVING comparison against its join's grand total as a QUALIFY over a window.
+
+    The whole HAVING moves to QUALIFY (a HAVING conjunct left in place would drop groups before the window
+    sums them); a query with windows or a QUALIFY of its own is returned unchanged.
+    """
+    outer = _tables(select)
+    if outer is None or select.args.get("having") is None or any(select.args.get(key) for key in _OUTER_REFUSED):
+        return select
+    if any(isinstance(node, exp.Window) for tree in select.expressions for node in tree.walk()):
+        return select
+    having = select.args["having"].this
+    for conjunct in conjuncts_of(having):
+        subquery = _comparison_subquery(conjunct)
+        total = _grand_total(subquery, outer, _conjuncts(select)) if subquery is not None else None
+        if total is None:
+            continue
+        out = select.copy()
+        target = next(node for node in out.args["having"].this.walk()
+                      if isinstance(node, exp.Subquery) and node == subquery)
+        target.replace(exp.paren(total) if not isinstance(total, exp.Window) else total)
+        out.set("qualify", exp.Qualify(this=out.args["having"].this))
+        out.set("having", None)
+        return out
     return select
 
 

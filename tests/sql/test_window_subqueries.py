@@ -4,6 +4,8 @@ The plan reads each table once (TPC-H Q2's shape read partsupp, supplier, nation
 the answers equal DuckDB's, also where the rewrite must not apply: SUM (it counts an outer table's
 duplicate keys), a subquery filtering its tables more or less than the outer query does, an outer table
 joined to the shared ones by more than the correlation, a correlation column of a shared table.
+Likewise a HAVING comparison against the grand total of the query's own join (TPC-H Q11) is a window
+over the groups, and stays a subquery where the join or the aggregate differs.
 """
 
 from __future__ import annotations
@@ -54,6 +56,19 @@ NOT_REWRITTEN = [
     "SELECT p.pk, s.qty FROM p, s WHERE p.pk = s.sk AND s.qty > (SELECT avg(s2.qty) FROM s s2 WHERE s2.rk = s.rk)",
 ]
 
+#: Q11's shape: HAVING against the grand total of the join the groups come from (a window over the groups).
+TOTALS_REWRITTEN = [
+    "SELECT s.sk, sum(s.qty) AS q FROM s, r WHERE s.rk = r.rk AND r.region = 'EU' GROUP BY s.sk HAVING sum(s.qty) > "
+    "(SELECT sum(s2.qty) * 0.2 FROM s s2, r r2 WHERE r2.region = 'EU' AND r2.rk = s2.rk) ORDER BY q DESC",
+    "SELECT rk, min(cost) AS c FROM s GROUP BY rk HAVING max(cost) = (SELECT max(cost) FROM s)",
+    "SELECT sk, sum(qty) AS q FROM s GROUP BY sk HAVING count(*) > 1 AND sum(qty) > (SELECT sum(qty) / 4 FROM s)",
+]
+TOTALS_NOT_REWRITTEN = [
+    "SELECT sk, sum(qty) AS q FROM s GROUP BY sk HAVING sum(qty) > (SELECT sum(qty) * 0.3 FROM s WHERE rk = 10)",
+    "SELECT sk, sum(qty) AS q FROM s WHERE sk < 5 GROUP BY sk HAVING sum(qty) > (SELECT sum(qty) * 0.4 FROM s)",
+    "SELECT sk, max(qty) AS q FROM s GROUP BY sk HAVING max(qty) > (SELECT avg(qty) FROM s)",  # not an avg of avgs
+]
+
 
 @pytest.fixture(scope="module")
 def reference():
@@ -72,16 +87,20 @@ def test_a_subquery_repeating_the_outer_join_is_a_window_reading_each_table_once
     assert any(isinstance(node, WindowNode) for node in walk_plan(plan))
     for sql in REWRITTEN[1:]:
         assert sorted(set(_scans(session.sql_plan(sql)))) == _scans(session.sql_plan(sql)), sql
-    for sql in NOT_REWRITTEN:
+    for sql in TOTALS_REWRITTEN:
+        assert any(isinstance(node, WindowNode) for node in walk_plan(session.sql_plan(sql))), sql
+        assert sorted(set(_scans(session.sql_plan(sql)))) == _scans(session.sql_plan(sql)), sql
+    for sql in NOT_REWRITTEN + TOTALS_NOT_REWRITTEN:
         assert not any(isinstance(node, WindowNode) for node in walk_plan(session.sql_plan(sql))), sql
 
 
 def test_window_subqueries_match_duckdb(reference):
     session = session_with_tables(TABLES, device="cpu", fuse=False)
-    assert_queries_match_duckdb(session, reference, REWRITTEN[1:] + NOT_REWRITTEN)
+    assert_queries_match_duckdb(session, reference, REWRITTEN[1:] + NOT_REWRITTEN + TOTALS_REWRITTEN[1:]
+                                + TOTALS_NOT_REWRITTEN)
 
 
 def test_min_over_the_outer_join_matches_duckdb(device_name, reference):
     """Runs unfused: the window and its QUALIFY are under test, not the kernels fused around them."""
     assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name, fuse=False), reference,
-                                [MIN_OVER_OUTER_JOIN, REWRITTEN[1]])
+                                [MIN_OVER_OUTER_JOIN, REWRITTEN[1], TOTALS_REWRITTEN[0]])
