@@ -56,6 +56,8 @@ PARSE_BAD_FORMAT = 1
 PARSE_OUT_OF_RANGE = 2
 
 _INT64_MAX = 9223372036854775807
+_INT64_MIN = -9223372036854775808
+_INT64_MIN_TENTH = -922337203685477580  # the lowest value that times 10 still fits int64 (rounded toward zero)
 
 
 # --------------------------------------------------------------- row functions
@@ -401,6 +403,7 @@ def _parse_decimal_row(i, offsets, chars, scale, prefixed, out, status):
     shift = exponent - n_frac + scale
     n_digits = n_int + n_frac
     keep = n_digits if shift >= 0 else n_digits + shift
+    # The magnitude accumulates negated: -2**63 (a negative text's lowest value) has no positive int64.
     accumulated = 0
     round_up = False
     seen = 0
@@ -410,22 +413,28 @@ def _parse_decimal_row(i, offsets, chars, scale, prefixed, out, status):
             continue
         digit = int(c) - 48
         if seen < keep:
-            if accumulated > (_INT64_MAX - digit) // 10:
+            if accumulated < _INT64_MIN_TENTH or (accumulated == _INT64_MIN_TENTH and digit > 8):
                 status[i] = 2
                 return
-            accumulated = accumulated * 10 + digit
+            accumulated = accumulated * 10 - digit
         elif seen == keep:
             round_up = digit >= 5
         seen += 1
     if round_up:
-        accumulated += 1
+        if accumulated == _INT64_MIN:
+            status[i] = 2
+            return
+        accumulated -= 1
     if shift > 0 and accumulated != 0:
         for _ in range(shift):
-            if accumulated > _INT64_MAX // 10:
+            if accumulated < _INT64_MIN_TENTH:
                 status[i] = 2
                 return
             accumulated *= 10
-    out[i] = -accumulated if negative else accumulated
+    if not negative and accumulated == _INT64_MIN:
+        status[i] = 2
+        return
+    out[i] = accumulated if negative else -accumulated
     status[i] = 0
 
 

@@ -51,6 +51,9 @@ def _abs(device: Device, column: Column, dtype: pa.DataType) -> Column:
         if low < 0:
             raise_at_first(device, values == low, column.validity, f"Overflow on abs of {dtype}")
         return Column(dtype, xp.abs(values).astype(column.data.dtype), column.validity)
+    # A decimal of more than 18 digits may hold -2**63 in 64 bits, whose magnitude does not fit them (abs wraps).
+    raise_at_first(device, values == np.int64(-(2**63)), column.validity,
+                   f"abs: a value of {dtype} needs more than 64 bits here")
     return Column(dtype, fit_to_type(device, xp.abs(values), dtype, column.validity, "abs"), column.validity)
 
 

@@ -27,6 +27,10 @@ REGRESSIONS = [
     # CASE/coalesce of decimal(38, 10) and decimal(38, 2) is decimal(38, 2) (DuckDB gives up fraction digits past
     # 38 digits): the engine kept scale 10, so 0.1 came back as 0.1000000000 and 1e-300 as 0E-10, not 0.00.
     "SELECT id, coalesce(CAST(f AS DECIMAL(38, 10)), CAST(k AS DECIMAL(38, 2))) AS v FROM w WHERE abs(f) < 1000",
+    # The text of BIGINT's lowest value did not parse (its magnitude has no int64): TRY_CAST NULL, CAST raised.
+    "SELECT s, TRY_CAST(s AS BIGINT) AS v FROM (VALUES ('-9223372036854775808'), ('-9223372036854775809'), "
+    "('-9223372036854775807.5'), ('9223372036854775807'), ('9223372036854775808'), ('-0')) t(s)",
+    "SELECT x, CAST(CAST(x AS VARCHAR) AS BIGINT) AS v FROM w",
 ]
 
 
@@ -67,6 +71,15 @@ def test_a_constant_too_wide_for_the_common_decimal_is_an_engine_error():
     session = Session(device="cpu")
     with pytest.raises(GpuEngineError):
         session.sql("SELECT greatest(CAST(1 AS DECIMAL(38, 37)), 99999999999999999999.99) AS v")
+
+
+def test_abs_of_a_wide_decimal_holding_the_lowest_int64_is_an_engine_error_not_a_wrapped_value(edge_data):
+    # abs(CAST(x AS DECIMAL(20, 0))) of -2**63 gave -9223372036854775808 (64-bit abs wraps); DuckDB's answer,
+    # 9223372036854775808, needs more than the 64 bits a function's result holds here.
+    session = Session(device="cpu")
+    session.register("w", edge_data[0]["w"])
+    with pytest.raises(GpuEngineError, match="abs: a value of decimal128.20, 0. needs more than 64 bits"):
+        session.sql("SELECT abs(CAST(x AS DECIMAL(20, 0))) AS v FROM w WHERE x < 0")
 
 
 def test_the_edge_generator_covers_its_shapes_and_is_reproducible():
