@@ -23,6 +23,7 @@ the column each way.
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -209,6 +210,41 @@ def _replace(values: pa.Array, search: str, replacement: str) -> pa.Array:
     return pc.replace_substring(values, pattern=search, replacement=replacement)
 
 
+def _extends_cluster(character: str, cluster: str) -> bool:
+    """Return True when ``character`` continues the grapheme cluster ``cluster`` (Unicode's rules, simplified as
+    utf8proc applies them for DuckDB: marks, joiners, variation selectors, skin tones, emoji tags, flag pairs)."""
+    code = ord(character)
+    if unicodedata.category(character) in ("Mn", "Me", "Mc") or code in (0x200C, 0x200D):
+        return True
+    if 0xFE00 <= code <= 0xFE0F or 0x1F3FB <= code <= 0x1F3FF or 0xE0020 <= code <= 0xE007F:
+        return True
+    if cluster.endswith("\u200d") and len(cluster) > 1 and unicodedata.category(character) == "So":
+        return True  # an emoji ZWJ sequence
+    regional = 0x1F1E6 <= code <= 0x1F1FF
+    if regional and 0x1F1E6 <= ord(cluster[-1]) <= 0x1F1FF:
+        flags = sum(1 for c in cluster if 0x1F1E6 <= ord(c) <= 0x1F1FF)
+        return flags % 2 == 1  # the second of a pair of regional indicators
+    return False
+
+
+def _reverse_text(text: str) -> str:
+    clusters: list[str] = []
+    for character in text:
+        if clusters and _extends_cluster(character, clusters[-1]):
+            clusters[-1] += character
+        else:
+            clusters.append(character)
+    return "".join(reversed(clusters))
+
+
+def _reverse(values: pa.Array) -> pa.Array:
+    """Reverse each string by grapheme clusters, as DuckDB does: 'e' + U+0301 stays 'é', a flag stays a flag
+    (Arrow reverses code points). ASCII strings are reversed by Arrow."""
+    if pc.all(pc.string_is_ascii(values)).as_py() is not False:
+        return pc.utf8_reverse(values)
+    return pa.array([None if v is None else _reverse_text(v) for v in values.to_pylist()], values.type)
+
+
 def _trim(name: str, characters: str | None) -> Callable[[pa.Array], pa.Array]:
     characters = " " if characters is None else characters  # DuckDB trims spaces only, not tabs or newlines
     compute = {"trim": pc.utf8_trim, "ltrim": pc.utf8_ltrim, "rtrim": pc.utf8_rtrim}[name]
@@ -230,7 +266,7 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
     if name in ("lpad", "rpad"):
         return lambda values: _pad(values, constants[0], constants[1], name == "lpad")
     if name == "reverse":
-        return pc.utf8_reverse
+        return _reverse
     if name == "repeat":
         return lambda values: pc.binary_repeat(values, max(constants[0], 0))
     if name == "split_part":

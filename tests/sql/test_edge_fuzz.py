@@ -12,7 +12,7 @@ import pyarrow as pa
 import pytest
 
 from breadth_queries import breadth_session, reference_connection
-from duckdb_reference import rows_mismatch
+from duckdb_reference import duckdb_table, duckdb_with_tables, rows_mismatch
 from edge_queries import SHAPES, generate_case, run_case, tables
 from gpu_engine import Session
 from gpu_engine.errors import GpuEngineError
@@ -71,6 +71,22 @@ def test_a_constant_too_wide_for_the_common_decimal_is_an_engine_error():
     session = Session(device="cpu")
     with pytest.raises(GpuEngineError):
         session.sql("SELECT greatest(CAST(1 AS DECIMAL(38, 37)), 99999999999999999999.99) AS v")
+
+
+#: Text whose code points do not reverse as DuckDB reverses it (by grapheme clusters).
+CLUSTERED_TEXT = ["e\u0301x", "\U0001F44D\U0001F3FDa", "\U0001F1E9\U0001F1EA\U0001F1EB\U0001F1F7b", "a\r\nb",
+                  "\u0e01\u0e49\u0e32", "\u0301ab", "\U0001F468\u200d\U0001F469\u200d\U0001F467x", "\ufe0fa",
+                  "日本語", "", None, "abc"]
+
+
+def test_reverse_keeps_grapheme_clusters_as_duckdb(device_name):
+    # reverse('e' + U+0301) gave U+0301 + 'e' (Arrow reverses code points), a flag pair its two letters swapped.
+    table = pa.table({"id": pa.array(range(len(CLUSTERED_TEXT)), pa.int64()), "s": pa.array(CLUSTERED_TEXT)})
+    session = Session(device=device_name)
+    session.register("r", table)
+    sql = "SELECT id, reverse(s) AS v FROM r"
+    problem = rows_mismatch(session.sql(sql), duckdb_table(duckdb_with_tables({"r": table}), sql))
+    assert problem is None, problem
 
 
 def test_abs_of_a_wide_decimal_holding_the_lowest_int64_is_an_engine_error_not_a_wrapped_value(edge_data):
