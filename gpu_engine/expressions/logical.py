@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
+import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
@@ -72,6 +73,8 @@ def case(device: Device, conditions: Sequence[Column], values: Sequence[Column],
     true); rows matching none take ``default``, or NULL without one. ``values``
     and ``default`` must already be of ``dtype``.
     """
+    if not is_string(dtype):
+        return _case_fixed_width(device, conditions, values, default, dtype, rows)
     xp = device.xp
     branches = list(values) + ([default] if default is not None else [])
     choice = xp.full(rows, len(values) if default is not None else -1, dtype=xp.int32)
@@ -82,20 +85,50 @@ def case(device: Device, conditions: Sequence[Column], values: Sequence[Column],
         undecided &= ~hit
     validity = xp.zeros(rows, dtype=xp.bool_)
     for k, branch in enumerate(branches):
-        branch_valid = strings.string_validity(device, branch) if is_string(dtype) else branch.validity
+        branch_valid = strings.string_validity(device, branch)
         validity = xp.where(choice == k, True if branch_valid is None else branch_valid, validity)
-    if is_string(dtype):
-        return strings.choose_strings(device, choice, branches, validity)
-    if any(branch.data.ndim == 2 for branch in branches):  # a wide decimal branch: choose (low, high) words
+    return strings.choose_strings(device, choice, branches, validity)
+
+
+def _case_fixed_width(device: Device, conditions: Sequence[Column], values: Sequence[Column],
+                      default: Column | None, dtype: pa.DataType, rows: int) -> Column:
+    """Return a fixed-width CASE from the rows each branch takes (its condition TRUE, no earlier one TRUE).
+
+    The branches' row sets are disjoint, so validity is their OR and integer values are the sum of each
+    branch's values times its rows (bool masks: SIMD passes); floats, wide decimals and intervals are
+    placed by ``where`` (a NaN or an infinity times 0 is not 0).
+    Why: picking through a per-row branch number cost seven passes over the rows per branch; TPC-DS's
+    conditional aggregates (q9, q28, q59: ``sum(CASE WHEN d_day_name = 'Sunday' THEN ss_sales_price END)``
+    seven to fifteen times over a fact table) spent most of their lowest tier's time there.
+    """
+    xp = device.xp
+    branches = list(values) + ([default] if default is not None else [])
+    taken, undecided = [], None  # undecided: the rows no condition so far took (None: every row)
+    for condition in conditions:
+        hit = true_rows(condition)
+        taken.append(hit if undecided is None else hit & undecided)
+        undecided = ~hit if undecided is None else undecided & ~hit
+    if default is not None:
+        taken.append(xp.ones(rows, dtype=xp.bool_) if undecided is None else undecided)
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    for mask, branch in zip(taken, branches):
+        validity |= mask if branch.validity is None else mask & branch.validity
+    if any(branch.data.ndim == 2 for branch in branches):  # a wide decimal or an INTERVAL: place the words
         from gpu_engine.expressions.numeric import as_words
 
         data = xp.zeros((rows, _words(branches)), dtype=xp.int64)
-        for k, branch in enumerate(branches):
-            data = xp.where((choice == k)[:, None], as_words(device, branch), data)
+        for mask, branch in zip(taken, branches):
+            data = xp.where(mask[:, None], as_words(device, branch), data)
         return Column(dtype, data, validity)
-    data = xp.zeros(rows, dtype=physical_dtype(dtype))
-    for k, branch in enumerate(branches):
-        data = xp.where(choice == k, branch.data, data)
+    physical = np.dtype(physical_dtype(dtype))
+    data = xp.zeros(rows, dtype=physical)
+    for mask, branch in zip(taken, branches):
+        if physical.kind == "b":
+            data |= branch.data & mask
+        elif physical.kind in "iu" and branch.data.dtype == physical:
+            data += branch.data * mask
+        else:
+            data = xp.where(mask, branch.data, data).astype(physical, copy=False)
     return Column(dtype, data, validity)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime
 import decimal
 
 import numpy as np
@@ -87,6 +88,34 @@ def test_case_casts_branches_to_its_type(device):
     expr = Case(((binary("eq", col("ds"), lit("BRAZIL", pa.string())), col("dec")),), lit(0, pa.int32()),
                 pa.decimal128(15, 2))
     check(device, expr, "CASE WHEN ds = 'BRAZIL' THEN dec ELSE 0 END")
+
+
+# Branches of each fixed-width kind, under conditions that overlap (a later one TRUE on rows an earlier one
+# took) and NULL conditions: integers and dates are summed over the branches' disjoint rows, floats (NaN and
+# infinities in rows another branch takes), wide decimals and bools are placed by their own paths.
+OVERLAPPING = (binary("gt", col("i32"), lit(0, pa.int32())), "i32 > 0"), (col("b"), "b")
+
+
+@pytest.mark.parametrize(
+    "first, second, otherwise, dtype, sql",
+    [
+        (binary("sub", lit(0, pa.int64()), col("i64")), col("i64"), lit(7, pa.int64()), pa.int64(), ("-i64", "i64", "7")),
+        (col("d"), lit(datetime.date(2000, 2, 29), pa.date32()), None, pa.date32(), ("d", "DATE '2000-02-29'", None)),
+        (col("f64"), binary("mul", col("f64"), lit(-1.0, pa.float64())), lit(float("inf"), pa.float64()),
+         pa.float64(), ("f64", "f64 * -1.0", "'inf'::DOUBLE")),
+        (Cast(col("dec"), pa.decimal128(38, 2)), lit(decimal.Decimal("-1.25"), pa.decimal128(38, 2)),
+         Cast(col("i64"), pa.decimal128(38, 2)), pa.decimal128(38, 2),
+         ("dec::DECIMAL(38, 2)", "-1.25::DECIMAL(38, 2)", "i64::DECIMAL(38, 2)")),
+        (binary("lt", col("i32"), lit(500, pa.int32())), lit(True, pa.bool_()), col("b"), pa.bool_(),
+         ("i32 < 500", "true", "b")),
+    ],
+    ids=["bigint", "date_no_else", "double", "decimal38", "bool"],
+)
+def test_case_kinds_over_overlapping_conditions(device, first, second, otherwise, dtype, sql):
+    (when1, when1_sql), (when2, when2_sql) = OVERLAPPING
+    expr = Case(((when1, first), (when2, second)), otherwise, dtype)
+    text = f"CASE WHEN {when1_sql} THEN {sql[0]} WHEN {when2_sql} THEN {sql[1]}"
+    check(device, expr, text + (f" ELSE {sql[2]} END" if sql[2] else " END"))
 
 
 def test_case_with_decimal_literals(device):
