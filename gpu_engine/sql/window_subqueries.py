@@ -318,6 +318,8 @@ def _with_grand_totals(select: exp.Select) -> exp.Select:
     if any(isinstance(node, exp.Window) for tree in select.expressions for node in tree.walk()):
         return select
     having = select.args["having"].this
+    if sum(has_subquery(conjunct) for conjunct in conjuncts_of(having)) != 1:
+        return select  # another subquery would move to QUALIFY with it
     for conjunct in conjuncts_of(having):
         subquery = _comparison_subquery(conjunct)
         total = _grand_total(subquery, outer, _conjuncts(select)) if subquery is not None else None
