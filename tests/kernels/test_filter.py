@@ -40,7 +40,8 @@ def test_all_true_but_all_null(device):
     assert select(device, np.ones(50, np.bool_), np.zeros(50, np.bool_)).shape == (0,)
 
 
-@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=30, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(flags=st.lists(st.tuples(st.booleans(), st.booleans()), max_size=80))
 def test_matches_flatnonzero(device, flags):
     mask = np.array([f[0] for f in flags], np.bool_)

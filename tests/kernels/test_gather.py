@@ -92,7 +92,8 @@ def test_dictionary_column_gathers_codes_and_shares_the_dictionary(device):
     np.testing.assert_array_equal(device.to_host(result.data), device.to_host(column.data)[[4, 1, 0, 3]])
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(values=st.lists(st.one_of(st.none(), st.text(max_size=20)), min_size=1, max_size=30), data=st.data())
 def test_strings_match_arrow_take(device, values, data):
     indices = data.draw(st.lists(st.integers(0, len(values) - 1), max_size=40))

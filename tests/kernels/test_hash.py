@@ -157,7 +157,8 @@ def test_hash_spreads_over_low_bits(device):
     assert counts.min() > 4096 / 16 * 0.7
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(max_examples=25, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 @given(rows=st.lists(st.tuples(st.one_of(st.none(), st.integers(-3, 3)),
                                st.one_of(st.none(), st.sampled_from(["", "x", "xy", "a longer string of 3 words"]))),
                      max_size=30))
