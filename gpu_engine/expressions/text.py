@@ -204,7 +204,11 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
         scale = scale_of(dtype)
         values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(
             device, o, c, scale, prefixed=is_integer(dtype)))  # '0x1F' and '0b101' read as integers only
-        _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
+        # The kernel holds 64 bits: past them a decimal(p > 18) value may still fit the type (DuckDB answers).
+        wide = is_decimal(dtype) and dtype.precision > 18
+        _raise_parse_errors(device, column, status, validity, dtype,
+                            "value needs more than the 64 bits a decimal holds here, or is out of range" if wide
+                            else "value is out of range")
         return Column(dtype, fit_to_type(device, values, dtype, validity, f"cast from text to {dtype}"), validity)
     if pa.types.is_date32(dtype):
         days, status = _parse_rows(device, column, lambda o, c: kernels.parse_date(device, o, c))

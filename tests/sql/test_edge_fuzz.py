@@ -98,6 +98,14 @@ def test_abs_of_a_wide_decimal_holding_the_lowest_int64_is_an_engine_error_not_a
         session.sql("SELECT abs(CAST(x AS DECIMAL(20, 0))) AS v FROM w WHERE x < 0")
 
 
+def test_text_past_64_bits_cast_to_a_wide_decimal_names_the_64_bit_limit_not_the_type_range():
+    # '12345678901234567890.1234567890' fits DECIMAL(38, 10) (DuckDB answers); the engine's error said the value
+    # was out of range of the type.
+    session = Session(device="cpu")
+    with pytest.raises(GpuEngineError, match="needs more than the 64 bits a decimal holds here"):
+        session.sql("SELECT CAST(s AS DECIMAL(38, 10)) AS v FROM (VALUES ('12345678901234567890.1234567890')) t(s)")
+
+
 def test_the_edge_generator_covers_its_shapes_and_is_reproducible():
     cases = [generate_case(seed) for seed in range(200)]
     assert {case.shape for case in cases} == set(SHAPES)
