@@ -66,6 +66,11 @@ def test_depth_bounds_reads_in_flight_and_zero_reads_on_the_callers_thread():
 
     ahead = SplitPrefetcher(2)
     ahead.add(blocked(i) for i in range(5))
+    # The reads start on threads of their own: wait for two (a loaded machine may start them after any fixed
+    # sleep), then give a third the time it would need to start too.
+    deadline = time.monotonic() + 30
+    while len(started) < 2 and time.monotonic() < deadline:
+        time.sleep(0.01)
     time.sleep(0.1)
     assert sorted(started) == [0, 1]  # two in flight, three queued
     result, future = ahead.next_result()
