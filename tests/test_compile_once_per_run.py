@@ -25,6 +25,16 @@ def _load(path, name):
     return module.plus_one
 
 
+def _waiting_for_the_lock(thread: threading.Thread) -> bool:
+    """Return True once ``thread`` is in compile_once_per_run's lock wait, its clock started."""
+    frame = sys._current_frames().get(thread.ident)
+    while frame is not None:
+        if frame.f_code.co_name == "_lock" and frame.f_code.co_filename == compile_once_per_run.__file__:
+            return "start" in frame.f_locals
+        frame = frame.f_back
+    return False
+
+
 def test_a_worker_waits_for_anothers_compile_of_a_cached_function_and_loads_it(tmp_path):
     compile_once_per_run.install()
     path = tmp_path / "cached_function.py"
@@ -42,6 +52,11 @@ def test_a_worker_waits_for_anothers_compile_of_a_cached_function_and_loads_it(t
     caller = threading.Thread(target=lambda: results.append(mine(41)))
     waits_before = len(compile_once_per_run.waits())
     caller.start()
+    # Hold the lock HOLD_S from when the caller waits for it, not from its start: a thread may reach the lock
+    # late on a loaded machine, and its wait, timed from there, then came out shorter than HOLD_S.
+    deadline = time.monotonic() + 30
+    while not _waiting_for_the_lock(caller) and caller.is_alive() and time.monotonic() < deadline:
+        time.sleep(0.005)
     time.sleep(HOLD_S)
     try:
         assert caller.is_alive() and not results  # waiting for the lock, not compiling nor loading yet
