@@ -8,7 +8,8 @@ and NULL by grouping, decimal arithmetic at scale and precision edges, string fu
 text, casts between text, numbers, dates and timestamps, outer joins on NULL keys with filters above them,
 ``LIMIT``/``OFFSET`` under an ``ORDER BY`` with ties (checked as SQL allows: the keys in order, and each tie
 group's rows a sub-multiset of the unlimited query's), subqueries under ``OR``/``NOT`` with NULLs inside,
-and the empty and one-row tables. The tables are :func:`breadth_queries.tables` plus ``w`` (edge values),
+and timestamps (before 1970, leap days, microseconds) grouped, windowed over RANGE intervals and joined to dates,
+NULL in IN lists and three-valued logic, NaN, -0.0 and infinities as keys, and the empty and one-row tables. The tables are :func:`breadth_queries.tables` plus ``w`` (edge values),
 ``w1`` (its first row) and ``we`` (none).
 
 :func:`run_case` classifies as breadth_queries does (``ok``, ``refused``, ``both_raised``, ``wrong``,
@@ -333,6 +334,68 @@ def _shape_subquery_or_not(rng):
     return dict(sql=f"SELECT x.id, x.{key} FROM {_breadth_table(rng)} x WHERE {where}")
 
 
+# ------------------------------------------------------------------------------------------- timestamps
+def _shape_timestamps(rng):
+    """Timestamps (microseconds, before 1970, leap days) grouped, windowed over RANGE intervals, joined to dates."""
+    roll = rng.random()
+    if roll < 0.3:
+        unit = rng.choice(["year", "month", "day", "hour", "minute"])
+        aggregate = rng.choice(["count(*)", "min(ts)", "max(ts)", "count(DISTINCT ts)", "max(dt)", "max(epoch(ts))"])
+        return dict(sql=f"SELECT date_trunc('{unit}', ts) AS bucket, {aggregate} AS a FROM {_edge_table(rng)} "
+                        f"GROUP BY 1")
+    if roll < 0.55:
+        width = rng.choice(["INTERVAL 1 DAY", "INTERVAL 1 HOUR", "INTERVAL 30 YEAR", "INTERVAL 2 MONTH"])
+        direction = rng.choice(["", " DESC"])
+        nulls = rng.choice(["", " NULLS FIRST", " NULLS LAST"])
+        call = rng.choice(["count(*)", "min(id)", "max(ts)", "sum(k)"])
+        partition = rng.choice(["", "PARTITION BY k "])
+        return dict(sql=f"SELECT id, {call} OVER ({partition}ORDER BY ts{direction}{nulls} RANGE BETWEEN {width} "
+                        f"PRECEDING AND {rng.choice(['CURRENT ROW', width + ' FOLLOWING'])}) AS w FROM "
+                        f"{_edge_table(rng)}")
+    if roll < 0.75:
+        how = rng.choice(["JOIN", "LEFT JOIN", "FULL JOIN"])
+        condition = rng.choice(["a.ts = CAST(b.dt AS TIMESTAMP)", "CAST(a.ts AS DATE) = b.dt", "a.ts = b.ts",
+                                "a.dt = b.dt AND a.ts < b.ts"])
+        return dict(sql=f"SELECT a.id AS aid, b.id AS bid FROM {_edge_table(rng)} a {how} {_edge_table(rng)} b "
+                        f"ON {condition}")
+    comparison = rng.choice(["ts < dt", "ts >= TIMESTAMP '1970-01-01 00:00:00'", "ts BETWEEN dt AND dt + 1",
+                             "ts = CAST(dt AS TIMESTAMP)", "CAST(ts AS DATE) <> dt", "ts IN (TIMESTAMP '1995-01-01', "
+                             "TIMESTAMP '2024-02-29 23:59:59.999999')", "epoch(ts) < 0", "extract(year FROM ts) = 2024"])
+    order = rng.choice(["", " ORDER BY ts NULLS FIRST, id", " ORDER BY ts DESC, id"])
+    derived = rng.choice(["ts + INTERVAL 1 DAY", "ts - dt", "age(ts, TIMESTAMP '2000-01-01')", "CAST(ts AS VARCHAR)",
+                          "dt + INTERVAL 1 DAY"])
+    return dict(sql=f"SELECT id, ts, {derived} AS v FROM {_edge_table(rng)} WHERE {comparison}{order}",
+                ordered=bool(order))
+
+
+# ------------------------------------------------------------------------------------------ NULL logic, floats
+def _shape_null_logic(rng):
+    """NULL in IN lists and NOT IN, three-valued AND/OR/NOT, IS [NOT] DISTINCT FROM, NaN, -0.0 and infinities
+    as keys of GROUP BY, DISTINCT, joins, ORDER BY and min/max."""
+    roll = rng.random()
+    if roll < 0.4:
+        conditions = [
+            f"k IN (1, NULL)", f"k NOT IN (2, NULL)", f"k NOT IN (1, 2)", "NOT (k = 2 AND k > 1)", "(k = 2 OR NULL)",
+            "(k = 2 AND NULL) IS NULL", "k IS DISTINCT FROM NULL", "NULL IS NOT DISTINCT FROM k", "(k = NULL) IS NULL",
+            "coalesce(k = 2, k > 1)", "nullif(k, 1) IS NULL", "CASE WHEN k = 2 THEN NULL ELSE k END IN (1, 3)",
+            "f = 'nan'::DOUBLE", "f > 0", "f = -0.0", "f <> f", "f IN ('inf'::DOUBLE, 0.0)", "f IS NULL",
+            "NOT (f < 1e300)", "txt IN ('', NULL)", "txt NOT IN ('a', NULL)",
+        ]
+        items = ["id"] + [f"{rng.choice(conditions)} AS c{n}" for n in range(rng.randint(1, 3))]
+        where = f" WHERE {rng.choice(conditions)}" if rng.random() < 0.5 else ""
+        table = "w" if rng.random() < 0.7 else rng.choice(["w1", "we"])
+        return dict(sql=f"SELECT {', '.join(items)} FROM {table}{where}")
+    if roll < 0.7:
+        aggregate = rng.choice(["count(*)", "min(f)", "max(f)", "sum(k)", "count(DISTINCT f)", "avg(f)"])
+        key = rng.choice(["f", "f, k", "CASE WHEN f <> f THEN NULL ELSE f END AS nf"])
+        group = "ALL" if " AS " in key else key
+        return dict(sql=f"SELECT {key}, {aggregate} AS a FROM {_edge_table(rng)} GROUP BY {group}")
+    if roll < 0.85:
+        return dict(sql=f"SELECT DISTINCT f FROM {_edge_table(rng)}")
+    how = rng.choice(["JOIN", "LEFT JOIN", "FULL JOIN"])
+    return dict(sql=f"SELECT a.id AS aid, b.id AS bid, a.f FROM w a {how} {_edge_table(rng)} b ON a.f = b.f")
+
+
 SHAPES = {
     "window_nulls": _shape_window_nulls,
     "set_nulls": _shape_set_nulls,
@@ -343,6 +406,8 @@ SHAPES = {
     "outer_join": _shape_outer_join,
     "limit_ties": _shape_limit_ties,
     "subquery_or_not": _shape_subquery_or_not,
+    "timestamps": _shape_timestamps,
+    "null_logic": _shape_null_logic,
 }
 
 

@@ -1,5 +1,5 @@
 """The edge fuzz (tests/sql/edge_queries.py: NULL keys, frames at the edges, decimal(38), unicode text, casts between
-text, numbers and times, outer joins on NULL keys, LIMIT over ties, subqueries under OR/NOT) on fixed seeds, and the
+text, numbers and times, outer joins on NULL keys, LIMIT over ties, subqueries under OR/NOT, timestamps, NULL logic and NaN keys) on fixed seeds, and the
 answers it found wrong, against DuckDB.
 
 One seed of each shape runs on ``cpu`` unfused; the regressions run on every device (tiny tables).
@@ -107,12 +107,12 @@ def test_text_past_64_bits_cast_to_a_wide_decimal_names_the_64_bit_limit_not_the
 
 
 def test_the_edge_generator_covers_its_shapes_and_is_reproducible():
-    cases = [generate_case(seed) for seed in range(200)]
+    cases = [generate_case(seed) for seed in range(300)]
     assert {case.shape for case in cases} == set(SHAPES)
     assert generate_case(7) == generate_case(7)
     text = " ".join(case.sql for case in cases)
     for construct in ("NULLS FIRST", "2 FOLLOWING AND 1 FOLLOWING", "EXCEPT ALL", "GROUPING SETS", "DECIMAL(38",
                       "😀", "TRY_CAST(num AS TIMESTAMP)", "FULL JOIN", "IS NOT DISTINCT FROM", "OFFSET", "NOT IN",
-                      "FROM we", "FROM w1"):
+                      "FROM we", "FROM w1", "RANGE BETWEEN INTERVAL", "date_trunc(", "NOT IN (", "'nan'::DOUBLE"):
         assert construct in text, construct
     assert any(case.tie_keys for case in cases)
