@@ -130,6 +130,57 @@ def test_sum_beyond_38_digits_raises_as_duckdb(device_name, fuse, copies, split_
         session.execute(_grouped_sums(session, 2, ["sum(w) AS s"]))
 
 
+def _wide_sums_table() -> pa.Table:
+    """Return decimal(38, 2) values whose first three splits of 6 all fit int64 and whose last two hold 30-digit
+    values: group 0's total crosses 2**63, group 1's wide values cancel to a total that fits, group 2 is small and
+    negative, group 3 NULL; every batch of 3 rows has a NULL (one kernel variant reads validity)."""
+    g, w = [], []
+    for r in range(30):
+        group = r % 4
+        g.append(group)
+        wide = r >= 18
+        if group == 3 or r % 3 == 2:
+            w.append(None)
+        elif group == 0:
+            w.append(D(2**62 + r) / 100)
+        elif group == 1:
+            w.append(D((-1) ** (r // 4) * (10**30 + r if wide else r)) / 100)
+        else:
+            w.append(D(-r - (10**28 if wide else 0)) / 100)
+    return pa.table({"g": pa.array(g, pa.int32()), "w": pa.array(w, pa.decimal128(38, 2))})
+
+
+def test_sums_of_a_wide_decimal_column_fuse_and_match_duckdb(device_name, monkeypatch):
+    """sum/avg/count of a decimal(38) column (as the re-aggregation above eager aggregation reads its partial
+    sums) run in the fused kernel, the value's words added to 128-bit state: batches of narrow and of wide
+    values, totals past 2**63, cancelling wide values, negatives, NULLs, a group of NULLs; DuckDB's rows and
+    types. cpu runs a SINGLE step (two kernels: narrow and wide batches); the simulator runs PARTIAL steps and a
+    global aggregate (the CUDA twin's per-thread states) with every atomic pausing (tests/simulated_atomics.py:
+    the four limbs are independent atomic adds). Before, the kernel refused the column and these ran unfused."""
+    from simulated_atomics import interleave_atomics
+
+    from gpu_engine.planning import prepare_plan
+    from gpu_engine.plans.nodes import FusedAggregationNode, walk_plan
+
+    table = _wide_sums_table()
+    aggregates = ["sum(w) AS s", "avg(w) AS a", "count(w) AS c"]
+    runs = [(["g"], 1)]
+    if device_name == "cuda-sim":
+        interleave_atomics(monkeypatch, pause=0.00005)
+        runs = [(["g"], 2), ([], 1)]
+    for keys, drivers in runs:
+        session = _session(device_name, drivers, True, table, 6)
+        if keys:
+            plan = _grouped_sums(session, drivers, aggregates)
+            sql = f"SELECT g, {', '.join(aggregates)} FROM t GROUP BY g ORDER BY g"
+        else:
+            plan = PlanBuilder(session.catalog).table_scan("t").aggregation([], aggregates).plan()
+            sql = f"SELECT {', '.join(aggregates)} FROM t"
+        executed = prepare_plan(plan, session.device, session.drivers, session.config).plan
+        assert any(isinstance(node, FusedAggregationNode) and node.step.input_is_raw for node in walk_plan(executed))
+        _assert_same_rows_and_types(session.execute(plan), _duckdb(table, sql))
+
+
 EXPRESSIONS = [
     "w * 1000 AS m1",                      # decimal(38,3) product past int64
     "i * d AS m2",                         # int64 x decimal(18,2): decimal(37,2), ~2**62 * 9e14

@@ -226,7 +226,8 @@ class AggregateFunction:
         """Return kernel lines folding one row into the states at ``slot``.
 
         ``inputs`` are ``(value, valid)`` locals: the argument of a raw step
-        (none for ``count(*)``), or one per :attr:`input_columns` of a merging step.
+        (none for ``count(*)``; its low and high words where :attr:`folds_words`), or one per
+        :attr:`input_columns` of a merging step.
         """
         raise NotImplementedError
 
@@ -239,6 +240,16 @@ class AggregateFunction:
     def fusable(self) -> str | None:
         """Return why a generated kernel cannot update this aggregate, or None when it can."""
         return None
+
+    @property
+    def folds_words(self) -> bool:
+        """Return True when a raw step's generated update takes a wide decimal argument as (low, high) words.
+
+        Why: int64 row code cannot hold a decimal(p > 18) value, but a sum only adds its words to
+        128-bit state, so a kernel may read such a column when it is the whole argument (the
+        re-aggregation of eager aggregation's decimal(38) partial sums).
+        """
+        return False
 
 
 # ---------------------------------------------------------------- building blocks
@@ -331,6 +342,10 @@ class Count(AggregateFunction):
             return _guarded(valid, lines + [emit.flag(states["has"], slot)])
         valid = inputs[0][1] if inputs else None
         return _guarded(valid, [emit.add(states["count"], slot, "1")])
+
+    @property
+    def folds_words(self) -> bool:
+        return self.raw_input  # a wide argument counts by its validity: its words go unread
 
     def emit_merge(self, emit, target, slot, source, source_slot):
         if self.raw_input:
@@ -432,12 +447,16 @@ class Sum(AggregateFunction):
         value, valid = inputs[0]
         if self.is_float:
             lines = [emit.add(states["sum"], slot, f"np.float64({value})")]
-        elif self.sums_words:
-            lines = _emit_limb_add(emit, states, slot, value, None if self.raw_input else inputs[1][0])
+        elif self.sums_words:  # a merge's high column, or a wide raw argument's high word (see folds_words)
+            lines = _emit_limb_add(emit, states, slot, value, inputs[1][0] if len(inputs) > 1 else None)
         else:
             lines = _emit_exact_add(emit, states["high"], states["low"], slot, value,
                                     unsigned=self.value_type == pa.uint64())
         return _guarded(valid, lines + [emit.flag(states["has"], slot)])
+
+    @property
+    def folds_words(self) -> bool:
+        return self.raw_input and self.sums_words
 
     def emit_merge(self, emit, target, slot, source, source_slot):
         names = ("sum",) if self.is_float else _LIMBS if self.sums_words else ("high", "low")
@@ -490,7 +509,7 @@ class Avg(Sum):
         return [(self.name, Column(pa.float64(), averages, nonzero))]
 
     def emit_update(self, emit, states, slot, inputs):
-        lines = super().emit_update(emit, states, slot, inputs[:-1] if not self.raw_input else inputs[:1])
+        lines = super().emit_update(emit, states, slot, inputs[:-1] if not self.raw_input else inputs)
         if self.raw_input:
             return lines + _guarded(inputs[0][1], [emit.add(states["count"], slot, "1")])
         value, valid = inputs[-1]  # a partial count, added exactly

@@ -145,6 +145,9 @@ class KernelLayout:
         Per input column / lifted subexpression (empty: none): read at
         ``rows2[i]``, the batch's second map (a hash join's build rows, see
         :attr:`~gpu_engine.columnar.batch.Batch.column_maps`), not at ``r``.
+    wide_columns
+        Per input column (empty: none): its data is ``(n, 2)`` words, a wide
+        decimal (see :class:`~gpu_engine.codegen.fusion_program.HighWord`).
     """
 
     mapped: bool
@@ -152,6 +155,7 @@ class KernelLayout:
     lifted_modes: tuple[str, ...]
     second_map_columns: tuple[bool, ...] = ()
     second_map_lifted: tuple[bool, ...] = ()
+    wide_columns: tuple[bool, ...] = ()
 
     @property
     def second_mapped(self) -> bool:
@@ -161,6 +165,10 @@ class KernelLayout:
     def column_row(self, k: int) -> str:
         """Return the variable holding the row at which input column ``k`` is read."""
         return "r2" if k < len(self.second_map_columns) and self.second_map_columns[k] else "r"
+
+    def column_wide(self, k: int) -> bool:
+        """Return True when input column ``k`` arrives as ``(n, 2)`` words (a wide decimal)."""
+        return k < len(self.wide_columns) and self.wide_columns[k]
 
     def lifted_row(self, m: int) -> str:
         """Return the variable holding the row at which lifted subexpression ``m``'s codes are read."""
@@ -249,16 +257,27 @@ class RowInputs:
         self.code_names: dict[int, str] = {}
 
     def __call__(self, expr: Expr) -> RowValue | None:
+        from gpu_engine.codegen.fusion_program import HighWord
         from gpu_engine.plans.expressions import ColumnRef
 
         if expr in self.lifted:
             m, lift = self.lifted[expr]
             return self._lifted(m, lift)
+        if isinstance(expr, HighWord) and expr.column.name in self.columns:
+            k, _ = self.columns[expr.column.name]
+            value = self.writer.fresh(f"x{k}_high")
+            row = self.layout.column_row(k)
+            if self.layout.column_wide(k):
+                self.writer.line(f"{value} = np.int64(c{k}[{row}, 1])")
+            else:  # a narrow batch: the int64 value's sign
+                self.writer.line(f"{value} = np.int64(c{k}[{row}]) >> np.int64(63)")
+            return RowValue(value, "True", expr.dtype)
         if isinstance(expr, ColumnRef) and expr.name in self.columns:
             k, ref = self.columns[expr.name]
             value, valid = self.writer.fresh(f"x{k}"), self.writer.fresh(f"x{k}_ok")
             row = self.layout.column_row(k)
-            self.writer.line(f"{value} = {row_dtype_code(ref.dtype)}(c{k}[{row}])")
+            word = ", 0" if self.layout.column_wide(k) else ""  # a wide column's low word (see HighWord)
+            self.writer.line(f"{value} = {row_dtype_code(ref.dtype)}(c{k}[{row}{word}])")
             self.writer.line(f"{valid} = c{k}_v[{row}]" if self.layout.column_validity[k] else f"{valid} = True")
             return RowValue(value, valid, ref.dtype)
         return None

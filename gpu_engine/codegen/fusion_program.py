@@ -30,7 +30,7 @@ from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.columnar.types import is_floating, is_string
 from gpu_engine.plans.expressions import ColumnRef, Expr, Literal, UnaryOp, referenced_columns
 
-__all__ = ["LiftedExpression", "FusionProgram", "plan_fusion_program"]
+__all__ = ["LiftedExpression", "FusionProgram", "HighWord", "plan_fusion_program", "may_be_wide"]
 
 
 @dataclass(frozen=True)
@@ -101,16 +101,39 @@ class FusionProgram:
         return replace(self, lifted=lifted, parameter_words=())
 
 
+@dataclass(frozen=True)
+class HighWord(Expr):
+    """The high word of a decimal(p > 18) input column's 128-bit value (the column itself reads as the low word).
+
+    Only an aggregate that :attr:`~gpu_engine.aggregation.functions.AggregateFunction.folds_words`
+    reads these, as its whole argument: the kernel adds both words to 128-bit state, so the
+    decimal(38) partial sums eager aggregation hands up (``sum($eager0)``) fuse. A batch whose column
+    is narrow (int64, as such sums nearly always are) gives the low word's sign.
+    """
+
+    column: ColumnRef
+    dtype: pa.DataType = pa.int64()
+
+    def sql(self) -> str:
+        return f"high_word({self.column.sql()})"
+
+
+def may_be_wide(dtype: pa.DataType) -> bool:
+    """Return True for a decimal type whose column may hold 128-bit words (more than 18 digits)."""
+    return pa.types.is_decimal(dtype) and dtype.precision > 18
+
+
 def _check_row_column(ref: ColumnRef) -> None:
     """Refuse input columns whose values the kernel's int64 row code cannot hold.
 
     A decimal of more than 18 digits may be wide (128-bit words, see
     :mod:`gpu_engine.expressions.numeric`) and uint64 values from 2**63 up
     have no int64 form; the eager operators compute both exactly. (A partial
-    sum's intermediate columns are int64 words and stay fusable.)
+    sum's intermediate columns are int64 words and stay fusable, and a sum
+    whose whole argument is a wide decimal column reads its words: :class:`HighWord`.)
     """
     dtype = ref.dtype
-    if (pa.types.is_decimal(dtype) and dtype.precision > 18) or dtype == pa.uint64():
+    if may_be_wide(dtype) or dtype == pa.uint64():
         raise Unsupported(f"column {ref.name} ({dtype}) may hold values beyond int64")
 
 
@@ -123,7 +146,10 @@ class _Collector:
     def _string_columns(self, expr: Expr) -> set[str]:
         return {name for name in referenced_columns(expr) if is_string(self.schema[name])}
 
-    def visit(self, expr: Expr, key: bool = False, intermediate: bool = False) -> None:
+    def visit(self, expr: Expr, key: bool = False, intermediate: bool = False, words: bool = False) -> None:
+        """Collect ``expr``'s inputs; ``words``: it is a wide column read as words (or their :class:`HighWord`)."""
+        if isinstance(expr, HighWord):
+            expr = expr.column
         if isinstance(expr, Literal):
             return  # no input and nothing per row (an IN list's 100,000 values cost nothing here)
         names = referenced_columns(expr)
@@ -145,7 +171,7 @@ class _Collector:
                 self.visit(child)
             return
         if isinstance(expr, ColumnRef):
-            if not intermediate:
+            if not (intermediate or words):
                 _check_row_column(expr)
             self.columns.setdefault(expr.name, expr)
             return
@@ -210,12 +236,15 @@ def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], f
             if call.function != "count":
                 raise Unsupported(f"{call.sql()} folds strings")
             inputs, by_value = (UnaryOp("is_not_null", call.arg, pa.bool_()),), True
+        elif function.folds_words and isinstance(call.arg, ColumnRef) and may_be_wide(call.arg.dtype):
+            inputs = (call.arg, HighWord(call.arg))
         else:
             inputs = (call.arg,)
+        words = len(inputs) == 2 and isinstance(inputs[1], HighWord)
         for expr in inputs:
             if is_string(expr.dtype):
                 raise Unsupported(f"{call.sql()} folds strings")
-            collector.visit(expr, intermediate=not function.raw_input)
+            collector.visit(expr, intermediate=not function.raw_input, words=words)
         arguments.append(inputs)
         counts_by_value.append(by_value)
     lifted = tuple(collector.lifted.values())

@@ -24,7 +24,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, LIFTED_ROWS, KernelLayout
-from gpu_engine.codegen.fusion_program import FusionProgram, LiftedExpression
+from gpu_engine.codegen.fusion_program import FusionProgram, LiftedExpression, may_be_wide
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column, host_fingerprint
 from gpu_engine.columnar.concat import concat_columns
@@ -134,10 +134,11 @@ class KernelInputs:
         arrays: dict[str, Any] = {"rows": batch.gather_map if batch.gather_map is not None else self.placeholder}
         if second is not None:
             arrays["rows2"] = second
-        column_validity = []
+        column_validity, wide_columns = [], []
         for k, ref in enumerate(self.program.columns):
             column = batch.base_column(ref.name)
             arrays[f"c{k}"] = column.data
+            wide_columns.append(column.data.ndim == 2 and may_be_wide(ref.dtype))  # words (read by HighWord)
             validity = self._validity(f"c{k}", column)
             column_validity.append(validity is not None)
             if validity is not None:
@@ -169,7 +170,8 @@ class KernelInputs:
         second_lifted = tuple(own and modes[m] != LIFTED_ROWS and batch.own_map(lift.column) is not None
                               for m, lift in enumerate(self.program.lifted))
         layout = KernelLayout(batch.gather_map is not None, tuple(column_validity), tuple(modes),
-                              second_columns if any(second_columns) else (), second_lifted if any(second_lifted) else ())
+                              second_columns if any(second_columns) else (), second_lifted if any(second_lifted) else (),
+                              tuple(wide_columns) if any(wide_columns) else ())
         if not layout.second_mapped:
             arrays.pop("rows2", None)
         return layout, {name: _read_only(array) for name, array in arrays.items()}
