@@ -36,6 +36,18 @@ nothing can deadlock: build and probe sides run as different pipelines with
 drivers of their own (:func:`~gpu_engine.exec.local_planner.plan_pipelines`),
 and a blocked driver leaves its thread.
 
+Through a local exchange: a probe pipeline that starts at a LocalExchange
+(a UNION ALL's branches, a repartition) passes its rows on unchanged, so a
+probe key also names a column of each scan that feeds the exchange through
+renames, filters and further exchanges (TPC-DS q5's sales and returns of a
+channel joined with two weeks of ``date_dim``). Such a scan runs in a
+pipeline of its own, which no HashProbe blocks: its target ``waits``, and
+the scan waits for those joins' tables before its first split
+(:meth:`DynamicFilters.expect`), as a probe would. A branch no filter can
+reach still streams at once. Still no cycle: a join's build side is a
+different subtree from its probe side, so it never waits for the scans it
+filters.
+
 Exact-safety: a filter may drop a probe row only when that row cannot
 contribute to the join's output. So
 
@@ -61,6 +73,7 @@ from __future__ import annotations
 import bisect
 import datetime
 import threading
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -109,6 +122,7 @@ class KeyFilterTarget:
     scan_id: str
     column: str
     kind: str  # "int" or "string": how the values compare
+    waits: bool = False  # the scan feeds the probe through a local exchange: it waits for the join's table
 
 
 def _key_kind(probe: pa.DataType, build: pa.DataType) -> str | None:
@@ -127,23 +141,72 @@ def _key_kind(probe: pa.DataType, build: pa.DataType) -> str | None:
 
 
 def plan_key_filters(items: list) -> list[KeyFilterTarget]:
-    """Return the key filters a pipeline's joins can push to its TableScan (``items`` source first).
+    """Return the key filters a pipeline's joins can push to its TableScan (``items`` source first), or through a
+    LocalExchange source to the scans feeding it (targets that ``wait``).
 
     See the module docstring for when a key qualifies; the walk stops at the
     first item that could change a scan column's values or make rows that
     do not come from one scan row.
     """
+    from gpu_engine.exec.local_planner import LocalExchangeSource
+    from gpu_engine.plans.nodes import TableScanNode
+
+    if not items:
+        return []
+    if isinstance(items[0], TableScanNode):
+        scan = items[0]
+        return _pipeline_targets(items[1:], scan, {name: name for name in scan.output_schema.names
+                                                   if name in scan.columns}, waits=False)
+    if isinstance(items[0], LocalExchangeSource):
+        return [target for scan, origin in _scans_feeding(items[0].node)
+                for target in _pipeline_targets(items[1:], scan, origin, waits=True)]
+    return []
+
+
+def _scans_feeding(node) -> list[tuple[Any, dict[str, str]]]:
+    """Return each TableScan whose rows reach ``node``'s output unchanged, with its output name -> scan column map.
+
+    Why these nodes only: a Filter keeps a subset of rows, a Project's column
+    references rename, a LocalPartition passes rows on (by position, as a
+    UNION ALL's branches line up): a row dropped at such a scan reaches the
+    join with the same key, which no build key matches. Anything else (an
+    aggregation, a join, a computed column) ends the walk.
+    """
+    from gpu_engine.plans.expressions import ColumnRef
+    from gpu_engine.plans.nodes import FilterNode, LocalPartitionNode, ProjectNode, TableScanNode
+
+    if isinstance(node, TableScanNode):
+        return [(node, {name: name for name in node.output_schema.names if name in node.columns})]
+    if isinstance(node, FilterNode):
+        return _scans_feeding(node.sources[0])
+    if isinstance(node, ProjectNode):
+        return [(scan, renamed) for scan, origin in _scans_feeding(node.sources[0])
+                if (renamed := {name: origin[expr.name] for name, expr in zip(node.names, node.expressions)
+                                if isinstance(expr, ColumnRef) and expr.name in origin})]
+    if isinstance(node, LocalPartitionNode):
+        names = node.output_schema.names
+        found = []
+        for source in node.sources:
+            by_position = dict(zip(source.output_schema.names, names))
+            found += [(scan, renamed) for scan, origin in _scans_feeding(source)
+                      if (renamed := {by_position[name]: column for name, column in origin.items()
+                                      if name in by_position})]
+        return found
+    return []
+
+
+def _pipeline_targets(items: list, scan, origin: dict[str, str], waits: bool) -> list[KeyFilterTarget]:
+    """Return the key filters the joins among ``items`` (after the pipeline's source) push to ``scan``'s columns,
+    ``origin`` naming the scan column of each source column that is one unchanged."""
     from gpu_engine.exec.local_planner import FusedFilterProject
     from gpu_engine.plans.expressions import ColumnRef
-    from gpu_engine.plans.nodes import HashJoinNode, TableScanNode
+    from gpu_engine.plans.nodes import HashJoinNode
 
-    if not items or not isinstance(items[0], TableScanNode):
-        return []
-    scan = items[0]
     schema = scan.output_schema
-    origin = {name: name for name in schema.names if name in scan.columns}  # output name -> scan column
     targets: list[KeyFilterTarget] = []
-    for item in items[1:]:
+    for item in items:
+        if not origin:
+            break
         if isinstance(item, FusedFilterProject):
             if item.project is not None:  # a filter keeps a subset of rows, values unchanged
                 project = item.project
@@ -157,15 +220,13 @@ def plan_key_filters(items: list) -> list[KeyFilterTarget]:
                         continue
                     kind = _key_kind(schema.field(origin[left]).type, build_schema.field(right).type)
                     if kind is not None:
-                        targets.append(KeyFilterTarget(item.id, index, scan.id, origin[left], kind))
+                        targets.append(KeyFilterTarget(item.id, index, scan.id, origin[left], kind, waits))
             if item.join_type not in _PASSING_JOINS:
                 break
             probe_names = set(item.probe.output_schema.names)
             origin = {name: column for name, column in origin.items()
                       if name in item.output_columns and name in probe_names}
         else:
-            break
-        if not origin:
             break
     return targets
 
@@ -565,6 +626,7 @@ class DynamicFilters:
     def __init__(self):
         self._lock = threading.Lock()
         self._by_scan: dict[str, tuple[JoinKeyFilter, ...]] = {}
+        self._expected: dict[str, tuple[Future, ...]] = {}  # scan -> publications of the joins it waits for
 
     def add(self, scan_id: str, key_filter: JoinKeyFilter) -> None:
         """Add one filter on a scan's column (filters on one scan all apply: their conjunction)."""
@@ -574,3 +636,16 @@ class DynamicFilters:
     def for_scan(self, scan_id: str) -> tuple[JoinKeyFilter, ...]:
         """Return the filters on ``scan_id`` added so far."""
         return self._by_scan.get(scan_id, ())
+
+    def expect(self, scan_id: str, published: Future) -> None:
+        """Make ``scan_id`` wait for ``published`` (a join's table, its filters added first) before its first split.
+
+        Why: a scan feeding a probe through a local exchange runs in a pipeline no HashProbe blocks; unasked, it
+        would read before the build side is done and its filters come too late to drop anything.
+        """
+        with self._lock:
+            self._expected[scan_id] = self._expected.get(scan_id, ()) + (published,)
+
+    def pending(self, scan_id: str) -> Future | None:
+        """Return a publication ``scan_id`` still waits for, or None once all are done (or none expected)."""
+        return next((future for future in self._expected.get(scan_id, ()) if not future.done()), None)

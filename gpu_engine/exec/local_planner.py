@@ -20,7 +20,7 @@ from functools import singledispatch
 from typing import TYPE_CHECKING
 
 from gpu_engine.errors import PlanError
-from gpu_engine.exec.operator import Operator, OperatorCtx
+from gpu_engine.exec.operator import Operator, OperatorCtx, ready_future
 from gpu_engine.plans.nodes import (
     AggregationNode,
     EnforceSingleRowNode,
@@ -173,6 +173,8 @@ class DriverFactory:
             bridge = task.bridges[target.join_id]
             bridge.key_filter_targets += (target,)
             bridge.dynamic_filters = task.dynamic_filters
+            if target.waits:  # a scan of another pipeline, feeding this one through a local exchange
+                task.dynamic_filters.expect(target.scan_id, bridge.table_or_future()[1] or ready_future())
 
     def create_operators(self, task: "Task", driver_id: int) -> list[Operator]:
         """Return fresh operators, source first, for one driver."""

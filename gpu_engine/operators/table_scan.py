@@ -135,6 +135,7 @@ class TableScan(Operator):
         self._reader: Iterator[Batch] | None = None  # batches of a device-resident or cuDF-read split
         self._held_split: ConnectorSplit | None = None  # taken early, to read once the pieces in flight are done
         self._finished = False
+        self._filters_ready = False  # no join's table still awaited (gpu_engine.exec.dynamic_filters.DynamicFilters.expect)
         self._filtered_rows = [0, 0]  # rows the join-key filters tested, and dropped (see _reads)
         self._filter_shares: dict[str, float] = {}  # per column, the share of rows its filters kept last
         self._gathered: list[pa.RecordBatch] = []  # survivors not yet output: fewer than batch_rows rows in all
@@ -145,6 +146,12 @@ class TableScan(Operator):
         return False
 
     def get_output(self) -> Batch | None:
+        if not self._filters_ready:  # joins this scan feeds through a local exchange: their filters come first
+            future = self.ctx.task.dynamic_filters.pending(self.node.id)
+            if future is not None:
+                self.block_on(BlockingReason.WAIT_FOR_JOIN_BUILD, future)
+                return None
+            self._filters_ready = True
         while not self._finished:
             if self._ready:
                 return self._finish(self._ready.popleft())

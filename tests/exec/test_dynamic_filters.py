@@ -153,6 +153,22 @@ def test_filter_follows_renames_and_filters_and_earlier_left_joins(device_name, 
     assert _scan_counts(session) == (10, DROPPED)
 
 
+def test_filter_reaches_the_scans_of_union_all_branches(device_name, files, reference):
+    """fact UNION ALL fact (one branch renamed and filtered, under a second exchange) -> inner join: each branch's
+    scan runs in a pipeline of its own, waits for the build side and skips and drops as a probe's scan would."""
+    def probe(side, ids, catalog):
+        other = (PlanBuilder(catalog, id_generator=ids).table_scan("fact").filter("v >= 0")
+                 .project(["k AS key", "s", "v"]).local_partition(["key"]))
+        return side.project(["k AS key", "s", "v"]).union_all(other)
+
+    session = _session(device_name, files, drivers=2, batch_rows=64)
+    result = session.execute(_plan(session, "inner", left_key="key", output=["key", "v", "tag"], probe=probe))
+    expected = duckdb_table(reference, "SELECT key, v, tag FROM (SELECT k AS key, v FROM fact UNION ALL "
+                                       "SELECT k, v FROM fact WHERE v >= 0) f JOIN dim ON key = dk")
+    assert_same_rows(result, expected)
+    assert _scan_counts(session) == (2 * 10, 2 * DROPPED)
+
+
 @pytest.mark.parametrize("step", ["computed", "cast", "after_full_join"])
 def test_computed_cast_or_nulled_keys_do_not_filter(device_name, files, reference, step):
     """A key computed from the scan column, cast, or behind a join that makes probe columns NULL gets no filter."""
