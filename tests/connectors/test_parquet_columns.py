@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gpu_engine.columnar.types import is_string
@@ -299,7 +299,7 @@ def test_a_chunk_past_the_end_of_the_bytes_is_corrupt():
     assert decode_chunk(file_bytes, 0, 100, 1, 0, 10, out, empty, empty, empty, None)[:3] == (CORRUPT, 0, 0)
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.none()), min_size=1, max_size=400),
        st.sampled_from(["1.0", "2.0"]), st.booleans(), st.sampled_from([64, 256, 4096]))
 def test_random_int64_columns(tmp_path_factory, values, version, dictionary, page_size):
@@ -312,7 +312,7 @@ def test_random_int64_columns(tmp_path_factory, values, version, dictionary, pag
     assert set(read_decoded_columns(str(path), metadata, [0], {"v": pa.int64()})) == {"v"}
 
 
-@settings(max_examples=60, deadline=None)
+@settings(max_examples=60, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(min_size=0, max_size=3000), st.integers(1, 40))
 def test_snappy_round_trip(data, repeat):
     raw = (data * repeat)[:100_000]

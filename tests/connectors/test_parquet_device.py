@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
-from hypothesis import given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bench import parquet_surgery
@@ -199,7 +199,7 @@ def test_the_fuzz_layouts_read_as_pyarrow_reads_them(tmp_path, cuda_device, reci
         assert column.to_arrow(cuda_device).equals(_expected(path, name, cuda_device)), name
 
 
-@settings(max_examples=15, deadline=None, derandomize=True)
+@settings(max_examples=15, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(st.one_of(st.integers(-2**63, 2**63 - 1), st.none()), min_size=1, max_size=150),
        st.sampled_from(["1.0", "2.0"]), st.booleans(), st.sampled_from([64, 4096]), st.sampled_from(["none", "snappy"]))
 def test_random_int64_columns(tmp_path_factory, cuda_device, values, version, dictionary, page_size, compression):
@@ -210,7 +210,7 @@ def test_random_int64_columns(tmp_path_factory, cuda_device, values, version, di
     assert decoded["v"].to_arrow(cuda_device).equals(pa.array(values, pa.int64()))
 
 
-@settings(max_examples=25, deadline=None, derandomize=True)
+@settings(max_examples=25, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(min_size=0, max_size=600), st.integers(1, 20))
 def test_snappy_round_trip(data, repeat):
     """The kernels' Snappy (run here as the Python function the simulator runs): pyarrow's blocks, cut ones refused."""
