@@ -69,8 +69,9 @@ def _tables(select: exp.Select) -> dict[str, exp.Table] | None:
         items.append(join.this)
     out = {}
     for item in items:
-        if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier) or item.args.get("joins"):
-            return None
+        if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier) \
+                or {key for key, value in item.args.items() if value} - {"this", "db", "catalog", "alias"}:
+            return None  # a sample, a time travel or a hint reads other rows at each reference
         out[item.alias_or_name] = item
     return out if len(out) == len(items) else None
 
