@@ -107,10 +107,19 @@ def _sigint_is_caught(pid: int) -> bool:
     return bool(int(caught, 16) & (1 << (signal.SIGINT - 1)))
 
 
-def _interrupt(command: list[str], cwd: Path, env: dict, delay: float = 0.0, after_line: str | None = None
-               ) -> tuple[int, str, float]:
-    """Run ``command``; send SIGINT ``delay`` s after its SIGINT handler is installed, or once it prints
-    ``after_line`` on stderr; return its exit code, its stderr and the seconds it took to exit after the signal."""
+def _has_loaded(pid: int, library: str) -> bool:
+    """Return True once the process has mapped a shared library whose path holds ``library`` (Linux)."""
+    try:
+        return library in Path(f"/proc/{pid}/maps").read_text()
+    except OSError:
+        return False
+
+
+def _interrupt(command: list[str], cwd: Path, env: dict, delay: float = 0.0, after_line: str | None = None,
+               loaded: str | None = None) -> tuple[int, str, float]:
+    """Run ``command``; send SIGINT ``delay`` s after its SIGINT handler is installed (and it has mapped the
+    library ``loaded``), or once it prints ``after_line`` on stderr; return its exit code, its stderr and the
+    seconds it took to exit after the signal."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                env=dict(os.environ, PYTHONUNBUFFERED="1", **env), cwd=cwd)
     seen = []
@@ -121,7 +130,8 @@ def _interrupt(command: list[str], cwd: Path, env: dict, delay: float = 0.0, aft
                 break
     else:
         deadline = time.monotonic() + 60
-        while not _sigint_is_caught(process.pid) and time.monotonic() < deadline and process.poll() is None:
+        while (not (_sigint_is_caught(process.pid) and (loaded is None or _has_loaded(process.pid, loaded)))
+               and time.monotonic() < deadline and process.poll() is None):
             time.sleep(0.01)
         time.sleep(delay)
     sent = time.monotonic()
@@ -175,8 +185,12 @@ def test_ctrl_c_while_the_cli_compiles_kernels_exits_130_with_one_line(tmp_path)
 
 @pytest.mark.skipif(not Path("/proc/self/status").exists(), reason="reads the SIGINT mask from /proc")
 def test_ctrl_c_during_cli_start_up_exits_130_with_one_line(tmp_path):
+    """The signal comes while the CLI's modules load: once NumPy's extension is mapped (gpu_engine.device imports
+    it). Python installs its own SIGINT handler before it imports ``site``, so a fixed delay after that handler
+    landed in the interpreter's start on a loaded machine (site took ~0.2 s): 'Fatal Python error:
+    init_import_site', exit 1, before any of the engine's code ran."""
     command = [sys.executable, "-m", "gpu_engine", "sql", "--sf", "0.01", "--device", "cpu", "SELECT 1"]
-    code, stderr, seconds = _interrupt(command, tmp_path, {}, delay=0.2)
+    code, stderr, seconds = _interrupt(command, tmp_path, {}, loaded="_multiarray_umath")
     assert code == 130, stderr
     assert stderr.strip() == "interrupted", stderr
     assert seconds <= GENEROUS_SECONDS
