@@ -58,6 +58,7 @@ PARSE_OUT_OF_RANGE = 2
 _INT64_MAX = 9223372036854775807
 _INT64_MIN = -9223372036854775808
 _INT64_MIN_TENTH = -922337203685477580  # the lowest value that times 10 still fits int64 (rounded toward zero)
+_DATE_MAX_DAYS = 2147483646  # DuckDB's last date (5881580-07-10) in days from 1970-01-01; the first is its negation
 
 
 # --------------------------------------------------------------- row functions
@@ -540,17 +541,21 @@ def _parse_date_row(i, offsets, chars, out, status):
         days_in_month = 30
     elif month == 2:
         days_in_month = 29 if leap else 28
-    if month < 1 or month > 12 or day < 1 or day > days_in_month or year > 5877641 or year < -5877641:
+    if month < 1 or month > 12 or day < 1 or day > days_in_month:
         status[i] = 2
         return
     # Howard Hinnant's days_from_civil
     y = year - 1 if month <= 2 else year
-    era = (y if y >= 0 else y - 399) // 400
+    era = y // 400  # floor division (Hinnant's C++ shifts negative years by 399 for its truncating division)
     year_of_era = y - era * 400
     shifted_month = month - 3 if month > 2 else month + 9
     day_of_year = (153 * shifted_month + 2) // 5 + day - 1
     day_of_era = year_of_era * 365 + year_of_era // 4 - year_of_era // 100 + day_of_year
-    out[i] = era * 146097 + day_of_era - 719468
+    days = era * 146097 + day_of_era - 719468
+    if days > _DATE_MAX_DAYS or days < -_DATE_MAX_DAYS:  # DuckDB's range (+-2**31 - 2: infinities sit beyond it)
+        status[i] = 2
+        return
+    out[i] = days
     status[i] = 0
 
 
