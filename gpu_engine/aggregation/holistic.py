@@ -273,8 +273,9 @@ class Quantile(ValueList):
             whole = xp.trunc(step)
             halfway = xp.abs(step - whole) >= 0.5  # exact: a double less its integer part
             return low + (whole + xp.where(halfway, xp.sign(step), 0.0)).astype(xp.int64)
-        # decimals: interpolated exactly, rounded once to a double and truncated toward zero
-        return _truncated_interpolation(xp, low, high, delta)
+        # decimals: interpolated exactly, rounded once to a double and truncated toward zero; a quantile that
+        # falls on one value (delta 0) is that value, exact past 2 ** 53 too (DuckDB interpolates only between two)
+        return xp.where(delta == 0, low, _truncated_interpolation(xp, low, high, delta))
 
 
 def _product_error(x: Any, y: Any, product: Any) -> Any:
