@@ -1,6 +1,6 @@
 """The edge fuzz (tests/sql/edge_queries.py: NULL keys, frames at the edges, decimal(38), unicode text, casts between
-text, numbers and times, outer joins on NULL keys, LIMIT over ties, subqueries under OR/NOT, timestamps, NULL logic and NaN keys) on fixed seeds, and the
-answers it found wrong, against DuckDB.
+text, numbers and times, outer joins on NULL keys, LIMIT over ties, subqueries under OR/NOT, timestamps, NULL logic
+and NaN keys) on fixed seeds, and the answers it found wrong, against DuckDB.
 
 One seed of each shape runs on ``cpu`` unfused; the regressions run on every device (tiny tables).
 bench/sql_fuzz_breadth.py --generator edge runs thousands of seeds.
@@ -24,8 +24,8 @@ CPU_SEEDS = range(17, 17 + len(SHAPES))  # one of each shape (seed % 9 picks it)
 REGRESSIONS = [
     # 38-digit decimals below 1e-6 were written in Arrow's exponent form ('0E-10', '-1E-10').
     "SELECT id, CAST(big AS VARCHAR) AS v FROM w",
-    # CASE/coalesce of decimal(38, 10) and decimal(38, 2) is decimal(38, 2) (DuckDB gives up fraction digits past
-    # 38 digits): the engine kept scale 10, so 0.1 came back as 0.1000000000 and 1e-300 as 0E-10, not 0.00.
+    # CASE/coalesce of decimal(38, 10) and decimal(38, 2) is decimal(38, 2) (DuckDB gives up fraction digits
+    # past 38 digits): the engine kept scale 10, so 0.1 came back as 0.1000000000 and 1e-300 as 0E-10.
     "SELECT id, coalesce(CAST(f AS DECIMAL(38, 10)), CAST(k AS DECIMAL(38, 2))) AS v FROM w WHERE abs(f) < 1000",
     # The text of BIGINT's lowest value did not parse (its magnitude has no int64): TRY_CAST NULL, CAST raised.
     "SELECT s, TRY_CAST(s AS BIGINT) AS v FROM (VALUES ('-9223372036854775808'), ('-9223372036854775809'), "
@@ -35,8 +35,12 @@ REGRESSIONS = [
     # and years past 5877641 were refused where DuckDB's range (+-2147483646 days) holds them.
     # A decimal quantile falling on one value went through a double: 12345678901234.5678 came back ...5680.
     "SELECT k, median(m) AS a, quantile_cont(m, 0.0) AS b FROM w GROUP BY k",
-    "SELECT s, date_diff('day', DATE '1970-01-01', TRY_CAST(s AS DATE)) AS v FROM (VALUES ('-0001-01-01'), ('-0400-02-29'), ('-0401-12-31'), ('-1-3-1'), "
-    "('-5877641-06-24'), ('-5877641-06-25'), ('5881580-07-10'), ('5881580-07-11'), ('5877642-01-01')) t(s)",
+    # Timestamp text as DuckDB reads it: a bare date ends the text, blanks may run before the time, a '.' may
+    # end it.
+    "SELECT s, TRY_CAST(s AS TIMESTAMP) AS v FROM (VALUES ('2024-03-10 '), ('2024-03-10 UTC'), "
+    "('2024-03-10  12:00:00'), ('2024-03-10T 12:00'), ('2024-03-10 12:00:00.'), ('2024-03-10 12:00:00 Z'), (' 2024-03-10')) t(s)",
+    "SELECT s, date_diff('day', DATE '1970-01-01', TRY_CAST(s AS DATE)) AS v FROM (VALUES ('-0001-01-01'), "
+    "('-0400-02-29'), ('-0401-12-31'), ('-1-3-1'), ('-5877641-06-24'), ('-5877641-06-25'), ('5881580-07-10'), ('5881580-07-11'), ('5877642-01-01')) t(s)",
 ]
 
 
