@@ -149,7 +149,48 @@ def _comparison(expr: BinaryOp, batch: Batch) -> Column:
     if _string_literal(expr.left) is not None and is_string(expr.right.dtype):
         flipped = comparison.FLIPPED[expr.op]
         return comparison.compare_to_string(device, flipped, _evaluate(expr.right, batch), _string_literal(expr.left))
+    if batch.num_rows >= 2:  # (a constant that fails must not fail an empty batch, as in _constant_once)
+        for side, constant_side, op in ((expr.left, expr.right, expr.op),
+                                        (expr.right, expr.left, comparison.FLIPPED[expr.op])):
+            constant = _host_constant(constant_side)
+            if constant is None:
+                continue
+            column = _evaluate(side, batch)
+            result = comparison.compare_to_constant(device, op, column, constant)
+            if result is not None:
+                return result
+            other = _evaluate(constant_side, batch)
+            left, right = (column, other) if side is expr.left else (other, column)
+            return comparison.compare(device, expr.op, left, right)
     return comparison.compare(device, expr.op, _evaluate(expr.left, batch), _evaluate(expr.right, batch))
+
+
+def _host_constant(expr: Expr) -> Column | None:
+    """Return a non-string constant subtree's value as a one-row host column (None: not constant, or it fails).
+
+    Why: compared with a column, a constant need not be a column (see
+    :func:`~gpu_engine.expressions.comparison.compare_to_constant`), and a plan's constants are the same
+    for every batch: each is evaluated once, on the host, and kept. One that fails (an overflow) is left
+    to the evaluation on the batch's rows, which reports it as before.
+    """
+    if isinstance(expr, Literal):
+        if expr.value is None or is_string(expr.dtype):
+            return None
+    elif is_string(expr.dtype) or not _is_constant(expr, [_CONSTANT_NODES]):
+        return None
+    try:
+        return _host_constant_of(expr)
+    except (ExecutionError, PlanError, TypeError):  # TypeError: a literal value that does not hash
+        return None
+
+
+@functools.lru_cache(maxsize=1024)
+def _host_constant_of(expr: Expr) -> Column:
+    from gpu_engine.device import get_device
+
+    host = get_device("cpu")
+    with checks_read_together(host, own_scope=True):
+        return _evaluate(expr, Batch((), (), host, None, 1))
 
 
 @_evaluate.register

@@ -172,6 +172,17 @@ def check(device, expr: Expr, sql: str, table: pa.Table = TABLE):
     return column
 
 
+def check_many(device, cases: list[tuple[Expr, str]], table: pa.Table = TABLE) -> None:
+    """Check each ``(expr, sql)`` as :func:`check` does, with DuckDB's values of all of them from one query."""
+    with _connection(table) as connection:
+        rows = connection.sql(f"SELECT {', '.join(sql for _, sql in cases)} FROM t ORDER BY rid").fetchall()
+    batch = batch_of(table, device)
+    for k, (expr, sql) in enumerate(cases):
+        column = evaluate(expr, batch)
+        assert column.dtype == expr.dtype, f"{expr}: result type {column.dtype}, IR says {expr.dtype}"
+        assert_same_values(column.to_arrow(device).to_pylist(), [row[k] for row in rows], f"{expr} vs {sql}")
+
+
 def check_predicate(device, expr: Expr, sql: str, table: pa.Table = TABLE) -> None:
     """Assert ``evaluate_predicate`` keeps exactly the rows where DuckDB's ``sql`` is TRUE."""
     mask = device.to_host(evaluate_predicate(expr, batch_of(table, device)))

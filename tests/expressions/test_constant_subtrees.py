@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import decimal
+import importlib
 
 import pyarrow as pa
 import pytest
@@ -15,7 +16,9 @@ from gpu_engine.plans.expressions import Cast, UnaryOp
 
 @pytest.fixture
 def arithmetic_rows(monkeypatch) -> list[int]:
-    """Record the number of rows each eager arithmetic call computes."""
+    """Record the number of rows each eager arithmetic call computes (constants compared with a column are
+    kept once evaluated: the kept ones are dropped first, so each test sees its own constants computed)."""
+    importlib.import_module("gpu_engine.expressions.evaluate")._host_constant_of.cache_clear()
     rows: list[int] = []
     real = arithmetic.arithmetic
 
