@@ -9,7 +9,8 @@ text, casts between text, numbers, dates and timestamps, outer joins on NULL key
 ``LIMIT``/``OFFSET`` under an ``ORDER BY`` with ties (checked as SQL allows: the keys in order, and each tie
 group's rows a sub-multiset of the unlimited query's), subqueries under ``OR``/``NOT`` with NULLs inside,
 and timestamps (before 1970, leap days, microseconds) grouped, windowed over RANGE intervals and joined to dates,
-NULL in IN lists and three-valued logic, NaN, -0.0 and infinities as keys, and the empty and one-row tables. The tables are :func:`breadth_queries.tables` plus ``w`` (edge values),
+NULL in IN lists and three-valued logic, NaN, -0.0 and infinities as keys, and the empty and one-row tables. The
+tables are :func:`breadth_queries.tables` plus ``w`` (edge values),
 ``w1`` (its first row) and ``we`` (none).
 
 :func:`run_case` classifies as breadth_queries does (``ok``, ``refused``, ``both_raised``, ``wrong``,
@@ -42,11 +43,12 @@ _EDGE_COLUMNS = {
           pa.decimal128(18, 4), 0.15),
     "sm": ([_D("99.99"), _D("-99.99"), _D("0.01"), _D("-0.50"), _D("0.00")], pa.decimal128(4, 2), 0.15),
     "x": ([0, 1, -1, 2147483647, -2147483648, 9007199254740993, -(2 ** 63), 2 ** 63 - 1], pa.int64(), 0.15),
-    "txt": (["", " ", "a", "A", "ß", "é", "e\u0301", "日本語", "😀x", "  pad ", "a,b,,c", "ÀÉÎ", "x\ty", "%_"],
+    "txt": (["", " ", "a", "A", "ß", "é", "e\u0301", "日本語", "😀x", "  pad ", "a,b,,c", "ÀÉÎ", "x\ty",
+             "%_"],
             pa.string(), 0.15),
     "num": (["0", "-0", "+5", " 12 ", "1.005", "-1.5e2", "99999999999", "1e400", "nan", "inf", "0x1F", "",
              "2024-02-29", "2023-02-29", "2024-03-10 12:34:56", "2024-03-10T01:02:03.123456", "1970-01-01 00:00:00",
-             "12:00", "9999-12-31"], pa.string(), 0.1),
+             "12:00", "9999-12-31", "2024-03-10 ", "2024-03-10  12:00", "2024-03-10 12:00:00."], pa.string(), 0.1),
     "ts": ([datetime.datetime(2024, 2, 29, 23, 59, 59, 999999), datetime.datetime(1970, 1, 1),
             datetime.datetime(1969, 12, 31, 23, 59, 59), datetime.datetime(2000, 1, 1, 12, 30),
             datetime.datetime(1995, 1, 1), datetime.datetime(2024, 3, 10, 1, 2, 3, 123456)], pa.timestamp("us"), 0.15),
@@ -207,8 +209,10 @@ def _shape_decimal_edges(rng):
         where = f" WHERE {_decimal_expression(rng, 1)} {rng.choice(['>', '=', '<=', '<>'])} " \
                 f"{_decimal_expression(rng, 1)}" if rng.random() < 0.35 else ""
         return dict(sql=f"SELECT {', '.join(items)} FROM {_edge_table(rng)}{where}")
-    aggregates = [f"{rng.choice(['sum', 'avg', 'min', 'max', 'count'])}({_decimal_expression(rng, 1)}) AS a{n}"
-                  for n in range(rng.randint(1, 3))]
+    functions = ["sum", "avg", "min", "max", "count", "median"]
+    aggregates = [f"{rng.choice(functions)}({_decimal_expression(rng, 1)}) AS a{n}" for n in range(rng.randint(1, 3))]
+    if rng.random() < 0.3:
+        aggregates.append(f"quantile_cont({rng.choice(['m', 'sm', 'x'])}, {rng.choice(['0', '0.25', '1'])}) AS q")
     group = rng.choice(["", "k", "sm"])
     keys = [group] if group else []
     return dict(sql=f"SELECT {', '.join(keys + aggregates)} FROM {_edge_table(rng)}"
@@ -224,11 +228,13 @@ def _shape_strings(rng):
         "length(txt)", "upper(txt)", "lower(txt)", f"substring(txt, {n()}, {rng.choice(['0', '1', '3', '100'])})",
         f"substring(txt, {n()})", f"left(txt, {n()})", f"right(txt, {n()})", "reverse(txt)", "trim(txt)",
         "ltrim(txt)", "rtrim(txt)", f"lpad(txt, {rng.choice(['0', '1', '3', '6'])}, {literal()})",
-        f"rpad(txt, {rng.choice(['0', '2', '5'])}, 'ü')", f"strpos(txt, {literal()})", f"replace(txt, {literal()}, 'Z')",
-        f"split_part(txt, ',', {rng.choice(['1', '2', '3', '5', '-1'])})", f"repeat(txt, {rng.choice(['0', '1', '3'])})",
+        f"rpad(txt, {rng.choice(['0', '2', '5'])}, 'ü')", f"strpos(txt, {literal()})",
+        f"replace(txt, {literal()}, 'Z')", f"split_part(txt, ',', {rng.choice(['1', '2', '3', '5', '-1'])})",
+        f"repeat(txt, {rng.choice(['0', '1', '3'])})",
         f"concat_ws('|', txt, num, {literal()})", f"concat(txt, NULL, {literal()})", "txt || num",
-        f"starts_with(txt, {literal()})", f"contains(txt, {literal()})", f"txt LIKE '{rng.choice(['_', '%', '_%_', '%é%', ''])}'",
-        f"txt ILIKE '{rng.choice(['ß', 'À%', '%É%'])}'", f"position({literal()} IN txt)", "txt < num", "txt = upper(txt)",
+        f"starts_with(txt, {literal()})", f"contains(txt, {literal()})",
+        f"txt LIKE '{rng.choice(['_', '%', '_%_', '%é%', ''])}'", f"txt ILIKE '{rng.choice(['ß', 'À%', '%É%'])}'",
+        f"position({literal()} IN txt)", "txt < num", "txt = upper(txt)",
         f"ends_with(txt, {literal()})", f"instr(txt, {literal()})", f"strlen(txt)", "ascii(txt)", "md5(txt)",
         f"regexp_replace(txt, '{rng.choice(['.', '^', '[a-z]+', ''])}', '-')", "length(lower(txt))",
         f"array_length(string_split(txt, ','))" if rng.random() < 0.1 else "upper(lower(txt))",
@@ -248,7 +254,8 @@ _CASTS = [
     "CAST(ts AS DATE)", "CAST(ts AS VARCHAR)", "CAST(dt AS TIMESTAMP)", "CAST(dt AS VARCHAR)", "TRY_CAST(num AS DATE)",
     "TRY_CAST(num AS TIMESTAMP)", "TRY_CAST(num AS INTEGER)", "TRY_CAST(num AS BIGINT)", "TRY_CAST(num AS DOUBLE)",
     "TRY_CAST(num AS DECIMAL(5, 2))", "TRY_CAST(num AS DECIMAL(38, 10))", "TRY_CAST(num AS SMALLINT)",
-    "TRY_CAST(num AS BOOLEAN)", "CAST(big AS VARCHAR)", "CAST(m AS VARCHAR)", "CAST(sm AS VARCHAR)", "CAST(x AS VARCHAR)",
+    "TRY_CAST(num AS BOOLEAN)", "CAST(big AS VARCHAR)", "CAST(m AS VARCHAR)", "CAST(sm AS VARCHAR)",
+    "CAST(x AS VARCHAR)",
     "CAST(big AS DOUBLE)", "TRY_CAST(big AS BIGINT)", "TRY_CAST(m AS INTEGER)", "CAST(sm AS INTEGER)",
     "TRY_CAST(x AS INTEGER)", "TRY_CAST(x AS DECIMAL(18, 2))", "CAST(x AS DOUBLE)", "TRY_CAST(f AS BIGINT)",
     "TRY_CAST(f AS DECIMAL(18, 3))", "CAST(k AS DECIMAL(38, 10))", "TRY_CAST(txt AS INTEGER)", "TRY_CAST(txt AS DATE)",
@@ -360,7 +367,8 @@ def _shape_timestamps(rng):
                         f"ON {condition}")
     comparison = rng.choice(["ts < dt", "ts >= TIMESTAMP '1970-01-01 00:00:00'", "ts BETWEEN dt AND dt + 1",
                              "ts = CAST(dt AS TIMESTAMP)", "CAST(ts AS DATE) <> dt", "ts IN (TIMESTAMP '1995-01-01', "
-                             "TIMESTAMP '2024-02-29 23:59:59.999999')", "epoch(ts) < 0", "extract(year FROM ts) = 2024"])
+                             "TIMESTAMP '2024-02-29 23:59:59.999999')", "epoch(ts) < 0",
+                             "extract(year FROM ts) = 2024"])
     order = rng.choice(["", " ORDER BY ts NULLS FIRST, id", " ORDER BY ts DESC, id"])
     derived = rng.choice(["ts + INTERVAL 1 DAY", "ts - dt", "age(ts, TIMESTAMP '2000-01-01')", "CAST(ts AS VARCHAR)",
                           "dt + INTERVAL 1 DAY"])
