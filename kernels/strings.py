@@ -455,13 +455,16 @@ def _read_number(chars, position, end, max_digits):
 
 @_row_helper
 def _skip_time_of_day(chars, position, end):
-    """Return the position after ``( |T)H{1,2}:M{1,2}[:S{1,2}[.digits*]] ws* [Z|UTC|(+|-)H{1,2}[[:]MM]]``, or -1.
+    """Return the position after ``( |T)ws* H{1,2}:M{1,2}[:S{1,2}[.digits*]] ws* [Z|UTC|(+|-)H{1,2}[[:]MM]]``, or -1.
 
     Why: DuckDB reads a timestamp's text as a DATE by dropping a valid time of day (``'2020-01-02 10:00'``).
     """
     if position >= end or (chars[position] != 32 and chars[position] != 84):
         return -1
-    hour, position = _read_number(chars, position + 1, end, 2)
+    position += 1
+    while position < end and _is_space(chars[position]):  # DuckDB lets blanks run before the time
+        position += 1
+    hour, position = _read_number(chars, position, end, 2)
     if hour < 0 or hour > 24 or position >= end or chars[position] != 58:
         return -1
     minute, position = _read_number(chars, position + 1, end, 2)
