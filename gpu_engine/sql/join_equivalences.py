@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.statistics import ColumnStatistics
 
-__all__ = ["EquivalenceClass", "class_conditions", "class_members_kept", "equivalence_classes"]
+__all__ = ["EquivalenceClass", "class_conditions", "class_members_kept", "distinct_count", "equivalence_classes"]
 
 
 class _Joined(Protocol):
@@ -104,7 +104,7 @@ def _present(cls: EquivalenceClass, side: _Joined) -> list[tuple[str, str]]:
 
 def _fewest_distinct(members: list[tuple[str, str]], side: _Joined) -> tuple[str, str]:
     """Return the member with the fewest distinct values (the best estimate of the class's on that side)."""
-    return min(members, key=lambda m: (_ndv(side, m), m))
+    return min(members, key=lambda m: (distinct_count(side, m), m))
 
 
 def class_conditions(classes: list[EquivalenceClass], a: _Joined, b: _Joined) -> list[exp.Expression]:
@@ -135,10 +135,11 @@ def class_members_kept(classes: list[EquivalenceClass], a: _Joined, b: _Joined) 
             continue
         candidates = [(m, side) for side in (a, b) for m in _present(cls, side)]
         if candidates:
-            kept.add(min(candidates, key=lambda c: (_ndv(c[1], c[0]), c[0]))[0])
+            kept.add(min(candidates, key=lambda c: (distinct_count(c[1], c[0]), c[0]))[0])
     return kept
 
 
-def _ndv(side: _Joined, member: tuple[str, str]) -> float:
+def distinct_count(side: _Joined, member: tuple[str, str]) -> float:
+    """Return the estimated distinct values of ``side``'s column ``member`` (unknown: infinity, chosen last)."""
     stats = side.stats.get(side.columns[member])
     return stats.ndv if stats is not None and stats.ndv else float("inf")

@@ -29,7 +29,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.join_equivalences import (
-    EquivalenceClass, class_conditions, class_members_kept, equivalence_classes,
+    EquivalenceClass, class_conditions, class_members_kept, distinct_count, equivalence_classes,
 )
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.predicates import conjuncts_of, factor_or, filtered, free_columns, has_subquery
@@ -260,6 +260,7 @@ def _greedy_cost(best, n: int, edges, members) -> float:
 
 
 def _connected(m1: int, m2: int, edges, members) -> bool:
+    """Return whether an equality key or a class links relations ``m1`` to relations ``m2``."""
     if any(key is not None and mask & m1 and mask & m2 and not mask & ~(m1 | m2) for mask, key in edges):
         return True
     return any(any(bit & m1 for bit, _ in held) and any(bit & m2 for bit, _ in held) for held in members)
@@ -281,16 +282,11 @@ def _joined_rows(left: _Estimate, right: _Estimate, part: int, mask: int, edges,
         in_left = [m for bit, m in held if bit & part]
         in_right = [m for bit, m in held if bit & mask & ~part]
         if in_left and in_right:
-            x = min(in_left, key=lambda m: (_distinct(left, m), m))
-            y = min(in_right, key=lambda m: (_distinct(right, m), m))
+            x = min(in_left, key=lambda m: (distinct_count(left, m), m))
+            y = min(in_right, key=lambda m: (distinct_count(right, m), m))
             pairs.append((left.columns[x], right.columns[y]))
     before = join_estimate(left, right, pairs) if pairs else left.rows * right.rows
     return before, max(1.0, before * 0.5 ** filters) if filters else before
-
-
-def _distinct(estimate: _Estimate, member: tuple[str, str]) -> float:
-    stats = estimate.stats.get(estimate.columns[member])
-    return stats.ndv if stats is not None and stats.ndv else float("inf")
 
 
 def _join_tree(planner: PlanningContext, tree: JoinTree | int, relations: list[Relation],
