@@ -31,9 +31,9 @@ TABLES = {
 }
 WHERE = "c_key = o_cust AND o_supp = s_key AND c_nation = s_nation AND s_nation = n_key AND n_name = 'n3'"
 QUERIES = {
-    "chain": f"SELECT count(*) AS k, sum(o_key) AS total FROM c, o, s, n WHERE {WHERE}",
-    "grouped": "SELECT n_name, count(*) AS k FROM c, o, s, n WHERE c_key = o_cust AND o_supp = s_key "
-               "AND c_nation = s_nation AND s_nation = n_key AND n_key < 3 GROUP BY n_name",
+    "chain": f"SELECT count(*) AS k FROM c, o, s, n WHERE {WHERE}",
+    "range": "SELECT count(*) AS k FROM c, o, s, n WHERE c_key = o_cust AND o_supp = s_key "
+             "AND c_nation = s_nation AND s_nation = n_key AND n_key < 3",
     "types_differ": "SELECT count(*) AS k FROM c, o, s, n WHERE c_key = o_cust AND o_supp = s_key "
                     "AND c_nation32 = s_nation AND s_nation = n_key AND n_name = 'n3'",
     "outer_join": "SELECT count(*) AS k, count(s_key) AS matched FROM c JOIN o ON c_key = o_cust "
