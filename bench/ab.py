@@ -12,6 +12,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
+    python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
 """
 import argparse
 import os
@@ -78,6 +79,22 @@ def _window_subqueries():
     return module, "with_subqueries_as_windows", lambda select: select
 
 
+def _wide_sum_fusion():
+    """Raw sum/avg/count of a decimal(p > 18) column left unfused (``fusion_program.HighWord`` off): the
+    re-aggregation above eager aggregation ran on the eager operators."""
+    import gpu_engine.planning.fusion as module
+    from gpu_engine.codegen.fusion_program import may_be_wide
+    from gpu_engine.plans.expressions import ColumnRef
+    original = module.fusion_refusal
+
+    def refusal(node):
+        if node.step.input_is_raw and any(isinstance(call.arg, ColumnRef) and may_be_wide(call.arg.dtype)
+                                          for call in node.aggregates):
+            return "a wide decimal column"
+        return original(node)
+    return module, "fusion_refusal", refusal
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -87,6 +104,7 @@ SWITCHES = {
     "pinned-statistics": _pinned_statistics,
     "late-cut-share": _late_cut_share,
     "window-subqueries": _window_subqueries,
+    "wide-sum-fusion": _wide_sum_fusion,
 }
 
 
