@@ -15,9 +15,13 @@ without row code) is evaluated eagerly on the gathered columns it reads.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gpu_engine.codegen.compiled_predicate import CompiledPredicate
 from gpu_engine.codegen.compiled_projection import CompiledProjection
+from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
 from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
@@ -50,6 +54,53 @@ class _EagerExpressions:
         return tuple(evaluate(e, flat) for e in self.expressions)
 
 
+@dataclass(frozen=True)
+class _NodeSetup:
+    """What a FilterProject derives from its nodes alone, shared by its drivers and runs (none changes it):
+    the programs of its generated kernels (None: evaluated eagerly) and its eager expressions."""
+
+    predicate: FusionProgram | None
+    projection: FusionProgram | None
+    compiled_positions: tuple[int, ...]  # the projection's expressions its kernel computes
+    pass_through: bool
+    eager: _EagerExpressions | None  # the expressions left to evaluate eagerly
+    lowest_tier: _EagerExpressions | None  # every expression, while the kernel is not compiled yet
+
+    @classmethod
+    def of(cls, device, filter_node: FilterNode | None, project_node: ProjectNode | None, fuse: bool) -> "_NodeSetup":
+        predicate = None
+        if filter_node is not None and fuse:
+            schema = {f.name: f.type for f in filter_node.source.output_schema}
+            compiled = CompiledPredicate.of(device, filter_node.predicate, schema, "lowest")
+            predicate = None if compiled is None else compiled.program
+        if project_node is None:
+            return cls(predicate, None, (), False, None, None)
+        pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
+        projection, positions, eager = None, (), tuple(project_node.expressions)
+        if fuse and not pass_through:
+            projection, positions = _projection_program(device, project_node)
+            eager = tuple(e for k, e in enumerate(project_node.expressions) if k not in positions)
+        eager_expressions = _EagerExpressions(eager)
+        lowest_tier = (_EagerExpressions(tuple(project_node.expressions)) if projection is not None
+                       else eager_expressions)
+        return cls(predicate, projection, positions, pass_through, eager_expressions, lowest_tier)
+
+
+def _projection_program(device, node: ProjectNode) -> tuple[FusionProgram | None, tuple[int, ...]]:
+    """Return the program of one kernel computing the computed fixed-width expressions, and their positions."""
+    schema = {f.name: f.type for f in node.source.output_schema}
+    computed = [k for k, e in enumerate(node.expressions) if not isinstance(e, ColumnRef)]
+    compiled = CompiledProjection.of(device, [node.expressions[k] for k in computed], schema, "lowest")
+    if compiled is None:  # keep the ones with row code together in one kernel, the rest eager
+        computed = [k for k in computed if CompiledProjection.of(device, [node.expressions[k]], schema, "lowest")]
+        compiled = CompiledProjection.of(device, [node.expressions[k] for k in computed], schema, "lowest") \
+            if computed else None
+    return (None, ()) if compiled is None else (compiled.program, tuple(computed))
+
+
+_SETUPS: MadePerNode[_NodeSetup] = MadePerNode()
+
+
 class FilterProject(Operator):
     """Apply an optional filter, then an optional projection, batch by batch."""
 
@@ -57,35 +108,20 @@ class FilterProject(Operator):
         super().__init__(ctx, project_node or filter_node)
         self.predicate = filter_node.predicate if filter_node is not None else None
         self.project = project_node
-        self._compiled = None
         mode = ctx.config.compile_mode
-        if self.predicate is not None and ctx.config.fuse:
-            schema = {f.name: f.type for f in filter_node.source.output_schema}
-            self._compiled = CompiledPredicate.of(self.device, self.predicate, schema, mode)
+        # Once per node (the filter, if any, is the project's source): not per driver, not per run of a kept plan.
+        setup = _SETUPS.get(project_node or filter_node,
+                            lambda: _NodeSetup.of(self.device, filter_node, project_node, ctx.config.fuse),
+                            variant=ctx.config.fuse)
+        self._compiled = None if setup.predicate is None else CompiledPredicate(self.device, setup.predicate, mode)
         if project_node is not None:
-            self._pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
-            self._compiled_projection, self._compiled_positions = None, ()
-            eager = tuple(project_node.expressions)
-            if ctx.config.fuse and not self._pass_through:
-                eager = self._compile_projection(project_node, mode)
-            self._eager = _EagerExpressions(eager)
+            self._pass_through = setup.pass_through
+            self._compiled_projection = (None if setup.projection is None
+                                         else CompiledProjection(self.device, setup.projection, mode))
+            self._compiled_positions = setup.compiled_positions
+            self._eager = setup.eager
             #: Every expression, for batches that run before the projection's kernel is compiled.
-            self._lowest_tier = (_EagerExpressions(tuple(project_node.expressions))
-                                 if self._compiled_projection is not None else self._eager)
-
-    def _compile_projection(self, node: ProjectNode, mode: str) -> tuple:
-        """Compile the computed fixed-width expressions into one kernel; return those left to evaluate eagerly."""
-        schema = {f.name: f.type for f in node.source.output_schema}
-        computed = [k for k, e in enumerate(node.expressions) if not isinstance(e, ColumnRef)]
-        compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema, mode)
-        if compiled is None:  # keep the ones with row code together in one kernel, the rest eager
-            computed = [k for k in computed if CompiledProjection.of(self.device, [node.expressions[k]], schema)]
-            compiled = CompiledProjection.of(self.device, [node.expressions[k] for k in computed], schema, mode) \
-                if computed else None
-        if compiled is None:
-            return tuple(node.expressions)
-        self._compiled_projection, self._compiled_positions = compiled, tuple(computed)
-        return tuple(e for k, e in enumerate(node.expressions) if k not in self._compiled_positions)
+            self._lowest_tier = setup.lowest_tier
 
     def add_input(self, batch: Batch) -> None:
         with checks_read_together(self.device):  # the predicate's and the projection's checks, in one host sync

@@ -31,6 +31,7 @@ its first batch took, so no state is ever split between the two.
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -52,6 +53,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import give_array, take_array
+from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.operators.hash_aggregation import can_pass_through
@@ -219,21 +221,56 @@ class _LowestTier:
             operator.close()
 
 
+@dataclass(frozen=True)
+class _NodeSetup:
+    """What a FusedAggregation derives from its plan node alone, shared by its drivers and runs (none changes it)."""
+
+    functions: tuple
+    may_abandon: bool
+    program: Any
+    key_types: tuple
+    table_layout: Any
+    nonzero_fill: tuple[tuple[int, int], ...]  # slot columns an empty slot does not hold 0 in, and their words
+
+    @classmethod
+    def of(cls, node: FusedAggregationNode) -> "_NodeSetup":
+        functions = aggregate_functions_of(node)
+        schema = {f.name: f.type for f in node.source.output_schema}
+        layout = slot_table_layout(len(node.grouping_keys), functions)
+        fresh_row = _fresh_row(layout, functions)
+        return cls(tuple(functions), can_pass_through(functions),
+                   plan_fusion_program(node.predicates, node.grouping_keys, functions, schema),
+                   tuple(node.output_schema.field(name).type for name in node.key_names), layout,
+                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)))
+
+
+def _fresh_row(layout, functions) -> np.ndarray:
+    """Return the int64 words of an empty slot: occupancy 0 and each state's starting value."""
+    row = np.zeros(layout.width, dtype=np.int64)
+    for function, columns in zip(functions, layout.state_columns):
+        for state in function.state_arrays():
+            view = row.view(np.float64) if state.dtype.kind == "f" else row.view(np.uint64) if state.dtype.kind == "u" else row
+            view[columns[state.name]] = state.fill
+    return row
+
+
+_SETUPS: MadePerNode[_NodeSetup] = MadePerNode()
+
+
 class FusedAggregation(AggregationOperator):
     """Blocking operator: consumes all input through one kernel per batch, then emits one row per group."""
 
     def __init__(self, ctx: OperatorCtx, node: FusedAggregationNode):
         super().__init__(ctx, node)
-        self.functions = aggregate_functions_of(node)
-        self._may_abandon = can_pass_through(self.functions)
-        schema = {f.name: f.type for f in node.source.output_schema}
-        self.program = plan_fusion_program(node.predicates, node.grouping_keys, self.functions, schema)
-        self.key_types = [node.output_schema.field(name).type for name in node.key_names]
+        setup = _SETUPS.get(node, lambda: _NodeSetup.of(node))  # once per node: not per driver, not per run
+        self.functions = list(setup.functions)
+        self._may_abandon = setup.may_abandon
+        self.program = setup.program
+        self.key_types = list(setup.key_types)
         self.max_groups = ctx.config.partial_aggregation_max_groups
-        self.table_layout = slot_table_layout(len(node.grouping_keys), self.functions)
-        fresh_row = self._fresh_row()
+        self.table_layout = setup.table_layout
         #: The slot columns an empty slot does not hold 0 in (min/max states), with their starting words.
-        self._nonzero_fill = tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row))
+        self._nonzero_fill = setup.nonzero_fill
         xp = self.device.xp
         self._placeholder = xp.zeros(1, dtype=xp.int32)
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
@@ -251,15 +288,6 @@ class FusedAggregation(AggregationOperator):
         self._reset()
 
     # ----------------------------------------------------------------- state
-    def _fresh_row(self) -> np.ndarray:
-        """Return the int64 words of an empty slot: occupancy 0 and each state's starting value."""
-        row = np.zeros(self.table_layout.width, dtype=np.int64)
-        for function, columns in zip(self.functions, self.table_layout.state_columns):
-            for state in function.state_arrays():
-                view = row.view(np.float64) if state.dtype.kind == "f" else row.view(np.uint64) if state.dtype.kind == "u" else row
-                view[columns[state.name]] = state.fill
-        return row
-
     def _new_table(self, capacity: int) -> Any:
         xp = self.device.xp
         table = take_array(xp, (capacity, self.table_layout.width), xp.int64)

@@ -92,3 +92,28 @@ def test_project(session, assert_query, projection, compiled):
 def test_filter_then_project(session, assert_query, predicate, projection):
     plan = PlanBuilder(session.catalog).table_scan("t").filter(predicate).project(projection).plan()
     assert_query(plan, f"SELECT {_sql_projection(projection)} FROM t WHERE {predicate}")
+
+
+def test_drivers_and_runs_of_a_kept_plan_plan_its_kernels_once(monkeypatch):
+    """The programs of a FilterProject's kernels (planned, and tried on the generator) and its eager expressions
+    are made once per node object: not by each driver, one after another in Task.start, nor again on every run of
+    a plan the Session kept (each driver did: two drivers, two runs, four of each). Nothing compiles (the lowest
+    tier runs the batches); the rows are the filter's and projection's."""
+    import pyarrow as pa
+
+    from gpu_engine.codegen.compiled_predicate import CompiledPredicate
+    from gpu_engine.codegen.compiled_projection import CompiledProjection
+
+    planned = []
+    for kind in (CompiledPredicate, CompiledProjection):
+        original = kind.of
+        monkeypatch.setattr(kind, "of", classmethod(
+            lambda cls, *args, original=original, **kwargs: planned.append(cls.__name__) or original(*args, **kwargs)))
+    session = Session(device="cpu", drivers=2, compile_mode="lowest")
+    session.register("t", pa.table({"k": pa.array(range(40), pa.int64()), "v": pa.array(range(40, 0, -1), pa.int64())}),
+                     split_rows=10)
+    plan = PlanBuilder(session.catalog).table_scan("t").filter("v > 3").project(["k", "v * 2 AS w"]).plan()
+    for _ in range(2):
+        rows = sorted(session.execute(plan).to_pylist(), key=lambda row: row["k"])
+        assert rows == [{"k": k, "w": 2 * (40 - k)} for k in range(37)]
+    assert sorted(planned) == ["CompiledPredicate", "CompiledProjection"]

@@ -29,7 +29,7 @@ import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
-from duckdb_reference import assert_same_rows
+from duckdb_reference import assert_same_rows, duckdb_table
 
 from gpu_engine import ExecutionError, Session
 from gpu_engine.aggregation import aggregate_functions_of
@@ -644,3 +644,27 @@ def test_a_first_batch_that_groups_no_row_sizes_the_table_without_failing():
 
     assert _new_keys_after_sample(512, 0, 10_000) == 0
     assert 0 < _new_keys_after_sample(512, 100, 10_000) <= 10_000
+
+
+
+def test_drivers_and_runs_of_a_kept_plan_plan_its_program_once(monkeypatch):
+    """What a FusedAggregation derives from its node alone (aggregate objects, program, slot layout, empty row)
+    is made once per node object: not by each driver, one after another in Task.start, nor again when the Session
+    runs the plan it kept. Each made it (two drivers, two runs: four programs a node). The lowest tier runs the
+    batches (nothing compiles); the rows stay DuckDB's."""
+    import gpu_engine.operators.fused_aggregation as module
+
+    planned = []
+    original = module.plan_fusion_program
+    monkeypatch.setattr(module, "plan_fusion_program", lambda *args: planned.append(1) or original(*args))
+    session = Session(device="cpu", drivers=2, compile_mode="lowest")
+    data = pa.table({"k": pa.array([1, 2, 1, None] * 8, pa.int64()), "v": pa.array(range(32), pa.int64())})
+    session.register("t", data)
+    sql = "SELECT k, sum(v) AS s, count(*) AS c FROM t WHERE v > 3 GROUP BY k"
+    connection = duckdb.connect()
+    connection.register("t", data)
+    expected = duckdb_table(connection, sql)
+    for _ in range(2):
+        assert_same_rows(session.sql(sql), expected)
+    fused = [n for n in walk_plan(session.last_plan) if isinstance(n, FusedAggregationNode)]
+    assert len(fused) == 2 and len(planned) == len(fused)  # PARTIAL and FINAL, each once
