@@ -13,6 +13,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
+    python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
 """
 import argparse
 import os
@@ -95,6 +96,13 @@ def _wide_sum_fusion():
     return module, "fusion_refusal", refusal
 
 
+def _join_trees():
+    """Joins in the greedy order on the equalities as written (``join_ordering.cheapest_tree`` off, and with it
+    the equivalence classes, which only its trees join on)."""
+    import gpu_engine.sql.join_ordering as module
+    return module, "cheapest_tree", lambda relations, pending, classes: None
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -105,6 +113,7 @@ SWITCHES = {
     "late-cut-share": _late_cut_share,
     "window-subqueries": _window_subqueries,
     "wide-sum-fusion": _wide_sum_fusion,
+    "join-trees": _join_trees,
 }
 
 
