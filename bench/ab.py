@@ -14,6 +14,8 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
+    python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
+    python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
 """
 import argparse
 import os
@@ -103,6 +105,20 @@ def _join_trees():
     return module, "cheapest_tree", lambda relations, pending, classes: None
 
 
+def _union_key_filters():
+    """Join-key filters stop at a probe pipeline's local exchange: UNION ALL branch scans read whole
+    (``dynamic_filters._scans_feeding`` finding no scan)."""
+    import gpu_engine.exec.dynamic_filters as module
+    return module, "_scans_feeding", lambda node: []
+
+
+def _node_setups():
+    """Every driver's FusedAggregation/FilterProject derives its program, layout and kernel programs anew on
+    every run (``MadePerNode.get`` always making)."""
+    from gpu_engine.exec.made_once import MadePerNode
+    return MadePerNode, "get", lambda self, node, make, variant=None: make()
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -114,6 +130,8 @@ SWITCHES = {
     "window-subqueries": _window_subqueries,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
+    "union-key-filters": _union_key_filters,
+    "node-setups": _node_setups,
 }
 
 
