@@ -473,6 +473,18 @@ def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
     monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
     monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "0.2")
 
+    class Clock:  # the queries' ages run on this clock, advanced by the test: a stalled test thread ages nothing
+        now = time.monotonic()
+
+        def monotonic(self):
+            return self.now
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(background_compiles, "time", clock)
+
     class Worker:  # stands for the compile process
         pid, stdin = 123456789, io.BytesIO()
 
@@ -501,7 +513,8 @@ def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
     assert sent == [signal.SIGSTOP]  # stopped once
     short.listeners[0](short)  # the short query ends; the long one is still young
     assert sent == [signal.SIGSTOP]
-    deadline = time.monotonic() + 5
+    clock.now += 0.3
+    deadline = time.monotonic() + 30
     while compiler.paused and time.monotonic() < deadline:  # the long query grows old: the worker continues
         time.sleep(0.02)
     assert sent == [signal.SIGSTOP, signal.SIGCONT] and not compiler.paused
