@@ -548,9 +548,21 @@ class StringKeyTable:
         return self._known_bound
 
     def _intern_cpu(self, arguments, ids) -> None:
+        """Intern the rows, growing the table where it runs out by what the rows seen so far predict.
+
+        Why: growing by doubling from the first table (1,024 slots, 8 KB) stopped, reallocated and rehashed
+        ~20 times for a batch of all-new strings (a join's customer names: each its own group), twice the
+        interning itself. The new strings and bytes met so far, scaled by the rows and bytes still to come,
+        size the rest of the batch in one step where keys spread evenly, and cost nothing where the keys
+        repeat (few new strings met); doubling stays the floor, so skewed keys still grow geometrically, and 64
+        times the room that ran out the ceiling, so early rows that are all new cannot size the table for rows
+        that turn out to repeat beyond a bounded multiple of the distinct strings.
+        """
         n = ids.shape[0]
         offsets = arguments[0]
         row = 0
+        known_before, bytes_before = self._known_bound, self._chars_bound
+        first_byte = int(offsets[0])
         count_host_sync()  # the CPU twin returns the new-string count that the CUDA path reads back
         while row < n:
             count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
@@ -558,12 +570,18 @@ class StringKeyTable:
                                    self._state, ids)
             self._known_bound = int(self._state[0])
             self._chars_bound = int(self._offsets[self._known_bound])
-            if row < n:  # grow what ran out by doubling (room for the stopping row), bounded by what is to come
+            if row < n:  # grow what ran out (room for the stopping row) by the estimate, bounded by what is to come
                 length = int(offsets[row + 1] - offsets[row])
                 full = self._known_bound >= min(int(self._words.shape[0]), self.capacity // 2)
                 short = self._chars_bound + length > int(self._chars.shape[0])
-                self._reserve(min(n - row, max(self._known_bound, 1024)) if full else 0,
-                              min(int(offsets[n] - offsets[row]), max(self._chars_bound, 8192, length)) if short else 0)
+                rest_bytes = int(offsets[n] - offsets[row])
+                seen_bytes = max(int(offsets[row]) - first_byte, 1)
+                new_rows = -(-(self._known_bound - known_before) * (n - row) // max(row, 1))
+                new_bytes = -(-(self._chars_bound - bytes_before) * rest_bytes // seen_bytes)
+                rows = max(self._known_bound, 1024)
+                size = max(self._chars_bound, 8192)
+                self._reserve(min(n - row, max(rows, min(new_rows, 64 * rows))) if full else 0,
+                              min(rest_bytes, max(size, length, min(new_bytes, 64 * size))) if short else 0)
 
     def _claim(self, arguments, ids, batch_chars: int, all_new: bool) -> tuple:
         """Make room for the strings expected (the last batch's new ones; every row for a dictionary) and launch
@@ -652,8 +670,14 @@ class StringKeyTable:
         self._reserve(max(rows, 0), max(incoming, 0))
 
     def _reserve(self, rows: int, incoming: int) -> None:
-        """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots."""
+        """Make room for ``rows`` more strings of ``incoming`` more bytes, with at least twice as many slots.
+
+        On cpu the grown arrays are not zeroed: the twin writes an entry, its offset and its bytes before any
+        slot names it, and only the known prefix is copied (zeroing a grown table's bytes was a third of a
+        fused aggregation's interning over all-new strings). The CUDA twins keep zeroed arrays.
+        """
         xp = self.device.xp
+        allocate = xp.empty if self.device.kernel_flavor == "cpu" else xp.zeros
         fits = (self._words.shape[0] >= self._known_bound + rows and self.capacity >= 2 * (self._known_bound + rows)
                 and self._chars.shape[0] >= self._chars_bound + incoming)
         if fits:
@@ -662,14 +686,14 @@ class StringKeyTable:
         total = known + rows
         if self._words.shape[0] < total:
             size = max(total, 2 * self._words.shape[0])
-            words = xp.zeros((size, WORDS_WIDTH), dtype=xp.uint64)
+            words = allocate((size, WORDS_WIDTH), dtype=xp.uint64)
             words[: known] = self._words[: known]
-            offsets = xp.zeros(size + 1, dtype=xp.int64)
+            offsets = allocate(size + 1, dtype=xp.int64)
             offsets[: known + 1] = self._offsets[: known + 1]
             self._words, self._offsets = words, offsets
         chars = self._chars_bound + incoming
         if self._chars.shape[0] < chars:
-            grown = xp.zeros(max(chars, 2 * self._chars.shape[0]), dtype=xp.uint8)
+            grown = allocate(max(chars, 2 * self._chars.shape[0]), dtype=xp.uint8)
             grown[: self._chars_bound] = self._chars[: self._chars_bound]
             self._chars = grown
         if self.capacity < 2 * total:
