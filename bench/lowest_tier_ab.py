@@ -12,6 +12,7 @@ medians are printed with the totals and the load average.
 
     python bench/lowest_tier_ab.py fixed-width-case tpcds 9,28,59 --sf 1 --runs 5
     python bench/lowest_tier_ab.py constant-comparisons tpcds 28 --sf 1 --runs 5
+    python bench/lowest_tier_ab.py shared-arguments tpcds 9,66 --sf 1 --runs 5
 """
 import argparse
 import os
@@ -71,10 +72,17 @@ def _constant_comparisons():
     return module, "_host_constant", lambda expr: None
 
 
+def _shared_arguments():
+    """Every aggregate argument evaluated whole (``HashAggregation``'s shared subexpressions off)."""
+    import gpu_engine.operators.hash_aggregation as module
+    return module, "hoist_common_subexpressions", lambda expressions: ([], tuple(expressions))
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "fixed-width-case": _fixed_width_case,
     "constant-comparisons": _constant_comparisons,
+    "shared-arguments": _shared_arguments,
 }
 
 

@@ -43,7 +43,10 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import OperatorCtx
+from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
+from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
+from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels import aggregate as agg
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.group_by import GroupByHashTable, StringInterner, normalize_keys
@@ -62,6 +65,38 @@ def can_pass_through(functions) -> bool:
     return not any(isinstance(f, ValueList) or (isinstance(f, MinMax) and f.over_strings) for f in functions)
 
 
+class _SharedArguments:
+    """Evaluate the aggregates' arguments over a batch, each subexpression several of them share once.
+
+    Why: conditional aggregates repeat their conditions and values (TPC-DS q9's fifteen
+    ``avg(CASE WHEN ss_quantity BETWEEN 1 AND 20 THEN ss_net_paid END)``-style arguments test five
+    ranges three times each; q66's twelve months each multiply ``ws_ext_sales_price * ws_quantity``),
+    and a raw step evaluated every argument whole. A shared subexpression is evaluated once over all
+    rows; one inside a CASE branch may fail on a row its branch never takes, so when evaluating the
+    shared ones raises, the batch's arguments are evaluated one by one as written (the CASE decides).
+    """
+
+    def __init__(self, functions):
+        self._written = [tuple(function.call.inputs()) for function in functions]
+        self._shared, rewritten = hoist_common_subexpressions(tuple(a for args in self._written for a in args))
+        rest = iter(rewritten)
+        self._rewritten = [tuple(next(rest) for _ in args) for args in self._written]
+
+    def columns(self, flat: Batch) -> list[list[Column]]:
+        """Return each aggregate's argument columns over ``flat`` (the batch's columns the arguments read)."""
+        if self._shared:
+            try:
+                with checks_read_together(flat.device, own_scope=True):  # learn of a failure here, to fall back
+                    shared = flat
+                    for name, expression in self._shared:
+                        shared = Batch(shared.names + (name,), shared.columns + (evaluate(expression, shared),),
+                                       shared.device, None, shared.num_rows)
+                    return [[evaluate(arg, shared) for arg in args] for args in self._rewritten]
+            except ExecutionError:
+                pass
+        return [[evaluate(arg, flat) for arg in args] for args in self._written]
+
+
 class HashAggregation(AggregationOperator):
     """Blocking operator: consumes all input, then emits one row per group."""
 
@@ -72,6 +107,7 @@ class HashAggregation(AggregationOperator):
         self._arguments_read = {name for call in node.aggregates for arg in call.inputs()
                                 for name in referenced_columns(arg)}
         self._functions = aggregate_functions_of(node)
+        self._arguments = _SharedArguments(self._functions) if self.step.input_is_raw else None
         #: Whether each later batch passes on as groups of one row (see abandon); not for value lists
         #: (a partial step spreads them over rows of their own) or string min/max (folded by a sort).
         self.passing_through = False
@@ -118,9 +154,7 @@ class HashAggregation(AggregationOperator):
             group_ids = xp.zeros(batch.num_rows, dtype=xp.int32)
         if self.step.input_is_raw:
             flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
-            for function, state in zip(self._functions, self._states):
-                call = function.call
-                arguments = [evaluate(arg, flat) for arg in call.inputs()]
+            for function, state, arguments in zip(self._functions, self._states, self._arguments.columns(flat)):
                 if isinstance(function, MinMax) and function.over_strings:
                     self._fold_strings(function, state, group_ids, arguments[0])
                 else:
@@ -167,10 +201,8 @@ class HashAggregation(AggregationOperator):
         flat = batch.materialize([n for n in batch.names if n in self._arguments_read])
         names: list[str] = list(self.keys)
         columns: list[Column] = [batch.column(key) for key in self.keys]
-        for function, state in zip(self._functions, states):
-            call = function.call
-            function.update_rows(self.device, state, group_ids,
-                                 [evaluate(arg, flat) for arg in call.inputs()])
+        for function, state, arguments in zip(self._functions, states, self._arguments.columns(flat)):
+            function.update_rows(self.device, state, group_ids, arguments)
             for name, column in function.extract(self.device, state, rows):
                 names.append(name)
                 columns.append(column)

@@ -63,6 +63,28 @@ def test_partial_flush(device_name, table, reference, fuse):
     assert_same_rows(result, reference(_sql(keys, ["count(*) AS c", "sum(v_dec) AS s", "avg(v_float) AS a"])))
 
 
+# Conditional aggregates sharing their condition and their value (evaluated once a batch), where the shared
+# value overflows on rows its CASE never takes: the batch's arguments are then evaluated as written.
+SHARING = [
+    "sum(CASE WHEN v_int > 0 THEN v_dec * v_int END) AS s",
+    "max(CASE WHEN v_int > 0 THEN v_dec * v_int END) AS m",
+    "count(CASE WHEN v_int > 0 THEN 1 END) AS c",
+    "sum(CASE WHEN v_int BETWEEN -9000 AND 9000 THEN v_int * 1000000000000000 END) AS o",
+    "min(CASE WHEN v_int BETWEEN -9000 AND 9000 THEN v_int * 1000000000000000 + 1 END) AS n",
+]
+
+
+def test_aggregates_sharing_subexpressions(device_name, table, reference):
+    from duckdb_reference import assert_same_rows
+
+    from gpu_engine import Session
+
+    session = Session(device=device_name, drivers=1, fuse=False)
+    session.register("t", table)
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["k_dict"], SHARING).plan()
+    assert_same_rows(session.execute(plan), reference(_sql(["k_dict"], SHARING)))
+
+
 def test_partial_intermediate_final(session, assert_query):
     plan = (PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["k_str"], AGGREGATES)
             .local_partition(["k_str"]).intermediate_aggregation().final_aggregation().plan())
