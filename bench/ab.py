@@ -16,6 +16,8 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
+    python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
+    python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
 """
 import argparse
 import os
@@ -119,6 +121,56 @@ def _node_setups():
     return MadePerNode, "get", lambda self, node, make, variant=None: make()
 
 
+def _string_key_growth():
+    """The cpu StringKeyTable growing a batch's table by doubling from 1,024 slots and 8 KB and zeroing what it
+    grows (``StringKeyTable._intern_cpu`` before it sized the rest of a batch by what its rows so far predict)."""
+    import numpy as np
+
+    from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
+    from gpu_engine.kernels import string_keys as keys
+
+    def reserve_zeroed(table, rows, incoming):
+        if (table._words.shape[0] >= table._known_bound + rows and table.capacity >= 2 * (table._known_bound + rows)
+                and table._chars.shape[0] >= table._chars_bound + incoming):
+            return
+        known = table._known_bound
+        total = known + rows
+        if table._words.shape[0] < total:
+            size = max(total, 2 * table._words.shape[0])
+            words = np.zeros((size, keys.WORDS_WIDTH), dtype=np.uint64)
+            words[:known] = table._words[:known]
+            offsets = np.zeros(size + 1, dtype=np.int64)
+            offsets[:known + 1] = table._offsets[:known + 1]
+            table._words, table._offsets = words, offsets
+        chars = table._chars_bound + incoming
+        if table._chars.shape[0] < chars:
+            grown = np.zeros(max(chars, 2 * table._chars.shape[0]), dtype=np.uint8)
+            grown[:table._chars_bound] = table._chars[:table._chars_bound]
+            table._chars = grown
+        if table.capacity < 2 * total:
+            table._slots = np.full(keys._next_power_of_two(2 * total), keys.EMPTY, dtype=np.int32)
+            if known:
+                keys._rehash_cpu(np.ascontiguousarray(table._words[:known, keys.HASH]), known, table._slots)
+
+    def doubling(table, arguments, ids):
+        n, offsets, row = ids.shape[0], arguments[0], 0
+        count_host_sync()
+        while row < n:
+            count_kernel_launch()
+            row = keys._intern_rows_cpu(*arguments, row, table._slots, table._words, table._offsets, table._chars,
+                                        table._state, ids)
+            table._known_bound = int(table._state[0])
+            table._chars_bound = int(table._offsets[table._known_bound])
+            if row < n:
+                length = int(offsets[row + 1] - offsets[row])
+                full = table._known_bound >= min(int(table._words.shape[0]), table.capacity // 2)
+                short = table._chars_bound + length > int(table._chars.shape[0])
+                rest = int(offsets[n] - offsets[row])
+                reserve_zeroed(table, min(n - row, max(table._known_bound, 1024)) if full else 0,
+                               min(rest, max(table._chars_bound, 8192, length)) if short else 0)
+    return keys.StringKeyTable, "_intern_cpu", doubling
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -132,11 +184,12 @@ SWITCHES = {
     "join-trees": _join_trees,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
+    "string-key-growth": _string_key_growth,
 }
 
 
 def _workload(name: str, query: int, sf: float):
-    """Return the folder, text, registration and result check of one query of ``name`` (tpch or tpcds)."""
+    """Return the folder, text, registration and result check of one query of ``name`` (tpch, tpcds, dbbench)."""
     from duckdb_reference import rows_mismatch
     if name == "tpch":
         from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
@@ -145,6 +198,11 @@ def _workload(name: str, query: int, sf: float):
         sql = tpch.spec_sql(query)
         return (ensure_tpch(sf, None, progress=False), sql, register_tpch,
                 lambda actual, expected: rows_mismatch(actual, expected, ordered=order_key_columns(sql)))
+    if name == "dbbench":  # db-benchmark's groupby question ``query`` over G1 of ``sf`` million rows, 100 groups
+        from bench.dbbench import QUESTIONS, ensure_groupby
+        tables = {"x": ensure_groupby(int(sf * 1_000_000), 100)}
+        return (tables, QUESTIONS[f"q{query}"], lambda session, folder: session.register("x", str(folder["x"])),
+                lambda actual, expected: rows_mismatch(actual, expected))
     from bench.tpcds import query_text, result_mismatch
     from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
     sql = query_text(query)
@@ -156,7 +214,7 @@ def main():
     """Run the A/B and print each side's medians."""
     p = argparse.ArgumentParser()
     p.add_argument("switch", choices=sorted(SWITCHES))
-    p.add_argument("workload", choices=("tpch", "tpcds"))
+    p.add_argument("workload", choices=("tpch", "tpcds", "dbbench"))
     p.add_argument("query", type=int)
     p.add_argument("--sf", type=float, default=1)
     p.add_argument("--runs", type=int, default=5)
