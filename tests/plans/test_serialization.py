@@ -689,7 +689,8 @@ def _composite(children):
 EXPRESSIONS = st.recursive(st.builds(ColumnRef, NAMES, DTYPES) | LITERALS_ST, _composite, max_leaves=10)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True, database=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
 @given(EXPRESSIONS)
 def test_random_expressions_round_trip(expression):
     plan = FilterNode(id="0", output_schema=pa.schema([("c", pa.int64())]), predicate=expression)
