@@ -668,3 +668,16 @@ def test_drivers_and_runs_of_a_kept_plan_plan_its_program_once(monkeypatch):
         assert_same_rows(session.sql(sql), expected)
     fused = [n for n in walk_plan(session.last_plan) if isinstance(n, FusedAggregationNode)]
     assert len(fused) == 2 and len(planned) == len(fused)  # PARTIAL and FINAL, each once
+
+
+def test_a_first_batch_sample_and_the_other_rows_cover_it_once_in_order():
+    """The first batch's sample is every (rows // 512)-th of its first rows; the other positions are the rest of
+    the batch, each once, ascending (int32, the kernel's row indices), as the per-row arithmetic made them."""
+    from gpu_engine.operators.fused_aggregation import _SAMPLE_ROWS, _sample_positions
+
+    for rows in (513, 1024, 1025, 70_001):
+        sample, rest = _sample_positions(np, rows)
+        stride = rows // _SAMPLE_ROWS
+        assert sample.dtype == rest.dtype == np.int32
+        assert sample.tolist() == list(range(0, stride * _SAMPLE_ROWS, stride))
+        assert rest.tolist() == [r for r in range(rows) if r >= stride * _SAMPLE_ROWS or r % stride]
