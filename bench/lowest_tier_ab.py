@@ -137,8 +137,10 @@ def main():
             totals[side][0] += m(wall)
             totals[side][1] += m(cpu)
             line.append(f"{side} cpu {m(cpu) * 1000:7.1f} wall {m(wall) * 1000:7.1f}")
-        print(f"  q{q:<3d} " + " | ".join(line) + f" | cpu with/without {m(samples[q, 'with'][1]) / max(m(samples[q, 'without'][1]), 1e-9):.2f}")
-    print("  total " + " | ".join(f"{side} cpu {c * 1000:7.1f} wall {w * 1000:7.1f}" for side, (w, c) in totals.items()))
+        ratio = m(samples[q, "with"][1]) / max(m(samples[q, "without"][1]), 1e-9)
+        print(f"  q{q:<3d} " + " | ".join(line) + f" | cpu with/without {ratio:.2f}")
+    print("  total " + " | ".join(f"{side} cpu {cpu * 1000:7.1f} wall {wall * 1000:7.1f}"
+                                  for side, (wall, cpu) in totals.items()))
 
 
 if __name__ == "__main__":

@@ -99,7 +99,8 @@ OVERLAPPING = (binary("gt", col("i32"), lit(0, pa.int32())), "i32 > 0"), (col("b
 @pytest.mark.parametrize(
     "first, second, otherwise, dtype, sql",
     [
-        (binary("sub", lit(0, pa.int64()), col("i64")), col("i64"), lit(7, pa.int64()), pa.int64(), ("-i64", "i64", "7")),
+        (binary("sub", lit(0, pa.int64()), col("i64")), col("i64"), lit(7, pa.int64()), pa.int64(),
+         ("-i64", "i64", "7")),
         (col("d"), lit(datetime.date(2000, 2, 29), pa.date32()), None, pa.date32(), ("d", "DATE '2000-02-29'", None)),
         (col("f64"), binary("mul", col("f64"), lit(-1.0, pa.float64())), lit(float("inf"), pa.float64()),
          pa.float64(), ("f64", "f64 * -1.0", "'inf'::DOUBLE")),
