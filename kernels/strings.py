@@ -454,6 +454,26 @@ def _read_number(chars, position, end, max_digits):
 
 
 @_row_helper
+def _is_zone_name_byte(byte):
+    return (byte >= 65 and byte <= 90) or (byte >= 97 and byte <= 122) or _is_digit(byte) or byte == 95 \
+        or byte == 47 or byte == 43 or byte == 45
+
+
+@_row_helper
+def _zone_name_end(chars, position, end):
+    """Return the position after `` name ws*`` (one blank, then a time zone name such as ``Europe/Berlin``, which
+    DuckDB reads and a TIMESTAMP or DATE drops), or -1."""
+    if position + 1 >= end or chars[position] != 32 or not _is_zone_name_byte(chars[position + 1]):
+        return -1
+    position += 1
+    while position < end and _is_zone_name_byte(chars[position]):
+        position += 1
+    while position < end and _is_space(chars[position]):
+        position += 1
+    return position
+
+
+@_row_helper
 def _skip_time_of_day(chars, position, end):
     """Return the position after ``( |T)ws* H{1,2}:M{1,2}[:S{1,2}[.digits*]] ws* [Z|UTC|(+|-)H{1,2}[[:]MM]]``, or -1.
 
@@ -478,6 +498,8 @@ def _skip_time_of_day(chars, position, end):
             position += 1
             while position < end and _is_digit(chars[position]):
                 position += 1
+    if _zone_name_end(chars, position, end) == end:
+        return end
     while position < end and _is_space(chars[position]):
         position += 1
     if position < end and (chars[position] == 90 or chars[position] == 122):  # Z

@@ -44,11 +44,12 @@ _DECIMAL_TEXT = re.compile(r"^\s*([+-]?)(\d+(?:_\d+)*)?(?:\.(\d*))?(?:[eE]([+-]?
 _TRUE = ["true", "t", "yes", "y", "1"]
 _FALSE = ["false", "f", "no", "n", "0"]
 # As DuckDB reads it: a bare date ends the text (no blanks or zone after it); a time follows 'T' or blanks and
-# may end in '.' with no digits, then blanks and a zone.
+# may end in '.' with no digits, then blanks and a zone, or one blank and a zone's name (dropped, as DuckDB drops
+# it for a TIMESTAMP: 'Europe/Berlin').
 _TIMESTAMP_TEXT = (r"^\s*(?P<year>\d{1,4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})"
                    r"(?:(?:T|\s)\s*(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
                    r"(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?"
-                   r"\s*(?:Z|UTC|[+-]\d{1,2}(?::?\d{2})?)?\s*)?$")
+                   r"(?: [A-Za-z0-9_/+\-]+|\s*(?:Z|UTC|[+-]\d{1,2}(?::?\d{2})?))?\s*)?$")
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 

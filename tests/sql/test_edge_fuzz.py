@@ -42,6 +42,10 @@ REGRESSIONS = [
     "(' 2024-03-10')) t(s)",
     "SELECT s, TRY_CAST(s AS DATE) AS v FROM (VALUES ('2024-03-10  12:00'), ('2024-03-10T 12:00'), "
     "('2024-03-10 12:00:00.'), ('2024-03-10 '), ('2024-03-10 x')) t(s)",
+    # A time zone's name after one blank is read and dropped ('... 12:00:00 Europe/Berlin' was NULL).
+    "SELECT s, TRY_CAST(s AS DATE) AS d, TRY_CAST(s AS TIMESTAMP) AS t FROM (VALUES "
+    "('2024-03-10 12:00 Europe/Berlin'), ('2024-03-10 12:00:00 foo bar'), ('2024-03-10 12:00:00  foo'), "
+    "('2024-03-10 12:00:00 +02:00 foo'), ('2024-03-10 12:00:00 UTC'), ('2024-03-10 Europe/Berlin')) t(s)",
     "SELECT s, date_diff('day', DATE '1970-01-01', TRY_CAST(s AS DATE)) AS v FROM (VALUES ('-0001-01-01'), "
     "('-0400-02-29'), ('-0401-12-31'), ('-1-3-1'), ('-5877641-06-24'), ('-5877641-06-25'), ('5881580-07-10'), "
     "('5881580-07-11'), ('5877642-01-01')) t(s)",
