@@ -92,6 +92,9 @@ _MAX_WAITING_SHAPES = 1024
 _MAX_QUEUED_JOBS = 4
 #: Times a dead compile worker is started again before every later job is marked failed.
 _MAX_RESTARTS = 3
+#: Twins found READY for arguments of one kind (see TierSwitch._state), process-wide; more start anew.
+_MAX_READY_KINDS = 4096
+_ready_kinds: dict = {}
 #: Seconds of each query's start during which the compile process is stopped (see BackgroundCompiler.pause_seconds).
 PAUSE_VARIABLE = "GPU_ENGINE_COMPILE_PAUSE"
 
@@ -692,6 +695,14 @@ class TierSwitch:
 
     def _state(self, twin, arguments) -> str:
         identity = (twin.file.digest, twin.function) if isinstance(twin, TwinRef) else id(twin)
+        arguments = tuple(arguments)
+        kinds = _argument_kinds(arguments)
+        # By the objects asked of (kept alive with the answer, so their ids stay theirs): a generated file made
+        # anew (another cache folder, an evicted module) is asked again.
+        owner = id(twin.file) if isinstance(twin, TwinRef) else id(twin)
+        ready = None if kinds is None else (self.device.name, owner, identity, kinds)
+        if ready is not None and ready in _ready_kinds:
+            return READY
         finished = background_compiler().finished
         waiting = self._waiting.get(identity)
         if waiting is not None and waiting[0] == finished:
@@ -699,6 +710,38 @@ class TierSwitch:
         state = kernel_state(self.device, self.mode, twin, arguments)
         if state == READY:
             self._waiting.pop(identity, None)
+            if ready is not None:
+                if len(_ready_kinds) >= _MAX_READY_KINDS:
+                    _ready_kinds.clear()
+                _ready_kinds[ready] = twin
         else:
             self._waiting[identity] = (finished, state)
         return state
+
+
+def _argument_kinds(arguments: tuple) -> tuple | None:
+    """Return what numba's type of each argument depends on, or None for an argument not described here.
+
+    Why: every batch of a fused operator asked :func:`kernel_state` of its twins, which types each of
+    ~30 arguments with numba's ``typeof`` even once the kernels were loaded (900 typeofs, a quarter of
+    the CPU of a TPC-DS q74 re-aggregation's batches at SF 0.1). A twin READY for arguments of these
+    kinds stays READY (a loaded overload is never dropped), so :meth:`TierSwitch._state` remembers it
+    by them. A kind that maps two numba types together would at worst make a launch compile inline.
+    """
+    import numpy as np
+
+    kinds = []
+    for argument in arguments:
+        if isinstance(argument, np.ndarray):
+            flags = argument.flags
+            kinds.append((argument.dtype.str, argument.ndim, flags.c_contiguous, flags.f_contiguous,
+                          flags.writeable, flags.aligned))
+        elif isinstance(argument, np.generic):
+            kinds.append((type(argument), argument.dtype.str))
+        elif isinstance(argument, (bool, float)):
+            kinds.append((type(argument),))
+        elif isinstance(argument, int):
+            kinds.append((int, -(2**63) <= argument < 2**63))
+        else:
+            return None
+    return tuple(kinds)

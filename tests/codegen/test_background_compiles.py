@@ -522,3 +522,41 @@ def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
     background_compiles.hold_compiles_while(third)
     compiler.close()  # continued before its input closes
     assert sent == [signal.SIGSTOP, signal.SIGCONT, signal.SIGSTOP, signal.SIGCONT] and compiler.pauses == 2
+
+
+def test_a_twin_found_ready_is_not_typed_again_for_arguments_of_the_same_kinds(monkeypatch):
+    """Once a twin is READY for arguments of some dtypes and layouts, a later batch (of any operator) asks no
+    ``typeof`` of them: each fused batch typed its ~30 arguments again. Arguments of a new kind are typed."""
+    from gpu_engine.codegen import background_compiles
+    from gpu_engine.codegen.background_compiles import TierSwitch
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import slot_compaction
+
+    monkeypatch.setattr(background_compiles, "_ready_kinds", {})  # as in a new process
+    dispatcher, arguments = slot_compaction.occupied_columns_twin(np.zeros((8, 3), dtype=np.int64), 2)
+    dispatcher.compile(tuple(dispatcher.typeof_pyval(argument) for argument in arguments))  # loaded
+    typed = []
+    original = dispatcher.typeof_pyval
+    monkeypatch.setattr(dispatcher, "typeof_pyval", lambda value: typed.append(value) or original(value),
+                        raising=False)
+    for rows in (8, 16, 32):  # one operator per batch, as each driver's and query's are
+        tiers = TierSwitch(get_device("cpu"), "background")
+        table = np.zeros((rows, 3), dtype=np.int64)
+        assert tiers.use_generated(lambda: [(dispatcher, slot_compaction.occupied_columns_twin(table, 2)[1])])
+    assert len(typed) == len(arguments)  # the first batch's arguments only
+
+
+def test_argument_kinds_tell_apart_what_numba_types_apart():
+    """What a READY answer is remembered by separates dtypes, dimensions, layouts, read-only arrays, scalar types
+    and integers beyond int64 (numba types those as uint64); objects it does not describe are not remembered."""
+    from gpu_engine.codegen.background_compiles import _argument_kinds
+
+    values = np.zeros(4, dtype=np.int64)
+    read_only = values.view()
+    read_only.flags.writeable = False
+    kinds = [_argument_kinds((argument,)) for argument in (
+        values, values.astype(np.int32), values.reshape(2, 2), values.reshape(2, 2).T, read_only, values[::2],
+        True, 1, 2**63, 1.0, np.int32(1), np.int64(1), np.datetime64(1, "D"), np.datetime64(1, "s"))]
+    assert len(set(kinds)) == len(kinds)
+    assert _argument_kinds((values, 1)) == _argument_kinds((np.ones(9, dtype=np.int64), 7))
+    assert _argument_kinds((values, object())) is None
