@@ -171,6 +171,12 @@ def _string_key_growth():
     return keys.StringKeyTable, "_intern_cpu", doubling
 
 
+def _ready_kinds():
+    """Every batch types its twins' arguments with numba's typeof, as before TierSwitch remembered READY kinds."""
+    import gpu_engine.codegen.background_compiles as module
+    return module, "_argument_kinds", lambda arguments: None
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -185,6 +191,7 @@ SWITCHES = {
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
+    "ready-kinds": _ready_kinds,
 }
 
 
