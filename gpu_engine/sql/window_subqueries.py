@@ -318,6 +318,11 @@ def _with_grand_totals(select: exp.Select) -> exp.Select:
         return select
     if any(isinstance(node, exp.Window) for tree in select.expressions for node in tree.walk()):
         return select
+    group = select.args.get("group")
+    if group is not None and (any(group.args.get(key) for key in ("rollup", "cube", "grouping_sets", "totals"))
+                              or any(isinstance(item, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                                     for item in group.expressions)):
+        return select  # grouping sets put a row in several groups: the groups' sum counts it more than once
     having = select.args["having"].this
     if sum(has_subquery(conjunct) for conjunct in conjuncts_of(having)) != 1:
         return select  # another subquery would move to QUALIFY with it

@@ -67,6 +67,10 @@ TOTALS_NOT_REWRITTEN = [
     "SELECT sk, sum(qty) AS q FROM s GROUP BY sk HAVING sum(qty) > (SELECT sum(qty) * 0.3 FROM s WHERE rk = 10)",
     "SELECT sk, sum(qty) AS q FROM s WHERE sk < 5 GROUP BY sk HAVING sum(qty) > (SELECT sum(qty) * 0.4 FROM s)",
     "SELECT sk, max(qty) AS q FROM s GROUP BY sk HAVING max(qty) > (SELECT avg(qty) FROM s)",  # not an avg of avgs
+    # Grouping sets repeat each row in several groups (the rollup's total row holds them all): no sum of the groups.
+    "SELECT sk, rk, sum(qty) AS q FROM s GROUP BY ROLLUP (sk, rk) HAVING sum(qty) > (SELECT sum(qty) * 0.4 FROM s)",
+    "SELECT sk, rk, sum(qty) AS q FROM s GROUP BY GROUPING SETS ((sk), (rk)) HAVING sum(qty) > "
+    "(SELECT sum(qty) * 0.4 FROM s)",
 ]
 
 
