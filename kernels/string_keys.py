@@ -491,6 +491,8 @@ class StringKeyTable:
         arguments = (offsets, chars, validity, has_validity, hashes)
         if self.device.kernel_flavor == "cpu":
             launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
+            if all_new:  # a dictionary: room for every value first, one pass (as the CUDA claims make room)
+                self._reserve(n, batch_chars)
             self._intern_cpu(arguments, ids)
         elif n <= self.serial_rows:
             self._reserve(n, batch_chars)

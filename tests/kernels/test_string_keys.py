@@ -174,3 +174,22 @@ def test_a_batch_of_new_strings_grows_the_table_by_its_share_seen_not_by_doublin
     assert [int(i) for i in ids[:3]] == [0, 1, 2] and int(ids[-1]) == 19_999 and table.num_known == 20_000
     assert launches <= 6, launches  # the hash pass, at most 4 interning calls (3 stops to grow), one rehash
     assert table.values().to_arrow(device).to_pylist()[-1] == keys[-1].as_py()
+
+
+def test_a_dictionary_is_interned_in_one_pass_sized_for_all_its_values():
+    """A dictionary's values are all distinct: the cpu twin makes room for every one before its pass (as the
+    CUDA twins claim room for them), one interning call, not a stop to grow each time room runs out (a fused
+    FINAL step interns each partial result's dictionary of all its groups' strings)."""
+    from gpu_engine.device import get_device
+    from gpu_engine.exec.device_counters import counts_now
+
+    device = get_device("cpu")
+    values = [f"Customer#{i:09d} {'y' * (i % 40)}" for i in range(20_000)]
+    codes = pa.array(np.arange(20_000)[::-1] % 20_000, pa.int32())
+    column = Column.from_arrow(pa.DictionaryArray.from_arrays(codes, pa.array(values)), device)
+    table = StringKeyTable(device)
+    before = counts_now()
+    ids = table.intern(column)
+    launches = (counts_now() - before).kernel_launches
+    assert [int(i) for i in ids[:2]] == [19_999, 19_998] and table.num_known == 20_000
+    assert launches <= 3, launches  # the hash pass, one interning call, the gather of ids by code
