@@ -37,6 +37,8 @@ __all__ = ["KernelInputs", "kernel_parameter_array"]
 
 #: Lookup tables kept per operator (one per lifted subexpression and dictionary).
 _LOOKUP_CACHE_ENTRIES = 64
+#: Unfingerprinted dictionaries an operator keeps with their tables (each holds its dictionary alive).
+_UNFINGERPRINTED_ENTRIES = 4
 #: Lookup tables of expressions that do not depend on the operator (all but interned keys), kept per process.
 _SHARED_LOOKUP_ENTRIES = 1024
 _shared_lookups: OrderedDict[tuple, tuple[Any, Any]] = OrderedDict()
@@ -120,6 +122,8 @@ class KernelInputs:
         self.interners = interners or {}
         self.placeholder = device.xp.zeros(1, dtype=device.xp.int32)
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
+        #: (lifted index, id of a dictionary too large to fingerprint) -> (that dictionary, its table).
+        self._unfingerprinted: dict[tuple[int, int], tuple[Column, tuple[Any, Any]]] = {}
         self._with_validity = _inputs_seen_with_validity(program)
         self._all_valid = device.xp.ones(0, dtype=device.xp.bool_)
 
@@ -215,6 +219,12 @@ class KernelInputs:
         key = (m, fingerprint)
         if fingerprint is not None and key in self._lookup_tables:
             return self._lookup_tables[key]
+        # A dictionary too large to fingerprint is known by the object itself (kept with its table, so its id is
+        # not reused meanwhile): the batches a LocalPartition cuts from one emitted partial result share it, and
+        # a FINAL step interned all its values again for each of them.
+        held = self._unfingerprinted.get((m, id(dictionary))) if fingerprint is None else None
+        if held is not None and held[0] is dictionary:
+            return held[1]
         # Every driver of every query evaluating `l_shipmode IN (...)` over the same dictionary gets the
         # same table: evaluated eagerly once per process, not once per operator (~1 ms each time).
         shared = (self.device.name, repr(lift.expr), fingerprint) if fingerprint is not None and not lift.interned else None
@@ -233,6 +243,10 @@ class KernelInputs:
         table = (_read_only(table[0]), _read_only(table[1]))  # kept as bound (see _read_only): no view per batch
         if fingerprint is not None:
             self._keep(key, table)
+        else:
+            if len(self._unfingerprinted) >= _UNFINGERPRINTED_ENTRIES:
+                self._unfingerprinted.pop(next(iter(self._unfingerprinted)))
+            self._unfingerprinted[(m, id(dictionary))] = (dictionary, table)
         if shared is not None:
             _keep_shared_lookup(shared, table)
         return table

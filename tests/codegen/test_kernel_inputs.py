@@ -134,3 +134,23 @@ def test_a_batch_without_nulls_reads_the_variant_with_validity_once_its_shape_me
     assert [bool(v) for v in arrays["c0_v"]] == [True, True]
     other, _ = KernelInputs(device, _program("qty < 1")).bind(without)  # a shape that never met a NULL
     assert other.column_validity == (False,)
+
+
+def test_batches_sharing_one_unfingerprinted_dictionary_evaluate_it_once(counted_evaluations, monkeypatch):
+    """A dictionary too large to fingerprint (a fused PARTIAL step's emitted key: every group's string, split
+    by a LocalPartition into batches that share that one dictionary object) is evaluated once per operator,
+    known by the object itself: a FINAL step interned all its values again for every batch (TPC-H q10's
+    c_comment). Another dictionary object with the same values is evaluated anew (nothing says it is equal)."""
+    import gpu_engine.columnar.column as column_module
+
+    monkeypatch.setattr(column_module, "FINGERPRINT_MAX_BYTES", 0)  # every dictionary counts as too large
+    device = get_device("cpu")
+    program = _program("mode IN ('MAIL', 'SHIP')")
+    inputs = KernelInputs(device, program)
+    batch = _batch(device, ["AIR", "MAIL", "SHIP", "RAIL"], [0, 1, 2, 3, 1])
+    _, first = inputs.bind(batch)
+    _, second = inputs.bind(batch.with_gather_map(device.asarray(np.array([4, 2], dtype=np.int32))))
+    assert len(counted_evaluations) == 1
+    assert second["l0_values"] is first["l0_values"]
+    inputs.bind(_batch(device, ["AIR", "MAIL", "SHIP", "RAIL"], [1, 1]))
+    assert len(counted_evaluations) == 2
