@@ -17,6 +17,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
+    python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
 """
 import argparse
@@ -96,6 +97,20 @@ def _wide_sum_fusion():
         if node.step.input_is_raw and any(isinstance(call.arg, ColumnRef) and may_be_wide(call.arg.dtype)
                                           for call in node.aggregates):
             return "a wide decimal column"
+        return original(node)
+    return module, "fusion_refusal", refusal
+
+
+def _string_key_fusion():
+    """Every aggregation with a string grouping key left unfused (its HashAggregation normalizes the keys' bytes
+    into words), against the fused kernel's interned ids: the fused side must not cost more."""
+    import gpu_engine.planning.fusion as module
+    from gpu_engine.columnar.types import is_string
+    original = module.fusion_refusal
+
+    def refusal(node):
+        if any(is_string(key.dtype) for key in node.grouping_keys):
+            return "a string grouping key"
         return original(node)
     return module, "fusion_refusal", refusal
 
@@ -192,6 +207,7 @@ SWITCHES = {
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
     "ready-kinds": _ready_kinds,
+    "string-key-fusion": _string_key_fusion,
 }
 
 
