@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import fields, is_dataclass, replace
 
-from gpu_engine.plans.expressions import ColumnRef, Expr, Literal, walk
+from gpu_engine.plans.expressions import Case, ColumnRef, Expr, Literal, walk
 
-__all__ = ["hoist_common_subexpressions"]
+__all__ = ["hoist_common_subexpressions", "hoists_from_branches"]
 
 
 def _size(expr: Expr) -> int:
@@ -73,3 +73,36 @@ def _dependency_order(definitions: list[tuple[str, Expr]]) -> list[tuple[str, Ex
                 ordered.append((name, expr))
                 del pending[name]
     return ordered
+
+
+def _evaluated_on_every_row(expressions: tuple[Expr, ...]) -> set[Expr]:
+    """Return the subtrees of ``expressions`` that their evaluation computes on every row.
+
+    A CASE computes its first condition on every row, but its later conditions only on the rows the
+    earlier ones left undecided and each value only on its own rows (coalesce, nullif and IF are CASEs).
+    """
+    found: set[Expr] = set()
+    pending = list(expressions)
+    while pending:
+        expr = pending.pop()
+        if expr in found:
+            continue
+        found.add(expr)
+        if isinstance(expr, Case):
+            pending.extend(expr.whens[0][:1] if expr.whens else ())
+        else:
+            pending.extend(expr.children())
+    return found
+
+
+def hoists_from_branches(expressions: tuple[Expr, ...], definitions: list[tuple[str, Expr]]) -> bool:
+    """Return whether a hoisted definition of ``expressions`` is computed on rows the expressions never
+    compute it for (it sits only in CASE branches): evaluated on every row, it may fail where they would
+    not (an overflow, a text that does not parse), so its caller must fall back to them as written."""
+    expanded: dict[str, Expr] = {}
+    for name, definition in definitions:  # in dependency order: what a definition reads is expanded already
+        for used, target in expanded.items():
+            definition = _substitute(definition, ColumnRef(used, target.dtype), target)
+        expanded[name] = definition
+    every_row = _evaluated_on_every_row(expressions)
+    return any(target not in every_row for target in expanded.values())

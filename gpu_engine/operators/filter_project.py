@@ -21,10 +21,11 @@ from gpu_engine.codegen.compiled_predicate import CompiledPredicate
 from gpu_engine.codegen.compiled_projection import CompiledProjection
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.columnar.batch import Batch
+from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
-from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
+from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions, hoists_from_branches
 from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.filter import selection_from_mask
 from gpu_engine.plans.expressions import ColumnRef, referenced_columns
@@ -34,20 +35,37 @@ __all__ = ["FilterProject"]
 
 
 class _EagerExpressions:
-    """Expressions evaluated one node at a time over the columns they read (shared subexpressions once)."""
+    """Expressions evaluated one node at a time over the columns they read (shared subexpressions once).
+
+    A shared subexpression is evaluated on every row; one that sits only in CASE branches may fail on a
+    row no branch computes it for (``CASE WHEN b < 10 THEN a * b END`` overflowing where ``b >= 10``), so
+    then the batch's expressions are evaluated as written (the CASE decides), as DuckDB answers.
+    """
 
     def __init__(self, expressions: tuple):
         needed: dict[str, None] = {}
         for expression in expressions:
             needed.update(dict.fromkeys(referenced_columns(expression)))
         self.needed = tuple(needed)
-        self.shared, self.expressions = hoist_common_subexpressions(expressions)
+        self.written = tuple(expressions)
+        self.shared, self.expressions = hoist_common_subexpressions(self.written)
+        #: Whether a shared one may fail where the expressions as written would not (checked in a scope of its own).
+        self.from_branches = hoists_from_branches(self.written, self.shared)
 
     def evaluate(self, batch: Batch) -> tuple:
         """Return a column per expression over ``batch`` (its gather map applied to the columns read)."""
         if not self.expressions:
             return ()
         flat = batch.materialize(self.needed) if self.needed else Batch((), (), batch.device, None, batch.num_rows)
+        if not self.from_branches:
+            return self._with_shared(flat)
+        try:
+            with checks_read_together(flat.device, own_scope=True):  # learn of a failure here, to fall back
+                return self._with_shared(flat)
+        except ExecutionError:
+            return tuple(evaluate(e, flat) for e in self.written)
+
+    def _with_shared(self, flat: Batch) -> tuple:
         for name, expression in self.shared:
             flat = Batch(flat.names + (name,), flat.columns + (evaluate(expression, flat),), flat.device, None,
                          flat.num_rows)

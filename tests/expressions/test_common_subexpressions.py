@@ -2,7 +2,7 @@
 
 import pyarrow as pa
 
-from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions
+from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions, hoists_from_branches
 from gpu_engine.plans.sql_translator import parse_projection
 
 SCHEMA = pa.schema([("ep", pa.decimal128(15, 2)), ("d", pa.decimal128(15, 2)), ("t", pa.decimal128(15, 2))])
@@ -33,3 +33,19 @@ def test_nested_definitions_come_after_what_they_use():
 def test_nothing_shared_changes_nothing():
     definitions, rewritten = _hoist("ep + d AS a", "ep - t AS b")
     assert definitions == [] and rewritten == ["(ep + d)", "(ep - t)"]
+
+
+def _from_branches(*texts):
+    expressions = tuple(parse_projection(text, SCHEMA, "Project[0]")[1] for text in texts)
+    return hoists_from_branches(expressions, hoist_common_subexpressions(expressions)[0])
+
+
+def test_only_what_case_branches_alone_share_is_computed_on_rows_they_skip():
+    """Such a definition may fail where its expressions would not: FilterProject then evaluates them as written."""
+    assert not _from_branches("ep * (1 - d) AS a", "ep * (1 - d) * (1 + t) AS b")  # Q1: no extra host sync
+    assert _from_branches("CASE WHEN t > 0 THEN ep * d END AS a", "CASE WHEN t > 0 THEN ep * d + 1 END AS b")
+    assert _from_branches("coalesce(ep, ep * d) AS a", "coalesce(t, ep * d) AS b")  # coalesce is a CASE
+    assert not _from_branches("CASE WHEN t > 0 THEN ep * d END AS a", "ep * d AS b")  # on every row anyway
+    assert not _from_branches("CASE WHEN ep * d > 0 THEN 1 END AS a", "ep * d AS b")  # a first condition
+    assert _from_branches("CASE WHEN t > 0 THEN 1 WHEN ep * d > 0 THEN 2 END AS a",  # a later condition,
+                          "CASE WHEN t > 0 THEN 1 ELSE ep * d END AS b")  # an ELSE

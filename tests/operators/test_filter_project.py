@@ -117,3 +117,32 @@ def test_drivers_and_runs_of_a_kept_plan_plan_its_kernels_once(monkeypatch):
         rows = sorted(session.execute(plan).to_pylist(), key=lambda row: row["k"])
         assert rows == [{"k": k, "w": 2 * (40 - k)} for k in range(37)]
     assert sorted(planned) == ["CompiledPredicate", "CompiledProjection"]
+
+
+# Shared subexpressions are evaluated once a batch on every row; these sit only in CASE branches (coalesce is a
+# CASE) and fail on rows the branches never take (overflow where b >= 10, a cast of 'x'), where DuckDB answers.
+BRANCH_SHARING = [
+    "SELECT CASE WHEN b < 10 THEN a * b END AS x, CASE WHEN b < 10 THEN a * b + 1 END AS y FROM t",
+    "SELECT coalesce(CASE WHEN b < 10 THEN a * b END, 0) + coalesce(CASE WHEN b < 10 THEN a * b END, 1) AS s "
+    "FROM t WHERE coalesce(CASE WHEN b < 10 THEN a * b END, 0) < 100",
+    "SELECT CASE WHEN s < 'x' THEN CAST(s AS INTEGER) END AS p, CASE WHEN s < 'x' THEN CAST(s AS INTEGER) + 1 END AS q "
+    "FROM t",  # a text that does not parse
+]
+
+
+@pytest.mark.parametrize("fuse,mode", [(False, "inline"), (True, "lowest")], ids=["eager", "lowest-tier"])
+def test_a_subexpression_shared_by_case_branches_fails_no_row_they_skip(device_name, fuse, mode):
+    import pyarrow as pa
+    from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables
+
+    t = pa.table({"a": pa.array([3, 2**40, 5, 2**40], pa.int64()), "b": pa.array([2, 2**30, 4, 2**31], pa.int64()),
+                  "s": pa.array(["1", "x", "2", "y"])})
+    session = Session(device=device_name, drivers=1, fuse=fuse, compile_mode=mode)
+    session.register("t", t)
+    with duckdb_with_tables({"t": t}) as duckdb:
+        for sql in BRANCH_SHARING:
+            assert_same_rows(session.sql(sql), duckdb_table(duckdb, sql))
+    # Shared where it is computed on every row: the overflow is the query's (and DuckDB's) error.
+    with pytest.raises(ExecutionError, match="Overflow"):
+        session.sql("SELECT a * b AS x, CASE WHEN b < 10 THEN a * b END AS y FROM t")
+
