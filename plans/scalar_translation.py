@@ -75,6 +75,23 @@ def _null_as(expr: Expr, dtype: pa.DataType) -> Expr:
     return Literal(None, dtype) if is_untyped_null(expr) else expr
 
 
+def _as_real_where_real(left: Expr, right: Expr) -> tuple[Expr, Expr]:
+    """Return a comparison's sides with an integer or decimal side cast to REAL where the other is a REAL.
+
+    Why: DuckDB compares FLOAT with an integer or a DECIMAL as FLOAT (their common type), rounding that
+    side to float32 (``0.1::REAL = 0.1`` is TRUE); the evaluators compare floats as DOUBLE, which is exact
+    for the float32 side but not for the other one. A DOUBLE side keeps the comparison a DOUBLE one.
+    """
+    def real_partner(this: Expr, other: Expr) -> bool:
+        return this.dtype == pa.float32() and is_numeric(other.dtype) and not pa.types.is_floating(other.dtype)
+
+    if real_partner(left, right):
+        return left, Cast(right, pa.float32())
+    if real_partner(right, left):
+        return Cast(left, pa.float32()), right
+    return left, right
+
+
 def sql_type(data_type: exp.DataType) -> pa.DataType:
     """Return the Arrow type of a SQL type name as DuckDB reads it (FLOAT/REAL is float32).
 
@@ -261,7 +278,7 @@ class ScalarTranslator:
                 left, right = (as_date, right) if this is left else (left, as_date)
         if not is_comparable(left.dtype, right.dtype):
             raise self.error(f"type mismatch: cannot compare {left.dtype} with {right.dtype}", tree)
-        return left, right
+        return _as_real_where_real(left, right)
 
     def _comparison(self, tree: exp.Binary) -> Expr:
         left, right = self._comparable_pair(self.translate(tree.this), self.translate(tree.expression), tree)

@@ -28,7 +28,7 @@ def test_node_and_explain():
     assert isinstance(plan, HashJoinNode)
     assert (plan.left_keys, plan.right_keys, plan.output_columns) == (("k", "s"), ("uk", "us"), ("s", "uv", "k"))
     assert format_plan(plan) == """\
--- HashJoin[2][LEFT k = uk, s = us, filter: ((k * 2) > uv)] -> s:string, uv:float, k:int32
+-- HashJoin[2][LEFT k = uk, s = us, filter: (CAST((k * 2) AS float) > uv)] -> s:string, uv:float, k:int32
   -- TableScan[1][table: t, columns: k, s, d, v] -> k:int32, s:string, d:decimal128(12, 2), v:double
   -- TableScan[0][table: u, columns: uk, us, ud, uv, v] -> uk:int64, us:string, ud:decimal128(12, 3), uv:float, v:double"""
 
