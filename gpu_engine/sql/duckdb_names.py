@@ -64,6 +64,8 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Paren(this=exp.Var(this=f"{_text(node.this)} != {_text(node.expression)}"))
     if isinstance(node, exp.Tuple) or (isinstance(node, exp.Anonymous) and node.name.lower() == "row"):
         return exp.Anonymous(this=exp.to_identifier("row", quoted=True), expressions=list(node.expressions))
+    if isinstance(node, exp.Filter):  # DuckDB prints a blank before the FILTER's parenthesis
+        return exp.Var(this=f"{_text(node.this)} FILTER ({_text(node.expression)})")
     if isinstance(node, exp.Coalesce):  # an operator to DuckDB, printed in capitals
         arguments = [node.this, *node.expressions]
         return exp.Var(this=f"COALESCE({', '.join(_text(a) for a in arguments)})")
