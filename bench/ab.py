@@ -20,6 +20,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
+    python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
 """
 import argparse
 import os
@@ -193,6 +194,56 @@ def _ready_kinds():
     return module, "_argument_kinds", lambda arguments: None
 
 
+def _choice_case(device, conditions, values, default, dtype, rows):
+    """The fixed-width CASE as before f8516d5: a branch number per row, then a ``where`` per branch."""
+    from gpu_engine.columnar import Column
+    from gpu_engine.columnar.types import physical_dtype
+    from gpu_engine.expressions.logical import _words, true_rows
+
+    xp = device.xp
+    branches = list(values) + ([default] if default is not None else [])
+    choice = xp.full(rows, len(values) if default is not None else -1, dtype=xp.int32)
+    undecided = xp.ones(rows, dtype=xp.bool_)
+    for k, condition in enumerate(conditions):
+        hit = undecided & true_rows(condition)
+        choice = xp.where(hit, k, choice)
+        undecided &= ~hit
+    validity = xp.zeros(rows, dtype=xp.bool_)
+    for k, branch in enumerate(branches):
+        validity = xp.where(choice == k, True if branch.validity is None else branch.validity, validity)
+    if any(branch.data.ndim == 2 for branch in branches):
+        from gpu_engine.expressions.numeric import as_words
+
+        data = xp.zeros((rows, _words(branches)), dtype=xp.int64)
+        for k, branch in enumerate(branches):
+            data = xp.where((choice == k)[:, None], as_words(device, branch), data)
+        return Column(dtype, data, validity)
+    data = xp.zeros(rows, dtype=physical_dtype(dtype))
+    for k, branch in enumerate(branches):
+        data = xp.where(choice == k, branch.data, data)
+    return Column(dtype, data, validity)
+
+
+def _fixed_width_case():
+    """A fixed-width CASE picked through a branch number per row (``logical._case_fixed_width`` off)."""
+    import gpu_engine.expressions.logical as module
+    return module, "_case_fixed_width", _choice_case
+
+
+def _constant_comparisons():
+    """Comparisons with a constant evaluated as two columns (``evaluate._host_constant`` off)."""
+    import importlib
+
+    module = importlib.import_module("gpu_engine.expressions.evaluate")  # (the package exports a function of its name)
+    return module, "_host_constant", lambda expr: None
+
+
+def _shared_arguments():
+    """Every aggregate argument evaluated whole (``HashAggregation``'s shared subexpressions off)."""
+    import gpu_engine.operators.hash_aggregation as module
+    return module, "hoist_common_subexpressions", lambda expressions: ([], tuple(expressions))
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -209,6 +260,10 @@ SWITCHES = {
     "string-key-growth": _string_key_growth,
     "ready-kinds": _ready_kinds,
     "string-key-fusion": _string_key_fusion,
+    # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
+    "fixed-width-case": _fixed_width_case,
+    "constant-comparisons": _constant_comparisons,
+    "shared-arguments": _shared_arguments,
 }
 
 
@@ -243,6 +298,8 @@ def main():
     p.add_argument("--sf", type=float, default=1)
     p.add_argument("--runs", type=int, default=5)
     p.add_argument("--drivers", type=int, default=2)
+    p.add_argument("--compile-mode", choices=("background", "lowest"), default="background",
+                   help="lowest: both sides run on the lowest tier, nothing generated (what a first run pays)")
     a = p.parse_args()
     from duckdb_reference import duckdb_connection, duckdb_table
     from gpu_engine import Session
@@ -252,7 +309,7 @@ def main():
     folder, sql, register, check = _workload(a.workload, a.query, a.sf)
     sessions = {}
     for side in sides:
-        sessions[side] = Session(device="cpu", drivers=a.drivers)
+        sessions[side] = Session(device="cpu", drivers=a.drivers, compile_mode=a.compile_mode)
         register(sessions[side], folder)
     duck = duckdb_connection(folder, threads=2)
     expected = duckdb_table(duck, sql)
@@ -279,7 +336,8 @@ def main():
     setattr(module, attribute, sides["with"])
     m = statistics.median
     duck_cpu = m(samples["duckdb"][1])
-    print(f"{a.switch}: {a.workload} q{a.query} sf{a.sf:g} drivers {a.drivers}, {a.runs} interleaved runs, "
+    print(f"{a.switch}: {a.workload} q{a.query} sf{a.sf:g} drivers {a.drivers}, {a.compile_mode} compiles, "
+          f"{a.runs} interleaved runs, "
           f"load {' '.join(f'{x:.1f}' for x in os.getloadavg())}")
     for k, (w, c) in samples.items():
         print(f"  {k:8s} cpu median {m(c)*1000:8.1f} ms (x{m(c)/duck_cpu:5.2f} DuckDB)  wall median {m(w)*1000:8.1f} ms"
