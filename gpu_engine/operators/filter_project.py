@@ -130,7 +130,7 @@ class FilterProject(Operator):
         # Once per node (the filter, if any, is the project's source): not per driver, not per run of a kept plan.
         setup = _SETUPS.get(project_node or filter_node,
                             lambda: _NodeSetup.of(self.device, filter_node, project_node, ctx.config.fuse),
-                            variant=ctx.config.fuse)
+                            variant=(self.device.name, ctx.config.fuse))  # one node may run on two devices
         self._compiled = None if setup.predicate is None else CompiledPredicate(self.device, setup.predicate, mode)
         if project_node is not None:
             self._pass_through = setup.pass_through
