@@ -85,10 +85,19 @@ def _as_real_where_real(left: Expr, right: Expr) -> tuple[Expr, Expr]:
     def real_partner(this: Expr, other: Expr) -> bool:
         return this.dtype == pa.float32() and is_numeric(other.dtype) and not pa.types.is_floating(other.dtype)
 
+    def as_real(other: Expr) -> Expr:
+        # A constant becomes the DOUBLE of its REAL value: the same comparison (the REAL side widens exactly),
+        # and the kernel of a column against a DOUBLE constant (issue 29: `f < 1` and `f < 2.5e0` share one).
+        if isinstance(other, Literal) and other.value is not None and not isinstance(other.value, bool):
+            import numpy as np
+
+            return Literal(float(np.float32(float(other.value))), pa.float64())
+        return Cast(other, pa.float32())
+
     if real_partner(left, right):
-        return left, Cast(right, pa.float32())
+        return left, as_real(right)
     if real_partner(right, left):
-        return Cast(left, pa.float32()), right
+        return as_real(left), right
     return left, right
 
 

@@ -80,7 +80,8 @@ def test_repeated_queries_generate_nothing_new():
     misses = [cache.misses for cache in CACHES]
     hits = [cache.hits for cache in CACHES]
     second = session.execute(plan), session.execute(filter_plan)
-    assert [cache.misses for cache in CACHES] == misses
-    assert all(after > before for after, before in zip((cache.hits for cache in CACHES), hits))
+    assert [cache.misses for cache in CACHES] == misses  # nothing generated anew
+    # A later run asks at most again (an operator's setup is kept per plan node since 2857ca9: it may not ask).
+    assert all(after >= before for after, before in zip((cache.hits for cache in CACHES), hits))
     assert [t.sort_by("k" if "k" in t.column_names else "v") for t in first] == \
         [t.sort_by("k" if "k" in t.column_names else "v") for t in second]
