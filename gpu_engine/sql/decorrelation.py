@@ -335,6 +335,8 @@ def _semi_relation(planner: QueryPlanner, join_type, select, inner, local, keys,
 def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
     """Return ``x [NOT] IN (SELECT …)`` as a pending semi (null-aware anti) join on ``x`` and its correlation."""
     select = subquery_select(tree.args["query"])
+    if isinstance(tree.this, exp.Tuple) and not negated:  # (a, b) IN (SELECT x, y ...): a semi join on every column
+        return _row_in_subquery(planner, tree, select, ctes, conjunct)  # (sql/tuple_membership.py sends it here)
     if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1:
         raise unsupported("IN over a subquery that is not a one-column SELECT", tree)
     if has_subquery(tree.this):
@@ -362,6 +364,27 @@ def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_alias
     keys, others = correlation(correlated, inner)
     return _semi_relation(planner, "left_semi", select, inner, local, [(tree.this, value)] + keys, others, ctes,
                                conjunct)
+
+
+def _row_in_subquery(planner: QueryPlanner, tree: exp.In, select: exp.Expression, ctes, conjunct) -> SemiJoin:
+    """Return an uncorrelated ``(a, b) IN (SELECT x, y …)`` WHERE conjunct as a semi join on all its columns.
+
+    Only where NULL and FALSE filter alike (a WHERE conjunct, not negated): NOT IN is a value
+    (:mod:`~gpu_engine.sql.tuple_membership`), since a NULL in one column of a row is not the null-aware
+    anti join's NULL key.
+    """
+    values = list(tree.this.expressions)
+    if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != len(values):
+        raise unsupported(f"a row of {len(values)} values IN a subquery that is not a {len(values)}-column SELECT",
+                          tree)
+    if any(has_subquery(value) for value in values):
+        raise unsupported("a subquery on the left of IN", tree)
+    relation, outputs = planner._plan_query(select, ctes)
+    alias = planner._synthetic_alias()
+    relation = Relation(relation.node, {(alias, f"c{n}"): internal for n, (_, internal) in enumerate(outputs)},
+                        frozenset([alias]), relation.rows, relation.stats)
+    return SemiJoin("left_semi", relation, [(value.copy(), exp.column(f"c{n}", table=alias))
+                                            for n, value in enumerate(values)], [], conjunct, early=True)
 
 
 def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tuple[Relation, exp.Column]:

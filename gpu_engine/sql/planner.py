@@ -86,6 +86,7 @@ from gpu_engine.sql.quantified_comparisons import with_quantified_comparisons
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
+from gpu_engine.sql.tuple_membership import with_tuple_memberships
 from gpu_engine.sql.subquery_values import with_subquery_values_as_comparisons, with_subquery_values_joined
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.window_subqueries import with_subqueries_as_windows
@@ -193,6 +194,7 @@ class QueryPlanner(PlanningContext):
         check_window_positions(select)
         select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
+        select = with_tuple_memberships(select, self)  # (a, b) IN (SELECT x, y ...): EXISTS, or joined facts
         select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
         select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
