@@ -13,6 +13,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
+    python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
@@ -85,6 +86,12 @@ def _window_subqueries():
     """Correlated MIN/MAX/AVG subqueries over the outer join decorrelated, not windows (``window_subqueries`` off)."""
     import gpu_engine.sql.planner as module
     return module, "with_subqueries_as_windows", lambda select: select
+
+
+def _partial_steps():
+    """Every SQL GROUP BY split into partial and final steps, as before ``gpu_engine.sql.partial_steps``."""
+    import gpu_engine.sql.aggregate_planning as module
+    return module, "partial_step_pays", lambda relation, key_names: True
 
 
 def _wide_sum_fusion():
@@ -188,6 +195,30 @@ def _string_key_growth():
     return keys.StringKeyTable, "_intern_cpu", doubling
 
 
+def _kept_positions():
+    """A column read late for some rows finds the positions of the rows kept by a binary search per kept row
+    (``late_materialization._positions`` and its same-rows shortcut in ``_kept_of`` before they replaced it)."""
+    import numpy as np
+
+    import gpu_engine.connectors.late_materialization as module
+    return module, "_kept_of", lambda column, rows, kept, count: module.take_rows(
+        column, kept if rows is None else np.searchsorted(rows, kept).astype(np.int32))
+
+
+def _kept_row_groups():
+    """The row groups holding a kept row found by np.unique over a search per kept row, and their counts by a
+    second search per kept row (``late_materialization._groups_holding`` before)."""
+    import numpy as np
+
+    import gpu_engine.connectors.late_materialization as module
+
+    def per_kept_row(kept, group_starts):
+        holding = np.unique(np.searchsorted(group_starts, kept, side="right") - 1)
+        return holding, np.bincount(np.searchsorted(group_starts[holding], kept, side="right") - 1,
+                                    minlength=len(holding))
+    return module, "_groups_holding", per_kept_row
+
+
 def _ready_kinds():
     """Every batch types its twins' arguments with numba's typeof, as before TierSwitch remembered READY kinds."""
     import gpu_engine.codegen.background_compiles as module
@@ -253,12 +284,15 @@ SWITCHES = {
     "pinned-statistics": _pinned_statistics,
     "late-cut-share": _late_cut_share,
     "window-subqueries": _window_subqueries,
+    "partial-steps": _partial_steps,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
     "ready-kinds": _ready_kinds,
+    "kept-positions": _kept_positions,
+    "kept-row-groups": _kept_row_groups,
     "string-key-fusion": _string_key_fusion,
     # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
     "fixed-width-case": _fixed_width_case,

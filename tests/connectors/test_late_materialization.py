@@ -97,10 +97,14 @@ def test_a_piece_read_late_equals_a_piece_read_whole(files):
     keys = Column.from_arrow(pa.array([2005, 2010, 3007, 4020, 4030, 4031], pa.int64()), device)
     key_filter = JoinKeyFilter.of_build_keys(device, keys, "k", "int")
     values = Column.from_arrow(pa.array(range(0, 900, 2), pa.int32()), device)  # even v: half the rows
-    filters = [key_filter, JoinKeyFilter.of_build_keys(device, values, "v", "int")]
+    every_v = Column.from_arrow(pa.array(range(900), pa.int32()), device)  # every v of the rows k keeps
+    halves = [key_filter, JoinKeyFilter.of_build_keys(device, values, "v", "int")]
     columns = ("v", "k", "s", "p")
-    # Every piece read late (each filter's column in either order), then every piece with a row kept read whole.
-    for cut_share, shares in ((1.0, {}), (1.0, {"v": 0.0}), (0.0, {})):
+    # Every piece read late (each filter's column in either order; k first, then a v filter keeping every row k kept:
+    # v read late needs no cut), then every piece with a row kept read whole.
+    for filters, cut_share, shares in ((halves, 1.0, {}), (halves, 1.0, {"v": 0.0}), (halves, 0.0, {}),
+                                       ([key_filter, JoinKeyFilter.of_build_keys(device, every_v, "v", "int")],
+                                        1.0, {"k": 0.0, "v": 1.0})):
         for piece in split_pieces(ParquetSplit(files["fact"]), columns, 2 * GROUP_ROWS):
             late = read_filtered_piece(piece, filters, cut_share, shares=shares)
             assert set(shares) == {"k", "v"}  # what each kept, for the next piece's order
