@@ -375,6 +375,7 @@ class Session:
         at once still read tables of their own.
         """
         from gpu_engine.sql import check_dialect
+        from gpu_engine.sql.duplicate_output_names import with_shown_names
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
         from gpu_engine.sql.statements import is_catalog_statement, run_catalog_statement
@@ -395,7 +396,7 @@ class Session:
         with self._cte_calls.slot(text, dialect) as call:
             shared, query = split_shared_ctes(text, dialect, call)
             if not shared:
-                return self.execute(plan, _time_left(deadline, timeout))
+                return with_shown_names(plan, self.execute(plan, _time_left(deadline, timeout)))
             try:
                 for cte in shared:
                     # Kept in plan_cache: a text over temporary tables names them by this text and slot, so the
@@ -404,7 +405,8 @@ class Session:
                     self._temporary.add(cte.table)
                     self._tables[cte.table] = register_source(
                         cte.table, self.execute(plan, _time_left(deadline, timeout)), None)
-                return self.execute(self.sql_plan(query, dialect), _time_left(deadline, timeout))
+                plan = self.sql_plan(query, dialect)
+                return with_shown_names(plan, self.execute(plan, _time_left(deadline, timeout)))
             finally:
                 for cte in shared:
                     self._tables.pop(cte.table, None)

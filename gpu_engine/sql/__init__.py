@@ -22,6 +22,7 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.sql_literal_lists import lift_literal_lists, lifted_lists
 from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.nesting import too_deep
+from gpu_engine.sql.duplicate_output_names import remember_shown_names, shown_names
 from gpu_engine.sql.planner import QueryPlanner
 from gpu_engine.sql.rewrite import parse_and_qualify
 from gpu_engine.sql.statistics import ColumnStatistics, RegisteredStatistics, TableStatistics, table_statistics
@@ -68,7 +69,11 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
         text, lists = lift_literal_lists(text, dialect)  # a long IN list is one node until it is translated
         with lifted_lists(lists):
             query = parse_and_qualify(text, catalog, dialect)
-            return push_window_filters(QueryPlanner(catalog, statistics).plan(query))
+            planned = QueryPlanner(catalog, statistics).plan(query)
+            plan = push_window_filters(planned)
+            if plan is not planned and shown_names(planned) is not None:  # two output columns of one name
+                remember_shown_names(plan, list(shown_names(planned)))
+            return plan
     except RecursionError:  # the nesting checks bound every pass; a pass they miss still must not leak this
         raise too_deep() from None
     except (KeyError, TypeError, AttributeError, IndexError, SqlglotError) as error:  # a construct no check names

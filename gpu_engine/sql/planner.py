@@ -71,6 +71,7 @@ from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
     subquery_select,
 )
+from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_output_names
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.eager_aggregation import eager_aggregated
 from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
@@ -111,6 +112,20 @@ def _fetch_with_ties(clause: exp.Expression | None) -> bool:
         return False
     options = clause.args.get("limit_options")
     return bool(options is not None and options.args.get("with_ties"))
+
+
+def _ordinal(key: exp.Expression, count: int) -> int | None:
+    """Return the 0-based output ``ORDER BY <n>`` names, or None for another key.
+
+    The qualifier turns ordinals into output names, but not one naming an output whose name repeats
+    (``SELECT t.a, u.a ... ORDER BY 2``): that stays a number, which must not sort as a constant.
+    """
+    if isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit():
+        n = int(key.this)
+        if not 1 <= n <= count:
+            raise unsupported(f"ORDER BY {n}: the SELECT list has {count} columns", key)
+        return n - 1
+    return None
 
 
 def _refuse_unplanned_clauses(select: exp.Select) -> None:
@@ -158,14 +173,16 @@ class QueryPlanner(PlanningContext):
         relation, outputs = self._plan_query(query, {})
         spelled = query.meta.get("output_names", {}) if query.meta else {}
         outputs = [(spelled.get(name, name), internal) for name, internal in outputs]
-        names = [name for name, _ in outputs]
-        if len(set(names)) != len(names):
-            duplicate = next(n for n in names if names.count(n) > 1)
-            raise unsupported(f"two output columns named {duplicate!r}; give them distinct aliases", query)
+        shown = [name for name, _ in outputs]
+        names = unique_output_names(shown)  # two columns of one name: the plan's are unique, the result's as written
         if [internal for _, internal in outputs] == names and list(relation.node.output_schema.names) == names:
-            return relation.node
-        projections = [f"{quoted(internal)} AS {quoted(name)}" for name, internal in outputs]
-        return self._builder(relation.node).project(projections).plan()
+            plan = relation.node
+        else:
+            projections = [f"{quoted(internal)} AS {quoted(name)}" for (_, internal), name in zip(outputs, names)]
+            plan = self._builder(relation.node).project(projections).plan()
+        if names != shown:
+            remember_shown_names(plan, shown)
+        return plan
 
     def _plan_query(self, query: exp.Expression, ctes: Mapping[str, exp.Expression]
                     ) -> tuple[Relation, list[tuple[str, str]]]:
@@ -365,6 +382,8 @@ class QueryPlanner(PlanningContext):
             key = ordered.this
             if isinstance(key, exp.Column) and not key.table and key.name in output_names:
                 order_trees.append(None)
+            elif _ordinal(key, len(projections)) is not None:  # ORDER BY 2 the qualifier left: a repeated name
+                order_trees.append(None)
             else:
                 order_trees.append(key)
         order_trees = [with_output_names_resolved(tree, projections) for tree in order_trees]
@@ -401,7 +420,9 @@ class QueryPlanner(PlanningContext):
             nulls_first = ordered.args.get("nulls_first")
             nulls = " NULLS FIRST" if nulls_first else " NULLS LAST"
             if key is None:
-                index = output_names.index(ordered.this.name)
+                index = _ordinal(ordered.this, len(projections))
+                if index is None:
+                    index = output_names.index(ordered.this.name)
             else:
                 renamed = self._renamed(key, columns, replacements)
                 text = renamed.sql(dialect="duckdb")
