@@ -71,6 +71,7 @@ from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
     subquery_select,
 )
+from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
 from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_output_names
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.eager_aggregation import eager_aggregated
@@ -208,6 +209,7 @@ class QueryPlanner(PlanningContext):
                      ) -> tuple[Relation, list[tuple[str, str]]]:
         """Plan one SELECT through the steps of the module docstring; return it and its (output, column) names."""
         _refuse_unplanned_clauses(select)
+        select = with_distinct_on_as_qualify(select)  # DISTINCT ON (k): QUALIFY row_number() OVER (...) = 1
         check_window_positions(select)
         select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
@@ -439,8 +441,6 @@ class QueryPlanner(PlanningContext):
             builder = self._builder(relation.node).project(
                 [aliased(tree, name) for tree, name in zip(all_exprs, internal)])
             if select.args.get("distinct"):
-                if select.args["distinct"].args.get("on"):
-                    raise unsupported("DISTINCT ON", select.args["distinct"])
                 builder = builder.aggregation([quoted(n) for n in internal], [])
             limit_clause = select.args.get("limit")
             with_ties = _fetch_with_ties(limit_clause)

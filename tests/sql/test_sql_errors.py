@@ -85,7 +85,7 @@ BAD_SQL = {
     "SELECT a FROM t LIMIT a": "LIMIT",
     "SELECT a::nosuchtype FROM t": "nosuchtype",
     "SELECT a FROM t WHERE a IN (SELECT a, c FROM u)": "one-column",
-    "SELECT DISTINCT ON (a) a, b FROM t": "DISTINCT ON",
+    "SELECT DISTINCT ON (a) a, b FROM t QUALIFY row_number() OVER (ORDER BY b) > 1": "DISTINCT ON with QUALIFY",
     "SELECT a FROM t WHERE b GLOB 'x*'": "GLOB",
     "SELECT max(a, 2) FROM t": "max",
     "SELECT a FROM t LIMIT 10%": "LIMIT",
