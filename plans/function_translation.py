@@ -238,6 +238,18 @@ def _printf(translator: Any, tree: exp.Expression) -> Expr:
     return build_function(translator, name, [fmt, *converted], tree)
 
 
+def _translate_characters(translator: Any, tree: exp.Translate) -> Expr:
+    args = _string_args(translator, [tree.this, tree.args.get("from_"), tree.args.get("to")])
+    return build_function(translator, "translate", args, tree)
+
+
+def _chr(translator: Any, tree: exp.Chr) -> Expr:
+    if len(tree.expressions) != 1:
+        raise translator.error(f"chr() takes 1 argument (a code point), got {len(tree.expressions)}", tree)
+    operand = _typed_null(translator.translate(tree.expressions[0]), pa.int32())
+    return build_function(translator, "chr", [operand], tree)
+
+
 def _md5(translator: Any, tree: exp.MD5) -> Expr:
     return build_function(translator, "md5", _string_args(translator, [tree.this]), tree)
 
@@ -488,6 +500,8 @@ def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp
 
 #: DuckDB functions refused by name, with why and what to write instead.
 REFUSED_FUNCTIONS = {
+    "octet_length": "octet_length() takes a BLOB (DuckDB refuses a VARCHAR there; the engine has no BLOB type): "
+                    "strlen(s) is a string's bytes, length(s) its characters",
     "hash": "hash() returns DuckDB's own hash values, which the engine does not reproduce; group or join on the "
             "values themselves, or take md5(CAST(x AS VARCHAR)) for a stable digest",
 }
@@ -519,6 +533,9 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     if name in ("prefix", "suffix"):
         args = _string_args(translator, list(tree.expressions))
         return build_function(translator, "starts_with" if name == "prefix" else "ends_with", args, tree)
+    if name in ("strlen", "strip_accents", "ord"):  # ord: DuckDB's other name of unicode
+        return build_function(translator, "unicode" if name == "ord" else name,
+                              _string_args(translator, list(tree.expressions)), tree)
     if name in ("log10", "log2"):
         args = _numeric_args(translator, list(tree.expressions))
         return build_function(translator, "log", [Literal(10.0 if name == "log10" else 2.0, pa.float64()), *args],
@@ -544,6 +561,7 @@ _READ = {
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
     exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Format: {"this", "expressions"},
+    exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
 _READ_TWO = {"this", "expression"}  # s ILIKE p, left(s, n), power(x, y), ...
@@ -594,6 +612,8 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.TryCast: _try_cast,
     exp.Pi: _pi, exp.IsNan: _float_test, exp.IsInf: _float_test,
     exp.RegexpExtract: _regexp_extract, exp.SimilarTo: _similar_to, exp.MD5: _md5,
+    exp.Ascii: _unary_string("ascii"), exp.Unicode: _unary_string("unicode"),
+    exp.BitLength: _unary_string("bit_length"), exp.Chr: _chr, exp.Translate: _translate_characters,
     exp.StrToTime: _strptime, exp.TimeToUnix: _epoch, exp.UnixToTime: _from_epoch, exp.Format: _printf,
 }
 

@@ -276,6 +276,30 @@ def _md5(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.string()
 
 
+def _character_code(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``ascii``/``unicode`` (INTEGER: the first character's code point), ``strlen``/``bit_length`` (BIGINT: the
+    bytes or bits), ``strip_accents`` (VARCHAR)."""
+    _arity(name, args, 1, 1)
+    _string(name, args[0], 1)
+    return pa.int32() if name in ("ascii", "unicode") else pa.int64() if name in ("strlen", "bit_length") \
+        else pa.string()
+
+
+def _chr(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 1, 1)
+    if not (is_integer(args[0].dtype) or pa.types.is_null(args[0].dtype)):
+        raise TypeError(f"chr() needs an integer code point as argument 1, got {args[0].dtype}")
+    return pa.string()
+
+
+def _translate(name: str, args: Sequence[Expr]) -> pa.DataType:
+    _arity(name, args, 3, 3)
+    _string(name, args[0], 1)
+    _string_constant(name, args, 2, "characters to replace")
+    _string_constant(name, args, 3, "replacements")
+    return pa.string()
+
+
 def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 2, 2)
     _string(name, args[0], 1)
@@ -586,6 +610,8 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
     "left": _left_right, "right": _left_right,
     "lpad": _pad, "rpad": _pad,
+    "ascii": _character_code, "unicode": _character_code, "strlen": _character_code, "bit_length": _character_code,
+    "strip_accents": _character_code, "chr": _chr, "translate": _translate,
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,

@@ -23,6 +23,7 @@ from gpu_engine.plans.expressions import (
     ColumnRef,
     Expr,
     Extract,
+    Function,
     InList,
     Like,
     Literal,
@@ -99,6 +100,29 @@ def _as_real_where_real(left: Expr, right: Expr) -> tuple[Expr, Expr]:
     if real_partner(right, left):
         return as_real(left), right
     return left, right
+
+
+def like_tokens(pattern: str, escape: str) -> list[tuple[str, str]] | None:
+    """Return a LIKE pattern as ``("wildcard", "%" or "_")`` and ``("literal", character)`` tokens, ``escape``
+    (one character, or '' for none) making the character after it literal; None when the pattern ends with it."""
+    tokens: list[tuple[str, str]] = []
+    characters = iter(pattern)
+    for character in characters:
+        if escape and character == escape:
+            following = next(characters, None)
+            if following is None:
+                return None
+            tokens.append(("literal", following))
+        elif character in "%_":
+            tokens.append(("wildcard", character))
+        else:
+            tokens.append(("literal", character))
+    return tokens
+
+
+def _regex_literal(character: str) -> str:
+    """Return ``character`` as an RE2 pattern matching itself."""
+    return "\\" + character if character in "\\.^$|?*+()[]{}-#&~" else character
 
 
 def sql_type(data_type: exp.DataType) -> pa.DataType:
@@ -285,9 +309,28 @@ class ScalarTranslator:
                 if as_date is None:
                     raise self.error(f"invalid date literal {this.sql()}", tree)
                 left, right = (as_date, right) if this is left else (left, as_date)
+            if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
+                    and pa.types.is_timestamp(other.dtype) and other.dtype.tz is None):
+                as_timestamp = self._timestamp_text(this, other.dtype, tree)
+                left, right = (as_timestamp, right) if this is left else (left, as_timestamp)
         if not is_comparable(left.dtype, right.dtype):
             raise self.error(f"type mismatch: cannot compare {left.dtype} with {right.dtype}", tree)
         return _as_real_where_real(left, right)
+
+    def _timestamp_text(self, literal: Literal, dtype: pa.DataType, tree: exp.Expression) -> Expr:
+        """Return a string constant compared with a TIMESTAMP as that TIMESTAMP (``ts > '2020-01-01 10:00'``, as
+        DuckDB casts it): the cast an explicit ``TIMESTAMP '...'`` is, its text checked here so that a bad one is
+        refused while planning (DuckDB's binder refuses it too), never per batch."""
+        from gpu_engine.columnar import Column
+        from gpu_engine.device import get_device
+        from gpu_engine.expressions.text_on_host import parse_timestamps
+
+        device = get_device("cpu")
+        _ticks, parsed = parse_timestamps(device, Column.from_arrow(pa.array([literal.value]), device), dtype)
+        if not bool(parsed[0]):
+            raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]')",
+                             tree)
+        return Cast(literal, dtype)
 
     def _comparison(self, tree: exp.Binary) -> Expr:
         left, right = self._comparable_pair(self.translate(tree.this), self.translate(tree.expression), tree)
@@ -315,6 +358,8 @@ class ScalarTranslator:
             return self._like(inner, negated=not inner.args.get("negate"))
         if type(inner) is exp.ILike:
             return self._not_ilike(inner)
+        if type(inner) is exp.Escape and type(inner.this) in (exp.Like, exp.ILike):
+            return self._not_escape(inner)
         return UnaryOp("not", self._boolean_operand(inner), pa.bool_())
 
     def _is(self, tree: exp.Is, negated: bool = False) -> Expr:
@@ -336,9 +381,11 @@ class ScalarTranslator:
         operand = self.translate(tree.this)
         value_trees = lifted_values(tree.expressions)
         values = [self.translate(value) for value in value_trees]
-        if not all(isinstance(value, Literal) for value in values):
+        text_times = pa.types.is_timestamp(operand.dtype) and any(is_string(value.dtype) for value in values)
+        if text_times or not all(isinstance(value, Literal) for value in values):
             # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
-            # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation.
+            # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts
+            # compare as the comparison reads them).
             disjunction = exp.or_(*(exp.EQ(this=tree.this.copy(), expression=value.copy()) for value in value_trees))
             return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
         try:
@@ -356,6 +403,9 @@ class ScalarTranslator:
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
 
+    def _not_escape(self, tree: exp.Escape) -> Expr:
+        return self._escape(tree, negated=not tree.this.args.get("negate"))
+
     def _not_ilike(self, tree: exp.ILike) -> Expr:
         return FUNCTION_HANDLERS[exp.ILike](self, tree, negated=not tree.args.get("negate"))
 
@@ -369,8 +419,44 @@ class ScalarTranslator:
             raise self.error(f"type mismatch: LIKE needs a string, got {operand.dtype}", tree)
         return Like(operand, pattern.value, negated=negated)
 
-    def _escape(self, tree: exp.Escape) -> Expr:
-        raise self.error("LIKE ... ESCAPE is not supported yet", tree)
+    def _escape(self, tree: exp.Escape, negated: bool | None = None) -> Expr:
+        """``s [NOT] [I]LIKE p ESCAPE e``: the escape character makes the next pattern character literal.
+
+        A pattern whose escaped characters are no wildcards is the plain LIKE pattern without its escapes (the
+        LIKE kernels); one with a literal ``%`` or ``_`` becomes the regular expression the LIKE means, matched
+        against the whole string (``regexp_full_match``, RE2 on the host once per distinct value). ILIKE is LIKE
+        on ``lower`` of the string and the pattern (the escape character as written), as DuckDB reads it.
+        """
+        inner = tree.this
+        if type(inner) not in (exp.Like, exp.ILike):
+            raise self.error("ESCAPE applies to LIKE and ILIKE only", tree)
+        negated = bool(inner.args.get("negate")) if negated is None else negated
+        operand = _null_as(self.translate(inner.this), pa.string())
+        pattern, escape = self.translate(inner.expression), self.translate(tree.expression)
+        word = "ILIKE" if type(inner) is exp.ILike else "LIKE"
+        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+            raise self.error(f"the {word} pattern must be a string constant", tree)
+        if not (isinstance(escape, Literal) and (escape.value is None or isinstance(escape.value, str))):
+            raise self.error(f"the {word} ESCAPE character must be a string constant", tree)
+        if not is_string(operand.dtype):
+            raise self.error(f"type mismatch: {word} needs a string, got {operand.dtype}", tree)
+        if escape.value is None:
+            return Literal(None, pa.bool_())
+        if len(escape.value) > 1:
+            raise self.error("Invalid escape string. Escape string must be empty or one character.", tree)
+        text = pattern.value
+        if type(inner) is exp.ILike:
+            operand = FUNCTION_HANDLERS[exp.Lower](self, exp.Lower(this=inner.this))
+            text = text.lower()
+        tokens = like_tokens(text, escape.value)
+        if tokens is None:
+            raise self.error("Like pattern must not end with escape character!", tree)
+        if not any(kind == "literal" and value in "%_" for kind, value in tokens):
+            return Like(operand, "".join(value for _kind, value in tokens), negated=negated)
+        regex = "(?s:" + "".join({"%": ".*", "_": "."}[value] if kind == "wildcard" else _regex_literal(value)
+                                 for kind, value in tokens) + ")"
+        matched = Function("regexp_full_match", (operand, Literal(regex, pa.string())), pa.bool_())
+        return UnaryOp("not", matched, pa.bool_()) if negated else matched
 
     # -- conditional and conversion ---------------------------------------------
 

@@ -305,6 +305,11 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
         raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
     translator = ScalarTranslator(schema, label)
     args = tuple(translator.translate(a) for a in argument_trees)
+    if function in ("lag", "lead") and len(args) > 1 and isinstance(args[1], Literal) \
+            and isinstance(args[1].value, int) and not isinstance(args[1].value, bool) and args[1].value < 0:
+        # lag(x, -n) is lead(x, n) and lead(x, -n) lag(x, n), as DuckDB reads a negative offset
+        function = "lead" if function == "lag" else "lag"
+        args = (args[0], Literal(-args[1].value, args[1].dtype), *args[2:])
     if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Cast) \
             and isinstance(args[2].operand, Literal):  # lag(x, 1, 2.5::DOUBLE): the constant, cast first
         args = args[:2] + (_default_of(args[2].operand, args[2].dtype, label, text),)

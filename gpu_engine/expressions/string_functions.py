@@ -132,6 +132,90 @@ def _length(device: Device, column: Column) -> Column:
     return Column(pa.int64(), values, string_validity(device, column))
 
 
+def _byte_lengths(device: Device, column: Column, bits: bool) -> Column:
+    """Return ``strlen`` (each string's bytes) or ``bit_length`` (eight a byte), from the offsets on the device."""
+    xp = device.xp
+
+    def function(offsets: Any, _chars: Any) -> Any:
+        offsets = offsets.astype(xp.int64, copy=False)
+        return (offsets[1:] - offsets[:-1]) * (8 if bits else 1)
+
+    return Column(pa.int64(), map_values(device, column, function), string_validity(device, column))
+
+
+def _first_code_points(device: Device, column: Column, empty: int) -> Column:
+    """Return ``ascii``/``unicode``: the code point of each string's first character (``empty`` for '': DuckDB's
+    ascii gives 0, unicode -1), decoded from its first one to four UTF-8 bytes on the device."""
+    xp = device.xp
+
+    def function(offsets: Any, chars: Any) -> Any:
+        offsets = offsets.astype(xp.int64, copy=False)
+        starts = offsets[:-1]
+        padded = xp.concatenate([chars, xp.zeros(4, dtype=xp.uint8)]).astype(xp.int32)
+        b0, b1, b2, b3 = (xp.take(padded, starts + k) for k in range(4))
+        two = ((b0 & 0x1F) << 6) | (b1 & 0x3F)
+        three = ((b0 & 0x0F) << 12) | ((b1 & 0x3F) << 6) | (b2 & 0x3F)
+        four = ((b0 & 0x07) << 18) | ((b1 & 0x3F) << 12) | ((b2 & 0x3F) << 6) | (b3 & 0x3F)
+        point = xp.where(b0 < 0x80, b0, xp.where(b0 >= 0xF0, four, xp.where(b0 >= 0xE0, three, two)))
+        return xp.where(offsets[1:] > starts, point, empty).astype(xp.int32)
+
+    return Column(pa.int32(), map_values(device, column, function), string_validity(device, column))
+
+
+def _code_point_text(device: Device, points: Column | None, value: int | None, rows: int) -> Column:
+    """Return ``chr``: each code point encoded as its one to four UTF-8 bytes, on the device (no host copy of the
+    rows); DuckDB's error for a value that is no code point (negative, a surrogate, past U+10FFFF)."""
+    xp = device.xp
+    if points is None:  # a constant code point
+        if value is None:
+            return Column.from_arrow(pa.nulls(rows, pa.string()), device)
+        points = Column(pa.int64(), xp.full(1, value, dtype=xp.int64), None)
+        encoded = _code_point_text(device, points, None, 1)
+        codes = xp.zeros(rows, dtype=xp.int32)
+        return Column(pa.string(), codes, None, None, encoded)
+    values = points.data.astype(xp.int64)
+    valid = xp.ones(int(values.shape[0]), dtype=xp.bool_) if points.validity is None else points.validity
+    bad = valid & ((values < 0) | (values > 0x10FFFF) | ((values >= 0xD800) & (values <= 0xDFFF)))
+    if int(values.shape[0]) and bool(device.read_scalar(xp.any(bad).reshape(1), 0)):
+        first = int(device.read_scalar(values[xp.argmax(bad)].reshape(1), 0))
+        raise ExecutionError(f"Invalid UTF8 Codepoint {first}")
+    values = xp.where(valid, values, 0)
+    lengths = xp.where(valid, 1 + (values >= 0x80) + (values >= 0x800) + (values >= 0x10000), 0).astype(xp.int64)
+    continuation = [0x80 | ((values >> shift) & 0x3F) for shift in (18, 12, 6, 0)]
+    lead = xp.where(lengths == 4, 0xF0 | (values >> 18), xp.where(
+        lengths == 3, 0xE0 | (values >> 12), xp.where(lengths == 2, 0xC0 | (values >> 6), values)))
+    # byte k of a string of n bytes: the lead, then the last n - 1 continuation bytes
+    table = xp.stack([lead] + [xp.where(lengths == 4, continuation[k], xp.where(
+        lengths == 3, continuation[min(k + 1, 3)], continuation[min(k + 2, 3)])) for k in range(1, 4)], axis=1)
+    keep = xp.arange(4, dtype=xp.int64)[None, :] < lengths[:, None]
+    chars = table[keep].astype(xp.uint8)
+    offsets = xp.zeros(int(values.shape[0]) + 1, dtype=xp.int64)
+    offsets[1:] = xp.cumsum(lengths)
+    return Column(pa.string(), chars, points.validity, offsets.astype(xp.int32))
+
+
+def _translate(values: pa.Array, source: str, target: str) -> pa.Array:
+    """Return DuckDB's translate: each character of ``source`` becomes the character at its position in
+    ``target`` (its first occurrence counts), or is dropped where ``target`` is shorter."""
+    table: dict[int, str | None] = {}
+    for position, character in enumerate(source):
+        table.setdefault(ord(character), target[position] if position < len(target) else None)
+    return pa.array([None if text is None else text.translate(table) for text in values.to_pylist()], pa.string())
+
+
+def _strip_accents(values: pa.Array) -> pa.Array:
+    """Return DuckDB's strip_accents (utf8proc's STRIPMARK): decompose, drop the marks, compose again."""
+    if pc.all(pc.string_is_ascii(values)).as_py() is not False:
+        return values
+
+    def strip(text: str) -> str:
+        decomposed = unicodedata.normalize("NFD", text)
+        kept = "".join(c for c in decomposed if unicodedata.category(c) not in ("Mn", "Mc", "Me"))
+        return unicodedata.normalize("NFC", kept)
+
+    return pa.array([None if text is None else strip(text) for text in values.to_pylist()], pa.string())
+
+
 def _search_test(name: str, device: Device, column: Column, needle: str) -> Column:
     """Return starts_with / ends_with / contains: the LIKE kernel where the needle has no wildcard, else Arrow's."""
     if "%" not in needle and "_" not in needle:
@@ -273,6 +357,10 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
         return lambda values: _split_part(values, constants[0], constants[1])
     if name == "md5":
         return _md5
+    if name == "translate":
+        return lambda values: _translate(values, constants[0], constants[1])
+    if name == "strip_accents":
+        return _strip_accents
     raise PlanError(f"no string transform named {name!r}")
 
 
@@ -414,7 +502,8 @@ def _concat_with_separator(device: Device, args: Sequence[Any], columns: Sequenc
 STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "replace", "strpos", "starts_with",
                     "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
                     "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part", "concat_ws",
-                    "regexp_extract", "md5")
+                    "regexp_extract", "md5", "strlen", "bit_length", "ascii", "unicode", "chr", "translate",
+                    "strip_accents")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
@@ -429,6 +518,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return _concatenate(device, name, args, columns, rows)
     if name == "concat_ws":
         return _concat_with_separator(device, args, columns, rows)
+    if name == "chr":
+        return _code_point_text(device, columns[0], args[0].value if columns[0] is None else None, rows)
     column = columns[0]
     constants = [arg.value for arg in args[1:]]
     if column is None:  # a constant string: evaluate it once, as a one-value column
@@ -441,11 +532,16 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         validity = None if result.validity is None else device.xp.take(result.validity, codes)
         return Column(result.dtype, device.xp.take(result.data, codes), validity)
     if any(value is None for value in constants):  # a NULL constant argument makes every row NULL
-        dtype = pa.int64() if name in ("length", "strpos") else pa.bool_() if name in (
+        dtype = pa.int64() if name in ("length", "strpos", "strlen", "bit_length") else pa.int32() if name in (
+            "ascii", "unicode") else pa.bool_() if name in (
             "starts_with", "ends_with", "contains", "regexp_matches", "regexp_full_match") else pa.string()
         return Column.from_arrow(pa.nulls(len(column), dtype), device)
     if name == "length":
         return _length(device, column)
+    if name in ("strlen", "bit_length"):
+        return _byte_lengths(device, column, name == "bit_length")
+    if name in ("ascii", "unicode"):
+        return _first_code_points(device, column, 0 if name == "ascii" else -1)
     if name in ("starts_with", "ends_with", "contains"):
         return _search_test(name, device, column, constants[0])
     if name == "strpos":

@@ -9,7 +9,7 @@ and a function whose name is an SQL keyword quoted (``"substring"``,
 ``"trim"``, ``"nullif"``, ``"left"``, ``"right"``). sqlglot prints the
 expression as written instead. Forms DuckDB prints in a way of its own
 (``CASE``, ``LIKE`` as ``~~``, ``EXTRACT`` as ``date_part``) keep sqlglot's
-text.
+text; ``LIKE ... ESCAPE`` is DuckDB's ``like_escape(s, pattern, escape)``.
 """
 
 from __future__ import annotations
@@ -60,6 +60,11 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Not) and isinstance(node.this, exp.Paren) and isinstance(node.this.this, exp.Is):
         test = node.this.this
         return exp.Paren(this=exp.Var(this=f"{_text(test.this)} IS NOT {_text(test.expression)}"))
+    if isinstance(node, exp.Escape) and type(node.this) in (exp.Like, exp.ILike):  # DuckDB's function form
+        like = node.this
+        name = "ilike_escape" if isinstance(like, exp.ILike) else "like_escape"
+        call = f"{name}({_text(like.this)}, {_text(like.expression)}, {_text(node.expression)})"
+        return exp.Paren(this=exp.Var(this=f"NOT {call}")) if like.args.get("negate") else exp.Var(this=call)
     if isinstance(node, exp.NEQ):
         return exp.Paren(this=exp.Var(this=f"{_text(node.this)} != {_text(node.expression)}"))
     if isinstance(node, exp.Tuple) or (isinstance(node, exp.Anonymous) and node.name.lower() == "row"):
