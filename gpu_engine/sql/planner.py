@@ -67,6 +67,7 @@ from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
 from gpu_engine.sql.derived_pushdown import with_conditions_pushed
+from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
     subquery_select,
@@ -213,6 +214,7 @@ class QueryPlanner(PlanningContext):
         check_window_positions(select)
         select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
         select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
+        select = with_correlated_aggregate_sets(select, self)  # x IN (correlated GROUP BY): per key, or x = (S)
         select = with_tuple_memberships(select, self)  # (a, b) IN (SELECT x, y ...): EXISTS, or joined facts
         select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
         select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE

@@ -38,6 +38,7 @@ from typing import Callable
 from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
+from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import correlation, split_correlated, subquery_select
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns
@@ -79,8 +80,8 @@ def _clause_trees(select: exp.Select, key: str) -> list[exp.Expression]:
 def _aggregating(select: exp.Select) -> bool:
     if select.args.get("group") or select.args.get("having"):
         return True
-    return any(call.find_ancestor(exp.Window) is None for node in select.expressions
-               for call in node.find_all(*SQL_AGGREGATES))
+    return any(call.find_ancestor(exp.Window) is None for node in select.expressions  # not a subquery's own
+               for call in aggregates_of(node))
 
 
 def _top_level_where_conjunct(comparison: exp.Expression, select: exp.Select) -> bool | None:
