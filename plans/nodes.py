@@ -205,6 +205,10 @@ class AggregationNode(PlanNode):
     aggregates: tuple[AggregateCall, ...]
     global_grouping_sets: tuple[int, ...] = ()
     group_id_key: str | None = None
+    #: Whether parallel planning may split a SINGLE step into PARTIAL -> exchange -> FINAL
+    #: (:mod:`gpu_engine.planning.local_exchanges`); False where the planner's estimates say a partial step
+    #: would keep about a group per row (:mod:`gpu_engine.sql.partial_steps`): the raw rows cross the exchange.
+    partial_step: bool = True
 
     def describe(self) -> str:
         aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
@@ -212,6 +216,8 @@ class AggregationNode(PlanNode):
         text = f"{self.step.name} [{keys}] {aggs}".rstrip()
         if self.global_grouping_sets:
             text += f"; global sets: {self.group_id_key} in ({', '.join(map(str, self.global_grouping_sets))})"
+        if not self.partial_step and self.step is AggregationStep.SINGLE:
+            text += "; no partial step"
         return text
 
 

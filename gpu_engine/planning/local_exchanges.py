@@ -9,6 +9,8 @@ sees an arbitrary part of the rows, so:
   (a gather instead of a repartition when there are no keys); one with a
   holistic aggregate (median, mode, string_agg...) stays single behind a
   LocalPartition(keys): its partial step could not reduce the rows;
+* so does one the SQL planner marks ``partial_step=False`` (its estimates say
+  a partial step would keep about a group per row: :mod:`gpu_engine.sql.partial_steps`);
 * a final aggregation whose input is not already partitioned on its keys gets
   a LocalPartition(keys) in front;
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
@@ -156,7 +158,7 @@ def _(node: AggregationNode):
     merges_in_place = node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE)
     if distribution == SINGLE or (keys and distribution == _hashed(keys)) or merges_in_place:
         return replace(node, sources=(source,)), (distribution if merges_in_place else done)
-    if node.step is AggregationStep.SINGLE and _keeps_every_value(node):
+    if node.step is AggregationStep.SINGLE and (_keeps_every_value(node) or _partial_step_refused(node)):
         return replace(node, sources=(_exchange(source, node.id, keys),)), done
     if node.step is AggregationStep.SINGLE:
         key_fields = [node.output_schema.field(k) for k in keys]
@@ -169,6 +171,14 @@ def _(node: AggregationNode):
                         aggregates=final_step_aggregates(node.aggregates, node.aggregate_names))
         return final, done
     return replace(node, sources=(_exchange(source, node.id, keys),)), done
+
+
+def _partial_step_refused(node: AggregationNode) -> bool:
+    """Return True when the planner refused ``node`` a partial step (``partial_step=False``): its estimates
+    say the partial step would keep about a group per row, so it would only add a hash insert per row and a
+    second interning of every string key before the exchange (see :mod:`gpu_engine.sql.partial_steps`).
+    Not under grouping sets with a set without keys, for :func:`_keeps_every_value`'s reason."""
+    return not node.partial_step and not node.global_grouping_sets
 
 
 def _keeps_every_value(node: AggregationNode) -> bool:

@@ -1,0 +1,119 @@
+"""GROUP BY without a partial step where a key is about as distinct as the rows (:mod:`gpu_engine.sql.partial_steps`).
+
+The plan tests check which aggregations the SQL planner refuses a partial step (a key whose range-based
+distinct count reaches 80% of the estimated rows: a unique customer key, alone, with the customer's strings,
+or after a join that keeps a row per customer) and which keep it (keys of few values, strings whose distinct
+count is unknown, an expression), and that the local exchanges then plan one single step per driver behind
+a repartition. The answers are DuckDB's for all of them on several drivers and splits, with NULL keys, a key
+whose range promises more distinct values than it has (the estimate is wrong: the plan must still answer
+right), an input filtered to nothing, DISTINCT aggregates, and decimal, float and string values (lowest
+tier here, for CI time; ``tests/sql/test_tpch_sql.py`` runs Q3, Q10, Q11 and Q18, whose plans refuse partial
+steps, on generated kernels with two drivers).
+"""
+
+from __future__ import annotations
+
+import decimal
+
+import numpy as np
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from gpu_engine.planning.local_exchanges import add_local_exchanges
+from gpu_engine.plans.nodes import AggregationNode, AggregationStep, walk_plan
+from gpu_engine.sql.ordering import order_key_columns
+
+_RNG = np.random.default_rng(31)
+_CUSTOMERS = 400
+_LINES = 1500
+CUST = pa.table({  # c_key unique 0..399 but one NULL; names repeat every 150 customers, so groups by name merge
+    "c_key": pa.array([None if k == 7 else k for k in range(_CUSTOMERS)], pa.int64()),
+    "c_name": pa.array([None if k % 97 == 5 else f"name {k % 150:03d}" for k in range(_CUSTOMERS)]),
+    "c_phone": pa.array([f"{k % 23:02d}-{k:05d}" for k in range(_CUSTOMERS)]),
+    "c_nation": pa.array(_RNG.integers(0, 5, _CUSTOMERS), pa.int32()),
+    "c_balance": pa.array([decimal.Decimal(int(v)) / 100 for v in _RNG.integers(-9999, 99999, _CUSTOMERS)],
+                          pa.decimal128(12, 2)),
+})
+LINES = pa.table({  # ~4 lines per customer, NULL customer on every 17th line
+    "l_cust": pa.array([None if k % 17 == 3 else int(v) for k, v in enumerate(_RNG.integers(0, _CUSTOMERS, _LINES))],
+                       pa.int64()),
+    "l_price": pa.array([None if k % 11 == 4 else float(v) / 8 for k, v in enumerate(_RNG.integers(0, 800, _LINES))],
+                        pa.float64()),
+    "l_amount": pa.array([decimal.Decimal(int(v)) / 100 for v in _RNG.integers(-500, 90000, _LINES)],
+                         pa.decimal128(15, 2)),
+    "l_flag": pa.array(["AR"[v] for v in _RNG.integers(0, 2, _LINES)]),
+})
+# The range of r_key (0..599) says 600 distinct values in 600 rows; it has 60 (ten rows each, and NULLs).
+REPEATS = pa.table({"r_key": pa.array([599 if k == 0 else (None if k % 61 == 9 else (k % 60) * 10)
+                                       for k in range(600)], pa.int64()),
+                    "r_text": pa.array([f"t{k % 7}" for k in range(600)]),
+                    "r_value": pa.array(_RNG.integers(-50, 50, 600), pa.int64())})
+TABLES = {"cust": CUST, "lines": LINES, "repeats": REPEATS}
+
+_Q10_SHAPE = ("SELECT c_key, c_name, c_phone, c_balance, sum(l_price * 2) AS revenue, count(*) AS n "
+              "FROM lines, cust WHERE l_cust = c_key GROUP BY c_key, c_name, c_phone, c_balance")
+#: Each is planned without a partial step.
+SINGLE = {
+    "unique_key_with_its_strings": "SELECT c_key, c_name, c_phone, count(*) AS n, sum(c_balance) AS b, "
+                                   "min(c_name) AS lo FROM cust GROUP BY c_key, c_name, c_phone",
+    "unique_key_alone": "SELECT c_key, max(c_phone) AS p, avg(c_balance) AS a FROM cust GROUP BY c_key",
+    "after_a_join_a_row_per_customer": _Q10_SHAPE,
+    "q10_shape_top": _Q10_SHAPE + " ORDER BY revenue DESC NULLS LAST, c_key LIMIT 5",
+    "wrong_estimate": "SELECT r_key, r_text, sum(r_value) AS s, count(*) AS n, max(r_value) AS m FROM repeats "
+                      "GROUP BY r_key, r_text",
+    "wrong_estimate_alone": "SELECT r_key, count(*) AS n, sum(r_value) AS s FROM repeats GROUP BY r_key",
+    "distinct_aggregate": "SELECT r_key, count(DISTINCT r_text) AS d, sum(DISTINCT r_value) AS s FROM repeats "
+                          "GROUP BY r_key",
+    "empty_input": "SELECT c_key, c_name, count(*) AS n, sum(c_balance) AS b FROM cust WHERE c_balance > 100000 "
+                   "GROUP BY c_key, c_name",
+    "having": "SELECT c_key, c_phone, sum(c_balance) AS b FROM cust GROUP BY c_key, c_phone HAVING sum(c_balance) > 0",
+}
+#: Each keeps its partial step: no key known to be about as distinct as the rows.
+SPLIT = {
+    "few_values": "SELECT c_nation, count(*) AS n, sum(c_balance) AS b FROM cust GROUP BY c_nation",
+    "string_key": "SELECT c_name, count(*) AS n FROM cust GROUP BY c_name",
+    "expression_key": "SELECT c_key % 3 AS k, count(*) AS n, sum(c_balance) AS b FROM cust GROUP BY c_key % 3",
+    "joined_customer_key_of_many_lines": "SELECT l_flag, c_nation, sum(l_amount) AS s, count(l_price) AS n "
+                                         "FROM lines, cust WHERE l_cust = c_key GROUP BY l_flag, c_nation",
+}
+_SIMULATED = ("unique_key_with_its_strings", "after_a_join_a_row_per_customer", "wrong_estimate", "empty_input",
+              "few_values")
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def _grouped(plan) -> list[AggregationNode]:
+    return [n for n in walk_plan(plan) if isinstance(n, AggregationNode) and n.grouping_keys]
+
+
+@pytest.mark.parametrize("name", list(SINGLE))
+def test_the_aggregation_is_planned_without_a_partial_step(name):
+    plan = session_with_tables(TABLES, device="cpu").sql_plan(SINGLE[name])
+    refused = [n for n in _grouped(plan) if not n.partial_step]
+    assert refused, name
+    parallel = add_local_exchanges(plan, 2)
+    steps = {n.id: n.step for n in walk_plan(parallel) if isinstance(n, AggregationNode)}
+    for node in refused:
+        assert f"{node.id}.partial" not in steps and steps[node.id] is AggregationStep.SINGLE, name
+
+
+@pytest.mark.parametrize("name", list(SPLIT))
+def test_the_aggregation_keeps_its_partial_step(name):
+    plan = session_with_tables(TABLES, device="cpu").sql_plan(SPLIT[name])
+    assert _grouped(plan) and all(n.partial_step for n in _grouped(plan)), name
+    parallel = add_local_exchanges(plan, 2)
+    assert any(n.step is AggregationStep.PARTIAL for n in walk_plan(parallel) if isinstance(n, AggregationNode))
+
+
+def test_answers_match_duckdb(device_name, reference):
+    queries = {**SINGLE, **SPLIT}
+    if device_name == "cuda-sim":  # the simulator runs a few (the plans are the same on every device)
+        queries = {k: queries[k] for k in _SIMULATED}
+    session = session_with_tables(TABLES, splits=3, device=device_name, drivers=2, compile_mode="lowest")
+    assert_queries_match_duckdb(session, reference, list(queries.values()), ordered=order_key_columns, exact_types=True)
+
