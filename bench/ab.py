@@ -219,6 +219,14 @@ def _kept_row_groups():
     return module, "_groups_holding", per_kept_row
 
 
+def _group_growth():
+    """The cpu GroupByHashTable growing a batch's room by doubling from 1,024 groups
+    (``GroupByHashTable._groups_to_come`` before it predicted the rest from the batch's rate of new groups)."""
+    from gpu_engine.kernels.group_by import GroupByHashTable
+    return GroupByHashTable, "_groups_to_come", lambda table, row, n, num_new: min(
+        n - row, max(table._num_groups, 1024))
+
+
 def _ready_kinds():
     """Every batch types its twins' arguments with numba's typeof, as before TierSwitch remembered READY kinds."""
     import gpu_engine.codegen.background_compiles as module
@@ -293,6 +301,7 @@ SWITCHES = {
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,
+    "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,
     # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
     "fixed-width-case": _fixed_width_case,

@@ -579,9 +579,21 @@ class GroupByHashTable:
             row, self._num_groups, num_new = _insert_rows_cpu(
                 words, hashes, row, self._slots, self._group_keys, self._group_hashes,
                 self._num_groups, group_ids, new_rows, num_new)
-            if row < n:  # grow by doubling, bounded by the rows still to come
-                self._reserve_groups(self._num_groups + min(n - row, max(self._num_groups, 1024)))
+            if row < n:
+                self._reserve_groups(self._num_groups + self._groups_to_come(row, n, num_new))
         return group_ids, new_rows[:num_new].copy()
+
+    def _groups_to_come(self, row: int, n: int, num_new: int) -> int:
+        """Return room to make when a batch of ``n`` rows stopped at ``row`` having made ``num_new`` new groups.
+
+        Why predicted from the batch's rate of new groups, not doubling from 1,024: a batch of many groups
+        (TPC-DS q39's 180k rows, 45k groups) stopped six times, each stop copying the keys and rehashing every
+        group; the rate seen so far, with an eighth to spare, sizes the rest in one stop when it holds. At least
+        doubling still (amortized when it does not hold), never more than the rows still to come.
+        """
+        rest = n - row
+        predicted = -(-num_new * rest // row) if row else rest
+        return min(rest, max(self._num_groups, 1024, predicted + predicted // 8))
 
     def _insert_cuda(self, words: Any, hashes: Any) -> tuple[Any, Any]:
         xp = self.device.xp

@@ -233,3 +233,24 @@ def test_random_batches_match_a_dict(device, batches):
     for rows in batches:
         insert_batch(device, table, reference, [pa.array([r[0] for r in rows], pa.int32()),
                                                 pa.array([r[1] for r in rows], pa.string())])
+
+
+def test_a_batch_of_many_groups_makes_room_once_on_cpu(monkeypatch):
+    """The cpu table sizes the rest of a batch by its rate of new groups so far: 20k rows of 5k keys stop once to
+    grow past the first 1,024 groups (doubling stopped three times); a batch whose new keys come late still gets
+    every group. Same groups as a dict."""
+    from gpu_engine.device import get_device
+
+    device = get_device("cpu")
+    stops = []
+    grow = GroupByHashTable._reserve_groups
+    monkeypatch.setattr(GroupByHashTable, "_reserve_groups", lambda table, total: (stops.append(total),
+                                                                                   grow(table, total)))
+    keys = np.random.default_rng(7).integers(0, 5000, 20_000)
+    table, reference = GroupByHashTable(device, (2,)), ReferenceGroups()
+    insert_batch(device, table, reference, [pa.array(keys, pa.int64())])
+    assert table.num_groups == len(np.unique(keys)) and len(stops) == 1
+    late = np.concatenate([np.zeros(2000, np.int64), np.arange(1, 18_001)])  # one key, then every key new
+    table, reference = GroupByHashTable(device, (2,)), ReferenceGroups()
+    insert_batch(device, table, reference, [pa.array(late, pa.int64())])
+    assert table.num_groups == 18_001
