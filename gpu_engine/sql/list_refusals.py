@@ -37,6 +37,8 @@ def refuse_list_construct(node: exp.Expression, dialect: str) -> None:
     ``dialect`` spells it)."""
     if isinstance(node, exp.Array) and isinstance(node.parent, exp.AggFunc):  # a quantile's fractions: its own
         return
+    if isinstance(node, exp.Array) and isinstance(node.parent, exp.Columns):  # COLUMNS(['a', 'b']): names
+        return
     if isinstance(node, (exp.ArrayAgg, exp.ArrayUniqueAgg)):
         unique = isinstance(node, exp.ArrayUniqueAgg) or node.find(exp.Distinct) is not None
         name = "collect_set" if isinstance(node, exp.ArrayUniqueAgg) else "array_agg (list, collect_list)"

@@ -32,6 +32,7 @@ from sqlglot.schema import MappingSchema
 
 from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls, with_distinct_pairs
 from gpu_engine.plans.sql_connectives import balance_connectives
+from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
@@ -340,6 +341,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     """
     tree = _parse(text, dialect)
     _check_tables(tree, catalog)
+    tree = with_columns_expanded(tree, qualify_schema(catalog, dialect), dialect)  # DuckDB's COLUMNS('re|gex')
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
