@@ -237,8 +237,11 @@ def render_markdown(report: dict) -> str:
             else:
                 lines.append(f"| {side} | {_gb(m['loaded_bytes'])} | {_gb(m['peak_bytes'])} | "
                              f"{_gb(max(m['rises'].values(), default=0))} |")
-    first = [f"{name} {_ms(r.get('engine_first_s'))}" for name, r in results.items()]
-    lines += ["", "Engine first runs (ms, lowest tier while kernels compile): " + ", ".join(first) + "."]
+    first = [f"{name} {_ms(r.get('engine_first_s'))}/{_ms(r.get('duckdb_first_s'))}" for name, r in results.items()]
+    lines += ["", "First runs, engine/DuckDB (ms; the engine's on the lowest tier while kernels compile, both "
+                  "reading files the page cache may not hold yet): " + ", ".join(first) + "."]
+    if s.get("runs_asked"):
+        lines += ["", f"**Partial report: {s['runs']} of the {s['runs_asked']} rounds asked had run when it was written.**"]
     lines += ["", "## Machine", ""] + [f"- {key}: {value}" for key, value in report["machine"].items()]
     return "\n".join(lines) + "\n"
 
@@ -287,7 +290,44 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:>4} {r['check']:<8} engine {_ms(r.get('engine_first_s')):>9} ms first, DuckDB "
               f"{_ms(r['duckdb_first_s']):>8} ms  {r['reason'] or ''}", file=sys.stderr, flush=True)
 
+    machine = _machine_facts(args.device)
+
+    def write(samples, rounds_done: int, memory=None) -> None:
+        """Write the report as it stands (after the first runs and after each round: a run cut short keeps them)."""
+        for (name, side), pairs in samples.items():
+            results[name][f"{side}_wall_s"] = statistics.median(w for w, _ in pairs)
+            results[name][f"{side}_cpu_s"] = statistics.median(c for _, c in pairs)
+            results[name][f"{side}_samples_s"] = [w for w, _ in pairs]
+        report = {
+            "date": started.strftime("%Y-%m-%d %H:%M"),
+            "command": shlex.join(["python", "-m", "bench.run_tpch_sql", *argv]),
+            "settings": {"sf": args.sf, "runs": rounds_done, "device": args.device, "drivers": args.drivers},
+            "load_before": load_before, "load_after": " ".join(f"{x:.2f}" for x in os.getloadavg()),
+            "process_peak_bytes": _high_water_bytes(),
+            "machine": machine,
+            "results": results,
+        }
+        if rounds_done < args.runs:
+            report["settings"]["runs_asked"] = args.runs
+        if memory:
+            report["memory_pass"] = memory
+        text = render_markdown(report)
+        if args.no_write:
+            if memory is not None or (rounds_done == args.runs and not args.memory_pass):
+                print(text)
+            return
+        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
+        stem = f"{started:%Y-%m-%d}-tpch-sql-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
+        for suffix, content in ((".json", json.dumps(report, indent=1) + "\n"), (".md", text)):
+            target = RESULTS_DIR / (stem + suffix)
+            temporary = target.with_name(target.name + ".tmp")
+            temporary.write_text(content)
+            os.replace(temporary, target)
+        print(f"wrote {RESULTS_DIR.relative_to(REPO_ROOT) / stem}.md after {rounds_done} round(s)", file=sys.stderr,
+              flush=True)
+
     samples: dict[tuple[str, str], list[tuple[float, float]]] = {}
+    write(samples, 0)
     for round_number in range(args.runs):
         order = ("engine", "duckdb") if round_number % 2 == 0 else ("duckdb", "engine")
         for name in names:
@@ -299,39 +339,15 @@ def main(argv: list[str] | None = None) -> int:
                 key = f"{side}_rise_bytes"
                 results[name][key] = max(results[name].get(key) or 0, rise)
         print(f"round {round_number + 1} of {args.runs} done", file=sys.stderr, flush=True)
+        write(samples, round_number + 1)
     sampler.close()
-    for (name, side), pairs in samples.items():
-        results[name][f"{side}_wall_s"] = statistics.median(w for w, _ in pairs)
-        results[name][f"{side}_cpu_s"] = statistics.median(c for _, c in pairs)
-        results[name][f"{side}_samples_s"] = [w for w, _ in pairs]
-    load_after = " ".join(f"{x:.2f}" for x in os.getloadavg())
-    report = {
-        "date": started.strftime("%Y-%m-%d %H:%M"),
-        "command": shlex.join(["python", "-m", "bench.run_tpch_sql", *argv]),
-        "settings": {"sf": args.sf, "runs": args.runs, "device": args.device, "drivers": args.drivers},
-        "load_before": load_before, "load_after": load_after,
-        "process_peak_bytes": _high_water_bytes(),
-        "machine": _machine_facts(args.device),
-        "results": results,
-    }
     sides.clear()  # free the interleaved process's data before the memory passes load theirs
     import gc
 
     gc.collect()
     if args.memory_pass:
         passed = [a for a in argv if a not in ("--memory-pass", "--no-write")]
-        report["memory_pass"] = _memory_pass(args, passed)
-    text = render_markdown(report)
-    print(text)
-    if not args.no_write:
-        RESULTS_DIR.mkdir(parents=True, exist_ok=True)
-        stem = f"{started:%Y-%m-%d}-tpch-sql-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
-        for suffix, content in ((".json", json.dumps(report, indent=1) + "\n"), (".md", text)):
-            target = RESULTS_DIR / (stem + suffix)
-            temporary = target.with_name(target.name + ".tmp")
-            temporary.write_text(content)
-            os.replace(temporary, target)
-            print(f"wrote {target.relative_to(REPO_ROOT)}")
+        write(samples, args.runs, _memory_pass(args, passed))
     return 1 if any(r["check"] == "wrong" for r in results.values()) else 0
 
 
