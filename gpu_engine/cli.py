@@ -29,6 +29,7 @@ import argparse
 import datetime
 import decimal
 import os
+import signal
 import statistics
 import sys
 import time
@@ -681,6 +682,17 @@ def _interrupted() -> int:
     return EXIT_INTERRUPTED
 
 
+def _interrupted_while_exiting(_signum: int, _frame: object) -> None:
+    """End the process at once as interrupted (SIGINT's handler from :func:`run`'s exit on)."""
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except Exception:  # noqa: BLE001 - mid-write in the main thread, or closed: what is buffered is lost
+            pass
+    os.write(2, b"interrupted\n")
+    os._exit(EXIT_INTERRUPTED)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit code (0 ok, 1 failure, 2 usage error)."""
     try:
@@ -711,8 +723,16 @@ def run() -> None:
     teardown would take 1-3 s more (numba's, after a compile), and the user asked to stop. Nothing is left
     half-written: kernel and cache files are written aside and renamed, and the compile worker ends when its
     stdin closes. :func:`main` returns the code instead, for callers in a process that goes on.
+
+    Once the command is done, a Ctrl-C while the process exits (the background compiler's atexit hook waiting
+    for its worker, numba's teardown) ends it the same way: exit 130, ``interrupted``, no traceback (an
+    exception in an atexit callback or a finalizer is printed with its traceback and the exit code stays 0).
     """
-    code = main()
+    try:
+        code = main()
+        signal.signal(signal.SIGINT, _interrupted_while_exiting)
+    except KeyboardInterrupt:  # after main returned, before the handler was in place
+        code = _interrupted()
     if code == EXIT_INTERRUPTED:
         sys.stdout.flush()
         sys.stderr.flush()

@@ -73,6 +73,7 @@ import collections
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 import warnings
@@ -444,6 +445,28 @@ class BackgroundCompiler:
             except subprocess.TimeoutExpired:
                 process.kill()
                 process.wait()
+            except BaseException:  # a Ctrl-C while waiting: the worker does not go on compiling for nobody
+                process.kill()
+                raise
+
+
+def _close_at_exit(compiler: BackgroundCompiler) -> None:
+    """Stop ``compiler``'s worker as the interpreter exits; a Ctrl-C meanwhile ends the process as interrupted.
+
+    Why: waiting for the worker (up to 0.5 s) is where a Ctrl-C pressed as a program finishes lands, and an
+    exception in an atexit callback is only printed ('Exception ignored in atexit callback', a traceback)
+    while the process exits 0. Here the worker is killed and the process ends with 130, as a shell reports
+    an interrupted command, printing nothing (stdout and stderr flushed first).
+    """
+    try:
+        compiler.close()
+    except KeyboardInterrupt:
+        for stream in (sys.stdout, sys.stderr):
+            try:
+                stream.flush()
+            except Exception:  # noqa: BLE001 - a closed or broken stream: nothing more can be written
+                pass
+        os._exit(130)
 
 
 _COMPILER: BackgroundCompiler | None = None
@@ -457,7 +480,7 @@ def background_compiler() -> BackgroundCompiler:
         with _COMPILER_LOCK:
             if _COMPILER is None:
                 _COMPILER = BackgroundCompiler()
-                atexit.register(_COMPILER.close)
+                atexit.register(_close_at_exit, _COMPILER)
     return _COMPILER
 
 
