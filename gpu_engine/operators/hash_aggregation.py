@@ -42,6 +42,7 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
+from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.exec.operator import OperatorCtx
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
@@ -97,6 +98,12 @@ class _SharedArguments:
         return [[evaluate(arg, flat) for arg in args] for args in self._written]
 
 
+#: A raw step's shared arguments, hoisted once per plan node (read-only: every driver and later run shares them).
+#: Why: hoisting walks every argument expression; q66's raw steps over twelve months' CASE arguments spent ~40 ms of
+#: serial Task start per run re-hoisting them for each driver (as FusedAggregation and FilterProject did, 2857ca9).
+_SHARED_ARGUMENTS: MadePerNode[_SharedArguments] = MadePerNode()
+
+
 class HashAggregation(AggregationOperator):
     """Blocking operator: consumes all input, then emits one row per group."""
 
@@ -107,7 +114,8 @@ class HashAggregation(AggregationOperator):
         self._arguments_read = {name for call in node.aggregates for arg in call.inputs()
                                 for name in referenced_columns(arg)}
         self._functions = aggregate_functions_of(node)
-        self._arguments = _SharedArguments(self._functions) if self.step.input_is_raw else None
+        self._arguments = _SHARED_ARGUMENTS.get(node, lambda: _SharedArguments(self._functions)) \
+            if self.step.input_is_raw else None
         #: Whether each later batch passes on as groups of one row (see abandon); not for value lists
         #: (a partial step spreads them over rows of their own) or string min/max (folded by a sort).
         self.passing_through = False

@@ -168,3 +168,23 @@ def test_min_max_over_strings_across_partial_flushes_and_empty_input(device_name
     empty = PlanBuilder(session.catalog).table_scan("t").filter("v_int > 10000000").aggregation(
         [], STRING_AND_BOOLEAN_EXTREMES).plan()
     assert_same_rows(session.execute(empty), reference(_sql([], STRING_AND_BOOLEAN_EXTREMES, " WHERE v_int > 10000000")))
+
+
+def test_drivers_and_runs_of_a_plan_hoist_shared_arguments_once(device_name, table, reference, monkeypatch):
+    """A raw step's shared argument subexpressions are hoisted once per plan node: not by each driver, one after
+    another in Task.start, nor again when the plan runs again (two drivers, two runs: each hoisted them, four
+    times). The rows stay DuckDB's."""
+    from duckdb_reference import assert_same_rows
+
+    import gpu_engine.operators.hash_aggregation as module
+    from gpu_engine import Session
+
+    hoisted = []
+    original = module.hoist_common_subexpressions
+    monkeypatch.setattr(module, "hoist_common_subexpressions", lambda *args: hoisted.append(1) or original(*args))
+    session = Session(device=device_name, drivers=2, fuse=False)
+    session.register("t", table)
+    plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["k_dict"], SHARING).plan()
+    for _ in range(2):
+        assert_same_rows(session.execute(plan), reference(_sql(["k_dict"], SHARING)))
+    assert len(hoisted) == 1
