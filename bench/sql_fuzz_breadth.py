@@ -2,6 +2,7 @@
 
     python bench/sql_fuzz_breadth.py --seeds 0:3000 --device cpu [--shapes window_frame,casts] [--out run.json]
     python bench/sql_fuzz_breadth.py --generator edge --seeds 0:900   # tests/sql/edge_queries.py: value edges
+    python bench/sql_fuzz_breadth.py --generator compose --seeds 0:900   # tests/sql/compose_queries.py: nesting
 
 Each seed's query runs on the engine and in DuckDB over the same in-memory tables; the session's driver count,
 batch size and fusion vary with the seed. Prints every case that is ``wrong``, a ``crash`` (a raw Python
@@ -41,8 +42,9 @@ def main(argv=None) -> int:
     parser.add_argument("--fuse", choices=["vary", "yes", "no"], default="vary")
     parser.add_argument("--shapes", default="", help="comma-separated shapes to keep (default: all)")
     parser.add_argument("--out", type=Path, help="write counts and the reported cases as JSON")
-    parser.add_argument("--generator", choices=["breadth", "edge"], default="breadth",
-                        help="breadth: tests/sql/breadth_queries.py; edge: tests/sql/edge_queries.py (value edges)")
+    parser.add_argument("--generator", choices=["breadth", "edge", "compose"], default="breadth",
+                        help="breadth: tests/sql/breadth_queries.py; edge: tests/sql/edge_queries.py (value edges); "
+                             "compose: tests/sql/compose_queries.py (operators nested in derived tables)")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     shapes = set(filter(None, args.shapes.split(",")))
@@ -51,6 +53,8 @@ def main(argv=None) -> int:
 
     if args.generator == "edge":
         from edge_queries import generate_case, run_case, tables
+    elif args.generator == "compose":
+        from compose_queries import generate_case, run_case, tables
     else:
         from breadth_queries import generate_case, run_case, tables
 

@@ -11,24 +11,31 @@ fixed-width columns come from one generated kernel per batch
 (:class:`~gpu_engine.codegen.compiled_projection.CompiledProjection`) that
 reads its inputs through the batch's maps; a computed string (or an expression
 without row code) is evaluated eagerly on the gathered columns it reads.
+
+A predicate is evaluated whole on every row of a batch; when that fails and it is a conjunction of which a
+conjunct may fail (arithmetic, casts from text), the batch is filtered again a conjunct at a time, each on the
+rows the others kept, as DuckDB answers ``WHERE b <> 0 AND a % b = 1`` (the common case pays nothing).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import pyarrow as pa
+
 from gpu_engine.codegen.compiled_predicate import CompiledPredicate
 from gpu_engine.codegen.compiled_projection import CompiledProjection
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.columnar.batch import Batch
-from gpu_engine.errors import ExecutionError
+from gpu_engine.errors import ExecutionError, MemoryCapExceeded
 from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.expressions import evaluate, evaluate_predicate
 from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions, hoists_from_branches
 from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.filter import selection_from_mask
-from gpu_engine.plans.expressions import ColumnRef, referenced_columns
+from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, InList, Like, Literal, UnaryOp, referenced_columns,
+                                         walk)
 from gpu_engine.plans.nodes import FilterNode, ProjectNode
 
 __all__ = ["FilterProject"]
@@ -83,16 +90,19 @@ class _NodeSetup:
     pass_through: bool
     eager: _EagerExpressions | None  # the expressions left to evaluate eagerly
     lowest_tier: _EagerExpressions | None  # every expression, while the kernel is not compiled yet
+    guarded_conjuncts: tuple = ()  # the predicate's conjuncts when one of them may fail (see FilterProject)
 
     @classmethod
     def of(cls, device, filter_node: FilterNode | None, project_node: ProjectNode | None, fuse: bool) -> "_NodeSetup":
-        predicate = None
+        predicate, conjuncts = None, ()
+        if filter_node is not None:
+            conjuncts = _guarded_conjuncts(filter_node.predicate)
         if filter_node is not None and fuse:
             schema = {f.name: f.type for f in filter_node.source.output_schema}
             compiled = CompiledPredicate.of(device, filter_node.predicate, schema, "lowest")
             predicate = None if compiled is None else compiled.program
         if project_node is None:
-            return cls(predicate, None, (), False, None, None)
+            return cls(predicate, None, (), False, None, None, conjuncts)
         pass_through = all(isinstance(e, ColumnRef) for e in project_node.expressions)
         projection, positions, eager = None, (), tuple(project_node.expressions)
         if fuse and not pass_through:
@@ -101,7 +111,39 @@ class _NodeSetup:
         eager_expressions = _EagerExpressions(eager)
         lowest_tier = (_EagerExpressions(tuple(project_node.expressions)) if projection is not None
                        else eager_expressions)
-        return cls(predicate, projection, positions, pass_through, eager_expressions, lowest_tier)
+        return cls(predicate, projection, positions, pass_through, eager_expressions, lowest_tier, conjuncts)
+
+
+#: Comparison and boolean operators: they cannot fail on any row (arithmetic can overflow or divide by zero).
+_SAFE_OPERATORS = frozenset({"eq", "ne", "lt", "le", "gt", "ge", "and", "or", "not", "is_null", "is_not_null"})
+
+
+def _may_fail(expression) -> bool:
+    """Return whether ``expression`` may raise on some row (arithmetic, functions, casts from text...)."""
+    for node in walk(expression):
+        if isinstance(node, (ColumnRef, Literal, InList, Like)):
+            continue
+        if isinstance(node, (BinaryOp, UnaryOp)) and node.op in _SAFE_OPERATORS:
+            continue
+        if isinstance(node, Cast) and not pa.types.is_string(node.operand.dtype) \
+                and not pa.types.is_large_string(node.operand.dtype) and pa.types.is_floating(node.dtype):
+            continue
+        return True
+    return False
+
+
+def _guarded_conjuncts(predicate) -> tuple:
+    """Return the top-level conjuncts of ``predicate`` when there are several and one of them may fail, else ()."""
+    conjuncts, stack = [], [predicate]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, BinaryOp) and node.op == "and":
+            stack += [node.right, node.left]
+        else:
+            conjuncts.append(node)
+    if len(conjuncts) < 2 or not any(_may_fail(c) for c in conjuncts):
+        return ()
+    return tuple(conjuncts)
 
 
 def _projection_program(device, node: ProjectNode) -> tuple[FusionProgram | None, tuple[int, ...]]:
@@ -132,6 +174,7 @@ class FilterProject(Operator):
                             lambda: _NodeSetup.of(self.device, filter_node, project_node, ctx.config.fuse),
                             variant=(self.device.name, ctx.config.fuse))  # one node may run on two devices
         self._compiled = None if setup.predicate is None else CompiledPredicate(self.device, setup.predicate, mode)
+        self._guarded_conjuncts = setup.guarded_conjuncts
         if project_node is not None:
             self._pass_through = setup.pass_through
             self._compiled_projection = (None if setup.projection is None
@@ -142,11 +185,53 @@ class FilterProject(Operator):
             self._lowest_tier = setup.lowest_tier
 
     def add_input(self, batch: Batch) -> None:
-        with checks_read_together(self.device):  # the predicate's and the projection's checks, in one host sync
-            self._filter_and_project(batch)
+        try:
+            with checks_read_together(self.device):  # the predicate's and the projection's checks, in one host sync
+                self._filter_and_project(batch)
+        except MemoryCapExceeded:
+            raise
+        except ExecutionError:
+            if not self._guarded_conjuncts:
+                raise
+            # A conjunct failed on a row another conjunct drops (WHERE b <> 0 AND a % b = 1, WHERE s SIMILAR TO
+            # '[0-9]+' AND CAST(s AS INT) > 5): DuckDB evaluates a conjunct only on the rows the ones before it
+            # (cheapest first) kept, so it answers. Evaluated so, a conjunct at a time; any other error again.
+            with checks_read_together(self.device):
+                self._filter_and_project(batch, by_conjuncts=True)
 
-    def _filter_and_project(self, batch: Batch) -> None:
-        if self.predicate is not None:
+    def _filtered_by_conjuncts(self, batch: Batch) -> Batch:
+        """Return ``batch`` with the rows every conjunct holds for, each conjunct evaluated on the rows the
+        others kept: one that fails is tried again once the others have dropped rows, until none fails or none
+        drops more (then its error is raised)."""
+        pending = list(self._guarded_conjuncts)
+        while pending:
+            failed, first_error = [], None
+            for conjunct in pending:
+                try:
+                    with checks_read_together(self.device, own_scope=True):
+                        mask = evaluate_predicate(conjunct, batch.materialize(referenced_columns(conjunct)))
+                except ExecutionError as error:
+                    failed.append(conjunct)
+                    first_error = first_error or error
+                    continue
+                selected = selection_from_mask(self.device, mask)
+                if int(selected.shape[0]) < batch.num_rows:
+                    batch = batch.with_gather_map(selected)
+                if batch.num_rows == 0:
+                    return batch
+            if first_error is not None and len(failed) == len(pending):
+                raise first_error  # no conjunct left drops the rows the failing ones fail on: the error stands
+            pending = failed
+        return batch
+
+    def _filter_and_project(self, batch: Batch, by_conjuncts: bool = False) -> None:
+        if self.predicate is not None and by_conjuncts:
+            rows = batch.num_rows
+            batch = self._filtered_by_conjuncts(batch)
+            self.add_runtime_stat("filtered_rows", rows - batch.num_rows)
+            if batch.num_rows == 0:
+                return
+        elif self.predicate is not None:
             # The kernel reads the columns through the batch's gather map; None until it is compiled.
             mask = self._compiled.mask(batch) if self._compiled is not None else None
             if mask is not None:

@@ -25,6 +25,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
@@ -505,6 +506,63 @@ def cross_join_filter(planner: QueryPlanner, relation: Relation, scalar: Relatio
     return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
 
 
+def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
+                      keys: list[tuple[exp.Column, exp.Column]]) -> tuple[Relation, SemiJoin, list]:
+    """Return the relations and key pairs with each pair of numeric keys of different layouts cast to their
+    common type (``int_col IN (SELECT decimal_col ...)``, ``EXISTS (... WHERE y.double = x.int)``).
+
+    Why: a hash join compares keys of one layout; such a pair was a join filter without a hash key (refused
+    when no other key was left, and always under NOT IN), where DuckDB compares both sides as their common
+    type: an integer with a decimal as the decimal, either with a double as the double. NULLs stay NULL, so
+    NOT IN's null-aware anti join keeps its meaning.
+    """
+    from gpu_engine.plans.type_coercion import common_type
+
+    out = []
+    for outer, inner in keys:
+        outer_name = relation.columns.get((outer.table, outer.name))
+        inner_name = semi.relation.columns.get((inner.table, inner.name))
+        if outer_name is None or inner_name is None:
+            out.append((outer, inner))
+            continue
+        outer_type = relation.node.output_schema.field(outer_name).type
+        inner_type = semi.relation.node.output_schema.field(inner_name).type
+        numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                      for t in (outer_type, inner_type))
+        if not numeric or _join_key_layout(outer_type) == _join_key_layout(inner_type):
+            out.append((outer, inner))
+            continue
+        try:
+            target = common_type(outer_type, inner_type)
+        except Exception:  # noqa: BLE001 - no common type: the pair stays a filter as before
+            out.append((outer, inner))
+            continue
+        if _join_key_layout(outer_type) != _join_key_layout(target):
+            relation, outer = _with_cast_key(planner, relation, outer, target)
+        if _join_key_layout(inner_type) != _join_key_layout(target):
+            inner_relation, inner = _with_cast_key(planner, semi.relation, inner, target)
+            semi = dataclasses.replace(semi, relation=inner_relation)
+        out.append((outer, inner))
+    return relation, semi, out
+
+
+def _with_cast_key(planner: QueryPlanner, relation: Relation, column: exp.Column,
+                   target: pa.DataType) -> tuple[Relation, exp.Column]:
+    """Return ``relation`` with ``CAST(column AS target)`` projected as a new column, and that column."""
+    from gpu_engine.sql.rewrite import _sql_type
+
+    name = planner._fresh("$key_cast")
+    cast = exp.Cast(this=column.copy(), to=exp.DataType.build(_sql_type(target), dialect="duckdb"))
+    passthrough = [quoted(n) for n in relation.node.output_schema.names]
+    try:
+        node = planner._builder(relation.node).project(
+            passthrough + [aliased(planner._renamed(cast, relation.columns), name)]).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, column) from None
+    relation = dataclasses.replace(relation, node=node, columns={**relation.columns, ("$key_cast", name): name})
+    return relation, exp.column(name, table="$key_cast")
+
+
 def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed: set[tuple[str, str]]) -> Relation:
     """Apply a pending [NOT] EXISTS / [NOT] IN to ``relation`` as a semi, anti or null-aware anti join."""
     keys = []
@@ -521,6 +579,7 @@ def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed:
                                            columns={**relation.columns, ("$in_key", name): name})
             outer = exp.column(name, table="$in_key")
         keys.append((outer, inner))
+    relation, semi, keys = _keys_of_one_type(planner, relation, semi, keys)
     columns = {**relation.columns, **semi.relation.columns}
     left, right = [], []
     filters = list(semi.filters)
