@@ -106,10 +106,12 @@ def join_greedy(planner: PlanningContext, relations: list[Relation], pending: li
     components = list(relations)
     while len(components) > 1:
         best = None
+        # each conjunct's tables once a step, not once per candidate pair (join_pair changes ``pending``)
+        tables = [(c, {column.table for column in free_columns(c)}) for c in pending]
         for i, j in itertools.combinations(range(len(components)), 2):
             a, b = components[i], components[j]
             union = a.aliases | b.aliases
-            pairs = [p for c in pending if covered(c, union)
+            pairs = [p for c, read in tables if read <= union
                      and (p := edge_keys(a, b, c)) is not None]
             if not pairs:
                 continue

@@ -71,12 +71,19 @@ def factor_or(tree: exp.Expression) -> list[exp.Expression]:
     if len(branches) < 2:
         return [tree]
     parts = [conjuncts_of(b) for b in branches]
-    texts = [{p.sql(): p for p in branch} for branch in parts]
-    common = [p for p in parts[0] if all(p.sql() in t for t in texts[1:])]
-    if not common:
-        return [tree]
-    common_text = {p.sql() for p in common}
-    rests = [[p for p in branch if p.sql() not in common_text] for branch in parts]
+    # Each conjunct's SQL text once, and no further branch once nothing is common: generating a text copies
+    # the conjunct first (sqlglot's generator may mutate what it prints); an OR of many branches asked each
+    # text up to three times.
+    texts = [[p.sql() for p in parts[0]]]
+    shared = set(texts[0])
+    for branch in parts[1:]:
+        texts.append([p.sql() for p in branch])
+        shared &= set(texts[-1])
+        if not shared:
+            return [tree]
+    common = [p for p, text in zip(parts[0], texts[0]) if text in shared]
+    rests = [[p for p, text in zip(branch, branch_texts) if text not in shared]
+             for branch, branch_texts in zip(parts, texts)]
     if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
         return common
     return common + [disjoined([conjoined(rest) for rest in rests])]
