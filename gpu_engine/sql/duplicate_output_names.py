@@ -66,3 +66,70 @@ def with_shown_names(plan: object, table: pa.Table) -> pa.Table:
     if names is None or len(names) != table.num_columns:
         return table
     return table.rename_columns(list(names))
+
+
+def _star_expanded(select, root, schema, dialect):
+    """Return ``select``'s projections with its ``*`` expanded (qualified copies), or None when they cannot be
+    listed apart from the query (a correlated reference, star modifiers, a failure of the qualifier)."""
+    from sqlglot import exp
+    from sqlglot.optimizer.qualify import qualify
+
+    if any(p.args.get(k) for p in select.expressions for k in ("except_", "except", "replace", "rename")):
+        return None
+    probe = select.copy()
+    with_ = root.args.get("with_") or root.args.get("with")
+    if with_ is not None and probe.args.get("with_") is None and probe.args.get("with") is None:
+        probe.set("with_", with_.copy())
+    try:
+        qualified = qualify(probe, schema=schema, dialect=dialect, quote_identifiers=False,
+                            validate_qualify_columns=True, identify=False)
+    except Exception:  # noqa: BLE001 - left to the query's own qualification and its error
+        return None
+    out = []
+    for projection in qualified.expressions:
+        if not isinstance(projection, exp.Alias) or not isinstance(projection.this, exp.Column):
+            return None
+        out.append(projection.copy())
+    return out if len(out) >= len(select.expressions) else None
+
+
+def with_derived_names_unique(tree, schema=None, dialect="duckdb"):
+    """Return ``tree`` (parsed, not yet qualified) with the repeated output names of its derived tables, CTEs and
+    subqueries made unique as DuckDB makes them (``a``, ``a_1``): ``SELECT s.a FROM (SELECT t.a, u.a ...) s`` reads
+    the first ``a`` (the second is ``s.a_1``), and ``*`` over it has two columns.
+
+    Why: a derived table's columns are found by name; with two of one name the planner read the last one (a
+    wrong answer) and sqlglot's qualifier refused ``*`` over it. Only SELECT lists without ``*`` (whose names are
+    known before qualification) are renamed, and a SELECT of ``*`` and plain columns, its ``*`` expanded by
+    qualifying it apart (with the query's WITH); the outermost query keeps its names (module docstring).
+    """
+    from sqlglot import exp
+
+    root = tree
+    for select in list(tree.find_all(exp.Select)):
+        if select is root or not isinstance(select.parent, (exp.Subquery, exp.CTE)):
+            continue
+        projections = list(select.expressions)
+        if any(isinstance(p, exp.Star) or (isinstance(p, exp.Column) and isinstance(p.this, exp.Star))
+               for p in projections):
+            # only a SELECT * of plain columns (over a join), listed apart from the query; else left as it was
+            if schema is None or any(not isinstance(p, (exp.Star, exp.Column)) for p in projections):
+                continue
+            expanded = _star_expanded(select, root, schema, dialect)
+            if expanded is None:
+                continue
+            names = [p.alias.lower() for p in expanded]
+            if len(set(names)) == len(names):
+                continue
+            select.set("expressions", [exp.alias_(p.this, new, quoted=True)
+                                       for p, new in zip(expanded, unique_output_names(names))])
+            continue
+        names = [p.alias_or_name for p in projections]
+        lowered = [name.lower() for name in names]
+        if len(set(lowered)) == len(lowered):
+            continue
+        unique = unique_output_names(lowered)
+        select.set("expressions", [
+            p if new == old else exp.alias_(p.this if isinstance(p, exp.Alias) else p, new, quoted=True)
+            for p, old, new in zip(projections, lowered, unique)])
+    return tree

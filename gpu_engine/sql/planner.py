@@ -366,7 +366,9 @@ class QueryPlanner(PlanningContext):
     def _derived(self, query: exp.Expression, alias: str, ctes: Mapping[str, exp.Expression]) -> Relation:
         """Plan a derived table or a CTE's query as a relation answering to ``alias``."""
         relation, outputs = self._plan_query(query, ctes)
-        columns = {(alias, name): internal for name, internal in outputs}
+        # two outputs of one name (SELECT * over a join): the first keeps it, the next are a_1, ... (as DuckDB)
+        names = unique_output_names([name for name, _ in outputs])
+        columns = {(alias, name): internal for name, (_, internal) in zip(names, outputs)}
         return Relation(relation.node, columns, frozenset([alias]), relation.rows, relation.stats)
 
     # ------------------------------------------------------ aggregation & output

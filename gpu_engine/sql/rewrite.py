@@ -34,6 +34,7 @@ from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls, with_dist
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
+from gpu_engine.sql.duplicate_output_names import with_derived_names_unique
 from gpu_engine.sql.duckdb_names import duckdb_column_name, note_written_names
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.named_windows import with_named_windows_inlined
@@ -343,6 +344,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
     _check_tables(tree, catalog)
     tree = with_columns_expanded(tree, qualify_schema(catalog, dialect), dialect)  # DuckDB's COLUMNS('re|gex')
+    tree = with_derived_names_unique(tree, qualify_schema(catalog, dialect), dialect)  # s.a, s.a_1 (DuckDB)
     check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)

@@ -1,7 +1,8 @@
 """Two result columns of one name, as DuckDB keeps them: ``SELECT * | DISTINCT *`` over a join, ``SELECT t.a, u.a``.
 
 The plan's columns stay unique (``a``, ``a_1``, as DuckDB names repeats inside a derived table); Session.sql
-shows the result under the names as written. ``ORDER BY <n>`` naming a repeated name (which the qualifier leaves
+shows the result under the names as written. Inside a derived table or CTE the repeats are ``a_1``, as DuckDB
+names them (``s.a`` is the first ``a``). ``ORDER BY <n>`` naming a repeated name (which the qualifier leaves
 a number) sorts by that column, not by a constant. Checked against DuckDB with the column names compared.
 """
 
@@ -32,6 +33,12 @@ QUERIES = [
     "SELECT a, a, a AS a_1 FROM t",
     "SELECT b, count(*) AS n, count(*) AS n FROM t GROUP BY b",
     "SELECT * FROM t LEFT JOIN u ON t.a = u.x UNION ALL SELECT * FROM t JOIN u ON t.a = u.x",
+    # a derived table or CTE names repeats a_1 (DuckDB): s.a is the first (it read the last), * over it works
+    "SELECT s.a FROM (SELECT t.a, u.a FROM t JOIN u ON t.a = u.x) s",
+    "SELECT s.a, s.b_1 FROM (SELECT * FROM t JOIN u ON t.a = u.x) s",
+    "SELECT * FROM (SELECT t.a, u.a FROM t JOIN u ON t.a = u.x) s",
+    "WITH w AS (SELECT * FROM t JOIN u ON t.a = u.x) SELECT * FROM w WHERE w.a_1 > 10",
+    "SELECT * FROM (SELECT t.*, u.a, u.x FROM t JOIN u ON t.a = u.x) s",
 ]
 ORDERED = [
     "SELECT t.a, t.b, u.a FROM t JOIN u ON t.a = u.x ORDER BY 3 DESC, 1 LIMIT 3",
