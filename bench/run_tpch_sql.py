@@ -119,6 +119,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--memory-pass", action="store_true",
                         help="also run each side alone in a fresh process once and report its peak resident set")
     parser.add_argument("--memory-side", choices=("engine", "duckdb"), default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--data-dir", default=None, help="root of the TPC-H files (default: the data cache)")
     parser.add_argument("--tag", default=None, help="suffix of the result file names")
     parser.add_argument("--no-write", action="store_true", help="print only; write no result file")
     return parser
@@ -129,7 +130,7 @@ def _open_sides(args, which=("engine", "duckdb")):
 
     from tests.duckdb_reference import duckdb_connection, duckdb_table
 
-    folder = ensure_tpch(args.sf, progress=True)
+    folder = ensure_tpch(args.sf, args.data_dir, progress=True)
     sides = {}
     if "engine" in which:
         from gpu_engine import Session
