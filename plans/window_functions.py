@@ -25,7 +25,7 @@ from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFun
 from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.sql_translator import Snippet, _parse, errors_placed, snippet_text
 
-__all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "WINDOW_FUNCTIONS",
+__all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "HOLISTIC_WINDOW_FUNCTIONS", "WINDOW_FUNCTIONS",
            "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec",
            "covers_whole_partition"]
 
@@ -35,7 +35,10 @@ RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_d
 VALUE_FUNCTIONS = ("lag", "lead", "first_value", "last_value", "nth_value")
 #: Aggregates over the frame.
 AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max") + VARIANCE_FUNCTIONS + COVARIANCE_FUNCTIONS
-WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS
+#: Aggregates that need every value of the frame (the grouped aggregation's holistic ones): over whole partitions only.
+#: (``mode`` stays GROUP BY only: DuckDB's window mode breaks ties otherwise than its grouped one, which the engine's is.)
+HOLISTIC_WINDOW_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "string_agg")
+WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS + HOLISTIC_WINDOW_FUNCTIONS
 
 _SQLGLOT_FUNCTIONS = {
     exp.RowNumber: "row_number", exp.Rank: "rank", exp.DenseRank: "dense_rank", exp.PercentRank: "percent_rank",
@@ -46,13 +49,16 @@ _SQLGLOT_FUNCTIONS = {
     exp.CovarSamp: "covar_samp", exp.CovarPop: "covar_pop", exp.Corr: "corr", exp.RegrSlope: "regr_slope",
     exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy", exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy",
     exp.RegrSxy: "regr_sxy", exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2", exp.RegrCount: "regr_count",
+    exp.Median: "median", exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc",
+    exp.Quantile: "quantile_disc", exp.GroupConcat: "string_agg",
 }
 #: Argument counts: (fewest, most).
 _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
           "ntile": (1, 1), "lag": (1, 3), "lead": (1, 3), "first_value": (1, 1), "last_value": (1, 1),
           "nth_value": (2, 2), "count_star": (0, 0), "count": (1, 1), "sum": (1, 1), "avg": (1, 1), "min": (1, 1),
           "max": (1, 1), **{name: (1, 1) for name in VARIANCE_FUNCTIONS},
-          **{name: (2, 2) for name in COVARIANCE_FUNCTIONS}}
+          **{name: (2, 2) for name in COVARIANCE_FUNCTIONS}, "median": (1, 1), "quantile_cont": (2, 2),
+          "quantile_disc": (2, 2), "string_agg": (2, 2)}
 
 
 def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
@@ -63,6 +69,8 @@ def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:
         return pa.float64()
     if function in VALUE_FUNCTIONS or (function in ("min", "max") and is_interval(args[0].dtype)):
         return args[0].dtype  # min/max of an INTERVAL: of its ranks in DuckDB's order (the Window operator)
+    if function in HOLISTIC_WINDOW_FUNCTIONS:
+        return result_type(function, args[0].dtype)
     return result_type(function, args[0].dtype, args[1].dtype if function in COVARIANCE_FUNCTIONS else None)
 
 
@@ -102,6 +110,12 @@ def check_window_call(call: WindowFunctionCall, schema: pa.Schema, label: str) -
                         f"{call.args[2].dtype}", node=label, column=text)
     if call.function == "nth_value":
         _positive_constant(call.args[1], "nth_value's position", label, text, 1)
+    if call.function in ("quantile_cont", "quantile_disc") and not (
+            isinstance(call.args[1].value, (int, float, decimal.Decimal)) and not isinstance(call.args[1].value, bool)
+            and -1 <= call.args[1].value <= 1):
+        raise PlanError(f"{call.function}'s fraction must be a constant between -1 and 1", node=label, column=text)
+    if call.function == "string_agg" and not (call.args[1].value is None or isinstance(call.args[1].value, str)):
+        raise PlanError("string_agg's separator must be a string constant", node=label, column=text)
     try:
         expected = window_result_type(call.function, call.args)
     except TypeError as error:
@@ -126,6 +140,10 @@ def check_frame_order(call: WindowFunctionCall, sort_keys: tuple[SortKey, ...], 
     its own units, ``1`` being 1.00). Functions that take no frame (ranks, lag/lead) are not checked.
     """
     frame = call.frame
+    if call.function in HOLISTIC_WINDOW_FUNCTIONS and (frame.exclude or not covers_whole_partition(frame, sort_keys)):
+        raise PlanError(f"{call.function} over a window is computed over whole partitions only (no ORDER BY, or a "
+                        "frame from UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, no EXCLUDE); a running or sliding "
+                        f"{call.function} is not supported", node=label, column=call.sql())
     if frame.kind != "RANGE" or not {frame.start, frame.end} & {"PRECEDING", "FOLLOWING"} \
             or call.function in RANKING_FUNCTIONS + ("lag", "lead"):
         return
@@ -301,6 +319,11 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
         raise PlanError(f"{function}(DISTINCT ...) over a window is not supported", node=label, column=text)
     if function == "count" and isinstance(tree.this, exp.Star):
         function, argument_trees = "count_star", []
+    if function == "string_agg":  # string_agg(x[, sep]): sqlglot leaves the default separator out
+        if isinstance(tree.this, exp.Order):
+            raise PlanError("string_agg(... ORDER BY ...) over a window is not supported (the window's ORDER BY "
+                            "orders the values)", node=label, column=text)
+        argument_trees = [tree.this, tree.args.get("separator") or exp.Literal.string(",")]
     if any(isinstance(a, list) for a in argument_trees):
         raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
     translator = ScalarTranslator(schema, label)

@@ -26,7 +26,7 @@ from gpu_engine.kernels.window_moments import frame_comoments, frame_moments, me
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS
 from gpu_engine.plans.intervals import MICROS_PER_DAY, IntervalValue
 from gpu_engine.plans.nodes import WindowFrame, WindowFunctionCall, WindowNode
-from gpu_engine.plans.window_functions import covers_whole_partition
+from gpu_engine.plans.window_functions import HOLISTIC_WINDOW_FUNCTIONS, covers_whole_partition
 
 __all__ = ["Window"]
 
@@ -218,6 +218,8 @@ class Window(BarrierOperator):
             return self._value(call, data, order, inverse, rows)
         if function in COVARIANCE_FUNCTIONS:
             return self._frame_comoments(call, data, order, inverse, rows)
+        if function in HOLISTIC_WINDOW_FUNCTIONS:  # whole partitions (plan validation refuses other frames)
+            return self._holistic(call, data, order, inverse, rows)
         if function in VARIANCE_FUNCTIONS:
             if call.frame.exclude or not covers_whole_partition(call.frame, self.node.sort_keys):
                 return self._frame_moments(call, data, order, inverse, rows)
@@ -240,6 +242,26 @@ class Window(BarrierOperator):
         (_, result), = function.extract(self.device, state, rows.n)
         return Column(call.dtype, result.data[partition],
                       None if result.validity is None else result.validity[partition])
+
+    def _holistic(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any, rows: _SortedRows) -> Column:
+        """Return ``median``, ``quantile_cont``/``quantile_disc`` or ``string_agg`` over whole partitions:
+        the grouped aggregation's holistic function with one group per partition, its values handed over in the
+        window's order (``string_agg`` joins them so), each partition's result read back at its rows."""
+        from gpu_engine.aggregation.functions import AggregateState, aggregate_function
+        from gpu_engine.plans.expressions import AggregateCall
+
+        xp = self.device.xp
+        function = call.function
+        parameter = call.args[1].value if len(call.args) > 1 else None
+        aggregate = aggregate_function(AggregateCall(function, call.args[0], call.dtype, parameter=parameter),
+                                       call.sql(), True, call.dtype, True)
+        state = AggregateState({array.name: xp.full(rows.n, array.fill, dtype=array.dtype)
+                                for array in aggregate.state_arrays()})
+        values = gather_column(self.device, data.column(call.args[0].name), order)
+        aggregate.update(self.device, state, rows.part_segment.astype(xp.int64), values)
+        (_, result), = aggregate.extract(self.device, state, rows.n)
+        partition = rows.part_segment[inverse].astype(xp.int64)  # each input row's partition
+        return gather_column(self.device, result, partition)
 
     def _frame_moments(self, call: WindowFunctionCall, data: Batch, order: Any, inverse: Any,
                        rows: _SortedRows) -> Column:

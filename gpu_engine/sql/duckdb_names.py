@@ -8,15 +8,26 @@ parentheses dropped), ``COALESCE`` in capitals,
 and a function whose name is an SQL keyword quoted (``"substring"``,
 ``"trim"``, ``"nullif"``, ``"left"``, ``"right"``). sqlglot prints the
 expression as written instead. Forms DuckDB prints in a way of its own
-(``CASE``, ``LIKE`` as ``~~``, ``EXTRACT`` as ``date_part``) keep sqlglot's
-text; ``LIKE ... ESCAPE`` is DuckDB's ``like_escape(s, pattern, escape)``.
+(``CASE``, ``EXTRACT`` as ``date_part``) keep sqlglot's text; ``LIKE`` is DuckDB's ``(s ~~ p)`` (``!~~``,
+``~~*`` for ILIKE), ``LIKE ... ESCAPE`` its ``like_escape(s, pattern, escape)``, ``x IN (SELECT ...)`` its
+``(x = ANY(SELECT ...))``, ``string_agg`` the spelling written (sqlglot reads ``group_concat`` and ``listagg``
+into the same node), and a scalar subquery's inside is printed by the same rules (``(SELECT min(x) FROM t
+WHERE (x > 1))``).
 """
 
 from __future__ import annotations
 
+import re
+
 from sqlglot import exp
 
-__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS"]
+__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names"]
+
+#: The spellings of ``string_agg`` sqlglot reads into one node (``GroupConcat``, printed ``listagg``); DuckDB names
+#: the column by the spelling written, lower case.
+_STRING_AGG_SPELLINGS = re.compile(r"\b(string_agg|group_concat|listagg)\s*\(", re.IGNORECASE)
+#: String constants, quoted names and comments: text a spelling inside of is no call.
+_NOT_CALLS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/", re.DOTALL)
 
 # Operators DuckDB prints in parentheses.
 _PARENTHESIZED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.EQ, exp.NEQ, exp.LT, exp.LTE,
@@ -35,6 +46,34 @@ KEYWORD_FUNCTIONS = {
 
 #: sqlglot's spelling of a CAST's type -> DuckDB's (which prints the others as written: VARCHAR, DOUBLE, DATE…).
 _TYPE_SPELLING = {"INT": "INTEGER", "TEXT": "VARCHAR", "REAL": "FLOAT"}
+
+
+def note_written_names(tree: exp.Expression, text: str) -> None:
+    """Record on each ``GroupConcat`` of ``tree`` (parsed from ``text``) the name its user wrote: ``string_agg``,
+    ``group_concat`` or ``listagg`` (in ``meta["written_name"]``, which copies keep).
+
+    sqlglot keeps no spelling; the text's calls (outside string constants, quoted names and comments) are matched
+    to the nodes in the tree's order; where their counts differ only a single spelling is trusted, otherwise the
+    column keeps sqlglot's ``listagg`` name.
+    """
+    nodes = [node for node in tree.walk(bfs=False) if isinstance(node, exp.GroupConcat)]
+    if not nodes:
+        return
+    written = [match.group(1).lower() for match in _STRING_AGG_SPELLINGS.finditer(_NOT_CALLS.sub(" ", text))]
+    if len(written) != len(nodes):
+        written = [written[0]] * len(nodes) if len(set(written)) == 1 else []
+    for node, name in zip(nodes, written):
+        node.meta["written_name"] = name
+
+
+def _string_agg_name(node: exp.GroupConcat, name: str) -> exp.Expression:
+    """Return ``string_agg(DISTINCT x, sep ORDER BY k)`` as DuckDB prints it: the separator only where written."""
+    value, order = node.this, ""
+    if isinstance(value, exp.Order):
+        order = " " + _text(exp.Order(expressions=value.expressions))
+        value = value.this
+    separator = node.args.get("separator")
+    return exp.Var(this=f"{name}({_text(value)}{'' if separator is None else ', ' + _text(separator)}{order})")
 
 
 def _text(node: exp.Expression) -> str:
@@ -60,11 +99,27 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Not) and isinstance(node.this, exp.Paren) and isinstance(node.this.this, exp.Is):
         test = node.this.this
         return exp.Paren(this=exp.Var(this=f"{_text(test.this)} IS NOT {_text(test.expression)}"))
+    if isinstance(node, exp.GroupConcat) and node.meta.get("written_name"):
+        return _string_agg_name(node, node.meta["written_name"])
     if isinstance(node, exp.Escape) and type(node.this) in (exp.Like, exp.ILike):  # DuckDB's function form
         like = node.this
         name = "ilike_escape" if isinstance(like, exp.ILike) else "like_escape"
         call = f"{name}({_text(like.this)}, {_text(like.expression)}, {_text(node.expression)})"
         return exp.Paren(this=exp.Var(this=f"NOT {call}")) if like.args.get("negate") else exp.Var(this=call)
+    if type(node) in (exp.Like, exp.ILike, exp.Glob) and not isinstance(node.parent, exp.Escape):
+        # DuckDB's operators: ~~, !~~, ~~* (ILIKE), ~~~ (GLOB); under ESCAPE the call is like_escape (above)
+        operator = "~~~" if isinstance(node, exp.Glob) else "~~*" if isinstance(node, exp.ILike) else "~~"
+        operator = ("!" if node.args.get("negate") else "") + operator
+        return exp.Paren(this=exp.Var(this=f"{_text(node.this)} {operator} {_text(node.expression)}"))
+    if isinstance(node, exp.In) and isinstance(node.args.get("query"), exp.Subquery):  # DuckDB's x = ANY(...)
+        return exp.Paren(this=exp.Var(this=f"{_text(node.this)} = ANY{_text(node.args['query'])}"))
+    if isinstance(node, exp.Any) and isinstance(node.this, exp.Subquery):  # ANY(SELECT ...), no blank
+        return exp.Var(this=f"ANY{_text(node.this)}")
+    if isinstance(node, exp.WindowSpec):  # a frame's words in capitals, as DuckDB prints them
+        for key in ("kind", "start", "start_side", "end", "end_side"):
+            if isinstance(node.args.get(key), str):
+                node.set(key, node.args[key].upper())
+        return node
     if isinstance(node, exp.NEQ):
         return exp.Paren(this=exp.Var(this=f"{_text(node.this)} != {_text(node.expression)}"))
     if isinstance(node, exp.Tuple) or (isinstance(node, exp.Anonymous) and node.name.lower() == "row"):
@@ -89,7 +144,7 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
 
 def _shape(node: exp.Expression) -> exp.Expression:
     """Return ``node`` with its children shaped first, then itself (bottom up: a wrapped node's operands too)."""
-    if isinstance(node, exp.Subquery):  # a subquery's inside is not part of DuckDB's operator printing
+    if isinstance(node, exp.Subquery) and not isinstance(node.this, exp.Select):  # a set operation's inside: kept
         return node
     for key, value in list(node.args.items()):
         if isinstance(value, exp.Expression):
