@@ -33,7 +33,9 @@ class TopN(Operator):
         self._result: Batch | None = None
 
     def needs_input(self) -> bool:
-        return not self.no_more_input_received
+        # ``LIMIT 0`` under an ORDER BY finishes at once, as Limit does: its input is never computed (DuckDB
+        # answers such a subquery over expressions that would fail on its rows).
+        return self.count > 0 and not self.no_more_input_received
 
     def add_input(self, batch: Batch) -> None:
         if self.count <= 0:
@@ -72,7 +74,7 @@ class TopN(Operator):
         return result
 
     def is_finished(self) -> bool:
-        return self.no_more_input_received and self._result is None
+        return (self.no_more_input_received or self.count <= 0) and self._result is None
 
     def close(self) -> None:
         self._buffer, self._result = [], None

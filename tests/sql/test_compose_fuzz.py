@@ -105,3 +105,22 @@ def test_a_conjunct_fails_no_row_another_conjunct_drops(device_name, fuse, mode)
     # A row every conjunct keeps until the failing one: the error is the query's (and DuckDB's).
     with pytest.raises(ExecutionError, match="[Dd]ivision by zero|[Dd]ivide by zero"):
         session.sql("SELECT a FROM g WHERE a > 1 AND a % b = 1")
+
+
+#: ORDER BY ... LIMIT 0 in a subquery over an expression that fails on its rows (i is 0 on some): DuckDB never
+#: computes the input of a LIMIT 0; the engine's TopN read all of it (a plain LIMIT 0 finished at once).
+LIMIT_ZERO = [
+    "SELECT * FROM (SELECT k % i AS c FROM t ORDER BY c LIMIT 0) q ORDER BY c LIMIT 5",
+    "SELECT count(*) AS n, max(c) AS m FROM (SELECT k % i AS c FROM t ORDER BY c DESC LIMIT 0) q",
+    "SELECT u.id, q.c FROM (SELECT k, k % i AS c FROM t ORDER BY c LIMIT 0) q RIGHT JOIN u ON q.k = u.k",
+]
+
+
+@pytest.mark.parametrize("sql", LIMIT_ZERO)
+def test_an_ordered_limit_zero_computes_nothing_of_its_input(compose_data, device_name, sql):
+    data, connection = compose_data
+    session = Session(device=device_name, drivers=2, batch_rows=7)
+    for name in ("t", "u"):
+        session.register(name, data[name], split_rows=5)
+    problem = rows_mismatch(session.sql(sql), connection.sql(sql).to_arrow_table())
+    assert problem is None, problem
