@@ -120,6 +120,38 @@ def like_tokens(pattern: str, escape: str) -> list[tuple[str, str]] | None:
     return tokens
 
 
+def glob_regex(pattern: str) -> str:
+    """Return the RE2 pattern (matched against the whole string) of DuckDB's ``GLOB`` pattern: ``*`` any run,
+    ``?`` one character, ``[abc]``/``[a-z]`` a class (``[!...]`` its complement; a ``]`` first is literal),
+    ``\\`` making the next character literal. A class left open matches nothing, as in DuckDB."""
+    out, k = [], 0
+    while k < len(pattern):
+        character = pattern[k]
+        if character == "*":
+            out.append(".*")
+        elif character == "?":
+            out.append(".")
+        elif character == "\\" and k + 1 < len(pattern):
+            k += 1
+            out.append(_regex_literal(pattern[k]))
+        elif character == "[":
+            end = k + 1 + (pattern[k + 1:k + 2] == "!")
+            end = pattern.find("]", end + 1)  # a ']' right after '[' or '[!' is a member
+            if end < 0:
+                return r"\b\B"  # an unterminated class: nothing matches
+            body = pattern[k + 1:end]
+            negated = body.startswith("!")
+            body = body[1:] if negated else body
+            members = "".join("-" if c == "-" and 0 < i < len(body) - 1 else
+                              ("\\" + c if c in "\\]^[-" else c) for i, c in enumerate(body))
+            out.append(f"[{'^' if negated else ''}{members}]")
+            k = end
+        else:
+            out.append(_regex_literal(character))
+        k += 1
+    return "(?s:" + "".join(out) + ")"
+
+
 def _regex_literal(character: str) -> str:
     """Return ``character`` as an RE2 pattern matching itself."""
     return "\\" + character if character in "\\.^$|?*+()[]{}-#&~" else character
@@ -403,6 +435,16 @@ class ScalarTranslator:
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
 
+    def _glob(self, tree: exp.Glob) -> Expr:
+        """``s GLOB p``: DuckDB's glob as the regular expression it means (``regexp_full_match``)."""
+        operand = _null_as(self.translate(tree.this), pa.string())
+        pattern = self.translate(tree.expression)
+        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+            raise self.error("the GLOB pattern must be a string constant", tree)
+        if not is_string(operand.dtype):
+            raise self.error(f"type mismatch: GLOB needs a string, got {operand.dtype}", tree)
+        return Function("regexp_full_match", (operand, Literal(glob_regex(pattern.value), pa.string())), pa.bool_())
+
     def _not_escape(self, tree: exp.Escape) -> Expr:
         return self._escape(tree, negated=not tree.this.args.get("negate"))
 
@@ -593,6 +635,7 @@ _HANDLERS = {
     exp.In: ScalarTranslator._in,
     exp.Like: ScalarTranslator._like,
     exp.Escape: ScalarTranslator._escape,
+    exp.Glob: ScalarTranslator._glob,
     exp.Interval: ScalarTranslator._bare_interval,
     exp.Case: ScalarTranslator._case,
     exp.Cast: ScalarTranslator._cast,

@@ -57,7 +57,7 @@ def test_hints_and_plain_aggregates_still_plan():
 @pytest.mark.parametrize("sql, operator", [
     ("SELECT a << 2 FROM t", "'<<'"),
     ("SELECT a >> 2 FROM t", "'>>'"),
-    ("SELECT s GLOB 'x' FROM t", "GLOB"),
+    ("SELECT a & 2 FROM t", "'&'"),
 ])
 def test_operators_without_a_translation_are_named_as_sql_spells_them(sql, operator):
     with pytest.raises(SqlError, match="unsupported operator") as raised:

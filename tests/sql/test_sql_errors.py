@@ -86,7 +86,7 @@ BAD_SQL = {
     "SELECT a::nosuchtype FROM t": "nosuchtype",
     "SELECT a FROM t WHERE a IN (SELECT a, c FROM u)": "one-column",
     "SELECT DISTINCT ON (a) a, b FROM t QUALIFY row_number() OVER (ORDER BY b) > 1": "DISTINCT ON with QUALIFY",
-    "SELECT a FROM t WHERE b GLOB 'x*'": "GLOB",
+    "SELECT a FROM t WHERE a GLOB 'x*'": "GLOB needs a string",
     "SELECT max(a, 2) FROM t": "max",
     "SELECT a FROM t LIMIT 10%": "LIMIT",
     "SELECT percentile_cont([0.25, 0.5]) WITHIN GROUP (ORDER BY a) FROM t": "list of fractions",
