@@ -158,7 +158,13 @@ def with_correlated_aggregate_sets(select: exp.Select, planner) -> exp.Select:
                     if query.args.get(clause):
                         raise unsupported(f"{_spelled(node)} over a correlated subquery that aggregates, with "
                                           f"{clause.upper()}", node)
-                if query.args.get("group"):
+                group = query.args.get("group")
+                if group is not None and (any(group.args.get(k) for k in ("rollup", "cube", "grouping_sets", "all"))
+                                          or any(isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                                                 for e in group.expressions)):
+                    raise unsupported(f"{_spelled(node)} over a correlated subquery with ROLLUP, CUBE, GROUPING "
+                                      "SETS or GROUP BY ALL", node)
+                if group is not None:
                     truth_only = key == "where" and _truth_only(tree, node)
                     node.replace(_per_key(node, query, outer_aliases, planner, truth_only))
                 elif query.args.get("having"):

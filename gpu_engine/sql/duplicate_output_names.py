@@ -115,6 +115,8 @@ def with_derived_names_unique(tree, schema=None, dialect="duckdb"):
             # only a SELECT * of plain columns (over a join), listed apart from the query; else left as it was
             if schema is None or any(not isinstance(p, (exp.Star, exp.Column)) for p in projections):
                 continue
+            if not select.args.get("joins"):  # one FROM item's columns are unique already (no qualifying)
+                continue
             expanded = _star_expanded(select, root, schema, dialect)
             if expanded is None:
                 continue

@@ -134,6 +134,19 @@ def _is_null(tree: exp.Expression) -> exp.Expression:
     return exp.Is(this=tree.copy(), expression=exp.Null())
 
 
+def _null_extended(select: exp.Select) -> set[str]:
+    """Return the aliases of the FROM items an outer join of ``select`` fills with NULLs."""
+    items = [select.args["from_"].this] + [join.this for join in select.args.get("joins") or []]
+    out = set()
+    for n, join in enumerate(select.args.get("joins") or [], start=1):
+        side = (join.side or "").upper()
+        if side in ("LEFT", "FULL"):
+            out.add(items[n].alias_or_name)
+        if side in ("RIGHT", "FULL"):
+            out.update(item.alias_or_name for item in items[:n])
+    return out
+
+
 def _stripped(tree: exp.Expression) -> exp.Expression:
     while isinstance(tree, exp.Paren):
         tree = tree.this
@@ -231,6 +244,9 @@ class _Memberships:
         (table,) = tables
         items = [self.select.args["from_"].this] + [join.this for join in self.select.args.get("joins") or []]
         item = next(i for i in items if i.alias_or_name == table)
+        if table in _null_extended(self.select):  # its NULL rows are in no distinct tuple of the item's own rows
+            raise unsupported("a row IN reading the side an outer join fills with NULLs, other than as a WHERE "
+                              "condition (compute it in a derived table)", node)
         names = self._columns(len(values))
         keys = [f"k{n}" for n in range(len(values))]
         rows = _renamed(query, names)

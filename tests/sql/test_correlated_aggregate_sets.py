@@ -66,6 +66,7 @@ def test_sets_of_correlated_aggregates_match_duckdb_on_each_device(device_name, 
     ("SELECT a FROM t WHERE a IN (SELECT max(v) FROM u WHERE u.v < t.a GROUP BY u.k)",
      "correlated otherwise than by column equalities"),
     ("SELECT a FROM t WHERE a IN (SELECT max(v) FROM u WHERE u.k = t.g GROUP BY u.h LIMIT 1)", "with LIMIT"),
+    ("SELECT a FROM t WHERE a IN (SELECT max(v) FROM u WHERE u.k = t.g GROUP BY ROLLUP (u.h))", "ROLLUP"),
 ])
 def test_sets_of_correlated_aggregates_refused_name_the_construct_and_position(sql, message):
     with pytest.raises(SqlError) as raised:

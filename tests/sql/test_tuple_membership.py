@@ -84,6 +84,9 @@ def test_a_correlated_row_in_is_the_exists_of_its_equalities(reference):
     ("SELECT t.a FROM t, u WHERE (t.a, u.y) NOT IN (SELECT x, y FROM u)", "exactly one FROM item"),
     ("SELECT a FROM t WHERE (a, b) IN (SELECT max(x), y FROM u WHERE u.z > t.c GROUP BY y)",
      "correlated subquery that aggregates"),
+    # the NULL rows of an outer join are in no distinct tuple of the item (it answered FALSE for NULL)
+    ("SELECT t.a, (u.x, u.x) IN (SELECT x, x FROM u) AS m FROM t LEFT JOIN u ON t.a = u.x",
+     "the side an outer join fills with NULLs"),
 ])
 def test_row_memberships_refused_name_the_construct_and_position(sql, message):
     session = session_with_tables(TABLES, device="cpu")
