@@ -14,6 +14,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
+    python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
@@ -92,6 +93,13 @@ def _partial_steps():
     """Every SQL GROUP BY split into partial and final steps, as before ``gpu_engine.sql.partial_steps``."""
     import gpu_engine.sql.aggregate_planning as module
     return module, "partial_step_pays", lambda relation, key_names: True
+
+
+def _distinct_partitioning():
+    """A DISTINCT under a GROUP BY repartitioned by all its keys, as before ``local_exchanges.distinct_partition_keys``
+    (the GROUP BY above then has a partial step, an exchange and a final step of its own)."""
+    import gpu_engine.planning.local_exchanges as module
+    return module, "distinct_partition_keys", lambda node: ()
 
 
 def _wide_sum_fusion():
@@ -293,6 +301,7 @@ SWITCHES = {
     "late-cut-share": _late_cut_share,
     "window-subqueries": _window_subqueries,
     "partial-steps": _partial_steps,
+    "distinct-partitioning": _distinct_partitioning,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
     "union-key-filters": _union_key_filters,
