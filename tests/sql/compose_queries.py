@@ -127,8 +127,11 @@ def expression(gen: _Gen, cols, alias: str, kind: str) -> str | None:
         if same:
             s = same[0]
             options += [f"{s} + 1", f"{s} * 3", f"abs({s})", f"{s} % 3", f"-{s}", f"greatest({s}, 0)"]
-            divisor = _pick(rng, cols, alias, ["int"])
-            options += [f"{s} // {divisor[0]}", f"{s} % {divisor[0]}"]  # by zero: an error in DuckDB
+            divisor = _pick(rng, cols, alias, ["int"])[0]
+            if rng.random() < 0.2:  # by zero: an error in DuckDB, unless no row gets there (a guard, LIMIT 0)
+                options += [f"{s} // {divisor}", f"{s} % {divisor}"]
+            else:
+                options += [f"{s} // nullif({divisor}, 0)", f"{s} % nullif({divisor}, 0)"]
         text = _pick(rng, cols, alias, ["str"])
         if text:
             options += [f"length({text[0]})"]
