@@ -22,6 +22,9 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
+    python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
+    python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
+    python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
 """
 import argparse
