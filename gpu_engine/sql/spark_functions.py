@@ -190,6 +190,17 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
             and node.args["unit"].name.upper() in _DATE_TRUNC_ALIASES:  # date_trunc('MM', ts)
         node.set("unit", exp.Var(this=_DATE_TRUNC_ALIASES[node.args["unit"].name.upper()]))
         return node
+    if isinstance(node, exp.Chr) and len(node.expressions) == 1:  # Spark's chr: the character of n % 256, '' if n < 0
+        code = node.expressions[0]
+        byte = exp.Cast(this=exp.Mod(this=exp.Paren(this=code.copy()), expression=exp.Literal.number(256)),
+                        to=exp.DataType.build("INT"))
+        negative = exp.LT(this=code.copy(), expression=exp.Literal.number(0))
+        return exp.Case(ifs=[exp.If(this=negative, true=exp.Literal.string(""))], default=exp.Chr(expressions=[byte]))
+    if isinstance(node, exp.Anonymous) and node.name.lower() == "octet_length":  # a string's bytes, an INT
+        return exp.Cast(this=exp.Anonymous(this="strlen", expressions=[e.copy() for e in node.expressions]),
+                        to=exp.DataType.build("INT"))
+    if isinstance(node, exp.BitLength):  # an INT in Spark
+        return exp.Cast(this=exp.BitLength(this=node.this.copy()), to=exp.DataType.build("INT"))
     if isinstance(node, exp.Initcap):  # sqlglot writes it with lists and lambdas, which the engine has not
         raise _error("initcap is not supported", node)
     if isinstance(node, exp.Format):  # format_string/printf: Java's Formatter (its %g and rounding are not C's)

@@ -95,6 +95,12 @@ EXPRESSIONS = [
     ("substr(s, 2, 3)", "substring(s, 2, 3)"),
     ("lcase(s)", "lower(s)"),
     ("ucase(s)", "upper(s)"),
+    ("chr(i)", "CASE WHEN i < 0 THEN '' ELSE chr(CAST(i % 256 AS INTEGER)) END"),  # Spark's: n % 256, '' if negative
+    ("chr(k + 250)", "chr(CAST((k + 250) % 256 AS INTEGER))"),
+    ("octet_length(s)", "CAST(strlen(s) AS INTEGER)"),
+    ("bit_length(s)", "CAST(bit_length(s) AS INTEGER)"),
+    ("ascii(s)", "ascii(s)"),
+    ("translate(s, '2-', 'x')", "translate(s, '2-', 'x')"),
 ]
 
 
