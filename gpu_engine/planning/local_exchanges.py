@@ -187,7 +187,10 @@ def _aggregation(node: AggregationNode, partition_keys: tuple[str, ...]) -> tupl
     # PARTIAL and INTERMEDIATE steps merge where their input is; the FINAL step above gets the exchange.
     merges_in_place = node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE)
     if distribution == SINGLE or (keys and distribution == _hashed(keys)) or merges_in_place:
-        return replace(node, sources=(source,)), (distribution if merges_in_place else done)
+        # Rows hashed by all the keys already are not hashed by ``partition_keys`` (fewer): say how they are,
+        # so the aggregation above exchanges them (a count by c8 over DISTINCT (c7, c8) rows hashed so).
+        kept = distribution if merges_in_place or distribution != SINGLE else done
+        return replace(node, sources=(source,)), kept
     if node.step is AggregationStep.SINGLE and (_keeps_every_value(node) or _partial_step_refused(node)):
         return replace(node, sources=(_exchange(source, node.id, exchange_keys),)), done
     if node.step is AggregationStep.SINGLE:
