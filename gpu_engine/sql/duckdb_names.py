@@ -56,14 +56,35 @@ def note_written_names(tree: exp.Expression, text: str) -> None:
     to the nodes in the tree's order; where their counts differ only a single spelling is trusted, otherwise the
     column keeps sqlglot's ``listagg`` name.
     """
-    nodes = [node for node in tree.walk(bfs=False) if isinstance(node, exp.GroupConcat)]
-    if not nodes:
+    if tree.find(exp.GroupConcat) is None:
         return
+    nodes = [node for node in _in_text_order(tree) if isinstance(node, exp.GroupConcat)]
     written = [match.group(1).lower() for match in _STRING_AGG_SPELLINGS.finditer(_NOT_CALLS.sub(" ", text))]
     if len(written) != len(nodes):
         written = [written[0]] * len(nodes) if len(set(written)) == 1 else []
     for node, name in zip(nodes, written):
         node.meta["written_name"] = name
+
+
+#: A query's clauses in the order SQL writes them (sqlglot keeps a WITH after the SELECT list).
+_CLAUSES = ("with", "with_", "expressions", "from", "from_", "joins", "where", "group", "having", "qualify",
+            "windows", "order", "limit", "offset")
+
+
+def _in_text_order(tree: exp.Expression):
+    """Yield ``tree``'s nodes in the order their text starts (a query's clauses as written), without recursion."""
+    stack = [tree]
+    while stack:
+        node = stack.pop()
+        yield node
+        keys = list(node.args)
+        if isinstance(node, exp.Query):
+            keys.sort(key=lambda key: _CLAUSES.index(key) if key in _CLAUSES else len(_CLAUSES))
+        children = []
+        for key in keys:
+            value = node.args[key]
+            children.extend(v for v in (value if isinstance(value, list) else [value]) if isinstance(v, exp.Expression))
+        stack.extend(reversed(children))
 
 
 def _string_agg_name(node: exp.GroupConcat, name: str) -> exp.Expression:

@@ -53,6 +53,16 @@ def test_subqueries_and_like_named_as_duckdb(expression, reference):
     assert session.sql_plan(sql).output_schema.names == duckdb_table(reference, sql).column_names
 
 
+@pytest.mark.parametrize("sql", [
+    "WITH w AS (SELECT g, group_concat(s) AS a FROM t GROUP BY g) SELECT g, string_agg(a, ';') FROM w GROUP BY g",
+    "SELECT g, listagg(s) FROM t WHERE g IN (SELECT g FROM t GROUP BY g HAVING group_concat(s) > '') GROUP BY g "
+    "HAVING string_agg(s) > '' ORDER BY group_concat(s)",
+])
+def test_spellings_are_matched_in_the_order_written(sql, reference):
+    session = session_with_tables({"t": T}, device="cpu")
+    assert session.sql_plan(sql).output_schema.names == duckdb_table(reference, sql).column_names
+
+
 def test_named_columns_answer_as_duckdb(reference):
     session = session_with_tables({"t": T}, split_rows=2, device="cpu", drivers=2)
     assert_queries_match_duckdb(session, reference, [
