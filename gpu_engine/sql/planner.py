@@ -418,7 +418,8 @@ class QueryPlanner(PlanningContext):
             renamed = self._renamed(tree, columns, replacements)
             outputs.append(name)
             exprs.append(renamed)
-            texts.append(renamed.sql(dialect="duckdb"))
+            if order:  # generating a text copies the tree first: only an ORDER BY looks keys up among them
+                texts.append(renamed.sql(dialect="duckdb"))
         sort_keys = []
         hidden = []
         for ordered, key in zip(order, order_trees):

@@ -122,9 +122,10 @@ class PlanningContext:
         replacements = replacements or {}
 
         def rename(node: exp.Expression) -> exp.Expression:
-            if replacements:
+            # a constant is never replaced: its text is not generated (each node's text copies it first)
+            if replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
                 key = node.sql()
-                if key in replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
+                if key in replacements:
                     return stand_for(exp.column(exp.to_identifier(replacements[key], quoted=True)), node)
             if isinstance(node, exp.Column):
                 internal = columns.get((node.table, node.name))
