@@ -28,9 +28,13 @@ answer NULL.
   the ones with a NULL by ``IS NOT DISTINCT FROM`` (a nested-loop join of the
   outer rows with the few tuples holding a NULL).
 
+The distinct outer tuples are those of the one FROM item the row reads, or,
+where it reads several or the side an outer join fills with NULLs, of the
+query's FROM items joined as written (its join computed once more).
+
 Refused by name: a value-position row IN over a correlated subquery, a left
-side reading several FROM items or none, in an aggregating query's SELECT
-list, and subqueries whose column count differs from the row's.
+side reading no FROM item, in an aggregating query's SELECT list, and
+subqueries whose column count differs from the row's.
 """
 
 from __future__ import annotations
@@ -41,7 +45,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import subquery_select
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns
+from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, has_subquery
 
 __all__ = ["with_tuple_memberships"]
 
@@ -174,6 +178,12 @@ class _Memberships:
     def __init__(self, select: exp.Select, planner):
         self.select, self.planner = select, planner
         self.aliases = defined_aliases(select)
+        self.items = [select.args["from_"].this] + [join.this for join in select.args.get("joins") or []]
+        self.item_joins = list(select.args.get("joins") or [])  # as written, before the LEFT joins added here
+        where = select.args.get("where")
+        # the WHERE's conjuncts without subqueries: every row of the query meets them (a domain may too)
+        self.plain_where = [c.copy() for c in conjuncts_of(where.this if where is not None else None)
+                            if not has_subquery(c)]
         self.joins: list[exp.Join] = []
 
     def _columns(self, count: int) -> list[str]:
@@ -238,15 +248,15 @@ class _Memberships:
             raise unsupported("a row IN in the SELECT list of an aggregating query (compute it in a derived table)",
                               node)
         tables = {c.table for v in values for c in free_columns(v)}
-        if len(tables) != 1 or not tables <= self.aliases:
-            raise unsupported("a row IN whose left side reads other than exactly one FROM item of its query "
-                              "(compute the row in a derived table)", node)
-        (table,) = tables
-        items = [self.select.args["from_"].this] + [join.this for join in self.select.args.get("joins") or []]
-        item = next(i for i in items if i.alias_or_name == table)
-        if table in _null_extended(self.select):  # its NULL rows are in no distinct tuple of the item's own rows
-            raise unsupported("a row IN reading the side an outer join fills with NULLs, other than as a WHERE "
-                              "condition (compute it in a derived table)", node)
+        if not tables or not tables <= self.aliases:
+            raise unsupported("a row IN whose left side reads no column of its query's FROM items (compute the "
+                              "row in a derived table)", node)
+        if len(tables) == 1 and not tables & _null_extended(self.select):
+            (table,) = tables  # the distinct tuples of the one FROM item the row reads
+            item = next(i for i in self.items if i.alias_or_name == table)
+            domain_from = [item.copy()]
+        else:  # several items, or the NULL rows an outer join adds: the distinct tuples of the FROM items joined
+            domain_from = [self.items[0].copy()] + [join.copy() for join in self.item_joins]
         names = self._columns(len(values))
         keys = [f"k{n}" for n in range(len(values))]
         rows = _renamed(query, names)
@@ -256,7 +266,12 @@ class _Memberships:
         # NULL: an outer tuple that a row of S equals but for NULLs, the outer tuple or the row holding one.
         def products(null_side: str) -> exp.Select:
             domain, inner = self.planner._synthetic_alias(), self.planner._synthetic_alias()
-            distinct = _select([exp.alias_(v.copy(), k) for v, k in zip(values, keys)], item.copy(), distinct=True)
+            distinct = _select([exp.alias_(v.copy(), k) for v, k in zip(values, keys)], domain_from[0],
+                               distinct=True)
+            if len(domain_from) > 1:
+                distinct.set("joins", [join.copy() for join in domain_from[1:]])
+                if self.plain_where:  # the comma joins' equalities are there; the domain may hold more, not fewer
+                    distinct.set("where", exp.Where(this=exp.and_(*[c.copy() for c in self.plain_where])))
             side = [exp.column(k, table=domain) for k in keys] if null_side == "outer" else \
                 [exp.column(n, table=inner) for n in names]
             possible = [exp.Paren(this=exp.or_(exp.EQ(this=exp.column(n, table=inner), expression=exp.column(
