@@ -39,6 +39,7 @@ from gpu_engine.sql.duckdb_names import duckdb_column_name, note_written_names
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.named_windows import with_named_windows_inlined
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
+from gpu_engine.sql.pruned_projections import aggregate_projections, check_pruned_projections
 from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
@@ -364,7 +365,9 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         raise _column_error(error, normalized, catalog) from None
     check_set_operation_widths(tree)  # again with every * expanded
     tree = _desugar(tree)
+    aggregates = aggregate_projections(tree)
     tree = pushdown_projections(tree)
+    check_pruned_projections(aggregates)  # a pruned projection is checked as the planner checks a kept one
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))
     else:
