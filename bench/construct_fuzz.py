@@ -30,6 +30,7 @@ QUERIES = [
     "SELECT a, b, c FROM t WHERE (c, b) IN (SELECT x, y FROM u) OR a = 1",
     "SELECT t.a, t.b, v.k FROM t LEFT JOIN v ON t.a = v.k WHERE (t.a, t.b) NOT IN (SELECT x, y FROM u)",
     "SELECT t.a, (t.a, t.b) IN (SELECT x, y FROM u) AS m FROM t LEFT JOIN v ON t.a = v.k",
+    "SELECT t.a, v.k, (v.k, t.b) NOT IN (SELECT x, y FROM u) AS m FROM t LEFT JOIN v ON t.a = v.k",
     "WITH w AS (SELECT x, y FROM u WHERE z IS NOT NULL) SELECT a, b FROM t WHERE (a, b) IN (SELECT * FROM w) "
     "OR (b, a) NOT IN (SELECT y, x FROM w)",
     "SELECT b, count(*) AS n FROM t WHERE (a, b) NOT IN (SELECT x, y FROM u UNION ALL SELECT k, 'x' FROM v) "
