@@ -2,8 +2,9 @@
 
 The plan tests check that with several drivers the DISTINCT's exchange hashes by the outer keys only and the
 outer aggregation stays one SINGLE step with no exchange of its own (``count(DISTINCT x) GROUP BY keys``, a
-GROUP BY over a SELECT DISTINCT), and that a global ``count(DISTINCT x)`` keeps its exchanges. The answers are DuckDB's on cpu and cuda-sim with two drivers over three
-splits: NULL keys and NULL arguments, an outer key of two values, an input filtered to nothing.
+GROUP BY over a SELECT DISTINCT), and that a global ``count(DISTINCT x)`` keeps its exchanges. The answers are
+DuckDB's on cpu and cuda-sim with two drivers over three splits: NULL keys and NULL arguments, an outer key of
+two values, an input filtered to nothing, and a GROUP BY over a DISTINCT of the same keys (in place before).
 """
 
 from __future__ import annotations
