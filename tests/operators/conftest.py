@@ -5,7 +5,6 @@ from __future__ import annotations
 import datetime
 import decimal
 
-import duckdb
 import numpy as np
 import pyarrow as pa
 import pytest
@@ -77,11 +76,10 @@ def session(device_name, drivers, batch_rows, table, fuse) -> Session:
 
 
 def duckdb_rows(sql: str, **tables) -> pa.Table:
-    """Run reference SQL in DuckDB over the given Arrow tables."""
-    connection = duckdb.connect()
-    for name, value in tables.items():
-        connection.register(name, value)
-    return connection.sql(sql).to_arrow_table()
+    """Run reference SQL in DuckDB over the given Arrow tables (on the process's shared connection)."""
+    from duckdb_reference import duckdb_table_over
+
+    return duckdb_table_over(tables, sql)
 
 
 @pytest.fixture

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import duckdb_table_over, rows_mismatch
 
 from gpu_engine import MemoryCapExceeded, Session
 from gpu_engine.errors import PlanError
@@ -66,10 +65,7 @@ def _session(device_name, drivers, batch_rows, tables, **options) -> Session:
 
 
 def _reference(sql: str, tables) -> pa.Table:
-    connection = duckdb.connect()
-    for name, data in tables.items():
-        connection.register(name, data)
-    return connection.sql(sql).to_arrow_table()
+    return duckdb_table_over(tables, sql)
 
 
 def _duckdb_sql(table, partition, order, function, limit, number) -> str:

@@ -14,11 +14,10 @@ import datetime
 import decimal
 import re
 
-import duckdb
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import rows_mismatch
+from duckdb_reference import duckdb_table_over, rows_mismatch
 
 from gpu_engine import MemoryCapExceeded, Session
 from gpu_engine.errors import PlanError
@@ -141,10 +140,7 @@ def _session(device_name, drivers, batch_rows, tables) -> Session:
 
 
 def _reference(sql: str, tables) -> pa.Table:
-    connection = duckdb.connect()
-    for name, data in tables.items():
-        connection.register(name, data)
-    return connection.sql(sql).to_arrow_table()
+    return duckdb_table_over(tables, sql)
 
 
 @pytest.mark.parametrize("setting", [(1, 1 << 16), (2, 16)], ids=["drivers1", "drivers2-batches16"])
