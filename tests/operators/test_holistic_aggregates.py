@@ -342,7 +342,7 @@ REFUSED_SQL = [
     ("SELECT string_agg(k_str, k_str) AS s FROM t", "separator must be a constant string"),
     ("SELECT string_agg(DISTINCT k_str, ',' ORDER BY v_int) AS s FROM t", "orders by the argument only"),
     ("SELECT array_agg(v_int) AS a FROM t", "array_agg"),
-    ("SELECT median(v_int) OVER (PARTITION BY k_int) AS m FROM t", "median"),
+    ("SELECT median(v_int) OVER (PARTITION BY k_int ORDER BY v_int) AS m FROM t", "running or sliding median"),
 ]
 
 
