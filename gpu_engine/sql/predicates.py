@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["conjuncts_of", "disjuncts_of", "conjoined", "disjoined", "factor_or", "constant_truth", "defined_aliases",
            "free_columns", "has_subquery", "where_conjuncts", "implied_filters", "pushed_down", "filter_estimate",
-           "filtered"]
+           "filtered", "reached_through_and_or"]
 
 
 def conjuncts_of(tree: exp.Expression | None) -> list[exp.Expression]:
@@ -87,6 +87,21 @@ def factor_or(tree: exp.Expression) -> list[exp.Expression]:
     if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
         return common
     return common + [disjoined([conjoined(rest) for rest in rests])]
+
+
+def reached_through_and_or(conjunct: exp.Expression, node: exp.Expression) -> bool:
+    """Return whether ``node`` is reached from WHERE conjunct ``conjunct`` through AND, OR and parentheses alone.
+
+    There a NULL and a FALSE lead to the same rows (no NOT turns either into TRUE), so a subquery predicate there
+    may be planned as a semi or mark join without NULL-aware handling.
+    """
+    tree = node
+    while tree is not conjunct:
+        parent = tree.parent
+        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
+            return False
+        tree = parent
+    return True
 
 
 def constant_truth(tree: exp.Expression) -> bool | None:

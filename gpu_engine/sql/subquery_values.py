@@ -48,7 +48,8 @@ from gpu_engine.sql.decorrelation import (
     subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
-from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, has_subquery
+from gpu_engine.sql.predicates import (
+    conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
 __all__ = ["with_subquery_values_as_comparisons", "with_subquery_values_joined"]
@@ -85,17 +86,6 @@ def _stripped(tree: exp.Expression, through_not: bool) -> exp.Expression:
     return tree
 
 
-def _positively_under_or(conjunct: exp.Expression, node: exp.Expression) -> bool:
-    """Return whether ``node`` is reached from ``conjunct`` through AND, OR and parentheses only (a mark join)."""
-    tree = node
-    while tree is not conjunct:
-        parent = tree.parent
-        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
-            return False
-        tree = parent
-    return True
-
-
 def _outer_tables(select: exp.Expression) -> set[str]:
     """Return the aliases a subquery reads from outside itself (its correlation)."""
     tables = {c.table for c in free_columns(select)} - {""}  # "": an output name in its ORDER BY
@@ -113,7 +103,7 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
             if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
                 return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
             return not _correlated_without_equalities(node, outer_aliases)
-        return _positively_under_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
+        return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False

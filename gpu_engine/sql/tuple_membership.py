@@ -45,7 +45,8 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import subquery_select
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, has_subquery
+from gpu_engine.sql.predicates import (
+    conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
 
 __all__ = ["with_tuple_memberships"]
 
@@ -81,20 +82,6 @@ def _own_memberships(tree: exp.Expression | None) -> list[exp.Expression]:
             continue
         stack.extend(node.iter_expressions())
     return found
-
-
-def _only_truth_counts(conjunct: exp.Expression, node: exp.Expression) -> bool:
-    """Return whether ``node`` is reached from WHERE conjunct ``conjunct`` through AND, OR and parentheses alone.
-
-    There a NULL and a FALSE lead to the same rows (no NOT turns either into TRUE).
-    """
-    tree = node
-    while tree is not conjunct:
-        parent = tree.parent
-        if not isinstance(parent, (exp.And, exp.Or, exp.Paren)):
-            return False
-        tree = parent
-    return True
 
 
 def _outputs(query: exp.Expression) -> list[exp.Expression]:
@@ -338,7 +325,7 @@ def with_tuple_memberships(select: exp.Select, planner) -> exp.Select:
     where = select.args.get("where")
     for conjunct in conjuncts_of(where.this) if where is not None else []:
         for node in _own_memberships(conjunct):
-            if _only_truth_counts(conjunct, node) and not _membership(node)[2]:
+            if reached_through_and_or(conjunct, node) and not _membership(node)[2]:
                 node.replace(rewriter.positive(node, conjunct))
             else:
                 node.replace(rewriter.value(node, "where"))
