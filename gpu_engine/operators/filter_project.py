@@ -196,6 +196,7 @@ class FilterProject(Operator):
             # A conjunct failed on a row another conjunct drops (WHERE b <> 0 AND a % b = 1, WHERE s SIMILAR TO
             # '[0-9]+' AND CAST(s AS INT) > 5): DuckDB evaluates a conjunct only on the rows the ones before it
             # (cheapest first) kept, so it answers. Evaluated so, a conjunct at a time; any other error again.
+            self.input = None  # a deferred check raises after the failed try has set its (unchecked) output
             with checks_read_together(self.device):
                 self._filter_and_project(batch, by_conjuncts=True)
 
