@@ -17,6 +17,12 @@ integer or date column's range, capped by the rows after each filter and join) a
 the partial step could keep at most ``1 - GROUPS_PER_ROW`` of its rows out of the exchange. Unknown
 distinct counts (strings, expressions) never refuse the partial step. A wrong estimate costs time, never
 correctness: either plan computes the same groups.
+
+Only above :data:`MIN_ESTIMATED_ROWS`: below it a partial step costs a millisecond or two either way, and a
+choice made from estimates would make the plan, and so its generated kernels, depend on a query's constants
+(``WHERE v > 20`` against ``WHERE v > 99999``: a selective filter caps the key's distinct count at the few rows
+it keeps), which the compilation issue forbids (``tests/codegen/test_kernel_parameters.py``: a new constant
+generates no kernel). Above it a new constant may still flip the choice; each plan's kernels compile once.
 """
 
 from __future__ import annotations
@@ -30,6 +36,9 @@ if TYPE_CHECKING:
 #: ``QueryConfig.partial_aggregation_abandon_percent`` (80), the running step's own threshold.
 GROUPS_PER_ROW = 0.8
 
+#: The estimated input rows below which the partial step is always kept (see the module docstring).
+MIN_ESTIMATED_ROWS = 10_000
+
 
 def partial_step_pays(relation: "Relation", key_names: list[str]) -> bool:
     """Return False when a grouping key of ``relation`` is estimated to have about a distinct value per row.
@@ -37,7 +46,7 @@ def partial_step_pays(relation: "Relation", key_names: list[str]) -> bool:
     ``key_names`` are the aggregation's grouping columns of ``relation`` (a key computed by an expression
     has no statistics, so it never decides). A global aggregation always keeps its partial step (one row).
     """
-    if not key_names or relation.rows < 1:
+    if not key_names or relation.rows < max(1, MIN_ESTIMATED_ROWS):
         return True
     known = [relation.stats[k].ndv for k in key_names if k in relation.stats and relation.stats[k].ndv > 0]
     return not known or max(known) < GROUPS_PER_ROW * relation.rows

@@ -7,8 +7,9 @@ count is unknown, an expression), and that the local exchanges then plan one sin
 a repartition. The answers are DuckDB's for all of them on several drivers and splits, with NULL keys, a key
 whose range promises more distinct values than it has (the estimate is wrong: the plan must still answer
 right), an input filtered to nothing, DISTINCT aggregates, and decimal, float and string values (lowest
-tier here, for CI time; ``tests/sql/test_tpch_sql.py`` runs Q3, Q10, Q11 and Q18, whose plans refuse partial
-steps, on generated kernels with two drivers).
+tier here, for CI time). The tables are far under the rule's floor (``MIN_ESTIMATED_ROWS``), which these
+tests lower to 0; the floor's own test checks that small inputs keep their partial steps, as the TPC-H SQL
+tests at SF 0.01 do (at SF1 Q3, Q10, Q11 and Q18 refuse them: ``bench/ab.py partial-steps``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import pytest
 from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 from gpu_engine.planning.local_exchanges import add_local_exchanges
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, walk_plan
+from gpu_engine.sql import partial_steps
 from gpu_engine.sql.ordering import order_key_columns
 
 _RNG = np.random.default_rng(31)
@@ -81,6 +83,17 @@ _SIMULATED = ("unique_key_with_its_strings", "after_a_join_a_row_per_customer", 
               "few_values")
 
 
+#: The rule's floor as the engine ships it (the fixture below lowers it for the plan tests).
+_FLOOR = partial_steps.MIN_ESTIMATED_ROWS
+
+
+@pytest.fixture(autouse=True)
+def rule_on_small_tables(monkeypatch):
+    """These tables are a few hundred rows, under the rule's floor (``MIN_ESTIMATED_ROWS``): lowered to 0 here
+    (the floor's own test puts it back)."""
+    monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", 0)
+
+
 @pytest.fixture(scope="module")
 def reference():
     with duckdb_with_tables(TABLES) as connection:
@@ -117,3 +130,13 @@ def test_answers_match_duckdb(device_name, reference):
     session = session_with_tables(TABLES, splits=3, device=device_name, drivers=2, compile_mode="lowest")
     assert_queries_match_duckdb(session, reference, list(queries.values()), ordered=order_key_columns, exact_types=True)
 
+
+
+def test_small_inputs_keep_their_partial_step_whatever_the_constants(monkeypatch):
+    """Under ``MIN_ESTIMATED_ROWS`` the plan does not depend on the estimates, so a query with new constants
+    plans the same steps (and generates no kernel: ``tests/codegen/test_kernel_parameters.py``)."""
+    monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", _FLOOR)
+    assert _FLOOR > 1500  # the largest table here
+    for sql in (SINGLE["unique_key_alone"], SINGLE["empty_input"], _Q10_SHAPE):
+        plan = session_with_tables(TABLES, device="cpu").sql_plan(sql)
+        assert _grouped(plan) and all(n.partial_step for n in _grouped(plan)), sql
