@@ -28,6 +28,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
+from gpu_engine.sql.predicates import own_scope_nodes
 
 __all__ = ["with_columns_expanded"]
 
@@ -36,16 +37,7 @@ _PROBE = "gpu_engine_columns_probe"
 
 def _own_columns_calls(tree: exp.Expression) -> list[exp.Columns]:
     """Return the COLUMNS(...) nodes of ``tree``'s own scope (not those of SELECTs nested in it)."""
-    found, stack = [], [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, exp.Columns):
-            found.append(node)
-            continue
-        if isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery)) and node is not tree:
-            continue
-        stack.extend(node.iter_expressions())
-    return found
+    return own_scope_nodes(tree, (exp.Columns,))
 
 
 def _star_columns(tree: exp.Expression, select: exp.Select, schema, dialect: str) -> list[tuple[str, str]]:

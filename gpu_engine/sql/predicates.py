@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 
 __all__ = ["conjuncts_of", "disjuncts_of", "conjoined", "disjoined", "factor_or", "constant_truth", "defined_aliases",
            "free_columns", "has_subquery", "where_conjuncts", "implied_filters", "pushed_down", "filter_estimate",
-           "filtered", "reached_through_and_or"]
+           "filtered", "reached_through_and_or", "own_scope_nodes"]
 
 
 def conjuncts_of(tree: exp.Expression | None) -> list[exp.Expression]:
@@ -87,6 +87,21 @@ def factor_or(tree: exp.Expression) -> list[exp.Expression]:
     if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
         return common
     return common + [disjoined([conjoined(rest) for rest in rests])]
+
+
+def own_scope_nodes(tree: exp.Expression, kinds: tuple[type, ...]) -> list[exp.Expression]:
+    """Return the nodes of ``kinds`` in ``tree``'s own scope: not inside the SELECTs, set operations and
+    subqueries nested in it (``tree`` itself may be one), nor inside a node already found."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, kinds):
+            found.append(node)
+            continue
+        if isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery)) and node is not tree:
+            continue
+        stack.extend(node.iter_expressions())
+    return found
 
 
 def reached_through_and_or(conjunct: exp.Expression, node: exp.Expression) -> bool:

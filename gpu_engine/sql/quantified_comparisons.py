@@ -41,7 +41,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import correlation, split_correlated, subquery_select
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns
+from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, own_scope_nodes
 
 __all__ = ["with_quantified_comparisons"]
 
@@ -58,8 +58,9 @@ def _spelled(comparison: exp.Expression) -> str:
 
 def _quantified(tree: exp.Expression | None, found: list[exp.Expression]) -> list[exp.Expression]:
     """Collect the ANY/ALL nodes of ``tree``'s own scope (not those of the SELECTs nested in it)."""
-    if tree is None:
-        return found
+    if tree is not None:
+        found.extend(own_scope_nodes(tree, (exp.Any, exp.All)))
+    return found
     stack = [tree]
     while stack:
         node = stack.pop()
