@@ -23,6 +23,7 @@ the column each way.
 
 from __future__ import annotations
 
+import functools
 import unicodedata
 from typing import Any, Callable, Sequence
 
@@ -491,6 +492,10 @@ def _concat_with_separator(device: Device, args: Sequence[Any], columns: Sequenc
     if columns[0] is None:  # a constant separator (Arrow drops rows when the separator is an array and NULLs skip)
         if args[0].value is None:
             return Column.from_arrow(pa.nulls(rows, pa.string()), device)
+        # Arrow's "skip" also drops the rows whose parts are all NULL (pyarrow 26: a shorter result); DuckDB answers
+        # '' there, which an empty first part gives (the other parts are skipped, so no separator is added).
+        every_null = functools.reduce(pc.and_, [pc.is_null(part) for part in parts[1:]])
+        parts[1] = pc.if_else(every_null, pa.scalar("", pa.string()), parts[1])
         joined = pc.binary_join_element_wise(*parts[1:], args[0].value, null_handling="skip")
         return Column.from_arrow(joined, device)
     rows_of = zip(*(part.to_pylist() for part in parts))
