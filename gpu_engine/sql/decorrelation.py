@@ -7,7 +7,9 @@ instead, planned once, and each form it does not is refused by name. ``x IN
 the scan of ``x`` when it reads one table; ``[NOT] EXISTS`` is a semi (anti)
 join on its correlation equalities, with the other correlated conditions as the
 join filter (a semi or anti join of a smaller outer side is a right semi /
-right anti join that builds it); an uncorrelated scalar subquery (and an
+right anti join that builds it; the subquery's QUALIFY, DISTINCT ON or
+LIMIT/OFFSET computed per correlation key first, by
+:mod:`~gpu_engine.sql.correlated_row_clauses`); an uncorrelated scalar subquery (and an
 uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
 nested-loop join; a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
 the aggregate grouped by the correlation columns, joined like any relation, its
@@ -32,6 +34,7 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
+from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import (
@@ -44,7 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "semi_join",
-           "select_over", "empty_group_value", "strict_subquery", "fails_on_empty_group", "NULL_STRICT"]
+           "select_over", "own_aggregates", "empty_group_value", "strict_subquery", "fails_on_empty_group",
+           "NULL_STRICT"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
 PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
@@ -181,6 +185,36 @@ def single_alias(semi: SemiJoin) -> str | None:
     return next(iter(aliases)) if len(aliases) == 1 and not semi.filters else None
 
 
+#: Clauses after which an uncorrelated EXISTS's rows are no longer its FROM's filtered rows (counted as written).
+_COUNTED_AS_WRITTEN = ("group", "having", "qualify", "limit", "offset", "windows")
+
+
+def own_aggregates(select: exp.Select) -> bool:
+    """Return whether ``select`` aggregates: an aggregate call in its own scope, not one a window computes.
+
+    Why not ``select.find_all``: that looks inside derived tables and subqueries (their aggregates make their
+    own rows, not this SELECT's) and into ``sum(x) OVER (...)`` (a value per row); an aggregate inside a
+    window's arguments (``sum(count(*)) OVER ()``) does count.
+    """
+    stack = [select]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Window):
+            function = node.this
+            stack.extend(child for child in node.iter_expressions() if child is not function)
+            while isinstance(function, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
+                stack.extend(child for child in function.iter_expressions() if child is not function.this)
+                function = function.this
+            stack.extend(function.iter_expressions())
+            continue
+        if isinstance(node, SQL_AGGREGATES):
+            return True
+        if isinstance(node, (exp.Select, exp.SetOperation, exp.Subquery)) and node is not select:
+            continue
+        stack.extend(node.iter_expressions())
+    return False
+
+
 def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes, plain, semi_joins, extra_relations,
                            attach) -> None:
     """Turn one WHERE conjunct holding a subquery into semi joins, relations and plain predicates."""
@@ -195,10 +229,16 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         if isinstance(select, exp.Select) and not ({c.table for c in free_columns(select)}
                                                    - defined_aliases(select)):
             # Uncorrelated: one count for the whole query, compared on a nested-loop join.
-            counted = select.copy()
-            counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
-            for clause in ("order", "limit", "offset", "distinct"):
-                counted.set(clause, None)
+            if any(select.args.get(k) for k in _COUNTED_AS_WRITTEN) or own_aggregates(select):
+                # the rows it returns are not its FROM's filtered rows: count them as written
+                counted = exp.Select(expressions=[exp.alias_(exp.Count(this=exp.Star()), "n")]).from_(
+                    exp.Subquery(this=select.copy(), alias=exp.TableAlias(this=exp.to_identifier("$exists",
+                                                                                                  quoted=True))))
+            else:
+                counted = select.copy()
+                counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
+                for clause in ("order", "distinct"):
+                    counted.set(clause, None)
             subquery = exp.Subquery(this=counted)
             comparison = (exp.EQ if negated else exp.GT)(this=subquery, expression=exp.Literal.number(0))
             _scalar_comparison(planner, comparison, subquery, local_aliases, ctes, plain, extra_relations, attach)
@@ -301,12 +341,14 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
     select = subquery_select(tree.this)
     if not isinstance(select, exp.Select):
         raise unsupported("EXISTS over a set operation", tree)
-    if select.args.get("group") or select.args.get("having") or any(select.find_all(*SQL_AGGREGATES)):
+    if select.args.get("group") or select.args.get("having") or own_aggregates(select):
         raise unsupported("EXISTS over an aggregate subquery", tree)
-    if select.args.get("limit") is not None:
-        raise unsupported("LIMIT inside EXISTS", tree)
     inner, local, correlated = split_correlated(select, outer_aliases)
     keys, others = correlation(correlated, inner)
+    if has_row_clauses(select):  # QUALIFY, DISTINCT ON, LIMIT/OFFSET: computed per correlation key first
+        select = rows_per_correlation_key(select, local, keys, others, None)
+        inner, local, correlated = split_correlated(select, outer_aliases)
+        keys, others = correlation(correlated, inner)
     if not keys:
         raise unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
     return _semi_relation(planner, "anti" if negated else "left_semi", select, inner, local, keys, others, ctes,
@@ -360,9 +402,14 @@ def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_alias
         raise unsupported("NOT IN over a correlated subquery (write NOT EXISTS)", tree)
     value = select.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
-    if select.args.get("group") or any(select.find_all(*SQL_AGGREGATES)) or not isinstance(value, exp.Column):
+    if select.args.get("group") or own_aggregates(select) or not isinstance(value, exp.Column):
         raise unsupported("IN over a correlated subquery that aggregates or selects an expression", tree)
     keys, others = correlation(correlated, inner)
+    if has_row_clauses(select):  # QUALIFY, DISTINCT ON, LIMIT/OFFSET: computed per correlation key first
+        select = rows_per_correlation_key(select, local, keys, others, value)
+        inner, local, correlated = split_correlated(select, outer_aliases)
+        keys, others = correlation(correlated, inner)
+        value = select.expressions[0]
     return _semi_relation(planner, "left_semi", select, inner, local, [(tree.this, value)] + keys, others, ctes,
                                conjunct)
 
