@@ -9,6 +9,12 @@ repository root, before and after the change::
 
     python -m bench.plan_snapshots --write /tmp/plans-before.json
     python -m bench.plan_snapshots --check /tmp/plans-before.json
+
+``--optimized`` snapshots each plan after the optimizer rules
+(:func:`gpu_engine.optimizer.optimize_plan`, which every executed plan goes
+through): ``--write`` without it and ``--check --optimized`` against that file
+names the plans a rule changes (``--show`` prints each one's explain, before
+and after).
 """
 
 from __future__ import annotations
@@ -25,8 +31,15 @@ if str(REPO_ROOT) not in sys.path:
 __all__ = ["main", "plans"]
 
 
-def plans(workloads: list[str], sf: float) -> dict[str, object]:
-    """Return ``"workload/query" -> the plan's JSON document`` (or the error's text for a text that fails)."""
+def plans(workloads: list[str], sf: float, optimized: bool = False, explained: dict | None = None
+          ) -> dict[str, object]:
+    """Return ``"workload/query" -> the plan's JSON document`` (or the error's text for a text that fails).
+
+    ``optimized``: each plan after :func:`gpu_engine.optimizer.optimize_plan`. ``explained``, when given, gets
+    ``"workload/query" -> (explain before the rules, explain after)``.
+    """
+    from gpu_engine.optimizer import optimize_plan
+    from gpu_engine.plans.explain import format_plan
     from bench.first_process_costs import _workload
     from gpu_engine import Session
     from gpu_engine.plans.serialization import plan_to_dict
@@ -40,7 +53,11 @@ def plans(workloads: list[str], sf: float) -> dict[str, object]:
         session.plan_cache = PlanCache(entries=0)
         for key, text in texts.items():
             try:
-                out[f"{name}/{key}"] = plan_to_dict(session.sql_plan(text))
+                plan = session.sql_plan(text)
+                after = optimize_plan(plan) if optimized else plan
+                out[f"{name}/{key}"] = plan_to_dict(after)
+                if explained is not None:
+                    explained[f"{name}/{key}"] = (format_plan(plan, full=True), format_plan(after, full=True))
             except Exception as error:  # noqa: BLE001 - a failing text is part of the snapshot
                 out[f"{name}/{key}"] = f"{type(error).__name__}: {error}"
     return out
@@ -50,11 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sf", type=float, default=0.01)
     parser.add_argument("--workloads", default="tpch,tpcds")
+    parser.add_argument("--optimized", action="store_true", help="snapshot the plans after the optimizer rules")
+    parser.add_argument("--show", action="store_true", help="with --check: print each differing plan's explain")
     group = parser.add_mutually_exclusive_group(required=True)
     group.add_argument("--write", type=Path, help="write the plans to this file")
     group.add_argument("--check", type=Path, help="compare the plans with this file; exit 1 on a difference")
     args = parser.parse_args(argv)
-    current = plans(args.workloads.split(","), args.sf)
+    explained: dict = {}
+    current = plans(args.workloads.split(","), args.sf, args.optimized, explained if args.show else None)
     if args.write:
         args.write.write_text(json.dumps(current, sort_keys=True, indent=1))
         print(f"wrote {len(current)} plans to {args.write}")
@@ -62,6 +82,9 @@ def main(argv: list[str] | None = None) -> int:
     before = json.loads(args.check.read_text())
     differing = sorted(key for key in set(before) | set(current) if before.get(key) != current.get(key))
     print(f"{len(current)} plans, {len(differing)} differ" + (": " + ", ".join(differing) if differing else ""))
+    for key in differing if args.show else ():
+        before_text, after_text = explained.get(key, ("", ""))
+        print(f"\n== {key}\n-- as planned:\n{before_text}\n-- optimized:\n{after_text}")
     return 1 if differing else 0
 
 

@@ -184,6 +184,10 @@ class LocalCluster:
     # -------------------------------------------------------------- planning
     def plan_stages(self, plan: PlanNode) -> list[Stage]:
         """Return the stages ``plan`` runs as: fragments, widths and executed plans (nothing runs)."""
+        if self.session.config.optimize:  # on the whole plan: a filter moves across what become stage boundaries
+            from gpu_engine.optimizer import optimize_plan
+
+            plan = optimize_plan(plan)
         distributed = plan if has_remote_exchanges(plan) else add_remote_exchanges(plan)
         fragments = plan_fragments(distributed)
         widths = [self._width(f, len(fragments)) for f in fragments]
@@ -196,7 +200,8 @@ class LocalCluster:
             root = fragment.root
             if fragment.output is not None:
                 root = replace(root, num_partitions=consumer_width[fragment.fragment_id])
-            executed = prepare_plan(root, self.session.device, self.session.drivers, self.session.config).plan
+            executed = prepare_plan(root, self.session.device, self.session.drivers, self.session.config,
+                                    optimize=False).plan
             stages.append(Stage(fragment, executed, width))
         return stages
 

@@ -82,6 +82,7 @@ _CHOICE_SETTINGS = {
     "scan_pinned_staging": (None, True, False),
     "parquet_reader": ("auto", "pyarrow", "cudf", "device"),
     "fuse": (True, False),
+    "optimize": (True, False),
     "compile_mode": COMPILE_MODES,
 }
 
@@ -178,6 +179,10 @@ class EngineConfig:
         Replace filter/project/aggregation stretches by fused operators that
         run one generated kernel per batch (:mod:`gpu_engine.planning.fusion`);
         ``False`` runs every node as its own operator, for comparison.
+    optimize
+        Run the optimizer rules over the typed plan (:mod:`gpu_engine.optimizer`:
+        constant folding, predicate pushdown, empty relations) before the
+        physical passes; ``False`` runs the plan as built, for comparison.
     compile_mode
         When a generated kernel that is not compiled yet meets its first batch
         (:mod:`gpu_engine.codegen.background_compiles`): ``"background"``
@@ -208,6 +213,7 @@ class EngineConfig:
     scan_prefetch_depth: int | None = None
     scan_decode_threads: int | None = None
     fuse: bool = True
+    optimize: bool = True
     compile_mode: str = field(default_factory=default_compile_mode)
 
     def __post_init__(self) -> None:

@@ -9,6 +9,10 @@ with the coordinator that owns the fragments (:mod:`gpu_engine.cluster.fragments
 
 The order matters:
 
+0. :func:`~gpu_engine.optimizer.optimize_plan` (unless the config says
+   ``optimize=False``, or the caller optimized the whole plan before cutting
+   it into fragments: ``optimize=False``) applies the logical rules —
+   constant folding, predicate pushdown, empty relations — to the typed plan;
 1. :func:`~gpu_engine.planning.local_exchanges.add_local_exchanges` makes the
    plan correct for ``drivers`` drivers (partial/final aggregations, gathers);
 2. :func:`~gpu_engine.planning.fusion.fuse_pipelines` (unless the config says
@@ -41,7 +45,8 @@ class PreparedPlan:
     placements: Mapping[str, Placement]
 
 
-def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None) -> PreparedPlan:
+def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None, *,
+                 optimize: bool = True) -> PreparedPlan:
     """Return ``plan`` prepared to run on ``device`` with ``drivers`` drivers per pipeline.
 
     Parameters
@@ -55,7 +60,10 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
         Drivers per pipeline.
     config
         The query's :class:`~gpu_engine.exec.query_ctx.EngineConfig` (its
-        ``fuse`` switch); None uses the defaults.
+        ``fuse`` and ``optimize`` switches); None uses the defaults.
+    optimize
+        False where the caller ran :func:`~gpu_engine.optimizer.optimize_plan` on the whole plan before cutting
+        it into fragments (a fragment's scans and exchanges are what its stage was cut for: none may go).
 
     Raises
     ------
@@ -67,6 +75,10 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
 
     config = config or EngineConfig()
     device = get_device(device)
+    if optimize and config.optimize:
+        from gpu_engine.optimizer import optimize_plan
+
+        plan = optimize_plan(plan)
     executed = add_local_exchanges(plan, drivers)
     if config.fuse:
         executed = fuse_pipelines(executed)

@@ -277,6 +277,11 @@ class SparkRunner:
         without, every join that can be broadcast is. ``joins`` overrides per
         join id. :attr:`last_join_strategies` says what was chosen and why.
         """
+        config = EngineConfig().with_overrides(**self.config)
+        if config.optimize:  # on the whole plan: a filter moves across what become stage boundaries
+            from gpu_engine.optimizer import optimize_plan
+
+            plan = optimize_plan(plan)
         strategy = self.join_strategy(tables, joins)
         fragments = plan_fragments(add_spark_exchanges(plan, strategy))
         self.last_join_strategies = dict(strategy.chosen)
@@ -295,8 +300,7 @@ class SparkRunner:
                 consumer = fragments[feeds_join[fragment.fragment_id]] if fragment.fragment_id in feeds_join else None
                 output, root = self._output(fragment.output, count, consumer)
             # The executors' device is known only there; what cannot run fails on every device alike.
-            executed = prepare_plan(exchanges_as_inputs(root), "cpu", self.drivers,
-                                    EngineConfig().with_overrides(**self.config)).plan
+            executed = prepare_plan(exchanges_as_inputs(root), "cpu", self.drivers, config, optimize=False).plan
             broadcasts, inputs = [], []
             for exchange_id, producer in fragment.producers:
                 producer_output = outputs[producer]

@@ -1,0 +1,64 @@
+"""Optimizer rules over the typed plan: passes between planning (SQL or PlanBuilder) and physical preparation.
+
+Why a layer of its own (issue 30 item 0, DataFusion's ``optimizer`` crate): a
+rule written over the frozen, typed :class:`~gpu_engine.plans.nodes.PlanNode`
+tree applies to every plan the engine runs — planned from SQL, built by hand
+with :class:`~gpu_engine.plans.plan_builder.PlanBuilder`, read from JSON,
+planned by ``SparkRunner.sql`` — where a rule over the sqlglot tree
+(:mod:`gpu_engine.sql`) sees SQL only. Each rule is a free function in its own
+module, ``plan -> plan``, that keeps every node's output schema and rebuilds
+only what it changes (``dataclasses.replace``), so a plan no rule changes comes
+back as the same object.
+
+:func:`optimize_plan` runs :data:`RULES` in order; :func:`~gpu_engine.planning.prepare.prepare_plan`
+calls it before its physical passes (local exchanges, fusion, placement), and
+the distributed runners (``SparkRunner``, ``LocalCluster``) call it on the
+whole plan before cutting it into stages. ``EngineConfig.optimize=False``
+skips it, for comparison.
+
+1. :func:`~gpu_engine.optimizer.constant_folding.fold_constants`: boolean
+   connectives and comparisons of constants in filter predicates; a filter
+   that is always true goes.
+2. :func:`~gpu_engine.optimizer.predicate_pushdown.push_down_predicates`:
+   each conjunct of a Filter moves as low as it stays correct — through
+   Projects (the projected expressions substituted), into the sides of joins
+   whose rows it cannot add or remove wrongly, below aggregations and windows
+   when it reads only their group / partition keys, into every branch of a
+   UNION ALL.
+3. :func:`~gpu_engine.optimizer.empty_relations.propagate_empty_relations`:
+   a filter that is never true, ``LIMIT 0``, or an empty VALUES makes the
+   nodes above it that can only output nothing an empty VALUES (a global
+   aggregate keeps SQL's one row).
+
+Still on the sqlglot tree (not moved yet): decorrelation, join ordering, the
+derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown` (its plans
+would be the same here only once joins are ordered after pushdown) and
+projection pruning (the SQL planner's scans read only the columns a query
+names).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from gpu_engine.optimizer.constant_folding import fold_constants
+from gpu_engine.optimizer.empty_relations import propagate_empty_relations
+from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
+from gpu_engine.plans.nodes import PlanNode
+
+__all__ = ["RULES", "optimize_plan"]
+
+#: The rules, in the order they run: folding first (a folded TRUE/FALSE filter is then dropped or made empty),
+#: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most).
+RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
+    fold_constants,
+    push_down_predicates,
+    propagate_empty_relations,
+)
+
+
+def optimize_plan(plan: PlanNode) -> PlanNode:
+    """Return ``plan`` with every rule of :data:`RULES` applied; the same object where none changes anything."""
+    for rule in RULES:
+        plan = rule(plan)
+    return plan

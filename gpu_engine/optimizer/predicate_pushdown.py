@@ -1,0 +1,165 @@
+"""Move each conjunct of a Filter as far down the plan as it stays correct (DataFusion's ``PushDownFilter``).
+
+Why: a filter evaluated below a join, a projection or an aggregation discards
+rows before they are joined, computed or grouped, and a filter directly above
+a scan or under a projection runs inside that pipeline's FilterProject (or a
+fused aggregation's kernel). The SQL planner places the conjuncts it sees
+(:mod:`gpu_engine.sql.predicates`), but plans built by hand, read from JSON, or
+made by one SQL rule above another's output carry filters where they were
+written. Where a conjunct goes, by the node below it:
+
+* **Filter**: the two merge (the lower one's conjuncts first: it ran first).
+* **Project**: the conjunct, with each column it reads replaced by the
+  expression projected under that name, goes below; the project stays.
+* **Hash or nested-loop join**: a conjunct reading one side's columns goes
+  into that side when the join cannot make that side's rows NULL: both sides
+  of an inner join, the probe of a left / semi / anti join, the build of a
+  right / right semi / right anti join. Above an outer join's NULL-extended
+  side it stays (it would keep the rows the NULLs replace).
+* **Aggregation** (a single step over group keys, no grouping sets), **Window**,
+  **TopNRowNumber**: a conjunct reading only group / partition keys goes below,
+  since it keeps or drops whole groups.
+* **OrderBy** and a one-input **LocalPartition**: everything goes below; a UNION
+  ALL (a LocalPartition of several branches, every branch of one schema) gets
+  the conjunct in each branch.
+* Anything else (Limit, TopN, EnforceSingleRow, GroupId, scans, exchanges)
+  keeps it above: the rows it sees depend on the rows above it.
+
+Conjuncts keep their order. A conjunct that reads no column stays where it is
+(:mod:`~gpu_engine.optimizer.empty_relations` handles one that is never true).
+A filter that lands in one place keeps its id; a piece placed beside others
+gets ``<id>.<n>``, unused in the plan. Output schemas never change.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Sequence
+
+from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
+from gpu_engine.plans.expressions import Expr, referenced_columns
+from gpu_engine.plans.nodes import (
+    AggregationNode, AggregationStep, FilterNode, HashJoinNode, LocalPartitionNode, NestedLoopJoinNode, OrderByNode,
+    PlanNode, ProjectNode, TopNRowNumberNode, WindowNode, walk_plan,
+)
+
+__all__ = ["push_down_predicates"]
+
+#: Join types whose probe (left) rows a filter on probe columns may remove before the join: the join never
+#: outputs a probe row with NULLs in place of its columns.
+_PROBE_SAFE = {"inner", "left", "left_semi", "anti", "null_aware_anti"}
+#: Join types whose build (right) rows a filter on build columns may remove before the join.
+_BUILD_SAFE = {"inner", "right", "right_semi", "right_anti"}
+
+
+class _Ids:
+    """Hand out node ids ``<base>.<n>`` that the plan does not use."""
+
+    def __init__(self, plan: PlanNode):
+        self._used = {node.id for node in walk_plan(plan)}
+
+    def new(self, base: str) -> str:
+        n = 1
+        while f"{base}.{n}" in self._used:
+            n += 1
+        self._used.add(f"{base}.{n}")
+        return f"{base}.{n}"
+
+
+def push_down_predicates(plan: PlanNode) -> PlanNode:
+    """Return ``plan`` with every filter's conjuncts as low as they stay correct (the same object if none moves)."""
+    if not any(isinstance(node, FilterNode) for node in walk_plan(plan)):
+        return plan
+    return _Pushdown(_Ids(plan)).rewrite(plan)
+
+
+class _Pushdown:
+    def __init__(self, ids: _Ids):
+        self.ids = ids
+
+    def rewrite(self, node: PlanNode) -> PlanNode:
+        """Return ``node``'s subtree with the filters in it pushed down."""
+        if isinstance(node, FilterNode):
+            return self.place(node.source, conjuncts(node.predicate), node.id, node)
+        new, kept = self.push(node, [], node.id)
+        assert not kept
+        return new
+
+    def place(self, source: PlanNode, parts: list[Expr], filter_id: str, original: FilterNode | None = None
+              ) -> PlanNode:
+        """Return ``source`` with ``parts`` applied as low as they go; those that stay, in a filter on top."""
+        new_source, kept = self.push(source, parts, filter_id)
+        if not kept:
+            return new_source
+        if original is not None and kept == conjuncts(original.predicate):  # nothing moved: its predicate as written
+            return original if new_source is original.source else replace(original, sources=(new_source,))
+        return FilterNode(id=filter_id, output_schema=new_source.output_schema, sources=(new_source,),
+                          predicate=conjunction(kept))
+
+    def push(self, node: PlanNode, parts: list[Expr], filter_id: str) -> tuple[PlanNode, list[Expr]]:
+        """Return ``node`` with what of ``parts`` can go below it gone below, and the parts that stay above it."""
+        if isinstance(node, FilterNode):  # merge: the lower filter's conjuncts ran first
+            return self.place(node.source, conjuncts(node.predicate) + parts, node.id, node if not parts else None), []
+        if isinstance(node, ProjectNode):
+            return self._through_project(node, parts, filter_id)
+        if isinstance(node, HashJoinNode | NestedLoopJoinNode):
+            return self._into_join(node, parts, filter_id)
+        if isinstance(node, AggregationNode):
+            keys = (set(node.grouping_keys) if node.step is AggregationStep.SINGLE and node.grouping_keys
+                    and not node.global_grouping_sets and node.group_id_key is None else set())
+            return self._below_keys(node, parts, filter_id, keys)
+        if isinstance(node, WindowNode | TopNRowNumberNode):
+            return self._below_keys(node, parts, filter_id, set(node.partition_keys))
+        if isinstance(node, OrderByNode) and not node.is_partial:
+            return self._into_sources(node, [parts], filter_id), []
+        if isinstance(node, LocalPartitionNode):
+            return self._into_sources(node, [parts] * len(node.sources), filter_id), []
+        return self._into_sources(node, [[] for _ in node.sources], filter_id), parts
+
+    def _into_sources(self, node: PlanNode, per_source: Sequence[list[Expr]], filter_id: str,
+                      id_stays_above: bool = False) -> PlanNode:
+        """Return ``node`` over its sources, each rewritten with its own parts placed in it; the one source that
+        receives parts reuses ``filter_id`` unless a filter keeps it above ``node`` (``id_stays_above``)."""
+        receivers = 0 if id_stays_above else sum(1 for parts in per_source if parts)
+        sources = []
+        for source, parts in zip(node.sources, per_source):
+            if not parts:
+                sources.append(self.rewrite(source))
+            else:
+                sources.append(self.place(source, parts, filter_id if receivers == 1 else self.ids.new(filter_id)))
+        if all(new is old for new, old in zip(sources, node.sources)):
+            return node
+        return replace(node, sources=tuple(sources))
+
+    def _below_keys(self, node: PlanNode, parts: list[Expr], filter_id: str, keys: set[str]
+                    ) -> tuple[PlanNode, list[Expr]]:
+        below, kept = [], []
+        for part in parts:
+            columns = referenced_columns(part)
+            (below if columns and set(columns) <= keys else kept).append(part)
+        return self._into_sources(node, [below], filter_id, bool(kept)), kept
+
+    def _through_project(self, node: ProjectNode, parts: list[Expr], filter_id: str
+                         ) -> tuple[PlanNode, list[Expr]]:
+        if not parts:
+            return self._into_sources(node, [[]], filter_id), []
+        from gpu_engine.planning.fusion import inline_columns
+
+        definitions = dict(zip(node.names, node.expressions))
+        below = [inline_columns(part, definitions) for part in parts]
+        return self._into_sources(node, [below], filter_id), []
+
+    def _into_join(self, node: HashJoinNode | NestedLoopJoinNode, parts: list[Expr], filter_id: str
+                   ) -> tuple[PlanNode, list[Expr]]:
+        probe_names = set(node.sources[0].output_schema.names)
+        build_names = set(node.sources[1].output_schema.names)
+        to_probe, to_build, kept = [], [], []
+        for part in parts:
+            columns = set(referenced_columns(part))
+            if columns and columns <= probe_names and node.join_type in _PROBE_SAFE:
+                to_probe.append(part)
+            elif columns and columns <= build_names and node.join_type in _BUILD_SAFE:
+                to_build.append(part)
+            else:
+                kept.append(part)
+        return self._into_sources(node, [to_probe, to_build], filter_id, bool(kept)), kept
