@@ -26,6 +26,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
+    python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
 """
 import argparse
 import os
@@ -294,6 +295,13 @@ def _shared_arguments():
     return module, "hoist_common_subexpressions", lambda expressions: ([], tuple(expressions))
 
 
+def _one_slot_states():
+    """An aggregation without keys grows its states to 16 slots, so the CPU kernels scatter through memory a
+    row at a time (``hash_aggregation.state_capacity`` off: the kernels' one-slot register folds go unused)."""
+    import gpu_engine.operators.hash_aggregation as module
+    return module, "state_capacity", lambda keyed, groups, size: max(groups, 2 * size, 16)
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -319,6 +327,7 @@ SWITCHES = {
     "fixed-width-case": _fixed_width_case,
     "constant-comparisons": _constant_comparisons,
     "shared-arguments": _shared_arguments,
+    "one-slot-states": _one_slot_states,
 }
 
 

@@ -11,6 +11,12 @@ compare-and-swap instead of float atomics that assume no NaN.
 The caller sizes (and grows) the accumulator arrays so every group id is a
 valid index, and pre-fills min/max outputs with :func:`identity_for_min` /
 :func:`identity_for_max` of their dtype.
+
+An accumulator of one slot (an aggregation without grouping keys: every group
+id is 0) is summed and counted in registers on the CPU. Why: the scatter loop
+adds through memory to the same slot every row, a store-to-load chain of ~3.5 ns
+a row against ~0.2 ns; TPC-DS q9's fifteen ungrouped conditional aggregates over
+store_sales spent most of their lowest tier's time there.
 """
 
 from __future__ import annotations
@@ -139,6 +145,15 @@ def _sum_result(limbs, a, b, c, d):
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
 def _count_cpu(group_ids, validity, has_validity, counts):
+    if counts.shape[0] == 1:  # one group (an aggregation without keys): every id is 0, count in a register
+        if not has_validity:
+            counts[0] += group_ids.shape[0]
+            return
+        total = 0
+        for i in range(group_ids.shape[0]):
+            total += validity[i]
+        counts[0] += total
+        return
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             counts[group_ids[i]] += 1
@@ -154,6 +169,21 @@ def _upper_half(v, unsigned):
 
 @njit(nogil=True, cache=True)
 def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value, unsigned):
+    if low.shape[0] == 1:  # one group: the halves add in registers (the same sums, see _count_cpu)
+        low_sum = np.int64(0)
+        high_sum = np.int64(0)
+        seen = np.int64(0)
+        for i in range(group_ids.shape[0]):
+            keep = np.int64(validity[i]) if has_validity else np.int64(1)
+            v = values[i] * keep  # a null row adds 0: no branch to mispredict on a mixed validity
+            low_sum += v & _LOW_MASK
+            high_sum += _upper_half(v, unsigned)
+            seen |= keep
+        low[0] += low_sum
+        high[0] += high_sum
+        if seen:
+            has_value[0] = True
+        return
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -165,6 +195,28 @@ def _sum_int_cpu(group_ids, values, validity, has_validity, high, low, has_value
 
 @njit(nogil=True, cache=True)
 def _sum_words_cpu(group_ids, words, validity, has_validity, limb0, limb1, limb2, limb3, has_value):
+    if limb0.shape[0] == 1:  # one group: the limbs add in registers (see _count_cpu)
+        s0 = np.int64(0)
+        s1 = np.int64(0)
+        s2 = np.int64(0)
+        s3 = np.int64(0)
+        seen = np.int64(0)
+        for i in range(group_ids.shape[0]):
+            keep = np.int64(validity[i]) if has_validity else np.int64(1)
+            low = words[i, 0] * keep  # a null row adds 0 (see _sum_int_cpu)
+            high = words[i, 1] * keep
+            s0 += low & _LOW_MASK
+            s1 += _upper_half(low, True)
+            s2 += high & _LOW_MASK
+            s3 += high >> _I32
+            seen |= keep
+        limb0[0] += s0
+        limb1[0] += s1
+        limb2[0] += s2
+        limb3[0] += s3
+        if seen:
+            has_value[0] = True
+        return
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -201,6 +253,22 @@ def _sum_results_cpu(limbs, a, b, c, d, values, highs, status):
 
 @njit(nogil=True, cache=True)
 def _sum_float_cpu(group_ids, values, validity, has_validity, sums, has_value):
+    if sums.shape[0] == 1:  # one group: added in a register, in row order (the same float sum, see _count_cpu)
+        total = sums[0]
+        seen = group_ids.shape[0] > 0
+        if has_validity:  # a null row adds 0.0 (a select, not a branch; the total is never -0.0: it starts at 0.0)
+            seen = False
+            for i in range(group_ids.shape[0]):
+                keep = validity[i]
+                total += values[i] if keep else 0.0
+                seen |= keep
+        else:
+            for i in range(group_ids.shape[0]):
+                total += values[i]
+        sums[0] = total
+        if seen:
+            has_value[0] = True
+        return
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]

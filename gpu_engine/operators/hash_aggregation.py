@@ -104,6 +104,16 @@ class _SharedArguments:
 _SHARED_ARGUMENTS: MadePerNode[_SharedArguments] = MadePerNode()
 
 
+def state_capacity(keyed: bool, groups: int, size: int) -> int:
+    """Return the slots a state array grows to for ``groups`` groups (``size`` held now).
+
+    Keyed: room to double, so growing costs amortized O(1) a group. Without keys exactly the one
+    group: the CPU kernels fold a one-slot state in registers (:mod:`gpu_engine.kernels.aggregate`),
+    not through memory a row at a time.
+    """
+    return max(groups, 2 * size, 16) if keyed else groups
+
+
 class HashAggregation(AggregationOperator):
     """Blocking operator: consumes all input, then emits one row per group."""
 
@@ -142,7 +152,7 @@ class HashAggregation(AggregationOperator):
                 size = 0 if current is None else int(current.shape[0])
                 if size >= groups:
                     continue
-                capacity = max(groups, 2 * size, 16)
+                capacity = state_capacity(bool(self.keys), groups, size)
                 grown = xp.full(capacity, layout.fill, dtype=layout.dtype)
                 if current is not None:
                     grown[:size] = current

@@ -248,3 +248,47 @@ def test_sum_results_flag_sums_past_int64_38_digits_and_128_bits(device):
     values, highs = device.to_host(values), device.to_host(highs)
     for g in range(4):
         assert (int(highs[g]) << 64) + (int(values[g]) & (2**64 - 1)) == (int(high[g]) << 32) + int(low[g])
+
+
+@pytest.mark.parametrize("nulls", ["none", "mixed", "all"])
+@pytest.mark.parametrize("rows", [0, 1, 700])
+def test_one_slot_accumulators_fold_as_the_scatter(device, nulls, rows):
+    """An aggregation without keys keeps one slot (every group id 0): the CPU twins fold it in registers, branch
+    free over the validity. Its counts and sums (signed, unsigned, wide words, floats with NaN, inf and -0.0) must
+    be the scatter's over the same rows into a slot of a longer accumulator."""
+    from gpu_engine.kernels.aggregate import group_sum_words
+
+    rng = np.random.default_rng(rows)
+    group_ids = device.asarray(np.zeros(rows, np.int32))
+    validity = {"none": None, "mixed": rng.random(rows) < 0.4, "all": np.zeros(rows, bool)}[nulls]
+    valid = None if validity is None else device.asarray(validity)
+    signed = rng.integers(-(2**62), 2**62, rows)
+    unsigned = rng.integers(0, 2**63, rows).astype(np.uint64) * np.uint64(2)
+    words = np.stack([rng.integers(-(2**63), 2**63 - 1, rows), rng.integers(-(2**40), 2**40, rows)], axis=1)
+    floats = rng.standard_normal(rows) * 1e6
+    floats[::5] = -0.0
+    if rows > 100:
+        floats[[17, 40]] = np.nan, np.inf
+
+    def folded(slots):
+        out = []
+        counts = device.asarray(np.full(slots, 3, np.int64))
+        group_count(device, group_ids, valid, counts)
+        out.append(counts)
+        for values in (signed, unsigned):
+            high, low = device.asarray(np.zeros(slots, np.int64)), device.asarray(np.zeros(slots, np.int64))
+            has = device.asarray(np.zeros(slots, bool))
+            group_sum_int(device, group_ids, device.asarray(values), valid, high, low, has)
+            out += [high, low, has]
+        limbs = tuple(device.asarray(np.zeros(slots, np.int64)) for _ in range(4))
+        has = device.asarray(np.zeros(slots, bool))
+        group_sum_words(device, group_ids, device.asarray(words), valid, limbs, has)
+        out += [*limbs, has]
+        sums, has = device.asarray(np.zeros(slots)), device.asarray(np.zeros(slots, bool))
+        group_sum_float(device, group_ids, device.asarray(floats), valid, sums, has)
+        out += [sums, has]
+        return [device.to_host(array)[0] for array in out]
+
+    one, scattered = folded(1), folded(4)
+    for a, b in zip(one, scattered):
+        assert (math.isnan(a) and math.isnan(b)) or (a == b and np.signbit(a) == np.signbit(b)), (one, scattered)
