@@ -291,6 +291,10 @@ def _power(translator: Any, tree: exp.Pow) -> Expr:
     return build_function(translator, "power", _numeric_args(translator, [tree.this, tree.expression]), tree)
 
 
+def _atan2(translator: Any, tree: exp.Atan2) -> Expr:
+    return build_function(translator, "atan2", _numeric_args(translator, [tree.this, tree.expression]), tree)
+
+
 def _log(translator: Any, tree: exp.Log) -> Expr:
     # sqlglot reads log(x) as Log(this=x) and log(b, x) / log10(x) / log2(x) as Log(this=b, expression=x).
     return build_function(translator, "log", _numeric_args(translator, [tree.this, tree.expression]), tree)
@@ -601,7 +605,9 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
     exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
     exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"), exp.Trunc: _unary_number("trunc"),
-    exp.Round: _round, exp.Pow: _power, exp.Log: _log,
+    exp.Round: _round, exp.Pow: _power, exp.Log: _log, exp.Atan2: _atan2,
+    **{kind: _unary_number(kind.__name__.lower()) for kind in (exp.Sin, exp.Cos, exp.Tan, exp.Cot, exp.Asin,
+                                                               exp.Acos, exp.Atan, exp.Degrees, exp.Radians)},
     exp.Greatest: _greatest, exp.Least: _greatest,
     exp.IntDiv: _integer_division,
     exp.Nullif: _nullif, exp.Coalesce: _coalesce,
@@ -618,6 +624,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
 }
 
 _TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, exp.Contains, exp.ILike, exp.Pow, exp.Log,
+                  exp.Atan2,
                   exp.IntDiv, exp.Nullif, exp.SimilarTo)
 FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     kind: _reads_every_argument(handler, two=kind in _TWO_ARGUMENTS) for kind, handler in _HANDLERS.items()}

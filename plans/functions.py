@@ -330,7 +330,7 @@ def _same_number(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _double(name: str, args: Sequence[Expr]) -> pa.DataType:
-    count = {"power": 2, "log": None}.get(name, 1)
+    count = {"power": 2, "atan2": 2, "log": None}.get(name, 1)
     _arity(name, args, 1 if count is None else count, 2 if count is None else count)
     for position, arg in enumerate(args, 1):
         _number(name, arg, position)
@@ -616,6 +616,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
     "power": _double,
+    **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,
     "sign": _sign,

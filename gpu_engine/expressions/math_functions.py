@@ -160,6 +160,15 @@ def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> C
     return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round"), column.validity)
 
 
+#: The trigonometric functions: name -> the device array operation (``cot(0)`` is infinity, as in DuckDB).
+_TRIGONOMETRY = {
+    "sin": lambda xp, x: xp.sin(x), "cos": lambda xp, x: xp.cos(x), "tan": lambda xp, x: xp.tan(x),
+    "cot": lambda xp, x: 1.0 / xp.tan(x), "asin": lambda xp, x: xp.arcsin(x), "acos": lambda xp, x: xp.arccos(x),
+    "atan": lambda xp, x: xp.arctan(x), "atan2": lambda xp, y, x: xp.arctan2(y, x),
+    "degrees": lambda xp, x: xp.degrees(x), "radians": lambda xp, x: xp.radians(x),
+}
+
+
 def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Column:
     xp = device.xp
     values = [as_float(xp, column) for column in columns]
@@ -174,6 +183,9 @@ def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Co
         result = xp.exp(values[0])
     elif name == "power":
         result = xp.power(values[0], values[1])
+    elif name in _TRIGONOMETRY:  # NaN outside a function's domain (asin(2), sin(inf)), as DuckDB 2.0.1 answers
+        with np.errstate(all="ignore"):
+            result = _TRIGONOMETRY[name](xp, *values)
     elif name == "log" and len(values) == 1:  # DuckDB's log(x) is the base-10 logarithm
         result = xp.log10(values[0])
     elif name == "log":
@@ -246,7 +258,7 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 
 #: The functions this module evaluates.
 MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
-                  "greatest", "least", "//", "isnan", "isinf", "isfinite")
+                  "greatest", "least", "//", "isnan", "isinf", "isfinite", *_TRIGONOMETRY)
 
 
 def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],

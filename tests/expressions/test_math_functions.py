@@ -62,6 +62,10 @@ CASES = [
     "nullif(i32, 0)", "nullif(f64, 0.5)", "nullif(dec, i8)",
     "coalesce(i32, i64, 0)", "coalesce(f64, dec)",
     "round(abs(f64) * 2, 1) + floor(dec) - sign(i8)",
+    # trigonometry: DOUBLE of any number, NaN outside the domain (asin(2), sin(inf)), cot(0) infinite
+    "sin(f64)", "cos(f32)", "tan(i32)", "cot(f64)", "cot(i8)", "asin(f64)", "acos(dec / 100)", "atan(f64)",
+    "atan2(f64, i8)", "atan2(i32, f64)", "atan2(dec, NULL)", "degrees(f64)", "radians(dec)", "degrees(i64)",
+    "sin(NULL)", "radians(degrees(f64)) - f64",
 ]
 
 
