@@ -10,6 +10,12 @@ is simplified; the other rules still apply: boolean logic, comparisons of
 constants, DATE +/- INTERVAL (folded to the date, which the planner's
 selectivity estimates read), BETWEEN, and moving a constant across a
 comparison (``a + 1 = 3`` is ``a = 2``, as DuckDB's optimizer moves it too).
+
+A CASE (or IF) whose every condition folds to FALSE or NULL (``CASE WHEN k >= NULL THEN b END``) folds to a bare
+NULL, whose type nothing decides any more (the planner refused it: "cannot infer the type of NULL"); DuckDB
+types it by its branches. Such a CASE keeps its results' type: its ELSE is held, while simplifying, as a CASE
+whose one branch is never taken (left as written), and only what is left of it once the CASE folded away
+stays: ``CASE WHEN FALSE THEN b END``, NULL typed as ``b``.
 """
 
 from __future__ import annotations
@@ -22,6 +28,50 @@ from sqlglot.optimizer.simplify import FINAL
 __all__ = ["simplify_keeping_arithmetic"]
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+#: Meta key of a CASE's ELSE held while simplifying (its value: the ELSE as written, or None).
+_HELD_ELSE = "gpu_engine.held_else"
+
+
+def _typed_result(results: list[exp.Expression | None]) -> exp.Expression | None:
+    """Return the first of a CASE's results that is not a bare NULL (its type decides the CASE's), or None."""
+    for result in results:
+        inner = result
+        while isinstance(inner, exp.Paren):
+            inner = inner.this
+        if inner is not None and not isinstance(inner, exp.Null):
+            return result
+    return None
+
+
+def _hold_else(node: exp.Expression) -> None:
+    """Give a CASE / IF without a typed ELSE one that keeps its type if every branch folds away."""
+    if isinstance(node, exp.Case):
+        key, results = "default", [branch.args.get("true") for branch in node.args.get("ifs") or []]
+    else:
+        key, results = "false", [node.args.get("true")]
+    written = node.args.get(key)
+    if written is not None and _typed_result([written]) is not None:
+        return
+    typed = _typed_result(results)
+    if typed is None:
+        return
+    held = exp.Case(ifs=[exp.If(this=exp.cast(exp.Null(), exp.DataType.build("BOOLEAN")), true=typed.copy())])
+    held.meta[FINAL] = True
+    held.meta[_HELD_ELSE] = written.copy() if written is not None else None
+    node.set(key, held)
+
+
+def _release_else(tree: exp.Expression) -> exp.Expression:
+    """Put back the ELSE written in each CASE / IF still standing; keep the held one where the CASE folded away."""
+    for node in list(tree.walk()):
+        if _HELD_ELSE not in node.meta:
+            continue
+        written = node.meta.pop(_HELD_ELSE)
+        parent = node.parent
+        if isinstance(parent, (exp.Case, exp.If)) and node.arg_key in ("default", "false") and (
+                parent.args.get("ifs") if isinstance(parent, exp.Case) else True):
+            parent.set(node.arg_key, written)
+    return tree
 
 
 def simplify_keeping_arithmetic(tree: exp.Expression,
@@ -39,7 +89,9 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
                 tree = truncation
             else:
                 node.replace(truncation)
-    simplified = simplify(tree)
+        elif isinstance(node, exp.Case) or (isinstance(node, exp.If) and not isinstance(node.parent, exp.Case)):
+            _hold_else(node)
+    simplified = _release_else(simplify(tree))
     for node in simplified.walk():
         if node.meta_get(FINAL):
             node.meta.pop(FINAL)
