@@ -19,10 +19,11 @@ from sqlglot import exp
 from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS, result_type
-from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal
+from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal, UnaryOp
 from gpu_engine.plans.intervals import IntervalValue, parse_interval
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
 from gpu_engine.plans.scalar_translation import ScalarTranslator
+from gpu_engine.plans.sql_literals import negate_literal
 from gpu_engine.plans.sql_translator import Snippet, _parse, errors_placed, snippet_text
 
 __all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "HOLISTIC_WINDOW_FUNCTIONS", "WINDOW_FUNCTIONS",
@@ -333,11 +334,10 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
         # lag(x, -n) is lead(x, n) and lead(x, -n) lag(x, n), as DuckDB reads a negative offset
         function = "lead" if function == "lag" else "lag"
         args = (args[0], Literal(-args[1].value, args[1].dtype), *args[2:])
-    if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Cast) \
-            and isinstance(args[2].operand, Literal):  # lag(x, 1, 2.5::DOUBLE): the constant, cast first
-        args = args[:2] + (_default_of(args[2].operand, args[2].dtype, label, text),)
-    if function in ("lag", "lead") and len(args) == 3 and isinstance(args[2], Literal):
-        args = args[:2] + (_default_of(args[2], args[0].dtype, label, text),)
+    if function in ("lag", "lead") and len(args) == 3:  # lag(x, 1, -2.5::DOUBLE): the constant, cast first
+        default = _constant_default(args[2], label, text)
+        if default is not None:
+            args = args[:2] + (_default_of(default, args[0].dtype, label, text),)
     call = WindowFunctionCall(function, args, pa.null(), frame)
     try:
         dtype = window_result_type(function, args) if len(args) >= _ARITY[function][0] else pa.null()
@@ -346,6 +346,20 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
     call = WindowFunctionCall(function, args, dtype, frame, ignore_nulls)
     check_window_call(call, schema, label)
     return name, call
+
+
+def _constant_default(default: Expr, label: str, text: str) -> Literal | None:
+    """Return lag/lead's default as one constant where it is a literal cast or negated (``-2.5::DOUBLE`` is
+    ``-(2.5::DOUBLE)``), else None (DuckDB folds such a constant; the Window operator takes a constant)."""
+    if isinstance(default, Literal):
+        return default
+    if isinstance(default, Cast):
+        operand = _constant_default(default.operand, label, text)
+        return None if operand is None else _default_of(operand, default.dtype, label, text)
+    if isinstance(default, UnaryOp) and default.op == "negate":
+        operand = _constant_default(default.operand, label, text)
+        return None if operand is None or operand.value is None else negate_literal(operand)
+    return None
 
 
 def _default_of(default: Literal, dtype: pa.DataType, label: str, text: str) -> Literal:

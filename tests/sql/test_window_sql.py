@@ -82,6 +82,10 @@ QUERIES = [
     "SELECT id, lag(o, 1, 2.5) OVER (ORDER BY id) AS a, lag(d, 1, 0) OVER (ORDER BY id) AS b, lead(v, 2, 7) OVER "
     "(ORDER BY id) AS c, lead(o, 3, -2.5) OVER (ORDER BY id) AS e, lag(d, 2, 1.005) OVER (ORDER BY id) AS f, "
     "lead(v, 1, 2.5::DOUBLE) OVER (ORDER BY id) AS g, lag(o, 1, CAST(3.7 AS DOUBLE)) OVER (ORDER BY id) AS h FROM t",
+    # a negated cast default (-2.5::DOUBLE is -(2.5::DOUBLE)): one constant (the compose fuzz, seed 15290: refused)
+    "SELECT id, lead(v, 1, -2.5::DOUBLE) OVER (ORDER BY id) AS a, lag(o, 2, -CAST(3 AS SMALLINT)) OVER (ORDER BY id) "
+    "AS b, lag(d, 1, -(1.25)::DOUBLE) OVER (ORDER BY id) AS c, lead(v, 1, -CAST(NULL AS DOUBLE)) OVER (ORDER BY id) "
+    "AS e FROM t",
     # a DOUBLE default of a text value reads as DuckDB writes the double ('0.0', not Arrow's '0')
     "SELECT id, lag(s, 1, 0.0::DOUBLE) OVER (ORDER BY id) AS a, lead(s, 2, CAST(1e20 AS DOUBLE)) OVER (ORDER BY id) AS b, "
     "lag(s, 1, CAST(2.5 AS REAL)) OVER (ORDER BY id) AS c FROM t",
