@@ -525,22 +525,39 @@ def _write_shared_cache_flush(writer: SourceWriter, cache: _SharedCache, aggrega
                 writer.extend(function.emit_merge(atomic, target, "0", source, "e"))
 
 
-def _prefetchable_key_columns(program: FusionProgram) -> list[int] | None:
-    """Return the input column of each grouping key when every key is an integer-like column, else None."""
+def _prefetchable_key_reads(program: FusionProgram, layout: KernelLayout) -> list[tuple[str, int]] | None:
+    """Return where each grouping key's word is read when every key's word can be read ahead of its row, else None.
+
+    A key is ``("column", k)`` when it is an integer-like input column (its key word is its value), or
+    ``("rows", m)`` / ``("codes", m)`` when it is an interned string key (lifted subexpression ``m``), its
+    key word the string's id: read at the row from the ids the interning wrote before the kernel ran
+    (``LIFTED_ROWS``), or through the row's dictionary code (a dictionary without NULL codes).
+
+    Why interned keys too: db-benchmark's ``GROUP BY id3`` (100k strings, 10M rows) spent half its
+    kernel's time waiting for slot rows of an 8 MB table, and q10's six keys (three strings) a memory round
+    trip a row in a table of 8M slots; the ids are known before the loop, so the slot of row ``j + D`` is.
+    """
     from gpu_engine.plans.expressions import ColumnRef
 
     positions = {ref.name: k for k, ref in enumerate(program.columns)}
-    lifted = {lift.expr for lift in program.lifted}
+    lifted = {lift.expr: m for m, lift in enumerate(program.lifted)}
     found = []
     for key in program.keys:
-        if not isinstance(key, ColumnRef) or key.name not in positions or key in lifted:
+        m = lifted.get(key)
+        if m is not None:
+            mode = layout.lifted_modes[m]
+            if not program.lifted[m].interned or mode.endswith("validity"):
+                return None
+            found.append(("rows", m) if mode == LIFTED_ROWS else ("codes", m))
+            continue
+        if not isinstance(key, ColumnRef) or key.name not in positions:
             return None
         try:
             if row_dtype_code(key.dtype) != "np.int64":
                 return None
         except Unsupported:
             return None
-        found.append(positions[key.name])
+        found.append(("column", positions[key.name]))
     return found
 
 
@@ -585,11 +602,12 @@ def _write_code_slots_setup(writer: SourceWriter, coded: list[int]) -> None:
 def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: KernelLayout) -> None:
     """CPU twin: prefetch the first slot of row ``j + PREFETCH_DISTANCE``'s key (see :mod:`gpu_engine.kernels.prefetch`).
 
-    Only where every key is an integer-like column, whose key word is its value: the hash is the one
-    :func:`_write_insert` computes for a row without NULL keys (a NULL key only makes the hint miss).
+    Only where every key's word can be read ahead (:func:`_prefetchable_key_reads`): the hash is the one
+    :func:`_write_insert` computes for a row without NULL keys (a NULL key only makes the hint miss). Not
+    where every key is a dictionary code: those rows find their slots in ``code_slots`` (:func:`_coded_keys`).
     """
-    columns = _prefetchable_key_columns(program)
-    if columns is None:
+    reads = _prefetchable_key_reads(program, layout)
+    if reads is None or all(kind == "codes" for kind, _ in reads):
         return
     with writer.block("if prefetching and j + PREFETCH_DISTANCE < n:"):
         writer.line("ahead_i = positions[j + PREFETCH_DISTANCE] if has_positions else j + PREFETCH_DISTANCE")
@@ -597,11 +615,18 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
         if layout.second_mapped:
             writer.line("ahead2 = rows2[ahead_i]")
         writer.line("ha = np.uint64(KEY_HASH_SEED)")
-        for k in columns:
-            row = "ahead2" if layout.column_row(k) == "r2" else "ahead"
-            writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64(c{k}[{row}])))))")
+        for kind, k in reads:
+            if kind == "column":
+                row = "ahead2" if layout.column_row(k) == "r2" else "ahead"
+                word = f"c{k}[{row}]"
+            elif kind == "rows":  # the ids of the batch's rows, indexed as the kernel reads them (by i)
+                word = f"l{k}_values[ahead_i]"
+            else:
+                row = "ahead2" if layout.lifted_row(k) == "r2" else "ahead"
+                word = f"l{k}_values[np.int64(l{k}_codes[{row}])]"
+            writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({word})))))")
         writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({TAG_READY})))))")
-        writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(columns) + 1})))")
+        writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(reads) + 1})))")
         writer.line("prefetch_row(slot_table, np.int64(ha >> top_bits))")
 
 
