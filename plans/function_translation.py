@@ -455,6 +455,11 @@ def _last_day(translator: Any, tree: exp.LastDay) -> Expr:
     return build_function(translator, "last_day", [operand], tree)
 
 
+def _calendar_name(translator: Any, tree: exp.Expression) -> Expr:
+    operand = _typed_null(translator.translate(tree.this), pa.date32())
+    return build_function(translator, "dayname" if isinstance(tree, exp.Dayname) else "monthname", [operand], tree)
+
+
 def _make_date(translator: Any, tree: exp.DateFromParts) -> Expr:
     args = [_typed_null(arg, pa.int64()) for arg in _translate(
         translator, [tree.args.get("year"), tree.args.get("month"), tree.args.get("day")])]
@@ -596,6 +601,7 @@ def _sql_of(value: Any) -> str:
 _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
     exp.DPipe: _concat, exp.Concat: _concat, exp.ConcatWs: _concat, exp.LastDay: _last_day,
+    exp.Dayname: _calendar_name, exp.Monthname: _calendar_name,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
     exp.Reverse: _unary_string("reverse"), exp.Repeat: _repeat, exp.SplitPart: _split_part,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,

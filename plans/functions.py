@@ -564,6 +564,13 @@ def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.date32()
 
 
+def _calendar_name(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``dayname(d)`` / ``monthname(d)``: the English name of a date's or timestamp's weekday or month."""
+    _arity(name, args, 1, 1)
+    _temporal(name, args[0], 1)
+    return pa.string()
+
+
 def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     for position, arg in enumerate(args, 1):
@@ -626,7 +633,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
-    "strftime": _strftime, "last_day": _last_day,
+    "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
     "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }

@@ -253,6 +253,26 @@ def _strftime(device: Device, column: Column, fmt: str) -> Column:
     return Column(pa.string(), codes.reshape(-1).astype(xp.int32), column.validity, None, dictionary)
 
 
+#: dayname's and monthname's texts, in the order of date_part's dayofweek (Sunday 0) and month (January 1).
+_CALENDAR_NAMES = {
+    "dayname": ("Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"),
+    "monthname": ("January", "February", "March", "April", "May", "June", "July", "August", "September",
+                  "October", "November", "December"),
+}
+
+
+def _calendar_name(device: Device, name: str, column: Column) -> Column:
+    """Return ``dayname`` / ``monthname``: a dictionary column whose codes are the weekday (or month - 1) computed
+    on the device, over the seven (twelve) names: no text is made per row."""
+    xp = device.xp
+    codes = _date_part(xp, "dayofweek" if name == "dayname" else "month", column)
+    codes = codes if name == "dayname" else codes - 1
+    if column.validity is not None:
+        codes = xp.where(column.validity, codes, 0)
+    dictionary = Column.from_arrow(pa.array(_CALENDAR_NAMES[name], pa.string()), device)
+    return Column(pa.string(), codes.astype(xp.int32), column.validity, None, dictionary)
+
+
 def _make_date(device: Device, columns: Sequence[Column]) -> Column:
     xp = device.xp
     year, month, day = (narrow_values(device, column, "make_date") for column in columns)
@@ -299,7 +319,8 @@ def _to_timestamp(device: Device, column: Column, dtype: pa.DataType) -> Column:
 
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
-                  "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "epoch_ms", "to_timestamp")
+                  "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "epoch_ms", "to_timestamp",
+                  "dayname", "monthname")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -308,6 +329,8 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
     xp = device.xp
     if name == "make_date":
         return _make_date(device, columns)
+    if name in _CALENDAR_NAMES:
+        return _calendar_name(device, name, columns[0])
     if name == "strftime":
         if args[1].value is None:
             return Column.from_arrow(pa.nulls(len(columns[0]), pa.string()), device)

@@ -63,6 +63,13 @@ def test_named_parts(device, sql):
     check_sql(device, sql)
 
 
+@pytest.mark.parametrize("sql", ["dayname(d)", "monthname(d)", "dayname(ts)", "monthname(ts)", "dayname(NULL)",
+                                 "monthname(d2) || '/' || dayname(d2)", "upper(dayname(d))", "length(monthname(ts))"])
+def test_calendar_names(device, sql):
+    """dayname / monthname: DuckDB's English names (before 1970, leap days, NULLs), as a dictionary column."""
+    check_sql(device, sql)
+
+
 @pytest.mark.parametrize("part", ["year", "quarter", "month", "week", "day", "decade", "century", "millennium",
                                   "hour", "minute", "second", "millisecond"])
 @pytest.mark.parametrize("column", ["d", "ts"])
