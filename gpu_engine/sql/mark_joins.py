@@ -12,17 +12,24 @@ For EXISTS that is exact. For ``x IN (SELECT y ...)`` it is exact except that
 SQL says NULL (not FALSE) when there is no match and ``x`` or some ``y`` is
 NULL; both keep no row in a WHERE as long as nothing negates the predicate,
 so only predicates reached through AND, OR and parentheses (never NOT) are
-rewritten. Subqueries whose correlation is not column equalities, that
-aggregate or limit, or that the planner would refuse anyway are left as they
-were (the planner then refuses them, naming the construct).
+rewritten. An uncorrelated IN subquery that groups, aggregates, is a set
+operation or picks rows is read as written (its distinct non-NULL values); a
+correlated one's QUALIFY, DISTINCT ON and LIMIT/OFFSET are computed per
+correlation key first (:mod:`~gpu_engine.sql.correlated_row_clauses`).
+Subqueries whose correlation is not column equalities, that aggregate, or that
+the planner would refuse anyway are left as they were (the planner then
+refuses them, naming the construct).
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from gpu_engine.sql.decorrelation import correlation, select_over, split_correlated, subquery_select
-from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, factor_or, has_subquery
+from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
+from gpu_engine.sql.decorrelation import (
+    correlation, own_aggregates, select_over, split_correlated, subquery_select,
+)
+from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, factor_or, free_columns, has_subquery
 
 __all__ = ["with_mark_joins"]
 
@@ -50,15 +57,23 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
         select, value = subquery_select(mark.args["query"]), mark.this
         if not isinstance(value, exp.Column):
             return None
-    if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "limit", "offset",
-                                                                               "distinct", "qualify", "windows")):
+    if value is not None and _whole_query_values(select):
+        return _uncorrelated_mark(select, value, planner)
+    if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "windows")) \
+            or own_aggregates(select):
         return None
-    if value is not None and (len(select.expressions) != 1 or any(select.find_all(exp.AggFunc))):
+    if value is not None and (len(select.expressions) != 1 or any(
+            node.find(exp.AggFunc, exp.Window) for node in select.expressions)):
         return None
     inner, local, correlated = split_correlated(select, outer_aliases)
     keys, others = correlation(correlated, inner)
     if others or (value is None and not keys):
         return None  # an uncorrelated EXISTS under OR: a count, not a key match
+    if has_row_clauses(select):  # QUALIFY, DISTINCT ON, LIMIT/OFFSET: computed per correlation key first
+        select = rows_per_correlation_key(select, local, keys, others, _unaliased(select.expressions[0])
+                                          if value is not None else None)
+        inner, local, correlated = split_correlated(select, outer_aliases)
+        keys, others = correlation(correlated, inner)
     alias = planner._synthetic_alias()
     outputs, on = [], []
     if value is not None:
@@ -77,6 +92,44 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
     flag = exp.Not(this=exp.Is(this=exp.column("v" if value is not None else "k0", table=alias),
                                expression=exp.Null()))
     return join, flag
+
+
+def _unaliased(projection: exp.Expression) -> exp.Expression:
+    return projection.this if isinstance(projection, exp.Alias) else projection
+
+
+def _whole_query_values(select: exp.Expression) -> bool:
+    """Return whether ``select`` is an uncorrelated one-column query that is more than a filter of its FROM: a set
+    operation, or a SELECT that groups, aggregates, windows, is DISTINCT or picks rows (its values are read from
+    it as written)."""
+    if not isinstance(select, (exp.Select, exp.SetOperation)) or len(select.selects) != 1 \
+            or any(column.table for column in free_columns(select)):
+        return False
+    return isinstance(select, exp.SetOperation) or own_aggregates(select) or any(
+        select.args.get(key) for key in ("group", "having", "limit", "offset", "distinct", "qualify", "windows")) \
+        or select.selects[0].find(exp.Window) is not None
+
+
+def _uncorrelated_mark(select: exp.Expression, value: exp.Column, planner) -> tuple[exp.Join, exp.Expression]:
+    """Return the mark join of ``value IN (<select>)``, an uncorrelated query read as written: a LEFT JOIN to
+    ``SELECT DISTINCT v FROM (<select>) AS m(v) WHERE v IS NOT NULL``."""
+    alias, inner = planner._synthetic_alias(), "$marked"
+    select = select.copy()
+    first = select
+    while isinstance(first, (exp.SetOperation, exp.Subquery)):  # the leftmost SELECT names a set operation's columns
+        first = first.this
+    projection = first.expressions[0]
+    if not isinstance(projection, (exp.Alias, exp.Column)):  # an unnamed expression: named here
+        projection.replace(exp.alias_(projection.copy(), "v"))
+    produced = exp.column(first.expressions[0].alias_or_name, table=inner, quoted=True)
+    values = exp.Select(expressions=[exp.alias_(produced, "v")])
+    values.set("distinct", exp.Distinct())
+    values.set("from_", exp.From(this=exp.Subquery(this=select, alias=exp.TableAlias(
+        this=exp.to_identifier(inner, quoted=True)))))
+    values.set("where", exp.Where(this=exp.Not(this=exp.Is(this=produced.copy(), expression=exp.Null()))))
+    join = exp.Join(this=exp.Subquery(this=values, alias=exp.TableAlias(this=exp.to_identifier(alias))),
+                    side="LEFT", on=exp.EQ(this=value.copy(), expression=exp.column("v", table=alias)))
+    return join, exp.Not(this=exp.Is(this=exp.column("v", table=alias), expression=exp.Null()))
 
 
 def with_mark_joins(select: exp.Select, planner) -> exp.Select:

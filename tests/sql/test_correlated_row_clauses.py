@@ -5,8 +5,10 @@ sees; the semi join read only the subquery's FROM and WHERE and counted every ma
 now they are computed per correlation key (gpu_engine/sql/correlated_row_clauses.py). An uncorrelated EXISTS
 over GROUP BY, an aggregate, QUALIFY, LIMIT or OFFSET is counted over its rows as written (it counted its
 FROM's rows: LIMIT 0 and OFFSET were dropped, GROUP BY returned several counts). An aggregate inside a derived
-table or a window of the subquery does not make it an aggregate subquery (it was refused). NULL keys and
-values, an empty inner table, several drivers and small batches.
+table or a window of the subquery does not make it an aggregate subquery (it was refused). Under OR (mark joins,
+gpu_engine/sql/mark_joins.py) the same correlated forms, and an uncorrelated IN over a set operation, GROUP BY,
+an aggregate, a window, DISTINCT or LIMIT, read as written (they were refused; the compose fuzz, seed 14449).
+NULL keys and values, an empty inner table, several drivers and small batches.
 """
 
 from __future__ import annotations
@@ -71,6 +73,21 @@ UNCORRELATED = [
     "SELECT id FROM t WHERE NOT EXISTS (SELECT e.k FROM e GROUP BY e.k)",
 ]
 
+UNDER_OR = [
+    "SELECT id FROM t WHERE t.i = 1 OR t.i IN (SELECT u.i FROM u WHERE u.k = t.k ORDER BY u.id LIMIT 1)",
+    "SELECT id FROM t WHERE t.i = 1 OR EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.i > 0 OFFSET 2)",
+    "SELECT id FROM t WHERE t.j = 2 OR t.i IN (SELECT DISTINCT ON (u.j) u.i FROM u WHERE u.k = t.k "
+    "ORDER BY u.j, u.id DESC)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.k IN (SELECT count(*) FROM u GROUP BY u.j)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT u.i FROM u UNION SELECT 7)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT u.i AS x FROM u ORDER BY x DESC NULLS LAST, u.id LIMIT 3)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT max(e.i) FROM e) OR t.i IN (SELECT max(u.i) FROM u)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT row_number() OVER (ORDER BY u.id) FROM u)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT DISTINCT u.i FROM u WHERE u.j > 0)",
+    "SELECT id FROM t WHERE t.j = 0 OR t.i IN (SELECT w.c FROM (SELECT u.k, count(DISTINCT u.j) AS c FROM u "
+    "GROUP BY GROUPING SETS ((), (u.k))) w)",
+]
+
 
 @pytest.fixture(scope="module")
 def reference():
@@ -81,9 +98,10 @@ def reference():
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1 << 16), (3, 4)])
 def test_row_clauses_of_subqueries_match_duckdb_on_cpu(reference, drivers, batch_rows):
     session = session_with_tables(TABLES, split_rows=4, device="cpu", drivers=drivers, batch_rows=batch_rows)
-    assert_queries_match_duckdb(session, reference, CORRELATED + UNCORRELATED)
+    assert_queries_match_duckdb(session, reference, CORRELATED + UNCORRELATED + UNDER_OR)
 
 
 def test_row_clauses_of_subqueries_match_duckdb_on_each_device(device_name, reference):
     session = session_with_tables(TABLES, split_rows=4, device=device_name)
-    assert_queries_match_duckdb(session, reference, CORRELATED[:1] + CORRELATED[5:8] + UNCORRELATED[3:4])
+    assert_queries_match_duckdb(session, reference, CORRELATED[:1] + CORRELATED[5:8] + UNCORRELATED[3:4]
+                                + UNDER_OR[:1] + UNDER_OR[4:5])
