@@ -27,6 +27,8 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
+    python bench/ab.py two-valued-filters tpcds 28 --sf 1 --runs 7 --compile-mode lowest
+    python bench/ab.py one-branch-case tpcds 2 --sf 1 --runs 7 --compile-mode lowest
 """
 import argparse
 import os
@@ -302,6 +304,24 @@ def _one_slot_states():
     return module, "state_capacity", lambda keyed, groups, size: max(groups, 2 * size, 16)
 
 
+def _two_valued_filters():
+    """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
+    import importlib
+
+    module = importlib.import_module("gpu_engine.expressions.evaluate")  # (the package exports a function of its name)
+
+    def three_valued(expr, batch):
+        column = module._evaluate(expr, batch)
+        return column.data, () if column.validity is None else (column.validity,)
+    return module, "_truth", three_valued
+
+
+def _one_branch_case():
+    """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
+    import gpu_engine.expressions.logical as module
+    return module, "_one_branch", lambda taken, branches, dtype: None
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -328,6 +348,8 @@ SWITCHES = {
     "constant-comparisons": _constant_comparisons,
     "shared-arguments": _shared_arguments,
     "one-slot-states": _one_slot_states,
+    "two-valued-filters": _two_valued_filters,
+    "one-branch-case": _one_branch_case,
 }
 
 

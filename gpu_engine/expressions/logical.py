@@ -110,6 +110,8 @@ def _case_fixed_width(device: Device, conditions: Sequence[Column], values: Sequ
         undecided = ~hit if undecided is None else undecided & ~hit
     if default is not None:
         taken.append(xp.ones(rows, dtype=xp.bool_) if undecided is None else undecided)
+    if (one := _one_branch(taken, branches, dtype)) is not None:
+        return one
     validity = xp.zeros(rows, dtype=xp.bool_)
     for mask, branch in zip(taken, branches):
         validity |= mask if branch.validity is None else mask & branch.validity
@@ -130,6 +132,20 @@ def _case_fixed_width(device: Device, conditions: Sequence[Column], values: Sequ
         else:
             data = xp.where(mask, branch.data, data).astype(physical, copy=False)
     return Column(dtype, data, validity)
+
+
+def _one_branch(taken: Sequence[Any], branches: Sequence[Column], dtype: pa.DataType) -> Column | None:
+    """Return a CASE of one fixed-width branch and no ELSE: the branch's values as they are, NULL where it is
+    not taken (None: another shape).
+
+    Why: a NULL row's value is meaningless, so nothing need be placed; conditional aggregates
+    (``sum(CASE WHEN d_day_name = 'Sunday' THEN sales_price END)``, TPC-DS q2, q9, q28, q59) paid a zeroed
+    array, a product and a sum over every row per argument in the lowest tier.
+    """
+    if len(branches) != 1 or branches[0].data.ndim != 1 or branches[0].data.dtype != physical_dtype(dtype):
+        return None
+    (mask,), (branch,) = taken, branches
+    return Column(dtype, branch.data, mask if branch.validity is None else mask & branch.validity)
 
 
 def scatter_branches(device: Device, parts: Sequence[tuple[Any, Column]], dtype: pa.DataType, rows: int) -> Column:

@@ -199,3 +199,46 @@ def test_case_branch_by_branch_under_a_gather_map(device):
                 Cast(col("v", TEXTS), pa.int64()), pa.int64())
     sql = "CASE WHEN v = 'abc' THEN -1 ELSE CAST(v AS BIGINT) END"
     assert_same_values(evaluate(expr, batch).to_arrow(device).to_pylist(), duckdb_values(sql, taken), sql)
+
+
+def _random_condition(rng: np.random.Generator, depth: int):
+    """Return ``(expr, sql)``: a random tree of AND, OR and NOT over comparisons of NULL-holding columns (several
+    on one column, so they share its validity), a nullable bool column and NULL/TRUE literals."""
+    if depth == 0 or rng.random() < 0.25:
+        kind = rng.integers(0, 6)
+        if kind == 0:
+            return col("b"), "b"
+        if kind == 1:
+            value = [None, True, False][rng.integers(0, 3)]
+            return lit(value, pa.bool_()), {None: "NULL::BOOLEAN", True: "TRUE", False: "FALSE"}[value]
+        name, bound = [("i32", lit(int(rng.integers(-900, 900)), pa.int32())),
+                       ("dec", lit(decimal.Decimal(int(rng.integers(-10**9, 10**9))).scaleb(-2), pa.decimal128(15, 2))),
+                       ("f64", lit(float(rng.normal(0, 1000)), pa.float64()))][rng.integers(0, 3)]
+        op, sql_op = [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("eq", "="), ("ne", "<>")][rng.integers(0, 6)]
+        return binary(op, col(name), bound), f"({name} {sql_op} {bound.value!r})".replace("Decimal(", "(")
+    if rng.random() < 0.15:
+        inner, sql = _random_condition(rng, depth - 1)
+        return UnaryOp("not", inner, pa.bool_()), f"(NOT {sql})"
+    op = ["and", "or"][rng.integers(0, 2)]
+    (left, left_sql), (right, right_sql) = _random_condition(rng, depth - 1), _random_condition(rng, depth - 1)
+    return binary(op, left, right), f"({left_sql} {op.upper()} {right_sql})"
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_predicates_of_and_or_trees_keep_the_true_rows(device, seed):
+    """A filter evaluates its ANDs and ORs two-valued (``evaluate._truth``): the rows kept must be the rows
+    where DuckDB's three-valued answer is TRUE, with NULLs and NOT (which turns NULL tracking back on) inside."""
+    expr, sql = _random_condition(np.random.default_rng(seed), 4)
+    check_predicate(device, expr, sql)
+
+
+@pytest.mark.parametrize("name, dtype", [("i32", pa.int32()), ("dec", pa.decimal128(15, 2)), ("f64", pa.float64()),
+                                         ("d", pa.date32()), ("b", pa.bool_())])
+@pytest.mark.parametrize("otherwise", [None, "NULL"])
+def test_one_branch_case_keeps_its_values_and_nulls_elsewhere(device, name, dtype, otherwise):
+    """A conditional aggregate's argument, ``CASE WHEN c THEN x [ELSE NULL] END`` (``logical._one_branch``):
+    x's values where c is TRUE and x is not NULL, NULL elsewhere (c FALSE or NULL, x NULL)."""
+    condition = binary("or", binary("gt", col("i32"), lit(100, pa.int32())), col("b"))
+    default = None if otherwise is None else lit(None, dtype)
+    expr = Case(((condition, col(name)),), default, dtype)
+    check(device, expr, f"CASE WHEN i32 > 100 OR b THEN {name}{' ELSE NULL' if otherwise else ''} END")
