@@ -203,6 +203,17 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     file_bytes = _file_bytes(path)
     layout = _chunk_layout(path, metadata)
     groups = np.asarray(row_groups, dtype=np.int64)
+    try:
+        return _read_decoded_columns(path, file_bytes, layout, groups, columns, pool, parallel_min_bytes, kept)
+    finally:  # the chunks' pages were read (or their headers checked): drop them from this process's resident set
+        release_file_pages(file_bytes, [(int(layout.starts[g, layout.leaves[name]]),
+                                         int(layout.lengths[g, layout.leaves[name]]))
+                                        for name in columns for g in groups.tolist()])
+
+
+def _read_decoded_columns(path: str, file_bytes: np.ndarray, layout: _ChunkLayout, groups: np.ndarray,
+                          columns: dict[str, pa.DataType], pool: Executor | None, parallel_min_bytes: int,
+                          kept: np.ndarray | None) -> dict[str, pa.Array]:
     counts = layout.rows[groups]
     rows = int(counts.sum())
     plans: list[tuple[str, pa.DataType, Any, list[Callable[[], Any]]]] = []  # (name, type, output, tasks)
@@ -550,6 +561,41 @@ def _file_bytes(path: str) -> np.ndarray:
     """Return a file's bytes, memory-mapped once per process while the file is unchanged."""
     status = os.stat(path)
     return _mapped(path, status.st_size, status.st_mtime_ns)
+
+
+_PAGE_BYTES = mmap.PAGESIZE
+
+
+def release_file_pages(file_bytes: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:
+    """Drop the pages of ``(start, length)`` byte ranges of a mapped file (:func:`_file_bytes`) from the resident set.
+
+    Why: a file's pages, once read through the mapping, stayed mapped into the process for its life, so its
+    resident set grew by every byte of every Parquet file a query had read (0.38 GB after the 22 TPC-H queries at
+    SF1, ~3.7 GB at SF10, held between queries) although nothing used them again until a later read. DuckDB
+    reads with ``pread`` and holds no such pages. ``MADV_DONTNEED`` on a read-only file mapping only unmaps them:
+    they stay in the kernel's page cache, and a later read (another thread's, sharing a page at a range's edge,
+    or the next query's) maps them again from there with a minor fault, never wrong data. A no-op where the
+    bytes are not a mapping (an empty file) or the platform has no ``madvise``.
+    """
+    mapped = getattr(file_bytes.base, "obj", None)
+    if not isinstance(mapped, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
+        return
+    for start, length in _merged_pages(ranges, len(mapped)):
+        mapped.madvise(mmap.MADV_DONTNEED, start, length)
+
+
+def _merged_pages(ranges: Sequence[tuple[int, int]], size: int) -> list[tuple[int, int]]:
+    """Return page-aligned ``(start, length)`` runs covering ``ranges`` within ``size`` bytes, touching runs merged
+    (one call each; a footer's ranges outside the file, which the decoder refuses, are clipped)."""
+    runs: list[list[int]] = []
+    for start, length in sorted(r for r in ranges if r[1] > 0 and 0 <= r[0] < size):
+        low = start - start % _PAGE_BYTES
+        high = min(start + length, size)
+        if runs and low <= runs[-1][1]:
+            runs[-1][1] = max(runs[-1][1], high)
+        else:
+            runs.append([low, high])
+    return [(low, high - low) for low, high in runs]
 
 
 @lru_cache(maxsize=64)

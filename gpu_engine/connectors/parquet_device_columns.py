@@ -47,7 +47,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, array_buffer, prepare_run
 from gpu_engine.columnar.types import normalize_type, physical_dtype
 from gpu_engine.connectors.parquet_columns import (
-    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes,
+    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes, release_file_pages,
 )
 from gpu_engine.connectors.runtime_filters import filter_record_batches, select_rows
 from gpu_engine.device import Device
@@ -105,6 +105,17 @@ def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
     file_bytes = _file_bytes(path)
     layout = _chunk_layout(path, metadata)
     groups = np.asarray(row_groups, dtype=np.int64)
+    try:
+        _plan_columns(path, file_bytes, layout, groups, fixed, planned)
+    finally:  # the chunks were copied out (or their headers checked): their pages leave the resident set
+        release_file_pages(file_bytes, [(int(layout.starts[g, layout.leaves[name]]),
+                                         int(layout.lengths[g, layout.leaves[name]]))
+                                        for name in fixed for g in groups.tolist()])
+    return planned
+
+
+def _plan_columns(path: str, file_bytes: np.ndarray, layout, groups: np.ndarray, fixed: dict[str, pa.DataType],
+                  planned: dict[str, ColumnPages]) -> None:
     counts = layout.rows[groups]
     for name, arrow_type in fixed.items():
         index = layout.leaves[name]
@@ -139,7 +150,6 @@ def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
         if planning:
             planned[name] = ColumnPages(path, name, tuple(groups.tolist()), arrow_type, dtype, max_definition, row,
                                         staged, np.ascontiguousarray(table[:count]), int(data), tuple(chunk_errors))
-    return planned
 
 
 def decode_device_columns(device: Device, planned: Sequence[ColumnPages], arrays: Sequence[Any]) -> list[Column]:
