@@ -24,11 +24,15 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
+    python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py two-valued-filters tpcds 28 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py one-branch-case tpcds 2 --sf 1 --runs 7 --compile-mode lowest
+    python bench/ab.py file-page-release tpch 1 --sf 1 --runs 7
+    python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
+    python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
 """
 import argparse
 import os
@@ -304,6 +308,28 @@ def _one_slot_states():
     return module, "state_capacity", lambda keyed, groups, size: max(groups, 2 * size, 16)
 
 
+def _file_page_release():
+    """A Parquet file's pages stay mapped into the process once read (``parquet_columns.release_file_pages`` off)."""
+    import gpu_engine.connectors.parquet_columns as module
+    return module, "release_file_pages", lambda file_bytes, ranges: None
+
+
+def _idle_release():
+    """The recycler's buffers and glibc's free heap stay kept after the last Task ends (``idle_memory`` off).
+
+    Process-wide state: a "with" run that follows a "without" one still finds the buffers the other kept, so this
+    A/B understates the cost of releasing; ``bench/memory_per_query.py`` in two processes measures it whole."""
+    import gpu_engine.exec.idle_memory as module
+    return module, "release_idle_memory", lambda: None
+
+
+def _string_ndv():
+    """String columns have no distinct count (``statistics.string_distinct_values`` off: an equality with a
+    constant keeps 1/10 of the rows)."""
+    import gpu_engine.sql.statistics as module
+    return module, "string_distinct_values", lambda paths, name: 0.0
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -314,6 +340,13 @@ def _two_valued_filters():
         column = module._evaluate(expr, batch)
         return column.data, () if column.validity is None else (column.validity,)
     return module, "_truth", three_valued
+
+
+def _optimizer_rules():
+    """No optimizer rule over the typed plan (``gpu_engine.optimizer.RULES`` empty): plans run as the SQL planner
+    made them, a filter above a renaming projection (two operators) and constant-false UNION branches computed."""
+    import gpu_engine.optimizer as module
+    return module, "RULES", ()
 
 
 def _one_branch_case():
@@ -335,6 +368,7 @@ SWITCHES = {
     "distinct-partitioning": _distinct_partitioning,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
+    "string-ndv": _string_ndv,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
@@ -350,6 +384,11 @@ SWITCHES = {
     "one-slot-states": _one_slot_states,
     "two-valued-filters": _two_valued_filters,
     "one-branch-case": _one_branch_case,
+    # Issue 30 item 0: the rules over the typed plan.
+    "optimizer-rules": _optimizer_rules,
+    # Memory given back (issue 31's peak and kept memory).
+    "file-page-release": _file_page_release,
+    "idle-release": _idle_release,
 }
 
 
