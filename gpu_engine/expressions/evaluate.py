@@ -13,6 +13,10 @@ A CASE first evaluates every branch on all rows and picks per row (cheap
 the rows still undecided and each value on the rows that chose it, so an error
 in a row a branch never sees does not fail the query.
 
+A predicate (:func:`evaluate_predicate`: filters, join filters) is evaluated
+two-valued through its ANDs and ORs, since only its TRUE rows are asked for;
+below them, and for NOT, the three-valued rules hold as everywhere.
+
 A constant subtree (arithmetic, negation and casts over literals only, such as
 SQL's ``x BETWEEN 459 AND 459 + 1000``) is evaluated on one row and repeated
 (:func:`_constant_once`), not computed and overflow-checked on every row.
