@@ -295,6 +295,13 @@ def _atan2(translator: Any, tree: exp.Atan2) -> Expr:
     return build_function(translator, "atan2", _numeric_args(translator, [tree.this, tree.expression]), tree)
 
 
+def _random(translator: Any, tree: exp.Rand) -> Expr:
+    """``random()``: a DOUBLE drawn per row from [0, 1). The call's ordinal in the query (set when the text is
+    parsed) is its argument, so two calls are two expressions (``random() - random()`` is not 0 and is not
+    computed once for both) while one call read twice (an output sorted on) stays one."""
+    return build_function(translator, "random", [Literal(int(tree.meta.get("call", 0)), pa.int64())], tree)
+
+
 def _log(translator: Any, tree: exp.Log) -> Expr:
     # sqlglot reads log(x) as Log(this=x) and log(b, x) / log10(x) / log2(x) as Log(this=b, expression=x).
     return build_function(translator, "log", _numeric_args(translator, [tree.this, tree.expression]), tree)
@@ -569,7 +576,7 @@ _READ = {
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
-    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Format: {"this", "expressions"},
+    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.Format: {"this", "expressions"},
     exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
@@ -611,7 +618,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
     exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
     exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"), exp.Trunc: _unary_number("trunc"),
-    exp.Round: _round, exp.Pow: _power, exp.Log: _log, exp.Atan2: _atan2,
+    exp.Round: _round, exp.Pow: _power, exp.Log: _log, exp.Atan2: _atan2, exp.Rand: _random,
     **{kind: _unary_number(kind.__name__.lower()) for kind in (exp.Sin, exp.Cos, exp.Tan, exp.Cot, exp.Asin,
                                                                exp.Acos, exp.Atan, exp.Degrees, exp.Radians)},
     exp.Greatest: _greatest, exp.Least: _greatest,

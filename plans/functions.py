@@ -564,6 +564,26 @@ def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.date32()
 
 
+#: Functions whose value changes from call to call: an expression calling one is computed once where written, never
+#: copied into a filter below its projection or into a fused kernel that would draw it again.
+VOLATILE_FUNCTIONS = frozenset({"random"})
+
+
+def is_volatile(expr: Expr) -> bool:
+    """Return True when ``expr`` calls a function of :data:`VOLATILE_FUNCTIONS`."""
+    from gpu_engine.plans.expressions import Function, walk
+
+    return any(isinstance(node, Function) and node.name in VOLATILE_FUNCTIONS for node in walk(expr))
+
+
+def _random(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``random(call)``: DOUBLE; ``call`` (an integer constant) tells the query's calls apart."""
+    _arity(name, args, 1, 1)
+    if not (isinstance(args[0], Literal) and is_integer(args[0].dtype)):
+        raise TypeError("random() takes no arguments (its one argument is the call's ordinal, an integer constant)")
+    return pa.float64()
+
+
 def _calendar_name(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``dayname(d)`` / ``monthname(d)``: the English name of a date's or timestamp's weekday or month."""
     _arity(name, args, 1, 1)
@@ -622,7 +642,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
-    "power": _double,
+    "power": _double, "random": _random,
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,

@@ -47,6 +47,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
     if expr.name in STRING_FUNCTIONS:
         columns = [None if isinstance(arg, Literal) else evaluate(arg, batch) for arg in expr.args]
         return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
+    if expr.name == "random":  # per row from [0, 1), drawn on the device (its argument only tells calls apart)
+        return Column(pa.float64(), device.xp.random.random(batch.num_rows), None)
     constant = (0,) if expr.name == "date_sub" and len(expr.args) == 3 else _CONSTANT_POSITIONS.get(expr.name, ())
     columns = [None if k in constant else evaluate(arg, batch) for k, arg in enumerate(expr.args)]
     if expr.name in MATH_FUNCTIONS:

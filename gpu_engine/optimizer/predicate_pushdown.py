@@ -145,9 +145,14 @@ class _Pushdown:
             return self._into_sources(node, [[]], filter_id), []
         from gpu_engine.planning.fusion import inline_columns
 
+        from gpu_engine.plans.functions import is_volatile
+
         definitions = dict(zip(node.names, node.expressions))
-        below = [inline_columns(part, definitions) for part in parts]
-        return self._into_sources(node, [below], filter_id), []
+        # a filter on random()'s column stays above: below, it would draw other values than the rows show
+        drawn = {name for name, expr in definitions.items() if is_volatile(expr)}
+        kept = [part for part in parts if drawn & set(referenced_columns(part))]
+        below = [inline_columns(part, definitions) for part in parts if not drawn & set(referenced_columns(part))]
+        return self._into_sources(node, [below], filter_id, bool(kept)), kept
 
     def _into_join(self, node: HashJoinNode | NestedLoopJoinNode, parts: list[Expr], filter_id: str
                    ) -> tuple[PlanNode, list[Expr]]:

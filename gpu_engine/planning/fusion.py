@@ -53,6 +53,7 @@ from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.kernel_bounds import refuse_before_planning, refuse_oversized
 from gpu_engine.codegen.row_lowering import Unsupported
 from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, InList, Literal
+from gpu_engine.plans.functions import is_volatile
 from gpu_engine.plans.nodes import (
     AggregationNode, FilterNode, FusedAggregationNode, HashJoinNode, PlanNode, ProjectNode,
 )
@@ -103,6 +104,11 @@ def _inline_stretch(chain: list[PlanNode], below: PlanNode) -> tuple[dict[str, E
     return columns, predicates
 
 
+def _draws(chain: list[PlanNode]) -> bool:
+    """Return True when a Project of ``chain`` computes ``random()``: inlined, each reader would draw anew."""
+    return any(isinstance(step, ProjectNode) and any(is_volatile(expr) for expr in step.expressions) for step in chain)
+
+
 def fuse_pipelines(plan: PlanNode) -> PlanNode:
     """Return ``plan`` with every fusable filter/project/aggregation stretch replaced by a fused node."""
     return _fuse(plan)
@@ -145,7 +151,7 @@ def _filters_into_join(top: PlanNode) -> PlanNode | None:
         chain.append(below)
         below = below.source
     if not (isinstance(below, HashJoinNode) and below.join_type == "inner"
-            and any(isinstance(step, FilterNode) for step in chain)):
+            and any(isinstance(step, FilterNode) for step in chain)) or _draws(chain):
         return None
     _, inlined = _inline_stretch(chain, below)
     predicates = ([below.filter] if below.filter is not None else []) + inlined
@@ -182,6 +188,8 @@ def _fused_aggregation(node: AggregationNode) -> FusedAggregationNode | None:
     while node.step.input_is_raw and isinstance(below, (FilterNode, ProjectNode)):
         chain.append(below)
         below = below.source
+    if _draws(chain):
+        return None
     columns, predicates = _inline_stretch(chain, below)
     try:
         keys = tuple(columns[name] for name in node.grouping_keys)

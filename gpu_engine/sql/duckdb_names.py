@@ -21,7 +21,7 @@ import re
 
 from sqlglot import exp
 
-__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names"]
+__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names", "name_derived_projections"]
 
 #: The spellings of ``string_agg`` sqlglot reads into one node (``GroupConcat``, printed ``listagg``); DuckDB names
 #: the column by the spelling written, lower case.
@@ -105,6 +105,10 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     """Return ``node`` (its children already rewritten) in the shape DuckDB prints."""
     if isinstance(node, exp.Paren) and not isinstance(node.this, exp.Subquery):
         return node.this
+    if isinstance(node, exp.Rand) and node.this is None:  # sqlglot prints RANDOM()
+        return exp.Var(this="random()")
+    if isinstance(node, exp.Count) and isinstance(node.this, exp.Star) and _windowed(node):
+        return exp.Var(this="count()")  # count(*) OVER: DuckDB's count() (count_star() as an aggregate)
     spec = KEYWORD_FUNCTIONS.get(type(node))
     if spec is not None:
         name, arguments = spec
@@ -163,6 +167,14 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     return node
 
 
+def _windowed(node: exp.Expression) -> bool:
+    """Return True when ``node`` is the function of an OVER (``count(*) [FILTER (...)] OVER (...)``)."""
+    parent = node.parent
+    if isinstance(parent, exp.Filter) and parent.this is node:
+        node, parent = parent, parent.parent
+    return isinstance(parent, exp.Window) and parent.this is node
+
+
 def _shape(node: exp.Expression) -> exp.Expression:
     """Return ``node`` with its children shaped first, then itself (bottom up: a wrapped node's operands too)."""
     if isinstance(node, exp.Subquery) and not isinstance(node.this, exp.Select):  # a set operation's inside: kept
@@ -181,3 +193,28 @@ def duckdb_column_name(expression: exp.Expression) -> str:
     while isinstance(shaped, exp.Paren) and isinstance(shaped.this, exp.Paren):
         shaped = shaped.this
     return _text(shaped).replace("count(*)", "count_star()")
+
+
+def name_derived_projections(tree: exp.Expression) -> exp.Expression:
+    """Alias each unaliased expression of a derived table's or CTE's SELECT list (of a set operation there: its
+    first branch, which names the columns) by DuckDB's name for it, in place (``count_star()``, ``(k + 1)``).
+
+    Why: sqlglot's qualifier names them ``_col_1``, and ``SELECT *`` over ``(SELECT k, count(*) ... GROUP BY k)``
+    showed that name where DuckDB shows ``count_star()`` (and a query could not name the column as DuckDB lets
+    it: ``WHERE "(k + 1)" > 2``). Subqueries in expressions (scalar, IN, EXISTS) show no names and are left
+    alone; names repeated inside one list are made unique afterwards (``(k + 1)_1``, ``duplicate_output_names``).
+    """
+    for subquery in list(tree.find_all(exp.Subquery, exp.CTE)):
+        if isinstance(subquery, exp.Subquery) and not isinstance(subquery.parent, (exp.From, exp.Join)):
+            continue
+        body = subquery.this
+        while isinstance(body, (exp.SetOperation, exp.Subquery)):  # the first branch names a set operation
+            body = body.this
+        if not isinstance(body, exp.Select):
+            continue
+        for projection in list(body.expressions):
+            if isinstance(projection, (exp.Alias, exp.Column, exp.Star)):
+                continue
+            projection.replace(exp.Alias(this=projection.copy(),
+                                         alias=exp.to_identifier(duckdb_column_name(projection), quoted=True)))
+    return tree
