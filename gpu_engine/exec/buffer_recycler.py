@@ -15,7 +15,9 @@ each time (TPC-H Q18's partial emits: ~70 ms of the ~150 ms they took). A
 request of ``n`` bytes takes a buffer of the next power of two and sees only
 its first ``n`` bytes (untouched pages of the rest cost no memory). Buffers of
 at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all, and
-handed out again uninitialized. Only host (NumPy) arrays are kept: device
+handed out again uninitialized; once no query has run for a few seconds they
+are given back (:func:`release_kept`, called by :mod:`gpu_engine.exec.idle_memory`),
+so the reuse is within a query and between the queries of a burst. Only host (NumPy) arrays are kept: device
 memory is CuPy's pool's to reuse, and memory held here would be invisible to
 the per-query memory cap on a GPU.
 """
@@ -28,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "kept_bytes"]
+__all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "kept_bytes", "release_kept"]
 
 MIN_BYTES = 4 << 20
 MAX_KEPT_BYTES = 1 << 30
@@ -105,3 +107,26 @@ def give_array(xp: Any, array: Any) -> None:
 def kept_bytes() -> int:
     """Return the bytes held for reuse."""
     return _kept_bytes
+
+
+def release_kept(keep_bytes: int = 0) -> int:
+    """Drop kept buffers, largest first, until at most ``keep_bytes`` are kept; return the bytes dropped.
+
+    Why: kept buffers are resident memory no query uses; kept after the last query ended, they held up to
+    :data:`MAX_KEPT_BYTES` of a process that may sit idle for hours beside other programs (1 GB after TPC-H
+    SF10's Q18).
+    """
+    global _kept_bytes
+    dropped = []
+    with _lock:
+        for size_class in sorted(_kept, reverse=True):
+            buffers = _kept[size_class]
+            while buffers and _kept_bytes > keep_bytes:
+                buffer = buffers.pop()
+                _kept_bytes -= int(buffer.nbytes)
+                dropped.append(buffer)
+        for size_class in [c for c, buffers in _kept.items() if not buffers]:
+            del _kept[size_class]
+    freed = sum(int(buffer.nbytes) for buffer in dropped)
+    del dropped  # freed here, outside the lock
+    return freed

@@ -24,6 +24,7 @@ from gpu_engine.errors import ExecutionError, TaskCancelled
 from gpu_engine.exec.cancel_points import watch_compile_passes
 from gpu_engine.exec.device_counters import CompileCounts, compiles_now, watch_compilations
 from gpu_engine.exec.dynamic_filters import DynamicFilters
+from gpu_engine.exec.idle_memory import task_ended, task_started
 from gpu_engine.exec.memory_pool import is_device_out_of_memory, translate_device_out_of_memory
 from gpu_engine.exec.operator import Operator, OperatorStats
 from gpu_engine.exec.query_ctx import QueryCtx
@@ -196,6 +197,8 @@ class Task:
             self._start_compiles = compiles_now() - before
         self.state = TaskState.RUNNING
         self._running_drivers = len(self.drivers)
+        if self.drivers:  # counted out by the last driver_finished (see gpu_engine.exec.idle_memory)
+            task_started()
         hold_compiles_while(self)  # a young query's drivers run without the compile process (if pausing is on)
         for driver in list(self.drivers):
             driver.enqueue()
@@ -279,6 +282,7 @@ class Task:
                     self.state = TaskState.FINISHED
         if remaining == 0:
             self.pool.release_all()  # what operators and shared structures (build tables, queues) held
+            task_ended()  # the last Task running gives back the memory kept for reuse, before wait() returns
             self._done.set()
             self._notify()
 

@@ -296,7 +296,7 @@ class FusedAggregation(AggregationOperator):
         return table
 
     def _release_table(self) -> None:
-        """Hand the slot table to the recycler: a later query (or growth) reuses its memory."""
+        """Hand the slot table to the recycler: growth, another driver or a query of the same burst reuses it."""
         if getattr(self, "_table", None) is not None:
             give_array(self.device.xp, self._table)
             self._table = None
