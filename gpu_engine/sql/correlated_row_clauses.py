@@ -23,7 +23,7 @@ from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.predicates import conjoined, defined_aliases, free_columns, own_scope_nodes
 
-__all__ = ["has_row_clauses", "rows_per_correlation_key"]
+__all__ = ["has_row_clauses", "exists_without_limit", "rows_per_correlation_key"]
 
 #: The clauses that pick among a subquery's rows, by their SQL names.
 _ROW_CLAUSES = {"qualify": "QUALIFY", "limit": "LIMIT", "offset": "OFFSET"}
@@ -35,6 +35,18 @@ def has_row_clauses(select: exp.Select) -> bool:
     distinct = select.args.get("distinct")
     return any(select.args.get(key) is not None for key in _ROW_CLAUSES) or bool(
         distinct is not None and distinct.args.get("on"))
+
+
+def exists_without_limit(select: exp.Select) -> exp.Select:
+    """Return an EXISTS subquery without its ``[ORDER BY ...] LIMIT n`` (n > 0) where that is its only clause picking
+    rows: whether any row is does not depend on it. Otherwise ``select`` itself."""
+    limit = select.args.get("limit")
+    if limit is None or has_row_clauses(_without(select, "limit")) or not isinstance(limit, exp.Limit):
+        return select
+    count = limit.args.get("expression")
+    if not (isinstance(count, exp.Literal) and count.is_int and int(count.this) > 0):
+        return select
+    return _without(select, "limit", "order")
 
 
 def _constant(clause: exp.Expression | None, name: str) -> int | None:
@@ -70,9 +82,8 @@ def rows_per_correlation_key(select: exp.Select, local: list[exp.Expression],
     inner columns.
     """
     clause = next((name for key, name in _ROW_CLAUSES.items() if select.args.get(key) is not None), "DISTINCT ON")
-    if value is None and clause == "LIMIT" and not has_row_clauses(_without(select, "limit")) and _constant(
-            select.args["limit"], "LIMIT"):
-        return _without(select, "limit", "order")  # EXISTS (... LIMIT n), n > 0: whether any row is, as written
+    if value is None and exists_without_limit(select) is not select:
+        return exists_without_limit(select)
     if others or not keys:
         raise unsupported(f"{clause} in a correlated EXISTS / IN subquery correlated by other than column "
                           "equalities (u.k = t.k)", select)

@@ -43,9 +43,10 @@ from sqlglot import exp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
+from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, fails_on_empty_group, select_over, split_correlated, strict_subquery,
-    subquery_select,
+    NULL_STRICT, correlation, empty_group_value, fails_on_empty_group, own_aggregates, select_over, split_correlated,
+    strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
@@ -242,6 +243,18 @@ class _Joined:
             query = subquery_select(node.this)
             if not isinstance(query, exp.Select):
                 raise unsupported("EXISTS over a set operation used as a value", node)
+            if not _outer_tables(query) and (own_aggregates(query) or any(query.args.get(key) for key in (
+                    "group", "having", "limit", "offset", "qualify", "windows"))):  # its rows counted as written
+                counted = exp.Select(expressions=[exp.alias_(exp.Count(this=exp.Star()), "n")]).from_(
+                    _derived(query.copy(), "$exists"))
+                return exp.Paren(this=exp.GT(this=self._scalar(counted, node, clause),
+                                             expression=exp.Literal.number(0)))
+            query = exists_without_limit(query)
+            if has_row_clauses(query) and not query.args.get("having") and not own_aggregates(query):
+                inner, local, correlated = split_correlated(query, self.outer_aliases)
+                keys, others = correlation(correlated, inner)
+                if keys and not others:  # QUALIFY, DISTINCT ON, LIMIT/OFFSET: computed per correlation key first
+                    query = rows_per_correlation_key(query, local, keys, others, None)
             for key in ("having", "limit", "offset", "qualify", "windows"):
                 if query.args.get(key):
                     raise unsupported(f"{_SHAPING.get(key, key.upper())} inside an EXISTS used as a value", node)

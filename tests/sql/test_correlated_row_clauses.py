@@ -8,6 +8,7 @@ FROM's rows: LIMIT 0 and OFFSET were dropped, GROUP BY returned several counts).
 table or a window of the subquery does not make it an aggregate subquery (it was refused). Under OR (mark joins,
 gpu_engine/sql/mark_joins.py) the same correlated forms, and an uncorrelated IN over a set operation, GROUP BY,
 an aggregate, a window, DISTINCT or LIMIT, read as written (they were refused; the compose fuzz, seed 14449).
+EXISTS used as a value (NOT EXISTS under OR, in the SELECT list) likewise (refused; the compose fuzz, seed 60258).
 NULL keys and values, an empty inner table, several drivers and small batches.
 """
 
@@ -88,6 +89,17 @@ UNDER_OR = [
     "GROUP BY GROUPING SETS ((), (u.k))) w)",
 ]
 
+AS_VALUES = [
+    "SELECT id FROM t WHERE t.i = 1 OR NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.k "
+    "QUALIFY row_number() OVER (ORDER BY u.id DESC) <= 2 AND u.i > 1)",
+    "SELECT id, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.i > 0 OFFSET 2) AS x FROM t",
+    "SELECT id, NOT EXISTS (SELECT 1 FROM u WHERE u.k = t.k ORDER BY u.id LIMIT 1 OFFSET 3) AS x FROM t",
+    "SELECT id, EXISTS (SELECT 1 FROM u WHERE u.k = t.k AND u.j < t.j LIMIT 1) AS x FROM t",
+    "SELECT id, EXISTS (SELECT 1 FROM u OFFSET 30) AS x, EXISTS (SELECT u.k FROM u GROUP BY u.k) AS y FROM t",
+    "SELECT id, EXISTS (SELECT max(e.k) FROM e) AS x, NOT EXISTS (SELECT e.k FROM e GROUP BY e.k) AS y FROM t",
+    "SELECT id FROM t WHERE t.i = 1 OR NOT EXISTS (SELECT 1 FROM u LIMIT 0)",
+]
+
 
 @pytest.fixture(scope="module")
 def reference():
@@ -98,10 +110,10 @@ def reference():
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1 << 16), (3, 4)])
 def test_row_clauses_of_subqueries_match_duckdb_on_cpu(reference, drivers, batch_rows):
     session = session_with_tables(TABLES, split_rows=4, device="cpu", drivers=drivers, batch_rows=batch_rows)
-    assert_queries_match_duckdb(session, reference, CORRELATED + UNCORRELATED + UNDER_OR)
+    assert_queries_match_duckdb(session, reference, CORRELATED + UNCORRELATED + UNDER_OR + AS_VALUES)
 
 
 def test_row_clauses_of_subqueries_match_duckdb_on_each_device(device_name, reference):
     session = session_with_tables(TABLES, split_rows=4, device=device_name)
     assert_queries_match_duckdb(session, reference, CORRELATED[:1] + CORRELATED[5:8] + UNCORRELATED[3:4]
-                                + UNDER_OR[:1] + UNDER_OR[4:5])
+                                + UNDER_OR[:1] + UNDER_OR[4:5] + AS_VALUES[:2])
