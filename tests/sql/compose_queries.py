@@ -8,8 +8,11 @@ derived table; a LIMIT inside a join). This module builds each query bottom-up f
 date arithmetic) under random layers of filter, projection, inner/outer join on NULL-holding keys (extra ON
 conditions, WHERE above), [NOT] EXISTS / [NOT] IN (NULLs inside), aggregation (GROUP BY, ROLLUP, CUBE,
 GROUPING SETS with ``grouping()``, HAVING, DISTINCT aggregates), windows (ROWS/RANGE/GROUPS frames with
-offsets, ranks, lag/lead), set operations ([ALL] over mixed numeric types and NULL literals), DISTINCT,
-ORDER BY ... LIMIT/OFFSET, correlated scalar subqueries, and a CTE read twice.
+offsets, ranks, lag/lead; a named WINDOW), set operations ([ALL] over mixed numeric types and NULL literals),
+DISTINCT, DISTINCT ON, QUALIFY, COLUMNS('regex') / ``* EXCLUDE`` / ``* REPLACE``, ORDER BY ... LIMIT/OFFSET,
+correlated scalar subqueries, row IN, correlated EXISTS / IN subqueries that pick rows (ORDER BY ... LIMIT/OFFSET,
+QUALIFY), and a CTE read twice. Expressions add casts (TRY_CAST, text <-> number <-> date <-> timestamp), string,
+date, timestamp and interval functions and decimal precision (products, rescaling casts that may overflow).
 
 Every answer is deterministic as a multiset: order-dependent functions (ROWS frames, row_number, lag/lead,
 first/last/nth_value, ntile) and LIMIT are ordered by every column of their input, so the rows that tie are
@@ -189,7 +192,85 @@ def expression(gen: _Gen, cols, alias: str, kind: str) -> str | None:
                         f"CAST({date[0]} AS TIMESTAMP) + INTERVAL 36 HOUR", f"date_trunc('week', {date[0]})"]
     elif kind == "bool":
         options += [pred(), f"{pred()} AND {pred()}"]
+    options += _function_forms(gen, cols, alias, kind)
     return rng.choice(options) if options else None
+
+
+def _function_forms(gen: _Gen, cols, alias: str, kind: str) -> list[str]:
+    """Return casts (TRY_CAST, text <-> number <-> date), string / date / timestamp / interval functions and
+    decimal precision forms of ``kind`` over ``cols``: what users write and the fuzz covered least."""
+    rng = gen.rng
+    pick = lambda *kinds: _pick(rng, cols, alias, list(kinds))  # noqa: E731
+    text, integer, dec, dbl, date, ts = pick("str"), pick("int"), pick("dec"), pick("dbl"), pick("date"), pick("ts")
+    out = []
+    if kind == "int":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS INTEGER)", f"strpos({text[0]}, 'a')", f"TRY_CAST({text[0]} AS BIGINT) % 7",
+                    f"length(lpad({text[0]}, 3, '*'))"]
+        if dec:
+            out += [f"CAST({dec[0]} AS INTEGER)", f"TRY_CAST({dec[0]} * 100 AS SMALLINT)"]
+        if dbl:
+            out += [f"CAST(round({dbl[0]}) AS BIGINT)"]
+        if date:
+            out += [f"year({date[0]})", f"date_part('dow', {date[0]})", f"dayofyear({date[0]})",
+                    f"{date[0]} - DATE '1995-01-01'"]
+        if ts:
+            out += [f"hour({ts[0]})", f"date_diff('hour', TIMESTAMP '1995-01-01 00:00:00', {ts[0]})"]
+    elif kind == "dec":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS DECIMAL(9, 2))"]
+        if dec:
+            out += [f"{dec[0]} * {dec[0]} * {dec[0]}", f"round({dec[0]} / 3, 2)", f"CAST({dec[0]} AS DECIMAL(5, 1))",
+                    f"CAST({dec[0]} * 10 AS DECIMAL(5, 2))", f"TRY_CAST({dec[0]} * 10 AS DECIMAL(4, 2))",
+                    f"{dec[0]} * 1.005", f"trunc({dec[0]})", f"CAST({dec[0]} AS DECIMAL(18, 6)) / 7"]
+        if integer:
+            out += [f"CAST({integer[0]} AS DECIMAL(6, 2)) / 4", f"{integer[0]} + 0.001"]
+    elif kind == "dbl":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS DOUBLE)"]
+        number = pick("int", "dec", "dbl")
+        if number:
+            out += [f"sqrt(abs({number[0]}))", f"power({number[0]}, 2)", f"CAST({number[0]} AS REAL) * 2",
+                    f"exp(least({number[0]}, 5))"]
+    elif kind == "str":
+        if text:
+            s = text[0]
+            out += [f"replace({s}, 'a', 'xy')", f"left({s}, 2)", f"right({s}, 1)", f"reverse({s})",
+                    f"split_part({s}, ' ', 1)", f"lower({s})", f"ltrim({s}, ' ')", f"concat_ws('-', {s}, 'k')",
+                    f"rpad({s}, 4, '.')", f"substring({s}, 2)", f"repeat({s}, 2)"]
+        if date:
+            out += [f"strftime({date[0]}, '%Y-%m')", f"CAST({date[0]} AS VARCHAR)", f"monthname({date[0]})"]
+        if dec:
+            out += [f"CAST({dec[0]} AS VARCHAR)"]
+        if integer:
+            out += [f"CAST({integer[0]} AS VARCHAR) || 'x'", f"lpad(CAST({integer[0]} AS VARCHAR), 3, '0')"]
+        if ts:
+            out += [f"strftime({ts[0]}, '%Y-%m-%d %H:%M')", f"CAST({ts[0]} AS VARCHAR)"]
+    elif kind == "date":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS DATE)"]
+        if date:
+            out += [f"last_day({date[0]})", f"CAST({date[0]} + INTERVAL 1 MONTH AS DATE)",
+                    f"CAST(date_trunc('month', {date[0]}) AS DATE)", f"{date[0]} + 40"]
+        if ts:
+            out += [f"CAST({ts[0]} AS DATE)"]
+        if integer:
+            out += [f"DATE '1995-01-01' + CAST({integer[0]} AS INTEGER)"]  # DuckDB has no DATE + BIGINT
+    elif kind == "ts":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS TIMESTAMP)"]
+        if ts:
+            out += [f"{ts[0]} + INTERVAL '1 day 2 hours'", f"date_trunc('hour', {ts[0]})",
+                    f"{ts[0]} - INTERVAL 45 SECOND"]
+        if date:
+            out += [f"{date[0]} - INTERVAL 2 MONTH", f"date_trunc('quarter', {date[0]})"]
+    elif kind == "bool":
+        if text:
+            out += [f"TRY_CAST({text[0]} AS BOOLEAN)", f"starts_with({text[0]}, 'a')", f"contains({text[0]}, 'b')",
+                    f"{text[0]} ILIKE 'A%'", f"regexp_matches({text[0]}, '^[a-z]+$')"]
+        if date:
+            out += [f"{date[0]} < DATE '1995-01-01' + INTERVAL 1 MONTH"]
+    return out
 
 
 # ------------------------------------------------------------------------------------------------- relations
@@ -308,6 +389,22 @@ def _semi(gen: _Gen, outer: Rel, inner: Rel) -> Rel:
         f"{a}.{x} IN (SELECT {b}.{y} FROM ({inner.sql}) {b}{' WHERE ' + extra[5:] if extra else ''})",
         f"{a}.{x} NOT IN (SELECT {b}.{y} FROM ({inner.sql}) {b}{' WHERE ' + extra[5:] if extra else ''})",
     ])
+    roll = rng.random()
+    if roll < 0.15 and len(pairs) > 1:  # a row IN: every column compared, NULLs in either row
+        (x1, y1), (x2, y2) = rng.sample(pairs, 2)
+        form = (f"({a}.{x1}, {a}.{x2}) {rng.choice(['IN', 'NOT IN'])} (SELECT {b}.{y1}, {b}.{y2} "
+                f"FROM ({inner.sql}) {b})")
+    elif roll < 0.35 and all(k in _KEYABLE for _, k in inner.cols):
+        # a correlated subquery that picks among its rows: ORDER BY every column (ties are equal rows)
+        order = ", ".join(f"{b}.{n}{rng.choice(['', ' DESC', ' DESC NULLS LAST'])}"
+                          for n, _ in rng.sample(inner.cols, len(inner.cols)))
+        pick = rng.choice([f"ORDER BY {order} LIMIT {rng.randint(0, 2)}",
+                           f"ORDER BY {order} OFFSET {rng.randint(1, 3)}",
+                           f"QUALIFY row_number() OVER (ORDER BY {order}) <= {rng.randint(1, 2)}",
+                           f"QUALIFY count(*) OVER () > {rng.randint(1, 3)}"])
+        form = rng.choice([f"EXISTS (SELECT 1 FROM ({inner.sql}) {b} WHERE {b}.{y} = {a}.{x} {pick})",
+                           f"NOT EXISTS (SELECT 1 FROM ({inner.sql}) {b} WHERE {b}.{y} = {a}.{x} {pick})",
+                           f"{a}.{x} IN (SELECT {b}.{y} FROM ({inner.sql}) {b} WHERE {b}.{y} = {a}.{x} {pick})"])
     if rng.random() < 0.25:
         form = f"({form} {rng.choice(['OR', 'AND'])} {predicate(gen, outer.cols, a)})"
     return Rel(f"SELECT * FROM ({outer.sql}) {a} WHERE {form}", outer.cols)
@@ -369,7 +466,11 @@ def _aggregate(gen: _Gen, inner: Rel) -> Rel:
         cols.append((new, kind))
     having = ""
     if grouping and rng.random() < 0.3:
-        having = f" HAVING {rng.choice(['count(*) > 1', 'count(*) < 3', f'min({alias}.{keys[0][0]}) IS NOT NULL'])}"
+        conditions = ['count(*) > 1', 'count(*) < 3', f'min({alias}.{keys[0][0]}) IS NOT NULL']
+        if any(word in grouping for word in ("ROLLUP", "CUBE", "SETS")):
+            conditions += [f"grouping({alias}.{keys[0][0]}) = 0 OR count(*) > 2",
+                           f"grouping({', '.join(f'{alias}.{n}' for n, _ in keys)}) > 0"]
+        having = f" HAVING {rng.choice(conditions)}"
     return Rel(f"SELECT {', '.join(items)} FROM ({inner.sql}) {alias}{grouping}{having}", cols)
 
 
@@ -433,7 +534,14 @@ def _window(gen: _Gen, inner: Rel) -> Rel:
         items.append(f"{call} OVER ({over}) AS {new}")
         cols.append((new, out))
     where = f" WHERE {predicate(gen, inner.cols, alias)}" if rng.random() < 0.2 else ""
-    return Rel(f"SELECT {', '.join(items)} FROM ({inner.sql}) {alias}{where}", cols)
+    named = ""
+    last = items[-1]
+    if rng.random() < 0.25 and " OVER (" in last:  # the last window's OVER as a named window
+        call, over = last.split(" OVER (", 1)
+        over, name = over.rsplit(") AS ", 1)
+        items[-1] = f"{call} OVER w AS {name}"
+        named = f" WINDOW w AS ({over})"
+    return Rel(f"SELECT {', '.join(items)} FROM ({inner.sql}) {alias}{where}{named}", cols)
 
 
 def _window_aggregate(rng: random.Random, text: str, kind: str) -> tuple[str, str]:
@@ -491,20 +599,76 @@ def _limit(gen: _Gen, inner: Rel) -> Rel:
     return Rel(f"SELECT * FROM ({inner.sql}) {alias} ORDER BY {order} {cut}", inner.cols)
 
 
+def _distinct_on(gen: _Gen, inner: Rel) -> Rel:
+    """``SELECT DISTINCT ON (keys) ... ORDER BY keys, every other column``: the kept row is decided."""
+    rng, alias = gen.rng, gen.name("q")
+    if any(k not in _KEYABLE for _, k in inner.cols):
+        return _distinct(gen, inner)
+    keys = rng.sample(inner.cols, min(len(inner.cols), rng.choice([1, 1, 2])))
+    rest = [c for c in inner.cols if c not in keys]
+    direction = lambda: rng.choice(["", " DESC", " NULLS FIRST", " DESC NULLS LAST"])  # noqa: E731
+    order = ", ".join(f"{alias}.{n}{direction()}" for n, _ in keys + rng.sample(rest, len(rest)))
+    on = ", ".join(f"{alias}.{n}" for n, _ in keys)
+    items = ", ".join(f"{alias}.{n} AS {n}" for n, _ in inner.cols)
+    return Rel(f"SELECT DISTINCT ON ({on}) {items} FROM ({inner.sql}) {alias} ORDER BY {order}", inner.cols)
+
+
+def _qualify(gen: _Gen, inner: Rel) -> Rel:
+    """A QUALIFY on a window over the rows (ranks over every column, or an aggregate per partition)."""
+    rng, alias = gen.rng, gen.name("q")
+    orderable = [(n, k) for n, k in inner.cols if k in _KEYABLE]
+    if not orderable:
+        return _filter(gen, inner)
+    partition_keys = rng.sample(orderable, min(len(orderable), rng.choice([0, 1, 1])))
+    partition = f"PARTITION BY {', '.join(f'{alias}.{n}' for n, _ in partition_keys)} " if partition_keys else ""
+    conditions = [f"count(*) OVER ({partition.strip()}) > {rng.randint(1, 3)}",
+                  f"rank() OVER ({partition}ORDER BY {alias}.{rng.choice(orderable)[0]} DESC) <= 2"]
+    if len(orderable) == len(inner.cols):
+        full = ", ".join(f"{alias}.{n}{rng.choice(['', ' DESC'])}" for n, _ in rng.sample(orderable, len(orderable)))
+        conditions.append(f"row_number() OVER ({partition}ORDER BY {full}) = 1")
+    number = _pick(rng, inner.cols, alias, ["int", "dec", "dbl"])
+    if number:
+        conditions.append(f"{number[0]} >= avg({number[0]}) OVER ({partition.strip()})")
+    items = ", ".join(f"{alias}.{n} AS {n}" for n, _ in inner.cols)
+    return Rel(f"SELECT {items} FROM ({inner.sql}) {alias} QUALIFY {rng.choice(conditions)}", inner.cols)
+
+
+def _columns(gen: _Gen, inner: Rel) -> Rel:
+    """``COLUMNS('regex')``, ``* EXCLUDE (...)`` or ``* REPLACE (...)`` over the inner relation's columns."""
+    rng, alias = gen.rng, gen.name("q")
+    if len(inner.cols) < 2:
+        return inner
+    chosen = rng.sample(inner.cols, rng.randint(1, len(inner.cols) - 1))
+    kept = [c for c in inner.cols if c in chosen]
+    roll = rng.random()
+    if roll < 0.4:
+        pattern = "|".join(n for n, _ in kept)
+        return Rel(f"SELECT COLUMNS('^({pattern})$') FROM ({inner.sql}) {alias}", kept)
+    if roll < 0.75:
+        dropped = ", ".join(n for n, _ in inner.cols if (n, _) not in kept)
+        return Rel(f"SELECT * EXCLUDE ({dropped}) FROM ({inner.sql}) {alias}", kept)
+    integer = _pick(rng, inner.cols, "", ["int"])
+    if integer is None:
+        return inner
+    return Rel(f"SELECT * REPLACE ({alias}.{integer[0]} * 2 AS {integer[0]}) FROM ({inner.sql}) {alias}",
+               inner.cols)
+
+
 def relation(gen: _Gen, depth: int) -> Rel:
     """Return a random relation of at most ``depth`` layers above its base SELECTs."""
     rng = gen.rng
     if depth <= 0 or rng.random() < 0.15:
         return _base(gen)
-    op = rng.choices(["filter", "project", "join", "semi", "aggregate", "window", "set", "distinct", "limit"],
-                     weights=[2, 2, 3, 2, 3, 3, 2, 1, 1])[0]
+    op = rng.choices(["filter", "project", "join", "semi", "aggregate", "window", "set", "distinct", "limit",
+                      "distinct_on", "qualify", "columns"], weights=[2, 2, 3, 2, 3, 3, 2, 1, 1, 1, 1, 1])[0]
     if op in ("join", "semi", "set"):
         left = relation(gen, depth - 1)
         right = relation(gen, depth - 2)
         return {"join": _join, "semi": _semi, "set": _set_operation}[op](gen, left, right)
     inner = relation(gen, depth - 1)
     return {"filter": _filter, "project": _project, "aggregate": _aggregate, "window": _window,
-            "distinct": _distinct, "limit": _limit}[op](gen, inner)
+            "distinct": _distinct, "limit": _limit, "distinct_on": _distinct_on, "qualify": _qualify,
+            "columns": _columns}[op](gen, inner)
 
 
 def _shape(top: str):
