@@ -42,7 +42,7 @@ import threading
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from functools import lru_cache, partial
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 import numpy as np
 import pyarrow as pa
@@ -206,9 +206,14 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     try:
         return _read_decoded_columns(path, file_bytes, layout, groups, columns, pool, parallel_min_bytes, kept)
     finally:  # the chunks' pages were read (or their headers checked): drop them from this process's resident set
-        release_file_pages(file_bytes, [(int(layout.starts[g, layout.leaves[name]]),
-                                         int(layout.lengths[g, layout.leaves[name]]))
-                                        for name in columns for g in groups.tolist()])
+        _release_chunks(path, layout, groups, columns)
+
+
+def _release_chunks(path: str, layout: _ChunkLayout, groups: np.ndarray, columns: Iterable[str]) -> None:
+    """Release the mapped pages of ``columns``' chunks in ``groups`` (:func:`release_file_pages`)."""
+    release_file_pages(_file_bytes(path), [(int(layout.starts[g, layout.leaves[name]]),
+                                            int(layout.lengths[g, layout.leaves[name]]))
+                                           for name in columns if name in layout.leaves for g in groups.tolist()])
 
 
 def _read_decoded_columns(path: str, file_bytes: np.ndarray, layout: _ChunkLayout, groups: np.ndarray,
@@ -339,8 +344,11 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
         return {}
     layout = _chunk_layout(path, metadata)
     groups = np.asarray(row_groups, dtype=np.int64)
-    for name in columns:
-        _check_page_counts(path, layout, groups, name)
+    try:
+        for name in columns:
+            _check_page_counts(path, layout, groups, name)
+    finally:  # the page headers were read through the mapping; pyarrow maps the file on its own
+        _release_chunks(path, layout, groups, columns)
     rows = int(layout.rows[groups].sum())
     as_dictionaries = [c for c in dictionary_columns if c in columns]
     try:
@@ -393,7 +401,11 @@ def check_row_counts(path: str, metadata: pq.FileMetaData, row_groups: Sequence[
     leaf = next((i for i, flat in enumerate(layout.flat) if flat), None)
     if leaf is not None:
         name = next(path_ for path_, index in layout.leaves.items() if index == leaf)
-        _check_page_counts(path, layout, np.asarray(row_groups, dtype=np.int64), name)
+        groups = np.asarray(row_groups, dtype=np.int64)
+        try:
+            _check_page_counts(path, layout, groups, name)
+        finally:
+            _release_chunks(path, layout, groups, [name])
 
 
 def _check_page_counts(path: str, layout: _ChunkLayout, groups: np.ndarray, name: str) -> None:
