@@ -29,12 +29,14 @@ skips it, for comparison.
    a filter that is never true, ``LIMIT 0``, or an empty VALUES makes the
    nodes above it that can only output nothing an empty VALUES (a global
    aggregate keeps SQL's one row).
+4. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
+   columns nobody above reads leave scans, projections, joins and
+   aggregations.
 
-Still on the sqlglot tree (not moved yet): decorrelation, join ordering, the
-derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown` (its plans
-would be the same here only once joins are ordered after pushdown) and
-projection pruning (the SQL planner's scans read only the columns a query
-names).
+Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
+the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown` (its
+plans would be the same here only once joins are ordered after pushdown and
+the OR-implied filters it derives are derived here).
 """
 
 from __future__ import annotations
@@ -44,16 +46,19 @@ from typing import Callable
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
+from gpu_engine.optimizer.projection_pruning import prune_projections
 from gpu_engine.plans.nodes import PlanNode
 
 __all__ = ["RULES", "optimize_plan"]
 
 #: The rules, in the order they run: folding first (a folded TRUE/FALSE filter is then dropped or made empty),
-#: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most).
+#: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), pruning last (a filter
+#: moved below a projection no longer needs its columns above it).
 RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
     fold_constants,
     push_down_predicates,
     propagate_empty_relations,
+    prune_projections,
 )
 
 

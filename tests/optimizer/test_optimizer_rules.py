@@ -4,7 +4,7 @@ Each case builds a plan by hand as a user would write it — a filter above the 
 aggregation it could run below — checks where the rules put each conjunct (the shape), and that the plan's
 rows, run by a Session on each device with the rules on, equal DuckDB's answer to the same query. A rule that
 moved a conjunct where it is not correct (the NULL side of an outer join, a non-key column of an aggregation, a
-grand total) changes those rows.
+grand total) changes those rows; a column pruned that a node reads fails the plan.
 """
 
 from __future__ import annotations
@@ -127,6 +127,22 @@ def test_a_filter_never_true_empties_the_joins_above_but_not_a_grand_total():
     assert not any(node.kind == "TableScan" for node in walk_plan(optimized))
 
 
+def test_columns_nobody_reads_leave_scans_joins_projects_and_aggregations():
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(CATALOG, id_generator=ids).table_scan("b").plan()
+    plan = (PlanBuilder(CATALOG, id_generator=ids).table_scan("a").hash_join(["k"], ["k2"], build, ["k", "x", "y"])
+            .aggregation(["y"], ["count(*) AS c", "sum(x) AS s"]).project(["c + 1 AS c1"]).plan())
+    assert _shape(optimize_plan(plan)) == [
+        "-- Project[4][expressions: (c1:(c + 1))]",
+        "  -- Aggregation[3][SINGLE [y] c := count(*)]",
+        "    -- HashJoin[2][INNER k = k2]",
+        "      -- TableScan[1][table: a, columns: k]",
+        "      -- TableScan[0][table: b, columns: k2, y]",
+    ]
+    counted = PlanBuilder(CATALOG).table_scan("a").project(["1 AS one"]).plan()  # a column kept: rows counted
+    assert _shape(optimize_plan(counted))[1] == "  -- TableScan[0][table: a, columns: k]"
+
+
 def test_the_switch_leaves_the_plan_as_built():
     plan = _join("inner").filter("x > 1").plan()
     session = session_with_tables(TABLES, device="cpu", drivers=1, optimize=False)
@@ -165,6 +181,12 @@ def _cases():
             [], ["count(*) AS c", "sum(x) AS s"]).plan(),
          "SELECT count(*) AS c, sum(x) AS s FROM a JOIN (SELECT * FROM b WHERE 1 > 2) ON k = k2"),
     ]
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(CATALOG, id_generator=ids).table_scan("b").plan()
+    cases.append(("pruned", PlanBuilder(CATALOG, id_generator=ids).table_scan("a").hash_join(
+        ["k"], ["k2"], build, ["k", "x", "y"], "left").aggregation(["y"], ["count(*) AS c", "sum(x) AS s"])
+        .project(["y", "c + 1 AS c1"]).plan(),
+        "SELECT y, count(*) + 1 AS c1 FROM a LEFT JOIN b ON k = k2 GROUP BY y"))
     ids = PlanNodeIdGenerator()
     other = PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).project(["x AS k", "k AS x"]).plan()
     cases.append(("union", PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).union_all(other)
