@@ -24,7 +24,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
-    python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
@@ -323,13 +322,6 @@ def _idle_release():
     return module, "release_idle_memory", lambda: None
 
 
-def _string_ndv():
-    """String columns have no distinct count (``statistics.string_distinct_values`` off: an equality with a
-    constant keeps 1/10 of the rows)."""
-    import gpu_engine.sql.statistics as module
-    return module, "string_distinct_values", lambda paths, name: 0.0
-
-
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -368,7 +360,6 @@ SWITCHES = {
     "distinct-partitioning": _distinct_partitioning,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
-    "string-ndv": _string_ndv,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
