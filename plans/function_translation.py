@@ -462,6 +462,11 @@ def _last_day(translator: Any, tree: exp.LastDay) -> Expr:
     return build_function(translator, "last_day", [operand], tree)
 
 
+def _current_date(translator: Any, tree: exp.CurrentDate) -> Expr:
+    """``current_date`` / ``today()``: read when the query runs (a plan kept for its text stays right tomorrow)."""
+    return build_function(translator, "current_date", [], tree)
+
+
 def _calendar_name(translator: Any, tree: exp.Expression) -> Expr:
     operand = _typed_null(translator.translate(tree.this), pa.date32())
     return build_function(translator, "dayname" if isinstance(tree, exp.Dayname) else "monthname", [operand], tree)
@@ -546,6 +551,11 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         return build_function(translator, "isfinite", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("date_part", "datepart"):
         return _date_part(translator, tree)
+    if name in _NAMED_PART_CALLS:  # weekday(d), millisecond(ts), ...: date_part of their field
+        if len(tree.expressions) != 1:
+            raise translator.error(f"{name}() takes 1 argument (a date or timestamp)", tree)
+        part = _part_literal(translator, exp.Literal.string(_NAMED_PART_CALLS[name]), tree)
+        return date_part_expression(translator, part, translator.translate(tree.expressions[0]), tree)
     if name in ("prefix", "suffix"):
         args = _string_args(translator, list(tree.expressions))
         return build_function(translator, "starts_with" if name == "prefix" else "ends_with", args, tree)
@@ -561,7 +571,11 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
 
 _NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYear: "dayofyear",
                 exp.Week: "week", exp.WeekOfYear: "week", exp.Hour: "hour", exp.Minute: "minute",
-                exp.Second: "second"}
+                exp.Second: "second", exp.DayOfMonth: "day", exp.DayOfWeekIso: "isodow"}
+#: DuckDB's part functions sqlglot reads as plain calls: name -> the date_part field it returns.
+_NAMED_PART_CALLS = {"weekday": "dow", "yearweek": "yearweek", "isoyear": "isoyear", "millisecond": "millisecond",
+                     "microsecond": "microsecond", "decade": "decade", "century": "century",
+                     "millennium": "millennium"}
 
 #: The arguments each handler reads, by sqlglot node class: any other argument the parser filled in is refused by
 #: name (an argument the engine does not apply must never be dropped silently).
@@ -576,7 +590,7 @@ _READ = {
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
-    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.Format: {"this", "expressions"},
+    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.CurrentDate: set(), exp.Format: {"this", "expressions"},
     exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
@@ -608,7 +622,7 @@ def _sql_of(value: Any) -> str:
 _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
     exp.DPipe: _concat, exp.Concat: _concat, exp.ConcatWs: _concat, exp.LastDay: _last_day,
-    exp.Dayname: _calendar_name, exp.Monthname: _calendar_name,
+    exp.Dayname: _calendar_name, exp.Monthname: _calendar_name, exp.CurrentDate: _current_date,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
     exp.Reverse: _unary_string("reverse"), exp.Repeat: _repeat, exp.SplitPart: _split_part,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,

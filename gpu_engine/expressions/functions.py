@@ -11,6 +11,7 @@ them from the call, so a constant never costs a column of its value per row.
 
 from __future__ import annotations
 
+import datetime
 from typing import Callable
 
 import pyarrow as pa
@@ -36,6 +37,11 @@ _CONSTANT_POSITIONS = {
 }
 
 
+def local_today() -> datetime.date:
+    """Return today's local date (``current_date``), read each time a batch evaluates it."""
+    return datetime.date.today()
+
+
 def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Batch], Column]) -> Column:
     """Return the column of ``expr`` over ``batch``, its arguments evaluated with ``evaluate``."""
     device = batch.device
@@ -49,6 +55,9 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
     if expr.name == "random":  # per row from [0, 1), drawn on the device (its argument only tells calls apart)
         return Column(pa.float64(), device.xp.random.random(batch.num_rows), None)
+    if expr.name == "current_date":  # the local date as the batch runs (DuckDB: the transaction's start)
+        today = (local_today() - datetime.date(1970, 1, 1)).days
+        return Column(pa.date32(), device.xp.full(batch.num_rows, today, dtype=device.xp.int32), None)
     constant = (0,) if expr.name == "date_sub" and len(expr.args) == 3 else _CONSTANT_POSITIONS.get(expr.name, ())
     columns = [None if k in constant else evaluate(arg, batch) for k, arg in enumerate(expr.args)]
     if expr.name in MATH_FUNCTIONS:

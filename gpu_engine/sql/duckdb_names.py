@@ -21,7 +21,8 @@ import re
 
 from sqlglot import exp
 
-__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names", "name_derived_projections"]
+__all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names", "name_derived_projections",
+           "note_current_date_names"]
 
 #: The spellings of ``string_agg`` sqlglot reads into one node (``GroupConcat``, printed ``listagg``); DuckDB names
 #: the column by the spelling written, lower case.
@@ -44,6 +45,13 @@ KEYWORD_FUNCTIONS = {
 }
 
 
+#: Part functions whose names are DuckDB keywords (``"year"(ts)``, ``"millisecond"(ts)`` in its names), and the
+#: sqlglot nodes that stand for some of them.
+_KEYWORD_PARTS = {"year", "month", "day", "hour", "minute", "second", "millisecond", "microsecond", "decade",
+                  "century", "millennium", "quarter", "week"}
+_KEYWORD_PART_CLASSES = {exp.Year: "year", exp.Month: "month", exp.Day: "day", exp.Hour: "hour",
+                         exp.Minute: "minute", exp.Second: "second", exp.Quarter: "quarter", exp.Week: "week"}
+
 #: sqlglot's spelling of a CAST's type -> DuckDB's (which prints the others as written: VARCHAR, DOUBLE, DATE…).
 _TYPE_SPELLING = {"INT": "INTEGER", "TEXT": "VARCHAR", "REAL": "FLOAT"}
 
@@ -64,6 +72,23 @@ def note_written_names(tree: exp.Expression, text: str) -> None:
         written = [written[0]] * len(nodes) if len(set(written)) == 1 else []
     for node, name in zip(nodes, written):
         node.meta["written_name"] = name
+
+
+_CURRENT_DATE_SPELLINGS = re.compile(r"\b(current_date|today)\b(\s*\(\s*\))?", re.IGNORECASE)
+
+
+def note_current_date_names(tree: exp.Expression, text: str) -> None:
+    """Record on each ``CurrentDate`` of ``tree`` the name DuckDB gives it as written: ``current_date``,
+    ``current_date()`` or ``today()`` (sqlglot reads both into one node). As for ``string_agg``: the
+    spellings are matched to the nodes in text order, and only when their counts agree."""
+    if tree.find(exp.CurrentDate) is None:
+        return
+    nodes = [node for node in _in_text_order(tree) if isinstance(node, exp.CurrentDate)]
+    written = ["today()" if match.group(1).lower() == "today" else "current_date" + ("()" if match.group(2) else "")
+               for match in _CURRENT_DATE_SPELLINGS.finditer(_NOT_CALLS.sub(" ", text))]
+    if len(written) == len(nodes):
+        for node, name in zip(nodes, written):
+            node.meta["written_name"] = name
 
 
 #: A query's clauses in the order SQL writes them (sqlglot keeps a WITH after the SELECT list).
@@ -105,6 +130,12 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     """Return ``node`` (its children already rewritten) in the shape DuckDB prints."""
     if isinstance(node, exp.Paren) and not isinstance(node.this, exp.Subquery):
         return node.this
+    part = _KEYWORD_PART_CLASSES.get(type(node)) or (node.name.lower() if isinstance(node, exp.Anonymous) else None)
+    if part in _KEYWORD_PARTS and set(k for k, v in node.args.items() if v) <= {"this", "expressions"}:
+        arguments = [node.this] if not isinstance(node, exp.Anonymous) else list(node.expressions)
+        return exp.Anonymous(this=exp.to_identifier(part, quoted=True), expressions=arguments)  # "year"(ts)
+    if isinstance(node, exp.CurrentDate) and not node.args:  # sqlglot prints CURRENT_DATE
+        return exp.Var(this=node.meta.get("written_name", "current_date"))
     if isinstance(node, exp.Rand) and node.this is None:  # sqlglot prints RANDOM()
         return exp.Var(this="random()")
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star) and _windowed(node):

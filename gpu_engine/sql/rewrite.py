@@ -35,7 +35,9 @@ from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duplicate_output_names import with_derived_names_unique
-from gpu_engine.sql.duckdb_names import duckdb_column_name, name_derived_projections, note_written_names
+from gpu_engine.sql.duckdb_names import (
+    duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
+)
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.named_windows import with_named_windows_inlined
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
@@ -343,6 +345,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     """
     tree = _parse(text, dialect)
     note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
+    note_current_date_names(tree, text)  # current_date or today(): one node to sqlglot, named as written
     for call, node in enumerate(tree.find_all(exp.Rand)):  # random(): each call its own values (function_translation)
         node.meta["call"] = call
     _check_tables(tree, catalog)
