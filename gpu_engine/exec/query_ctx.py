@@ -181,7 +181,8 @@ class EngineConfig:
         ``False`` runs every node as its own operator, for comparison.
     optimize
         Run the optimizer rules over the typed plan (:mod:`gpu_engine.optimizer`:
-        constant folding, predicate pushdown, empty relations) before the
+        constant folding, predicate pushdown, empty relations, projection
+        pruning) before the
         physical passes; ``False`` runs the plan as built, for comparison.
     compile_mode
         When a generated kernel that is not compiled yet meets its first batch

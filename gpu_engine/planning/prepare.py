@@ -12,7 +12,8 @@ The order matters:
 0. :func:`~gpu_engine.optimizer.optimize_plan` (unless the config says
    ``optimize=False``, or the caller optimized the whole plan before cutting
    it into fragments: ``optimize=False``) applies the logical rules —
-   constant folding, predicate pushdown, empty relations — to the typed plan;
+   constant folding, predicate pushdown, empty relations, projection
+   pruning — to the typed plan;
 1. :func:`~gpu_engine.planning.local_exchanges.add_local_exchanges` makes the
    plan correct for ``drivers`` drivers (partial/final aggregations, gathers);
 2. :func:`~gpu_engine.planning.fusion.fuse_pipelines` (unless the config says

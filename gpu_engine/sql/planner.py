@@ -53,7 +53,7 @@ were. Still text, read without tokenizing (``sql_translator._simple_snippet``):
 bare column names, ``"a" AS "b"`` renames and ``"a" DESC NULLS LAST`` sort keys.
 The plan this module returns then goes through the optimizer rules over the
 typed plan (:mod:`gpu_engine.optimizer`: constant folding, predicate pushdown,
-empty relations; run by ``prepare_plan`` for every plan a Session, Spark or
+empty relations, projection pruning; run by ``prepare_plan`` for every plan a Session, Spark or
 JSON path executes), as does any hand-built plan: a rule there sees what the
 SQL rules above made of each other (a HAVING-like filter above a UNION ALL of
 CTE readers reaches each branch; a branch filtered by a constant that is never
