@@ -34,6 +34,7 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
+from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.planning_context import Relation, quoted
@@ -341,6 +342,7 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
     select = subquery_select(tree.this)
     if not isinstance(select, exp.Select):
         raise unsupported("EXISTS over a set operation", tree)
+    select = with_correlation_pulled_up(select, outer_aliases)  # FROM (SELECT ... WHERE u.k = t.k) w
     if select.args.get("group") or select.args.get("having") or own_aggregates(select):
         raise unsupported("EXISTS over an aggregate subquery", tree)
     inner, local, correlated = split_correlated(select, outer_aliases)
@@ -389,6 +391,7 @@ def _in_subquery(planner: QueryPlanner, tree: exp.In, negated: bool, outer_alias
             raise unsupported("IN over a correlated set operation", tree)
         inner, local, correlated = set(), [], []
     else:
+        select = with_correlation_pulled_up(select, outer_aliases)  # FROM (SELECT ... WHERE u.k = t.k) w
         inner, local, correlated = split_correlated(select, outer_aliases)
     if not correlated:
         relation, outputs = planner._plan_query(select, ctes)

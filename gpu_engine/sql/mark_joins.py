@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
     correlation, own_aggregates, select_over, split_correlated, subquery_select,
@@ -57,6 +58,7 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
         select, value = subquery_select(mark.args["query"]), mark.this
         if not isinstance(value, exp.Column):
             return None
+    select = with_correlation_pulled_up(select, outer_aliases)  # FROM (SELECT ... WHERE u.k = t.k) w
     if value is not None and _whole_query_values(select):
         return _uncorrelated_mark(select, value, planner)
     if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "windows")) \

@@ -1,0 +1,99 @@
+"""Pull a subquery's correlation out of the derived tables in its FROM: ``FROM (SELECT * FROM u WHERE u.k = t.k) w``.
+
+Why: decorrelation (:mod:`~gpu_engine.sql.decorrelation`) reads a subquery's correlation from its own WHERE;
+written one derived table further in (``EXISTS (SELECT 1 FROM (SELECT * FROM u WHERE u.k = t.k) w)``, as a
+generated or a layered query writes it) the subquery looked uncorrelated in its WHERE ("EXISTS without an equality
+between a subquery column and an outer column"), which DuckDB answers. A derived table that only filters and
+projects its FROM gives the same rows whether its correlated conjuncts filter it inside or its output outside, so
+each such conjunct moves to the enclosing subquery's WHERE, over the derived table's output columns (``w.k =
+t.k``). Left where they are (the planner then refuses by name): derived tables that group, aggregate, window,
+are DISTINCT or pick rows (a filter before them is not one after them) and an outer join's side. A column the
+derived table does not output (pruned, or never selected) becomes one of its outputs.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns
+
+__all__ = ["with_correlation_pulled_up"]
+
+#: Clauses after which a filter inside a derived table is not the same filter outside it.
+_SHAPING = ("group", "having", "qualify", "limit", "offset", "distinct", "windows")
+
+
+def with_correlation_pulled_up(select: exp.Expression, outer_aliases: set[str]) -> exp.Expression:
+    """Return ``select`` (a subquery) with the correlated conjuncts of its plain derived tables in its WHERE.
+
+    ``select`` itself comes back when nothing moves; a copy otherwise.
+    """
+    if not isinstance(select, exp.Select) or not _derived_items(select):
+        return select
+    copy = select.copy()
+    moved = []
+    for subquery in _derived_items(copy):
+        moved += _pulled(subquery, outer_aliases)
+    if not moved:
+        return select
+    where = copy.args["where"].this if copy.args.get("where") else None
+    copy.set("where", exp.Where(this=conjoined(conjuncts_of(where) + moved)))
+    return copy
+
+
+def _derived_items(select: exp.Select) -> list[exp.Subquery]:
+    """Return the derived tables of ``select``'s FROM and its inner joins."""
+    items = [select.args["from_"].this] if select.args.get("from_") else []
+    items += [join.this for join in select.args.get("joins") or []
+              if not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")]
+    return [item for item in items if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select)
+            and item.alias]
+
+
+def _pulled(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Expression]:
+    """Remove the movable correlated conjuncts from ``subquery``'s WHERE (in place) and return them rewritten
+    over its output columns."""
+    inner = subquery.this
+    if any(inner.args.get(key) for key in _SHAPING) or any(
+            node.find(exp.AggFunc, exp.Window) for node in inner.expressions):
+        return []
+    nested = [conjunct for item in _derived_items(inner) for conjunct in _pulled(item, outer_aliases)]
+    if nested:  # a deeper derived table's correlation, now in this one's WHERE
+        where = inner.args["where"].this if inner.args.get("where") else None
+        inner.set("where", exp.Where(this=conjoined(conjuncts_of(where) + nested)))
+    if inner.args.get("where") is None:
+        return []
+    own = defined_aliases(inner)
+    outputs = {}
+    for projection in inner.expressions:
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        if isinstance(value, exp.Column) and value.table in own:
+            outputs.setdefault((value.table, value.name), projection.alias_or_name)
+    kept, moved = [], []
+    for conjunct in conjuncts_of(inner.args["where"].this):
+        tables = {column.table for column in free_columns(conjunct)}
+        if not tables - own or tables - own - outer_aliases:  # local, or reading further out than the subquery
+            kept.append(conjunct)
+            continue
+        for column in free_columns(conjunct):  # a column it does not output (pruned, or never selected): added
+            if column.table in own and (column.table, column.name) not in outputs and not _nested(column, conjunct):
+                outputs[(column.table, column.name)] = name = f"$correlated{len(outputs)}"
+                inner.append("expressions", exp.alias_(exp.column(column.name, table=column.table), name,
+                                                       quoted=True))
+        moved.append(conjunct.copy().transform(
+            lambda node: exp.column(outputs[(node.table, node.name)], table=subquery.alias, quoted=True)
+            if isinstance(node, exp.Column) and node.table in own and (node.table, node.name) in outputs
+            and not _nested(node, conjunct) else node))
+    if moved:
+        inner.set("where", exp.Where(this=conjoined(kept)) if kept else None)
+    return moved
+
+
+def _nested(column: exp.Column, conjunct: exp.Expression) -> bool:
+    """Return whether ``column`` sits inside a subquery of ``conjunct`` (its own scope, left alone)."""
+    node = column.parent
+    while node is not None and node is not conjunct:
+        if isinstance(node, (exp.Select, exp.Subquery)):
+            return True
+        node = node.parent
+    return False
