@@ -585,6 +585,46 @@ class ScalarTranslator:
         return Substring(operand, self._int_constant(tree.args["start"], "start"),
                          self._int_constant(length, "length") if length is not None else None)
 
+    def _bound(self, tree: exp.Expression | None, what: str) -> int | None:
+        if tree is None:
+            return None
+        value = self.translate(tree)
+        if not (isinstance(value, Literal) and isinstance(value.value, int) and not isinstance(value.value, bool)):
+            raise self.error(f"a string's {what} must be an integer constant (for a computed position write "
+                             "substring(s, start, length) with constants, or split_part/regexp_extract)", tree)
+        return value.value
+
+    def _bracket(self, tree: exp.Bracket) -> Expr:
+        """DuckDB's ``s[i]`` (the i-th character, 1-based, from the end when negative, '' outside) and ``s[a:b]``
+        (characters a to b, both included) as the :class:`Substring` that gives the same characters (checked
+        against DuckDB for every bound from -9 to 9 over strings of 0 to 7 characters)."""
+        operand = _null_as(self.translate(tree.this), pa.string())
+        if not is_string(operand.dtype):
+            raise self.error(f"[...] indexes a string (the engine's columns hold no lists), got {operand.dtype}", tree)
+        extra = [key for key, value in tree.args.items() if key not in ("this", "expressions") and value]
+        if len(tree.expressions) != 1 or extra:
+            raise self.error("a string takes one index or slice: s[i] or s[a:b]", tree)
+        # sqlglot keeps an index less one where it took ``this`` for a list (a column) and as written elsewhere
+        # (``upper(s)[1]``); its DuckDB generator undoes what its parser did, giving the index as written
+        from sqlglot.dialects.duckdb import DuckDB
+
+        index = DuckDB().generator().bracket_offset_expressions(tree)[0]
+        if not isinstance(index, exp.Slice):
+            return Substring(operand, self._bound(index, "index"), 1)
+        if index.args.get("step") is not None:
+            raise self.error("a slice step (s[a:b:step]) is not supported on strings", tree)
+        start, end = self._bound(index.this, "slice start"), self._bound(index.expression, "slice end")
+        if end is None:
+            return operand if start is None else Substring(operand, max(start, 1) if start >= 0 else start, None)
+        if start is None and end >= 0:
+            start = 1
+        if start is None or (start >= 0) != (end >= 0):
+            raise self.error("a slice whose bounds count from different ends (s[2:-1], s[:-2]) needs the string's "
+                             "length: write substring(s, start, length) or rtrim/left/right", tree)
+        if start >= 0:
+            start = max(start, 1)
+        return Substring(operand, start, end - start + 1) if end >= start else Substring(operand, 1, 0)
+
     # -- refusals ---------------------------------------------------------------
 
     def _unsupported(self, tree: exp.Expression) -> Expr:
@@ -644,6 +684,7 @@ _HANDLERS = {
     exp.Month: ScalarTranslator._extract,
     exp.Day: ScalarTranslator._extract,
     exp.Substring: ScalarTranslator._substring,
+    exp.Bracket: ScalarTranslator._bracket,
     exp.ToDays: to_days_call,
     **FUNCTION_HANDLERS,  # strings, math, dates: plans/function_translation.py
 }

@@ -357,6 +357,11 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     spelled = _name_projections(tree, dialect, catalog)
     finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
     if dialect == "spark":  # Spark's names with Spark's meaning (dayofweek from 1, date_add a DATE...)
+        bracket = tree.find(exp.Bracket)
+        if bracket is not None:  # DuckDB's s[i] on strings (plans/scalar_translation.py) is no Spark form
+            line, col = position_of(bracket)
+            raise SqlError("unsupported SQL: [...] indexes arrays and maps in Spark, and the engine's columns hold "
+                           "no lists; substring(s, pos, len) takes a string's characters", line=line, col=col)
         tree = spark_semantics(tree)
     # the tree parsed for this query: rewritten in place
     tree = normalize_aggregate_calls(tree, copy=False, dialect=dialect)
