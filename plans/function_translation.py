@@ -271,6 +271,43 @@ def _unary_number(name: str) -> Callable:
     return handler
 
 
+#: Arrow types -> the names DuckDB's typeof() gives them (decimals, timestamps and NULL apart).
+_DUCKDB_TYPE_NAMES = {
+    pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
+    pa.uint8(): "UTINYINT", pa.uint16(): "USMALLINT", pa.uint32(): "UINTEGER", pa.uint64(): "UBIGINT",
+    pa.float32(): "FLOAT", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR",
+    pa.bool_(): "BOOLEAN", pa.date32(): "DATE",
+}
+
+
+def duckdb_type_name(dtype: pa.DataType) -> str | None:
+    """Return DuckDB's name of ``dtype`` as ``typeof`` prints it (``DECIMAL(9,2)``), or None for a type it lacks."""
+    from gpu_engine.columnar.types import INTERVAL
+
+    if pa.types.is_dictionary(dtype):
+        dtype = dtype.value_type
+    if pa.types.is_null(dtype):
+        return '"NULL"'
+    if pa.types.is_decimal(dtype) and (dtype.precision, dtype.scale) == (38, 0):
+        return "HUGEINT"  # the engine's HUGEINT (sum of integers; an explicit DECIMAL(38,0) reads the same)
+    if pa.types.is_decimal(dtype):
+        return f"DECIMAL({dtype.precision},{dtype.scale})"
+    if pa.types.is_timestamp(dtype):
+        return "TIMESTAMP WITH TIME ZONE" if dtype.tz else "TIMESTAMP"
+    if dtype == INTERVAL:
+        return "INTERVAL"
+    return _DUCKDB_TYPE_NAMES.get(dtype)
+
+
+def _typeof(translator: Any, tree: exp.Typeof) -> Expr:
+    """``typeof(x)``: the name of ``x``'s type (the engine types as DuckDB binds), a constant of the plan."""
+    operand = translator.translate(tree.this)
+    name = duckdb_type_name(operand.dtype)
+    if name is None:
+        raise translator.error(f"typeof: the type {operand.dtype} has no DuckDB name here", tree)
+    return Literal(name, pa.string())
+
+
 def _pi(translator: Any, tree: exp.Pi) -> Expr:
     return Literal(math.pi, pa.float64())
 
@@ -643,7 +680,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
     exp.TryCast: _try_cast,
-    exp.Pi: _pi, exp.IsNan: _float_test, exp.IsInf: _float_test,
+    exp.Pi: _pi, exp.Typeof: _typeof, exp.IsNan: _float_test, exp.IsInf: _float_test,
     exp.RegexpExtract: _regexp_extract, exp.SimilarTo: _similar_to, exp.MD5: _md5,
     exp.Ascii: _unary_string("ascii"), exp.Unicode: _unary_string("unicode"),
     exp.BitLength: _unary_string("bit_length"), exp.Chr: _chr, exp.Translate: _translate_characters,
