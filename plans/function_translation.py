@@ -504,6 +504,14 @@ def _current_date(translator: Any, tree: exp.CurrentDate) -> Expr:
     return build_function(translator, "current_date", [], tree)
 
 
+def _current_timestamp(translator: Any, tree: exp.Expression) -> Expr:
+    """``now()`` / ``current_timestamp`` / ``get_current_timestamp()`` / ``transaction_timestamp()``: one instant
+    per query run (read when it runs, never at planning)."""
+    if tree.expressions if isinstance(tree, exp.Anonymous) else tree.args.get("this") is not None:
+        raise translator.error(f"{_sql_of(tree)} takes no arguments", tree)
+    return build_function(translator, "current_timestamp", [], tree)
+
+
 def _calendar_name(translator: Any, tree: exp.Expression) -> Expr:
     operand = _typed_null(translator.translate(tree.this), pa.date32())
     return build_function(translator, "dayname" if isinstance(tree, exp.Dayname) else "monthname", [operand], tree)
@@ -588,6 +596,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         return build_function(translator, "isfinite", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("date_part", "datepart"):
         return _date_part(translator, tree)
+    if name in ("now", "get_current_timestamp", "transaction_timestamp"):
+        return _current_timestamp(translator, tree)
     if name in _NAMED_PART_CALLS:  # weekday(d), millisecond(ts), ...: date_part of their field
         if len(tree.expressions) != 1:
             raise translator.error(f"{name}() takes 1 argument (a date or timestamp)", tree)
@@ -627,7 +637,7 @@ _READ = {
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
-    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.CurrentDate: set(), exp.Format: {"this", "expressions"},
+    exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.CurrentDate: set(), exp.CurrentTimestamp: {"this"}, exp.Format: {"this", "expressions"},
     exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
@@ -660,6 +670,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Upper: _unary_string("upper"), exp.Lower: _unary_string("lower"), exp.Length: _unary_string("length"),
     exp.DPipe: _concat, exp.Concat: _concat, exp.ConcatWs: _concat, exp.LastDay: _last_day,
     exp.Dayname: _calendar_name, exp.Monthname: _calendar_name, exp.CurrentDate: _current_date,
+    exp.CurrentTimestamp: _current_timestamp,
     exp.Trim: _trim, exp.Replace: _replace, exp.StrPosition: _strpos,
     exp.Reverse: _unary_string("reverse"), exp.Repeat: _repeat, exp.SplitPart: _split_part,
     exp.Left: _left_right, exp.Right: _left_right, exp.Pad: _pad,

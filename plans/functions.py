@@ -590,6 +590,12 @@ def _current_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.date32()
 
 
+def _current_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``now()`` / ``current_timestamp``: the instant the query's Task first reads it, TIMESTAMP WITH TIME ZONE."""
+    _arity(name, args, 0, 0)
+    return pa.timestamp("us", tz="UTC")
+
+
 def _calendar_name(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``dayname(d)`` / ``monthname(d)``: the English name of a date's or timestamp's weekday or month."""
     _arity(name, args, 1, 1)
@@ -660,7 +666,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
-    "current_date": _current_date,
+    "current_date": _current_date, "current_timestamp": _current_timestamp,
     "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }

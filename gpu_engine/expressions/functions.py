@@ -12,6 +12,8 @@ them from the call, so a constant never costs a column of its value per row.
 from __future__ import annotations
 
 import datetime
+import threading
+import weakref
 from typing import Callable
 
 import pyarrow as pa
@@ -37,6 +39,25 @@ _CONSTANT_POSITIONS = {
 }
 
 
+_QUERY_INSTANTS: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()  # Task -> its now(), microseconds
+_INSTANTS_LOCK = threading.Lock()
+
+
+def query_instant() -> int:
+    """Return ``now()`` in microseconds since 1970 (UTC): one instant per Task, the first its drivers read, so
+    every batch of a query sees the same value (DuckDB's: the transaction's start); a call outside a Task
+    reads the clock."""
+    from gpu_engine.exec.cancel_points import current_task
+
+    task = current_task()
+    now = datetime.datetime.now(datetime.timezone.utc)
+    micros = (now - datetime.datetime(1970, 1, 1, tzinfo=datetime.timezone.utc)) // datetime.timedelta(microseconds=1)
+    if task is None:
+        return micros
+    with _INSTANTS_LOCK:
+        return _QUERY_INSTANTS.setdefault(task, micros)
+
+
 def local_today() -> datetime.date:
     """Return today's local date (``current_date``), read each time a batch evaluates it."""
     return datetime.date.today()
@@ -55,6 +76,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
     if expr.name == "random":  # per row from [0, 1), drawn on the device (its argument only tells calls apart)
         return Column(pa.float64(), device.xp.random.random(batch.num_rows), None)
+    if expr.name == "current_timestamp":
+        return Column(expr.dtype, device.xp.full(batch.num_rows, query_instant(), dtype=device.xp.int64), None)
     if expr.name == "current_date":  # the local date as the batch runs (DuckDB: the transaction's start)
         today = (local_today() - datetime.date(1970, 1, 1)).days
         return Column(pa.date32(), device.xp.full(batch.num_rows, today, dtype=device.xp.int32), None)

@@ -134,6 +134,8 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     if part in _KEYWORD_PARTS and set(k for k, v in node.args.items() if v) <= {"this", "expressions"}:
         arguments = [node.this] if not isinstance(node, exp.Anonymous) else list(node.expressions)
         return exp.Anonymous(this=exp.to_identifier(part, quoted=True), expressions=arguments)  # "year"(ts)
+    if isinstance(node, exp.CurrentTimestamp) and not node.args:  # sqlglot prints CURRENT_TIMESTAMP
+        return exp.Var(this="current_timestamp")
     if isinstance(node, exp.CurrentDate) and not node.args:  # sqlglot prints CURRENT_DATE
         return exp.Var(this=node.meta.get("written_name", "current_date"))
     if isinstance(node, exp.Rand) and node.this is None:  # sqlglot prints RANDOM()
