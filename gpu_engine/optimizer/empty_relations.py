@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpu_engine.optimizer.constant_folding import folded
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import (
     AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode, NestedLoopJoinNode, OrderByNode,
@@ -56,9 +57,10 @@ def propagate_empty_relations(plan: PlanNode) -> PlanNode:
     sources = tuple(propagate_empty_relations(source) for source in plan.sources)
     if any(new is not old for new, old in zip(sources, plan.sources)):
         plan = replace(plan, sources=sources)
-    if (isinstance(plan, FilterNode) and isinstance(plan.predicate, Literal)
-            and (plan.predicate.value is None or plan.predicate.value is False)):
-        return _emptied(plan)
+    if isinstance(plan, FilterNode):
+        predicate = folded(plan.predicate)  # again: pushdown may have merged a FALSE into a filter's conjuncts
+        if isinstance(predicate, Literal) and (predicate.value is None or predicate.value is False):
+            return _emptied(plan)
     if isinstance(plan, LimitNode | TopNNode) and plan.count == 0:
         return _emptied(plan)
     if isinstance(plan, _EMPTY_OVER_EMPTY) and _empty(plan.source):

@@ -17,7 +17,7 @@ from gpu_engine.plans import PlanBuilder
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import FilterNode, ValuesNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
-from tests.duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 
 TABLES = {
     "a": pa.table({"k": pa.array([1, 2, 3, None, 2, 5], pa.int64()), "x": pa.array([10, 20, 30, 40, None, 60],
@@ -188,6 +188,11 @@ def _cases():
         .project(["y", "c + 1 AS c1"]).plan(),
         "SELECT y, count(*) + 1 AS c1 FROM a LEFT JOIN b ON k = k2 GROUP BY y"))
     ids = PlanNodeIdGenerator()
+    never = PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).filter("1 = 2").project(
+        ["x AS k", "k AS x"]).plan()  # the filter pushed into this branch merges with its FALSE
+    cases.append(("empty-union-branch", PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"])
+                  .union_all(never).filter("x > 15").plan(), "SELECT k, x FROM a WHERE x > 15"))
+    ids = PlanNodeIdGenerator()
     other = PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).project(["x AS k", "k AS x"]).plan()
     cases.append(("union", PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).union_all(other)
                   .filter("k > 2").plan(),
@@ -204,5 +209,9 @@ def test_optimized_plans_answer_as_duckdb(device_name, name):
         expected = duckdb_table(connection, sql)
     actual = session.execute(plan)
     assert_same_rows(actual.rename_columns(expected.column_names), expected)
-    if name.startswith("empty") or name == "never-true":
+    scans = sum(node.kind == "TableScan" for node in walk_plan(session.last_plan))
+    if name == "empty-union-branch":
+        assert scans == 1  # the branch that keeps nothing is gone from the UNION ALL
+    elif name.startswith("empty") or name == "never-true":
         assert any(isinstance(node, ValuesNode) for node in walk_plan(session.last_plan))
+        assert scans == (1 if name.startswith("empty-build") else 0)
