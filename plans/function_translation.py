@@ -489,6 +489,8 @@ def _from_epoch(translator: Any, tree: exp.UnixToTime) -> Expr:
     operand = translator.translate(tree.this)
     if scale is None:
         return build_function(translator, "to_timestamp", [_typed_null(operand, pa.float64())], tree)
+    if scale == exp.UnixToTime.MICROS:  # make_timestamp(microseconds)
+        return build_function(translator, "make_timestamp", [_typed_null(operand, pa.int64())], tree)
     if scale == exp.UnixToTime.MILLIS:
         return build_function(translator, "epoch_ms", [_typed_null(operand, pa.int64())], tree)
     raise translator.error(f"an epoch of scale {scale.sql()} is not supported (epoch_ms and to_timestamp are)", tree)
@@ -521,6 +523,16 @@ def _make_date(translator: Any, tree: exp.DateFromParts) -> Expr:
     args = [_typed_null(arg, pa.int64()) for arg in _translate(
         translator, [tree.args.get("year"), tree.args.get("month"), tree.args.get("day")])]
     return build_function(translator, "make_date", args, tree)
+
+
+def _make_timestamp(translator: Any, tree: exp.TimestampFromParts) -> Expr:
+    parts = [tree.args.get(key) for key in ("year", "month", "day", "hour", "min", "sec")]
+    if any(part is None for part in parts):
+        raise translator.error("make_timestamp() takes 6 arguments (year, month, day, hour, minute, seconds) or "
+                               "1 (microseconds since 1970)", tree)
+    args = _translate(translator, parts)
+    args = [_typed_null(arg, pa.int64()) for arg in args[:5]] + [_typed_null(args[5], pa.float64())]
+    return build_function(translator, "make_timestamp", args, tree)
 
 
 def _date_add(translator: Any, tree: exp.DateAdd) -> Expr:
@@ -633,7 +645,7 @@ _READ = {
     exp.RegexpReplace: {"this", "expression", "replacement", "modifiers"}, exp.Round: {"this", "decimals"},
     exp.Greatest: {"this", "expressions"}, exp.Least: {"this", "expressions"}, exp.Coalesce: {"this", "expressions"},
     exp.TimestampTrunc: {"this", "unit"}, exp.DateDiff: {"this", "expression", "unit"},
-    exp.DateFromParts: {"year", "month", "day"}, exp.DateAdd: {"this", "expression"},
+    exp.DateFromParts: {"year", "month", "day"}, exp.TimestampFromParts: {"year", "month", "day", "hour", "min", "sec"}, exp.DateAdd: {"this", "expression"},
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
@@ -686,7 +698,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Greatest: _greatest, exp.Least: _greatest,
     exp.IntDiv: _integer_division,
     exp.Nullif: _nullif, exp.Coalesce: _coalesce,
-    exp.TimestampTrunc: _date_trunc, exp.DateDiff: _date_diff, exp.DateFromParts: _make_date,
+    exp.TimestampTrunc: _date_trunc, exp.DateDiff: _date_diff, exp.DateFromParts: _make_date, exp.TimestampFromParts: _make_timestamp,
     exp.DateAdd: _date_add, exp.TimeToStr: _strftime,
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,

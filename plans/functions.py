@@ -590,6 +590,18 @@ def _current_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.date32()
 
 
+def _make_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``make_timestamp(year, month, day, hour, minute, seconds)`` or ``make_timestamp(microseconds)``: TIMESTAMP."""
+    if len(args) != 1:
+        _arity(name, args, 6, 6)
+    for position, arg in enumerate(args[:5] if len(args) == 6 else args, 1):
+        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+    if len(args) == 6:
+        _number(name, args[5], 6)
+    return pa.timestamp("us")
+
+
 def _current_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``now()`` / ``current_timestamp``: the instant the query's Task first reads it, TIMESTAMP WITH TIME ZONE."""
     _arity(name, args, 0, 0)
@@ -666,7 +678,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "add_interval": _add_interval, "make_date": _make_date,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
-    "current_date": _current_date, "current_timestamp": _current_timestamp,
+    "current_date": _current_date, "current_timestamp": _current_timestamp, "make_timestamp": _make_timestamp,
     "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }

@@ -273,15 +273,34 @@ def _calendar_name(device: Device, name: str, column: Column) -> Column:
     return Column(pa.string(), codes.astype(xp.int32), column.validity, None, dictionary)
 
 
-def _make_date(device: Device, columns: Sequence[Column]) -> Column:
+def _make_date(device: Device, columns: Sequence[Column], name: str = "make_date") -> Column:
     xp = device.xp
-    year, month, day = (narrow_values(device, column, "make_date") for column in columns)
+    year, month, day = (narrow_values(device, column, name) for column in columns)
     validity = and_validity(*(column.validity for column in columns))
     bad = (month < 1) | (month > 12) | (day < 1) | (day > _days_in_month(xp, year, month))
-    raise_at_first(device, bad, validity, "Date out of range in make_date")
+    raise_at_first(device, bad, validity, f"Date out of range in {name}")
     days = days_from_civil(xp, year, xp.where(bad, 1, month), xp.where(bad, 1, day))
-    raise_at_first(device, (days < -(2**31)) | (days >= 2**31), validity, "Date out of range in make_date")
+    raise_at_first(device, (days < -(2**31)) | (days >= 2**31), validity, f"Date out of range in {name}")
     return Column(pa.date32(), days.astype(xp.int32), validity)
+
+
+def _make_timestamp(device: Device, columns: Sequence[Column]) -> Column:
+    """Return DuckDB's make_timestamp: of microseconds since 1970 (one argument), or of a valid date's parts, an
+    hour 0-23, a minute 0-59 and seconds from 0 to below 61 (rounded to the microsecond; 60 and more carry into
+    the next minute),
+    raising DuckDB's range errors for the first row out of range."""
+    xp = device.xp
+    if len(columns) == 1:
+        return Column(pa.timestamp("us"), narrow_values(device, columns[0], "make_timestamp"), columns[0].validity)
+    dates = _make_date(device, columns[:3], "make_timestamp")
+    hour, minute = (narrow_values(device, column, "make_timestamp") for column in columns[3:5])
+    seconds = as_float(xp, columns[5])
+    validity = and_validity(dates.validity, columns[3].validity, columns[4].validity, columns[5].validity)
+    bad = (hour < 0) | (hour > 23) | (minute < 0) | (minute > 59) | ~((seconds >= 0) & (seconds < 61))
+    raise_at_first(device, bad, validity, "Time out of range in make_timestamp")
+    micros = xp.round(xp.where(bad, 0.0, seconds) * 1_000_000.0).astype(xp.int64)
+    micros = micros + (xp.where(bad, 0, hour) * 60 + xp.where(bad, 0, minute)) * 60_000_000
+    return Column(pa.timestamp("us"), dates.data.astype(xp.int64) * _MICROS_PER_DAY + micros, validity)
 
 
 def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
@@ -320,7 +339,7 @@ def _to_timestamp(device: Device, column: Column, dtype: pa.DataType) -> Column:
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
                   "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "epoch_ms", "to_timestamp",
-                  "dayname", "monthname")
+                  "dayname", "monthname", "make_timestamp")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -329,6 +348,8 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
     xp = device.xp
     if name == "make_date":
         return _make_date(device, columns)
+    if name == "make_timestamp":
+        return _make_timestamp(device, columns)
     if name in _CALENDAR_NAMES:
         return _calendar_name(device, name, columns[0])
     if name == "strftime":
