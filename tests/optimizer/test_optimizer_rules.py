@@ -15,7 +15,7 @@ import pytest
 from gpu_engine.optimizer import optimize_plan
 from gpu_engine.plans import PlanBuilder
 from gpu_engine.plans.explain import format_plan
-from gpu_engine.plans.nodes import FilterNode, ValuesNode, walk_plan
+from gpu_engine.plans.nodes import ValuesNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 

@@ -36,7 +36,8 @@ def test_a_filter_above_a_shuffled_join_runs_in_the_scan_stage_and_an_empty_bran
             .union_all(never).filter("v > 5 AND w < 35").plan())
     stages = runner.plan_stages(plan)
     scans = [stage.plan for stage in stages if stage.input.kind == "table"]
-    assert len(scans) == 2, [(stage.input.describe(), stage.output) for stage in stages]  # the never-true branch's scan is gone
+    # the never-true branch's scan is gone
+    assert len(scans) == 2, [(stage.input.describe(), stage.output) for stage in stages]
     assert all("Filter" in {node.kind for node in _walk(scan)} for scan in scans)
     with duckdb_with_tables(TABLES) as connection:
         expected = duckdb_table(connection, "SELECT k, v, w FROM t JOIN u ON k = k2 WHERE v > 5 AND w < 35")
