@@ -39,6 +39,7 @@ from gpu_engine.sql.duckdb_names import (
     duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
 )
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
+from gpu_engine.sql.semi_anti_joins import with_semi_anti_joins_as_exists
 from gpu_engine.sql.named_windows import with_named_windows_inlined
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.pruned_projections import aggregate_projections, check_pruned_projections
@@ -349,6 +350,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     for call, node in enumerate(tree.find_all(exp.Rand)):  # random(): each call its own values (function_translation)
         node.meta["call"] = call
     _check_tables(tree, catalog)
+    tree = with_semi_anti_joins_as_exists(tree)  # DuckDB's a SEMI|ANTI JOIN b ON c: [NOT] EXISTS, before * expands
     tree = with_columns_expanded(tree, qualify_schema(catalog, dialect), dialect)  # DuckDB's COLUMNS('re|gex')
     if dialect == "duckdb":  # SELECT * FROM (SELECT count(*) ...): count_star(), not _col_0
         name_derived_projections(tree)
