@@ -77,7 +77,9 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.With) and node.args.get("recursive"):
             raise _error("unsupported SQL: WITH RECURSIVE (recursive CTEs)", node, "WITH RECURSIVE")
         elif isinstance(node, exp.TableSample):
-            raise _error("unsupported SQL: TABLESAMPLE", node, "TABLESAMPLE")
+            raise _error("unsupported SQL: TABLESAMPLE with a seed, a method and a size, or n ROWS over a join; "
+                         "USING SAMPLE p% (or TABLESAMPLE p%) and n ROWS of one table are supported "
+                         "(gpu_engine/sql/samples.py)", node, "TABLESAMPLE")
         elif isinstance(node, exp.Group) and not node.args.get("all") and not any(node.iter_expressions()):
             raise _error("GROUP BY needs at least one expression (or ALL)", node.parent or node, "GROUP BY")
         elif isinstance(node, exp.Window) and isinstance(node.this, (exp.First, exp.Last)) \

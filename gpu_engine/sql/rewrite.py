@@ -39,6 +39,7 @@ from gpu_engine.sql.duckdb_names import (
     duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
 )
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
+from gpu_engine.sql.samples import with_samples_as_random_filters
 from gpu_engine.sql.semi_anti_joins import with_semi_anti_joins_as_exists
 from gpu_engine.sql.named_windows import with_named_windows_inlined
 from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
@@ -133,6 +134,8 @@ def _parse(text: str, dialect: str) -> exp.Expression:
                 if kind in ("CREATE", "DROP") else "")
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
+    if dialect == "duckdb":  # USING SAMPLE / TABLESAMPLE as random() filters (Spark's n ROWS means other rows)
+        tree = with_samples_as_random_filters(tree)
     nodes = refuse_unsupported(tree, dialect)
     with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out
     with_constant_sources(tree, nodes)  # SELECT without FROM, VALUES lists

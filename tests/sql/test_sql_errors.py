@@ -62,7 +62,7 @@ BAD_SQL = {
     "SELECT a FROM bogus_schema.t": "unknown schema 'bogus_schema'",
     "SELECT a FROM memory.bogus_schema.t": "unknown schema 'bogus_schema'",
     'SELECT a AS "" FROM t': "zero-length",
-    "SELECT a FROM t TABLESAMPLE 10%": "TABLESAMPLE",
+    "SELECT a FROM t USING SAMPLE 10% (bernoulli, 42)": "TABLESAMPLE",  # a seeded sample (p% alone: samples.py)
     "SELECT a FROM t QUALIFY a > 1": "QUALIFY",
     "INSERT INTO t VALUES (1, 'x', 1.0)": "INSERT",
     "SELECT 1; SELECT 2": "statement",
