@@ -2,7 +2,7 @@
 
 Properties, not DuckDB's rows (each engine draws its own): ``n ROWS`` gives n distinct rows of the table (all
 of them when it has fewer), 0% none, 100% all, a percentage of 4,000 rows a count far inside its binomial
-bounds (50%: within 2,000 +- 400, more than 20 standard deviations, so the test cannot fail by chance), a
+bounds (50%: within 2,000 +- 400, over 12 standard deviations, so the test does not fail by chance), a
 sample's rows are rows of the table, WHERE applies after USING SAMPLE, an empty table gives none. A seed, a
 method with a size and ``n ROWS`` over a join stay refused naming TABLESAMPLE and the position.
 """
