@@ -38,7 +38,7 @@ VALUE_FUNCTIONS = ("lag", "lead", "first_value", "last_value", "nth_value")
 AGGREGATE_FUNCTIONS = ("count_star", "count", "sum", "avg", "min", "max") + VARIANCE_FUNCTIONS + COVARIANCE_FUNCTIONS
 #: Aggregates that need every value of the frame (the grouped aggregation's holistic ones): over whole partitions only.
 #: (``mode`` stays GROUP BY only: DuckDB's window mode breaks ties otherwise than its grouped one, which the engine's is.)
-HOLISTIC_WINDOW_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "string_agg")
+HOLISTIC_WINDOW_FUNCTIONS = ("median", "quantile_cont", "quantile_disc", "string_agg", "mode")
 WINDOW_FUNCTIONS = RANKING_FUNCTIONS + VALUE_FUNCTIONS + AGGREGATE_FUNCTIONS + HOLISTIC_WINDOW_FUNCTIONS
 
 _SQLGLOT_FUNCTIONS = {
@@ -51,7 +51,7 @@ _SQLGLOT_FUNCTIONS = {
     exp.RegrAvgx: "regr_avgx", exp.RegrAvgy: "regr_avgy", exp.RegrSxx: "regr_sxx", exp.RegrSyy: "regr_syy",
     exp.RegrSxy: "regr_sxy", exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2", exp.RegrCount: "regr_count",
     exp.Median: "median", exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc",
-    exp.Quantile: "quantile_disc", exp.GroupConcat: "string_agg",
+    exp.Quantile: "quantile_disc", exp.GroupConcat: "string_agg", exp.Mode: "mode",
 }
 #: Argument counts: (fewest, most).
 _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
@@ -59,7 +59,7 @@ _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_r
           "nth_value": (2, 2), "count_star": (0, 0), "count": (1, 1), "sum": (1, 1), "avg": (1, 1), "min": (1, 1),
           "max": (1, 1), **{name: (1, 1) for name in VARIANCE_FUNCTIONS},
           **{name: (2, 2) for name in COVARIANCE_FUNCTIONS}, "median": (1, 1), "quantile_cont": (2, 2),
-          "quantile_disc": (2, 2), "string_agg": (2, 2)}
+          "quantile_disc": (2, 2), "string_agg": (2, 2), "mode": (1, 1)}
 
 
 def window_result_type(function: str, args: tuple[Expr, ...]) -> pa.DataType:

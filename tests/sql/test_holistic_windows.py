@@ -1,8 +1,8 @@
 """``median``, ``quantile_cont``/``quantile_disc``/``quantile`` and ``string_agg`` over a window through Session.sql
 against DuckDB: over whole partitions (no ORDER BY, or a frame from UNBOUNDED PRECEDING to UNBOUNDED FOLLOWING, where
 ``string_agg`` joins in the window's order), with NULL values and keys, a partition of NULLs only, strings with
-multi-byte characters, an empty input; a running median and ``mode`` (whose window ties DuckDB breaks otherwise
-than in GROUP BY) stay refused by name."""
+multi-byte characters, an empty input; a running median and a running ``mode`` stay refused by name (``mode`` over
+whole partitions: test_mode_window.py)."""
 
 from __future__ import annotations
 
@@ -53,7 +53,7 @@ def test_holistic_windows_match_duckdb_on_each_device(device_name, reference):
     ("SELECT median(x) OVER (PARTITION BY g ORDER BY o) FROM t", "median over a window is computed over whole "
                                                                    "partitions only"),
     ("SELECT string_agg(s, ',') OVER (ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) FROM t", "string_agg over a window"),
-    ("SELECT mode(i) OVER (PARTITION BY g) FROM t", "unsupported window function 'mode'"),
+    ("SELECT mode(i) OVER (PARTITION BY g ORDER BY o) FROM t", "mode over a window is computed over whole partitions"),
     ("SELECT quantile_cont(x, 2) OVER () FROM t", "fraction must be a constant between -1 and 1"),
 ])
 def test_frames_and_functions_left_are_refused_by_name(sql, message):
