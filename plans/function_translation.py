@@ -608,6 +608,11 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         return build_function(translator, "isfinite", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("date_part", "datepart"):
         return _date_part(translator, tree)
+    if name in ("gcd", "lcm", "greatest_common_divisor", "least_common_multiple"):
+        args = [_typed_null(arg, pa.int64()) for arg in _translate(translator, list(tree.expressions))]
+        return build_function(translator, "gcd" if name in ("gcd", "greatest_common_divisor") else "lcm", args, tree)
+    if name == "even":
+        return build_function(translator, "even", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("now", "get_current_timestamp", "transaction_timestamp"):
         return _current_timestamp(translator, tree)
     if name in _NAMED_PART_CALLS:  # weekday(d), millisecond(ts), ...: date_part of their field

@@ -576,6 +576,15 @@ def is_volatile(expr: Expr) -> bool:
     return any(isinstance(node, Function) and node.name in VOLATILE_FUNCTIONS for node in walk(expr))
 
 
+def _divisor(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``gcd(a, b)`` / ``lcm(a, b)`` of integers: BIGINT, as DuckDB binds them."""
+    _arity(name, args, 2, 2)
+    for position, arg in enumerate(args, 1):
+        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+    return pa.int64()
+
+
 def _random(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``random(call)``: DOUBLE; ``call`` (an integer constant) tells the query's calls apart."""
     _arity(name, args, 1, 1)
@@ -666,7 +675,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
-    "power": _double, "random": _random,
+    "power": _double, "random": _random, "even": _double, "gcd": _divisor, "lcm": _divisor,
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,

@@ -186,6 +186,10 @@ def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Co
     elif name in _TRIGONOMETRY:  # NaN outside a function's domain (asin(2), sin(inf)), as DuckDB 2.0.1 answers
         with np.errstate(all="ignore"):
             result = _TRIGONOMETRY[name](xp, *values)
+    elif name == "even":  # away from zero to the next even integer (DuckDB's even: 2.5 -> 4, -1.5 -> -2)
+        up = xp.ceil(xp.abs(values[0]))
+        finite = xp.isfinite(up)  # infinities and NaN stay as they are
+        result = xp.copysign(xp.where(finite, up + xp.remainder(xp.where(finite, up, 0.0), 2.0), up), values[0])
     elif name == "log" and len(values) == 1:  # DuckDB's log(x) is the base-10 logarithm
         result = xp.log10(values[0])
     elif name == "log":
@@ -193,6 +197,32 @@ def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Co
     else:
         raise PlanError(f"no math function named {name!r}")
     return Column(pa.float64(), result.astype(xp.float64), validity)
+
+
+def _divisor(device: Device, name: str, columns: Sequence[Column]) -> Column:
+    """Return DuckDB's gcd / lcm of two integers (BIGINT; of magnitudes, so never negative; lcm with a 0 is 0):
+    Euclid's steps on the device while a row's remainder is not 0, DuckDB's overflow errors."""
+    xp = device.xp
+    validity = and_validity(*(column.validity for column in columns))
+    left, right = (narrow_values(device, column, name).astype(xp.int64) for column in columns)
+    if validity is not None:
+        left, right = xp.where(validity, left, 0), xp.where(validity, right, 0)
+    minimum = np.int64(-(2**63))
+    for values in (left, right):
+        raise_at_first(device, values == minimum, validity, f"Overflow on abs({int(minimum)})")
+    a, b = xp.abs(xp.where(left == minimum, 0, left)), xp.abs(xp.where(right == minimum, 0, right))
+    if name == "lcm":
+        magnitudes = (a, b)
+    while bool(device.read_scalar(xp.any(b != 0))):
+        a, b = xp.where(b != 0, b, a), xp.where(b != 0, a % xp.where(b != 0, b, 1), 0)
+    if name == "gcd":
+        return Column(pa.int64(), a, validity)
+    x, y = magnitudes
+    zero = (x == 0) | (y == 0)
+    reduced = x // xp.where(zero, 1, a)
+    over = ~zero & (reduced > (2**63 - 1) // xp.where(zero, 1, y))
+    raise_at_first(device, over, validity, "lcm value is out of range")
+    return Column(pa.int64(), xp.where(zero | over, 0, reduced * xp.where(over, 0, y)), validity)
 
 
 def _extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.DataType) -> Column:
@@ -258,7 +288,7 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 
 #: The functions this module evaluates.
 MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
-                  "greatest", "least", "//", "isnan", "isinf", "isfinite", *_TRIGONOMETRY)
+                  "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", *_TRIGONOMETRY)
 
 
 def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -283,4 +313,6 @@ def evaluate_math_function(device: Device, name: str, args: Sequence[Any], colum
         return _integer_division(device, columns[0], columns[1], dtype)
     if name in ("isnan", "isinf", "isfinite"):
         return _float_test(device, name, columns[0])
+    if name in ("gcd", "lcm"):
+        return _divisor(device, name, columns)
     return _double_function(device, name, columns)

@@ -66,6 +66,9 @@ CASES = [
     "sin(f64)", "cos(f32)", "tan(i32)", "cot(f64)", "cot(i8)", "asin(f64)", "acos(dec / 100)", "atan(f64)",
     "atan2(f64, i8)", "atan2(i32, f64)", "atan2(dec, NULL)", "degrees(f64)", "radians(dec)", "degrees(i64)",
     "sin(NULL)", "radians(degrees(f64)) - f64",
+    # gcd / lcm (BIGINT of magnitudes; lcm's overflow raises as DuckDB's) and even (away from zero to an even integer)
+    "gcd(i32, i64)", "gcd(i8, -6)", "gcd(i64, 0)", "lcm(i8, 6)", "lcm(i32, i8)", "lcm(i64, i32)", "gcd(NULL, i8)",
+    "even(f64)", "even(dec)", "even(i32)", "even(f32)",
 ]
 
 
