@@ -27,6 +27,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
+    python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
     python bench/ab.py two-valued-filters tpcds 28 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py one-branch-case tpcds 2 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py file-page-release tpch 1 --sf 1 --runs 7
@@ -347,6 +348,13 @@ def _one_branch_case():
     return module, "_one_branch", lambda taken, branches, dtype: None
 
 
+def _plain_string_keys():
+    """A HashAggregation's plain (not dictionary-encoded) string keys packed into key words a row and each new
+    group's string copied per batch (``hash_aggregation.interns_key`` off for them: only dictionary keys interned)."""
+    import gpu_engine.operators.hash_aggregation as module
+    return module, "interns_key", lambda column: column.is_dictionary
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -375,6 +383,7 @@ SWITCHES = {
     "one-slot-states": _one_slot_states,
     "two-valued-filters": _two_valued_filters,
     "one-branch-case": _one_branch_case,
+    "plain-string-keys": _plain_string_keys,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
     # Memory given back (issue 31's peak and kept memory).

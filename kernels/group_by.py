@@ -639,6 +639,10 @@ class StringInterner:
         """Return the bytes of the interner's table."""
         return self._table.nbytes
 
+    def values(self) -> Column:
+        """Return every interned string at the position of its id (the groups' key values at emit)."""
+        return self._table.values()
+
     def intern(self, column: Column) -> Column:
         """Return an ``int64`` column of ids (NULL where ``column`` is NULL) for a string column."""
         validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity

@@ -5,9 +5,10 @@ flushing whenever its table passes ``partial_aggregation_max_groups`` (the
 final step merges the pieces); INTERMEDIATE and FINAL read intermediate
 columns; SINGLE goes from raw rows to results. Keys are normalized into int64
 words (:func:`gpu_engine.kernels.group_by.normalize_keys`) so one table kernel
-serves every key type (dictionary-encoded strings are first interned to one id
-word a row); the first row of each new group is gathered to keep
-the group's key values for output. Each aggregate is an
+serves every key type (string keys, plain or dictionary-encoded, are first
+interned to one id word a row, as the fused tier's are); the first row of each
+new group is gathered to keep the group's key values for output (a string
+key's ids, emitted as codes into its interned strings: no bytes copied per batch). Each aggregate is an
 :class:`~gpu_engine.aggregation.functions.AggregateFunction` that declares its
 state arrays, its updates and its output columns (the fused aggregation uses
 the same objects); integer and decimal sums accumulate as two 64-bit halves and
@@ -64,6 +65,11 @@ def can_pass_through(functions) -> bool:
     :meth:`HashAggregation.abandon`): not value lists (a partial step spreads them over rows of their
     own) nor min/max of strings (folded by a sort per batch)."""
     return not any(isinstance(f, ValueList) or (isinstance(f, MinMax) and f.over_strings) for f in functions)
+
+
+def interns_key(column: Column) -> bool:
+    """Return True when a grouping key is kept as interned ids (every string key, plain or dictionary-encoded)."""
+    return column.is_string
 
 
 class _SharedArguments:
@@ -228,7 +234,8 @@ class HashAggregation(AggregationOperator):
 
     def _insert_keys(self, key_columns: list[Column]) -> Any:
         """Return each row's group, adding the groups not seen yet (their states start empty)."""
-        words, widths = normalize_keys(self.device, self._interned(key_columns), self._widths)
+        key_columns = self._interned(key_columns)
+        words, widths = normalize_keys(self.device, key_columns, self._widths)
         if self._table is None:
             self._table = GroupByHashTable(self.device, widths)
         elif widths != self._widths:
@@ -281,10 +288,27 @@ class HashAggregation(AggregationOperator):
         return total + sum(state.nbytes for state in self._states)
 
     def _interned(self, key_columns: list[Column]) -> list[Column]:
-        """Replace string keys that arrive dictionary-encoded by stable int64 ids (one word a row)."""
+        """Replace string keys, plain or dictionary-encoded, by stable int64 ids (one word a row).
+
+        Why: a plain string key (a join's output, a high-cardinality column) was packed into a length
+        word and its bytes 8 to a word for every row, and each new group's string copied into the kept
+        keys every batch (TPC-DS q23's ``substr(i_item_desc, 1, 30)`` on the lowest tier: 2.39 -> 1.72 s CPU at
+        SF1, ``bench/ab.py plain-string-keys``); the interner hashes each row's bytes
+        in place, keeps each distinct string once, and the kept keys are the ids (the fused tier's way).
+        """
         if self._interners is None:
-            self._interners = {i: StringInterner(self.device) for i, c in enumerate(key_columns) if c.is_dictionary}
+            self._interners = {i: StringInterner(self.device) for i, c in enumerate(key_columns) if interns_key(c)}
+            self._key_types = {i: key_columns[i].dtype for i in self._interners}
         return [self._interners[i].intern(c) if i in self._interners else c for i, c in enumerate(key_columns)]
+
+    def _key_output(self, k: int, parts: list[Column]) -> Column:
+        """Return key ``k``'s values for the groups: an interned key's ids become codes into its known strings."""
+        column = concat_columns(self.device, parts)
+        interner = (self._interners or {}).get(k)
+        if interner is None:
+            return column
+        return Column(self._key_types[k], column.data.astype(self.device.xp.int32), column.validity, None,
+                      interner.values())
 
     def _fold_strings(self, function: MinMax, state: AggregateState, group_ids, column: Column) -> None:
         """Fold a batch's strings into each group's min/max: rank old and new values in one sort, keep the best."""
@@ -325,7 +349,7 @@ class HashAggregation(AggregationOperator):
     def _emit(self) -> Batch:
         groups = self._num_groups
         names: list[str] = list(self.keys)
-        columns: list[Column] = [concat_columns(self.device, parts) for parts in self._key_parts]
+        columns: list[Column] = [self._key_output(k, parts) for k, parts in enumerate(self._key_parts)]
         # A partial step's value lists (median, string_agg, ...) take a row per value (see ValueRows).
         spread = ValueRows(self.device, self._functions, self._states, groups) if ValueRows.needed(
             self._functions) else None

@@ -1,0 +1,92 @@
+"""HashAggregation's string keys are interned ids, plain or dictionary-encoded, against DuckDB.
+
+Why a file of its own: the unfused HashAggregation (the lowest tier a first run executes) packed a plain string
+key's bytes into key words for every row and copied each new group's string per batch; it now interns every
+string key (:class:`~gpu_engine.kernels.group_by.StringInterner`) and keeps ids, whose known strings are the output
+dictionary. These tables mix what interning must get right: NULLs, empty strings, multi-byte UTF-8, strings
+sharing their first 16 bytes, many distinct values over several batches, and batches with different dictionaries.
+"""
+
+import pyarrow as pa
+import pytest
+from conftest import duckdb_rows
+
+from gpu_engine import Session
+from gpu_engine.plans import PlanBuilder
+
+_WORDS = ["", "a", "b", "é", "ü", "日本", "日本語", "ß", "emoji 🙂", "x" * 16 + "1", "x" * 16 + "2", "x" * 40, "A"]
+
+
+def _value(i: int) -> str | None:
+    if i % 11 == 0:
+        return None
+    if i % 3 == 0:
+        return _WORDS[i % len(_WORDS)]
+    return f"key-{i % 997}-ß{'é' * (i % 5)}"  # ~1,000 distinct, multi-byte, of several lengths
+
+
+def _table() -> pa.Table:
+    """A table of 4 chunks: ``p`` plain strings, ``d`` dictionary-encoded with each chunk's own dictionary."""
+    chunks = []
+    for c in range(4):
+        rows = range(c * 1500, (c + 1) * 1500)
+        plain = [_value(i * 7 + c) for i in rows]
+        small = [None if i % 13 == 0 else _WORDS[(i * (c + 1)) % len(_WORDS)] for i in rows]
+        chunks.append(pa.table({
+            "p": pa.array(plain, pa.string()),
+            "d": pa.array(small, pa.string()).dictionary_encode(),
+            "k": pa.array([i % 5 for i in rows], pa.int64()),
+            "v": pa.array([None if i % 17 == 0 else i % 101 for i in rows], pa.int64()),
+        }))
+    return pa.concat_tables(chunks)
+
+
+AGGREGATES = ["count(*) AS c", "sum(v) AS s", "min(v) AS lo", "max(p) AS hi"]
+
+
+def _sql(keys):
+    return f"SELECT {', '.join(keys + AGGREGATES)} FROM t GROUP BY {', '.join(keys)}"
+
+
+@pytest.mark.parametrize("keys", [["p"], ["d"], ["p", "k"], ["d", "p"], ["k", "d"]], ids="+".join)
+@pytest.mark.parametrize("steps", ["single", "partial_final", "flushing"])
+def test_string_keys_interned(device_name, monkeypatch, keys, steps):
+    from duckdb_reference import assert_same_rows
+
+    import gpu_engine.operators.hash_aggregation as module
+
+    packed = []  # the key columns each batch's key words were made from
+    original = module.normalize_keys
+    monkeypatch.setattr(module, "normalize_keys",
+                        lambda device, columns, widths=None: packed.append([c.dtype for c in columns])
+                        or original(device, columns, widths))
+    table = _table()
+    max_groups = 8 if steps == "flushing" else 100_000
+    session = Session(device=device_name, drivers=2, batch_rows=700, fuse=False,
+                      partial_aggregation_max_groups=max_groups)
+    session.register("t", table, split_rows=1500)
+    builder = PlanBuilder(session.catalog).table_scan("t")
+    if steps == "single":
+        plan = builder.aggregation(keys, AGGREGATES).plan()
+    else:
+        plan = builder.partial_aggregation(keys, AGGREGATES).local_partition(keys).final_aggregation().plan()
+    assert_same_rows(session.execute(plan), duckdb_rows(_sql(keys), t=table))
+    assert packed and not any(pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
+                              for dtypes in packed for dtype in dtypes)
+
+
+def test_all_null_and_empty_string_keys(device_name):
+    """A key whose every row is NULL (no string ever interned) and one of empty strings only, over an empty input too."""
+    from duckdb_reference import assert_same_rows
+
+    table = pa.table({"n": pa.array([None] * 300, pa.string()), "e": pa.array([""] * 300, pa.string()),
+                      "v": pa.array(range(300), pa.int64())})
+    session = Session(device=device_name, drivers=2, batch_rows=64, fuse=False)
+    session.register("t", table, split_rows=100)
+    for where in ("", " WHERE v > 1000"):
+        sql = f"SELECT n, e, count(*) AS c, sum(v) AS s FROM t{where} GROUP BY n, e"
+        builder = PlanBuilder(session.catalog).table_scan("t")
+        if where:
+            builder = builder.filter("v > 1000")
+        plan = builder.aggregation(["n", "e"], ["count(*) AS c", "sum(v) AS s"]).plan()
+        assert_same_rows(session.execute(plan), duckdb_rows(sql, t=table))
