@@ -17,6 +17,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
+    python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
@@ -147,6 +148,21 @@ def _join_trees():
     the equivalence classes, which only its trees join on)."""
     import gpu_engine.sql.join_ordering as module
     return module, "cheapest_tree", lambda relations, pending, classes: None
+
+
+def _single_key_estimates():
+    """A join on several keys estimated from its most selective key alone (``join_ordering.key_set_divisor``
+    as before the key set's distinct values: the largest of the keys' own)."""
+    import gpu_engine.sql.join_ordering as module
+
+    def most_selective_key(a, b, pairs):
+        divisor = 1.0
+        for x, y in pairs:
+            ndv_x = (a.stats[x].ndv if x in a.stats else 0) or a.rows
+            ndv_y = (b.stats[y].ndv if y in b.stats else 0) or b.rows
+            divisor = max(divisor, min(max(ndv_x, ndv_y), max(a.rows, b.rows)))
+        return divisor
+    return module, "key_set_divisor", most_selective_key
 
 
 def _union_key_filters():
@@ -368,6 +384,7 @@ SWITCHES = {
     "distinct-partitioning": _distinct_partitioning,
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
+    "key-set-estimates": _single_key_estimates,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "string-key-growth": _string_key_growth,
