@@ -32,6 +32,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py two-valued-filters tpcds 28 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py one-branch-case tpcds 2 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py file-page-release tpch 1 --sf 1 --runs 7
+    python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
 """
@@ -325,9 +326,15 @@ def _one_slot_states():
 
 
 def _file_page_release():
-    """A Parquet file's pages stay mapped into the process once read (``parquet_columns.release_file_pages`` off)."""
-    import gpu_engine.connectors.parquet_columns as module
-    return module, "release_file_pages", lambda file_bytes, ranges: None
+    """A Parquet file's pages stay mapped into the process once read (``file_pages.read_chunks`` off: no bound)."""
+    import gpu_engine.connectors.file_pages as module
+    return module, "read_chunks", lambda mapped, ranges: None
+
+
+def _file_page_pool():
+    """Every chunk's pages are dropped as soon as it was read (``file_pages.KEPT_FILE_PAGE_BYTES`` = 0: no pool)."""
+    import gpu_engine.connectors.file_pages as module
+    return module, "KEPT_FILE_PAGE_BYTES", 0
 
 
 def _idle_release():
@@ -405,6 +412,7 @@ SWITCHES = {
     "optimizer-rules": _optimizer_rules,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
+    "file-page-pool": _file_page_pool,
     "idle-release": _idle_release,
 }
 

@@ -50,6 +50,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
+from gpu_engine.connectors import file_pages
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
     CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk,
@@ -205,13 +206,13 @@ def read_decoded_columns(path: str, metadata: pq.FileMetaData, row_groups: Seque
     groups = np.asarray(row_groups, dtype=np.int64)
     try:
         return _read_decoded_columns(path, file_bytes, layout, groups, columns, pool, parallel_min_bytes, kept)
-    finally:  # the chunks' pages were read (or their headers checked): drop them from this process's resident set
-        _release_chunks(path, layout, groups, columns)
+    finally:  # the chunks' pages were read (or their headers checked): the bounded pool keeps or drops them
+        _chunks_read(path, layout, groups, columns)
 
 
-def _release_chunks(path: str, layout: _ChunkLayout, groups: np.ndarray, columns: Iterable[str]) -> None:
-    """Release the mapped pages of ``columns``' chunks in ``groups`` (:func:`release_file_pages`)."""
-    release_file_pages(_file_bytes(path), [(int(layout.starts[g, layout.leaves[name]]),
+def _chunks_read(path: str, layout: _ChunkLayout, groups: np.ndarray, columns: Iterable[str]) -> None:
+    """Hand the mapped pages of ``columns``' chunks in ``groups`` to the bounded pool (:func:`file_pages_read`)."""
+    file_pages_read(_file_bytes(path), [(int(layout.starts[g, layout.leaves[name]]),
                                             int(layout.lengths[g, layout.leaves[name]]))
                                            for name in columns if name in layout.leaves for g in groups.tolist()])
 
@@ -348,7 +349,7 @@ def read_arrow_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequenc
         for name in columns:
             _check_page_counts(path, layout, groups, name)
     finally:  # the page headers were read through the mapping; pyarrow maps the file on its own
-        _release_chunks(path, layout, groups, columns)
+        _chunks_read(path, layout, groups, columns)
     rows = int(layout.rows[groups].sum())
     as_dictionaries = [c for c in dictionary_columns if c in columns]
     try:
@@ -405,7 +406,7 @@ def check_row_counts(path: str, metadata: pq.FileMetaData, row_groups: Sequence[
         try:
             _check_page_counts(path, layout, groups, name)
         finally:
-            _release_chunks(path, layout, groups, [name])
+            _chunks_read(path, layout, groups, [name])
 
 
 def _check_page_counts(path: str, layout: _ChunkLayout, groups: np.ndarray, name: str) -> None:
@@ -575,39 +576,13 @@ def _file_bytes(path: str) -> np.ndarray:
     return _mapped(path, status.st_size, status.st_mtime_ns)
 
 
-_PAGE_BYTES = mmap.PAGESIZE
-
-
-def release_file_pages(file_bytes: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:
-    """Drop the pages of ``(start, length)`` byte ranges of a mapped file (:func:`_file_bytes`) from the resident set.
-
-    Why: a file's pages, once read through the mapping, stayed mapped into the process for its life, so its
-    resident set grew by every byte of every Parquet file a query had read (0.38 GB after the 22 TPC-H queries at
-    SF1, ~3.7 GB at SF10, held between queries) although nothing used them again until a later read. DuckDB
-    reads with ``pread`` and holds no such pages. ``MADV_DONTNEED`` on a read-only file mapping only unmaps them:
-    they stay in the kernel's page cache, and a later read (another thread's, sharing a page at a range's edge,
-    or the next query's) maps them again from there with a minor fault, never wrong data. A no-op where the
-    bytes are not a mapping (an empty file) or the platform has no ``madvise``.
-    """
+def file_pages_read(file_bytes: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:
+    """Hand the ``(start, length)`` byte ranges a read touched in a mapped file (:func:`_file_bytes`) to the
+    bounded pool of resident file pages (:mod:`gpu_engine.connectors.file_pages`), which drops the least recently
+    read beyond its bound. A no-op where the bytes are not a mapping (an empty file)."""
     mapped = getattr(file_bytes.base, "obj", None)
-    if not isinstance(mapped, mmap.mmap) or not hasattr(mmap, "MADV_DONTNEED"):
-        return
-    for start, length in _merged_pages(ranges, len(mapped)):
-        mapped.madvise(mmap.MADV_DONTNEED, start, length)
-
-
-def _merged_pages(ranges: Sequence[tuple[int, int]], size: int) -> list[tuple[int, int]]:
-    """Return page-aligned ``(start, length)`` runs covering ``ranges`` within ``size`` bytes, touching runs merged
-    (one call each; a footer's ranges outside the file, which the decoder refuses, are clipped)."""
-    runs: list[list[int]] = []
-    for start, length in sorted(r for r in ranges if r[1] > 0 and 0 <= r[0] < size):
-        low = start - start % _PAGE_BYTES
-        high = min(start + length, size)
-        if runs and low <= runs[-1][1]:
-            runs[-1][1] = max(runs[-1][1], high)
-        else:
-            runs.append([low, high])
-    return [(low, high - low) for low, high in runs]
+    if isinstance(mapped, mmap.mmap):
+        file_pages.read_chunks(mapped, ranges)
 
 
 @lru_cache(maxsize=64)

@@ -47,7 +47,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.transfers import HostRun, HostToDeviceCopier, array_buffer, prepare_run
 from gpu_engine.columnar.types import normalize_type, physical_dtype
 from gpu_engine.connectors.parquet_columns import (
-    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes, release_file_pages,
+    _PHYSICAL, DICTIONARY_STRINGS, STRINGS, _chunk_layout, _corrupt, _file_bytes, file_pages_read,
 )
 from gpu_engine.connectors.runtime_filters import filter_record_batches, select_rows
 from gpu_engine.device import Device
@@ -107,10 +107,10 @@ def plan_device_columns(path: str, metadata: pq.FileMetaData, row_groups: Sequen
     groups = np.asarray(row_groups, dtype=np.int64)
     try:
         _plan_columns(path, file_bytes, layout, groups, fixed, planned)
-    finally:  # the chunks were copied out (or their headers checked): their pages leave the resident set
-        release_file_pages(file_bytes, [(int(layout.starts[g, layout.leaves[name]]),
-                                         int(layout.lengths[g, layout.leaves[name]]))
-                                        for name in fixed for g in groups.tolist()])
+    finally:  # the chunks were copied out (or their headers checked): the bounded pool keeps or drops their pages
+        file_pages_read(file_bytes, [(int(layout.starts[g, layout.leaves[name]]),
+                                      int(layout.lengths[g, layout.leaves[name]]))
+                                     for name in fixed for g in groups.tolist()])
     return planned
 
 

@@ -22,12 +22,13 @@ from __future__ import annotations
 import os
 import threading
 import time
+from typing import Callable
 
 from gpu_engine.exec import buffer_recycler
 from gpu_engine.host_allocator import trim_host_heap
 
 __all__ = ["IDLE_KEPT_BYTES", "IDLE_RELEASE_SECONDS", "task_started", "task_ended", "running_tasks",
-           "release_idle_memory"]
+           "release_idle_memory", "release_on_idle"]
 
 #: Bytes the buffer recycler keeps once the process is idle.
 IDLE_KEPT_BYTES = 0
@@ -39,6 +40,7 @@ _running = 0
 _generation = 0  # counts Task starts: a release due before the latest start finds it changed and does nothing
 _due: tuple[float, int] | None = None  # (monotonic time, generation) of the pending release
 _releaser: threading.Thread | None = None
+_idle_releases: list[Callable[[], object]] = []  # release_on_idle's callbacks
 
 
 def task_started() -> None:
@@ -99,8 +101,19 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_forget_releaser_in_child)
 
 
+def release_on_idle(release: Callable[[], object]) -> None:
+    """Have ``release()`` called each time the process goes idle, before the heap is trimmed.
+
+    Why a registry: what else keeps memory for reuse lives in modules this one must not import (the bounded pool
+    of mapped Parquet pages, :mod:`gpu_engine.connectors.file_pages`, registers itself).
+    """
+    _idle_releases.append(release)
+
+
 def release_idle_memory() -> None:
-    """Drop the recycler's buffers beyond :data:`IDLE_KEPT_BYTES` and trim the host heap."""
+    """Run the registered releases, drop the recycler's buffers beyond :data:`IDLE_KEPT_BYTES`, trim the heap."""
+    for release in tuple(_idle_releases):
+        release()
     buffer_recycler.release_kept(IDLE_KEPT_BYTES)
     trim_host_heap()
 
