@@ -576,12 +576,17 @@ def is_volatile(expr: Expr) -> bool:
     return any(isinstance(node, Function) and node.name in VOLATILE_FUNCTIONS for node in walk(expr))
 
 
-def _divisor(name: str, args: Sequence[Expr]) -> pa.DataType:
-    """``gcd(a, b)`` / ``lcm(a, b)`` of integers: BIGINT, as DuckDB binds them."""
-    _arity(name, args, 2, 2)
+def _integer_arguments(name: str, args: Sequence[Expr]) -> None:
+    """Raise TypeError naming the first of ``args`` (counted from 1) that is neither an integer nor NULL."""
     for position, arg in enumerate(args, 1):
         if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
             raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+
+
+def _divisor(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``gcd(a, b)`` / ``lcm(a, b)`` of integers: BIGINT, as DuckDB binds them."""
+    _arity(name, args, 2, 2)
+    _integer_arguments(name, args)
     return pa.int64()
 
 
@@ -603,9 +608,7 @@ def _make_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``make_timestamp(year, month, day, hour, minute, seconds)`` or ``make_timestamp(microseconds)``: TIMESTAMP."""
     if len(args) != 1:
         _arity(name, args, 6, 6)
-    for position, arg in enumerate(args[:5] if len(args) == 6 else args, 1):
-        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
-            raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+    _integer_arguments(name, args[:5] if len(args) == 6 else args)
     if len(args) == 6:
         _number(name, args[5], 6)
     return pa.timestamp("us")
@@ -626,9 +629,7 @@ def _calendar_name(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 def _make_date(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
-    for position, arg in enumerate(args, 1):
-        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
-            raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
+    _integer_arguments(name, args)
     return pa.date32()
 
 
