@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns, in_nested_query
 
 __all__ = ["with_correlation_pulled_up"]
 
@@ -76,24 +76,15 @@ def _pulled(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Express
             kept.append(conjunct)
             continue
         for column in free_columns(conjunct):  # a column it does not output (pruned, or never selected): added
-            if column.table in own and (column.table, column.name) not in outputs and not _nested(column, conjunct):
+            if column.table in own and (column.table, column.name) not in outputs and not in_nested_query(column, conjunct):
                 outputs[(column.table, column.name)] = name = f"$correlated{len(outputs)}"
                 inner.append("expressions", exp.alias_(exp.column(column.name, table=column.table), name,
                                                        quoted=True))
         moved.append(conjunct.copy().transform(
             lambda node: exp.column(outputs[(node.table, node.name)], table=subquery.alias, quoted=True)
             if isinstance(node, exp.Column) and node.table in own and (node.table, node.name) in outputs
-            and not _nested(node, conjunct) else node))
+            and not in_nested_query(node, conjunct) else node))
     if moved:
         inner.set("where", exp.Where(this=conjoined(kept)) if kept else None)
     return moved
 
-
-def _nested(column: exp.Column, conjunct: exp.Expression) -> bool:
-    """Return whether ``column`` sits inside a subquery of ``conjunct`` (its own scope, left alone)."""
-    node = column.parent
-    while node is not None and node is not conjunct:
-        if isinstance(node, (exp.Select, exp.Subquery)):
-            return True
-        node = node.parent
-    return False

@@ -37,7 +37,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.sql.decorrelation import select_over, subquery_select
-from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, disjoined
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, disjoined, in_nested_query
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
@@ -243,7 +243,7 @@ def _merge_scalar_subqueries(select: exp.Select, planner: PlanningContext) -> ex
     if select.args.get("group") or select.args.get("having") or select.args.get("from_") is None \
             or not _plain_joins(select):
         return select
-    if any(isinstance(node, (exp.AggFunc, exp.Window)) and not _in_subquery(node, select)
+    if any(isinstance(node, (exp.AggFunc, exp.Window)) and not in_nested_query(node, select)
            for projection in select.expressions for node in projection.walk()):
         return select  # the merged row's columns are no grouping keys of an aggregating SELECT
     groups: dict[tuple, list[int]] = defaultdict(list)
@@ -268,14 +268,6 @@ def _merge_scalar_subqueries(select: exp.Select, planner: PlanningContext) -> ex
         select.append("joins", exp.Join(this=merged))
     return select
 
-
-def _in_subquery(node: exp.Expression, select: exp.Select) -> bool:
-    parent = node.parent
-    while parent is not None and parent is not select:
-        if isinstance(parent, (exp.Subquery, exp.Select)):
-            return True
-        parent = parent.parent
-    return False
 
 
 def with_one_row_aggregates_merged(select: exp.Select, planner: PlanningContext) -> exp.Select:

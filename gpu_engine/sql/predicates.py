@@ -104,6 +104,16 @@ def own_scope_nodes(tree: exp.Expression, kinds: tuple[type, ...]) -> list[exp.E
     return found
 
 
+def in_nested_query(node: exp.Expression, scope: exp.Expression) -> bool:
+    """Return whether ``node`` sits inside a SELECT or subquery nested in ``scope`` (its own scope, not ``scope``'s)."""
+    parent = node.parent
+    while parent is not None and parent is not scope:
+        if isinstance(parent, (exp.Select, exp.Subquery)):
+            return True
+        parent = parent.parent
+    return False
+
+
 def reached_through_and_or(conjunct: exp.Expression, node: exp.Expression) -> bool:
     """Return whether ``node`` is reached from WHERE conjunct ``conjunct`` through AND, OR and parentheses alone.
 
