@@ -15,7 +15,7 @@ import pyarrow as pa
 import pytest
 
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
-from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, walk_plan
+from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, TableScanNode, walk_plan
 
 NATIONS = 5
 TABLES = {
@@ -55,14 +55,35 @@ def _join_keys(plan) -> list[tuple[frozenset, bool]]:
             for node in walk_plan(plan) if isinstance(node, (HashJoinNode, NestedLoopJoinNode))]
 
 
-def test_the_derived_equality_joins_customers_to_the_nation_once():
+def _tables_under(node) -> set[str]:
+    return {each.table_name for each in walk_plan(node) if isinstance(each, TableScanNode)}
+
+
+def test_the_class_joins_customers_to_the_one_nation_before_the_orders():
+    """Whichever order the estimates pick, the customers meet the one-nation filter (through the suppliers' nation
+    or the derived ``c_nation = n_key``) before the orders, each join using one equality of the class."""
     plan = session_with_tables(TABLES, device="cpu").sql_plan(QUERIES["chain"])
     joins = _join_keys(plan)
     pairs = [pair for keys, _ in joins for pair in keys]
-    assert frozenset({"c_nation", "n_key"}) in pairs, joins  # written nowhere: derived from the chain
     nation_pairs = [p for p in pairs if p & {"c_nation", "s_nation", "n_key"}]
     assert len(nation_pairs) == 2, joins  # three columns made equal by two equalities, none applied twice
     assert not any(filters for _, filters in joins), joins
+    orders_join = next(node for node in walk_plan(plan) if isinstance(node, HashJoinNode)
+                       and "o_cust" in node.left_keys + node.right_keys)
+    other_side = next(source for source in orders_join.sources if "o" not in _tables_under(source))
+    assert {"c", "n"} <= _tables_under(other_side), joins
+
+
+def test_the_derived_equality_joins_customers_to_the_nation_when_suppliers_are_many():
+    """``c_nation = n_key`` is written nowhere: with ten times the suppliers, the customers meet the nation first,
+    through the equality derived from the chain, and the suppliers join on one equality of the class."""
+    suppliers = 200
+    tables = dict(TABLES, s=pa.table({"s_key": pa.array(range(suppliers), pa.int64()),
+                                      "s_nation": pa.array([(i * 3) % NATIONS for i in range(suppliers)], pa.int64())}))
+    joins = _join_keys(session_with_tables(tables, device="cpu").sql_plan(QUERIES["chain"]))
+    pairs = [pair for keys, _ in joins for pair in keys]
+    assert frozenset({"c_nation", "n_key"}) in pairs, joins
+    assert len([p for p in pairs if p & {"c_nation", "s_nation", "n_key"}]) == 2, joins
 
 
 def test_columns_of_different_types_form_no_class():
