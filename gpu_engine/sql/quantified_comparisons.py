@@ -61,16 +61,6 @@ def _quantified(tree: exp.Expression | None, found: list[exp.Expression]) -> lis
     if tree is not None:
         found.extend(own_scope_nodes(tree, (exp.Any, exp.All)))
     return found
-    stack = [tree]
-    while stack:
-        node = stack.pop()
-        if isinstance(node, (exp.Any, exp.All)):
-            found.append(node)
-            continue
-        if isinstance(node, (exp.Select, exp.Subquery, exp.SetOperation)) and node is not tree:
-            continue
-        stack.extend(node.iter_expressions())
-    return found
 
 
 def _clause_trees(select: exp.Select, key: str) -> list[exp.Expression]:
