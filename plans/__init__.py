@@ -25,6 +25,7 @@ from gpu_engine.plans.nodes import (
     TableScanNode,
     TopNNode,
     ValuesNode,
+    RangeNode,
     find_node,
     walk_plan,
 )
@@ -49,6 +50,7 @@ __all__ = [
     "parse_column_name",
     "PlanNode",
     "ValuesNode",
+    "RangeNode",
     "TableScanNode",
     "FilterNode",
     "ProjectNode",

@@ -9,7 +9,8 @@ rebuilds one.
 
 The node kinds mirror Velox: Values, TableScan, Filter, Project, GroupId, Aggregation,
 HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
-Limit, Window, TopNRowNumber, PartitionedOutput and Exchange.
+Limit, Window, TopNRowNumber, PartitionedOutput and Exchange; and Range, DuckDB's
+``range``/``generate_series`` table functions.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
@@ -26,6 +27,7 @@ from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr
 __all__ = [
     "PlanNode",
     "ValuesNode",
+    "RangeNode",
     "TableScanNode",
     "FilterNode",
     "ProjectNode",
@@ -93,6 +95,28 @@ class ValuesNode(PlanNode):
 
     def describe(self) -> str:
         return f"{self.data.num_rows} rows"
+
+
+@dataclass(frozen=True, kw_only=True)
+class RangeNode(PlanNode):
+    """Produce ``start, start + step, ...`` up to ``stop`` (DuckDB's ``range`` / ``generate_series`` table functions).
+
+    One BIGINT column, or TIMESTAMP where ``start``/``stop`` are timestamps and ``step`` an INTERVAL.
+    ``start``, ``stop`` and ``step`` are constant expressions (no column references), evaluated once when the
+    query runs (``generate_series(current_date - 7, current_date, INTERVAL 1 DAY)`` answers the day it runs);
+    ``inclusive`` keeps ``stop`` itself (generate_series) or not (range). A NULL bound or step gives no rows,
+    a zero step raises, as in DuckDB. The rows are generated on the device, split over the pipeline's
+    drivers batch by batch, so ``range(10_000_000_000)`` never sits in memory.
+    """
+
+    start: Expr
+    stop: Expr
+    step: Expr
+    inclusive: bool = False
+
+    def describe(self) -> str:
+        end = "stop" if self.inclusive else "stop (excluded)"
+        return f"start: {self.start.sql()}, {end}: {self.stop.sql()}, step: {self.step.sql()}"
 
 
 @dataclass(frozen=True, kw_only=True)

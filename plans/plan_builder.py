@@ -49,6 +49,7 @@ from gpu_engine.plans.nodes import (
     PartitionedOutputNode,
     PlanNode,
     ProjectNode,
+    RangeNode,
     TableScanNode,
     RANK_FUNCTIONS,
     TopNNode,
@@ -57,6 +58,7 @@ from gpu_engine.plans.nodes import (
     WindowNode,
     walk_plan,
 )
+from gpu_engine.plans.range_arguments import typed_range_arguments
 from gpu_engine.plans.window_functions import check_frame_order, parse_window_function
 from gpu_engine.plans.sql_translator import (
     Snippet,
@@ -222,6 +224,26 @@ class PlanBuilder:
         """Produce the rows of an in-memory Arrow table."""
         return self._add("Values", lambda node_id, label: ValuesNode(
             id=node_id, output_schema=_normalized_schema(table.schema, label), data=table), leaf=True)
+
+    def range(self, start: Snippet, stop: Snippet, step: Snippet = "1", *, inclusive: bool = False,
+              name: str = "range") -> "PlanBuilder":
+        """Produce one column ``name``: ``start, start + step, ...`` before ``stop`` (through it if ``inclusive``).
+
+        DuckDB's ``range(start, stop, step)`` (``inclusive=False``) and ``generate_series`` (``True``):
+        integer bounds and step give BIGINT rows, TIMESTAMP or DATE bounds with an INTERVAL step TIMESTAMP
+        rows. The arguments are constant expressions, evaluated when the query runs.
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            empty = pa.schema([])
+            parts = [parse_expression(part, empty, label) for part in (start, stop, step)]
+            function = "generate_series" if inclusive else "range"
+            first, last, increment, dtype = typed_range_arguments(*parts, label, function)
+            schema = _normalized_schema(pa.schema([pa.field(name, dtype)]), label)
+            return RangeNode(id=node_id, output_schema=schema, start=first, stop=last, step=increment,
+                             inclusive=bool(inclusive))
+
+        return self._add("Range", make, leaf=True)
 
     def exchange(self, schema: pa.Schema) -> "PlanBuilder":
         """Receive pages with ``schema`` from other Tasks' PartitionedOutput."""

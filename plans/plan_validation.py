@@ -88,9 +88,11 @@ from gpu_engine.plans.nodes import (
     WindowFunctionCall,
     WindowNode,
     ValuesNode,
+    RangeNode,
 )
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
+from gpu_engine.plans.range_arguments import typed_range_arguments
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -149,7 +151,8 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 # -- nodes ---------------------------------------------------------------------------------
 
 _INPUTS = {
-    ValuesNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, GroupIdNode: 1, AggregationNode: 1,
+    ValuesNode: 0, RangeNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, GroupIdNode: 1,
+    AggregationNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
     OrderByNode: 1, TopNNode: 1, WindowNode: 1, TopNRowNumberNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
@@ -223,6 +226,22 @@ def _(node: ValuesNode) -> None:
     except TypeError as exc:
         raise PlanError(f"the Values data has an unsupported column: {exc}", node=node.label) from None
     _same_schema(node, data, "the Values data")
+
+
+@_validate_node.register
+def _(node: RangeNode) -> None:
+    empty = pa.schema([])
+    for expr in (node.start, node.stop, node.step):  # constants: a column reference is an unknown column here
+        validate_expression(expr, empty, node.label)
+    if not isinstance(node.inclusive, bool):
+        raise PlanError(f"inclusive must be true or false, got {node.inclusive!r}", node=node.label)
+    function = "generate_series" if node.inclusive else "range"
+    start, stop, step, dtype = typed_range_arguments(node.start, node.stop, node.step, node.label, function)
+    if (start, stop, step) != (node.start, node.stop, node.step):
+        raise PlanError(f"the bounds and step must be typed as {dtype} and its step type (as PlanBuilder.range "
+                        "casts them)", node=node.label)
+    if len(node.output_schema) != 1 or node.output_schema[0].type != dtype:
+        raise PlanError(f"the output schema must be one {dtype} column", node=node.label)
 
 
 @_validate_node.register

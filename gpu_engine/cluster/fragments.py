@@ -30,6 +30,7 @@ from gpu_engine.plans.nodes import (
     TopNRowNumberNode,
     WindowNode,
     ValuesNode,
+    RangeNode,
     walk_plan,
 )
 
@@ -112,7 +113,7 @@ def plan_fragments(root: PlanNode) -> tuple[Fragment, ...]:
 
 
 def _needs_one_task(node: PlanNode) -> bool:
-    if isinstance(node, (ValuesNode, EnforceSingleRowNode)):
+    if isinstance(node, (ValuesNode, RangeNode, EnforceSingleRowNode)):  # a Range in each Task would repeat it
         return True
     if isinstance(node, (OrderByNode, TopNNode, LimitNode)):
         return not node.is_partial

@@ -60,6 +60,7 @@ from gpu_engine.plans.nodes import (
     TopNNode,
     TopNRowNumberNode,
     ValuesNode,
+    RangeNode,
     WindowNode,
 )
 
@@ -156,8 +157,9 @@ def _(node: HashJoinNode, leaves: Mapping[str, tuple]):
     return replace(node, sources=(source,)), _renamed(distribution, kept)
 
 
-@_distribute.register
-def _(node: ValuesNode, leaves: Mapping[str, tuple]):
+@_distribute.register(ValuesNode)
+@_distribute.register(RangeNode)
+def _(node, leaves: Mapping[str, tuple]):
     return node, SINGLE
 
 

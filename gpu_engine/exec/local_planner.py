@@ -40,6 +40,7 @@ from gpu_engine.plans.nodes import (
     TopNNode,
     TopNRowNumberNode,
     ValuesNode,
+    RangeNode,
     WindowNode,
     walk_plan,
 )
@@ -285,6 +286,13 @@ def _(item: ValuesNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.values import Values
 
     return Values(ctx, item)
+
+
+@make_operator.register
+def _(item: RangeNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.range import Range
+
+    return Range(ctx, item)
 
 
 @make_operator.register

@@ -48,6 +48,7 @@ from gpu_engine.plans.nodes import (
     PlanNode,
     TableScanNode,
     ValuesNode,
+    RangeNode,
     walk_plan,
 )
 from gpu_engine.plans.serialization import plan_from_json, plan_to_json
@@ -232,7 +233,7 @@ def exchanges_as_inputs(root: PlanNode) -> PlanNode:
 
 def _produces_rows_without_input(root: PlanNode) -> bool:
     for node in walk_plan(root):
-        if isinstance(node, (ValuesNode, EnforceSingleRowNode)):
+        if isinstance(node, (ValuesNode, RangeNode, EnforceSingleRowNode)):
             return True
         if isinstance(node, AggregationNode) and not node.grouping_keys and node.step.output_is_final:
             return True

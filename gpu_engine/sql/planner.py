@@ -102,6 +102,7 @@ from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operat
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
 from gpu_engine.sql.tuple_membership import with_tuple_memberships
 from gpu_engine.sql.subquery_values import with_subquery_values_as_comparisons, with_subquery_values_joined
+from gpu_engine.sql.series_sources import is_series_source, plan_series
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.window_subqueries import with_subqueries_as_windows
 from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
@@ -337,6 +338,8 @@ class QueryPlanner(PlanningContext):
             return self._derived(ctes[item.name], alias, ctes)
         if isinstance(item, exp.Subquery):
             return self._derived(item.this, alias, ctes)
+        if is_series_source(item):  # range(...) / generate_series(...)
+            return plan_series(self, item, alias)
         if isinstance(item, exp.Values):
             return plan_values(self, item, alias, ctes)
         if not isinstance(item, exp.Table) or not isinstance(item.this, exp.Identifier):

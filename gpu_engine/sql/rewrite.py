@@ -48,6 +48,7 @@ from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 from gpu_engine.sql.spark_functions import spark_semantics
+from gpu_engine.sql.series_sources import with_series_as_sources
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -136,6 +137,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     check_tree_nesting(tree)
     if dialect == "duckdb":  # USING SAMPLE / TABLESAMPLE as random() filters (Spark's n ROWS means other rows)
         tree = with_samples_as_random_filters(tree)
+    tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)
     nodes = refuse_unsupported(tree, dialect)
     with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out
     with_constant_sources(tree, nodes)  # SELECT without FROM, VALUES lists

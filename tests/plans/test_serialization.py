@@ -173,6 +173,9 @@ PLANS = {
     "values": lambda: PlanBuilder().values(wide_table()).filter("i > 0").project(["i", "s", "dict"]).limit(1).plan(),
     "values_empty": lambda: PlanBuilder().values(wide_table().slice(0, 0)).plan(),
     "values_no_columns": lambda: PlanBuilder().values(pa.table({})).plan(),
+    "range_integers": lambda: PlanBuilder().range("0", "10", "-3 + 6").filter("range > 2").plan(),
+    "range_timestamps": lambda: PlanBuilder().range("DATE '2024-01-31'", "TIMESTAMP '2024-06-01 10:00:00'",
+                                                    "INTERVAL 1 MONTH", inclusive=True, name="month").plan(),
     **({  # HashJoinNode is new; its examples apply once PlanBuilder can build one
         "hash_join_inner_filter": lambda: hash_join("inner", ["l_quantity", "o_comment"], "o_orderdate < l_shipdate"),
         "hash_join_full": lambda: hash_join("full", ["l_orderkey", "o_orderkey"]),
