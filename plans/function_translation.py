@@ -473,6 +473,17 @@ def _strftime(translator: Any, tree: exp.TimeToStr) -> Expr:
                           tree)
 
 
+def _time_bucket(translator: Any, tree: exp.DateBin) -> Expr:
+    """DuckDB's ``time_bucket(width, t[, offset | origin])`` (sqlglot's DateBin: width, t, then ``unit``)."""
+    if isinstance(tree.args.get("unit"), exp.Var):  # sqlglot reads a bare name there as a unit, not a column
+        raise translator.error("time_bucket(width, t, origin): an origin column must be written with its table "
+                               f"(v.{tree.args['unit'].name.lower()}) or CAST", tree)
+    args = _translate(translator, [tree.this, tree.expression, tree.args.get("unit")])
+    if args:
+        args[0] = _typed_null(args[0], pa.month_day_nano_interval())
+    return build_function(translator, "time_bucket", args, tree)
+
+
 def _strptime(translator: Any, tree: exp.StrToTime) -> Expr:
     args = _string_args(translator, [tree.this, tree.args.get("format")])
     return build_function(translator, "strptime", args, tree)
@@ -626,6 +637,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     if name in ("strlen", "strip_accents", "ord"):  # ord: DuckDB's other name of unicode
         return build_function(translator, "unicode" if name == "ord" else name,
                               _string_args(translator, list(tree.expressions)), tree)
+    if name == "try_strptime":  # strptime's parse, NULL where a text does not match
+        return build_function(translator, name, _string_args(translator, list(tree.expressions)), tree)
     if name in ("log10", "log2"):
         args = _numeric_args(translator, list(tree.expressions))
         return build_function(translator, "log", [Literal(10.0 if name == "log10" else 2.0, pa.float64()), *args],
@@ -655,7 +668,7 @@ _READ = {
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
     exp.UnixToTime: {"this", "scale"}, exp.Pi: set(), exp.Rand: set(), exp.CurrentDate: set(), exp.CurrentTimestamp: {"this"}, exp.Format: {"this", "expressions"},
-    exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"},
+    exp.Chr: {"expressions"}, exp.Translate: {"this", "from_", "to"}, exp.DateBin: {"this", "expression", "unit"},
 }
 _READ_ONE = {"this"}  # upper(s), abs(x), quarter(d), ...
 _READ_TWO = {"this", "expression"}  # s ILIKE p, left(s, n), power(x, y), ...
@@ -712,7 +725,8 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.RegexpExtract: _regexp_extract, exp.SimilarTo: _similar_to, exp.MD5: _md5,
     exp.Ascii: _unary_string("ascii"), exp.Unicode: _unary_string("unicode"),
     exp.BitLength: _unary_string("bit_length"), exp.Chr: _chr, exp.Translate: _translate_characters,
-    exp.StrToTime: _strptime, exp.TimeToUnix: _epoch, exp.UnixToTime: _from_epoch, exp.Format: _printf,
+    exp.StrToTime: _strptime, exp.DateBin: _time_bucket,
+    exp.TimeToUnix: _epoch, exp.UnixToTime: _from_epoch, exp.Format: _printf,
 }
 
 _TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, exp.Contains, exp.ILike, exp.Pow, exp.Log,

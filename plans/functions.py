@@ -25,7 +25,9 @@ from typing import Callable, Sequence
 
 import pyarrow as pa
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import (
+    is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal,
+)
 from gpu_engine.plans.expressions import Expr, Literal
 from gpu_engine.plans.intervals import INTERVAL_FUNCTIONS
 from gpu_engine.plans.type_coercion import arithmetic_type, common_type
@@ -558,6 +560,21 @@ def _to_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.timestamp("us", tz="UTC")
 
 
+def _time_bucket(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``time_bucket(width, t[, offset | origin])``: ``t``'s bucket start, DATE for a DATE, else TIMESTAMP."""
+    _arity(name, args, 2, 3)
+    if not (is_interval(args[0].dtype) or pa.types.is_null(args[0].dtype)):
+        raise TypeError(f"{name}() needs an INTERVAL bucket width as argument 1, got {args[0].dtype}")
+    for position, arg in enumerate(args[1:], 2):
+        if is_interval(arg.dtype) and position == 3:
+            continue  # an offset
+        _temporal(name, arg, position)
+        if pa.types.is_timestamp(arg.dtype) and arg.dtype.tz is not None:
+            raise TypeError(f"{name}() of a TIMESTAMP WITH TIME ZONE (argument {position}) is not supported; "
+                            "CAST it to TIMESTAMP")
+    return pa.date32() if pa.types.is_date32(args[1].dtype) else pa.timestamp("us")
+
+
 def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 1, 1)
     _temporal(name, args[0], 1)
@@ -689,7 +706,8 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
     "current_date": _current_date, "current_timestamp": _current_timestamp, "make_timestamp": _make_timestamp,
-    "strptime": _strptime, "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
+    "strptime": _strptime, "try_strptime": _strptime, "time_bucket": _time_bucket,
+    "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }
 

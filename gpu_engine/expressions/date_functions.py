@@ -336,9 +336,58 @@ def _to_timestamp(device: Device, column: Column, dtype: pa.DataType) -> Column:
     return Column(dtype, xp.where(bad, 0.0, micros).astype(xp.int64), column.validity)
 
 
+#: time_bucket's default origins (DuckDB): 2000-01-03 (a Monday) for day and time widths, January 2000 for months.
+_BUCKET_ORIGIN_MICROS = 946_857_600_000_000
+_BUCKET_ORIGIN_MONTH = 2000 * 12
+
+
+def _time_bucket(device: Device, columns: Sequence[Column], dtype: pa.DataType) -> Column:
+    """Return ``time_bucket(width, t[, offset | origin])``: the start of ``t``'s bucket, as DuckDB computes it.
+
+    A width of days and time divides the microseconds since the origin (floored); a width of months the months
+    since the origin's month (the bucket starts on the 1st). An offset shifts ``t`` back before bucketing and
+    the bucket forward after. Array code on the device, one pass per step; a width mixing months with days or
+    time, or not positive, raises DuckDB's errors.
+    """
+    xp = device.xp
+    width, instant = columns[0], columns[1]
+    months, days, extra = (width.data[:, i].astype(xp.int64) for i in range(3))
+    validity = and_validity(*(c.validity for c in columns))
+    by_month = months != 0
+    raise_at_first(device, by_month & ((days != 0) | (extra != 0)), validity,
+                   "Month intervals cannot have day or time component")
+    step = days * _MICROS_PER_DAY + extra
+    raise_at_first(device, xp.where(by_month, months <= 0, step <= 0), validity, "Period must be greater than 0")
+    at = micros_of(xp, instant)
+    shift = xp.zeros_like(at)
+    origin = xp.full_like(at, _BUCKET_ORIGIN_MICROS)
+    origin_month = xp.full_like(at, _BUCKET_ORIGIN_MONTH)
+    if len(columns) > 2 and columns[2].data.ndim == 2:  # an offset
+        off_months, off_days, off_extra = (columns[2].data[:, i].astype(xp.int64) for i in range(3))
+        raise_at_first(device, off_months != 0, validity, "time_bucket: an offset in months is not supported")
+        shift = off_days * _MICROS_PER_DAY + off_extra
+    elif len(columns) > 2:  # an origin
+        origin = micros_of(xp, columns[2])
+        year, month, _day = civil_from_days(xp, xp.floor_divide(origin, _MICROS_PER_DAY))
+        origin_month = year * 12 + month - 1
+    at = at - shift
+    safe_step = xp.where(step > 0, step, 1)
+    by_time = origin + xp.floor_divide(at - origin, safe_step) * safe_step
+    year, month, _day = civil_from_days(xp, xp.floor_divide(at, _MICROS_PER_DAY))
+    safe_months = xp.where(months > 0, months, 1)
+    bucket = origin_month + xp.floor_divide(year * 12 + month - 1 - origin_month, safe_months) * safe_months
+    first_day = days_from_civil(xp, xp.floor_divide(bucket, 12), xp.remainder(bucket, 12) + 1,
+                                xp.ones_like(bucket)).astype(xp.int64)
+    result = xp.where(by_month, first_day * _MICROS_PER_DAY, by_time) + shift
+    if pa.types.is_date32(dtype):
+        result = xp.floor_divide(result, _MICROS_PER_DAY).astype(xp.int32)
+    return Column(dtype, result, validity)
+
+
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
-                  "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "epoch_ms", "to_timestamp",
+                  "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "try_strptime", "time_bucket",
+                  "epoch_ms", "to_timestamp",
                   "dayname", "monthname", "make_timestamp")
 
 
@@ -362,12 +411,14 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return Column(dtype, last.astype(xp.int32), columns[0].validity)
     if name in ("date_add_days", "date_sub_days"):
         return _add_days(device, name, columns)
-    if name == "strptime":
+    if name == "time_bucket":
+        return _time_bucket(device, columns, dtype)
+    if name in ("strptime", "try_strptime"):
         from gpu_engine.expressions.strptime import strptime
 
         if args[1].value is None:
             return Column.from_arrow(pa.nulls(len(columns[0]), dtype), device)
-        return strptime(device, columns[0], args[1].value)
+        return strptime(device, columns[0], args[1].value, strict=name == "strptime")
     if name == "epoch_ms":
         return _epoch_ms(device, columns[0], dtype)
     if name == "to_timestamp":

@@ -1,5 +1,7 @@
 """Evaluate ``strptime(text, format)``: text parsed into a TIMESTAMP by a strftime-style format, as DuckDB does.
 
+``try_strptime`` is the same parse, NULL where a text does not match instead of an error.
+
 Why on the host: the format is a small grammar over text (month names, 12-hour
 clocks, literal text) that turns user-typed text into values, rarely on a hot
 path; Python's ``datetime.strptime`` reads the specifiers
@@ -43,13 +45,15 @@ def _parse(texts: list[str | None], fmt: str) -> tuple[np.ndarray, np.ndarray]:
     return micros, parsed
 
 
-def strptime(device: Device, column: Column, fmt: str) -> Column:
+def strptime(device: Device, column: Column, fmt: str, strict: bool = True) -> Column:
     """Return the TIMESTAMP (microseconds) each text of ``column`` names in format ``fmt``.
+
+    ``strict=False`` is ``try_strptime``: a text that does not match is NULL instead.
 
     Raises
     ------
     ExecutionError
-        For the first row whose text does not match the format, naming the text and the format.
+        For the first row whose text does not match the format, naming the text and the format (``strict``).
     """
     xp = device.xp
     strptime_format(fmt)
@@ -64,6 +68,9 @@ def strptime(device: Device, column: Column, fmt: str) -> Column:
             xp.zeros(len(column), dtype=xp.int64), xp.ones(len(column), dtype=xp.bool_))
     validity = string_validity(device, column)
     failed = ~ok if validity is None else ~ok & validity
+    if not strict:
+        return Column(pa.timestamp("us"), xp.where(failed, 0, values).astype(xp.int64), ~failed if validity is None
+                      else validity & ~failed)
     if bool(device.to_host(xp.any(failed).reshape(1))[0]):
         row = int(device.to_host(xp.argmax(failed).reshape(1))[0])
         text = texts[int(device.to_host(column.data[row:row + 1])[0])] if column.dictionary is not None else texts[row]
