@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns, in_nested_query
 
-__all__ = ["with_correlation_pulled_up"]
+__all__ = ["with_correlation_pulled_up", "pulled_correlation"]
 
 #: Clauses after which a filter inside a derived table is not the same filter outside it.
 _SHAPING = ("group", "having", "qualify", "limit", "offset", "distinct", "windows")
@@ -48,6 +48,15 @@ def _derived_items(select: exp.Select) -> list[exp.Subquery]:
               if not join.side and (join.kind or "").upper() in ("", "INNER", "CROSS")]
     return [item for item in items if isinstance(item, exp.Subquery) and isinstance(item.this, exp.Select)
             and item.alias]
+
+
+def pulled_correlation(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Expression]:
+    """Remove ``subquery``'s correlated conjuncts from its WHERE (in place) and return them over its outputs.
+
+    Nothing moves where the subquery groups, aggregates, windows, is DISTINCT or picks rows. Also used by
+    :mod:`~gpu_engine.sql.lateral_joins` for a LATERAL subquery, whose outer aliases are the FROM items before it.
+    """
+    return _pulled(subquery, outer_aliases)
 
 
 def _pulled(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Expression]:

@@ -17,6 +17,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.aggregate_refusals import refuse_unknown_aggregate
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.lateral_joins import HAS_LATERAL
 from gpu_engine.sql.list_refusals import refuse_list_construct
 from gpu_engine.sql.untyped_null_arguments import refuse_untyped_null_argument
 
@@ -68,6 +69,9 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.Substring) and node.args.get("start") is None:
             raise _error(f"substring(...) needs a start position: substring(string, start[, length]), got "
                          f"{_sql(node)}", node, "substring")
+        elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Subquery) and not node.args.get("view") \
+                and dialect == "duckdb" and isinstance(node.parent, exp.Join):
+            tree.meta[HAS_LATERAL] = True  # decorrelated once qualified (gpu_engine.sql.lateral_joins)
         elif isinstance(node, exp.Lateral):
             raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
                          "subquery", node, "LATERAL")

@@ -48,6 +48,7 @@ from gpu_engine.sql.refusals import check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 from gpu_engine.sql.spark_functions import spark_semantics
+from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
 from gpu_engine.sql.series_sources import with_series_as_sources
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
@@ -382,6 +383,8 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         _name_projections(original, dialect, catalog)
         normalized = normalize_aggregate_calls(original, copy=False, dialect=dialect)
         raise _column_error(error, normalized, catalog) from None
+    if tree.meta.get(HAS_LATERAL):  # LATERAL (subquery) joins as ordinary joins (gpu_engine/sql/lateral_joins.py)
+        tree = with_lateral_joins_decorrelated(tree)
     check_set_operation_widths(tree)  # again with every * expanded
     tree = _desugar(tree)
     aggregates = aggregate_projections(tree)

@@ -51,10 +51,10 @@ BAD_SQL = {
     "SELECT a, count(*) FROM t GROUP BY GROUPING SETS (GROUPING SETS ((a)), ())": "GROUPING SETS nested in",
     "SELECT * FROM read_csv('x.csv')": "table functions are not supported (read_csv",
     "SELECT * FROM read_parquet('x.parquet')": "read_parquet",
-    "SELECT * FROM generate_series(1, 10)": "generate_series",
-    "SELECT * FROM range(10)": "range",
+    "SELECT * FROM t, generate_series(1, t.a)": "generate_series(...) reading column",  # LATERAL (series_sources)
+    "SELECT * FROM range(10.5)": "range",
     "SELECT * FROM 'x.parquet'": "x.parquet",
-    "SELECT a FROM t, LATERAL (SELECT t.a + 1 AS y) s": "LATERAL",
+    "SELECT t.a FROM t, LATERAL (SELECT u.a FROM u WHERE u.a = t.a GROUP BY u.a) s": "LATERAL",  # lateral_joins
     "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r": "RECURSIVE",
     "SELECT * FROM t PIVOT (sum(a) FOR b IN ('x', 'y'))": "PIVOT",
     "SELECT * FROM t UNPIVOT (v FOR k IN (a, d))": "UNPIVOT",
