@@ -53,6 +53,13 @@ def refuse_list_construct(node: exp.Expression, dialect: str) -> None:
         name = _spelled(node, dialect)
         raise _error(f"{name}(...) returns a list, and {_NO_LISTS}; split_part(string, separator, n) returns "
                      "the n-th piece", node, name)
+    if isinstance(node, exp.RegexpExtractAll):
+        raise _error(f"regexp_extract_all(...) returns a list of matches, and {_NO_LISTS}; regexp_extract(string, "
+                     "pattern[, group]) returns the first match", node, "regexp_extract_all")
+    if isinstance(node, exp.GenerateSeries) and not isinstance(node.parent, exp.Table):
+        name = _spelled(node, dialect)
+        raise _error(f"{name}(...) as a value returns a list, and {_NO_LISTS}; in FROM ({name}(...) AS g(x)) it "
+                     "gives one row per element", node, name)
     if isinstance(node, exp.Array):
         raise _error(f"a list value ({node.sql(dialect=dialect)[:40]}); {_NO_LISTS}", node, "list")
     if isinstance(node, (exp.Map, exp.VarMap, exp.Struct)):
