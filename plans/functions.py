@@ -297,8 +297,8 @@ def _chr(name: str, args: Sequence[Expr]) -> pa.DataType:
 def _translate(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     _string(name, args[0], 1)
-    _string_constant(name, args, 2, "characters to replace")
-    _string_constant(name, args, 3, "replacements")
+    _string(name, args[1], 2)  # characters to replace: constants, or columns (then row by row)
+    _string(name, args[2], 3)  # their replacements
     return pa.string()
 
 

@@ -204,6 +204,23 @@ def _translate(values: pa.Array, source: str, target: str) -> pa.Array:
     return pa.array([None if text is None else text.translate(table) for text in values.to_pylist()], pa.string())
 
 
+def _translate_rows(device: Device, args: Sequence[Any], columns: Sequence[Column | None], rows: int) -> Column:
+    """Return ``translate(s, from, to)`` where ``from`` or ``to`` is a column: each row's own table, on the host
+    (as the constant form's transform is)."""
+    parts = [[arg.value] * rows if column is None else column.to_arrow(device).to_pylist()
+             for arg, column in zip(args, columns)]
+    out = []
+    for text, source, target in zip(*parts):
+        if text is None or source is None or target is None:
+            out.append(None)
+            continue
+        table: dict[int, str | None] = {}
+        for position, character in enumerate(source):
+            table.setdefault(ord(character), target[position] if position < len(target) else None)
+        out.append(text.translate(table))
+    return Column.from_arrow(pa.array(out, pa.string()), device)
+
+
 def _strip_accents(values: pa.Array) -> pa.Array:
     """Return DuckDB's strip_accents (utf8proc's STRIPMARK): decompose, drop the marks, compose again."""
     if pc.all(pc.string_is_ascii(values)).as_py() is not False:
@@ -523,6 +540,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return _concatenate(device, name, args, columns, rows)
     if name == "concat_ws":
         return _concat_with_separator(device, args, columns, rows)
+    if name == "translate" and any(column is not None for column in columns[1:]):
+        return _translate_rows(device, args, columns, rows)
     if name == "chr":
         return _code_point_text(device, columns[0], args[0].value if columns[0] is None else None, rows)
     column = columns[0]
