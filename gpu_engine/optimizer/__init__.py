@@ -24,19 +24,32 @@ skips it, for comparison.
    Projects (the projected expressions substituted), into the sides of joins
    whose rows it cannot add or remove wrongly, below aggregations and windows
    when it reads only their group / partition keys, into every branch of a
-   UNION ALL.
-3. :func:`~gpu_engine.optimizer.empty_relations.propagate_empty_relations`:
+   UNION ALL; an OR that must stay above a node also filters each of its
+   inputs by what the OR implies there
+   (:mod:`~gpu_engine.optimizer.or_implied_filters`: ``(a.x = 1 AND b.y = 2)
+   OR (a.x = 3 AND b.y = 4)`` above a join filters ``a`` by ``a.x = 1 OR a.x =
+   3``).
+3. :func:`~gpu_engine.optimizer.constant_folding.fold_constants` again: a
+   projection's constants inlined into a pushed filter (a UNION ALL branch's
+   ``'s' AS sale_type`` under ``sale_type = 'w'``) fold only once there.
+4. :func:`~gpu_engine.optimizer.empty_relations.propagate_empty_relations`:
    a filter that is never true, ``LIMIT 0``, or an empty VALUES makes the
    nodes above it that can only output nothing an empty VALUES (a global
    aggregate keeps SQL's one row).
-4. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
+5. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
    columns nobody above reads leave scans, projections, joins and
    aggregations.
 
 Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
-the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown` (its
-plans would be the same here only once joins are ordered after pushdown and
-the OR-implied filters it derives are derived here).
+the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
+pushdown here now places every filter that one does (OR-implied ones
+included): with it removed, the 121 TPC-H/TPC-DS plans carry the same
+filters over the same inputs, but 9 TPC-DS plans join in another order or
+build the other side (q4, q11, q31, q47, q57, q64, q74, q75, q78): the SQL
+join ordering estimates a derived query's joins before this pass filters
+them (``bench/results/2026-11-28-optimizer-rules.md``). It goes once join
+ordering runs here, after pushdown (the join graph:
+:mod:`~gpu_engine.optimizer.join_graph`).
 """
 
 from __future__ import annotations
@@ -57,6 +70,7 @@ __all__ = ["RULES", "optimize_plan"]
 RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
     fold_constants,
     push_down_predicates,
+    fold_constants,
     propagate_empty_relations,
     prune_projections,
 )

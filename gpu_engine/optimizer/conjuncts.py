@@ -1,4 +1,5 @@
-"""Split a predicate into its AND-ed conjuncts and join them again: the unit every optimizer rule moves."""
+"""Split a predicate into its AND-ed conjuncts (or OR-ed disjuncts) and join them again: the unit every optimizer
+rule moves."""
 
 from __future__ import annotations
 
@@ -8,15 +9,16 @@ import pyarrow as pa
 
 from gpu_engine.plans.expressions import BinaryOp, Expr
 
-__all__ = ["conjuncts", "conjunction"]
+__all__ = ["conjuncts", "conjunction", "disjunction", "disjuncts"]
 
 
-def conjuncts(predicate: Expr) -> list[Expr]:
-    """Return the conjuncts of ``predicate`` left to right (``a AND (b AND c)`` gives a, b, c)."""
+def conjuncts(predicate: Expr, op: str = "and") -> list[Expr]:
+    """Return the conjuncts of ``predicate`` left to right (``a AND (b AND c)`` gives a, b, c); ``op="or"``: its
+    disjuncts."""
     out, stack = [], [predicate]
     while stack:
         node = stack.pop()
-        if isinstance(node, BinaryOp) and node.op == "and":
+        if isinstance(node, BinaryOp) and node.op == op:
             stack.append(node.right)
             stack.append(node.left)
         else:
@@ -24,9 +26,19 @@ def conjuncts(predicate: Expr) -> list[Expr]:
     return out
 
 
-def conjunction(parts: Sequence[Expr]) -> Expr:
-    """Return ``parts`` AND-ed left to right; the filter operator evaluates them in this order."""
+def disjuncts(predicate: Expr) -> list[Expr]:
+    """Return the disjuncts of ``predicate`` left to right (``(a OR b) OR c`` gives a, b, c)."""
+    return conjuncts(predicate, "or")
+
+
+def conjunction(parts: Sequence[Expr], op: str = "and") -> Expr:
+    """Return ``parts`` AND-ed left to right (``op="or"``: OR-ed); the filter operator evaluates them in this order."""
     result = parts[0]
     for part in parts[1:]:
-        result = BinaryOp("and", result, part, pa.bool_())
+        result = BinaryOp(op, result, part, pa.bool_())
     return result
+
+
+def disjunction(parts: Sequence[Expr]) -> Expr:
+    """Return ``parts`` OR-ed left to right."""
+    return conjunction(parts, "or")

@@ -37,7 +37,9 @@ from dataclasses import replace
 from typing import Sequence
 
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
-from gpu_engine.plans.expressions import Expr, referenced_columns
+from gpu_engine.optimizer.constant_folding import folded
+from gpu_engine.optimizer.or_implied_filters import implied_filters
+from gpu_engine.plans.expressions import BinaryOp, Expr, referenced_columns
 from gpu_engine.plans.nodes import (
     AggregationNode, AggregationStep, FilterNode, HashJoinNode, LocalPartitionNode, NestedLoopJoinNode, OrderByNode,
     PlanNode, ProjectNode, TopNRowNumberNode, WindowNode, walk_plan,
@@ -76,6 +78,8 @@ def push_down_predicates(plan: PlanNode) -> PlanNode:
 class _Pushdown:
     def __init__(self, ids: _Ids):
         self.ids = ids
+        #: id -> the filters derived from an OR kept above (held so their ids stay theirs)
+        self.implied: dict[int, Expr] = {}
 
     def rewrite(self, node: PlanNode) -> PlanNode:
         """Return ``node``'s subtree with the filters in it pushed down."""
@@ -89,6 +93,7 @@ class _Pushdown:
               ) -> PlanNode:
         """Return ``source`` with ``parts`` applied as low as they go; those that stay, in a filter on top."""
         new_source, kept = self.push(source, parts, filter_id)
+        kept = self._without_repeated_implied(kept)
         if not kept:
             return new_source
         if original is not None and kept == conjuncts(original.predicate):  # nothing moved: its predicate as written
@@ -96,25 +101,66 @@ class _Pushdown:
         return FilterNode(id=filter_id, output_schema=new_source.output_schema, sources=(new_source,),
                           predicate=conjunction(kept))
 
+    def _without_repeated_implied(self, parts: list[Expr]) -> list[Expr]:
+        """Return ``parts`` without the implied filters that repeat one written there or derived before."""
+        out = []
+        for n, part in enumerate(parts):
+            if id(part) in self.implied and (part in parts[:n] or any(
+                    other == part and id(other) not in self.implied for other in parts[n + 1:])):
+                continue
+            out.append(part)
+        return out
+
     def push(self, node: PlanNode, parts: list[Expr], filter_id: str) -> tuple[PlanNode, list[Expr]]:
-        """Return ``node`` with what of ``parts`` can go below it gone below, and the parts that stay above it."""
+        """Return ``node`` with what of ``parts`` can go below it gone below, and the parts that stay above it.
+
+        An OR that stays above also sends each input the filter it implies there
+        (:mod:`~gpu_engine.optimizer.or_implied_filters`); the OR itself stays.
+        """
         if isinstance(node, FilterNode):  # merge: the lower filter's conjuncts ran first
             return self.place(node.source, conjuncts(node.predicate) + parts, node.id, node if not parts else None), []
+        parts = self._refolded(parts)
+        per_source, kept = self._split(node, parts)
+        for part in kept:
+            if isinstance(part, BinaryOp) and part.op == "or":
+                implied = implied_filters(part, lambda branch: self._split(node, branch), len(node.sources))
+                for below, filter_ in zip(per_source, implied):
+                    if filter_ is not None and filter_ not in below:
+                        self.implied[id(filter_)] = filter_
+                        below.append(filter_)
+        return self._into_sources(node, per_source, filter_id, bool(kept)), kept
+
+    def _refolded(self, parts: list[Expr]) -> list[Expr]:
+        """Return ``parts`` with each OR that now folds (a projection inlined its constants) as its conjuncts."""
+        out = []
+        for part in parts:
+            new = folded(part) if isinstance(part, BinaryOp) and part.op == "or" else part
+            if new is part:
+                out.append(part)
+                continue
+            for piece in conjuncts(new):
+                out.append(piece)
+                if id(part) in self.implied:
+                    self.implied[id(piece)] = piece
+        return out
+
+    def _split(self, node: PlanNode, parts: list[Expr]) -> tuple[list[list[Expr]], list[Expr]]:
+        """Return the parts each of ``node``'s sources receives (rewritten over its columns) and those kept above."""
         if isinstance(node, ProjectNode):
-            return self._through_project(node, parts, filter_id)
+            return self._through_project(node, parts)
         if isinstance(node, HashJoinNode | NestedLoopJoinNode):
-            return self._into_join(node, parts, filter_id)
+            return self._into_join(node, parts)
         if isinstance(node, AggregationNode):
             keys = (set(node.grouping_keys) if node.step is AggregationStep.SINGLE and node.grouping_keys
                     and not node.global_grouping_sets and node.group_id_key is None else set())
-            return self._below_keys(node, parts, filter_id, keys)
+            return self._below_keys(parts, keys)
         if isinstance(node, WindowNode | TopNRowNumberNode):
-            return self._below_keys(node, parts, filter_id, set(node.partition_keys))
+            return self._below_keys(parts, set(node.partition_keys))
         if isinstance(node, OrderByNode) and not node.is_partial:
-            return self._into_sources(node, [parts], filter_id), []
+            return [list(parts)], []
         if isinstance(node, LocalPartitionNode):
-            return self._into_sources(node, [parts] * len(node.sources), filter_id), []
-        return self._into_sources(node, [[] for _ in node.sources], filter_id), parts
+            return [list(parts) for _ in node.sources], []
+        return [[] for _ in node.sources], list(parts)
 
     def _into_sources(self, node: PlanNode, per_source: Sequence[list[Expr]], filter_id: str,
                       id_stays_above: bool = False) -> PlanNode:
@@ -131,18 +177,17 @@ class _Pushdown:
             return node
         return replace(node, sources=tuple(sources))
 
-    def _below_keys(self, node: PlanNode, parts: list[Expr], filter_id: str, keys: set[str]
-                    ) -> tuple[PlanNode, list[Expr]]:
+    @staticmethod
+    def _below_keys(parts: list[Expr], keys: set[str]) -> tuple[list[list[Expr]], list[Expr]]:
         below, kept = [], []
         for part in parts:
             columns = referenced_columns(part)
             (below if columns and set(columns) <= keys else kept).append(part)
-        return self._into_sources(node, [below], filter_id, bool(kept)), kept
+        return [below], kept
 
-    def _through_project(self, node: ProjectNode, parts: list[Expr], filter_id: str
-                         ) -> tuple[PlanNode, list[Expr]]:
+    def _through_project(self, node: ProjectNode, parts: list[Expr]) -> tuple[list[list[Expr]], list[Expr]]:
         if not parts:
-            return self._into_sources(node, [[]], filter_id), []
+            return [[]], []
         from gpu_engine.planning.fusion import inline_columns
 
         from gpu_engine.plans.functions import is_volatile
@@ -151,11 +196,17 @@ class _Pushdown:
         # a filter on random()'s column stays above: below, it would draw other values than the rows show
         drawn = {name for name, expr in definitions.items() if is_volatile(expr)}
         kept = [part for part in parts if drawn & set(referenced_columns(part))]
-        below = [inline_columns(part, definitions) for part in parts if not drawn & set(referenced_columns(part))]
-        return self._into_sources(node, [below], filter_id, bool(kept)), kept
+        below = []
+        for part in parts:
+            if not drawn & set(referenced_columns(part)):
+                below.append(inline_columns(part, definitions))
+                if id(part) in self.implied:  # still implied by an OR above, over the projection's inputs
+                    self.implied[id(below[-1])] = below[-1]
+        return [below], kept
 
-    def _into_join(self, node: HashJoinNode | NestedLoopJoinNode, parts: list[Expr], filter_id: str
-                   ) -> tuple[PlanNode, list[Expr]]:
+    @staticmethod
+    def _into_join(node: HashJoinNode | NestedLoopJoinNode, parts: list[Expr]
+                   ) -> tuple[list[list[Expr]], list[Expr]]:
         probe_names = set(node.sources[0].output_schema.names)
         build_names = set(node.sources[1].output_schema.names)
         to_probe, to_build, kept = [], [], []
@@ -167,4 +218,4 @@ class _Pushdown:
                 to_build.append(part)
             else:
                 kept.append(part)
-        return self._into_sources(node, [to_probe, to_build], filter_id, bool(kept)), kept
+        return [to_probe, to_build], kept

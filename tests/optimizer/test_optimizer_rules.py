@@ -106,6 +106,67 @@ def test_a_union_alls_branches_each_get_the_filter():
     ]
 
 
+def test_an_or_over_both_sides_of_an_inner_join_filters_each_side_by_what_it_implies():
+    plan = _join("inner").filter("(x = 10 AND y = 'p') OR (x = 30 AND y = 'q') OR (x > 50 AND y <> 's')").plan()
+    assert _shape(optimize_plan(plan)) == [
+        "-- Filter[3][expression: ((((x = 10) AND (y = 'p')) OR ((x = 30) AND (y = 'q'))) OR ((x > 50) AND (y <> 's')))]",
+        "  -- HashJoin[2][INNER k = k2]",
+        "    -- Filter[3.1][expression: (((x = 10) OR (x = 30)) OR (x > 50))]",
+        "      -- TableScan[1][table: a, columns: k, x]",
+        "    -- Filter[3.2][expression: (((y = 'p') OR (y = 'q')) OR (y <> 's'))]",
+        "      -- TableScan[0][table: b, columns: k2, y]",
+    ]
+    one_sided = _join("inner").filter("(x = 10 AND y = 'p') OR y = 'q'").plan()  # nothing on a in one branch
+    assert _shape(optimize_plan(one_sided))[2:4] == [
+        "    -- TableScan[1][table: a, columns: k, x]", "    -- Filter[3.1][expression: ((y = 'p') OR (y = 'q'))]"]
+
+
+def test_an_or_above_a_left_join_implies_filters_on_its_preserved_side_only():
+    plan = _join("left").filter("(x = 10 AND y = 'p') OR (x = 30 AND y IS NULL)").plan()
+    assert _shape(optimize_plan(plan)) == [
+        "-- Filter[3][expression: (((x = 10) AND (y = 'p')) OR ((x = 30) AND (y IS NULL)))]",
+        "  -- HashJoin[2][LEFT k = k2]",
+        "    -- Filter[3.1][expression: ((x = 10) OR (x = 30))]",
+        "      -- TableScan[1][table: a, columns: k, x]",
+        "    -- TableScan[0][table: b, columns: k2, y]",
+    ]
+
+
+def test_an_or_over_an_aggregate_implies_a_filter_on_the_group_keys_below_it():
+    plan = (PlanBuilder(CATALOG).table_scan("a", ["k", "x"]).aggregation(["k"], ["sum(x) AS s"])
+            .filter("(k = 1 AND s > 5) OR k = 3").plan())
+    assert _shape(optimize_plan(plan)) == [
+        "-- Filter[2][expression: (((k = 1) AND (s > 5)) OR (k = 3))]",
+        "  -- Aggregation[1][SINGLE [k] s := sum(x)]",
+        "    -- Filter[2.1][expression: ((k = 1) OR (k = 3))]",
+        "      -- TableScan[0][table: a, columns: k, x]",
+    ]
+
+
+def _tagged_totals():
+    """A UNION ALL of two groupings of ``a``, each with its constant tag (TPC-DS q11's ``year_total`` CTE)."""
+    ids = PlanNodeIdGenerator()
+    branches = [PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).aggregation(
+        ["k"], ["sum(x) AS s"]).project(["k", "s", f"'{tag}' AS t"]) for tag in "sw"]
+    return branches[0].union_all(branches[1].plan())
+
+
+def test_a_branch_of_a_union_all_gets_only_the_or_branches_its_constant_tag_can_pass():
+    plan = _tagged_totals().filter("(t = 's' AND k = 1 AND s > 5) OR (t = 'w' AND k = 2)").plan()
+    assert _shape(optimize_plan(plan)) == [
+        "-- LocalPartition[6][ARBITRARY]",
+        "  -- Project[2][expressions: (k:k), (s:s), (t:'s')]",
+        "    -- Filter[7.1][expression: (s > 5)]",
+        "      -- Aggregation[1][SINGLE [k] s := sum(x)]",
+        "        -- Filter[7.1.1][expression: (k = 1)]",
+        "          -- TableScan[0][table: a, columns: k, x]",
+        "  -- Project[5][expressions: (k:k), (s:s), (t:'w')]",  # the OR folds to its 'w' branch: below the grouping
+        "    -- Aggregation[4][SINGLE [k] s := sum(x)]",
+        "      -- Filter[7.2][expression: (k = 2)]",
+        "        -- TableScan[3][table: a, columns: k, x]",
+    ]
+
+
 def test_constants_fold_and_a_filter_always_true_goes():
     plan = PlanBuilder(CATALOG).table_scan("a", ["k", "x"]).filter("1 = 1 AND (x > 15 OR 'a' = 'b')").plan()
     assert _shape(optimize_plan(plan))[0] == "-- Filter[1][expression: (x > 15)]"
@@ -192,6 +253,19 @@ def _cases():
         ["x AS k", "k AS x"]).plan()  # the filter pushed into this branch merges with its FALSE
     cases.append(("empty-union-branch", PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"])
                   .union_all(never).filter("x > 15").plan(), "SELECT k, x FROM a WHERE x > 15"))
+    cases += [
+        ("or-implied-inner", _join("inner").filter("(x = 10 AND y = 'p') OR (x = 30 AND y = 'q') OR (x > 50 AND y <> 's')")
+         .plan(), "SELECT k, x, y FROM a JOIN b ON k = k2 WHERE (x = 10 AND y = 'p') OR (x = 30 AND y = 'q') "
+                  "OR (x > 50 AND y <> 's')"),
+        ("or-implied-left", _join("left").filter("(x = 10 AND y = 'p') OR (x = 30 AND y IS NULL) OR x IS NULL").plan(),
+         "SELECT k, x, y FROM a LEFT JOIN b ON k = k2 WHERE (x = 10 AND y = 'p') OR (x = 30 AND y IS NULL) OR x IS NULL"),
+        ("or-implied-aggregation", PlanBuilder(CATALOG).table_scan("a", ["k", "x"]).aggregation(["k"], ["sum(x) AS s"])
+         .filter("(k = 1 AND s > 5) OR k = 3 OR k IS NULL").plan(),
+         "SELECT k, sum(x) AS s FROM a GROUP BY k HAVING (k = 1 AND sum(x) > 5) OR k = 3 OR k IS NULL"),
+        ("or-implied-tagged-union", _tagged_totals().filter("(t = 's' AND k = 1 AND s > 5) OR (t = 'w' AND k = 2)")
+         .plan(), "SELECT * FROM (SELECT k, sum(x) AS s, 's' AS t FROM a GROUP BY k UNION ALL "
+                  "SELECT k, sum(x), 'w' FROM a GROUP BY k) WHERE (t = 's' AND k = 1 AND s > 5) OR (t = 'w' AND k = 2)"),
+    ]
     ids = PlanNodeIdGenerator()
     other = PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).project(["x AS k", "k AS x"]).plan()
     cases.append(("union", PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).union_all(other)
