@@ -583,7 +583,7 @@ def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 #: Functions whose value changes from call to call: an expression calling one is computed once where written, never
 #: copied into a filter below its projection or into a fused kernel that would draw it again.
-VOLATILE_FUNCTIONS = frozenset({"random"})
+VOLATILE_FUNCTIONS = frozenset({"random", "uuid"})
 
 
 def is_volatile(expr: Expr) -> bool:
@@ -613,6 +613,13 @@ def _random(name: str, args: Sequence[Expr]) -> pa.DataType:
     if not (isinstance(args[0], Literal) and is_integer(args[0].dtype)):
         raise TypeError("random() takes no arguments (its one argument is the call's ordinal, an integer constant)")
     return pa.float64()
+
+
+def _uuid(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``uuid(call)`` / ``gen_random_uuid()``: a random (version 4) UUID per row, as VARCHAR (DuckDB's UUID type
+    prints the same text; the engine has no UUID type)."""
+    _random(name, args)
+    return pa.string()
 
 
 def _current_date(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -693,7 +700,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
-    "power": _double, "random": _random, "even": _double, "gcd": _divisor, "lcm": _divisor,
+    "power": _double, "random": _random, "uuid": _uuid, "even": _double, "gcd": _divisor, "lcm": _divisor,
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,

@@ -63,6 +63,28 @@ def local_today() -> datetime.date:
     return datetime.date.today()
 
 
+#: Where the 32 hex digits of a UUID go among its 36 characters (the dashes at 8, 13, 18 and 23).
+_UUID_DIGIT_PLACES = [i for i in range(36) if i not in (8, 13, 18, 23)]
+
+
+def _random_uuids(device, rows: int) -> Column:
+    """Return ``rows`` random version-4 UUIDs as text (RFC 4122's form, lower-case hex), drawn on the device.
+
+    Sixteen random bytes a row, the version nibble set to 4 and the variant bits to 10, each nibble looked up
+    in the hex digits, the dashes in place: array code, one string column of 36-byte rows.
+    """
+    xp = device.xp
+    octets = xp.random.randint(0, 256, size=(rows, 16)).astype(xp.uint8)
+    octets[:, 6] = (octets[:, 6] & 0x0F) | 0x40
+    octets[:, 8] = (octets[:, 8] & 0x3F) | 0x80
+    nibbles = xp.stack([octets >> 4, octets & 0x0F], axis=2).reshape(rows, 32)
+    digits = xp.asarray(list(b"0123456789abcdef"), dtype=xp.uint8)
+    text = xp.full((rows, 36), ord("-"), dtype=xp.uint8)
+    text[:, xp.asarray(_UUID_DIGIT_PLACES)] = xp.take(digits, nibbles.astype(xp.int64))
+    offsets = (xp.arange(rows + 1, dtype=xp.int64) * 36).astype(xp.int32)
+    return Column(pa.string(), text.reshape(-1), None, offsets)
+
+
 def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Batch], Column]) -> Column:
     """Return the column of ``expr`` over ``batch``, its arguments evaluated with ``evaluate``."""
     device = batch.device
@@ -76,6 +98,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_string_function(device, expr.name, expr.args, columns, batch.num_rows)
     if expr.name == "random":  # per row from [0, 1), drawn on the device (its argument only tells calls apart)
         return Column(pa.float64(), device.xp.random.random(batch.num_rows), None)
+    if expr.name == "uuid":
+        return _random_uuids(device, batch.num_rows)
     if expr.name == "current_timestamp":
         return Column(expr.dtype, device.xp.full(batch.num_rows, query_instant(), dtype=device.xp.int64), None)
     if expr.name == "current_date":  # the local date as the batch runs (DuckDB: the transaction's start)

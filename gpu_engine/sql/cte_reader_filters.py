@@ -27,7 +27,7 @@ from gpu_engine.sql.predicates import conjuncts_of, disjoined
 
 __all__ = ["with_reader_filters"]
 
-_UNMOVABLE = (exp.Window, exp.AggFunc, exp.Subquery, exp.Exists, exp.Select, exp.Rand)
+_UNMOVABLE = (exp.Window, exp.AggFunc, exp.Subquery, exp.Exists, exp.Select, exp.Rand, exp.Uuid)
 
 
 def _inner_item(reference: exp.Table) -> exp.Select | None:

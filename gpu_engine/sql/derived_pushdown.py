@@ -47,7 +47,7 @@ from gpu_engine.sql.predicates import conjoined, conjuncts_of, disjoined, disjun
 __all__ = ["with_conditions_pushed"]
 
 #: Expressions that may not be evaluated on other rows or more often than written.
-_UNMOVABLE = (exp.Window, exp.AggFunc, exp.Subquery, exp.Exists, exp.Select, exp.Rand)
+_UNMOVABLE = (exp.Window, exp.AggFunc, exp.Subquery, exp.Exists, exp.Select, exp.Rand, exp.Uuid)
 #: SELECT clauses that make a filter on the output differ from one on the input.
 _BLOCKING_CLAUSES = ("limit", "offset", "qualify", "windows", "fetch")
 

@@ -353,7 +353,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     tree = _parse(text, dialect)
     note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
     note_current_date_names(tree, text)  # current_date or today(): one node to sqlglot, named as written
-    for call, node in enumerate(tree.find_all(exp.Rand)):  # random(): each call its own values (function_translation)
+    for call, node in enumerate(tree.find_all(exp.Rand, exp.Uuid)):  # random(), uuid(): each call its own values
         node.meta["call"] = call
     _check_tables(tree, catalog)
     tree = with_semi_anti_joins_as_exists(tree)  # DuckDB's a SEMI|ANTI JOIN b ON c: [NOT] EXISTS, before * expands
