@@ -279,6 +279,30 @@ def _desugar(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _ordered_string_agg_window(window: exp.Window) -> exp.Window:
+    """Write ``string_agg(x, s ORDER BY y) OVER (PARTITION BY p)`` as ``string_agg(x, s) OVER (PARTITION BY p
+    ORDER BY y ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING)``: over whole partitions the window's
+    order is the order the values are joined in (the Window operator's holistic string_agg), and the frame keeps
+    the whole partition. A window with its own ORDER BY and a running frame is refused by name.
+    """
+    call = window.this
+    if not isinstance(call, exp.GroupConcat) or not isinstance(call.this, exp.Order):
+        return window
+    spec = window.args.get("spec")
+    whole = spec is not None and spec.args.get("start") == "UNBOUNDED" and spec.args.get("end") == "UNBOUNDED"
+    if window.args.get("order") is not None and not whole:
+        line, col = position_of(window)
+        raise SqlError("string_agg(x, s ORDER BY y) over a window with its own ORDER BY is a running string_agg, "
+                       "which is not supported; over whole partitions (OVER (PARTITION BY ...)) the ORDER BY inside "
+                       "orders each partition's values", line=line, col=col, name="string_agg")
+    order = call.this
+    call.set("this", order.this)
+    window.set("order", exp.Order(expressions=list(order.expressions)))
+    window.set("spec", exp.WindowSpec(kind="ROWS", start="UNBOUNDED", start_side="PRECEDING", end="UNBOUNDED",
+                                      end_side="FOLLOWING"))
+    return window
+
+
 def _filter_as_case(node: exp.Expression) -> exp.Expression:
     """Write ``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``count(*)``: ``count(CASE WHEN c
     THEN 1 END)``): aggregates skip NULLs, so the rows failing ``c`` count for nothing, as FILTER says.
@@ -287,6 +311,8 @@ def _filter_as_case(node: exp.Expression) -> exp.Expression:
     bare NULL, and the aggregate's argument would lose its type (DuckDB keeps it: ``median(x) FILTER (WHERE
     FALSE)`` is a NULL of ``median(x)``'s type).
     """
+    if isinstance(node, exp.Window):  # in this walk, not one of its own
+        return _ordered_string_agg_window(node)
     if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
         aggregate, condition = node.this.copy(), node.expression.this.copy()
         argument = aggregate.this
