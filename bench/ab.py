@@ -20,6 +20,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
+    python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
@@ -178,6 +179,13 @@ def _node_setups():
     every run (``MadePerNode.get`` always making)."""
     from gpu_engine.exec.made_once import MadePerNode
     return MadePerNode, "get", lambda self, node, make, variant=None: make()
+
+
+def _file_versions():
+    """Every lookup of a per-file-version cache asks ``os.stat`` (``file_versions.current_task`` None: no Task's
+    versions kept), as before a file's version was read once per file and Task."""
+    import gpu_engine.connectors.file_versions as module
+    return module, "current_task", lambda: None
 
 
 def _string_key_growth():
@@ -394,6 +402,7 @@ SWITCHES = {
     "key-set-estimates": _single_key_estimates,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
+    "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,

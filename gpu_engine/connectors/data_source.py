@@ -43,6 +43,7 @@ from gpu_engine.connectors.parquet_columns import (
     check_row_counts, decodable_columns, dictionary_size, read_arrow_columns, read_decoded_columns, take_rows,
 )
 from gpu_engine.connectors.decode_pool import decode_pool, default_decode_threads
+from gpu_engine.connectors.file_versions import file_version
 from gpu_engine.connectors.parquet_footer import read_footer
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
@@ -156,8 +157,8 @@ def repeats_values(path: str, column: str) -> bool:
     repeating, as decoding found for each such TPC-H and TPC-DS column; a
     chunk without a dictionary page is decoded to count, as before.
     """
-    status = os.stat(path)
-    return _repeats_values(path, status.st_size, status.st_mtime_ns, column)
+    size, modified_ns = file_version(path)
+    return _repeats_values(path, size, modified_ns, column)
 
 
 @lru_cache(maxsize=1024)
@@ -179,8 +180,8 @@ def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool
 
 def _read_plan(path: str, columns: tuple[str, ...]) -> tuple[list[str], dict[str, pa.DataType]]:
     """Return the string columns read as dictionaries and the columns the engine's decoder reads, per file."""
-    status = os.stat(path)
-    return _cached_read_plan(path, status.st_size, status.st_mtime_ns, columns)
+    size, modified_ns = file_version(path)
+    return _cached_read_plan(path, size, modified_ns, columns)
 
 
 @lru_cache(maxsize=1024)

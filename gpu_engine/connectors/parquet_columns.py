@@ -51,6 +51,7 @@ import pyarrow.parquet as pq
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors import file_pages
+from gpu_engine.connectors.file_versions import file_version
 from gpu_engine.errors import DataSourceError
 from gpu_engine.kernels.parquet_pages import (
     CODEC_SNAPPY, CODEC_UNCOMPRESSED, CORRUPT, DECODED, check_page_counts, decode_chunk,
@@ -135,8 +136,8 @@ class _ChunkLayout:
 
 
 def _chunk_layout(path: str, metadata: pq.FileMetaData) -> _ChunkLayout:
-    status = os.stat(path)
-    return _cached_chunk_layout(path, status.st_size, status.st_mtime_ns, metadata)
+    size, modified_ns = file_version(path)
+    return _cached_chunk_layout(path, size, modified_ns, metadata)
 
 
 @lru_cache(maxsize=64)
@@ -540,9 +541,9 @@ def _canonical(path: str, size: int, modified_ns: int, column: str) -> Canonical
 
 def _canonical_for(path: str, column: str) -> CanonicalDictionary:
     """Return the canonical dictionary of ``column`` in the file at ``path`` as it is now."""
-    status = os.stat(path)
+    size, modified_ns = file_version(path)
     with _canonical_lock:  # one object per file and column, whichever thread asks first
-        return _canonical(path, status.st_size, status.st_mtime_ns, column)
+        return _canonical(path, size, modified_ns, column)
 
 
 _thread_scratch = threading.local()
@@ -572,8 +573,8 @@ def _arrow_array(values: np.ndarray, valid: np.ndarray | None, arrow_type: pa.Da
 
 def _file_bytes(path: str) -> np.ndarray:
     """Return a file's bytes, memory-mapped once per process while the file is unchanged."""
-    status = os.stat(path)
-    return _mapped(path, status.st_size, status.st_mtime_ns)
+    size, modified_ns = file_version(path)
+    return _mapped(path, size, modified_ns)
 
 
 def file_pages_read(file_bytes: np.ndarray, ranges: Sequence[tuple[int, int]]) -> None:

@@ -38,6 +38,7 @@ import struct
 from dataclasses import dataclass, field
 from functools import lru_cache
 
+from gpu_engine.connectors.file_versions import file_version
 from gpu_engine.errors import DataSourceError
 
 __all__ = ["ParquetFooter", "ColumnLeaf", "ColumnChunk", "RowGroup", "ChunkStatistics", "read_footer", "parse_footer",
@@ -263,8 +264,8 @@ def read_footer(path: str) -> ParquetFooter:
     DataSourceError
         For a file that is not Parquet or whose footer is truncated or inconsistent, naming the file.
     """
-    status = os.stat(path)
-    return _read_footer(str(path), status.st_size, status.st_mtime_ns)
+    size, modified_ns = file_version(str(path))  # once per file and running Task (connectors.file_versions)
+    return _read_footer(str(path), size, modified_ns)
 
 
 @lru_cache(maxsize=256)

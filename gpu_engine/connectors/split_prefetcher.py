@@ -26,6 +26,8 @@ from collections import deque
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import Callable, Generic, Iterable, TypeVar
 
+from gpu_engine.exec.cancel_points import current_task, running_task
+
 __all__ = ["SplitPrefetcher", "PREFETCH_THREAD_PREFIX"]
 
 #: Name prefix of prefetch threads (tests look for leftovers by it).
@@ -33,6 +35,13 @@ PREFETCH_THREAD_PREFIX = "gpu-engine-scan-prefetch"
 
 T = TypeVar("T")
 _pool_ids = itertools.count()
+
+
+def _run_in_task(task, read: Callable[[], T]) -> T:
+    if task is None:
+        return read()
+    with running_task(task):
+        return read()
 
 
 class SplitPrefetcher(Generic[T]):
@@ -96,7 +105,9 @@ class SplitPrefetcher(Generic[T]):
             if self._executor is None:
                 self._executor = ThreadPoolExecutor(max_workers=self.depth,
                                                     thread_name_prefix=f"{PREFETCH_THREAD_PREFIX}-{next(_pool_ids)}")
-            self._in_flight.append(self._executor.submit(self._queued.popleft()))
+            # The read runs as part of the consumer's Task (None outside one): its cancel points watch it, and it
+            # sees the Task's file versions (gpu_engine.connectors.file_versions) as the driver's own reads do.
+            self._in_flight.append(self._executor.submit(_run_in_task, current_task(), self._queued.popleft()))
 
     def close(self) -> None:
         """Drop queued reads, cancel those not started, wait for running ones and stop the threads."""
