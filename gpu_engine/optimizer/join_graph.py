@@ -1,0 +1,227 @@
+"""The inner joins of a typed plan as a graph, and a plan that joins the graph's relations in a given order.
+
+Why: join ordering is still a rule over the sqlglot tree
+(:mod:`gpu_engine.sql.join_ordering`), where it runs before the optimizer's
+predicate pushdown and sees neither the filters pushed into derived queries
+afterwards nor any plan built by hand, read from JSON or planned by Spark.
+Ordering joins as a pass over the typed plan (issue 30 item 0, DataFusion's
+``join_selection`` / DuckDB's join order optimizer) starts from what this
+module gives: a maximal region of inner joins — hash joins and nested-loop
+joins of type ``inner``, with the Filters between and above them — taken
+apart into
+
+* its **relations**: the subtrees below the region (scans, outer joins,
+  aggregations, anything that is no inner join or filter over one);
+* its **edges**: equalities of one column of each of two relations (a hash
+  join's key pairs, and a conjunct ``x = y`` of a join filter or a Filter);
+* its **conditions**: every other conjunct, with the relations it reads.
+
+:func:`joined` rebuilds the region in another order (left-deep, each join on
+every edge to what is joined so far, each condition at the first join that
+has all its relations), outputting the region's columns in the region's
+order. Every join order of a region gives the same rows (inner joins
+commute and associate, and a condition over rows that are all present keeps
+the same ones wherever it is applied); the estimates that choose one are the
+next step (:mod:`gpu_engine.sql.statistics` reads sqlglot trees).
+
+A region whose relations share a column name is not taken apart (None): an
+edge could not say which relation a key belongs to.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+import pyarrow as pa
+
+from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
+from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, referenced_columns
+from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode
+
+__all__ = ["JoinCondition", "JoinEdge", "JoinGraph", "join_graph", "join_graphs", "joined"]
+
+
+@dataclass(frozen=True)
+class JoinEdge:
+    """``relations[left].left_column = relations[right].right_column``."""
+
+    left: int
+    left_column: str
+    right: int
+    right_column: str
+
+
+@dataclass(frozen=True)
+class JoinCondition:
+    """A conjunct that is no edge, and the relations whose columns it reads."""
+
+    predicate: Expr
+    relations: frozenset[int]
+
+
+@dataclass(frozen=True)
+class JoinGraph:
+    """A region of inner joins rooted at ``root``: its relations, edges and conditions."""
+
+    root: PlanNode
+    relations: tuple[PlanNode, ...]
+    edges: tuple[JoinEdge, ...]
+    conditions: tuple[JoinCondition, ...]
+
+    def neighbours(self, relation: int) -> frozenset[int]:
+        """Return the relations an edge links to ``relation``."""
+        out = set()
+        for edge in self.edges:
+            if edge.left == relation:
+                out.add(edge.right)
+            elif edge.right == relation:
+                out.add(edge.left)
+        return frozenset(out)
+
+    def is_connected(self) -> bool:
+        """Return whether edges link every relation to every other (no cross join is needed)."""
+        seen, stack = {0}, [0]
+        while stack:
+            for other in self.neighbours(stack.pop()) - seen:
+                seen.add(other)
+                stack.append(other)
+        return len(seen) == len(self.relations)
+
+
+def _is_inner_join(node: PlanNode) -> bool:
+    return isinstance(node, HashJoinNode | NestedLoopJoinNode) and node.join_type == "inner"
+
+
+def _region_top(node: PlanNode) -> bool:
+    """Return whether ``node`` is an inner join, or Filters over one."""
+    while isinstance(node, FilterNode):
+        node = node.source
+    return _is_inner_join(node)
+
+
+def join_graph(root: PlanNode) -> JoinGraph | None:
+    """Return the graph of the inner-join region rooted at ``root`` (an inner join or Filters over one), or None
+    when ``root`` is none or its relations share a column name."""
+    if not _region_top(root):
+        return None
+    relations: list[PlanNode] = []
+    predicates: list[Expr] = []
+    keys: list[tuple[str, str]] = []
+
+    def visit(node: PlanNode) -> None:
+        if isinstance(node, FilterNode) and _region_top(node):
+            predicates.extend(conjuncts(node.predicate))
+            visit(node.source)
+        elif _is_inner_join(node):
+            if isinstance(node, HashJoinNode):
+                keys.extend(zip(node.left_keys, node.right_keys))
+            if node.filter is not None:
+                predicates.extend(conjuncts(node.filter))
+            for source in node.sources:
+                visit(source)
+        else:
+            relations.append(node)
+
+    visit(root)
+    owner: dict[str, int] = {}
+    for position, relation in enumerate(relations):
+        for name in relation.output_schema.names:
+            if name in owner:
+                return None
+            owner[name] = position
+    edges = [JoinEdge(owner[left], left, owner[right], right) for left, right in keys]
+    conditions = []
+    for predicate in predicates:
+        if (isinstance(predicate, BinaryOp) and predicate.op == "eq" and isinstance(predicate.left, ColumnRef)
+                and isinstance(predicate.right, ColumnRef) and predicate.left.dtype == predicate.right.dtype
+                and owner[predicate.left.name] != owner[predicate.right.name]):
+            edges.append(JoinEdge(owner[predicate.left.name], predicate.left.name, owner[predicate.right.name],
+                                  predicate.right.name))
+        else:
+            conditions.append(JoinCondition(predicate, frozenset(owner[c] for c in referenced_columns(predicate))))
+    return JoinGraph(root, tuple(relations), tuple(edges), tuple(conditions))
+
+
+def join_graphs(plan: PlanNode) -> list[JoinGraph]:
+    """Return the graph of every maximal inner-join region of ``plan``, outer regions before those below them."""
+    out: list[JoinGraph] = []
+
+    def visit(node: PlanNode) -> None:
+        graph = join_graph(node)
+        if graph is not None:
+            out.append(graph)
+            below: Iterator[PlanNode] = iter(graph.relations)
+        else:
+            below = iter(node.sources)
+        for source in below:
+            visit(source)
+
+    visit(plan)
+    return out
+
+
+def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) -> PlanNode:
+    """Return the region's relations joined left-deep in ``order`` (a permutation of their positions).
+
+    Each join builds the next relation, on every edge between it and the relations joined so far (a hash
+    join), or pairs them (a nested-loop join) where none links them; a condition filters the first join that
+    has all its relations (a join's filter), or the first relation alone when it reads one. Each join keeps
+    the columns a later edge, condition or the region's output reads; the last outputs the root's columns in
+    the root's order. ``new_id`` names each new node.
+    """
+    if sorted(order) != list(range(len(graph.relations))):
+        raise ValueError(f"order {list(order)} is no permutation of the {len(graph.relations)} relations")
+    output = list(graph.root.output_schema.names)
+    pending = list(graph.conditions)
+    current = _filtered(graph.relations[order[0]], [c for c in pending if c.relations <= {order[0]}], new_id)
+    pending = [c for c in pending if not c.relations <= {order[0]}]
+    present = {order[0]}
+    for step, relation in enumerate(order[1:], start=2):
+        build = _filtered(graph.relations[relation], [c for c in pending if c.relations == {relation}], new_id)
+        pending = [c for c in pending if c.relations != {relation}]
+        present.add(relation)
+        pairs, equalities = [], []
+        for edge in graph.edges:
+            if edge.left == relation and edge.right in present - {relation}:
+                pair = (edge.right_column, edge.left_column)
+            elif edge.right == relation and edge.left in present - {relation}:
+                pair = (edge.left_column, edge.right_column)
+            else:
+                continue
+            if any(pair[0] == left or pair[1] == right for left, right in pairs):  # a key once a side: a filter
+                fields = {f.name: f for f in list(current.output_schema) + list(build.output_schema)}
+                equalities.append(BinaryOp("eq", ColumnRef(pair[0], fields[pair[0]].type),
+                                           ColumnRef(pair[1], fields[pair[1]].type), pa.bool_()))
+            else:
+                pairs.append(pair)
+        applied = [c for c in pending if c.relations <= present]
+        pending = [c for c in pending if not c.relations <= present]
+        later = set(output)
+        for edge in graph.edges:
+            if edge.left not in present or edge.right not in present:
+                later.update((edge.left_column, edge.right_column))
+        for condition in pending:
+            later.update(referenced_columns(condition.predicate))
+        names = current.output_schema.names + build.output_schema.names
+        kept = output if step == len(order) else [name for name in names if name in later]
+        fields = {f.name: f for f in list(current.output_schema) + list(build.output_schema)}
+        schema = pa.schema([fields[name] for name in kept])
+        condition = conjunction(equalities + [c.predicate for c in applied]) if equalities or applied else None
+        if pairs:
+            current = HashJoinNode(id=new_id(), output_schema=schema, sources=(current, build), join_type="inner",
+                                   left_keys=tuple(left for left, _ in pairs),
+                                   right_keys=tuple(right for _, right in pairs), output_columns=tuple(kept),
+                                   filter=condition)
+        else:
+            current = NestedLoopJoinNode(id=new_id(), output_schema=schema, sources=(current, build),
+                                         join_type="inner", output_columns=tuple(kept), filter=condition)
+    return current
+
+
+def _filtered(node: PlanNode, conditions: list[JoinCondition], new_id: Callable[[], str]) -> PlanNode:
+    """Return ``node`` under a Filter of ``conditions`` (those that read only it), or as it is without any."""
+    if not conditions:
+        return node
+    return FilterNode(id=new_id(), output_schema=node.output_schema, sources=(node,),
+                      predicate=conjunction([c.predicate for c in conditions]))
