@@ -72,6 +72,8 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Subquery) and not node.args.get("view") \
                 and dialect == "duckdb" and isinstance(node.parent, exp.Join):
             tree.meta[HAS_LATERAL] = True  # decorrelated once qualified (gpu_engine.sql.lateral_joins)
+        elif isinstance(node, exp.Collate) and isinstance(node.expression, exp.Column):  # COLLATE nocase.noaccent
+            node.set("expression", exp.Var(this=node.expression.sql(dialect="duckdb")))  # a name, not a column
         elif isinstance(node, exp.Lateral):
             raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
                          "subquery", node, "LATERAL")

@@ -303,6 +303,73 @@ def _ordered_string_agg_window(window: exp.Window) -> exp.Window:
     return window
 
 
+#: Collations: what each folds a string to before it is compared (DuckDB's NOCASE is lower(), NOACCENT strip_accents).
+_COLLATIONS = {"nocase": ("lower",), "noaccent": ("strip_accents",), "nocase.noaccent": ("strip_accents", "lower"),
+               "noaccent.nocase": ("strip_accents", "lower"), "binary": (), "c": (), "posix": ()}
+_COLLATED_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ,
+                         exp.In, exp.Between, exp.Like)
+
+
+def _collation(collate: exp.Collate) -> tuple[str, ...]:
+    name = collate.expression.sql(dialect="duckdb").strip('"').lower()
+    if name not in _COLLATIONS:
+        line, col = position_of(collate)
+        raise SqlError(f"unsupported SQL: COLLATE {name}; the collations are NOCASE, NOACCENT, NOCASE.NOACCENT and "
+                       "BINARY", line=line, col=col, name=name)
+    return _COLLATIONS[name]
+
+
+def _folded(value: exp.Expression, steps: tuple[str, ...]) -> exp.Expression:
+    value = value.this if isinstance(value, exp.Collate) else value
+    for step in steps:
+        value = exp.Lower(this=value) if step == "lower" else exp.Anonymous(this=step, expressions=[value])
+    return value
+
+
+def _collated(node: exp.Expression) -> exp.Expression:
+    """Write DuckDB's ``COLLATE NOCASE`` / ``NOACCENT`` as the folding it means: in a comparison (``=``, ``<``,
+    ``IN``, ``BETWEEN``, ``LIKE``; either side collated) both sides are folded (``lower(s) = lower('B')``) and
+    an ORDER BY key sorts by its folded value. Elsewhere it is refused by name: in GROUP BY or an aggregate's
+    argument the value a group or an aggregate shows is the original text, which folding would lose; a SELECT
+    output's collation would travel to the comparisons and orderings over it, which the engine's columns do
+    not carry."""
+    if isinstance(node, _COLLATED_COMPARISONS):
+        operands = [node.this] + ([node.args["low"], node.args["high"]] if isinstance(node, exp.Between) else
+                                  list(node.expressions) if isinstance(node, exp.In) else [node.expression])
+        collated = next((o for o in operands if isinstance(o, exp.Collate)), None)
+        if collated is None or (isinstance(node, exp.In) and node.args.get("query") is not None):
+            return node
+        steps = _collation(collated)
+        if isinstance(node, exp.Like):  # the pattern stays a constant: LIKE ... COLLATE NOCASE is ILIKE
+            if "strip_accents" in steps:
+                line, col = position_of(collated)
+                raise SqlError("unsupported SQL: LIKE with COLLATE NOACCENT; compare strip_accents(x) LIKE the "
+                               "pattern", line=line, col=col, name="COLLATE")
+            others = {key: value for key, value in node.args.items() if key not in ("this", "expression")}
+            plain = [_folded(o, ()) for o in (node.this, node.expression)]  # NOT LIKE's negate flag kept
+            return (exp.ILike if steps else exp.Like)(this=plain[0], expression=plain[1], **others)
+        node.set("this", _folded(node.this, steps))
+        if isinstance(node, exp.Between):
+            node.set("low", _folded(node.args["low"], steps))
+            node.set("high", _folded(node.args["high"], steps))
+        elif isinstance(node, exp.In):
+            node.set("expressions", [_folded(e, steps) for e in node.expressions])
+        else:
+            node.set("expression", _folded(node.expression, steps))
+        return node
+    if isinstance(node, exp.Ordered) and isinstance(node.this, exp.Collate):
+        node.set("this", _folded(node.this, _collation(node.this)))
+        return node
+    if isinstance(node, exp.Collate):
+        _collation(node)
+        line, col = position_of(node)
+        raise SqlError("unsupported SQL: COLLATE here (a SELECT output, GROUP BY, an aggregate or a function: the "
+                       "collation would travel with the value); COLLATE NOCASE is supported in comparisons (=, <, "
+                       "IN, BETWEEN, LIKE) and ORDER BY keys; lower(x) folds case anywhere", line=line, col=col,
+                       name="COLLATE")
+    return node
+
+
 def _filter_as_case(node: exp.Expression) -> exp.Expression:
     """Write ``agg(x) FILTER (WHERE c)`` as ``agg(CASE WHEN c THEN x END)`` (``count(*)``: ``count(CASE WHEN c
     THEN 1 END)``): aggregates skip NULLs, so the rows failing ``c`` count for nothing, as FILTER says.
@@ -313,6 +380,8 @@ def _filter_as_case(node: exp.Expression) -> exp.Expression:
     """
     if isinstance(node, exp.Window):  # in this walk, not one of its own
         return _ordered_string_agg_window(node)
+    if isinstance(node, (exp.Collate, exp.Ordered) + _COLLATED_COMPARISONS):
+        node = _collated(node)
     if isinstance(node, exp.Filter) and isinstance(node.this, exp.AggFunc):
         aggregate, condition = node.this.copy(), node.expression.this.copy()
         argument = aggregate.this
