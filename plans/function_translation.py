@@ -328,6 +328,10 @@ def _power(translator: Any, tree: exp.Pow) -> Expr:
     return build_function(translator, "power", _numeric_args(translator, [tree.this, tree.expression]), tree)
 
 
+def _factorial(translator: Any, tree: exp.Factorial) -> Expr:
+    return build_function(translator, "factorial", [_typed_null(translator.translate(tree.this), pa.int32())], tree)
+
+
 def _uuid(translator: Any, tree: exp.Uuid) -> Expr:
     """``uuid()`` / ``gen_random_uuid()``: a random UUID per row, each call its own (its ordinal, as random()'s)."""
     return build_function(translator, "uuid", [Literal(int(tree.meta.get("call", 0)), pa.int64())], tree)
@@ -715,7 +719,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.Abs: _unary_number("abs"), exp.Sqrt: _unary_number("sqrt"), exp.Cbrt: _unary_number("cbrt"),
     exp.Ln: _unary_number("ln"), exp.Exp: _unary_number("exp"), exp.Sign: _unary_number("sign"),
     exp.Floor: _unary_number("floor"), exp.Ceil: _unary_number("ceil"), exp.Trunc: _unary_number("trunc"),
-    exp.Round: _round, exp.Pow: _power, exp.Log: _log, exp.Atan2: _atan2, exp.Rand: _random, exp.Uuid: _uuid,
+    exp.Round: _round, exp.Pow: _power, exp.Log: _log, exp.Atan2: _atan2, exp.Rand: _random, exp.Uuid: _uuid, exp.Factorial: _factorial,
     **{kind: _unary_number(kind.__name__.lower()) for kind in (exp.Sin, exp.Cos, exp.Tan, exp.Cot, exp.Asin,
                                                                exp.Acos, exp.Atan, exp.Degrees, exp.Radians)},
     exp.Greatest: _greatest, exp.Least: _greatest,

@@ -600,6 +600,15 @@ def _integer_arguments(name: str, args: Sequence[Expr]) -> None:
             raise TypeError(f"{name}() needs integers, got {arg.dtype} as argument {position}")
 
 
+def _factorial(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``factorial(n)`` of an INTEGER (or narrower; DuckDB has no BIGINT overload): HUGEINT, as DuckDB's."""
+    _arity(name, args, 1, 1)
+    _integer_arguments(name, args)
+    if is_integer(args[0].dtype) and args[0].dtype.bit_width > 32:
+        raise TypeError(f"factorial() takes an INTEGER (DuckDB has no {args[0].dtype} overload); CAST it to INTEGER")
+    return pa.decimal128(38, 0)
+
+
 def _divisor(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``gcd(a, b)`` / ``lcm(a, b)`` of integers: BIGINT, as DuckDB binds them."""
     _arity(name, args, 2, 2)
@@ -700,7 +709,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
-    "power": _double, "random": _random, "uuid": _uuid, "even": _double, "gcd": _divisor, "lcm": _divisor,
+    "power": _double, "random": _random, "uuid": _uuid, "factorial": _factorial, "even": _double, "gcd": _divisor, "lcm": _divisor,
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,

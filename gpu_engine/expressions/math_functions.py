@@ -225,6 +225,25 @@ def _divisor(device: Device, name: str, columns: Sequence[Column]) -> Column:
     return Column(pa.int64(), xp.where(zero | over, 0, reduced * xp.where(over, 0, y)), validity)
 
 
+#: 0! .. 20!: the factorials a 64-bit HUGEINT holds (the engine's DECIMAL(38, 0) keeps int64 values).
+_FACTORIALS = [1]
+for _n in range(1, 21):
+    _FACTORIALS.append(_FACTORIALS[-1] * _n)
+
+
+def _factorial(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return DuckDB's factorial (HUGEINT): a lookup in the table of 0! .. 20! on the device; DuckDB's errors for
+    a negative n and past 33!, and a named one for 21! .. 33!, which need more than the engine's 64 bits."""
+    xp = device.xp
+    values = column.data.astype(xp.int64)
+    raise_at_first(device, values < 0, column.validity, "factorial of a negative number is undefined")
+    raise_at_first(device, values > 33, column.validity, "Value out of range")
+    raise_at_first(device, (values > 20) & (values <= 33), column.validity,
+                   "factorial(n) for n from 21 to 33 exceeds the engine's 64-bit HUGEINT storage")
+    table = xp.asarray(np.array(_FACTORIALS, dtype=np.int64))
+    return Column(dtype, xp.take(table, xp.clip(values, 0, 20)), column.validity)
+
+
 def _extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.DataType) -> Column:
     """Return greatest/least per row over the non-NULL arguments (NULL only where all are); NaN is the largest."""
     xp = device.xp
@@ -288,7 +307,7 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 
 #: The functions this module evaluates.
 MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
-                  "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", *_TRIGONOMETRY)
+                  "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", "factorial", *_TRIGONOMETRY)
 
 
 def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -315,4 +334,6 @@ def evaluate_math_function(device: Device, name: str, args: Sequence[Any], colum
         return _float_test(device, name, columns[0])
     if name in ("gcd", "lcm"):
         return _divisor(device, name, columns)
+    if name == "factorial":
+        return _factorial(device, columns[0], dtype)
     return _double_function(device, name, columns)
