@@ -21,12 +21,14 @@ from gpu_engine.sql.lateral_joins import HAS_LATERAL
 from gpu_engine.sql.list_refusals import refuse_list_construct
 from gpu_engine.sql.untyped_null_arguments import refuse_untyped_null_argument
 
-__all__ = ["refuse_unsupported", "check_star_modifiers", "KNOWN_SCHEMAS", "KNOWN_CATALOGS"]
+__all__ = ["refuse_unsupported", "check_star_modifiers", "KNOWN_SCHEMAS", "KNOWN_CATALOGS", "HAS_COLLATE"]
 
 #: Schema and catalog names a table may be qualified with, per dialect: those naming the session's own tables.
 KNOWN_SCHEMAS = {"duckdb": ("main",), "spark": ("default",)}
 KNOWN_CATALOGS = {"duckdb": ("memory",), "spark": ("spark_catalog",)}
 
+#: The tree's meta key set where the walk met a COLLATE (so other queries skip the rewrite's walk for it).
+HAS_COLLATE = "refusals.collate"
 _REGISTER_HINT = "register the data with Session.register(name, path_or_table) and query it by name"
 
 
@@ -72,8 +74,10 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.Lateral) and isinstance(node.this, exp.Subquery) and not node.args.get("view") \
                 and dialect == "duckdb" and isinstance(node.parent, exp.Join):
             tree.meta[HAS_LATERAL] = True  # decorrelated once qualified (gpu_engine.sql.lateral_joins)
-        elif isinstance(node, exp.Collate) and isinstance(node.expression, exp.Column):  # COLLATE nocase.noaccent
-            node.set("expression", exp.Var(this=node.expression.sql(dialect="duckdb")))  # a name, not a column
+        elif isinstance(node, exp.Collate):  # folded once qualified (gpu_engine.sql.rewrite._collated)
+            tree.meta[HAS_COLLATE] = True
+            if isinstance(node.expression, exp.Column):  # COLLATE nocase.noaccent: a name, not a column
+                node.set("expression", exp.Var(this=node.expression.sql(dialect="duckdb")))
         elif isinstance(node, exp.Lateral):
             raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
                          "subquery", node, "LATERAL")
