@@ -303,6 +303,9 @@ class FusedAggregation(AggregationOperator):
 
     def _reset(self) -> None:
         self._num_groups = 0
+        self._deferred: list[tuple[int, tuple]] = []  # bound batches held for one growth (see _defer_growth)
+        self._deferred_rows = self._deferred_bytes = 0
+        self._rows_run = 0  # rows run into the table since it was last empty (see _run_deferred)
         self._release_table()
         self._table = self._new_table(_INITIAL_SLOTS if self.grouped else 1)
 
@@ -316,7 +319,7 @@ class FusedAggregation(AggregationOperator):
         self.add_runtime_stat("table_growths", 1)
 
     def _state_bytes(self) -> int:
-        total = int(self._table.nbytes) + sum(b.nbytes for b in self._output)
+        total = int(self._table.nbytes) + sum(b.nbytes for b in self._output) + self._deferred_bytes
         return total + sum(interner.nbytes for interner in self._interners.values())
 
     # ------------------------------------------------------------- binding
@@ -358,7 +361,6 @@ class FusedAggregation(AggregationOperator):
         return (arrays, *self._kernel(layout))
 
     def add_input(self, batch: Batch) -> None:
-        xp = self.device.xp
         bound = []  # bound only when asked: a batch that waits for the compiler runs unbound, on the lowest tier
 
         def launches() -> list:
@@ -379,9 +381,66 @@ class FusedAggregation(AggregationOperator):
             return
         arrays, file, parameters, messages = bound[0] if bound else self._bind(batch)
         self._seen_input = True
+        if self._defer_growth(batch, (arrays, file, parameters, messages)):
+            return
+        self._add_bound(batch.num_rows, arrays, file, parameters, messages)
+
+    def _defer_growth(self, batch: Batch, bound: tuple) -> bool:
+        """Hold a batch of partial results that would grow the table, so one growth takes many such batches.
+
+        Why: a FINAL or INTERMEDIATE step's input is partial groups, mostly new keys (db-benchmark's q10: 5M
+        distinct keys a driver after the PARTIAL step abandoned grouping), so its table grew by doubling
+        through seven ever larger tables, each fresh memory that the kernel zero-fills on first touch and
+        every key moved again (2026-11-28-scale-profiles.md: a third of q10 filling new tables). Held
+        batches wait until they take as many bytes as the table (so the memory held never passes what a
+        doubling holds: the old table beside one twice its size), then the table grows once for all their
+        keys (:meth:`_run_deferred`). Raw input is never held: its new keys per row are estimated and it
+        takes the table's growth as before.
+        """
+        if not self.grouped or self.step.input_is_raw:
+            return False
+        rows = batch.num_rows
+        expected = self._num_groups + self._deferred_rows + rows
+        if not self._deferred and expected <= max_groups(int(self._table.shape[0]), self.device.kernel_flavor):
+            return False  # room for all its keys: run it now
+        self._deferred.append((rows, bound))
+        self._deferred_rows += rows
+        self._deferred_bytes += batch.nbytes
+        if self._deferred_bytes < self._table.nbytes:
+            self.set_memory_reservation(self._state_bytes())
+            return True
+        self._run_deferred()
+        return True
+
+    def _run_deferred(self) -> None:
+        """Grow the table once for the held batches' new keys, then run the batches.
+
+        Their new keys are estimated at the rate of groups to rows run so far, a quarter more as margin (all
+        of them before any row ran). Why a rate: partial results of keys spread at random bring fewer new
+        keys as the table fills, so the rate so far bounds the next rows' (q10's is ~1: all new); counting
+        every held row as new would size the table of a FINAL step whose partial steps flushed the same
+        keys several times for all of their copies. Keys beyond the estimate go pending and grow the table.
+        """
+        if not self._deferred:
+            return
+        deferred, rows = self._deferred, self._deferred_rows
+        self._deferred, self._deferred_rows, self._deferred_bytes = [], 0, 0
+        new = rows if not self._rows_run else min(rows, -(-rows * self._num_groups * 5 // (4 * self._rows_run)))
+        slots = int(self._table.shape[0])
+        flavor = self.device.kernel_flavor
+        if self._num_groups + new > max_groups(slots, flavor):
+            self._module = deferred[0][1][1].module  # its move twin (a held batch may be the first to bind one)
+            self._grow(max(_GROWTH * slots, slots_for_groups(self._num_groups + new, flavor)))
+        self.add_runtime_stat("deferred_batches", len(deferred))
+        for rows, bound in deferred:
+            self._add_bound(rows, *bound, sized=True)
+
+    def _add_bound(self, rows: int, arrays, file, parameters, messages, sized: bool = False) -> None:
+        """Run a bound batch of ``rows`` rows through the kernel, growing the table first when its keys need room
+        (unless it was ``sized`` for them with other held batches: see :meth:`_run_deferred`)."""
+        xp = self.device.xp
         module = self._module = file.module
         groups_before = self._num_groups
-        rows = batch.num_rows
         if self._pending.shape[0] < rows:
             self._pending = xp.empty(rows, dtype=xp.int32)
         positions, count = self._placeholder, rows
@@ -392,7 +451,7 @@ class FusedAggregation(AggregationOperator):
             self._run_rows(module, parameters, messages, arrays, _SAMPLE_ROWS, sample)
             self._last_batch = (_SAMPLE_ROWS, self._num_groups - groups_before)
             count = rows - _SAMPLE_ROWS
-        if self.grouped:  # room for the rows' new keys, as estimated; more go pending and are run again
+        if self.grouped and not sized:  # room for the rows' new keys, as estimated; more go pending and run again
             flavor = self.device.kernel_flavor
             expected = self._num_groups + self._expected_new_groups(count, sampled=positions is not self._placeholder)
             slots = int(self._table.shape[0])
@@ -400,6 +459,7 @@ class FusedAggregation(AggregationOperator):
                 self._grow(max(_GROWTH * slots, slots_for_groups(expected, flavor)))
         self._run_rows(module, parameters, messages, arrays, count, positions)
         self._last_batch = (rows, self._num_groups - groups_before)
+        self._rows_run += rows
         if self.step is self.step.PARTIAL and self.grouped and self._num_groups > self.max_groups:
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
@@ -511,6 +571,7 @@ class FusedAggregation(AggregationOperator):
 
 
     def no_more_input(self) -> None:
+        self._run_deferred()
         lowest = self._lowest_tier
         if lowest is not None:
             lowest.aggregation.no_more_input()
