@@ -13,7 +13,9 @@ each aggregate's state as the shared aggregate objects of
 same objects turn the state columns into output columns, exactly as
 :class:`~gpu_engine.operators.hash_aggregation.HashAggregation` does. When the table is half full the kernel leaves new keys pending; the
 operator grows the table (with the generated module's ``move`` twins, which
-hash keys as the kernel does) and runs those rows again.
+hash keys as the kernel does) and runs those rows again. A FINAL or
+INTERMEDIATE step (partial results: mostly new keys) holds the batches that
+would grow its table, up to the table's bytes, and grows it once for them all.
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
