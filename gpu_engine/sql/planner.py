@@ -52,18 +52,22 @@ that a change to this hand-over leaves the 22 TPC-H and 99 TPC-DS plans as they
 were. Still text, read without tokenizing (``sql_translator._simple_snippet``):
 bare column names, ``"a" AS "b"`` renames and ``"a" DESC NULLS LAST`` sort keys.
 The plan this module returns then goes through the optimizer rules over the
-typed plan (:mod:`gpu_engine.optimizer`: constant folding, predicate pushdown,
-empty relations, projection pruning; run by ``prepare_plan`` for every plan a Session, Spark or
+typed plan (:mod:`gpu_engine.optimizer`: constant folding, predicate pushdown
+with the filters an OR implies on each input, empty relations, projection
+pruning; run by ``prepare_plan`` for every plan a Session, Spark or
 JSON path executes), as does any hand-built plan: a rule there sees what the
 SQL rules above made of each other (a HAVING-like filter above a UNION ALL of
 CTE readers reaches each branch; a branch filtered by a constant that is never
 true, as TPC-DS q4/q11/q74's ``'s' = 'w'``, is empty). Still over the sqlglot
-tree (issue 30 item 0 is not done): decorrelation, join ordering (on
-estimates of the filtered relations, which is why
-:mod:`~gpu_engine.sql.derived_pushdown` stays here: without it 11 of the 121
-TPC-H/TPC-DS plans change even after the plan pass, their joins ordered on
-unfiltered estimates and the OR-implied filters it derives missing) and
-choosing the scanned columns.
+tree (issue 30 item 0 is not done): decorrelation, join ordering and
+choosing the scanned columns. :mod:`~gpu_engine.sql.derived_pushdown` stays
+only for join ordering: the optimizer pass places every filter it places
+(OR-implied ones too; ``bench/plan_snapshots.py`` with it removed: the same
+filters over the same inputs in all 121 TPC-H/TPC-DS plans), but join
+ordering runs here, before that pass, on the estimates of the relations it
+filtered, and without it 9 TPC-DS plans join in another order or build the
+other side. It goes when join ordering is a pass over the typed plan
+(:mod:`gpu_engine.optimizer.join_graph` gives its inner-join regions).
 """
 
 from __future__ import annotations
