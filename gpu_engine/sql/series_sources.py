@@ -9,9 +9,11 @@ subqueries see an ordinary derived table named as DuckDB names it (the alias, or
 list as a :class:`~gpu_engine.plans.nodes.RangeNode` (:func:`plan_series`), whose rows are generated on the
 device when the query runs (:mod:`gpu_engine.operators.range`).
 
+Spark's ``range(end)`` / ``range(start, end[, step[, numPartitions]])`` (an Anonymous call to sqlglot) is the same
+exclusive series, its column ``id`` (the partition count only checked: the drivers split the series anyway).
+
 Refused by name: arguments reading another FROM item's columns (``FROM t, generate_series(1, t.n)``, DuckDB's
-LATERAL join, not built) or a subquery, and ``range(...)`` in the Spark
-dialect (Spark's ``range`` names its column ``id``; not built). ``range(3)`` as a scalar (a list) is refused by
+LATERAL join, not built) or a subquery. ``range(3)`` as a scalar (a list) is refused by
 the list refusals. Known difference: DuckDB's ``SELECT * FROM range(3) r`` names its column ``r`` (and still
 answers to ``r.range``); here it is ``range``. Column names past the first are ignored, as DuckDB ignores them.
 """
@@ -65,10 +67,12 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
     """Return ``tree`` with every ``range(...)`` / ``generate_series(...)`` FROM item a marked VALUES list."""
     for table in list(tree.find_all(exp.Table)):
         call = table.this
+        if dialect == "spark" and isinstance(call, exp.Anonymous) and call.name.lower() == "range":
+            call = _spark_range(call, table)
         if not isinstance(call, exp.GenerateSeries):
             continue
         function = _function(call)
-        if dialect != "duckdb":
+        if dialect not in ("duckdb", "spark"):
             raise _error(f"table functions are not supported in the {dialect} dialect ({function}(...) in FROM); "
                          "register the data with Session.register(name, path_or_table), or use the duckdb dialect "
                          "where range(...) and generate_series(...) are sources", table, function)
@@ -86,7 +90,7 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         alias = table.args.get("alias")
         name = alias.name if alias is not None and alias.name else function
         columns = list(alias.columns) if alias is not None else []
-        column = columns[0] if columns else exp.to_identifier(function)
+        column = columns[0] if columns else exp.to_identifier("id" if dialect == "spark" else function)
         cell = exp.cast(exp.Null(), "TIMESTAMP" if _is_temporal(call) else "BIGINT")
         values = exp.Values(expressions=[exp.Tuple(expressions=[cell])],
                             alias=exp.TableAlias(this=exp.to_identifier(name, quoted=alias is not None and bool(
@@ -94,6 +98,22 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         values.meta[SERIES] = call.copy()
         table.replace(values)
     return tree
+
+
+def _spark_range(call: exp.Anonymous, table: exp.Table) -> exp.GenerateSeries:
+    """Return Spark's ``range(end)`` / ``range(start, end[, step[, numPartitions]])`` as the exclusive series it is
+    (its column is ``id``; the partition count is a hint the engine's drivers make moot, so only checked)."""
+    arguments = list(call.expressions)
+    if not 1 <= len(arguments) <= 4:
+        raise _error(f"range() takes 1 to 4 arguments (end, or start, end[, step[, numPartitions]]), got "
+                     f"{len(arguments)}", table, "range")
+    if len(arguments) == 4 and not (isinstance(arguments[3], exp.Literal) and not arguments[3].is_string):
+        raise _error("range()'s numPartitions (argument 4) must be an integer constant", arguments[3], "range")
+    start, end = (exp.Literal.number(0), arguments[0]) if len(arguments) == 1 else arguments[:2]
+    series = exp.GenerateSeries(start=start, end=end, is_end_exclusive=True)
+    if len(arguments) > 2:
+        series.set("step", arguments[2])
+    return series
 
 
 def is_series_source(item: exp.Expression) -> bool:

@@ -107,6 +107,19 @@ def test_a_series_is_one_range_node_and_round_trips_through_json():
     assert "Range[" in session.explain(built)
 
 
+@pytest.mark.parametrize("spark, duckdb", [
+    ("SELECT * FROM range(5)", "SELECT * FROM range(5) r(id)"),
+    ("SELECT id * 2 AS x FROM range(1, 10, 3) r", "SELECT id * 2 AS x FROM range(1, 10, 3) r(id)"),
+    ("SELECT count(*) AS n, max(id) AS m FROM range(0, 100, 7, 4)",
+     "SELECT count(*) AS n, max(id) AS m FROM range(0, 100, 7) r(id)"),
+    ("SELECT r.id FROM range(10, 0, -3) AS r", "SELECT r.id FROM range(10, 0, -3) AS r(id)"),
+])
+def test_sparks_range_is_the_exclusive_series_named_id(spark, duckdb, reference):
+    actual = _session("cpu", 2, 2).sql(spark, dialect="spark")
+    problem = rows_mismatch(actual, reference.sql(duckdb).to_arrow_table())
+    assert problem is None and actual.schema.names == reference.sql(duckdb).columns, problem
+
+
 def test_a_series_runs_once_on_a_local_cluster(reference):
     """A series is a single-Task source: each Task generating it would repeat its rows."""
     from gpu_engine.cluster.local_cluster import LocalCluster
