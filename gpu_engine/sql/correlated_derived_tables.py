@@ -50,21 +50,22 @@ def _derived_items(select: exp.Select) -> list[exp.Subquery]:
             and item.alias]
 
 
-def pulled_correlation(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Expression]:
+def pulled_correlation(subquery: exp.Subquery, outer_aliases: set[str], shaped: bool = False) -> list[exp.Expression]:
     """Remove ``subquery``'s correlated conjuncts from its WHERE (in place) and return them over its outputs.
 
-    Nothing moves where the subquery groups, aggregates, windows, is DISTINCT or picks rows. Also used by
+    Nothing moves where the subquery groups, aggregates, windows, is DISTINCT or picks rows, unless ``shaped``
+    (the caller then makes the shape per correlation key itself). Also used by
     :mod:`~gpu_engine.sql.lateral_joins` for a LATERAL subquery, whose outer aliases are the FROM items before it.
     """
-    return _pulled(subquery, outer_aliases)
+    return _pulled(subquery, outer_aliases, shaped)
 
 
-def _pulled(subquery: exp.Subquery, outer_aliases: set[str]) -> list[exp.Expression]:
+def _pulled(subquery: exp.Subquery, outer_aliases: set[str], shaped: bool = False) -> list[exp.Expression]:
     """Remove the movable correlated conjuncts from ``subquery``'s WHERE (in place) and return them rewritten
     over its output columns."""
     inner = subquery.this
-    if any(inner.args.get(key) for key in _SHAPING) or any(
-            node.find(exp.AggFunc, exp.Window) for node in inner.expressions):
+    if not shaped and (any(inner.args.get(key) for key in _SHAPING) or any(
+            node.find(exp.AggFunc, exp.Window) for node in inner.expressions)):
         return []
     nested = [conjunct for item in _derived_items(inner) for conjunct in _pulled(item, outer_aliases)]
     if nested:  # a deeper derived table's correlation, now in this one's WHERE

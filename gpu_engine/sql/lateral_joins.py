@@ -8,11 +8,13 @@ conjuncts, so those conjuncts move to the join's ON, over the subquery's output 
 a LEFT JOIN with the moved conjuncts in its ON does. The top-N-per-row form, ``LATERAL (SELECT ... WHERE u.k =
 t.k ORDER BY u.x DESC LIMIT n [OFFSET m])``, numbers each correlation key's rows instead: ``QUALIFY
 row_number() OVER (PARTITION BY u.k ORDER BY u.x DESC)`` between ``m + 1`` and ``m + n`` inside, the equality in
-the ON outside.
+the ON outside. A grouping (GROUP BY, HAVING, DISTINCT) LATERAL groups per correlation key too (the key's groups
+are the outer row's); an aggregating one without GROUP BY (one row per outer row) is a correlated scalar subquery
+per output.
 
-Refused by name (a SqlError at the LATERAL): a LATERAL subquery that groups, aggregates, windows or is DISTINCT,
-a LIMIT correlated by other than column equalities, a correlated reference left outside the WHERE (in its SELECT
-list), LATERAL over a table function, and Hive's ``LATERAL VIEW``. Runs on the qualified tree (every column names
+Refused by name (a SqlError at the LATERAL): a window inside, a LIMIT or a grouping correlated by other than column
+equalities, a grouped output reading an outer column, a correlated reference left elsewhere (HAVING, nested
+queries), LATERAL over a table function, and Hive's ``LATERAL VIEW``. Runs on the qualified tree (every column names
 its table), before projections are pruned.
 """
 
@@ -63,18 +65,28 @@ def _decorrelated(lateral: exp.Lateral) -> None:
     if not _reads(inner, outer):
         moved = []
     else:
-        if any(inner.args.get(key) for key in ("group", "having", "qualify", "distinct", "windows")) or any(
-                p.find(exp.AggFunc, exp.Window) for p in inner.expressions):
-            raise _error("a LATERAL subquery that groups, aggregates, windows or is DISTINCT", lateral)
+        grouped = bool(inner.args.get("group") or inner.args.get("distinct") or inner.args.get("having"))
+        if inner.args.get("qualify") or inner.args.get("windows") or any(p.find(exp.Window)
+                                                                          for p in inner.expressions) \
+                or (grouped and pick is not None) or (not grouped and any(p.find(exp.AggFunc)
+                                                                          for p in inner.expressions)):
+            raise _error("a LATERAL subquery that windows, or groups with a LIMIT", lateral)
         written = [c.sql(dialect="duckdb") for c in conjuncts_of(inner.args["where"].this)
                    if _reads(c, outer)] if inner.args.get("where") else []
         outside = _outer_projections(inner, outer, alias)
-        moved = pulled_correlation(subquery, outer)
+        if outside and grouped:
+            raise _error("a grouping or DISTINCT LATERAL subquery with an output reading an outer column", lateral)
+        moved = pulled_correlation(subquery, outer, shaped=grouped)
         left = [c.sql(dialect="duckdb") for c in free_columns(inner) if c.table in outer]
         if left:
             raise _error(f"a LATERAL subquery reading {left[0]} outside its WHERE's conjuncts and SELECT list",
                          lateral)
         _substituted(select, lateral, outside)
+        if grouped:  # groups (and DISTINCT rows) per correlation key: the key's rows are the outer row's
+            keys = _equality_keys(inner, alias, moved, lateral, written, "GROUP BY or DISTINCT")
+            if inner.args.get("group"):
+                present = list(inner.args["group"].expressions)
+                inner.args["group"].set("expressions", present + [k for k in keys if k not in present])
         if pick is not None:
             inner.set("qualify", exp.Qualify(this=_numbered(inner, alias, moved, pick, lateral, written)))
     if pick is not None and not moved:  # uncorrelated: the LIMIT applies once, as written
@@ -208,14 +220,7 @@ def _numbered(inner: exp.Select, alias: str, moved: list[exp.Expression], pick, 
               written: list[str]):
     """Return the QUALIFY condition keeping each correlation key's rows ``offset + 1 .. offset + limit``."""
     outputs = {(p.alias_or_name): (p.this if isinstance(p, exp.Alias) else p) for p in inner.expressions}
-    keys = []
-    for conjunct in moved:
-        sides = [conjunct.this, conjunct.expression] if isinstance(conjunct, exp.EQ) else []
-        own = [s for s in sides if isinstance(s, exp.Column) and s.table == alias]
-        if len(own) != 1 or not all(isinstance(s, exp.Column) for s in sides):
-            raise _error(f"a LATERAL subquery with LIMIT correlated by {' AND '.join(written)} (only equalities of "
-                         "columns number its rows per outer row)", lateral)
-        keys.append(outputs[own[0].name].copy())
+    keys = _equality_keys(inner, alias, moved, lateral, written, "LIMIT")
     order, limit, offset = pick
     ordered = []
     for key in (order.expressions if order is not None else []):
@@ -231,6 +236,21 @@ def _numbered(inner: exp.Select, alias: str, moved: list[exp.Expression], pick, 
     if limit is not None:
         conditions.append(exp.LTE(this=window.copy(), expression=exp.Literal.number(first + _count(limit, lateral))))
     return conjoined(conditions) if conditions else exp.true()
+
+
+def _equality_keys(inner: exp.Select, alias: str, moved: list[exp.Expression], lateral: exp.Lateral,
+                   written: list[str], what: str) -> list[exp.Expression]:
+    """Return the inner expressions the moved conjuncts equate to outer columns; refuse any other correlation."""
+    outputs = {(p.alias_or_name): (p.this if isinstance(p, exp.Alias) else p) for p in inner.expressions}
+    keys = []
+    for conjunct in moved:
+        sides = [conjunct.this, conjunct.expression] if isinstance(conjunct, exp.EQ) else []
+        own = [s for s in sides if isinstance(s, exp.Column) and s.table == alias]
+        if len(own) != 1 or not all(isinstance(s, exp.Column) for s in sides):
+            raise _error(f"a LATERAL subquery with {what} correlated by {' AND '.join(written)} (only equalities "
+                         "of columns make its rows per outer row)", lateral)
+        keys.append(outputs[own[0].name].copy())
+    return keys
 
 
 def _count(clause: exp.Expression, lateral: exp.Lateral) -> int:

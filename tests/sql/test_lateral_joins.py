@@ -3,8 +3,9 @@
 Forms: a comma, CROSS, inner and LEFT JOIN LATERAL that filters and projects (its correlated conjuncts move to
 the ON), the top-N per outer row (ORDER BY ... LIMIT / OFFSET numbered per correlation key), an output reading an
 outer column (computed outside), an aggregating LATERAL (one row per outer row: correlated scalar subqueries,
-counts of no rows 0), two LATERALs, an uncorrelated one, NULL correlation keys, an empty outer table. Refused by
-name with their position: GROUP BY / DISTINCT inside, a LIMIT correlated by other than equalities.
+counts of no rows 0), GROUP BY / DISTINCT / HAVING inside (grouped per correlation key too), two LATERALs, an
+uncorrelated one, NULL correlation keys, an empty outer table. Refused by name with their position: a LIMIT or a
+grouping correlated by other than equalities, a window inside, a grouped output reading an outer column.
 """
 
 from __future__ import annotations
@@ -48,6 +49,11 @@ QUERIES = [
     "SELECT w.c FROM e, LATERAL (SELECT count(*) AS c FROM l WHERE l.k = e.n) w",
     "SELECT t.n, w.x FROM t, LATERAL (SELECT l.x FROM l WHERE l.k = t.n OR l.x > 3) w",
     "SELECT count(*) AS c, sum(w.x) AS s FROM t, LATERAL (SELECT l.x FROM l WHERE l.k = t.n) w WHERE w.x IS NOT NULL",
+    "SELECT t.n, w.k, w.c FROM t, LATERAL (SELECT l.k, count(*) AS c FROM l WHERE l.k = t.n GROUP BY l.k) w",
+    "SELECT t.n, w.c FROM t, LATERAL (SELECT count(*) AS c FROM l WHERE l.k = t.n GROUP BY l.x > 2) w",
+    "SELECT t.n, w.x FROM t, LATERAL (SELECT DISTINCT l.x > 2 AS x FROM l WHERE l.k = t.n) w",
+    "SELECT t.n, w.s FROM t LEFT JOIN LATERAL (SELECT sum(l.x) AS s FROM l WHERE l.k = t.n GROUP BY l.k "
+    "HAVING sum(l.x) > 3) w ON true",
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[6], QUERIES[12]]
@@ -78,8 +84,11 @@ def test_lateral_joins_match_duckdb_on_each_device(device_name, reference):
 
 
 @pytest.mark.parametrize("sql, message", [
-    ("SELECT t.n, w.k FROM t, LATERAL (SELECT l.k FROM l WHERE l.k = t.n GROUP BY l.k) w", "groups, aggregates"),
-    ("SELECT t.n, w.x FROM t, LATERAL (SELECT DISTINCT l.x FROM l WHERE l.k = t.n) w", "is DISTINCT"),
+    ("SELECT t.n, w.s FROM t, LATERAL (SELECT sum(l.x) AS s FROM l WHERE l.k > t.n GROUP BY l.k) w",
+     "GROUP BY or DISTINCT correlated by l.k > t.n"),
+    ("SELECT t.n, w.y FROM t, LATERAL (SELECT sum(l.x) + t.n AS y FROM l WHERE l.k = t.n GROUP BY l.k) w",
+     "an output reading an outer column"),
+    ("SELECT t.n, w.r FROM t, LATERAL (SELECT row_number() OVER () AS r FROM l WHERE l.k = t.n) w", "windows"),
     ("SELECT t.n, w.x FROM t, LATERAL (SELECT l.x FROM l WHERE l.k > t.n ORDER BY l.x LIMIT 1) w",
      "LIMIT correlated by l.k > t.n"),
     ("SELECT t.n, w.c FROM t LEFT JOIN LATERAL (SELECT count(*) AS c FROM l WHERE l.k = t.n) w ON w.c > 1",

@@ -54,7 +54,7 @@ BAD_SQL = {
     "SELECT * FROM t, generate_series(1, t.a)": "generate_series(...) reading column",  # LATERAL (series_sources)
     "SELECT * FROM range(10.5)": "range",
     "SELECT * FROM 'x.parquet'": "x.parquet",
-    "SELECT t.a FROM t, LATERAL (SELECT u.a FROM u WHERE u.a = t.a GROUP BY u.a) s": "LATERAL",  # lateral_joins
+    "SELECT t.a FROM t, LATERAL (SELECT u.a FROM u WHERE u.a > t.a GROUP BY u.a) s": "LATERAL",  # lateral_joins
     "WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT n FROM r": "RECURSIVE",
     "SELECT * FROM t PIVOT (sum(a) FOR b IN ('x', 'y'))": "PIVOT",
     "SELECT * FROM t UNPIVOT (v FOR k IN (a, d))": "UNPIVOT",
