@@ -79,7 +79,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--rounds", type=int, default=1, help="rounds, each in a new process (default 1)")
     parser.add_argument("--compile-pause", type=float, default=None,
                         help="seconds of each query's start during which the compile process is stopped "
-                             "($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else 0 = never)")
+                             "($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else the engine's, "
+                             "DEFAULT_PAUSE_SECONDS; 0 = never)")
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
                         help="folder holding tpch/sf<N> and tpcds/sf<N> (default: the engine's data folder)")
     parser.add_argument("--tag", default="", help="suffix of the result files' names")

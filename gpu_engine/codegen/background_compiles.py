@@ -13,8 +13,12 @@ is ready. Velox never compiles at all; this engine compiles only where it pays.
 Where it compiles: in a separate process (:mod:`gpu_engine.codegen.compile_worker`),
 not a thread, because numba's compiler holds the interpreter lock for most of
 its work and would stall the drivers; the worker runs at the lowest CPU
-priority, so on a busy machine it takes only idle cycles and compiling never
-makes a query slower than its lowest tier alone. It writes numba's disk cache
+priority, so on a busy machine it takes only idle cycles, and it is stopped
+while a query of the process is in its first seconds
+(:attr:`BackgroundCompiler.pause_seconds`: even an idle-priority process on a
+CPU delays the drivers, by keeping Linux from handing a waiting driver the CPU
+another driver leaves), so that compiling does not make a query slower than
+its lowest tier alone. It writes numba's disk cache
 (writes are locked between processes: :mod:`gpu_engine.codegen.numba_cache_lock`);
 the engine's process loads the machine code from there, which takes
 milliseconds, and never compiles a generated kernel on a driver itself.
@@ -77,9 +81,12 @@ import sys
 import threading
 import time
 import warnings
+import weakref
 from typing import Any, Callable, Hashable, Iterable
 
-__all__ = ["COMPILE_MODES", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "READY", "BackgroundCompiler",
+from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
+
+__all__ = ["COMPILE_MODES", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "READY", "BackgroundCompiler",
            "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_while", "kernel_ready",
            "kernel_state"]
 
@@ -98,13 +105,20 @@ _MAX_READY_KINDS = 4096
 _ready_kinds: dict = {}
 #: Seconds of each query's start during which the compile process is stopped (see BackgroundCompiler.pause_seconds).
 PAUSE_VARIABLE = "GPU_ENGINE_COMPILE_PAUSE"
+#: The pause when ``$GPU_ENGINE_COMPILE_PAUSE`` is unset or not a number: longer than a TPC-DS SF1 first run
+#: (0.05-1.5 s on 2 cores), shorter than a kernel's compile is worth waiting for in a long query.
+DEFAULT_PAUSE_SECONDS = 2.0
 
 
 def _pause_seconds() -> float:
+    value = os.environ.get(PAUSE_VARIABLE, "").strip()
     try:
-        return max(0.0, float(os.environ.get(PAUSE_VARIABLE, "0") or 0))
+        seconds = float(value) if value else DEFAULT_PAUSE_SECONDS
     except ValueError:
+        seconds = DEFAULT_PAUSE_SECONDS
+    if STOP_REQUEST is None:  # no signals to stop a process with (Windows): never paused
         return 0.0
+    return min(max(0.0, seconds), 1e9)  # NaN -> 0; "inf" -> a timer threading accepts
 
 
 def default_compile_mode() -> str:
@@ -166,16 +180,24 @@ class BackgroundCompiler:
         #: cannot be ready before this grows.
         self.finished = 0
         #: While a query of this process has run less than this many seconds, the worker is stopped
-        #: (``SIGSTOP``); 0 never stops it. Why: on this 2-core virtual machine the idle-priority worker
-        #: still cost the drivers wall time (first runs waited 2.7-4.7 s more for a CPU than the lowest
-        #: tier alone over TPC-DS SF1, with the same process CPU), and a short query gains nothing from a
-        #: kernel that is ready after it ended: its kernels compile between queries, or once it has run
-        #: long enough to switch tiers. ``$GPU_ENGINE_COMPILE_PAUSE`` sets it (not measured quiet yet:
-        #: off by default).
+        #: (:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`, on which it stops itself); 0 never stops it. Why: ``SCHED_IDLE`` keeps the worker from taking a CPU a
+        #: driver is running on, but not from delaying the drivers: a CPU running it is not idle, so when
+        #: a driver there blocks (the interpreter lock, a queue) Linux does no new-idle balancing
+        #: (``balance_fair`` skips it while the run queue holds any task), and a driver queued behind
+        #: another one on the other CPU waits for the next periodic balance or the end of a slice. First
+        #: runs over TPC-DS SF1 waited 2.6-5.6 s more for a CPU than the lowest tier alone (quiet rounds,
+        #: stop 41-42) and ran 1.12-1.28x its time; with the worker stopped during each query's first
+        #: 0.5 s, TPC-H SF1's first runs waited as long as the lowest tier (0.71-0.72 s against 0.60-0.82;
+        #: 1.21-1.24 s without). A short query gains nothing from a kernel ready after it ended (a compile
+        #: takes 1-4 s): its kernels compile between queries, or once it has run long enough for a
+        #: switch of tiers to pay. ``$GPU_ENGINE_COMPILE_PAUSE`` sets it (default
+        #: :data:`DEFAULT_PAUSE_SECONDS`).
         self.pause_seconds = _pause_seconds()
         self.paused = False
         self.pauses = 0
-        self._queries: dict[int, tuple[Any, float]] = {}  # id(task) -> (task, started)
+        #: id(task) -> (a weak reference to the task, started): every started Task of the process counts (the
+        #: pause is on by default), and one abandoned unfinished must not be kept alive by this.
+        self._queries: dict[int, tuple[Any, float]] = {}
         self._resume_timer: threading.Timer | None = None
 
     # ------------------------------------------------------------ queries
@@ -284,7 +306,7 @@ class BackgroundCompiler:
     def query_started(self, task) -> None:
         """Stop the worker while ``task`` is younger than :attr:`pause_seconds` (see :func:`hold_compiles_while`)."""
         with self._lock:
-            self._queries[id(task)] = (task, time.monotonic())
+            self._queries[id(task)] = (weakref.ref(task), time.monotonic())
             self._apply_pause()
 
     def query_ended(self, task) -> None:
@@ -296,14 +318,14 @@ class BackgroundCompiler:
     def _apply_pause(self) -> None:
         """Stop or continue the worker as the running queries' ages say (caller holds the lock)."""
         now = time.monotonic()
-        for key, (task, _) in list(self._queries.items()):  # a Task that ended before its listener was added
-            if task.is_done:
+        for key, (reference, started) in list(self._queries.items()):
+            task = reference()  # gone, ended before its listener was added, or no longer young: forgotten
+            if task is None or task.is_done or now >= started + self.pause_seconds:
                 del self._queries[key]
-        young = [started + self.pause_seconds for _, started in self._queries.values()
-                 if now < started + self.pause_seconds]
+        young = [started + self.pause_seconds for _, started in self._queries.values()]
         process = self._process
         if process is not None and process.poll() is None and young != [] and not self.paused:
-            self._signal(process, signal.SIGSTOP)
+            self._signal(process, STOP_REQUEST)  # it stops itself, never holding numba's cache lock
             self.paused = True
             self.pauses += 1
         elif self.paused and (young == [] or process is None):
@@ -487,9 +509,13 @@ def background_compiler() -> BackgroundCompiler:
 def hold_compiles_while(task) -> None:
     """Stop the compile process during ``task``'s first :attr:`BackgroundCompiler.pause_seconds` (a started Task).
 
-    Nothing happens in a process that never compiled in the background, or where pausing is off.
+    Nothing happens where pausing is off. The Task counts even before the process's compiler exists: the
+    compile process a query's first batches start (importing numba and the static kernels, seconds of
+    CPU) starts stopped while that query is young, as it would if it had started before.
     """
     compiler = _COMPILER
+    if compiler is None and _pause_seconds() > 0:
+        compiler = background_compiler()  # no process yet: only the queue and the young queries
     if compiler is None or compiler.pause_seconds <= 0:
         return
     compiler.query_started(task)

@@ -25,6 +25,8 @@ and writes length-prefixed pickles to its stdin, jobs
 ``(job_id, module_name, path, function, signature)`` or ``(job_id, PtxJob)``;
 the worker answers each with ``(job_id, error_or_None, seconds)`` on stdout.
 The worker ends when its stdin closes, so it never outlives the engine's process.
+The parent pauses it with ``SIGTSTP`` (it stops itself, never while holding
+numba's cache lock) and continues it with ``SIGCONT``.
 """
 
 from __future__ import annotations
@@ -135,8 +137,25 @@ def _lowest_priority() -> None:
             pass
 
 
+def _stop_on_request() -> None:
+    """Stop this process when the engine asks (:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`).
+
+    Why not a plain ``SIGSTOP`` from the engine: it could land while this process holds numba's cache lock
+    (:mod:`gpu_engine.codegen.numba_cache_lock`), and every process saving into that index would wait as long
+    as it stays stopped (a query's first seconds, query after query). The request is held back during a
+    save, and the process stops itself once it is delivered; ``SIGCONT`` continues it.
+    """
+    import signal
+
+    from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
+
+    if STOP_REQUEST is not None:
+        signal.signal(STOP_REQUEST, lambda number, frame: os.kill(os.getpid(), signal.SIGSTOP))
+
+
 def main() -> None:
     """Serve compile jobs from stdin until it closes."""
+    _stop_on_request()
     _lowest_priority()
     incoming, outgoing = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything a module prints must not corrupt the answers

@@ -11,7 +11,9 @@ and test workers and Spark executors share one cache folder, so every process
 that compiles takes an exclusive ``flock`` on ``<index>.lock`` around the
 whole read-pick-write sequence. Loads need no lock: numba writes index and
 data files by renaming complete temporary files, and a load that finds a
-name whose file is not written yet is a cache miss.
+name whose file is not written yet is a cache miss. The lock is never held
+by a stopped process: the engine pauses its compile process with
+:data:`STOP_REQUEST`, which a save holds back until it released the lock.
 
 :func:`install` is idempotent and is called when ``gpu_engine.kernels`` is
 imported, before any kernel is compiled.
@@ -19,12 +21,47 @@ imported, before any kernel is compiled.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import os
+import signal
 
-__all__ = ["install"]
+__all__ = ["STOP_REQUEST", "index_lock", "install"]
 
 _INSTALLED = False
+#: The signal that asks a compile process to stop (:mod:`gpu_engine.codegen.compile_worker` stops itself on it).
+#: It is held back while a save holds the lock: a process stopped there would leave every other process that
+#: saves into the same index (the engine's drivers, test workers, Spark executors) waiting until it continues.
+STOP_REQUEST = signal.SIGTSTP if hasattr(signal, "SIGTSTP") else None
+
+
+def _hold_stop_requests():
+    """Block :data:`STOP_REQUEST` on this thread; return the mask to restore (None where signals have no masks)."""
+    if STOP_REQUEST is None or not hasattr(signal, "pthread_sigmask"):
+        return None
+    return signal.pthread_sigmask(signal.SIG_BLOCK, {STOP_REQUEST})
+
+
+@contextlib.contextmanager
+def index_lock(lock_path: str):
+    """Hold the exclusive lock ``lock_path`` (yield True), with :data:`STOP_REQUEST` held back on this thread.
+
+    Yields False without a lock where the file cannot be made (a read-only cache folder: numba's own save
+    fails or skips as before).
+    """
+    try:
+        handle = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError:
+        yield False
+        return
+    held = _hold_stop_requests()
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX)
+        yield True
+    finally:
+        os.close(handle)  # closing releases the lock
+        if held is not None:  # a stop asked meanwhile is delivered now, with the lock released
+            signal.pthread_sigmask(signal.SIG_SETMASK, held)
 
 
 def install() -> None:
@@ -37,16 +74,8 @@ def install() -> None:
     unlocked_save = caching.IndexDataCacheFile.save
 
     def save(self, key, data):
-        lock_path = self._index_path + ".lock"
-        try:
-            handle = os.open(lock_path, os.O_CREAT | os.O_RDWR, 0o644)
-        except OSError:  # a read-only cache folder: numba's own save fails or skips as before
+        with index_lock(self._index_path + ".lock"):
             return unlocked_save(self, key, data)
-        try:
-            fcntl.flock(handle, fcntl.LOCK_EX)
-            return unlocked_save(self, key, data)
-        finally:
-            os.close(handle)  # closing releases the lock
 
     save.__doc__ = unlocked_save.__doc__
     save.__wrapped__ = unlocked_save

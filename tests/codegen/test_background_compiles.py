@@ -514,20 +514,101 @@ def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
     compiler._process = Worker()
     short, long = Query(), Query()
     background_compiles.hold_compiles_while(short)
-    assert sent == [signal.SIGSTOP] and compiler.paused
+    assert sent == [signal.SIGTSTP] and compiler.paused
     background_compiles.hold_compiles_while(long)
-    assert sent == [signal.SIGSTOP]  # stopped once
+    assert sent == [signal.SIGTSTP]  # stopped once
     short.listeners[0](short)  # the short query ends; the long one is still young
-    assert sent == [signal.SIGSTOP]
+    assert sent == [signal.SIGTSTP]
     clock.now += 0.3
     deadline = time.monotonic() + 30
     while compiler.paused and time.monotonic() < deadline:  # the long query grows old: the worker continues
         time.sleep(0.02)
-    assert sent == [signal.SIGSTOP, signal.SIGCONT] and not compiler.paused
+    assert sent == [signal.SIGTSTP, signal.SIGCONT] and not compiler.paused
     third = Query()
     background_compiles.hold_compiles_while(third)
     compiler.close()  # continued before its input closes
-    assert sent == [signal.SIGSTOP, signal.SIGCONT, signal.SIGSTOP, signal.SIGCONT] and compiler.pauses == 2
+    assert sent == [signal.SIGTSTP, signal.SIGCONT, signal.SIGTSTP, signal.SIGCONT] and compiler.pauses == 2
+
+
+def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(monkeypatch):
+    """Pausing is on by default (an idle-priority compile process still delayed first runs' drivers: a CPU
+    running it does no new-idle balancing), and a query that starts before the process's compiler exists
+    counts: the compile process its first batches start (importing numba, seconds of CPU) starts stopped.
+    A query dropped unfinished is not kept alive by the pause, and stops holding the worker."""
+    import gc
+    import io
+    import os
+    import signal
+    import subprocess
+    import types
+    import weakref
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+
+    sent = []
+    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    monkeypatch.delenv(background_compiles.PAUSE_VARIABLE, raising=False)
+    monkeypatch.setattr(background_compiles, "_COMPILER", None)
+
+    class Worker:  # stands for the compile process
+        pid, stdin, stdout = 123456789, io.BytesIO(), io.BytesIO()
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            return 0
+
+    monkeypatch.setattr(background_compiles, "subprocess", types.SimpleNamespace(
+        Popen=lambda *args, **kwargs: Worker(), PIPE=subprocess.PIPE, DEVNULL=subprocess.DEVNULL,
+        TimeoutExpired=subprocess.TimeoutExpired))
+
+    class Query:  # stands for a started Task
+        is_done = False
+
+        def __init__(self):
+            self.listeners = []
+
+        def add_listener(self, listener):
+            self.listeners.append(listener)
+
+    first = Query()
+    background_compiles.hold_compiles_while(first)
+    compiler = background_compiles._COMPILER
+    assert compiler is not None and compiler.pause_seconds == background_compiles.DEFAULT_PAUSE_SECONDS > 0
+    assert compiler._process is None and sent == []  # no process before a job asks for one
+    monkeypatch.setattr(compiler, "_read_answers", lambda process: None)
+    assert compiler._start_worker()
+    assert sent == [signal.SIGTSTP] and compiler.paused  # started during the young query: stopped at once
+    first.listeners[0](first)
+    assert sent == [signal.SIGTSTP, signal.SIGCONT] and not compiler.paused
+
+    abandoned = Query()
+    background_compiles.hold_compiles_while(abandoned)
+    assert sent[-1] == signal.SIGTSTP
+    gone = weakref.ref(abandoned)
+    del abandoned
+    gc.collect()
+    assert gone() is None  # the compiler held no reference to it
+    third = Query()
+    background_compiles.hold_compiles_while(third)
+    third.listeners[0](third)  # the last live query ends: the dropped one holds the worker no longer
+    assert sent[-1] == signal.SIGCONT and not compiler.paused
+    compiler.close()
+
+
+def test_a_pause_of_zero_never_stops_the_compile_process(monkeypatch):
+    """``$GPU_ENGINE_COMPILE_PAUSE=0`` turns pausing off: a started query makes no compiler and stops nothing."""
+    import gpu_engine.codegen.background_compiles as background_compiles
+
+    monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "0")
+    monkeypatch.setattr(background_compiles, "_COMPILER", None)
+    background_compiles.hold_compiles_while(object())
+    assert background_compiles._COMPILER is None
+    monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "inf")
+    assert background_compiles._pause_seconds() == 1e9  # a timer threading accepts
+    monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "soon")
+    assert background_compiles._pause_seconds() == background_compiles.DEFAULT_PAUSE_SECONDS
 
 
 def test_a_twin_found_ready_is_not_typed_again_for_arguments_of_the_same_kinds(monkeypatch):
