@@ -10,7 +10,8 @@ none of which a run changes: plans and configs are frozen.
 Entries are keyed by the plan object's identity (a weak reference checks that
 the object is still the one keyed: an id can be reused once an object is
 freed) with the device, driver count and config; the ``entries`` most
-recently used are kept.
+recently used are kept: as many as the plans :mod:`gpu_engine.sql.plan_cache`
+keeps (fewer, and texts run in turn needing more would never hit).
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ __all__ = ["PreparedPlans"]
 class PreparedPlans:
     """Map (plan object, device, drivers, config) to its :class:`PreparedPlan`; thread-safe."""
 
-    def __init__(self, entries: int = 128):
+    def __init__(self, entries: int = 512):  # as many as sql.plan_cache.DEFAULT_PLAN_CACHE_ENTRIES
         self.entries = entries
         self._lock = threading.Lock()
         self._prepared: OrderedDict[tuple, tuple[weakref.ref, PreparedPlan]] = OrderedDict()

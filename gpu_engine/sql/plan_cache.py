@@ -23,7 +23,12 @@ an error is raised again by planning the text again.
 
 Bounded: the ``entries`` most recently used texts up to ``max_text_chars``
 characters each (a text with a 100,000-value IN list is planned each time
-rather than kept).
+rather than kept). A text whose shared CTEs run first keeps one entry per CTE
+and one for the query over them besides its own: TPC-DS's 99 texts take 142.
+Texts run in turn that need more entries than the bound never hit (the least
+recently used one is always the next asked for): with 128 entries every warm
+run of the 99 parsed and planned again (53% of their wall time at SF 0.01 in
+``bench/fixed_cost.py --workload tpcds``). Hence 512 (a TPC-DS plan holds ~50 KB).
 """
 
 from __future__ import annotations
@@ -37,8 +42,8 @@ from gpu_engine.plans.nodes import PlanNode
 
 __all__ = ["PlanCache", "DEFAULT_PLAN_CACHE_ENTRIES", "DEFAULT_MAX_TEXT_CHARS"]
 
-#: Plans a session keeps by default.
-DEFAULT_PLAN_CACHE_ENTRIES = 128
+#: Plans a session keeps by default (and prepared forms of them, :mod:`gpu_engine.planning.prepared_plans`).
+DEFAULT_PLAN_CACHE_ENTRIES = 512
 #: Longer texts are not kept (their plans hold their literal lists).
 DEFAULT_MAX_TEXT_CHARS = 100_000
 

@@ -159,3 +159,31 @@ def test_a_shared_cte_s_temporary_table_does_not_make_other_texts_miss(monkeypat
     assert session.sql(text).to_pydict() == {"k": [1, 1, 2, 2, 3]}
     assert seen == [kept] and seen[0] is kept
     assert session.sql_plan(QUERY) is kept  # and still after the temporary table is gone
+
+
+
+def test_a_round_of_more_texts_than_128_run_again_plans_and_prepares_nothing(monkeypatch):
+    """TPC-DS's 99 texts take 142 entries (a shared CTE keeps its own plans): with 128 kept, texts run in turn
+    never hit, each evicted just before it was asked for again, and every warm run parsed, planned and prepared."""
+    import gpu_engine.planning.prepared_plans as prepared_plans
+
+    session = _session()
+    texts = [f"SELECT k, sum(v) + {i} AS s FROM t GROUP BY k" for i in range(135)]
+
+    def plan_and_prepare(text):  # what Session.sql does before it runs a text (running 300 would take seconds)
+        plan = session.sql_plan(text)
+        session._prepared.prepare(plan, session.device, session.drivers, session.config)
+
+    for text in texts:
+        plan_and_prepare(text)
+    misses = session.plan_cache.misses
+    prepared = []
+    real_prepare = prepared_plans.prepare_plan
+    monkeypatch.setattr(prepared_plans, "prepare_plan", lambda *args: prepared.append(1) or real_prepare(*args))
+    for text in texts:
+        plan_and_prepare(text)
+    assert session.plan_cache.misses == misses and session.plan_cache.hits == 135 and not prepared
+    for i in (0, 134):
+        assert sorted(session.sql(texts[i]).to_pylist(), key=lambda row: row["k"]) == [
+            {"k": 1, "s": 3 + i}, {"k": 2, "s": 3 + i}, {"k": 3, "s": 4 + i}]
+    assert not prepared
