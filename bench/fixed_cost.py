@@ -1,4 +1,5 @@
-"""Time the per-query fixed cost: TPC-H's 22 specification SQL texts at a small scale through ``Session.sql``.
+"""Time the per-query fixed cost: TPC-H's 22 specification SQL texts (or TPC-DS's 99) at a small scale through
+``Session.sql``.
 
 Issue 31 item 4: at SF 0.01 a query reads a few thousand rows, so what a user
 waits on is parsing, planning, preparing the plan, starting the Task and its
@@ -43,6 +44,7 @@ Writes ``bench/results/<date>-fixed-cost-<device>-sf<sf>[-<tag>].md`` and
 
     python -m bench.fixed_cost --sf 0.01 --runs 20
     python -m bench.fixed_cost --queries 1,6,15 --runs 30 --tag q1-6-15
+    python -m bench.fixed_cost --workload tpcds --runs 5 --no-plan-cache   # TPC-DS answers: bench.tpcds.result_mismatch
 """
 
 from __future__ import annotations
@@ -158,13 +160,15 @@ def install_phase_timers(timer: PhaseTimer) -> None:
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workload", choices=("tpch", "tpcds"), default="tpch",
+                        help="TPC-H's 22 specification texts (default) or TPC-DS's 99 (bench/tpcds)")
     parser.add_argument("--sf", type=float, default=0.01)
     parser.add_argument("--runs", type=int, default=20, help="timed rounds (each query once per round; median)")
     parser.add_argument("--drivers", type=int, default=2, help="the engine's drivers and DuckDB's threads")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--queries", default="all", help="comma-separated TPC-H numbers, or all")
+    parser.add_argument("--queries", default="all", help="comma-separated query numbers, or all")
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
-                        help="folder holding tpch/sf<N> (default: the engine's data folder)")
+                        help="folder holding tpch/sf<N> or tpcds/sf<N> (default: the engine's data folder)")
     parser.add_argument("--no-phases", action="store_true", help="time without the phase timers")
     parser.add_argument("--no-plan-cache", action="store_true",
                         help="plan every run's text again (Session.plan_cache keeps nothing): a new text's cost")
@@ -235,16 +239,24 @@ def main(argv: list[str] | None = None) -> int:
     from gpu_engine.plans.tpch import TPCH_QUERY_NUMBERS, spec_sql
     from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
 
-    numbers = list(TPCH_QUERY_NUMBERS) if args.queries == "all" else [int(q) for q in args.queries.split(",")]
-    data_root = Path(args.data) / "tpch" if args.data else None
-    folder = ensure_tpch(args.sf, data_root, progress=False) if data_root else ensure_tpch(args.sf, progress=False)
-    texts = {n: spec_sql(n, args.sf) for n in numbers}
+    if args.workload == "tpcds":
+        from bench.tpcds import QUERY_NUMBERS, query_text, result_mismatch
+        from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
+
+        all_numbers, register = QUERY_NUMBERS, register_tpcds
+        folder = ensure_tpcds(args.sf, Path(args.data) / "tpcds" if args.data else None)
+    else:
+        all_numbers, register = TPCH_QUERY_NUMBERS, register_tpch
+        data_root = Path(args.data) / "tpch" if args.data else None
+        folder = ensure_tpch(args.sf, data_root, progress=False) if data_root else ensure_tpch(args.sf, progress=False)
+    numbers = list(all_numbers) if args.queries == "all" else [int(q) for q in args.queries.split(",")]
+    texts = {n: query_text(n) if args.workload == "tpcds" else spec_sql(n, args.sf) for n in numbers}
     duck = duckdb_connection(folder, threads=args.drivers)
     runners: dict[str, Session] = {}
     turned_off: list[str] = []
     for label in ("engine", "caches off") if args.baseline else ("engine",):
         session = Session(device=args.device, drivers=args.drivers)
-        register_tpch(session, folder)
+        register(session, folder)
         if label == "caches off" or args.no_plan_cache:
             turned_off = _keep_nothing(session) if label == "caches off" else turned_off
             if args.no_plan_cache and hasattr(session, "plan_cache"):
@@ -255,7 +267,10 @@ def main(argv: list[str] | None = None) -> int:
     plan_cache = getattr(runners["engine"], "plan_cache", None)  # None before the plan cache existed
 
     def check(n: int, table, expected) -> None:
-        problem = rows_mismatch(table, expected, ordered="order by" in texts[n].lower())
+        if args.workload == "tpcds":  # ORDER BY keys in order, rows tied at a LIMIT free, floats within 1e-9
+            problem = result_mismatch(table, expected, texts[n], rows_mismatch)
+        else:
+            problem = rows_mismatch(table, expected, ordered="order by" in texts[n].lower())
         if problem is not None:
             raise SystemExit(f"q{n}: result differs from DuckDB's: {problem}")
 
@@ -323,7 +338,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m bench.fixed_cost " + " ".join(sys.argv[1:] if argv is None else argv)
     facts = _machine_facts(args.device)
     lines = [
-        f"# Fixed cost: TPC-H spec SQL through Session.sql, sf{args.sf:g}, {when:%Y-%m-%d %H:%M} UTC", "",
+        f"# Fixed cost: {'TPC-DS' if args.workload == 'tpcds' else 'TPC-H spec'} SQL through Session.sql, "
+        f"sf{args.sf:g}, {when:%Y-%m-%d %H:%M} UTC", "",
         f"Command: `{command}` at `{_git(['rev-parse', '--short', 'HEAD'])}`"
         f"{' (uncommitted changes)' if _git(['status', '--porcelain', '--untracked-files=no']) else ''}", "",
         f"Device `{args.device}`, {args.drivers} drivers; DuckDB {facts.get('duckdb', '?')} with "
@@ -353,10 +369,12 @@ def main(argv: list[str] | None = None) -> int:
     print(text)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    stem = f"{when:%Y-%m-%d}-fixed-cost-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
+    workload = "-tpcds" if args.workload == "tpcds" else ""
+    stem = f"{when:%Y-%m-%d}-fixed-cost{workload}-{args.device}-sf{args.sf:g}" + (f"-{args.tag}" if args.tag else "")
     (out / f"{stem}.md").write_text(text)
     (out / f"{stem}.json").write_text(json.dumps({
-        "command": command, "sf": args.sf, "device": args.device, "drivers": args.drivers, "runs": args.runs,
+        "command": command, "workload": args.workload, "sf": args.sf, "device": args.device, "drivers": args.drivers,
+        "runs": args.runs,
         "load_average_start": load_start, "load_average_end": load_end, "machine": facts, "turned_off": turned_off,
         "results": results, "samples": samples, "duckdb_samples": duck_samples}, indent=1, default=str))
     return 0
