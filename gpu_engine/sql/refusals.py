@@ -54,8 +54,10 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
     Returns the SELECT, VALUES and subquery nodes met on the way, for
     :func:`~gpu_engine.sql.values_lists.with_constant_sources` (which would otherwise walk the tree again).
 
-    Refused: substring without a start, table functions
-    (``read_csv(…)``, ``generate_series(…)``, ``range(…)``, ``unnest(…)``), LATERAL, PIVOT/UNPIVOT, recursive CTEs,
+    Refused: substring without a start, table functions (``read_csv(…)``, ``unnest(…)``; ``range``/``generate_series``
+    are sources by now: :mod:`~gpu_engine.sql.series_sources`), LATERAL but over a subquery (those are noted in the
+    tree's meta for :mod:`~gpu_engine.sql.lateral_joins`, as COLLATE for the rewrite's folding), PIVOT/UNPIVOT,
+    recursive CTEs,
     TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY and their ORDER BY over a window, catalogs and schemas
     other than the session's, zero-length quoted names, and date functions of an untyped NULL (DuckDB's binder
     error).
