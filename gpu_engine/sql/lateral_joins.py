@@ -181,15 +181,18 @@ def _substituted(select: exp.Select, lateral: exp.Lateral | None, values: dict[s
             return values[node.name].copy()
         return node
 
-    for key, value in list(select.args.items()):
+    for value in list(select.args.values()):
         for child in (value if isinstance(value, list) else [value]):
-            if isinstance(child, exp.Expression) and child is not inside:
-                if inside is not None and inside in list(child.walk()):
-                    continue  # the join holding the LATERAL: its ON is substituted below
-                child.replace(child.transform(replace)) if child.parent is not None else None
+            if not isinstance(child, exp.Expression) or child is inside:
+                continue
+            if inside is not None and any(node is inside for node in child.walk()):
+                continue  # the join holding the LATERAL: its ON is substituted below
+            new = child.transform(replace, copy=False)  # in place: other LATERALs keep their identity
+            if new is not child:
+                child.replace(new)
     for join in select.args.get("joins") or []:
         if join.args.get("on") is not None:
-            join.set("on", join.args["on"].transform(replace))
+            join.set("on", join.args["on"].transform(replace, copy=False))
 
 
 def _aliases_before(select: exp.Select, join: exp.Join) -> set[str]:

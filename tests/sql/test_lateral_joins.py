@@ -54,6 +54,10 @@ QUERIES = [
     "SELECT t.n, w.x FROM t, LATERAL (SELECT DISTINCT l.x > 2 AS x FROM l WHERE l.k = t.n) w",
     "SELECT t.n, w.s FROM t LEFT JOIN LATERAL (SELECT sum(l.x) AS s FROM l WHERE l.k = t.n GROUP BY l.k "
     "HAVING sum(l.x) > 3) w ON true",
+    "SELECT t.n, w.y, v.c FROM t, LATERAL (SELECT t.n * 2 AS y) w, "
+    "LATERAL (SELECT count(*) AS c FROM l WHERE l.k = w.y - t.n) v",
+    "SELECT t.n, w.x, v.x AS vx FROM t, LATERAL (SELECT l.x, l.k FROM l WHERE l.k = t.n) w, "
+    "LATERAL (SELECT l.x FROM l WHERE l.x = w.x) v",
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[6], QUERIES[12]]
