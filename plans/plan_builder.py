@@ -32,6 +32,7 @@ from gpu_engine.plans.aggregates import (
     TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names, then_by_types,
 )
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
+from gpu_engine.plans.null_type import NULL_STORAGE, null_typed_field
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
@@ -275,9 +276,13 @@ class PlanBuilder:
             pairs = [parse_projection(text, self._schema, label, position=i) for i, text in enumerate(projections)]
             names = tuple(name for name, _ in pairs)
             _unique_names(names, label)
-            schema = pa.schema([pa.field(name, expr.dtype) for name, expr in pairs])
+            # A bare NULL is a column of SQL's NULL type: INTEGER storage, typed by what it meets later.
+            # (a CASE of only NULL results too: its every value is NULL)
+            schema = pa.schema([null_typed_field(name) if pa.types.is_null(expr.dtype) else pa.field(name, expr.dtype)
+                                for name, expr in pairs])
             return ProjectNode(id=node_id, output_schema=schema, sources=(self._node,), names=names,
-                               expressions=tuple(expr for _, expr in pairs))
+                               expressions=tuple(Literal(None, NULL_STORAGE) if pa.types.is_null(expr.dtype)
+                                                 else expr for _, expr in pairs))
 
         return self._add("Project", make)
 

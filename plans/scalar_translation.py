@@ -37,6 +37,7 @@ from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
     to_days_call,
 )
+from gpu_engine.plans.null_type import is_null_typed
 from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
@@ -210,7 +211,12 @@ class ScalarTranslator:
     def translate(self, tree: exp.Expression) -> Expr:
         """Return the typed expression for ``tree``; raise PlanError for anything unsupported."""
         handler = _HANDLERS.get(type(tree), ScalarTranslator._unsupported)
-        return handler(self, tree)
+        expr = handler(self, tree)
+        if pa.types.is_null(expr.dtype) and not isinstance(expr, Literal):
+            # Of SQL's NULL type (``coalesce(NULL, NULL)``, a CASE of only NULLs): NULL in every row, so the
+            # untyped NULL literal, which every rule types by its context (the evaluator has no NULL type)
+            return Literal(None, pa.null())
+        return expr
 
     def error(self, message: str, tree: exp.Expression) -> PlanError:
         """Return a PlanError naming this node and ``tree`` as its user wrote it, carrying ``tree`` (its position)."""
@@ -226,7 +232,10 @@ class ScalarTranslator:
             available = ", ".join(self.schema.names) or "(none)"
             raise PlanError(f"unknown column {name!r}; available columns: {available}", node=self.node, column=name,
                             tree=tree)
-        return ColumnRef(name, self.schema.field(name).type)
+        field = self.schema.field(name)
+        if is_null_typed(field):  # SQL's NULL type: typed by what it meets, as a written NULL (plans/null_type.py)
+            return Literal(None, pa.null())
+        return ColumnRef(name, field.type)
 
     def _literal(self, tree: exp.Literal) -> Expr:
         if tree.is_string:
@@ -267,6 +276,13 @@ class ScalarTranslator:
             if shifted is not None:
                 return shifted
         left, right = self.translate(tree.this), self.translate(tree.expression)
+        if op in ("add", "sub") and pa.types.is_date32(left.dtype) or op == "add" and pa.types.is_date32(right.dtype):
+            # DATE + NULL, NULL + DATE, DATE - NULL: DuckDB reads the NULL as the days (DATE + INTEGER), a DATE;
+            # NULL - DATE stays DATE - DATE (BIGINT)
+            left, right = _null_as(left, pa.int32()), _null_as(right, pa.int32())
+        timestamp = left.dtype if pa.types.is_timestamp(left.dtype) else right.dtype
+        if pa.types.is_timestamp(timestamp) and (is_untyped_null(right) or op == "add" and is_untyped_null(left)):
+            return Literal(None, timestamp)  # TIMESTAMP +/- NULL, NULL + TIMESTAMP: the NULL an INTERVAL, a TIMESTAMP
         left, right = _null_as(left, right.dtype), _null_as(right, left.dtype)
         if is_untyped_null(left):
             return left
@@ -342,12 +358,36 @@ class ScalarTranslator:
                     raise self.error(f"invalid date literal {this.sql()}", tree)
                 left, right = (as_date, right) if this is left else (left, as_date)
             if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
+                    and (is_numeric(other.dtype) or is_boolean(other.dtype))):
+                # DuckDB casts a string constant to the other side's type (``k = '1'``; text that is no such
+                # value is refused while planning, as DuckDB's binder does); a text column stays refused
+                as_value = self._text_constant_as(this, other.dtype, tree)
+                left, right = (as_value, right) if this is left else (left, as_value)
+            if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
                     and pa.types.is_timestamp(other.dtype) and other.dtype.tz is None):
                 as_timestamp = self._timestamp_text(this, other.dtype, tree)
                 left, right = (as_timestamp, right) if this is left else (left, as_timestamp)
         if not is_comparable(left.dtype, right.dtype):
             raise self.error(f"type mismatch: cannot compare {left.dtype} with {right.dtype}", tree)
         return _as_real_where_real(left, right)
+
+    def _text_constant_as(self, literal: Literal, dtype: pa.DataType, tree: exp.Expression) -> Literal:
+        """Return a string constant compared with a number or boolean as a constant of that type, cast by the
+        engine's own CAST (DuckDB's text rules: ``' 2'`` is 2, ``'1.5'`` rounds), at planning: text that is no
+        such value is refused here, as DuckDB's binder refuses it, never per batch."""
+        from gpu_engine.columnar import Batch
+        from gpu_engine.device import get_device
+        from gpu_engine.expressions.evaluate import evaluate
+
+        device = get_device("cpu")
+        try:
+            column = evaluate(Cast(ColumnRef("text", pa.string()), dtype),
+                              Batch.from_arrow(pa.table({"text": pa.array([literal.value], pa.string())}), device))
+            value = column.to_arrow(device)[0].as_py()
+        except Exception as error:  # noqa: BLE001 - the cast's own message (conversion, range) names the text
+            reason = str(error).split(" (")[0]
+            raise self.error(f"type mismatch: cannot compare {literal.sql()} with {dtype}: {reason}", tree) from None
+        return Literal(value, dtype)
 
     def _timestamp_text(self, literal: Literal, dtype: pa.DataType, tree: exp.Expression) -> Expr:
         """Return a string constant compared with a TIMESTAMP as that TIMESTAMP (``ts > '2020-01-01 10:00'``, as
@@ -413,7 +453,8 @@ class ScalarTranslator:
         operand = self.translate(tree.this)
         value_trees = lifted_values(tree.expressions)
         values = [self.translate(value) for value in value_trees]
-        text_times = pa.types.is_timestamp(operand.dtype) and any(is_string(value.dtype) for value in values)
+        text_times = (pa.types.is_timestamp(operand.dtype) or is_numeric(operand.dtype) or is_boolean(operand.dtype)) \
+            and any(is_string(value.dtype) for value in values)  # (text constants cast as a comparison casts them)
         if text_times or not all(isinstance(value, Literal) for value in values):
             # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
             # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts

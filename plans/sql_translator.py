@@ -51,9 +51,11 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.aggregates import (
     ORDERED_PICK_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS, VALUE_LIST_FUNCTIONS, result_type,
 )
-from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, AggregateCall, ColumnRef, Expr, allow_recursion_depth
+from gpu_engine.plans.expressions import (MAX_EXPRESSION_DEPTH, AggregateCall, ColumnRef, Expr, Literal,
+                                          allow_recursion_depth)
 from gpu_engine.plans.interval_translation import interval_texts_kept
 from gpu_engine.plans.nodes import SortKey
+from gpu_engine.plans.null_type import NULL_STORAGE
 from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_null
 from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_aggregates import (
@@ -321,6 +323,15 @@ def _typed(expr: Expr, text: Snippet, node: str) -> Expr:
     return expr
 
 
+def _stored_null(expr: Expr) -> Expr:
+    """Return an aggregate's argument, an untyped NULL as a NULL of SQL's NULL type's storage (INTEGER).
+
+    Why: DuckDB aggregates a NULL of its NULL type (``max(NULL)`` is NULL, ``count(NULL)`` 0, ``sum(NULL)`` a
+    NULL HUGEINT), and a column of that type (:mod:`gpu_engine.plans.null_type`) reads as an untyped NULL.
+    """
+    return Literal(None, NULL_STORAGE) if is_untyped_null(expr) else expr
+
+
 @errors_placed
 def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     """Translate a scalar SQL expression over ``schema`` into a typed expression.
@@ -358,21 +369,23 @@ def parse_projection(text: Snippet, schema: pa.Schema, node: str, *, position: i
 
     A bare column keeps its name; another unnamed expression is named
     ``expr_<position>``. A typed expression is named so too; ``(name, Expr)`` is named ``name``.
+    A bare NULL stays an untyped NULL literal: the projection makes it a column of SQL's NULL type
+    (:mod:`gpu_engine.plans.null_type`), which takes the type of what it meets later.
     """
     if isinstance(text, tuple) and len(text) == 2 and isinstance(text[1], Expr):
         name, expr = text
         if not isinstance(name, str) or not name:
             raise PlanError(f"a projection's name must be a non-empty string, got {name!r}", node=node)
-        return name, _typed(_typed_snippet(expr, schema, node), text, node)
+        return name, _typed_snippet(expr, schema, node)
     if isinstance(text, Expr):
         name = text.name if isinstance(text, ColumnRef) else f"expr_{position}"
-        return name, _typed(_typed_snippet(text, schema, node), text, node)
+        return name, _typed_snippet(text, schema, node)
     tree = _parse(text, node)
     if isinstance(tree, exp.Alias):
         name, tree = tree.alias, tree.this
     else:
         name = _unwrap(tree).name if isinstance(_unwrap(tree), exp.Column) else f"expr_{position}"
-    return name, _typed(ScalarTranslator(schema, node).translate(tree), text, node)
+    return name, ScalarTranslator(schema, node).translate(tree)
 
 
 @errors_placed
@@ -430,8 +443,8 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
         raise PlanError(f"{function} takes exactly {'two arguments' if wanted == 2 else 'one argument'}",
                         node=node, column=snippet_text(text))
     translator = ScalarTranslator(schema, node)
-    arg = _typed(translator.translate(argument), text, node)
-    second = _typed(translator.translate(arguments[1]), text, node) if wanted == 2 else None
+    arg = _stored_null(translator.translate(argument))
+    second = _stored_null(translator.translate(arguments[1])) if wanted == 2 else None
     if function in ("min", "max") and is_interval(arg.dtype):
         # The least/greatest INTERVAL by DuckDB's order (30-day months) is the first row in that order, NULLs
         # last: the ordered pick keeps the value's own months, days and microseconds (its state is rows).
@@ -495,7 +508,7 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         raise PlanError(f"{function} takes exactly one argument" + (" and a constant" if function not in (
             "median", "mode", "approx_count_distinct", "first", "last") else ""), node=node, column=text)
     translator = ScalarTranslator(schema, node)
-    arg = _typed(translator.translate(argument), text, node)
+    arg = _stored_null(translator.translate(argument))
     if function == "string_agg" and not is_string(arg.dtype):
         arg = _typed(translator.translate(exp.Cast(this=argument.copy(), to=exp.DataType.build("VARCHAR"))), text,
                      node)

@@ -22,6 +22,7 @@ from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, VARIANCE_FUNCTIONS
 from gpu_engine.plans.expressions import Cast, ColumnRef, Expr, Literal, UnaryOp
 from gpu_engine.plans.intervals import IntervalValue, parse_interval
 from gpu_engine.plans.nodes import FRAME_BOUNDS, SortKey, WindowFrame, WindowFunctionCall
+from gpu_engine.plans.null_type import NULL_STORAGE, is_null_typed
 from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.sql_literals import negate_literal
 from gpu_engine.plans.sql_translator import Snippet, _parse, errors_placed, snippet_text
@@ -282,6 +283,18 @@ def frame_from_spec(spec: exp.WindowSpec | None, label: str, text: str) -> Windo
     return frame
 
 
+def _window_argument(translator: ScalarTranslator, tree: exp.Expression, schema: pa.Schema) -> Expr:
+    """Translate a window function's argument; a column of SQL's NULL type stays the column it is.
+
+    Why: the translator reads such a column as an untyped NULL (:mod:`gpu_engine.plans.null_type`), but a
+    window's value argument must be an input column: ``lag(q.x)`` reads the column's INTEGER storage.
+    """
+    if isinstance(tree, exp.Column) and not tree.table and tree.name in schema.names \
+            and is_null_typed(schema.field(tree.name)):
+        return ColumnRef(tree.name, NULL_STORAGE)
+    return translator.translate(tree)
+
+
 @errors_placed
 def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, position: int = 0
                           ) -> tuple[str, WindowFunctionCall]:
@@ -328,7 +341,7 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
     if any(isinstance(a, list) for a in argument_trees):
         raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
     translator = ScalarTranslator(schema, label)
-    args = tuple(translator.translate(a) for a in argument_trees)
+    args = tuple(_window_argument(translator, a, schema) for a in argument_trees)
     if function in ("lag", "lead") and len(args) > 1 and isinstance(args[1], Literal) \
             and isinstance(args[1].value, int) and not isinstance(args[1].value, bool) and args[1].value < 0:
         # lag(x, -n) is lead(x, n) and lead(x, -n) lag(x, n), as DuckDB reads a negative offset

@@ -566,6 +566,7 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
     type: an integer with a decimal as the decimal, either with a double as the double. NULLs stay NULL, so
     NOT IN's null-aware anti join keeps its meaning.
     """
+    from gpu_engine.plans.null_type import is_null_typed
     from gpu_engine.plans.type_coercion import common_type
 
     out = []
@@ -575,8 +576,18 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
         if outer_name is None or inner_name is None:
             out.append((outer, inner))
             continue
-        outer_type = relation.node.output_schema.field(outer_name).type
-        inner_type = semi.relation.node.output_schema.field(inner_name).type
+        outer_field = relation.node.output_schema.field(outer_name)
+        inner_field = semi.relation.node.output_schema.field(inner_name)
+        outer_type, inner_type = outer_field.type, inner_field.type
+        if is_null_typed(outer_field) != is_null_typed(inner_field):
+            # a column of SQL's NULL type (plans/null_type.py) takes the other key's type, as DuckDB casts it
+            if is_null_typed(outer_field):
+                relation, outer = _with_cast_key(planner, relation, outer, inner_type)
+            else:
+                inner_relation, inner = _with_cast_key(planner, semi.relation, inner, outer_type)
+                semi = dataclasses.replace(semi, relation=inner_relation)
+            out.append((outer, inner))
+            continue
         numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
                       for t in (outer_type, inner_type))
         if not numeric or _join_key_layout(outer_type) == _join_key_layout(inner_type):

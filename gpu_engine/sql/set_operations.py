@@ -36,6 +36,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
+from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
 from gpu_engine.columnar.types import is_string
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
@@ -82,9 +83,8 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     distinct = bool(query.args.get("distinct"))
     left_branch, right_branch = query.this, query.expression
     left_nulls, right_nulls = _bare_null_positions(left_branch), _bare_null_positions(right_branch)
-    both = {position: "INTEGER" for position in left_nulls if position in right_nulls}
-    if both:  # NULL in every branch: DuckDB's NULL type, INTEGER once it is a column (an outer branch typed it first)
-        left_branch, right_branch = _cast_nulls(left_branch, both), _cast_nulls(right_branch, both)
+    both = {position for position in left_nulls if position in right_nulls}
+    if both:  # NULL in every branch: a column of SQL's NULL type (plans/null_type.py), typed by what it meets later
         left_nulls = [position for position in left_nulls if position not in both]
         right_nulls = [position for position in right_nulls if position not in both]
     if left_nulls and right_nulls:  # NULLs on both sides at different columns: each typed by the other's
@@ -108,13 +108,15 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     for position, ((out_name, left_internal), (_, right_internal)) in enumerate(zip(left_outputs, right_outputs)):
         left_field, right_field = left_schema.field(left_internal), right_schema.field(right_internal)
         try:
-            dtype = _branch_type(left_field.type, right_field.type)
+            dtype = _branch_type(sql_type(left_field), sql_type(right_field))
         except TypeError:
             raise _error(f"{name}: column {position + 1} ({out_name!r}) is {left_field.type} in the left branch "
                          f"and {right_field.type} in the right, which have no common type; CAST one of them",
                          query) from None
         names.append(out_name)
-        fields.append(pa.field(planner._fresh(out_name), dtype, left_field.nullable or right_field.nullable))
+        nullable = left_field.nullable or right_field.nullable
+        fields.append(null_typed_field(planner._fresh(out_name), nullable) if pa.types.is_null(dtype)
+                      else pa.field(planner._fresh(out_name), dtype, nullable))
     tagged = isinstance(query, (exp.Intersect, exp.Except))
     numbered = tagged and not distinct  # INTERSECT ALL / EXCEPT ALL: each copy of a row is a row of its own
     schema = pa.schema(fields + ([pa.field(_SIDE, pa.int32(), False)] if tagged else []))
@@ -295,9 +297,13 @@ def _aligned(planner: "QueryPlanner", node: PlanNode, internals: list[str], sche
     """Project a branch onto the set operation's columns: its names, its unified types and the side tag."""
     names, expressions = [], []
     for internal, target in zip(internals, schema):
-        column = ColumnRef(internal, node.output_schema.field(internal).type)
+        source = node.output_schema.field(internal)
+        column = ColumnRef(internal, source.type)
         names.append(target.name)
-        expressions.append(column if column.dtype == target.type else Cast(column, target.type))
+        if is_null_typed(source):  # a column of SQL's NULL type takes the other branch's type
+            expressions.append(column if is_null_typed(target) else Literal(None, target.type))
+        else:
+            expressions.append(column if column.dtype == target.type else Cast(column, target.type))
     if side is not None:
         names.append(_SIDE)
         expressions.append(Literal(side, pa.int32()))

@@ -32,6 +32,7 @@ from gpu_engine.columnar.types import is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import ValuesNode
+from gpu_engine.plans.null_type import null_typed_field
 from gpu_engine.plans.scalar_translation import ScalarTranslator
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
@@ -39,7 +40,7 @@ from gpu_engine.sql.errors import SqlError, position_of
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["values_statement_as_select", "with_constant_sources", "finish_constant_sources", "typed_bare_nulls",
+__all__ = ["values_statement_as_select", "with_constant_sources", "finish_constant_sources",
            "plan_values", "DUAL", "UNTYPED_NULL_TYPE"]
 
 #: The alias (and only column) of the one-row source a SELECT without FROM reads.
@@ -109,18 +110,16 @@ def with_constant_sources(tree: exp.Expression, nodes: list[exp.Expression]) -> 
 
 
 def finish_constant_sources(tree: exp.Expression) -> None:
-    """Type bare NULL outputs (:func:`typed_bare_nulls`) and make every SELECT without FROM read the one-row
-    dual source, in place, over the SELECTs :func:`with_constant_sources` recorded.
+    """Make every SELECT without FROM read the one-row dual source, in place, over the SELECTs
+    :func:`with_constant_sources` recorded (a bare NULL output stays: a column of SQL's NULL type,
+    :mod:`gpu_engine.plans.null_type`).
 
     Run after the output columns are named: ``SELECT (SELECT 1)`` is named ``(SELECT 1)``, as written.
     """
     recorded = tree.meta.pop(_SELECTS, None)
-    if recorded is not None and not any(select.args.get("from_") is None or any(
-            isinstance(item.this if isinstance(item, exp.Alias) else item, exp.Null) for item in select.expressions)
-            for select in recorded):
+    if recorded is not None and not any(select.args.get("from_") is None for select in recorded):
         return  # most queries: nothing to do, and no walk
     selects = list(tree.find_all(exp.Select))  # as they are now (naming copies a SELECT inside an output)
-    typed_bare_nulls(selects)
     for select in selects:
         if select.args.get("from_") is None:
             select.set("from_", exp.From(this=_dual()))
@@ -193,34 +192,6 @@ def _name_columns(values: exp.Values) -> None:
     alias.set("columns", names)
 
 
-def _set_operation_branch(select: exp.Select) -> bool:
-    """Return True when ``select`` is a branch of a set operation (whose bare NULLs take the other branch's type)."""
-    node: exp.Expression = select
-    while isinstance(node.parent, (exp.Subquery, exp.Paren)):
-        node = node.parent
-    return isinstance(node.parent, exp.SetOperation)
-
-
-def typed_bare_nulls(selects: list[exp.Select]) -> None:
-    """Give each bare ``NULL`` these SELECTs output the type DuckDB stores it as (INTEGER), in place.
-
-    Why: ``SELECT NULL AS c`` is a column of DuckDB's "NULL" type, which the engine has no column for; a set
-    operation's branches are left alone (their NULLs take the other branch's type,
-    :mod:`gpu_engine.sql.set_operations`). Run after the output columns are named, so the name stays ``NULL``.
-    """
-    for select in selects:
-        if _set_operation_branch(select):
-            continue
-        for item in select.expressions:
-            null = item.this if isinstance(item, exp.Alias) else item
-            if isinstance(null, exp.Null):
-                typed = exp.Cast(this=exp.Null(), to=exp.DataType.build("INTEGER"))
-                if null is item:
-                    item.replace(exp.alias_(typed, exp.to_identifier("NULL", quoted=True)))
-                else:
-                    null.replace(typed)
-
-
 def _label(values: exp.Values) -> str:
     return f"VALUES list {values.alias_or_name}"
 
@@ -239,7 +210,7 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
     cells = [[_literal(cell, values, translator) for cell in row.expressions] for row in rows]
     if any(literal is None for row in cells for literal in row):
         return _computed_rows(planner, values, alias, names, ctes)
-    types = []
+    types, null_columns = [], []
     for position, name in enumerate(names):
         dtype = pa.null()
         for row_number, row in enumerate(cells):
@@ -249,6 +220,7 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
                 raise _error(f"{_label(values)}: column {position + 1} ({name!r}) is {dtype} in an earlier row "
                              f"and {row[position].dtype} in row {row_number + 1}, which have no common type; "
                              "CAST one of them", rows[row_number].expressions[position], name) from None
+        null_columns.append(pa.types.is_null(dtype))
         types.append(UNTYPED_NULL_TYPE if pa.types.is_null(dtype) else dtype)
     internal = [planner._fresh(name, alias) for name in names]
     arrays = []
@@ -258,7 +230,9 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as error:
             raise _error(f"{_label(values)}: column {position + 1} ({names[position]!r}) cannot hold every value "
                          f"as {dtype}: {error}", values, names[position]) from None
-    schema = pa.schema([pa.field(n, t) for n, t in zip(internal, types)])
+    # a column of only NULLs is of SQL's NULL type (INTEGER storage), typed by what it meets later
+    schema = pa.schema([null_typed_field(n) if untyped else pa.field(n, t)
+                        for n, t, untyped in zip(internal, types, null_columns)])
     node = ValuesNode(id=planner.ids.next_id(), output_schema=schema,
                       data=pa.Table.from_arrays(arrays, schema=schema))
     columns = {(alias, name): i for name, i in zip(names, internal)}
@@ -301,8 +275,6 @@ def _computed_rows(planner: "QueryPlanner", values: exp.Values, alias: str, name
                                          for cell, name in zip(row.expressions, names)])
         select.set("from_", exp.From(this=_dual()))
         query = select if query is None else exp.Union(this=query, expression=select, distinct=False)
-    if isinstance(query, exp.Select):  # one row: a bare NULL cell has no other row to take a type from
-        typed_bare_nulls([query])
     relation, outputs = planner._plan_query(query, ctes)
     columns = {(alias, name): internal for name, (_, internal) in zip(names, outputs)}
     return Relation(relation.node, columns, frozenset([alias]), float(max(1, len(values.expressions))),

@@ -300,9 +300,9 @@ def test_projection_names(sql, position, name):
     assert parse_projection(sql, SCHEMA, NODE, position=position)[0] == name
 
 
-def test_projection_refuses_untyped_null():
-    with pytest.raises(PlanError, match="cannot infer the type of NULL"):
-        parse_projection("NULL AS x", SCHEMA, NODE)
+def test_projection_keeps_an_untyped_null_for_the_null_type():
+    # the projection makes it a column of SQL's NULL type (plans/null_type.py), not a refusal
+    assert parse_projection("NULL AS x", SCHEMA, NODE) == ("x", Literal(None, pa.null()))
 
 
 @pytest.mark.parametrize("sql, name, expected", [

@@ -50,7 +50,7 @@ def test_plan_builder_takes_parsed_trees_as_it_takes_their_text():
 @pytest.mark.parametrize("call, text, message", [
     (lambda b, s: b.filter(s), "a + 1", "a filter predicate must be boolean"),
     (lambda b, s: b.filter(s), "nope > 1", "unknown column 'nope'"),
-    (lambda b, s: b.project([s]), "NULL", "cannot infer the type of NULL"),
+    (lambda b, s: b.project([s]), "nope + 1", "unknown column 'nope'"),
     (lambda b, s: b.aggregation([], [s]), "sum(b) AS x", "sum is not defined for string"),
     (lambda b, s: b.aggregation([], [s]), "a + 1", "expected an aggregate call"),
 ])

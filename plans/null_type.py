@@ -1,0 +1,43 @@
+"""SQL's NULL type for plan columns: a column of bare NULLs that takes the type of whatever it meets.
+
+Why: DuckDB types ``SELECT NULL AS x`` as its ``NULL`` type, which casts implicitly to the type it meets later:
+``t.s = q.x`` compares text, ``q.x UNION ALL SELECT d`` is a DATE, ``coalesce(q.x, t.s)`` a VARCHAR. The
+engine stored such a column as INTEGER, and every later meeting with text, dates or booleans was refused
+("cannot compare int32 with string"), at every site that met it (derived tables, CTEs, set operations, VALUES
+lists, CASE / COALESCE of only NULLs).
+
+The column keeps INTEGER storage (DuckDB's result type for a NULL column, and a type every operator moves),
+and its plan field carries the NULL type in its metadata (:func:`null_typed_field`). The translator reads such
+a column as an untyped NULL literal (:func:`gpu_engine.plans.scalar_translation.ScalarTranslator`): every
+expression rule already types an untyped NULL by its context, so the NULL type is resolved where it meets a
+type, by the rules that resolve a written ``NULL``. A projection whose value is an untyped NULL makes such a
+column again, so the type survives derived tables, CTEs and set operations (whose branches unify with
+:func:`sql_type`).
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+__all__ = ["NULL_STORAGE", "null_typed_field", "is_null_typed", "sql_type"]
+
+#: The storage of a NULL-typed column (DuckDB's result type for a column of the NULL type).
+NULL_STORAGE = pa.int32()
+_KEY = b"gpu_engine.sql_type"
+_NULL = b"NULL"
+
+
+def null_typed_field(name: str, nullable: bool = True) -> pa.Field:
+    """Return a field of SQL's NULL type: INTEGER storage, the NULL type in its metadata."""
+    return pa.field(name, NULL_STORAGE, nullable, metadata={_KEY: _NULL})
+
+
+def is_null_typed(field: pa.Field) -> bool:
+    """Return True when ``field`` is a column of SQL's NULL type (every value NULL, no type of its own)."""
+    metadata = field.metadata
+    return bool(metadata) and metadata.get(_KEY) == _NULL
+
+
+def sql_type(field: pa.Field) -> pa.DataType:
+    """Return the type SQL rules see for ``field``: ``pa.null()`` for a NULL-typed column, else its type."""
+    return pa.null() if is_null_typed(field) else field.type
