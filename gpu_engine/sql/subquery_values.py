@@ -17,6 +17,9 @@ column, so the rest of the planner sees only joins and columns:
   whole correlation, grouped by the domain's columns, joined back on them;
 * a correlated ``(SELECT v ... ORDER BY x LIMIT 1 [OFFSET n])`` is the first (n+1-th) row of each key's
   partition in that order (a row_number() window), NULL for a key without rows;
+* a correlated ``(SELECT w ...)`` whose value is a window (``sum(x) OVER (...)``) is first its rows per
+  correlation key, every window also partitioned by the key (one outer row sees its own rows), then a value
+  as below;
 * a correlated ``(SELECT v ...)`` without aggregate or LIMIT is ``any_value(v)`` and the row count per key;
   a WHERE condition raises DuckDB's "More than one row returned by a subquery used as an expression" for
   every outer row that meets more than one (DuckDB checks eagerly, so a CASE branch not taken fails too);
@@ -50,7 +53,7 @@ from gpu_engine.sql.decorrelation import (
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
-    conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
+    conjuncts_of, defined_aliases, free_columns, has_subquery, own_scope_nodes, reached_through_and_or)
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
 __all__ = ["with_subquery_values_as_comparisons", "with_subquery_values_joined"]
@@ -93,6 +96,11 @@ def _outer_tables(select: exp.Expression) -> set[str]:
     return tables - defined_aliases(select) if isinstance(select, exp.Select) else tables
 
 
+def _windowed_value(select: exp.Select) -> bool:
+    """Return whether a scalar subquery's value holds a window function of its own scope (``sum(x) OVER``)."""
+    return bool(select.expressions) and bool(own_scope_nodes(select.expressions[0], (exp.Window,)))
+
+
 def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_planned: bool,
                         outer_aliases: set[str]) -> bool:
     """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
@@ -116,7 +124,7 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         return True
     value = select.expressions[0]
     value = value.this if isinstance(value, exp.Alias) else value
-    if value.find(*SQL_AGGREGATES) is None:
+    if value.find(*SQL_AGGREGATES) is None or _windowed_value(select):
         return False  # a row per outer row (ORDER BY ... LIMIT 1, or checked at run time): a subquery value
     if any(select.args.get(key) for key in ("group", "having", "distinct", "limit", "offset")):
         return False  # rows per correlation key (shaped_subqueries), a subquery value
@@ -275,6 +283,8 @@ class _Joined:
         if len(query.expressions) != 1:
             raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
         empty = None
+        if _outer_tables(query) and _windowed_value(query):
+            query = self._windows_per_key(query, node)
         if _outer_tables(query) and is_shaped(query, self.planner._count):  # GROUP BY, HAVING, DISTINCT, LIMIT n
             query, empty = rows_per_key(query, self.outer_aliases, self.planner._synthetic_alias(), self.planner._count)
         value = query.expressions[0]
@@ -325,6 +335,29 @@ class _Joined:
                                              default=joined))
         self._group_by(outer_columns, node, clause, [exp.column(name, table=alias) for name in "vm"])
         return joined
+
+    def _windows_per_key(self, query: exp.Select, node: exp.Expression) -> exp.Select:
+        """Return a correlated subquery whose value is a window as its rows per correlation key (each window
+        also partitioned by the key: one outer row sees one key's rows), a subquery without a window.
+
+        Why: ``(SELECT sum(u.i) OVER (ORDER BY u.id) FROM u WHERE u.k = t.k)`` read its windowed ``sum`` as
+        the subquery's aggregate and was refused ("column u.i is not available here"); DuckDB computes the
+        window over the rows of each outer row, and more than one row is its run-time error, as for any value.
+        """
+        query = query.copy()
+        inner, local, correlated = split_correlated(query, self.outer_aliases)
+        keys, others = correlation(correlated, inner)
+        if others or not keys or own_aggregates(query) or any(query.args.get(key) for key in (
+                "group", "having", "distinct")):
+            raise unsupported("a window as the value of a subquery correlated by other than column equalities "
+                              "(u.k = t.k), or over an aggregate", node)
+        for window in own_scope_nodes(query, (exp.Window,)):  # the value too (rows_per_correlation_key copies it)
+            partition = list(window.args.get("partition_by") or [])
+            written = {term.sql() for term in partition}
+            window.set("partition_by", partition + [i.copy() for _, i in keys if i.sql() not in written])
+        value = query.expressions[0]
+        value = value.this if isinstance(value, exp.Alias) else value
+        return rows_per_correlation_key(query, local, keys, others, value)
 
     def _kept_row_number(self, query: exp.Select, node: exp.Expression) -> int:
         """Return which row (1-based) a correlated subquery that does not aggregate keeps: ``LIMIT 1 [OFFSET n]``."""
