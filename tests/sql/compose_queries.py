@@ -11,8 +11,11 @@ GROUPING SETS with ``grouping()``, HAVING, DISTINCT aggregates), windows (ROWS/R
 offsets, ranks, lag/lead; a named WINDOW), set operations ([ALL] over mixed numeric types and NULL literals),
 DISTINCT, DISTINCT ON, QUALIFY, COLUMNS('regex') / ``* EXCLUDE`` / ``* REPLACE``, ORDER BY ... LIMIT/OFFSET,
 correlated scalar subqueries, row IN, correlated EXISTS / IN subqueries that pick rows (ORDER BY ... LIMIT/OFFSET,
-QUALIFY), and a CTE read twice. Expressions add casts (TRY_CAST, text <-> number <-> date <-> timestamp), string,
-date, timestamp and interval functions and decimal precision (products, rescaling casts that may overflow).
+QUALIFY), and a CTE read twice; columns of only NULLs (DuckDB's NULL type), VALUES branches of set operations,
+LIMIT inside scalar and IN subqueries, a window as a correlated subquery's value and ORDER BY on expressions
+with NULLS FIRST/LAST. Expressions add casts (TRY_CAST, text <-> number <-> date <-> timestamp), string,
+date, timestamp and interval functions and decimal precision (products, rescaling casts that may overflow),
+numbers and dates compared with text, and string functions over NULL, empty and multi-byte operands.
 
 Every answer is deterministic as a multiset: order-dependent functions (ROWS frames, row_number, lag/lead,
 first/last/nth_value, ntile) and LIMIT are ordered by every column of their input, so the rows that tie are
@@ -112,6 +115,10 @@ def predicate(gen: _Gen, cols, alias: str, depth: int = 0) -> str:
         return f"{text} BETWEEN {low} AND {high}"
     if kind == "str" and roll < 0.65:
         return f"{text} LIKE '{rng.choice(['a%', '%b', '_', '%', 'x'])}'"
+    if roll < 0.7 and kind in ("int", "dec", "date"):  # a number or date beside text, as users write it
+        written = {"int": ["'1'", "'-1'", "' 2'"], "dec": ["'1.5'", "'0'", "'2.25'"],
+                   "date": ["'1995-01-02'", "'1995-2-1'"]}[kind]
+        return f"{text} {rng.choice(['=', '<', '>=', '<>'])} {rng.choice(written)}"
     return f"{text} {rng.choice(['=', '<', '>', '<=', '>=', '<>'])} {_literal(rng, kind)}"
 
 
@@ -206,7 +213,8 @@ def _function_forms(gen: _Gen, cols, alias: str, kind: str) -> list[str]:
     if kind == "int":
         if text:
             out += [f"TRY_CAST({text[0]} AS INTEGER)", f"strpos({text[0]}, 'a')", f"TRY_CAST({text[0]} AS BIGINT) % 7",
-                    f"length(lpad({text[0]}, 3, '*'))"]
+                    f"length(lpad({text[0]}, 3, '*'))", f"strpos({text[0]}, '')", f"position('é' IN {text[0]})",
+                    f"length(NULLIF({text[0]}, ''))", f"length({text[0]} || 'ü日')"]
         if dec:
             out += [f"CAST({dec[0]} AS INTEGER)", f"TRY_CAST({dec[0]} * 100 AS SMALLINT)"]
         if dbl:
@@ -238,6 +246,12 @@ def _function_forms(gen: _Gen, cols, alias: str, kind: str) -> list[str]:
             out += [f"replace({s}, 'a', 'xy')", f"left({s}, 2)", f"right({s}, 1)", f"reverse({s})",
                     f"split_part({s}, ' ', 1)", f"lower({s})", f"ltrim({s}, ' ')", f"concat_ws('-', {s}, 'k')",
                     f"rpad({s}, 4, '.')", f"substring({s}, 2)", f"repeat({s}, 2)"]
+            # NULL, empty and multi-byte operands, zero and negative lengths
+            out += [f"upper(coalesce({s}, 'ßé'))", f"{s} || NULL", f"concat({s}, NULL, 'ü')", f"lpad({s}, 0, 'x')",
+                    f"left({s}, -1)", f"substring({s}, 0, 2)", f"repeat({s}, 0)", f"replace({s}, 'é', '')",
+                    f"reverse('ñé' || {s})", f"rpad(coalesce({s}, ''), 3, '日')", f"lower(upper({s} || 'Ä'))",
+                    f"trim(' ' || {s} || ' ')", f"CAST(length('日本' || {s}) AS VARCHAR)",
+                    f"right({s}, 0)", f"split_part({s}, '', 1)", f"substr('', 1, 1) || {s}"]
         if date:
             out += [f"strftime({date[0]}, '%Y-%m')", f"CAST({date[0]} AS VARCHAR)", f"monthname({date[0]})"]
         if dec:
@@ -310,6 +324,14 @@ def _filter(gen: _Gen, inner: Rel) -> Rel:
         aggregate = rng.choice(["avg(y.i)", "max(y.d)", "min(y.f)", "count(*)", "sum(y.j)"])
         operator = rng.choice([">", "<=", "=", "<>"])
         comparison = f"{number[0]} {operator} (SELECT {aggregate} FROM {table} y{correlation})"
+        if rng.random() < 0.3:  # a LIMIT inside the subquery: a picked row, or a list cut to its first rows
+            order = rng.choice(["y.id", "y.id DESC", "y.i NULLS FIRST, y.id", "coalesce(y.j, 0) DESC, y.id"])
+            comparison = rng.choice([
+                f"{number[0]} {operator} (SELECT y.i FROM {table} y{correlation} ORDER BY {order} LIMIT 1)",
+                f"{number[0]} {rng.choice(['IN', 'NOT IN'])} (SELECT y.i FROM {table} y ORDER BY {order} "
+                f"LIMIT {rng.randint(0, 4)})",
+                f"{number[0]} {operator} (SELECT y.i FROM {table} y{correlation} ORDER BY {order} LIMIT 1 "
+                f"OFFSET {rng.randint(1, 2)})"])
         condition = rng.choice([comparison, f"({comparison} OR {condition})", f"NOT ({comparison})",
                                 f"({comparison}) IS NULL"])
     return Rel(f"SELECT * FROM ({inner.sql}) {alias} WHERE {condition}", inner.cols)
@@ -334,6 +356,15 @@ def _project(gen: _Gen, inner: Rel) -> Rel:
                 kind = {"max(y.i)": "int", "count(*)": "int", "sum(y.j)": "wide", "min(y.s)": "str",
                         "avg(y.d)": "dbl"}[aggregate]
                 text = f"(SELECT {aggregate} FROM {rng.choice(['t', 'u', 'e'])} y WHERE y.k = {key[0]})"
+                if rng.random() < 0.4:  # a window as the value (one row per id), or a row picked by LIMIT 1
+                    window = rng.choice([("sum(y.i) OVER (PARTITION BY y.k)", "wide"),
+                                         ("count(*) OVER ()", "int"), ("row_number() OVER (ORDER BY y.id)", "int"),
+                                         ("max(y.s) OVER (ORDER BY y.j NULLS FIRST)", "str")])
+                    picked = rng.choice([("y.i", "int"), ("y.s", "str"), ("y.d", "dec")])
+                    (value, kind), where = rng.choice([(window, f"y.id = {key[0]}"), (picked, f"y.k = {key[0]}")])
+                    text = (f"(SELECT {value} FROM {rng.choice(['t', 'u', 'e'])} y WHERE {where} "
+                            f"ORDER BY y.id{rng.choice(['', ' DESC'])} LIMIT 1)" if value == picked[0] else
+                            f"(SELECT {value} FROM {rng.choice(['t', 'e'])} y WHERE {where})")
         name = gen.name()
         items.append(f"{text} AS {name}")
         cols.append((name, kind))
@@ -571,8 +602,13 @@ def _set_operation(gen: _Gen, left: Rel, right: Rel) -> Rel:
     kinds = [rng.choice([k for _, k in left.cols if k in _KEYABLE] or ["int"]) for _ in range(rng.randint(1, 3))]
     a, b = gen.name("q"), gen.name("q")
     operator = rng.choice(["UNION", "UNION ALL", "INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL", "UNION ALL"])
-    sql = (f"SELECT {_coerce(gen, left, a, kinds)} FROM ({left.sql}) {a} {operator} "
-           f"SELECT {_coerce(gen, right, b, kinds)} FROM ({right.sql}) {b}")
+    right_branch = f"SELECT {_coerce(gen, right, b, kinds)} FROM ({right.sql}) {b}"
+    if rng.random() < 0.25:  # a VALUES list branch: literals and bare NULLs (a column of only NULLs now and then)
+        nulls = [rng.random() < 0.3 for _ in kinds]
+        rows = ", ".join("(" + ", ".join("NULL" if null or rng.random() < 0.2 else _literal(rng, kind)
+                                         for kind, null in zip(kinds, nulls)) + ")" for _ in range(rng.randint(1, 3)))
+        right_branch = f"SELECT * FROM (VALUES {rows}) {b}({', '.join(f's{n}' for n in range(len(kinds)))})"
+    sql = f"SELECT {_coerce(gen, left, a, kinds)} FROM ({left.sql}) {a} {operator} {right_branch}"
     alias = gen.name("q")
     names = [gen.name() for _ in kinds]
     # A numeric column of a set operation takes the branches' common type: decimal and double stay apart here.
@@ -594,9 +630,35 @@ def _limit(gen: _Gen, inner: Rel) -> Rel:
         return _distinct(gen, inner)
     order = ", ".join(f"{alias}.{n}{rng.choice(['', ' DESC', ' NULLS FIRST', ' DESC NULLS LAST'])}"
                       for n, _ in rng.sample(inner.cols, len(inner.cols)))
+    if rng.random() < 0.4:  # an expression first (NULLS placed), then every column: ties are equal rows
+        order = f"{_order_expression(gen, inner.cols, alias)}, {order}"
     cut = rng.choice([f"LIMIT {rng.randint(0, 6)}", f"LIMIT {rng.randint(1, 5)} OFFSET {rng.randint(1, 10)}",
                       f"OFFSET {rng.randint(1, 12)}", f"LIMIT {rng.randint(2, 30)}"])
     return Rel(f"SELECT * FROM ({inner.sql}) {alias} ORDER BY {order} {cut}", inner.cols)
+
+
+def _order_expression(gen: _Gen, cols, alias: str) -> str:
+    """Return an ORDER BY term over an expression of ``cols`` with a direction and NULLS placement."""
+    rng = gen.rng
+    kind = rng.choice(["int", "str", "dec", "date", "bool"])
+    text = expression(gen, cols, alias, kind) or f"{alias}.{cols[0][0]}"
+    return f"{text}{rng.choice(['', ' DESC', ' NULLS FIRST', ' DESC NULLS FIRST', ' ASC NULLS LAST'])}"
+
+
+def _null_columns(gen: _Gen, inner: Rel) -> Rel:
+    """Add columns of only NULLs (DuckDB's NULL type: a bare NULL, a CASE or COALESCE of only NULLs, a scalar
+    ``(SELECT NULL)``), each drawn a kind that the layers above compare, join, union and aggregate it as."""
+    rng, alias = gen.rng, gen.name("q")
+    items = [f"{alias}.{n} AS {n}" for n, _ in inner.cols]
+    cols = list(inner.cols)
+    for _ in range(rng.randint(1, 2)):
+        kind = rng.choice(["int", "dec", "dbl", "str", "str", "date", "date", "bool"])
+        text = rng.choice(["NULL", "NULL", f"CASE WHEN {predicate(gen, inner.cols, alias, 1)} THEN NULL END",
+                           "coalesce(NULL, NULL)", "(SELECT NULL)", "nullif(NULL, NULL)"])
+        new = gen.name()
+        items.append(f"{text} AS {new}")
+        cols.append((new, kind))
+    return Rel(f"SELECT {', '.join(items)} FROM ({inner.sql}) {alias}", cols)
 
 
 def _distinct_on(gen: _Gen, inner: Rel) -> Rel:
@@ -660,7 +722,7 @@ def relation(gen: _Gen, depth: int) -> Rel:
     if depth <= 0 or rng.random() < 0.15:
         return _base(gen)
     op = rng.choices(["filter", "project", "join", "semi", "aggregate", "window", "set", "distinct", "limit",
-                      "distinct_on", "qualify", "columns"], weights=[2, 2, 3, 2, 3, 3, 2, 1, 1, 1, 1, 1])[0]
+                      "distinct_on", "qualify", "columns", "nulls"], weights=[2, 2, 3, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1])[0]
     if op in ("join", "semi", "set"):
         left = relation(gen, depth - 1)
         right = relation(gen, depth - 2)
@@ -668,7 +730,7 @@ def relation(gen: _Gen, depth: int) -> Rel:
     inner = relation(gen, depth - 1)
     return {"filter": _filter, "project": _project, "aggregate": _aggregate, "window": _window,
             "distinct": _distinct, "limit": _limit, "distinct_on": _distinct_on, "qualify": _qualify,
-            "columns": _columns}[op](gen, inner)
+            "columns": _columns, "nulls": _null_columns}[op](gen, inner)
 
 
 def _shape(top: str):
