@@ -50,17 +50,25 @@ def with_lateral_joins_decorrelated(tree: exp.Expression) -> exp.Expression:
 def _decorrelated(lateral: exp.Lateral) -> None:
     join = lateral.parent
     select = join.parent
-    if not isinstance(lateral.this, exp.Subquery) or not isinstance(lateral.this.this, exp.Select) \
-            or not isinstance(select, exp.Select):
+    if not isinstance(lateral.this, exp.Subquery) or not isinstance(select, exp.Select):
         raise _error(f"LATERAL over {lateral.this.sql(dialect='duckdb')[:60]} (only a LATERAL subquery is "
+                     "supported)", lateral)
+    if not isinstance(lateral.this.this, exp.Select):
+        raise _error(f"a LATERAL {lateral.this.this.key.upper()} (a set operation; a LATERAL SELECT is "
                      "supported)", lateral)
     alias = lateral.alias_or_name
     inner = lateral.this.this.copy()
     outer = _aliases_before(select, join)
+    if _reads(inner, outer) and (join.side or "").upper() in ("RIGHT", "FULL"):
+        raise _error(f"a {join.side.upper()} JOIN LATERAL reading the FROM items before it (DuckDB: the combining "
+                     "JOIN type must be INNER or LEFT)", lateral)
     if _reads(inner, outer) and _one_aggregate_row(inner):
         _as_scalar_subqueries(select, join, lateral, inner, alias)
         return
     pick = _row_pick(inner)
+    if pick is not None and pick[0] is not None and _reads(pick[0], outer):
+        raise _error("a LATERAL subquery with LIMIT ordered by an outer column (each outer row its own order)",
+                     lateral)
     subquery = exp.Subquery(this=inner, alias=exp.TableAlias(this=exp.to_identifier(alias)))
     if not _reads(inner, outer):
         moved = []
