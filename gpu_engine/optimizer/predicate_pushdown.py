@@ -15,7 +15,8 @@ written. Where a conjunct goes, by the node below it:
   into that side when the join cannot make that side's rows NULL: both sides
   of an inner join, the probe of a left / semi / anti join, the build of a
   right / right semi / right anti join. Above an outer join's NULL-extended
-  side it stays (it would keep the rows the NULLs replace).
+  side it stays (it would keep the rows the NULLs replace). An OR in an inner
+  join's own filter implies filters on its sides as one above it does.
 * **Aggregation** (a single step over group keys, no grouping sets), **Window**,
   **TopNRowNumber**: a conjunct reading only group / partition keys goes below,
   since it keeps or drops whole groups.
@@ -70,7 +71,8 @@ class _Ids:
 
 def push_down_predicates(plan: PlanNode) -> PlanNode:
     """Return ``plan`` with every filter's conjuncts as low as they stay correct (the same object if none moves)."""
-    if not any(isinstance(node, FilterNode) for node in walk_plan(plan)):
+    if not any(isinstance(node, FilterNode) or isinstance(node, HashJoinNode | NestedLoopJoinNode)
+               and node.join_type == "inner" and node.filter is not None for node in walk_plan(plan)):
         return plan
     return _Pushdown(_Ids(plan)).rewrite(plan)
 
@@ -121,14 +123,18 @@ class _Pushdown:
             return self.place(node.source, conjuncts(node.predicate) + parts, node.id, node if not parts else None), []
         parts = self._refolded(parts)
         per_source, kept = self._split(node, parts)
-        for part in kept:
+        ors = list(kept)
+        if isinstance(node, HashJoinNode | NestedLoopJoinNode) and node.join_type == "inner" and node.filter:
+            ors += conjuncts(node.filter)  # an inner join's condition keeps pairs as a Filter above it would
+        for part in ors:
             if isinstance(part, BinaryOp) and part.op == "or":
                 implied = implied_filters(part, lambda branch: self._split(node, branch), len(node.sources))
                 for below, filter_ in zip(per_source, implied):
                     if filter_ is not None and filter_ not in below:
                         self.implied[id(filter_)] = filter_
                         below.append(filter_)
-        return self._into_sources(node, per_source, filter_id, bool(kept)), kept
+        # (no filter came from above: what the join's own condition implies gets ids of its own)
+        return self._into_sources(node, per_source, filter_id, bool(kept) or not parts), kept
 
     def _refolded(self, parts: list[Expr]) -> list[Expr]:
         """Return ``parts`` with each OR that now folds (a projection inlined its constants) as its conjuncts."""

@@ -121,6 +121,26 @@ def test_an_or_over_both_sides_of_an_inner_join_filters_each_side_by_what_it_imp
         "    -- TableScan[1][table: a, columns: k, x]", "    -- Filter[3.1][expression: ((y = 'p') OR (y = 'q'))]"]
 
 
+def _join_on(join_type: str, condition: str):
+    ids = PlanNodeIdGenerator()
+    build = PlanBuilder(CATALOG, id_generator=ids).table_scan("b", ["k2", "y"]).plan()
+    return PlanBuilder(CATALOG, id_generator=ids).table_scan("a", ["k", "x"]).hash_join(
+        ["k"], ["k2"], build, ["k", "x", "y"], join_type, filter=condition)
+
+
+def test_an_or_in_an_inner_joins_own_condition_filters_each_side_but_a_left_joins_does_not():
+    condition = "(x = 10 AND y = 'p') OR (x = 30 AND y <> 'q')"
+    assert _shape(optimize_plan(_join_on("inner", condition).plan())) == [
+        "-- HashJoin[2][INNER k = k2, filter: (((x = 10) AND (y = 'p')) OR ((x = 30) AND (y <> 'q')))]",
+        "  -- Filter[2.1][expression: ((x = 10) OR (x = 30))]",
+        "    -- TableScan[1][table: a, columns: k, x]",
+        "  -- Filter[2.2][expression: ((y = 'p') OR (y <> 'q'))]",
+        "    -- TableScan[0][table: b, columns: k2, y]",
+    ]
+    left = _join_on("left", condition).plan()  # a probe row failing ON is still output, NULL-extended
+    assert optimize_plan(left) is left
+
+
 def test_an_or_above_a_left_join_implies_filters_on_its_preserved_side_only():
     plan = _join("left").filter("(x = 10 AND y = 'p') OR (x = 30 AND y IS NULL)").plan()
     assert _shape(optimize_plan(plan)) == [
@@ -257,6 +277,8 @@ def _cases():
         ("or-implied-inner", _join("inner").filter("(x = 10 AND y = 'p') OR (x = 30 AND y = 'q') OR (x > 50 AND y <> 's')")
          .plan(), "SELECT k, x, y FROM a JOIN b ON k = k2 WHERE (x = 10 AND y = 'p') OR (x = 30 AND y = 'q') "
                   "OR (x > 50 AND y <> 's')"),
+        ("or-implied-join-condition", _join_on("inner", "(x = 10 AND y = 'p') OR (x = 30 AND y <> 'q')").plan(),
+         "SELECT k, x, y FROM a JOIN b ON k = k2 AND ((x = 10 AND y = 'p') OR (x = 30 AND y <> 'q'))"),
         ("or-implied-left", _join("left").filter("(x = 10 AND y = 'p') OR (x = 30 AND y IS NULL) OR x IS NULL").plan(),
          "SELECT k, x, y FROM a LEFT JOIN b ON k = k2 WHERE (x = 10 AND y = 'p') OR (x = 30 AND y IS NULL) OR x IS NULL"),
         ("or-implied-aggregation", PlanBuilder(CATALOG).table_scan("a", ["k", "x"]).aggregation(["k"], ["sum(x) AS s"])
