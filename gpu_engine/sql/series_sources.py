@@ -14,8 +14,8 @@ exclusive series, its column ``id`` (the partition count only checked: the drive
 
 Refused by name: arguments reading another FROM item's columns (``FROM t, generate_series(1, t.n)``, DuckDB's
 LATERAL join, not built) or a subquery. ``range(3)`` as a scalar (a list) is refused by
-the list refusals. Known difference: DuckDB's ``SELECT * FROM range(3) r`` names its column ``r`` (and still
-answers to ``r.range``); here it is ``range``. Column names past the first are ignored, as DuckDB ignores them.
+the list refusals. As DuckDB, ``range(3) r`` names its one column ``r`` and still answers to ``r.range`` (and a
+bare ``range`` in its SELECT): those references are renamed before qualification. Column names past the first are ignored, as DuckDB ignores them.
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from sqlglot import exp
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.predicates import in_nested_query
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
@@ -91,6 +92,9 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         name = alias.name if alias is not None and alias.name else function
         columns = list(alias.columns) if alias is not None else []
         column = columns[0] if columns else exp.to_identifier("id" if dialect == "spark" else function)
+        if not columns and dialect == "duckdb" and alias is not None and alias.name:
+            column = alias.this.copy()  # DuckDB: range(3) r names its one column r, and r.range still reads it
+            _renamed_references(table, alias.name, function, column)
         cell = exp.cast(exp.Null(), "TIMESTAMP" if _is_temporal(call) else "BIGINT")
         values = exp.Values(expressions=[exp.Tuple(expressions=[cell])],
                             alias=exp.TableAlias(this=exp.to_identifier(name, quoted=alias is not None and bool(
@@ -98,6 +102,23 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         values.meta[SERIES] = call.copy()
         table.replace(values)
     return tree
+
+
+def _renamed_references(table: exp.Table, alias: str, function: str, column: exp.Identifier) -> None:
+    """Read ``alias.function`` (and a bare ``function`` in the SELECT of the FROM item) as the column ``alias``."""
+    select = table.parent.parent if table.parent is not None else None
+    if not isinstance(select, exp.Select):
+        return
+    for reference in list(select.find_all(exp.Column)):
+        if reference.name.lower() != function:
+            continue
+        qualified = reference.table and reference.table.lower() == alias.lower()
+        if qualified or (not reference.table and not in_nested_query(reference, select)):
+            written = reference.this.copy()
+            reference.set("this", column.copy())
+            parent = reference.parent
+            if isinstance(parent, exp.Select) and any(e is reference for e in parent.expressions):
+                reference.replace(exp.alias_(reference.copy(), written))  # the output keeps the written name
 
 
 def _spark_range(call: exp.Anonymous, table: exp.Table) -> exp.GenerateSeries:

@@ -3,7 +3,8 @@
 Planned as a Range source (gpu_engine/sql/series_sources.py, gpu_engine/operators/range.py): integer and
 timestamp series, exclusive and inclusive ends, negative steps, NULL arguments (no rows), empty series, the int64
 edges (``range(-2**63, 2**63 - 1, 2**63 - 1)``), month steps clamped at month ends as DuckDB clamps them, column
-aliases, joins to a table, CTEs, IN subqueries and aggregates over them; split over drivers batch by batch. The
+aliases (``range(3) r`` names its column ``r`` and answers to ``r.range``, as DuckDB), joins to a table, CTEs,
+IN subqueries and aggregates over them; split over drivers batch by batch. The
 refusals (a LATERAL-style column argument, no overload, a zero step) name the function and its position.
 """
 
@@ -44,6 +45,11 @@ QUERIES = [
     "SELECT * FROM range(3) t(x)",
     "SELECT * FROM range(3) t(a, b)",
     "SELECT r.range FROM range(3) r",
+    "SELECT * FROM range(3) r",
+    "SELECT range, r FROM range(3) r",
+    "SELECT * FROM generate_series(1, 3) a, generate_series(1, 2) b",
+    "SELECT r.r * 2 AS y FROM range(3) r WHERE r.range > 0 ORDER BY r.range",
+    "SELECT count(*) AS c FROM range(3) r WHERE EXISTS (SELECT 1 FROM t WHERE t.n = r.range)",
     "SELECT x * 2 AS y FROM range(0) t(x)",
     "SELECT count(*) AS n, min(range) AS lo, max(range) AS hi FROM range(1000)",
     "SELECT a.range AS a, b.range AS b FROM range(2) a JOIN range(3) b ON a.range = b.range",
@@ -64,7 +70,7 @@ QUERIES = [
     "SELECT count(*) AS n FROM range(TIMESTAMP '2024-01-01', TIMESTAMP '2024-03-01', INTERVAL '1 day 2 hours')",
 ]
 
-SIMULATED = [QUERIES[1], QUERIES[5], QUERIES[13], QUERIES[17], QUERIES[28], QUERIES[32]]
+SIMULATED = [QUERIES[1], QUERIES[5], QUERIES[13], QUERIES[17], QUERIES[33], QUERIES[37]]
 
 
 @pytest.fixture(scope="module")
