@@ -11,11 +11,13 @@ conjuncts through: below an aggregation the branches' conditions on group keys
 for ``(dyear = 2002 AND ...) OR (dyear = 2001 AND year_total > 0 AND ...)``, so
 ``dyear = 2002 OR dyear = 2001`` filters date_dim below the grouping although
 ``year_total`` is an aggregate), below a window its partition keys, through a
-projection its columns' definitions. This is what Spark's
-``InferFiltersFromConstraints``-style OR extraction and DataFusion's
-``extract_or_clauses_for_join`` do; the SQL planner did it over sqlglot trees
-(``sql/predicates.implied_filters`` for joins, the removed
-``sql/derived_pushdown`` for derived tables and CTEs).
+projection its columns' definitions. Spark's ``PushExtraPredicateThroughJoin``
+and DataFusion's ``extract_or_clauses_for_join`` do this for joins. The SQL planner does it over sqlglot trees
+too (``sql/predicates.implied_filters`` for joins, ``sql/derived_pushdown``
+for derived tables and CTEs), only because its join ordering reads the
+filtered estimates: an implied filter equal to one already where it lands is
+not added twice. An OR in an inner join's own condition implies filters on
+the join's sides as one in a Filter above it does.
 
 A branch that folds to FALSE (a UNION ALL branch's constant ``'s'`` compared
 with ``'w'`` once the projection is inlined) is left out of the OR (one branch
