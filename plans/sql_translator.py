@@ -323,13 +323,21 @@ def _typed(expr: Expr, text: Snippet, node: str) -> Expr:
     return expr
 
 
-def _stored_null(expr: Expr) -> Expr:
-    """Return an aggregate's argument, an untyped NULL as a NULL of SQL's NULL type's storage (INTEGER).
+#: Aggregates whose argument is a boolean: an untyped NULL argument is a NULL BOOLEAN for them.
+_BOOLEAN_ARGUMENTS = ("bool_and", "bool_or", "count_if")
+
+
+def _stored_null(expr: Expr, function: str = "") -> Expr:
+    """Return an aggregate's argument, an untyped NULL as a NULL of SQL's NULL type's storage (INTEGER), or a
+    NULL BOOLEAN for an aggregate of booleans.
 
     Why: DuckDB aggregates a NULL of its NULL type (``max(NULL)`` is NULL, ``count(NULL)`` 0, ``sum(NULL)`` a
-    NULL HUGEINT), and a column of that type (:mod:`gpu_engine.plans.null_type`) reads as an untyped NULL.
+    NULL HUGEINT, ``bool_and(NULL)`` a NULL BOOLEAN), and a column of that type
+    (:mod:`gpu_engine.plans.null_type`) reads as an untyped NULL.
     """
-    return Literal(None, NULL_STORAGE) if is_untyped_null(expr) else expr
+    if not is_untyped_null(expr):
+        return expr
+    return Literal(None, pa.bool_() if function in _BOOLEAN_ARGUMENTS else NULL_STORAGE)
 
 
 @errors_placed
@@ -443,7 +451,7 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
         raise PlanError(f"{function} takes exactly {'two arguments' if wanted == 2 else 'one argument'}",
                         node=node, column=snippet_text(text))
     translator = ScalarTranslator(schema, node)
-    arg = _stored_null(translator.translate(argument))
+    arg = _stored_null(translator.translate(argument), function)
     second = _stored_null(translator.translate(arguments[1])) if wanted == 2 else None
     if function in ("min", "max") and is_interval(arg.dtype):
         # The least/greatest INTERVAL by DuckDB's order (30-day months) is the first row in that order, NULLs

@@ -78,6 +78,10 @@ QUERIES = [
     "SELECT k, max(q.x) AS m FROM (SELECT k, NULL AS x FROM t) q GROUP BY k",
     "SELECT q.x, count(*) AS n FROM (SELECT NULL AS x FROM t) q GROUP BY q.x",
     "SELECT max(NULL) AS a, count(NULL) AS b FROM u",
+    # an aggregate of booleans over it: a NULL BOOLEAN (compose fuzz seed 91143: "bool_and is not defined for
+    # int32")
+    "SELECT k, bool_and(q.x) AS a, bool_or(q.x) AS o FROM (SELECT k, (SELECT NULL) AS x FROM t) q GROUP BY ROLLUP (k)",
+    "SELECT bool_and(NULL) AS a, count(*) FILTER (WHERE q.x) AS n FROM (SELECT NULL AS x FROM u) q",
     "SELECT lag(q.x) OVER (ORDER BY q.id) AS r, sum(q.id) OVER (PARTITION BY q.x) AS w "
     "FROM (SELECT NULL AS x, id FROM t) q",
     "SELECT q.x, q.id FROM (SELECT NULL AS x, id FROM t) q ORDER BY q.x NULLS FIRST, q.id",
