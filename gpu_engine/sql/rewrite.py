@@ -319,7 +319,14 @@ def _collation(collate: exp.Collate) -> tuple[str, ...]:
     return _COLLATIONS[name]
 
 
+def _unparenthesized(value: exp.Expression) -> exp.Expression:
+    while isinstance(value, exp.Paren):
+        value = value.this
+    return value
+
+
 def _folded(value: exp.Expression, steps: tuple[str, ...]) -> exp.Expression:
+    value = _unparenthesized(value)
     value = value.this if isinstance(value, exp.Collate) else value
     for step in steps:
         value = exp.Lower(this=value) if step == "lower" else exp.Anonymous(this=step, expressions=[value])
@@ -336,7 +343,8 @@ def _collated(node: exp.Expression) -> exp.Expression:
     if isinstance(node, _COLLATED_COMPARISONS):
         operands = [node.this] + ([node.args["low"], node.args["high"]] if isinstance(node, exp.Between) else
                                   list(node.expressions) if isinstance(node, exp.In) else [node.expression])
-        collated = next((o for o in operands if isinstance(o, exp.Collate)), None)
+        collated = next((_unparenthesized(o) for o in operands if isinstance(_unparenthesized(o), exp.Collate)),
+                        None)
         if collated is None or (isinstance(node, exp.In) and node.args.get("query") is not None):
             return node
         steps = _collation(collated)
@@ -357,8 +365,8 @@ def _collated(node: exp.Expression) -> exp.Expression:
         else:
             node.set("expression", _folded(node.expression, steps))
         return node
-    if isinstance(node, exp.Ordered) and isinstance(node.this, exp.Collate):
-        node.set("this", _folded(node.this, _collation(node.this)))
+    if isinstance(node, exp.Ordered) and isinstance(_unparenthesized(node.this), exp.Collate):
+        node.set("this", _folded(node.this, _collation(_unparenthesized(node.this))))
         return node
     if isinstance(node, exp.Collate):
         _collation(node)

@@ -37,6 +37,10 @@ QUERIES = [
     "SELECT s, i FROM c ORDER BY s COLLATE NOCASE, i",
     "SELECT d, i FROM c ORDER BY d COLLATE NOCASE DESC NULLS FIRST, i",
     "SELECT s FROM e WHERE s COLLATE NOCASE = 'b'",
+    "SELECT s FROM c WHERE (s COLLATE NOCASE) = 'A'",
+    "SELECT s, i FROM c ORDER BY (s COLLATE NOCASE), i",
+    "SELECT count(*) AS n FROM c a JOIN c b ON a.s COLLATE NOCASE = b.s",
+    "SELECT s, row_number() OVER (ORDER BY s COLLATE NOCASE, i) AS r FROM c",
 ]
 
 
@@ -68,6 +72,7 @@ def test_collations_match_duckdb_on_each_device(device_name, reference):
     ("SELECT max(s COLLATE NOCASE) AS m FROM c", "COLLATE here"),
     ("SELECT s FROM c WHERE s COLLATE de = 'b'", "COLLATE de"),
     ("SELECT s FROM c WHERE s LIKE 'e%' COLLATE NOACCENT", "LIKE with COLLATE NOACCENT"),
+    ("SELECT s FROM c WHERE s COLLATE NOCASE IN (SELECT upper(s) FROM c)", "COLLATE here"),
 ])
 def test_collations_the_engine_cannot_plan_are_refused_with_their_position(sql, message):
     with pytest.raises(PlanError) as info:
