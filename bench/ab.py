@@ -18,6 +18,8 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
+    python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
+    python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
@@ -354,6 +356,49 @@ def _idle_release():
     return module, "release_idle_memory", lambda: None
 
 
+class _Setting:
+    """A switch whose two sides are set by name ("on", "off"): for a change whose default is off, or one
+    that moves several attributes (``ab.py`` and ``ab_all.py`` set ``value`` on it before every call)."""
+
+    def __init__(self, apply):
+        object.__setattr__(self, "apply", apply)
+
+    value = "on"
+
+    def __setattr__(self, name, value):
+        self.apply(value == "on")
+
+
+def _set_string_ndv(on: bool) -> None:
+    import gpu_engine.sql.statistics as module
+    module.STRING_DISTINCT_VALUES = on
+
+
+def _string_ndv():
+    """String columns without distinct counts (``statistics.STRING_DISTINCT_VALUES``, off by default: with
+    it the "with" side counts them from their Parquet dictionary page headers)."""
+    return _Setting(_set_string_ndv), "value", "off"
+
+
+def _set_pre_aggregation_setup(on: bool) -> None:
+    import gpu_engine.sql.eager_aggregation as module
+    module._PRE_AGGREGATION_SETUP = module.PRE_AGGREGATION_SETUP_MEASURED if on else 0.0
+
+
+def _pre_aggregation_setup():
+    """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (off by default:
+    the "with" side counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
+    return _Setting(_set_pre_aggregation_setup), "value", "off"
+
+
+def _string_ndv_and_setup():
+    """Both of the above off on one side, both on on the other."""
+    def apply(on: bool) -> None:
+        _set_string_ndv(on)
+        _set_pre_aggregation_setup(on)
+    return _Setting(apply), "value", "off"
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -400,6 +445,9 @@ SWITCHES = {
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
     "key-set-estimates": _single_key_estimates,
+    "string-ndv": _string_ndv,
+    "pre-aggregation-setup": _pre_aggregation_setup,
+    "string-ndv-and-setup": _string_ndv_and_setup,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "file-versions": _file_versions,

@@ -44,9 +44,11 @@ FROM items, or when ``S`` would be every FROM item.
 When: only where the estimates (:mod:`gpu_engine.sql.statistics`) say it
 pays (:func:`_benefit`): the rows the pre-aggregation saves the later joins
 and the final aggregation (whose per-row cost grows with its keys, strings
-most) must outweigh the pre-aggregation itself. Unknown distinct counts
-(strings) count as no reduction. The re-aggregation always stays: a key is
-never proven unique by min/max statistics.
+most) must outweigh the pre-aggregation itself, its rows and (where
+:data:`_PRE_AGGREGATION_SETUP` is on) the fixed cost of its added operators.
+Unknown distinct counts (strings) count as no reduction.
+The re-aggregation always stays: a key is never proven unique by min/max
+statistics.
 """
 
 from __future__ import annotations
@@ -82,6 +84,19 @@ _JOIN_COST = 1.0
 #: The most groups per input row a pre-aggregation may be estimated to keep: estimates are rough (a join's
 #: fan-out most), so a pre-aggregation must cut its input clearly to be planned at all.
 _MAX_GROUP_SHARE = 0.75
+#: What a pre-aggregation costs whatever its rows, in the same units: its partial and final operators on every
+#: driver, the exchange between them, and the re-aggregation above the join that merges its groups again.
+#: Measured: where the rows are few the saved rows do not pay for those (TPC-DS SF1: with string distinct
+#: counts known, q21 grouped its ~25K inventory rows below a 5-row warehouse join, +14..+30% CPU; q26, q60,
+#: q66 and q56's pre-aggregations over a few thousand rows 8-15% slower than none). A unit here (a row
+#: probing a join or grouped by a fixed-width key) measured ~150 ns of a TPC-DS SF1 query's CPU on this
+#: engine's CPU path, the added aggregation ~5 ms: some 30K units, of which this counts a third, as
+#: estimates of small inputs run low (q21's 25K rows were estimated at 2.4K).
+PRE_AGGREGATION_SETUP_MEASURED = 10_000.0
+#: The set-up :func:`_benefit` counts: 0 (off) for now. With the measured one q74 was 17% slower (its
+#: ``year_total`` branches are estimated at 356-28K rows for ~0.5M: two conjuncts on ``d_year`` multiply,
+#: so a real saving looked like a few thousand units); bench/results/2026-11-28-strndv-string-ndv-cpu-sf1.md.
+_PRE_AGGREGATION_SETUP = 0.0
 
 
 @dataclass(frozen=True)
@@ -360,7 +375,8 @@ def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside
     region, Q11's nation) the join order and the join-key filters at the scans cut the rows of ``aliases``
     by ``f`` before their own joins. Eager: ``r`` rows are joined among themselves in full and grouped by
     the pre-aggregation's keys, and its ``g`` groups take their place. The saving is ``(r - g) * (joins +
-    f * final key cost) - r * pre-aggregation key cost - r * (1 - f) * items joined below``. None where
+    f * final key cost) - r * pre-aggregation key cost - r * (1 - f) * items joined below - set-up``, the
+    set-up (:data:`_PRE_AGGREGATION_SETUP`) being the added operators' cost whatever the rows. None where
     the pre-aggregation would have no key (a global one gives a row even over no rows, which the join would
     keep) or keep more than :data:`_MAX_GROUP_SHARE` of its rows.
     """
@@ -384,7 +400,8 @@ def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside
     others = len(items) - len(aliases)
     fanout = _fanout(graph, joined)
     uncut = joined.rows * (1.0 - min(1.0, fanout)) * len(aliases) * _JOIN_COST
-    saving = (joined.rows - groups) * (others * _JOIN_COST + fanout * final_cost) - joined.rows * pre_cost - uncut
+    saving = ((joined.rows - groups) * (others * _JOIN_COST + fanout * final_cost) - joined.rows * pre_cost - uncut
+              - _PRE_AGGREGATION_SETUP)
     return saving, _Choice(aliases, tuple(sorted(keys)), groups)
 
 
