@@ -198,7 +198,10 @@ class BackgroundCompiler:
         #: id(task) -> (a weak reference to the task, started): every started Task of the process counts (the
         #: pause is on by default), and one abandoned unfinished must not be kept alive by this.
         self._queries: dict[int, tuple[Any, float]] = {}
-        self._resume_timer: threading.Timer | None = None
+        #: When the youngest running query stops being young (the stopped worker continues then), and the one
+        #: thread that waits for it (see _watch_pause).
+        self._resume_at: float | None = None
+        self._watcher: threading.Thread | None = None
 
     # ------------------------------------------------------------ queries
     def ready(self, dispatcher, signature: tuple) -> bool:
@@ -332,17 +335,33 @@ class BackgroundCompiler:
             if process is not None:
                 self._signal(process, signal.SIGCONT)
             self.paused = False
-        if self._resume_timer is not None:
-            self._resume_timer.cancel()
-            self._resume_timer = None
-        if young and self.paused:  # look again when the youngest query is no longer young
-            self._resume_timer = threading.Timer(max(young) - now + 0.001, self._look_again)
-            self._resume_timer.daemon = True
-            self._resume_timer.start()
+        self._resume_at = max(young) + 0.001 if young and self.paused else None
+        if self._resume_at is not None:  # look again when the youngest query is no longer young
+            if self._watcher is None:
+                self._watcher = threading.Thread(target=self._watch_pause, name="gpu_engine-compile-pause",
+                                                 daemon=True)
+                self._watcher.start()
+            self._lock.notify_all()
 
-    def _look_again(self) -> None:
+    def _watch_pause(self) -> None:
+        """Continue the stopped worker once no running query is young; end after 30 s with nothing to watch.
+
+        One thread for a stretch of queries: a timer thread per query (as before) made each query start a
+        thread on its main thread, holding this lock, and ``Thread.start`` waits until the new thread runs,
+        which on a loaded machine is a wait for a CPU in every query.
+        """
         with self._lock:
-            self._apply_pause()
+            while True:
+                if self._resume_at is None:
+                    if not self._lock.wait(30.0) and self._resume_at is None:
+                        self._watcher = None
+                        return
+                    continue
+                remaining = self._resume_at - time.monotonic()
+                if remaining > 0:
+                    self._lock.wait(remaining)
+                else:
+                    self._apply_pause()
 
     @staticmethod
     def _signal(process: subprocess.Popen, number: int) -> None:
@@ -453,9 +472,7 @@ class BackgroundCompiler:
             if self.paused and process is not None:  # a stopped worker reads no end of its input
                 self._signal(process, signal.SIGCONT)
             self.paused = False
-            if self._resume_timer is not None:
-                self._resume_timer.cancel()
-                self._resume_timer = None
+            self._resume_at = None
             self._lock.notify_all()
         if process is not None:
             try:

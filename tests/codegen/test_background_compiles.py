@@ -578,14 +578,17 @@ def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(
     assert compiler is not None and compiler.pause_seconds == background_compiles.DEFAULT_PAUSE_SECONDS > 0
     assert compiler._process is None and sent == []  # no process before a job asks for one
     monkeypatch.setattr(compiler, "_read_answers", lambda process: None)
-    assert compiler._start_worker()
+    with compiler._lock:  # as a job queued by a driver starts it
+        assert compiler._start_worker()
     assert sent == [signal.SIGTSTP] and compiler.paused  # started during the young query: stopped at once
+    watcher = compiler._watcher  # one thread continues the worker when queries grow old, not one per query
+    assert watcher is not None and watcher.is_alive()
     first.listeners[0](first)
     assert sent == [signal.SIGTSTP, signal.SIGCONT] and not compiler.paused
 
     abandoned = Query()
     background_compiles.hold_compiles_while(abandoned)
-    assert sent[-1] == signal.SIGTSTP
+    assert sent[-1] == signal.SIGTSTP and compiler._watcher is watcher
     gone = weakref.ref(abandoned)
     del abandoned
     gc.collect()
