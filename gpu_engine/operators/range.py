@@ -75,8 +75,8 @@ class _MonthSteps:
                 return value <= stop if inclusive else value < stop
             return value >= stop if inclusive else value > stop
 
-        stop_month = (int(civil_from_days(np, np.array([stop // MICROS_PER_DAY]))[0][0]) * 12
-                      + int(civil_from_days(np, np.array([stop // MICROS_PER_DAY]))[1][0]) - 1)
+        year, month, _day = civil_from_days(np, np.array([stop // MICROS_PER_DAY], dtype=np.int64))
+        stop_month = int(year[0]) * 12 + int(month[0]) - 1
         low, high = 0, max(0, (stop_month - self.first_month) // self.months + 2)
         while low < high:  # the steps are monotone: the first one past the end
             middle = (low + high) // 2
