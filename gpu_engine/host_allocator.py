@@ -14,6 +14,13 @@ The price is memory: with a 1 GiB trim threshold each of glibc's arenas (up to
 few seconds, :func:`trim_host_heap` hands the heap's free pages back
 (:mod:`gpu_engine.exec.idle_memory`): the reuse stays within a burst of queries,
 and an idle process does not sit on what its last query freed.
+
+NumPy also advises the kernel to back every array of 4 MiB or more with transparent huge pages
+(``madvise(MADV_HUGEPAGE)``); under the usual ``defrag=madvise`` setting that makes each first touch of such
+memory wait for the kernel to compact 2 MiB pages out of a fragmented page cache (sys time). The engine
+turns that advice off (:func:`_no_huge_page_advice`) unless ``NUMPY_MADVISE_HUGEPAGE`` says otherwise: in
+one process, db-benchmark's q10 at 10M rows took 12.2 s CPU (8.2 s of it sys) with the advice and 8.1 s (2.8
+sys) without (bench/results/2026-11-28-dbbench-10m-deferred-growth.md).
 """
 
 from __future__ import annotations
@@ -44,6 +51,7 @@ def tune_host_allocator() -> bool:
         _tuned = False
         if os.environ.get("GPU_ENGINE_SYSTEM_MALLOC") == "1" or not sys.platform.startswith("linux"):
             return False
+        _no_huge_page_advice()
         try:
             libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
             mallopt = libc.mallopt
@@ -56,6 +64,21 @@ def tune_host_allocator() -> bool:
             global _malloc_trim
             _malloc_trim = getattr(libc, "malloc_trim", None)
         return _tuned
+
+
+def _no_huge_page_advice() -> bool:
+    """Stop NumPy advising huge pages for its large arrays (see the module docstring); return True if done.
+
+    Left as it is where the user chose with ``NUMPY_MADVISE_HUGEPAGE`` or where this NumPy has no such switch.
+    """
+    if "NUMPY_MADVISE_HUGEPAGE" in os.environ:
+        return False
+    try:
+        from numpy._core.multiarray import _set_madvise_hugepage
+    except ImportError:
+        return False
+    _set_madvise_hugepage(False)
+    return True
 
 
 def trim_host_heap() -> bool:
