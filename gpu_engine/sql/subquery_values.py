@@ -96,6 +96,28 @@ def _outer_tables(select: exp.Expression) -> set[str]:
     return tables - defined_aliases(select) if isinstance(select, exp.Select) else tables
 
 
+def _at_most_one_row(select: exp.Select) -> bool:
+    """Return whether ``select`` (no aggregate of its own) keeps at most one row: ``LIMIT 0`` or ``LIMIT 1``."""
+    limit = select.args.get("limit")
+    count = limit.expression if isinstance(limit, exp.Limit) else None
+    return (isinstance(count, exp.Literal) and not count.is_string and count.this in ("0", "1")
+            and not own_aggregates(select))
+
+
+def _one_row_aggregate(select: exp.Select) -> exp.Select:
+    """Return ``SELECT any_value(v) FROM (<select>)`` for an uncorrelated subquery of at most one row: its value,
+    or NULL without a row, as one aggregate row.
+
+    Why: ``x = (SELECT y.i FROM u y ORDER BY y.id LIMIT 1) OR ...`` in WHERE was refused ("a subquery inside
+    OR, NOT or an expression"); one aggregate row is what WHERE cross joins (the compose fuzz's LIMIT forms).
+    """
+    inner = select.copy()
+    value = inner.expressions[0]
+    inner.set("expressions", [exp.alias_(value.this if isinstance(value, exp.Alias) else value, "$v", quoted=True)])
+    return exp.Select(expressions=[exp.alias_(exp.AnyValue(this=exp.column("$v", table="$one", quoted=True)), "v")]
+                      ).from_(_derived(inner, "$one"))
+
+
 def _windowed_value(select: exp.Select) -> bool:
     """Return whether a scalar subquery's value holds a window function of its own scope (``sum(x) OVER``)."""
     return bool(select.expressions) and bool(own_scope_nodes(select.expressions[0], (exp.Window,)))
@@ -282,6 +304,8 @@ class _Joined:
             raise unsupported(f"a subquery over {query.key.upper()} used as a value (only an uncorrelated one)", node)
         if len(query.expressions) != 1:
             raise unsupported(f"a scalar subquery with {len(query.expressions)} columns", node)
+        if not _outer_tables(query) and _at_most_one_row(query):
+            query = _one_row_aggregate(query)
         empty = None
         if _outer_tables(query) and _windowed_value(query):
             query = self._windows_per_key(query, node)
@@ -457,9 +481,11 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
         query = subquery_select(node.this)
         if _outer_tables(query):
             return True
-        # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined.
-        return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and not any(
-            query.args.get(key) for key in _SHAPING) and query.expressions[0].find(*SQL_AGGREGATES) is not None
+        # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
+        # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
+        return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (
+            _at_most_one_row(query) or not any(query.args.get(key) for key in _SHAPING)
+            and query.expressions[0].find(*SQL_AGGREGATES) is not None)
 
     if not any(wanted(node, clause) for node, clause in _value_positions(select, True)):
         return select
