@@ -14,10 +14,12 @@ import threading
 import duckdb
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 from duckdb_reference import assert_same_rows, duckdb_table
 
 from gpu_engine import Session
 from gpu_engine.connectors.file_versions import file_version
+from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.cancel_points import running_task
 
 QUERY = "SELECT k, sum(v) AS s, count(*) AS n, min(name) AS lo FROM t WHERE v > 1 GROUP BY k"
@@ -102,3 +104,22 @@ def test_inside_a_task_the_first_version_stays_and_the_next_task_sees_the_rewrit
         assert file_version(str(path)) == before  # one query reads one version of a file
     with running_task(second_task):
         assert file_version(str(path)) == (before[0], before[1] + 1_000_000_000)
+
+
+def test_a_file_s_splits_are_cut_once_per_version_and_a_rewrite_is_cut_and_checked_again(tmp_path):
+    path = tmp_path / "t.parquet"
+    _write(path, 64, 0)  # 4 row groups of 16
+    session = Session(device="cpu")
+    session.register("t", path, split_rows=32)
+    first = session.splits("t")
+    assert [s.row_groups for s in first] == [(0, 1), (2, 3)]
+    again = session.splits("t")
+    assert all(a is b for a, b in zip(first, again))  # kept: the schema checked and row groups walked once
+    _write(path, 80, 0)  # 5 row groups: cut again
+    _bump_mtime(path)
+    assert [s.row_groups for s in session.splits("t")] == [(0, 1), (2, 3), (4,)]
+    pq.write_table(pa.table({"k": pa.array(["x"]), "v": pa.array([1]), "name": pa.array(["a"])}), path)
+    _bump_mtime(path)  # k is text now: refused on every run, never cut from a kept version
+    for _ in range(2):
+        with pytest.raises(DataSourceError, match="column 'k' is string, was int64"):
+            session.splits("t")
