@@ -143,7 +143,11 @@ STRING_AND_BOOLEAN_EXTREMES = ["min(k_str) AS lo", "max(k_str) AS hi", "min(k_di
 @pytest.mark.parametrize("keys", [[], ["k_int"], ["k_dict", "d_date"]], ids=lambda k: "+".join(k) or "global")
 @pytest.mark.parametrize("steps", ["single", "partial_final"])
 @pytest.mark.simulator_values(keys=([], ["k_dict", "d_date"]))  # grouped by an int key: the same kernels (CI time)
-def test_min_max_over_strings_and_booleans(session, assert_query, keys, steps):
+def test_min_max_over_strings_and_booleans(session, assert_query, keys, steps, device_name):
+    if device_name == "cuda-sim" and (steps == "partial_final") != bool(keys):
+        # The partial/final pair runs the single step's update kernels, then merges: the grouped pair and the global
+        # single step cover both (CI time: each grouped case took the simulator ~6 s).
+        pytest.skip("the simulator runs the grouped partial/final pair and the global single step")
     builder = PlanBuilder(session.catalog).table_scan("t").filter("v_float > -80")
     if steps == "single":
         plan = builder.aggregation(keys, STRING_AND_BOOLEAN_EXTREMES).plan()
