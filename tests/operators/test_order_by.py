@@ -28,7 +28,9 @@ def test_order_by(session, assert_query, keys):
 @pytest.mark.parametrize("keys", SORTS, ids=lambda k: ",".join(k))
 @pytest.mark.parametrize("count", [0, 1, 7, 100000])
 @pytest.mark.simulator_values(count=(7, 100000))  # 0 and 1: the same kernels as 7 (CI time)
-def test_top_n(session, assert_query, keys, count):
+def test_top_n(session, assert_query, keys, count, device_name):
+    if device_name == "cuda-sim" and count != (7, 100000)[SORTS.index(keys) % 2]:
+        pytest.skip("the simulator runs each sort once, the counts alternating (it is an interpreter)")
     keys = _unique_order(keys)
     plan = PlanBuilder(session.catalog).table_scan("t").filter("v_int IS NOT NULL AND v_float IS NOT NULL").top_n(keys, count).plan()
     assert_query(plan, f"SELECT * FROM t WHERE v_int IS NOT NULL AND v_float IS NOT NULL ORDER BY {', '.join(keys)} LIMIT {count}", ordered=True)
@@ -60,7 +62,9 @@ TIED_SORTS = [
 
 @pytest.mark.parametrize("keys", TIED_SORTS, ids=lambda k: ",".join(k))
 @pytest.mark.parametrize("count", [1, 7, 100000])
-def test_top_n_with_ties_keeps_every_row_ranked_within_count(session, assert_query, keys, count):
+def test_top_n_with_ties_keeps_every_row_ranked_within_count(session, assert_query, keys, count, device_name):
+    if device_name == "cuda-sim" and count != (1, 7, 100000)[TIED_SORTS.index(keys) % 3]:
+        pytest.skip("the simulator runs each sort once, the counts in turn (it is an interpreter)")
     # Keys repeat (and hold NULLs, which tie with each other): WITH TIES keeps the rows whose rank is at
     # most ``count``, exactly DuckDB's rank() <= count; the order among tied rows is free, so rows compare as a set.
     plan = PlanBuilder(session.catalog).table_scan("t").top_n(keys, count, with_ties=True).plan()
