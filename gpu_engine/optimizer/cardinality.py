@@ -11,18 +11,19 @@ This is the first slice: :func:`estimate` answers for TableScan (the table's
 statistics from :func:`~gpu_engine.sql.statistics.table_statistics`, the same
 Parquet footers and in-memory min/max the SQL planner reads, through the same
 cache), Filter, Project (renamed columns keep their statistics; computed ones
-have none), Limit / TopN, Values, inner hash joins (the SQL side's
+have none), Limit / TopN, Values, hash and nested-loop joins (the SQL side's
 :func:`~gpu_engine.sql.join_ordering.key_set_divisor`, called; each condition
-beside the keys halves the rows), semi and anti joins (half the kept side),
+beside the keys of an inner join halves the rows; a LEFT or RIGHT join keeps at
+least its preserved side), semi and anti joins (half the kept side),
 Aggregation (the product of the keys' distinct counts, a tenth of the rows for
 a key without one, at most the input rows: the SQL planner's GROUP BY rule) and
 UNION ALL (rows added, each column's largest count and widest range), and None
-(unknown) for every other node (outer and nested-loop joins, windows, grouping
-sets). A Filter's estimate uses the SQL side's formulas on the typed
-conjuncts, so the two agree while both exist: each top-level conjunct's
-selectivity multiplies (``col = const`` 1/NDV, a range the share of
-``[min, max]`` it keeps, 1/3 without one, IN the sum of its equalities, LIKE
-1/10, IS NULL 1/10 (IS NOT NULL 9/10), OR ``a + b - ab``, NOT ``1 - s``, a comparison of two
+(unknown) for every other node (windows, grouping sets, EnforceSingleRow, ...).
+A Filter's estimate uses the SQL side's formulas on the typed conjuncts, so
+the two agree while both exist: each top-level conjunct's selectivity
+multiplies (``col = const`` 1/NDV, a range the share of ``[min, max]`` it
+keeps, 1/3 without one, IN the sum of its equalities, LIKE 1/10, IS NULL 1/10
+(IS NOT NULL 9/10), OR ``a + b - ab``, NOT ``1 - s``, a comparison of two
 constants 1 or 0, anything else 1/2), except that a lower and an upper bound
 of one column keep the range between them (``a + b - 1``, at least 0.001) as
 :func:`gpu_engine.sql.predicates.filter_estimate` does. The numbers (the 1/3,
@@ -41,7 +42,7 @@ are not done here yet: every column's NDV is only capped at the filtered rows;
 an Aggregation the SQL side's eager aggregation placed below a join is
 estimated by the GROUP BY rule here, where that rule counts its groups with
 :func:`~gpu_engine.sql.eager_aggregation.grouped_rows` (TPC-H q10: 573.8 here,
-362.7 there). Over the 22 TPC-H texts at SF 0.01, 87 filters and 43 of 45 inner
+362.7 there). Over the 22 TPC-H texts at SF 0.01, 88 filters and 44 of 46
 joins the SQL planner estimated get the same rows here (the other two: q10's
 eager aggregation and the join above it);
 ``tests/optimizer/test_cardinality.py`` checks it.
@@ -57,7 +58,7 @@ from sqlglot import exp
 from gpu_engine.optimizer.conjuncts import conjuncts, disjuncts
 from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef, Expr, InList, Like, Literal, UnaryOp
 from gpu_engine.plans.nodes import (AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode,
-                                    PlanNode, ProjectNode, TableScanNode, TopNNode, ValuesNode)
+                                    NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode, TopNNode, ValuesNode)
 from gpu_engine.sql import statistics
 from gpu_engine.sql.join_ordering import key_set_divisor
 from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics
@@ -115,7 +116,7 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         child = below[0]
         rows = min(max(0.0, child.rows - getattr(plan, "offset", 0)), max(0.0, float(plan.count)))
         return Estimate(rows, _capped(child.columns, rows))
-    if isinstance(plan, HashJoinNode):
+    if isinstance(plan, (HashJoinNode, NestedLoopJoinNode)):
         return _joined(plan, *below)
     if isinstance(plan, AggregationNode) and not plan.global_grouping_sets and plan.group_id_key is None:
         return _aggregated(plan, below[0])
@@ -238,19 +239,22 @@ class _Side:
     stats: Mapping[str, ColumnStatistics]
 
 
-def _joined(plan: HashJoinNode, probe: Estimate, build: Estimate) -> Estimate | None:
+def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Estimate) -> Estimate | None:
     """An inner join: ``rows(a) * rows(b)`` over the key set's distinct values (the SQL join ordering's
-    :func:`~gpu_engine.sql.join_ordering.join_estimate`), halved by each conjunct of its filter; a semi or anti
-    join half its kept side's rows (the SQL decorrelation's guess); outer joins are not estimated yet (None)."""
-    if plan.join_type == "inner":
+    :func:`~gpu_engine.sql.join_ordering.join_estimate`; no keys: the product), halved by each conjunct of its
+    filter; a LEFT (RIGHT) join at least its probe (build) side's rows and a FULL join the inner estimate,
+    unhalved (as :func:`~gpu_engine.sql.join_ordering.join_in_order` and ``join_pair``); a semi or anti join
+    half its kept side's rows (the SQL decorrelation's guess)."""
+    if plan.join_type in ("inner", "left", "right", "full"):
         if not probe.rows or not build.rows:
-            rows = 0.0
+            rows = {"left": probe.rows, "right": build.rows, "full": probe.rows + build.rows}.get(plan.join_type, 0.0)
         else:
-            divisor = key_set_divisor(_Side(probe.rows, probe.columns), _Side(build.rows, build.columns),
-                                      list(zip(plan.left_keys, plan.right_keys)))
+            pairs = list(zip(plan.left_keys, plan.right_keys)) if isinstance(plan, HashJoinNode) else []
+            divisor = key_set_divisor(_Side(probe.rows, probe.columns), _Side(build.rows, build.columns), pairs)
             rows = max(1.0, probe.rows * build.rows / divisor)
-            if plan.filter is not None:  # each condition beside the keys halves it, as the SQL side's join_pair
+            if plan.filter is not None and plan.join_type == "inner":  # each condition beside the keys halves it
                 rows = max(1.0, rows * 0.5 ** len(conjuncts(plan.filter)))
+            rows = max(rows, {"left": probe.rows, "right": build.rows}.get(plan.join_type, 0.0))
         columns = {**build.columns, **probe.columns}
         return Estimate(rows, {name: columns[name].capped(rows) for name in plan.output_columns if name in columns})
     kept = {"left_semi": probe, "anti": probe, "null_aware_anti": probe, "right_semi": build,
