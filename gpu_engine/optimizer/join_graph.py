@@ -21,8 +21,9 @@ every edge to what is joined so far, each condition at the first join that
 has all its relations), outputting the region's columns in the region's
 order. Every join order of a region gives the same rows (inner joins
 commute and associate, and a condition over rows that are all present keeps
-the same ones wherever it is applied); the estimates that choose one are the
-next step (:mod:`gpu_engine.sql.statistics` reads sqlglot trees).
+the same ones wherever it is applied); the estimates that choose one are
+:mod:`~gpu_engine.optimizer.cardinality`'s (the search over them is the next
+step).
 
 A region whose relations share a column name is not taken apart (None): an
 edge could not say which relation a key belongs to.
