@@ -20,6 +20,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
+    python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
@@ -399,6 +400,20 @@ def _string_ndv_and_setup():
     return _Setting(apply), "value", "off"
 
 
+def _set_intersected_estimates(on: bool) -> None:
+    import gpu_engine.sql.statistics as module
+    if not hasattr(module, "_original_estimates"):
+        module._original_estimates = (module.intersected_value_sets, module._folded)
+    module.intersected_value_sets, module._folded = module._original_estimates if on else (
+        lambda conjuncts, column_stats: (1.0, list(conjuncts)), lambda tree: None)
+
+
+def _intersected_estimates():
+    """Conjuncts on one column multiplied and constant comparisons estimated 1/2 (``statistics.
+    intersected_value_sets`` and ``statistics._folded`` off: the estimates before issue 31's fix)."""
+    return _Setting(_set_intersected_estimates), "value", "off"
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -448,6 +463,7 @@ SWITCHES = {
     "string-ndv": _string_ndv,
     "pre-aggregation-setup": _pre_aggregation_setup,
     "string-ndv-and-setup": _string_ndv_and_setup,
+    "intersected-estimates": _intersected_estimates,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "file-versions": _file_versions,

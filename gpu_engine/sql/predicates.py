@@ -25,6 +25,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.sql.filtered_statistics import pinned_statistics
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.renaming import conjunction
+from gpu_engine.sql import statistics
 from gpu_engine.sql.statistics import ColumnStatistics, selectivity
 
 if TYPE_CHECKING:
@@ -247,7 +248,7 @@ def filter_estimate(relation: Relation, conjuncts: list[exp.Expression]) -> floa
     def column_stats(column: exp.Column) -> ColumnStatistics | None:
         return relation.stats.get(relation.columns.get((column.table, column.name), ""))
 
-    fraction = 1.0
+    fraction, conjuncts = statistics.intersected_value_sets(conjuncts, column_stats)
     bounds: dict[tuple[str, str], list[float]] = {}
     for conjunct in conjuncts:
         keeps = selectivity(conjunct, column_stats)

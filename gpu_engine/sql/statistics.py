@@ -15,8 +15,10 @@ From those the planner guesses:
   refined to ``min(ndv, rows)`` after each filter or join;
 * a predicate's selectivity with fixed rules: ``col = const`` is ``1 / NDV``,
   a range against a constant is the fraction of ``[min, max]`` it keeps (1/3
-  without min/max), LIKE 1/10, IN the sum of its equalities, AND the product,
-  OR ``a + b - ab``, NOT ``1 - s``, anything else 1/2.
+  without min/max), LIKE 1/10, IN the sum of its equalities, AND the product
+  (but conjuncts restricting one column to constants intersect their value
+  sets: :func:`intersected_value_sets`), OR ``a + b - ab``, NOT ``1 - s``, a
+  comparison of two constants what it folds to (1 or 0), anything else 1/2.
 
 Estimates only order joins and pick build sides; a wrong guess costs time,
 never correctness.
@@ -272,7 +274,10 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
         positive.set("negate", False)
         return 1 - selectivity(positive, column_stats)
     if isinstance(tree, exp.And):
-        return selectivity(tree.this, column_stats) * selectivity(tree.expression, column_stats)
+        fraction, rest = intersected_value_sets(list(tree.flatten()), column_stats)
+        for conjunct in rest:
+            fraction *= selectivity(conjunct, column_stats)
+        return fraction
     if isinstance(tree, exp.Or):
         left, right = selectivity(tree.this, column_stats), selectivity(tree.expression, column_stats)
         return left + right - left * right
@@ -289,6 +294,9 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
         return max(0.01, low + high - 1)
     if isinstance(tree, exp.Is):
         return 0.1
+    folded = _folded(tree)
+    if folded is not None:
+        return folded
     if type(tree) in _FLIPPED:
         column, other, kind = tree.this, tree.expression, type(tree)
         if not isinstance(column, exp.Column):
@@ -301,6 +309,82 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
             return 1 - _equality_selectivity(column, column_stats)
         return _range_selectivity(column, kind, _constant(other), column_stats)
     return _DEFAULT_SELECTIVITY
+
+
+_COMPARE = {exp.EQ: lambda a, b: a == b, exp.NEQ: lambda a, b: a != b, exp.LT: lambda a, b: a < b,
+            exp.LTE: lambda a, b: a <= b, exp.GT: lambda a, b: a > b, exp.GTE: lambda a, b: a >= b}
+
+
+def _folded(tree: exp.Expression) -> float | None:
+    """Return 1.0 or 0.0 for TRUE, FALSE or a comparison of two constants (``'s' = 'w'``), None for anything else.
+
+    Why: a CTE's constant column compared with a literal (TPC-DS q74's ``sale_type = 's'`` in its ``'w'``
+    branch) folds to FALSE later, in the optimizer; estimated 1/2 until then, it halved a branch that is
+    empty, or kept half of one that keeps every row.
+    """
+    if isinstance(tree, exp.Boolean):
+        return 1.0 if tree.this else 0.0
+    if type(tree) not in _COMPARE:
+        return None
+    left, right = _constant(tree.this), _constant(tree.expression)
+    if left is None or right is None or isinstance(left, str) != isinstance(right, str):
+        return None
+    return 1.0 if _COMPARE[type(tree)](left, right) else 0.0
+
+
+def _value_set(tree: exp.Expression) -> tuple[exp.Column, frozenset] | None:
+    """Return the column and constants of ``col = c``, ``col IN (c, ...)`` or an OR of those on one column."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if tree.args.get("negate"):
+        return None
+    if isinstance(tree, exp.EQ):
+        for column, other in ((tree.this, tree.expression), (tree.expression, tree.this)):
+            value = _constant(other)
+            if isinstance(column, exp.Column) and value is not None:
+                return column, frozenset([value])
+        return None
+    if isinstance(tree, exp.In) and not tree.args.get("query") and isinstance(tree.this, exp.Column):
+        values = [_constant(v) for v in lifted_values(tree.expressions)]
+        return (tree.this, frozenset(values)) if values and None not in values else None
+    if isinstance(tree, exp.Or):
+        left, right = _value_set(tree.this), _value_set(tree.expression)
+        if left is None or right is None or _key(left[0]) != _key(right[0]):
+            return None
+        return left[0], left[1] | right[1]
+    return None
+
+
+def _key(column: exp.Column) -> tuple[str, str]:
+    return column.table, column.name
+
+
+def intersected_value_sets(conjuncts: list[exp.Expression], column_stats) -> tuple[float, list[exp.Expression]]:
+    """Return the share kept by the conjuncts that restrict one column to constants, and the other conjuncts.
+
+    Why: ``(d_year = 2001 OR d_year = 2002) AND d_year = 2002`` (TPC-DS q74's derived filter beside its CTE's
+    own) keeps one year, not the product of the two shares (1/NDV²·2); two that share no value keep no rows.
+    Where two or more conjuncts restrict one column their value sets intersect: the share is the
+    intersection's size times ``1 / NDV`` (0.0 for an empty one); a column restricted once, and every other
+    conjunct, is returned for the caller to estimate as before.
+    """
+    groups: dict[tuple[str, str], list[tuple[exp.Expression, exp.Column, frozenset]]] = {}
+    rest: list[exp.Expression] = []
+    for conjunct in conjuncts:
+        found = _value_set(conjunct)
+        if found is None:
+            rest.append(conjunct)
+        else:
+            groups.setdefault(_key(found[0]), []).append((conjunct, *found))
+    fraction = 1.0
+    for members in groups.values():
+        kinds = {isinstance(v, str) for _, _, values in members for v in values}
+        if len(members) == 1 or len(kinds) > 1:  # once, or strings beside numbers/dates: estimated as before
+            rest.extend(conjunct for conjunct, _, _ in members)
+            continue
+        common = frozenset.intersection(*(values for _, _, values in members))
+        fraction *= min(1.0, len(common) * _equality_selectivity(members[0][1], column_stats))
+    return fraction, rest
 
 
 def _equality_selectivity(column: exp.Expression, column_stats) -> float:
