@@ -24,6 +24,7 @@ from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.planning import placement_text, prepare_plan
 from gpu_engine.planning.prepared_plans import PreparedPlans
+from gpu_engine.plans.null_type import with_null_types_of
 from gpu_engine.exec.driver_executors import DriverExecutors
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
@@ -403,8 +404,8 @@ class Session:
                     # same names hold the same CTEs' results in a later call (the base tables unchanged: the key).
                     plan = self.sql_plan(cte.sql, dialect)
                     self._temporary.add(cte.table)
-                    self._tables[cte.table] = register_source(
-                        cte.table, self.execute(plan, _time_left(deadline, timeout)), None)
+                    self._tables[cte.table] = register_source(cte.table, with_null_types_of(
+                        self.execute(plan, _time_left(deadline, timeout)), plan.output_schema), None)
                 plan = self.sql_plan(query, dialect)
                 return with_shown_names(plan, self.execute(plan, _time_left(deadline, timeout)))
             finally:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["NULL_STORAGE", "null_typed_field", "is_null_typed", "sql_type"]
+__all__ = ["NULL_STORAGE", "null_typed_field", "is_null_typed", "sql_type", "with_null_types_of", "null_type_metadata"]
 
 #: The storage of a NULL-typed column (DuckDB's result type for a column of the NULL type).
 NULL_STORAGE = pa.int32()
@@ -41,3 +41,18 @@ def is_null_typed(field: pa.Field) -> bool:
 def sql_type(field: pa.Field) -> pa.DataType:
     """Return the type SQL rules see for ``field``: ``pa.null()`` for a NULL-typed column, else its type."""
     return pa.null() if is_null_typed(field) else field.type
+
+
+def with_null_types_of(table: pa.Table, schema: pa.Schema) -> pa.Table:
+    """Return ``table`` (a plan's result) with the NULL type marked on the columns ``schema`` (the plan's output,
+    position by position) marks, so a table registered from it (a CTE computed once) keeps the type."""
+    if not any(is_null_typed(field) for field in schema) or len(schema) != table.num_columns:
+        return table
+    fields = [null_typed_field(field.name, field.nullable) if is_null_typed(marked) and field.type == NULL_STORAGE
+              else field for field, marked in zip(table.schema, schema)]
+    return table.cast(pa.schema(fields))
+
+
+def null_type_metadata(field: pa.Field) -> dict | None:
+    """Return the metadata a field rebuilt from ``field`` keeps: the NULL type's mark, and nothing else."""
+    return {_KEY: _NULL} if is_null_typed(field) else None

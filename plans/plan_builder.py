@@ -32,7 +32,7 @@ from gpu_engine.plans.aggregates import (
     TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names, then_by_types,
 )
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
-from gpu_engine.plans.null_type import NULL_STORAGE, null_typed_field
+from gpu_engine.plans.null_type import NULL_STORAGE, null_type_metadata, null_typed_field
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
@@ -97,7 +97,7 @@ def _normalized_schema(schema: pa.Schema, label: str) -> pa.Schema:
             raise PlanError(f"duplicate column name {f.name!r}", node=label, column=f.name)
         names.add(f.name)
         try:
-            fields.append(pa.field(f.name, normalize_type(f.type)))
+            fields.append(pa.field(f.name, normalize_type(f.type), metadata=null_type_metadata(f)))
         except TypeError as exc:
             raise PlanError(str(exc), node=label, column=f.name) from None
     return pa.schema(fields)

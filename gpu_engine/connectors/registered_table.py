@@ -41,6 +41,7 @@ from gpu_engine.connectors.data_source import parquet_metadata
 from gpu_engine.connectors.parquet_footer import ParquetFooter, read_footer
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
+from gpu_engine.plans.null_type import null_type_metadata
 
 __all__ = ["RegisteredTable", "register_source", "supported_columns", "DEFAULT_SPLIT_ROWS", "ACCEPTED_SOURCES"]
 
@@ -160,7 +161,9 @@ def _engine_schema(schema: pa.Schema, name: str, where: str) -> pa.Schema:
             raise DataSourceError(f"table {name!r}: {where} has two columns named {f.name!r}; "
                                   "columns are addressed by name, so rename one")
         seen.add(f.name)
-        fields.append(pa.field(f.name, normalize_type(f.type) if _is_supported(f.type) else f.type))
+        # (SQL's NULL type kept: a CTE computed once marks it on its columns, plans/null_type.py)
+        fields.append(pa.field(f.name, normalize_type(f.type) if _is_supported(f.type) else f.type,
+                               metadata=null_type_metadata(f)))
     return pa.schema(fields)
 
 

@@ -64,6 +64,10 @@ QUERIES = [
     "SELECT x FROM (SELECT NULL AS x FROM u) q INTERSECT SELECT s FROM t",
     "SELECT x FROM (SELECT NULL AS x FROM u) q EXCEPT SELECT dt FROM t",
     "SELECT b FROM t EXCEPT ALL SELECT x FROM (SELECT NULL AS x FROM u) q",
+    # a CTE read twice is computed once and read as a table: the column keeps its NULL type (compose fuzz seed
+    # 92045: "CASE branches have types int32, bool")
+    "WITH w AS (SELECT id, NULL AS x FROM t) SELECT * FROM w UNION ALL SELECT * FROM w q WHERE coalesce(q.x, FALSE)",
+    "WITH w AS (SELECT id, NULL AS x FROM t) SELECT a.id FROM w a JOIN w b ON a.id = b.id WHERE a.x = b.x OR a.x = 'z'",
     # functions and CASE meeting a NULL column
     "SELECT coalesce(q.x, t.s) AS c, coalesce(q.x, q.x, t.dt) AS c2, nullif(t.s, q.x) AS n "
     "FROM t, (SELECT NULL AS x) q",
