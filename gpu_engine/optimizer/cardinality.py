@@ -26,20 +26,22 @@ keeps, 1/3 without one, IN the sum of its equalities, LIKE 1/10, IS NULL 1/10
 (IS NOT NULL 9/10), OR ``a + b - ab``, NOT ``1 - s``, a comparison of two
 constants 1 or 0, anything else 1/2), except that a lower and an upper bound
 of one column keep the range between them (``a + b - 1``, at least 0.001) as
-:func:`gpu_engine.sql.predicates.filter_estimate` does. The numbers (the 1/3,
+:func:`gpu_engine.sql.predicates.filter_estimate` does; the columns a conjunct
+fixes keep that share of their distinct values, as
+:mod:`gpu_engine.sql.filtered_statistics` pins them, the others are capped at
+the filtered rows. The numbers (the 1/3,
 1/10, 1/2 and the range arithmetic) are :mod:`gpu_engine.sql.statistics`'s own,
 called here, not copied.
 
 Known differences from the SQL side (both are estimates; neither changes a
 plan yet): a typed plan has no BETWEEN (the builder writes ``x >= a AND x <=
 b``, whose two bounds pair as above, where the SQL side's BETWEEN inside an OR
-is ``max(0.01, a + b - 1)``); a constant the SQL side could not read (``DATE
-'1998-12-01' - INTERVAL 90 DAY``) is one Literal after planning, so its range
-share is computed where the SQL side takes 1/3; the SQL side's intersection of
-several value sets of one column (``x IN (1, 2) AND x = 2``) and its pinning of
-a filtered column's distinct count (:mod:`gpu_engine.sql.filtered_statistics`)
-are not done here yet: every column's NDV is only capped at the filtered rows;
-an Aggregation the SQL side's eager aggregation placed below a join is
+is ``max(0.01, a + b - 1)``, and a pair of bounds pins the column's distinct
+count as a BETWEEN does, where two written-out bounds pin nothing there); a
+constant the SQL side could not read (``DATE '1998-12-01' - INTERVAL 90 DAY``)
+would be one Literal after planning, with a range share where the SQL side
+takes 1/3; the SQL side's intersection of several value sets of one column
+(``x IN (1, 2) AND x = 2``) is not done here yet; an Aggregation the SQL side's eager aggregation placed below a join is
 estimated by the GROUP BY rule here, where that rule counts its groups with
 :func:`~gpu_engine.sql.eager_aggregation.grouped_rows` (TPC-H q10: 573.8 here,
 362.7 there). Over the 22 TPC-H texts at SF 0.01, 88 filters and 44 of 46
@@ -103,7 +105,7 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
     if isinstance(plan, FilterNode):
         child = below[0]
         rows = max(1.0, child.rows * filter_selectivity(plan.predicate, child.columns)) if child.rows else 0.0
-        return Estimate(rows, _capped(child.columns, rows))
+        return Estimate(rows, _pinned(plan.predicate, child.columns, rows))
     if isinstance(plan, ProjectNode):
         child = below[0]
         columns = {}
@@ -127,6 +129,41 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
 
 def _capped(columns: Mapping[str, ColumnStatistics], rows: float) -> dict[str, ColumnStatistics]:
     return {name: stats.capped(rows) for name, stats in columns.items()}
+
+
+def _pinned(predicate: Expr, columns: Mapping[str, ColumnStatistics], rows: float) -> dict[str, ColumnStatistics]:
+    """Return the columns' statistics under a Filter of ``rows`` rows: each capped at the rows, and a column a
+    conjunct fixes — ``col = const``, ``col IN (consts)``, a lower and an upper bound (the typed form of SQL's
+    BETWEEN) — keeps the share of its distinct values the conjunct's selectivity gives, as
+    :func:`gpu_engine.sql.filtered_statistics.pinned_statistics` does (``d_year = 2001`` leaves one year)."""
+    out = _capped(columns, rows)
+    bounds: dict[str, list[float]] = {}
+    for conjunct in conjuncts(predicate):
+        name, share = None, None
+        if isinstance(conjunct, BinaryOp) and conjunct.op == "eq":
+            for column, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
+                if isinstance(column, ColumnRef) and _constant(other) is not None:
+                    name, share = column.name, selectivity(conjunct, columns)
+                    break
+        elif isinstance(conjunct, InList) and not conjunct.negated and isinstance(conjunct.operand, ColumnRef):
+            name, share = conjunct.operand.name, selectivity(conjunct, columns)
+        elif (isinstance(conjunct, BinaryOp) and conjunct.op in _RANGE_KINDS and isinstance(conjunct.left, ColumnRef)
+              and _constant(conjunct.right) is not None):
+            bounds.setdefault(conjunct.left.name, []).append(selectivity(conjunct, columns))
+        if name is not None:
+            _pin(out, columns, name, share)
+    for name, kept in bounds.items():
+        if len(kept) == 2:  # as statistics.selectivity estimates a BETWEEN
+            _pin(out, columns, name, max(0.01, sum(kept) - 1))
+    return out
+
+
+def _pin(out: dict[str, ColumnStatistics], columns: Mapping[str, ColumnStatistics], name: str, share: float
+         ) -> None:
+    column = columns.get(name)
+    if column is None or not column.ndv:
+        return
+    out[name] = column.capped(min(max(1.0, column.ndv * share), out[name].ndv))
 
 
 def filter_selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics]) -> float:

@@ -89,6 +89,15 @@ def test_a_filter_over_an_empty_table_keeps_no_rows_and_caps_distinct_counts(tab
     assert filtered.columns["v"].ndv == 9
 
 
+@pytest.mark.parametrize("predicate, ndv", [("v = 3", 1.0), ("v IN (3, 4, 5)", 3.0),
+                                            ("v >= 2 AND v <= 4", 9 * (7 / 8 + 3 / 8 - 1)),  # BETWEEN's share
+                                            ("v < 4", 9.0), ("v <> 3", 9.0), ("v NOT IN (3, 4)", 9.0)])
+def test_a_filter_pins_the_distinct_values_of_the_column_it_fixes(tables, predicate, ndv):
+    catalog, statistics = tables
+    filtered = estimate(PlanBuilder(catalog).table_scan("small").filter(predicate).plan(), statistics)
+    assert filtered.columns["v"].ndv == pytest.approx(ndv)  # as sql.filtered_statistics pins it
+
+
 def test_projects_rename_columns_and_limits_cap_rows(tables):
     catalog, statistics = tables
     plan = (PlanBuilder(catalog).table_scan("small").project(["k AS key", "k + 1 AS next"]).filter("key = 7")
