@@ -78,11 +78,12 @@ def polars_question(name: str, frame):
 COLUMNAR_CHECK_ROWS = 1_000_000
 
 
-def columnar_mismatch(actual, expected, rel_tol: float = 1e-9) -> str | None:
+def columnar_mismatch(actual, expected, rel_tol: float = 1e-9, abs_tol: float = 1e-12) -> str | None:
     """Return why two answers differ as multisets of rows, or None; vectorized (for answers of millions of rows).
 
     Both sides are sorted by every non-float column, then the float ones; the non-float columns must then be
-    equal and the floats within ``rel_tol`` (NaN equal to NaN, NULLs where the other side has them). Rows that
+    equal and the floats within ``rel_tol`` or ``abs_tol`` (the test suite's tolerances: an r2 of 1e-33 against 0
+    is rounding, not a difference; NaN equal to NaN, NULLs where the other side has them). Rows that
     tie on every non-float column and differ in a float's last bits could sort apart: such a report is
     a false alarm, never a missed difference (equal multisets with distinct non-float keys always align).
     """
@@ -105,7 +106,7 @@ def columnar_mismatch(actual, expected, rel_tol: float = 1e-9) -> str | None:
         if name in floats:
             x = a.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
             y = e.cast(pa.float64()).fill_null(0).to_numpy(zero_copy_only=False)
-            close = np.isclose(x, y, rtol=rel_tol, atol=0.0, equal_nan=True)
+            close = np.isclose(x, y, rtol=rel_tol, atol=abs_tol, equal_nan=True)
             if not close.all():
                 row = int(np.flatnonzero(~close)[0])
                 return f"column {name} differs at sorted row {row}: engine {x[row]!r}, DuckDB {y[row]!r}"
