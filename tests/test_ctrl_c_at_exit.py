@@ -20,6 +20,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.interrupted_children import sigint_ignored_by_the_test_process, with_default_sigint  # noqa: F401
+
+#: Every test here runs with SIGINT ignored in the test process (tests/interrupted_children.py says why).
+pytestmark = pytest.mark.usefixtures("sigint_ignored_by_the_test_process")
+
 #: Gives the process's background compiler a stand-in worker whose ``wait`` (what the compiler's atexit hook
 #: calls) raises SIGINT in the calling thread first; prints the stand-in's pid.
 _STAND_IN_WORKER = """
@@ -68,7 +73,7 @@ def _gone(pid: int) -> bool:
 def _run(script: str, args: list[str], cwd: Path, stand_in: str) -> tuple[subprocess.CompletedProcess, int]:
     code = f"STAND_IN = {stand_in!r}\n" + script
     done = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=300,
-                          cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                          cwd=cwd, env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=with_default_sigint)
     return done, int(done.stdout.split()[0]) if done.stdout.strip() else 0
 
 

@@ -26,6 +26,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.interrupted_children import sigint_ignored_by_the_test_process, with_default_sigint  # noqa: F401
+
+#: Every test here runs with SIGINT ignored in the test process (tests/interrupted_children.py says why).
+pytestmark = pytest.mark.usefixtures("sigint_ignored_by_the_test_process")
+
 GENEROUS_SECONDS = 5.0
 
 
@@ -121,7 +126,8 @@ def _interrupt(command: list[str], cwd: Path, env: dict, delay: float = 0.0, aft
     library ``loaded``), or once it prints ``after_line`` on stderr; return its exit code, its stderr and the
     seconds it took to exit after the signal."""
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               env=dict(os.environ, PYTHONUNBUFFERED="1", **env), cwd=cwd)
+                               env=dict(os.environ, PYTHONUNBUFFERED="1", **env), cwd=cwd,
+                               preexec_fn=with_default_sigint)
     seen = []
     if after_line is not None:
         for line in process.stderr:  # blocks until the line comes (or the process ends)
@@ -211,7 +217,7 @@ def test_ctrl_c_during_cli_start_up_exits_130_with_one_line(tmp_path):
     command = [sys.executable, "-c", _CTRL_C_IN_IMPORTS, "sql", "--sf", "0.01", "--device", "cpu", "SELECT 1"]
     started = time.monotonic()
     done = subprocess.run(command, capture_output=True, text=True, timeout=300, cwd=tmp_path,
-                          env=dict(os.environ, PYTHONUNBUFFERED="1"))
+                          env=dict(os.environ, PYTHONUNBUFFERED="1"), preexec_fn=with_default_sigint)
     assert done.returncode == 130, done.stderr
     assert done.stderr.strip() == "interrupted", done.stderr
     assert time.monotonic() - started <= GENEROUS_SECONDS + 60  # the imports before the signal, then at once
