@@ -452,13 +452,13 @@ def _date_part(translator: Any, tree: exp.Expression) -> Expr:
     else:  # quarter(d), dayofweek(d), ...
         part_tree, operand_tree = exp.Literal.string(_NAMED_PARTS[type(tree)]), tree.this
     return date_part_expression(translator, _part_literal(translator, part_tree, tree),
-                                translator.translate(operand_tree), tree)
+                                translator.date_operand(operand_tree, tree), tree)
 
 
 def _date_trunc(translator: Any, tree: exp.TimestampTrunc) -> Expr:
     part = _part_literal(translator, tree.args.get("unit"), tree)
     part = Literal(part_name(part.value) or part.value, pa.string())
-    operand = _typed_null(translator.translate(tree.this), pa.date32())
+    operand = _typed_null(translator.date_operand(tree.this, tree), pa.date32())
     return build_function(translator, "date_trunc", [part, operand], tree)
 
 
@@ -467,6 +467,8 @@ def _date_diff(translator: Any, tree: exp.DateDiff) -> Expr:
     part = Literal(part_name(part.value) or part.value, pa.string())
     # sqlglot keeps date_diff(part, start, end) as DateDiff(this=end, expression=start).
     start, end = _translate(translator, [tree.expression, tree.this])
+    if _untyped(start) and _untyped(end):  # no overload to choose (DuckDB): NULL-typed columns
+        start, end = (translator.date_operand(argument, tree) for argument in (tree.expression, tree.this))
     start, end = _typed_null(start, pa.date32()), _typed_null(end, pa.date32())
     return build_function(translator, "date_diff", [part, start, end], tree)
 
@@ -500,7 +502,8 @@ def _strptime(translator: Any, tree: exp.StrToTime) -> Expr:
 
 def _epoch(translator: Any, tree: exp.TimeToUnix) -> Expr:
     """``epoch(t)``: the seconds since 1970, DuckDB's ``date_part('epoch', t)`` (DOUBLE)."""
-    return date_part_expression(translator, Literal("epoch", pa.string()), translator.translate(tree.this), tree)
+    return date_part_expression(translator, Literal("epoch", pa.string()), translator.date_operand(tree.this, tree),
+                                tree)
 
 
 def _from_epoch(translator: Any, tree: exp.UnixToTime) -> Expr:
@@ -560,7 +563,7 @@ def _date_add(translator: Any, tree: exp.DateAdd) -> Expr:
     if not isinstance(interval, exp.Interval):
         raise translator.error("date_add() takes a date and an INTERVAL", tree)
     amount, unit = translator._interval(interval)
-    return interval_function(translator, translator.translate(tree.this), amount, unit, tree)
+    return interval_function(translator, translator.date_operand(tree.this, tree), amount, unit, tree)
 
 
 #: INTERVAL units of the time of day, in microseconds (DATE + INTERVAL 3 HOUR is a TIMESTAMP, never folded).
@@ -617,7 +620,10 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         if len(tree.expressions) != 3:
             raise translator.error(f"{name}() takes 3 arguments (part, start, end)", tree)
         part = _part_literal(translator, tree.expressions[0], tree)
-        start, end = (_typed_null(arg, pa.date32()) for arg in _translate(translator, tree.expressions[1:]))
+        start, end = _translate(translator, tree.expressions[1:])
+        if _untyped(start) and _untyped(end):  # as date_diff (NULL-typed columns refused)
+            start, end = (translator.date_operand(argument, tree) for argument in tree.expressions[1:])
+        start, end = _typed_null(start, pa.date32()), _typed_null(end, pa.date32())
         return build_function(translator, "date_sub", [Literal(part_name(part.value) or part.value, pa.string()),
                                                       start, end], tree)
     if name == "printf":

@@ -37,7 +37,7 @@ from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
     to_days_call,
 )
-from gpu_engine.plans.null_type import is_null_typed
+from gpu_engine.plans.null_type import NULL_TAKES_ARGUMENT_TYPE, is_null_typed
 from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
@@ -218,6 +218,31 @@ class ScalarTranslator:
             return Literal(None, pa.null())
         return expr
 
+    def date_operand(self, operand_tree: exp.Expression, call: exp.Expression) -> Expr:
+        """Translate the date argument of the date function ``call``; refuse one of SQL's NULL type as DuckDB does.
+
+        Why: a column of SQL's NULL type reads as an untyped NULL (:meth:`_column`), which the date functions
+        type as a DATE and answer NULL; DuckDB's binder cannot choose between their DATE, TIMESTAMP and
+        INTERVAL overloads for it and refuses (``year(q.x)`` over ``SELECT NULL AS x``), as it refuses a
+        written ``year(NULL)`` (:mod:`gpu_engine.sql.untyped_null_arguments`, checked on the text, where the
+        column's type is not known). A NULL the planner writes itself (a correlated subquery's empty group)
+        names no column and stays NULL; Spark casts a NULL to the function's argument type, and its calls
+        carry :data:`~gpu_engine.plans.null_type.NULL_TAKES_ARGUMENT_TYPE`
+        (:mod:`gpu_engine.sql.spark_functions`).
+        """
+        operand = self.translate(operand_tree)
+        if is_untyped_null(operand) and not call.meta.get(NULL_TAKES_ARGUMENT_TYPE):
+            column = next((column for column in operand_tree.find_all(exp.Column) if not column.table
+                           and column.name in self.schema.names and is_null_typed(self.schema.field(column.name))),
+                          None)
+            if column is not None:
+                text = written_sql(call)
+                text = text if len(text) <= 60 else text[:57] + "..."
+                raise self.error(f"could not choose a best candidate function for {text}: column "
+                                 f"{written_sql(column)} is of SQL's NULL type (a date, a timestamp?); add an "
+                                 f"explicit type cast such as CAST({written_sql(column)} AS DATE)", call)
+        return operand
+
     def error(self, message: str, tree: exp.Expression) -> PlanError:
         """Return a PlanError naming this node and ``tree`` as its user wrote it, carrying ``tree`` (its position)."""
         return PlanError(message, node=self.node, column=written_sql(tree), tree=tree)
@@ -311,7 +336,7 @@ class ScalarTranslator:
         simple = self._simple_interval(interval)
         if simple is None:
             return None
-        date = self.translate(date_tree)
+        date = self.date_operand(date_tree, tree)
         if not (is_temporal(date.dtype) or is_untyped_null(date)):
             return None
         amount, unit = simple
@@ -604,7 +629,7 @@ class ScalarTranslator:
             field, operand_tree = tree.this.name.lower(), tree.expression
         else:
             field, operand_tree = type(tree).__name__.lower(), tree.this
-        operand = self.translate(operand_tree)
+        operand = self.date_operand(operand_tree, tree)
         if field not in _EXTRACT_FIELDS or is_interval(operand.dtype):
             return date_part_expression(self, Literal(field, pa.string()), operand, tree)
         operand = _null_as(operand, pa.date32())

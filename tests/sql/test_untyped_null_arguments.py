@@ -55,3 +55,65 @@ def test_typed_nulls_a_null_beside_a_date_and_a_correlated_empty_group_answer_nu
     problem = rows_mismatch(session.sql(sql), reference.sql(sql).to_arrow_table())
     assert problem is None, problem
     assert Session(device="cpu").sql("SELECT year(NULL) AS y", dialect="spark").column("y").to_pylist() == [None]
+
+
+#: Date functions of a column of SQL's NULL type (``SELECT NULL AS x``, a set operation or VALUES list of NULLs,
+#: a CTE read twice, a scalar subquery of NULL): DuckDB's binder refuses them as it refuses ``year(NULL)``; the
+#: engine answered NULL (the compose fuzz, seeds 92236 and 92239; gpu_engine/plans/scalar_translation.py's
+#: ``date_operand``).
+_NULL_COLUMN = "(SELECT id, NULL AS x FROM t) q"
+NULL_TYPED_COLUMN_CALLS = [
+    f"SELECT year(q.x) AS y FROM {_NULL_COLUMN}",
+    f"SELECT q.id FROM {_NULL_COLUMN} ORDER BY date_trunc('week', q.x), q.id",
+    f"SELECT extract(month FROM q.x) AS y FROM {_NULL_COLUMN}",
+    f"SELECT dayofweek(q.x) AS y, date_part('dow', q.x) AS z FROM {_NULL_COLUMN}",
+    f"SELECT q.x + INTERVAL 1 DAY AS y FROM {_NULL_COLUMN}",
+    f"SELECT date_add(q.x, INTERVAL 1 DAY) AS y FROM {_NULL_COLUMN}",
+    f"SELECT date_diff('day', q.x, q.x) AS y FROM {_NULL_COLUMN}",
+    f"SELECT epoch(q.x) AS y FROM {_NULL_COLUMN}",
+    f"SELECT year(coalesce(q.x, NULL)) AS y FROM {_NULL_COLUMN}",
+    "SELECT year(q.x) AS y FROM (SELECT NULL AS x FROM t UNION ALL SELECT NULL FROM t) q",
+    "SELECT year(v.x) AS y FROM (VALUES (NULL), (NULL)) v(x)",
+    "WITH w AS (SELECT NULL AS x FROM t) SELECT year(a.x) AS y FROM w a, w b",
+    "SELECT year((SELECT NULL)) AS y FROM t",
+]
+
+#: ... and where DuckDB answers: a cast NULL-typed column, one beside a date, a format.
+NULL_TYPED_COLUMN_ANSWERS = [
+    f"SELECT year(CAST(q.x AS DATE)) AS a, date_trunc('month', q.x::TIMESTAMP) AS b, "
+    f"date_diff('day', q.x, DATE '2020-01-01') AS c, strftime(q.x, '%Y') AS e FROM {_NULL_COLUMN}",
+]
+
+
+def _null_column_tables():
+    return {"t": pa.table({"id": pa.array([1, 2, 3], pa.int64())})}
+
+
+@pytest.mark.parametrize("sql", NULL_TYPED_COLUMN_CALLS)
+def test_a_date_function_of_a_null_typed_column_is_refused_as_duckdb_refuses_it(sql):
+    reference = duckdb.connect()
+    session = Session(device="cpu")
+    for name, table in _null_column_tables().items():
+        session.register(name, table)
+        reference.register(name, table)
+    with pytest.raises(duckdb.BinderException, match="Could not choose a best candidate function"):
+        reference.sql(sql)
+    with pytest.raises(SqlError, match=r"could not choose a best candidate function for .*: column .* is of SQL's "
+                                       r"NULL type .*add an explicit type cast such as CAST\(.* AS DATE\)") as raised:
+        session.sql(sql)
+    assert raised.value.line == 1 and raised.value.column_number is not None
+
+
+def test_a_null_typed_column_cast_or_beside_a_date_answers_null_and_spark_casts_it(device_name):
+    reference = duckdb.connect()
+    session = Session(device=device_name)
+    for name, table in _null_column_tables().items():
+        session.register(name, table)
+        reference.register(name, table)
+    for sql in NULL_TYPED_COLUMN_ANSWERS:
+        problem = rows_mismatch(session.sql(sql), reference.sql(sql).to_arrow_table())
+        assert problem is None, problem
+    # Spark casts a NULL-typed argument to the function's type (a date): NULL
+    spark = session.sql(f"SELECT year(q.x) AS a, hour(q.x) AS b, datediff(q.x, q.x) AS c FROM {_NULL_COLUMN}",
+                        dialect="spark")
+    assert spark.to_pylist() == [{"a": None, "b": None, "c": None}] * 3
