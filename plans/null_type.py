@@ -19,7 +19,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["NULL_STORAGE", "NULL_TAKES_ARGUMENT_TYPE", "null_typed_field", "is_null_typed", "sql_type", "with_null_types_of", "null_type_metadata"]
+__all__ = ["NULL_STORAGE", "NULL_TAKES_ARGUMENT_TYPE", "null_typed_field", "is_null_typed", "sql_type",
+           "with_null_types_of", "schema_with_null_types_of", "null_type_metadata"]
 
 #: The storage of a NULL-typed column (DuckDB's result type for a column of the NULL type).
 NULL_STORAGE = pa.int32()
@@ -56,6 +57,16 @@ def with_null_types_of(table: pa.Table, schema: pa.Schema) -> pa.Table:
     fields = [null_typed_field(field.name, field.nullable) if is_null_typed(marked) and field.type == NULL_STORAGE
               else field for field, marked in zip(table.schema, schema)]
     return table.cast(pa.schema(fields))
+
+
+def schema_with_null_types_of(schema: pa.Schema, marked: pa.Schema) -> pa.Schema:
+    """Return ``schema`` (a table's, read back from elsewhere: a Spark DataFrame) with the NULL type marked on the
+    columns ``marked`` (the plan that computed it, position by position) marks, where the storage agrees."""
+    if not any(is_null_typed(field) for field in marked) or len(schema) != len(marked):
+        return schema
+    return pa.schema([null_typed_field(field.name, field.nullable)
+                      if is_null_typed(mark) and field.type == NULL_STORAGE else field
+                      for field, mark in zip(schema, marked)])
 
 
 def null_type_metadata(field: pa.Field) -> dict | None:

@@ -443,6 +443,7 @@ class SparkRunner:
         values plan anew but compile no new kernels on the executors.
         Errors in the text raise :class:`~gpu_engine.sql.SqlError` before anything runs.
         """
+        from gpu_engine.plans.null_type import schema_with_null_types_of
         from gpu_engine.sql import plan_sql
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
@@ -451,11 +452,15 @@ class SparkRunner:
         plan = plan_sql(text, self.catalog(tables), statistics, dialect=dialect)
         shared, query = split_shared_ctes(text, dialect)
         if shared:  # a CTE read twice (TPC-H Q15) runs once, checkpointed, and the query reads it as a table
-            tables = dict(tables)
+            tables, schemas = dict(tables), {}
             for cte in shared:
                 tables[cte.table] = self.sql(cte.sql, tables, dialect=dialect, statistics=statistics,
                                              joins=joins).localCheckpoint()
-            plan = plan_sql(query, self.catalog(tables), statistics, dialect=dialect)
+                schemas[cte.table] = self.last_plan.output_schema
+            catalog = self.catalog(tables)
+            for name, schema in schemas.items():  # SQL's NULL type kept (a Spark column's type cannot say it)
+                catalog[name] = schema_with_null_types_of(catalog[name], schema)
+            plan = plan_sql(query, catalog, statistics, dialect=dialect)
         self.last_plan = plan
         return self.execute(plan, tables, joins)
 
