@@ -26,6 +26,7 @@ from gpu_engine.plans.nodes import (
     TopNNode,
     ValuesNode,
     RangeNode,
+    UnnestNode,
     find_node,
     walk_plan,
 )
@@ -51,6 +52,7 @@ __all__ = [
     "PlanNode",
     "ValuesNode",
     "RangeNode",
+    "UnnestNode",
     "TableScanNode",
     "FilterNode",
     "ProjectNode",

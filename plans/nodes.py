@@ -10,7 +10,8 @@ rebuilds one.
 The node kinds mirror Velox: Values, TableScan, Filter, Project, GroupId, Aggregation,
 HashJoin, NestedLoopJoin, EnforceSingleRow, LocalPartition, OrderBy, TopN,
 Limit, Window, TopNRowNumber, PartitionedOutput and Exchange; and Range, DuckDB's
-``range``/``generate_series`` table functions.
+``range``/``generate_series`` table functions, and Unnest (Velox's UnnestNode), which expands a series per input
+row.
 A Filter directly under a Project (or alone) becomes one FilterProject operator.
 """
 
@@ -28,6 +29,7 @@ __all__ = [
     "PlanNode",
     "ValuesNode",
     "RangeNode",
+    "UnnestNode",
     "TableScanNode",
     "FilterNode",
     "ProjectNode",
@@ -117,6 +119,30 @@ class RangeNode(PlanNode):
     def describe(self) -> str:
         end = "stop" if self.inclusive else "stop (excluded)"
         return f"start: {self.start.sql()}, {end}: {self.stop.sql()}, step: {self.step.sql()}"
+
+
+@dataclass(frozen=True, kw_only=True)
+class UnnestNode(PlanNode):
+    """Repeat each input row once per element of its own series, the element in a new last column (Velox's UnnestNode).
+
+    The lists it expands are the integer series ``start, start + step, ...`` up to ``stop`` (through it when
+    ``inclusive``), ``start``, ``stop`` and ``step`` BIGINT expressions over the input row: DuckDB's
+    ``FROM t, generate_series(1, t.n)`` / ``range(t.n)`` (a table function reading another FROM item's columns,
+    a LATERAL join). The engine's columns hold no lists, so the list is never built: each row's length is
+    computed, and the output rows are the input rows repeated that often with the element beside them. A row with
+    a NULL argument gives no rows, a zero step raises, as in DuckDB. Output: the input's columns, then the
+    element (BIGINT).
+    """
+
+    start: Expr
+    stop: Expr
+    step: Expr
+    inclusive: bool = False
+
+    def describe(self) -> str:
+        end = "stop" if self.inclusive else "stop (excluded)"
+        return (f"series: {self.output_schema.names[-1]}, start: {self.start.sql()}, {end}: {self.stop.sql()}, "
+                f"step: {self.step.sql()}")
 
 
 @dataclass(frozen=True, kw_only=True)

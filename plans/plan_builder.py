@@ -52,6 +52,7 @@ from gpu_engine.plans.nodes import (
     ProjectNode,
     RangeNode,
     TableScanNode,
+    UnnestNode,
     RANK_FUNCTIONS,
     TopNNode,
     TopNRowNumberNode,
@@ -245,6 +246,33 @@ class PlanBuilder:
                              inclusive=bool(inclusive))
 
         return self._add("Range", make, leaf=True)
+
+    def unnest_series(self, start: Snippet, stop: Snippet, step: Snippet = "1", *, inclusive: bool = False,
+                      name: str = "range") -> "PlanBuilder":
+        """Repeat each row once per element of its own series ``start, start + step, ...``, the element as ``name``.
+
+        DuckDB's ``FROM t, range(t.a, t.b)`` (``inclusive=False``) / ``generate_series`` (``True``) reading the
+        row's columns: integer arguments over the current schema, BIGINT elements. A timestamp series per row
+        is refused by name (only constant timestamp series are built, as a :meth:`range` source).
+        """
+
+        def make(node_id: str, label: str) -> PlanNode:
+            function = "generate_series" if inclusive else "range"
+            parts = [parse_expression(part, self._schema, label) for part in (start, stop, step)]
+            first, last, increment, dtype = typed_range_arguments(*parts, label, function)
+            if dtype != pa.int64():
+                raise PlanError(f"{function}(...) over timestamps reading another FROM item's columns is not "
+                                f"supported; give it constant timestamp bounds (a series source joined on the "
+                                f"columns), or make an integer series and add it: start + INTERVAL (k) DAY",
+                                node=label, column=function)
+            if name in self._schema.names:
+                raise PlanError(f"the series column {name!r} is already a column of the input", node=label,
+                                column=name)
+            schema = _normalized_schema(pa.schema(list(self._schema) + [pa.field(name, dtype)]), label)
+            return UnnestNode(id=node_id, output_schema=schema, sources=(self._node,), start=first, stop=last,
+                              step=increment, inclusive=bool(inclusive))
+
+        return self._add("Unnest", make)
 
     def exchange(self, schema: pa.Schema) -> "PlanBuilder":
         """Receive pages with ``schema`` from other Tasks' PartitionedOutput."""

@@ -89,6 +89,7 @@ from gpu_engine.plans.nodes import (
     WindowNode,
     ValuesNode,
     RangeNode,
+    UnnestNode,
 )
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
@@ -152,7 +153,7 @@ def validate_expression(expr: Expr, schema: pa.Schema, label: str) -> None:
 
 _INPUTS = {
     ValuesNode: 0, RangeNode: 0, TableScanNode: 0, ExchangeNode: 0, FilterNode: 1, ProjectNode: 1, GroupIdNode: 1,
-    AggregationNode: 1,
+    AggregationNode: 1, UnnestNode: 1,
     FusedAggregationNode: 1, HashJoinNode: 2, NestedLoopJoinNode: 2, EnforceSingleRowNode: 1,
     OrderByNode: 1, TopNNode: 1, WindowNode: 1, TopNRowNumberNode: 1, LimitNode: 1, PartitionedOutputNode: 1,
 }
@@ -316,6 +317,22 @@ def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tu
         elif not isinstance(call.arg, ColumnRef):
             raise PlanError(f"a {node.step.name} step reads intermediate columns, not expressions", node=node.label,
                             column=call.sql())
+
+
+@_validate_node.register
+def _(node: UnnestNode) -> None:
+    schema = node.source.output_schema
+    for expr in (node.start, node.stop, node.step):
+        validate_expression(expr, schema, node.label)
+    if not isinstance(node.inclusive, bool):
+        raise PlanError(f"inclusive must be true or false, got {node.inclusive!r}", node=node.label)
+    function = "generate_series" if node.inclusive else "range"
+    start, stop, step, dtype = typed_range_arguments(node.start, node.stop, node.step, node.label, function)
+    if (start, stop, step) != (node.start, node.stop, node.step) or dtype != pa.int64():
+        raise PlanError(f"an Unnest's start, stop and step must be BIGINT expressions ({function})",
+                        node=node.label)
+    expected = pa.schema(list(schema) + [pa.field(node.output_schema.names[-1], dtype)])
+    _same_schema(node, expected, "its input's columns and the BIGINT series column")
 
 
 @_validate_node.register

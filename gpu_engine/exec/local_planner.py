@@ -41,6 +41,7 @@ from gpu_engine.plans.nodes import (
     TopNRowNumberNode,
     ValuesNode,
     RangeNode,
+    UnnestNode,
     WindowNode,
     walk_plan,
 )
@@ -293,6 +294,13 @@ def _(item: RangeNode, ctx: OperatorCtx) -> Operator:
     from gpu_engine.operators.range import Range
 
     return Range(ctx, item)
+
+
+@make_operator.register
+def _(item: UnnestNode, ctx: OperatorCtx) -> Operator:
+    from gpu_engine.operators.unnest import Unnest
+
+    return Unnest(ctx, item)
 
 
 @make_operator.register

@@ -106,7 +106,8 @@ from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operat
 from gpu_engine.sql.statistics import DEFAULT_TABLE_ROWS
 from gpu_engine.sql.tuple_membership import with_tuple_memberships
 from gpu_engine.sql.subquery_values import with_subquery_values_as_comparisons, with_subquery_values_joined
-from gpu_engine.sql.series_sources import is_series_source, plan_series
+from gpu_engine.sql.series_sources import (is_correlated_series, is_series_source, plan_series, series_columns,
+                                           unnested)
 from gpu_engine.sql.values_lists import plan_values
 from gpu_engine.sql.window_subqueries import with_subqueries_as_windows
 from gpu_engine.sql.windows import check_window_positions, extract_windows, plan_windows
@@ -252,6 +253,9 @@ class QueryPlanner(PlanningContext):
 
         local_aliases = {item.alias_or_name for item, _ in items}
         needed = self._needed_columns(select)
+        correlated_series = any(is_correlated_series(item) for item, _ in items)
+        if correlated_series:  # FROM t, generate_series(1, t.n): the scans read the series' arguments
+            needed |= series_columns([item for item, _ in items])
         if outer_joins:  # ON conditions are applied in the written order, after the WHERE is split
             for _, join in items[1:]:
                 if join.args.get("on") is not None:
@@ -297,6 +301,8 @@ class QueryPlanner(PlanningContext):
         relations = {}
         for item, join in items:
             alias = item.alias_or_name
+            if is_correlated_series(item):  # planned over the items it reads, once they are joined
+                continue
             item, conditions = with_conditions_pushed(item, ctes, pushed[alias])  # into a derived query
             relation = self._plan_source(item, ctes, scanned)
             relation = filtered(self, relation, conditions)
@@ -309,6 +315,12 @@ class QueryPlanner(PlanningContext):
             relations[alias] = relation
 
         # Joins, then the conditions and semi joins left over.
+        if correlated_series:
+            if outer_joins:
+                raise unsupported("a table function reading another FROM item's columns (FROM t, "
+                                  "generate_series(1, t.n)) in a query with outer joins; put the outer join in a "
+                                  "derived table", next(item for item, _ in items if is_correlated_series(item)))
+            relations = unnested(self, [item for item, _ in items], relations, pushed, pending, needed)
         if outer_joins:
             relation = join_in_order(self, items, relations, pending, needed)
             if extra_relations:  # scalar subqueries: joined after the outer joins, like WHERE conjuncts

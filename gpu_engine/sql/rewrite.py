@@ -49,7 +49,8 @@ from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 from gpu_engine.sql.spark_functions import spark_semantics
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
-from gpu_engine.sql.series_sources import with_series_as_sources
+from gpu_engine.sql.series_sources import (with_series_arguments_held, with_series_arguments_released,
+                                           with_series_as_sources)
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -474,6 +475,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         tree = spark_semantics(tree)
     # the tree parsed for this query: rewritten in place
     tree = normalize_aggregate_calls(tree, copy=False, dialect=dialect)
+    tree = with_series_arguments_held(tree)  # FROM t, generate_series(1, t.n): its columns qualified, kept read
     try:
         tree = qualify(tree, schema=qualify_schema(catalog, dialect), dialect=dialect, quote_identifiers=False,
                        validate_qualify_columns=True, identify=False)
@@ -490,6 +492,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     tree = _desugar(tree)
     aggregates = aggregate_projections(tree)
     tree = pushdown_projections(tree)
+    tree = with_series_arguments_released(tree)
     check_pruned_projections(aggregates)  # a pruned projection is checked as the planner checks a kept one
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))

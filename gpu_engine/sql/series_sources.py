@@ -12,8 +12,12 @@ device when the query runs (:mod:`gpu_engine.operators.range`).
 Spark's ``range(end)`` / ``range(start, end[, step[, numPartitions]])`` (an Anonymous call to sqlglot) is the same
 exclusive series, its column ``id`` (the partition count only checked: the drivers split the series anyway).
 
-Refused by name: arguments reading another FROM item's columns (``FROM t, generate_series(1, t.n)``, DuckDB's
-LATERAL join, not built) or a subquery. ``range(3)`` as a scalar (a list) is refused by
+A series reading the columns of FROM items before it (``FROM t, generate_series(1, t.n) g(x)``, DuckDB's
+implicit LATERAL) is planned after the items it reads are joined, as an
+:class:`~gpu_engine.plans.nodes.UnnestNode` over them (:func:`unnested`): each row repeated once per element of
+its own series (:mod:`gpu_engine.operators.unnest`); a series may read an earlier series. Refused by name: such a
+series in a query with outer joins, reading no FROM item before it (an outer query's column), over timestamps,
+and an argument that is a subquery. ``range(3)`` as a scalar (a list) is refused by
 the list refusals. As DuckDB, ``range(3) r`` names its one column ``r`` and still answers to ``r.range`` (and a
 bare ``range`` in its SELECT): those references are renamed before qualification. Column names past the first are ignored, as DuckDB ignores them.
 """
@@ -32,10 +36,13 @@ from gpu_engine.sql.predicates import in_nested_query
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["with_series_as_sources", "plan_series", "is_series_source", "SERIES"]
+__all__ = ["with_series_arguments_held", "with_series_arguments_released", "with_series_as_sources", "plan_series", "is_series_source", "is_correlated_series", "series_columns",
+           "unnested", "SERIES"]
 
 #: The meta key of a VALUES list that stands for a range/generate_series call (the call's node).
 SERIES = "series_sources.call"
+#: The meta key of the WHERE conjunct that holds a correlated series' arguments through qualification and pruning.
+_HELD = "series_sources.held"
 #: Rows assumed for a series whose bounds are not integer literals (for join ordering only).
 _UNKNOWN_ROWS = 1000.0
 
@@ -83,11 +90,11 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
                 raise _error(f"unsupported SQL: a subquery as an argument of {function}(...); give it constant "
                              "arguments", query, function)
             column = next(argument.find_all(exp.Column), None)
-            if column is not None:
+            if column is not None and dialect != "duckdb":
                 raise _error(f"unsupported SQL: {function}(...) reading column {column.sql(dialect='duckdb')!r} "
-                             f"(a table function over another FROM item's rows is a LATERAL join, not supported); "
-                             f"give {function} constant arguments and join it, e.g. FROM t JOIN {function}(1, "
-                             f"(upper bound)) s ON s.{function} <= t.n", column, function)
+                             f"(a table function over another FROM item's rows); give {function} constant "
+                             f"arguments and join it, e.g. FROM t JOIN {function}(1, (upper bound)) s ON "
+                             f"s.{function} <= t.n", column, function)
         alias = table.args.get("alias")
         name = alias.name if alias is not None and alias.name else function
         columns = list(alias.columns) if alias is not None else []
@@ -100,6 +107,8 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
                             alias=exp.TableAlias(this=exp.to_identifier(name, quoted=alias is not None and bool(
                                 alias.this) and alias.this.quoted), columns=[column.copy()]))
         values.meta[SERIES] = call.copy()
+        if is_correlated_series(values):
+            tree.meta[_HELD] = True  # its arguments are held through qualification (with_series_arguments_held)
         table.replace(values)
     return tree
 
@@ -180,3 +189,169 @@ def _estimated_rows(call: exp.GenerateSeries) -> float:
     span = stop - start
     count = span // step + 1 if inclusive else -(-span // step)
     return float(max(1, count))
+
+
+def is_correlated_series(item: exp.Expression) -> bool:
+    """Return True for a series FROM item whose arguments read columns (of the FROM items before it)."""
+    return is_series_source(item) and any(True for _ in _columns_read(item))
+
+
+def _columns_read(values: exp.Values):
+    for argument in _arguments(values.meta[SERIES]):
+        yield from argument.find_all(exp.Column)
+
+
+def _column_key(column: exp.Column) -> str:
+    """Return a column's name as qualification spells it (DuckDB folds unquoted names to lower case)."""
+    return column.name if column.this.quoted else column.name.lower()
+
+
+def series_columns(items: list[exp.Expression]) -> set[tuple[str, str]]:
+    """Return the (alias, column) pairs the correlated series among ``items`` read, for the scans to read them.
+
+    An unqualified column is asked of every other item (a scan ignores names its table lacks).
+    """
+    aliases = [item.alias_or_name for item in items]
+    out = set()
+    for item in items:
+        if not is_correlated_series(item):
+            continue
+        for column in _columns_read(item):
+            if column.table:
+                out.add((column.table, _column_key(column)))
+            else:
+                out.update((alias, _column_key(column)) for alias in aliases if alias != item.alias_or_name)
+    return out
+
+
+def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: dict[str, "Relation"],
+             pushed: dict[str, list[exp.Expression]], pending: list[exp.Expression],
+             needed: set[tuple[str, str]]) -> dict[str, "Relation"]:
+    """Return ``relations`` with each correlated series of ``items`` planned as an Unnest over the items it reads.
+
+    ``relations`` holds the other items' relations by alias; the items a series reads are joined first (on the
+    WHERE's conditions between them), the series' own conditions (``pushed``) filter its rows.
+    """
+    from gpu_engine.sql.join_ordering import join_greedy
+    from gpu_engine.sql.planner import Relation
+    from gpu_engine.sql.predicates import filtered
+
+    relations = dict(relations)
+    owner = {}  # alias of a FROM item -> the key of the relation holding it now
+    for key in relations:
+        owner[key] = key
+    for position, item in enumerate(items):
+        if not is_correlated_series(item):
+            continue
+        alias = item.alias_or_name
+        call: exp.GenerateSeries = item.meta[SERIES]
+        function = _function(call)
+        before = [other.alias_or_name for other in items[:position]]
+        read = set()
+        names = {}
+        for column in _columns_read(item):
+            key = _column_key(column)
+            if column.table:
+                if column.table not in before:
+                    raise _error(f"unsupported SQL: {function}(...) reads {column.sql(dialect='duckdb')}, not a "
+                                 "column of a FROM item before it (a table function may read the items before it "
+                                 f"in FROM, not an outer query's); write the series beside its table, FROM t, "
+                                 f"{function}(1, t.n) g, and aggregate or join that", column, function)
+                read.add(column.table)
+                names[id(column)] = column.table
+                continue
+            found = [a for a in before if (a, key) in relations.get(owner.get(a, a), _NO_RELATION).columns]
+            if len(found) != 1:
+                what = "is ambiguous there" if found else "is not a column of a FROM item before it"
+                raise _error(f"unsupported SQL: {function}(...) reads {column.name!r}, which {what}; qualify it "
+                             "with the FROM item it reads (t.n)", column, function)
+            read.add(found[0])
+            names[id(column)] = found[0]
+        keys = list(dict.fromkeys(owner[a] for a in before if a in read))
+        members = [relations.pop(key) for key in keys]
+        relation = members[0] if len(members) == 1 else join_greedy(planner, members, pending, needed)
+        arguments = [call.args.get(k) for k in ("start", "end", "step")]
+        arguments = [None if a is None else _qualified(a, names) for a in arguments]
+        column_name = item.args["alias"].columns[0].name
+        internal = planner._fresh(column_name, alias)
+        try:
+            node = planner._builder(relation.node).unnest_series(
+                *(planner._renamed(a, relation.columns) for a in arguments[:2]),
+                "1" if arguments[2] is None else planner._renamed(arguments[2], relation.columns),
+                inclusive=function == "generate_series", name=internal).plan()
+        except PlanError as error:
+            raise planner._plan_error(error, call) from None
+        columns = dict(relation.columns)
+        columns[(alias, column_name)] = internal
+        expanded = Relation(node, columns, relation.aliases | {alias}, relation.rows * _ROWS_PER_SERIES,
+                            dict(relation.stats))
+        expanded = filtered(planner, expanded, pushed.get(alias, []))
+        relations[alias] = expanded
+        for a in list(owner):
+            if owner[a] in keys:
+                owner[a] = alias
+        owner[alias] = alias
+    return relations
+
+
+#: Rows assumed per input row of a series that reads columns (for join ordering only).
+_ROWS_PER_SERIES = 10.0
+
+
+class _NoRelation:
+    columns: dict = {}
+
+
+_NO_RELATION = _NoRelation()
+
+
+def _qualified(argument: exp.Expression, tables: dict[int, str]) -> exp.Expression:
+    """Return a copy of ``argument`` with each column qualified by the FROM item it reads."""
+    copy = argument.copy()
+    for original, column in zip(argument.find_all(exp.Column), copy.find_all(exp.Column)):
+        column.set("table", exp.to_identifier(tables[id(original)]))
+        if not column.this.quoted:
+            column.set("this", exp.to_identifier(column.name.lower()))
+    return copy
+
+
+def with_series_arguments_held(tree: exp.Expression) -> exp.Expression:
+    """Put each correlated series' arguments in a WHERE conjunct of its SELECT, in place, until released.
+
+    Why: the call's arguments sit in the marked VALUES list's meta, where qualification would not qualify their
+    columns and projection pruning would not see them read (``FROM (SELECT n, s FROM t) d,
+    generate_series(1, d.n)`` would lose ``d.n``); in the WHERE they are qualified and kept as any column read.
+    """
+    if not tree.meta.get(_HELD):
+        return tree
+    for values in list(tree.find_all(exp.Values)):
+        if not is_correlated_series(values):
+            continue
+        select = values.parent.parent if values.parent is not None else None
+        if not isinstance(select, exp.Select):
+            continue
+        held = exp.Anonymous(this="series_arguments", expressions=[a.copy() for a in _arguments(values.meta[SERIES])])
+        held.meta[_HELD] = values
+        select.where(held, copy=False)
+    return tree
+
+
+def with_series_arguments_released(tree: exp.Expression) -> exp.Expression:
+    """Give each held series its qualified arguments back and take the held conjuncts out of the WHERE, in place."""
+    if not tree.meta.get(_HELD):
+        return tree
+    for held in [node for node in tree.find_all(exp.Anonymous) if _HELD in node.meta]:
+        values = held.meta.pop(_HELD)
+        call = values.meta[SERIES]
+        for key, argument in zip([k for k in ("start", "end", "step") if call.args.get(k) is not None],
+                                 held.expressions):
+            call.set(key, argument.copy())
+        parent = held.parent
+        if isinstance(parent, exp.Where):
+            parent.pop()
+        elif isinstance(parent, exp.And):
+            other = parent.expression if parent.this is held else parent.this
+            parent.replace(other)
+        else:  # moved elsewhere by a rewrite: leave it readable as TRUE
+            held.replace(exp.true())
+    return tree

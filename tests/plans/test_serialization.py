@@ -176,6 +176,8 @@ PLANS = {
     "range_integers": lambda: PlanBuilder().range("0", "10", "-3 + 6").filter("range > 2").plan(),
     "range_timestamps": lambda: PlanBuilder().range("DATE '2024-01-31'", "TIMESTAMP '2024-06-01 10:00:00'",
                                                     "INTERVAL 1 MONTH", inclusive=True, name="month").plan(),
+    "unnest_series": lambda: PlanBuilder().range("1", "4").unnest_series("range", "range * 2", "-1 + 2",
+                                                                     inclusive=True, name="k").plan(),
     **({  # HashJoinNode is new; its examples apply once PlanBuilder can build one
         "hash_join_inner_filter": lambda: hash_join("inner", ["l_quantity", "o_comment"], "o_orderdate < l_shipdate"),
         "hash_join_full": lambda: hash_join("full", ["l_orderkey", "o_orderkey"]),
