@@ -13,7 +13,7 @@ is ready. Velox never compiles at all; this engine compiles only where it pays.
 Where it compiles: in a separate process (:mod:`gpu_engine.codegen.compile_worker`),
 not a thread, because numba's compiler holds the interpreter lock for most of
 its work and would stall the drivers; the worker runs at the lowest CPU
-priority, so on a busy machine it takes only idle cycles, and it is stopped
+priority, so on a busy machine it takes only idle cycles, and it is paused
 while a query of the process is in its first seconds
 (:attr:`BackgroundCompiler.pause_seconds`: even an idle-priority process on a
 CPU delays the drivers, by keeping Linux from handing a waiting driver the CPU
@@ -75,7 +75,6 @@ from __future__ import annotations
 import atexit
 import collections
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -84,6 +83,7 @@ import warnings
 import weakref
 from typing import Any, Callable, Hashable, Iterable
 
+from gpu_engine.codegen.compile_worker import PAUSE, RUN
 from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
 
 __all__ = ["COMPILE_MODES", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "READY", "BackgroundCompiler",
@@ -103,7 +103,7 @@ _MAX_RESTARTS = 3
 #: Twins found READY for arguments of one kind (see TierSwitch._state), process-wide; more start anew.
 _MAX_READY_KINDS = 4096
 _ready_kinds: dict = {}
-#: Seconds of each query's start during which the compile process is stopped (see BackgroundCompiler.pause_seconds).
+#: Seconds of each query's start during which the compile process is paused (see BackgroundCompiler.pause_seconds).
 PAUSE_VARIABLE = "GPU_ENGINE_COMPILE_PAUSE"
 #: The pause when ``$GPU_ENGINE_COMPILE_PAUSE`` is unset or not a number: longer than a TPC-DS SF1 first run
 #: (0.05-1.5 s on 2 cores), shorter than a kernel's compile is worth waiting for in a long query.
@@ -147,6 +147,25 @@ def _load_cached(dispatcher, signature: tuple) -> bool:
         return True
 
 
+def _set_worker_priority(pid: int, urgent: bool) -> None:
+    """Give the compile process ``pid`` normal priority (``urgent``) or its own, the lowest (as it sets itself).
+
+    Raising needs root or ``CAP_SYS_NICE`` (leaving ``SCHED_IDLE`` and lowering a nice value); without them it
+    stays where it is. A process that has exited meanwhile is no error.
+    """
+    if not hasattr(os, "sched_setscheduler") or not hasattr(os, "SCHED_IDLE"):
+        return
+    try:
+        if urgent:
+            os.sched_setscheduler(pid, os.SCHED_OTHER, os.sched_param(0))
+            os.setpriority(os.PRIO_PROCESS, pid, 0)
+        else:
+            os.setpriority(os.PRIO_PROCESS, pid, 19)
+            os.sched_setscheduler(pid, os.SCHED_IDLE, os.sched_param(0))
+    except OSError:
+        pass
+
+
 class BackgroundCompiler:
     """The process-wide queue of compile jobs and the compile worker that runs them, one at a time.
 
@@ -168,6 +187,8 @@ class BackgroundCompiler:
         self._loading = 0  # module loads running (a job counts as pending until its load ends)
         self._outstanding: tuple | None = None  # the job the worker is compiling
         self._process: subprocess.Popen | None = None
+        #: The write end of the worker's control pipe (see compile_worker: PAUSE / RUN), or None.
+        self._control: int | None = None
         self._restarts = 0
         self.compiled = 0
         self.compile_seconds = 0.0
@@ -179,8 +200,9 @@ class BackgroundCompiler:
         #: Jobs finished (compiled or failed, the worker's exit included) so far: a kernel found pending
         #: cannot be ready before this grows.
         self.finished = 0
-        #: While a query of this process has run less than this many seconds, the worker is stopped
-        #: (:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`, on which it stops itself); 0 never stops it. Why: ``SCHED_IDLE`` keeps the worker from taking a CPU a
+        #: While a query of this process has run less than this many seconds, the worker is paused (a
+        #: ``PAUSE`` word on its control pipe and :data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`, on
+        #: which it waits for ``RUN``; see :mod:`~gpu_engine.codegen.compile_worker`); 0 never pauses it. Why: ``SCHED_IDLE`` keeps the worker from taking a CPU a
         #: driver is running on, but not from delaying the drivers: a CPU running it is not idle, so when
         #: a driver there blocks (the interpreter lock, a queue) Linux does no new-idle balancing
         #: (``balance_fair`` skips it while the run queue holds any task), and a driver queued behind
@@ -198,7 +220,7 @@ class BackgroundCompiler:
         #: id(task) -> (a weak reference to the task, started): every started Task of the process counts (the
         #: pause is on by default), and one abandoned unfinished must not be kept alive by this.
         self._queries: dict[int, tuple[Any, float]] = {}
-        #: When the youngest running query stops being young (the stopped worker continues then), and the one
+        #: When the youngest running query stops being young (the paused worker goes on then), and the one
         #: thread that waits for it (see _watch_pause).
         self._resume_at: float | None = None
         self._watcher: threading.Thread | None = None
@@ -290,15 +312,30 @@ class BackgroundCompiler:
             self._lock.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
-        """Wait until every job asked so far is done or failed; return False on timeout (bench and tests)."""
+        """Wait until every job asked so far is done or failed; return False on timeout (bench and tests).
+
+        Meanwhile the worker runs at normal priority where this process may raise it (root or
+        ``CAP_SYS_NICE``): its idle class spares running queries, and a caller that waits for it runs none;
+        at idle priority on a machine busy with other processes (a test suite's workers) it could wait for
+        minutes. Back to idle priority when the wait ends.
+        """
         deadline = None if timeout is None else time.monotonic() + timeout
-        with self._lock:
-            while self._outstanding is not None or self._queue or self._loading:
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    return False
-                self._lock.wait(remaining)
-        return True
+        raised: set[int] = set()
+        try:
+            with self._lock:
+                while self._outstanding is not None or self._queue or self._loading:
+                    process = self._process
+                    if process is not None and process.poll() is None:  # again each second: a new
+                        raised.add(process.pid)  # worker lowers itself as it starts
+                        _set_worker_priority(process.pid, urgent=True)
+                    remaining = None if deadline is None else deadline - time.monotonic()
+                    if remaining is not None and remaining <= 0:
+                        return False
+                    self._lock.wait(remaining if remaining is None or remaining < 1.0 else 1.0)
+            return True
+        finally:
+            for pid in raised:
+                _set_worker_priority(pid, urgent=False)
 
     def pending(self) -> int:
         """Return the number of jobs not finished yet."""
@@ -328,12 +365,12 @@ class BackgroundCompiler:
         young = [started + self.pause_seconds for _, started in self._queries.values()]
         process = self._process
         if process is not None and process.poll() is None and young != [] and not self.paused:
-            self._signal(process, STOP_REQUEST)  # it stops itself, never holding numba's cache lock
+            self._tell(process, PAUSE)  # it waits, never holding numba's cache lock
             self.paused = True
             self.pauses += 1
         elif self.paused and (young == [] or process is None):
             if process is not None:
-                self._signal(process, signal.SIGCONT)
+                self._tell(process, RUN)
             self.paused = False
         self._resume_at = max(young) + 0.001 if young and self.paused else None
         if self._resume_at is not None:  # look again when the youngest query is no longer young
@@ -344,7 +381,7 @@ class BackgroundCompiler:
             self._lock.notify_all()
 
     def _watch_pause(self) -> None:
-        """Continue the stopped worker once no running query is young; end after 30 s with nothing to watch.
+        """Let the paused worker go on once no running query is young; end after 30 s with nothing to watch.
 
         One thread for a stretch of queries: a timer thread per query (as before) made each query start a
         thread on its main thread, holding this lock, and ``Thread.start`` waits until the new thread runs,
@@ -363,12 +400,32 @@ class BackgroundCompiler:
                 else:
                     self._apply_pause()
 
-    @staticmethod
-    def _signal(process: subprocess.Popen, number: int) -> None:
+    def _tell(self, process: subprocess.Popen, word: bytes) -> None:
+        """Write ``word`` (PAUSE or RUN) on the worker's control pipe; a PAUSE also sends the stop request.
+
+        The word goes first: the request's handler reads it, and a RUN written after it (however soon) is
+        read by the same wait, so a pause never outlasts the query that asked for it.
+        """
+        if self._control is None:
+            return
         try:
-            os.kill(process.pid, number)
-        except OSError:  # it exited meanwhile: _read_answers restarts or fails its job
-            pass
+            os.write(self._control, word)
+        except OSError:  # the worker exited (or 64 KiB of words unread: it is not running to read them)
+            return
+        if word == PAUSE:
+            try:
+                os.kill(process.pid, STOP_REQUEST)
+            except OSError:  # it exited meanwhile: _read_answers restarts or fails its job
+                pass
+
+    def _close_control(self) -> None:
+        """Close the control pipe: a waiting worker reads its end and goes on (to see its input close)."""
+        if self._control is not None:
+            try:
+                os.close(self._control)
+            except OSError:
+                pass
+            self._control = None
 
     # ------------------------------------------------------------- worker
     def _send_next(self) -> None:
@@ -397,12 +454,22 @@ class BackgroundCompiler:
             return False
         from gpu_engine.codegen.compile_worker import worker_command
 
+        self._close_control()
+        control_read = None
+        if STOP_REQUEST is not None and self.pause_seconds > 0:
+            control_read, self._control = os.pipe()  # neither end is inherited by other children
+            os.set_blocking(self._control, False)  # a query's thread never waits to pause the worker
         try:
-            process = subprocess.Popen(worker_command(), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                                       stderr=subprocess.DEVNULL, close_fds=True, env=self._environment)
+            process = subprocess.Popen(worker_command(control_read), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, close_fds=True, env=self._environment,
+                                       pass_fds=() if control_read is None else (control_read,))
         except OSError:
             self._restarts += 1
+            self._close_control()
             return False
+        finally:
+            if control_read is not None:
+                os.close(control_read)
         self._process = process
         self.paused = False
         self._apply_pause()  # started while a young query runs: it waits, as a running one would
@@ -469,8 +536,7 @@ class BackgroundCompiler:
             self._queue.clear()
             self._loads.clear()
             self._outstanding = None
-            if self.paused and process is not None:  # a stopped worker reads no end of its input
-                self._signal(process, signal.SIGCONT)
+            self._close_control()  # a paused worker goes on, to read the end of its input
             self.paused = False
             self._resume_at = None
             self._lock.notify_all()
@@ -528,7 +594,7 @@ def hold_compiles_while(task) -> None:
 
     Nothing happens where pausing is off. The Task counts even before the process's compiler exists: the
     compile process a query's first batches start (importing numba and the static kernels, seconds of
-    CPU) starts stopped while that query is young, as it would if it had started before.
+    CPU) starts paused while that query is young, as it would if it had started before.
     """
     compiler = _COMPILER
     if compiler is None and _pause_seconds() > 0:
@@ -540,8 +606,17 @@ def hold_compiles_while(task) -> None:
 
 
 def _forget_in_child() -> None:
-    """Give a forked child (a Spark worker forked from its daemon) a compiler of its own: the pipes are the parent's."""
+    """Give a forked child (a Spark worker forked from its daemon) a compiler of its own: the pipes are the parent's.
+
+    The control pipe's write end is closed in the child: held open there, it would keep the parent's worker
+    from seeing the parent die while paused.
+    """
     global _COMPILER
+    if _COMPILER is not None and _COMPILER._control is not None:
+        try:
+            os.close(_COMPILER._control)
+        except OSError:
+            pass
     _COMPILER = None
 
 

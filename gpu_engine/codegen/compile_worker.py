@@ -25,19 +25,35 @@ and writes length-prefixed pickles to its stdin, jobs
 ``(job_id, module_name, path, function, signature)`` or ``(job_id, PtxJob)``;
 the worker answers each with ``(job_id, error_or_None, seconds)`` on stdout.
 The worker ends when its stdin closes, so it never outlives the engine's process.
-The parent pauses it with ``SIGTSTP`` (it stops itself, never while holding
-numba's cache lock) and continues it with ``SIGCONT``.
+
+Pausing: the parent also hands it the read end of a control pipe, on which it
+writes :data:`PAUSE` or :data:`RUN` (the last one written counts), and follows
+each :data:`PAUSE` with a stop request
+(:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`). The request's
+handler reads the pipe and, while the last word read is :data:`PAUSE`, waits
+in a blocking read for the next one: the worker compiles nothing until the
+parent writes :data:`RUN` (or dies: the pipe's end wakes it too, and its input
+closes next). Why not ``SIGSTOP``/``SIGCONT``: a handler runs only between
+bytecodes of the main thread, so a request that arrived during a long LLVM
+call was honoured after the parent's ``SIGCONT`` had already been sent, and the
+worker stopped itself for good (the CI hang of stop 43: a benchmark waiting
+for compiles waited 300 s); a word in a pipe is never lost. A stopped process
+also never sees its parent die.
 """
 
 from __future__ import annotations
 
 import os
 import pickle
+import select
 import struct
 import sys
 import time
 
-__all__ = ["main", "read_message", "worker_command", "write_message"]
+__all__ = ["PAUSE", "RUN", "main", "read_message", "worker_command", "write_message"]
+
+#: The words of the control pipe (see the module docstring): the last one written says whether to compile.
+PAUSE, RUN = b"P", b"R"
 
 _LENGTH = struct.Struct("<Q")
 #: How generated modules' names start (:class:`gpu_engine.codegen.compiled_modules.GeneratedFile`); a job for
@@ -64,10 +80,14 @@ def write_message(stream, message) -> None:
     stream.flush()
 
 
-def worker_command() -> list[str]:
-    """Return the command that starts a worker with this interpreter and this process's import path."""
+def worker_command(control_fd: int | None = None) -> list[str]:
+    """Return the command that starts a worker with this interpreter and this process's import path.
+
+    ``control_fd``: the worker's descriptor of the control pipe's read end (passed to it open), or None for
+    a worker that is never paused.
+    """
     bootstrap = (f"import sys; sys.path[:] = {sys.path!r}; "
-                 "from gpu_engine.codegen.compile_worker import main; main()")
+                 f"from gpu_engine.codegen.compile_worker import main; main({control_fd!r})")
     return [sys.executable, "-c", bootstrap]
 
 
@@ -137,25 +157,62 @@ def _lowest_priority() -> None:
             pass
 
 
-def _stop_on_request() -> None:
-    """Stop this process when the engine asks (:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`).
+def wait_while_paused(control_fd: int) -> None:
+    """Read the control pipe's words; while the last one read is :data:`PAUSE`, wait for the next.
 
-    Why not a plain ``SIGSTOP`` from the engine: it could land while this process holds numba's cache lock
-    (:mod:`gpu_engine.codegen.numba_cache_lock`), and every process saving into that index would wait as long
-    as it stays stopped (a query's first seconds, query after query). The request is held back during a
-    save, and the process stops itself once it is delivered; ``SIGCONT`` continues it.
+    Returns once every word written so far is read and the last is :data:`RUN`, or the pipe has ended
+    (the engine closed it or died).
+    """
+    paused = False
+    while True:
+        ready, _, _ = select.select([control_fd], [], [], None if paused else 0)
+        if not ready:
+            return
+        try:
+            words = os.read(control_fd, 4096)
+        except BlockingIOError:
+            continue
+        if not words:
+            return
+        paused = words.endswith(PAUSE)
+
+
+def pause_on_request(control_fd: int | None) -> None:
+    """Make a stop request (:data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`) wait while paused.
+
+    The request is held back while this process holds numba's cache lock
+    (:mod:`gpu_engine.codegen.numba_cache_lock`): a worker waiting inside it would leave every other process
+    that saves into the same index waiting as long. A request that arrives while the handler already waits
+    returns at once: the waiting read sees its word.
     """
     import signal
 
-    from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
+    from gpu_engine.codegen import numba_cache_lock
 
-    if STOP_REQUEST is not None:
-        signal.signal(STOP_REQUEST, lambda number, frame: os.kill(os.getpid(), signal.SIGSTOP))
+    if numba_cache_lock.STOP_REQUEST is None or control_fd is None:
+        return
+    waiting = []
+
+    def on_request(number, frame) -> None:
+        if waiting:
+            return
+        if numba_cache_lock.held():
+            numba_cache_lock.defer_stop_request()
+            return
+        waiting.append(True)
+        try:
+            wait_while_paused(control_fd)
+        finally:
+            waiting.clear()
+
+    signal.signal(numba_cache_lock.STOP_REQUEST, on_request)
 
 
-def main() -> None:
-    """Serve compile jobs from stdin until it closes."""
-    _stop_on_request()
+def main(control_fd: int | None = None) -> None:
+    """Serve compile jobs from stdin until it closes, pausing as the control pipe ``control_fd`` says."""
+    pause_on_request(control_fd)
+    if control_fd is not None:  # a pause asked before the handler was in place (the request was ignored)
+        wait_while_paused(control_fd)
     _lowest_priority()
     incoming, outgoing = sys.stdin.buffer, sys.stdout.buffer
     sys.stdout = sys.stderr  # anything a module prints must not corrupt the answers

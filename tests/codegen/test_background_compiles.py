@@ -464,19 +464,21 @@ def test_static_host_twins_found_ready_are_not_asked_again():
     assert len(asked) == 1
 
 
-def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
+def test_the_compile_process_is_paused_while_a_young_query_runs(monkeypatch):
     """With ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile process (its
-    idle-priority compiles still cost a first run's drivers wall time on 2 cores); it continues once no
-    running query is young, and before it is closed (a stopped worker would never read its input's end)."""
+    idle-priority compiles still cost a first run's drivers wall time on 2 cores); it goes on once no
+    running query is young, and when it is closed (its control pipe closes: a paused worker reads the end)."""
     import io
     import os
     import signal
     import time
 
     import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
 
-    sent = []
-    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    sent = []  # the words written on the worker's control pipe
+    monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell",
+                        lambda self, process, word: sent.append(word))
     monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "0.2")
 
     class Clock:  # the queries' ages run on this clock, advanced by the test: a stalled test thread ages nothing
@@ -514,23 +516,25 @@ def test_the_compile_process_is_stopped_while_a_young_query_runs(monkeypatch):
     compiler._process = Worker()
     short, long = Query(), Query()
     background_compiles.hold_compiles_while(short)
-    assert sent == [signal.SIGTSTP] and compiler.paused
+    assert sent == [PAUSE] and compiler.paused
     background_compiles.hold_compiles_while(long)
-    assert sent == [signal.SIGTSTP]  # stopped once
+    assert sent == [PAUSE]  # stopped once
     short.listeners[0](short)  # the short query ends; the long one is still young
-    assert sent == [signal.SIGTSTP]
+    assert sent == [PAUSE]
     clock.now += 0.3
     deadline = time.monotonic() + 30
     while compiler.paused and time.monotonic() < deadline:  # the long query grows old: the worker continues
         time.sleep(0.02)
-    assert sent == [signal.SIGTSTP, signal.SIGCONT] and not compiler.paused
+    assert sent == [PAUSE, RUN] and not compiler.paused
     third = Query()
     background_compiles.hold_compiles_while(third)
-    compiler.close()  # continued before its input closes
-    assert sent == [signal.SIGTSTP, signal.SIGCONT, signal.SIGTSTP, signal.SIGCONT] and compiler.pauses == 2
+    compiler._control = os.open(os.devnull, os.O_WRONLY)  # stands for the control pipe's write end
+    compiler.close()  # the control pipe closed before its input: the paused worker reads its end
+    assert sent == [PAUSE, RUN, PAUSE] and compiler.pauses == 2 and compiler._control is None
+    assert not compiler.paused
 
 
-def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(monkeypatch):
+def test_a_query_started_before_the_compile_process_keeps_it_paused_by_default(monkeypatch):
     """Pausing is on by default (an idle-priority compile process still delayed first runs' drivers: a CPU
     running it does no new-idle balancing), and a query that starts before the process's compiler exists
     counts: the compile process its first batches start (importing numba, seconds of CPU) starts stopped.
@@ -544,9 +548,11 @@ def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(
     import weakref
 
     import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
 
-    sent = []
-    monkeypatch.setattr(os, "kill", lambda pid, number: sent.append(number))
+    sent = []  # the words written on the worker's control pipe
+    monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell",
+                        lambda self, process, word: sent.append(word))
     monkeypatch.delenv(background_compiles.PAUSE_VARIABLE, raising=False)
     monkeypatch.setattr(background_compiles, "_COMPILER", None)
 
@@ -580,15 +586,15 @@ def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(
     monkeypatch.setattr(compiler, "_read_answers", lambda process: None)
     with compiler._lock:  # as a job queued by a driver starts it
         assert compiler._start_worker()
-    assert sent == [signal.SIGTSTP] and compiler.paused  # started during the young query: stopped at once
+    assert sent == [PAUSE] and compiler.paused  # started during the young query: stopped at once
     watcher = compiler._watcher  # one thread continues the worker when queries grow old, not one per query
     assert watcher is not None and watcher.is_alive()
     first.listeners[0](first)
-    assert sent == [signal.SIGTSTP, signal.SIGCONT] and not compiler.paused
+    assert sent == [PAUSE, RUN] and not compiler.paused
 
     abandoned = Query()
     background_compiles.hold_compiles_while(abandoned)
-    assert sent[-1] == signal.SIGTSTP and compiler._watcher is watcher
+    assert sent[-1] == PAUSE and compiler._watcher is watcher
     gone = weakref.ref(abandoned)
     del abandoned
     gc.collect()
@@ -596,7 +602,7 @@ def test_a_query_started_before_the_compile_process_keeps_it_stopped_by_default(
     third = Query()
     background_compiles.hold_compiles_while(third)
     third.listeners[0](third)  # the last live query ends: the dropped one holds the worker no longer
-    assert sent[-1] == signal.SIGCONT and not compiler.paused
+    assert sent[-1] == RUN and not compiler.paused
     compiler.close()
 
 
