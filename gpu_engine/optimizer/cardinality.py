@@ -12,7 +12,7 @@ statistics from :func:`~gpu_engine.sql.statistics.table_statistics`, the same
 Parquet footers and in-memory min/max the SQL planner reads, through the same
 cache), Filter, Project (renamed columns keep their statistics; computed ones
 have none), Limit / TopN, Values, hash and nested-loop joins (the SQL side's
-:func:`~gpu_engine.sql.join_ordering.key_set_divisor`, called; each condition
+:func:`~gpu_engine.optimizer.statistics.key_set_divisor`; each condition
 beside the keys of an inner join halves the rows; a LEFT or RIGHT join keeps at
 least its preserved side), semi and anti joins (half the kept side),
 Aggregation (the product of the keys' distinct counts, a tenth of the rows for
@@ -30,8 +30,9 @@ of one column keep the range between them (``a + b - 1``, at least 0.001) as
 fixes keep that share of their distinct values, as
 :mod:`gpu_engine.sql.filtered_statistics` pins them, the others are capped at
 the filtered rows. The numbers (the 1/3,
-1/10, 1/2 and the range arithmetic) are :mod:`gpu_engine.sql.statistics`'s own,
-called here, not copied.
+1/10, 1/2 and the range arithmetic) are :mod:`gpu_engine.optimizer.statistics`'s,
+which the SQL side's estimates call too: one copy, no private import across
+packages.
 
 Known differences from the SQL side (both are estimates; neither changes a
 plan yet): a typed plan has no BETWEEN (the builder writes ``x >= a AND x <=
@@ -55,15 +56,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Mapping
 
-from sqlglot import exp
-
 from gpu_engine.optimizer.conjuncts import conjuncts, disjuncts
 from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef, Expr, InList, Like, Literal, UnaryOp
 from gpu_engine.plans.nodes import (AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode,
                                     NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode, TopNNode, ValuesNode)
-from gpu_engine.sql import statistics
-from gpu_engine.sql.join_ordering import key_set_divisor
-from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics
+from gpu_engine.optimizer.statistics import (
+    DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
+    key_set_divisor, range_selectivity,
+)
 
 __all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity"]
 
@@ -76,8 +76,8 @@ class Estimate:
     columns: Mapping[str, ColumnStatistics]
 
 
-#: Typed comparison -> the sqlglot class :mod:`gpu_engine.sql.statistics`'s range arithmetic reads.
-_RANGE_KINDS = {"lt": exp.LT, "le": exp.LTE, "gt": exp.GT, "ge": exp.GTE}
+#: Range comparisons, each -> whether it keeps the rows below its constant.
+_RANGE_KINDS = {"lt": True, "le": True, "gt": False, "ge": False}
 _FLIPPED = {"lt": "gt", "le": "ge", "gt": "lt", "ge": "le", "eq": "eq", "ne": "ne"}
 _COMPARE = {"eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
             "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b}
@@ -202,7 +202,7 @@ def selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics]) -> flo
     if isinstance(predicate, UnaryOp) and predicate.op in ("is_null", "is_not_null"):
         return 0.1 if predicate.op == "is_null" else 0.9  # the SQL side's NOT (x IS NULL)
     if isinstance(predicate, Like):
-        return 1 - statistics._LIKE_SELECTIVITY if predicate.negated else statistics._LIKE_SELECTIVITY
+        return 1 - LIKE_SELECTIVITY if predicate.negated else LIKE_SELECTIVITY
     if isinstance(predicate, InList):
         one = _equality(predicate.operand, columns)
         kept = min(1.0, one * max(1, len(predicate.values)))
@@ -211,7 +211,7 @@ def selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics]) -> flo
         return 1.0 if predicate.value else 0.0
     if isinstance(predicate, BinaryOp) and predicate.op in _COMPARE:
         return _comparison(predicate, columns)
-    return statistics._DEFAULT_SELECTIVITY
+    return DEFAULT_SELECTIVITY
 
 
 def _comparison(predicate: BinaryOp, columns: Mapping[str, ColumnStatistics]) -> float:
@@ -219,27 +219,26 @@ def _comparison(predicate: BinaryOp, columns: Mapping[str, ColumnStatistics]) ->
     if isinstance(column, Literal) and isinstance(other, Literal):
         left, right = _number_or_text(column.value), _number_or_text(other.value)
         if left is None or right is None or isinstance(left, str) != isinstance(right, str):
-            return statistics._DEFAULT_SELECTIVITY
+            return DEFAULT_SELECTIVITY
         return 1.0 if _COMPARE[op](left, right) else 0.0
     if _column(column) is None:
         column, other, op = other, column, _FLIPPED[op]
     name = _column(column)
     if name is None:
-        return statistics._DEFAULT_SELECTIVITY
+        return DEFAULT_SELECTIVITY
     if op == "eq":
         return _equality(column, columns) if _constant(other) is not None else 0.1
     if op == "ne":
         return 1 - _equality(column, columns)
     value = _constant(other)
     stats = columns.get(name)
-    return statistics._range_selectivity(exp.column(name), _RANGE_KINDS[op],
-                                         value if isinstance(value, float) else None, lambda _: stats)
+    return range_selectivity(stats, _RANGE_KINDS[op], value if isinstance(value, float) else None)
 
 
 def _equality(column: Expr, columns: Mapping[str, ColumnStatistics]) -> float:
     name = _column(column)
     stats = columns.get(name) if name is not None else None
-    return statistics._equality_selectivity(exp.column(name or "?"), lambda _: stats)
+    return equality_selectivity(stats)
 
 
 def _column(expression: Expr) -> str | None:
@@ -264,13 +263,13 @@ def _constant(expression: Expr) -> float | str | None:
 def _number_or_text(value: object) -> float | str | None:
     if isinstance(value, str):
         return value
-    return statistics._as_number(value)
+    return as_number(value)
 
 
 @dataclass(frozen=True)
 class _Side:
-    """What :func:`~gpu_engine.sql.join_ordering.key_set_divisor` reads of a join input (a Relation's rows and
-    stats), so both sides estimate a join with one function."""
+    """What :func:`~gpu_engine.optimizer.statistics.key_set_divisor` reads of a join input (as the SQL
+    planner's Relation has them), so both sides estimate a join with one function."""
 
     rows: float
     stats: Mapping[str, ColumnStatistics]

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
+from gpu_engine.optimizer.statistics import ColumnStatistics, key_set_divisor
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.join_equivalences import (
@@ -34,7 +35,6 @@ from gpu_engine.sql.join_equivalences import (
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.predicates import conjuncts_of, factor_or, filtered, free_columns, has_subquery
 from gpu_engine.sql.renaming import conjunction
-from gpu_engine.sql.statistics import ColumnStatistics
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
@@ -78,30 +78,9 @@ def covered(conjunct: exp.Expression, aliases: frozenset[str]) -> bool:
 
 
 def join_estimate(a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
-    """Return the estimated rows of joining ``a`` and ``b`` on key ``pairs`` (:func:`key_set_divisor` divides)."""
+    """Return the estimated rows of joining ``a`` and ``b`` on key ``pairs`` (:func:`key_set_divisor` divides;
+    :mod:`gpu_engine.optimizer.statistics`'s, which the typed plan's estimates call too)."""
     return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs))
-
-
-def key_set_divisor(a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> float:
-    """Return the distinct values of a join's key set: each side's, the larger of the two (containment).
-
-    A side's key set has at most the product of its key columns' distinct counts and at most its rows (a
-    column without a count counts as the side's rows); the larger side's divides ``rows(a) * rows(b)``, as
-    textbooks estimate a multi-column equi-join. Why not the single most selective key, as before: a join
-    on two keys got no credit for its second (TPC-DS q72's inventory on date and item was estimated from the
-    item key alone, ~1,000x too many rows; store_sales x store_returns on ticket and item 12x too many), so
-    the search preferred joins on one key over it. One key: the larger distinct count, at most the larger side.
-    """
-    if not pairs:
-        return 1.0
-    product_a = product_b = 1.0
-    for x in dict.fromkeys(x for x, _ in pairs):  # a column repeated across pairs counts once
-        product_a *= max(1.0, (a.stats[x].ndv if x in a.stats else 0) or a.rows)
-    for y in dict.fromkeys(y for _, y in pairs):
-        product_b *= max(1.0, (b.stats[y].ndv if y in b.stats else 0) or b.rows)
-    if len(pairs) == 1:
-        return max(1.0, min(max(product_a, product_b), max(a.rows, b.rows)))
-    return max(1.0, min(product_a, a.rows), min(product_b, b.rows))
 
 
 def join_greedy(planner: PlanningContext, relations: list[Relation], pending: list[exp.Expression],

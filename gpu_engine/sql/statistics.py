@@ -21,15 +21,15 @@ From those the planner guesses:
   comparison of two constants what it folds to (1 or 0), anything else 1/2.
 
 Estimates only order joins and pick build sides; a wrong guess costs time,
-never correctness.
+never correctness. The statistics types and the numbers of the rules (1/NDV,
+the range share, 1/3, 1/10, 1/2) are :mod:`gpu_engine.optimizer.statistics`'s,
+which the typed plan's estimates (:mod:`gpu_engine.optimizer.cardinality`)
+call too; this module reads sqlglot trees into their arguments.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import datetime
-import decimal
-from dataclasses import dataclass
 from typing import Callable, Mapping
 
 import pyarrow as pa
@@ -37,6 +37,10 @@ import pyarrow.compute as pc
 from sqlglot import exp
 
 from gpu_engine.columnar.types import is_string
+from gpu_engine.optimizer.statistics import (
+    DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
+    range_selectivity,
+)
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import parse_date_text
 
@@ -45,49 +49,11 @@ __all__ = ["ColumnStatistics", "TableStatistics", "RegisteredStatistics", "table
 
 #: Rows assumed for a table without statistics (a catalog given as schemas only).
 DEFAULT_TABLE_ROWS = 100_000
-_DEFAULT_SELECTIVITY = 0.5
-_RANGE_SELECTIVITY = 1 / 3
-_LIKE_SELECTIVITY = 0.1
-
-
-@dataclass(frozen=True)
-class ColumnStatistics:
-    """What the planner knows of one column: distinct values and the value range (None when unknown)."""
-
-    ndv: float
-    minimum: object = None
-    maximum: object = None
-
-    def capped(self, rows: float) -> "ColumnStatistics":
-        """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
-        if not self.ndv or 1.0 <= self.ndv <= rows:  # unchanged: no copy (estimates cap every column per candidate join)
-            return self
-        return dataclasses.replace(self, ndv=max(1.0, min(self.ndv, rows)))
-
-
-@dataclass(frozen=True)
-class TableStatistics:
-    """A table's row count and its columns' statistics."""
-
-    rows: float
-    columns: Mapping[str, ColumnStatistics]
-
-
-def _as_number(value: object) -> float | None:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float, decimal.Decimal)):
-        return float(value)
-    if isinstance(value, datetime.datetime):
-        return value.timestamp() / 86400
-    if isinstance(value, datetime.date):
-        return float(value.toordinal())
-    return None
 
 
 def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum: object) -> ColumnStatistics:
     ndv = 0.0  # unknown: an equality with a constant then keeps 1/10 of the rows
-    low, high = _as_number(minimum), _as_number(maximum)
+    low, high = as_number(minimum), as_number(maximum)
     if low is not None and high is not None and (pa.types.is_integer(dtype) or pa.types.is_date(dtype)):
         ndv = max(1.0, min(rows, high - low + 1))
     elif pa.types.is_boolean(dtype):
@@ -284,7 +250,7 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
     if isinstance(tree, exp.Not):
         return 1 - selectivity(tree.this, column_stats)
     if isinstance(tree, exp.Like):
-        return _LIKE_SELECTIVITY
+        return LIKE_SELECTIVITY
     if isinstance(tree, exp.In) and not tree.args.get("query"):
         one = _equality_selectivity(tree.this, column_stats)
         return min(1.0, one * max(1, len(lifted_values(tree.expressions))))
@@ -302,13 +268,13 @@ def selectivity(tree: exp.Expression, column_stats: Callable[[exp.Column], Colum
         if not isinstance(column, exp.Column):
             column, other, kind = other, column, _FLIPPED[kind]
         if not isinstance(column, exp.Column):
-            return _DEFAULT_SELECTIVITY
+            return DEFAULT_SELECTIVITY
         if kind is exp.EQ:
             return _equality_selectivity(column, column_stats) if _constant(other) is not None else 0.1
         if kind is exp.NEQ:
             return 1 - _equality_selectivity(column, column_stats)
         return _range_selectivity(column, kind, _constant(other), column_stats)
-    return _DEFAULT_SELECTIVITY
+    return DEFAULT_SELECTIVITY
 
 
 _COMPARE = {exp.EQ: lambda a, b: a == b, exp.NEQ: lambda a, b: a != b, exp.LT: lambda a, b: a < b,
@@ -388,16 +354,8 @@ def intersected_value_sets(conjuncts: list[exp.Expression], column_stats) -> tup
 
 
 def _equality_selectivity(column: exp.Expression, column_stats) -> float:
-    stats = column_stats(column) if isinstance(column, exp.Column) else None
-    return 1 / stats.ndv if stats is not None and stats.ndv >= 1 else 0.1
+    return equality_selectivity(column_stats(column) if isinstance(column, exp.Column) else None)
 
 
 def _range_selectivity(column: exp.Column, kind: type, value: object, column_stats) -> float:
-    stats = column_stats(column)
-    low = _as_number(stats.minimum) if stats is not None else None
-    high = _as_number(stats.maximum) if stats is not None else None
-    if not isinstance(value, float) or low is None or high is None or high <= low:
-        return _RANGE_SELECTIVITY
-    below = (value - low) / (high - low)
-    fraction = below if kind in (exp.LT, exp.LTE) else 1 - below
-    return min(1.0, max(0.001, fraction))
+    return range_selectivity(column_stats(column), kind in (exp.LT, exp.LTE), value)
