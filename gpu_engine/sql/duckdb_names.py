@@ -184,6 +184,9 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Anonymous(this=exp.to_identifier("row", quoted=True), expressions=list(node.expressions))
     if isinstance(node, exp.Filter):  # DuckDB prints a blank before the FILTER's parenthesis
         return exp.Var(this=f"{_text(node.this)} FILTER ({_text(node.expression)})")
+    if isinstance(node, exp.If) and not isinstance(node.parent, exp.Case):  # if(c, a, b): "if" is a keyword
+        arguments = [node.this, node.args["true"]] + ([node.args["false"]] if node.args.get("false") else [])
+        return exp.Anonymous(this=exp.to_identifier("if", quoted=True), expressions=arguments)
     if isinstance(node, exp.Coalesce):  # an operator to DuckDB, printed in capitals
         arguments = [node.this, *node.expressions]
         return exp.Var(this=f"COALESCE({', '.join(_text(a) for a in arguments)})")

@@ -409,8 +409,8 @@ def _is_null(value: exp.Expression, negated: bool) -> exp.Expression:
 
 
 def _conditional_as_case(node: exp.Expression) -> exp.Expression:
-    """Write COALESCE, NULLIF, ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE | FALSE`` and Spark's NULL-safe division
-    as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
+    """Write COALESCE, NULLIF, ``IS [NOT] DISTINCT FROM``, ``IS [NOT] TRUE | FALSE``, DuckDB's ``if``/``iif`` and
+    Spark's NULL-safe division as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
     if isinstance(node, exp.Coalesce):  # the arguments are lowered first: transform does not visit the CASE built
         values = [value.copy().transform(_conditional_as_case) for value in [node.this] + list(node.expressions)]
         result = values[-1]
@@ -435,6 +435,11 @@ def _conditional_as_case(node: exp.Expression) -> exp.Expression:
         truth = value.copy() if node.expression.this else exp.Not(this=exp.Paren(this=value.copy()))
         return exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=value, expression=exp.Null()),
                                                    true=exp.Boolean(this=False))], default=truth))
+    if isinstance(node, exp.If) and not isinstance(node.parent, exp.Case):  # DuckDB's if(c, a, b) / iif(c, a, b)
+        condition, true = (side.copy().transform(_conditional_as_case) for side in (node.this, node.args["true"]))
+        false = node.args.get("false")
+        return exp.Paren(this=exp.Case(ifs=[exp.If(this=condition, true=true)],
+                                       default=None if false is None else false.copy().transform(_conditional_as_case)))
     if isinstance(node, exp.Div) and node.args.get("safe"):  # Spark's a / b: NULL for a zero divisor
         divisor = node.expression.copy()
         guarded = exp.Case(ifs=[exp.If(this=exp.EQ(this=divisor.copy(), expression=exp.Literal.number(0)),
