@@ -26,7 +26,8 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
     python bench/ab.py string-key-growth tpch 10 --sf 1 --runs 7
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
-    python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby; --sf: millions of rows)
+    python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
+    python bench/ab.py id-slot-probe dbbench 3 --sf 10 --runs 7
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
@@ -218,9 +219,7 @@ def _string_key_growth():
             grown[:table._chars_bound] = table._chars[:table._chars_bound]
             table._chars = grown
         if table.capacity < 2 * total:
-            table._slots = np.full(keys._next_power_of_two(2 * total), keys.EMPTY, dtype=np.int32)
-            if known:
-                keys._rehash_cpu(np.ascontiguousarray(table._words[:known, keys.HASH]), known, table._slots)
+            table._slots = table._new_slots(keys._next_power_of_two(2 * total), known)
 
     def doubling(table, arguments, ids):
         n, offsets, row = ids.shape[0], arguments[0], 0
@@ -239,6 +238,108 @@ def _string_key_growth():
                 reserve_zeroed(table, min(n - row, max(table._known_bound, 1024)) if full else 0,
                                min(rest, max(table._chars_bound, 8192, length)) if short else 0)
     return keys.StringKeyTable, "_intern_cpu", doubling
+
+
+def _id_slot_probe():
+    """The cpu StringKeyTable's pass before its slots held each string's first 16 bytes and length inline: a slot
+    holds only the id (int32), and a probe reads the entry it names in ``_words`` (two dependent reads a row)."""
+    import numpy as np
+    from numba import njit
+
+    from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
+    from gpu_engine.kernels import string_keys as keys
+    from gpu_engine.kernels.group_by import EMPTY, _rehash_cpu
+    from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
+
+    word, same_tail = keys._word_cpu, keys._same_tail
+    WORD0, WORD1, LENGTH, HASH = keys.WORD0, keys.WORD1, keys.LENGTH, keys.HASH
+
+    @njit(nogil=True)
+    def intern_rows(offsets, chars, validity, has_validity, hashes, start, slots, known_words, known_offsets,
+                    known_chars, state, ids):
+        capacity = slots.shape[0]
+        mask = np.uint64(capacity - 1)
+        max_known = min(known_words.shape[0], capacity // 2)
+        num_known = state[0]
+        n = ids.shape[0]
+        prefetch = worth_prefetching(slots) or worth_prefetching(known_words)
+        for i in range(start, n):
+            if has_validity and not validity[i]:
+                ids[i] = 0
+                continue
+            if prefetch:
+                if i + PREFETCH_DISTANCE < n:
+                    prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
+                if i + PREFETCH_DISTANCE // 2 < n:
+                    ahead = slots[np.int64(hashes[i + PREFETCH_DISTANCE // 2] & mask)]
+                    if ahead != EMPTY:
+                        prefetch_row(known_words, ahead)
+            h = hashes[i]
+            first = offsets[i]
+            length = offsets[i + 1] - first
+            word0 = word(chars, first, first + length)
+            word1 = word(chars, first + 8, first + length)
+            slot = np.int64(h & mask)
+            while True:
+                g = slots[slot]
+                if g == EMPTY:
+                    at = known_offsets[num_known]
+                    if num_known >= max_known or at + length > known_chars.shape[0]:
+                        state[0] = num_known
+                        return i
+                    g = num_known
+                    for k in range(length):
+                        known_chars[at + k] = chars[first + k]
+                    known_offsets[g + 1] = at + length
+                    known_words[g, WORD0] = word0
+                    known_words[g, WORD1] = word1
+                    known_words[g, LENGTH] = np.uint64(length)
+                    known_words[g, HASH] = h
+                    slots[slot] = g
+                    num_known += 1
+                    break
+                if (known_words[g, WORD0] == word0 and known_words[g, WORD1] == word1
+                        and known_words[g, LENGTH] == np.uint64(length)
+                        and (length <= 16 or same_tail(known_offsets, known_chars, g, chars, first, length))):
+                    break
+                slot = (slot + 1) & (capacity - 1)
+            ids[i] = g
+        state[0] = num_known
+        return ids.shape[0]
+
+    def id_slots(table):
+        """The table's int32 id slots, rebuilt from ``_words`` whenever its (inline) slots were (they grew)."""
+        if getattr(table, "_id_slots_of", None) is not table._slots:
+            table._id_slots = np.full(table.capacity, EMPTY, dtype=np.int32)
+            if table._known_bound:
+                _rehash_cpu(np.ascontiguousarray(table._words[:table._known_bound, HASH]), table._known_bound,
+                            table._id_slots)
+            table._id_slots_of = table._slots
+        return table._id_slots
+
+    def intern_cpu(table, arguments, ids):
+        n, offsets, row = ids.shape[0], arguments[0], 0
+        known_before, bytes_before, first_byte = table._known_bound, table._chars_bound, int(offsets[0])
+        count_host_sync()
+        while row < n:
+            count_kernel_launch()
+            row = intern_rows(*arguments, row, id_slots(table), table._words, table._offsets, table._chars,
+                              table._state, ids)
+            table._known_bound = int(table._state[0])
+            table._chars_bound = int(table._offsets[table._known_bound])
+            if row < n:  # as StringKeyTable._intern_cpu
+                length = int(offsets[row + 1] - offsets[row])
+                full = table._known_bound >= min(int(table._words.shape[0]), table.capacity // 2)
+                short = table._chars_bound + length > int(table._chars.shape[0])
+                rest_bytes = int(offsets[n] - offsets[row])
+                seen_bytes = max(int(offsets[row]) - first_byte, 1)
+                new_rows = -(-(table._known_bound - known_before) * (n - row) // max(row, 1))
+                new_bytes = -(-(table._chars_bound - bytes_before) * rest_bytes // seen_bytes)
+                rows = max(table._known_bound, 1024)
+                size = max(table._chars_bound, 8192)
+                table._reserve(min(n - row, max(rows, min(new_rows, 64 * rows))) if full else 0,
+                               min(rest_bytes, max(size, length, min(new_bytes, 64 * size))) if short else 0)
+    return keys.StringKeyTable, "_intern_cpu", intern_cpu
 
 
 def _kept_positions():
@@ -468,6 +569,7 @@ SWITCHES = {
     "node-setups": _node_setups,
     "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
+    "id-slot-probe": _id_slot_probe,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,
@@ -502,8 +604,10 @@ def _workload(name: str, query: int, sf: float):
                 lambda actual, expected: rows_mismatch(actual, expected, ordered=order_key_columns(sql)))
     if name == "dbbench":  # db-benchmark's groupby question ``query`` over G1 of ``sf`` million rows, 100 groups
         from bench.dbbench import QUESTIONS, ensure_groupby
+        import pyarrow.parquet as pq
         tables = {"x": ensure_groupby(int(sf * 1_000_000), 100)}
-        return (tables, QUESTIONS[f"q{query}"], lambda session, folder: session.register("x", str(folder["x"])),
+        in_memory = pq.read_table(tables["x"])  # both Sessions answer from memory, as bench/run_dbbench.py's
+        return (tables, QUESTIONS[f"q{query}"], lambda session, folder: session.register("x", in_memory),
                 lambda actual, expected: rows_mismatch(actual, expected))
     from bench.tpcds import query_text, result_mismatch
     from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
@@ -535,6 +639,8 @@ def main():
         sessions[side] = Session(device="cpu", drivers=a.drivers, compile_mode=a.compile_mode)
         register(sessions[side], folder)
     duck = duckdb_connection(folder, threads=2)
+    if a.workload == "dbbench":  # DuckDB answers from its own table in memory too (the benchmark's solutions do)
+        duck.execute("CREATE TABLE x_in_memory AS SELECT * FROM x; DROP VIEW x; ALTER TABLE x_in_memory RENAME TO x")
     expected = duckdb_table(duck, sql)
     compiler = background_compiler()
     for side, session in sessions.items():

@@ -13,7 +13,8 @@ and one probe pass whatever the number of distinct strings.
 
 Both twins assign ids in order of each new string's first row, so they give
 identical ids: the CPU twin by a sequential loop that stops when the table
-must grow (the host grows it and resumes); the CUDA twin by claiming slots
+must grow (the host grows it and resumes), probing slots that hold each known
+string's first 16 bytes, length and id inline (see :data:`SLOT_WIDTH`); the CUDA twin by claiming slots
 with compare-and-swap within counted room (a batch whose rows found no room
 is claimed again after the table grows), electing the smallest row per new
 string with an atomic max on the slot's marker, then numbering elected rows
@@ -36,7 +37,7 @@ from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import _scatter_kept_cuda
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
-from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cpu, _rehash_cuda
+from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cuda
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
@@ -64,6 +65,16 @@ WORDS_WIDTH = 4
 #: rows and bytes a parallel batch's claim kernel refused for want of room (the host grows and reruns it).
 KNOWN, CLAIMED, CLAIMED_BYTES, REFUSED, REFUSED_BYTES = 0, 1, 2, 3, 4
 STATE_WIDTH = 5
+
+#: Columns of the CPU twin's slots (uint64, one 32-byte row a slot, two a cache line): the known string's first
+#: 16 bytes as two words, its length, and its id + 1 (0: an empty slot). A probe of a string of at most 16 bytes
+#: reads one slot row and nothing else. Why inline: with the slot holding only the id, each row read the slot, then
+#: the entry it names in ``_words``: two dependent misses once the table leaves the caches (100k distinct
+#: db-benchmark ``id3`` values: ~47 ns a row, about half; see bench/results/2026-11-28-dbbench-inline-string-slots.md).
+#: It costs 32 bytes a slot against 4 (at most half the slots hold strings). The CUDA twins keep int32 slots:
+#: their claims compare-and-swap one word.
+SLOT_WORD0, SLOT_WORD1, SLOT_LENGTH, SLOT_ID = 0, 1, 2, 3
+SLOT_WIDTH = 4
 
 
 @intrinsic
@@ -153,24 +164,20 @@ def _hash_strings_cpu(offsets, chars, hashes):
 def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slots, known_words, known_offsets,
                      known_chars, state, ids):
     """Intern rows from ``start`` on (``state`` holds the known count); return the row reached: early when
-    the table must grow (the host grows it and calls again)."""
+    the table must grow (the host grows it and calls again). ``slots`` rows are laid out as :data:`SLOT_WIDTH`
+    says; a new string is written to its slot and to ``known_words`` / ``known_offsets`` / ``known_chars``."""
     capacity = slots.shape[0]
     mask = np.uint64(capacity - 1)
     max_known = min(known_words.shape[0], capacity // 2)
     num_known = state[0]
     n = ids.shape[0]
-    prefetch = worth_prefetching(slots) or worth_prefetching(known_words)
+    prefetch = worth_prefetching(slots)
     for i in range(start, n):
         if has_validity and not validity[i]:
             ids[i] = 0
             continue
-        if prefetch:  # row i + D's slot, and the entry of the string row i + D/2's slot holds (fetched D/2 rows ago)
-            if i + PREFETCH_DISTANCE < n:
-                prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
-            if i + PREFETCH_DISTANCE // 2 < n:
-                ahead = slots[np.int64(hashes[i + PREFETCH_DISTANCE // 2] & mask)]
-                if ahead != EMPTY:
-                    prefetch_row(known_words, ahead)
+        if prefetch and i + PREFETCH_DISTANCE < n:  # row i + D's slot row: its words, length and id in one line
+            prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
         h = hashes[i]
         first = offsets[i]
         length = offsets[i + 1] - first
@@ -178,8 +185,8 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
         word1 = _word_cpu(chars, first + 8, first + length)
         slot = np.int64(h & mask)  # _first_slot, inlined
         while True:
-            g = slots[slot]
-            if g == EMPTY:
+            entry = slots[slot, SLOT_ID]
+            if entry == 0:
                 at = known_offsets[num_known]
                 if num_known >= max_known or at + length > known_chars.shape[0]:
                     state[0] = num_known
@@ -192,19 +199,37 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
                 known_words[g, WORD1] = word1
                 known_words[g, LENGTH] = np.uint64(length)
                 known_words[g, HASH] = h
-                slots[slot] = g
+                slots[slot, SLOT_WORD0] = word0
+                slots[slot, SLOT_WORD1] = word1
+                slots[slot, SLOT_LENGTH] = np.uint64(length)
+                slots[slot, SLOT_ID] = np.uint64(g + 1)
                 num_known += 1
                 break
-            # The first 16 bytes and the length in one entry; the hash is not compared (a slot of another
+            g = np.int64(entry) - 1
+            # The first 16 bytes and the length in the slot's row; the hash is not compared (a slot of another
             # string, rare at half load, costs a word compare instead).
-            if (known_words[g, WORD0] == word0 and known_words[g, WORD1] == word1
-                    and known_words[g, LENGTH] == np.uint64(length)
+            if (slots[slot, SLOT_WORD0] == word0 and slots[slot, SLOT_WORD1] == word1
+                    and slots[slot, SLOT_LENGTH] == np.uint64(length)
                     and (length <= 16 or _same_tail(known_offsets, known_chars, g, chars, first, length))):
                 break
             slot = (slot + 1) & (capacity - 1)
         ids[i] = g
     state[0] = num_known
     return ids.shape[0]
+
+
+@njit(nogil=True, cache=True)
+def _rehash_inline_cpu(known_words, known, slots):
+    """Fill empty CPU twin ``slots`` with the ``known`` strings of ``known_words`` (their hash picks the slot)."""
+    capacity = slots.shape[0]
+    for g in range(known):
+        slot = np.int64(known_words[g, HASH] & np.uint64(capacity - 1))
+        while slots[slot, SLOT_ID] != 0:
+            slot = (slot + 1) & (capacity - 1)
+        slots[slot, SLOT_WORD0] = known_words[g, WORD0]
+        slots[slot, SLOT_WORD1] = known_words[g, WORD1]
+        slots[slot, SLOT_LENGTH] = known_words[g, LENGTH]
+        slots[slot, SLOT_ID] = np.uint64(g + 1)
 
 
 # ------------------------------------------------------------------ CUDA twins
@@ -431,7 +456,7 @@ class StringKeyTable:
         self.serial_rows = serial_rows
         xp = device.xp
         capacity = _next_power_of_two(initial_capacity)
-        self._slots = xp.full(capacity, EMPTY, dtype=xp.int32)
+        self._slots = self._new_slots(capacity, 0)
         self._words = xp.zeros((capacity // 2, WORDS_WIDTH), dtype=xp.uint64)  # see WORD0 .. HASH
         self._offsets = xp.zeros(capacity // 2 + 1, dtype=xp.int64)
         self._chars = xp.zeros(8 * capacity, dtype=xp.uint8)
@@ -521,9 +546,13 @@ class StringKeyTable:
         chars = np.zeros(1, dtype=np.uint8)
         hashes = np.zeros(1, dtype=np.uint64)
         arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, hashes)
+        slots = np.zeros((16, SLOT_WIDTH), dtype=np.uint64)
+        words = np.zeros((8, WORDS_WIDTH), dtype=np.uint64)
         return [(_hash_strings_cpu, (offsets, chars, hashes)),
-                (_intern_rows_cpu, (*arguments, 0, self._slots, self._words, self._offsets, self._chars,
-                                    self._state, np.zeros(1, dtype=np.int64)))]
+                (_intern_rows_cpu, (*arguments, 0, slots, words, np.zeros(9, dtype=np.int64),
+                                    np.zeros(8, dtype=np.uint8), np.zeros(STATE_WIDTH, dtype=np.int64),
+                                    np.zeros(1, dtype=np.int64))),
+                (_rehash_inline_cpu, (words, 0, slots))]
 
     def values(self) -> Column:
         """Return every known string as a column, at the position of its id (one host read on cuda)."""
@@ -699,10 +728,23 @@ class StringKeyTable:
             grown[: self._chars_bound] = self._chars[: self._chars_bound]
             self._chars = grown
         if self.capacity < 2 * total:
-            self._slots = xp.full(_next_power_of_two(2 * total), EMPTY, dtype=xp.int32)
+            self._slots = self._new_slots(_next_power_of_two(2 * total), known)
+
+    def _new_slots(self, capacity: int, known: int) -> Any:
+        """Return ``capacity`` slots holding the first ``known`` strings of ``_words``: rows of
+        :data:`SLOT_WIDTH` words for the CPU twin, an int32 id a slot (:data:`EMPTY` when empty) for the CUDA ones."""
+        xp = self.device.xp
+        if self.device.kernel_flavor == "cpu":
+            slots = np.zeros((capacity, SLOT_WIDTH), dtype=np.uint64)
             if known:
-                hashes = xp.ascontiguousarray(self._words[:known, HASH])
-                launch_twin(self.device, known, _rehash_cpu, _rehash_cuda, hashes, known, self._slots)
+                count_kernel_launch()  # the CPU twin call stands for the CUDA rehash launch
+                _rehash_inline_cpu(self._words, known, slots)
+            return slots
+        slots = xp.full(capacity, EMPTY, dtype=xp.int32)
+        if known:
+            hashes = xp.ascontiguousarray(self._words[:known, HASH])
+            launch_cuda(self.device, _rehash_cuda, known, hashes, known, slots)
+        return slots
 
 
 def finish_together(device: Device, together: list) -> None:

@@ -193,3 +193,45 @@ def test_a_dictionary_is_interned_in_one_pass_sized_for_all_its_values():
     launches = (counts_now() - before).kernel_launches
     assert [int(i) for i in ids[:2]] == [19_999, 19_998] and table.num_known == 20_000
     assert launches <= 3, launches  # the hash pass, one interning call, the gather of ids by code
+
+
+def test_cpu_slots_hold_each_strings_first_words_and_length_through_growth_and_many_dictionaries(device):
+    """The CPU twin's slots hold each known string's first 16 bytes, length and id inline (a probe reads one slot
+    row, not the slot and then the entry it names): after several growths (each rebuilding the slots from the
+    known entries), over plain batches and dictionary batches of different values, strings sharing 16-byte
+    prefixes, differing by a trailing zero byte or only past byte 16, empty strings and NULL rows keep ids in
+    order of first appearance, and every known string sits in exactly one slot with its own words. The CUDA
+    twins keep int32 id slots (ids checked on every device)."""
+    from gpu_engine.kernels import string_keys as keys
+
+    table = StringKeyTable(device, initial_capacity=16, serial_rows=1 << 20)
+    known: dict[str, int] = {}
+    prefix = "0123456789abcdef"
+    values = ["", "a", "a\x00", prefix, prefix + "\x00", prefix[:8], prefix[:8] + "\x00"]
+    values += [f"{prefix}{i:03d}{'z' * (i % 7)}" for i in range(60)] + [f"k{i}" for i in range(60)]
+    batches = [pa.array(values[:20] + [None, ""]),
+               pa.array(values[40:90]).dictionary_encode(),
+               pa.array(list(reversed(values)) + [None] * 3),
+               pa.DictionaryArray.from_arrays(pa.array([2, None, 0, 1, 2], pa.int32()),
+                                              pa.array([values[5], "fresh" + prefix, values[100]])),
+               pa.array([], pa.string()).dictionary_encode(),
+               pa.array(values[::3]).slice(5, 30)]
+    for array in batches:
+        expected = []
+        for value in array.to_pylist():
+            if value is not None and value not in known:
+                known[value] = len(known)
+            expected.append(0 if value is None else known[value])
+        assert [int(i) for i in device.to_host(table.intern(Column.from_arrow(array, device)))] == expected
+    assert table.num_known == len(known) and table.capacity > 16
+    assert table.values().to_arrow(device).to_pylist() == sorted(known, key=known.get)
+    if device.kernel_flavor != "cpu":
+        return
+    slots = table._slots
+    occupied = slots[slots[:, keys.SLOT_ID] != 0]
+    assert sorted(int(i) - 1 for i in occupied[:, keys.SLOT_ID]) == list(range(len(known)))
+    for word0, word1, length, entry in occupied:
+        value = sorted(known, key=known.get)[int(entry) - 1].encode()
+        head = value[:16].ljust(16, b"\x00")
+        assert (int(word0), int(word1), int(length)) == (int.from_bytes(head[:8], "little"),
+                                                          int.from_bytes(head[8:], "little"), len(value))
