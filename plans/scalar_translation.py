@@ -50,7 +50,7 @@ from gpu_engine.plans.sql_literals import (
 )
 from gpu_engine.plans.type_coercion import arithmetic_type, common_type, is_castable, is_comparable
 
-__all__ = ["ScalarTranslator", "is_untyped_null", "sql_type"]
+__all__ = ["ScalarTranslator", "is_untyped_null", "sql_type", "MEMBERSHIP_EQUALITY", "membership_equality"]
 
 _ARITHMETIC = {exp.Add: "add", exp.Sub: "sub", exp.Mul: "mul", exp.Div: "div", exp.Mod: "mod"}
 _COMPARISON = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
@@ -199,6 +199,38 @@ def _integer_literal_as(tree: exp.Expression, value: Expr, other_tree: exp.Expre
     bits = other.dtype.bit_width
     low, high = (-(2 ** (bits - 1)), 2 ** (bits - 1)) if pa.types.is_signed_integer(other.dtype) else (0, 2**bits)
     return Literal(value.value, other.dtype) if low <= value.value < high else value
+
+
+#: The sqlglot ``meta`` key of an equality the planner writes for ``x IN (SELECT ...)`` / ``= ANY (...)``: DuckDB
+#: refuses a text beside a number there ("Cannot compare values of type VARCHAR and INTEGER in IN/ANY/ALL
+#: clause"), where it casts the text in a written equality (:func:`_text_cast_for_equality`).
+MEMBERSHIP_EQUALITY = "membership_equality"
+
+
+def membership_equality(left: exp.Expression, right: exp.Expression) -> exp.EQ:
+    """Return ``left = right`` marked as the equality of an IN subquery (:data:`MEMBERSHIP_EQUALITY`)."""
+    equality = exp.EQ(this=left, expression=right)
+    equality.meta[MEMBERSHIP_EQUALITY] = True
+    return equality
+
+
+def _text_cast_for_equality(left: Expr, right: Expr) -> tuple[Expr, Expr]:
+    """Return an equality's sides with a text value beside a number, boolean, date or timestamp cast to that type.
+
+    Why: DuckDB binds ``text_col = int_col`` (and ``<>``, IS [NOT] DISTINCT FROM) by casting the VARCHAR side
+    to the other side's type, raising when a compared text is no such value ("Could not convert string 'x' to
+    INT32"); the engine refused every such pair ("cannot compare string with int32"; a correlated EXISTS on
+    ``y.g = x.k``, the breadth fuzz's seeds 9760 and 9864). The engine's CAST raises as DuckDB's does. Ordering
+    comparisons, BETWEEN and IN subqueries of such a pair DuckDB refuses, and so does the engine still. A text
+    constant is cast while planning (:meth:`ScalarTranslator._text_constant_as`), not here.
+    """
+    for this, other in ((left, right), (right, left)):
+        if (is_string(this.dtype) and not isinstance(this, Literal) and not is_untyped_null(other)
+                and (is_numeric(other.dtype) or is_boolean(other.dtype) or pa.types.is_date32(other.dtype)
+                     or pa.types.is_timestamp(other.dtype) and other.dtype.tz is None)):
+            cast = Cast(this, other.dtype)
+            return (cast, right) if this is left else (left, cast)
+    return left, right
 
 
 class ScalarTranslator:
@@ -430,7 +462,10 @@ class ScalarTranslator:
         return Cast(literal, dtype)
 
     def _comparison(self, tree: exp.Binary) -> Expr:
-        left, right = self._comparable_pair(self.translate(tree.this), self.translate(tree.expression), tree)
+        left, right = self.translate(tree.this), self.translate(tree.expression)
+        if isinstance(tree, (exp.EQ, exp.NEQ)) and not tree.meta.get(MEMBERSHIP_EQUALITY):
+            left, right = _text_cast_for_equality(left, right)
+        left, right = self._comparable_pair(left, right, tree)
         if is_untyped_null(left):
             return Literal(None, pa.bool_())
         return BinaryOp(_COMPARISON[type(tree)], left, right, pa.bool_())

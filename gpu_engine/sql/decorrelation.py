@@ -33,6 +33,7 @@ from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
+from gpu_engine.plans.scalar_translation import membership_equality
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
 from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
@@ -588,6 +589,18 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
                 semi = dataclasses.replace(semi, relation=inner_relation)
             out.append((outer, inner))
             continue
+        text_target = _text_key_target(outer_type, inner_type)
+        if text_target is not None and _is_exists(semi.tree):
+            # DuckDB binds an EXISTS' equality of a text column with a number, boolean or date by casting the text
+            # to the other type (raising for text that is no such value), as in any WHERE (an IN subquery of
+            # such a pair it refuses: so does the engine, below)
+            if pa.types.is_string(outer_type) or pa.types.is_large_string(outer_type):
+                relation, outer = _with_cast_key(planner, relation, outer, text_target)
+            else:
+                inner_relation, inner = _with_cast_key(planner, semi.relation, inner, text_target)
+                semi = dataclasses.replace(semi, relation=inner_relation)
+            out.append((outer, inner))
+            continue
         numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
                       for t in (outer_type, inner_type))
         if not numeric or _join_key_layout(outer_type) == _join_key_layout(inner_type):
@@ -605,6 +618,30 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
             semi = dataclasses.replace(semi, relation=inner_relation)
         out.append((outer, inner))
     return relation, semi, out
+
+
+def _text_key_target(a: pa.DataType, b: pa.DataType) -> pa.DataType | None:
+    """Return the type a text key is cast to beside a key of ``a`` / ``b`` (DuckDB's equality of VARCHAR with a
+    number, boolean, date or timestamp), or None when the pair is not one text and one such key."""
+    def text(t):
+        return pa.types.is_string(t) or pa.types.is_large_string(t)
+
+    def castable(t):
+        return (pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t)
+                or pa.types.is_date32(t) or pa.types.is_timestamp(t) and t.tz is None)
+
+    if text(a) and castable(b):
+        return b
+    if text(b) and castable(a):
+        return a
+    return None
+
+
+def _is_exists(tree: exp.Expression) -> bool:
+    """Return True when a semi join's conjunct is a [NOT] EXISTS (its keys are WHERE equalities, not IN's pair)."""
+    while isinstance(tree, (exp.Not, exp.Paren)):
+        tree = tree.this
+    return isinstance(tree, exp.Exists)
 
 
 def _with_cast_key(planner: QueryPlanner, relation: Relation, column: exp.Column,
@@ -653,7 +690,7 @@ def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed:
         inner_type = semi.relation.node.output_schema.field(inner_name).type
         if (outer_name in left or _join_key_layout(outer_type) != _join_key_layout(inner_type)) \
                 and semi.join_type != "null_aware_anti":
-            filters.append(exp.EQ(this=outer.copy(), expression=inner.copy()))
+            filters.append(membership_equality(outer.copy(), inner.copy()))  # (an EXISTS' text key is cast above)
             continue
         if _join_key_layout(outer_type) != _join_key_layout(inner_type):
             raise planner._plan_error(PlanError(f"NOT IN compares {outer_type} with {inner_type}"), semi.tree)

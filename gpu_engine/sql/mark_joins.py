@@ -25,6 +25,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.plans.scalar_translation import membership_equality
 from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
@@ -99,7 +100,7 @@ def _mark_join(mark: exp.Expression, outer_aliases: set[str], planner) -> tuple[
         produced = produced.this if isinstance(produced, exp.Alias) else produced
         outputs.append(exp.alias_(produced.copy(), "v"))
         local = local + [exp.Not(this=exp.Is(this=produced.copy(), expression=exp.Null()))]
-        on.append(exp.EQ(this=value.copy(), expression=exp.column("v", table=alias)))
+        on.append(membership_equality(value.copy(), exp.column("v", table=alias)))
     for n, (outer, inner_column) in enumerate(keys):
         outputs.append(exp.alias_(inner_column.copy(), f"k{n}"))
         on.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
@@ -146,7 +147,7 @@ def _uncorrelated_mark(select: exp.Expression, value: exp.Column, planner) -> tu
         this=exp.to_identifier(inner, quoted=True)))))
     values.set("where", exp.Where(this=exp.Not(this=exp.Is(this=produced.copy(), expression=exp.Null()))))
     join = exp.Join(this=exp.Subquery(this=values, alias=exp.TableAlias(this=exp.to_identifier(alias))),
-                    side="LEFT", on=exp.EQ(this=value.copy(), expression=exp.column("v", table=alias)))
+                    side="LEFT", on=membership_equality(value.copy(), exp.column("v", table=alias)))
     return join, exp.Not(this=exp.Is(this=exp.column("v", table=alias), expression=exp.Null()))
 
 

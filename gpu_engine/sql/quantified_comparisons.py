@@ -37,6 +37,7 @@ from typing import Callable
 
 from sqlglot import exp
 
+from gpu_engine.plans.scalar_translation import membership_equality
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.decorrelation import correlation, split_correlated, subquery_select
@@ -184,7 +185,7 @@ class _Facts:
         not_null = exp.Not(this=exp.Is(this=self.value.copy(), expression=exp.Null()))
         select = self._select([exp.alias_(self.value.copy(), "v")] + keys, [not_null])
         select.set("distinct", exp.Distinct())
-        on = exp.and_(exp.EQ(this=operand.copy(), expression=exp.column("v", table=alias)), *self._keys_on(alias))
+        on = exp.and_(membership_equality(operand.copy(), exp.column("v", table=alias)), *self._keys_on(alias))
         self.joins.append(_derived_join(select, alias, side="LEFT", on=on))
         return alias
 
