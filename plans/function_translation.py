@@ -639,6 +639,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         return build_function(translator, "gcd" if name in ("gcd", "greatest_common_divisor") else "lcm", args, tree)
     if name == "even":
         return build_function(translator, "even", _numeric_args(translator, list(tree.expressions)), tree)
+    if name == "bit_count":
+        return bitwise_call(translator, name, _translate(translator, list(tree.expressions)), tree)
     if name in ("now", "get_current_timestamp", "transaction_timestamp"):
         return _current_timestamp(translator, tree)
     if name in _NAMED_PART_CALLS:  # weekday(d), millisecond(ts), ...: date_part of their field
@@ -749,3 +751,14 @@ _TWO_ARGUMENTS = (exp.Trim, exp.Left, exp.Right, exp.StartsWith, exp.EndsWith, e
                   exp.IntDiv, exp.Nullif, exp.SimilarTo)
 FUNCTION_HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     kind: _reads_every_argument(handler, two=kind in _TWO_ARGUMENTS) for kind, handler in _HANDLERS.items()}
+
+
+def bitwise_call(translator: Any, name: str, args: list[Expr], tree: exp.Expression) -> Function:
+    """Return a bit operation (``&``, ``|``, ``xor``, ``~``, ``<<``, ``>>``, ``bit_count``) over ``args``,
+    typed as DuckDB types it: the operands cast to their common integer type, a bare NULL taking the other's."""
+    if name in ("~", "bit_count"):
+        return build_function(translator, name, [_typed_null(args[0], pa.int32())], tree)
+    call = build_function(translator, name, [_typed_null(a, b.dtype if not _untyped(b) else pa.int32())
+                                             for a, b in (args, args[::-1])], tree)
+    return Function(name, tuple(a if a.dtype == call.dtype else _as_type(translator, a, call.dtype, tree)
+                                for a in call.args), call.dtype)

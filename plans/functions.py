@@ -616,6 +616,25 @@ def _divisor(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.int64()
 
 
+def _bitwise(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``a & b``, ``a | b``, ``xor(a, b)``, ``a << n``, ``a >> n`` of integers: their common type, as DuckDB's
+    arithmetic (``INTEGER & BIGINT`` a BIGINT); ``~a`` its type; ``bit_count(a)`` a TINYINT."""
+    unary = name in ("~", "bit_count")
+    _arity(name, args, 1 if unary else 2, 1 if unary else 2)
+    for position, arg in enumerate(args, 1):
+        if not (is_integer(arg.dtype) or pa.types.is_null(arg.dtype)):
+            spelled = f"{name}()" if name.isalpha() or "_" in name else f"'{name}'"
+            raise TypeError(f"{spelled} needs integers, got {arg.dtype} as operand {position}; CAST it to an "
+                            "integer type (BIGINT)")
+    if name == "bit_count":
+        return pa.int8()
+    types = [arg.dtype for arg in args if not pa.types.is_null(arg.dtype)] or [pa.int32()]
+    result = types[0]
+    for dtype in types[1:]:
+        result = arithmetic_type("add", result, dtype)
+    return result
+
+
 def _random(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``random(call)``: DOUBLE; ``call`` (an integer constant) tells the query's calls apart."""
     _arity(name, args, 1, 1)
@@ -710,6 +729,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
     "power": _double, "random": _random, "uuid": _uuid, "factorial": _factorial, "even": _double, "gcd": _divisor, "lcm": _divisor,
+    **{name: _bitwise for name in ("&", "|", "xor", "~", "<<", ">>", "bit_count")},
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
     "round": _round,

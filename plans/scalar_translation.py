@@ -726,6 +726,17 @@ class ScalarTranslator:
             start = max(start, 1)
         return Substring(operand, start, end - start + 1) if end >= start else Substring(operand, 1, 0)
 
+    def _bitwise(self, tree: exp.Expression) -> Expr:
+        """``a & b``, ``a | b``, ``xor(a, b)``, ``a << n``, ``a >> n``, ``~a``: DuckDB's bit operations."""
+        from gpu_engine.plans.function_translation import bitwise_call
+
+        if isinstance(tree, exp.BitwiseNot):
+            return bitwise_call(self, "~", [self.translate(tree.this)], tree)
+        left, right = self.translate(tree.this), self.translate(tree.expression)
+        left, right = (_integer_literal_as(tree.this, left, tree.expression, right),  # TINYINT | 3: a TINYINT
+                       _integer_literal_as(tree.expression, right, tree.this, left))
+        return bitwise_call(self, _BITWISE[type(tree)], [left, right], tree)
+
     # -- refusals ---------------------------------------------------------------
 
     def _unsupported(self, tree: exp.Expression) -> Expr:
@@ -759,6 +770,11 @@ _OPERATOR_SPELLING = {
 }
 
 
+#: sqlglot's bit operation nodes -> the function names the IR gives them (``xor(a, b)`` parses as BitwiseXor).
+_BITWISE = {exp.BitwiseAnd: "&", exp.BitwiseOr: "|", exp.BitwiseXor: "xor", exp.BitwiseNot: "~",
+            exp.BitwiseLeftShift: "<<", exp.BitwiseRightShift: ">>"}
+
+
 _HANDLERS = {
     exp.Column: ScalarTranslator._column,
     exp.Literal: ScalarTranslator._literal,
@@ -767,6 +783,7 @@ _HANDLERS = {
     exp.Paren: ScalarTranslator._paren,
     exp.Neg: ScalarTranslator._negate,
     **{kind: ScalarTranslator._arithmetic for kind in _ARITHMETIC},
+    **{kind: ScalarTranslator._bitwise for kind in _BITWISE},
     **{kind: ScalarTranslator._comparison for kind in _COMPARISON},
     exp.And: ScalarTranslator._connective,
     exp.Or: ScalarTranslator._connective,

@@ -22,6 +22,7 @@ from gpu_engine.columnar import Batch, Column
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.date_functions import DATE_FUNCTIONS, evaluate_date_function
 from gpu_engine.expressions.intervals import INTERVAL_FUNCTIONS, evaluate_interval_function
+from gpu_engine.expressions.bitwise import BITWISE_FUNCTIONS, evaluate_bitwise_function
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
 from gpu_engine.expressions.numeric import raise_at_first
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
@@ -109,6 +110,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
     columns = [None if k in constant else evaluate(arg, batch) for k, arg in enumerate(expr.args)]
     if expr.name in MATH_FUNCTIONS:
         return evaluate_math_function(device, expr.name, expr.args, columns, expr.dtype)
+    if expr.name in BITWISE_FUNCTIONS:
+        return evaluate_bitwise_function(device, expr.name, columns, expr.dtype)
     if expr.name in DATE_FUNCTIONS:
         return evaluate_date_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name in INTERVAL_FUNCTIONS:

@@ -32,7 +32,8 @@ _NOT_CALLS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
 
 # Operators DuckDB prints in parentheses.
 _PARENTHESIZED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.EQ, exp.NEQ, exp.LT, exp.LTE,
-                  exp.GT, exp.GTE, exp.And, exp.Or, exp.DPipe, exp.Is, exp.Between, exp.In, exp.Not)
+                  exp.GT, exp.GTE, exp.And, exp.Or, exp.DPipe, exp.Is, exp.Between, exp.In, exp.Not,
+                  exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseLeftShift, exp.BitwiseRightShift)
 
 # sqlglot nodes of functions whose names are DuckDB keywords (quoted in its names), with their arguments in order.
 KEYWORD_FUNCTIONS = {
@@ -190,6 +191,8 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Coalesce):  # an operator to DuckDB, printed in capitals
         arguments = [node.this, *node.expressions]
         return exp.Var(this=f"COALESCE({', '.join(_text(a) for a in arguments)})")
+    if isinstance(node, exp.BitwiseNot):  # DuckDB's (~(x))
+        return exp.Paren(this=exp.Var(this=f"~({_text(node.this)})"))
     if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
         return exp.Paren(this=exp.Neg(this=exp.Paren(this=node.this)))
     if isinstance(node, _PARENTHESIZED):
