@@ -59,8 +59,11 @@ import numpy as np
 
 #: Column kinds a recipe draws from, as (Arrow type name, how values are made).
 KINDS = ("int32", "int64", "float", "double", "string", "date", "decimal", "int16", "bool")
+#: ``--extended`` also draws nested columns (the engine reads the flat columns beside them, and refuses the nested
+#: ones by name) and damage aimed at dictionary pages (``dict``).
+NESTED_KINDS = ("list", "struct")
 COMPRESSIONS = ("none", "snappy", "zstd")
-MUTATIONS = ("page", "footer", "flip", "cut", "truncate")
+MUTATIONS = ("page", "footer", "flip", "cut", "truncate", "dict")
 QUERIES = ("count", "star", "group")
 
 
@@ -77,7 +80,9 @@ class Recipe:
     page_rows: int = 64  # rows per data page (write_batch_size with a tiny data_page_size)
     #: Damage, in order: ("page"|"footer", k, how) rewrites the k-th integer of the page headers or footer (see
     #: :func:`_new_int`); ("flip", where, xor) a byte of the pages, at ``where`` in [0, 1) of them (in [1, 2): of the
-    #: whole file); ("cut", where, size) removes bytes; ("truncate", keep) keeps a fraction of the file.
+    #: whole file); ("cut", where, size) removes bytes; ("truncate", keep) keeps a fraction of the file;
+    #: ("dict", k, how, xor) damages a dictionary page: an integer of its header (``how`` < 5, see :func:`_new_int`)
+    #: or a byte of its body (xor'ed).
     mutations: tuple[tuple, ...] = ()
 
     def to_json(self) -> dict:
@@ -118,6 +123,13 @@ def _values(kind: str, rows: int, rng: np.random.Generator, nullable: bool):
                         mask=mask)
     if kind == "bool":
         return pa.array(picks % 2 == 0, mask=mask)
+    if kind == "list":  # NULL lists, empty lists and NULL items
+        return pa.array([None if mask is not None and mask[n] else
+                         [None if (p + i) % 7 == 3 else int(p * 31 + i) for i in range(int(p % 4))]
+                         for n, p in enumerate(picks)], pa.list_(pa.int32()))
+    if kind == "struct":
+        return pa.array([None if mask is not None and mask[n] else {"x": None if p % 5 == 1 else int(p), "y": f"s{p}"}
+                         for n, p in enumerate(picks)], pa.struct([("x", pa.int32()), ("y", pa.string())]))
     raise ValueError(kind)
 
 
@@ -175,7 +187,37 @@ def _mutate(data: bytearray, mutation: tuple, path: Path) -> bytearray:
         return data[:at] + data[at + size:]
     if kind == "truncate":
         return data[:int(mutation[1] * len(data))]
+    if kind == "dict":
+        _, k, how, xor = mutation
+        try:
+            found = list(_dictionary_pages(data, path))
+            if found:
+                page = found[k % len(found)]
+                fields = list(parquet_surgery.int_fields(page.header))
+                if how < 5 and fields:
+                    item = fields[(k // len(found)) % len(fields)]
+                    parquet_surgery.write_int(data, item, _new_int(parquet_surgery.read_int(data, item), how * 2 + k))
+                elif page.end > page.body:
+                    data[page.body + (k // len(found)) % (page.end - page.body)] ^= xor or 1
+        except Exception:  # (as for "page": earlier damage hid the structure)
+            pass
+        return data
     raise ValueError(kind)
+
+
+def _dictionary_pages(data: bytearray, path: Path):
+    """Yield the dictionary pages of every chunk (as the undamaged footer places them)."""
+    import pyarrow.parquet as pq
+
+    from bench import parquet_surgery
+
+    path.write_bytes(bytes(data))
+    metadata = pq.read_metadata(path)
+    for group in range(metadata.num_row_groups):
+        for column in range(metadata.num_columns):
+            for page in parquet_surgery.pages(data, str(path), group, column):
+                if parquet_surgery.page_kind(data, page) == 2:
+                    yield page
 
 
 def _page_int_fields(data: bytearray, path: Path):
@@ -192,13 +234,18 @@ def _page_int_fields(data: bytearray, path: Path):
                 yield from parquet_surgery.int_fields(page.header)
 
 
-def random_recipe(rng: np.random.Generator) -> Recipe:
-    """Draw a recipe (the bench's counterpart of the test's hypothesis strategy)."""
+def random_recipe(rng: np.random.Generator, extended: bool = False) -> Recipe:
+    """Draw a recipe (the bench's counterpart of the test's hypothesis strategy); ``extended``: nested columns and
+    dictionary-page damage too (other draws than the default's for the same seed)."""
     groups = tuple(int(rng.choice([0, 1, 7, 50, 130, 300])) for _ in range(int(rng.integers(1, 4))))
-    columns = tuple((str(rng.choice(KINDS)), bool(rng.random() < 0.6)) for _ in range(int(rng.integers(1, 5))))
+    kinds = KINDS + NESTED_KINDS if extended else KINDS
+    columns = tuple((str(rng.choice(kinds)), bool(rng.random() < 0.6)) for _ in range(int(rng.integers(1, 5))))
+    if all(kind in NESTED_KINDS for kind, _ in columns):  # a flat column for the queries to read
+        columns += (("int32", True),)
     mutations = []
     for _ in range(int(rng.choice([0, 1, 1, 1, 2, 3]))):
-        kind = str(rng.choice(MUTATIONS, p=[0.4, 0.1, 0.4, 0.05, 0.05]))
+        kind = str(rng.choice(MUTATIONS, p=[0.3, 0.1, 0.3, 0.05, 0.05, 0.2] if extended else
+                              [0.4, 0.1, 0.4, 0.05, 0.05, 0.0]))
         if kind in ("page", "footer"):
             mutations.append((kind, int(rng.integers(0, 10_000)), int(rng.integers(0, 10))))
         elif kind == "flip":  # one in ten anywhere in the file (the footer included)
@@ -206,6 +253,8 @@ def random_recipe(rng: np.random.Generator) -> Recipe:
                               int(rng.integers(1, 256))))
         elif kind == "cut":
             mutations.append((kind, float(rng.random()), int(rng.integers(1, 40))))
+        elif kind == "dict":
+            mutations.append((kind, int(rng.integers(0, 10_000)), int(rng.integers(0, 10)), int(rng.integers(1, 256))))
         else:
             mutations.append((kind, float(rng.random())))
     return Recipe(int(rng.integers(0, 2**31)), groups, columns, str(rng.choice(COMPRESSIONS, p=[0.45, 0.45, 0.1])),
@@ -271,7 +320,9 @@ def _read_case(path: str, session, emit) -> None:
     expected = pyarrow_error = metadata_rows = None
     try:
         metadata_rows = pq.read_metadata(path).num_rows
-        expected = pq.read_table(path)
+        every = pq.read_schema(path).names
+        flat = _flat(every)  # the engine refuses nested columns by name: the queries read the others
+        expected = pq.read_table(path, columns=flat if len(flat) < len(every) else None)
     except Exception as error:
         pyarrow_error = _describe(error)
     names = expected.column_names if expected is not None else []
@@ -283,7 +334,7 @@ def _read_case(path: str, session, emit) -> None:
     emit("pyarrow", {"outcome": "error" if pyarrow_error else "read", "error": pyarrow_error})
 
     def connector():
-        batches = list(read_split(ParquetSplit(path), names or _engine_columns(path), 1 << 20))
+        batches = list(read_split(ParquetSplit(path), names or _flat(_engine_columns(path)), 1 << 20))
         if not batches:
             return []
         return _canonical_rows(pa.Table.from_batches(batches))
@@ -304,7 +355,8 @@ def _read_case(path: str, session, emit) -> None:
     emit("count", _check(lambda: session.sql("SELECT count(*) FROM t").column(0).to_pylist(), [metadata_rows],
                          None if metadata_rows is not None else pyarrow_error or "no metadata"))
     emit("star", None)
-    emit("star", _check(lambda: _canonical_rows(session.sql("SELECT * FROM t")),
+    listed = ", ".join(f'"{n}"' for n in names) if names and len(_flat(names)) < len(_engine_names(path)) else "*"
+    emit("star", _check(lambda: _canonical_rows(session.sql(f"SELECT {listed} FROM t")),
                         expected_rows if expected is not None else None, pyarrow_error))
     try:
         schema_names = names or _engine_columns(path)
@@ -323,6 +375,17 @@ def _read_case(path: str, session, emit) -> None:
             key_error = _describe(error)
         emit("group", None)
         emit("group", _check(lambda: _canonical_rows(session.sql(query)), reference, key_error))
+
+
+def _flat(names: list[str]) -> list[str]:
+    return [n for n in names if not n.endswith(tuple(f"_{kind}" for kind in NESTED_KINDS))]
+
+
+def _engine_names(path: str) -> list[str]:
+    try:
+        return _engine_columns(path)
+    except Exception:  # (a footer the engine cannot read: the star query's own error is the outcome)
+        return []
 
 
 def _engine_columns(path: str) -> list[str]:
@@ -420,6 +483,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--crash-dir", type=Path, default=Path("bench/results/parquet-fuzz-crashes"),
                         help="where files that fail are copied, with their recipes")
     parser.add_argument("--work-dir", type=Path, help="where files are written (default: a temporary folder)")
+    parser.add_argument("--extended", action="store_true",
+                        help="also nested columns (lists, structs) and damage aimed at dictionary pages")
     args = parser.parse_args(argv)
     if args.worker:
         _worker(*args.worker)
@@ -434,7 +499,7 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work_dir or Path(scratch)
         for seed in seeds:
             rng = np.random.default_rng(seed)
-            records = run_cases([random_recipe(rng) for _ in range(args.cases)], work / f"seed{seed}")
+            records = run_cases([random_recipe(rng, args.extended) for _ in range(args.cases)], work / f"seed{seed}")
             for record in records:
                 counts[record["worst"]] = counts.get(record["worst"], 0) + 1
                 for stage, result in record["stages"].items():

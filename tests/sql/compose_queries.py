@@ -15,7 +15,11 @@ QUALIFY), and a CTE read twice; columns of only NULLs (DuckDB's NULL type), VALU
 LIMIT inside scalar and IN subqueries, a window as a correlated subquery's value and ORDER BY on expressions
 with NULLS FIRST/LAST. Expressions add casts (TRY_CAST, text <-> number <-> date <-> timestamp), string,
 date, timestamp and interval functions and decimal precision (products, rescaling casts that may overflow),
-numbers and dates compared with text, and string functions over NULL, empty and multi-byte operands.
+numbers and dates compared with text, and string functions over NULL, empty and multi-byte operands; a table
+``td`` of ``t``'s rows in other layouts (SMALLINT/TINYINT/BIGINT keys, DECIMAL(12, 4), REAL, dictionary-encoded
+strings) and a layer re-typing columns to other integer widths, decimal scales and REAL, so joins, set
+operations, IN and RANGE frames meet keys of different layouts; layers that empty their input (LIMIT 0, a false
+filter, a join or IN over the empty table); HAVING on grouping keys that are NULL (data or rolled-up rows).
 
 Every answer is deterministic as a multiset: order-dependent functions (ROWS frames, row_number, lag/lead,
 first/last/nth_value, ntile) and LIMIT are ordered by every column of their input, so the rows that tie are
@@ -29,7 +33,11 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from breadth_queries import BreadthCase, tables
+import pyarrow as pa
+import pyarrow.compute as pc
+
+import breadth_queries
+from breadth_queries import BreadthCase
 
 __all__ = ["SHAPES", "tables", "generate_case", "run_case"]
 
@@ -59,6 +67,21 @@ class _Gen:
     def name(self, prefix: str = "c") -> str:
         self.counter += 1
         return f"{prefix}{self.counter}"
+
+
+def tables() -> dict[str, pa.Table]:
+    """Return :func:`breadth_queries.tables` and ``td``: ``t``'s rows in other layouts (SMALLINT ``k``, TINYINT ``i``,
+    BIGINT ``j``, INTEGER ``id``, DECIMAL(12, 4) ``d``, REAL ``f``, dictionary-encoded strings with their NULLs),
+    so joins, set operations, IN lists and comparisons meet keys of different widths and scales, and string
+    functions read dictionary columns."""
+    out = breadth_queries.tables()
+    t = out["t"]
+    out["td"] = pa.table({
+        "id": t["id"].cast(pa.int32()), "k": t["k"].cast(pa.int16()), "i": t["i"].cast(pa.int8()),
+        "j": t["j"].cast(pa.int64()), "d": t["d"].cast(pa.decimal128(12, 4)), "f": t["f"].cast(pa.float32()),
+        "s": pc.dictionary_encode(t["s"]), "g": pc.dictionary_encode(t["g"]), "dt": t["dt"], "b": t["b"],
+        "n": pc.dictionary_encode(t["n"])})
+    return out
 
 
 def _compatible(a: str, b: str) -> bool:
@@ -290,7 +313,7 @@ def _function_forms(gen: _Gen, cols, alias: str, kind: str) -> list[str]:
 # ------------------------------------------------------------------------------------------------- relations
 def _base(gen: _Gen) -> Rel:
     rng = gen.rng
-    table = rng.choices(["t", "u", "e", "one"], weights=[8, 4, 1, 1])[0]
+    table = rng.choices(["t", "u", "e", "one", "td"], weights=[8, 4, 2, 1, 3])[0]
     base = list(_BASE.items())
     items, cols = [], []
     for _ in range(rng.randint(2, 4)):
@@ -318,7 +341,7 @@ def _filter(gen: _Gen, inner: Rel) -> Rel:
     number = _pick(rng, inner.cols, alias, ["int", "dec", "dbl"])
     if number and rng.random() < 0.3:  # a scalar subquery, correlated or not, NULL when it has no rows
         key = _pick(rng, inner.cols, alias, ["int"])
-        table = rng.choice(["t", "u", "e", "one"])
+        table = rng.choice(["t", "u", "e", "one", "td"])
         correlation = f" WHERE y.k = {key[0]}" if key and rng.random() < 0.6 else \
             rng.choice(["", " WHERE y.b", " WHERE y.i > 100"])
         aggregate = rng.choice(["avg(y.i)", "max(y.d)", "min(y.f)", "count(*)", "sum(y.j)"])
@@ -355,7 +378,7 @@ def _project(gen: _Gen, inner: Rel) -> Rel:
                 aggregate = rng.choice(["max(y.i)", "count(*)", "sum(y.j)", "min(y.s)", "avg(y.d)"])
                 kind = {"max(y.i)": "int", "count(*)": "int", "sum(y.j)": "wide", "min(y.s)": "str",
                         "avg(y.d)": "dbl"}[aggregate]
-                text = f"(SELECT {aggregate} FROM {rng.choice(['t', 'u', 'e'])} y WHERE y.k = {key[0]})"
+                text = f"(SELECT {aggregate} FROM {rng.choice(['t', 'u', 'e', 'td'])} y WHERE y.k = {key[0]})"
                 if rng.random() < 0.4:  # a window as the value (one row per id), or a row picked by LIMIT 1
                     window = rng.choice([("sum(y.i) OVER (PARTITION BY y.k)", "wide"),
                                          ("count(*) OVER ()", "int"), ("row_number() OVER (ORDER BY y.id)", "int"),
@@ -498,6 +521,9 @@ def _aggregate(gen: _Gen, inner: Rel) -> Rel:
     having = ""
     if grouping and rng.random() < 0.3:
         conditions = ['count(*) > 1', 'count(*) < 3', f'min({alias}.{keys[0][0]}) IS NOT NULL']
+        key = f"{alias}.{rng.choice(keys)[0]}"  # a grouping key: NULL in the data and in the rolled-up rows
+        conditions += [f"{key} IS NULL OR count(*) > 1", f"{key} IS NOT NULL AND count(*) >= 1",
+                       f"coalesce(CAST({key} AS VARCHAR), 'none') <> 'x'"]
         if any(word in grouping for word in ("ROLLUP", "CUBE", "SETS")):
             conditions += [f"grouping({alias}.{keys[0][0]}) = 0 OR count(*) > 2",
                            f"grouping({', '.join(f'{alias}.{n}' for n, _ in keys)}) > 0"]
@@ -546,7 +572,8 @@ def _window(gen: _Gen, inner: Rel) -> Rel:
         elif roll < 0.65 and numeric:
             key, key_kind = rng.choice(numeric)
             call, out = _window_aggregate(rng, text, kind)
-            offset = {"int": "1", "dec": "0.5", "date": "INTERVAL 3 DAY", "ts": "INTERVAL 36 HOUR"}[key_kind]
+            offset = {"int": rng.choice(["1", "2"]), "dec": rng.choice(["0.5", "2.25", "0.005"]),
+                      "date": rng.choice(["INTERVAL 3 DAY", "INTERVAL 1 MONTH"]), "ts": "INTERVAL 36 HOUR"}[key_kind]
             low, high = rng.choice([(f"{offset} PRECEDING", f"{offset} FOLLOWING"),
                                     ("UNBOUNDED PRECEDING", f"{offset} PRECEDING"), ("CURRENT ROW", "CURRENT ROW"),
                                     (f"{offset} FOLLOWING", "UNBOUNDED FOLLOWING")])
@@ -716,13 +743,45 @@ def _columns(gen: _Gen, inner: Rel) -> Rel:
                inner.cols)
 
 
+def _widths(gen: _Gen, inner: Rel) -> Rel:
+    """Re-type columns: integers to other widths, decimals to other scales, doubles to REAL, so the layers above
+    join, union, compare and frame keys of different layouts (a value past a narrow type raises in both)."""
+    rng, alias = gen.rng, gen.name("q")
+    items, cols = [], []
+    for name, kind in inner.cols:
+        text = f"{alias}.{name}"
+        if kind == "int" and rng.random() < 0.6:
+            text = f"CAST({text} AS {rng.choice(['SMALLINT', 'BIGINT', 'INTEGER', 'SMALLINT', 'TINYINT'])})"
+        elif kind == "dec" and rng.random() < 0.6:
+            text = f"CAST({text} AS DECIMAL{rng.choice(['(12, 4)', '(18, 1)', '(7, 3)', '(10, 0)', '(5, 2)'])})"
+        elif kind == "dbl" and rng.random() < 0.3:
+            text = f"CAST({text} AS REAL)"
+        items.append(f"{text} AS {name}")
+        cols.append((name, kind))
+    return Rel(f"SELECT {', '.join(items)} FROM ({inner.sql}) {alias}", cols)
+
+
+def _emptied(gen: _Gen, inner: Rel) -> Rel:
+    """Make the relation empty (or keep only what matches an empty table), so every layer above meets no rows."""
+    rng, alias = gen.rng, gen.name("q")
+    key = _pick(rng, inner.cols, alias, ["int"])
+    forms = [f"SELECT * FROM ({inner.sql}) {alias} LIMIT 0",
+             f"SELECT * FROM ({inner.sql}) {alias} WHERE {predicate(gen, inner.cols, alias)} AND 1 = 0",
+             f"SELECT {alias}.* FROM ({inner.sql}) {alias}, (SELECT 1 AS z FROM e) z0"]
+    if key:
+        forms += [f"SELECT * FROM ({inner.sql}) {alias} WHERE {key[0]} IN (SELECT y.k FROM e y)",
+                  f"SELECT * FROM ({inner.sql}) {alias} WHERE {key[0]} > (SELECT max(y.i) FROM e y)"]
+    return Rel(rng.choice(forms), inner.cols)
+
+
 def relation(gen: _Gen, depth: int) -> Rel:
     """Return a random relation of at most ``depth`` layers above its base SELECTs."""
     rng = gen.rng
     if depth <= 0 or rng.random() < 0.15:
         return _base(gen)
     op = rng.choices(["filter", "project", "join", "semi", "aggregate", "window", "set", "distinct", "limit",
-                      "distinct_on", "qualify", "columns", "nulls"], weights=[2, 2, 3, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1])[0]
+                      "distinct_on", "qualify", "columns", "nulls", "widths", "emptied"],
+                     weights=[2, 2, 3, 2, 3, 3, 2, 1, 1, 1, 1, 1, 1, 2, 1])[0]
     if op in ("join", "semi", "set"):
         left = relation(gen, depth - 1)
         right = relation(gen, depth - 2)
@@ -730,7 +789,7 @@ def relation(gen: _Gen, depth: int) -> Rel:
     inner = relation(gen, depth - 1)
     return {"filter": _filter, "project": _project, "aggregate": _aggregate, "window": _window,
             "distinct": _distinct, "limit": _limit, "distinct_on": _distinct_on, "qualify": _qualify,
-            "columns": _columns, "nulls": _null_columns}[op](gen, inner)
+            "columns": _columns, "nulls": _null_columns, "widths": _widths, "emptied": _emptied}[op](gen, inner)
 
 
 def _shape(top: str):
