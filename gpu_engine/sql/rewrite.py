@@ -51,6 +51,7 @@ from gpu_engine.sql.spark_functions import spark_semantics
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
 from gpu_engine.sql.series_sources import (with_series_arguments_held, with_series_arguments_released,
                                            with_series_as_sources)
+from gpu_engine.sql.unnest_selects import with_unnested_selects
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
 __all__ = ["parse_and_qualify", "sqlglot_schema"]
@@ -139,6 +140,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     check_tree_nesting(tree)
     if dialect == "duckdb":  # USING SAMPLE / TABLESAMPLE as random() filters (Spark's n ROWS means other rows)
         tree = with_samples_as_random_filters(tree)
+    tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
     tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)
     nodes = refuse_unsupported(tree, dialect)
     with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out

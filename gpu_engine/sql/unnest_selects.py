@@ -1,0 +1,117 @@
+"""Plan ``unnest(list)`` / Spark's ``explode(list)`` in a SELECT list as the FROM item it means (issue 30 item 6).
+
+``SELECT t.n, unnest(generate_series(1, t.n)) AS x FROM t`` repeats each row of ``t`` once per element of its
+list, the element as ``x``: the rows of ``FROM t, generate_series(1, t.n) u(x)`` (an implicit LATERAL join, which
+:mod:`gpu_engine.sql.series_sources` plans as an Unnest over ``t``), and a row whose list is empty or NULL gives
+no row, as DuckDB and Spark drop it. So before the query is qualified the call becomes a column of a new FROM item
+joined after the others, the lists the engine can build without list columns:
+
+* ``generate_series(a, b[, step])`` / ``range(...)`` (DuckDB's list functions; elements as the table functions'),
+  with column arguments or constants;
+* a list of constants, ``[1, 2, 3]`` / Spark's ``array(1, 2, 3)``: a VALUES list (one row per element).
+
+The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
+Refused by name, with the FROM form as the alternative: two unnests in one SELECT (DuckDB zips them), an unnest
+inside an expression, in a grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds
+(``string_split``, ``array_agg`` results, lists of columns), which the list refusals name.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from sqlglot import exp
+
+from gpu_engine.sql.duckdb_names import duckdb_column_name
+from gpu_engine.sql.errors import SqlError, position_of
+
+__all__ = ["with_unnested_selects"]
+
+#: The alias of the FROM item an unnest becomes (numbered per query; no user writes it).
+_ALIAS = "$unnest{}"
+
+
+def _error(message: str, node: exp.Expression, dialect: str) -> SqlError:
+    line, col = position_of(node)
+    if dialect == "spark":
+        alternative = "join the rows instead: FROM t JOIN range(1, 100) r ON r.id <= t.n"
+    else:
+        alternative = "write the list as a FROM item: FROM t, generate_series(1, t.n) g(x), or (VALUES (1), (2)) v(x)"
+    return SqlError(f"unsupported SQL: {message}; {alternative}", line=line, col=col,
+                    name="explode" if dialect == "spark" else "unnest")
+
+
+def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
+    """Return ``tree`` with each SELECT-list ``unnest(list)`` / ``explode(list)`` a column of a joined FROM item."""
+    calls = [node for node in tree.find_all(exp.Explode) if type(node) is exp.Explode]  # posexplode: refused later
+    if not calls:
+        return tree
+    counter = itertools.count(1)
+    for call in calls:
+        if call.parent is None:  # already taken out with its SELECT's other unnest (refused below)
+            continue
+        _unnested(call, dialect, next(counter))
+    return tree
+
+
+def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
+    projection = call.parent if isinstance(call.parent, exp.Alias) else call
+    select = projection.parent
+    if not isinstance(select, exp.Select) or not any(p is projection for p in select.expressions):
+        if isinstance(call.this, (exp.GenerateSeries, exp.Array)):
+            raise _error("an unnest inside an expression or clause (only a SELECT output of its own is planned)",
+                         call, dialect)
+        return  # another list kind: the list refusals name it
+    if isinstance(call.this, exp.GenerateSeries) and dialect != "duckdb":
+        raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
+    if not isinstance(call.this, (exp.GenerateSeries, exp.Array)):
+        return  # another list kind: the list refusals name it
+    others = [p for p in select.expressions if p is not projection and p.find(exp.Explode)]
+    if others:
+        raise _error("two unnests in one SELECT (DuckDB pairs their elements)", others[0], dialect)
+    grouped = select.args.get("group") or select.args.get("having") or select.args.get("distinct") or any(
+        p.find(exp.AggFunc) or p.find(exp.Window) for p in select.expressions)
+    if grouped:
+        raise _error("an unnest in a grouping, aggregating, DISTINCT or windowed SELECT", call, dialect)
+    alias = _ALIAS.format(number)
+    if isinstance(projection, exp.Alias):
+        name = projection.alias
+    else:
+        name = "col" if dialect == "spark" else _duckdb_name(call)
+    column = exp.to_identifier("unnested")
+    item = _item(call.this, alias, column, dialect)
+    reference = exp.column(column.copy(), table=exp.to_identifier(alias, quoted=True))
+    projection.replace(exp.alias_(reference, exp.to_identifier(name, quoted=True)))
+    if select.args.get("from_") is None and select.args.get("from") is None:
+        select.set("from_", exp.From(this=item))
+    else:
+        select.append("joins", exp.Join(this=item))
+
+
+def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str) -> exp.Expression:
+    """Return the FROM item whose rows are the list's elements, one column ``column``."""
+    table_alias = exp.TableAlias(this=exp.to_identifier(alias, quoted=True), columns=[column.copy()])
+    if isinstance(lst, exp.GenerateSeries):
+        return exp.Table(this=lst.copy(), alias=table_alias)
+    elements = list(lst.expressions)
+    if not elements:
+        raise _error("unnest of an empty list (it has no rows)", lst, dialect)
+    reading = next((e for e in elements if e.find(exp.Column, exp.Query)), None)
+    if reading is not None:
+        raise _error("a list of columns or subqueries (only constant lists are planned as rows)", reading, dialect)
+    return exp.Values(expressions=[exp.Tuple(expressions=[element.copy()]) for element in elements],
+                      alias=table_alias)
+
+
+def _duckdb_name(call: exp.Explode) -> str:
+    """Return DuckDB's name of an unaliased ``unnest(list)`` column."""
+    lst = call.this
+    if isinstance(lst, exp.GenerateSeries):
+        exclusive = bool(lst.args.get("is_end_exclusive"))
+        arguments = [lst.args.get(k) for k in ("start", "end", "step") if lst.args.get(k) is not None]
+        if exclusive and len(arguments) == 2 and isinstance(arguments[0], exp.Literal) \
+                and arguments[0].this == "0" and not lst.args.get("step"):
+            arguments = arguments[1:]  # range(n): sqlglot writes the start 0 DuckDB's name leaves out
+        function = '"range"' if exclusive else "generate_series"
+        return f"unnest({function}({', '.join(duckdb_column_name(a) for a in arguments)}))"
+    return f"unnest(list_value({', '.join(duckdb_column_name(e) for e in lst.expressions)}))"

@@ -1,0 +1,76 @@
+"""``unnest(list)`` / Spark's ``explode(list)`` as a SELECT output, against DuckDB (issue 30 item 6; refused before).
+
+Planned as the FROM item it means (gpu_engine/sql/unnest_selects.py): a series list (``generate_series`` /
+``range`` with column or constant arguments) becomes an Unnest over the FROM items, a list of constants a VALUES
+list. Covered: rows with NULL or empty series (no rows, as DuckDB), WHERE before and ORDER BY/LIMIT after the
+unnest, SELECT without FROM, DuckDB's column names, empty input, Spark's ``explode(array(...))`` named ``col``.
+Refusals name the construct and its position.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
+
+from gpu_engine.errors import PlanError
+
+TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2, -1], pa.int64()), "s": pa.array(["a", "b", None, "a", "c"])})}
+TABLES["e"] = TABLES["t"].slice(0, 0)
+
+QUERIES = [
+    "SELECT t.n, unnest(generate_series(1, t.n)) AS x FROM t",
+    "SELECT unnest(generate_series(1, t.n)) FROM t",
+    "SELECT unnest(range(3))",
+    "SELECT unnest([1, 2, 3])",
+    "SELECT t.n, unnest(['a', 'b']) AS u FROM t WHERE t.n > 0",
+    "SELECT t.n, unnest(range(t.n)) AS u FROM t ORDER BY t.n, u LIMIT 3",
+    "SELECT n, s, unnest(range(n, 5, 2)) AS u FROM t",
+    "SELECT count(*) AS c, sum(u) AS total FROM (SELECT unnest(generate_series(1, n)) AS u FROM t) q",
+    "SELECT e.n, unnest(generate_series(1, e.n)) AS x FROM e",
+    "SELECT unnest([10, 20]) AS u FROM e",
+]
+
+
+@pytest.fixture(scope="module")
+def reference():
+    with duckdb_with_tables(TABLES) as connection:
+        yield connection
+
+
+def _check(device_name, queries, reference, drivers=1):
+    session = session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=2)
+    assert_queries_match_duckdb(session, reference, queries, ordered=lambda sql: "ORDER BY" in sql, exact_types=True)
+
+
+def test_unnest_outputs_match_duckdb_on_cpu(reference):
+    _check("cpu", QUERIES, reference, drivers=2)
+
+
+def test_unnest_outputs_match_duckdb_on_each_device(device_name, reference):
+    _check(device_name, QUERIES[6:7], reference)
+
+
+@pytest.mark.parametrize("spark, duckdb", [
+    ("SELECT explode(array(1, 2)) FROM t", "SELECT unnest([1, 2]) AS col FROM t"),
+    ("SELECT n, explode(array('x', 'y')) AS v FROM t WHERE n > 0",
+     "SELECT n, unnest(['x', 'y']) AS v FROM t WHERE n > 0"),
+])
+def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
+    actual = session_with_tables(TABLES, device="cpu").sql(spark, dialect="spark")
+    problem = rows_mismatch(actual, reference.sql(duckdb).to_arrow_table())
+    assert problem is None, problem
+
+
+@pytest.mark.parametrize("sql, message, column", [
+    ("SELECT unnest([1, 2]) AS a, unnest([3, 4]) AS b", "two unnests in one SELECT", 29),
+    ("SELECT unnest([1, 2]) + 1 AS a", "an unnest inside an expression", 8),
+    ("SELECT n, unnest([1, 2]) AS a FROM t GROUP BY n", "an unnest in a grouping", 11),
+    ("SELECT unnest([t.n, 2]) AS a FROM t", "a list of columns or subqueries", 18),
+    ("SELECT unnest(string_split(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
+])
+def test_unnests_the_engine_cannot_plan_are_refused_with_their_position(sql, message, column):
+    with pytest.raises(PlanError) as info:
+        session_with_tables(TABLES, device="cpu").sql(sql)
+    assert message in str(info.value) and f"column {column})" in str(info.value), str(info.value)
