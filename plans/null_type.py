@@ -19,17 +19,13 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-__all__ = ["NULL_STORAGE", "NULL_TAKES_ARGUMENT_TYPE", "null_typed_field", "is_null_typed", "sql_type",
+__all__ = ["NULL_STORAGE", "null_typed_field", "is_null_typed", "sql_type",
            "with_null_types_of", "schema_with_null_types_of", "null_type_metadata"]
 
 #: The storage of a NULL-typed column (DuckDB's result type for a column of the NULL type).
 NULL_STORAGE = pa.int32()
 _KEY = b"gpu_engine.sql_type"
 
-#: The sqlglot ``meta`` key of a date function call whose dialect casts a NULL-typed argument to the function's
-#: argument type (Spark), where DuckDB refuses to choose an overload
-#: (:meth:`~gpu_engine.plans.scalar_translation.ScalarTranslator.date_operand`).
-NULL_TAKES_ARGUMENT_TYPE = "null_takes_argument_type"
 _NULL = b"NULL"
 
 

@@ -37,8 +37,9 @@ from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
     to_days_call,
 )
-from gpu_engine.plans.null_type import NULL_TAKES_ARGUMENT_TYPE, is_null_typed
+from gpu_engine.plans.null_type import is_null_typed
 from gpu_engine.plans.snippet_sources import written_sql
+from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
@@ -258,12 +259,11 @@ class ScalarTranslator:
         INTERVAL overloads for it and refuses (``year(q.x)`` over ``SELECT NULL AS x``), as it refuses a
         written ``year(NULL)`` (:mod:`gpu_engine.sql.untyped_null_arguments`, checked on the text, where the
         column's type is not known). A NULL the planner writes itself (a correlated subquery's empty group)
-        names no column and stays NULL; Spark casts a NULL to the function's argument type, and its calls
-        carry :data:`~gpu_engine.plans.null_type.NULL_TAKES_ARGUMENT_TYPE`
-        (:mod:`gpu_engine.sql.spark_functions`).
+        names no column and stays NULL; Spark casts a NULL to the function's argument type
+        (:mod:`gpu_engine.plans.sql_dialects`).
         """
         operand = self.translate(operand_tree)
-        if is_untyped_null(operand) and not call.meta.get(NULL_TAKES_ARGUMENT_TYPE):
+        if is_untyped_null(operand) and planned_dialect() == "duckdb":
             column = next((column for column in operand_tree.find_all(exp.Column) if not column.table
                            and column.name in self.schema.names and is_null_typed(self.schema.field(column.name))),
                           None)
@@ -463,7 +463,8 @@ class ScalarTranslator:
 
     def _comparison(self, tree: exp.Binary) -> Expr:
         left, right = self.translate(tree.this), self.translate(tree.expression)
-        if isinstance(tree, (exp.EQ, exp.NEQ)) and not tree.meta.get(MEMBERSHIP_EQUALITY):
+        if isinstance(tree, (exp.EQ, exp.NEQ)) and not tree.meta.get(MEMBERSHIP_EQUALITY) \
+                and planned_dialect() == "duckdb":
             left, right = _text_cast_for_equality(left, right)
         left, right = self._comparable_pair(left, right, tree)
         if is_untyped_null(left):

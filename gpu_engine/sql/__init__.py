@@ -19,6 +19,7 @@ from sqlglot.errors import SqlglotError
 
 from gpu_engine.planning.window_filters import push_window_filters
 from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.sql_dialects import planning_dialect
 from gpu_engine.plans.sql_literal_lists import lift_literal_lists, lifted_lists
 from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.nesting import too_deep
@@ -67,7 +68,7 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
     check_dialect(dialect)
     try:
         text, lists = lift_literal_lists(text, dialect)  # a long IN list is one node until it is translated
-        with lifted_lists(lists):
+        with lifted_lists(lists), planning_dialect(dialect):
             query = parse_and_qualify(text, catalog, dialect)
             planned = QueryPlanner(catalog, statistics).plan(query)
             plan = push_window_filters(planned)

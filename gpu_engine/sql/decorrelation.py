@@ -34,6 +34,7 @@ from sqlglot.optimizer.simplify import simplify
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.plans.scalar_translation import membership_equality
+from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
 from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
@@ -590,7 +591,7 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
             out.append((outer, inner))
             continue
         text_target = _text_key_target(outer_type, inner_type)
-        if text_target is not None and _is_exists(semi.tree):
+        if text_target is not None and _is_exists(semi.tree) and planned_dialect() == "duckdb":
             # DuckDB binds an EXISTS' equality of a text column with a number, boolean or date by casting the text
             # to the other type (raising for text that is no such value), as in any WHERE (an IN subquery of
             # such a pair it refuses: so does the engine, below)

@@ -19,7 +19,6 @@ import re
 import sqlglot
 from sqlglot import exp
 
-from gpu_engine.plans.null_type import NULL_TAKES_ARGUMENT_TYPE
 from gpu_engine.sql.errors import SqlError, position_of
 
 __all__ = ["spark_semantics"]
@@ -270,7 +269,4 @@ def spark_semantics(tree: exp.Expression) -> exp.Expression:
                 tree = replaced
             else:
                 node.replace(replaced)
-    for node in tree.walk():  # Spark casts a NULL-typed argument to a date function's type (DuckDB refuses)
-        if isinstance(node, (exp.Func, exp.Binary)):
-            node.meta[NULL_TAKES_ARGUMENT_TYPE] = True
     return tree
