@@ -123,26 +123,27 @@ class RangeNode(PlanNode):
 
 @dataclass(frozen=True, kw_only=True)
 class UnnestNode(PlanNode):
-    """Repeat each input row once per element of its own series, the element in a new last column (Velox's UnnestNode).
+    """Repeat each input row once per element of its own list, the element in a new last column (Velox's UnnestNode).
 
-    The lists it expands are the integer series ``start, start + step, ...`` up to ``stop`` (through it when
-    ``inclusive``), ``start``, ``stop`` and ``step`` BIGINT expressions over the input row: DuckDB's
-    ``FROM t, generate_series(1, t.n)`` / ``range(t.n)`` (a table function reading another FROM item's columns,
-    a LATERAL join). The engine's columns hold no lists, so the list is never built: each row's length is
-    computed, and the output rows are the input rows repeated that often with the element beside them. A row with
-    a NULL argument gives no rows, a zero step raises, as in DuckDB. Output: the input's columns, then the
-    element (BIGINT).
+    The engine's columns hold no lists, so the list is named by the call that makes it, ``function`` over
+    ``arguments`` (expressions over the input row), and never built: each row's length is computed, and the output
+    rows are the input rows repeated that often with the element beside them. The lists:
+
+    * ``range`` / ``generate_series`` (start, stop, step: BIGINT; stop excluded / included): DuckDB's
+      ``FROM t, generate_series(1, t.n)`` and ``unnest(generate_series(...))``; BIGINT elements. A NULL argument
+      gives no rows, a zero step raises, as in DuckDB.
+    * ``string_split`` (text, separator: VARCHAR): DuckDB's ``unnest(string_split(s, ','))``, Spark's
+      ``explode(split(s, ','))``; VARCHAR pieces. A NULL text gives no rows; a NULL separator the whole text; an
+      empty one its characters.
+
+    Output: the input's columns, then the element.
     """
 
-    start: Expr
-    stop: Expr
-    step: Expr
-    inclusive: bool = False
+    function: str
+    arguments: tuple[Expr, ...]
 
     def describe(self) -> str:
-        end = "stop" if self.inclusive else "stop (excluded)"
-        return (f"series: {self.output_schema.names[-1]}, start: {self.start.sql()}, {end}: {self.stop.sql()}, "
-                f"step: {self.step.sql()}")
+        return f"{self.output_schema.names[-1]}: {self.function}({', '.join(a.sql() for a in self.arguments)})"
 
 
 @dataclass(frozen=True, kw_only=True)

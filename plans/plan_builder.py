@@ -60,7 +60,7 @@ from gpu_engine.plans.nodes import (
     WindowNode,
     walk_plan,
 )
-from gpu_engine.plans.range_arguments import typed_range_arguments
+from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
 from gpu_engine.plans.window_functions import check_frame_order, parse_window_function
 from gpu_engine.plans.sql_translator import (
     Snippet,
@@ -255,22 +255,22 @@ class PlanBuilder:
         row's columns: integer arguments over the current schema, BIGINT elements. A timestamp series per row
         is refused by name (only constant timestamp series are built, as a :meth:`range` source).
         """
+        return self._unnest("generate_series" if inclusive else "range", (start, stop, step), name)
 
+    def unnest_split(self, text: Snippet, separator: Snippet, *, name: str = "unnest") -> "PlanBuilder":
+        """Repeat each row once per piece of ``string_split(text, separator)``, the piece (VARCHAR) as ``name``."""
+        return self._unnest("string_split", (text, separator), name)
+
+    def _unnest(self, function: str, parts: Sequence[Snippet], name: str) -> "PlanBuilder":
         def make(node_id: str, label: str) -> PlanNode:
-            function = "generate_series" if inclusive else "range"
-            parts = [parse_expression(part, self._schema, label) for part in (start, stop, step)]
-            first, last, increment, dtype = typed_range_arguments(*parts, label, function)
-            if dtype != pa.int64():
-                raise PlanError(f"{function}(...) over timestamps reading another FROM item's columns is not "
-                                f"supported; give it constant timestamp bounds (a series source joined on the "
-                                f"columns), or make an integer series and add it: start + INTERVAL (k) DAY",
-                                node=label, column=function)
+            arguments = tuple(parse_expression(part, self._schema, label) for part in parts)
+            arguments, dtype = typed_unnest_arguments(function, arguments, label)
             if name in self._schema.names:
-                raise PlanError(f"the series column {name!r} is already a column of the input", node=label,
+                raise PlanError(f"the list's column {name!r} is already a column of the input", node=label,
                                 column=name)
             schema = _normalized_schema(pa.schema(list(self._schema) + [pa.field(name, dtype)]), label)
-            return UnnestNode(id=node_id, output_schema=schema, sources=(self._node,), start=first, stop=last,
-                              step=increment, inclusive=bool(inclusive))
+            return UnnestNode(id=node_id, output_schema=schema, sources=(self._node,), function=function,
+                              arguments=arguments)
 
         return self._add("Unnest", make)
 

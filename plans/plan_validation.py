@@ -93,7 +93,7 @@ from gpu_engine.plans.nodes import (
 )
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
-from gpu_engine.plans.range_arguments import typed_range_arguments
+from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -322,17 +322,16 @@ def _aggregates(node, input_schema: pa.Schema, names: tuple[str, ...], calls: tu
 @_validate_node.register
 def _(node: UnnestNode) -> None:
     schema = node.source.output_schema
-    for expr in (node.start, node.stop, node.step):
+    if not isinstance(node.arguments, tuple):
+        raise PlanError("an Unnest's arguments must be a list of expressions", node=node.label)
+    for expr in node.arguments:
         validate_expression(expr, schema, node.label)
-    if not isinstance(node.inclusive, bool):
-        raise PlanError(f"inclusive must be true or false, got {node.inclusive!r}", node=node.label)
-    function = "generate_series" if node.inclusive else "range"
-    start, stop, step, dtype = typed_range_arguments(node.start, node.stop, node.step, node.label, function)
-    if (start, stop, step) != (node.start, node.stop, node.step) or dtype != pa.int64():
-        raise PlanError(f"an Unnest's start, stop and step must be BIGINT expressions ({function})",
-                        node=node.label)
+    arguments, dtype = typed_unnest_arguments(node.function, node.arguments, node.label)
+    if arguments != node.arguments:
+        raise PlanError(f"an Unnest's arguments must be typed as {node.function} takes them (as PlanBuilder casts "
+                        "them)", node=node.label)
     expected = pa.schema(list(schema) + [pa.field(node.output_schema.names[-1], dtype)])
-    _same_schema(node, expected, "its input's columns and the BIGINT series column")
+    _same_schema(node, expected, f"its input's columns and the {node.function} element column")
 
 
 @_validate_node.register

@@ -16,7 +16,7 @@ from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, Expr, Literal
 
-__all__ = ["typed_range_arguments", "RANGE_TIMESTAMP"]
+__all__ = ["typed_range_arguments", "typed_unnest_arguments", "RANGE_TIMESTAMP", "UNNEST_FUNCTIONS"]
 
 #: The element type of a timestamp series (DuckDB's TIMESTAMP: microseconds, no time zone).
 RANGE_TIMESTAMP = pa.timestamp("us")
@@ -50,3 +50,31 @@ def typed_range_arguments(start: Expr, stop: Expr, step: Expr, label: str,
     given = ", ".join("NULL" if _is_null(e) else str(e.dtype) for e in (start, stop, step))
     raise PlanError(f"{function}({given}) has no overload: {function} takes {_OVERLOADS}; CAST the arguments",
                     node=label, column=function)
+
+
+#: The list functions an Unnest node expands (see :class:`~gpu_engine.plans.nodes.UnnestNode`).
+UNNEST_FUNCTIONS = ("range", "generate_series", "string_split")
+
+
+def typed_unnest_arguments(function: str, arguments: tuple[Expr, ...], label: str
+                           ) -> tuple[tuple[Expr, ...], pa.DataType]:
+    """Return an Unnest's arguments cast as its list function takes them, and the element type; PlanError else."""
+    if function not in UNNEST_FUNCTIONS:
+        raise PlanError(f"an Unnest expands {', '.join(UNNEST_FUNCTIONS)} lists, not {function!r}", node=label)
+    if function == "string_split":
+        if len(arguments) != 2:
+            raise PlanError("string_split takes (text, separator)", node=label, column=function)
+        for argument in arguments:
+            if not (pa.types.is_string(argument.dtype) or _is_null(argument)):
+                given = ", ".join("NULL" if _is_null(e) else str(e.dtype) for e in arguments)
+                raise PlanError(f"string_split({given}) has no overload: it takes (VARCHAR, VARCHAR); CAST the "
+                                "arguments", node=label, column=function)
+        return tuple(_as(argument, pa.string()) for argument in arguments), pa.string()
+    if len(arguments) != 3:
+        raise PlanError(f"{function} takes (start, stop, step)", node=label, column=function)
+    start, stop, step, dtype = typed_range_arguments(*arguments, label, function)
+    if dtype != pa.int64():
+        raise PlanError(f"{function}(...) over timestamps reading another FROM item's columns is not supported; "
+                        "give it constant timestamp bounds (a series source joined on the columns), or make an "
+                        "integer series and add it: start + INTERVAL (k) DAY", node=label, column=function)
+    return (start, stop, step), dtype

@@ -1,4 +1,4 @@
-"""Repeat each input row once per element of its own integer series (Velox's Unnest, over series as the lists).
+"""Repeat each input row once per element of its own list (Velox's Unnest, over the lists the engine can name).
 
 DuckDB's ``FROM t, generate_series(1, t.n) g(x)`` evaluates the table function per row of ``t``: the row is
 repeated once per element, the element beside it. The series' bounds and step are evaluated over the input batch
@@ -13,11 +13,17 @@ is never negative where the series has elements), and elements are computed in w
 because each lies between the bounds. One host read per input batch (the total rows and a zero-step flag
 together). A NULL argument gives the row no elements; a zero step on a row with other arguments raises as
 DuckDB's ``interval cannot be 0!``.
+
+``string_split`` lists are a host round trip, as the engine's other text transforms
+(:mod:`gpu_engine.expressions.string_functions`): the texts and separators are copied to the host, split there
+(one Python ``str.split`` per row), and the pieces, with the row each came from, copied back once per input
+batch; the output batches then gather from them as from a series.
 """
 
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.batch import Batch
@@ -38,36 +44,56 @@ class Unnest(Operator):
     def __init__(self, ctx: OperatorCtx, node: UnnestNode):
         super().__init__(ctx, node)
         self._rows = ctx.config.scan_batch_rows(ctx.device)
-        self._function = "generate_series" if node.inclusive else "range"
         self._next = 0  # the first output row of the held batch not handed on yet
         self._total = 0
         self._ends = self._counts = self._starts = self._steps = None
+        self._parents = self._pieces = None  # string_split: each piece's input row, and the pieces
 
     def add_input(self, batch: Batch) -> None:
+        if self.node.function == "string_split":
+            self._split(batch)
+        else:
+            self._series(batch)
+        if self._total:
+            self.input = batch
+            self._next = 0
+
+    def _series(self, batch: Batch) -> None:
         xp = self.device.xp
-        node = self.node
+        function = self.node.function
         with np.errstate(all="ignore"):
-            start, stop, step = (evaluate(expr, batch) for expr in (node.start, node.stop, node.step))
+            start, stop, step = (evaluate(expr, batch) for expr in self.node.arguments)
             valid = xp.ones(batch.num_rows, dtype=xp.bool_)
             for column in (start, stop, step):
                 if column.validity is not None:
                     valid = valid & column.validity
-            counts = _lengths(xp, start.data, stop.data, step.data, valid, node.inclusive)
+            counts = _lengths(xp, start.data, stop.data, step.data, valid, function == "generate_series")
             ends = xp.cumsum(counts, dtype=xp.uint64)
         zero_steps = xp.any(valid & (step.data == 0))
         too_long = xp.any(counts > _MOST_ROWS) | (counts.astype(xp.float64).sum() > _MOST_ROWS)  # ends may wrap
         total = ends[-1:].sum().astype(xp.int64)
         zero, long, self._total = self.device.read_scalars([zero_steps, too_long, total])
         if zero:
-            raise ExecutionError(f"{self._function}: interval cannot be 0!")
+            raise ExecutionError(f"{function}: interval cannot be 0!")
         if long:
-            raise ExecutionError(f"{self._function}: a batch's series have more than 2**62 elements")
-        if self._total == 0:
-            return  # no row has an element: nothing to hand on
-        self.input = batch
-        self._next = 0
+            raise ExecutionError(f"{function}: a batch's series have more than 2**62 elements")
         self._ends, self._counts = ends.astype(xp.int64), counts.astype(xp.int64)
         self._starts, self._steps = start.data.astype(xp.int64, copy=False), step.data.astype(xp.int64, copy=False)
+
+    def _split(self, batch: Batch) -> None:
+        texts, separators = (evaluate(expr, batch).to_arrow(self.device).to_pylist() for expr in self.node.arguments)
+        parents, pieces = [], []
+        for row, (text, separator) in enumerate(zip(texts, separators)):
+            if text is None:
+                continue  # DuckDB: a NULL list, no rows
+            split = [text] if separator is None else text.split(separator) if separator else list(text)
+            parents.extend([row] * len(split))
+            pieces.extend(split)
+        self._total = len(pieces)
+        if self._total:
+            self._parents = self.device.asarray(np.asarray(parents, dtype=np.int64))
+            self._pieces = Batch(("piece",), (Column.from_arrow(pa.array(pieces, pa.string()), self.device),),
+                                 self.device)
 
     def get_output(self) -> Batch | None:
         batch = self.input
@@ -76,19 +102,22 @@ class Unnest(Operator):
         xp = self.device.xp
         first, last = self._next, min(self._next + self._rows, self._total)
         self._next = last
-        positions = xp.arange(first, last, dtype=xp.int64)
-        rows = xp.searchsorted(self._ends, positions, side="right")
-        k = positions - (xp.take(self._ends, rows) - xp.take(self._counts, rows))
-        with np.errstate(all="ignore"):  # wraps on the way, exact at the end (each element lies between the bounds)
-            elements = xp.take(self._starts, rows) + xp.take(self._steps, rows) * k
+        if self._pieces is not None:
+            rows = self._parents[first:last]
+            elements = self._pieces.slice(first, last).materialize().columns[0]
+        else:
+            positions = xp.arange(first, last, dtype=xp.int64)
+            rows = xp.searchsorted(self._ends, positions, side="right")
+            k = positions - (xp.take(self._ends, rows) - xp.take(self._counts, rows))
+            with np.errstate(all="ignore"):  # wraps on the way, exact at the end (each element between the bounds)
+                data = xp.take(self._starts, rows) + xp.take(self._steps, rows) * k
+            elements = Column(self.node.output_schema.field(self.node.output_schema.names[-1]).type, data)
         if last == self._total:
             self.input = None
-            self._ends = self._counts = self._starts = self._steps = None
+            self._ends = self._counts = self._starts = self._steps = self._parents = self._pieces = None
         repeated = batch.with_gather_map(rows).materialize()
         name = self.node.output_schema.names[-1]
-        return Batch(repeated.names + (name,), repeated.columns + (Column(self.node.output_schema.field(name).type,
-                                                                          elements),),
-                     self.device, None, last - first)
+        return Batch(repeated.names + (name,), repeated.columns + (elements,), self.device, None, last - first)
 
 
 def _lengths(xp, start, stop, step, valid, inclusive: bool):

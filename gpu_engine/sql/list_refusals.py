@@ -47,7 +47,8 @@ def refuse_list_construct(node: exp.Expression, dialect: str) -> None:
                      f"{alternative} joins a group's values into one string", node, name.split()[0])
     if isinstance(node, (exp.Explode, exp.Unnest, exp.Inline)):  # (posexplode is an Explode)
         name = _spelled(node, dialect)
-        lists = "array(constants)" if dialect == "spark" else "generate_series(...), range(...) or [constants]"
+        lists = "array(constants) or split(s, ',')" if dialect == "spark" else \
+            "generate_series(...), range(...), string_split(s, ',') or [constants]"
         raise _error(f"{name}(...) of this list expands it into rows, and {_NO_LISTS}; {name}({lists}) as a "
                      "SELECT output is planned, or register the data with one value per row", node, name)
     if isinstance(node, (exp.Split, exp.RegexpSplit)):

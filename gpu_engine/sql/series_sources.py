@@ -52,12 +52,21 @@ def _error(message: str, node: exp.Expression, name: str) -> SqlError:
     return SqlError(message, line=line, col=col, name=name)
 
 
-def _function(call: exp.GenerateSeries) -> str:
+#: The meta key of a FROM item :mod:`gpu_engine.sql.unnest_selects` made of a string_split list (``unnest(string_split
+#: (s, ','))`` as a SELECT output), planned as an Unnest of its pieces over the items it reads.
+SPLIT_LIST = "series_sources.split"
+#: The argument keys of the calls a marked VALUES list stands for.
+_KEYS = {exp.GenerateSeries: ("start", "end", "step"), exp.Split: ("this", "expression")}
+
+
+def _function(call: exp.Expression) -> str:
+    if isinstance(call, exp.Split):
+        return "string_split"
     return "range" if call.args.get("is_end_exclusive") else "generate_series"
 
 
-def _arguments(call: exp.GenerateSeries) -> list[exp.Expression]:
-    return [call.args[key] for key in ("start", "end", "step") if call.args.get(key) is not None]
+def _arguments(call: exp.Expression) -> list[exp.Expression]:
+    return [call.args[key] for key in _KEYS[type(call)] if call.args.get(key) is not None]
 
 
 def _is_temporal(call: exp.GenerateSeries) -> bool:
@@ -77,7 +86,8 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         call = table.this
         if dialect == "spark" and isinstance(call, exp.Anonymous) and call.name.lower() == "range":
             call = _spark_range(call, table)
-        if not isinstance(call, exp.GenerateSeries):
+        split = isinstance(call, exp.Split) and table.meta.get(SPLIT_LIST)
+        if not isinstance(call, exp.GenerateSeries) and not split:
             continue
         function = _function(call)
         if dialect not in ("duckdb", "spark"):
@@ -90,7 +100,7 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
                 raise _error(f"unsupported SQL: a subquery as an argument of {function}(...); give it constant "
                              "arguments", query, function)
             column = next(argument.find_all(exp.Column), None)
-            if column is not None and dialect != "duckdb":
+            if column is not None and dialect != "duckdb" and not split:
                 raise _error(f"unsupported SQL: {function}(...) reading column {column.sql(dialect='duckdb')!r} "
                              f"(a table function over another FROM item's rows); give {function} constant "
                              f"arguments and join it, e.g. FROM t JOIN {function}(1, (upper bound)) s ON "
@@ -102,7 +112,8 @@ def with_series_as_sources(tree: exp.Expression, dialect: str) -> exp.Expression
         if not columns and dialect == "duckdb" and alias is not None and alias.name:
             column = alias.this.copy()  # DuckDB: range(3) r names its one column r, and r.range still reads it
             _renamed_references(table, alias.name, function, column)
-        cell = exp.cast(exp.Null(), "TIMESTAMP" if _is_temporal(call) else "BIGINT")
+        cell = exp.cast(exp.Null(), "VARCHAR" if isinstance(call, exp.Split) else "TIMESTAMP" if _is_temporal(call)
+                        else "BIGINT")
         values = exp.Values(expressions=[exp.Tuple(expressions=[cell])],
                             alias=exp.TableAlias(this=exp.to_identifier(name, quoted=alias is not None and bool(
                                 alias.this) and alias.this.quoted), columns=[column.copy()]))
@@ -193,7 +204,8 @@ def _estimated_rows(call: exp.GenerateSeries) -> float:
 
 def is_correlated_series(item: exp.Expression) -> bool:
     """Return True for a series FROM item whose arguments read columns (of the FROM items before it)."""
-    return is_series_source(item) and any(True for _ in _columns_read(item))
+    return is_series_source(item) and (isinstance(item.meta[SERIES], exp.Split)
+                                       or any(True for _ in _columns_read(item)))
 
 
 def _columns_read(values: exp.Values):
@@ -270,15 +282,17 @@ def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: di
         keys = list(dict.fromkeys(owner[a] for a in before if a in read))
         members = [relations.pop(key) for key in keys]
         relation = members[0] if len(members) == 1 else join_greedy(planner, members, pending, needed)
-        arguments = [call.args.get(k) for k in ("start", "end", "step")]
-        arguments = [None if a is None else _qualified(a, names) for a in arguments]
+        arguments = [_qualified(a, names) for a in _arguments(call)]
         column_name = item.args["alias"].columns[0].name
         internal = planner._fresh(column_name, alias)
         try:
-            node = planner._builder(relation.node).unnest_series(
-                *(planner._renamed(a, relation.columns) for a in arguments[:2]),
-                "1" if arguments[2] is None else planner._renamed(arguments[2], relation.columns),
-                inclusive=function == "generate_series", name=internal).plan()
+            builder = planner._builder(relation.node)
+            rendered = [planner._renamed(a, relation.columns) for a in arguments]
+            if function == "string_split":
+                node = builder.unnest_split(*rendered, name=internal).plan()
+            else:
+                node = builder.unnest_series(*rendered[:2], "1" if len(rendered) < 3 else rendered[2],
+                                             inclusive=function == "generate_series", name=internal).plan()
         except PlanError as error:
             raise planner._plan_error(error, call) from None
         columns = dict(relation.columns)
@@ -343,8 +357,7 @@ def with_series_arguments_released(tree: exp.Expression) -> exp.Expression:
     for held in [node for node in tree.find_all(exp.Anonymous) if _HELD in node.meta]:
         values = held.meta.pop(_HELD)
         call = values.meta[SERIES]
-        for key, argument in zip([k for k in ("start", "end", "step") if call.args.get(k) is not None],
-                                 held.expressions):
+        for key, argument in zip([k for k in _KEYS[type(call)] if call.args.get(k) is not None], held.expressions):
             call.set(key, argument.copy())
         parent = held.parent
         if isinstance(parent, exp.Where):

@@ -8,12 +8,14 @@ joined after the others, the lists the engine can build without list columns:
 
 * ``generate_series(a, b[, step])`` / ``range(...)`` (DuckDB's list functions; elements as the table functions'),
   with column arguments or constants;
-* a list of constants, ``[1, 2, 3]`` / Spark's ``array(1, 2, 3)``: a VALUES list (one row per element).
+* a list of constants, ``[1, 2, 3]`` / Spark's ``array(1, 2, 3)``: a VALUES list (one row per element);
+* ``string_split(s, separator)`` / Spark's ``split(s, separator)`` of a column (Spark's separator a constant
+  without regular expression characters): an Unnest of the pieces over the FROM items.
 
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
 Refused by name, with the FROM form as the alternative: two unnests in one SELECT (DuckDB zips them), an unnest
 inside an expression, in a grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds
-(``string_split``, ``array_agg`` results, lists of columns), which the list refusals name.
+(``array_agg`` results, ``string_split_regex``), which the list refusals name.
 """
 
 from __future__ import annotations
@@ -24,8 +26,14 @@ from sqlglot import exp
 
 from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.series_sources import SPLIT_LIST
 
 __all__ = ["with_unnested_selects"]
+
+#: The lists planned (sqlglot's nodes: DuckDB's string_split is a Split, Spark's split a RegexpSplit).
+_LISTS = (exp.GenerateSeries, exp.Array, exp.Split, exp.RegexpSplit)
+#: Characters that make Spark's split pattern a regular expression rather than a literal separator.
+_REGEX_CHARACTERS = set(".$|()[]{}^?*+\\")
 
 #: The alias of the FROM item an unnest becomes (numbered per query; no user writes it).
 _ALIAS = "$unnest{}"
@@ -58,13 +66,15 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
     projection = call.parent if isinstance(call.parent, exp.Alias) else call
     select = projection.parent
     if not isinstance(select, exp.Select) or not any(p is projection for p in select.expressions):
-        if isinstance(call.this, (exp.GenerateSeries, exp.Array)):
+        if isinstance(call.this, _LISTS):
             raise _error("an unnest inside an expression or clause (only a SELECT output of its own is planned)",
                          call, dialect)
         return  # another list kind: the list refusals name it
     if isinstance(call.this, exp.GenerateSeries) and dialect != "duckdb":
         raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
-    if not isinstance(call.this, (exp.GenerateSeries, exp.Array)):
+    if isinstance(call.this, exp.RegexpSplit) and dialect == "duckdb":
+        return  # string_split_regex: the list refusals name it
+    if not isinstance(call.this, _LISTS):
         return  # another list kind: the list refusals name it
     others = [p for p in select.expressions if p is not projection and p.find(exp.Explode)]
     if others:
@@ -93,6 +103,19 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
     table_alias = exp.TableAlias(this=exp.to_identifier(alias, quoted=True), columns=[column.copy()])
     if isinstance(lst, exp.GenerateSeries):
         return exp.Table(this=lst.copy(), alias=table_alias)
+    if isinstance(lst, (exp.Split, exp.RegexpSplit)):
+        if lst.args.get("limit") is not None:
+            raise _error("split(...) with a limit", lst, dialect)
+        separator = lst.expression
+        if isinstance(lst, exp.RegexpSplit) and not (isinstance(separator, exp.Literal) and separator.is_string
+                                                     and not set(separator.this) & _REGEX_CHARACTERS):
+            raise _error("split(...) by a regular expression (a constant separator without regular expression "
+                         "characters is planned)", separator, dialect)
+        if lst.this.find(exp.Column) is None and separator.find(exp.Column) is None:
+            raise _error("unnest of a constant string's pieces (write them as a list of constants)", lst, dialect)
+        table = exp.Table(this=exp.Split(this=lst.this.copy(), expression=separator.copy()), alias=table_alias)
+        table.meta[SPLIT_LIST] = True
+        return table
     elements = list(lst.expressions)
     if not elements:
         raise _error("unnest of an empty list (it has no rows)", lst, dialect)
@@ -114,4 +137,6 @@ def _duckdb_name(call: exp.Explode) -> str:
             arguments = arguments[1:]  # range(n): sqlglot writes the start 0 DuckDB's name leaves out
         function = '"range"' if exclusive else "generate_series"
         return f"unnest({function}({', '.join(duckdb_column_name(a) for a in arguments)}))"
+    if isinstance(lst, exp.Split):
+        return f"unnest(string_split({duckdb_column_name(lst.this)}, {duckdb_column_name(lst.expression)}))"
     return f"unnest(list_value({', '.join(duckdb_column_name(e) for e in lst.expressions)}))"

@@ -178,6 +178,7 @@ PLANS = {
                                                     "INTERVAL 1 MONTH", inclusive=True, name="month").plan(),
     "unnest_series": lambda: PlanBuilder().range("1", "4").unnest_series("range", "range * 2", "-1 + 2",
                                                                      inclusive=True, name="k").plan(),
+    "unnest_split": lambda: PlanBuilder().values(pa.table({"s": ["a,b", None]})).unnest_split("s", "','").plan(),
     **({  # HashJoinNode is new; its examples apply once PlanBuilder can build one
         "hash_join_inner_filter": lambda: hash_join("inner", ["l_quantity", "o_comment"], "o_orderdate < l_shipdate"),
         "hash_join_full": lambda: hash_join("full", ["l_orderkey", "o_orderkey"]),

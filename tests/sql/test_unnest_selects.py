@@ -1,9 +1,11 @@
 """``unnest(list)`` / Spark's ``explode(list)`` as a SELECT output, against DuckDB (issue 30 item 6; refused before).
 
 Planned as the FROM item it means (gpu_engine/sql/unnest_selects.py): a series list (``generate_series`` /
-``range`` with column or constant arguments) becomes an Unnest over the FROM items, a list of constants a VALUES
-list. Covered: rows with NULL or empty series (no rows, as DuckDB), WHERE before and ORDER BY/LIMIT after the
-unnest, SELECT without FROM, DuckDB's column names, empty input, Spark's ``explode(array(...))`` named ``col``.
+``range`` with column or constant arguments) or a ``string_split`` / Spark ``split`` list becomes an Unnest over
+the FROM items (empty texts, empty / NULL / multi-character / per-row separators, multi-byte text), a list of
+constants a VALUES list. Covered: rows with NULL or empty series (no rows, as DuckDB), WHERE before and ORDER
+BY/LIMIT after the unnest, SELECT without FROM, DuckDB's column names, empty input, Spark's ``explode(array(...))``
+named ``col``.
 Refusals name the construct and its position.
 """
 
@@ -16,7 +18,9 @@ from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, ro
 
 from gpu_engine.errors import PlanError
 
-TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2, -1], pa.int64()), "s": pa.array(["a", "b", None, "a", "c"])})}
+TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2, -1], pa.int64()),
+                         "s": pa.array(["a,b", "b", None, "", "c,,é,"]),
+                         "sep": pa.array([",", ",", ",", ",", ",,"])})}
 TABLES["e"] = TABLES["t"].slice(0, 0)
 
 QUERIES = [
@@ -30,6 +34,12 @@ QUERIES = [
     "SELECT count(*) AS c, sum(u) AS total FROM (SELECT unnest(generate_series(1, n)) AS u FROM t) q",
     "SELECT e.n, unnest(generate_series(1, e.n)) AS x FROM e",
     "SELECT unnest([10, 20]) AS u FROM e",
+    "SELECT unnest(string_split(s, ',')) FROM t",
+    "SELECT n, unnest(string_split(s, '')) AS p FROM t",
+    "SELECT n, unnest(string_split(s, NULL)) AS p FROM t",
+    "SELECT p, count(*) AS c FROM (SELECT unnest(string_split(s, ',')) AS p FROM t) q GROUP BY p",
+    "SELECT n, unnest(string_split(s, sep)) AS p FROM t WHERE n > -1 ORDER BY n, p",
+    "SELECT e.s, unnest(string_split(e.s, ',')) AS p FROM e",
 ]
 
 
@@ -49,13 +59,14 @@ def test_unnest_outputs_match_duckdb_on_cpu(reference):
 
 
 def test_unnest_outputs_match_duckdb_on_each_device(device_name, reference):
-    _check(device_name, QUERIES[6:7], reference)
+    _check(device_name, [QUERIES[6], QUERIES[11]], reference)
 
 
 @pytest.mark.parametrize("spark, duckdb", [
     ("SELECT explode(array(1, 2)) FROM t", "SELECT unnest([1, 2]) AS col FROM t"),
     ("SELECT n, explode(array('x', 'y')) AS v FROM t WHERE n > 0",
      "SELECT n, unnest(['x', 'y']) AS v FROM t WHERE n > 0"),
+    ("SELECT n, explode(split(s, ',')) AS p FROM t", "SELECT n, unnest(string_split(s, ',')) AS p FROM t"),
 ])
 def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     actual = session_with_tables(TABLES, device="cpu").sql(spark, dialect="spark")
@@ -68,7 +79,8 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     ("SELECT unnest([1, 2]) + 1 AS a", "an unnest inside an expression", 8),
     ("SELECT n, unnest([1, 2]) AS a FROM t GROUP BY n", "an unnest in a grouping", 11),
     ("SELECT unnest([t.n, 2]) AS a FROM t", "a list of columns or subqueries", 18),
-    ("SELECT unnest(string_split(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
+    ("SELECT unnest(string_split_regex(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
+    ("SELECT unnest(string_split('a,b', ',')) AS p", "unnest of a constant string's pieces", 15),
 ])
 def test_unnests_the_engine_cannot_plan_are_refused_with_their_position(sql, message, column):
     with pytest.raises(PlanError) as info:
