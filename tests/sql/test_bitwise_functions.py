@@ -76,3 +76,18 @@ def test_bit_operations_on_other_types_are_refused_with_their_position(sql, mess
     with pytest.raises(PlanError) as info:
         session_with_tables(TABLES, device="cpu").sql(sql)
     assert message in str(info.value) and f"column {column})" in str(info.value), str(info.value)
+
+
+def test_sparks_bit_operators_are_the_same_operations(reference):
+    """Spark's ``&``, ``|``, ``^`` (xor) and ``~`` are DuckDB's; its shifts (Java's, the count taken modulo the
+    width) are refused rather than given DuckDB's meaning."""
+    from duckdb_reference import rows_mismatch
+
+    session = session_with_tables(TABLES, device="cpu")
+    actual = session.sql("SELECT n & 1 AS a, i | b AS o, n ^ 3 AS x, ~i AS ni FROM t", dialect="spark")
+    expected = reference.sql("SELECT n & 1 AS a, i | b AS o, xor(n, 3) AS x, ~i AS ni FROM t").to_arrow_table()
+    problem = rows_mismatch(actual, expected)
+    assert problem is None, problem
+    for sql in ("SELECT shiftleft(n, 1) AS r FROM t", "SELECT shiftright(n, 70) AS r FROM t"):
+        with pytest.raises(PlanError, match="shiftleft / shiftright"):
+            session.sql(sql, dialect="spark")
