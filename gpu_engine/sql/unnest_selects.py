@@ -12,6 +12,9 @@ joined after the others, the lists the engine can build without list columns:
 * ``string_split(s, separator)`` / Spark's ``split(s, separator)`` of a column (Spark's separator a constant
   without regular expression characters): an Unnest of the pieces over the FROM items.
 
+DuckDB's ``unnest(list)`` as a FROM item (``FROM unnest([1, 2, 3]) u(x)``, ``FROM t, unnest(string_split(t.s,
+',')) p``) is the same item in place, its column named by the alias (``unnest`` without one).
+
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
 Refused by name, with the FROM form as the alternative: two unnests in one SELECT (DuckDB zips them), an unnest
 inside an expression, in a grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds
@@ -51,6 +54,10 @@ def _error(message: str, node: exp.Expression, dialect: str) -> SqlError:
 
 def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
     """Return ``tree`` with each SELECT-list ``unnest(list)`` / ``explode(list)`` a column of a joined FROM item."""
+    if dialect == "duckdb":
+        for item in list(tree.find_all(exp.Unnest)):
+            if isinstance(item.parent, (exp.From, exp.Join)):
+                _unnest_item(item, dialect)
     calls = [node for node in tree.find_all(exp.Explode) if type(node) is exp.Explode]  # posexplode: refused later
     if not calls:
         return tree
@@ -96,6 +103,19 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
         select.set("from_", exp.From(this=item))
     else:
         select.append("joins", exp.Join(this=item))
+
+
+def _unnest_item(item: exp.Unnest, dialect: str) -> None:
+    """Replace ``FROM unnest(list) [alias[(column)]]`` by the FROM item of its list, in place."""
+    lists = list(item.expressions)
+    if len(lists) != 1 or item.args.get("offset") or not isinstance(lists[0], _LISTS) \
+            or isinstance(lists[0], exp.RegexpSplit):
+        return  # unnest of several lists, WITH ORDINALITY or another list: the list refusals name it
+    alias = item.args.get("alias")
+    name = alias.name if alias is not None and alias.name else "unnest"
+    columns = list(alias.columns) if alias is not None else []
+    column = columns[0].copy() if columns else exp.to_identifier(name)
+    item.replace(_item(lists[0], name, column, dialect))
 
 
 def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str) -> exp.Expression:

@@ -40,6 +40,11 @@ QUERIES = [
     "SELECT p, count(*) AS c FROM (SELECT unnest(string_split(s, ',')) AS p FROM t) q GROUP BY p",
     "SELECT n, unnest(string_split(s, sep)) AS p FROM t WHERE n > -1 ORDER BY n, p",
     "SELECT e.s, unnest(string_split(e.s, ',')) AS p FROM e",
+    "SELECT * FROM unnest([1, 2, 3]) AS u(x)",
+    "SELECT * FROM unnest([1, 2, 3]) u",
+    "SELECT * FROM t, unnest(string_split(t.s, ',')) u(p)",
+    "SELECT * FROM t, unnest(generate_series(1, t.n))",
+    "SELECT t.n, u.p FROM t JOIN unnest(['a,b', 'b']) u(p) ON t.s = u.p",
 ]
 
 
