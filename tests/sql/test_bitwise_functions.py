@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -36,12 +36,6 @@ QUERIES = [
     "SELECT i FROM t WHERE i & 1 = 1",
     "SELECT e.n & 1 AS a, bit_count(e.i) AS c FROM e",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_bit_operations_match_duckdb_on_cpu(reference):

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -41,12 +41,6 @@ QUERIES = [
     "SELECT p.ab, q.x FROM (SELECT COLUMNS('^ab$') FROM t) p FULL JOIN (SELECT COLUMNS(['x']) FROM u WHERE "
     "u.a > 99) q ON p.ab = q.x",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_columns_expressions_match_duckdb(device_name, reference):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import ValuesNode, walk_plan
@@ -70,12 +70,6 @@ QUERIES = [
 ]
 
 SIMULATED = [QUERIES[1], QUERIES[4], QUERIES[15], QUERIES[22], QUERIES[26]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):

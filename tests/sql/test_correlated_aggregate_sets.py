@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -44,12 +44,6 @@ QUERIES = [
     "a > ANY (SELECT count(v) FROM u WHERE u.k = t.g) AS q FROM t",
 ]
 SIMULATED = [QUERIES[0], QUERIES[5]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_sets_of_correlated_aggregates_match_duckdb_on_cpu(reference):

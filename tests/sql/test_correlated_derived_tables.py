@@ -10,9 +10,8 @@ IN, under OR, nested derived tables and inner joins, NULL keys, against DuckDB o
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(8), pa.int64()),
@@ -39,12 +38,6 @@ QUERIES = [
     "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM (SELECT u.k FROM u WHERE u.i = t.i) w WHERE w.k = t.k)",
     "SELECT id FROM t WHERE EXISTS (SELECT 1 FROM one JOIN (SELECT * FROM u WHERE u.k = t.k) w ON w.j = one.j)",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_correlation_inside_derived_tables_matches_duckdb_on_cpu(reference):

@@ -17,7 +17,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(10), pa.int64()),
@@ -99,12 +99,6 @@ AS_VALUES = [
     "SELECT id, EXISTS (SELECT max(e.k) FROM e) AS x, NOT EXISTS (SELECT e.k FROM e GROUP BY e.k) AS y FROM t",
     "SELECT id FROM t WHERE t.i = 1 OR NOT EXISTS (SELECT 1 FROM u LIMIT 0)",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 # Unfused (CI time: fused, each query compiled its own kernels, ~15 s of a clean clone's CI); the rewrites are plans,

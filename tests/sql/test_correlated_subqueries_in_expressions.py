@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -91,12 +91,6 @@ QUERIES = [
 #: The shapes on the simulator: an equality-correlated COUNT, a value without aggregate (its row count checked), a
 #: per-domain COUNT, EXISTS and correlated NOT IN values, HAVING and LIMIT per correlation key.
 SIMULATED = [QUERIES[1], QUERIES[8], QUERIES[11], QUERIES[30], QUERIES[35], QUERIES[37]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_subquery_values_match_duckdb_on_cpu(reference):

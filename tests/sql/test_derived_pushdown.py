@@ -9,9 +9,8 @@ twice is computed for the rows its readers keep (:mod:`gpu_engine.sql.cte_reader
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "k": pa.array([1, 2, 3, 1, 2, 3, 1, None, 2, 4], pa.int64()),
@@ -61,12 +60,6 @@ SET_READERS = ("WITH c AS (SELECT t.k, t.m, t2.s FROM t, t t2 WHERE t.k = t2.k A
                "AND EXISTS (SELECT * FROM t x WHERE x.k = u.k AND x.m IN (SELECT c.m FROM c, t WHERE c.k = t.k))")
 QUERIES.append(SET_READERS)
 SIMULATED = [GROUPED, SHARED, UNION_BRANCHES]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_pushed_conditions_match_duckdb_on_cpu(reference):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -33,12 +33,6 @@ QUERIES = [
     "SELECT k, count(DISTINCT x), sum(y), count(*) FROM e GROUP BY ROLLUP (k)",
     "SELECT count(DISTINCT (x, y)) AS a, count(DISTINCT (x + 1, f)) AS b FROM e",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_distinct_aggregate_forms_match_duckdb(device_name, reference):

@@ -9,9 +9,8 @@ LIMIT, and over no rows. Queries whose kept row the ORDER BY does not decide sel
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.plans.nodes import TopNRowNumberNode
 
@@ -40,12 +39,6 @@ UNORDERED = [
     "SELECT DISTINCT ON (b) b FROM t",
     "SELECT DISTINCT ON (b) b, a, sum(a) OVER (PARTITION BY b) AS s FROM t ORDER BY b, a",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_distinct_on_matches_duckdb_on_cpu(reference):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, duckdb_with_tables, rows_mismatch,
+from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, rows_mismatch,
                               schemas_differ, session_with_tables)
 
 from gpu_engine import Session
@@ -36,12 +36,6 @@ QUERIES = [
     "SELECT count(DISTINCT s) AS n, corr(DISTINCT y, x) AS c, covar_pop(y, x) AS p FROM t",
     "SELECT corr(DISTINCT y, x) AS c, regr_count(DISTINCT y, x) AS n FROM e",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference, fuse=True):

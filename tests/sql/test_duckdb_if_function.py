@@ -9,9 +9,8 @@ NULL branches, mixed branch types, nesting inside CASE, in WHERE, inside aggrega
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2], pa.int64()), "x": pa.array([1.5, -2.0, None, 0.5]),
                          "s": pa.array(["a", "b", None, "a"])})}
@@ -28,12 +27,6 @@ QUERIES = [
     "SELECT n FROM t WHERE if(s = 'b', TRUE, n > 2)",
     "SELECT if(e.n > 1, 'a', 'b') AS r FROM e",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_if_matches_duckdb_on_cpu(reference):

@@ -9,9 +9,8 @@ a number) sorts by that column, not by a constant. Checked against DuckDB with t
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.duplicate_output_names import unique_output_names
 
@@ -44,12 +43,6 @@ ORDERED = [
     "SELECT t.a, t.b, u.a FROM t JOIN u ON t.a = u.x ORDER BY 3 DESC, 1 LIMIT 3",
     "SELECT DISTINCT * FROM t JOIN u ON t.a = u.x ORDER BY 4, 1",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_repeated_output_names_match_duckdb(device_name, reference):

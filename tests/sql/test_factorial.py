@@ -7,7 +7,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -22,12 +22,6 @@ QUERIES = [
     "SELECT sum(factorial(m)) AS s FROM t WHERE factorial(m) > 2",
     "SELECT factorial(n) AS f FROM e",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name):

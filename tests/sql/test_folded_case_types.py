@@ -11,9 +11,8 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(6), pa.int64()),
@@ -39,12 +38,6 @@ QUERIES = [
     "ON a.id = c.id AND c.x",
     "SELECT * FROM (SELECT id, CASE WHEN k > NULL THEN d END AS x FROM e) q ORDER BY q.x DESC, q.id LIMIT 0",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_folded_case_keeps_its_type_on_cpu(reference):

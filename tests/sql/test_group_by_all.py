@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 TABLES = {
     "t": pa.table({
@@ -42,12 +42,6 @@ QUERIES = [
     "SELECT a, s FROM t EXCEPT ALL SELECT a, 'x' FROM t ORDER BY ALL NULLS FIRST",
     "SELECT * FROM t UNION SELECT * FROM t ORDER BY ALL LIMIT 3",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 @pytest.mark.parametrize("drivers", [1, 3])

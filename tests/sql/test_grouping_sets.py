@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -87,12 +87,6 @@ FUSED_ON_CPU = SIMULATED + [q for q in QUERIES if q.startswith((
     "SELECT a, b, s, count(*) AS n, avg(d) AS av, min(m) AS mn FROM t GROUP BY CUBE (a, b, s)",
     "SELECT a, b, sum(c) AS total FROM t GROUP BY ROLLUP (a, b) HAVING",
     "SELECT a, count(DISTINCT b) AS nb FROM t GROUP BY"))]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _check_all(queries, device_name, drivers, batch_rows, reference, fuse=True):

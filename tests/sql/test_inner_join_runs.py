@@ -17,7 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
 
 _RNG = np.random.default_rng(7)
 FACT = pa.table({
@@ -58,12 +58,6 @@ QUERIES = {
                         "WHERE d_kind = 3",
     "cross_join_in_run": "SELECT count(*) AS n FROM dim, ret LEFT JOIN fact ON f_order = r_order WHERE d_kind = 4",
 }
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, num_drivers: int = 1):

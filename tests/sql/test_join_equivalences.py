@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
 from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, TableScanNode, walk_plan
 
 NATIONS = 5
@@ -40,12 +40,6 @@ QUERIES = {
                   "LEFT JOIN s ON o_supp = s_key AND c_nation = s_nation JOIN n ON c_nation = n_key "
                   "WHERE n_name IN ('n1', 'n3')",
 }
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _join_keys(plan) -> list[tuple[frozenset, bool]]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -61,12 +61,6 @@ QUERIES = [
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[6], QUERIES[12]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16, fuse: bool = True):

@@ -9,9 +9,8 @@ row: the value, or NULL without a row) cross joined, as WHERE plans an aggregate
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(6), pa.int64()),
@@ -30,12 +29,6 @@ QUERIES = [
     "SELECT id FROM t WHERE (dt > (SELECT u.dt FROM u ORDER BY u.id LIMIT 1 OFFSET 5) OR id = 1)",
     "SELECT id FROM t WHERE (k IS NULL) = ((SELECT u.k FROM u ORDER BY u.id DESC LIMIT 1) IS NULL)",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_limited_subquery_values_in_where_match_duckdb_on_cpu(reference):

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -41,12 +41,6 @@ QUERIES = [
     "SELECT k, rank() OVER w AS r FROM e WINDOW w AS (PARTITION BY k ORDER BY o)",
     "SELECT id, sum(v) OVER ( w ) AS s FROM t WINDOW w AS (PARTITION BY k ORDER BY o, id)",  # (w): no frame to copy
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_named_windows_match_duckdb(device_name, reference):

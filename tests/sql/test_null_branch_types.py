@@ -9,9 +9,8 @@ cuda-sim; a VALUES column also read elsewhere in its SELECT is of the NULL type 
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 TABLES = {"t": pa.table({"k": pa.array([1, None, 2, 2], pa.int32()), "x": pa.array([1, 2, None, 2], pa.int64())})}
 TABLES["e"] = TABLES["t"].slice(0, 0)
@@ -33,12 +32,6 @@ QUERIES = [
     # one VALUES row with a computed cell: its bare NULL typed too (the breadth fuzz, seed 4821: "cannot infer")
     "SELECT c0, count(*) AS n FROM (VALUES (NULL, 2.5::DOUBLE)) AS v(c0, c1) GROUP BY c0",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_all_null_branch_columns_take_duckdbs_types(device_name, reference):

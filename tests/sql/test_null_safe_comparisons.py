@@ -12,9 +12,8 @@ import datetime
 import decimal
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 TABLES = {
     "t": pa.table({
@@ -49,12 +48,6 @@ QUERIES = [
     "SELECT id, coalesce(a IS NOT DISTINCT FROM b, FALSE) AS x, nullif(p IS TRUE, FALSE) AS y FROM t",
     "SELECT id, coalesce((SELECT max(r.a) FROM t r WHERE r.s IS NOT DISTINCT FROM 'x'), 0) AS m FROM t",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_null_safe_comparisons_match_duckdb(device_name, reference):

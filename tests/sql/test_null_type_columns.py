@@ -14,9 +14,8 @@ from __future__ import annotations
 import decimal
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(6), pa.int64()),
@@ -104,12 +103,6 @@ VALUES_ONLY = [
 ]
 
 ORDERED = {q for q in QUERIES if "ORDER BY q.x" in q}
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_null_typed_columns_meet_other_types_as_in_duckdb_on_cpu(reference):

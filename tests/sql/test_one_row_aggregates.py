@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "q": pa.array([1, 5, 12, 25, 33, None, 41, 7, 18, 25, 60, 3], pa.int32()),
@@ -67,12 +67,6 @@ QUERIES = [
     "SELECT count(*) + (SELECT count(*) FROM t WHERE q > 10) + (SELECT count(*) FROM t WHERE q < 10) total FROM u",
 ]
 SIMULATED = [DERIVED, SCALARS]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_merged_siblings_match_duckdb_on_cpu(reference):

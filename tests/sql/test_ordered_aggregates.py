@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, duckdb_with_tables, rows_mismatch,
+from duckdb_reference import (assert_queries_match_duckdb, duckdb_table, rows_mismatch,
                               schemas_differ, session_with_tables)
 
 from gpu_engine import Session
@@ -79,12 +79,6 @@ QUERIES = [
     "AS c FROM t",
 ]
 SIMULATED = [QUERIES[0], QUERIES[2], QUERIES[4], QUERIES[10], QUERIES[13], QUERIES[17]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int, batch_rows: int) -> Session:

@@ -9,9 +9,8 @@ must not move (on a non-key column, under OR, on the NULL-extended side itself).
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.plans.nodes import AggregationNode, FilterNode, HashJoinNode, walk_plan
 
 S = pa.table({"y": pa.array([2000, 2000, 2001, 2001, None, 2002, 2000], pa.int32()),
@@ -42,12 +41,6 @@ QUERIES = [
     "SELECT s.q FROM s LEFT JOIN w ON w.wk = s.k AND w.wy = s.y WHERE w.wk IS NULL AND s.y = 2000",
 ]
 SIMULATED = QUERIES[:1] + QUERIES[3:4]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_answers_match_duckdb(device_name, reference):

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 _RNG = np.random.default_rng(11)
 FACT = pa.table({
@@ -76,12 +76,6 @@ COMMUTING = {
     "anti_pattern": f"SELECT d_kind, count(*) AS n {LEFT} JOIN dim ON f_dim = d_key WHERE r_order IS NULL "
                     "GROUP BY d_kind",
 }
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _joins(plan) -> list:

@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.planning.local_exchanges import add_local_exchanges
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, walk_plan
 from gpu_engine.sql import partial_steps
@@ -92,12 +92,6 @@ def rule_on_small_tables(monkeypatch):
     """These tables are a few hundred rows, under the rule's floor (``MIN_ESTIMATED_ROWS``): lowered to 0 here
     (the floor's own test puts it back)."""
     monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", 0)
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _grouped(plan) -> list[AggregationNode]:

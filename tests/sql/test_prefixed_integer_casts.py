@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError
 
@@ -30,12 +30,6 @@ QUERIES = [
     "SELECT CAST('0xFFFFFFFFFFFFFFFF' AS UBIGINT) AS a, CAST(18446744073709551615 AS UBIGINT) AS b, "
     "CAST('9223372036854775808' AS UBIGINT) AS c, CAST(' 1_0 ' AS UBIGINT) AS d",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_prefixed_integer_texts_cast_as_duckdb_casts_them(device_name, reference):

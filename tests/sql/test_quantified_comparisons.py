@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -68,12 +68,6 @@ SIMULATED = [QUERIES[0], QUERIES[9], PLANS[2]]
 #: equality forms uncorrelated (= ANY, <> ALL, <> ANY, = ALL): the CASE over the subquery's facts in a generated
 #: kernel. QUERIES run unfused (CI time: each query's expressions compiled kernels of their own).
 FUSED_ON_CPU = SIMULATED + [QUERIES[1]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_quantified_comparisons_match_duckdb_on_cpu(reference):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.errors import PlanError
 
 T = pa.table({"k": pa.array([1, 1, 2, None, 3, 5], pa.int32()), "o": pa.array([3, -7, 2, 2, None, 1], pa.int64()),
@@ -28,12 +28,6 @@ QUERIES = [
     "SELECT * FROM t SEMI JOIN e ON t.k = e.k",
     "SELECT * FROM t ANTI JOIN e ON t.k = e.k",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_semi_anti_joins_match_duckdb_on_cpu(reference):

@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.plans.nodes import RangeNode, walk_plan
@@ -72,12 +72,6 @@ QUERIES = [
 ]
 
 SIMULATED = [QUERIES[1], QUERIES[5], QUERIES[13], QUERIES[17], QUERIES[33], QUERIES[37]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):

@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.compute  # noqa: F401 (pa.compute)
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -107,12 +107,6 @@ QUERIES = [
 #: nested chain over ints and strings with NULLs. Every query of QUERIES runs unfused (CI time: fused, each query
 #: compiled its own generated kernels, ~36 s of CPU on a cold cache, kernels the operator suite covers).
 SIMULATED = [QUERIES[0], QUERIES[10], QUERIES[14], QUERIES[16], QUERIES[22], QUERIES[24], QUERIES[36]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _integer_types_differ(sql, actual, expected):

@@ -13,7 +13,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(6), pa.int64()),
@@ -43,12 +43,6 @@ QUERIES = [
     "SELECT id, CASE WHEN k = '1' THEN 'one' END AS c, d >= '0' AS p FROM t",
     "SELECT count(*) AS n FROM e WHERE k = '1'",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_text_constants_compare_as_the_other_type_on_cpu(reference):

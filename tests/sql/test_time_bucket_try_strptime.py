@@ -14,7 +14,7 @@ import datetime
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -57,12 +57,6 @@ QUERIES = [
 ]
 
 SIMULATED = [QUERIES[1], QUERIES[3], QUERIES[8]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import duckdb_with_tables, rows_mismatch, session_with_tables
+from duckdb_reference import rows_mismatch, session_with_tables
 
 from gpu_engine import Session
 from gpu_engine.plans import walk_plan
@@ -60,12 +60,6 @@ KEPT_AS_WINDOWS = [
     "SELECT k, o, n FROM (SELECT k, o, row_number() OVER (PARTITION BY k ORDER BY o, id) AS rn, "
     "count(*) OVER (PARTITION BY k ORDER BY o, id) AS n FROM t) x WHERE rn <= 2",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name, drivers, batch_rows) -> Session:

@@ -16,7 +16,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 
@@ -72,12 +72,6 @@ QUERIES = [
 ]
 
 SIMULATED = [QUERIES[0], QUERIES[3], QUERIES[4], QUERIES[9], QUERIES[11]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, batch_rows: int = 1 << 16):

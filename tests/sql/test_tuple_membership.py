@@ -12,7 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, assert_same_rows, duckdb_table, duckdb_with_tables, \
+from duckdb_reference import assert_queries_match_duckdb, assert_same_rows, duckdb_table, \
     session_with_tables
 
 from gpu_engine.sql.errors import SqlError
@@ -58,12 +58,6 @@ QUERIES = [
     "SELECT t.a, u.y FROM t FULL JOIN u ON t.a = u.x WHERE (t.a, u.y) NOT IN (SELECT x, y FROM u WHERE x > 1)",
 ]
 SIMULATED = [QUERIES[0], QUERIES[4], QUERIES[8]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_row_memberships_match_duckdb_on_cpu(reference):

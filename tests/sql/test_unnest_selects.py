@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, rows_mismatch, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, rows_mismatch, session_with_tables
 
 from gpu_engine.errors import PlanError
 
@@ -46,12 +46,6 @@ QUERIES = [
     "SELECT * FROM t, unnest(generate_series(1, t.n))",
     "SELECT t.n, u.p FROM t JOIN unnest(['a,b', 'b']) u(p) ON t.s = u.p",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _check(device_name, queries, reference, drivers=1):

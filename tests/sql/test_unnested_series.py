@@ -15,7 +15,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.plans.nodes import UnnestNode, walk_plan
@@ -54,12 +54,6 @@ QUERIES = [
     "SELECT t.n, g.x FROM t, generate_series(1, t.n) g(x) ORDER BY t.n DESC, g.x LIMIT 4",
 ]
 SIMULATED = [QUERIES[4], QUERIES[15]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):

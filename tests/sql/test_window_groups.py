@@ -9,9 +9,8 @@ GROUP, over value functions and variances; ``OVER (GROUPS BETWEEN …)`` without
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 TABLES = {"t": pa.table({
     "id": pa.array([1, 2, 3, 4, 5, 6, 7], pa.int64()),
@@ -29,12 +28,6 @@ QUERIES = [
     "BETWEEN 1 PRECEDING AND CURRENT ROW) AS c, first_value(id) OVER (ORDER BY i, id GROUPS BETWEEN 1 PRECEDING AND 2 "
     "FOLLOWING) AS e, var_pop(f) OVER (ORDER BY i GROUPS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS g FROM t",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_groups_frames_match_duckdb(device_name, reference):

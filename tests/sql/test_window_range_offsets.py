@@ -15,7 +15,7 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -56,12 +56,6 @@ QUERIES = [
     "count(*) OVER (PARTITION BY k ORDER BY mt RANGE BETWEEN CURRENT ROW AND INTERVAL '1 month 12 hours' FOLLOWING) "
     "AS c, count(*) OVER (ORDER BY mt RANGE BETWEEN INTERVAL 1 MONTH PRECEDING AND CURRENT ROW) AS d FROM t",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_range_offsets_match_duckdb(device_name, reference):

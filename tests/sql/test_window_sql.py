@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 import sqlglot
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
@@ -107,12 +107,6 @@ QUERIES = [
 #: Run fused, on cpu and on the simulator: frames, windows over GROUP BY, (co)variances. Every query of QUERIES runs
 #: unfused (CI time: fused, each query compiled its own generated kernels for the stretches around its windows).
 SIMULATED = [QUERIES[5], QUERIES[7], QUERIES[8], QUERIES[-2], QUERIES[-1]]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _own_order_by(sql: str) -> bool:

@@ -11,9 +11,8 @@ over the groups, and stays a subquery where the join or the aggregate differs.
 from __future__ import annotations
 
 import pyarrow as pa
-import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.plans.nodes import TableScanNode, WindowNode, walk_plan
 
 # p: outer-only table, duplicate key 1 (every s row of key 1 appears twice in the join); s and r: shared tables.
@@ -72,12 +71,6 @@ TOTALS_NOT_REWRITTEN = [
     "SELECT sk, rk, sum(qty) AS q FROM s GROUP BY GROUPING SETS ((sk), (rk)) HAVING sum(qty) > "
     "(SELECT sum(qty) * 0.4 FROM s)",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def _scans(plan) -> list[str]:

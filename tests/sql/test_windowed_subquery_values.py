@@ -13,7 +13,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import ExecutionError
 
@@ -37,12 +37,6 @@ QUERIES = [
     "SELECT t.id, (SELECT lag(u.s) OVER (ORDER BY u.id) FROM u WHERE u.id = t.id) AS w FROM t",
     "SELECT t.id, (SELECT sum(e.k) OVER () FROM e WHERE e.id = t.id) AS w FROM t",
 ]
-
-
-@pytest.fixture(scope="module")
-def reference():
-    with duckdb_with_tables(TABLES) as connection:
-        yield connection
 
 
 def test_windowed_subquery_values_match_duckdb_on_cpu(reference):
