@@ -20,6 +20,7 @@ import math
 from typing import Any, Callable
 
 import pyarrow as pa
+import sqlglot
 from sqlglot import exp
 
 from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal
@@ -648,6 +649,13 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
             raise translator.error(f"{name}() takes 1 argument (a date or timestamp)", tree)
         part = _part_literal(translator, exp.Literal.string(_NAMED_PART_CALLS[name]), tree)
         return date_part_expression(translator, part, translator.translate(tree.expressions[0]), tree)
+    if name in ("epoch_us", "epoch_ns"):  # microseconds (nanoseconds) since 1970 of a date or timestamp: BIGINT
+        if len(tree.expressions) != 1:
+            raise translator.error(f"{name}() takes 1 argument (a date or timestamp)", tree)
+        micros = sqlglot.parse_one("date_diff('microsecond', TIMESTAMP '1970-01-01', x)", read="duckdb")
+        micros.find(exp.Column).replace(tree.expressions[0].copy())
+        return translator.translate(micros if name == "epoch_us" else exp.Mul(
+            this=micros, expression=exp.cast(exp.Literal.number(1000), "BIGINT")))
     if name in ("prefix", "suffix"):
         args = _string_args(translator, list(tree.expressions))
         return build_function(translator, "starts_with" if name == "prefix" else "ends_with", args, tree)
