@@ -140,7 +140,8 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     check_tree_nesting(tree)
     if dialect == "duckdb":  # USING SAMPLE / TABLESAMPLE as random() filters (Spark's n ROWS means other rows)
         tree = with_samples_as_random_filters(tree)
-    tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
+    if "unnest" in text.lower() or "explode" in text.lower():  # (a walk only where one may be written)
+        tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
     tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)
     nodes = refuse_unsupported(tree, dialect)
     with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out
