@@ -44,8 +44,8 @@ FROM items, or when ``S`` would be every FROM item.
 When: only where the estimates (:mod:`gpu_engine.sql.statistics`) say it
 pays (:func:`_benefit`): the rows the pre-aggregation saves the later joins
 and the final aggregation (whose per-row cost grows with its keys, strings
-most) must outweigh the pre-aggregation itself, its rows and (where
-:data:`_PRE_AGGREGATION_SETUP` is on) the fixed cost of its added operators.
+most) must outweigh the pre-aggregation itself: its rows and the fixed cost
+of its added operators (:data:`_PRE_AGGREGATION_SETUP`).
 Unknown distinct counts (strings) count as no reduction.
 The re-aggregation always stays: a key is never proven unique by min/max
 statistics.
@@ -93,12 +93,13 @@ _MAX_GROUP_SHARE = 0.75
 #: engine's CPU path, the added aggregation ~5 ms: some 30K units, of which this counts a third, as
 #: estimates of small inputs run low (q21's 25K rows were estimated at 2.4K).
 PRE_AGGREGATION_SETUP_MEASURED = 10_000.0
-#: The set-up :func:`_benefit` counts: 0 (off) for now. With the measured one q74 was 17% slower while
-#: two conjuncts on ``d_year`` multiplied in its estimates; since they intersect
-#: (:func:`~gpu_engine.sql.statistics.intersected_value_sets`) its 8 changed TPC-DS plans are 9.7% faster
-#: and none slower beyond noise, but the rule's tests on tiny tables assume no set-up (29 fail with it):
-#: bench/results/2026-11-28-strndv-string-ndv-cpu-sf1.md.
-_PRE_AGGREGATION_SETUP = 0.0
+#: The set-up :func:`_benefit` counts: the measured one. Off at first: with it q74 was 17% slower while two
+#: conjuncts on ``d_year`` multiplied in its estimates; since they intersect
+#: (:func:`~gpu_engine.sql.statistics.intersected_value_sets`) the plans it changes ran faster: 8 of TPC-DS SF1
+#: -9.7% (bench/results/2026-11-28-strndv-string-ndv-cpu-sf1.md), then 7 (q7 q14 q26 q56 q60 q77 q85) -2.7%,
+#: none slower beyond 3.4% (bench/results/2026-11-28-joincost-runtime-filter-costs-cpu-sf1.md); TPC-H's plans
+#: are the same. The rule's tests on tiny tables plan without it (their savings are rows, never 10,000 units).
+_PRE_AGGREGATION_SETUP = PRE_AGGREGATION_SETUP_MEASURED
 
 
 @dataclass(frozen=True)

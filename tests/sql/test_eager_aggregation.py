@@ -7,9 +7,10 @@ inputs filtered to nothing (a global ``count`` is 0, a ``sum`` NULL). Each
 query of :data:`PUSHED` must be planned with a pre-aggregation (its partial
 columns are named ``$eager…``), each of :data:`KEPT` without one; both
 answer as DuckDB does. The TPC-H Q10 plan test checks the rule picks
-lineitem ⋈ orders grouped by ``o_custkey``, the hand plan's shape. The set-up tests at the end
-turn on the rule's fixed cost (``_PRE_AGGREGATION_SETUP``, off by default),
-which keeps a pre-aggregation of few rows out.
+lineitem ⋈ orders grouped by ``o_custkey``, the hand plan's shape. These tables
+are tiny, so every test here but the set-up tests at the end plans without the
+rule's fixed cost (``_PRE_AGGREGATION_SETUP``, on by default: it keeps a
+pre-aggregation of few rows out); they test the rule's shapes and answers.
 """
 
 from __future__ import annotations
@@ -120,6 +121,12 @@ _SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_glob
               "three_tables_dimension_joined_first")
 
 
+@pytest.fixture(autouse=True)
+def no_set_up(monkeypatch):
+    """Plan without the pre-aggregation set-up cost: these tables' saving is rows, never 10,000 units."""
+    monkeypatch.setattr(eager_aggregation, "_PRE_AGGREGATION_SETUP", 0.0)
+
+
 @pytest.fixture(scope="module")
 def reference():
     with duckdb_with_tables(TABLES) as connection:
@@ -208,7 +215,7 @@ def test_a_pre_aggregation_of_few_rows_does_not_pay_its_set_up(device_name, monk
 
 
 def test_without_the_set_up_cost_the_same_rows_are_pre_aggregated():
-    """The same query without the set-up (the default): the rows' saving alone chooses a pre-aggregation
+    """The same query without the set-up (``no_set_up``): the rows' saving alone chooses a pre-aggregation
     (so the test above checks the set-up, not an estimate that never reduces)."""
     plan = session_with_tables({"stock": STOCK, "warehouse": WAREHOUSE}, device="cpu").sql_plan(STOCK_TOTALS)
     assert len(_pre_aggregations(plan)) == 1
