@@ -21,6 +21,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
     python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
+    python bench/ab.py constant-arithmetic-estimates tpcds 11 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
@@ -515,6 +516,22 @@ def _intersected_estimates():
     return _Setting(_set_intersected_estimates), "value", "off"
 
 
+def _set_constant_arithmetic_estimates(on: bool) -> None:
+    import gpu_engine.sql.filtered_statistics as pinned
+    import gpu_engine.sql.statistics as module
+    if not hasattr(module, "_original_arithmetic"):
+        module._original_arithmetic = (module.constant_arithmetic, pinned._or_pinned_columns)
+    module.constant_arithmetic, pinned._or_pinned_columns = module._original_arithmetic if on else (
+        lambda tree: None, lambda conjunct: None)
+
+
+def _constant_arithmetic_estimates():
+    """Constant arithmetic (``d_year = 2001 + 1``) estimated as an unknown value and an OR of one column's values
+    pinning no distinct count (``statistics.constant_arithmetic`` and ``filtered_statistics._or_pinned_columns``
+    off: the estimates before the dsslow fix)."""
+    return _Setting(_set_constant_arithmetic_estimates), "value", "off"
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -565,6 +582,7 @@ SWITCHES = {
     "pre-aggregation-setup": _pre_aggregation_setup,
     "string-ndv-and-setup": _string_ndv_and_setup,
     "intersected-estimates": _intersected_estimates,
+    "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "file-versions": _file_versions,

@@ -248,6 +248,10 @@ def _column(expression: Expr) -> str | None:
     return expression.name if isinstance(expression, ColumnRef) else None
 
 
+_ARITHMETIC = {"add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+               "div": lambda a, b: a / b if b else None}
+
+
 def _constant(expression: Expr) -> float | str | None:
     """Return a constant's value as the SQL side's ``_constant`` does: numbers and dates as floats, text as is."""
     while isinstance(expression, Cast):
@@ -255,6 +259,11 @@ def _constant(expression: Expr) -> float | str | None:
     if isinstance(expression, UnaryOp) and expression.op == "negate":
         inner = _constant(expression.operand)
         return -inner if isinstance(inner, float) else None
+    if isinstance(expression, BinaryOp) and expression.op in _ARITHMETIC:  # ``2001 + 1``, as the SQL side folds it
+        left, right = _constant(expression.left), _constant(expression.right)
+        if not isinstance(left, float) or not isinstance(right, float):
+            return None
+        return _ARITHMETIC[expression.op](left, right)
     if not isinstance(expression, Literal) or expression.value is None:
         return None
     return _number_or_text(expression.value)

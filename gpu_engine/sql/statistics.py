@@ -206,6 +206,27 @@ class RegisteredStatistics(Mapping):
         return len(self._tables)
 
 
+_ARITHMETIC = {exp.Add: lambda a, b: a + b, exp.Sub: lambda a, b: a - b, exp.Mul: lambda a, b: a * b,
+               exp.Div: lambda a, b: a / b if b else None}
+
+
+def constant_arithmetic(tree: exp.Binary) -> float | None:
+    """Return the value of arithmetic over numeric constants (``2001 + 1``), None for anything else.
+
+    Why: the planner keeps constant arithmetic as written (the engine types it,
+    :mod:`gpu_engine.sql.simplification`), so TPC-DS's ``d_year = 2001 + 1``,
+    ``d_month_seq BETWEEN 1200 AND 1200 + 11`` and a CTE reader's ``dyear = 2001 + 1``
+    reached the estimates as a column against an expression: an equality kept 1/10 of
+    ``date_dim`` for a year's 1/201 and pinned no distinct count, and a range's bound
+    counted as unknown. An estimate needs no exact type: the value as a float will do
+    (a division by zero is no constant: the query's own error, if any, is the engine's).
+    """
+    left, right = _constant(tree.this), _constant(tree.expression)
+    if not isinstance(left, float) or not isinstance(right, float):
+        return None
+    return _ARITHMETIC[type(tree)](left, right)
+
+
 def _constant(tree: exp.Expression) -> object:
     """Return the value of a literal (numbers, strings, DATE casts), or None for anything else."""
     while isinstance(tree, exp.Paren):
@@ -220,6 +241,8 @@ def _constant(tree: exp.Expression) -> object:
     if isinstance(tree, exp.Neg):
         inner = _constant(tree.this)
         return -inner if isinstance(inner, float) else None
+    if type(tree) in _ARITHMETIC:
+        return constant_arithmetic(tree)
     if isinstance(tree, exp.Cast) and isinstance(tree.this, exp.Literal) and tree.to.is_type("date"):
         try:
             return float(parse_date_text(tree.this.this).toordinal())  # '2002-3-01' too, as DuckDB reads it
