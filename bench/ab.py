@@ -18,7 +18,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
-    python bench/ab.py string-ndv tpcds 17 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
     python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
     python bench/ab.py constant-arithmetic-estimates tpcds 11 --sf 1 --runs 7
@@ -472,34 +471,15 @@ class _Setting:
         self.apply(value == "on")
 
 
-def _set_string_ndv(on: bool) -> None:
-    import gpu_engine.sql.statistics as module
-    module.STRING_DISTINCT_VALUES = on
-
-
-def _string_ndv():
-    """String columns without distinct counts (``statistics.STRING_DISTINCT_VALUES``, off by default: with
-    it the "with" side counts them from their Parquet dictionary page headers)."""
-    return _Setting(_set_string_ndv), "value", "off"
-
-
 def _set_pre_aggregation_setup(on: bool) -> None:
     import gpu_engine.sql.eager_aggregation as module
     module._PRE_AGGREGATION_SETUP = module.PRE_AGGREGATION_SETUP_MEASURED if on else 0.0
 
 
 def _pre_aggregation_setup():
-    """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (off by default:
-    the "with" side counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
+    """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (the "with" side, the
+    default, counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
     return _Setting(_set_pre_aggregation_setup), "value", "off"
-
-
-def _string_ndv_and_setup():
-    """Both of the above off on one side, both on on the other."""
-    def apply(on: bool) -> None:
-        _set_string_ndv(on)
-        _set_pre_aggregation_setup(on)
-    return _Setting(apply), "value", "off"
 
 
 def _set_intersected_estimates(on: bool) -> None:
@@ -578,9 +558,7 @@ SWITCHES = {
     "wide-sum-fusion": _wide_sum_fusion,
     "join-trees": _join_trees,
     "key-set-estimates": _single_key_estimates,
-    "string-ndv": _string_ndv,
     "pre-aggregation-setup": _pre_aggregation_setup,
-    "string-ndv-and-setup": _string_ndv_and_setup,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "union-key-filters": _union_key_filters,

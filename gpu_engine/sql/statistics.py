@@ -3,15 +3,12 @@
 Why metadata only: the planner must not read data to plan a query. A Parquet
 footer gives each file's row count and, per row group, each column's min and
 max; an in-memory Arrow table gives its row count and an O(n) min/max per
-column (cheap next to running a query on it); the header of a Parquet string
-column's dictionary page counts its values (a few bytes read, no values).
-From those the planner guesses:
+column (cheap next to running a query on it). From those the planner guesses:
 
 * the number of distinct values (NDV) of an integer or date column as
-  ``min(rows, max - min + 1)`` (exact for dense keys such as TPC-H's), of a
-  string column from its dictionary pages' headers in Parquet files
-  (:func:`string_distinct_values`, where :data:`STRING_DISTINCT_VALUES` is
-  on: off until the join cost model counts runtime filters), else unknown —
+  ``min(rows, max - min + 1)`` (exact for dense keys such as TPC-H's), else
+  unknown (strings: counts from Parquet dictionary page headers were tried and
+  removed, bench/results/2026-11-28-joincost-runtime-filter-costs-cpu-sf1.md) —
   refined to ``min(ndv, rows)`` after each filter or join;
 * a predicate's selectivity with fixed rules: ``col = const`` is ``1 / NDV``,
   a range against a constant is the fraction of ``[min, max]`` it keeps (1/3
@@ -29,14 +26,12 @@ call too; this module reads sqlglot trees into their arguments.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable, Mapping
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_string
 from gpu_engine.optimizer.statistics import (
     DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
     range_selectivity,
@@ -88,52 +83,7 @@ def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
                 except TypeError:
                     lows[name] = highs[name] = None
     columns = {f.name: _column_statistics(f.type, rows, lows.get(f.name), highs.get(f.name)) for f in schema}
-    for f in schema if STRING_DISTINCT_VALUES else ():
-        if is_string(f.type) and not columns[f.name].ndv:
-            distinct = string_distinct_values(tuple(footer.path for footer in footers), f.name)
-            if distinct:
-                columns[f.name] = dataclasses.replace(columns[f.name], ndv=max(1.0, min(float(rows), distinct)))
     return TableStatistics(float(rows), columns)
-
-
-#: Whether Parquet string columns take their distinct counts from :func:`string_distinct_values`. Off: with
-#: them TPC-DS SF1's 36 changed plans ran 6% faster in total (q17 -40%, q18 -32%, q11 -26%; TPC-H q8 -14%,
-#: q21 -11%), but q81 +21..24%, q1 +7..13% and q16 +11..12% in reruns alone: the right (smaller) estimate of a
-#: filtered address or store table makes it a build side, scanned whole with all its columns, where the
-#: wrong one left it a probe side whose scan the runtime join-key filters cut to a few rows (the join cost
-#: model does not count those filters). bench/results/2026-11-28-strndv-string-ndv-cpu-sf1.md.
-STRING_DISTINCT_VALUES = False
-
-#: Row groups of a file whose dictionary page headers :func:`string_distinct_values` reads (the first ones).
-DICTIONARY_ROW_GROUPS = 16
-
-
-def string_distinct_values(paths: tuple[str, ...], name: str) -> float:
-    """Return a lower bound of a string column's distinct values from its dictionary pages' headers (0: unknown).
-
-    Why: a string column had no distinct count, so an equality with a constant kept 1/10 of the rows whatever
-    the column: ``d_quarter_name = '2001Q1'`` kept 7,305 of date_dim's 73,049 rows for 91 (it has 800 values),
-    and a fact table joined to that quarter was estimated at every one of its rows, so TPC-DS q17 built the
-    other channel's 160K sales instead of probing them with the 6K rows the returns kept. A Parquet writer
-    stores each row group's distinct strings once in a dictionary page, whose header counts them: the largest
-    count over the first :data:`DICTIONARY_ROW_GROUPS` row groups of each file is at most the column's distinct
-    values. Unknown (0) where a chunk has no dictionary page or the writer stopped using it (it outgrew its
-    page: mostly distinct text, which a lower bound would understate).
-    """
-    from gpu_engine.connectors.data_source import parquet_metadata
-    from gpu_engine.connectors.parquet_columns import dictionary_size
-
-    largest = 0
-    for path in paths:
-        metadata = parquet_metadata(path)
-        for group in range(min(metadata.num_row_groups, DICTIONARY_ROW_GROUPS)):
-            if not metadata.row_group(group).num_rows:
-                continue
-            found = dictionary_size(path, metadata, group, name)
-            if found is None or not found[1]:
-                return 0.0
-            largest = max(largest, found[0])
-    return float(largest)
 
 
 def _arrow_statistics(table: pa.Table) -> TableStatistics:
@@ -171,9 +121,7 @@ def table_statistics(table) -> TableStatistics:
     arrow_table = getattr(table, "table", None)
     if files:
         footers = tuple(map(getattr(table, "footer", read_footer), files))
-        # (the switch in the key: bench/ab.py's string-ndv switch plans with and without it in one process)
-        key = (tuple((f.path, f.size, f.modified_ns) for f in footers), table.schema,
-               STRING_DISTINCT_VALUES and string_distinct_values)
+        key = (tuple((f.path, f.size, f.modified_ns) for f in footers), table.schema)
         if key not in _CACHE:
             _CACHE[key] = _parquet_statistics(footers, table.schema)
         return _CACHE[key]
