@@ -375,11 +375,45 @@ def _collated(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.Collate):
         _collation(node)
         line, col = position_of(node)
-        raise SqlError("unsupported SQL: COLLATE here (a SELECT output, GROUP BY, an aggregate or a function: the "
-                       "collation would travel with the value); COLLATE NOCASE is supported in comparisons (=, <, "
-                       "IN, BETWEEN, LIKE) and ORDER BY keys; lower(x) folds case anywhere", line=line, col=col,
-                       name="COLLATE")
+        raise SqlError("unsupported SQL: COLLATE here (a derived table's output, GROUP BY, DISTINCT, an aggregate or "
+                       "a function: the collation would travel with the value); COLLATE NOCASE is supported in "
+                       "comparisons (=, <, IN, BETWEEN, LIKE), ORDER BY keys and the outer query's outputs; "
+                       "lower(x) folds case anywhere", line=line, col=col, name="COLLATE")
     return node
+
+
+def _with_collated_outputs(tree: exp.Expression) -> exp.Expression:
+    """Give the outermost SELECT's collated outputs (``SELECT s COLLATE NOCASE AS z FROM t``) their plain value, in
+    place, the ORDER BY keys naming them (``z``, the ordinal, or the column collated) sorted by the collation.
+
+    Why only there: a result column's value is the text itself (DuckDB shows ``'Ab'``, not ``'ab'``); what the
+    collation changes is how the value compares, which matters only to the ORDER BY of the same SELECT. Anywhere
+    else (a derived table's output, GROUP BY, DISTINCT) the collation would travel with the value into comparisons
+    and groups; those stay refused by :func:`_collated`.
+    """
+    if not isinstance(tree, exp.Select) or tree.args.get("group") or tree.args.get("distinct") \
+            or tree.args.get("having") or any(p.find(exp.AggFunc, exp.Window) for p in tree.expressions):
+        return tree
+    order = tree.args.get("order")
+    for position, projection in enumerate(tree.expressions, 1):
+        value = projection.this if isinstance(projection, exp.Alias) else projection
+        collate = _unparenthesized(value)
+        if not isinstance(collate, exp.Collate):
+            continue
+        _collation(collate)  # an unknown collation is refused by name
+        operand = _unparenthesized(collate.this)
+        for ordered in order.expressions if order is not None else []:
+            key = _unparenthesized(ordered.this)
+            named = isinstance(key, exp.Column) and not key.table and key.name == projection.alias_or_name
+            numbered = isinstance(key, exp.Literal) and not key.is_string and key.this == str(position)
+            if named or numbered or key == operand:
+                ordered.set("this", collate.copy())
+        if isinstance(projection, exp.Alias):
+            projection.set("this", collate.this.copy())
+        else:
+            projection.replace(exp.alias_(collate.this.copy(), exp.to_identifier(
+                collate.sql(dialect="duckdb"), quoted=True)))
+    return tree
 
 
 def _filter_as_case(node: exp.Expression) -> exp.Expression:
@@ -507,6 +541,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     else:
         tree = simplify_bounded(tree, dialect)
     if tree.meta.get(HAS_COLLATE):  # COLLATE NOCASE ...: the folding it means (a walk only where one is written)
+        tree = _with_collated_outputs(tree)
         tree = tree.transform(_collated, copy=False)
     tree = tree.transform(_filter_as_case, copy=False)
     tree = tree.transform(_conditional_as_case, copy=False)  # in place: copying a 2000-term WHERE took 0.1 s
