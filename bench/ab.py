@@ -21,6 +21,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
     python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
     python bench/ab.py constant-arithmetic-estimates tpcds 11 --sf 1 --runs 7
+    python bench/ab.py distinct-semi-joins tpcds 95 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
@@ -512,6 +513,13 @@ def _constant_arithmetic_estimates():
     return _Setting(_set_constant_arithmetic_estimates), "value", "off"
 
 
+def _distinct_semi_joins():
+    """No semi join for an inner join under a one-sided DISTINCT (``optimizer.distinct_semi_joins`` out of
+    ``gpu_engine.optimizer.RULES``): the join pairs every match and the DISTINCT removes the repeats."""
+    import gpu_engine.optimizer as module
+    return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "semi_joins_under_distinct")
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -581,6 +589,7 @@ SWITCHES = {
     "plain-string-keys": _plain_string_keys,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
+    "distinct-semi-joins": _distinct_semi_joins,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

@@ -39,6 +39,9 @@ skips it, for comparison.
 5. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
    columns nobody above reads leave scans, projections, joins and
    aggregations.
+6. :func:`~gpu_engine.optimizer.distinct_semi_joins.semi_joins_under_distinct`:
+   an inner join under a DISTINCT that reads one side's columns only (after
+   pruning, its output names them) becomes a semi join of that side.
 
 Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
 the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
@@ -57,6 +60,7 @@ from __future__ import annotations
 from typing import Callable
 
 from gpu_engine.optimizer.constant_folding import fold_constants
+from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
 from gpu_engine.optimizer.projection_pruning import prune_projections
@@ -66,13 +70,15 @@ __all__ = ["RULES", "optimize_plan"]
 
 #: The rules, in the order they run: folding first (a folded TRUE/FALSE filter is then dropped or made empty),
 #: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), pruning last (a filter
-#: moved below a projection no longer needs its columns above it).
+#: moved below a projection no longer needs its columns above it), semi joins after pruning (a join's output
+#: then names only the columns read above it).
 RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
     fold_constants,
     push_down_predicates,
     fold_constants,
     propagate_empty_relations,
     prune_projections,
+    semi_joins_under_distinct,
 )
 
 
