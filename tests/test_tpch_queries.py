@@ -53,18 +53,28 @@ LARGER_SCALE_CHECKS = ("q5", "q8", "q17")  # Q8's market shares are 0.0 at SF 0.
 
 
 def _join_cases():
-    """(query, device) pairs: every join query on cpu (and a real GPU), the simulator only for a few.
+    """(query, device, drivers): every join query on cpu (and a real GPU), the simulator only for a few.
+
+    A real GPU runs each query at one and at four drivers. On ``cpu`` and the simulator each query runs at one
+    driver count, the counts alternating along the queries (one driver: SINGLE aggregations, one pipeline per
+    join side; four: PARTIAL/FINAL merges and drivers sharing a join's build), so both paths run over joins of
+    every kind: the second count compiled each plan's kernels again (~20 s of a clean clone's CI, CI time).
+    Every query also runs unfused at two drivers (:func:`test_query_unfused_matches_duckdb`), as SQL at two
+    (tests/sql/test_tpch_sql.py), and Q3 at several counts (tests/test_driver_counts.py).
 
     tests/conftest.py sets NUMBA_ENABLE_CUDASIM=1 before collection when no GPU is present, so the
     second device is the one its ``device_name`` fixture would give.
     """
     simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
-    for name in JOIN_QUERIES:
-        yield pytest.param(name, "cpu", id=f"cpu-{name}")
+    for index, name in enumerate(JOIN_QUERIES):
+        drivers = 4 if index % 2 else 1
+        yield pytest.param(name, "cpu", drivers, id=f"cpu-{name}-drivers{drivers}")
         if not simulated:
-            yield pytest.param(name, "cuda", id=f"cuda-{name}", marks=[pytest.mark.gpu])
+            for count in (1, 4):
+                yield pytest.param(name, "cuda", count, id=f"cuda-{name}-drivers{count}", marks=[pytest.mark.gpu])
         elif name in SIMULATED_JOIN_QUERIES:
-            yield pytest.param(name, "cuda-sim", id=f"cuda-sim-{name}")
+            count = 4 if SIMULATED_JOIN_QUERIES.index(name) % 2 == 0 else 1
+            yield pytest.param(name, "cuda-sim", count, id=f"cuda-sim-{name}-drivers{count}")
 
 
 @pytest.fixture(scope="session")
@@ -88,8 +98,7 @@ def test_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb_resu
     _check_query(name, drivers, device_name, tpch_data, duckdb_results)
 
 
-@pytest.mark.parametrize("drivers", [1, 4], ids=lambda d: f"drivers{d}")
-@pytest.mark.parametrize("name, device_name", list(_join_cases()))
+@pytest.mark.parametrize("name, device_name, drivers", list(_join_cases()))
 def test_join_query_matches_duckdb(name, drivers, device_name, tpch_data, duckdb_results):
     _check_query(name, drivers, device_name, tpch_data, duckdb_results)
 
