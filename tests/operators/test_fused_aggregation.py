@@ -77,6 +77,23 @@ def simulator_budget(request, device_name):
         pytest.skip("cuda-sim: splits are smaller than a batch anyway; small batches cover it")
 
 
+@pytest.fixture(autouse=True)
+def one_driver_count_per_expression_case(request, device_name):
+    """On ``cpu``, run each :func:`test_expressions` case at one driver count, alternating along the table.
+
+    Why: the row code is the same text in SINGLE (one driver) and PARTIAL (four) kernels, so the second count
+    compiled each case's expressions again (~15 s of CI time); half the cases run SINGLE kernels and half
+    PARTIAL ones, and the key/aggregate tests run both steps on every case.
+    """
+    if device_name != "cpu" or request.node.originalname != "test_expressions":
+        return
+    params = request.node.callspec.params
+    position = list(EXPRESSION_CASES.values()).index(params["case"])
+    if params["drivers"] != (1 if position % 2 == 0 else 4):
+        pytest.skip("cpu: each expression case runs at one driver count, alternating (SINGLE and PARTIAL "
+                    "kernels share the row code)")
+
+
 @pytest.fixture
 def fuse() -> bool:
     """Every ``session`` here fuses: these tests compare it with :func:`unfused` themselves."""
