@@ -640,6 +640,10 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         return build_function(translator, "gcd" if name in ("gcd", "greatest_common_divisor") else "lcm", args, tree)
     if name == "even":
         return build_function(translator, "even", _numeric_args(translator, list(tree.expressions)), tree)
+    if name == "setseed":
+        raise translator.error("setseed(x) is not supported: random() draws per batch on each driver, so no seed "
+                               "makes a query's values repeat; compute the random values outside the query and "
+                               "register them", tree)
     if name == "bit_count":
         return bitwise_call(translator, name, _translate(translator, list(tree.expressions)), tree)
     if name in ("now", "get_current_timestamp", "transaction_timestamp"):

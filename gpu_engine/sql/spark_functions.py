@@ -161,6 +161,8 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         if node.args.get("format") is not None and _format(node, "to_date") != _DEFAULT_DATE_FORMAT:
             raise _error("to_date with a format other than 'yyyy-MM-dd' is not supported", node)
         return _as_date(node.this.copy())
+    if isinstance(node, exp.BitwiseCount):  # bit_count(x): the set bits of x in its width, as DuckDB's; an INT
+        return _int(exp.Anonymous(this="bit_count", expressions=[node.this.copy()]))
     if isinstance(node, (exp.BitwiseLeftShift, exp.BitwiseRightShift)):  # the engine's shifts are DuckDB's
         raise _error("shiftleft / shiftright (Java's shifts: the count taken modulo the width, overflow wrapping) "
                      "are not supported; multiply or divide by a power of 2 (x * 4, x DIV 8)", node)

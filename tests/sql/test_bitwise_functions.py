@@ -82,6 +82,10 @@ def test_sparks_bit_operators_are_the_same_operations(reference):
     expected = reference.sql("SELECT n & 1 AS a, i | b AS o, xor(n, 3) AS x, ~i AS ni FROM t").to_arrow_table()
     problem = rows_mismatch(actual, expected)
     assert problem is None, problem
+    actual = session.sql("SELECT bit_count(n) AS c, bit_count(i) AS ci FROM t", dialect="spark")  # Spark: INT
+    expected = reference.sql("SELECT bit_count(n)::INT AS c, bit_count(i)::INT AS ci FROM t").to_arrow_table()
+    problem = rows_mismatch(actual, expected)
+    assert problem is None and actual.schema.field("c").type == pa.int32(), problem
     for sql in ("SELECT shiftleft(n, 1) AS r FROM t", "SELECT shiftright(n, 70) AS r FROM t"):
         with pytest.raises(PlanError, match="shiftleft / shiftright"):
             session.sql(sql, dialect="spark")
