@@ -41,6 +41,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
+    python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (also sql-derived-pushdown, sql-implied-filters)
 """
 import argparse
 import os
@@ -539,6 +540,36 @@ def _optimizer_rules():
     return module, "RULES", ()
 
 
+def _set_sql_filter_copies(on: bool, derived: bool = True, implied: bool = True) -> None:
+    import gpu_engine.sql.planner as planner
+    import gpu_engine.sql.predicates as predicates
+    if not hasattr(planner, "_original_with_conditions_pushed"):
+        planner._original_with_conditions_pushed = planner.with_conditions_pushed
+        predicates._original_implied_filters = predicates.implied_filters
+    if derived:
+        planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
+            lambda item, ctes, conditions: (item, conditions))
+    if implied:
+        predicates.implied_filters = predicates._original_implied_filters if on else (lambda conjunct: {})
+
+
+def _sql_filter_copies():
+    """The SQL planner's copies of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
+    derived query, ``sql.predicates.implied_filters`` derives no OR-implied filter): the optimizer's pass
+    places those filters, after the SQL join ordering has estimated the joins without them."""
+    return _Setting(_set_sql_filter_copies), "value", "off"
+
+
+def _sql_derived_pushdown():
+    """``sql.derived_pushdown`` off alone (``sql-filter-copies``' first half)."""
+    return _Setting(lambda on: _set_sql_filter_copies(on, implied=False)), "value", "off"
+
+
+def _sql_implied_filters():
+    """``sql.predicates.implied_filters`` off alone (``sql-filter-copies``' second half)."""
+    return _Setting(lambda on: _set_sql_filter_copies(on, derived=False)), "value", "off"
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -589,6 +620,9 @@ SWITCHES = {
     "plain-string-keys": _plain_string_keys,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
+    "sql-filter-copies": _sql_filter_copies,
+    "sql-derived-pushdown": _sql_derived_pushdown,
+    "sql-implied-filters": _sql_implied_filters,
     "distinct-semi-joins": _distinct_semi_joins,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
