@@ -47,12 +47,18 @@ Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
 the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
 pushdown here now places every filter that one does (OR-implied ones
 included): with it removed, the 121 TPC-H/TPC-DS plans carry the same
-filters over the same inputs, but 9 TPC-DS plans join in another order or
-build the other side (q4, q11, q31, q47, q57, q64, q74, q75, q78): the SQL
-join ordering estimates a derived query's joins before this pass filters
-them (``bench/results/2026-11-28-optimizer-rules.md``). It goes once join
-ordering runs here, after pushdown (the join graph:
-:mod:`~gpu_engine.optimizer.join_graph`).
+filters over the same inputs, but the SQL planner's choices from estimates
+(join order, build sides, partial steps) are made before this pass filters
+what they read. Measured with both SQL copies off (``bench/ab.py``
+``sql-filter-copies``; ``bench/results/2026-11-28-logical-sql-filter-copies.md``):
+16 plans change at SF1, the total is equal, but TPC-H q19 loses ~40% (without
+``sql.predicates.implied_filters`` lineitem is built against an unfiltered
+part) and TPC-DS q78 ~10% (without ``derived_pushdown``
+``sql.partial_steps`` keeps partial steps). They go once build sides, partial
+steps and join order are chosen here, after pushdown, from
+:mod:`~gpu_engine.optimizer.cardinality`'s estimates (the join graph:
+:mod:`~gpu_engine.optimizer.join_graph`; the estimate rules both planners
+call: :mod:`~gpu_engine.optimizer.statistics`).
 """
 
 from __future__ import annotations

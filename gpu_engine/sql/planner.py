@@ -65,8 +65,11 @@ only for join ordering: the optimizer pass places every filter it places
 (OR-implied ones too; ``bench/plan_snapshots.py`` with it removed: the same
 filters over the same inputs in all 121 TPC-H/TPC-DS plans), but join
 ordering runs here, before that pass, on the estimates of the relations it
-filtered, and without it 9 TPC-DS plans join in another order or build the
-other side. It goes when join ordering is a pass over the typed plan
+filtered: without it (or without ``predicates.implied_filters``, the same
+for ORs over several FROM items) 16 plans change at SF1 and TPC-DS q78
+(partial steps, ~10%) and TPC-H q19 (build side, ~40%) lose
+(``bench/results/2026-11-28-logical-sql-filter-copies.md``). Both go when
+those choices are passes over the typed plan after pushdown
 (:mod:`gpu_engine.optimizer.join_graph` gives its inner-join regions).
 """
 
