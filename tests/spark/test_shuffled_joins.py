@@ -125,6 +125,8 @@ def test_a_full_join_with_a_filter_and_a_nested_loop_join_shuffle(spark, join_ta
                          ids=["packed-lz4", "packed-zstd", "packed-uncompressed", "row-shuffles"])
 def test_a_shuffled_join_on_each_device(device_name, packed, compression, spark, join_tables):
     """Packed: each shuffle moves (partition id, Arrow IPC bytes) rows; else rows, the join's sides NULL-padded."""
+    if device_name == "cuda-sim" and compression in ("zstd", None) and packed:
+        pytest.skip("the IPC codec is host code: cuda-sim runs the lz4-packed and the row shuffles, cpu every codec")
     tables, connection = join_tables
     runner = SparkRunner(spark, device=device_name, shuffle_partitions=2, joins="shuffle", packed_shuffles=packed,
                          shuffle_compression=compression)
