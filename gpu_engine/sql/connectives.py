@@ -1,14 +1,28 @@
-"""Simplify a parsed query in time linear in the length of its AND/OR chains.
+"""Simplify a parsed query in time linear in the length of its AND/OR chains, without typing what it rewrites.
 
 Why: sqlglot's ``simplify`` compares every pair of a chain's terms, so a
 2000-term WHERE clause costs 2 million comparisons (minutes). Chains longer
 than :data:`SIMPLIFIED_WHOLE` terms are simplified term by term instead.
+
+sqlglot's simplifier also runs its type annotator over every subtree a rule
+rewrote (each re-sorted AND/OR chain, each folded comparison), although the
+engine reads no sqlglot type (it types expressions itself,
+:mod:`gpu_engine.plans.type_coercion`); that was ~10% of planning a new text
+(TPC-DS's 99 texts, which every first run plans). Only one rule needs a type:
+``NOT NOT x`` drops its negations only where ``x`` is BOOLEAN, so a node that is
+boolean by construction (a comparison, IS, IN, LIKE, EXISTS, AND/OR, NOT, a
+boolean constant, a CASE with such a result) is typed so before that rule.
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
+
+try:  # sqlglot >= 28: the simplifier as a class, which can leave rewritten subtrees untyped
+    from sqlglot.optimizer.simplify import Simplifier
+except ImportError:  # pragma: no cover - older sqlglot: its simplify() as it is
+    Simplifier = None
 
 from gpu_engine.plans.sql_connectives import balanced, chain_terms
 
@@ -38,7 +52,7 @@ def simplify_bounded(tree: exp.Expression, dialect: str) -> exp.Expression:
             tree = placeholder
         else:
             root.replace(placeholder)
-    tree = simplify(tree, dialect=dialect)
+    tree = _simplified(tree, dialect)
     if not set_aside:
         return tree
     for node in [n for n in tree.walk(bfs=True) if isinstance(n, exp.Placeholder) and n.this in set_aside]:
@@ -61,3 +75,41 @@ def _long_chains(tree: exp.Expression) -> list[exp.Connector]:
                 continue
         stack.extend(node.iter_expressions())
     return found
+
+
+#: Nodes whose value is a boolean whatever their operands' types (what ``NOT NOT x`` may drop its negations over).
+_BOOLEAN_NODES = (exp.Predicate, exp.Connector, exp.Not, exp.Boolean, exp.Exists)
+
+
+def _boolean_by_construction(node: exp.Expression) -> bool:
+    while isinstance(node, exp.Paren):
+        node = node.this
+    if isinstance(node, exp.Case):
+        results = [branch.args.get("true") for branch in node.args.get("ifs") or []] + [node.args.get("default")]
+        return any(result is not None and _boolean_by_construction(result) for result in results)
+    return isinstance(node, _BOOLEAN_NODES)
+
+
+if Simplifier is not None:
+    class _UntypedSimplifier(Simplifier):
+        """sqlglot's simplifier without its type annotation of rewritten subtrees (see the module docstring)."""
+
+        def __init__(self, dialect: str):
+            super().__init__(dialect=dialect, annotate_new_expressions=False)
+
+        def simplify_not(self, expression):
+            if isinstance(expression, exp.Not) and isinstance(expression.this, exp.Not):
+                inner = expression.this.this
+                if inner.type is None and _boolean_by_construction(inner):
+                    inner.type = exp.DataType.build("boolean")
+            return super().simplify_not(expression)
+
+
+def _simplified(tree: exp.Expression, dialect: str) -> exp.Expression:
+    if Simplifier is None:
+        return simplify(tree, dialect=dialect)
+    try:
+        simplifier = _UntypedSimplifier(dialect)
+    except TypeError:  # pragma: no cover - a sqlglot whose Simplifier always annotates
+        return simplify(tree, dialect=dialect)
+    return simplifier.simplify(tree)
