@@ -54,13 +54,13 @@ def test_hints_and_plain_aggregates_still_plan():
     plan_sql("SELECT s, max(a) FILTER (WHERE b > 1) FROM t GROUP BY s ORDER BY s LIMIT 2", CATALOG)
 
 
-@pytest.mark.parametrize("sql, operator", [
-    ("SELECT a << 2 FROM t", "'<<'"),
-    ("SELECT a >> 2 FROM t", "'>>'"),
-    ("SELECT a & 2 FROM t", "'&'"),
+@pytest.mark.parametrize("sql, operator", [  # (the bit operators are planned over integers since b816ea3)
+    ("SELECT b << 2 FROM t", "'<<'"),
+    ("SELECT b >> 2 FROM t", "'>>'"),
+    ("SELECT b & 2 FROM t", "'&'"),
 ])
-def test_operators_without_a_translation_are_named_as_sql_spells_them(sql, operator):
-    with pytest.raises(SqlError, match="unsupported operator") as raised:
+def test_operators_refused_for_their_operands_are_named_as_sql_spells_them(sql, operator):
+    with pytest.raises(SqlError, match="needs integers") as raised:
         plan_sql(sql, CATALOG)
     assert operator in str(raised.value) and raised.value.line == 1
 
