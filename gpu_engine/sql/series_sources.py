@@ -15,7 +15,9 @@ exclusive series, its column ``id`` (the partition count only checked: the drive
 A series reading the columns of FROM items before it (``FROM t, generate_series(1, t.n) g(x)``, DuckDB's
 implicit LATERAL) is planned after the items it reads are joined, as an
 :class:`~gpu_engine.plans.nodes.UnnestNode` over them (:func:`unnested`): each row repeated once per element of
-its own series (:mod:`gpu_engine.operators.unnest`); a series may read an earlier series. Refused by name: such a
+its own series (:mod:`gpu_engine.operators.unnest`); a series may read an earlier series. A ``string_split``
+list that :mod:`gpu_engine.sql.unnest_selects` made a FROM item (marked :data:`SPLIT_LIST`) is planned the same
+way, as an Unnest of its pieces. Refused by name: such a
 series in a query with outer joins, reading no FROM item before it (an outer query's column), over timestamps,
 and an argument that is a subquery. ``range(3)`` as a scalar (a list) is refused by
 the list refusals. As DuckDB, ``range(3) r`` names its one column ``r`` and still answers to ``r.range`` (and a
@@ -36,8 +38,8 @@ from gpu_engine.sql.predicates import in_nested_query
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
-__all__ = ["with_series_arguments_held", "with_series_arguments_released", "with_series_as_sources", "plan_series", "is_series_source", "is_correlated_series", "series_columns",
-           "unnested", "SERIES"]
+__all__ = ["with_series_arguments_held", "with_series_arguments_released", "with_series_as_sources", "plan_series",
+           "is_series_source", "is_correlated_series", "series_columns", "unnested", "SERIES", "SPLIT_LIST"]
 
 #: The meta key of a VALUES list that stands for a range/generate_series call (the call's node).
 SERIES = "series_sources.call"

@@ -22,7 +22,8 @@ T = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [None, 2.0, 3.0], "s": 
     ("duckdb", "SELECT k, list(v ORDER BY v) AS a FROM t GROUP BY k", "array_agg (list, collect_list) returns a list"),
     ("duckdb", "SELECT array_agg(DISTINCT s) AS a FROM t", "string_agg(DISTINCT x, ',')"),
     ("duckdb", "SELECT k, histogram(v) AS h FROM t GROUP BY k", "function histogram works on lists"),
-    ("duckdb", "SELECT unnest(string_split_regex(s, ',')) AS x FROM t", "unnest(...) of this list expands it into rows"),
+    ("duckdb", "SELECT unnest(string_split_regex(s, ',')) AS x FROM t",
+     "unnest(...) of this list expands it into rows"),
     ("duckdb", "SELECT [1, 2] AS x FROM t", "a list value ([1, 2])"),
     ("duckdb", "SELECT list_value(k, 2) AS x FROM t", "a list value"),
     ("duckdb", "SELECT string_split(s, ',') AS x FROM t", "str_split(...) returns a list, and the engine's columns "
