@@ -159,6 +159,16 @@ def _regex_literal(character: str) -> str:
     return "\\" + character if character in "\\.^$|?*+()[]{}-#&~" else character
 
 
+#: What to write instead of a type the engine has no column of (said with the refusal).
+_TYPE_ALTERNATIVES = {
+    _DT.TIME: "; keep a time of day as a TIMESTAMP, as the INTERVAL since midnight (ts - date_trunc('day', ts)) or "
+              "as text (strftime(ts, '%H:%M:%S'))",
+    _DT.TIMETZ: "; keep a time of day as a TIMESTAMP, or as the INTERVAL since midnight (ts - date_trunc('day', ts))",
+    _DT.TIMESTAMPTZ: "; the engine's TIMESTAMP has no time zone: convert the values to UTC and CAST them AS "
+                     "TIMESTAMP",
+}
+
+
 def sql_type(data_type: exp.DataType) -> pa.DataType:
     """Return the Arrow type of a SQL type name as DuckDB reads it (FLOAT/REAL is float32).
 
@@ -174,7 +184,8 @@ def sql_type(data_type: exp.DataType) -> pa.DataType:
             raise TypeError(f"invalid decimal({precision}, {scale})")
         return pa.decimal128(precision, scale)
     if data_type.this not in _SQL_TYPES:
-        raise TypeError(f"type {data_type.sql(dialect='duckdb')} is not supported")
+        spelled = data_type.sql(dialect="duckdb")
+        raise TypeError(f"type {spelled} is not supported" + _TYPE_ALTERNATIVES.get(data_type.this, ""))
     return _SQL_TYPES[data_type.this]
 
 
