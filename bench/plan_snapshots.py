@@ -54,7 +54,7 @@ def plans(workloads: list[str], sf: float, optimized: bool = False, explained: d
         for key, text in texts.items():
             try:
                 plan = session.sql_plan(text)
-                after = optimize_plan(plan) if optimized else plan
+                after = optimize_plan(plan, session.statistics()) if optimized else plan
                 out[f"{name}/{key}"] = plan_to_dict(after)
                 if explained is not None:
                     explained[f"{name}/{key}"] = (format_plan(plan, full=True), format_plan(after, full=True))

@@ -24,6 +24,7 @@ from gpu_engine.device import Device, get_device
 from gpu_engine.errors import PlanError
 from gpu_engine.planning import placement_text, prepare_plan
 from gpu_engine.planning.prepared_plans import PreparedPlans
+from gpu_engine.optimizer.statistics import RegisteredStatistics
 from gpu_engine.plans.null_type import with_null_types_of
 from gpu_engine.exec.driver_executors import DriverExecutors
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
@@ -254,7 +255,7 @@ class Session:
         started = time.monotonic()  # the timeout counts preparing the plan and starting the Task too
         self._check_scans(plan)
         # What cannot run fails here; a plan run before (the same object, from plan_cache) is not prepared again.
-        executed = self._prepared.prepare(plan, self.device, self.drivers, self.config).plan
+        executed = self._prepared.prepare(plan, self.device, self.drivers, self.config, self.statistics()).plan
         scans = [node for node in walk_plan(executed) if isinstance(node, TableScanNode)]
         for scan in scans:
             if scan.table_name not in self._tables:
@@ -290,7 +291,7 @@ class Session:
         from gpu_engine.plans.explain import format_plan
 
         self._check_scans(plan)
-        prepared = prepare_plan(plan, self.device, self.drivers, self.config)
+        prepared = prepare_plan(plan, self.device, self.drivers, self.config, statistics=self.statistics())
         placements = placement_text(prepared.placements)
         if not analyze:
             return format_plan(prepared.plan, placements=placements, full=full)
@@ -336,11 +337,16 @@ class Session:
             tables.pop(name, None)
         return tables
 
+    def statistics(self) -> RegisteredStatistics:
+        """Return table name -> statistics of the registered tables (each read when first asked), which the SQL
+        planner and the optimizer's choices from estimates read."""
+        return RegisteredStatistics(self._tables)
+
     def _plan_sql(self, text: str, dialect: str) -> PlanNode:
         """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""
-        from gpu_engine.sql import RegisteredStatistics, plan_sql
+        from gpu_engine.sql import plan_sql
 
-        return plan_sql(text, self.catalog, RegisteredStatistics(self._tables), dialect=dialect)
+        return plan_sql(text, self.catalog, self.statistics(), dialect=dialect)
 
     def prepare(self, text: str, dialect: str = "duckdb"):
         """Return a :class:`~gpu_engine.sql.parameters.PreparedQuery`: ``text`` with ``?``/``$n`` placeholders, run

@@ -187,7 +187,7 @@ class LocalCluster:
         if self.session.config.optimize:  # on the whole plan: a filter moves across what become stage boundaries
             from gpu_engine.optimizer import optimize_plan
 
-            plan = optimize_plan(plan)
+            plan = optimize_plan(plan, self.session.statistics())
         distributed = plan if has_remote_exchanges(plan) else add_remote_exchanges(plan)
         fragments = plan_fragments(distributed)
         widths = [self._width(f, len(fragments)) for f in fragments]

@@ -16,6 +16,12 @@ the distributed runners (``SparkRunner``, ``LocalCluster``) call it on the
 whole plan before cutting it into stages. ``EngineConfig.optimize=False``
 skips it, for comparison.
 
+The callers hand it the statistics of the tables the plan scans (a session's
+:class:`~gpu_engine.optimizer.statistics.RegisteredStatistics`; ``SparkRunner.sql``'s
+``statistics``), which the rules that choose from estimates
+(:data:`ESTIMATE_RULES`, after :data:`RULES`) read through
+:mod:`~gpu_engine.optimizer.cardinality`; without them those rules do not run.
+
 1. :func:`~gpu_engine.optimizer.constant_folding.fold_constants`: boolean
    connectives and comparisons of constants in filter predicates; a filter
    that is always true goes.
@@ -63,16 +69,17 @@ call: :mod:`~gpu_engine.optimizer.statistics`).
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
 from gpu_engine.optimizer.projection_pruning import prune_projections
+from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.plans.nodes import PlanNode
 
-__all__ = ["RULES", "optimize_plan"]
+__all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan"]
 
 #: The rules, in the order they run: folding first (a folded TRUE/FALSE filter is then dropped or made empty),
 #: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), pruning last (a filter
@@ -88,8 +95,24 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 )
 
 
-def optimize_plan(plan: PlanNode) -> PlanNode:
-    """Return ``plan`` with every rule of :data:`RULES` applied; the same object where none changes anything."""
+#: The rules that choose from estimates (``plan, statistics -> plan``), run after :data:`RULES` when
+#: :func:`optimize_plan` has statistics: the filters are where they end up, so the estimates count them.
+#: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` is not among them by default yet
+#: (``bench/ab.py build-sides`` measures it).
+ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = ()
+
+
+def optimize_plan(plan: PlanNode, statistics: Mapping[str, TableStatistics] | None = None) -> PlanNode:
+    """Return ``plan`` with every rule of :data:`RULES` applied; the same object where none changes anything.
+
+    ``statistics``: table name -> :class:`~gpu_engine.optimizer.statistics.TableStatistics` of the tables the
+    plan scans (a session's :class:`~gpu_engine.optimizer.statistics.RegisteredStatistics`), for the rules that
+    choose from :mod:`~gpu_engine.optimizer.cardinality`'s estimates; None (a plan without its tables) skips
+    them.
+    """
     for rule in RULES:
         plan = rule(plan)
+    if statistics is not None:
+        for chooser in ESTIMATE_RULES:
+            plan = chooser(plan, statistics)
     return plan

@@ -47,7 +47,7 @@ class PreparedPlan:
 
 
 def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None, *,
-                 optimize: bool = True) -> PreparedPlan:
+                 optimize: bool = True, statistics: Mapping | None = None) -> PreparedPlan:
     """Return ``plan`` prepared to run on ``device`` with ``drivers`` drivers per pipeline.
 
     Parameters
@@ -65,6 +65,9 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
     optimize
         False where the caller ran :func:`~gpu_engine.optimizer.optimize_plan` on the whole plan before cutting
         it into fragments (a fragment's scans and exchanges are what its stage was cut for: none may go).
+    statistics
+        Table name -> :class:`~gpu_engine.optimizer.statistics.TableStatistics` of the scanned tables, for the
+        optimizer's choices from estimates (None: those rules do not run).
 
     Raises
     ------
@@ -79,7 +82,7 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
     if optimize and config.optimize:
         from gpu_engine.optimizer import optimize_plan
 
-        plan = optimize_plan(plan)
+        plan = optimize_plan(plan, statistics)
     executed = add_local_exchanges(plan, drivers)
     if config.fuse:
         executed = fuse_pipelines(executed)

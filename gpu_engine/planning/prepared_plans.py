@@ -38,15 +38,18 @@ class PreparedPlans:
     def __len__(self) -> int:
         return len(self._prepared)
 
-    def prepare(self, plan: PlanNode, device: Device, drivers: int, config) -> PreparedPlan:
-        """Return ``prepare_plan(plan, device, drivers, config)``, from the last call with this plan object if any."""
+    def prepare(self, plan: PlanNode, device: Device, drivers: int, config, statistics=None) -> PreparedPlan:
+        """Return ``prepare_plan(plan, device, drivers, config, statistics=statistics)``, from the last call with
+        this plan object if any (``statistics`` are a session's tables', which a plan object kept by
+        :mod:`gpu_engine.sql.plan_cache` was planned over)."""
         key = (id(plan), device.name, drivers, config)
         with self._lock:
             entry = self._prepared.get(key)
             if entry is not None and entry[0]() is plan:
                 self._prepared.move_to_end(key)
                 return entry[1]
-        prepared = prepare_plan(plan, device, drivers, config)  # raises for what cannot run: nothing kept then
+        # raises for what cannot run: nothing kept then
+        prepared = prepare_plan(plan, device, drivers, config, statistics=statistics)
         if self.entries:
             with self._lock:
                 self._prepared[key] = (weakref.ref(plan), prepared)

@@ -269,19 +269,21 @@ class SparkRunner:
         return _byte_size(self.spark.conf.get("spark.sql.autoBroadcastJoinThreshold", "10485760b"))
 
     def plan_stages(self, plan: PlanNode, tables: Mapping[str, DataFrame] | None = None,
-                    joins: Mapping[str, str] | str | None = None) -> list[SparkStage]:
+                    joins: Mapping[str, str] | str | None = None, statistics=None) -> list[SparkStage]:
         """Return the stages ``plan`` runs as, producers first (nothing runs).
 
         With ``tables``, each join is broadcast or shuffled by its build
         side's estimated size (see :mod:`gpu_engine.spark.join_sizes`);
         without, every join that can be broadcast is. ``joins`` overrides per
         join id. :attr:`last_join_strategies` says what was chosen and why.
+        ``statistics`` (table name -> :class:`~gpu_engine.optimizer.statistics.TableStatistics`, as
+        :meth:`sql` takes them) go to the optimizer's choices from estimates.
         """
         config = EngineConfig().with_overrides(**self.config)
         if config.optimize:  # on the whole plan: a filter moves across what become stage boundaries
             from gpu_engine.optimizer import optimize_plan
 
-            plan = optimize_plan(plan)
+            plan = optimize_plan(plan, statistics)
         strategy = self.join_strategy(tables, joins)
         fragments = plan_fragments(add_spark_exchanges(plan, strategy))
         self.last_join_strategies = dict(strategy.chosen)
@@ -376,12 +378,13 @@ class SparkRunner:
 
     # ------------------------------------------------------------- execution
     def execute(self, plan: PlanNode, tables: Mapping[str, DataFrame],
-                joins: Mapping[str, str] | str | None = None) -> DataFrame:
+                joins: Mapping[str, str] | str | None = None, statistics=None) -> DataFrame:
         """Return the DataFrame of ``plan``'s rows; broadcast build sides run now, the rest when it is read.
 
-        ``joins``: join id -> ``broadcast`` / ``shuffle`` (or one for all) for this plan.
+        ``joins``: join id -> ``broadcast`` / ``shuffle`` (or one for all) for this plan; ``statistics``: see
+        :meth:`plan_stages`.
         """
-        stages = self.plan_stages(plan, tables, joins)
+        stages = self.plan_stages(plan, tables, joins, statistics)
         self._check_tables(stages, tables)
         frames: dict[int, DataFrame] = {}
         broadcasts: dict[int, object] = {}
@@ -462,7 +465,7 @@ class SparkRunner:
                 catalog[name] = schema_with_null_types_of(catalog[name], schema)
             plan = plan_sql(query, catalog, statistics, dialect=dialect)
         self.last_plan = plan
-        return self.execute(plan, tables, joins)
+        return self.execute(plan, tables, joins, statistics)
 
     def collect(self, plan: PlanNode, tables: Mapping[str, DataFrame],
                 joins: Mapping[str, str] | str | None = None) -> pa.Table:

@@ -21,138 +21,27 @@ Estimates only order joins and pick build sides; a wrong guess costs time,
 never correctness. The statistics types and the numbers of the rules (1/NDV,
 the range share, 1/3, 1/10, 1/2) are :mod:`gpu_engine.optimizer.statistics`'s,
 which the typed plan's estimates (:mod:`gpu_engine.optimizer.cardinality`)
-call too; this module reads sqlglot trees into their arguments.
+call too; this module reads sqlglot trees into their arguments. The table
+statistics themselves (:func:`table_statistics`, :class:`RegisteredStatistics`)
+are read there too, re-exported here: the optimizer's passes get a session's
+statistics without importing the SQL front end.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Mapping
+from typing import Callable
 
-import pyarrow as pa
-import pyarrow.compute as pc
 from sqlglot import exp
 
-from gpu_engine.optimizer.statistics import (
-    DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
-    range_selectivity,
+from gpu_engine.optimizer.statistics import (  # noqa: F401 - table_statistics and its kin re-exported here
+    DEFAULT_SELECTIVITY, DEFAULT_TABLE_ROWS, LIKE_SELECTIVITY, ColumnStatistics, RegisteredStatistics, TableStatistics,
+    as_number, equality_selectivity, range_selectivity, table_statistics,
 )
 from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import parse_date_text
 
 __all__ = ["ColumnStatistics", "TableStatistics", "RegisteredStatistics", "table_statistics", "selectivity",
            "DEFAULT_TABLE_ROWS"]
-
-#: Rows assumed for a table without statistics (a catalog given as schemas only).
-DEFAULT_TABLE_ROWS = 100_000
-
-
-def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum: object) -> ColumnStatistics:
-    ndv = 0.0  # unknown: an equality with a constant then keeps 1/10 of the rows
-    low, high = as_number(minimum), as_number(maximum)
-    if low is not None and high is not None and (pa.types.is_integer(dtype) or pa.types.is_date(dtype)):
-        ndv = max(1.0, min(rows, high - low + 1))
-    elif pa.types.is_boolean(dtype):
-        ndv = 2.0
-    return ColumnStatistics(ndv, minimum, maximum)
-
-
-def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
-    """Combine the files' footer statistics (checked by the engine's footer reader, never pyarrow's).
-
-    Why not pyarrow's: its statistics read aborted the process on a footer
-    whose chunk types contradict the schema (a C++ exception it cannot
-    raise). Only top-level columns count; a column whose statistics some
-    row group lacks has no range.
-    """
-    rows, lows, highs = 0, {}, {}
-    for footer in footers:
-        rows += footer.num_rows
-        names = [leaf.path if leaf.top_level else None for leaf in footer.leaves]
-        for row_group in footer.row_groups:
-            for name, chunk in zip(names, row_group.columns):
-                if name is None or (name in lows and lows[name] is None):
-                    continue
-                stats = chunk.statistics
-                if stats is None or stats.minimum is None:
-                    if row_group.num_rows:  # an empty row group's missing range says nothing
-                        lows[name] = highs[name] = None
-                    continue
-                try:
-                    lows[name] = stats.minimum if name not in lows else min(lows[name], stats.minimum)
-                    highs[name] = stats.maximum if name not in highs else max(highs[name], stats.maximum)
-                except TypeError:
-                    lows[name] = highs[name] = None
-    columns = {f.name: _column_statistics(f.type, rows, lows.get(f.name), highs.get(f.name)) for f in schema}
-    return TableStatistics(float(rows), columns)
-
-
-def _arrow_statistics(table: pa.Table) -> TableStatistics:
-    rows = table.num_rows
-    columns = {}
-    for f in table.schema:
-        low = high = None
-        if rows and (pa.types.is_integer(f.type) or pa.types.is_date(f.type) or pa.types.is_floating(f.type)
-                     or pa.types.is_decimal(f.type)):
-            extremes = pc.min_max(table.column(f.name)).as_py()
-            low, high = extremes["min"], extremes["max"]
-        columns[f.name] = _column_statistics(f.type, rows, low, high)
-    return TableStatistics(float(rows), columns)
-
-
-_CACHE: dict[tuple, TableStatistics] = {}
-
-
-def table_statistics(table) -> TableStatistics:
-    """Return the statistics of a registered table (Parquet files or an in-memory Arrow table).
-
-    Parquet statistics are cached per file list, sizes and modification
-    times, so a session planning many queries combines each footer once. A
-    table's own ``footer(path)`` (a registered table's, which says when a
-    file changed since ``register``) reads the footers when it has one.
-
-    Raises
-    ------
-    DataSourceError
-        For a file that is no longer Parquet or whose footer is inconsistent, naming it.
-    """
-    from gpu_engine.connectors.parquet_footer import read_footer
-
-    files = tuple(getattr(table, "files", ()) or ())
-    arrow_table = getattr(table, "table", None)
-    if files:
-        footers = tuple(map(getattr(table, "footer", read_footer), files))
-        key = (tuple((f.path, f.size, f.modified_ns) for f in footers), table.schema)
-        if key not in _CACHE:
-            _CACHE[key] = _parquet_statistics(footers, table.schema)
-        return _CACHE[key]
-    if isinstance(arrow_table, pa.Table):
-        return _arrow_statistics(arrow_table)
-    rows = float(getattr(table, "num_rows", DEFAULT_TABLE_ROWS) or DEFAULT_TABLE_ROWS)
-    return TableStatistics(rows, {f.name: _column_statistics(f.type, rows, None, None) for f in table.schema})
-
-
-class RegisteredStatistics(Mapping):
-    """Table name -> statistics of a session's registered tables, each computed when the planner first asks.
-
-    Why lazy: a query reads a few of the registered tables; the others'
-    statistics (an in-memory table's min/max pass) are never needed.
-    """
-
-    def __init__(self, tables: Mapping[str, object]):
-        self._tables = tables
-        self._computed: dict[str, TableStatistics] = {}
-
-    def __getitem__(self, name: str) -> TableStatistics:
-        if name not in self._computed:
-            self._computed[name] = table_statistics(self._tables[name])
-        return self._computed[name]
-
-    def __iter__(self):
-        return iter(self._tables)
-
-    def __len__(self) -> int:
-        return len(self._tables)
-
 
 _ARITHMETIC = {exp.Add: lambda a, b: a + b, exp.Sub: lambda a, b: a - b, exp.Mul: lambda a, b: a * b,
                exp.Div: lambda a, b: a / b if b else None}
