@@ -213,16 +213,25 @@ class BackgroundCompiler:
         #: 1.21-1.24 s without). A short query gains nothing from a kernel ready after it ended (a compile
         #: takes 1-4 s): its kernels compile between queries, or once it has run long enough for a
         #: switch of tiers to pay. ``$GPU_ENGINE_COMPILE_PAUSE`` sets it (default
-        #: :data:`DEFAULT_PAUSE_SECONDS`).
+        #: :data:`DEFAULT_PAUSE_SECONDS`). A pause lasts this long at most, and the worker then runs as long
+        #: before it pauses again: queries that follow one another, each shorter than the pause, would
+        #: otherwise keep it paused for as long as they come (a dashboard's stream, a benchmark's warm runs),
+        #: and their kernels would never compile.
         self.pause_seconds = _pause_seconds()
         self.paused = False
         self.pauses = 0
         #: id(task) -> (a weak reference to the task, started): every started Task of the process counts (the
         #: pause is on by default), and one abandoned unfinished must not be kept alive by this.
         self._queries: dict[int, tuple[Any, float]] = {}
-        #: When the youngest running query stops being young (the paused worker goes on then), and the one
-        #: thread that waits for it (see _watch_pause).
-        self._resume_at: float | None = None
+        #: When the pause must be looked at again (the youngest running query grows old, the pause has lasted
+        #: its longest, or the worker's run between pauses ends), and the one thread that waits for it
+        #: (see _watch_pause).
+        self._look_at: float | None = None
+        #: When the present stretch of pauses began (pauses less than ``pause_seconds`` apart are one), when
+        #: the last pause ended, and until when the worker runs before it may pause again.
+        self._paused_since = 0.0
+        self._resumed_at = float("-inf")
+        self._runs_until = float("-inf")
         self._watcher: threading.Thread | None = None
 
     # ------------------------------------------------------------ queries
@@ -365,15 +374,32 @@ class BackgroundCompiler:
         young = [started + self.pause_seconds for _, started in self._queries.values()]
         process = self._process
         if process is not None and process.poll() is None and young != [] and not self.paused:
-            self._tell(process, PAUSE)  # it waits, never holding numba's cache lock
-            self.paused = True
-            self.pauses += 1
+            if now >= self._runs_until:
+                if now - self._resumed_at >= self.pause_seconds:  # else the pauses of queries in a row: one
+                    self._paused_since = now
+                if now < self._paused_since + self.pause_seconds:
+                    self._tell(process, PAUSE)  # it waits, never holding numba's cache lock
+                    self.paused = True
+                    self.pauses += 1
+                else:  # that stretch of pauses has lasted its longest: run first
+                    self._runs_until = now + self.pause_seconds
         elif self.paused and (young == [] or process is None):
             if process is not None:
                 self._tell(process, RUN)
             self.paused = False
-        self._resume_at = max(young) + 0.001 if young and self.paused else None
-        if self._resume_at is not None:  # look again when the youngest query is no longer young
+            self._resumed_at = now
+        elif self.paused and now >= self._paused_since + self.pause_seconds:  # young queries in a row
+            self._tell(process, RUN)
+            self.paused = False
+            self._resumed_at = now
+            self._runs_until = now + self.pause_seconds
+        if not young:
+            self._look_at = None
+        elif self.paused:  # the youngest grows old, or the pause has lasted its longest
+            self._look_at = min(max(young), self._paused_since + self.pause_seconds) + 0.001
+        else:  # running between pauses while queries are young: pause again when the run ends
+            self._look_at = self._runs_until + 0.001 if now < self._runs_until else None
+        if self._look_at is not None:
             if self._watcher is None:
                 self._watcher = threading.Thread(target=self._watch_pause, name="gpu_engine-compile-pause",
                                                  daemon=True)
@@ -381,7 +407,7 @@ class BackgroundCompiler:
             self._lock.notify_all()
 
     def _watch_pause(self) -> None:
-        """Let the paused worker go on once no running query is young; end after 30 s with nothing to watch.
+        """Pause and let go of the worker when the times _apply_pause set come; end after 30 s with nothing to watch.
 
         One thread for a stretch of queries: a timer thread per query (as before) made each query start a
         thread on its main thread, holding this lock, and ``Thread.start`` waits until the new thread runs,
@@ -389,12 +415,12 @@ class BackgroundCompiler:
         """
         with self._lock:
             while True:
-                if self._resume_at is None:
-                    if not self._lock.wait(30.0) and self._resume_at is None:
+                if self._look_at is None:
+                    if not self._lock.wait(30.0) and self._look_at is None:
                         self._watcher = None
                         return
                     continue
-                remaining = self._resume_at - time.monotonic()
+                remaining = self._look_at - time.monotonic()
                 if remaining > 0:
                     self._lock.wait(remaining)
                 else:
@@ -538,7 +564,7 @@ class BackgroundCompiler:
             self._outstanding = None
             self._close_control()  # a paused worker goes on, to read the end of its input
             self.paused = False
-            self._resume_at = None
+            self._look_at = None
             self._lock.notify_all()
         if process is not None:
             try:

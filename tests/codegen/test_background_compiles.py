@@ -526,6 +526,7 @@ def test_the_compile_process_is_paused_while_a_young_query_runs(monkeypatch):
     while compiler.paused and time.monotonic() < deadline:  # the long query grows old: the worker continues
         time.sleep(0.02)
     assert sent == [PAUSE, RUN] and not compiler.paused
+    clock.now += 0.3  # a query a while later (one at once would meet the run that follows a pause's longest)
     third = Query()
     background_compiles.hold_compiles_while(third)
     compiler._control = os.open(os.devnull, os.O_WRONLY)  # stands for the control pipe's write end
@@ -656,3 +657,65 @@ def test_argument_kinds_tell_apart_what_numba_types_apart():
     assert len(set(kinds)) == len(kinds)
     assert _argument_kinds((values, 1)) == _argument_kinds((np.ones(9, dtype=np.int64), 7))
     assert _argument_kinds((values, object())) is None
+
+
+def test_young_queries_in_a_row_pause_the_compile_process_half_the_time_at_most(monkeypatch):
+    """Queries that follow one another, each younger than the pause when the next starts, would keep the worker
+    paused for as long as they come (and their kernels would never compile): a pause lasts ``pause_seconds`` at
+    most, then the worker runs as long before the next pause."""
+    import time
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    sent = []
+    monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell", lambda self, process, word: sent.append(word))
+    monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "1000")  # the watcher thread never acts: the test does
+
+    class Clock:
+        now = 0.0
+
+        def monotonic(self):
+            return self.now
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(background_compiles, "time", clock)
+
+    class Worker:
+        pid = 123456789
+
+        def poll(self):
+            return None
+
+    class Query:
+        is_done = False
+
+    compiler = background_compiles.BackgroundCompiler()
+    compiler._process = Worker()
+    queries = []
+
+    def start_one_at(now):  # each query ends as the next one starts
+        clock.now = now
+        if queries:
+            queries[-1].is_done = True
+            compiler.query_ended(queries[-1])
+        queries.append(Query())
+        compiler.query_started(queries[-1])
+        return list(sent)
+
+    assert start_one_at(0) == [PAUSE]
+    assert start_one_at(600) == [PAUSE, RUN, PAUSE]  # between two queries; the same stretch of pauses
+    assert start_one_at(1000.5) == [PAUSE, RUN, PAUSE, RUN]  # the stretch has lasted its longest: runs until 2000.5
+    assert not compiler.paused and compiler._look_at == 2000.5 + 0.001
+    assert start_one_at(1600) == [PAUSE, RUN, PAUSE, RUN]  # a young query meets a running worker: it keeps running
+    with compiler._lock:
+        clock.now = 2000.6  # the run ends while that query is young: pause again
+        compiler._apply_pause()
+    assert sent == [PAUSE, RUN, PAUSE, RUN, PAUSE] and compiler.paused
+    queries[-1].is_done = True
+    compiler.query_ended(queries[-1])  # no young query left
+    assert sent[-1] == RUN and not compiler.paused and compiler._look_at is None
+    assert start_one_at(4000)[-1] == PAUSE  # long after: a new stretch
