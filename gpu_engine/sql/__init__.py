@@ -25,6 +25,7 @@ from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.nesting import too_deep
 from gpu_engine.sql.duplicate_output_names import remember_shown_names, shown_names
 from gpu_engine.sql.planner import QueryPlanner
+from gpu_engine.sql.planning_gc import fewer_collections
 from gpu_engine.sql.rewrite import parse_and_qualify
 from gpu_engine.sql.statistics import ColumnStatistics, RegisteredStatistics, TableStatistics, table_statistics
 
@@ -68,7 +69,8 @@ def plan_sql(text: str, catalog: Mapping[str, pa.Schema], statistics: Mapping[st
     check_dialect(dialect)
     try:
         text, lists = lift_literal_lists(text, dialect)  # a long IN list is one node until it is translated
-        with lifted_lists(lists), planning_dialect(dialect):
+        # fewer_collections: planning makes and drops cyclic sqlglot trees by the hundred thousand nodes
+        with lifted_lists(lists), planning_dialect(dialect), fewer_collections():
             query = parse_and_qualify(text, catalog, dialect)
             planned = QueryPlanner(catalog, statistics).plan(query)
             plan = push_window_filters(planned)
