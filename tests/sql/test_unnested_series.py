@@ -56,8 +56,8 @@ QUERIES = [
 SIMULATED = [QUERIES[4], QUERIES[15]]
 
 
-def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16):
-    return session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=batch_rows)
+def _session(device_name: str, drivers: int = 1, batch_rows: int = 1 << 16, fuse: bool = True):
+    return session_with_tables(TABLES, device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
 
 
 def _check(queries, session, reference):
@@ -66,7 +66,9 @@ def _check(queries, session, reference):
 
 @pytest.mark.parametrize("drivers, batch_rows", [(1, 1 << 16), (2, 3)], ids=["drivers1", "drivers2-batches3"])
 def test_unnested_series_match_duckdb_on_cpu(drivers, batch_rows, reference):
-    _check(QUERIES, _session("cpu", drivers, batch_rows), reference)
+    """Unfused: the Unnest is never fused, and compiling the kernels of the stretches around it is what fused
+    queries elsewhere test (the cuda-sim case below keeps fusion on)."""
+    _check(QUERIES, _session("cpu", drivers, batch_rows, fuse=False), reference)
 
 
 def test_unnested_series_match_duckdb_on_each_device(device_name, reference):
