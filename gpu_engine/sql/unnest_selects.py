@@ -12,6 +12,8 @@ joined after the others, the lists the engine can build without list columns:
 * ``string_split(s, separator)`` / Spark's ``split(s, separator)`` of a column (Spark's separator a constant
   without regular expression characters): an Unnest of the pieces over the FROM items.
 
+Spark's ``FROM t LATERAL VIEW explode(list) e AS v`` is that FROM item too, joined where the view is written
+(``LATERAL VIEW OUTER``, which keeps a row whose list is empty, is refused by name).
 DuckDB's ``unnest(list)`` as a FROM item (``FROM unnest([1, 2, 3]) u(x)``, ``FROM t, unnest(string_split(t.s,
 ',')) p``) is the same item in place, its column named by the alias (``unnest`` without one).
 
@@ -58,6 +60,9 @@ def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
         for item in list(tree.find_all(exp.Unnest)):
             if isinstance(item.parent, (exp.From, exp.Join)):
                 _unnest_item(item, dialect)
+    for select in list(tree.find_all(exp.Select)) if dialect == "spark" else []:
+        if select.args.get("laterals"):
+            _lateral_views(select, dialect)
     calls = [node for node in tree.find_all(exp.Explode) if type(node) is exp.Explode]  # posexplode: refused later
     if not calls:
         return tree
@@ -103,6 +108,26 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
         select.set("from_", exp.From(this=item))
     else:
         select.append("joins", exp.Join(this=item))
+
+
+def _lateral_views(select: exp.Select, dialect: str) -> None:
+    """Join each ``LATERAL VIEW explode(list) alias AS column`` of ``select`` as the FROM item of its list, in place."""
+    views = list(select.args["laterals"])
+    for view in views:
+        call = view.this
+        if type(call) is not exp.Explode or not isinstance(call.this, _LISTS) or not view.args.get("view"):
+            return  # posexplode, another list: refused by the planner's LATERAL VIEW refusal
+        if view.args.get("outer"):
+            raise _error("LATERAL VIEW OUTER (a row whose list is empty is kept, with NULL)", view, dialect)
+        if isinstance(call.this, exp.GenerateSeries):
+            raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
+    for number, view in enumerate(views, 1):
+        alias = view.args.get("alias")
+        name = alias.name if alias is not None and alias.name else f"$view{number}"
+        columns = list(alias.columns) if alias is not None else []
+        column = columns[0].copy() if columns else exp.to_identifier("col")
+        select.append("joins", exp.Join(this=_item(view.this.this, name, column, dialect)))
+    select.set("laterals", None)
 
 
 def _unnest_item(item: exp.Unnest, dialect: str) -> None:

@@ -1,5 +1,5 @@
-"""SparkRunner.sql answers ``explode(split(s, ','))`` and ``explode(array(...))`` as Spark does (the oracle is Spark
-itself): the SELECT-list explode is planned as an Unnest over the FROM items (gpu_engine/sql/unnest_selects.py,
+"""SparkRunner.sql answers ``explode(split(s, ','))``, ``explode(array(...))`` and ``LATERAL VIEW explode`` as
+Spark does (the oracle is Spark itself): planned as an Unnest over the FROM items (gpu_engine/sql/unnest_selects.py,
 gpu_engine/operators/unnest.py), within the stage that reads them; a NULL text gives no row, an empty one an empty
 piece, as Spark. (Other cases: tests/sql/test_unnest_selects.py, against DuckDB; each query here costs seconds.)
 """
@@ -13,6 +13,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does
 
 @pytest.mark.parametrize("sql", [
     "SELECT p, count(*) AS n, sum(k) AS s FROM (SELECT k, explode(split(s, ',')) AS p FROM t) q GROUP BY p",
+    "SELECT k, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
 ])
 def test_sparks_explode_answers_as_spark(spark, sql):
     from gpu_engine.spark import SparkRunner

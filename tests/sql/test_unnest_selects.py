@@ -5,7 +5,7 @@ Planned as the FROM item it means (gpu_engine/sql/unnest_selects.py): a series l
 the FROM items (empty texts, empty / NULL / multi-character / per-row separators, multi-byte text), a list of
 constants a VALUES list. Covered: rows with NULL or empty series (no rows, as DuckDB), WHERE before and ORDER
 BY/LIMIT after the unnest, SELECT without FROM, DuckDB's column names, empty input, Spark's ``explode(array(...))``
-named ``col``.
+named ``col``, and its ``LATERAL VIEW explode(...)``.
 Refusals name the construct and its position.
 """
 
@@ -66,6 +66,8 @@ def test_unnest_outputs_match_duckdb_on_each_device(device_name, reference):
     ("SELECT n, explode(array('x', 'y')) AS v FROM t WHERE n > 0",
      "SELECT n, unnest(['x', 'y']) AS v FROM t WHERE n > 0"),
     ("SELECT n, explode(split(s, ',')) AS p FROM t", "SELECT n, unnest(string_split(s, ',')) AS p FROM t"),
+    ("SELECT n, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
+     "SELECT n, v, w FROM t, unnest(string_split(s, ',')) a(v), unnest([1, 2]) b(w)"),
 ])
 def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     actual = session_with_tables(TABLES, device="cpu").sql(spark, dialect="spark")
@@ -80,8 +82,9 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     ("SELECT unnest([t.n, 2]) AS a FROM t", "a list of columns or subqueries", 18),
     ("SELECT unnest(string_split_regex(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
     ("SELECT unnest(string_split('a,b', ',')) AS p", "unnest of a constant string's pieces", 15),
+    ("SELECT n, v FROM t LATERAL VIEW OUTER explode(split(s, ',')) e AS v", "LATERAL VIEW OUTER", 39),
 ])
 def test_unnests_the_engine_cannot_plan_are_refused_with_their_position(sql, message, column):
     with pytest.raises(PlanError) as info:
-        session_with_tables(TABLES, device="cpu").sql(sql)
+        session_with_tables(TABLES, device="cpu").sql(sql, dialect="spark" if "LATERAL VIEW" in sql else "duckdb")
     assert message in str(info.value) and f"column {column})" in str(info.value), str(info.value)
