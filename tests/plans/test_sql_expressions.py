@@ -244,7 +244,7 @@ def test_translation_shape(sql, expected):
     ("i32 + s", "type mismatch: cannot apply '+' to int32 and string", "i32 + s"),
     ("dt + dt", "type mismatch", None),
     ("s > 1", "type mismatch: cannot compare string with int32", "s > 1"),
-    ("i32 = s", "type mismatch", None),
+    ("i32 < s", "type mismatch", None),  # "i32 = s" casts the text, as DuckDB (a5281d3)
     ("b = 1", "type mismatch", None),
     ("b AND i32", "type mismatch: expected a boolean, got int32", "i32"),
     ("NOT s", "expected a boolean", "s"),
