@@ -420,6 +420,20 @@ def _emit_pairs_cpu(group_ids, offsets, rows, positions, probe_rows, build_rows)
             build_rows[out + j] = rows[first + j]
 
 
+@njit(nogil=True, cache=True)
+def _value_bounds_cpu(offsets, rows, values, valid, lows, highs):
+    has_valid = valid.shape[0] > 0
+    for g in range(offsets.shape[0] - 1):
+        low, high = lows[g], highs[g]
+        for j in range(offsets[g], offsets[g + 1]):
+            r = rows[j]
+            if has_valid and not valid[r]:
+                continue
+            low = min(low, values[r])
+            high = max(high, values[r])
+        lows[g], highs[g] = low, high
+
+
 # ------------------------------------------------------------------ CUDA twins
 @cuda.jit
 def _pack_keys_cuda(words, packed, bloom):
@@ -533,6 +547,19 @@ def _emit_pairs_cuda(group_ids, offsets, rows, positions, probe_rows, build_rows
             for j in range(offsets[g + 1] - first):
                 probe_rows[out + j] = i
                 build_rows[out + j] = rows[first + j]
+
+
+@cuda.jit
+def _value_bounds_cuda(offsets, rows, values, valid, lows, highs):
+    has_valid = valid.shape[0] > 0
+    for g in range(cuda.grid(1), offsets.shape[0] - 1, cuda.gridsize(1)):
+        low, high = lows[g], highs[g]
+        for j in range(offsets[g], offsets[g + 1]):
+            r = rows[j]
+            if not (has_valid and not valid[r]):
+                low = min(low, values[r])
+                high = max(high, values[r])
+        lows[g], highs[g] = low, high
 
 
 # ---------------------------------------------------------------- entry points
@@ -864,6 +891,24 @@ class JoinHashTable:
             key_of_position = xp.searchsorted(self._offsets[1:], positions, side="right")
             flags[self._rows[key_flags[key_of_position]]] = True
         return flags
+
+    def value_bounds(self, values: Any, valid: Any | None) -> tuple[Any, Any]:
+        """Return the lowest and highest non-NULL ``values`` (``int64``, one per build row) of each key id's rows,
+        as two ``int64`` arrays of ``num_keys + 1``; a key without such a value, and the last entry (where a
+        miss's key id -1 reads), hold an empty range (low > high).
+
+        Why: a semi or anti join whose extra condition is ``probe.c <> build.c`` matches a probe row iff its
+        key's build rows hold a non-NULL ``c`` other than the probe's, i.e. iff its non-NULL ``c`` differs from
+        the key's low or high; with these bounds it needs no pairs (TPC-DS q16, q94, q95 formed every
+        (order line, line of the same order) pair to find one in another warehouse).
+        """
+        xp = self.device.xp
+        lows = xp.full(self.num_keys + 1, np.iinfo(np.int64).max, dtype=xp.int64)
+        highs = xp.full(self.num_keys + 1, np.iinfo(np.int64).min, dtype=xp.int64)
+        valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
+        launch_twin(self.device, self.num_keys, _value_bounds_cpu, _value_bounds_cuda,
+                    self._offsets, self._rows, xp.ascontiguousarray(values), valid, lows, highs)
+        return lows, highs
 
     def _pairs(self, group_ids: Any) -> tuple[Any, Any]:
         """Return the matching ``(probe_rows, build_rows)`` of probe rows whose key ids are ``group_ids``."""

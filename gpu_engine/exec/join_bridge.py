@@ -40,6 +40,9 @@ class HashJoinTable:
 
     keys: JoinHashTable
     columns: Batch
+    #: For a semi or anti join whose condition is ``probe.c <> build.c``: ``(c's probe column, lows, highs)``,
+    #: the bounds of ``c`` per key id (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.value_bounds`), else None.
+    value_bounds: tuple[str, Any, Any] | None = None
 
     @property
     def num_rows(self) -> int:
@@ -54,7 +57,8 @@ class HashJoinTable:
     @property
     def nbytes(self) -> int:
         """Return the bytes of the key table and the columns (what the join's memory pool holds)."""
-        return self.keys.nbytes + self.columns.nbytes
+        bounds = 0 if self.value_bounds is None else sum(int(a.nbytes) for a in self.value_bounds[1:])
+        return self.keys.nbytes + self.columns.nbytes + bounds
 
 
 class HashJoinBridge:

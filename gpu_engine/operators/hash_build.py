@@ -33,10 +33,11 @@ from gpu_engine.exec.join_bridge import HashJoinBridge, HashJoinTable
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.kernels.group_by import normalize_keys
 from gpu_engine.kernels.hash_join import JoinHashTable
-from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.expressions import BinaryOp, ColumnRef, referenced_columns
 from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode
 
-__all__ = ["HashBuild", "null_column", "build_side_columns", "JOINS_WITH_NULL_ROW"]
+__all__ = ["HashBuild", "null_column", "build_side_columns", "distinct_value_filter", "JOINS_WITH_NULL_ROW",
+           "JOINS_BY_VALUE_BOUNDS"]
 
 
 def null_column(device: Device, dtype: pa.DataType, rows: int) -> Column:
@@ -81,6 +82,45 @@ def _with_null_row(device: Device, column: Column) -> Column:
     valid = column.validity if column.validity is not None else xp.ones(len(column), dtype=xp.bool_)
     return Column(column.dtype, xp.concatenate([column.data, xp.zeros(1, dtype=column.data.dtype)]),
                   xp.concatenate([valid, xp.zeros(1, dtype=xp.bool_)]), None, column.dictionary)
+
+
+#: The joins whose ``probe.c <> build.c`` condition each key's bounds of ``c`` decide (:func:`distinct_value_filter`).
+JOINS_BY_VALUE_BOUNDS = ("left_semi", "anti")
+
+
+def _bounds_comparable(probe: pa.DataType, build: pa.DataType) -> bool:
+    """Return True when two column types compare as their ``int64`` values: integers (no ``uint64``), or one
+    date, timestamp or decimal (of one word: 18 digits at most) type on both sides (floats are left out:
+    ``-0.0 = 0.0`` and NaN)."""
+    if pa.types.is_integer(probe) and pa.types.is_integer(build):
+        return pa.uint64() not in (probe, build)
+    one_word = pa.types.is_date(probe) or pa.types.is_timestamp(probe) or (pa.types.is_decimal(probe)
+                                                                         and probe.precision <= 18)
+    return one_word and probe == build
+
+
+def distinct_value_filter(node: HashJoinNode) -> tuple[str, str] | None:
+    """Return ``(probe column, build column)`` when a semi or anti join's extra condition is just ``probe.c <>
+    build.c`` over integer-like columns, else None.
+
+    Why: such a join matches a probe row iff its key's build rows hold a non-NULL ``c`` other than its own, which
+    the key's lowest and highest ``c`` tell (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.value_bounds`):
+    the probe then looks key ids up and forms no pairs (TPC-DS q16, q94, q95: an order's lines in another
+    warehouse; every pair of an order's lines was formed, then filtered).
+    """
+    condition = node.filter
+    if (node.join_type not in JOINS_BY_VALUE_BOUNDS or not isinstance(condition, BinaryOp) or condition.op != "ne"
+            or not isinstance(condition.left, ColumnRef) or not isinstance(condition.right, ColumnRef)):
+        return None
+    probe_names, build_names = set(node.probe.output_schema.names), set(node.build.output_schema.names)
+    left, right = condition.left, condition.right
+    if left.name in build_names and right.name in probe_names:
+        left, right = right, left
+    if left.name not in probe_names or right.name not in build_names or left.name in build_names:
+        return None
+    probe_type = node.probe.output_schema.field(left.name).type
+    build_type = node.build.output_schema.field(right.name).type
+    return (left.name, right.name) if _bounds_comparable(probe_type, build_type) else None
 
 
 def build_side_columns(node: HashJoinNode | NestedLoopJoinNode) -> tuple[str, ...]:
@@ -145,7 +185,16 @@ class HashBuild(Operator):
             columns = Batch(self._columns, tuple(flat.column(n) for n in self._columns), device, None, flat.num_rows)
         self.add_runtime_stat("build_rows", keys.num_rows)
         self.add_runtime_stat("distinct_keys", keys.num_keys)
-        return HashJoinTable(keys, columns)
+        return HashJoinTable(keys, columns, self._value_bounds(keys, flat))
+
+    def _value_bounds(self, keys: JoinHashTable, flat: Batch) -> tuple | None:
+        """Return the table's ``value_bounds`` for a ``probe.c <> build.c`` semi or anti join, else None."""
+        names = distinct_value_filter(self.node)
+        if names is None:
+            return None
+        column = flat.column(names[1])
+        self.add_runtime_stat("value_bounds", 1)
+        return (names[0], *keys.value_bounds(column.data.astype(self.device.xp.int64, copy=False), column.validity))
 
     def is_finished(self) -> bool:
         return self.no_more_input_received

@@ -23,7 +23,11 @@ matches when its key id is found (:meth:`~gpu_engine.kernels.hash_join.JoinHashT
 and right_semi / right_anti mark key ids, turned into build rows once at the end
 (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.rows_of_keys`). With duplicate
 build keys the pairs were the probe rows times the rows per key (TPC-DS q95's
-IN over a self-join: 80M pairs from 6.6M probe rows).
+IN over a self-join: 80M pairs from 6.6M probe rows). A left_semi / anti join
+whose filter is just ``probe.c <> build.c`` (integer-like columns) forms none
+either: the build publishes each key's lowest and highest non-NULL ``c``
+(:func:`~gpu_engine.operators.hash_build.distinct_value_filter`), and a probe row
+matches iff its non-NULL ``c`` differs from one of them (q16, q94, q95).
 
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
@@ -51,6 +55,7 @@ from gpu_engine.kernels.gather import gather, gather_column
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, normalize_keys
 from gpu_engine.kernels.hash_join import null_key_rows
 from gpu_engine.exec.join_bridge import HashJoinBridge, HashJoinTable
+from gpu_engine.operators import hash_build
 from gpu_engine.operators.hash_build import JOINS_WITH_NULL_ROW, null_column
 from gpu_engine.plans.expressions import referenced_columns
 from gpu_engine.plans.nodes import HashJoinNode
@@ -78,7 +83,9 @@ class HashProbe(Operator):
         self._output_as_maps = node.output_as_maps
         self._filter_names = referenced_columns(node.filter) if node.filter is not None else ()
         self._compiled_filter = None
-        if node.filter is not None and ctx.config.fuse:  # one generated kernel over the pairs (see CompiledPredicate)
+        by_bounds = hash_build.distinct_value_filter(node) is not None  # no pairs to filter (module docstring)
+        # one generated kernel over the pairs (CompiledPredicate)
+        if node.filter is not None and ctx.config.fuse and not by_bounds:
             sides = {f.name: f.type for f in node.build.output_schema} | {f.name: f.type for f in node.probe.output_schema}
             self._compiled_filter = CompiledPredicate.of(self.device, node.filter,
                                                          {name: sides[name] for name in self._filter_names},
@@ -101,6 +108,8 @@ class HashProbe(Operator):
 
     def _start_probing(self, table: HashJoinTable) -> None:
         self._table = table
+        if table.value_bounds is not None:  # probe.c <> build.c decided by each key's bounds of c: no pairs
+            self._by_key_ids = True
         if self.join_type in _MARKS_BUILD_ROWS:
             # right_semi / right_anti without a filter flag key ids, the last one a sink for the -1 of a miss
             flags = table.keys.num_keys + 1 if self._by_key_ids else table.num_rows + 1
@@ -178,13 +187,24 @@ class HashProbe(Operator):
         if self.join_type in _BUILD_ONLY:
             self._matched_build_rows[key_ids] = True  # a miss's -1 lands on the sink flag past the last key id
             return
-        matched = key_ids >= 0
+        matched = key_ids >= 0 if self._table.value_bounds is None else self._differs_from_bounds(batch, key_ids)
         if self.join_type == "null_aware_anti" and self._table.num_rows:
             if words is None:  # NOT IN: x NOT IN (non-empty set) is NULL, not TRUE, when x is NULL
                 words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], keys.widths)
             matched |= null_key_rows(device, words, widths)
         rows = selection_from_mask(device, matched if self.join_type == "left_semi" else ~matched)
         self._emit_probe_rows(batch, rows)
+
+    def _differs_from_bounds(self, batch: Batch, key_ids):
+        """Return per probe row whether its key's build rows hold a non-NULL ``c`` other than its own non-NULL
+        ``c``: its ``c`` differs from the key's low or high (a miss's -1 reads the empty range at the end)."""
+        xp = self.device.xp
+        name, lows, highs = self._table.value_bounds
+        column = batch.column(name)
+        values = column.data.astype(xp.int64, copy=False)
+        low, high = xp.take(lows, key_ids), xp.take(highs, key_ids)
+        matched = (low <= high) & ((low != values) | (high != values))
+        return matched if column.validity is None else matched & column.validity
 
     def _one_fixed_width_key(self, table: HashJoinTable) -> bool:
         """Return True when probe keys need no normalizing: one key, a fixed-width block, and no NOT IN semantics."""
