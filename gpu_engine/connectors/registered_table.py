@@ -304,7 +304,8 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
     FileNotFoundError
         For a path that does not exist or a directory without ``.parquet`` files.
     DataSourceError
-        For a file that is not Parquet, files that disagree on their columns, or duplicate column names.
+        For a file that is not Parquet, files that disagree on their columns, duplicate column names, or a file
+        without columns.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"a table name must be a non-empty string, got {name!r}")
@@ -328,6 +329,8 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
     else:
         raise FileNotFoundError(f"table {name!r}: {path} is neither a Parquet file nor a directory")
     schema = _engine_schema(_file_schema(name, files[0]), name, files[0])
+    if not len(schema):  # (a query over it failed while planning, asking for a bug report; DuckDB refuses the file)
+        raise DataSourceError(f"table {name!r}: {files[0]} has no columns; a table needs at least one")
     for path_text in files[1:]:
         difference = _schema_difference(schema, _engine_schema(_file_schema(name, path_text), name, path_text))
         if difference is not None:

@@ -98,6 +98,16 @@ def test_duplicate_column_names_are_refused(tmp_path):
         Session(device="cpu").register("t", tmp_path / "dup.parquet")
 
 
+def test_a_file_without_columns_is_refused_naming_it(tmp_path):
+    """A Parquet file of no columns registered, then every query over it failed while planning with a request to
+    report a bug (found by the file fuzz); DuckDB refuses the file ("Need at least one non-root column")."""
+    pq.write_table(pa.table({}), tmp_path / "none.parquet")
+    with pytest.raises(duckdb.Error):
+        duckdb.sql(f"SELECT * FROM '{tmp_path / 'none.parquet'}'").fetchall()
+    with pytest.raises(DataSourceError, match=r"table 't': .*none\.parquet has no columns"):
+        Session(device="cpu").register("t", tmp_path / "none.parquet")
+
+
 @pytest.mark.parametrize("name", ["", "   ", None])
 def test_empty_table_name_is_refused(name):
     with pytest.raises(ValueError, match="a table name must be a non-empty string"):
