@@ -42,7 +42,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
     python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (also sql-derived-pushdown, sql-implied-filters)
-    python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-without-implied-filters)
+    python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x, build-sides-without-implied-filters)
 """
 import argparse
 import os
@@ -571,9 +571,12 @@ def _sql_implied_filters():
     return _Setting(lambda on: _set_sql_filter_copies(on, derived=False)), "value", "off"
 
 
-def _set_build_sides(on: bool, implied_filters: bool = True) -> None:
+def _set_build_sides(on: bool, implied_filters: bool = True, ratio: float | None = None) -> None:
     import gpu_engine.optimizer as module
+    import gpu_engine.optimizer.build_sides as build_sides
     from gpu_engine.optimizer.build_sides import build_smaller_sides
+    if ratio is not None:
+        build_sides.SWAP_RATIO = ratio
     rules = tuple(r for r in module.ESTIMATE_RULES if r is not build_smaller_sides)
     module.ESTIMATE_RULES = rules + (build_smaller_sides,) if on else rules
     if not implied_filters:
@@ -584,6 +587,12 @@ def _build_sides():
     """``optimizer.build_sides.build_smaller_sides`` in ``gpu_engine.optimizer.ESTIMATE_RULES`` (on) or not (off):
     each hash join built on the side the typed estimates say is smaller, after the pushdown."""
     return _Setting(_set_build_sides), "value", "off"
+
+
+def _build_sides_2x():
+    """``build-sides`` swapping only a build side estimated over twice its probe side (``build_sides.SWAP_RATIO``
+    2)."""
+    return _Setting(lambda on: _set_build_sides(on, ratio=2.0)), "value", "off"
 
 
 def _build_sides_without_implied_filters():
@@ -647,6 +656,7 @@ SWITCHES = {
     "sql-implied-filters": _sql_implied_filters,
     "distinct-semi-joins": _distinct_semi_joins,
     "build-sides": _build_sides,
+    "build-sides-2x": _build_sides_2x,
     "build-sides-without-implied-filters": _build_sides_without_implied_filters,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,

@@ -97,8 +97,9 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 
 #: The rules that choose from estimates (``plan, statistics -> plan``), run after :data:`RULES` when
 #: :func:`optimize_plan` has statistics: the filters are where they end up, so the estimates count them.
-#: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` is not among them by default yet
-#: (``bench/ab.py build-sides`` measures it).
+#: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` is not among them by default yet: it gives
+#: TPC-H q19 back without the SQL copy of the OR-implied filters but loses TPC-DS q13 and TPC-H q18 to the typed
+#: estimates (``bench/ab.py build-sides``; bench/results/2026-11-28-buildside-build-sides.md).
 ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = ()
 
 

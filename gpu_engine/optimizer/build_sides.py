@@ -25,6 +25,14 @@ Ties and unknowns keep the SQL planner's choice (its tie-break by names: issue
 31's plans that do not depend on how a query is written): only a build side
 estimated larger than the probe side moves, and a join with either side not
 estimated (a window, grouping sets, no statistics for a table) stays.
+
+Not in :data:`~gpu_engine.optimizer.ESTIMATE_RULES` by default: measured at SF1
+(bench/results/2026-11-28-buildside-build-sides.md) it gives TPC-H q19 back
+without the SQL copy of the OR-implied filters (290 -> 201 ms), but swaps 5
+plans of the SQL planner's where the typed estimates are worse than its own:
+TPC-H q18 (+28%: a HAVING's keys counted from the key range) and TPC-DS q13
+(+12%, +26% at :data:`SWAP_RATIO` 2: an OR above a join is estimated again on
+top of the filters it implies below, 57K rows read as 568).
 """
 
 from __future__ import annotations
@@ -36,7 +44,12 @@ from gpu_engine.optimizer.cardinality import Estimate, estimate
 from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.plans.nodes import HashJoinNode, PlanNode
 
-__all__ = ["SWAPPED", "build_smaller_sides"]
+__all__ = ["SWAP_RATIO", "SWAPPED", "build_smaller_sides"]
+
+#: How many times its probe side's estimated rows a build side must be to swap: the SQL planner chose the sides
+#: from estimates of its own, and where the two disagree by less the typed ones are no better (TPC-H q18's
+#: semi join: a HAVING over 1.5M orders' keys read as 6M distinct from the key range, 1.33x, +28% swapped).
+SWAP_RATIO = 1.0
 
 #: Join type -> the type of the same join with its sides swapped (a type missing here never swaps).
 SWAPPED = {"inner": "inner", "full": "full", "left": "right", "right": "left", "left_semi": "right_semi",
@@ -56,7 +69,7 @@ def _swapped(plan: PlanNode, statistics: Mapping[str, TableStatistics], memo: di
     if not isinstance(plan, HashJoinNode) or plan.join_type not in SWAPPED:
         return plan
     probe, build = _rows(plan.probe, statistics, memo), _rows(plan.build, statistics, memo)
-    if probe is None or build is None or build <= probe:
+    if probe is None or build is None or build <= probe * SWAP_RATIO:
         return plan
     return replace(plan, sources=(plan.build, plan.probe), join_type=SWAPPED[plan.join_type],
                    left_keys=plan.right_keys, right_keys=plan.left_keys)
