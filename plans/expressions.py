@@ -328,6 +328,11 @@ class AggregateCall(Expr):
     #: The ORDER BY keys after the first (:attr:`second`) of ``string_agg``/``first``/``last`` (``first(x ORDER BY
     #: a, b DESC)``): each ``(expression, descending, nulls_first)``; rows tied on the keys before compare on these.
     then_by: tuple[tuple[Expr, bool, bool], ...] = ()
+    #: The result is of SQL's NULL type (:mod:`gpu_engine.plans.null_type`; :attr:`dtype` is its INTEGER storage):
+    #: a function that returns its argument's type (``max``, ``min``, ``any_value``, ``first``/``last``,
+    #: ``arg_min``/``arg_max``'s value, ``mode``, ``quantile_disc``) over an argument of that type, as DuckDB
+    #: types ``max(q.x)`` of ``SELECT NULL AS x`` (so ``max(q.x) = t.s`` compares text, not integers).
+    null_typed: bool = False
 
     def inputs(self) -> tuple[Expr, ...]:
         """Return the expressions a raw step evaluates for this call, in the order its function takes them:

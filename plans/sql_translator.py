@@ -340,6 +340,17 @@ def _stored_null(expr: Expr, function: str = "") -> Expr:
     return Literal(None, pa.bool_() if function in _BOOLEAN_ARGUMENTS else NULL_STORAGE)
 
 
+#: Aggregates whose result is their (first) argument's type, so of SQL's NULL type over an argument of it (DuckDB:
+#: ``typeof(max(x))`` is "NULL" over ``SELECT NULL AS x``; ``sum`` is HUGEINT, ``median`` DOUBLE, ``count`` BIGINT).
+_NULL_TYPE_KEEPING = ("min", "max", "any_value", "first", "last", "arg_min", "arg_max", "mode", "quantile_disc")
+
+
+def _keeps_null_type(function: str, argument: Expr) -> bool:
+    """Return True when ``function``'s result is of SQL's NULL type: it returns its argument's type, and its
+    argument (as translated, before :func:`_stored_null`) is an untyped NULL (a bare NULL or a NULL-typed column)."""
+    return function in _NULL_TYPE_KEEPING and is_untyped_null(argument)
+
+
 @errors_placed
 def parse_expression(text: Snippet, schema: pa.Schema, node: str) -> Expr:
     """Translate a scalar SQL expression over ``schema`` into a typed expression.
@@ -451,7 +462,8 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
         raise PlanError(f"{function} takes exactly {'two arguments' if wanted == 2 else 'one argument'}",
                         node=node, column=snippet_text(text))
     translator = ScalarTranslator(schema, node)
-    arg = _stored_null(translator.translate(argument), function)
+    translated = translator.translate(argument)
+    arg = _stored_null(translated, function)
     second = _stored_null(translator.translate(arguments[1])) if wanted == 2 else None
     if function in ("min", "max") and is_interval(arg.dtype):
         # The least/greatest INTERVAL by DuckDB's order (30-day months) is the first row in that order, NULLs
@@ -461,7 +473,8 @@ def parse_aggregate(text: Snippet, schema: pa.Schema, node: str, *, position: in
         dtype = result_type(function, arg.dtype, None if second is None else second.dtype)
     except TypeError as error:
         raise PlanError(f"type mismatch: {error}", node=node, column=snippet_text(text)) from None
-    return name, AggregateCall(function, arg, dtype, distinct, second)
+    return name, AggregateCall(function, arg, dtype, distinct, second,
+                               null_typed=_keeps_null_type(function, translated))
 
 
 def _constant_fraction(tree: exp.Expression | None, function: str, node: str, text: str) -> float:
@@ -516,7 +529,8 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
         raise PlanError(f"{function} takes exactly one argument" + (" and a constant" if function not in (
             "median", "mode", "approx_count_distinct", "first", "last") else ""), node=node, column=text)
     translator = ScalarTranslator(schema, node)
-    arg = _stored_null(translator.translate(argument))
+    translated = translator.translate(argument)
+    arg = _stored_null(translated)
     if function == "string_agg" and not is_string(arg.dtype):
         arg = _typed(translator.translate(exp.Cast(this=argument.copy(), to=exp.DataType.build("VARCHAR"))), text,
                      node)
@@ -548,7 +562,8 @@ def _holistic_call(call: exp.Expression, function: str, schema: pa.Schema, node:
             result_type(function, arg.dtype, key.dtype)
     except TypeError as error:
         raise PlanError(f"type mismatch: {error}", node=node, column=text) from None
-    return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first, then_by)
+    return AggregateCall(function, arg, dtype, distinct, second, parameter, descending, nulls_first, then_by,
+                         null_typed=_keeps_null_type(function, translated))
 
 
 @errors_placed

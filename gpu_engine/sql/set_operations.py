@@ -274,7 +274,10 @@ def _typed_nulls(branch: exp.Expression, positions: list[int], other: "Relation"
     for position in positions:
         if position >= len(other_outputs):
             continue  # the column counts differ: the caller says so
-        dtype = other.node.output_schema.field(other_outputs[position][1]).type
+        field = other.node.output_schema.field(other_outputs[position][1])
+        dtype = field.type
+        if is_null_typed(field):
+            continue  # the other's column is of the NULL type too (a derived table's NULL): both stay untyped
         if pa.types.is_decimal(dtype):
             types[position] = f"DECIMAL({dtype.precision}, {dtype.scale})"
         elif dtype in _SQL_TYPES:
