@@ -63,6 +63,18 @@ KINDS = ("int32", "int64", "float", "double", "string", "date", "decimal", "int1
 #: ones by name) and damage aimed at dictionary pages (``dict``).
 NESTED_KINDS = ("list", "struct")
 COMPRESSIONS = ("none", "snappy", "zstd")
+#: ``--wide`` also draws timestamps (microseconds with a zone, nanoseconds) and int8 columns, the codecs left to
+#: pyarrow (gzip, lz4, brotli), and the non-dictionary encodings pyarrow writes (:data:`ENCODINGS`), which the engine
+#: leaves to pyarrow: damage there must still end in pyarrow's answer or a clean error, never a crash.
+WIDE_KINDS = ("timestamp", "timestamp_ns", "int8")
+WIDE_COMPRESSIONS = ("gzip", "lz4", "brotli")
+#: An encoding and the column kinds pyarrow writes it for (their dictionaries off).
+ENCODINGS = {
+    "DELTA_BINARY_PACKED": ("int32", "int64", "int16", "int8", "date", "decimal", "timestamp", "timestamp_ns"),
+    "BYTE_STREAM_SPLIT": ("float", "double"),
+    "DELTA_BYTE_ARRAY": ("string",),
+    "DELTA_LENGTH_BYTE_ARRAY": ("string",),
+}
 MUTATIONS = ("page", "footer", "flip", "cut", "truncate", "dict")
 QUERIES = ("count", "star", "group")
 
@@ -84,6 +96,8 @@ class Recipe:
     #: ("dict", k, how, xor) damages a dictionary page: an integer of its header (``how`` < 5, see :func:`_new_int`)
     #: or a byte of its body (xor'ed).
     mutations: tuple[tuple, ...] = ()
+    #: A key of :data:`ENCODINGS` written for the columns it applies to ("" for pyarrow's default).
+    encoding: str = ""
 
     def to_json(self) -> dict:
         return dataclasses.asdict(self)
@@ -92,7 +106,7 @@ class Recipe:
     def from_json(cls, value: dict) -> "Recipe":
         return cls(value["seed"], tuple(value["row_groups"]), tuple((k, bool(n)) for k, n in value["columns"]),
                    value["compression"], bool(value["dictionary"]), value["version"], int(value["page_rows"]),
-                   tuple(tuple(m) for m in value["mutations"]))
+                   tuple(tuple(m) for m in value["mutations"]), value.get("encoding", ""))
 
 
 # ----------------------------------------------------------------- making files
@@ -104,6 +118,11 @@ def _values(kind: str, rows: int, rng: np.random.Generator, nullable: bool):
     picks = rng.integers(0, distinct, rows)
     if kind == "int32":
         return pa.array((picks * 1_000_003 - 7).astype(np.int32), mask=mask)
+    if kind == "int8":
+        return pa.array((picks * 11 - 60).astype(np.int8), mask=mask)
+    if kind in ("timestamp", "timestamp_ns"):
+        unit = pa.timestamp("us", tz="UTC") if kind == "timestamp" else pa.timestamp("ns")
+        return pa.array(picks.astype(np.int64) * 86_400_000_123 + 1_600_000_000_000_000, mask=mask).cast(unit)
     if kind == "int16":
         return pa.array((picks * 1_001 - 5000).astype(np.int16), mask=mask)
     if kind == "int64":
@@ -142,7 +161,11 @@ def write_file(recipe: Recipe, path: Path) -> None:
     fields = [pa.field(f"c{i}_{kind}", _values(kind, 0, rng, nullable).type, nullable=nullable)
               for i, (kind, nullable) in enumerate(recipe.columns)]
     schema = pa.schema(fields)
-    with pq.ParquetWriter(path, schema, compression=recipe.compression, use_dictionary=recipe.dictionary,
+    encoded = [f.name for f, (kind, _) in zip(fields, recipe.columns) if kind in ENCODINGS.get(recipe.encoding, ())]
+    extra = {"column_encoding": {name: recipe.encoding for name in encoded}} if encoded else {}
+    dictionary = [f.name for f in fields if f.name not in encoded] if encoded and recipe.dictionary else (
+        recipe.dictionary and not encoded)
+    with pq.ParquetWriter(path, schema, compression=recipe.compression, use_dictionary=dictionary, **extra,
                           data_page_version=recipe.version, data_page_size=1, write_batch_size=recipe.page_rows,
                           store_decimal_as_integer=True) as writer:
         for rows in recipe.row_groups:
@@ -234,11 +257,12 @@ def _page_int_fields(data: bytearray, path: Path):
                 yield from parquet_surgery.int_fields(page.header)
 
 
-def random_recipe(rng: np.random.Generator, extended: bool = False) -> Recipe:
+def random_recipe(rng: np.random.Generator, extended: bool = False, wide: bool = False) -> Recipe:
     """Draw a recipe (the bench's counterpart of the test's hypothesis strategy); ``extended``: nested columns and
-    dictionary-page damage too (other draws than the default's for the same seed)."""
+    dictionary-page damage too (other draws than the default's for the same seed); ``wide``: :data:`WIDE_KINDS`,
+    :data:`WIDE_COMPRESSIONS` and :data:`ENCODINGS` too (drawn after the rest, so a seed's other draws stay)."""
     groups = tuple(int(rng.choice([0, 1, 7, 50, 130, 300])) for _ in range(int(rng.integers(1, 4))))
-    kinds = KINDS + NESTED_KINDS if extended else KINDS
+    kinds = (KINDS + NESTED_KINDS if extended else KINDS) + (WIDE_KINDS if wide else ())
     columns = tuple((str(rng.choice(kinds)), bool(rng.random() < 0.6)) for _ in range(int(rng.integers(1, 5))))
     if all(kind in NESTED_KINDS for kind, _ in columns):  # a flat column for the queries to read
         columns += (("int32", True),)
@@ -257,9 +281,15 @@ def random_recipe(rng: np.random.Generator, extended: bool = False) -> Recipe:
             mutations.append((kind, int(rng.integers(0, 10_000)), int(rng.integers(0, 10)), int(rng.integers(1, 256))))
         else:
             mutations.append((kind, float(rng.random())))
-    return Recipe(int(rng.integers(0, 2**31)), groups, columns, str(rng.choice(COMPRESSIONS, p=[0.45, 0.45, 0.1])),
-                  bool(rng.random() < 0.6), str(rng.choice(["1.0", "2.0"])), int(rng.choice([3, 16, 64, 1024])),
-                  tuple(sorted(mutations, key=lambda m: MUTATIONS.index(m[0]))))
+    recipe = Recipe(int(rng.integers(0, 2**31)), groups, columns,
+                    str(rng.choice(COMPRESSIONS, p=[0.45, 0.45, 0.1])), bool(rng.random() < 0.6),
+                    str(rng.choice(["1.0", "2.0"])), int(rng.choice([3, 16, 64, 1024])),
+                    tuple(sorted(mutations, key=lambda m: MUTATIONS.index(m[0]))))
+    if not wide:
+        return recipe
+    compression = str(rng.choice(COMPRESSIONS + WIDE_COMPRESSIONS)) if rng.random() < 0.5 else recipe.compression
+    encoding = str(rng.choice([""] + list(ENCODINGS)))
+    return dataclasses.replace(recipe, compression=compression, encoding=encoding)
 
 
 # ----------------------------------------------------------------- reading, in a worker process
@@ -394,11 +424,13 @@ def _engine_columns(path: str) -> list[str]:
     return parquet_metadata(path).schema.to_arrow_schema().names
 
 
-def _worker(cases_file: str, results_file: str) -> None:
-    """Read every case of ``cases_file`` (JSON list of ``{"case", "path"}``), appending results to ``results_file``."""
+def _worker(cases_file: str, results_file: str, device: str = "cpu") -> None:
+    """Read every case of ``cases_file`` (JSON list of ``{"case", "path"}``), appending results to ``results_file``;
+    on ``cuda-sim`` the Session decodes through the device decoder (``parquet_reader="device"``)."""
     from gpu_engine import Session
 
-    session = Session(device="cpu", drivers=1)
+    session = Session(device="cpu", drivers=1) if device == "cpu" else Session(
+        device=device, drivers=1, parquet_reader="device")
     cases = json.loads(Path(cases_file).read_text())
     with open(results_file, "a", buffering=1) as out:
         for case in cases:
@@ -416,7 +448,8 @@ def _worker(cases_file: str, results_file: str) -> None:
 FAILURES = ("mismatch", "unclean_error", "crash", "answered_where_pyarrow_failed")
 
 
-def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, keep_going: bool = True) -> list[dict]:
+def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, keep_going: bool = True,
+              device: str = "cpu") -> list[dict]:
     """Write each recipe's file under ``folder`` and read them in worker processes; return one record per case.
 
     A record holds the recipe, the file, and per stage its result; ``worst`` is the case's worst
@@ -436,9 +469,11 @@ def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, kee
         cases_file.write_text(json.dumps([{"case": i, "path": records[i]["path"]} for i in pending]))
         results_file.write_text("")
         env = dict(os.environ, PYTHONFAULTHANDLER="1")
+        if device == "cuda-sim":
+            env["NUMBA_ENABLE_CUDASIM"] = "1"
         try:
             finished = subprocess.run([sys.executable, "-m", "bench.parquet_fuzz", "--worker", str(cases_file),
-                                       str(results_file)], cwd=Path(__file__).resolve().parent.parent, env=env,
+                                       str(results_file), device], cwd=Path(__file__).resolve().parent.parent, env=env,
                                       capture_output=True, text=True, timeout=timeout_s)
             returncode, stderr = finished.returncode, finished.stderr
         except subprocess.TimeoutExpired as expired:
@@ -476,7 +511,7 @@ def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, kee
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--worker", nargs=2, metavar=("CASES", "RESULTS"), help=argparse.SUPPRESS)
+    parser.add_argument("--worker", nargs="+", metavar="CASES RESULTS [DEVICE]", help=argparse.SUPPRESS)
     parser.add_argument("--seeds", default="0:20", help="a seed, or START:STOP (default 0:20)")
     parser.add_argument("--cases", type=int, default=20, help="cases per seed (default 20)")
     parser.add_argument("--output", type=Path, help="report path (default bench/results/<date>-parquet-fuzz.json)")
@@ -485,6 +520,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--work-dir", type=Path, help="where files are written (default: a temporary folder)")
     parser.add_argument("--extended", action="store_true",
                         help="also nested columns (lists, structs) and damage aimed at dictionary pages")
+    parser.add_argument("--wide", action="store_true",
+                        help="also timestamps, int8, gzip/lz4/brotli and the DELTA / BYTE_STREAM_SPLIT encodings")
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda-sim"),
+                        help="the Session's device (cuda-sim reads through the device decoder)")
     args = parser.parse_args(argv)
     if args.worker:
         _worker(*args.worker)
@@ -499,7 +538,8 @@ def main(argv: list[str] | None = None) -> int:
         work = args.work_dir or Path(scratch)
         for seed in seeds:
             rng = np.random.default_rng(seed)
-            records = run_cases([random_recipe(rng, args.extended) for _ in range(args.cases)], work / f"seed{seed}")
+            records = run_cases([random_recipe(rng, args.extended, args.wide) for _ in range(args.cases)],
+                                work / f"seed{seed}", device=args.device)
             for record in records:
                 counts[record["worst"]] = counts.get(record["worst"], 0) + 1
                 for stage, result in record["stages"].items():
