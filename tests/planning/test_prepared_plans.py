@@ -17,9 +17,9 @@ def counted(monkeypatch):
     """Count the calls of prepare_plan the cache makes."""
     calls = []
 
-    def counting(plan, device, drivers, config=None):
+    def counting(plan, device, drivers, config=None, **options):
         calls.append(plan)
-        return prepare_module.prepare_plan(plan, device, drivers, config)
+        return prepare_module.prepare_plan(plan, device, drivers, config, **options)
 
     monkeypatch.setattr(prepared_plans, "prepare_plan", counting)
     return calls

@@ -179,7 +179,8 @@ def test_a_round_of_more_texts_than_128_run_again_plans_and_prepares_nothing(mon
     misses = session.plan_cache.misses
     prepared = []
     real_prepare = prepared_plans.prepare_plan
-    monkeypatch.setattr(prepared_plans, "prepare_plan", lambda *args: prepared.append(1) or real_prepare(*args))
+    monkeypatch.setattr(prepared_plans, "prepare_plan",
+                        lambda *args, **options: prepared.append(1) or real_prepare(*args, **options))
     for text in texts:
         plan_and_prepare(text)
     assert session.plan_cache.misses == misses and session.plan_cache.hits == 135 and not prepared
