@@ -12,7 +12,9 @@ a column as an untyped NULL literal (:func:`gpu_engine.plans.scalar_translation.
 expression rule already types an untyped NULL by its context, so the NULL type is resolved where it meets a
 type, by the rules that resolve a written ``NULL``. A projection whose value is an untyped NULL makes such a
 column again, so the type survives derived tables, CTEs and set operations (whose branches unify with
-:func:`sql_type`).
+:func:`sql_type`). Grouping keys keep the mark, and so do the aggregates and window functions that return their
+argument's type (``max``, ``any_value``, ``arg_min``, ``lag``, ``first_value``...: DuckDB's ``typeof(max(x))`` is
+"NULL"; ``AggregateCall.null_typed``, :func:`gpu_engine.plans.window_functions.keeps_null_type`).
 """
 
 from __future__ import annotations

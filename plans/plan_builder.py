@@ -61,7 +61,7 @@ from gpu_engine.plans.nodes import (
     walk_plan,
 )
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
-from gpu_engine.plans.window_functions import check_frame_order, parse_window_function
+from gpu_engine.plans.window_functions import check_frame_order, keeps_null_type, parse_window_function
 from gpu_engine.plans.sql_translator import (
     Snippet,
     parse_aggregate,
@@ -802,7 +802,9 @@ class PlanBuilder:
             for _, call in pairs:
                 check_frame_order(call, order, self._schema, label)
             names = tuple(name for name, _ in pairs)
-            schema = pa.schema(list(self._schema) + [pa.field(name, call.dtype) for name, call in pairs])
+            schema = pa.schema(list(self._schema) + [
+                null_typed_field(name) if keeps_null_type(call, self._schema) else pa.field(name, call.dtype)
+                for name, call in pairs])
             _unique_names(schema.names, label)
             return WindowNode(id=node_id, output_schema=schema, sources=(self._node,), partition_keys=keys,
                               sort_keys=order, function_names=names, functions=tuple(call for _, call in pairs))

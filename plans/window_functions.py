@@ -29,7 +29,7 @@ from gpu_engine.plans.sql_translator import Snippet, _parse, errors_placed, snip
 
 __all__ = ["RANKING_FUNCTIONS", "VALUE_FUNCTIONS", "AGGREGATE_FUNCTIONS", "HOLISTIC_WINDOW_FUNCTIONS", "WINDOW_FUNCTIONS",
            "window_result_type", "check_window_call", "check_frame_order", "parse_window_function", "frame_from_spec",
-           "covers_whole_partition"]
+           "covers_whole_partition", "keeps_null_type"]
 
 #: Functions of a row's position in its partition; they take no frame.
 RANKING_FUNCTIONS = ("row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile")
@@ -293,6 +293,24 @@ def _window_argument(translator: ScalarTranslator, tree: exp.Expression, schema:
             and is_null_typed(schema.field(tree.name)):
         return ColumnRef(tree.name, NULL_STORAGE)
     return translator.translate(tree)
+
+
+#: Window functions whose result is their value argument's type, so of SQL's NULL type over a column of it (DuckDB:
+#: ``typeof(max(x) OVER ())`` and ``typeof(lag(x) OVER (...))`` are "NULL" over ``SELECT NULL AS x``).
+_NULL_TYPE_KEEPING = ("min", "max", "lag", "lead", "first_value", "last_value", "nth_value", "mode", "quantile_disc")
+
+
+def keeps_null_type(call: WindowFunctionCall, schema: pa.Schema) -> bool:
+    """Return True when ``call``'s result is of SQL's NULL type (:mod:`gpu_engine.plans.null_type`): a function
+    that returns its value argument's type over a NULL-typed column of ``schema`` (``lag``/``lead`` without a
+    default other than NULL), so ``coalesce(max(q.x) OVER (), t.s)`` is text, as in DuckDB."""
+    if call.function not in _NULL_TYPE_KEEPING or not call.args or not isinstance(call.args[0], ColumnRef):
+        return False
+    name = call.args[0].name
+    if name not in schema.names or not is_null_typed(schema.field(name)):
+        return False
+    return not (call.function in ("lag", "lead") and len(call.args) > 2 and not (
+        isinstance(call.args[2], Literal) and call.args[2].value is None))
 
 
 @errors_placed

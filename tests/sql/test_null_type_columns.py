@@ -5,7 +5,8 @@ The engine stored such a column as INTEGER, so a derived table, CTE, set operati
 booleans was refused ("cannot compare int32 with string", "CASE branches have types int32, string", "upper()
 needs a string"; the compose fuzz, seeds 61881 and 62289). The plan now carries the NULL type on the column's
 field (``gpu_engine/plans/null_type.py``), which the translator reads as an untyped NULL; aggregates and
-windows over it read its INTEGER storage. ``DATE +/- NULL`` and ``TIMESTAMP +/- NULL`` are typed as DuckDB
+windows over it read its INTEGER storage, and those that return their argument's type (``max``, ``any_value``,
+``lag``...) keep the NULL type, as set operations and grouping sets do. ``DATE +/- NULL`` and ``TIMESTAMP +/- NULL`` are typed as DuckDB
 types them. Checked against DuckDB (types included) on cpu, a few on cuda-sim.
 """
 
@@ -141,6 +142,17 @@ AGGREGATES = [
     "coalesce(max(CAST(NULL AS INTEGER)), 3) AS c FROM u",
 ]
 
+# Window functions that return their value's type keep the NULL type too (``typeof(lag(x) OVER (...))`` is "NULL")
+WINDOWS = [
+    "SELECT coalesce(max(q.x) OVER (), 'z') AS a, coalesce(min(q.x) OVER (PARTITION BY q.id), DATE '2020-01-01') AS b, "
+    "coalesce(lag(q.x) OVER (ORDER BY q.id), 'y') AS c, coalesce(first_value(q.x) OVER (ORDER BY q.id), TRUE) AS d, "
+    "coalesce(lead(q.x, 1, NULL) OVER (ORDER BY q.id), 'x') AS e, coalesce(nth_value(q.x, 1) OVER (ORDER BY q.id), "
+    "'w') AS f, coalesce(mode(q.x) OVER (), 'v') AS g, count(q.x) OVER (ORDER BY q.id) AS n FROM (SELECT NULL AS x, id "
+    "FROM u) q",
+    "SELECT t.id, w.a FROM t LEFT JOIN (SELECT last_value(q.x) OVER (PARTITION BY q.id) AS a, q.id FROM (SELECT NULL "
+    "AS x, id FROM t) q) w ON t.s = w.a AND t.s > 'a'",
+]
+
 
 def test_null_typed_columns_meet_other_types_as_in_duckdb_on_cpu(reference):
     session = session_with_tables(TABLES, split_rows=4, device="cpu", drivers=2, fuse=False)
@@ -156,6 +168,7 @@ def test_set_operations_and_grouping_sets_keep_the_null_type_on_cpu(reference):
 def test_aggregates_of_the_null_type_keep_it_on_cpu(reference):
     session = session_with_tables(TABLES, split_rows=4, device="cpu", drivers=2, fuse=False)
     assert_queries_match_duckdb(session, reference, AGGREGATES, exact_types=True)
+    assert_queries_match_duckdb(session, reference, WINDOWS, exact_types=True)
 
 
 def test_null_typed_columns_on_each_device(device_name, reference):
