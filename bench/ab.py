@@ -22,6 +22,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
     python bench/ab.py constant-arithmetic-estimates tpcds 11 --sf 1 --runs 7
     python bench/ab.py distinct-semi-joins tpcds 95 --sf 1 --runs 7
+    python bench/ab.py value-bounds tpcds 16 --sf 1 --runs 7
     python bench/ab.py union-key-filters tpcds 5 --sf 1 --runs 7
     python bench/ab.py node-setups tpcds 66 --sf 1 --runs 9
     python bench/ab.py file-versions tpcds 25 --sf 1 --runs 9
@@ -522,6 +523,13 @@ def _distinct_semi_joins():
     return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "semi_joins_under_distinct")
 
 
+def _value_bounds():
+    """Semi and anti joins on ``probe.c <> build.c`` forming every pair of equal keys and filtering them
+    (``hash_build.distinct_value_filter`` off: no per-key bounds of ``c``)."""
+    import gpu_engine.operators.hash_build as module
+    return module, "distinct_value_filter", lambda node: None
+
+
 def _two_valued_filters():
     """A filter's ANDs and ORs evaluated three-valued, then its TRUE rows taken (``evaluate._truth`` off)."""
     import importlib
@@ -655,6 +663,7 @@ SWITCHES = {
     "sql-derived-pushdown": _sql_derived_pushdown,
     "sql-implied-filters": _sql_implied_filters,
     "distinct-semi-joins": _distinct_semi_joins,
+    "value-bounds": _value_bounds,
     "build-sides": _build_sides,
     "build-sides-2x": _build_sides_2x,
     "build-sides-without-implied-filters": _build_sides_without_implied_filters,

@@ -434,6 +434,17 @@ def _value_bounds_cpu(offsets, rows, values, valid, lows, highs):
         lows[g], highs[g] = low, high
 
 
+@njit(nogil=True, cache=True)
+def _add_value_bounds_cpu(key_ids, values, valid, lows, highs):
+    has_valid = valid.shape[0] > 0
+    for i in range(key_ids.shape[0]):
+        g = key_ids[i]
+        if g < 0 or (has_valid and not valid[i]):
+            continue
+        lows[g] = min(lows[g], values[i])
+        highs[g] = max(highs[g], values[i])
+
+
 # ------------------------------------------------------------------ CUDA twins
 @cuda.jit
 def _pack_keys_cuda(words, packed, bloom):
@@ -560,6 +571,16 @@ def _value_bounds_cuda(offsets, rows, values, valid, lows, highs):
                 low = min(low, values[r])
                 high = max(high, values[r])
         lows[g], highs[g] = low, high
+
+
+@cuda.jit
+def _add_value_bounds_cuda(key_ids, values, valid, lows, highs):
+    has_valid = valid.shape[0] > 0
+    for i in range(cuda.grid(1), key_ids.shape[0], cuda.gridsize(1)):
+        g = key_ids[i]
+        if g >= 0 and not (has_valid and not valid[i]):
+            cuda.atomic.min(lows, g, values[i])
+            cuda.atomic.max(highs, g, values[i])
 
 
 # ---------------------------------------------------------------- entry points
@@ -909,6 +930,39 @@ class JoinHashTable:
         launch_twin(self.device, self.num_keys, _value_bounds_cpu, _value_bounds_cuda,
                     self._offsets, self._rows, xp.ascontiguousarray(values), valid, lows, highs)
         return lows, highs
+
+    def empty_bounds(self) -> Any:
+        """Return ``(2, num_keys + 1)`` ``int64`` bounds, lows over highs, every range empty (:meth:`value_bounds`)."""
+        xp = self.device.xp
+        bounds = xp.empty((2, self.num_keys + 1), dtype=xp.int64)
+        bounds[0] = np.iinfo(np.int64).max
+        bounds[1] = np.iinfo(np.int64).min
+        return bounds
+
+    def add_value_bounds(self, bounds: Any, key_ids: Any, values: Any, valid: Any | None) -> None:
+        """Widen ``bounds`` (:meth:`empty_bounds`) by each probe row's non-NULL value at its key id (a miss: none).
+
+        Why: a right_semi / right_anti join on ``build.c <> probe.c`` matches a build row iff the probe rows of
+        its key hold a non-NULL ``c`` other than its own: the probe side's bounds per key tell, no pairs formed.
+        """
+        xp = self.device.xp
+        valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
+        launch_twin(self.device, int(key_ids.shape[0]), _add_value_bounds_cpu, _add_value_bounds_cuda,
+                    key_ids, xp.ascontiguousarray(values), valid, bounds[0], bounds[1])
+
+    def rows_differing(self, bounds: Any, values: Any, valid: Any | None) -> Any:
+        """Return a ``bool`` per build row: True where its non-NULL value differs from its key's low or high in
+        ``bounds`` (a build row with a NULL key or value: False)."""
+        xp = self.device.xp
+        flags = xp.zeros(self.num_rows, dtype=xp.bool_)
+        if self.num_keys and int(self._rows.shape[0]):
+            positions = xp.arange(int(self._rows.shape[0]), dtype=xp.int64)
+            key_of_position = xp.searchsorted(self._offsets[1:], positions, side="right")
+            rows = self._rows
+            low, high, value = bounds[0][key_of_position], bounds[1][key_of_position], values[rows]
+            differs = (low <= high) & ((low != value) | (high != value))
+            flags[rows] = differs if valid is None else differs & valid[rows]
+        return flags
 
     def _pairs(self, group_ids: Any) -> tuple[Any, Any]:
         """Return the matching ``(probe_rows, build_rows)`` of probe rows whose key ids are ``group_ids``."""

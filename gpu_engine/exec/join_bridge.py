@@ -152,12 +152,14 @@ class HashJoinBridge:
             if isinstance(table, HashJoinTable):
                 table.keys.release()
 
-    def probe_finished(self, matched: Any) -> Any:
-        """Merge one probe driver's matched-build-row flags; return the union to the last driver, else None."""
+    def probe_finished(self, matched: Any, merge: Any = None) -> Any:
+        """Merge one probe driver's matched-build-row flags (or what ``merge(previous, matched)`` merges: a
+        right_semi join's value bounds); return the union to the last driver, else None."""
         with self._lock:
             if matched is not None:
                 previous = self._matched  # made on another prober's stream: freed only after the merge has run
-                self._matched = matched.copy() if previous is None else previous | matched
+                self._matched = (matched.copy() if previous is None else previous | matched if merge is None
+                                 else merge(previous, matched))
                 synchronize_for_handoff()  # the merge ran on this driver's stream; the next prober reads it on its own
                 del previous
             self._probers_done += 1

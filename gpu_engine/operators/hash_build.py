@@ -85,7 +85,7 @@ def _with_null_row(device: Device, column: Column) -> Column:
 
 
 #: The joins whose ``probe.c <> build.c`` condition each key's bounds of ``c`` decide (:func:`distinct_value_filter`).
-JOINS_BY_VALUE_BOUNDS = ("left_semi", "anti")
+JOINS_BY_VALUE_BOUNDS = ("left_semi", "anti", "right_semi", "right_anti")
 
 
 def _bounds_comparable(probe: pa.DataType, build: pa.DataType) -> bool:
@@ -190,7 +190,7 @@ class HashBuild(Operator):
     def _value_bounds(self, keys: JoinHashTable, flat: Batch) -> tuple | None:
         """Return the table's ``value_bounds`` for a ``probe.c <> build.c`` semi or anti join, else None."""
         names = distinct_value_filter(self.node)
-        if names is None:
+        if names is None or self.node.join_type not in ("left_semi", "anti"):  # right_semi/anti: the probe's bounds
             return None
         column = flat.column(names[1])
         self.add_runtime_stat("value_bounds", 1)

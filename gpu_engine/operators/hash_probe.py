@@ -83,9 +83,10 @@ class HashProbe(Operator):
         self._output_as_maps = node.output_as_maps
         self._filter_names = referenced_columns(node.filter) if node.filter is not None else ()
         self._compiled_filter = None
-        by_bounds = hash_build.distinct_value_filter(node) is not None  # no pairs to filter (module docstring)
-        # one generated kernel over the pairs (CompiledPredicate)
-        if node.filter is not None and ctx.config.fuse and not by_bounds:
+        #: ``(probe column, build column)`` of a ``probe.c <> build.c`` semi or anti join, decided by bounds of c
+        self._value_filter = hash_build.distinct_value_filter(node)
+        # one generated kernel over the pairs (CompiledPredicate); none where the bounds decide, no pairs formed
+        if node.filter is not None and ctx.config.fuse and self._value_filter is None:
             sides = {f.name: f.type for f in node.build.output_schema} | {f.name: f.type for f in node.probe.output_schema}
             self._compiled_filter = CompiledPredicate.of(self.device, node.filter,
                                                          {name: sides[name] for name in self._filter_names},
@@ -94,6 +95,10 @@ class HashProbe(Operator):
         self._matched_build_rows = None
         #: Semi / anti joins without a filter look key ids up instead of forming pairs (module docstring).
         self._by_key_ids = node.filter is None and self.join_type in _PROBE_ONLY + _BUILD_ONLY
+        #: right_semi / right_anti on ``probe.c <> build.c``: the probe side's bounds of c per key id, merged
+        #: over the probe drivers, decide each build row (module docstring).
+        self._bounds_per_key = self._value_filter is not None and self.join_type in _BUILD_ONLY
+        self._by_key_ids = self._by_key_ids or self._bounds_per_key
         self._output: deque[Batch] = deque()
         self._finished_early = False
 
@@ -114,6 +119,8 @@ class HashProbe(Operator):
             # right_semi / right_anti without a filter flag key ids, the last one a sink for the -1 of a miss
             flags = table.keys.num_keys + 1 if self._by_key_ids else table.num_rows + 1
             self._matched_build_rows = self.device.xp.zeros(flags, dtype=self.device.xp.bool_)
+            if self._bounds_per_key:
+                self._matched_build_rows = table.keys.empty_bounds()
         nothing_matches = table.num_rows == 0 and self.join_type in _EMPTY_BUILD_FINISHES
         self._finished_early = nothing_matches or (self.join_type == "null_aware_anti" and table.keys.has_null_key)
 
@@ -184,6 +191,11 @@ class HashProbe(Operator):
             words, widths = normalize_keys(device, [batch.column(k) for k in self._keys], keys.widths)
             key_ids = (keys.lookup(words, widths) if batch.num_rows and keys.num_keys
                        else xp.full(batch.num_rows, -1, dtype=xp.int32))
+        if self._bounds_per_key:
+            column = batch.column(self._value_filter[0])
+            keys.add_value_bounds(self._matched_build_rows, key_ids, column.data.astype(xp.int64, copy=False),
+                                  column.validity)
+            return
         if self.join_type in _BUILD_ONLY:
             self._matched_build_rows[key_ids] = True  # a miss's -1 lands on the sink flag past the last key id
             return
@@ -249,12 +261,26 @@ class HashProbe(Operator):
         super().no_more_input()
         if self._matched_build_rows is None or self._finished_early:
             return
-        matched, self._matched_build_rows = self.bridge.probe_finished(self._matched_build_rows), None
+        matched = self.bridge.probe_finished(self._matched_build_rows, self._merge)
+        self._matched_build_rows = None
         if matched is not None:  # the last probe driver emits the build rows nobody (right_semi: somebody) matched
-            if self._by_key_ids:
+            if self._bounds_per_key:
+                column = self._table.columns.column(self._value_filter[1])
+                matched = self._table.keys.rows_differing(matched, column.data.astype(self.device.xp.int64, copy=False),
+                                                          column.validity)
+            elif self._by_key_ids:
                 matched = self._table.keys.rows_of_keys(matched[: self._table.keys.num_keys])
             self._emit_build_rows(matched[: self._table.num_rows] if self.join_type == "right_semi"
                                   else ~matched[: self._table.num_rows])
+
+    @property
+    def _merge(self):
+        """Return how the bridge merges two probe drivers' marks: None (their flags' union), or the union of
+        their bounds per key (the lower low, the higher high)."""
+        if not self._bounds_per_key:
+            return None
+        xp = self.device.xp
+        return lambda one, other: xp.stack([xp.minimum(one[0], other[0]), xp.maximum(one[1], other[1])])
 
     def _emit_build_rows(self, chosen) -> None:
         """Emit the build rows where ``chosen`` is true, with NULL probe columns (right and full joins)."""
@@ -276,7 +302,7 @@ class HashProbe(Operator):
         if self._matched_build_rows is not None and not self._finished_early:
             # Ended without its input ending (a Limit downstream was satisfied): count this driver
             # out, so a later probe driver can still be the last one and emit the unmatched build rows.
-            self.bridge.probe_finished(self._matched_build_rows)
+            self.bridge.probe_finished(self._matched_build_rows, self._merge)
             self._matched_build_rows = None
         self._table = None
         self.bridge.prober_closed()

@@ -12,7 +12,7 @@ from duckdb_reference import assert_same_rows, duckdb_table_over, session_with_t
 from gpu_engine.plans import PlanBuilder, PlanNodeIdGenerator
 
 #: cuda-sim runs one small shape (the simulator interprets every kernel); cpu the matrix.
-pytestmark = pytest.mark.simulator_values(drivers=(4,), join_type=("anti",), condition=("t.c <> u.uc",),
+pytestmark = pytest.mark.simulator_values(drivers=(4,), join_type=("anti", "right_semi"), condition=("t.c <> u.uc",),
                                           build=("all",), value_type=())
 
 PROBE_ROWS = {"cpu": 2000, "cuda-sim": 120, "cuda": 2000}
@@ -29,7 +29,7 @@ def _as(values: pa.Array, value_type: pa.DataType) -> pa.Array:
 
 def _tables(device_name: str, value_type: pa.DataType) -> dict[str, pa.Table]:
     """Build keys skewed (many rows a key, and keys of one row), ``c`` from three values with NULLs on both sides;
-    key 30-34's ``c`` all NULL, 35-39's one value; probe keys 50-54 miss."""
+    build keys 30-34's ``c`` all NULL, 35-39's one value; probe keys 40-44's all NULL, 45-49's one; 50-54 miss."""
     rng = np.random.default_rng(7)
     n, m = PROBE_ROWS[device_name], BUILD_ROWS[device_name]
     build_keys = np.concatenate([rng.integers(0, 8, m // 2), rng.integers(8, 30, m // 2 - 20),
@@ -39,9 +39,13 @@ def _tables(device_name: str, value_type: pa.DataType) -> dict[str, pa.Table]:
     build_c[(build_keys >= 35) & (build_keys < 40)] = 1
     build_mask = (rng.random(m) < 0.15) | all_null
     probe_keys = rng.integers(0, 55, n)
+    probe_c = rng.integers(0, 3, n)
+    probe_mask = (rng.random(n) < 0.1) | ((probe_keys >= 40) & (probe_keys < 45))  # 40-44: all NULL
+    one_value = (probe_keys >= 45) & (probe_keys < 50)  # 45-49: 1, and a 2 under each NULL (read only if wrong)
+    probe_c[one_value] = np.where(probe_mask[one_value], 2, 1)
     return {
         "t": pa.table({"k": _with_nulls(rng, probe_keys, 0.05, pa.int32()),
-                       "c": _as(_with_nulls(rng, rng.integers(0, 3, n), 0.1, pa.int32()), value_type),
+                       "c": _as(pa.array(probe_c, pa.int32(), mask=probe_mask), value_type),
                        "p": pa.array(np.arange(n), pa.int64())}),
         "u": pa.table({"uk": pa.array(build_keys, pa.int64()),
                        "uc": _as(pa.array(build_c, pa.int64(), mask=build_mask),
@@ -54,27 +58,41 @@ def _probe_stat(session, name: str) -> int:
                for s in stats)
 
 
-@pytest.mark.parametrize("join_type", ["left_semi", "anti"])
+@pytest.mark.parametrize("join_type", ["left_semi", "anti", "right_semi", "right_anti"])
 @pytest.mark.parametrize("condition", ["t.c <> u.uc", "u.uc <> t.c"])
 @pytest.mark.parametrize("build", ["all", "empty"])
-def test_not_equal_condition_by_value_bounds(device_name, drivers, batch_rows, join_type, condition, build):
+def test_not_equal_condition_by_value_bounds(device_name, drivers, batch_rows, monkeypatch, join_type, condition,
+                                             build):
+    """left_semi / anti: the build side's bounds per key; right_semi / right_anti: the probe side's, merged over
+    the probe drivers. Either way no pair is formed."""
+    from gpu_engine.kernels.hash_join import JoinHashTable
+
+    def no_pairs(*args, **kwargs):
+        raise AssertionError("a join on probe.c <> build.c formed pairs")
+
+    monkeypatch.setattr(JoinHashTable, "match", no_pairs)
+    monkeypatch.setattr(JoinHashTable, "match_fixed_width", no_pairs)
     tables = _tables(device_name, pa.int32())
     session = session_with_tables(tables, splits=4, device=device_name, drivers=drivers, batch_rows=batch_rows)
     ids = PlanNodeIdGenerator()
     build_side = PlanBuilder(session.catalog, id_generator=ids).table_scan("u")
     if build == "empty":
         build_side = build_side.filter("uk < 0")
+    right = join_type.startswith("right")
+    output = ["uk", "uc"] if right else ["k", "c", "p"]
     plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
-            .hash_join(["k"], ["uk"], build_side, ["k", "c", "p"], join_type,
+            .hash_join(["k"], ["uk"], build_side, output, join_type,
                        filter=condition.replace("t.", "").replace("u.", "")).plan())
     result = session.execute(plan)
     u = "(SELECT * FROM u WHERE uk < 0)" if build == "empty" else "u"
-    exists = "EXISTS" if join_type == "left_semi" else "NOT EXISTS"
-    expected = duckdb_table_over(tables, f"SELECT k, c, p FROM t WHERE {exists} (SELECT 1 FROM {u} AS u "
-                                  f"WHERE t.k = u.uk AND {condition})")
-    assert_same_rows(result, expected)
-    if not (build == "empty" and join_type == "left_semi"):  # an empty build finishes a semi join unprobed
-        assert _probe_stat(session, "value_bounds") == 1  # the bounds decided, not the pairs
+    exists = "EXISTS" if join_type in ("left_semi", "right_semi") else "NOT EXISTS"
+    if right:
+        sql = f"SELECT uk, uc FROM {u} AS u WHERE {exists} (SELECT 1 FROM t WHERE t.k = u.uk AND {condition})"
+    else:
+        sql = f"SELECT k, c, p FROM t WHERE {exists} (SELECT 1 FROM {u} AS u WHERE t.k = u.uk AND {condition})"
+    assert_same_rows(result, duckdb_table_over(tables, sql))
+    if join_type in ("left_semi", "anti") and not (build == "empty" and join_type == "left_semi"):
+        assert _probe_stat(session, "value_bounds") == 1  # the build's bounds decided (an empty build: unprobed)
 
 
 @pytest.mark.parametrize("value_type", [pa.date32(), pa.decimal128(12, 2)], ids=["date", "decimal"])
