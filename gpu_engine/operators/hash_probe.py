@@ -23,11 +23,14 @@ matches when its key id is found (:meth:`~gpu_engine.kernels.hash_join.JoinHashT
 and right_semi / right_anti mark key ids, turned into build rows once at the end
 (:meth:`~gpu_engine.kernels.hash_join.JoinHashTable.rows_of_keys`). With duplicate
 build keys the pairs were the probe rows times the rows per key (TPC-DS q95's
-IN over a self-join: 80M pairs from 6.6M probe rows). A left_semi / anti join
-whose filter is just ``probe.c <> build.c`` (integer-like columns) forms none
-either: the build publishes each key's lowest and highest non-NULL ``c``
-(:func:`~gpu_engine.operators.hash_build.distinct_value_filter`), and a probe row
-matches iff its non-NULL ``c`` differs from one of them (q16, q94, q95).
+IN over a self-join: 80M pairs from 6.6M probe rows). A semi or anti join
+whose filter is just ``probe.c <> build.c`` (integer-like columns:
+:func:`~gpu_engine.operators.hash_build.distinct_value_filter`) forms none either:
+for left_semi / anti the build publishes each key's lowest and highest non-NULL
+``c`` and a probe row matches iff its non-NULL ``c`` differs from one of them;
+for right_semi / right_anti the probe drivers collect those bounds of the probe
+side's ``c`` per key id, the bridge merges them, and the last driver tests each
+build row's ``c`` the same way (TPC-DS q16, q94, q95).
 
 Output is gather maps, not copies: when only probe columns are output the
 result is the input batch with a gather map; otherwise probe columns are
