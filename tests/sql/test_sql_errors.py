@@ -51,7 +51,8 @@ BAD_SQL = {
     "SELECT a, count(*) FROM t GROUP BY GROUPING SETS (GROUPING SETS ((a)), ())": "GROUPING SETS nested in",
     "SELECT * FROM read_csv('x.csv')": "table functions are not supported (read_csv",
     "SELECT * FROM read_parquet('x.parquet')": "read_parquet",
-    "SELECT * FROM t, generate_series(1, t.a)": "generate_series(...) reading column",  # LATERAL (series_sources)
+    # a series reading t's columns answers since 0e37516 (an Unnest); under an outer join it is still refused
+    "SELECT * FROM t LEFT JOIN generate_series(1, t.a) g ON true": "in a query with outer joins",
     "SELECT * FROM range(10.5)": "range",
     "SELECT * FROM 'x.parquet'": "x.parquet",
     "SELECT t.a FROM t, LATERAL (SELECT u.a FROM u WHERE u.a > t.a GROUP BY u.a) s": "LATERAL",  # lateral_joins
