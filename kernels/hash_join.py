@@ -568,9 +568,13 @@ def _value_bounds_cuda(offsets, rows, values, valid, lows, highs):
         for j in range(offsets[g], offsets[g + 1]):
             r = rows[j]
             if not (has_valid and not valid[r]):
-                low = min(low, values[r])
-                high = max(high, values[r])
-        lows[g], highs[g] = low, high
+                value = values[r]  # comparisons: min()/max() here did not compile to PTX (test_driver_launch_abi)
+                if value < low:
+                    low = value
+                if value > high:
+                    high = value
+        lows[g] = low
+        highs[g] = high
 
 
 @cuda.jit

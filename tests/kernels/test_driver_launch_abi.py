@@ -93,6 +93,8 @@ CASES = {
                                                   i32()]],
     "hash_join._scatter_rows_cuda": [lambda: [i32(), i32(), i32(), i32()]],
     "hash_join._count_matches_cuda": [lambda: [i32(), i64(), i64()]],
+    "hash_join._value_bounds_cuda": [lambda: [i64(), i32(), i64(), b1(), i64(), i64()]],
+    "hash_join._add_value_bounds_cuda": [lambda: [i32(), i64(), b1(), i64(), i64()]],
     "hash_join._emit_pairs_cuda": [lambda: [i32(), i64(), i32(), i64(), i32(), i32()]],
     "parquet_device._expand": [lambda: [u8(), i64(2), u8(), i64(2)]],
     "parquet_device._levels": [lambda: [u8(), i64(2), 1, 8, u8(), i32(), i32(), i64(2)]],
