@@ -645,13 +645,16 @@ def _sql(args: argparse.Namespace) -> int:
         tables = sorted(args.tables.glob("*.parquet"))
         if not tables:
             raise UsageError(f"--tables {args.tables} holds no <table>.parquet file or folder")
-        for path in tables:
-            session.register(path.stem, str(path))
+        unreadable = _register_readable(session, tables)
     else:
         register_tpch(session, ensure_tpch(args.sf or DEMO_SCALE_FACTOR, args.data_dir, progress=True))
+        unreadable = {}
     try:
         plan = session.sql_plan(text, dialect=args.dialect)
     except SqlError as error:
+        skipped = [name for name in unreadable if f"unknown table '{name}'" in str(error)]
+        if skipped:  # the query reads a table whose file could not be registered: that file's error, not "unknown"
+            raise unreadable[skipped[0]] from None
         raise UsageError(str(error)) from None
     if args.plan:
         print(session.explain(plan, full=args.full_explain))
@@ -667,6 +670,24 @@ def _sql(args: argparse.Namespace) -> int:
         print()
         print(_explain(session, plan, args.full_explain))
     return EXIT_OK
+
+
+def _register_readable(session, paths) -> dict:
+    """Register each ``<table>.parquet`` of ``--tables``; return ``{table: its error}`` for those that cannot be.
+
+    Why: one damaged or foreign file in the folder must not make every query fail, also those that never
+    read it: it is skipped with a line on stderr, and a query that reads it fails with that file's error.
+    """
+    from gpu_engine.errors import DataSourceError
+
+    unreadable = {}
+    for path in paths:
+        try:
+            session.register(path.stem, str(path))
+        except (DataSourceError, OSError) as error:
+            unreadable[path.stem] = error
+            print(f"gpu-engine: skipped table {path.stem!r} ({path}): {error}", file=sys.stderr)
+    return unreadable
 
 
 def _is_usage_error(error: BaseException) -> bool:

@@ -328,3 +328,21 @@ def test_an_empty_ptx_cache_is_seen_as_cold(tmp_path, monkeypatch):
     assert cli.ptx_cache_is_empty()  # an unfinished write is not an entry
     (tmp_path / "ptx" / "kernel-0123.ptx").write_text("//")
     assert not cli.ptx_cache_is_empty()
+
+
+def test_sql_skips_an_unreadable_file_of_its_tables_folder_and_names_it_where_a_query_reads_it(capsys, tmp_path):
+    """One damaged file in ``--tables`` does not fail the queries that never read it (it did: every file was
+    registered up front); a query that reads it fails with that file's error, not 'unknown table'."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    pq.write_table(pa.table({"k": [1, 2, 2, 3]}), tmp_path / "t.parquet")
+    (tmp_path / "bad.parquet").write_bytes(b"PAR1 this is no parquet file PAR1")
+    assert cli.main(["sql", "SELECT count(*) AS n FROM t", "--tables", str(tmp_path), "--device", "cpu"]) == 0
+    captured = capsys.readouterr()
+    assert "4" in captured.out and "1 row in" in captured.out
+    assert "skipped table 'bad'" in captured.err and "bad.parquet" in captured.err
+    code = cli.main(["sql", "SELECT count(*) AS n FROM t JOIN bad ON t.k = bad.k", "--tables", str(tmp_path),
+                     "--device", "cpu"])
+    err = capsys.readouterr().err
+    assert code == 1 and "DataSourceError" in err and "bad.parquet" in err and "unknown table" not in err
