@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import pytest
 
+from spark_reference import assert_runner_answers_as_spark
+
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")]
 
 
@@ -16,11 +18,5 @@ pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does
     "SELECT k, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
 ])
 def test_sparks_explode_answers_as_spark(spark, sql):
-    from gpu_engine.spark import SparkRunner
-
     frame = spark.createDataFrame([(1, "a,b"), (3, ""), (None, None), (5, "b,,c")], "k bigint, s string")
-    frame.createOrReplaceTempView("t")
-    runner = SparkRunner(spark, device="cpu", shuffle_partitions=2)
-    got = sorted((tuple(row) for row in runner.sql(sql, {"t": frame}).collect()), key=repr)
-    expected = sorted((tuple(row) for row in spark.sql(sql).collect()), key=repr)
-    assert got == expected
+    assert_runner_answers_as_spark(spark, sql, frame)

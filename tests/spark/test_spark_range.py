@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import pytest
 
+from spark_reference import assert_runner_answers_as_spark
+
 pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does not yet fully support pandas")]
 
 QUERIES = [
@@ -19,11 +21,5 @@ QUERIES = [
 
 @pytest.mark.parametrize("sql", QUERIES)
 def test_sparks_range_answers_as_spark(spark, sql):
-    from gpu_engine.spark import SparkRunner
-
     frame = spark.createDataFrame([(1,), (3,), (None,), (5,)], "k bigint").coalesce(1)
-    frame.createOrReplaceTempView("t")
-    runner = SparkRunner(spark, device="cpu", shuffle_partitions=2)
-    got = sorted((tuple(row) for row in runner.sql(sql, {"t": frame}).collect()), key=repr)
-    expected = sorted((tuple(row) for row in spark.sql(sql).collect()), key=repr)
-    assert got == expected
+    assert_runner_answers_as_spark(spark, sql, frame)
