@@ -419,7 +419,8 @@ def _date_trunc(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 2, 2)
     _part(name, args, TRUNC_PARTS)
     _temporal(name, args[1], 2)
-    return pa.timestamp("us")
+    # A TIMESTAMPTZ truncates in the Session's zone (UTC: its UTC fields) and stays one, as DuckDB's.
+    return pa.timestamp("us", tz=args[1].dtype.tz) if pa.types.is_timestamp(args[1].dtype) else pa.timestamp("us")
 
 
 def _date_diff(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -569,10 +570,10 @@ def _time_bucket(name: str, args: Sequence[Expr]) -> pa.DataType:
         if is_interval(arg.dtype) and position == 3:
             continue  # an offset
         _temporal(name, arg, position)
-        if pa.types.is_timestamp(arg.dtype) and arg.dtype.tz is not None:
-            raise TypeError(f"{name}() of a TIMESTAMP WITH TIME ZONE (argument {position}) is not supported; "
-                            "CAST it to TIMESTAMP")
-    return pa.date32() if pa.types.is_date32(args[1].dtype) else pa.timestamp("us")
+    if pa.types.is_date32(args[1].dtype):
+        return pa.date32()
+    # A TIMESTAMPTZ buckets in the Session's zone (UTC: as its UTC TIMESTAMP) and stays one, as DuckDB's.
+    return pa.timestamp("us", tz=args[1].dtype.tz) if pa.types.is_timestamp(args[1].dtype) else pa.timestamp("us")
 
 
 def _last_day(name: str, args: Sequence[Expr]) -> pa.DataType:

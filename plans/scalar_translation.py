@@ -14,7 +14,7 @@ import functools
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import INTERVAL, is_boolean, is_integer, is_interval, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import INTERVAL, TIMESTAMPTZ, is_boolean, is_integer, is_interval, is_numeric, is_string, is_temporal
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import (
     BinaryOp,
@@ -66,6 +66,7 @@ _SQL_TYPES = {
     _DT.TEXT: pa.string(), _DT.VARCHAR: pa.string(), _DT.CHAR: pa.string(),
     _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
     _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"), _DT.INTERVAL: INTERVAL,
+    _DT.TIMESTAMPTZ: TIMESTAMPTZ,
 }
 
 
@@ -164,8 +165,6 @@ _TYPE_ALTERNATIVES = {
     _DT.TIME: "; keep a time of day as a TIMESTAMP, as the INTERVAL since midnight (ts - date_trunc('day', ts)) or "
               "as text (strftime(ts, '%H:%M:%S'))",
     _DT.TIMETZ: "; keep a time of day as a TIMESTAMP, or as the INTERVAL since midnight (ts - date_trunc('day', ts))",
-    _DT.TIMESTAMPTZ: "; the engine's TIMESTAMP has no time zone: convert the values to UTC and CAST them AS "
-                     "TIMESTAMP",
 }
 
 
@@ -239,7 +238,7 @@ def _text_cast_for_equality(left: Expr, right: Expr) -> tuple[Expr, Expr]:
     for this, other in ((left, right), (right, left)):
         if (is_string(this.dtype) and not isinstance(this, Literal) and not is_untyped_null(other)
                 and (is_numeric(other.dtype) or is_boolean(other.dtype) or pa.types.is_date32(other.dtype)
-                     or pa.types.is_timestamp(other.dtype) and other.dtype.tz is None)):
+                     or pa.types.is_timestamp(other.dtype))):
             cast = Cast(this, other.dtype)
             return (cast, right) if this is left else (left, cast)
     return left, right
@@ -432,7 +431,7 @@ class ScalarTranslator:
                 as_value = self._text_constant_as(this, other.dtype, tree)
                 left, right = (as_value, right) if this is left else (left, as_value)
             if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
-                    and pa.types.is_timestamp(other.dtype) and other.dtype.tz is None):
+                    and pa.types.is_timestamp(other.dtype)):
                 as_timestamp = self._timestamp_text(this, other.dtype, tree)
                 left, right = (as_timestamp, right) if this is left else (left, as_timestamp)
         if not is_comparable(left.dtype, right.dtype):

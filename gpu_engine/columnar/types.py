@@ -45,11 +45,19 @@ __all__ = [
     "is_boolean",
     "is_interval",
     "INTERVAL",
+    "TIMESTAMPTZ",
+    "is_zoned",
     "MAX_INT64_DECIMAL_PRECISION",
 ]
 
 #: The engine's INTERVAL type: Arrow's month_day_nano interval, held as months, days and microseconds.
 INTERVAL = pa.month_day_nano_interval()
+
+#: The engine's TIMESTAMP WITH TIME ZONE (DuckDB's TIMESTAMPTZ): UTC microseconds, as DuckDB stores it. The
+#: Session's time zone is UTC (DuckDB's default setting): it governs text, casts to and from TIMESTAMP, DATE and
+#: text, date_trunc and extract, so each of those reads the UTC instant's fields. An Arrow input of another zone
+#: name (``timestamp[ms, tz=Europe/Berlin]``) holds UTC instants too and keeps its type.
+TIMESTAMPTZ = pa.timestamp("us", tz="UTC")
 
 MAX_INT64_DECIMAL_PRECISION = 18
 
@@ -129,6 +137,11 @@ def is_numeric(dtype: pa.DataType) -> bool:
 def is_temporal(dtype: pa.DataType) -> bool:
     """Return True for date32 and timestamps."""
     return pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype)
+
+
+def is_zoned(dtype: pa.DataType) -> bool:
+    """Return True for a TIMESTAMP WITH TIME ZONE (an Arrow timestamp with a zone)."""
+    return pa.types.is_timestamp(dtype) and dtype.tz is not None
 
 
 def is_interval(dtype: pa.DataType) -> bool:

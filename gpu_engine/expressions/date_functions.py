@@ -19,6 +19,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
+from gpu_engine.columnar.types import is_zoned
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
@@ -206,9 +207,10 @@ def add_interval(xp: Any, column: Column, months: int, days: int, interval_micro
 _ISO_FORMS = {"c": "%Y-%m-%d %H:%M:%S", "x": "%Y-%m-%d", "X": "%H:%M:%S"}
 
 
-def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]]) -> str:
+def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]], zone: str = "") -> str:
     """Return one instant formatted as DuckDB's strftime does (Python's, but years zero-padded to 4 digits,
-    ``%c``/``%x``/``%X`` in ISO form, ``%g`` milliseconds and ``%n`` nanoseconds)."""
+    ``%c``/``%x``/``%X`` in ISO form, ``%g`` milliseconds and ``%n`` nanoseconds); ``%Z`` writes ``zone``, the
+    Session zone's name for a TIMESTAMPTZ (DuckDB's TimeZone setting: here UTC), nothing for a TIMESTAMP."""
     parts = []
     for kind, spec in tokens:
         if kind == "text":
@@ -218,9 +220,9 @@ def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]]
         elif spec == "G":
             parts.append(f"{moment.isocalendar()[0]:04d}")
         elif spec in _ISO_FORMS:
-            parts.append(_format_instant(moment, strftime_tokens(_ISO_FORMS[spec])))
-        elif spec in ("z", "Z"):  # no time zones: UTC's offset, no zone name (as DuckDB prints them)
-            parts.append("+00" if spec == "z" else "")
+            parts.append(_format_instant(moment, strftime_tokens(_ISO_FORMS[spec]), zone))
+        elif spec in ("z", "Z"):  # UTC's offset; the zone's name of a TIMESTAMPTZ only (as DuckDB prints them)
+            parts.append("+00" if spec == "z" else zone)
         elif spec == "g":
             parts.append(f"{moment.microsecond // 1000:03d}")
         elif spec == "n":
@@ -248,7 +250,7 @@ def _strftime(device: Device, column: Column, fmt: str) -> Column:
             moment = epoch + datetime.timedelta(microseconds=value)
         except OverflowError:
             raise ExecutionError("strftime supports years 1 to 9999 only") from None
-        texts.append(_format_instant(moment, tokens))
+        texts.append(_format_instant(moment, tokens, "UTC" if is_zoned(column.dtype) else ""))
     dictionary = Column.from_arrow(pa.array(texts, pa.string()), device)
     return Column(pa.string(), codes.reshape(-1).astype(xp.int32), column.validity, None, dictionary)
 

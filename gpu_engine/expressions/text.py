@@ -39,13 +39,13 @@ _ASCII_ZERO, _ASCII_MINUS, _ASCII_POINT = 48, 45, 46
 def formats_to_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`to_string` can format ``dtype``."""
     return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or is_boolean(dtype)
-            or pa.types.is_date32(dtype) or (pa.types.is_timestamp(dtype) and dtype.tz is None))
+            or pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype))
 
 
 def parses_from_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`from_string` can parse text into ``dtype``."""
     return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or pa.types.is_date32(dtype)
-            or is_boolean(dtype) or (pa.types.is_timestamp(dtype) and dtype.tz is None))
+            or is_boolean(dtype) or pa.types.is_timestamp(dtype))
 
 
 # ------------------------------------------------------------------ formatting

@@ -11,11 +11,15 @@ string functions parse them column-wise, as text -> float already does.
   separates the date's fields; fields may lack zero padding), blanks around, an optional ``Z``, ``UTC`` or
   numeric offset (not applied, as DuckDB's TIMESTAMP does not), ``24:00:00`` as
   the next midnight, and ``epoch``; fractions past microseconds are cut.
+* Text -> TIMESTAMPTZ: the same grammar, the offset applied (``+02``, ``-05:30``, ``+0130``) and a zone's name
+  after one blank read from the IANA database (``Europe/Berlin``, ``CET``; ``UTC``/``Z`` in any case); without
+  one the Session's zone (UTC). A wall time a zone skips or repeats takes the later instant (the smaller
+  offset), as DuckDB's ICU does; an unknown name raises as DuckDB does ("Unknown TimeZone").
 * Text -> DECIMAL wider than 18 digits (for TRY_CAST: the device parse holds
   18 digits): exact, with Python's decimals, halves rounded away from zero; a
   value needing more than 64 bits raises, as every function's result does.
 * TIMESTAMP -> text: ``YYYY-MM-DD HH:MM:SS`` plus the fraction without
-  trailing zeros (``…:05.5``), years 1 to 9999.
+  trailing zeros (``…:05.5``), years 1 to 9999; a TIMESTAMPTZ adds the Session zone's offset, ``+00``.
 
 Each parse returns the values and the rows that parsed, so CAST can raise
 for the first valid row that did not and TRY_CAST can make it NULL.
@@ -23,8 +27,10 @@ for the first valid row that did not and TRY_CAST can make it NULL.
 
 from __future__ import annotations
 
+import datetime
 import decimal
 import re
+import zoneinfo
 from typing import Any
 
 import numpy as np
@@ -49,7 +55,8 @@ _FALSE = ["false", "f", "no", "n", "0"]
 _TIMESTAMP_TEXT = (r"^\s*(?P<year>\d{1,4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1,2})"
                    r"(?:(?:T|\s)\s*(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
                    r"(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?"
-                   r"(?: [A-Za-z0-9_/+\-]+|\s*(?:Z|UTC|[+-]\d{1,2}(?::?\d{2})?))?\s*)?$")
+                   r"(?: (?P<name>[A-Za-z0-9_/+\-]+)|\s*(?:Z|UTC|(?P<sign>[+-])(?P<offset_hour>\d{1,2})"
+                   r"(?::?(?P<offset_minute>\d{2}))?))?\s*)?$")
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 
@@ -107,8 +114,37 @@ def parse_timestamps(device: Device, column: Column, dtype: pa.DataType) -> tupl
     days = np.where(matched & valid_date, _days_from_civil(year, month, day), 0)
     total = (days * 86_400 + (hour * 60 + minute) * 60 + second) * 1_000_000 + np.where(digits > 0, micros, 0)
     total = np.where(parsed & ~epoch, total, 0)
+    if dtype.tz is not None:
+        total, parsed = _to_utc(parts, total, parsed & ~epoch, parsed)
     ticks = _from_micros(total, dtype.unit)
     return device.asarray(ticks), device.asarray(parsed)
+
+
+def _to_utc(parts: pa.StructArray, local: np.ndarray, rows: np.ndarray, parsed: np.ndarray
+            ) -> tuple[np.ndarray, np.ndarray]:
+    """Return (UTC microseconds, parsed) of wall-clock microseconds ``local`` with the offset or zone name each
+    text gives (none: the Session's zone, UTC); a row naming an unknown zone does not parse."""
+    sign = np.where(np.asarray(pc.equal(pc.struct_field(parts, "sign"), "-").fill_null(False)
+                               .to_numpy(zero_copy_only=False), dtype=bool), -1, 1)
+    offset = sign * (_field(parts, "offset_hour") * 60 + _field(parts, "offset_minute")) * 60_000_000
+    utc = local - np.where(rows, offset, 0)
+    parsed = parsed.copy()
+    names = pc.struct_field(parts, "name").to_pylist()
+    for row, name in enumerate(names):
+        if not name or not rows[row] or name.upper() in ("UTC", "Z"):
+            continue
+        try:
+            zone = zoneinfo.ZoneInfo(name)
+        except (zoneinfo.ZoneInfoNotFoundError, ValueError):
+            parsed[row] = False
+            continue
+        wall = _EPOCH + datetime.timedelta(microseconds=int(local[row]))
+        utc[row] = max(int(local[row]) - int(wall.replace(tzinfo=zone, fold=fold).utcoffset()
+                                             // datetime.timedelta(microseconds=1)) for fold in (0, 1))
+    return utc, parsed
+
+
+_EPOCH = datetime.datetime(1970, 1, 1)
 
 
 def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
@@ -136,6 +172,7 @@ def format_timestamps(device: Device, column: Column) -> Column:
         raise ExecutionError("Conversion of a timestamp to text supports years 1 to 9999 only")
     texts = []
     digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}[unit]
+    zone = "" if column.dtype.tz is None else "+00"  # the Session zone's (UTC's) offset, as DuckDB writes it
     for row, ok in enumerate(valid.tolist()):
         if not ok:
             texts.append(None)
@@ -144,7 +181,7 @@ def format_timestamps(device: Device, column: Column) -> Column:
         text = f"{dates[row].as_py().isoformat()} {second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
         if digits and sub[row]:
             text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
-        texts.append(text)
+        texts.append(text + zone)
     return Column.from_arrow(pa.array(texts, pa.string()), device)
 
 

@@ -13,7 +13,7 @@ from duckdb_reference import assert_same_rows
 from gpu_engine import PlanError, Session
 from gpu_engine.planning.placement import Placement, plan_placement
 from gpu_engine.plans import PlanBuilder
-from gpu_engine.plans.expressions import AggregateCall, ColumnRef
+from gpu_engine.plans.expressions import AggregateCall, Cast, ColumnRef
 from gpu_engine.plans.nodes import walk_plan
 
 FLOAT_TO_TEXT = "CAST(v AS string): float -> text is formatted by Python on the host"
@@ -27,7 +27,7 @@ def session(device_name) -> Session:
         "k": pa.array([1, 2, 2, None], pa.int32()),
         "v": pa.array([1.5, None, -0.25, 1e21], pa.float64()),
         "s": pa.array(["2.5", "-1e3", None, "7"]),
-        "ts": pa.array([datetime.datetime(2024, 1, 1), None, None, None], pa.timestamp("us", tz="UTC")),  # no text form
+        "ts": pa.array([datetime.datetime(2024, 1, 1), None, None, None], pa.timestamp("us", tz="UTC")),
     }))
     return session
 
@@ -79,12 +79,19 @@ def _duckdb(sql: str, session: Session) -> pa.Table:
     return connection.sql(sql).to_arrow_table()
 
 
+def _cast_without_implementation(catalog):
+    """A Project casting ``ts`` to TIME (no column type, so no cast: PlanBuilder refuses to write it)."""
+    plan = PlanBuilder(catalog).table_scan("t", ["ts"]).project(["CAST(ts AS VARCHAR) AS text"]).plan()
+    return dataclasses.replace(plan, expressions=(Cast(ColumnRef("ts", plan.source.output_schema.field("ts").type),
+                                                       pa.time64("us")),))
+
+
 def test_a_cast_with_no_implementation_fails_at_plan_time_naming_node_and_expression(session):
-    plan = PlanBuilder(session.catalog).table_scan("t", ["ts"]).project(["CAST(ts AS VARCHAR) AS text"]).plan()
+    plan = _cast_without_implementation(session.catalog)
     with pytest.raises(PlanError) as raised:
         plan_placement(plan, session.device)
-    assert raised.value.node == plan.label and raised.value.column == "CAST(ts AS string)"
-    assert "timestamp[us, tz=UTC] to string" in str(raised.value)
+    assert raised.value.node == plan.label and raised.value.column == "CAST(ts AS time64[us])"
+    assert "timestamp[us, tz=UTC] to time64[us]" in str(raised.value)
     with pytest.raises(PlanError, match=r"in Project\[1\]"):
         session.execute(plan)
     assert session.last_task is None  # nothing started
@@ -123,4 +130,4 @@ def test_a_cluster_explain_shows_placements_in_every_stage(session, device_name)
         fallbacks = [line for line in node_lines if "host fallback" in line]
         assert bool(fallbacks) == (device_name != "cpu")
     with pytest.raises(PlanError, match="timestamp"):
-        cluster.execute(PlanBuilder(session.catalog).table_scan("t", ["ts"]).project(["CAST(ts AS VARCHAR) AS x"]).plan())
+        cluster.execute(_cast_without_implementation(session.catalog))
