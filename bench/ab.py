@@ -30,6 +30,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
     python bench/ab.py id-slot-probe dbbench 3 --sf 10 --runs 7
+    python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
@@ -346,6 +347,12 @@ def _id_slot_probe():
     return keys.StringKeyTable, "_intern_cpu", intern_cpu
 
 
+def _partition_slots():
+    """TopNRowNumber's cut sorting its buffer for row_number too (``kernels.partition_top`` off)."""
+    import gpu_engine.operators.top_n_row_number as module
+    return module, "partition_first_rows", lambda device, partition_ids, words, limit, partitions: None
+
+
 def _kept_positions():
     """A column read late for some rows finds the positions of the rows kept by a binary search per kept row
     (``late_materialization._positions`` and its same-rows shortcut in ``_kept_of`` before they replaced it)."""
@@ -644,6 +651,7 @@ SWITCHES = {
     "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
     "id-slot-probe": _id_slot_probe,
+    "partition-slots": _partition_slots,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,

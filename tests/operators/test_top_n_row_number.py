@@ -242,3 +242,60 @@ def test_partition_ranks_sort_one_word_without_a_lexsort_and_rank_as_one(device,
                     "dense_rank": np.searchsorted(np.unique(mine), mine) + 1}[function]
         assert values[ids[order] == p].tolist() == expected.tolist()
         assert numbers[ids[order] == p].tolist() == list(range(1, len(mine) + 1))
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3])
+@pytest.mark.parametrize("case", CASES, ids=CASE_IDS)
+def test_row_number_cuts_keep_each_partitions_rows_in_slots_without_sorting(device, device_name, case, limit, tables,
+                                                                            monkeypatch):
+    """On the CPU a row_number cut keeps each partition's first rows in slots, one pass over the buffer
+    (kernels.partition_top), so the sort of every buffered row is never reached; elsewhere the cut sorts."""
+    import gpu_engine.operators.top_n_row_number as module
+
+    if device_name != "cpu":
+        if (case, limit) != (CASES[0], 2):
+            pytest.skip("the simulator sorts (partition_first_rows answers None there): one case checks that")
+        from gpu_engine.kernels.partition_top import partition_first_rows
+
+        xp = device.xp
+        assert partition_first_rows(device, xp.zeros(4, dtype=xp.int32), xp.zeros((1, 4), dtype=xp.uint64), 2,
+                                    1) is None
+    else:
+        sorted_ranks = module.partition_ranks
+        monkeypatch.setattr(module, "partition_ranks", lambda device, ids, words, function, *a: (
+            pytest.fail("a row_number cut sorted its buffer") if function == "row_number"
+            else sorted_ranks(device, ids, words, function, *a)))
+    partition, order, columns = case
+    session = _session(device_name, 3, 4, tables)
+    plan = (PlanBuilder(session.catalog).table_scan("t")
+            .top_n_row_number(partition, order, limit, "rn").plan())
+    actual = session.execute(plan)
+    expected = _reference(_duckdb_sql("t", partition, order, "row_number", limit, True), tables)
+    problem = rows_mismatch(_compared(actual, columns, "row_number", True),
+                            _compared(expected, columns, "row_number", True))
+    assert problem is None, problem
+
+
+def test_partition_first_rows_keep_the_rows_a_stable_sort_numbers_first(device_name):
+    """Several words (primary last), ties, no words at all, a partition without rows; None past SLOT_LIMIT."""
+    import numpy as np
+
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels.partition_top import SLOT_LIMIT, partition_first_rows
+
+    if device_name != "cpu":
+        pytest.skip("the CPU's kernel; other devices sort (checked in the test above)")
+    device = get_device("cpu")
+    rng = np.random.default_rng(11)
+    n = 3000
+    ids = rng.integers(0, 40, n).astype(np.int64)
+    ids[ids == 17] = 18  # partition 17 holds no rows
+    for num_words in (0, 1, 3):
+        words = rng.integers(0, 4, (num_words, n)).astype(np.uint64)
+        for limit in (1, 2, 5, SLOT_LIMIT):
+            kept, numbers = partition_first_rows(device, ids, words, limit, 40)
+            order = np.lexsort(np.vstack([words, ids[None, :]])) if num_words else np.argsort(ids, kind="stable")
+            expected = [row for p in range(40) for row in order[ids[order] == p][:limit]]
+            assert kept.tolist() == [int(row) for row in expected], (num_words, limit)
+            assert numbers.tolist() == [i + 1 for p in range(40) for i in range(min(limit, int((ids == p).sum())))]
+    assert partition_first_rows(device, ids, words, SLOT_LIMIT + 1, 40) is None
