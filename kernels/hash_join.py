@@ -445,6 +445,21 @@ def _add_value_bounds_cpu(key_ids, values, valid, lows, highs):
         highs[g] = max(highs[g], values[i])
 
 
+def _read_only_values(xp: Any, values: Any) -> Any:
+    """Return ``values`` contiguous, and on the host as a read-only view.
+
+    Why: numba types a read-only array apart from a writable one, so the value-bounds kernels would have two
+    signatures: an ``int64`` column read from Parquet is a read-only Arrow buffer, one cast to ``int64`` (a
+    date, an ``int32``) a new writable array. Seen read-only always, they have one, which set-up compiles
+    (``codegen/static_kernels.TOUR_SQL``), and no first query compiles the other on a driver.
+    """
+    values = xp.ascontiguousarray(values)
+    if isinstance(values, np.ndarray) and values.flags.writeable:
+        values = values.view()
+        values.flags.writeable = False
+    return values
+
+
 # ------------------------------------------------------------------ CUDA twins
 @cuda.jit
 def _pack_keys_cuda(words, packed, bloom):
@@ -932,7 +947,7 @@ class JoinHashTable:
         highs = xp.full(self.num_keys + 1, np.iinfo(np.int64).min, dtype=xp.int64)
         valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
         launch_twin(self.device, self.num_keys, _value_bounds_cpu, _value_bounds_cuda,
-                    self._offsets, self._rows, xp.ascontiguousarray(values), valid, lows, highs)
+                    self._offsets, self._rows, _read_only_values(xp, values), valid, lows, highs)
         return lows, highs
 
     def empty_bounds(self) -> Any:
@@ -952,7 +967,7 @@ class JoinHashTable:
         xp = self.device.xp
         valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
         launch_twin(self.device, int(key_ids.shape[0]), _add_value_bounds_cpu, _add_value_bounds_cuda,
-                    key_ids, xp.ascontiguousarray(values), valid, bounds[0], bounds[1])
+                    key_ids, _read_only_values(xp, values), valid, bounds[0], bounds[1])
 
     def rows_differing(self, bounds: Any, values: Any, valid: Any | None) -> Any:
         """Return a ``bool`` per build row: True where its non-NULL value differs from its key's low or high in

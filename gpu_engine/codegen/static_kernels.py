@@ -12,7 +12,7 @@ precompile``) as part of set-up, before any data is generated.
 
 What it runs: the 22 TPC-H queries, the primer query and a tour of what they
 leave out (:data:`TOUR_SQL`: windows, variance, sums of doubles, grouping
-sets, set operations, outer joins) as SQL, unfused (so every operator runs its
+sets, set operations, outer joins, semi joins on ``<>``) as SQL, unfused (so every operator runs its
 static kernels and no generated kernel is made) with one and with two drivers
 (the local exchange's partitioning kernels), and as fused plans on their
 lowest tier (``compile_mode="lowest"``: nothing generated), over TPC-H at
@@ -48,7 +48,7 @@ PRECOMPILE_SCALE_FACTOR = 0.001
 
 #: SQL over the TPC-H tables for the operators and types the 22 queries leave out (windows, variance and
 #: correlation, sums of doubles, grouping sets, set operations, outer joins, per-group top-N, medians and
-#: quantiles: kernels/order_statistics.py), run with the
+#: quantiles: kernels/order_statistics.py, left and right semi joins on ``<>``), run with the
 #: TPC-H texts. A new process after set-up listed what TPC-DS still compiled (``bench/first_process_costs.py``):
 #: window scans, moment aggregates, float sums and gathers of other types; these reach them by feature.
 TOUR_SQL = (
@@ -81,6 +81,13 @@ TOUR_SQL = (
     "ORDER BY l_extendedprice DESC) AS rn FROM lineitem) AS ranked WHERE rn <= 3",
     "SELECT l_returnflag, median(l_quantity) AS m, quantile_cont(CAST(l_extendedprice AS DOUBLE), 0.9) AS p90 "
     "FROM lineitem GROUP BY l_returnflag",
+    # Semi joins whose extra condition is `probe.c <> build.c` decide by each key's bounds of c
+    # (kernels/hash_join.py value_bounds, add_value_bounds): the first a left_semi (the build side's bounds),
+    # the second a right_semi (the probe side's bounds merged); TPC-DS q16/q94/q95's EXISTS shape.
+    "SELECT count(*) AS n FROM lineitem l1 WHERE EXISTS (SELECT 1 FROM lineitem l2 "
+    "WHERE l2.l_orderkey = l1.l_orderkey AND l2.l_suppkey <> l1.l_suppkey)",
+    "SELECT count(*) AS n FROM orders o WHERE EXISTS (SELECT 1 FROM lineitem l "
+    "WHERE l.l_orderkey = o.o_orderkey AND l.l_partkey <> o.o_custkey)",
 )
 
 #: Modules whose ``precompile_calls(device)`` pair static kernels with arguments of the types their callers

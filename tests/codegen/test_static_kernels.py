@@ -109,3 +109,54 @@ def test_every_signature_the_callers_of_precompiled_kernels_run_is_one_precompil
         ran = set(dispatcher.overloads)
         assert ran, f"{name} never ran: the test no longer reaches it"
         assert ran <= precompiled.get(id(dispatcher), set()), f"{name}: {ran - precompiled.get(id(dispatcher), set())}"
+
+
+def test_the_tour_runs_the_semi_join_value_bounds_kernels_with_every_signature_their_callers_pass(tmp_path,
+                                                                                                    monkeypatch):
+    """A semi join on ``probe.c <> build.c`` decides by each key's bounds of ``c`` (TPC-DS q16/q94/q95's EXISTS):
+    set-up's tour must run those kernels, left_semi (the build side's bounds) and right_semi (the probe side's),
+    with the signatures a query over NULLs, dates or narrower integers passes, or a fresh install's first such
+    query compiles them on a driver."""
+    import pyarrow as pa
+
+    from gpu_engine import Session
+    from gpu_engine.codegen.static_kernels import PRECOMPILE_SCALE_FACTOR, TOUR_SQL
+    from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+    from gpu_engine.kernels import hash_join
+    from gpu_engine.operators.hash_build import distinct_value_filter
+    from gpu_engine.planning import prepare_plan
+    from gpu_engine.plans.nodes import HashJoinNode, walk_plan
+
+    kernels = ("_value_bounds_cpu", "_add_value_bounds_cpu")
+    for name in kernels:
+        monkeypatch.setattr(hash_join, name, _fresh_dispatcher(getattr(hash_join, name)))
+    session = Session(device="cpu", drivers=2, fuse=False)
+    register_tpch(session, ensure_tpch(PRECOMPILE_SCALE_FACTOR, tmp_path / "tpch", progress=False))
+    reached = set()
+    for text in TOUR_SQL:
+        plan = prepare_plan(session.sql_plan(text), session.device, session.drivers, session.config,
+                            statistics=session.statistics()).plan
+        joins = {n.join_type for n in walk_plan(plan) if isinstance(n, HashJoinNode) and distinct_value_filter(n)}
+        if joins:
+            reached |= joins
+            session.sql(text)
+    assert {"left_semi", "right_semi"} <= reached
+    toured = {name: set(getattr(hash_join, name).overloads) for name in kernels}
+    assert all(toured.values())
+
+    # The same kernels under other inputs: NULLs on both sides, int32 / date columns (their values are cast to
+    # int64 before the kernels), both join directions.
+    probe = pa.table({"k": pa.array([1, 2, 2, None, 3] * 40, pa.int32()),
+                      "c": pa.array([1, None, 2, 3, 3] * 40, pa.int32()),
+                      "d": pa.array([1, 2, None, 4, 5] * 40, pa.int32()).cast(pa.date32())})
+    build = pa.table({"uk": pa.array([1, 2, 3, 3, None], pa.int64()), "uc": pa.array([1, 2, None, 4, 5], pa.int64()),
+                      "ud": pa.array([1, None, 3, 4, 5], pa.int32()).cast(pa.date32())})
+    other = Session(device="cpu", drivers=2, fuse=False)
+    other.register("t", probe)
+    other.register("u", build)
+    for text in ("SELECT count(*) AS n FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.uk = t.k AND u.uc <> t.c)",
+                 "SELECT count(*) AS n FROM u WHERE EXISTS (SELECT 1 FROM t WHERE u.uk = t.k AND u.ud <> t.d)",
+                 "SELECT count(*) AS n FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.uk = t.k AND u.ud <> t.d)"):
+        other.sql(text)
+    for name in kernels:
+        assert set(getattr(hash_join, name).overloads) <= toured[name], name
