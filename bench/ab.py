@@ -34,6 +34,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
+    python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -629,6 +630,15 @@ def _plain_string_keys():
     return module, "interns_key", lambda column: column.is_dictionary
 
 
+def _narrow_keys():
+    """A HashAggregation's keys of at most 32 bits (interned string ids among them) as a flag word and a value word
+    each (``normalize_keys`` without ``narrow``), as before the narrow one-word block."""
+    import gpu_engine.operators.hash_aggregation as module
+    from gpu_engine.kernels.group_by import normalize_keys
+    return module, "normalize_keys", lambda device, columns, widths=None, narrow=False: normalize_keys(
+        device, columns, widths)
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -665,6 +675,7 @@ SWITCHES = {
     "two-valued-filters": _two_valued_filters,
     "one-branch-case": _one_branch_case,
     "plain-string-keys": _plain_string_keys,
+    "narrow-keys": _narrow_keys,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
     "sql-filter-copies": _sql_filter_copies,

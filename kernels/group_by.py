@@ -37,6 +37,13 @@ __all__ = ["normalize_keys", "GroupByHashTable", "StringInterner"]
 
 EMPTY = np.int32(-1)
 FIXED_WIDTH_BLOCK = 2
+#: A narrow key's block under ``normalize_keys(..., narrow=True)``: one word holding the null flag (bit 32) and the
+#: value's low 32 bits (see :func:`_is_narrow`).
+NARROW_BLOCK = 1
+#: The key types :data:`NARROW_BLOCK` holds: decided by type, never by a batch's array, so every batch of one key
+#: gets the same block (a table never widens a narrow block).
+_NARROW_TYPES = frozenset({pa.int8(), pa.int16(), pa.int32(), pa.uint8(), pa.uint16(), pa.uint32(), pa.date32(),
+                           pa.bool_()})
 #: An INTERVAL key's block: the flag word, then its normalized months, days and microseconds, so intervals DuckDB
 #: equates (1 month = 30 days) share one block (:func:`gpu_engine.expressions.intervals.normalized_fields`).
 INTERVAL_BLOCK = 4
@@ -319,8 +326,23 @@ def _pack_strings(device: Device, column: Column, validity: Any, out: Any, first
                 offsets, chars, validity, has_validity, out, first_column, block_width)
 
 
+def _is_narrow(column: Column) -> bool:
+    """Return True for an integer, date or bool key of at most 32 bits: its value and null flag fit one word."""
+    return column.dtype in _NARROW_TYPES and not column.is_dictionary and column.data.ndim == 1
+
+
+def _narrow_key_words(device: Device, column: Column) -> Any:
+    """Return a narrow key's words: ``1 << 32 | low 32 bits`` for a value, 0 for a NULL (distinct from any value)."""
+    xp = device.xp
+    low = column.data.astype(xp.int64, copy=False) & np.int64(0xFFFFFFFF)
+    words = (low | np.int64(1 << 32)).view(xp.uint64)
+    if column.validity is None:
+        return words
+    return xp.where(column.validity, words, np.uint64(0))
+
+
 def normalize_keys(device: Device, columns: Sequence[Column],
-                   widths: Sequence[int] | None = None) -> tuple[Any, tuple[int, ...]]:
+                   widths: Sequence[int] | None = None, narrow: bool = False) -> tuple[Any, tuple[int, ...]]:
     """Encode grouping keys as an exact ``(n, W)`` matrix of ``int64`` words.
 
     Why: equal keys must give equal rows and different keys different rows, so
@@ -347,6 +369,13 @@ def normalize_keys(device: Device, columns: Sequence[Column],
         The ``int64`` matrix (C-contiguous) and the block widths actually used
         (each at least the given one). When these are wider than a
         :class:`GroupByHashTable`'s, call its :meth:`~GroupByHashTable.widen` first.
+    narrow
+        Write an integer, date or bool key of at most 32 bits as one word (:data:`NARROW_BLOCK`: the flag
+        in bit 32 above the value's 32 bits) instead of a flag word and a value word. Why: hashing and
+        comparing a key row costs its words; TPC-DS q39 groups 180K rows by four 32-bit keys (its string
+        key interned to ids), eight words a row, four narrow. Only for a table whose every batch is
+        normalized this way (a hash aggregation's own); a join's build and probe sides may differ in
+        type (int32 against int64) and must keep the wide block, which equates them.
     """
     xp = device.xp
     n = len(columns[0]) if columns else 0
@@ -357,7 +386,7 @@ def normalize_keys(device: Device, columns: Sequence[Column],
     used = []
     for i, column in enumerate(columns):
         needed = next(string_widths) if column.is_string else INTERVAL_BLOCK if is_interval(column.dtype) \
-            else FIXED_WIDTH_BLOCK
+            else NARROW_BLOCK if narrow and _is_narrow(column) else FIXED_WIDTH_BLOCK
         used.append(max(needed, int(widths[i])) if widths is not None else needed)
     matrix = xp.zeros((n, sum(used)), dtype=xp.uint64)
     first = 0
@@ -375,6 +404,8 @@ def normalize_keys(device: Device, columns: Sequence[Column],
             _pack_strings(device, column, column.validity, matrix, first, width)
         elif is_interval(column.dtype):
             _pack_interval(device, column, matrix, first)
+        elif width == NARROW_BLOCK:
+            matrix[:, first] = _narrow_key_words(device, column)
         elif column.validity is None:
             matrix[:, first] = 1
             matrix[:, first + 1] = fixed_width_key_words(device, column)

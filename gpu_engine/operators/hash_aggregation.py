@@ -235,7 +235,7 @@ class HashAggregation(AggregationOperator):
     def _insert_keys(self, key_columns: list[Column]) -> Any:
         """Return each row's group, adding the groups not seen yet (their states start empty)."""
         key_columns = self._interned(key_columns)
-        words, widths = normalize_keys(self.device, key_columns, self._widths)
+        words, widths = normalize_keys(self.device, key_columns, self._widths, narrow=True)
         if self._table is None:
             self._table = GroupByHashTable(self.device, widths)
         elif widths != self._widths:
@@ -299,7 +299,12 @@ class HashAggregation(AggregationOperator):
         if self._interners is None:
             self._interners = {i: StringInterner(self.device) for i, c in enumerate(key_columns) if interns_key(c)}
             self._key_types = {i: key_columns[i].dtype for i in self._interners}
-        return [self._interners[i].intern(c) if i in self._interners else c for i, c in enumerate(key_columns)]
+        return [self._narrow_ids(self._interners[i].intern(c)) if i in self._interners else c
+                for i, c in enumerate(key_columns)]
+
+    def _narrow_ids(self, ids: Column) -> Column:
+        """Return interned ids as ``int32`` (as :meth:`_key_output` emits them), a narrow key of one word a row."""
+        return Column(pa.int32(), ids.data.astype(self.device.xp.int32), ids.validity)
 
     def _key_output(self, k: int, parts: list[Column]) -> Column:
         """Return key ``k``'s values for the groups: an interned key's ids become codes into its known strings."""

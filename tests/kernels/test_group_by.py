@@ -124,6 +124,41 @@ def test_integer_widths_and_dates_encode_their_value(device):
     np.testing.assert_array_equal(device.to_host(narrow), device.to_host(wide))
 
 
+def test_narrow_layout(device):
+    """``narrow=True``: a key of at most 32 bits is one word, bit 32 its flag over the value's low 32 bits, 0 for NULL."""
+    keys, widths = normalize_keys(device, columns_of(
+        device, pa.array([5, None, -1], pa.int32()), pa.array([2**32 - 1, 0, None], pa.uint32()),
+        pa.array([-2, 3, None], pa.int8()), pa.array([5, None, -1], pa.int64()), pa.array([True, False, None])),
+        narrow=True)
+    assert widths == (1, 1, 1, 2, 1)
+    flag = 1 << 32
+    np.testing.assert_array_equal(device.to_host(keys), [
+        [flag | 5, flag | 0xFFFFFFFF, flag | 0xFFFFFFFE, 1, 5, flag | 1],
+        [0, flag, flag | 3, 0, 0, flag],
+        [flag | 0xFFFFFFFF, 0, 0, 1, -1, 0],
+    ])
+
+
+def test_narrow_keys_group_like_a_dict(device):
+    """NULL, 0, -1 and the 32-bit extremes stay apart under the one-word block, across batches and growth."""
+    rng = np.random.default_rng(11)
+    first = None
+    reference = ReferenceGroups()
+    for _ in range(3):
+        ints = [None if v == 99 else int(v) for v in rng.choice([0, -1, 1, 2**31 - 1, -(2**31), 99], 300)]
+        dates = [None if v < 0 else int(v) for v in rng.integers(-3, 4, 300)]
+        arrays = [pa.array(ints, pa.int32()), pa.array(dates, pa.date32())]
+        keys, widths = normalize_keys(device, columns_of(device, *arrays), narrow=True)
+        assert widths == (1, 1)
+        table = first if first is not None else GroupByHashTable(device, widths, initial_capacity=16)
+        first = table
+        group_ids, new_rows = table.insert(keys)
+        expected_ids, expected_new = reference.insert(list(zip(*(a.to_pylist() for a in arrays))))
+        np.testing.assert_array_equal(device.to_host(group_ids), expected_ids)
+        np.testing.assert_array_equal(device.to_host(new_rows), expected_new)
+    assert first.num_groups == len(reference.ids) == 6 * 5
+
+
 def test_no_rows(device):
     keys, widths = normalize_keys(device, columns_of(device, pa.array([], pa.string()), pa.array([], pa.int64())))
     assert keys.shape == (0, 4) and widths == (2, 2)

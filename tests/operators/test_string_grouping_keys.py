@@ -70,8 +70,8 @@ def test_string_keys_interned(device_name, monkeypatch, keys, steps):
     packed = []  # the key columns each batch's key words were made from
     original = module.normalize_keys
     monkeypatch.setattr(module, "normalize_keys",
-                        lambda device, columns, widths=None: packed.append([c.dtype for c in columns])
-                        or original(device, columns, widths))
+                        lambda device, columns, widths=None, **kw: packed.append([c.dtype for c in columns])
+                        or original(device, columns, widths, **kw))
     chunk_rows, batch_rows = SHAPES[device_name]
     table = _table(chunk_rows)
     max_groups = 8 if steps == "flushing" else 100_000
