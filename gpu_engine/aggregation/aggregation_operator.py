@@ -50,6 +50,13 @@ class AggregationOperator(Operator):
         self._rows_grouped += rows
         return self._rows_grouped < self._abandon_rows or groups * 100 <= self._rows_grouped * self._abandon_percent
 
+    def _record_abandoned(self) -> None:
+        """Tell the Task's FINAL step what this PARTIAL step saw before it gave up grouping: the rows grouped
+        and the groups held (:mod:`gpu_engine.exec.abandoned_partials`; the final step sizes its table by them)."""
+        task = getattr(self.ctx, "task", None)
+        if task is not None and self._rows_grouped:
+            task.abandoned_partials.record(self.node.id, self._rows_grouped, self._num_groups)
+
     def _emit(self) -> Batch:
         """Return the groups held so far as one batch."""
         raise NotImplementedError

@@ -24,6 +24,10 @@ class ConnectorSplit:
         """Return a short text for logs and errors."""
         return type(self).__name__
 
+    def num_rows(self) -> int | None:
+        """Return the rows the split holds when known without reading it (None otherwise)."""
+        return None
+
 
 @dataclass(frozen=True)
 class ParquetSplit(ConnectorSplit):
@@ -35,6 +39,19 @@ class ParquetSplit(ConnectorSplit):
     def describe(self) -> str:
         return f"{self.path} row groups {list(self.row_groups) or 'all'}"
 
+    def num_rows(self) -> int | None:
+        """Return the row groups' rows from the file's footer (cached: the scan reads the same one)."""
+        from gpu_engine.connectors.parquet_footer import read_footer
+        from gpu_engine.errors import GpuEngineError
+
+        try:
+            footer = read_footer(self.path)
+        except (OSError, GpuEngineError):  # the scan reports a bad file; an estimate only goes without
+            return None
+        if not self.row_groups:
+            return footer.num_rows
+        return sum(footer.row_groups[g].num_rows for g in self.row_groups if 0 <= g < len(footer.row_groups))
+
 
 @dataclass(frozen=True)
 class ArrowSplit(ConnectorSplit):
@@ -44,6 +61,9 @@ class ArrowSplit(ConnectorSplit):
 
     def describe(self) -> str:
         return f"arrow {self.table.num_rows} rows"
+
+    def num_rows(self) -> int | None:
+        return self.table.num_rows
 
 
 @dataclass(frozen=True)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Callable
 from gpu_engine.codegen.background_compiles import hold_compiles_while
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError, TaskCancelled
+from gpu_engine.exec.abandoned_partials import AbandonedPartials
 from gpu_engine.exec.cancel_points import watch_compile_passes
 from gpu_engine.exec.device_counters import CompileCounts, compiles_now, watch_compilations
 from gpu_engine.exec.dynamic_filters import DynamicFilters
@@ -115,6 +116,9 @@ class Task:
         self._no_more_splits: set[str] = set()
         self._split_waiters: dict[str, list[Future]] = {}
         self._splits_added = 0
+        self._given_splits: dict[str, list[ConnectorSplit]] = {}  # every split given to a node (see split_rows)
+        self._split_rows: dict[str, int | None] = {}
+        self.abandoned_partials = AbandonedPartials()  # what PARTIAL steps that gave up grouping saw
         self.local_exchange_queues: dict[str, "LocalExchangeQueue"] = {}
         self.exchange_queues: dict[str, "ExchangeQueue"] = {}
         self._listeners: list[Callable[["Task"], None]] = []
@@ -137,6 +141,7 @@ class Task:
             if plan_node_id in self._no_more_splits:
                 raise ValueError(f"split for node {plan_node_id} after no_more_splits")
             self._splits.setdefault(plan_node_id, deque()).append(split)
+            self._given_splits.setdefault(plan_node_id, []).append(split)
             self._splits_added += 1
             waiters = self._split_waiters.pop(plan_node_id, [])
         for waiter in waiters:
@@ -149,6 +154,18 @@ class Task:
             waiters = self._split_waiters.pop(plan_node_id, [])
         for waiter in waiters:
             waiter.set_result(None)
+
+    def split_rows(self, plan_node_id: str) -> int | None:
+        """Return the rows of all splits a node is given, once ``no_more_splits`` was said and each split knows
+        its rows without being read (:meth:`ConnectorSplit.num_rows`); None otherwise. An estimate's input:
+        an aggregation sizes its table by it (:mod:`gpu_engine.exec.abandoned_partials`)."""
+        with self._lock:
+            if plan_node_id not in self._no_more_splits:
+                return None
+            if plan_node_id not in self._split_rows:  # counted once, on the first ask
+                rows = [split.num_rows() for split in self._given_splits.get(plan_node_id, ())]
+                self._split_rows[plan_node_id] = None if None in rows else sum(rows)
+            return self._split_rows[plan_node_id]
 
     def pending_splits(self, plan_node_id: str) -> int:
         """Return how many splits a node was given but has not taken yet (a feeder waits while there are many)."""

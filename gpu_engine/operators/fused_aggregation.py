@@ -62,7 +62,9 @@ from gpu_engine.operators.hash_aggregation import can_pass_through
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_columns_twin, occupied_slot_columns
 from gpu_engine.kernels.string_keys import StringKeyTable
-from gpu_engine.plans.nodes import FilterNode, FusedAggregationNode, ProjectNode
+from gpu_engine.plans.nodes import (
+    AggregationStep, FilterNode, FusedAggregationNode, LocalPartitionNode, PlanNode, ProjectNode, TableScanNode,
+)
 
 __all__ = ["FusedAggregation"]
 
@@ -232,6 +234,7 @@ class _NodeSetup:
     key_types: tuple
     table_layout: Any
     nonzero_fill: tuple[tuple[int, int], ...]  # slot columns an empty slot does not hold 0 in, and their words
+    fed_by: tuple[str | None, str, str] | None  # see _partial_feeding
 
     @classmethod
     def of(cls, node: FusedAggregationNode) -> "_NodeSetup":
@@ -242,7 +245,33 @@ class _NodeSetup:
         return cls(tuple(functions), can_pass_through(functions),
                    plan_fusion_program(node.predicates, node.grouping_keys, functions, schema),
                    tuple(node.output_schema.field(name).type for name in node.key_names), layout,
-                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)))
+                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)), _partial_feeding(node))
+
+
+def _partial_feeding(node: PlanNode) -> tuple[str | None, str, str] | None:
+    """Return (local exchange id or None, PARTIAL step id, table scan id) when ``node`` is a grouped FINAL step
+    that reads (through a repartition or not) a PARTIAL step reading a table scan directly; else None.
+
+    Why only then: the FINAL step sizes its table by the scan's rows and what the PARTIAL step saw when it gave
+    up grouping (:meth:`FusedAggregation._size_for_abandoned_partials`), and the PARTIAL step's rows are the
+    scan's only when nothing between them drops rows (a fused PARTIAL step counts the rows its own filters
+    drop: it counts the rows it reads).
+    """
+    if node.step is not AggregationStep.FINAL or not node.grouping_keys or len(node.sources) != 1:
+        return None
+    exchange, partial = None, node.source
+    if isinstance(partial, LocalPartitionNode):
+        if partial.partition_kind != "repartition" or len(partial.sources) != 1:
+            return None
+        exchange, partial = partial, partial.source
+    if getattr(partial, "step", None) is not AggregationStep.PARTIAL or len(partial.sources) != 1:
+        return None
+    scan = partial.source
+    while isinstance(scan, ProjectNode):
+        scan = scan.source
+    if not isinstance(scan, TableScanNode):
+        return None
+    return (exchange.id if exchange is not None else None, partial.id, scan.id)
 
 
 def _fresh_row(layout, functions) -> np.ndarray:
@@ -286,6 +315,8 @@ class FusedAggregation(AggregationOperator):
                                  shape=lambda: ("fused", repr(self.program.shape()), aggregate_shape(self.functions)))
         self._lowest_tier: _LowestTier | None = None
         self._status_placeholder = xp.zeros(3, dtype=xp.int64)
+        #: Until used: where to learn this FINAL step's number of keys (see _size_for_abandoned_partials).
+        self._fed_by = setup.fed_by
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -401,6 +432,8 @@ class FusedAggregation(AggregationOperator):
         """
         if not self.grouped or self.step.input_is_raw:
             return False
+        if self._fed_by is not None:
+            self._size_for_abandoned_partials()
         rows = batch.num_rows
         expected = self._num_groups + self._deferred_rows + rows
         if not self._deferred and expected <= max_groups(int(self._table.shape[0]), self.device.kernel_flavor):
@@ -413,6 +446,49 @@ class FusedAggregation(AggregationOperator):
             return True
         self._run_deferred()
         return True
+
+    def _size_for_abandoned_partials(self) -> None:
+        """Grow the table once for the keys this FINAL step will receive, once its PARTIAL step gave up grouping.
+
+        Why: a PARTIAL step that gave up hands on every row it reads, nearly each a new key here, and the held
+        batches of :meth:`_defer_growth` still only doubled the table at each growth (db-benchmark's q10: 8
+        growths to a 640 MB table a driver, each one a fresh zeroed table and a move of every key). The scan's
+        rows (:meth:`~gpu_engine.exec.task.Task.split_rows`) and the rows and groups the PARTIAL step saw before
+        giving up (:class:`~gpu_engine.exec.abandoned_partials.AbandonedPartials`) estimate the keys, as the
+        first batch's sample does for raw input (:func:`_new_keys_after_sample`: equally likely keys; skew
+        makes it an underestimate, whose extra keys grow the table as before); the repartition spreads them
+        over its partitions evenly. Asked until a PARTIAL driver gave up, then never again; the table never
+        shrinks, and takes at most a quarter of the query's memory cap where one is set.
+        """
+        exchange_id, partial_id, scan_id = self._fed_by
+        task = self.ctx.task
+        seen = task.abandoned_partials.seen(partial_id)
+        if seen is None:
+            return  # not (yet) given up: keys repeat, the table grows with them as before
+        self._fed_by = None
+        scan_rows = task.split_rows(scan_id)
+        if not scan_rows:
+            return
+        rows, groups = seen
+        keys = groups + _new_keys_after_sample(rows, groups, max(0, scan_rows - rows))
+        partitions = task.local_exchange_queues[exchange_id].num_partitions if exchange_id is not None else 1
+        expected = -(-keys // max(1, partitions))
+        flavor = self.device.kernel_flavor
+        slots = slots_for_groups(expected, flavor)
+        limit = self.ctx.config.query_memory_limit_bytes
+        row_bytes = self.table_layout.width * 8
+        while limit and slots > _INITIAL_SLOTS and slots * row_bytes * 4 * max(1, partitions) > limit:
+            slots //= 2
+        current = int(self._table.shape[0])
+        if slots <= current:
+            return
+        self.add_runtime_stat("tables_sized_for_abandoned_partials", 1)
+        if self._num_groups == 0:  # nothing to move
+            self._release_table()
+            self._table = self._new_table(slots)
+        else:
+            self._grow(slots)
+        self.set_memory_reservation(self._state_bytes())
 
     def _run_deferred(self) -> None:
         """Grow the table once for the held batches' new keys, then run the batches.
@@ -475,6 +551,7 @@ class FusedAggregation(AggregationOperator):
         """Stop grouping (a PARTIAL step whose groups nearly match its rows): emit the table's groups and run
         every later batch on the lowest tier, whose HashAggregation hands each row on as a group of one."""
         self.add_runtime_stat("partial_aggregation_abandoned", 1)
+        self._record_abandoned()
         self._output.append(self._emit())
         self._reset()
         if self._lowest_tier is None:

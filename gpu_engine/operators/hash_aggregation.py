@@ -208,6 +208,7 @@ class HashAggregation(AggregationOperator):
         if self.passing_through or not self._can_pass_through:
             return
         self.add_runtime_stat("partial_aggregation_abandoned", 1)
+        self._record_abandoned()
         if self._num_groups:
             self._output.append(self._emit())
         self._reset()

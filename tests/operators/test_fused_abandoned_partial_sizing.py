@@ -1,0 +1,138 @@
+"""A FINAL step whose PARTIAL step gave up grouping sizes its table once, from the scan's rows and what it saw.
+
+Why: a PARTIAL step that finds about a group per row hands every row on, so its FINAL step receives as many rows
+as were scanned, nearly all new keys, and its table grew by doubling (db-benchmark's q10 at 10M rows: 8 growths a
+driver, each a fresh zeroed table and a move of every key). The scan's rows (its splits': an Arrow table's, a
+Parquet footer's row groups) and the PARTIAL step's rows and groups give the keys to expect; the answers must
+not change: keys repeated beyond the estimate (they grow the table as before), NULL keys, string keys of several
+dictionaries, a repartition over two drivers, a memory cap that bounds the table, an empty input.
+"""
+
+from __future__ import annotations
+
+import duckdb
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from duckdb_reference import assert_same_rows
+
+from gpu_engine import Session
+from gpu_engine.operators.fused_aggregation import FusedAggregation
+from gpu_engine.plans import PlanBuilder
+
+#: Distinct keys: enough for several growths from the table's 1024 starting slots (cuda-sim interprets kernels).
+GROUPS = {"cpu": 12_000, "cuda-sim": 3_000, "cuda": 12_000}
+AGGREGATES = ["count(*) AS c", "sum(v) AS sv"]
+SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv FROM t GROUP BY s, g"
+
+
+def _table(groups: int, copies: int, chunks: int) -> pa.Table:
+    """Return ``copies`` rows of each of ``groups`` keys (a string with NULLs, an int with NULLs) in random order,
+    in ``chunks`` chunks whose string column is dictionary-encoded with a dictionary of its own."""
+    rng = np.random.default_rng(11)
+    key = rng.permutation(np.arange(groups * copies) % groups)
+    strings = pa.array([None if k % 17 == 0 else f"k{k % 1009}" for k in key])
+    ints = pa.array(key // 1009, pa.int64(), mask=(key % 23 == 0))
+    values = pa.array(rng.integers(-50, 50, len(key)), pa.int64())
+    bounds = np.linspace(0, len(key), chunks + 1).astype(int)
+    pieces = [pa.table({"s": strings[a:b].dictionary_encode(), "g": ints[a:b], "v": values[a:b]})
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    return pa.concat_tables(pieces)
+
+
+def _expected(table: pa.Table) -> pa.Table:
+    connection = duckdb.connect()
+    connection.register("t", table.cast(pa.schema([("s", pa.string()), ("g", pa.int64()), ("v", pa.int64())])))
+    return connection.sql(SQL).to_arrow_table()
+
+
+def _final_runtime(session: Session, plan, final_id: str) -> dict[str, float]:
+    runtime: dict[str, float] = {}
+    for operator in session.last_stats().operator_stats_by_node()[final_id]:
+        assert operator.operator_type == "FusedAggregation", operator.operator_type
+        for name, value in operator.runtime.items():
+            runtime[name] = runtime.get(name, 0) + value
+    return runtime
+
+
+def _run_one_driver(device_name, source, batch_rows: int, sized: bool, monkeypatch, **config):
+    """Run scan -> PARTIAL -> FINAL on one driver (one pipeline: the order of batches is fixed); return the answer
+    and the FINAL step's runtime stats. ``source`` is a table or a Parquet file's path."""
+    if not sized:
+        monkeypatch.setattr(FusedAggregation, "_size_for_abandoned_partials", lambda self: None)
+    session = Session(device=device_name, drivers=1, batch_rows=batch_rows, partial_aggregation_abandon_rows=1,
+                      **config)
+    if isinstance(source, pa.Table):
+        session.register("t", source, split_rows=batch_rows)
+    else:
+        session.register("t", source)
+    plan = (PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["s", "g"], AGGREGATES)
+            .final_aggregation().plan())
+    result = session.execute(plan)
+    monkeypatch.undo()
+    return result, _final_runtime(session, plan, str(plan.id))
+
+
+def test_a_final_step_after_an_abandoned_partial_step_sizes_its_table_once(device_name, monkeypatch):
+    """A key per row: the PARTIAL step gives up at its first batch; the FINAL step's table is sized before its
+    first batch runs and never grows (it grew several times before)."""
+    groups = GROUPS[device_name]
+    table = _table(groups, 1, 6)
+    batch_rows = groups // 12
+    before, before_stats = _run_one_driver(device_name, table, batch_rows, False, monkeypatch)
+    after, after_stats = _run_one_driver(device_name, table, batch_rows, True, monkeypatch)
+    expected = _expected(table)
+    assert_same_rows(before, expected)
+    assert_same_rows(after, expected)
+    assert before_stats.get("table_growths", 0) >= 2, before_stats
+    assert after_stats.get("tables_sized_for_abandoned_partials") == 1, after_stats
+    assert after_stats.get("table_growths", 0) == 0, after_stats
+
+
+@pytest.mark.parametrize("device_name", ["cpu"])
+def test_a_parquet_scan_gives_its_footers_rows(device_name, monkeypatch, tmp_path):
+    """A Parquet file's splits know their rows from the footer's row groups, as an Arrow table's do."""
+    groups = GROUPS[device_name]
+    table = _table(groups, 1, 1).cast(pa.schema([("s", pa.string()), ("g", pa.int64()), ("v", pa.int64())]))
+    path = tmp_path / "t.parquet"
+    pq.write_table(table, path, row_group_size=groups // 5)
+    result, stats = _run_one_driver(device_name, str(path), groups // 12, True, monkeypatch)
+    assert_same_rows(result, _expected(table))
+    assert stats.get("tables_sized_for_abandoned_partials") == 1, stats
+    assert stats.get("table_growths", 0) == 0, stats
+
+
+@pytest.mark.parametrize("device_name", ["cpu"])
+def test_keys_repeated_beyond_the_estimate_grow_the_table_and_answer_the_same(device_name, monkeypatch):
+    """Each key twice: the PARTIAL step's first batch looks all distinct, so the estimate counts every row; with
+    a memory cap the table is bounded below that and the keys beyond it grow it as before."""
+    groups = GROUPS[device_name] // 2
+    table = _table(groups, 2, 4)
+    for config in ({}, {"query_memory_limit_bytes": 8 << 20}):
+        result, stats = _run_one_driver(device_name, table, groups // 10, True, monkeypatch, **config)
+        assert_same_rows(result, _expected(table))
+        assert stats.get("tables_sized_for_abandoned_partials") == 1, (config, stats)
+    assert stats.get("table_growths", 0) >= 1, stats  # the capped run
+
+
+@pytest.mark.parametrize("device_name", ["cpu"])
+def test_a_repartitioned_final_step_over_two_drivers_answers_the_same(device_name):
+    """Two drivers, the FINAL step behind a repartition: which driver gives up first varies, the answer does not;
+    one of them gives up (a row is enough), so a FINAL driver sizes its table."""
+    groups = GROUPS[device_name]
+    table = _table(groups, 1, 6)
+    session = Session(device=device_name, drivers=2, batch_rows=groups // 12, partial_aggregation_abandon_rows=1)
+    session.register("t", table, split_rows=groups // 12)
+    plan = (PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["s", "g"], AGGREGATES)
+            .local_partition(["s", "g"]).final_aggregation().plan())
+    result = session.execute(plan)
+    assert_same_rows(result, _expected(table))
+    assert _final_runtime(session, plan, str(plan.id)).get("tables_sized_for_abandoned_partials", 0) >= 1
+
+
+@pytest.mark.parametrize("device_name", ["cpu"])
+def test_an_empty_input_sizes_nothing_and_answers_no_groups(device_name, monkeypatch):
+    result, stats = _run_one_driver(device_name, _table(100, 1, 1).slice(0, 0), 256, True, monkeypatch)
+    assert result.num_rows == 0
+    assert "tables_sized_for_abandoned_partials" not in stats
