@@ -48,6 +48,7 @@ from gpu_engine.sql.refusals import HAS_COLLATE, check_star_modifiers, refuse_un
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic
 from gpu_engine.sql.spark_functions import spark_semantics
+from gpu_engine.sql.tree_census import TreeCensus, tree_census
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
 from gpu_engine.sql.series_sources import (with_series_arguments_held, with_series_arguments_released,
                                            with_series_as_sources)
@@ -103,6 +104,10 @@ def qualify_schema(catalog: Mapping[str, pa.Schema], dialect: str) -> MappingSch
     return schema
 
 
+#: Meta key of the parsed tree's :class:`TreeCensus` from :func:`_parse` to :func:`parse_and_qualify` (popped there).
+_CENSUS = "gpu_engine.tree_census"
+
+
 def parse_one_statement(text: str, dialect: str) -> exp.Expression:
     """Parse ``text`` as exactly one SQL statement, its nesting checked first; errors as SqlError with positions."""
     tokens = check_text_nesting(text, dialect)
@@ -138,15 +143,23 @@ def _parse(text: str, dialect: str) -> exp.Expression:
                 if kind in ("CREATE", "DROP") else "")
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
-    if dialect == "duckdb":  # USING SAMPLE / TABLESAMPLE as random() filters (Spark's n ROWS means other rows)
-        tree = with_samples_as_random_filters(tree)
+    # The rare constructs the tree holds, in one walk: the passes below and parse_and_qualify's skip theirs where
+    # theirs is absent (gpu_engine.sql.tree_census). None: skip nothing.
+    census: TreeCensus | None = tree_census(tree)
+    if dialect == "duckdb" and census.holds(exp.TableSample):  # USING SAMPLE / TABLESAMPLE as random() filters
+        tree = with_samples_as_random_filters(tree)  # (Spark's n ROWS means other rows)
     if "unnest" in text.lower() or "explode" in text.lower():  # (a walk only where one may be written)
         tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
-    tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)
+        census = None  # it writes new FROM items (series, split lists): the census no longer says what is there
+    if census is None or census.holds(exp.GenerateSeries, exp.Split) or (
+            dialect == "spark" and census.holds(exp.Anonymous)):  # (the sample rewrite makes none of these)
+        tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)
     nodes = refuse_unsupported(tree, dialect)
     with_named_windows_inlined(nodes, text if dialect == "duckdb" else None)  # OVER w ... WINDOW w AS (...) written out
     with_constant_sources(tree, nodes)  # SELECT without FROM, VALUES lists
-    check_set_operation_widths(tree)
+    if census is None or census.holds(exp.SetOperation):  # no pass above makes a set operation
+        check_set_operation_widths(tree)
+    tree.meta[_CENSUS] = census
     return tree
 
 
@@ -495,17 +508,27 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         and candidates), or a statement other than a query.
     """
     tree = _parse(text, dialect)
-    note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
-    note_current_date_names(tree, text)  # current_date or today(): one node to sqlglot, named as written
-    for call, node in enumerate(tree.find_all(exp.Rand, exp.Uuid)):  # random(), uuid(): each call its own values
-        node.meta["call"] = call
+    # What the parsed tree holds (None: not known, skip nothing). The passes of _parse after its census make no
+    # string_agg, current_date, uuid, SEMI/ANTI join, COLUMNS(...), * EXCLUDE/REPLACE, set operation or
+    # GROUP/ORDER BY ALL; the sample rewrite makes random() calls (so a sample counts as one below).
+    census = tree.meta.pop(_CENSUS, None)
+    if census is None or census.holds(exp.GroupConcat):
+        note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
+    if census is None or census.holds(exp.CurrentDate):
+        note_current_date_names(tree, text)  # current_date or today(): one node to sqlglot, named as written
+    if census is None or census.holds(exp.Rand, exp.Uuid, exp.TableSample):
+        for call, node in enumerate(tree.find_all(exp.Rand, exp.Uuid)):  # random(), uuid(): each call its own values
+            node.meta["call"] = call
     _check_tables(tree, catalog)
-    tree = with_semi_anti_joins_as_exists(tree)  # DuckDB's a SEMI|ANTI JOIN b ON c: [NOT] EXISTS, before * expands
-    tree = with_columns_expanded(tree, qualify_schema(catalog, dialect), dialect)  # DuckDB's COLUMNS('re|gex')
+    if census is None or census.semi_anti_joins:  # DuckDB's a SEMI|ANTI JOIN b ON c: [NOT] EXISTS, before * expands
+        tree = with_semi_anti_joins_as_exists(tree)
+    if census is None or census.holds(exp.Columns):  # DuckDB's COLUMNS('re|gex')
+        tree = with_columns_expanded(tree, qualify_schema(catalog, dialect), dialect)
     if dialect == "duckdb":  # SELECT * FROM (SELECT count(*) ...): count_star(), not _col_0
         name_derived_projections(tree)
     tree = with_derived_names_unique(tree, qualify_schema(catalog, dialect), dialect)  # s.a, s.a_1 (DuckDB)
-    check_star_modifiers(tree, catalog)
+    if census is None or census.star_modifiers:  # (COLUMNS(...) and the renaming passes above make none)
+        check_star_modifiers(tree, catalog)
     spelled = _name_projections(tree, dialect, catalog)
     finish_constant_sources(tree)  # SELECT without FROM reads one row (named first: "(SELECT 1)" as written)
     if dialect == "spark":  # Spark's names with Spark's meaning (dayofweek from 1, date_add a DATE...)
@@ -530,8 +553,10 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         raise _column_error(error, normalized, catalog) from None
     if tree.meta.get(HAS_LATERAL):  # LATERAL (subquery) joins as ordinary joins (gpu_engine/sql/lateral_joins.py)
         tree = with_lateral_joins_decorrelated(tree)
-    check_set_operation_widths(tree)  # again with every * expanded
-    tree = _desugar(tree)
+    if census is None or census.holds(exp.SetOperation) or tree.meta.get(HAS_LATERAL):
+        check_set_operation_widths(tree)  # again with every * expanded (qualify makes no set operation)
+    if census is None or census.all_keys:  # GROUP BY ALL / ORDER BY ALL, which only the parser makes
+        tree = _desugar(tree)
     aggregates = aggregate_projections(tree)
     tree = pushdown_projections(tree)
     tree = with_series_arguments_released(tree)
