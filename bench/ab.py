@@ -31,6 +31,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
     python bench/ab.py id-slot-probe dbbench 3 --sf 10 --runs 7
     python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
+    python bench/ab.py value-words dbbench 6 --sf 10 --runs 9
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
@@ -354,6 +355,15 @@ def _partition_slots():
     return module, "partition_first_rows", lambda device, partition_ids, words, limit, partitions: None
 
 
+def _value_words():
+    """A quantile's values turned into sort words by ``sort_key_words`` before bucketing (``value_rank_rows`` off)."""
+    import gpu_engine.aggregation.holistic as module
+    from gpu_engine.kernels.order_statistics import group_rank_rows
+    from gpu_engine.kernels.sort import sort_key_words
+    return module, "value_rank_rows", lambda device, group_ids, groups, values, *rest: group_rank_rows(
+        device, group_ids, groups, sort_key_words(device, [values], [True], [False]), *rest)
+
+
 def _kept_positions():
     """A column read late for some rows finds the positions of the rows kept by a binary search per kept row
     (``late_materialization._positions`` and its same-rows shortcut in ``_kept_of`` before they replaced it)."""
@@ -662,6 +672,7 @@ SWITCHES = {
     "string-key-growth": _string_key_growth,
     "id-slot-probe": _id_slot_probe,
     "partition-slots": _partition_slots,
+    "value-words": _value_words,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,

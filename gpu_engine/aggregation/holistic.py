@@ -52,7 +52,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_in
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 from gpu_engine.kernels.hash import hash_columns
-from gpu_engine.kernels.order_statistics import group_rank_rows
+from gpu_engine.kernels.order_statistics import value_rank_rows
 from gpu_engine.kernels.sort import sort_key_words
 from gpu_engine.plans.aggregates import order_key_names
 
@@ -244,10 +244,9 @@ class Quantile(ValueList):
         if descending:  # positions count from the greatest value
             low, high = n - 1 - low, n - 1 - high
         # Kept values are never NULL (gathered drops them): their words carry no null word.
-        words = sort_key_words(device, [Column(values.dtype, values.data, None, values.offsets, values.dictionary)],
-                               [True], [False])
         # Groups without values read row 0: NULL anyway.
-        first, second = group_rank_rows(device, group_ids, groups, words, counts, starts, low, high)
+        first, second = value_rank_rows(device, group_ids, groups, Column(
+            values.dtype, values.data, None, values.offsets, values.dictionary), counts, starts, low, high)
         if delta is None:
             picked = gather_column(device, values, first)
             return Column(picked.dtype, picked.data, valid & (True if picked.validity is None else picked.validity),
@@ -268,7 +267,7 @@ class Quantile(ValueList):
                 mixed = xp.where(delta == 0, low, low + (high - low) * delta)
             return mixed.astype(physical_dtype(out))
         low, high = a.astype(xp.int64), b.astype(xp.int64)
-        if pa.types.is_timestamp(out):  # DuckDB: lo + llround((hi - lo) * d), the product a double
+        if pa.types.is_timestamp(out) or pa.types.is_time64(out):  # DuckDB: lo + llround((hi - lo) * d), a double product
             step = (high - low).astype(xp.float64) * delta
             whole = xp.trunc(step)
             halfway = xp.abs(step - whole) >= 0.5  # exact: a double less its integer part

@@ -67,3 +67,47 @@ def test_the_cpu_twin_buckets_and_selects_in_two_launches_without_sorting_whole_
     before = counts_now()
     group_rank_rows(device, group_ids, 100, words, counts, starts, first, second)
     assert counts_now().kernel_launches - before.kernel_launches == 2
+
+
+@pytest.mark.parametrize("dtype", ["float64", "int32", "int64"])
+def test_value_rank_rows_pick_each_groups_values_at_the_ranks_in_duckdbs_order(device, device_name, dtype,
+                                                                             monkeypatch):
+    """Values, not words: doubles with NaN (greatest), -0.0 equal to 0.0 and infinities; negative integers. On
+    the CPU the words are made inside the bucketing pass (two launches, the sort words never built)."""
+    import pyarrow as pa
+
+    import gpu_engine.kernels.order_statistics as module
+    from gpu_engine.columnar.column import Column
+
+    rows = 60 if device_name == "cuda-sim" else 6_000
+    if device_name == "cuda-sim" and dtype != "float64":
+        pytest.skip("the simulator sorts through the sort words: one case")
+    groups = 7
+    group_ids, _, counts, starts, first, second = _case(rows, groups, 3, seed=9)
+    rng = np.random.default_rng(4)
+    if dtype == "float64":
+        pool = np.array([np.nan, -np.nan, -0.0, 0.0, np.inf, -np.inf, -1.5, 2.25, 1e300, -1e-300])
+        values = pool[rng.integers(0, len(pool), rows)]
+        arrow_type = pa.float64()
+    else:
+        values = rng.integers(-50, 50, rows).astype(dtype)
+        arrow_type = pa.int32() if dtype == "int32" else pa.int64()
+    if device_name == "cpu":
+        monkeypatch.setattr(module, "sort_key_words", lambda *a, **k: pytest.fail("the sort words were built"))
+    xp = device.xp
+    column = Column(arrow_type, xp.asarray(values), None)
+    before = counts_now()
+    first_rows, second_rows = module.value_rank_rows(device, xp.asarray(group_ids), groups, column,
+                                                     xp.asarray(counts), xp.asarray(starts), xp.asarray(first),
+                                                     xp.asarray(second))
+    if device_name == "cpu":
+        assert counts_now().kernel_launches - before.kernel_launches == 2
+    first_rows, second_rows = device.to_host(first_rows), device.to_host(second_rows)
+    key = (lambda v: (True, 0.0) if np.isnan(v) else (False, float(v) + 0.0)) if dtype == "float64" else int
+    for g in range(groups):
+        if counts[g] == 0:
+            continue
+        ordered = sorted(values[group_ids == g].tolist(), key=key)
+        assert group_ids[first_rows[g]] == g and group_ids[second_rows[g]] == g
+        assert key(values[first_rows[g]]) == key(ordered[first[g]]), g
+        assert key(values[second_rows[g]]) == key(ordered[second[g]]), g
