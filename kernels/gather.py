@@ -14,7 +14,7 @@ from numba import cuda, njit
 
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
-from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.kernels.launch import launch_twin, read_only
 
 __all__ = ["gather", "gather_column", "dictionary_row_validity"]
 
@@ -95,7 +95,7 @@ def gather(device: Device, array: Any, indices: Any) -> Any:
             out[:, k] = gather(device, xp.ascontiguousarray(array[:, k]), indices)
         return out
     out = xp.empty(indices.shape[0], dtype=array.dtype)
-    launch_twin(device, indices.shape[0], _gather_cpu, _gather_cuda, xp.ascontiguousarray(array),
+    launch_twin(device, indices.shape[0], _gather_cpu, _gather_cuda, read_only(xp, array),  # one signature a type
                 xp.ascontiguousarray(indices), out)
     return out
 

@@ -25,7 +25,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_floating, is_interval, is_string
 from gpu_engine.device import Device
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
-from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.kernels.launch import launch_twin, read_only
 
 __all__ = [
     "hash_columns",
@@ -192,7 +192,7 @@ def fixed_width_key_words(device: Device, column: Column) -> Any:
             # One pass over the bits: the array operations below made seven over the column and its
             # temporaries (a fifth of db-benchmark q6's driver time went to the median's sort words of 10M doubles).
             out = np.empty(data.shape[0], dtype=np.uint64)
-            _double_key_words_cpu(np.ascontiguousarray(data).view(np.uint64), out)
+            _double_key_words_cpu(read_only(np, data.view(np.uint64)), out)  # one signature (launch.read_only)
             return out
         # Integer tests on the bits: float arithmetic would raise warnings on signaling NaNs.
         is_nan = data != data

@@ -73,7 +73,7 @@ from gpu_engine.kernels.fused_rows import KEY_HASH_SEED, finish_key_hash, key_wo
 from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, GroupByHashTable
 from gpu_engine.kernels.hash import fixed_width_key_words
-from gpu_engine.kernels.launch import launch_cuda, launch_twin
+from gpu_engine.kernels.launch import launch_cuda, launch_twin, read_only
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words", "BLOOM_BITS_PER_KEY"]
@@ -443,21 +443,6 @@ def _add_value_bounds_cpu(key_ids, values, valid, lows, highs):
             continue
         lows[g] = min(lows[g], values[i])
         highs[g] = max(highs[g], values[i])
-
-
-def _read_only_values(xp: Any, values: Any) -> Any:
-    """Return ``values`` contiguous, and on the host as a read-only view.
-
-    Why: numba types a read-only array apart from a writable one, so the value-bounds kernels would have two
-    signatures: an ``int64`` column read from Parquet is a read-only Arrow buffer, one cast to ``int64`` (a
-    date, an ``int32``) a new writable array. Seen read-only always, they have one, which set-up compiles
-    (``codegen/static_kernels.TOUR_SQL``), and no first query compiles the other on a driver.
-    """
-    values = xp.ascontiguousarray(values)
-    if isinstance(values, np.ndarray) and values.flags.writeable:
-        values = values.view()
-        values.flags.writeable = False
-    return values
 
 
 # ------------------------------------------------------------------ CUDA twins
@@ -947,7 +932,7 @@ class JoinHashTable:
         highs = xp.full(self.num_keys + 1, np.iinfo(np.int64).min, dtype=xp.int64)
         valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
         launch_twin(self.device, self.num_keys, _value_bounds_cpu, _value_bounds_cuda,
-                    self._offsets, self._rows, _read_only_values(xp, values), valid, lows, highs)
+                    self._offsets, self._rows, read_only(xp, values), valid, lows, highs)
         return lows, highs
 
     def empty_bounds(self) -> Any:
@@ -967,7 +952,7 @@ class JoinHashTable:
         xp = self.device.xp
         valid = valid if valid is not None else xp.zeros(0, dtype=xp.bool_)
         launch_twin(self.device, int(key_ids.shape[0]), _add_value_bounds_cpu, _add_value_bounds_cuda,
-                    key_ids, _read_only_values(xp, values), valid, bounds[0], bounds[1])
+                    key_ids, read_only(xp, values), valid, bounds[0], bounds[1])
 
     def rows_differing(self, bounds: Any, values: Any, valid: Any | None) -> Any:
         """Return a ``bool`` per build row: True where its non-NULL value differs from its key's low or high in

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+import numpy as np
 from numba import cuda
 
 from gpu_engine.device import Device
@@ -33,7 +34,7 @@ from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.exec.made_once import MadeOnce
 from gpu_engine.kernels.driver_launch import launch_through_driver
 
-__all__ = ["launch_cuda", "launch_twin", "launch_stream"]
+__all__ = ["launch_cuda", "launch_twin", "launch_stream", "read_only"]
 
 _NUMBA_STREAMS: MadeOnce[int, Any] = MadeOnce()  # CUDA stream handle -> numba's wrapper of it
 _cai_sync_disabled = False
@@ -107,3 +108,19 @@ def launch_twin(device: Device, n: int, cpu_kernel: Callable[..., Any], cuda_ker
             cpu_kernel(*arguments)
         return
     launch_cuda(device, cuda_kernel, n, *arguments, max_blocks=max_blocks)
+
+
+def read_only(xp: Any, values: Any) -> Any:
+    """Return ``values`` contiguous, and on the host as a read-only view (a device array as it is).
+
+    Why: numba types a read-only array apart from a writable one, so a CPU twin given a column's values had
+    two signatures per type: a column read from Parquet is a read-only Arrow buffer, one computed (a cast, an
+    expression) a new writable array. Set-up (:mod:`gpu_engine.codegen.static_kernels`) runs TPC-H, whose
+    tables have no DOUBLE columns, so a first query gathering or hashing a Parquet DOUBLE column compiled its
+    read-only signature on a driver. A kernel's read-only inputs passed through here have one signature a type.
+    """
+    values = xp.ascontiguousarray(values)
+    if isinstance(values, np.ndarray) and values.flags.writeable:
+        values = values.view()
+        values.flags.writeable = False
+    return values

@@ -160,3 +160,45 @@ def test_the_tour_runs_the_semi_join_value_bounds_kernels_with_every_signature_t
         other.sql(text)
     for name in kernels:
         assert set(getattr(hash_join, name).overloads) <= toured[name], name
+
+
+def test_kernels_given_a_column_s_values_have_one_signature_whether_it_was_read_from_parquet_or_computed(
+        tmp_path, monkeypatch):
+    """A column read from Parquet is a read-only buffer, one computed a writable array, and numba types them
+    apart: gathering and hashing a Parquet DOUBLE column (TPC-DS q4, q36) compiled a signature on a driver that
+    set-up's TPC-H runs (whose DOUBLEs are all computed) never made. The values go in read-only always; and
+    set-up's tour joins on strings, whose key packing TPC-H never ran (TPC-DS q4)."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from gpu_engine import Session
+    from gpu_engine.codegen.static_kernels import PRECOMPILE_SCALE_FACTOR, TOUR_SQL
+    from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
+    from gpu_engine.kernels import gather, group_by
+    from gpu_engine.kernels import hash as hash_kernels
+
+    kernels = ((gather, "_gather_cpu"), (hash_kernels, "_double_key_words_cpu"), (group_by, "_pack_strings_cpu"))
+    for module, name in kernels:
+        monkeypatch.setattr(module, name, _fresh_dispatcher(getattr(module, name)))
+    path = tmp_path / "d.parquet"
+    pq.write_table(pa.table({"k": pa.array(np.arange(300) % 7, pa.int64()), "x": pa.array(np.arange(300) / 4.0),
+                             "y": pa.array(np.arange(300) % 5 / 2.0)}), path)
+    session = Session(device="cpu", drivers=1, fuse=False)
+    session.register("d", str(path))
+    for text in ("SELECT x, y FROM d ORDER BY x DESC LIMIT 5",  # doubles read from the file, gathered
+                 "SELECT x * 2 AS w, y + 1 AS v FROM d ORDER BY x DESC LIMIT 5",  # computed doubles, gathered
+                 "SELECT y, count(*) AS n FROM d GROUP BY y",  # a file's doubles as keys
+                 "SELECT y + 1 AS z, count(*) AS n FROM d GROUP BY y + 1"):  # computed doubles as keys
+        session.sql(text)
+    for module, name in kernels[:2]:
+        signatures = list(getattr(module, name).overloads)
+        float_values = [s for s in signatures if str(s[0].dtype) in ("float64", "uint64")]
+        assert len(float_values) == 1, (name, float_values)
+
+    tpch = Session(device="cpu", drivers=1, fuse=False)
+    register_tpch(tpch, ensure_tpch(PRECOMPILE_SCALE_FACTOR, tmp_path / "tpch", progress=False))
+    for text in TOUR_SQL:
+        if " JOIN " in text and "phone" in text:
+            tpch.sql(text)
+    assert group_by._pack_strings_cpu.overloads
