@@ -164,7 +164,7 @@ def _is_orderable(dtype: pa.DataType) -> bool:
     if is_decimal(dtype):
         return dtype.precision <= 18
     return is_integer(dtype) or is_floating(dtype) or is_boolean(dtype) or pa.types.is_date32(dtype) \
-        or pa.types.is_timestamp(dtype)
+        or pa.types.is_timestamp(dtype) or pa.types.is_time64(dtype)
 
 
 def intermediate_names(function: str, input_type: pa.DataType | None, name: str,
@@ -249,7 +249,8 @@ def result_type(function: str, input_type: pa.DataType | None, second_type: pa.D
             raise TypeError(f"avg is not defined for {input_type}")
         return pa.float64()
     if function in ("min", "max"):
-        if is_numeric(input_type) or is_string(input_type) or is_temporal(input_type) or is_boolean(input_type):
+        if (is_numeric(input_type) or is_string(input_type) or is_temporal(input_type) or is_boolean(input_type)
+                or pa.types.is_time64(input_type)):
             return input_type
         raise TypeError(f"{function} is not defined for {input_type}")
     raise TypeError(f"unknown aggregate function {function!r}")

@@ -23,7 +23,7 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal
+from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal, is_time
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE, constant_value, function_type, part_name
 from gpu_engine.plans.sql_literals import coerce_literal
@@ -297,6 +297,8 @@ def duckdb_type_name(dtype: pa.DataType) -> str | None:
         return "TIMESTAMP WITH TIME ZONE" if dtype.tz else "TIMESTAMP"
     if dtype == INTERVAL:
         return "INTERVAL"
+    if is_time(dtype):
+        return "TIME"
     return _DUCKDB_TYPE_NAMES.get(dtype)
 
 
@@ -559,6 +561,15 @@ def _make_timestamp(translator: Any, tree: exp.TimestampFromParts) -> Expr:
     return build_function(translator, "make_timestamp", args, tree)
 
 
+def _make_time(translator: Any, tree: exp.TimeFromParts) -> Expr:
+    parts = [tree.args.get(key) for key in ("hour", "min", "sec")]
+    if any(part is None for part in parts):
+        raise translator.error("make_time() takes 3 arguments (hour, minute, seconds)", tree)
+    args = _translate(translator, parts)
+    args = [_typed_null(arg, pa.int64()) for arg in args[:2]] + [_typed_null(args[2], pa.float64())]
+    return build_function(translator, "make_time", args, tree)
+
+
 def _date_add(translator: Any, tree: exp.DateAdd) -> Expr:
     interval = tree.expression
     if not isinstance(interval, exp.Interval):
@@ -590,6 +601,9 @@ def date_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree: exp
     """Return DuckDB's ``DATE + INTEGER`` / ``INTEGER + DATE`` / ``DATE - INTEGER`` (a DATE) or ``DATE - DATE``
     (the days between, BIGINT); other arithmetic on a date is refused naming the operand types."""
     left_date, right_date = pa.types.is_date32(left.dtype), pa.types.is_date32(right.dtype)
+    if op == "add" and (left_date and is_time(right.dtype) or right_date and is_time(left.dtype)):
+        date, time = (left, right) if left_date else (right, left)  # DuckDB's DATE + TIME: a TIMESTAMP
+        return build_function(translator, "date_add_time", [date, time], tree)
     if op == "sub" and left_date and right_date:
         return build_function(translator, "date_sub", [left, right], tree)
     if op == "add" and right_date and not left_date:
@@ -692,7 +706,8 @@ _READ = {
     exp.RegexpReplace: {"this", "expression", "replacement", "modifiers"}, exp.Round: {"this", "decimals"},
     exp.Greatest: {"this", "expressions"}, exp.Least: {"this", "expressions"}, exp.Coalesce: {"this", "expressions"},
     exp.TimestampTrunc: {"this", "unit"}, exp.DateDiff: {"this", "expression", "unit"},
-    exp.DateFromParts: {"year", "month", "day"}, exp.TimestampFromParts: {"year", "month", "day", "hour", "min", "sec"}, exp.DateAdd: {"this", "expression"},
+    exp.DateFromParts: {"year", "month", "day"}, exp.TimestampFromParts: {"year", "month", "day", "hour", "min", "sec"},
+    exp.TimeFromParts: {"hour", "min", "sec"}, exp.DateAdd: {"this", "expression"},
     exp.TimeToStr: {"this", "format"}, exp.Anonymous: {"this", "expressions"}, exp.TryCast: {"this", "to"},
     exp.Repeat: {"this", "times"}, exp.SplitPart: {"this", "delimiter", "part_index"},
     exp.RegexpExtract: {"this", "expression", "group", "parameters"}, exp.StrToTime: {"this", "format"},
@@ -746,6 +761,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.IntDiv: _integer_division,
     exp.Nullif: _nullif, exp.Coalesce: _coalesce,
     exp.TimestampTrunc: _date_trunc, exp.DateDiff: _date_diff, exp.DateFromParts: _make_date, exp.TimestampFromParts: _make_timestamp,
+    exp.TimeFromParts: _make_time,
     exp.DateAdd: _date_add, exp.TimeToStr: _strftime,
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,

@@ -26,7 +26,7 @@ from typing import Callable, Sequence
 import pyarrow as pa
 
 from gpu_engine.columnar.types import (
-    is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal,
+    is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal, is_time,
 )
 from gpu_engine.plans.expressions import Expr, Literal
 from gpu_engine.plans.intervals import INTERVAL_FUNCTIONS
@@ -370,8 +370,8 @@ def _sign(name: str, args: Sequence[Expr]) -> pa.DataType:
 def _greatest(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 1, None)
     for position, arg in enumerate(args, 1):
-        if not (is_numeric(arg.dtype) or is_temporal(arg.dtype) or pa.types.is_null(arg.dtype)):
-            raise TypeError(f"{name}() compares numbers and dates, got {arg.dtype} as argument {position}")
+        if not (is_numeric(arg.dtype) or is_temporal(arg.dtype) or is_time(arg.dtype) or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() compares numbers, dates and times, got {arg.dtype} as argument {position}")
     try:
         return functools.reduce(common_type, [arg.dtype for arg in args])
     except TypeError:
@@ -411,7 +411,11 @@ def _temporal(name: str, arg: Expr, position: int) -> None:
 def _date_part(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 2, 2)
     _part(name, args, DATE_PARTS)
-    _temporal(name, args[1], 2)
+    if is_time(args[1].dtype):  # a TIME has the parts of a time of day only, as DuckDB's
+        if args[0].value is not None and part_name(args[0].value) not in (*TIME_PARTS, "epoch"):
+            raise TypeError(f'{name}(): "time" units "{part_name(args[0].value).upper()}" not recognized')
+    else:
+        _temporal(name, args[1], 2)
     return pa.float64() if part_name(args[0].value) == "epoch" else pa.int64()
 
 
@@ -667,6 +671,24 @@ def _make_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.timestamp("us")
 
 
+def _make_time(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``make_time(hour, minute, seconds)``: a TIME, as DuckDB's."""
+    _arity(name, args, 3, 3)
+    _integer_arguments(name, args[:2])
+    _number(name, args[2], 3)
+    return pa.time64("us")
+
+
+def _date_add_time(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``date_add_time(date, time)``: DuckDB's ``DATE + TIME``, a TIMESTAMP."""
+    _arity(name, args, 2, 2)
+    if not (pa.types.is_date32(args[0].dtype) or pa.types.is_null(args[0].dtype)):
+        raise TypeError(f"{name}() needs a date as argument 1, got {args[0].dtype}")
+    if not (is_time(args[1].dtype) or pa.types.is_null(args[1].dtype)):
+        raise TypeError(f"{name}() needs a TIME as argument 2, got {args[1].dtype}")
+    return pa.timestamp("us")
+
+
 def _current_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``now()`` / ``current_timestamp``: the instant the query's Task first reads it, TIMESTAMP WITH TIME ZONE."""
     _arity(name, args, 0, 0)
@@ -740,6 +762,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "isnan": _float_test, "isinf": _float_test, "isfinite": _float_test,
     "date_part": _date_part, "date_trunc": _date_trunc, "date_diff": _date_diff,
     "add_interval": _add_interval, "make_date": _make_date,
+    "make_time": _make_time, "date_add_time": _date_add_time,
     "date_add_days": _date_days, "date_sub_days": _date_days, "date_sub": _date_difference,
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
     "current_date": _current_date, "current_timestamp": _current_timestamp, "make_timestamp": _make_timestamp,

@@ -21,7 +21,7 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.tokens import TokenType
 
-from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import INTERVAL, is_integer, is_interval, is_numeric, is_string, is_temporal, is_time
 from gpu_engine.plans.expressions import Cast, Expr, Function, Literal
 from gpu_engine.plans.function_translation import build_function
 from gpu_engine.plans.intervals import (
@@ -146,6 +146,14 @@ def interval_arithmetic(translator: Any, op: str, left: Expr, right: Expr, tree:
     left_interval, right_interval = is_interval(left.dtype), is_interval(right.dtype)
     if left_interval and right_interval and op in ("add", "sub"):
         return build_function(translator, "interval_add" if op == "add" else "interval_sub", [left, right], tree)
+    if (left_interval and is_time(right.dtype) and op == "add"
+            or right_interval and is_time(left.dtype) and op in ("add", "sub")):
+        # DuckDB's TIME ± INTERVAL: the interval's time part, wrapped within the day (its days and months add
+        # nothing to a time of day)
+        time, interval = (right, left) if left_interval else (left, right)
+        if op == "sub":
+            interval = negated_interval(translator, interval, tree)
+        return build_function(translator, "time_add_interval", [time, interval], tree)
     if left_interval and is_temporal(right.dtype) and op == "add":
         return _shifted(translator, right, left, False, tree)
     if right_interval and is_temporal(left.dtype) and op in ("add", "sub"):

@@ -300,6 +300,15 @@ def _shift(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.timestamp("us", tz=dtype.tz) if pa.types.is_timestamp(dtype) else pa.timestamp("us")
 
 
+def _time_shift(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``time_add_interval(t, interval)``: DuckDB's ``TIME + INTERVAL``, a TIME."""
+    _arity(name, args, 2)
+    if not (pa.types.is_time64(args[0].dtype) or _is_null(args[0])):
+        raise TypeError(f"{name}() needs a TIME as argument 1, got {args[0].dtype}")
+    _interval_argument(name, args[1], 2)
+    return pa.time64("us")
+
+
 def _between_instants(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``timestamp_difference(a, b)`` (``a - b``) and ``age(a, b)``: an INTERVAL between two instants."""
     _arity(name, args, 2)
@@ -336,6 +345,6 @@ INTERVAL_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     **{name: _constructor for name in _CONSTRUCTOR_NAMES},
     "interval_add": _two_intervals, "interval_sub": _two_intervals, "interval_negate": _negate,
     "interval_multiply": _multiply, "interval_scale": _scale, "interval_divide": _scale,
-    "timestamp_add_interval": _shift,
+    "timestamp_add_interval": _shift, "time_add_interval": _time_shift,
     "timestamp_difference": _between_instants, "age": _age, "interval_part": _part,
 }

@@ -14,7 +14,9 @@ import functools
 import pyarrow as pa
 from sqlglot import exp
 
-from gpu_engine.columnar.types import INTERVAL, TIMESTAMPTZ, is_boolean, is_integer, is_interval, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import (
+    INTERVAL, TIME, TIMESTAMPTZ, is_boolean, is_integer, is_interval, is_numeric, is_string, is_temporal, is_time,
+)
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import (
     BinaryOp,
@@ -66,7 +68,7 @@ _SQL_TYPES = {
     _DT.TEXT: pa.string(), _DT.VARCHAR: pa.string(), _DT.CHAR: pa.string(),
     _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
     _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"), _DT.INTERVAL: INTERVAL,
-    _DT.TIMESTAMPTZ: TIMESTAMPTZ,
+    _DT.TIMESTAMPTZ: TIMESTAMPTZ, _DT.TIME: TIME,
 }
 
 
@@ -162,9 +164,7 @@ def _regex_literal(character: str) -> str:
 
 #: What to write instead of a type the engine has no column of (said with the refusal).
 _TYPE_ALTERNATIVES = {
-    _DT.TIME: "; keep a time of day as a TIMESTAMP, as the INTERVAL since midnight (ts - date_trunc('day', ts)) or "
-              "as text (strftime(ts, '%H:%M:%S'))",
-    _DT.TIMETZ: "; keep a time of day as a TIMESTAMP, or as the INTERVAL since midnight (ts - date_trunc('day', ts))",
+    _DT.TIMETZ: "; keep a time of day as a TIME converted to UTC, or the instant as a TIMESTAMPTZ",
 }
 
 
@@ -238,7 +238,7 @@ def _text_cast_for_equality(left: Expr, right: Expr) -> tuple[Expr, Expr]:
     for this, other in ((left, right), (right, left)):
         if (is_string(this.dtype) and not isinstance(this, Literal) and not is_untyped_null(other)
                 and (is_numeric(other.dtype) or is_boolean(other.dtype) or pa.types.is_date32(other.dtype)
-                     or pa.types.is_timestamp(other.dtype))):
+                     or pa.types.is_timestamp(other.dtype) or is_time(other.dtype))):
             cast = Cast(this, other.dtype)
             return (cast, right) if this is left else (left, cast)
     return left, right
@@ -431,7 +431,7 @@ class ScalarTranslator:
                 as_value = self._text_constant_as(this, other.dtype, tree)
                 left, right = (as_value, right) if this is left else (left, as_value)
             if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
-                    and pa.types.is_timestamp(other.dtype)):
+                    and (pa.types.is_timestamp(other.dtype) or is_time(other.dtype))):
                 as_timestamp = self._timestamp_text(this, other.dtype, tree)
                 left, right = (as_timestamp, right) if this is left else (left, as_timestamp)
         if not is_comparable(left.dtype, right.dtype):
@@ -462,10 +462,16 @@ class ScalarTranslator:
         refused while planning (DuckDB's binder refuses it too), never per batch."""
         from gpu_engine.columnar import Column
         from gpu_engine.device import get_device
-        from gpu_engine.expressions.text_on_host import parse_timestamps
+        from gpu_engine.expressions.text_on_host import parse_times, parse_timestamps
 
         device = get_device("cpu")
-        _ticks, parsed = parse_timestamps(device, Column.from_arrow(pa.array([literal.value]), device), dtype)
+        text = Column.from_arrow(pa.array([literal.value]), device)
+        if is_time(dtype):  # a TIME likewise (``t > '10:30'``)
+            if not bool(parse_times(device, text)[1][0]):
+                raise self.error(f"invalid time literal {literal.sql()} (DuckDB reads '[YYYY-MM-DD ]HH:MM[:SS[.f]]')",
+                                 tree)
+            return Cast(literal, dtype)
+        _ticks, parsed = parse_timestamps(device, text, dtype)
         if not bool(parsed[0]):
             raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]')",
                              tree)

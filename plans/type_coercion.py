@@ -37,6 +37,7 @@ from gpu_engine.columnar.types import (
     is_integer,
     is_numeric,
     is_string,
+    is_time,
     is_temporal,
 )
 
@@ -189,12 +190,13 @@ def is_comparable(left: pa.DataType, right: pa.DataType) -> bool:
 
     Numbers compare with numbers, strings with strings, dates and timestamps with
     each other, booleans with booleans; an untyped NULL with anything. A string
-    compared with a number is refused (DuckDB would cast the string silently).
+    compared with a number is refused (DuckDB would cast the string silently); a TIME with a TIME.
     """
     if pa.types.is_null(left) or pa.types.is_null(right):
         return True
     return any(
-        check(left) and check(right) for check in (is_numeric, is_string, is_temporal, is_boolean, is_interval)
+        check(left) and check(right) for check in (is_numeric, is_string, is_temporal, is_boolean, is_interval,
+                                                   is_time)
     )
 
 
@@ -206,4 +208,6 @@ def is_castable(source: pa.DataType, target: pa.DataType) -> bool:
         return is_numeric(source) or is_boolean(source)
     if is_temporal(target):
         return is_temporal(source)
+    if is_time(target):  # a TIMESTAMP's time of day (DuckDB casts no DATE or TIMESTAMPTZ to TIME)
+        return pa.types.is_timestamp(source) and source.tz is None
     return False

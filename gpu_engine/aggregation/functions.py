@@ -154,7 +154,8 @@ def unsupported_aggregate(call: AggregateCall) -> str | None:
         return None
     value_type = call.arg.dtype
     if (pa.types.is_integer(value_type) or is_floating(value_type) or is_decimal(value_type) or is_string(value_type)
-            or pa.types.is_boolean(value_type) or pa.types.is_date32(value_type) or pa.types.is_timestamp(value_type)):
+            or pa.types.is_boolean(value_type) or pa.types.is_date32(value_type) or pa.types.is_timestamp(value_type)
+            or pa.types.is_time64(value_type)):
         return None
     return f"{call.function} over {value_type} is not supported"
 
@@ -525,7 +526,8 @@ class Avg(Sum):
 
 
 class MinMax(AggregateFunction):
-    """``min(x)``/``max(x)`` over numbers, dates, timestamps, decimals and bools (strings: see the module docstring).
+    """``min(x)``/``max(x)`` over numbers, dates, timestamps, TIMEs, decimals and bools (strings: see the module
+    docstring).
 
     Floats order as DuckDB: NaN is greater than every number and ``-0.0``
     equals ``0.0``. The kept value never holds NaN, so CUDA's float atomics

@@ -41,7 +41,7 @@ import pyarrow as pa
 from gpu_engine.codegen.kernel_parameters import FractionParameter, KernelParameter, ParameterSet
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.columnar.types import (
-    is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, physical_dtype,
+    is_boolean, is_decimal, is_floating, is_integer, is_numeric, is_string, is_temporal, is_time, physical_dtype,
 )
 from gpu_engine.expressions.temporal import EXTRACT_FIELDS, TICKS_PER_DAY
 from gpu_engine.plans.expressions import (
@@ -365,6 +365,8 @@ class RowLowering:
             a = self._assign("t", self._time_values(left, unit))
             b = self._assign("t", self._time_values(right, unit))
             return f"({a} < {b})", f"({a} == {b})"
+        if is_time(lt) and is_time(rt):  # microseconds of the day
+            return f"({left.value} < {right.value})", f"({left.value} == {right.value})"
         raise Unsupported(f"cannot compare {lt} with {rt}")
 
     def _compare(self, op: str, left: RowValue, right: RowValue) -> str:

@@ -256,6 +256,10 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         return Column(logical, np.ascontiguousarray(words), validity)
     if pa.types.is_date64(dtype):
         array = array.cast(pa.date32())
+    if pa.types.is_time(dtype):  # every TIME becomes microseconds of the day (nanoseconds cut)
+        ticks = array.cast(pa.int64() if pa.types.is_time64(dtype) else pa.int32()).cast(pa.int64())
+        array = (pc.divide(ticks, 1000) if dtype.unit == "ns"
+                 else pc.multiply(ticks, {"s": 1_000_000, "ms": 1000, "us": 1}[dtype.unit]))
     if validity is not None:
         array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
     if pa.types.is_date32(array.type):

@@ -12,6 +12,8 @@ float32, float64       the same
 bool                   ``bool_`` (one byte per row, not Arrow's bit-packing)
 date32                 ``int32`` days since the epoch
 timestamp[unit, tz]    ``int64`` in that unit
+time64[us]             TIME: ``int64`` microseconds of the day (time32 and
+                       time64[ns] inputs become time64[us], as DuckDB reads them)
 decimal128(p, s)       ``int64`` scaled integers; a column of p > 18 whose values
                        do not all fit int64 holds ``(n, 2)`` int64 words (low,
                        high: Arrow's decimal128 buffer), see
@@ -47,6 +49,8 @@ __all__ = [
     "INTERVAL",
     "TIMESTAMPTZ",
     "is_zoned",
+    "TIME",
+    "is_time",
     "MAX_INT64_DECIMAL_PRECISION",
 ]
 
@@ -58,6 +62,9 @@ INTERVAL = pa.month_day_nano_interval()
 #: text, date_trunc and extract, so each of those reads the UTC instant's fields. An Arrow input of another zone
 #: name (``timestamp[ms, tz=Europe/Berlin]``) holds UTC instants too and keeps its type.
 TIMESTAMPTZ = pa.timestamp("us", tz="UTC")
+
+#: The engine's TIME (DuckDB's): microseconds since midnight, ``00:00:00`` to ``24:00:00``.
+TIME = pa.time64("us")
 
 MAX_INT64_DECIMAL_PRECISION = 18
 
@@ -95,6 +102,8 @@ def normalize_type(dtype: pa.DataType) -> pa.DataType:
         return dtype
     if pa.types.is_date64(dtype):
         return pa.date32()
+    if pa.types.is_time(dtype):
+        return TIME
     raise TypeError(f"unsupported column type {dtype}")
 
 
@@ -102,7 +111,7 @@ def physical_dtype(dtype: pa.DataType) -> np.dtype:
     """Return the dtype of the values buffer for a logical type (chars for strings)."""
     if dtype in _FIXED:
         return np.dtype(_FIXED[dtype])
-    if pa.types.is_timestamp(dtype) or pa.types.is_decimal(dtype) or dtype == INTERVAL:
+    if pa.types.is_timestamp(dtype) or pa.types.is_decimal(dtype) or dtype == INTERVAL or dtype == TIME:
         return np.dtype(np.int64)
     if pa.types.is_string(dtype):
         return np.dtype(np.uint8)
@@ -142,6 +151,11 @@ def is_temporal(dtype: pa.DataType) -> bool:
 def is_zoned(dtype: pa.DataType) -> bool:
     """Return True for a TIMESTAMP WITH TIME ZONE (an Arrow timestamp with a zone)."""
     return pa.types.is_timestamp(dtype) and dtype.tz is not None
+
+
+def is_time(dtype: pa.DataType) -> bool:
+    """Return True for the TIME type (a time of day)."""
+    return dtype == TIME
 
 
 def is_interval(dtype: pa.DataType) -> bool:

@@ -19,7 +19,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import (
-    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, physical_dtype,
+    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_time, physical_dtype,
 )
 from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
@@ -42,6 +42,10 @@ def can_cast(source: pa.DataType, target: pa.DataType) -> bool:
         return True
     if is_interval(source) or is_interval(target):  # only to and from text (DuckDB casts no number to INTERVAL)
         return is_string(source) or is_string(target)
+    if is_time(target):  # from text and TIMESTAMP (its time of day); DuckDB casts no DATE or TIMESTAMPTZ to TIME
+        return is_string(source) or pa.types.is_timestamp(source) and source.tz is None
+    if is_time(source):  # to text only (DuckDB casts TIME to no TIMESTAMP)
+        return is_string(target)
     if is_string(target):
         return text.formats_to_string(source)
     if is_string(source):
@@ -141,6 +145,8 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
         return text.from_string(device, column, dtype)
     xp = device.xp
     what = f"Conversion of {source} to {dtype}"
+    if is_time(dtype):  # a TIMESTAMP's time of day
+        return Column(dtype, xp.remainder(time_values(xp, column, "us"), TICKS_PER_DAY["us"]), column.validity)
     if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
         return Column(dtype, _to_time(xp, column, dtype), column.validity)
     return Column(dtype, _to_number(device, column, dtype, what), column.validity)

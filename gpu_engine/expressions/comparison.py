@@ -19,7 +19,9 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_interval, is_numeric, is_string, is_temporal
+from gpu_engine.columnar.types import (
+    is_boolean, is_decimal, is_floating, is_interval, is_numeric, is_string, is_temporal, is_time,
+)
 from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions import strings, temporal
@@ -118,6 +120,8 @@ def _order(device: Device, left: Column, right: Column) -> tuple[Any, Any]:
     if is_temporal(lt) and is_temporal(rt):
         left_values, right_values = temporal.common_time_values(xp, left, right)
         return left_values < right_values, left_values == right_values
+    if is_time(lt) and is_time(rt):  # microseconds of the day
+        return left.data < right.data, left.data == right.data
     raise PlanError(f"cannot compare {lt} with {rt}")
 
 

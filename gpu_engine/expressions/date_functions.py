@@ -19,7 +19,7 @@ from typing import Any, Sequence
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_zoned
+from gpu_engine.columnar.types import TIME, is_time, is_zoned
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
@@ -68,13 +68,15 @@ def _century(xp: Any, year: Any, size: int) -> Any:
 def _date_part(xp: Any, part: str, column: Column) -> Any:
     if part in TIME_PARTS:  # of the time of day: 0 for a date
         micros = micros_of(xp, column)
-        time_of_day = micros - xp.floor_divide(micros, _MICROS_PER_DAY) * _MICROS_PER_DAY
+        if not is_time(column.dtype):  # a TIME is its time of day (24:00:00 too)
+            micros = micros - xp.floor_divide(micros, _MICROS_PER_DAY) * _MICROS_PER_DAY
+        time_of_day = micros
         if part == "hour":
             return time_of_day // TIME_PARTS["hour"]
         within_minute = time_of_day % TIME_PARTS["minute"]  # seconds and below count within the minute
         return within_minute // TIME_PARTS[part] if part != "minute" else (time_of_day // TIME_PARTS["minute"]) % 60
     if part == "epoch":
-        if pa.types.is_timestamp(column.dtype):
+        if pa.types.is_timestamp(column.dtype) or is_time(column.dtype):
             return column.data.astype(xp.float64) / (TICKS_PER_DAY[column.dtype.unit] / 86_400)
         return column.data.astype(xp.float64) * 86_400.0
     days = days_of(xp, column)
@@ -305,6 +307,26 @@ def _make_timestamp(device: Device, columns: Sequence[Column]) -> Column:
     return Column(pa.timestamp("us"), dates.data.astype(xp.int64) * _MICROS_PER_DAY + micros, validity)
 
 
+def _make_time(device: Device, columns: Sequence[Column]) -> Column:
+    """Return DuckDB's make_time(hour, minute, seconds): the time parts of :func:`_make_timestamp`, their range
+    errors too (seconds rounded to the microsecond: ``59.9999999`` seconds past 23:59 is ``24:00:00``, as DuckDB)."""
+    xp = device.xp
+    hour, minute = (narrow_values(device, column, "make_time") for column in columns[:2])
+    seconds = as_float(xp, columns[2])
+    validity = and_validity(columns[0].validity, columns[1].validity, columns[2].validity)
+    bad = (hour < 0) | (hour > 23) | (minute < 0) | (minute > 59) | ~((seconds >= 0) & (seconds < 61))
+    raise_at_first(device, bad, validity, "Time out of range in make_time")
+    micros = xp.round(xp.where(bad, 0.0, seconds) * 1_000_000.0).astype(xp.int64)
+    return Column(TIME, micros + (xp.where(bad, 0, hour) * 60 + xp.where(bad, 0, minute)) * 60_000_000, validity)
+
+
+def _date_plus_time(device: Device, columns: Sequence[Column]) -> Column:
+    """Return DuckDB's ``DATE + TIME``: the TIMESTAMP of that day at that time (``24:00:00`` the next midnight)."""
+    date, time = columns
+    validity = and_validity(date.validity, time.validity)
+    return Column(pa.timestamp("us"), date.data.astype(device.xp.int64) * _MICROS_PER_DAY + time.data, validity)
+
+
 def _add_days(device: Device, name: str, columns: Sequence[Column]) -> Column:
     """Return ``date +/- days`` (DATE), raising where the day leaves the date type's range."""
     xp = device.xp
@@ -390,7 +412,7 @@ def _time_bucket(device: Device, columns: Sequence[Column], dtype: pa.DataType) 
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
                   "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "try_strptime", "time_bucket",
                   "epoch_ms", "to_timestamp",
-                  "dayname", "monthname", "make_timestamp")
+                  "dayname", "monthname", "make_timestamp", "make_time", "date_add_time")
 
 
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -401,6 +423,10 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return _make_date(device, columns)
     if name == "make_timestamp":
         return _make_timestamp(device, columns)
+    if name == "make_time":
+        return _make_time(device, columns)
+    if name == "date_add_time":
+        return _date_plus_time(device, columns)
     if name in _CALENDAR_NAMES:
         return _calendar_name(device, name, columns[0])
     if name == "strftime":

@@ -349,7 +349,7 @@ INTERVAL_FUNCTIONS = ("to_millennia", "to_centuries", "to_decades", "to_years", 
                       "to_weeks", "to_days", "to_hours", "to_minutes", "to_seconds", "to_milliseconds",
                       "to_microseconds", "interval_add", "interval_sub", "interval_negate", "interval_multiply",
                       "interval_scale", "interval_divide", "timestamp_add_interval", "timestamp_difference", "age",
-                      "interval_part")
+                      "interval_part", "time_add_interval")
 
 
 def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
@@ -371,6 +371,10 @@ def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], c
         return _scaled(device, columns[0], columns[1], divide=name == "interval_divide")
     if name == "timestamp_add_interval":
         return _add(device, columns[0], columns[1])
+    if name == "time_add_interval":  # the interval's microseconds, wrapped within the day (DuckDB's TIME + INTERVAL)
+        time, interval = columns
+        moved = xp.remainder(time.data + xp.remainder(interval.data[:, 2], MICROS_PER_DAY), MICROS_PER_DAY)
+        return Column(dtype, moved, and_validity(time.validity, interval.validity))
     if name == "timestamp_difference":
         return _difference(device, columns[0], columns[1])
     if name == "age" and len(columns) == 1:  # from today's midnight, local time (DuckDB's current_date)

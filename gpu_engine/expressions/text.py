@@ -19,7 +19,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
-from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer
+from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_integer, is_time
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
@@ -27,7 +27,7 @@ from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
 from gpu_engine.expressions.text_on_host import (
-    format_timestamps, parse_booleans, parse_timestamps, parse_unsigned_bigints,
+    format_times, format_timestamps, parse_booleans, parse_times, parse_timestamps, parse_unsigned_bigints,
 )
 from gpu_engine.kernels import strings as kernels
 
@@ -39,13 +39,13 @@ _ASCII_ZERO, _ASCII_MINUS, _ASCII_POINT = 48, 45, 46
 def formats_to_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`to_string` can format ``dtype``."""
     return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or is_boolean(dtype)
-            or pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype))
+            or pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype) or is_time(dtype))
 
 
 def parses_from_string(dtype: pa.DataType) -> bool:
     """Return True when :func:`from_string` can parse text into ``dtype``."""
     return (is_integer(dtype) or is_decimal(dtype) or is_floating(dtype) or pa.types.is_date32(dtype)
-            or is_boolean(dtype) or pa.types.is_timestamp(dtype))
+            or is_boolean(dtype) or pa.types.is_timestamp(dtype) or is_time(dtype))
 
 
 # ------------------------------------------------------------------ formatting
@@ -147,6 +147,8 @@ def to_string(device: Device, column: Column) -> Column:
         return _format_dates(device, column)
     if pa.types.is_timestamp(dtype):
         return format_timestamps(device, column)
+    if is_time(dtype):
+        return format_times(device, column)
     if is_floating(dtype):
         return _format_floats_on_host(device, column)
     raise PlanError(f"casting {dtype} to a string is not supported")
@@ -216,9 +218,9 @@ def from_string(device: Device, column: Column, dtype: pa.DataType) -> Column:
         return Column(dtype, days, validity)
     if is_floating(dtype):
         return _parse_floats_on_host(device, column, dtype)
-    if is_boolean(dtype) or pa.types.is_timestamp(dtype):
-        values, parsed = (parse_booleans(device, column) if is_boolean(dtype)
-                          else parse_timestamps(device, column, dtype))
+    if is_boolean(dtype) or pa.types.is_timestamp(dtype) or is_time(dtype):
+        values, parsed = (parse_booleans(device, column) if is_boolean(dtype) else
+                          parse_times(device, column) if is_time(dtype) else parse_timestamps(device, column, dtype))
         status = device.xp.where(parsed, kernels.PARSE_OK, kernels.PARSE_BAD_FORMAT)
         _raise_parse_errors(device, column, status, validity, dtype, "value is out of range")
         return Column(dtype, values, validity)

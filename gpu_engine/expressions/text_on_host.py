@@ -18,6 +18,8 @@ string functions parse them column-wise, as text -> float already does.
 * Text -> DECIMAL wider than 18 digits (for TRY_CAST: the device parse holds
   18 digits): exact, with Python's decimals, halves rounded away from zero; a
   value needing more than 64 bits raises, as every function's result does.
+* Text -> TIME: ``[YYYY-MM-DD( |T)]HH:MM[:SS[.fraction]]`` with an offset or ``Z`` after it dropped (as DuckDB
+  drops it), ``24:00:00`` the day's end; TIME -> text ``HH:MM:SS`` plus the fraction without trailing zeros.
 * TIMESTAMP -> text: ``YYYY-MM-DD HH:MM:SS`` plus the fraction without
   trailing zeros (``…:05.5``), years 1 to 9999; a TIMESTAMPTZ adds the Session zone's offset, ``+00``.
 
@@ -43,7 +45,8 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.numeric import narrow_values
 from gpu_engine.expressions.temporal import TICKS_PER_DAY
 
-__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_wide_decimals", "parse_unsigned_bigints"]
+__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_times", "format_times",
+           "parse_wide_decimals", "parse_unsigned_bigints"]
 
 _DECIMAL_TEXT = re.compile(r"^\s*([+-]?)(\d+(?:_\d+)*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
 
@@ -57,6 +60,8 @@ _TIMESTAMP_TEXT = (r"^\s*(?P<year>\d{1,4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1
                    r"(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?"
                    r"(?: (?P<name>[A-Za-z0-9_/+\-]+)|\s*(?:Z|UTC|(?P<sign>[+-])(?P<offset_hour>\d{1,2})"
                    r"(?::?(?P<offset_minute>\d{2}))?))?\s*)?$")
+_TIME_TEXT = (r"^\s*(?:\d{1,4}[-/]\d{1,2}[-/]\d{1,2}(?:T|\s+))?(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
+              r"(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?(?:Z|[+-]\d{1,2}(?::?\d{2})?)?\s*$")
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 
@@ -145,6 +150,40 @@ def _to_utc(parts: pa.StructArray, local: np.ndarray, rows: np.ndarray, parsed: 
 
 
 _EPOCH = datetime.datetime(1970, 1, 1)
+
+
+def parse_times(device: Device, column: Column) -> tuple[Any, Any]:
+    """Return (int64 microseconds of the day, parsed) on the device for a text column (NULL rows parse)."""
+    text = _host_text(device, column)
+    missing = np.asarray(pc.is_null(text).to_numpy(zero_copy_only=False), dtype=bool)
+    parts = pc.extract_regex(text, _TIME_TEXT)
+    matched = np.asarray(pc.is_valid(parts).to_numpy(zero_copy_only=False), dtype=bool)
+    hour, minute, second = (_field(parts, name) for name in ("hour", "minute", "second"))
+    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(""), 0, 6)
+    digits = np.asarray(pc.utf8_length(fraction).to_numpy(zero_copy_only=False), dtype=np.int64)
+    micros = np.asarray(pc.cast(pc.utf8_rpad(fraction, width=6, padding="0"), pa.int64())
+                        .to_numpy(zero_copy_only=False), dtype=np.int64)
+    micros = np.where(digits > 0, micros, 0)
+    day_end = (hour == 24) & (minute == 0) & (second == 0) & (micros == 0)
+    parsed = matched & ((hour <= 23) | day_end) & (minute <= 59) & (second <= 59) | missing
+    total = np.where(parsed & ~missing, ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros, 0)
+    return device.asarray(total), device.asarray(parsed)
+
+
+def format_times(device: Device, column: Column) -> Column:
+    """Format a TIME column as DuckDB's text (``10:11:12``, ``10:11:12.5``)."""
+    array = column.to_arrow(device)
+    micros = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    texts = []
+    for value, ok in zip(micros.tolist(), valid.tolist()):
+        if not ok:
+            texts.append(None)
+            continue
+        second, sub = divmod(value, 1_000_000)
+        text = f"{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+        texts.append(text + ("." + f"{sub:06d}".rstrip("0") if sub else ""))
+    return Column.from_arrow(pa.array(texts, pa.string()), device)
 
 
 def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:

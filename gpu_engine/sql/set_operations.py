@@ -200,7 +200,8 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
 _SQL_TYPES = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
               pa.float32(): "REAL", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR",
               pa.bool_(): "BOOLEAN", pa.date32(): "DATE", pa.timestamp("us"): "TIMESTAMP",
-              pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.month_day_nano_interval(): "INTERVAL"}
+              pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.month_day_nano_interval(): "INTERVAL",
+              pa.time64("us"): "TIME"}
 
 
 def _unwrapped(branch: exp.Expression) -> exp.Expression:

@@ -80,7 +80,7 @@ def _duckdb(sql: str, session: Session) -> pa.Table:
 
 
 def _cast_without_implementation(catalog):
-    """A Project casting ``ts`` to TIME (no column type, so no cast: PlanBuilder refuses to write it)."""
+    """A Project casting the TIMESTAMPTZ ``ts`` to TIME (DuckDB has no such cast: PlanBuilder refuses to write it)."""
     plan = PlanBuilder(catalog).table_scan("t", ["ts"]).project(["CAST(ts AS VARCHAR) AS text"]).plan()
     return dataclasses.replace(plan, expressions=(Cast(ColumnRef("ts", plan.source.output_schema.field("ts").type),
                                                        pa.time64("us")),))
@@ -101,9 +101,10 @@ def test_a_cast_with_no_implementation_fails_at_plan_time_naming_node_and_expres
 
 def test_an_aggregate_the_operator_cannot_compute_fails_at_plan_time(session):
     plan = PlanBuilder(session.catalog).table_scan("t", ["k", "v"]).aggregation(["k"], ["max(v) AS m"]).plan()
-    time_column = ColumnRef("v", pa.time64("us"))
-    unsupported = dataclasses.replace(plan, aggregates=(AggregateCall("max", time_column, pa.time64("us")),))
-    with pytest.raises(PlanError, match="max over time64") as raised:
+    interval_column = ColumnRef("v", pa.month_day_nano_interval())  # SQL's max of intervals ranks them first
+    unsupported = dataclasses.replace(plan, aggregates=(AggregateCall("max", interval_column,
+                                                                      pa.month_day_nano_interval()),))
+    with pytest.raises(PlanError, match="max over month_day_nano_interval") as raised:
         plan_placement(unsupported, session.device)
     assert raised.value.node == plan.label and raised.value.column == "max(v)"
 

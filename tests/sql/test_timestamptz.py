@@ -41,8 +41,8 @@ QUERIES = [
     "tz IS DISTINCT FROM ts AS g FROM t",
     "SELECT k FROM t WHERE tz BETWEEN DATE '1970-01-01' AND '2024-01-01 00:00:00-01'",
     # arithmetic with INTERVAL, differences, date functions in the Session's zone
-    "SELECT k, tz + INTERVAL 1 DAY AS a, tz - INTERVAL '1 month' AS b, tz - ts AS c, tz + INTERVAL '26 hours' AS i, ts - tz AS e, "
-    "age(tz, ts) AS f, date_diff('hour', tz, ts) AS g FROM t",
+    "SELECT k, tz + INTERVAL 1 DAY AS a, tz - INTERVAL '1 month' AS b, tz - ts AS c, tz + INTERVAL '26 hours' AS i, "
+    "ts - tz AS e, age(tz, ts) AS f, date_diff('hour', tz, ts) AS g FROM t",
     "SELECT k, date_trunc('day', tz) AS a, date_trunc('month', tz) AS b, time_bucket(INTERVAL 1 HOUR, tz) AS c, "
     "extract(hour FROM tz) AS e, date_part('epoch', tz) AS f, year(tz) AS g, strftime(tz, '%Y-%m-%d %H %z') AS h, "
     "last_day(tz) AS i FROM t",
