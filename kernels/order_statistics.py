@@ -123,6 +123,26 @@ def _select(words, rows, lo, hi, k):
 
 
 @njit(nogil=True, cache=True)
+def _least_at(words, lo, hi):
+    """Return the position of the least word in ``words[lo:hi]`` (not empty)."""
+    at = lo
+    for i in range(lo + 1, hi):
+        if words[i] < words[at]:
+            at = i
+    return at
+
+
+@njit(nogil=True, cache=True)
+def _greatest_at(words, lo, hi):
+    """Return the position of the greatest word in ``words[lo:hi]`` (not empty)."""
+    at = lo
+    for i in range(lo + 1, hi):
+        if words[i] > words[at]:
+            at = i
+    return at
+
+
+@njit(nogil=True, cache=True)
 def _select_ranks_cpu(starts, counts, first_ranks, second_ranks, bucket_words, bucket_rows, first_rows, second_rows):
     for g in range(counts.shape[0]):
         n = counts[g]
@@ -134,7 +154,11 @@ def _select_ranks_cpu(starts, counts, first_ranks, second_ranks, bucket_words, b
         _select(bucket_words, bucket_rows, lo, hi, first)
         first_rows[g] = bucket_rows[first]
         second = lo + second_ranks[g]
-        if second > first:  # every word after `first` is no smaller: its rank is among them
+        if second == first + 1:  # the least word after `first` (a median of an even count): one scan
+            second = _least_at(bucket_words, first + 1, hi)
+        elif second == first - 1:
+            second = _greatest_at(bucket_words, lo, first)
+        elif second > first:  # every word after `first` is no smaller: its rank is among them
             _select(bucket_words, bucket_rows, first + 1, hi, second)
         elif second < first:
             _select(bucket_words, bucket_rows, lo, first, second)
