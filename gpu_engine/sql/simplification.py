@@ -43,22 +43,24 @@ def _typed_result(results: list[exp.Expression | None]) -> exp.Expression | None
     return None
 
 
-def _hold_else(node: exp.Expression) -> None:
-    """Give a CASE / IF without a typed ELSE one that keeps its type if every branch folds away."""
+def _hold_else(node: exp.Expression) -> bool:
+    """Give a CASE / IF without a typed ELSE one that keeps its type if every branch folds away; return whether
+    it got one."""
     if isinstance(node, exp.Case):
         key, results = "default", [branch.args.get("true") for branch in node.args.get("ifs") or []]
     else:
         key, results = "false", [node.args.get("true")]
     written = node.args.get(key)
     if written is not None and _typed_result([written]) is not None:
-        return
+        return False
     typed = _typed_result(results)
     if typed is None:
-        return
+        return False
     held = exp.Case(ifs=[exp.If(this=exp.cast(exp.Null(), exp.DataType.build("BOOLEAN")), true=typed.copy())])
     held.meta[FINAL] = True
     held.meta[_HELD_ELSE] = written.copy() if written is not None else None
     node.set(key, held)
+    return True
 
 
 def _release_else(tree: exp.Expression) -> exp.Expression:
@@ -78,7 +80,11 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """Return ``simplify(tree)`` with every arithmetic operation left as written, and ``date_trunc`` of a DATE
     left a TIMESTAMP (sqlglot reads it as its DateTrunc and folds a constant one to a DATE; DuckDB types it
-    TIMESTAMP)."""
+    TIMESTAMP).
+
+    The walk putting back held ELSEs (:func:`_release_else`) runs only where one was held: most queries have
+    none, and each walk of a query's tree is a share of planning a new text (issue 29)."""
+    held = False
     for node in list(tree.walk()):
         if isinstance(node, _ARITHMETIC) and not any(isinstance(side, exp.Interval) for side in node.iter_expressions()):
             node.meta[FINAL] = True
@@ -90,8 +96,10 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
             else:
                 node.replace(truncation)
         elif isinstance(node, exp.Case) or (isinstance(node, exp.If) and not isinstance(node.parent, exp.Case)):
-            _hold_else(node)
-    simplified = _release_else(simplify(tree))
+            held = _hold_else(node) or held
+    simplified = simplify(tree)
+    if held:  # (only _hold_else marks a node _HELD_ELSE; copies of a marked node keep the mark)
+        simplified = _release_else(simplified)
     for node in simplified.walk():
         if node.meta_get(FINAL):
             node.meta.pop(FINAL)
