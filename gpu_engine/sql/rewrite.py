@@ -229,9 +229,12 @@ def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, 
     """Name the outermost SELECT's unnamed expressions as DuckDB does (``sum(l_quantity)``), not ``_col_5``.
 
     A bare column keeps its name as the table, derived table or CTE spells it (``Id`` for ``SELECT id``), as
-    in DuckDB, although sqlglot folds unquoted names to lower case.
+    in DuckDB, although sqlglot folds unquoted names to lower case. A set operation is named by its leftmost
+    SELECT (``SELECT a + 1, NULL FROM t EXCEPT ...`` gives ``(a + 1)`` and ``NULL``, as in DuckDB).
     """
     select = tree
+    while isinstance(select, (exp.SetOperation, exp.Subquery)):  # (SELECT ... EXCEPT ...) UNION ...: the first
+        select = select.this
     spelled: dict[str, str] = {}
     if isinstance(select, exp.Select):
         tables = {t.name.lower() for t in tree.find_all(exp.Table)}

@@ -24,6 +24,11 @@ QUERIES = [
     "SELECT id, ID AS Other FROM t",
     "SELECT s.Total FROM (SELECT sum(v) AS total FROM t) s",
     "SELECT * FROM (SELECT * FROM (SELECT v AS DeepName FROM t) x) y",
+    # a set operation is named by its leftmost SELECT, whatever its branches' types (were _col_0, _col_1)
+    "SELECT Id + 1, NULL FROM t EXCEPT SELECT Id, Id FROM t",
+    "SELECT v, NULL FROM t UNION SELECT v, 'x' FROM t",
+    "(SELECT Id * 2, v FROM t EXCEPT SELECT Id, v FROM t) INTERSECT ALL SELECT Id, v FROM t",
+    "SELECT id, max(v) FROM t GROUP BY id UNION ALL SELECT Id, v FROM t",
 ]
 
 
