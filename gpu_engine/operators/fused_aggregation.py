@@ -15,7 +15,10 @@ same objects turn the state columns into output columns, exactly as
 operator grows the table (with the generated module's ``move`` twins, which
 hash keys as the kernel does) and runs those rows again. A FINAL or
 INTERMEDIATE step (partial results: mostly new keys) holds the batches that
-would grow its table, up to the table's bytes, and grows it once for them all.
+would grow its table, up to the table's bytes, and grows it once for them all;
+a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
+table once instead, from the scan's rows and what the PARTIAL step saw
+(:mod:`gpu_engine.exec.abandoned_partials`).
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches

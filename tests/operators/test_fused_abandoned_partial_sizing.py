@@ -23,8 +23,9 @@ from gpu_engine.plans import PlanBuilder
 
 #: Distinct keys: enough for several growths from the table's 1024 starting slots (cuda-sim interprets kernels).
 GROUPS = {"cpu": 12_000, "cuda-sim": 3_000, "cuda": 12_000}
-AGGREGATES = ["count(*) AS c", "sum(v) AS sv"]
-SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv FROM t GROUP BY s, g"
+#: test_fused_deferred_growth's aggregates and key types: the kernels it compiles serve both files.
+AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
+SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY s, g"
 
 
 def _table(groups: int, copies: int, chunks: int) -> pa.Table:
@@ -33,7 +34,7 @@ def _table(groups: int, copies: int, chunks: int) -> pa.Table:
     rng = np.random.default_rng(11)
     key = rng.permutation(np.arange(groups * copies) % groups)
     strings = pa.array([None if k % 17 == 0 else f"k{k % 1009}" for k in key])
-    ints = pa.array(key // 1009, pa.int64(), mask=(key % 23 == 0))
+    ints = pa.array(key, pa.int64(), mask=(key % 23 == 0))  # with s, a key a row but the rows both NULL
     values = pa.array(rng.integers(-50, 50, len(key)), pa.int64())
     bounds = np.linspace(0, len(key), chunks + 1).astype(int)
     pieces = [pa.table({"s": strings[a:b].dictionary_encode(), "g": ints[a:b], "v": values[a:b]})
@@ -48,11 +49,13 @@ def _expected(table: pa.Table) -> pa.Table:
 
 
 def _final_runtime(session: Session, plan, final_id: str) -> dict[str, float]:
-    runtime: dict[str, float] = {}
+    """Return the FINAL step's runtime stats summed over its drivers, and its peak memory as ``peak_bytes``."""
+    runtime: dict[str, float] = {"peak_bytes": 0}
     for operator in session.last_stats().operator_stats_by_node()[final_id]:
         assert operator.operator_type == "FusedAggregation", operator.operator_type
         for name, value in operator.runtime.items():
             runtime[name] = runtime.get(name, 0) + value
+        runtime["peak_bytes"] += operator.peak_memory_bytes
     return runtime
 
 
@@ -76,7 +79,7 @@ def _run_one_driver(device_name, source, batch_rows: int, sized: bool, monkeypat
 
 def test_a_final_step_after_an_abandoned_partial_step_sizes_its_table_once(device_name, monkeypatch):
     """A key per row: the PARTIAL step gives up at its first batch; the FINAL step's table is sized before its
-    first batch runs and never grows (it grew several times before)."""
+    first batch runs and never grows (it grew before)."""
     groups = GROUPS[device_name]
     table = _table(groups, 1, 6)
     batch_rows = groups // 12
@@ -85,7 +88,7 @@ def test_a_final_step_after_an_abandoned_partial_step_sizes_its_table_once(devic
     expected = _expected(table)
     assert_same_rows(before, expected)
     assert_same_rows(after, expected)
-    assert before_stats.get("table_growths", 0) >= 2, before_stats
+    assert before_stats.get("table_growths", 0) >= 1, before_stats
     assert after_stats.get("tables_sized_for_abandoned_partials") == 1, after_stats
     assert after_stats.get("table_growths", 0) == 0, after_stats
 
@@ -104,16 +107,19 @@ def test_a_parquet_scan_gives_its_footers_rows(device_name, monkeypatch, tmp_pat
 
 
 @pytest.mark.parametrize("device_name", ["cpu"])
-def test_keys_repeated_beyond_the_estimate_grow_the_table_and_answer_the_same(device_name, monkeypatch):
-    """Each key twice: the PARTIAL step's first batch looks all distinct, so the estimate counts every row; with
-    a memory cap the table is bounded below that and the keys beyond it grow it as before."""
+def test_repeated_keys_and_a_memory_cap_answer_the_same(device_name, monkeypatch):
+    """Each key twice: the PARTIAL step's first batch looks nearly all distinct, so the estimate counts more keys
+    than there are and the table never grows; under a query memory cap the table is sized below the keys, which
+    grow it as before. The answer is the same."""
     groups = GROUPS[device_name] // 2
     table = _table(groups, 2, 4)
-    for config in ({}, {"query_memory_limit_bytes": 8 << 20}):
+    growths = []
+    for config in ({}, {"query_memory_limit_bytes": 3 << 20}):
         result, stats = _run_one_driver(device_name, table, groups // 10, True, monkeypatch, **config)
         assert_same_rows(result, _expected(table))
         assert stats.get("tables_sized_for_abandoned_partials") == 1, (config, stats)
-    assert stats.get("table_growths", 0) >= 1, stats  # the capped run
+        growths.append(stats.get("table_growths", 0))
+    assert growths[0] == 0 and growths[1] >= 1, growths
 
 
 @pytest.mark.parametrize("device_name", ["cpu"])
