@@ -27,6 +27,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_kernel_launch
 from gpu_engine.kernels.hash import CANONICAL_NAN_BITS, _INFINITY_BITS, _MAGNITUDE_BITS
+from gpu_engine.kernels.launch import read_only
 from gpu_engine.kernels.sort import _FLOAT, _SIGNED, _order_preserving_word, sort_key_words
 
 __all__ = ["group_rank_rows", "value_rank_rows"]
@@ -229,7 +230,8 @@ def value_rank_rows(device: Device, group_ids: Any, groups: int, values: Column,
         words = sort_key_words(device, [values], [True], [False])
         return group_rank_rows(device, group_ids, groups, words, counts, starts, first_ranks, second_ranks)
     rows = int(group_ids.shape[0])
-    bits = np.ascontiguousarray(data if data.dtype == np.float64 else data.astype(np.int64, copy=False)).view(np.uint64)
+    # read-only always: an Arrow column's buffer is, a computed one is not (one signature: launch.read_only)
+    bits = read_only(np, (data if data.dtype == np.float64 else data.astype(np.int64, copy=False)).view(np.uint64))
     bucket_words = np.empty(rows, dtype=np.uint64)
     bucket_rows = np.empty(rows, dtype=np.int64)
     count_kernel_launch()

@@ -102,6 +102,11 @@ def test_value_rank_rows_pick_each_groups_values_at_the_ranks_in_duckdbs_order(d
                                                      xp.asarray(second))
     if device_name == "cpu":
         assert counts_now().kernel_launches - before.kernel_launches == 2
+        read_only = values.copy()
+        read_only.flags.writeable = False  # as an Arrow buffer read from Parquet: no second signature
+        module.value_rank_rows(device, group_ids, groups, Column(arrow_type, read_only, None), counts, starts, first,
+                               second)
+        assert len(module._bucket_values_by_group_cpu.signatures) == 1
     first_rows, second_rows = device.to_host(first_rows), device.to_host(second_rows)
     key = (lambda v: (True, 0.0) if np.isnan(v) else (False, float(v) + 0.0)) if dtype == "float64" else int
     for g in range(groups):
