@@ -15,6 +15,7 @@ an :class:`Extract` (which fused kernels evaluate).
 
 from __future__ import annotations
 
+import datetime
 import functools
 import math
 from typing import Any, Callable
@@ -26,6 +27,7 @@ from sqlglot import exp
 from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal, is_time
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE, constant_value, function_type, part_name
+from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_literals import coerce_literal
 from gpu_engine.plans.type_coercion import common_type, is_castable
 
@@ -623,10 +625,33 @@ REFUSED_FUNCTIONS = {
 }
 
 
+#: The call :mod:`gpu_engine.sql.spark_functions` writes for Spark's ``unix_timestamp(x[, fmt])`` (planned in the
+#: Spark dialect only): its meaning depends on ``x``'s type, which the rewrite does not know.
+SPARK_UNIX_TIMESTAMP = "spark_unix_timestamp"
+
+
+def _spark_unix_timestamp(translator: Any, tree: exp.Anonymous) -> Expr:
+    """Return Spark's ``unix_timestamp(x, fmt)``: the whole seconds since 1970 (truncated toward zero, as Spark's
+    microseconds / 1000000; BIGINT) of a TIMESTAMP or DATE ``x``, or of the text ``x`` read with ``fmt``
+    (``strptime``: a text that does not match raises, as Spark's ANSI mode's CANNOT_PARSE_TIMESTAMP), in the
+    session zone, UTC."""
+    value, fmt = tree.expressions
+    operand = translator.translate(value)
+    if is_string(operand.dtype) or pa.types.is_null(operand.dtype):
+        operand = build_function(translator, "strptime", _string_args(translator, [value, fmt]), tree)
+    elif not is_temporal(operand.dtype):
+        raise translator.error(f"unix_timestamp() takes a string, date or timestamp, got {operand.dtype}", tree)
+    epoch = Literal(datetime.datetime(1970, 1, 1), pa.timestamp("us"))
+    micros = build_function(translator, "date_diff", [Literal("microsecond", pa.string()), epoch, operand], tree)
+    return build_function(translator, "//", [micros, Literal(1_000_000, pa.int64())], tree)
+
+
 def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     name = tree.name.lower()
     if name in REFUSED_FUNCTIONS:
         raise translator.error(REFUSED_FUNCTIONS[name], tree)
+    if name == SPARK_UNIX_TIMESTAMP and planned_dialect() == "spark" and len(tree.expressions) == 2:
+        return _spark_unix_timestamp(translator, tree)
     from gpu_engine.plans.interval_translation import INTERVAL_CALLS  # (it builds on this module)
 
     if name in INTERVAL_CALLS:

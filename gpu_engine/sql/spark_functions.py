@@ -19,6 +19,7 @@ import re
 import sqlglot
 from sqlglot import exp
 
+from gpu_engine.plans.function_translation import SPARK_UNIX_TIMESTAMP
 from gpu_engine.sql.errors import SqlError, position_of
 
 __all__ = ["spark_semantics"]
@@ -187,6 +188,15 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
     if isinstance(node, exp.DateDiff) and node.args.get("unit") is None:  # datediff(end, start): days, an INT
         days = exp.Sub(this=_as_date(node.this.copy()), expression=_as_date(node.expression.copy()))
         return exp.Cast(this=days, to=exp.DataType.build("INT"))
+    if isinstance(node, exp.UnixToStr):  # from_unixtime(seconds[, fmt]): the seconds cast to BIGINT (truncated)
+        seconds = exp.Trunc(this=exp.Paren(this=node.this.copy()))
+        return exp.TimeToStr(this=exp.Cast(this=exp.UnixToTime(this=seconds), to=exp.DataType.build("TIMESTAMP")),
+                             format=exp.Literal.string(_format(node, "from_unixtime")))
+    if isinstance(node, exp.StrToUnix):  # unix_timestamp / to_unix_timestamp: typed by the translator
+        fmt = node.args.get("format")
+        fmt = exp.Literal.string(_format(node, "unix_timestamp")) if fmt is not None else exp.Literal.string(
+            "%Y-%m-%d %H:%M:%S")
+        return exp.Anonymous(this=SPARK_UNIX_TIMESTAMP, expressions=[node.this.copy(), fmt])
     if isinstance(node, exp.TimeToStr):  # date_format(x, 'yyyy-MM-dd')
         value = node.this.this if isinstance(node.this, exp.TimeStrToTime) else node.this
         timestamp = exp.TryCast(this=value.copy(), to=exp.DataType.build("TIMESTAMP"))
