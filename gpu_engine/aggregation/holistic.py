@@ -80,6 +80,8 @@ def _plain(device: Device, column: Column) -> Column:
     """Return a dictionary-encoded string column as plain strings (value lists concatenate and gather them)."""
     if not column.is_dictionary:
         return column
+    if len(column.dictionary) == 0:  # an all-NULL column: its codes index nothing (gathering read out of bounds)
+        return _null_column(device, column.dtype, len(column))
     values = gather_column(device, column.dictionary, column.data)
     validity = dictionary_row_validity(device, column)
     return Column(column.dtype, values.data, validity, values.offsets)

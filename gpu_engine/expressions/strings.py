@@ -63,7 +63,13 @@ def map_values(device: Device, column: Column, function: Callable[[Any, Any], An
 
 
 def compare_signs(device: Device, left: Column, right: Column) -> Any:
-    """Return per-row ``int8`` signs of left vs right, byte-lexicographic (= code-point order for UTF-8)."""
+    """Return per-row ``int8`` signs of left vs right, byte-lexicographic (= code-point order for UTF-8).
+
+    A side with an empty dictionary (an all-NULL column) makes every row NULL, so every sign is moot: zeros, as
+    its codes index nothing (the kernel read past the dictionary's one offset: out of bounds on a GPU).
+    """
+    if any(side.dictionary is not None and len(side.dictionary) == 0 for side in (left, right)):
+        return device.xp.zeros(len(left), dtype=device.xp.int8)
     return kernels.compare(device, len(left), string_slots(left), string_slots(right))
 
 
