@@ -47,6 +47,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
     python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (also sql-derived-pushdown, sql-implied-filters)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x, build-sides-without-implied-filters)
+    python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7  (also typed-build-sides-without-implied-filters)
 """
 import argparse
 import os
@@ -533,6 +534,36 @@ def _build_sides_without_implied_filters():
     return _Setting(lambda on: _set_build_sides(on, implied_filters=False)), "value", "off"
 
 
+def _set_typed_build_sides(on: bool, implied_filters: bool = True) -> None:
+    import gpu_engine.optimizer as module
+    import gpu_engine.optimizer.cardinality as cardinality
+    import gpu_engine.optimizer.statistics as statistics
+    from gpu_engine.optimizer.build_sides import build_smaller_sides
+    if not hasattr(statistics, "_original_sampled_ndv"):
+        statistics._original_sampled_ndv = statistics._sampled_ndv
+        cardinality._original_given = cardinality._given
+    statistics._sampled_ndv = statistics._original_sampled_ndv if on else (lambda *args: None)
+    cardinality._given = cardinality._original_given if on else (lambda part, keeps, applied: keeps)
+    statistics._CACHE.clear()  # the sampled distinct counts are cached with the footers: each side its own
+    rules = tuple(r for r in module.ESTIMATE_RULES if r is not build_smaller_sides)
+    module.ESTIMATE_RULES = rules + (build_smaller_sides,) if on else rules
+    if not implied_filters:
+        _set_sql_filter_copies(not on, derived=False)
+
+
+def _typed_build_sides():
+    """The typed build-side pass with its two estimate fixes (on, the default) against neither: no build-side
+    pass, a key-like integer column's distinct values from its range only (``statistics._sampled_ndv`` off), an
+    OR counted again above the filters it implied (``cardinality._given`` off)."""
+    return _Setting(_set_typed_build_sides), "value", "off"
+
+
+def _typed_build_sides_without_implied_filters():
+    """``typed-build-sides`` on and ``sql.predicates.implied_filters`` off (the SQL copy deleted) against the
+    tree before (neither fix, no pass, the SQL copy on)."""
+    return _Setting(lambda on: _set_typed_build_sides(on, implied_filters=False)), "value", "off"
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -603,6 +634,8 @@ SWITCHES = {
     "build-sides": _build_sides,
     "build-sides-2x": _build_sides_2x,
     "build-sides-without-implied-filters": _build_sides_without_implied_filters,
+    "typed-build-sides": _typed_build_sides,
+    "typed-build-sides-without-implied-filters": _typed_build_sides_without_implied_filters,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

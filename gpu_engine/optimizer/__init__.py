@@ -49,6 +49,11 @@ The callers hand it the statistics of the tables the plan scans (a session's
    an inner join under a DISTINCT that reads one side's columns only (after
    pruning, its output names them) becomes a semi join of that side.
 
+With statistics (:data:`ESTIMATE_RULES`):
+:func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` swaps a hash
+join whose build side is estimated larger than its probe side, after the
+filters are where they end up.
+
 Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
 the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
 pushdown here now places every filter that one does (OR-implied ones
@@ -71,6 +76,7 @@ from __future__ import annotations
 
 from typing import Callable, Mapping
 
+from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
@@ -97,10 +103,9 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 
 #: The rules that choose from estimates (``plan, statistics -> plan``), run after :data:`RULES` when
 #: :func:`optimize_plan` has statistics: the filters are where they end up, so the estimates count them.
-#: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` is not among them by default yet: it gives
-#: TPC-H q19 back without the SQL copy of the OR-implied filters but loses TPC-DS q13 and TPC-H q18 to the typed
-#: estimates (``bench/ab.py build-sides``; bench/results/2026-11-28-buildside-build-sides.md).
-ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = ()
+#: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides`: each hash join builds the side the typed
+#: estimates say is smaller (``bench/ab.py typed-build-sides``; bench/results/2026-11-28-buildside2-*.md).
+ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (build_smaller_sides,)
 
 
 def optimize_plan(plan: PlanNode, statistics: Mapping[str, TableStatistics] | None = None) -> PlanNode:

@@ -26,13 +26,14 @@ Ties and unknowns keep the SQL planner's choice (its tie-break by names: issue
 estimated larger than the probe side moves, and a join with either side not
 estimated (a window, grouping sets, no statistics for a table) stays.
 
-Not in :data:`~gpu_engine.optimizer.ESTIMATE_RULES` by default: measured at SF1
-(bench/results/2026-11-28-buildside-build-sides.md) it gives TPC-H q19 back
-without the SQL copy of the OR-implied filters (290 -> 201 ms), but swaps 5
-plans of the SQL planner's where the typed estimates are worse than its own:
-TPC-H q18 (+28%: a HAVING's keys counted from the key range) and TPC-DS q13
-(+12%, +26% at :data:`SWAP_RATIO` 2: an OR above a join is estimated again on
-top of the filters it implies below, 57K rows read as 568).
+In :data:`~gpu_engine.optimizer.ESTIMATE_RULES` (bench/results/2026-11-28-buildside2-*.md). It was left out
+at first (bench/results/2026-11-28-buildside-build-sides.md: TPC-H q19 given back without the SQL copy of the
+OR-implied filters, 290 -> 201 ms, but TPC-H q18 +28% and TPC-DS q13 +12%) until two estimates it read were
+fixed at their cause: an OR above the filters it implied below is no longer counted twice
+(:func:`~gpu_engine.optimizer.cardinality.filter_selectivity`: q13's 57K rows had read as 568), and a sorted
+sparse key's distinct values come from its Parquet dictionary, not its range
+(:mod:`~gpu_engine.optimizer.statistics`: ``l_orderkey``'s 1.5M values had read as 6M, q18's HAVING as 2M
+groups against ``orders``' 1.5M).
 """
 
 from __future__ import annotations
@@ -46,9 +47,8 @@ from gpu_engine.plans.nodes import HashJoinNode, PlanNode
 
 __all__ = ["SWAP_RATIO", "SWAPPED", "build_smaller_sides"]
 
-#: How many times its probe side's estimated rows a build side must be to swap: the SQL planner chose the sides
-#: from estimates of its own, and where the two disagree by less the typed ones are no better (TPC-H q18's
-#: semi join: a HAVING over 1.5M orders' keys read as 6M distinct from the key range, 1.33x, +28% swapped).
+#: How many times its probe side's estimated rows a build side must be to swap (1: any larger build side; 2 was
+#: tried while the typed estimates of TPC-H q18 and TPC-DS q13 were wrong, ``bench/ab.py build-sides-2x``).
 SWAP_RATIO = 1.0
 
 #: Join type -> the type of the same join with its sides swapped (a type missing here never swaps).

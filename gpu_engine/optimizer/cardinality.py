@@ -26,7 +26,9 @@ keeps, 1/3 without one, IN the sum of its equalities, LIKE 1/10, IS NULL 1/10
 (IS NOT NULL 9/10), OR ``a + b - ab``, NOT ``1 - s``, a comparison of two
 constants 1 or 0, anything else 1/2), except that a lower and an upper bound
 of one column keep the range between them (``a + b - 1``, at least 0.001) as
-:func:`gpu_engine.sql.predicates.filter_estimate` does; the columns a conjunct
+:func:`gpu_engine.sql.predicates.filter_estimate` does, and an OR whose
+implied filters were applied below it keeps its share over theirs (the rows
+reaching it passed them: :func:`filter_selectivity`); the columns a conjunct
 fixes keep that share of their distinct values, as
 :mod:`gpu_engine.sql.filtered_statistics` pins them, the others are capped at
 the filtered rows. The numbers (the 1/3,
@@ -34,8 +36,10 @@ the filtered rows. The numbers (the 1/3,
 which the SQL side's estimates call too: one copy, no private import across
 packages.
 
-Known differences from the SQL side (both are estimates; neither changes a
-plan yet): a typed plan has no BETWEEN (the builder writes ``x >= a AND x <=
+Known differences from the SQL side (both are estimates): a scan's key-like
+integer column counts the distinct values its Parquet dictionary says
+(:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.sampled_ndv`: TPC-H's
+``l_orderkey`` 1.5M, where the SQL side reads 6M from its range); a typed plan has no BETWEEN (the builder writes ``x >= a AND x <=
 b``, whose two bounds pair as above, where the SQL side's BETWEEN inside an OR
 is ``max(0.01, a + b - 1)``, and a pair of bounds pins the column's distinct
 count as a BETWEEN does, where two written-out bounds pin nothing there); a
@@ -53,11 +57,12 @@ eager aggregation and the join above it);
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from gpu_engine.optimizer.conjuncts import conjuncts, disjuncts
-from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef, Expr, InList, Like, Literal, UnaryOp
+from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, Expr, InList, Like, Literal, UnaryOp,
+                                         referenced_columns)
 from gpu_engine.plans.nodes import (AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode,
                                     NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode, TopNNode, ValuesNode)
 from gpu_engine.optimizer.statistics import (
@@ -70,10 +75,13 @@ __all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity"]
 
 @dataclass(frozen=True)
 class Estimate:
-    """A node's estimated output rows and its output columns' statistics (absent: unknown)."""
+    """A node's estimated output rows, its output columns' statistics (absent: unknown) and the filter
+    conjuncts applied below it, each with the share of rows it kept there (read by :func:`filter_selectivity`:
+    an OR above the filters it implied is not counted twice)."""
 
     rows: float
     columns: Mapping[str, ColumnStatistics]
+    applied: Mapping[Expr, float] = field(default_factory=dict, compare=False)
 
 
 #: Range comparisons, each -> whether it keeps the rows below its constant.
@@ -94,7 +102,7 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         table = tables.get(plan.table_name)
         if table is None:
             return None
-        return Estimate(table.rows, {name: table.columns[name].capped(table.rows)
+        return Estimate(table.rows, {name: table.columns[name].sampled().capped(table.rows)
                                      for name in plan.columns if name in table.columns})
     if isinstance(plan, ValuesNode):
         rows = float(plan.data.num_rows)
@@ -104,8 +112,10 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         return None
     if isinstance(plan, FilterNode):
         child = below[0]
-        rows = max(1.0, child.rows * filter_selectivity(plan.predicate, child.columns)) if child.rows else 0.0
-        return Estimate(rows, _pinned(plan.predicate, child.columns, rows))
+        rows = (max(1.0, child.rows * filter_selectivity(plan.predicate, child.columns, child.applied))
+                if child.rows else 0.0)
+        return Estimate(rows, _pinned(plan.predicate, child.columns, rows),
+                        _applied(plan.predicate, child.columns, child.applied))
     if isinstance(plan, ProjectNode):
         child = below[0]
         columns = {}
@@ -113,11 +123,11 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
             column = _column(expression)
             if column is not None and column in child.columns:
                 columns[name] = child.columns[column]
-        return Estimate(child.rows, columns)
+        return Estimate(child.rows, columns, _renamed(plan, child.applied))
     if isinstance(plan, (LimitNode, TopNNode)):
         child = below[0]
         rows = min(max(0.0, child.rows - getattr(plan, "offset", 0)), max(0.0, float(plan.count)))
-        return Estimate(rows, _capped(child.columns, rows))
+        return Estimate(rows, _capped(child.columns, rows), child.applied)
     if isinstance(plan, (HashJoinNode, NestedLoopJoinNode)):
         return _joined(plan, *below)
     if isinstance(plan, AggregationNode) and not plan.global_grouping_sets and plan.group_id_key is None:
@@ -166,13 +176,23 @@ def _pin(out: dict[str, ColumnStatistics], columns: Mapping[str, ColumnStatistic
     out[name] = column.capped(min(max(1.0, column.ndv * share), out[name].ndv))
 
 
-def filter_selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics]) -> float:
+def filter_selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics],
+                       applied: Mapping[Expr, float] | None = None) -> float:
     """Return the share of rows a Filter's ``predicate`` keeps: its conjuncts' shares multiplied, except that a
-    lower and an upper bound of one column keep the range between them (as the SQL planner's filter estimate)."""
+    lower and an upper bound of one column keep the range between them (as the SQL planner's filter estimate).
+
+    ``applied``: the conjuncts filtered below (:attr:`Estimate.applied`). An OR whose implied filters were
+    pushed below it (:mod:`~gpu_engine.optimizer.or_implied_filters`, or the SQL planner's copy) keeps only
+    the share those left: its own share over theirs, at most 1. Why: the rows reaching it passed them
+    already; counted again, TPC-DS q13's OR above store_sales x customer_demographics read 57,050 rows as 568
+    and built store_sales against customer_address's 3,285.
+    """
     fraction = 1.0
     bounds: dict[str, list[float]] = {}
     for conjunct in conjuncts(predicate):
         keeps = selectivity(conjunct, columns)
+        if applied and isinstance(conjunct, BinaryOp) and conjunct.op == "or":
+            keeps = _given(conjunct, keeps, applied)
         if isinstance(conjunct, BinaryOp) and conjunct.op in _RANGE_KINDS and _column(conjunct.left) is not None:
             bounds.setdefault(_column(conjunct.left), []).append(keeps)
             continue
@@ -180,6 +200,57 @@ def filter_selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics])
     for kept in bounds.values():
         fraction *= max(0.001, sum(kept) - (len(kept) - 1)) if len(kept) == 2 else min(kept)
     return fraction
+
+
+def _given(part: BinaryOp, keeps: float, applied: Mapping[Expr, float]) -> float:
+    """Return the share an OR ``part`` keeps of rows that passed the ``applied`` conjuncts it implies: a conjunct
+    is implied when each branch of ``part`` holds every condition of one of its branches (``a.x = 1 OR a.x =
+    3`` under ``(a.x = 1 AND b.y = 2) OR (a.x = 3 AND b.y = 4)``)."""
+    branches = [set(_hashable(conjuncts(branch))) for branch in disjuncts(part)]
+    passed = 1.0
+    for below, share in applied.items():  # the OR itself below: it keeps every row here
+        options = [set(_hashable(conjuncts(branch))) for branch in disjuncts(below)]
+        if all(any(option <= branch for option in options) for branch in branches):
+            passed *= share
+    return min(1.0, keeps / passed) if passed > 0 else keeps
+
+
+def _hashable(expressions: list[Expr]) -> list[Expr]:
+    out = []
+    for expression in expressions:
+        try:
+            hash(expression)
+        except TypeError:  # a literal holding a list: never matched
+            continue
+        out.append(expression)
+    return out
+
+
+def _applied(predicate: Expr, columns: Mapping[str, ColumnStatistics], below: Mapping[Expr, float]
+             ) -> Mapping[Expr, float]:
+    """Return the conjuncts applied at and below a Filter of ``predicate``, each with the share it keeps."""
+    out = dict(below)
+    for conjunct in _hashable(conjuncts(predicate)):
+        out.setdefault(conjunct, selectivity(conjunct, columns))
+    return out
+
+
+def _renamed(plan: ProjectNode, applied: Mapping[Expr, float]) -> Mapping[Expr, float]:
+    """Return the ``applied`` conjuncts over a Project's output names (``v AS v2``: a conjunct on ``v`` below
+    reads ``v2`` above); those reading a column the Project does not pass on are left out."""
+    if not applied:
+        return applied
+    from gpu_engine.planning.fusion import inline_columns
+
+    names: dict[str, Expr] = {}
+    for name, expression in zip(plan.names, plan.expressions):
+        if isinstance(expression, ColumnRef):
+            names.setdefault(expression.name, ColumnRef(name, expression.dtype))
+    out = {}
+    for conjunct, share in applied.items():
+        if all(column in names for column in referenced_columns(conjunct)):
+            out.setdefault(inline_columns(conjunct, names), share)
+    return out
 
 
 def selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics]) -> float:
@@ -301,14 +372,15 @@ def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Est
                 rows = max(1.0, rows * 0.5 ** len(conjuncts(plan.filter)))
             rows = max(rows, {"left": probe.rows, "right": build.rows}.get(plan.join_type, 0.0))
         columns = {**build.columns, **probe.columns}
-        return Estimate(rows, {name: columns[name].capped(rows) for name in plan.output_columns if name in columns})
+        return Estimate(rows, {name: columns[name].capped(rows) for name in plan.output_columns if name in columns},
+                        {**build.applied, **probe.applied})
     kept = {"left_semi": probe, "anti": probe, "null_aware_anti": probe, "right_semi": build,
             "right_anti": build}.get(plan.join_type)
     if kept is None:
         return None
     rows = max(1.0, kept.rows * 0.5) if kept.rows else 0.0
     return Estimate(rows, {name: kept.columns[name].capped(rows) for name in plan.output_columns
-                           if name in kept.columns})
+                           if name in kept.columns}, kept.applied)
 
 
 def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:

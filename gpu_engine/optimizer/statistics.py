@@ -18,7 +18,11 @@ without a rule 1/2; an equi-join's rows are ``rows(a) * rows(b)`` over the
 distinct values of its key set (:func:`key_set_divisor`).
 
 The table statistics (:func:`table_statistics`: Parquet footers' rows and
-min/max, an in-memory table's min/max; :class:`RegisteredStatistics`: a
+min/max, an integer or date column's distinct values from its range, at most
+the rows, and for a key-like one (a range of half the rows or more) from its
+first row group's dictionary page where that says fewer (:func:`_sampled_ndv`;
+the typed estimates read that count, the SQL planner not yet);
+an in-memory table's min/max; :class:`RegisteredStatistics`: a
 session's tables, each read when first asked) live here too, so a session, a
 ``LocalCluster`` or a ``SparkRunner`` hands them to
 :func:`~gpu_engine.optimizer.optimize_plan` without the SQL front end.
@@ -56,12 +60,20 @@ class ColumnStatistics:
     ndv: float
     minimum: object = None
     maximum: object = None
+    #: The distinct values a Parquet dictionary says where they are fewer than ``ndv`` (0: none): the typed
+    #: estimates (:mod:`~gpu_engine.optimizer.cardinality`) read it as the column's count, the SQL planner not
+    #: yet (see :func:`_sampled_ndv`).
+    sampled_ndv: float = 0.0
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
         if not self.ndv or 1.0 <= self.ndv <= rows:  # unchanged: no copy (estimates cap every column per candidate join)
             return self
         return dataclasses.replace(self, ndv=max(1.0, min(self.ndv, rows)))
+
+    def sampled(self) -> "ColumnStatistics":
+        """Return these statistics with the dictionary's distinct count as ``ndv`` where there is one."""
+        return dataclasses.replace(self, ndv=self.sampled_ndv, sampled_ndv=0.0) if self.sampled_ndv else self
 
 
 @dataclass(frozen=True)
@@ -153,6 +165,71 @@ def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum
     return ColumnStatistics(ndv, minimum, maximum)
 
 
+def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float) -> float | None:
+    """Return the distinct values of integer column ``name`` (``[low, high]`` over the table's ``rows``) as the
+    first non-empty row group's dictionary says: its count where that row group holds every row; where the
+    rows are in the column's order (the second row group begins at or after the first one's maximum), the
+    first's distinct values per unit of its own ``[min, max]``, times the table's range. None (the range's
+    count stands) for rows in another order (a row group's values then say nothing of the others') or a
+    chunk without a dictionary page encoding all of its pages (a writer falls back to PLAIN pages when the
+    dictionary grows too big).
+
+    Why: an integer column whose ``[min, max]`` spans about the table's rows (half of them or more) reads as
+    a key (one distinct value a row), but a sparse key repeated across rows is not: TPC-H's ``l_orderkey``
+    spans 1..6M over 6M rows and holds 1.5M values (four lines an order); counted as 6M, ``GROUP BY
+    l_orderkey`` had four times its groups and a join with ``orders`` a quarter of its rows (TPC-H q18's semi
+    join built the wrong side). The dictionary page's header declares its values: one header read, no data
+    decoded. Why only rows in the column's order: TPC-DS's ``ss_cdemo_sk`` repeats within a ticket's lines,
+    so a row group holds a twelfth of its rows' worth of values although the column holds 1.9M.
+
+    Kept beside the range's count (:attr:`ColumnStatistics.sampled_ndv`), read by the typed estimates only:
+    the SQL planner's eager aggregation, seeing ``GROUP BY l_orderkey`` keep a quarter of lineitem, groups
+    all 6M rows below q18's join with the 57 orders its HAVING keeps (it estimates half of them), where the
+    join's runtime filter had dropped nearly every lineitem row at the scan: +75% (bench/results/
+    2026-11-28-buildside2-*.md). The SQL side reads it once eager aggregation weighs that filter.
+    """
+    import numpy as np
+
+    from gpu_engine.kernels.parquet_pages import dictionary_values
+
+    groups = []  # (footer, leaf, chunk, rows, min, max) of the first two non-empty row groups
+    for footer in footers:
+        index = [i for i, leaf in enumerate(footer.leaves) if leaf.path == name]
+        if len(index) != 1 or footer.leaves[index[0]].max_repetition:
+            return None
+        for row_group in footer.row_groups:
+            if not row_group.num_rows:
+                continue
+            chunk = row_group.columns[index[0]]
+            stats = chunk.statistics
+            extremes = (None, None) if stats is None else (as_number(stats.minimum), as_number(stats.maximum))
+            if None in extremes:
+                return None
+            groups.append((footer, chunk, row_group.num_rows, *extremes))
+            if len(groups) == 2:
+                break
+        if len(groups) == 2:
+            break
+    if not groups:
+        return None
+    footer, chunk, group_rows, group_low, group_high = groups[0]
+    whole = group_rows >= rows
+    if not whole and (len(groups) < 2 or groups[1][3] < group_high):
+        return None  # not in this column's order
+    if chunk.dictionary_page_offset is None:
+        return None
+    try:  # the chunk's bytes only (its pages' headers are walked: does every data page use the dictionary?)
+        with open(footer.path, "rb") as handle:
+            handle.seek(int(chunk.start))
+            data = np.frombuffer(handle.read(int(chunk.total_compressed_size)), np.uint8)
+        values, other = dictionary_values(data, 0, len(data))
+    except (OSError, ValueError, IndexError):
+        return None
+    if values <= 0 or other != 0:  # a malformed header, or PLAIN pages after the dictionary
+        return None
+    return float(values) if whole else max(1.0, values * (high - low + 1) / (group_high - group_low + 1))
+
+
 def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
     """Combine the files' footer statistics (checked by the engine's footer reader, never pyarrow's).
 
@@ -180,6 +257,12 @@ def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
                 except TypeError:
                     lows[name] = highs[name] = None
     columns = {f.name: _column_statistics(f.type, rows, lows.get(f.name), highs.get(f.name)) for f in schema}
+    for name, column in columns.items():
+        low, high = as_number(column.minimum), as_number(column.maximum)
+        if rows > 1 and low is not None and high - low + 1 >= rows / 2:  # key-like by its range: dense or not?
+            sampled = _sampled_ndv(footers, name, float(rows), low, high)
+            if sampled is not None and sampled < column.ndv:
+                columns[name] = dataclasses.replace(column, sampled_ndv=sampled)
     return TableStatistics(float(rows), columns)
 
 

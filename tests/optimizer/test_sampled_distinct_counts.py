@@ -1,0 +1,64 @@
+"""A key-like integer column's distinct values from its Parquet dictionary (gpu_engine.optimizer.statistics).
+
+An integer column whose ``[min, max]`` spans about the table's rows reads as a key by its range; a sparse key
+repeated across rows (TPC-H's ``l_orderkey``: 1.5M values over 1..6M in 6M rows) is not one. The first row
+group's dictionary page says how many values it holds: the whole table's count where it is the only row group,
+the table's by density where the rows are in the column's order, nothing (the range stands) otherwise. The
+typed estimates read that count (a scan's ``ndv``); the SQL planner reads the range's until its eager
+aggregation weighs runtime filters (see ``statistics._sampled_ndv``).
+"""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from gpu_engine import Session
+from gpu_engine.optimizer.cardinality import estimate
+from gpu_engine.optimizer.statistics import RegisteredStatistics
+from gpu_engine.plans import PlanBuilder
+
+ROWS = 4000
+#: four rows a key, keys 0, 4, 8, ...: 1,000 values over a range of ~4,000 (as l_orderkey's four lines an order)
+SPARSE = [(i // 4) * 4 for i in range(ROWS)]
+
+
+def _ndv(tmp_path, values, name="t", **write) -> float:
+    table = pa.table({"k": pa.array(values, pa.int64()), "x": pa.array(range(len(values)), pa.int64())})
+    path = tmp_path / f"{name}.parquet"
+    pq.write_table(table, path, **write)
+    session = Session(device="cpu")
+    session.register(name, str(path))
+    statistics = RegisteredStatistics(session._tables)
+    scanned = estimate(PlanBuilder({name: table.schema}).table_scan(name).plan(), statistics)
+    return scanned.columns["k"].ndv if "k" in scanned.columns else 0.0
+
+
+def test_a_sorted_sparse_key_counts_its_values_from_the_first_row_groups_dictionary(tmp_path):
+    assert _ndv(tmp_path, SPARSE, row_group_size=ROWS // 4) == pytest.approx(1000, rel=0.01)  # range: 3,997
+    assert _ndv(tmp_path, SPARSE, "one", row_group_size=ROWS) == 1000  # one row group: its dictionary's count
+    assert _ndv(tmp_path, list(range(ROWS)), "dense", row_group_size=ROWS // 4) == ROWS  # a key: one a row
+    with_nulls = [None if i % 5 == 0 else v for i, v in enumerate(SPARSE)]  # NULLs are no value
+    assert _ndv(tmp_path, with_nulls, "nulls", row_group_size=ROWS // 4) == pytest.approx(1000, rel=0.01)
+
+
+def test_a_groupby_on_a_sorted_sparse_key_estimates_its_groups(tmp_path):
+    table = pa.table({"k": pa.array(SPARSE, pa.int64()), "q": pa.array([1] * ROWS, pa.int64())})
+    pq.write_table(table, tmp_path / "lines.parquet", row_group_size=ROWS // 4)
+    session = Session(device="cpu")
+    session.register("lines", str(tmp_path / "lines.parquet"))
+    plan = PlanBuilder({"lines": table.schema}).table_scan("lines").aggregation(["k"], ["sum(q) AS s"]).plan()
+    assert estimate(plan, RegisteredStatistics(session._tables)).rows == pytest.approx(1000, rel=0.01)
+
+
+def test_rows_in_another_order_or_without_a_dictionary_keep_the_range_count(tmp_path):
+    shuffled = SPARSE[:]
+    random.Random(7).shuffle(shuffled)
+    spanned = max(SPARSE) - min(SPARSE) + 1
+    # a row group's values say nothing of the others' where each spans the whole range
+    assert _ndv(tmp_path, shuffled, "shuffled", row_group_size=ROWS // 4) == spanned
+    assert _ndv(tmp_path, SPARSE, "plain", row_group_size=ROWS // 4, use_dictionary=False) == spanned
+    assert _ndv(tmp_path, [], "empty") == 0
