@@ -48,7 +48,7 @@ PRECOMPILE_SCALE_FACTOR = 0.001
 
 #: SQL over the TPC-H tables for the operators and types the 22 queries leave out (windows, variance and
 #: correlation, sums of doubles, grouping sets, set operations, outer joins, per-group top-N, medians and
-#: quantiles: kernels/order_statistics.py, left and right semi joins on ``<>``, joins on strings), run with the
+#: quantiles: kernels/order_statistics.py, left and right semi joins on ``<>``, joins on strings, DOUBLE keys), run with the
 #: TPC-H texts. A new process after set-up listed what TPC-DS still compiled (``bench/first_process_costs.py``):
 #: window scans, moment aggregates, float sums and gathers of other types; these reach them by feature.
 TOUR_SQL = (
@@ -90,6 +90,8 @@ TOUR_SQL = (
     "WHERE l.l_orderkey = o.o_orderkey AND l.l_partkey <> o.o_custkey)",
     # A join on string keys (kernels/group_by.py packs them into key words; TPC-DS q4's customer ids).
     "SELECT count(*) AS n FROM customer c JOIN supplier s ON c.c_phone = s.s_phone",
+    # DOUBLE grouping keys (kernels/hash.py's key words of doubles; TPC-DS q12, q36): TPC-H groups by none.
+    "SELECT CAST(l_discount AS DOUBLE) AS d, count(*) AS n FROM lineitem GROUP BY CAST(l_discount AS DOUBLE)",
 )
 
 #: Modules whose ``precompile_calls(device)`` pair static kernels with arguments of the types their callers
