@@ -136,14 +136,19 @@ class UnnestNode(PlanNode):
       ``explode(split(s, ','))``; VARCHAR pieces. A NULL text gives no rows; a NULL separator the whole text; an
       empty one its characters.
 
+    ``outer`` (Spark's ``LATERAL VIEW OUTER``): a row whose ``string_split`` list is NULL gives one row, its element
+    NULL, instead of none.
+
     Output: the input's columns, then the element.
     """
 
     function: str
     arguments: tuple[Expr, ...]
+    outer: bool = False
 
     def describe(self) -> str:
-        return f"{self.output_schema.names[-1]}: {self.function}({', '.join(a.sql() for a in self.arguments)})"
+        outer = " outer" if self.outer else ""
+        return f"{self.output_schema.names[-1]}: {self.function}({', '.join(a.sql() for a in self.arguments)}){outer}"
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -257,11 +257,13 @@ class PlanBuilder:
         """
         return self._unnest("generate_series" if inclusive else "range", (start, stop, step), name)
 
-    def unnest_split(self, text: Snippet, separator: Snippet, *, name: str = "unnest") -> "PlanBuilder":
-        """Repeat each row once per piece of ``string_split(text, separator)``, the piece (VARCHAR) as ``name``."""
-        return self._unnest("string_split", (text, separator), name)
+    def unnest_split(self, text: Snippet, separator: Snippet, *, name: str = "unnest",
+                     outer: bool = False) -> "PlanBuilder":
+        """Repeat each row once per piece of ``string_split(text, separator)``, the piece (VARCHAR) as ``name``;
+        ``outer``: a NULL text gives one row with a NULL piece (Spark's ``LATERAL VIEW OUTER``), not none."""
+        return self._unnest("string_split", (text, separator), name, outer)
 
-    def _unnest(self, function: str, parts: Sequence[Snippet], name: str) -> "PlanBuilder":
+    def _unnest(self, function: str, parts: Sequence[Snippet], name: str, outer: bool = False) -> "PlanBuilder":
         def make(node_id: str, label: str) -> PlanNode:
             arguments = tuple(parse_expression(part, self._schema, label) for part in parts)
             arguments, dtype = typed_unnest_arguments(function, arguments, label)
@@ -270,7 +272,7 @@ class PlanBuilder:
                                 column=name)
             schema = _normalized_schema(pa.schema(list(self._schema) + [pa.field(name, dtype)]), label)
             return UnnestNode(id=node_id, output_schema=schema, sources=(self._node,), function=function,
-                              arguments=arguments)
+                              arguments=arguments, outer=outer)
 
         return self._add("Unnest", make)
 

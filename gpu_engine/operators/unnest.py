@@ -17,7 +17,8 @@ DuckDB's ``interval cannot be 0!``.
 ``string_split`` lists are a host round trip, as the engine's other text transforms
 (:mod:`gpu_engine.expressions.string_functions`): the texts and separators are copied to the host, split there
 (one Python ``str.split`` per row), and the pieces, with the row each came from, copied back once per input
-batch; the output batches then gather from them as from a series.
+batch; the output batches then gather from them as from a series. An ``outer`` Unnest (Spark's ``LATERAL VIEW
+OUTER``) keeps a row whose text is NULL, with a NULL piece.
 """
 
 from __future__ import annotations
@@ -85,6 +86,9 @@ class Unnest(Operator):
         parents, pieces = [], []
         for row, (text, separator) in enumerate(zip(texts, separators)):
             if text is None:
+                if self.node.outer:  # Spark's LATERAL VIEW OUTER: the row kept, its piece NULL
+                    parents.append(row)
+                    pieces.append(None)
                 continue  # DuckDB: a NULL list, no rows
             split = [text] if separator is None else text.split(separator) if separator else list(text)
             parents.extend([row] * len(split))

@@ -39,7 +39,8 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
 
 __all__ = ["with_series_arguments_held", "with_series_arguments_released", "with_series_as_sources", "plan_series",
-           "is_series_source", "is_correlated_series", "series_columns", "unnested", "SERIES", "SPLIT_LIST"]
+           "is_series_source", "is_correlated_series", "series_columns", "unnested", "SERIES", "SPLIT_LIST",
+           "SPLIT_OUTER"]
 
 #: The meta key of a VALUES list that stands for a range/generate_series call (the call's node).
 SERIES = "series_sources.call"
@@ -57,6 +58,8 @@ def _error(message: str, node: exp.Expression, name: str) -> SqlError:
 #: The meta key of a FROM item :mod:`gpu_engine.sql.unnest_selects` made of a string_split list (``unnest(string_split
 #: (s, ','))`` as a SELECT output), planned as an Unnest of its pieces over the items it reads.
 SPLIT_LIST = "series_sources.split"
+#: The sqlglot ``meta`` key marking a split list of Spark's ``LATERAL VIEW OUTER`` (a NULL text keeps its row).
+SPLIT_OUTER = "series_sources.split_outer"
 #: The argument keys of the calls a marked VALUES list stands for.
 _KEYS = {exp.GenerateSeries: ("start", "end", "step"), exp.Split: ("this", "expression")}
 
@@ -291,7 +294,7 @@ def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: di
             builder = planner._builder(relation.node)
             rendered = [planner._renamed(a, relation.columns) for a in arguments]
             if function == "string_split":
-                node = builder.unnest_split(*rendered, name=internal).plan()
+                node = builder.unnest_split(*rendered, name=internal, outer=bool(call.meta.get(SPLIT_OUTER))).plan()
             else:
                 node = builder.unnest_series(*rendered[:2], "1" if len(rendered) < 3 else rendered[2],
                                              inclusive=function == "generate_series", name=internal).plan()

@@ -13,7 +13,8 @@ joined after the others, the lists the engine can build without list columns:
   without regular expression characters): an Unnest of the pieces over the FROM items.
 
 Spark's ``FROM t LATERAL VIEW explode(list) e AS v`` is that FROM item too, joined where the view is written
-(``LATERAL VIEW OUTER``, which keeps a row whose list is empty, is refused by name).
+(``LATERAL VIEW OUTER`` keeps a row whose split text is NULL, with a NULL element; a list of constants is never
+empty).
 DuckDB's ``unnest(list)`` as a FROM item (``FROM unnest([1, 2, 3]) u(x)``, ``FROM t, unnest(string_split(t.s,
 ',')) p``) is the same item in place, its column named by the alias (``unnest`` without one).
 
@@ -31,7 +32,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, position_of
-from gpu_engine.sql.series_sources import SPLIT_LIST
+from gpu_engine.sql.series_sources import SPLIT_LIST, SPLIT_OUTER
 
 __all__ = ["with_unnested_selects"]
 
@@ -117,8 +118,6 @@ def _lateral_views(select: exp.Select, dialect: str) -> None:
         call = view.this
         if type(call) is not exp.Explode or not isinstance(call.this, _LISTS) or not view.args.get("view"):
             return  # posexplode, another list: refused by the planner's LATERAL VIEW refusal
-        if view.args.get("outer"):
-            raise _error("LATERAL VIEW OUTER (a row whose list is empty is kept, with NULL)", view, dialect)
         if isinstance(call.this, exp.GenerateSeries):
             raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
     for number, view in enumerate(views, 1):
@@ -126,7 +125,10 @@ def _lateral_views(select: exp.Select, dialect: str) -> None:
         name = alias.name if alias is not None and alias.name else f"$view{number}"
         columns = list(alias.columns) if alias is not None else []
         column = columns[0].copy() if columns else exp.to_identifier("col")
-        select.append("joins", exp.Join(this=_item(view.this.this, name, column, dialect)))
+        item = _item(view.this.this, name, column, dialect)
+        if view.args.get("outer") and isinstance(item, exp.Table):  # a split list: a NULL text keeps its row
+            item.this.meta[SPLIT_OUTER] = True  # (a list of constants is never empty: OUTER changes nothing)
+        select.append("joins", exp.Join(this=item))
     select.set("laterals", None)
 
 

@@ -1,7 +1,8 @@
 """SparkRunner.sql answers ``explode(split(s, ','))``, ``explode(array(...))`` and ``LATERAL VIEW explode`` as
 Spark does (the oracle is Spark itself): planned as an Unnest over the FROM items (gpu_engine/sql/unnest_selects.py,
-gpu_engine/operators/unnest.py), within the stage that reads them; a NULL text gives no row, an empty one an empty
-piece, as Spark. (Other cases: tests/sql/test_unnest_selects.py, against DuckDB; each query here costs seconds.)
+gpu_engine/operators/unnest.py), within the stage that reads them; a NULL text gives no row (with OUTER one, its
+piece NULL), an empty one an empty piece, as Spark. (Other cases: tests/sql/test_unnest_selects.py, against DuckDB;
+each query here costs seconds.)
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does
 @pytest.mark.parametrize("sql", [
     "SELECT p, count(*) AS n, sum(k) AS s FROM (SELECT k, explode(split(s, ',')) AS p FROM t) q GROUP BY p",
     "SELECT k, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
+    # OUTER keeps the row whose text is NULL, with a NULL piece (an empty text has one empty piece anyway)
+    "SELECT k, v, w FROM t LATERAL VIEW OUTER explode(split(s, ',')) a AS v LATERAL VIEW OUTER explode(array(1)) b AS w",
 ])
 def test_sparks_explode_answers_as_spark(spark, sql):
     frame = spark.createDataFrame([(1, "a,b"), (3, ""), (None, None), (5, "b,,c")], "k bigint, s string")

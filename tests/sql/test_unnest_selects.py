@@ -82,7 +82,6 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     ("SELECT unnest([t.n, 2]) AS a FROM t", "a list of columns or subqueries", 18),
     ("SELECT unnest(string_split_regex(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
     ("SELECT unnest(string_split('a,b', ',')) AS p", "unnest of a constant string's pieces", 15),
-    ("SELECT n, v FROM t LATERAL VIEW OUTER explode(split(s, ',')) e AS v", "LATERAL VIEW OUTER", 39),
 ])
 def test_unnests_the_engine_cannot_plan_are_refused_with_their_position(sql, message, column):
     with pytest.raises(PlanError) as info:
