@@ -32,6 +32,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py abandoned-partial-sizing dbbench 10 --sf 10 --runs 9 --one-session
     python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
     python bench/ab.py value-words dbbench 6 --sf 10 --runs 9
+    python bench/ab.py moment-rows dbbench 9 --sf 10 --runs 9
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
@@ -269,6 +270,12 @@ def _value_words():
     from gpu_engine.kernels.sort import sort_key_words
     return module, "value_rank_rows", lambda device, group_ids, groups, values, *rest: group_rank_rows(
         device, group_ids, groups, sort_key_words(device, [values], [True], [False]), *rest)
+
+
+def _moment_rows():
+    """Variance-family moments of raw rows in three passes a batch on the CPU too (``_fold_rows_in_order`` off)."""
+    import gpu_engine.kernels.aggregate as module
+    return module, "_fold_rows_in_order", lambda *args: False
 
 
 def _kept_positions():
@@ -610,6 +617,7 @@ SWITCHES = {
     "abandoned-partial-sizing": _abandoned_partial_sizing,
     "partition-slots": _partition_slots,
     "value-words": _value_words,
+    "moment-rows": _moment_rows,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,

@@ -1,0 +1,55 @@
+"""Tests for kernels.aggregate.group_moments over raw rows: per-group count, mean, sums of squared deviations and
+of co-deviations equal NumPy's, on every device.
+
+The CPU folds raw rows in one pass (Welford's update relative to each group's first value); other devices reduce
+a batch in three passes and join it by Chan's formula. Both must hold a group's moments across batches, skip
+rows whose validity is False, and stay exact for values with a large offset (1e9 plus units).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gpu_engine.exec.device_counters import counts_now
+from gpu_engine.kernels.aggregate import MOMENT_BATCH_STATE, MOMENT_STATE, group_moments
+
+ROWS = {"cpu": 5_000, "cuda-sim": 64, "cuda": 5_000}
+
+
+def test_raw_rows_fold_into_each_groups_moments_across_batches(device, device_name):
+    rng = np.random.default_rng(3)
+    rows, groups = ROWS[device_name], 6
+    group_ids = rng.integers(0, groups - 1, rows).astype(np.int32)  # the last group gets no row
+    x = 1e9 + rng.integers(0, 7, rows).astype(np.float64)
+    y = -3.5 * x + rng.normal(0, 2, rows)
+    valid = rng.random(rows) > 0.2
+    xp = device.xp
+    state = {name: xp.zeros(groups, dtype=xp.int64 if name in ("count", "batch_n") else xp.float64)
+             for name in MOMENT_STATE + MOMENT_BATCH_STATE}
+    before = counts_now()
+    for start in range(0, rows, rows // 3 + 1):  # three batches
+        part = slice(start, start + rows // 3 + 1)
+        group_moments(device, xp.asarray(group_ids[part]), xp.asarray(valid[part]), xp.asarray(x[part]),
+                      xp.asarray(y[part]), None, state)
+    if device_name == "cpu":  # one pass a batch, not three
+        assert counts_now().kernel_launches - before.kernel_launches == 3
+        from gpu_engine.kernels import aggregate
+
+        frozen = x.copy()
+        frozen.flags.writeable = False  # as an Arrow buffer read from Parquet: no second signature
+        group_moments(device, group_ids, None, frozen, frozen, None,
+                      {name: array.copy() for name, array in state.items()})
+        assert len(aggregate._moment_rows_cpu.signatures) == 1
+    host = {name: device.to_host(array) for name, array in state.items()}
+    for g in range(groups):
+        mine = valid & (group_ids == g)
+        assert host["count"][g] == mine.sum()
+        if not mine.any():
+            continue
+        gx, gy = x[mine], y[mine]
+        assert host["shift_x"][g] + host["mean_x"][g] == pytest.approx(gx.mean(), rel=1e-15)
+        assert host["m2_x"][g] == pytest.approx(((gx - gx.mean()) ** 2).sum(), rel=1e-9, abs=1e-9)
+        assert host["m2_y"][g] == pytest.approx(((gy - gy.mean()) ** 2).sum(), rel=1e-9)
+        assert host["c"][g] == pytest.approx(((gx - gx.mean()) * (gy - gy.mean())).sum(), rel=1e-9)
+    assert not any(host[name].any() for name in MOMENT_BATCH_STATE)  # zero between batches
