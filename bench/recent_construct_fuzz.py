@@ -31,8 +31,9 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests"):
         sys.path.insert(0, str(folder))
 
 
-def tables(rng: random.Random) -> dict:
-    """Return ``t(id, a, b, c, d, e)`` and ``u(x, y, z, w)``: 0-9 rows, few distinct values, NULLs anywhere."""
+def tables(rng: random.Random, scale: int = 1) -> dict:
+    """Return ``t(id, a, b, c, d, e)`` and ``u(x, y, z, w)``: 0-9 rows (up to 9 x ``scale``), few distinct values,
+    NULLs anywhere."""
     import decimal
 
     import pyarrow as pa
@@ -41,6 +42,8 @@ def tables(rng: random.Random) -> dict:
         return None if rng.random() < null else rng.choice(values)
 
     n, m = rng.choice([0, 1, 2, 3, 5, 7, 9]), rng.choice([0, 1, 2, 4, 6, 8])
+    if scale > 1:  # partitions and frames across many batches and splits
+        n, m = rng.randint(0, 9 * scale), rng.randint(0, 8 * scale)
     strings = ["a", "b", "a,b", "", "b,,c", "x"]
     dec2 = [decimal.Decimal(v) for v in ("-1.50", "0.00", "1.25", "2.50", "10.01")]
     dec4 = [decimal.Decimal(v) for v in ("-1.5000", "0.0001", "1.2500", "2.5000", "3.1416")]
@@ -74,8 +77,13 @@ def _window(r: random.Random) -> str:
                  f"{r.choice([0, 1, 2])} PRECEDING", f"{r.choice([0, 1, 2])} FOLLOWING"]
         return r.choice(kinds)
     start, end = bound("start"), bound("end")
+    rank = {"UNBOUNDED": 0, "PRECEDING": 1, "CURRENT": 2, "FOLLOWING": 3}
+    if rank[start.split()[0] if start.startswith(("UNB", "CUR")) else start.split()[1]] > \
+            rank[end.split()[-1] if not end.startswith("CUR") else "CURRENT"] and not end.startswith("UNB"):
+        start, end = "CURRENT ROW" if start.startswith("CUR") else start, "UNBOUNDED FOLLOWING"  # a valid frame
     if unit == "RANGE" and key == "d":
-        start, end = (re.sub(r"^(\d) ", lambda mt: r.choice(["1.25 ", "0.5 ", mt.group(1) + " "]), b) for b in (start, end))
+        start, end = (re.sub(r"^(\d) ", lambda mt: r.choice(["1.25 ", "0.5 ", mt.group(1) + " "]), b)
+                      for b in (start, end))
     arg = r.choice(["a", "c", "d", "e", "id"])
     if unit == "ROWS":
         order = f"ORDER BY {key}{direction}{nulls}, id"
@@ -119,7 +127,8 @@ def _grouping(r: random.Random) -> str:
                          "count(*) AS n", "sum(d) AS sd", "max(e) AS me", "count(DISTINCT id % 3) AS cd",
                          "sum(id) AS si"], r.randint(2, 4))
     having = r.choice(["", "", f" HAVING grouping({k1}) = 0", f" HAVING {k1} IS NULL",
-                       f" HAVING count(*) > 1 OR grouping({k2}) = 1", f" HAVING {k2} IS NOT NULL AND grouping({k1}) = 1"])
+                       f" HAVING count(*) > 1 OR grouping({k2}) = 1",
+                       f" HAVING {k2} IS NOT NULL AND grouping({k1}) = 1"])
     query = f"SELECT {k1}, {k2}, {', '.join(measures)} FROM {source} GROUP BY {form}{having}"
     if r.random() < 0.25:
         query = (f"SELECT *, rank() OVER (PARTITION BY grouping({k1}, {k2}) ORDER BY n DESC) AS rk FROM "
@@ -250,7 +259,111 @@ FAMILIES = {"window": _window, "grouping": _grouping, "set": _set_operation, "un
             "distinct": _distinct_join, "correlated": _correlated, "decimal": _decimals, "empty": _empty}
 
 
-def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
+def _window_more(r: random.Random) -> str:
+    """Frames with EXCLUDE, GROUPS offsets, windows over grouped rows and over a join's NULL side."""
+    key = r.choice(["a", "c", "d"])
+    nulls = r.choice(["", " NULLS FIRST", " NULLS LAST"])
+    forms = [
+        f"SELECT id, {key}, sum(a) OVER (ORDER BY {key}{nulls} GROUPS BETWEEN {r.choice([0, 1])} PRECEDING AND "
+        f"{r.choice([0, 1, 2])} FOLLOWING) AS wv FROM t",
+        f"SELECT id, {key}, count(c) OVER (ORDER BY {key}{nulls}" + r.choice([", id ROWS", " RANGE"]) +
+        f" BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW "
+        f"EXCLUDE {r.choice(['CURRENT ROW', 'TIES', 'GROUP', 'NO OTHERS'])}) AS wv FROM t",
+        f"SELECT b, sum(a) AS s, sum(sum(a)) OVER (ORDER BY b{nulls} ROWS BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS wv "
+        f"FROM t GROUP BY b",
+        f"SELECT t.id, u.x, max(u.w) OVER (PARTITION BY t.b ORDER BY u.x{nulls} RANGE BETWEEN 1 PRECEDING AND "
+        f"CURRENT ROW) AS wv FROM t LEFT JOIN u ON t.a = u.x",
+        f"SELECT id, {key}, last_value({key} IGNORE NULLS) OVER (ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND "
+        f"{r.choice(['1 PRECEDING', 'CURRENT ROW', '1 FOLLOWING'])}) AS wv FROM t",
+        f"SELECT id, ntile({r.choice([1, 2, 3, 5])}) OVER (PARTITION BY b ORDER BY id) AS nt, "
+        f"percent_rank() OVER (ORDER BY {key}{nulls}) AS pr, cume_dist() OVER (ORDER BY {key}{nulls}) AS cd FROM t",
+        f"SELECT id, a, b FROM t QUALIFY sum(a) OVER (PARTITION BY b ORDER BY id ROWS BETWEEN 1 PRECEDING AND "
+        f"CURRENT ROW) IS NULL OR a = max(a) OVER (PARTITION BY b)",
+        f"SELECT b, a FROM t GROUP BY b, a QUALIFY rank() OVER (PARTITION BY b ORDER BY a DESC{nulls}) = 1",
+    ]
+    return r.choice(forms)
+
+
+def _grouping_more(r: random.Random) -> str:
+    """Expression keys, repeated sets, grouping() in ORDER BY and CASE, grouping sets over joins and empty input."""
+    forms = [
+        "SELECT a % 2 AS p, b, grouping(a % 2) AS g, count(*) AS n FROM t GROUP BY ROLLUP (a % 2, b)",
+        "SELECT b, c, count(*) AS n FROM t GROUP BY GROUPING SETS ((b), (b), (), (), (c, b))",
+        "SELECT b, CASE WHEN grouping(b) = 1 THEN 'all' ELSE coalesce(b, 'null') END AS label, sum(d) AS s "
+        "FROM t GROUP BY ROLLUP (b) ORDER BY grouping(b), b NULLS FIRST",
+        "SELECT t.b, u.z, count(u.x) AS n, grouping(t.b, u.z) AS g FROM t FULL JOIN u ON t.b = u.y "
+        "GROUP BY CUBE (t.b, u.z)",
+        "SELECT b, c, sum(a) AS s FROM t WHERE a > 100 GROUP BY CUBE (b, c)",
+        "SELECT b, count(*) AS n FROM t GROUP BY ROLLUP (b) HAVING grouping(b) = 1 OR count(*) > 1",
+        "SELECT b, c, max(d) AS m FROM t GROUP BY GROUPING SETS ((b, c), (c), ()) HAVING max(d) IS NULL",
+        "SELECT d, count(*) AS n, sum(e) AS s FROM t GROUP BY ROLLUP (d)",
+        "SELECT b, c, count(DISTINCT a) AS n, grouping(c) AS g FROM t GROUP BY b, ROLLUP (c)",
+    ]
+    return r.choice(forms)
+
+
+def _set_more(r: random.Random) -> str:
+    """Set operations with duplicates, ORDER BY/LIMIT, in IN subqueries, over grouped rows and decimals."""
+    op = r.choice(["INTERSECT ALL", "EXCEPT ALL", "INTERSECT", "EXCEPT"])
+    forms = [
+        f"SELECT a FROM t {op} SELECT x FROM u {op} SELECT a FROM t WHERE b IS NULL",
+        f"SELECT c FROM t {op} SELECT z FROM u ORDER BY 1 NULLS FIRST",
+        f"SELECT id FROM t WHERE a IN (SELECT a FROM t {op} SELECT x FROM u)",
+        f"SELECT id FROM t WHERE a NOT IN (SELECT x FROM u {op} SELECT a FROM t WHERE c > 0)",
+        f"SELECT b, count(*) FROM t GROUP BY b {op} SELECT y, count(*) FROM u GROUP BY y",
+        f"SELECT d FROM t {op} SELECT w FROM u {op} SELECT CAST(e AS DECIMAL(9, 2)) FROM t",
+        f"SELECT a, b FROM t {op} SELECT x, y FROM u UNION ALL SELECT a, b FROM t WHERE id = 0",
+        f"SELECT q.a, count(*) AS n FROM (SELECT a FROM t {op} SELECT x FROM u) q GROUP BY q.a",
+        f"SELECT a, b FROM t {op} (SELECT x, y FROM u {r.choice(['UNION', 'UNION ALL', 'EXCEPT ALL'])} "
+        f"SELECT a, b FROM t WHERE a = 1)",
+    ]
+    return r.choice(forms)
+
+
+def _semi_more(r: random.Random) -> str:
+    """Semi/anti joins on <> and other non-equalities beside equalities, in ON, under joins and aggregates."""
+    cond = r.choice(["u.x <> t.a", "u.y <> t.b", "u.x <> t.a AND u.z <> t.c", "u.x IS DISTINCT FROM t.a",
+                     "u.x <> t.a AND u.y IS NOT DISTINCT FROM t.b", "u.w <> t.d", "NOT (u.x = t.a)",
+                     "u.x <> t.a AND u.x = 1"])
+    kind = r.choice(["EXISTS", "NOT EXISTS"])
+    forms = [
+        f"SELECT b, count(*) AS n FROM t WHERE {kind} (SELECT 1 FROM u WHERE {cond}) GROUP BY b",
+        f"SELECT t.id, v.x FROM t JOIN u v ON t.c = v.z WHERE {kind} (SELECT 1 FROM u WHERE {cond})",
+        f"SELECT id FROM t WHERE {kind} (SELECT 1 FROM u WHERE {cond}) OR a IS NULL",
+        f"SELECT id, CASE WHEN {kind} (SELECT 1 FROM u WHERE {cond}) THEN 'y' ELSE 'n' END AS m FROM t",
+        f"SELECT id FROM t WHERE {kind} (SELECT 1 FROM u WHERE {cond} AND u.z IS NULL)",
+        f"SELECT id FROM t WHERE {kind} (SELECT 1 FROM u WHERE {cond}) AND "
+        f"{r.choice(['EXISTS', 'NOT EXISTS'])} (SELECT 1 FROM u WHERE u.y = t.b)",
+        f"SELECT id FROM t WHERE a <> ALL (SELECT x FROM u WHERE u.z = t.c)",
+        f"SELECT id FROM t WHERE b <> ANY (SELECT y FROM u)",
+    ]
+    return r.choice(forms)
+
+
+def _distinct_more(r: random.Random) -> str:
+    """DISTINCT over joins through projections, filters and several joins (the distinct->semi rewrite's reach)."""
+    forms = [
+        "SELECT DISTINCT t.a + 1 AS v FROM t JOIN u ON t.a = u.x WHERE t.c IS NOT NULL",
+        "SELECT DISTINCT t.b FROM t JOIN u ON t.a = u.x JOIN u v ON t.b = v.y",
+        "SELECT DISTINCT t.a, t.b FROM t JOIN u ON t.a = u.x AND u.w > t.d",
+        "SELECT DISTINCT u.y FROM t JOIN u ON t.a = u.x AND t.c <> u.z",
+        "SELECT DISTINCT t.a FROM t JOIN u ON t.a = u.x WHERE t.a + u.z > 1",
+        "SELECT t.a, t.b FROM t JOIN u ON t.b = u.y GROUP BY t.a, t.b",
+        "SELECT DISTINCT t.a, random() < 2 AS r FROM t JOIN u ON t.a = u.x",
+        "SELECT count(DISTINCT t.a) AS n, count(*) AS m FROM t JOIN u ON t.a = u.x",
+        "SELECT DISTINCT t.a FROM t JOIN u ON t.a = u.x ORDER BY t.a NULLS FIRST LIMIT 2",
+        "SELECT DISTINCT coalesce(t.b, 'z') AS b FROM t JOIN u ON t.d = u.w",
+        "SELECT DISTINCT t.a FROM t JOIN (SELECT DISTINCT x FROM u) q ON t.a = q.x",
+        "SELECT DISTINCT ON (t.b) t.b, t.a FROM t JOIN u ON t.a = u.x ORDER BY t.b NULLS FIRST, t.a DESC NULLS LAST",
+    ]
+    return r.choice(forms)
+
+
+FAMILIES.update({"window2": _window_more, "grouping2": _grouping_more, "set2": _set_more, "semi2": _semi_more,
+                 "distinct2": _distinct_more})
+
+
+def run(seeds: range, device: str, families: list[str], verbose: bool, scale: int = 1) -> dict:
     import duckdb
 
     from duckdb_reference import rows_mismatch, session_with_tables
@@ -261,7 +374,7 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
     reported, refusals = [], collections.Counter()
     for seed in seeds:
         r = random.Random(seed)
-        data = tables(r)
+        data = tables(r, scale)
         drivers, batch_rows = r.choice([1, 1, 2, 4]), r.choice([1, 2, 4, 65536])
         split_rows = r.choice([1, 2, 3, 100])
         connection = duckdb.connect()
@@ -319,12 +432,13 @@ def main(argv=None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--out", type=Path)
+    parser.add_argument("--scale", type=int, default=1, help="tables of up to 9 x SCALE rows (default 0-9 rows)")
     parser.add_argument("--verbose", action="store_true", help="print refusals and both-raised cases too")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     families = args.families.split(",")
     began, cpu_began = time.perf_counter(), time.process_time()
-    result = run(range(start, stop), args.device, families, args.verbose)
+    result = run(range(start, stop), args.device, families, args.verbose, args.scale)
     elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
     total = collections.Counter()
     for family, counter in sorted(result["counts"].items()):
@@ -340,7 +454,8 @@ def main(argv=None) -> int:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                                 text=True).stdout.strip()
         args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
-                                        "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1), **result},
+                                        "scale": args.scale, "seconds": round(elapsed, 1),
+                                        "cpu_seconds": round(cpu, 1), **result},
                                        indent=1, ensure_ascii=False))
     return 1 if total["wrong"] or total["crash"] else 0
 
