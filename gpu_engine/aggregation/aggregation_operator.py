@@ -52,9 +52,12 @@ class AggregationOperator(Operator):
 
     def _record_abandoned(self) -> None:
         """Tell the Task's FINAL step what this PARTIAL step saw before it gave up grouping: the rows grouped
-        and the groups held (:mod:`gpu_engine.exec.abandoned_partials`; the final step sizes its table by them)."""
+        and the groups held (:mod:`gpu_engine.exec.abandoned_partials`; the final step sizes its table by them).
+
+        Not from a fused step's lowest tier: its rows are those its filter stages kept, not the scan's, so the
+        scan's rows times its share of groups would overcount the keys by the filters' selectivity."""
         task = getattr(self.ctx, "task", None)
-        if task is not None and self._rows_grouped:
+        if task is not None and self._rows_grouped and not getattr(self.ctx, "lowest_tier", False):
             task.abandoned_partials.record(self.node.id, self._rows_grouped, self._num_groups)
 
     def _emit(self) -> Batch:
