@@ -22,7 +22,7 @@ from gpu_engine.operators.fused_aggregation import FusedAggregation
 from gpu_engine.plans import PlanBuilder
 
 #: Distinct keys: enough for several growths from the table's 1024 starting slots (cuda-sim interprets kernels).
-GROUPS = {"cpu": 12_000, "cuda-sim": 3_000, "cuda": 12_000}
+GROUPS = {"cpu": 12_000, "cuda-sim": 1_500, "cuda": 12_000}
 #: test_fused_deferred_growth's aggregates and key types: the kernels it compiles serve both files.
 AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
 SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY s, g"
