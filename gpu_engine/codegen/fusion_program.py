@@ -94,11 +94,36 @@ class FusionProgram:
 
         Why: kernels are generated from the shape alone, so two queries that differ only in their
         constants (or their string literals, applied per dictionary) get the same source and share
-        one compiled module.
+        one compiled module. Made once per program and kept on it (see :meth:`__hash__`).
         """
-        lifted = tuple(LiftedExpression(LiftedInput(m, lift.expr.dtype, lift.interned), "", lift.interned)
-                       for m, lift in enumerate(self.lifted))
-        return replace(self, lifted=lifted, parameter_words=())
+        shape = self.__dict__.get("_shape")
+        if shape is None:
+            lifted = tuple(LiftedExpression(LiftedInput(m, lift.expr.dtype, lift.interned), "", lift.interned)
+                           for m, lift in enumerate(self.lifted))
+            shape = replace(self, lifted=lifted, parameter_words=())
+            object.__setattr__(shape, "_shape", shape)
+            object.__setattr__(self, "_shape", shape)
+        return shape
+
+    def __hash__(self) -> int:
+        """Hash the fields once per program and keep the hash on it.
+
+        Why: a program is made once per plan node (kept with the node's set-up), but every operator an
+        instance of that node builds looks its shape up in per-process tables (``KernelInputs``' validity
+        sets, generation caches); the generated hash walked every expression of the program each time:
+        TPC-DS q66's aggregations of 24-36 decimal sums spent ~12 ms of a run's ~190 ms CPU in
+        ``hash`` at operator set-up (bench/results/2026-11-28-dsslow-q74-q66-profile.md).
+        """
+        cached = self.__dict__.get("_hash")
+        if cached is None:
+            cached = hash((self.predicates, self.keys, self.arguments, self.columns, self.lifted,
+                           self.counts_by_value, self.outputs, self.parameter_types, self.parameter_words))
+            object.__setattr__(self, "_hash", cached)
+        return cached
+
+    def __getstate__(self) -> dict:
+        """Pickle the fields only: a string's hash differs between processes, so the kept hash must not travel."""
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_shape")}
 
 
 @dataclass(frozen=True)

@@ -85,3 +85,28 @@ def test_repeated_queries_generate_nothing_new():
     assert all(after >= before for after, before in zip((cache.hits for cache in CACHES), hits))
     assert [t.sort_by("k" if "k" in t.column_names else "v") for t in first] == \
         [t.sort_by("k" if "k" in t.column_names else "v") for t in second]
+
+
+def test_a_program_makes_its_shape_and_hash_once_and_pickles_without_them(monkeypatch):
+    """Every operator of a plan node looks its program's shape up in per-process tables: made and hashed once.
+
+    The kept hash must not travel in a pickle (a string's hash differs between processes), and a program
+    equal to another still hashes and compares equal to it.
+    """
+    import pickle
+
+    schema = {"x": pa.float64()}
+    x = ColumnRef("x", pa.float64())
+    program = plan_fusion_program((BinaryOp("lt", x, Literal(1.5, pa.float64()), pa.bool_()),), (), [], schema)
+    twin = plan_fusion_program((BinaryOp("lt", x, Literal(1.5, pa.float64()), pa.bool_()),), (), [], schema)
+    shape = program.shape()
+    assert program.shape() is shape and shape.shape() is shape
+    calls = []
+    original = BinaryOp.__hash__
+    monkeypatch.setattr(BinaryOp, "__hash__", lambda self: calls.append(1) or original(self))
+    first = hash(program)
+    assert hash(program) == first and len(calls) == 1  # the expressions are walked once
+    assert program == twin and hash(twin) == first
+    restored = pickle.loads(pickle.dumps(program))
+    assert "_hash" not in restored.__dict__ and "_shape" not in restored.__dict__
+    assert restored == program and hash(restored) == first and restored.shape() == shape
