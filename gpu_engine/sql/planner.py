@@ -150,6 +150,27 @@ def _ordinal(key: exp.Expression, count: int) -> int | None:
     return None
 
 
+_NESTED_QUERIES = (exp.Select, exp.SetOperation, exp.Subquery, exp.Exists, exp.Any, exp.All)
+
+
+def _holds_nested_query(select: exp.Select) -> bool:
+    """Return whether a clause of ``select`` (its WITH aside) holds a query: a subquery, derived table, EXISTS...
+
+    Why: the subquery rewrites of :meth:`QueryPlanner._plan_select` each search the SELECT's clauses for their
+    shape and return it unchanged (the same object) without one; most SELECTs hold none, and one walk that stops
+    at the first nested query replaces their ten (issue 29: planning a new text). ANY/ALL count even over a list,
+    which :func:`~gpu_engine.sql.quantified_comparisons.with_quantified_comparisons` refuses by name.
+    """
+    stack = [node for key, value in select.args.items() if key not in ("with_", "with")
+             for node in (value if isinstance(value, list) else [value]) if isinstance(node, exp.Expression)]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, _NESTED_QUERIES):
+            return True
+        stack.extend(node.iter_expressions())
+    return False
+
+
 def _refuse_unplanned_clauses(select: exp.Select) -> None:
     """Refuse a SELECT clause the planner does not read, naming it (never ignore it)."""
     for key, value in select.args.items():
@@ -232,16 +253,19 @@ class QueryPlanner(PlanningContext):
         _refuse_unplanned_clauses(select)
         select = with_distinct_on_as_qualify(select)  # DISTINCT ON (k): QUALIFY row_number() OVER (...) = 1
         check_window_positions(select)
-        select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
-        select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
-        select = with_correlated_aggregate_sets(select, self)  # x IN (correlated GROUP BY): per key, or x = (S)
-        select = with_tuple_memberships(select, self)  # (a, b) IN (SELECT x, y ...): EXISTS, or joined facts
-        select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
-        select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
-        select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
+        nested = _holds_nested_query(select)  # without one, each subquery rewrite returns the SELECT as it is
+        if nested:
+            select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
+            select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
+            select = with_correlated_aggregate_sets(select, self)  # x IN (correlated GROUP BY): per key, or x = (S)
+            select = with_tuple_memberships(select, self)  # (a, b) IN (SELECT x, y ...): EXISTS, or joined facts
+            select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
+            select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): joined facts, a CASE
+            select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
-        select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
-        select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs
+        if nested:
+            select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
+            select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs
         from_ = select.args.get("from_")
         if from_ is None:
             raise unsupported("SELECT without FROM", select)
