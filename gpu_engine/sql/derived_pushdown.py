@@ -37,6 +37,7 @@ reach the rows below:
 
 from __future__ import annotations
 
+from copy import deepcopy
 from typing import Mapping
 
 from sqlglot import exp
@@ -170,9 +171,25 @@ def _rebuilt(query: exp.Expression, branches) -> exp.Expression:
     query = subquery_select(query)
     if isinstance(query, exp.Select):
         return next(branches)
-    union = query.copy()
-    union.set("this", _rebuilt(query.this, branches))
-    union.set("expression", _rebuilt(query.expression, branches))
+    left, right = _rebuilt(query.this, branches), _rebuilt(query.expression, branches)
+    # The union node alone is copied (its sides are replaced: copying them first copied every branch once more).
+    union = query.__class__()
+    if query.comments is not None:
+        union.comments = list(query.comments)
+    if query.type is not None:
+        union.type = query.type.copy()
+    if query._meta is not None:  # what Expression.copy keeps too (earlier passes' notes)
+        union._meta = deepcopy(query._meta)
+    for key, value in query.args.items():
+        if key == "this":
+            value = left
+        elif key == "expression":
+            value = right
+        elif isinstance(value, exp.Expression):
+            value = value.copy()
+        elif isinstance(value, list):
+            value = [v.copy() if isinstance(v, exp.Expression) else v for v in value]
+        union.set(key, value)
     return union
 
 
@@ -196,12 +213,11 @@ def _pushed_into_union(query: exp.Expression, alias: str, ctes: Mapping[str, exp
             return node
 
         inputs = [c.copy().transform(renamed, copy=False) for c in conjuncts]
-        wrapped = exp.Subquery(this=branch.copy(), alias=exp.TableAlias(this=exp.to_identifier(alias)))
-        pushed, kept = with_conditions_pushed(wrapped, ctes, inputs)
+        pushed, kept = _pushed_into_select(branch, alias, inputs)  # a copy when something went in
         kept_ids = {id(k) for k in kept}
         taken = [took and id(c) not in kept_ids for took, c in zip(taken, inputs)]
-        changed = changed or pushed is not wrapped
-        new_branches.append(subquery_select(pushed))
+        changed = changed or pushed is not None
+        new_branches.append(branch.copy() if pushed is None else pushed)
     if not changed:
         return None, conjuncts
     return _rebuilt(query, iter(new_branches)), [c for c, took in zip(conjuncts, taken) if not took]
@@ -229,9 +245,19 @@ def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expressi
         if union is None:
             return item, conjuncts
         return exp.Subquery(this=union, alias=exp.TableAlias(this=exp.to_identifier(alias))), kept
+    select, kept = _pushed_into_select(select, alias, conjuncts)
+    if select is None:
+        return item, conjuncts
+    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))), kept
+
+
+def _pushed_into_select(select: exp.Expression, alias: str, conjuncts: list[exp.Expression]
+                        ) -> tuple[exp.Select | None, list[exp.Expression]]:
+    """Return a copy of ``select`` with what it can of ``conjuncts`` (over ``alias``'s columns) in its WHERE, and
+    the conjuncts left above; None (and all of them) when none goes in. ``select`` itself is only read."""
     sources = _sources(select)
     if not sources:
-        return item, conjuncts
+        return None, conjuncts
     where = select.args.get("where")
     restricted = {frozenset(c.sql() for c in free_columns(part)) for part in conjuncts_of(where and where.this)}
     pushed, kept = [], []
@@ -242,8 +268,8 @@ def with_conditions_pushed(item: exp.Expression, ctes: Mapping[str, exp.Expressi
         if implied is not None:
             pushed.append(implied)  # the OR's own filter stays above
     if not pushed:
-        return item, conjuncts
+        return None, conjuncts
     select = select.copy()
     for condition in pushed:
         select.where(condition, copy=False)
-    return exp.Subquery(this=select, alias=exp.TableAlias(this=exp.to_identifier(alias))), kept
+    return select, kept

@@ -134,3 +134,29 @@ def test_an_implied_or_leaves_out_false_constant_branches_and_columns_restricted
     restricted = _derived("SELECT * FROM (SELECT k, sum(v) AS total FROM t WHERE k IN (1, 3) GROUP BY k) AS x")
     condition = parse_one("(x.k = 1 AND x.total > 1) OR x.k = 3")
     assert with_conditions_pushed(restricted, {}, [condition]) == (restricted, [condition])
+
+
+def test_a_condition_pushed_into_a_union_copies_each_branch_once(monkeypatch):
+    """Each branch was copied before the push, again when the condition went in, and once more with the whole
+    union when its sides were replaced (issue 29: planning a new text); now once, and the written tree is kept."""
+    from sqlglot import exp, parse_one
+
+    from gpu_engine.sql.derived_pushdown import with_conditions_pushed
+
+    union = _derived("SELECT * FROM (SELECT k, v FROM t UNION ALL SELECT k, 1.0 FROM u "
+                     "UNION ALL SELECT k, v FROM t WHERE v > 2) AS x")
+    written, branches = union.sql(), [s for s in union.find_all(exp.Select)]
+    made = []
+    original = exp.Select.__init__
+
+    def counting(self, *args, **kwargs):
+        made.append(self)
+        original(self, *args, **kwargs)
+
+    monkeypatch.setattr(exp.Select, "__init__", counting)
+    pushed, kept = with_conditions_pushed(union, {}, [parse_one("x.k = 2")])
+    monkeypatch.undo()
+    assert kept == [] and sorted(s.args["where"].this.sql() for s in pushed.find_all(exp.Select)) == [
+        "k = 2", "k = 2", "v > 2 AND k = 2"]
+    assert len(made) == 3  # one copy of each branch
+    assert union.sql() == written and all(s.find_ancestor(exp.Subquery) is union for s in branches)
