@@ -46,9 +46,9 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
-    python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (also sql-derived-pushdown, sql-implied-filters)
-    python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x, build-sides-without-implied-filters)
-    python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7  (also typed-build-sides-without-implied-filters)
+    python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (sql.derived_pushdown off; also sql-derived-pushdown)
+    python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
+    python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
 """
 import argparse
 import os
@@ -481,37 +481,28 @@ def _optimizer_rules():
     return module, "RULES", ()
 
 
-def _set_sql_filter_copies(on: bool, derived: bool = True, implied: bool = True) -> None:
+def _set_sql_filter_copies(on: bool) -> None:
     import gpu_engine.sql.planner as planner
-    import gpu_engine.sql.predicates as predicates
     if not hasattr(planner, "_original_with_conditions_pushed"):
         planner._original_with_conditions_pushed = planner.with_conditions_pushed
-        predicates._original_implied_filters = predicates.implied_filters
-    if derived:
-        planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
-            lambda item, ctes, conditions: (item, conditions))
-    if implied:
-        predicates.implied_filters = predicates._original_implied_filters if on else (lambda conjunct: {})
+    planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
+        lambda item, ctes, conditions: (item, conditions))
 
 
 def _sql_filter_copies():
-    """The SQL planner's copies of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
-    derived query, ``sql.predicates.implied_filters`` derives no OR-implied filter): the optimizer's pass
-    places those filters, after the SQL join ordering has estimated the joins without them."""
+    """The SQL planner's copy of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
+    derived query): the optimizer's pass places those filters, after the SQL join ordering has estimated the
+    joins without them. (Its twin for ORs, ``sql.predicates.implied_filters``, was deleted once build sides were
+    chosen after pushdown: bench/results/2026-11-28-buildside2-typed-build-sides.md.)"""
     return _Setting(_set_sql_filter_copies), "value", "off"
 
 
 def _sql_derived_pushdown():
-    """``sql.derived_pushdown`` off alone (``sql-filter-copies``' first half)."""
-    return _Setting(lambda on: _set_sql_filter_copies(on, implied=False)), "value", "off"
+    """``sql.derived_pushdown`` off (the same as ``sql-filter-copies`` since ``implied_filters`` went)."""
+    return _Setting(_set_sql_filter_copies), "value", "off"
 
 
-def _sql_implied_filters():
-    """``sql.predicates.implied_filters`` off alone (``sql-filter-copies``' second half)."""
-    return _Setting(lambda on: _set_sql_filter_copies(on, derived=False)), "value", "off"
-
-
-def _set_build_sides(on: bool, implied_filters: bool = True, ratio: float | None = None) -> None:
+def _set_build_sides(on: bool, ratio: float | None = None) -> None:
     import gpu_engine.optimizer as module
     import gpu_engine.optimizer.build_sides as build_sides
     from gpu_engine.optimizer.build_sides import build_smaller_sides
@@ -519,8 +510,6 @@ def _set_build_sides(on: bool, implied_filters: bool = True, ratio: float | None
         build_sides.SWAP_RATIO = ratio
     rules = tuple(r for r in module.ESTIMATE_RULES if r is not build_smaller_sides)
     module.ESTIMATE_RULES = rules + (build_smaller_sides,) if on else rules
-    if not implied_filters:
-        _set_sql_filter_copies(False, derived=False)
 
 
 def _build_sides():
@@ -535,13 +524,7 @@ def _build_sides_2x():
     return _Setting(lambda on: _set_build_sides(on, ratio=2.0)), "value", "off"
 
 
-def _build_sides_without_implied_filters():
-    """``build-sides`` with ``sql.predicates.implied_filters`` off on both sides: whether the pass recovers what
-    the SQL copy gave (TPC-H q19's build side)."""
-    return _Setting(lambda on: _set_build_sides(on, implied_filters=False)), "value", "off"
-
-
-def _set_typed_build_sides(on: bool, implied_filters: bool = True) -> None:
+def _set_typed_build_sides(on: bool) -> None:
     import gpu_engine.optimizer as module
     import gpu_engine.optimizer.cardinality as cardinality
     import gpu_engine.optimizer.statistics as statistics
@@ -554,8 +537,6 @@ def _set_typed_build_sides(on: bool, implied_filters: bool = True) -> None:
     statistics._CACHE.clear()  # the sampled distinct counts are cached with the footers: each side its own
     rules = tuple(r for r in module.ESTIMATE_RULES if r is not build_smaller_sides)
     module.ESTIMATE_RULES = rules + (build_smaller_sides,) if on else rules
-    if not implied_filters:
-        _set_sql_filter_copies(not on, derived=False)
 
 
 def _typed_build_sides():
@@ -563,12 +544,6 @@ def _typed_build_sides():
     pass, a key-like integer column's distinct values from its range only (``statistics._sampled_ndv`` off), an
     OR counted again above the filters it implied (``cardinality._given`` off)."""
     return _Setting(_set_typed_build_sides), "value", "off"
-
-
-def _typed_build_sides_without_implied_filters():
-    """``typed-build-sides`` on and ``sql.predicates.implied_filters`` off (the SQL copy deleted) against the
-    tree before (neither fix, no pass, the SQL copy on)."""
-    return _Setting(lambda on: _set_typed_build_sides(on, implied_filters=False)), "value", "off"
 
 
 def _one_branch_case():
@@ -636,14 +611,11 @@ SWITCHES = {
     "optimizer-rules": _optimizer_rules,
     "sql-filter-copies": _sql_filter_copies,
     "sql-derived-pushdown": _sql_derived_pushdown,
-    "sql-implied-filters": _sql_implied_filters,
     "distinct-semi-joins": _distinct_semi_joins,
     "value-bounds": _value_bounds,
     "build-sides": _build_sides,
     "build-sides-2x": _build_sides_2x,
-    "build-sides-without-implied-filters": _build_sides_without_implied_filters,
     "typed-build-sides": _typed_build_sides,
-    "typed-build-sides-without-implied-filters": _typed_build_sides_without_implied_filters,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

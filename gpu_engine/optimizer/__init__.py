@@ -56,20 +56,18 @@ filters are where they end up.
 
 Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
 the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
-pushdown here now places every filter that one does (OR-implied ones
-included): with it removed, the 121 TPC-H/TPC-DS plans carry the same
-filters over the same inputs, but the SQL planner's choices from estimates
-(join order, build sides, partial steps) are made before this pass filters
-what they read. Measured with both SQL copies off (``bench/ab.py``
-``sql-filter-copies``; ``bench/results/2026-11-28-logical-sql-filter-copies.md``):
-16 plans change at SF1, the total is equal, but TPC-H q19 loses ~40% (without
-``sql.predicates.implied_filters`` lineitem is built against an unfiltered
-part) and TPC-DS q78 ~10% (without ``derived_pushdown``
-``sql.partial_steps`` keeps partial steps). They go once build sides, partial
-steps and join order are chosen here, after pushdown, from
+pushdown here places every filter that one does: with it removed, the 121
+TPC-H/TPC-DS plans carry the same filters over the same inputs, but the SQL
+planner's choices from estimates (join order, partial steps) are made before
+this pass filters what they read: without it TPC-DS q78 loses ~10% (``bench/ab.py
+sql-filter-copies``; ``bench/results/2026-11-28-logical-sql-filter-copies.md``:
+``sql.partial_steps`` keeps partial steps). It goes once partial steps and join
+order are chosen here too, after pushdown, from
 :mod:`~gpu_engine.optimizer.cardinality`'s estimates (the join graph:
 :mod:`~gpu_engine.optimizer.join_graph`; the estimate rules both planners
-call: :mod:`~gpu_engine.optimizer.statistics`).
+call: :mod:`~gpu_engine.optimizer.statistics`). Its twin for ORs over several
+FROM items (``sql.predicates.implied_filters``) went once build sides were
+chosen here (TPC-H q19 keeps its plan; bench/results/2026-11-28-buildside2-typed-build-sides.md).
 """
 
 from __future__ import annotations

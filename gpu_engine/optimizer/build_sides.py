@@ -5,9 +5,9 @@ picks each join's build side from its own estimates before
 :func:`~gpu_engine.optimizer.predicate_pushdown.push_down_predicates` runs, so
 a filter the pass places later (an OR's implied filter on one FROM item, a
 derived table's condition moved into it) is not in the rows it compared:
-TPC-H q19 without ``sql.predicates.implied_filters`` built 6M-row ``lineitem``
-against an unfiltered ``part`` (bench/results/2026-11-28-logical-sql-filter-copies.md:
-+40%). Here each :class:`~gpu_engine.plans.nodes.HashJoinNode` whose build side
+TPC-H q19 without the SQL planner's copy of the OR-implied filters (since
+deleted) built 6M-row ``lineitem`` against an unfiltered ``part``
+(bench/results/2026-11-28-logical-sql-filter-copies.md: +40%). Here each :class:`~gpu_engine.plans.nodes.HashJoinNode` whose build side
 :func:`~gpu_engine.optimizer.cardinality.estimate` says is larger than its
 probe side trades places (DataFusion's ``join_selection``), bottom-up, so a
 join above sees its inputs' final shapes. A plan built by hand, read from JSON

@@ -65,12 +65,13 @@ only for join ordering: the optimizer pass places every filter it places
 (OR-implied ones too; ``bench/plan_snapshots.py`` with it removed: the same
 filters over the same inputs in all 121 TPC-H/TPC-DS plans), but join
 ordering runs here, before that pass, on the estimates of the relations it
-filtered: without it (or without ``predicates.implied_filters``, the same
-for ORs over several FROM items) 16 plans change at SF1 and TPC-DS q78
-(partial steps, ~10%) and TPC-H q19 (build side, ~40%) lose
-(``bench/results/2026-11-28-logical-sql-filter-copies.md``). Both go when
-those choices are passes over the typed plan after pushdown
-(:mod:`gpu_engine.optimizer.join_graph` gives its inner-join regions).
+filtered: without it TPC-DS q78 (partial steps, ~10%) loses
+(``bench/results/2026-11-28-logical-sql-filter-copies.md``). It goes when
+partial steps and join order are passes over the typed plan after pushdown
+(:mod:`gpu_engine.optimizer.join_graph` gives its inner-join regions). Its
+twin for ORs over several FROM items (``predicates.implied_filters``) went
+once build sides were chosen after pushdown
+(:mod:`gpu_engine.optimizer.build_sides`; TPC-H q19 keeps its plan).
 """
 
 from __future__ import annotations
@@ -304,7 +305,7 @@ class QueryPlanner(PlanningContext):
             self._scopes.pop()
 
         # Predicates of one relation filter it; the others wait for their join.
-        pushed, pending = pushed_down(plain, local_aliases, null_supplying, outer_joins)
+        pushed, pending = pushed_down(plain, local_aliases, null_supplying)
         if outer_joins:  # a LEFT JOIN's NULL-extended item filtered by what WHERE keeps of the key it equals
             with_filters_through_left_joins(pushed, items, null_supplying)
 

@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
 
 __all__ = ["conjuncts_of", "disjuncts_of", "conjoined", "disjoined", "factor_or", "constant_truth", "defined_aliases",
-           "free_columns", "has_subquery", "where_conjuncts", "implied_filters", "pushed_down", "filter_estimate",
+           "free_columns", "has_subquery", "where_conjuncts", "pushed_down", "filter_estimate",
            "filtered", "reached_through_and_or", "own_scope_nodes"]
 
 
@@ -194,31 +194,17 @@ def where_conjuncts(select: exp.Select, items: list[tuple[exp.Expression, exp.Jo
     return pool
 
 
-def implied_filters(conjunct: exp.Expression) -> dict[str, exp.Expression]:
-    """Return per alias the filter an OR implies: every branch's conditions on that alias alone, OR-ed."""
-    branches = disjuncts_of(conjunct)
-    if len(branches) < 2:
-        return {}
-    per_branch = []
-    for branch in branches:
-        by_alias: dict[str, list[exp.Expression]] = {}
-        for part in conjuncts_of(branch):
-            aliases = {c.table for c in free_columns(part)}
-            if len(aliases) == 1 and not has_subquery(part):
-                by_alias.setdefault(next(iter(aliases)), []).append(part)
-        per_branch.append(by_alias)
-    common = set(per_branch[0]).intersection(*per_branch[1:])
-    return {alias: disjoined([conjoined(b[alias]) for b in per_branch]) for alias in common}
-
-
-def pushed_down(conjuncts: list[exp.Expression], local_aliases: set[str], null_supplying: set[str],
-                outer_joins: bool) -> tuple[dict[str, list[exp.Expression]], list[exp.Expression]]:
+def pushed_down(conjuncts: list[exp.Expression], local_aliases: set[str], null_supplying: set[str]
+                ) -> tuple[dict[str, list[exp.Expression]], list[exp.Expression]]:
     """Return the conjuncts that filter each FROM item (by alias) and those that wait for a join.
 
     A conjunct over one item that no outer join NULL-extends filters that
     item; a constant one filters every such item (TRUE is dropped); the rest
-    wait, and without outer joins an OR among them also filters each item
-    every branch restricts (:func:`implied_filters`).
+    wait. An OR among them also filters each item every branch restricts, but
+    that filter is the optimizer's (:mod:`gpu_engine.optimizer.or_implied_filters`):
+    the build side it changes is chosen after it
+    (:mod:`gpu_engine.optimizer.build_sides`; the SQL copy that was here went,
+    bench/results/2026-11-28-buildside2-typed-build-sides.md).
     """
     pushed: dict[str, list[exp.Expression]] = {alias: [] for alias in local_aliases}
     pending: list[exp.Expression] = []
@@ -236,10 +222,6 @@ def pushed_down(conjuncts: list[exp.Expression], local_aliases: set[str], null_s
             pushed[next(iter(aliases))].append(conjunct)
         else:
             pending.append(conjunct)
-            if not outer_joins:
-                for alias, implied in implied_filters(conjunct).items():
-                    if alias in local_aliases:
-                        pushed[alias].append(implied)
     return pushed, pending
 
 
