@@ -446,7 +446,9 @@ def test_a_small_build_side_keeps_its_strings_as_a_dictionary(device_name, build
     names = ["ALGERIA", "BRAZIL", None, "CHINA", "EGYPT"]
     build = pa.table({"u_int": pa.array(np.arange(build_rows), pa.int64()),
                       "u_str": pa.array([names[i % 5] for i in range(build_rows)])})
-    probe = pa.table({"k_int": pa.array(rng.integers(-5, build_rows + 5, 600), pa.int64())})
+    # The probe side stays the larger one, so the optimizer's build-side pass (which builds the smaller input)
+    # keeps ``u`` as the build side this test inspects.
+    probe = pa.table({"k_int": pa.array(rng.integers(-5, build_rows + 5, max(600, 2 * build_rows)), pa.int64())})
     session = _session(device_name, 2, 64, {"t": probe, "u": build})
     ids = PlanNodeIdGenerator()
     plan = (PlanBuilder(session.catalog, id_generator=ids).table_scan("t")
