@@ -243,6 +243,16 @@ def duckdb_table_over(tables: Mapping[str, Any], sql: str) -> pa.Table:
             connection.unregister(name)
 
 
+def duckdb_rows(sql: str, **tables) -> pa.Table:
+    """Run reference SQL in DuckDB over the given Arrow tables, named by keyword (``duckdb_rows(sql, t=table)``).
+
+    Why here and not in a conftest: every test folder has a ``conftest.py``, and ``from conftest import`` binds
+    whichever of them one pytest call imported first, so a test importing a helper from one broke when another
+    folder ran in the same call.
+    """
+    return duckdb_table_over(tables, sql)
+
+
 def duckdb_with_tables(tables: Mapping[str, Any]):
     """Open an in-memory DuckDB with each in-memory table (``pyarrow.Table`` …) registered under its name.
 

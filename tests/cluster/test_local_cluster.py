@@ -11,7 +11,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pytest
 
-from conftest import SCALE_FACTOR_BY_DEVICE, register_lineitem
+from cluster_tpch import SCALE_FACTOR_BY_DEVICE, register_lineitem
 from duckdb_reference import assert_same_rows, duckdb_connection, duckdb_table
 from gpu_engine import ExecutionError, Session, TaskCancelled
 from gpu_engine.cluster import LocalCluster, chain_fragments

@@ -1,38 +1,16 @@
-"""Shared data and the DuckDB comparison for operator tests (Velox's ``assertQuery``)."""
+"""Fixtures for operator tests: the shared table and the DuckDB comparison (Velox's ``assertQuery``).
+
+Tests import helpers from ``operator_tables`` and ``duckdb_reference``, never from here (see operator_tables.py).
+"""
 
 from __future__ import annotations
 
-import datetime
-import decimal
-
-import numpy as np
 import pyarrow as pa
 import pytest
 
+from duckdb_reference import duckdb_rows
 from gpu_engine import Session
-
-ROWS = {"cpu": 3000, "cuda-sim": 400, "cuda": 3000}
-
-
-def make_table(rows: int, seed: int = 7) -> pa.Table:
-    """Return a table with nulls in every column: int/str/dictionary keys, numeric, decimal and date values."""
-    rng = np.random.default_rng(seed)
-
-    def nulls(values, fraction=0.1):
-        mask = rng.random(rows) < fraction
-        return [None if m else v for v, m in zip(values, mask)]
-
-    words = ["apple", "banana", "", "cherry pie", "durian-long-name-beyond-16", "é-accent", "fig"]
-    start = datetime.date(1994, 1, 1)
-    return pa.table({
-        "k_int": pa.array(nulls(rng.integers(-5, 20, rows).tolist()), pa.int32()),
-        "k_str": pa.array(nulls([words[i] for i in rng.integers(0, len(words), rows)])),
-        "k_dict": pa.array(nulls([words[i] for i in rng.integers(0, 3, rows)])).dictionary_encode(),
-        "v_int": pa.array(nulls(rng.integers(-10**6, 10**6, rows).tolist()), pa.int64()),
-        "v_float": pa.array(nulls(rng.normal(0, 100, rows).tolist()), pa.float64()),
-        "v_dec": pa.array(nulls([decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-10**7, 10**7, rows)]), pa.decimal128(15, 2)),
-        "d_date": pa.array(nulls([start + datetime.timedelta(days=int(x)) for x in rng.integers(0, 2000, rows)]), pa.date32()),
-    })
+from operator_tables import ROWS, make_table
 
 
 @pytest.fixture(params=[1, 4], ids=["drivers1", "drivers4"])
@@ -73,13 +51,6 @@ def session(device_name, drivers, batch_rows, table, fuse) -> Session:
     s = Session(device=device_name, drivers=drivers, batch_rows=batch_rows, fuse=fuse)
     s.register("t", table, split_rows=max(1, table.num_rows // 5))
     return s
-
-
-def duckdb_rows(sql: str, **tables) -> pa.Table:
-    """Run reference SQL in DuckDB over the given Arrow tables (on the process's shared connection)."""
-    from duckdb_reference import duckdb_table_over
-
-    return duckdb_table_over(tables, sql)
 
 
 @pytest.fixture

@@ -15,10 +15,9 @@ import decimal
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_rows, session_with_tables
 from gpu_engine.plans import PlanBuilder
 
-from conftest import duckdb_rows
 
 ROWS = {"cpu": 600, "cuda-sim": 60, "cuda": 600}
 #: The fused kernel's aggregates; stddev_samp runs unfused (its plan keeps a HashAggregation).

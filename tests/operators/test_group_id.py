@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import pytest
 
-from duckdb_reference import assert_same_rows
-from operators.conftest import duckdb_rows, make_table
+from duckdb_reference import assert_same_rows, duckdb_rows
+from operator_tables import make_table
 
 from gpu_engine import Session
 from gpu_engine.errors import PlanError

@@ -18,13 +18,13 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_rows, session_with_tables
 from gpu_engine import MemoryCapExceeded, PlanError, Session
 from gpu_engine.aggregation.holistic import HLL_BITS
 from gpu_engine.plans import PlanBuilder
 from gpu_engine.sql.errors import SqlError
 
-from conftest import duckdb_rows, make_table
+from operator_tables import make_table
 
 #: Deterministic ones (aliased: sqlglot and DuckDB name some unaliased calls differently).
 EXACT = [

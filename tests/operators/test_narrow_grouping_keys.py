@@ -12,8 +12,8 @@ import datetime
 
 import pyarrow as pa
 import pytest
-from conftest import duckdb_rows
 
+from duckdb_reference import duckdb_rows
 from gpu_engine import Session
 from gpu_engine.plans import PlanBuilder
 

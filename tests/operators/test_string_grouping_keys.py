@@ -9,8 +9,8 @@ sharing their first 16 bytes, many distinct values over several batches, and bat
 
 import pyarrow as pa
 import pytest
-from conftest import duckdb_rows
 
+from duckdb_reference import duckdb_rows
 from gpu_engine import Session
 from gpu_engine.plans import PlanBuilder
 

@@ -1,0 +1,36 @@
+"""The operator tests' shared table: ``make_table(rows)`` and the row counts per device.
+
+Why a module of its own: ``from conftest import`` binds whichever folder's ``conftest.py`` one pytest call imported
+first, so the helpers tests import live in uniquely named modules and the conftest keeps the fixtures.
+"""
+
+from __future__ import annotations
+
+import datetime
+import decimal
+
+import numpy as np
+import pyarrow as pa
+
+ROWS = {"cpu": 3000, "cuda-sim": 400, "cuda": 3000}
+
+
+def make_table(rows: int, seed: int = 7) -> pa.Table:
+    """Return a table with nulls in every column: int/str/dictionary keys, numeric, decimal and date values."""
+    rng = np.random.default_rng(seed)
+
+    def nulls(values, fraction=0.1):
+        mask = rng.random(rows) < fraction
+        return [None if m else v for v, m in zip(values, mask)]
+
+    words = ["apple", "banana", "", "cherry pie", "durian-long-name-beyond-16", "é-accent", "fig"]
+    start = datetime.date(1994, 1, 1)
+    return pa.table({
+        "k_int": pa.array(nulls(rng.integers(-5, 20, rows).tolist()), pa.int32()),
+        "k_str": pa.array(nulls([words[i] for i in rng.integers(0, len(words), rows)])),
+        "k_dict": pa.array(nulls([words[i] for i in rng.integers(0, 3, rows)])).dictionary_encode(),
+        "v_int": pa.array(nulls(rng.integers(-10**6, 10**6, rows).tolist()), pa.int64()),
+        "v_float": pa.array(nulls(rng.normal(0, 100, rows).tolist()), pa.float64()),
+        "v_dec": pa.array(nulls([decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-10**7, 10**7, rows)]), pa.decimal128(15, 2)),
+        "d_date": pa.array(nulls([start + datetime.timedelta(days=int(x)) for x in rng.integers(0, 2000, rows)]), pa.date32()),
+    })
