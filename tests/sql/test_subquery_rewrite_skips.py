@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 import pytest
+from pass_spies import record_calls, refuse_calls
 
 import gpu_engine.sql.planner as planner
 from gpu_engine.sql import plan_sql
@@ -36,28 +37,13 @@ NESTED = {
 }
 
 
-def _refusing(name):
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"{name} ran on a SELECT without a nested query")
-    return refuse
-
-
 def test_a_select_without_nested_queries_plans_without_the_subquery_rewrites(monkeypatch):
-    for name in REWRITES:
-        monkeypatch.setattr(planner, name, _refusing(name))
+    refuse_calls(monkeypatch, planner, REWRITES, "ran on a SELECT without a nested query")
     assert plan_sql(PLAIN, CATALOG) is not None
 
 
 @pytest.mark.parametrize("kind", list(NESTED))
 def test_each_nested_query_reaches_the_rewrites(monkeypatch, kind):
-    called = []
-    for name in REWRITES:
-        original = getattr(planner, name)
-
-        def recording(*args, _original=original, _name=name, **kwargs):
-            called.append(_name)
-            return _original(*args, **kwargs)
-
-        monkeypatch.setattr(planner, name, recording)
+    called = record_calls(monkeypatch, planner, REWRITES)
     plan_sql(NESTED[kind], CATALOG)
     assert set(called) == set(REWRITES)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 import sqlglot
+from pass_spies import record_calls, refuse_calls
 from sqlglot import exp
 
 import gpu_engine.sql.rewrite as rewrite
@@ -38,28 +39,14 @@ PLAIN = ("SELECT t.s, sum(u.v) AS total, count(*) FROM t JOIN u ON t.k = u.k "
          "WHERE t.k IN (SELECT k FROM u WHERE v > 1) GROUP BY t.s HAVING count(*) > 1 ORDER BY total DESC LIMIT 5")
 
 
-def _refusing(name):
-    def refuse(*args, **kwargs):
-        raise AssertionError(f"{name} walked a query without its construct")
-    return refuse
-
-
 def test_a_query_without_rare_constructs_plans_without_their_passes(monkeypatch):
-    for name in PASSES:
-        monkeypatch.setattr(rewrite, name, _refusing(name))
+    refuse_calls(monkeypatch, rewrite, PASSES, "walked a query without its construct")
     assert plan_sql(PLAIN, CATALOG) is not None
 
 
 @pytest.mark.parametrize("name", list(PASSES))
 def test_each_rare_construct_reaches_its_pass(monkeypatch, name):
-    called = []
-    original = getattr(rewrite, name)
-
-    def recording(*args, **kwargs):
-        called.append(name)
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(rewrite, name, recording)
+    called = record_calls(monkeypatch, rewrite, [name])
     plan_sql(PASSES[name], CATALOG)
     assert called
 
