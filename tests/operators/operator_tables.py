@@ -1,4 +1,4 @@
-"""The operator tests' shared table: ``make_table(rows)`` and the row counts per device.
+"""The operator tests' shared table (``make_table(rows)``, the row counts per device) and grouping runner.
 
 Why a module of its own: ``from conftest import`` binds whichever folder's ``conftest.py`` one pytest call imported
 first, so the helpers tests import live in uniquely named modules and the conftest keeps the fixtures.
@@ -11,6 +11,9 @@ import decimal
 
 import numpy as np
 import pyarrow as pa
+
+from gpu_engine import Session
+from gpu_engine.plans import PlanBuilder
 
 ROWS = {"cpu": 3000, "cuda-sim": 400, "cuda": 3000}
 
@@ -34,3 +37,24 @@ def make_table(rows: int, seed: int = 7) -> pa.Table:
         "v_dec": pa.array(nulls([decimal.Decimal(int(x)).scaleb(-2) for x in rng.integers(-10**7, 10**7, rows)]), pa.decimal128(15, 2)),
         "d_date": pa.array(nulls([start + datetime.timedelta(days=int(x)) for x in rng.integers(0, 2000, rows)]), pa.date32()),
     })
+
+
+def execute_grouped(device_name: str, table: pa.Table, keys: list[str], aggregates: list[str], steps: str,
+                    batch_rows: int, split_rows: int) -> pa.Table:
+    """Group ``t`` (``table``) by ``keys`` in the unfused HashAggregation on two drivers, as ``steps`` says:
+    ``single`` (one step), ``partial_final`` (PARTIAL and FINAL steps) or ``flushing`` (PARTIAL flushes at 8 groups).
+
+    Why: the key-encoding tests (test_narrow_grouping_keys, test_string_grouping_keys) check every encoding through
+    each way a grouping runs: in one step, merged across PARTIAL and FINAL steps, and through PARTIAL flushes.
+    """
+    max_groups = 8 if steps == "flushing" else 100_000
+    session = Session(device=device_name, drivers=2, batch_rows=batch_rows, fuse=False,
+                      partial_aggregation_max_groups=max_groups)
+    session.register("t", table, split_rows=split_rows)
+    builder = PlanBuilder(session.catalog).table_scan("t")
+    if steps == "single":
+        plan = builder.aggregation(keys, aggregates).plan()
+    else:
+        plan = builder.partial_aggregation(keys, aggregates).local_partition(keys).final_aggregation().plan()
+    return session.execute(plan)
+

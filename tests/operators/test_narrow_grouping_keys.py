@@ -14,8 +14,7 @@ import pyarrow as pa
 import pytest
 
 from duckdb_reference import duckdb_rows
-from gpu_engine import Session
-from gpu_engine.plans import PlanBuilder
+from operator_tables import execute_grouped
 
 #: Rows per chunk (one split each) and per batch: several batches per split; the simulator interprets every kernel.
 SHAPES = {"cpu": (600, 250), "cuda-sim": (80, 80), "cuda": (600, 250)}
@@ -68,16 +67,8 @@ def _run(device_name, monkeypatch, table, keys, steps, batch_rows, split_rows):
 
     monkeypatch.setattr(module, "GroupByHashTable", Recording)
     aggregates = SIMULATOR_AGGREGATES if device_name == "cuda-sim" else AGGREGATES
-    max_groups = 8 if steps == "flushing" else 100_000
-    session = Session(device=device_name, drivers=2, batch_rows=batch_rows, fuse=False,
-                      partial_aggregation_max_groups=max_groups)
-    session.register("t", table, split_rows=split_rows)
-    builder = PlanBuilder(session.catalog).table_scan("t")
-    if steps == "single":
-        plan = builder.aggregation(keys, aggregates).plan()
-    else:
-        plan = builder.partial_aggregation(keys, aggregates).local_partition(keys).final_aggregation().plan()
-    return session.execute(plan), widths, _sql(keys, aggregates)
+    result = execute_grouped(device_name, table, keys, aggregates, steps, batch_rows, split_rows)
+    return result, widths, _sql(keys, aggregates)
 
 
 @pytest.mark.parametrize("keys", [["i32"], ["i8", "u32"], ["s", "i32", "dt"], ["b", "i16", "i8"]], ids="+".join)

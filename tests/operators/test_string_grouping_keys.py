@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from duckdb_reference import duckdb_rows
+from operator_tables import execute_grouped
 from gpu_engine import Session
 from gpu_engine.plans import PlanBuilder
 
@@ -74,16 +75,8 @@ def test_string_keys_interned(device_name, monkeypatch, keys, steps):
                         or original(device, columns, widths, **kw))
     chunk_rows, batch_rows = SHAPES[device_name]
     table = _table(chunk_rows)
-    max_groups = 8 if steps == "flushing" else 100_000
-    session = Session(device=device_name, drivers=2, batch_rows=batch_rows, fuse=False,
-                      partial_aggregation_max_groups=max_groups)
-    session.register("t", table, split_rows=chunk_rows)
-    builder = PlanBuilder(session.catalog).table_scan("t")
-    if steps == "single":
-        plan = builder.aggregation(keys, AGGREGATES).plan()
-    else:
-        plan = builder.partial_aggregation(keys, AGGREGATES).local_partition(keys).final_aggregation().plan()
-    assert_same_rows(session.execute(plan), duckdb_rows(_sql(keys), t=table))
+    result = execute_grouped(device_name, table, keys, AGGREGATES, steps, batch_rows, chunk_rows)
+    assert_same_rows(result, duckdb_rows(_sql(keys), t=table))
     assert packed and not any(pa.types.is_string(dtype) or pa.types.is_large_string(dtype)
                               for dtypes in packed for dtype in dtypes)
 
