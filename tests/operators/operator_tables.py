@@ -58,3 +58,35 @@ def execute_grouped(device_name: str, table: pa.Table, keys: list[str], aggregat
         plan = builder.partial_aggregation(keys, aggregates).local_partition(keys).final_aggregation().plan()
     return session.execute(plan)
 
+
+#: The fused FINAL-step sizing tests' aggregates over ``keyed_chunks`` and DuckDB's query for them: one set of
+#: kernels serves test_fused_deferred_growth and test_fused_abandoned_partial_sizing.
+KEYED_AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
+KEYED_SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY s, g"
+
+
+def keyed_chunks(groups: int, copies: int, chunks: int, seed: int, int_divisor: int = 1) -> pa.Table:
+    """Return ``copies`` rows of each of ``groups`` keys (a string with NULLs, an int with NULLs) in random order,
+    in ``chunks`` chunks whose string column is dictionary-encoded with a dictionary of its own.
+
+    The int key is the key number divided by ``int_divisor``: 1 keeps a key a row distinct (with ``s``, a key a row
+    but the rows both NULL), a larger divisor makes ``(s, g)`` the key that tells the groups apart.
+    """
+    rng = np.random.default_rng(seed)
+    key = rng.permutation(np.arange(groups * copies) % groups)
+    strings = pa.array([None if k % 17 == 0 else f"k{k % 1009}" for k in key])
+    ints = pa.array(key // int_divisor, pa.int64(), mask=(key % 23 == 0))
+    values = pa.array(rng.integers(-50, 50, len(key)), pa.int64())
+    bounds = np.linspace(0, len(key), chunks + 1).astype(int)
+    pieces = [pa.table({"s": strings[a:b].dictionary_encode(), "g": ints[a:b], "v": values[a:b]})
+              for a, b in zip(bounds[:-1], bounds[1:])]
+    return pa.concat_tables(pieces)
+
+
+def keyed_answer(table: pa.Table) -> pa.Table:
+    """DuckDB's answer to ``KEYED_SQL`` over a ``keyed_chunks`` table (its dictionary strings cast to plain)."""
+    import duckdb
+
+    connection = duckdb.connect()
+    connection.register("t", table.cast(pa.schema([("s", pa.string()), ("g", pa.int64()), ("v", pa.int64())])))
+    return connection.sql(KEYED_SQL).to_arrow_table()

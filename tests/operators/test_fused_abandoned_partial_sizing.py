@@ -10,12 +10,11 @@ dictionaries, a repartition over two drivers, a memory cap that bounds the table
 
 from __future__ import annotations
 
-import duckdb
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from duckdb_reference import assert_same_rows
+from operator_tables import KEYED_AGGREGATES as AGGREGATES, keyed_answer, keyed_chunks
 
 from gpu_engine import Session
 from gpu_engine.operators.fused_aggregation import FusedAggregation
@@ -23,29 +22,11 @@ from gpu_engine.plans import PlanBuilder
 
 #: Distinct keys: enough for several growths from the table's 1024 starting slots (cuda-sim interprets kernels).
 GROUPS = {"cpu": 12_000, "cuda-sim": 1_500, "cuda": 12_000}
-#: test_fused_deferred_growth's aggregates and key types: the kernels it compiles serve both files.
-AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
-SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY s, g"
 
 
 def _table(groups: int, copies: int, chunks: int) -> pa.Table:
-    """Return ``copies`` rows of each of ``groups`` keys (a string with NULLs, an int with NULLs) in random order,
-    in ``chunks`` chunks whose string column is dictionary-encoded with a dictionary of its own."""
-    rng = np.random.default_rng(11)
-    key = rng.permutation(np.arange(groups * copies) % groups)
-    strings = pa.array([None if k % 17 == 0 else f"k{k % 1009}" for k in key])
-    ints = pa.array(key, pa.int64(), mask=(key % 23 == 0))  # with s, a key a row but the rows both NULL
-    values = pa.array(rng.integers(-50, 50, len(key)), pa.int64())
-    bounds = np.linspace(0, len(key), chunks + 1).astype(int)
-    pieces = [pa.table({"s": strings[a:b].dictionary_encode(), "g": ints[a:b], "v": values[a:b]})
-              for a, b in zip(bounds[:-1], bounds[1:])]
-    return pa.concat_tables(pieces)
+    return keyed_chunks(groups, copies, chunks, seed=11)
 
-
-def _expected(table: pa.Table) -> pa.Table:
-    connection = duckdb.connect()
-    connection.register("t", table.cast(pa.schema([("s", pa.string()), ("g", pa.int64()), ("v", pa.int64())])))
-    return connection.sql(SQL).to_arrow_table()
 
 
 def _final_runtime(session: Session, plan, final_id: str) -> dict[str, float]:
@@ -85,7 +66,7 @@ def test_a_final_step_after_an_abandoned_partial_step_sizes_its_table_once(devic
     batch_rows = groups // 12
     before, before_stats = _run_one_driver(device_name, table, batch_rows, False, monkeypatch)
     after, after_stats = _run_one_driver(device_name, table, batch_rows, True, monkeypatch)
-    expected = _expected(table)
+    expected = keyed_answer(table)
     assert_same_rows(before, expected)
     assert_same_rows(after, expected)
     assert before_stats.get("table_growths", 0) >= 1, before_stats
@@ -101,7 +82,7 @@ def test_a_parquet_scan_gives_its_footers_rows(device_name, monkeypatch, tmp_pat
     path = tmp_path / "t.parquet"
     pq.write_table(table, path, row_group_size=groups // 5)
     result, stats = _run_one_driver(device_name, str(path), groups // 12, True, monkeypatch)
-    assert_same_rows(result, _expected(table))
+    assert_same_rows(result, keyed_answer(table))
     assert stats.get("tables_sized_for_abandoned_partials") == 1, stats
     assert stats.get("table_growths", 0) == 0, stats
 
@@ -116,7 +97,7 @@ def test_repeated_keys_and_a_memory_cap_answer_the_same(device_name, monkeypatch
     growths = []
     for config in ({}, {"query_memory_limit_bytes": 3 << 20}):
         result, stats = _run_one_driver(device_name, table, groups // 10, True, monkeypatch, **config)
-        assert_same_rows(result, _expected(table))
+        assert_same_rows(result, keyed_answer(table))
         assert stats.get("tables_sized_for_abandoned_partials") == 1, (config, stats)
         growths.append(stats.get("table_growths", 0))
     assert growths[0] == 0 and growths[1] >= 1, growths
@@ -133,7 +114,7 @@ def test_a_repartitioned_final_step_over_two_drivers_answers_the_same(device_nam
     plan = (PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["s", "g"], AGGREGATES)
             .local_partition(["s", "g"]).final_aggregation().plan())
     result = session.execute(plan)
-    assert_same_rows(result, _expected(table))
+    assert_same_rows(result, keyed_answer(table))
     assert _final_runtime(session, plan, str(plan.id)).get("tables_sized_for_abandoned_partials", 0) >= 1
 
 

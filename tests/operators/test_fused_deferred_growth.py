@@ -9,11 +9,10 @@ own dictionaries, NULL keys, keys the rate underestimates (they go pending and g
 
 from __future__ import annotations
 
-import duckdb
-import numpy as np
 import pyarrow as pa
 import pytest
 from duckdb_reference import assert_same_rows
+from operator_tables import KEYED_AGGREGATES as AGGREGATES, keyed_answer, keyed_chunks
 
 from gpu_engine import Session
 from gpu_engine.operators.fused_aggregation import FusedAggregation
@@ -21,22 +20,10 @@ from gpu_engine.plans import PlanBuilder
 
 #: Distinct keys: enough for several growths from the table's 1024 starting slots (cuda-sim interprets kernels).
 GROUPS = {"cpu": 12_000, "cuda-sim": 3_000, "cuda": 12_000}
-AGGREGATES = ["count(*) AS c", "sum(v) AS sv", "min(v) AS mv"]
-SQL = "SELECT s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY s, g"
 
 
 def _table(groups: int, copies: int, chunks: int) -> pa.Table:
-    """Return ``copies`` rows of each of ``groups`` keys (a string with NULLs, an int with NULLs) in random order,
-    in ``chunks`` chunks whose string column is dictionary-encoded with a dictionary of its own."""
-    rng = np.random.default_rng(7)
-    key = rng.permutation(np.arange(groups * copies) % groups)
-    strings = pa.array([None if k % 17 == 0 else f"k{k % 1009}" for k in key])
-    ints = pa.array(key // 1009, pa.int64(), mask=(key % 23 == 0))
-    values = pa.array(rng.integers(-50, 50, len(key)), pa.int64())
-    bounds = np.linspace(0, len(key), chunks + 1).astype(int)
-    pieces = [pa.table({"s": strings[a:b].dictionary_encode(), "g": ints[a:b], "v": values[a:b]})
-              for a, b in zip(bounds[:-1], bounds[1:])]
-    return pa.concat_tables(pieces)
+    return keyed_chunks(groups, copies, chunks, seed=7, int_divisor=1009)
 
 
 def _final_stats(device_name: str, table: pa.Table, batch_rows: int, defer: bool, monkeypatch, **config):
@@ -58,11 +45,6 @@ def _final_stats(device_name: str, table: pa.Table, batch_rows: int, defer: bool
     return result, final.runtime
 
 
-def _expected(table: pa.Table) -> pa.Table:
-    connection = duckdb.connect()
-    connection.register("t", table.cast(pa.schema([("s", pa.string()), ("g", pa.int64()), ("v", pa.int64())])))
-    return connection.sql(SQL).to_arrow_table()
-
 
 def test_partial_batches_of_new_keys_grow_the_final_table_fewer_times(device_name, monkeypatch):
     """The PARTIAL step abandons grouping (a key per row), so the FINAL step gets batch after batch of new keys."""
@@ -72,7 +54,7 @@ def test_partial_batches_of_new_keys_grow_the_final_table_fewer_times(device_nam
     config = dict(partial_aggregation_abandon_rows=1)
     before, before_stats = _final_stats(device_name, table, batch_rows, False, monkeypatch, **config)
     after, after_stats = _final_stats(device_name, table, batch_rows, True, monkeypatch, **config)
-    expected = _expected(table)
+    expected = keyed_answer(table)
     assert_same_rows(before, expected)
     assert_same_rows(after, expected)
     assert after_stats.get("deferred_batches", 0) > 0, after_stats
@@ -86,7 +68,7 @@ def test_repeated_keys_of_partial_flushes_grow_the_table_as_they_need(device_nam
     table = _table(groups, 4, 5)
     result, stats = _final_stats(device_name, table, max(256, groups // 16), True, monkeypatch,
                                  partial_aggregation_max_groups=max(64, groups // 40))
-    assert_same_rows(result, _expected(table))
+    assert_same_rows(result, keyed_answer(table))
     assert stats.get("deferred_batches", 0) > 0, stats
 
 
