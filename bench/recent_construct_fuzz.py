@@ -30,6 +30,8 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests"):
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
+from bench.sql_fuzz import head_commit, print_counts  # noqa: E402 (after the path it needs)
+
 
 def tables(rng: random.Random, scale: int = 1) -> dict:
     """Return ``t(id, a, b, c, d, e)`` and ``u(x, y, z, w)``: 0-9 rows (up to 9 x ``scale``), few distinct values,
@@ -440,20 +442,12 @@ def main(argv=None) -> int:
     began, cpu_began = time.perf_counter(), time.process_time()
     result = run(range(start, stop), args.device, families, args.verbose, args.scale)
     elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    total = collections.Counter()
-    for family, counter in sorted(result["counts"].items()):
-        total.update(counter)
-        print(f"{family:12} " + "  ".join(f"{s} {n}" for s, n in sorted(counter.items())))
-    print(f"{'total':12} " + "  ".join(f"{s} {n}" for s, n in sorted(total.items()))
-          + f"  (seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, {cpu:.0f} s CPU)")
+    total = print_counts(result["counts"], 12,
+                         f"  (seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, {cpu:.0f} s CPU)")
     for why, n in list(result["refusals"].items())[:20]:
         print(f"  refused {n}: {why}")
     if args.out:
-        import subprocess
-
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                text=True).stdout.strip()
-        args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
+        args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
                                         "scale": args.scale, "seconds": round(elapsed, 1),
                                         "cpu_seconds": round(cpu, 1), **result},
                                        indent=1, ensure_ascii=False))

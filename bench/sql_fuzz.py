@@ -20,6 +20,27 @@ import time
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+def print_counts(counts: dict, width: int, tail: str) -> collections.Counter:
+    """Print each shape's (family's) outcome counts and their total, the total's line ending in ``tail``; return it.
+
+    Why shared: the fuzz scripts (this one, sql_fuzz_breadth, recent_construct_fuzz) report the same table.
+    """
+    total = collections.Counter()
+    for shape, counter in sorted(counts.items()):
+        total.update(counter)
+        print(f"{shape:{width}} " + "  ".join(f"{status} {n}" for status, n in sorted(counter.items())))
+    print(f"{'total':{width}} " + "  ".join(f"{status} {n}" for status, n in sorted(total.items())) + tail)
+    return total
+
+
+def head_commit() -> str:
+    """The checkout's short HEAD commit, for a fuzz run's result file."""
+    import subprocess
+
+    return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                          text=True).stdout.strip()
 for folder in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "sql"):  # the tests import these bare
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
@@ -63,21 +84,12 @@ def main(argv=None) -> int:
                 elif outcome.status == "skipped":
                     skipped.append({"seed": seed, "why": outcome.detail[:200]})
     elapsed = time.perf_counter() - began
-    total = collections.Counter()
-    for shape, counter in sorted(counts.items()):
-        total.update(counter)
-        print(f"{shape:16} " + "  ".join(f"{status} {n}" for status, n in sorted(counter.items())))
-    print(f"{'total':16} " + "  ".join(f"{status} {n}" for status, n in sorted(total.items()))
-          + f"  ({stop - start} seeds {start}:{stop} on {args.device} in {elapsed:.0f} s)")
+    print_counts(counts, 16, f"  ({stop - start} seeds {start}:{stop} on {args.device} in {elapsed:.0f} s)")
     reasons = collections.Counter(s["why"].split(" (line")[0] for s in skipped)
     for why, n in reasons.most_common(8):
         print(f"  skipped {n}: {why}")
     if args.out:
-        import subprocess
-
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                text=True).stdout.strip()
-        args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
+        args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
                                         "fuse": args.fuse, "seconds": round(elapsed, 1),
                                         "counts": {s: dict(c) for s, c in counts.items()},
                                         "failures": failures, "skipped": skipped}, indent=1))

@@ -26,6 +26,8 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "sql"):  # 
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
 
+from bench.sql_fuzz import head_commit, print_counts  # noqa: E402 (after the path it needs)
+
 _REPORTED = ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised")
 
 
@@ -84,21 +86,13 @@ def main(argv=None) -> int:
             examples.setdefault(_reason(outcome.detail), {"seed": seed, "sql": case.sql, "why": outcome.detail[:500]})
     connection.close()
     elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    total = collections.Counter()
-    for shape, counter in sorted(counts.items()):
-        total.update(counter)
-        print(f"{shape:20} " + "  ".join(f"{status} {n}" for status, n in sorted(counter.items())))
-    print(f"{'total':20} " + "  ".join(f"{status} {n}" for status, n in sorted(total.items()))
-          + f"  ({sum(total.values())} cases, seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, "
-            f"{cpu:.0f} s CPU)")
+    cases = sum(sum(counter.values()) for counter in counts.values())
+    total = print_counts(counts, 20, f"  ({cases} cases, seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, "
+                                     f"{cpu:.0f} s CPU)")
     for why, n in refusals.most_common(25):
         print(f"  refused {n}: {why}")
     if args.out:
-        import subprocess
-
-        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
-                                text=True).stdout.strip()
-        args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
+        args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
                                         "fuse": args.fuse, "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1),
                                         "counts": {s: dict(c) for s, c in counts.items()},
                                         "refusals": [{"count": n, **examples[why]} for why, n in refusals.most_common()],
