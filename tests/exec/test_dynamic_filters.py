@@ -417,3 +417,35 @@ def test_rows_kept_by_a_filter_are_gathered_into_few_batches(device_name, files,
     batches = sum(s.output_batches for s in scans)
     assert sum(s.output_rows for s in scans) == kept
     assert 0 < batches <= drivers * math.ceil(kept / batch_rows), (batches, kept)
+
+
+def test_a_string_key_set_is_built_once_per_filter(device_name, monkeypatch):
+    """A string filter hashes its build side's strings once, on its first probe batch, and tests every later
+    batch against that table (``pc.is_in`` rebuilt Arrow's hash set of the whole build side each batch); it
+    keeps exactly the rows whose key is a build string (no false positive: a hash is confirmed byte by byte),
+    for ``string`` and ``large_string`` columns, sliced ones, NULLs, empty strings and strings Arrow stores
+    with shared prefixes, and a dictionary's values."""
+    import numpy as np
+    import pyarrow.compute as pc
+
+    import gpu_engine.exec.dynamic_filters as module
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.device import get_device
+
+    builds, arrow_sets = [], []
+    build_table = getattr(module, "_string_table_insert", None)
+    monkeypatch.setattr(module, "_string_table_insert", lambda *args: builds.append(1) or build_table(*args),
+                        raising=False)
+    is_in = pc.is_in
+    monkeypatch.setattr(pc, "is_in", lambda *args, **kwargs: arrow_sets.append(1) or is_in(*args, **kwargs))
+    device = get_device(device_name)
+    keys = ["", "ab", "abc", "b\u00e9", "zz", "ab", None]
+    key_filter = module.JoinKeyFilter.of_build_keys(device, Column.from_arrow(pa.array(keys), device), "s", "string")
+    words = ["", "a", "ab", "abc", "abcd", "b\u00e9", "b\u00e8", "zz", "zzz", None]
+    batches = [pa.array(words), pa.array(words, pa.large_string()).slice(3, 6), pa.array(words).slice(1, 7),
+               pa.array(words[::-1]).dictionary_encode(), pa.array([], pa.string())]
+    for batch in batches:
+        keep = np.empty(len(batch), dtype=np.bool_)
+        key_filter.keep_into(batch, keep, True)
+        assert keep.tolist() == [value in set(keys) - {None} for value in batch.to_pylist()], batch
+    assert (len(builds), len(arrow_sets)) == (1, 0)
