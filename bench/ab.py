@@ -35,6 +35,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py moment-rows dbbench 9 --sf 10 --runs 9
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
+    python bench/ab.py string-key-tables tpcds 74 --sf 1 --runs 9
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
@@ -286,6 +287,25 @@ def _kept_positions():
     import gpu_engine.connectors.late_materialization as module
     return module, "_kept_of", lambda column, rows, kept, count: module.take_rows(
         column, kept if rows is None else np.searchsorted(rows, kept).astype(np.int32))
+
+
+def _string_key_tables():
+    """A string join key filter tested by ``pc.is_in`` on every probe batch (Arrow builds its hash set of the build
+    side's strings and re-casts them each call), as before its table made once per filter."""
+    import numpy as np
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from gpu_engine.exec.dynamic_filters import JoinKeyFilter
+
+    def per_batch_set(self, array):
+        if self._value_set is not None:
+            matched = pc.is_in(array, value_set=self._value_set.cast(array.type))
+        else:
+            matched = pc.and_(pc.greater_equal(array, pa.scalar(self.low, array.type)),
+                              pc.less_equal(array, pa.scalar(self.high, array.type)))
+        return np.asarray(matched.fill_null(False), dtype=np.bool_)
+    return JoinKeyFilter, "_string_mask", per_batch_set
 
 
 def _kept_row_groups():
@@ -596,6 +616,7 @@ SWITCHES = {
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,
+    "string-key-tables": _string_key_tables,
     "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,
     # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
