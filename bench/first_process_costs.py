@@ -45,6 +45,8 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
+from bench.child_process import answered_as_child, run_as_child  # noqa: E402 (after the path it needs)
+
 GENERATED_PREFIX = "gpu_engine_generated_"
 
 
@@ -196,8 +198,7 @@ def report(args, setup: dict | None, child: dict, added: list[str], command: str
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if args.child_output:
-        Path(args.child_output).write_text(json.dumps(run_child(args), default=str))
+    if answered_as_child(args, run_child):
         return
     scratch = Path(tempfile.mkdtemp(prefix="first-process-costs-"))
     numba_cache = Path(args.numba_cache) if args.numba_cache else scratch / "numba"
@@ -219,9 +220,7 @@ def main(argv: list[str] | None = None) -> None:
     before_files = cache_files(numba_cache)
     output = scratch / "child.json"
     environment["GPU_ENGINE_CACHE_DIR"] = str(scratch / "generated")
-    subprocess.run([sys.executable, "-m", "bench.first_process_costs", *argv, "--child-output", str(output)],
-                   env=environment, cwd=REPO_ROOT, check=True)
-    child = json.loads(output.read_text())
+    child = run_as_child("bench.first_process_costs", argv, output, environment)
     # numba keeps the generated modules' files there too, in a folder named after theirs ("generated_<hash>")
     added = sorted(p for p in cache_files(numba_cache) - before_files if not p.startswith("generated"))
     command = "python -m bench.first_process_costs " + " ".join(argv)

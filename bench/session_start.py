@@ -39,11 +39,9 @@ from __future__ import annotations
 
 import argparse
 import datetime
-import json
 import os
 import resource
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -52,6 +50,8 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
+
+from bench.child_process import answered_as_child, run_as_child  # noqa: E402 (after the path it needs)
 
 STEPS = ("import", "session", "first query", "new session", "warm")
 
@@ -250,8 +250,7 @@ def report(args, children: list[dict], command: str, load_before: float) -> str:
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = build_parser().parse_args(argv)
-    if args.child_output:
-        Path(args.child_output).write_text(json.dumps(run_child(args), default=str))
+    if answered_as_child(args, run_child):
         return
     load_before = os.getloadavg()[0]
     children = []
@@ -266,9 +265,7 @@ def main(argv: list[str] | None = None) -> None:
             child_argv = [a for a in argv]
             if args.profile and number != 0:
                 child_argv = [a for i, a in enumerate(argv) if a != "--profile" and argv[i - 1] != "--profile"]
-            subprocess.run([sys.executable, "-m", "bench.session_start", *child_argv, "--child-output", str(output)],
-                           check=True, cwd=REPO_ROOT, env=environment)
-            child = json.loads(output.read_text())
+            child = run_as_child("bench.session_start", child_argv, output, environment)
             _check(args, child["answers"])
             if number < 0:
                 continue
