@@ -165,6 +165,12 @@ def _column_statistics(dtype: pa.DataType, rows: float, minimum: object, maximum
     return ColumnStatistics(ndv, minimum, maximum)
 
 
+#: The largest column chunk :func:`_sampled_ndv` reads to walk its page headers (planning reads it once per table
+#: and session; a writer's 128 MB row groups would make that read cost more than the estimate is worth): a larger
+#: chunk keeps the range's count.
+SAMPLED_CHUNK_MAX_BYTES = 16 << 20
+
+
 def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float) -> float | None:
     """Return the distinct values of integer column ``name`` (``[low, high]`` over the table's ``rows``) as the
     first non-empty row group's dictionary says: its count where that row group holds every row; where the
@@ -216,7 +222,7 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
     whole = group_rows >= rows
     if not whole and (len(groups) < 2 or groups[1][3] < group_high):
         return None  # not in this column's order
-    if chunk.dictionary_page_offset is None:
+    if chunk.dictionary_page_offset is None or int(chunk.total_compressed_size) > SAMPLED_CHUNK_MAX_BYTES:
         return None
     try:  # the chunk's bytes only (its pages' headers are walked: does every data page use the dictionary?)
         with open(footer.path, "rb") as handle:

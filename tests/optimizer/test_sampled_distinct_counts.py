@@ -18,6 +18,7 @@ import pytest
 
 from gpu_engine import Session
 from gpu_engine.optimizer.cardinality import estimate
+from gpu_engine.optimizer import statistics as statistics_module
 from gpu_engine.optimizer.statistics import RegisteredStatistics
 from gpu_engine.plans import PlanBuilder
 
@@ -62,3 +63,10 @@ def test_rows_in_another_order_or_without_a_dictionary_keep_the_range_count(tmp_
     assert _ndv(tmp_path, shuffled, "shuffled", row_group_size=ROWS // 4) == spanned
     assert _ndv(tmp_path, SPARSE, "plain", row_group_size=ROWS // 4, use_dictionary=False) == spanned
     assert _ndv(tmp_path, [], "empty") == 0
+
+
+def test_a_column_chunk_over_the_read_bound_keeps_the_range_count(tmp_path, monkeypatch):
+    """Planning reads a chunk whole to walk its page headers: one over the bound is not read."""
+    monkeypatch.setattr(statistics_module, "SAMPLED_CHUNK_MAX_BYTES", 64)
+    spanned = max(SPARSE) - min(SPARSE) + 1
+    assert _ndv(tmp_path, SPARSE, "big", row_group_size=ROWS // 4) == spanned
