@@ -24,6 +24,9 @@ is one of:
 * ``mismatch``: the engine answered otherwise than pyarrow (a failure);
 * ``unclean_error``: another exception escaped (a failure);
 * ``crash``: the worker died or hung (a failure; the file is kept);
+* ``unwritable``: pyarrow died writing or damaging the case's file (the
+  generator's failure, not the engine's: no engine code ran; the worker writes
+  each file so the run goes on; reported with its recipe, not a failure);
 * ``answered_where_pyarrow_failed``: pyarrow refused what the engine read and
   the engine answered (a failure: there is no answer to compare with, and the
   engine's checks should have refused it too). The GROUP BY is compared with
@@ -440,6 +443,10 @@ def _worker(cases_file: str, results_file: str, device: str = "cpu") -> None:
                 if result is None:
                     os.fsync(out.fileno())  # the last stage begun survives a segfault
 
+            if "recipe" in case:  # written here, so pyarrow dying on a damaged file kills the worker, not the run
+                emit("write", None)
+                write_file(Recipe.from_json(case["recipe"]), Path(case["path"]))
+                emit("write", {"outcome": "written"})
             _read_case(case["path"], session, emit)
             emit("done", {"outcome": "done"})
 
@@ -460,13 +467,13 @@ def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, kee
     records = []
     for index, recipe in enumerate(recipes):
         path = folder / f"case{index}.parquet"
-        write_file(recipe, path)
         records.append({"case": index, "recipe": recipe.to_json(), "path": str(path), "stages": {}})
     pending = list(range(len(records)))
     while pending:
         cases_file = folder / "cases.json"
         results_file = folder / "results.jsonl"
-        cases_file.write_text(json.dumps([{"case": i, "path": records[i]["path"]} for i in pending]))
+        cases_file.write_text(json.dumps([{"case": i, "path": records[i]["path"], "recipe": records[i]["recipe"]}
+                                          for i in pending]))
         results_file.write_text("")
         env = dict(os.environ, PYTHONFAULTHANDLER="1")
         if device == "cuda-sim":
@@ -487,6 +494,12 @@ def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, kee
             current = entry["case"]
             if entry["stage"] == "done":
                 done.add(entry["case"])
+            elif entry["stage"] == "write":  # the worker writes each file (write_file's pyarrow can abort)
+                if entry["result"] is None:
+                    record["stages"]["write"] = {"outcome": "unwritable", "returncode": returncode,
+                                                 "stderr": stderr[-2000:]}
+                else:
+                    record["stages"].pop("write", None)
             elif entry["result"] is not None:
                 record["stages"][entry["stage"]] = entry["result"]
             else:
@@ -504,8 +517,8 @@ def run_cases(recipes: list[Recipe], folder: Path, timeout_s: float = 300.0, kee
             break
     for record in records:
         outcomes = [stage["outcome"] for stage in record["stages"].values()]
-        record["worst"] = next((o for o in FAILURES if o in outcomes), None) or (
-            "engine_error" if "engine_error" in outcomes else "equal")
+        record["worst"] = "unwritable" if "unwritable" in outcomes else next(
+            (o for o in FAILURES if o in outcomes), None) or ("engine_error" if "engine_error" in outcomes else "equal")
     return records
 
 
@@ -533,7 +546,7 @@ def main(argv: list[str] | None = None) -> int:
     started = time.perf_counter()
     counts: dict[str, int] = {}
     stage_counts: dict[str, dict[str, int]] = {}
-    failures = []
+    failures, unwritable = [], []
     with tempfile.TemporaryDirectory(prefix="parquet-fuzz-") as scratch:
         work = args.work_dir or Path(scratch)
         for seed in seeds:
@@ -545,6 +558,9 @@ def main(argv: list[str] | None = None) -> int:
                 for stage, result in record["stages"].items():
                     per = stage_counts.setdefault(stage, {})
                     per[result["outcome"]] = per.get(result["outcome"], 0) + 1
+                if record["worst"] == "unwritable":
+                    unwritable.append({"seed": seed, "case": record["case"], "recipe": record["recipe"],
+                                       "stderr": record["stages"]["write"]["stderr"]})
                 if record["worst"] in FAILURES:
                     record["seed"] = seed
                     failures.append(record)
@@ -560,7 +576,7 @@ def main(argv: list[str] | None = None) -> int:
         "command": " ".join(["python -m bench.parquet_fuzz"] + (argv if argv is not None else sys.argv[1:])),
         "seeds": list(seeds), "cases_per_seed": args.cases, "cases": sum(counts.values()),
         "seconds": round(time.perf_counter() - started, 1), "outcomes": counts, "stages": stage_counts,
-        "failures": failures,
+        "failures": failures, "unwritable": unwritable,
     }
     output = args.output or Path("bench/results") / f"{datetime.date.today().isoformat()}-parquet-fuzz.json"
     output.parent.mkdir(parents=True, exist_ok=True)
