@@ -183,10 +183,14 @@ def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Exp
     negated = bool(tree.args.get("negate")) if negated is None else negated
     operand = _typed_null(translator.translate(tree.this), pa.string())
     pattern = translator.translate(tree.expression)
-    if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+    null_pattern = isinstance(pattern, Literal) and pattern.value is None and (
+        pa.types.is_null(pattern.dtype) or is_string(pattern.dtype))
+    if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or null_pattern)):
         raise translator.error("the ILIKE pattern must be a string constant", tree)
     if not is_string(operand.dtype):
         raise translator.error(f"type mismatch: ILIKE needs a string, got {operand.dtype}", tree)
+    if null_pattern:  # a NULL pattern (a NULL parameter): NULL on every row, as DuckDB
+        return Literal(None, pa.bool_())
     lowered = build_function(translator, "lower", [operand], tree)
     return Like(lowered, pattern.value.lower(), negated=negated)
 

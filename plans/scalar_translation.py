@@ -81,6 +81,11 @@ def _null_as(expr: Expr, dtype: pa.DataType) -> Expr:
     return Literal(None, dtype) if is_untyped_null(expr) else expr
 
 
+def _null_pattern(pattern: Literal) -> bool:
+    """Whether a LIKE/GLOB pattern is a NULL constant (a bare NULL, a NULL string, a NULL bind parameter)."""
+    return pattern.value is None and (pa.types.is_null(pattern.dtype) or is_string(pattern.dtype))
+
+
 def _as_real_where_real(left: Expr, right: Expr) -> tuple[Expr, Expr]:
     """Return a comparison's sides with an integer or decimal side cast to REAL where the other is a REAL.
 
@@ -557,10 +562,12 @@ class ScalarTranslator:
         """``s GLOB p``: DuckDB's glob as the regular expression it means (``regexp_full_match``)."""
         operand = _null_as(self.translate(tree.this), pa.string())
         pattern = self.translate(tree.expression)
-        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+        if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
             raise self.error("the GLOB pattern must be a string constant", tree)
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: GLOB needs a string, got {operand.dtype}", tree)
+        if pattern.value is None:  # a NULL pattern (a NULL parameter): NULL on every row, as DuckDB
+            return Literal(None, pa.bool_())
         return Function("regexp_full_match", (operand, Literal(glob_regex(pattern.value), pa.string())), pa.bool_())
 
     def _not_escape(self, tree: exp.Escape) -> Expr:
@@ -573,10 +580,12 @@ class ScalarTranslator:
         negated = bool(tree.args.get("negate")) if negated is None else negated
         operand = _null_as(self.translate(tree.this), pa.string())
         pattern = self.translate(tree.expression)
-        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+        if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
             raise self.error("the LIKE pattern must be a string constant", tree)
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: LIKE needs a string, got {operand.dtype}", tree)
+        if pattern.value is None:  # a NULL pattern (a NULL parameter): NULL on every row, as DuckDB
+            return Literal(None, pa.bool_())
         return Like(operand, pattern.value, negated=negated)
 
     def _escape(self, tree: exp.Escape, negated: bool | None = None) -> Expr:
@@ -594,13 +603,13 @@ class ScalarTranslator:
         operand = _null_as(self.translate(inner.this), pa.string())
         pattern, escape = self.translate(inner.expression), self.translate(tree.expression)
         word = "ILIKE" if type(inner) is exp.ILike else "LIKE"
-        if not (isinstance(pattern, Literal) and isinstance(pattern.value, str)):
+        if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
             raise self.error(f"the {word} pattern must be a string constant", tree)
         if not (isinstance(escape, Literal) and (escape.value is None or isinstance(escape.value, str))):
             raise self.error(f"the {word} ESCAPE character must be a string constant", tree)
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: {word} needs a string, got {operand.dtype}", tree)
-        if escape.value is None:
+        if escape.value is None or pattern.value is None:
             return Literal(None, pa.bool_())
         if len(escape.value) > 1:
             raise self.error("Invalid escape string. Escape string must be empty or one character.", tree)
