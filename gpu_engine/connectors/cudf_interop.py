@@ -333,7 +333,13 @@ def read_parquet_split(split: Any, columns: Sequence[str], schema: pa.Schema, de
 def _plc_column(device: Device, plc: ModuleType, column: Column) -> Any:
     """Return a pylibcudf column over an engine Column's buffers (validity packed, offsets rebased)."""
     xp = device.xp
-    if column.dictionary is not None:
+    if column.dictionary is not None and len(column.dictionary) == 0:
+        # every row NULL: its codes index nothing, and gathering through them reads past the one offset (the guard
+        # of columnar/concat._decoded): all-NULL plain strings instead
+        rows = len(column)
+        column = Column(column.dtype, xp.zeros(0, dtype=xp.uint8), xp.zeros(rows, dtype=xp.bool_),
+                        xp.zeros(rows + 1, dtype=xp.int64), None)
+    elif column.dictionary is not None:
         from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
 
         values = gather_column(device, column.dictionary, column.data)

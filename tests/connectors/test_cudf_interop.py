@@ -83,6 +83,36 @@ def test_slices_of_a_device_batch_share_its_buffers(device):
         slice_batch(batch.slice(0, 2), 0, 1)
 
 
+# ---------------------------------------------------------- engine -> cuDF without cuDF
+def _recording_pylibcudf():
+    """A stand-in for pylibcudf's Column/DataType/gpumemoryview that keeps what it is given (no cuDF needed)."""
+    from types import SimpleNamespace
+
+    def column(data_type, rows, data, mask, null_count, offset, children):
+        return SimpleNamespace(type=data_type, rows=rows, data=data, mask=mask, null_count=null_count,
+                               children=children)
+
+    type_id = SimpleNamespace(STRING="STRING", INT32="INT32", INT64="INT64")
+    return SimpleNamespace(Column=column, DataType=lambda *args: args, TypeId=type_id, gpumemoryview=lambda x: x)
+
+
+@pytest.mark.parametrize("dictionary", [[], ["a", "bb"]])
+def test_a_dictionary_column_reaches_pylibcudf_as_plain_strings(device, dictionary):
+    """An empty dictionary (every row NULL) gives 3 NULL strings: its codes are not gathered (fuzz round 4's guard;
+    cuda-sim raised IndexError reading past the one offset before; a GPU read out of bounds)."""
+    from gpu_engine.columnar.column import Column
+    from gpu_engine.connectors.cudf_interop import _plc_column
+
+    xp = device.xp
+    values = Column.from_arrow(pa.array(dictionary, pa.string()), device)
+    codes = xp.asarray(np.array([0, 1, 0], np.int32) if dictionary else np.zeros(3, np.int32))
+    validity = xp.asarray(np.array([True, False, True]) if dictionary else np.zeros(3, np.bool_))
+    made = _plc_column(device, _recording_pylibcudf(), Column(pa.string(), codes, validity, None, values))
+    offsets = device.to_host(made.children[0].data)
+    assert made.rows == 3 and made.null_count == (1 if dictionary else 3)
+    assert offsets.tolist() == ([0, 1, 3, 4] if dictionary else [0, 0, 0, 0])
+
+
 # --------------------------------------------------------- user-facing checks
 def test_execute_rejects_unknown_output():
     session = Session(device="cpu")
