@@ -117,7 +117,7 @@ class Task:
         self._split_waiters: dict[str, list[Future]] = {}
         self._splits_added = 0
         self._given_splits: dict[str, list[ConnectorSplit]] = {}  # every split given to a node (see split_rows)
-        self._split_rows: dict[str, int | None] = {}
+        self._split_rows: dict[str, Future] = {}  # each node's split_rows answer, once counted
         self.abandoned_partials = AbandonedPartials()  # what PARTIAL steps that gave up grouping saw
         self.local_exchange_queues: dict[str, "LocalExchangeQueue"] = {}
         self.exchange_queues: dict[str, "ExchangeQueue"] = {}
@@ -162,10 +162,24 @@ class Task:
         with self._lock:
             if plan_node_id not in self._no_more_splits:
                 return None
-            if plan_node_id not in self._split_rows:  # counted once, on the first ask
-                rows = [split.num_rows() for split in self._given_splits.get(plan_node_id, ())]
-                self._split_rows[plan_node_id] = None if None in rows else sum(rows)
-            return self._split_rows[plan_node_id]
+            counted = self._split_rows.get(plan_node_id)
+            first = counted is None
+            if first:  # counted once, by the first asker; later ones wait on its Future
+                counted = self._split_rows[plan_node_id] = Future()
+                splits = tuple(self._given_splits.get(plan_node_id, ()))
+        if not first:
+            return counted.result()
+        # Outside the lock: a Parquet split's count reads its file's footer, and add_split, get_split_or_future
+        # and every driver's scan take this lock meanwhile.
+        try:
+            rows = [split.num_rows() for split in splits]
+        except BaseException as error:
+            with self._lock:
+                del self._split_rows[plan_node_id]  # a later ask counts again
+            counted.set_exception(error)
+            raise
+        counted.set_result(None if None in rows else sum(rows))
+        return counted.result()
 
     def pending_splits(self, plan_node_id: str) -> int:
         """Return how many splits a node was given but has not taken yet (a feeder waits while there are many)."""

@@ -126,3 +126,35 @@ def test_stats_count_rows_through_the_pipeline(device_name, numbers):
     assert scan_rows == 10_000 and filter_rows == 5_000
     text = session.explain(plan, analyze=True)
     assert "TableScan" in text and "Aggregation" in text and "output 10000 rows" in text
+
+
+@dataclass(frozen=True)
+class _CountingSplit(ArrowSplit):
+    """An ArrowSplit whose ``num_rows`` notes whether the Task's lock was held while it counted, and how often."""
+
+    seen: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+    task: list = dataclasses.field(default_factory=list, compare=False, repr=False)
+
+    def num_rows(self):
+        self.seen.append(self.task[0]._lock.locked())
+        return super().num_rows()
+
+
+def test_split_rows_counts_once_outside_the_tasks_lock(numbers):
+    """A Parquet split's count reads its footer: under the Task's lock it held up add_split and every scan's
+    get_split_or_future meanwhile (Task.split_rows). Counted once, with the lock free; an unfinished node says None."""
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").plan()
+    query_ctx = QueryCtx.create(get_device("cpu"))
+    try:
+        task = Task("split-rows", plan, query_ctx, max_drivers=1)
+        scan_id = plan.id
+        split = _CountingSplit(table=numbers.slice(0, 300), task=[task])
+        task.add_split(scan_id, split)
+        task.add_split(scan_id, ArrowSplit(table=numbers.slice(300, 50)))
+        assert task.split_rows(scan_id) is None  # splits may still come
+        task.no_more_splits(scan_id)
+        assert task.split_rows(scan_id) == 350
+        assert task.split_rows(scan_id) == 350
+        assert split.seen == [False]
+    finally:
+        query_ctx.shutdown()
