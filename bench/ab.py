@@ -50,6 +50,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (sql.derived_pushdown off; also sql-derived-pushdown)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
+    python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
 """
 import argparse
 import os
@@ -566,6 +567,47 @@ def _typed_build_sides():
     return _Setting(_set_typed_build_sides), "value", "off"
 
 
+def _set_typed_join_order(on: bool) -> None:
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.join_order import order_joins
+    rules = tuple(r for r in module.ESTIMATE_RULES if r is not order_joins)
+    module.ESTIMATE_RULES = (order_joins,) + rules if on else rules
+
+
+def _typed_join_order():
+    """``optimizer.join_order.order_joins`` in ``gpu_engine.optimizer.ESTIMATE_RULES`` (on) or not (off): each
+    region of inner joins ordered again by the typed estimates after the pushdown, before the build sides."""
+    return _Setting(_set_typed_join_order), "value", "off"
+
+
+def _written_join_order(planner, relations, pending, needed):
+    """The SQL planner's FROM items joined left-deep in the order written (what ``sql-join-order`` off plans)."""
+    from gpu_engine.sql.join_ordering import covered, edge_keys, join_estimate, join_pair
+    current = relations[0]
+    for relation in relations[1:]:
+        union = current.aliases | relation.aliases
+        pairs = [p for c in pending if covered(c, union) and (p := edge_keys(current, relation, c)) is not None]
+        rows = join_estimate(current, relation, pairs) if pairs else current.rows * relation.rows
+        current = join_pair(planner, current, relation, pending, needed, rows)
+    return current
+
+
+def _set_sql_join_order(on: bool) -> None:
+    import gpu_engine.sql.join_ordering as ordering
+    import gpu_engine.sql.planner as planner
+    if not hasattr(ordering, "_original_join_greedy"):
+        ordering._original_join_greedy = ordering.join_greedy
+    chosen = ordering._original_join_greedy if on else _written_join_order
+    ordering.join_greedy = planner.join_greedy = chosen
+    _set_typed_join_order(True)
+
+
+def _sql_join_order():
+    """The SQL planner ordering FROM items by its estimates (on, ``sql.join_ordering.join_greedy``) or joining
+    them in the order written (off), the typed ``order_joins`` on both sides: can the typed rule alone order?"""
+    return _Setting(_set_sql_join_order), "value", "off"
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -637,6 +679,8 @@ SWITCHES = {
     "build-sides": _build_sides,
     "build-sides-2x": _build_sides_2x,
     "typed-build-sides": _typed_build_sides,
+    "typed-join-order": _typed_join_order,
+    "sql-join-order": _sql_join_order,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

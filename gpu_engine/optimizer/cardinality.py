@@ -15,10 +15,11 @@ have none), Limit / TopN, Values, hash and nested-loop joins (the SQL side's
 :func:`~gpu_engine.optimizer.statistics.key_set_divisor`; each condition
 beside the keys of an inner join halves the rows; a LEFT or RIGHT join keeps at
 least its preserved side), semi and anti joins (half the kept side),
+EnforceSingleRow (one row, as the SQL planner's scalar subquery relation),
 Aggregation (the product of the keys' distinct counts, a tenth of the rows for
 a key without one, at most the input rows: the SQL planner's GROUP BY rule) and
 UNION ALL (rows added, each column's largest count and widest range), and None
-(unknown) for every other node (windows, grouping sets, EnforceSingleRow, ...).
+(unknown) for every other node (windows, grouping sets, ...).
 A Filter's estimate uses the SQL side's formulas on the typed conjuncts, so
 the two agree while both exist: each top-level conjunct's selectivity
 multiplies (``col = const`` 1/NDV, a range the share of ``[min, max]`` it
@@ -63,8 +64,9 @@ from typing import Mapping
 from gpu_engine.optimizer.conjuncts import conjuncts, disjuncts
 from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, Expr, InList, Like, Literal, UnaryOp,
                                          referenced_columns)
-from gpu_engine.plans.nodes import (AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode,
-                                    NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode, TopNNode, ValuesNode)
+from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, FilterNode, HashJoinNode, LimitNode,
+                                    LocalPartitionNode, NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode,
+                                    TopNNode, ValuesNode)
 from gpu_engine.optimizer.statistics import (
     DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
     key_set_divisor, range_selectivity,
@@ -107,6 +109,8 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
     if isinstance(plan, ValuesNode):
         rows = float(plan.data.num_rows)
         return Estimate(rows, {})
+    if isinstance(plan, EnforceSingleRowNode):  # an uncorrelated scalar subquery: one row (or an error)
+        return Estimate(1.0, {})
     below = [estimate(source, tables) for source in plan.sources]
     if any(b is None for b in below):
         return None

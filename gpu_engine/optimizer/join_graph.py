@@ -166,7 +166,9 @@ def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) ->
     """Return the region's relations joined left-deep in ``order`` (a permutation of their positions).
 
     Each join builds the next relation, on every edge between it and the relations joined so far (a hash
-    join), or pairs them (a nested-loop join) where none links them; a condition filters the first join that
+    join), or pairs them (a nested-loop join) where none links them; an edge the keys applied before imply
+    (``x = y`` and ``y = z`` make ``x = z``: rows an inner join keeps hold equal, non-NULL values) is left
+    out, so a graph may carry every edge of a class of equal columns (:mod:`~gpu_engine.optimizer.join_order`); a condition filters the first join that
     has all its relations (a join's filter), or the first relation alone when it reads one. Each join keeps
     the columns a later edge, condition or the region's output reads; the last outputs the root's columns in
     the root's order. ``new_id`` names each new node.
@@ -178,6 +180,7 @@ def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) ->
     current = _filtered(graph.relations[order[0]], [c for c in pending if c.relations <= {order[0]}], new_id)
     pending = [c for c in pending if not c.relations <= {order[0]}]
     present = {order[0]}
+    equal: dict[str, str] = {}  # column -> a column the keys applied so far made it equal to (union-find)
     for step, relation in enumerate(order[1:], start=2):
         build = _filtered(graph.relations[relation], [c for c in pending if c.relations == {relation}], new_id)
         pending = [c for c in pending if c.relations != {relation}]
@@ -190,6 +193,9 @@ def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) ->
                 pair = (edge.left_column, edge.right_column)
             else:
                 continue
+            if _find(equal, pair[0]) == _find(equal, pair[1]):  # implied by the keys applied: x = y, y = z: x = z
+                continue
+            equal[_find(equal, pair[0])] = _find(equal, pair[1])
             if any(pair[0] == left or pair[1] == right for left, right in pairs):  # a key once a side: a filter
                 fields = {f.name: f for f in list(current.output_schema) + list(build.output_schema)}
                 equalities.append(BinaryOp("eq", ColumnRef(pair[0], fields[pair[0]].type),
@@ -218,6 +224,12 @@ def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) ->
             current = NestedLoopJoinNode(id=new_id(), output_schema=schema, sources=(current, build),
                                          join_type="inner", output_columns=tuple(kept), filter=condition)
     return current
+
+
+def _find(equal: dict[str, str], column: str) -> str:
+    while column in equal:
+        column = equal[column]
+    return column
 
 
 def _filtered(node: PlanNode, conditions: list[JoinCondition], new_id: Callable[[], str]) -> PlanNode:
