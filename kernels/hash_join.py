@@ -745,6 +745,8 @@ class JoinHashTable:
         """Return the key ids of ``n`` probe values (read through ``rows`` when non-empty) in a table of one
         fixed-width key: direct, or hashed behind its range bitmap or Bloom filter."""
         key_ids = self.device.xp.empty(n, dtype=self.device.xp.int32)
+        # read-only always: a Parquet column's values and a computed or widened key's share one CPU signature
+        values = read_only(self.device.xp, values)
         if self.is_direct:
             launch_twin(self.device, n, _find_direct_keys_cpu, _find_direct_keys_cuda, values, valid, rows,
                         self._slots, self._direct_low, self._direct_high, self._bits,

@@ -285,3 +285,38 @@ def test_released_table_memory_is_reused_by_the_next_build(device, keys):
     assert np.shares_memory(large, reused) == host
     assert matched_pairs(device, second, probe) == Counter((i, i) for i in range(1000))
     assert matched_pairs(device, first, probe) == Counter()  # released: an empty table, not stale memory
+
+
+@pytest.mark.parametrize("layout", ["direct", "range", "hashed"])
+def test_a_fixed_width_probe_has_one_lookup_signature_whether_its_values_are_read_only_or_not(monkeypatch, layout):
+    """numba types a read-only array (a Parquet column's Arrow buffer) apart from a writable one (a computed or
+    widened key): the lookup twins took the values as they came, so a new process compiled the writable int64
+    signature on a driver where set-up had compiled the read-only one (``_find_fixed_width_keys_in_range_cpu``).
+    The values go in read-only always (kernels/launch.read_only): one signature a kernel."""
+    import numba
+
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    names = ("_find_direct_keys_cpu", "_find_fixed_width_keys_in_range_cpu", "_find_fixed_width_keys_cpu")
+    for name in names:  # new dispatchers: nothing loaded in this process yet (numba's disk cache still serves)
+        old = getattr(hash_join, name)
+        options = {k: v for k, v in old.targetoptions.items() if k != "nopython"}
+        monkeypatch.setattr(hash_join, name, numba.njit(cache=True, **options)(old.py_func))
+    device = get_device("cpu")
+    build = {"direct": [1, 2, 5, 9], "range": [0, 5_000, 100_000], "hashed": [0, 10**12]}[layout]
+    table = build_table(device, [pa.array(build, pa.int64())])
+    assert (table.is_direct, table.has_range_bitmap) == {"direct": (True, False), "range": (False, True),
+                                                         "hashed": (False, False)}[layout]
+    values = np.array([5, 100_000, 7, 3, 0], np.int64)
+    validity = np.array([True, True, True, False, True])
+    frozen = values.copy()
+    frozen.flags.writeable = False  # as a Parquet column's Arrow buffer
+    read_only = Column(pa.int64(), frozen, validity)
+    writable = Column(pa.int64(), values, validity)  # as a computed key
+    widened = Column(pa.int32(), values.astype(np.int32), validity)  # widened to int64 words: a new array
+    answers = [device.to_host(table.lookup_fixed_width(column, None)).tolist()
+               for column in (read_only, writable, widened)]
+    assert answers[0] == answers[1] == answers[2]
+    used = {name: len(getattr(hash_join, name).overloads) for name in names}
+    assert sorted(used.values()) == [0, 0, 1], used
