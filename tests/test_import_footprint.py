@@ -46,3 +46,66 @@ def test_session_loads_no_cuda_target_and_no_generated_kernel():
     loaded = _modules_after("from gpu_engine import Session\nSession(device='cpu', drivers=1)")
     assert not set(loaded) & set(HEAVY), sorted(set(loaded) & set(HEAVY))
     assert not [name for name in loaded if name.startswith("gpu_engine_generated")]
+
+
+#: Each runs in a new cpu process over Parquet with NULLs in every column: the scan's conversions (integers, dates,
+#: decimals, booleans, dictionary strings), a join's key filters (integer and string, one build side empty), a wide
+#: DECIMAL literal.
+COLD_QUERIES = (
+    "SELECT f.s, count(*) AS n, sum(f.amount) AS total, min(f.d) AS first_day, max(f.x) AS top, "
+    "CAST(0 AS DECIMAL(38, 0)) AS zero FROM fact f JOIN dim d ON f.k = d.k "
+    "WHERE f.d >= DATE '2020-01-05' AND f.flag GROUP BY f.s",
+    "SELECT count(*) AS n FROM fact f JOIN dim d ON f.s = d.name",
+    "SELECT count(*) AS n FROM fact f JOIN dim d ON f.k = d.k WHERE d.name = 'nobody'",
+)
+
+
+def _cold_tables(folder: Path) -> dict[str, Path]:
+    import datetime
+    import decimal
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    rows = 600
+    every = lambda step, value: [None if i % step == 0 else value(i) for i in range(rows)]  # noqa: E731
+    fact = pa.table({
+        "k": pa.array(every(7, lambda i: i % 40), pa.int64()),
+        "s": pa.array(every(5, lambda i: f"name{i % 9}"), pa.string()),
+        "d": pa.array(every(11, lambda i: datetime.date(2020, 1, 1) + datetime.timedelta(days=i % 30)), pa.date32()),
+        "amount": pa.array(every(13, lambda i: decimal.Decimal(i).scaleb(-2)), pa.decimal128(12, 2)),
+        "flag": pa.array(every(3, lambda i: i % 4 != 0), pa.bool_()),
+        "x": pa.array(every(17, lambda i: i / 7), pa.float64()),
+    })
+    dim = pa.table({"k": pa.array(range(0, 40, 2), pa.int64()),
+                    "name": pa.array([f"name{i % 12}" for i in range(20)], pa.string())})
+    paths = {"fact": folder / "fact.parquet", "dim": folder / "dim.parquet"}
+    pq.write_table(fact, paths["fact"], row_group_size=200)
+    pq.write_table(dim, paths["dim"])
+    return paths
+
+
+def test_a_cpu_process_s_first_queries_over_parquet_import_no_pandas(tmp_path):
+    """pyarrow imports pandas (~300 modules, ~0.2 s CPU) at its first NumPy conversion (``to_numpy``,
+    ``pa.array``, a Python scalar in ``fill_null``): the engine's scan, key-filter and literal paths read and
+    wrap Arrow buffers instead (``gpu_engine.columnar.arrow_numpy``)."""
+    import pyarrow as pa
+
+    from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
+
+    paths = _cold_tables(tmp_path)
+    statement = (
+        "import pyarrow as pa\nfrom gpu_engine import Session\n"
+        f"session = Session(device='cpu', drivers=2)\n"
+        + "".join(f"session.register({name!r}, {str(path)!r})\n" for name, path in paths.items())
+        + "for number, text in enumerate(" + repr(COLD_QUERIES) + "):\n"
+        + "    table = session.sql(text)\n"
+        + f"    with pa.ipc.new_file({str(tmp_path)!r} + f'/answer{{number}}.arrow', table.schema) as out:\n"
+        + "        out.write_table(table)\n"
+    )
+    loaded = set(_modules_after(statement))
+    connection = duckdb_connection(paths)
+    for number, text in enumerate(COLD_QUERIES):
+        answer = pa.ipc.open_file(tmp_path / f"answer{number}.arrow").read_all()
+        assert rows_mismatch(answer, duckdb_table(connection, text)) is None, text
+    assert "pandas" not in loaded, "a cpu query imported pandas"

@@ -23,6 +23,7 @@ from typing import Any, Iterable, Sequence
 
 import pyarrow as pa
 
+from gpu_engine.columnar.arrow_numpy import empty_table
 from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 
@@ -182,7 +183,7 @@ class Batch:
     @classmethod
     def empty(cls, schema: pa.Schema, device: Device) -> "Batch":
         """Return a zero-row batch of ``schema``."""
-        return cls.from_arrow(schema.empty_table(), device)
+        return cls.from_arrow(empty_table(schema), device)
 
 
 class BatchSlices:

@@ -16,6 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from gpu_engine.columnar.arrow_numpy import has_numpy_layout, numpy_validity, numpy_values
 from gpu_engine.columnar.types import (
     MAX_INT64_DECIMAL_PRECISION, is_decimal, is_interval, is_string, normalize_type, physical_dtype,
 )
@@ -195,7 +196,7 @@ def host_fingerprint(column: Column) -> str | None:
 def _validity_of(array: pa.Array) -> np.ndarray | None:
     if array.null_count == 0:
         return None
-    return array.is_valid().to_numpy(zero_copy_only=False)
+    return numpy_validity(array)
 
 
 def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
@@ -205,13 +206,14 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
             array = array.unify_dictionaries()
         array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
         if isinstance(array, pa.ChunkedArray):  # empty chunked array
-            array = pa.array([], type=array.type)
+            array = pa.nulls(0, array.type)
     dtype = array.type
     if pa.types.is_dictionary(dtype):
         if not is_string(dtype.value_type):
             return _column_from_arrow(array.dictionary_decode())
-        indices = array.indices.fill_null(0) if array.indices.null_count else array.indices
-        codes = indices.cast(pa.int32()).to_numpy(zero_copy_only=False)
+        codes = numpy_values(array.indices.cast(pa.int32()))
+        if array.indices.null_count:  # a NULL's code is 0 (not fill_null: its Python scalar imports pandas)
+            codes = np.where(numpy_validity(array.indices), codes, np.int32(0))
         dictionary = _column_from_arrow(array.dictionary)
         dictionary.fingerprint = host_fingerprint(dictionary)
         return Column(pa.string(), np.ascontiguousarray(codes), _validity_of(array), None, dictionary)
@@ -260,12 +262,15 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         ticks = array.cast(pa.int64() if pa.types.is_time64(dtype) else pa.int32()).cast(pa.int64())
         array = (pc.divide(ticks, 1000) if dtype.unit == "ns"
                  else pc.multiply(ticks, {"s": 1_000_000, "ms": 1000, "us": 1}[dtype.unit]))
-    if validity is not None:
-        array = array.fill_null(False if pa.types.is_boolean(array.type) else 0)
     if pa.types.is_date32(array.type):
-        values = array.view(pa.int32()).to_numpy(zero_copy_only=False)
+        array = array.view(pa.int32())
     elif pa.types.is_timestamp(array.type):
-        values = array.view(pa.int64()).to_numpy(zero_copy_only=False)
+        array = array.view(pa.int64())
+    if validity is None:
+        values = numpy_values(array)
+    elif has_numpy_layout(array.type):  # NULLs' slots zeroed here: fill_null's Python scalar imports pandas
+        values = numpy_values(array)
+        values = np.where(validity, values, np.zeros(1, dtype=values.dtype))
     else:
-        values = array.to_numpy(zero_copy_only=False)
+        values = numpy_values(array.fill_null(False if pa.types.is_boolean(array.type) else 0))
     return Column(logical, np.ascontiguousarray(values, dtype=physical_dtype(logical)), validity)

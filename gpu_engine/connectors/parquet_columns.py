@@ -49,6 +49,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
+from gpu_engine.columnar.arrow_numpy import arrow_values, numpy_values
 from gpu_engine.columnar.types import is_string
 from gpu_engine.connectors import file_pages
 from gpu_engine.connectors.file_versions import file_version
@@ -298,7 +299,7 @@ def take_rows(column: pa.ChunkedArray, rows: np.ndarray) -> pa.ChunkedArray:
     for chunk in column.chunks:
         low, high = np.searchsorted(rows, [first, first + len(chunk)])
         if high > low:
-            chunks.append(chunk.take(pa.array(rows[low:high] - first)))
+            chunks.append(chunk.take(arrow_values(rows[low:high] - first)))
         first += len(chunk)
     return pa.chunked_array(chunks, column.type)
 
@@ -527,7 +528,7 @@ class CanonicalDictionary:
                     return dictionary, codes
                 self._values = values = grown
                 positions = pc.index_in(dictionary, value_set=values)
-        mapping = positions.to_numpy(zero_copy_only=False).astype(np.int32, copy=False)
+        mapping = numpy_values(positions).astype(np.int32, copy=False)
         return values, np.take(mapping, codes)  # host decoding work, not a device kernel
 
 

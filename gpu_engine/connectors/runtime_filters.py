@@ -21,6 +21,7 @@ from typing import Sequence
 import numpy as np
 import pyarrow as pa
 
+from gpu_engine.columnar.arrow_numpy import arrow_values
 from gpu_engine.connectors.parquet_footer import read_footer
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.split import ConnectorSplit, ParquetSplit
@@ -118,7 +119,7 @@ def cut_record_batches(batches: list[pa.RecordBatch], selections: Sequence[np.nd
             left.append(None)
         elif len(rows) <= share * batch.num_rows:
             if len(rows):
-                kept.append(batch.take(pa.array(rows)))
+                kept.append(batch.take(arrow_values(rows)))
                 left.append(None)
         else:
             kept.append(batch)

@@ -82,6 +82,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from numba import njit
 
+from gpu_engine.columnar.arrow_numpy import arrow_strings, numpy_validity, numpy_values
+
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.columnar.column import Column
     from gpu_engine.device import Device
@@ -267,7 +269,7 @@ class JoinKeyFilter:
         if bits is None and values is not None and kind == "int" and len(values):
             self._bits, self._span, self._bloom_shift = _int_tables(np.asarray(values, dtype=np.int64), low, high)
         if values is not None and kind == "string":
-            self._value_set = pa.array(values, type=pa.large_string())
+            self._value_set = arrow_strings(values)
 
     @property
     def is_empty(self) -> bool:
@@ -388,9 +390,9 @@ class JoinKeyFilter:
             codes = array.indices
             valid = None
             if codes.null_count:
-                valid = np.asarray(codes.is_valid())
-                codes = codes.fill_null(0)
-            keep = on_values[codes.to_numpy(zero_copy_only=False)] if len(on_values) else \
+                valid = numpy_validity(codes)
+            codes = numpy_values(codes) if valid is None else np.where(valid, numpy_values(codes), 0)
+            keep = on_values[codes] if len(on_values) else \
                 np.zeros(len(array), dtype=np.bool_)
             return keep if valid is None else keep & valid
         if self.kind == "int":
@@ -447,7 +449,7 @@ class JoinKeyFilter:
         else:
             matched = pc.and_(pc.greater_equal(array, pa.scalar(self.low, array.type)),
                               pc.less_equal(array, pa.scalar(self.high, array.type)))
-        return np.asarray(matched.fill_null(False), dtype=np.bool_)
+        return numpy_values(matched) & numpy_validity(matched)  # NULL: False
 
 
 def _int_tables(numbers: np.ndarray, low: int, high: int) -> tuple[np.ndarray, int | None, int | None]:
@@ -738,9 +740,9 @@ def _int64_values(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
         array = array.view(pa.int32())
     valid = None
     if array.null_count:
-        valid = np.asarray(array.is_valid())
-        array = array.fill_null(0)
-    return np.asarray(array.to_numpy(zero_copy_only=False), dtype=np.int64), valid
+        valid = numpy_validity(array)
+    numbers = np.asarray(numpy_values(array), dtype=np.int64)
+    return (numbers, None) if valid is None else (np.where(valid, numbers, np.int64(0)), valid)
 
 
 class DynamicFilters:

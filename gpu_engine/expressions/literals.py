@@ -57,7 +57,7 @@ def _direct_physical(values: list, dtype: pa.DataType) -> np.ndarray | None:
     elif pa.types.is_date32(dtype):
         if all(type(v) is datetime.date for v in values):
             return np.array([v.toordinal() - _EPOCH_ORDINAL for v in values], dtype=np.int32)
-    elif pa.types.is_decimal128(dtype) and dtype.precision <= MAX_INT64_DECIMAL_PRECISION:
+    elif pa.types.is_decimal128(dtype):  # wider than 18 digits: one int64 a value where each fits, as Arrow's reads
         scaled = []
         for value in values:
             if type(value) is not decimal.Decimal or not value.is_finite():
@@ -67,6 +67,8 @@ def _direct_physical(values: list, dtype: pa.DataType) -> np.ndarray | None:
                 return None
             unscaled = int("".join(map(str, digits)))
             scaled.append(-unscaled if sign else unscaled)
+        if dtype.precision > MAX_INT64_DECIMAL_PRECISION and not all(-2**63 <= v < 2**63 for v in scaled):
+            return None  # (two words a value: through Arrow)
         return np.array(scaled, dtype=np.int64)
     return None
 

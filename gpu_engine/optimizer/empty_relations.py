@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpu_engine.columnar.arrow_numpy import empty_table
 from gpu_engine.optimizer.constant_folding import folded
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import (
@@ -49,7 +50,7 @@ def _empty(node: PlanNode) -> bool:
 
 
 def _emptied(node: PlanNode) -> ValuesNode:
-    return ValuesNode(id=node.id, output_schema=node.output_schema, data=node.output_schema.empty_table())
+    return ValuesNode(id=node.id, output_schema=node.output_schema, data=empty_table(node.output_schema))
 
 
 def propagate_empty_relations(plan: PlanNode) -> PlanNode:
