@@ -47,7 +47,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
-    python bench/ab.py sql-filter-copies tpcds 78 --sf 1 --runs 7  (sql.derived_pushdown off; also sql-derived-pushdown)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
@@ -117,10 +116,17 @@ def _window_subqueries():
     return module, "with_subqueries_as_windows", lambda select: select
 
 
+def _set_partial_steps(on: bool) -> None:
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.partial_steps import choose_partial_steps
+    rules = tuple(r for r in module.ESTIMATE_RULES if r is not choose_partial_steps)
+    module.ESTIMATE_RULES = rules + (choose_partial_steps,) if on else rules
+
+
 def _partial_steps():
-    """Every SQL GROUP BY split into partial and final steps, as before ``gpu_engine.sql.partial_steps``."""
-    import gpu_engine.sql.aggregate_planning as module
-    return module, "partial_step_pays", lambda relation, key_names: True
+    """Every GROUP BY split into partial and final steps, as before ``gpu_engine.optimizer.partial_steps`` (its rule
+    out of ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
+    return _Setting(_set_partial_steps), "value", "off"
 
 
 def _distinct_partitioning():
@@ -502,27 +508,6 @@ def _optimizer_rules():
     return module, "RULES", ()
 
 
-def _set_sql_filter_copies(on: bool) -> None:
-    import gpu_engine.sql.planner as planner
-    if not hasattr(planner, "_original_with_conditions_pushed"):
-        planner._original_with_conditions_pushed = planner.with_conditions_pushed
-    planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
-        lambda item, ctes, conditions: (item, conditions))
-
-
-def _sql_filter_copies():
-    """The SQL planner's copy of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
-    derived query): the optimizer's pass places those filters, after the SQL join ordering has estimated the
-    joins without them. (Its twin for ORs, ``sql.predicates.implied_filters``, was deleted once build sides were
-    chosen after pushdown: bench/results/2026-11-28-buildside2-typed-build-sides.md.)"""
-    return _Setting(_set_sql_filter_copies), "value", "off"
-
-
-def _sql_derived_pushdown():
-    """``sql.derived_pushdown`` off (the same as ``sql-filter-copies`` since ``implied_filters`` went)."""
-    return _Setting(_set_sql_filter_copies), "value", "off"
-
-
 def _set_build_sides(on: bool, ratio: float | None = None) -> None:
     import gpu_engine.optimizer as module
     import gpu_engine.optimizer.build_sides as build_sides
@@ -672,8 +657,6 @@ SWITCHES = {
     "narrow-keys": _narrow_keys,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
-    "sql-filter-copies": _sql_filter_copies,
-    "sql-derived-pushdown": _sql_derived_pushdown,
     "distinct-semi-joins": _distinct_semi_joins,
     "value-bounds": _value_bounds,
     "build-sides": _build_sides,

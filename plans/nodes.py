@@ -263,7 +263,7 @@ class AggregationNode(PlanNode):
     group_id_key: str | None = None
     #: Whether parallel planning may split a SINGLE step into PARTIAL -> exchange -> FINAL
     #: (:mod:`gpu_engine.planning.local_exchanges`); False where the planner's estimates say a partial step
-    #: would keep about a group per row (:mod:`gpu_engine.sql.partial_steps`): the raw rows cross the exchange.
+    #: would keep about a group per row (:mod:`gpu_engine.optimizer.partial_steps`): the raw rows cross the exchange.
     partial_step: bool = True
 
     def describe(self) -> str:

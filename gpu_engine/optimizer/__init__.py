@@ -49,25 +49,24 @@ The callers hand it the statistics of the tables the plan scans (a session's
    an inner join under a DISTINCT that reads one side's columns only (after
    pruning, its output names them) becomes a semi join of that side.
 
-With statistics (:data:`ESTIMATE_RULES`):
+With statistics (:data:`ESTIMATE_RULES`), after the filters are where they end up:
 :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` swaps a hash
-join whose build side is estimated larger than its probe side, after the
-filters are where they end up.
+join whose build side is estimated larger than its probe side;
+:func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps` refuses a
+GROUP BY its partial step where a key is about as distinct as its estimated
+input rows.
 
-Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
-the derived-table pushdown of :mod:`gpu_engine.sql.derived_pushdown`. The
-pushdown here places every filter that one does: with it removed, the 121
-TPC-H/TPC-DS plans carry the same filters over the same inputs, but the SQL
-planner's choices from estimates (join order, partial steps) are made before
-this pass filters what they read: without it TPC-DS q78 loses ~10% (``bench/ab.py
-sql-filter-copies``; ``bench/results/2026-11-28-logical-sql-filter-copies.md``:
-``sql.partial_steps`` keeps partial steps). It goes once partial steps and join
-order are chosen here too, after pushdown, from
-:mod:`~gpu_engine.optimizer.cardinality`'s estimates (the join graph:
-:mod:`~gpu_engine.optimizer.join_graph`; the estimate rules both planners
-call: :mod:`~gpu_engine.optimizer.statistics`). Its twin for ORs over several
-FROM items (``sql.predicates.implied_filters``) went once build sides were
-chosen here (TPC-H q19 keeps its plan; bench/results/2026-11-28-buildside2-typed-build-sides.md).
+Still on the sqlglot tree (not moved yet): decorrelation and join ordering
+(the join graph: :mod:`~gpu_engine.optimizer.join_graph`; the estimate rules
+both planners call: :mod:`~gpu_engine.optimizer.statistics`). The SQL planner's
+copies of the pushdown here went once the choices that had to read its
+filtered estimates were made here, after it: ``sql.predicates.implied_filters``
+(ORs over several FROM items) once build sides were (TPC-H q19 keeps its plan;
+bench/results/2026-11-28-buildside2-typed-build-sides.md), and
+``sql.derived_pushdown`` (a derived table's / CTE reference's conditions) once
+partial steps were (TPC-DS q78 keeps its three steps without a partial step;
+bench/results/2026-11-28-partialsteps-move.md). Join ordering still estimates
+a derived table without its reader's conditions.
 """
 
 from __future__ import annotations
@@ -78,6 +77,7 @@ from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
+from gpu_engine.optimizer.partial_steps import choose_partial_steps
 from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
 from gpu_engine.optimizer.projection_pruning import prune_projections
 from gpu_engine.optimizer.statistics import TableStatistics
@@ -103,7 +103,13 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 #: :func:`optimize_plan` has statistics: the filters are where they end up, so the estimates count them.
 #: :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides`: each hash join builds the side the typed
 #: estimates say is smaller (``bench/ab.py typed-build-sides``; bench/results/2026-11-28-buildside2-*.md).
-ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (build_smaller_sides,)
+#: :func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps`: no partial step for a GROUP BY whose key is
+#: about as distinct as its estimated input rows (``bench/ab.py partial-steps``;
+#: bench/results/2026-11-28-partialsteps-*.md).
+ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (
+    build_smaller_sides,
+    choose_partial_steps,
+)
 
 
 def optimize_plan(plan: PlanNode, statistics: Mapping[str, TableStatistics] | None = None) -> PlanNode:

@@ -9,8 +9,8 @@ sees an arbitrary part of the rows, so:
   (a gather instead of a repartition when there are no keys); one with a
   holistic aggregate (median, mode, string_agg...) stays single behind a
   LocalPartition(keys): its partial step could not reduce the rows;
-* so does one the SQL planner marks ``partial_step=False`` (its estimates say
-  a partial step would keep about a group per row: :mod:`gpu_engine.sql.partial_steps`);
+* so does one the optimizer marks ``partial_step=False`` (its estimates say
+  a partial step would keep about a group per row: :mod:`gpu_engine.optimizer.partial_steps`);
 * a final aggregation whose input is not already partitioned on its keys gets
   a LocalPartition(keys) in front;
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
@@ -209,7 +209,7 @@ def _aggregation(node: AggregationNode, partition_keys: tuple[str, ...]) -> tupl
 def _partial_step_refused(node: AggregationNode) -> bool:
     """Return True when the planner refused ``node`` a partial step (``partial_step=False``): its estimates
     say the partial step would keep about a group per row, so it would only add a hash insert per row and a
-    second interning of every string key before the exchange (see :mod:`gpu_engine.sql.partial_steps`).
+    second interning of every string key before the exchange (see :mod:`gpu_engine.optimizer.partial_steps`).
     Not under grouping sets with a set without keys, for :func:`_keeps_every_value`'s reason."""
     return not node.partial_step and not node.global_grouping_sets
 

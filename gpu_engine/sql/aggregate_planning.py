@@ -26,7 +26,6 @@ from gpu_engine.sql.filtered_distinct import (
     plan_filtered_distinct, plan_global_distinct, with_filtered_distinct_merged,
 )
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
-from gpu_engine.sql.partial_steps import partial_step_pays
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import defined_aliases, free_columns, has_subquery
 from gpu_engine.sql.renaming import aliased
@@ -173,8 +172,6 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
         node = builder.aggregation([quoted(k) for k in key_names], calls).plan()
     except PlanError as error:
         raise planner._plan_error(error, aggregates[0] if aggregates else group[0]) from None
-    if not partial_step_pays(relation, key_names):  # about a group per row: the raw rows cross the exchange
-        node = dataclasses.replace(node, partial_step=False)
     if key_names:
         ndv = 1.0
         for k in key_names:

@@ -60,18 +60,13 @@ SQL rules above made of each other (a HAVING-like filter above a UNION ALL of
 CTE readers reaches each branch; a branch filtered by a constant that is never
 true, as TPC-DS q4/q11/q74's ``'s' = 'w'``, is empty). Still over the sqlglot
 tree (issue 30 item 0 is not done): decorrelation, join ordering and
-choosing the scanned columns. :mod:`~gpu_engine.sql.derived_pushdown` stays
-only for join ordering: the optimizer pass places every filter it places
-(OR-implied ones too; ``bench/plan_snapshots.py`` with it removed: the same
-filters over the same inputs in all 121 TPC-H/TPC-DS plans), but join
-ordering runs here, before that pass, on the estimates of the relations it
-filtered: without it TPC-DS q78 (partial steps, ~10%) loses
-(``bench/results/2026-11-28-logical-sql-filter-copies.md``). It goes when
-partial steps and join order are passes over the typed plan after pushdown
-(:mod:`gpu_engine.optimizer.join_graph` gives its inner-join regions). Its
-twin for ORs over several FROM items (``predicates.implied_filters``) went
-once build sides were chosen after pushdown
-(:mod:`gpu_engine.optimizer.build_sides`; TPC-H q19 keeps its plan).
+choosing the scanned columns. A derived table's or CTE reference's conditions
+are filtered where the query reads it; the optimizer's pushdown moves them into
+its query (below its joins and GROUP BY), and the choices made from estimates
+that must see them there (build sides, partial steps) are optimizer rules after
+that pass (:mod:`gpu_engine.optimizer.build_sides`,
+:mod:`gpu_engine.optimizer.partial_steps`). Join ordering here estimates a
+derived table without its reader's conditions.
 """
 
 from __future__ import annotations
@@ -85,7 +80,6 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
-from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
@@ -331,9 +325,8 @@ class QueryPlanner(PlanningContext):
             alias = item.alias_or_name
             if is_correlated_series(item):  # planned over the items it reads, once they are joined
                 continue
-            item, conditions = with_conditions_pushed(item, ctes, pushed[alias])  # into a derived query
             relation = self._plan_source(item, ctes, scanned)
-            relation = filtered(self, relation, conditions)
+            relation = filtered(self, relation, pushed[alias])  # into a derived query: the optimizer's pushdown
             for sub, conjunct in attach.get(alias, []):
                 relation = cross_join_filter(self, relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias

@@ -1,0 +1,123 @@
+"""Plan a GROUP BY without a partial step where one key alone is about as distinct as its input rows.
+
+Why: with several drivers, a SINGLE aggregation runs as PARTIAL -> LocalPartition(keys) -> FINAL
+(:mod:`gpu_engine.planning.local_exchanges`), so each driver's partial step shrinks its rows before they
+cross the exchange. Where the groups are about as many as the rows, the partial step shrinks nothing: it
+hashes every row into a table as large as its input, emits it, and the final step hashes every row again.
+With string keys that is a second interning of every string (TPC-H Q10 groups the ~38K customers of its
+joined rows by seven customer columns, four of them strings: the partial step cost ~20% of the query's
+CPU). A running partial step abandons grouping when it sees this (``partial_aggregation_abandon_percent``
+of its rows become groups), but only after ``partial_aggregation_abandon_rows`` rows, which such a join's
+output per driver never reaches. Presto's ``partial_aggregation_strategy=AUTOMATIC`` makes the same
+choice from its estimates.
+
+Why here, after the filters are pushed down: the SQL planner made this choice from its own estimates before
+:func:`~gpu_engine.optimizer.predicate_pushdown.push_down_predicates` ran, so a filter the pass moves below
+an aggregation (a CTE reader's ``ss_sold_year = 2000`` reaching ``date_dim`` inside TPC-DS q78's CTEs) was
+not in the rows it compared, and the SQL planner kept a copy of the pushdown (``sql/derived_pushdown.py``,
+since deleted) for it (bench/results/2026-11-28-logical-sql-filter-copies.md: q78 +10% without it). Here
+every plan gets the choice from :func:`~gpu_engine.optimizer.cardinality.estimate` after the filters are
+where they end up: SQL, PlanBuilder, JSON and Spark plans alike.
+
+The rule: a SINGLE aggregation with grouping keys whose input is estimated at :data:`MIN_ESTIMATED_ROWS`
+rows or more, and one of whose keys has an estimated distinct count (a scan column's range, capped by the
+rows after each filter and join) of at least :data:`GROUPS_PER_ROW` of those rows, gets
+``partial_step=False``: the groups are at least that key's distinct values, so the partial step could keep
+at most ``1 - GROUPS_PER_ROW`` of its rows out of the exchange. A key without a distinct count (a string
+without a dictionary count, an expression) never refuses the partial step, nor does an input the estimates
+do not cover (a window, grouping sets). The rule only refuses: an aggregation already marked
+``partial_step=False`` keeps the mark. A wrong estimate costs time, never correctness: either plan computes
+the same groups.
+
+The distinct counts are the ranges' (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.ndv`), as the
+SQL planner's rule read them, not the Parquet dictionary's counts the other typed estimates read
+(``sampled_ndv``): the threshold was measured against the ranges, and the one plan the dictionary's count
+changes measured slower. TPC-H q18 groups lineitem's 6M rows by ``l_orderkey``, whose range says 6M values
+and whose dictionary 1.5M: with the range the partial step is refused (-11% when the rule came,
+bench/results/2026-11-28-tpch-sql-partial-steps-cpu-sf1.md), with the dictionary's count it is kept and q18
+takes +16% (bench/results/2026-11-28-partialsteps-move.md). So a partial step over ~4 rows per group of 1.5M
+groups does not pay either; the threshold (or a rule on the groups' number) that says so from the true count
+is not measured yet.
+
+Only above :data:`MIN_ESTIMATED_ROWS`: below it a partial step costs a millisecond or two either way, and a
+choice made from estimates would make the plan, and so its generated kernels, depend on a query's constants
+(``WHERE v > 20`` against ``WHERE v > 99999``: a selective filter caps the key's distinct count at the few rows
+it keeps), which the compilation issue forbids (``tests/codegen/test_kernel_parameters.py``: a new constant
+generates no kernel). Above it a new constant may still flip the choice; each plan's kernels compile once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from collections.abc import Mapping
+
+from gpu_engine.optimizer.cardinality import estimate
+from gpu_engine.optimizer.statistics import TableStatistics
+from gpu_engine.plans.nodes import AggregationNode, AggregationStep, PlanNode
+
+__all__ = ["GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "choose_partial_steps"]
+
+#: The share of its input rows a partial step keeps as groups at which it stops paying: the default of
+#: ``QueryConfig.partial_aggregation_abandon_percent`` (80), the running step's own threshold.
+GROUPS_PER_ROW = 0.8
+
+#: The estimated input rows below which the partial step is always kept (see the module docstring).
+MIN_ESTIMATED_ROWS = 10_000
+
+
+def choose_partial_steps(plan: PlanNode, statistics: Mapping[str, TableStatistics]) -> PlanNode:
+    """Return ``plan`` with ``partial_step=False`` on each aggregation whose partial step would keep about a
+    group per input row (the same object where none changes)."""
+    return _chosen(plan, _RangeCounts(statistics), {})
+
+
+class _RangeCounts(Mapping):
+    """``statistics`` with each column's distinct count its range's (``sampled_ndv`` dropped: see the module
+    docstring); each table converted once."""
+
+    def __init__(self, statistics: Mapping[str, TableStatistics]):
+        self._statistics = statistics
+        self._converted: dict[str, TableStatistics] = {}
+
+    def __getitem__(self, name: str) -> TableStatistics:
+        if name not in self._converted:
+            table = self._statistics[name]
+            self._converted[name] = TableStatistics(table.rows, {
+                column: replace(stats, sampled_ndv=0.0) if stats.sampled_ndv else stats
+                for column, stats in table.columns.items()})
+        return self._converted[name]
+
+    def __iter__(self):
+        return iter(self._statistics)
+
+    def __len__(self) -> int:
+        return len(self._statistics)
+
+
+def _chosen(plan: PlanNode, statistics: Mapping[str, TableStatistics], memo: dict) -> PlanNode:
+    key = id(plan)
+    if key in memo:  # a subtree shared by two parents (a CTE read twice) stays one object
+        return memo[key][1]
+    sources = tuple(_chosen(source, statistics, memo) for source in plan.sources)
+    out = plan
+    if any(new is not old for new, old in zip(sources, plan.sources)):
+        out = replace(plan, sources=sources)
+    if (isinstance(out, AggregationNode) and out.partial_step and out.step is AggregationStep.SINGLE
+            and not _pays(out, statistics)):
+        out = replace(out, partial_step=False)
+    memo[key] = (plan, out)  # the node kept: its id stays its own
+    return out
+
+
+def _pays(node: AggregationNode, statistics: Mapping[str, TableStatistics]) -> bool:
+    """Return False when a grouping key of ``node`` is estimated to have about a distinct value per input row.
+
+    A global aggregation (one row), grouping sets and an input without an estimate keep their partial step.
+    """
+    if not node.grouping_keys or node.global_grouping_sets or node.group_id_key is not None:
+        return True
+    below = estimate(node.sources[0], statistics)
+    if below is None or below.rows < max(1, MIN_ESTIMATED_ROWS):
+        return True
+    known = [below.columns[k].ndv for k in node.grouping_keys if k in below.columns and below.columns[k].ndv > 0]
+    return not known or max(known) < GROUPS_PER_ROW * below.rows
