@@ -31,6 +31,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
     python bench/ab.py abandoned-partial-sizing dbbench 10 --sf 10 --runs 9 --one-session
     python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
+    python bench/ab.py intern-through-map dbbench 10 --sf 5 --runs 9 --one-session
     python bench/ab.py value-words dbbench 6 --sf 10 --runs 9
     python bench/ab.py moment-rows dbbench 9 --sf 10 --runs 9
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
@@ -263,6 +264,13 @@ def _abandoned_partial_sizing():
     (``FusedAggregation._size_for_abandoned_partials`` off)."""
     from gpu_engine.operators.fused_aggregation import FusedAggregation
     return FusedAggregation, "_size_for_abandoned_partials", lambda self: None
+
+
+def _intern_through_map():
+    """A fused aggregation's plain string key under a gather map (a FINAL step's batches from a repartition)
+    gathered, then interned, as before (``KernelInputs._interned_in_place`` off)."""
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+    return KernelInputs, "_interned_in_place", lambda self, lift, batch: False
 
 
 def _partition_slots():
@@ -637,6 +645,7 @@ SWITCHES = {
     "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
     "abandoned-partial-sizing": _abandoned_partial_sizing,
+    "intern-through-map": _intern_through_map,
     "partition-slots": _partition_slots,
     "value-words": _value_words,
     "moment-rows": _moment_rows,

@@ -4,7 +4,7 @@ Why: ``cProfile`` on the calling thread sees only the Task's set-up; the operato
 the scan's decode on a prefetch pool. Each thread created after start-up gets its own profiler (thread-time
 clock), armed only after the warm runs, and their statistics are merged.
 
-``python bench/thread_profile.py Q RUNS [--sf SF] [--out FILE]`` prints the top functions by own time and
+``python bench/thread_profile.py Q RUNS [--sf SF | --dbbench ROWS] [--out FILE]`` prints the top functions by own time and
 writes the merged statistics (``pstats``) to FILE (default ``/tmp/thread_profile_qQ.prof``). Profiled
 CPU is ~1.4x unprofiled: compare shares, not milliseconds (bench/results/2026-11-28-dsslow-q74-q66-profile.md).
 """
@@ -43,15 +43,25 @@ def main() -> None:
     p.add_argument("--sf", type=float, default=1)
     p.add_argument("--warm", type=int, default=3)
     p.add_argument("--out")
+    p.add_argument("--dbbench", type=float, metavar="ROWS",
+                   help="profile db-benchmark groupby question qQUERY over ROWS rows (100 groups) instead")
     a = p.parse_args()
-    from bench.tpcds import query_text
     from gpu_engine import Session
-    from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
 
     threading.setprofile(_start)  # before the session: its driver and decode threads are made after this
     session = Session(device="cpu", drivers=2)
-    register_tpcds(session, ensure_tpcds(a.sf))
-    sql = query_text(a.query)
+    if a.dbbench:
+        import pyarrow.parquet as pq
+        from bench.dbbench import QUESTIONS, ensure_groupby
+
+        session.register("x", pq.read_table(ensure_groupby(int(a.dbbench), 100)))
+        sql = QUESTIONS[f"q{a.query}"]
+    else:
+        from bench.tpcds import query_text
+        from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
+
+        register_tpcds(session, ensure_tpcds(a.sf))
+        sql = query_text(a.query)
     for _ in range(a.warm):
         session.sql(sql, timeout=300)
     _armed = True

@@ -36,9 +36,9 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import _scatter_kept_cuda
-from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.gather import dictionary_row_validity, gather, gather_column
 from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cuda
-from gpu_engine.kernels.launch import launch_cuda, launch_twin
+from gpu_engine.kernels.launch import launch_cuda, launch_twin, read_only
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
 
 __all__ = ["StringKeyTable", "SERIAL_ROWS", "finish_together", "precompile_calls"]
@@ -51,6 +51,9 @@ _FNV_OFFSET = np.uint64(0xCBF29CE484222325)
 _FMIX_1 = np.uint64(0xFF51AFD7ED558CCD)
 _FMIX_2 = np.uint64(0xC4CEB9FE1A85EC53)
 _U33 = np.uint64(33)
+
+#: The CPU twins' ``rows`` when the rows are the column's own, in order (one signature with a gather map's).
+_NO_ROWS = read_only(np, np.zeros(1, dtype=np.int32))
 
 
 # --------------------------------------------------------- shared scalar math
@@ -155,17 +158,19 @@ def _same_tail(known_offsets, known_chars, g, chars, start, length):
 
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
-def _hash_strings_cpu(offsets, chars, hashes):
+def _hash_strings_cpu(offsets, chars, rows, has_rows, hashes):
+    """Hash each row's string: row ``rows[i]`` of the column where ``has_rows`` (a gather map read in place)."""
     for i in range(hashes.shape[0]):
-        hashes[i] = _string_hash(offsets, chars, i)
+        hashes[i] = _string_hash(offsets, chars, np.int64(rows[i]) if has_rows else i)
 
 
 @njit(nogil=True, cache=True)
-def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slots, known_words, known_offsets,
-                     known_chars, state, ids):
+def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, hashes, start, slots, known_words,
+                     known_offsets, known_chars, state, ids):
     """Intern rows from ``start`` on (``state`` holds the known count); return the row reached: early when
     the table must grow (the host grows it and calls again). ``slots`` rows are laid out as :data:`SLOT_WIDTH`
-    says; a new string is written to its slot and to ``known_words`` / ``known_offsets`` / ``known_chars``."""
+    says; a new string is written to its slot and to ``known_words`` / ``known_offsets`` / ``known_chars``.
+    Where ``has_rows``, input ``i`` is the column's row ``rows[i]`` (its bytes and validity read there)."""
     capacity = slots.shape[0]
     mask = np.uint64(capacity - 1)
     max_known = min(known_words.shape[0], capacity // 2)
@@ -173,14 +178,15 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, hashes, start, slot
     n = ids.shape[0]
     prefetch = worth_prefetching(slots)
     for i in range(start, n):
-        if has_validity and not validity[i]:
+        row = np.int64(rows[i]) if has_rows else i
+        if has_validity and not validity[row]:
             ids[i] = 0
             continue
         if prefetch and i + PREFETCH_DISTANCE < n:  # row i + D's slot row: its words, length and id in one line
             prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
         h = hashes[i]
-        first = offsets[i]
-        length = offsets[i + 1] - first
+        first = offsets[row]
+        length = offsets[row + 1] - first
         word0 = _word_cpu(chars, first, first + length)
         word1 = _word_cpu(chars, first + 8, first + length)
         slot = np.int64(h & mask)  # _first_slot, inlined
@@ -480,15 +486,25 @@ class StringKeyTable:
         """Return the number of slots."""
         return int(self._slots.shape[0])
 
-    def intern(self, column: Column, together: list | None = None) -> Any:
+    def intern(self, column: Column, together: list | None = None, rows: Any = None) -> Any:
         """Return the ``int64`` id of each row of a string column (0 for NULL rows), adding unseen strings.
 
         A dictionary-encoded column interns its dictionary and gathers the ids by code. With ``together``
         (a list shared by the string keys of one batch), a plain column whose rows claim slots in parallel
         leaves its claims there and its ids are written by :func:`finish_together`, which reads every
         key's claim counts back in one sync instead of one a key.
+
+        With ``rows`` (an ``int32`` gather map: a batch's rows of ``column``), the ids are those of
+        ``column``'s rows ``rows`` in order. Why: a FINAL step's batches arrive from a repartition as the
+        sender's columns with one map per partition; gathering a string key's bytes through the map only to
+        hash and compare them once was about 40% of its interning (db-benchmark q10's three string keys). The
+        CPU twins read the bytes through the map in place; the CUDA twins gather them first (their parallel
+        claims compare an earlier row's bytes at that row's position).
         """
         xp = self.device.xp
+        if rows is not None and (column.is_dictionary or self.device.kernel_flavor != "cpu"
+                                 or rows.dtype != np.int32 or not isinstance(rows, np.ndarray)):
+            column, rows = gather_column(self.device, column, rows), None
         if column.is_dictionary:
             dictionary = column.dictionary
             if not len(dictionary) or not len(column):
@@ -498,12 +514,13 @@ class StringKeyTable:
             return ids if validity is None else xp.where(validity, ids, 0)
         if together is not None and any(table is self for table, _ in together):
             finish_together(self.device, together)  # one table's claims count together: finish the first
-        return self._intern_plain(column, all_new=False, together=together)
+        return self._intern_plain(column, all_new=False, together=together, rows=rows)
 
-    def _intern_plain(self, column: Column, all_new: bool, together: list | None = None) -> Any:
-        """Intern a plain string column's rows; ``all_new``: expect every row to be a new string (a dictionary)."""
+    def _intern_plain(self, column: Column, all_new: bool, together: list | None = None, rows: Any = None) -> Any:
+        """Intern a plain string column's rows (its rows ``rows``, on cpu only); ``all_new``: expect every row to
+        be a new string (a dictionary)."""
         xp = self.device.xp
-        n = len(column)
+        n = len(column) if rows is None else int(rows.shape[0])
         ids = xp.empty(n, dtype=xp.int64)
         if n == 0:
             return ids
@@ -515,10 +532,12 @@ class StringKeyTable:
         batch_chars = int(column.data.shape[0])  # the bytes the rows may add, known without a read
         arguments = (offsets, chars, validity, has_validity, hashes)
         if self.device.kernel_flavor == "cpu":
-            launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
+            mapped = (read_only(xp, rows), True) if rows is not None else (_NO_ROWS, False)
+            count_kernel_launch()  # the CUDA path's hash launch
+            _hash_strings_cpu(offsets, chars, *mapped, hashes)
             if all_new:  # a dictionary: room for every value first, one pass (as the CUDA claims make room)
                 self._reserve(n, batch_chars)
-            self._intern_cpu(arguments, ids)
+            self._intern_cpu((offsets, chars, validity, has_validity, *mapped, hashes), ids)
         elif n <= self.serial_rows:
             self._reserve(n, batch_chars)
             launch_cuda(self.device, _intern_rows_serial_cuda, 1, *arguments, 0, self._slots, self._words,
@@ -527,7 +546,7 @@ class StringKeyTable:
             self._chars_bound += batch_chars
             self._bounds_exact = False
         else:
-            launch_twin(self.device, n, _hash_strings_cpu, _hash_strings_cuda, offsets, chars, hashes)
+            launch_cuda(self.device, _hash_strings_cuda, n, offsets, chars, hashes)
             claims = self._claim(arguments, ids, batch_chars, all_new)
             if together is None:
                 self._finish(claims, self._claim_counts())
@@ -545,10 +564,10 @@ class StringKeyTable:
         offsets = np.zeros(1, dtype=np.int64)
         chars = np.zeros(1, dtype=np.uint8)
         hashes = np.zeros(1, dtype=np.uint64)
-        arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, hashes)
+        arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, _NO_ROWS, False, hashes)
         slots = np.zeros((16, SLOT_WIDTH), dtype=np.uint64)
         words = np.zeros((8, WORDS_WIDTH), dtype=np.uint64)
-        return [(_hash_strings_cpu, (offsets, chars, hashes)),
+        return [(_hash_strings_cpu, (offsets, chars, _NO_ROWS, False, hashes)),
                 (_intern_rows_cpu, (*arguments, 0, slots, words, np.zeros(9, dtype=np.int64),
                                     np.zeros(8, dtype=np.uint8), np.zeros(STATE_WIDTH, dtype=np.int64),
                                     np.zeros(1, dtype=np.int64))),
@@ -590,10 +609,16 @@ class StringKeyTable:
         that turn out to repeat beyond a bounded multiple of the distinct strings.
         """
         n = ids.shape[0]
-        offsets = arguments[0]
+        offsets, mapped, has_rows = arguments[0], arguments[4], arguments[5]
+        if has_rows:  # the bytes before each input (as a column's own offsets say), made only if the table grows
+            def ends(i: int) -> int:
+                picked = mapped[:i].astype(np.int64)
+                return int((offsets[picked + 1] - offsets[picked]).sum())
+        else:
+            def ends(i: int) -> int:
+                return int(offsets[i] - offsets[0])
         row = 0
         known_before, bytes_before = self._known_bound, self._chars_bound
-        first_byte = int(offsets[0])
         count_host_sync()  # the CPU twin returns the new-string count that the CUDA path reads back
         while row < n:
             count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
@@ -602,11 +627,13 @@ class StringKeyTable:
             self._known_bound = int(self._state[0])
             self._chars_bound = int(self._offsets[self._known_bound])
             if row < n:  # grow what ran out (room for the stopping row) by the estimate, bounded by what is to come
-                length = int(offsets[row + 1] - offsets[row])
+                at = int(mapped[row]) if has_rows else row
+                length = int(offsets[at + 1] - offsets[at])
                 full = self._known_bound >= min(int(self._words.shape[0]), self.capacity // 2)
                 short = self._chars_bound + length > int(self._chars.shape[0])
-                rest_bytes = int(offsets[n] - offsets[row])
-                seen_bytes = max(int(offsets[row]) - first_byte, 1)
+                seen_bytes = ends(row)
+                rest_bytes = ends(n) - seen_bytes
+                seen_bytes = max(seen_bytes, 1)
                 new_rows = -(-(self._known_bound - known_before) * (n - row) // max(row, 1))
                 new_bytes = -(-(self._chars_bound - bytes_before) * rest_bytes // seen_bytes)
                 rows = max(self._known_bound, 1024)

@@ -30,8 +30,9 @@ from gpu_engine.columnar.column import Column, host_fingerprint
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
-from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.string_keys import finish_together
+from gpu_engine.plans.expressions import ColumnRef
 
 __all__ = ["KernelInputs", "kernel_parameter_array"]
 
@@ -162,6 +163,10 @@ class KernelInputs:
                     if validity is not None:
                         arrays[f"l{m}_codes_v"] = validity
                         mode += "+validity"
+                elif self._interned_in_place(lift, batch):
+                    arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._interned_through_map(m, lift, batch,
+                                                                                               together)
+                    mode = LIFTED_ROWS
                 else:
                     rows = batch.materialize([lift.column])
                     arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._evaluated(m, lift, rows, together)
@@ -255,6 +260,28 @@ class KernelInputs:
         if len(self._lookup_tables) >= _LOOKUP_CACHE_ENTRIES:
             self._lookup_tables.pop(next(iter(self._lookup_tables)))
         self._lookup_tables[key] = table
+
+    def _interned_in_place(self, lift: LiftedExpression, batch: Batch) -> bool:
+        """Whether ``lift`` is a plain string column read through the batch's gather map: its ids come from its
+        base column's rows (:meth:`_interned_through_map`), no bytes gathered."""
+        return (lift.interned and isinstance(lift.expr, ColumnRef) and lift.expr.name == lift.column
+                and batch.gather_map is not None and batch.own_map(lift.column) is None
+                and not batch.base_column(lift.column).is_dictionary)
+
+    def _interned_through_map(self, m: int, lift: LiftedExpression, batch: Batch,
+                              together: list | None) -> tuple[Any, Any]:
+        """Return the ids and validity of a string key's mapped rows, interned where its base column holds them.
+
+        Why: a FINAL step's batches are its senders' columns under a repartition's map; gathering a key's bytes
+        (:meth:`Batch.materialize`) only to intern them cost as much as the interning (see
+        :meth:`~gpu_engine.kernels.string_keys.StringKeyTable.intern`).
+        """
+        xp = self.device.xp
+        column, rows = batch.base_column(lift.column), batch.gather_map
+        values = self.interners[m].ids(column, together, rows)
+        if column.validity is None:
+            return values, xp.ones(int(rows.shape[0]), dtype=xp.bool_)
+        return values, gather(self.device, column.validity, rows)
 
     def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch,
                    together: list | None = None) -> tuple[Any, Any]:

@@ -139,12 +139,13 @@ class _KeyInterner:
         self._values: Column | None = None
         self._values_known = -1
 
-    def ids(self, column: Column, together: list | None = None) -> Any:
-        """Return the device int64 ids of ``column``'s rows (NULL rows get id 0; the kernel masks them).
+    def ids(self, column: Column, together: list | None = None, rows: Any = None) -> Any:
+        """Return the device int64 ids of ``column``'s rows (its rows ``rows`` where given: a gather map; NULL
+        rows get id 0; the kernel masks them).
 
         With ``together``, the ids are written by :func:`~gpu_engine.kernels.string_keys.finish_together`
         (one read back for a batch's string keys, see :meth:`StringKeyTable.intern`)."""
-        return self._table.intern(column, together)
+        return self._table.intern(column, together, rows)
 
     def cpu_twins(self) -> list:
         """Return the static CPU twins :meth:`ids` launches, with arguments of their types (for TierSwitch)."""

@@ -235,3 +235,54 @@ def test_cpu_slots_hold_each_strings_first_words_and_length_through_growth_and_m
         head = value[:16].ljust(16, b"\x00")
         assert (int(word0), int(word1), int(length)) == (int.from_bytes(head[:8], "little"),
                                                           int.from_bytes(head[8:], "little"), len(value))
+
+
+def test_rows_of_a_gather_map_get_the_ids_of_the_gathered_rows(device):
+    """``intern(column, rows=map)`` gives the ids of the column's rows ``map`` in order (a repartition's batch):
+    rows repeated, reversed and skipped, NULL rows (0), long strings apart only past 16 bytes, a sliced column, and
+    a tiny table that grows mid-batch (its estimate reads the mapped rows' bytes); the same ids as interning the
+    gathered rows, and the known strings in the same order. The cpu twins read the bytes through the map in place,
+    the CUDA twins gather them first."""
+    from gpu_engine.kernels.gather import gather_column
+
+    base = "0123456789abcdef"
+    values = [None if i % 9 == 4 else f"{base}{i % 13}" if i % 2 else f"k{i % 11}" for i in range(60)]
+    column = Column.from_arrow(pa.array(["drop"] + values).slice(1), device)
+    rows = np.concatenate([np.arange(59, -1, -3), np.arange(0, 60, 2), [7, 7, 7]]).astype(np.int32)
+    mapped, gathered = StringKeyTable(device, initial_capacity=16), StringKeyTable(device, initial_capacity=16)
+    for part in (rows[:40], rows[40:]):
+        ids = mapped.intern(column, rows=device.asarray(part))
+        expected = gathered.intern(gather_column(device, column, device.asarray(part)))
+        assert [int(i) for i in device.to_host(ids)] == [int(i) for i in device.to_host(expected)]
+    assert mapped.values().to_arrow(device).to_pylist() == gathered.values().to_arrow(device).to_pylist()
+
+
+def test_a_mapped_batch_binds_its_plain_string_keys_without_gathering_their_bytes(monkeypatch):
+    """A FINAL step's batch from a repartition is the sender's columns under a gather map: KernelInputs interns
+    its plain string keys where the base columns hold them (no string gathered; two, one a key, before) and
+    gathers only their validity, with the ids and validity of binding the materialized batch."""
+    import gpu_engine.kernels.gather as gather_module
+    from gpu_engine.codegen.fusion_program import plan_fusion_program
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+    from gpu_engine.columnar.batch import Batch
+    from gpu_engine.device import get_device
+    from gpu_engine.operators.fused_aggregation import _KeyInterner
+    from gpu_engine.plans.sql_translator import parse_expression
+
+    device = get_device("cpu")
+    schema = pa.schema([("s", pa.string()), ("t", pa.string())])
+    keys = tuple(parse_expression(name, schema, "Aggregation[0]") for name in ("s", "t"))
+    program = plan_fusion_program((), keys, (), {f.name: f.type for f in schema})
+    interned = [m for m, lift in enumerate(program.lifted) if lift.interned]
+    data = pa.table({"s": _padded_keys(300, 41), "t": pa.array([None if i % 7 == 2 else f"t{i % 5}" for i in range(300)])})
+    batch = Batch.from_arrow(data, device).with_gather_map(np.arange(299, 0, -2, dtype=np.int32))
+    string_gathers = []
+    original = gather_module._gather_strings
+    monkeypatch.setattr(gather_module, "_gather_strings", lambda *a: string_gathers.append(1) or original(*a))
+    _, arrays = KernelInputs(device, program, {m: _KeyInterner(device) for m in interned}).bind(batch)
+    assert not string_gathers
+    monkeypatch.undo()
+    _, expected = KernelInputs(device, program, {m: _KeyInterner(device) for m in interned}).bind(batch.materialize())
+    for m in interned:
+        for part in ("values", "valid"):
+            assert arrays[f"l{m}_{part}"].tolist() == expected[f"l{m}_{part}"].tolist()
