@@ -13,13 +13,15 @@ columns are in :mod:`gpu_engine.plans.aggregates`.
 
 from __future__ import annotations
 
+import threading
+
 from sqlglot import exp
 
 from gpu_engine.plans.aggregates import HOLISTIC_FUNCTIONS, TWO_ARGUMENT_FUNCTIONS
 
 __all__ = ["SQL_AGGREGATES", "aggregate_function_name", "takes_two_arguments", "allowed_argument", "aggregate_arguments",
            "normalize_aggregate_calls", "unsupported_aggregate_text", "SUPPORTED_AGGREGATES", "takes_order",
-           "aggregate_parameter", "aggregate_parameter_key", "with_distinct_pairs"]
+           "aggregate_parameter", "aggregate_parameter_key", "distinct_pairs_parser"]
 
 
 #: sqlglot node -> the engine's function (see :data:`gpu_engine.plans.expressions.AGGREGATE_FUNCTIONS`).
@@ -40,7 +42,7 @@ _BY_NODE: dict[type, str] = {
     exp.Quantile: "quantile_disc", exp.Mode: "mode", exp.GroupConcat: "string_agg",
     exp.ApproxQuantile: "approx_quantile", exp.ApproxDistinct: "approx_count_distinct",
 }
-#: Parser names of the two-argument aggregates -> their nodes (``f(DISTINCT x, y)``: :func:`with_distinct_pairs`).
+#: Parser names of the two-argument aggregates -> their nodes (``f(DISTINCT x, y)``: :func:`distinct_pairs_parser`).
 _BY_NODE_NAMES: dict[str, type] = {
     node.sql_names()[0].upper() if hasattr(node, "sql_names") else node.__name__.upper(): node
     for node, function in _BY_NODE.items()
@@ -116,30 +118,36 @@ def _distinct_pair(node_type: type, plain):
             return node_type(this=exp.Distinct(expressions=[first]), expression=second)
         return plain(args, *rest, **options)
 
+    build.reads_distinct_pairs = True
     return build
 
 
-def with_distinct_pairs(functions: dict) -> dict:
-    """Return a parser's function builders with the two-argument aggregates also reading ``f(DISTINCT x, y)``.
+def distinct_pairs_parser(dialect):
+    """Return a new parser of ``dialect`` (a sqlglot Dialect) whose two-argument aggregates also read
+    ``f(DISTINCT x, y)``.
 
     Why: sqlglot parses ``corr(DISTINCT y, x)`` as ``corr`` of one argument, ``DISTINCT (y, x)``, and refuses
     it ("needs a right-hand operand") or keeps the pair in one argument; the form ``arg_min(DISTINCT x, y)``
     parses into, DISTINCT on the first argument and the second beside it, is what the planner reads for
     every two-argument aggregate (DuckDB's meaning: over the distinct pairs).
+
+    Why the builders go into the parser class's own table, once (not onto the parser object, nor into a
+    subclass): sqlglot's compiled build (``sqlglotc``, a third less CPU to plan a new text, issue 29) allows
+    neither an attribute set on a parser object nor a Python subclass of its parser. Each new builder calls
+    sqlglot's for every other argument list, so a text without that form parses as before.
     """
-    cached = _PAIR_FUNCTIONS.get(id(functions))
-    if cached is not None and cached[0] is functions:  # a dialect's parsers share one table: built once
-        return cached[1]
-    out = dict(functions)
-    for name, node_type in _BY_NODE_NAMES.items():
-        if name in out:
-            out[name] = _distinct_pair(node_type, functions[name])
-    _PAIR_FUNCTIONS[id(functions)] = (functions, out)
-    return out
+    parser_class = dialect.parser_class
+    functions = parser_class.FUNCTIONS
+    with _INSTALLING:
+        for name, node_type in _BY_NODE_NAMES.items():
+            plain = functions.get(name)
+            if plain is not None and not getattr(plain, "reads_distinct_pairs", False):
+                functions[name] = _distinct_pair(node_type, plain)
+    return dialect.parser()
 
 
-#: id of a parser's function table -> (that table, the table :func:`with_distinct_pairs` returns for it).
-_PAIR_FUNCTIONS: dict[int, tuple[dict, dict]] = {}
+#: Held while builders go into a parser class's table (Sessions plan on several threads).
+_INSTALLING = threading.Lock()
 
 
 def takes_two_arguments(call: exp.Expression) -> bool:

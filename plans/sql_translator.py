@@ -60,7 +60,7 @@ from gpu_engine.plans.scalar_translation import ScalarTranslator, is_untyped_nul
 from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_aggregates import (
     aggregate_arguments, aggregate_function_name, aggregate_parameter, aggregate_parameter_key,
-    normalize_aggregate_calls, unsupported_aggregate_text, with_distinct_pairs,
+    normalize_aggregate_calls, unsupported_aggregate_text, distinct_pairs_parser,
 )
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.plans.window_tokens import groups_frames_kept
@@ -154,9 +154,8 @@ def _parse(text: Snippet, node: str, into: type[exp.Expression] | None = None) -
     try:
         if into is not None:
             tree = exp.maybe_parse(text, into=into, dialect="duckdb")
-        else:  # (corr(DISTINCT y, x) needs the parser's two-argument builders: with_distinct_pairs)
-            parser = _DUCKDB.parser()
-            parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)
+        else:  # (corr(DISTINCT y, x) needs the parser's two-argument builders: distinct_pairs_parser)
+            parser = distinct_pairs_parser(_DUCKDB)
             # (INTERVAL '3 days 04:00:00'; OVER (GROUPS BETWEEN ...))
             statements = parser.parse(groups_frames_kept(interval_texts_kept(tokens)), text)
             if not statements or statements[0] is None:

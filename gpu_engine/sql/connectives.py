@@ -11,7 +11,12 @@ engine reads no sqlglot type (it types expressions itself,
 (TPC-DS's 99 texts, which every first run plans). Only one rule needs a type:
 ``NOT NOT x`` drops its negations only where ``x`` is BOOLEAN, so a node that is
 boolean by construction (a comparison, IS, IN, LIKE, EXISTS, AND/OR, NOT, a
-boolean constant, a CASE with such a result) is typed so before that rule.
+boolean constant, a CASE with such a result) is typed so beforehand: the operand of
+every NOT, which is what that rule meets under a second NOT, whether written so or
+made by De Morgan's rewriting of ``NOT (x AND NOT y)``. It is typed before the
+simplifier runs, in the walk that looks for long chains, rather than inside the
+rule: sqlglot's compiled build (``sqlglotc``) allows no Python subclass of its
+simplifier.
 """
 
 from __future__ import annotations
@@ -64,11 +69,20 @@ def simplify_bounded(tree: exp.Expression, dialect: str) -> exp.Expression:
 
 
 def _long_chains(tree: exp.Expression) -> list[exp.Connector]:
-    """Return the roots of the chains in ``tree`` over :data:`SIMPLIFIED_WHOLE` terms that no such chain holds."""
+    """Return the roots of the chains in ``tree`` over :data:`SIMPLIFIED_WHOLE` terms that no such chain holds;
+    type BOOLEAN each NOT's operand that is boolean by construction (the module docstring says why)."""
     found, stack = [], [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, exp.Connector) and not isinstance(node.parent, type(node)):
+        if isinstance(node, exp.Not) and isinstance(node.this, exp.Expression) and _boolean_by_construction(node.this):
+            operand = node.this
+            while True:  # its parentheses too: the simplifier may drop them first
+                if operand.type is None:
+                    operand.type = exp.DataType.build("boolean")
+                if not isinstance(operand, exp.Paren):
+                    break
+                operand = operand.this
+        elif isinstance(node, exp.Connector) and not isinstance(node.parent, type(node)):
             terms = chain_terms(node)
             if len(terms) > SIMPLIFIED_WHOLE:
                 found.append(node)
@@ -90,26 +104,11 @@ def _boolean_by_construction(node: exp.Expression) -> bool:
     return isinstance(node, _BOOLEAN_NODES)
 
 
-if Simplifier is not None:
-    class _UntypedSimplifier(Simplifier):
-        """sqlglot's simplifier without its type annotation of rewritten subtrees (see the module docstring)."""
-
-        def __init__(self, dialect: str):
-            super().__init__(dialect=dialect, annotate_new_expressions=False)
-
-        def simplify_not(self, expression):
-            if isinstance(expression, exp.Not) and isinstance(expression.this, exp.Not):
-                inner = expression.this.this
-                if inner.type is None and _boolean_by_construction(inner):
-                    inner.type = exp.DataType.build("boolean")
-            return super().simplify_not(expression)
-
-
 def _simplified(tree: exp.Expression, dialect: str) -> exp.Expression:
     if Simplifier is None:
         return simplify(tree, dialect=dialect)
     try:
-        simplifier = _UntypedSimplifier(dialect)
+        simplifier = Simplifier(dialect=dialect, annotate_new_expressions=False)
     except TypeError:  # pragma: no cover - a sqlglot whose Simplifier always annotates
         return simplify(tree, dialect=dialect)
     return simplifier.simplify(tree)

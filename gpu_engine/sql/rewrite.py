@@ -30,7 +30,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.optimizer.simplify import simplify
 from sqlglot.schema import MappingSchema
 
-from gpu_engine.plans.sql_aggregates import normalize_aggregate_calls, with_distinct_pairs
+from gpu_engine.plans.sql_aggregates import distinct_pairs_parser, normalize_aggregate_calls
 from gpu_engine.plans.sql_connectives import balance_connectives
 from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
@@ -112,8 +112,7 @@ def parse_one_statement(text: str, dialect: str) -> exp.Expression:
     """Parse ``text`` as exactly one SQL statement, its nesting checked first; errors as SqlError with positions."""
     tokens = check_text_nesting(text, dialect)
     try:
-        parser = sqlglot.Dialect.get_or_raise(dialect).parser()
-        parser.FUNCTIONS = with_distinct_pairs(parser.FUNCTIONS)  # corr(DISTINCT y, x) (plans.sql_aggregates)
+        parser = distinct_pairs_parser(sqlglot.Dialect.get_or_raise(dialect))  # corr(DISTINCT y, x)
         from gpu_engine.plans.interval_translation import interval_texts_kept  # (INTERVAL '3 days 04:00:00')
 
         from gpu_engine.plans.window_tokens import groups_frames_kept  # OVER (GROUPS BETWEEN ...)
