@@ -19,6 +19,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
+    python bench/ab.py eager-estimates tpcds 66 --sf 1 --runs 9 --compile-mode lowest
     python bench/ab.py intersected-estimates tpcds 74 --sf 1 --runs 7
     python bench/ab.py constant-arithmetic-estimates tpcds 11 --sf 1 --runs 7
     python bench/ab.py distinct-semi-joins tpcds 95 --sf 1 --runs 7
@@ -453,6 +454,24 @@ def _pre_aggregation_setup():
     return _Setting(_set_pre_aggregation_setup), "value", "off"
 
 
+def _set_eager_estimates(on: bool) -> None:
+    import gpu_engine.optimizer.statistics as statistics
+    import gpu_engine.sql.eager_aggregation as module
+    if not hasattr(module, "_original_eager_estimates"):
+        module._original_eager_estimates = (statistics.shared_key_domain, module._dictionary_key_cost)
+    domain, dictionary = module._original_eager_estimates
+    statistics.shared_key_domain = domain if on else (lambda a, b: 0.0)
+    module._dictionary_key_cost = dictionary if on else (lambda: module._STRING_KEY_COST)
+    module._PARTIAL_SETUP_SHARE = module.PARTIAL_SETUP_SHARE_MEASURED if on else 0.0
+
+
+def _eager_estimates():
+    """The estimates before q66's fix (issue 31): a one-key join's divisor without the key's shared domain
+    (``statistics.shared_key_domain``), a build side's dictionary-kept strings costed as strings, and a
+    pre-aggregation's set-up without its per-partial part (``eager_aggregation.PARTIAL_SETUP_SHARE_MEASURED``)."""
+    return _Setting(_set_eager_estimates), "value", "off"
+
+
 def _set_intersected_estimates(on: bool) -> None:
     import gpu_engine.sql.statistics as module
     if not hasattr(module, "_original_estimates"):
@@ -638,6 +657,7 @@ SWITCHES = {
     "join-trees": _join_trees,
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,
+    "eager-estimates": _eager_estimates,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "union-key-filters": _union_key_filters,

@@ -177,7 +177,7 @@ def _pin(out: dict[str, ColumnStatistics], columns: Mapping[str, ColumnStatistic
     column = columns.get(name)
     if column is None or not column.ndv:
         return
-    out[name] = column.capped(min(max(1.0, column.ndv * share), out[name].ndv))
+    out[name] = column.pinned(min(max(1.0, column.ndv * share), out[name].ndv))
 
 
 def filter_selectivity(predicate: Expr, columns: Mapping[str, ColumnStatistics],

@@ -44,8 +44,10 @@ FROM items, or when ``S`` would be every FROM item.
 When: only where the estimates (:mod:`gpu_engine.sql.statistics`) say it
 pays (:func:`_benefit`): the rows the pre-aggregation saves the later joins
 and the final aggregation (whose per-row cost grows with its keys, strings
-most) must outweigh the pre-aggregation itself: its rows and the fixed cost
-of its added operators (:data:`_PRE_AGGREGATION_SETUP`).
+most, except a small build side's, which the join hands on as dictionary
+codes) must outweigh the pre-aggregation itself: its rows and the fixed cost
+of its added operators (:data:`_PRE_AGGREGATION_SETUP`, and a share of it per
+partial aggregate: :func:`_setup_cost`).
 Unknown distinct counts (strings) count as no reduction.
 The re-aggregation always stays: a key is never proven unique by min/max
 statistics.
@@ -61,6 +63,7 @@ from sqlglot import exp
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.errors import PlanError
+from gpu_engine.operators.hash_build import DICTIONARY_BUILD_MAX_ROWS
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.join_ordering import covered, join_estimate, join_greedy
@@ -100,6 +103,15 @@ PRE_AGGREGATION_SETUP_MEASURED = 10_000.0
 #: none slower beyond 3.4% (bench/results/2026-11-28-joincost-runtime-filter-costs-cpu-sf1.md); TPC-H's plans
 #: are the same. The rule's tests on tiny tables plan without it (their savings are rows, never 10,000 units).
 _PRE_AGGREGATION_SETUP = PRE_AGGREGATION_SETUP_MEASURED
+#: What each partial aggregate adds to the set-up, as a share of it: the pre-aggregation's final step and the
+#: re-aggregation's partial step each merge every partial state per batch whatever the rows (the lowest tier
+#: one pass of Python per aggregate, the generated tier a kernel growing with them). Measured on TPC-DS q66
+#: (SF1, 2 drivers, 24 decimal sums a branch over ~5-11K joined rows): the two added steps ~12 ms CPU a branch,
+#: ~80K units, ~3.3K a partial; counted 2.5K (a quarter of the set-up), as the fixed part counts less than
+#: measured (bench/results/2026-11-28-q66-eager-aggregation-cause.md, 2026-11-28-q66-estimates-cpu-sf1.md).
+#: A share, so a set-up of 0 (the rule's tests on tiny tables) is 0 whatever the aggregates.
+PARTIAL_SETUP_SHARE_MEASURED = 0.25
+_PARTIAL_SETUP_SHARE = PARTIAL_SETUP_SHARE_MEASURED
 
 
 @dataclass(frozen=True)
@@ -193,7 +205,8 @@ def eager_aggregated(planner: PlanningContext, select: exp.Select, relations: li
     graph = _join_graph(pending, items, outside)
     if graph is None:
         return relations, select
-    choice = _choose(select, graph, frozenset(alias for alias, _ in read), outside)
+    partials = len({p.sql() for a in aggregates for p in _partials(a)})
+    choice = _choose(select, graph, frozenset(alias for alias, _ in read), outside, partials)
     if choice is None:
         return relations, select
     taken = [c for c in pending if covered(c, choice.aliases)]
@@ -359,8 +372,31 @@ def _fanout(graph: _Graph, joined: _Estimate) -> float:
     return estimate.rows / joined.rows
 
 
-def _key_cost(dtype) -> float:
-    return _STRING_KEY_COST if is_string(dtype) else 1.0
+def _key_cost(dtype, build_rows: float | None = None) -> float:
+    """Return a grouping key's per-row cost (a fixed-width key's: 1) of type ``dtype`` from an item of
+    ``build_rows`` estimated rows joined as a build side (None: not known to be one).
+
+    A string costs :data:`_STRING_KEY_COST`, except from a build side of at most
+    :data:`~gpu_engine.operators.hash_build.DICTIONARY_BUILD_MAX_ROWS` rows: the join keeps its strings as a
+    dictionary, and the probe rows carry fixed-width codes the grouping hashes as integers (TPC-DS q66's five
+    warehouse strings from a 5-row build side were costed 4 each: 23 units a final row for ~7).
+    """
+    if not is_string(dtype):
+        return 1.0
+    if build_rows is not None and build_rows <= DICTIONARY_BUILD_MAX_ROWS:
+        return _dictionary_key_cost()
+    return _STRING_KEY_COST
+
+
+def _dictionary_key_cost() -> float:
+    """The per-row cost of a string key kept as dictionary codes (a switch of ``bench/ab.py`` restores 4)."""
+    return 1.0
+
+
+def _setup_cost(partials: int) -> float:
+    """Return the fixed cost of a pre-aggregation of ``partials`` partial aggregates: the set-up, and
+    :data:`_PARTIAL_SETUP_SHARE` of it a partial."""
+    return _PRE_AGGREGATION_SETUP * (1.0 + _PARTIAL_SETUP_SHARE * partials)
 
 
 def _column_type(items: dict[str, Relation], alias: str, name: str):
@@ -370,7 +406,18 @@ def _column_type(items: dict[str, Relation], alias: str, name: str):
     return None if internal is None else relation.node.output_schema.field(internal).type
 
 
-def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside) -> tuple[float, _Choice] | None:
+def _keyed_cost(items: dict[str, Relation], alias: str, name: str, joined_rows: float) -> float | None:
+    """Return :func:`_key_cost` of a FROM item's column (None for an output name): the item a build side where
+    it has fewer estimated rows than ``joined_rows``, the rows it joins (the build-side pass builds the smaller)."""
+    dtype = _column_type(items, alias, name)
+    if dtype is None:
+        return None
+    rows = items[alias].rows
+    return _key_cost(dtype, rows if rows < joined_rows else None)
+
+
+def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside, partials: int = 1
+             ) -> tuple[float, _Choice] | None:
     """Return the estimated saving of pre-aggregating ``aliases`` (cost units of a row grouped by one key).
 
     Lazy: the joined rows of ``aliases`` (``r``) probe the other items' joins, and the rows out of those
@@ -379,7 +426,8 @@ def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside
     by ``f`` before their own joins. Eager: ``r`` rows are joined among themselves in full and grouped by
     the pre-aggregation's keys, and its ``g`` groups take their place. The saving is ``(r - g) * (joins +
     f * final key cost) - r * pre-aggregation key cost - r * (1 - f) * items joined below - set-up``, the
-    set-up (:data:`_PRE_AGGREGATION_SETUP`) being the added operators' cost whatever the rows. None where
+    set-up (:func:`_setup_cost` of its ``partials`` partial aggregates) being the added operators' cost
+    whatever the rows. None where
     the pre-aggregation would have no key (a global one gives a row even over no rows, which the join would
     keep) or keep more than :data:`_MAX_GROUP_SHARE` of its rows.
     """
@@ -395,20 +443,21 @@ def _benefit(select: exp.Select, graph: _Graph, aliases: frozenset[str], outside
     groups = grouped_rows(joined.rows, [joined.stats[k].ndv if k in joined.stats else 0.0 for k in internal])
     if groups > _MAX_GROUP_SHARE * joined.rows:
         return None
-    pre_cost = 1.0 + sum(_key_cost(_column_type(items, a, n)) for a, n in keys)
+    pre_cost = 1.0 + sum(_keyed_cost(items, a, n, joined.rows) for a, n in keys)
     final_cost = 1.0
     for key in _group_keys(select):
-        types = [t for c in free_columns(key) if (t := _column_type(items, c.table, c.name)) is not None]
-        final_cost += sum(map(_key_cost, types)) or 1.0
+        costs = [k for c in free_columns(key) if (k := _keyed_cost(items, c.table, c.name, joined.rows)) is not None]
+        final_cost += sum(costs) or 1.0
     others = len(items) - len(aliases)
     fanout = _fanout(graph, joined)
     uncut = joined.rows * (1.0 - min(1.0, fanout)) * len(aliases) * _JOIN_COST
     saving = ((joined.rows - groups) * (others * _JOIN_COST + fanout * final_cost) - joined.rows * pre_cost - uncut
-              - _PRE_AGGREGATION_SETUP)
+              - _setup_cost(partials))
     return saving, _Choice(aliases, tuple(sorted(keys)), groups)
 
 
-def _choose(select: exp.Select, graph: _Graph, read: frozenset[str], outside) -> _Choice | None:
+def _choose(select: exp.Select, graph: _Graph, read: frozenset[str], outside, partials: int = 1
+            ) -> _Choice | None:
     """Return the items to pre-aggregate: those the aggregates read, grown by the neighbour that saves most.
 
     Each step adds one item joined to the set by an equality (TPC-DS q4: store_sales, then date_dim, whose
@@ -416,7 +465,7 @@ def _choose(select: exp.Select, graph: _Graph, read: frozenset[str], outside) ->
     set saves anything. The other side always keeps an item.
     """
     current = read
-    scored = _benefit(select, graph, current, outside)
+    scored = _benefit(select, graph, current, outside, partials)
     best: tuple[float, _Choice] | None = None
     while len(current) < len(graph.items):
         if scored is not None and scored[0] > 0 and (best is None or scored[0] > best[0]):
@@ -424,7 +473,7 @@ def _choose(select: exp.Select, graph: _Graph, read: frozenset[str], outside) ->
         neighbours = sorted(set().union(*(graph.neighbours.get(a, set()) for a in current)) - current)
         if len(current) + 1 >= len(graph.items) or not neighbours:
             break
-        steps = [(_benefit(select, graph, current | {a}, outside), a) for a in neighbours]
+        steps = [(_benefit(select, graph, current | {a}, outside, partials), a) for a in neighbours]
         scored, chosen = max(steps, key=lambda step: -math.inf if step[0] is None else step[0][0])
         current = current | {chosen}
     return None if best is None else best[1]

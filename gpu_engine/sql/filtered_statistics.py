@@ -48,7 +48,7 @@ def pinned_statistics(relation: Relation, conjuncts: list[exp.Expression], rows:
         if column is None or not column.ndv:
             continue
         pinned = max(1.0, column.ndv * selectivity(conjunct, column_stats))
-        stats[internal] = column.capped(min(pinned, stats[internal].ndv))
+        stats[internal] = column.pinned(min(pinned, stats[internal].ndv))
     return stats
 
 

@@ -104,6 +104,7 @@ def test_two_years_of_sales_are_summed_per_customer_before_joining_the_customers
     the year kept its ~20 distinct values under the two years' rows, and grouping looked like no reduction.
     (Planned without the pre-aggregation set-up cost: a saving of ~100 rows never pays its 10,000 units.)"""
     monkeypatch.setattr(eager_aggregation, "_PRE_AGGREGATION_SETUP", 0.0)
+    monkeypatch.setattr(eager_aggregation, "DICTIONARY_BUILD_MAX_ROWS", 0)  # strings as a large build side's
     plan = session_with_tables(_tables(20_000), device="cpu").sql_plan(_TWO_YEARS)
     pre = [n for n in walk_plan(plan) if isinstance(n, AggregationNode)
            and any(name.startswith("$eager") for name in n.aggregate_names)]

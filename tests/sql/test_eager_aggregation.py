@@ -10,7 +10,8 @@ answer as DuckDB does. The TPC-H Q10 plan test checks the rule picks
 lineitem ⋈ orders grouped by ``o_custkey``, the hand plan's shape. These tables
 are tiny, so every test here but the set-up tests at the end plans without the
 rule's fixed cost (``_PRE_AGGREGATION_SETUP``, on by default: it keeps a
-pre-aggregation of few rows out); they test the rule's shapes and answers.
+pre-aggregation of few rows out) and with their dimensions' strings costed as
+a large build side's; they test the rule's shapes and answers.
 """
 
 from __future__ import annotations
@@ -123,8 +124,10 @@ _SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_glob
 
 @pytest.fixture(autouse=True)
 def no_set_up(monkeypatch):
-    """Plan without the pre-aggregation set-up cost: these tables' saving is rows, never 10,000 units."""
+    """Plan without the pre-aggregation set-up cost: these tables' saving is rows, never 10,000 units; and
+    with their dimensions' strings costed as a large build side's (a tiny one's group as dictionary codes)."""
     monkeypatch.setattr(eager_aggregation, "_PRE_AGGREGATION_SETUP", 0.0)
+    monkeypatch.setattr(eager_aggregation, "DICTIONARY_BUILD_MAX_ROWS", 0)
 
 
 @pytest.fixture(scope="module")

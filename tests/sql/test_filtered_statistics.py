@@ -58,6 +58,7 @@ def test_a_filter_pins_the_distinct_values_of_the_column_it_fixes():
 def test_a_year_filter_makes_the_year_total_shape_aggregate_below_its_joins(monkeypatch):
     # tiny tables: without the pre-aggregation set-up cost (their saving is rows, never its 10,000 units)
     monkeypatch.setattr(eager_aggregation, "_PRE_AGGREGATION_SETUP", 0.0)
+    monkeypatch.setattr(eager_aggregation, "DICTIONARY_BUILD_MAX_ROWS", 0)  # strings as a large build side's
     tables = {"sales": SALES, "days": DAYS, "cust": CUST}
     session = session_with_tables(tables, device="cpu", fuse=False)  # static kernels only: no compile here
     plan = session.sql_plan(YEAR_TOTAL)
