@@ -698,8 +698,12 @@ class ScalarTranslator:
             raise self.error(f"type mismatch: cannot extract {field} from {operand.dtype}", tree)
         return Extract(field, operand)
 
-    def _int_constant(self, tree: exp.Expression, what: str) -> int:
+    def _int_constant(self, tree: exp.Expression, what: str) -> int | None:
+        """Return an integer constant, or None for a NULL one (a NULL parameter; the caller answers NULL)."""
         value = self.translate(tree)
+        if isinstance(value, Literal) and value.value is None and (
+                pa.types.is_null(value.dtype) or pa.types.is_integer(value.dtype)):
+            return None
         if not (isinstance(value, Literal) and isinstance(value.value, int) and not isinstance(value.value, bool)):
             raise self.error(f"the SUBSTRING {what} must be an integer constant (not supported yet otherwise)", tree)
         return value.value
@@ -709,8 +713,11 @@ class ScalarTranslator:
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: SUBSTRING needs a string, got {operand.dtype}", tree)
         length = tree.args.get("length")
-        return Substring(operand, self._int_constant(tree.args["start"], "start"),
-                         self._int_constant(length, "length") if length is not None else None)
+        start = self._int_constant(tree.args["start"], "start")
+        count = self._int_constant(length, "length") if length is not None else None
+        if start is None or (length is not None and count is None):  # a NULL start or length: NULL, as DuckDB
+            return Literal(None, pa.string())
+        return Substring(operand, start, count)
 
     def _bound(self, tree: exp.Expression | None, what: str) -> int | None:
         if tree is None:

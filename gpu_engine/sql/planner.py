@@ -545,6 +545,8 @@ class QueryPlanner(PlanningContext):
             if clause.args.get("expressions"):
                 raise unsupported(f"{what} ... BY", clause)
             value = clause.args.get("expression") or clause.this
+        if isinstance(value, exp.Null):  # LIMIT NULL / OFFSET NULL (a NULL parameter): no limit, no offset (DuckDB)
+            return None
         if not (isinstance(value, exp.Literal) and not value.is_string and value.this.isdigit()):
             raise unsupported(f"{what} other than an integer constant", clause)
         return int(value.this)
