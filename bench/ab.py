@@ -32,6 +32,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
     python bench/ab.py abandoned-partial-sizing dbbench 10 --sf 10 --runs 9 --one-session
     python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
+    python bench/ab.py id-slots dbbench 3 --sf 10 --runs 9
     python bench/ab.py intern-through-map dbbench 10 --sf 5 --runs 9 --one-session
     python bench/ab.py value-words dbbench 6 --sf 10 --runs 9
     python bench/ab.py moment-rows dbbench 9 --sf 10 --runs 9
@@ -257,6 +258,13 @@ def _string_key_growth():
                 reserve_zeroed(table, min(n - row, max(table._known_bound, 1024)) if full else 0,
                                min(rest, max(table._chars_bound, 8192, length)) if short else 0)
     return keys.StringKeyTable, "_intern_cpu", doubling
+
+
+def _id_slots():
+    """A lone interned string key hashed to its slot like any key, as before ``fused_aggregation_kernel.id_slotted_key``
+    (the operator's choice goes into the kernel's layout, so each side runs its own kernel)."""
+    import gpu_engine.operators.fused_aggregation as module
+    return module, "id_slotted_key", lambda program, layout: None
 
 
 def _abandoned_partial_sizing():
@@ -665,6 +673,7 @@ SWITCHES = {
     "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
     "abandoned-partial-sizing": _abandoned_partial_sizing,
+    "id-slots": _id_slots,
     "intern-through-map": _intern_through_map,
     "partition-slots": _partition_slots,
     "value-words": _value_words,

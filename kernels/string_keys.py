@@ -581,6 +581,11 @@ class StringKeyTable:
         return Column(pa.string(), self._chars[: self._chars_bound].copy(), None, offsets)
 
     @property
+    def ids_below(self) -> int:
+        """Return a bound every id given out so far is below, without a device read (exact on cpu)."""
+        return self._known_bound
+
+    @property
     def num_known(self) -> int:
         """Return how many distinct strings the table holds (a host read on cuda)."""
         return self._exact_known()

@@ -44,12 +44,12 @@ import numpy as np
 from gpu_engine.aggregation.functions import AggregateFunction, StateArray, StateEmitter, StateRef
 from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_shape
 from gpu_engine.codegen.fusion_program import FusionProgram
-from gpu_engine.codegen.kernel_parameters import PARAMETERS, parameter_preamble
+from gpu_engine.codegen.kernel_parameters import PARAMETERS, LiftedInput, parameter_preamble
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
-__all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "max_groups", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
+__all__ = ["SLOT_TABLE_MAX_LOAD", "slots_for_groups", "max_groups", "id_slotted_key", "KernelLayout", "GeneratedKernel", "SlotTableLayout", "slot_table_layout", "generate_fused_aggregation",
            "input_parameters", "module_header", "RowInputs", "write_row_indices",
            "LIFTED_DICTIONARY", "LIFTED_ROWS", "STATUS_GROUPS", "STATUS_PENDING", "STATUS_ERROR", "NO_ERROR",
            "SLOT_TABLE_VIEWS", "TAG_READY"]
@@ -96,6 +96,29 @@ def max_groups(slots: int, kernel_flavor: str) -> int:
     """Return how many keys a table of ``slots`` takes before the twin's kernel leaves new keys' rows pending."""
     numerator, denominator = SLOT_TABLE_MAX_LOAD[kernel_flavor]
     return slots * numerator // denominator
+
+
+def id_slotted_key(program: FusionProgram, layout: KernelLayout) -> int | None:
+    """Return the lifted index of the program's one grouping key when its slot may be its interned id, else None.
+
+    An interned string key's id is already a dense number (0, 1, ... in order of each string's first row),
+    so its slot can be the id itself (a NULL key takes the last slot): no hash, and the groups fill the table's
+    first rows instead of spreading over all of it. Why: db-benchmark's ``GROUP BY id3`` (100k strings) spent
+    the kernel's time on slot rows spread over a 16 MB table, a TLB and cache miss a row; the same lookups
+    over the first 6 MB ran ~3x faster (bench/results/2026-11-28-dbstring-id-slots.md). The generated module
+    names the key (``ID_SLOTTED_KEY``) and the operator keeps the table larger than every id its interner gave
+    out (:meth:`~gpu_engine.operators.fused_aggregation.FusedAggregation._make_room_for_ids`), so each id has
+    its own slot and no probe steps on. So the ids must be the groups: one key, no predicate (a row dropped
+    after interning leaves its id unused), its strings interned row by row (``layout``, the table's first
+    batch: a dictionary's values are interned whole, also those no row holds, as a FINAL step's input is:
+    its PARTIAL steps' dictionaries hold every partition's keys). The operator decides once per table.
+    """
+    if len(program.keys) != 1 or program.predicates:
+        return None
+    key = program.keys[0]  # a lifted key is read as its LiftedInput (the program's and its shape's alike)
+    if not isinstance(key, LiftedInput) or not key.interned:
+        return None
+    return key.index if layout.lifted_modes[key.index] == LIFTED_ROWS else None
 
 
 def module_header() -> str:
@@ -148,6 +171,9 @@ class KernelLayout:
     wide_columns
         Per input column (empty: none): its data is ``(n, 2)`` words, a wide
         decimal (see :class:`~gpu_engine.codegen.fusion_program.HighWord`).
+    id_slotted
+        The one grouping key's interned id is its slot (see :func:`id_slotted_key`): the operator's choice for
+        its table, the same for every batch, not the batch's.
     """
 
     mapped: bool
@@ -156,6 +182,7 @@ class KernelLayout:
     second_map_columns: tuple[bool, ...] = ()
     second_map_lifted: tuple[bool, ...] = ()
     wide_columns: tuple[bool, ...] = ()
+    id_slotted: bool = False
 
     @property
     def second_mapped(self) -> bool:
@@ -387,7 +414,8 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
                 writer.line("continue")
         if keyed:
             coded = None if cuda_flavor else _coded_keys(program, layout)
-            _write_insert(writer, lowering, program, table, cuda_flavor, None if coded is None else inputs.code_names)
+            _write_insert(writer, lowering, program, table, cuda_flavor, None if coded is None else inputs.code_names,
+                          layout.id_slotted)
         lowered_inputs = [[lowering.lower(expr) for expr in inputs] for inputs in program.arguments]
 
         def write_updates(emit: StateEmitter, states: list[dict[str, StateRef]], slot: str) -> None:
@@ -614,6 +642,11 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
         writer.line("ahead = rows[ahead_i]" if layout.mapped else "ahead = ahead_i")
         if layout.second_mapped:
             writer.line("ahead2 = rows2[ahead_i]")
+        if layout.id_slotted:  # the id is the slot (a NULL key only makes the hint miss)
+            kind, k = reads[0]
+            word = f"l{k}_values[ahead_i]" if kind == "rows" else f"l{k}_values[np.int64(l{k}_codes[ahead])]"
+            writer.line(f"prefetch_row(slot_table, np.int64({word}) & slot_mask)")
+            return
         writer.line("ha = np.uint64(KEY_HASH_SEED)")
         for kind, k in reads:
             if kind == "column":
@@ -631,7 +664,7 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
 
 
 def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, table: SlotTableLayout,
-                  cuda_flavor: bool, code_names: dict[int, str] | None = None) -> None:
+                  cuda_flavor: bool, code_names: dict[int, str] | None = None, id_slotted: bool = False) -> None:
     """Write the key words, their hash and the find-or-claim of the key's slot (``slot``; pending when full).
 
     With ``code_names`` (CPU twin, every key read through dictionary codes, :func:`_coded_keys`; the
@@ -660,7 +693,7 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
         writer.line(f"combo = {combo} if use_code_slots else np.int64(0)")
         writer.line("found = code_slots[combo] if use_code_slots else np.int64(-1)")
         with writer.block("if found < 0:"):
-            _write_probe(writer, table, words, tag, cuda_flavor)
+            _write_probe(writer, table, words, tag, cuda_flavor, id_slotted)
             with writer.block("if found >= 0 and use_code_slots:"):
                 writer.line("code_slots[combo] = found")
     elif not cuda_flavor:
@@ -670,14 +703,14 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
         with writer.block(f"if {same_as_last}:"):
             writer.line("found = last_found")
         with writer.block("else:"):
-            _write_probe(writer, table, words, tag, cuda_flavor)
+            _write_probe(writer, table, words, tag, cuda_flavor, id_slotted)
             with writer.block("if found >= 0:"):
                 writer.line("last_found = found")
                 writer.line(f"last_tag = {tag}")
                 for k, word in enumerate(words):
                     writer.line(f"last_w{k} = {word}")
     else:
-        _write_probe(writer, table, words, tag, cuda_flavor)
+        _write_probe(writer, table, words, tag, cuda_flavor, id_slotted)
     with writer.block("if found < 0:"):
         if cuda_flavor:
             writer.line(f"pending[cuda.atomic.add(status, {STATUS_PENDING}, 1)] = i")
@@ -688,13 +721,19 @@ def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionPr
     writer.line("slot = found")
 
 
-def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str], tag: str, cuda_flavor: bool) -> None:
-    """Write the hash of the key words and the probe that finds or claims their slot into ``found`` (-1: full)."""
-    writer.line("h = np.uint64(KEY_HASH_SEED)")
-    for word in words + [tag]:
-        writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
-    writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words) + 1})))")
-    writer.line("slot = np.int64(h >> top_bits)")
+def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str], tag: str, cuda_flavor: bool,
+                 id_slotted: bool = False) -> None:
+    """Write the hash of the key words and the probe that finds or claims their slot into ``found`` (-1: full).
+
+    ``id_slotted``: the one key word is an interned id and its slot (see :func:`id_slotted_key`)."""
+    if id_slotted:
+        writer.line(f"slot = {_id_slot(words[0], tag)}")
+    else:
+        writer.line("h = np.uint64(KEY_HASH_SEED)")
+        for word in words + [tag]:
+            writer.line(f"h = np.uint64(mix_key_word(h, np.uint64(key_word_bits({word}))))")
+        writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words) + 1})))")
+        writer.line("slot = np.int64(h >> top_bits)")
     writer.line("found = np.int64(-1)")
     same = " and ".join([f"state == {tag}"] + [f"slot_table[slot, {c}] == {word}"
                                                for c, word in zip(table.key_columns, words)])
@@ -757,6 +796,11 @@ def _write_probe(writer: SourceWriter, table: SlotTableLayout, words: list[str],
             writer.line("state = slot_table[slot, 0]")
 
 
+def _id_slot(word: str, tag: str) -> str:
+    """Return the slot of an interned id key (:func:`id_slotted_key`): the id; NULL (tag bit 2) the last slot."""
+    return f"(np.int64({word}) - (np.int64({tag}) >> np.int64(2))) & slot_mask"
+
+
 def _write_stored_key_hash(writer: SourceWriter, words: list[str]) -> None:
     writer.line("h = np.uint64(KEY_HASH_SEED)")
     for word in words:
@@ -764,7 +808,7 @@ def _write_stored_key_hash(writer: SourceWriter, words: list[str]) -> None:
     writer.line(f"h = np.uint64(finish_key_hash(h, np.uint64({len(words)})))")
 
 
-def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
+def _write_move_twins(writer: SourceWriter, table: SlotTableLayout, id_slotted: bool = False) -> None:
     """Write ``move_cpu``/``move_cuda``: copy every ready slot of ``old`` to its slot in ``new``.
 
     They hash a stored key exactly as the insert does (key words, then the
@@ -786,8 +830,11 @@ def _write_move_twins(writer: SourceWriter, table: SlotTableLayout) -> None:
             with writer.block(loop):
                 with writer.block(f"if old[row, 0] < {TAG_READY}:"):
                     writer.line("continue")
-                _write_stored_key_hash(writer, words)
-                writer.line("slot = np.int64(h >> top_bits)")
+                if id_slotted:  # the key's slot is its id, as the kernel's (see id_slotted_key)
+                    writer.line(f"slot = {_id_slot(words[0], 'old[row, 0]')}")
+                else:
+                    _write_stored_key_hash(writer, words)
+                    writer.line("slot = np.int64(h >> top_bits)")
                 if flavor == "cpu":
                     with writer.block("while new[slot, 0] != 0:"):
                         writer.line("slot = (slot + 1) & slot_mask")
@@ -832,6 +879,11 @@ def _generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggrega
     signature = ", ".join(parameters)
     writer = SourceWriter()
     writer.extend(module_header().splitlines())
+    slotted = program.keys[0].index if layout.id_slotted else None
+    writer.line("")
+    writer.line("#: The lifted key whose interned ids are its slots (-1: none; see id_slotted_key): the operator keeps")
+    writer.line("#: the table above every id it interned for it.")
+    writer.line(f"ID_SLOTTED_KEY = {-1 if slotted is None else slotted}")
     writer.line("")
     writer.line("")
     writer.line('@njit(nogil=True, cache=True, error_model="numpy")')
@@ -847,5 +899,5 @@ def _generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggrega
     if messages != cpu_messages:  # both twins hand out codes in the same order
         raise AssertionError("the CPU and CUDA twins disagree on error codes")
     if program.keys:
-        _write_move_twins(writer, slot_table_layout(len(program.keys), aggregates))
+        _write_move_twins(writer, slot_table_layout(len(program.keys), aggregates), slotted is not None)
     return GeneratedKernel(writer.text(), tuple(parameters), tuple(messages))

@@ -185,6 +185,11 @@ class KernelInputs:
             arrays.pop("rows2", None)
         return layout, {name: _read_only(array) for name, array in arrays.items()}
 
+    def forget_lifted(self, m: int) -> None:
+        """Drop the cached lookup tables of lifted subexpression ``m`` (its interner was replaced: its ids changed)."""
+        self._lookup_tables = {key: table for key, table in self._lookup_tables.items() if key[0] != m}
+        self._unfingerprinted = {key: held for key, held in self._unfingerprinted.items() if key[0] != m}
+
     def _validity(self, name: str, column: Column) -> Any:
         """Return ``column``'s validity; an all-valid one where it has none but a batch of this shape had one.
 

@@ -13,7 +13,10 @@ each aggregate's state as the shared aggregate objects of
 same objects turn the state columns into output columns, exactly as
 :class:`~gpu_engine.operators.hash_aggregation.HashAggregation` does. When the table is half full the kernel leaves new keys pending; the
 operator grows the table (with the generated module's ``move`` twins, which
-hash keys as the kernel does) and runs those rows again. A FINAL or
+hash keys as the kernel does) and runs those rows again. One string key whose
+strings are interned row by row takes its interned id as its slot (no hash;
+:func:`~gpu_engine.codegen.fused_aggregation_kernel.id_slotted_key`), and the
+table is kept above every id. A FINAL or
 INTERMEDIATE step (partial results: mostly new keys) holds the batches that
 would grow its table, up to the table's bytes, and grows it once for them all;
 a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
@@ -36,7 +39,7 @@ its first batch took, so no state is ever split between the two.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -46,8 +49,8 @@ from gpu_engine.aggregation.functions import AggregateState, aggregate_functions
 from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
 from gpu_engine.codegen.compiled_modules import generated_file
 from gpu_engine.codegen.fused_aggregation_kernel import (
-    NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, slot_table_layout, slots_for_groups,
-    max_groups,
+    NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, id_slotted_key, slot_table_layout,
+    slots_for_groups, max_groups,
 )
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.generation_cache import aggregate_shape
@@ -157,6 +160,11 @@ class _KeyInterner:
             self._values = self._table.values()
             self._values_known = self._table.num_known
         return self._values
+
+    @property
+    def ids_below(self) -> int:
+        """Return a bound that every id given out so far is below (no device read: an upper bound on cuda)."""
+        return self._table.ids_below
 
     @property
     def nbytes(self) -> int:
@@ -310,6 +318,7 @@ class FusedAggregation(AggregationOperator):
         self._kernels: dict[KernelLayout, tuple[Any, tuple[str, ...], tuple[str, ...]]] = {}
         self._module = None  # the latest kernel module: its move twins grow the table
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
+        self._id_slotted: bool | None = None  # whether the key's ids are its slots: decided by the first batch
         self._inputs = KernelInputs(self.device, self.program, self._interners)
         self._parameters = kernel_parameter_array(self.device, self.program)  # the constants, uploaded once
         self._pending = self._placeholder
@@ -393,8 +402,16 @@ class FusedAggregation(AggregationOperator):
         return twins
 
     def _bind(self, batch: Batch) -> tuple:
-        """Return ``batch``'s input arrays and its layout's generated file, parameter names and messages."""
+        """Return ``batch``'s input arrays and its layout's generated file, parameter names and messages.
+
+        The first batch bound decides whether the key's interned ids are its slots (:func:`id_slotted_key`);
+        every later batch's kernel places keys the same way, since they share the table.
+        """
         layout, arrays = self._inputs.bind(batch)
+        if self._id_slotted is None:
+            self._id_slotted = self.grouped and id_slotted_key(self.program, layout) is not None
+        if self._id_slotted:
+            layout = replace(layout, id_slotted=True)
         return (arrays, *self._kernel(layout))
 
     def add_input(self, batch: Batch) -> None:
@@ -546,6 +563,10 @@ class FusedAggregation(AggregationOperator):
             self.add_runtime_stat("partial_flushes", 1)
             self._output.append(self._emit())
             self._reset()
+            slotted = module.ID_SLOTTED_KEY
+            if slotted >= 0:  # ids restart: the emptied table need not stay above the old ones
+                self._interners[slotted] = _KeyInterner(self.device)
+                self._inputs.forget_lifted(slotted)
             self._rows_grouped = 0
         elif self._may_abandon and not self._grouping_pays(rows, self._num_groups):
             self._abandon()
@@ -566,6 +587,7 @@ class FusedAggregation(AggregationOperator):
     def _run_rows(self, module, parameters, messages, arrays, count: int, positions) -> None:
         """Run the kernel over ``count`` rows (``positions`` of the batch, or its first rows), growing the
         table and running again the rows it left pending when it filled up."""
+        self._make_room_for_ids(module)
         while count:
             self._run(module, parameters, messages, arrays, count, positions)
             if self._pending_count == 0:
@@ -575,6 +597,22 @@ class FusedAggregation(AggregationOperator):
             positions, count = self._pending[:self._pending_count].copy(), self._pending_count
             needed = slots_for_groups(self._num_groups + count, self.device.kernel_flavor)
             self._grow(max(needed, _GROWTH * int(self._table.shape[0])))
+
+    def _make_room_for_ids(self, module) -> None:
+        """Grow the table of a key slotted by its interned id (the module's ``ID_SLOTTED_KEY``) to take every id and
+        NULL (see :func:`~gpu_engine.codegen.fused_aggregation_kernel.id_slotted_key`).
+
+        Why: the kernel puts id ``g`` in slot ``g`` (NULL in the last), so a table of at most ``g`` slots would
+        wrap ids onto occupied slots and probe past them; the bound is the interner's (no device read), and
+        every id is a group (one key, no predicate), so the table is the size the groups need anyway.
+        """
+        if module.ID_SLOTTED_KEY < 0:
+            return
+        flavor = self.device.kernel_flavor
+        needed = self._interners[module.ID_SLOTTED_KEY].ids_below + 1
+        if needed > max_groups(int(self._table.shape[0]), flavor):
+            self._module = module
+            self._grow(slots_for_groups(needed, flavor))
 
     def _expected_new_groups(self, rows: int, sampled: bool = False) -> int:
         """Estimate how many new keys a batch of ``rows`` brings, to size the table before its run.
