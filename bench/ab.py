@@ -50,6 +50,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
+    python bench/ab.py sql-derived-pushdown tpcds 11 --sf 1 --runs 7  (sql.derived_pushdown off: eager aggregation loses q11's filter)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
@@ -543,6 +544,21 @@ def _optimizer_rules():
     return module, "RULES", ()
 
 
+def _set_sql_derived_pushdown(on: bool) -> None:
+    import gpu_engine.sql.planner as planner
+    if not hasattr(planner, "_original_with_conditions_pushed"):
+        planner._original_with_conditions_pushed = planner.with_conditions_pushed
+    planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
+        lambda item, ctes, conditions: (item, conditions))
+
+
+def _sql_derived_pushdown():
+    """The SQL planner's copy of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
+    derived query): the optimizer's pass places those filters, after the SQL rules (eager aggregation, join
+    ordering) have estimated without them (bench/results/2026-11-28-partialsteps-move.md: TPC-DS q11)."""
+    return _Setting(_set_sql_derived_pushdown), "value", "off"
+
+
 def _set_build_sides(on: bool, ratio: float | None = None) -> None:
     import gpu_engine.optimizer as module
     import gpu_engine.optimizer.build_sides as build_sides
@@ -698,6 +714,7 @@ SWITCHES = {
     "distinct-semi-joins": _distinct_semi_joins,
     "value-bounds": _value_bounds,
     "build-sides": _build_sides,
+    "sql-derived-pushdown": _sql_derived_pushdown,
     "build-sides-2x": _build_sides_2x,
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,

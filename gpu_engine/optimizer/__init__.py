@@ -56,17 +56,19 @@ join whose build side is estimated larger than its probe side;
 GROUP BY its partial step where a key is about as distinct as its estimated
 input rows.
 
-Still on the sqlglot tree (not moved yet): decorrelation and join ordering
-(the join graph: :mod:`~gpu_engine.optimizer.join_graph`; the estimate rules
-both planners call: :mod:`~gpu_engine.optimizer.statistics`). The SQL planner's
-copies of the pushdown here went once the choices that had to read its
-filtered estimates were made here, after it: ``sql.predicates.implied_filters``
-(ORs over several FROM items) once build sides were (TPC-H q19 keeps its plan;
-bench/results/2026-11-28-buildside2-typed-build-sides.md), and
-``sql.derived_pushdown`` (a derived table's / CTE reference's conditions) once
-partial steps were (TPC-DS q78 keeps its three steps without a partial step;
-bench/results/2026-11-28-partialsteps-move.md). Join ordering still estimates
-a derived table without its reader's conditions.
+Still on the sqlglot tree (not moved yet): decorrelation, join ordering and
+eager aggregation (the join graph: :mod:`~gpu_engine.optimizer.join_graph`; the estimate rules
+both planners call: :mod:`~gpu_engine.optimizer.statistics`).
+The SQL planner's copy of the pushdown here
+for ORs over several FROM items (``sql.predicates.implied_filters``) went once
+build sides were chosen here (TPC-H q19 keeps its plan;
+bench/results/2026-11-28-buildside2-typed-build-sides.md). Its copy for a
+derived table's / CTE reference's conditions
+(:mod:`gpu_engine.sql.derived_pushdown`) stays: partial steps no longer read
+its filtered estimates (chosen here: TPC-DS q78 keeps its plan without it), but
+eager aggregation, a SQL rule, does: without it TPC-DS q11's web
+``year_total`` branch is not pre-aggregated per customer and year, +15-21% at
+SF1 (bench/results/2026-11-28-partialsteps-move.md).
 """
 
 from __future__ import annotations

@@ -60,13 +60,21 @@ SQL rules above made of each other (a HAVING-like filter above a UNION ALL of
 CTE readers reaches each branch; a branch filtered by a constant that is never
 true, as TPC-DS q4/q11/q74's ``'s' = 'w'``, is empty). Still over the sqlglot
 tree (issue 30 item 0 is not done): decorrelation, join ordering and
-choosing the scanned columns. A derived table's or CTE reference's conditions
-are filtered where the query reads it; the optimizer's pushdown moves them into
-its query (below its joins and GROUP BY), and the choices made from estimates
-that must see them there (build sides, partial steps) are optimizer rules after
-that pass (:mod:`gpu_engine.optimizer.build_sides`,
-:mod:`gpu_engine.optimizer.partial_steps`). Join ordering here estimates a
-derived table without its reader's conditions.
+choosing the scanned columns. :mod:`~gpu_engine.sql.derived_pushdown` stays
+for the SQL rules that read its filtered estimates: the optimizer pass places
+every filter it places (OR-implied ones too; ``bench/plan_snapshots.py`` with
+it removed: the same filters over the same inputs in all 121 TPC-H/TPC-DS
+plans), but eager aggregation (:mod:`~gpu_engine.sql.eager_aggregation`) and
+join ordering run here, before that pass: without it TPC-DS q11's and q4's web
+``year_total`` branch is not pre-aggregated per customer and year (the
+``d_year`` filter its readers push in is unknown here), q11 +15-21% at SF1
+(``bench/results/2026-11-28-partialsteps-move.md``). It goes when those are
+passes over the typed plan after pushdown. Partial steps already are
+(:mod:`gpu_engine.optimizer.partial_steps`: TPC-DS q78, which lost ~10%
+without it when they were chosen here), and build sides
+(:mod:`gpu_engine.optimizer.build_sides`), since which its twin for ORs over
+several FROM items (``predicates.implied_filters``) went (TPC-H q19 keeps its
+plan).
 """
 
 from __future__ import annotations
@@ -80,6 +88,7 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
+from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
@@ -325,8 +334,9 @@ class QueryPlanner(PlanningContext):
             alias = item.alias_or_name
             if is_correlated_series(item):  # planned over the items it reads, once they are joined
                 continue
+            item, conditions = with_conditions_pushed(item, ctes, pushed[alias])  # into a derived query
             relation = self._plan_source(item, ctes, scanned)
-            relation = filtered(self, relation, pushed[alias])  # into a derived query: the optimizer's pushdown
+            relation = filtered(self, relation, conditions)
             for sub, conjunct in attach.get(alias, []):
                 relation = cross_join_filter(self, relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias
