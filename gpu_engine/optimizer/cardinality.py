@@ -46,8 +46,12 @@ is ``max(0.01, a + b - 1)``, and a pair of bounds pins the column's distinct
 count as a BETWEEN does, where two written-out bounds pin nothing there); a
 constant the SQL side could not read (``DATE '1998-12-01' - INTERVAL 90 DAY``)
 would be one Literal after planning, with a range share where the SQL side
-takes 1/3; the SQL side's intersection of several value sets of one column
-(``x IN (1, 2) AND x = 2``) is not done here yet; an Aggregation the SQL side's eager aggregation placed below a join is
+takes 1/3; a comparison with an uncorrelated scalar subquery's one row
+(EnforceSingleRow) halves the rows as a join condition here, where the SQL
+side filters the pair by it as a column compared with a column (1/10: TPC-H
+q15's supplier join, 50 rows here, 10 there); the SQL side's intersection
+of several value sets of one column (``x IN (1, 2) AND x = 2``) is not done
+here yet; an Aggregation the SQL side's eager aggregation placed below a join is
 estimated by the GROUP BY rule here, where that rule counts its groups with
 :func:`~gpu_engine.sql.eager_aggregation.grouped_rows` (TPC-H q10: 573.8 here,
 362.7 there). Over the 22 TPC-H texts at SF 0.01, 88 filters and 44 of 46
