@@ -16,14 +16,14 @@ apart into
   join's key pairs, and a conjunct ``x = y`` of a join filter or a Filter);
 * its **conditions**: every other conjunct, with the relations it reads.
 
-:func:`joined` rebuilds the region in another order (left-deep, each join on
-every edge to what is joined so far, each condition at the first join that
-has all its relations), outputting the region's columns in the region's
-order. Every join order of a region gives the same rows (inner joins
-commute and associate, and a condition over rows that are all present keeps
-the same ones wherever it is applied); the estimates that choose one are
-:mod:`~gpu_engine.optimizer.cardinality`'s (the search over them is the next
-step).
+:func:`joined_tree` rebuilds the region as another join tree (bushy or,
+:func:`joined`, left-deep), each join on every edge between its two sides,
+each condition at the lowest join that has all its relations, outputting the
+region's columns in the region's order. Every join order of a region gives
+the same rows (inner joins commute and associate, and a condition over rows
+that are all present keeps the same ones wherever it is applied); the estimates that choose one are
+:mod:`~gpu_engine.optimizer.cardinality`'s (the search over them:
+:mod:`~gpu_engine.optimizer.join_order`).
 
 A region whose relations share a column name is not taken apart (None): an
 edge could not say which relation a key belongs to.
@@ -40,7 +40,8 @@ from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, referenced_columns
 from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode
 
-__all__ = ["JoinCondition", "JoinEdge", "JoinGraph", "join_graph", "join_graphs", "joined"]
+__all__ = ["JoinCondition", "JoinEdge", "JoinGraph", "JoinTree", "join_graph", "join_graphs", "joined", "joined_tree",
+           "tree_relations"]
 
 
 @dataclass(frozen=True)
@@ -163,41 +164,67 @@ def join_graphs(plan: PlanNode) -> list[JoinGraph]:
 
 
 def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) -> PlanNode:
-    """Return the region's relations joined left-deep in ``order`` (a permutation of their positions).
-
-    Each join builds the next relation, on every edge between it and the relations joined so far (a hash
-    join), or pairs them (a nested-loop join) where none links them; an edge the keys applied before imply
-    (``x = y`` and ``y = z`` make ``x = z``: rows an inner join keeps hold equal, non-NULL values) is left
-    out, so a graph may carry every edge of a class of equal columns (:mod:`~gpu_engine.optimizer.join_order`); a condition filters the first join that
-    has all its relations (a join's filter), or the first relation alone when it reads one. Each join keeps
-    the columns a later edge, condition or the region's output reads; the last outputs the root's columns in
-    the root's order. ``new_id`` names each new node.
-    """
+    """Return the region's relations joined left-deep in ``order`` (a permutation of their positions): the
+    tree ``(((order[0], order[1]), order[2]), ...)`` of :func:`joined_tree`, each join building the next
+    relation."""
     if sorted(order) != list(range(len(graph.relations))):
         raise ValueError(f"order {list(order)} is no permutation of the {len(graph.relations)} relations")
+    tree: JoinTree = order[0]
+    for relation in order[1:]:
+        tree = (tree, relation)
+    return joined_tree(graph, tree, new_id)
+
+
+#: A join tree over a graph's relations: a relation's position, or a join of a left (probe) and a right (build)
+#: tree.
+JoinTree = int | tuple["JoinTree", "JoinTree"]
+
+
+def tree_relations(tree: JoinTree) -> list[int]:
+    """Return the relations of ``tree``, left to right."""
+    return [tree] if isinstance(tree, int) else tree_relations(tree[0]) + tree_relations(tree[1])
+
+
+def joined_tree(graph: JoinGraph, tree: JoinTree, new_id: Callable[[], str]) -> PlanNode:
+    """Return the region's relations joined as ``tree`` says (every relation once; bushy trees too).
+
+    Each join builds its right subtree, on every edge between its two subtrees (a hash join), or pairs them (a
+    nested-loop join) where none links them; an edge the keys applied before imply (``x = y`` and ``y = z``
+    make ``x = z``: rows an inner join keeps hold equal, non-NULL values) is left out, so a graph may carry
+    every edge of a class of equal columns (:mod:`~gpu_engine.optimizer.join_order`); a condition filters the
+    lowest join that has all its relations (a join's filter), or its relation alone when it reads one (the
+    leftmost relation when it reads none). Each join keeps the columns a later edge, condition or the region's
+    output reads; the top one outputs the root's columns in the root's order. ``new_id`` names each new node.
+    """
+    if sorted(tree_relations(tree)) != list(range(len(graph.relations))):
+        raise ValueError(f"tree {tree} does not hold each of the {len(graph.relations)} relations once")
     output = list(graph.root.output_schema.names)
     pending = list(graph.conditions)
-    current = _filtered(graph.relations[order[0]], [c for c in pending if c.relations <= {order[0]}], new_id)
-    pending = [c for c in pending if not c.relations <= {order[0]}]
-    present = {order[0]}
     equal: dict[str, str] = {}  # column -> a column the keys applied so far made it equal to (union-find)
-    for step, relation in enumerate(order[1:], start=2):
-        build = _filtered(graph.relations[relation], [c for c in pending if c.relations == {relation}], new_id)
-        pending = [c for c in pending if c.relations != {relation}]
-        present.add(relation)
+    leftmost = tree_relations(tree)[0]
+    everything = frozenset(range(len(graph.relations)))
+
+    def build(node: JoinTree) -> tuple[PlanNode, frozenset[int]]:
+        nonlocal pending
+        if isinstance(node, int):
+            own = [c for c in pending if c.relations == {node} or (node == leftmost and not c.relations)]
+            pending = [c for c in pending if not any(c is o for o in own)]
+            return _filtered(graph.relations[node], own, new_id), frozenset([node])
+        (left, on_left), (right, on_right) = build(node[0]), build(node[1])
+        present = on_left | on_right
         pairs, equalities = [], []
         for edge in graph.edges:
-            if edge.left == relation and edge.right in present - {relation}:
+            if edge.left in on_right and edge.right in on_left:
                 pair = (edge.right_column, edge.left_column)
-            elif edge.right == relation and edge.left in present - {relation}:
+            elif edge.right in on_right and edge.left in on_left:
                 pair = (edge.left_column, edge.right_column)
             else:
                 continue
             if _find(equal, pair[0]) == _find(equal, pair[1]):  # implied by the keys applied: x = y, y = z: x = z
                 continue
             equal[_find(equal, pair[0])] = _find(equal, pair[1])
-            if any(pair[0] == left or pair[1] == right for left, right in pairs):  # a key once a side: a filter
-                fields = {f.name: f for f in list(current.output_schema) + list(build.output_schema)}
+            if any(pair[0] == a or pair[1] == b for a, b in pairs):  # a key once a side: a filter
+                fields = {f.name: f for f in list(left.output_schema) + list(right.output_schema)}
                 equalities.append(BinaryOp("eq", ColumnRef(pair[0], fields[pair[0]].type),
                                            ColumnRef(pair[1], fields[pair[1]].type), pa.bool_()))
             else:
@@ -210,20 +237,19 @@ def joined(graph: JoinGraph, order: Sequence[int], new_id: Callable[[], str]) ->
                 later.update((edge.left_column, edge.right_column))
         for condition in pending:
             later.update(referenced_columns(condition.predicate))
-        names = current.output_schema.names + build.output_schema.names
-        kept = output if step == len(order) else [name for name in names if name in later]
-        fields = {f.name: f for f in list(current.output_schema) + list(build.output_schema)}
+        names = left.output_schema.names + right.output_schema.names
+        kept = output if present == everything else [name for name in names if name in later]
+        fields = {f.name: f for f in list(left.output_schema) + list(right.output_schema)}
         schema = pa.schema([fields[name] for name in kept])
         condition = conjunction(equalities + [c.predicate for c in applied]) if equalities or applied else None
         if pairs:
-            current = HashJoinNode(id=new_id(), output_schema=schema, sources=(current, build), join_type="inner",
-                                   left_keys=tuple(left for left, _ in pairs),
-                                   right_keys=tuple(right for _, right in pairs), output_columns=tuple(kept),
-                                   filter=condition)
-        else:
-            current = NestedLoopJoinNode(id=new_id(), output_schema=schema, sources=(current, build),
-                                         join_type="inner", output_columns=tuple(kept), filter=condition)
-    return current
+            return HashJoinNode(id=new_id(), output_schema=schema, sources=(left, right), join_type="inner",
+                                left_keys=tuple(a for a, _ in pairs), right_keys=tuple(b for _, b in pairs),
+                                output_columns=tuple(kept), filter=condition), present
+        return NestedLoopJoinNode(id=new_id(), output_schema=schema, sources=(left, right), join_type="inner",
+                                  output_columns=tuple(kept), filter=condition), present
+
+    return build(tree)[0]
 
 
 def _find(equal: dict[str, str], column: str) -> str:

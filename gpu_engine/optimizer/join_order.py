@@ -7,20 +7,25 @@ the filters it did not see, and a plan built with
 by Spark is joined in whatever order it was written. This rule (issue 30
 item 0; DuckDB's join order optimizer) takes each maximal region of inner
 joins apart (:func:`~gpu_engine.optimizer.join_graph.join_graph`: relations,
-key edges, other conditions), searches the left-deep orders of its relations
-for the least summed estimated intermediate rows — the SQL rule's cost — from
+key edges, other conditions), searches its join trees for the least summed
+estimated intermediate rows — the SQL rule's cost — from
 :mod:`~gpu_engine.optimizer.cardinality`'s estimates, and rebuilds the region
-in that order (:func:`~gpu_engine.optimizer.join_graph.joined`).
+as that tree (:func:`~gpu_engine.optimizer.join_graph.joined_tree`).
 
-The search: up to :data:`EXHAUSTIVE_LIMIT` relations, every left-deep order
-whose each join has a key to what is joined before it (dynamic programming
-over subsets, ``n * 2^n`` steps); beyond it, greedily (the smallest joined
-pair first, then each time the relation whose join leaves the fewest rows).
-Each step's rows are the estimate of the join :func:`joined` builds: the
-product of the inputs' rows over the key set's distinct values
+The search: up to :data:`EXHAUSTIVE_LIMIT` relations, every tree, bushy or
+left-deep, whose each join has a key between its sides (dynamic programming
+over the splits of each set of relations, ``3^n``, as the SQL rule's
+``cheapest_tree``: TPC-H q7 joins each nation to its supplier or customer
+side before the two sides meet, which no left-deep order does); beyond it,
+greedily (the smallest joined pair first, then each time the relation whose
+join leaves the fewest rows). Each join's rows are the estimate of the join
+:func:`~gpu_engine.optimizer.join_graph.joined_tree` builds: the product of
+the inputs' rows over the key set's distinct values
 (:func:`~gpu_engine.optimizer.statistics.key_set_divisor`), halved by each
 condition beside the keys that becomes readable there, as
-:func:`~gpu_engine.optimizer.cardinality.estimate` counts a join.
+:func:`~gpu_engine.optimizer.cardinality.estimate` counts a join. Equal
+columns form classes (:func:`_closed`): ``c.nation = s.nation AND s.nation =
+n.nation`` keys customer to nation too.
 
 The written order stays unless the found one is estimated to cost under
 :data:`ORDER_GAIN` of it (both costed by :func:`~gpu_engine.optimizer.cardinality.estimate`
@@ -30,10 +35,11 @@ estimated gain would reorder gain nothing to be seen (its ``COSTED_TREE_GAIN``).
 Regions of two relations (the build side is
 :mod:`~gpu_engine.optimizer.build_sides`' choice, which runs after this) and
 regions with a relation not estimated (a window, a table without statistics)
-stay as they are. A region whose relations no keys link all together (TPC-DS
-q54's month range between two scalar subqueries) may pair relations without
-a key anywhere in its order, at the product of their rows; one that keys
-link never does (an estimate of one row that is wrong would pair millions).
+stay as they are, and so does a region whose relations no keys link all
+together: allowed to pair relations without a key at the product of their
+rows, TPC-DS q54's two one-row scalar subqueries met the store first and its
+month range moved off ``date_dim`` to the top join (estimated 127K -> 72K
+rows, +14.6% CPU at SF1; bench/results/2026-11-28-joinorder-typed-join-order.md).
 
 Outer, semi and anti joins are never crossed: they are relations of the
 regions around them (:mod:`~gpu_engine.optimizer.join_graph`), and the
@@ -48,13 +54,13 @@ from typing import Mapping, Sequence
 
 from gpu_engine.optimizer.cardinality import Estimate, estimate
 from gpu_engine.optimizer.conjuncts import conjunction
-from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, join_graph, joined
+from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, JoinTree, join_graph, joined_tree
 from gpu_engine.optimizer.statistics import ColumnStatistics, TableStatistics, key_set_divisor
 from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, walk_plan
 
 __all__ = ["EXHAUSTIVE_LIMIT", "ORDER_GAIN", "order_joins"]
 
-#: The most relations whose left-deep orders are all costed; a larger region is ordered greedily.
+#: The most relations whose join trees are all costed (3^n splits); a larger region is ordered greedily.
 EXHAUSTIVE_LIMIT = 10
 
 #: The share of the written order's estimated rows the found order must stay under to replace it (the SQL
@@ -106,7 +112,7 @@ class _Orderer:
     def ordered(self, graph: JoinGraph) -> PlanNode:
         """Return the region in the order of least estimated rows, or its root where the gain is too small."""
         n = len(graph.relations)
-        if n < 3:
+        if n < 3 or not graph.is_connected():
             return graph.root
         written = _summed_rows(graph.root, self.statistics, set(map(id, graph.relations)))
         if written is None:
@@ -121,12 +127,11 @@ class _Orderer:
             if found is None:
                 return graph.root
             bases.append(found)
-        cross = not graph.is_connected()
         graph, classes = _closed(graph)
-        order = (_cheapest_order if n <= EXHAUSTIVE_LIMIT else _greedy_order)(graph, bases, classes, cross)
-        if order is None:
+        tree = (_cheapest_tree if n <= EXHAUSTIVE_LIMIT else _greedy_tree)(graph, bases, classes)
+        if tree is None:
             return graph.root
-        candidate = joined(graph, order, self.new_id)
+        candidate = joined_tree(graph, tree, self.new_id)
         cost = _summed_rows(candidate, self.statistics, set(map(id, graph.relations)))
         if cost is None or cost >= written * ORDER_GAIN:
             return graph.root
@@ -149,7 +154,7 @@ def _closed(graph: JoinGraph) -> tuple[JoinGraph, dict[str, int]]:
 
     Why: ``c.nation = s.nation AND s.nation = n.nation`` (TPC-H q5) links customer to nation too; without the
     derived edge, no order joins the customers to the one region's nations before the suppliers (the SQL
-    rule's :mod:`gpu_engine.sql.join_equivalences`). :func:`joined` leaves out an edge the keys applied
+    rule's :mod:`gpu_engine.sql.join_equivalences`). :func:`joined_tree` leaves out an edge the keys applied
     before imply, so each join keys on one column per class.
     """
     parent: dict[str, str] = {}
@@ -199,87 +204,91 @@ def _summed_rows(root: PlanNode, statistics: Mapping[str, TableStatistics], rela
 
 @dataclass(frozen=True)
 class _Joined:
-    """Relations joined left-deep: their summed join rows, rows, columns' statistics and order."""
+    """Relations joined as ``tree``: the summed rows of its joins, its rows, its columns' statistics, and its
+    relations (a bit each)."""
 
     cost: float
     rows: float
     columns: Mapping[str, ColumnStatistics]
-    order: tuple[int, ...]
+    tree: JoinTree
+    members: int
 
 
-def _step(graph: JoinGraph, bases: Sequence[Estimate], current: _Joined, relation: int,
-          classes: Mapping[str, int], cross: bool) -> _Joined | None:
-    """Return ``current`` joined to ``relation`` as :func:`joined` builds it: one key per class of equal columns
-    (the others are implied); no key links them: paired (``cross``: the rows multiplied) or None."""
-    present = set(current.order)
-    pairs, extra, used = [], 0, set()
+def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str, int]) -> _Joined | None:
+    """Return ``left`` joined to ``right`` as :func:`joined_tree` builds it: one key per class of equal columns
+    (the others are implied), each condition that becomes readable here halving the rows (None: no key links
+    them)."""
+    pairs, used = [], set()
     for edge in graph.edges:
-        if edge.left == relation and edge.right in present:
-            pair = (edge.right_column, edge.left_column)
-        elif edge.right == relation and edge.left in present:
+        if left.members >> edge.left & 1 and right.members >> edge.right & 1:
             pair = (edge.left_column, edge.right_column)
+        elif left.members >> edge.right & 1 and right.members >> edge.left & 1:
+            pair = (edge.right_column, edge.left_column)
         else:
             continue
-        if classes[pair[1]] in used:
-            continue
-        used.add(classes[pair[1]])
-        pairs.append(pair)
-    if not pairs and not cross:
+        if classes[pair[1]] not in used:
+            used.add(classes[pair[1]])
+            pairs.append(pair)
+    if not pairs:
         return None
-    extra += sum(1 for c in graph.conditions
-                 if c.relations <= present | {relation} and not c.relations <= present and c.relations != {relation})
-    base = bases[relation]
-    if not current.rows or not base.rows:
+    both = left.members | right.members
+    extra = 0
+    for condition in graph.conditions:
+        bits = sum(1 << r for r in condition.relations)
+        if bits & ~both == 0 and bits & ~left.members and bits & ~right.members:
+            extra += 1
+    if not left.rows or not right.rows:
         rows = 0.0
     else:
-        divisor = key_set_divisor(_Side(current.rows, current.columns), _Side(base.rows, base.columns), pairs)
-        rows = max(1.0, current.rows * base.rows / divisor)
+        divisor = key_set_divisor(_Side(left.rows, left.columns), _Side(right.rows, right.columns), pairs)
+        rows = max(1.0, left.rows * right.rows / divisor)
         if extra:
             rows = max(1.0, rows * 0.5 ** extra)
-    columns = {name: stats.capped(rows) for name, stats in {**base.columns, **current.columns}.items()}
-    return _Joined(current.cost + rows, rows, columns, current.order + (relation,))
+    columns = {name: stats.capped(rows) for name, stats in {**right.columns, **left.columns}.items()}
+    return _Joined(left.cost + right.cost + rows, rows, columns, (left.tree, right.tree), both)
 
 
 def _start(bases: Sequence[Estimate], relation: int) -> _Joined:
-    return _Joined(0.0, bases[relation].rows, bases[relation].columns, (relation,))
+    return _Joined(0.0, bases[relation].rows, bases[relation].columns, relation, 1 << relation)
 
 
-def _cheapest_order(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int], cross: bool
-                    ) -> tuple[int, ...] | None:
-    """Return the left-deep order of least summed rows, each join on a key (None: none is)."""
+def _cheapest_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int]) -> JoinTree | None:
+    """Return the join tree of least summed rows, bushy or not, each join on a key (None: no tree joins them
+    all): dynamic programming over the splits of each set of relations (3^n)."""
     n = len(bases)
     best: dict[int, _Joined] = {1 << k: _start(bases, k) for k in range(n)}
     for mask in range(1, 1 << n):
-        if mask & (mask - 1) == 0:
+        low = mask & -mask
+        if mask == low:
             continue
         choice = None
-        for relation in range(n):
-            bit = 1 << relation
-            if not mask & bit or (mask ^ bit) not in best:
-                continue
-            found = _step(graph, bases, best[mask ^ bit], relation, classes, cross)
-            if found is not None and (choice is None or found.cost < choice.cost):
-                choice = found
+        part = (mask - 1) & mask
+        while part:
+            if part & low and part in best and (mask ^ part) in best:
+                found = _join(graph, best[part], best[mask ^ part], classes)
+                if found is not None and (choice is None or found.cost < choice.cost):
+                    choice = found
+            part = (part - 1) & mask
         if choice is not None:
             best[mask] = choice
     whole = best.get((1 << n) - 1)
-    return None if whole is None else whole.order
+    return None if whole is None else whole.tree
 
 
-def _greedy_order(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int], cross: bool
-                  ) -> tuple[int, ...] | None:
-    """Return a left-deep order that starts with the pair joined to the fewest rows and adds, each step, the
+def _greedy_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int]) -> JoinTree | None:
+    """Return a left-deep tree that starts with the pair joined to the fewest rows and adds, each step, the
     relation whose join leaves the fewest rows (None: a step finds no key)."""
     n = len(bases)
     current = None
     for a in range(n):
         for b in range(n):
             if a != b:
-                found = _step(graph, bases, _start(bases, a), b, classes, cross)
+                found = _join(graph, _start(bases, a), _start(bases, b), classes)
                 if found is not None and (current is None or found.rows < current.rows):
                     current = found
-    while current is not None and len(current.order) < n:
-        steps = [_step(graph, bases, current, r, classes, cross) for r in range(n) if r not in current.order]
+    while current is not None and current.members != (1 << n) - 1:
+        steps = [_join(graph, current, _start(bases, r), classes) for r in range(n)
+                 if not current.members >> r & 1]
         steps = [s for s in steps if s is not None]
         current = min(steps, key=lambda s: s.rows) if steps else None
-    return None if current is None else current.order
+    return None if current is None else current.tree

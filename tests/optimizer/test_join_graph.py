@@ -120,3 +120,21 @@ def test_tpch_q5_planned_from_sql_is_one_connected_region_of_six_tables(tpch_dat
     assert len(graphs) == 1 and graphs[0].is_connected()
     assert sorted(_tables(graphs[0])) == ["customer", "lineitem", "nation", "orders", "region", "supplier"]
     assert len(graphs[0].edges) >= 5
+
+
+def test_the_region_rebuilt_as_bushy_trees_answers_as_duckdb():
+    """Two pairs joined apart, then to each other on the keys between them (a and c with b and d: keys a-b and
+    b-d cross the pairs; c and d have none, so (c, d) pairs every row first)."""
+    from gpu_engine.optimizer.join_graph import joined_tree
+
+    graph = join_graph(_region())
+    session = session_with_tables(TABLES, split_rows=2, device="cpu", drivers=2)
+    with duckdb_with_tables(TABLES) as connection:
+        expected = duckdb_table(connection, SQL)
+    counter = itertools.count()
+    for tree in [((0, 2), (1, 3)), ((2, 3), (1, 0)), (3, ((1, 0), 2))]:
+        plan = joined_tree(graph, tree, lambda: f"j{next(counter)}")
+        assert plan.output_schema.names == graph.root.output_schema.names
+        assert_same_rows(session.execute(plan), expected)
+    with pytest.raises(ValueError, match="each of the 4 relations once"):
+        joined_tree(graph, ((0, 1), (1, 2)), lambda: "x")

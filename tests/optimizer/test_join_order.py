@@ -71,7 +71,8 @@ def test_a_star_written_in_a_bad_order_joins_the_selective_dimension_first(devic
 def test_an_order_already_best_two_relations_or_no_statistics_keep_the_plan():
     session = session_with_tables(TABLES, device="cpu")
     ids = PlanNodeIdGenerator()
-    best = (_scan(ids, "fact").hash_join(["k1"], ["d1k"], _scan(ids, "d1").filter("v = 3").plan(), ["k2", "k3", "m", "v"])
+    selective = _scan(ids, "d1").filter("v = 3").plan()
+    best = (_scan(ids, "fact").hash_join(["k1"], ["d1k"], selective, ["k2", "k3", "m", "v"])
             .hash_join(["k2"], ["d2k"], _scan(ids, "d2").plan(), ["k3", "m", "s", "v"])
             .hash_join(["k3"], ["d3k"], _scan(ids, "d3").plan(), ["m", "s", "t", "v"]).plan())
     assert order_joins(best, session.statistics()) is best
