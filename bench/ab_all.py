@@ -86,6 +86,8 @@ def main() -> None:
         print(f"q{n:<3} duckdb {m['duckdb']:7.1f} without {m['without']:7.1f} with {m['with']:7.1f} ms "
               f"({(m['with'] / m['without'] - 1) * 100 if m['without'] else 0:+5.1f}%) | {'; '.join(line)} "
               f"| load {os.getloadavg()[0]:.1f}", flush=True)
+    if not totals["duckdb"]:  # --runs 0: answers checked, nothing timed
+        return
     print(f"TOTAL duckdb {totals['duckdb']:.0f} without {totals['without']:.0f} ({totals['without'] / totals['duckdb']:.2f}x)"
           f" with {totals['with']:.0f} ({totals['with'] / totals['duckdb']:.2f}x) ms")
 
