@@ -181,7 +181,13 @@ def common_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
         # date with timestamp, or two timestamp units: the finer timestamp.
         timestamps = [t for t in (left, right) if pa.types.is_timestamp(t)]
         units = ("s", "ms", "us", "ns")
-        return max(timestamps, key=lambda t: units.index(t.unit))
+        finest = max(timestamps, key=lambda t: units.index(t.unit))
+        zoned = [t for t in timestamps if t.tz is not None]
+        if zoned and finest.tz is None and finest.unit != "ns":
+            # a TIMESTAMP (s, ms, us) with a TIMESTAMPTZ is a TIMESTAMPTZ, as DuckDB's max type (TIMESTAMP_NS
+            # stays TIMESTAMP_NS there)
+            return pa.timestamp(finest.unit, tz=zoned[0].tz)
+        return finest
     raise TypeError(f"no common type for {left} and {right}")
 
 

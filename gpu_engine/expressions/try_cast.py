@@ -25,7 +25,7 @@ import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
 from gpu_engine.columnar.types import (
-    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_string, physical_dtype,
+    is_boolean, is_decimal, is_floating, is_integer, is_interval, is_string, is_time, physical_dtype,
 )
 from gpu_engine.device import Device
 from gpu_engine.expressions.cast import cast
@@ -36,7 +36,7 @@ from gpu_engine.expressions.numeric import (
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.text import _parse_rows
 from gpu_engine.expressions.text_on_host import (
-    parse_booleans, parse_timestamps, parse_unsigned_bigints, parse_wide_decimals,
+    parse_booleans, parse_times, parse_timestamps, parse_unsigned_bigints, parse_wide_decimals,
 )
 from gpu_engine.kernels import strings as kernels
 
@@ -67,8 +67,9 @@ def _converts(device: Device, column: Column, dtype: pa.DataType) -> Any:
     """Return a bool array: the rows whose value CAST converts to ``dtype``; None when every row does."""
     source = column.dtype
     xp = device.xp
-    if is_string(source) and (is_boolean(dtype) or pa.types.is_timestamp(dtype)):
-        return (parse_booleans(device, column) if is_boolean(dtype) else parse_timestamps(device, column, dtype))[1]
+    if is_string(source) and (is_boolean(dtype) or pa.types.is_timestamp(dtype) or is_time(dtype)):
+        return (parse_booleans(device, column) if is_boolean(dtype) else parse_times(device, column)
+                if is_time(dtype) else parse_timestamps(device, column, dtype))[1]
     if source == dtype or is_string(dtype) or is_boolean(dtype):
         return None
     if is_string(source):
