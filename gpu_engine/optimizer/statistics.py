@@ -15,9 +15,9 @@ The rules (the SQL side's, unchanged): ``col = const`` keeps ``1 / NDV`` (1/10
 without a distinct count), a range against a constant the share of ``[min,
 max]`` it keeps (1/3 without a range, at least 0.001), LIKE 1/10, anything
 without a rule 1/2; an equi-join's rows are ``rows(a) * rows(b)`` over the
-distinct values of its key set (:func:`key_set_divisor`; on one key at least
-the key's domain where filters on other columns or joins cut both sides to a
-share of it: :func:`shared_key_domain`).
+distinct values of its key set (:func:`key_set_divisor`; for eager
+aggregation's estimates, on one key at least the key's domain where filters on
+other columns or joins cut both sides to a share of it: :func:`shared_key_domain`).
 
 The table statistics (:func:`table_statistics`: Parquet footers' rows and
 min/max, an integer or date column's distinct values from its range, at most
@@ -134,7 +134,8 @@ def range_selectivity(stats: ColumnStatistics | None, below: bool, value: object
     return min(1.0, max(0.001, fraction))
 
 
-def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]) -> float:
+def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False
+                    ) -> float:
     """Return the distinct values of a join's key set: each side's, the larger of the two (containment).
 
     A side's key set has at most the product of its key columns' distinct counts and at most its rows (a
@@ -142,8 +143,16 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
     textbooks estimate a multi-column equi-join. Why not the single most selective key: a join on two keys
     got no credit for its second (TPC-DS q72's inventory on date and item was estimated from the item key
     alone, ~1,000x too many rows; store_sales x store_returns on ticket and item 12x too many), so the search
-    preferred joins on one key over it. One key: the larger distinct count, at most the larger side, and at
-    least the key's domain where both sides' values are a share of it (:func:`shared_key_domain`).
+    preferred joins on one key over it. One key: the larger distinct count, at most the larger side; with
+    ``shared_domains``, at least the key's domain where both sides' values are a share of it
+    (:func:`shared_key_domain`).
+
+    Why ``shared_domains`` is eager aggregation's alone: join ordering took the closer estimate too, and TPC-DS
+    q72 ordered catalog_sales x household_demographics before customer_demographics (both cut: 32K estimated
+    for 46K real, containment said 192K), so catalog_sales became the build side of that join and its scan lost
+    customer_demographics' join-key filter (238K rows decoded for 46K): +15% CPU (bench/results/
+    2026-11-28-q66-estimates-cpu-sf1.md). The join search counts no runtime filter at a scan yet; until it
+    does, its estimates keep containment.
     """
     if not pairs:
         return 1.0
@@ -154,8 +163,8 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
         product_b *= max(1.0, (b.stats[y].ndv if y in b.stats else 0) or b.rows)
     if len(pairs) == 1:
         [(x, y)] = pairs
-        return max(1.0, min(max(product_a, product_b), max(a.rows, b.rows)),
-                   shared_key_domain(a.stats.get(x), b.stats.get(y)))
+        domain = shared_key_domain(a.stats.get(x), b.stats.get(y)) if shared_domains else 0.0
+        return max(1.0, min(max(product_a, product_b), max(a.rows, b.rows)), domain)
     return max(1.0, min(product_a, a.rows), min(product_b, b.rows))
 
 
@@ -181,10 +190,11 @@ def shared_key_domain(a: ColumnStatistics | None, b: ColumnStatistics | None) ->
     return min(a.domain, b.domain)
 
 
-def joined_rows(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]) -> float:
+def joined_rows(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False
+                ) -> float:
     """Return the estimated rows of an inner equi-join of ``a`` and ``b`` on key ``pairs`` (none: the product),
-    at least one."""
-    return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs))
+    at least one (``shared_domains``: see :func:`key_set_divisor`)."""
+    return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs, shared_domains))
 
 
 #: Rows assumed for a table without statistics (a catalog given as schemas only).

@@ -66,7 +66,8 @@ from gpu_engine.errors import PlanError
 from gpu_engine.operators.hash_build import DICTIONARY_BUILD_MAX_ROWS
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
-from gpu_engine.sql.join_ordering import covered, join_estimate, join_greedy
+from gpu_engine.optimizer.statistics import joined_rows
+from gpu_engine.sql.join_ordering import covered, join_greedy
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import filtered, free_columns, has_subquery
 from gpu_engine.sql.renaming import aliased, renamed_copy
@@ -126,7 +127,7 @@ class _Edge:
 
 @dataclass(frozen=True)
 class _Estimate:
-    """The estimated size of a set of joined FROM items: what :func:`join_estimate` reads."""
+    """The estimated size of a set of joined FROM items: what :func:`joined_rows` reads."""
 
     aliases: frozenset[str]
     rows: float
@@ -314,12 +315,14 @@ def _join_graph(pending: list[exp.Expression], items: dict[str, Relation], outsi
 # ---------------------------------------------------------------------------------------------------- estimates
 def _joined(graph: _Graph, left: _Estimate, right: _Estimate) -> _Estimate:
     """Return the estimate of two sets of joined items joined (as join ordering estimates a join: its
-    equalities divide by the larger distinct count, each other condition it applies halves the rows)."""
+    equalities divide by the larger distinct count, each other condition it applies halves the rows; one
+    key of two sides cut to shares of its values divides by its domain, which join ordering does not count
+    yet: :func:`~gpu_engine.optimizer.statistics.key_set_divisor`)."""
     pairs = [(e.left_column, e.right_column) if e.left in left.aliases else (e.right_column, e.left_column)
              for e in graph.edges if (e.left in left.aliases and e.right in right.aliases)
              or (e.right in left.aliases and e.left in right.aliases)]
     union = left.aliases | right.aliases
-    rows = join_estimate(left, right, pairs) if pairs else left.rows * right.rows
+    rows = joined_rows(left, right, pairs, shared_domains=True) if pairs else left.rows * right.rows
     filters = sum(1 for _, aliases, is_edge in graph.conditions
                   if not is_edge and aliases <= union and aliases & left.aliases and aliases & right.aliases)
     rows = max(1.0, rows * 0.5 ** filters)
