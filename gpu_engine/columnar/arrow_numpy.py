@@ -46,8 +46,8 @@ def _bits(buffer: pa.Buffer | None, offset: int, n: int) -> np.ndarray:
 def numpy_values(array: pa.Array) -> np.ndarray:
     """``array``'s values as NumPy (integers for dates, times, timestamps and durations), as
     ``array.to_numpy(zero_copy_only=False)`` gives them for an array without nulls (a null's slot holds whatever
-    its buffer holds). Fixed-width and boolean arrays are read from their buffers (a read-only view, or unpacked
-    bits); other types go to pyarrow."""
+    its buffer holds). Fixed-width arrays are read from their buffers (a read-only view), booleans unpacked from
+    their bits; other types go to pyarrow."""
     dtype = _NUMPY_DTYPES.get(array.type.id)
     n, offset = len(array), array.offset
     if pa.types.is_boolean(array.type):
@@ -55,9 +55,9 @@ def numpy_values(array: pa.Array) -> np.ndarray:
     if dtype is None:
         return array.to_numpy(zero_copy_only=False)
     data = array.buffers()[1]
-    if data is None:
-        return np.zeros(n, dtype=dtype)
-    return np.frombuffer(data, dtype=dtype)[offset:offset + n]
+    values = np.zeros(n, dtype=dtype) if data is None else np.frombuffer(data, dtype=dtype)[offset:offset + n]
+    values.flags.writeable = False  # Arrow's memory, read-only as pyarrow gives it (numba types it apart)
+    return values
 
 
 def numpy_validity(array: pa.Array) -> np.ndarray:

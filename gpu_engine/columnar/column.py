@@ -193,6 +193,13 @@ def host_fingerprint(column: Column) -> str | None:
     return digest.hexdigest()
 
 
+def _read_only(values: np.ndarray) -> np.ndarray:
+    """Mark values read from Arrow read-only, as pyarrow's conversion gave them: numba types a writable array
+    apart, so a column decoded with NULLs would compile kernels a second time."""
+    values.flags.writeable = False
+    return values
+
+
 def _validity_of(array: pa.Array) -> np.ndarray | None:
     if array.null_count == 0:
         return None
@@ -213,7 +220,7 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
             return _column_from_arrow(array.dictionary_decode())
         codes = numpy_values(array.indices.cast(pa.int32()))
         if array.indices.null_count:  # a NULL's code is 0 (not fill_null: its Python scalar imports pandas)
-            codes = np.where(numpy_validity(array.indices), codes, np.int32(0))
+            codes = _read_only(np.where(numpy_validity(array.indices), codes, np.int32(0)))
         dictionary = _column_from_arrow(array.dictionary)
         dictionary.fingerprint = host_fingerprint(dictionary)
         return Column(pa.string(), np.ascontiguousarray(codes), _validity_of(array), None, dictionary)
@@ -270,7 +277,7 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         values = numpy_values(array)
     elif has_numpy_layout(array.type):  # NULLs' slots zeroed here: fill_null's Python scalar imports pandas
         values = numpy_values(array)
-        values = np.where(validity, values, np.zeros(1, dtype=values.dtype))
+        values = _read_only(np.where(validity, values, np.zeros(1, dtype=values.dtype)))
     else:
         values = numpy_values(array.fill_null(False if pa.types.is_boolean(array.type) else 0))
     return Column(logical, np.ascontiguousarray(values, dtype=physical_dtype(logical)), validity)

@@ -741,8 +741,11 @@ def _int64_values(array: pa.Array) -> tuple[np.ndarray, np.ndarray | None]:
     valid = None
     if array.null_count:
         valid = numpy_validity(array)
-    numbers = np.asarray(numpy_values(array), dtype=np.int64)
-    return (numbers, None) if valid is None else (np.where(valid, numbers, np.int64(0)), valid)
+    values = numpy_values(array)  # read-only, as to_numpy gave them: numba types writable arrays apart
+    if valid is not None:
+        values = np.where(valid, values, np.zeros(1, dtype=values.dtype))
+        values.flags.writeable = False
+    return np.asarray(values, dtype=np.int64), valid
 
 
 class DynamicFilters:
