@@ -162,12 +162,21 @@ def _enable_simulator() -> None:
     config.ENABLE_CUDASIM = 1
 
 
+def _import_cuda_twins() -> None:
+    """Import numba.cuda now that a device runs CUDA twins (a cpu process never does: gpu_engine.kernels.lazy_cuda),
+    so kernels are numba's dispatchers before any launch."""
+    from gpu_engine.kernels.lazy_cuda import real_cuda
+
+    real_cuda()
+
+
 @cache
 def _make_device(name: str) -> Device:
     if name == "cpu":
         return Device("cpu", np, kernel_flavor="cpu")
     if name == "cuda-sim":
         _enable_simulator()
+        _import_cuda_twins()
         return Device("cuda-sim", np, kernel_flavor="cuda", threads_per_block=8, max_blocks=2)
     if name == "cuda":
         if _simulator_enabled():
@@ -179,6 +188,7 @@ def _make_device(name: str) -> Device:
             raise DeviceError("device 'cuda' needs CuPy and a CUDA GPU; none was found (use 'cpu' or 'auto')")
         import cupy
 
+        _import_cuda_twins()
         return Device("cuda", cupy, kernel_flavor="cuda")
     raise DeviceError(f"unknown device {name!r}; choose one of {', '.join(DEVICE_NAMES)}")
 

@@ -11,5 +11,8 @@ writable), so only the first process on a machine pays the JIT compilation
 """
 
 from gpu_engine.codegen.numba_cache_lock import install as _install_numba_cache_lock
+from gpu_engine.kernels.lazy_cuda import install as _install_lazy_cuda
+
+_install_lazy_cuda()  # before any kernel module: numba.cuda is imported at a CUDA twin's first use
 
 _install_numba_cache_lock()  # before any kernel compiles: cache writes are safe between processes

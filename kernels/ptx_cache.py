@@ -276,6 +276,9 @@ def _feed_function(digest: Any, function: pytypes.FunctionType, seen: set[int]) 
 
 def kernel_fingerprint(function: Any) -> str:
     """Return a hex digest of the code of ``function`` (or a dispatcher's ``py_func``) and all it calls."""
+    from gpu_engine.kernels.lazy_cuda import real_cuda
+
+    real_cuda()  # a kernel's globals name numba.cuda itself, not the stand-in a process holds before a CUDA use
     python_function = function if isinstance(function, pytypes.FunctionType) else function.py_func
     digest = hashlib.sha256()
     _feed_function(digest, python_function, set())

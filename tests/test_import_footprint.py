@@ -85,27 +85,40 @@ def _cold_tables(folder: Path) -> dict[str, Path]:
     return paths
 
 
-def test_a_cpu_process_s_first_queries_over_parquet_import_no_pandas(tmp_path):
+def test_a_cpu_process_s_first_queries_import_neither_pandas_nor_numba_cuda_and_cuda_sim_can_follow(tmp_path):
     """pyarrow imports pandas (~300 modules, ~0.2 s CPU) at its first NumPy conversion (``to_numpy``,
     ``pa.array``, a Python scalar in ``fill_null``): the engine's scan, key-filter and literal paths read and
-    wrap Arrow buffers instead (``gpu_engine.columnar.arrow_numpy``)."""
+    wrap Arrow buffers instead (``gpu_engine.columnar.arrow_numpy``). Kernel modules define CUDA twins, which
+    import numba.cuda only at a first use (``gpu_engine.kernels.lazy_cuda``): so the same process can then make
+    a ``cuda-sim`` device (refused before: numba.cuda was imported without its simulator) and its kernels, lazy
+    until then, run as numba's simulated dispatchers."""
     import pyarrow as pa
 
     from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
 
     paths = _cold_tables(tmp_path)
+    folder = str(tmp_path)
     statement = (
-        "import pyarrow as pa\nfrom gpu_engine import Session\n"
-        f"session = Session(device='cpu', drivers=2)\n"
+        "import json, sys\nimport pyarrow as pa\nfrom gpu_engine import Session\n"
+        "def answer(session, number, text):\n"
+        "    table = session.sql(text)\n"
+        f"    with pa.ipc.new_file({folder!r} + f'/answer{{number}}.arrow', table.schema) as out:\n"
+        "        out.write_table(table)\n"
+        "session = Session(device='cpu', drivers=2)\n"
         + "".join(f"session.register({name!r}, {str(path)!r})\n" for name, path in paths.items())
         + "for number, text in enumerate(" + repr(COLD_QUERIES) + "):\n"
-        + "    table = session.sql(text)\n"
-        + f"    with pa.ipc.new_file({str(tmp_path)!r} + f'/answer{{number}}.arrow', table.schema) as out:\n"
-        + "        out.write_table(table)\n"
+        "    answer(session, number, text)\n"
+        f"open({folder!r} + '/cpu_modules.json', 'w').write(json.dumps(sorted(set(sys.modules) - before)))\n"
+        "simulated = Session(device='cuda-sim', drivers=1)\n"
+        + "".join(f"simulated.register({name!r}, {str(path)!r})\n" for name, path in paths.items())
+        + f"answer(simulated, 'sim', {COLD_QUERIES[0]!r})\n"
     )
     loaded = set(_modules_after(statement))
+    assert "numba.cuda.simulator" in loaded
     connection = duckdb_connection(paths)
-    for number, text in enumerate(COLD_QUERIES):
+    for number, text in [*enumerate(COLD_QUERIES), ("sim", COLD_QUERIES[0])]:
         answer = pa.ipc.open_file(tmp_path / f"answer{number}.arrow").read_all()
-        assert rows_mismatch(answer, duckdb_table(connection, text)) is None, text
-    assert "pandas" not in loaded, "a cpu query imported pandas"
+        assert rows_mismatch(answer, duckdb_table(connection, text)) is None, (number, text)
+    cpu_loaded = set(json.loads((tmp_path / "cpu_modules.json").read_text()))
+    assert "pandas" not in cpu_loaded, "a cpu query imported pandas"
+    assert "numba.cuda" not in cpu_loaded, "a cpu query imported numba's CUDA target"

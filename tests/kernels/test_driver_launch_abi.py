@@ -306,6 +306,9 @@ def _all_cuda_kernels() -> dict[str, object]:
     from numba.cuda.dispatcher import CUDADispatcher
 
     import gpu_engine.kernels as package
+    from gpu_engine.kernels.lazy_cuda import real_cuda
+
+    real_cuda()  # kernel modules imported before numba.cuda (CASES above) hold lazy twins until then
 
     kernels = {}
     for module_info in pkgutil.iter_modules(package.__path__):
