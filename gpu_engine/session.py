@@ -26,7 +26,7 @@ from gpu_engine.planning import placement_text, prepare_plan
 from gpu_engine.planning.prepared_plans import PreparedPlans
 from gpu_engine.optimizer.statistics import RegisteredStatistics
 from gpu_engine.plans.null_type import with_null_types_of
-from gpu_engine.exec.driver_executors import DriverExecutors
+from gpu_engine.exec.driver_executors import process_executors
 from gpu_engine.exec.query_ctx import EngineConfig, QueryCtx
 from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
@@ -74,7 +74,7 @@ class Session:
         self.plan_cache = PlanCache()
         self._temporary: set[str] = set()  # the shared CTEs' tables registered now (Session.sql), not in plan_cache keys
         self._cte_calls = _CallSlots()  # names the shared CTEs' tables of the calls running now
-        self._executors = DriverExecutors()
+        self._executors = process_executors()  # a new session reuses threads an earlier one's queries left idle
         self._prepared = PreparedPlans()
 
     # ---------------------------------------------------------------- tables

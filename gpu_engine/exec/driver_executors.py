@@ -1,4 +1,4 @@
-"""Keep the driver threads of finished queries for the next ones (a Session's thread pools).
+"""Keep the driver threads of finished queries for the next ones (the process's driver thread pools).
 
 Why: a query's drivers run on a thread pool of their own (a Task waits for
 its drivers, and a driver that blocks gives its thread back, so queries must
@@ -17,6 +17,13 @@ idle pools per width are kept; the threads of a pool no session holds end
 when the pool is freed (``ThreadPoolExecutor`` wakes them then). A forked
 child drops the kept pools: their threads stayed in the parent, and drivers
 queued on them would never run.
+
+The kept pools are the process's (:func:`process_executors`), not each
+Session's: a new Session (a notebook cell, a bench pass, a Spark task's
+session) runs its first query on the threads an earlier session's finished
+query left, instead of starting its own (issue 29 item 4: what a new session
+pays). Idle threads hold no query state; ``concurrent.futures`` wakes and joins
+them at interpreter exit.
 """
 
 from __future__ import annotations
@@ -27,7 +34,7 @@ import threading
 import weakref
 from concurrent.futures import ThreadPoolExecutor
 
-__all__ = ["DriverExecutors", "DRIVER_THREAD_PREFIX", "working_driver_threads"]
+__all__ = ["DriverExecutors", "DRIVER_THREAD_PREFIX", "process_executors", "working_driver_threads"]
 
 #: The name prefix of driver threads.
 DRIVER_THREAD_PREFIX = "gpu-engine-driver"
@@ -113,3 +120,16 @@ class DriverExecutors:
             self._idle.clear()
         for executor in pools:
             executor.shutdown(wait=True)  # its prefix leaves _parked once its threads are gone
+
+
+_process_executors: list[DriverExecutors] = []
+_process_executors_lock = threading.Lock()
+
+
+def process_executors() -> DriverExecutors:
+    """The driver thread pools every Session of this process takes from and gives back to."""
+    if not _process_executors:
+        with _process_executors_lock:
+            if not _process_executors:
+                _process_executors.append(DriverExecutors())
+    return _process_executors[0]

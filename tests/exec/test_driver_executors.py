@@ -28,15 +28,26 @@ def _session() -> Session:
 
 def test_the_next_query_runs_on_the_threads_of_the_last_one():
     session = _session()
-    before = _pool_names()
     expected = session.sql(QUERY)
-    pools = _pool_names() - before
-    assert len(pools) == 1  # the finished query's pool is kept, idle
+    pools = _pool_names()  # the finished query's pool is kept, idle (with any an earlier test's sessions left)
     assert working_driver_threads() == []  # idle threads are no query's
     for _ in range(3):
         assert session.sql(QUERY).equals(expected)
-    assert _pool_names() - before == pools  # no new pool: the same threads ran every query
+    assert _pool_names() == pools  # no new pool: kept threads ran every query
     assert expected.to_pydict() == {"k": [1, 2, 3], "s": [10, 7, 4]}
+
+
+def test_a_new_session_runs_on_the_threads_an_earlier_session_s_query_left():
+    """The kept pools are the process's: a new Session starts no threads of its own (a thread start waits for
+    the new thread to run: milliseconds each on a loaded machine, four a query)."""
+    first = _session()
+    expected = first.sql(QUERY)
+    pools = _pool_names()
+    del first
+    for _ in range(2):
+        assert _session().sql(QUERY).equals(expected)
+    assert _pool_names() == pools
+    assert working_driver_threads() == []
 
 
 def test_a_failed_query_joins_its_threads_and_the_session_keeps_working():
