@@ -23,8 +23,9 @@ def answered_as_child(args, run_child) -> bool:
     return True
 
 
-def run_as_child(module: str, argv: list[str], output: Path, environment: dict) -> dict:
-    """Run ``python -m module *argv --child-output output`` from the checkout's root; return what it wrote."""
+def run_as_child(module: str, argv: list[str], output: Path, environment: dict, root: Path | str = REPO_ROOT) -> dict:
+    """Run ``python -m module *argv --child-output output`` from ``root`` (the checkout's, or another source tree's:
+    ``-m`` puts it first on the path); return what it wrote."""
     subprocess.run([sys.executable, "-m", module, *argv, "--child-output", str(output)],
-                   check=True, cwd=REPO_ROOT, env=environment)
+                   check=True, cwd=root, env=environment)
     return json.loads(output.read_text())

@@ -27,7 +27,10 @@ for its first query beyond a new session, and "new session" minus "warm" what
 a session pays beyond a repeat. The processes run with bytecode (this machine
 sets ``PYTHONDONTWRITEBYTECODE``; an installed engine has bytecode) kept in a
 temporary ``PYTHONPYCACHEPREFIX``, after one untimed process that writes it.
-``--profile FILE`` writes a cProfile of the first process's first query. Writes
+``--trees before=DIR,after=DIR`` alternates new processes between two source
+trees (each a ``git archive`` with links ``gpu_engine/kernels -> ../kernels``
+and ``gpu_engine/plans -> ../plans``, run from its root) and reports
+each tree's medians and their difference. ``--profile FILE`` writes a cProfile of the first process's first query. Writes
 ``bench/results/<date>-session-start-<workload>-<device>-sf<sf>[-<tag>].md``
 unless ``--no-write``.
 
@@ -70,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--preload", default="",
                         help="comma-separated modules each process imports (timed apart) before its first query; "
                              "'numba-init' runs a cached static kernel once (numba's target set-up)")
+    parser.add_argument("--trees", default="",
+                        help="name=DIR,name=DIR: source trees (git archive + gpu_engine/kernels, gpu_engine/plans links) "
+                             "whose processes alternate (ABAB, then BABA), each tree's medians reported apart")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default="bench/results")
     parser.add_argument("--no-write", action="store_true")
@@ -253,27 +259,46 @@ def main(argv: list[str] | None = None) -> None:
     if answered_as_child(args, run_child):
         return
     load_before = os.getloadavg()[0]
-    children = []
+    trees = [tuple(item.split("=", 1)) for item in args.trees.split(",") if item] or [("", "")]
+    children: dict[str, list[dict]] = {name: [] for name, _ in trees}
     with tempfile.TemporaryDirectory(prefix="session-start-") as folder:
         # Bytecode as an installed engine has it (this machine sets PYTHONDONTWRITEBYTECODE; without bytecode
         # each new process compiles ~100 of the engine's modules from source), kept out of the checkout; an
-        # untimed process first writes it and reads the files into the OS cache.
+        # untimed process (per tree) first writes it and reads the files into the OS cache.
         environment = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         environment["PYTHONPYCACHEPREFIX"] = str(Path(folder) / "bytecode")
-        for number in range(-1, args.processes):
-            output = Path(folder) / f"child{number}.json"
-            child_argv = [a for a in argv]
+        order = [(-1, tree) for tree in trees]
+        for number in range(args.processes):  # ABAB..., the next round BABA...: neither tree always goes first
+            order += [(number, tree) for tree in (trees if number % 2 == 0 else trees[::-1])]
+        for number, (tree_name, tree_path) in order:
+            output = Path(folder) / f"child{number}{tree_name}.json"
+            child_argv = [a for a in argv if not a.startswith("--trees=")]
+            if "--trees" in child_argv:
+                del child_argv[child_argv.index("--trees"):child_argv.index("--trees") + 2]
             if args.profile and number != 0:
-                child_argv = [a for i, a in enumerate(argv) if a != "--profile" and argv[i - 1] != "--profile"]
-            child = run_as_child("bench.session_start", child_argv, output, environment)
+                child_argv = [a for i, a in enumerate(child_argv) if a != "--profile" and child_argv[i - 1] != "--profile"]
+            tree_environment = dict(environment, PYTHONPATH=tree_path) if tree_path else environment
+            child = run_as_child("bench.session_start", child_argv, output, tree_environment, tree_path or REPO_ROOT)
             _check(args, child["answers"])
             if number < 0:
                 continue
-            children.append(child)
-            print(" ".join(f"{s} {child['steps'][s]['seconds'] * 1e3:.0f}/{child['steps'][s]['cpu_s'] * 1e3:.0f}"
-                           for s in STEPS), flush=True)
+            children[tree_name].append(child)
+            print(tree_name, " ".join(f"{s} {child['steps'][s]['seconds'] * 1e3:.0f}/"
+                                      f"{child['steps'][s]['cpu_s'] * 1e3:.0f}" for s in STEPS), flush=True)
     command = "python -m bench.session_start " + " ".join(argv)
-    text = report(args, children, command, load_before)
+    text = ""
+    for tree_name, tree_path in trees:
+        part = report(args, children[tree_name], command, load_before)
+        if tree_name:
+            part = part.replace("# What", f"# [{tree_name}: {tree_path}] What", 1)
+        text += part + "\n"
+    if len(trees) == 2:
+        (a, _), (b, _) = trees
+        lines = [f"## {b} against {a} (medians of CPU ms)", "", f"| step | {a} | {b} | {b} - {a} |", "|---|---|---|---|"]
+        for step in STEPS:
+            first, second = (statistics.median(c["steps"][step]["cpu_s"] for c in children[t]) * 1e3 for t in (a, b))
+            lines.append(f"| {step} | {first:.1f} | {second:.1f} | {second - first:+.1f} |")
+        text += "\n".join(lines) + "\n"
     print(text)
     if args.no_write:
         return
