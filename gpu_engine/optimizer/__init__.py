@@ -57,8 +57,9 @@ classes of equal columns) where that saves a fifth of the written tree's;
 :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` swaps a hash
 join whose build side is estimated larger than its probe side;
 :func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps` refuses a
-GROUP BY its partial step where a key is about as distinct as its estimated
-input rows.
+GROUP BY its partial step where its input is proven unique on some of its keys
+(:mod:`~gpu_engine.optimizer.unique_keys`) or a key is about as distinct as its
+estimated input rows.
 
 Still on the sqlglot tree (not moved yet): decorrelation, eager aggregation,
 and join ordering beside the typed rule (the estimate rules both planners call:

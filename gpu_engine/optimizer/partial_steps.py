@@ -29,6 +29,15 @@ do not cover (a window, grouping sets). The rule only refuses: an aggregation al
 ``partial_step=False`` keeps the mark. A wrong estimate costs time, never correctness: either plan computes
 the same groups.
 
+Before the estimates, proof: an aggregation whose input is proven unique on a subset of its grouping keys
+(:func:`~gpu_engine.optimizer.unique_keys.unique_keys`: an earlier aggregation's keys carried through
+filters, projections and joins that match a row to at most one row) makes exactly a group per row, so it
+gets ``partial_step=False`` at any size: the plan depends on the plan's shape, never on a constant or a
+statistic. It fires on none of the 121 TPC-H/TPC-DS plans (bench/results/2026-11-28-uniquekeys-*.md): their
+regroupings (TPC-DS q4/q11/q74's year totals by the customer's id and names over rows unique per customer
+surrogate key and year) need a fact about a scan's columns (``c_customer_id`` unique in ``customer``) that
+no plan proves and no statistic counts yet.
+
 The distinct counts are the ranges' (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.ndv`), as the
 SQL planner's rule read them, not the Parquet dictionary's counts the other typed estimates read
 (``sampled_ndv``): the threshold was measured against the ranges, and the one plan the dictionary's count
@@ -53,6 +62,7 @@ from collections.abc import Mapping
 
 from gpu_engine.optimizer.cardinality import estimate
 from gpu_engine.optimizer.statistics import TableStatistics
+from gpu_engine.optimizer.unique_keys import unique_keys
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, PlanNode
 
 __all__ = ["GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "choose_partial_steps"]
@@ -68,7 +78,7 @@ MIN_ESTIMATED_ROWS = 10_000
 def choose_partial_steps(plan: PlanNode, statistics: Mapping[str, TableStatistics]) -> PlanNode:
     """Return ``plan`` with ``partial_step=False`` on each aggregation whose partial step would keep about a
     group per input row (the same object where none changes)."""
-    return _chosen(plan, _RangeCounts(statistics), {})
+    return _chosen(plan, _RangeCounts(statistics), {}, {})
 
 
 class _RangeCounts(Mapping):
@@ -94,19 +104,25 @@ class _RangeCounts(Mapping):
         return len(self._statistics)
 
 
-def _chosen(plan: PlanNode, statistics: Mapping[str, TableStatistics], memo: dict) -> PlanNode:
+def _chosen(plan: PlanNode, statistics: Mapping[str, TableStatistics], memo: dict, unique: dict) -> PlanNode:
     key = id(plan)
     if key in memo:  # a subtree shared by two parents (a CTE read twice) stays one object
         return memo[key][1]
-    sources = tuple(_chosen(source, statistics, memo) for source in plan.sources)
+    sources = tuple(_chosen(source, statistics, memo, unique) for source in plan.sources)
     out = plan
     if any(new is not old for new, old in zip(sources, plan.sources)):
         out = replace(plan, sources=sources)
     if (isinstance(out, AggregationNode) and out.partial_step and out.step is AggregationStep.SINGLE
-            and not _pays(out, statistics)):
+            and (_one_group_per_row(out, unique) or not _pays(out, statistics))):
         out = replace(out, partial_step=False)
     memo[key] = (plan, out)  # the node kept: its id stays its own
     return out
+
+
+def _one_group_per_row(node: AggregationNode, unique: dict) -> bool:
+    """Return True when ``node``'s input is proven unique on a subset of its grouping keys (a GROUP BY only: a
+    global aggregation's partial step over at most one row costs nothing to keep)."""
+    return bool(node.grouping_keys) and unique_keys(node.sources[0], unique).unique_on(node.grouping_keys)
 
 
 def _pays(node: AggregationNode, statistics: Mapping[str, TableStatistics]) -> bool:
