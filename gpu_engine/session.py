@@ -385,6 +385,7 @@ class Session:
         from gpu_engine.sql.duplicate_output_names import with_shown_names
         from gpu_engine.sql.parameters import bind_parameters
         from gpu_engine.sql.shared_ctes import split_shared_ctes
+        from gpu_engine.sql.settings import is_setting_statement, run_setting_statement
         from gpu_engine.sql.statements import is_catalog_statement, run_catalog_statement
         from gpu_engine.sql.views import expand
 
@@ -395,6 +396,8 @@ class Session:
         text = bind_parameters(text, params, dialect)
         if is_catalog_statement(text):  # CREATE VIEW / CREATE TABLE AS / DROP: the session's catalog changes
             return run_catalog_statement(self, text, dialect, timeout)
+        if is_setting_statement(text):  # SET TimeZone = 'UTC' / RESET TimeZone (gpu_engine.sql.settings)
+            return run_setting_statement(text, dialect)
         expansion = expand(text, self._views, dialect)
         text = expansion.text
         deadline = None if timeout is None else time.monotonic() + timeout
