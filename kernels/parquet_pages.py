@@ -294,21 +294,27 @@ def _next_field(buf, pos, last):
 
 
 @njit(nogil=True, cache=True)
-def _read_int_fields(buf, pos, fields):
-    """Read a struct's integer and boolean fields into ``fields[id]`` (others skipped); return the next position."""
+def _read_int_fields(buf, pos, fields, bool_field):
+    """Read a page struct's i32 fields, and its one boolean field ``bool_field`` (-1: none), into ``fields[id]``;
+    skip the others and return the next position.
+
+    A field whose Thrift type is not its declared one is skipped, as Thrift's generated readers (pyarrow's) skip
+    it: an i32 field written as an i64 (one flipped type bit, the same varint) is then missing, so a required
+    one makes the header malformed instead of being read (every integer of the page structs is an i32).
+    """
     last = 0
     while True:
         kind, field, pos = _next_field(buf, pos, last)
         if pos < 0 or kind == _T_STOP:
             return pos
         last = field
-        if (kind == _T_I16 or kind == _T_I32 or kind == _T_I64) and 0 <= field < fields.shape[0]:
+        if kind == _T_I32 and field != bool_field and 0 <= field < fields.shape[0]:
             raw, pos = _varint(buf, pos)
             value = _zigzag(raw)
             if not _INT32_MIN <= value <= _INT32_MAX:  # every integer of a page header is an i32 (or narrower)
                 return -1
             fields[field] = value
-        elif (kind == _T_TRUE or kind == _T_FALSE) and 0 <= field < fields.shape[0]:
+        elif (kind == _T_TRUE or kind == _T_FALSE) and field == bool_field and 0 <= field < fields.shape[0]:
             fields[field] = 1 if kind == _T_TRUE else 0
         else:
             pos = _skip_value(buf, pos, kind)
@@ -335,7 +341,8 @@ def _read_page_header(buf, pos, header, page):
             if header[5] == 1 or header[7] == 1 or header[8] == 1:
                 return -1
             header[field] = 1
-            pos = _read_int_fields(buf, pos, page)
+            # the boolean of each struct: DictionaryPageHeader.is_sorted (3), DataPageHeaderV2.is_compressed (7)
+            pos = _read_int_fields(buf, pos, page, 3 if field == 7 else 7 if field == 8 else -1)
         elif kind == _T_I32 and 0 <= field < header.shape[0]:
             raw, pos = _varint(buf, pos)
             value = _zigzag(raw)

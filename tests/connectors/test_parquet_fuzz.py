@@ -55,6 +55,11 @@ REGRESSIONS: list[Recipe] = [
            (("page", 3500, 5), ("flip", 1.0949394754077857, 52), ("flip", 1.2392355909367874, 172))),
     Recipe(1284882524, (50, 7), (("int64", True), ("float", True)), "none", True, "1.0", 3,
            (("flip", 0.9146637788520677, 126), ("flip", 1.6963875498968262, 31))),
+    # bench seed 837, case 2 (--extended): a flipped bit made the second page's definition_level_encoding field an
+    # i64 (same varint); Thrift's readers skip a field of the wrong type, so pyarrow found the required field
+    # missing, and the engine read it as an i32 and answered.
+    Recipe(483003781, (130,), (("float", True), ("date", False)), "snappy", False, "1.0", 16,
+           (("flip", 0.05349518572740497, 3),)),
 ]
 
 
