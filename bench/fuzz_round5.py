@@ -11,7 +11,7 @@ dictionary: every row NULL), a session of 1-4 drivers with 1, 2, 4 or 65536 batc
 DuckDB runs with ``SET TimeZone='UTC'`` (the engine's zone); answers are compared as multisets (ORDER BY ... LIMIT
 queries in key order).
 
-    python -m bench.fuzz_round5 --seeds 0:300 [--device cuda-sim] [--families tstz,params] [--parquet] [--out F]
+    python -m bench.fuzz_round5 --seeds 0:300 [--device cuda-sim] [--families tstz,params] [--parquet [device]] [--out F]
 
 Prints every case that is wrong, a crash (a raw Python exception), an engine error where DuckDB answered, or an
 answer where DuckDB raised; then counts per family and status. Exits 1 when any case was wrong or crashed.
@@ -414,7 +414,7 @@ def _parquet_session(data: dict, folder: Path, r: random.Random, **options):
     return session
 
 
-def run(seeds: range, device: str, families: list[str], verbose: bool, parquet: bool = False) -> dict:
+def run(seeds: range, device: str, families: list[str], verbose: bool, parquet: str | None = None) -> dict:
     import tempfile
 
     import duckdb
@@ -436,7 +436,7 @@ def run(seeds: range, device: str, families: list[str], verbose: bool, parquet: 
         if parquet:
             folder = Path(tempfile.mkdtemp(prefix=f"fuzz5-{seed}-"))
             session = _parquet_session(data, folder, r, device=device, drivers=drivers, batch_rows=batch_rows,
-                                       fuse=fuse)
+                                       fuse=fuse, parquet_reader=parquet)
         else:
             session = session_with_tables(data, split_rows=split_rows, device=device, drivers=drivers,
                                           batch_rows=batch_rows, fuse=fuse)
@@ -547,7 +547,9 @@ def main(argv=None) -> int:
     parser.add_argument("--families", default=",".join(FAMILIES))
     parser.add_argument("--out", type=Path)
     parser.add_argument("--verbose", action="store_true", help="print refusals and both-raised cases too")
-    parser.add_argument("--parquet", action="store_true", help="the engine reads the tables from Parquet files")
+    parser.add_argument("--parquet", nargs="?", const="auto", default=None, metavar="READER",
+                        help="the engine reads the tables from Parquet files (with parquet_reader READER, default auto; "
+                             "'device' decodes on the device)")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
     families = args.families.split(",")
