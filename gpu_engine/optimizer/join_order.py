@@ -27,19 +27,27 @@ condition beside the keys that becomes readable there, as
 columns form classes (:func:`_closed`): ``c.nation = s.nation AND s.nation =
 n.nation`` keys customer to nation too.
 
+The search joins two sides only where a key or a condition links them (a
+condition alone: a nested-loop join filtered by it), never as a cross product,
+as DuckDB's enumerates connected pairs only. A relation of at most one row (a
+scalar subquery) that only conditions link to one other relation is joined to
+that relation before the search (:func:`_absorbed`: the conditions are its
+filter; TPC-DS q54's ``d_month_seq`` between two scalar subqueries filters
+``date_dim`` before its join, as the SQL planner places it).
+
 The written order stays unless the found one is estimated to cost under
 :data:`ORDER_GAIN` of it (both costed by :func:`~gpu_engine.optimizer.cardinality.estimate`
 over the plans themselves, the written one as its joins really nest, bushy
 or not): the estimates are rough, and the SQL rule's plans that a small
 estimated gain would reorder gain nothing to be seen (its ``COSTED_TREE_GAIN``).
-Regions of two relations (the build side is
-:mod:`~gpu_engine.optimizer.build_sides`' choice, which runs after this) and
+A written tree with a cross product (:func:`_crosses`) is replaced whatever
+the estimates: summed output rows rank a product of two small tables too well
+(TPC-DS q67). Regions of two relations (the build side is
+:mod:`~gpu_engine.optimizer.build_sides`' choice, which runs after this),
 regions with a relation not estimated (a window, a table without statistics)
-stay as they are, and so does a region whose relations no keys link all
-together: allowed to pair relations without a key at the product of their
-rows, TPC-DS q54's two one-row scalar subqueries met the store first and its
-month range moved off ``date_dim`` to the top join (estimated 127K -> 72K
-rows, +14.6% CPU at SF1; bench/results/2026-11-28-joinorder-typed-join-order.md).
+and regions that neither keys nor conditions link all together stay as they
+are (bench/results/2026-11-28-joinorder-typed-join-order.md,
+2026-11-28-joinorder2-*.md).
 
 Outer, semi and anti joins are never crossed: they are relations of the
 regions around them (:mod:`~gpu_engine.optimizer.join_graph`), and the
@@ -52,11 +60,15 @@ import itertools
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
+import pyarrow as pa
+
 from gpu_engine.optimizer.cardinality import Estimate, estimate
-from gpu_engine.optimizer.conjuncts import conjunction
+from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, JoinTree, join_graph, joined_tree
 from gpu_engine.optimizer.statistics import ColumnStatistics, TableStatistics, key_set_divisor
-from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, walk_plan
+from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, FilterNode, HashJoinNode, LimitNode,
+                                    LocalPartitionNode, NestedLoopJoinNode, PlanNode, ProjectNode, walk_plan)
 
 __all__ = ["EXHAUSTIVE_LIMIT", "ORDER_GAIN", "order_joins"]
 
@@ -111,11 +123,15 @@ class _Orderer:
 
     def ordered(self, graph: JoinGraph) -> PlanNode:
         """Return the region in the order of least estimated rows, or its root where the gain is too small."""
-        n = len(graph.relations)
-        if n < 3 or not graph.is_connected():
+        if len(graph.relations) < 3 or not _linked(graph):
             return graph.root
-        written = _summed_rows(graph.root, self.statistics, set(map(id, graph.relations)))
+        originals = set(map(id, graph.relations))
+        written = _summed_rows(graph.root, self.statistics, originals)
         if written is None:
+            return graph.root
+        graph = _absorbed(graph, self.new_id)
+        n = len(graph.relations)
+        if n < 2:
             return graph.root
         bases = []
         for position, relation in enumerate(graph.relations):
@@ -132,10 +148,106 @@ class _Orderer:
         if tree is None:
             return graph.root
         candidate = joined_tree(graph, tree, self.new_id)
-        cost = _summed_rows(candidate, self.statistics, set(map(id, graph.relations)))
-        if cost is None or cost >= written * ORDER_GAIN:
+        cost = _summed_rows(candidate, self.statistics, originals)
+        if cost is None:
+            return graph.root
+        if cost >= written * ORDER_GAIN and not _crosses(graph.root, originals):
             return graph.root
         return candidate
+
+
+def _linked(graph: JoinGraph) -> bool:
+    """Return whether keys and conditions link every relation of ``graph`` to every other: a condition reading
+    several relations (``d_month_seq <= (SELECT ...)``: date_dim and a one-row scalar subquery) links them, as
+    DuckDB's join graph counts a non-equi condition as an edge, so the search can join them (a nested-loop join
+    filtered by it) where no key can."""
+    parent = list(range(len(graph.relations)))
+
+    def find(k: int) -> int:
+        while parent[k] != k:
+            k = parent[k]
+        return k
+
+    links = [(e.left, e.right) for e in graph.edges]
+    links += [(a, b) for c in graph.conditions for a, b in itertools.pairwise(sorted(c.relations))]
+    for a, b in links:
+        parent[find(a)] = find(b)
+    return len({find(k) for k in range(len(graph.relations))}) == 1
+
+
+def _at_most_one_row(node: PlanNode) -> bool:
+    """Return whether ``node`` gives at most one row whatever its input: a scalar subquery's EnforceSingleRow,
+    an aggregation without grouping keys, a LIMIT 1, under projections and filters."""
+    while isinstance(node, ProjectNode | FilterNode | LocalPartitionNode):
+        node = node.sources[0]
+    return (isinstance(node, EnforceSingleRowNode) or (isinstance(node, LimitNode) and node.count <= 1)
+            or (isinstance(node, AggregationNode) and not node.grouping_keys and not node.global_grouping_sets))
+
+
+def _absorbed(graph: JoinGraph, new_id) -> JoinGraph:
+    """Return ``graph`` with each relation of at most one row that no key links, and whose conditions all read
+    one other relation, joined to that relation first (a nested-loop join filtered by those conditions): one
+    relation fewer for the search.
+
+    Why: joined to a row of at most one, a relation keeps at most its own rows, so the conditions are its
+    filter, and a filter belongs as low as it can go (the SQL planner filters ``date_dim`` by ``d_month_seq
+    BETWEEN (SELECT ...) AND (SELECT ...)`` before its join). Left to the search, each condition only halves
+    the estimate: TPC-DS q54's month range (3 of 2,400 months) was estimated to keep a quarter of
+    ``date_dim``, so the search joined store_sales to the customers first and the range last, above the
+    date join (estimated 127K -> 73K rows; +14.6% CPU at SF1 in an earlier version that paired them so).
+    """
+    one_row = {k for k, relation in enumerate(graph.relations) if _at_most_one_row(relation)
+               and not any(k in (e.left, e.right) for e in graph.edges)}
+    into: dict[int, int] = {}
+    for k in sorted(one_row):
+        partners = set().union(*(c.relations - {k} for c in graph.conditions if k in c.relations))
+        if len(partners) == 1 and not partners & one_row:
+            into[k] = partners.pop()
+    if not into:
+        return graph
+    relations = list(graph.relations)
+    absorbed = []
+    for k, partner in into.items():
+        conditions = [c for c in graph.conditions if c.relations == {k, partner}]
+        absorbed += conditions
+        left, right = relations[partner], graph.relations[k]
+        fields = list(left.output_schema) + list(right.output_schema)
+        relations[partner] = NestedLoopJoinNode(
+            id=new_id(), output_schema=pa.schema(fields), sources=(left, right), join_type="inner",
+            output_columns=tuple(f.name for f in fields), filter=conjunction([c.predicate for c in conditions]))
+    position = {}
+    for k in range(len(relations)):
+        if k not in into:
+            position[k] = len(position)
+    edges = tuple(replace(e, left=position[e.left], right=position[e.right]) for e in graph.edges)
+    conditions = tuple(replace(c, relations=frozenset(position[into.get(r, r)] for r in c.relations))
+                       for c in graph.conditions if not any(c is a for a in absorbed))
+    return JoinGraph(graph.root, tuple(relations[k] for k in position), edges, conditions)
+
+
+def _crosses(root: PlanNode, relations: set[int]) -> bool:
+    """Return whether the region rooted at ``root`` holds a cross product: an inner nested-loop join that no
+    conjunct of its filter links across its two sides.
+
+    Why such a written tree is replaced by the search's however they are estimated: the search joins only
+    sides a key or condition links (DuckDB's enumerates connected pairs only), and the summed output rows rank a
+    product of two small tables too well: TPC-DS q67 written as ``(store_sales x date_dim) JOIN (item x
+    store)`` pairs 18,000 items with 12 stores (216,000 rows, built into a hash table on two keys), estimated
+    1.27M rows against 1.58M for every keyed tree, and ran 16% slower (bench/results/
+    2026-11-28-joinorder-typed-join-order.md). Counting build-side rows does not reorder it either (1.49M
+    against 1.60M)."""
+    stack = [root]
+    while stack:
+        node = stack.pop()
+        if id(node) in relations:
+            continue
+        if isinstance(node, NestedLoopJoinNode) and node.join_type == "inner":
+            left, right = (set(source.output_schema.names) for source in node.sources)
+            read = [set(referenced_columns(c)) for c in (conjuncts(node.filter) if node.filter is not None else [])]
+            if not any(columns & left and columns & right for columns in read):
+                return True
+        stack.extend(node.sources)
+    return False
 
 
 def _substituted(node: PlanNode, new: dict[int, PlanNode]) -> PlanNode:
@@ -216,8 +328,8 @@ class _Joined:
 
 def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str, int]) -> _Joined | None:
     """Return ``left`` joined to ``right`` as :func:`joined_tree` builds it: one key per class of equal columns
-    (the others are implied), each condition that becomes readable here halving the rows (None: no key links
-    them)."""
+    (the others are implied), each condition that becomes readable here halving the rows (None: neither a key
+    nor a condition links them; a condition alone makes a nested-loop join)."""
     pairs, used = [], set()
     for edge in graph.edges:
         if left.members >> edge.left & 1 and right.members >> edge.right & 1:
@@ -229,14 +341,14 @@ def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str,
         if classes[pair[1]] not in used:
             used.add(classes[pair[1]])
             pairs.append(pair)
-    if not pairs:
-        return None
     both = left.members | right.members
     extra = 0
     for condition in graph.conditions:
         bits = sum(1 << r for r in condition.relations)
         if bits & ~both == 0 and bits & ~left.members and bits & ~right.members:
             extra += 1
+    if not pairs and not extra:
+        return None
     if not left.rows or not right.rows:
         rows = 0.0
     else:

@@ -14,7 +14,7 @@ import pytest
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 from gpu_engine.optimizer.join_order import order_joins
 from gpu_engine.plans import PlanBuilder
-from gpu_engine.plans.nodes import HashJoinNode, TableScanNode, walk_plan
+from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, TableScanNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
 
 
@@ -132,4 +132,49 @@ def test_equal_columns_link_relations_no_written_key_links():
     with duckdb_with_tables(CLASS_TABLES) as connection:
         expected = duckdb_table(connection, "SELECT ym, zs FROM x JOIN y ON xk = yk JOIN z ON yk = zk WHERE xv = 3")
     assert expected.num_rows > 0
+    assert_same_rows(session.execute(ordered), expected)
+
+
+def _nested_loop_joins(plan) -> list[NestedLoopJoinNode]:
+    return [n for n in walk_plan(plan) if isinstance(n, NestedLoopJoinNode)]
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda-sim"])
+def test_a_written_cross_product_of_two_dimensions_is_replaced_by_keyed_joins(device):
+    """``fact JOIN (d1 x d2) ON k1 = d1k AND k2 = d2k`` (TPC-DS q67 joined as written): its estimate (100 paired
+    rows, then ~270) is below every keyed tree's (~270 a join), but a cross product is never kept where keys link
+    every relation: each dimension joins the fact table on its key."""
+    session = session_with_tables(TABLES, split_rows=64, device=device, drivers=2)
+    ids = PlanNodeIdGenerator()
+    pairs = _scan(ids, "d1").cross_join(_scan(ids, "d2").plan(), ["d1k", "v", "d2k", "s"]).plan()
+    plan = _scan(ids, "fact").hash_join(["k1", "k2"], ["d1k", "d2k"], pairs, ["m", "s", "v"]).plan()
+    ordered = order_joins(plan, session.statistics())
+    assert _nested_loop_joins(plan) and not _nested_loop_joins(ordered)
+    assert ordered.output_schema == plan.output_schema
+    with duckdb_with_tables(TABLES) as connection:
+        expected = duckdb_table(connection, "SELECT m, s, v FROM fact JOIN d1 ON k1 = d1k JOIN d2 ON k2 = d2k")
+    assert expected.num_rows > 0
+    assert_same_rows(session.execute(ordered), expected)
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda-sim"])
+def test_a_one_row_subquery_s_condition_filters_its_relation_before_the_joins(device):
+    """``v >= (SELECT max(t) FROM d3) - 15`` written above the joins (TPC-DS q54's month range between two scalar
+    subqueries): no key links the one-row relation, so the region was left as written; it is joined to ``d1``
+    first (the condition is ``d1``'s filter), and the filtered ``d1`` meets the fact table before ``d2``."""
+    session = session_with_tables(TABLES, split_rows=64, device=device, drivers=2)
+    ids = PlanNodeIdGenerator()
+    top = _scan(ids, "d3").aggregation([], ["max(t) AS top"]).enforce_single_row().plan()
+    plan = (_scan(ids, "fact").hash_join(["k2"], ["d2k"], _scan(ids, "d2").plan(), ["k1", "m", "s"])
+            .hash_join(["k1"], ["d1k"], _scan(ids, "d1").plan(), ["m", "s", "v"])
+            .nested_loop_join(top, ["m", "s", "v"], filter="v >= top - 15").plan())
+    ordered = order_joins(plan, session.statistics())
+    [pairing] = _nested_loop_joins(ordered)
+    assert _tables(pairing) == {"d1", "d3"} and pairing.filter is not None
+    assert _tables(_lowest_join(ordered)) == {"fact", "d1", "d3"}
+    assert ordered.output_schema == plan.output_schema
+    sql = "SELECT m, s, v FROM fact JOIN d2 ON k2 = d2k JOIN d1 ON k1 = d1k WHERE v >= (SELECT max(t) FROM d3) - 15"
+    with duckdb_with_tables(TABLES) as connection:
+        expected = duckdb_table(connection, sql)
+    assert 0 < expected.num_rows < 300
     assert_same_rows(session.execute(ordered), expected)
