@@ -49,7 +49,8 @@ def test_a_whole_side_or_a_chosen_key_keeps_containment():
     whole_sales = _Side(719_384, k=_SALES_KEY)  # not cut: the fact's values, the filter's share of them match
     times = _Side(28_800, t=_TIME_KEY.capped(28_800))
     assert shared_key_domain(whole_sales.stats["k"], times.stats["t"]) == 0.0
-    assert joined_rows(whole_sales, times, [("k", "t")], shared_domains=True) == pytest.approx(719_384 * 28_800 / 86_361)
+    assert joined_rows(whole_sales, times, [("k", "t")], shared_domains=True) == \
+        pytest.approx(719_384 * 28_800 / 86_361)
     # the dimension whole: every cut sale matches one row
     assert joined_rows(_Side(28_620, k=_SALES_KEY.capped(28_620)), _Side(86_400, t=_TIME_KEY),
                        [("k", "t")], shared_domains=True) == pytest.approx(28_620)
