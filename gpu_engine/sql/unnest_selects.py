@@ -18,10 +18,20 @@ empty).
 DuckDB's ``unnest(list)`` as a FROM item (``FROM unnest([1, 2, 3]) u(x)``, ``FROM t, unnest(string_split(t.s,
 ',')) p``) is the same item in place, its column named by the alias (``unnest`` without one).
 
+A list written ``[x, y, ...]`` / ``array(x, y, ...)`` whose elements read columns, two or more unnests of such
+lists in one SELECT (DuckDB pairs their elements, NULL past the end of the shorter lists) and Spark's
+``posexplode(array(...))`` (``pos``, 0-based INT, then ``col``; ``AS (p, v)``; ``LATERAL VIEW [OUTER]
+posexplode(...) e AS p, v``) are planned by position instead: a VALUES list of the positions 0..n-1 of the
+longest list joined after the FROM items, and each output the CASE picking its list's element at the position
+(a LATERAL VIEW's element column is that CASE wherever the SELECT names it). No list column is ever built.
+
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
-Refused by name, with the FROM form as the alternative: two unnests in one SELECT (DuckDB zips them), an unnest
-inside an expression, in a grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds
-(``array_agg`` results, ``string_split_regex``), which the list refusals name.
+Refused by name, with the FROM form as the alternative: two unnests in one SELECT where one is a series or split
+list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
+SELECT (Spark refuses them too), ``posexplode`` of ``split``/``sequence`` (the Unnest operator has no position
+column), a list holding a subquery, ``FROM t, unnest([t.a, t.b])``, an unnest inside an expression, in a
+grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds (``array_agg`` results,
+``string_split_regex``), which the list refusals name.
 """
 
 from __future__ import annotations
@@ -43,6 +53,8 @@ _REGEX_CHARACTERS = set(".$|()[]{}^?*+\\")
 
 #: The alias of the FROM item an unnest becomes (numbered per query; no user writes it).
 _ALIAS = "$unnest{}"
+#: The column of a list's positions (0-based) where an unnest is planned by position (no user writes it).
+_POSITION = "$position"
 
 
 def _error(message: str, node: exp.Expression, dialect: str) -> SqlError:
@@ -64,38 +76,58 @@ def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
     for select in list(tree.find_all(exp.Select)) if dialect == "spark" else []:
         if select.args.get("laterals"):
             _lateral_views(select, dialect)
-    calls = [node for node in tree.find_all(exp.Explode) if type(node) is exp.Explode]  # posexplode: refused later
+    calls = [node for node in tree.find_all(exp.Explode) if type(node) in (exp.Explode, exp.Posexplode)]
     if not calls:
         return tree
     counter = itertools.count(1)
+    done: set[int] = set()
     for call in calls:
-        if call.parent is None:  # already taken out with its SELECT's other unnest (refused below)
+        if id(call) in done:  # already planned with its SELECT's other unnests (zipped)
             continue
-        _unnested(call, dialect, next(counter))
+        done |= _unnested(call, dialect, next(counter))
     return tree
 
 
-def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
-    projection = call.parent if isinstance(call.parent, exp.Alias) else call
+def _unnested(call: exp.Explode, dialect: str, number: int) -> set[int]:
+    """Plan ``call`` (and the other unnests of its SELECT, zipped) as a joined FROM item; return the calls planned."""
+    projection = call.parent if isinstance(call.parent, (exp.Alias, exp.Aliases)) else call
     select = projection.parent
     if not isinstance(select, exp.Select) or not any(p is projection for p in select.expressions):
         if isinstance(call.this, _LISTS):
             raise _error("an unnest inside an expression or clause (only a SELECT output of its own is planned)",
                          call, dialect)
-        return  # another list kind: the list refusals name it
+        return set()  # another list kind: the list refusals name it
+    if isinstance(call, exp.Posexplode) and not isinstance(call.this, exp.Array):
+        if isinstance(call.this, _LISTS):
+            raise _error("posexplode of split(...) or sequence(...) (the pieces' positions are not planned; "
+                         "posexplode(array(...)) is, and explode(split(...)) gives the pieces)", call, dialect)
+        return set()  # another list kind: the list refusals name it
     if isinstance(call.this, exp.GenerateSeries) and dialect != "duckdb":
         raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
     if isinstance(call.this, exp.RegexpSplit) and dialect == "duckdb":
-        return  # string_split_regex: the list refusals name it
+        return set()  # string_split_regex: the list refusals name it
     if not isinstance(call.this, _LISTS):
-        return  # another list kind: the list refusals name it
+        return set()  # another list kind: the list refusals name it
     others = [p for p in select.expressions if p is not projection and p.find(exp.Explode)]
-    if others:
-        raise _error("two unnests in one SELECT (DuckDB pairs their elements)", others[0], dialect)
+    if others and dialect == "spark":
+        raise _error("two generators in one SELECT (Spark allows one per SELECT clause)", others[0], dialect)
+    zipped = [(projection, call)]
+    for other in others:
+        inner = other.this if isinstance(other, exp.Alias) else other
+        if type(inner) is not exp.Explode or not isinstance(inner.this, exp.Array) \
+                or not isinstance(call.this, exp.Array):
+            raise _error("two unnests in one SELECT where one is not a list written [x, y, ...] or is inside an "
+                         "expression (DuckDB pairs their elements; lists written [x, y, ...] are paired)",
+                         other.find(exp.Explode) or other, dialect)
+        zipped.append((other, inner))
     grouped = select.args.get("group") or select.args.get("having") or select.args.get("distinct") or any(
         p.find(exp.AggFunc) or p.find(exp.Window) for p in select.expressions)
     if grouped:
         raise _error("an unnest in a grouping, aggregating, DISTINCT or windowed SELECT", call, dialect)
+    if len(zipped) > 1 or isinstance(call, exp.Posexplode) or (
+            isinstance(call.this, exp.Array) and any(e.find(exp.Column) for e in call.this.expressions)):
+        _by_position(select, zipped, dialect, number)
+        return {id(c) for _, c in zipped}
     alias = _ALIAS.format(number)
     if isinstance(projection, exp.Alias):
         name = projection.alias
@@ -105,10 +137,61 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> None:
     item = _item(call.this, alias, column, dialect)
     reference = exp.column(column.copy(), table=exp.to_identifier(alias, quoted=True))
     projection.replace(exp.alias_(reference, exp.to_identifier(name, quoted=True)))
+    _join(select, item)
+    return {id(call)}
+
+
+def _join(select: exp.Select, item: exp.Expression) -> None:
+    """Join ``item`` after ``select``'s FROM items (as its FROM item where it has none)."""
     if select.args.get("from_") is None and select.args.get("from") is None:
         select.set("from_", exp.From(this=item))
     else:
         select.append("joins", exp.Join(this=item))
+
+
+def _positions(lists: list[exp.Array], alias: str, dialect: str) -> tuple[exp.Expression, exp.Column, list]:
+    """Return the FROM item of the positions 0..n-1 of the longest of ``lists`` (VALUES), its column, and per list
+    the CASE that picks the list's element at that position (NULL past its end, as DuckDB pads a zipped unnest)."""
+    for lst in lists:
+        if not lst.expressions:
+            raise _error("unnest of an empty list (it has no rows)", lst, dialect)
+        reading = next((e for e in lst.expressions if e.find(exp.Query)), None)
+        if reading is not None:
+            raise _error("a list holding a subquery (lists of constants and columns are planned)", reading, dialect)
+    longest = max(len(lst.expressions) for lst in lists)
+    column = exp.to_identifier(_POSITION, quoted=True)
+    item = exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.number(i)]) for i in range(longest)],
+                      alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True), columns=[column.copy()]))
+    position = exp.column(column.copy(), table=exp.to_identifier(alias, quoted=True))
+    picks = [exp.Case(ifs=[exp.If(this=exp.EQ(this=position.copy(), expression=exp.Literal.number(i)),
+                                  true=element.copy()) for i, element in enumerate(lst.expressions)])
+             for lst in lists]
+    return item, position, picks
+
+
+def _by_position(select: exp.Select, zipped: list, dialect: str, number: int) -> None:
+    """Plan the unnests of lists written ``[x, y, ...]`` (constants or columns) as a join with the lists'
+    positions, each output the CASE picking its list's element: one list over columns, DuckDB's zipped unnests
+    (NULL-padded to the longest) and Spark's ``posexplode`` (its ``pos`` the 0-based position, then ``col``)."""
+    item, position, picks = _positions([call.this for _, call in zipped], _ALIAS.format(number), dialect)
+    for (projection, call), pick in zip(zipped, picks):
+        if isinstance(call, exp.Posexplode):
+            names = [a.name for a in projection.expressions] if isinstance(projection, exp.Aliases) else []
+            if len(names) not in (0, 2) or isinstance(projection, exp.Alias):
+                raise _error("posexplode(...) AS names two columns, its position and its element: AS (p, v)",
+                             projection, dialect)
+            pos, col = names or ["pos", "col"]
+            outputs = [exp.alias_(position.copy(), exp.to_identifier(pos, quoted=True)),
+                       exp.alias_(pick, exp.to_identifier(col, quoted=True))]
+        else:
+            if isinstance(projection, exp.Alias):
+                name = projection.alias
+            else:
+                name = "col" if dialect == "spark" else _duckdb_name(call)
+            outputs = [exp.alias_(pick, exp.to_identifier(name, quoted=True))]
+        index = next(i for i, p in enumerate(select.expressions) if p is projection)
+        select.set("expressions", select.expressions[:index] + outputs + select.expressions[index + 1:])
+    _join(select, item)
 
 
 def _lateral_views(select: exp.Select, dialect: str) -> None:
@@ -116,20 +199,54 @@ def _lateral_views(select: exp.Select, dialect: str) -> None:
     views = list(select.args["laterals"])
     for view in views:
         call = view.this
-        if type(call) is not exp.Explode or not isinstance(call.this, _LISTS) or not view.args.get("view"):
-            return  # posexplode, another list: refused by the planner's LATERAL VIEW refusal
+        if type(call) not in (exp.Explode, exp.Posexplode) or not isinstance(call.this, _LISTS) \
+                or not view.args.get("view"):
+            return  # another list: refused by the planner's LATERAL VIEW refusal
+        if isinstance(call, exp.Posexplode) and not isinstance(call.this, exp.Array):
+            raise _error("posexplode of split(...) or sequence(...) (the pieces' positions are not planned; "
+                         "posexplode(array(...)) is, and explode(split(...)) gives the pieces)", call, dialect)
         if isinstance(call.this, exp.GenerateSeries):
             raise _error("explode(sequence(...)) (Spark's sequence counts down where start > stop)", call, dialect)
     for number, view in enumerate(views, 1):
         alias = view.args.get("alias")
         name = alias.name if alias is not None and alias.name else f"$view{number}"
         columns = list(alias.columns) if alias is not None else []
+        call = view.this
+        if isinstance(call, exp.Posexplode) or any(e.find(exp.Column) for e in call.this.expressions):
+            _lateral_view_by_position(select, call, name, columns, dialect)
+            continue
         column = columns[0].copy() if columns else exp.to_identifier("col")
         item = _item(view.this.this, name, column, dialect)
         if view.args.get("outer") and isinstance(item, exp.Table):  # a split list: a NULL text keeps its row
             item.this.meta[SPLIT_OUTER] = True  # (a list of constants is never empty: OUTER changes nothing)
         select.append("joins", exp.Join(this=item))
     select.set("laterals", None)
+
+
+def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, columns: list, dialect: str) -> None:
+    """Join ``LATERAL VIEW [pos]explode(array(...)) name AS [p,] v`` (elements reading columns, or posexplode's
+    positions) as the positions of the array, in place: ``p`` is the position column itself, and each reference
+    to ``v`` in ``select`` (outside its subqueries) becomes the CASE picking the element at the position."""
+    positional = isinstance(call, exp.Posexplode)
+    if len(columns) not in (0, 2 if positional else 1):
+        raise _error(f"LATERAL VIEW {'posexplode' if positional else 'explode'}(...) AS names "
+                     f"{'two columns, its position and its element' if positional else 'one column'}", call, dialect)
+    names = [c.name for c in columns] or (["pos", "col"] if positional else ["col"])
+    item, position, picks = _positions([call.this], name, dialect)
+    if positional:
+        item.args["alias"].set("columns", [exp.to_identifier(names[0])])
+        picks = [exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.column(names[0], table=exp.to_identifier(name, quoted=True)),
+                                                  expression=branch.this.expression.copy()), true=branch.args["true"].copy())
+                               for branch in picks[0].args["ifs"]])]
+    value = names[-1]
+    for column in list(select.find_all(exp.Column)):
+        if column.name != value or (column.table and column.table != name) or column.find_ancestor(exp.Select) is not select:
+            continue
+        if column.parent is select:
+            column.replace(exp.alias_(picks[0].copy(), exp.to_identifier(value, quoted=True)))
+        else:
+            column.replace(picks[0].copy())
+    select.append("joins", exp.Join(this=item))
 
 
 def _unnest_item(item: exp.Unnest, dialect: str) -> None:
@@ -168,7 +285,9 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
         raise _error("unnest of an empty list (it has no rows)", lst, dialect)
     reading = next((e for e in elements if e.find(exp.Column, exp.Query)), None)
     if reading is not None:
-        raise _error("a list of columns or subqueries (only constant lists are planned as rows)", reading, dialect)
+        raise _error("a list holding a subquery, or a FROM unnest of a list of columns (lists of constants are "
+                     "planned as rows; as a SELECT output, SELECT unnest([t.a, t.b]) FROM t, a list of columns is)",
+                     reading, dialect)
     return exp.Values(expressions=[exp.Tuple(expressions=[element.copy()]) for element in elements],
                       alias=table_alias)
 

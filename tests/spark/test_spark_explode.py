@@ -19,6 +19,8 @@ pytestmark = [pytest.mark.spark, pytest.mark.filterwarnings("ignore:PySpark does
     "SELECT k, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
     # OUTER keeps the row whose text is NULL, with a NULL piece (an empty text has one empty piece anyway)
     "SELECT k, v, w FROM t LATERAL VIEW OUTER explode(split(s, ',')) a AS v LATERAL VIEW OUTER explode(array(1)) b AS w",
+    # posexplode of an array reading columns: the 0-based position (INT) and the element, NULL elements kept
+    "SELECT k, p, v, w FROM t LATERAL VIEW posexplode(array(k, 2, NULL)) e AS p, v LATERAL VIEW explode(array(k)) f AS w",
 ])
 def test_sparks_explode_answers_as_spark(spark, sql):
     frame = spark.createDataFrame([(1, "a,b"), (3, ""), (None, None), (5, "b,,c")], "k bigint, s string")

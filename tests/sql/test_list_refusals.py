@@ -35,7 +35,7 @@ T = pa.table({"k": pa.array([1, 1, 2], pa.int32()), "v": [None, 2.0, 3.0], "s": 
     ("duckdb", "SELECT generate_series(1, k) AS x FROM t", "generate_series(...) as a value returns a list"),
     ("spark", "SELECT k, collect_list(v) AS a FROM t GROUP BY k", "array_agg (list, collect_list) returns a list"),
     ("spark", "SELECT k, collect_set(v) AS a FROM t GROUP BY k", "collect_set returns a list"),
-    ("spark", "SELECT posexplode(array(1, 2)) AS x FROM t", "posexplode(...) of this list expands it into rows"),
+    ("spark", "SELECT posexplode(array(1, 2)) AS x FROM t", "posexplode(...) AS names two columns"),
     ("spark", "SELECT split(s, ',') AS x FROM t", "split(...) returns a list"),
     ("spark", "SELECT size(array(k)) AS x FROM t", "list"),
 ])

@@ -45,6 +45,14 @@ QUERIES = [
     "SELECT * FROM t, unnest(string_split(t.s, ',')) u(p)",
     "SELECT * FROM t, unnest(generate_series(1, t.n))",
     "SELECT t.n, u.p FROM t JOIN unnest(['a,b', 'b']) u(p) ON t.s = u.p",
+    # lists of columns, and two unnests in one SELECT: DuckDB pairs their elements, NULL past the shorter one's end
+    "SELECT n, unnest([n, n * 2, NULL]) AS u FROM t",
+    "SELECT unnest([s, sep]) FROM t WHERE n > 0",
+    "SELECT unnest([1, 2]) AS x, unnest([1, 2, 3]) AS y",
+    "SELECT n, unnest([n, 2]) AS u, unnest(['p', s, 'q']) AS v FROM t WHERE n <> 0 ORDER BY n, u, v",
+    "SELECT unnest([1, 2.5]) AS x, unnest([s]) AS y FROM t",
+    "SELECT unnest([n]), unnest([s, 'z']) FROM e",
+    "SELECT u, count(*) AS c FROM (SELECT unnest([n, -n]) AS u FROM t) q GROUP BY u",
 ]
 
 
@@ -58,7 +66,7 @@ def test_unnest_outputs_match_duckdb_on_cpu(reference):
 
 
 def test_unnest_outputs_match_duckdb_on_each_device(device_name, reference):
-    _check(device_name, [QUERIES[6], QUERIES[11]], reference)
+    _check(device_name, [QUERIES[6], QUERIES[11], QUERIES[24]], reference)
 
 
 @pytest.mark.parametrize("spark, duckdb", [
@@ -68,6 +76,19 @@ def test_unnest_outputs_match_duckdb_on_each_device(device_name, reference):
     ("SELECT n, explode(split(s, ',')) AS p FROM t", "SELECT n, unnest(string_split(s, ',')) AS p FROM t"),
     ("SELECT n, v, w FROM t LATERAL VIEW explode(split(s, ',')) a AS v LATERAL VIEW explode(array(1, 2)) b AS w",
      "SELECT n, v, w FROM t, unnest(string_split(s, ',')) a(v), unnest([1, 2]) b(w)"),
+    # posexplode: its position (0-based, INT) then its element; arrays of columns
+    ("SELECT posexplode(array(10, 20)) FROM t",
+     "SELECT unnest(range(2))::INTEGER AS pos, unnest([10, 20]) AS col FROM t"),
+    ("SELECT n, posexplode(array(n, 7, NULL)) AS (p, v) FROM t WHERE n > -1",
+     "SELECT n, unnest(range(3))::INTEGER AS p, unnest([n, 7, NULL]) AS v FROM t WHERE n > -1"),
+    ("SELECT n, p, v FROM t LATERAL VIEW posexplode(array(n, 2)) e AS p, v WHERE v > 0",
+     "SELECT * FROM (SELECT n, unnest(range(2))::INTEGER AS p, unnest([n, 2]) AS v FROM t) q WHERE v > 0"),
+    ("SELECT e.pos, e.col, count(*) AS c FROM t LATERAL VIEW OUTER posexplode(array(s, 'x')) e GROUP BY e.pos, e.col",
+     "SELECT pos, col, count(*) AS c FROM (SELECT unnest(range(2))::INTEGER AS pos, unnest([s, 'x']) AS col FROM t) q "
+     "GROUP BY pos, col"),
+    ("SELECT v, count(*) AS c FROM t LATERAL VIEW explode(array(n, -n)) e AS v GROUP BY v",
+     "SELECT v, count(*) AS c FROM (SELECT unnest([n, -n]) AS v FROM t) q GROUP BY v"),
+    ("SELECT explode(array(s, sep)) FROM e", "SELECT unnest([s, sep]) AS col FROM e"),
 ])
 def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
     actual = session_with_tables(TABLES, device="cpu").sql(spark, dialect="spark")
@@ -76,10 +97,15 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
 
 
 @pytest.mark.parametrize("sql, message, column", [
-    ("SELECT unnest([1, 2]) AS a, unnest([3, 4]) AS b", "two unnests in one SELECT", 29),
+    ("SELECT unnest([1, 2]) AS a, unnest(range(3)) AS b", "two unnests in one SELECT where one is not a list", 29),
+    ("SELECT unnest([1, 2]) AS a, unnest([3, 4]) + 1 AS b", "two unnests in one SELECT where one is not a list", 29),
+    ("SELECT explode(array(1)) AS a, explode(array(2)) AS b FROM t LATERAL VIEW explode(array(1)) e",
+     "two generators in one SELECT", 32),
+    ("SELECT n FROM t LATERAL VIEW posexplode(split(s, ',')) e AS p, v", "posexplode of split(...)", 30),
+    ("SELECT unnest([(SELECT 1), 2]) AS a", "a list holding a subquery", 24),
+    ("SELECT * FROM t, unnest([t.n, 1]) u(x)", "a FROM unnest of a list of columns", 28),
     ("SELECT unnest([1, 2]) + 1 AS a", "an unnest inside an expression", 8),
     ("SELECT n, unnest([1, 2]) AS a FROM t GROUP BY n", "an unnest in a grouping", 11),
-    ("SELECT unnest([t.n, 2]) AS a FROM t", "a list of columns or subqueries", 18),
     ("SELECT unnest(string_split_regex(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
     ("SELECT unnest(string_split('a,b', ',')) AS p", "unnest of a constant string's pieces", 15),
 ])
