@@ -56,10 +56,32 @@ class LazyKernel:
         return self.dispatcher()(*arguments, **options)
 
     def __getattr__(self, name: str):
+        # Dunder names (copy's and pickle's __deepcopy__, __setstate__ ...) and this class's own slots are no
+        # use of the kernel: forwarding them imported numba.cuda, and a slot not set yet (a copy being built)
+        # asked dispatcher() for _dispatcher again and again (RecursionError).
+        if name.startswith("__") or name in LazyKernel.__slots__:
+            raise AttributeError(name)
         return getattr(self.dispatcher(), name)
+
+    def __reduce__(self):
+        """A kernel a module names is pickled (and copied) as that module's kernel, looked up when loaded, as
+        pickle does for a function: the module's name now holds this LazyKernel or its dispatcher, not
+        ``py_func``, so pickling ``py_func`` by reference failed ('not the same object'). Another kernel
+        (a closure) is rebuilt from its function, uncompiled."""
+        module, name = self.py_func.__module__, self.py_func.__qualname__
+        if getattr(getattr(sys.modules.get(module), name, None), "py_func", None) is self.py_func:
+            return _module_kernel, (module, name)
+        return LazyKernel, (self.py_func, self._options)
 
     def __repr__(self) -> str:
         return f"<LazyKernel {self.py_func.__module__}.{self.py_func.__qualname__}>"
+
+
+def _module_kernel(module: str, name: str):
+    """The kernel ``module`` names ``name`` (a LazyKernel or numba's dispatcher): what a pickled kernel loads as."""
+    import importlib
+
+    return getattr(importlib.import_module(module), name)
 
 
 class _CudaStandIn:
