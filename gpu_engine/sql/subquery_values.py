@@ -172,6 +172,15 @@ def _negated(conjunct: exp.Expression) -> bool:
     return negated
 
 
+def _null_safe_equal(left: exp.Expression, right: exp.Expression) -> exp.Expression:
+    """``left IS NOT DISTINCT FROM right`` as the CASE the expression IR has (the rewrite step ran before)."""
+    def null(side):
+        return exp.Is(this=side.copy(), expression=exp.Null())
+    return exp.Paren(this=exp.Case(ifs=[exp.If(this=null(left), true=null(right)),
+                                        exp.If(this=null(right), true=exp.false())],
+                                   default=exp.EQ(this=left.copy(), expression=right.copy())))
+
+
 def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
     """Return whether ``conjunct`` is never TRUE where ``column`` is NULL (a comparison reaching it strictly)."""
     conjunct = _stripped(conjunct, False)
@@ -442,11 +451,13 @@ class _Joined:
             derived.set("group", exp.Group(expressions=[c.copy() for c in outer_columns]))
         else:
             derived = self._one_row_per_key(derived, query, outer_columns, top)
-        for column in outer_columns:  # a NULL outer value then matches no domain row: the empty group's value
-            if not any(_rejects_null(conjunct, column) for conjunct in correlated):
-                raise unsupported(f"a correlation that may hold where {column.sql()} is NULL (compare it with "
-                                  "=, <>, <, <=, >, >= in the subquery's WHERE)", query)
-        on = [exp.EQ(this=c.copy(), expression=exp.column(f"k{n}", table=alias)) for n, c in enumerate(outer_columns)]
+        # A column every correlation compares strictly: a NULL outer value matches no domain row (the empty
+        # group's value, as its subquery has no rows). One a correlation may hold for where it is NULL (IS [NOT]
+        # DISTINCT FROM, OR ... IS NULL) joins back null-safe: a NULL outer value reads its own domain row (a CASE:
+        # without a strict column beside it the join back is a nested loop over the distinct outer values).
+        on = [exp.EQ(this=c.copy(), expression=exp.column(f"k{n}", table=alias))
+              if any(_rejects_null(conjunct, c) for conjunct in correlated)
+              else _null_safe_equal(c, exp.column(f"k{n}", table=alias)) for n, c in enumerate(outer_columns)]
         return derived, on, outer_columns
 
     def _group_by(self, outer_columns: list[exp.Column], node: exp.Expression, clause: str,
