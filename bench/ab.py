@@ -11,6 +11,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
 
     python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
+    python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
@@ -82,6 +83,12 @@ def _eager_aggregation():
     """The planner without eager aggregation below joins (``gpu_engine.sql.eager_aggregation``)."""
     import gpu_engine.sql.planner as module
     return module, "eager_aggregated", lambda planner, select, members, pending, needed: (members, select)
+
+
+def _one_row_extremes():
+    """A grouped query's one-row FROM item read through max/min per input row (``sql.one_row_extremes`` off)."""
+    import gpu_engine.sql.planner as module
+    return module, "with_one_row_extremes_lifted", lambda select, ctes: select
 
 
 def _shared_subexpressions():
@@ -682,6 +689,7 @@ SWITCHES = {
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,
     "eager-estimates": _eager_estimates,
+    "one-row-extremes": _one_row_extremes,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "union-key-filters": _union_key_filters,

@@ -102,6 +102,7 @@ from gpu_engine.sql.join_condition_subqueries import with_join_condition_subquer
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
+from gpu_engine.sql.one_row_extremes import with_one_row_extremes_lifted
 from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
 from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
@@ -270,6 +271,7 @@ class QueryPlanner(PlanningContext):
         if nested:
             select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
             select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs
+        select = with_one_row_extremes_lifted(select, ctes)  # GROUP BY over t, r: max(r.c) read after it
         from_ = select.args.get("from_")
         if from_ is None:
             raise unsupported("SELECT without FROM", select)
