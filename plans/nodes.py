@@ -136,8 +136,9 @@ class UnnestNode(PlanNode):
       ``explode(split(s, ','))``; VARCHAR pieces. A NULL text gives no rows; a NULL separator the whole text; an
       empty one its characters.
 
-    ``outer`` (Spark's ``LATERAL VIEW OUTER``): a row whose ``string_split`` list is NULL gives one row, its element
-    NULL, instead of none.
+    ``outer`` (Spark's ``LATERAL VIEW OUTER``, DuckDB's ``LEFT JOIN LATERAL generate_series(...) ON true``): a row
+    whose ``string_split`` list is NULL, or whose series is empty or NULL, gives one row, its element NULL, instead
+    of none.
 
     Output: the input's columns, then the element.
     """

@@ -248,14 +248,15 @@ class PlanBuilder:
         return self._add("Range", make, leaf=True)
 
     def unnest_series(self, start: Snippet, stop: Snippet, step: Snippet = "1", *, inclusive: bool = False,
-                      name: str = "range") -> "PlanBuilder":
+                      name: str = "range", outer: bool = False) -> "PlanBuilder":
         """Repeat each row once per element of its own series ``start, start + step, ...``, the element as ``name``.
 
         DuckDB's ``FROM t, range(t.a, t.b)`` (``inclusive=False``) / ``generate_series`` (``True``) reading the
         row's columns: integer arguments over the current schema, BIGINT elements. A timestamp series per row
-        is refused by name (only constant timestamp series are built, as a :meth:`range` source).
+        is refused by name (only constant timestamp series are built, as a :meth:`range` source). ``outer``: an
+        empty or NULL series gives one row with a NULL element (``LEFT JOIN LATERAL ... ON true``), not none.
         """
-        return self._unnest("generate_series" if inclusive else "range", (start, stop, step), name)
+        return self._unnest("generate_series" if inclusive else "range", (start, stop, step), name, outer)
 
     def unnest_split(self, text: Snippet, separator: Snippet, *, name: str = "unnest",
                      outer: bool = False) -> "PlanBuilder":

@@ -18,7 +18,9 @@ DuckDB's ``interval cannot be 0!``.
 (:mod:`gpu_engine.expressions.string_functions`): the texts and separators are copied to the host, split there
 (one Python ``str.split`` per row), and the pieces, with the row each came from, copied back once per input
 batch; the output batches then gather from them as from a series. An ``outer`` Unnest (Spark's ``LATERAL VIEW
-OUTER``) keeps a row whose text is NULL, with a NULL piece.
+OUTER``) keeps a row whose text is NULL, with a NULL piece; an ``outer`` series (DuckDB's ``LEFT JOIN LATERAL
+generate_series(...) ON true``) keeps a row whose series is empty or has a NULL argument, its element NULL (the
+row counted as one element, marked in ``_empty``).
 """
 
 from __future__ import annotations
@@ -48,6 +50,7 @@ class Unnest(Operator):
         self._next = 0  # the first output row of the held batch not handed on yet
         self._total = 0
         self._ends = self._counts = self._starts = self._steps = None
+        self._empty = None  # an outer series: the rows kept with a NULL element
         self._parents = self._pieces = None  # string_split: each piece's input row, and the pieces
 
     def add_input(self, batch: Batch) -> None:
@@ -69,6 +72,9 @@ class Unnest(Operator):
                 if column.validity is not None:
                     valid = valid & column.validity
             counts = _lengths(xp, start.data, stop.data, step.data, valid, function == "generate_series")
+            if self.node.outer:  # an empty or NULL series keeps its row, once, with a NULL element
+                self._empty = counts == 0
+                counts = xp.where(self._empty, xp.uint64(1), counts)
             ends = xp.cumsum(counts, dtype=xp.uint64)
         zero_steps = xp.any(valid & (step.data == 0))
         too_long = xp.any(counts > _MOST_ROWS) | (counts.astype(xp.float64).sum() > _MOST_ROWS)  # ends may wrap
@@ -115,10 +121,12 @@ class Unnest(Operator):
             k = positions - (xp.take(self._ends, rows) - xp.take(self._counts, rows))
             with np.errstate(all="ignore"):  # wraps on the way, exact at the end (each element between the bounds)
                 data = xp.take(self._starts, rows) + xp.take(self._steps, rows) * k
-            elements = Column(self.node.output_schema.field(self.node.output_schema.names[-1]).type, data)
+            validity = None if self._empty is None else ~xp.take(self._empty, rows)
+            elements = Column(self.node.output_schema.field(self.node.output_schema.names[-1]).type, data, validity)
         if last == self._total:
             self.input = None
             self._ends = self._counts = self._starts = self._steps = self._parents = self._pieces = None
+            self._empty = None
         repeated = batch.with_gather_map(rows).materialize()
         name = self.node.output_schema.names[-1]
         return Batch(repeated.names + (name,), repeated.columns + (elements,), self.device, None, last - first)

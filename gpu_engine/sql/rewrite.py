@@ -52,6 +52,7 @@ from gpu_engine.sql.tree_census import TreeCensus, tree_census
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
 from gpu_engine.sql.series_sources import (with_series_arguments_held, with_series_arguments_released,
                                            with_series_as_sources)
+from gpu_engine.sql.lateral_series import with_lateral_series_joined
 from gpu_engine.sql.unnest_selects import with_unnested_selects
 from gpu_engine.sql.values_lists import finish_constant_sources, values_statement_as_select, with_constant_sources
 
@@ -150,6 +151,8 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     if "unnest" in text.lower() or "explode" in text.lower():  # (a walk only where one may be written)
         tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
         census = None  # it writes new FROM items (series, split lists): the census no longer says what is there
+    if dialect == "duckdb" and (census is None or census.holds(exp.GenerateSeries)):
+        tree = with_lateral_series_joined(tree)  # LEFT JOIN LATERAL generate_series(...) ON true (sql/lateral_series.py)
     if census is None or census.holds(exp.GenerateSeries, exp.Split) or (
             dialect == "spark" and census.holds(exp.Anonymous)):  # (the sample rewrite makes none of these)
         tree = with_series_as_sources(tree, dialect)  # range(...) / generate_series(...) in FROM (sql/series_sources.py)

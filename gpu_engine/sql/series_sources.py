@@ -58,7 +58,8 @@ def _error(message: str, node: exp.Expression, name: str) -> SqlError:
 #: The meta key of a FROM item :mod:`gpu_engine.sql.unnest_selects` made of a string_split list (``unnest(string_split
 #: (s, ','))`` as a SELECT output), planned as an Unnest of its pieces over the items it reads.
 SPLIT_LIST = "series_sources.split"
-#: The sqlglot ``meta`` key marking a split list of Spark's ``LATERAL VIEW OUTER`` (a NULL text keeps its row).
+#: The sqlglot ``meta`` key marking a split list of Spark's ``LATERAL VIEW OUTER`` (a NULL text keeps its row) or a
+#: series of DuckDB's ``LEFT JOIN LATERAL generate_series(...) ON true`` (an empty or NULL series keeps its row).
 SPLIT_OUTER = "series_sources.split_outer"
 #: The argument keys of the calls a marked VALUES list stands for.
 _KEYS = {exp.GenerateSeries: ("start", "end", "step"), exp.Split: ("this", "expression")}
@@ -297,7 +298,8 @@ def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: di
                 node = builder.unnest_split(*rendered, name=internal, outer=bool(call.meta.get(SPLIT_OUTER))).plan()
             else:
                 node = builder.unnest_series(*rendered[:2], "1" if len(rendered) < 3 else rendered[2],
-                                             inclusive=function == "generate_series", name=internal).plan()
+                                             inclusive=function == "generate_series", name=internal,
+                                             outer=bool(call.meta.get(SPLIT_OUTER))).plan()
         except PlanError as error:
             raise planner._plan_error(error, call) from None
         columns = dict(relation.columns)
