@@ -23,13 +23,14 @@ lists in one SELECT (DuckDB pairs their elements, NULL past the end of the short
 ``posexplode(array(...))`` (``pos``, 0-based INT, then ``col``; ``AS (p, v)``; ``LATERAL VIEW [OUTER]
 posexplode(...) e AS p, v``) are planned by position instead: a VALUES list of the positions 0..n-1 of the
 longest list joined after the FROM items, and each output the CASE picking its list's element at the position
-(a LATERAL VIEW's element column is that CASE wherever the SELECT names it). No list column is ever built.
+(a LATERAL VIEW's or ``FROM t, unnest([t.a, t.b]) u(x)``'s element column is that CASE wherever the SELECT
+names it). No list column is ever built.
 
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
 Refused by name, with the FROM form as the alternative: two unnests in one SELECT where one is a series or split
 list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
 SELECT (Spark refuses them too), ``posexplode`` of ``split``/``sequence`` (the Unnest operator has no position
-column), a list holding a subquery, ``FROM t, unnest([t.a, t.b])``, an unnest inside an expression, in a
+column), a list holding a subquery, ``SELECT *`` beside a list reading columns, an unnest inside an expression, in a
 grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds (``array_agg`` results,
 ``string_split_regex``), which the list refusals name.
 """
@@ -232,7 +233,19 @@ def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, 
         raise _error(f"LATERAL VIEW {'posexplode' if positional else 'explode'}(...) AS names "
                      f"{'two columns, its position and its element' if positional else 'one column'}", call, dialect)
     names = [c.name for c in columns] or (["pos", "col"] if positional else ["col"])
-    item, position, picks = _positions([call.this], name, dialect)
+    select.append("joins", exp.Join(this=_item_by_position(select, call.this, positional, name, names, dialect)))
+
+
+def _item_by_position(select: exp.Select, lst: exp.Array, positional: bool, name: str, names: list[str],
+                      dialect: str) -> exp.Expression:
+    """Return the FROM item ``name`` of the positions of ``lst`` (its column ``names[0]`` where ``positional``),
+    each reference to the element column ``names[-1]`` in ``select`` (outside its subqueries) made the CASE picking
+    the element at the position, in place."""
+    if any(isinstance(p, exp.Star) or isinstance(p, exp.Column) and isinstance(p.this, exp.Star)
+           for p in select.expressions):
+        raise _error("SELECT * beside a list reading columns (its element is no column of its own: name the "
+                     "columns)", select.expressions[0], dialect)
+    item, position, picks = _positions([lst], name, dialect)
     if positional:
         item.args["alias"].set("columns", [exp.to_identifier(names[0])])
         picks = [exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.column(names[0], table=exp.to_identifier(name, quoted=True)),
@@ -246,7 +259,7 @@ def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, 
             column.replace(exp.alias_(picks[0].copy(), exp.to_identifier(value, quoted=True)))
         else:
             column.replace(picks[0].copy())
-    select.append("joins", exp.Join(this=item))
+    return item
 
 
 def _unnest_item(item: exp.Unnest, dialect: str) -> None:
@@ -259,6 +272,11 @@ def _unnest_item(item: exp.Unnest, dialect: str) -> None:
     name = alias.name if alias is not None and alias.name else "unnest"
     columns = list(alias.columns) if alias is not None else []
     column = columns[0].copy() if columns else exp.to_identifier(name)
+    select = item.parent.parent if isinstance(item.parent, exp.Join) else None
+    if isinstance(lists[0], exp.Array) and isinstance(select, exp.Select) and any(
+            e.find(exp.Column) for e in lists[0].expressions):  # FROM t, unnest([t.a, t.b]) u(x): by position
+        item.replace(_item_by_position(select, lists[0], False, name, [column.name], dialect))
+        return
     item.replace(_item(lists[0], name, column, dialect))
 
 
@@ -285,9 +303,9 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
         raise _error("unnest of an empty list (it has no rows)", lst, dialect)
     reading = next((e for e in elements if e.find(exp.Column, exp.Query)), None)
     if reading is not None:
-        raise _error("a list holding a subquery, or a FROM unnest of a list of columns (lists of constants are "
-                     "planned as rows; as a SELECT output, SELECT unnest([t.a, t.b]) FROM t, a list of columns is)",
-                     reading, dialect)
+        raise _error("a list holding a subquery (lists of constants and columns are planned)"
+                     if reading.find(exp.Query) else "a list of columns as the first FROM item (it reads no FROM "
+                     "item before it)", reading, dialect)
     return exp.Values(expressions=[exp.Tuple(expressions=[element.copy()]) for element in elements],
                       alias=table_alias)
 
