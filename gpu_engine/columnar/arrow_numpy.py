@@ -55,7 +55,9 @@ def numpy_values(array: pa.Array) -> np.ndarray:
     if dtype is None:
         return array.to_numpy(zero_copy_only=False)
     data = array.buffers()[1]
-    values = np.zeros(n, dtype=dtype) if data is None else np.frombuffer(data, dtype=dtype)[offset:offset + n]
+    # count: a producer's buffer need not be a whole number of values (one exact-size for its bytes, a shared or
+    # padded one); without it np.frombuffer refused such a buffer ('buffer size must be a multiple of element size')
+    values = np.zeros(n, dtype=dtype) if data is None else np.frombuffer(data, dtype=dtype, count=offset + n)[offset:]
     values.flags.writeable = False  # Arrow's memory, read-only as pyarrow gives it (numba types it apart)
     return values
 

@@ -61,3 +61,14 @@ def test_strings_and_empty_tables_match_pyarrow_s():
     assert arrow_strings([]).equals(pa.array([], pa.large_string()))
     schema = pa.schema([("a", pa.int64()), ("s", pa.dictionary(pa.int32(), pa.string())), ("d", pa.decimal128(9, 2))])
     assert empty_table(schema).equals(schema.empty_table())
+
+
+@pytest.mark.parametrize("dtype,offset", [(np.int64, 0), (np.int32, 1), (np.float64, 2)])
+def test_a_values_buffer_that_is_no_whole_number_of_values_reads_as_pyarrow_reads_it(dtype, offset):
+    """Arrow asks a buffer to hold the array's values, not to be a multiple of their width (a producer's buffer
+    sliced from a larger one, or sized in bytes): pyarrow's to_numpy read it; np.frombuffer without a count refused
+    it, so a registered table built that way failed its scan."""
+    values = np.arange(5, dtype=dtype)
+    array = pa.Array.from_buffers(pa.from_numpy_dtype(np.dtype(dtype)), 5 - offset,
+                                  [None, pa.py_buffer(values.tobytes() + b"\x07")], offset=offset)
+    np.testing.assert_array_equal(numpy_values(array), array.to_numpy(zero_copy_only=False))
