@@ -20,8 +20,11 @@ After pushdown, :func:`gpu_engine.optimizer.join_order.order_joins` orders each
 inner-join region of the typed plan again, with the same cost, where its
 estimates (the pushed filters counted) save a fifth. This rule stays first:
 without it (FROM items joined as written, ``bench/ab.py sql-join-order`` off)
-the typed rule alone runs TPC-DS q54, q67 and q72 12-42% slower
-(bench/results/2026-11-28-joinorder-typed-join-order.md).
+the typed rule alone runs TPC-DS q17 67% and q25 ~40% slower (both estimate
+``catalog_sales x store_returns`` on customer and item at every return, 39,272
+rows in q17 for 8 real, and choose another tree; q54 and q67 no longer lose:
+bench/results/2026-11-28-joinorder-typed-join-order.md,
+2026-11-28-joinorder2-keyless-regions-and-cross-products.md).
 """
 
 from __future__ import annotations
