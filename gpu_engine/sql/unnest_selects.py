@@ -27,8 +27,10 @@ longest list joined after the FROM items, and each output the CASE picking its l
 names it). No list column is ever built.
 
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
-Refused by name, with the FROM form as the alternative: two unnests in one SELECT where one is a series or split
-list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
+A ``generate_series``/``range`` of integer constants paired with another unnest is written out as the list of its
+BIGINT elements first (at most 10,000).
+Refused by name, with the FROM form as the alternative: two unnests in one SELECT where one is a series reading
+columns or a split list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
 SELECT (Spark refuses them too), ``posexplode`` of ``split``/``sequence`` (the Unnest operator has no position
 column), a list holding a subquery, ``SELECT *`` beside a list reading columns, an unnest inside an expression, in a
 grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds (``array_agg`` results,
@@ -112,6 +114,10 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> set[int]:
     others = [p for p in select.expressions if p is not projection and p.find(exp.Explode)]
     if others and dialect == "spark":
         raise _error("two generators in one SELECT (Spark allows one per SELECT clause)", others[0], dialect)
+    if others and dialect == "duckdb":  # constant integer series are lists of their elements, so they pair too
+        projection = _series_written_out(select, projection, call)
+        others = [_series_written_out(select, other, other.this if isinstance(other, exp.Alias) else other)
+                  for other in others]
     zipped = [(projection, call)]
     for other in others:
         inner = other.this if isinstance(other, exp.Alias) else other
@@ -140,6 +146,46 @@ def _unnested(call: exp.Explode, dialect: str, number: int) -> set[int]:
     projection.replace(exp.alias_(reference, exp.to_identifier(name, quoted=True)))
     _join(select, item)
     return {id(call)}
+
+
+#: The most elements of a constant series written out as a list to be paired with another unnest.
+_MOST_WRITTEN_OUT = 10_000
+
+
+def _integer(node: exp.Expression | None) -> int | None:
+    """Return the value of an integer literal (``-3`` too), else None."""
+    negative = isinstance(node, exp.Neg)
+    node = node.this if negative else node
+    if isinstance(node, exp.Literal) and not node.is_string and node.this.lstrip("-").isdigit():
+        return -int(node.this) if negative else int(node.this)
+    return None
+
+
+def _series_written_out(select: exp.Select, projection: exp.Expression, call: exp.Expression) -> exp.Expression:
+    """Write ``unnest(generate_series/range(constants))`` out as the list of its BIGINT elements, in place, so a
+    zipped unnest pairs it; return the projection (aliased with DuckDB's name for the series where it was not)."""
+    lst = call.this if type(call) is exp.Explode else None
+    if not isinstance(lst, exp.GenerateSeries):
+        return projection
+    bounds = [_integer(lst.args.get(k)) for k in ("start", "end")]
+    step = _integer(lst.args.get("step")) if lst.args.get("step") is not None else 1
+    if None in bounds or step is None or step == 0:
+        return projection  # refused below by name (a zero step raises in DuckDB)
+    start, end = bounds
+    if lst.args.get("is_end_exclusive"):
+        elements = range(start, end, step)
+    else:
+        elements = range(start, end + (1 if step > 0 else -1), step)
+    if len(elements) > _MOST_WRITTEN_OUT:
+        return projection
+    if not elements:
+        return projection  # an empty series: refused below (its type comes from no element)
+    if not isinstance(projection, exp.Alias):
+        aliased = exp.alias_(call, exp.to_identifier(_duckdb_name(call), quoted=True))
+        select.set("expressions", [aliased if p is projection else p for p in select.expressions])
+        projection = aliased
+    call.set("this", exp.Array(expressions=[exp.cast(exp.Literal.number(e), "BIGINT") for e in elements]))
+    return projection
 
 
 def _join(select: exp.Select, item: exp.Expression) -> None:

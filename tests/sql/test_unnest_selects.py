@@ -55,6 +55,9 @@ QUERIES = [
     "SELECT u, count(*) AS c FROM (SELECT unnest([n, -n]) AS u FROM t) q GROUP BY u",
     "SELECT t.n, u.x FROM t, unnest([t.n, length(t.s), 7]) u(x) WHERE x > 0",
     "SELECT t.n, u.x FROM t LEFT JOIN unnest([t.n, 2]) u(x) ON u.x > 1",
+    # a constant series pairs with another unnest as the list of its elements
+    "SELECT unnest(range(4)), unnest(['a', 'b'])",
+    "SELECT n, unnest(generate_series(5, 0, -2)) AS i, unnest([n, n + 1]) AS v FROM t",
 ]
 
 
@@ -99,7 +102,8 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
 
 
 @pytest.mark.parametrize("sql, message, column", [
-    ("SELECT unnest([1, 2]) AS a, unnest(range(3)) AS b", "two unnests in one SELECT where one is not a list", 29),
+    ("SELECT unnest([1, 2]) AS a, unnest(range(n)) AS b FROM t", "two unnests in one SELECT where one is not a list",
+     29),
     ("SELECT unnest([1, 2]) AS a, unnest([3, 4]) + 1 AS b", "two unnests in one SELECT where one is not a list", 29),
     ("SELECT explode(array(1)) AS a, explode(array(2)) AS b FROM t LATERAL VIEW explode(array(1)) e",
      "two generators in one SELECT", 32),
