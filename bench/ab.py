@@ -12,6 +12,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
+    python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
@@ -464,6 +465,20 @@ def _set_pre_aggregation_setup(on: bool) -> None:
     module._PRE_AGGREGATION_SETUP = module.PRE_AGGREGATION_SETUP_MEASURED if on else 0.0
 
 
+def _set_build_dictionaries(on: bool) -> None:
+    import gpu_engine.operators.hash_build as build
+    import gpu_engine.sql.eager_aggregation as eager
+    if not hasattr(build, "_original_dictionary_rows"):
+        build._original_dictionary_rows = build.DICTIONARY_BUILD_MAX_ROWS
+    build.DICTIONARY_BUILD_MAX_ROWS = eager.DICTIONARY_BUILD_MAX_ROWS = build._original_dictionary_rows if on else 4096
+
+
+def _build_dictionaries():
+    """A build side keeps its strings as a dictionary up to 4,096 rows, in the join and in eager aggregation's
+    key costs (``hash_build.DICTIONARY_BUILD_MAX_ROWS`` before issue 31's dsexcess: 65,536)."""
+    return _Setting(_set_build_dictionaries), "value", "off"
+
+
 def _pre_aggregation_setup():
     """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (the "with" side, the
     default, counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
@@ -690,6 +705,7 @@ SWITCHES = {
     "pre-aggregation-setup": _pre_aggregation_setup,
     "eager-estimates": _eager_estimates,
     "one-row-extremes": _one_row_extremes,
+    "build-dictionaries": _build_dictionaries,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "union-key-filters": _union_key_filters,

@@ -436,12 +436,16 @@ def test_the_last_probe_driver_to_close_releases_the_key_table():
     unpublished.prober_closed()
 
 
-@pytest.mark.parametrize("build_rows, encoded", [(40, True), (5000, False)])
-def test_a_small_build_side_keeps_its_strings_as_a_dictionary(device_name, build_rows, encoded):
+@pytest.mark.parametrize("build_rows, cap, encoded", [(40, None, True), (5000, None, True), (5000, 4096, False)])
+def test_a_small_build_side_keeps_its_strings_as_a_dictionary(device_name, build_rows, cap, encoded, monkeypatch):
     """A dimension's strings reach the probe output as codes into one fingerprinted dictionary (gathered as
-    ints, interned once by later operators); a large build side keeps them plain. Results match DuckDB."""
+    ints, interned once by later operators); a build side over ``DICTIONARY_BUILD_MAX_ROWS`` (65,536; set
+    lower here, CI time) keeps them plain. Results match DuckDB."""
     if device_name == "cuda-sim" and build_rows > 1000:
         pytest.skip("the simulator runs a 5000-row build for minutes; the size rule is device-independent")
+    if cap is not None:
+        import gpu_engine.operators.hash_build as hash_build
+        monkeypatch.setattr(hash_build, "DICTIONARY_BUILD_MAX_ROWS", cap)
     rng = np.random.default_rng(3)
     names = ["ALGERIA", "BRAZIL", None, "CHINA", "EGYPT"]
     build = pa.table({"u_int": pa.array(np.arange(build_rows), pa.int64()),
