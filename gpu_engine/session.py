@@ -369,7 +369,10 @@ class Session:
         ``CREATE [OR REPLACE] [TEMP] VIEW``, ``CREATE TABLE … AS`` and ``DROP
         VIEW|TABLE`` change this Session's catalog and return DuckDB's
         ``Count``/``Success`` result (:mod:`gpu_engine.sql.statements`); a
-        query reading a view plans the view's query in its place.
+        query reading a view plans the view's query in its place. ``SET
+        TimeZone = 'UTC'`` / ``RESET TimeZone`` (the engine's zone) return
+        DuckDB's empty ``Success`` result; another zone or setting is refused
+        by name (:mod:`gpu_engine.sql.settings`).
 
         A CTE the query reads more than once (TPC-H Q15's view) is computed
         once, first, into a temporary table the query then reads

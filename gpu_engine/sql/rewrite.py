@@ -140,7 +140,8 @@ def _parse(text: str, dialect: str) -> exp.Expression:
         line, col = position_of(tree)
         kind = str(tree.this).split()[0].upper() if isinstance(tree, exp.Command) else tree.key.upper()
         hint = ("; Session.sql runs CREATE VIEW, CREATE TABLE ... AS and DROP VIEW/TABLE"
-                if kind in ("CREATE", "DROP") else "")
+                if kind in ("CREATE", "DROP") else "; Session.sql runs SET TimeZone = 'UTC' and RESET TimeZone"
+                if kind in ("SET", "RESET") else "")
         raise SqlError(f"only SELECT queries are supported, not {kind}{hint}", line=line, col=col)
     check_tree_nesting(tree)
     # The rare constructs the tree holds, in one walk: the passes below and parse_and_qualify's skip theirs where

@@ -47,3 +47,8 @@ def test_another_zone_or_setting_is_refused_by_name(statement: str, name: str):
         session.sql(statement)
     assert name in str(error.value) and "TimeZone" in str(error.value)
     assert "line 1" in str(error.value)
+
+
+def test_planning_a_setting_names_where_it_runs():
+    with pytest.raises(PlanError, match="Session.sql runs SET TimeZone = 'UTC'"):
+        Session(device="cpu").sql_plan("SET TimeZone = 'UTC'")
