@@ -613,10 +613,16 @@ class ExchangeNode(PlanNode):
 
 
 def walk_plan(node: PlanNode) -> Iterator[PlanNode]:
-    """Yield ``node`` and every node below it, parents first."""
-    yield node
-    for source in node.sources:
-        yield from walk_plan(source)
+    """Yield ``node`` and every node below it, parents first (each source's subtree before the next source's).
+
+    An explicit stack, not recursion: a plan handed in directly can be deeper than the interpreter's stack
+    (:mod:`gpu_engine.planning.plan_depth` names such a plan; walking it must get that far).
+    """
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.sources))
 
 
 def find_node(root: PlanNode, node_id: str) -> PlanNode:

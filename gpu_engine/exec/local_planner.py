@@ -258,7 +258,12 @@ def plan_pipelines(root: PlanNode, max_drivers: int) -> list[DriverFactory]:
                             "gpu_engine.cluster.LocalCluster, which cuts it into fragments", node=node.label)
 
     output: list = []
-    visit(root, output)
+    try:
+        visit(root, output)
+    except RecursionError:  # a plan some hundreds of nodes deep (optimize and fuse off): name it, as prepare_plan does
+        from gpu_engine.planning.plan_depth import too_deep_plan
+
+        raise too_deep_plan(root) from None
     ordered = [output] + pipelines
     factories = []
     index_of = {id(p): i for i, p in enumerate(ordered)}

@@ -72,18 +72,23 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
     Raises
     ------
     PlanError
-        For a node that cannot run on ``device``.
+        For a node that cannot run on ``device``; for a plan nested deeper than the passes can walk
+        (:func:`~gpu_engine.planning.plan_depth.too_deep_plan`).
     """
     from gpu_engine.exec.query_ctx import EngineConfig
     from gpu_engine.planning.fusion import fuse_pipelines
+    from gpu_engine.planning.plan_depth import too_deep_plan
 
     config = config or EngineConfig()
     device = get_device(device)
-    if optimize and config.optimize:
-        from gpu_engine.optimizer import optimize_plan
+    try:
+        if optimize and config.optimize:
+            from gpu_engine.optimizer import optimize_plan
 
-        plan = optimize_plan(plan, statistics)
-    executed = add_local_exchanges(plan, drivers)
-    if config.fuse:
-        executed = fuse_pipelines(executed)
-    return PreparedPlan(executed, plan_placement(executed, device))
+            plan = optimize_plan(plan, statistics)
+        executed = add_local_exchanges(plan, drivers)
+        if config.fuse:
+            executed = fuse_pipelines(executed)
+        return PreparedPlan(executed, plan_placement(executed, device))
+    except RecursionError:  # a plan nested some hundreds of nodes deep: name it (planning/plan_depth.py)
+        raise too_deep_plan(plan) from None
