@@ -1,10 +1,12 @@
-"""Plan ``LEFT JOIN [LATERAL] generate_series(...) g ON true`` over earlier FROM items as an outer Unnest (issue 30).
+"""Plan ``LEFT JOIN [LATERAL] generate_series(...) g ON true`` (or ``unnest(string_split(t.s, ','))``) over earlier
+FROM items as an outer Unnest (issue 30).
 
 DuckDB's way to keep every row of ``t`` beside its own series, ``FROM t LEFT JOIN LATERAL generate_series(1, t.n)
 g(x) ON true``, gives a row whose series is empty or has a NULL argument once, with ``x`` NULL. The inner forms
 (``FROM t, generate_series(1, t.n)``, ``JOIN ... ON true``) are planned by :mod:`gpu_engine.sql.series_sources` as
 an Unnest over the items the series reads; the LEFT form is that Unnest with ``outer`` set (the row kept with a NULL
-element), so here the join becomes the comma join with the series marked (``SPLIT_OUTER``), and ``[LEFT|INNER]
+element; a split list's NULL text likewise gives one NULL piece), so here the join becomes the comma join with
+the series marked (``SPLIT_OUTER``), and ``[LEFT|INNER]
 JOIN LATERAL <series>`` / ``, LATERAL <series>`` lose their LATERAL keyword (a table function reads the items
 before it anyway). Refused by name: a LEFT join of a series on another condition (which keeps the rows meeting none
 of its elements: not an outer Unnest), RIGHT/FULL joins of a correlated series.
@@ -15,14 +17,17 @@ from __future__ import annotations
 from sqlglot import exp
 
 from gpu_engine.sql.errors import SqlError, position_of
-from gpu_engine.sql.series_sources import SPLIT_OUTER
+from gpu_engine.sql.series_sources import SPLIT_LIST, SPLIT_OUTER
 
 __all__ = ["with_lateral_series_joined"]
 
 
-def _series(item: exp.Expression) -> exp.GenerateSeries | None:
-    """Return the series ``item`` (a Table or a LATERAL over ``generate_series``/``range``) reads, if any."""
+def _series(item: exp.Expression) -> exp.Expression | None:
+    """Return the series ``item`` (a Table or a LATERAL over ``generate_series``/``range``, or the split list
+    :mod:`~gpu_engine.sql.unnest_selects` made of ``unnest(string_split(...))``) reads, if any."""
     if isinstance(item, (exp.Table, exp.Lateral)) and isinstance(item.this, exp.GenerateSeries):
+        return item.this
+    if isinstance(item, exp.Table) and isinstance(item.this, exp.Split) and item.meta.get(SPLIT_LIST):
         return item.this
     return None
 

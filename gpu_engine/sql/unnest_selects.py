@@ -74,6 +74,11 @@ def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
     """Return ``tree`` with each SELECT-list ``unnest(list)`` / ``explode(list)`` a column of a joined FROM item."""
     if dialect == "duckdb":
         for item in list(tree.find_all(exp.Unnest)):
+            lateral = item.parent
+            if isinstance(lateral, exp.Lateral) and isinstance(lateral.parent, exp.Join):  # JOIN LATERAL unnest(...)
+                if lateral.args.get("alias") is not None:  # (a table function reads the items before it anyway)
+                    item.set("alias", lateral.args["alias"].copy())
+                lateral.replace(item)
             if isinstance(item.parent, (exp.From, exp.Join)):
                 _unnest_item(item, dialect)
     for select in list(tree.find_all(exp.Select)) if dialect == "spark" else []:

@@ -1,6 +1,7 @@
 """``LEFT JOIN [LATERAL] generate_series(...) g ON true`` over earlier FROM items, against DuckDB (issue 30).
 
-A row whose series is empty or has a NULL argument is kept once with a NULL element (an outer Unnest,
+A row whose series is empty or has a NULL argument (or whose ``string_split`` text is NULL, through ``unnest``) is
+kept once with a NULL element (an outer Unnest,
 gpu_engine/sql/lateral_series.py and gpu_engine/operators/unnest.py); ``LATERAL`` before a series is the plain table
 function. Batches of 2 rows so a batch of only empty series and a series across batches both occur; an empty table;
 an aggregate over the kept rows. Refused by name: a LEFT join of a correlated series on another condition.
@@ -16,7 +17,8 @@ from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.errors import PlanError
 
 TABLES = {"t": pa.table({"a": pa.array([1, 2, None, 0, 3, -1, 0], pa.int64()),
-                         "b": pa.array([1, None, 2, 5, -1, 0, 0], pa.int64())})}
+                         "b": pa.array([1, None, 2, 5, -1, 0, 0], pa.int64()),
+                         "s": pa.array(["x,y", None, "", "z", None, ",", "é"])})}
 TABLES["e"] = TABLES["t"].slice(0, 0)
 
 QUERIES = [
@@ -27,6 +29,11 @@ QUERIES = [
     "AS s(g) ON true GROUP BY t.a",
     "SELECT t.a, generate_series FROM t LEFT JOIN LATERAL generate_series(t.a, 1, -1) ON true WHERE t.a < 3",
     "SELECT e.a, g FROM e LEFT JOIN LATERAL generate_series(1, e.a) AS s(g) ON true",
+    # DuckDB's unnest(...) as the joined item: a NULL text's split list keeps its row with a NULL piece
+    "SELECT t.s, p FROM t LEFT JOIN LATERAL unnest(string_split(t.s, ',')) u(p) ON true",
+    "SELECT t.s, p FROM t, LATERAL unnest(string_split(t.s, ',')) u(p) WHERE t.a IS NOT NULL",
+    "SELECT t.a, p FROM t LEFT JOIN LATERAL unnest(generate_series(1, t.a)) u(p) ON true",
+    "SELECT t.a, p FROM t LEFT JOIN LATERAL unnest([t.a, 2]) u(p) ON true",
 ]
 
 
