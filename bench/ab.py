@@ -517,6 +517,28 @@ def _intersected_estimates():
     return _Setting(_set_intersected_estimates), "value", "off"
 
 
+def _set_string_equality_sql(on: bool) -> None:
+    import gpu_engine.sql.statistics as module
+    module.STRING_DICTIONARY_COUNTS = on
+
+
+def _string_equality_sql():
+    """``col = 'x'`` / ``col IN (...)`` on a string column at 1/10 a value in the SQL planner's estimates (the
+    default) against one Parquet dictionary value's share ("with": ``sql.statistics.STRING_DICTIONARY_COUNTS``
+    on; bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md)."""
+    return _Setting(_set_string_equality_sql), "value", "off"
+
+
+def _set_string_equality_typed(on: bool) -> None:
+    import gpu_engine.optimizer.cardinality as module
+    module.STRING_DICTIONARY_COUNTS = on
+
+
+def _string_equality_typed():
+    """The same in the typed plan's estimates ("with": ``optimizer.cardinality.STRING_DICTIONARY_COUNTS`` on)."""
+    return _Setting(_set_string_equality_typed), "value", "off"
+
+
 def _set_constant_arithmetic_estimates(on: bool) -> None:
     import gpu_engine.sql.filtered_statistics as pinned
     import gpu_engine.sql.statistics as module
@@ -708,6 +730,8 @@ SWITCHES = {
     "build-dictionaries": _build_dictionaries,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
+    "string-equality-sql": _string_equality_sql,
+    "string-equality-typed": _string_equality_typed,
     "union-key-filters": _union_key_filters,
     "node-setups": _node_setups,
     "file-versions": _file_versions,

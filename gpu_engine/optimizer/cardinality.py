@@ -22,7 +22,8 @@ UNION ALL (rows added, each column's largest count and widest range), and None
 (unknown) for every other node (windows, grouping sets, ...).
 A Filter's estimate uses the SQL side's formulas on the typed conjuncts, so
 the two agree while both exist: each top-level conjunct's selectivity
-multiplies (``col = const`` 1/NDV, a range the share of ``[min, max]`` it
+multiplies (``col = const`` 1/NDV — a string column's Parquet dictionary
+count where :data:`STRING_DICTIONARY_COUNTS` is on, off by default —, a range the share of ``[min, max]`` it
 keeps, 1/3 without one, IN the sum of its equalities, LIKE 1/10, IS NULL 1/10
 (IS NOT NULL 9/10), OR ``a + b - ab``, NOT ``1 - s``, a comparison of two
 constants 1 or 0, anything else 1/2), except that a lower and an upper bound
@@ -76,7 +77,15 @@ from gpu_engine.optimizer.statistics import (
     key_set_divisor, range_selectivity,
 )
 
-__all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity"]
+__all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity", "STRING_DICTIONARY_COUNTS"]
+
+#: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one dictionary value's share per constant
+#: (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.dictionary_ndv`) rather than 1/10 each: see
+#: :func:`~gpu_engine.optimizer.statistics.equality_selectivity`. A switch of its own (``bench/ab.py
+#: string-equality-typed``): the SQL planner's estimates opt in separately. Off: measured on, the typed passes'
+#: changed plans lost beyond noise (TPC-DS SF1 q80 +17.5% and +25.8%, q72 +15.5% and +13.9%, q8 +15.6%: a join
+#: order or build side these estimates move; bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md).
+STRING_DICTIONARY_COUNTS = False
 
 
 @dataclass(frozen=True)
@@ -317,7 +326,7 @@ def _comparison(predicate: BinaryOp, columns: Mapping[str, ColumnStatistics]) ->
 def _equality(column: Expr, columns: Mapping[str, ColumnStatistics]) -> float:
     name = _column(column)
     stats = columns.get(name) if name is not None else None
-    return equality_selectivity(stats)
+    return equality_selectivity(stats, dictionary=STRING_DICTIONARY_COUNTS)
 
 
 def _column(expression: Expr) -> str | None:

@@ -23,7 +23,9 @@ The table statistics (:func:`table_statistics`: Parquet footers' rows and
 min/max, an integer or date column's distinct values from its range, at most
 the rows, and for a key-like one (a range of half the rows or more) from its
 first row group's dictionary page where that says fewer (:func:`_sampled_ndv`;
-the typed estimates read that count, the SQL planner not yet);
+the typed estimates read that count, the SQL planner not yet), a string column's
+from its first row group's dictionary page, read by equality and IN estimates
+only (:func:`_dictionary_ndv`);
 an in-memory table's min/max; :class:`RegisteredStatistics`: a
 session's tables, each read when first asked) live here too, so a session, a
 ``LocalCluster`` or a ``SparkRunner`` hands them to
@@ -70,6 +72,11 @@ class ColumnStatistics:
     #: (0: not cut, ``ndv`` is all of them): the values it keeps are a share of these, not a chosen set
     #: (:func:`key_set_divisor` reads it). A conjunct on the column itself clears it (:meth:`pinned`).
     domain: float = 0.0
+    #: A string column's distinct values as its first row group's Parquet dictionary says (0: none; a lower
+    #: bound where the table has more row groups), kept apart from ``ndv``: read only by the equality and IN
+    #: selectivity of the estimates that opt in (:func:`equality_selectivity`'s ``dictionary``), never by
+    #: joins' divisors or groups' counts (see :func:`_dictionary_ndv`).
+    dictionary_ndv: float = 0.0
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
@@ -117,9 +124,20 @@ def as_number(value: object) -> float | None:
     return None
 
 
-def equality_selectivity(stats: ColumnStatistics | None) -> float:
-    """Return the share of rows ``col = const`` keeps: one distinct value's, 1/10 without a distinct count."""
-    return 1 / stats.ndv if stats is not None and stats.ndv >= 1 else UNKNOWN_EQUALITY_SELECTIVITY
+def equality_selectivity(stats: ColumnStatistics | None, dictionary: bool = False) -> float:
+    """Return the share of rows ``col = const`` keeps: one distinct value's, 1/10 without a distinct count.
+
+    With ``dictionary``, a column without ``ndv`` (a string) counts its Parquet dictionary's values
+    (:attr:`ColumnStatistics.dictionary_ndv`): ``sm_carrier IN ('DHL', 'BARIAN')`` keeps 2 of ship_mode's 20
+    carriers, where the 1/10 guess said 4 (TPC-DS q66's catalog branch was pre-aggregated on it). Each
+    consumer opts in on its own (:data:`gpu_engine.optimizer.cardinality.STRING_DICTIONARY_COUNTS`,
+    :data:`gpu_engine.sql.statistics.STRING_DICTIONARY_COUNTS`; both off, as measured): a count moves join
+    orders and build sides, and two estimates that disagree on it reorder each other's joins.
+    """
+    if stats is None:
+        return UNKNOWN_EQUALITY_SELECTIVITY
+    ndv = stats.ndv if stats.ndv >= 1 or not dictionary else stats.dictionary_ndv
+    return 1 / ndv if ndv >= 1 else UNKNOWN_EQUALITY_SELECTIVITY
 
 
 def range_selectivity(stats: ColumnStatistics | None, below: bool, value: object) -> float:
@@ -240,10 +258,6 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
     join's runtime filter had dropped nearly every lineitem row at the scan: +75% (bench/results/
     2026-11-28-buildside2-*.md). The SQL side reads it once eager aggregation weighs that filter.
     """
-    import numpy as np
-
-    from gpu_engine.kernels.parquet_pages import dictionary_values
-
     groups = []  # (footer, leaf, chunk, rows, min, max) of the first two non-empty row groups
     for footer in footers:
         index = [i for i, leaf in enumerate(footer.leaves) if leaf.path == name]
@@ -268,6 +282,20 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
     whole = group_rows >= rows
     if not whole and (len(groups) < 2 or groups[1][3] < group_high):
         return None  # not in this column's order
+    values = _dictionary_count(footer, chunk)
+    if values is None:
+        return None
+    return float(values) if whole else max(1.0, values * (high - low + 1) / (group_high - group_low + 1))
+
+
+def _dictionary_count(footer, chunk) -> int | None:
+    """Return the values of column ``chunk``'s dictionary page, or None for a chunk without one, larger than
+    :data:`SAMPLED_CHUNK_MAX_BYTES`, unreadable, or with PLAIN pages after its dictionary (a writer falls back to
+    them when the dictionary grows too big: the count is then not the chunk's)."""
+    import numpy as np
+
+    from gpu_engine.kernels.parquet_pages import dictionary_values
+
     if chunk.dictionary_page_offset is None or int(chunk.total_compressed_size) > SAMPLED_CHUNK_MAX_BYTES:
         return None
     try:  # the chunk's bytes only (its pages' headers are walked: does every data page use the dictionary?)
@@ -279,7 +307,29 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
         return None
     if values <= 0 or other != 0:  # a malformed header, or PLAIN pages after the dictionary
         return None
-    return float(values) if whole else max(1.0, values * (high - low + 1) / (group_high - group_low + 1))
+    return int(values)
+
+
+def _dictionary_ndv(footers: tuple, name: str) -> float | None:
+    """Return the distinct values of string column ``name`` as its first non-empty row group's dictionary page
+    says (the chunk's distinct non-NULL values: exact where that row group holds the table, a lower bound
+    otherwise), or None (no dictionary: :func:`_dictionary_count`).
+
+    Why: strings had no distinct count, so ``col = 'x'`` kept 1/10 of any table (ship_mode's 20 carriers,
+    customer_address's 51 states alike). Why only equality and IN read it (:attr:`ColumnStatistics.dictionary_ndv`):
+    as every column's count it moved join orders and lost (TPC-DS q81 +21%: ``ca_state = 'GA'`` at 1/51 made
+    customer_address a build side scanned whole, where as a probe side its runtime filter cut it; bench/results/
+    2026-11-28-strndv-string-ndv-cpu-sf1.md), and a lower bound would under-count a join's or a group's keys.
+    """
+    for footer in footers:
+        index = [i for i, leaf in enumerate(footer.leaves) if leaf.path == name]
+        if len(index) != 1 or footer.leaves[index[0]].max_repetition:
+            return None
+        for row_group in footer.row_groups:
+            if row_group.num_rows:
+                values = _dictionary_count(footer, row_group.columns[index[0]])
+                return None if values is None else float(values)
+    return None
 
 
 def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
@@ -309,13 +359,22 @@ def _parquet_statistics(footers: tuple, schema: pa.Schema) -> TableStatistics:
                 except TypeError:
                     lows[name] = highs[name] = None
     columns = {f.name: _column_statistics(f.type, rows, lows.get(f.name), highs.get(f.name)) for f in schema}
+    types = {f.name: f.type for f in schema}
     for name, column in columns.items():
         low, high = as_number(column.minimum), as_number(column.maximum)
         if rows > 1 and low is not None and high - low + 1 >= rows / 2:  # key-like by its range: dense or not?
             sampled = _sampled_ndv(footers, name, float(rows), low, high)
             if sampled is not None and sampled < column.ndv:
                 columns[name] = dataclasses.replace(column, sampled_ndv=sampled)
+        elif rows and _is_string(types[name]):
+            counted = _dictionary_ndv(footers, name)
+            if counted:
+                columns[name] = dataclasses.replace(column, dictionary_ndv=min(counted, float(rows)))
     return TableStatistics(float(rows), columns)
+
+
+def _is_string(dtype: pa.DataType) -> bool:
+    return pa.types.is_string(dtype) or pa.types.is_large_string(dtype) or pa.types.is_string_view(dtype)
 
 
 def _arrow_statistics(table: pa.Table) -> TableStatistics:

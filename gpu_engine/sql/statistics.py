@@ -7,10 +7,14 @@ column (cheap next to running a query on it). From those the planner guesses:
 
 * the number of distinct values (NDV) of an integer or date column as
   ``min(rows, max - min + 1)`` (exact for dense keys such as TPC-H's), else
-  unknown (strings: counts from Parquet dictionary page headers were tried and
-  removed, bench/results/2026-11-28-joincost-runtime-filter-costs-cpu-sf1.md) —
-  refined to ``min(ndv, rows)`` after each filter or join;
-* a predicate's selectivity with fixed rules: ``col = const`` is ``1 / NDV``,
+  unknown (strings: as every column's count, Parquet dictionary page headers'
+  counts moved join orders and lost, bench/results/
+  2026-11-28-joincost-runtime-filter-costs-cpu-sf1.md) — refined to
+  ``min(ndv, rows)`` after each filter or join;
+* a predicate's selectivity with fixed rules: ``col = const`` is ``1 / NDV``
+  (a string column's dictionary count where :data:`STRING_DICTIONARY_COUNTS`
+  is on, equality and IN only; off by default: bench/results/
+  2026-11-28-stringndv-string-equality-cpu-sf1.md),
   a range against a constant is the fraction of ``[min, max]`` it keeps (1/3
   without min/max), LIKE 1/10, IN the sum of its equalities, AND the product
   (but conjuncts restricting one column to constants intersect their value
@@ -213,8 +217,19 @@ def intersected_value_sets(conjuncts: list[exp.Expression], column_stats) -> tup
     return fraction, rest
 
 
+#: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one Parquet dictionary value's share per
+#: constant (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.dictionary_ndv`) rather than 1/10 each: see
+#: :func:`~gpu_engine.optimizer.statistics.equality_selectivity`. A switch of its own (``bench/ab.py
+#: string-equality-sql``): the typed estimates opt in separately. Off: measured on alone, TPC-DS SF1 q18 lost
+#: (+29.8%, +12.4% alone): the SQL planner orders customer_address's join by ``ca_state IN (7 states)`` at 7/51
+#: and the typed join order (1/10 a value) reorders it again; with both consumers on q18 is neutral but the
+#: typed one loses q72/q80 (bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md).
+STRING_DICTIONARY_COUNTS = False
+
+
 def _equality_selectivity(column: exp.Expression, column_stats) -> float:
-    return equality_selectivity(column_stats(column) if isinstance(column, exp.Column) else None)
+    stats = column_stats(column) if isinstance(column, exp.Column) else None
+    return equality_selectivity(stats, dictionary=STRING_DICTIONARY_COUNTS)
 
 
 def _range_selectivity(column: exp.Column, kind: type, value: object, column_stats) -> float:

@@ -183,6 +183,10 @@ def test_tpch_scans_and_filters_are_estimated_as_the_sql_planner_estimated_them(
 
     # the typed side's one known difference: l_orderkey's count from its dictionary (statistics._sampled_ndv)
     monkeypatch.setattr(ColumnStatistics, "sampled", lambda self: self)
+    # and strings' dictionary counts: the typed side reads them where the SQL side does (each has its own switch)
+    import gpu_engine.optimizer.cardinality as typed_estimates
+    import gpu_engine.sql.statistics as sql_estimates
+    monkeypatch.setattr(typed_estimates, "STRING_DICTIONARY_COUNTS", sql_estimates.STRING_DICTIONARY_COUNTS)
     for name, original in (("filtered", predicates.filtered), ("join_pair", join_ordering.join_pair)):
         for module in [m for key, m in sys.modules.items() if key.startswith("gpu_engine.sql.")]:
             if getattr(module, name, None) is original:
