@@ -38,6 +38,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py intern-through-map dbbench 10 --sf 5 --runs 9 --one-session
     python bench/ab.py value-words dbbench 6 --sf 10 --runs 9
     python bench/ab.py moment-rows dbbench 9 --sf 10 --runs 9
+    python bench/ab.py new-group-rate dbbench 9 --sf 5 --runs 9 --one-session
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py string-key-tables tpcds 74 --sf 1 --runs 9
@@ -310,6 +311,79 @@ def _moment_rows():
     """Variance-family moments of raw rows in three passes a batch on the CPU too (``_fold_rows_in_order`` off)."""
     import gpu_engine.kernels.aggregate as module
     return module, "_fold_rows_in_order", lambda *args: False
+
+
+def _new_group_rate():
+    """The cpu GroupByHashTable sizing the rest of a batch by its rate of new groups so far, its insert calling a
+    prefetch helper a row (``GroupByHashTable._insert_cpu`` before issue 31's dbq9 estimated the distinct keys those
+    rows suggest and wrote the prefetch out in the loop): ~512 rows nearly all new sized a 131,072-row batch of 10K
+    groups for 131K groups."""
+    import numpy as np
+    from numba import njit
+
+    from gpu_engine.kernels import group_by
+    from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
+
+    first_slot, rows_equal, empty = group_by._first_slot, group_by._rows_equal, group_by.EMPTY
+
+    @njit(nogil=True)
+    def prefetch_ahead(hashes, i, slots, group_keys, group_hashes):
+        n = hashes.shape[0]
+        capacity = slots.shape[0]
+        if not (worth_prefetching(slots) or worth_prefetching(group_keys)):
+            return
+        if i + PREFETCH_DISTANCE < n:
+            prefetch_row(slots, first_slot(hashes[i + PREFETCH_DISTANCE], capacity))
+        if i + PREFETCH_DISTANCE // 2 < n:
+            g = slots[first_slot(hashes[i + PREFETCH_DISTANCE // 2], capacity)]
+            if g != empty:
+                prefetch_row(group_hashes, g)
+                prefetch_row(group_keys, g)
+
+    @njit(nogil=True)
+    def insert_rows(words, hashes, start, slots, group_keys, group_hashes, num_groups, group_ids, new_rows, num_new):
+        capacity = slots.shape[0]
+        max_groups = min(group_keys.shape[0], capacity // 2)
+        for i in range(start, words.shape[0]):
+            prefetch_ahead(hashes, i, slots, group_keys, group_hashes)
+            h = hashes[i]
+            slot = first_slot(h, capacity)
+            while True:
+                g = slots[slot]
+                if g == empty:
+                    if num_groups >= max_groups:
+                        return i, num_groups, num_new
+                    g = num_groups
+                    num_groups += 1
+                    group_keys[g, :] = words[i, :]
+                    group_hashes[g] = h
+                    slots[slot] = g
+                    new_rows[num_new] = i
+                    num_new += 1
+                    break
+                if group_hashes[g] == h and rows_equal(group_keys, g, words, i):
+                    break
+                slot = (slot + 1) & (capacity - 1)
+            group_ids[i] = g
+        return words.shape[0], num_groups, num_new
+
+    def insert_cpu(table, words, hashes):
+        n = words.shape[0]
+        group_ids = np.empty(n, dtype=np.int32)
+        new_rows = np.empty(n, dtype=np.int32)
+        row, num_new = 0, 0
+        while row < n:
+            row, table._num_groups, num_new = insert_rows(
+                words, hashes, row, table._slots, table._group_keys, table._group_hashes,
+                table._num_groups, group_ids, new_rows, num_new)
+            if row < n:
+                rest = n - row
+                predicted = -(-num_new * rest // row) if row else rest
+                table._reserve_groups(table._num_groups + min(rest, max(table._num_groups, 1024,
+                                                                        predicted + predicted // 8)))
+        return group_ids, new_rows[:num_new].copy()
+
+    return group_by.GroupByHashTable, "_insert_cpu", insert_cpu
 
 
 def _kept_positions():
@@ -742,6 +816,7 @@ SWITCHES = {
     "partition-slots": _partition_slots,
     "value-words": _value_words,
     "moment-rows": _moment_rows,
+    "new-group-rate": _new_group_rate,
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,

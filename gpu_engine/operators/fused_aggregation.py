@@ -38,7 +38,6 @@ its first batch took, so no state is ever split between the two.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -67,6 +66,7 @@ from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.operators.hash_aggregation import can_pass_through
 from gpu_engine.kernels.launch import launch_twin
 from gpu_engine.kernels.slot_compaction import occupied_columns_twin, occupied_slot_columns
+from gpu_engine.kernels.group_by import new_keys_after_sample as _new_keys_after_sample
 from gpu_engine.kernels.string_keys import StringKeyTable
 from gpu_engine.plans.nodes import (
     AggregationStep, FilterNode, FusedAggregationNode, LocalPartitionNode, PlanNode, ProjectNode, TableScanNode,
@@ -100,31 +100,6 @@ def _sample_positions(xp, rows: int) -> tuple[Any, Any]:
     sample = xp.arange(0, stride * _SAMPLE_ROWS, stride, dtype=xp.int32)
     between = (sample[:, None] + xp.arange(1, stride, dtype=xp.int32)[None, :]).ravel()
     return sample, xp.concatenate((between, xp.arange(stride * _SAMPLE_ROWS, rows, dtype=xp.int32)))
-
-
-def _new_keys_after_sample(sample_rows: int, sample_keys: int, rows: int) -> int:
-    """Return the distinct keys ``rows`` more rows are expected to add to ``sample_keys`` seen in ``sample_rows``.
-
-    Why: with ``K`` equally likely keys, ``m`` rows hold ``K * (1 - exp(-m / K))`` distinct ones on average;
-    the sample's count gives ``K`` (found by bisection: the count grows with ``K``), and the rows after it add
-    what ``sample_rows + rows`` draws hold beyond the sample's. Skewed keys make ``K`` an underestimate: the
-    kernel then leaves the extra keys' rows pending and the table grows once, as before.
-    """
-    if sample_keys >= sample_rows:
-        return rows
-    if sample_keys <= 0:  # no row of the sample made a key (all filtered out): it says nothing; the table grows
-        return 0
-
-    def distinct(keys: float, draws: int) -> float:
-        return keys * -math.expm1(-draws / keys)
-
-    low, high = float(sample_keys), float(sample_keys)
-    while distinct(high, sample_rows) < sample_keys:
-        high *= 2
-    for _ in range(60):
-        middle = (low + high) / 2
-        low, high = (middle, high) if distinct(middle, sample_rows) < sample_keys else (low, middle)
-    return max(0, min(rows, math.ceil(distinct(high, sample_rows + rows) - sample_keys)))
 
 
 class _KeyInterner:

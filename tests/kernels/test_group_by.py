@@ -289,3 +289,38 @@ def test_a_batch_of_many_groups_makes_room_once_on_cpu(monkeypatch):
     table, reference = GroupByHashTable(device, (2,)), ReferenceGroups()
     insert_batch(device, table, reference, [pa.array(late, pa.int64())])
     assert table.num_groups == 18_001
+
+
+
+def test_a_batch_of_thousands_of_repeated_keys_sizes_its_table_for_them_not_for_its_rows_on_cpu():
+    """The first stop (~512 rows, nearly all new keys) sizes the rest of the batch by the distinct keys those rows
+    suggest: 131,072 rows over 10K keys (db-benchmark q9's batches) leave a table of at most 32,768 slots (the
+    rate of new groups so far sized it for 131K groups: 262,144 slots, ~4 MB, out of cache). Same groups as a dict;
+    a batch of all-new keys still gets every group."""
+    from gpu_engine.device import get_device
+
+    device = get_device("cpu")
+    keys = np.random.default_rng(0).integers(0, 10_000, 131_072)
+    table, reference = GroupByHashTable(device, (1,)), ReferenceGroups()
+    insert_batch(device, table, reference, [pa.array(keys, pa.int64())])
+    assert table.num_groups == len(np.unique(keys)) and table.capacity <= 32_768
+    table, reference = GroupByHashTable(device, (1,)), ReferenceGroups()
+    insert_batch(device, table, reference, [pa.array(np.arange(20_000), pa.int64())])
+    assert table.num_groups == 20_000
+
+
+def test_a_table_growing_past_the_prefetch_size_mid_batch_groups_like_a_dict_on_cpu():
+    """The CPU twins decide once a call whether the table is large enough to prefetch (``_prefetching``), the
+    prefetch written out in their loops: a batch whose table grows past ``PREFETCH_MIN_BYTES`` between two calls
+    (small, then prefetched) still gets every row's group, inserting and looking up."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels.group_by import _prefetching
+
+    device = get_device("cpu")
+    keys = np.random.default_rng(3).integers(0, 120_000, 150_000)  # ~86K groups of 8-byte keys: past 1 MB
+    table = GroupByHashTable(device, (1,))
+    assert not _prefetching(table._slots, table._group_keys)
+    insert_batch(device, table, ReferenceGroups(), [pa.array(keys, pa.int64())])
+    assert table.num_groups == len(np.unique(keys)) and _prefetching(table._slots, table._group_keys)
+    words, _ = normalize_keys(device, columns_of(device, pa.array(keys[::-1], pa.int64())), table.widths)
+    np.testing.assert_array_equal(table.lookup(words), table.insert(words)[0])
