@@ -1,5 +1,5 @@
 import sys, multiprocessing as mp
-sys.path.insert(0, "/work/main/tests")
+sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[3] / "tests"))
 import numpy as np, pyarrow as pa, duckdb
 from duckdb_reference import rows_mismatch
 from gpu_engine import Session
