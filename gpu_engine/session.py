@@ -67,6 +67,9 @@ class Session:
         check_parquet_reader(self.config.parquet_reader, self.device)
         self._tables: dict[str, RegisteredTable] = {}
         self._cached: dict[str, CachedTable] = {}
+        #: The statistics of each cached table, taken when it was cached: its scans never read its files again
+        #: (they may be gone), so neither may the optimizer's estimates (:meth:`statistics`).
+        self._cached_statistics: dict = {}
         self.last_task: Task | None = None
         self.last_plan: PlanNode | None = None
         self._views: dict[str, Any] = {}  # name -> gpu_engine.sql.views.View (CREATE VIEW)
@@ -131,6 +134,7 @@ class Session:
         """
         cached = self._cached.get(name)
         if cached is None:
+            self._cached_statistics[name] = RegisteredStatistics({name: self.table(name)})[name]
             cached = load_cached_table(self.table(name), self.device, self.config.scan_batch_rows(self.device),
                                        self.config.scan_prefetch(self.device),
                                        self.config.scan_decode_pool_threads(self.device))
@@ -140,6 +144,7 @@ class Session:
     def uncache(self, name: str) -> bool:
         """Drop a table's cached batches and hand their device memory back; return False when none were cached."""
         cached = self._cached.pop(name, None)
+        self._cached_statistics.pop(name, None)
         if cached is None:
             return False
         del cached  # the last reference to the batches, so their blocks are free now
@@ -340,7 +345,7 @@ class Session:
     def statistics(self) -> RegisteredStatistics:
         """Return table name -> statistics of the registered tables (each read when first asked), which the SQL
         planner and the optimizer's choices from estimates read."""
-        return RegisteredStatistics(self._tables)
+        return RegisteredStatistics(self._tables, self._cached_statistics)
 
     def _plan_sql(self, text: str, dialect: str) -> PlanNode:
         """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""

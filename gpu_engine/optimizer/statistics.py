@@ -429,9 +429,10 @@ class RegisteredStatistics(Mapping):
     statistics (an in-memory table's min/max pass) are never needed.
     """
 
-    def __init__(self, tables: Mapping[str, object]):
+    def __init__(self, tables: Mapping[str, object], known: Mapping[str, TableStatistics] | None = None):
+        """``known``: statistics already taken (a Session's cached tables, whose files are not read again)."""
         self._tables = tables
-        self._computed: dict[str, TableStatistics] = {}
+        self._computed: dict[str, TableStatistics] = dict(known or {})
 
     def __getitem__(self, name: str) -> TableStatistics:
         if name not in self._computed:
