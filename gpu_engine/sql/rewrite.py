@@ -223,9 +223,34 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
         line, col = position_of(node)
         return SqlError(f"unknown table or alias {table_alias!r} in {table_alias}.{name}", line=line, col=col,
                         name=table_alias, candidates=did_you_mean(table_alias, aliases))
+    if not table_alias and len(holders := _items_holding(tree, catalog, name)) > 1:
+        # qualify cannot resolve a bare name several FROM items have: "unknown column 'x'; did you mean x?"
+        return SqlError(f"column {name!r} is ambiguous: FROM items " + ", ".join(holders) + " each have one; "
+                        "qualify it as " + " or ".join(f"{h}.{name}" for h in holders), line=line, col=col,
+                        name=name)
     where = f" of {table_alias!r}" if table_alias else ""
     return SqlError(f"unknown column {name!r}{where}", line=line, col=col, name=name,
                     candidates=did_you_mean(name, choices))
+
+
+def _items_holding(tree: exp.Expression, catalog: Mapping[str, pa.Schema], name: str) -> list[str]:
+    """The names of ``tree``'s FROM items (tables, subqueries, VALUES, unnests, table functions) that have a column
+    ``name``."""
+    holders = []
+    for item in tree.find_all(exp.Table, exp.Subquery, exp.Unnest, exp.Values, exp.Lateral):
+        alias = item.args.get("alias")
+        if alias is not None and alias.columns:
+            columns = [c.name for c in alias.columns]
+        elif isinstance(item, exp.Table):
+            columns = catalog[item.name].names if item.name in catalog else []
+        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query):
+            columns = item.this.named_selects
+        else:
+            columns = []
+        label = item.alias_or_name
+        if name in columns and label and label not in holders:
+            holders.append(label)
+    return holders
 
 
 def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, pa.Schema]) -> dict[str, str]:

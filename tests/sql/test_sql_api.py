@@ -209,6 +209,20 @@ def test_unknown_names_give_position_and_candidates(sql, message, line, column, 
     assert isinstance(error, PlanError)
 
 
+@pytest.mark.parametrize("sql, holders, column", [
+    ("SELECT l_orderkey FROM lineitem, lineitem l2", "lineitem, l2", 8),
+    ("SELECT o_orderkey, x FROM orders, generate_series(1, 2) s(x), (SELECT 1 AS x) q", "s, q", 20),
+    ("SELECT o_orderkey, x FROM orders, unnest([1, 2]) u(x), (VALUES (1)) v(x)", "u, v", 20),
+])
+def test_a_bare_name_several_from_items_have_is_ambiguous(sql, holders, column):
+    """qualify cannot resolve it; the message said "unknown column 'x'; did you mean x?" (fuzz round 6)."""
+    with pytest.raises(SqlError) as raised:
+        plan_sql(sql, CATALOG)
+    error = raised.value
+    assert f"is ambiguous: FROM items {holders} each have one" in str(error), str(error)
+    assert "did you mean" not in str(error) and (error.line, error.column_number) == (1, column)
+
+
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT l_quantity FROM lineitem WHERE row_number() OVER () > 1", "a window function in WHERE"),
     ("SELECT l_orderkey FROM lineitem UNION BY NAME SELECT o_orderkey FROM orders", "UNION BY NAME"),
