@@ -12,6 +12,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
+    python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
@@ -56,6 +57,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py sql-derived-pushdown tpcds 11 --sf 1 --runs 7  (sql.derived_pushdown off: eager aggregation loses q11's filter)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
+    python bench/ab.py composite-key-containment tpcds 17 --sf 1 --runs 7
     python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
 """
 import argparse
@@ -91,6 +93,12 @@ def _one_row_extremes():
     """A grouped query's one-row FROM item read through max/min per input row (``sql.one_row_extremes`` off)."""
     import gpu_engine.sql.planner as module
     return module, "with_one_row_extremes_lifted", lambda select, ctes: select
+
+
+def _distinct_branches():
+    """A distinct set operation's branches keep their own SELECT DISTINCT (``sql.distinct_branches`` off)."""
+    import gpu_engine.sql.set_operations as module
+    return module, "without_redundant_distinct", lambda branch: branch
 
 
 def _shared_subexpressions():
@@ -762,6 +770,14 @@ def _sql_join_order():
     return _Setting(_set_sql_join_order), "value", "off"
 
 
+def _composite_key_containment():
+    """Every join on several key columns estimated by containment (the side with more distinct key sets
+    divides), as before correlated keys were told apart (``optimizer.statistics.KEY_LIKE_ROWS``)."""
+    import math
+    import gpu_engine.optimizer.statistics as module
+    return module, "KEY_LIKE_ROWS", math.inf
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -801,6 +817,7 @@ SWITCHES = {
     "pre-aggregation-setup": _pre_aggregation_setup,
     "eager-estimates": _eager_estimates,
     "one-row-extremes": _one_row_extremes,
+    "distinct-branches": _distinct_branches,
     "build-dictionaries": _build_dictionaries,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
@@ -842,6 +859,7 @@ SWITCHES = {
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,
     "sql-join-order": _sql_join_order,
+    "composite-key-containment": _composite_key_containment,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,
