@@ -1,0 +1,81 @@
+"""Make an engine kernel's numba disk cache on its first compile, not when its module is imported.
+
+Why: ``@njit(cache=True)`` builds a ``FunctionCache`` as it decorates: it
+finds the cache folder (making it and creating and deleting a temporary file
+there to see that it is writable), stats the source file and names the index.
+The engine's kernel modules hold ~160 such dispatchers and a new process
+imports most of them before its first query (``Session`` imports the
+operators), while a query uses a few dozen: ~0.1 ms each of CPU and file
+system calls, paid by every new process (the CLI, a Spark executor, a test
+worker) for kernels it never runs (issue 29 item 4, "load lazily, per kernel
+used"; the machine code itself was already loaded per kernel, at its first
+call). Here the dispatchers of the engine's own modules (``gpu_engine.*`` and
+generated ``gpu_engine_generated_*``) get a stand-in that builds the real
+cache the first time numba asks it anything (a compile, a cache load, a
+flush). Other code's dispatchers are left as numba makes them, so a function
+numba cannot cache still fails where it is decorated.
+
+:func:`install` is idempotent and is called when ``gpu_engine.kernels`` is
+imported, before any kernel module.
+"""
+
+from __future__ import annotations
+
+import threading
+
+__all__ = ["LazyFunctionCache", "install"]
+
+_INSTALLED = False
+#: Modules whose dispatchers get the stand-in: the engine's kernels and its generated kernels.
+_ENGINE_MODULES = ("gpu_engine.", "gpu_engine_generated_")
+
+
+class LazyFunctionCache:
+    """Stand in for ``numba.core.caching.FunctionCache(py_func)`` until something asks it anything."""
+
+    def __init__(self, py_func, make):
+        self._py_func = py_func
+        self._make = make
+        self._cache = None
+        self._lock = threading.Lock()
+
+    @property
+    def built(self) -> bool:
+        """Return whether the real cache has been made."""
+        return self._cache is not None
+
+    def _real(self):
+        cache = self._cache
+        if cache is None:
+            with self._lock:
+                cache = self._cache
+                if cache is None:
+                    cache = self._cache = self._make(self._py_func)
+        return cache
+
+    def __getattr__(self, name: str):
+        return getattr(self._real(), name)
+
+    def __repr__(self) -> str:
+        return repr(self._cache) if self._cache is not None else f"<LazyFunctionCache py_func={self._py_func!r}>"
+
+
+def install() -> None:
+    """Have numba's CPU dispatchers of the engine's modules make their disk cache on first use (once per process)."""
+    global _INSTALLED
+    if _INSTALLED:
+        return
+    from numba.core import dispatcher
+
+    eager = dispatcher.Dispatcher.enable_caching
+
+    def enable_caching(self):
+        if getattr(self.py_func, "__module__", "").startswith(_ENGINE_MODULES):
+            self._cache = LazyFunctionCache(self.py_func, dispatcher.FunctionCache)
+        else:
+            eager(self)
+
+    enable_caching.__doc__ = eager.__doc__
+    enable_caching.__wrapped__ = eager
+    dispatcher.Dispatcher.enable_caching = enable_caching
+    _INSTALLED = True

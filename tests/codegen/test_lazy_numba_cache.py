@@ -1,0 +1,62 @@
+"""An engine kernel's numba disk cache is made at its first use, not when its module is imported (issue 29 item 4)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+_SCRIPT = """
+import importlib, json, pkgutil, sys
+import numpy as np
+from numba.core import caching
+made = []
+eager = caching.FunctionCache.__init__
+def counting(self, py_func):
+    made.append(py_func.__module__ + "." + py_func.__name__)
+    eager(self, py_func)
+caching.FunctionCache.__init__ = counting
+import gpu_engine.kernels as kernels
+from gpu_engine.codegen.lazy_numba_cache import LazyFunctionCache
+for info in pkgutil.iter_modules(kernels.__path__):
+    importlib.import_module("gpu_engine.kernels." + info.name)
+after_import = list(made)
+from gpu_engine.kernels import gather
+lazy = type(gather._gather_cpu._cache) is LazyFunctionCache
+out = np.empty(2, dtype=np.int64)
+gather._gather_cpu(np.array([5, 6, 7], dtype=np.int64), np.array([2, 0], dtype=np.int64), out)
+print(json.dumps({"after_import": after_import, "after_use": made[len(after_import):], "lazy": lazy,
+                  "built": gather._gather_cpu._cache.built, "out": out.tolist(),
+                  "index": gather._gather_cpu._cache._cache_file._index_path}))
+"""
+
+
+def test_importing_every_kernel_module_makes_no_disk_cache_until_a_kernel_runs():
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", _SCRIPT], cwd=ROOT, env=env, capture_output=True, text=True,
+                          timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    found = json.loads(done.stdout.strip().splitlines()[-1])
+    assert found["after_import"] == [], found["after_import"][:10]
+    assert found["lazy"]
+    assert found["after_use"] == ["gpu_engine.kernels.gather._gather_cpu"]  # made once, for the kernel used
+    assert found["built"] and found["out"] == [7, 5]
+    assert found["index"].endswith(".nbi")
+
+
+def test_a_function_outside_the_engine_keeps_numbas_own_cache(tmp_path):
+    """numba's error for a function it cannot cache stays where the function is decorated, outside the engine."""
+    (tmp_path / "outside_kernels.py").write_text("from numba import njit\n\n@njit(cache=True)\ndef twice(a):\n"
+                                                 "    return a * 2\n")
+    script = ("import sys; sys.path.insert(0, sys.argv[1]); import gpu_engine.kernels, outside_kernels; "
+              "from numba.core.caching import FunctionCache; "
+              "print(type(outside_kernels.twice._cache) is FunctionCache, outside_kernels.twice(21))")
+    env = {key: value for key, value in os.environ.items() if key != "NUMBA_ENABLE_CUDASIM"}
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], cwd=ROOT, env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split() == ["True", "42"]
