@@ -86,7 +86,13 @@ def worker_command(control_fd: int | None = None) -> list[str]:
     ``control_fd``: the worker's descriptor of the control pipe's read end (passed to it open), or None for
     a worker that is never paused.
     """
-    bootstrap = (f"import sys; sys.path[:] = {sys.path!r}; "
+    # The lowest priority is taken before anything is imported: the interpreter's own imports (its start-up,
+    # this module's) would otherwise run at normal priority beside the query whose first batches started it.
+    bootstrap = ("import os, sys\n"
+                 "if hasattr(os, 'SCHED_IDLE'):\n"
+                 "    try: os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))\n"
+                 "    except OSError: pass\n"
+                 f"sys.path[:] = {sys.path!r}\n"
                  f"from gpu_engine.codegen.compile_worker import main; main({control_fd!r})")
     return [sys.executable, "-c", bootstrap]
 

@@ -290,6 +290,21 @@ def test_the_compile_worker_runs_at_idle_priority():
         worker.wait(timeout=60)
 
 
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="SCHED_IDLE is Linux's")
+def test_the_compile_worker_is_at_idle_priority_before_it_imports_the_engine(tmp_path, monkeypatch):
+    """Its imports (the engine's modules, numba) run beside the query whose first batches started it."""
+    import os
+
+    from gpu_engine.codegen.compile_worker import worker_command
+
+    fake = tmp_path / "gpu_engine"  # found first by the worker: reports its scheduling policy as it is imported
+    fake.mkdir()
+    (fake / "__init__.py").write_text("import os, sys\nprint(os.sched_getscheduler(0), flush=True)\nos._exit(0)\n")
+    monkeypatch.setattr(sys, "path", [str(tmp_path), *sys.path])
+    done = subprocess.run(worker_command(), stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=120)
+    assert done.stdout.split() == [str(os.SCHED_IDLE)], (done.stdout, done.stderr[-2000:])
+
+
 def test_a_numba_cache_write_waits_for_the_lock_another_process_holds(tmp_path):
     """numba picks a data-file name from the index it read: two writers at once could give one name two codes."""
     import fcntl
