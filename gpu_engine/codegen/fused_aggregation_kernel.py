@@ -30,6 +30,14 @@ the CPU twin updates it in place; each CUDA thread folds into its own local
 state and merges it into the row once at the end, so threads do not contend on
 one address per row.
 
+Aggregates over one kernel's budget (:func:`~gpu_engine.codegen.kernel_bounds.aggregate_slices`) are split:
+``fused_*`` is then the *key kernel* (steps 1 and 2, writing each row's slot to ``row_slots``, -1 for a row
+filtered out, left pending or failed) and ``slice{g}_*`` fold slice ``g``'s aggregates (step 3) at those slots,
+launched after it over the same rows; the module's ``SLICES`` says how many. The slot table is the same, so
+growth, emit and the operator's state are unchanged, and a run still reads one status: rows left pending have
+no slot, so every slice skips them, and they run through all the kernels again after the growth. Each kernel
+reads only the constants its own expressions use.
+
 ``status`` is ``[groups, pending rows, first error]``; an error (overflow, a
 value out of range) is recorded as ``row * 256 + code`` with the smallest row
 winning, and the messages (indexed by code) come back with the source.
@@ -44,7 +52,8 @@ import numpy as np
 from gpu_engine.aggregation.functions import AggregateFunction, StateArray, StateEmitter, StateRef
 from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_shape
 from gpu_engine.codegen.fusion_program import FusionProgram
-from gpu_engine.codegen.kernel_parameters import PARAMETERS, LiftedInput, parameter_preamble
+from gpu_engine.codegen.kernel_bounds import aggregate_slices
+from gpu_engine.codegen.kernel_parameters import PARAMETERS, LiftedInput, parameter_preamble, used_slots
 from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
@@ -216,6 +225,9 @@ class GeneratedKernel:
     source: str
     parameters: tuple[str, ...]
     messages: tuple[str, ...]
+    #: The module's slice kernels (``slice{g}_cpu``/``slice{g}_cuda``) run after ``fused_*``, its key kernel;
+    #: 0: ``fused_*`` folds every aggregate itself (see :func:`~gpu_engine.codegen.kernel_bounds.aggregate_slices`).
+    slices: int = 0
 
 
 @dataclass(frozen=True)
@@ -251,9 +263,10 @@ def slot_table_layout(num_keys: int, aggregates: list[AggregateFunction]) -> Slo
     return SlotTableLayout(key_columns, tuple(state_columns), tuple(state_views), max(column, 1))
 
 
-def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], layout: KernelLayout) -> list[str]:
+def _parameters(program: FusionProgram, aggregates: list[AggregateFunction], layout: KernelLayout,
+                split: bool = False) -> list[str]:
     return ["n", "positions", "has_positions", "rows", *input_parameters(layout), PARAMETERS, "slot_table", "status",
-            "pending"]
+            "pending", *(["row_slots"] if split else [])]
 
 
 def input_parameters(layout: KernelLayout) -> list[str]:
@@ -356,10 +369,25 @@ def _fill_literal(dtype: np.dtype, fill) -> str:
     return str(int(fill))
 
 
+#: A part of a split fused aggregation (see :func:`~gpu_engine.codegen.kernel_bounds.aggregate_slices`): the key
+#: kernel (predicates, keys, the row's slot into ``row_slots``); a slice kernel is a tuple of aggregate indices.
+KEY_PART = "keys"
+
+
 def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[AggregateFunction],
-                layout: KernelLayout, flavor: str, messages: list[str]) -> None:
+                layout: KernelLayout, flavor: str, messages: list[str], part=None) -> None:
+    """Write one twin's body: the whole kernel (``part`` None), the key kernel (:data:`KEY_PART`) or a slice.
+
+    A split aggregation's key kernel writes each row's slot to ``row_slots`` (-1: filtered out, left pending or
+    failed) and a slice kernel folds its aggregates (``part``: their indices) at that slot, reading only the
+    rows it has; the slot table and its layout are the whole aggregation's.
+    """
+    if part is not None and part != KEY_PART:
+        _write_slice_twin(writer, program, aggregates, layout, flavor, messages, part)
+        return
     cuda_flavor = flavor == "cuda"
     keyed = bool(program.keys)
+    key_part = part == KEY_PART
     if cuda_flavor:
         loop = "for j in range(cuda.grid(1), n, cuda.gridsize(1)):"
         on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {code})",
@@ -367,11 +395,16 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
     else:
         loop = "for j in range(n):"
         leave = ([f"status[{STATUS_GROUPS}] = num_groups"] if keyed else []) + [f"status[{STATUS_PENDING}] = pending_count"]
-        on_error = lambda code: [f"status[{STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", *leave, "return"]
+        # A key kernel leaving early marks the rows it did not reach: the slice kernels read only rows it ran.
+        unrun = ["for jj in range(j, n): row_slots[positions[jj] if has_positions else jj] = np.int64(-1)"] \
+            if key_part else []
+        on_error = lambda code: [f"status[{STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", *unrun, *leave,
+                                 "return"]
     table = slot_table_layout(len(program.keys), aggregates)
     writer.line(f"{SLOT_TABLE_VIEWS['f']} = slot_table.view(np.float64)")
     writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
-    writer.extend(parameter_preamble(program.parameter_types))
+    writer.extend(parameter_preamble(program.parameter_types,
+                                     used_slots((*program.predicates, *program.keys)) if key_part else None))
     if keyed:
         writer.line("slot_mask = np.int64(slot_table.shape[0] - 1)")
         writer.line("top_bits = np.uint64(slot_shift(np.int64(slot_table.shape[0])))")
@@ -392,10 +425,10 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         writer.line(f"pending_count = status[{STATUS_PENDING}]")
     global_states = _table_refs(table)
     local_states = global_states
-    cache = _shared_cache(aggregates, keyed) if cuda_flavor else None
+    cache = _shared_cache(aggregates, keyed) if cuda_flavor and not key_part else None
     if cache is not None:
         _write_shared_cache_setup(writer, cache, aggregates, keyed)
-    if cuda_flavor and not keyed:  # each thread folds into its own state, merged once at the end
+    if cuda_flavor and not keyed and not key_part:  # each thread folds into its own state, merged once at the end
         local_states = _local_refs(aggregates)
         for function, refs in zip(aggregates, local_states):
             for state in function.state_arrays():
@@ -405,6 +438,8 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
         if keyed and not cuda_flavor:
             _write_slot_prefetch(writer, program, layout)
         writer.line("i = positions[j] if has_positions else j")
+        if key_part:
+            writer.line("row_slots[i] = np.int64(-1)")
         write_row_indices(writer, layout)
         inputs = RowInputs(program, layout, writer)
         lowering = RowLowering(writer, inputs, on_error, messages)
@@ -416,29 +451,95 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
             coded = None if cuda_flavor else _coded_keys(program, layout)
             _write_insert(writer, lowering, program, table, cuda_flavor, None if coded is None else inputs.code_names,
                           layout.id_slotted)
-        lowered_inputs = [[lowering.lower(expr) for expr in inputs] for inputs in program.arguments]
-
-        def write_updates(emit: StateEmitter, states: list[dict[str, StateRef]], slot: str) -> None:
-            for function, lowered, by_value, refs in zip(aggregates, lowered_inputs, program.counts_by_value, states):
-                pairs = [(v.value, v.value if by_value else v.valid) for v in lowered]
-                writer.extend(function.emit_update(emit, refs, slot, pairs))
-
-        if not keyed:
-            write_updates(StateEmitter(atomic=False), local_states, "0")
-        elif cache is None:
-            write_updates(StateEmitter(atomic=cuda_flavor), global_states, "slot")
+        if key_part:
+            writer.line(f"row_slots[i] = {'slot' if keyed else 'np.int64(0)'}")
         else:
-            _write_cache_probe(writer, cache)
-            with writer.block("if cached >= 0:"):
-                write_updates(StateEmitter(atomic=True), cache.refs, "cached")
-            with writer.block("else:"):
-                write_updates(StateEmitter(atomic=True), global_states, "slot")
+            _write_updates(writer, program, aggregates, range(len(aggregates)), lowering, cuda_flavor, keyed, cache,
+                           global_states, local_states)
     if cache is not None:
         _write_shared_cache_flush(writer, cache, aggregates, keyed, global_states, local_states)
     if not cuda_flavor:
         if keyed:
             writer.line(f"status[{STATUS_GROUPS}] = num_groups")
         writer.line(f"status[{STATUS_PENDING}] = pending_count")
+
+
+def _write_updates(writer: SourceWriter, program: FusionProgram, aggregates: list[AggregateFunction], chosen,
+                   lowering: RowLowering, cuda_flavor: bool, keyed: bool, cache: "_SharedCache | None",
+                   global_states: list[dict[str, StateRef]], local_states: list[dict[str, StateRef]]) -> None:
+    """Write the row's folds of ``aggregates`` (the program's aggregates ``chosen``, in order) into slot ``slot``."""
+    lowered_inputs = [[lowering.lower(expr) for expr in program.arguments[a]] for a in chosen]
+    by_values = [program.counts_by_value[a] for a in chosen]
+
+    def write(emit: StateEmitter, states: list[dict[str, StateRef]], slot: str) -> None:
+        for function, lowered, by_value, refs in zip(aggregates, lowered_inputs, by_values, states):
+            pairs = [(v.value, v.value if by_value else v.valid) for v in lowered]
+            writer.extend(function.emit_update(emit, refs, slot, pairs))
+
+    if not keyed:
+        write(StateEmitter(atomic=False), local_states, "0")
+    elif cache is None:
+        write(StateEmitter(atomic=cuda_flavor), global_states, "slot")
+    else:
+        _write_cache_probe(writer, cache)
+        with writer.block("if cached >= 0:"):
+            write(StateEmitter(atomic=True), cache.refs, "cached")
+        with writer.block("else:"):
+            write(StateEmitter(atomic=True), global_states, "slot")
+
+
+def _write_slice_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[AggregateFunction],
+                      layout: KernelLayout, flavor: str, messages: list[str], chosen: tuple[int, ...]) -> None:
+    """Write a slice kernel's body: fold the ``chosen`` aggregates of each row the key kernel gave a slot.
+
+    Its errors join the key kernel's in ``status`` (the least ``row * 256 + code`` wins, as the CUDA twin's
+    atomics do), so the error reported is the first row's of any kernel.
+    """
+    cuda_flavor = flavor == "cuda"
+    keyed = bool(program.keys)
+    if cuda_flavor:
+        on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {code})",
+                                 "continue"]
+    else:
+        on_error = lambda code: [f"status[{STATUS_ERROR}] = min(status[{STATUS_ERROR}], "
+                                 f"np.int64(i) * {ERROR_CODE_BASE} + {code})", "return"]
+    table = slot_table_layout(len(program.keys), aggregates)
+    mine = [aggregates[a] for a in chosen]
+    global_states = [_table_refs(table)[a] for a in chosen]
+    local_states = global_states
+    writer.line(f"{SLOT_TABLE_VIEWS['f']} = slot_table.view(np.float64)")
+    writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
+    writer.extend(parameter_preamble(program.parameter_types,
+                                     used_slots([expr for a in chosen for expr in program.arguments[a]])))
+    cache = _shared_cache(mine, keyed) if cuda_flavor else None
+    if cache is not None:
+        _write_shared_cache_setup(writer, cache, mine, keyed)
+    if cuda_flavor and not keyed:
+        local_states = _local_refs(mine)
+        for function, refs in zip(mine, local_states):
+            for state in function.state_arrays():
+                writer.line(f"{refs[state.name].array} = cuda.local.array(1, {_numba_type(state.dtype)})")
+                writer.line(f"{refs[state.name].array}[0] = {_fill_literal(state.dtype, state.fill)}")
+    elif keyed and not cuda_flavor:
+        writer.line("prefetching = worth_prefetching(slot_table)")
+    loop = "for j in range(cuda.grid(1), n, cuda.gridsize(1)):" if cuda_flavor else "for j in range(n):"
+    with writer.block(loop):
+        if keyed and not cuda_flavor:  # the slot of row j + PREFETCH_DISTANCE is known: prefetch its row
+            with writer.block("if prefetching and j + PREFETCH_DISTANCE < n:"):
+                writer.line("ahead = row_slots[positions[j + PREFETCH_DISTANCE] if has_positions "
+                            "else j + PREFETCH_DISTANCE]")
+                with writer.block("if ahead >= 0:"):
+                    writer.line("prefetch_row(slot_table, ahead)")
+        writer.line("i = positions[j] if has_positions else j")
+        writer.line("slot = row_slots[i]")
+        with writer.block("if slot < 0:"):
+            writer.line("continue")
+        write_row_indices(writer, layout)
+        inputs = RowInputs(program, layout, writer)
+        lowering = RowLowering(writer, inputs, on_error, messages)
+        _write_updates(writer, program, mine, chosen, lowering, cuda_flavor, keyed, cache, global_states, local_states)
+    if cache is not None:
+        _write_shared_cache_flush(writer, cache, mine, keyed, global_states, local_states)
 
 
 #: Shared memory a CUDA block spends on its cache of aggregation states (bytes), and the most slots it caches.
@@ -860,8 +961,10 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
     Unsupported
         When an expression or aggregate cannot be generated.
     """
+    from gpu_engine.codegen import kernel_bounds
+
     shape = program.shape()
-    key = (repr(shape), aggregate_shape(aggregates), repr(layout))
+    key = (repr(shape), aggregate_shape(aggregates), repr(layout), kernel_bounds.MAX_AGGREGATION_SLICE_NODES)
     return GENERATED_AGGREGATIONS.get(key, lambda: _generate_fused_aggregation(shape, aggregates, layout))
 
 
@@ -874,7 +977,12 @@ def _generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggrega
     for function in aggregates:
         if function.fusable is not None:
             raise Unsupported(function.fusable)
-    parameters = _parameters(program, aggregates, layout)
+    slices = aggregate_slices(program, aggregates)
+    split = len(slices) > 1
+    parameters = _parameters(program, aggregates, layout, split)
+    # A split aggregation (see kernel_bounds.aggregate_slices): fused_* is its key kernel, slice{g}_* fold slice g.
+    parts = [(None, "fused")] if not split else [(KEY_PART, "fused")] + [(chosen, f"slice{g}")
+                                                                        for g, chosen in enumerate(slices)]
     messages: list[str] = []
     signature = ", ".join(parameters)
     writer = SourceWriter()
@@ -884,20 +992,25 @@ def _generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggrega
     writer.line("#: The lifted key whose interned ids are its slots (-1: none; see id_slotted_key): the operator keeps")
     writer.line("#: the table above every id it interned for it.")
     writer.line(f"ID_SLOTTED_KEY = {-1 if slotted is None else slotted}")
-    writer.line("")
-    writer.line("")
-    writer.line('@njit(nogil=True, cache=True, error_model="numpy")')
-    with writer.block(f"def fused_cpu({signature}):"):
-        _write_twin(writer, program, aggregates, layout, "cpu", messages)
+    if split:  # (only then: an unsplit kernel's source, and so its cached compile, is as before the split existed)
+        writer.line("#: The slice kernels after fused_*, its key kernel (see kernel_bounds.aggregate_slices).")
+        writer.line(f"SLICES = {len(slices)}")
+    for part, name in parts:
+        writer.line("")
+        writer.line("")
+        writer.line('@njit(nogil=True, cache=True, error_model="numpy")')
+        with writer.block(f"def {name}_cpu({signature}):"):
+            _write_twin(writer, program, aggregates, layout, "cpu", messages, part)
     cpu_messages = list(messages)
     messages.clear()
-    writer.line("")
-    writer.line("")
-    writer.line("@cuda.jit")
-    with writer.block(f"def fused_cuda({signature}):"):
-        _write_twin(writer, program, aggregates, layout, "cuda", messages)
+    for part, name in parts:
+        writer.line("")
+        writer.line("")
+        writer.line("@cuda.jit")
+        with writer.block(f"def {name}_cuda({signature}):"):
+            _write_twin(writer, program, aggregates, layout, "cuda", messages, part)
     if messages != cpu_messages:  # both twins hand out codes in the same order
         raise AssertionError("the CPU and CUDA twins disagree on error codes")
     if program.keys:
         _write_move_twins(writer, slot_table_layout(len(program.keys), aggregates), slotted is not None)
-    return GeneratedKernel(writer.text(), tuple(parameters), tuple(messages))
+    return GeneratedKernel(writer.text(), tuple(parameters), tuple(messages), len(slices) if split else 0)

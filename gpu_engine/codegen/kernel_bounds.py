@@ -48,13 +48,26 @@ from gpu_engine.plans.expressions import Case, Expr, InList
 if TYPE_CHECKING:  # pragma: no cover
     from gpu_engine.codegen.fusion_program import FusionProgram
 
-__all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "SHARED_TREE_FACTOR", "expression_nodes", "kernel_nodes",
+__all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "SHARED_TREE_FACTOR", "MAX_AGGREGATION_SLICE_NODES",
+           "STATE_UPDATE_NODES", "aggregate_nodes", "aggregate_slices", "expression_nodes", "kernel_nodes",
            "refuse_before_planning", "refuse_oversized"]
 
 #: The most expression nodes one generated kernel evaluates (its predicates, keys, aggregate arguments and
 #: outputs together). TPC-H's largest (Q19's join filter) has 74: all of TPC-H stays fused.
 MAX_KERNEL_NODES = 256
 
+
+#: The most nodes one kernel of a fused aggregation folds into its aggregates' states (their arguments' nodes
+#: and :data:`STATE_UPDATE_NODES` per state word each): aggregates over it are split across kernels
+#: (:func:`aggregate_slices`). Why a budget of its own, below :data:`MAX_KERNEL_NODES`: a sum of a decimal
+#: product is a handful of nodes but a checked multiply, a 128-bit add and their error paths in the row code;
+#: TPC-DS q66's 24-36 such sums in one kernel (under 256 nodes) compiled for ~2 minutes, where slices of this
+#: budget compile in seconds each (bench/results/2026-11-28-aggsplit-compile-per-kernel.md). TPC-H's largest
+#: (Q1: 8 aggregates, 69) stays one kernel; of TPC-DS's, q28, q66, q9, q18, q50, q62, q88 and q99 split.
+MAX_AGGREGATION_SLICE_NODES = 72
+
+#: The nodes an aggregate's update of one state word counts for (an add, a flag, a compare-and-store).
+STATE_UPDATE_NODES = 2
 
 #: Expressions with more nodes than this are refused before their fusion program is planned.
 MAX_PLANNED_NODES = 4 * MAX_KERNEL_NODES
@@ -188,3 +201,41 @@ def refuse_oversized(program: "FusionProgram") -> None:
     if nodes > MAX_KERNEL_NODES:
         raise Unsupported(f"the expressions have more than {MAX_KERNEL_NODES} nodes: one generated kernel would "
                           "take too long to compile (evaluated unfused)")
+
+
+def aggregate_nodes(arguments: tuple[Expr, ...], states: int) -> int:
+    """Return the nodes one aggregate adds to a kernel: its arguments' row code and its state words' updates.
+
+    Capped at :data:`MAX_AGGREGATION_SLICE_NODES` + 1 (a larger one is a slice of its own)."""
+    limit = MAX_AGGREGATION_SLICE_NODES
+    return min(kernel_nodes(arguments, limit) + STATE_UPDATE_NODES * states, limit + 1)
+
+
+def aggregate_slices(program: "FusionProgram", aggregates) -> tuple[tuple[int, ...], ...]:
+    """Return the aggregates each kernel of a fused aggregation updates: one slice (all of them) or several.
+
+    Why: one kernel folding every aggregate of a GROUP BY compiles in time that grows faster than its
+    aggregates' count (TPC-DS q66: 24-36 decimal sums, 59-81 KB of source, ~2 minutes), and a query runs
+    on its lowest tier until it is compiled. Over :data:`MAX_AGGREGATION_SLICE_NODES`
+    (:func:`aggregate_nodes` summed), the aggregates are packed in order into slices of at most that
+    budget (an aggregate over it alone is a slice of its own); one key kernel then evaluates the
+    predicates and finds each row's slot, and a kernel per slice folds that slice's aggregates into the
+    same slot table (:mod:`~gpu_engine.codegen.fused_aggregation_kernel`). So source and compile time per
+    kernel stay flat as aggregates are added, and a query's kernels grow with their total nodes. The
+    choice depends on the program's shape and the aggregates only (never on a batch), so every layout
+    of one operator splits alike. An aggregate's nodes are counted alone: a subexpression two aggregates
+    share counts in each, as a slice kernel computes it again.
+    """
+    weights = [aggregate_nodes(arguments, len(function.state_arrays()))
+               for arguments, function in zip(program.arguments, aggregates)]
+    if sum(weights) <= MAX_AGGREGATION_SLICE_NODES:
+        return (tuple(range(len(weights))),)
+    slices: list[list[int]] = []
+    total = 0
+    for a, weight in enumerate(weights):
+        if not slices or total + weight > MAX_AGGREGATION_SLICE_NODES:
+            slices.append([])
+            total = 0
+        slices[-1].append(a)
+        total += weight
+    return tuple(tuple(s) for s in slices)

@@ -115,10 +115,16 @@ class Parameterized:
     words: tuple[int, ...]
 
 
-def parameter_preamble(types: Sequence[pa.DataType]) -> list[str]:
-    """Return the lines a kernel starts with: slot ``k`` read once into local ``p{k}`` of its type."""
+def parameter_preamble(types: Sequence[pa.DataType], used: set[int] | None = None) -> list[str]:
+    """Return the lines a kernel starts with: slot ``k`` read once into local ``p{k}`` of its type.
+
+    ``used`` (None: all) limits them to the slots the kernel's expressions read (:func:`used_slots`): a
+    slice of a split aggregation reads its own aggregates' constants, not the whole program's.
+    """
     lines = [f"{PARAMETERS}_f64 = {PARAMETERS}.view(np.float64)"]  # floats' bits, scalar or IN-set values
     for k, dtype in enumerate(types):
+        if used is not None and k not in used:
+            continue
         if is_floating(dtype):
             maker = "np.float32" if dtype == pa.float32() else "np.float64"
             lines.append(f"p{k} = {maker}({PARAMETERS}_f64[{k}])")
@@ -127,6 +133,20 @@ def parameter_preamble(types: Sequence[pa.DataType]) -> list[str]:
         else:
             lines.append(f"p{k} = np.int64({PARAMETERS}[{k}])")
     return lines
+
+
+def used_slots(expressions: Sequence[Expr]) -> set[int]:
+    """Return the parameter slots ``expressions`` read as ``p{k}`` (a parameter set its start's and its count's)."""
+    slots: set[int] = set()
+    stack = list(expressions)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (KernelParameter, FractionParameter)):
+            slots.add(node.index)
+        elif isinstance(node, ParameterSet):
+            slots.update((node.index, node.index + 1))
+        stack.extend(node.children())
+    return slots
 
 
 def parameterize(expressions: Sequence[Expr], lifted: Mapping[Expr, tuple[int, bool]]) -> Parameterized:

@@ -5,7 +5,11 @@ Per batch the operator binds the batch's buffers to the kernel's parameters
 string subexpressions as lookup tables by dictionary code), launches the one
 kernel that fits the batch's layout, and reads back one small status array
 (groups, rows left pending, first error): one launch and one host sync per
-batch in the steady state. Keys and aggregation state live in one slot table
+batch in the steady state (an aggregation of more aggregates than one kernel
+takes launches its key kernel, then a kernel per slice of its aggregates over
+the slots the key kernel wrote, and still reads one status:
+:func:`~gpu_engine.codegen.kernel_bounds.aggregate_slices`). Keys and
+aggregation state live in one slot table
 the kernel claims rows of itself (a row per key: occupancy, key words, then
 each aggregate's state as the shared aggregate objects of
 :mod:`gpu_engine.aggregation.functions` lay it out; see
@@ -286,6 +290,9 @@ class FusedAggregation(AggregationOperator):
         self.key_types = list(setup.key_types)
         self.max_groups = ctx.config.partial_aggregation_max_groups
         self.table_layout = setup.table_layout
+        #: Slice kernels run after the key kernel, over the slots it writes to ``_row_slots`` (0: none; the same
+        #: for every layout: set when the first is generated, before any batch binds or runs).
+        self._slices = 0
         #: The slot columns an empty slot does not hold 0 in (min/max states), with their starting words.
         self._nonzero_fill = setup.nonzero_fill
         xp = self.device.xp
@@ -297,6 +304,7 @@ class FusedAggregation(AggregationOperator):
         self._inputs = KernelInputs(self.device, self.program, self._interners)
         self._parameters = kernel_parameter_array(self.device, self.program)  # the constants, uploaded once
         self._pending = self._placeholder
+        self._row_slots = xp.zeros(1, dtype=xp.int64)  # the key kernel's slot per row, for the slice kernels
         self._last_batch = (0, 0)  # (rows, new keys) of the latest batch: see _expected_new_groups
         #: Which tier runs each batch; any step but PARTIAL keeps its first batch's (see the module docstring).
         self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL,
@@ -349,6 +357,7 @@ class FusedAggregation(AggregationOperator):
         compiled = self._kernels.get(layout)
         if compiled is None:
             generated = generate_fused_aggregation(self.program, self.functions, layout)
+            self._slices = generated.slices
             # Compiled by the compile process, which keeps the cache's size bound: no scan on a driver.
             file = generated_file(generated.source, evict=not self._tiers.compiles_in_background)
             compiled = self._kernels[layout] = (file, generated.parameters, generated.messages)
@@ -358,8 +367,10 @@ class FusedAggregation(AggregationOperator):
     def _launches(self, file, parameters, arrays) -> list:
         """Return the CPU twins a batch may launch with arguments of the types they would get (for TierSwitch)."""
         values = dict(arrays, n=0, positions=self._placeholder, has_positions=False, status=self._status_placeholder,
-                      pending=self._pending, parameters=self._parameters, slot_table=self._table)
-        launches = [(TwinRef(file, "fused_cpu"), [values[p] for p in parameters])]
+                      pending=self._pending, parameters=self._parameters, slot_table=self._table,
+                      row_slots=self._row_slots)
+        launches = [(TwinRef(file, name), [values[p] for p in parameters])
+                    for name in ("fused_cpu", *(f"slice{g}_cpu" for g in range(self._slices)))]
         if self.grouped:  # the table's growth (an aggregation without keys has one slot and no move twin)
             launches.append((TwinRef(file, "move_cpu"), (self._table, self._table)))
         return launches
@@ -517,6 +528,8 @@ class FusedAggregation(AggregationOperator):
         groups_before = self._num_groups
         if self._pending.shape[0] < rows:
             self._pending = xp.empty(rows, dtype=xp.int32)
+        if self._slices and self._row_slots.shape[0] < rows:
+            self._row_slots = xp.empty(rows, dtype=xp.int64)
         positions, count = self._placeholder, rows
         if self.grouped and self._last_batch[0] == 0 and self.step.input_is_raw and rows > _SAMPLE_ROWS:
             # The first batch: run every (rows // _SAMPLE_ROWS)-th row alone to learn its keys' number, then the
@@ -619,10 +632,13 @@ class FusedAggregation(AggregationOperator):
         xp = self.device.xp
         status = self.device.asarray(np.array([self._num_groups, 0, NO_ERROR], dtype=np.int64))
         values = dict(arrays, n=count, positions=positions, has_positions=positions is not self._placeholder,
-                      status=status, pending=self._pending, parameters=self._parameters)
+                      status=status, pending=self._pending, parameters=self._parameters, row_slots=self._row_slots)
         values["slot_table"] = self._table
-        launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *(values[p] for p in parameters),
-                    max_blocks=FUSED_KERNEL_BLOCKS)
+        arguments = [values[p] for p in parameters]
+        launch_twin(self.device, count, module.fused_cpu, module.fused_cuda, *arguments, max_blocks=FUSED_KERNEL_BLOCKS)
+        for g in range(self._slices):  # a split aggregation's slices, over the slots the key kernel found
+            launch_twin(self.device, count, getattr(module, f"slice{g}_cpu"), getattr(module, f"slice{g}_cuda"),
+                        *arguments, max_blocks=FUSED_KERNEL_BLOCKS)
         groups, pending, error = (int(v) for v in self.device.to_host(status))
         if error != NO_ERROR:
             row, code = divmod(error, ERROR_CODE_BASE)

@@ -158,6 +158,7 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
     import pyarrow as pa
 
     from gpu_engine.aggregation import aggregate_functions_of
+    from gpu_engine.codegen import kernel_bounds
     from gpu_engine.codegen.compiled_modules import generated_module
     from gpu_engine.codegen.fused_aggregation_kernel import KernelLayout, generate_fused_aggregation
     from gpu_engine.codegen.fused_filter_kernel import generate_fused_filter
@@ -179,17 +180,29 @@ def _generated_kernels() -> dict[str, tuple[object, list]]:
              "global": (grand, lambda columns, lifts: KernelLayout(False, (False,) * columns, ("rows",) * lifts))}
     kinds = {"n": lambda: 3, "positions": i32, "has_positions": lambda: False, "rows": i32, "rows2": i32,
              "slot_table": lambda: i64(2),
-             "status": i64, "pending": i32, "mask": b1, "parameters": i64}
+             "status": i64, "pending": i32, "mask": b1, "parameters": i64, "row_slots": i64}
     out = {}
+    # "split": "keyed" with its aggregates over a small slice budget: a key kernel and slice kernels (row_slots).
+    plans["split"] = plans["keyed"]
     for name, (plan, layout_of) in plans.items():
         node = next(n for n in walk_plan(prepare_plan(plan, "cpu", 1).plan) if isinstance(n, FusedAggregationNode))
         schema = {f.name: f.type for f in node.source.output_schema}
         functions = aggregate_functions_of(node)
         program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
-        generated = generate_fused_aggregation(program, functions, layout_of(len(program.columns), len(program.lifted)))
+        budget = kernel_bounds.MAX_AGGREGATION_SLICE_NODES
+        kernel_bounds.MAX_AGGREGATION_SLICE_NODES = 12 if name == "split" else budget
+        try:
+            generated = generate_fused_aggregation(program, functions,
+                                                   layout_of(len(program.columns), len(program.lifted)))
+        finally:
+            kernel_bounds.MAX_AGGREGATION_SLICE_NODES = budget
+        assert bool(generated.slices) == (name == "split")
         module = generated_module(generated.source)
         out[f"generated.{name}.fused_cuda"] = (module.fused_cuda, [_arguments(generated, program, kinds)])
-        if node.grouping_keys:
+        for g in range(generated.slices):
+            out[f"generated.{name}.slice{g}_cuda"] = (getattr(module, f"slice{g}_cuda"),
+                                                      [_arguments(generated, program, kinds)])
+        if node.grouping_keys and name != "split":  # (the split module's move twin is keyed's)
             out[f"generated.{name}.move_cuda"] = (module.move_cuda, [lambda: [i64(2), i64(2)]])
     # A FilterProject's predicate kernel: a dictionary-lifted string test and checked arithmetic on a mapped batch.
     predicate = PlanBuilder(catalog).table_scan("t").filter("k LIKE 'a%' AND i + 1 > 0").plan().predicate
