@@ -57,6 +57,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py sql-derived-pushdown tpcds 11 --sf 1 --runs 7  (sql.derived_pushdown off: eager aggregation loses q11's filter)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
+    python bench/ab.py correlated-keys tpcds 17 --sf 1 --runs 7
     python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
 """
 import argparse
@@ -769,6 +770,21 @@ def _sql_join_order():
     return _Setting(_set_sql_join_order), "value", "off"
 
 
+def _set_correlated_keys(on: bool) -> None:
+    import math
+    import gpu_engine.optimizer.join_order as order
+    import gpu_engine.optimizer.statistics as module
+    module.KEY_LIKE_ROWS = 2.0 if on else math.inf
+    order.COUNT_INPUT_ROWS = on
+
+
+def _correlated_keys():
+    """Every join on several key columns estimated by containment (the side with more distinct key sets
+    divides) and the typed join order costing output rows alone (``optimizer.statistics.KEY_LIKE_ROWS``
+    infinite, ``optimizer.join_order.COUNT_INPUT_ROWS`` off: the engine's default); on, both."""
+    return _Setting(_set_correlated_keys), "value", "off"
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -850,6 +866,7 @@ SWITCHES = {
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,
     "sql-join-order": _sql_join_order,
+    "correlated-keys": _correlated_keys,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

@@ -63,7 +63,7 @@ eager aggregation and the join above it);
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Mapping
 
 from gpu_engine.optimizer.conjuncts import conjuncts, disjuncts
@@ -117,7 +117,7 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         table = tables.get(plan.table_name)
         if table is None:
             return None
-        return Estimate(table.rows, {name: table.columns[name].sampled().capped(table.rows)
+        return Estimate(table.rows, {name: _per_value(table.columns[name].sampled().capped(table.rows), table.rows)
                                      for name in plan.columns if name in table.columns})
     if isinstance(plan, ValuesNode):
         rows = float(plan.data.num_rows)
@@ -152,6 +152,12 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
     if isinstance(plan, LocalPartitionNode):
         return below[0] if len(below) == 1 else _union(plan, below)
     return None
+
+
+def _per_value(column: ColumnStatistics, rows: float) -> ColumnStatistics:
+    """A table's column with its table's rows per distinct value (read by
+    :func:`~gpu_engine.optimizer.statistics.key_set_divisor`: may it identify the rows of a key set)."""
+    return replace(column, rows_per_value=rows / column.ndv) if column.ndv and rows else column
 
 
 def _capped(columns: Mapping[str, ColumnStatistics], rows: float) -> dict[str, ColumnStatistics]:
@@ -412,7 +418,8 @@ def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:
         known = child.columns[key].ndv if key in child.columns else 0
         groups *= known or max(1.0, child.rows / 10)
     rows = max(1.0, min(child.rows, groups))
-    return Estimate(rows, {k: child.columns[k].capped(rows) for k in plan.grouping_keys if k in child.columns})
+    return Estimate(rows, {k: replace(child.columns[k].capped(rows), rows_per_value=0.0)
+                           for k in plan.grouping_keys if k in child.columns})
 
 
 def _union(plan: LocalPartitionNode, branches: list[Estimate]) -> Estimate:

@@ -75,6 +75,17 @@ __all__ = ["EXHAUSTIVE_LIMIT", "ORDER_GAIN", "order_joins"]
 #: The most relations whose join trees are all costed (3^n splits); a larger region is ordered greedily.
 EXHAUSTIVE_LIMIT = 10
 
+#: Whether a tree's cost counts the rows each relation brings into its join beside the joins' output rows:
+#: a relation built into a hash table (the smaller side) all of its rows, a probed one the share of them whose
+#: keys the build side has (the engine filters a probe scan by the build's keys before decoding its rows:
+#: :func:`_input_rows`). **Off** until the typed order alone orders joins: with correlated keys
+#: (:data:`~gpu_engine.optimizer.statistics.KEY_LIKE_ROWS`) and the FROM items as written it brings TPC-DS q25
+#: to the SQL ordering's time (63 against 67 ms at SF1), but q17 stays ~+70% (its date filters,
+#: ``d_quarter_name IN (...)``, are estimated at 21,915 rows for 274, so no date join is seen to cut
+#: catalog_sales' scan) and with the SQL ordering on it moves q17 +41%
+#: (bench/results/2026-11-28-joinorder3-correlated-keys.md; ``bench/ab.py correlated-keys``).
+COUNT_INPUT_ROWS = False
+
 #: The share of the written order's estimated rows the found order must stay under to replace it (the SQL
 #: rule's ``COSTED_TREE_GAIN``: the estimates are rough, and smaller gains changed plans for nothing seen).
 ORDER_GAIN = 0.8
@@ -310,8 +321,32 @@ def _summed_rows(root: PlanNode, statistics: Mapping[str, TableStatistics], rela
             if found is None:
                 return None
             total += found.rows
+            if COUNT_INPUT_ROWS and any(id(source) in relations for source in node.sources):
+                sides = [estimate(source, statistics) for source in node.sources]
+                if None in sides:
+                    return None
+                pairs = list(zip(node.left_keys, node.right_keys)) if isinstance(node, HashJoinNode) else []
+                for k, source in enumerate(node.sources):
+                    if id(source) in relations:
+                        total += _input_rows(sides[k], sides[1 - k], [p[::-1] for p in pairs] if k else pairs)
         stack.extend(node.sources)
     return total
+
+
+def _input_rows(side, other, pairs: Sequence[tuple[str, str]]) -> float:
+    """Return the rows a relation brings into its join with ``other`` on ``pairs`` (its column, the other's):
+    all of them where it is the smaller side (built into the hash table), else the share whose keys the other
+    side has (each key column the ratio of distinct counts, at most 1): the engine filters a probe scan by
+    the build's keys (a runtime filter) before its rows are decoded, so a fact table probing a filtered
+    dimension costs the rows the dimension keeps, one probing a large build nearly all its rows."""
+    if side.rows <= other.rows:
+        return side.rows
+    share = 1.0
+    for mine, theirs in pairs:
+        own, kept = side.columns.get(mine), other.columns.get(theirs)
+        if own is not None and kept is not None and own.ndv and kept.ndv:
+            share *= min(1.0, kept.ndv / own.ndv)
+    return side.rows * share
 
 
 @dataclass(frozen=True)
@@ -357,7 +392,12 @@ def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str,
         if extra:
             rows = max(1.0, rows * 0.5 ** extra)
     columns = {name: stats.capped(rows) for name, stats in {**right.columns, **left.columns}.items()}
-    return _Joined(left.cost + right.cost + rows, rows, columns, (left.tree, right.tree), both)
+    cost = left.cost + right.cost + rows
+    if COUNT_INPUT_ROWS:
+        for side, other, keys in ((left, right, pairs), (right, left, [p[::-1] for p in pairs])):
+            if side.members & (side.members - 1) == 0:  # one relation: its rows enter here
+                cost += _input_rows(side, other, keys)
+    return _Joined(cost, rows, columns, (left.tree, right.tree), both)
 
 
 def _start(bases: Sequence[Estimate], relation: int) -> _Joined:

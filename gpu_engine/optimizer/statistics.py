@@ -34,6 +34,8 @@ session's tables, each read when first asked) live here too, so a session, a
 
 from __future__ import annotations
 
+import math
+
 import dataclasses
 import datetime
 import decimal
@@ -77,6 +79,10 @@ class ColumnStatistics:
     #: selectivity of the estimates that opt in (:func:`equality_selectivity`'s ``dictionary``), never by
     #: joins' divisors or groups' counts (see :func:`_dictionary_ndv`).
     dictionary_ndv: float = 0.0
+    #: Its table's rows per distinct value of it (0: unknown, or not a table's column: an aggregation's key, a
+    #: union's column): at most :data:`KEY_LIKE_ROWS` marks a key of its table's rows, an order or ticket number
+    #: (:func:`key_set_divisor` reads it for keys of several columns). Set by the typed estimates' table scans.
+    rows_per_value: float = 0.0
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
@@ -161,7 +167,10 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
     textbooks estimate a multi-column equi-join. Why not the single most selective key: a join on two keys
     got no credit for its second (TPC-DS q72's inventory on date and item was estimated from the item key
     alone, ~1,000x too many rows; store_sales x store_returns on ticket and item 12x too many), so the search
-    preferred joins on one key over it. One key: the larger distinct count, at most the larger side; with
+    preferred joins on one key over it. Where no key column identifies its table's rows
+    (:data:`KEY_LIKE_ROWS`, off by default), the columns count as independent instead: the product of each
+    pair's larger distinct count, where that divides more (a customer and an item shared by two fact tables
+    are not a key of either). One key: the larger distinct count, at most the larger side; with
     ``shared_domains``, at least the key's domain where both sides' values are a share of it
     (:func:`shared_key_domain`).
 
@@ -183,7 +192,35 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
         [(x, y)] = pairs
         domain = shared_key_domain(a.stats.get(x), b.stats.get(y)) if shared_domains else 0.0
         return max(1.0, min(max(product_a, product_b), max(a.rows, b.rows)), domain)
-    return max(1.0, min(product_a, a.rows), min(product_b, b.rows))
+    contained = max(1.0, min(product_a, a.rows), min(product_b, b.rows))
+    if any(_key_like(a.stats.get(x)) or _key_like(b.stats.get(y)) for x, y in pairs):
+        return contained
+    independent, seen = 1.0, set()
+    for x, y in pairs:  # each column once: ``x = y1 AND x = y2`` implies ``y1 = y2``
+        if x in seen or y in seen:
+            continue
+        seen |= {x, y}
+        independent *= max(1.0, (a.stats[x].ndv if x in a.stats else 0) or a.rows,
+                           (b.stats[y].ndv if y in b.stats else 0) or b.rows)
+    return max(contained, independent)
+
+
+#: The most rows per distinct value of a table's column that make it a key of the rows (an order or ticket
+#: number: TPC-DS SF1 store_returns' ticket numbers 1.7 rows each, catalog_returns' order numbers 1.5): a join on
+#: several columns keeps containment where one is such a key, and otherwise multiplies its columns' divisors
+#: (independent columns; :func:`key_set_divisor`). **Off** (``math.inf``: every key set keeps containment)
+#: until the typed join order alone orders joins: on, it estimates TPC-DS q17's ``catalog_sales x
+#: store_returns`` on customer and item at 271 rows (39 real; containment 287,514), but TPC-H q9's ``lineitem x
+#: partsupp`` on part and supplier (a composite foreign key; 4 rows per part in partsupp, where store_returns
+#: has 2.9 per customer: per-column counts cannot tell them apart) at 2.4M for 6M and ran +810%, and with the
+#: SQL ordering on TPC-DS q25 ran +272% (bench/results/2026-11-28-joinorder3-correlated-keys.md; ``bench/ab.py
+#: correlated-keys``).
+KEY_LIKE_ROWS = math.inf
+
+
+def _key_like(column: ColumnStatistics | None) -> bool:
+    """Return whether ``column`` may identify its rows (or its table's rows per value are not known)."""
+    return column is None or not column.rows_per_value or column.rows_per_value <= KEY_LIKE_ROWS
 
 
 def shared_key_domain(a: ColumnStatistics | None, b: ColumnStatistics | None) -> float:
