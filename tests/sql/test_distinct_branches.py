@@ -57,7 +57,7 @@ def test_distinct_branches_of_set_operations_match_duckdb_on_cpu(reference):
 
 
 def test_distinct_branches_of_set_operations_match_duckdb_on_each_device(device_name, reference):
-    session = session_with_tables(TABLES, device=device_name, drivers=2, batch_rows=3)
+    session = session_with_tables(TABLES, device=device_name, drivers=2, batch_rows=3, fuse=False)
     assert_queries_match_duckdb(session, reference, QUERIES[:2])
 
 
