@@ -79,10 +79,10 @@ EXHAUSTIVE_LIMIT = 10
 #: a relation built into a hash table (the smaller side) all of its rows, a probed one the share of them whose
 #: keys the build side has (the engine filters a probe scan by the build's keys before decoding its rows:
 #: :func:`_input_rows`). **Off** until the typed order alone orders joins: with correlated keys
-#: (:data:`~gpu_engine.optimizer.statistics.KEY_LIKE_ROWS`) and the FROM items as written it brings TPC-DS q25
-#: to the SQL ordering's time (63 against 67 ms at SF1), but q17 stays ~+70% (its date filters,
+#: (:data:`~gpu_engine.optimizer.statistics.KEY_LIKE_ROWS`) and the FROM items as written, TPC-DS q25 and q72
+#: no longer lose to today's default (-3% and -12% at SF1), but q17 runs +36% (its date filters,
 #: ``d_quarter_name IN (...)``, are estimated at 21,915 rows for 274, so no date join is seen to cut
-#: catalog_sales' scan) and with the SQL ordering on it moves q17 +41%
+#: catalog_sales' scan), q23 +12%, TPC-H q9 +18%, and with the SQL ordering on it moves q17 +41%
 #: (bench/results/2026-11-28-joinorder3-correlated-keys.md; ``bench/ab.py correlated-keys``).
 COUNT_INPUT_ROWS = False
 

@@ -24,7 +24,11 @@ the typed rule alone runs TPC-DS q17 67% and q25 ~40% slower (both estimate
 ``catalog_sales x store_returns`` on customer and item at every return, 39,272
 rows in q17 for 8 real, and choose another tree; q54 and q67 no longer lose:
 bench/results/2026-11-28-joinorder-typed-join-order.md,
-2026-11-28-joinorder2-keyless-regions-and-cross-products.md).
+2026-11-28-joinorder2-keyless-regions-and-cross-products.md). This rule's q17
+plan is a tie, not a better estimate: every pair it costs first, that join
+among them, is estimated at 287,514 rows and :func:`name_order` picks it
+(bench/results/2026-11-28-joinorder3-correlated-keys.md: what the typed rule
+still needs, its correlated-key estimate and input-row cost off by default).
 """
 
 from __future__ import annotations
