@@ -54,7 +54,14 @@ class LazyFunctionCache:
         return cache
 
     def __getattr__(self, name: str):
+        # Only numba's questions go to the real cache: a dunder (copy and pickle look for __setstate__ on an
+        # instance made without __init__) or this object's own fields must not recurse into _real().
+        if name.startswith("__") or name in ("_py_func", "_make", "_cache", "_lock"):
+            raise AttributeError(name)
         return getattr(self._real(), name)
+
+    def __reduce__(self):
+        return LazyFunctionCache, (self._py_func, self._make)  # a copy starts unmade (its lock is its own)
 
     def __repr__(self) -> str:
         return repr(self._cache) if self._cache is not None else f"<LazyFunctionCache py_func={self._py_func!r}>"

@@ -60,3 +60,30 @@ def test_a_function_outside_the_engine_keeps_numbas_own_cache(tmp_path):
                           text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split() == ["True", "42"]
+
+
+def test_the_stand_in_copies_and_pickles_without_making_the_cache():
+    """A dispatcher's fields may be copied or shipped (Spark's cloudpickle): the stand-in must not recurse."""
+    import copy
+    import pickle
+
+    from gpu_engine.codegen.lazy_numba_cache import LazyFunctionCache
+
+    _made.clear()
+    lazy = LazyFunctionCache(_twice, _make)
+    for twin in (copy.copy(lazy), copy.deepcopy(lazy), pickle.loads(pickle.dumps(lazy))):
+        assert isinstance(twin, LazyFunctionCache) and not twin.built
+    assert _made == []
+    assert lazy.upper() == "CACHE" and lazy.lower() == "cache" and _made == [_twice]  # made once, when asked
+
+
+_made: list = []
+
+
+def _make(py_func):
+    _made.append(py_func)
+    return "cache"
+
+
+def _twice(a):
+    return a * 2
