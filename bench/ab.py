@@ -300,6 +300,28 @@ def _intern_through_map():
     return KernelInputs, "_interned_in_place", lambda self, lift, batch: False
 
 
+def _emit_words():
+    """A fused aggregation's emit keeps its slot words when a count or float sum views them (not recycled), as
+    before (``fused_aggregation._recycle_words`` off: words given back only when no output views them)."""
+    import numpy as np
+
+    import gpu_engine.operators.fused_aggregation as module
+
+    def keep_viewed(xp, words, columns):
+        if xp is np and not any(np.may_share_memory(words, buffer) for column in columns
+                                for buffer in (column.data, column.validity, column.offsets) if buffer is not None):
+            module.give_array(xp, words)
+        return columns
+    return module, "_recycle_words", keep_viewed
+
+
+def _kept_bytes():
+    """The buffer recycler keeps at most 1 GiB, as before (``MAX_KEPT_BYTES`` a quarter of memory). The recycler is
+    process-wide: buffers the other side kept are still taken, so this under-reads the change."""
+    from gpu_engine.exec import buffer_recycler as module
+    return module, "MAX_KEPT_BYTES", 1 << 30
+
+
 def _partition_slots():
     """TopNRowNumber's cut sorting its buffer for row_number too (``kernels.partition_top`` off)."""
     import gpu_engine.operators.top_n_row_number as module
@@ -837,6 +859,8 @@ SWITCHES = {
     "abandoned-partial-sizing": _abandoned_partial_sizing,
     "id-slots": _id_slots,
     "intern-through-map": _intern_through_map,
+    "emit-words": _emit_words,
+    "kept-bytes": _kept_bytes,
     "partition-slots": _partition_slots,
     "value-words": _value_words,
     "moment-rows": _moment_rows,

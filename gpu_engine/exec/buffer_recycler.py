@@ -24,6 +24,7 @@ the per-query memory cap on a GPU.
 
 from __future__ import annotations
 
+import os
 import threading
 from collections import defaultdict
 from typing import Any
@@ -33,7 +34,25 @@ import numpy as np
 __all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "kept_bytes", "release_kept"]
 
 MIN_BYTES = 4 << 20
-MAX_KEPT_BYTES = 1 << 30
+
+
+def _kept_bytes_cap() -> int:
+    """Return a quarter of the machine's memory, at least 1 GiB (1 GiB where the size is unknown).
+
+    Why not a fixed 1 GiB: a query's reusable buffers grow with its groups. db-benchmark's q10 (10M groups
+    over 2 drivers) ends with two 1 GiB slot tables and two 512 MiB emit buffers; under a 1 GiB cap at most
+    one was kept, so every run page-faulted through ~1.5 GB of fresh memory (~390K faults, 0.85 s of its
+    ~6.7 s CPU). Kept buffers are released once the process is idle (:mod:`gpu_engine.exec.idle_memory`),
+    so the cap bounds memory held within a burst of queries, as DuckDB's buffer pool (80% of memory) does.
+    """
+    try:
+        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 30
+    return max(1 << 30, int(total) // 4)
+
+
+MAX_KEPT_BYTES = _kept_bytes_cap()
 
 _lock = threading.Lock()
 #: Free buffers by size class: class ``c`` holds flat uint8 buffers of at least ``2**c`` bytes.

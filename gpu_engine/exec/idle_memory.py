@@ -2,7 +2,7 @@
 
 Why: two things keep freed host memory resident so the next allocation skips
 the kernel's page faults: the buffer recycler's large arrays
-(:mod:`gpu_engine.exec.buffer_recycler`, up to 1 GiB) and glibc's heap with the
+(:mod:`gpu_engine.exec.buffer_recycler`, up to a quarter of memory) and glibc's heap with the
 raised trim threshold (:mod:`gpu_engine.host_allocator`). Both pay off while
 queries run (batch after batch, partial emit after partial emit, and query
 after query: releasing them at the end of every query made TPC-H SF1's Q18

@@ -63,7 +63,7 @@ from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
-from gpu_engine.exec.buffer_recycler import give_array, take_array
+from gpu_engine.exec.buffer_recycler import MIN_BYTES, give_array, take_array
 from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
@@ -150,19 +150,32 @@ class _KeyInterner:
         return self._table.nbytes + (self._values.nbytes if self._values is not None else 0)
 
 
-def _recycle_unless_shared(xp: Any, words: Any, columns: list[Column]) -> None:
-    """Give the emitted slot words back to the buffer recycler when no output column is a view of them.
+def _recycle_words(xp: Any, words: Any, columns: list[Column]) -> list[Column]:
+    """Give the emitted slot words back to the buffer recycler, copying out the output columns that view them.
 
     Why: Q18's emit reads 1.5M groups into a 42 MB words array, above glibc's 32 MiB mmap ceiling, so
     each query page-faulted through it afresh (~70 ms of kernel time a run on the 2-core VM). Most
-    outputs are fresh arrays (casts, extracted sums); one that is a view keeps the words alive instead.
+    outputs are fresh arrays (casts, extracted sums), but a float sum or a count is a view of its state's
+    words: it kept all of them alive (db-benchmark q10's ten words of 5M groups a driver, 400 MB faulted
+    afresh each query for two 40 MB columns). So a viewing column gets a copy of its own and the words
+    are reused. Returns the columns (the viewing ones replaced).
     """
-    if xp is not np:
-        return
-    buffers = [buffer for column in columns for part in (column, column.dictionary) if part is not None
-               for buffer in (part.data, part.validity, part.offsets) if buffer is not None]
-    if not any(np.may_share_memory(words, buffer) for buffer in buffers):
+    if xp is not np or int(words.nbytes) < MIN_BYTES:  # the recycler keeps only large buffers
+        return columns
+    out = []
+    for column in columns:
+        if column.dictionary is None and any(
+                buffer is not None and np.may_share_memory(words, buffer)
+                for buffer in (column.data, column.validity, column.offsets)):
+            column = replace(column, data=column.data.copy(),
+                             validity=None if column.validity is None else column.validity.copy(),
+                             offsets=None if column.offsets is None else column.offsets.copy())
+        out.append(column)
+    if not any(np.may_share_memory(words, buffer) for column in out
+               for part in (column, column.dictionary) if part is not None
+               for buffer in (part.data, part.validity, part.offsets) if buffer is not None):
         give_array(xp, words)
+    return out
 
 
 class _LowestTier:
@@ -653,9 +666,15 @@ class FusedAggregation(AggregationOperator):
         columns: list[Column] = []
         if self.grouped:
             words = occupied_slot_columns(self.device, self._table, TAG_READY, self._num_groups, take_array)
-            null_bits = words[0] >> 2
+            tags = words[0]  # TAG_READY | null_bits << 2
+            # Key k's null bit into one scratch array, in place: per-key shifted and masked copies were two
+            # int64 arrays a key (80 MB each for q10's 5M groups, freshly mapped, page-faulted each query).
+            bit = take_array(xp, tags.shape, tags.dtype)
             for k, (dtype, column) in enumerate(zip(self.key_types, self.table_layout.key_columns)):
-                columns.append(self._key_column(k, dtype, words[column], ((null_bits >> k) & 1) == 0))
+                xp.right_shift(tags, k + 2, out=bit)
+                xp.bitwise_and(bit, 1, out=bit)
+                columns.append(self._key_column(k, dtype, words[column], bit == 0))
+            give_array(xp, bit)
         else:
             words = xp.ascontiguousarray(self._table[:1].T)
         groups = int(words.shape[1])
@@ -669,7 +688,7 @@ class FusedAggregation(AggregationOperator):
                 names.append(name)
                 columns.append(column)
         if self.grouped:
-            _recycle_unless_shared(self.device.xp, words, columns)
+            columns = _recycle_words(self.device.xp, words, columns)
         return Batch(tuple(names), tuple(columns), self.device, None, groups)
 
     def _key_column(self, k: int, dtype: pa.DataType, words: Any, validity: Any) -> Column:

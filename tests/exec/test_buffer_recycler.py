@@ -71,3 +71,19 @@ def test_device_arrays_are_left_to_their_own_pool():
 
     buffer_recycler.give_array(np, DeviceArray())
     assert buffer_recycler.kept_bytes() == 0
+
+
+def test_the_budget_is_a_quarter_of_memory_and_never_below_a_gibibyte(monkeypatch):
+    # A fixed 1 GiB kept one of db-benchmark q10's two 1 GiB slot tables at 10M rows: the other, and the emits'
+    # words, page-faulted through fresh memory every query.
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (24 << 30) // 4096}
+    monkeypatch.setattr(buffer_recycler.os, "sysconf", lambda name: pages[name])
+    assert buffer_recycler._kept_bytes_cap() == 6 << 30
+    pages["SC_PHYS_PAGES"] = (2 << 30) // 4096
+    assert buffer_recycler._kept_bytes_cap() == 1 << 30
+
+    def unknown(name):
+        raise ValueError(name)
+
+    monkeypatch.setattr(buffer_recycler.os, "sysconf", unknown)
+    assert buffer_recycler._kept_bytes_cap() == 1 << 30

@@ -631,6 +631,38 @@ def test_a_result_stays_intact_after_its_emitted_slot_words_are_recycled():
     assert sorted(row["k"] for row in expected) == list(range(groups)) and {row["n"] for row in expected} == {1}
 
 
+def test_an_emit_recycles_its_slot_words_also_when_a_count_or_sum_views_them(monkeypatch):
+    # A float sum and a count are views of their state's words; the emit copies them out and recycles the words
+    # (db-benchmark q10 faulted 400 MB of fresh words a driver each query for two 40 MB columns). Every array
+    # handed to the recycler is poisoned here, so an output still viewing one would read garbage. NULL bits of
+    # two keys (read through one scratch array at emit) must stay each key's own.
+    import gpu_engine.operators.fused_aggregation as fused
+    from gpu_engine.exec.buffer_recycler import MIN_BYTES
+
+    given: list[tuple] = []
+    recycle = fused.give_array
+
+    def poison_and_give(xp, array):
+        given.append(array.shape)
+        array.view(np.uint8).fill(0xA5)
+        recycle(xp, array)
+
+    monkeypatch.setattr(fused, "give_array", poison_and_give)
+    rows = MIN_BYTES // 8 // 5 + 2000  # tag, two keys, count and sum words: the words pass the recycler's minimum
+    i = np.arange(rows, dtype=np.int64)
+    table = pa.table({"k1": pa.array(i, mask=i % 7 == 3), "k2": pa.array(i % 13, mask=i % 11 == 5),
+                      "v": pa.array(i * 0.5)})
+    session = Session(device="cpu", drivers=1)
+    session.register("t", table)
+    result = session.execute(PlanBuilder(session.catalog).table_scan("t")
+                             .aggregation(["k1", "k2"], ["count(*) AS n", "sum(v) AS s"]).plan())
+    groups = result.num_rows
+    assert any(len(shape) == 2 and shape[1] == groups for shape in given), given  # the words were recycled
+    connection = duckdb.connect()
+    connection.register("t", table)
+    assert_same_rows(result, duckdb_table(connection, "SELECT k1, k2, count(*) AS n, sum(v) AS s FROM t GROUP BY 1, 2"))
+
+
 def test_string_keys_intern_to_the_same_ids_plain_and_dictionary_encoded(device):
     """Plain string batches (short and long) and dictionary-encoded ones share one table of ids: a string
     keeps its first id, NULL rows get 0, and ``values()`` holds each string at its id."""
