@@ -435,7 +435,7 @@ class PtxCache:
             return None
         try:
             ptx = path.read_text()
-        except OSError:
+        except (OSError, UnicodeDecodeError):  # gone, or damaged bytes: compiled again (and written over)
             return None
         return ptx if ".entry" in ptx else None  # a damaged file is compiled again
 

@@ -70,7 +70,7 @@ def _write_once(path: Path, source: str) -> bool:
     except FileNotFoundError:  # the folder was removed after this process made it
         path.parent.mkdir(parents=True, exist_ok=True)
         handle, temporary = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(handle, "w") as out:
+    with os.fdopen(handle, "w", encoding="utf-8") as out:  # as Python reads source files, whatever the locale
         out.write(source)
     try:
         os.link(temporary, path)  # fails if another process wrote it first: keep theirs (same text)
@@ -97,14 +97,18 @@ def _load(path: Path, source: str, name: str) -> tuple[ModuleType, bool]:
     """Write (when missing) and import the module at ``path``; write it again if it is evicted meanwhile.
 
     Another process may evict the module between the write and the import, or while numba's decorators
-    look for the file (:mod:`gpu_engine.codegen.cache_eviction`): that is a cache miss, not an error.
+    look for the file (:mod:`gpu_engine.codegen.cache_eviction`): that is a cache miss, not an error; so is a
+    file under the source's name that does not hold the source.
     """
+    encoded = source.encode()
     for attempt in range(_LOAD_ATTEMPTS):
         wrote = _write_once(path, source)
         identity = None
         try:
             info = os.stat(path)
             identity = (info.st_ino, info.st_mtime_ns)
+            if info.st_size != len(encoded) and attempt < _LOAD_ATTEMPTS - 1 and _discard_if_damaged(path, encoded):
+                continue  # cut short or overwritten (it may still import): written again
             return _import(name, path), wrote
         except Exception:
             try:
@@ -112,9 +116,29 @@ def _load(path: Path, source: str, name: str) -> tuple[ModuleType, bool]:
                 replaced = identity != (info.st_ino, info.st_mtime_ns)
             except OSError:
                 replaced = True
+            if not replaced and _discard_if_damaged(path, encoded):
+                replaced = True  # a file that is not this source (truncated, overwritten): written again
             if not replaced or attempt == _LOAD_ATTEMPTS - 1:
                 raise
     raise AssertionError("unreachable")
+
+
+def _discard_if_damaged(path: Path, encoded: bytes) -> bool:
+    """Remove ``path`` if it does not hold ``encoded`` (its name is that source's hash); return whether it did.
+
+    Modules are written whole (a complete temporary file linked into place), so a file of another text was
+    damaged outside this process (a full disk, an edit, a copy cut short): without this, every later load of
+    that source would fail the same way in every process sharing the folder.
+    """
+    try:
+        if path.read_bytes() == encoded:
+            return False
+        path.unlink()
+    except FileNotFoundError:
+        return True  # gone meanwhile: written again
+    except OSError:
+        return False
+    return True
 
 
 def generated_module(source: str, stem: str = "fused") -> ModuleType:

@@ -151,12 +151,13 @@ def test_each_part_of_the_key_compiles_again(load_kernel, tmp_path, change):
     assert compiler.calls == 2
 
 
-def test_a_damaged_file_is_compiled_and_written_again(load_kernel, tmp_path):
+@pytest.mark.parametrize("damaged", [b"truncated", b".entry \xff\xfe not UTF-8"], ids=["truncated", "bytes"])
+def test_a_damaged_file_is_compiled_and_written_again(load_kernel, tmp_path, damaged):
     kernel, compiler = load_kernel(), CountingCompiler()
     cache = PtxCache((9, 0), tmp_path, compile=compiler)
     path = cache.path_for(kernel, ("int64[::1]",), {})
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("truncated")
+    path.write_bytes(damaged)  # bytes that are not UTF-8: UnicodeDecodeError failed the query before
     assert cache.ptx(kernel, ("int64[::1]",), {}).record.outcome == "compiled"
     assert ".entry" in path.read_text() and compiler.calls == 1
 
