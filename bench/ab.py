@@ -59,6 +59,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py correlated-keys tpcds 17 --sf 1 --runs 7
     python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
+    python bench/ab.py aggregate-slices tpcds 66 --sf 1 --runs 7  (without: every aggregation one kernel)
 """
 import argparse
 import os
@@ -820,6 +821,14 @@ def _plain_string_keys():
     return module, "interns_key", lambda column: column.is_dictionary
 
 
+def _aggregate_slices():
+    """Every fused aggregation as one kernel (the slice budget past any program), against aggregates split
+    across a key kernel and slice kernels (``kernel_bounds.aggregate_slices``). The generated kernels are
+    cached by the budget, so each side runs its own (both compiled while the sides warm up)."""
+    from gpu_engine.codegen import kernel_bounds
+    return kernel_bounds, "MAX_AGGREGATION_SLICE_NODES", 10 ** 9
+
+
 def _narrow_keys():
     """A HashAggregation's keys of at most 32 bits (interned string ids among them) as a flag word and a value word
     each (``normalize_keys`` without ``narrow``), as before the narrow one-word block."""
@@ -880,6 +889,7 @@ SWITCHES = {
     "one-branch-case": _one_branch_case,
     "plain-string-keys": _plain_string_keys,
     "narrow-keys": _narrow_keys,
+    "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
     "distinct-semi-joins": _distinct_semi_joins,
