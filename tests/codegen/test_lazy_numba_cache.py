@@ -87,3 +87,35 @@ def _make(py_func):
 
 def _twice(a):
     return a * 2
+
+
+def _engine_module(folder: Path, name: str):
+    """Import a module named as the engine's generated ones (so its dispatchers get the stand-in) from ``folder``."""
+    import importlib.util
+
+    import gpu_engine.kernels  # noqa: F401  (installs the stand-in)
+
+    path = folder / f"{name}.py"
+    path.write_text("from numba import njit\n\n@njit(cache=True)\ndef twice(a):\n    return a * 2\n")
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module, path
+
+
+def test_a_source_edited_after_import_is_neither_loaded_nor_saved(tmp_path):
+    """Machine code of the function in memory must not be saved under the edited file's stamp (nor the reverse)."""
+    import uuid
+
+    kept, _ = _engine_module(tmp_path, f"gpu_engine_generated_kept_{uuid.uuid4().hex}")
+    edited, path = _engine_module(tmp_path, f"gpu_engine_generated_edited_{uuid.uuid4().hex}")
+    try:
+        path.write_text(path.read_text() + "# edited while a process had it imported\n")
+        assert kept.twice(21) == 42 and edited.twice(21) == 42
+        indexes = sorted(p.name.split("-")[0] for p in (tmp_path / "__pycache__").glob("*.nbi"))
+        assert indexes == [f"{kept.__name__}.twice"], indexes  # the edited module saved nothing
+        assert not edited.twice._cache._enabled
+    finally:
+        sys.modules.pop(kept.__name__, None)
+        sys.modules.pop(edited.__name__, None)
