@@ -69,6 +69,7 @@ from gpu_engine.plans.plan_validation import validate_plan
 __all__ = [
     "FORMAT_VERSION",
     "SerializationError",
+    "DocumentTooDeep",
     "DataclassCodec",
     "PLAN_CODEC",
     "format_arrow_type",
@@ -103,6 +104,26 @@ class SerializationError(ValueError):
     def __init__(self, message: str, path: str):
         self.path = path
         super().__init__(f"{message} (at {path})")
+
+
+class DocumentTooDeep(SerializationError, PlanError):
+    """Raise for a document (or a plan being written) nested deeper than :data:`MAX_DOCUMENT_DEPTH` levels.
+
+    Why both types: it is this format's refusal (callers of the reader catch :class:`SerializationError`), and
+    for a plan document it is what a plan too deep to plan is (:mod:`gpu_engine.planning.plan_depth`): a
+    :class:`~gpu_engine.errors.PlanError` naming the depth and what to do instead, never a bare
+    ``RecursionError`` from Python's JSON reader or this codec's walk.
+    """
+
+    def __init__(self, depth: int, path: str, *, writing: bool = False):
+        self.depth = depth
+        self.node = self.column = self.tree = None  # PlanError's fields: a document has no node to name yet
+        verb = "to serialize" if writing else "to read"
+        SerializationError.__init__(
+            self, f"the {'value' if writing else 'document'} nests too deeply {verb} ({depth} levels, at most "
+            f"{MAX_DOCUMENT_DEPTH} are supported: a plan node takes two levels, an expression level one); combine "
+            "consecutive filters and projections into one node each, or run an inner part of the plan first and "
+            "register its result as a table", path)
 
 
 # -- Arrow types ----------------------------------------------------------------------
@@ -378,13 +399,12 @@ class DataclassCodec:
         """
         depth = _value_nesting(value)
         if depth > MAX_DOCUMENT_DEPTH:
-            raise SerializationError(f"the value nests too deeply to serialize ({depth} levels, at most "
-                                     f"{MAX_DOCUMENT_DEPTH} are supported)", f"$.{key}")
+            raise DocumentTooDeep(depth, f"$.{key}", writing=True)
         allow_recursion_depth(depth)
         try:
             return {_FORMAT_KEY: FORMAT_VERSION, key: self.encode(value, f"$.{key}")}
         except RecursionError:
-            raise SerializationError("the value nests too deeply to serialize", f"$.{key}") from None
+            raise DocumentTooDeep(depth, f"$.{key}", writing=True) from None
 
     # -- reading --------------------------------------------------------------------------
 
@@ -513,8 +533,7 @@ class DataclassCodec:
             except RecursionError:
                 depth = _data_nesting(document[key])
                 if attempt or depth > MAX_DOCUMENT_DEPTH:
-                    raise SerializationError(f"the document nests too deeply ({depth} levels, at most "
-                                             f"{MAX_DOCUMENT_DEPTH} are supported)", f"$.{key}") from None
+                    raise DocumentTooDeep(depth, f"$.{key}") from None
                 allow_recursion_depth(depth)  # as deep as PlanBuilder allows: make room, decode it again
 
 
@@ -594,14 +613,15 @@ def load_document(text: str | bytes) -> Any:
     Raises
     ------
     SerializationError
-        For text that is not strict JSON.
+        For text that is not strict JSON; :class:`DocumentTooDeep` (also a
+        :class:`~gpu_engine.errors.PlanError`) for text nested deeper than
+        :data:`MAX_DOCUMENT_DEPTH` levels, naming its depth.
     """
     if not isinstance(text, (str, bytes, bytearray)):
         raise SerializationError(f"expected JSON text, got a {type(text).__name__}", "$")
     depth = _text_nesting(text)
     if depth > MAX_DOCUMENT_DEPTH:  # refused before json.loads recurses (in C) that deep
-        raise SerializationError(f"malformed JSON: it nests too deeply ({depth} levels, at most "
-                                 f"{MAX_DOCUMENT_DEPTH} are supported)", "$")
+        raise DocumentTooDeep(depth, "$")
     # json.loads takes a frame or two per level: only documents beyond ~100 levels need a raised limit
     # (a plan as deep as PlanBuilder allows, read in a fresh process).
     allow_recursion_depth(max(0, depth - 100) // 4)
@@ -612,7 +632,7 @@ def load_document(text: str | bytes) -> Any:
     except ValueError as exc:  # json.JSONDecodeError and UnicodeDecodeError
         raise SerializationError(f"malformed JSON: {exc}", "$") from None
     except RecursionError:
-        raise SerializationError("malformed JSON: it nests too deeply", "$") from None
+        raise DocumentTooDeep(depth, "$") from None
 
 
 #: The deepest JSON a plan document may be: a plan's nodes nest two levels each
@@ -716,6 +736,8 @@ def plan_from_json(text: str | bytes, *, validate: bool = True) -> PlanNode:
     Raises
     ------
     SerializationError
-        For malformed JSON or a malformed document, naming the path, or a plan PlanBuilder would refuse.
+        For malformed JSON or a malformed document, naming the path, or a plan PlanBuilder would refuse;
+        :class:`DocumentTooDeep`, also a :class:`~gpu_engine.errors.PlanError`, for a plan nested deeper than
+        the reader takes, naming its depth.
     """
     return plan_from_dict(load_document(text), validate=validate)
