@@ -20,6 +20,7 @@ only disagree where a rule is written in one place and not the other.
 
 from __future__ import annotations
 
+import contextvars
 import datetime
 import decimal
 import functools
@@ -94,6 +95,7 @@ from gpu_engine.plans.nodes import (
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
+from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -728,3 +730,54 @@ def _(expr: Substring, schema: pa.Schema, label: str) -> None:
         raise PlanError(f"SUBSTRING's length must be a non-negative integer, got {expr.length!r}", node=label)
     if expr.dtype != pa.string():
         raise _wrong_type(expr, pa.string(), label)
+
+
+# -- subquery predicates (gpu_engine.plans.subqueries) ------------------------------------------------------------
+
+#: The outer row's schema while a subquery predicate's correlation is checked (its OuterColumns read it).
+_outer_schema: contextvars.ContextVar[pa.Schema | None] = contextvars.ContextVar("outer_schema", default=None)
+
+
+@_validate_expr.register
+def _(expr: OuterColumn, schema: pa.Schema, label: str) -> None:
+    outer = _outer_schema.get()
+    if outer is None:
+        raise PlanError(f"outer column {expr.name!r} outside a subquery's correlation", node=label,
+                        column=expr.name)
+    _validate_expr(ColumnRef(expr.name, expr.dtype), outer, label)
+
+
+def _subquery_predicate(expr: Exists | InSubquery, schema: pa.Schema, label: str) -> None:
+    """Check a subquery predicate over its Filter's input ``schema``: its plan, its correlation (the subquery's
+    columns and the outer row's), its boolean type."""
+    if not isinstance(expr.subquery, PlanNode):
+        raise PlanError(f"a subquery must be a plan node, got {type(expr.subquery).__name__}", node=label)
+    validate_plan(expr.subquery)
+    if not isinstance(expr.negated, bool):
+        raise PlanError(f"negated must be true or false, got {expr.negated!r}", node=label)
+    if expr.correlation is not None:
+        token = _outer_schema.set(schema)
+        try:
+            _boolean(expr.correlation, expr.subquery.output_schema, label, "a subquery's correlation")
+        finally:
+            _outer_schema.reset(token)
+    if expr.dtype != pa.bool_():
+        raise _wrong_type(expr, pa.bool_(), label)
+
+
+@_validate_expr.register
+def _(expr: Exists, schema: pa.Schema, label: str) -> None:
+    _subquery_predicate(expr, schema, label)
+
+
+@_validate_expr.register
+def _(expr: InSubquery, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.value, schema, label)
+    _subquery_predicate(expr, schema, label)
+    names = expr.subquery.output_schema.names
+    if expr.column not in names:
+        raise PlanError(f"IN compares with column {expr.column!r}, which its subquery does not output "
+                        f"({', '.join(names)})", node=label, column=expr.column)
+    if not is_comparable(expr.value.dtype, expr.subquery.output_schema.field(expr.column).type):
+        raise PlanError(f"IN compares {expr.value.dtype} with {expr.subquery.output_schema.field(expr.column).type}",
+                        node=label, column=expr.sql())

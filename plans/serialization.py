@@ -61,6 +61,7 @@ import pyarrow as pa
 from gpu_engine.errors import PlanError
 from gpu_engine.plans import expressions as _expressions
 from gpu_engine.plans import nodes as _nodes
+from gpu_engine.plans import subqueries as _subqueries
 from gpu_engine.plans.expressions import MAX_EXPRESSION_DEPTH, allow_recursion_depth
 from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.nodes import PlanNode
@@ -667,10 +668,11 @@ def _exported_dataclasses(module: types.ModuleType, bases: tuple[type, ...]) -> 
 PLAN_CODEC = DataclassCodec([
     *_exported_dataclasses(_nodes, (PlanNode,)),
     *_exported_dataclasses(_expressions, (_expressions.Expr,)),
+    *_exported_dataclasses(_subqueries, ()),
     IntervalValue,
 ])
-"""The codec of plan documents: every plan node, ``SortKey``, every expression class and the interval constants
-literals carry."""
+"""The codec of plan documents: every plan node, ``SortKey``, every expression class (the subquery predicates
+too) and the interval constants literals carry."""
 
 _PLAN_KEY = "plan"
 

@@ -188,6 +188,10 @@ class LocalCluster:
             from gpu_engine.optimizer import optimize_plan
 
             plan = optimize_plan(plan, self.session.statistics())
+        else:  # the subquery predicates still become joins: no operator evaluates them
+            from gpu_engine.optimizer import required_rewrites
+
+            plan = required_rewrites(plan)
         distributed = plan if has_remote_exchanges(plan) else add_remote_exchanges(plan)
         fragments = plan_fragments(distributed)
         widths = [self._width(f, len(fragments)) for f in fragments]

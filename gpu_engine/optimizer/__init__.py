@@ -22,6 +22,12 @@ The callers hand it the statistics of the tables the plan scans (a session's
 (:data:`ESTIMATE_RULES`, after :data:`RULES`) read through
 :mod:`~gpu_engine.optimizer.cardinality`; without them those rules do not run.
 
+0. :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries`: each
+   ``[NOT] EXISTS`` / ``x [NOT] IN (SELECT …)`` conjunct of a filter (typed
+   subquery predicates, :mod:`gpu_engine.plans.subqueries`) becomes a semi,
+   anti or null-aware anti join on its correlation's equalities. No operator
+   evaluates a subquery, so it is also the one rule
+   :func:`required_rewrites` applies where the optimizer is switched off.
 1. :func:`~gpu_engine.optimizer.constant_folding.fold_constants`: boolean
    connectives and comparisons of constants in filter predicates; a filter
    that is always true goes.
@@ -61,7 +67,14 @@ GROUP BY its partial step where its input is proven unique on some of its keys
 (:mod:`~gpu_engine.optimizer.unique_keys`) or a key is about as distinct as its
 estimated input rows.
 
-Still on the sqlglot tree (not moved yet): decorrelation, eager aggregation,
+Still on the sqlglot tree (not moved yet): the SQL planner translates a
+WHERE conjunct's ``[NOT] EXISTS`` / ``[NOT] IN (SELECT …)`` into the typed
+predicates rule 0 decorrelates (binding their key types: an outer expression
+key and numeric keys of two layouts are projected and cast there), but plans
+the other subquery forms as joins itself (:mod:`gpu_engine.sql.decorrelation`:
+scalar subqueries, uncorrelated EXISTS as a count, magic sets;
+:mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
+as values); eager aggregation,
 and join ordering beside the typed rule (the estimate rules both planners call:
 :mod:`~gpu_engine.optimizer.statistics`): the SQL planner orders FROM items
 first and the typed rule moves only a region its estimates, with the pushed
@@ -90,6 +103,7 @@ from typing import Callable, Mapping
 
 from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
+from gpu_engine.optimizer.decorrelation import decorrelate_subqueries
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.join_order import order_joins
@@ -99,13 +113,16 @@ from gpu_engine.optimizer.projection_pruning import prune_projections
 from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.plans.nodes import PlanNode
 
-__all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan"]
+__all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan", "required_rewrites"]
 
-#: The rules, in the order they run: folding first (a folded TRUE/FALSE filter is then dropped or made empty),
+#: The rules, in the order they run: decorrelation first (every later rule sees joins, not subquery predicates,
+#: and may move the filters the correlation left), folding next (a folded TRUE/FALSE filter is then dropped or
+#: made empty),
 #: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), pruning last (a filter
 #: moved below a projection no longer needs its columns above it), semi joins after pruning (a join's output
 #: then names only the columns read above it).
 RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
+    decorrelate_subqueries,
     fold_constants,
     push_down_predicates,
     fold_constants,
@@ -145,3 +162,9 @@ def optimize_plan(plan: PlanNode, statistics: Mapping[str, TableStatistics] | No
         for chooser in ESTIMATE_RULES:
             plan = chooser(plan, statistics)
     return plan
+
+
+def required_rewrites(plan: PlanNode) -> PlanNode:
+    """Return ``plan`` with the rewrites it cannot run without (decorrelation: no operator evaluates a subquery
+    predicate), for the callers that skip :func:`optimize_plan` (``EngineConfig.optimize=False``)."""
+    return decorrelate_subqueries(plan)

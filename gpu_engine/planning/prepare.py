@@ -86,6 +86,10 @@ def prepare_plan(plan: PlanNode, device: Device | str, drivers: int, config=None
             from gpu_engine.optimizer import optimize_plan
 
             plan = optimize_plan(plan, statistics)
+        elif optimize:  # optimizer off: the subquery predicates still become joins (no operator evaluates them)
+            from gpu_engine.optimizer import required_rewrites
+
+            plan = required_rewrites(plan)
         executed = add_local_exchanges(plan, drivers)
         if config.fuse:
             executed = fuse_pipelines(executed)

@@ -284,6 +284,10 @@ class SparkRunner:
             from gpu_engine.optimizer import optimize_plan
 
             plan = optimize_plan(plan, statistics)
+        else:  # the subquery predicates still become joins: no operator evaluates them
+            from gpu_engine.optimizer import required_rewrites
+
+            plan = required_rewrites(plan)
         strategy = self.join_strategy(tables, joins)
         fragments = plan_fragments(add_spark_exchanges(plan, strategy))
         self.last_join_strategies = dict(strategy.chosen)

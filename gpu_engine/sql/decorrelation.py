@@ -1,15 +1,22 @@
-"""Decorrelate a WHERE clause's subqueries into joins: semi and anti joins, one-row builds, grouped aggregates.
+"""Decorrelate a WHERE clause's subqueries: typed EXISTS / IN predicates, one-row builds, grouped aggregates.
 
 Why a module of its own: a subquery evaluated once per outer row would scan its
 input again for every row; each form the planner accepts becomes a join
 instead, planned once, and each form it does not is refused by name. ``x IN
-(SELECT …)`` is a left semi join (NOT IN a null-aware anti join), applied at
-the scan of ``x`` when it reads one table; ``[NOT] EXISTS`` is a semi (anti)
-join on its correlation equalities, with the other correlated conditions as the
-join filter (a semi or anti join of a smaller outer side is a right semi /
-right anti join that builds it; the subquery's QUALIFY, DISTINCT ON or
+(SELECT …)`` and ``[NOT] EXISTS`` are translated here into typed subquery
+predicates of a Filter (:mod:`gpu_engine.plans.subqueries`: the subquery's
+plan, its correlation over its own and the outer row's columns), which the
+optimizer rule :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries`
+makes semi, anti or null-aware anti (NOT IN) joins on the correlation's
+equalities, the other correlated conditions their filter (DataFusion's
+``decorrelate_predicate_subquery``; the rule runs on every plan, the
+optimizer off too). This module binds them: it plans the subquery (the
+columns its keys and conditions read; its QUALIFY, DISTINCT ON or
 LIMIT/OFFSET computed per correlation key first, by
-:mod:`~gpu_engine.sql.correlated_row_clauses`); an uncorrelated scalar subquery (and an
+:mod:`~gpu_engine.sql.correlated_row_clauses`), projects an outer key
+expression and casts keys of two numeric layouts to their common type, and
+places the Filter: an uncorrelated IN of one table at that table's scan, the
+others after the joins. An uncorrelated scalar subquery (and an
 uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
 nested-loop join; a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
 the aggregate grouped by the correlation columns, joined like any relation, its
@@ -19,6 +26,7 @@ NULL, which an inner join loses) fail the comparison anyway. Subqueries under
 OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`); the other subqueries
 used as values (in SELECT, under NOT, COUNT compared with a value 0 passes)
 are LEFT-joined derived tables (:mod:`~gpu_engine.sql.subquery_values`).
+Those forms are still planned as joins here (issue 30 item 0).
 """
 
 from __future__ import annotations
@@ -32,6 +40,7 @@ from sqlglot import exp
 from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
+from gpu_engine.plans.expressions import ColumnRef
 from gpu_engine.plans.plan_builder import _join_key_layout
 from gpu_engine.plans.scalar_translation import membership_equality
 from gpu_engine.plans.sql_dialects import planned_dialect
@@ -49,7 +58,7 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
-           "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "semi_join",
+           "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "subquery_filter",
            "select_over", "own_aggregates", "empty_group_value", "strict_subquery", "fails_on_empty_group",
            "NULL_STRICT"]
 
@@ -645,6 +654,13 @@ def _is_exists(tree: exp.Expression) -> bool:
     return isinstance(tree, exp.Exists)
 
 
+def _in_value(tree: exp.Expression) -> bool:
+    """Return True when a semi join's conjunct is ``x [NOT] IN (SELECT …)`` of one value (not a row of them)."""
+    while isinstance(tree, (exp.Not, exp.Paren)):
+        tree = tree.this
+    return isinstance(tree, exp.In) and not isinstance(tree.this, exp.Tuple)
+
+
 def _with_cast_key(planner: QueryPlanner, relation: Relation, column: exp.Column,
                    target: pa.DataType) -> tuple[Relation, exp.Column]:
     """Return ``relation`` with ``CAST(column AS target)`` projected as a new column, and that column."""
@@ -662,8 +678,20 @@ def _with_cast_key(planner: QueryPlanner, relation: Relation, column: exp.Column
     return relation, exp.column(name, table="$key_cast")
 
 
-def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed: set[tuple[str, str]]) -> Relation:
-    """Apply a pending [NOT] EXISTS / [NOT] IN to ``relation`` as a semi, anti or null-aware anti join."""
+def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin) -> Relation:
+    """Filter ``relation`` by a pending [NOT] EXISTS / [NOT] IN, translated into a typed subquery predicate
+    (:mod:`gpu_engine.plans.subqueries`), which the optimizer rule
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a semi, anti or null-aware anti join.
+
+    Bound here, as a translator binds types: an expression on the outer side (``x + 1 IN (...)``) is projected
+    and keys of two layouts are cast to their common type (:func:`_keys_of_one_type`); each key pair is an
+    equality of the correlation (the IN's own pair the predicate's value and column), the subquery's other
+    correlated conditions follow it. The Filter keeps the input's columns (projection pruning drops those
+    nobody reads).
+    """
+    from gpu_engine.plans.sql_translator import parse_expression
+    from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, transformed
+
     keys = []
     for outer, inner in semi.keys:  # an expression on the outer side (x + 1 IN (...)) is projected first
         if not isinstance(outer, exp.Column):
@@ -680,44 +708,43 @@ def semi_join(planner: QueryPlanner, relation: Relation, semi: SemiJoin, needed:
         keys.append((outer, inner))
     relation, semi, keys = _keys_of_one_type(planner, relation, semi, keys)
     columns = {**relation.columns, **semi.relation.columns}
-    left, right = [], []
-    filters = list(semi.filters)
-    for outer, inner in keys:
-        outer_name = columns.get((outer.table, outer.name))
-        inner_name = columns[(inner.table, inner.name)]
-        if outer_name is None:
+    outer_schema, inner_schema = relation.node.output_schema, semi.relation.node.output_schema
+    for outer, _ in keys:
+        if columns.get((outer.table, outer.name)) is None:
             raise planner._plan_error(PlanError(f"column {outer.sql()} is not available"), outer)
-        outer_type = relation.node.output_schema.field(outer_name).type
-        inner_type = semi.relation.node.output_schema.field(inner_name).type
-        if (outer_name in left or _join_key_layout(outer_type) != _join_key_layout(inner_type)) \
-                and semi.join_type != "null_aware_anti":
-            filters.append(membership_equality(outer.copy(), inner.copy()))  # (an EXISTS' text key is cast above)
-            continue
-        if _join_key_layout(outer_type) != _join_key_layout(inner_type):
-            raise planner._plan_error(PlanError(f"NOT IN compares {outer_type} with {inner_type}"), semi.tree)
-        left.append(outer_name)
-        right.append(inner_name)
-    if not left:  # every equality compares keys of different layouts: no hash key is left to join on
+    key_types = [(outer_schema.field(columns[(o.table, o.name)]).type,
+                  inner_schema.field(columns[(i.table, i.name)]).type) for o, i in keys]
+    if key_types and all(_join_key_layout(a) != _join_key_layout(b) for a, b in key_types):
+        # no pair the rule could join on: refused before the equalities are typed, naming the types
         raise planner._plan_error(PlanError(
             "unsupported: a [NOT] EXISTS / IN whose every correlation equality compares different types ("
-            + ", ".join(f"{relation.node.output_schema.field(columns[(o.table, o.name)]).type} with "
-                        f"{semi.relation.node.output_schema.field(columns[(i.table, i.name)]).type}" for o, i in keys)
-            + "); cast one side"), semi.tree)
-    keep = list(dict.fromkeys(i for (a, n), i in relation.columns.items() if (a, n) in needed))
-    keep = keep or [relation.node.output_schema.names[0]]
-    join_filter = conjunction([planner._renamed(f, columns) for f in filters]) if filters else None
-    # Build the smaller side: a semi (anti) join of a small outer side is a right semi (anti) join.
-    right_side = semi.join_type in ("left_semi", "anti") and relation.rows < semi.relation.rows
+            + ", ".join(f"{a} with {b}" for a, b in key_types) + "); cast one side"), semi.tree)
+    outer_names = set(outer_schema.names)
+    combined = pa.schema(list(outer_schema) + [f for f in inner_schema if f.name not in outer_names])
+    label = "Filter"
+    # IN's own pair is the predicate's value and column, unless its sides still join on two layouts: then the
+    # EXISTS of its equality, which the rule keeps as the join's filter (NOT IN: the rule refuses such a pair)
+    in_pair = _in_value(semi.tree) and (semi.join_type == "null_aware_anti" or _join_key_layout(
+        outer_schema.field(columns[(keys[0][0].table, keys[0][0].name)]).type) == _join_key_layout(
+        inner_schema.field(columns[(keys[0][1].table, keys[0][1].name)]).type))
+    pairs = keys[1:] if in_pair else keys
+    parts = [membership_equality(outer.copy(), inner.copy()) for outer, inner in pairs] + list(semi.filters)
     try:
-        if right_side:
-            node = planner._builder(semi.relation.node).hash_join(
-                right, left, relation.node, keep, join_type="right_semi" if semi.join_type == "left_semi"
-                else "right_anti", filter=join_filter).plan()
+        correlation = None
+        if parts:
+            typed = parse_expression(conjunction([planner._renamed(p, columns) for p in parts]), combined, label)
+            correlation = transformed(typed, lambda node: OuterColumn(node.name, node.dtype)
+                                      if isinstance(node, ColumnRef) and node.name in outer_names else None)
+        if in_pair:
+            outer, inner = keys[0]
+            value = parse_expression(planner._renamed(outer, relation.columns), outer_schema, label)
+            predicate = InSubquery(value, semi.relation.node, columns[(inner.table, inner.name)], correlation,
+                                   negated=semi.join_type == "null_aware_anti")
         else:
-            node = planner._builder(relation.node).hash_join(
-                left, right, semi.relation.node, keep, join_type=semi.join_type, filter=join_filter).plan()
+            predicate = Exists(semi.relation.node, correlation, negated=semi.join_type == "anti")
+        node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, semi.tree) from None
-    rows = max(1.0, relation.rows * (0.5 if semi.join_type == "left_semi" else 0.5))
-    kept = {k: v for k, v in relation.columns.items() if v in keep}
-    return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
+    rows = max(1.0, relation.rows * 0.5)
+    return Relation(node, relation.columns, relation.aliases, rows,
+                    {k: v.capped(rows) for k, v in relation.stats.items()})

@@ -19,8 +19,10 @@ This module keeps the order of the steps, the sources and the output.
    relation filters its scan, an equality of two relations' columns is a
    join edge, the rest wait for their join.
 3. **Subqueries** (:mod:`~gpu_engine.sql.decorrelation`; under OR,
-   :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become semi and anti
-   joins, scalar subqueries the one-row build of a nested-loop join or, when
+   :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become typed subquery
+   predicates of a Filter, which the optimizer rule
+   :mod:`~gpu_engine.optimizer.decorrelation` makes semi and anti joins;
+   scalar subqueries the one-row build of a nested-loop join or, when
    correlated, an aggregate grouped by the correlation columns and joined; a
    MIN/MAX/AVG subquery repeating the outer join (or a HAVING against its grand
    total) is a window over it instead
@@ -59,7 +61,8 @@ JSON path executes), as does any hand-built plan: a rule there sees what the
 SQL rules above made of each other (a HAVING-like filter above a UNION ALL of
 CTE readers reaches each branch; a branch filtered by a constant that is never
 true, as TPC-DS q4/q11/q74's ``'s' = 'w'``, is empty). Still over the sqlglot
-tree (issue 30 item 0 is not done): decorrelation, join ordering and
+tree (issue 30 item 0 is not done): decorrelation but for [NOT] EXISTS /
+[NOT] IN conjuncts, join ordering and
 choosing the scanned columns. :mod:`~gpu_engine.sql.derived_pushdown` stays
 for the SQL rules that read its filtered estimates: the optimizer pass places
 every filter it places (OR-implied ones too; ``bench/plan_snapshots.py`` with
@@ -91,7 +94,7 @@ from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqu
 from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
-    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, semi_join, single_alias,
+    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, single_alias, subquery_filter,
     subquery_select,
 )
 from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
@@ -343,7 +346,7 @@ class QueryPlanner(PlanningContext):
                 relation = cross_join_filter(self, relation, sub, conjunct, scanned)
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias
                          and alias not in null_supplying]:
-                relation = semi_join(self, relation, semi, scanned)
+                relation = subquery_filter(self, relation, semi)
                 semi_joins.remove(semi)
             relations[alias] = relation
 
@@ -366,7 +369,7 @@ class QueryPlanner(PlanningContext):
         if pending:
             relation = filtered(self, relation, pending)
         for semi in semi_joins:
-            relation = semi_join(self, relation, semi, needed)
+            relation = subquery_filter(self, relation, semi)
         return self._finish_select(select, relation, ctes)
 
     def _needed_columns(self, select: exp.Select) -> set[tuple[str, str]]:

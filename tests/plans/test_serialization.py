@@ -146,7 +146,29 @@ def scalar_subquery():
             .cross_join(average, ["l_quantity", "a"]).filter("l_quantity > a").plan())
 
 
+def subquery_predicate(kind: str):
+    """Filter lineitem by ``EXISTS (orders WHERE o_orderkey = outer.l_orderkey AND o_orderdate < outer.l_shipdate)``
+    (``kind="exists"``) or ``l_orderkey NOT IN (SELECT o_orderkey FROM orders)`` (``"not_in"``), typed."""
+    from gpu_engine.plans.expressions import BinaryOp, ColumnRef
+    from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn
+
+    ids = PlanNodeIdGenerator()
+    orders = PlanBuilder(CATALOG, id_generator=ids).table_scan("orders", ["o_orderkey", "o_orderdate"]).plan()
+    lineitem = PlanBuilder(CATALOG, id_generator=ids).table_scan("lineitem", ["l_orderkey", "l_shipdate"])
+    key = orders.output_schema.field("o_orderkey").type
+    if kind == "not_in":
+        return lineitem.filter(InSubquery(ColumnRef("l_orderkey", key), orders, "o_orderkey", negated=True)).plan()
+    date = orders.output_schema.field("o_orderdate").type
+    correlation = BinaryOp("and", BinaryOp("eq", ColumnRef("o_orderkey", key), OuterColumn("l_orderkey", key),
+                                           pa.bool_()),
+                           BinaryOp("lt", ColumnRef("o_orderdate", date), OuterColumn("l_shipdate", date), pa.bool_()),
+                           pa.bool_())
+    return lineitem.filter(Exists(orders, correlation)).plan()
+
+
 PLANS = {
+    "subquery_exists": lambda: subquery_predicate("exists"),
+    "subquery_not_in": lambda: subquery_predicate("not_in"),
     "table_scan_all": lambda: scan_wide().plan(),
     "table_scan_columns": lambda: PlanBuilder(CATALOG).table_scan("lineitem", ["l_comment", "l_shipdate"]).plan(),
     "filter": lambda: scan_wide().filter("i64 > 10 AND s LIKE 'a%' OR dt IS NULL").plan(),

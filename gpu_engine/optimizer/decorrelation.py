@@ -1,0 +1,242 @@
+"""Decorrelate ``[NOT] EXISTS`` and ``x [NOT] IN (SELECT …)`` filter conjuncts into semi, anti and null-aware
+anti hash joins (DataFusion's ``decorrelate_predicate_subquery``).
+
+Why a typed rule: a subquery predicate (:mod:`gpu_engine.plans.subqueries`)
+says what the query asks; the join that answers it is chosen here, over the
+typed plan, for every plan — planned from SQL, built by hand with
+:class:`~gpu_engine.plans.plan_builder.PlanBuilder` or read from JSON. No
+operator evaluates a subquery per row, so this rule runs on every plan before
+it executes, also with ``EngineConfig.optimize=False``
+(:func:`~gpu_engine.optimizer.required_rewrites`).
+
+Each conjunct of a Filter that is a subquery predicate becomes a join of the
+Filter's input (probe side) with the subquery's plan (build side), applied in
+the conjuncts' order after the Filter's other conjuncts:
+
+* ``EXISTS`` is a ``left_semi`` join, ``NOT EXISTS`` an ``anti`` join, on the
+  correlation's equalities of an outer expression with a subquery expression
+  (each side that is not a plain column is projected first); the correlation's
+  other conjuncts are the join's filter, over both sides' columns.
+* ``x IN (SELECT c …)`` is an EXISTS whose first key is ``x = c``; ``x NOT IN
+  (SELECT c …)`` (uncorrelated) a ``null_aware_anti`` join on it, which keeps
+  SQL's three-valued answer: no row when ``c`` holds a NULL, a row with a NULL
+  ``x`` only when the subquery is empty.
+
+A key pair whose two sides join on different layouts (``plan_builder._join_key_layout``), or whose outer column
+is already a key, stays in the filter as written; a correlation with no key left is refused by name, as is a
+subquery predicate under OR or NOT, or a NOT IN with a correlation (write NOT EXISTS). The semi and anti joins
+probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
+anti joins that build a smaller outer side.
+
+Node ids: the join of a Filter's last subquery takes the Filter's id (a Filter of one subquery conjunct — how
+the SQL planner emits them — becomes a join of the same id); other new nodes take ``<id>.<n>``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pyarrow as pa
+
+from gpu_engine.errors import PlanError
+from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
+from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, walk
+from gpu_engine.plans.nodes import FilterNode, HashJoinNode, PlanNode, ProjectNode, walk_plan
+from gpu_engine.plans.plan_builder import _join_key_layout
+from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, is_subquery_predicate, transformed
+
+__all__ = ["decorrelate_subqueries", "holds_subqueries"]
+
+
+def holds_subqueries(plan: PlanNode) -> bool:
+    """Return True when a Filter of ``plan`` holds a subquery predicate (the rule has work)."""
+    return any(isinstance(node, FilterNode) and any(is_subquery_predicate(e) for e in walk(node.predicate))
+               for node in walk_plan(plan))
+
+
+def decorrelate_subqueries(plan: PlanNode) -> PlanNode:
+    """Return ``plan`` with every subquery predicate of its Filters a join (the same object when it has none).
+
+    Raises
+    ------
+    PlanError
+        For a subquery predicate that is not a conjunct of a Filter (under OR or NOT), a NOT IN with a
+        correlation, or a correlation with no equality of an outer and a subquery expression to join on.
+    """
+    if not holds_subqueries(plan):
+        return plan
+    return _Decorrelator(plan).visit(plan)
+
+
+class _Decorrelator:
+    def __init__(self, plan: PlanNode):
+        self.used: set[str] = set()
+        self._collect_ids(plan)
+        self.memo: dict[int, tuple[PlanNode, PlanNode]] = {}
+
+    def _collect_ids(self, plan: PlanNode) -> None:
+        for node in walk_plan(plan):
+            self.used.add(node.id)
+            if isinstance(node, FilterNode):
+                for expr in walk(node.predicate):
+                    if is_subquery_predicate(expr):
+                        self._collect_ids(expr.subquery)
+
+    def new_id(self, base: str) -> str:
+        n = 1
+        while f"{base}.{n}" in self.used:
+            n += 1
+        self.used.add(f"{base}.{n}")
+        return f"{base}.{n}"
+
+    def visit(self, node: PlanNode) -> PlanNode:
+        key = id(node)
+        if key in self.memo:
+            return self.memo[key][1]
+        sources = tuple(self.visit(source) for source in node.sources)
+        new = node
+        if any(s is not o for s, o in zip(sources, node.sources)):
+            new = replace(node, sources=sources)
+        if isinstance(new, FilterNode):
+            new = self._filter(new)
+        self.memo[key] = (node, new)  # the node kept: its id() stays its own
+        return new
+
+    def _filter(self, node: FilterNode) -> PlanNode:
+        parts = conjuncts(node.predicate)
+        subqueries = [part for part in parts if is_subquery_predicate(part)]
+        rest = [part for part in parts if not is_subquery_predicate(part)]
+        for part in rest:
+            if any(is_subquery_predicate(expr) for expr in walk(part)):
+                raise PlanError("a subquery predicate under OR, NOT or inside an expression cannot be decorrelated "
+                                "into a join (only a conjunct of a filter is)", node=node.label, column=part.sql())
+        if not subqueries:
+            return node
+        current = node.source
+        names = tuple(current.output_schema.names)
+        if rest:
+            current = FilterNode(id=self.new_id(node.id), output_schema=current.output_schema, sources=(current,),
+                                 predicate=conjunction(rest))  # (the other conjuncts first, as written)
+        for n, subquery in enumerate(subqueries):
+            join_id = node.id if n == len(subqueries) - 1 else self.new_id(node.id)
+            current = self._joined(current, subquery, join_id, names, node.label)
+        return current
+
+    def _joined(self, outer: PlanNode, predicate: Exists | InSubquery, join_id: str, names: tuple[str, ...],
+                label: str) -> HashJoinNode:
+        """Return ``outer`` semi (anti, null-aware anti) joined with the predicate's subquery."""
+        inner = self.visit(predicate.subquery)
+        null_aware = isinstance(predicate, InSubquery) and predicate.negated
+        if null_aware and predicate.correlation is not None:
+            raise PlanError("NOT IN over a correlated subquery (write NOT EXISTS)", node=label, column=predicate.sql())
+        pairs: list[tuple[Expr, Expr, Expr | None]] = []  # (outer side, inner side, the conjunct as written)
+        others: list[Expr] = []
+        if isinstance(predicate, InSubquery):
+            if predicate.column not in inner.output_schema.names:
+                raise PlanError(f"IN compares with column {predicate.column!r}, which its subquery does not output",
+                                node=label, column=predicate.sql())
+            column = ColumnRef(predicate.column, inner.output_schema.field(predicate.column).type)
+            pairs.append((predicate.value, column, None))
+        for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
+            pair = _key_pair(part)
+            if pair is None:
+                others.append(_as_joined(part))
+            else:
+                pairs.append((*pair, part))
+        outer_projected: list[tuple[str, Expr]] = []
+        inner_projected: list[tuple[str, Expr]] = []
+        left: list[str] = []
+        right: list[str] = []
+        demoted: list[Expr] = []
+        for outer_side, inner_side, written in pairs:
+            if _join_key_layout(outer_side.dtype) != _join_key_layout(inner_side.dtype) or (
+                    isinstance(outer_side, ColumnRef) and outer_side.name in left and not null_aware):
+                if written is None:  # IN's own pair: no typed equality to filter on
+                    raise PlanError(f"{'NOT ' if null_aware else ''}IN compares {outer_side.dtype} with "
+                                    f"{inner_side.dtype}; cast one side", node=label, column=predicate.sql())
+                demoted.append(_as_joined(written))
+                continue
+            left.append(self._key_name(outer_side, outer_projected, join_id))
+            right.append(self._key_name(inner_side, inner_projected, join_id))
+        if not left:
+            raise PlanError("unsupported: a [NOT] EXISTS / IN whose correlation has no equality of an outer and a "
+                            "subquery expression of one type to join on; cast one side", node=label,
+                            column=predicate.sql())
+        filters = others + demoted
+        if null_aware and (filters or len(left) != 1):
+            raise PlanError("a NOT IN with a condition beside its one key is not supported", node=label,
+                            column=predicate.sql())
+        outer = self._projected(outer, outer_projected, join_id)
+        inner = self._projected(inner, inner_projected, join_id)
+        both = set(outer.output_schema.names) & set(inner.output_schema.names)
+        for expr in filters:
+            for ref in walk(expr):
+                if isinstance(ref, ColumnRef) and ref.name in both:
+                    raise PlanError(f"column {ref.name!r} is both an outer column and a subquery column in a "
+                                    "correlation; rename one", node=label, column=predicate.sql())
+        join_type = "null_aware_anti" if null_aware else "anti" if predicate.negated else "left_semi"
+        schema = pa.schema([outer.output_schema.field(name) for name in names])
+        return HashJoinNode(id=join_id, output_schema=schema, sources=(outer, inner), join_type=join_type,
+                            left_keys=tuple(left), right_keys=tuple(right), output_columns=names,
+                            filter=_balanced(filters) if filters else None)
+
+    def _key_name(self, side: Expr, projected: list[tuple[str, Expr]], join_id: str) -> str:
+        """Return the column a key side is: its own, or a projected one's (``$key.<join>.<n>``)."""
+        if isinstance(side, ColumnRef):
+            return side.name
+        name = f"$key.{join_id}.{len(projected)}"
+        projected.append((name, side))
+        return name
+
+    def _projected(self, node: PlanNode, projected: list[tuple[str, Expr]], join_id: str) -> PlanNode:
+        """Return ``node`` with the key expressions ``projected`` computed beside its columns."""
+        if not projected:
+            return node
+        schema = node.output_schema
+        names = tuple(schema.names) + tuple(name for name, _ in projected)
+        exprs = tuple(ColumnRef(field.name, field.type) for field in schema) + tuple(e for _, e in projected)
+        out = pa.schema(list(schema) + [pa.field(name, expr.dtype) for name, expr in projected])
+        return ProjectNode(id=self.new_id(join_id), output_schema=out, sources=(node,), names=names,
+                           expressions=exprs)
+
+
+def _sides(expr: Expr) -> tuple[bool, bool]:
+    """Return whether ``expr`` reads outer columns, and whether it reads subquery columns."""
+    outer = inner = False
+    for node in walk(expr):
+        if isinstance(node, OuterColumn):
+            outer = True
+        elif isinstance(node, ColumnRef):
+            inner = True
+        elif is_subquery_predicate(node):
+            return True, True  # a nested subquery: never a key
+    return outer, inner
+
+
+def _key_pair(part: Expr) -> tuple[Expr, Expr] | None:
+    """Return (outer side over the outer row's columns, subquery side) of an equality joining the two, else None."""
+    if not (isinstance(part, BinaryOp) and part.op == "eq"):
+        return None
+    left, right = _sides(part.left), _sides(part.right)
+    if left == (True, False) and right == (False, True):
+        return _as_joined(part.left), part.right
+    if left == (False, True) and right == (True, False):
+        return _as_joined(part.right), part.left
+    return None
+
+
+def _as_joined(expr: Expr) -> Expr:
+    """Return ``expr`` with each outer column read as the join's probe column of that name."""
+    return transformed(expr, lambda node: ColumnRef(node.name, node.dtype) if isinstance(node, OuterColumn) else None)
+
+
+def _balanced(parts: list[Expr]) -> Expr:
+    """Return ``parts`` AND-ed as a balanced tree, pairing neighbours level by level (the SQL planner's
+    ``plans.sql_connectives.balanced``, so a filter it types reads the same)."""
+    level = list(parts)
+    while len(level) > 1:
+        paired = [BinaryOp("and", level[i], level[i + 1], pa.bool_()) for i in range(0, len(level) - 1, 2)]
+        if len(level) % 2:
+            paired.append(level[-1])
+        level = paired
+    return level[0]

@@ -1,0 +1,136 @@
+"""Typed subquery predicates: ``[NOT] EXISTS (…)`` and ``x [NOT] IN (SELECT …)`` as expressions of a Filter.
+
+Why expressions and not joins: a subquery is what the query says (DataFusion's
+``Expr::Exists`` / ``Expr::InSubquery`` of its logical plan); which join
+answers it is a decision of the optimizer rule
+:func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` (semi,
+anti or null-aware anti join, keyed on the correlation's equalities), which
+every plan goes through — planned from SQL, built with
+:class:`~gpu_engine.plans.plan_builder.PlanBuilder` (``filter`` takes a typed
+expression) or read from JSON — before it runs. No operator evaluates them:
+a plan whose subquery predicate the rule cannot turn into a join (one under OR,
+in a projection) is refused there by name.
+
+The subquery is a plan of its own (``subquery``); its ``correlation`` is a
+boolean expression over the subquery's output columns (:class:`ColumnRef`) and
+the outer row's columns (:class:`OuterColumn`, DataFusion's
+``OuterReferenceColumn``): ``EXISTS (SELECT * FROM <subquery> WHERE
+<correlation>)``. Uncorrelated ones have none.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pyarrow as pa
+
+from gpu_engine.plans.expressions import ColumnRef, Expr
+from gpu_engine.plans.nodes import PlanNode
+
+__all__ = ["OuterColumn", "Exists", "InSubquery", "is_subquery_predicate", "transformed"]
+
+
+@dataclass(frozen=True)
+class OuterColumn(Expr):
+    """A column of the outer query's row, read in a subquery's correlation (DataFusion's OuterReferenceColumn)."""
+
+    name: str
+    dtype: pa.DataType
+
+    def sql(self) -> str:
+        return f"outer.{self.name}"
+
+
+@dataclass(frozen=True)
+class Exists(Expr):
+    """``[NOT] EXISTS (SELECT * FROM subquery WHERE correlation)``: true when some subquery row meets the
+    correlation with the outer row (``negated``: when none does)."""
+
+    subquery: PlanNode
+    correlation: Expr | None = None
+    negated: bool = False
+    dtype: pa.DataType = field(default_factory=pa.bool_)
+
+    def children(self) -> tuple[Expr, ...]:
+        # What a pass over the Filter's input sees: the outer row's columns the correlation reads, as the input
+        # columns they are (the subquery's own columns are not the input's).
+        return _outer_inputs(self.correlation)
+
+    def sql(self) -> str:
+        where = f" WHERE {self.correlation.sql()}" if self.correlation is not None else ""
+        return f"{'NOT ' if self.negated else ''}EXISTS ({self.subquery.label}{where})"
+
+
+@dataclass(frozen=True)
+class InSubquery(Expr):
+    """``value [NOT] IN (SELECT column FROM subquery WHERE correlation)``, with SQL's NULL semantics: NOT IN is
+    NULL (so the row is dropped) where ``value`` is NULL and the subquery is not empty, or where no row equals
+    ``value`` and the subquery's ``column`` holds a NULL."""
+
+    value: Expr
+    subquery: PlanNode
+    column: str
+    correlation: Expr | None = None
+    negated: bool = False
+    dtype: pa.DataType = field(default_factory=pa.bool_)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.value,) + _outer_inputs(self.correlation)  # over the outer row's columns, as a filter's operand
+
+    def sql(self) -> str:
+        where = f" WHERE {self.correlation.sql()}" if self.correlation is not None else ""
+        return (f"{self.value.sql()} {'NOT ' if self.negated else ''}IN "
+                f"({self.subquery.label}.{self.column}{where})")
+
+
+def _outer_inputs(correlation: Expr | None) -> tuple[Expr, ...]:
+    """Return the outer row's columns ``correlation`` reads, each as the input column (ColumnRef) it is."""
+    if correlation is None:
+        return ()
+    seen: dict[str, Expr] = {}
+    stack = [correlation]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, OuterColumn):
+            seen.setdefault(node.name, ColumnRef(node.name, node.dtype))
+        elif not isinstance(node, ColumnRef):
+            stack.extend(reversed(node.children()))
+    return tuple(seen.values())
+
+
+def is_subquery_predicate(expr: Expr) -> bool:
+    """Return True for an :class:`Exists` or :class:`InSubquery`."""
+    return isinstance(expr, (Exists, InSubquery))
+
+
+def transformed(expr: Expr, replace_node) -> Expr:
+    """Return ``expr`` with each node ``replace_node`` maps to a new expression replaced (bottom-up: a node's
+    children first); ``replace_node`` returns None to keep a node. The same object where nothing changes.
+
+    A subquery predicate nested in ``expr`` is a leaf here: its correlation belongs to its own subquery.
+    """
+    from dataclasses import fields, replace
+
+    def visit(node: Expr) -> Expr:
+        changes = {}
+        if not is_subquery_predicate(node):
+            for f in fields(node):
+                value = getattr(node, f.name)
+                if isinstance(value, Expr):
+                    new = visit(value)
+                    if new is not value:
+                        changes[f.name] = new
+                elif isinstance(value, tuple):
+                    new_tuple = visit_tuple(value)
+                    if new_tuple is not value:
+                        changes[f.name] = new_tuple
+        current = replace(node, **changes) if changes else node
+        mapped = replace_node(current)
+        return current if mapped is None else mapped
+
+    def visit_tuple(value: tuple) -> tuple:
+        items = tuple(visit(item) if isinstance(item, Expr) else visit_tuple(item) if isinstance(item, tuple)
+                      else item for item in value)
+        return items if any(a is not b for a, b in zip(items, value)) else value
+
+    return visit(expr)
