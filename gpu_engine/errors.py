@@ -4,6 +4,7 @@ from __future__ import annotations
 
 __all__ = [
     "GpuEngineError", "PlanError", "DeviceError", "DataSourceError", "ExecutionError", "MemoryCapExceeded", "TaskCancelled",
+    "SessionClosed",
 ]
 
 
@@ -88,3 +89,7 @@ class MemoryCapExceeded(ExecutionError):
 
 class TaskCancelled(GpuEngineError):
     """Raise from a Task that was cancelled before it finished."""
+
+
+class SessionClosed(GpuEngineError):
+    """Raise when a closed :class:`~gpu_engine.session.Session` is asked to register, plan or run anything."""

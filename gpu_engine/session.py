@@ -21,7 +21,7 @@ from gpu_engine.connectors.device_table import DeviceTable
 from gpu_engine.connectors.registered_table import DEFAULT_SPLIT_ROWS, RegisteredTable, register_source
 from gpu_engine.connectors.table_cache import CachedTable, load_cached_table
 from gpu_engine.device import Device, get_device
-from gpu_engine.errors import PlanError
+from gpu_engine.errors import PlanError, SessionClosed
 from gpu_engine.planning import placement_text, prepare_plan
 from gpu_engine.planning.prepared_plans import PreparedPlans
 from gpu_engine.optimizer.statistics import RegisteredStatistics
@@ -55,6 +55,9 @@ class Session:
     **config
         Overrides of :class:`~gpu_engine.exec.query_ctx.EngineConfig` fields,
         e.g. ``batch_rows=4096``.
+
+    :meth:`close` (or leaving ``with Session(...) as s:``) lets go of what the
+    Session holds; the driver thread pools are the process's and stay.
     """
 
     def __init__(self, device: str | Device = "auto", drivers: int = 1, **config):
@@ -79,6 +82,52 @@ class Session:
         self._cte_calls = _CallSlots()  # names the shared CTEs' tables of the calls running now
         self._executors = process_executors()  # a new session reuses threads an earlier one's queries left idle
         self._prepared = PreparedPlans()
+        self._running: set[Task] = set()  # the Tasks of queries running now: close() cancels them
+        self._running_lock = threading.Lock()
+        self.closed = False
+
+    # ---------------------------------------------------------------- close
+    def close(self) -> None:
+        """Let go of what this Session holds; afterwards it refuses every query (:class:`SessionClosed`).
+
+        Why: a long-lived process (a notebook, a server, a Spark executor) that makes Sessions one after another
+        kept each one's registered tables (in-memory ones whole), cached device batches, views, planned and
+        prepared plans and last Task until the Session object was collected. Here queries running now are
+        cancelled (their calls raise ``TaskCancelled``), cached tables are uncached (device memory handed back
+        at once), and the tables, views, plan caches and last Task/plan are dropped. What is the process's
+        stays: the driver thread pools (:mod:`gpu_engine.exec.driver_executors`) and the compiled kernels,
+        which later Sessions reuse. A Session holds no files of its own (registered files stay where they are).
+        Closing twice does nothing.
+        """
+        with self._running_lock:
+            if self.closed:
+                return
+            self.closed = True
+            running = list(self._running)
+        for task in running:
+            task.cancel()
+        for name in list(self._cached):
+            self.uncache(name)
+        self._tables.clear()
+        self._views.clear()
+        self._temporary.clear()
+        self.plan_cache.clear()
+        self._prepared = PreparedPlans()
+        self.last_task = self.last_plan = None
+        if self.device.is_gpu:  # tables registered from device memory (cuDF) go back to the GPU, as uncache's
+            self.device.xp.get_default_memory_pool().free_all_blocks()
+
+    def __enter__(self) -> "Session":
+        self._check_open()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()
+
+    def _check_open(self) -> None:
+        if self.closed:
+            raise SessionClosed("this Session is closed (Session.close() or the end of its with block); make a new "
+                                "Session and register the tables again")
 
     # ---------------------------------------------------------------- tables
     def register(self, name: str, source, split_rows: int | None = None, column_names=None) -> None:
@@ -104,6 +153,7 @@ class Session:
         and copied to the device as one large batch while a scan's prefetch
         threads decode the next split (``scan_prefetch_depth``).
         """
+        self._check_open()
         if not isinstance(name, str) or not name.strip():
             raise ValueError(f"a table name must be a non-empty string, got {name!r}")
         if split_rows is None and self.device.is_gpu:
@@ -132,6 +182,7 @@ class Session:
         :meth:`uncache` or until ``name`` is registered again. Caching a cached
         table returns what is cached.
         """
+        self._check_open()
         cached = self._cached.get(name)
         if cached is None:
             self._cached_statistics[name] = RegisteredStatistics({name: self.table(name)})[name]
@@ -163,6 +214,7 @@ class Session:
 
     def table(self, name: str) -> RegisteredTable:
         """Return a registered table (its schema and splits), for coordinators that hand out splits."""
+        self._check_open()
         try:
             return self._tables[name]
         except KeyError:
@@ -186,6 +238,7 @@ class Session:
             ``cuda`` it shares the result's device buffers, elsewhere it is
             copied from Arrow. Needs cuDF.
         """
+        self._check_open()
         timeout = check_timeout(timeout)
         if output not in RESULT_FORMATS:
             raise ValueError(f"unknown output {output!r}; choose one of {', '.join(RESULT_FORMATS)}")
@@ -258,6 +311,7 @@ class Session:
 
     def _run(self, plan: PlanNode, consumer, timeout: float | None) -> Task:
         started = time.monotonic()  # the timeout counts preparing the plan and starting the Task too
+        self._check_open()
         self._check_scans(plan)
         # What cannot run fails here; a plan run before (the same object, from plan_cache) is not prepared again.
         executed = self._prepared.prepare(plan, self.device, self.drivers, self.config, self.statistics()).plan
@@ -274,6 +328,9 @@ class Session:
         self.device.synchronize()  # drivers' streams do not wait for work this thread queued (caching, cuDF tables)
         try:
             task.start()
+            with self._running_lock:  # after start: a Task is cancelled once it runs
+                self._running.add(task)
+            self._check_open()  # closed while this call planned or started: close() may not have seen the Task
             for scan in scans:  # splits arrive after start, as from a coordinator
                 for split in self.splits(scan.table_name):
                     task.add_split(scan.id, split)
@@ -284,6 +341,8 @@ class Session:
             task.cancel()
             raise
         finally:
+            with self._running_lock:
+                self._running.discard(task)
             self._executors.give_back(executor, threads, finished)  # else shut down: its threads joined
         return task
 
@@ -295,6 +354,7 @@ class Session:
         """
         from gpu_engine.plans.explain import format_plan
 
+        self._check_open()
         self._check_scans(plan)
         prepared = prepare_plan(plan, self.device, self.drivers, self.config, statistics=self.statistics())
         placements = placement_text(prepared.placements)
@@ -323,6 +383,7 @@ class Session:
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.views import expand
 
+        self._check_open()
         check_dialect(dialect)  # before the cache is keyed by it
         expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.views)
         with expansion.positions_as_written():  # an error points into the text as written
@@ -359,6 +420,7 @@ class Session:
         from gpu_engine.sql import check_dialect
         from gpu_engine.sql.parameters import PreparedQuery
 
+        self._check_open()
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
         check_dialect(dialect)
@@ -397,6 +459,7 @@ class Session:
         from gpu_engine.sql.statements import is_catalog_statement, run_catalog_statement
         from gpu_engine.sql.views import expand
 
+        self._check_open()
         timeout = check_timeout(timeout)
         if not isinstance(text, str):
             raise TypeError(f"the SQL text must be a string, got {type(text).__name__}")
