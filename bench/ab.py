@@ -55,6 +55,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
     python bench/ab.py sql-derived-pushdown tpcds 11 --sf 1 --runs 7  (sql.derived_pushdown off: eager aggregation loses q11's filter)
+    python bench/ab.py typed-eager-aggregation tpcds 11 --sf 1 --runs 7  (the typed rule for the SQL one and its pushdown)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py correlated-keys tpcds 17 --sf 1 --runs 7
@@ -88,6 +89,26 @@ def _eager_aggregation():
     """The planner without eager aggregation below joins (``gpu_engine.sql.eager_aggregation``)."""
     import gpu_engine.sql.planner as module
     return module, "eager_aggregated", lambda planner, select, members, pending, needed: (members, select)
+
+
+def _set_typed_eager_aggregation(on: bool) -> None:
+    import gpu_engine.optimizer as optimizer
+    import gpu_engine.sql.planner as planner
+    from gpu_engine.optimizer.eager_aggregation import eager_aggregate, with_typed_rule
+    if not hasattr(planner, "_original_sql_eager"):
+        planner._original_sql_eager = (planner.eager_aggregated, planner.with_conditions_pushed)
+    eager, pushed = planner._original_sql_eager
+    planner.eager_aggregated = (lambda p, select, members, pending, needed: (members, select)) if on else eager
+    planner.with_conditions_pushed = (lambda item, ctes, conditions: (item, conditions)) if on else pushed
+    optimizer.ESTIMATE_RULES = (with_typed_rule(optimizer.ESTIMATE_RULES) if on else
+                                tuple(r for r in optimizer.ESTIMATE_RULES if r is not eager_aggregate))
+
+
+def _typed_eager_aggregation():
+    """Eager aggregation as the typed rule after join ordering (``optimizer.eager_aggregation``), the SQL
+    planner's rule and its copy of the pushdown (``sql.derived_pushdown``) off; "without": as committed (the SQL
+    rule). Issue 30 item 0's move, not on by default: bench/results/2026-11-28-eagertyped-move.md."""
+    return _Setting(_set_typed_eager_aggregation), "value", "off"
 
 
 def _one_row_extremes():
@@ -842,6 +863,7 @@ def _narrow_keys():
 SWITCHES = {
     "late-materialization": _late_materialization,
     "eager-aggregation": _eager_aggregation,
+    "typed-eager-aggregation": _typed_eager_aggregation,
     "shared-subexpressions": _shared_subexpressions,
     "linear-keep": _linear_keep,
     "pinned-statistics": _pinned_statistics,

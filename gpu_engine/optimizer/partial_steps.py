@@ -65,7 +65,7 @@ from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.optimizer.unique_keys import unique_keys
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, PlanNode
 
-__all__ = ["GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "choose_partial_steps"]
+__all__ = ["GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "RangeCounts", "choose_partial_steps"]
 
 #: The share of its input rows a partial step keeps as groups at which it stops paying: the default of
 #: ``QueryConfig.partial_aggregation_abandon_percent`` (80), the running step's own threshold.
@@ -78,12 +78,13 @@ MIN_ESTIMATED_ROWS = 10_000
 def choose_partial_steps(plan: PlanNode, statistics: Mapping[str, TableStatistics]) -> PlanNode:
     """Return ``plan`` with ``partial_step=False`` on each aggregation whose partial step would keep about a
     group per input row (the same object where none changes)."""
-    return _chosen(plan, _RangeCounts(statistics), {}, {})
+    return _chosen(plan, RangeCounts(statistics), {}, {})
 
 
-class _RangeCounts(Mapping):
+class RangeCounts(Mapping):
     """``statistics`` with each column's distinct count its range's (``sampled_ndv`` dropped: see the module
-    docstring); each table converted once."""
+    docstring); each table converted once. Eager aggregation reads its estimates so too
+    (:mod:`~gpu_engine.optimizer.eager_aggregation`: TPC-H q18)."""
 
     def __init__(self, statistics: Mapping[str, TableStatistics]):
         self._statistics = statistics
