@@ -10,6 +10,7 @@ answer is checked against DuckDB's (same process, same files). Cases: ``sumsN`` 
 decimal sums over TPC-H lineitem) and ``tpcdsN`` (TPC-DS query N).
 
     python -m bench.aggregation_kernel_compiles --cases sums8,sums16,sums32,tpcds66 --sf 0.01
+    python -m bench.aggregation_kernel_compiles --cases tpcds66 --sides split --budget 144
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ def sums_sql(count: int) -> str:
             "'1998-09-01' GROUP BY l_returnflag, l_linestatus ORDER BY 1, 2")
 
 
-def run_case(case: str, sf: float, side: str) -> dict:
+def run_case(case: str, sf: float, side: str, budget: int | None = None) -> dict:
     """Run one case in this (new) process and return its kernels' sizes and compile seconds."""
     from numba.core import event
 
@@ -42,6 +43,8 @@ def run_case(case: str, sf: float, side: str) -> dict:
 
     if side == "whole":
         kernel_bounds.MAX_AGGREGATION_SLICE_NODES = 10 ** 9
+    elif budget:
+        kernel_bounds.MAX_AGGREGATION_SLICE_NODES = budget
     compiles: list[tuple[str, float]] = []
     depth = [0, 0.0]
 
@@ -96,7 +99,7 @@ def run_case(case: str, sf: float, side: str) -> dict:
         sizes[current] = size
         sources.append({"bytes": len(kernel.source), "slices": kernel.slices, "kernels": sizes})
     generated = [(n, s) for n, s in compiles if n.startswith(("fused_", "slice", "move_"))]
-    return {"case": case, "side": side, "wall_s": round(wall, 2), "equal": equal, "modules": sources,
+    return {"case": case, "side": side, "budget": kernel_bounds.MAX_AGGREGATION_SLICE_NODES, "wall_s": round(wall, 2), "equal": equal, "modules": sources,
             "compiles": [(n, round(s, 2)) for n, s in generated],
             "compile_s_total": round(sum(s for _, s in generated), 2),
             "compile_s_max": round(max((s for _, s in generated), default=0.0), 2),
@@ -109,18 +112,22 @@ def main() -> None:
     parser.add_argument("--sides", default="split,whole")
     parser.add_argument("--sf", type=float, default=0.01)
     parser.add_argument("--timeout", type=float, default=900)
+    parser.add_argument("--budget", type=int, default=None,
+                        help="the split side's MAX_AGGREGATION_SLICE_NODES (default: as committed)")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # case:side, run in this process
     args = parser.parse_args()
     if args.one:
         case, side = args.one.split(":")
-        print(json.dumps(run_case(case, args.sf, side)))
+        print(json.dumps(run_case(case, args.sf, side, args.budget)))
         return
     for case in args.cases.split(","):
         for side in args.sides.split(","):
             env = dict(os.environ, GPU_ENGINE_CACHE_DIR=tempfile.mkdtemp(prefix="aggsplit-"))
             try:
                 done = subprocess.run([sys.executable, "-m", "bench.aggregation_kernel_compiles", "--one",
-                                       f"{case}:{side}", "--sf", str(args.sf)], env=env, capture_output=True,
+                                       f"{case}:{side}", "--sf", str(args.sf),
+                                       *(["--budget", str(args.budget)] if args.budget else [])], env=env,
+                                      capture_output=True,
                                       text=True, timeout=args.timeout)
                 lines = [line for line in done.stdout.splitlines() if line.startswith("{")]
                 print(lines[-1] if lines else json.dumps({"case": case, "side": side,
