@@ -473,6 +473,10 @@ def _engine_answer(session, sql, params, how):
         return [prepared.execute(values) for values in params]
     if how == "spark":
         return session.sql(sql[0], dialect="spark")
+    if how == "jsonplan":  # the SQL's plan through JSON and back, executed (the planning rules run on it again)
+        from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+        return session.execute(plan_from_json(plan_to_json(session.sql_plan(sql))))
     if how == "script":
         for statement in sql[:-1]:
             session.sql(statement)
