@@ -61,10 +61,12 @@ MAX_KERNEL_NODES = 256
 #: and :data:`STATE_UPDATE_NODES` per state word each): aggregates over it are split across kernels
 #: (:func:`aggregate_slices`). Why a budget of its own, below :data:`MAX_KERNEL_NODES`: a sum of a decimal
 #: product is a handful of nodes but a checked multiply, a 128-bit add and their error paths in the row code;
-#: TPC-DS q66's 24-36 such sums in one kernel (under 256 nodes) compiled for ~2 minutes, where slices of this
-#: budget compile in seconds each (bench/results/2026-11-28-aggsplit-compile-per-kernel.md). TPC-H's largest
-#: (Q1: 8 aggregates, 69) stays one kernel; of TPC-DS's, q28, q66, q9, q18, q50, q62, q88 and q99 split.
-MAX_AGGREGATION_SLICE_NODES = 72
+#: TPC-DS q66's 24-36 such sums in one kernel (under 256 nodes) compiled for up to 112 s each. Why not less:
+#: each kernel also pays a fixed cost (typing its parameters, the inlined row helpers), so small slices cost
+#: more in all than one kernel (a budget of 72: q66 in 23 kernels, 383 s in all against 375 s as 4); at 144
+#: q66's largest took 17 s and all 15 160 s (bench/results/2026-11-28-aggsplit-compile-per-kernel.md). No
+#: TPC-H aggregation splits (Q1's FINAL step, 112, is the largest); of TPC-DS's, q9, q28 and q66 do.
+MAX_AGGREGATION_SLICE_NODES = 144
 
 #: The nodes an aggregate's update of one state word counts for (an add, a flag, a compare-and-store).
 STATE_UPDATE_NODES = 2

@@ -85,12 +85,12 @@ def _kernel_sources(count: int) -> dict[str, int]:
 
 
 def test_nodes_and_source_per_kernel_stay_flat_as_aggregates_grow():
-    few, many = _kernel_sources(8), _kernel_sources(64)
+    few, many = _kernel_sources(16), _kernel_sources(64)
     kernels = lambda sizes: [name for name in sizes if name.endswith("_cpu") and not name.startswith("move")]
     # Kernels per aggregation grow with the aggregates (greedy packing: two neighbouring slices pass the budget).
     assert len(kernels(few)) >= 2
     assert len(kernels(many)) <= 1 + 2 * 64 * 14 // kernel_bounds.MAX_AGGREGATION_SLICE_NODES + 1
-    # The largest kernel's source does not grow with them (one kernel for 64 sums was ~8x that for 8).
+    # The largest kernel's source does not grow with them (one kernel for 64 sums was ~4x that for 16).
     assert max(many.values()) <= max(few.values()) * 1.1
 
 
