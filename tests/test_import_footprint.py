@@ -122,3 +122,57 @@ def test_a_cpu_process_s_first_queries_import_neither_pandas_nor_numba_cuda_and_
     cpu_loaded = set(json.loads((tmp_path / "cpu_modules.json").read_text()))
     assert "pandas" not in cpu_loaded, "a cpu query imported pandas"
     assert "numba.cuda" not in cpu_loaded, "a cpu query imported numba's CUDA target"
+
+
+#: Constant rows (VALUES, a SELECT without FROM: built from Python values), TIME columns (microseconds of the day),
+#: TIME/TIMESTAMP literals (text parsed on the host) and a string split's pieces, each with NULLs.
+COLD_CONSTANT_QUERIES = (
+    "SELECT * FROM (VALUES (1, 'a', 1.5), (2, NULL, NULL), (NULL, 'c', 2.25)) v(x, y, z)",
+    "SELECT 1.5::DECIMAL(10, 2) AS d, TIME '12:34:56.5' AS t, DATE '2020-02-29' AS day, 'x' AS s, NULL AS n",
+    "SELECT t, t > TIME '01:00:00' AS later, ts > TIMESTAMP '2020-06-01 00:00:00' AS newer FROM times",
+    "SELECT unnest(string_split(s, ',')) AS piece FROM times",
+)
+
+
+def _time_table(folder: Path) -> Path:
+    import datetime
+
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    path = folder / "times.parquet"
+    pq.write_table(pa.table({
+        "t": pa.array([datetime.time(1, 2, 3, 400000), None, datetime.time(23, 0)], pa.time64("us")),
+        "ts": pa.array([datetime.datetime(2020, 1, 1, 3), datetime.datetime(2021, 5, 6), None], pa.timestamp("us")),
+        "s": pa.array(["a,b", None, "c"], pa.string()),
+    }), path)
+    return path
+
+
+def test_a_cpu_process_s_constant_rows_time_columns_and_split_pieces_import_no_pandas(tmp_path):
+    """``pa.array(list)``, ``pa.scalar`` and pyarrow's arithmetic with a Python scalar import pandas: constant rows
+    and split pieces are written into Arrow buffers (``arrow_numpy.arrow_from_pylist``), TIME columns converted
+    in NumPy, and the host text parser reads Arrow buffers (``expressions/text_on_host.py``)."""
+    import pyarrow as pa
+
+    from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
+
+    path = _time_table(tmp_path)
+    folder = str(tmp_path)
+    statement = (
+        "import json, os, sys\nimport pyarrow as pa\n"
+        "os.environ['GPU_ENGINE_COMPILE_MODE'] = 'lowest'  # the conversions are the point, not fused kernels\n"
+        "from gpu_engine import Session\n"
+        "session = Session(device='cpu', drivers=1)\n"
+        f"session.register('times', {str(path)!r})\n"
+        "for number, text in enumerate(" + repr(COLD_CONSTANT_QUERIES) + "):\n"
+        "    table = session.sql(text)\n"
+        f"    with pa.ipc.new_file({folder!r} + f'/answer{{number}}.arrow', table.schema) as out:\n"
+        "        out.write_table(table)\n"
+    )
+    loaded = set(_modules_after(statement))
+    assert "pandas" not in loaded, "a cpu query imported pandas"
+    connection = duckdb_connection({"times": path})
+    for number, text in enumerate(COLD_CONSTANT_QUERIES):
+        answer = pa.ipc.open_file(tmp_path / f"answer{number}.arrow").read_all()
+        assert rows_mismatch(answer, duckdb_table(connection, text)) is None, (number, text)

@@ -12,10 +12,14 @@ them) go through pyarrow as before.
 
 from __future__ import annotations
 
+import datetime
+import decimal
+
 import numpy as np
 import pyarrow as pa
 
-__all__ = ["has_numpy_layout", "numpy_values", "arrow_values", "arrow_strings", "numpy_validity", "empty_table"]
+__all__ = ["has_numpy_layout", "numpy_values", "arrow_values", "arrow_strings", "numpy_validity", "empty_table",
+           "arrow_from_pylist"]
 
 #: Arrow type id -> NumPy dtype of the types whose values buffer is one fixed-width value per row.
 _NUMPY_DTYPES = {
@@ -98,3 +102,113 @@ def arrow_strings(values: list[str]) -> pa.Array:
 def empty_table(schema: pa.Schema) -> pa.Table:
     """A zero-row table of ``schema`` (``schema.empty_table()``, which makes each column with ``pa.array([])``)."""
     return pa.Table.from_arrays([pa.nulls(0, field.type) for field in schema], schema=schema)
+
+
+_EPOCH_DATE = datetime.date(1970, 1, 1)
+_EPOCH = datetime.datetime(1970, 1, 1)
+_PER_SECOND = {"s": 1, "ms": 1_000, "us": 1_000_000, "ns": 1_000_000_000}
+_MASK_64 = (1 << 64) - 1
+
+
+class _Fallback(Exception):
+    """A value the buffer builders do not write exactly as pyarrow would: pyarrow converts the list."""
+
+
+def _microseconds_as(micros: int, unit: str) -> int:
+    per_second = _PER_SECOND[unit]
+    if per_second >= 1_000_000:
+        return micros * (per_second // 1_000_000)
+    if micros % (1_000_000 // per_second):
+        raise _Fallback  # a fraction the unit cannot hold: pyarrow's error (or rounding) decides
+    return micros // (1_000_000 // per_second)
+
+
+def _tick(value, dtype: pa.DataType) -> int:
+    """``value`` as the integer Arrow stores for a date, time or timestamp of ``dtype``."""
+    if pa.types.is_date32(dtype) and type(value) is datetime.date:
+        return (value - _EPOCH_DATE).days
+    if pa.types.is_timestamp(dtype) and type(value) is datetime.datetime and value.tzinfo is None and not dtype.tz:
+        delta = value - _EPOCH
+        return _microseconds_as((delta.days * 86_400 + delta.seconds) * 1_000_000 + delta.microseconds, dtype.unit)
+    if pa.types.is_time(dtype) and type(value) is datetime.time and value.tzinfo is None:
+        seconds = (value.hour * 60 + value.minute) * 60 + value.second
+        return _microseconds_as(seconds * 1_000_000 + value.microsecond, dtype.unit)
+    raise _Fallback
+
+
+def _decimal_words(value, dtype: pa.DataType) -> int:
+    """The unscaled integer of a Decimal that ``dtype`` holds exactly (else pyarrow decides)."""
+    if type(value) is not decimal.Decimal or not value.is_finite():
+        raise _Fallback
+    sign, digits, exponent = value.as_tuple()
+    if exponent < -dtype.scale:
+        raise _Fallback
+    unscaled = int("".join(map(str, digits)) or "0") * 10 ** (exponent + dtype.scale)
+    if len(str(unscaled)) > dtype.precision:
+        raise _Fallback
+    return -unscaled if sign else unscaled
+
+
+def _fixed_width(values: list, dtype: pa.DataType, valid: np.ndarray) -> pa.Array:
+    n = len(values)
+    validity = None if valid.all() else pa.py_buffer(np.packbits(valid, bitorder="little"))
+    if pa.types.is_boolean(dtype):
+        if any(type(v) is not bool for v in values if v is not None):
+            raise _Fallback
+        bits = np.array([bool(v) for v in values], dtype=np.bool_)
+        return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(np.packbits(bits, bitorder="little"))])
+    if pa.types.is_integer(dtype) or pa.types.is_floating(dtype) and not pa.types.is_float16(dtype):
+        kinds = (int,) if pa.types.is_integer(dtype) else (int, float)
+        if any(type(v) not in kinds for v in values if v is not None):
+            raise _Fallback  # bools, Decimals, NumPy scalars: pyarrow's rules
+        numpy_type = _NUMPY_DTYPES[dtype.id]
+        if pa.types.is_integer(dtype):
+            bounds = np.iinfo(numpy_type)
+            if any(v is not None and not bounds.min <= v <= bounds.max for v in values):
+                raise _Fallback  # pyarrow's error names the value
+        data = np.array([0 if v is None else v for v in values], dtype=numpy_type)
+        if pa.types.is_floating(dtype) and any(v is not None and float(x) != v for v, x in zip(values, data)):
+            raise _Fallback  # a float32 that loses digits, an integer beyond a double's 53 bits: pyarrow decides
+        return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)])
+    if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype) or pa.types.is_time(dtype):
+        width = np.int32 if pa.types.is_date32(dtype) or pa.types.is_time32(dtype) else np.int64
+        data = np.array([0 if v is None else _tick(v, dtype) for v in values], dtype=width)
+        return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(data)])
+    if pa.types.is_decimal128(dtype):
+        unscaled = [0 if v is None else _decimal_words(v, dtype) for v in values]
+        words = np.array([[x & _MASK_64, (x >> 64) & _MASK_64] for x in unscaled], dtype=np.uint64).reshape(n, 2)
+        return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(words)])
+    if pa.types.is_string(dtype) or pa.types.is_large_string(dtype):
+        if any(type(v) is not str for v in values if v is not None):
+            raise _Fallback
+        encoded = [b"" if v is None else v.encode("utf-8") for v in values]
+        offsets = np.zeros(n + 1, dtype=np.int64)
+        np.cumsum([len(v) for v in encoded], out=offsets[1:])
+        if pa.types.is_string(dtype):
+            if offsets[-1] >= 2**31:
+                raise _Fallback
+            offsets = offsets.astype(np.int32)
+        return pa.Array.from_buffers(dtype, n, [validity, pa.py_buffer(offsets), pa.py_buffer(b"".join(encoded))])
+    raise _Fallback
+
+
+def arrow_from_pylist(values: list, dtype: pa.DataType) -> pa.Array:
+    """Python values (None for NULL) as an Arrow array of ``dtype``, equal to ``pa.array(values, dtype)``.
+
+    Why: ``pa.array`` on a list imports pandas (it asks whether the list is a pandas object), ~0.2 s of a new
+    process's first query; the planner's constant rows (VALUES, a SELECT without FROM) and a string split's
+    pieces are short Python lists. Booleans, integers, floats, dates, naive timestamps and times, DECIMAL(<=38)
+    and strings are written into buffers here; any other type, or a value these builders would not write
+    exactly as pyarrow does (an overflow, a fraction the unit cannot hold, a zoned value), goes to ``pa.array``
+    with its own conversions and errors.
+    """
+    values = list(values)
+    try:
+        if pa.types.is_null(dtype):
+            if any(v is not None for v in values):
+                raise _Fallback
+            return pa.nulls(len(values), dtype)
+        valid = np.array([v is not None for v in values], dtype=np.bool_)
+        return _fixed_width(values, dtype, valid)
+    except _Fallback:
+        return pa.array(values, dtype)

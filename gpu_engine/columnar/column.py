@@ -265,10 +265,13 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         return Column(logical, np.ascontiguousarray(words), validity)
     if pa.types.is_date64(dtype):
         array = array.cast(pa.date32())
-    if pa.types.is_time(dtype):  # every TIME becomes microseconds of the day (nanoseconds cut)
-        ticks = array.cast(pa.int64() if pa.types.is_time64(dtype) else pa.int32()).cast(pa.int64())
-        array = (pc.divide(ticks, 1000) if dtype.unit == "ns"
-                 else pc.multiply(ticks, {"s": 1_000_000, "ms": 1000, "us": 1}[dtype.unit]))
+    if pa.types.is_time(dtype):  # every TIME becomes microseconds of the day (nanoseconds cut), in NumPy:
+        ticks = numpy_values(array).astype(np.int64)  # pyarrow's arithmetic with a Python scalar imports pandas
+        micros = ticks // 1000 if dtype.unit == "ns" else ticks * {"s": 1_000_000, "ms": 1000, "us": 1}[dtype.unit]
+        if validity is not None:  # a NULL's slot holds whatever its buffer held: zeroed, as for other types
+            micros = np.where(validity, micros, 0)
+        # read-only as every other type's values from Arrow (a writable array is another numba specialization)
+        return Column(logical, _read_only(np.ascontiguousarray(micros, dtype=physical_dtype(logical))), validity)
     if pa.types.is_date32(array.type):
         array = array.view(pa.int32())
     elif pa.types.is_timestamp(array.type):

@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
+from gpu_engine.columnar.arrow_numpy import arrow_from_pylist, arrow_values, numpy_validity, numpy_values
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.numeric import narrow_values
@@ -65,6 +66,23 @@ _TIME_TEXT = (r"^\s*(?:\d{1,4}[-/]\d{1,2}[-/]\d{1,2}(?:T|\s+))?(?P<hour>\d{1,2})
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 
+def _text(value: str) -> pa.Scalar:
+    """An Arrow string scalar made without ``pa.scalar`` (which, as pyarrow's compute does with a Python
+    argument, imports pandas: ~0.2 s of the first query in a new process that casts text to a TIME)."""
+    return arrow_from_pylist([value], pa.string())[0]
+
+
+def _flags(array: pa.Array) -> np.ndarray:
+    """A boolean Arrow array as NumPy, NULL as False (``fill_null(False).to_numpy()`` without pandas)."""
+    return numpy_values(array) & numpy_validity(array) if array.null_count else numpy_values(array).copy()
+
+
+def _integers(array: pa.Array) -> np.ndarray:
+    """An integer Arrow array as int64 NumPy, NULL as 0 (``fill_null(0).to_numpy()`` without pandas)."""
+    values = numpy_values(array).astype(np.int64)
+    return np.where(numpy_validity(array), values, 0) if array.null_count else values
+
+
 def _host_text(device: Device, column: Column) -> pa.Array:
     array = column.to_arrow(device)
     return array.dictionary_decode() if pa.types.is_dictionary(array.type) else array
@@ -73,16 +91,15 @@ def _host_text(device: Device, column: Column) -> pa.Array:
 def parse_booleans(device: Device, column: Column) -> tuple[Any, Any]:
     """Return (bool values, parsed) on the device for a text column; a NULL row counts as parsed."""
     lowered = pc.utf8_lower(_host_text(device, column))
-    true = pc.is_in(lowered, value_set=pa.array(_TRUE)).fill_null(False).to_numpy(zero_copy_only=False)
-    false = pc.is_in(lowered, value_set=pa.array(_FALSE)).fill_null(False).to_numpy(zero_copy_only=False)
-    missing = pc.is_null(lowered).to_numpy(zero_copy_only=False)
+    true = _flags(pc.is_in(lowered, value_set=arrow_from_pylist(_TRUE, pa.string())))
+    false = _flags(pc.is_in(lowered, value_set=arrow_from_pylist(_FALSE, pa.string())))
+    missing = _flags(pc.is_null(lowered))
     return device.asarray(np.asarray(true, dtype=bool)), device.asarray(np.asarray(true | false | missing, dtype=bool))
 
 
 def _field(parts: pa.StructArray, name: str) -> np.ndarray:
-    values = pc.struct_field(parts, name)
-    values = pc.if_else(pc.equal(values, ""), None, values)  # an absent optional group is ""
-    return np.asarray(pc.cast(values, pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    values = pc.replace_substring_regex(pc.struct_field(parts, name), "^$", "0")  # an absent optional group is ""
+    return _integers(pc.cast(values, pa.int64()))
 
 
 def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np.ndarray:
@@ -99,17 +116,16 @@ def _days_from_civil(year: np.ndarray, month: np.ndarray, day: np.ndarray) -> np
 def parse_timestamps(device: Device, column: Column, dtype: pa.DataType) -> tuple[Any, Any]:
     """Return (int64 ticks in ``dtype``'s unit, parsed) on the device for a text column (NULL rows parse)."""
     text = _host_text(device, column)
-    missing = np.asarray(pc.is_null(text).to_numpy(zero_copy_only=False), dtype=bool)
-    epoch = np.asarray(pc.equal(pc.utf8_lower(pc.utf8_trim_whitespace(text)), "epoch").fill_null(False)
-                       .to_numpy(zero_copy_only=False), dtype=bool)
+    missing = _flags(pc.is_null(text))
+    epoch = _flags(pc.equal(pc.utf8_lower(pc.utf8_trim_whitespace(text)), _text("epoch")))
     parts = pc.extract_regex(text, _TIMESTAMP_TEXT)
-    matched = np.asarray(pc.is_valid(parts).to_numpy(zero_copy_only=False), dtype=bool)
+    matched = _flags(pc.is_valid(parts))
     year, month, day = (_field(parts, name) for name in ("year", "month", "day"))
     hour, minute, second = (_field(parts, name) for name in ("hour", "minute", "second"))
-    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(""), 0, 6)
-    digits = np.asarray(pc.utf8_length(fraction).to_numpy(zero_copy_only=False), dtype=np.int64)
+    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(_text("")), 0, 6)
+    digits = _integers(pc.utf8_length(fraction))
     padded = pc.utf8_rpad(fraction, width=6, padding="0")
-    micros = np.asarray(pc.cast(padded, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+    micros = _integers(pc.cast(padded, pa.int64()))
     leap = (year % 4 == 0) & ((year % 100 != 0) | (year % 400 == 0))
     month_days = _DAYS_IN_MONTH[np.clip(month, 0, 12)] + ((month == 2) & leap)
     valid_date = (year >= 1) & (month >= 1) & (month <= 12) & (day >= 1) & (day <= month_days)
@@ -129,8 +145,7 @@ def _to_utc(parts: pa.StructArray, local: np.ndarray, rows: np.ndarray, parsed: 
             ) -> tuple[np.ndarray, np.ndarray]:
     """Return (UTC microseconds, parsed) of wall-clock microseconds ``local`` with the offset or zone name each
     text gives (none: the Session's zone, UTC); a row naming an unknown zone does not parse."""
-    sign = np.where(np.asarray(pc.equal(pc.struct_field(parts, "sign"), "-").fill_null(False)
-                               .to_numpy(zero_copy_only=False), dtype=bool), -1, 1)
+    sign = np.where(_flags(pc.equal(pc.struct_field(parts, "sign"), _text("-"))), -1, 1)
     offset = sign * (_field(parts, "offset_hour") * 60 + _field(parts, "offset_minute")) * 60_000_000
     utc = local - np.where(rows, offset, 0)
     parsed = parsed.copy()
@@ -155,14 +170,13 @@ _EPOCH = datetime.datetime(1970, 1, 1)
 def parse_times(device: Device, column: Column) -> tuple[Any, Any]:
     """Return (int64 microseconds of the day, parsed) on the device for a text column (NULL rows parse)."""
     text = _host_text(device, column)
-    missing = np.asarray(pc.is_null(text).to_numpy(zero_copy_only=False), dtype=bool)
+    missing = _flags(pc.is_null(text))
     parts = pc.extract_regex(text, _TIME_TEXT)
-    matched = np.asarray(pc.is_valid(parts).to_numpy(zero_copy_only=False), dtype=bool)
+    matched = _flags(pc.is_valid(parts))
     hour, minute, second = (_field(parts, name) for name in ("hour", "minute", "second"))
-    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(""), 0, 6)
-    digits = np.asarray(pc.utf8_length(fraction).to_numpy(zero_copy_only=False), dtype=np.int64)
-    micros = np.asarray(pc.cast(pc.utf8_rpad(fraction, width=6, padding="0"), pa.int64())
-                        .to_numpy(zero_copy_only=False), dtype=np.int64)
+    fraction = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(_text("")), 0, 6)
+    digits = _integers(pc.utf8_length(fraction))
+    micros = _integers(pc.cast(pc.utf8_rpad(fraction, width=6, padding="0"), pa.int64()))
     micros = np.where(digits > 0, micros, 0)
     day_end = (hour == 24) & (minute == 0) & (second == 0) & (micros == 0)
     parsed = matched & ((hour <= 23) | day_end) & (minute <= 59) & (second <= 59) | missing
@@ -173,8 +187,8 @@ def parse_times(device: Device, column: Column) -> tuple[Any, Any]:
 def format_times(device: Device, column: Column) -> Column:
     """Format a TIME column as DuckDB's text (``10:11:12``, ``10:11:12.5``)."""
     array = column.to_arrow(device)
-    micros = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
-    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    micros = _integers(array.cast(pa.int64()))
+    valid = numpy_validity(array)
     texts = []
     for value, ok in zip(micros.tolist(), valid.tolist()):
         if not ok:
@@ -183,7 +197,7 @@ def format_times(device: Device, column: Column) -> Column:
         second, sub = divmod(value, 1_000_000)
         text = f"{second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
         texts.append(text + ("." + f"{sub:06d}".rstrip("0") if sub else ""))
-    return Column.from_arrow(pa.array(texts, pa.string()), device)
+    return Column.from_arrow(arrow_from_pylist(texts, pa.string()), device)
 
 
 def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
@@ -199,14 +213,14 @@ def format_timestamps(device: Device, column: Column) -> Column:
 
     array = column.to_arrow(device)
     unit = column.dtype.unit
-    ticks = np.asarray(array.cast(pa.int64()).fill_null(0).to_numpy(zero_copy_only=False), dtype=np.int64)
+    ticks = _integers(array.cast(pa.int64()))
     per_day = TICKS_PER_DAY[unit]
     days, within = np.divmod(ticks, per_day)
     per_second = per_day // 86_400
     seconds, sub = np.divmod(within, per_second)
-    dates = pa.array(days.astype(np.int32), pa.date32())
-    years = pc.year(dates).to_numpy(zero_copy_only=False)
-    valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+    dates = arrow_values(days.astype(np.int32)).view(pa.date32())
+    years = _integers(pc.year(dates))
+    valid = numpy_validity(array)
     if np.any(valid & ((years < 1) | (years > 9999))):
         raise ExecutionError("Conversion of a timestamp to text supports years 1 to 9999 only")
     texts = []
@@ -221,7 +235,7 @@ def format_timestamps(device: Device, column: Column) -> Column:
         if digits and sub[row]:
             text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
         texts.append(text + zone)
-    return Column.from_arrow(pa.array(texts, pa.string()), device)
+    return Column.from_arrow(arrow_from_pylist(texts, pa.string()), device)
 
 
 #: DuckDB's 0x/0b integer text: blanks before, ``_`` between two digits, no sign, nothing after.
@@ -269,7 +283,7 @@ def parse_unsigned_bigints(device: Device, column: Column, strict: bool) -> Colu
         for row, (text, value) in enumerate(zip(texts, values)):
             if text is not None and value is None:
                 raise ExecutionError(f"Could not convert string {text!r} to UBIGINT (row {row})")
-    return Column.from_arrow(pa.array(values, pa.uint64()), device)
+    return Column.from_arrow(arrow_from_pylist(values, pa.uint64()), device)
 
 
 def parse_wide_decimals(device: Device, column: Column, dtype: pa.DataType) -> Column:
@@ -297,6 +311,6 @@ def parse_wide_decimals(device: Device, column: Column, dtype: pa.DataType) -> C
             values.append(None)
             continue
         values.append(value if abs(value) < limit else None)
-    column = Column.from_arrow(pa.array(values, dtype), device)
+    column = Column.from_arrow(arrow_from_pylist(values, dtype), device)
     # As every function's result: 64 bits per value (a fused projection holds no more), else a clear error.
     return Column(dtype, narrow_values(device, column, f"TRY_CAST to {dtype}"), column.validity)

@@ -29,6 +29,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
+from gpu_engine.columnar.arrow_numpy import arrow_from_pylist
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import Operator, OperatorCtx
@@ -102,7 +103,7 @@ class Unnest(Operator):
         self._total = len(pieces)
         if self._total:
             self._parents = self.device.asarray(np.asarray(parents, dtype=np.int64))
-            self._pieces = Batch(("piece",), (Column.from_arrow(pa.array(pieces, pa.string()), self.device),),
+            self._pieces = Batch(("piece",), (Column.from_arrow(arrow_from_pylist(pieces, pa.string()), self.device),),
                                  self.device)
 
     def get_output(self) -> Batch | None:

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Mapping
 import pyarrow as pa
 from sqlglot import exp
 
+from gpu_engine.columnar.arrow_numpy import arrow_from_pylist
 from gpu_engine.columnar.types import is_interval
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Literal
@@ -226,7 +227,7 @@ def plan_values(planner: "QueryPlanner", values: exp.Values, alias: str, ctes: M
     arrays = []
     for position, dtype in enumerate(types):
         try:
-            arrays.append(pa.array([_value_as(row[position], dtype) for row in cells], dtype))
+            arrays.append(arrow_from_pylist([_value_as(row[position], dtype) for row in cells], dtype))  # no pandas
         except (pa.ArrowInvalid, pa.ArrowNotImplementedError, OverflowError) as error:
             raise _error(f"{_label(values)}: column {position + 1} ({names[position]!r}) cannot hold every value "
                          f"as {dtype}: {error}", values, names[position]) from None
@@ -243,7 +244,7 @@ def _value_as(literal: Literal, dtype: pa.DataType):
     """Return the literal's value as a value of ``dtype`` (an Arrow cast where its own type differs)."""
     if literal.value is None or literal.dtype == dtype:
         return literal.value
-    return pa.scalar(literal.value, literal.dtype).cast(dtype).as_py()
+    return arrow_from_pylist([literal.value], literal.dtype).cast(dtype)[0].as_py()  # pa.scalar imports pandas
 
 
 def _literal(cell: exp.Expression, values: exp.Values, translator: ScalarTranslator) -> Literal | None:
