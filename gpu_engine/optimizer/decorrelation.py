@@ -73,6 +73,9 @@ class _Decorrelator:
         self.used: set[str] = set()
         self._collect_ids(plan)
         self.memo: dict[int, tuple[PlanNode, PlanNode]] = {}
+        #: Subquery plan nodes (by id()) that take a new id: their own repeats an id of the outer plan or of an
+        #: earlier subquery (see _repeated_ids).
+        self.renamed: dict[int, str] = self._repeated_ids(plan)
 
     def _collect_ids(self, plan: PlanNode) -> None:
         for node in walk_plan(plan):
@@ -81,6 +84,35 @@ class _Decorrelator:
                 for expr in walk(node.predicate):
                     if is_subquery_predicate(expr):
                         self._collect_ids(expr.subquery)
+
+    def _repeated_ids(self, plan: PlanNode) -> dict[int, str]:
+        """Return a new id for each subquery node whose id an outer node or an earlier subquery's node has.
+
+        Why: a subquery is a plan of its own, validated alone, and a hand-built one (a PlanBuilder of its own,
+        a JSON document) numbers its nodes from the same start as the outer plan; joined in, two nodes had one
+        id and the task handed one scan the other's splits ('split for node 0 after no_more_splits'). The
+        outer plan's ids are kept (a caller may name them); one node object reached twice keeps its id.
+        """
+        owner: dict[str, int] = {}
+        for node in walk_plan(plan):
+            owner.setdefault(node.id, id(node))
+        renamed: dict[int, str] = {}
+        pending = [plan]
+        while pending:
+            for node in walk_plan(pending.pop(0)):
+                if not isinstance(node, FilterNode):
+                    continue
+                for expr in walk(node.predicate):
+                    subquery = getattr(expr, "subquery", None)  # any typed subquery (plans.subqueries)
+                    if not isinstance(subquery, PlanNode):
+                        continue
+                    for inner in walk_plan(subquery):
+                        if id(inner) in renamed or owner.setdefault(inner.id, id(inner)) == id(inner):
+                            continue
+                        renamed[id(inner)] = self.new_id(inner.id)
+                        owner[renamed[id(inner)]] = id(inner)
+                    pending.append(subquery)
+        return renamed
 
     def new_id(self, base: str) -> str:
         n = 1
@@ -97,6 +129,8 @@ class _Decorrelator:
         new = node
         if any(s is not o for s, o in zip(sources, node.sources)):
             new = replace(node, sources=sources)
+        if key in self.renamed:
+            new = replace(new, id=self.renamed[key])
         if isinstance(new, FilterNode):
             new = self._filter(new)
         self.memo[key] = (node, new)  # the node kept: its id() stays its own
@@ -125,7 +159,7 @@ class _Decorrelator:
     def _joined(self, outer: PlanNode, predicate: Exists | InSubquery, join_id: str, names: tuple[str, ...],
                 label: str) -> HashJoinNode:
         """Return ``outer`` semi (anti, null-aware anti) joined with the predicate's subquery."""
-        inner = self.visit(predicate.subquery)
+        inner, predicate = self._apart(outer, self.visit(predicate.subquery), predicate, join_id)
         null_aware = isinstance(predicate, InSubquery) and predicate.negated
         if null_aware and predicate.correlation is not None:
             raise PlanError("NOT IN over a correlated subquery (write NOT EXISTS)", node=label, column=predicate.sql())
@@ -179,6 +213,35 @@ class _Decorrelator:
         return HashJoinNode(id=join_id, output_schema=schema, sources=(outer, inner), join_type=join_type,
                             left_keys=tuple(left), right_keys=tuple(right), output_columns=names,
                             filter=_balanced(filters) if filters else None)
+
+    def _apart(self, outer: PlanNode, inner: PlanNode, predicate: Exists | InSubquery,
+               join_id: str) -> tuple[PlanNode, Exists | InSubquery]:
+        """Return the subquery's plan with each column named as an outer column renamed (``$subquery.<join>.<name>``,
+        projected), and the predicate reading it so.
+
+        Why: a join's two inputs may not share a column name (PlanBuilder and the plan validator refuse one: it is
+        ambiguous). A hand-built or JSON subquery over a table with the outer table's column names (``k IN
+        (SELECT k FROM u)``) made a join on ``k`` of both sides: its filter was refused ('rename one'), and a
+        semi or anti join that :mod:`~gpu_engine.optimizer.build_sides` swapped emitted the kept side's ``k`` as
+        NULLs. SQL plans name their columns apart and pass through unchanged.
+        """
+        outer_names = set(outer.output_schema.names)
+        clashing = [name for name in inner.output_schema.names if name in outer_names]
+        if not clashing:
+            return inner, predicate
+        new = {name: f"$subquery.{join_id}.{name}" for name in clashing}
+        schema = inner.output_schema
+        names = tuple(new.get(name, name) for name in schema.names)
+        inner = ProjectNode(id=self.new_id(join_id), output_schema=pa.schema(
+            [pa.field(new.get(f.name, f.name), f.type, f.nullable) for f in schema]), sources=(inner,), names=names,
+            expressions=tuple(ColumnRef(f.name, f.type) for f in schema))
+        changes = {}
+        if predicate.correlation is not None:  # its ColumnRefs are the subquery's columns (OuterColumns the outer's)
+            changes["correlation"] = transformed(predicate.correlation, lambda node: ColumnRef(
+                new[node.name], node.dtype) if isinstance(node, ColumnRef) and node.name in new else None)
+        if isinstance(predicate, InSubquery):
+            changes["column"] = new.get(predicate.column, predicate.column)
+        return inner, replace(predicate, **changes)
 
     def _key_name(self, side: Expr, projected: list[tuple[str, Expr]], join_id: str) -> str:
         """Return the column a key side is: its own, or a projected one's (``$key.<join>.<n>``)."""

@@ -87,7 +87,8 @@ def test_each_subquery_predicate_becomes_its_join():
         assert out.output_schema == plan.output_schema, name
         assert out.id == plan.id, name  # the join takes the Filter's id
     exists = decorrelate_subqueries(plans["exists_with_a_condition"][0])
-    assert (exists.left_keys, exists.right_keys) == (("k",), ("k",))
+    # u's k is renamed apart from t's: a join's inputs never share a name (see the rule's _apart)
+    assert (exists.left_keys, exists.right_keys) == (("k",), (f"$subquery.{exists.id}.k",))
     assert exists.filter is not None and "w" in exists.filter.sql() and "v" in exists.filter.sql()
     keyed = decorrelate_subqueries(plans["expression_keys"][0])
     assert isinstance(keyed.probe, ProjectNode) and keyed.filter is None
