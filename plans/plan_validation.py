@@ -95,7 +95,7 @@ from gpu_engine.plans.nodes import (
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
-from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn
+from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, ScalarSubquery
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -768,6 +768,20 @@ def _subquery_predicate(expr: Exists | InSubquery, schema: pa.Schema, label: str
 @_validate_expr.register
 def _(expr: Exists, schema: pa.Schema, label: str) -> None:
     _subquery_predicate(expr, schema, label)
+
+
+@_validate_expr.register
+def _(expr: ScalarSubquery, schema: pa.Schema, label: str) -> None:
+    if not isinstance(expr.subquery, PlanNode):
+        raise PlanError(f"a subquery must be a plan node, got {type(expr.subquery).__name__}", node=label)
+    validate_plan(expr.subquery)
+    names = expr.subquery.output_schema.names
+    if expr.column not in names:
+        raise PlanError(f"a scalar subquery's column {expr.column!r} is not an output of its subquery "
+                        f"({', '.join(names)})", node=label, column=expr.column)
+    column_type = expr.subquery.output_schema.field(expr.column).type
+    if expr.dtype != column_type:
+        raise _wrong_type(expr, column_type, label)
 
 
 @_validate_expr.register

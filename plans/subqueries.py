@@ -1,4 +1,4 @@
-"""Typed subquery predicates: ``[NOT] EXISTS (…)`` and ``x [NOT] IN (SELECT …)`` as expressions of a Filter.
+"""Typed subqueries: ``[NOT] EXISTS``, ``x [NOT] IN (SELECT …)`` and a scalar ``(SELECT …)`` in a Filter.
 
 Why expressions and not joins: a subquery is what the query says (DataFusion's
 ``Expr::Exists`` / ``Expr::InSubquery`` of its logical plan); which join
@@ -10,6 +10,14 @@ every plan goes through — planned from SQL, built with
 expression) or read from JSON — before it runs. No operator evaluates them:
 a plan whose subquery predicate the rule cannot turn into a join (one under OR,
 in a projection) is refused there by name.
+
+A :class:`ScalarSubquery` (DataFusion's ``Expr::ScalarSubquery``) is the value
+of an uncorrelated subquery's one row: NULL when it has no row, an error when
+it has several (SQL's scalar subquery). It may stand anywhere in a Filter's
+predicate (under OR, inside arithmetic); the rule makes the Filter a
+nested-loop join with the subquery's EnforceSingleRow build side, the
+predicate its filter. Correlated scalar aggregates (TPC-H Q2, Q17, Q20) are
+still decorrelated by the SQL translator (``gpu_engine.sql.decorrelation``).
 
 The subquery is a plan of its own (``subquery``); its ``correlation`` is a
 boolean expression over the subquery's output columns (:class:`ColumnRef`) and
@@ -27,7 +35,8 @@ import pyarrow as pa
 from gpu_engine.plans.expressions import ColumnRef, Expr
 from gpu_engine.plans.nodes import PlanNode
 
-__all__ = ["OuterColumn", "Exists", "InSubquery", "is_subquery_predicate", "transformed"]
+__all__ = ["OuterColumn", "Exists", "InSubquery", "ScalarSubquery", "is_subquery_predicate", "is_subquery",
+           "transformed"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +92,22 @@ class InSubquery(Expr):
                 f"({self.subquery.label}.{self.column}{where})")
 
 
+@dataclass(frozen=True)
+class ScalarSubquery(Expr):
+    """``(SELECT column FROM subquery)``, uncorrelated: the value of the subquery's one row, NULL when it has no
+    row; a subquery of several rows fails the query. ``dtype`` is ``column``'s type."""
+
+    subquery: PlanNode
+    column: str
+    dtype: pa.DataType
+
+    def children(self) -> tuple[Expr, ...]:
+        return ()  # reads no column of the outer row
+
+    def sql(self) -> str:
+        return f"({self.subquery.label}.{self.column})"
+
+
 def _outer_inputs(correlation: Expr | None) -> tuple[Expr, ...]:
     """Return the outer row's columns ``correlation`` reads, each as the input column (ColumnRef) it is."""
     if correlation is None:
@@ -103,17 +128,22 @@ def is_subquery_predicate(expr: Expr) -> bool:
     return isinstance(expr, (Exists, InSubquery))
 
 
+def is_subquery(expr: Expr) -> bool:
+    """Return True for any typed subquery: an :class:`Exists`, :class:`InSubquery` or :class:`ScalarSubquery`."""
+    return isinstance(expr, (Exists, InSubquery, ScalarSubquery))
+
+
 def transformed(expr: Expr, replace_node) -> Expr:
     """Return ``expr`` with each node ``replace_node`` maps to a new expression replaced (bottom-up: a node's
     children first); ``replace_node`` returns None to keep a node. The same object where nothing changes.
 
-    A subquery predicate nested in ``expr`` is a leaf here: its correlation belongs to its own subquery.
+    A subquery nested in ``expr`` is a leaf here: its correlation belongs to its own subquery.
     """
     from dataclasses import fields, replace
 
     def visit(node: Expr) -> Expr:
         changes = {}
-        if not is_subquery_predicate(node):
+        if not is_subquery(node):
             for f in fields(node):
                 value = getattr(node, f.name)
                 if isinstance(value, Expr):

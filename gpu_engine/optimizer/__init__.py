@@ -25,7 +25,9 @@ The callers hand it the statistics of the tables the plan scans (a session's
 0. :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries`: each
    ``[NOT] EXISTS`` / ``x [NOT] IN (SELECT …)`` conjunct of a filter (typed
    subquery predicates, :mod:`gpu_engine.plans.subqueries`) becomes a semi,
-   anti or null-aware anti join on its correlation's equalities. No operator
+   anti or null-aware anti join on its correlation's equalities, a conjunct
+   reading an uncorrelated scalar subquery a nested-loop join with its one
+   row. No operator
    evaluates a subquery, so it is also the one rule
    :func:`required_rewrites` applies where the optimizer is switched off.
 1. :func:`~gpu_engine.optimizer.constant_folding.fold_constants`: boolean

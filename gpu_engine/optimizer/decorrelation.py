@@ -28,7 +28,14 @@ subquery predicate under OR or NOT, or a NOT IN with a correlation (write NOT EX
 probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
 anti joins that build a smaller outer side.
 
-Node ids: the join of a Filter's last subquery takes the Filter's id (a Filter of one subquery conjunct — how
+A conjunct holding uncorrelated scalar subqueries (:class:`~gpu_engine.plans.subqueries.ScalarSubquery`, anywhere
+in it: under OR, in arithmetic) becomes an inner nested-loop join of the Filter's input with each subquery's plan
+under an EnforceSingleRow (added unless the plan ends in one: no row is one row of NULLs, several fail the
+query), the conjunct, each subquery read as its build column, the last join's filter (DataFusion's
+``scalar_subquery_to_join``, uncorrelated case; the SQL translator emits them for WHERE comparisons). These come
+after the other conjuncts and before the EXISTS / IN joins.
+
+Node ids: the last join made of a Filter takes the Filter's id (a Filter of one subquery conjunct — how
 the SQL planner emits them — becomes a join of the same id); other new nodes take ``<id>.<n>``.
 """
 
@@ -41,21 +48,25 @@ import pyarrow as pa
 from gpu_engine.errors import PlanError
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, walk
-from gpu_engine.plans.nodes import FilterNode, HashJoinNode, PlanNode, ProjectNode, walk_plan
+from gpu_engine.plans.nodes import (
+    EnforceSingleRowNode, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, ProjectNode, walk_plan,
+)
 from gpu_engine.plans.plan_builder import _join_key_layout
-from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, is_subquery_predicate, transformed
+from gpu_engine.plans.subqueries import (
+    Exists, InSubquery, OuterColumn, ScalarSubquery, is_subquery, is_subquery_predicate, transformed,
+)
 
 __all__ = ["decorrelate_subqueries", "holds_subqueries"]
 
 
 def holds_subqueries(plan: PlanNode) -> bool:
-    """Return True when a Filter of ``plan`` holds a subquery predicate (the rule has work)."""
-    return any(isinstance(node, FilterNode) and any(is_subquery_predicate(e) for e in walk(node.predicate))
+    """Return True when a Filter of ``plan`` holds a subquery (the rule has work)."""
+    return any(isinstance(node, FilterNode) and any(is_subquery(e) for e in walk(node.predicate))
                for node in walk_plan(plan))
 
 
 def decorrelate_subqueries(plan: PlanNode) -> PlanNode:
-    """Return ``plan`` with every subquery predicate of its Filters a join (the same object when it has none).
+    """Return ``plan`` with every subquery of its Filters a join (the same object when it has none).
 
     Raises
     ------
@@ -82,7 +93,7 @@ class _Decorrelator:
             self.used.add(node.id)
             if isinstance(node, FilterNode):
                 for expr in walk(node.predicate):
-                    if is_subquery_predicate(expr):
+                    if is_subquery(expr):
                         self._collect_ids(expr.subquery)
 
     def _repeated_ids(self, plan: PlanNode) -> dict[int, str]:
@@ -144,16 +155,51 @@ class _Decorrelator:
             if any(is_subquery_predicate(expr) for expr in walk(part)):
                 raise PlanError("a subquery predicate under OR, NOT or inside an expression cannot be decorrelated "
                                 "into a join (only a conjunct of a filter is)", node=node.label, column=part.sql())
-        if not subqueries:
+        scalars = [part for part in rest if _scalar_subqueries(part)]
+        rest = [part for part in rest if not _scalar_subqueries(part)]
+        if not subqueries and not scalars:
             return node
         current = node.source
         names = tuple(current.output_schema.names)
         if rest:
             current = FilterNode(id=self.new_id(node.id), output_schema=current.output_schema, sources=(current,),
                                  predicate=conjunction(rest))  # (the other conjuncts first, as written)
-        for n, subquery in enumerate(subqueries):
-            join_id = node.id if n == len(subqueries) - 1 else self.new_id(node.id)
+        steps = len(scalars) + len(subqueries)
+        for n, part in enumerate(scalars):
+            join_id = node.id if n == steps - 1 else self.new_id(node.id)
+            current = self._scalar_joined(current, part, join_id, names)
+        for n, subquery in enumerate(subqueries, start=len(scalars)):
+            join_id = node.id if n == steps - 1 else self.new_id(node.id)
             current = self._joined(current, subquery, join_id, names, node.label)
+        return current
+
+    def _scalar_joined(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...]) -> PlanNode:
+        """Return ``outer`` nested-loop joined with each scalar subquery of ``part`` (an EnforceSingleRow build
+        side), ``part`` the last join's filter with each subquery read as its build column."""
+        found = _scalar_subqueries(part)
+        taken = set(outer.output_schema.names)
+        columns: dict[int, ColumnRef] = {}
+        current = outer
+        for n, subquery in enumerate(found):
+            inner = self.visit(subquery.subquery)
+            if not isinstance(inner, EnforceSingleRowNode):
+                inner = EnforceSingleRowNode(id=self.new_id(join_id), output_schema=inner.output_schema,
+                                             sources=(inner,))
+            name = subquery.column
+            if name in taken:  # (a hand-built plan's subquery column named as an outer one)
+                name = f"$scalar.{join_id}.{n}"
+                inner = ProjectNode(id=self.new_id(join_id), output_schema=pa.schema([pa.field(name, subquery.dtype)]),
+                                    sources=(inner,), names=(name,),
+                                    expressions=(ColumnRef(subquery.column, subquery.dtype),))
+            taken.add(name)
+            columns[id(subquery)] = ColumnRef(name, subquery.dtype)
+            last = n == len(found) - 1
+            output = names if last else tuple(current.output_schema.names) + (name,)
+            fields = {field.name: field for source in (current, inner) for field in source.output_schema}
+            current = NestedLoopJoinNode(
+                id=join_id if last else self.new_id(join_id), output_schema=pa.schema([fields[c] for c in output]),
+                sources=(current, inner), join_type="inner", output_columns=output,
+                filter=transformed(part, lambda expr: columns.get(id(expr))) if last else None)
         return current
 
     def _joined(self, outer: PlanNode, predicate: Exists | InSubquery, join_id: str, names: tuple[str, ...],
@@ -172,6 +218,9 @@ class _Decorrelator:
             column = ColumnRef(predicate.column, inner.output_schema.field(predicate.column).type)
             pairs.append((predicate.value, column, None))
         for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
+            if _scalar_subqueries(part):
+                raise PlanError("a scalar subquery inside an EXISTS / IN correlation is not supported", node=label,
+                                column=predicate.sql())
             pair = _key_pair(part)
             if pair is None:
                 others.append(_as_joined(part))
@@ -261,6 +310,15 @@ class _Decorrelator:
         out = pa.schema(list(schema) + [pa.field(name, expr.dtype) for name, expr in projected])
         return ProjectNode(id=self.new_id(join_id), output_schema=out, sources=(node,), names=names,
                            expressions=exprs)
+
+
+def _scalar_subqueries(expr: Expr) -> list[ScalarSubquery]:
+    """Return the scalar subqueries ``expr`` holds (outside other subqueries), each once, in reading order."""
+    out: dict[int, ScalarSubquery] = {}
+    for node in walk(expr):
+        if isinstance(node, ScalarSubquery):
+            out.setdefault(id(node), node)
+    return list(out.values())
 
 
 def _sides(expr: Expr) -> tuple[bool, bool]:

@@ -33,7 +33,7 @@ from gpu_engine.plans.nodes import (
     RANK_FUNCTIONS, FilterNode, LimitNode, OrderByNode, PlanNode, ProjectNode, TopNNode, TopNRowNumberNode,
     WindowNode,
 )
-from gpu_engine.plans.subqueries import is_subquery_predicate, transformed
+from gpu_engine.plans.subqueries import is_subquery, transformed
 
 __all__ = ["push_window_filters"]
 
@@ -78,7 +78,7 @@ def _(node: LimitNode, needed: frozenset | None) -> PlanNode:
 @_rewrite.register
 def _(node: FilterNode, needed: frozenset | None) -> PlanNode:
     predicate = transformed(node.predicate, lambda expr: replace(expr, subquery=push_window_filters(expr.subquery))
-                            if is_subquery_predicate(expr) else None)  # an EXISTS / IN subquery's own plan
+                            if is_subquery(expr) else None)  # an EXISTS / IN / scalar subquery's own plan
     if predicate is not node.predicate:
         node = replace(node, predicate=predicate)
     pushed = _pushed(node, needed)

@@ -6,8 +6,10 @@ grouping keys and aggregate results, which they find by their SQL text
 (the replacements). One single-step aggregation is planned (the executor
 splits it into partial and final steps across drivers); grouping sets go
 through :mod:`~gpu_engine.sql.grouping_sets`. An uncorrelated scalar
-subquery in SELECT or HAVING is cross joined as a one-row relation
-(:func:`~gpu_engine.sql.decorrelation.scalar_relation`).
+subquery in SELECT is cross joined as a one-row relation
+(:func:`~gpu_engine.sql.decorrelation.scalar_relation`); in HAVING or
+QUALIFY it is a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery`
+of the Filter, joined by the optimizer's decorrelation rule as in WHERE.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ from __future__ import annotations
 import dataclasses
 from typing import TYPE_CHECKING
 
+import pyarrow as pa
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
@@ -251,11 +254,50 @@ def join_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation
 
 def post_filter(planner: QueryPlanner, relation: Relation, having: exp.Expression, columns, replacements,
                 ctes) -> Relation:
-    """Filter aggregated (or windowed) rows by HAVING or QUALIFY, its scalar subqueries cross joined first."""
-    tree, relation, columns = join_scalar_subqueries(planner, having, relation, columns, ctes)
+    """Filter aggregated (or windowed) rows by HAVING or QUALIFY; each uncorrelated scalar subquery in it is a
+    typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the Filter (the optimizer rule
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` joins its one row), as in WHERE."""
     try:
-        node = planner._builder(relation.node).filter(planner._renamed(tree, columns, replacements)).plan()
+        predicate = _with_typed_scalar_subqueries(planner, having, relation, columns, replacements, ctes)
+        node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, having) from None
     rows = max(1.0, relation.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
     return dataclasses.replace(relation, node=node, rows=rows)
+
+
+def _with_typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns,
+                                  replacements, ctes):
+    """Return ``tree`` renamed over ``relation`` (SQL text), or, when it holds scalar subqueries, typed with each a
+    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of its planned one-row plan."""
+    if not has_subquery(tree):
+        return planner._renamed(tree, columns, replacements)
+    from gpu_engine.plans.expressions import ColumnRef
+    from gpu_engine.plans.sql_translator import parse_expression
+    from gpu_engine.plans.subqueries import ScalarSubquery, transformed
+
+    if tree.find(exp.Subquery) is None:
+        raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
+    tree = tree.copy()
+    plans: dict[str, PlanNode] = {}
+    fields = []
+    # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
+    # table in its FROM) went with it and is not a scalar subquery of this tree.
+    while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
+        select = subquery_select(subquery.this)
+        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
+        if isinstance(select, exp.Select) and outer:
+            raise unsupported("a correlated subquery outside WHERE", subquery)
+        scalar, column = scalar_relation(planner, subquery, ctes)
+        (name,) = set(scalar.columns.values())
+        plans[name] = scalar.node
+        fields.append(scalar.node.output_schema.field(name))
+        columns = {**columns, **scalar.columns}
+        if subquery is tree:
+            tree = column
+            break
+        subquery.replace(column)
+    schema = pa.schema(list(relation.node.output_schema) + fields)
+    typed = parse_expression(planner._renamed(tree, columns, replacements), schema, "Filter")
+    return transformed(typed, lambda node: ScalarSubquery(plans[node.name], node.name, node.dtype)
+                       if isinstance(node, ColumnRef) and node.name in plans else None)

@@ -16,9 +16,12 @@ LIMIT/OFFSET computed per correlation key first, by
 :mod:`~gpu_engine.sql.correlated_row_clauses`), projects an outer key
 expression and casts keys of two numeric layouts to their common type, and
 places the Filter: an uncorrelated IN of one table at that table's scan, the
-others after the joins. An uncorrelated scalar subquery (and an
-uncorrelated EXISTS, as a count) is an EnforceSingleRow build side of a
-nested-loop join; a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
+others after the joins. A comparison with an uncorrelated scalar subquery
+(and an uncorrelated EXISTS, as a count compared with 0) is a Filter holding
+a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery` (its plan ends
+in EnforceSingleRow), which the same rule makes a nested-loop join with that
+one row (:func:`scalar_filter`: at the scan of the one table it reads, else
+after the joins); a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
 the aggregate grouped by the correlation columns, joined like any relation, its
 input first restricted to the keys of the outer table's filtered rows (a "magic
 set" semi join). COUNT there is planned only where its empty groups (0, not
@@ -58,7 +61,7 @@ if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
-           "plan_subquery_conjunct", "single_alias", "scalar_relation", "cross_join_filter", "subquery_filter",
+           "plan_subquery_conjunct", "single_alias", "scalar_relation", "scalar_filter", "subquery_filter",
            "select_over", "own_aggregates", "empty_group_value", "strict_subquery", "fails_on_empty_group",
            "NULL_STRICT"]
 
@@ -475,15 +478,10 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
         raise unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
     else:
         inner, local, correlated = split_correlated(select, set(local_aliases))
-    if not correlated:
+    if not correlated:  # a typed ScalarSubquery in a Filter (scalar_filter), at one table's scan or after the joins
         relation, column = scalar_relation(planner, subquery, ctes)
         rewritten = _with_subquery_replaced(tree, subquery, column)
-        outer = {c.table for c in free_columns(rewritten)} - {column.table}
-        if len(outer) == 1 and not planner._null_supplying(next(iter(outer))):
-            attach.setdefault(next(iter(outer)), []).append((relation, rewritten))
-        else:
-            extra_relations.append(relation)
-            plain.append(rewritten)
+        attach.setdefault(_scalar_filter_place(planner, rewritten, column), []).append((relation, rewritten))
         return
     # Correlated: the aggregate grouped by the correlation columns, joined on them.
     if len(select.expressions) != 1 or select.args.get("group") or select.args.get("having"):
@@ -511,6 +509,28 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
         plain.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
     rewritten = _with_subquery_replaced(tree, subquery, exp.column("v", table=alias))
     plain.append(rewritten)
+
+
+def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:
+    """Return the FROM item whose rows a comparison with an uncorrelated scalar subquery filters, or None for
+    after the joins.
+
+    The one item the comparison reads, unless an outer join NULL-extends it or it is a table function reading
+    another item (``generate_series(1, t.n)``: planned after the joins; filtered at its scan, the condition was
+    lost); a comparison reading no item (an uncorrelated EXISTS's count) filters the first item no outer join
+    NULL-extends (a WHERE condition that is the same for every row empties the result or keeps it, wherever it
+    is applied among inner joins and on a preserved side); one reading several items waits for their join.
+    """
+    from gpu_engine.sql.series_sources import is_correlated_series
+
+    items, _, null_supplying = planner._scopes[-1] if planner._scopes else ([], [], set())
+    places = [item.alias_or_name for item, _ in items
+              if item.alias_or_name not in null_supplying and not is_correlated_series(item)]
+    outer = {c.table for c in free_columns(rewritten)} - {column.table}
+    if len(outer) == 1:
+        alias = next(iter(outer))
+        return alias if alias in places else None
+    return places[0] if not outer and places else None
 
 
 def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]],
@@ -551,20 +571,29 @@ def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]]
     return out
 
 
-def cross_join_filter(planner: QueryPlanner, relation: Relation, scalar: Relation, conjunct: exp.Expression,
-                      needed: set[tuple[str, str]]) -> Relation:
-    """Pair every row with a scalar subquery's one row, keeping those where ``conjunct`` holds."""
+def scalar_filter(planner: QueryPlanner, relation: Relation, scalar: Relation, conjunct: exp.Expression) -> Relation:
+    """Filter ``relation`` by ``conjunct``, a comparison reading the one column of ``scalar`` (an uncorrelated scalar
+    subquery planned by :func:`scalar_relation`), translated into a typed
+    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of a Filter, which the optimizer rule
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a nested-loop join with that one row.
+    """
+    from gpu_engine.plans.sql_translator import parse_expression
+    from gpu_engine.plans.subqueries import ScalarSubquery, transformed
+
     columns = {**relation.columns, **scalar.columns}
-    keep = [i for (a, n), i in relation.columns.items() if (a, n) in needed]
-    keep = list(dict.fromkeys(keep)) or [relation.node.output_schema.names[0]]
+    outer_schema, inner_schema = relation.node.output_schema, scalar.node.output_schema
+    (name,) = set(scalar.columns.values())
+    combined = pa.schema(list(outer_schema) + [inner_schema.field(name)])
     try:
-        node = planner._builder(relation.node).nested_loop_join(
-            scalar.node, keep, filter=planner._renamed(conjunct, columns)).plan()
+        typed = parse_expression(planner._renamed(conjunct, columns), combined, "Filter")
+        predicate = transformed(typed, lambda node: ScalarSubquery(scalar.node, name, node.dtype)
+                                if isinstance(node, ColumnRef) and node.name == name else None)
+        node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, conjunct) from None
     rows = filter_estimate(relation, [conjunct])
-    kept = {k: v for k, v in relation.columns.items() if v in keep}
-    return Relation(node, kept, relation.aliases, rows, {k: v.capped(rows) for k, v in relation.stats.items()})
+    return Relation(node, relation.columns, relation.aliases, rows,
+                    {k: v.capped(rows) for k, v in relation.stats.items()})
 
 
 def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,

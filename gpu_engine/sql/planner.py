@@ -94,7 +94,7 @@ from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqu
 from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
-    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, cross_join_filter, plan_subquery_conjunct, single_alias, subquery_filter,
+    PARENTHESIZED_QUERY_CLAUSES, SemiJoin, plan_subquery_conjunct, scalar_filter, single_alias, subquery_filter,
     subquery_select,
 )
 from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
@@ -301,7 +301,7 @@ class QueryPlanner(PlanningContext):
         plain: list[exp.Expression] = []
         semi_joins: list[SemiJoin] = []
         extra_relations: list[Relation] = []
-        attach: dict[str, list[tuple[Relation, exp.Expression]]] = {}
+        attach: dict[str | None, list[tuple[Relation, exp.Expression]]] = {}  # scalar subqueries: alias or None
         self._scopes.append((items, pool, null_supplying))
         try:
             for conjunct in pool:
@@ -343,7 +343,7 @@ class QueryPlanner(PlanningContext):
             relation = self._plan_source(item, ctes, scanned)
             relation = filtered(self, relation, conditions)
             for sub, conjunct in attach.get(alias, []):
-                relation = cross_join_filter(self, relation, sub, conjunct, scanned)
+                relation = scalar_filter(self, relation, sub, conjunct)
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias
                          and alias not in null_supplying]:
                 relation = subquery_filter(self, relation, semi)
@@ -363,11 +363,13 @@ class QueryPlanner(PlanningContext):
                 relation = join_greedy(self, [relation] + extra_relations, pending, needed)
         else:
             members = list(relations.values())
-            if not extra_relations and not semi_joins:  # aggregates over the sides they read, below the joins
+            if not extra_relations and not semi_joins and None not in attach:  # aggregates over the sides they read
                 members, select = eager_aggregated(self, select, members, pending, needed)
             relation = join_greedy(self, members + extra_relations, pending, needed)
         if pending:
             relation = filtered(self, relation, pending)
+        for sub, conjunct in attach.get(None, []):  # comparisons with a scalar subquery reading several items
+            relation = scalar_filter(self, relation, sub, conjunct)
         for semi in semi_joins:
             relation = subquery_filter(self, relation, semi)
         return self._finish_select(select, relation, ctes)

@@ -166,7 +166,22 @@ def subquery_predicate(kind: str):
     return lineitem.filter(Exists(orders, correlation)).plan()
 
 
+def typed_scalar_subquery():
+    """Filter lineitem by ``l_quantity > (SELECT avg(o_totalprice) FROM orders)``, the subquery typed."""
+    from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef
+    from gpu_engine.plans.subqueries import ScalarSubquery
+
+    ids = PlanNodeIdGenerator()
+    average = (PlanBuilder(CATALOG, id_generator=ids).table_scan("orders", ["o_totalprice"])
+               .aggregation([], ["avg(o_totalprice) AS a"]).plan())
+    lineitem = PlanBuilder(CATALOG, id_generator=ids).table_scan("lineitem", ["l_quantity"])
+    value = ScalarSubquery(average, "a", average.output_schema.field("a").type)
+    quantity = ColumnRef("l_quantity", lineitem.plan().output_schema.field("l_quantity").type)
+    return lineitem.filter(BinaryOp("gt", Cast(quantity, value.dtype), value, pa.bool_())).plan()
+
+
 PLANS = {
+    "subquery_scalar": typed_scalar_subquery,
     "subquery_exists": lambda: subquery_predicate("exists"),
     "subquery_not_in": lambda: subquery_predicate("not_in"),
     "table_scan_all": lambda: scan_wide().plan(),

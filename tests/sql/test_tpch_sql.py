@@ -132,9 +132,10 @@ def test_subqueries_become_semi_anti_and_single_row_joins(planning_session):
     assert len(semis) == 2 and all(n.filter is not None for n in semis), kinds
     q16 = required_rewrites(planning_session.sql_plan(spec_sql(16)))
     assert [n.join_type for n in _joins(q16)].count("null_aware_anti") == 1  # NOT IN
-    q22 = planning_session.sql_plan(spec_sql(22))
-    assert any(isinstance(n, EnforceSingleRowNode) for n in walk_plan(q22))  # the scalar average
-    assert any(isinstance(n, NestedLoopJoinNode) for n in walk_plan(q22))
+    # the scalar average is a typed ScalarSubquery of a Filter: the rule makes it a nested-loop join with one row
+    q22 = required_rewrites(planning_session.sql_plan(spec_sql(22)))
+    assert any(isinstance(n, NestedLoopJoinNode) and isinstance(n.build, EnforceSingleRowNode)
+               for n in walk_plan(q22))
 
 
 def test_every_hash_join_builds_its_smaller_estimated_side(planning_session):
