@@ -166,20 +166,19 @@ def _capped(columns: Mapping[str, ColumnStatistics], rows: float) -> dict[str, C
 
 def _pinned(predicate: Expr, columns: Mapping[str, ColumnStatistics], rows: float) -> dict[str, ColumnStatistics]:
     """Return the columns' statistics under a Filter of ``rows`` rows: each capped at the rows, and a column a
-    conjunct fixes — ``col = const``, ``col IN (consts)``, a lower and an upper bound (the typed form of SQL's
-    BETWEEN) — keeps the share of its distinct values the conjunct's selectivity gives, as
-    :func:`gpu_engine.sql.filtered_statistics.pinned_statistics` does (``d_year = 2001`` leaves one year)."""
+    conjunct fixes — ``col = const``, ``col IN (consts)``, an OR of those on one column, a lower and an upper
+    bound (the typed form of SQL's BETWEEN) — keeps the share of its distinct values the conjunct's selectivity
+    gives, as :func:`gpu_engine.sql.filtered_statistics.pinned_statistics` does (``d_year = 2001`` leaves one
+    year). Why the OR: a shared CTE's filter from its readers (``sql/cte_reader_filters``) is one, and TPC-DS
+    q11's ``d_year = 2002 OR d_year = 2001`` left all 201 years, so eager aggregation saw web_sales x date_dim's
+    285K rows in about as many ``(d_year, customer)`` groups (23K) and grouped them by seven strings instead."""
     out = _capped(columns, rows)
     bounds: dict[str, list[float]] = {}
     for conjunct in conjuncts(predicate):
         name, share = None, None
-        if isinstance(conjunct, BinaryOp) and conjunct.op == "eq":
-            for column, other in ((conjunct.left, conjunct.right), (conjunct.right, conjunct.left)):
-                if isinstance(column, ColumnRef) and _constant(other) is not None:
-                    name, share = column.name, selectivity(conjunct, columns)
-                    break
-        elif isinstance(conjunct, InList) and not conjunct.negated and isinstance(conjunct.operand, ColumnRef):
-            name, share = conjunct.operand.name, selectivity(conjunct, columns)
+        found = _value_set(conjunct)
+        if found is not None:
+            name, share = found[0], selectivity(conjunct, columns)
         elif (isinstance(conjunct, BinaryOp) and conjunct.op in _RANGE_KINDS and isinstance(conjunct.left, ColumnRef)
               and _constant(conjunct.right) is not None):
             bounds.setdefault(conjunct.left.name, []).append(selectivity(conjunct, columns))
@@ -281,6 +280,8 @@ def _given(part: BinaryOp, keeps: float, applied: Mapping[Expr, float]) -> float
     branches = [set(_hashable(conjuncts(branch))) for branch in disjuncts(part)]
     passed = 1.0
     for below, share in applied.items():  # the OR itself below: it keeps every row here
+        if _value_set(below) is not None:
+            continue  # it pinned its column's distinct values (_pinned): ``keeps`` read them, the share is in
         options = [set(_hashable(conjuncts(branch))) for branch in disjuncts(below)]
         if all(any(option <= branch for option in options) for branch in branches):
             passed *= share

@@ -91,6 +91,8 @@ def test_a_filter_over_an_empty_table_keeps_no_rows_and_caps_distinct_counts(tab
 
 
 @pytest.mark.parametrize("predicate, ndv", [("v = 3", 1.0), ("v IN (3, 4, 5)", 3.0),
+                                            ("v = 3 OR v = 4", 9 * (2 / 9 - 1 / 81)),  # an OR's share, as IN's
+                                            ("v = 3 OR k = 4", 9.0),  # two columns: no value set
                                             ("v >= 2 AND v <= 4", 9 * (7 / 8 + 3 / 8 - 1)),  # BETWEEN's share
                                             ("v < 4", 9.0), ("v <> 3", 9.0), ("v NOT IN (3, 4)", 9.0)])
 def test_a_filter_pins_the_distinct_values_of_the_column_it_fixes(tables, predicate, ndv):
@@ -232,8 +234,9 @@ def test_an_or_above_the_filters_it_implied_keeps_only_what_they_left(tables):
 
 def test_an_or_is_counted_once_after_the_pushdown_filters_both_join_sides(tables):
     """Over a join: the pushdown leaves the OR of conditions on both sides above it and filters each side by
-    what it implies; the OR's estimate above the join is no lower than the join of the filtered sides times
-    the OR's share given them (each branch: one side's condition and the other's)."""
+    what it implies; the OR's estimate above the join is the join of the filtered sides times the OR's share
+    given them (each branch: one side's condition and the other's), read from the distinct values the implied
+    value sets left (they pinned v and v2), not divided by their shares a second time."""
     from gpu_engine.optimizer import RULES
 
     catalog, statistics = tables
@@ -247,7 +250,8 @@ def test_an_or_is_counted_once_after_the_pushdown_filters_both_join_sides(tables
     top = estimate(plan, statistics)
     join = estimate(plan.sources[0], statistics)
     assert join is not None and top is not None
-    # v = 3 OR v = 4 below on each side; the OR above keeps (1/9 * 1/9 * 2) of the rows over the implied shares
-    implied = 2 / 9 - 1 / 81
-    share = 2 / 81 - 1 / 81 ** 2
-    assert top.rows == pytest.approx(max(1.0, join.rows * min(1.0, share / implied ** 2)))
+    # v = 3 OR v = 4 below on each side pins v (and v2) to that OR's share of its 9 values; the OR above reads
+    # those: each equality keeps one of the ~1.9 values left, and nothing is divided again by the implied shares
+    left = 9 * (2 / 9 - 1 / 81)
+    branch = (1 / left) ** 2
+    assert top.rows == pytest.approx(max(1.0, join.rows * (2 * branch - branch ** 2)))
