@@ -72,7 +72,7 @@ from gpu_engine.plans.sql_translator import (
     snippet_text,
 )
 
-__all__ = ["PlanBuilder", "PlanNodeIdGenerator"]
+__all__ = ["PlanBuilder", "PlanNodeIdGenerator", "join_key_layout"]
 
 _PARTITIONED_OUTPUT_KINDS = ("partitioned", "broadcast", "arbitrary")
 
@@ -112,7 +112,7 @@ def _unique_names(names: Sequence[str], label: str) -> None:
         seen.add(name)
 
 
-def _join_key_layout(dtype: pa.DataType) -> object:
+def join_key_layout(dtype: pa.DataType) -> object:
     """Return what a join key's normalized words depend on; keys join only when both sides agree.
 
     Integers of any width (and floats of any width) normalize to the same
@@ -592,7 +592,7 @@ class PlanBuilder:
                                 f"{len(left)} and {len(right)}", node=label)
             for left_key, right_key in zip(left, right):
                 left_type, right_type = probe_schema.field(left_key).type, build_schema.field(right_key).type
-                if _join_key_layout(left_type) != _join_key_layout(right_type):
+                if join_key_layout(left_type) != join_key_layout(right_type):
                     raise PlanError(f"join keys {left_key}:{left_type} and {right_key}:{right_type} have "
                                     "incompatible types", node=label, column=f"{left_key} = {right_key}")
             if join_type == "null_aware_anti" and len(left) != 1:

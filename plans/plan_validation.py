@@ -422,7 +422,7 @@ def _join_output(node, probe_only: bool = False, build_only: bool = False) -> No
 
 @_validate_node.register
 def _(node: HashJoinNode) -> None:
-    from gpu_engine.plans.plan_builder import _join_key_layout
+    from gpu_engine.plans.plan_builder import join_key_layout
 
     _choice(node.join_type, JOIN_TYPES, "join_type", node.label)
     probe, build = node.sources[0].output_schema, node.sources[1].output_schema
@@ -436,7 +436,7 @@ def _(node: HashJoinNode) -> None:
             raise PlanError(f"unknown left key {left!r}", node=node.label, column=str(left))
         if right not in build.names:
             raise PlanError(f"unknown right key {right!r}", node=node.label, column=str(right))
-        if _join_key_layout(probe.field(left).type) != _join_key_layout(build.field(right).type):
+        if join_key_layout(probe.field(left).type) != join_key_layout(build.field(right).type):
             raise PlanError(f"join keys {left}:{probe.field(left).type} and {right}:{build.field(right).type} have "
                             "incompatible types", node=node.label, column=f"{left} = {right}")
     if node.join_type == "null_aware_anti" and (len(node.left_keys) != 1 or node.filter is not None):

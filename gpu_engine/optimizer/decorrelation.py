@@ -22,7 +22,7 @@ the conjuncts' order after the Filter's other conjuncts:
   SQL's three-valued answer: no row when ``c`` holds a NULL, a row with a NULL
   ``x`` only when the subquery is empty.
 
-A key pair whose two sides join on different layouts (``plan_builder._join_key_layout``), or whose outer column
+A key pair whose two sides join on different layouts (``plan_builder.join_key_layout``), or whose outer column
 is already a key, stays in the filter as written; a correlation with no key left is refused by name, as is a
 subquery predicate under OR or NOT, or a NOT IN with a correlation (write NOT EXISTS). The semi and anti joins
 probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
@@ -51,7 +51,7 @@ from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, walk
 from gpu_engine.plans.nodes import (
     EnforceSingleRowNode, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, ProjectNode, walk_plan,
 )
-from gpu_engine.plans.plan_builder import _join_key_layout
+from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.plans.subqueries import (
     Exists, InSubquery, OuterColumn, ScalarSubquery, is_subquery, is_subquery_predicate, transformed,
 )
@@ -232,7 +232,7 @@ class _Decorrelator:
         right: list[str] = []
         demoted: list[Expr] = []
         for outer_side, inner_side, written in pairs:
-            if _join_key_layout(outer_side.dtype) != _join_key_layout(inner_side.dtype) or (
+            if join_key_layout(outer_side.dtype) != join_key_layout(inner_side.dtype) or (
                     isinstance(outer_side, ColumnRef) and outer_side.name in left and not null_aware):
                 if written is None:  # IN's own pair: no typed equality to filter on
                     raise PlanError(f"{'NOT ' if null_aware else ''}IN compares {outer_side.dtype} with "

@@ -44,7 +44,7 @@ from sqlglot.optimizer.simplify import simplify
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import ColumnRef
-from gpu_engine.plans.plan_builder import _join_key_layout
+from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.plans.scalar_translation import membership_equality
 from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
@@ -642,7 +642,7 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
             continue
         numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
                       for t in (outer_type, inner_type))
-        if not numeric or _join_key_layout(outer_type) == _join_key_layout(inner_type):
+        if not numeric or join_key_layout(outer_type) == join_key_layout(inner_type):
             out.append((outer, inner))
             continue
         try:
@@ -650,9 +650,9 @@ def _keys_of_one_type(planner: QueryPlanner, relation: Relation, semi: SemiJoin,
         except Exception:  # noqa: BLE001 - no common type: the pair stays a filter as before
             out.append((outer, inner))
             continue
-        if _join_key_layout(outer_type) != _join_key_layout(target):
+        if join_key_layout(outer_type) != join_key_layout(target):
             relation, outer = _with_cast_key(planner, relation, outer, target)
-        if _join_key_layout(inner_type) != _join_key_layout(target):
+        if join_key_layout(inner_type) != join_key_layout(target):
             inner_relation, inner = _with_cast_key(planner, semi.relation, inner, target)
             semi = dataclasses.replace(semi, relation=inner_relation)
         out.append((outer, inner))
@@ -743,7 +743,7 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin) -
             raise planner._plan_error(PlanError(f"column {outer.sql()} is not available"), outer)
     key_types = [(outer_schema.field(columns[(o.table, o.name)]).type,
                   inner_schema.field(columns[(i.table, i.name)]).type) for o, i in keys]
-    if key_types and all(_join_key_layout(a) != _join_key_layout(b) for a, b in key_types):
+    if key_types and all(join_key_layout(a) != join_key_layout(b) for a, b in key_types):
         # no pair the rule could join on: refused before the equalities are typed, naming the types
         raise planner._plan_error(PlanError(
             "unsupported: a [NOT] EXISTS / IN whose every correlation equality compares different types ("
@@ -753,8 +753,8 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin) -
     label = "Filter"
     # IN's own pair is the predicate's value and column, unless its sides still join on two layouts: then the
     # EXISTS of its equality, which the rule keeps as the join's filter (NOT IN: the rule refuses such a pair)
-    in_pair = _in_value(semi.tree) and (semi.join_type == "null_aware_anti" or _join_key_layout(
-        outer_schema.field(columns[(keys[0][0].table, keys[0][0].name)]).type) == _join_key_layout(
+    in_pair = _in_value(semi.tree) and (semi.join_type == "null_aware_anti" or join_key_layout(
+        outer_schema.field(columns[(keys[0][0].table, keys[0][0].name)]).type) == join_key_layout(
         inner_schema.field(columns[(keys[0][1].table, keys[0][1].name)]).type))
     pairs = keys[1:] if in_pair else keys
     parts = [membership_equality(outer.copy(), inner.copy()) for outer, inner in pairs] + list(semi.filters)

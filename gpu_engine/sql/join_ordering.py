@@ -41,7 +41,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.optimizer.statistics import ColumnStatistics, key_set_divisor
-from gpu_engine.plans.plan_builder import _join_key_layout
+from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.join_equivalences import (
     EquivalenceClass, class_conditions, class_members_kept, distinct_count, equivalence_classes,
@@ -81,7 +81,7 @@ def edge_keys(a: Relation, b: Relation, conjunct: exp.Expression):
         ax, by = a.columns.get((x.table, x.name)), b.columns.get((y.table, y.name))
         if ax is not None and by is not None and x.table in a.aliases and y.table in b.aliases:
             ta, tb = a.node.output_schema.field(ax).type, b.node.output_schema.field(by).type
-            if _join_key_layout(ta) == _join_key_layout(tb):
+            if join_key_layout(ta) == join_key_layout(tb):
                 return ax, by
     return None
 
