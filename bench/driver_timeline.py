@@ -14,7 +14,9 @@ shows two drivers sharing one CPU. DuckDB runs the same SQL in the same process,
 ``--pin`` binds each driver's thread to CPU ``driver_id % cores`` for each slice (``sched_setaffinity``): a
 diagnostic for placement only, not a setting of the engine (a pinned driver cannot leave a CPU that another
 process holds). ``--ab-pin`` alternates unpinned and pinned runs in one process (the thread's full CPU set is
-given back before an unpinned slice) and reports both sides' medians. Linux only. Output: per run, wall, process CPU, DuckDB's wall, the longest pipeline's drivers'
+given back before an unpinned slice) and reports both sides' medians. ``--ab-caller`` alternates runs with the
+calling thread sleeping while the drivers run and running one driver's first slice itself
+(``gpu_engine.session.CALLER_RUNS_A_DRIVER``; the "pinned" side of the output is the caller running). Linux only. Output: per run, wall, process CPU, DuckDB's wall, the longest pipeline's drivers'
 start CPUs; with ``--slices`` every slice; after the runs, medians and the per-driver split of the last run.
 """
 
@@ -54,11 +56,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--slices", action="store_true", help="print every driver slice of every run")
     p.add_argument("--pin", action="store_true", help="diagnostic: bind driver d's thread to CPU d %% cores")
     p.add_argument("--ab-pin", action="store_true", help="alternate unpinned and pinned runs in one process")
+    p.add_argument("--ab-caller", action="store_true",
+                   help="alternate runs with the caller sleeping / running a driver (CALLER_RUNS_A_DRIVER)")
     a = p.parse_args(argv)
 
     from bench.run_bench import settle_compiled_tier
     from bench.tpch_queries import bench_query
     from gpu_engine import Session
+    from gpu_engine import session as session_module
     from gpu_engine.connectors.tpch_data import ensure_tpch, register_tpch
     from gpu_engine.exec import driver as driver_module
     from tests.duckdb_reference import duckdb_connection, duckdb_table, rows_mismatch
@@ -98,10 +103,12 @@ def main(argv: list[str] | None = None) -> int:
     driver_module.Driver.run = traced
     walls, cpus, ducks, split, sides = [], [], [], [], []
     try:
-        for number in range(a.runs * (2 if a.ab_pin else 1)):
+        for number in range(a.runs * (2 if a.ab_pin or a.ab_caller else 1)):
             if a.ab_pin:
                 pinned[0] = bool(number % 2)
-            sides.append(pinned[0])
+            if a.ab_caller:
+                session_module.CALLER_RUNS_A_DRIVER = bool(number % 2)
+            sides.append(pinned[0] or (a.ab_caller and bool(number % 2)))
             began = time.perf_counter()
             duckdb_table(duck, query.sql)
             ducks.append(time.perf_counter() - began)
@@ -122,7 +129,8 @@ def main(argv: list[str] | None = None) -> int:
             starts = [by_driver[k][4][-1] for k in by_driver if k[:2] == longest[:2]]
             print(f"run {number}: wall {walls[-1] * 1e3:6.1f} ms  cpu {cpus[-1] * 1e3:6.1f} ms  duckdb "
                   f"{ducks[-1] * 1e3:6.1f} ms  pipeline {longest[1]}'s drivers ran on CPUs {starts}  "
-                  f"load {os.getloadavg()[0]:.1f}" + ("  pinned" if pinned[0] else ""))
+                  f"load {os.getloadavg()[0]:.1f}" + ("  pinned" if pinned[0] else "")
+                  + ("  caller runs" if a.ab_caller and sides[-1] else ""))
             if a.slices:
                 for task, pipeline, driver, start, end, on_cpu, waiting, cpu0, cpu1, state, blocked in sorted(
                         slices, key=lambda s: s[3]):
@@ -131,12 +139,14 @@ def main(argv: list[str] | None = None) -> int:
             split = sorted(by_driver.items(), key=lambda kv: kv[0])
     finally:
         driver_module.Driver.run = original
-    if a.ab_pin:
+        session_module.CALLER_RUNS_A_DRIVER = True
+    if a.ab_pin or a.ab_caller:
         for side in (False, True):
             w = [x for x, p in zip(walls, sides) if p == side]
             c = [x for x, p in zip(cpus, sides) if p == side]
             d = [x for x, p in zip(ducks, sides) if p == side]
-            print(f"{'pinned  ' if side else 'unpinned'}: wall {statistics.median(w) * 1e3:.1f} ms, cpu "
+            name = ("caller runs" if side else "caller sleeps") if a.ab_caller else ("pinned  " if side else "unpinned")
+            print(f"{name}: wall {statistics.median(w) * 1e3:.1f} ms, cpu "
                   f"{statistics.median(c) * 1e3:.1f} ms, duckdb {statistics.median(d) * 1e3:.1f} ms, wall/duckdb "
                   f"{statistics.median(w) / statistics.median(d):.2f}x; walls {[round(x * 1e3) for x in w]}")
     print(f"medians of {len(walls)}: wall {statistics.median(walls) * 1e3:.1f} ms, cpu {statistics.median(cpus) * 1e3:.1f} ms,"

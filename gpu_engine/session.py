@@ -37,6 +37,9 @@ from gpu_engine.sql.plan_cache import PlanCache
 __all__ = ["Session", "check_timeout", "conform_to_schema", "node_stats_text"]
 
 _task_ids = itertools.count()
+#: The calling thread runs one driver's first slice of each query (``Task.start(caller_runs=True)``); a switch
+#: for ``bench/driver_timeline.py --ab-caller``.
+CALLER_RUNS_A_DRIVER = True
 
 #: What :meth:`Session.execute` can return: a ``pyarrow.Table``, or a ``cudf.DataFrame``.
 RESULT_FORMATS = ("arrow", "cudf")
@@ -327,7 +330,8 @@ class Session:
         finished = False
         self.device.synchronize()  # drivers' streams do not wait for work this thread queued (caching, cuDF tables)
         try:
-            task.start()
+            # Not with a timeout: only this thread would see it, and one step of a driver may run for seconds.
+            task.start(caller_runs=CALLER_RUNS_A_DRIVER and timeout is None)
             with self._running_lock:  # after start: a Task is cancelled once it runs
                 self._running.add(task)
             self._check_open()  # closed while this call planned or started: close() may not have seen the Task
@@ -335,6 +339,7 @@ class Session:
                 for split in self.splits(scan.table_name):
                     task.add_split(scan.id, split)
                 task.no_more_splits(scan.id)
+            task.run_held_driver()  # this thread runs one driver's first slice instead of sleeping (Task.start)
             task.wait(None if timeout is None else max(0.0, timeout - (time.monotonic() - started)))
             finished = True
         except BaseException:

@@ -107,6 +107,23 @@ class Driver:
         except RuntimeError:  # executor shut down under us: finish without running
             self._finish()
 
+    def hold(self) -> None:
+        """Mark the driver queued without putting it on the executor: the Task's caller runs its first slice.
+
+        See :meth:`Task.run_held_driver`; :meth:`release` hands it to the executor instead (a Task ended first).
+        """
+        with self._lock:
+            if self._state != "idle":
+                return
+            self._state = "queued"
+
+    def release(self) -> None:
+        """Put a held driver on the executor (it runs, sees its Task ending, and closes)."""
+        try:
+            self.task.query_ctx.executor.submit(self.run)
+        except RuntimeError:  # executor shut down under us: finish without running
+            self._finish()
+
     def wake(self) -> None:
         """Re-queue a blocked driver (the Task calls this when it fails or is cancelled)."""
         with self._lock:
@@ -132,6 +149,10 @@ class Driver:
             watch_device_allocations(self.task.query_ctx.device)
             with stream_scope(self.stream), running_task(self.task):  # its cancel points watch the Task
                 outcome, future = self._run_internal()
+        except (KeyboardInterrupt, SystemExit):  # the main thread running a slice (Task.run_held_driver): Ctrl-C
+            self.task.cancel()  # cancels the query, as when it interrupts the caller waiting in Task.wait
+            self._finish()
+            raise
         except BaseException as error:  # noqa: BLE001 - any failure fails the Task
             self.task.set_error(error, self._current)
             outcome, future = "finished", None

@@ -133,6 +133,7 @@ class Task:
         self._start_time = 0.0
         self._end_time = 0.0
         self._start_compiles = CompileCounts()
+        self._held: "Driver | None" = None  # the driver the caller runs first (start(caller_runs=True))
 
     # ---------------------------------------------------------------- splits
     def add_split(self, plan_node_id: str, split: ConnectorSplit) -> None:
@@ -199,8 +200,18 @@ class Task:
             return None, future
 
     # -------------------------------------------------------------- lifecycle
-    def start(self) -> "Task":
-        """Plan pipelines, create every driver and queue them on the executor."""
+    def start(self, caller_runs: bool = False) -> "Task":
+        """Plan pipelines, create every driver and queue them on the executor.
+
+        With ``caller_runs`` one driver that can run at once (:func:`_driver_for_caller`) is held back for
+        the calling thread, which runs its first slice in :meth:`run_held_driver` after giving the splits,
+        instead of waking a pool thread for it and then sleeping in :meth:`wait`. Why: woken together by a
+        caller that then sleeps, a pipeline's drivers are placed by Linux on the caller's CPU unless another
+        is idle, and on a busy machine two scan drivers took turns on one CPU (TPC-H q15 at SF1: the same
+        CPU time, twice the wall; ``bench/results/2026-11-28-tpchwall-q15-q12-placement.md``). A caller
+        that keeps running wakes one thread fewer, and is itself already on a CPU (as DuckDB's calling
+        thread and Velox's serial execution run the query's work).
+        """
         from gpu_engine.exec.driver import Driver
         from gpu_engine.exec.local_planner import plan_pipelines
 
@@ -231,9 +242,25 @@ class Task:
         if self.drivers:  # counted out by the last driver_finished (see gpu_engine.exec.idle_memory)
             task_started()
         hold_compiles_while(self)  # a young query's drivers run without the compile process (if pausing is on)
+        held = _driver_for_caller(self.drivers) if caller_runs else None
+        if held is not None:
+            held.hold()
+            self._held = held
         for driver in list(self.drivers):
-            driver.enqueue()
+            if driver is not held:
+                driver.enqueue()
         return self
+
+    def run_held_driver(self) -> None:
+        """Run the driver held by ``start(caller_runs=True)`` on this thread until it blocks, yields or ends.
+
+        Later slices go to the executor as any driver's do. Does nothing when no driver is held (or a
+        failure or cancel already handed it to the executor).
+        """
+        with self._lock:
+            held, self._held = self._held, None
+        if held is not None:
+            held.run()
 
     def add_listener(self, listener: Callable[["Task"], None]) -> None:
         """Call ``listener(task)`` when the Task fails, is cancelled or finishes (a coordinator's hook).
@@ -290,6 +317,9 @@ class Task:
         with self._lock:
             waiters = [w for ws in self._split_waiters.values() for w in ws]
             self._split_waiters.clear()
+            held, self._held = self._held, None
+        if held is not None:  # its caller will not run it now (it raised before run_held_driver): close it
+            held.release()
         for waiter in waiters:
             if not waiter.done():
                 waiter.set_result(None)
@@ -364,6 +394,21 @@ class Task:
                          self._splits_added, pipelines,
                          self._start_compiles.kernels_compiled + sum(s.kernels_compiled for s in operators),
                          self._start_compiles.compile_seconds + sum(s.compile_seconds for s in operators))
+
+
+def _driver_for_caller(drivers: list["Driver"]) -> "Driver | None":
+    """Return the driver the Task's caller should run first: the first one reading a table that waits on no
+    other pipeline (no join probe), so the caller's slice does work at once; None when there is none."""
+    from gpu_engine.operators.hash_probe import HashProbe
+    from gpu_engine.operators.nested_loop_join_probe import NestedLoopJoinProbe
+    from gpu_engine.operators.table_scan import TableScan
+
+    for driver in drivers:
+        operators = driver.operators
+        if (operators and isinstance(operators[0], TableScan)
+                and not any(isinstance(op, (HashProbe, NestedLoopJoinProbe)) for op in operators)):
+            return driver
+    return None
 
 
 def _with_operator(error: BaseException, operator: Operator | None) -> BaseException:

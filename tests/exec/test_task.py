@@ -114,6 +114,79 @@ def test_cancel_stops_a_task_waiting_for_splits(device_name, numbers):
     assert _driver_threads() == []
 
 
+def test_a_driver_held_for_the_caller_closes_when_its_task_is_cancelled_first(device_name, numbers):
+    """``start(caller_runs=True)`` keeps one scan driver off the executor for the caller (Task.run_held_driver);
+    a caller that fails before running it (a bad split, a closed Session) cancels the Task, which must still end."""
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").aggregation(["g"], ["sum(x) AS s"]).plan()
+    query_ctx = QueryCtx.create(get_device(device_name))
+    try:
+        task = Task("held-then-cancelled", plan, query_ctx, max_drivers=2).start(caller_runs=True)
+        task.cancel()
+        assert task.wait_done(30)
+        assert task.state is TaskState.CANCELED and all(d.is_done for d in task.drivers)
+        task.run_held_driver()  # nothing left to run
+    finally:
+        query_ctx.shutdown()
+    assert _driver_threads() == []
+
+
+@pytest.mark.parametrize("slice_seconds", [0.005, 0.2])
+def test_a_driver_held_for_the_caller_answers_with_the_rest(device_name, numbers, slice_seconds):
+    """The caller runs the held driver's first slice; with a short time slice it yields and the executor
+    runs the rest of it, beside the other drivers and pipelines."""
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").aggregation(["g"], ["count(*) AS c", "sum(x) AS s"]).plan()
+    scan_id = plan.source.id
+    query_ctx = QueryCtx.create(get_device(device_name), EngineConfig(batch_rows=500,
+                                                                      driver_time_slice_seconds=slice_seconds))
+    try:
+        task = Task("held", plan, query_ctx, max_drivers=2).start(caller_runs=True)
+        for offset in range(0, 10_000, 1000):
+            task.add_split(scan_id, ArrowSplit(numbers.slice(offset, 1000)))
+        task.no_more_splits(scan_id)
+        task.run_held_driver()
+        task.wait(60)
+        by_group: dict = {}  # each driver groups its own rows (the plan is not prepared: no final step)
+        for row in (r for b in task.results() for r in b.to_arrow().to_pylist()):
+            c, s = by_group.get(row["g"], (0, 0))
+            by_group[row["g"]] = (c + row["c"], s + row["s"])
+        assert by_group == {g: (len(range(g, 10_000, 7)), sum(range(g, 10_000, 7))) for g in range(7)}
+    finally:
+        query_ctx.shutdown()
+    assert _driver_threads() == []
+
+
+@dataclass(frozen=True, kw_only=True)
+class InterruptNode(PlanNode):
+    """A test node whose operator raises KeyboardInterrupt on its first batch (Ctrl-C while the caller runs it)."""
+
+
+class Interrupt(Operator):
+    def add_input(self, batch):
+        raise KeyboardInterrupt
+
+    def get_output(self):
+        return None
+
+
+@make_operator.register
+def _(item: InterruptNode, ctx):
+    return Interrupt(ctx, item)
+
+
+def test_ctrl_c_in_the_callers_slice_cancels_the_query_and_leaves_no_thread(numbers):
+    """Ctrl-C reaches the main thread only: while it runs a driver's slice (Session._run), the query is cancelled
+    and KeyboardInterrupt goes on up (the CLI's handler), as when it interrupts the caller waiting."""
+    session = Session(device="cpu", drivers=1, batch_rows=100)
+    session.register("n", numbers, split_rows=500)
+    scan = PlanBuilder(session.catalog).table_scan("n").plan()
+    plan = InterruptNode(id="interrupt", output_schema=scan.output_schema, sources=(scan,))
+    with pytest.raises(KeyboardInterrupt):
+        session.execute(plan)
+    assert session.last_task.state is TaskState.CANCELED
+    assert session.last_task.wait_done(30)
+    assert _driver_threads() == []
+
+
 def test_stats_count_rows_through_the_pipeline(device_name, numbers):
     # Unfused, so the Filter has its own operator whose rows can be counted.
     session = Session(device=device_name, drivers=2, batch_rows=1000, fuse=False)
