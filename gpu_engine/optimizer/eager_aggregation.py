@@ -80,9 +80,14 @@ the 121 TPC-H/TPC-DS plans at SF1 it pre-aggregates what the SQL rule does
 (TPC-DS q11 and q74's web branches too, once value sets intersect in the
 filter estimates) plus TPC-H q9, TPC-DS q70 and q86 (a window above the
 aggregation: the SQL rule refused any SELECT with a window); answers equal
-DuckDB's at SF 0.1 for all 121; but at SF1 TPC-DS q4, q11 and q74 ran
-+10-17% slower (q22 -24%, q66 -16%, q70 -12%), with the same pre-aggregations:
-the cause is not located (bench/results/2026-11-28-eagertyped-move.md).
+DuckDB's at SF 0.1 for all 121. TPC-DS q4, q11 and q74 ran +10-17% slower
+until an OR of one column's constants pinned its distinct values in the
+estimates: ``Session.sql`` computes their shared ``year_total`` CTE once, with
+its readers' filters OR-ed in (``d_year = 2002 OR d_year = 2001``), and with
+all 201 years left this rule did not pre-aggregate its web (and catalog)
+branch; now all 23 shared TPC-DS CTEs get the SQL rule's pre-aggregations and
+q4/q11/q74 read -2..-7% (bench/results/2026-11-28-eager2-typed-eager-cause.md,
+``python -m bench.shared_cte_pre_aggregations``).
 """
 
 from __future__ import annotations
