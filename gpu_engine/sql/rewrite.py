@@ -32,6 +32,7 @@ from sqlglot.schema import MappingSchema
 
 from gpu_engine.plans.sql_aggregates import distinct_pairs_parser, normalize_aggregate_calls
 from gpu_engine.plans.sql_connectives import balance_connectives
+from gpu_engine.sql.ambiguous_columns import ambiguous_column_error, items_holding
 from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duplicate_output_names import with_derived_names_unique
@@ -131,7 +132,7 @@ def parse_one_statement(text: str, dialect: str) -> exp.Expression:
     return statements[0]
 
 
-def _parse(text: str, dialect: str) -> exp.Expression:
+def _parse(text: str, dialect: str, catalog: Mapping[str, pa.Schema] | None = None) -> exp.Expression:
     if not isinstance(text, str) or not text.strip():
         raise SqlError("expected the text of a SELECT query")
     tree = balance_connectives(parse_one_statement(text, dialect))  # before any pass recurses into a long AND/OR chain
@@ -150,7 +151,7 @@ def _parse(text: str, dialect: str) -> exp.Expression:
     if dialect == "duckdb" and census.holds(exp.TableSample):  # USING SAMPLE / TABLESAMPLE as random() filters
         tree = with_samples_as_random_filters(tree)  # (Spark's n ROWS means other rows)
     if "unnest" in text.lower() or "explode" in text.lower():  # (a walk only where one may be written)
-        tree = with_unnested_selects(tree, dialect)  # SELECT unnest(list): a FROM item (sql/unnest_selects.py)
+        tree = with_unnested_selects(tree, dialect, catalog or {})  # SELECT unnest(list): a FROM item (unnest_selects)
         census = None  # it writes new FROM items (series, split lists): the census no longer says what is there
     if dialect == "duckdb" and (census is None or census.holds(exp.GenerateSeries)):
         tree = with_lateral_series_joined(tree)  # LEFT JOIN LATERAL generate_series(...) ON true (sql/lateral_series.py)
@@ -223,34 +224,13 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
         line, col = position_of(node)
         return SqlError(f"unknown table or alias {table_alias!r} in {table_alias}.{name}", line=line, col=col,
                         name=table_alias, candidates=did_you_mean(table_alias, aliases))
-    if not table_alias and len(holders := _items_holding(tree, catalog, name)) > 1:
+    if not table_alias and len(holders := items_holding(
+            tree.find_all(exp.Table, exp.Subquery, exp.Unnest, exp.Values, exp.Lateral), catalog, name)) > 1:
         # qualify cannot resolve a bare name several FROM items have: "unknown column 'x'; did you mean x?"
-        return SqlError(f"column {name!r} is ambiguous: FROM items " + ", ".join(holders) + " each have one; "
-                        "qualify it as " + " or ".join(f"{h}.{name}" for h in holders), line=line, col=col,
-                        name=name)
+        return ambiguous_column_error(name, holders, node)
     where = f" of {table_alias!r}" if table_alias else ""
     return SqlError(f"unknown column {name!r}{where}", line=line, col=col, name=name,
                     candidates=did_you_mean(name, choices))
-
-
-def _items_holding(tree: exp.Expression, catalog: Mapping[str, pa.Schema], name: str) -> list[str]:
-    """The names of ``tree``'s FROM items (tables, subqueries, VALUES, unnests, table functions) that have a column
-    ``name``."""
-    holders = []
-    for item in tree.find_all(exp.Table, exp.Subquery, exp.Unnest, exp.Values, exp.Lateral):
-        alias = item.args.get("alias")
-        if alias is not None and alias.columns:
-            columns = [c.name for c in alias.columns]
-        elif isinstance(item, exp.Table):
-            columns = catalog[item.name].names if item.name in catalog else []
-        elif isinstance(item, exp.Subquery) and isinstance(item.this, exp.Query):
-            columns = item.this.named_selects
-        else:
-            columns = []
-        label = item.alias_or_name
-        if name in columns and label and label not in holders:
-            holders.append(label)
-    return holders
 
 
 def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, pa.Schema]) -> dict[str, str]:
@@ -538,7 +518,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         For a syntax error, an unknown table or column (with line, column
         and candidates), or a statement other than a query.
     """
-    tree = _parse(text, dialect)
+    tree = _parse(text, dialect, catalog)
     # What the parsed tree holds (None: not known, skip nothing). The passes of _parse after its census make no
     # string_agg, current_date, uuid, SEMI/ANTI join, COLUMNS(...), * EXCLUDE/REPLACE, set operation or
     # GROUP/ORDER BY ALL; the sample rewrite makes random() calls (so a sample counts as one below).
@@ -578,7 +558,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     except OptimizeError as error:
         # The tree as it was before qualify changed it, made again from the text (a copy of every query's
         # tree, kept only for this message, cost a tenth of planning a 2000-term predicate).
-        original = _parse(text, dialect)
+        original = _parse(text, dialect, catalog)
         _name_projections(original, dialect, catalog)
         normalized = normalize_aggregate_calls(original, copy=False, dialect=dialect)
         raise _column_error(error, normalized, catalog) from None

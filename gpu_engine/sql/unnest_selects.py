@@ -24,7 +24,9 @@ lists in one SELECT (DuckDB pairs their elements, NULL past the end of the short
 posexplode(...) e AS p, v``) are planned by position instead: a VALUES list of the positions 0..n-1 of the
 longest list joined after the FROM items, and each output the CASE picking its list's element at the position
 (a LATERAL VIEW's or ``FROM t, unnest([t.a, t.b]) u(x)``'s element column is that CASE wherever the SELECT
-names it). No list column is ever built.
+names it, its subqueries too where no FROM item of theirs has the name; a bare name another FROM item of the SELECT
+has is refused as ambiguous, as DuckDB does). No list column is ever built. Without a column alias
+(``FROM t, unnest(...) u``) the element is ``u``, ``u.unnest`` or ``unnest``, as in DuckDB.
 
 The column is named as DuckDB names it (``unnest(generate_series(1, t.n))``; Spark: ``col``) unless aliased.
 A ``generate_series``/``range`` of integer constants paired with another unnest is written out as the list of its
@@ -40,9 +42,12 @@ grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kin
 from __future__ import annotations
 
 import itertools
+from typing import Mapping
 
+import pyarrow as pa
 from sqlglot import exp
 
+from gpu_engine.sql.ambiguous_columns import ambiguous_column_error, item_columns, items_holding
 from gpu_engine.sql.duckdb_names import duckdb_column_name
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.series_sources import SPLIT_LIST, SPLIT_OUTER
@@ -70,8 +75,11 @@ def _error(message: str, node: exp.Expression, dialect: str) -> SqlError:
                     name="explode" if dialect == "spark" else "unnest")
 
 
-def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
-    """Return ``tree`` with each SELECT-list ``unnest(list)`` / ``explode(list)`` a column of a joined FROM item."""
+def with_unnested_selects(tree: exp.Expression, dialect: str,
+                          catalog: Mapping[str, pa.Schema] | None = None) -> exp.Expression:
+    """Return ``tree`` with each SELECT-list ``unnest(list)`` / ``explode(list)`` a column of a joined FROM item
+    (``catalog``: the tables' schemas, to tell a bare element name from another FROM item's column)."""
+    catalog = catalog or {}
     if dialect == "duckdb":
         for item in list(tree.find_all(exp.Unnest)):
             lateral = item.parent
@@ -80,10 +88,10 @@ def with_unnested_selects(tree: exp.Expression, dialect: str) -> exp.Expression:
                     item.set("alias", lateral.args["alias"].copy())
                 lateral.replace(item)
             if isinstance(item.parent, (exp.From, exp.Join)):
-                _unnest_item(item, dialect)
+                _unnest_item(item, dialect, catalog)
     for select in list(tree.find_all(exp.Select)) if dialect == "spark" else []:
         if select.args.get("laterals"):
-            _lateral_views(select, dialect)
+            _lateral_views(select, dialect, catalog)
     calls = [node for node in tree.find_all(exp.Explode) if type(node) in (exp.Explode, exp.Posexplode)]
     if not calls:
         return tree
@@ -246,7 +254,7 @@ def _by_position(select: exp.Select, zipped: list, dialect: str, number: int) ->
     _join(select, item)
 
 
-def _lateral_views(select: exp.Select, dialect: str) -> None:
+def _lateral_views(select: exp.Select, dialect: str, catalog: Mapping[str, pa.Schema]) -> None:
     """Join each ``LATERAL VIEW explode(list) alias AS column`` of ``select`` as the FROM item of its list, in place."""
     views = list(select.args["laterals"])
     for view in views:
@@ -265,7 +273,7 @@ def _lateral_views(select: exp.Select, dialect: str) -> None:
         columns = list(alias.columns) if alias is not None else []
         call = view.this
         if isinstance(call, exp.Posexplode) or any(e.find(exp.Column) for e in call.this.expressions):
-            _lateral_view_by_position(select, call, name, columns, dialect)
+            _lateral_view_by_position(select, call, name, columns, dialect, catalog)
             continue
         column = columns[0].copy() if columns else exp.to_identifier("col")
         item = _item(view.this.this, name, column, dialect)
@@ -275,7 +283,8 @@ def _lateral_views(select: exp.Select, dialect: str) -> None:
     select.set("laterals", None)
 
 
-def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, columns: list, dialect: str) -> None:
+def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, columns: list, dialect: str,
+                              catalog: Mapping[str, pa.Schema]) -> None:
     """Join ``LATERAL VIEW [pos]explode(array(...)) name AS [p,] v`` (elements reading columns, or posexplode's
     positions) as the positions of the array, in place: ``p`` is the position column itself, and each reference
     to ``v`` in ``select`` (outside its subqueries) becomes the CASE picking the element at the position."""
@@ -284,36 +293,103 @@ def _lateral_view_by_position(select: exp.Select, call: exp.Explode, name: str, 
         raise _error(f"LATERAL VIEW {'posexplode' if positional else 'explode'}(...) AS names "
                      f"{'two columns, its position and its element' if positional else 'one column'}", call, dialect)
     names = [c.name for c in columns] or (["pos", "col"] if positional else ["col"])
-    select.append("joins", exp.Join(this=_item_by_position(select, call.this, positional, name, names, dialect)))
+    item = _item_by_position(select, call.this, positional, name, names, dialect, catalog)
+    select.append("joins", exp.Join(this=item))
 
 
 def _item_by_position(select: exp.Select, lst: exp.Array, positional: bool, name: str, names: list[str],
-                      dialect: str) -> exp.Expression:
+                      dialect: str, catalog: Mapping[str, pa.Schema], also: tuple[str, ...] = ()) -> exp.Expression:
     """Return the FROM item ``name`` of the positions of ``lst`` (its column ``names[0]`` where ``positional``),
-    each reference to the element column ``names[-1]`` in ``select`` (outside its subqueries) made the CASE picking
-    the element at the position, in place."""
+    each reference to the element column ``names[-1]`` (or a name of ``also``) in ``select`` made the CASE picking
+    the element at the position, in place (see :func:`_element_references`)."""
     if any(isinstance(p, exp.Star) or isinstance(p, exp.Column) and isinstance(p.this, exp.Star)
            for p in select.expressions):
         raise _error("SELECT * beside a list reading columns (its element is no column of its own: name the "
                      "columns)", select.expressions[0], dialect)
+    for element in [c for c in lst.find_all(exp.Column) if not c.table]:  # qualified where one FROM item has it,
+        holders = items_holding((i for i in _from_items(select) if not _inside(lst, i)), catalog, element.name)
+        if len(holders) == 1:  # so a copy in a subquery reads it there too (d.n + 10 = x: x's n is t.n)
+            element.set("table", exp.to_identifier(holders[0]))
     item, position, picks = _positions([lst], name, dialect)
     if positional:
         item.args["alias"].set("columns", [exp.to_identifier(names[0])])
         picks = [exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.column(names[0], table=exp.to_identifier(name, quoted=True)),
                                                   expression=branch.this.expression.copy()), true=branch.args["true"].copy())
                                for branch in picks[0].args["ifs"]])]
-    value = names[-1]
-    for column in list(select.find_all(exp.Column)):
-        if column.name != value or (column.table and column.table != name) or column.find_ancestor(exp.Select) is not select:
-            continue
-        if column.parent is select:
-            column.replace(exp.alias_(picks[0].copy(), exp.to_identifier(value, quoted=True)))
+    for column in _element_references(select, lst, name, (names[-1], *also), catalog, elements=lst):
+        if isinstance(column.parent, exp.Select) and column.arg_key == "expressions":
+            column.replace(exp.alias_(picks[0].copy(), exp.to_identifier(column.name, quoted=True)))
         else:
             column.replace(picks[0].copy())
     return item
 
 
-def _unnest_item(item: exp.Unnest, dialect: str) -> None:
+def _from_items(select: exp.Select) -> list[exp.Expression]:
+    """``select``'s FROM items (its FROM and its joins' items)."""
+    source = select.args.get("from_") or select.args.get("from")
+    return ([source.this] if source is not None else []) + [j.this for j in select.args.get("joins") or []]
+
+
+def _element_references(select: exp.Select, item: exp.Expression, name: str, names: tuple[str, ...],
+                        catalog: Mapping[str, pa.Schema], elements: exp.Expression | None = None) -> list[exp.Column]:
+    """The columns of ``select`` naming the element of its FROM item ``item`` (alias ``name``): ``x`` or
+    ``name.x`` for ``x`` in ``names``, outside ``item``. A bare one in ``select`` itself that another FROM item
+    has too is ambiguous, as DuckDB says (the rewrite replaces it before qualify could tell). One inside a
+    subquery (not a derived table) is the element unless a SELECT between them has a FROM item aliased ``name``
+    or holding the name (or a bare column name of ``elements``, which the replacement copies there); where such a
+    SELECT's columns are not known (a CTE's name), it is left alone, and qualify names it unknown."""
+    bare = {c.name for c in elements.find_all(exp.Column) if not c.table} if elements is not None else set()
+    qualified = {c.table for c in elements.find_all(exp.Column) if c.table} if elements is not None else set()
+    found = []
+    for column in list(select.find_all(exp.Column)):
+        if column.name not in names or (column.table and column.table != name) or _inside(column, item):
+            continue
+        inner = column.find_ancestor(exp.Select)
+        if inner is select:
+            if not column.table:
+                others = items_holding((i for i in _from_items(select) if not _inside(item, i)), catalog,
+                                       column.name)
+                if others:
+                    raise ambiguous_column_error(column.name, [name, *others], column)
+            found.append(column)
+        elif _visible(column, select, name, bare | ({column.name} if not column.table else set()),
+                      qualified | {name}, catalog):
+            found.append(column)
+    return found
+
+
+def _inside(node: exp.Expression, ancestor: exp.Expression) -> bool:
+    """Whether ``node`` lies in ``ancestor``'s tree."""
+    return any(a is ancestor for a in _ancestors(node))
+
+
+def _ancestors(node: exp.Expression):
+    while node is not None:
+        yield node
+        node = node.parent
+
+
+def _visible(column: exp.Column, select: exp.Select, name: str, bare: set[str], tables: set[str],
+             catalog: Mapping[str, pa.Schema]) -> bool:
+    """Whether ``column``, in a subquery of ``select``, sees ``select``'s FROM item ``name``: no SELECT between has
+    a FROM item holding a name of ``bare`` or aliased as one of ``tables``, each such SELECT's columns known, and
+    no derived table between."""
+    for node in _ancestors(column):
+        if node is select:
+            return True
+        if isinstance(node, exp.Subquery) and isinstance(node.parent, (exp.From, exp.Join)):
+            return False  # a derived table: it sees no FROM item beside it
+        if isinstance(node, exp.Select):
+            for source in _from_items(node):
+                columns = item_columns(source, catalog)
+                if columns is None or source.alias_or_name in tables or bare & set(columns):
+                    return False
+            if node.args.get("laterals"):
+                return False
+    return False
+
+
+def _unnest_item(item: exp.Unnest, dialect: str, catalog: Mapping[str, pa.Schema]) -> None:
     """Replace ``FROM unnest(list) [alias[(column)]]`` by the FROM item of its list, in place."""
     lists = list(item.expressions)
     if len(lists) != 1 or item.args.get("offset") or not isinstance(lists[0], _LISTS) \
@@ -323,11 +399,21 @@ def _unnest_item(item: exp.Unnest, dialect: str) -> None:
     name = alias.name if alias is not None and alias.name else "unnest"
     columns = list(alias.columns) if alias is not None else []
     column = columns[0].copy() if columns else exp.to_identifier(name)
+    # without a column alias DuckDB names the element "unnest" (u.unnest), and the alias names it too (u, u.u)
+    also = ("unnest",) if not columns and name != "unnest" else ()
     select = item.parent.parent if isinstance(item.parent, exp.Join) else None
+    if select is None and isinstance(item.parent, exp.From):
+        select = item.parent.parent
     if isinstance(lists[0], exp.Array) and isinstance(select, exp.Select) and any(
             e.find(exp.Column) for e in lists[0].expressions):  # FROM t, unnest([t.a, t.b]) u(x): by position
-        item.replace(_item_by_position(select, lists[0], False, name, [column.name], dialect))
+        item.replace(_item_by_position(select, lists[0], False, name, [column.name], dialect, catalog, also))
         return
+    if also and isinstance(select, exp.Select):
+        for reference in _element_references(select, item, name, also, catalog):
+            renamed = exp.column(column.copy(), table=exp.to_identifier(name))
+            if isinstance(reference.parent, exp.Select) and reference.arg_key == "expressions":
+                renamed = exp.alias_(renamed, exp.to_identifier(reference.name, quoted=True))
+            reference.replace(renamed)
     item.replace(_item(lists[0], name, column, dialect))
 
 
