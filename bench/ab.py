@@ -14,6 +14,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
+    python bench/ab.py outgrown-dictionaries tpcds 65 --sf 1 --runs 9
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
@@ -605,6 +606,22 @@ def _build_dictionaries():
     return _Setting(_set_build_dictionaries), "value", "off"
 
 
+def _set_outgrown_dictionaries(on: bool) -> None:
+    import gpu_engine.kernels.gather as gather
+    import gpu_engine.kernels.group_by as group_by
+    import gpu_engine.kernels.hash as hashing
+    import gpu_engine.kernels.sort as sort
+    import gpu_engine.kernels.string_keys as string_keys
+    for module in (group_by, hashing, sort, string_keys):
+        module.rows_or_dictionary = gather.rows_or_dictionary if on else (lambda device, column: column)
+
+
+def _outgrown_dictionaries():
+    """Interning, hashing, ranking and key packing work on a dictionary's values also where it holds more
+    values than the batch has rows (``gather.rows_or_dictionary`` before issue 31's dictregress)."""
+    return _Setting(_set_outgrown_dictionaries), "value", "off"
+
+
 def _pre_aggregation_setup():
     """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (the "with" side, the
     default, counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
@@ -879,6 +896,7 @@ SWITCHES = {
     "one-row-extremes": _one_row_extremes,
     "distinct-branches": _distinct_branches,
     "build-dictionaries": _build_dictionaries,
+    "outgrown-dictionaries": _outgrown_dictionaries,
     "intersected-estimates": _intersected_estimates,
     "constant-arithmetic-estimates": _constant_arithmetic_estimates,
     "string-equality-sql": _string_equality_sql,

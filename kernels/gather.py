@@ -16,7 +16,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.kernels.launch import launch_twin, read_only
 
-__all__ = ["gather", "gather_column", "dictionary_row_validity"]
+__all__ = ["gather", "gather_column", "dictionary_row_validity", "decoded_column", "rows_or_dictionary"]
 
 
 # ------------------------------------------------------------------- CPU twins
@@ -162,3 +162,37 @@ def dictionary_row_validity(device: Device, column: Column) -> Any:
         return column.validity
     through_codes = gather(device, dictionary_validity, column.data)
     return through_codes if column.validity is None else through_codes & column.validity
+
+
+def decoded_column(device: Device, column: Column) -> Column:
+    """Return a dictionary column's values row by row as a plain string column (a plain column as it is).
+
+    A row is NULL where its own validity or its dictionary entry says so; an empty dictionary (an all-NULL
+    column) gives empty NULL rows.
+    """
+    if column.dictionary is None:
+        return column
+    xp, rows = device.xp, len(column)
+    if len(column.dictionary) == 0:  # no value to gather: its codes index nothing
+        return Column(column.dtype, xp.zeros(0, dtype=xp.uint8), xp.zeros(rows, dtype=xp.bool_),
+                      xp.zeros(rows + 1, dtype=xp.int64), None)
+    values = gather_column(device, column.dictionary, column.data)
+    return Column(column.dtype, values.data, dictionary_row_validity(device, column), values.offsets, None)
+
+
+def rows_or_dictionary(device: Device, column: Column) -> Column:
+    """Return ``column`` decoded (:func:`decoded_column`) when its dictionary holds more values than it has
+    rows, else as it is.
+
+    Why: per-value work on a dictionary (interning its strings, hashing, ranking or packing them as key
+    words, then gathering the results by code) is meant to be done once for many rows; over a batch of fewer
+    rows than values it costs more than the same work on the rows' own strings. A hash build side of up to
+    ``DICTIONARY_BUILD_MAX_ROWS`` (65,536) rows keeps its strings as a dictionary, so a few rows joined to
+    TPC-DS's item (18,000 rows at SF1) carried all of them: q65's TopN over 115 rows ranked ``i_item_desc``'s
+    13,453 values at each compaction, and q22's rollup over 9,000 pre-aggregated rows interned
+    ``i_product_name``'s 17,964 values in every merge step (whose emitted keys then carried every interned
+    value on). Decoded, the work is the rows'; an interner keeps only the strings rows use.
+    """
+    if column.dictionary is None or len(column.dictionary) <= len(column):
+        return column
+    return decoded_column(device, column)

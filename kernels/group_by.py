@@ -29,7 +29,7 @@ from gpu_engine.columnar.types import is_interval, is_string
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import selection_from_mask
-from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.gather import dictionary_row_validity, gather, rows_or_dictionary
 from gpu_engine.kernels.hash import fixed_width_key_words, fmix64
 from gpu_engine.kernels.launch import launch_cuda, launch_twin
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
@@ -396,6 +396,7 @@ def normalize_keys(device: Device, columns: Sequence[Column],
     n = len(columns[0]) if columns else 0
     if widths is not None and len(widths) != len(columns):
         raise ValueError(f"normalize_keys got {len(widths)} widths for {len(columns)} columns")
+    columns = [rows_or_dictionary(device, column) for column in columns]  # a dictionary's values if fewer than rows
     string_tables = [(column.dictionary if column.is_dictionary else column) for column in columns if column.is_string]
     string_widths = iter(_string_block_widths(device, string_tables))
     used = []
@@ -698,10 +699,12 @@ class StringInterner:
     otherwise be packed into several words for every row. Interning the dictionary values and gathering
     their ids by code turns the key into one fixed-width word per row, and the ids stay the same across
     batches whose dictionaries differ. A plain string batch is interned row by row, so a key may mix both
-    encodings. The strings go to a :class:`~gpu_engine.kernels.string_keys.StringKeyTable`, which hashes
-    and compares their bytes in place: a dictionary of up to ``SERIAL_ROWS`` values costs one launch and
-    no host read on cuda (packing them into key words first read every batch's longest string back, and
-    inserting the words read back the new count: two syncs per string key per batch).
+    encodings; so is a dictionary batch of fewer rows than dictionary values
+    (:func:`~gpu_engine.kernels.gather.rows_or_dictionary`). The strings go to a
+    :class:`~gpu_engine.kernels.string_keys.StringKeyTable`, which hashes and compares their bytes in place: a
+    dictionary of up to ``SERIAL_ROWS`` values costs one launch and no host read on cuda (packing them into key
+    words first read every batch's longest string back, and inserting the words read back the new count: two
+    syncs per string key per batch).
     """
 
     def __init__(self, device: Device):

@@ -24,7 +24,7 @@ from numba import cuda, njit
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_floating, is_interval, is_string
 from gpu_engine.device import Device
-from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.gather import dictionary_row_validity, gather, rows_or_dictionary
 from gpu_engine.kernels.launch import launch_twin, read_only
 
 __all__ = [
@@ -219,6 +219,7 @@ def _string_hashes(device: Device, column: Column) -> Any:
 
 def _column_hash_words(device: Device, column: Column) -> tuple[Any, Any]:
     """Return per-row words to mix (string hashes for strings) and the row validity."""
+    column = rows_or_dictionary(device, column)  # hash a dictionary's values only where they are fewer than rows
     if column.is_dictionary:
         dictionary_hashes = _string_hashes(device, column.dictionary)
         if dictionary_hashes.shape[0] == 0:  # only nulls can point into an empty dictionary

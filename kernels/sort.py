@@ -20,7 +20,7 @@ from numba import cuda, njit
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_floating, is_interval
 from gpu_engine.device import Device
-from gpu_engine.kernels.gather import dictionary_row_validity, gather
+from gpu_engine.kernels.gather import dictionary_row_validity, gather, rows_or_dictionary
 from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_twin
 
@@ -150,6 +150,8 @@ def _sort_key_matrix(device: Device, columns: Sequence[Column], ascending: Seque
     """Return the ``(K, n)`` uint64 key words for ``xp.lexsort``: the primary word in the last row."""
     xp = device.xp
     n = len(columns[0])
+    # A dictionary of more values than rows (a few rows joined to a dimension) is ranked as the rows' strings.
+    columns = [rows_or_dictionary(device, column) for column in columns]
     validities = [_row_validity(device, column) for column in columns]
     value_words = _value_word_counts(device, columns)
     num_words = sum(words + (v is not None) for words, v in zip(value_words, validities))

@@ -36,7 +36,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.device import Device
 from gpu_engine.exec.device_counters import count_host_sync, count_kernel_launch
 from gpu_engine.kernels.filter import _scatter_kept_cuda
-from gpu_engine.kernels.gather import dictionary_row_validity, gather, gather_column
+from gpu_engine.kernels.gather import dictionary_row_validity, gather, gather_column, rows_or_dictionary
 from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cuda
 from gpu_engine.kernels.launch import launch_cuda, launch_twin, read_only
 from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
@@ -489,7 +489,9 @@ class StringKeyTable:
     def intern(self, column: Column, together: list | None = None, rows: Any = None) -> Any:
         """Return the ``int64`` id of each row of a string column (0 for NULL rows), adding unseen strings.
 
-        A dictionary-encoded column interns its dictionary and gathers the ids by code. With ``together``
+        A dictionary-encoded column interns its dictionary and gathers the ids by code, unless the dictionary
+        holds more values than the column has rows (:func:`~gpu_engine.kernels.gather.rows_or_dictionary`:
+        then its rows are interned, and the table keeps only the strings they use). With ``together``
         (a list shared by the string keys of one batch), a plain column whose rows claim slots in parallel
         leaves its claims there and its ids are written by :func:`finish_together`, which reads every
         key's claim counts back in one sync instead of one a key.
@@ -505,6 +507,7 @@ class StringKeyTable:
         if rows is not None and (column.is_dictionary or self.device.kernel_flavor != "cpu"
                                  or rows.dtype != np.int32 or not isinstance(rows, np.ndarray)):
             column, rows = gather_column(self.device, column, rows), None
+        column = rows_or_dictionary(self.device, column)  # a dictionary larger than the rows: intern the rows
         if column.is_dictionary:
             dictionary = column.dictionary
             if not len(dictionary) or not len(column):
