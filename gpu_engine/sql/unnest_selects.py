@@ -340,12 +340,15 @@ def _element_references(select: exp.Select, item: exp.Expression, name: str, nam
     SELECT's columns are not known (a CTE's name), it is left alone, and qualify names it unknown."""
     bare = {c.name for c in elements.find_all(exp.Column) if not c.table} if elements is not None else set()
     qualified = {c.table for c in elements.find_all(exp.Column) if c.table} if elements is not None else set()
+    outputs = set(select.named_selects)
     found = []
     for column in list(select.find_all(exp.Column)):
         if column.name not in names or (column.table and column.table != name) or _inside(column, item):
             continue
         inner = column.find_ancestor(exp.Select)
         if inner is select:
+            if not column.table and isinstance(column.parent, exp.Ordered) and column.name in outputs:
+                continue  # ORDER BY x: the output x (DuckDB's choice), which qualify resolves
             if not column.table:
                 others = items_holding((i for i in _from_items(select) if not _inside(item, i)), catalog,
                                        column.name)

@@ -4,7 +4,8 @@ A list reading columns is planned by position (gpu_engine/sql/unnest_selects.py)
 replaced by the CASE picking it before qualify runs. So the rewrite itself refuses a bare ``x`` another FROM item
 also has, as DuckDB does (it used to answer with the element), answers an ``x`` inside a subquery of that SELECT
 (it was unknown; one the subquery's own FROM item has stays the subquery's), and DuckDB's name of an element without
-a column alias, ``u.unnest`` / ``unnest`` (unknown before, here and for lists of constants and split lists).
+a column alias, ``u.unnest`` / ``unnest`` (unknown before, here and for lists of constants and split lists). A bare
+``ORDER BY x`` is the output ``x`` where the SELECT has one, as DuckDB resolves it.
 """
 
 from __future__ import annotations
@@ -36,6 +37,8 @@ QUERIES = [
     "SELECT n, unnest FROM t, unnest([n, 12]) u WHERE NOT EXISTS (SELECT 1 FROM d WHERE d.a = unnest)",
     # a bare x the subquery's own FROM item has is its own column, not the element
     "SELECT n, x FROM t, unnest([n, 2]) u(x) WHERE EXISTS (SELECT 1 FROM d WHERE d.a = x + 10)",
+    # ORDER BY x names the output x (d.x here), as DuckDB resolves it, not the element
+    "SELECT d.x, a FROM d, unnest([a, 1]) u(x) ORDER BY x DESC, a",
 ]
 
 
