@@ -12,18 +12,11 @@ __all__ = ["concat_columns", "concat_batches"]
 
 
 def _decoded(device: Device, column: Column) -> Column:
-    """Return a plain string column for a dictionary one (gathering values by codes)."""
-    if column.dictionary is None:
-        return column
-    if len(column.dictionary) == 0:  # an all-NULL column: no value to gather (its codes index nothing)
-        xp, rows = device.xp, len(column)
-        return Column(column.dtype, xp.zeros(0, dtype=xp.uint8), xp.zeros(rows, dtype=xp.bool_),
-                      xp.zeros(rows + 1, dtype=xp.int64), None)
-    from gpu_engine.kernels.gather import gather_column
+    """Return a plain string column for a dictionary one (gathering values by codes; a row is NULL by its own
+    validity or its NULL dictionary entry: the row's validity alone made the latter an empty string)."""
+    from gpu_engine.kernels.gather import decoded_column
 
-    values = gather_column(device, column.dictionary, column.data)
-    return Column(column.dtype, values.data, column.validity if column.validity is not None else values.validity,
-                  values.offsets, None)
+    return decoded_column(device, column)
 
 
 #: Dictionary columns with different dictionaries are concatenated as codes into one merged dictionary
@@ -87,6 +80,9 @@ def concat_columns(device: Device, columns: Sequence[Column]) -> Column:
             return Column(first.dtype, xp.concatenate(codes), validity, None, dictionary)
     if first.is_string:
         plain = [_decoded(device, c) for c in columns]
+        if any(c.validity is not None for c in plain):  # a decoded row is also NULL by its dictionary entry
+            validity = xp.concatenate([c.validity if c.validity is not None else xp.ones(len(c), dtype=xp.bool_)
+                                       for c in plain])
         ends = device.read_scalars([end for c in plain for end in (c.offsets[0], c.offsets[-1])])
         chars, offsets, base = [], [xp.zeros(1, dtype=xp.int64)], 0
         for index, c in enumerate(plain):

@@ -16,6 +16,7 @@ import pytest
 from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
 
 from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.kernels import hash as hashing
 from gpu_engine.kernels import sort
 from gpu_engine.kernels.gather import decoded_column, rows_or_dictionary
@@ -51,6 +52,17 @@ def test_a_dictionary_larger_than_its_rows_is_decoded_with_both_kinds_of_null(de
     empty = Column.from_arrow(pa.DictionaryArray.from_arrays(pa.array([None, None], pa.int32()),
                                                              pa.array([], pa.string())), device)
     assert decoded_column(device, empty).to_arrow(device).to_pylist() == [None, None]
+
+
+def test_concatenated_dictionaries_decoded_keep_rows_of_a_null_entry_null(device):
+    """Two columns with large different dictionaries are concatenated as decoded strings: a row whose code
+    points at a NULL dictionary entry stays NULL also where the column has a validity of its own (it became
+    an empty string before)."""
+    first = _dictionary_column(device, VALUES, CODES, VALID)
+    second = _dictionary_column(device, ["other", None], [1, 0], [True, False])
+    joined = concat_columns(device, [first, second])
+    assert not joined.is_dictionary
+    assert joined.to_arrow(device).to_pylist() == _expected(VALUES, CODES, VALID) + [None, None]
 
 
 def test_interning_a_few_rows_of_a_large_dictionary_keeps_only_their_strings(device):
