@@ -251,8 +251,9 @@ class Task:
                 driver.enqueue()
         return self
 
-    def run_held_driver(self) -> None:
-        """Run the driver held by ``start(caller_runs=True)`` on this thread until it blocks, yields or ends.
+    def run_held_driver(self, on_this_thread: bool = True) -> None:
+        """Run the driver held by ``start(caller_runs=True)`` on this thread until it blocks, yields or ends
+        (or, ``on_this_thread`` False, hand it to the executor like the others).
 
         Later slices go to the executor as any driver's do. Does nothing when no driver is held (or a
         failure or cancel already handed it to the executor).
@@ -260,7 +261,10 @@ class Task:
         with self._lock:
             held, self._held = self._held, None
         if held is not None:
-            held.run()
+            if on_this_thread:
+                held.run()
+            else:
+                held.release()
 
     def add_listener(self, listener: Callable[["Task"], None]) -> None:
         """Call ``listener(task)`` when the Task fails, is cancelled or finishes (a coordinator's hook).
