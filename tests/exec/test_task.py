@@ -130,10 +130,10 @@ def test_a_driver_held_for_the_caller_closes_when_its_task_is_cancelled_first(de
     assert _driver_threads() == []
 
 
-@pytest.mark.parametrize("slice_seconds", [0.005, 0.2])
-def test_a_driver_held_for_the_caller_answers_with_the_rest(device_name, numbers, slice_seconds):
+@pytest.mark.parametrize("slice_seconds, on_this_thread", [(0.005, True), (0.2, True), (0.2, False)])
+def test_a_driver_held_for_the_caller_answers_with_the_rest(device_name, numbers, slice_seconds, on_this_thread):
     """The caller runs the held driver's first slice; with a short time slice it yields and the executor
-    runs the rest of it, beside the other drivers and pipelines."""
+    runs the rest of it, beside the other drivers and pipelines (or the caller hands it to the executor)."""
     plan = PlanBuilder({"n": numbers.schema}).table_scan("n").aggregation(["g"], ["count(*) AS c", "sum(x) AS s"]).plan()
     scan_id = plan.source.id
     query_ctx = QueryCtx.create(get_device(device_name), EngineConfig(batch_rows=500,
@@ -143,7 +143,7 @@ def test_a_driver_held_for_the_caller_answers_with_the_rest(device_name, numbers
         for offset in range(0, 10_000, 1000):
             task.add_split(scan_id, ArrowSplit(numbers.slice(offset, 1000)))
         task.no_more_splits(scan_id)
-        task.run_held_driver()
+        task.run_held_driver(on_this_thread)
         task.wait(60)
         by_group: dict = {}  # each driver groups its own rows (the plan is not prepared: no final step)
         for row in (r for b in task.results() for r in b.to_arrow().to_pylist()):
