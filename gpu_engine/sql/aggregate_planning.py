@@ -231,13 +231,7 @@ def join_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation
             raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
         return tree, relation, columns
     tree = tree.copy()
-    # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
-    # table in its FROM) went with it and is not a scalar subquery of this tree.
-    while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
-        select = subquery_select(subquery.this)
-        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
-        if isinstance(select, exp.Select) and outer:
-            raise unsupported("a correlated subquery outside WHERE", subquery)
+    for subquery in _outermost_scalar_subqueries(tree):
         scalar, column = scalar_relation(planner, subquery, ctes)
         keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
         try:
@@ -250,6 +244,18 @@ def join_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation
             return column, relation, columns
         subquery.replace(column)
     return tree, relation, columns
+
+
+def _outermost_scalar_subqueries(tree: exp.Expression):
+    """Yield ``tree``'s scalar subqueries outermost first (breadth-first), one at a time, each found after the caller
+    replaced the one before: a subquery nested inside one just planned (a derived table in its FROM) went with it
+    and is not a scalar subquery of this tree. A correlated one is refused by name (only WHERE decorrelates)."""
+    while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
+        select = subquery_select(subquery.this)
+        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
+        if isinstance(select, exp.Select) and outer:
+            raise unsupported("a correlated subquery outside WHERE", subquery)
+        yield subquery
 
 
 def post_filter(planner: QueryPlanner, relation: Relation, having: exp.Expression, columns, replacements,
@@ -281,13 +287,7 @@ def _with_typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, r
     tree = tree.copy()
     plans: dict[str, PlanNode] = {}
     fields = []
-    # Outermost first (breadth-first), one at a time: a subquery nested inside one just planned (a derived
-    # table in its FROM) went with it and is not a scalar subquery of this tree.
-    while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
-        select = subquery_select(subquery.this)
-        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
-        if isinstance(select, exp.Select) and outer:
-            raise unsupported("a correlated subquery outside WHERE", subquery)
+    for subquery in _outermost_scalar_subqueries(tree):
         scalar, column = scalar_relation(planner, subquery, ctes)
         (name,) = set(scalar.columns.values())
         plans[name] = scalar.node
