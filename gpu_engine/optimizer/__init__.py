@@ -72,11 +72,18 @@ estimated input rows.
 Still on the sqlglot tree (not moved yet): the SQL planner translates a
 WHERE conjunct's ``[NOT] EXISTS`` / ``[NOT] IN (SELECT …)`` into the typed
 predicates rule 0 decorrelates (binding their key types: an outer expression
-key and numeric keys of two layouts are projected and cast there), but plans
-the other subquery forms as joins itself (:mod:`gpu_engine.sql.decorrelation`:
-scalar subqueries, uncorrelated EXISTS as a count, magic sets;
+key and numeric keys of two layouts are projected and cast there), and an
+uncorrelated scalar subquery in WHERE / HAVING / QUALIFY into a typed
+``ScalarSubquery`` the same rule joins, but plans the other subquery forms as
+joins itself (:mod:`gpu_engine.sql.decorrelation`: correlated scalar
+subqueries with their magic sets, uncorrelated EXISTS as a count;
+:mod:`gpu_engine.sql.aggregate_planning`: scalar subqueries in SELECT;
 :mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
-as values); eager aggregation,
+as values); eager aggregation (:mod:`gpu_engine.optimizer.eager_aggregation`
+makes the same decisions over the typed plan but is off by default, behind
+``bench/ab.py typed-eager-aggregation``, until the SQL rule and
+:mod:`gpu_engine.sql.derived_pushdown` are deleted with it:
+bench/results/2026-11-28-eager2-typed-eager-cause.md),
 and join ordering beside the typed rule (the estimate rules both planners call:
 :mod:`~gpu_engine.optimizer.statistics`): the SQL planner orders FROM items
 first and the typed rule moves only a region its estimates, with the pushed
