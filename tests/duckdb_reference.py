@@ -329,3 +329,19 @@ def assert_queries_match_duckdb(session, connection, queries, **options) -> None
     """
     problems = queries_differing_from_duckdb(session, connection, queries, **options)
     assert not problems, f"{len(problems)} of {len(queries)} queries differ from DuckDB:\n" + "\n".join(problems)
+
+
+def assert_built_plans_match_duckdb(session, tables: Mapping[str, Any], plans: Mapping[str, tuple], names,
+                                    json_round_trip: bool) -> None:
+    """Assert each named ``(plan, sql)`` of ``plans`` answers on ``session`` as DuckDB answers ``sql`` over
+    ``tables``; with ``json_round_trip`` the plan read back from its JSON form too (a hand-built plan's JSON must
+    carry all it holds, subqueries included)."""
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+    with duckdb_with_tables(tables) as reference:
+        for name in names:
+            plan, sql = plans[name]
+            expected = duckdb_table(reference, sql)
+            assert_same_rows(session.execute(plan), expected)
+            if json_round_trip:
+                assert_same_rows(session.execute(plan_from_json(plan_to_json(plan))), expected)
