@@ -210,6 +210,7 @@ class Driver:
         last = len(operators) - 1
         deadline = time.perf_counter() + self.task.query_ctx.config.driver_time_slice_seconds
         idle_steps = 0
+        stepped = False
         while True:
             if self.task.is_terminating:
                 return "finished", None
@@ -220,8 +221,9 @@ class Driver:
                     self._blocked_operator = operator
                     self._blocked_since = time.perf_counter()
                     return "blocked", future
-            if time.perf_counter() > deadline:
-                return "yield", None
+            if stepped and time.perf_counter() > deadline:  # a slice takes at least one step: one shorter
+                return "yield", None                         # than a step would otherwise never advance
+            stepped = True
             moved = False
             for i in range(last, -1, -1):
                 operator = operators[i]

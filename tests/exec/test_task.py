@@ -155,6 +155,26 @@ def test_a_driver_held_for_the_caller_answers_with_the_rest(device_name, numbers
     assert _driver_threads() == []
 
 
+def test_a_time_slice_shorter_than_a_step_still_advances(device_name, numbers):
+    """Each slice takes at least one step before it looks at its deadline: a slice shorter than one step
+    (here 1 ns) yielded before its first move, so the query never advanced (a livelock)."""
+    plan = PlanBuilder({"n": numbers.schema}).table_scan("n").aggregation(["g"], ["count(*) AS c"]).plan()
+    query_ctx = QueryCtx.create(get_device(device_name), EngineConfig(batch_rows=500, driver_time_slice_seconds=1e-9))
+    try:
+        task = Task("tiny-slices", plan, query_ctx, max_drivers=1).start()
+        task.add_split(plan.source.id, ArrowSplit(numbers.slice(0, 2000)))
+        task.no_more_splits(plan.source.id)
+        try:
+            task.wait(20)
+        finally:
+            task.cancel()
+        counts = {row["g"]: row["c"] for b in task.results() for row in b.to_arrow().to_pylist()}
+        assert counts == {g: len(range(g, 2000, 7)) for g in range(7)}
+    finally:
+        query_ctx.shutdown()
+    assert _driver_threads() == []
+
+
 @dataclass(frozen=True, kw_only=True)
 class InterruptNode(PlanNode):
     """A test node whose operator raises KeyboardInterrupt on its first batch (Ctrl-C while the caller runs it)."""
