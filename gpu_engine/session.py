@@ -32,6 +32,7 @@ from gpu_engine.exec.split import ConnectorSplit
 from gpu_engine.exec.task import Task, TaskStats
 from gpu_engine.host_allocator import tune_host_allocator
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
+from gpu_engine.plans.subqueries import walk_plan_and_subqueries
 from gpu_engine.sql.plan_cache import PlanCache
 
 __all__ = ["Session", "check_timeout", "conform_to_schema", "node_stats_text"]
@@ -292,12 +293,13 @@ class Session:
         """Refuse a plan whose scans name a table that is not registered, or columns (and types) it lacks.
 
         Why here, before anything runs: a plan loaded from JSON, or built for another catalog, can name any table;
-        its scans must match what is registered under that name now, or the query fails mid-way in a reader.
+        its scans must match what is registered under that name now, or the query fails mid-way in a reader. A
+        typed subquery's plan (plans.subqueries) is checked too, before the decorrelation rule joins it in.
         """
         if not isinstance(plan, PlanNode):
             raise TypeError(f"expected a plan (a PlanNode, e.g. from PlanBuilder or sql_plan), got "
                             f"{type(plan).__name__}; run SQL text with Session.sql")
-        for scan in walk_plan(plan):
+        for scan in walk_plan_and_subqueries(plan):
             if not isinstance(scan, TableScanNode):
                 continue
             table = self.table(scan.table_name)  # PlanError naming the registered tables

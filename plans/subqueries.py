@@ -28,15 +28,16 @@ the outer row's columns (:class:`OuterColumn`, DataFusion's
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from typing import Iterator
 
 import pyarrow as pa
 
 from gpu_engine.plans.expressions import ColumnRef, Expr
-from gpu_engine.plans.nodes import PlanNode
+from gpu_engine.plans.nodes import PlanNode, walk_plan
 
 __all__ = ["OuterColumn", "Exists", "InSubquery", "ScalarSubquery", "is_subquery_predicate", "is_subquery",
-           "transformed"]
+           "transformed", "walk_plan_and_subqueries"]
 
 
 @dataclass(frozen=True)
@@ -164,3 +165,27 @@ def transformed(expr: Expr, replace_node) -> Expr:
         return items if any(a is not b for a, b in zip(items, value)) else value
 
     return visit(expr)
+
+
+def walk_plan_and_subqueries(plan: PlanNode) -> Iterator[PlanNode]:
+    """Yield every node of ``plan`` and of each subquery plan its nodes' expressions hold (nested ones too).
+
+    Why: :func:`~gpu_engine.plans.nodes.walk_plan` follows ``sources`` only, and a typed subquery's plan is a field
+    of an expression; a check of what a plan reads (its scans' tables and columns) must see those scans before
+    the decorrelation rule joins them in. Explicit stacks: a handed-in plan or predicate may be deeper than the
+    interpreter's stack. A subquery plan reached twice (one object) is walked once.
+    """
+    pending, seen = [plan], set()
+    while pending:
+        for node in walk_plan(pending.pop()):
+            yield node
+            values = [getattr(node, f.name) for f in fields(node) if f.name != "sources"]
+            while values:
+                value = values.pop()
+                if isinstance(value, tuple):
+                    values.extend(value)
+                elif isinstance(value, Expr):
+                    if is_subquery(value) and id(value.subquery) not in seen:
+                        seen.add(id(value.subquery))
+                        pending.append(value.subquery)
+                    values.extend(value.children())

@@ -179,3 +179,28 @@ def test_an_unknown_dialect_is_refused_by_sql_and_prepare_naming_the_known_ones(
         small_session.sql("SELECT a FROM t", dialect=dialect)
     with pytest.raises(error, match=r"dialect.*duckdb, spark"):
         small_session.prepare("SELECT a FROM t", dialect=dialect)
+
+
+def test_a_subquerys_scans_are_checked_up_front_as_the_outer_plans_are(small_session):
+    """A hand-built plan's typed subquery (plans.subqueries) is a plan of its own, built maybe for another catalog:
+    its scans get the outer scans' check before the decorrelation rule joins them in (an unknown table was an
+    error naming no registered table, found after preparing; a missing or retyped column ran)."""
+    from gpu_engine.errors import PlanError
+    from gpu_engine.plans.expressions import BinaryOp, ColumnRef
+    from gpu_engine.plans.subqueries import Exists, InSubquery, ScalarSubquery
+
+    small_session.register("u", pa.table({"k": pa.array([1, 3], pa.int64())}))
+    cases = [("w", pa.schema([("k", pa.int64())]), r"unknown table 'w'; registered: t, u"),
+             ("u", pa.schema([("k", pa.int64()), ("z", pa.int64())]), r"table 'u' has no column 'z' .*its columns: k"),
+             ("u", pa.schema([("k", pa.int32())]), r"column 'k' of table 'u' is int64, the plan reads it as int32")]
+    over_t = lambda predicate: PlanBuilder(small_session.catalog).table_scan("t").filter(predicate).plan()  # noqa: E731
+    for table, schema, message in cases:
+        sub = PlanBuilder({table: schema}).table_scan(table).plan()
+        in_a_subquery = PlanBuilder(small_session.catalog).table_scan("u").filter(  # two levels down
+            BinaryOp("gt", ScalarSubquery(sub, "k", schema.field("k").type), ColumnRef("k", pa.int64()),
+                     pa.bool_())).plan()
+        for plan in (over_t(InSubquery(ColumnRef("a", pa.int64()), sub, "k")), over_t(Exists(sub)),
+                     over_t(Exists(in_a_subquery))):
+            for run in (small_session.execute, small_session.explain):
+                with pytest.raises(PlanError, match=message):
+                    run(plan)
