@@ -13,12 +13,14 @@ is ready. Velox never compiles at all; this engine compiles only where it pays.
 Where it compiles: in a separate process (:mod:`gpu_engine.codegen.compile_worker`),
 not a thread, because numba's compiler holds the interpreter lock for most of
 its work and would stall the drivers; the worker runs at the lowest CPU
-priority, so on a busy machine it takes only idle cycles, and it is paused
-while a query of the process is in its first seconds
-(:attr:`BackgroundCompiler.pause_seconds`: even an idle-priority process on a
-CPU delays the drivers, by keeping Linux from handing a waiting driver the CPU
-another driver leaves), so that compiling does not make a query slower than
-its lowest tier alone. It writes numba's disk cache
+priority, so on a busy machine it takes only idle cycles, and where the
+machine has no core to spare for it beside the running queries' drivers it
+is stopped while they run (the pause policy, :meth:`BackgroundCompiler._apply_hold`:
+even an idle-priority process on a CPU delays the drivers, by keeping Linux
+from handing a waiting driver the CPU another driver leaves), so that
+compiling does not make a query slower than its lowest tier alone; a program
+shape whose batches have waited on the lowest tier longer than the compiles
+ahead of its kernels are estimated to take lets it run anyway. It writes numba's disk cache
 (writes are locked between processes: :mod:`gpu_engine.codegen.numba_cache_lock`);
 the engine's process loads the machine code from there, which takes
 milliseconds, and never compiles a generated kernel on a driver itself.
@@ -86,7 +88,7 @@ from typing import Any, Callable, Hashable, Iterable
 from gpu_engine.codegen.compile_worker import PAUSE, RUN
 from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
 
-__all__ = ["COMPILE_MODES", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "READY", "BackgroundCompiler",
+__all__ = ["COMPILE_MODES", "COMPILE_POLICIES", "DEFAULT_COMPILE_ESTIMATE", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "POLICY_VARIABLE", "READY", "BackgroundCompiler",
            "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_while", "kernel_ready",
            "kernel_state"]
 
@@ -108,6 +110,30 @@ PAUSE_VARIABLE = "GPU_ENGINE_COMPILE_PAUSE"
 #: The pause when ``$GPU_ENGINE_COMPILE_PAUSE`` is unset or not a number: longer than a TPC-DS SF1 first run
 #: (0.05-1.5 s on 2 cores), shorter than a kernel's compile is worth waiting for in a long query.
 DEFAULT_PAUSE_SECONDS = 2.0
+
+
+#: How the compile process is paused (``$GPU_ENGINE_COMPILE_POLICY``; see BackgroundCompiler._apply_pause):
+#: ``"hold"`` (default) stops it while the running queries' drivers fill the CPUs this process may use, for as
+#: long as they run, unless a program shape has waited longer than its compiles are estimated to take;
+#: ``"young"`` (stop 47's) stops it during each query's first ``pause_seconds``, then lets it run as long.
+POLICY_VARIABLE = "GPU_ENGINE_COMPILE_POLICY"
+COMPILE_POLICIES = ("hold", "young")
+#: CPU seconds one compile job is taken to cost before this process has timed one (a new TPC-H shape's kernel
+#: takes 1-4 s on 2 loaded cores): the price in the hold policy's rule until the worker reports its own.
+DEFAULT_COMPILE_ESTIMATE = 2.0
+
+
+def _compile_policy() -> str:
+    policy = os.environ.get(POLICY_VARIABLE, "").strip()
+    return policy if policy in COMPILE_POLICIES else "hold"
+
+
+def _usable_cpus() -> int:
+    """Return how many CPUs this process may run on (its affinity mask; the core count where there is none)."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except (AttributeError, OSError):
+        return max(1, os.cpu_count() or 1)
 
 
 def _pause_seconds() -> float:
@@ -192,6 +218,9 @@ class BackgroundCompiler:
         self._restarts = 0
         self.compiled = 0
         self.compile_seconds = 0.0
+        #: The worker's own CPU seconds for the jobs it compiled (its answers' fourth field; a pause inside a
+        #: compile counts in ``compile_seconds``, not here): the hold policy's estimate of what a job costs.
+        self.compile_cpu_seconds = 0.0
         self.failures: dict[tuple, str] = {}
         #: Program shapes whose kernels an operator found compiling -> ``finished`` then (see TierSwitch).
         self.waiting_shapes: dict[Hashable, int] = {}
@@ -200,7 +229,24 @@ class BackgroundCompiler:
         #: Jobs finished (compiled or failed, the worker's exit included) so far: a kernel found pending
         #: cannot be ready before this grows.
         self.finished = 0
-        #: While a query of this process has run less than this many seconds, the worker is paused (a
+        #: The pause policy (``$GPU_ENGINE_COMPILE_POLICY``, :data:`COMPILE_POLICIES`): see :meth:`_apply_pause`.
+        self.policy = _compile_policy()
+        #: CPUs this process may use; the hold policy stops the worker while running queries' drivers fill them.
+        self.cpus = _usable_cpus()
+        #: Times a program shape's wait on the lowest tier outlasted the compiles ahead of it (hold policy): each
+        #: let the worker run while queries did, until the jobs then queued were finished.
+        self.owed_runs = 0
+        #: Program shape -> [seconds waited in earlier busy stretches, this stretch's first wait, its last wait,
+        #: the stretch] (hold policy; see query_waits).
+        self._waits: dict[Hashable, list] = {}
+        #: Busy stretches so far (a stretch ends when no query of the process runs), and whether one is on.
+        self._stretch = 0
+        self._busy = False
+        #: ``finished`` count below which the worker runs during queries (a shape's wait paid for its compiles).
+        self._owed_until: int | None = None
+        #: Callers of wait_idle waiting now: the compiles are wanted at once, so the worker is not held.
+        self._urgent = 0
+        #: ``"young"`` policy: while a query of this process has run less than this many seconds, the worker is paused (a
         #: ``PAUSE`` word on its control pipe and :data:`~gpu_engine.codegen.numba_cache_lock.STOP_REQUEST`, on
         #: which it waits for ``RUN``; see :mod:`~gpu_engine.codegen.compile_worker`); 0 never pauses it. Why: ``SCHED_IDLE`` keeps the worker from taking a CPU a
         #: driver is running on, but not from delaying the drivers: a CPU running it is not idle, so when
@@ -216,7 +262,8 @@ class BackgroundCompiler:
         #: :data:`DEFAULT_PAUSE_SECONDS`). A pause lasts this long at most, and the worker then runs as long
         #: before it pauses again: queries that follow one another, each shorter than the pause, would
         #: otherwise keep it paused for as long as they come (a dashboard's stream, a benchmark's warm runs),
-        #: and their kernels would never compile.
+        #: and their kernels would never compile. Under either policy 0 turns pausing off (the worker runs
+        #: beside queries at idle priority); the hold policy uses no other value of it.
         self.pause_seconds = _pause_seconds()
         self.paused = False
         self.pauses = 0
@@ -318,6 +365,8 @@ class BackgroundCompiler:
                 self.finished += 1
             else:
                 self._fail(key, error)
+            if self._owed_until is not None:  # a paid-for run ends once its jobs are finished
+                self._apply_pause()
             self._lock.notify_all()
 
     def wait_idle(self, timeout: float | None = None) -> bool:
@@ -330,6 +379,9 @@ class BackgroundCompiler:
         """
         deadline = None if timeout is None else time.monotonic() + timeout
         raised: set[int] = set()
+        with self._lock:
+            self._urgent += 1  # a paused worker goes on (hold policy) however long the queries run
+            self._apply_pause()
         try:
             with self._lock:
                 while self._outstanding is not None or self._queue or self._loading:
@@ -343,6 +395,9 @@ class BackgroundCompiler:
                     self._lock.wait(remaining if remaining is None or remaining < 1.0 else 1.0)
             return True
         finally:
+            with self._lock:
+                self._urgent -= 1
+                self._apply_pause()
             for pid in raised:
                 _set_worker_priority(pid, urgent=False)
 
@@ -353,25 +408,119 @@ class BackgroundCompiler:
 
     # ------------------------------------------------------------ pausing
     def query_started(self, task) -> None:
-        """Stop the worker while ``task`` is younger than :attr:`pause_seconds` (see :func:`hold_compiles_while`)."""
+        """Stop the worker as the policy says while ``task`` runs (see :func:`hold_compiles_while`)."""
         with self._lock:
-            self._queries[id(task)] = (weakref.ref(task), time.monotonic())
+            self._queries[id(task)] = (weakref.ref(task), time.monotonic(), _driver_width(task))
             self._apply_pause()
 
     def query_ended(self, task) -> None:
-        """Let the worker run again once no running query is young (a Task listener)."""
+        """Let the worker run again once the policy says so (a Task listener)."""
         with self._lock:
             self._queries.pop(id(task), None)
             self._apply_pause()
 
+    def query_waits(self, shape: Hashable) -> None:
+        """Note that a batch of program shape ``shape`` ran on the lowest tier waiting for its kernels (a driver,
+        via TierSwitch); under the hold policy, let the worker run once the shape has waited long enough.
+
+        The rule (ski rental: pay for compiling once waiting has cost as much): a shape's batches have waited
+        for as long as its operators ran on the lowest tier while its kernels were pending: per busy stretch
+        of the process, from its first such batch to its last, summed over stretches. Its kernels are
+        ready only after every job queued before them (one worker, first in first out), so their price is
+        ``pending jobs x CPU seconds a job took on average`` (:data:`DEFAULT_COMPILE_ESTIMATE` before one
+        is timed). Once the wait reaches the price, the worker runs during queries until those jobs are
+        finished: a query that runs long on the lowest tier (or a shape that comes back again and again: a
+        dashboard, a benchmark's warm runs) gets its kernels, having lost at most as much time to the
+        compiles as it had already spent waiting (at most twice the best choice made knowing the future),
+        while a shape that runs once and briefly (a first run, a new query) never pays for a compile that
+        could not help it: its kernels compile between queries.
+        """
+        if not self.paused or self.policy != "hold":  # read unlocked: the worker runs, nothing to weigh
+            return
+        with self._lock:
+            if not self.paused or self._owed_until is not None:
+                return
+            now = time.monotonic()
+            entry = self._waits.get(shape)
+            if entry is None:
+                if len(self._waits) >= _MAX_WAITING_SHAPES:
+                    self._waits.clear()
+                entry = self._waits[shape] = [0.0, now, now, self._stretch]
+            elif entry[3] != self._stretch:  # a new busy stretch: the gap between them is no wait
+                entry[:] = [entry[0] + entry[2] - entry[1], now, now, self._stretch]
+            else:
+                entry[2] = now
+            pending = len(self._queue) + (self._outstanding is not None) + self._loading
+            if pending == 0 or entry[0] + entry[2] - entry[1] < pending * self._compile_estimate():
+                return
+            del self._waits[shape]
+            self._owed_until = self.finished + pending
+            self.owed_runs += 1
+            self._apply_pause()
+
+    def _compile_estimate(self) -> float:
+        """Return the CPU seconds a compile job is taken to cost: the mean of this process's, else the default."""
+        if self.compiled and self.compile_cpu_seconds > 0:
+            return self.compile_cpu_seconds / self.compiled
+        return DEFAULT_COMPILE_ESTIMATE
+
     def _apply_pause(self) -> None:
-        """Stop or continue the worker as the running queries' ages say (caller holds the lock)."""
+        """Stop or continue the worker as the policy says (caller holds the lock): :meth:`_apply_hold` or
+        :meth:`_apply_young`."""
+        if self.policy == "hold":
+            self._apply_hold()
+        else:
+            self._apply_young()
+
+    def _apply_hold(self) -> None:
+        """The hold policy: stop the worker while queries run whose drivers fill the CPUs, for as long as they run.
+
+        Why: on a machine with no spare core even an idle-priority worker delays the drivers (see
+        :attr:`pause_seconds`): the lowest tier of the TPC-DS SF1 queries took 19.9 s beside the worker under
+        the young policy, which lets it run half of a stream of queries' time, against 14.3 s alone (stop 47,
+        an idle 2-core machine). So while the
+        running queries' drivers (each query's widest pipeline) are at least as many as the CPUs this
+        process may use, the worker is stopped, whatever the queries' ages; a query then runs as its lowest
+        tier alone would, and the kernels compile between queries and while no query runs. With a core to
+        spare (a GPU machine's 16 beside 2 drivers) it runs beside them, at idle priority, as it always
+        did. Two exceptions keep kernels from never compiling: a shape that waited longer than its
+        compiles' price (:meth:`query_waits`), and a caller waiting for the compiles (:meth:`wait_idle`).
+        """
+        for key, (reference, _, _) in list(self._queries.items()):
+            task = reference()
+            if task is None or task.is_done:
+                del self._queries[key]
+        if self._queries:
+            self._busy = True
+        elif self._busy:  # the process went idle: a shape's next wait starts a new stretch
+            self._busy = False
+            self._stretch += 1
+        if self._owed_until is not None and self.finished >= self._owed_until:
+            self._owed_until = None
+        drivers = sum(self.cpus if width is None else width for _, _, width in self._queries.values())
+        hold = (bool(self._queries) and drivers >= self.cpus and self._owed_until is None
+                and self._urgent == 0)
+        process = self._process
+        if process is not None and process.poll() is None and hold and not self.paused:
+            self._tell(process, PAUSE)  # it waits, never holding numba's cache lock
+            self.paused = True
+            self.pauses += 1
+        elif self.paused and not hold:
+            if process is not None:
+                self._tell(process, RUN)
+            self.paused = False
+            self._resumed_at = time.monotonic()
+        self._look_at = None  # nothing to time: queries' ends, waits and finished jobs decide
+
+    def _apply_young(self) -> None:
+        """The young policy: stop the worker while a running query is younger than :attr:`pause_seconds` (caller
+        holds the lock), at most that long at a time, then let it run as long."""
         now = time.monotonic()
-        for key, (reference, started) in list(self._queries.items()):
+        for key, (reference, started, _) in list(self._queries.items()):
             task = reference()  # gone, ended before its listener was added, or no longer young: forgotten
             if task is None or task.is_done or now >= started + self.pause_seconds:
                 del self._queries[key]
-        young = [started + self.pause_seconds for _, started in self._queries.values()]
+        young = [started + self.pause_seconds for _, started, _ in self._queries.values()]
         process = self._process
         if process is not None and process.poll() is None and young != [] and not self.paused:
             if now >= self._runs_until:
@@ -421,8 +570,8 @@ class BackgroundCompiler:
                         return
                     continue
                 remaining = self._look_at - time.monotonic()
-                if remaining > 0:
-                    self._lock.wait(remaining)
+                if remaining > 0:  # a pause_seconds of inf (set directly) makes it inf: wait within what
+                    self._lock.wait(min(remaining, threading.TIMEOUT_MAX))  # threading accepts
                 else:
                     self._apply_pause()
 
@@ -523,13 +672,14 @@ class BackgroundCompiler:
                         self._send_next()
                     self._lock.notify_all()
                     return
-                key, error, seconds = answer
+                key, error, seconds = answer[:3]
                 if key == self._outstanding:
                     self._outstanding = None
                 load = self._loads.pop(key, None)
                 if error is None:
                     self.compiled += 1
                     self.compile_seconds += seconds
+                    self.compile_cpu_seconds += answer[3] if len(answer) > 3 else seconds
                     if load is None:
                         self._states[key] = "done"
                         self.finished += 1
@@ -539,6 +689,8 @@ class BackgroundCompiler:
                     load = None
                     self._fail(key, error)
                 self._send_next()
+                if self._owed_until is not None:  # a paid-for run ends once its jobs are finished
+                    self._apply_pause()
                 self._lock.notify_all()
             if load is not None:  # a PTX entry written: its module loads here, while the worker compiles the next
                 self._finish_load(key, load)
@@ -581,6 +733,18 @@ class BackgroundCompiler:
                 raise
 
 
+def _driver_width(task) -> int | None:
+    """Return how many of ``task``'s drivers can run at once (its widest pipeline's), or None when it does not say.
+
+    Pipelines of a query mostly run one after another (a join's build, then its probe), so the widest one,
+    not their sum, is what a query keeps busy; None counts as filling the machine.
+    """
+    widths = getattr(task, "pipeline_drivers", None)
+    if not isinstance(widths, dict) or not widths:
+        return None
+    return max(1, max(widths.values()))
+
+
 def _close_at_exit(compiler: BackgroundCompiler) -> None:
     """Stop ``compiler``'s worker as the interpreter exits; a Ctrl-C meanwhile ends the process as interrupted.
 
@@ -616,11 +780,12 @@ def background_compiler() -> BackgroundCompiler:
 
 
 def hold_compiles_while(task) -> None:
-    """Stop the compile process during ``task``'s first :attr:`BackgroundCompiler.pause_seconds` (a started Task).
+    """Stop the compile process while ``task`` (a started Task) runs, as the pause policy says
+    (:meth:`BackgroundCompiler._apply_pause`: by default for the whole query where its drivers fill the CPUs).
 
     Nothing happens where pausing is off. The Task counts even before the process's compiler exists: the
     compile process a query's first batches start (importing numba and the static kernels, seconds of
-    CPU) starts paused while that query is young, as it would if it had started before.
+    CPU) starts paused while that query runs, as it would if it had started before.
     """
     compiler = _COMPILER
     if compiler is None and _pause_seconds() > 0:
@@ -825,11 +990,14 @@ class TierSwitch:
         compiler = background_compiler()
         finished = compiler.finished  # read first: a job finishing during the checks counts as new
         if self._pending_since == finished:
+            if self._shape is not None and not callable(self._shape):
+                compiler.query_waits(self._shape)  # this batch waits on the lowest tier (the pause policy)
             return False
         if callable(self._shape):
             self._shape = self._shape()
         shapes = compiler.waiting_shapes
         if self._shape is not None and shapes.get(self._shape) == finished:
+            compiler.query_waits(self._shape)
             return False
         if self._shape is not None and self._shape not in compiler.asked_shapes \
                 and compiler.pending() >= _MAX_QUEUED_JOBS:
@@ -837,6 +1005,7 @@ class TierSwitch:
             # before long, so preparing them now (generating, binding a batch, writing the file) only
             # costs the drivers. Ask again once a job finished.
             self._pending_since = finished
+            compiler.query_waits(self._shape)
             return False
         states = []
         if prerequisites is not None and not self._prerequisites_ready:  # static twins stay loaded once they are
@@ -856,6 +1025,7 @@ class TierSwitch:
                 if len(shapes) >= _MAX_WAITING_SHAPES:
                     shapes.clear()
                 shapes[self._shape] = finished
+                compiler.query_waits(self._shape)
             else:
                 shapes.pop(self._shape, None)
         return decided

@@ -23,7 +23,9 @@ engine's launcher will read it (:meth:`~gpu_engine.kernels.ptx_cache.PtxCache.wr
 Protocol: the parent starts it with its own ``sys.path`` (:func:`worker_command`)
 and writes length-prefixed pickles to its stdin, jobs
 ``(job_id, module_name, path, function, signature)`` or ``(job_id, PtxJob)``;
-the worker answers each with ``(job_id, error_or_None, seconds)`` on stdout.
+the worker answers each with ``(job_id, error_or_None, seconds, cpu_seconds)`` on stdout (wall and its own
+CPU time: the CPU is what a compile takes from queries on a machine with no spare core, and what the parent's
+pause policy weighs against the lowest tier's time).
 The worker ends when its stdin closes, so it never outlives the engine's process.
 
 Pausing: the parent also hands it the read end of a control pipe, on which it
@@ -228,7 +230,7 @@ def main(control_fd: int | None = None) -> None:
         job = read_message(incoming)
         if job is None:
             return
-        job_id, started, error = job[0], time.perf_counter(), None
+        job_id, started, cpu_started, error = job[0], time.perf_counter(), time.process_time(), None
         try:
             if len(job) == 2:  # (job_id, PtxJob)
                 _compile_ptx(job[1])
@@ -236,7 +238,7 @@ def main(control_fd: int | None = None) -> None:
                 _compile(*job[1:])
         except BaseException as failure:  # reported to the parent, which keeps the lowest tier for it
             error = f"{type(failure).__name__}: {failure}"
-        write_message(outgoing, (job_id, error, time.perf_counter() - started))
+        write_message(outgoing, (job_id, error, time.perf_counter() - started, time.process_time() - cpu_started))
 
 
 if __name__ == "__main__":

@@ -480,7 +480,7 @@ def test_static_host_twins_found_ready_are_not_asked_again():
 
 
 def test_the_compile_process_is_paused_while_a_young_query_runs(monkeypatch):
-    """With ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile process (its
+    """The young policy: with ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile process (its
     idle-priority compiles still cost a first run's drivers wall time on 2 cores); it goes on once no
     running query is young, and when it is closed (its control pipe closes: a paused worker reads the end)."""
     import io
@@ -495,6 +495,7 @@ def test_the_compile_process_is_paused_while_a_young_query_runs(monkeypatch):
     monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell",
                         lambda self, process, word: sent.append(word))
     monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "0.2")
+    monkeypatch.setenv(background_compiles.POLICY_VARIABLE, "young")  # stop 47's policy (the default is "hold")
 
     class Clock:  # the queries' ages run on this clock, advanced by the test: a stalled test thread ages nothing
         now = time.monotonic()
@@ -570,6 +571,7 @@ def test_a_query_started_before_the_compile_process_keeps_it_paused_by_default(m
     monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell",
                         lambda self, process, word: sent.append(word))
     monkeypatch.delenv(background_compiles.PAUSE_VARIABLE, raising=False)
+    monkeypatch.delenv(background_compiles.POLICY_VARIABLE, raising=False)
     monkeypatch.setattr(background_compiles, "_COMPILER", None)
 
     class Worker:  # stands for the compile process
@@ -603,14 +605,13 @@ def test_a_query_started_before_the_compile_process_keeps_it_paused_by_default(m
     with compiler._lock:  # as a job queued by a driver starts it
         assert compiler._start_worker()
     assert sent == [PAUSE] and compiler.paused  # started during the young query: stopped at once
-    watcher = compiler._watcher  # one thread continues the worker when queries grow old, not one per query
-    assert watcher is not None and watcher.is_alive()
+    assert compiler.policy == "hold" and compiler._watcher is None  # the default policy times nothing
     first.listeners[0](first)
     assert sent == [PAUSE, RUN] and not compiler.paused
 
     abandoned = Query()
     background_compiles.hold_compiles_while(abandoned)
-    assert sent[-1] == PAUSE and compiler._watcher is watcher
+    assert sent[-1] == PAUSE
     gone = weakref.ref(abandoned)
     del abandoned
     gc.collect()
@@ -675,7 +676,7 @@ def test_argument_kinds_tell_apart_what_numba_types_apart():
 
 
 def test_young_queries_in_a_row_pause_the_compile_process_half_the_time_at_most(monkeypatch):
-    """Queries that follow one another, each younger than the pause when the next starts, would keep the worker
+    """The young policy: queries that follow one another, each younger than the pause when the next starts, would keep the worker
     paused for as long as they come (and their kernels would never compile): a pause lasts ``pause_seconds`` at
     most, then the worker runs as long before the next pause."""
     import time
@@ -686,6 +687,7 @@ def test_young_queries_in_a_row_pause_the_compile_process_half_the_time_at_most(
     sent = []
     monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell", lambda self, process, word: sent.append(word))
     monkeypatch.setenv(background_compiles.PAUSE_VARIABLE, "1000")  # the watcher thread never acts: the test does
+    monkeypatch.setenv(background_compiles.POLICY_VARIABLE, "young")
 
     class Clock:
         now = 0.0
@@ -734,3 +736,195 @@ def test_young_queries_in_a_row_pause_the_compile_process_half_the_time_at_most(
     compiler.query_ended(queries[-1])  # no young query left
     assert sent[-1] == RUN and not compiler.paused and compiler._look_at is None
     assert start_one_at(4000)[-1] == PAUSE  # long after: a new stretch
+
+
+def _held_compiler(monkeypatch, cpus=2):
+    """A hold-policy compiler with a stand-in worker, the words it is told and a clock the test advances."""
+    import io
+    import time
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+
+    sent = []
+    monkeypatch.setattr(background_compiles.BackgroundCompiler, "_tell", lambda self, process, word: sent.append(word))
+    monkeypatch.delenv(background_compiles.PAUSE_VARIABLE, raising=False)
+    monkeypatch.delenv(background_compiles.POLICY_VARIABLE, raising=False)
+
+    class Clock:
+        now = 0.0
+
+        def monotonic(self):
+            return self.now
+
+        def __getattr__(self, name):
+            return getattr(time, name)
+
+    clock = Clock()
+    monkeypatch.setattr(background_compiles, "time", clock)
+
+    class Worker:
+        pid, stdin = 123456789, io.BytesIO()
+
+        def poll(self):
+            return None
+
+        def wait(self, timeout=None):
+            return 0
+
+    compiler = background_compiles.BackgroundCompiler()
+    compiler._process = Worker()
+    compiler.cpus = cpus
+    return compiler, sent, clock
+
+
+class _Query:
+    """Stands for a started Task: ``pipeline_drivers`` as a Task's (pipeline id -> drivers), or none at all."""
+
+    is_done = False
+
+    def __init__(self, *widths):
+        if widths:
+            self.pipeline_drivers = dict(enumerate(widths))
+
+
+def test_the_hold_policy_stops_the_compile_process_for_a_whole_query_whose_drivers_fill_the_cpus(monkeypatch):
+    """By default the compile process is stopped while queries run whose drivers (each query's widest pipeline)
+    fill the CPUs the process may use, however long they run (the young policy let it run after 2 s, half of
+    a stream's time: the lowest tier ran 1.4x slower beside it on 2 cores); it runs between queries, and
+    beside queries that leave a CPU to spare (a GPU machine's 16 cores, or one driver on two)."""
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    compiler, sent, clock = _held_compiler(monkeypatch, cpus=2)
+    assert compiler.policy == "hold"
+    query = _Query(2, 2)  # a build and a probe pipeline of two drivers each: two busy at a time
+    compiler.query_started(query)
+    assert sent == [PAUSE] and compiler.paused
+    clock.now += 1000.0  # a long query: still stopped (no timer lets it go)
+    with compiler._lock:
+        compiler._apply_pause()
+    assert sent == [PAUSE] and compiler._look_at is None
+    query.is_done = True
+    compiler.query_ended(query)
+    assert sent == [PAUSE, RUN] and not compiler.paused
+
+    narrow = _Query(1)  # one driver on two CPUs: a CPU to spare
+    compiler.query_started(narrow)
+    assert sent == [PAUSE, RUN]
+    unknown = _Query()  # a task that does not say how wide it is counts as filling the machine
+    compiler.query_started(unknown)
+    assert sent == [PAUSE, RUN, PAUSE]
+    unknown.is_done = True
+    compiler.query_ended(unknown)
+    assert sent[-1] == RUN
+    narrow.is_done = True
+    compiler.query_ended(narrow)
+
+    wide, sent = _held_compiler(monkeypatch, cpus=16)[:2]  # the GPU machine: 16 CPUs beside two drivers
+    query = _Query(2, 2)
+    wide.query_started(query)
+    assert sent == [] and not wide.paused
+
+
+def test_a_shape_that_waited_longer_than_the_compiles_ahead_of_it_lets_the_compile_process_run(monkeypatch):
+    """Kernels must still compile while queries keep the machine busy (a long query, a dashboard's stream): once a
+    program shape's batches have waited on the lowest tier, summed over the process's busy stretches, as long as
+    the pending jobs are estimated to take (2 s each until one is timed), the worker runs during queries until
+    those jobs finish; a shape that waited less (a first run) never lets it run during a query."""
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    compiler, sent, clock = _held_compiler(monkeypatch, cpus=2)
+    compiler._loading = 2  # two jobs pending: a price of 4 s
+    first = _Query(2)
+    compiler.query_started(first)
+    assert sent == [PAUSE]
+    for now in (0.0, 1.0, 2.9):
+        clock.now = now
+        compiler.query_waits("once")  # a one-off shape: waits 2.9 s
+        compiler.query_waits("again")
+    assert sent == [PAUSE]
+    first.is_done = True
+    compiler.query_ended(first)
+    assert sent == [PAUSE, RUN]
+    clock.now = 100.0  # time between busy stretches is no wait
+    second = _Query(2)
+    compiler.query_started(second)
+    compiler.query_waits("again")
+    clock.now = 101.0
+    compiler.query_waits("again")
+    assert sent == [PAUSE, RUN, PAUSE] and compiler.owed_runs == 0  # 3.9 s
+    clock.now = 101.1
+    compiler.query_waits("again")  # 4.0 s: the worker runs while the query does
+    assert sent == [PAUSE, RUN, PAUSE, RUN] and not compiler.paused and compiler.owed_runs == 1
+    compiler._finish_load(("m", "f", 1), lambda: None)
+    assert sent[-1] == RUN  # one of the two jobs finished: it goes on
+    compiler._finish_load(("m", "f", 2), lambda: None)
+    assert sent[-1] == PAUSE and compiler.paused  # both finished while the query runs: stopped again
+
+
+def test_the_compile_estimate_is_the_workers_own_cpu_time_per_job(monkeypatch):
+    """The price of a job is the CPU seconds the worker reported per compiled job (its answers' fourth field;
+    its wall time counts a pause inside a compile), the default until one is reported."""
+    import io
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import write_message
+
+    compiler, sent, clock = _held_compiler(monkeypatch)
+    assert compiler._compile_estimate() == background_compiles.DEFAULT_COMPILE_ESTIMATE
+    answers = io.BytesIO()
+    write_message(answers, (("m", "f", 1), None, 9.0, 0.5))  # paused 8.5 s of its 9
+    write_message(answers, (("m", "f", 2), None, 1.5, 1.5))
+    answers.seek(0)
+    compiler._process.stdout = answers
+    compiler._states.update({("m", "f", 1): "pending", ("m", "f", 2): "pending"})
+    compiler._read_answers(compiler._process)  # reads both, then the end (the worker "exited")
+    assert compiler.compiled == 2 and compiler.compile_seconds == 10.5
+    assert compiler._compile_estimate() == 1.0
+
+
+def test_a_caller_waiting_for_the_compiles_lets_a_held_compile_process_run(monkeypatch):
+    """``wait_idle`` (a benchmark, a test) wants the compiles now: a worker held by a running query goes on while
+    it waits, and is held again after."""
+    import threading
+
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    compiler, sent, clock = _held_compiler(monkeypatch)
+    compiler._loading = 1
+    query = _Query(2)  # kept alive: the compiler holds a weak reference
+    compiler.query_started(query)
+    assert sent == [PAUSE]
+    waiter = threading.Thread(target=compiler.wait_idle, daemon=True)
+    waiter.start()
+    with compiler._lock:
+        assert compiler._lock.wait_for(lambda: compiler._urgent == 1, timeout=60)
+    assert sent == [PAUSE, RUN]
+    compiler._finish_load(("m", "f", 1), lambda: None)
+    waiter.join(60)
+    assert not waiter.is_alive() and sent == [PAUSE, RUN, PAUSE]
+
+
+def test_an_infinite_pause_set_directly_keeps_the_pause_watcher_alive(monkeypatch):
+    """``pause_seconds = inf`` set on the compiler (the environment variable is clamped to 1e9) made the young
+    policy's watcher wait ``inf`` seconds, which ``threading`` refuses (OverflowError): the thread died and
+    the worker stayed paused after the query ended."""
+    import threading
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    failures = []
+    monkeypatch.setattr(threading, "excepthook", lambda arguments: failures.append(arguments.exc_type))
+    compiler, sent, clock = _held_compiler(monkeypatch)
+    compiler.policy = "young"
+    compiler.pause_seconds = float("inf")
+    query = _Query(2)
+    compiler.query_started(query)
+    assert sent == [PAUSE]
+    watcher = compiler._watcher
+    watcher.join(1.0)  # a dead watcher ends at once
+    assert watcher.is_alive() and failures == []
+    query.is_done = True
+    compiler.query_ended(query)
+    assert sent == [PAUSE, RUN]
+    compiler.close()
