@@ -12,9 +12,13 @@ the compile process
 
 ``stopped``
     is stopped (``SIGSTOP``): the lowest tier alone, the baseline;
+``hold``
+    compiles its queue under the engine's default pause policy, ``"hold"``
+    (stopped while the queries' drivers fill the CPUs: on 2 cores and 2
+    drivers for the whole query, since lowest-tier passes wait for no kernel);
 ``pause<S>``
-    compiles its queue under the engine's pause policy with
-    ``BackgroundCompiler.pause_seconds = S`` (``pause2`` is the default;
+    compiles its queue under stop 47's policy, ``"young"``, with
+    ``BackgroundCompiler.pause_seconds = S`` (``pause2`` was the default;
     ``pause0`` never pauses: only ``SCHED_IDLE``; ``pause1e9`` runs it only
     between queries).
 
@@ -25,7 +29,7 @@ once (the warm-up pass). The compile process's CPU during each pass is read
 from ``/proc``.
 
     python -m bench.compile_interference --sf 1 --rounds 6
-    python -m bench.compile_interference --workload tpcds --queries 1-20 --variants stopped,pause2,pause1e9
+    python -m bench.compile_interference --workload tpcds --queries 1-20 --variants stopped,hold,pause2
 """
 
 from __future__ import annotations
@@ -53,8 +57,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--drivers", type=int, default=2)
     parser.add_argument("--queries", default="all")
     parser.add_argument("--rounds", type=int, default=6)
-    parser.add_argument("--variants", default="stopped,pause2,pause1e9,pause0",
-                        help="comma-separated: stopped, pause<S> (S seconds; 1e9: only between queries)")
+    parser.add_argument("--variants", default="stopped,hold,pause2,pause0",
+                        help="comma-separated: stopped, hold (the default policy), pause<S> (the young policy, "
+                             "S seconds; 1e9: only between queries)")
     parser.add_argument("--tag", default="")
     parser.add_argument("--out", default="bench/results")
     return parser
@@ -139,7 +144,10 @@ def run(args) -> dict:
             process = compiler._process
             if variant == "stopped":
                 os.kill(process.pid, signal.SIGSTOP)
+            elif variant == "hold":
+                compiler.policy = "hold"
             else:
+                compiler.policy = "young"
                 compiler.pause_seconds = float(variant.removeprefix("pause"))
             compiled, worker_before = compiler.compiled, _worker_cpu(process)
             settle_heap()
@@ -153,6 +161,7 @@ def run(args) -> dict:
             if variant == "stopped":
                 os.kill(process.pid, signal.SIGCONT)
             compiler.pause_seconds = background_compiles.DEFAULT_PAUSE_SECONDS
+            compiler.policy = background_compiles._compile_policy()
             passes.append({"round": round_number, "variant": variant, "wall_s": wall, "cpu_s": cpu,
                            "run_delay_s": delay, "worker_cpu_s": worker, "compiled": compiler.compiled - compiled,
                            "pauses": compiler.pauses, "load": os.getloadavg()[0]})

@@ -81,6 +81,10 @@ def build_parser() -> argparse.ArgumentParser:
                         help="seconds of each query's start during which the compile process is stopped "
                              "($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else the engine's, "
                              "DEFAULT_PAUSE_SECONDS; 0 = never)")
+    parser.add_argument("--compile-policy", default=None, choices=("hold", "young"),
+                        help="when the compile process is stopped ($GPU_ENGINE_COMPILE_POLICY; default: the "
+                             "environment's, else \"hold\": while queries' drivers fill the CPUs; \"young\": "
+                             "during each query's first --compile-pause seconds, then as long running)")
     parser.add_argument("--data", default=os.environ.get("GPU_ENGINE_DATA"),
                         help="folder holding tpch/sf<N> and tpcds/sf<N> (default: the engine's data folder)")
     parser.add_argument("--tag", default="", help="suffix of the result files' names")
@@ -294,6 +298,8 @@ def run_round(args) -> dict:
     generated = tempfile.mkdtemp(prefix="gpe-first-runs-")
     if args.compile_pause is not None:  # before the background compiler is made: it reads it once
         os.environ["GPU_ENGINE_COMPILE_PAUSE"] = str(args.compile_pause)
+    if args.compile_policy is not None:
+        os.environ["GPU_ENGINE_COMPILE_POLICY"] = args.compile_policy
     os.environ["GPU_ENGINE_CACHE_DIR"] = generated  # before the engine is imported: every generated kernel is new
 
     from gpu_engine.codegen.background_compiles import background_compiler
@@ -402,6 +408,8 @@ def run_round(args) -> dict:
         "background_compiled": compiler.compiled, "compiled_during_first_runs": compiled_during_first,
         "pending_after_first_runs": pending, "background_compile_seconds": compiler.compile_seconds,
         "compile_pause_s": compiler.pause_seconds, "compile_pauses": compiler.pauses,
+        "compile_policy": getattr(compiler, "policy", "young"), "compile_owed_runs": getattr(compiler, "owed_runs", 0),
+        "background_compile_cpu_s": getattr(compiler, "compile_cpu_seconds", 0.0),
         "failures": len(compiler.failures),
     }
 
@@ -428,8 +436,11 @@ def report(args, rounds: list[dict], command: str) -> str:
         f"# First runs against warm runs and the lowest tier alone — {title}{scale}, {when:%Y-%m-%d %H:%M} UTC", "",
         f"Command: `{command}`", "",
         f"Device `{args.device}`, {args.drivers} drivers, compile mode `{args.compile_mode}`, {os.cpu_count()} cores, "
-        f"compile process stopped during each query's first {rounds[0].get('compile_pause_s', 0):g} s "
-        f"({sum(r.get('compile_pauses', 0) for r in rounds)} stops), "
+        + (f"compile process stopped during each query's first {rounds[0].get('compile_pause_s', 0):g} s "
+           if rounds[0].get("compile_policy", "young") == "young" else
+           "compile process stopped while queries' drivers fill the CPUs (policy `hold`; "
+           f"{sum(r.get('compile_owed_runs', 0) for r in rounds)} runs during queries paid by a shape's wait) ")
+        + f"({sum(r.get('compile_pauses', 0) for r in rounds)} stops), "
         f"{len(rounds)} round(s), each a new process with a new, empty generated-kernel cache (static kernels "
         "compiled first by an unfused pass, as set-up does). First run: each query once, in order. Lowest tier "
         "alone: the same plans with `compile_mode=\"lowest\"` (every batch on the lowest tier, nothing generated "
