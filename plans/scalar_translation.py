@@ -462,11 +462,16 @@ class ScalarTranslator:
         return Literal(value, dtype)
 
     def _timestamp_text(self, literal: Literal, dtype: pa.DataType, tree: exp.Expression) -> Expr:
-        """Return a string constant compared with a TIMESTAMP as that TIMESTAMP (``ts > '2020-01-01 10:00'``, as
-        DuckDB casts it): the cast an explicit ``TIMESTAMP '...'`` is, its text checked here so that a bad one is
-        refused while planning (DuckDB's binder refuses it too), never per batch."""
+        """Return a string constant cast to a TIMESTAMP (``TIMESTAMP '...'``, or text compared with a TIMESTAMP
+        column: ``ts > '2020-01-01 10:00'``, as DuckDB casts it) as that TIMESTAMP's value, parsed here by the
+        engine's own text rules: a bad text is refused while planning, naming it and its position (DuckDB's
+        binder refuses it too), and kernels get a value, never text to parse per batch. A zoned TIMESTAMP (or
+        a year past datetime's 9999) stays the checked cast; a TIME is checked and stays a cast."""
+        import datetime
+
         from gpu_engine.columnar import Column
         from gpu_engine.device import get_device
+        from gpu_engine.expressions.temporal import TICKS_PER_DAY
         from gpu_engine.expressions.text_on_host import parse_times, parse_timestamps
 
         device = get_device("cpu")
@@ -476,11 +481,20 @@ class ScalarTranslator:
                 raise self.error(f"invalid time literal {literal.sql()} (DuckDB reads '[YYYY-MM-DD ]HH:MM[:SS[.f]]')",
                                  tree)
             return Cast(literal, dtype)
-        _ticks, parsed = parse_timestamps(device, text, dtype)
+        ticks, parsed = parse_timestamps(device, text, dtype)
         if not bool(parsed[0]):
-            raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]')",
-                             tree)
-        return Cast(literal, dtype)
+            zone = " and an offset or zone name" if dtype.tz is not None else ""
+            raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]'"
+                             f"{zone})", tree)
+        if dtype.tz is not None:
+            return Cast(literal, dtype)
+        per_day, micros_per_day = TICKS_PER_DAY[dtype.unit], TICKS_PER_DAY["us"]
+        tick = int(ticks[0])  # the text's microseconds (parse_timestamps keeps six digits) in dtype's unit
+        micros = tick // (per_day // micros_per_day) if per_day > micros_per_day else tick * (micros_per_day // per_day)
+        try:
+            return Literal(datetime.datetime(1970, 1, 1) + datetime.timedelta(microseconds=micros), dtype)
+        except OverflowError:  # past year 9999: the kernel's cast keeps what datetime cannot hold
+            return Cast(literal, dtype)
 
     def _comparison(self, tree: exp.Binary) -> Expr:
         left, right = self.translate(tree.this), self.translate(tree.expression)
@@ -679,6 +693,9 @@ class ScalarTranslator:
                 return date_literal(operand.value)
             except ValueError:
                 raise self.error(f"invalid date literal {operand.sql()}", tree) from None
+        if (isinstance(operand, Literal) and isinstance(operand.value, str)
+                and (pa.types.is_timestamp(target) or is_time(target))):
+            return self._timestamp_text(operand, target, tree)  # checked (a plan-time error), a value where it can
         if operand.dtype == target:
             return operand
         if not is_castable(operand.dtype, target):

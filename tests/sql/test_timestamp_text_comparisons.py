@@ -1,6 +1,8 @@
 """A TIMESTAMP compared with a string constant (``ts > '2020-01-01 10:00:00'``, ``BETWEEN``, ``IN``) reads the text
 as a TIMESTAMP, as DuckDB does, through Session.sql against DuckDB: several units, NULLs, dates without a time,
-fractions, an empty table; a text that is no timestamp is refused while planning (DuckDB's binder refuses it)."""
+fractions, an empty table; a text that is no timestamp is refused while planning (DuckDB's binder refuses it).
+An explicit ``TIMESTAMP '...'`` (``CAST('...' AS TIMESTAMP)``, ``'...'::TIMESTAMP``) likewise: a plan-time value, a
+bad text refused while planning with its position (it was a cast of the text, parsed per batch)."""
 
 from __future__ import annotations
 
@@ -52,4 +54,38 @@ def test_a_text_that_is_no_timestamp_is_refused_while_planning(reference, text):
         reference.sql(sql).fetchall()
     session = session_with_tables({"t": T}, split_rows=8, device="cpu", drivers=1)
     with pytest.raises(PlanError, match=f"invalid timestamp literal '{text}'"):
+        session.sql_plan(sql)
+
+
+LITERAL_QUERIES = [
+    "SELECT k, ts > TIMESTAMP '2020-01-01 10:00:00' AS a, ts = TIMESTAMP '2020-01-01 10:00:00.000001' AS b, "
+    "tm >= CAST('1970-01-02 00:00:00.003' AS TIMESTAMP) AS c, ts < '1970-01-01'::TIMESTAMP AS e FROM t",
+    "SELECT k, TIMESTAMP '1969-12-31 23:59:59.5' AS v, ts - TIMESTAMP '1970-01-01' AS d FROM t",
+    "SELECT count(*) AS n FROM t WHERE ts BETWEEN TIMESTAMP '1970-01-01' AND TIMESTAMP '2001-09-09 01:46:40'",
+]
+
+
+def test_timestamp_literals_match_duckdb_and_are_values_in_the_plan(device_name, reference):
+    from gpu_engine.plans.expressions import Cast, Literal, walk
+    from gpu_engine.plans.nodes import walk_plan
+    from gpu_engine.planning.placement import node_expressions
+
+    session = session_with_tables({"t": T}, split_rows=3, device=device_name, drivers=2, batch_rows=2)
+    assert_queries_match_duckdb(session, reference, LITERAL_QUERIES if device_name == "cpu" else LITERAL_QUERIES[:1])
+    for sql in LITERAL_QUERIES:  # no text left for a kernel to parse: a timestamp-typed Literal holding a value
+        found = [e for node in walk_plan(session.sql_plan(sql)) for top in node_expressions(node) for e in walk(top)]
+        assert not any(isinstance(e, Cast) and isinstance(e.operand, Literal) for e in found), sql
+        assert any(isinstance(e, Literal) and pa.types.is_timestamp(e.dtype) for e in found), sql
+
+
+@pytest.mark.parametrize("literal", ["TIMESTAMP '2020-13-01 10:00:00'", "CAST('not a time' AS TIMESTAMP)",
+                                     "'2020-02-30'::TIMESTAMP"])
+def test_a_bad_timestamp_literal_is_refused_while_planning_naming_it_and_its_position(reference, literal):
+    sql = f"SELECT k FROM t WHERE ts > {literal}"
+    with pytest.raises(Exception, match="Conversion Error"):
+        reference.sql(sql).fetchall()
+    session = session_with_tables({"t": T}, split_rows=8, device="cpu", drivers=1)
+    text = literal.split("'")[1]
+    column = sql.index(f"'{text}'") + 1  # the text's own position
+    with pytest.raises(PlanError, match=rf"invalid timestamp literal '{text}'.*\(line 1, column {column}\)"):
         session.sql_plan(sql)

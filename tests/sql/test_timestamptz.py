@@ -98,10 +98,15 @@ def test_parquet_timestamps_adjusted_to_utc_read_as_timestamptz(tmp_path):
 
 
 def test_bad_zoned_text_fails_naming_it():
-    """A constant compared with a TIMESTAMPTZ is checked while planning (as DuckDB's binder does); a literal or
-    a cast of text fails when it runs, naming the text, as the engine's TIMESTAMP literal does."""
+    """A constant compared with a TIMESTAMPTZ, a TIMESTAMPTZ literal and a cast of constant text are checked
+    while planning (as DuckDB's binder does), naming the text and its position; a text column's fails when it
+    runs."""
     session = session_with_tables({"t": T}, device="cpu")
     with pytest.raises(PlanError, match="invalid timestamp literal 'not a time'"):
         session.sql("SELECT k FROM t WHERE tz > 'not a time'")
-    with pytest.raises(ExecutionError, match="Could not convert string '2024-01-01 10:00:00 Nowhere/Zone'"):
+    with pytest.raises(PlanError, match="invalid timestamp literal '2024-01-01 10:00:00 Nowhere/Zone' .*offset or "
+                                        r"zone name.*\(line 1, column 20\)"):
         session.sql("SELECT TIMESTAMPTZ '2024-01-01 10:00:00 Nowhere/Zone' AS a")
+    bad = session_with_tables({"b": pa.table({"s": ["2024-01-01 10:00:00 Nowhere/Zone"]})}, device="cpu")
+    with pytest.raises(ExecutionError, match="Could not convert string '2024-01-01 10:00:00 Nowhere/Zone'"):
+        bad.sql("SELECT CAST(s AS TIMESTAMPTZ) AS a FROM b")
