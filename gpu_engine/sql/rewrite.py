@@ -47,7 +47,7 @@ from gpu_engine.sql.nesting import check_text_nesting, check_tree_nesting
 from gpu_engine.sql.pruned_projections import aggregate_projections, check_pruned_projections
 from gpu_engine.sql.refusals import HAS_COLLATE, check_star_modifiers, refuse_unsupported
 from gpu_engine.sql.set_operations import check_set_operation_widths
-from gpu_engine.sql.simplification import simplify_keeping_arithmetic
+from gpu_engine.sql.simplification import simplify_keeping_arithmetic, tests_parenthesized
 from gpu_engine.sql.spark_functions import spark_semantics
 from gpu_engine.sql.tree_census import TreeCensus, tree_census
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
@@ -575,7 +575,7 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     if dialect == "duckdb":  # DuckDB types constant arithmetic as any other; Spark's reading keeps sqlglot's folding
         tree = simplify_keeping_arithmetic(tree, lambda t: simplify_bounded(t, dialect))
     else:
-        tree = simplify_bounded(tree, dialect)
+        tree = simplify_bounded(tests_parenthesized(tree), dialect)
     if tree.meta.get(HAS_COLLATE):  # COLLATE NOCASE ...: the folding it means (a walk only where one is written)
         tree = _with_collated_outputs(tree)
         tree = tree.transform(_collated, copy=False)

@@ -16,6 +16,11 @@ NULL, whose type nothing decides any more (the planner refused it: "cannot infer
 types it by its branches. Such a CASE keeps its results' type: its ELSE is held, while simplifying, as a CASE
 whose one branch is never taken (left as written), and only what is left of it once the CASE folded away
 stays: ``CASE WHEN FALSE THEN b END``, NULL typed as ``b``.
+
+A test of a test written without parentheses, ``x IS NULL IS NULL`` (parsed ``(x IS NULL) IS NULL``: FALSE),
+sqlglot's simplifier re-associates as ``x IS (NULL IS NULL)``, that is ``x IS TRUE`` (a wrong answer for a NULL
+or boolean ``x``, a type error for others); the inner test is parenthesized first (:func:`tests_parenthesized`),
+which sqlglot leaves as written.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from typing import Callable
 from sqlglot import exp
 from sqlglot.optimizer.simplify import FINAL
 
-__all__ = ["simplify_keeping_arithmetic"]
+__all__ = ["simplify_keeping_arithmetic", "tests_parenthesized"]
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
 #: Meta key of a CASE's ELSE held while simplifying (its value: the ELSE as written, or None).
@@ -76,11 +81,25 @@ def _release_else(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _test_of_a_test(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Is) and isinstance(node.this, exp.Is)
+
+
+def tests_parenthesized(tree: exp.Expression) -> exp.Expression:
+    """Return ``tree`` with the inner test of each ``x IS NULL IS NULL`` (an ``IS`` whose operand is an unparenthesized
+    ``IS``) in parentheses, as the parser grouped it; a walk of the tree (Spark's reading: DuckDB's is in
+    :func:`simplify_keeping_arithmetic`'s walk)."""
+    for node in list(tree.walk()):
+        if _test_of_a_test(node):
+            node.set("this", exp.Paren(this=node.this))
+    return tree
+
+
 def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
-    """Return ``simplify(tree)`` with every arithmetic operation left as written, and ``date_trunc`` of a DATE
+    """Return ``simplify(tree)`` with every arithmetic operation left as written, ``date_trunc`` of a DATE
     left a TIMESTAMP (sqlglot reads it as its DateTrunc and folds a constant one to a DATE; DuckDB types it
-    TIMESTAMP).
+    TIMESTAMP) and each test of a test's inner one parenthesized (:func:`tests_parenthesized`).
 
     The walk putting back held ELSEs (:func:`_release_else`) runs only where one was held: most queries have
     none, and each walk of a query's tree is a share of planning a new text (issue 29)."""
@@ -97,6 +116,8 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
                 node.replace(truncation)
         elif isinstance(node, exp.Case) or (isinstance(node, exp.If) and not isinstance(node.parent, exp.Case)):
             held = _hold_else(node) or held
+        elif _test_of_a_test(node):  # x IS NULL IS NULL: not x IS (NULL IS NULL) to the simplifier
+            node.set("this", exp.Paren(this=node.this))
     simplified = simplify(tree)
     if held:  # (only _hold_else marks a node _HELD_ELSE; copies of a marked node keep the mark)
         simplified = _release_else(simplified)
