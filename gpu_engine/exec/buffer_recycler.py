@@ -14,7 +14,8 @@ when buffers were kept by exact shape, and page-faulted through fresh memory
 each time (TPC-H Q18's partial emits: ~70 ms of the ~150 ms they took). A
 request of ``n`` bytes takes a buffer of the next power of two and sees only
 its first ``n`` bytes (untouched pages of the rest cost no memory). Buffers of
-at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all, and
+at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all (a quarter of memory, a share of it
+in one of several worker processes, or ``$GPU_ENGINE_RECYCLER_MAX_MB``: :func:`_kept_bytes_cap`), and
 handed out again uninitialized; once no query has run for a few seconds they
 are given back (:func:`release_kept`, called by :mod:`gpu_engine.exec.idle_memory`),
 so the reuse is within a query and between the queries of a burst. Only host (NumPy) arrays are kept: device
@@ -31,25 +32,58 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "kept_bytes", "release_kept"]
+__all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "CAP_VARIABLE", "kept_bytes", "release_kept"]
 
 MIN_BYTES = 4 << 20
 
 
+#: Megabytes the recycler may keep in this process (``0`` keeps none): overrides the default share below.
+CAP_VARIABLE = "GPU_ENGINE_RECYCLER_MAX_MB"
+
+
 def _kept_bytes_cap() -> int:
-    """Return a quarter of the machine's memory, at least 1 GiB (1 GiB where the size is unknown).
+    """Return the bytes this process may keep: ``$GPU_ENGINE_RECYCLER_MAX_MB`` megabytes where set, else a quarter
+    of the machine's memory (at least 1 GiB; 1 GiB where the size is unknown) shared by the engine processes that
+    say they are several workers of one machine.
 
     Why not a fixed 1 GiB: a query's reusable buffers grow with its groups. db-benchmark's q10 (10M groups
     over 2 drivers) ends with two 1 GiB slot tables and two 512 MiB emit buffers; under a 1 GiB cap at most
     one was kept, so every run page-faulted through ~1.5 GB of fresh memory (~390K faults, 0.85 s of its
     ~6.7 s CPU). Kept buffers are released once the process is idle (:mod:`gpu_engine.exec.idle_memory`),
     so the cap bounds memory held within a burst of queries, as DuckDB's buffer pool (80% of memory) does.
+
+    Why a share: each process keeps its own buffers, so N engine processes on one machine held up to N
+    quarters. Two documented settings say a process is one of several: pytest-xdist's
+    ``PYTEST_XDIST_WORKER_COUNT`` (each of N workers keeps a quarter / N) and PySpark's
+    ``PYSPARK_EXECUTOR_MEMORY_MB``, the memory one Python worker may use (``spark.executor.pyspark.memory``
+    divided by the executor's cores; each worker keeps at most a quarter of it). Other ways of running several
+    engine processes (Spark without that setting, a process pool) set ``GPU_ENGINE_RECYCLER_MAX_MB``
+    (Spark: ``spark.executorEnv.GPU_ENGINE_RECYCLER_MAX_MB``). A value that is no number is ignored.
     """
+    explicit = _megabytes(os.environ.get(CAP_VARIABLE))
+    if explicit is not None:
+        return explicit << 20
     try:
         total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
     except (AttributeError, ValueError, OSError):
-        return 1 << 30
-    return max(1 << 30, int(total) // 4)
+        total = 0
+    cap = max(1 << 30, int(total) // 4)
+    workers = _megabytes(os.environ.get("PYTEST_XDIST_WORKER_COUNT"))  # a count, read the same way
+    if workers:
+        cap //= workers
+    python_worker = _megabytes(os.environ.get("PYSPARK_EXECUTOR_MEMORY_MB"))
+    if python_worker:
+        cap = min(cap, (python_worker << 20) // 4)
+    return cap
+
+
+def _megabytes(text: str | None) -> int | None:
+    """Return a non-negative whole number set in an environment variable, None where unset or not one."""
+    try:
+        value = int(str(text).strip())
+    except ValueError:
+        return None
+    return value if value >= 0 else None
 
 
 MAX_KEPT_BYTES = _kept_bytes_cap()

@@ -76,6 +76,8 @@ def test_device_arrays_are_left_to_their_own_pool():
 def test_the_budget_is_a_quarter_of_memory_and_never_below_a_gibibyte(monkeypatch):
     # A fixed 1 GiB kept one of db-benchmark q10's two 1 GiB slot tables at 10M rows: the other, and the emits'
     # words, page-faulted through fresh memory every query.
+    for name in (buffer_recycler.CAP_VARIABLE, "PYTEST_XDIST_WORKER_COUNT", "PYSPARK_EXECUTOR_MEMORY_MB"):
+        monkeypatch.delenv(name, raising=False)  # (the suite's own xdist workers set one)
     pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (24 << 30) // 4096}
     monkeypatch.setattr(buffer_recycler.os, "sysconf", lambda name: pages[name])
     assert buffer_recycler._kept_bytes_cap() == 6 << 30
@@ -87,3 +89,24 @@ def test_the_budget_is_a_quarter_of_memory_and_never_below_a_gibibyte(monkeypatc
 
     monkeypatch.setattr(buffer_recycler.os, "sysconf", unknown)
     assert buffer_recycler._kept_bytes_cap() == 1 << 30
+
+
+@pytest.mark.parametrize("environment, cap", [
+    ({"PYTEST_XDIST_WORKER_COUNT": "4"}, (6 << 30) // 4),  # four test workers share the quarter
+    ({"PYSPARK_EXECUTOR_MEMORY_MB": "2048"}, 512 << 20),  # a PySpark worker: a quarter of its own memory
+    ({"PYSPARK_EXECUTOR_MEMORY_MB": "65536"}, 6 << 30),  # (never more than the machine's quarter)
+    ({"GPU_ENGINE_RECYCLER_MAX_MB": "300", "PYTEST_XDIST_WORKER_COUNT": "4"}, 300 << 20),  # the setting wins
+    ({"GPU_ENGINE_RECYCLER_MAX_MB": "0"}, 0),  # keeps nothing
+    ({"GPU_ENGINE_RECYCLER_MAX_MB": "lots", "PYTEST_XDIST_WORKER_COUNT": "x"}, 6 << 30),  # not numbers: ignored
+])
+def test_several_engine_processes_on_one_machine_each_keep_a_share(monkeypatch, environment, cap):
+    """Each process keeps its own buffers: N pytest-xdist workers or PySpark Python workers each holding a
+    quarter of memory held N quarters. A documented setting says a process is one of several; the engine's
+    own variable bounds any other arrangement."""
+    for name in (buffer_recycler.CAP_VARIABLE, "PYTEST_XDIST_WORKER_COUNT", "PYSPARK_EXECUTOR_MEMORY_MB"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in environment.items():
+        monkeypatch.setenv(name, value)
+    pages = {"SC_PAGE_SIZE": 4096, "SC_PHYS_PAGES": (24 << 30) // 4096}
+    monkeypatch.setattr(buffer_recycler.os, "sysconf", lambda name: pages[name])
+    assert buffer_recycler._kept_bytes_cap() == cap
