@@ -10,7 +10,9 @@ sorted-set lookup, :func:`~gpu_engine.expressions.comparison.in_list`), so a
 kernel is only generated for expressions of at most :data:`MAX_KERNEL_NODES`
 nodes in all, which keeps every kernel's compile time under a fixed bound
 however large a query's expressions grow, and the number of kernels a query
-compiles at most one per operator, as without the bound.
+compiles at most one per operator, as without the bound. A fused aggregation
+whose aggregates are split across kernels (:func:`aggregate_slices`) is bounded
+per kernel (its key kernel, each slice), as each compiles alone.
 
 The count is of the program's expression nodes as the kernel is generated
 from them (:class:`~gpu_engine.codegen.fusion_program.FusionProgram`: its
@@ -50,6 +52,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = ["MAX_KERNEL_NODES", "MAX_PLANNED_NODES", "SHARED_TREE_FACTOR", "MAX_AGGREGATION_SLICE_NODES",
            "STATE_UPDATE_NODES", "aggregate_nodes", "aggregate_slices", "expression_nodes", "kernel_nodes",
+           "kernel_node_counts",
            "refuse_before_planning", "refuse_oversized"]
 
 #: The most expression nodes one generated kernel evaluates (its predicates, keys, aggregate arguments and
@@ -185,24 +188,49 @@ def _field_shape(value, numbers: dict[int, int]):
 
 def refuse_before_planning(expressions: Iterable[Expr]) -> None:
     """Raise :class:`Unsupported` when ``expressions`` hold more than :data:`MAX_PLANNED_NODES` nodes (IN lists'
-    values not counted): no program of them could pass :func:`refuse_oversized`, and planning one costs seconds."""
+    values not counted): the bound on a program as a whole (planning one that large costs seconds), where
+    :func:`refuse_oversized` bounds each of its kernels (a split aggregation's several)."""
     nodes = kernel_nodes(expressions, MAX_PLANNED_NODES, in_list_values=False)
     if nodes > MAX_PLANNED_NODES:
         raise Unsupported(f"the expressions have more than {MAX_PLANNED_NODES} nodes: too large for one generated "
                           "kernel (evaluated unfused)")
 
 
-def refuse_oversized(program: "FusionProgram") -> None:
-    """Raise :class:`Unsupported` when ``program``'s expressions hold more than :data:`MAX_KERNEL_NODES` nodes.
+def refuse_oversized(program: "FusionProgram", aggregates=None) -> None:
+    """Raise :class:`Unsupported` when one kernel of ``program`` would hold more than :data:`MAX_KERNEL_NODES`
+    nodes.
+
+    A projection, a predicate or an unsplit aggregation is one kernel: its predicates, keys, aggregate
+    arguments and outputs together. A fused aggregation whose ``aggregates`` (its AggregateFunctions) split
+    (:func:`aggregate_slices`) is a key kernel (predicates, keys) and a kernel per slice (its aggregates'
+    arguments): each is bounded alone, as each compiles alone; the cap bounds a kernel's compile time, and
+    slices already bound the per-kernel nodes of aggregates (the whole program was capped at 256 nodes, so an
+    aggregation of many small aggregates stayed unfused though every kernel it would compile is small). The
+    program's inputs (columns and lifted subexpressions, each a kernel parameter shared by its kernels) stay
+    within :data:`MAX_KERNEL_NODES`, what one kernel of that many nodes could read, so the launch arguments
+    are no more than before; and :func:`refuse_before_planning` still bounds the program as a whole.
 
     Callers catch it as any other reason a stretch is not generated: it stays with the eager operators.
     """
-    expressions = (*program.predicates, *program.keys, *(e for group in program.arguments for e in group),
-                   *program.outputs)
-    nodes = kernel_nodes(expressions, MAX_KERNEL_NODES)
-    if nodes > MAX_KERNEL_NODES:
-        raise Unsupported(f"the expressions have more than {MAX_KERNEL_NODES} nodes: one generated kernel would "
-                          "take too long to compile (evaluated unfused)")
+    if max(kernel_node_counts(program, aggregates, MAX_KERNEL_NODES)) > MAX_KERNEL_NODES:
+        raise Unsupported(f"the expressions have more than {MAX_KERNEL_NODES} nodes: one generated kernel "
+                          "would take too long to compile (evaluated unfused)")
+    if len(program.columns) + len(program.lifted) > MAX_KERNEL_NODES:
+        raise Unsupported(f"the expressions read more than {MAX_KERNEL_NODES} columns and lifted values: too many "
+                          "kernel parameters (evaluated unfused)")
+
+
+def kernel_node_counts(program: "FusionProgram", aggregates=None, limit: int = MAX_KERNEL_NODES) -> list[int]:
+    """Return the nodes of each kernel generated for ``program`` (each at most ``limit + 1``): one kernel, or a
+    split aggregation's key kernel then one per slice (see :func:`refuse_oversized`)."""
+    arguments = [e for group in program.arguments for e in group]
+    slices = aggregate_slices(program, aggregates) if aggregates is not None and arguments else ((),)
+    if len(slices) == 1:
+        kernels = [(*program.predicates, *program.keys, *arguments, *program.outputs)]
+    else:
+        kernels = [(*program.predicates, *program.keys, *program.outputs)]
+        kernels += [tuple(e for a in chosen for e in program.arguments[a]) for chosen in slices]
+    return [kernel_nodes(expressions, limit) for expressions in kernels]
 
 
 def aggregate_nodes(arguments: tuple[Expr, ...], states: int) -> int:

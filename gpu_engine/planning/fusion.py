@@ -217,7 +217,7 @@ def fusion_refusal(node: FusedAggregationNode) -> str | None:
                                 *(call.arg for call in node.aggregates if call.arg is not None)))
         functions = aggregate_functions_of(node)
         program = plan_fusion_program(node.predicates, node.grouping_keys, functions, schema)
-        refuse_oversized(program)
+        refuse_oversized(program, functions)  # per kernel where the aggregates split
         layout = KernelLayout(False, (True,) * len(program.columns), (LIFTED_DICTIONARY,) * len(program.lifted))
         generate_fused_aggregation(program, functions, layout)
     except (Unsupported, NotImplementedError) as reason:

@@ -216,3 +216,33 @@ def test_a_split_adds_a_launch_per_slice_and_no_host_sync_a_batch(device_name, m
     (slices,) = set(slices_generated)
     assert split_syncs == whole_syncs
     assert split_launches == whole_launches + slices
+
+
+# ------------------------------------------------------------------ the node cap is per kernel
+
+def test_a_split_aggregation_is_capped_per_kernel_not_as_a_whole(device_name, monkeypatch, small_budget,
+                                                                  slices_generated):
+    """kernel_bounds.refuse_oversized bounds each kernel a split aggregation compiles (its key kernel, each slice)
+    by MAX_KERNEL_NODES, not the program as a whole: an aggregation of many small aggregates fuses (it stayed
+    unfused). The cap is shrunk to the largest kernel here, below the whole program's nodes."""
+    import gpu_engine.planning.fusion as fusion
+
+    seen = []
+    original = fusion.refuse_oversized
+    monkeypatch.setattr(fusion, "refuse_oversized", lambda program, *rest: (seen.append((program, *rest)),
+                                                                             original(program, *rest))[1])
+    table = _table(2000 if device_name == "cpu" else 300, 40)
+    sql = f"SELECT g, {AGGREGATES} FROM t WHERE {FILTER} GROUP BY g"
+    session = Session(device=device_name, drivers=1, batch_rows=1024)
+    session.register("t", table, split_rows=max(1, table.num_rows // 4))
+    session.explain(session.sql_plan(sql))  # plans the fusion (no run)
+    program, functions = seen[-1]  # the aggregation's (the one fusion in the plan)
+    per_kernel = kernel_bounds.kernel_node_counts(program, functions, 10_000)
+    whole = kernel_bounds.kernel_node_counts(program, None, 10_000)[0]
+    assert len(per_kernel) >= 3 and max(per_kernel) < whole, (per_kernel, whole)
+    monkeypatch.setattr(kernel_bounds, "MAX_KERNEL_NODES", max(per_kernel))
+    with pytest.raises(kernel_bounds.Unsupported):  # the whole program is over the cap
+        kernel_bounds.refuse_oversized(program)
+    kernel_bounds.refuse_oversized(program, functions)
+    assert_same_rows(_run(device_name, table, sql, 1), duckdb_rows(sql, t=table))
+    assert slices_generated and all(s == len(per_kernel) - 1 for s in slices_generated)
