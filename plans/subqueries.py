@@ -16,8 +16,10 @@ of an uncorrelated subquery's one row: NULL when it has no row, an error when
 it has several (SQL's scalar subquery). It may stand anywhere in a Filter's
 predicate (under OR, inside arithmetic); the rule makes the Filter a
 nested-loop join with the subquery's EnforceSingleRow build side, the
-predicate its filter. Correlated scalar aggregates (TPC-H Q2, Q17, Q20) are
-still decorrelated by the SQL translator (``gpu_engine.sql.decorrelation``).
+predicate its filter. A correlated one (TPC-H Q2, Q17, Q20: the subquery's
+rows per correlation key, its ``correlation`` the keys' equalities) becomes a
+hash join on those keys: inner where the predicate drops a NULL value, else
+left with COUNT's 0 for an outer row meeting no row.
 
 The subquery is a plan of its own (``subquery``); its ``correlation`` is a
 boolean expression over the subquery's output columns (:class:`ColumnRef`) and
@@ -95,18 +97,30 @@ class InSubquery(Expr):
 
 @dataclass(frozen=True)
 class ScalarSubquery(Expr):
-    """``(SELECT column FROM subquery)``, uncorrelated: the value of the subquery's one row, NULL when it has no
-    row; a subquery of several rows fails the query. ``dtype`` is ``column``'s type."""
+    """``(SELECT column FROM subquery [WHERE correlation])``: the value of the subquery's one row (meeting the
+    correlation with the outer row), a query error where there are several (DuckDB's "More than one row returned
+    by a subquery used as an expression"). ``dtype`` is ``column``'s type.
+
+    Uncorrelated (``correlation`` None): no row is NULL. Correlated: ``correlation`` is equalities of subquery
+    columns with expressions over the outer row (:class:`OuterColumn`); the subquery computes its rows per
+    correlation key (an aggregate is grouped by its correlation columns, as DataFusion's
+    ``scalar_subquery_to_join`` pulls the correlation up through it), and an outer row meeting no row gets the
+    subquery's value over no rows: where ``subquery`` ends in an aggregation grouped by exactly the correlation's
+    columns (through projections) COUNT's 0 — the "COUNT bug" of decorrelation — and what the projection above
+    makes of it (``count(*) + 1`` is 1); NULL otherwise.
+    """
 
     subquery: PlanNode
     column: str
     dtype: pa.DataType
+    correlation: Expr | None = None
 
     def children(self) -> tuple[Expr, ...]:
-        return ()  # reads no column of the outer row
+        return _outer_inputs(self.correlation)  # the outer row's columns its correlation reads (none uncorrelated)
 
     def sql(self) -> str:
-        return f"({self.subquery.label}.{self.column})"
+        where = f" WHERE {self.correlation.sql()}" if self.correlation is not None else ""
+        return f"({self.subquery.label}.{self.column}{where})"
 
 
 def _outer_inputs(correlation: Expr | None) -> tuple[Expr, ...]:

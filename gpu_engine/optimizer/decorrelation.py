@@ -1,5 +1,5 @@
-"""Decorrelate ``[NOT] EXISTS`` and ``x [NOT] IN (SELECT …)`` filter conjuncts into semi, anti and null-aware
-anti hash joins (DataFusion's ``decorrelate_predicate_subquery``).
+"""Decorrelate ``[NOT] EXISTS``, ``x [NOT] IN (SELECT …)`` and scalar subqueries of filters into semi, anti, null-aware
+anti, inner and left joins (DataFusion's ``decorrelate_predicate_subquery`` and ``scalar_subquery_to_join``).
 
 Why a typed rule: a subquery predicate (:mod:`gpu_engine.plans.subqueries`)
 says what the query asks; the join that answers it is chosen here, over the
@@ -35,8 +35,20 @@ query), the conjunct, each subquery read as its build column, the last join's fi
 ``scalar_subquery_to_join``, uncorrelated case; the SQL translator emits them for WHERE comparisons). These come
 after the other conjuncts and before the EXISTS / IN joins.
 
+A correlated scalar subquery (its ``correlation`` equalities of subquery columns with outer expressions: TPC-H Q20,
+TPC-DS q1, q30, q41, q81) is a hash join on those keys with the subquery's rows per key (``scalar_subquery_to_join``
+proper): an inner join whose filter is the conjunct where the conjunct is FALSE or NULL for an outer row meeting no
+row (a NULL value through comparisons and arithmetic, or COUNT's 0 in ``count > 0``), else a left join, a Filter
+and a projection back to the input's columns, an outer row without a match reading the subquery's value over no
+rows — COUNT's 0 where the subquery is an aggregation grouped by exactly its correlation columns (the "COUNT bug";
+through the projections above it: ``count(*) + 1`` is 1), NULL otherwise — through a match flag. A subquery plan
+not known to give one row a key is grouped by the keys (``any_value`` and the row count; DuckDB's "More than one
+row returned by a subquery used as an expression" for an outer row meeting several). Key pairs of two numeric
+layouts join as their common type; a correlation other than key equalities is refused by name.
+
 Node ids: the last join made of a Filter takes the Filter's id (a Filter of one subquery conjunct — how
-the SQL planner emits them — becomes a join of the same id); other new nodes take ``<id>.<n>``.
+the SQL planner emits them — becomes a join of the same id; with a left join, the projection back takes it);
+other new nodes take ``<id>.<n>``.
 """
 
 from __future__ import annotations
@@ -47,9 +59,16 @@ import pyarrow as pa
 
 from gpu_engine.errors import PlanError
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
-from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, walk
+from gpu_engine.optimizer.constant_folding import folded
+from gpu_engine.plans.aggregates import aggregation_output_schema
+from gpu_engine.plans.expressions import (
+    ARITHMETIC_OPS, COMPARISON_OPS, AggregateCall, BinaryOp, Case, Cast, ColumnRef, Expr, Function, Literal, UnaryOp,
+    walk,
+)
+from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.nodes import (
-    EnforceSingleRowNode, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, ProjectNode, walk_plan,
+    AggregationNode, AggregationStep, EnforceSingleRowNode, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode,
+    ProjectNode, walk_plan,
 )
 from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.plans.subqueries import (
@@ -174,24 +193,18 @@ class _Decorrelator:
         return current
 
     def _scalar_joined(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...]) -> PlanNode:
-        """Return ``outer`` nested-loop joined with each scalar subquery of ``part`` (an EnforceSingleRow build
-        side), ``part`` the last join's filter with each subquery read as its build column."""
+        """Return ``outer`` joined with each scalar subquery of ``part``: an uncorrelated one nested-loop joined
+        (an EnforceSingleRow build side), a correlated one hash joined on its keys (:meth:`_correlated_joined`);
+        ``part`` the last join's filter (each subquery read as its build column), or a Filter over the joins where
+        one is a left join."""
         found = _scalar_subqueries(part)
+        if any(subquery.correlation is not None for subquery in found):
+            return self._with_correlated(outer, part, found, join_id, names)
         taken = set(outer.output_schema.names)
         columns: dict[int, ColumnRef] = {}
         current = outer
         for n, subquery in enumerate(found):
-            inner = self.visit(subquery.subquery)
-            if not isinstance(inner, EnforceSingleRowNode):
-                inner = EnforceSingleRowNode(id=self.new_id(join_id), output_schema=inner.output_schema,
-                                             sources=(inner,))
-            name = subquery.column
-            if name in taken:  # (a hand-built plan's subquery column named as an outer one)
-                name = f"$scalar.{join_id}.{n}"
-                inner = ProjectNode(id=self.new_id(join_id), output_schema=pa.schema([pa.field(name, subquery.dtype)]),
-                                    sources=(inner,), names=(name,),
-                                    expressions=(ColumnRef(subquery.column, subquery.dtype),))
-            taken.add(name)
+            inner, name = self._single_row(subquery, join_id, n, taken)
             columns[id(subquery)] = ColumnRef(name, subquery.dtype)
             last = n == len(found) - 1
             output = names if last else tuple(current.output_schema.names) + (name,)
@@ -201,6 +214,160 @@ class _Decorrelator:
                 sources=(current, inner), join_type="inner", output_columns=output,
                 filter=transformed(part, lambda expr: columns.get(id(expr))) if last else None)
         return current
+
+    def _single_row(self, subquery: ScalarSubquery, join_id: str, n: int, taken: set[str]) -> tuple[PlanNode, str]:
+        """Return an uncorrelated subquery's plan under an EnforceSingleRow, and the column its value is."""
+        inner = self.visit(subquery.subquery)
+        if not isinstance(inner, EnforceSingleRowNode):
+            inner = EnforceSingleRowNode(id=self.new_id(join_id), output_schema=inner.output_schema,
+                                         sources=(inner,))
+        name = subquery.column
+        if name in taken:  # (a hand-built plan's subquery column named as an outer one)
+            name = f"$scalar.{join_id}.{n}"
+            inner = ProjectNode(id=self.new_id(join_id), output_schema=pa.schema([pa.field(name, subquery.dtype)]),
+                                sources=(inner,), names=(name,),
+                                expressions=(ColumnRef(subquery.column, subquery.dtype),))
+        taken.add(name)
+        return inner, name
+
+    def _with_correlated(self, outer: PlanNode, part: Expr, found: list[ScalarSubquery], join_id: str,
+                         names: tuple[str, ...]) -> PlanNode:
+        """Return ``outer`` joined with ``part``'s scalar subqueries, at least one correlated, and filtered by it.
+
+        One correlated subquery whose key without rows is NULL in a ``part`` that a NULL value fails (``x <
+        (SELECT 0.2 * avg(…) …)``, TPC-H Q17) is an inner hash join whose filter is ``part`` (the join-ordering
+        rule may move it among the other inner joins, as the SQL planner did); otherwise left joins, then a
+        Filter and a projection back to the input's columns.
+        """
+        taken = set(outer.output_schema.names)
+        values: dict[int, Expr] = {}
+        current = outer
+        inner_only = part if len(found) == 1 else None
+        for n, subquery in enumerate(found):
+            if subquery.correlation is None:
+                inner, name = self._single_row(subquery, join_id, n, taken)
+                values[id(subquery)] = ColumnRef(name, subquery.dtype)
+                fields = list(current.output_schema) + list(inner.output_schema)
+                current = NestedLoopJoinNode(
+                    id=self.new_id(join_id), output_schema=pa.schema(fields), sources=(current, inner),
+                    join_type="inner", output_columns=tuple(f.name for f in fields))
+                continue
+            current, value, inner_join = self._correlated_joined(current, subquery, join_id, n, taken, inner_only)
+            values[id(subquery)] = value
+            if inner_join:  # the one subquery, its join filtered by part and emitting the input's columns
+                predicate = transformed(part, lambda expr: values.get(id(expr)))
+                fields = {field.name: field for field in current.output_schema}
+                return replace(current, id=join_id, filter=predicate, output_columns=names,
+                               output_schema=pa.schema([fields[c] for c in names]))
+        predicate = transformed(part, lambda expr: values.get(id(expr)))
+        current = FilterNode(id=self.new_id(join_id), output_schema=current.output_schema, sources=(current,),
+                             predicate=predicate)
+        fields = {field.name: field for field in current.output_schema}
+        return ProjectNode(id=join_id, output_schema=pa.schema([fields[c] for c in names]), sources=(current,),
+                           names=names, expressions=tuple(ColumnRef(c, fields[c].type) for c in names))
+
+    def _correlated_joined(self, outer: PlanNode, subquery: ScalarSubquery, join_id: str, n: int, taken: set[str],
+                           part: Expr | None) -> tuple[HashJoinNode, Expr, bool]:
+        """Return ``outer`` hash joined with a correlated scalar subquery's rows per key, the expression its value
+        is over the join's output, and whether the join is inner.
+
+        Inner where ``part`` (given for the one subquery of its conjunct) is FALSE or NULL for an outer row meeting
+        no row: NULL through comparisons and arithmetic (``x < 0.2 * (…)``), or a value over no rows that folds
+        so (``(SELECT count(*) …) > 0``, TPC-DS q41). The build side is the subquery's plan, projected where its
+        keys need a cast or a name of the outer side's, or a match flag is needed (a left join and a value over
+        no rows that is not NULL: COUNT's 0), under new names (``$scalar.<join>.<n>…``). A plan not known to give
+        one row a key (an aggregation grouped by the keys, through projections) is grouped by the keys first, its
+        value ``any_value`` beside the row count, and the value read through ``scalar_subquery_value``, which fails where an outer row meets several rows (DuckDB's
+        error, raised only for rows that do).
+        """
+        label = subquery.sql()
+        inner = self.visit(subquery.subquery)
+        if subquery.column not in inner.output_schema.names:
+            raise PlanError(f"a scalar subquery reads column {subquery.column!r}, which its subquery does not output",
+                            column=label)
+        pairs = []
+        for conjunct in conjuncts(subquery.correlation):
+            pair = _key_pair(conjunct)
+            if pair is None:
+                raise PlanError("unsupported: a correlated scalar subquery whose correlation is not equalities of "
+                                "an outer and a subquery expression", column=label)
+            pairs.append(pair)
+        base = f"$scalar.{join_id}.{n}"
+        key_columns = [_key_column(inner_side) for _, inner_side in pairs]
+        unique, empty = _per_key_shape(inner, [c for c in key_columns if c is not None], subquery.column,
+                                       all(c is not None for c in key_columns))
+        value_type = inner.output_schema.field(subquery.column).type
+        count_name = None
+        if not unique:  # group it by the keys: any one value beside the row count
+            keys = [(f"{base}.g{i}", side) for i, (_, side) in enumerate(pairs)]
+            projected = ProjectNode(
+                id=self.new_id(join_id), sources=(inner,),
+                output_schema=pa.schema([pa.field(k, side.dtype) for k, side in keys]
+                                        + [pa.field(f"{base}.x", value_type)]),
+                names=tuple(k for k, _ in keys) + (f"{base}.x",),
+                expressions=tuple(side for _, side in keys) + (ColumnRef(subquery.column, value_type),))
+            calls = (AggregateCall("any_value", ColumnRef(f"{base}.x", value_type), value_type),
+                     AggregateCall("count_star", None, pa.int64()))
+            aggregate_names = (f"{base}.any", f"{base}.rows")
+            inner = AggregationNode(
+                id=self.new_id(join_id), sources=(projected,), step=AggregationStep.SINGLE,
+                grouping_keys=tuple(k for k, _ in keys), aggregate_names=aggregate_names, aggregates=calls,
+                output_schema=aggregation_output_schema(AggregationStep.SINGLE, [
+                    projected.output_schema.field(k) for k, _ in keys], aggregate_names, calls))
+            pairs = [(outer_side, ColumnRef(k, side.dtype)) for (outer_side, side), (k, _) in zip(pairs, keys)]
+            value_column, count_name = f"{base}.any", f"{base}.rows"
+            empty = None
+        else:
+            value_column = subquery.column
+        inner_join = part is not None and (_rejects_null(part, subquery) if empty is None
+                                           else _fails_over_no_rows(part, subquery, empty))
+        if inner_join:
+            empty = None  # every row joined met a row
+        # the build side: keys (cast to one layout with the outer side's), value, row count, match flag
+        outer_projected: list[tuple[str, Expr]] = []
+        left: list[str] = []
+        build: list[tuple[str, Expr]] = []
+        for i, (outer_side, inner_side) in enumerate(pairs):
+            if join_key_layout(outer_side.dtype) != join_key_layout(inner_side.dtype):
+                target = _key_common_type(outer_side.dtype, inner_side.dtype, label)
+                outer_side = outer_side if outer_side.dtype == target else Cast(outer_side, target)
+                inner_side = inner_side if inner_side.dtype == target else Cast(inner_side, target)
+            left.append(self._key_name(outer_side, outer_projected, join_id))
+            build.append((f"{base}.k{i}", inner_side))
+        build.append((base, ColumnRef(value_column, value_type)))
+        if count_name is not None:
+            build.append((f"{base}.rows", ColumnRef(count_name, pa.int64())))
+        if empty is not None:
+            build.append((f"{base}.matched", Literal(True, pa.bool_())))
+        if all(isinstance(e, ColumnRef) and e.name not in taken for _, e in build) and len(
+                {e.name for _, e in build}) == len(build):
+            build = [(e.name, e) for _, e in build]  # its own columns serve (SQL plans name theirs apart)
+            if len(build) < len(inner.output_schema):
+                inner = ProjectNode(id=self.new_id(join_id), sources=(inner,), output_schema=pa.schema(
+                    [inner.output_schema.field(name) for name, _ in build]), names=tuple(name for name, _ in build),
+                    expressions=tuple(e for _, e in build))
+        else:
+            inner = ProjectNode(id=self.new_id(join_id), sources=(inner,),
+                                output_schema=pa.schema([pa.field(name, e.dtype) for name, e in build]),
+                                names=tuple(name for name, _ in build), expressions=tuple(e for _, e in build))
+        value_name = build[len(left)][0]
+        taken.update(name for name, _ in build)
+        outer = self._projected(outer, outer_projected, join_id)
+        value: Expr = ColumnRef(value_name, value_type)
+        if count_name is not None:
+            value = Function(SCALAR_SUBQUERY_VALUE, (value, ColumnRef(build[len(left) + 1][0], pa.int64())),
+                             value_type)
+        if empty is not None:
+            value = Case(((UnaryOp("is_null", ColumnRef(build[-1][0], pa.bool_()), pa.bool_()),
+                           empty if empty.dtype == value_type else Cast(empty, value_type)),), value, value_type)
+        if value_type != subquery.dtype:
+            value = Cast(value, subquery.dtype)
+        fields = list(outer.output_schema) + list(inner.output_schema)
+        join = HashJoinNode(id=self.new_id(join_id), output_schema=pa.schema(fields), sources=(outer, inner),
+                            join_type="inner" if inner_join else "left", left_keys=tuple(left),
+                            right_keys=tuple(name for name, _ in build[:len(left)]),
+                            output_columns=tuple(f.name for f in fields))
+        return join, value, inner_join
 
     def _joined(self, outer: PlanNode, predicate: Exists | InSubquery, join_id: str, names: tuple[str, ...],
                 label: str) -> HashJoinNode:
@@ -310,6 +477,119 @@ class _Decorrelator:
         out = pa.schema(list(schema) + [pa.field(name, expr.dtype) for name, expr in projected])
         return ProjectNode(id=self.new_id(join_id), output_schema=out, sources=(node,), names=names,
                            expressions=exprs)
+
+
+#: Aggregates whose value over no rows is 0, not NULL (DuckDB's; ``count_if`` over no rows is NULL there).
+_ZERO_WHEN_EMPTY = ("count", "count_star", "regr_count", "approx_count_distinct")
+
+
+def _key_column(side: Expr) -> str | None:
+    """Return the subquery column a correlation key's subquery side is (through a cast that keeps integers
+    apart: an integer widened), else None."""
+    while isinstance(side, Cast) and pa.types.is_integer(side.operand.dtype) and (
+            pa.types.is_integer(side.dtype) and side.dtype.bit_width >= side.operand.dtype.bit_width
+            or pa.types.is_decimal(side.dtype) or pa.types.is_float64(side.dtype)):
+        side = side.operand
+    return side.name if isinstance(side, ColumnRef) else None
+
+
+def _per_key_shape(plan: PlanNode, keys: list[str], column: str, every_key: bool) -> tuple[bool, Expr | None]:
+    """Return whether ``plan`` gives at most one row per value of its columns ``keys``, and the value its
+    ``column`` takes over no input rows where that is not NULL (None: NULL).
+
+    Known through projections down to an aggregation: grouped by keys among ``keys``, one row a key; grouped
+    by exactly ``keys`` (``every_key``: each correlation key is a column), a key without rows is the group of
+    no rows, whose COUNT is 0, and the projections' arithmetic over it is the value (``count(*) + 1``).
+    """
+    value: Expr = ColumnRef(column, plan.output_schema.field(column).type)
+    node = plan
+    while isinstance(node, ProjectNode):
+        exprs = dict(zip(node.names, node.expressions))
+        value = transformed(value, lambda ref, exprs=exprs: exprs[ref.name] if isinstance(ref, ColumnRef) else None)
+        mapped = []
+        for key in keys:
+            below = exprs.get(key)
+            if not isinstance(below, ColumnRef):
+                return False, None
+            mapped.append(below.name)
+        keys = mapped
+        node = node.sources[0]
+    if not isinstance(node, AggregationNode) or not node.step.output_is_final or node.group_id_key is not None:
+        return False, None
+    grouping = set(node.grouping_keys)
+    if not grouping <= set(keys):
+        return False, None
+    if not (every_key and grouping == set(keys)):
+        return True, None
+    calls = dict(zip(node.aggregate_names, node.aggregates))
+
+    def over_no_rows(ref: Expr) -> Expr | None:
+        if not isinstance(ref, ColumnRef):
+            return None
+        call = calls.get(ref.name)
+        zero = call is not None and call.function in _ZERO_WHEN_EMPTY
+        return Literal(0, ref.dtype) if zero else Literal(None, ref.dtype)
+
+    empty = transformed(value, over_no_rows)
+    return True, None if _null_through_strict(empty) else empty
+
+
+def _null_through_strict(expr: Expr) -> bool:
+    """Return whether ``expr`` is NULL through NULL-strict operations (arithmetic, negation, casts) of a NULL."""
+    if isinstance(expr, Literal):
+        return expr.value is None
+    if isinstance(expr, BinaryOp) and expr.op in ARITHMETIC_OPS:
+        return _null_through_strict(expr.left) or _null_through_strict(expr.right)
+    if isinstance(expr, UnaryOp) and expr.op == "negate" or isinstance(expr, Cast):
+        return _null_through_strict(expr.operand)
+    return False
+
+
+def _rejects_null(part: Expr, subquery: ScalarSubquery) -> bool:
+    """Return whether ``part`` is NULL (the row dropped) wherever ``subquery``'s value is: a comparison with a side
+    holding the subquery under NULL-strict operations only, the other side not holding it."""
+    if not (isinstance(part, BinaryOp) and part.op in COMPARISON_OPS):
+        return False
+    holding = [side for side in (part.left, part.right) if any(e is subquery for e in walk(side))]
+    return len(holding) == 1 and _strictly_holds(holding[0], subquery)
+
+
+def _strictly_holds(expr: Expr, subquery: ScalarSubquery) -> bool:
+    if expr is subquery:
+        return True
+    if isinstance(expr, BinaryOp) and expr.op in ARITHMETIC_OPS:
+        operands = [e for e in (expr.left, expr.right) if any(x is subquery for x in walk(e))]
+        return len(operands) == 1 and _strictly_holds(operands[0], subquery)
+    if isinstance(expr, UnaryOp) and expr.op == "negate" or isinstance(expr, Cast):
+        return _strictly_holds(expr.operand, subquery)
+    return False
+
+
+def _fails_over_no_rows(part: Expr, subquery: ScalarSubquery, empty: Expr) -> bool:
+    """Return whether ``part`` folds to FALSE or NULL with ``subquery`` read as its value over no rows ``empty``
+    (``(SELECT count(*) …) > 0``; integer constants compared as one type; anything not folded: False)."""
+    probe = transformed(part, lambda expr: empty if expr is subquery else None)
+    probe = transformed(probe, lambda expr: Literal(expr.value, pa.int64()) if isinstance(expr, Literal) and isinstance(
+        expr.value, int) and not isinstance(expr.value, bool) and pa.types.is_integer(expr.dtype) else None)
+    result = folded(probe)
+    return isinstance(result, Literal) and result.value is not True
+
+
+def _key_common_type(outer: pa.DataType, inner: pa.DataType, label: str) -> pa.DataType:
+    """Return the type a correlated scalar subquery's key pair of two layouts joins as (numbers: their common
+    type, as DuckDB compares them), else refuse the pair by name."""
+    from gpu_engine.plans.type_coercion import common_type
+
+    numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) for t in (outer, inner))
+    if numeric:
+        try:
+            target = common_type(outer, inner)
+        except Exception:  # noqa: BLE001 - no common type: refused below
+            target = None
+        if target is not None:
+            return target
+    raise PlanError(f"a correlated scalar subquery's correlation compares {outer} with {inner}; cast one side",
+                    column=label)
 
 
 def _scalar_subqueries(expr: Expr) -> list[ScalarSubquery]:

@@ -21,15 +21,18 @@ others after the joins. A comparison with an uncorrelated scalar subquery
 a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery` (its plan ends
 in EnforceSingleRow), which the same rule makes a nested-loop join with that
 one row (:func:`scalar_filter`: at the scan of the one table it reads, else
-after the joins); a correlated scalar aggregate (TPC-H Q2, Q17, Q20) becomes
-the aggregate grouped by the correlation columns, joined like any relation, its
-input first restricted to the keys of the outer table's filtered rows (a "magic
-set" semi join). COUNT there is planned only where its empty groups (0, not
-NULL, which an inner join loses) fail the comparison anyway. Subqueries under
+after the joins). A comparison with a correlated scalar aggregate (TPC-H Q20,
+TPC-DS q1, q30, q41, q81; Q2 and Q17 are windows first,
+:mod:`~gpu_engine.sql.window_subqueries`) is the same Filter, its
+ScalarSubquery the aggregate grouped by the correlation columns — its input
+first restricted to the keys of the outer table's filtered rows (a "magic set"
+semi join) — correlated by those columns' equalities with the outer ones; the
+rule joins it on them (inner where the comparison fails for a key without
+rows, else left with the value over no rows: COUNT's 0). Subqueries under
 OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`); the other subqueries
-used as values (in SELECT, under NOT, COUNT compared with a value 0 passes)
-are LEFT-joined derived tables (:mod:`~gpu_engine.sql.subquery_values`).
-Those forms are still planned as joins here (issue 30 item 0).
+used as values (in SELECT, under NOT) are LEFT-joined derived tables
+(:mod:`~gpu_engine.sql.subquery_values`): those are still planned as joins
+here (issue 30 item 0).
 """
 
 from __future__ import annotations
@@ -53,7 +56,7 @@ from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_corr
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import (
-    conjoined, conjuncts_of, constant_truth, defined_aliases, factor_or, filter_estimate, free_columns, has_subquery,
+    conjoined, conjuncts_of, defined_aliases, factor_or, filter_estimate, free_columns, has_subquery,
 )
 from gpu_engine.sql.renaming import aliased, conjunction
 
@@ -62,7 +65,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "scalar_filter", "subquery_filter",
-           "select_over", "own_aggregates", "empty_group_value", "strict_subquery", "fails_on_empty_group",
+           "select_over", "own_aggregates", "empty_group_value", "strict_subquery",
            "NULL_STRICT"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
@@ -151,17 +154,6 @@ def _null_through_strict(tree: exp.Expression) -> bool:
         return False
     return any(_null_through_strict(operand) for operand in (tree.this, tree.args.get("expression"))
                if isinstance(operand, exp.Expression))
-
-
-def fails_on_empty_group(comparison: exp.Expression, subquery: exp.Subquery, value: exp.Expression) -> bool:
-    """Return whether ``comparison`` is FALSE or NULL when the correlated subquery's group is empty.
-
-    Why: a correlated aggregate is joined per key, so an outer row whose key has no inner rows is dropped.
-    That is what the filter does anyway when the comparison fails for the empty group's value (COUNT 0,
-    any other aggregate NULL): ``(SELECT count(*) ...) > 0`` (TPC-DS q41) is planned, ``= 0`` is not.
-    """
-    folded = simplify(_with_subquery_replaced(comparison, subquery, exp.paren(empty_group_value(value))))
-    return constant_truth(folded) is False
 
 
 def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression) -> exp.Expression:
@@ -483,7 +475,9 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
         rewritten = _with_subquery_replaced(tree, subquery, column)
         attach.setdefault(_scalar_filter_place(planner, rewritten, column), []).append((relation, rewritten))
         return
-    # Correlated: the aggregate grouped by the correlation columns, joined on them.
+    # Correlated: the aggregate grouped by the correlation columns (its input restricted to the keys the outer
+    # rows ask for, _magic_sets), a typed ScalarSubquery correlated on them, which the optimizer's decorrelation
+    # rule joins (inner where the comparison drops the NULL of a key without rows, else left with COUNT's 0).
     if len(select.expressions) != 1 or select.args.get("group") or select.args.get("having"):
         raise unsupported("a correlated scalar subquery other than one aggregate without GROUP BY", subquery)
     value = select.expressions[0]
@@ -491,9 +485,6 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     aggregates = list(value.find_all(*SQL_AGGREGATES))
     if not aggregates:
         raise unsupported("a correlated scalar subquery that does not aggregate", subquery)
-    if not isinstance(empty_group_value(value), exp.Null) and not fails_on_empty_group(tree, subquery, value):
-        raise unsupported("a correlated scalar subquery whose value over no rows is not NULL (COUNT's 0, coalesce) "
-                          "in a comparison that holds for it", subquery)
     keys, others = correlation(correlated, inner)
     if others or not keys:
         raise unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
@@ -504,11 +495,14 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     alias = planner._synthetic_alias()
     relation = Relation(relation.node, {(alias, n): i for n, i in outputs}, frozenset([alias]), relation.rows,
                         relation.stats)
-    extra_relations.append(relation)
-    for n, (outer, _) in enumerate(keys):
-        plain.append(exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias)))
-    rewritten = _with_subquery_replaced(tree, subquery, exp.column("v", table=alias))
-    plain.append(rewritten)
+    column = exp.column("v", table=alias)
+    rewritten = _with_subquery_replaced(tree, subquery, column)
+    # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
+    # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
+    equalities = [exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias))
+                  for n, (outer, _) in enumerate(keys)]
+    attach.setdefault(_scalar_filter_place(planner, conjoined([rewritten] + equalities), column), []).append(
+        (relation, conjoined([rewritten] + equalities)))
 
 
 def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:
@@ -572,26 +566,39 @@ def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]]
 
 
 def scalar_filter(planner: QueryPlanner, relation: Relation, scalar: Relation, conjunct: exp.Expression) -> Relation:
-    """Filter ``relation`` by ``conjunct``, a comparison reading the one column of ``scalar`` (an uncorrelated scalar
-    subquery planned by :func:`scalar_relation`), translated into a typed
+    """Filter ``relation`` by ``conjunct``, a comparison reading the value column of ``scalar`` (a scalar subquery
+    planned by :func:`scalar_relation`, or a correlated one's rows per key: then ``conjunct`` also holds the
+    equalities of its key columns with outer expressions), translated into a typed
     :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of a Filter, which the optimizer rule
-    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a nested-loop join with that one row.
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a join with that row.
     """
     from gpu_engine.plans.sql_translator import parse_expression
-    from gpu_engine.plans.subqueries import ScalarSubquery, transformed
+    from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
 
     columns = {**relation.columns, **scalar.columns}
     outer_schema, inner_schema = relation.node.output_schema, scalar.node.output_schema
-    (name,) = set(scalar.columns.values())
-    combined = pa.schema(list(outer_schema) + [inner_schema.field(name)])
+    (alias,) = scalar.aliases
+    name = scalar.columns.get((alias, "v")) or next(iter(scalar.columns.values()))
+    key_names = {sql_name for (_, sql_name), internal in scalar.columns.items() if internal != name}  # k<n>
+    parts = conjuncts_of(conjunct) if key_names else [conjunct]
+    equalities = [part for part in parts if {c.name for c in free_columns(part) if c.table == alias} & key_names]
+    comparison = conjoined([part for part in parts if not any(part is e for e in equalities)])
+    outer_names = set(outer_schema.names)
+    combined = pa.schema(list(outer_schema) + [f for f in inner_schema if f.name not in outer_names])
     try:
-        typed = parse_expression(planner._renamed(conjunct, columns), combined, "Filter")
-        predicate = transformed(typed, lambda node: ScalarSubquery(scalar.node, name, node.dtype)
+        correlation = None
+        if equalities:
+            typed = parse_expression(conjunction([planner._renamed(e, columns) for e in equalities]), combined,
+                                     "Filter")
+            correlation = transformed(typed, lambda node: OuterColumn(node.name, node.dtype)
+                                      if isinstance(node, ColumnRef) and node.name in outer_names else None)
+        typed = parse_expression(planner._renamed(comparison, columns), combined, "Filter")
+        predicate = transformed(typed, lambda node: ScalarSubquery(scalar.node, name, node.dtype, correlation)
                                 if isinstance(node, ColumnRef) and node.name == name else None)
         node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, conjunct) from None
-    rows = filter_estimate(relation, [conjunct])
+    rows = filter_estimate(relation, [comparison])
     return Relation(node, relation.columns, relation.aliases, rows,
                     {k: v.capped(rows) for k, v in relation.stats.items()})
 

@@ -36,7 +36,9 @@ first rewritten into its rows per correlation key
 (:mod:`~gpu_engine.sql.shaped_subqueries`), then planned as one without aggregate.
 Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
 with a correlation equality (semi and anti joins), a comparison with a scalar
-subquery it plans, and EXISTS / IN under OR (mark joins).
+subquery it plans (a correlated aggregate by column equalities, COUNT's 0
+included: a typed ScalarSubquery the optimizer's decorrelation rule joins), and
+EXISTS / IN under OR (mark joins).
 """
 
 from __future__ import annotations
@@ -48,7 +50,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, fails_on_empty_group, own_aggregates, select_over, split_correlated,
+    NULL_STRICT, correlation, empty_group_value, own_aggregates, select_over, split_correlated,
     strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
@@ -152,15 +154,14 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         return False  # rows per correlation key (shaped_subqueries), a subquery value
     if any(select.args.get(key) for key in _SHAPING):
         return True  # refused there, by name
-    # Planned there (a join per key drops keys without rows), unless the value over no rows is not NULL (COUNT's
-    # 0, coalesce) and keeps the row, or the correlation is not column equalities.
+    # Planned there (a typed correlated ScalarSubquery; the optimizer's rule gives a key without rows the value
+    # over no rows, COUNT's 0), unless the correlation is not column equalities.
     try:
         inner, _local, correlated = split_correlated(select, outer_aliases)
     except SqlError:
         return True  # refused there, by name
     _keys, others = correlation(correlated, inner)
-    return not others and (isinstance(empty_group_value(value), exp.Null)
-                           or fails_on_empty_group(comparison, node, value))
+    return not others
 
 
 def _negated(conjunct: exp.Expression) -> bool:
