@@ -10,7 +10,8 @@ joined after the others, the lists the engine can build without list columns:
   with column arguments or constants;
 * a list of constants, ``[1, 2, 3]`` / Spark's ``array(1, 2, 3)``: a VALUES list (one row per element);
 * ``string_split(s, separator)`` / Spark's ``split(s, separator)`` of a column (Spark's separator a constant
-  without regular expression characters): an Unnest of the pieces over the FROM items.
+  without regular expression characters): an Unnest of the pieces over the FROM items; of a string constant,
+  the VALUES list of its pieces, cut while planning.
 
 Spark's ``FROM t LATERAL VIEW explode(list) e AS v`` is that FROM item too, joined where the view is written
 (``LATERAL VIEW OUTER`` keeps a row whose split text is NULL, with a NULL element; a list of constants is never
@@ -34,7 +35,9 @@ BIGINT elements first (at most 10,000).
 Refused by name, with the FROM form as the alternative: two unnests in one SELECT where one is a series reading
 columns or a split list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
 SELECT (Spark refuses them too), ``posexplode`` of ``split``/``sequence`` (the Unnest operator has no position
-column), a list holding a subquery, ``SELECT *`` beside a list reading columns, an unnest inside an expression, in a
+column), a list holding a subquery, ``SELECT *`` beside a list reading columns where a FROM item's columns are not
+known here (a CTE's name; elsewhere the ``*`` is written out as the FROM items' columns, the element in its item's
+place), an unnest inside an expression, in a
 grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds (``array_agg`` results,
 ``string_split_regex``), which the list refusals name.
 """
@@ -303,9 +306,10 @@ def _item_by_position(select: exp.Select, lst: exp.Array, positional: bool, name
     each reference to the element column ``names[-1]`` (or a name of ``also``) in ``select`` made the CASE picking
     the element at the position, in place (see :func:`_element_references`)."""
     if any(isinstance(p, exp.Star) or isinstance(p, exp.Column) and isinstance(p.this, exp.Star)
-           for p in select.expressions):
-        raise _error("SELECT * beside a list reading columns (its element is no column of its own: name the "
-                     "columns)", select.expressions[0], dialect)
+           for p in select.expressions) and not _star_expanded(select, lst, name, names[-1], positional, catalog):
+        raise _error("SELECT * beside a list reading columns where a FROM item's columns are not known here (a "
+                     "CTE's), or a table's * (its element is no column of its own: name the columns)",
+                     select.expressions[0], dialect)
     for element in [c for c in lst.find_all(exp.Column) if not c.table]:  # qualified where one FROM item has it,
         holders = items_holding((i for i in _from_items(select) if not _inside(lst, i)), catalog, element.name)
         if len(holders) == 1:  # so a copy in a subquery reads it there too (d.n + 10 = x: x's n is t.n)
@@ -324,6 +328,34 @@ def _item_by_position(select: exp.Select, lst: exp.Array, positional: bool, name
     return item
 
 
+def _star_expanded(select: exp.Select, lst: exp.Array, name: str, element: str, positional: bool,
+                   catalog: Mapping[str, pa.Schema]) -> bool:
+    """Write ``select``'s bare ``*`` out as its FROM items' columns in order, the list's element among them where
+    its FROM item stands (``FROM t, unnest([t.a, t.b]) u(x)``: t's columns, then ``x``, as DuckDB's ``*``), in
+    place; return False, changing nothing, where that cannot be done here: a FROM item's columns unknown (a
+    CTE's name), a ``t.*``, a LATERAL VIEW's or posexplode's list."""
+    if positional or select.args.get("laterals"):
+        return False
+    if any(isinstance(p, exp.Column) and isinstance(p.this, exp.Star) for p in select.expressions):
+        return False
+    columns: list[exp.Expression] = []
+    for source in _from_items(select):
+        if _inside(lst, source):
+            columns.append(exp.column(exp.to_identifier(element, quoted=True), table=exp.to_identifier(name)))
+            continue
+        known = item_columns(source, catalog)
+        if known is None or not source.alias_or_name:
+            return False
+        columns += [exp.alias_(exp.column(exp.to_identifier(c, quoted=True),
+                                          table=exp.to_identifier(source.alias_or_name)),
+                               exp.to_identifier(c, quoted=True)) for c in known]
+    expressions = []
+    for projection in select.expressions:
+        expressions += [c.copy() for c in columns] if isinstance(projection, exp.Star) else [projection]
+    select.set("expressions", expressions)
+    return True
+
+
 def _from_items(select: exp.Select) -> list[exp.Expression]:
     """``select``'s FROM items (its FROM and its joins' items)."""
     source = select.args.get("from_") or select.args.get("from")
@@ -333,7 +365,7 @@ def _from_items(select: exp.Select) -> list[exp.Expression]:
 def _element_references(select: exp.Select, item: exp.Expression, name: str, names: tuple[str, ...],
                         catalog: Mapping[str, pa.Schema], elements: exp.Expression | None = None) -> list[exp.Column]:
     """The columns of ``select`` naming the element of its FROM item ``item`` (alias ``name``): ``x`` or
-    ``name.x`` for ``x`` in ``names``, outside ``item``. A bare one in ``select`` itself that another FROM item
+    ``name.x`` for ``x`` in ``names``, outside ``item``, in any case (``X``, ``U.x``), as DuckDB matches names. A bare one in ``select`` itself that another FROM item
     has too is ambiguous, as DuckDB says (the rewrite replaces it before qualify could tell). One inside a
     subquery (not a derived table) is the element unless a SELECT between them has a FROM item aliased ``name``
     or holding the name (or a bare column name of ``elements``, which the replacement copies there); where such a
@@ -341,9 +373,11 @@ def _element_references(select: exp.Select, item: exp.Expression, name: str, nam
     bare = {c.name for c in elements.find_all(exp.Column) if not c.table} if elements is not None else set()
     qualified = {c.table for c in elements.find_all(exp.Column) if c.table} if elements is not None else set()
     outputs = set(select.named_selects)
+    folded, folded_name = {n.lower() for n in names}, name.lower()  # DuckDB and Spark match names ignoring case
     found = []
     for column in list(select.find_all(exp.Column)):
-        if column.name not in names or (column.table and column.table != name) or _inside(column, item):
+        if column.name.lower() not in folded or (column.table and column.table.lower() != folded_name) \
+                or _inside(column, item):
             continue
         inner = column.find_ancestor(exp.Select)
         if inner is select:
@@ -434,7 +468,13 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
             raise _error("split(...) by a regular expression (a constant separator without regular expression "
                          "characters is planned)", separator, dialect)
         if lst.this.find(exp.Column) is None and separator.find(exp.Column) is None:
-            raise _error("unnest of a constant string's pieces (write them as a list of constants)", lst, dialect)
+            pieces = _constant_pieces(lst)
+            if not pieces:
+                raise _error("unnest of a constant string's pieces other than a string split by a string (write "
+                             "them as a list of constants)" if pieces is None else
+                             "unnest of an empty list (it has no rows)", lst, dialect)
+            return exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.string(piece)]) for piece in pieces],
+                              alias=table_alias)
         table = exp.Table(this=exp.Split(this=lst.this.copy(), expression=separator.copy()), alias=table_alias)
         table.meta[SPLIT_LIST] = True
         return table
@@ -448,6 +488,18 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
                      "item before it)", reading, dialect)
     return exp.Values(expressions=[exp.Tuple(expressions=[element.copy()]) for element in elements],
                       alias=table_alias)
+
+
+def _constant_pieces(lst: exp.Expression) -> list[str] | None:
+    """Return the pieces of a split of a string constant by a string constant, as DuckDB's ``string_split`` (an
+    empty separator: each character) and Spark's ``split`` by a literal separator (not empty) cut it; None for
+    other constants (NULL, a number, an expression), which stay refused."""
+    text, separator = lst.this, lst.expression
+    if not all(isinstance(e, exp.Literal) and e.is_string for e in (text, separator)):
+        return None
+    if separator.this == "":
+        return list(text.this) if isinstance(lst, exp.Split) else None
+    return text.this.split(separator.this)
 
 
 def _duckdb_name(call: exp.Explode) -> str:

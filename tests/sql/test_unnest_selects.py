@@ -55,6 +55,15 @@ QUERIES = [
     "SELECT u, count(*) AS c FROM (SELECT unnest([n, -n]) AS u FROM t) q GROUP BY u",
     "SELECT t.n, u.x FROM t, unnest([t.n, length(t.s), 7]) u(x) WHERE x > 0",
     "SELECT t.n, u.x FROM t LEFT JOIN unnest([t.n, 2]) u(x) ON u.x > 1",
+    # SELECT * beside such a list: the FROM items' columns, the element in its item's place; names in any case
+    "SELECT * FROM t, unnest([t.n, 1]) u(x)",
+    "SELECT *, x + 1 AS y FROM t, unnest([n, length(s)]) AS u(x) WHERE n > 0",
+    "SELECT * FROM (SELECT n FROM t) d, unnest([d.n, 2]) u(x), e",
+    "SELECT X, U.x FROM t, unnest([n, 2]) AS u(x) ORDER BY 1",
+    # string_split of a constant: the pieces, cut while planning
+    "SELECT unnest(string_split('a,,b,', ',')) AS p",
+    "SELECT n, x FROM t, unnest(string_split('p;q', ';')) u(x)",
+    "SELECT unnest(string_split('abé', '')) AS c",
     # a constant series pairs with another unnest as the list of its elements
     "SELECT unnest(range(4)), unnest(['a', 'b'])",
     "SELECT n, unnest(generate_series(5, 0, -2)) AS i, unnest([n, n + 1]) AS v FROM t",
@@ -109,11 +118,13 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
      "two generators in one SELECT", 32),
     ("SELECT n FROM t LATERAL VIEW posexplode(split(s, ',')) e AS p, v", "posexplode of split(...)", 30),
     ("SELECT unnest([(SELECT 1), 2]) AS a", "a list holding a subquery", 24),
-    ("SELECT * FROM t, unnest([t.n, 1]) u(x)", "SELECT * beside a list reading columns", 8),
+    ("WITH c AS (SELECT n FROM t) SELECT * FROM c, unnest([c.n, 1]) u(x)", "SELECT * beside a list reading columns",
+     36),
     ("SELECT unnest([1, 2]) + 1 AS a", "an unnest inside an expression", 8),
     ("SELECT n, unnest([1, 2]) AS a FROM t GROUP BY n", "an unnest in a grouping", 11),
     ("SELECT unnest(string_split_regex(s, ',')) FROM t", "unnest(...) of this list expands it into rows", 8),
-    ("SELECT unnest(string_split('a,b', ',')) AS p", "unnest of a constant string's pieces", 15),
+    ("SELECT unnest(string_split(NULL, ',')) AS p", "unnest of a constant string's pieces other than", 15),
+    ("SELECT unnest(string_split('', '')) AS p", "unnest of an empty list", 15),
 ])
 def test_unnests_the_engine_cannot_plan_are_refused_with_their_position(sql, message, column):
     with pytest.raises(PlanError) as info:
