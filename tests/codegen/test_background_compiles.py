@@ -480,8 +480,8 @@ def test_static_host_twins_found_ready_are_not_asked_again():
 
 
 def test_the_compile_process_is_paused_while_a_young_query_runs(monkeypatch):
-    """The young policy: with ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile process (its
-    idle-priority compiles still cost a first run's drivers wall time on 2 cores); it goes on once no
+    """The young policy: with ``$GPU_ENGINE_COMPILE_PAUSE`` set, a query's first seconds run without the compile
+    process (its idle-priority compiles still cost a first run's drivers wall time on 2 cores); it goes on once no
     running query is young, and when it is closed (its control pipe closes: a paused worker reads the end)."""
     import io
     import os
@@ -928,3 +928,37 @@ def test_an_infinite_pause_set_directly_keeps_the_pause_watcher_alive(monkeypatc
     compiler.query_ended(query)
     assert sent == [PAUSE, RUN]
     compiler.close()
+
+
+def test_batches_waiting_on_the_lowest_tier_count_toward_their_shapes_wait(monkeypatch):
+    """An operator's batches that run on the lowest tier while its kernels are pending are what a shape's wait
+    is made of (TierSwitch tells the compiler, also for batches that skip asking): with one job pending at the
+    default estimate, a shape waiting 2 s lets a held worker run."""
+    import numba
+
+    import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+    from gpu_engine.device import get_device
+
+    compiler, sent, clock = _held_compiler(monkeypatch)
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    monkeypatch.setattr(background_compiles, "_ready_kinds", {})
+
+    @numba.njit
+    def never_compiled(values):
+        return values
+
+    arguments = (np.zeros(3),)
+    signature = tuple(never_compiled.typeof_pyval(argument) for argument in arguments)
+    compiler._states[(never_compiled.py_func.__module__, never_compiled.py_func.__name__, signature)] = "pending"
+    compiler._loading = 1  # stands for the job compiling it
+    query = _Query(2)
+    compiler.query_started(query)
+    tiers = background_compiles.TierSwitch(get_device("cpu"), "background", shape=lambda: "shape")
+    assert not tiers.use_generated(lambda: [(never_compiled, arguments)])
+    clock.now = 1.9
+    assert not tiers.use_generated(lambda: [(never_compiled, arguments)])  # not bound again: still noted
+    assert sent == [PAUSE] and compiler.owed_runs == 0
+    clock.now = 2.0
+    assert not tiers.use_generated(lambda: [(never_compiled, arguments)])
+    assert sent == [PAUSE, RUN] and compiler.owed_runs == 1
