@@ -36,7 +36,7 @@ Refused by name, with the FROM form as the alternative: two unnests in one SELEC
 columns or a split list (their pairing needs the lists' lengths per row) or sits inside an expression, two generators in one Spark
 SELECT (Spark refuses them too), ``posexplode`` of ``split``/``sequence`` (the Unnest operator has no position
 column), a list holding a subquery, ``SELECT *`` beside a list reading columns where a FROM item's columns are not
-known here (a CTE's name; elsewhere the ``*`` is written out as the FROM items' columns, the element in its item's
+known here (a CTE's ``SELECT *``; elsewhere the ``*`` is written out as the FROM items' columns, the element in its item's
 place), an unnest inside an expression, in a
 grouping or aggregating SELECT, with DISTINCT or windows, and lists of other kinds (``array_agg`` results,
 ``string_split_regex``), which the list refusals name.
@@ -308,7 +308,7 @@ def _item_by_position(select: exp.Select, lst: exp.Array, positional: bool, name
     if any(isinstance(p, exp.Star) or isinstance(p, exp.Column) and isinstance(p.this, exp.Star)
            for p in select.expressions) and not _star_expanded(select, lst, name, names[-1], positional, catalog):
         raise _error("SELECT * beside a list reading columns where a FROM item's columns are not known here (a "
-                     "CTE's), or a table's * (its element is no column of its own: name the columns)",
+                     "CTE's SELECT *), or a table's * (its element is no column of its own: name the columns)",
                      select.expressions[0], dialect)
     for element in [c for c in lst.find_all(exp.Column) if not c.table]:  # qualified where one FROM item has it,
         holders = items_holding((i for i in _from_items(select) if not _inside(lst, i)), catalog, element.name)
@@ -333,7 +333,7 @@ def _star_expanded(select: exp.Select, lst: exp.Array, name: str, element: str, 
     """Write ``select``'s bare ``*`` out as its FROM items' columns in order, the list's element among them where
     its FROM item stands (``FROM t, unnest([t.a, t.b]) u(x)``: t's columns, then ``x``, as DuckDB's ``*``), in
     place; return False, changing nothing, where that cannot be done here: a FROM item's columns unknown (a
-    CTE's name), a ``t.*``, a LATERAL VIEW's or posexplode's list."""
+    CTE's ``SELECT *``), a ``t.*``, a LATERAL VIEW's or posexplode's list."""
     if positional or select.args.get("laterals"):
         return False
     if any(isinstance(p, exp.Column) and isinstance(p.this, exp.Star) for p in select.expressions):
@@ -343,7 +343,7 @@ def _star_expanded(select: exp.Select, lst: exp.Array, name: str, element: str, 
         if _inside(lst, source):
             columns.append(exp.column(exp.to_identifier(element, quoted=True), table=exp.to_identifier(name)))
             continue
-        known = item_columns(source, catalog)
+        known = _item_columns(source, catalog)
         if known is None or not source.alias_or_name:
             return False
         columns += [exp.alias_(exp.column(exp.to_identifier(c, quoted=True),
@@ -369,7 +369,7 @@ def _element_references(select: exp.Select, item: exp.Expression, name: str, nam
     has too is ambiguous, as DuckDB says (the rewrite replaces it before qualify could tell). One inside a
     subquery (not a derived table) is the element unless a SELECT between them has a FROM item aliased ``name``
     or holding the name (or a bare column name of ``elements``, which the replacement copies there); where such a
-    SELECT's columns are not known (a CTE's name), it is left alone, and qualify names it unknown."""
+    SELECT's columns are not known (a CTE's ``SELECT *``), it is left alone, and qualify names it unknown."""
     bare = {c.name for c in elements.find_all(exp.Column) if not c.table} if elements is not None else set()
     qualified = {c.table for c in elements.find_all(exp.Column) if c.table} if elements is not None else set()
     outputs = set(select.named_selects)
@@ -418,12 +418,32 @@ def _visible(column: exp.Column, select: exp.Select, name: str, bare: set[str], 
             return False  # a derived table: it sees no FROM item beside it
         if isinstance(node, exp.Select):
             for source in _from_items(node):
-                columns = item_columns(source, catalog)
+                columns = _item_columns(source, catalog)
                 if columns is None or source.alias_or_name in tables or bare & set(columns):
                     return False
             if node.args.get("laterals"):
                 return False
     return False
+
+
+def _item_columns(source: exp.Expression, catalog: Mapping[str, pa.Schema]) -> list[str] | None:
+    """The columns of the FROM item ``source`` (:func:`item_columns`), a CTE's too: a table name that a WITH
+    around ``source`` defines has that query's output names (None where they are not known: a ``*``)."""
+    columns = item_columns(source, catalog)
+    if columns is not None or not isinstance(source, exp.Table) or source.args.get("db"):
+        return columns
+    for node in _ancestors(source):
+        with_ = node.args.get("with_") or node.args.get("with")
+        for cte in with_.expressions if isinstance(with_, exp.With) else ():
+            if cte.alias.lower() != source.name.lower():
+                continue
+            alias = cte.args.get("alias")
+            if alias is not None and alias.columns:
+                return [c.name for c in alias.columns]
+            names = list(cte.this.named_selects) if isinstance(cte.this, exp.Query) else []
+            return None if not names or any(isinstance(p, exp.Star) or isinstance(p, exp.Column)
+                                             and isinstance(p.this, exp.Star) for p in cte.this.selects) else names
+    return None
 
 
 def _unnest_item(item: exp.Unnest, dialect: str, catalog: Mapping[str, pa.Schema]) -> None:

@@ -60,6 +60,12 @@ QUERIES = [
     "SELECT *, x + 1 AS y FROM t, unnest([n, length(s)]) AS u(x) WHERE n > 0",
     "SELECT * FROM (SELECT n FROM t) d, unnest([d.n, 2]) u(x), e",
     "SELECT X, U.x FROM t, unnest([n, 2]) AS u(x) ORDER BY 1",
+    # the element in a subquery reading a CTE (its columns known from its definition), and * beside a CTE
+    "WITH c AS (SELECT n AS m FROM t) SELECT x FROM t, unnest([t.n, 2]) u(x) WHERE EXISTS (SELECT 1 FROM c "
+    "WHERE c.m = x)",
+    "WITH c AS (SELECT n AS m, count(*) AS k FROM t GROUP BY n) SELECT x, (SELECT max(m) FROM c WHERE m <= x) AS mm "
+    "FROM t, unnest([t.n, 2]) u(x)",
+    "WITH c AS (SELECT n AS m FROM t WHERE n > 0) SELECT * FROM c, unnest([c.m, 1]) u(x)",
     # string_split of a constant: the pieces, cut while planning
     "SELECT unnest(string_split('a,,b,', ',')) AS p",
     "SELECT n, x FROM t, unnest(string_split('p;q', ';')) u(x)",
@@ -118,7 +124,7 @@ def test_sparks_explode_of_an_array_is_the_same_rows(spark, duckdb, reference):
      "two generators in one SELECT", 32),
     ("SELECT n FROM t LATERAL VIEW posexplode(split(s, ',')) e AS p, v", "posexplode of split(...)", 30),
     ("SELECT unnest([(SELECT 1), 2]) AS a", "a list holding a subquery", 24),
-    ("WITH c AS (SELECT n FROM t) SELECT * FROM c, unnest([c.n, 1]) u(x)", "SELECT * beside a list reading columns",
+    ("WITH c AS (SELECT * FROM t) SELECT * FROM c, unnest([c.n, 1]) u(x)", "SELECT * beside a list reading columns",
      36),
     ("SELECT unnest([1, 2]) + 1 AS a", "an unnest inside an expression", 8),
     ("SELECT n, unnest([1, 2]) AS a FROM t GROUP BY n", "an unnest in a grouping", 11),
