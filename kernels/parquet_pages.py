@@ -713,24 +713,91 @@ def _next_page(buf, pos, end, codec, header, page, scratch):
     return DECODED, pos, kind, buf, body, body + compressed, prefix, scratch
 
 
+def _level_bytes() -> np.ndarray:
+    """Per byte of bit-packed definition levels (bit width 1): its 8 levels as 8 bytes of 0 or 1, in one uint64."""
+    table = np.zeros(256, np.uint64)
+    for byte in range(256):
+        for bit in range(8):
+            table[byte] |= np.uint64((byte >> bit) & 1) << np.uint64(8 * bit)
+    return table
+
+
+_LEVEL_BYTES = _level_bytes()
+#: Multiplying 8 bytes of 0 or 1 by this sums them into the top byte (a popcount of the 8 levels).
+_BYTE_SUM = np.uint64(0x0101010101010101)
+
+
 @njit(nogil=True, cache=True)
-def _definition_levels(data, at, stop, kind, page, prefix, max_definition, values, levels, valid, row):
+def _levels_into(buf, pos, end, count, valid, row):
+    """Decode ``count`` definition levels (bit width 1, the RLE/bit-packing hybrid in ``buf[pos:end]``) into
+    ``valid[row:row + count]`` as bytes of 0 or 1; return ``(position after the runs or -1, levels that are 1)``.
+
+    Why not :func:`_rle_hybrid`: levels went to an int64 array and were then copied to ``valid`` and summed
+    in a second loop, ~2.6 ns a row (TPC-DS's optional columns, ~4% NULL, are mostly short bit-packed runs).
+    Here a bit-packed byte becomes its 8 level bytes with one table look-up and one 8-byte store, counted by
+    one multiply, and a repeated run is a fill: ~0.3 ns a row. A repeated value other than 0 or 1 is
+    malformed (-1), as are runs past ``end``.
+    """
+    if pos < 0 or end > buf.shape[0] or row < 0 or row + count > valid.shape[0]:
+        return -1, 0
+    filled = 0
+    present = 0
+    while filled < count:
+        if pos >= end:
+            return -1, 0
+        run, pos = _varint(buf, pos)
+        if pos < 0 or run < 0:
+            return -1, 0
+        if run & 1 == 0:  # a repeated level
+            if pos >= end:
+                return -1, 0
+            value = np.int64(buf[pos])
+            pos += 1
+            if value > 1:
+                return -1, 0
+            stop = min(count, filled + (run >> 1))
+            valid[row + filled:row + stop] = value
+            present += value * (stop - filled)
+            filled = stop
+        else:  # groups of 8 bit-packed levels: one byte each
+            groups = run >> 1
+            if groups > end - pos:
+                return -1, 0
+            take = min(count - filled, groups * 8)
+            whole = take // 8
+            at = row + filled
+            counted = np.uint64(0)
+            for k in range(whole):
+                word = _LEVEL_BYTES[buf[pos + k]]
+                _store_word(valid, at + 8 * k, word)
+                counted += (word * _BYTE_SUM) >> np.uint64(56)
+            present += np.int64(counted)
+            for i in range(8 * whole, take):  # the last byte's first levels
+                level = (buf[pos + (i >> 3)] >> (i & 7)) & 1
+                valid[at + i] = level
+                present += level
+            pos += groups
+            filled += take
+    return pos, present
+
+
+@njit(nogil=True, cache=True)
+def _definition_levels(data, at, stop, kind, page, prefix, max_definition, values, valid, row):
     """Read a data page's definition levels at ``at``; return ``(status, position after them, present, levels)``.
 
-    For an optional column the levels go to ``levels`` (grown as needed and handed back) and
-    ``valid[row:row + values]``, and ``present`` counts the non-null rows; a required column has none.
-    Levels are checked to be 0 or 1 as they are read, and a v2 page's row and null counts against
-    them.
+    For an optional column the levels go to ``valid[row:row + values]`` (1 = not null), which comes
+    back as ``levels`` (the page's levels, indexed from its first row), and ``present`` counts the
+    non-null rows; a required column has none (``levels`` is then empty and not to be read). Levels
+    are checked to be 0 or 1 as they are read, and a v2 page's row and null counts against them.
     """
     if max_definition == 0:
+        levels = valid[0:0]
         if kind == _DATA_PAGE_V2:
             if page[2] != 0 or page[3] != values:
                 return _BAD_COUNTS, at, 0, levels
             return DECODED, at + prefix, values, levels
         return DECODED, at, values, levels
-    if levels.shape[0] < values:
-        levels = np.empty(values, np.int64)
-    no_dictionary = np.empty(0, np.int64)
+    levels = valid[row:row + values]
     if kind == _DATA_PAGE:
         if page[3] != _RLE:
             return UNSUPPORTED, at, 0, levels
@@ -740,12 +807,11 @@ def _definition_levels(data, at, stop, kind, page, prefix, max_definition, value
         at += 4
     else:
         size = prefix
-    if at + size > stop or _rle_hybrid(data, at, at + size, 1, no_dictionary, levels, 0, values, 2) < 0:
+    if at + size > stop:
         return _BAD_LEVELS, at, 0, levels
-    present = 0
-    for i in range(values):
-        valid[row + i] = levels[i]
-        present += levels[i]
+    done, present = _levels_into(data, at, at + size, values, valid, row)
+    if done < 0:
+        return _BAD_LEVELS, at, 0, levels
     if kind == _DATA_PAGE_V2 and (page[2] != values - present or page[3] != values):
         return _BAD_COUNTS, at, 0, levels
     return DECODED, at + size, present, levels
@@ -1070,7 +1136,7 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
     page = np.empty(16, np.int64)
     dictionary = np.empty(0, out.dtype)
     has_dictionary = False
-    levels = np.empty(0, np.int64)
+    levels = valid[0:0]  # (the page's levels: a view of valid, see _definition_levels)
     end = start + length
     if start < 0 or length < 0 or end > buf.shape[0]:
         return CORRUPT, 0, start, scratch, spare
@@ -1123,7 +1189,7 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
             if page_valid.shape[0] < values:
                 page_valid = np.empty(values, np.uint8)
             status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
-                                                                    max_definition, values, levels, page_valid, 0)
+                                                                    max_definition, values, page_valid, 0)
             if status != DECODED:
                 return status, index, at, scratch, spare
             first = cursor
@@ -1137,7 +1203,7 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
             row += values
             continue
         status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
-                                                                max_definition, values, levels, valid, row)
+                                                                max_definition, values, valid, row)
         if status != DECODED:
             return status, index, at, scratch, spare
         # Values of the non-null rows go to the front of the page's rows; nulls are spread out below.
@@ -1161,6 +1227,7 @@ def decode_chunk(buf, start, length, codec, max_definition, rows, out, valid, sc
         else:
             return UNSUPPORTED, index, at, scratch, spare
         if present < values:  # spread the values over the rows, from the back, zeroing nulls
+            # (a branch a row measured faster than a branch-free select or moving 8 all-valid rows at once)
             source = present - 1
             for i in range(values - 1, -1, -1):
                 if levels[i]:
@@ -1385,7 +1452,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
     has_dictionary = False
     header = np.empty(16, np.int64)
     page = np.empty(16, np.int64)
-    levels = np.empty(0, np.int64)
+    levels = valid[0:0]
     indices = np.empty(0, np.int64)
     nullable = max_definition == 1  # else every row holds a value (levels are not read)
     end = start + length
@@ -1424,7 +1491,7 @@ def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_cod
             status = _EXTRA_VALUES
             break
         status, at_values, present, levels = _definition_levels(data, data_start, data_end, kind, page, prefix,
-                                                                max_definition, values, levels, valid, row)
+                                                                max_definition, values, valid, row)
         if status != DECODED:
             break
         status, chars, used, indices = _string_values(

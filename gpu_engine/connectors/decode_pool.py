@@ -18,8 +18,8 @@ the pool cannot deadlock. Its threads live for the process, idle when no scan
 decodes, like a session's kept driver threads.
 
 The size: ``EngineConfig.scan_decode_threads`` when set, else the
-``GPU_ENGINE_DECODE_THREADS`` environment variable, else the machine's cores
-(``os.cpu_count()``) capped at :data:`MAX_DEFAULT_DECODE_THREADS`, less, on a
+``GPU_ENGINE_DECODE_THREADS`` environment variable, else the cores the process
+may run on (``os.sched_getaffinity``) capped at :data:`MAX_DEFAULT_DECODE_THREADS`, less, on a
 host device, the query's drivers (they run kernels on cores of their own
 while the pool decodes; on a GPU they mostly wait on the device). ``0``
 decodes on the scan's own thread, as before this pool.
@@ -74,8 +74,16 @@ def default_decode_threads(reserved: int = 0) -> int:
 
 @functools.lru_cache(maxsize=1)
 def _cores() -> int:
-    """Return the machine's cores, read once (``os.cpu_count`` reads ``/sys`` on every call)."""
-    return os.cpu_count() or 1
+    """Return the cores this process may run on, read once (both calls read the kernel's state on every call).
+
+    Why the affinity mask and not ``os.cpu_count()``: a process pinned to some cores (``taskset``, a container's
+    cpuset, a batch scheduler's slot on a large host) sees the host's count there, and a pool sized by it put
+    several decode threads on each core it had.
+    """
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):  # (not on every platform)
+        return os.cpu_count() or 1
 
 
 def decode_pool(threads: int) -> ThreadPoolExecutor | None:

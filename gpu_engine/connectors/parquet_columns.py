@@ -311,6 +311,7 @@ def _decode_fixed_chunk(file_bytes: np.ndarray, start: int, length: int, codec: 
     buffers = _scratch_buffers()
     status, page, at, buffers[0], buffers[1] = decode_chunk(file_bytes, start, length, codec, max_definition, count,
                                                             values, valid, buffers[0], buffers[1], wanted)
+    _release_large_scratch(buffers)
     return status, page, at
 
 
@@ -465,6 +466,7 @@ def _read_strings(path: str, name: str, groups: np.ndarray, file_bytes: np.ndarr
                                                             size_hints.tolist(), codecs.tolist(), counts.tolist()):
         status, page, at, codes, valid, offsets, chars, dict_offsets, dict_chars, buffers[0] = decode_strings_chunk(
             file_bytes, start, length, codec, max_definition, rows, as_codes, size_hint, buffers[0])
+        _release_large_scratch(buffers)
         if status <= CORRUPT:
             raise _corrupt(path, name, group, status, page, at)
         if status != DECODED:
@@ -550,6 +552,10 @@ def _canonical_for(path: str, column: str) -> CanonicalDictionary:
 _thread_scratch = threading.local()
 
 
+#: A page buffer larger than this is not kept past the chunk that grew it (:func:`_release_large_scratch`).
+KEPT_SCRATCH_MAX_BYTES = 16 << 20
+
+
 def _scratch_buffers() -> list[np.ndarray]:
     """Return this thread's two page buffers (see :func:`~gpu_engine.kernels.parquet_pages.decode_chunk`).
 
@@ -560,6 +566,19 @@ def _scratch_buffers() -> list[np.ndarray]:
     if buffers is None:
         buffers = _thread_scratch.buffers = [np.empty(0, np.uint8), np.empty(0, np.uint8)]
     return buffers
+
+
+def _release_large_scratch(buffers: list[np.ndarray]) -> None:
+    """Drop this thread's page buffers over :data:`KEPT_SCRATCH_MAX_BYTES` (the next chunk allocates its own).
+
+    Why: the decode pool has a thread a core (16 on a GPU host) and each keeps its buffers for its life, sized
+    to the largest page it uncompressed. Writers' pages are ~1 MB (a dictionary page a few), but one file with a
+    512 MB page would have left every thread that read it holding a gigabyte. Kept buffers are bounded by
+    threads x 2 x this bound; a larger page costs its allocation again, once a chunk.
+    """
+    for slot, buffer in enumerate(buffers):
+        if buffer.nbytes > KEPT_SCRATCH_MAX_BYTES:
+            buffers[slot] = np.empty(0, np.uint8)
 
 
 def _arrow_array(values: np.ndarray, valid: np.ndarray | None, arrow_type: pa.DataType) -> pa.Array:

@@ -21,7 +21,7 @@ from gpu_engine.exec.split import ParquetSplit
 
 def test_the_pool_size_follows_the_machine_and_the_variable(monkeypatch):
     monkeypatch.delenv(pools.DECODE_THREADS_VARIABLE, raising=False)
-    assert default_decode_threads() == max(1, min(os.cpu_count() or 1, pools.MAX_DEFAULT_DECODE_THREADS))
+    assert default_decode_threads() == min(len(os.sched_getaffinity(0)), pools.MAX_DEFAULT_DECODE_THREADS)
     monkeypatch.setattr(pools, "_cores", lambda: 96)
     assert default_decode_threads() == pools.MAX_DEFAULT_DECODE_THREADS  # capped on a large host
     monkeypatch.setattr(pools, "_cores", lambda: 8)
@@ -34,6 +34,39 @@ def test_the_pool_size_follows_the_machine_and_the_variable(monkeypatch):
         monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, bad)
         with pytest.raises(DataSourceError, match="GPU_ENGINE_DECODE_THREADS must be an integer of 0 or more"):
             default_decode_threads()
+
+
+def test_the_default_size_is_the_cores_the_process_may_run_on(monkeypatch):
+    """A process pinned to 3 cores of a 64-core host (taskset, a cpuset) decodes on 3 threads, not 16."""
+    monkeypatch.delenv(pools.DECODE_THREADS_VARIABLE, raising=False)
+    monkeypatch.setattr(pools.os, "sched_getaffinity", lambda pid: {4, 5, 6})
+    monkeypatch.setattr(pools.os, "cpu_count", lambda: 64)
+    pools._cores.cache_clear()
+    try:
+        assert default_decode_threads() == 3 and default_decode_threads(1) == 2
+    finally:
+        monkeypatch.undo()
+        pools._cores.cache_clear()  # the process's own count again for later tests
+
+
+def test_a_thread_keeps_no_page_buffer_over_the_bound(tmp_path, monkeypatch):
+    """Decode threads keep their page buffers between chunks, but none larger than KEPT_SCRATCH_MAX_BYTES."""
+    path = tmp_path / "big_pages.parquet"
+    rng = np.random.default_rng(3)
+    table = pa.table({"a": rng.integers(-2**40, 2**40, 40_000), "s": [f"value {v}" for v in range(40_000)]})
+    pq.write_table(table, path, data_page_size=1 << 22, use_dictionary=False)  # ~320 KB and ~400 KB pages
+    metadata = pq.read_metadata(path)
+    types = decodable_columns(metadata, ["a", "s"])
+    buffers = parquet_columns._scratch_buffers()
+    read = read_decoded_columns(str(path), metadata, [0], types)
+    assert max(buffer.nbytes for buffer in buffers) > 100_000  # kept under the default bound
+    monkeypatch.setattr(parquet_columns, "KEPT_SCRATCH_MAX_BYTES", 100_000)
+    again = read_decoded_columns(str(path), metadata, [0], types)
+    assert max(buffer.nbytes for buffer in buffers) <= 100_000
+    for name in ("a", "s"):
+        assert again[name].equals(read[name])
+        assert pa.chunked_array([again[name]]).cast(table[name].type).combine_chunks().equals(
+            table[name].combine_chunks()), name
 
 
 def test_one_pool_per_size_shared_by_every_caller():

@@ -63,3 +63,43 @@ def test_values_at_positions_equal_every_value_read():
     assert _rle_hybrid(buf, 0, buf.shape[0], BIT_WIDTH, smaller, whole, 0, 96, bound) == -2
     assert _rle_hybrid(buf, 0, buf.shape[0], BIT_WIDTH, dictionary, wanted, 1, 96, int(expected[positions[0]]),
                        positions, 0, 30) == -2
+
+
+def _level_runs(levels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    """Encode 0/1 ``levels`` (bit width 1) as a random mix of repeated runs and bit-packed runs of 1-3 groups."""
+    encoded, at = [], 0
+    while at < len(levels):
+        if rng.random() < 0.4:
+            stop = at + 1
+            while stop < len(levels) and levels[stop] == levels[at] and stop - at < 40:
+                stop += 1
+            encoded += _varint((stop - at) << 1) + [int(levels[at])]
+        else:
+            groups = int(rng.integers(1, 4))
+            stop = min(len(levels), at + 8 * groups)
+            bits = np.zeros(8 * groups, dtype=np.uint8)  # the last group's bits past the levels are padding
+            bits[:stop - at] = levels[at:stop]
+            encoded += _varint(groups << 1 | 1) + list(np.packbits(bits, bitorder="little"))
+        at = stop
+    return np.array(encoded, dtype=np.uint8)
+
+
+def test_definition_levels_decode_into_validity_bytes_and_count_the_present():
+    """_levels_into (the decoder's definition levels: a byte a row, the 1s counted) equals the levels, at any
+    count (not a multiple of 8: the last bit-packed group is cut), and refuses a repeated level over 1 and runs
+    past their bytes."""
+    from gpu_engine.kernels.parquet_pages import _levels_into
+
+    rng = np.random.default_rng(11)
+    for count in (1, 7, 8, 9, 63, 200, 1001):
+        levels = (rng.random(count) > 0.1).astype(np.uint8)
+        buf = _level_runs(levels, rng)
+        valid = np.full(count + 5, 7, dtype=np.uint8)
+        done, present = _levels_into(buf, 0, buf.shape[0], count, valid, 3)
+        assert done == buf.shape[0] and present == int(levels.sum()), count
+        assert (valid[3:3 + count] == levels).all() and (valid[:3] == 7).all() and (valid[3 + count:] == 7).all()
+    valid = np.zeros(16, dtype=np.uint8)
+    assert _levels_into(np.array([8 << 1, 2], np.uint8), 0, 2, 8, valid, 0)[0] == -1  # a level of 2
+    assert _levels_into(np.array([2 << 1 | 1, 0xFF], np.uint8), 0, 2, 16, valid, 0)[0] == -1  # 2 groups, 1 byte
+    assert _levels_into(np.array([8 << 1, 1], np.uint8), 0, 2, 16, valid, 0)[0] == -1  # runs end before 16 levels
+    assert _levels_into(np.array([8 << 1, 1], np.uint8), 0, 2, 8, valid, 9)[0] == -1  # rows past valid
