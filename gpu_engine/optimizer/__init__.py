@@ -27,7 +27,9 @@ The callers hand it the statistics of the tables the plan scans (a session's
    subquery predicates, :mod:`gpu_engine.plans.subqueries`) becomes a semi,
    anti or null-aware anti join on its correlation's equalities, a conjunct
    reading an uncorrelated scalar subquery a nested-loop join with its one
-   row. No operator
+   row, one reading a correlated scalar subquery a hash join on its
+   correlation keys (inner, or left with the value over no rows: COUNT's 0).
+   No operator
    evaluates a subquery, so it is also the one rule
    :func:`required_rewrites` applies where the optimizer is switched off.
 1. :func:`~gpu_engine.optimizer.constant_folding.fold_constants`: boolean
@@ -73,10 +75,11 @@ Still on the sqlglot tree (not moved yet): the SQL planner translates a
 WHERE conjunct's ``[NOT] EXISTS`` / ``[NOT] IN (SELECT …)`` into the typed
 predicates rule 0 decorrelates (binding their key types: an outer expression
 key and numeric keys of two layouts are projected and cast there), and an
-uncorrelated scalar subquery in WHERE / HAVING / QUALIFY into a typed
+uncorrelated scalar subquery in WHERE / HAVING / QUALIFY, and a WHERE
+comparison with a scalar aggregate correlated by column equalities (grouped
+by them, its input restricted by magic sets), into a typed
 ``ScalarSubquery`` the same rule joins, but plans the other subquery forms as
-joins itself (:mod:`gpu_engine.sql.decorrelation`: correlated scalar
-subqueries with their magic sets, uncorrelated EXISTS as a count;
+joins itself (:mod:`gpu_engine.sql.decorrelation`: uncorrelated EXISTS as a count;
 :mod:`gpu_engine.sql.aggregate_planning`: scalar subqueries in SELECT;
 :mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
 as values); eager aggregation (:mod:`gpu_engine.optimizer.eager_aggregation`
