@@ -55,8 +55,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
     python bench/ab.py optimizer-rules tpcds 11 --sf 1 --runs 5
-    python bench/ab.py sql-derived-pushdown tpcds 11 --sf 1 --runs 7  (sql.derived_pushdown off: eager aggregation loses q11's filter)
-    python bench/ab.py typed-eager-aggregation tpcds 11 --sf 1 --runs 7  (the typed rule for the SQL one and its pushdown)
+    python bench/ab.py eager-aggregation tpcds 22 --sf 1 --runs 7  (optimizer.eager_aggregation off)
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py correlated-keys tpcds 17 --sf 1 --runs 7
@@ -87,29 +86,11 @@ def _late_materialization():
 
 
 def _eager_aggregation():
-    """The planner without eager aggregation below joins (``gpu_engine.sql.eager_aggregation``)."""
-    import gpu_engine.sql.planner as module
-    return module, "eager_aggregated", lambda planner, select, members, pending, needed: (members, select)
-
-
-def _set_typed_eager_aggregation(on: bool) -> None:
-    import gpu_engine.optimizer as optimizer
-    import gpu_engine.sql.planner as planner
-    from gpu_engine.optimizer.eager_aggregation import eager_aggregate, with_typed_rule
-    if not hasattr(planner, "_original_sql_eager"):
-        planner._original_sql_eager = (planner.eager_aggregated, planner.with_conditions_pushed)
-    eager, pushed = planner._original_sql_eager
-    planner.eager_aggregated = (lambda p, select, members, pending, needed: (members, select)) if on else eager
-    planner.with_conditions_pushed = (lambda item, ctes, conditions: (item, conditions)) if on else pushed
-    optimizer.ESTIMATE_RULES = (with_typed_rule(optimizer.ESTIMATE_RULES) if on else
-                                tuple(r for r in optimizer.ESTIMATE_RULES if r is not eager_aggregate))
-
-
-def _typed_eager_aggregation():
-    """Eager aggregation as the typed rule after join ordering (``optimizer.eager_aggregation``), the SQL
-    planner's rule and its copy of the pushdown (``sql.derived_pushdown``) off; "without": as committed (the SQL
-    rule). Issue 30 item 0's move, not on by default: bench/results/2026-11-28-eagertyped-move.md."""
-    return _Setting(_set_typed_eager_aggregation), "value", "off"
+    """The optimizer without eager aggregation below joins (``gpu_engine.optimizer.eager_aggregation`` left out
+    of ``ESTIMATE_RULES``)."""
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.eager_aggregation import eager_aggregate
+    return module, "ESTIMATE_RULES", tuple(rule for rule in module.ESTIMATE_RULES if rule is not eager_aggregate)
 
 
 def _one_row_extremes():
@@ -588,13 +569,15 @@ class _Setting:
 
 
 def _set_pre_aggregation_setup(on: bool) -> None:
-    import gpu_engine.sql.eager_aggregation as module
-    module._PRE_AGGREGATION_SETUP = module.PRE_AGGREGATION_SETUP_MEASURED if on else 0.0
+    import gpu_engine.optimizer.eager_aggregation as module
+    if not hasattr(module, "_original_setup"):
+        module._original_setup = module.PRE_AGGREGATION_SETUP
+    module.PRE_AGGREGATION_SETUP = module._original_setup if on else 0.0
 
 
 def _set_build_dictionaries(on: bool) -> None:
     import gpu_engine.operators.hash_build as build
-    import gpu_engine.sql.eager_aggregation as eager
+    import gpu_engine.optimizer.eager_aggregation as eager
     if not hasattr(build, "_original_dictionary_rows"):
         build._original_dictionary_rows = build.DICTIONARY_BUILD_MAX_ROWS
     build.DICTIONARY_BUILD_MAX_ROWS = eager.DICTIONARY_BUILD_MAX_ROWS = build._original_dictionary_rows if on else 4096
@@ -624,25 +607,26 @@ def _outgrown_dictionaries():
 
 def _pre_aggregation_setup():
     """Eager aggregation counts no fixed cost for the operators a pre-aggregation adds (the "with" side, the
-    default, counts ``eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED``)."""
+    default, counts ``optimizer.eager_aggregation.PRE_AGGREGATION_SETUP``)."""
     return _Setting(_set_pre_aggregation_setup), "value", "off"
 
 
 def _set_eager_estimates(on: bool) -> None:
+    import gpu_engine.optimizer.eager_aggregation as module
     import gpu_engine.optimizer.statistics as statistics
-    import gpu_engine.sql.eager_aggregation as module
     if not hasattr(module, "_original_eager_estimates"):
-        module._original_eager_estimates = (statistics.shared_key_domain, module._dictionary_key_cost)
-    domain, dictionary = module._original_eager_estimates
+        module._original_eager_estimates = (statistics.shared_key_domain, module._dictionary_key_cost,
+                                            module.PARTIAL_SETUP_SHARE)
+    domain, dictionary, share = module._original_eager_estimates
     statistics.shared_key_domain = domain if on else (lambda a, b: 0.0)
-    module._dictionary_key_cost = dictionary if on else (lambda: module._STRING_KEY_COST)
-    module._PARTIAL_SETUP_SHARE = module.PARTIAL_SETUP_SHARE_MEASURED if on else 0.0
+    module._dictionary_key_cost = dictionary if on else (lambda: module.STRING_KEY_COST)
+    module.PARTIAL_SETUP_SHARE = share if on else 0.0
 
 
 def _eager_estimates():
     """The estimates before q66's fix (issue 31): a one-key join's divisor without the key's shared domain
     (``statistics.shared_key_domain``), a build side's dictionary-kept strings costed as strings, and a
-    pre-aggregation's set-up without its per-partial part (``eager_aggregation.PARTIAL_SETUP_SHARE_MEASURED``)."""
+    pre-aggregation's set-up without its per-partial part (``optimizer.eager_aggregation.PARTIAL_SETUP_SHARE``)."""
     return _Setting(_set_eager_estimates), "value", "off"
 
 
@@ -729,21 +713,6 @@ def _optimizer_rules():
     made them, a filter above a renaming projection (two operators) and constant-false UNION branches computed."""
     import gpu_engine.optimizer as module
     return module, "RULES", ()
-
-
-def _set_sql_derived_pushdown(on: bool) -> None:
-    import gpu_engine.sql.planner as planner
-    if not hasattr(planner, "_original_with_conditions_pushed"):
-        planner._original_with_conditions_pushed = planner.with_conditions_pushed
-    planner.with_conditions_pushed = planner._original_with_conditions_pushed if on else (
-        lambda item, ctes, conditions: (item, conditions))
-
-
-def _sql_derived_pushdown():
-    """The SQL planner's copy of the optimizer's pushdown off (``sql.derived_pushdown`` pushes nothing into a
-    derived query): the optimizer's pass places those filters, after the SQL rules (eager aggregation, join
-    ordering) have estimated without them (bench/results/2026-11-28-partialsteps-move.md: TPC-DS q11)."""
-    return _Setting(_set_sql_derived_pushdown), "value", "off"
 
 
 def _set_build_sides(on: bool, ratio: float | None = None) -> None:
@@ -880,7 +849,6 @@ def _narrow_keys():
 SWITCHES = {
     "late-materialization": _late_materialization,
     "eager-aggregation": _eager_aggregation,
-    "typed-eager-aggregation": _typed_eager_aggregation,
     "shared-subexpressions": _shared_subexpressions,
     "linear-keep": _linear_keep,
     "pinned-statistics": _pinned_statistics,
@@ -935,7 +903,6 @@ SWITCHES = {
     "distinct-semi-joins": _distinct_semi_joins,
     "value-bounds": _value_bounds,
     "build-sides": _build_sides,
-    "sql-derived-pushdown": _sql_derived_pushdown,
     "build-sides-2x": _build_sides_2x,
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,

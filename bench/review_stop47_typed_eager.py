@@ -1,6 +1,6 @@
 """Review probe (stop 47): fuzz round 6's join and eager-aggregation families with the typed eager aggregation
-rule on (optimizer/eager_aggregation.py, 1363535: ``bench/ab.py typed-eager-aggregation``, the SQL rule and its
-pushdown off) and, per seed, the correlated composite-key / input-rows join-order estimates (6b9a744, off by
+rule (optimizer/eager_aggregation.py, 1363535; on by default since the SQL rule and its pushdown were deleted,
+bench/results/2026-11-28-eagermove.md) and, per seed, the correlated composite-key / input-rows join-order estimates (6b9a744, off by
 default) drawn on or off, against DuckDB.
 
     .venv/bin/python -m bench.review_stop47_typed_eager --seeds 0:100 [--device cuda-sim]
@@ -9,7 +9,6 @@ import random
 import sys
 
 import bench.fuzz_round6 as fuzz
-from bench.ab import _set_typed_eager_aggregation
 
 _draw = fuzz.set_knobs
 
@@ -19,7 +18,6 @@ def set_knobs(r: random.Random) -> str:
     import gpu_engine.optimizer.statistics as statistics
 
     knobs = _draw(r)
-    _set_typed_eager_aggregation(True)
     correlated = r.random() < 0.5
     if hasattr(statistics, "KEY_LIKE_ROWS") and hasattr(join_order, "COUNT_INPUT_ROWS"):
         statistics.KEY_LIKE_ROWS = 2.0 if correlated else float("inf")

@@ -5,29 +5,34 @@ OR-ed into it (:mod:`gpu_engine.sql.shared_ctes`, :mod:`gpu_engine.sql.cte_reade
 then reads its result as a table. ``bench/plan_snapshots.py`` and ``Session.sql_plan`` plan the text whole,
 the CTE inlined at each reader with that reader's filter: a rule's decisions there are not the ones run. The
 typed eager aggregation rule planned q4/q11/q74's inlined readers as the SQL rule did but not their shared
-``year_total`` CTE (bench/results/2026-11-28-eager2-typed-eager-cause.md). This prints, per shared CTE, the
-grouping keys of the aggregations below a join with the SQL rule (as committed) and with
-``bench/ab.py typed-eager-aggregation``, and the CTEs where they differ.
+``year_total`` CTE until an OR of one column's constants pinned its values
+(bench/results/2026-11-28-eager2-typed-eager-cause.md). This prints, per shared CTE, the grouping keys of
+the aggregations below a join (:mod:`gpu_engine.optimizer.eager_aggregation`'s pre-aggregations) with the
+rule and without it (``bench/ab.py eager-aggregation``); ``--expect FILE`` compares them with a saved
+output's (this script's or the older one's ``sql [...]`` column, the SQL planner's rule before 2026-11-28's
+move: bench/results/2026-11-28-eagermove.md).
 ::
 
-    python -m bench.shared_cte_pre_aggregations --sf 1
+    python -m bench.shared_cte_pre_aggregations --sf 1 [--expect old-output.txt]
 """
 import argparse
+import ast
+import re
 
-from bench.ab import _set_typed_eager_aggregation
 
-
-def pre_aggregations(sf: float, typed: bool) -> dict[str, list[tuple[str, ...]]]:
+def pre_aggregations(sf: float, eager: bool) -> dict[str, list[tuple[str, ...]]]:
     """Return ``"q<n>.<cte index>" -> sorted grouping keys of the aggregations below joins`` (or an error's text)."""
+    import gpu_engine.optimizer as optimizer
     from bench.tpcds import query_text
     from gpu_engine import Session
     from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
-    from gpu_engine.optimizer import optimize_plan
+    from gpu_engine.optimizer.eager_aggregation import eager_aggregate
     from gpu_engine.plans.nodes import AggregationNode, HashJoinNode, walk_plan
     from gpu_engine.sql.plan_cache import PlanCache
     from gpu_engine.sql.shared_ctes import split_shared_ctes
 
-    _set_typed_eager_aggregation(typed)
+    rules = optimizer.ESTIMATE_RULES
+    optimizer.ESTIMATE_RULES = rules if eager else tuple(r for r in rules if r is not eager_aggregate)
     try:
         session = Session(device="cpu", drivers=2)
         register_tpcds(session, ensure_tpcds(sf))
@@ -37,7 +42,7 @@ def pre_aggregations(sf: float, typed: bool) -> dict[str, list[tuple[str, ...]]]
             shared, _ = split_shared_ctes(query_text(number))
             for index, cte in enumerate(shared):
                 try:
-                    plan = optimize_plan(session.sql_plan(cte.sql), session.statistics())
+                    plan = optimizer.optimize_plan(session.sql_plan(cte.sql), session.statistics())
                 except Exception as error:  # noqa: BLE001 - reported beside the others
                     out[f"q{number}.{index}"] = [(f"{type(error).__name__}: {error}",)]
                     continue
@@ -46,18 +51,34 @@ def pre_aggregations(sf: float, typed: bool) -> dict[str, list[tuple[str, ...]]]
                     for node in walk_plan(join) if isinstance(node, AggregationNode)})
         return out
     finally:
-        _set_typed_eager_aggregation(False)
+        optimizer.ESTIMATE_RULES = rules
+
+
+def _expected(path: str) -> dict[str, list]:
+    """Read ``key  with [...]`` (this script) or ``key sql [...]`` (the script before the move) lines."""
+    out = {}
+    for line in open(path):
+        found = re.match(r"(q\d+\.\d+)\s+(?:with|sql) (\[.*?\])  ", line)
+        if found:
+            out[found.group(1)] = ast.literal_eval(found.group(2))
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sf", type=float, default=1)
+    parser.add_argument("--expect", help="a saved output to compare the 'with' column with")
     args = parser.parse_args()
-    sql, typed = pre_aggregations(args.sf, False), pre_aggregations(args.sf, True)
-    for key in sql:
-        mark = "" if sql[key] == typed.get(key) else "   <- differs"
-        print(f"{key:7s} sql {sql[key]}  typed {typed.get(key)}{mark}")
-    print(f"{sum(sql[k] != typed.get(k) for k in sql)} of {len(sql)} shared CTEs differ")
+    with_rule, without = pre_aggregations(args.sf, True), pre_aggregations(args.sf, False)
+    expected = _expected(args.expect) if args.expect else None
+    for key in with_rule:
+        mark = "" if expected is None or [tuple(k) for k in expected.get(key, [])] == with_rule[key] else \
+            f"   <- differs from {expected.get(key)}"
+        print(f"{key:7s} with {with_rule[key]}  without {without[key]}{mark}")
+    print(f"{sum(with_rule[k] != without[k] for k in with_rule)} of {len(with_rule)} shared CTEs pre-aggregated")
+    if expected is not None:
+        print(f"{sum([tuple(x) for x in expected.get(k, [])] != with_rule[k] for k in with_rule)} of "
+              f"{len(with_rule)} differ from {args.expect}")
 
 
 if __name__ == "__main__":

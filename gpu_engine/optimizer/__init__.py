@@ -64,6 +64,9 @@ With statistics (:data:`ESTIMATE_RULES`), after the filters are where they end u
 inner joins as the join tree of least summed estimated rows (bushy or
 left-deep, over :mod:`~gpu_engine.optimizer.join_graph`'s relations, keys and
 classes of equal columns) where that saves a fifth of the written tree's;
+:func:`~gpu_engine.optimizer.eager_aggregation.eager_aggregate` pre-aggregates
+the relations an aggregation over inner joins reads below the joins where the
+estimates say it pays (TPC-H q10's lineitem ⋈ orders per ``o_custkey``);
 :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` swaps a hash
 join whose build side is estimated larger than its probe side;
 :func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps` refuses a
@@ -82,11 +85,7 @@ by them, its input restricted by magic sets), into a typed
 joins itself (:mod:`gpu_engine.sql.decorrelation`: uncorrelated EXISTS as a count;
 :mod:`gpu_engine.sql.aggregate_planning`: scalar subqueries in SELECT;
 :mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
-as values); eager aggregation (:mod:`gpu_engine.optimizer.eager_aggregation`
-makes the same decisions over the typed plan but is off by default, behind
-``bench/ab.py typed-eager-aggregation``, until the SQL rule and
-:mod:`gpu_engine.sql.derived_pushdown` are deleted with it:
-bench/results/2026-11-28-eager2-typed-eager-cause.md),
+as values),
 and join ordering beside the typed rule (the estimate rules both planners call:
 :mod:`~gpu_engine.optimizer.statistics`): the SQL planner orders FROM items
 first and the typed rule moves only a region its estimates, with the pushed
@@ -97,16 +96,14 @@ estimated rows on all but TPC-DS q54 (a region no keys link: two scalar
 subqueries' range on ``date_dim``) and the plans within its fifth (q7, q26,
 q27), but q54, q67 and q72 run 12-42% slower: the SQL ordering stays
 (bench/results/2026-11-28-joinorder-typed-join-order.md).
-The SQL planner's copy of the pushdown here
-for ORs over several FROM items (``sql.predicates.implied_filters``) went once
-build sides were chosen here (TPC-H q19 keeps its plan;
-bench/results/2026-11-28-buildside2-typed-build-sides.md). Its copy for a
-derived table's / CTE reference's conditions
-(:mod:`gpu_engine.sql.derived_pushdown`) stays: partial steps no longer read
-its filtered estimates (chosen here: TPC-DS q78 keeps its plan without it), but
-eager aggregation, a SQL rule, does: without it TPC-DS q11's web
-``year_total`` branch is not pre-aggregated per customer and year, +15-21% at
-SF1 (bench/results/2026-11-28-partialsteps-move.md).
+The SQL planner's copies of the pushdown are gone: the one for ORs over
+several FROM items (``sql.predicates.implied_filters``) once build sides were
+chosen here (TPC-H q19 keeps its plan;
+bench/results/2026-11-28-buildside2-typed-build-sides.md), the one for a
+derived table's / CTE reference's conditions (``sql/derived_pushdown.py``)
+with the SQL planner's eager aggregation (``sql/eager_aggregation.py``), the
+last rule that read its filtered estimates, once eager aggregation was a rule
+here (bench/results/2026-11-28-eagermove.md).
 """
 
 from __future__ import annotations
@@ -117,6 +114,7 @@ from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.decorrelation import decorrelate_subqueries
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
+from gpu_engine.optimizer.eager_aggregation import eager_aggregate
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.join_order import order_joins
 from gpu_engine.optimizer.partial_steps import choose_partial_steps
@@ -153,8 +151,13 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 #: :func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps`: no partial step for a GROUP BY whose key is
 #: about as distinct as its estimated input rows (``bench/ab.py partial-steps``;
 #: bench/results/2026-11-28-partialsteps-*.md).
+#: :func:`~gpu_engine.optimizer.eager_aggregation.eager_aggregate` right after join ordering: an aggregation over
+#: inner joins pre-aggregates the relations its aggregates read where the estimates say it pays (the region's
+#: joins keep the order :func:`order_joins` gave them; ``bench/ab.py eager-aggregation``;
+#: bench/results/2026-11-28-eager*.md), before build sides and partial steps, which then see the pre-aggregation.
 ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (
     order_joins,
+    eager_aggregate,
     build_smaller_sides,
     choose_partial_steps,
 )

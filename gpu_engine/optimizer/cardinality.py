@@ -52,12 +52,12 @@ takes 1/3; a comparison with an uncorrelated scalar subquery's one row
 side filters the pair by it as a column compared with a column (1/10: TPC-H
 q15's supplier join, 50 rows here, 10 there); several value sets of one
 column in one Filter (``x IN (1, 2) AND x = 2``) intersect, as on the SQL
-side (:func:`_intersected_value_sets`); an Aggregation the SQL side's eager aggregation placed below a join is
-estimated by the GROUP BY rule here, where that rule counts its groups with
-:func:`~gpu_engine.sql.eager_aggregation.grouped_rows` (TPC-H q10: 573.8 here,
+side (:func:`_intersected_value_sets`); an Aggregation eager aggregation placed below a join is
+estimated by the GROUP BY rule here, where the rule counted its groups with
+:func:`~gpu_engine.optimizer.eager_aggregation.grouped_rows` (TPC-H q10: 573.8 here,
 362.7 there). Over the 22 TPC-H texts at SF 0.01, 88 filters and 44 of 46
 joins the SQL planner estimated get the same rows here (the other two: q10's
-eager aggregation and the join above it);
+eager aggregation and the join above it, when the SQL planner placed it);
 ``tests/optimizer/test_cardinality.py`` checks it.
 """
 

@@ -10,13 +10,13 @@ and DuckDB's optimizers plan similar pushdowns). TPC-DS q4, q11 and q74's
 ``d_year``) have the same shape.
 
 Why a typed rule after the pushdown (issue 30 item 0): as a rule over the
-sqlglot tree (``sql/eager_aggregation.py`` before) it estimated a derived
+sqlglot tree (``sql/eager_aggregation.py``, deleted) it estimated a derived
 table's rows before the optimizer's pushdown placed the readers' filters
 in it, so the SQL planner kept a copy of that pushdown
-(``sql/derived_pushdown.py``) for it alone: without the copy TPC-DS q11's web
-``year_total`` branch was estimated over every year and not pre-aggregated
-(+15-21% at SF1, bench/results/2026-11-28-partialsteps-move.md). Here the
-filters are where they end up, the estimates are
+(``sql/derived_pushdown.py``, deleted with it) for it alone: without the copy
+TPC-DS q11's web ``year_total`` branch was estimated over every year and not
+pre-aggregated (+15-21% at SF1, bench/results/2026-11-28-partialsteps-move.md).
+Here the filters are where they end up, the estimates are
 :mod:`~gpu_engine.optimizer.cardinality`'s, and PlanBuilder, JSON and Spark
 plans get the rule too.
 
@@ -66,27 +66,25 @@ always stays: a key is never proven unique by min/max statistics. The costs
 and constants are the SQL rule's, measured there (their history:
 bench/results/2026-11-28-q66-*.md, 2026-11-28-joincost-*.md).
 
-Where it runs: after join ordering (:func:`with_typed_rule`), the joins below
-the pre-aggregation and above it keeping the order the region had (each
-restricted to its relations; left-deep by key where that restriction would
-cross two unlinked sides), the pre-aggregation built where its groups are
-fewer than the other side's rows (:func:`_built_smaller`).
+Where it runs: in :data:`~gpu_engine.optimizer.ESTIMATE_RULES` right after
+join ordering, the joins below the pre-aggregation and above it keeping the
+order the region had (each restricted to its relations; left-deep by key where
+that restriction would cross two unlinked sides), the pre-aggregation built
+where its groups are fewer than the other side's rows (:func:`_built_smaller`);
+build sides and partial steps, after it, see the pre-aggregation's estimated
+rows. ``bench/ab.py eager-aggregation`` runs the plans without it.
 
-Not on by default yet: :data:`~gpu_engine.optimizer.ESTIMATE_RULES` does not
-hold it, and the SQL planner's rule (``sql/eager_aggregation.py``) and its
-copy of the pushdown (``sql/derived_pushdown.py``) stay. ``bench/ab.py
-typed-eager-aggregation`` switches to this rule with both SQL ones off. Over
-the 121 TPC-H/TPC-DS plans at SF1 it pre-aggregates what the SQL rule does
-(TPC-DS q11 and q74's web branches too, once value sets intersect in the
-filter estimates) plus TPC-H q9, TPC-DS q70 and q86 (a window above the
-aggregation: the SQL rule refused any SELECT with a window); answers equal
-DuckDB's at SF 0.1 for all 121. TPC-DS q4, q11 and q74 ran +10-17% slower
-until an OR of one column's constants pinned its distinct values in the
-estimates: ``Session.sql`` computes their shared ``year_total`` CTE once, with
-its readers' filters OR-ed in (``d_year = 2002 OR d_year = 2001``), and with
-all 201 years left this rule did not pre-aggregate its web (and catalog)
-branch; now all 23 shared TPC-DS CTEs get the SQL rule's pre-aggregations and
-q4/q11/q74 read -2..-7% (bench/results/2026-11-28-eager2-typed-eager-cause.md,
+Against the SQL rule it replaced (bench/results/2026-11-28-eagermove.md,
+2026-11-28-eagertyped-move.md): over the 121 TPC-H/TPC-DS plans at SF1 it
+pre-aggregates what the SQL rule did plus TPC-H q9, TPC-DS q70 and q86 (a
+window above the aggregation: the SQL rule refused any SELECT with a window);
+answers equal DuckDB's at SF 0.1 for all 121. TPC-DS q4, q11 and q74 ran
++10-17% slower until an OR of one column's constants pinned its distinct
+values in the estimates: ``Session.sql`` computes their shared ``year_total``
+CTE once, with its readers' filters OR-ed in (``d_year = 2002 OR d_year =
+2001``), and with all 201 years left this rule did not pre-aggregate its web
+(and catalog) branch; now all 23 shared TPC-DS CTEs get the SQL rule's
+pre-aggregations (bench/results/2026-11-28-eager2-typed-eager-cause.md,
 ``python -m bench.shared_cte_pre_aggregations``).
 """
 
@@ -112,7 +110,7 @@ from gpu_engine.plans.expressions import (AggregateCall, BinaryOp, Case, Cast, C
 from gpu_engine.plans.nodes import (AggregationNode, AggregationStep, FilterNode, HashJoinNode, NestedLoopJoinNode,
                                     PlanNode, ProjectNode, walk_plan)
 
-__all__ = ["PARTIAL_SETUP_SHARE", "PRE_AGGREGATION_SETUP", "eager_aggregate", "grouped_rows", "with_typed_rule"]
+__all__ = ["PARTIAL_SETUP_SHARE", "PRE_AGGREGATION_SETUP", "eager_aggregate", "grouped_rows"]
 
 #: The aggregates a partial state of which merges by another aggregate (count by sum, avg by two sums).
 _DECOMPOSABLE = ("sum", "count", "count_star", "min", "max", "avg")
@@ -158,15 +156,6 @@ def grouped_rows(rows: float, distinct_counts: list[float]) -> float:
     for power, count in enumerate(sorted(distinct_counts, reverse=True)):
         combined *= max(1.0, count) ** (0.5 ** power)
     return max(1.0, min(rows, combined * -math.expm1(-rows / combined)))
-
-
-def with_typed_rule(rules: tuple) -> tuple:
-    """Return the estimate rules ``rules`` with :func:`eager_aggregate` right after join ordering (once)."""
-    from gpu_engine.optimizer.join_order import order_joins
-
-    out = [rule for rule in rules if rule is not eager_aggregate]
-    out.insert(out.index(order_joins) + 1 if order_joins in out else 0, eager_aggregate)
-    return tuple(out)
 
 
 def eager_aggregate(plan: PlanNode, statistics: Mapping[str, TableStatistics]) -> PlanNode:

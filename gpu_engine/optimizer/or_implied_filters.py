@@ -12,10 +12,10 @@ for ``(dyear = 2002 AND ...) OR (dyear = 2001 AND year_total > 0 AND ...)``, so
 ``dyear = 2002 OR dyear = 2001`` filters date_dim below the grouping although
 ``year_total`` is an aggregate), below a window its partition keys, through a
 projection its columns' definitions. Spark's ``PushExtraPredicateThroughJoin``
-and DataFusion's ``extract_or_clauses_for_join`` do this for joins. The SQL planner does it over sqlglot trees
-too for derived tables and CTEs (``sql/derived_pushdown``; its copy for joins, ``sql/predicates.implied_filters``,
-went once build sides were chosen after this pass), only because its eager aggregation and join ordering read
-the filtered estimates: an implied filter equal to one already where it lands is not added twice. An OR in an inner join's own condition implies filters on
+and DataFusion's ``extract_or_clauses_for_join`` do this for joins. The SQL planner's copies over sqlglot trees
+went once the rules reading their filtered estimates ran after this pass (``sql/predicates.implied_filters`` for
+joins with build sides, ``sql/derived_pushdown`` for derived tables and CTEs with eager aggregation). An implied
+filter equal to one already where it lands is not added twice. An OR in an inner join's own condition implies filters on
 the join's sides as one in a Filter above it does.
 
 A branch that folds to FALSE (a UNION ALL branch's constant ``'s'`` compared

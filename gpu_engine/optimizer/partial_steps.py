@@ -14,8 +14,8 @@ choice from its estimates.
 Why here, after the filters are pushed down: the SQL planner made this choice from its own estimates before
 :func:`~gpu_engine.optimizer.predicate_pushdown.push_down_predicates` ran, so a filter the pass moves below
 an aggregation (a CTE reader's ``ss_sold_year = 2000`` reaching ``date_dim`` inside TPC-DS q78's CTEs) was
-not in the rows it compared, and the SQL planner's copy of the pushdown (``sql/derived_pushdown.py``) was
-kept for it too (bench/results/2026-11-28-logical-sql-filter-copies.md: q78 +10% without it). Here
+not in the rows it compared, and the SQL planner's copy of the pushdown (``sql/derived_pushdown.py``, since
+deleted) was kept for it too (bench/results/2026-11-28-logical-sql-filter-copies.md: q78 +10% without it). Here
 every plan gets the choice from :func:`~gpu_engine.optimizer.cardinality.estimate` after the filters are
 where they end up: SQL, PlanBuilder, JSON and Spark plans alike.
 

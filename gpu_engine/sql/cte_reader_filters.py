@@ -6,9 +6,10 @@ every reader keeps only rows passing conditions of its own (TPC-DS q39 reads
 ``inv`` as ``inv1`` with ``inv1.d_moy = 1`` and as ``inv2`` with
 ``inv2.d_moy = 2``), no row failing all of them is ever read, so the CTE may
 compute only the rows passing one of them: ``SELECT * FROM (<cte>) AS inv
-WHERE inv.d_moy = 1 OR inv.d_moy = 2``, whose condition the planner then
-pushes into the CTE's query (:mod:`gpu_engine.sql.derived_pushdown`), in q39
-below its GROUP BY to ``date_dim``: a sixth of a year of ``inventory`` is
+WHERE inv.d_moy = 1 OR inv.d_moy = 2``, whose condition the optimizer's
+pushdown then moves into the CTE's query
+(:mod:`gpu_engine.optimizer.predicate_pushdown`), in q39 below its GROUP BY to
+``date_dim``: a sixth of a year of ``inventory`` is
 grouped instead of all of it. Each reader still applies its own conditions.
 
 A reader's conditions are the conjuncts of the WHERE of the SELECT whose FROM

@@ -3,7 +3,9 @@
 Why: a Filter's estimate lowered its rows and capped every column's distinct
 count at them, so date_dim under ``d_year = 2001`` kept ~180 distinct years
 (its 365 rows' cap). Grouping estimates multiply key counts
-(:func:`~gpu_engine.sql.eager_aggregation.grouped_rows`): TPC-DS q4, q11 and
+(:func:`~gpu_engine.optimizer.eager_aggregation.grouped_rows`; the SQL planner's eager
+aggregation read these pins until it moved to the typed plan, whose estimates,
+:mod:`~gpu_engine.optimizer.cardinality`, pin the same way; the SQL join ordering still reads them): TPC-DS q4, q11 and
 q74's ``year_total`` (store/web sales ⋈ date_dim ⋈ customer grouped by seven
 customer columns and ``d_year``) saw sales ⋈ date_dim grouped by
 ``(ss_customer_sk, d_year)`` as no reduction, so eager aggregation was

@@ -6,7 +6,7 @@ q23's ``best_ss_customer`` is ``FROM store_sales, customer, max_store_sales
 ... GROUP BY c_customer_sk HAVING sum(...) > 0.5 * max(tpcds_cmax)``. Planned
 as written, every one of the 2.88M store_sales rows (SF1) is widened by the
 one-row side's decimal and ``max`` folds it per group, and eager aggregation
-(:mod:`~gpu_engine.sql.eager_aggregation`) pre-aggregates store_sales *cross
+(:mod:`~gpu_engine.optimizer.eager_aggregation`) pre-aggregates store_sales *cross
 joined with* the one row (the aggregates read both), so its partial step is
 the unfused hash aggregation over the widened rows. Here the one-row item
 leaves the FROM list and each ``max(r.c)`` becomes the scalar subquery

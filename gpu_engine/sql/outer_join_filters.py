@@ -8,7 +8,7 @@ into the join) although a row of theirs with another year can match no row
 the WHERE keeps. Deriving ``ws_sold_year = 2000`` for the NULL-extended side
 is the transitive filter DuckDB's filter pushdown and PostgreSQL's
 equivalence classes derive; it then goes into the CTE like any filter on it
-(:mod:`~gpu_engine.sql.derived_pushdown`: below its GROUP BY, to date_dim).
+(:mod:`~gpu_engine.optimizer.predicate_pushdown`: below its GROUP BY, to date_dim).
 
 The rule: a WHERE conjunct that filters one FROM item ``a`` no outer join
 NULL-extends, and compares one column ``a.y`` with constants (``=``, ``<>``,

@@ -5,9 +5,10 @@ that is not aggregated (each of its rows takes the partial again), NULL
 values, a customer whose prices are all NULL (its ``avg`` is NULL), and
 inputs filtered to nothing (a global ``count`` is 0, a ``sum`` NULL). Each
 query of :data:`PUSHED` must be planned, after the optimizer's rules with the
-session's statistics (the typed rule switched on, the SQL planner's off:
-the :func:`typed_rule` fixture), with an aggregation below a join; each of :data:`KEPT`
-without one; both answer as DuckDB does. A PlanBuilder plan and its JSON form
+session's statistics, with an aggregation below a join (the SQL planner places
+none: eager aggregation was a rule over the sqlglot tree, ``sql/eager_aggregation.py``,
+before it was this typed rule); each of :data:`KEPT` without one; both answer as
+DuckDB does. A PlanBuilder plan and its JSON form
 get the same rewrite (a SQL rule never saw them). The TPC-H Q10 plan test
 checks the rule picks lineitem ⋈ orders grouped by ``o_custkey``, the hand
 plan's shape. These tables are tiny, so the tests plan without the rule's
@@ -133,16 +134,6 @@ _SIMULATED = ("count_star_and_count_x", "sum_avg_min_max", "empty_many_side_glob
 
 
 @pytest.fixture(autouse=True)
-def typed_rule(monkeypatch):
-    """The typed rule in the optimizer's estimate rules and the SQL planner's rule off, as ``bench/ab.py
-    typed-eager-aggregation`` sets them (the typed rule is not on by default yet: see its module docstring)."""
-    import gpu_engine.optimizer as optimizer
-    import gpu_engine.sql.planner as planner
-    monkeypatch.setattr(optimizer, "ESTIMATE_RULES", eager_aggregation.with_typed_rule(optimizer.ESTIMATE_RULES))
-    monkeypatch.setattr(planner, "eager_aggregated", lambda planner, select, members, pending, needed: (members, select))
-
-
-@pytest.fixture(autouse=True)
 def no_set_up(monkeypatch):
     """Plan without the pre-aggregation set-up cost: these tables' saving is rows, never 10,000 units; and
     with their dimensions' strings costed as a large build side's (a tiny one's group as dictionary codes)."""
@@ -175,11 +166,16 @@ def _optimized(session, text: str) -> PlanNode:
     return optimizer.optimize_plan(session.sql_plan(text), session.statistics())
 
 
-def test_the_rule_runs_after_join_ordering():
+def test_the_rule_runs_after_join_ordering_and_before_build_sides():
+    """The joins it rebuilds keep the order join ordering chose; build sides and partial steps see the
+    pre-aggregation's estimated rows."""
+    from gpu_engine.optimizer.build_sides import build_smaller_sides
     from gpu_engine.optimizer.join_order import order_joins
-    rules = list(eager_aggregation.with_typed_rule(ESTIMATE_RULES))
+    from gpu_engine.optimizer.partial_steps import choose_partial_steps
+    rules = list(ESTIMATE_RULES)
     assert rules.index(order_joins) + 1 == rules.index(eager_aggregation.eager_aggregate)
-    assert eager_aggregation.with_typed_rule(tuple(rules)) == tuple(rules)
+    assert rules.index(eager_aggregation.eager_aggregate) < rules.index(build_smaller_sides)
+    assert rules.index(eager_aggregation.eager_aggregate) < rules.index(choose_partial_steps)
 
 
 @pytest.mark.parametrize("name", list(PUSHED))

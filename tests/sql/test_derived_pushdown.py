@@ -2,8 +2,9 @@
 
 Answers against DuckDB (conditions on grouping keys, on pass-through and computed columns, on aggregates that
 must stay above, through outer joins inside, LIMIT and windows that block the push, NULLs), and the plans a
-Session runs: the filter lands below the derived query's aggregation (:mod:`gpu_engine.sql.derived_pushdown` and
-the optimizer's pushdown, :mod:`gpu_engine.optimizer.predicate_pushdown`, both place it),
+Session runs: the filter lands below the derived query's aggregation (the optimizer's pushdown,
+:mod:`gpu_engine.optimizer.predicate_pushdown`, places it; the SQL planner's copy, ``sql/derived_pushdown.py``, went
+with the SQL planner's eager aggregation),
 and a CTE read twice is computed for the rows its readers keep (:mod:`gpu_engine.sql.cte_reader_filters`).
 """
 
@@ -135,52 +136,3 @@ def test_an_implied_or_on_the_typed_plan_leaves_out_false_constant_branches():
     over_scans = {node.sources[0].table_name: node.predicate.sql() for node in walk_plan(plan)
                   if isinstance(node, FilterNode) and isinstance(node.sources[0], TableScanNode)}
     assert over_scans == {"t": "(k = 1)", "u": "(k = 2)"}
-
-
-def _derived(sql: str):
-    from sqlglot import parse_one
-
-    return parse_one(sql).args["from_"].this
-
-
-def test_an_implied_or_leaves_out_false_constant_branches_and_columns_restricted_already():
-    from sqlglot import parse_one
-
-    from gpu_engine.sql.derived_pushdown import with_conditions_pushed
-
-    union = _derived("SELECT * FROM (SELECT k, sum(v) AS total, 'a' AS kind FROM t GROUP BY k UNION ALL "
-                     "SELECT k, count(*), 'b' FROM u GROUP BY k) AS x")
-    either = parse_one("(x.kind = 'a' AND x.k = 1 AND x.total > 0) OR (x.kind = 'b' AND x.k = 2 AND x.total > 0)")
-    pushed, kept = with_conditions_pushed(union, {}, [either])
-    first, second = pushed.this.this, pushed.this.expression
-    assert first.args["where"].this.sql() == "k = 1" and second.args["where"].this.sql() == "k = 2"
-    assert kept == [either]  # the OR itself reads an aggregate: it stays above
-    restricted = _derived("SELECT * FROM (SELECT k, sum(v) AS total FROM t WHERE k IN (1, 3) GROUP BY k) AS x")
-    condition = parse_one("(x.k = 1 AND x.total > 1) OR x.k = 3")
-    assert with_conditions_pushed(restricted, {}, [condition]) == (restricted, [condition])
-
-
-def test_a_condition_pushed_into_a_union_copies_each_branch_once(monkeypatch):
-    """Each branch was copied before the push, again when the condition went in, and once more with the whole
-    union when its sides were replaced (issue 29: planning a new text); now once, and the written tree is kept."""
-    from sqlglot import exp, parse_one
-
-    from gpu_engine.sql.derived_pushdown import with_conditions_pushed
-
-    union = _derived("SELECT * FROM (SELECT k, v FROM t UNION ALL SELECT k, 1.0 FROM u "
-                     "UNION ALL SELECT k, v FROM t WHERE v > 2) AS x")
-    written, branches = union.sql(), [s for s in union.find_all(exp.Select)]
-    made = []
-    original = exp.Select.__init__
-
-    def counting(self, *args, **kwargs):
-        made.append(self)
-        original(self, *args, **kwargs)
-
-    monkeypatch.setattr(exp.Select, "__init__", counting)
-    pushed, kept = with_conditions_pushed(union, {}, [parse_one("x.k = 2")])
-    monkeypatch.undo()
-    assert kept == [] and sorted(s.args["where"].this.sql() for s in pushed.find_all(exp.Select)) == [
-        "k = 2", "k = 2", "v > 2 AND k = 2"]
-    assert len(made) == 3  # one copy of each branch
-    assert union.sql() == written and all(s.find_ancestor(exp.Subquery) is union for s in branches)

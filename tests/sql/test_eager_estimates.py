@@ -5,18 +5,17 @@ q66 pre-aggregated 24 decimal sums a branch below a 5-row warehouse join, +19..2
 (bench/results/2026-11-28-q66-eager-aggregation-cause.md): its sales, cut by date and ship-mode joins, joined
 to the third of time_dim a ``t_time`` filter keeps were estimated to match every row; the warehouse's strings
 were costed as strings although the join hands them on as dictionary codes; and the set-up counted the same
-for 24 partials as for one.
+for 24 partials as for one. The key costs and the set-up are the typed rule's
+(tests/optimizer/test_typed_eager_aggregation.py); the join and filter estimates here are the ones both the
+typed estimates and the SQL planner's join ordering read.
 """
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 import sqlglot
 
-from gpu_engine.operators.hash_build import DICTIONARY_BUILD_MAX_ROWS
 from gpu_engine.optimizer.statistics import ColumnStatistics, joined_rows, key_set_divisor, shared_key_domain
-from gpu_engine.sql import eager_aggregation
 from gpu_engine.sql.filtered_statistics import pinned_statistics
 from gpu_engine.sql.planning_context import Relation
 
@@ -84,20 +83,3 @@ def _dates() -> Relation:
 def test_a_filter_keeps_the_domain_of_the_columns_it_cuts_and_clears_those_it_pins(condition, rows, domain):
     stats = pinned_statistics(_dates(), [sqlglot.parse_one(condition, read="duckdb")], rows)
     assert stats["k"].domain == domain
-
-
-def test_a_small_build_sides_strings_group_as_fixed_width_codes():
-    assert eager_aggregation._key_cost(pa.string(), build_rows=5) == 1.0
-    assert eager_aggregation._key_cost(pa.string(), build_rows=DICTIONARY_BUILD_MAX_ROWS) == 1.0
-    assert eager_aggregation._key_cost(pa.string(), build_rows=DICTIONARY_BUILD_MAX_ROWS + 1) == \
-        eager_aggregation._STRING_KEY_COST
-    assert eager_aggregation._key_cost(pa.string()) == eager_aggregation._STRING_KEY_COST  # not a build side
-    assert eager_aggregation._key_cost(pa.int32(), build_rows=10_000_000) == 1.0
-
-
-def test_the_set_up_grows_with_the_partial_aggregates():
-    measured = eager_aggregation.PRE_AGGREGATION_SETUP_MEASURED
-    share = eager_aggregation.PARTIAL_SETUP_SHARE_MEASURED
-    assert eager_aggregation._setup_cost(1) == pytest.approx(measured * (1 + share))
-    assert eager_aggregation._setup_cost(24) == pytest.approx(measured * (1 + 24 * share))
-    assert eager_aggregation._setup_cost(24) > 5 * eager_aggregation._setup_cost(1)

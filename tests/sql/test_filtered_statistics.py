@@ -2,9 +2,11 @@
 
 ``d_year = 2001`` leaves one distinct year, ``IN`` its list's length, a
 BETWEEN its share of the values; the planner's grouping estimates read
-those counts, so sales ⋈ date_dim under a year filter grouped by
-``(customer key, d_year)`` is a reduction and eager aggregation applies
-(TPC-DS q4/q11/q74's ``year_total`` shape), answering as DuckDB does.
+those counts (the SQL planner's join ordering here; the typed rules'
+estimates, :mod:`gpu_engine.optimizer.cardinality`, pin the same way), so
+sales ⋈ date_dim under a year filter grouped by ``(customer key, d_year)`` is a
+reduction and eager aggregation (:mod:`gpu_engine.optimizer.eager_aggregation`)
+applies (TPC-DS q4/q11/q74's ``year_total`` shape), answering as DuckDB does.
 """
 
 from __future__ import annotations
@@ -15,8 +17,8 @@ import pytest
 import sqlglot
 
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
-from gpu_engine.plans.nodes import AggregationNode, walk_plan
-from gpu_engine.sql import eager_aggregation
+from gpu_engine.optimizer import eager_aggregation, optimize_plan
+from gpu_engine.plans.nodes import AggregationNode, HashJoinNode, walk_plan
 from gpu_engine.sql.filtered_statistics import pinned_statistics
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.statistics import ColumnStatistics
@@ -57,12 +59,13 @@ def test_a_filter_pins_the_distinct_values_of_the_column_it_fixes():
 
 def test_a_year_filter_makes_the_year_total_shape_aggregate_below_its_joins(monkeypatch):
     # tiny tables: without the pre-aggregation set-up cost (their saving is rows, never its 10,000 units)
-    monkeypatch.setattr(eager_aggregation, "_PRE_AGGREGATION_SETUP", 0.0)
+    monkeypatch.setattr(eager_aggregation, "PRE_AGGREGATION_SETUP", 0.0)
     monkeypatch.setattr(eager_aggregation, "DICTIONARY_BUILD_MAX_ROWS", 0)  # strings as a large build side's
     tables = {"sales": SALES, "days": DAYS, "cust": CUST}
     session = session_with_tables(tables, device="cpu", fuse=False)  # static kernels only: no compile here
-    plan = session.sql_plan(YEAR_TOTAL)
-    assert any(isinstance(node, AggregationNode) and any(n.startswith("$eager") for n in node.aggregate_names)
-               for node in walk_plan(plan))
+    plan = optimize_plan(session.sql_plan(YEAR_TOTAL), session.statistics())
+    [pre] = {node for join in walk_plan(plan) if isinstance(join, HashJoinNode)
+             for node in walk_plan(join) if isinstance(node, AggregationNode)}
+    assert sorted(pre.grouping_keys) == ["d_year", "s_cust"]
     with duckdb_with_tables(tables) as reference:
         assert_same_rows(session.sql(YEAR_TOTAL), duckdb_table(reference, YEAR_TOTAL))
