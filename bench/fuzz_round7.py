@@ -421,38 +421,20 @@ SQL_FAMILIES = ["subq", "windows", "aggs", "exprs"]
 
 
 def _compare_case(session, connection, sql, params, how):
-    """bench.fuzz_round5._compare, with ``how`` "builder7": the engine executes the hand-built plan of the spec
-    and its JSON round trip, DuckDB the SQL text."""
+    """bench.fuzz_round5._compare, with ``how`` "builder7" (``sql`` is (spec, DuckDB's text)): the hand-built plan
+    of the spec, then its JSON round trip, each against DuckDB (round 5's ``how`` "call")."""
     if how != "builder7":
         return _compare(session, connection, sql, params, how)
-    import traceback
-
-    from duckdb_reference import rows_mismatch
-    from gpu_engine.errors import ExecutionError, GpuEngineError
     from gpu_engine.plans.serialization import plan_from_json, plan_to_json
 
     spec, text = sql
-    try:
-        expected, duckdb_error = connection.sql(text).to_arrow_table(), None
-    except Exception as error:  # noqa: BLE001
-        expected, duckdb_error = None, error
-    try:
-        plan = _built_plan(session, spec)
-        answers = [session.execute(plan), session.execute(plan_from_json(plan_to_json(plan)))]
-    except GpuEngineError as error:
-        text = f"{type(error).__name__}: {error}"
-        if duckdb_error is not None:
-            return "both_raised", f"DuckDB: {duckdb_error}; engine: {text}"
-        return ("engine_raised" if isinstance(error, ExecutionError) else "refused"), text
-    except Exception as error:  # noqa: BLE001 - a raw exception is what the fuzz looks for
-        return "crash", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-8)}"
-    if duckdb_error is not None:
-        return "answered_where_duckdb_raised", f"DuckDB: {duckdb_error}"
-    for which, actual in zip(("plan", "json"), answers):
-        problem = rows_mismatch(actual, expected, rel_tol=1e-7)
-        if problem is not None:
-            return "wrong", f"{which}: {problem}"
-    return "ok", ""
+    status, detail = _compare(session, connection, (lambda s: s.execute(_built_plan(s, spec)), text), None, "call")
+    if status != "ok":
+        return status, detail
+    status, detail = _compare(session, connection,
+                              (lambda s: s.execute(plan_from_json(plan_to_json(_built_plan(s, spec)))), text),
+                              None, "call")
+    return status, (f"json: {detail}" if detail else detail)
 
 
 def _session(data, device, drivers, batch_rows, split_rows):
