@@ -25,7 +25,9 @@ INTERMEDIATE step (partial results: mostly new keys) holds the batches that
 would grow its table, up to the table's bytes, and grows it once for them all;
 a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
 table once instead, from the scan's rows and what the PARTIAL step saw
-(:mod:`gpu_engine.exec.abandoned_partials`).
+(:mod:`gpu_engine.exec.abandoned_partials`). A slot table of 32 MiB or more is advised huge
+pages before its fill (:func:`~gpu_engine.host_allocator.advise_huge_pages`): probed at random, it
+missed the TLB on nearly every probe with 4 KiB pages.
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
@@ -64,6 +66,7 @@ from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import MIN_BYTES, give_array, take_array
+from gpu_engine.host_allocator import advise_huge_pages
 from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
@@ -332,6 +335,7 @@ class FusedAggregation(AggregationOperator):
     def _new_table(self, capacity: int) -> Any:
         xp = self.device.xp
         table = take_array(xp, (capacity, self.table_layout.width), xp.int64)
+        advise_huge_pages(table)  # probed at random: a TLB miss a probe on 4 KiB pages (before the fill touches it)
         table.fill(0)  # a memset; broadcasting the empty row ran at a tenth of that speed
         for column, word in self._nonzero_fill:
             table[:, column] = word

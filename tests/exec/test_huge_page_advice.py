@@ -35,3 +35,43 @@ def test_the_engine_turns_numpys_huge_page_advice_off():
 def test_a_users_numpy_madvise_hugepage_is_left_as_chosen():
     assert _advice_after_tuning(NUMPY_MADVISE_HUGEPAGE="1") == "True"
     assert _advice_after_tuning(GPU_ENGINE_SYSTEM_MALLOC="1") == "True"
+
+
+def _mapping_flags(address: int) -> list[str]:
+    """Return the VmFlags of this process's mapping holding ``address`` (Linux's /proc/self/smaps)."""
+    inside = False
+    with open("/proc/self/smaps") as smaps:
+        for line in smaps:
+            head = line.split()[0]
+            if "-" in head and not head.endswith(":"):
+                low, high = (int(part, 16) for part in head.split("-"))
+                inside = low <= address < high
+            elif inside and head == "VmFlags:":
+                return line.split()[1:]
+    raise AssertionError(f"no mapping holds {address:#x}")
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise is Linux's")
+def test_a_large_table_is_advised_huge_pages_and_small_or_device_arrays_are_left_alone():
+    # Hash tables probed at random are the exception to the engine's "no huge pages" (see host_allocator): the
+    # advice must reach the array's own mapping (VmFlags "hg"), never a small array's (its heap is shared).
+    import numpy as np
+
+    from numpy._core.multiarray import _set_madvise_hugepage
+
+    from gpu_engine.host_allocator import HUGE_PAGE_MIN_BYTES, advise_huge_pages
+
+    numpy_advice = _set_madvise_hugepage(False)  # NumPy's own advice for every large array, off as the engine sets it
+    try:
+        table = np.empty(HUGE_PAGE_MIN_BYTES // 8 + 4096, dtype=np.int64)
+    finally:
+        _set_madvise_hugepage(numpy_advice)
+    middle = table.__array_interface__["data"][0] + table.nbytes // 2
+    assert "hg" not in _mapping_flags(middle)
+    assert advise_huge_pages(table)
+    assert "hg" in _mapping_flags(middle)
+    table.fill(7)  # still an ordinary array
+    assert int(table[len(table) // 2]) == 7
+    small = np.zeros(1024, dtype=np.int64)
+    assert not advise_huge_pages(small)
+    assert not advise_huge_pages(memoryview(bytearray(HUGE_PAGE_MIN_BYTES)))  # not a NumPy array (as a device array)
