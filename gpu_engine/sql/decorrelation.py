@@ -222,9 +222,8 @@ def own_aggregates(select: exp.Select) -> bool:
     return False
 
 
-def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes, plain, semi_joins, extra_relations,
-                           attach) -> None:
-    """Turn one WHERE conjunct holding a subquery into semi joins, relations and plain predicates."""
+def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes, semi_joins, attach) -> None:
+    """Turn one WHERE conjunct holding a subquery into a pending semi join or a scalar-subquery filter to attach."""
     tree = conjunct
     negated = False
     while isinstance(tree, exp.Not):
@@ -248,7 +247,7 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
                     counted.set(clause, None)
             subquery = exp.Subquery(this=counted)
             comparison = (exp.EQ if negated else exp.GT)(this=subquery, expression=exp.Literal.number(0))
-            _scalar_comparison(planner, comparison, subquery, local_aliases, ctes, plain, extra_relations, attach)
+            _scalar_comparison(planner, comparison, subquery, local_aliases, ctes, attach)
             return
         semi_joins.append(_exists(planner, tree, negated, local_aliases, ctes, conjunct))
         return
@@ -261,7 +260,7 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         subqueries = [subquery for _, subquery in found if subquery is not None]
         other = tree.expression if found[0][1] is not None else tree.this
         if len(subqueries) == 1 and not has_subquery(other):
-            _scalar_comparison(planner, tree, subqueries[0], local_aliases, ctes, plain, extra_relations, attach)
+            _scalar_comparison(planner, tree, subqueries[0], local_aliases, ctes, attach)
             return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                       "comparisons with a scalar subquery are planned)", conjunct)
@@ -458,9 +457,9 @@ def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tupl
     return Relation(node, {(alias, name): internal}, frozenset([alias]), 1.0, {}), exp.column(name, table=alias)
 
 
-def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, plain, extra_relations,
-                       attach) -> None:
-    """Plan a comparison with a scalar subquery: a one-row relation, or a grouped aggregate joined on its keys."""
+def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach) -> None:
+    """Plan a comparison with a scalar subquery as a typed ScalarSubquery filter to attach (at one FROM item or after
+    the joins): uncorrelated, its one row; correlated, the aggregate grouped by its correlation columns."""
     select = subquery_select(subquery.this)
     if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
         if any(c.table for c in free_columns(select)):
