@@ -31,8 +31,9 @@ This module keeps the order of the steps, the sources and the output.
    estimates (:mod:`gpu_engine.sql.statistics`), building the smaller side;
    queries with outer joins keep the written order, but for inner joins that
    commute with them, and a LEFT JOIN whose NULL-extended rows a condition
-   rejects is an inner join (:mod:`~gpu_engine.sql.outer_joins`). Where the aggregates read one side of
-   inner joins, that side is pre-aggregated below them (:mod:`~gpu_engine.sql.eager_aggregation`).
+   rejects is an inner join (:mod:`~gpu_engine.sql.outer_joins`). Eager aggregation (the side of inner
+   joins the aggregates read pre-aggregated below them) is an optimizer rule over the typed plan
+   (:mod:`gpu_engine.optimizer.eager_aggregation`), after the pushdown has placed every filter.
 5. **Aggregation and HAVING** (:mod:`~gpu_engine.sql.aggregate_planning`,
    :mod:`~gpu_engine.sql.grouping_sets`), **windows and QUALIFY**
    (:mod:`~gpu_engine.sql.windows`), then **SELECT, DISTINCT, ORDER BY,
@@ -63,21 +64,14 @@ CTE readers reaches each branch; a branch filtered by a constant that is never
 true, as TPC-DS q4/q11/q74's ``'s' = 'w'``, is empty). Still over the sqlglot
 tree (issue 30 item 0 is not done): decorrelation but for [NOT] EXISTS /
 [NOT] IN conjuncts, join ordering and
-choosing the scanned columns. :mod:`~gpu_engine.sql.derived_pushdown` stays
-for the SQL rules that read its filtered estimates: the optimizer pass places
-every filter it places (OR-implied ones too; ``bench/plan_snapshots.py`` with
-it removed: the same filters over the same inputs in all 121 TPC-H/TPC-DS
-plans), but eager aggregation (:mod:`~gpu_engine.sql.eager_aggregation`) and
-join ordering run here, before that pass: without it TPC-DS q11's and q4's web
-``year_total`` branch is not pre-aggregated per customer and year (the
-``d_year`` filter its readers push in is unknown here), q11 +15-21% at SF1
-(``bench/results/2026-11-28-partialsteps-move.md``). It goes when those are
-passes over the typed plan after pushdown. Partial steps already are
-(:mod:`gpu_engine.optimizer.partial_steps`: TPC-DS q78, which lost ~10%
-without it when they were chosen here), and build sides
-(:mod:`gpu_engine.optimizer.build_sides`), since which its twin for ORs over
-several FROM items (``predicates.implied_filters``) went (TPC-H q19 keeps its
-plan).
+choosing the scanned columns. A derived table's or CTE reference's conditions
+are not pushed into its query here: the optimizer's pushdown places them (OR-implied
+ones too), and the rules that estimate from them run after it (eager
+aggregation, partial steps, build sides: :mod:`gpu_engine.optimizer`); the
+SQL planner's copies of that pushdown (``derived_pushdown``, and
+``predicates.implied_filters`` for ORs over several FROM items) and its eager
+aggregation went once those were typed rules
+(bench/results/2026-11-28-eagermove.md).
 """
 
 from __future__ import annotations
@@ -91,7 +85,6 @@ from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
-from gpu_engine.sql.derived_pushdown import with_conditions_pushed
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, plan_subquery_conjunct, scalar_filter, single_alias, subquery_filter,
@@ -100,7 +93,6 @@ from gpu_engine.sql.decorrelation import (
 from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
 from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_output_names
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
-from gpu_engine.sql.eager_aggregation import eager_aggregated
 from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
 from gpu_engine.sql.mark_joins import with_mark_joins
@@ -338,9 +330,8 @@ class QueryPlanner(PlanningContext):
             alias = item.alias_or_name
             if is_correlated_series(item):  # planned over the items it reads, once they are joined
                 continue
-            item, conditions = with_conditions_pushed(item, ctes, pushed[alias])  # into a derived query
             relation = self._plan_source(item, ctes, scanned)
-            relation = filtered(self, relation, conditions)
+            relation = filtered(self, relation, pushed[alias])
             for semi in [s for s in semi_joins if s.early and single_alias(s) == alias
                          and alias not in null_supplying]:
                 relation = subquery_filter(self, relation, semi)
@@ -359,10 +350,7 @@ class QueryPlanner(PlanningContext):
         if outer_joins:
             relation = join_in_order(self, items, relations, pending, needed)
         else:
-            members = list(relations.values())
-            if not semi_joins and None not in attach:  # aggregates over the sides they read
-                members, select = eager_aggregated(self, select, members, pending, needed)
-            relation = join_greedy(self, members, pending, needed)
+            relation = join_greedy(self, list(relations.values()), pending, needed)
         if pending:
             relation = filtered(self, relation, pending)
         for sub, conjunct in attach.get(None, []):  # comparisons with a scalar subquery reading several items
