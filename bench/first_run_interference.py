@@ -15,8 +15,10 @@ same queries, each in a new session:
     engine work): separates "a CPU taken" from everything else;
 ``first``
     the first runs (``background``, the compile process stopped during each
-    query's first ``--compile-pause`` seconds, ``$GPU_ENGINE_COMPILE_PAUSE``;
-    ``1e9``: the engine's tier-switch work without any compiling beside it);
+    query's first ``--compile-pause`` seconds, ``$GPU_ENGINE_COMPILE_PAUSE``,
+    under the ``"young"`` pause policy unless ``$GPU_ENGINE_COMPILE_POLICY``
+    says otherwise; ``1e9``: the engine's tier-switch work without any
+    compiling beside it);
 ``lowest`` again (the machine's drift between passes).
 
 Per pass: wall, the process's CPU (user + sys), its threads' wait for a CPU
@@ -92,6 +94,8 @@ def measure_pass(session, texts: dict[str, str], helper_pid) -> dict:
 def run(args) -> dict:
     os.environ["GPU_ENGINE_CACHE_DIR"] = tempfile.mkdtemp(prefix="gpe-interference-")
     os.environ["GPU_ENGINE_COMPILE_PAUSE"] = str(args.compile_pause)  # before the compiler is made
+    os.environ.setdefault("GPU_ENGINE_COMPILE_POLICY", "young")  # what --compile-pause times (the default
+    # policy, "hold", stops the compile process for whole queries on 2 cores: bench/first_runs.py --compile-policy)
     from bench.first_runs import Workload
     from gpu_engine.codegen.background_compiles import background_compiler
 
