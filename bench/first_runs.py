@@ -78,9 +78,9 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--compile-mode", default="background", choices=("background", "inline"))
     parser.add_argument("--rounds", type=int, default=1, help="rounds, each in a new process (default 1)")
     parser.add_argument("--compile-pause", type=float, default=None,
-                        help="seconds of each query's start during which the compile process is stopped "
-                             "($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else the engine's, "
-                             "DEFAULT_PAUSE_SECONDS; 0 = never)")
+                        help="the young policy's seconds of each query's start during which the compile "
+                             "process is stopped ($GPU_ENGINE_COMPILE_PAUSE; default: the environment's, else "
+                             "the engine's, DEFAULT_PAUSE_SECONDS; 0 = never, under either policy)")
     parser.add_argument("--compile-policy", default=None, choices=("hold", "young"),
                         help="when the compile process is stopped ($GPU_ENGINE_COMPILE_POLICY; default: the "
                              "environment's, else \"hold\": while queries' drivers fill the CPUs; \"young\": "
