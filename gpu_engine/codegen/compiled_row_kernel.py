@@ -20,7 +20,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, Gener
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
 from gpu_engine.codegen.row_kernel import ROW_KERNEL_STATUS_ERROR
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, Unsupported
+from gpu_engine.codegen.row_lowering import Unsupported, error_parts
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.deferred_checks import defer_row_check
@@ -28,7 +28,7 @@ from gpu_engine.kernels.launch import launch_twin
 
 __all__ = ["CompiledRowKernel"]
 
-#: ``status[0]`` before a row kernel runs: no error yet (errors are ``row * 256 + code``, the smallest wins).
+#: ``status[0]`` before a row kernel runs: no error yet (errors: row_lowering.error_word, the least wins).
 _NO_ERROR = np.iinfo(np.int64).max
 
 
@@ -101,7 +101,7 @@ class CompiledRowKernel:
                     *arguments)
 
         def failure(error: int) -> ExecutionError:
-            row, code = divmod(error, ERROR_CODE_BASE)
+            row, code = error_parts(error)
             return ExecutionError(f"{messages[code]} (first at row {row})")
 
         # Read with the enclosing block's other checks (one host sync).

@@ -39,8 +39,9 @@ no slot, so every slice skips them, and they run through all the kernels again a
 reads only the constants its own expressions use.
 
 ``status`` is ``[groups, pending rows, first error]``; an error (overflow, a
-value out of range) is recorded as ``row * 256 + code`` with the smallest row
-winning, and the messages (indexed by code) come back with the source.
+value out of range) is recorded as :func:`~gpu_engine.codegen.row_lowering.error_word`, the least
+winning (the first error in evaluation order, at its first row, as DuckDB and the eager evaluator
+report), and the messages (indexed by code) come back with the source.
 """
 
 from __future__ import annotations
@@ -54,7 +55,7 @@ from gpu_engine.codegen.generation_cache import GenerationCache, aggregate_shape
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.kernel_bounds import aggregate_slices
 from gpu_engine.codegen.kernel_parameters import PARAMETERS, LiftedInput, parameter_preamble, used_slots
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering, RowValue, Unsupported, row_dtype_code
+from gpu_engine.codegen.row_lowering import RowLowering, RowValue, Unsupported, error_word, row_dtype_code
 from gpu_engine.codegen.source_writer import SourceWriter
 from gpu_engine.plans.expressions import Expr
 
@@ -388,18 +389,15 @@ def _write_twin(writer: SourceWriter, program: FusionProgram, aggregates: list[A
     cuda_flavor = flavor == "cuda"
     keyed = bool(program.keys)
     key_part = part == KEY_PART
+    # A failing row records its error (the least word wins: see row_lowering.error_word) and is skipped; every
+    # twin goes on to its next row, so the error kept is the first in evaluation order at its first row.
     if cuda_flavor:
         loop = "for j in range(cuda.grid(1), n, cuda.gridsize(1)):"
-        on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {code})",
-                                 "continue"]
+        on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, {error_word(code)})", "continue"]
     else:
         loop = "for j in range(n):"
-        leave = ([f"status[{STATUS_GROUPS}] = num_groups"] if keyed else []) + [f"status[{STATUS_PENDING}] = pending_count"]
-        # A key kernel leaving early marks the rows it did not reach: the slice kernels read only rows it ran.
-        unrun = ["for jj in range(j, n): row_slots[positions[jj] if has_positions else jj] = np.int64(-1)"] \
-            if key_part else []
-        on_error = lambda code: [f"status[{STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}", *unrun, *leave,
-                                 "return"]
+        on_error = lambda code: [f"status[{STATUS_ERROR}] = min(status[{STATUS_ERROR}], {error_word(code)})",
+                                 "continue"]
     table = slot_table_layout(len(program.keys), aggregates)
     writer.line(f"{SLOT_TABLE_VIEWS['f']} = slot_table.view(np.float64)")
     writer.line(f"{SLOT_TABLE_VIEWS['u']} = slot_table.view(np.uint64)")
@@ -492,17 +490,17 @@ def _write_slice_twin(writer: SourceWriter, program: FusionProgram, aggregates: 
                       layout: KernelLayout, flavor: str, messages: list[str], chosen: tuple[int, ...]) -> None:
     """Write a slice kernel's body: fold the ``chosen`` aggregates of each row the key kernel gave a slot.
 
-    Its errors join the key kernel's in ``status`` (the least ``row * 256 + code`` wins, as the CUDA twin's
-    atomics do), so the error reported is the first row's of any kernel.
+    Its errors join the key kernel's in ``status`` (the least :func:`~gpu_engine.codegen.row_lowering.error_word`
+    wins; codes run on across the key kernel and the slices in the unsplit kernel's order), so the error reported
+    is the unsplit kernel's: the first in evaluation order, at its first row.
     """
     cuda_flavor = flavor == "cuda"
     keyed = bool(program.keys)
     if cuda_flavor:
-        on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {code})",
-                                 "continue"]
+        on_error = lambda code: [f"cuda.atomic.min(status, {STATUS_ERROR}, {error_word(code)})", "continue"]
     else:
-        on_error = lambda code: [f"status[{STATUS_ERROR}] = min(status[{STATUS_ERROR}], "
-                                 f"np.int64(i) * {ERROR_CODE_BASE} + {code})", "return"]
+        on_error = lambda code: [f"status[{STATUS_ERROR}] = min(status[{STATUS_ERROR}], {error_word(code)})",
+                                 "continue"]
     table = slot_table_layout(len(program.keys), aggregates)
     mine = [aggregates[a] for a in chosen]
     global_states = [_table_refs(table)[a] for a in chosen]

@@ -16,7 +16,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
 )
 from gpu_engine.codegen.fusion_program import FusionProgram
 from gpu_engine.codegen.kernel_parameters import PARAMETERS, parameter_preamble
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE, RowLowering
+from gpu_engine.codegen.row_lowering import RowLowering, error_word
 from gpu_engine.codegen.source_writer import SourceWriter
 
 __all__ = ["generate_row_kernel", "ROW_KERNEL_STATUS_ERROR"]
@@ -32,8 +32,9 @@ def generate_row_kernel(name: str, program: FusionProgram, layout: KernelLayout,
     Both twins take ``(n, rows, <inputs of layout>, parameters, *outputs, status)`` (``parameters``: the
     program's constants, see :mod:`~gpu_engine.codegen.kernel_parameters`); per row ``i`` they set ``r``
     (and ``r2``) and call ``write_row(writer, lowering)`` to write the row's work. An error is recorded
-    in ``status[0]`` as ``row * 256 + code``, the smallest row winning: the CPU twin stops there, a CUDA
-    thread runs ``cuda_error_lines`` and goes on to its next row.
+    in ``status[0]`` as :func:`~gpu_engine.codegen.row_lowering.error_word`, the least winning (the first
+    expression in evaluation order that fails, at its first row, as DuckDB and the eager evaluator report):
+    a row that fails runs ``cuda_error_lines`` and each twin goes on to its next row.
     """
     parameters = ["n", "rows", *input_parameters(layout), PARAMETERS, *outputs, "status"]
     signature = ", ".join(parameters)
@@ -48,12 +49,12 @@ def generate_row_kernel(name: str, program: FusionProgram, layout: KernelLayout,
         with writer.block(f"def {name}_{flavor}({signature}):"):
             if flavor == "cuda":
                 loop = "for i in range(cuda.grid(1), n, cuda.gridsize(1)):"
-                error = f"cuda.atomic.min(status, {ROW_KERNEL_STATUS_ERROR}, np.int64(i) * {ERROR_CODE_BASE} + {{code}})"
-                on_error = lambda code: [error.format(code=code), *cuda_error_lines, "continue"]
+                on_error = lambda code: [f"cuda.atomic.min(status, {ROW_KERNEL_STATUS_ERROR}, {error_word(code)})",
+                                         *cuda_error_lines, "continue"]
             else:
                 loop = "for i in range(n):"
-                on_error = lambda code: [f"status[{ROW_KERNEL_STATUS_ERROR}] = np.int64(i) * {ERROR_CODE_BASE} + {code}",
-                                         "return"]
+                on_error = lambda code: [f"status[{ROW_KERNEL_STATUS_ERROR}] = min(status[{ROW_KERNEL_STATUS_ERROR}], "
+                                         f"{error_word(code)})", *cuda_error_lines, "continue"]
             writer.extend(parameter_preamble(program.parameter_types))
             with writer.block(loop):
                 write_row_indices(writer, layout)

@@ -48,10 +48,28 @@ from gpu_engine.plans.expressions import (
     ARITHMETIC_OPS, COMPARISON_OPS, BinaryOp, Case, Cast, ColumnRef, Expr, Extract, Literal, UnaryOp,
 )
 
-__all__ = ["Unsupported", "RowValue", "RowLowering", "row_dtype_code", "ERROR_CODE_BASE"]
+__all__ = ["Unsupported", "RowValue", "RowLowering", "row_dtype_code", "ERROR_CODE_BASE", "error_word", "error_parts"]
 
-#: Errors are recorded as ``row * ERROR_CODE_BASE + code``: one int64 keeps the first row and its message.
+#: The most distinct error codes (messages) one kernel hands out.
 ERROR_CODE_BASE = 256
+#: Errors are recorded as ``code << ERROR_ROW_BITS | row`` and the least wins (a kernel keeps the minimum of its
+#: rows' errors): the first error in evaluation order (codes are handed out as the row code is written, which is
+#: the order it runs in), at its first row. Why code first: DuckDB evaluates an expression over a whole vector
+#: before the next, as the engine's eager evaluator does over a batch, so a later row's error in an earlier
+#: expression is the one they report (``sum(v + v), sum(v * 4)`` with row 10 overflowing only ``v * 4`` and row 20
+#: both: the addition's); row first, fused kernels reported the multiplication's.
+ERROR_ROW_BITS = 40
+
+
+def error_word(code: int) -> str:
+    """Return the source of row ``i``'s error word for ``code`` (see :data:`ERROR_ROW_BITS`)."""
+    return f"(np.int64({code << ERROR_ROW_BITS}) + np.int64(i))"
+
+
+def error_parts(word: int) -> tuple[int, int]:
+    """Return ``(row, code)`` of an error word."""
+    code, row = divmod(int(word), 1 << ERROR_ROW_BITS)
+    return row, code
 _INT64_MIN = -(2**63)
 _NAMES = {"add": "addition", "sub": "subtraction", "mul": "multiplication", "div": "division", "mod": "modulo"}
 

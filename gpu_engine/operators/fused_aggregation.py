@@ -60,7 +60,7 @@ from gpu_engine.codegen.fused_aggregation_kernel import (
 from gpu_engine.codegen.fusion_program import plan_fusion_program
 from gpu_engine.codegen.generation_cache import aggregate_shape
 from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_array
-from gpu_engine.codegen.row_lowering import ERROR_CODE_BASE
+from gpu_engine.codegen.row_lowering import error_parts
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
@@ -658,7 +658,7 @@ class FusedAggregation(AggregationOperator):
                         *arguments, max_blocks=FUSED_KERNEL_BLOCKS)
         groups, pending, error = (int(v) for v in self.device.to_host(status))
         if error != NO_ERROR:
-            row, code = divmod(error, ERROR_CODE_BASE)
+            row, code = error_parts(error)
             raise ExecutionError(f"{messages[code]} (first at row {row})")
         self._num_groups = groups if self.grouped else 1
         self._pending_count = pending
