@@ -15,7 +15,7 @@ from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, phys
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.operator import BarrierOperator
 from gpu_engine.kernels.gather import dictionary_row_validity, gather_column
-from gpu_engine.kernels.sort import dense_ranks, key_changes, sort_key_words
+from gpu_engine.kernels.sort import dense_ranks, key_changes, packed_key_words, sort_key_words, stable_order
 from gpu_engine.expressions.numeric import as_float
 from gpu_engine.expressions.date_functions import add_interval
 from gpu_engine.expressions.temporal import micros_of
@@ -187,16 +187,17 @@ class Window(BarrierOperator):
         node = self.node
         partition = [data.column(name) for name in node.partition_keys]
         ordering = [data.column(key.name) for key in node.sort_keys]
-        words = []
+        words = []  # each packed into one word where it fits (kernels.sort.packed_key_words): fewer sorts, compares
         if partition:
-            words.append(sort_key_words(self.device, partition, [True] * len(partition), [False] * len(partition)))
+            words.append(packed_key_words(self.device, sort_key_words(
+                self.device, partition, [True] * len(partition), [False] * len(partition))))
         if ordering:
-            words.append(sort_key_words(self.device, ordering, [k.ascending for k in node.sort_keys],
-                                        [k.nulls_first for k in node.sort_keys]))
+            words.append(packed_key_words(self.device, sort_key_words(
+                self.device, ordering, [k.ascending for k in node.sort_keys], [k.nulls_first for k in node.sort_keys])))
         if not words:
             order = xp.arange(n, dtype=xp.int64)
         else:
-            order = xp.lexsort(xp.concatenate(words[::-1], axis=0)).astype(xp.int64)
+            order = stable_order(self.device, xp.concatenate(words[::-1], axis=0)).astype(xp.int64)
         new_partition = xp.zeros(n, dtype=xp.bool_)
         new_partition[0] = True
         if partition:
