@@ -19,7 +19,9 @@ change is aimed at a step and not guessed at:
 
 Figures are medians of CPU time (user+sys of the process, one thread decodes), the variants
 interleaved run by run; GB/s divide a column's uncompressed page bytes by them (one core). The load
-average before and after is reported: on a shared machine, CPU time is what compares.
+average before and after is reported: on a shared machine, CPU time is what compares. malloc is tuned as a
+Session tunes it (:mod:`gpu_engine.host_allocator`; ``--system-malloc`` not): without, each engine read
+page-faults its fresh output in (l_partkey at SF1: ~60 of its ~100 ms), which pyarrow's allocator avoids.
 
     python -m bench.parquet_decode_steps --table store_sales --columns ss_sold_date_sk,ss_item_sk,ss_store_sk,ss_ext_sales_price --base HEAD
     python -m bench.parquet_decode_steps --file lineitem.parquet --columns l_quantity,l_shipmode
@@ -223,6 +225,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--columns", required=True, help="comma-separated column names")
     parser.add_argument("--runs", type=int, default=9)
     parser.add_argument("--base", default=None, help="a git revision whose decode_chunk to A/B against")
+    parser.add_argument("--system-malloc", action="store_true",
+                        help="leave malloc untuned (a Session tunes it: gpu_engine.host_allocator); the engine's "
+                             "column then page-faults its output in on every read, pyarrow's allocator does not")
     args = parser.parse_args(argv)
     if args.table:
         from gpu_engine.connectors.tpcds_data import ensure_tpcds
@@ -237,6 +242,10 @@ def main(argv: list[str] | None = None) -> int:
         path = args.file
     else:
         parser.error("give --file, --table or --tpch")
+    if not args.system_malloc:  # as a Session does: freed output buffers are reused, not faulted in again
+        from gpu_engine.host_allocator import tune_host_allocator
+
+        tune_host_allocator()
     load_before = [round(value, 2) for value in os.getloadavg()]
     report = profile_columns(path, args.columns.split(","), args.runs, args.base)
     load_after = [round(value, 2) for value in os.getloadavg()]

@@ -171,8 +171,8 @@ class EngineConfig:
         Threads of the process's pool that decode a piece's Parquet column
         chunks in parallel (:mod:`gpu_engine.connectors.decode_pool`), shared
         by every scan and driver, so decode threads never outnumber it.
-        ``None`` (default): ``$GPU_ENGINE_DECODE_THREADS``, else the machine's
-        cores, at most 16, less one a driver on ``cpu`` and ``cuda-sim``
+        ``None`` (default): ``$GPU_ENGINE_DECODE_THREADS``, else the cores the
+        process may run on (its affinity mask), at most 16, less one a driver on ``cpu`` and ``cuda-sim``
         (drivers there compute on cores of their own); ``0`` decodes on the
         scan's own thread.
     fuse
