@@ -51,7 +51,8 @@ def _mapping_flags(address: int) -> list[str]:
     raise AssertionError(f"no mapping holds {address:#x}")
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="madvise is Linux's")
+@pytest.mark.skipif(not os.path.exists("/sys/kernel/mm/transparent_hugepage/enabled"),
+                    reason="a Linux kernel with transparent huge pages")
 def test_a_large_table_is_advised_huge_pages_and_small_or_device_arrays_are_left_alone():
     # Hash tables probed at random are the exception to the engine's "no huge pages" (see host_allocator): the
     # advice must reach the array's own mapping (VmFlags "hg"), never a small array's (its heap is shared).
