@@ -27,7 +27,7 @@ def set_packing(on: bool) -> None:
     packed, stable = sort._ab_originals
     if not on:
         packed = lambda device, words: words  # noqa: E731
-        stable = lambda device, words: device.xp.lexsort(words)  # noqa: E731
+        stable = lambda device, words, pack=True: device.xp.lexsort(words)  # noqa: E731
     for module in (sort, window):
         module.packed_key_words, module.stable_order = packed, stable
 

@@ -215,10 +215,16 @@ def packed_key_words(device: Device, words: Any) -> Any:
     low, high = words.min(axis=1).tolist(), words.max(axis=1).tolist()
     parts = [(words[k], lo, (hi - lo).bit_length()) for k, (lo, hi) in enumerate(zip(low, high))]
     if sum(width for _, _, width in parts) > 64:
-        parts = [_narrowed_word(word, lo, hi) if width > 32 else (word, lo, width)
-                 for word, lo, width, hi in zip(*zip(*parts), high)]
-        if sum(width for _, _, width in parts) > 64:
+        # narrow the wide words, giving up as soon as the words cannot fit (a plain string's byte words)
+        total = sum(width for _, _, width in parts if width <= 32)
+        if total > 64:
             return words
+        for k, ((word, lo, width), hi) in enumerate(zip(parts, high)):
+            if width > 32:
+                parts[k] = _narrowed_word(word, lo, hi)
+                total += parts[k][2]
+                if total > 64:
+                    return words
     packed = np.zeros(words.shape[1], dtype=np.uint64)
     shift = 0
     for word, lo, width in parts:  # row 0 is the least significant word
@@ -248,14 +254,16 @@ def _narrowed_word(word: np.ndarray, lo: int, hi: int) -> tuple[np.ndarray, int,
     return best
 
 
-def stable_order(device: Device, words: Any) -> Any:
+def stable_order(device: Device, words: Any, pack: bool = True) -> Any:
     """Return the stable sort order of ``(K, n)`` key words (primary last), as ``xp.lexsort`` does.
 
     Why: a single word sorts by ``argsort(kind="stable")``, cheaper on NumPy than ``lexsort``'s general
-    path; words are first packed into one where they fit (:func:`packed_key_words`).
+    path; words are first packed into one where they fit (:func:`packed_key_words`; ``pack=False``: the caller
+    packed them already).
     """
     xp = device.xp
-    words = packed_key_words(device, words)
+    if pack:
+        words = packed_key_words(device, words)
     if words.shape[0] == 1 and device.kernel_flavor == "cpu":
         return np.argsort(words[0], kind="stable")
     return xp.lexsort(words)
@@ -278,7 +286,7 @@ def _sorted(device: Device, columns: Sequence[Column], ascending: Sequence[bool]
     if len(columns[0]) == 0:
         return None, xp.empty(0, dtype=xp.int32)
     keys = packed_key_words(device, _sort_key_matrix(device, columns, ascending, nulls_first))
-    return keys, stable_order(device, keys).astype(xp.int32)
+    return keys, stable_order(device, keys, pack=False).astype(xp.int32)
 
 
 def sort_indices(device: Device, columns: Sequence[Column], ascending: Sequence[bool],
@@ -336,7 +344,7 @@ def dense_ranks(device: Device, columns: Sequence[Column], ascending: Sequence[b
     _check_arguments(columns, ascending, nulls_first)
     xp = device.xp
     keys = packed_key_words(device, _sort_key_matrix(device, columns, ascending, nulls_first))
-    order = stable_order(device, keys)
+    order = stable_order(device, keys, pack=False)
     dense = xp.zeros(order.shape[0], dtype=xp.int64)
     dense[1:] = xp.cumsum(key_changes(device, keys, order))
     ranks = xp.empty_like(dense)
