@@ -34,8 +34,9 @@ from gpu_engine.expressions import evaluate, evaluate_predicate
 from gpu_engine.expressions.common_subexpressions import hoist_common_subexpressions, hoists_from_branches
 from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.filter import selection_from_mask
-from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, InList, Like, Literal, UnaryOp, referenced_columns,
-                                         walk)
+from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, Function, InList, Like, Literal, UnaryOp,
+                                         referenced_columns, walk)
+from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.nodes import FilterNode, ProjectNode
 
 __all__ = ["FilterProject"]
@@ -146,6 +147,21 @@ def _guarded_conjuncts(predicate) -> tuple:
     return tuple(conjuncts)
 
 
+def _row_count_checks(conjuncts) -> list:
+    """Return a check of each ``scalar_subquery_value`` in ``conjuncts`` over its row count alone.
+
+    Why: it fails where an outer row met several subquery rows, an error DuckDB raises in the join whatever the
+    rest of WHERE says of the row (``b = (SELECT e FROM u WHERE u.c = t.a)`` fails for a = 2 meeting two rows
+    although b equals neither); retried a conjunct at a time it was excused by ``b = v`` dropping the row.
+    """
+    checks = []
+    for conjunct in conjuncts:
+        for node in walk(conjunct):
+            if isinstance(node, Function) and node.name == SCALAR_SUBQUERY_VALUE:
+                checks.append(Function(SCALAR_SUBQUERY_VALUE, (Literal(True, pa.bool_()), node.args[1]), pa.bool_()))
+    return checks
+
+
 def _projection_program(device, node: ProjectNode) -> tuple[FusionProgram | None, tuple[int, ...]]:
     """Return the program of one kernel computing the computed fixed-width expressions, and their positions."""
     schema = {f.name: f.type for f in node.source.output_schema}
@@ -204,6 +220,10 @@ class FilterProject(Operator):
         """Return ``batch`` with the rows every conjunct holds for, each conjunct evaluated on the rows the
         others kept: one that fails is tried again once the others have dropped rows, until none fails or none
         drops more (then its error is raised)."""
+        # DuckDB fails where an outer row meets several rows of a scalar subquery (in its join, before any filter
+        # above): that check is no conjunct another excuses by dropping the row (:func:`_row_count_checks`)
+        for check in _row_count_checks(self._guarded_conjuncts):
+            evaluate(check, batch.materialize(referenced_columns(check)))
         pending = list(self._guarded_conjuncts)
         while pending:
             failed, first_error = [], None
