@@ -9,7 +9,8 @@ The masks are computed on the device from the same parse kernels CAST uses,
 except for text to floats (parsed by pyarrow on the host, as CAST does),
 128-bit sources (decimals wider than 18 digits, uint64), checked on the host
 value by value, and text to decimals wider than 18 digits, parsed exactly on
-the host (CAST's device parse holds 18 digits and raises past them).
+the host (CAST's device parse holds 18 digits and raises past them). Between types with no conversion at all
+(a number to DATE, DATE to a number) every row is NULL, as in DuckDB (its ``TryVectorNullCast``).
 """
 
 from __future__ import annotations
@@ -28,8 +29,9 @@ from gpu_engine.columnar.types import (
     is_boolean, is_decimal, is_floating, is_integer, is_interval, is_string, is_time, physical_dtype,
 )
 from gpu_engine.device import Device
-from gpu_engine.expressions.cast import cast
+from gpu_engine.expressions.cast import can_cast, cast
 from gpu_engine.expressions.intervals import intervals_from_strings
+from gpu_engine.expressions.literals import literal_column
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, divide_round_half_away, needs_words, round_half_away, scale_of,
 )
@@ -39,6 +41,7 @@ from gpu_engine.expressions.text_on_host import (
     parse_booleans, parse_times, parse_timestamps, parse_unsigned_bigints, parse_wide_decimals,
 )
 from gpu_engine.kernels import strings as kernels
+from gpu_engine.plans.expressions import Literal
 
 __all__ = ["try_cast"]
 
@@ -49,6 +52,8 @@ _FLOAT_TEXT = r"^\s*[+-]?(?:(?:\d+(?:_\d+)*\.?(?:\d+(?:_\d+)*)?|\.\d+(?:_\d+)*)(
 def try_cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     """Return ``TRY_CAST(column AS dtype)``: NULL where the value does not convert (and where it is NULL)."""
     source = column.dtype
+    if not can_cast(source, dtype):  # no conversion between the types (a number to DATE): NULL, as DuckDB
+        return literal_column(device, Literal(None, dtype), len(column))
     if is_string(source) and is_decimal(dtype) and dtype.precision > 18:
         return parse_wide_decimals(device, column, dtype)  # CAST's parse holds 18 digits (it raises past them)
     if is_string(source) and dtype == pa.uint64():

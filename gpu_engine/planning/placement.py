@@ -138,6 +138,10 @@ def _(expression: Cast, node_label: str) -> str | None:
 def _(expression: Function, node_label: str) -> str | None:
     if expression.name != "try_cast":
         return None
+    from gpu_engine.expressions.cast import can_cast
+
+    if not can_cast(expression.args[0].dtype, expression.dtype):
+        return None  # no conversion: all NULL, on any device (gpu_engine.expressions.try_cast)
     return host_fallback(Cast(expression.args[0], expression.dtype), node_label)  # TRY_CAST converts as CAST does
 
 
