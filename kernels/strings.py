@@ -28,6 +28,7 @@ __all__ = [
     "like",
     "isin",
     "substring_bounds",
+    "substring_bounds_rows",
     "trim_bounds",
     "copy_ranges",
     "parse_decimal",
@@ -207,16 +208,15 @@ def _isin_row(i, offsets, chars, set_offsets, set_chars, out):
 
 
 @_row_helper
-def _substring_row(i, offsets, chars, start, length, out_start, out_end):
-    """Write the byte range of DuckDB's ``substring(s, start, length)`` (characters, 1-based).
+def _substring_range(first, last, chars, start, length):
+    """Return the byte range ``(begin, stop)`` of DuckDB's ``substring(s, start, length)`` (characters, 1-based)
+    of the string ``chars[first:last]``.
 
     DuckDB places the first character at 0 for ``start > 0`` (``start - 1``),
     one before the first for ``start == 0`` and ``size + start`` for a negative
     start; a negative length takes the characters *before* that position; the
     range is then clamped to the string.
     """
-    first = offsets[i]
-    last = offsets[i + 1]
     size = 0
     for k in range(first, last):
         if (chars[k] & 0xC0) != 0x80:
@@ -235,9 +235,7 @@ def _substring_row(i, offsets, chars, start, length, out_start, out_end):
     begin = 0 if begin < 0 else (size if begin > size else begin)
     stop = 0 if stop < 0 else (size if stop > size else stop)
     if stop <= begin:
-        out_start[i] = first
-        out_end[i] = first
-        return
+        return first, first
     position = 0
     byte_begin = last
     byte_stop = last
@@ -249,8 +247,25 @@ def _substring_row(i, offsets, chars, start, length, out_start, out_end):
                 byte_stop = k
                 break
             position += 1
-    out_start[i] = byte_begin
-    out_end[i] = byte_stop
+    return byte_begin, byte_stop
+
+
+@_row_helper
+def _substring_row(i, offsets, chars, start, length, out_start, out_end):
+    """Write the byte range of DuckDB's ``substring(s, start, length)`` of string ``i`` (constant bounds)."""
+    begin, stop = _substring_range(offsets[i], offsets[i + 1], chars, start, length)
+    out_start[i] = begin
+    out_end[i] = stop
+
+
+@_row_helper
+def _substring_rows_row(i, offsets, chars, index, indexed, starts, lengths, out_start, out_end):
+    """Write the byte range of row ``i``'s substring, its start and length read per row (columns, not constants);
+    the row's string is ``index[i]`` of the table when ``indexed`` (a dictionary column's codes)."""
+    slot = index[i] if indexed else i
+    begin, stop = _substring_range(offsets[slot], offsets[slot + 1], chars, starts[i], lengths[i])
+    out_start[i] = begin
+    out_end[i] = stop
 
 
 @_row_helper
@@ -652,6 +667,12 @@ def _substring_cpu(offsets, chars, start, length, out_start, out_end):
 
 
 @njit(nogil=True, cache=True)
+def _substring_rows_cpu(offsets, chars, index, indexed, starts, lengths, out_start, out_end):
+    for i in range(out_start.shape[0]):
+        _substring_rows_row(i, offsets, chars, index, indexed, starts, lengths, out_start, out_end)
+
+
+@njit(nogil=True, cache=True)
 def _trim_cpu(offsets, chars, members, left, right, out_start, out_end):
     for i in range(out_start.shape[0]):
         _trim_row(i, offsets, chars, members, left, right, out_start, out_end)
@@ -704,6 +725,12 @@ def _isin_cuda(offsets, chars, set_offsets, set_chars, out):
 def _substring_cuda(offsets, chars, start, length, out_start, out_end):
     for i in range(cuda.grid(1), out_start.shape[0], cuda.gridsize(1)):
         _substring_row(i, offsets, chars, start, length, out_start, out_end)
+
+
+@cuda.jit
+def _substring_rows_cuda(offsets, chars, index, indexed, starts, lengths, out_start, out_end):
+    for i in range(cuda.grid(1), out_start.shape[0], cuda.gridsize(1)):
+        _substring_rows_row(i, offsets, chars, index, indexed, starts, lengths, out_start, out_end)
 
 
 @cuda.jit
@@ -818,6 +845,22 @@ def substring_bounds(device, offsets, chars, start: int, length: int | None):
     length = (1 << 62) if length is None else int(length)
     offsets = offsets.astype(xp.int64, copy=False)
     launch_twin(device, rows, _substring_cpu, _substring_cuda, offsets, chars, int(start), length, out_start, out_end)
+    return out_start, out_end
+
+
+def substring_bounds_rows(device, offsets, chars, index, starts, lengths):
+    """Return absolute byte ``(starts, ends)`` of DuckDB's ``substring(s, start, length)`` per row, ``start`` and
+    ``length`` int64 arrays a row (a column's values); ``index`` maps rows to strings of the table (a dictionary
+    column's codes) or is None (row i is string i)."""
+    xp = device.xp
+    rows = int(starts.shape[0])
+    out_start = xp.zeros(rows, dtype=xp.int64)
+    out_end = xp.zeros(rows, dtype=xp.int64)
+    offsets = offsets.astype(xp.int64, copy=False)
+    indexed = index is not None
+    index = index.astype(xp.int64, copy=False) if indexed else xp.zeros(1, dtype=xp.int64)
+    launch_twin(device, rows, _substring_rows_cpu, _substring_rows_cuda, offsets, chars, index, indexed,
+                starts.astype(xp.int64, copy=False), lengths.astype(xp.int64, copy=False), out_start, out_end)
     return out_start, out_end
 
 

@@ -309,6 +309,18 @@ def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.string()
 
 
+def _substring(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``substring(s, start[, length])`` with a start or length that is not a constant (read per row); constant
+    bounds are the :class:`~gpu_engine.plans.expressions.Substring` node. BIGINT bounds, as DuckDB's signature
+    (narrower integers widen; UBIGINT and non-integers it does not bind)."""
+    _arity(name, args, 2, 3)
+    _string(name, args[0], 1)
+    for position, arg in enumerate(args[1:], 2):
+        if not (is_integer(arg.dtype) and arg.dtype != pa.uint64() or pa.types.is_null(arg.dtype)):
+            raise TypeError(f"{name}() needs a BIGINT {('start', 'length')[position - 2]}, got {arg.dtype}")
+    return pa.string()
+
+
 def _pad(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     _string(name, args[0], 1)
@@ -743,7 +755,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "regexp_matches": _regex, "regexp_full_match": _regex, "regexp_replace": _regex,
     "regexp_extract": _regexp_extract, "md5": _md5, "printf": _printf, "format": _printf,
     "strpos": _search, "starts_with": _search, "ends_with": _search, "contains": _search,
-    "left": _left_right, "right": _left_right,
+    "left": _left_right, "right": _left_right, "substring": _substring,
     "lpad": _pad, "rpad": _pad,
     "ascii": _character_code, "unicode": _character_code, "strlen": _character_code, "bit_length": _character_code,
     "strip_accents": _character_code, "chr": _chr, "translate": _translate,

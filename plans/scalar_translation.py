@@ -722,7 +722,7 @@ class ScalarTranslator:
                 pa.types.is_null(value.dtype) or pa.types.is_integer(value.dtype)):
             return None
         if not (isinstance(value, Literal) and isinstance(value.value, int) and not isinstance(value.value, bool)):
-            raise self.error(f"the SUBSTRING {what} must be an integer constant (not supported yet otherwise)", tree)
+            raise self.error(f"the SUBSTRING {what} must be an integer, got {value.sql()}", tree)
         return value.value
 
     def _substring(self, tree: exp.Substring) -> Expr:
@@ -730,6 +730,11 @@ class ScalarTranslator:
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: SUBSTRING needs a string, got {operand.dtype}", tree)
         length = tree.args.get("length")
+        bounds = [self.translate(bound) for bound in (tree.args["start"], length) if bound is not None]
+        if not all(isinstance(bound, Literal) for bound in bounds):  # a start or length read per row
+            from gpu_engine.plans.function_translation import build_function
+
+            return build_function(self, "substring", [operand, *(_null_as(bound, pa.int64()) for bound in bounds)], tree)
         start = self._int_constant(tree.args["start"], "start")
         count = self._int_constant(length, "length") if length is not None else None
         if start is None or (length is not None and count is None):  # a NULL start or length: NULL, as DuckDB

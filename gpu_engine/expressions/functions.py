@@ -26,6 +26,7 @@ from gpu_engine.expressions.bitwise import BITWISE_FUNCTIONS, evaluate_bitwise_f
 from gpu_engine.expressions.math_functions import MATH_FUNCTIONS, evaluate_math_function
 from gpu_engine.expressions.numeric import raise_at_first
 from gpu_engine.expressions.string_functions import STRING_FUNCTIONS, evaluate_string_function
+from gpu_engine.expressions.strings import substring_rows
 from gpu_engine.expressions.text_formatting import format_rows
 from gpu_engine.expressions.try_cast import try_cast
 from gpu_engine.plans.expressions import Expr, Function, Literal
@@ -118,6 +119,8 @@ def evaluate_function(expr: Function, batch: Batch, evaluate: Callable[[Expr, Ba
         return evaluate_interval_function(device, expr.name, expr.args, columns, expr.dtype)
     if expr.name == "try_cast":
         return try_cast(device, columns[0], expr.dtype)
+    if expr.name == "substring":  # a start or length read per row (constant ones are the Substring node)
+        return substring_rows(device, columns[0], columns[1], columns[2] if len(columns) > 2 else None)
     if expr.name == SCALAR_SUBQUERY_VALUE:  # DuckDB's error, where an outer row met several subquery rows
         raise_at_first(device, columns[1].data > 1, columns[1].validity, "More than one row returned by a "
                        "subquery used as an expression - scalar subqueries can only return a single row")

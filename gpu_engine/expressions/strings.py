@@ -16,6 +16,8 @@ import pyarrow as pa
 
 from gpu_engine.columnar import Column
 from gpu_engine.device import Device
+from gpu_engine.errors import ExecutionError
+from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.kernels.gather import dictionary_row_validity
 
@@ -28,6 +30,7 @@ __all__ = [
     "like_matches",
     "isin_matches",
     "substring",
+    "substring_rows",
     "choose_strings",
     "scatter_strings",
 ]
@@ -108,6 +111,51 @@ def substring(device: Device, column: Column, start: int, length: int | None) ->
         return _substring_plain(device, column, start, length)
     dictionary = _substring_plain(device, column.dictionary, start, length)
     return Column(pa.string(), column.data, column.validity, None, dictionary)
+
+
+#: DuckDB's bounds on a substring's offset and length (``AssertInSupportedRange``): beyond them it raises.
+_SUBSTRING_UPPER, _SUBSTRING_LOWER = 4294967295, -4294967296
+_SUBSTRING_RANGE_ERRORS = ("Substring offset outside of supported range (< -4294967296)",
+                           "Substring offset outside of supported range (> 4294967295)",
+                           "Substring length outside of supported range (< -4294967296)",
+                           "Substring length outside of supported range (> 4294967295)")
+
+
+def substring_rows(device: Device, column: Column, starts: Column, lengths: Column | None) -> Column:
+    """Return DuckDB's ``substring(column, start[, length])`` with the start and length read per row (columns).
+
+    A row is NULL where the string, its start or its length is; a valid row whose start or length lies outside
+    DuckDB's supported range raises (offset checked before length, the first such row in order), as DuckDB's
+    function does; rows with NULLs are not checked (DuckDB does not call the function on them).
+    """
+    xp = device.xp
+    rows = len(column)
+    validity = string_validity(device, column)
+    for part in (starts, lengths):
+        if part is not None and part.validity is not None:
+            validity = part.validity if validity is None else validity & part.validity
+    start_values = starts.data.astype(xp.int64, copy=False)
+    length_values = (xp.full(rows, 1 << 62, dtype=xp.int64) if lengths is None
+                     else lengths.data.astype(xp.int64, copy=False))
+    code = xp.zeros(rows, dtype=xp.int8)
+    checks = [start_values < _SUBSTRING_LOWER, start_values > _SUBSTRING_UPPER]
+    if lengths is not None:
+        checks += [length_values < _SUBSTRING_LOWER, length_values > _SUBSTRING_UPPER]
+    for number, bad in reversed(list(enumerate(checks, 1))):  # the first failing check of a row names it
+        code = xp.where(bad, xp.int8(number), code)
+    bad = code > 0 if validity is None else (code > 0) & validity
+    defer_row_check(device, first_true_row(device, bad), -1, lambda row: ExecutionError(
+        f"{_SUBSTRING_RANGE_ERRORS[int(device.read_scalar(code, row)) - 1]} (first at row {row})"))
+    if validity is not None:  # a NULL row's bounds are never read: keep the kernel's work in range
+        start_values = xp.where(validity, start_values, 1)
+        length_values = xp.where(validity, length_values, 0)
+    offsets, chars, index = string_slots(column)
+    if index is not None and len(column.dictionary) == 0:  # an all-NULL column: its codes index nothing
+        index = xp.zeros(rows, dtype=xp.int64)
+        offsets = xp.zeros(2, dtype=xp.int64)
+    begins, ends = kernels.substring_bounds_rows(device, offsets, chars, index, start_values, length_values)
+    out_offsets, out_chars = kernels.copy_ranges(device, chars, begins, ends - begins)
+    return Column(pa.string(), out_chars, validity, out_offsets)
 
 
 def _string_pool(device: Device, sources: Sequence[Column]) -> tuple[Any, Any, list[int]]:

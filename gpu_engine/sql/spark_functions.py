@@ -173,6 +173,11 @@ def _rewrite(node: exp.Expression) -> exp.Expression:
         return _int(exp.Day(this=node.this.copy()))
     if type(node) in _INT_PARTS:  # year(d), month(d)...: an INT
         return _int(node.copy())
+    if isinstance(node, exp.Substring) and any(node.args.get(bound) is not None and node.args[bound].find(exp.Column)
+                                               for bound in ("start", "length")):
+        raise _error("substr / substring with a start or length read from a column is not supported in Spark SQL "
+                     "(Spark reads position 0 as 1 and a negative length as none, DuckDB's substring does not); "
+                     "write constant bounds", node)
     if isinstance(node, exp.Substring) and isinstance(node.args.get("start"), exp.Literal) \
             and node.args["start"].is_int and int(node.args["start"].this) == 0:
         node.set("start", exp.Literal.number(1))  # Spark: substr(s, 0, n) starts at the first character

@@ -109,6 +109,7 @@ CASES = {
     "strings._like_cuda": [lambda: [i64(), u8(), i32(), b1()]],
     "strings._isin_cuda": [lambda: [i64(), u8(), i64(), u8(), b1()]],
     "strings._substring_cuda": [lambda: [i64(), u8(), 1, 5, i64(), i64()]],
+    "strings._substring_rows_cuda": [lambda: [i64(), u8(), i64(), True, i64(), i64(), i64(), i64()]],
     "strings._copy_cuda": [lambda: [u8(), i64(), i64(), u8()]],
     "strings._parse_decimal_cuda": [lambda: [i64(), u8(), 2, True, i64(), i8()]],
     "strings._parse_date_cuda": [lambda: [i64(), u8(), i32(), i8()]],
