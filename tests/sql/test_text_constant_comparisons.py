@@ -59,7 +59,7 @@ def test_text_constants_compare_on_each_device(device_name, reference):
 def test_text_that_is_no_such_value_fails_as_in_duckdb(sql, reference):
     with pytest.raises(Exception, match="(?i)conver"):
         reference.execute(sql).fetchall()
-    with pytest.raises(Exception, match="Could not convert|out of range"):  # while planning, as DuckDB
+    with pytest.raises(Exception, match="Could not convert|out of range"):  # as rows reach it, as DuckDB
         session_with_tables(TABLES, device="cpu", fuse=False).sql(sql)
 
 
