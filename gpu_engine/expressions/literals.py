@@ -10,6 +10,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.columnar import Column
+from gpu_engine.columnar.arrow_numpy import arrow_from_pylist
 from gpu_engine.columnar.types import (
     MAX_INT64_DECIMAL_PRECISION, is_decimal, is_interval, is_string, normalize_type, physical_dtype,
 )
@@ -83,7 +84,8 @@ def literal_values_column(literals: Sequence[Literal], dtype: pa.DataType) -> Co
     direct = _direct_physical(values, dtype)
     if direct is not None:
         return Column(normalize_type(dtype), direct)
-    return Column.from_arrow(pa.array(values, type=dtype), get_device("cpu"))
+    # arrow_from_pylist, not pa.array: pyarrow's list conversion imports pandas (a TIMESTAMP literal's value)
+    return Column.from_arrow(arrow_from_pylist(values, dtype), get_device("cpu"))
 
 
 def literal_scalar(literal: Literal) -> Any:
