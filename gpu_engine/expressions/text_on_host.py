@@ -63,6 +63,8 @@ _TIMESTAMP_TEXT = (r"^\s*(?P<year>\d{1,4})[-/](?P<month>\d{1,2})[-/](?P<day>\d{1
                    r"(?::?(?P<offset_minute>\d{2}))?))?\s*)?$")
 _TIME_TEXT = (r"^\s*(?:\d{1,4}[-/]\d{1,2}[-/]\d{1,2}(?:T|\s+))?(?P<hour>\d{1,2}):(?P<minute>\d{1,2})"
               r"(?::(?P<second>\d{1,2})(?:\.(?P<fraction>\d*))?)?(?:Z|[+-]\d{1,2}(?::?\d{2})?)?\s*$")
+#: A text starting with a date (a TIME cast reads it as a TIMESTAMP: :func:`parse_times`).
+_DATE_PREFIX = r"^\s*\d{1,4}[-/]\d"
 _DAYS_IN_MONTH = np.array([0, 31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31], dtype=np.int64)
 
 
@@ -181,6 +183,13 @@ def parse_times(device: Device, column: Column) -> tuple[Any, Any]:
     day_end = (hour == 24) & (minute == 0) & (second == 0) & (micros == 0)
     parsed = matched & ((hour <= 23) | day_end) & (minute <= 59) & (second <= 59) | missing
     total = np.where(parsed & ~missing, ((hour * 60 + minute) * 60 + second) * 1_000_000 + micros, 0)
+    # DuckDB reads a text that is no time as a TIMESTAMP and keeps its time of day ('2020-01-01' is 00:00:00,
+    # '2020-01-01 24:00:00' 00:00:00 of the next day, '2020-02-30 10:00' no TIME): every text with a date does
+    timestamp_rows = ~missing & (~parsed | _flags(pc.match_substring_regex(text, _DATE_PREFIX)))
+    if timestamp_rows.any():
+        ticks, stamped = (np.asarray(device.to_host(a)) for a in parse_timestamps(device, column, pa.timestamp("us")))
+        total = np.where(timestamp_rows, np.where(stamped, np.mod(ticks, 86_400_000_000), 0), total)
+        parsed = np.where(timestamp_rows, stamped, parsed)
     return device.asarray(total), device.asarray(parsed)
 
 
