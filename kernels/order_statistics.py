@@ -35,6 +35,9 @@ __all__ = ["group_rank_rows", "value_rank_rows"]
 #: Buckets of at most this many values are finished by insertion sort (cheaper than partitioning them).
 _INSERTION_ROWS = 16
 
+#: Partitions a selection may make beyond two per halving of its range before it sorts the rest (see ``_select``).
+_PARTITION_BUDGET = 8
+
 
 @njit(nogil=True, cache=True)
 def _bucket_by_group_cpu(group_ids, words, starts, bucket_words, bucket_rows):
@@ -78,39 +81,74 @@ def _swap(words, rows, i, j):
     rows[j] = row
 
 
+@njit(nogil=True, cache=True, inline="always")
+def _partition_below(words, rows, lo, hi, pivot, or_equal):
+    """Move the words of ``words[lo:hi]`` below ``pivot`` (or equal to it where ``or_equal``) to its front,
+    ``rows`` alongside, and return where the rest begins.
+
+    Branch-free (Lomuto's scheme, the swap made every step, the cursor advanced by the comparison): over
+    random values the branchy three-way partition mispredicted about one comparison in two, which held ~60%
+    of a selection's time (db-benchmark q6's 10,000 groups of 1,000 doubles: 122 -> 67 ms a pass).
+    """
+    less = lo
+    for i in range(lo, hi):
+        word = words[i]
+        row = rows[i]
+        below = word <= pivot if or_equal else word < pivot
+        words[i] = words[less]
+        rows[i] = rows[less]
+        words[less] = word
+        rows[less] = row
+        less += below
+    return less
+
+
 @njit(nogil=True, cache=True)
 def _select(words, rows, lo, hi, k):
     """Reorder ``words[lo:hi]`` (``rows`` alongside) so that ``k`` holds its rank, no greater word before it
-    and no smaller one after it (Hoare's selection with a three-way partition: runs of equal words end it)."""
+    and no smaller one after it (Hoare's selection; a partition below the pivot, then, where ``k`` lies at or
+    after the pivot, one of that part at most the pivot: a run of words equal to the pivot ends it).
+
+    The pivot is the median of three words at pseudo-random places (fixed places took quadratic time on an
+    organ pipe's or saw teeth's values); should it still be led astray, after :data:`_PARTITION_BUDGET`
+    partitions plus two a halving of the range, the rest is merge sorted (``n log n`` at worst).
+    """
+    budget = _PARTITION_BUDGET
+    seed = np.uint64(0x9E3779B97F4A7C15) ^ np.uint64(k)
+    span = hi - lo
+    while span > 1:
+        budget += 2
+        span >>= 1
     while hi - lo > _INSERTION_ROWS:
-        mid = lo + (hi - lo) // 2
-        a = words[lo]
-        b = words[mid]
-        c = words[hi - 1]
+        if budget == 0:
+            order = np.argsort(words[lo:hi], kind="mergesort")
+            sorted_words = words[lo:hi][order]
+            sorted_rows = rows[lo:hi][order]
+            words[lo:hi] = sorted_words
+            rows[lo:hi] = sorted_rows
+            return
+        budget -= 1
+        # the median of three words at pseudo-random places (xorshift): ordered input (sorted, organ pipes,
+        # saw teeth) cannot lead fixed places' picks astray partition after partition
+        span = np.uint64(hi - lo)
+        seed ^= seed << np.uint64(13)
+        seed ^= seed >> np.uint64(7)
+        seed ^= seed << np.uint64(17)
+        a = words[lo + np.int64(seed % span)]
+        b = words[lo + np.int64((seed >> np.uint64(21)) % span)]
+        c = words[lo + np.int64((seed >> np.uint64(42)) % span)]
         if a < b:
             pivot = b if b < c else (c if a < c else a)
         else:
             pivot = a if a < c else (c if b < c else b)
-        less = lo
-        i = lo
-        greater = hi
-        while i < greater:
-            word = words[i]
-            if word < pivot:
-                _swap(words, rows, less, i)
-                less += 1
-                i += 1
-            elif word > pivot:
-                greater -= 1
-                _swap(words, rows, i, greater)
-            else:
-                i += 1
+        less = _partition_below(words, rows, lo, hi, pivot, False)
         if k < less:
             hi = less
-        elif k >= greater:
-            lo = greater
-        else:
+            continue
+        greater = _partition_below(words, rows, less, hi, pivot, True)  # the pivot's own word: greater > less
+        if k < greater:
             return
+        lo = greater
     for i in range(lo + 1, hi):  # a short range: sorted whole
         word = words[i]
         row = rows[i]

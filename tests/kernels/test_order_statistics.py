@@ -116,3 +116,42 @@ def test_value_rank_rows_pick_each_groups_values_at_the_ranks_in_duckdbs_order(d
         assert group_ids[first_rows[g]] == g and group_ids[second_rows[g]] == g
         assert key(values[first_rows[g]]) == key(ordered[first[g]]), g
         assert key(values[second_rows[g]]) == key(ordered[second[g]]), g
+
+
+@pytest.mark.parametrize("shape", ["sorted", "reversed", "organ pipe", "saw teeth"])
+def test_ordered_values_select_each_groups_ranks(device_name, device, shape):
+    """Ordered input, which led fixed-place median-of-three pivots astray (quadratic on organ pipes and saw
+    teeth): the ranks still hold the sorted values (CPU twin: the device path sorts)."""
+    if device_name != "cpu":
+        pytest.skip("the CPU twin's selection")
+    rows, groups = 4_000, 2
+    base = {"sorted": np.arange(rows), "reversed": np.arange(rows)[::-1],
+            "organ pipe": np.r_[np.arange(rows // 2), np.arange(rows // 2)[::-1]],
+            "saw teeth": np.arange(rows) % 37}[shape]
+    group_ids = (np.arange(rows) % groups).astype(np.int64)
+    words = base.astype(np.uint64)[None, :]
+    counts = np.bincount(group_ids, minlength=groups).astype(np.int64)
+    starts = np.cumsum(counts) - counts
+    for first, second in [((counts - 1) // 2, counts // 2), (np.zeros(groups, np.int64), counts - 1),
+                          (counts - 1, counts - 2)]:
+        first_rows, second_rows = group_rank_rows(device, group_ids, groups, words, counts, starts, first, second)
+        for g in range(groups):
+            ordered = np.sort(words[0, group_ids == g])
+            assert words[0, first_rows[g]] == ordered[first[g]] and words[0, second_rows[g]] == ordered[second[g]]
+
+
+@pytest.mark.parametrize("distinct", [3, 1 << 40], ids=["ties", "distinct"])
+def test_a_selection_past_its_partition_budget_merge_sorts_the_rest(monkeypatch, distinct):
+    """The fallback that bounds a selection led astray: one partition, then the rest sorted, rows alongside
+    (run as Python with the budget lowered; the compiled selection reads the constant once)."""
+    import gpu_engine.kernels.order_statistics as module
+
+    rng = np.random.default_rng(5)
+    words = rng.integers(0, distinct, 200).astype(np.uint64)
+    monkeypatch.setattr(module, "_PARTITION_BUDGET", -13)  # 200 rows: 7 halvings (+14), so one partition
+    for k in (0, 57, 100, 199):
+        mine, rows = words.copy(), np.arange(200, dtype=np.int64)
+        module._select.py_func(mine, rows, 0, 200, k)
+        assert mine[k] == np.sort(words)[k]
+        assert (mine[:k] <= mine[k]).all() and (mine[k + 1:] >= mine[k]).all()
+        assert (words[rows] == mine).all()  # rows moved with their words
