@@ -749,8 +749,8 @@ class ScalarTranslator:
             return None
         value = self.translate(tree)
         if not (isinstance(value, Literal) and isinstance(value.value, int) and not isinstance(value.value, bool)):
-            raise self.error(f"a string's {what} must be an integer constant (for a computed position write "
-                             "substring(s, start, length) with constants, or split_part/regexp_extract)", tree)
+            raise self.error(f"a string's {what} must be an integer constant (for computed bounds write "
+                             "substring(s, start, length))", tree)
         return value.value
 
     def _bracket(self, tree: exp.Bracket) -> Expr:
@@ -769,6 +769,11 @@ class ScalarTranslator:
 
         index = DuckDB().generator().bracket_offset_expressions(tree)[0]
         if not isinstance(index, exp.Slice):
+            position = self.translate(index)
+            if not isinstance(position, Literal):  # read per row: DuckDB's s[k] is substring(s, k, 1), errors too
+                from gpu_engine.plans.function_translation import build_function
+
+                return build_function(self, "substring", [operand, position, Literal(1, pa.int64())], tree)
             return Substring(operand, self._bound(index, "index"), 1)
         if index.args.get("step") is not None:
             raise self.error("a slice step (s[a:b:step]) is not supported on strings", tree)
