@@ -1,4 +1,5 @@
-"""Typed subqueries: ``[NOT] EXISTS``, ``x [NOT] IN (SELECT …)`` and a scalar ``(SELECT …)`` in a Filter.
+"""Typed subqueries: ``[NOT] EXISTS``, ``x [NOT] IN (SELECT …)`` and a scalar ``(SELECT …)`` in a Filter or a
+Project.
 
 Why expressions and not joins: a subquery is what the query says (DataFusion's
 ``Expr::Exists`` / ``Expr::InSubquery`` of its logical plan); which join
@@ -9,7 +10,7 @@ every plan goes through — planned from SQL, built with
 :class:`~gpu_engine.plans.plan_builder.PlanBuilder` (``filter`` takes a typed
 expression) or read from JSON — before it runs. No operator evaluates them:
 a plan whose subquery predicate the rule cannot turn into a join (one under OR,
-in a projection) is refused there by name.
+an EXISTS / IN in a projection) is refused there by name.
 
 A :class:`ScalarSubquery` (DataFusion's ``Expr::ScalarSubquery``) is the value
 of an uncorrelated subquery's one row: NULL when it has no row, an error when
@@ -19,7 +20,9 @@ nested-loop join with the subquery's EnforceSingleRow build side, the
 predicate its filter. A correlated one (TPC-H Q2, Q17, Q20: the subquery's
 rows per correlation key, its ``correlation`` the keys' equalities) becomes a
 hash join on those keys: inner where the predicate drops a NULL value, else
-left with COUNT's 0 for an outer row meeting no row.
+left with COUNT's 0 for an outer row meeting no row. In a Project's
+expressions (a SELECT list's value) the rule joins it under the Project,
+keeping every outer row (a left join where correlated).
 
 The subquery is a plan of its own (``subquery``); its ``correlation`` is a
 boolean expression over the subquery's output columns (:class:`ColumnRef`) and

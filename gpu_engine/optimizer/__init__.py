@@ -28,7 +28,9 @@ The callers hand it the statistics of the tables the plan scans (a session's
    anti or null-aware anti join on its correlation's equalities, a conjunct
    reading an uncorrelated scalar subquery a nested-loop join with its one
    row, one reading a correlated scalar subquery a hash join on its
-   correlation keys (inner, or left with the value over no rows: COUNT's 0).
+   correlation keys (inner, or left with the value over no rows: COUNT's 0);
+   a scalar subquery in a projection's expressions the same joins under it
+   (left where correlated).
    No operator
    evaluates a subquery, so it is also the one rule
    :func:`required_rewrites` applies where the optimizer is switched off.
@@ -83,9 +85,9 @@ comparison with a scalar aggregate correlated by column equalities (grouped
 by them, its input restricted by magic sets), into a typed
 ``ScalarSubquery`` the same rule joins, but plans the other subquery forms as
 joins itself (:mod:`gpu_engine.sql.decorrelation`: uncorrelated EXISTS as a count;
-:mod:`gpu_engine.sql.aggregate_planning`: scalar subqueries in SELECT;
 :mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
-as values),
+as values, but for scalar subqueries in the SELECT list and ORDER BY — uncorrelated, or one aggregate
+correlated by column equalities —, which are typed ``ScalarSubquery`` expressions of the final Project),
 and join ordering beside the typed rule (the estimate rules both planners call:
 :mod:`~gpu_engine.optimizer.statistics`): the SQL planner orders FROM items
 first and the typed rule moves only a region its estimates, with the pushed

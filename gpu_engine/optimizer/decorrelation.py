@@ -46,6 +46,11 @@ not known to give one row a key is grouped by the keys (``any_value`` and the ro
 row returned by a subquery used as an expression" for an outer row meeting several). Key pairs of two numeric
 layouts join as their common type; a correlation other than key equalities is refused by name.
 
+A scalar subquery in a Project's expressions (SELECT list, ORDER BY keys) is joined under the Project the same
+way, every outer row kept: uncorrelated, a nested-loop join with its EnforceSingleRow side; correlated, a left hash
+join on its keys with the value over no rows through the match flag (COUNT's 0 or NULL). An EXISTS / IN in a
+projection is refused by name (the SQL planner plans those values itself). The Project keeps its id.
+
 Node ids: the last join made of a Filter takes the Filter's id (a Filter of one subquery conjunct — how
 the SQL planner emits them — becomes a join of the same id; with a left join, the projection back takes it);
 other new nodes take ``<id>.<n>``.
@@ -79,9 +84,17 @@ __all__ = ["decorrelate_subqueries", "holds_subqueries"]
 
 
 def holds_subqueries(plan: PlanNode) -> bool:
-    """Return True when a Filter of ``plan`` holds a subquery (the rule has work)."""
-    return any(isinstance(node, FilterNode) and any(is_subquery(e) for e in walk(node.predicate))
-               for node in walk_plan(plan))
+    """Return True when a Filter or a Project of ``plan`` holds a subquery (the rule has work)."""
+    return any(is_subquery(e) for node in walk_plan(plan) for e in _expressions_of(node))
+
+
+def _expressions_of(node: PlanNode):
+    """Yield every expression node of a Filter's predicate or a Project's expressions (where subqueries stand)."""
+    if isinstance(node, FilterNode):
+        yield from walk(node.predicate)
+    elif isinstance(node, ProjectNode):
+        for expr in node.expressions:
+            yield from walk(expr)
 
 
 def decorrelate_subqueries(plan: PlanNode) -> PlanNode:
@@ -110,10 +123,9 @@ class _Decorrelator:
     def _collect_ids(self, plan: PlanNode) -> None:
         for node in walk_plan(plan):
             self.used.add(node.id)
-            if isinstance(node, FilterNode):
-                for expr in walk(node.predicate):
-                    if is_subquery(expr):
-                        self._collect_ids(expr.subquery)
+            for expr in _expressions_of(node):
+                if is_subquery(expr):
+                    self._collect_ids(expr.subquery)
 
     def _repeated_ids(self, plan: PlanNode) -> dict[int, str]:
         """Return a new id for each subquery node whose id an outer node or an earlier subquery's node has.
@@ -130,9 +142,7 @@ class _Decorrelator:
         pending = [plan]
         while pending:
             for node in walk_plan(pending.pop(0)):
-                if not isinstance(node, FilterNode):
-                    continue
-                for expr in walk(node.predicate):
+                for expr in _expressions_of(node):
                     subquery = getattr(expr, "subquery", None)  # any typed subquery (plans.subqueries)
                     if not isinstance(subquery, PlanNode):
                         continue
@@ -163,6 +173,8 @@ class _Decorrelator:
             new = replace(new, id=self.renamed[key])
         if isinstance(new, FilterNode):
             new = self._filter(new)
+        elif isinstance(new, ProjectNode):
+            new = self._project(new)
         self.memo[key] = (node, new)  # the node kept: its id() stays its own
         return new
 
@@ -191,6 +203,44 @@ class _Decorrelator:
             join_id = node.id if n == steps - 1 else self.new_id(node.id)
             current = self._joined(current, subquery, join_id, names, node.label)
         return current
+
+    def _project(self, node: ProjectNode) -> PlanNode:
+        """Return a Project whose expressions read scalar subqueries as one over its input joined with each: an
+        uncorrelated one nested-loop joined (an EnforceSingleRow build side), a correlated one left hash joined on
+        its keys, an outer row meeting no row reading the value over no rows (COUNT's 0 or NULL, through a match
+        flag: :meth:`_correlated_joined`). The Project keeps its id and output; the joins take new ids.
+
+        Why: a scalar subquery in SELECT (``SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) FROM t``, or over the
+        grouping keys of an aggregating query) is a value of each output row, DataFusion's
+        ``scalar_subquery_to_join`` over a projection; an EXISTS / IN there is refused by name (the SQL planner
+        plans those values itself).
+        """
+        found: dict[int, ScalarSubquery] = {}
+        for expr in node.expressions:
+            for sub in walk(expr):
+                if is_subquery_predicate(sub):
+                    raise PlanError("an EXISTS / IN subquery in a projection cannot be decorrelated into a join "
+                                    "(only a scalar subquery there is)", node=node.label, column=sub.sql())
+                if isinstance(sub, ScalarSubquery):
+                    found.setdefault(id(sub), sub)
+        if not found:
+            return node
+        current = node.source
+        taken = set(current.output_schema.names)
+        values: dict[int, Expr] = {}
+        for n, subquery in enumerate(found.values()):
+            if subquery.correlation is None:
+                inner, name = self._single_row(subquery, node.id, n, taken)
+                values[id(subquery)] = ColumnRef(name, subquery.dtype)
+                fields = list(current.output_schema) + list(inner.output_schema)
+                current = NestedLoopJoinNode(
+                    id=self.new_id(node.id), output_schema=pa.schema(fields), sources=(current, inner),
+                    join_type="inner", output_columns=tuple(f.name for f in fields))
+            else:
+                current, values[id(subquery)], _ = self._correlated_joined(current, subquery, node.id, n, taken,
+                                                                           None)
+        return replace(node, sources=(current,), expressions=tuple(
+            transformed(expr, lambda sub: values.get(id(sub))) for expr in node.expressions))
 
     def _scalar_joined(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...]) -> PlanNode:
         """Return ``outer`` joined with each scalar subquery of ``part``: an uncorrelated one nested-loop joined

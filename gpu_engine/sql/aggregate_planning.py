@@ -5,11 +5,15 @@ change what they can read — after it, SELECT, HAVING and ORDER BY see only
 grouping keys and aggregate results, which they find by their SQL text
 (the replacements). One single-step aggregation is planned (the executor
 splits it into partial and final steps across drivers); grouping sets go
-through :mod:`~gpu_engine.sql.grouping_sets`. An uncorrelated scalar
-subquery in SELECT is cross joined as a one-row relation
-(:func:`~gpu_engine.sql.decorrelation.scalar_relation`); in HAVING or
-QUALIFY it is a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery`
-of the Filter, joined by the optimizer's decorrelation rule as in WHERE.
+through :mod:`~gpu_engine.sql.grouping_sets`. A scalar subquery in the
+SELECT list or ORDER BY is a typed
+:class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the final Project
+(:func:`typed_scalar_subqueries`): uncorrelated, its one-row plan
+(:func:`~gpu_engine.sql.decorrelation.scalar_relation`); one aggregate
+correlated by column equalities, its rows per correlation key, correlated on
+outer columns (an aggregating query's grouping keys, read after the
+aggregation). An uncorrelated one in HAVING or QUALIFY is a ScalarSubquery of
+the Filter. The optimizer's decorrelation rule joins them all, as in WHERE.
 """
 
 from __future__ import annotations
@@ -38,7 +42,7 @@ from gpu_engine.sql.windows import is_window_function
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
-__all__ = ["aggregates_of", "aggregate_calls", "plan_group_by", "plan_aggregation", "join_scalar_subqueries",
+__all__ = ["aggregates_of", "aggregate_calls", "plan_group_by", "plan_aggregation", "typed_scalar_subqueries",
            "post_filter"]
 
 
@@ -223,38 +227,91 @@ def _split_global_aggregation(planner: QueryPlanner, relation: Relation, call_gr
     return Relation(node, {}, relation.aliases, 1.0, {}), replacements, {}
 
 
-def join_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns, ctes):
-    """Cross join each uncorrelated scalar subquery in ``tree`` and replace it by its column."""
-    subqueries = [s for s in tree.find_all(exp.Subquery)]
-    if not subqueries:
-        if has_subquery(tree):
-            raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
-        return tree, relation, columns
-    tree = tree.copy()
-    for subquery in _outermost_scalar_subqueries(tree):
-        scalar, column = scalar_relation(planner, subquery, ctes)
-        keep = list(dict.fromkeys(list(relation.node.output_schema.names) + list(scalar.columns.values())))
-        try:
-            node = planner._builder(relation.node).nested_loop_join(scalar.node, keep).plan()
-        except PlanError as error:
-            raise planner._plan_error(error, subquery) from None
+def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns, replacements,
+                            ctes, outer_aliases: set[str]):
+    """Return a SELECT-list expression renamed over ``relation`` (SQL text), or, when it holds scalar subqueries,
+    typed with each a :class:`~gpu_engine.plans.subqueries.ScalarSubquery` the Project holds (the optimizer rule
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` joins it in): an uncorrelated one its
+    planned one-row plan, one aggregate correlated by column equalities its rows per correlation key (grouped by
+    them), correlated on the outer columns — an aggregating query's grouping keys, read after its aggregation.
+    """
+    if not has_subquery(tree):
+        return planner._renamed(tree, columns, replacements)
+    from gpu_engine.plans.expressions import ColumnRef
+    from gpu_engine.plans.sql_translator import parse_expression
+    from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
+    from gpu_engine.sql.decorrelation import correlated_scalar_relation, split_correlated
+    from gpu_engine.sql.renaming import conjunction
+
+    if tree.find(exp.Subquery) is None:
+        raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
+    written, tree = tree, tree.copy()
+    scalars: dict[str, tuple[PlanNode, list[exp.Expression]]] = {}  # value column -> its plan, its equalities
+    fields = []
+    for subquery in _outermost_scalar_subqueries(tree, correlated_allowed=True):
+        select = subquery_select(subquery.this)
+        correlated = []
+        if isinstance(select, exp.Select) and _outer_of(select):
+            inner, local, correlated = split_correlated(select, outer_aliases)
+            if not correlated:
+                raise unsupported("a correlated reference inside a derived table or a nested subquery", subquery)
+        if correlated:
+            scalar, column, equalities = correlated_scalar_relation(planner, subquery, select, inner, local,
+                                                                    correlated, ctes, restricted=False)
+        else:
+            (scalar, column), equalities = scalar_relation(planner, subquery, ctes), []
+        name = scalar.columns[(column.table, column.name)]
+        scalars[name] = (scalar.node, equalities, subquery)
+        fields.extend(f for f in scalar.node.output_schema if f.name not in {g.name for g in fields})
         columns = {**columns, **scalar.columns}
-        relation = dataclasses.replace(relation, node=node, columns=columns)
         if subquery is tree:
-            return column, relation, columns
+            tree = column
+            break
         subquery.replace(column)
-    return tree, relation, columns
+    outer_schema = relation.node.output_schema
+    outer_names = set(outer_schema.names)
+    schema = pa.schema(list(outer_schema) + [f for f in fields if f.name not in outer_names])
+    try:
+        typed = parse_expression(planner._renamed(tree, columns, replacements), schema, "Project")
+    except PlanError as error:
+        raise planner._plan_error(error, written) from None
+    correlations = {}
+    for name, (_node, equalities, subquery) in scalars.items():
+        if equalities:
+            keys = []
+            for equality in equalities:  # outer column = alias.k<n>
+                try:
+                    keys.append(planner._renamed(equality, columns, replacements))
+                except SqlError:
+                    if not replacements:  # not an aggregating query: the column's own error
+                        raise
+                    raise unsupported(f"a correlated subquery reading {equality.this.sql()}, which is not a "
+                                      "GROUP BY key", subquery) from None
+            try:
+                typed_keys = parse_expression(conjunction(keys), schema, "Project")
+            except PlanError as error:
+                raise planner._plan_error(error, subquery) from None
+            correlations[name] = transformed(typed_keys, lambda node: OuterColumn(node.name, node.dtype)
+                                             if isinstance(node, ColumnRef) and node.name in outer_names else None)
+    return transformed(typed, lambda node: ScalarSubquery(scalars[node.name][0], node.name, node.dtype,
+                                                          correlations.get(node.name))
+                       if isinstance(node, ColumnRef) and node.name in scalars else None)
 
 
-def _outermost_scalar_subqueries(tree: exp.Expression):
+def _outer_of(select: exp.Expression) -> set[str]:
+    """Return the aliases a subquery reads from outside itself."""
+    return {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
+
+
+def _outermost_scalar_subqueries(tree: exp.Expression, correlated_allowed: bool = False):
     """Yield ``tree``'s scalar subqueries outermost first (breadth-first), one at a time, each found after the caller
     replaced the one before: a subquery nested inside one just planned (a derived table in its FROM) went with it
-    and is not a scalar subquery of this tree. A correlated one is refused by name (only WHERE decorrelates)."""
+    and is not a scalar subquery of this tree. A correlated one is refused by name unless ``correlated_allowed``
+    (HAVING / QUALIFY: only WHERE and SELECT decorrelate)."""
     while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
         select = subquery_select(subquery.this)
-        outer = {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
-        if isinstance(select, exp.Select) and outer:
-            raise unsupported("a correlated subquery outside WHERE", subquery)
+        if isinstance(select, exp.Select) and _outer_of(select) and not correlated_allowed:
+            raise unsupported("a correlated subquery outside WHERE and SELECT", subquery)
         yield subquery
 
 

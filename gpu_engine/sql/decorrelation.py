@@ -53,7 +53,7 @@ from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_name
 from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
-from gpu_engine.sql.errors import unsupported
+from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import (
     conjoined, conjuncts_of, defined_aliases, factor_or, filter_estimate, free_columns, has_subquery,
@@ -66,7 +66,7 @@ if TYPE_CHECKING:
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "scalar_filter", "subquery_filter",
            "select_over", "own_aggregates", "empty_group_value", "strict_subquery",
-           "NULL_STRICT"]
+           "NULL_STRICT", "correlated_scalar_relation", "is_correlated_scalar_aggregate"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
 PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
@@ -477,6 +477,25 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     # Correlated: the aggregate grouped by the correlation columns (its input restricted to the keys the outer
     # rows ask for, _magic_sets), a typed ScalarSubquery correlated on them, which the optimizer's decorrelation
     # rule joins (inner where the comparison drops the NULL of a key without rows, else left with COUNT's 0).
+    relation, column, equalities = correlated_scalar_relation(planner, subquery, select, inner, local, correlated,
+                                                              ctes, restricted=True)
+    rewritten = _with_subquery_replaced(tree, subquery, column)
+    # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
+    # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
+    attach.setdefault(_scalar_filter_place(planner, conjoined([rewritten] + equalities), column), []).append(
+        (relation, conjoined([rewritten] + equalities)))
+
+
+def correlated_scalar_relation(planner: QueryPlanner, subquery: exp.Expression, select: exp.Select, inner: set[str],
+                               local: list[exp.Expression], correlated: list[exp.Expression], ctes,
+                               restricted: bool) -> tuple[Relation, exp.Column, list[exp.Expression]]:
+    """Plan a scalar aggregate correlated by column equalities as its rows per correlation key: the relation
+    (columns ``k<n>`` and ``v`` under a new alias), its value column, and the equalities ``outer = alias.k<n>``
+    that become the typed ScalarSubquery's correlation.
+
+    ``restricted``: its input restricted to the keys of the outer table's filtered rows (:func:`_magic_sets`,
+    a WHERE comparison's scope).
+    """
     if len(select.expressions) != 1 or select.args.get("group") or select.args.get("having"):
         raise unsupported("a correlated scalar subquery other than one aggregate without GROUP BY", subquery)
     value = select.expressions[0]
@@ -488,20 +507,34 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     if others or not keys:
         raise unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
     grouped = select_over(select, [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
-                          + [exp.alias_(value.copy(), "v")], local + _magic_sets(planner, keys, inner))
+                          + [exp.alias_(value.copy(), "v")],
+                          local + (_magic_sets(planner, keys, inner) if restricted else []))
     grouped.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
     relation, outputs = planner._plan_query(grouped, ctes)
     alias = planner._synthetic_alias()
     relation = Relation(relation.node, {(alias, n): i for n, i in outputs}, frozenset([alias]), relation.rows,
                         relation.stats)
-    column = exp.column("v", table=alias)
-    rewritten = _with_subquery_replaced(tree, subquery, column)
-    # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
-    # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
     equalities = [exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias))
                   for n, (outer, _) in enumerate(keys)]
-    attach.setdefault(_scalar_filter_place(planner, conjoined([rewritten] + equalities), column), []).append(
-        (relation, conjoined([rewritten] + equalities)))
+    return relation, exp.column("v", table=alias), equalities
+
+
+def is_correlated_scalar_aggregate(select: exp.Expression, outer_aliases: set[str]) -> bool:
+    """Return whether ``select`` is one aggregate value (no GROUP BY, HAVING, DISTINCT, LIMIT, window) correlated
+    by column equalities only: what :func:`correlated_scalar_relation` plans as a typed ScalarSubquery."""
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or any(select.args.get(key) for key in (
+            "group", "having", "distinct", "limit", "offset", "qualify", "windows")):
+        return False
+    value = select.expressions[0]
+    value = value.this if isinstance(value, exp.Alias) else value
+    if value.find(*SQL_AGGREGATES) is None or value.find(exp.Window) is not None:
+        return False
+    try:
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return False
+    keys, others = correlation(correlated, inner)
+    return bool(correlated) and bool(keys) and not others
 
 
 def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:

@@ -11,7 +11,8 @@ joined with* the one row (the aggregates read both), so its partial step is
 the unfused hash aggregation over the widened rows. Here the one-row item
 leaves the FROM list and each ``max(r.c)`` becomes the scalar subquery
 ``(SELECT r.c FROM <item> AS r)``, which the planner cross joins after the
-aggregation (:func:`~gpu_engine.sql.aggregate_planning.join_scalar_subqueries`):
+aggregation (a typed ScalarSubquery of the final Project,
+:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`, which the decorrelation rule joins):
 one row joined to the groups instead of to every input row.
 
 Why it is the same answer: the item yields exactly one row (a SELECT that

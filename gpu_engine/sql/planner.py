@@ -22,8 +22,9 @@ This module keeps the order of the steps, the sources and the output.
    :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become typed subquery
    predicates of a Filter, which the optimizer rule
    :mod:`~gpu_engine.optimizer.decorrelation` makes semi and anti joins;
-   scalar subqueries the one-row build of a nested-loop join or, when
-   correlated, an aggregate grouped by the correlation columns and joined; a
+   scalar subqueries (in WHERE, SELECT, ORDER BY) typed ScalarSubquery
+   expressions the same rule joins: the one-row build of a nested-loop join or,
+   when correlated, an aggregate grouped by the correlation columns; a
    MIN/MAX/AVG subquery repeating the outer join (or a HAVING against its grand
    total) is a window over it instead
    (:mod:`~gpu_engine.sql.window_subqueries`).
@@ -84,7 +85,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.nodes import PlanNode
 from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
-from gpu_engine.sql.aggregate_planning import aggregate_calls, join_scalar_subqueries, plan_group_by, post_filter
+from gpu_engine.sql.aggregate_planning import aggregate_calls, plan_group_by, post_filter, typed_scalar_subqueries
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, plan_subquery_conjunct, scalar_filter, single_alias, subquery_filter,
@@ -102,7 +103,8 @@ from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
 from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
 from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
-from gpu_engine.sql.predicates import filtered, free_columns, has_subquery, pushed_down, where_conjuncts
+from gpu_engine.sql.predicates import (
+    defined_aliases, filtered, free_columns, has_subquery, pushed_down, where_conjuncts)
 from gpu_engine.sql.quantified_comparisons import with_quantified_comparisons
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.set_operations import ordered_set_operation, plan_set_operation
@@ -465,14 +467,16 @@ class QueryPlanner(PlanningContext):
             relation = post_filter(self, relation, qualify, columns, replacements, ctes)
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
         outputs, exprs, texts = [], [], []  # texts: each renamed expression's SQL, to find an ORDER BY key among them
+        outer_aliases = defined_aliases(select)  # a scalar subquery's correlated references (typed_scalar_subqueries)
         for p, name in zip(projections, output_names):
             tree = p.this if isinstance(p, exp.Alias) else p
-            tree, relation, columns = join_scalar_subqueries(self, tree, relation, columns, ctes)
-            renamed = self._renamed(tree, columns, replacements)
+            renamed = typed_scalar_subqueries(self, tree, relation, columns, replacements, ctes, outer_aliases)
             outputs.append(name)
             exprs.append(renamed)
             if order:  # generating a text copies the tree first: only an ORDER BY looks keys up among them
-                texts.append(renamed.sql(dialect="duckdb"))
+                # typed (a ScalarSubquery): the written SQL, which an ORDER BY key holding the same subquery repeats
+                texts.append(renamed.sql(dialect="duckdb") if isinstance(renamed, exp.Expression)
+                             else "$typed " + tree.sql(dialect="duckdb"))
         sort_keys = []
         hidden = []
         for ordered, key in zip(order, order_trees):
@@ -484,8 +488,11 @@ class QueryPlanner(PlanningContext):
                 if index is None:
                     index = output_names.index(ordered.this.name)
             else:
-                renamed = self._renamed(key, columns, replacements)
-                text = renamed.sql(dialect="duckdb")
+                typed = "$typed " + key.sql(dialect="duckdb") if has_subquery(key) else None
+                renamed = None if typed in texts else typed_scalar_subqueries(
+                    self, key, relation, columns, replacements, ctes, outer_aliases)  # (a subquery planned once)
+                text = typed if renamed is None or not isinstance(renamed, exp.Expression) \
+                    else renamed.sql(dialect="duckdb")
                 if text in texts:
                     index = texts.index(text)
                 else:
@@ -497,7 +504,8 @@ class QueryPlanner(PlanningContext):
         all_exprs = exprs + hidden
         try:
             builder = self._builder(relation.node).project(
-                [aliased(tree, name) for tree, name in zip(all_exprs, internal)])
+                [aliased(tree, name) if isinstance(tree, exp.Expression) else (name, tree)  # typed: a ScalarSubquery
+                 for tree, name in zip(all_exprs, internal)])
             if select.args.get("distinct"):
                 builder = builder.aggregation([quoted(n) for n in internal], [])
             limit_clause = select.args.get("limit")

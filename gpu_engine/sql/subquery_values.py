@@ -1,8 +1,11 @@
 """Plan subqueries used as values (in SELECT, ORDER BY, HAVING, CASE, under NOT/OR in WHERE) as LEFT JOINs.
 
-Why: a user writes ``SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) FROM t``
+Why: a user writes ``SELECT a, (SELECT v FROM u WHERE u.k = t.k LIMIT 1) FROM t``
 or ``EXISTS (...) AS flag``; the WHERE path (:mod:`~gpu_engine.sql.decorrelation`)
-plans a subquery only where it filters rows. Here each such subquery becomes
+plans a subquery only where it filters rows, and the typed path
+(:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`) one
+aggregate correlated by column equalities in the SELECT list or ORDER BY
+(outside aggregate calls and windows; a GROUP BY holding no subquery). Here each other subquery becomes
 a derived table LEFT joined to the row, and the subquery is replaced by its
 column, so the rest of the planner sees only joins and columns:
 
@@ -50,8 +53,8 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, own_aggregates, select_over, split_correlated,
-    strict_subquery, subquery_select,
+    NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, own_aggregates, select_over,
+    split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
@@ -492,13 +495,20 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             return False
         query = subquery_select(node.this)
         if _outer_tables(query):
-            return True
+            # one aggregate correlated by column equalities, in the SELECT list or ORDER BY outside aggregate calls
+            # and windows: a typed ScalarSubquery of the Project (aggregate_planning.typed_scalar_subqueries)
+            return not (clause in ("expressions", "order") and typed_in_select
+                        and node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
+                        and is_correlated_scalar_aggregate(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
         return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (
             _at_most_one_row(query) or not any(query.args.get(key) for key in _SHAPING)
             and query.expressions[0].find(*SQL_AGGREGATES) is not None)
 
+    outer_aliases = defined_aliases(select)
+    # a GROUP BY key holding a subquery is joined here, and the SELECT list finds it by its text: all here then
+    typed_in_select = not any(clause == "group" for _, clause in _value_positions(select, True))
     if not any(wanted(node, clause) for node, clause in _value_positions(select, True)):
         return select
     select = select.copy()
