@@ -12,7 +12,6 @@ hand-built plans and their JSON form too.
 
 from __future__ import annotations
 
-import pyarrow as pa
 import pytest
 
 from duckdb_reference import (assert_built_plans_match_duckdb, assert_same_rows, duckdb_table, duckdb_with_tables,
@@ -23,14 +22,7 @@ from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Literal, walk
 from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, ProjectNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
 from gpu_engine.plans.subqueries import Exists, OuterColumn, ScalarSubquery
-
-BOOL, I64, I32 = pa.bool_(), pa.int64(), pa.int32()
-TABLES = {  # t has duplicate and NULL keys; u has keys t lacks, a NULL key and a key (1) of several rows
-    "t": pa.table({"k": pa.array([1, 1, 2, None, 3, 5, 6], I64), "v": pa.array([10, 20, 30, 40, None, 60, 70], I64)}),
-    "u": pa.table({"k": pa.array([1, 3, 3, 4, None, 6, 1], I64), "w": pa.array([15, 5, 50, 1, 2, None, 3], I64)}),
-    "e": pa.table({"k": pa.array([], I64), "w": pa.array([], I64)}),
-    "s": pa.table({"k": pa.array([1, 3, 2, None], I32), "w": pa.array([1, 2, 3, 4], I32)}),
-}
+from subquery_tables import BOOL, I64, TABLES
 
 SQL = [
     "SELECT k, v, (SELECT max(w) FROM u WHERE u.k = t.k) AS m FROM t",
