@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-from duckdb_reference import rows_mismatch  # noqa: E402
+from bench.duckdb_probes import duckdb_probe_problem  # noqa: E402
 from gpu_engine import Session  # noqa: E402
 
 
@@ -36,16 +36,7 @@ def main():
                   "SELECT count(*) FROM t WHERE substring(s, p, n) = 'l'",
                   "SELECT s, p, n, length(substring(s, p, n)) AS v FROM t"]:
             probes += 1
-            try:
-                e = con.sql(q).to_arrow_table()
-            except Exception as ex:  # noqa: BLE001
-                e = ex
-            try:
-                g = ses.sql(q)
-                pr = (f"duckdb raised {str(e)[:100]}" if isinstance(e, Exception)
-                      else rows_mismatch(g.rename_columns(e.column_names), e))
-            except Exception as ex:  # noqa: BLE001
-                pr = None if isinstance(e, Exception) else f"EXC {type(ex).__name__}: {str(ex)[:150]}"
+            pr = duckdb_probe_problem(con, ses, q)
             if pr:
                 bad += 1
                 print("BAD", drivers, q, str(pr)[:400], flush=True)

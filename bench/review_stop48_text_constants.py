@@ -10,7 +10,7 @@ import duckdb
 import pyarrow as pa
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-from duckdb_reference import rows_mismatch  # noqa: E402
+from bench.duckdb_probes import duckdb_probe_problem  # noqa: E402
 from gpu_engine import Session  # noqa: E402
 
 Q = ["SELECT * FROM {t} WHERE k = 'a'", "SELECT * FROM {t} WHERE k = '7'", "SELECT * FROM {t} WHERE k IN ('a', 1)",
@@ -40,16 +40,7 @@ def main():
             for name in data:
                 sql = q.format(t=name)
                 probes += 1
-                try:
-                    e = con.sql(sql).to_arrow_table()
-                except Exception as ex:  # noqa: BLE001
-                    e = ex
-                try:
-                    g = ses.sql(sql)
-                    pr = (f"duckdb raised {str(e)[:100]}" if isinstance(e, Exception)
-                          else rows_mismatch(g.rename_columns(e.column_names), e))
-                except Exception as ex:  # noqa: BLE001
-                    pr = None if isinstance(e, Exception) else f"EXC {type(ex).__name__}: {str(ex)[:150]}"
+                pr = duckdb_probe_problem(con, ses, sql)
                 if pr:
                     bad += 1
                     print("BAD", drivers, batch, sql, str(pr)[:300], flush=True)

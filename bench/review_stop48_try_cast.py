@@ -11,7 +11,7 @@ import duckdb
 import pyarrow as pa
 
 sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parents[1] / "tests"))
-from duckdb_reference import rows_mismatch  # noqa: E402
+from bench.duckdb_probes import duckdb_probe_problem  # noqa: E402
 from gpu_engine import Session  # noqa: E402
 
 COLUMNS = {"i": pa.array([1, None, -5, 20000101], pa.int64()), "f": pa.array([1.5, None, -0.0, 1e300]),
@@ -38,16 +38,7 @@ def main():
             for target in TARGETS:
                 sql = f"SELECT TRY_CAST({column} AS {target}) AS v FROM {table}"
                 probes += 1
-                try:
-                    e = con.sql(sql).to_arrow_table()
-                except Exception as ex:  # noqa: BLE001
-                    e = ex
-                try:
-                    g = ses.sql(sql)
-                    pr = (f"duckdb raised {str(e)[:100]}" if isinstance(e, Exception)
-                          else rows_mismatch(g.rename_columns(e.column_names), e))
-                except Exception as ex:  # noqa: BLE001
-                    pr = None if isinstance(e, Exception) else f"EXC {type(ex).__name__}: {str(ex)[:150]}"
+                pr = duckdb_probe_problem(con, ses, sql)
                 if pr:
                     bad += 1
                     print("BAD", sql, str(pr)[:250], flush=True)
