@@ -39,6 +39,7 @@ from typing import Callable, Mapping, Sequence
 
 
 from gpu_engine.device import DEVICE_NAMES, Device, get_device  # NumPy only: numba loads on first use
+from gpu_engine.host_cpus import usable_cpus
 
 __all__ = ["main", "build_parser", "default_drivers", "QueryChoice", "parse_query_list", "format_table",
            "format_summary", "compare_with_duckdb", "speed_ratio"]
@@ -498,7 +499,7 @@ def default_drivers(device: Device) -> int:
     driver, 10.7 s with 4 (README, "Drivers on a GPU"). On the CPU the kernels
     run on the drivers' threads, so one per core, at most 4.
     """
-    return 1 if device.is_gpu else max(1, min(4, os.cpu_count() or 1))
+    return 1 if device.is_gpu else max(1, min(4, usable_cpus()))
 
 
 def _run_queries(args: argparse.Namespace, choices: list[QueryChoice], explain: Sequence[str]) -> int:

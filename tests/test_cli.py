@@ -236,7 +236,7 @@ def test_default_drivers_are_one_on_a_gpu_and_the_cores_elsewhere(capsys, tmp_pa
     from gpu_engine.device import Device, get_device
 
     assert cli.default_drivers(Device("cuda", SimpleNamespace(), kernel_flavor="cuda")) == 1
-    assert cli.default_drivers(get_device("cpu")) == max(1, min(4, os.cpu_count() or 1))
+    assert cli.default_drivers(get_device("cpu")) == max(1, min(4, len(os.sched_getaffinity(0))))
     assert cli.build_parser().parse_args(["tpch"]).drivers is None  # chosen once the device is known
     code = cli.main(["query", "--sf", "0.001", "--queries", "q6", "--runs", "1", "--device", "cpu", "--no-duckdb",
                      "--data-dir", str(tmp_path)])

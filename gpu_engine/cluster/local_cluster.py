@@ -32,7 +32,6 @@ raises, so no thread is left.
 from __future__ import annotations
 
 import itertools
-import os
 import threading
 import time
 from dataclasses import replace
@@ -47,6 +46,7 @@ from gpu_engine.exec.output_buffer_manager import OutputBufferManager
 from gpu_engine.planning import placement_text, plan_placement, prepare_plan
 from gpu_engine.exec.query_ctx import QueryCtx
 from gpu_engine.exec.split import RemoteSplit
+from gpu_engine.host_cpus import usable_cpus
 from gpu_engine.exec.task import Task, TaskState
 from gpu_engine.plans.explain import format_plan
 from gpu_engine.plans.nodes import PlanNode, TableScanNode, walk_plan
@@ -176,7 +176,7 @@ class LocalCluster:
             raise ValueError(f"stage widths must be positive integers, got {stage_widths!r}")
         self.session = session
         self.stage_widths = widths
-        self.threads = threads or max(2, os.cpu_count() or 2)
+        self.threads = threads or max(2, usable_cpus())
         self._lock = threading.Lock()
         self._queries: list[_RunningQuery] = []
         self.last_stats: QueryStats | None = None

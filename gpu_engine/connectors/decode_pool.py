@@ -19,7 +19,7 @@ decodes, like a session's kept driver threads.
 
 The size: ``EngineConfig.scan_decode_threads`` when set, else the
 ``GPU_ENGINE_DECODE_THREADS`` environment variable, else the cores the process
-may run on (``os.sched_getaffinity``) capped at :data:`MAX_DEFAULT_DECODE_THREADS`, less, on a
+may run on (:func:`gpu_engine.host_cpus.usable_cpus`) capped at :data:`MAX_DEFAULT_DECODE_THREADS`, less, on a
 host device, the query's drivers (they run kernels on cores of their own
 while the pool decodes; on a GPU they mostly wait on the device). ``0``
 decodes on the scan's own thread, as before this pool.
@@ -27,12 +27,12 @@ decodes on the scan's own thread, as before this pool.
 
 from __future__ import annotations
 
-import functools
 import os
 from concurrent.futures import ThreadPoolExecutor
 
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.made_once import MadeOnce
+from gpu_engine.host_cpus import usable_cpus
 
 __all__ = ["DECODE_THREADS_VARIABLE", "DECODE_THREAD_PREFIX", "MAX_DEFAULT_DECODE_THREADS", "decode_pool",
            "default_decode_threads"]
@@ -69,21 +69,7 @@ def default_decode_threads(reserved: int = 0) -> int:
         if threads < 0:
             raise DataSourceError(f"{DECODE_THREADS_VARIABLE} must be an integer of 0 or more, got {configured!r}")
         return threads
-    return max(0, min(_cores() - max(0, reserved), MAX_DEFAULT_DECODE_THREADS))
-
-
-@functools.lru_cache(maxsize=1)
-def _cores() -> int:
-    """Return the cores this process may run on, read once (both calls read the kernel's state on every call).
-
-    Why the affinity mask and not ``os.cpu_count()``: a process pinned to some cores (``taskset``, a container's
-    cpuset, a batch scheduler's slot on a large host) sees the host's count there, and a pool sized by it put
-    several decode threads on each core it had.
-    """
-    try:
-        return len(os.sched_getaffinity(0)) or 1
-    except (AttributeError, OSError):  # (not on every platform)
-        return os.cpu_count() or 1
+    return max(0, min(usable_cpus() - max(0, reserved), MAX_DEFAULT_DECODE_THREADS))
 
 
 def decode_pool(threads: int) -> ThreadPoolExecutor | None:

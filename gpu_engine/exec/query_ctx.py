@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import difflib
-import functools
 import numbers
-import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field, fields, replace
 
@@ -13,6 +11,7 @@ from gpu_engine.codegen.background_compiles import COMPILE_MODES, default_compil
 from gpu_engine.device import Device
 from gpu_engine.exec.memory_pool import MemoryPool, create_query_pool
 from gpu_engine.exec.output_buffer_manager import OutputBufferManager
+from gpu_engine.host_cpus import usable_cpus
 
 __all__ = ["EngineConfig", "QueryCtx", "gpu_batch_rows", "device_memory_bytes"]
 
@@ -297,16 +296,9 @@ class EngineConfig:
             return self.scan_prefetch_depth
         if device.is_gpu:
             return 2
-        if device.name == "cpu" and drivers < _cores():
+        if device.name == "cpu" and drivers < usable_cpus():
             return 2
         return 0
-
-
-@functools.lru_cache(maxsize=1)
-def _cores() -> int:
-    """Return the machine's core count, read once: ``os.cpu_count`` reads ``/sys`` on every call (12-60 us, and
-    every TableScan of every query asked)."""
-    return os.cpu_count() or 1
 
 
 @dataclass
@@ -335,7 +327,7 @@ class QueryCtx:
     def create(cls, device: Device, config: EngineConfig | None = None, threads: int | None = None,
                output_buffer_manager: OutputBufferManager | None = None) -> "QueryCtx":
         """Return a context with its own executor of ``threads`` workers (default: the core count)."""
-        threads = threads or max(2, os.cpu_count() or 2)
+        threads = threads or max(2, usable_cpus())
         executor = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gpu-engine-driver")
         return cls(device, config or EngineConfig(), executor, True, output_buffer_manager or OutputBufferManager())
 

@@ -22,9 +22,9 @@ from gpu_engine.exec.split import ParquetSplit
 def test_the_pool_size_follows_the_machine_and_the_variable(monkeypatch):
     monkeypatch.delenv(pools.DECODE_THREADS_VARIABLE, raising=False)
     assert default_decode_threads() == min(len(os.sched_getaffinity(0)), pools.MAX_DEFAULT_DECODE_THREADS)
-    monkeypatch.setattr(pools, "_cores", lambda: 96)
+    monkeypatch.setattr(pools, "usable_cpus", lambda: 96)
     assert default_decode_threads() == pools.MAX_DEFAULT_DECODE_THREADS  # capped on a large host
-    monkeypatch.setattr(pools, "_cores", lambda: 8)
+    monkeypatch.setattr(pools, "usable_cpus", lambda: 8)
     assert [default_decode_threads(reserved) for reserved in (0, 1, 3, 8, 9)] == [8, 7, 5, 0, 0]  # cores left to drivers
     monkeypatch.setenv(pools.DECODE_THREADS_VARIABLE, "3")
     assert default_decode_threads() == 3
@@ -39,14 +39,16 @@ def test_the_pool_size_follows_the_machine_and_the_variable(monkeypatch):
 def test_the_default_size_is_the_cores_the_process_may_run_on(monkeypatch):
     """A process pinned to 3 cores of a 64-core host (taskset, a cpuset) decodes on 3 threads, not 16."""
     monkeypatch.delenv(pools.DECODE_THREADS_VARIABLE, raising=False)
-    monkeypatch.setattr(pools.os, "sched_getaffinity", lambda pid: {4, 5, 6})
-    monkeypatch.setattr(pools.os, "cpu_count", lambda: 64)
-    pools._cores.cache_clear()
+    from gpu_engine import host_cpus
+
+    monkeypatch.setattr(host_cpus.os, "sched_getaffinity", lambda pid: {4, 5, 6})
+    monkeypatch.setattr(host_cpus.os, "cpu_count", lambda: 64)
+    host_cpus.usable_cpus.cache_clear()
     try:
         assert default_decode_threads() == 3 and default_decode_threads(1) == 2
     finally:
         monkeypatch.undo()
-        pools._cores.cache_clear()  # the process's own count again for later tests
+        host_cpus.usable_cpus.cache_clear()  # the process's own count again for later tests
 
 
 def test_a_thread_keeps_no_page_buffer_over_the_bound(tmp_path, monkeypatch):
@@ -141,7 +143,7 @@ def test_the_engine_config_sets_the_pool_size(monkeypatch):
 
     cpu = get_device("cpu")
     gpu = type("FakeGpu", (), {"is_gpu": True, "name": "cuda"})()
-    monkeypatch.setattr(pools, "_cores", lambda: 16)
+    monkeypatch.setattr(pools, "usable_cpus", lambda: 16)
     assert EngineConfig().scan_decode_pool_threads(gpu, drivers=2) == 16  # drivers on a GPU wait on the device
     assert EngineConfig().scan_decode_pool_threads(cpu, drivers=4) == 12  # a core to each cpu driver
     assert EngineConfig().scan_decode_pool_threads(cpu, drivers=16) == 0  # every core has a driver: decode on them

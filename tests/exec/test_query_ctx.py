@@ -57,14 +57,29 @@ def test_scan_prefetch_depth_defaults_per_device_and_is_checked():
 
 
 def test_the_core_count_is_read_once_for_every_scan(monkeypatch):
-    """os.cpu_count reads /sys on each call; every TableScan of every query asks scan_prefetch."""
-    from gpu_engine.exec import query_ctx
+    """The affinity mask is read from the kernel on each call; every TableScan of every query asks scan_prefetch."""
+    from gpu_engine import host_cpus
 
     calls = []
-    monkeypatch.setattr(query_ctx.os, "cpu_count", lambda: calls.append(1) or 8)
-    query_ctx._cores.cache_clear()
+    monkeypatch.setattr(host_cpus.os, "sched_getaffinity", lambda pid: calls.append(1) or set(range(8)))
+    host_cpus.usable_cpus.cache_clear()
     try:
         assert [EngineConfig().scan_prefetch(get_device("cpu"), drivers=d) for d in (1, 7, 8)] == [2, 2, 0]
         assert len(calls) == 1
     finally:
-        query_ctx._cores.cache_clear()  # the machine's own count again for later tests
+        monkeypatch.undo()
+        host_cpus.usable_cpus.cache_clear()  # the machine's own count again for later tests
+
+
+def test_the_prefetch_depth_counts_the_cores_the_process_may_run_on(monkeypatch):
+    """A process pinned to 2 cores of a 64-core host running 2 drivers has no core left for prefetch threads."""
+    from gpu_engine import host_cpus
+
+    monkeypatch.setattr(host_cpus.os, "sched_getaffinity", lambda pid: {4, 5})
+    monkeypatch.setattr(host_cpus.os, "cpu_count", lambda: 64)
+    host_cpus.usable_cpus.cache_clear()
+    try:
+        assert [EngineConfig().scan_prefetch(get_device("cpu"), drivers=d) for d in (1, 2)] == [2, 0]
+    finally:
+        monkeypatch.undo()
+        host_cpus.usable_cpus.cache_clear()
