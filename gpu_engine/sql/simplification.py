@@ -21,18 +21,29 @@ A test of a test written without parentheses, ``x IS NULL IS NULL`` (parsed ``(x
 sqlglot's simplifier re-associates as ``x IS (NULL IS NULL)``, that is ``x IS TRUE`` (a wrong answer for a NULL
 or boolean ``x``, a type error for others); the inner test is parenthesized first (:func:`tests_parenthesized`),
 which sqlglot leaves as written.
+
+A DATE or TIMESTAMP text the engine (like DuckDB) does not read, ``TIMESTAMP '20200101'``, sqlglot's simplifier
+parses leniently when it folds it with an INTERVAL or moves an INTERVAL across a comparison with it (``ts + INTERVAL
+1 DAY >= TIMESTAMP '20200101'`` became ``ts >= '2019-12-31 00:00:00'``, an answer where DuckDB raises). Such a
+cast, and the arithmetic and comparisons holding it, are marked final (:func:`_hold_unread_text`): the planner
+then reads the text itself and refuses it with its position, as it does without the INTERVAL. A comparison
+under a connective the simplifier folds away (``FALSE AND d > DATE '20200101'``) still goes, as DuckDB's
+optimizer removes it before the cast runs.
 """
 
 from __future__ import annotations
 
 from typing import Callable
 
+import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.simplify import FINAL
 
 __all__ = ["simplify_keeping_arithmetic", "tests_parenthesized"]
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
+#: What sqlglot's simplifier folds a DATE / TIMESTAMP constant through: INTERVAL arithmetic and comparisons.
+_FOLDED_THROUGH = (exp.Add, exp.Sub, exp.Paren, exp.Predicate)
 #: Meta key of a CASE's ELSE held while simplifying (its value: the ELSE as written, or None).
 _HELD_ELSE = "gpu_engine.held_else"
 
@@ -95,6 +106,39 @@ def tests_parenthesized(tree: exp.Expression) -> exp.Expression:
     return tree
 
 
+def _unread_text(node: exp.Expression) -> bool:
+    """Return whether ``node`` casts a string constant to a DATE or a TIMESTAMP the engine does not read."""
+    if not (isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string):
+        return False
+    text = node.this.this
+    if node.to.is_type(exp.DataType.Type.DATE):
+        from gpu_engine.plans.sql_literals import parse_date_text
+
+        try:
+            parse_date_text(text)
+        except ValueError:
+            return True
+        return False
+    if not node.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME):
+        return False
+    from gpu_engine.columnar import Column
+    from gpu_engine.columnar.arrow_numpy import arrow_from_pylist
+    from gpu_engine.device import get_device
+    from gpu_engine.expressions.text_on_host import parse_timestamps
+
+    device = get_device("cpu")
+    column = Column.from_arrow(arrow_from_pylist([text], pa.string()), device)
+    return not bool(parse_timestamps(device, column, pa.timestamp("us"))[1][0])
+
+
+def _hold_unread_text(cast: exp.Expression) -> None:
+    """Mark a cast of unread text, and the INTERVAL arithmetic and comparisons holding it, final."""
+    node = cast
+    while node is not None:
+        node.meta[FINAL] = True
+        node = node.parent if isinstance(node.parent, _FOLDED_THROUGH) else None
+
+
 def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """Return ``simplify(tree)`` with every arithmetic operation left as written, ``date_trunc`` of a DATE
@@ -118,6 +162,8 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
             held = _hold_else(node) or held
         elif _test_of_a_test(node):  # x IS NULL IS NULL: not x IS (NULL IS NULL) to the simplifier
             node.set("this", exp.Paren(this=node.this))
+        elif _unread_text(node):  # TIMESTAMP '20200101': refused by the planner, not read leniently here
+            _hold_unread_text(node)
     simplified = simplify(tree)
     if held:  # (only _hold_else marks a node _HELD_ELSE; copies of a marked node keep the mark)
         simplified = _release_else(simplified)

@@ -89,3 +89,27 @@ def test_a_bad_timestamp_literal_is_refused_while_planning_naming_it_and_its_pos
     column = sql.index(f"'{text}'") + 1  # the text's own position
     with pytest.raises(PlanError, match=rf"invalid timestamp literal '{text}'.*\(line 1, column {column}\)"):
         session.sql_plan(sql)
+
+
+@pytest.mark.parametrize("sql, kind", [
+    ("SELECT k FROM t WHERE ts + INTERVAL 1 DAY >= TIMESTAMP '20200101'", "timestamp"),
+    ("SELECT k, ts - INTERVAL 2 HOUR < CAST('2020-02-30' AS TIMESTAMP) AS a FROM t", "timestamp"),
+    ("SELECT k FROM t WHERE CAST(ts AS DATE) + INTERVAL 1 DAY >= DATE '20200101'", "date"),
+    ("SELECT k FROM t WHERE CAST(ts AS DATE) >= DATE '20200101' - INTERVAL 1 MONTH", "date"),
+])
+def test_a_bad_text_with_interval_arithmetic_is_refused_as_without_it(reference, sql, kind):
+    """sqlglot's simplifier folded the INTERVAL into the constant, reading '20200101' leniently: an answer where
+    DuckDB raises."""
+    with pytest.raises(Exception, match="Conversion Error"):
+        reference.sql(sql).fetchall()
+    session = session_with_tables({"t": T}, split_rows=8, device="cpu", drivers=1)
+    with pytest.raises(PlanError, match=f"invalid {kind} literal"):
+        session.sql_plan(sql)
+
+
+def test_a_bad_text_under_a_false_connective_goes_with_it_as_in_duckdb(reference):
+    session = session_with_tables({"t": T}, split_rows=8, device="cpu", drivers=1)
+    assert_queries_match_duckdb(session, reference, [
+        "SELECT k FROM t WHERE FALSE AND ts + INTERVAL 1 DAY >= TIMESTAMP '20200101'",
+        "SELECT k FROM t WHERE ts + INTERVAL 1 DAY >= TIMESTAMP '2020-1-1' OR k = 0",
+    ])
