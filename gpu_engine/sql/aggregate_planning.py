@@ -125,7 +125,7 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
     for text, original in tuple_counts.items():
         replacements[original] = replacements[text]
     if having is not None:
-        relation = post_filter(planner, relation, having, columns, replacements, ctes)
+        relation = post_filter(planner, relation, having, columns, replacements, ctes, defined_aliases(select))
     return relation, replacements, columns
 
 
@@ -228,7 +228,7 @@ def _split_global_aggregation(planner: QueryPlanner, relation: Relation, call_gr
 
 
 def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns, replacements,
-                            ctes, outer_aliases: set[str]):
+                            ctes, outer_aliases: set[str], label: str = "Project"):
     """Return a SELECT-list expression renamed over ``relation`` (SQL text), or, when it holds scalar subqueries,
     typed with each a :class:`~gpu_engine.plans.subqueries.ScalarSubquery` the Project holds (the optimizer rule
     :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` joins it in): an uncorrelated one its
@@ -248,7 +248,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     written, tree = tree, tree.copy()
     scalars: dict[str, tuple[PlanNode, list[exp.Expression]]] = {}  # value column -> its plan, its equalities
     fields = []
-    for subquery in _outermost_scalar_subqueries(tree, correlated_allowed=True):
+    for subquery in _outermost_scalar_subqueries(tree):
         select = subquery_select(subquery.this)
         correlated = []
         if isinstance(select, exp.Select) and _outer_of(select):
@@ -272,7 +272,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     outer_names = set(outer_schema.names)
     schema = pa.schema(list(outer_schema) + [f for f in fields if f.name not in outer_names])
     try:
-        typed = parse_expression(planner._renamed(tree, columns, replacements), schema, "Project")
+        typed = parse_expression(planner._renamed(tree, columns, replacements), schema, label)
     except PlanError as error:
         raise planner._plan_error(error, written) from None
     correlations = {}
@@ -288,7 +288,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
                     raise unsupported(f"a correlated subquery reading {equality.this.sql()}, which is not a "
                                       "GROUP BY key", subquery) from None
             try:
-                typed_keys = parse_expression(conjunction(keys), schema, "Project")
+                typed_keys = parse_expression(conjunction(keys), schema, label)
             except PlanError as error:
                 raise planner._plan_error(error, subquery) from None
             correlations[name] = transformed(typed_keys, lambda node: OuterColumn(node.name, node.dtype)
@@ -303,58 +303,90 @@ def _outer_of(select: exp.Expression) -> set[str]:
     return {c.table for c in free_columns(select)} - defined_aliases(select) - {""}  # "": an output name
 
 
-def _outermost_scalar_subqueries(tree: exp.Expression, correlated_allowed: bool = False):
+def _outermost_scalar_subqueries(tree: exp.Expression):
     """Yield ``tree``'s scalar subqueries outermost first (breadth-first), one at a time, each found after the caller
     replaced the one before: a subquery nested inside one just planned (a derived table in its FROM) went with it
-    and is not a scalar subquery of this tree. A correlated one is refused by name unless ``correlated_allowed``
-    (HAVING / QUALIFY: only WHERE and SELECT decorrelate)."""
+    and is not a scalar subquery of this tree."""
     while (subquery := tree.find(exp.Subquery, bfs=True)) is not None:
-        select = subquery_select(subquery.this)
-        if isinstance(select, exp.Select) and _outer_of(select) and not correlated_allowed:
-            raise unsupported("a correlated subquery outside WHERE and SELECT", subquery)
         yield subquery
 
 
-def post_filter(planner: QueryPlanner, relation: Relation, having: exp.Expression, columns, replacements,
-                ctes) -> Relation:
-    """Filter aggregated (or windowed) rows by HAVING or QUALIFY; each uncorrelated scalar subquery in it is a
-    typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the Filter (the optimizer rule
-    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` joins its one row), as in WHERE."""
+def filter_subquery_predicate(conjunct: exp.Expression, outer_aliases: set[str]):
+    """Return ``(tree, negated)`` where a HAVING / QUALIFY conjunct is a ``[NOT] EXISTS`` or ``x [NOT] IN
+    (SELECT …)`` that :func:`post_filter` types (a typed subquery predicate of the Filter above the aggregation,
+    joined by the optimizer's decorrelation rule): uncorrelated, or correlated with a column equality to join on;
+    else None (an EXISTS correlated otherwise is a count per outer value, :mod:`~gpu_engine.sql.subquery_values`).
+    """
+    from gpu_engine.sql.decorrelation import (
+        correlation, is_uncorrelated_exists, split_correlated, subquery_predicate_of)
+
+    tree, negated = subquery_predicate_of(conjunct)
+    if isinstance(tree, exp.In) and tree.args.get("query") is not None:
+        return None if isinstance(tree.this, exp.Tuple) or has_subquery(tree.this) else (tree, negated)
+    if not isinstance(tree, exp.Exists) or is_uncorrelated_exists(tree):
+        return (tree, negated) if isinstance(tree, exp.Exists) else None
+    select = subquery_select(tree.this)
+    if not isinstance(select, exp.Select):
+        return None
     try:
-        predicate = _with_typed_scalar_subqueries(planner, having, relation, columns, replacements, ctes)
-        node = planner._builder(relation.node).filter(predicate).plan()
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return None
+    keys, _others = correlation(correlated, inner)
+    return (tree, negated) if keys else None
+
+
+def post_filter(planner: QueryPlanner, relation: Relation, having: exp.Expression, columns, replacements,
+                ctes, outer_aliases: set[str]) -> Relation:
+    """Filter aggregated (or windowed) rows by HAVING or QUALIFY; each scalar subquery in it is a typed
+    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the Filter (:func:`typed_scalar_subqueries`:
+    uncorrelated, or one aggregate correlated by column equalities on grouping keys, read after the aggregation),
+    and each conjunct ``[NOT] EXISTS`` / ``x [NOT] IN (SELECT …)`` (:func:`filter_subquery_predicate`) a typed
+    :class:`~gpu_engine.plans.subqueries.Exists` / ``InSubquery`` of a Filter above the others (an uncorrelated
+    EXISTS a count compared with 0), which the optimizer rule
+    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` joins, as in WHERE: semi, anti and
+    null-aware anti joins of the groups. ``outer_aliases``: the FROM items of the query, which a correlated
+    subquery may read (its grouping keys)."""
+    from gpu_engine.sql.decorrelation import counted_exists, is_uncorrelated_exists, semi_join_of, subquery_filter
+    from gpu_engine.sql.predicates import conjoined, conjuncts_of
+
+    plain, predicates = [], []
+    for conjunct in conjuncts_of(having):
+        found = filter_subquery_predicate(conjunct, outer_aliases)
+        if found is not None and is_uncorrelated_exists(found[0]):
+            plain.append(counted_exists(*found)[0])
+        elif found is not None:
+            predicates.append((conjunct, *found))
+        else:
+            plain.append(conjunct)
+    written, relation = relation, dataclasses.replace(relation, columns=dict(columns))
+    try:
+        if plain:
+            predicate = typed_scalar_subqueries(planner, conjoined(plain), relation, columns, replacements, ctes,
+                                                outer_aliases, "Filter")
+            relation = dataclasses.replace(relation, node=planner._builder(relation.node).filter(predicate).plan())
     except PlanError as error:
         raise planner._plan_error(error, having) from None
-    rows = max(1.0, relation.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
-    return dataclasses.replace(relation, node=node, rows=rows)
+    for conjunct, tree, negated in predicates:
+        if isinstance(tree, exp.In) and not isinstance(tree.this, exp.Column):  # sum(v) IN (...): projected first
+            relation, value = _projected_value(planner, relation, tree.this, replacements)
+            tree = tree.copy()
+            tree.set("this", value)
+        relation = subquery_filter(planner, relation, semi_join_of(planner, tree, negated, outer_aliases, ctes,
+                                                                   conjunct))
+    rows = max(1.0, written.rows / 10)  # HAVING usually keeps few groups (Q18: 57 of 1.5 million)
+    return dataclasses.replace(written, node=relation.node, rows=rows)
 
 
-def _with_typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relation: Relation, columns,
-                                  replacements, ctes):
-    """Return ``tree`` renamed over ``relation`` (SQL text), or, when it holds scalar subqueries, typed with each a
-    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of its planned one-row plan."""
-    if not has_subquery(tree):
-        return planner._renamed(tree, columns, replacements)
-    from gpu_engine.plans.expressions import ColumnRef
-    from gpu_engine.plans.sql_translator import parse_expression
-    from gpu_engine.plans.subqueries import ScalarSubquery, transformed
-
-    if tree.find(exp.Subquery) is None:
-        raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
-    tree = tree.copy()
-    plans: dict[str, PlanNode] = {}
-    fields = []
-    for subquery in _outermost_scalar_subqueries(tree):
-        scalar, column = scalar_relation(planner, subquery, ctes)
-        (name,) = set(scalar.columns.values())
-        plans[name] = scalar.node
-        fields.append(scalar.node.output_schema.field(name))
-        columns = {**columns, **scalar.columns}
-        if subquery is tree:
-            tree = column
-            break
-        subquery.replace(column)
-    schema = pa.schema(list(relation.node.output_schema) + fields)
-    typed = parse_expression(planner._renamed(tree, columns, replacements), schema, "Filter")
-    return transformed(typed, lambda node: ScalarSubquery(plans[node.name], node.name, node.dtype)
-                       if isinstance(node, ColumnRef) and node.name in plans else None)
+def _projected_value(planner: QueryPlanner, relation: Relation, value: exp.Expression, replacements):
+    """Return ``relation`` with ``value`` (over its keys and aggregates) computed beside its columns, and the
+    column that reads it."""
+    name = planner._fresh("$in_value")
+    passthrough = [quoted(n) for n in relation.node.output_schema.names]
+    try:
+        node = planner._builder(relation.node).project(
+            passthrough + [aliased(planner._renamed(value, relation.columns, replacements), name)]).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, value) from None
+    return (dataclasses.replace(relation, node=node, columns={**relation.columns, ("$in_value", name): name}),
+            exp.column(name, table="$in_value"))

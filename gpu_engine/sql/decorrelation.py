@@ -66,7 +66,8 @@ if TYPE_CHECKING:
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "scalar_filter", "subquery_filter",
            "select_over", "own_aggregates", "empty_group_value", "strict_subquery",
-           "NULL_STRICT", "correlated_scalar_relation", "is_correlated_scalar_aggregate"]
+           "NULL_STRICT", "correlated_scalar_relation", "is_correlated_scalar_aggregate", "subquery_predicate_of",
+           "is_uncorrelated_exists", "counted_exists", "semi_join_of"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
 PARENTHESIZED_QUERY_CLAUSES = ("order", "limit", "offset")
@@ -222,37 +223,66 @@ def own_aggregates(select: exp.Select) -> bool:
     return False
 
 
-def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes, semi_joins, attach) -> None:
-    """Turn one WHERE conjunct holding a subquery into a pending semi join or a scalar-subquery filter to attach."""
-    tree = conjunct
-    negated = False
+def subquery_predicate_of(conjunct: exp.Expression) -> tuple[exp.Expression, bool]:
+    """Return ``conjunct`` through its NOTs and parentheses, and whether an odd number of NOTs negates it."""
+    tree, negated = conjunct, False
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
     while isinstance(tree, exp.Not):
         negated, tree = not negated, tree.this
         while isinstance(tree, exp.Paren):
             tree = tree.this
+    return tree, negated
+
+
+def is_uncorrelated_exists(tree: exp.Expression) -> bool:
+    """Return whether ``tree`` is an EXISTS over a SELECT reading no outer column."""
+    if not isinstance(tree, exp.Exists):
+        return False
+    select = subquery_select(tree.this)
+    return isinstance(select, exp.Select) and not ({c.table for c in free_columns(select)} - defined_aliases(select))
+
+
+def counted_exists(tree: exp.Exists, negated: bool) -> tuple[exp.Expression, exp.Subquery]:
+    """Return an uncorrelated ``[NOT] EXISTS (S)`` as the comparison ``(SELECT count(*) FROM S) > 0`` (``= 0``)
+    and its scalar subquery: one count for the whole query, compared on a nested-loop join."""
+    select = subquery_select(tree.this)
+    if any(select.args.get(k) for k in _COUNTED_AS_WRITTEN) or own_aggregates(select):
+        # the rows it returns are not its FROM's filtered rows: count them as written
+        counted = exp.Select(expressions=[exp.alias_(exp.Count(this=exp.Star()), "n")]).from_(
+            exp.Subquery(this=select.copy(), alias=exp.TableAlias(this=exp.to_identifier("$exists", quoted=True))))
+    else:
+        counted = select.copy()
+        counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
+        for clause in ("order", "distinct"):
+            counted.set(clause, None)
+    subquery = exp.Subquery(this=counted)
+    return (exp.EQ if negated else exp.GT)(this=subquery, expression=exp.Literal.number(0)), subquery
+
+
+def semi_join_of(planner: QueryPlanner, tree: exp.Expression, negated: bool, outer_aliases, ctes,
+                 conjunct) -> SemiJoin:
+    """Return a correlated ``[NOT] EXISTS`` or a ``x [NOT] IN (SELECT …)`` as a pending semi (anti, null-aware
+    anti) join: the subquery planned, its keys and conditions, which :func:`subquery_filter` types."""
     if isinstance(tree, exp.Exists):
-        select = subquery_select(tree.this)
-        if isinstance(select, exp.Select) and not ({c.table for c in free_columns(select)}
-                                                   - defined_aliases(select)):
-            # Uncorrelated: one count for the whole query, compared on a nested-loop join.
-            if any(select.args.get(k) for k in _COUNTED_AS_WRITTEN) or own_aggregates(select):
-                # the rows it returns are not its FROM's filtered rows: count them as written
-                counted = exp.Select(expressions=[exp.alias_(exp.Count(this=exp.Star()), "n")]).from_(
-                    exp.Subquery(this=select.copy(), alias=exp.TableAlias(this=exp.to_identifier("$exists",
-                                                                                                  quoted=True))))
-            else:
-                counted = select.copy()
-                counted.set("expressions", [exp.alias_(exp.Count(this=exp.Star()), "n")])
-                for clause in ("order", "distinct"):
-                    counted.set(clause, None)
-            subquery = exp.Subquery(this=counted)
-            comparison = (exp.EQ if negated else exp.GT)(this=subquery, expression=exp.Literal.number(0))
-            _scalar_comparison(planner, comparison, subquery, local_aliases, ctes, attach)
-            return
-        semi_joins.append(_exists(planner, tree, negated, local_aliases, ctes, conjunct))
+        return _exists(planner, tree, negated, outer_aliases, ctes, conjunct)
+    return _in_subquery(planner, tree, negated, outer_aliases, ctes, conjunct)
+
+
+def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes, semi_joins, attach) -> None:
+    """Turn one WHERE conjunct holding a subquery into a pending semi join or a scalar-subquery filter to attach."""
+    marks = mark_predicates(conjunct, local_aliases)
+    if marks is not None:  # EXISTS / IN under OR: typed predicates the optimizer rule makes mark joins
+        semi_joins.append(MarkedConjunct(conjunct, [semi_join_of(planner, mark, False, local_aliases, ctes, mark)
+                                                    for mark in marks]))
         return
-    if isinstance(tree, exp.In) and tree.args.get("query") is not None:
-        semi_joins.append(_in_subquery(planner, tree, negated, local_aliases, ctes, conjunct))
+    tree, negated = subquery_predicate_of(conjunct)
+    if is_uncorrelated_exists(tree):
+        comparison, subquery = counted_exists(tree, negated)
+        _scalar_comparison(planner, comparison, subquery, local_aliases, ctes, attach)
+        return
+    if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
+        semi_joins.append(semi_join_of(planner, tree, negated, local_aliases, ctes, conjunct))
         return
     comparisons = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
     if not negated and isinstance(tree, comparisons):

@@ -464,7 +464,7 @@ class QueryPlanner(PlanningContext):
         if windows:
             relation, columns = plan_windows(self, relation, windows, columns, replacements)
         if qualify is not None:
-            relation = post_filter(self, relation, qualify, columns, replacements, ctes)
+            relation = post_filter(self, relation, qualify, columns, replacements, ctes, defined_aliases(select))
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
         outputs, exprs, texts = [], [], []  # texts: each renamed expression's SQL, to find an ORDER BY key among them
         outer_aliases = defined_aliases(select)  # a scalar subquery's correlated references (typed_scalar_subqueries)

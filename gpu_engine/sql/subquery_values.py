@@ -50,7 +50,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
-from gpu_engine.sql.aggregate_planning import aggregates_of
+from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
     NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, own_aggregates, select_over,
@@ -233,14 +233,18 @@ def with_subquery_values_as_comparisons(select: exp.Select) -> exp.Select:
 def _value_positions(select: exp.Select, marks_planned: bool) -> list[tuple[exp.Expression, str]]:
     """Return (subquery, clause) for each subquery of ``select`` used as a value, not planned by the WHERE path."""
     out = []
+    outer_aliases = defined_aliases(select)
     for key in ("group", "expressions", "order", "having"):  # GROUP BY first: a key the others may repeat
         value = select.args.get(key)
         trees = value.expressions if isinstance(value, (exp.Order, exp.Group)) else value if isinstance(value, list) \
             else [value] if value is not None else []
         for tree in trees:
+            if key == "having":  # a top-level [NOT] EXISTS / IN conjunct: a typed predicate of the HAVING Filter
+                out.extend((node, key) for conjunct in conjuncts_of(tree.this) for node in _own_subqueries(conjunct)
+                           if filter_subquery_predicate(conjunct, outer_aliases) is None)
+                continue
             out.extend((node, key) for node in _own_subqueries(tree))
     where = select.args.get("where")
-    outer_aliases = defined_aliases(select)
     for conjunct in conjuncts_of(where.this if where is not None else None):
         out.extend((node, "where") for node in _own_subqueries(conjunct)
                    if not _left_to_where_path(conjunct, node, marks_planned, outer_aliases))
@@ -495,9 +499,10 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             return False
         query = subquery_select(node.this)
         if _outer_tables(query):
-            # one aggregate correlated by column equalities, in the SELECT list or ORDER BY outside aggregate calls
-            # and windows: a typed ScalarSubquery of the Project (aggregate_planning.typed_scalar_subqueries)
-            return not (clause in ("expressions", "order") and typed_in_select
+            # one aggregate correlated by column equalities, in the SELECT list, ORDER BY or HAVING outside
+            # aggregate calls and windows: a typed ScalarSubquery of the Project or of the Filter above the
+            # aggregation (aggregate_planning.typed_scalar_subqueries)
+            return not (clause in ("expressions", "order", "having") and typed_in_select
                         and node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
                         and is_correlated_scalar_aggregate(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
