@@ -39,6 +39,8 @@ __all__ = [
     "Cast",
     "Extract",
     "Substring",
+    "SUBSTRING_LOWER",
+    "SUBSTRING_UPPER",
     "Function",
     "AggregateCall",
     "ARITHMETIC_OPS",
@@ -268,9 +270,15 @@ class Extract(Expr):
         return f"EXTRACT({self.field.upper()} FROM {self.operand.sql()})"
 
 
+#: DuckDB's bounds on a substring's offset and length (``AssertInSupportedRange``): beyond them it raises for
+#: each non-NULL string they reach.
+SUBSTRING_LOWER, SUBSTRING_UPPER = -4294967296, 4294967295
+
+
 @dataclass(frozen=True)
 class Substring(Expr):
-    """``SUBSTRING(operand FROM start [FOR length])``, 1-based, counted in characters."""
+    """``SUBSTRING(operand FROM start [FOR length])``, 1-based, counted in characters; a start and length within
+    DuckDB's supported range (a bound beyond it is the per-row ``substring`` function, which raises as DuckDB)."""
 
     operand: Expr
     start: int

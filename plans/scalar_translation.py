@@ -28,6 +28,8 @@ from gpu_engine.plans.expressions import (
     Function,
     InList,
     Like,
+    SUBSTRING_LOWER,
+    SUBSTRING_UPPER,
     Literal,
     Substring,
     UnaryOp,
@@ -742,6 +744,11 @@ class ScalarTranslator:
         count = self._int_constant(length, "length") if length is not None else None
         if start is None or (length is not None and count is None):  # a NULL start or length: NULL, as DuckDB
             return Literal(None, pa.string())
+        if not all(SUBSTRING_LOWER <= bound <= SUBSTRING_UPPER for bound in (start, count) if bound is not None):
+            # DuckDB raises for each non-NULL string such a bound reaches: the per-row function checks it there
+            from gpu_engine.plans.function_translation import build_function
+
+            return build_function(self, "substring", [operand, *bounds], tree)
         return Substring(operand, start, count)
 
     def _bound(self, tree: exp.Expression | None, what: str) -> int | None:
@@ -772,6 +779,10 @@ class ScalarTranslator:
             position = self.translate(index)
             if not isinstance(position, Literal):  # read per row: DuckDB's s[k] is substring(s, k, 1), errors too
                 from gpu_engine.plans.function_translation import build_function
+
+                return build_function(self, "substring", [operand, position, Literal(1, pa.int64())], tree)
+            if isinstance(position.value, int) and not SUBSTRING_LOWER <= position.value <= SUBSTRING_UPPER:
+                from gpu_engine.plans.function_translation import build_function  # raises per row, as DuckDB
 
                 return build_function(self, "substring", [operand, position, Literal(1, pa.int64())], tree)
             return Substring(operand, self._bound(index, "index"), 1)

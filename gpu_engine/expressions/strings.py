@@ -20,6 +20,7 @@ from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.plans.expressions import SUBSTRING_LOWER, SUBSTRING_UPPER
 
 __all__ = [
     "string_slots",
@@ -113,8 +114,6 @@ def substring(device: Device, column: Column, start: int, length: int | None) ->
     return Column(pa.string(), column.data, column.validity, None, dictionary)
 
 
-#: DuckDB's bounds on a substring's offset and length (``AssertInSupportedRange``): beyond them it raises.
-_SUBSTRING_UPPER, _SUBSTRING_LOWER = 4294967295, -4294967296
 _SUBSTRING_RANGE_ERRORS = ("Substring offset outside of supported range (< -4294967296)",
                            "Substring offset outside of supported range (> 4294967295)",
                            "Substring length outside of supported range (< -4294967296)",
@@ -138,9 +137,9 @@ def substring_rows(device: Device, column: Column, starts: Column, lengths: Colu
     length_values = (xp.full(rows, 1 << 62, dtype=xp.int64) if lengths is None
                      else lengths.data.astype(xp.int64, copy=False))
     code = xp.zeros(rows, dtype=xp.int8)
-    checks = [start_values < _SUBSTRING_LOWER, start_values > _SUBSTRING_UPPER]
+    checks = [start_values < SUBSTRING_LOWER, start_values > SUBSTRING_UPPER]
     if lengths is not None:
-        checks += [length_values < _SUBSTRING_LOWER, length_values > _SUBSTRING_UPPER]
+        checks += [length_values < SUBSTRING_LOWER, length_values > SUBSTRING_UPPER]
     for number, bad in reversed(list(enumerate(checks, 1))):  # the first failing check of a row names it
         code = xp.where(bad, xp.int8(number), code)
     bad = code > 0 if validity is None else (code > 0) & validity

@@ -36,6 +36,9 @@ QUERIES = [
     "SELECT id FROM t WHERE substr(s, k, 2) = 'ab' OR substr(ds, v) IS NULL",
     "SELECT substr(s, k, v) AS a, count(*) AS c FROM t GROUP BY substr(s, k, v)",
     "SELECT substr(s, k) AS a, substr(ds, k, v) AS b FROM e",
+    # constant bounds at DuckDB's limits answer; beyond them only NULL strings reach the function
+    "SELECT id, substring(s, 4294967295, 4294967295) AS a, substr(ds, -4294967296, -4294967296) AS b, "
+    "substr(n, 5000000000, 2) AS c FROM t",
 ]
 
 
@@ -52,6 +55,11 @@ def test_substring_with_column_bounds_on_each_device(device_name, reference):
     ("SELECT substr(s, k + 4294967295, 2) FROM t", r"Substring offset outside of supported range \(> 4294967295\)"),
     ("SELECT substr(s, k - 4294967296, 2) FROM t", r"Substring offset outside of supported range \(< -4294967296\)"),
     ("SELECT substr(s, k, k * 4294967295) FROM t", r"Substring length outside of supported range \(< -4294967296\)"),
+    # constant bounds too (they answered '' where DuckDB raises)
+    ("SELECT substr(s, 5000000000, 2) FROM t", r"Substring offset outside of supported range \(> 4294967295\)"),
+    ("SELECT substring(s, 1, -4294967297) FROM t", r"Substring length outside of supported range \(< -4294967296\)"),
+    ("SELECT substr(ds, -5000000000) FROM t", r"Substring offset outside of supported range \(< -4294967296\)"),
+    ("SELECT s[4294967296] FROM t", r"Substring offset outside of supported range \(> 4294967295\)"),
 ])
 def test_substring_bounds_out_of_duckdb_range_raise(sql, message, reference):
     with pytest.raises(Exception, match=message):
