@@ -8,9 +8,10 @@ answers it is a decision of the optimizer rule
 anti or null-aware anti join, keyed on the correlation's equalities), which
 every plan goes through — planned from SQL, built with
 :class:`~gpu_engine.plans.plan_builder.PlanBuilder` (``filter`` takes a typed
-expression) or read from JSON — before it runs. No operator evaluates them:
-a plan whose subquery predicate the rule cannot turn into a join (one under OR,
-an EXISTS / IN in a projection) is refused there by name.
+expression) or read from JSON — before it runs. No operator evaluates them.
+Under OR, NOT, inside an expression or in a Project's expressions an EXISTS /
+IN is a mark join (every outer row kept with a match flag, IN's NULL-aware); a
+correlation the rule cannot join on is refused there by name.
 
 A :class:`ScalarSubquery` (DataFusion's ``Expr::ScalarSubquery``) is the value
 of an uncorrelated subquery's one row: NULL when it has no row, an error when

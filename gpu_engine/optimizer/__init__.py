@@ -85,7 +85,7 @@ comparison with a scalar aggregate correlated by column equalities (grouped
 by them, its input restricted by magic sets), into a typed
 ``ScalarSubquery`` the same rule joins, but plans the other subquery forms as
 joins itself (:mod:`gpu_engine.sql.decorrelation`: uncorrelated EXISTS as a count;
-:mod:`gpu_engine.sql.mark_joins` under OR; :mod:`gpu_engine.sql.subquery_values`
+:mod:`gpu_engine.sql.subquery_values`
 as values, but for scalar subqueries in the SELECT list and ORDER BY — uncorrelated, or one aggregate
 correlated by column equalities —, which are typed ``ScalarSubquery`` expressions of the final Project),
 and join ordering beside the typed rule (the estimate rules both planners call:

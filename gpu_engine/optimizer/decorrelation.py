@@ -24,7 +24,15 @@ the conjuncts' order after the Filter's other conjuncts:
 
 A key pair whose two sides join on different layouts (``plan_builder.join_key_layout``), or whose outer column
 is already a key, stays in the filter as written; a correlation with no key left is refused by name, as is a
-subquery predicate under OR or NOT, or a NOT IN with a correlation (write NOT EXISTS). The semi and anti joins
+NOT IN with a correlation (write NOT EXISTS).
+
+An EXISTS / IN under OR or NOT, inside an expression (a CASE) or in a Project's expressions is a **mark join**
+(Velox's left semi project, DataFusion's ``LeftMark``; ``_mark``): every outer row kept once with a match flag, a
+left join to the subquery's distinct keys (correlation equalities, IN's value with its column; an uncorrelated
+EXISTS a row count, nested-loop joined); IN's flag is NULL-aware (NULL where nothing matched and the value or a
+subquery value of the key is NULL, from counts per key), but where the predicate is reached through AND / OR
+alone (NULL and FALSE drop the row alike). The Filter's conjunct reads the flags; a projection back to its input's
+columns follows. A correlation other than key equalities is refused by name there. The semi and anti joins
 probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
 anti joins that build a smaller outer side.
 
@@ -48,8 +56,9 @@ layouts join as their common type; a correlation other than key equalities is re
 
 A scalar subquery in a Project's expressions (SELECT list, ORDER BY keys) is joined under the Project the same
 way, every outer row kept: uncorrelated, a nested-loop join with its EnforceSingleRow side; correlated, a left hash
-join on its keys with the value over no rows through the match flag (COUNT's 0 or NULL). An EXISTS / IN in a
-projection is refused by name (the SQL planner plans those values itself). The Project keeps its id.
+join on its keys with the value over no rows through the match flag (COUNT's 0 or NULL); an EXISTS / IN there is a
+mark join's flag (the SQL planner still plans those values itself, :mod:`gpu_engine.sql.subquery_values`). The
+Project keeps its id.
 
 Node ids: the last join made of a Filter takes the Filter's id (a Filter of one subquery conjunct — how
 the SQL planner emits them — becomes a join of the same id; with a left join, the projection back takes it);
@@ -103,12 +112,14 @@ def decorrelate_subqueries(plan: PlanNode) -> PlanNode:
     Raises
     ------
     PlanError
-        For a subquery predicate that is not a conjunct of a Filter (under OR or NOT), a NOT IN with a
-        correlation, or a correlation with no equality of an outer and a subquery expression to join on.
+        For a NOT IN with a correlation, a correlation with no equality of an outer and a subquery expression to
+        join on, or a mark join's (an EXISTS / IN under OR, NOT, in an expression) correlation other than
+        equalities.
     """
     if not holds_subqueries(plan):
         return plan
-    return _Decorrelator(plan).visit(plan)
+    decorrelator = _Decorrelator(plan)
+    return decorrelator.as_tree(decorrelator.visit(plan))
 
 
 class _Decorrelator:
@@ -182,24 +193,25 @@ class _Decorrelator:
         parts = conjuncts(node.predicate)
         subqueries = [part for part in parts if is_subquery_predicate(part)]
         rest = [part for part in parts if not is_subquery_predicate(part)]
-        for part in rest:
-            if any(is_subquery_predicate(expr) for expr in walk(part)):
-                raise PlanError("a subquery predicate under OR, NOT or inside an expression cannot be decorrelated "
-                                "into a join (only a conjunct of a filter is)", node=node.label, column=part.sql())
+        marked = [part for part in rest if _subquery_predicates(part)]  # under OR / NOT / inside an expression
+        rest = [part for part in rest if not _subquery_predicates(part)]
         scalars = [part for part in rest if _scalar_subqueries(part)]
         rest = [part for part in rest if not _scalar_subqueries(part)]
-        if not subqueries and not scalars:
+        if not subqueries and not scalars and not marked:
             return node
         current = node.source
         names = tuple(current.output_schema.names)
         if rest:
             current = FilterNode(id=self.new_id(node.id), output_schema=current.output_schema, sources=(current,),
                                  predicate=conjunction(rest))  # (the other conjuncts first, as written)
-        steps = len(scalars) + len(subqueries)
+        steps = len(scalars) + len(marked) + len(subqueries)
         for n, part in enumerate(scalars):
             join_id = node.id if n == steps - 1 else self.new_id(node.id)
             current = self._scalar_joined(current, part, join_id, names)
-        for n, subquery in enumerate(subqueries, start=len(scalars)):
+        for n, part in enumerate(marked, start=len(scalars)):
+            join_id = node.id if n == steps - 1 else self.new_id(node.id)
+            current = self._marked_filter(current, part, join_id, names, node.label)
+        for n, subquery in enumerate(subqueries, start=len(scalars) + len(marked)):
             join_id = node.id if n == steps - 1 else self.new_id(node.id)
             current = self._joined(current, subquery, join_id, names, node.label)
         return current
@@ -212,22 +224,24 @@ class _Decorrelator:
 
         Why: a scalar subquery in SELECT (``SELECT a, (SELECT max(b) FROM u WHERE u.k = t.k) FROM t``, or over the
         grouping keys of an aggregating query) is a value of each output row, DataFusion's
-        ``scalar_subquery_to_join`` over a projection; an EXISTS / IN there is refused by name (the SQL planner
-        plans those values itself).
+        ``scalar_subquery_to_join`` over a projection; an EXISTS / IN there is a mark join's flag (:meth:`_mark`).
         """
         found: dict[int, ScalarSubquery] = {}
+        predicates: dict[int, Exists | InSubquery] = {}
         for expr in node.expressions:
             for sub in walk(expr):
                 if is_subquery_predicate(sub):
-                    raise PlanError("an EXISTS / IN subquery in a projection cannot be decorrelated into a join "
-                                    "(only a scalar subquery there is)", node=node.label, column=sub.sql())
+                    predicates.setdefault(id(sub), sub)
                 if isinstance(sub, ScalarSubquery):
                     found.setdefault(id(sub), sub)
-        if not found:
+        if not found and not predicates:
             return node
         current = node.source
         taken = set(current.output_schema.names)
         values: dict[int, Expr] = {}
+        for n, predicate in enumerate(predicates.values()):  # EXISTS / IN as values: mark joins, flags
+            current, values[id(predicate)] = self._mark(current, predicate, f"{node.id}.m{n}", False, node.label)
+        taken = set(current.output_schema.names)
         for n, subquery in enumerate(found.values()):
             if subquery.correlation is None:
                 inner, name = self._single_row(subquery, node.id, n, taken)
@@ -241,6 +255,190 @@ class _Decorrelator:
                                                                            None)
         return replace(node, sources=(current,), expressions=tuple(
             transformed(expr, lambda sub: values.get(id(sub))) for expr in node.expressions))
+
+    def _marked_filter(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...],
+                       label: str) -> PlanNode:
+        """Return ``outer`` filtered by ``part``, a conjunct holding EXISTS / IN predicates under OR, NOT or inside
+        an expression: each predicate a mark join's flag (:meth:`_mark`), then a Filter by ``part`` reading the
+        flags and a projection back to the input's columns (the projection takes ``join_id``).
+
+        Why not a semi join: under OR the row must stay when the predicate is false (TPC-DS q10, q35: ``EXISTS
+        (web sales of c) OR EXISTS (catalog sales of c)``); under NOT, IN's NULL is not FALSE.
+        """
+        predicates = _subquery_predicates(part)
+        if _scalar_subqueries(part):
+            raise PlanError("a filter conjunct holding both a scalar subquery and an EXISTS / IN under OR, NOT or "
+                            "inside an expression is not supported; split it", node=label, column=part.sql())
+        positive = _positive_predicates(part)
+        current = outer
+        flags: dict[int, Expr] = {}
+        for n, predicate in enumerate(predicates):
+            current, flags[id(predicate)] = self._mark(current, predicate, f"{join_id}.m{n}",
+                                                       id(predicate) in positive, label)
+        current = FilterNode(id=self.new_id(join_id), output_schema=current.output_schema, sources=(current,),
+                             predicate=transformed(part, lambda expr: flags.get(id(expr))))
+        fields = {field.name: field for field in current.output_schema}
+        return ProjectNode(id=join_id, output_schema=pa.schema([fields[c] for c in names]), sources=(current,),
+                           names=names, expressions=tuple(ColumnRef(c, fields[c].type) for c in names))
+
+    def _mark(self, outer: PlanNode, predicate: Exists | InSubquery, base: str, positive: bool,
+              label: str) -> tuple[PlanNode, Expr]:
+        """Return ``outer`` joined with the match flag of one EXISTS / IN (a mark join: Velox's left semi project,
+        DataFusion's ``LeftMark``; every outer row kept once), and the predicate's value over the join's output.
+
+        The flag is a left hash join on the correlation's key equalities (and IN's value with its column) to the
+        subquery's distinct keys, the first of them (``$mark.<base>.k0``) NULL where no row matched (a NULL key
+        matches nothing). EXISTS is ``k0 IS NOT NULL``; an uncorrelated EXISTS the subquery's row count (one row,
+        nested-loop joined) compared with 0. IN is NULL-aware (SQL's three values, so NOT IN and IN as a value are right):
+        TRUE on a match, else FALSE where the key has no subquery rows, else NULL where the value or some
+        subquery value of the key is NULL, else FALSE; the row counts come from the subquery grouped by the
+        correlation keys (``count(*)``, ``count(column)``), left joined (uncorrelated: one row, nested-loop
+        joined). Where the predicate is ``positive`` (reached from its Filter conjunct through AND / OR only, so
+        NULL and FALSE both drop the row) the counts are not needed and IN is ``k0 IS NOT NULL``.
+        """
+        name = f"$mark.{base}"
+        inner, predicate = self._apart(outer, self.visit(predicate.subquery), predicate, base)
+        pairs: list[tuple[Expr, Expr]] = []
+        for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
+            if _scalar_subqueries(part):
+                raise PlanError("a scalar subquery inside an EXISTS / IN correlation is not supported", node=label,
+                                column=predicate.sql())
+            pair = _key_pair(part)
+            if pair is None:
+                raise PlanError("unsupported: an EXISTS / IN under OR, NOT or inside an expression whose "
+                                "correlation is not equalities of an outer and a subquery expression (write it as "
+                                "a conjunct of WHERE, or correlate by equalities)", node=label, column=predicate.sql())
+            pairs.append(self._one_layout(*pair, predicate, label))
+        value = None
+        if isinstance(predicate, InSubquery):
+            if predicate.column not in inner.output_schema.names:
+                raise PlanError(f"IN compares with column {predicate.column!r}, which its subquery does not output",
+                                node=label, column=predicate.sql())
+            column = ColumnRef(predicate.column, inner.output_schema.field(predicate.column).type)
+            value = self._one_layout(predicate.value, column, predicate, label)
+        if isinstance(predicate, Exists) and not pairs:  # uncorrelated: the row count, one row
+            count = AggregateCall("count_star", None, pa.int64())
+            counted = AggregationNode(
+                id=self.new_id(base), sources=(inner,), step=AggregationStep.SINGLE, grouping_keys=(),
+                aggregate_names=(f"{name}.n",), aggregates=(count,),
+                output_schema=aggregation_output_schema(AggregationStep.SINGLE, [], (f"{name}.n",), (count,)))
+            current = self._cross(outer, counted, base)
+            flag: Expr = BinaryOp("gt", ColumnRef(f"{name}.n", pa.int64()), Literal(0, pa.int64()), pa.bool_())
+            return current, UnaryOp("not", flag, pa.bool_()) if predicate.negated else flag
+        keys = pairs + ([value] if value is not None else [])
+        current = self._left_joined(outer, inner, keys, name, "k", [], base, True)
+        flag = UnaryOp("is_not_null", ColumnRef(f"{name}.k0", keys[0][1].dtype), pa.bool_())
+        if value is not None and not positive:
+            column = value[1]
+            counts = (AggregateCall("count_star", None, pa.int64()), AggregateCall("count", column, pa.int64()))
+            current = self._left_joined(current, self._copied(inner, base), pairs, name, "c", [
+                (f"{name}.n", counts[0]), (f"{name}.nn", counts[1])], base, False)
+            rows, values = ColumnRef(f"{name}.n", pa.int64()), ColumnRef(f"{name}.nn", pa.int64())
+            no_rows = BinaryOp("or", UnaryOp("is_null", rows, pa.bool_()),
+                               BinaryOp("eq", rows, Literal(0, pa.int64()), pa.bool_()), pa.bool_())
+            null = Literal(None, pa.bool_())
+            flag = Case(((flag, Literal(True, pa.bool_())), (no_rows, Literal(False, pa.bool_())),
+                         (UnaryOp("is_null", value[0], pa.bool_()), null),
+                         (BinaryOp("gt", rows, values, pa.bool_()), null)), Literal(False, pa.bool_()), pa.bool_())
+        return current, UnaryOp("not", flag, pa.bool_()) if predicate.negated else flag
+
+    def _left_joined(self, outer: PlanNode, inner: PlanNode, keys: list[tuple[Expr, Expr]], name: str, tag: str,
+                     aggregates: list[tuple[str, AggregateCall]], base: str, flag: bool) -> PlanNode:
+        """Return ``outer`` left joined with ``inner`` grouped by the inner sides of ``keys`` (with ``aggregates``)
+        on those keys; no keys: ``inner`` aggregated to one row, nested-loop joined. The join emits ``outer``'s
+        columns, the aggregates and, with ``flag``, the first build key (``<name>.<tag>0``: NULL exactly where no
+        row matched, since a NULL key matches nothing)."""
+        key_names = [f"{name}.{tag}{i}" for i in range(len(keys))]
+        exprs = [inner_side for _, inner_side in keys] + [call.arg for _, call in aggregates if call.arg is not None]
+        arg_names = [f"{name}.{tag}a{i}" for i in range(len(exprs) - len(keys))]
+        projected = ProjectNode(id=self.new_id(base), sources=(inner,), names=tuple(key_names + arg_names),
+                                output_schema=pa.schema([pa.field(n, e.dtype) for n, e in zip(key_names + arg_names,
+                                                                                                exprs)]),
+                                expressions=tuple(exprs))
+        args = iter(arg_names)
+        calls = tuple(replace(call, arg=ColumnRef(next(args), call.arg.dtype)) if call.arg is not None else call
+                      for _, call in aggregates)
+        agg_names = tuple(n for n, _ in aggregates)
+        build: PlanNode = AggregationNode(
+            id=self.new_id(base), sources=(projected,), step=AggregationStep.SINGLE, grouping_keys=tuple(key_names),
+            aggregate_names=agg_names, aggregates=calls, output_schema=aggregation_output_schema(
+                AggregationStep.SINGLE, [projected.output_schema.field(k) for k in key_names], agg_names, calls))
+        if not keys:
+            return self._cross(outer, build, base)
+        outer_projected: list[tuple[str, Expr]] = []
+        left = [self._key_name(outer_side, outer_projected, base) for outer_side, _ in keys]
+        outer = self._projected(outer, outer_projected, base)
+        emitted = [f for f in outer.output_schema] + [build.output_schema.field(n) for n in agg_names + (
+            (key_names[0],) if flag else ())]
+        return HashJoinNode(id=self.new_id(base), output_schema=pa.schema(emitted), sources=(outer, build),
+                            join_type="left", left_keys=tuple(left), right_keys=tuple(key_names),
+                            output_columns=tuple(f.name for f in emitted))
+
+    def _copied(self, plan: PlanNode, base: str) -> PlanNode:
+        """Return ``plan`` with every node under a new id (a second use of a subquery's plan: plans are trees, and
+        two nodes of one id would share one scan's splits)."""
+        memo: dict[int, PlanNode] = {}
+
+        def copy(node: PlanNode) -> PlanNode:
+            if id(node) not in memo:
+                memo[id(node)] = replace(node, id=self.new_id(base), sources=tuple(copy(s) for s in node.sources))
+            return memo[id(node)]
+
+        return copy(plan)
+
+    def as_tree(self, plan: PlanNode) -> PlanNode:
+        """Return ``plan`` with each node object reached a second time copied, its subtree under new ids.
+
+        Why: one subquery object may stand in two Filters (the SQL planner's branches for ``count(DISTINCT v)``
+        beside ``count(*)`` copy the outer plan, not the subquery inside its predicate), and ``visit`` joins it
+        in as one plan object under both joins; the Task then handed its scan splits twice ('split for node 0
+        after no_more_splits'). Plans are trees.
+        """
+        reached: set[int] = set()
+        if all(not (id(n) in reached or reached.add(id(n))) for n in walk_plan(plan)):
+            return plan
+        seen: set[int] = set()
+        copies: dict[int, PlanNode] = {}
+
+        def fresh(node: PlanNode) -> PlanNode:  # a second use: every node new (one object twice within: one copy)
+            if id(node) not in copies:
+                copies[id(node)] = replace(node, id=self.new_id(node.id), sources=tuple(fresh(s) for s in node.sources))
+            return copies[id(node)]
+
+        def rebuild(node: PlanNode) -> PlanNode:
+            if id(node) in seen:
+                copies.clear()
+                return fresh(node)
+            seen.add(id(node))
+            sources = tuple(rebuild(source) for source in node.sources)
+            return node if all(a is b for a, b in zip(sources, node.sources)) else replace(node, sources=sources)
+
+        return rebuild(plan)
+
+    def _cross(self, outer: PlanNode, one_row: PlanNode, base: str) -> PlanNode:
+        """Return ``outer`` nested-loop joined with a plan of one row (a global aggregation's)."""
+        fields = list(outer.output_schema) + list(one_row.output_schema)
+        return NestedLoopJoinNode(id=self.new_id(base), output_schema=pa.schema(fields), sources=(outer, one_row),
+                                  join_type="inner", output_columns=tuple(f.name for f in fields))
+
+    @staticmethod
+    def _one_layout(outer_side: Expr, inner_side: Expr, predicate: Expr, label: str) -> tuple[Expr, Expr]:
+        """Return a mark join's key pair cast to one join layout (numbers: their common type), else refuse it."""
+        if join_key_layout(outer_side.dtype) == join_key_layout(inner_side.dtype):
+            return outer_side, inner_side
+        from gpu_engine.plans.type_coercion import common_type
+
+        numeric = all(pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t)
+                      for t in (outer_side.dtype, inner_side.dtype))
+        try:
+            target = common_type(outer_side.dtype, inner_side.dtype) if numeric else None
+        except Exception:  # noqa: BLE001 - no common type: refused below
+            target = None
+        if target is None:
+            raise PlanError(f"an EXISTS / IN compares {outer_side.dtype} with {inner_side.dtype}; cast one side",
+                            node=label, column=predicate.sql())
+        return (outer_side if outer_side.dtype == target else Cast(outer_side, target),
+                inner_side if inner_side.dtype == target else Cast(inner_side, target))
 
     def _scalar_joined(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...]) -> PlanNode:
         """Return ``outer`` joined with each scalar subquery of ``part``: an uncorrelated one nested-loop joined
@@ -640,6 +838,28 @@ def _key_common_type(outer: pa.DataType, inner: pa.DataType, label: str) -> pa.D
             return target
     raise PlanError(f"a correlated scalar subquery's correlation compares {outer} with {inner}; cast one side",
                     column=label)
+
+
+def _subquery_predicates(expr: Expr) -> list[Exists | InSubquery]:
+    """Return the EXISTS / IN predicates ``expr`` holds (outside other subqueries), each once, in reading order."""
+    out: dict[int, Exists | InSubquery] = {}
+    for node in walk(expr):
+        if is_subquery_predicate(node):
+            out.setdefault(id(node), node)
+    return list(out.values())
+
+
+def _positive_predicates(expr: Expr) -> set[int]:
+    """Return the ids of the EXISTS / IN predicates reached from ``expr`` through AND and OR only (as a filter's
+    conjunct: there a NULL and a FALSE both drop the row, so IN needs no NULL-aware flag)."""
+    out, stack = set(), [expr]
+    while stack:
+        node = stack.pop()
+        if is_subquery_predicate(node) and not node.negated:
+            out.add(id(node))
+        elif isinstance(node, BinaryOp) and node.op in ("and", "or"):
+            stack.extend((node.left, node.right))
+    return out
 
 
 def _scalar_subqueries(expr: Expr) -> list[ScalarSubquery]:

@@ -28,8 +28,10 @@ ScalarSubquery the aggregate grouped by the correlation columns — its input
 first restricted to the keys of the outer table's filtered rows (a "magic set"
 semi join) — correlated by those columns' equalities with the outer ones; the
 rule joins it on them (inner where the comparison fails for a key without
-rows, else left with the value over no rows: COUNT's 0). Subqueries under
-OR are mark joins (:mod:`~gpu_engine.sql.mark_joins`); the other subqueries
+rows, else left with the value over no rows: COUNT's 0). EXISTS / IN under
+OR (correlated by column equalities, or an uncorrelated IN) are typed
+predicates inside the Filter's OR (:func:`mark_predicates`), which the rule
+makes mark joins (a match flag per outer row); the other subqueries
 used as values (in SELECT, under NOT) are LEFT-joined derived tables
 (:mod:`~gpu_engine.sql.subquery_values`): those are still planned as joins
 here (issue 30 item 0).
@@ -191,6 +193,95 @@ def single_alias(semi: SemiJoin) -> str | None:
     aliases = {c.table for outer, _ in semi.keys for c in free_columns(outer)}
     aliases |= {c.table for f in semi.filters for c in free_columns(f) if not c.table.startswith("$")}
     return next(iter(aliases)) if len(aliases) == 1 and not semi.filters else None
+
+
+@dataclass
+class MarkedConjunct:
+    """A pending WHERE conjunct holding EXISTS / IN predicates under OR (``marks``, one pending semi join each):
+    applied after the joins as one Filter whose typed predicate holds them (the optimizer rule's mark joins).
+    ``keys`` and ``filters`` list what it reads of the outer row, as a :class:`SemiJoin`'s do."""
+
+    tree: exp.Expression
+    marks: list[SemiJoin]
+    early: bool = False
+
+    @property
+    def keys(self) -> list[tuple[exp.Expression, exp.Column]]:
+        return [pair for mark in self.marks for pair in mark.keys]
+
+    @property
+    def filters(self) -> list[exp.Expression]:
+        outside = self.tree.copy()  # the conjunct's own columns, outside its subqueries
+        for node in list(outside.find_all(exp.Exists, exp.In)):
+            if isinstance(node, exp.Exists) or node.args.get("query") is not None:
+                node.replace(exp.true())
+        return [outside] + [f for mark in self.marks for f in mark.filters]
+
+
+def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Expression] | None:
+    """Return the EXISTS / IN predicates of a WHERE conjunct that is an OR of them and other conditions (reached
+    through AND, OR and parentheses only), when each is planned as a typed predicate the optimizer rule makes a
+    mark join; None otherwise (the conjunct is then planned as before: a subquery value, a refusal).
+
+    Why: TPC-DS q10 and q35 filter ``EXISTS (web sales of c) OR EXISTS (catalog sales of c)``, q45 ``zip IN (...)
+    OR i_item_id IN (SELECT ...)``: a semi join would drop the rows the other disjunct keeps. Planned: an EXISTS
+    correlated by column equalities (no other correlated condition, no aggregate), an uncorrelated IN of one
+    column read as written, a correlated IN of a column (its QUALIFY, DISTINCT ON, LIMIT/OFFSET computed per
+    correlation key first, as a semi join's).
+    """
+    stripped = conjunct
+    while isinstance(stripped, exp.Paren):
+        stripped = stripped.this
+    if not isinstance(stripped, exp.Or):
+        return None
+    found = _positive_marks(stripped)
+    if not found or not all(_mark_planned(mark, outer_aliases) for mark in found):
+        return None
+    return found
+
+
+def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
+    """Return the EXISTS / IN-subquery predicates of ``tree`` if each is reached through AND/OR/parens only; None
+    when some subquery sits elsewhere (under NOT, inside a comparison or a function)."""
+    while isinstance(tree, exp.Paren):
+        tree = tree.this
+    if isinstance(tree, (exp.And, exp.Or)):
+        left, right = _positive_marks(tree.this), _positive_marks(tree.expression)
+        return None if left is None or right is None else left + right
+    if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
+        return [tree]
+    return None if has_subquery(tree) else []
+
+
+def _mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
+    """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`)."""
+    if isinstance(mark, exp.Exists):
+        select, value = subquery_select(mark.this), None
+    else:
+        select, value = subquery_select(mark.args["query"]), mark.this
+        if not isinstance(value, exp.Column):
+            return False
+    try:
+        select = with_correlation_pulled_up(select, outer_aliases)
+        if value is not None and isinstance(select, (exp.Select, exp.SetOperation)) and len(select.selects) == 1 \
+                and not any(column.table for column in free_columns(select)):
+            return True  # uncorrelated: its values read as written
+        if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "windows")) \
+                or own_aggregates(select):
+            return False
+        if value is not None and (len(select.expressions) != 1 or any(
+                node.find(exp.AggFunc, exp.Window) for node in select.expressions)
+                or not isinstance(_unaliased(select.expressions[0]), exp.Column)):
+            return False
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return False  # refused on the path that plans it, by name
+    keys, others = correlation(correlated, inner)
+    return not others and bool(keys or value is not None)
+
+
+def _unaliased(projection: exp.Expression) -> exp.Expression:
+    return projection.this if isinstance(projection, exp.Alias) else projection
 
 
 #: Clauses after which an uncorrelated EXISTS's rows are no longer its FROM's filtered rows (counted as written).
@@ -776,9 +867,45 @@ def _with_cast_key(planner: QueryPlanner, relation: Relation, column: exp.Column
     return relation, exp.column(name, table="$key_cast")
 
 
-def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin) -> Relation:
-    """Filter ``relation`` by a pending [NOT] EXISTS / [NOT] IN, translated into a typed subquery predicate
-    (:mod:`gpu_engine.plans.subqueries`), which the optimizer rule
+def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | MarkedConjunct) -> Relation:
+    """Filter ``relation`` by a pending [NOT] EXISTS / [NOT] IN (or a conjunct holding several under OR),
+    translated into typed subquery predicates of one Filter (:func:`_typed_predicate`)."""
+    from gpu_engine.plans.sql_translator import parse_expression
+    from gpu_engine.plans.subqueries import transformed
+
+    if isinstance(semi, SemiJoin):
+        relation, predicate = _typed_predicate(planner, relation, semi)
+        rows_factor = 0.5
+    else:
+        predicates = {}
+        for n, mark in enumerate(semi.marks):
+            relation, predicates[f"$mark{n}"] = _typed_predicate(planner, relation, mark)
+        tree = semi.tree.copy()
+        found = [node for node in tree.find_all(exp.Exists, exp.In)
+                 if isinstance(node, exp.Exists) or node.args.get("query") is not None]
+        for n, node in enumerate(found):  # the same predicates in the same (reading) order as mark_predicates's
+            node.replace(exp.column(f"$mark{n}", table="$mark"))
+        schema = pa.schema(list(relation.node.output_schema) + [pa.field(name, pa.bool_()) for name in predicates])
+        columns = {**relation.columns, **{("$mark", name): name for name in predicates}}
+        try:
+            typed = parse_expression(planner._renamed(tree, columns), schema, "Filter")
+            predicate = transformed(typed, lambda node: predicates.get(node.name) if isinstance(node, ColumnRef)
+                                    else None)
+        except PlanError as error:
+            raise planner._plan_error(error, semi.tree) from None
+        rows_factor = 0.75
+    try:
+        node = planner._builder(relation.node).filter(predicate).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, semi.tree) from None
+    rows = max(1.0, relation.rows * rows_factor)
+    return Relation(node, relation.columns, relation.aliases, rows,
+                    {k: v.capped(rows) for k, v in relation.stats.items()})
+
+
+def _typed_predicate(planner: QueryPlanner, relation: Relation, semi: SemiJoin):
+    """Return ``relation`` (with projected or cast keys) and a pending [NOT] EXISTS / [NOT] IN as a typed subquery
+    predicate (:mod:`gpu_engine.plans.subqueries`), which the optimizer rule
     :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a semi, anti or null-aware anti join.
 
     Bound here, as a translator binds types: an expression on the outer side (``x + 1 IN (...)``) is projected
@@ -840,9 +967,6 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin) -
                                    negated=semi.join_type == "null_aware_anti")
         else:
             predicate = Exists(semi.relation.node, correlation, negated=semi.join_type == "anti")
-        node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, semi.tree) from None
-    rows = max(1.0, relation.rows * 0.5)
-    return Relation(node, relation.columns, relation.aliases, rows,
-                    {k: v.capped(rows) for k, v in relation.stats.items()})
+    return relation, predicate

@@ -18,10 +18,10 @@ This module keeps the order of the steps, the sources and the output.
    inner-join ON conditions are split into conjuncts; one over a single
    relation filters its scan, an equality of two relations' columns is a
    join edge, the rest wait for their join.
-3. **Subqueries** (:mod:`~gpu_engine.sql.decorrelation`; under OR,
-   :mod:`~gpu_engine.sql.mark_joins`). IN and EXISTS become typed subquery
-   predicates of a Filter, which the optimizer rule
-   :mod:`~gpu_engine.optimizer.decorrelation` makes semi and anti joins;
+3. **Subqueries** (:mod:`~gpu_engine.sql.decorrelation`). IN and EXISTS
+   become typed subquery predicates of a Filter (also under OR), which the
+   optimizer rule :mod:`~gpu_engine.optimizer.decorrelation` makes semi and
+   anti joins (under OR: mark joins, a match flag per row);
    scalar subqueries (in WHERE, SELECT, ORDER BY) typed ScalarSubquery
    expressions the same rule joins: the one-row build of a nested-loop join or,
    when correlated, an aggregate grouped by the correlation columns; a
@@ -96,7 +96,6 @@ from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_o
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
 from gpu_engine.sql.join_ordering import join_greedy, join_in_order
-from gpu_engine.sql.mark_joins import with_mark_joins
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
 from gpu_engine.sql.one_row_extremes import with_one_row_extremes_lifted
 from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
@@ -266,7 +265,6 @@ class QueryPlanner(PlanningContext):
             select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         if nested:
-            select = with_mark_joins(select, self)  # EXISTS / IN subqueries under OR: LEFT JOINs to their keys
             select = with_subquery_values_joined(select, self)  # other subqueries used as values: LEFT JOINs
         select = with_one_row_extremes_lifted(select, ctes)  # GROUP BY over t, r: max(r.c) read after it
         from_ = select.args.get("from_")

@@ -9,7 +9,7 @@ forms it already plans:
 * ``x = ANY (S)`` is ``x IN (S)`` and ``x <> ALL (S)`` is ``NOT x IN (S)``
   (SQL defines IN that way) where the comparison is a WHERE conjunct: a semi
   join, a null-aware anti join, or under OR a mark join
-  (:mod:`~gpu_engine.sql.decorrelation`, :mod:`~gpu_engine.sql.mark_joins`).
+  (:mod:`~gpu_engine.sql.decorrelation`; typed predicates :mod:`~gpu_engine.optimizer.decorrelation` joins).
 * Every other comparison becomes a CASE over a few facts of ``S`` joined to
   the row: its row count ``n``, its non-NULL count ``nn``, its ``min`` and
   ``max`` (one row, cross joined, for an uncorrelated subquery; grouped by the

@@ -122,12 +122,3 @@ def test_hand_built_projected_scalar_subqueries_answer_as_duckdb(device):
     plans = _plans(session.catalog)
     names = list(plans) if device == "cpu" else ["count_and_count_plus_one"]
     assert_built_plans_match_duckdb(session, TABLES, plans, names, json_round_trip=device == "cpu")
-
-
-def test_a_projected_exists_is_refused_by_name():
-    session = session_with_tables(TABLES, device="cpu")
-    inner = PlanBuilder(session.catalog).table_scan("u").plan()
-    exists = Exists(inner, BinaryOp("eq", _col("k"), OuterColumn("k", I64), BOOL))
-    plan = PlanBuilder(session.catalog).table_scan("t").project(["k", ("x", exists)]).plan()
-    with pytest.raises(PlanError, match="EXISTS / IN subquery in a projection"):
-        required_rewrites(plan)

@@ -6,7 +6,7 @@ now they are computed per correlation key (gpu_engine/sql/correlated_row_clauses
 over GROUP BY, an aggregate, QUALIFY, LIMIT or OFFSET is counted over its rows as written (it counted its
 FROM's rows: LIMIT 0 and OFFSET were dropped, GROUP BY returned several counts). An aggregate inside a derived
 table or a window of the subquery does not make it an aggregate subquery (it was refused). Under OR (mark joins,
-gpu_engine/sql/mark_joins.py) the same correlated forms, and an uncorrelated IN over a set operation, GROUP BY,
+gpu_engine/optimizer/decorrelation.py's mark joins) the same correlated forms, and an uncorrelated IN over a set operation, GROUP BY,
 an aggregate, a window, DISTINCT or LIMIT, read as written (they were refused; the compose fuzz, seed 14449).
 EXISTS used as a value (NOT EXISTS under OR, in the SELECT list) likewise (refused; the compose fuzz, seed 60258).
 NULL keys and values, an empty inner table, several drivers and small batches.

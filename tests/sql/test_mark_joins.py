@@ -1,8 +1,9 @@
 """EXISTS and IN subqueries under OR in a WHERE, as DuckDB answers them (TPC-DS q10, q35, q45).
 
 They were refused ("a subquery inside OR, NOT or an expression"); now each is a
-LEFT JOIN to the subquery's distinct keys whose match flag replaces the
-predicate (:mod:`gpu_engine.sql.mark_joins`). Cases: correlated EXISTS in both
+typed EXISTS / IN of the Filter's predicate (``sql.decorrelation.mark_predicates``)
+which the optimizer's decorrelation rule makes a mark join: a LEFT JOIN to the
+subquery's distinct keys whose match flag replaces the predicate. Cases: correlated EXISTS in both
 branches, EXISTS beside a plain predicate, an uncorrelated IN beside an IN
 list, NULL keys on both sides, a key matching many inner rows (no row may
 repeat); negated forms and an uncorrelated EXISTS are subquery values, and

@@ -21,7 +21,7 @@ CATALOG = {"t": pa.schema([("k", pa.int32()), ("s", pa.string())]),
 
 REWRITES = ("with_subqueries_as_windows", "with_one_row_aggregates_merged", "with_correlated_aggregate_sets",
             "with_tuple_memberships", "with_subquery_values_as_comparisons", "with_quantified_comparisons",
-            "with_join_condition_subqueries_computed", "with_mark_joins", "with_subquery_values_joined")
+            "with_join_condition_subqueries_computed", "with_subquery_values_joined")
 
 PLAIN = ("WITH w AS (SELECT k, sum(v) AS total FROM u GROUP BY k) "
          "SELECT t.s, max(w.total) AS m, count(*) FROM t JOIN w ON t.k = w.k LEFT JOIN u ON u.k = t.k "
