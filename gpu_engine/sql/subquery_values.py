@@ -505,19 +505,13 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             # aggregate calls and windows: a typed ScalarSubquery of the Project or of the Filter above the
             # aggregation (aggregate_planning.typed_scalar_subqueries)
             return not (clause in ("expressions", "order", "having") and typed_in_select
-                        and (node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
-                             or in_aggregate_argument(node))
+                        and node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
                         and is_correlated_scalar_aggregate(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
         return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (
             _at_most_one_row(query) or not any(query.args.get(key) for key in _SHAPING)
             and query.expressions[0].find(*SQL_AGGREGATES) is not None)
-
-    def in_aggregate_argument(node):  # sum(CASE WHEN (SELECT …)): per input row, below the aggregation
-        call = node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select)
-        return isinstance(call, SQL_AGGREGATES) and call.find_ancestor(
-            *SQL_AGGREGATES, exp.Window, exp.Select) is select
 
     outer_aliases = defined_aliases(select)
     # a GROUP BY key holding a subquery is joined here, and the SELECT list finds it by its text: all here then
