@@ -96,7 +96,7 @@ from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
 from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, ScalarSubquery
-from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable
+from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable, unimplemented_cast
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
            "LOCAL_PARTITION_KINDS", "PARTITIONED_OUTPUT_KINDS"]
@@ -704,7 +704,7 @@ def _(expr: Function, schema: pa.Schema, label: str) -> None:
 @_validate_expr.register
 def _(expr: Cast, schema: pa.Schema, label: str) -> None:
     _validate_expr(expr.operand, schema, label)
-    if not is_castable(expr.operand.dtype, expr.dtype):
+    if not (is_castable(expr.operand.dtype, expr.dtype) or unimplemented_cast(expr.operand.dtype, expr.dtype)):
         raise PlanError(f"cannot cast {expr.operand.dtype} to {expr.dtype}", node=label, column=expr.sql())
 
 

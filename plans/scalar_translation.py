@@ -53,7 +53,9 @@ from gpu_engine.plans.sql_literals import (
     number_literal,
     shift_date,
 )
-from gpu_engine.plans.type_coercion import arithmetic_type, common_type, is_castable, is_comparable
+from gpu_engine.plans.type_coercion import (
+    arithmetic_type, common_type, is_castable, is_comparable, unimplemented_cast,
+)
 
 __all__ = ["ScalarTranslator", "is_untyped_null", "sql_type", "MEMBERSHIP_EQUALITY", "membership_equality"]
 
@@ -703,6 +705,8 @@ class ScalarTranslator:
             return self._timestamp_text(operand, target, tree)  # checked (a plan-time error), a value where it can
         if operand.dtype == target:
             return operand
+        if unimplemented_cast(operand.dtype, target) and planned_dialect() == "duckdb":
+            return Cast(operand, target)  # DuckDB binds it: each non-NULL row (a constant too) raises
         if not is_castable(operand.dtype, target):
             raise self.error(f"type mismatch: cannot cast {operand.dtype} to {target}", tree)
         return Cast(operand, target)

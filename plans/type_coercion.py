@@ -49,6 +49,8 @@ __all__ = [
     "common_type",
     "is_comparable",
     "is_castable",
+    "unimplemented_cast",
+    "unimplemented_cast_message",
 ]
 
 MAX_DECIMAL_PRECISION = 38
@@ -204,6 +206,47 @@ def is_comparable(left: pa.DataType, right: pa.DataType) -> bool:
         check(left) and check(right) for check in (is_numeric, is_string, is_temporal, is_boolean, is_interval,
                                                    is_time)
     )
+
+
+def _cast_kind(dtype: pa.DataType) -> str | None:
+    if is_numeric(dtype) or is_boolean(dtype):
+        return "number"
+    if pa.types.is_date32(dtype):
+        return "date"
+    if pa.types.is_timestamp(dtype):
+        return "timestamptz" if dtype.tz is not None else "timestamp"
+    if is_time(dtype):
+        return "time"
+    if is_interval(dtype):
+        return "interval"
+    return None
+
+
+_TEMPORAL_KINDS = ("date", "timestamp", "timestamptz", "time", "interval")
+#: Casts DuckDB binds (the result has the target type) but implements for no value: each non-NULL row raises
+#: "Unimplemented type for cast" (checked for every pair of kinds against DuckDB 1.x/2.0).
+_UNIMPLEMENTED_CASTS = frozenset(
+    [("number", kind) for kind in _TEMPORAL_KINDS] + [(kind, "number") for kind in _TEMPORAL_KINDS]
+    + [("date", "time"), ("date", "interval"), ("timestamp", "interval"), ("timestamptz", "time"),
+       ("timestamptz", "interval"), ("time", "date"), ("time", "timestamp"), ("time", "timestamptz"),
+       ("time", "interval"), ("interval", "date"), ("interval", "timestamp"), ("interval", "timestamptz"),
+       ("interval", "time")])
+
+
+def unimplemented_cast(source: pa.DataType, target: pa.DataType) -> bool:
+    """Return True for an explicit ``CAST(source AS target)`` DuckDB binds but converts no value with (a number to
+    DATE, a DATE to INTEGER): it is planned, typed ``target``, and raises for the first non-NULL row that reaches
+    it (NULL rows and empty inputs answer; a constant's too: DuckDB does not fold it), as DuckDB does. Implicit
+    conversions (:func:`is_castable`) stay refused, and Spark SQL's casts are its own."""
+    return (_cast_kind(source), _cast_kind(target)) in _UNIMPLEMENTED_CASTS
+
+
+def unimplemented_cast_message(source: pa.DataType, target: pa.DataType) -> str:
+    """Return DuckDB's error for an :func:`unimplemented_cast` (its type names)."""
+    from gpu_engine.plans.function_translation import duckdb_type_name  # (it imports this module)
+
+    return (f"Conversion Error: Unimplemented type for cast ({duckdb_type_name(source) or source} -> "
+            f"{duckdb_type_name(target) or target})")
 
 
 def is_castable(source: pa.DataType, target: pa.DataType) -> bool:

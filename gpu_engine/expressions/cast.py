@@ -29,6 +29,9 @@ from gpu_engine.expressions.numeric import (
     narrowed, needs_words, raise_at_first, round_half_away, scale_of, wide_result,
 )
 from gpu_engine.kernels.decimal128 import RESCALE
+from gpu_engine.expressions.literals import literal_column
+from gpu_engine.plans.expressions import Literal
+from gpu_engine.plans.type_coercion import unimplemented_cast, unimplemented_cast_message
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
 
 __all__ = ["cast", "can_cast"]
@@ -133,6 +136,10 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     source = column.dtype
     if source == dtype or (is_string(source) and is_string(dtype)):
         return column
+    if unimplemented_cast(source, dtype):  # DuckDB binds it and raises for the first non-NULL row
+        raise_at_first(device, device.xp.ones(len(column), dtype=bool), column.validity,
+                       unimplemented_cast_message(source, dtype))
+        return literal_column(device, Literal(None, dtype), len(column))
     if not can_cast(source, dtype):
         raise PlanError(f"casting {source} to {dtype} is not supported")
     if is_interval(source):

@@ -116,11 +116,12 @@ def host_fallback(expression: Expr, node_label: str) -> str | None:
 @host_fallback.register
 def _(expression: Cast, node_label: str) -> str | None:
     from gpu_engine.expressions.cast import can_cast
+    from gpu_engine.plans.type_coercion import unimplemented_cast
 
     source, target = expression.operand.dtype, expression.dtype
     if pa.types.is_null(source):
         return None
-    if not can_cast(source, target):
+    if not can_cast(source, target) and not unimplemented_cast(source, target):
         raise PlanError(f"casting {source} to {target} has no implementation on any device", node=node_label,
                         column=expression.sql())
     if is_floating(source) and is_string(target):
