@@ -287,8 +287,8 @@ class _Decorrelator:
         DataFusion's ``LeftMark``; every outer row kept once), and the predicate's value over the join's output.
 
         The flag is a left hash join on the correlation's key equalities (and IN's value with its column) to the
-        subquery's distinct keys, the first of them (``$mark.<base>.k0``) NULL where no row matched (a NULL key
-        matches nothing). EXISTS is ``k0 IS NOT NULL``; an uncorrelated EXISTS the subquery's row count (one row,
+        subquery's distinct keys, the first of them (``k0``) NULL where no row matched (a NULL key matches
+        nothing). EXISTS is ``k0 IS NOT NULL``; an uncorrelated EXISTS the subquery's row count (one row,
         nested-loop joined) compared with 0. IN is NULL-aware (SQL's three values, so NOT IN and IN as a value are right):
         TRUE on a match, else FALSE where the key has no subquery rows, else NULL where the value or some
         subquery value of the key is NULL, else FALSE; the row counts come from the subquery grouped by the
@@ -326,12 +326,12 @@ class _Decorrelator:
             flag: Expr = BinaryOp("gt", ColumnRef(f"{name}.n", pa.int64()), Literal(0, pa.int64()), pa.bool_())
             return current, UnaryOp("not", flag, pa.bool_()) if predicate.negated else flag
         keys = pairs + ([value] if value is not None else [])
-        current = self._left_joined(outer, inner, keys, name, "k", [], base, True)
-        flag = UnaryOp("is_not_null", ColumnRef(f"{name}.k0", keys[0][1].dtype), pa.bool_())
+        current, matched = self._left_joined(outer, inner, keys, name, "k", [], base, True)
+        flag = UnaryOp("is_not_null", ColumnRef(matched, keys[0][1].dtype), pa.bool_())
         if value is not None and not positive:
             column = value[1]
             counts = (AggregateCall("count_star", None, pa.int64()), AggregateCall("count", column, pa.int64()))
-            current = self._left_joined(current, self._copied(inner, base), pairs, name, "c", [
+            current, _ = self._left_joined(current, self._copied(inner, base), pairs, name, "c", [
                 (f"{name}.n", counts[0]), (f"{name}.nn", counts[1])], base, False)
             rows, values = ColumnRef(f"{name}.n", pa.int64()), ColumnRef(f"{name}.nn", pa.int64())
             no_rows = BinaryOp("or", UnaryOp("is_null", rows, pa.bool_()),
@@ -343,18 +343,23 @@ class _Decorrelator:
         return current, UnaryOp("not", flag, pa.bool_()) if predicate.negated else flag
 
     def _left_joined(self, outer: PlanNode, inner: PlanNode, keys: list[tuple[Expr, Expr]], name: str, tag: str,
-                     aggregates: list[tuple[str, AggregateCall]], base: str, flag: bool) -> PlanNode:
+                     aggregates: list[tuple[str, AggregateCall]], base: str, flag: bool) -> tuple[PlanNode, str]:
         """Return ``outer`` left joined with ``inner`` grouped by the inner sides of ``keys`` (with ``aggregates``)
-        on those keys; no keys: ``inner`` aggregated to one row, nested-loop joined. The join emits ``outer``'s
-        columns, the aggregates and, with ``flag``, the first build key (``<name>.<tag>0``: NULL exactly where no
-        row matched, since a NULL key matches nothing)."""
-        key_names = [f"{name}.{tag}{i}" for i in range(len(keys))]
+        on those keys (no keys: ``inner`` aggregated to one row, nested-loop joined), and the first build key's
+        name. The join emits ``outer``'s columns, the aggregates and, with ``flag``, that key: NULL exactly where no
+        row matched, since a NULL key matches nothing. The keys and arguments are projected under new names
+        (``<name>.<tag><i>``) unless each is already a column of ``inner`` no outer column is named as."""
         exprs = [inner_side for _, inner_side in keys] + [call.arg for _, call in aggregates if call.arg is not None]
-        arg_names = [f"{name}.{tag}a{i}" for i in range(len(exprs) - len(keys))]
-        projected = ProjectNode(id=self.new_id(base), sources=(inner,), names=tuple(key_names + arg_names),
-                                output_schema=pa.schema([pa.field(n, e.dtype) for n, e in zip(key_names + arg_names,
-                                                                                                exprs)]),
-                                expressions=tuple(exprs))
+        names = [e.name for e in exprs if isinstance(e, ColumnRef)]
+        if len(names) == len(exprs) and len(set(names)) == len(names) and not set(names) & set(
+                outer.output_schema.names):
+            key_names, arg_names, projected = names[:len(keys)], names[len(keys):], inner
+        else:
+            key_names = [f"{name}.{tag}{i}" for i in range(len(keys))]
+            arg_names = [f"{name}.{tag}a{i}" for i in range(len(exprs) - len(keys))]
+            projected = ProjectNode(id=self.new_id(base), sources=(inner,), names=tuple(key_names + arg_names),
+                                    output_schema=pa.schema([pa.field(n, e.dtype) for n, e in zip(
+                                        key_names + arg_names, exprs)]), expressions=tuple(exprs))
         args = iter(arg_names)
         calls = tuple(replace(call, arg=ColumnRef(next(args), call.arg.dtype)) if call.arg is not None else call
                       for _, call in aggregates)
@@ -364,7 +369,7 @@ class _Decorrelator:
             aggregate_names=agg_names, aggregates=calls, output_schema=aggregation_output_schema(
                 AggregationStep.SINGLE, [projected.output_schema.field(k) for k in key_names], agg_names, calls))
         if not keys:
-            return self._cross(outer, build, base)
+            return self._cross(outer, build, base), ""
         outer_projected: list[tuple[str, Expr]] = []
         left = [self._key_name(outer_side, outer_projected, base) for outer_side, _ in keys]
         outer = self._projected(outer, outer_projected, base)
@@ -372,7 +377,7 @@ class _Decorrelator:
             (key_names[0],) if flag else ())]
         return HashJoinNode(id=self.new_id(base), output_schema=pa.schema(emitted), sources=(outer, build),
                             join_type="left", left_keys=tuple(left), right_keys=tuple(key_names),
-                            output_columns=tuple(f.name for f in emitted))
+                            output_columns=tuple(f.name for f in emitted)), key_names[0]
 
     def _copied(self, plan: PlanNode, base: str) -> PlanNode:
         """Return ``plan`` with every node under a new id (a second use of a subquery's plan: plans are trees, and

@@ -881,9 +881,9 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | 
         for n, mark in enumerate(semi.marks):
             relation, predicates[f"$mark{n}"] = _typed_predicate(planner, relation, mark)
         tree = semi.tree.copy()
-        found = [node for node in tree.find_all(exp.Exists, exp.In)
-                 if isinstance(node, exp.Exists) or node.args.get("query") is not None]
-        for n, node in enumerate(found):  # the same predicates in the same (reading) order as mark_predicates's
+        # the same walk as mark_predicates's, so the n-th found is the n-th mark (find_all's breadth-first order
+        # bound `(EXISTS a AND x) OR EXISTS b OR EXISTS c`'s predicates to one another's subqueries)
+        for n, node in enumerate(_positive_marks(tree)):
             node.replace(exp.column(f"$mark{n}", table="$mark"))
         schema = pa.schema(list(relation.node.output_schema) + [pa.field(name, pa.bool_()) for name in predicates])
         columns = {**relation.columns, **{("$mark", name): name for name in predicates}}

@@ -124,6 +124,9 @@ SQL = [
     "SELECT k, v FROM t WHERE EXISTS (SELECT * FROM u WHERE u.k = t.k) OR EXISTS (SELECT * FROM s WHERE s.k = t.k)",
     "SELECT k, v FROM t WHERE v IN (SELECT w FROM u WHERE u.k = t.k) OR k IN (SELECT k FROM e) OR v IS NULL",
     "SELECT k, v FROM t WHERE (k IN (SELECT k FROM u WHERE w < 10) AND v < 30) OR v > 60",
+    # three under one OR chain (left-deep: each bound to its own subquery, not to another's by tree order)
+    "SELECT k, v FROM t WHERE (EXISTS (SELECT * FROM e WHERE e.k = t.k) AND v > 0) OR EXISTS (SELECT * FROM u WHERE "
+    "u.k = t.k AND u.w > 40) OR (EXISTS (SELECT * FROM s WHERE s.k = t.k) AND v < 25)",
 ]
 
 
