@@ -220,3 +220,42 @@ def test_grouping_sets_merge_interns_string_keys_without_reading_them_back(devic
     launches, syncs = _counts_per_extra_batch(device_name, sql, "GroupIdAggregation", 32,
                                               partial_aggregation_max_groups=2)
     assert launches <= 24 and syncs <= 5, (launches, syncs)
+
+
+# ----------------------------------------------------------------- aggregation: radix partitions
+def _radix_counts(device_name: str, batch_rows: int, table_bytes: int, monkeypatch) -> tuple[int, int, int, int]:
+    """Run a GROUP BY of about a group per row on the radix-partitioned path; return the FusedAggregation's
+    (input batches, partitions, launches, syncs)."""
+    import gpu_engine.operators.fused_aggregation as fused
+    import gpu_engine.optimizer.partial_steps as partial_steps
+
+    monkeypatch.setattr(fused, "RADIX_TABLE_BYTES", table_bytes)
+    monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", 100)  # a SINGLE step of raw rows from 256 rows
+    rows = 256
+    keys = np.arange(rows) * 7919 % 1000
+    table = pa.table({"k": pa.array(keys, mask=keys % 9 == 4), "s": pa.array([f"s{k % 5}" for k in keys]),
+                      "v": pa.array(keys % 13, pa.int64())})
+    session = Session(device=device_name, drivers=1, batch_rows=batch_rows, radix_aggregation_min_groups=1)
+    session.register("x", table)
+    assert session.sql("SELECT k, s, sum(v) AS total, count(*) AS n FROM x GROUP BY k, s").num_rows > 0
+    (stats,) = [s for node in session.last_stats().operator_stats_by_node().values() for s in node
+                if s.operator_type == "FusedAggregation"]
+    assert stats.runtime.get("radix_partitioned") == 1, stats.runtime
+    return stats.input_batches, stats.runtime["radix_partitions"], stats.kernel_launches, stats.host_syncs
+
+
+def test_radix_partitioned_aggregation_holds_batches_without_launches_and_runs_each_partition_in_a_few(
+        device_name, device, monkeypatch):
+    """A radix-partitioned step (issue 31 item 3) holds its input batches: an extra batch launches nothing and
+    reads nothing back; its partitions run once the input ends, each at most 6 launches and 3 reads (its string keys interned,
+    the fused kernel, its status, the emit's compaction), plus a fixed number for the query (hash, count,
+    scatter, the offsets read once)."""
+    few, parts, few_launches, few_syncs = _radix_counts(device_name, 64, 1 << 12, monkeypatch)
+    many, parts_many, many_launches, many_syncs = _radix_counts(device_name, 32, 1 << 12, monkeypatch)
+    assert many > few and parts_many == parts > 1, (few, many, parts, parts_many)
+    per_batch = ((many_launches - few_launches) / (many - few), (many_syncs - few_syncs) / (many - few))
+    _, more_parts, more_launches, more_syncs = _radix_counts(device_name, 64, 1 << 10, monkeypatch)
+    assert more_parts > parts, (parts, more_parts)
+    per_partition = ((more_launches - few_launches) / (more_parts - parts), (more_syncs - few_syncs) / (more_parts - parts))
+    assert per_batch == (0.0, 0.0), per_batch
+    assert per_partition[0] <= 6 and per_partition[1] <= 3, per_partition

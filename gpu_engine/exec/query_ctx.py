@@ -65,6 +65,7 @@ _NUMERIC_SETTINGS = {
     "partial_aggregation_max_groups": ("integer", 1, False),
     "partial_aggregation_abandon_rows": ("integer", 1, False),
     "partial_aggregation_abandon_percent": ("integer", 0, False),
+    "radix_aggregation_min_groups": ("integer", 1, True),
     "local_exchange_max_bytes": ("integer", 1, False),
     "driver_time_slice_seconds": ("number", 0, False),
     "shuffle_page_bytes": ("integer", 1, False),
@@ -106,6 +107,12 @@ class EngineConfig:
         ``abandon_percent`` % of them stops grouping: it emits its groups and hands each later row on as
         a group of its own (Velox's ``abandon_partial_aggregation_min_rows``/``_min_pct``), since a step
         that barely reduces its rows only doubles the final step's work.
+    radix_aggregation_min_groups
+        A FINAL (or INTERMEDIATE) aggregation whose driver expects at least this many groups (estimated when its
+        PARTIAL step gave up grouping) holds its input, partitions it by the high bits of its key hashes and
+        aggregates one partition at a time into a slot table that stays in cache
+        (:meth:`~gpu_engine.operators.fused_aggregation.FusedAggregation._run_radix`); ``None`` never does.
+        See ``bench/results/2026-11-29-radix-tables.md`` for the default.
     local_exchange_max_bytes
         Bytes a LocalExchange queue buffers before producers block (back-pressure).
     driver_time_slice_seconds
@@ -200,6 +207,7 @@ class EngineConfig:
     partial_aggregation_max_groups: int = 1 << 20
     partial_aggregation_abandon_rows: int = 100_000
     partial_aggregation_abandon_percent: int = 80
+    radix_aggregation_min_groups: int | None = None
     local_exchange_max_bytes: int = 64 << 20
     driver_time_slice_seconds: float = 0.2
     shuffle_page_bytes: int = 1 << 20

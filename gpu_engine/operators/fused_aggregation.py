@@ -51,7 +51,7 @@ import numpy as np
 import pyarrow as pa
 
 from gpu_engine.aggregation.functions import AggregateState, aggregate_functions_of
-from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
+from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef, shape_once
 from gpu_engine.codegen.compiled_modules import generated_file
 from gpu_engine.codegen.fused_aggregation_kernel import (
     NO_ERROR, TAG_READY, KernelLayout, generate_fused_aggregation, id_slotted_key, slot_table_layout,
@@ -63,6 +63,7 @@ from gpu_engine.codegen.kernel_inputs import KernelInputs, kernel_parameter_arra
 from gpu_engine.codegen.row_lowering import error_parts
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.column import Column
+from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.columnar.types import is_boolean, is_string, physical_dtype
 from gpu_engine.errors import ExecutionError
 from gpu_engine.exec.buffer_recycler import MIN_BYTES, give_array, take_array
@@ -71,10 +72,14 @@ from gpu_engine.exec.made_once import MadePerNode
 from gpu_engine.aggregation.aggregation_operator import AggregationOperator
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.operators.hash_aggregation import can_pass_through
+from gpu_engine.kernels.gather import gather_column
+from gpu_engine.kernels.hash import hash_columns
 from gpu_engine.kernels.launch import launch_twin
+from gpu_engine.kernels.radix_partition import radix_bits_for, radix_destinations
 from gpu_engine.kernels.slot_compaction import occupied_columns_twin, occupied_slot_columns
 from gpu_engine.kernels.group_by import new_keys_after_sample as _new_keys_after_sample
 from gpu_engine.kernels.string_keys import StringKeyTable
+from gpu_engine.plans.expressions import ColumnRef
 from gpu_engine.plans.nodes import (
     AggregationStep, FilterNode, FusedAggregationNode, LocalPartitionNode, PlanNode, ProjectNode, TableScanNode,
 )
@@ -94,6 +99,10 @@ FUSED_KERNEL_BLOCKS = 1024
 #: fill and final scan cost more than the moves a doubling adds (new tables come from the buffer
 #: recycler, so a repeated query does not page-fault through fresh memory either way).
 _GROWTH = 2
+#: A radix-partitioned step's partitions are sized so that each one's slot table (at most half full) is at
+#: most this: in bench/radix_tables_ab.py (q10's row shape, one thread, this 2-core VM: 1 MiB L2 a core, 32 MiB
+#: L3) tables of ~1.5-6 MiB ran fastest; more partitions (smaller tables) paid more write streams in the scatter.
+RADIX_TABLE_BYTES = 8 << 20
 
 
 def _sample_positions(xp, rows: int) -> tuple[Any, Any]:
@@ -181,6 +190,32 @@ def _recycle_words(xp: Any, words: Any, columns: list[Column]) -> list[Column]:
     return out
 
 
+def _scattered_columns(device, batch: Batch, destinations: Any) -> tuple[Column, ...]:
+    """Return ``batch``'s columns with row ``i`` moved to ``destinations[i]`` (a permutation of the rows).
+
+    Fixed-width values, validity and dictionary codes are scattered (each read once in order; a partition's
+    rows are written as one stream); plain strings are gathered through the inverse permutation.
+    """
+    xp = device.xp
+    inverse = None
+    columns = []
+    for column in batch.columns:
+        if column.offsets is not None:  # plain strings: gather their bytes in the new order
+            if inverse is None:
+                inverse = xp.empty(destinations.shape[0], dtype=xp.int64)
+                inverse[destinations] = xp.arange(destinations.shape[0], dtype=xp.int64)
+            columns.append(gather_column(device, column, inverse))
+            continue
+        data = xp.empty_like(column.data)
+        data[destinations] = column.data
+        validity = None
+        if column.validity is not None:
+            validity = xp.empty_like(column.validity)
+            validity[destinations] = column.validity
+        columns.append(replace(column, data=data, validity=validity))
+    return tuple(columns)
+
+
 class _LowestTier:
     """The operators the unfused plan runs for a fused aggregation's stretch: FilterProjects, then a HashAggregation.
 
@@ -242,6 +277,7 @@ class _NodeSetup:
     table_layout: Any
     nonzero_fill: tuple[tuple[int, int], ...]  # slot columns an empty slot does not hold 0 in, and their words
     fed_by: tuple[str | None, str, str] | None  # see _partial_feeding
+    raw_fed_by: tuple[str | None, str] | None  # see _raw_feeding
 
     @classmethod
     def of(cls, node: FusedAggregationNode) -> "_NodeSetup":
@@ -252,7 +288,30 @@ class _NodeSetup:
         return cls(tuple(functions), can_pass_through(functions),
                    plan_fusion_program(node.predicates, node.grouping_keys, functions, schema),
                    tuple(node.output_schema.field(name).type for name in node.key_names), layout,
-                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)), _partial_feeding(node))
+                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)), _partial_feeding(node),
+                   _raw_feeding(node))
+
+
+def _raw_feeding(node: FusedAggregationNode) -> tuple[str | None, str] | None:
+    """Return (local exchange id or None, table scan id) when ``node`` is a grouped SINGLE step the planner refused
+    a partial step (its estimates said about a group per row) that reads a table scan's rows, through a
+    repartition or not; else None.
+
+    Why only then: its driver's groups are then estimated as the scan's rows over the exchange's partitions
+    (:meth:`FusedAggregation._radix_expected_groups`), as a FINAL step's are from its abandoned PARTIAL step.
+    """
+    aggregation = node.replaced[0] if node.replaced else None
+    if (node.step is not AggregationStep.SINGLE or not node.grouping_keys or len(node.sources) != 1
+            or getattr(aggregation, "partial_step", True)):
+        return None
+    exchange, scan = None, node.source
+    if isinstance(scan, LocalPartitionNode):
+        if scan.partition_kind != "repartition" or len(scan.sources) != 1:
+            return None
+        exchange, scan = scan, scan.source
+    while isinstance(scan, ProjectNode):
+        scan = scan.source
+    return (exchange.id if exchange is not None else None, scan.id) if isinstance(scan, TableScanNode) else None
 
 
 def _partial_feeding(node: PlanNode) -> tuple[str | None, str, str] | None:
@@ -324,11 +383,17 @@ class FusedAggregation(AggregationOperator):
         self._last_batch = (0, 0)  # (rows, new keys) of the latest batch: see _expected_new_groups
         #: Which tier runs each batch; any step but PARTIAL keeps its first batch's (see the module docstring).
         self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL,
-                                 shape=lambda: ("fused", repr(self.program.shape()), aggregate_shape(self.functions)))
+                                 shape=lambda: shape_once(self.program, lambda: (
+                                     "fused", repr(self.program.shape()), aggregate_shape(self.functions))))
         self._lowest_tier: _LowestTier | None = None
         self._status_placeholder = xp.zeros(3, dtype=xp.int64)
         #: Until used: where to learn this FINAL step's number of keys (see _size_for_abandoned_partials).
         self._fed_by = setup.fed_by
+        self._raw_fed_by = setup.raw_fed_by
+        #: Whether this step radix-partitions its input (see _radix_hold): decided by its first generated batch.
+        self._radix: bool | None = None
+        self._radix_held: list[Batch] = []
+        self._radix_bytes = 0
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -365,7 +430,7 @@ class FusedAggregation(AggregationOperator):
         self.add_runtime_stat("table_growths", 1)
 
     def _state_bytes(self) -> int:
-        total = int(self._table.nbytes) + sum(b.nbytes for b in self._output) + self._deferred_bytes
+        total = int(self._table.nbytes) + sum(b.nbytes for b in self._output) + self._deferred_bytes + self._radix_bytes
         return total + sum(interner.nbytes for interner in self._interners.values())
 
     # ------------------------------------------------------------- binding
@@ -436,8 +501,10 @@ class FusedAggregation(AggregationOperator):
             self._lowest_tier.add_input(batch)
             self._output.extend(self._lowest_tier.outputs())
             return
-        arrays, file, parameters, messages = bound[0] if bound else self._bind(batch)
         self._seen_input = True
+        if self._radix_hold(batch):
+            return
+        arrays, file, parameters, messages = bound[0] if bound else self._bind(batch)
         if self._defer_growth(batch, (arrays, file, parameters, messages)):
             return
         self._add_bound(batch.num_rows, arrays, file, parameters, messages)
@@ -471,6 +538,112 @@ class FusedAggregation(AggregationOperator):
         self._run_deferred()
         return True
 
+    # ------------------------------------------------------ radix partitions
+    def _radix_hold(self, batch: Batch) -> bool:
+        """Hold ``batch`` for :meth:`_run_radix` when this step radix-partitions its input; return whether held.
+
+        Decided once, at the first batch the generated tier takes: a grouped step of column keys partitions when
+        ``radix_aggregation_min_groups`` is set and the groups a driver expects (:meth:`_radix_expected_groups`)
+        reach it. A single string key whose interned ids are its slots is left out (its table must stay above
+        every id: nothing to partition).
+        """
+        if self._radix is None:
+            minimum = self.ctx.config.radix_aggregation_min_groups
+            keys = self.node.grouping_keys
+            self._radix = bool(
+                minimum is not None and self.grouped and all(isinstance(key, ColumnRef) for key in keys)
+                and (len(keys) > 1 or not is_string(self.key_types[0]))
+                and (self._radix_expected_groups() or 0) >= minimum)
+            if self._radix:
+                self.add_runtime_stat("radix_partitioned", 1)
+        if not self._radix:
+            return False
+        self._radix_held.append(batch)
+        self._radix_bytes += batch.nbytes
+        self.set_memory_reservation(self._state_bytes())
+        return True
+
+    def _run_radix(self) -> None:
+        """Aggregate the held batches partition by partition, each into a slot table that stays in cache.
+
+        Why (issue 31; DuckDB's radix-partitioned aggregate hash table, Velox's spill partitions): a FINAL step of
+        millions of groups probed one table of hundreds of megabytes at random, a cache and TLB miss nearly every
+        row even on huge pages. Here the held rows are concatenated, hashed by their keys, and scattered by the
+        hash's top bits (:func:`~gpu_engine.kernels.radix_partition.radix_destinations`: a count and a scatter
+        pass, reading each column once in order) into partitions of at most :data:`RADIX_TABLE_BYTES` of table
+        each; every partition's rows run through the same kernel into a table sized for them, which is emitted
+        and reused by the next (equal keys share a partition, so each group is complete when emitted). Every
+        partition is bound (its string keys interned) before any runs, so the interned values an emitted string
+        key points into are built once. Host reads: the offsets once, then one status a partition, as a batch.
+        """
+        xp = self.device.xp
+        held, self._radix_held = self._radix_held, []
+        whole = concat_batches(held)
+        del held
+        rows = whole.num_rows
+        hashes = hash_columns(self.device, [whole.column(key.name) for key in self.node.grouping_keys])
+        bits = radix_bits_for(rows, self.table_layout.width * 8, RADIX_TABLE_BYTES)
+        destinations, offsets = radix_destinations(self.device, hashes, bits)
+        del hashes
+        columns = _scattered_columns(self.device, whole, destinations)
+        names = whole.names
+        del whole, destinations
+        self._radix_bytes = 0
+        parted = Batch(names, columns, self.device, None, rows)
+        ends = [int(v) for v in self.device.to_host(offsets)]
+        parts = [parted.slice(lo, hi) for lo, hi in zip(ends, ends[1:]) if hi > lo]
+        self.add_runtime_stat("radix_partitions", len(parts))
+        flavor = self.device.kernel_flavor
+        for part, bound in [(part, self._bind(part)) for part in parts]:
+            self._num_groups = 0
+            self._rows_run = 0
+            self._release_table()
+            self._table = self._new_table(slots_for_groups(part.num_rows, flavor))
+            self._add_bound(part.num_rows, *bound, sized=True)
+            self._output.append(self._emit())
+            self._num_groups = 0
+        self.set_memory_reservation(self._state_bytes())
+
+    def _radix_expected_groups(self) -> int | None:
+        """Return the groups this driver expects, where known before its first batch runs (None: unknown).
+
+        A FINAL step after a PARTIAL step that gave up grouping: :meth:`_abandoned_partials_keys`. A SINGLE step
+        whose partial step the planner refused (about a group per row, :func:`_raw_feeding`): the scan's rows over
+        the repartition's partitions. Any other step is not partitioned (its groups are unknown until they grow).
+        """
+        if self._raw_fed_by is not None:
+            exchange_id, scan_id = self._raw_fed_by
+            task = self.ctx.task
+            scan_rows = task.split_rows(scan_id) if task is not None else None
+            if not scan_rows:
+                return None
+            return -(-scan_rows // self._exchange_partitions(exchange_id))
+        if self.step.input_is_raw:
+            return None
+        return self._abandoned_partials_keys()
+
+    def _abandoned_partials_keys(self) -> int | None:
+        """Return the keys this driver's FINAL step expects once its PARTIAL step gave up grouping (None: unknown).
+
+        See :meth:`_size_for_abandoned_partials`, which sizes the table by the same estimate."""
+        if self._fed_by is None:
+            return None
+        exchange_id, partial_id, scan_id = self._fed_by
+        task = self.ctx.task
+        seen = task.abandoned_partials.seen(partial_id) if task is not None else None
+        scan_rows = task.split_rows(scan_id) if seen is not None else 0
+        if not scan_rows:
+            return None
+        rows, groups = seen
+        keys = groups + _new_keys_after_sample(rows, groups, max(0, scan_rows - rows))
+        return -(-keys // self._exchange_partitions(exchange_id))
+
+    def _exchange_partitions(self, exchange_id: str | None) -> int:
+        """Return the partitions of the local exchange ``exchange_id`` feeds this step by (1 without one)."""
+        if exchange_id is None:
+            return 1
+        return max(1, self.ctx.task.local_exchange_queues[exchange_id].num_partitions)
+
     def _size_for_abandoned_partials(self) -> None:
         """Grow the table once for the keys this FINAL step will receive, once its PARTIAL step gave up grouping.
 
@@ -484,24 +657,18 @@ class FusedAggregation(AggregationOperator):
         over its partitions evenly. Asked until a PARTIAL driver gave up, then never again; the table never
         shrinks, and takes at most a quarter of the query's memory cap where one is set.
         """
-        exchange_id, partial_id, scan_id = self._fed_by
-        task = self.ctx.task
-        seen = task.abandoned_partials.seen(partial_id)
-        if seen is None:
+        if self.ctx.task.abandoned_partials.seen(self._fed_by[1]) is None:
             return  # not (yet) given up: keys repeat, the table grows with them as before
+        expected = self._abandoned_partials_keys()
+        partitions = self._exchange_partitions(self._fed_by[0])
         self._fed_by = None
-        scan_rows = task.split_rows(scan_id)
-        if not scan_rows:
+        if expected is None:
             return
-        rows, groups = seen
-        keys = groups + _new_keys_after_sample(rows, groups, max(0, scan_rows - rows))
-        partitions = task.local_exchange_queues[exchange_id].num_partitions if exchange_id is not None else 1
-        expected = -(-keys // max(1, partitions))
         flavor = self.device.kernel_flavor
         slots = slots_for_groups(expected, flavor)
         limit = self.ctx.config.query_memory_limit_bytes
         row_bytes = self.table_layout.width * 8
-        while limit and slots > _INITIAL_SLOTS and slots * row_bytes * 4 * max(1, partitions) > limit:
+        while limit and slots > _INITIAL_SLOTS and slots * row_bytes * 4 * partitions > limit:
             slots //= 2
         current = int(self._table.shape[0])
         if slots <= current:
@@ -706,6 +873,8 @@ class FusedAggregation(AggregationOperator):
 
 
     def no_more_input(self) -> None:
+        if self._radix_held:
+            self._run_radix()
         self._run_deferred()
         lowest = self._lowest_tier
         if lowest is not None:

@@ -103,6 +103,8 @@ CASES = {
     "partition._block_scatter_cuda": [lambda: [u64(), 16, 100, i64(2), i32()]],
     "partition._histogram_cuda": [lambda: [u64(), 16, i32(), i32()]],
     "partition._scatter_cuda": [lambda: [i32(), i64(), i32()]],
+    "radix_partition._radix_counts_cuda": [lambda: [u64(), np.uint64(60), i64()]],
+    "radix_partition._radix_destinations_cuda": [lambda: [u64(), np.uint64(60), i64(), i64()]],
     "sort._encode_fixed_cuda": [lambda: [u64(), b1(), True, 1, False, u64(2), 0]],
     "sort._encode_strings_cuda": [lambda: [i64(), u8(), b1(), True, False, u64(2), 0, 2]],
     "strings._compare_cuda": [lambda: [i64(), u8(), i32(), True, i64(), u8(), i32(), False, i8()]],
