@@ -488,11 +488,13 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
             raise _error("split(...) by a regular expression (a constant separator without regular expression "
                          "characters is planned)", separator, dialect)
         if lst.this.find(exp.Column) is None and separator.find(exp.Column) is None:
-            pieces = _constant_pieces(lst)
-            if not pieces:
+            pieces = _constant_pieces(lst, dialect)
+            if pieces is None:
                 raise _error("unnest of a constant string's pieces other than a string split by a string (write "
-                             "them as a list of constants)" if pieces is None else
-                             "unnest of an empty list (it has no rows)", lst, dialect)
+                             "them as a list of constants)", lst, dialect)
+            if not pieces:  # a NULL string's split is NULL: no rows, a VARCHAR column
+                return exp.Subquery(this=exp.select(exp.alias_(exp.cast(exp.null(), "VARCHAR"), column.copy()))
+                                    .where(exp.false()), alias=table_alias)
             return exp.Values(expressions=[exp.Tuple(expressions=[exp.Literal.string(piece)]) for piece in pieces],
                               alias=table_alias)
         table = exp.Table(this=exp.Split(this=lst.this.copy(), expression=separator.copy()), alias=table_alias)
@@ -510,11 +512,23 @@ def _item(lst: exp.Expression, alias: str, column: exp.Identifier, dialect: str)
                       alias=table_alias)
 
 
-def _constant_pieces(lst: exp.Expression) -> list[str] | None:
+def _null_constant(node: exp.Expression) -> bool:
+    """Return whether ``node`` is NULL written as a constant (``NULL``, ``CAST(NULL AS VARCHAR)``, ``NULL::TEXT``)."""
+    while isinstance(node, (exp.Cast, exp.Paren)):
+        node = node.this
+    return isinstance(node, exp.Null)
+
+
+def _constant_pieces(lst: exp.Expression, dialect: str) -> list[str] | None:
     """Return the pieces of a split of a string constant by a string constant, as DuckDB's ``string_split`` (an
-    empty separator: each character) and Spark's ``split`` by a literal separator (not empty) cut it; None for
-    other constants (NULL, a number, an expression), which stay refused."""
+    empty separator: each character) and Spark's ``split`` by a literal separator (not empty) cut it; none for a
+    NULL string (its split is NULL: unnest gives no rows) and, in Spark, a NULL separator; DuckDB splits by a NULL
+    separator into the whole string. None for other constants (a number, an expression), which stay refused."""
     text, separator = lst.this, lst.expression
+    if _null_constant(text) or (_null_constant(separator) and dialect == "spark"):
+        return []
+    if _null_constant(separator) and isinstance(text, exp.Literal) and text.is_string:
+        return [text.this]
     if not all(isinstance(e, exp.Literal) and e.is_string for e in (text, separator)):
         return None
     if separator.this == "":
