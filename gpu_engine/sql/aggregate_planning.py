@@ -92,7 +92,7 @@ def aggregate_calls(trees: list[exp.Expression]) -> list[exp.Expression]:
                 raise unsupported(unsupported_aggregate_text(node), node)
     aggregates = [a for t in trees for a in aggregates_of(t)]
     for a in aggregates:
-        if any(isinstance(inner, SQL_AGGREGATES) for inner in a.walk() if inner is not a):
+        if any(aggregates_of(argument) for argument in a.iter_expressions()):  # (a subquery's own are its own)
             raise unsupported("an aggregate inside an aggregate", a)
         _check_aggregate_arguments(a)
     return aggregates
@@ -118,6 +118,10 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
                            "function (HAVING makes the query one group)", line=line, col=col, name=column.name)
         raise unsupported("HAVING without GROUP BY or an aggregate", select.args["having"])
     relation, aggregates, tuple_counts = with_tuple_counts(planner, relation, aggregates)  # count(DISTINCT (a, b))
+    relation, aggregates, arguments = with_subquery_arguments(planner, relation, aggregates, ctes,
+                                                              defined_aliases(select))  # sum(CASE WHEN (SELECT …))
+    tuple_counts = {**{text: original for text, original in tuple_counts.items() if text not in arguments.values()},
+                    **{text: tuple_counts.get(middle, middle) for text, middle in arguments.items()}}
     if uses_grouping_sets(group, trees, select):
         relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
     elif group or aggregates:
@@ -127,6 +131,48 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
     if having is not None:
         relation = post_filter(planner, relation, having, columns, replacements, ctes, defined_aliases(select))
     return relation, replacements, columns
+
+
+def with_subquery_arguments(planner: QueryPlanner, relation: Relation, aggregates: list[exp.Expression], ctes,
+                            outer_aliases: set[str]) -> tuple[Relation, list[exp.Expression], dict[str, str]]:
+    """Return ``relation`` with each scalar subquery inside an aggregate's arguments computed per input row (a
+    Project holding a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery`, which the optimizer's
+    decorrelation rule joins below the aggregation: a nested-loop join with an uncorrelated one's single row, a
+    left hash join on a correlated aggregate's keys), the aggregates reading those columns, and each rewritten
+    aggregate's SQL text -> its original text (which the SELECT list, HAVING and ORDER BY spell).
+
+    Why: ``sum(CASE WHEN v > (SELECT avg(w) FROM u) THEN 1 ELSE 0 END)`` reads the subquery's value for every row
+    it sums (DuckDB's meaning); it was refused ("an aggregate inside an aggregate"), its correlated form a
+    LEFT-joined derived table of the sqlglot tree.
+    """
+    if not any(aggregate.find(exp.Subquery) is not None for aggregate in aggregates):
+        return relation, aggregates, {}
+    columns = dict(relation.columns)
+    projected: list[tuple[str, object]] = []
+    rewritten: dict[str, exp.Expression] = {}  # an aggregate's text -> it reading the projected columns
+    out, originals = [], {}
+    for aggregate in aggregates:
+        text = aggregate.sql()
+        if aggregate.find(exp.Subquery) is None:
+            out.append(aggregate)
+            continue
+        if text not in rewritten:
+            new = aggregate.copy()
+            for subquery in _outermost_scalar_subqueries(new):
+                name = planner._fresh("$argument")
+                projected.append((name, typed_scalar_subqueries(planner, subquery.copy(), relation, relation.columns,
+                                                                {}, ctes, outer_aliases)))
+                columns[("$argument", name)] = name
+                subquery.replace(exp.column(name, table="$argument"))
+            rewritten[text] = new
+            originals[new.sql()] = text
+        out.append(rewritten[text])
+    passthrough = [quoted(n) for n in relation.node.output_schema.names]
+    try:
+        node = planner._builder(relation.node).project(passthrough + projected).plan()
+    except PlanError as error:
+        raise planner._plan_error(error, aggregates[0]) from None
+    return dataclasses.replace(relation, node=node, columns=columns), out, originals
 
 
 def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.Expression],
@@ -243,9 +289,18 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     from gpu_engine.sql.decorrelation import correlated_scalar_relation, split_correlated
     from gpu_engine.sql.renaming import conjunction
 
+    written, tree = tree, tree.copy()
+    for call in aggregates_of(tree):  # an aggregate computed with a subquery in its argument: its column
+        name = replacements.get(call.sql()) if call.find(exp.Subquery) is not None else None
+        if name is not None:
+            columns = {**columns, ("$aggregated", name): name}
+            if call is tree:
+                return planner._renamed(exp.column(name, table="$aggregated"), columns, replacements)
+            call.replace(exp.column(name, table="$aggregated"))
+    if not has_subquery(tree):
+        return planner._renamed(tree, columns, replacements)
     if tree.find(exp.Subquery) is None:
         raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
-    written, tree = tree, tree.copy()
     scalars: dict[str, tuple[PlanNode, list[exp.Expression]]] = {}  # value column -> its plan, its equalities
     fields = []
     for subquery in _outermost_scalar_subqueries(tree):

@@ -132,16 +132,17 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
                         outer_aliases: set[str]) -> bool:
     """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
 
-    ``marks_planned``: whether an EXISTS under OR is left to the WHERE path only where it plans it as a typed
-    predicate the optimizer makes a mark join (:func:`~gpu_engine.sql.decorrelation.mark_predicates`).
+    ``marks_planned``: the pass after the IN rewrites (an EXISTS under OR it does not plan as typed mark predicates,
+    :func:`~gpu_engine.sql.decorrelation.mark_predicates`, is a subquery value here).
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
         if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
             if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
                 return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
             return not _correlated_without_equalities(node, outer_aliases)
-        return reached_through_and_or(_stripped(conjunct, False), node) and (
-            _is_in_query(node) or not marks_planned or mark_predicates(conjunct, outer_aliases) is not None)
+        if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
+            return True
+        return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False
@@ -505,13 +506,19 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             # aggregate calls and windows: a typed ScalarSubquery of the Project or of the Filter above the
             # aggregation (aggregate_planning.typed_scalar_subqueries)
             return not (clause in ("expressions", "order", "having") and typed_in_select
-                        and node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
+                        and (node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
+                             or in_aggregate_argument(node))
                         and is_correlated_scalar_aggregate(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
         return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (
             _at_most_one_row(query) or not any(query.args.get(key) for key in _SHAPING)
             and query.expressions[0].find(*SQL_AGGREGATES) is not None)
+
+    def in_aggregate_argument(node):  # sum(CASE WHEN (SELECT …)): per input row, below the aggregation
+        call = node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select)
+        return isinstance(call, SQL_AGGREGATES) and call.find_ancestor(
+            *SQL_AGGREGATES, exp.Window, exp.Select) is select
 
     outer_aliases = defined_aliases(select)
     # a GROUP BY key holding a subquery is joined here, and the SELECT list finds it by its text: all here then
