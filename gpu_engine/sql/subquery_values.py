@@ -132,17 +132,16 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
                         outer_aliases: set[str]) -> bool:
     """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
 
-    ``marks_planned``: the pass after the IN rewrites (an EXISTS under OR it does not plan as typed mark predicates,
-    :func:`~gpu_engine.sql.decorrelation.mark_predicates`, is a subquery value here).
+    ``marks_planned``: whether an EXISTS under OR is left to the WHERE path only where it plans it as a typed
+    predicate the optimizer makes a mark join (:func:`~gpu_engine.sql.decorrelation.mark_predicates`).
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
         if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
             if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
                 return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
             return not _correlated_without_equalities(node, outer_aliases)
-        if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
-            return True
-        return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
+        return reached_through_and_or(_stripped(conjunct, False), node) and (
+            _is_in_query(node) or not marks_planned or mark_predicates(conjunct, outer_aliases) is not None)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False
