@@ -185,11 +185,12 @@ def _as_double(value: Expr) -> Expr:
 def _instant(translator: Any, tree: exp.Expression) -> Expr:
     operand = translator.translate(tree)
     if isinstance(operand, Literal) and is_string(operand.dtype) and operand.value is not None:
-        from gpu_engine.plans.sql_literals import coerce_literal
+        from gpu_engine.plans.sql_literals import coerce_literal, infinity_refusal
 
         as_date = coerce_literal(operand, pa.date32())
         if as_date is None:
-            raise translator.error(f"invalid date literal {operand.sql()}", tree)
+            raise translator.error(infinity_refusal(operand.value, "DATE") or f"invalid date literal {operand.sql()}",
+                                   tree)
         return as_date
     return _as_untyped_null(operand, pa.timestamp("us"))
 

@@ -49,6 +49,7 @@ from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
     coerce_literal,
     date_literal,
+    infinity_refusal,
     negate_literal,
     number_literal,
     shift_date,
@@ -431,7 +432,8 @@ class ScalarTranslator:
             if isinstance(this, Literal) and is_string(this.dtype) and pa.types.is_date32(other.dtype):
                 as_date = coerce_literal(this, pa.date32())
                 if as_date is None:
-                    raise self.error(f"invalid date literal {this.sql()}", tree)
+                    raise self.error(infinity_refusal(this.value, "DATE") or f"invalid date literal {this.sql()}",
+                                     tree)
                 left, right = (as_date, right) if this is left else (left, as_date)
             if (isinstance(this, Literal) and is_string(this.dtype) and this.value is not None
                     and (is_numeric(other.dtype) or is_boolean(other.dtype))):
@@ -490,6 +492,9 @@ class ScalarTranslator:
             return Cast(literal, dtype)
         ticks, parsed = parse_timestamps(device, text, dtype)
         if not bool(parsed[0]):
+            refusal = infinity_refusal(literal.value, "TIMESTAMP")
+            if refusal is not None:
+                raise self.error(refusal, tree)
             zone = " and an offset or zone name" if dtype.tz is not None else ""
             raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]'"
                              f"{zone})", tree)
@@ -699,7 +704,8 @@ class ScalarTranslator:
             try:
                 return date_literal(operand.value)
             except ValueError:
-                raise self.error(f"invalid date literal {operand.sql()}", tree) from None
+                raise self.error(infinity_refusal(operand.value, "DATE") or f"invalid date literal {operand.sql()}",
+                                 tree) from None
         if (isinstance(operand, Literal) and isinstance(operand.value, str)
                 and (pa.types.is_timestamp(target) or is_time(target))):
             return self._timestamp_text(operand, target, tree)  # checked (a plan-time error), a value where it can

@@ -27,6 +27,7 @@ __all__ = [
     "negate_literal",
     "date_literal",
     "parse_date_text",
+    "infinity_refusal",
     "shift_date",
     "coerce_literal",
     "INTERVAL_UNITS",
@@ -84,6 +85,23 @@ def negate_literal(literal: Literal) -> Literal:
 #: DuckDB's date text: year, month and day separated by one of ``- / space`` (the same twice), month and day of
 #: one or two digits (``'2002-3-01'``, which TPC-DS writes), surrounding spaces and a time of day allowed.
 _DATE_TEXT = re.compile(r"\s*(\d{1,4})([-/ ])(\d{1,2})\2(\d{1,2})(?:[T ]\d{1,2}:\d{2}(?::\d{2}(?:\.\d+)?)?)?\s*")
+
+
+def infinity_refusal(text: object, kind: str) -> str | None:
+    """Return the refusal of DuckDB's infinite DATE / TIMESTAMP text (``'infinity'``, ``'-infinity'``), or None.
+
+    Why refused rather than read: DuckDB's infinities are special values (the int64 extremes) that each temporal
+    function treats apart (``year()`` is NULL, text is ``'infinity'``, arithmetic raises "Cannot subtract
+    infinite timestamps"); the engine's DATE and TIMESTAMP columns hold plain ticks every kernel computes with,
+    and Arrow gives them out as datetimes (years 1 to 9999), so an infinity would answer as a wrong date.
+    """
+    if not isinstance(text, str) or text.strip().lower() not in ("infinity", "-infinity"):
+        return None
+    bound = "9999-12-31" if kind == "DATE" else "9999-12-31 23:59:59.999999"
+    if text.strip().startswith("-"):
+        bound = "0001-01-01" if kind == "DATE" else "0001-01-01 00:00:00"
+    return (f"{kind} '{text}' is not supported: the engine's {kind} has no infinite values (DuckDB's are special "
+            f"values its temporal functions treat apart); write a bound such as {kind} '{bound}'")
 
 
 def parse_date_text(text: str) -> datetime.date:
