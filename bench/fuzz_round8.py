@@ -25,8 +25,10 @@ Families:
   statistics or none, sorted / clustered / NULL-only row groups) read through ``Session.register(path)``
   with filters at row-group min/max edges, ``IS [NOT] NULL``, IN lists, ranges; DuckDB reads the same file.
 * ``memcap``: a query of the families above under ``query_memory_limit_bytes`` of 4 KB - 4 MB must equal
-  DuckDB or raise ``MemoryCapExceeded``; a query with a timeout of 0-20 ms over a 20,000-row join may answer or
-  raise ``TimeoutError``; after either, the same Session answers a follow-up query as DuckDB does.
+  DuckDB or raise ``MemoryCapExceeded``; a query over a 20,000-row self join with a timeout of 0.1-20 ms, or
+  cancelled from another thread after 1-200 ms (``Task.cancel``), may answer (equal DuckDB) or raise
+  ``TimeoutError`` / ``TaskCancelled``; then every driver of it must end within 120 s and the same Session
+  answer a follow-up query as DuckDB does.
 
     python -m bench.fuzz_round8 --seeds 0:300 [--device cuda-sim] [--families joins,params] [--out F]
 
@@ -450,13 +452,13 @@ def _memcap_case(r, data, device, drivers, batch_rows, split_rows):
     import pyarrow as pa
 
     from duckdb_reference import rows_mismatch
-    from gpu_engine.errors import GpuEngineError, MemoryCapExceeded
+    from gpu_engine.errors import GpuEngineError, MemoryCapExceeded, TaskCancelled
 
     connection = _duckdb(data)
     cancel = r.random() < 0.4
-    if cancel:  # a join large enough to run for a while: 20,000 x 20,000 rows over 50 keys
+    if cancel:  # a join that runs for a while: 20,000 x 20,000 rows over 500 keys (800,000 rows)
         rows = 20000
-        big = pa.table({"a": pa.array([r.randrange(50) for _ in range(rows)], pa.int64()),
+        big = pa.table({"a": pa.array([r.randrange(500) for _ in range(rows)], pa.int64()),
                         "b": pa.array(range(rows), pa.int64())})
         data = dict(data, big=big)
         connection.register("big", big)
@@ -466,6 +468,9 @@ def _memcap_case(r, data, device, drivers, batch_rows, split_rows):
         session = _session(data, device, drivers, batch_rows, split_rows)
         timeout = r.choice([0.0001, 0.001, 0.005, 0.02])
         how = "timeout"
+        if r.random() < 0.5:  # cancelled from another thread after a delay instead (Task.cancel)
+            delay, timeout, how = timeout * 10, None, "cancel"
+            canceller = threading.Timer(delay, lambda: session.last_task is not None and session.last_task.cancel())
     else:
         family = r.choice(["joins", "grouping", "graphs"])
         query, _, how = FAMILIES[family](r)
@@ -477,6 +482,8 @@ def _memcap_case(r, data, device, drivers, batch_rows, split_rows):
         timeout = None
     status = "ok"
     detail = ""
+    if how == "cancel":
+        canceller.start()
     try:
         try:
             expected = connection.sql(query).to_arrow_table()
@@ -492,12 +499,20 @@ def _memcap_case(r, data, device, drivers, batch_rows, split_rows):
             status = "capped"
         except TimeoutError:
             status = "timed_out"
+        except TaskCancelled:
+            status = "cancelled"
         except GpuEngineError as error:
-            if how == "timeout":
+            if how in ("timeout", "cancel"):
                 return "engine_raised", f"{query}: {type(error).__name__}: {error}"
             status, detail = "refused", f"{type(error).__name__}: {error}"
         except Exception as error:  # noqa: BLE001
             return "crash", f"{query}: {type(error).__name__}: {error}\n{traceback.format_exc(limit=-8)}"
+        if how == "cancel":
+            canceller.join()
+        # every driver of the query cut short ends (none left running on the process's pools)
+        if status in ("timed_out", "cancelled", "capped") and session.last_task is not None \
+                and not session.last_task.wait_done(120):
+            return "stuck", f"{status} query's drivers still running after 120 s: {query}"
         # the same Session again, without a cap or a timeout
         session.config = session.config.with_overrides(query_memory_limit_bytes=None)
         follow = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
@@ -574,8 +589,9 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
             counts[family][status] += 1
             if status == "refused":
                 refusals[re.sub(r"'[^']*'", "'…'", detail.splitlines()[0])[:140]] += 1
-            if status in ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised", "compiled_again") or (
-                    verbose and status not in ("ok", "capped", "timed_out")):
+            if status in ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised", "compiled_again",
+                          "stuck") or (
+                    verbose and status not in ("ok", "capped", "timed_out", "cancelled")):
                 shown = shown or sql
                 reported.append({"seed": seed, "family": family, "status": status, "sql": shown, "how": how,
                                  "drivers": drivers, "batch_rows": batch_rows, "split_rows": split_rows,
@@ -608,7 +624,7 @@ def main(argv=None) -> int:
         args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
                                         "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1), **result},
                                        indent=1, ensure_ascii=False, default=str))
-    return 1 if total["wrong"] or total["crash"] else 0
+    return 1 if total["wrong"] or total["crash"] or total["stuck"] else 0
 
 
 if __name__ == "__main__":
