@@ -46,6 +46,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-tables tpcds 74 --sf 1 --runs 9
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
+    python bench/ab.py hashed-probes dbbench 2 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -845,6 +846,13 @@ def _narrow_keys():
         device, columns, widths)
 
 
+def _hashed_probes():
+    """The cpu StringKeyTable hashing every batch's rows in a pass of their own before its probe loop also where
+    its table stays in the caches (``string_keys.PREFETCH_MIN_BYTES`` -1), as before the probe loop hashed them."""
+    import gpu_engine.kernels.string_keys as module
+    return module, "PREFETCH_MIN_BYTES", -1
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -897,6 +905,7 @@ SWITCHES = {
     "one-branch-case": _one_branch_case,
     "plain-string-keys": _plain_string_keys,
     "narrow-keys": _narrow_keys,
+    "hashed-probes": _hashed_probes,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,

@@ -9,7 +9,9 @@ matrix of ``2 + length / 8`` words a row. This table reads each row's bytes
 straight from the column's offsets and chars, keeps the known strings as one
 offsets/chars pair of its own (which is also the output column of the
 groups' keys), and persists across batches, so a batch costs one hash pass
-and one probe pass whatever the number of distinct strings.
+and one probe pass whatever the number of distinct strings (on the CPU, while the
+table fits the caches, one pass: the probe loop hashes each row from the words it
+loads; a hash pass of its own lets a larger table's probes prefetch rows ahead).
 
 Both twins assign ids in order of each new string's first row, so they give
 identical ids: the CPU twin by a sequential loop that stops when the table
@@ -39,7 +41,7 @@ from gpu_engine.kernels.filter import _scatter_kept_cuda
 from gpu_engine.kernels.gather import dictionary_row_validity, gather, gather_column, rows_or_dictionary
 from gpu_engine.kernels.group_by import EMPTY, _first_slot, _rehash_cuda
 from gpu_engine.kernels.launch import launch_cuda, launch_twin, read_only
-from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, PREFETCH_MIN_BYTES, prefetch_row, worth_prefetching
 
 __all__ = ["StringKeyTable", "SERIAL_ROWS", "finish_together", "precompile_calls"]
 
@@ -165,18 +167,22 @@ def _hash_strings_cpu(offsets, chars, rows, has_rows, hashes):
 
 
 @njit(nogil=True, cache=True)
-def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, hashes, start, slots, known_words,
-                     known_offsets, known_chars, state, ids):
+def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, hashes, hashed, start, slots,
+                     known_words, known_offsets, known_chars, state, ids):
     """Intern rows from ``start`` on (``state`` holds the known count); return the row reached: early when
     the table must grow (the host grows it and calls again). ``slots`` rows are laid out as :data:`SLOT_WIDTH`
     says; a new string is written to its slot and to ``known_words`` / ``known_offsets`` / ``known_chars``.
-    Where ``has_rows``, input ``i`` is the column's row ``rows[i]`` (its bytes and validity read there)."""
+    Where ``has_rows``, input ``i`` is the column's row ``rows[i]`` (its bytes and validity read there).
+
+    ``hashed``: ``hashes`` holds every row's hash (:func:`_hash_strings_cpu`'s pass) and a table out of the
+    caches prefetches row ``i + PREFETCH_DISTANCE``'s slot; else each row's hash is computed here from the
+    words the probe loads anyway (no pass of its own, no prefetch: see :meth:`StringKeyTable._intern_plain`)."""
     capacity = slots.shape[0]
     mask = np.uint64(capacity - 1)
     max_known = min(known_words.shape[0], capacity // 2)
     num_known = state[0]
     n = ids.shape[0]
-    prefetch = worth_prefetching(slots)
+    prefetch = hashed and worth_prefetching(slots)
     for i in range(start, n):
         row = np.int64(rows[i]) if has_rows else i
         if has_validity and not validity[row]:
@@ -184,11 +190,21 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, has
             continue
         if prefetch and i + PREFETCH_DISTANCE < n:  # row i + D's slot row: its words, length and id in one line
             prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
-        h = hashes[i]
         first = offsets[row]
         length = offsets[row + 1] - first
         word0 = _word_cpu(chars, first, first + length)
         word1 = _word_cpu(chars, first + 8, first + length)
+        if hashed:
+            h = hashes[i]
+        else:  # _string_hash over the words already loaded (the same hash: the table's slots do not depend on it)
+            h = _FNV_OFFSET ^ np.uint64(length)
+            if length > 0:
+                h = _mix_word(h, word0)
+            if length > 8:
+                h = _mix_word(h, word1)
+            for position in range(first + 16, first + length, 8):
+                h = _mix_word(h, _word_cpu(chars, position, first + length))
+            h = _finish_hash(h)
         slot = np.int64(h & mask)  # _first_slot, inlined
         while True:
             entry = slots[slot, SLOT_ID]
@@ -537,10 +553,14 @@ class StringKeyTable:
         if self.device.kernel_flavor == "cpu":
             mapped = (read_only(xp, rows), True) if rows is not None else (_NO_ROWS, False)
             count_kernel_launch()  # the CUDA path's hash launch
-            _hash_strings_cpu(offsets, chars, *mapped, hashes)
             if all_new:  # a dictionary: room for every value first, one pass (as the CUDA claims make room)
                 self._reserve(n, batch_chars)
-            self._intern_cpu((offsets, chars, validity, has_validity, *mapped, hashes), ids)
+            # A table out of the caches: hash every row first, so the probe loop prefetches rows ahead. One in
+            # them: hash in the probe loop, from the words it loads anyway (no pass writing and reading hashes).
+            hashed = bool(self._slots.nbytes > PREFETCH_MIN_BYTES)
+            if hashed:
+                _hash_strings_cpu(offsets, chars, *mapped, hashes)
+            self._intern_cpu((offsets, chars, validity, has_validity, *mapped, hashes, hashed), ids)
         elif n <= self.serial_rows:
             self._reserve(n, batch_chars)
             launch_cuda(self.device, _intern_rows_serial_cuda, 1, *arguments, 0, self._slots, self._words,
@@ -567,7 +587,7 @@ class StringKeyTable:
         offsets = np.zeros(1, dtype=np.int64)
         chars = np.zeros(1, dtype=np.uint8)
         hashes = np.zeros(1, dtype=np.uint64)
-        arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, _NO_ROWS, False, hashes)
+        arguments = (offsets, chars, np.zeros(1, dtype=np.bool_), False, _NO_ROWS, False, hashes, False)
         slots = np.zeros((16, SLOT_WIDTH), dtype=np.uint64)
         words = np.zeros((8, WORDS_WIDTH), dtype=np.uint64)
         return [(_hash_strings_cpu, (offsets, chars, _NO_ROWS, False, hashes)),

@@ -93,11 +93,14 @@ def test_every_signature_the_callers_of_precompiled_kernels_run_is_one_precompil
             key_filter.mask(key)
             for first in (True, False):
                 key_filter.keep_into(key, np.ones(len(key), dtype=np.bool_), first)
-    # a fused aggregation's host twins: interning plain, dictionary and sliced strings; compacting the slots
-    table = string_keys.StringKeyTable(cpu)
+    # a fused aggregation's host twins: interning plain, dictionary and sliced strings (into a table in the caches,
+    # hashing in the probe loop, and one taken as out of them, hashing in a pass first); compacting the slots
     plain = pa.array(["a", "bb", None, "a", "ccc"] * 50)
-    for column in (plain, plain.dictionary_encode(), plain.slice(7, 90), pa.array(["x"], pa.large_string())):
-        table.intern(Column.from_arrow(column, cpu))
+    for cache_bytes in (string_keys.PREFETCH_MIN_BYTES, -1):
+        monkeypatch.setattr(string_keys, "PREFETCH_MIN_BYTES", cache_bytes)
+        table = string_keys.StringKeyTable(cpu)
+        for column in (plain, plain.dictionary_encode(), plain.slice(7, 90), pa.array(["x"], pa.large_string())):
+            table.intern(Column.from_arrow(column, cpu))
     slots = np.zeros((16, 3), dtype=np.int64)
     slots[[3, 9], 0] = 2
     slot_compaction.occupied_slot_columns(cpu, slots, 2, 2)

@@ -286,3 +286,32 @@ def test_a_mapped_batch_binds_its_plain_string_keys_without_gathering_their_byte
     for m in interned:
         for part in ("values", "valid"):
             assert arrays[f"l{m}_{part}"].tolist() == expected[f"l{m}_{part}"].tolist()
+
+
+def test_a_table_in_the_caches_hashes_in_its_probe_loop_as_the_hash_pass_would(monkeypatch):
+    """cpu: while the slots fit the caches the probe loop hashes each row from the words it loads (no hash pass);
+    a table out of them hashes first and prefetches. Both give every string the hash the pass gives it, so one
+    table fed both ways (and grown between: the slots rebuilt from the stored hashes) keeps one id per string."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import string_keys
+
+    device = get_device("cpu")
+    passes = []
+    hash_pass = string_keys._hash_strings_cpu
+    monkeypatch.setattr(string_keys, "_hash_strings_cpu", lambda *a: passes.append(1) or hash_pass(*a))
+    # lengths 0 to 40: one word, two, and tails past 16 bytes; a trailing zero byte; a NULL; repeats
+    strings = [("k" * (i % 41))[:-1] + chr(48 + i % 7) if i % 41 else "" for i in range(400)] + ["ab\x00", None]
+    known: dict[str, int] = {}
+    table = StringKeyTable(device, initial_capacity=16)
+    for cache_bytes, batch in ((string_keys.PREFETCH_MIN_BYTES, strings[:150]), (-1, strings[100:300]),
+                               (string_keys.PREFETCH_MIN_BYTES, strings[::-1])):
+        monkeypatch.setattr(string_keys, "PREFETCH_MIN_BYTES", cache_bytes)
+        before = len(passes)
+        ids = table.intern(Column.from_arrow(pa.array(batch, pa.string()), device))
+        assert len(passes) - before == (cache_bytes < 0)
+        expected = [0 if s is None else known.setdefault(s, len(known)) for s in batch]
+        assert [int(i) for i in ids] == expected
+    values = table.values()
+    hashes = np.empty(len(values), dtype=np.uint64)
+    hash_pass(values.offsets.astype(np.int64), values.data, string_keys._NO_ROWS, False, hashes)
+    assert np.array_equal(table._words[: len(known), string_keys.HASH], hashes)
