@@ -90,7 +90,7 @@ from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
 
 __all__ = ["COMPILE_MODES", "COMPILE_POLICIES", "DEFAULT_COMPILE_ESTIMATE", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "POLICY_VARIABLE", "READY", "BackgroundCompiler",
            "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_while", "kernel_ready",
-           "kernel_state"]
+           "kernel_state", "shape_once"]
 
 COMPILE_MODES = ("background", "inline", "alternate", "lowest")
 #: What :meth:`BackgroundCompiler.state` says of a kernel: runnable now, being compiled, or never (lowest tier).
@@ -306,6 +306,7 @@ class BackgroundCompiler:
             if state is None:
                 module = dispatcher.py_func.__globals__
                 self._states[key] = "pending"
+                self._loads[key] = lambda: _load_cached(dispatcher, signature)  # once compiled: see _read_answers
                 self._queue.append((key, (key, module["__name__"], module["__file__"], key[1], key[2])))
                 self._send_next()
             return FAILED if self._states[key] == "failed" else PENDING
@@ -321,6 +322,8 @@ class BackgroundCompiler:
             state = self._states.get(key)
             if state is None:
                 self._states[key] = "pending"
+                # Once compiled, imported and loaded here, off the drivers (see _read_answers).
+                self._loads[key] = lambda: _load_cached(getattr(file.module, function), signature)
                 self._queue.append((key, (key, file.name, str(file.path), function, signature)))
                 self._send_next()
                 state = self._states[key]
@@ -351,13 +354,18 @@ class BackgroundCompiler:
                 state = self._states[key]
             return READY if state == "done" else FAILED if state == "failed" else PENDING
 
-    def _finish_load(self, key: tuple, load: Callable[[], None]) -> None:
-        """Run a PTX job's module load (holding no lock), then mark the job done, or failed (lowest tier)."""
+    def _finish_load(self, key: tuple, load: Callable[[], Any]) -> None:
+        """Run a job's load (holding no lock), then mark the job done, or failed (lowest tier).
+
+        A PTX job's load makes its launch plan; a CPU job's imports its generated module and installs the
+        compiled specialization from numba's cache (a miss there is left to the driver's :meth:`state`,
+        which fails the job: numba could not cache it).
+        """
         try:
             load()
             error = None
         except Exception as failure:
-            error = f"loading its PTX failed: {type(failure).__name__}: {failure}"
+            error = f"loading it failed: {type(failure).__name__}: {failure}"
         with self._lock:
             self._loading -= 1
             if error is None:
@@ -653,6 +661,16 @@ class BackgroundCompiler:
         return True
 
     def _read_answers(self, process: subprocess.Popen) -> None:
+        """Read the worker's answers; load each compiled job's result into this process before it counts as done.
+
+        Why here: a CPU kernel the worker compiled was imported and loaded by the first driver batch that
+        found it done (the generated module's source compiled and its numba dispatchers built, numba's index
+        unpickled, the object code linked: tens of milliseconds a kernel on a loaded 2-core machine), in the
+        middle of a query whose other batches ran on the lowest tier. Loaded by this thread, a switch of
+        tiers costs a driver only the check that the specialization is there; the hold policy lets the worker
+        compile mostly while no query runs, so its loads then land between queries too. A PTX job's
+        module load (PTX to SASS) is done here for the same reason.
+        """
         from gpu_engine.codegen.compile_worker import read_message
 
         while True:
@@ -692,7 +710,7 @@ class BackgroundCompiler:
                 if self._owed_until is not None:  # a paid-for run ends once its jobs are finished
                     self._apply_pause()
                 self._lock.notify_all()
-            if load is not None:  # a PTX entry written: its module loads here, while the worker compiles the next
+            if load is not None:  # loaded here, while the worker compiles the next (see below)
                 self._finish_load(key, load)
 
     def _fail(self, key: tuple, reason: str) -> None:
@@ -907,6 +925,26 @@ def _cuda_kernel_state(twin, arguments: Iterable[Any]) -> str:
     if job is None:
         return READY
     return background_compiler().state_ptx(job, lambda: launcher.load_plan(kernel, job.signature))
+
+
+_SHAPE_KEYS = None  # a MadePerNode, made on first use (gpu_engine.exec imports this module)
+
+
+def shape_once(owner: object, make: Callable[[], Hashable], variant: Hashable = None) -> Hashable:
+    """Return ``make()``, the program shape key a :class:`TierSwitch` is given, made once per ``owner`` object.
+
+    Why: ``owner`` is the program a plan node's set-up made once (shared by every driver's operator and every
+    run of the plan), and its key is a ``repr`` of the program's shape (and of a fused aggregation's
+    functions), which walked every expression for every operator: half of the tier switches' own CPU in
+    a TPC-DS first run (SF 0.1, bench/results/2026-11-29-firstruns.md), work the lowest tier never does.
+    Keyed by the owner's identity (:class:`~gpu_engine.exec.made_once.MadePerNode`), never by equality.
+    """
+    global _SHAPE_KEYS
+    if _SHAPE_KEYS is None:
+        from gpu_engine.exec.made_once import MadePerNode
+
+        _SHAPE_KEYS = MadePerNode()
+    return _SHAPE_KEYS.get(owner, make, variant)
 
 
 class TierSwitch:

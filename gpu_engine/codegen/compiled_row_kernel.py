@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef
+from gpu_engine.codegen.background_compiles import TierSwitch, TwinRef, shape_once
 from gpu_engine.codegen.compiled_modules import generated_file
 from gpu_engine.codegen.fused_aggregation_kernel import LIFTED_DICTIONARY, GeneratedKernel, KernelLayout
 from gpu_engine.codegen.fusion_program import FusionProgram
@@ -46,7 +46,8 @@ class CompiledRowKernel:
         self.device = device
         self.program = program
         #: Whether a batch runs the kernel or the caller's eager evaluation (:mod:`~gpu_engine.codegen.background_compiles`).
-        self.tiers = TierSwitch(device, compile_mode, shape=lambda: (self.name, repr(program.shape())))
+        self.tiers = TierSwitch(device, compile_mode, shape=lambda: shape_once(
+            program, lambda: (self.name, repr(program.shape())), self.name))
         self._inputs = KernelInputs(device, program)
         #: The program's constants (see kernel_parameters), uploaded once for every batch's launch.
         self._parameters = kernel_parameter_array(device, program)
