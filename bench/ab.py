@@ -13,6 +13,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
+    python bench/ab.py union-flattening tpcds 5 --sf 1 --runs 7
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py outgrown-dictionaries tpcds 65 --sf 1 --runs 9
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
@@ -101,9 +102,17 @@ def _one_row_extremes():
 
 
 def _distinct_branches():
-    """A distinct set operation's branches keep their own SELECT DISTINCT (``sql.distinct_branches`` off)."""
-    import gpu_engine.sql.set_operations as module
-    return module, "without_redundant_distinct", lambda branch: branch
+    """A distinct set operation's branches keep their own SELECT DISTINCT, a UNION chain its inner grouping
+    (``optimizer.distinct_branches`` out of ``gpu_engine.optimizer.RULES``)."""
+    import gpu_engine.optimizer as module
+    return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "drop_redundant_distincts")
+
+
+def _union_flattening():
+    """A UNION ALL chain runs as nested LocalPartitions of two branches each (``optimizer.union_flattening`` out
+    of ``gpu_engine.optimizer.RULES``)."""
+    import gpu_engine.optimizer as module
+    return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "flatten_unions")
 
 
 def _shared_subexpressions():
@@ -871,6 +880,7 @@ SWITCHES = {
     "eager-estimates": _eager_estimates,
     "one-row-extremes": _one_row_extremes,
     "distinct-branches": _distinct_branches,
+    "union-flattening": _union_flattening,
     "build-dictionaries": _build_dictionaries,
     "outgrown-dictionaries": _outgrown_dictionaries,
     "intersected-estimates": _intersected_estimates,

@@ -1,4 +1,4 @@
-"""Fuzz set operations whose branches are ``SELECT DISTINCT`` against DuckDB (``gpu_engine.sql.distinct_branches``).
+"""Fuzz set operations whose branches are ``SELECT DISTINCT`` against DuckDB (``optimizer.distinct_branches``).
 
 Why: a distinct UNION / INTERSECT / EXCEPT plans its ``SELECT DISTINCT`` branches without their own grouping, and
 keeps it for the ALL forms, a branch ORDER BY / LIMIT and DISTINCT ON; each seed draws chains of up to three set

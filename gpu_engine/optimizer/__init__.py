@@ -57,7 +57,15 @@ The callers hand it the statistics of the tables the plan scans (a session's
 5. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
    columns nobody above reads leave scans, projections, joins and
    aggregations.
-6. :func:`~gpu_engine.optimizer.distinct_semi_joins.semi_joins_under_distinct`:
+6. :func:`~gpu_engine.optimizer.distinct_branches.drop_redundant_distincts`:
+   a DISTINCT whose rows reach, through Projects, Filters and
+   LocalPartitions, only a grouping that ignores copies (a distinct set
+   operation's ``SELECT DISTINCT`` branch, the inner UNION of a UNION chain)
+   goes.
+7. :func:`~gpu_engine.optimizer.union_flattening.flatten_unions`: a UNION
+   ALL of UNION ALLs (a set operation chain) is one LocalPartition with a
+   source per branch.
+8. :func:`~gpu_engine.optimizer.distinct_semi_joins.semi_joins_under_distinct`:
    an inner join under a DISTINCT that reads one side's columns only (after
    pruning, its output names them) becomes a semi join of that side.
 
@@ -115,6 +123,7 @@ from typing import Callable, Mapping
 from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.decorrelation import decorrelate_subqueries
+from gpu_engine.optimizer.distinct_branches import drop_redundant_distincts
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.eager_aggregation import eager_aggregate
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
@@ -123,6 +132,7 @@ from gpu_engine.optimizer.partial_steps import choose_partial_steps
 from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
 from gpu_engine.optimizer.projection_pruning import prune_projections
 from gpu_engine.optimizer.statistics import TableStatistics
+from gpu_engine.optimizer.union_flattening import flatten_unions
 from gpu_engine.plans.nodes import PlanNode
 
 __all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan", "required_rewrites"]
@@ -130,7 +140,9 @@ __all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan", "required_rewrites"]
 #: The rules, in the order they run: decorrelation first (every later rule sees joins, not subquery predicates,
 #: and may move the filters the correlation left), folding next (a folded TRUE/FALSE filter is then dropped or
 #: made empty),
-#: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), pruning last (a filter
+#: pushdown before empty relations (a FALSE conjunct pushed to a leaf empties the most), redundant DISTINCTs
+#: dropped before pruning (the columns only a dropped DISTINCT's keys read then go) and before unions are
+#: flattened (a UNION chain's inner grouping gone, its union joins the outer one), pruning last (a filter
 #: moved below a projection no longer needs its columns above it), semi joins after pruning (a join's output
 #: then names only the columns read above it).
 RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
@@ -139,6 +151,8 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
     push_down_predicates,
     fold_constants,
     propagate_empty_relations,
+    drop_redundant_distincts,
+    flatten_unions,
     prune_projections,
     semi_joins_under_distinct,
 )

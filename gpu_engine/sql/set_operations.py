@@ -11,9 +11,9 @@
   union the two, group by every column and keep the groups whose smallest and
   largest tags say the row was on both sides (INTERSECT: 1 and 2) or only on
   the left (EXCEPT: largest 1).
-* A branch of a distinct form written ``SELECT DISTINCT`` is planned without
-  that DISTINCT (:mod:`gpu_engine.sql.distinct_branches`): the grouping
-  above removes the same duplicates.
+* A branch of a distinct form written ``SELECT DISTINCT`` loses that DISTINCT
+  in the optimizer (:mod:`gpu_engine.optimizer.distinct_branches`): the
+  grouping above removes the same duplicates.
 * ``INTERSECT ALL`` / ``EXCEPT ALL`` keep ``min(m, n)`` / ``max(m - n, 0)``
   copies of a row found ``m`` times on the left and ``n`` on the right: each
   branch numbers the copies of each row (``row_number()`` in a Window
@@ -41,7 +41,6 @@ from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
 from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
 from gpu_engine.columnar.types import is_string
-from gpu_engine.sql.distinct_branches import without_redundant_distinct
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
@@ -86,8 +85,6 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
                      "order", query)
     distinct = bool(query.args.get("distinct"))
     left_branch, right_branch = query.this, query.expression
-    if distinct:  # the set operation removes duplicates itself: a branch's own DISTINCT is another grouping pass
-        left_branch, right_branch = without_redundant_distinct(left_branch), without_redundant_distinct(right_branch)
     left_nulls, right_nulls = _bare_null_positions(left_branch), _bare_null_positions(right_branch)
     both = {position for position in left_nulls if position in right_nulls}
     if both:  # NULL in every branch: a column of SQL's NULL type (plans/null_type.py), typed by what it meets later
