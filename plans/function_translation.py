@@ -87,6 +87,25 @@ def _try_cast(translator: Any, tree: exp.TryCast) -> Expr:
     return build_function(translator, "try_cast", [operand, Literal(None, target)], tree)
 
 
+#: Functions DuckDB's TRY refuses beside it ("TRY can not be used in combination with a volatile function").
+_VOLATILE = frozenset({"random", "uuid"})
+
+
+def _try(translator: Any, tree: exp.Try) -> Expr:
+    """DuckDB's ``TRY(expr)``: ``expr``, NULL on each row where it raises (``try(expr)``; the evaluator computes
+    it on all rows and, where that raises, on the rows apart: gpu_engine.expressions.evaluate). Volatile
+    functions inside it are refused, as DuckDB's binder refuses them (aggregates too: gpu_engine.sql.refusals)."""
+    from gpu_engine.plans.expressions import walk
+
+    operand = translator.translate(tree.this)
+    if any(isinstance(node, Function) and node.name in _VOLATILE for node in walk(operand)):
+        raise translator.error("TRY can not be used in combination with a volatile function (random(), uuid())",
+                               tree)
+    if isinstance(operand, Literal):  # a constant raises nothing per row
+        return operand
+    return build_function(translator, "try", [operand], tree)
+
+
 # -- strings ---------------------------------------------------------------------------------------
 def _string_args(translator: Any, trees: list[exp.Expression | None]) -> list[Expr]:
     """Translate arguments, typing untyped NULLs as VARCHAR."""
@@ -794,7 +813,7 @@ _HANDLERS: dict[type, Callable[[Any, Any], Expr]] = {
     exp.DateAdd: _date_add, exp.TimeToStr: _strftime,
     **{kind: _date_part for kind in _NAMED_PARTS},
     exp.Anonymous: _unknown_call,
-    exp.TryCast: _try_cast,
+    exp.TryCast: _try_cast, exp.Try: _try,
     exp.Pi: _pi, exp.Typeof: _typeof, exp.IsNan: _float_test, exp.IsInf: _float_test,
     exp.RegexpExtract: _regexp_extract, exp.SimilarTo: _similar_to, exp.MD5: _md5,
     exp.Ascii: _unary_string("ascii"), exp.Unicode: _unary_string("unicode"),

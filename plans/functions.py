@@ -745,8 +745,14 @@ def _scalar_subquery_value(name: str, args: Sequence[Expr]) -> pa.DataType:
     return args[0].dtype
 
 
+def _try(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """DuckDB's TRY(expr): its operand's type (NULL where the operand raises)."""
+    _arity(name, args, 1, 1)
+    return args[0].dtype
+
+
 SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
-    "try_cast": _try_cast,
+    "try_cast": _try_cast, "try": _try,
     SCALAR_SUBQUERY_VALUE: _scalar_subquery_value,
     "upper": _string_unary, "lower": _string_unary, "length": _string_unary,
     "trim": _trim, "ltrim": _trim, "rtrim": _trim,

@@ -14,7 +14,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import fields, is_dataclass, replace
 
-from gpu_engine.plans.expressions import Case, ColumnRef, Expr, Literal, walk
+from gpu_engine.plans.expressions import Case, ColumnRef, Expr, Function, Literal, walk
 
 __all__ = ["hoist_common_subexpressions", "hoists_from_branches"]
 
@@ -80,6 +80,7 @@ def _evaluated_on_every_row(expressions: tuple[Expr, ...]) -> set[Expr]:
 
     A CASE computes its first condition on every row, but its later conditions only on the rows the
     earlier ones left undecided and each value only on its own rows (coalesce, nullif and IF are CASEs).
+    TRY's operand counts as never computed: hoisted out of it, a failure would raise where TRY answers NULL.
     """
     found: set[Expr] = set()
     pending = list(expressions)
@@ -90,6 +91,8 @@ def _evaluated_on_every_row(expressions: tuple[Expr, ...]) -> set[Expr]:
         found.add(expr)
         if isinstance(expr, Case):
             pending.extend(expr.whens[0][:1] if expr.whens else ())
+        elif isinstance(expr, Function) and expr.name == "try":  # its operand's errors are NULLs: not hoisted
+            continue
         else:
             pending.extend(expr.children())
     return found

@@ -49,9 +49,11 @@ class _CheckScope:
         rows = self.device.read_scalars([check.first_row for check in checks])
         for check, row in zip(checks, rows):
             if row != check.none_value:
+                error = check.fail(row)
+                error.failing_row = int(row)  # the row it names (TRY evaluates around it: expressions.evaluate)
                 if cause is None:
-                    raise check.fail(row)
-                raise check.fail(row) from cause
+                    raise error
+                raise error from cause
 
 
 _scopes = threading.local()

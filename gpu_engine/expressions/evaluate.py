@@ -347,7 +347,49 @@ def _(expr: Substring, batch: Batch) -> Column:
     return strings.substring(batch.device, operand, expr.start, expr.length)
 
 
+def _try(operand: Expr, batch: Batch) -> Column:
+    """Return DuckDB's ``TRY(operand)``: the operand over ``batch``, NULL on each row where it raises.
+
+    As DuckDB does, the operand is evaluated on all rows first (the common case: nothing raises, one pass);
+    where that raises, on the rows apart: around the row the error names (a deferred check's
+    ``failing_row``) or in halves, down to single rows, each of which is NULL if it raises alone. Each
+    failing row costs about log2(rows) evaluations of shrinking row sets: TRY_CAST is the cheaper form of a
+    cast that fails on many rows.
+    """
+    device = batch.device
+    xp = device.xp
+    try:
+        with checks_read_together(device, own_scope=True):  # learn of errors here, to go row by row
+            return _coerce(batch, _evaluate(operand, batch), operand.dtype)
+    except ExecutionError as error:
+        pending = [(xp.arange(batch.num_rows, dtype=xp.int32), error)]
+    parts = []
+    while pending:
+        cancel_point()
+        rows, error = pending.pop()
+        if error is None:
+            try:
+                with checks_read_together(device, own_scope=True):  # (its checks are read as it ends)
+                    column = _coerce(batch, _evaluate(operand, batch.with_gather_map(rows)), operand.dtype)
+                parts.append((rows, column))
+                continue
+            except ExecutionError as raised:
+                error = raised
+        count = int(rows.shape[0])
+        if count == 1:  # it raises alone: NULL (scatter_branches leaves rows no part covers NULL)
+            continue
+        row = getattr(error, "failing_row", None)
+        if isinstance(row, int) and 0 <= row < count:
+            pieces = (rows[:row], rows[row:row + 1], rows[row + 1:])
+        else:
+            pieces = (rows[:count // 2], rows[count // 2:])
+        pending.extend((piece, None) for piece in pieces if piece.shape[0])
+    return logical.scatter_branches(device, parts, operand.dtype, batch.num_rows)
+
+
 @_evaluate.register
 def _(expr: Function, batch: Batch) -> Column:
     cancel_point()
+    if expr.name == "try":
+        return _coerce(batch, _try(expr.args[0], batch), expr.dtype)
     return _coerce(batch, evaluate_function(expr, batch, _evaluate), expr.dtype)

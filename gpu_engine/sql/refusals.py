@@ -59,8 +59,8 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
     tree's meta for :mod:`~gpu_engine.sql.lateral_joins`, as COLLATE for the rewrite's folding), PIVOT/UNPIVOT,
     recursive CTEs,
     TABLESAMPLE, FILTER on ``first``/``last`` with ORDER BY and their ORDER BY over a window, catalogs and schemas
-    other than the session's, zero-length quoted names, and date functions of an untyped NULL (DuckDB's binder
-    error).
+    other than the session's, zero-length quoted names, date functions of an untyped NULL and aggregates inside TRY
+    (DuckDB's binder errors).
     """
     met = []
     for node in tree.walk():
@@ -83,6 +83,9 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.Lateral):
             raise _error(f"unsupported SQL: LATERAL ({_sql(node)}); write the subquery as a join or a correlated "
                          "subquery", node, "LATERAL")
+        elif isinstance(node, exp.Try) and node.this.find(exp.AggFunc) is not None:  # DuckDB's binder refuses it
+            raise _error(f"aggregates are not allowed inside the TRY expression ({_sql(node)}); write TRY inside "
+                         "the aggregate: sum(TRY(x))", node, "TRY")
         elif isinstance(node, exp.Pivot):
             what = "UNPIVOT" if node.args.get("unpivot") else "PIVOT"
             raise _error(f"unsupported SQL: {what}; write it with GROUP BY and CASE (or UNION ALL)", node, what)
