@@ -286,6 +286,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     from gpu_engine.plans.expressions import ColumnRef
     from gpu_engine.plans.sql_translator import parse_expression
     from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
+    from gpu_engine.sql.correlated_scalar_rows import correlated_rows_relation, is_correlated_scalar_rows
     from gpu_engine.sql.decorrelation import correlated_scalar_relation, split_correlated
     from gpu_engine.sql.renaming import conjunction
 
@@ -310,7 +311,9 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
             inner, local, correlated = split_correlated(select, outer_aliases)
             if not correlated:
                 raise unsupported("a correlated reference inside a derived table or a nested subquery", subquery)
-        if correlated:
+        if correlated and is_correlated_scalar_rows(select, outer_aliases):  # no aggregate: its rows per key
+            scalar, column, equalities = correlated_rows_relation(planner, subquery, select, outer_aliases, ctes)
+        elif correlated:
             scalar, column, equalities = correlated_scalar_relation(planner, subquery, select, inner, local,
                                                                     correlated, ctes, restricted=False)
         else:

@@ -51,6 +51,7 @@ from sqlglot import exp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
+from gpu_engine.sql.correlated_scalar_rows import is_correlated_scalar_rows
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
     NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, mark_predicates, own_aggregates,
@@ -507,7 +508,8 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             return not (clause in ("expressions", "order", "having") and typed_in_select
                         and (node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
                              or in_aggregate_argument(node))
-                        and is_correlated_scalar_aggregate(query, outer_aliases))
+                        and (is_correlated_scalar_aggregate(query, outer_aliases)
+                             or is_correlated_scalar_rows(query, outer_aliases)))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
         return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (

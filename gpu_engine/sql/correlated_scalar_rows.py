@@ -1,0 +1,96 @@
+"""Plan a correlated scalar subquery that does not aggregate as its rows per correlation key, for a typed
+:class:`~gpu_engine.plans.subqueries.ScalarSubquery`.
+
+Why: ``(SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 1 [OFFSET n])`` in a SELECT list, ORDER BY, HAVING or an
+aggregate's argument is one value per outer row: the first (n+1-th) row of its key in that order, NULL without one.
+The optimizer's decorrelation rule answers a ScalarSubquery over a plan not known to give one row a key (grouped by
+the keys with ``any_value`` and the row count); this module plans the subquery's rows — LIMIT / OFFSET first
+computed per correlation key (a row_number() per key,
+:func:`~gpu_engine.sql.correlated_row_clauses.rows_per_correlation_key`), then its correlation columns ``k<n>``
+beside its value ``v`` — and the equalities that become the ScalarSubquery's correlation. They were LEFT-joined
+derived tables of the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`), which keeps the forms this module does
+not type: a correlation other than column equalities, GROUP BY / DISTINCT / a window as the value, WHERE's
+comparisons, and a subquery that may give an outer row several rows (DuckDB's eager error, see
+:func:`is_correlated_scalar_rows`).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from sqlglot import exp
+
+from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
+from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
+from gpu_engine.sql.decorrelation import correlation, own_aggregates, select_over, split_correlated
+from gpu_engine.sql.errors import SqlError, unsupported
+from gpu_engine.sql.planning_context import Relation
+
+if TYPE_CHECKING:
+    from gpu_engine.sql.planner import QueryPlanner
+
+__all__ = ["is_correlated_scalar_rows", "correlated_rows_relation"]
+
+#: Clauses that make a correlated subquery other than its rows per key (left to the sqlglot-tree path).
+_SHAPING = ("group", "having", "distinct", "windows")
+
+
+def _value(select: exp.Select) -> exp.Expression:
+    value = select.expressions[0]
+    return value.this if isinstance(value, exp.Alias) else value
+
+
+def is_correlated_scalar_rows(select: exp.Expression, outer_aliases: set[str]) -> bool:
+    """Return whether ``select`` is one value that does not aggregate (no GROUP BY, HAVING, DISTINCT, window),
+    correlated by column equalities only, ``LIMIT 0`` or ``LIMIT 1`` (at most one row a key) with a constant
+    OFFSET: what :func:`correlated_rows_relation` plans.
+
+    Without such a LIMIT an outer row may meet several rows, DuckDB's error; DuckDB raises it eagerly (for a CASE
+    branch no row takes too), which the decorrelation rule's per-row check in the value does not, so those stay on
+    :mod:`~gpu_engine.sql.subquery_values`' path (its checks are WHERE conjuncts)."""
+    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or isinstance(select.expressions[0],
+                                                                                         exp.Star):
+        return False
+    if any(select.args.get(key) for key in _SHAPING) or own_aggregates(select):
+        return False
+    value = _value(select)
+    if value.find(*SQL_AGGREGATES) is not None or value.find(exp.Window) is not None:
+        return False
+    limit = select.args.get("limit")
+    count = limit.expression if isinstance(limit, exp.Limit) else None
+    if not (isinstance(count, exp.Literal) and not count.is_string and count.this in ("0", "1")):
+        return False  # several rows a key: DuckDB's error is eager (a CASE branch not taken fails too), the tree's
+    offset = select.args.get("offset")
+    count = offset.expression if isinstance(offset, exp.Offset) else None
+    if offset is not None and not (isinstance(count, exp.Literal) and not count.is_string):
+        return False
+    try:
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return False
+    keys, others = correlation(correlated, inner)
+    return bool(correlated) and bool(keys) and not others
+
+
+def correlated_rows_relation(planner: QueryPlanner, subquery: exp.Expression, select: exp.Select,
+                             outer_aliases: set[str], ctes) -> tuple[Relation, exp.Column, list[exp.Expression]]:
+    """Plan a subquery :func:`is_correlated_scalar_rows` accepts as its rows (columns ``k<n>`` and ``v`` under a
+    new alias); return the relation, its value column and the equalities ``outer = alias.k<n>`` that become the
+    typed ScalarSubquery's correlation."""
+    if not is_correlated_scalar_rows(select, outer_aliases):
+        raise unsupported("a correlated scalar subquery other than one value correlated by column equalities", subquery)
+    if has_row_clauses(select):  # LIMIT / OFFSET / QUALIFY: its rows per correlation key first
+        inner, local, correlated = split_correlated(select, outer_aliases)
+        keys, others = correlation(correlated, inner)
+        select = rows_per_correlation_key(select, local, keys, others, _value(select))
+    inner, local, correlated = split_correlated(select, outer_aliases)
+    keys, _others = correlation(correlated, inner)
+    rows = select_over(select, [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
+                       + [exp.alias_(_value(select).copy(), "v")], local)
+    relation, outputs = planner._plan_query(rows, ctes)
+    alias = planner._synthetic_alias()
+    relation = Relation(relation.node, {(alias, n): i for n, i in outputs}, frozenset([alias]), relation.rows,
+                        relation.stats)
+    equalities = [exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias))
+                  for n, (outer, _) in enumerate(keys)]
+    return relation, exp.column("v", table=alias), equalities
