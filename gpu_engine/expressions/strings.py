@@ -193,9 +193,11 @@ def _local_slots(xp: Any, source: Column, positions: Any) -> Any:
 def _from_pool(device: Device, sources: Sequence[Column], offsets: Any, chars: Any, slot: Any, validity: Any) -> Column:
     """Return rows reading pool ``slot``: a dictionary over the pool when every source is one, else gathered bytes."""
     xp = device.xp
+    if validity is not None:  # a NULL row's slot may lie past the pool (a code of an empty dictionary): read slot 0
+        slot = xp.where(validity, slot, 0)
+    if int(offsets.shape[0]) == 1:  # no values at all: every row is NULL
+        offsets, chars = xp.zeros(2, dtype=xp.int64), xp.zeros(0, dtype=xp.uint8)
     if all(source.dictionary is not None for source in sources):
-        if int(offsets.shape[0]) == 1:  # no values at all: every row is NULL
-            offsets, chars = xp.zeros(2, dtype=xp.int64), xp.zeros(0, dtype=xp.uint8)
         return Column(pa.string(), slot.astype(xp.int32), validity, None, Column(pa.string(), chars, None, offsets))
     starts = xp.take(offsets, slot)
     lengths = xp.take(offsets, slot + 1) - starts
