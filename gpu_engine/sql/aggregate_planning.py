@@ -10,10 +10,15 @@ SELECT list or ORDER BY is a typed
 :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the final Project
 (:func:`typed_scalar_subqueries`): uncorrelated, its one-row plan
 (:func:`~gpu_engine.sql.decorrelation.scalar_relation`); one aggregate
+(or an ``ORDER BY … LIMIT 1`` row, :mod:`~gpu_engine.sql.correlated_scalar_rows`)
 correlated by column equalities, its rows per correlation key, correlated on
 outer columns (an aggregating query's grouping keys, read after the
-aggregation). An uncorrelated one in HAVING or QUALIFY is a ScalarSubquery of
-the Filter. The optimizer's decorrelation rule joins them all, as in WHERE.
+aggregation). The same forms in HAVING or QUALIFY are ScalarSubqueries of the
+Filter above the aggregation, where a top-level ``[NOT] EXISTS`` / ``x [NOT]
+IN (SELECT …)`` conjunct is a typed Exists / InSubquery (:func:`post_filter`);
+inside an aggregate's arguments they are computed per input row by a Project
+below the aggregation (:func:`with_subquery_arguments`). The optimizer's
+decorrelation rule joins them all, as in WHERE.
 """
 
 from __future__ import annotations
