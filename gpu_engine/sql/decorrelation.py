@@ -219,9 +219,10 @@ class MarkedConjunct:
 
 
 def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Expression] | None:
-    """Return the EXISTS / IN predicates of a WHERE conjunct that is an OR of them and other conditions (reached
-    through AND, OR and parentheses only), when each is planned as a typed predicate the optimizer rule makes a
-    mark join; None otherwise (the conjunct is then planned as before: a subquery value, a refusal).
+    """Return the EXISTS / IN predicates of a WHERE conjunct that combines them with other conditions by OR, AND and
+    NOT (reached through those and parentheses only; not one [NOT] EXISTS / IN alone, a semi or anti join), when
+    each is planned as a typed predicate the optimizer rule makes a mark join (IN's flag NULL-aware, so under NOT
+    too); None otherwise (the conjunct is then planned as before: a subquery value, a refusal).
 
     Why: TPC-DS q10 and q35 filter ``EXISTS (web sales of c) OR EXISTS (catalog sales of c)``, q45 ``zip IN (...)
     OR i_item_id IN (SELECT ...)``: a semi join would drop the rows the other disjunct keeps. Planned: an EXISTS
@@ -230,9 +231,9 @@ def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[e
     correlation key first, as a semi join's).
     """
     stripped = conjunct
-    while isinstance(stripped, exp.Paren):
+    while isinstance(stripped, (exp.Paren, exp.Not)):
         stripped = stripped.this
-    if not isinstance(stripped, exp.Or):
+    if not isinstance(stripped, (exp.Or, exp.And)):
         return None
     found = _positive_marks(stripped)
     if not found or not all(_mark_planned(mark, outer_aliases) for mark in found):
@@ -241,9 +242,9 @@ def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[e
 
 
 def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
-    """Return the EXISTS / IN-subquery predicates of ``tree`` if each is reached through AND/OR/parens only; None
-    when some subquery sits elsewhere (under NOT, inside a comparison or a function)."""
-    while isinstance(tree, exp.Paren):
+    """Return the EXISTS / IN-subquery predicates of ``tree`` (depth first, left to right) if each is reached through
+    AND/OR/NOT/parens only; None when some subquery sits elsewhere (inside a comparison, a CASE or a function)."""
+    while isinstance(tree, (exp.Paren, exp.Not)):
         tree = tree.this
     if isinstance(tree, (exp.And, exp.Or)):
         left, right = _positive_marks(tree.this), _positive_marks(tree.expression)

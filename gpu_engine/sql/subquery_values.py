@@ -4,10 +4,8 @@ Why: a user writes ``SELECT a, (SELECT v FROM u WHERE u.k = t.k LIMIT 1) FROM t`
 or ``EXISTS (...) AS flag``; the WHERE path (:mod:`~gpu_engine.sql.decorrelation`)
 plans a subquery only where it filters rows, and the typed path
 (:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`) one
-aggregate or ``ORDER BY … LIMIT 1`` row correlated by column equalities in the SELECT list, ORDER BY, HAVING or
-an aggregate's argument (outside windows; a GROUP BY holding no subquery), and HAVING's top-level ``[NOT]
-EXISTS`` / ``x [NOT] IN (SELECT …)`` conjuncts (:func:`~gpu_engine.sql.aggregate_planning.post_filter`). Here
-each other subquery becomes
+aggregate correlated by column equalities in the SELECT list or ORDER BY
+(outside aggregate calls and windows; a GROUP BY holding no subquery). Here each other subquery becomes
 a derived table LEFT joined to the row, and the subquery is replaced by its
 column, so the rest of the planner sees only joins and columns:
 
@@ -135,16 +133,17 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
                         outer_aliases: set[str]) -> bool:
     """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
 
-    ``marks_planned``: whether an EXISTS under OR is left to the WHERE path only where it plans it as a typed
-    predicate the optimizer makes a mark join (:func:`~gpu_engine.sql.decorrelation.mark_predicates`).
+    ``marks_planned``: the pass after the IN rewrites (an EXISTS under OR it does not plan as typed mark predicates,
+    :func:`~gpu_engine.sql.decorrelation.mark_predicates`, is a subquery value here).
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
         if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
             if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
                 return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
             return not _correlated_without_equalities(node, outer_aliases)
-        return reached_through_and_or(_stripped(conjunct, False), node) and (
-            _is_in_query(node) or not marks_planned or mark_predicates(conjunct, outer_aliases) is not None)
+        if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
+            return True
+        return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False

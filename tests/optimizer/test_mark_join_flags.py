@@ -18,7 +18,7 @@ from duckdb_reference import (assert_built_plans_match_duckdb, assert_same_rows,
 from gpu_engine.errors import PlanError
 from gpu_engine.optimizer import required_rewrites
 from gpu_engine.plans.expressions import BinaryOp, Case, ColumnRef, Literal, UnaryOp, walk
-from gpu_engine.plans.nodes import FilterNode, HashJoinNode, ProjectNode, walk_plan
+from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, ProjectNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
 from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, is_subquery_predicate
 from subquery_tables import BOOL, I32, I64, TABLES
@@ -127,6 +127,12 @@ SQL = [
     # three under one OR chain (left-deep: each bound to its own subquery, not to another's by tree order)
     "SELECT k, v FROM t WHERE (EXISTS (SELECT * FROM e WHERE e.k = t.k) AND v > 0) OR EXISTS (SELECT * FROM u WHERE "
     "u.k = t.k AND u.w > 40) OR (EXISTS (SELECT * FROM s WHERE s.k = t.k) AND v < 25)",
+    # under NOT: IN's NULL is not FALSE (a NULL in u.k, in t.k; a correlated NOT IN with NULL values of a key)
+    "SELECT k, v FROM t WHERE NOT (k IN (SELECT k FROM u)) OR v > 50",
+    "SELECT k, v FROM t WHERE k NOT IN (SELECT k FROM u WHERE k IS NOT NULL) OR v = 10",
+    "SELECT k, v FROM t WHERE v NOT IN (SELECT w FROM u WHERE u.k = t.k) OR k = 1",
+    "SELECT k, v FROM t WHERE NOT EXISTS (SELECT * FROM u WHERE u.k = t.k) OR v < 15",
+    "SELECT k, v FROM t WHERE NOT (EXISTS (SELECT * FROM u WHERE u.k = t.k AND u.w > 10) OR k IN (SELECT k FROM s))",
 ]
 
 
@@ -147,3 +153,8 @@ def test_the_sql_plan_holds_the_predicates_under_or_and_the_rule_makes_mark_join
                                                                           filters[0].predicate.right))
     joins = [n for n in walk_plan(required_rewrites(plan)) if isinstance(n, HashJoinNode)]
     assert [j.join_type for j in joins] == ["left", "left"]
+    for sql in SQL:  # each a typed predicate of a Filter, no join of the sqlglot tree's rewrites
+        plan = session.sql_plan(sql)
+        assert any(is_subquery_predicate(e) for n in walk_plan(plan) if isinstance(n, FilterNode)
+                   for e in walk(n.predicate)), sql
+        assert not any(isinstance(n, (HashJoinNode, NestedLoopJoinNode)) for n in walk_plan(plan)), sql
