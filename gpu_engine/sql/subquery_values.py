@@ -4,8 +4,10 @@ Why: a user writes ``SELECT a, (SELECT v FROM u WHERE u.k = t.k LIMIT 1) FROM t`
 or ``EXISTS (...) AS flag``; the WHERE path (:mod:`~gpu_engine.sql.decorrelation`)
 plans a subquery only where it filters rows, and the typed path
 (:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`) one
-aggregate correlated by column equalities in the SELECT list or ORDER BY
-(outside aggregate calls and windows; a GROUP BY holding no subquery). Here each other subquery becomes
+aggregate or ``ORDER BY … LIMIT 1`` row correlated by column equalities in the SELECT list, ORDER BY, HAVING or
+an aggregate's argument (outside windows; a GROUP BY holding no subquery), and HAVING's top-level ``[NOT]
+EXISTS`` / ``x [NOT] IN (SELECT …)`` conjuncts (:func:`~gpu_engine.sql.aggregate_planning.post_filter`). Here
+each other subquery becomes
 a derived table LEFT joined to the row, and the subquery is replaced by its
 column, so the rest of the planner sees only joins and columns:
 
