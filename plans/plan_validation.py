@@ -28,6 +28,7 @@ from typing import Callable
 
 import pyarrow as pa
 
+from gpu_engine.columnar.arrow_numpy import arrow_from_pylist
 from gpu_engine.columnar.types import (
     is_boolean,
     is_decimal,
@@ -594,8 +595,8 @@ def _(expr: Literal, schema: pa.Schema, label: str) -> None:
     if not mismatched and is_interval(dtype):  # months and days are int32, as DuckDB keeps them
         mismatched = not all(-(2**31) <= field < 2**31 for field in (value.months, value.days))
     elif not mismatched:
-        try:
-            pa.scalar(value, type=dtype)
+        try:  # (not pa.scalar: pyarrow's conversion of a Python value imports pandas, ~2 s of a Spark worker's
+            arrow_from_pylist([value], dtype)  # first fragment under load; this writes the same value or defers)
         except (pa.ArrowException, OverflowError, TypeError, ValueError):
             mismatched = True
         if is_integer(dtype) and isinstance(value, int):

@@ -176,3 +176,26 @@ def test_a_cpu_process_s_constant_rows_time_columns_and_split_pieces_import_no_p
     for number, text in enumerate(COLD_CONSTANT_QUERIES):
         answer = pa.ipc.open_file(tmp_path / f"answer{number}.arrow").read_all()
         assert rows_mismatch(answer, duckdb_table(connection, text)) is None, (number, text)
+
+
+def test_reading_a_plan_s_json_with_literals_imports_no_pandas():
+    """A Spark worker reads each fragment from JSON and validates it: the literal check used ``pa.scalar``, which
+    imports pandas (~2 s of a Spark worker's first fragment under load); it converts as ``arrow_from_pylist``."""
+    statement = (
+        "import datetime, decimal\nimport pyarrow as pa\n"
+        "from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Literal\n"
+        "from gpu_engine.plans.nodes import FilterNode, TableScanNode\n"
+        "from gpu_engine.plans.serialization import plan_from_json, plan_to_json\n"
+        "schema = pa.schema([('d', pa.date32()), ('x', pa.float64()), ('m', pa.decimal128(9, 2)), ('s', pa.string())])\n"
+        "source = TableScanNode(id='0', output_schema=schema, sources=(), table_name='t', columns=tuple(schema.names))\n"
+        "checks = [BinaryOp('lt', ColumnRef('d', pa.date32()), Literal(datetime.date(1995, 6, 17), pa.date32()), "
+        "pa.bool_()), BinaryOp('gt', ColumnRef('x', pa.float64()), Literal(150000.5, pa.float64()), pa.bool_()), "
+        "BinaryOp('gt', ColumnRef('m', pa.decimal128(9, 2)), Literal(decimal.Decimal('1.25'), pa.decimal128(9, 2)), "
+        "pa.bool_()), BinaryOp('eq', ColumnRef('s', pa.string()), Literal('x', pa.string()), pa.bool_())]\n"
+        "plan = source\n"
+        "for number, check in enumerate(checks, 1):\n"
+        "    plan = FilterNode(id=str(number), output_schema=schema, sources=(plan,), predicate=check)\n"
+        "assert plan_from_json(plan_to_json(plan)) == plan\n"
+    )
+    loaded = set(_modules_after(statement))
+    assert "pandas" not in loaded, "reading a plan's JSON imported pandas"
