@@ -48,6 +48,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
     python bench/ab.py hashed-probes dbbench 2 --sf 10 --runs 9
+    python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -862,6 +863,13 @@ def _hashed_probes():
     return module, "PREFETCH_MIN_BYTES", -1
 
 
+def _dense_keys():
+    """The cpu GroupByHashTable hashing narrow keys of few combinations too (``group_by.DENSE_CELLS_LIMIT`` 0: no
+    direct index), as before the direct index."""
+    import gpu_engine.kernels.group_by as module
+    return module, "DENSE_CELLS_LIMIT", 0
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -916,6 +924,7 @@ SWITCHES = {
     "plain-string-keys": _plain_string_keys,
     "narrow-keys": _narrow_keys,
     "hashed-probes": _hashed_probes,
+    "dense-keys": _dense_keys,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,

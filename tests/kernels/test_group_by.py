@@ -324,3 +324,44 @@ def test_a_table_growing_past_the_prefetch_size_mid_batch_groups_like_a_dict_on_
     assert table.num_groups == len(np.unique(keys)) and _prefetching(table._slots, table._group_keys)
     words, _ = normalize_keys(device, columns_of(device, pa.array(keys[::-1], pa.int64())), table.widths)
     np.testing.assert_array_equal(table.lookup(words), table.insert(words)[0])
+
+
+def test_narrow_keys_of_few_combinations_group_like_a_dict_through_a_direct_index_then_hashed(device, monkeypatch):
+    """cpu: narrow keys whose first batch spans few combinations (an int32 with NULLs, dates before and after
+    1970) find their groups without hashing while later rows stay within room for each range to double (the key
+    storage growing mid-batch); the first row outside moves the groups into the hash table mid-batch, ids kept,
+    and lookups, a reset and later batches go on as with hashing from the start. cuda-sim hashes throughout."""
+    from gpu_engine.kernels import group_by
+
+    hashed = []
+    hash_rows = group_by._hash_rows_cpu
+    monkeypatch.setattr(group_by, "_hash_rows_cpu", lambda *a: hashed.append(1) or hash_rows(*a))
+    rng = np.random.default_rng(5)
+
+    def batch(low, high, rows):
+        ints = [None if v == low else int(v) for v in rng.integers(low, high, rows)]
+        return [pa.array(ints, pa.int32()), pa.array(rng.integers(-3, 4, rows).tolist(), pa.int32()).cast(pa.date32())]
+
+    def insert(table, reference, arrays):
+        keys, widths = normalize_keys(device, columns_of(device, *arrays), narrow=True)
+        assert widths == table.widths == (1, 1)
+        group_ids, new_rows = table.insert(keys)
+        expected_ids, expected_new = reference.insert(list(zip(*(a.to_pylist() for a in arrays))))
+        np.testing.assert_array_equal(device.to_host(group_ids), expected_ids)
+        np.testing.assert_array_equal(device.to_host(new_rows), expected_new)
+        assert table.num_groups == len(reference.ids)
+
+    table = GroupByHashTable(device, (1, 1), initial_capacity=16)
+    reference = ReferenceGroups()
+    for arrays in (batch(10, 20, 200), batch(12, 29, 200)):  # ints 11-19 (10 a NULL), then within 10 more
+        insert(table, reference, arrays)
+    assert len(reference.ids) > 8  # past the first key storage
+    assert not hashed or device.kernel_flavor != "cpu"
+    insert(table, reference, batch(25, 45, 300))  # past the room: hashed from the first row outside on
+    assert hashed or device.kernel_flavor != "cpu"
+    probe = [pa.array([15, None, 44, 1000], pa.int32()), pa.array([0, -3, 2, 0], pa.int32()).cast(pa.date32())]
+    keys, _ = normalize_keys(device, columns_of(device, *probe), narrow=True)
+    expected = [reference.ids.get(tuple(key_of(v) for v in row), -1) for row in zip(*(a.to_pylist() for a in probe))]
+    np.testing.assert_array_equal(device.to_host(table.lookup(keys)), expected)
+    table.reset()
+    insert(table, ReferenceGroups(), batch(0, 5, 50))
