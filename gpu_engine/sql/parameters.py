@@ -80,6 +80,10 @@ class ParameterizedText:
             if token.token_type == TokenType.PLACEHOLDER and token.text == "?":
                 positional += 1
                 found.append((token.start, token.end + 1, positional))
+            elif token.token_type == TokenType.QDCOLON and token.text.startswith("?"):
+                # ``?::DATE``: sqlglot reads ``?::`` as one operator token; the ``?`` is a placeholder, cast
+                positional += 1
+                found.append((token.start, token.start + 1, positional))
             elif token.token_type == TokenType.PARAMETER and k + 1 < len(tokens) and \
                     tokens[k + 1].token_type == TokenType.NUMBER and tokens[k + 1].start == token.end + 1:
                 number = tokens[k + 1].text

@@ -69,6 +69,18 @@ def test_a_prepared_query_runs_with_new_values_without_new_kernels(device_name, 
     assert sum(cache.misses for cache in caches) == generated
 
 
+@pytest.mark.parametrize("sql, params", [
+    ("SELECT k, t FROM x WHERE t >= ?::DATE", ["1994-03-01"]),
+    ("SELECT k, ?::VARCHAR AS v, ?::INTEGER + k AS w FROM x WHERE k < ?", [1.5, "7", 4]),
+    ("SELECT count(*) AS c FROM x WHERE d > ?::DECIMAL(4,2) OR ?::DATE IS NULL", ["1.5", None]),
+])
+def test_a_placeholder_cast_with_double_colons_binds(table, sql, params):
+    # sqlglot reads ``?::`` as one operator token: the placeholder was missed ("the query has 0 parameter(s)")
+    session = Session(device="cpu")
+    session.register("x", table)
+    assert_same_rows(session.sql(sql, params=params), _duckdb(table, sql, params))
+
+
 def test_placeholders_in_strings_and_comments_are_text():
     assert bind_parameters("SELECT '?', ? -- ?\n", [1]) == "SELECT '?',  1  -- ?\n"
     assert bind_parameters("SELECT 1", None) == "SELECT 1"
