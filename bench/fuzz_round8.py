@@ -261,6 +261,8 @@ PARAM_FORMS = [
     ("SELECT id FROM t WHERE v BETWEEN $2 AND $1", ["int", "int"]),
     ("SELECT id, CAST(? AS INTEGER) + v AS a FROM t", ["str"]),
     ("SELECT id FROM t WHERE k IN (SELECT k FROM u WHERE v > ?) AND v < ?", ["int", "int"]),
+    ("SELECT id, ?::DATE + 1 AS a FROM t WHERE d >= ?::DATE", ["datestr", "datestr"]),
+    ("SELECT id, ?::VARCHAR AS a, v + ?::INTEGER AS b FROM t", ["float", "small"]),
 ]
 
 
