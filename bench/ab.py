@@ -14,6 +14,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
     python bench/ab.py union-flattening tpcds 5 --sf 1 --runs 7
+    python bench/ab.py union-pruning tpcds 11 --sf 1 --runs 7
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py outgrown-dictionaries tpcds 65 --sf 1 --runs 9
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
@@ -114,6 +115,14 @@ def _union_flattening():
     of ``gpu_engine.optimizer.RULES``)."""
     import gpu_engine.optimizer as module
     return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "flatten_unions")
+
+
+def _union_pruning():
+    """Every column of a LocalPartition stays (``projection_pruning._pruned_union`` off): a UNION ALL branch, or a
+    CTE's union with its other branches emptied, carries the columns its select list named to the exchange."""
+    import gpu_engine.optimizer.projection_pruning as module
+    return module, "_pruned_union", lambda node, required: module._with_sources(
+        node, tuple(module._pruned(source, None) for source in node.sources))
 
 
 def _shared_subexpressions():
@@ -889,6 +898,7 @@ SWITCHES = {
     "one-row-extremes": _one_row_extremes,
     "distinct-branches": _distinct_branches,
     "union-flattening": _union_flattening,
+    "union-pruning": _union_pruning,
     "build-dictionaries": _build_dictionaries,
     "outgrown-dictionaries": _outgrown_dictionaries,
     "intersected-estimates": _intersected_estimates,

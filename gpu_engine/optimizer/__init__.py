@@ -55,8 +55,8 @@ The callers hand it the statistics of the tables the plan scans (a session's
    nodes above it that can only output nothing an empty VALUES (a global
    aggregate keeps SQL's one row).
 5. :func:`~gpu_engine.optimizer.projection_pruning.prune_projections`: the
-   columns nobody above reads leave scans, projections, joins and
-   aggregations.
+   columns nobody above reads leave scans, projections, joins,
+   aggregations and every branch of a union (LocalPartition).
 6. :func:`~gpu_engine.optimizer.distinct_branches.drop_redundant_distincts`:
    a DISTINCT whose rows reach, through Projects, Filters and
    LocalPartitions, only a grouping that ignores copies (a distinct set

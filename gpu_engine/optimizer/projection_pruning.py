@@ -15,9 +15,14 @@ reads (the root's: all its outputs, so the plan's output never changes):
   its keys and its filter's columns; a single-step **aggregation** without
   grouping sets computes only those aggregates (its keys always stay);
 * a **Filter** passes the columns above plus its predicate's;
-* every other node (windows, sorts, limits, exchanges, VALUES, GroupId) keeps
-  all its input columns: its output is its input's, or its operator reads
-  them by position.
+* a **LocalPartition** (a UNION ALL of several branches, a gather or a
+  repartition) outputs only those columns plus its keys, and asks each source
+  for the columns at those positions (a branch names them its own way; one
+  that still yields others gets a Project of them): the columns only a
+  branch's select list named leave every branch;
+* every other node (windows, sorts, limits, remote exchanges, VALUES, GroupId)
+  keeps all its input columns: its output is its input's, or its operator
+  reads them by position.
 
 A node left with no column keeps its first one, so it still counts its rows
 (``count(*)`` above a join reads none of its columns). Node ids stay;
@@ -30,10 +35,10 @@ from dataclasses import replace
 
 import pyarrow as pa
 
-from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.expressions import ColumnRef, referenced_columns
 from gpu_engine.plans.nodes import (
-    AggregationNode, AggregationStep, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode, ProjectNode,
-    TableScanNode,
+    AggregationNode, AggregationStep, FilterNode, HashJoinNode, LocalPartitionNode, NestedLoopJoinNode, PlanNode,
+    ProjectNode, TableScanNode, walk_plan,
 )
 
 __all__ = ["prune_projections"]
@@ -110,5 +115,35 @@ def _pruned(node: PlanNode, required: set[str] | None) -> PlanNode:
         return _with_sources(node, (source,), aggregate_names=tuple(node.aggregate_names[i] for i in wanted),
                              aggregates=tuple(node.aggregates[i] for i in wanted),
                              output_schema=_subset(node.output_schema, list(range(keys)) + [keys + i for i in wanted]))
+    if isinstance(node, LocalPartitionNode):
+        return _pruned_union(node, required)
     sources = tuple(_pruned(source, None) for source in node.sources)
     return _with_sources(node, sources)
+
+
+def _pruned_union(node: LocalPartitionNode, required: set[str] | None) -> PlanNode:
+    """Return a LocalPartition with only the columns above and its keys, each source asked for them by position."""
+    names = node.output_schema.names
+    positions = _kept(names, None if required is None else set(required) | set(node.keys))
+    if len(positions) == len(names):
+        return _with_sources(node, tuple(_pruned(source, None) for source in node.sources))
+    schema = _subset(node.output_schema, positions)
+    sources = []
+    for number, source in enumerate(node.sources):
+        wanted = [source.output_schema.names[i] for i in positions]
+        pruned = _pruned(source, set(wanted))
+        if list(pruned.output_schema.names) != wanted:  # the source keeps others (a window outputs its input's)
+            fields = [pruned.output_schema.field(name) for name in wanted]
+            pruned = ProjectNode(id=_unused_id(node, f"{node.id}.columns{number}"), sources=(pruned,),
+                                 output_schema=pa.schema(fields, metadata=source.output_schema.metadata),
+                                 names=tuple(wanted), expressions=tuple(ColumnRef(f.name, f.type) for f in fields))
+        sources.append(pruned)
+    return replace(node, sources=tuple(sources), output_schema=schema)
+
+
+def _unused_id(plan: PlanNode, wanted: str) -> str:
+    used = {n.id for n in walk_plan(plan)}
+    candidate, n = wanted, 1
+    while candidate in used:
+        candidate, n = f"{wanted}.{n}", n + 1
+    return candidate

@@ -117,3 +117,47 @@ def test_spark_reads_a_flattened_union_chain_through_one_exchange():
     plan = add_spark_exchanges(_optimized(QUERIES[0]))
     producers = sorted(len(n.sources) for n in walk_plan(plan) if isinstance(n, ExchangeNode))
     assert producers[-1] == 3
+
+
+def test_columns_nobody_reads_leave_every_branch_of_a_union(reference):
+    """Projection pruning through a LocalPartition of several sources: each branch keeps the columns at the
+    positions read above (a window, which outputs all its input, gets a Project of them)."""
+    from duckdb_reference import duckdb_table
+    from gpu_engine.plans.nodes import ProjectNode, TableScanNode
+
+    catalog = {name: table.schema for name, table in TABLES.items()}
+    ids = PlanNodeIdGenerator()
+    numbered = PlanBuilder(catalog, id_generator=ids).table_scan("t").window([], [], ["row_number() AS n"])
+    plan = (PlanBuilder(catalog, id_generator=ids).table_scan("t").project(["a", "b", "CAST(7 AS BIGINT) AS n"])
+            .union_all(numbered).project(["b"]).plan())
+    optimized = optimize_plan(plan)
+    (union,) = _unions(optimized)
+    assert union.output_schema.names == ["b"]
+    assert [branch.output_schema.names for branch in union.sources] == [["b"], ["b"]]
+    assert isinstance(union.sources[1], ProjectNode)  # over the window, which still outputs a, b and n
+    scans = [n.columns for n in walk_plan(optimized) if isinstance(n, TableScanNode)]
+    assert ("b",) in scans
+    session = session_with_tables(TABLES, device="cpu", drivers=2, batch_rows=2)
+    assert_same_rows(session.execute(plan), duckdb_table(reference, (
+        "SELECT b FROM (SELECT a, b, 7 AS n FROM t UNION ALL SELECT a, b, row_number() OVER () FROM t)")))
+
+
+@pytest.mark.parametrize("operation", ["INTERSECT", "INTERSECT ALL", "EXCEPT", "EXCEPT ALL"])
+def test_a_filter_over_an_intersect_or_except_reaches_both_branches(operation, reference):
+    """INTERSECT / EXCEPT [ALL] are a grouping (and for ALL a window numbering copies) keyed on every column over
+    the side-tagged union: a filter on the output columns passes the keys down into each branch."""
+    sql = f"SELECT * FROM (SELECT a, b FROM t {operation} SELECT k, s FROM u) x WHERE a > 1 OR b IS NULL"
+    plan = _optimized(sql)
+    (union,) = _unions(plan)
+    assert all(any(isinstance(n, FilterNode) for n in walk_plan(branch)) for branch in union.sources)
+    assert not any(isinstance(n, FilterNode) and "setop" not in n.predicate.sql() for n in walk_plan(plan)
+                   if n not in set(walk_plan(union)))
+    session = session_with_tables(TABLES, device="cpu", drivers=2, batch_rows=2, fuse=False)
+    assert_queries_match_duckdb(session, reference, [sql])
+
+
+def test_a_flattened_union_round_trips_through_json():
+    from gpu_engine.plans.serialization import plan_from_json, plan_to_json
+
+    plan = _optimized(QUERIES[2])
+    assert plan_from_json(plan_to_json(plan)) == plan
