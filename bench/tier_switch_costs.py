@@ -8,6 +8,10 @@ the steps a first run takes that the lowest tier does not:
 
 ``decide``
     ``TierSwitch._decide``: everything below, for a batch that asks;
+``shape``
+    the operator's program shape key (``shape_once``: made once per program);
+``query_waits``
+    a batch waiting on the lowest tier told to the compile policy;
 ``bind``
     binding a batch to a generated kernel (``KernelInputs.bind``: lifted string
     expressions evaluated, string keys interned);
@@ -55,7 +59,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 if str(REPO_ROOT) not in sys.path:
     sys.path.insert(0, str(REPO_ROOT))
 
-STEPS = ("decide", "bind", "generate", "state", "import", "load", "lowest_tier_build")
+STEPS = ("decide", "shape", "query_waits", "bind", "generate", "state", "import", "load", "lowest_tier_build")
 
 
 def _cpu() -> float:
@@ -116,6 +120,11 @@ def instrument(meter: StepMeter) -> None:
         if isinstance(found, (classmethod, staticmethod)):
             setattr(cls, "_generate", type(found)(meter.wrap("generate", found.__func__)))
     bc.kernel_state = meter.wrap("state", bc.kernel_state)
+    if hasattr(bc, "shape_once"):
+        bc.shape_once = meter.wrap("shape", bc.shape_once)
+        for module in (fused_aggregation, compiled_row_kernel):
+            module.shape_once = bc.shape_once
+    bc.BackgroundCompiler.query_waits = meter.wrap("query_waits", bc.BackgroundCompiler.query_waits)
     bc._load_cached = meter.wrap("load", bc._load_cached)
     module_property = compiled_modules.GeneratedFile.module
     compiled_modules.GeneratedFile.module = property(meter.wrap("import", module_property.fget))

@@ -22,8 +22,9 @@ compiling does not make a query slower than its lowest tier alone; a program
 shape whose batches have waited on the lowest tier longer than the compiles
 ahead of its kernels are estimated to take lets it run anyway. It writes numba's disk cache
 (writes are locked between processes: :mod:`gpu_engine.codegen.numba_cache_lock`);
-the engine's process loads the machine code from there, which takes
-milliseconds, and never compiles a generated kernel on a driver itself.
+the engine's process loads the machine code from there (~3 ms of CPU a kernel),
+on the thread that reads the worker's answers, before the kernel counts as
+ready: a driver neither compiles nor loads a kernel the worker compiled.
 
 Modes (``EngineConfig.compile_mode``, default from ``$GPU_ENGINE_COMPILE_MODE``,
 else ``"background"``):
