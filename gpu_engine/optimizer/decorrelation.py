@@ -82,7 +82,7 @@ from gpu_engine.plans.expressions import (
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.nodes import (
     AggregationNode, AggregationStep, EnforceSingleRowNode, FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode,
-    ProjectNode, walk_plan,
+    ProjectNode, WindowNode, walk_plan,
 )
 from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.plans.subqueries import (
@@ -767,6 +767,8 @@ def _per_key_shape(plan: PlanNode, keys: list[str], column: str, every_key: bool
             mapped.append(below.name)
         keys = mapped
         node = node.sources[0]
+    if isinstance(node, FilterNode):  # a row_number() <= 1 per key (a correlated ORDER BY ... LIMIT 1): one row a key
+        return _first_row_per_key(node, keys), None
     if not isinstance(node, AggregationNode) or not node.step.output_is_final or node.group_id_key is not None:
         return False, None
     grouping = set(node.grouping_keys)
@@ -785,6 +787,40 @@ def _per_key_shape(plan: PlanNode, keys: list[str], column: str, every_key: bool
 
     empty = transformed(value, over_no_rows)
     return True, None if _null_through_strict(empty) else empty
+
+
+def _first_row_per_key(node: FilterNode, keys: list[str]) -> bool:
+    """Return whether ``node`` keeps at most one row per value of ``keys``: conjuncts bounding a ``row_number()``
+    of a Window partitioned by keys among ``keys`` to one number (``rn <= 1``, ``rn = 2``, ``rn > 1 AND rn <= 2``:
+    LIMIT 1 OFFSET 1), through projections that pass them on.
+
+    Why: a correlated ``(SELECT v ... ORDER BY x LIMIT 1)`` is planned as its first row per correlation key
+    (:mod:`~gpu_engine.sql.correlated_scalar_rows`); without this the rule grouped those rows again (``any_value``
+    and a row count, its check for several rows), ~15% more CPU than the left join of the rows
+    (bench/results/2026-11-29-having.md).
+    """
+    ranges: dict[str, list[int]] = {}  # a column -> [lo, hi]: lo < rn <= hi
+    for part in conjuncts(node.predicate):
+        if isinstance(part, BinaryOp) and isinstance(part.left, ColumnRef) and isinstance(part.right, Literal) \
+                and isinstance(part.right.value, int) and not isinstance(part.right.value, bool):
+            bounds, c = ranges.setdefault(part.left.name, [0, 1 << 62]), part.right.value
+            if part.op in ("le", "lt", "eq"):
+                bounds[1] = min(bounds[1], c - (part.op == "lt"))
+            if part.op in ("gt", "ge", "eq"):
+                bounds[0] = max(bounds[0], c - (part.op != "gt"))
+    bounded = {name for name, (lo, hi) in ranges.items() if hi - lo <= 1}
+    current = node.sources[0]
+    while isinstance(current, ProjectNode):
+        exprs = dict(zip(current.names, current.expressions))
+        renamed = [exprs.get(name) for name in keys]
+        numbers = {exprs[name].name for name in bounded if isinstance(exprs.get(name), ColumnRef)}
+        if not all(isinstance(ref, ColumnRef) for ref in renamed) or not numbers:
+            return False
+        keys, bounded, current = [ref.name for ref in renamed], numbers, current.sources[0]
+    if not isinstance(current, WindowNode) or not set(current.partition_keys) <= set(keys):
+        return False
+    return any(name in bounded and call.function == "row_number"
+               for name, call in zip(current.function_names, current.functions))
 
 
 def _null_through_strict(expr: Expr) -> bool:

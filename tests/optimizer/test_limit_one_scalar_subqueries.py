@@ -12,8 +12,9 @@ from __future__ import annotations
 import pytest
 
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
+from gpu_engine.optimizer import required_rewrites
 from gpu_engine.plans.expressions import walk
-from gpu_engine.plans.nodes import FilterNode, ProjectNode, walk_plan
+from gpu_engine.plans.nodes import AggregationNode, FilterNode, ProjectNode, walk_plan
 from gpu_engine.plans.subqueries import ScalarSubquery
 from subquery_tables import TABLES
 
@@ -53,3 +54,10 @@ def test_the_sql_plan_holds_a_typed_subquery_not_a_join():
                 for x in (n.expressions if isinstance(n, ProjectNode) else (n.predicate,)) for e in walk(x)
                 if isinstance(e, ScalarSubquery)]
         assert len(held) == 1 and held[0].correlation is not None, sql
+
+
+def test_the_rule_joins_the_first_row_per_key_without_grouping_it_again():
+    session = session_with_tables(TABLES, device="cpu")
+    for sql in SQL[:3]:  # LIMIT 1, LIMIT 1 OFFSET 1: one row_number a key, known unique (no any_value + count)
+        plan = required_rewrites(session.sql_plan(sql))
+        assert not [n for n in walk_plan(plan) if isinstance(n, AggregationNode)], sql
