@@ -220,7 +220,8 @@ class MarkedConjunct:
 
 def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Expression] | None:
     """Return the EXISTS / IN predicates of a WHERE conjunct that combines them with other conditions by OR, AND and
-    NOT (reached through those and parentheses only; not one [NOT] EXISTS / IN alone, a semi or anti join), when
+    NOT (reached through those and parentheses only; not one [NOT] EXISTS / IN alone, a semi or anti join, but for
+    ``x NOT IN (correlated subquery)``, which a null-aware anti join cannot key), when
     each is planned as a typed predicate the optimizer rule makes a mark join (IN's flag NULL-aware, so under NOT
     too); None otherwise (the conjunct is then planned as before: a subquery value, a refusal).
 
@@ -230,11 +231,14 @@ def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[e
     column read as written, a correlated IN of a column (its QUALIFY, DISTINCT ON, LIMIT/OFFSET computed per
     correlation key first, as a semi join's).
     """
-    stripped = conjunct
+    stripped, negated = conjunct, False
     while isinstance(stripped, (exp.Paren, exp.Not)):
+        negated ^= isinstance(stripped, exp.Not)
         stripped = stripped.this
-    if not isinstance(stripped, (exp.Or, exp.And)):
-        return None
+    if not isinstance(stripped, (exp.Or, exp.And)) and not (
+            negated and isinstance(stripped, exp.In) and stripped.args.get("query") is not None
+            and any(column.table for column in free_columns(subquery_select(stripped.args["query"])))):
+        return None  # (x NOT IN (correlated subquery) alone: no null-aware anti join keys it; a mark join does)
     found = _positive_marks(stripped)
     if not found or not all(_mark_planned(mark, outer_aliases) for mark in found):
         return None

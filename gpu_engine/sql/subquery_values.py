@@ -140,8 +140,9 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     """
     if isinstance(node, exp.Exists) or _is_in_query(node):
         if _stripped(conjunct, True) is node:  # a semi or anti join, on the correlation's equalities
-            if _is_in_query(node):  # NOT IN over a correlated subquery: three-valued, a value (<> ALL)
-                return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"])))
+            if _is_in_query(node):  # NOT IN over a correlated subquery: a NULL-aware mark join, else a value (<> ALL)
+                return not (_negated(conjunct) and _outer_tables(subquery_select(node.args["query"]))) or \
+                    mark_predicates(conjunct, outer_aliases) is not None
             return not _correlated_without_equalities(node, outer_aliases)
         if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
             return True
