@@ -620,6 +620,14 @@ class _Decorrelator:
                             join_type="inner" if inner_join else "left", left_keys=tuple(left),
                             right_keys=tuple(name for name, _ in build[:len(left)]),
                             output_columns=tuple(f.name for f in fields))
+        if count_name is not None and not inner_join:
+            # checked on every joined row, as DuckDB checks at its join: a CASE branch no row takes fails too
+            checked = f"{base}.checked"
+            join = ProjectNode(id=self.new_id(join_id), sources=(join,), output_schema=pa.schema(
+                fields + [pa.field(checked, value.dtype)]), names=tuple(f.name for f in fields) + (checked,),
+                expressions=tuple(ColumnRef(f.name, f.type) for f in fields) + (value,))
+            taken.add(checked)
+            value = ColumnRef(checked, value.dtype)
         return join, value, inner_join
 
     def _joined(self, outer: PlanNode, predicate: Exists | InSubquery, join_id: str, names: tuple[str, ...],

@@ -1,17 +1,19 @@
 """Plan a correlated scalar subquery that does not aggregate as its rows per correlation key, for a typed
 :class:`~gpu_engine.plans.subqueries.ScalarSubquery`.
 
-Why: ``(SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 1 [OFFSET n])`` in a SELECT list, ORDER BY, HAVING or an
-aggregate's argument is one value per outer row: the first (n+1-th) row of its key in that order, NULL without one.
-The optimizer's decorrelation rule answers a ScalarSubquery over a plan not known to give one row a key (grouped by
-the keys with ``any_value`` and the row count); this module plans the subquery's rows — LIMIT / OFFSET first
-computed per correlation key (a row_number() per key,
+Why: ``(SELECT w FROM u WHERE u.k = t.k)`` and ``(SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 1 [OFFSET n])``
+in a SELECT list, ORDER BY, HAVING or an aggregate's argument are one value per outer row: the subquery's row
+meeting it (the first, n+1-th in that order), NULL without one, DuckDB's "More than one row returned by a subquery
+used as an expression" for an outer row meeting several (checked on every joined row, as DuckDB checks at its
+join: a CASE branch no row takes fails too). The optimizer's decorrelation rule answers a ScalarSubquery so: over a
+plan not known to give one row a key it groups the rows by the keys (``any_value`` and the row count, the check
+projected right after the join); a row_number() bounded to one number per key it knows is one row a key. This
+module plans the subquery's rows — LIMIT / OFFSET first computed per correlation key (a row_number() per key,
 :func:`~gpu_engine.sql.correlated_row_clauses.rows_per_correlation_key`), then its correlation columns ``k<n>``
 beside its value ``v`` — and the equalities that become the ScalarSubquery's correlation. They were LEFT-joined
 derived tables of the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`), which keeps the forms this module does
-not type: a correlation other than column equalities, GROUP BY / DISTINCT / a window as the value, WHERE's
-comparisons, and a subquery that may give an outer row several rows (DuckDB's eager error, see
-:func:`is_correlated_scalar_rows`).
+not type: a correlation other than column equalities, GROUP BY / DISTINCT / a window as the value, and WHERE's
+comparisons.
 """
 
 from __future__ import annotations
@@ -42,12 +44,8 @@ def _value(select: exp.Select) -> exp.Expression:
 
 def is_correlated_scalar_rows(select: exp.Expression, outer_aliases: set[str]) -> bool:
     """Return whether ``select`` is one value that does not aggregate (no GROUP BY, HAVING, DISTINCT, window),
-    correlated by column equalities only, ``LIMIT 0`` or ``LIMIT 1`` (at most one row a key) with a constant
-    OFFSET: what :func:`correlated_rows_relation` plans.
-
-    Without such a LIMIT an outer row may meet several rows, DuckDB's error; DuckDB raises it eagerly (for a CASE
-    branch no row takes too), which the decorrelation rule's per-row check in the value does not, so those stay on
-    :mod:`~gpu_engine.sql.subquery_values`' path (its checks are WHERE conjuncts)."""
+    correlated by column equalities only, its LIMIT / OFFSET constant: what :func:`correlated_rows_relation`
+    plans."""
     if not isinstance(select, exp.Select) or len(select.expressions) != 1 or isinstance(select.expressions[0],
                                                                                          exp.Star):
         return False
@@ -58,8 +56,8 @@ def is_correlated_scalar_rows(select: exp.Expression, outer_aliases: set[str]) -
         return False
     limit = select.args.get("limit")
     count = limit.expression if isinstance(limit, exp.Limit) else None
-    if not (isinstance(count, exp.Literal) and not count.is_string and count.this in ("0", "1")):
-        return False  # several rows a key: DuckDB's error is eager (a CASE branch not taken fails too), the tree's
+    if limit is not None and not (isinstance(count, exp.Literal) and not count.is_string):
+        return False
     offset = select.args.get("offset")
     count = offset.expression if isinstance(offset, exp.Offset) else None
     if offset is not None and not (isinstance(count, exp.Literal) and not count.is_string):
