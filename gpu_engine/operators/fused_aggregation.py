@@ -27,7 +27,11 @@ a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
 table once instead, from the scan's rows and what the PARTIAL step saw
 (:mod:`gpu_engine.exec.abandoned_partials`). A slot table of 32 MiB or more is advised huge
 pages before its fill (:func:`~gpu_engine.host_allocator.advise_huge_pages`): probed at random, it
-missed the TLB on nearly every probe with 4 KiB pages.
+missed the TLB on nearly every probe with 4 KiB pages. With ``radix_aggregation_min_groups`` set, a step
+expecting at least that many groups a driver (a group per row: a SINGLE step the planner refused a partial
+step, or a FINAL step after an abandoned PARTIAL step) holds its input instead, scatters it by the high bits of
+its key hashes and aggregates one partition at a time into a table that stays in cache
+(:meth:`FusedAggregation._run_radix`; bench/results/2026-11-29-radix-tables.md).
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
@@ -44,6 +48,7 @@ its first batch took, so no state is ever split between the two.
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -576,7 +581,7 @@ class FusedAggregation(AggregationOperator):
         partition is bound (its string keys interned) before any runs, so the interned values an emitted string
         key points into are built once. Host reads: the offsets once, then one status a partition, as a batch.
         """
-        xp = self.device.xp
+        started = time.thread_time()
         held, self._radix_held = self._radix_held, []
         whole = concat_batches(held)
         del held
@@ -593,6 +598,8 @@ class FusedAggregation(AggregationOperator):
         ends = [int(v) for v in self.device.to_host(offsets)]
         parts = [parted.slice(lo, hi) for lo, hi in zip(ends, ends[1:]) if hi > lo]
         self.add_runtime_stat("radix_partitions", len(parts))
+        # Thread time of the partitioning (concatenate, hash, scatter) apart from the partitions' aggregation.
+        self.add_runtime_stat("radix_partition_seconds", time.thread_time() - started)
         flavor = self.device.kernel_flavor
         for part, bound in [(part, self._bind(part)) for part in parts]:
             self._num_groups = 0
