@@ -10,9 +10,18 @@ after query: releasing them at the end of every query made TPC-H SF1's Q18
 kept after the last query they are memory no one uses, held by a process that
 users run beside other programs (TPC-H SF10 through ``Session.sql`` kept
 several GB between queries). So Tasks count themselves in and out here, and
-once the process has had no running Task for :data:`IDLE_RELEASE_SECONDS` (due
-from the last one to end, on one waiting thread; a Task starting meanwhile cancels it)
-the recycler keeps at most :data:`IDLE_KEPT_BYTES` and the heap is trimmed.
+once the process has had no running Task for :data:`IDLE_RELEASE_SECONDS`, or
+for as long as the Tasks just ended ran if that is longer (at most
+:data:`IDLE_RELEASE_MAX_SECONDS`; due from the last one to end, on one waiting
+thread; a Task starting meanwhile cancels it), the recycler keeps at most
+:data:`IDLE_KEPT_BYTES` and the heap is trimmed.
+
+Why as long as they ran: a burst is queries whose gaps are short next to the
+queries themselves, and a fixed 5 s is short next to a loaded machine's runs
+(db-bench q10 at 10M ran 13.6 s wall under load, DuckDB's run between two of
+them 6.5 s: every engine run found its tables released and paid their first
+touch again, +5% CPU with huge pages). Kept that long, an idle process holds
+the memory at most half of its time, as a fixed delay after short queries did.
 This is jemalloc's decay of dirty pages (10 s by default) at the level of a
 query engine: queries in a burst reuse memory, an idle process gives it back.
 """
@@ -27,26 +36,32 @@ from typing import Callable
 from gpu_engine.exec import buffer_recycler
 from gpu_engine.host_allocator import trim_host_heap
 
-__all__ = ["IDLE_KEPT_BYTES", "IDLE_RELEASE_SECONDS", "task_started", "task_ended", "running_tasks",
-           "release_idle_memory", "release_on_idle"]
+__all__ = ["IDLE_KEPT_BYTES", "IDLE_RELEASE_SECONDS", "IDLE_RELEASE_MAX_SECONDS", "idle_release_delay",
+           "task_started", "task_ended", "running_tasks", "release_idle_memory", "release_on_idle"]
 
 #: Bytes the buffer recycler keeps once the process is idle.
 IDLE_KEPT_BYTES = 0
 #: Seconds without a running Task after which the kept memory is released (0: as the last Task ends).
 IDLE_RELEASE_SECONDS = 5.0
+#: The longest the kept memory waits: the release is due after the Tasks' busy time when that is longer than
+#: :data:`IDLE_RELEASE_SECONDS` (0 here: always IDLE_RELEASE_SECONDS).
+IDLE_RELEASE_MAX_SECONDS = 60.0
 
 _lock = threading.Condition()
 _running = 0
 _generation = 0  # counts Task starts: a release due before the latest start finds it changed and does nothing
 _due: tuple[float, int] | None = None  # (monotonic time, generation) of the pending release
+_busy_since = 0.0  # monotonic time the running Tasks' busy period began (the first of them started)
 _releaser: threading.Thread | None = None
 _idle_releases: list[Callable[[], object]] = []  # release_on_idle's callbacks
 
 
 def task_started() -> None:
     """Count a Task in (before its drivers run)."""
-    global _running, _generation
+    global _running, _generation, _busy_since
     with _lock:
+        if not _running:
+            _busy_since = time.monotonic()
         _running += 1
         _generation += 1
 
@@ -60,13 +75,20 @@ def task_ended() -> None:
             return
         generation = _generation
         if IDLE_RELEASE_SECONDS > 0:
-            _due = (time.monotonic() + IDLE_RELEASE_SECONDS, generation)
+            now = time.monotonic()
+            _due = (now + idle_release_delay(now - _busy_since), generation)
             if _releaser is None:  # one waiting thread for the process, not one per query
                 _releaser = threading.Thread(target=_release_when_due, name="idle-memory-release", daemon=True)
                 _releaser.start()
             _lock.notify()
             return
     _release_if_idle(generation)
+
+
+def idle_release_delay(busy_seconds: float) -> float:
+    """Return the seconds kept memory waits after Tasks that ran ``busy_seconds``: as long as they ran, at least
+    :data:`IDLE_RELEASE_SECONDS` and at most :data:`IDLE_RELEASE_MAX_SECONDS`."""
+    return max(IDLE_RELEASE_SECONDS, min(busy_seconds, IDLE_RELEASE_MAX_SECONDS))
 
 
 def _release_when_due() -> None:

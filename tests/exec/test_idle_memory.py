@@ -83,3 +83,22 @@ def test_a_failed_query_counts_its_task_out(device_name):
     with pytest.raises(Exception):
         session.sql("SELECT 10 // a FROM t").to_pylist()
     assert idle_memory.running_tasks() == 0
+
+
+def test_the_release_waits_as_long_as_the_tasks_ran_within_bounds(monkeypatch):
+    """A fixed 5 s released a loaded burst's tables between runs longer than the gaps between them (db-bench q10
+    under load: 13.6 s runs, 6.5 s gaps), so each run paid their first touch again; the wait is now the busy time,
+    at least IDLE_RELEASE_SECONDS and at most IDLE_RELEASE_MAX_SECONDS."""
+    monkeypatch.setattr(idle_memory, "IDLE_RELEASE_SECONDS", 5.0)
+    assert [idle_memory.idle_release_delay(busy) for busy in (0.1, 5.0, 13.6, 1e6)] == [
+        5.0, 5.0, 13.6, idle_memory.IDLE_RELEASE_MAX_SECONDS]
+    monkeypatch.setattr(idle_memory, "IDLE_RELEASE_MAX_SECONDS", 0.0)  # the fixed delay of before
+    assert idle_memory.idle_release_delay(13.6) == 5.0
+    monkeypatch.setattr(idle_memory, "IDLE_RELEASE_SECONDS", 0)  # the Tasks below release as they end
+    before = idle_memory.time.monotonic()
+    idle_memory.task_started()  # the first Task of a busy period marks its start; one overlapping it does not
+    started = idle_memory._busy_since
+    idle_memory.task_started()
+    assert idle_memory._busy_since == started >= before
+    idle_memory.task_ended()
+    idle_memory.task_ended()
