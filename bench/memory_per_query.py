@@ -9,8 +9,9 @@ this script says what holds the memory once a query has returned, so a cause can
 - ``recycler``: bytes the buffer recycler keeps for reuse (:mod:`gpu_engine.exec.buffer_recycler`);
 - ``heap free``: bytes glibc holds free in its arenas (``mallinfo2().fordblks``): memory freed by the engine but
   not returned to the OS (the allocator tuning in :mod:`gpu_engine.host_allocator` trades this for speed);
-- ``after idle`` (``--idle``): the resident set once the process has been idle past
-  :data:`~gpu_engine.exec.idle_memory.IDLE_RELEASE_SECONDS` (kept buffers dropped, the heap trimmed).
+- ``after idle`` (``--idle``): the resident set once the process has been idle past its release
+  (:func:`~gpu_engine.exec.idle_memory.idle_release_delay` of the query's wall: kept buffers dropped, the heap
+  trimmed).
 
 One process runs the queries in order (``--fresh`` runs each query in its own process instead, so a query's peak
 does not include what earlier queries left). From the repository root::
@@ -104,7 +105,8 @@ def _run(args) -> list[dict]:
         if args.idle:  # past the idle release (gpu_engine.exec.idle_memory), where this engine has one
             from gpu_engine.exec import idle_memory
 
-            time.sleep(idle_memory.IDLE_RELEASE_SECONDS + 0.5)
+            delay = getattr(idle_memory, "idle_release_delay", lambda busy: idle_memory.IDLE_RELEASE_SECONDS)(wall)
+            time.sleep(delay + 0.5)  # (due after as long as the query ran, at least IDLE_RELEASE_SECONDS)
             row["after_idle"] = _rss_bytes()
         rows.append(row)
         print("ROW " + json.dumps(row), flush=True)
