@@ -229,8 +229,8 @@ _TEMPORAL_KINDS = ("date", "timestamp", "timestamptz", "time", "interval")
 _UNIMPLEMENTED_CASTS = frozenset(
     [("number", kind) for kind in _TEMPORAL_KINDS] + [(kind, "number") for kind in _TEMPORAL_KINDS]
     + [("date", "time"), ("date", "interval"), ("timestamp", "interval"), ("timestamptz", "interval"),
-       ("time", "date"), ("time", "timestamp"), ("time", "timestamptz"), ("time", "interval"), ("interval", "date"), ("interval", "timestamp"), ("interval", "timestamptz"),
-       ("interval", "time")])
+       ("time", "date"), ("time", "timestamp"), ("time", "timestamptz"), ("time", "interval"),
+       ("interval", "date"), ("interval", "timestamp"), ("interval", "timestamptz"), ("interval", "time")])
 
 
 def unimplemented_cast(source: pa.DataType, target: pa.DataType) -> bool:
