@@ -56,6 +56,7 @@ inner-join regions inside them are ordered on their own.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
@@ -141,6 +142,8 @@ class _Orderer:
         if written is None:
             return graph.root
         graph = _absorbed(graph, self.new_id)
+        if CANONICAL:
+            graph = _canonical(graph)
         n = len(graph.relations)
         if n < 2:
             return graph.root
@@ -162,9 +165,57 @@ class _Orderer:
         cost = _summed_rows(candidate, self.statistics, originals)
         if cost is None:
             return graph.root
+        if WRITTEN_ORDER_FREE:  # the search's tree (the written one itself: the same object back)
+            return graph.root if _fingerprint(candidate) == _fingerprint(graph.root) else candidate
         if cost >= written * ORDER_GAIN and not _crosses(graph.root, originals):
             return graph.root
         return candidate
+
+
+#: Whether the found order replaces the written one always (equal costs too: the search's tie-break, not the
+#: text's), whatever :data:`ORDER_GAIN` says. **Off**: it matters only
+#: once the FROM items reach this rule as written (``bench/ab.py sql-join-order`` off), where the written order
+#: is the text's and keeping it makes the plan depend on how the query is written. With the SQL ordering off,
+#: TPC-H 22 + TPC-DS 99 at SF 0.01 shuffled twice (FROM lists and WHERE conjuncts): 32 optimized plans change
+#: shape; this and :data:`CANONICAL` on, 13; either alone, 35 and 32. Not timed yet (bench/results/
+#: 2026-11-29-joinorder.md; ``bench/join_order_invariance.py``).
+WRITTEN_ORDER_FREE = False
+
+#: Whether a region's relations are searched in the order of their fingerprints (:func:`_canonical`), not
+#: their positions in the plan. **Off**: with the SQL ordering on (its order is already independent of the
+#: text), it breaks ties between relations that differ only by an alias (TPC-DS q64's ``ad1``/``ad2``, q4's
+#: ``year_total`` reads) by the alias, which the text's shuffles then move: 2 of 121 optimized plans changed
+#: shape where none does off (bench/results/2026-11-29-joinorder.md).
+CANONICAL = False
+
+
+def _fingerprint(node: PlanNode) -> str:
+    """Return what a relation is, independent of where its query lists it: its output columns and each node's
+    kind and fields but ids and sources (ids count positions)."""
+    parts = [",".join(sorted(node.output_schema.names))]
+    for below in walk_plan(node):
+        fields = [f"{f.name}={getattr(below, f.name)!r}" for f in dataclasses.fields(below)
+                  if f.name not in ("id", "sources", "output_schema")]
+        parts.append(type(below).__name__ + "(" + ",".join(fields) + ")")
+    return "|".join(parts)
+
+
+def _canonical(graph: JoinGraph) -> JoinGraph:
+    """Return ``graph`` with its relations in the order of their fingerprints (:func:`_fingerprint`), its edges
+    and conditions renumbered and sorted: the search breaks ties between equal costs by position, and the
+    position must not be where the query happened to list a table."""
+    order = sorted(range(len(graph.relations)), key=lambda k: _fingerprint(graph.relations[k]))
+    position = {old: new for new, old in enumerate(order)}
+    edges = []
+    for e in graph.edges:
+        a, b = (position[e.left], e.left_column), (position[e.right], e.right_column)
+        (a, b) = sorted((a, b))
+        edges.append(JoinEdge(a[0], a[1], b[0], b[1]))
+    conditions = [replace(c, relations=frozenset(position[r] for r in c.relations)) for c in graph.conditions]
+    conditions.sort(key=lambda c: (sorted(c.relations), repr(c.predicate)))
+    return JoinGraph(graph.root, tuple(graph.relations[k] for k in order),
+                     tuple(sorted(set(edges), key=lambda e: (e.left, e.left_column, e.right, e.right_column))),
+                     tuple(conditions))
 
 
 def _linked(graph: JoinGraph) -> bool:
