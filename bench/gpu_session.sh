@@ -6,8 +6,9 @@
 #   bench/gpu_session.sh STEP ... [options] any steps, always run in priority order
 #   bench/gpu_session.sh --help             every option (python -m bench.gpu_session --help)
 #
-# This shell part only sets up: it installs the wheels carried in .whl/ (duckdb, sqlglot, tpchgen-cli, numpy 2.3.x,
-# ...: ../shared/gpu/fetch-wheels.sh) into /tmp/site with `pip install --no-index --no-deps --target`, installs the
+# This shell part only sets up: it unpacks the packages carried in .gpusite.tar.xz (duckdb, sqlglot, tpchgen-cli,
+# numpy 2.3.x, ...: installed ahead for Python 3.12 by bench/gpu_pack.sh, xz: ~29 MiB against ~50 MiB of wheels) into
+# /tmp/site, or else installs the wheels carried in .whl/ there with `pip install --no-index --no-deps --target`, installs the
 # repository (editable, no deps), unpacks a carried kernel cache .gpucache.tgz (the previous call's $OUT/gpucache.tgz)
 # into .gpucache, and hands over to python -m bench.gpu_session, which runs the steps, each under its own time limit,
 # and writes $OUT/summary.md (the short table, also printed last), summary.json, session.log, details.tgz and
@@ -18,7 +19,8 @@
 # (default /tmp/gpu_engine_data). Options after the steps go to bench.gpu_session: --budget SECONDS (default 570;
 # shorter budgets shorten every step in proportion), --small, --device, --sf, --runs, --queries, --workers, ...
 #
-# From the `run` tool, carrying .whl and (when you have one) .gpucache.tgz:
+# From the `run` tool, carrying .gpusite.tar.xz and .pyspark.tgz (bench/gpu_pack.sh makes both and checks the 64 MiB),
+# and (when you have one) .gpucache.tgz:
 #   GIT_COMMIT=<hash> bash bench/gpu_session.sh part1
 #   GIT_COMMIT=<hash> bash bench/gpu_session.sh part2 --budget 300
 # Without a GPU (checks the script end to end):
@@ -27,7 +29,7 @@ set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 case "${1:-}" in
   ""|-h|--help)
-    sed -n '2,26p' "$0" | sed 's/^# \{0,1\}//'
+    awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" | sed 's/^# \{0,1\}//'
     [ -n "${1:-}" ] && exec "${PYTHON:-python3}" -m bench.gpu_session --help
     exit 2 ;;
 esac
@@ -50,14 +52,18 @@ if [ -f .pyspark.tgz ] && [ "${SKIP_SETUP:-0}" != 1 ]; then  # PySpark's Python 
   mkdir -p /tmp/site && tar xzf .pyspark.tgz -C /tmp/site && note "PySpark's Python package unpacked (no JVM)"
 fi
 if [ "${SKIP_SETUP:-0}" != 1 ]; then
-  if [ -f /tmp/site/.gpu_session_done ] && [ -z "$(find .whl -newer /tmp/site/.gpu_session_done -name '*.whl' 2>/dev/null)" ]; then
+  if [ -f /tmp/site/.gpu_session_done ] && [ -z "$(find .whl .gpusite.tar.xz -newer /tmp/site/.gpu_session_done \
+       \( -name '*.whl' -o -name .gpusite.tar.xz \) 2>/dev/null)" ]; then
     note "set-up kept from the last call on this warm machine"
   else
-    if compgen -G ".whl/*.whl" >/dev/null; then
+    if [ -f .gpusite.tar.xz ]; then  # the wheels installed ahead for Python 3.12 (bench/gpu_pack.sh): no pip here
+      mkdir -p /tmp/site && tar xJf .gpusite.tar.xz -C /tmp/site >>"$setup_log" 2>&1 \
+        && note "packages unpacked from .gpusite.tar.xz" || note "unpacking .gpusite.tar.xz failed (see session.log)"
+    elif compgen -G ".whl/*.whl" >/dev/null; then
       "$PY" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
         >>"$setup_log" 2>&1 || note "installing .whl/ failed (see session.log)"
     else
-      note "no wheels in .whl/: duckdb, sqlglot and tpchgen-cli must be on the machine already"
+      note "no .gpusite.tar.xz or wheels in .whl/: duckdb, sqlglot and tpchgen-cli must be on the machine already"
     fi
     mkdir -p /tmp/site && touch /tmp/site/.gpu_session_done
   fi
