@@ -188,8 +188,8 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
     key_columns: dict[tuple[str, str], str] = {}
     pre = []  # projections ahead of the aggregation, when a key is an expression
     for key in group:
-        if isinstance(key, exp.Literal):
-            raise unsupported("GROUP BY a constant", key)
+        # a constant key (`GROUP BY 'x'`, a bound parameter, a positional reference to a constant) is a projected
+        # column like any expression key: one group over rows, none over no rows (DuckDB's answers)
         text = key.sql()
         if text in replacements:
             continue

@@ -49,6 +49,7 @@ from gpu_engine.sql.refusals import HAS_COLLATE, check_star_modifiers, refuse_un
 from gpu_engine.sql.set_operations import check_set_operation_widths
 from gpu_engine.sql.simplification import simplify_keeping_arithmetic, tests_parenthesized
 from gpu_engine.sql.spark_functions import spark_semantics
+from gpu_engine.sql.row_comparisons import with_row_comparisons_expanded
 from gpu_engine.sql.tree_census import TreeCensus, tree_census
 from gpu_engine.sql.lateral_joins import HAS_LATERAL, with_lateral_joins_decorrelated
 from gpu_engine.sql.series_sources import (with_series_arguments_held, with_series_arguments_released,
@@ -564,6 +565,8 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
         raise _column_error(error, normalized, catalog) from None
     if tree.meta.get(HAS_LATERAL):  # LATERAL (subquery) joins as ordinary joins (gpu_engine/sql/lateral_joins.py)
         tree = with_lateral_joins_decorrelated(tree)
+    if census is None or census.holds(exp.Tuple, exp.Anonymous):  # (a, b) = (c, d): per column (row_comparisons)
+        tree = with_row_comparisons_expanded(tree)
     if census is None or census.holds(exp.SetOperation) or tree.meta.get(HAS_LATERAL):
         check_set_operation_widths(tree)  # again with every * expanded (qualify makes no set operation)
     if census is None or census.all_keys:  # GROUP BY ALL / ORDER BY ALL, which only the parser makes
