@@ -202,6 +202,8 @@ def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Exp
     negated = bool(tree.args.get("negate")) if negated is None else negated
     operand = _typed_null(translator.translate(tree.this), pa.string())
     pattern = translator.translate(tree.expression)
+    if not isinstance(pattern, Literal):  # a column or expression: matched row by row (like_escape's path)
+        return translator._like_rows("ilike_escape", operand, pattern, Literal("", pa.string()), negated, tree)
     null_pattern = isinstance(pattern, Literal) and pattern.value is None and (
         pa.types.is_null(pattern.dtype) or is_string(pattern.dtype))
     if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or null_pattern)):

@@ -302,6 +302,18 @@ def _translate(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.string()
 
 
+def _like_escape(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """DuckDB's ``like_escape(s, pattern, escape)`` / ``ilike_escape``: ``s [I]LIKE pattern ESCAPE escape`` with a
+    pattern that may be a column (matched row by row); the escape a constant ('' for none)."""
+    _arity(name, args, 3, 3)
+    _string(name, args[0], 1)
+    _string(name, args[1], 2)
+    _string(name, args[2], 3)
+    if not isinstance(args[2], Literal):
+        raise TypeError(f"{name}()'s escape character (argument 3) must be a constant")
+    return pa.bool_()
+
+
 def _left_right(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 2, 2)
     _string(name, args[0], 1)
@@ -765,6 +777,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "lpad": _pad, "rpad": _pad,
     "ascii": _character_code, "unicode": _character_code, "strlen": _character_code, "bit_length": _character_code,
     "strip_accents": _character_code, "chr": _chr, "translate": _translate,
+    "like_escape": _like_escape, "ilike_escape": _like_escape,
     "concat": _concat, "||": _concat, "concat_ws": _concat,
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,

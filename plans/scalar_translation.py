@@ -35,7 +35,7 @@ from gpu_engine.plans.expressions import (
     UnaryOp,
 )
 from gpu_engine.plans.function_translation import (
-    FUNCTION_HANDLERS, TIME_UNITS, date_arithmetic, date_part_expression, interval_function,
+    FUNCTION_HANDLERS, TIME_UNITS, build_function, date_arithmetic, date_part_expression, interval_function,
 )
 from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
@@ -606,13 +606,26 @@ class ScalarTranslator:
         negated = bool(tree.args.get("negate")) if negated is None else negated
         operand = _null_as(self.translate(tree.this), pa.string())
         pattern = self.translate(tree.expression)
-        if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
+        if not isinstance(pattern, Literal):  # a column or expression: matched row by row
+            return self._like_rows("like_escape", operand, pattern, Literal("", pa.string()), negated, tree)
+        if not (isinstance(pattern.value, str) or _null_pattern(pattern)):
             raise self.error("the LIKE pattern must be a string constant", tree)
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: LIKE needs a string, got {operand.dtype}", tree)
         if pattern.value is None:  # a NULL pattern (a NULL parameter): NULL on every row, as DuckDB
             return Literal(None, pa.bool_())
         return Like(operand, pattern.value, negated=negated)
+
+    def _like_rows(self, name: str, operand: Expr, pattern: Expr, escape: Expr, negated: bool,
+                   tree: exp.Expression) -> Expr:
+        """``s [NOT] [I]LIKE p [ESCAPE e]`` with a pattern that is not a constant: DuckDB's ``like_escape`` /
+        ``ilike_escape`` (string functions, each row's pattern on the host)."""
+        if not (is_string(pattern.dtype) or is_untyped_null(pattern)):
+            word = "ILIKE" if name.startswith("i") else "LIKE"
+            raise self.error(f"type mismatch: the {word} pattern must be a string, got {pattern.dtype}", tree)
+        matched = build_function(self, name, [operand, _null_as(pattern, pa.string()),
+                                              _null_as(escape, pa.string())], tree)
+        return UnaryOp("not", matched, pa.bool_()) if negated else matched
 
     def _escape(self, tree: exp.Escape, negated: bool | None = None) -> Expr:
         """``s [NOT] [I]LIKE p ESCAPE e``: the escape character makes the next pattern character literal.
@@ -629,6 +642,8 @@ class ScalarTranslator:
         operand = _null_as(self.translate(inner.this), pa.string())
         pattern, escape = self.translate(inner.expression), self.translate(tree.expression)
         word = "ILIKE" if type(inner) is exp.ILike else "LIKE"
+        if not isinstance(pattern, Literal) and isinstance(escape, Literal):  # a column pattern: row by row
+            return self._like_rows(f"{word.lower()}_escape", operand, pattern, escape, negated, tree)
         if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
             raise self.error(f"the {word} pattern must be a string constant", tree)
         if not (isinstance(escape, Literal) and (escape.value is None or isinstance(escape.value, str))):

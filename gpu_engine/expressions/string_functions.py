@@ -24,6 +24,7 @@ the column each way.
 from __future__ import annotations
 
 import functools
+import re
 import unicodedata
 from typing import Any, Callable, Sequence
 
@@ -219,6 +220,47 @@ def _translate_rows(device: Device, args: Sequence[Any], columns: Sequence[Colum
             table.setdefault(ord(character), target[position] if position < len(target) else None)
         out.append(text.translate(table))
     return Column.from_arrow(pa.array(out, pa.string()), device)
+
+
+@functools.lru_cache(maxsize=256)
+def _like_regex(pattern: str, escape: str) -> re.Pattern:
+    """Return the compiled regular expression (whole string) a LIKE pattern means, ``escape`` ('' for none) making
+    the character after it literal; ValueError (DuckDB's message) for a pattern ending with the escape."""
+    from gpu_engine.plans.scalar_translation import like_tokens
+
+    tokens = like_tokens(pattern, escape)
+    if tokens is None:
+        raise ValueError("Like pattern must not end with escape character!")
+    return re.compile("".join({"%": ".*", "_": "."}[value] if kind == "wildcard" else re.escape(value)
+                              for kind, value in tokens), re.DOTALL)
+
+
+def _like_rows(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
+               rows: int) -> Column:
+    """Return ``like_escape(s, p, e)`` / ``ilike_escape`` (``s [I]LIKE p``, the pattern a column): each row's own
+    pattern, on the host (compiled once per distinct pattern). NULL where the string or the pattern is; ILIKE
+    folds both to lower case, as DuckDB's ``lower(s) LIKE lower(p)``. A constant pattern is the LIKE kernels'."""
+    escape = args[2].value
+    if escape is None:
+        return Column.from_arrow(pa.nulls(rows, pa.bool_()), device)
+    if len(escape) > 1:
+        raise ExecutionError("Invalid escape string. Escape string must be empty or one character.")
+    texts, patterns = ([arg.value] * rows if column is None else column.to_arrow(device).to_pylist()
+                       for arg, column in zip(args[:2], columns[:2]))
+    folded = name == "ilike_escape"
+    out = []
+    for text, pattern in zip(texts, patterns):
+        if text is None or pattern is None:
+            out.append(None)
+            continue
+        if folded:
+            text, pattern = text.lower(), pattern.lower()
+        try:
+            regex = _like_regex(pattern, escape)
+        except ValueError as error:
+            raise ExecutionError(str(error)) from None
+        out.append(regex.fullmatch(text) is not None)
+    return Column.from_arrow(pa.array(out, pa.bool_()), device)
 
 
 def _strip_accents(values: pa.Array) -> pa.Array:
@@ -525,7 +567,7 @@ STRING_FUNCTIONS = ("upper", "lower", "length", "trim", "ltrim", "rtrim", "repla
                     "ends_with", "contains", "left", "right", "lpad", "rpad", "concat", "||", "regexp_matches",
                     "regexp_full_match", "regexp_replace", "reverse", "repeat", "split_part", "concat_ws",
                     "regexp_extract", "md5", "strlen", "bit_length", "ascii", "unicode", "chr", "translate",
-                    "strip_accents")
+                    "strip_accents", "like_escape", "ilike_escape")
 
 
 def evaluate_string_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
@@ -540,6 +582,8 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         return _concatenate(device, name, args, columns, rows)
     if name == "concat_ws":
         return _concat_with_separator(device, args, columns, rows)
+    if name in ("like_escape", "ilike_escape"):
+        return _like_rows(device, name, args, columns, rows)
     if name == "translate" and any(column is not None for column in columns[1:]):
         return _translate_rows(device, args, columns, rows)
     if name == "chr":
