@@ -8,6 +8,8 @@ on it matches NULL keys, as DuckDB's does), ``<>`` its negation (``IS DISTINCT F
 filters against constants, and a join on it is a nested-loop join (the hash join has no key on which NULL
 matches NULL yet).
 
+``(a, b) [NOT] IN ((1, 'x'), (2, 'y'))`` is [NOT] the disjunction of those equalities (DuckDB: never NULL).
+
 Refused by name: rows of different widths (DuckDB refuses them too) and the ordering comparisons ``<``, ``<=``,
 ``>``, ``>=`` of two rows (lexicographic, NULL greatest in DuckDB): compare the columns one by one.
 A row against a subquery (``(a, b) IN (SELECT ...)``, ``= ANY``) is :mod:`~gpu_engine.sql.tuple_membership`'s.
@@ -37,7 +39,25 @@ def _fields(node: exp.Expression) -> list[exp.Expression] | None:
     return None
 
 
+def _same(node: exp.Expression, left: list[exp.Expression], right: list[exp.Expression]) -> exp.Expression:
+    """Return ``left`` and ``right`` equal on every field (a NULL field equals a NULL field), parenthesized."""
+    if len(left) != len(right):
+        line, col = position_of(node)
+        raise SqlError(f"a row of {len(left)} values is compared with a row of {len(right)} values "
+                       f"(the rows of a comparison hold as many values)", line=line, col=col)
+    if not left:
+        return exp.true()
+    pairs = [exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right)]
+    return exp.Paren(this=exp.and_(*pairs, copy=False))
+
+
 def _expanded(node: exp.Expression) -> exp.Expression:
+    if isinstance(node, exp.In) and node.args.get("query") is None and node.expressions:
+        row = _fields(node.this)  # (a, b) IN ((1, 'x'), (2, 'y')): equal to one of the rows (never NULL)
+        rows = [_fields(value) for value in node.expressions]
+        if row is None or any(fields is None for fields in rows):
+            return node
+        return exp.Paren(this=exp.or_(*(_same(node, row, fields) for fields in rows), copy=False))
     if not isinstance(node, (*_EQUAL, *_DIFFERENT, *_ORDERING)):
         return node
     left, right = _fields(node.this), _fields(node.expression)
@@ -46,17 +66,11 @@ def _expanded(node: exp.Expression) -> exp.Expression:
     if isinstance(node, _ORDERING):
         raise unsupported("an ordering comparison of two rows ((a, b) < (c, d)); compare the columns one by one "
                           "or use = / <> / IS [NOT] DISTINCT FROM between rows", node)
-    if len(left) != len(right):
-        line, col = position_of(node)
-        raise SqlError(f"a row of {len(left)} values is compared with a row of {len(right)} values "
-                       f"(the rows of a comparison hold as many values)", line=line, col=col)
-    pairs = [exp.NullSafeEQ(this=a.copy(), expression=b.copy()) for a, b in zip(left, right)]
-    if not pairs:
-        return exp.true() if isinstance(node, _EQUAL) else exp.false()
-    same = exp.and_(*pairs, wrap=True, copy=False)
-    return exp.Paren(this=same) if isinstance(node, _EQUAL) else exp.Not(this=exp.Paren(this=same))
+    same = _same(node, left, right)
+    return same if isinstance(node, _EQUAL) else exp.Not(this=same)
 
 
 def with_row_comparisons_expanded(tree: exp.Expression) -> exp.Expression:
-    """Return ``tree`` with every ``=`` / ``<>`` / ``IS [NOT] DISTINCT FROM`` between two rows expanded (in place)."""
+    """Return ``tree`` with every ``=`` / ``<>`` / ``IS [NOT] DISTINCT FROM`` between two rows and every row IN a
+    list of rows expanded (in place)."""
     return tree.transform(_expanded, copy=False)

@@ -1,6 +1,6 @@
-"""Row comparisons ``(a, b) = (c, d)``, ``<>``, ``IS [NOT] DISTINCT FROM``: column by column with DuckDB's struct
-semantics (a NULL field equals a NULL field; never NULL), as join keys and as predicates (fuzz round 8 found them
-refused as "unsupported SQL construct Tuple")."""
+"""Row comparisons ``(a, b) = (c, d)``, ``<>``, ``IS [NOT] DISTINCT FROM``, ``[NOT] IN`` a list of rows: column by
+column with DuckDB's struct semantics (a NULL field equals a NULL field; never NULL), as join keys and as predicates
+(fuzz round 8 found them refused as "unsupported SQL construct Tuple")."""
 
 from __future__ import annotations
 
@@ -28,6 +28,8 @@ QUERIES = [
     "SELECT id FROM t WHERE ROW(k, s) IS NOT DISTINCT FROM ROW(2, NULL)",
     "SELECT t.id AS a, u.id AS b FROM t JOIN u ON (t.k, t.s) <> (u.k, u.s) AND t.id < 3",
     "SELECT count(*) AS c FROM e JOIN u ON (e.k, e.s) = (u.k, u.s)",
+    "SELECT id FROM t WHERE (k, s) IN ((2, 'a'), (NULL, 'b'))",
+    "SELECT id, (k, s) IN ((2, 'a'), (1, NULL)) AS x, (k, s) NOT IN ((2, NULL)) AS y FROM t",
 ]
 
 
