@@ -135,17 +135,53 @@ def _finish_hash(h):
 
 
 @njit(nogil=True, cache=True, inline="always")
+def _head_words_cpu(chars, start, length):
+    """Return a string's first 16 bytes as two zero-padded little-endian words (what :func:`_word_cpu` gives for
+    ``start`` and ``start + 8``), for the hash pass.
+
+    Why: two unconditional unaligned loads, then a mask for the word the string ends in, where the buffer has 16
+    bytes from ``start`` (all but its last few strings); :func:`_word_cpu`'s own checks on each word cost the hash
+    pass over 12-byte db-benchmark ``id3`` values 6.2 ns a row against 3.5 (bench/results/2026-11-29-intern.md).
+    The probe loop keeps :func:`_word_cpu`: this helper measured slower there.
+    """
+    if start + 16 > chars.shape[0]:
+        return _word_cpu(chars, start, start + length), _word_cpu(chars, start + 8, start + length)
+    word0 = _load_word(chars, start)
+    word1 = _load_word(chars, start + 8)
+    if length < 16:
+        if length > 8:
+            word1 &= (np.uint64(1) << np.uint64(8 * (length - 8))) - np.uint64(1)
+        else:
+            word1 = np.uint64(0)
+            if length < 8:
+                word0 &= (np.uint64(1) << np.uint64(8 * length)) - np.uint64(1)
+    return word0, word1
+
+
+@njit(nogil=True, cache=True, inline="always")
+def _words_hash(chars, start, length, word0, word1):
+    """Hash a string's length, then its bytes 8 at a time (zero-padded last word), given its first two words
+    (:func:`_head_words_cpu`): the same hash as the CUDA twins'."""
+    h = _FNV_OFFSET ^ np.uint64(length)
+    if length > 0:
+        h = _mix_word(h, word0)
+    if length > 8:
+        h = _mix_word(h, word1)
+    for position in range(start + 16, start + length, 8):
+        h = _mix_word(h, _word_cpu(chars, position, start + length))
+    return _finish_hash(h)
+
+
+@njit(nogil=True, cache=True, inline="always")
 def _string_hash(offsets, chars, i):
     """Hash row ``i``'s length, then its bytes 8 at a time (zero-padded last word).
 
     Inlined by Numba (``inline="always"``): called across compiled functions, it cost twice as much a row.
     """
     start = offsets[i]
-    stop = offsets[i + 1]
-    h = _FNV_OFFSET ^ np.uint64(stop - start)
-    for position in range(start, stop, 8):
-        h = _mix_word(h, _word_cpu(chars, position, stop))
-    return _finish_hash(h)
+    length = offsets[i + 1] - start
+    word0, word1 = _head_words_cpu(chars, start, length)
+    return _words_hash(chars, start, length, word0, word1)
 
 
 @njit(nogil=True, cache=True, inline="always")
@@ -192,8 +228,8 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, has
             prefetch_row(slots, np.int64(hashes[i + PREFETCH_DISTANCE] & mask))
         first = offsets[row]
         length = offsets[row + 1] - first
-        word0 = _word_cpu(chars, first, first + length)
-        word1 = _word_cpu(chars, first + 8, first + length)
+        word0 = _word_cpu(chars, first, first + length)  # not _head_words_cpu: slower in this loop (100 strings:
+        word1 = _word_cpu(chars, first + 8, first + length)  # 7.9 -> 9.3 ns a row; 2026-11-29-intern.md)
         if hashed:
             h = hashes[i]
         else:  # _string_hash over the words already loaded (the same hash: the table's slots do not depend on it)

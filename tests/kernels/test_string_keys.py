@@ -315,3 +315,45 @@ def test_a_table_in_the_caches_hashes_in_its_probe_loop_as_the_hash_pass_would(m
     hashes = np.empty(len(values), dtype=np.uint64)
     hash_pass(values.offsets.astype(np.int64), values.data, string_keys._NO_ROWS, False, hashes)
     assert np.array_equal(table._words[: len(known), string_keys.HASH], hashes)
+
+
+def _reference_hash(value: bytes) -> int:
+    """The string hash spelled out in Python: the length, then each 8 bytes as a zero-padded little-endian word."""
+    mask = (1 << 64) - 1
+    h = 0xCBF29CE484222325 ^ len(value)
+    for k in range(0, len(value), 8):
+        h = ((h ^ int.from_bytes(value[k:k + 8].ljust(8, b"\x00"), "little")) * 0xFF51AFD7ED558CCD) & mask
+        h ^= h >> 33
+    h ^= h >> 33
+    h = (h * 0xC4CEB9FE1A85EC53) & mask
+    return h ^ (h >> 33)
+
+
+@pytest.mark.parametrize("hash_pass", [True, False], ids=["hash-pass", "in-loop"])
+def test_cpu_hashes_and_first_words_read_only_each_strings_own_bytes(monkeypatch, hash_pass):
+    """cpu: the hash pass and the probe loop load a string's first 16 bytes as two words and mask off the bytes
+    past its end (the next strings' here), by the buffer's last 16 bytes word by word: every length from 0 to 40,
+    anywhere in the buffer, gets the hash and slot words its own bytes give (checked against the hash spelled
+    out in Python), whichever path hashed it."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import string_keys
+
+    device = get_device("cpu")
+    monkeypatch.setattr(string_keys, "PREFETCH_MIN_BYTES", -1 if hash_pass else 1 << 40)
+    rng = np.random.default_rng(7)
+    values = [bytes(rng.integers(1, 256, length, dtype=np.uint8)) for length in list(range(41)) * 3]
+    rng.shuffle(values)
+    values += [b"", b"tail\x00", bytes(range(1, 18))]  # the buffer ends within these rows' 16-byte loads
+    raw = b"".join(values)
+    offsets = np.cumsum([0] + [len(v) for v in values]).astype(np.int64)
+    column = Column(pa.binary(), np.frombuffer(raw, dtype=np.uint8).copy(), None, offsets)
+    table = StringKeyTable(device, initial_capacity=16)
+    ids = [int(i) for i in table.intern(column)]
+    first: dict[bytes, int] = {}
+    assert ids == [first.setdefault(v, len(first)) for v in values]
+    distinct = sorted(first, key=first.get)
+    assert [int(h) for h in table._words[: len(distinct), string_keys.HASH]] == [_reference_hash(v) for v in distinct]
+    for g, value in enumerate(distinct):
+        head = value[:16].ljust(16, b"\x00")
+        assert (int(table._words[g, string_keys.WORD0]), int(table._words[g, string_keys.WORD1])) == (
+            int.from_bytes(head[:8], "little"), int.from_bytes(head[8:], "little"))
