@@ -50,6 +50,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
     python bench/ab.py hashed-probes dbbench 2 --sf 10 --runs 9
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
+    python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -879,6 +880,36 @@ def _dense_keys():
     return module, "DENSE_CELLS_LIMIT", 0
 
 
+def _head_words():
+    """The cpu StringKeyTable's hash pass loading each word of a string through ``string_keys._word_cpu`` (its
+    checks a word), as before ``_head_words_cpu`` loaded the first two at once (same hashes)."""
+    import numpy as np
+    from numba import njit
+
+    import gpu_engine.kernels.string_keys as module
+    word, mix, finish, offset = module._word_cpu, module._mix_word, module._finish_hash, module._FNV_OFFSET
+
+    @njit(nogil=True)
+    def hash_pass(offsets, chars, rows, has_rows, hashes):
+        for i in range(hashes.shape[0]):
+            row = np.int64(rows[i]) if has_rows else i
+            start, stop = offsets[row], offsets[row + 1]
+            h = offset ^ np.uint64(stop - start)
+            for position in range(start, stop, 8):
+                h = mix(h, word(chars, position, stop))
+            hashes[i] = finish(h)
+
+    # Compiled here for the argument types interning gives it (read-only or not): the background compiler cannot
+    # import a kernel defined in this function, and finds these ready instead of sending the batch to the lowest tier.
+    for read_only_offsets in (False, True):
+        for read_only_chars in (False, True):
+            offsets, chars = np.zeros(2, dtype=np.int64), np.zeros(1, dtype=np.uint8)
+            offsets.setflags(write=not read_only_offsets)
+            chars.setflags(write=not read_only_chars)
+            hash_pass(offsets, chars, module._NO_ROWS, False, np.empty(1, dtype=np.uint64))
+    return module, "_hash_strings_cpu", hash_pass
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -935,6 +966,7 @@ SWITCHES = {
     "narrow-keys": _narrow_keys,
     "hashed-probes": _hashed_probes,
     "dense-keys": _dense_keys,
+    "head-words": _head_words,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
