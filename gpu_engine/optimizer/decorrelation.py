@@ -57,8 +57,8 @@ layouts join as their common type; a correlation other than key equalities is re
 A scalar subquery in a Project's expressions (SELECT list, ORDER BY keys) is joined under the Project the same
 way, every outer row kept: uncorrelated, a nested-loop join with its EnforceSingleRow side; correlated, a left hash
 join on its keys with the value over no rows through the match flag (COUNT's 0 or NULL); an EXISTS / IN there is a
-mark join's flag (the SQL planner still plans those values itself, :mod:`gpu_engine.sql.subquery_values`). The
-Project keeps its id.
+mark join's flag (the SQL planner types those correlated by column equalities, an uncorrelated IN or EXISTS:
+:func:`gpu_engine.sql.subquery_values.typed_value_mark`). The Project keeps its id.
 
 Node ids: the last join made of a Filter takes the Filter's id (a Filter of one subquery conjunct — how
 the SQL planner emits them — becomes a join of the same id; with a left join, the projection back takes it);

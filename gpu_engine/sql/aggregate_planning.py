@@ -305,10 +305,20 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
             call.replace(exp.column(name, table="$aggregated"))
     if not has_subquery(tree):
         return planner._renamed(tree, columns, replacements)
-    if tree.find(exp.Subquery) is None:
+    marks, fields = {}, []
+    for n, mark in enumerate(_value_marks(tree)):  # EXISTS / IN as values: typed predicates (mark joins' flags)
+        name = planner._fresh(f"$mark{n}")
+        marks[name] = _typed_value_mark(planner, mark, dataclasses.replace(relation, columns=dict(columns)),
+                                        outer_aliases, ctes)
+        fields.append(pa.field(name, pa.bool_()))
+        columns = {**columns, ("$mark", name): name}
+        if mark is tree:
+            tree = exp.column(name, table="$mark")
+        else:
+            mark.replace(exp.column(name, table="$mark"))
+    if has_subquery(tree) and tree.find(exp.Subquery) is None:
         raise unsupported("EXISTS or IN (SELECT ...) outside WHERE", tree)
     scalars: dict[str, tuple[PlanNode, list[exp.Expression]]] = {}  # value column -> its plan, its equalities
-    fields = []
     for subquery in _outermost_scalar_subqueries(tree):
         select = subquery_select(subquery.this)
         correlated = []
@@ -356,9 +366,68 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
                 raise planner._plan_error(error, subquery) from None
             correlations[name] = transformed(typed_keys, lambda node: OuterColumn(node.name, node.dtype)
                                              if isinstance(node, ColumnRef) and node.name in outer_names else None)
-    return transformed(typed, lambda node: ScalarSubquery(scalars[node.name][0], node.name, node.dtype,
-                                                          correlations.get(node.name))
-                       if isinstance(node, ColumnRef) and node.name in scalars else None)
+    return transformed(typed, lambda node: (ScalarSubquery(scalars[node.name][0], node.name, node.dtype,
+                                                           correlations.get(node.name))
+                                            if node.name in scalars else marks.get(node.name))
+                       if isinstance(node, ColumnRef) else None)
+
+
+def _value_marks(tree: exp.Expression) -> list[exp.Expression]:
+    """Return the EXISTS / ``x IN (SELECT …)`` of ``tree``'s own scope (outside its scalar subqueries), which
+    :func:`~gpu_engine.sql.subquery_values.typed_value_mark` left to the Project."""
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, exp.Exists) or isinstance(node, exp.In) and node.args.get("query") is not None:
+            found.append(node)
+        elif not isinstance(node, (exp.Subquery, exp.Select, exp.SetOperation)):
+            stack.extend(node.iter_expressions())
+    return found
+
+
+def _typed_value_mark(planner: QueryPlanner, mark: exp.Expression, relation: Relation, outer_aliases, ctes):
+    """Return an EXISTS / IN used as a value as a typed :class:`~gpu_engine.plans.subqueries.Exists` /
+    ``InSubquery`` over ``relation``'s columns (the rule's mark join: every row kept, IN's flag NULL-aware).
+
+    The WHERE path's typing (:func:`~gpu_engine.sql.decorrelation.semi_join_of`, ``_typed_predicate``) may
+    project an outer key first (a cast to the common type, ``x + 1``); a value has no Filter to carry that
+    projection, so each projected column is read as its expression (the rule projects a key that is not a column
+    itself, :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries`).
+    """
+    from gpu_engine.plans.expressions import ColumnRef
+    from gpu_engine.plans.nodes import ProjectNode
+    from gpu_engine.plans.subqueries import InSubquery, OuterColumn, transformed
+    from gpu_engine.sql.decorrelation import _typed_predicate, semi_join_of
+
+    semi = semi_join_of(planner, mark, False, outer_aliases, ctes, mark)
+    keyed, predicate = _typed_predicate(planner, relation, semi)
+    if isinstance(mark, exp.In) and not isinstance(predicate, InSubquery):
+        raise unsupported("x IN (SELECT ...) as a value whose sides have no common join type; cast one side", mark)
+    node, computed = keyed.node, {}
+    while node is not relation.node:  # the key projections _typed_predicate added, innermost last
+        if not isinstance(node, ProjectNode):
+            raise unsupported("EXISTS / IN as a value needing its outer keys computed", mark)
+        computed.update({name: expr for name, expr in zip(node.names, node.expressions) if name not in computed})
+        node = node.sources[0]
+    outer = set(relation.node.output_schema.names)
+
+    def inlined(expr):
+        def step(ref):
+            if isinstance(ref, (ColumnRef, OuterColumn)) and ref.name not in outer and ref.name in computed:
+                value = inlined(computed[ref.name])
+                return transformed(value, lambda c: OuterColumn(c.name, c.dtype) if isinstance(
+                    c, ColumnRef) else None) if isinstance(ref, OuterColumn) else value
+            return None
+        return transformed(expr, step)
+
+    if not computed:
+        return predicate
+    changes = {}
+    if predicate.correlation is not None:
+        changes["correlation"] = inlined(predicate.correlation)
+    if isinstance(predicate, InSubquery):
+        changes["value"] = inlined(predicate.value)
+    return dataclasses.replace(predicate, **changes)
 
 
 def _outer_of(select: exp.Expression) -> set[str]:

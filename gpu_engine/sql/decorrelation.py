@@ -29,8 +29,8 @@ first restricted to the keys of the outer table's filtered rows (a "magic set"
 semi join) — correlated by those columns' equalities with the outer ones; the
 rule joins it on them (inner where the comparison fails for a key without
 rows, else left with the value over no rows: COUNT's 0). EXISTS / IN under
-OR (correlated by column equalities, or an uncorrelated IN) are typed
-predicates inside the Filter's OR (:func:`mark_predicates`), which the rule
+OR, NOT or inside an expression (a CASE; correlated by column equalities, or uncorrelated) are typed
+predicates inside the Filter's predicate (:func:`mark_predicates`), which the rule
 makes mark joins (a match flag per outer row); the other subqueries
 used as values (in SELECT, under NOT) are LEFT-joined derived tables
 (:mod:`~gpu_engine.sql.subquery_values`): those are still planned as joins
@@ -220,14 +220,15 @@ class MarkedConjunct:
 
 def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Expression] | None:
     """Return the EXISTS / IN predicates of a WHERE conjunct that combines them with other conditions by OR, AND and
-    NOT (reached through those and parentheses only; not one [NOT] EXISTS / IN alone, a semi or anti join, but for
-    ``x NOT IN (correlated subquery)``, which a null-aware anti join cannot key), when
+    NOT or holds them inside an expression (:func:`_positive_marks`; not one [NOT] EXISTS / IN alone, a semi or
+    anti join, but for ``x NOT IN (correlated subquery)``, which a null-aware anti join cannot key), when
     each is planned as a typed predicate the optimizer rule makes a mark join (IN's flag NULL-aware, so under NOT
     too); None otherwise (the conjunct is then planned as before: a subquery value, a refusal).
 
     Why: TPC-DS q10 and q35 filter ``EXISTS (web sales of c) OR EXISTS (catalog sales of c)``, q45 ``zip IN (...)
     OR i_item_id IN (SELECT ...)``: a semi join would drop the rows the other disjunct keeps. Planned: an EXISTS
-    correlated by column equalities (no other correlated condition, no aggregate), an uncorrelated IN of one
+    correlated by column equalities (no other correlated condition, no aggregate) or uncorrelated (its row count;
+    not over GROUP BY, HAVING, QUALIFY, LIMIT / OFFSET, which count its rows as written), an uncorrelated IN of one
     column read as written, a correlated IN of a column (its QUALIFY, DISTINCT ON, LIMIT/OFFSET computed per
     correlation key first, as a semi join's).
     """
@@ -235,19 +236,23 @@ def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[e
     while isinstance(stripped, (exp.Paren, exp.Not)):
         negated ^= isinstance(stripped, exp.Not)
         stripped = stripped.this
-    if not isinstance(stripped, (exp.Or, exp.And)) and not (
-            negated and isinstance(stripped, exp.In) and stripped.args.get("query") is not None
-            and any(column.table for column in free_columns(subquery_select(stripped.args["query"])))):
+    bare = isinstance(stripped, exp.Exists) or isinstance(stripped, exp.In) and stripped.args.get("query") is not None
+    if bare and not (negated and isinstance(stripped, exp.In) and any(
+            column.table for column in free_columns(subquery_select(stripped.args["query"])))):
         return None  # (x NOT IN (correlated subquery) alone: no null-aware anti join keys it; a mark join does)
     found = _positive_marks(stripped)
-    if not found or not all(_mark_planned(mark, outer_aliases) for mark in found):
+    if not found or not all(mark_planned(mark, outer_aliases) for mark in found):
         return None
     return found
 
 
 def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
-    """Return the EXISTS / IN-subquery predicates of ``tree`` (depth first, left to right) if each is reached through
-    AND/OR/NOT/parens only; None when some subquery sits elsewhere (inside a comparison, a CASE or a function)."""
+    """Return the EXISTS / IN-subquery predicates of ``tree`` (depth first, left to right): under AND/OR/NOT, or
+    inside an expression (a CASE, a comparison: the rule's flag is NULL-aware there); None when it holds another
+    subquery (a scalar one, ``x > ANY (...)``), which the conjunct's other paths plan.
+
+    Why inside a CASE too: ``CASE WHEN EXISTS (...) THEN ... END`` in WHERE was a LEFT-joined ``count(*)`` per key
+    of the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`); typed, the rule plans it for every plan."""
     while isinstance(tree, (exp.Paren, exp.Not)):
         tree = tree.this
     if isinstance(tree, (exp.And, exp.Or)):
@@ -255,10 +260,20 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
         return None if left is None or right is None else left + right
     if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
         return [tree]
-    return None if has_subquery(tree) else []
+    if not has_subquery(tree):
+        return []
+    found: list[exp.Expression] = []
+    for child in tree.iter_expressions():
+        if isinstance(child, (exp.Subquery, exp.Select, exp.SetOperation, exp.Any, exp.All)):
+            return None
+        inner = _positive_marks(child)
+        if inner is None:
+            return None
+        found.extend(inner)
+    return found
 
 
-def _mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
+def mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
     """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`)."""
     if isinstance(mark, exp.Exists):
         select, value = subquery_select(mark.this), None
@@ -282,6 +297,8 @@ def _mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
     except SqlError:
         return False  # refused on the path that plans it, by name
     keys, others = correlation(correlated, inner)
+    if value is None and not correlated:  # an uncorrelated EXISTS: the rule's row count, its rows as filtered
+        return not any(select.args.get(k) for k in _COUNTED_AS_WRITTEN)
     return not others and bool(keys or value is not None)
 
 
@@ -465,7 +482,7 @@ def _inner_select(select: exp.Select, local: list[exp.Expression],
         if key not in names:
             names[key] = f"c{len(names)}"
             projections.append(exp.alias_(column.copy(), names[key]))
-    return select_over(select, projections, local), names
+    return select_over(select, projections or [exp.alias_(exp.Literal.number(1), "c0")], local), names
 
 
 def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliases, ctes, conjunct) -> SemiJoin:
@@ -482,7 +499,7 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
         select = rows_per_correlation_key(select, local, keys, others, None)
         inner, local, correlated = split_correlated(select, outer_aliases)
         keys, others = correlation(correlated, inner)
-    if not keys:
+    if not keys and correlated:  # (uncorrelated: a mark join's row count, mark_predicates)
         raise unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
     return _semi_relation(planner, "anti" if negated else "left_semi", select, inner, local, keys, others, ctes,
                                conjunct)

@@ -31,7 +31,9 @@ column, so the rest of the planner sees only joins and columns:
 * an uncorrelated aggregate without GROUP BY (one row, always) is cross joined;
 * ``EXISTS (S)`` is ``(SELECT count(*) FROM S) > 0``, and ``x [NOT] IN (S)``
   outside WHERE's own forms is ``x = ANY (S)`` (its three-valued logic is
-  :mod:`~gpu_engine.sql.quantified_comparisons`'s).
+  :mod:`~gpu_engine.sql.quantified_comparisons`'s), but where :func:`typed_value_mark` leaves one to the Project
+  as a typed predicate (SELECT list and ORDER BY, correlated by column equalities or an uncorrelated IN / EXISTS:
+  the optimizer rule's mark join).
 
 In an aggregating query the joined columns are grouping keys where the
 subquery stands outside the aggregate calls: they depend only on the outer
@@ -43,11 +45,12 @@ Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
 with a correlation equality (semi and anti joins), a comparison with a scalar
 subquery it plans (a correlated aggregate by column equalities, COUNT's 0
 included: a typed ScalarSubquery the optimizer's decorrelation rule joins), and
-EXISTS / IN under OR (mark joins).
+EXISTS / IN under OR, NOT or inside an expression (mark joins).
 """
 
 from __future__ import annotations
 
+import pyarrow as pa
 from sqlglot import exp
 
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
@@ -56,15 +59,15 @@ from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_pre
 from gpu_engine.sql.correlated_scalar_rows import is_correlated_scalar_rows
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, mark_predicates, own_aggregates,
-    select_over, split_correlated, strict_subquery, subquery_select,
+    NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, mark_planned, mark_predicates,
+    own_aggregates, select_over, split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
     conjuncts_of, defined_aliases, free_columns, has_subquery, own_scope_nodes, reached_through_and_or)
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
-__all__ = ["with_subquery_values_as_comparisons", "with_subquery_values_joined"]
+__all__ = ["typed_value_mark", "with_subquery_values_as_comparisons", "with_subquery_values_joined"]
 
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
 #: Clauses of a correlated scalar subquery that make it more than one aggregate per outer row.
@@ -221,18 +224,82 @@ def _correlated_without_equalities(exists: exp.Exists, outer_aliases: set[str]) 
     return bool(correlated) and not keys
 
 
+def typed_value_mark(select: exp.Select, node: exp.Expression, clause: str, catalog=None) -> bool:
+    """Return whether an EXISTS / ``x IN (SELECT …)`` used as a value of ``select`` (its SELECT list or ORDER BY,
+    outside aggregate calls and windows) is a typed predicate of the Project
+    (:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`), which the optimizer rule makes a mark
+    join's flag (IN's NULL-aware): one :func:`~gpu_engine.sql.decorrelation.mark_predicates` would plan under OR
+    in WHERE (correlated by column equalities, or an uncorrelated IN), in a query whose GROUP BY holds no subquery.
+
+    Why: ``EXISTS (...) AS flag`` was a LEFT-joined ``count(*)`` per key and ``x IN (...)`` a ``x = ANY`` rewrite
+    of the sqlglot tree; a typed predicate is joined by the rule for every plan, hand-built and JSON ones too.
+    """
+    if clause not in ("expressions", "order") or not (isinstance(node, exp.Exists) or _is_in_query(node)):
+        return False
+    if node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is not select:
+        return False
+    group = select.args.get("group")
+    if group is not None and any(has_subquery(key) for key in group.expressions):
+        return False
+    if catalog is not None and isinstance(node, exp.Exists) and _compares_text_with_other(select, node, catalog):
+        return False
+    if _is_in_query(node) and not isinstance(node.this, exp.Column):  # x + 1 IN (...): typed as the WHERE path does
+        if has_subquery(node.this) or isinstance(node.this, exp.Tuple):
+            return False
+        node = exp.In(this=exp.column("$value"), query=node.args["query"].copy())
+    return mark_planned(node, defined_aliases(select))
+
+
+def _compares_text_with_other(select: exp.Select, exists: exp.Exists, catalog) -> bool:
+    """Return whether an EXISTS' correlation equates a text column of a table with a column of another type.
+
+    Why: DuckDB casts the text side to the other type there, and the typed mark join casts an outer text key
+    over every outer row (an unconvertible text raises), where DuckDB answers over an empty subquery; the
+    LEFT-joined count of the sqlglot tree answers as DuckDB does, so those stay there.
+    """
+    inner = subquery_select(exists.this)
+    if not isinstance(inner, exp.Select):
+        return False
+
+    def column_type(column: exp.Column):
+        for scope in (inner, select):
+            items = [scope.args["from_"].this] if scope.args.get("from_") else []
+            items += [join.this for join in scope.args.get("joins") or []]
+            for item in items:
+                if item.alias_or_name == column.table:
+                    if not isinstance(item, exp.Table):
+                        return None
+                    schema = catalog.get(item.name) or next(
+                        (catalog[name] for name in catalog if name.lower() == item.name.lower()), None)
+                    names = [name.lower() for name in schema.names] if schema is not None else []
+                    return schema.field(names.index(column.name.lower())).type if column.name.lower() in names \
+                        else None
+        return None
+
+    where = inner.args.get("where")
+    for eq in (where.this.find_all(exp.EQ) if where is not None else ()):
+        if isinstance(eq.this, exp.Column) and isinstance(eq.expression, exp.Column):
+            types = [column_type(eq.this), column_type(eq.expression)]
+            text = [t is not None and (pa.types.is_string(t) or pa.types.is_large_string(t)) for t in types]
+            if None not in types and text[0] != text[1]:
+                return True
+    return False
+
+
 def with_subquery_values_as_comparisons(select: exp.Select) -> exp.Select:
-    """Return ``select`` with each ``x [NOT] IN (subquery)`` used as a value written ``x = ANY (subquery)``.
+    """Return ``select`` with each ``x [NOT] IN (subquery)`` used as a value written ``x = ANY (subquery)`` (but
+    those :func:`typed_value_mark` leaves to the Project, typed).
 
     Run before :func:`~gpu_engine.sql.quantified_comparisons.with_quantified_comparisons`, which plans the
     comparison with SQL's three-valued logic (NULL where ``x`` or a value is NULL and nothing matched).
     """
-    found = [node for node, _ in _value_positions(select, False) if _is_in_query(node)]
+    found = [node for node, clause in _value_positions(select, False) if _is_in_query(node)
+             and not typed_value_mark(select, node, clause)]
     if not found:
         return select
     select = select.copy()
-    for node, _clause in _value_positions(select, False):
-        if _is_in_query(node):
+    for node, clause in _value_positions(select, False):
+        if _is_in_query(node) and not typed_value_mark(select, node, clause):
             node.replace(exp.EQ(this=node.this.copy(), expression=exp.Any(this=node.args["query"].copy())))
     return select
 
@@ -501,7 +568,7 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
     """
     def wanted(node, clause):
         if isinstance(node, exp.Exists):
-            return True
+            return not (typed_in_select and typed_value_mark(select, node, clause, planner.catalog))
         if not isinstance(node, exp.Subquery):
             return False
         query = subquery_select(node.this)
