@@ -7,7 +7,11 @@ subquery and keep SQL's three values under NOT. Trees of depth 3 over the small 
 correlated and uncorrelated EXISTS / IN / NOT IN, plain comparisons and IS NULL tests. A text DuckDB refuses is
 skipped; an engine error or a different multiset of rows is reported.
 
-    python -m bench.mark_join_fuzz --seed 3 --queries 2000 [--device cuda-sim]
+    python -m bench.mark_join_fuzz --seed 3 --queries 2000 [--device cuda-sim] [--place select|case]
+
+``--place select`` puts each tree in the SELECT list as a value (``SELECT k, v, <tree> AS f``: NULL is an answer
+there), ``--place case`` inside a WHERE expression (``CASE WHEN <tree> THEN ... ELSE ... END``, ``coalesce(<tree>,
+...)``, ``(<tree>) IS NULL``): typed predicates of the Project / of the Filter inside an expression.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ ATOMS = [
     "k IN (SELECT k FROM u)", "k IN (SELECT k FROM u WHERE k IS NOT NULL)", "k IN (SELECT k FROM s WHERE w > {c2})",
     "k IN (SELECT k FROM e)", "v IN (SELECT w FROM u WHERE u.k = t.k)", "k NOT IN (SELECT k FROM s WHERE w > {c2})",
     "v > {c}", "k = {k}", "v IS NULL", "k IS NULL", "NOT EXISTS (SELECT * FROM u WHERE u.k = t.k AND u.w < {c})",
+    "EXISTS (SELECT * FROM u WHERE w > {c})", "EXISTS (SELECT * FROM e)",  # uncorrelated: a row count
 ]
 
 
@@ -44,11 +49,23 @@ def _tree(r: random.Random, depth: int) -> str:
     return f"NOT {text}" if r.random() < 0.2 else text
 
 
+def _query(r: random.Random, place: str) -> str:
+    tree = _tree(r, 3)
+    if place == "select":
+        return f"SELECT k, v, {tree} AS f FROM t"
+    if place == "case":
+        return r.choice([f"SELECT k, v FROM t WHERE CASE WHEN {tree} THEN v > 15 ELSE v < 50 END",
+                         f"SELECT k, v FROM t WHERE coalesce({tree}, {r.choice(['true', 'false'])})",
+                         f"SELECT k, v FROM t WHERE ({tree}) IS NULL"])
+    return f"SELECT k, v FROM t WHERE {tree}"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--place", default="where", choices=["where", "select", "case"])
     args = parser.parse_args(argv)
     from duckdb_reference import duckdb_table, duckdb_with_tables, rows_mismatch, session_with_tables
     from subquery_tables import TABLES
@@ -58,7 +75,7 @@ def main(argv: list[str] | None = None) -> int:
     bad = 0
     with duckdb_with_tables(TABLES) as reference:
         for _ in range(args.queries):
-            sql = f"SELECT k, v FROM t WHERE {_tree(r, 3)}"
+            sql = _query(r, args.place)
             try:
                 expected = duckdb_table(reference, sql)
             except Exception:  # noqa: BLE001 - a text DuckDB refuses is not a case
