@@ -22,7 +22,9 @@ def test_rows_of_one_key_meet_in_one_driver(session, assert_query):
 
 
 def test_back_pressure_caps_buffered_bytes(device_name, table):
-    session = Session(device=device_name, drivers=4, batch_rows=32, local_exchange_max_bytes=4096)
+    # optimize=False: the exchange must carry the scanned rows whole (the allowance below is a whole
+    # batch); projection pruning through LocalPartitions would send only k_int, never reaching the cap.
+    session = Session(device=device_name, drivers=4, batch_rows=32, local_exchange_max_bytes=4096, optimize=False)
     session.register("t", table, split_rows=table.num_rows // 8)
     plan = (PlanBuilder(session.catalog).table_scan("t").local_partition(["k_int"])
             .aggregation(["k_int"], ["count(*) AS c"]).plan())
