@@ -346,3 +346,25 @@ def test_sql_skips_an_unreadable_file_of_its_tables_folder_and_names_it_where_a_
                      "--device", "cpu"])
     err = capsys.readouterr().err
     assert code == 1 and "DataSourceError" in err and "bad.parquet" in err and "unknown table" not in err
+
+
+def test_the_first_run_line_says_what_the_first_run_did(capsys, tmp_path, monkeypatch):
+    """The demo's first-run note comes from the Task's counters: kernels the drivers compiled (``inline``), else
+    the batches that ran on the lowest tier while their kernels compile in the background; it used to say
+    "which includes any JIT compilation" whatever happened (nothing compiles on the drivers by default)."""
+    from gpu_engine.exec.operator import OperatorStats
+    from gpu_engine.exec.task import PipelineStats, TaskStats
+
+    waiting = OperatorStats("FusedAggregation", "3", 1, 0, runtime={"lowest_tier_batches": 4})
+    stats = TaskStats("t", "FINISHED", 0.1, 1, [PipelineStats(0, 2, [waiting])])
+    assert cli.first_run_note(stats) == ("nothing compiled on the drivers; 4 batch(es) ran on the lowest tier "
+                                         "while their generated kernels compile in the background")
+    assert cli.first_run_note(TaskStats("t", "FINISHED", 0.1, 1, [], 2, 1.5)) \
+        == "2 kernel(s) compiled on the drivers, 1.50 s of it"
+    assert cli.first_run_note(TaskStats("t", "FINISHED", 0.1, 1, [])) == "nothing compiled on the drivers"
+    monkeypatch.setenv("GPU_ENGINE_COMPILE_MODE", "lowest")  # nothing can compile: the line must not say it did
+    code = cli.main(["query", "--sf", "0.001", "--queries", "q6", "--runs", "1", "--device", "cpu", "--drivers", "1",
+                     "--no-duckdb", "--data-dir", str(tmp_path)])
+    out = capsys.readouterr().out
+    assert code == 0
+    assert "JIT" not in out and "first run " in out and "nothing compiled on the drivers" in out
