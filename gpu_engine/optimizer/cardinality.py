@@ -77,7 +77,7 @@ from gpu_engine.optimizer.statistics import (
     key_set_divisor, range_selectivity,
 )
 
-__all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity", "STRING_DICTIONARY_COUNTS"]
+__all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity", "union_columns", "STRING_DICTIONARY_COUNTS"]
 
 #: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one dictionary value's share per constant
 #: (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.dictionary_ndv`) rather than 1/10 each: see
@@ -473,11 +473,22 @@ def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:
 
 
 def _union(plan: LocalPartitionNode, branches: list[Estimate]) -> Estimate:
-    """UNION ALL: the branches' rows added; a column known in every branch takes the largest distinct count and
-    the widest range (the SQL planner's set-operation rule)."""
+    """UNION ALL: the branches' rows added, the columns as :func:`union_columns` says."""
+    return Estimate(sum(b.rows for b in branches),
+                    union_columns(plan.output_schema.names, [b.columns for b in branches]))
+
+
+def union_columns(names, branches: list[Mapping[str, ColumnStatistics]]) -> dict[str, ColumnStatistics]:
+    """Return a UNION ALL's column statistics from its branches' (each keyed by the union's column names): a
+    column known in every branch takes the largest distinct count and the widest range (unknown where the
+    branches' values do not compare: a branch cast to text beside numbers).
+
+    One rule for both planners: the typed plan's estimate (:func:`estimate`) and the SQL planner's set operations
+    (:mod:`gpu_engine.sql.set_operations`, for its join ordering).
+    """
     columns = {}
-    for name in plan.output_schema.names:
-        known = [b.columns.get(name) for b in branches]
+    for name in names:
+        known = [b.get(name) for b in branches]
         if any(c is None or not c.ndv for c in known):
             continue
         try:
@@ -486,4 +497,4 @@ def _union(plan: LocalPartitionNode, branches: list[Estimate]) -> Estimate:
         except TypeError:
             low = high = None
         columns[name] = ColumnStatistics(max(c.ndv for c in known), low, high)
-    return Estimate(sum(b.rows for b in branches), columns)
+    return columns

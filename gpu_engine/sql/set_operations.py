@@ -22,11 +22,21 @@
   left when n < k <= m; the distinct forms' test then keeps the right ones.
 
 Grouping puts NULLs in one group, which is SQL's NULL-equal semantics of the
-distinct forms. Branch columns are unified position by position to DuckDB's
-common type (:func:`~gpu_engine.plans.type_coercion.common_type`: INTEGER with
-BIGINT is BIGINT, an integer with a decimal a wide enough decimal) and a branch
-is cast where its type differs; columns take the first branch's names.
-``UNION BY NAME`` is refused by name.
+distinct forms.
+
+Binding, on the planned branches (each planned once; no branch rewritten and
+planned again): columns are unified position by position to DuckDB's common
+type (:func:`~gpu_engine.plans.type_coercion.common_type`: INTEGER with BIGINT
+is BIGINT, an integer with a decimal a wide enough decimal; a boolean beside a
+number the number's type; text beside another type VARCHAR), over a whole
+UNION [ALL] chain at once as DuckDB does, and a branch is cast in a Project
+where its type differs; a branch column of NULLs only (SQL's NULL type, or a
+VALUES column of bare NULLs) is a NULL literal of the unified type there.
+Columns take the first branch's names; ORDER BY after the operation may also
+name a later branch's column. Its UNION ALL statistics for the SQL join
+ordering are the typed plan's rule
+(:func:`~gpu_engine.optimizer.cardinality.union_columns`). ``UNION BY NAME``
+is refused by name.
 """
 
 from __future__ import annotations
@@ -40,10 +50,11 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
 from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
-from gpu_engine.columnar.types import is_string
+from gpu_engine.columnar.types import is_numeric, is_string
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
+from gpu_engine.optimizer.cardinality import union_columns
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner, Relation
@@ -71,11 +82,40 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
                        ) -> tuple["Relation", list[tuple[str, str]]]:
     """Return the relation of ``query`` (a set operation without ORDER BY / LIMIT) and its (name, internal) outputs.
 
-    Each branch is planned as a query of its own (a branch may be a set
-    operation itself, or a parenthesized query with its own ORDER BY / LIMIT).
+    Each branch is planned once, as a query of its own (a branch may be a set operation itself, or a
+    parenthesized query with its own ORDER BY / LIMIT). A chain of one operation written without parentheses
+    (``a UNION ALL b UNION ALL c``, ``a UNION b UNION c``) is unified as one: as DuckDB's binder does for its
+    UNION chains, each column takes the common type of every branch and each branch is cast to it directly
+    (``tinyint UNION ALL double UNION ALL 'x'`` gives ``'1'``, not ``'1.0'``); INTERSECT and EXCEPT chains and
+    a UNION beside a UNION ALL unify pair by pair, as DuckDB does. A branch column of bare NULLs (SQL's NULL
+    type, or a VALUES column of NULLs only) takes the type the others agree on, as a NULL literal of it.
     """
-    from gpu_engine.sql.planner import Relation
+    branches = _chained_branches(query)
+    for node in _chain_nodes(query):
+        _refuse_unplanned(node)
+    name = set_operation_name(query)
+    planned = [planner._plan_query(branch, ctes) for branch in branches]
+    for _, outputs in planned[1:]:
+        if len(outputs) != len(planned[0][1]):
+            raise _error(f"each branch of {name} must have the same number of columns: the left has "
+                         f"{len(planned[0][1])}, the right {len(outputs)}", query)
+    nulls = [_all_null_positions(branch, relation, outputs) for branch, (relation, outputs) in zip(branches, planned)]
+    types = _unified_types(query, branches, planned, nulls)
+    names = [out_name for out_name, _ in planned[0][1]]
+    relation, outputs = planned[0]
+    for index in range(1, len(branches)):  # left-deep, as written: one LocalPartition per operation
+        fields = [null_typed_field(planner._fresh(out_name), nullable) if pa.types.is_null(dtype)
+                  else pa.field(planner._fresh(out_name), dtype, nullable)
+                  for out_name, (dtype, nullable) in zip(names, types)]
+        right, right_outputs = planned[index]
+        relation = _combined(planner, query, fields, (relation, outputs, nulls[0] if index == 1 else set()),
+                             (right, right_outputs, nulls[index]))
+        outputs = list(zip(names, (f.name for f in fields)))
+    return relation, outputs
 
+
+def _refuse_unplanned(query: exp.SetOperation) -> None:
+    """Refuse the forms of a set operation the planner does not plan (``UNION BY NAME``, a ``side`` / ``kind``)."""
     name = set_operation_name(query)
     for key, value in query.args.items():
         if value and key not in _PLANNED_ARGS:
@@ -83,49 +123,81 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     if query.args.get("by_name"):
         raise _error(f"unsupported SQL: {query.key.upper()} BY NAME; list the columns of each branch in the same "
                      "order", query)
+
+
+def _chain_nodes(query: exp.SetOperation) -> list[exp.SetOperation]:
+    """Return the set operations of ``query``'s UNION chain, outermost first: ``query`` itself, and while it is a
+    UNION [ALL], its left operand when that is the same operation written without parentheses or clauses."""
+    nodes = [query]
+    while isinstance(query, exp.Union):
+        left = query.this
+        if type(left) is not type(query) or bool(left.args.get("distinct")) != bool(query.args.get("distinct")) \
+                or any(left.args.get(key) is not None for key in ("order", "limit", "offset", "with_", "with")):
+            break
+        nodes.append(left)
+        query = left
+    return nodes
+
+
+def _chained_branches(query: exp.SetOperation) -> list[exp.Expression]:
+    """Return the branches of ``query``'s chain (:func:`_chain_nodes`) in the written order."""
+    nodes = _chain_nodes(query)
+    return [nodes[-1].this] + [node.expression for node in reversed(nodes)]
+
+
+def _all_null_positions(branch: exp.Expression, relation: "Relation", outputs: list[tuple[str, str]]) -> set[int]:
+    """Return the positions where a planned branch's column holds only NULLs and has no type of its own.
+
+    That is a column of SQL's NULL type (``SELECT NULL``, a set operation of such branches), and a column the
+    branch selects, once, from a VALUES column whose every cell is a bare NULL: the VALUES planner types that
+    INTEGER, where DuckDB leaves it to the other branches (``SELECT * FROM (VALUES (NULL)) v(a) UNION ALL SELECT
+    DATE ...``). Both become a NULL literal of the unified type.
+    """
+    schema = relation.node.output_schema
+    positions = {i for i, (_, internal) in enumerate(outputs) if is_null_typed(schema.field(internal))}
+    select = _unwrapped(branch)
+    if isinstance(select, exp.Select):
+        positions.update(i for i, item in enumerate(select.expressions) if _null_values_cells(select, item))
+    return positions
+
+
+def _unified_types(query: exp.SetOperation, branches, planned, nulls) -> list[tuple[pa.DataType, bool]]:
+    """Return per output column the branches' common type (``pa.null()``: NULLs only) and its nullability."""
+    name = set_operation_name(query)
+    types = []
+    for position, (out_name, _) in enumerate(planned[0][1]):
+        dtype, nullable = pa.null(), False
+        for index, (relation, outputs) in enumerate(planned):
+            field = relation.node.output_schema.field(outputs[position][1])
+            nullable = nullable or field.nullable
+            if position in nulls[index]:
+                nullable = True
+                continue
+            try:
+                dtype = _branch_type(dtype, sql_type(field))
+            except TypeError:
+                where = (("the left branch", "the right") if len(branches) == 2 else
+                         (f"branches 1 to {index}", f"branch {index + 1}"))
+                raise _error(f"{name}: column {position + 1} ({out_name!r}) is {dtype} in {where[0]} and "
+                             f"{field.type} in {where[1]}, which have no common type; CAST one of them",
+                             query) from None
+        types.append((dtype, nullable))
+    return types
+
+
+def _combined(planner: "QueryPlanner", query: exp.SetOperation, fields: list[pa.Field], left, right) -> "Relation":
+    """Return the relation of the set operation of two planned operands (each ``(relation, outputs, the
+    positions of its columns of NULLs only)``), each projected onto ``fields``."""
+    from gpu_engine.sql.planner import Relation
+
     distinct = bool(query.args.get("distinct"))
-    left_branch, right_branch = query.this, query.expression
-    left_nulls, right_nulls = _bare_null_positions(left_branch), _bare_null_positions(right_branch)
-    both = {position for position in left_nulls if position in right_nulls}
-    if both:  # NULL in every branch: a column of SQL's NULL type (plans/null_type.py), typed by what it meets later
-        left_nulls = [position for position in left_nulls if position not in both]
-        right_nulls = [position for position in right_nulls if position not in both]
-    if left_nulls and right_nulls:  # NULLs on both sides at different columns: each typed by the other's
-        probe, probe_outputs = planner._plan_query(_cast_nulls(left_branch, dict.fromkeys(left_nulls, "INTEGER")),
-                                                   ctes)  # the left's other columns' types, for the right's NULLs
-        right_branch = _typed_nulls(right_branch, right_nulls, probe, probe_outputs)
-        right_nulls = []
-    if left_nulls:  # SELECT NULL AS x … UNION SELECT a …: the NULL takes the other branch's type, as in DuckDB
-        right, right_outputs = planner._plan_query(right_branch, ctes)
-        left, left_outputs = planner._plan_query(_typed_nulls(left_branch, left_nulls, right, right_outputs), ctes)
-    else:
-        left, left_outputs = planner._plan_query(left_branch, ctes)
-        if right_nulls:
-            right_branch = _typed_nulls(right_branch, right_nulls, left, left_outputs)
-        right, right_outputs = planner._plan_query(right_branch, ctes)
-    if len(left_outputs) != len(right_outputs):
-        raise _error(f"each branch of {name} must have the same number of columns: the left has "
-                     f"{len(left_outputs)}, the right {len(right_outputs)}", query)
-    left_schema, right_schema = left.node.output_schema, right.node.output_schema
-    names, fields = [], []
-    for position, ((out_name, left_internal), (_, right_internal)) in enumerate(zip(left_outputs, right_outputs)):
-        left_field, right_field = left_schema.field(left_internal), right_schema.field(right_internal)
-        try:
-            dtype = _branch_type(sql_type(left_field), sql_type(right_field))
-        except TypeError:
-            raise _error(f"{name}: column {position + 1} ({out_name!r}) is {left_field.type} in the left branch "
-                         f"and {right_field.type} in the right, which have no common type; CAST one of them",
-                         query) from None
-        names.append(out_name)
-        nullable = left_field.nullable or right_field.nullable
-        fields.append(null_typed_field(planner._fresh(out_name), nullable) if pa.types.is_null(dtype)
-                      else pa.field(planner._fresh(out_name), dtype, nullable))
     tagged = isinstance(query, (exp.Intersect, exp.Except))
     numbered = tagged and not distinct  # INTERSECT ALL / EXCEPT ALL: each copy of a row is a row of its own
     schema = pa.schema(fields + ([pa.field(_SIDE, pa.int32(), False)] if tagged else []))
     keys = tuple(f.name for f in fields)
-    sources = tuple(_aligned(planner, relation.node, [i for _, i in outputs], schema, side if tagged else None)
-                    for side, (relation, outputs) in enumerate(((left, left_outputs), (right, right_outputs)), 1))
+    sources = tuple(_aligned(planner, relation.node, [i for _, i in outputs], schema, side if tagged else None,
+                             all_null)
+                    for side, (relation, outputs, all_null) in enumerate((left, right), 1))
     if numbered:
         try:
             sources = tuple(planner._builder(source).window([_quote(k) for k in keys], [],
@@ -140,7 +212,7 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     # distinct ones first (TPC-DS q14's INTERSECT: 2.5M rows of 3,837 distinct keys hashed across drivers).
     union = LocalPartitionNode(id=planner.ids.next_id(), output_schema=schema, sources=sources,
                                partition_kind="arbitrary", keys=())
-    rows = left.rows + right.rows
+    rows = left[0].rows + right[0].rows
     node: PlanNode = union
     try:
         if tagged:
@@ -153,58 +225,45 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
             keep = (exp.And(this=exp.EQ(this=_column("$setop_first"), expression=exp.Literal.number(1)),
                             expression=last) if isinstance(query, exp.Intersect) else last)
             node = builder.filter(keep).project([_quote(k) for k in keys]).plan()
-            rows = left.rows
+            rows = left[0].rows
         elif distinct:
             node = planner._builder(union).aggregation([_quote(k) for k in keys], []).plan()
     except PlanError as error:
         raise planner._plan_error(error, query) from None
-    stats = {} if tagged or distinct else _union_statistics(left, left_outputs, right, right_outputs, keys)
-    return Relation(node, {}, frozenset(), max(1.0, rows), stats), list(zip(names, keys))
+    stats = {} if tagged or distinct else _union_statistics(left, right, keys)
+    return Relation(node, {}, frozenset(), max(1.0, rows), stats)
 
 
-def _union_statistics(left: "Relation", left_outputs, right: "Relation", right_outputs, keys) -> dict:
-    """Return a UNION ALL's column statistics: per column known in both branches, the larger distinct count and
-    the widest range.
+def _union_statistics(left, right, keys) -> dict:
+    """Return a UNION ALL's column statistics, for the SQL join ordering: the typed plan's rule
+    (:func:`~gpu_engine.optimizer.cardinality.union_columns`) over the branches' statistics of each column.
 
     Why: a relation without a column's statistics counts its rows as that column's distinct values, which
     reads a fact table's foreign key as unique: TPC-DS q5's union of store_sales and store_returns (3.2M rows)
     joined to 12 stores was estimated at 12 rows, joined first, and its 3M rows became the build side of the
     join with 15 dates.
     """
-    from gpu_engine.sql.statistics import ColumnStatistics
-
-    stats = {}
-    for key, (_, left_name), (_, right_name) in zip(keys, left_outputs, right_outputs):
-        a, b = left.stats.get(left_name), right.stats.get(right_name)
-        if a is None or b is None or not a.ndv or not b.ndv:
-            continue
-        try:
-            low = None if a.minimum is None or b.minimum is None else min(a.minimum, b.minimum)
-            high = None if a.maximum is None or b.maximum is None else max(a.maximum, b.maximum)
-        except TypeError:  # values of two types (a branch cast): the range is unknown
-            low = high = None
-        stats[key] = ColumnStatistics(max(a.ndv, b.ndv), low, high)
-    return stats
+    branches = []
+    for relation, outputs, _ in (left, right):
+        branches.append({key: relation.stats[internal] for key, (_, internal) in zip(keys, outputs)
+                         if internal in relation.stats})
+    return union_columns(keys, branches)
 
 
 def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
-    """Return the type a column of two branches unifies to: DuckDB's common type, and VARCHAR for text beside a
-    number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``)."""
+    """Return the type a column of two branches unifies to: DuckDB's common type; VARCHAR for text beside a
+    number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``);
+    the number's type for a boolean beside a number (``SELECT true UNION ALL SELECT 2.5`` is DECIMAL(2,1) 1.0)."""
     try:
         return common_type(left, right)
     except TypeError:
         if is_string(left) != is_string(right) and not any(pa.types.is_null(t) or pa.types.is_binary(t)
                                                              for t in (left, right)):
             return pa.string()
+        for boolean, number in ((left, right), (right, left)):
+            if pa.types.is_boolean(boolean) and is_numeric(number):
+                return number
         raise
-
-
-#: SQL type names of the Arrow types a bare NULL branch column may take from the other branch.
-_SQL_TYPES = {pa.int8(): "TINYINT", pa.int16(): "SMALLINT", pa.int32(): "INTEGER", pa.int64(): "BIGINT",
-              pa.float32(): "REAL", pa.float64(): "DOUBLE", pa.string(): "VARCHAR", pa.large_string(): "VARCHAR",
-              pa.bool_(): "BOOLEAN", pa.date32(): "DATE", pa.timestamp("us"): "TIMESTAMP",
-              pa.timestamp("us", tz="UTC"): "TIMESTAMPTZ", pa.month_day_nano_interval(): "INTERVAL",
-              pa.time64("us"): "TIME"}
 
 
 def _unwrapped(branch: exp.Expression) -> exp.Expression:
@@ -212,22 +271,6 @@ def _unwrapped(branch: exp.Expression) -> exp.Expression:
             branch.args.get(key) for key in ("order", "limit", "offset")):
         branch = branch.this
     return branch
-
-
-def _bare_null_positions(branch: exp.Expression) -> list[int]:
-    """Return the positions where a branch selects a bare ``NULL`` (a column of no type of its own).
-
-    A branch that is a set operation itself has one where each of its branches has (``SELECT NULL UNION ALL
-    SELECT NULL``), so the outer branch types it, as DuckDB unifies every branch of a chain.
-    """
-    select = _unwrapped(branch)
-    if isinstance(select, exp.SetOperation) and not any(select.args.get(k) for k in ("order", "limit", "offset")):
-        right = set(_bare_null_positions(select.expression))
-        return [position for position in _bare_null_positions(select.this) if position in right]
-    if not isinstance(select, exp.Select):
-        return []
-    return [i for i, e in enumerate(select.expressions)
-            if isinstance(e.this if isinstance(e, exp.Alias) else e, exp.Null) or _null_values_cells(select, e)]
 
 
 def _null_values_cells(select: exp.Select, item: exp.Expression) -> list[exp.Null]:
@@ -254,42 +297,6 @@ def _null_values_cells(select: exp.Select, item: exp.Expression) -> list[exp.Nul
     return cells if all(isinstance(cell, exp.Null) for cell in cells) else []
 
 
-def _cast_nulls(branch: exp.Expression, types: Mapping[int, str]) -> exp.Expression:
-    """Return a copy of ``branch`` with its bare NULL at each position of ``types`` cast to that SQL type."""
-    copy = branch.copy()
-    pending = [copy]
-    while pending:
-        select = _unwrapped(pending.pop())
-        if isinstance(select, exp.SetOperation):
-            pending += [select.this, select.expression]
-            continue
-        for position, name in types.items():
-            item = select.expressions[position]
-            null = item.this if isinstance(item, exp.Alias) else item
-            for cell in _null_values_cells(select, item) or [null]:
-                cell.replace(exp.Cast(this=exp.Null(), to=exp.DataType.build(name, dialect="duckdb")))
-    return copy
-
-
-def _typed_nulls(branch: exp.Expression, positions: list[int], other: "Relation",
-                 other_outputs: list[tuple[str, str]]) -> exp.Expression:
-    """Return a copy of ``branch`` whose bare NULLs at ``positions`` are cast to the other branch's column types."""
-    types = {}
-    for position in positions:
-        if position >= len(other_outputs):
-            continue  # the column counts differ: the caller says so
-        field = other.node.output_schema.field(other_outputs[position][1])
-        dtype = field.type
-        if is_null_typed(field):
-            continue  # the other's column is of the NULL type too (a derived table's NULL): both stay untyped
-        if pa.types.is_decimal(dtype):
-            types[position] = f"DECIMAL({dtype.precision}, {dtype.scale})"
-        elif dtype in _SQL_TYPES:
-            types[position] = _SQL_TYPES[dtype]
-        # else left untyped: the planner asks for a CAST
-    return _cast_nulls(branch, types)
-
-
 def _column(name: str) -> exp.Column:
     """Return the internal column ``name`` as a tree."""
     return exp.column(exp.to_identifier(name, quoted=True))
@@ -300,14 +307,15 @@ def _quote(name: str) -> str:
 
 
 def _aligned(planner: "QueryPlanner", node: PlanNode, internals: list[str], schema: pa.Schema,
-             side: int | None) -> PlanNode:
-    """Project a branch onto the set operation's columns: its names, its unified types and the side tag."""
+             side: int | None, all_null: set[int]) -> PlanNode:
+    """Project a branch onto the set operation's columns: its names, its unified types and the side tag; a column
+    of NULLs only (at ``all_null``, :func:`_all_null_positions`) as a NULL of the unified type."""
     names, expressions = [], []
-    for internal, target in zip(internals, schema):
+    for position, (internal, target) in enumerate(zip(internals, schema)):
         source = node.output_schema.field(internal)
         column = ColumnRef(internal, source.type)
         names.append(target.name)
-        if is_null_typed(source):  # a column of SQL's NULL type takes the other branch's type
+        if is_null_typed(source) or position in all_null:  # no type of its own: takes the other branches' type
             expressions.append(column if is_null_typed(target) else Literal(None, target.type))
         else:
             expressions.append(column if column.dtype == target.type else Cast(column, target.type))
@@ -323,7 +331,12 @@ def ordered_set_operation(query: exp.SetOperation, alias: str) -> exp.Select:
 
     Why: ORDER BY, LIMIT and OFFSET written after a set operation apply to its
     whole result and name its output columns (the first branch's names), so
-    they are planned as the clauses of a SELECT over it.
+    they are planned as the clauses of a SELECT over it. A name resolves as
+    DuckDB's binder resolves it: an output name, else the name a later branch
+    gives that column (``SELECT a AS x … UNION ALL SELECT b AS y … ORDER BY
+    y``), else a qualified column a branch selects as it is (``ORDER BY t.a``);
+    any other is refused naming the columns there are (not the synthetic
+    alias of the SELECT written here).
     """
     inner = query.copy()
     clauses = {}
@@ -331,19 +344,63 @@ def ordered_set_operation(query: exp.SetOperation, alias: str) -> exp.Select:
         if inner.args.get(key) is not None:
             clauses[key] = inner.args[key]
             inner.set(key, None)
+    names = query.named_selects
     select = exp.Select(expressions=[exp.alias_(exp.column(name, table=alias, quoted=True), name, quoted=True)
-                                     for name in query.named_selects])
+                                     for name in names])
     select.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(
         this=exp.to_identifier(alias, quoted=True)))))
 
     def qualify(node: exp.Expression) -> exp.Expression:
-        if isinstance(node, exp.Column) and not node.table:
-            return exp.column(node.args["this"].copy(), table=alias, quoted=True)
+        if isinstance(node, exp.Column) and not _in_subquery(node, clauses["order"]):
+            position = _order_column_position(node, query)
+            if position is None:
+                line, col = position_of(node)
+                raise SqlError(f"ORDER BY {node.sql(dialect='duckdb')}: the result of {set_operation_name(query)} "
+                               f"has no such column (its columns: {', '.join(names)}); name one of them or its "
+                               "position", line=line, col=col, name=node.sql(dialect="duckdb"),
+                               candidates=names)
+            return exp.column(exp.to_identifier(names[position], quoted=True), table=alias, quoted=True)
         return node
 
     for key, value in clauses.items():
         select.set(key, value.transform(qualify) if key == "order" else value)
     return select
+
+
+def _in_subquery(node: exp.Expression, top: exp.Expression) -> bool:
+    """Return whether ``node`` sits in a query nested inside ``top`` (its columns are that query's own)."""
+    parent = node.parent
+    while parent is not None and parent is not top:
+        if isinstance(parent, (exp.Query, exp.Subquery)):
+            return True
+        parent = parent.parent
+    return False
+
+
+def _branch_selects(query: exp.Expression) -> list[exp.Select]:
+    """Return the SELECTs whose columns a set operation's result has, left to right (through parentheses)."""
+    query = _unwrapped(query)
+    while isinstance(query, exp.Subquery):
+        query = query.this
+    if isinstance(query, exp.SetOperation):
+        return _branch_selects(query.this) + _branch_selects(query.expression)
+    return [query] if isinstance(query, exp.Select) else []
+
+
+def _order_column_position(column: exp.Column, query: exp.SetOperation) -> int | None:
+    """Return the output position an ORDER BY column after ``query`` names (:func:`ordered_set_operation`)."""
+    names = query.named_selects
+    if not column.table and column.name in names:
+        return names.index(column.name)
+    for select in _branch_selects(query):
+        for position, item in enumerate(select.expressions[:len(names)]):
+            value = item.this if isinstance(item, exp.Alias) else item
+            if column.table and isinstance(value, exp.Column) and value.table == column.table \
+                    and value.name == column.name:
+                return position
+            if not column.table and item.alias_or_name == column.name:
+                return position
+    return None
 
 
 def check_set_operation_widths(tree: exp.Expression) -> None:
