@@ -128,17 +128,43 @@ def _expand(item: exp.Expression) -> list[list[exp.Expression]]:
     return [[item]]
 
 
-def _grouping_sets(group: list[exp.Expression]) -> list[list[exp.Expression]]:
-    """Return the cross product of the GROUP BY items' sets, in DuckDB's order (a key listed twice in a set once)."""
+def _positional(key: exp.Expression, projections: list[exp.Expression]) -> exp.Expression:
+    """Return the SELECT-list expression an integer key of a grouping set names by position (``ROLLUP (a, 2)``
+    groups by the second output, as DuckDB reads it), else ``key``.
+
+    Why here: the qualifier resolves positions in a plain GROUP BY list only, not inside ROLLUP / CUBE /
+    GROUPING SETS, where the planner refused ``1`` as "a constant".
+    """
+    if not (isinstance(key, exp.Literal) and not key.is_string and key.this.isdigit()):
+        return key
+    position = int(key.this)
+    if not 1 <= position <= len(projections):
+        raise _error(f"GROUP BY position {position} is out of range: the SELECT list has {len(projections)} "
+                     f"column{'s' if len(projections) != 1 else ''} (1 to {len(projections)})", key)
+    named = projections[position - 1]
+    return (named.this if isinstance(named, exp.Alias) else named).copy()
+
+
+def _grouping_sets(group: list[exp.Expression], projections: list[exp.Expression]) -> list[list[exp.Expression]]:
+    """Return the cross product of the GROUP BY items' sets, in DuckDB's order (a key listed twice in a set once);
+    an integer key is the SELECT list's expression at that position (:func:`_positional`)."""
     sets: list[list[exp.Expression]] = [[]]
     for item in group:
         sets = [left + right for left in sets for right in _expand(item)]
         if len(sets) > MAX_GROUPING_SETS:
             raise _error(f"the GROUP BY expands to more than {MAX_GROUPING_SETS} grouping sets", item)
+    written = {key.sql() for keys in sets for key in keys if _positional(key, projections) is key}
     unique = []
     for keys in sets:
         texts = {}
         for key in keys:
+            resolved = _positional(key, projections)
+            if resolved is not key and resolved.sql() in written:
+                # DuckDB keeps the two as distinct keys and reads the SELECT list's column from the positional
+                # one (NULL in the sets holding only the written one): refused rather than answered otherwise.
+                raise _error(f"GROUP BY position {key.this} repeats the key {resolved.sql(dialect='duckdb')} "
+                             "written in the same GROUP BY; name the key once (by name or by position)", key)
+            key = resolved
             if isinstance(key, (exp.Literal, exp.Null, exp.Boolean)):
                 raise _error("GROUP BY a constant in a grouping set (group by a column or an expression)", key)
             if isinstance(key, (*_SET_ITEMS, exp.Tuple)):
@@ -160,7 +186,7 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     from gpu_engine.plans.nodes import PlanNode
     from gpu_engine.sql.planning_context import Relation, quoted
 
-    sets = _grouping_sets(_group_items(select, group))
+    sets = _grouping_sets(_group_items(select, group), select.expressions)
     keys: dict[str, exp.Expression] = {}
     for kept in sets:
         for key in kept:

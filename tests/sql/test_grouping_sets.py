@@ -71,6 +71,13 @@ QUERIES = [
     "SELECT a, b, grouping_id() AS gi FROM t GROUP BY CUBE (a, b)",  # no arguments: every key, in order
     # grouping() of a subquery belongs to it, not to the query around it.
     "SELECT a, (SELECT grouping(x.a) FROM t x GROUP BY ROLLUP (x.a) ORDER BY 1 DESC LIMIT 1) AS g FROM t GROUP BY a",
+    # An integer key of a grouping set names a SELECT-list column by position, as DuckDB reads it (was refused as
+    # "a constant"); the keys of ROLLUP (a, 2) are those of ROLLUP (a, b), an expression's position its expression.
+    "SELECT a, b, count(*) AS n, grouping(a, b) AS g FROM t GROUP BY ROLLUP (a, 2)",
+    "SELECT a, b, sum(c) AS total FROM t GROUP BY CUBE (1, 2)",
+    "SELECT a, s, sum(c) AS total FROM t GROUP BY GROUPING SETS ((1), (1, 2), ())",
+    "SELECT a + 1 AS x, count(*) AS n FROM t GROUP BY ROLLUP (1)",
+    "SELECT a, b, count(*) AS n FROM t GROUP BY a, ROLLUP (2)",
 ]
 
 SIMULATED = [q for q in QUERIES if q.startswith(("SELECT a, b, sum(c) AS s, count(*) AS n, grouping(a, b)",
@@ -173,7 +180,13 @@ def _plan_error(sql: str) -> str:
 @pytest.mark.parametrize("sql, message", [
     ("SELECT a, grouping(c) AS g FROM t GROUP BY ROLLUP (a)",
      "the argument t.c of grouping() must be a grouping column (a key of the GROUP BY)"),
-    ("SELECT a, count(*) AS n FROM t GROUP BY ROLLUP (a, 1)", "GROUP BY a constant in a grouping set"),
+    # DuckDB keeps a position repeating a written key as a key of its own, the SELECT list reading that one (its
+    # ROLLUP (a, 1) gives a NULL in the set (a)): refused, not answered otherwise.
+    ("SELECT a, count(*) AS n FROM t GROUP BY ROLLUP (a, 1)",
+     "GROUP BY position 1 repeats the key t.a written in the same GROUP BY"),
+    ("SELECT a, count(*) AS n FROM t GROUP BY ROLLUP (a, 3)",
+     "GROUP BY position 3 is out of range: the SELECT list has 2 columns (1 to 2)"),
+    ("SELECT a, count(*) AS n FROM t GROUP BY ROLLUP (a, 'x')", "GROUP BY a constant in a grouping set"),
     ("SELECT a, count(*) AS n FROM t GROUP BY GROUPING SETS (GROUPING SETS ((a)), ())",
      "GROUPING SETS nested in GROUPING SETS"),
     ("SELECT count(*) AS n FROM t GROUP BY CUBE (a, b, s, c, d, m, a, b, s, c, d, m, a)",
