@@ -96,7 +96,9 @@ from gpu_engine.plans.nodes import (
 from gpu_engine.plans.functions import function_type
 from gpu_engine.plans.intervals import IntervalValue
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
-from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, ScalarSubquery
+from gpu_engine.plans.subqueries import (
+    QUANTIFIED_OPS, Exists, InSubquery, OuterColumn, QuantifiedComparison, ScalarSubquery,
+)
 from gpu_engine.plans.type_coercion import arithmetic_type, is_castable, is_comparable, unimplemented_cast
 
 __all__ = ["validate_plan", "validate_expression", "UNARY_OPS", "EXTRACT_FIELDS",
@@ -783,6 +785,23 @@ def _(expr: ScalarSubquery, schema: pa.Schema, label: str) -> None:
     column_type = expr.subquery.output_schema.field(expr.column).type
     if expr.dtype != column_type:
         raise _wrong_type(expr, column_type, label)
+
+
+@_validate_expr.register
+def _(expr: QuantifiedComparison, schema: pa.Schema, label: str) -> None:
+    _validate_expr(expr.value, schema, label)
+    _subquery_predicate(expr, schema, label)
+    if expr.op not in QUANTIFIED_OPS or not isinstance(expr.every, bool):
+        raise PlanError(f"a quantified comparison's op must be one of {', '.join(QUANTIFIED_OPS)} and every true or "
+                        f"false, got {expr.op!r}, {expr.every!r}", node=label, column=expr.sql())
+    names = expr.subquery.output_schema.names
+    if expr.column not in names:
+        raise PlanError(f"{QUANTIFIED_OPS[expr.op]} {'ALL' if expr.every else 'ANY'} compares with column "
+                        f"{expr.column!r}, which its subquery does not output ({', '.join(names)})", node=label,
+                        column=expr.column)
+    if not is_comparable(expr.value.dtype, expr.subquery.output_schema.field(expr.column).type):
+        raise PlanError(f"{QUANTIFIED_OPS[expr.op]} {'ALL' if expr.every else 'ANY'} compares {expr.value.dtype} "
+                        f"with {expr.subquery.output_schema.field(expr.column).type}", node=label, column=expr.sql())
 
 
 @_validate_expr.register

@@ -9,8 +9,10 @@ anti or null-aware anti join, keyed on the correlation's equalities), which
 every plan goes through — planned from SQL, built with
 :class:`~gpu_engine.plans.plan_builder.PlanBuilder` (``filter`` takes a typed
 expression) or read from JSON — before it runs. No operator evaluates them.
-Under OR, NOT, inside an expression or in a Project's expressions an EXISTS /
-IN is a mark join (every outer row kept with a match flag, IN's NULL-aware); a
+A :class:`QuantifiedComparison` (``x > ALL (SELECT …)``) is answered from the
+subquery's counts and bounds per correlation key, a mark join too. Under OR,
+NOT, inside an expression or in a Project's expressions an EXISTS / IN is a
+mark join (every outer row kept with a match flag, IN's NULL-aware); a
 correlation the rule cannot join on is refused there by name.
 
 A :class:`ScalarSubquery` (DataFusion's ``Expr::ScalarSubquery``) is the value
@@ -42,8 +44,8 @@ import pyarrow as pa
 from gpu_engine.plans.expressions import ColumnRef, Expr
 from gpu_engine.plans.nodes import PlanNode, walk_plan
 
-__all__ = ["OuterColumn", "Exists", "InSubquery", "ScalarSubquery", "is_subquery_predicate", "is_subquery",
-           "transformed", "walk_plan_and_subqueries"]
+__all__ = ["OuterColumn", "Exists", "InSubquery", "QuantifiedComparison", "ScalarSubquery", "is_subquery_predicate",
+           "is_subquery", "transformed", "walk_plan_and_subqueries", "QUANTIFIED_OPS"]
 
 
 @dataclass(frozen=True)
@@ -99,6 +101,43 @@ class InSubquery(Expr):
                 f"({self.subquery.label}.{self.column}{where})")
 
 
+#: The comparison operators of a :class:`QuantifiedComparison` and their SQL spelling.
+QUANTIFIED_OPS = {"eq": "=", "ne": "<>", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+@dataclass(frozen=True)
+class QuantifiedComparison(Expr):
+    """``value op ANY|SOME (SELECT column ...)`` (``every``: ``op ALL``), with SQL's three-valued logic.
+
+    ANY is TRUE where ``value op v`` holds for some value ``v`` of ``column`` (meeting the correlation with the outer
+    row); else FALSE over no rows, NULL where ``value`` is NULL or some ``v`` is NULL, FALSE otherwise. ALL is
+    FALSE where ``value op v`` fails for some non-NULL ``v``; else TRUE over no rows, NULL where ``value`` or some
+    ``v`` is NULL, TRUE otherwise (``x > ALL (empty)`` is TRUE, as DuckDB answers).
+
+    Why a predicate of its own (Postgres's ANY/ALL ``SubLink``): ``= ANY`` is IN and ``<> ALL`` NOT IN, which
+    :class:`InSubquery` says (the decorrelation rule reads them so); the ordered forms and ``<> ANY`` / ``= ALL``
+    are answered from the subquery's ``count(*)``, ``count(column)``, ``min`` and ``max`` per correlation key,
+    joined to each outer row (:func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries`).
+    """
+
+    value: Expr
+    subquery: PlanNode
+    column: str
+    op: str
+    every: bool = False
+    correlation: Expr | None = None
+    negated: bool = False
+    dtype: pa.DataType = field(default_factory=pa.bool_)
+
+    def children(self) -> tuple[Expr, ...]:
+        return (self.value,) + _outer_inputs(self.correlation)
+
+    def sql(self) -> str:
+        where = f" WHERE {self.correlation.sql()}" if self.correlation is not None else ""
+        return (f"{'NOT ' if self.negated else ''}{self.value.sql()} {QUANTIFIED_OPS.get(self.op, self.op)} "
+                f"{'ALL' if self.every else 'ANY'} ({self.subquery.label}.{self.column}{where})")
+
+
 @dataclass(frozen=True)
 class ScalarSubquery(Expr):
     """``(SELECT column FROM subquery [WHERE correlation])``: the value of the subquery's one row (meeting the
@@ -143,13 +182,14 @@ def _outer_inputs(correlation: Expr | None) -> tuple[Expr, ...]:
 
 
 def is_subquery_predicate(expr: Expr) -> bool:
-    """Return True for an :class:`Exists` or :class:`InSubquery`."""
-    return isinstance(expr, (Exists, InSubquery))
+    """Return True for an :class:`Exists`, :class:`InSubquery` or :class:`QuantifiedComparison`."""
+    return isinstance(expr, (Exists, InSubquery, QuantifiedComparison))
 
 
 def is_subquery(expr: Expr) -> bool:
-    """Return True for any typed subquery: an :class:`Exists`, :class:`InSubquery` or :class:`ScalarSubquery`."""
-    return isinstance(expr, (Exists, InSubquery, ScalarSubquery))
+    """Return True for any typed subquery: an :class:`Exists`, :class:`InSubquery`, :class:`QuantifiedComparison`
+    or :class:`ScalarSubquery`."""
+    return isinstance(expr, (Exists, InSubquery, QuantifiedComparison, ScalarSubquery))
 
 
 def transformed(expr: Expr, replace_node) -> Expr:

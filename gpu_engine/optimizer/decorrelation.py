@@ -36,6 +36,12 @@ columns follows. A correlation other than key equalities is refused by name ther
 probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
 anti joins that build a smaller outer side.
 
+A quantified comparison ``x op ANY|ALL (SELECT c …)`` (:class:`~gpu_engine.plans.subqueries.QuantifiedComparison`)
+is ``x IN`` for ``= ANY`` and ``x NOT IN`` for ``<> ALL``; the other forms are mark joins wherever they stand (a
+conjunct too: ``x > ALL`` over no rows is TRUE, no semi join's answer), their flag SQL's three values over the
+subquery's ``count(*)``, ``count(c)``, ``min(c)`` and ``max(c)`` per correlation key (``_quantified``). A bare
+``NOT IN`` over a correlated subquery, which no null-aware anti join keys, is a NULL-aware mark join too.
+
 A conjunct holding uncorrelated scalar subqueries (:class:`~gpu_engine.plans.subqueries.ScalarSubquery`, anywhere
 in it: under OR, in arithmetic) becomes an inner nested-loop join of the Filter's input with each subquery's plan
 under an EnforceSingleRow (added unless the plan ends in one: no row is one row of NULLs, several fail the
@@ -86,7 +92,8 @@ from gpu_engine.plans.nodes import (
 )
 from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.plans.subqueries import (
-    Exists, InSubquery, OuterColumn, ScalarSubquery, is_subquery, is_subquery_predicate, transformed,
+    Exists, InSubquery, OuterColumn, QuantifiedComparison, ScalarSubquery, is_subquery, is_subquery_predicate,
+    transformed,
 )
 
 __all__ = ["decorrelate_subqueries", "holds_subqueries"]
@@ -190,9 +197,13 @@ class _Decorrelator:
         return new
 
     def _filter(self, node: FilterNode) -> PlanNode:
-        parts = conjuncts(node.predicate)
-        subqueries = [part for part in parts if is_subquery_predicate(part)]
-        rest = [part for part in parts if not is_subquery_predicate(part)]
+        parts = [_as_membership(part) for part in conjuncts(node.predicate)]
+        # (a quantified comparison alone is a mark join's flag too: ALL's TRUE over no rows is no semi join's; so is
+        # a NOT IN over a correlated subquery, NULL-aware, where no null-aware anti join keys it)
+        subqueries = [part for part in parts if is_subquery_predicate(part) and not isinstance(
+            part, QuantifiedComparison) and not (isinstance(part, InSubquery) and part.negated
+                                                 and part.correlation is not None)]
+        rest = [part for part in parts if not any(part is sub for sub in subqueries)]
         marked = [part for part in rest if _subquery_predicates(part)]  # under OR / NOT / inside an expression
         rest = [part for part in rest if not _subquery_predicates(part)]
         scalars = [part for part in rest if _scalar_subqueries(part)]
@@ -227,7 +238,10 @@ class _Decorrelator:
         ``scalar_subquery_to_join`` over a projection; an EXISTS / IN there is a mark join's flag (:meth:`_mark`).
         """
         found: dict[int, ScalarSubquery] = {}
-        predicates: dict[int, Exists | InSubquery] = {}
+        predicates: dict[int, Exists | InSubquery | QuantifiedComparison] = {}
+        expressions = tuple(_as_membership(expr) for expr in node.expressions)
+        if any(a is not b for a, b in zip(expressions, node.expressions)):
+            node = replace(node, expressions=expressions)
         for expr in node.expressions:
             for sub in walk(expr):
                 if is_subquery_predicate(sub):
@@ -298,6 +312,8 @@ class _Decorrelator:
         """
         name = f"$mark.{base}"
         inner, predicate = self._apart(outer, self.visit(predicate.subquery), predicate, base)
+        if isinstance(predicate, QuantifiedComparison) and not isinstance(predicate.value, Expr):
+            raise PlanError("a quantified comparison's value must be an expression", node=label)
         pairs: list[tuple[Expr, Expr]] = []
         for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
             if _scalar_subqueries(part):
@@ -309,6 +325,8 @@ class _Decorrelator:
                                 "correlation is not equalities of an outer and a subquery expression (write it as "
                                 "a conjunct of WHERE, or correlate by equalities)", node=label, column=predicate.sql())
             pairs.append(self._one_layout(*pair, predicate, label))
+        if isinstance(predicate, QuantifiedComparison):
+            return self._quantified(outer, inner, predicate, pairs, name, base, label)
         value = None
         if isinstance(predicate, InSubquery):
             if predicate.column not in inner.output_schema.names:
@@ -341,6 +359,43 @@ class _Decorrelator:
                          (UnaryOp("is_null", value[0], pa.bool_()), null),
                          (BinaryOp("gt", rows, values, pa.bool_()), null)), Literal(False, pa.bool_()), pa.bool_())
         return current, UnaryOp("not", flag, pa.bool_()) if predicate.negated else flag
+
+    def _quantified(self, outer: PlanNode, inner: PlanNode, predicate: QuantifiedComparison,
+                    pairs: list[tuple[Expr, Expr]], name: str, base: str, label: str) -> tuple[PlanNode, Expr]:
+        """Return ``outer`` left joined with the facts of a quantified comparison's subquery per correlation key
+        (``count(*)``, ``count(column)``, ``min``, ``max``; uncorrelated: one row, nested-loop joined), and the
+        comparison's value over them, SQL's three values (:class:`~gpu_engine.plans.subqueries.QuantifiedComparison`).
+
+        ``x > ANY`` holds where ``x > min`` (``<``: ``x < max``); ``x > ALL`` fails where ``x <= max``; ``<> ANY``
+        holds and ``= ALL`` fails where ``x`` differs from ``min`` or ``max``. Past that: no rows (a key without
+        rows: the left join's NULL count) gives ALL's TRUE and ANY's FALSE, then a NULL ``x`` or a NULL value of the
+        subquery (``count(column) < count(*)``) NULL, else ALL's TRUE and ANY's FALSE.
+        """
+        column = ColumnRef(predicate.column, inner.output_schema.field(predicate.column).type)
+        value, column = self._one_layout(predicate.value, column, predicate, label)
+        int64 = pa.int64()
+        facts = [(f"{name}.n", AggregateCall("count_star", None, int64)),
+                 (f"{name}.nn", AggregateCall("count", column, int64)),
+                 (f"{name}.lo", AggregateCall("min", column, column.dtype)),
+                 (f"{name}.hi", AggregateCall("max", column, column.dtype))]
+        current, _ = self._left_joined(outer, inner, pairs, name, "q", facts, base, False)
+        rows, values = ColumnRef(f"{name}.n", int64), ColumnRef(f"{name}.nn", int64)
+        lo, hi = ColumnRef(f"{name}.lo", column.dtype), ColumnRef(f"{name}.hi", column.dtype)
+        boolean, every, op = pa.bool_(), predicate.every, predicate.op
+        if op in ("eq", "ne"):  # <> ANY holds, = ALL fails, where x differs from the least or the greatest value
+            decided: Expr = BinaryOp("or", BinaryOp("ne", value, lo, boolean), BinaryOp("ne", value, hi, boolean),
+                                     boolean)
+        else:  # x > ANY: above the least; x > ALL: above the greatest (fails where not)
+            bound = lo if (op in ("gt", "ge")) != every else hi
+            decided = BinaryOp(op, value, bound, boolean)
+            if every:
+                decided = UnaryOp("not", decided, boolean)
+        no_rows = BinaryOp("or", UnaryOp("is_null", rows, boolean),
+                           BinaryOp("eq", rows, Literal(0, int64), boolean), boolean)
+        unknown = BinaryOp("or", UnaryOp("is_null", value, boolean), BinaryOp("lt", values, rows, boolean), boolean)
+        flag = Case(((decided, Literal(not every, boolean)), (no_rows, Literal(every, boolean)),
+                     (unknown, Literal(None, boolean))), Literal(every, boolean), boolean)
+        return current, UnaryOp("not", flag, boolean) if predicate.negated else flag
 
     def _left_joined(self, outer: PlanNode, inner: PlanNode, keys: list[tuple[Expr, Expr]], name: str, tag: str,
                      aggregates: list[tuple[str, AggregateCall]], base: str, flag: bool) -> tuple[PlanNode, str]:
@@ -716,7 +771,7 @@ class _Decorrelator:
         if predicate.correlation is not None:  # its ColumnRefs are the subquery's columns (OuterColumns the outer's)
             changes["correlation"] = transformed(predicate.correlation, lambda node: ColumnRef(
                 new[node.name], node.dtype) if isinstance(node, ColumnRef) and node.name in new else None)
-        if isinstance(predicate, InSubquery):
+        if isinstance(predicate, (InSubquery, QuantifiedComparison)):
             changes["column"] = new.get(predicate.column, predicate.column)
         return inner, replace(predicate, **changes)
 
@@ -887,6 +942,18 @@ def _key_common_type(outer: pa.DataType, inner: pa.DataType, label: str) -> pa.D
             return target
     raise PlanError(f"a correlated scalar subquery's correlation compares {outer} with {inner}; cast one side",
                     column=label)
+
+
+def _as_membership(expr: Expr) -> Expr:
+    """Return ``expr`` with each ``x = ANY (S)`` an ``x IN (S)`` and each ``x <> ALL (S)`` an ``x NOT IN (S)`` (SQL
+    defines them so), which are semi, null-aware anti or mark joins; the other quantified comparisons stay."""
+    def membership(node: Expr) -> Expr | None:
+        if isinstance(node, QuantifiedComparison) and (node.op, node.every) in (("eq", False), ("ne", True)):
+            return InSubquery(node.value, node.subquery, node.column, node.correlation,
+                              negated=node.negated != node.every)
+        return None
+
+    return transformed(expr, membership)
 
 
 def _subquery_predicates(expr: Expr) -> list[Exists | InSubquery]:

@@ -373,12 +373,15 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
 
 
 def _value_marks(tree: exp.Expression) -> list[exp.Expression]:
-    """Return the EXISTS / ``x IN (SELECT …)`` of ``tree``'s own scope (outside its scalar subqueries), which
-    :func:`~gpu_engine.sql.subquery_values.typed_value_mark` left to the Project."""
+    """Return the EXISTS / ``x IN (SELECT …)`` / ``x op ANY|ALL (SELECT …)`` of ``tree``'s own scope (outside its
+    scalar subqueries), which :func:`~gpu_engine.sql.subquery_values.typed_value_mark` left to the Project."""
+    from gpu_engine.sql.decorrelation import quantified_parts
+
     found, stack = [], [tree]
     while stack:
         node = stack.pop()
-        if isinstance(node, exp.Exists) or isinstance(node, exp.In) and node.args.get("query") is not None:
+        if isinstance(node, exp.Exists) or isinstance(node, exp.In) and node.args.get("query") is not None or \
+                quantified_parts(node) is not None:
             found.append(node)
         elif not isinstance(node, (exp.Subquery, exp.Select, exp.SetOperation)):
             stack.extend(node.iter_expressions())
@@ -396,7 +399,7 @@ def _typed_value_mark(planner: QueryPlanner, mark: exp.Expression, relation: Rel
     """
     from gpu_engine.plans.expressions import ColumnRef
     from gpu_engine.plans.nodes import ProjectNode
-    from gpu_engine.plans.subqueries import InSubquery, OuterColumn, transformed
+    from gpu_engine.plans.subqueries import InSubquery, OuterColumn, QuantifiedComparison, transformed
     from gpu_engine.sql.decorrelation import _typed_predicate, semi_join_of
 
     semi = semi_join_of(planner, mark, False, outer_aliases, ctes, mark)
@@ -425,7 +428,7 @@ def _typed_value_mark(planner: QueryPlanner, mark: exp.Expression, relation: Rel
     changes = {}
     if predicate.correlation is not None:
         changes["correlation"] = inlined(predicate.correlation)
-    if isinstance(predicate, InSubquery):
+    if isinstance(predicate, (InSubquery, QuantifiedComparison)):
         changes["value"] = inlined(predicate.value)
     return dataclasses.replace(predicate, **changes)
 

@@ -176,6 +176,22 @@ def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: ex
         stand_in.replace(subquery)
 
 
+#: sqlglot's comparison nodes and the typed operator of a quantified comparison over them.
+QUANTIFIED_OPERATORS = {exp.EQ: "eq", exp.NEQ: "ne", exp.LT: "lt", exp.LTE: "le", exp.GT: "gt", exp.GTE: "ge"}
+
+
+def quantified_parts(node: exp.Expression) -> tuple[exp.Expression, exp.Expression, str, bool] | None:
+    """Return (value, subquery, operator, every) when ``node`` is ``value op ANY|SOME|ALL (SELECT ...)`` of one value
+    (not a row: :mod:`~gpu_engine.sql.tuple_membership`'s), else None."""
+    operator = QUANTIFIED_OPERATORS.get(type(node))
+    if operator is None or not isinstance(node.expression, (exp.Any, exp.All)) or isinstance(node.this, exp.Tuple):
+        return None
+    query = node.expression.this
+    if not isinstance(subquery_select(query), (exp.Select, exp.SetOperation)):
+        return None  # x = ANY (1, 2): a list, refused by name
+    return node.this, query, operator, isinstance(node.expression, exp.All)
+
+
 @dataclass
 class SemiJoin:
     """A pending [NOT] EXISTS / [NOT] IN: join ``relation`` on key pairs, with an optional filter."""
@@ -186,6 +202,8 @@ class SemiJoin:
     filters: list[exp.Expression]
     tree: exp.Expression
     early: bool = False  # an uncorrelated IN: applied at the scan of its one outer table, like a filter
+    #: A quantified comparison ``x op ANY|ALL (S)`` (its first key pair its value and column): (operator, every).
+    quantifier: tuple[str, bool] | None = None
 
 
 def single_alias(semi: SemiJoin) -> str | None:
@@ -212,8 +230,8 @@ class MarkedConjunct:
     @property
     def filters(self) -> list[exp.Expression]:
         outside = self.tree.copy()  # the conjunct's own columns, outside its subqueries
-        for node in list(outside.find_all(exp.Exists, exp.In)):
-            if isinstance(node, exp.Exists) or node.args.get("query") is not None:
+        for node in list(outside.find_all(exp.Exists, exp.In, *QUANTIFIED_OPERATORS)):
+            if isinstance(node, exp.Exists) or node.args.get("query") is not None or quantified_parts(node):
                 node.replace(exp.true())
         return [outside] + [f for mark in self.marks for f in mark.filters]
 
@@ -258,7 +276,8 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
     if isinstance(tree, (exp.And, exp.Or)):
         left, right = _positive_marks(tree.this), _positive_marks(tree.expression)
         return None if left is None or right is None else left + right
-    if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None):
+    if isinstance(tree, exp.Exists) or (isinstance(tree, exp.In) and tree.args.get("query") is not None) or \
+            quantified_parts(tree) is not None:
         return [tree]
     if not has_subquery(tree):
         return []
@@ -274,7 +293,13 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
 
 
 def mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
-    """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`)."""
+    """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`); a
+    quantified comparison as an IN of its value (any expression without a subquery: projected first)."""
+    quantified = quantified_parts(mark)
+    if quantified is not None:
+        if has_subquery(quantified[0]):
+            return False
+        mark = exp.In(this=exp.column("$value"), query=quantified[1].copy())
     if isinstance(mark, exp.Exists):
         select, value = subquery_select(mark.this), None
     else:
@@ -376,7 +401,15 @@ def counted_exists(tree: exp.Exists, negated: bool) -> tuple[exp.Expression, exp
 def semi_join_of(planner: QueryPlanner, tree: exp.Expression, negated: bool, outer_aliases, ctes,
                  conjunct) -> SemiJoin:
     """Return a correlated ``[NOT] EXISTS`` or a ``x [NOT] IN (SELECT …)`` as a pending semi (anti, null-aware
-    anti) join: the subquery planned, its keys and conditions, which :func:`subquery_filter` types."""
+    anti) join: the subquery planned, its keys and conditions, which :func:`subquery_filter` types. A quantified
+    comparison ``x op ANY|ALL (S)`` is planned as ``x IN (S)`` is, its operator kept (typed a
+    :class:`~gpu_engine.plans.subqueries.QuantifiedComparison`, a mark join's flag)."""
+    quantified = quantified_parts(tree)
+    if quantified is not None:
+        value, query, operator, every = quantified
+        semi = _in_subquery(planner, exp.In(this=value.copy(), query=query.copy()), False, outer_aliases, ctes,
+                            conjunct)
+        return dataclasses.replace(semi, quantifier=(operator, every))
     if isinstance(tree, exp.Exists):
         return _exists(planner, tree, negated, outer_aliases, ctes, conjunct)
     return _in_subquery(planner, tree, negated, outer_aliases, ctes, conjunct)
@@ -906,7 +939,10 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | 
         # the same walk as mark_predicates's, so the n-th found is the n-th mark (find_all's breadth-first order
         # bound `(EXISTS a AND x) OR EXISTS b OR EXISTS c`'s predicates to one another's subqueries)
         for n, node in enumerate(_positive_marks(tree)):
-            node.replace(exp.column(f"$mark{n}", table="$mark"))
+            if node is tree:  # the conjunct itself (a quantified comparison alone: a mark join's flag)
+                tree = exp.column(f"$mark{n}", table="$mark")
+            else:
+                node.replace(exp.column(f"$mark{n}", table="$mark"))
         schema = pa.schema(list(relation.node.output_schema) + [pa.field(name, pa.bool_()) for name in predicates])
         columns = {**relation.columns, **{("$mark", name): name for name in predicates}}
         try:
@@ -937,7 +973,7 @@ def _typed_predicate(planner: QueryPlanner, relation: Relation, semi: SemiJoin):
     nobody reads).
     """
     from gpu_engine.plans.sql_translator import parse_expression
-    from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, transformed
+    from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, QuantifiedComparison, transformed
 
     keys = []
     for outer, inner in semi.keys:  # an expression on the outer side (x + 1 IN (...)) is projected first
@@ -971,9 +1007,10 @@ def _typed_predicate(planner: QueryPlanner, relation: Relation, semi: SemiJoin):
     label = "Filter"
     # IN's own pair is the predicate's value and column, unless its sides still join on two layouts: then the
     # EXISTS of its equality, which the rule keeps as the join's filter (NOT IN: the rule refuses such a pair)
-    in_pair = _in_value(semi.tree) and (semi.join_type == "null_aware_anti" or join_key_layout(
-        outer_schema.field(columns[(keys[0][0].table, keys[0][0].name)]).type) == join_key_layout(
-        inner_schema.field(columns[(keys[0][1].table, keys[0][1].name)]).type))
+    in_pair = (semi.quantifier is not None or _in_value(semi.tree)) and (
+        semi.join_type == "null_aware_anti" or semi.quantifier is not None or join_key_layout(
+            outer_schema.field(columns[(keys[0][0].table, keys[0][0].name)]).type) == join_key_layout(
+            inner_schema.field(columns[(keys[0][1].table, keys[0][1].name)]).type))
     pairs = keys[1:] if in_pair else keys
     parts = [membership_equality(outer.copy(), inner.copy()) for outer, inner in pairs] + list(semi.filters)
     try:
@@ -985,8 +1022,16 @@ def _typed_predicate(planner: QueryPlanner, relation: Relation, semi: SemiJoin):
         if in_pair:
             outer, inner = keys[0]
             value = parse_expression(planner._renamed(outer, relation.columns), outer_schema, label)
-            predicate = InSubquery(value, semi.relation.node, columns[(inner.table, inner.name)], correlation,
-                                   negated=semi.join_type == "null_aware_anti")
+            if semi.quantifier is not None:
+                column = columns[(inner.table, inner.name)]
+                column_type = inner_schema.field(column).type
+                if join_key_layout(value.dtype) != join_key_layout(column_type):
+                    raise PlanError(f"{semi.tree.sql(dialect='duckdb')} compares {value.dtype} with {column_type}; "
+                                    "cast one side")
+                predicate = QuantifiedComparison(value, semi.relation.node, column, *semi.quantifier, correlation)
+            else:
+                predicate = InSubquery(value, semi.relation.node, columns[(inner.table, inner.name)], correlation,
+                                       negated=semi.join_type == "null_aware_anti")
         else:
             predicate = Exists(semi.relation.node, correlation, negated=semi.join_type == "anti")
     except PlanError as error:

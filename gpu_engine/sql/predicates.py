@@ -169,8 +169,10 @@ def free_columns(tree: exp.Expression, bound: frozenset[str] = frozenset()) -> l
 
 
 def has_subquery(tree: exp.Expression) -> bool:
-    """Return whether ``tree`` holds a subquery, an EXISTS or an IN (SELECT ...) anywhere."""
+    """Return whether ``tree`` holds a subquery, an EXISTS, an IN (SELECT ...) or an ANY / ALL (SELECT ...)
+    anywhere."""
     return any(isinstance(node, (exp.Subquery, exp.Exists)) or (isinstance(node, exp.In) and node.args.get("query"))
+               or isinstance(node, (exp.Any, exp.All)) and isinstance(node.this, (exp.Select, exp.SetOperation))
                for node in tree.walk())
 
 

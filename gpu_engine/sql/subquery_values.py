@@ -60,7 +60,7 @@ from gpu_engine.sql.correlated_scalar_rows import is_correlated_scalar_rows
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
     NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, mark_planned, mark_predicates,
-    own_aggregates, select_over, split_correlated, strict_subquery, subquery_select,
+    own_aggregates, quantified_parts, select_over, split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
@@ -234,7 +234,8 @@ def typed_value_mark(select: exp.Select, node: exp.Expression, clause: str, cata
     Why: ``EXISTS (...) AS flag`` was a LEFT-joined ``count(*)`` per key and ``x IN (...)`` a ``x = ANY`` rewrite
     of the sqlglot tree; a typed predicate is joined by the rule for every plan, hand-built and JSON ones too.
     """
-    if clause not in ("expressions", "order") or not (isinstance(node, exp.Exists) or _is_in_query(node)):
+    if clause not in ("expressions", "order") or not (isinstance(node, exp.Exists) or _is_in_query(node)
+                                                      or quantified_parts(node) is not None):
         return False
     if node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is not select:
         return False
