@@ -460,7 +460,8 @@ class QueryPlanner(PlanningContext):
                 raise unsupported("ORDER BY ... WITH FILL", ordered)
         relation, replacements, columns = plan_group_by(self, relation, select, group, aggregates, trees, having, ctes)
         if windows:
-            relation, columns = plan_windows(self, relation, windows, columns, replacements)
+            relation, columns = plan_windows(self, relation, windows, columns, replacements, ctes,
+                                             defined_aliases(select))
         if qualify is not None:
             relation = post_filter(self, relation, qualify, columns, replacements, ctes, defined_aliases(select))
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.

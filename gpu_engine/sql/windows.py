@@ -167,15 +167,36 @@ def _quoted(name: str) -> str:
 
 
 def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[WindowCall],
-                 columns: Mapping[tuple[str, str], str], replacements: Mapping[str, str]
+                 columns: Mapping[tuple[str, str], str], replacements: Mapping[str, str],
+                 ctes: Mapping[str, exp.Expression] | None = None, outer_aliases: set[str] | None = None
                  ) -> tuple["Relation", dict[tuple[str, str], str]]:
-    """Return the relation with every window computed, and ``columns`` with each placeholder mapped to its result."""
+    """Return the relation with every window computed, and ``columns`` with each placeholder mapped to its result.
+
+    A window input holding a scalar subquery the subquery-value rewrites left in place (an uncorrelated one:
+    ``sum((SELECT max(x) FROM u)) OVER (...)``, ``PARTITION BY (SELECT ...)``) is typed as a SELECT-list
+    expression is (:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`: a
+    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` in the Project computing the inputs, joined in by the
+    optimizer's decorrelation rule); such an input was refused as "a subquery in this position". ``ctes`` and
+    ``outer_aliases`` (the SELECT's own FROM aliases) are what that typing reads.
+    """
+    from gpu_engine.sql.aggregate_planning import typed_scalar_subqueries
+    from gpu_engine.sql.predicates import has_subquery
+
     node = relation.node
     available = set(node.output_schema.names)
     computed: dict[str, str] = {}  # rendered expression -> the column holding it
-    pre: list[exp.Expression] = []  # the inputs to compute first, as renamed trees named by their column
+    pre: list = []  # the inputs to compute first, as renamed trees named by their column, or (column, typed)
 
     def column_of(tree: exp.Expression) -> str:
+        if has_subquery(tree):
+            text = "$typed " + tree.sql(dialect="duckdb")
+            if text not in computed:
+                typed = typed_scalar_subqueries(planner, tree, relation, columns, replacements, ctes or {},
+                                                set(outer_aliases or ()))
+                computed[text] = planner._fresh(f"$window_input{len(computed)}")
+                pre.append(aliased(typed, computed[text]) if isinstance(typed, exp.Expression)
+                           else (computed[text], typed))
+            return computed[text]
         renamed = planner._renamed(tree, columns, replacements)
         text = renamed.sql(dialect="duckdb")  # the key that finds an input computed already
         unquoted = exp.to_identifier(text.strip('"')).name if text.startswith('"') and text.endswith('"') else None
