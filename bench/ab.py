@@ -51,6 +51,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py hashed-probes dbbench 2 --sf 10 --runs 9
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
+    python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -910,6 +911,48 @@ def _head_words():
     return module, "_hash_strings_cpu", hash_pass
 
 
+def _growth_stops():
+    """The cpu StringKeyTable growing only what ran out mid-batch (the strings' room or their bytes) and probing the
+    rest of a batch that grew its slots out of the caches without a hash pass (no prefetch), as before the batch
+    after a stop was hashed first (``StringKeyTable._hashed_from``) and both rooms grew together."""
+    import numpy as np
+
+    import gpu_engine.kernels.string_keys as module
+
+    def intern_cpu(self, arguments, ids):
+        n = ids.shape[0]
+        offsets, mapped, has_rows = arguments[0], arguments[4], arguments[5]
+        if has_rows:
+            def ends(i):
+                picked = mapped[:i].astype(np.int64)
+                return int((offsets[picked + 1] - offsets[picked]).sum())
+        else:
+            def ends(i):
+                return int(offsets[i] - offsets[0])
+        row = 0
+        known_before, bytes_before = self._known_bound, self._chars_bound
+        while row < n:
+            row = module._intern_rows_cpu(*arguments, row, self._slots, self._words, self._offsets, self._chars,
+                                          self._state, ids)
+            self._known_bound = int(self._state[0])
+            self._chars_bound = int(self._offsets[self._known_bound])
+            if row < n:
+                at = int(mapped[row]) if has_rows else row
+                length = int(offsets[at + 1] - offsets[at])
+                full = self._known_bound >= min(int(self._words.shape[0]), self.capacity // 2)
+                short = self._chars_bound + length > int(self._chars.shape[0])
+                seen_bytes = ends(row)
+                rest_bytes = ends(n) - seen_bytes
+                seen_bytes = max(seen_bytes, 1)
+                new_rows = -(-(self._known_bound - known_before) * (n - row) // max(row, 1))
+                new_bytes = -(-(self._chars_bound - bytes_before) * rest_bytes // seen_bytes)
+                rows = max(self._known_bound, 1024)
+                size = max(self._chars_bound, 8192)
+                self._reserve(min(n - row, max(rows, min(new_rows, 64 * rows))) if full else 0,
+                              min(rest_bytes, max(size, length, min(new_bytes, 64 * size))) if short else 0)
+    return module.StringKeyTable, "_intern_cpu", intern_cpu
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -967,6 +1010,7 @@ SWITCHES = {
     "hashed-probes": _hashed_probes,
     "dense-keys": _dense_keys,
     "head-words": _head_words,
+    "growth-stops": _growth_stops,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,

@@ -685,6 +685,8 @@ class StringKeyTable:
         known_before, bytes_before = self._known_bound, self._chars_bound
         count_host_sync()  # the CPU twin returns the new-string count that the CUDA path reads back
         while row < n:
+            if row and not arguments[-1] and self._slots.nbytes > PREFETCH_MIN_BYTES:
+                arguments = self._hashed_from(arguments, row)
             count_kernel_launch()  # each CPU twin call stands for the CUDA path's launches
             row = _intern_rows_cpu(*arguments, row, self._slots, self._words, self._offsets, self._chars,
                                    self._state, ids)
@@ -701,9 +703,32 @@ class StringKeyTable:
                 new_rows = -(-(self._known_bound - known_before) * (n - row) // max(row, 1))
                 new_bytes = -(-(self._chars_bound - bytes_before) * rest_bytes // seen_bytes)
                 rows = max(self._known_bound, 1024)
-                size = max(self._chars_bound, 8192)
-                self._reserve(min(n - row, max(rows, min(new_rows, 64 * rows))) if full else 0,
-                              min(rest_bytes, max(size, length, min(new_bytes, 64 * size))) if short else 0)
+                # (the bytes the floor's strings take at the mean length so far: the bytes' ceiling follows the rows')
+                size = max(self._chars_bound, 8192, -(-rows * self._chars_bound // max(self._known_bound, 1)))
+                # Both by their estimates, whichever ran out (the other's floor only where it ran out): growing only
+                # the strings' room stopped again for bytes right after (50k new 12-byte strings: 3 stops, not 1).
+                new_rows = min(n - row, min(new_rows, 64 * rows))
+                new_bytes = min(rest_bytes, min(new_bytes, 64 * size))
+                self._reserve(max(new_rows, min(n - row, rows)) if full else new_rows,
+                              max(new_bytes, min(rest_bytes, max(size, length))) if short else new_bytes)
+
+    @staticmethod
+    def _hashed_from(arguments: tuple, row: int) -> tuple:
+        """Return the probe loop's ``arguments`` with the hashes of inputs ``row`` on computed (a hash pass over
+        them) and the loop told to read them and prefetch.
+
+        Why: a batch that started on a table within the caches (probes hashing in the loop, no prefetch) but
+        grew it past them mid-batch probed the rest of its rows one cache miss at a time: a FINAL step's first
+        batch of partial results (every row a new string, db-benchmark's ``GROUP BY id3``: 50k strings a
+        driver) and a PARTIAL step's first batch. Inputs before ``row`` are interned already; their hashes are
+        not needed.
+        """
+        offsets, chars, validity, has_validity, rows, has_rows, hashes, _ = arguments
+        if has_rows:
+            _hash_strings_cpu(offsets, chars, rows[row:], True, hashes[row:])
+        else:
+            _hash_strings_cpu(offsets[row:], chars, rows, False, hashes[row:])
+        return offsets, chars, validity, has_validity, rows, has_rows, hashes, True
 
     def _claim(self, arguments, ids, batch_chars: int, all_new: bool) -> tuple:
         """Make room for the strings expected (the last batch's new ones; every row for a dictionary) and launch

@@ -357,3 +357,35 @@ def test_cpu_hashes_and_first_words_read_only_each_strings_own_bytes(monkeypatch
         head = value[:16].ljust(16, b"\x00")
         assert (int(table._words[g, string_keys.WORD0]), int(table._words[g, string_keys.WORD1])) == (
             int.from_bytes(head[:8], "little"), int.from_bytes(head[8:], "little"))
+
+
+@pytest.mark.parametrize("mapped", [False, True], ids=["rows", "gather-map"])
+def test_a_batch_that_grows_the_table_out_of_the_caches_hashes_the_rest_first_and_stops_once(monkeypatch, mapped):
+    """cpu: a fresh table (in the caches: probes hash in the loop) interning a batch of all-new strings (a FINAL
+    step's first batch of partial results, db-benchmark's 12-byte ``id3``) stops once to grow for the rest of the
+    batch (the strings' room and their bytes together: growing only the strings' room stopped again for bytes,
+    3 stops here), and once the slots left the caches hashes the rows still to come in a pass, so their probes
+    prefetch (they probed one miss at a time). Same ids as first appearance, directly or through a gather map."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import string_keys
+
+    device = get_device("cpu")
+    calls, passes = [], []
+    probe_loop, hash_pass = string_keys._intern_rows_cpu, string_keys._hash_strings_cpu
+    monkeypatch.setattr(string_keys, "_intern_rows_cpu",
+                        lambda *a: calls.append(a[7]) or probe_loop(*a))  # a[7]: hashed
+    monkeypatch.setattr(string_keys, "_hash_strings_cpu", lambda *a: passes.append(a[4].shape[0]) or hash_pass(*a))
+    n = 50_000
+    order = np.random.default_rng(5).permutation(n)
+    values = pa.array([f"id{i:010d}" for i in order], pa.string())
+    rows = np.arange(n - 1, -1, -1, dtype=np.int32)
+    table = StringKeyTable(device)
+    column = Column.from_arrow(values, device)
+    ids = table.intern(column, rows=rows) if mapped else table.intern(column)
+    assert [int(i) for i in ids] == list(range(n))
+    assert len(calls) == 2 and calls == [False, True], calls
+    assert len(passes) == 1 and 0 < passes[0] < n
+    expected = values.to_pylist()[::-1] if mapped else values.to_pylist()
+    assert table.values().to_arrow(device).to_pylist() == expected
+    again = table.intern(column, rows=rows[::-1].copy()) if mapped else table.intern(column)  # all known: no growth
+    assert [int(i) for i in again] == (list(range(n))[::-1] if mapped else list(range(n)))
