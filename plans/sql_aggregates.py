@@ -229,6 +229,17 @@ def _filtered_ordered_pick(node: exp.Filter) -> exp.Expression:
     return aggregate
 
 
+def _regression_average(node: exp.Expression) -> exp.Expression:
+    """Return ``regr_avgx(y, x)`` as ``avg(CAST(CASE WHEN y IS NOT NULL THEN x END AS DOUBLE))`` (``regr_avgy``: y's
+    with x): DuckDB sums the doubles and divides, so a sum past 1.8e308 or an infinite value gives +-inf, where the
+    moments' mean (:class:`gpu_engine.aggregation.functions.Moments`) stayed finite or became NaN (fuzz round 9)."""
+    y, x = node.this, node.expression
+    averaged, other = (x, y) if isinstance(node, exp.RegrAvgx) else (y, x)
+    kept = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=other.copy(), expression=exp.Null())),
+                                true=averaged.copy())])
+    return exp.Avg(this=exp.Cast(this=kept, to=exp.DataType.build("DOUBLE")))
+
+
 def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialect: str = "duckdb") -> exp.Expression:
     """Give every aggregate spelling one aggregate node: ``arbitrary(x)`` ``first``'s,
     ``any_value(x)`` and Spark's ``first(x, true)``/``last(x, true)`` (sqlglot wraps them in IGNORE NULLS)
@@ -262,6 +273,8 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
         if isinstance(node, exp.Filter) and isinstance(node.this, (exp.First, exp.Last)) \
                 and isinstance(node.this.this, exp.Order):
             return _filtered_ordered_pick(node)
+        if isinstance(node, (exp.RegrAvgx, exp.RegrAvgy)) and not isinstance(node.this, exp.Distinct):
+            return _regression_average(node)
         if isinstance(node, exp.Filter) and isinstance(node.this, (exp.Anonymous, exp.AnonymousAggFunc)) \
                 and str(node.this.this).lower() in _ANONYMOUS_AGGREGATES and len(node.this.expressions) == 1:
             # ``product(x) FILTER (WHERE c)`` is ``product(CASE WHEN c THEN x END)`` (the FILTER rewrite of

@@ -31,8 +31,8 @@ been concatenated. The final step then appends the intermediate values as a
 raw step appends rows (registers: compacts them).
 
 Types follow DuckDB (:func:`gpu_engine.plans.aggregates.result_type`):
-continuous quantiles interpolate as ``lo + (hi - lo) * d`` in double
-precision (decimals: the exact value rounded once to a double, truncated toward
+continuous quantiles interpolate as ``lo * (1 - d) + hi * d`` in double
+precision (decimals: ``lo + (hi - lo) * d`` exactly, rounded once to a double, truncated toward
 zero; timestamps: ``lo`` plus the product rounded half away from zero), discrete ones take
 the value at ``ceil(n * f) - 1``; a negative fraction counts from the greatest
 value. Groups without values are NULL (``approx_count_distinct``: 0).
@@ -256,7 +256,8 @@ class Quantile(ValueList):
         return Column(self.output_type, self._interpolated(device, values, first, second, delta), valid)
 
     def _interpolated(self, device: Device, values: Column, first: Any, second: Any, delta: Any) -> Any:
-        """Return ``a + (b - a) * d`` per group in the result's physical type (DuckDB's rounding)."""
+        """Return ``a`` interpolated toward ``b`` by ``d`` per group in the result's physical type (DuckDB's
+        formula and rounding for each type)."""
         xp = device.xp
         value_type, out = self.value_type, self.output_type
         a, b = values.data[first], values.data[second]
@@ -265,8 +266,8 @@ class Quantile(ValueList):
             b = b.astype(xp.int64) * 86_400_000_000
         if is_floating(out) or is_integer(value_type):
             low, high = a.astype(xp.float64), b.astype(xp.float64)
-            with np.errstate(invalid="ignore", over="ignore"):
-                mixed = xp.where(delta == 0, low, low + (high - low) * delta)
+            with np.errstate(invalid="ignore", over="ignore"):  # DuckDB's lo * (1 - d) + hi * d: no hi - lo to
+                mixed = xp.where(delta == 0, low, low * (1.0 - delta) + high * delta)  # overflow, -inf stays -inf
             return mixed.astype(physical_dtype(out))
         low, high = a.astype(xp.int64), b.astype(xp.int64)
         if pa.types.is_timestamp(out) or pa.types.is_time64(out):  # DuckDB: lo + llround((hi - lo) * d), a double product
