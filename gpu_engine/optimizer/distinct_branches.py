@@ -28,8 +28,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from gpu_engine.optimizer.distinct_semi_joins import computes_volatile
 from gpu_engine.plans.expressions import ColumnRef
-from gpu_engine.plans.functions import is_volatile
 from gpu_engine.plans.nodes import (
     AggregationNode, AggregationStep, FilterNode, LocalPartitionNode, PlanNode, ProjectNode,
 )
@@ -73,17 +73,11 @@ def _is_distinct(node: PlanNode) -> bool:
 
 def _without_distinct(node: PlanNode) -> PlanNode:
     """Return ``node`` (Projects, Filters and LocalPartitions over DISTINCTs) without those DISTINCTs."""
-    if isinstance(node, ProjectNode):
-        if any(is_volatile(e) for e in node.expressions):
-            return node
-    elif isinstance(node, FilterNode):
-        if is_volatile(node.predicate):
-            return node
-    elif isinstance(node, AggregationNode):
+    if isinstance(node, AggregationNode):
         if not _is_distinct(node):
             return node
         return _without_distinct(_onto_keys(node))
-    elif not isinstance(node, LocalPartitionNode):
+    if not isinstance(node, ProjectNode | FilterNode | LocalPartitionNode) or computes_volatile(node):
         return node
     sources = tuple(_without_distinct(source) for source in node.sources)
     if all(new is old for new, old in zip(sources, node.sources)):

@@ -33,7 +33,7 @@ from dataclasses import replace
 from gpu_engine.plans.functions import is_volatile
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, FilterNode, HashJoinNode, PlanNode, ProjectNode
 
-__all__ = ["semi_joins_under_distinct"]
+__all__ = ["semi_joins_under_distinct", "computes_volatile"]
 
 
 def semi_joins_under_distinct(plan: PlanNode) -> PlanNode:
@@ -49,17 +49,19 @@ def semi_joins_under_distinct(plan: PlanNode) -> PlanNode:
     return plan
 
 
+def computes_volatile(node: PlanNode) -> bool:
+    """Whether ``node`` is a Project or a Filter computing a volatile expression (``random()``, ...): a rule that
+    changes the rows under it changes how many values it draws, so the DISTINCT rules stop there."""
+    if isinstance(node, ProjectNode):
+        return any(is_volatile(e) for e in node.expressions)
+    return isinstance(node, FilterNode) and is_volatile(node.predicate)
+
+
 def _semi_joined(node: PlanNode) -> PlanNode:
     """Return ``node`` (Projects and Filters over an inner hash join) with the join a semi join where it may be."""
-    if isinstance(node, ProjectNode):
-        if any(is_volatile(e) for e in node.expressions):
-            return node
-    elif isinstance(node, FilterNode):
-        if is_volatile(node.predicate):
-            return node
-    elif isinstance(node, HashJoinNode):
+    if isinstance(node, HashJoinNode):
         return _as_semi_join(node)
-    else:
+    if not isinstance(node, ProjectNode | FilterNode) or computes_volatile(node):
         return node
     source = _semi_joined(node.source)
     return node if source is node.source else replace(node, sources=(source,))
