@@ -393,13 +393,9 @@ class ScalarTranslator:
             return None
         amount, unit = simple
         constant_date = isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None
-        if unit in INTERVAL_UNITS and constant_date:
-            try:
-                return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
-            except (ValueError, OverflowError):  # past Python's years 1-9999 (DuckDB's run further): computed
-                pass
-        # a time of day, a column, or a date Python cannot hold: a TIMESTAMP, computed
-        return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
+        if unit not in INTERVAL_UNITS or not constant_date:  # a time of day, or a column: a TIMESTAMP, computed
+            return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
+        return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
 
     def _simple_interval(self, tree: exp.Interval) -> tuple[int, str] | None:
         """Return ``(amount, unit)`` of ``INTERVAL '<integer>' <day|week|month|year|hour|minute|second>``, else None."""

@@ -111,11 +111,6 @@ class PlanningContext:
         """Return a PlanBuilder that continues from ``node`` with this plan's node ids."""
         return _Builder.on(node, self.catalog, self.ids)
 
-    def _render(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
-                replacements: Mapping[str, str] | None = None) -> str:
-        """Return ``tree`` as a SQL snippet over internal column names (for the modules that build snippets)."""
-        return self._renamed(tree, columns, replacements).sql(dialect="duckdb")
-
     def _renamed(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
                  replacements: Mapping[str, str] | None = None) -> exp.Expression:
         """Return a copy of ``tree`` over internal column names for PlanBuilder (:mod:`gpu_engine.sql.renaming`)."""
