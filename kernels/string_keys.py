@@ -233,14 +233,7 @@ def _intern_rows_cpu(offsets, chars, validity, has_validity, rows, has_rows, has
         if hashed:
             h = hashes[i]
         else:  # _string_hash over the words already loaded (the same hash: the table's slots do not depend on it)
-            h = _FNV_OFFSET ^ np.uint64(length)
-            if length > 0:
-                h = _mix_word(h, word0)
-            if length > 8:
-                h = _mix_word(h, word1)
-            for position in range(first + 16, first + length, 8):
-                h = _mix_word(h, _word_cpu(chars, position, first + length))
-            h = _finish_hash(h)
+            h = _words_hash(chars, first, length, word0, word1)
         slot = np.int64(h & mask)  # _first_slot, inlined
         while True:
             entry = slots[slot, SLOT_ID]
