@@ -57,7 +57,9 @@ inner-join regions inside them are ordered on their own.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import itertools
+import re
 from dataclasses import dataclass, replace
 from typing import Mapping, Sequence
 
@@ -67,7 +69,7 @@ from gpu_engine.optimizer.cardinality import Estimate, estimate
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, JoinTree, join_graph, joined_tree
 from gpu_engine.optimizer.statistics import ColumnStatistics, TableStatistics, key_set_divisor
-from gpu_engine.plans.expressions import referenced_columns
+from gpu_engine.plans.expressions import ColumnRef, Expr, referenced_columns
 from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, FilterNode, HashJoinNode, LimitNode,
                                     LocalPartitionNode, NestedLoopJoinNode, PlanNode, ProjectNode, walk_plan)
 
@@ -181,41 +183,100 @@ class _Orderer:
 #: 2026-11-29-joinorder.md; ``bench/join_order_invariance.py``).
 WRITTEN_ORDER_FREE = False
 
-#: Whether a region's relations are searched in the order of their fingerprints (:func:`_canonical`), not
-#: their positions in the plan. **Off**: with the SQL ordering on (its order is already independent of the
-#: text), it breaks ties between relations that differ only by an alias (TPC-DS q64's ``ad1``/``ad2``, q4's
-#: ``year_total`` reads) by the alias, which the text's shuffles then move: 2 of 121 optimized plans changed
-#: shape where none does off (bench/results/2026-11-29-joinorder.md).
+#: Whether a region's relations are searched in the order of their labels (:func:`_canonical`: what each
+#: relation is and what it joins), not their positions in the plan. **Off**: with the SQL ordering on (its order
+#: is already independent of the text) it only matters for ties, and the SQL ordering is still on
+#: (bench/results/2026-11-29-joinorder.md, 2026-11-29-joinorder2.md: with the SQL ordering off, both switches
+#: on and the date filters' dictionary counts, 10 of 121 optimized plans changed shape when shuffled; with the
+#: labels unqualified and refined by neighbours, and semi joins made after ordering, fewer).
 CANONICAL = False
 
 
 def _fingerprint(node: PlanNode) -> str:
-    """Return what a relation is, independent of where its query lists it: its output columns and each node's
-    kind and fields but ids and sources (ids count positions)."""
-    parts = [",".join(sorted(node.output_schema.names))]
+    """Return what a relation is, independent of where its query lists it: each node's kind and fields but ids
+    and sources (ids count positions), every column name as written in its table (:func:`_unqualified`), and
+    projections that only rename left out. Why not its output columns: the read of a table the SQL planner
+    meets first keeps its filter's columns where later reads are renamed and pruned (TPC-DS q17's three
+    ``date_dim`` reads), and which read is first is the text's order."""
+    parts = []
     for below in walk_plan(node):
-        fields = [f"{f.name}={getattr(below, f.name)!r}" for f in dataclasses.fields(below)
+        fields = [f"{f.name}={_field_text(getattr(below, f.name))}" for f in dataclasses.fields(below)
                   if f.name not in ("id", "sources", "output_schema")]
+        if isinstance(below, ProjectNode):  # its columns in any order; one that only renames says nothing
+            if all(isinstance(e, ColumnRef) for e in below.expressions):
+                continue
+            fields = sorted(f"{_unqualified(name)}:{_unqualified_text(repr(e))}"
+                            for name, e in zip(below.names, below.expressions))
         parts.append(type(below).__name__ + "(" + ",".join(fields) + ")")
-    return "|".join(parts)
+    return _unqualified_text("|".join(parts))
+
+
+def _field_text(value: object) -> str:
+    """Return a node field's text as the query's order does not move it: a predicate's conjuncts and a list of
+    names sorted (a shuffled WHERE clause lists them otherwise)."""
+    if isinstance(value, Expr):
+        return " AND ".join(sorted(_unqualified_text(repr(c)) for c in conjuncts(value)))
+    if isinstance(value, tuple) and all(isinstance(v, str) for v in value):
+        return repr(sorted(map(_unqualified, value)))
+    return repr(value)
+
+
+def _unqualified_text(text: str) -> str:
+    return _QUOTED_NAME.sub(lambda m: repr(_unqualified(m.group(1))), text)
+
+
+#: A quoted name in a node's fields (``name='d1.d_date_sk'``, ``'i_item_sk#2'``).
+_QUOTED_NAME = re.compile(r"'([A-Za-z_][\w.#]*)'")
+
+
+def _unqualified(name: str) -> str:
+    """Return a column's name without the alias or ``#n`` the SQL planner adds to tell repeated names apart
+    (``d1.d_date_sk``, ``i_item_sk#2``): which read of a table gets them depends on where the query lists it."""
+    return name.split("#", 1)[0].rsplit(".", 1)[-1]
+
+
+#: Rounds of :func:`_canonical`'s refinement: each adds the labels of the relations one more key away.
+_REFINE_ROUNDS = 3
 
 
 def _canonical(graph: JoinGraph) -> JoinGraph:
-    """Return ``graph`` with its relations in the order of their fingerprints (:func:`_fingerprint`), its edges
-    and conditions renumbered and sorted: the search breaks ties between equal costs by position, and the
-    position must not be where the query happened to list a table."""
-    order = sorted(range(len(graph.relations)), key=lambda k: _fingerprint(graph.relations[k]))
+    """Return ``graph`` with its relations in the order of their labels, its edges and conditions renumbered and
+    sorted: the search breaks ties between equal costs by position, and the position must not be where the
+    query happened to list a table.
+
+    A relation's label is its fingerprint (:func:`_fingerprint`), refined :data:`_REFINE_ROUNDS` times by its
+    neighbours' labels through each key (the key columns unqualified) and the conditions it shares (colour
+    refinement, as a graph's canonical form is found). Why the neighbours: two reads of one table with one
+    filter (TPC-DS q17's ``d2``/``d3``, q64's ``ad1``/``ad2``) have one fingerprint, and kept in the text's
+    order they moved with a shuffled FROM list; what tells them apart is what they join (store_returns' date,
+    catalog_sales' date). Relations still alike after that are alike in the whole graph: either order gives
+    the same plan shape."""
+    labels = [_fingerprint(relation) for relation in graph.relations]
+    conditions = [_field_text(c.predicate) for c in graph.conditions]
+    for _ in range(_REFINE_ROUNDS):
+        links: list[list[str]] = [[] for _ in graph.relations]
+        for e in graph.edges:
+            links[e.left].append(f"{_unqualified(e.left_column)}={_unqualified(e.right_column)}:{labels[e.right]}")
+            links[e.right].append(f"{_unqualified(e.right_column)}={_unqualified(e.left_column)}:{labels[e.left]}")
+        for c, text in zip(graph.conditions, conditions):
+            for k in c.relations:
+                links[k].append(text + ":" + ",".join(sorted(labels[r] for r in c.relations if r != k)))
+        labels = [hashlib.sha1("\n".join([labels[k]] + sorted(links[k])).encode()).hexdigest()
+                  for k in range(len(labels))]
+    order = sorted(range(len(graph.relations)), key=lambda k: labels[k])
     position = {old: new for new, old in enumerate(order)}
     edges = []
     for e in graph.edges:
         a, b = (position[e.left], e.left_column), (position[e.right], e.right_column)
         (a, b) = sorted((a, b))
         edges.append(JoinEdge(a[0], a[1], b[0], b[1]))
-    conditions = [replace(c, relations=frozenset(position[r] for r in c.relations)) for c in graph.conditions]
-    conditions.sort(key=lambda c: (sorted(c.relations), repr(c.predicate)))
+    renumbered = sorted(((replace(c, relations=frozenset(position[r] for r in c.relations)), text)
+                         for c, text in zip(graph.conditions, conditions)),
+                        key=lambda pair: (sorted(pair[0].relations), pair[1]))
     return JoinGraph(graph.root, tuple(graph.relations[k] for k in order),
-                     tuple(sorted(set(edges), key=lambda e: (e.left, e.left_column, e.right, e.right_column))),
-                     tuple(conditions))
+                     tuple(sorted(set(edges), key=lambda e: (e.left, _unqualified(e.left_column), e.right,
+                                                             _unqualified(e.right_column)))),
+                     tuple(c for c, _ in renumbered))
 
 
 def _linked(graph: JoinGraph) -> bool:

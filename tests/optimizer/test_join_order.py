@@ -14,7 +14,7 @@ import pytest
 from duckdb_reference import assert_same_rows, duckdb_table, duckdb_with_tables, session_with_tables
 from gpu_engine.optimizer.join_order import order_joins
 from gpu_engine.plans import PlanBuilder
-from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, TableScanNode, walk_plan
+from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, PlanNode, TableScanNode, walk_plan
 from gpu_engine.plans.plan_builder import PlanNodeIdGenerator
 
 
@@ -178,3 +178,64 @@ def test_a_one_row_subquery_s_condition_filters_its_relation_before_the_joins(de
         expected = duckdb_table(connection, sql)
     assert 0 < expected.num_rows < 300
     assert_same_rows(session.execute(ordered), expected)
+
+
+STAR = {
+    "sales": pa.table({"k1": _keys(400, 40, 37), "k2": _keys(400, 40, 41), "k3": _keys(400, 20, 43),
+                       "m": pa.array(range(400), pa.int64())}),
+    "days": pa.table({"dk": pa.array(range(40), pa.int64()), "q": pa.array([i % 4 for i in range(40)], pa.int64()),
+                      "y": pa.array([i % 2 for i in range(40)], pa.int64())}),
+    "shops": pa.table({"sk": pa.array(range(20), pa.int64()), "n": pa.array(range(20), pa.int64())}),
+}
+STAR_CATALOG = {name: table.schema for name, table in STAR.items()}
+
+
+def _star_read(ids, renamed: str | None, conjuncts: str):
+    read = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("days").filter(conjuncts)
+    return read.project([f'dk AS "{renamed}"']).plan() if renamed else read.plan()
+
+
+def _star_written(first: str) -> PlanNode:
+    """sales joined to two reads of ``days`` (one filter, keyed by k1 and k2) and to shops, as the SQL planner
+    writes a text whose FROM list names the k1 read (``first`` = "k1") or the k2 read first: the first read keeps
+    ``dk`` and its filter's conjuncts in the text's order, the other is renamed (``d2.dk``, ``d1.dk``)."""
+    ids = PlanNodeIdGenerator()
+    sales = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("sales")
+    shops = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("shops").plan()
+    if first == "k1":
+        one, two = _star_read(ids, None, "q = 1 AND y = 1"), _star_read(ids, "d2.dk", "y = 1 AND q = 1")
+        return (sales.hash_join(["k1"], ["dk"], one, ["k2", "k3", "m"])
+                .hash_join(["k2"], ["d2.dk"], two, ["k3", "m"])
+                .hash_join(["k3"], ["sk"], shops, ["m", "n"]).plan())
+    two, one = _star_read(ids, None, "y = 1 AND q = 1"), _star_read(ids, "d1.dk", "q = 1 AND y = 1")
+    return (sales.hash_join(["k3"], ["sk"], shops, ["k1", "k2", "m", "n"])
+            .hash_join(["k2"], ["dk"], two, ["k1", "m", "n"])
+            .hash_join(["k1"], ["d1.dk"], one, ["m", "n"]).plan())
+
+
+def _joined_shape(node: PlanNode):
+    """The tree of joins down to the relations, each relation its table and the sales key it joins by."""
+    if isinstance(node, HashJoinNode):
+        keys = tuple(sorted(k for k in (*node.left_keys, *node.right_keys) if k in ("k1", "k2", "k3")))
+        return (keys, tuple(sorted(map(repr, map(_joined_shape, node.sources)))))
+    return tuple(sorted(_tables(node)))
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda-sim"])
+def test_canonical_order_does_not_depend_on_which_read_of_a_table_is_written_first(device, monkeypatch):
+    """Two reads of one table under one filter (TPC-DS q17's date_dim reads) tie on every estimate: the search
+    breaks the tie by the relations' canonical order, which must come from what each read is and joins (its
+    key), not from which read the text lists first (bare, its filter's conjuncts as written) or renamed."""
+    import gpu_engine.optimizer.join_order as join_order
+    monkeypatch.setattr(join_order, "CANONICAL", True)
+    monkeypatch.setattr(join_order, "WRITTEN_ORDER_FREE", True)
+    session = session_with_tables(STAR, split_rows=64, device=device, drivers=2)
+    plans = [order_joins(_star_written(first), session.statistics()) for first in ("k1", "k2")]
+    assert _joined_shape(plans[0]) == _joined_shape(plans[1])
+    sql = ("SELECT m, n FROM sales JOIN days a ON k1 = a.dk JOIN days b ON k2 = b.dk JOIN shops ON k3 = sk "
+           "WHERE a.q = 1 AND a.y = 1 AND b.q = 1 AND b.y = 1")
+    with duckdb_with_tables(STAR) as connection:
+        expected = duckdb_table(connection, sql)
+    assert expected.num_rows > 0
+    for plan in plans:
+        assert_same_rows(session.execute(plan), expected)
