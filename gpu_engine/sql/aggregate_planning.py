@@ -307,6 +307,15 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
         return planner._renamed(tree, columns, replacements)
     marks, fields = {}, []
     for n, mark in enumerate(_value_marks(tree)):  # EXISTS / IN as values: typed predicates (mark joins' flags)
+        if replacements and not isinstance(mark, exp.Exists):
+            for call in aggregates_of(mark.this):  # sum(a) > ALL (...) in HAVING: the aggregate's column
+                name = replacements.get(call.sql())
+                if name is not None:
+                    columns = {**columns, ("$aggregated", name): name}
+                    if call is mark.this:
+                        mark.set("this", exp.column(name, table="$aggregated"))
+                    else:
+                        call.replace(exp.column(name, table="$aggregated"))
         name = planner._fresh(f"$mark{n}")
         marks[name] = _typed_value_mark(planner, mark, dataclasses.replace(relation, columns=dict(columns)),
                                         outer_aliases, ctes)

@@ -21,8 +21,11 @@ module checks each comparison of a SELECT before it is planned:
   ``count(*)``, ``count(v)``, ``min(v)``, ``max(v)`` and ``EXISTS (... AND v =
   x)`` — which :mod:`~gpu_engine.sql.subquery_values` computes per distinct
   outer value (DuckDB's general decorrelation).
-* Refused by name, with an alternative: in HAVING, QUALIFY, a JOIN condition or
-  an aggregating query's SELECT list; over a list; a correlated subquery that
+* In HAVING and an aggregating query's SELECT list it is typed over the groups
+  (its value over their keys and aggregates: ``sum(a) > ALL (...)``).
+* Refused by name, with an alternative: in QUALIFY or a JOIN condition, in
+  HAVING correlated otherwise than by equalities with grouping keys, inside an
+  aggregate or a window; over a list; a correlated subquery that
   aggregates, groups, orders or limits where no mark join plans it; a
   conjunct the typed path does not take (one that also holds a scalar
   subquery).
@@ -34,7 +37,8 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
-from gpu_engine.sql.decorrelation import correlation, mark_predicates, split_correlated, subquery_select
+from gpu_engine.sql.decorrelation import (
+    correlation, mark_planned, mark_predicates, split_correlated, subquery_select)
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.predicates import conjuncts_of, defined_aliases, free_columns, own_scope_nodes
 from gpu_engine.sql.subquery_values import typed_value_mark
@@ -211,9 +215,13 @@ def with_quantified_comparisons(select: exp.Select, planner) -> exp.Select:
         if not isinstance(query, (exp.Select, exp.SetOperation)):
             raise unsupported(f"{_spelled(comparison)} over a list (write x IN (...) or x = a OR x = b)", comparison)
         clause = placed[id(node)]
-        if clause in ("having", "joins", "qualify") or (clause != "where" and aggregating):
-            where = {"having": "HAVING", "joins": "a JOIN condition", "qualify": "QUALIFY"}.get(
-                clause, "the SELECT list of an aggregating query")
+        # in HAVING and an aggregating query's SELECT list: typed over the groups (their keys and aggregates)
+        typed_over_groups = clause == "having" and mark_planned(comparison, outer_aliases) or (
+            clause in ("expressions", "order") and typed_value_mark(select, comparison, clause))
+        if clause in ("joins", "qualify") or (clause != "where" and aggregating and not typed_over_groups):
+            where = {"having": "HAVING over a subquery correlated otherwise than by equalities with grouping keys",
+                     "joins": "a JOIN condition", "qualify": "QUALIFY"}.get(
+                clause, "the SELECT list of an aggregating query, inside an aggregate or a window")
             raise unsupported(f"{_spelled(comparison)} (subquery) in {where} (compare with a scalar subquery, e.g. "
                               f"x > (SELECT max(...) ...), or filter in WHERE)", comparison)
         if isinstance(comparison.this, exp.Tuple):
@@ -228,7 +236,7 @@ def with_quantified_comparisons(select: exp.Select, planner) -> exp.Select:
             as_in = exp.In(this=comparison.this.copy(), query=exp.Subquery(this=query.copy()))
             decided.append((comparison, exp.Not(this=exp.Paren(this=as_in)) if every else as_in))
             continue
-        typed = id(comparison) in typed_where if clause == "where" else typed_value_mark(select, comparison, clause)
+        typed = id(comparison) in typed_where if clause == "where" else typed_over_groups
         if typed:
             continue
         facts = _per_row(query, comparison, outer_aliases)

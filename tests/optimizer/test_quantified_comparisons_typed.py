@@ -6,7 +6,7 @@ row, nested-loop joined, uncorrelated) and SQL's three values over them; ``= ANY
 (semi, null-aware anti or mark joins). Against DuckDB: ``x > ALL (empty)`` TRUE, NULLs in the subquery, NULL ``x``,
 keys without subquery rows; hand-built plans and their JSON form on cpu and cuda-sim, drivers 1 and 2; the same
 forms through SQL typed (no CASE written on the sqlglot tree), including positions that were refused before (a
-correlated subquery with ORDER BY ... LIMIT, a value that is an expression of a correlated comparison).
+correlated subquery with ORDER BY ... LIMIT; HAVING, an aggregating SELECT list, IN under OR in HAVING).
 """
 
 from __future__ import annotations
@@ -136,6 +136,14 @@ SQL_QUERIES = [
     # a correlated subquery that orders and limits (each key's first row): refused before, typed now
     "SELECT a, g, a < ANY (SELECT w FROM m WHERE m.k = n.g ORDER BY o LIMIT 1) AS p FROM n",
     "SELECT a, g FROM n WHERE a >= ALL (SELECT w FROM m WHERE m.k = n.g AND w IS NOT NULL ORDER BY o DESC LIMIT 1)",
+    # over the groups: HAVING (correlated by a grouping key, under OR), an aggregating SELECT list, IN under OR in
+    # HAVING (each refused before)
+    "SELECT g, sum(a) AS s FROM n GROUP BY g HAVING sum(a) > ALL (SELECT w FROM m WHERE m.k = n.g) OR g IS NULL",
+    "SELECT g, count(*) AS c, max(a) <= ANY (SELECT w FROM m) AS p, min(a) < ALL (SELECT w FROM m WHERE m.k = n.g) "
+    "AS q FROM n GROUP BY g",
+    "SELECT g, sum(a) AS s FROM n GROUP BY g HAVING sum(a) IN (SELECT w FROM m) OR g = 'q'",
+    "SELECT g, count(*) AS c FROM n GROUP BY g HAVING NOT (count(*) + 1 IN (SELECT w FROM m WHERE m.k = n.g)) "
+    "OR g IS NULL",
 ]
 
 
@@ -147,12 +155,13 @@ def test_sql_quantified_comparisons_match_duckdb(device, drivers, reference_tabl
 
 
 def test_sql_quantified_comparisons_are_typed_predicates():
+    """Each text's plan holds a typed predicate (before: a CASE over joined derived tables, or a refusal)."""
     session = session_with_tables(SQL_TABLES, device="cpu")
     for sql in SQL_QUERIES:
         plan = session.sql_plan(sql)
         found = [e for n in walk_plan(plan) if isinstance(n, (FilterNode, ProjectNode))
                  for expr in (n.expressions if isinstance(n, ProjectNode) else (n.predicate,)) for e in walk(expr)
-                 if isinstance(e, QuantifiedComparison)]
+                 if is_subquery_predicate(e)]
         assert found, sql
 
 
