@@ -186,12 +186,28 @@ def optimize_plan(plan: PlanNode, statistics: Mapping[str, TableStatistics] | No
     plan scans (a session's :class:`~gpu_engine.optimizer.statistics.RegisteredStatistics`), for the rules that
     choose from :mod:`~gpu_engine.optimizer.cardinality`'s estimates; None (a plan without its tables) skips
     them.
+
+    With statistics, :func:`~gpu_engine.optimizer.distinct_semi_joins.semi_joins_under_distinct` runs after
+    :func:`~gpu_engine.optimizer.join_order.order_joins`, not among :data:`RULES`: it turns the top join of a
+    region under a DISTINCT into a semi join, which ends the region there, so run first it let the written
+    order choose which relation the join search could no longer move (TPC-DS q37 with the FROM items as written
+    and shuffled: inventory or catalog_sales became the semi join's side, a cross product of item and date_dim
+    below it in one of the orders). After ordering, the region is searched whole and the top join of the
+    ordered tree is the one made a semi join where it may be.
     """
-    for rule in RULES:
-        plan = rule(plan)
-    if statistics is not None:
-        for chooser in ESTIMATE_RULES:
-            plan = chooser(plan, statistics)
+    if statistics is None:
+        for rule in RULES:
+            plan = rule(plan)
+        return plan
+    for rule in RULES:  # semi joins under a DISTINCT once the joins are ordered (see below)
+        if rule is not semi_joins_under_distinct:
+            plan = rule(plan)
+    ordered = ESTIMATE_RULES.index(order_joins) + 1 if order_joins in ESTIMATE_RULES else 0
+    for chooser in ESTIMATE_RULES[:ordered]:
+        plan = chooser(plan, statistics)
+    plan = semi_joins_under_distinct(plan)
+    for chooser in ESTIMATE_RULES[ordered:]:
+        plan = chooser(plan, statistics)
     return plan
 
 
