@@ -221,3 +221,19 @@ def test_kernels_given_a_column_s_values_have_one_signature_whether_it_was_read_
             tpch.sql(text)
     assert group_by._pack_strings_cpu.overloads
     assert list(hash_kernels._double_key_words_cpu.overloads) == float_keys
+
+
+def test_precompile_writes_no_generated_kernel(tmp_path, monkeypatch):
+    """Issue 29: set-up compiles only the query-independent static kernels: its fused plans run their lowest tier,
+    so no generated module (one query's expressions) is written to the generated-kernel cache, nor compiled.
+
+    (Checked by hand to fail with the fused pass in ``compile_mode="inline"``: its fused modules are written.)
+    """
+    from gpu_engine.codegen import compiled_modules
+    from gpu_engine.codegen.static_kernels import precompile_static_kernels
+
+    monkeypatch.setenv("GPU_ENGINE_CACHE_DIR", str(tmp_path / "kernels"))
+    monkeypatch.setattr(compiled_modules, "_MODULES", {})
+    precompile_static_kernels("cpu", data_dir=tmp_path / "data", progress=lambda line: None, queries=(1, 6),
+                              tour=(), placeholders=False)
+    assert not list((tmp_path / "kernels").rglob("*.py")), "set-up wrote a generated kernel"
