@@ -73,6 +73,7 @@ other new nodes take ``<id>.<n>``.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import replace
 
 import pyarrow as pa
@@ -315,11 +316,7 @@ class _Decorrelator:
         if isinstance(predicate, QuantifiedComparison) and not isinstance(predicate.value, Expr):
             raise PlanError("a quantified comparison's value must be an expression", node=label)
         pairs: list[tuple[Expr, Expr]] = []
-        for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
-            if _scalar_subqueries(part):
-                raise PlanError("a scalar subquery inside an EXISTS / IN correlation is not supported", node=label,
-                                column=predicate.sql())
-            pair = _key_pair(part)
+        for _part, pair in _correlation_pairs(predicate, label):
             if pair is None:
                 raise PlanError("unsupported: an EXISTS / IN under OR, NOT or inside an expression whose "
                                 "correlation is not equalities of an outer and a subquery expression (write it as "
@@ -700,11 +697,7 @@ class _Decorrelator:
                                 node=label, column=predicate.sql())
             column = ColumnRef(predicate.column, inner.output_schema.field(predicate.column).type)
             pairs.append((predicate.value, column, None))
-        for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
-            if _scalar_subqueries(part):
-                raise PlanError("a scalar subquery inside an EXISTS / IN correlation is not supported", node=label,
-                                column=predicate.sql())
-            pair = _key_pair(part)
+        for part, pair in _correlation_pairs(predicate, label):
             if pair is None:
                 others.append(_as_joined(part))
             else:
@@ -998,6 +991,17 @@ def _sides(expr: Expr) -> tuple[bool, bool]:
         elif is_subquery_predicate(node):
             return True, True  # a nested subquery: never a key
     return outer, inner
+
+
+def _correlation_pairs(predicate: Exists | InSubquery | QuantifiedComparison,
+                       label: str) -> Iterator[tuple[Expr, tuple[Expr, Expr] | None]]:
+    """Yield each conjunct of an EXISTS / IN's correlation with its :func:`_key_pair` (None where it is no equality
+    of an outer and a subquery expression); a scalar subquery inside one is refused."""
+    for part in conjuncts(predicate.correlation) if predicate.correlation is not None else []:
+        if _scalar_subqueries(part):
+            raise PlanError("a scalar subquery inside an EXISTS / IN correlation is not supported", node=label,
+                            column=predicate.sql())
+        yield part, _key_pair(part)
 
 
 def _key_pair(part: Expr) -> tuple[Expr, Expr] | None:
