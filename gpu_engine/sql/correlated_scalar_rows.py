@@ -24,8 +24,10 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
-from gpu_engine.sql.decorrelation import correlation, own_aggregates, select_over, split_correlated
-from gpu_engine.sql.errors import SqlError, unsupported
+from gpu_engine.sql.decorrelation import (
+    correlated_by_equalities, correlation, own_aggregates, select_over, split_correlated,
+)
+from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.planning_context import Relation
 
 if TYPE_CHECKING:
@@ -62,12 +64,7 @@ def is_correlated_scalar_rows(select: exp.Expression, outer_aliases: set[str]) -
     count = offset.expression if isinstance(offset, exp.Offset) else None
     if offset is not None and not (isinstance(count, exp.Literal) and not count.is_string):
         return False
-    try:
-        inner, _local, correlated = split_correlated(select, outer_aliases)
-    except SqlError:
-        return False
-    keys, others = correlation(correlated, inner)
-    return bool(correlated) and bool(keys) and not others
+    return correlated_by_equalities(select, outer_aliases)
 
 
 def correlated_rows_relation(planner: QueryPlanner, subquery: exp.Expression, select: exp.Select,

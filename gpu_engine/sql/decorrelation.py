@@ -488,6 +488,18 @@ def correlation(correlated: list[exp.Expression], inner: set[str]):
     return keys, others
 
 
+def correlated_by_equalities(select: exp.Select, outer_aliases: set[str]) -> bool:
+    """Return whether ``select`` is correlated, by column equalities of an outer and an inner column only (the
+    keys a subquery's rows per correlation key are grouped by); False where :func:`split_correlated` refuses it
+    (refused again, by name, on the path that plans it)."""
+    try:
+        inner, _local, correlated = split_correlated(select, outer_aliases)
+    except SqlError:
+        return False
+    keys, others = correlation(correlated, inner)
+    return bool(correlated) and bool(keys) and not others
+
+
 def select_over(select: exp.Select, projections: list[exp.Expression],
                 conditions: list[exp.Expression]) -> exp.Select:
     """Return ``SELECT <projections> FROM <select's FROM and joins> WHERE <conditions, AND-ed>``.
@@ -705,12 +717,7 @@ def is_correlated_scalar_aggregate(select: exp.Expression, outer_aliases: set[st
     value = value.this if isinstance(value, exp.Alias) else value
     if value.find(*SQL_AGGREGATES) is None or value.find(exp.Window) is not None:
         return False
-    try:
-        inner, _local, correlated = split_correlated(select, outer_aliases)
-    except SqlError:
-        return False
-    keys, others = correlation(correlated, inner)
-    return bool(correlated) and bool(keys) and not others
+    return correlated_by_equalities(select, outer_aliases)
 
 
 def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:
