@@ -197,6 +197,16 @@ def _string_test(translator: Any, tree: exp.Expression) -> Expr:
     return build_function(translator, name, _string_args(translator, [tree.this, tree.expression]), tree)
 
 
+def duckdb_lower(text: str) -> str:
+    """Return ``text`` in lower case as DuckDB's ``lower`` (and the engine's, Arrow's utf8proc) maps it: code point
+    by code point (``'İ'`` to ``'i'``, a final ``'Σ'`` to ``'σ'``), where Python's ``str.lower`` maps ``'İ'`` to
+    two code points and a final sigma to ``'ς'`` (``s ILIKE '%ΑΣ'`` missed ``'ΑΣ'``: the pattern lowered by Python,
+    the string by Arrow)."""
+    import pyarrow.compute as pc
+
+    return pc.utf8_lower(pa.scalar(text, pa.string())).as_py()
+
+
 def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Expr:
     """``s ILIKE p`` is ``lower(s) LIKE lower(p)``, as DuckDB defines it."""
     negated = bool(tree.args.get("negate")) if negated is None else negated
@@ -213,7 +223,19 @@ def _ilike(translator: Any, tree: exp.ILike, negated: bool | None = None) -> Exp
     if null_pattern:  # a NULL pattern (a NULL parameter): NULL on every row, as DuckDB
         return Literal(None, pa.bool_())
     lowered = build_function(translator, "lower", [operand], tree)
-    return Like(lowered, pattern.value.lower(), negated=negated)
+    return Like(lowered, duckdb_lower(pattern.value), negated=negated)
+
+
+def _like_call(translator: Any, name: str, tree: exp.Anonymous) -> Expr:
+    """DuckDB's ``[not_]like_escape(s, p, e)`` / ``[not_]ilike_escape`` called by name: the ``s [NOT] [I]LIKE p
+    ESCAPE e`` they are, translated as written so (the LIKE kernels for a constant pattern, the row matcher for
+    a column one)."""
+    if len(tree.expressions) != 3:
+        raise translator.error(f"{name}() takes 3 arguments (string, pattern, escape character)", tree)
+    string, pattern, escape = (argument.copy() for argument in tree.expressions)
+    like = (exp.ILike if "ilike" in name else exp.Like)(this=string, expression=pattern)
+    written = exp.Escape(this=like, expression=escape)
+    return translator.translate(exp.Not(this=written) if name.startswith("not_") else written)
 
 
 def _regexp_extract(translator: Any, tree: exp.RegexpExtract) -> Expr:
@@ -691,6 +713,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         start, end = _typed_null(start, pa.date32()), _typed_null(end, pa.date32())
         return build_function(translator, "date_sub", [Literal(part_name(part.value) or part.value, pa.string()),
                                                       start, end], tree)
+    if name in ("like_escape", "not_like_escape", "ilike_escape", "not_ilike_escape"):
+        return _like_call(translator, name, tree)
     if name == "printf":
         return _printf(translator, tree)
     if name == SCALAR_SUBQUERY_VALUE:  # written by the planner (gpu_engine.sql.subquery_values)

@@ -35,7 +35,8 @@ from gpu_engine.plans.expressions import (
     UnaryOp,
 )
 from gpu_engine.plans.function_translation import (
-    FUNCTION_HANDLERS, TIME_UNITS, build_function, date_arithmetic, date_part_expression, interval_function,
+    FUNCTION_HANDLERS, TIME_UNITS, build_function, date_arithmetic, date_part_expression, duckdb_lower,
+    interval_function,
 )
 from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
@@ -642,12 +643,12 @@ class ScalarTranslator:
         operand = _null_as(self.translate(inner.this), pa.string())
         pattern, escape = self.translate(inner.expression), self.translate(tree.expression)
         word = "ILIKE" if type(inner) is exp.ILike else "LIKE"
-        if not isinstance(pattern, Literal) and isinstance(escape, Literal):  # a column pattern: row by row
-            return self._like_rows(f"{word.lower()}_escape", operand, pattern, escape, negated, tree)
-        if not (isinstance(pattern, Literal) and (isinstance(pattern.value, str) or _null_pattern(pattern))):
-            raise self.error(f"the {word} pattern must be a string constant", tree)
         if not (isinstance(escape, Literal) and (escape.value is None or isinstance(escape.value, str))):
             raise self.error(f"the {word} ESCAPE character must be a string constant", tree)
+        if not isinstance(pattern, Literal):  # a column pattern: row by row
+            return self._like_rows(f"{word.lower()}_escape", operand, pattern, escape, negated, tree)
+        if not (isinstance(pattern.value, str) or _null_pattern(pattern)):
+            raise self.error(f"the {word} pattern must be a string constant", tree)
         if not is_string(operand.dtype):
             raise self.error(f"type mismatch: {word} needs a string, got {operand.dtype}", tree)
         if escape.value is None or pattern.value is None:
@@ -657,7 +658,7 @@ class ScalarTranslator:
         text = pattern.value
         if type(inner) is exp.ILike:
             operand = FUNCTION_HANDLERS[exp.Lower](self, exp.Lower(this=inner.this))
-            text = text.lower()
+            text = duckdb_lower(text)
         tokens = like_tokens(text, escape.value)
         if tokens is None:
             raise self.error("Like pattern must not end with escape character!", tree)

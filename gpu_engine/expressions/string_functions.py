@@ -24,7 +24,6 @@ the column each way.
 from __future__ import annotations
 
 import functools
-import re
 import unicodedata
 from typing import Any, Callable, Sequence
 
@@ -36,6 +35,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.like_patterns import like_pattern
 from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring
 from gpu_engine.kernels import strings as kernels
 from gpu_engine.plans.expressions import Literal
@@ -222,44 +222,32 @@ def _translate_rows(device: Device, args: Sequence[Any], columns: Sequence[Colum
     return Column.from_arrow(pa.array(out, pa.string()), device)
 
 
-@functools.lru_cache(maxsize=256)
-def _like_regex(pattern: str, escape: str) -> re.Pattern:
-    """Return the compiled regular expression (whole string) a LIKE pattern means, ``escape`` ('' for none) making
-    the character after it literal; ValueError (DuckDB's message) for a pattern ending with the escape."""
-    from gpu_engine.plans.scalar_translation import like_tokens
-
-    tokens = like_tokens(pattern, escape)
-    if tokens is None:
-        raise ValueError("Like pattern must not end with escape character!")
-    return re.compile("".join({"%": ".*", "_": "."}[value] if kind == "wildcard" else re.escape(value)
-                              for kind, value in tokens), re.DOTALL)
-
-
 def _like_rows(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column | None],
                rows: int) -> Column:
     """Return ``like_escape(s, p, e)`` / ``ilike_escape`` (``s [I]LIKE p``, the pattern a column): each row's own
-    pattern, on the host (compiled once per distinct pattern). NULL where the string or the pattern is; ILIKE
-    folds both to lower case, as DuckDB's ``lower(s) LIKE lower(p)``. A constant pattern is the LIKE kernels'."""
+    pattern, on the host (compiled once per distinct pattern, matched in time linear in the string:
+    :mod:`gpu_engine.expressions.like_patterns`). NULL where the string or the pattern is; ILIKE folds both to
+    lower case as DuckDB's ``lower`` does (code point by code point: ``'İ'`` is ``'i'``, a final ``'Σ'`` is
+    ``'σ'``, where Python's ``str.lower`` differs). A constant pattern is the LIKE kernels'."""
     escape = args[2].value
     if escape is None:
         return Column.from_arrow(pa.nulls(rows, pa.bool_()), device)
     if len(escape) > 1:
         raise ExecutionError("Invalid escape string. Escape string must be empty or one character.")
-    texts, patterns = ([arg.value] * rows if column is None else column.to_arrow(device).to_pylist()
+    texts, patterns = (pa.array([arg.value] * rows, pa.string()) if column is None else column.to_arrow(device)
                        for arg, column in zip(args[:2], columns[:2]))
-    folded = name == "ilike_escape"
+    if name == "ilike_escape":
+        texts, patterns = pc.utf8_lower(texts), pc.utf8_lower(patterns)
     out = []
-    for text, pattern in zip(texts, patterns):
+    for text, pattern in zip(texts.to_pylist(), patterns.to_pylist()):
         if text is None or pattern is None:
             out.append(None)
             continue
-        if folded:
-            text, pattern = text.lower(), pattern.lower()
-        try:
-            regex = _like_regex(pattern, escape)
-        except ValueError as error:
-            raise ExecutionError(str(error)) from None
-        out.append(regex.fullmatch(text) is not None)
+        compiled = like_pattern(pattern, escape)
+        matched = compiled.matches(text)
+        if compiled.dangling and matched:  # DuckDB raises where its matcher reaches the escape at the end
+            raise ExecutionError("Like pattern must not end with escape character!")
+        out.append(matched and not compiled.dangling)
     return Column.from_arrow(pa.array(out, pa.bool_()), device)
 
 
