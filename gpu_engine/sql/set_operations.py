@@ -35,8 +35,9 @@ VALUES column of bare NULLs) is a NULL literal of the unified type there.
 Columns take the first branch's names; ORDER BY after the operation may also
 name a later branch's column. Its UNION ALL statistics for the SQL join
 ordering are the typed plan's rule
-(:func:`~gpu_engine.optimizer.cardinality.union_columns`). ``UNION BY NAME``
-is refused by name.
+(:func:`~gpu_engine.optimizer.cardinality.union_columns`). ``UNION [ALL] BY
+NAME`` matches the branches' columns by name (:func:`_matched_by_name`);
+INTERSECT / EXCEPT BY NAME are refused by name, as DuckDB refuses them.
 """
 
 from __future__ import annotations
@@ -95,11 +96,13 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
         _refuse_unplanned(node)
     name = set_operation_name(query)
     planned = [planner._plan_query(branch, ctes) for branch in branches]
+    nulls = [_all_null_positions(branch, relation, outputs) for branch, (relation, outputs) in zip(branches, planned)]
+    if query.args.get("by_name"):
+        planned, nulls = _matched_by_name(planned, nulls)
     for _, outputs in planned[1:]:
         if len(outputs) != len(planned[0][1]):
             raise _error(f"each branch of {name} must have the same number of columns: the left has "
                          f"{len(planned[0][1])}, the right {len(outputs)}", query)
-    nulls = [_all_null_positions(branch, relation, outputs) for branch, (relation, outputs) in zip(branches, planned)]
     types = _unified_types(query, branches, planned, nulls)
     names = [out_name for out_name, _ in planned[0][1]]
     relation, outputs = planned[0]
@@ -114,15 +117,34 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     return relation, outputs
 
 
+def _matched_by_name(planned, nulls):
+    """Return the branches of a ``UNION [ALL] BY NAME`` with their outputs as the union's columns, and their
+    positions of NULLs only: the union's columns are the first branch's names, then each name a later branch adds
+    (in its order; names compare case-insensitively, the first spelling kept, as DuckDB does), and a branch
+    lacking one gives NULL there (internal name None)."""
+    names: dict[str, str] = {}
+    for _, outputs in planned:
+        for out_name, _ in outputs:
+            names.setdefault(out_name.lower(), out_name)
+    matched, matched_nulls = [], []
+    for (relation, outputs), all_null in zip(planned, nulls):
+        position = {out_name.lower(): i for i, (out_name, _) in reversed(list(enumerate(outputs)))}
+        row = [(spelled, outputs[position[key]][1] if key in position else None) for key, spelled in names.items()]
+        matched.append((relation, row))
+        matched_nulls.append({i for i, key in enumerate(names) if key not in position or position[key] in all_null})
+    return matched, matched_nulls
+
+
 def _refuse_unplanned(query: exp.SetOperation) -> None:
-    """Refuse the forms of a set operation the planner does not plan (``UNION BY NAME``, a ``side`` / ``kind``)."""
+    """Refuse the forms of a set operation the planner does not plan (INTERSECT / EXCEPT BY NAME, a ``side`` /
+    ``kind``)."""
     name = set_operation_name(query)
     for key, value in query.args.items():
         if value and key not in _PLANNED_ARGS:
             raise _error(f"unsupported SQL: {name} with {key.upper()}", query)
-    if query.args.get("by_name"):
-        raise _error(f"unsupported SQL: {query.key.upper()} BY NAME; list the columns of each branch in the same "
-                     "order", query)
+    if query.args.get("by_name") and not isinstance(query, exp.Union):
+        raise _error(f"{query.key.upper()} BY NAME (as in DuckDB, only UNION [ALL] BY NAME matches columns by "
+                     "name); list the columns of each branch in the same order", query)
 
 
 def _chain_nodes(query: exp.SetOperation) -> list[exp.SetOperation]:
@@ -132,7 +154,7 @@ def _chain_nodes(query: exp.SetOperation) -> list[exp.SetOperation]:
     while isinstance(query, exp.Union):
         left = query.this
         if type(left) is not type(query) or bool(left.args.get("distinct")) != bool(query.args.get("distinct")) \
-                or any(left.args.get(key) is not None for key in ("order", "limit", "offset", "with_", "with")):
+                or bool(left.args.get("by_name")) != bool(query.args.get("by_name")) or any(left.args.get(key) is not None for key in ("order", "limit", "offset", "with_", "with")):
             break
         nodes.append(left)
         query = left
@@ -168,11 +190,11 @@ def _unified_types(query: exp.SetOperation, branches, planned, nulls) -> list[tu
     for position, (out_name, _) in enumerate(planned[0][1]):
         dtype, nullable = pa.null(), False
         for index, (relation, outputs) in enumerate(planned):
-            field = relation.node.output_schema.field(outputs[position][1])
-            nullable = nullable or field.nullable
             if position in nulls[index]:
                 nullable = True
                 continue
+            field = relation.node.output_schema.field(outputs[position][1])
+            nullable = nullable or field.nullable
             try:
                 dtype = _branch_type(dtype, sql_type(field))
             except TypeError:
@@ -312,9 +334,12 @@ def _aligned(planner: "QueryPlanner", node: PlanNode, internals: list[str], sche
     of NULLs only (at ``all_null``, :func:`_all_null_positions`) as a NULL of the unified type."""
     names, expressions = [], []
     for position, (internal, target) in enumerate(zip(internals, schema)):
+        names.append(target.name)
+        if internal is None:  # UNION BY NAME: a column this branch lacks
+            expressions.append(Literal(None, target.type))
+            continue
         source = node.output_schema.field(internal)
         column = ColumnRef(internal, source.type)
-        names.append(target.name)
         if is_null_typed(source) or position in all_null:  # no type of its own: takes the other branches' type
             expressions.append(column if is_null_typed(target) else Literal(None, target.type))
         else:
@@ -344,7 +369,7 @@ def ordered_set_operation(query: exp.SetOperation, alias: str) -> exp.Select:
         if inner.args.get(key) is not None:
             clauses[key] = inner.args[key]
             inner.set(key, None)
-    names = query.named_selects
+    names = _result_names(query)
     select = exp.Select(expressions=[exp.alias_(exp.column(name, table=alias, quoted=True), name, quoted=True)
                                      for name in names])
     select.set("from_", exp.From(this=exp.Subquery(this=inner, alias=exp.TableAlias(
@@ -387,19 +412,34 @@ def _branch_selects(query: exp.Expression) -> list[exp.Select]:
     return [query] if isinstance(query, exp.Select) else []
 
 
+def _result_names(query: exp.Expression) -> list[str]:
+    """Return the names of a query's result columns: the first branch's, and for UNION BY NAME each name a later
+    branch adds (:func:`_matched_by_name`)."""
+    while isinstance(query, (exp.Subquery, exp.Paren)):
+        query = query.this
+    if isinstance(query, exp.Union) and query.args.get("by_name"):
+        names = {}
+        for name in _result_names(query.this) + _result_names(query.expression):
+            names.setdefault(name.lower(), name)
+        return list(names.values())
+    if isinstance(query, exp.SetOperation):
+        return _result_names(query.this)
+    return list(query.named_selects)
+
+
 def _order_column_position(column: exp.Column, query: exp.SetOperation) -> int | None:
     """Return the output position an ORDER BY column after ``query`` names (:func:`ordered_set_operation`)."""
-    names = query.named_selects
+    names = _result_names(query)
     if not column.table and column.name in names:
         return names.index(column.name)
+    lowered = [name.lower() for name in names]
+    by_name = isinstance(query, exp.Union) and query.args.get("by_name")  # a branch's column sits at its name
     for select in _branch_selects(query):
         for position, item in enumerate(select.expressions[:len(names)]):
             value = item.this if isinstance(item, exp.Alias) else item
-            if column.table and isinstance(value, exp.Column) and value.table == column.table \
-                    and value.name == column.name:
-                return position
-            if not column.table and item.alias_or_name == column.name:
-                return position
+            if (column.table and isinstance(value, exp.Column) and value.table == column.table
+                    and value.name == column.name) or (not column.table and item.alias_or_name == column.name):
+                return lowered.index(item.alias_or_name.lower()) if by_name else position
     return None
 
 
@@ -411,11 +451,16 @@ def check_set_operation_widths(tree: exp.Expression) -> None:
     branch selecting ``*`` is skipped.
     """
     for node in tree.find_all(exp.SetOperation):
+        if node.args.get("by_name"):  # UNION BY NAME: branches of any widths (sql/set_operations._matched_by_name)
+            continue
         widths = []
         for branch in (node.this, node.expression):
             while isinstance(branch, (exp.Subquery, exp.Paren)):
                 branch = branch.this
             selects = branch.selects if isinstance(branch, (exp.Select, exp.SetOperation)) else None
+            if isinstance(branch, exp.SetOperation) and any(n.args.get("by_name") for n in branch.find_all(
+                    exp.SetOperation)):  # its width is its names' (the planner checks the planned widths)
+                break
             if not selects or any(isinstance(s, exp.Star) or s.find(exp.Star) for s in selects):
                 break
             widths.append(len(selects))

@@ -123,6 +123,13 @@ QUERIES = [
     "SELECT a, b FROM t UNION SELECT k, s FROM u ORDER BY t.a DESC NULLS LAST, b NULLS LAST",
     "SELECT a FROM t UNION ALL (SELECT k AS w FROM u UNION ALL SELECT m AS z FROM u) ORDER BY z NULLS FIRST LIMIT 4",
     "SELECT a, b FROM t UNION ALL SELECT k, s FROM u ORDER BY a + 1 DESC NULLS LAST, b LIMIT 3 OFFSET 1",
+    # UNION [ALL] BY NAME (was refused): columns matched by name (case-insensitive), the first branch's names then
+    # the ones later branches add, NULL where a branch lacks one.
+    "SELECT a, b FROM t UNION ALL BY NAME SELECT s AS B, m AS a FROM u",
+    "SELECT a, b FROM t UNION BY NAME SELECT s AS b, k FROM u UNION ALL BY NAME SELECT v AS d FROM p",
+    "SELECT x.k FROM (SELECT a, b FROM t UNION ALL BY NAME SELECT s AS b, k FROM u) x WHERE x.k IS NOT NULL",
+    "SELECT a, b FROM t UNION ALL BY NAME SELECT s AS b, k FROM u ORDER BY k NULLS FIRST, a NULLS FIRST, b NULLS FIRST",
+    "SELECT a, b FROM t UNION ALL BY NAME SELECT b, d FROM t UNION ALL SELECT m, s, 2.5 FROM u",
 ]
 
 #: Run fused, on cpu and on the simulator: UNION ALL, UNION, INTERSECT, EXCEPT, INTERSECT ALL, EXCEPT ALL and a
@@ -175,7 +182,8 @@ def _plan_error(sql: str) -> str:
      "column 1 ('a') is int64 in branches 1 to 2 and date32[day] in branch 3"),
     ("SELECT a, b FROM t UNION ALL SELECT k, s FROM u ORDER BY zz",
      "ORDER BY zz: the result of UNION ALL has no such column (its columns: a, b)"),
-    ("SELECT a FROM t UNION BY NAME SELECT k AS a FROM u", "UNION BY NAME"),
+    ("SELECT a FROM t INTERSECT BY NAME SELECT k AS a FROM u", "INTERSECT BY NAME (as in DuckDB, only UNION [ALL] "
+                                                               "BY NAME matches columns by name)"),
     ("SELECT a FROM t WHERE a IN (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
      "IN over a correlated set operation"),
     ("SELECT a FROM t WHERE a = (SELECT k FROM u WHERE u.m = t.a UNION SELECT 1 FROM u)",
