@@ -15,7 +15,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
     python bench/ab.py union-flattening tpcds 5 --sf 1 --runs 7
     python bench/ab.py union-pruning tpcds 11 --sf 1 --runs 7
-    python bench/ab.py radix-aggregation tpch 18 --sf 1 --runs 7
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py outgrown-dictionaries tpcds 65 --sf 1 --runs 9
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
@@ -53,7 +52,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
-    python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -119,13 +117,6 @@ def _union_flattening():
     of ``gpu_engine.optimizer.RULES``)."""
     import gpu_engine.optimizer as module
     return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "flatten_unions")
-
-
-def _radix_aggregation():
-    """Every aggregation in one slot table a driver (``FusedAggregation._radix_hold`` never holds: no radix
-    partitions, neither decided before the first batch nor switched to at run time)."""
-    from gpu_engine.operators.fused_aggregation import FusedAggregation
-    return FusedAggregation, "_radix_hold", lambda self, batch: False
 
 
 def _union_pruning():
@@ -846,23 +837,6 @@ def _correlated_keys():
     return _Setting(_set_correlated_keys), "value", "off"
 
 
-def _set_typed_join_order_alone(on: bool) -> None:
-    import gpu_engine.optimizer.cardinality as cardinality
-    import gpu_engine.optimizer.join_order as order
-    _set_sql_join_order(not on)
-    _set_correlated_keys(on)
-    order.WRITTEN_ORDER_FREE = order.CANONICAL = on
-    cardinality.STRING_DICTIONARY_COUNTS = on
-
-
-def _typed_join_order_alone():
-    """Today's default (off) against the typed join order alone (on): the SQL ordering off (FROM items as
-    written), ``optimizer.join_order.WRITTEN_ORDER_FREE`` and ``CANONICAL`` on, the typed estimates' string
-    dictionary counts (``optimizer.cardinality.STRING_DICTIONARY_COUNTS``) and correlated keys on: the
-    configuration that would replace ``sql.join_ordering`` (bench/results/2026-11-29-joinorder2.md)."""
-    return _Setting(_set_typed_join_order_alone), "value", "off"
-
-
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -979,20 +953,6 @@ def _growth_stops():
     return module.StringKeyTable, "_intern_cpu", intern_cpu
 
 
-def _final_rows():
-    """A mapped batch's dictionary-coded string key always interned through its dictionary whole (the lookup
-    table by code), as before ``KernelInputs._interned_in_place`` took the mapped rows of a dictionary larger than
-    them: a FINAL step interned each PARTIAL driver's every group and hashed its slots."""
-    from gpu_engine.codegen.kernel_inputs import KernelInputs
-    from gpu_engine.plans.expressions import ColumnRef
-
-    def in_place(self, lift, batch):
-        return (lift.interned and isinstance(lift.expr, ColumnRef) and lift.expr.name == lift.column
-                and batch.gather_map is not None and batch.own_map(lift.column) is None
-                and not batch.base_column(lift.column).is_dictionary)
-    return KernelInputs, "_interned_in_place", in_place
-
-
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -1012,7 +972,6 @@ SWITCHES = {
     "one-row-extremes": _one_row_extremes,
     "distinct-branches": _distinct_branches,
     "union-flattening": _union_flattening,
-    "radix-aggregation": _radix_aggregation,
     "union-pruning": _union_pruning,
     "build-dictionaries": _build_dictionaries,
     "outgrown-dictionaries": _outgrown_dictionaries,
@@ -1052,7 +1011,6 @@ SWITCHES = {
     "dense-keys": _dense_keys,
     "head-words": _head_words,
     "growth-stops": _growth_stops,
-    "final-rows": _final_rows,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
@@ -1064,7 +1022,6 @@ SWITCHES = {
     "typed-join-order": _typed_join_order,
     "sql-join-order": _sql_join_order,
     "correlated-keys": _correlated_keys,
-    "typed-join-order-alone": _typed_join_order_alone,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

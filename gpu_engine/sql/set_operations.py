@@ -143,8 +143,8 @@ def _refuse_unplanned(query: exp.SetOperation) -> None:
         if value and key not in _PLANNED_ARGS:
             raise _error(f"unsupported SQL: {name} with {key.upper()}", query)
     if query.args.get("by_name") and not isinstance(query, exp.Union):
-        raise _error(f"{query.key.upper()} BY NAME (as in DuckDB, only UNION [ALL] BY NAME matches columns by "
-                     "name); list the columns of each branch in the same order", query)
+        raise _error(f"unsupported SQL: {query.key.upper()} BY NAME (as in DuckDB, only UNION [ALL] BY NAME matches "
+                     "columns by name); list the columns of each branch in the same order", query)
 
 
 def _chain_nodes(query: exp.SetOperation) -> list[exp.SetOperation]:

@@ -225,7 +225,7 @@ def test_a_bare_name_several_from_items_have_is_ambiguous(sql, holders, column):
 
 @pytest.mark.parametrize("sql, construct", [
     ("SELECT l_quantity FROM lineitem WHERE row_number() OVER () > 1", "a window function in WHERE"),
-    ("SELECT l_orderkey FROM lineitem UNION BY NAME SELECT o_orderkey FROM orders", "UNION BY NAME"),
+    ("SELECT l_orderkey FROM lineitem INTERSECT BY NAME SELECT o_orderkey FROM orders", "INTERSECT BY NAME"),
     ("SELECT array_agg(l_quantity) FROM lineitem", "aggregate function array_agg"),
     # (a subquery under OR and COUNT in a correlated scalar subquery are planned since 22fb052:
     # tests/sql/test_correlated_subqueries_in_expressions.py checks them against DuckDB)
