@@ -295,6 +295,11 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
 def mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
     """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`); a
     quantified comparison as an IN of its value (any expression without a subquery: projected first)."""
+    if isinstance(mark, exp.In) and isinstance(mark.this, exp.Tuple):  # (a, b) IN (S) where only TRUE counts
+        select = subquery_select(mark.args["query"])
+        return isinstance(select, (exp.Select, exp.SetOperation)) and len(select.selects) == len(
+            mark.this.expressions) and not any(column.table for column in free_columns(select)) and not any(
+            has_subquery(value) for value in mark.this.expressions)
     quantified = quantified_parts(mark)
     if quantified is not None:
         if has_subquery(quantified[0]):
