@@ -46,7 +46,7 @@ BAD_SQL = {
     "SELECT a FROM t LIMIT 'x'": "LIMIT",
     "SELECT sum(a, b) FROM t": "sum",
     "SELECT substring() FROM t": "substring",
-    "SELECT a FROM t GROUP BY ROLLUP (a, 1)": "GROUP BY a constant in a grouping set",
+    "SELECT a FROM t GROUP BY ROLLUP (a, 1)": "GROUP BY position 1 repeats the key",
     "SELECT grouping(b) FROM t GROUP BY CUBE (a)": "must be a grouping column",
     "SELECT a, count(*) FROM t GROUP BY GROUPING SETS (GROUPING SETS ((a)), ())": "GROUPING SETS nested in",
     "SELECT * FROM read_csv('x.csv')": "table functions are not supported (read_csv",
