@@ -859,6 +859,8 @@ class Moments(AggregateFunction):
         if function in ("regr_intercept", "regr_r2"):  # NULL where DuckDB's is (see the two methods)
             valid = valid & ~xp.isnan(values[0])
             values = values[1]
+        elif function in ("var_pop", "stddev_pop", "regr_sxx", "regr_syy"):
+            values = xp.where(count == 1, 0.0, values)  # DuckDB's for one value, even NaN / inf (merged: NaN)
         values = xp.where(valid, values, 0.0)
         return [(self.name, Column(pa.float64(), values, valid))]
 

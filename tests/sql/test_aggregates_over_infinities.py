@@ -29,3 +29,18 @@ def test_quantiles_and_regression_averages_over_infinities_match_duckdb(device_n
     queries = QUERIES if device_name == "cpu" else QUERIES[:1] + QUERIES[3:4]
     with duckdb_with_tables(TABLES) as connection:
         assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), connection, queries)
+
+
+#: One NaN / infinite value per group among NULLs, read in one-row splits by two drivers: merged partial moments.
+ONE_VALUE = {"t": pa.table({"k": [1, 1, 1, 2, 2, 3], "x": [None, float("nan"), None, INF, None, -INF],
+                            "y": [1.0, 2.0, None, 1.0, 3.0, 4.0]})}
+
+
+def test_population_variance_of_one_nan_or_infinite_value_is_zero_when_merged(device_name):
+    """DuckDB's var_pop / stddev_pop / regr_sxx / regr_syy of a single value are 0 whatever it is; merging
+    partial moments gave NaN (a single NaN's deviation from its own mean, NaN, squared times its count)."""
+    query = ("SELECT k, var_pop(x) AS a, stddev_pop(x) AS b, regr_sxx(y, x) AS c, regr_syy(x, y) AS d, "
+             "var_samp(x) AS e FROM t GROUP BY k")
+    with duckdb_with_tables(ONE_VALUE) as connection:
+        assert_queries_match_duckdb(session_with_tables(ONE_VALUE, device=device_name, split_rows=1, drivers=2),
+                                    connection, [query])
