@@ -9,6 +9,7 @@ for the public entry points and the typing conventions.
 
 from __future__ import annotations
 
+import datetime
 import functools
 
 import pyarrow as pa
@@ -49,6 +50,7 @@ from gpu_engine.plans.sql_literal_lists import lifted_values
 from gpu_engine.plans.sql_literals import (
     INTERVAL_UNITS,
     coerce_literal,
+    compared_interval_arithmetic,
     date_literal,
     infinity_refusal,
     negate_literal,
@@ -380,8 +382,8 @@ class ScalarTranslator:
         return BinaryOp(op, left, right, dtype)
 
     def _date_interval(self, tree: exp.Binary, op: str) -> Expr | None:
-        """Return a date or timestamp plus or minus a constant INTERVAL of one unit (a constant date folded, as
-        before INTERVAL values existed), or None for every other form (:meth:`_arithmetic` types those)."""
+        """Return a date or timestamp plus or minus a constant INTERVAL of one unit (a constant date or TIMESTAMP
+        folded to DuckDB's TIMESTAMP), or None for every other form (:meth:`_arithmetic` types those)."""
         interval, date_tree = (tree.this, tree.expression) if isinstance(tree.this, exp.Interval) else (
             tree.expression, tree.this)
         if op not in ("add", "sub") or (op == "sub" and interval is tree.this) or isinstance(date_tree, exp.Interval):
@@ -394,9 +396,22 @@ class ScalarTranslator:
             return None
         amount, unit = simple
         constant_date = isinstance(date, Literal) and pa.types.is_date32(date.dtype) and date.value is not None
-        if unit not in INTERVAL_UNITS or not constant_date:  # a time of day, or a column: a TIMESTAMP, computed
-            return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
-        return Literal(shift_date(date.value, -amount if op == "sub" else amount, unit), pa.date32())
+        constant_timestamp = (isinstance(date, Literal) and date.dtype == pa.timestamp("us")
+                              and isinstance(date.value, datetime.datetime))  # (DATE + INTERVAL) + INTERVAL
+        if unit in INTERVAL_UNITS and (constant_date or constant_timestamp):
+            day = date.value.date() if constant_timestamp else date.value
+            try:
+                shifted = shift_date(day, -amount if op == "sub" else amount, unit)
+            except (ValueError, OverflowError):  # past Python's years 1-9999 (DuckDB's run further): computed
+                shifted = None
+            if shifted is not None and constant_date and (tree.meta.get("date_interval_is_date")
+                                                          or compared_interval_arithmetic(tree)):
+                return Literal(shifted, pa.date32())  # compared (as its day), or Spark's DATE + INTERVAL: a DATE
+            if shifted is not None:  # DuckDB's TIMESTAMP (a date's is midnight: a date compares with it as its day)
+                clock = date.value.time() if constant_timestamp else datetime.time()
+                return Literal(datetime.datetime.combine(shifted, clock), pa.timestamp("us"))
+        # a time of day, a column, or a date Python cannot hold: a TIMESTAMP, computed
+        return interval_function(self, date, -amount if op == "sub" else amount, unit, tree)
 
     def _simple_interval(self, tree: exp.Interval) -> tuple[int, str] | None:
         """Return ``(amount, unit)`` of ``INTERVAL '<integer>' <day|week|month|year|hour|minute|second>``, else None."""

@@ -29,6 +29,7 @@ __all__ = [
     "parse_date_text",
     "infinity_refusal",
     "shift_date",
+    "compared_interval_arithmetic",
     "coerce_literal",
     "INTERVAL_UNITS",
 ]
@@ -144,6 +145,19 @@ def shift_date(date: datetime.date, amount: int, unit: str) -> datetime.date:
     year += date.year
     day = min(date.day, calendar.monthrange(year, month + 1)[1])
     return datetime.date(year, month + 1, day)
+
+
+def compared_interval_arithmetic(node) -> bool:
+    """Return whether ``node`` (a sqlglot node: DATE +/- INTERVAL) is a side of a comparison, BETWEEN or IN,
+    through parentheses and more INTERVAL arithmetic: only there is a constant one folded to a DATE. DuckDB's value
+    is a TIMESTAMP at midnight, which a date compares with as its own day; as a value (a SELECT column, ``- DATE``,
+    an argument) a DATE is of the wrong type (fuzz round 9)."""
+    from sqlglot import exp
+
+    parent = node.parent
+    while isinstance(parent, (exp.Paren, exp.Add, exp.Sub)):
+        parent = parent.parent
+    return isinstance(parent, (exp.Predicate, exp.Between, exp.In))
 
 
 def _exact_integer(value) -> int | None:

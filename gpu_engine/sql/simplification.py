@@ -39,6 +39,8 @@ import pyarrow as pa
 from sqlglot import exp
 from sqlglot.optimizer.simplify import FINAL
 
+from gpu_engine.plans.sql_literals import compared_interval_arithmetic
+
 __all__ = ["simplify_keeping_arithmetic", "tests_parenthesized"]
 
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.IntDiv, exp.Mod)
@@ -149,7 +151,8 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
     none, and each walk of a query's tree is a share of planning a new text (issue 29)."""
     held = False
     for node in list(tree.walk()):
-        if isinstance(node, _ARITHMETIC) and not any(isinstance(side, exp.Interval) for side in node.iter_expressions()):
+        if isinstance(node, _ARITHMETIC) and not (any(isinstance(side, exp.Interval) for side in node.iter_expressions())
+                                                  and compared_interval_arithmetic(node)):
             node.meta[FINAL] = True
         elif isinstance(node, exp.DateTrunc):  # date_trunc of a DATE: a TIMESTAMP, as the translator types it
             truncation = exp.TimestampTrunc(this=node.this, unit=node.args.get("unit"))
