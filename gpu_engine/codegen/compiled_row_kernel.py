@@ -47,7 +47,7 @@ class CompiledRowKernel:
         self.program = program
         #: Whether a batch runs the kernel or the caller's eager evaluation (:mod:`~gpu_engine.codegen.background_compiles`).
         self.tiers = TierSwitch(device, compile_mode, shape=lambda: shape_once(
-            program, lambda: (self.name, repr(program.shape())), self.name))
+            program, lambda: (self.name, program.shape_key()), self.name))
         self._inputs = KernelInputs(device, program)
         #: The program's constants (see kernel_parameters), uploaded once for every batch's launch.
         self._parameters = kernel_parameter_array(device, program)

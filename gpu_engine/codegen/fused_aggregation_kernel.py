@@ -962,7 +962,7 @@ def generate_fused_aggregation(program: FusionProgram, aggregates: list[Aggregat
     from gpu_engine.codegen import kernel_bounds
 
     shape = program.shape()
-    key = (repr(shape), aggregate_shape(aggregates), repr(layout), kernel_bounds.MAX_AGGREGATION_SLICE_NODES)
+    key = (program.shape_key(), aggregate_shape(aggregates), repr(layout), kernel_bounds.MAX_AGGREGATION_SLICE_NODES)
     return GENERATED_AGGREGATIONS.get(key, lambda: _generate_fused_aggregation(shape, aggregates, layout))
 
 

@@ -44,7 +44,7 @@ def generate_fused_filter(program: FusionProgram, layout: KernelLayout) -> Gener
         When a predicate cannot be generated.
     """
     shape = program.shape()
-    return GENERATED_FILTERS.get((repr(shape), repr(layout)), lambda: _generate_fused_filter(shape, layout))
+    return GENERATED_FILTERS.get((program.shape_key(), repr(layout)), lambda: _generate_fused_filter(shape, layout))
 
 
 #: Filter kernels generated so far, by the repr of the program shape and layout they were generated from.

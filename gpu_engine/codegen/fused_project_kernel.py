@@ -41,7 +41,7 @@ def generate_fused_projection(program: FusionProgram, layout: KernelLayout) -> G
         When an expression cannot be generated.
     """
     shape = program.shape()
-    return GENERATED_PROJECTIONS.get((repr(shape), repr(layout)), lambda: _generate(shape, layout))
+    return GENERATED_PROJECTIONS.get((program.shape_key(), repr(layout)), lambda: _generate(shape, layout))
 
 
 #: Projection kernels generated so far, by the repr of the program shape and layout they were generated from.

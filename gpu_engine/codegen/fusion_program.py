@@ -105,6 +105,21 @@ class FusionProgram:
             object.__setattr__(self, "_shape", shape)
         return shape
 
+    def shape_key(self) -> str:
+        """Return ``repr(self.shape())``, made once per shape and kept on it: the key kernels are cached by.
+
+        Why: the key was made again by every caller (the fusion pass's generation, each driver's operator
+        at creation and per batch layout, the tier switch's program shape), each a walk of every
+        expression: ~70-90 us a call, ~370 calls over 40 TPC-DS queries at SF 0.01 on the lowest tier
+        and ~660 on a first run (bench/results/2026-11-29-firstruns2.md).
+        """
+        shape = self.shape()
+        key = shape.__dict__.get("_key")
+        if key is None:
+            key = repr(shape)
+            object.__setattr__(shape, "_key", key)
+        return key
+
     def __hash__(self) -> int:
         """Hash the fields once per program and keep the hash on it.
 
@@ -123,7 +138,7 @@ class FusionProgram:
 
     def __getstate__(self) -> dict:
         """Pickle the fields only: a string's hash differs between processes, so the kept hash must not travel."""
-        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_shape")}
+        return {k: v for k, v in self.__dict__.items() if k not in ("_hash", "_shape", "_key")}
 
 
 @dataclass(frozen=True)

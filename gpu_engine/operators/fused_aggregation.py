@@ -389,7 +389,7 @@ class FusedAggregation(AggregationOperator):
         #: Which tier runs each batch; any step but PARTIAL keeps its first batch's (see the module docstring).
         self._tiers = TierSwitch(self.device, ctx.config.compile_mode, sticky=self.step is not self.step.PARTIAL,
                                  shape=lambda: shape_once(self.program, lambda: (
-                                     "fused", repr(self.program.shape()), aggregate_shape(self.functions))))
+                                     "fused", self.program.shape_key(), aggregate_shape(self.functions))))
         self._lowest_tier: _LowestTier | None = None
         self._status_placeholder = xp.zeros(3, dtype=xp.int64)
         #: Until used: where to learn this FINAL step's number of keys (see _size_for_abandoned_partials).

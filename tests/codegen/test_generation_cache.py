@@ -110,3 +110,36 @@ def test_a_program_makes_its_shape_and_hash_once_and_pickles_without_them(monkey
     restored = pickle.loads(pickle.dumps(program))
     assert "_hash" not in restored.__dict__ and "_shape" not in restored.__dict__
     assert restored == program and hash(restored) == first and restored.shape() == shape
+
+
+def test_a_repeated_query_writes_no_program_shape_key_again(monkeypatch):
+    """The kernel caches' key (the repr of a program's shape, a walk of every expression) is made once per
+    shape: a repeated query's fusion pass, operators (per driver, per layout) and tier switches make none.
+
+    Before, each caller made it again: ~370 reprs over 40 TPC-DS queries at SF 0.01 on every run, ~660 on a
+    first run (bench/results/2026-11-29-firstruns2.md).
+    """
+    import pickle
+
+    from gpu_engine.codegen.fusion_program import FusionProgram
+
+    table = pa.table({"k": pa.array([1, 2, 3, 1, 2] * 40, pa.int64()), "v": pa.array(range(200), pa.int64())})
+    session = Session(device="cpu", drivers=2, batch_rows=16, compile_mode="alternate")  # both tiers ask
+    session.register("t", table)
+    plan = (PlanBuilder(session.catalog).table_scan("t").filter("v % 7 <> 3")
+            .aggregation(["k"], ["sum(v) AS s", "count(*) AS c"]).plan())
+    filter_plan = PlanBuilder(session.catalog).table_scan("t").filter("v % 5 = 1").project(["v * 3 AS w"]).plan()
+    first = session.execute(plan), session.execute(filter_plan)
+    calls = []
+    original = FusionProgram.__repr__
+    monkeypatch.setattr(FusionProgram, "__repr__", lambda self: calls.append(1) or original(self))
+    second = session.execute(plan), session.execute(filter_plan)
+    assert calls == []
+    assert [t.sort_by("k" if "k" in t.column_names else "w") for t in first] == \
+        [t.sort_by("k" if "k" in t.column_names else "w") for t in second]
+    schema = {"x": pa.float64()}
+    x = ColumnRef("x", pa.float64())
+    program = plan_fusion_program((BinaryOp("lt", x, Literal(2.5, pa.float64()), pa.bool_()),), (), [], schema)
+    key = program.shape_key()
+    assert len(calls) == 1 and program.shape_key() is key and key == original(program.shape())
+    assert "_key" not in pickle.loads(pickle.dumps(program.shape())).__dict__  # made again in another process
