@@ -475,8 +475,8 @@ def _scalar(r: random.Random) -> str:
 def _scalars(r: random.Random):
     exprs = [f"{_scalar(r)} AS e{i}" for i in range(r.randint(1, 3))]
     where = r.choice(["", "", "", " WHERE v <> 0", f" WHERE {_scalar(r)} IS NOT NULL"])
-    if r.random() < 0.1:
-        return f"SELECT {', '.join(exprs)}", None, "sql"
+    if r.random() < 0.1:  # constants alone, no FROM (each column of t read as its value in one row)
+        return f"SELECT {', '.join(exprs)} FROM (SELECT * FROM t LIMIT 1) z", None, "sql"
     return f"SELECT id, {', '.join(exprs)} FROM t{where}", None, "sql"
 
 
