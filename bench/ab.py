@@ -15,6 +15,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
     python bench/ab.py union-flattening tpcds 5 --sf 1 --runs 7
     python bench/ab.py union-pruning tpcds 11 --sf 1 --runs 7
+    python bench/ab.py radix-aggregation tpch 18 --sf 1 --runs 7
     python bench/ab.py build-dictionaries tpcds 23 --sf 1 --runs 7
     python bench/ab.py outgrown-dictionaries tpcds 65 --sf 1 --runs 9
     python bench/ab.py shared-subexpressions tpcds 28 --sf 1 --runs 5
@@ -117,6 +118,13 @@ def _union_flattening():
     of ``gpu_engine.optimizer.RULES``)."""
     import gpu_engine.optimizer as module
     return module, "RULES", tuple(r for r in module.RULES if r.__name__ != "flatten_unions")
+
+
+def _radix_aggregation():
+    """Every aggregation in one slot table a driver (``FusedAggregation._radix_hold`` never holds: no radix
+    partitions, neither decided before the first batch nor switched to at run time)."""
+    from gpu_engine.operators.fused_aggregation import FusedAggregation
+    return FusedAggregation, "_radix_hold", lambda self, batch: False
 
 
 def _union_pruning():
@@ -972,6 +980,7 @@ SWITCHES = {
     "one-row-extremes": _one_row_extremes,
     "distinct-branches": _distinct_branches,
     "union-flattening": _union_flattening,
+    "radix-aggregation": _radix_aggregation,
     "union-pruning": _union_pruning,
     "build-dictionaries": _build_dictionaries,
     "outgrown-dictionaries": _outgrown_dictionaries,

@@ -108,11 +108,15 @@ class EngineConfig:
         a group of its own (Velox's ``abandon_partial_aggregation_min_rows``/``_min_pct``), since a step
         that barely reduces its rows only doubles the final step's work.
     radix_aggregation_min_groups
-        A FINAL (or INTERMEDIATE) aggregation whose driver expects at least this many groups (estimated when its
-        PARTIAL step gave up grouping) holds its input, partitions it by the high bits of its key hashes and
-        aggregates one partition at a time into a slot table that stays in cache
+        An aggregation of fixed-width keys (not a PARTIAL step) whose driver expects at least this many groups (a
+        FINAL step whose PARTIAL step gave up grouping), or whose one table reaches this many at about a group a
+        row, holds its input (from then on), partitions it by the high bits of its key hashes and aggregates one
+        partition at a time into a slot table that stays in cache
         (:meth:`~gpu_engine.operators.fused_aggregation.FusedAggregation._run_radix`); ``None`` never does.
-        See ``bench/results/2026-11-29-radix-tables.md`` for the default.
+        Default 300,000: from there a driver's one table (2^20 slots, ~40 MB for a key and two aggregates)
+        outgrows the 32 MiB L3: an integer-key GROUP BY ran 0.61-0.78x its CPU partitioned at 300K groups, 0.57x at
+        1M (loaded), 0.60x quiet at 500K-5M; at 150K groups (a table that fits) partitioning cost 1.13x. String keys never
+        partition (db-benchmark q10: 2.16x). ``bench/results/2026-11-29-radix.md``.
     local_exchange_max_bytes
         Bytes a LocalExchange queue buffers before producers block (back-pressure).
     driver_time_slice_seconds
@@ -207,7 +211,7 @@ class EngineConfig:
     partial_aggregation_max_groups: int = 1 << 20
     partial_aggregation_abandon_rows: int = 100_000
     partial_aggregation_abandon_percent: int = 80
-    radix_aggregation_min_groups: int | None = None
+    radix_aggregation_min_groups: int | None = 300_000
     local_exchange_max_bytes: int = 64 << 20
     driver_time_slice_seconds: float = 0.2
     shuffle_page_bytes: int = 1 << 20

@@ -27,11 +27,11 @@ a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
 table once instead, from the scan's rows and what the PARTIAL step saw
 (:mod:`gpu_engine.exec.abandoned_partials`). A slot table of 32 MiB or more is advised huge
 pages before its fill (:func:`~gpu_engine.host_allocator.advise_huge_pages`): probed at random, it
-missed the TLB on nearly every probe with 4 KiB pages. With ``radix_aggregation_min_groups`` set, a step
-expecting at least that many groups a driver (a group per row: a SINGLE step the planner refused a partial
-step, or a FINAL step after an abandoned PARTIAL step) holds its input instead, scatters it by the high bits of
-its key hashes and aggregates one partition at a time into a table that stays in cache
-(:meth:`FusedAggregation._run_radix`; bench/results/2026-11-29-radix-tables.md).
+missed the TLB on nearly every probe with 4 KiB pages. A step of fixed-width keys (not PARTIAL) expecting at
+least ``radix_aggregation_min_groups`` groups a driver (a FINAL step after an abandoned PARTIAL step), or whose
+one table reaches that many at about a group a row, holds its input instead (from then on), scatters it by the
+high bits of its key hashes and aggregates one partition at a time into a table that stays in cache, the one
+table's groups joining their partitions (:meth:`FusedAggregation._run_radix`; bench/results/2026-11-29-radix.md).
 
 Lookup tables are cached by the dictionary's contents (Parquet row groups of a
 column usually share their dictionary values), so a steady stream of batches
@@ -108,6 +108,11 @@ _GROWTH = 2
 #: most this: in bench/radix_tables_ab.py (q10's row shape, one thread, this 2-core VM: 1 MiB L2 a core, 32 MiB
 #: L3) tables of ~1.5-6 MiB ran fastest; more partitions (smaller tables) paid more write streams in the scatter.
 RADIX_TABLE_BYTES = 8 << 20
+#: A step switches to radix partitions at run time only while its rows bring at least a group per this many rows:
+#: partitioning costs a hash and a scatter per row, the one table a cache miss per new key at most (rows of a key
+#: in runs hit its slot again), so TPC-H q18's 4 rows a group (in runs) ran 1.20x slower partitioned, integer keys
+#: of a group a row 0.60-0.78x.
+_RADIX_MAX_ROWS_PER_GROUP = 2
 
 
 def _sample_positions(xp, rows: int) -> tuple[Any, Any]:
@@ -282,7 +287,6 @@ class _NodeSetup:
     table_layout: Any
     nonzero_fill: tuple[tuple[int, int], ...]  # slot columns an empty slot does not hold 0 in, and their words
     fed_by: tuple[str | None, str, str] | None  # see _partial_feeding
-    raw_fed_by: tuple[str | None, str] | None  # see _raw_feeding
 
     @classmethod
     def of(cls, node: FusedAggregationNode) -> "_NodeSetup":
@@ -293,30 +297,7 @@ class _NodeSetup:
         return cls(tuple(functions), can_pass_through(functions),
                    plan_fusion_program(node.predicates, node.grouping_keys, functions, schema),
                    tuple(node.output_schema.field(name).type for name in node.key_names), layout,
-                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)), _partial_feeding(node),
-                   _raw_feeding(node))
-
-
-def _raw_feeding(node: FusedAggregationNode) -> tuple[str | None, str] | None:
-    """Return (local exchange id or None, table scan id) when ``node`` is a grouped SINGLE step the planner refused
-    a partial step (its estimates said about a group per row) that reads a table scan's rows, through a
-    repartition or not; else None.
-
-    Why only then: its driver's groups are then estimated as the scan's rows over the exchange's partitions
-    (:meth:`FusedAggregation._radix_expected_groups`), as a FINAL step's are from its abandoned PARTIAL step.
-    """
-    aggregation = node.replaced[0] if node.replaced else None
-    if (node.step is not AggregationStep.SINGLE or not node.grouping_keys or len(node.sources) != 1
-            or getattr(aggregation, "partial_step", True)):
-        return None
-    exchange, scan = None, node.source
-    if isinstance(scan, LocalPartitionNode):
-        if scan.partition_kind != "repartition" or len(scan.sources) != 1:
-            return None
-        exchange, scan = scan, scan.source
-    while isinstance(scan, ProjectNode):
-        scan = scan.source
-    return (exchange.id if exchange is not None else None, scan.id) if isinstance(scan, TableScanNode) else None
+                   tuple((int(c), int(fresh_row[c])) for c in np.flatnonzero(fresh_row)), _partial_feeding(node))
 
 
 def _partial_feeding(node: PlanNode) -> tuple[str | None, str, str] | None:
@@ -394,9 +375,9 @@ class FusedAggregation(AggregationOperator):
         self._status_placeholder = xp.zeros(3, dtype=xp.int64)
         #: Until used: where to learn this FINAL step's number of keys (see _size_for_abandoned_partials).
         self._fed_by = setup.fed_by
-        self._raw_fed_by = setup.raw_fed_by
         #: Whether this step radix-partitions its input (see _radix_hold): decided by its first generated batch.
         self._radix: bool | None = None
+        self._radix_eligible = False
         self._radix_held: list[Batch] = []
         self._radix_bytes = 0
         self._reset()
@@ -547,26 +528,60 @@ class FusedAggregation(AggregationOperator):
     def _radix_hold(self, batch: Batch) -> bool:
         """Hold ``batch`` for :meth:`_run_radix` when this step radix-partitions its input; return whether held.
 
-        Decided once, at the first batch the generated tier takes: a grouped step of column keys partitions when
-        ``radix_aggregation_min_groups`` is set and the groups a driver expects (:meth:`_radix_expected_groups`)
-        reach it. A single string key whose interned ids are its slots is left out (its table must stay above
-        every id: nothing to partition).
+        A grouped step (not PARTIAL: it emits its table at ``partial_aggregation_max_groups``) of fixed-width column
+        keys may partition when ``radix_aggregation_min_groups`` is set. It does from its first generated batch
+        when the groups a driver expects before any runs (:meth:`_radix_expected_groups`) reach the setting; else
+        it switches at run time, at the first batch after its one table holds that many groups at no more than
+        :data:`_RADIX_MAX_ROWS_PER_GROUP` rows run a group (the table's groups join their partitions in
+        :meth:`_run_radix`). A step with a string key keeps the one table: its
+        held strings would be copied, hashed once to partition and again to intern, and gathered back (a random
+        read of every string), where the one table interns each batch's strings once; db-benchmark's q10 (three
+        string keys of six) ran 2.16x the one table's CPU partitioned
+        (bench/results/2026-11-29-radix-tables-quiet-stop49.md), integer keys 0.60x.
         """
+        minimum = self.ctx.config.radix_aggregation_min_groups
         if self._radix is None:
-            minimum = self.ctx.config.radix_aggregation_min_groups
             keys = self.node.grouping_keys
-            self._radix = bool(
-                minimum is not None and self.grouped and all(isinstance(key, ColumnRef) for key in keys)
-                and (len(keys) > 1 or not is_string(self.key_types[0]))
-                and (self._radix_expected_groups() or 0) >= minimum)
+            self._radix_eligible = bool(
+                minimum is not None and self.grouped and self.step is not self.step.PARTIAL
+                and all(isinstance(key, ColumnRef) for key in keys)
+                and not any(is_string(key_type) for key_type in self.key_types))
+            self._radix = self._radix_eligible and (self._radix_expected_groups() or 0) >= minimum
             if self._radix:
                 self.add_runtime_stat("radix_partitioned", 1)
+        elif (not self._radix and self._radix_eligible and self._num_groups >= minimum
+              and self._num_groups * _RADIX_MAX_ROWS_PER_GROUP >= self._rows_run):
+            self._run_deferred()  # batches held for one growth (_defer_growth) into the table, as they would run
+            self._radix = True
+            self.add_runtime_stat("radix_partitioned", 1)
+            self.add_runtime_stat("radix_switched_at_groups", self._num_groups)
         if not self._radix:
             return False
         self._radix_held.append(batch)
         self._radix_bytes += batch.nbytes
         self.set_memory_reservation(self._state_bytes())
         return True
+
+    def _table_groups_by_partition(self, bits: int) -> tuple[Any, list[int]]:
+        """Return the one table's groups as slot rows ordered by partition (``(groups, width)`` int64), and the
+        partitions' offsets: a step that switched to partitions at run time (:meth:`_radix_hold`).
+
+        The rows are the table's occupied slots (:func:`occupied_slot_columns`, as :meth:`_emit` reads them);
+        their keys, decoded as emit decodes them, hash as the held rows' key columns do
+        (:func:`~gpu_engine.kernels.hash.hash_columns` hashes logical values, NULL a constant), so each group
+        goes to the partition of its key's rows, whose table the move twin then takes it into.
+        """
+        xp = self.device.xp
+        words = occupied_slot_columns(self.device, self._table, TAG_READY, self._num_groups)
+        self._release_table()
+        tags = words[0]
+        keys = [self._key_column(k, dtype, words[column], ((tags >> (k + 2)) & 1) == 0)
+                for k, (dtype, column) in enumerate(zip(self.key_types, self.table_layout.key_columns))]
+        destinations, offsets = radix_destinations(self.device, hash_columns(self.device, keys), bits)
+        del keys
+        rows = xp.empty((words.shape[1], words.shape[0]), dtype=words.dtype)
+        rows[destinations] = words.T
+        return rows, [int(v) for v in self.device.to_host(offsets)]
 
     def _run_radix(self) -> None:
         """Aggregate the held batches partition by partition, each into a slot table that stays in cache.
@@ -586,8 +601,10 @@ class FusedAggregation(AggregationOperator):
         whole = concat_batches(held)
         del held
         rows = whole.num_rows
+        in_table = self._num_groups if self._table is not None else 0  # a step that switched at run time
+        bits = radix_bits_for(rows + in_table, self.table_layout.width * 8, RADIX_TABLE_BYTES)
+        table_rows, table_ends = self._table_groups_by_partition(bits) if in_table else (None, None)
         hashes = hash_columns(self.device, [whole.column(key.name) for key in self.node.grouping_keys])
-        bits = radix_bits_for(rows, self.table_layout.width * 8, RADIX_TABLE_BYTES)
         destinations, offsets = radix_destinations(self.device, hashes, bits)
         del hashes
         columns = _scattered_columns(self.device, whole, destinations)
@@ -596,17 +613,23 @@ class FusedAggregation(AggregationOperator):
         self._radix_bytes = 0
         parted = Batch(names, columns, self.device, None, rows)
         ends = [int(v) for v in self.device.to_host(offsets)]
-        parts = [parted.slice(lo, hi) for lo, hi in zip(ends, ends[1:]) if hi > lo]
+        parts = [(p, parted.slice(lo, hi)) for p, (lo, hi) in enumerate(zip(ends, ends[1:]))
+                 if hi > lo or (table_ends is not None and table_ends[p + 1] > table_ends[p])]
         self.add_runtime_stat("radix_partitions", len(parts))
         # Thread time of the partitioning (concatenate, hash, scatter) apart from the partitions' aggregation.
         self.add_runtime_stat("radix_partition_seconds", time.thread_time() - started)
         flavor = self.device.kernel_flavor
-        for part, bound in [(part, self._bind(part)) for part in parts]:
-            self._num_groups = 0
+        for p, part, bound in [(p, part, self._bind(part) if part.num_rows else None) for p, part in parts]:
+            moved = table_rows[table_ends[p]:table_ends[p + 1]] if table_ends is not None else None
+            groups = 0 if moved is None else int(moved.shape[0])
             self._rows_run = 0
             self._release_table()
-            self._table = self._new_table(slots_for_groups(part.num_rows, flavor))
-            self._add_bound(part.num_rows, *bound, sized=True)
+            self._table = self._new_table(slots_for_groups(part.num_rows + groups, flavor))
+            if groups:  # this partition's groups of the one table, before its held rows
+                launch_twin(self.device, groups, self._module.move_cpu, self._module.move_cuda, moved, self._table)
+            self._num_groups = groups
+            if bound is not None:
+                self._add_bound(part.num_rows, *bound, sized=True)
             self._output.append(self._emit())
             self._num_groups = 0
         self.set_memory_reservation(self._state_bytes())
@@ -614,20 +637,22 @@ class FusedAggregation(AggregationOperator):
     def _radix_expected_groups(self) -> int | None:
         """Return the groups this driver expects, where known before its first batch runs (None: unknown).
 
-        A FINAL step after a PARTIAL step that gave up grouping: :meth:`_abandoned_partials_keys`. A SINGLE step
-        whose partial step the planner refused (about a group per row, :func:`_raw_feeding`): the scan's rows over
-        the repartition's partitions. Any other step is not partitioned (its groups are unknown until they grow).
+        A FINAL step after a PARTIAL step that gave up grouping: :meth:`_abandoned_partials_keys` (from the rows and
+        groups the PARTIAL step saw), where they are at least a key a :data:`_RADIX_MAX_ROWS_PER_GROUP` of the
+        rows it will receive (None otherwise: the run-time switch decides). Raw input has no estimate to trust
+        here: a SINGLE step the planner refused a partial step expected about a group per row, yet TPC-H q18's
+        (lineitem by l_orderkey: 4 rows a group, in runs) ran 1.20x the one table's CPU partitioned by the scan's
+        rows (bench/results/2026-11-29-radix.md); it switches at run time instead (:meth:`_radix_hold`).
         """
-        if self._raw_fed_by is not None:
-            exchange_id, scan_id = self._raw_fed_by
-            task = self.ctx.task
-            scan_rows = task.split_rows(scan_id) if task is not None else None
-            if not scan_rows:
-                return None
-            return -(-scan_rows // self._exchange_partitions(exchange_id))
         if self.step.input_is_raw:
             return None
-        return self._abandoned_partials_keys()
+        keys = self._abandoned_partials_keys()
+        if keys is None:
+            return None
+        exchange_id, _, scan_id = self._fed_by
+        rows = -(-self.ctx.task.split_rows(scan_id) // self._exchange_partitions(exchange_id))
+        # The rows this driver receives (the PARTIAL step hands on each row) against its keys: as at run time.
+        return keys if keys * _RADIX_MAX_ROWS_PER_GROUP >= rows else None
 
     def _abandoned_partials_keys(self) -> int | None:
         """Return the keys this driver's FINAL step expects once its PARTIAL step gave up grouping (None: unknown).
