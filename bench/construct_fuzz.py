@@ -2,7 +2,8 @@
 
 Why: each of these rules turns a construct into joins, aggregations or windows whose NULL semantics must come
 out as DuckDB's: row memberships ``(a, b) [NOT] IN (SELECT ...)`` (``sql/tuple_membership.py``), IN / ANY /
-ALL over correlated aggregating subqueries (``sql/correlated_aggregate_sets.py``), ``DISTINCT ON``
+ALL over correlated aggregating subqueries (``sql/correlated_aggregate_sets.py``), typed quantified comparisons
+and EXISTS over grouping subqueries (``sql/decorrelation.py``, the optimizer's decorrelation rule), ``DISTINCT ON``
 (``sql/distinct_on.py``), repeated output names in derived tables (``sql/duplicate_output_names.py``) and
 ``COLUMNS(...)`` (``sql/columns_expressions.py``). Each seed draws three tiny tables whose every value may be
 NULL (and may be empty), and runs the fixed query shapes below on them, alone and mixed with outer joins, CTEs,
@@ -48,6 +49,19 @@ QUERIES = [
     "SELECT a, b FROM t WHERE a NOT IN (SELECT count(x) FROM u WHERE u.y = t.b)",
     "SELECT a, b FROM t WHERE a IN (SELECT max(x) FROM u WHERE u.y = t.b AND u.z = t.a GROUP BY u.x)",
     "SELECT a, b, a > ALL (SELECT count(*) FROM u WHERE u.y = t.b AND u.z = t.a GROUP BY u.x) AS m FROM t",
+    # typed quantified comparisons (QuantifiedComparison): every position, empty and all-NULL subqueries
+    "SELECT a, b, a > ALL (SELECT x FROM u) AS p, a <= ANY (SELECT x FROM u WHERE z = 1) AS q, "
+    "a <> ANY (SELECT x FROM u) AS r, a = ALL (SELECT x FROM u WHERE u.y = t.b) AS s, "
+    "c < ALL (SELECT x FROM u WHERE u.y = t.b) AS w FROM t",
+    "SELECT a, b FROM t WHERE a >= ALL (SELECT x FROM u WHERE u.y = t.b) OR NOT (c < ANY (SELECT z FROM u))",
+    "SELECT a, b FROM t WHERE NOT (a + c > ALL (SELECT x FROM u WHERE u.z = t.c))",
+    "SELECT a, b FROM t WHERE a < ANY (SELECT x FROM u WHERE u.y = t.b ORDER BY z NULLS FIRST, x LIMIT 1)",
+    "SELECT b, count(*) AS n, max(a) > ALL (SELECT x FROM u WHERE u.y = t.b) AS p FROM t GROUP BY b",
+    "SELECT b, sum(a) AS s FROM t GROUP BY b HAVING sum(a) <= ANY (SELECT x FROM u) OR b IN (SELECT y FROM u)",
+    # EXISTS over a grouping subquery correlated by its GROUP BY columns
+    "SELECT a, b FROM t WHERE EXISTS (SELECT y FROM u WHERE u.y = t.b GROUP BY y HAVING count(x) > 0)",
+    "SELECT a, b, NOT EXISTS (SELECT y, z FROM u WHERE u.y = t.b AND u.z = t.c GROUP BY y, z HAVING max(x) > 0) "
+    "AS e FROM t",
     # DISTINCT ON (compared in order)
     "SELECT DISTINCT ON (t.b) t.b, v.k, t.a FROM t LEFT JOIN v ON t.a = v.k "
     "ORDER BY t.b, v.k DESC NULLS LAST, t.a NULLS FIRST",
