@@ -18,8 +18,8 @@ least its preserved side), semi and anti joins (half the kept side),
 EnforceSingleRow (one row, as the SQL planner's scalar subquery relation),
 Aggregation (the product of the keys' distinct counts, a tenth of the rows for
 a key without one, at most the input rows: the SQL planner's GROUP BY rule) and
-UNION ALL (rows added, each column's largest count and widest range), and None
-(unknown) for every other node (windows, grouping sets, ...).
+UNION ALL (rows added, each column's largest count and widest range), windows (their input's rows
+and columns: a row out per row in), and None (unknown) for every other node (grouping sets, ...).
 A Filter's estimate uses the SQL side's formulas on the typed conjuncts, so
 the two agree while both exist: each top-level conjunct's selectivity
 multiplies (``col = const`` 1/NDV — a string column's Parquet dictionary
@@ -71,7 +71,7 @@ from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, Expr, InLis
                                          referenced_columns)
 from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, FilterNode, HashJoinNode, LimitNode,
                                     LocalPartitionNode, NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode,
-                                    TopNNode, ValuesNode)
+                                    TopNNode, ValuesNode, WindowNode)
 from gpu_engine.optimizer.statistics import (
     DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
     key_set_divisor, range_selectivity,
@@ -151,6 +151,8 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         return _aggregated(plan, below[0])
     if isinstance(plan, LocalPartitionNode):
         return below[0] if len(below) == 1 else _union(plan, below)
+    if isinstance(plan, WindowNode):  # a row out per row in: its input's rows and columns, the functions' unknown
+        return below[0]
     return None
 
 
