@@ -845,6 +845,23 @@ def _correlated_keys():
     return _Setting(_set_correlated_keys), "value", "off"
 
 
+def _set_typed_join_order_alone(on: bool) -> None:
+    import gpu_engine.optimizer.cardinality as cardinality
+    import gpu_engine.optimizer.join_order as order
+    _set_sql_join_order(not on)
+    _set_correlated_keys(on)
+    order.WRITTEN_ORDER_FREE = order.CANONICAL = on
+    cardinality.STRING_DICTIONARY_COUNTS = on
+
+
+def _typed_join_order_alone():
+    """Today's default (off) against the typed join order alone (on): the SQL ordering off (FROM items as
+    written), ``optimizer.join_order.WRITTEN_ORDER_FREE`` and ``CANONICAL`` on, the typed estimates' string
+    dictionary counts (``optimizer.cardinality.STRING_DICTIONARY_COUNTS``) and correlated keys on: the
+    configuration that would replace ``sql.join_ordering`` (bench/results/2026-11-29-joinorder2.md)."""
+    return _Setting(_set_typed_join_order_alone), "value", "off"
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -1031,6 +1048,7 @@ SWITCHES = {
     "typed-join-order": _typed_join_order,
     "sql-join-order": _sql_join_order,
     "correlated-keys": _correlated_keys,
+    "typed-join-order-alone": _typed_join_order_alone,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,
