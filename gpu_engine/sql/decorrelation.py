@@ -295,6 +295,11 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
 def mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
     """Return whether one EXISTS / IN under OR is planned as a typed predicate (see :func:`mark_predicates`); a
     quantified comparison as an IN of its value (any expression without a subquery: projected first)."""
+    if isinstance(mark, exp.In) and isinstance(mark.this, exp.Tuple):  # (a, b) IN (S) where only TRUE counts
+        select = subquery_select(mark.args["query"])
+        return isinstance(select, (exp.Select, exp.SetOperation)) and len(select.selects) == len(
+            mark.this.expressions) and not any(column.table for column in free_columns(select)) and not any(
+            has_subquery(value) for value in mark.this.expressions)
     quantified = quantified_parts(mark)
     if quantified is not None:
         if has_subquery(quantified[0]):
@@ -311,6 +316,8 @@ def mark_planned(mark: exp.Expression, outer_aliases: set[str]) -> bool:
         if value is not None and isinstance(select, (exp.Select, exp.SetOperation)) and len(select.selects) == 1 \
                 and not any(column.table for column in free_columns(select)):
             return True  # uncorrelated: its values read as written
+        if isinstance(select, exp.Select) and value is None and select.args.get("group") is not None:
+            return grouped_exists_keys(select, outer_aliases) is not None  # EXISTS picking whole groups
         if not isinstance(select, exp.Select) or any(select.args.get(k) for k in ("group", "having", "windows")) \
                 or own_aggregates(select):
             return False
@@ -537,7 +544,7 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
         raise unsupported("EXISTS over a set operation", tree)
     select = with_correlation_pulled_up(select, outer_aliases)  # FROM (SELECT ... WHERE u.k = t.k) w
     if select.args.get("group") or select.args.get("having") or own_aggregates(select):
-        raise unsupported("EXISTS over an aggregate subquery", tree)
+        return _grouped_exists(planner, tree, select, negated, outer_aliases, ctes, conjunct)
     inner, local, correlated = split_correlated(select, outer_aliases)
     keys, others = correlation(correlated, inner)
     if has_row_clauses(select):  # QUALIFY, DISTINCT ON, LIMIT/OFFSET: computed per correlation key first
@@ -546,8 +553,71 @@ def _exists(planner: QueryPlanner, tree: exp.Exists, negated: bool, outer_aliase
         keys, others = correlation(correlated, inner)
     if not keys and correlated:  # (uncorrelated: a mark join's row count, mark_predicates)
         raise unsupported("EXISTS without an equality between a subquery column and an outer column", tree)
+    _refuse_nested_correlation(others)
     return _semi_relation(planner, "anti" if negated else "left_semi", select, inner, local, keys, others, ctes,
                                conjunct)
+
+
+def _refuse_nested_correlation(others: list[exp.Expression]) -> None:
+    """Refuse, naming it, a correlated condition of a subquery that holds a subquery of its own (``EXISTS (... AND
+    EXISTS (SELECT ... WHERE v.w = t.a))``: a correlation two levels down), which no join of the middle query
+    keys; it was 'a subquery in this position'."""
+    for other in others:
+        nested = next((node for node in other.walk() if isinstance(node, (exp.Subquery, exp.Exists, exp.Select))
+                       ), None)
+        if nested is not None:
+            raise unsupported("a subquery inside a subquery's condition that reads the outer query's columns (a "
+                              "correlation two levels down); correlate the inner subquery with the middle "
+                              "query's columns, or join the outer table into the middle query", nested)
+
+
+def grouped_exists_keys(select: exp.Select, outer_aliases: set[str]):
+    """Return (local conjuncts, key pairs) of a correlated subquery that groups, when its correlation is only
+    equalities of outer columns with its GROUP BY columns (and it has no LIMIT / OFFSET / QUALIFY), else None."""
+    group = select.args.get("group")
+    if group is None or any(select.args.get(k) for k in ("limit", "offset", "qualify", "windows")):
+        return None
+    inner, local, correlated = split_correlated(select, outer_aliases)
+    keys, others = correlation(correlated, inner)
+    grouping = {(c.table, c.name) for c in group.expressions if isinstance(c, exp.Column)}
+    if others or not keys or any((column.table, column.name) not in grouping for _, column in keys):
+        return None
+    return local, keys
+
+
+def _grouped_exists(planner: QueryPlanner, tree: exp.Exists, select: exp.Select, negated: bool, outer_aliases,
+                    ctes, conjunct) -> SemiJoin:
+    """Return a correlated ``[NOT] EXISTS`` over a subquery that groups as a semi (anti) join with its groups.
+
+    Why it may: correlated by equalities with GROUP BY columns only, the correlation picks whole groups, so it
+    holds as well above the grouping: ``EXISTS (SELECT k FROM u WHERE u.k = t.g GROUP BY k HAVING count(*) > 1)``
+    is a semi join of t on ``g`` with ``SELECT k FROM u GROUP BY k HAVING count(*) > 1`` (DuckDB's answer).
+    """
+    found = grouped_exists_keys(select, outer_aliases)
+    if found is None:
+        raise unsupported("EXISTS over a subquery that groups or aggregates, correlated otherwise than by equalities "
+                          "with its GROUP BY columns or with LIMIT / OFFSET / QUALIFY (correlate by a GROUP BY "
+                          "column, or write x IN (SELECT key ... GROUP BY key HAVING ...))", tree)
+    local, keys = found
+    names: dict[tuple[str, str], str] = {}
+    projections = []
+    for _, column in keys:
+        if (column.table, column.name) not in names:
+            names[(column.table, column.name)] = f"c{len(names)}"
+            projections.append(exp.alias_(column.copy(), names[(column.table, column.name)]))
+    grouped = select.copy()
+    grouped.set("expressions", projections)
+    grouped.set("where", exp.Where(this=conjoined([c.copy() for c in local])) if local else None)
+    for clause in ("order", "distinct"):
+        grouped.set(clause, None)
+    relation, outputs = planner._plan_query(grouped, ctes)
+    alias = planner._synthetic_alias()
+    by_name = dict(outputs)
+    relation = Relation(relation.node, {(alias, n): by_name[n] for n in names.values()}, frozenset([alias]),
+                        relation.rows, relation.stats)
+    return SemiJoin("anti" if negated else "left_semi", relation, [
+        (outer.copy(), exp.column(names[(column.table, column.name)], table=alias)) for outer, column in keys], [],
+        conjunct)
 
 
 def _semi_relation(planner: QueryPlanner, join_type, select, inner, local, keys, others, ctes, conjunct) -> SemiJoin:

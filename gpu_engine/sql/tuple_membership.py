@@ -13,8 +13,10 @@ answer NULL.
 * Where only TRUE counts (a WHERE conjunct, or reached from one through AND
   and OR alone, no NOT) NULL and FALSE filter alike. A conjunct stays an IN:
   :mod:`~gpu_engine.sql.decorrelation` plans it as a semi join on every
-  column, at the scan of the table it reads. Under OR it is a LEFT join of the
-  subquery's distinct rows on equality (a mark). A correlated subquery that
+  column, at the scan of the table it reads. Under OR it stays an IN too, typed
+  as an ``Exists`` of the row's equalities (the optimizer's mark join), where
+  the conjunct's other subqueries are typed marks; else a LEFT join of the
+  subquery's distinct rows on equality. A correlated subquery that
   does not aggregate, group or limit is ``EXISTS`` with the equalities in its
   own WHERE (DuckDB refuses a correlated row IN).
 * Anywhere else (``NOT IN``, the SELECT list, under NOT or inside CASE) the
@@ -43,7 +45,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of
-from gpu_engine.sql.decorrelation import subquery_select
+from gpu_engine.sql.decorrelation import mark_predicates, subquery_select
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.predicates import (
     conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
@@ -211,9 +213,13 @@ class _Memberships:
             inner.set("expressions", [exp.Literal.number(1)])
             inner.set("distinct", None)
             return exp.Exists(this=inner)
+        as_in = exp.In(this=node.this.copy(), query=exp.Subquery(this=query.copy()))
         if _stripped(conjunct) is node:  # a semi join on every column (decorrelation)
-            return exp.In(this=node.this.copy(), query=exp.Subquery(this=query.copy()))
-        return self._found(values, query)  # under OR: a LEFT join to the distinct rows (a mark)
+            return as_in
+        node.replace(as_in)  # under OR: a typed EXISTS of the row's equalities, a mark join, where the conjunct's
+        typed = mark_predicates(conjunct, self.aliases) is not None  # other subqueries are typed marks too
+        as_in.replace(node)
+        return as_in if typed else self._found(values, query)  # (else a LEFT join to the distinct rows)
 
     def _found(self, values: list[exp.Expression], query: exp.Expression) -> exp.Expression:
         """LEFT join the distinct rows of ``query`` on equality with ``values``; return "a row was equal"."""

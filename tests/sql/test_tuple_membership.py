@@ -57,7 +57,7 @@ QUERIES = [
     "SELECT t.a, u.y FROM t, u WHERE t.a = u.x AND (t.b, u.y) NOT IN (SELECT y, y FROM u)",
     "SELECT t.a, u.y FROM t FULL JOIN u ON t.a = u.x WHERE (t.a, u.y) NOT IN (SELECT x, y FROM u WHERE x > 1)",
 ]
-SIMULATED = [QUERIES[0], QUERIES[4], QUERIES[8]]
+SIMULATED = [QUERIES[0], QUERIES[4], QUERIES[8], QUERIES[12]]
 
 
 def test_row_memberships_match_duckdb_on_cpu(reference):
@@ -66,6 +66,20 @@ def test_row_memberships_match_duckdb_on_cpu(reference):
 
 def test_row_memberships_match_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), reference, SIMULATED)
+
+
+def test_a_row_in_under_or_is_a_typed_predicate():
+    """Where only TRUE counts, ``(a, b) IN (S) OR ...`` is a typed EXISTS of the row's equalities in the Filter
+    (the optimizer's mark join), not a LEFT join of S's distinct rows written on the sqlglot tree."""
+    from gpu_engine.plans.expressions import walk
+    from gpu_engine.plans.nodes import FilterNode, walk_plan
+    from gpu_engine.plans.subqueries import Exists
+
+    session = session_with_tables(TABLES, device="cpu")
+    for sql in (QUERIES[12], QUERIES[13]):
+        plan = session.sql_plan(sql)
+        assert any(isinstance(e, Exists) for n in walk_plan(plan) if isinstance(n, FilterNode)
+                   for e in walk(n.predicate)), sql
 
 
 def test_a_correlated_row_in_is_the_exists_of_its_equalities(reference):
