@@ -96,8 +96,8 @@ def uses_grouping_sets(group: list[exp.Expression], trees: list[exp.Expression],
 
 def _elements(item: exp.Expression) -> list[exp.Expression]:
     """Return the keys one element of ROLLUP/CUBE/GROUPING SETS names: ``(a, b)`` two, ``a`` one, ``()`` none."""
-    if isinstance(item, exp.Tuple):
-        return list(item.expressions)
+    if isinstance(item, exp.Tuple):  # ((x > 0), k): the key x > 0, as a lone (x > 0) is (it was refused as x)
+        return [element.unnest() for element in item.expressions]
     if isinstance(item, exp.Paren):
         return _elements(item.this)
     return [item]
