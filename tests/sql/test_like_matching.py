@@ -118,20 +118,20 @@ def _constant_pattern_case(device_name, connection, texts, pattern, escape):
                                       f"s NOT ILIKE {p} ESCAPE {e} AS n FROM t")
 
 
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=15, **SETTINGS)
 @given(rows=st.lists(st.tuples(TEXTS, PATTERNS), min_size=1, max_size=12), escape=ESCAPES)
 def test_column_patterns_match_duckdb_on_cpu(connection, rows, escape):
     _column_pattern_case("cpu", connection, rows, escape)
 
 
-@settings(max_examples=25, **SETTINGS)
+@settings(max_examples=10, **SETTINGS)
 @given(texts=st.lists(TEXTS, min_size=1, max_size=12), pattern=st.text(st.sampled_from(ALPHABET), max_size=6),
        escape=ESCAPES)
 def test_constant_patterns_match_duckdb_on_cpu(connection, texts, pattern, escape):
     _constant_pattern_case("cpu", connection, texts, pattern, escape)
 
 
-@settings(max_examples=6, **SETTINGS)
+@settings(max_examples=5, **SETTINGS)
 @given(rows=st.lists(st.tuples(TEXTS, PATTERNS), min_size=1, max_size=12), escape=ESCAPES,
        pattern=st.text(st.sampled_from(ALPHABET), max_size=6))
 def test_like_matches_duckdb_on_each_device(device_name, connection, rows, escape, pattern):
