@@ -53,6 +53,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
+    python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -978,6 +979,20 @@ def _growth_stops():
     return module.StringKeyTable, "_intern_cpu", intern_cpu
 
 
+def _final_rows():
+    """A mapped batch's dictionary-coded string key always interned through its dictionary whole (the lookup
+    table by code), as before ``KernelInputs._interned_in_place`` took the mapped rows of a dictionary larger than
+    them: a FINAL step interned each PARTIAL driver's every group and hashed its slots."""
+    from gpu_engine.codegen.kernel_inputs import KernelInputs
+    from gpu_engine.plans.expressions import ColumnRef
+
+    def in_place(self, lift, batch):
+        return (lift.interned and isinstance(lift.expr, ColumnRef) and lift.expr.name == lift.column
+                and batch.gather_map is not None and batch.own_map(lift.column) is None
+                and not batch.base_column(lift.column).is_dictionary)
+    return KernelInputs, "_interned_in_place", in_place
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -1037,6 +1052,7 @@ SWITCHES = {
     "dense-keys": _dense_keys,
     "head-words": _head_words,
     "growth-stops": _growth_stops,
+    "final-rows": _final_rows,
     "aggregate-slices": _aggregate_slices,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,

@@ -153,7 +153,9 @@ class KernelInputs:
         try:
             for m, lift in enumerate(self.program.lifted):
                 column = batch.base_column(lift.column)
-                table = self._lookup_table(m, lift, column.dictionary) if column.is_dictionary else None
+                in_place = self._interned_in_place(lift, batch)
+                table = (self._lookup_table(m, lift, column.dictionary) if column.is_dictionary and not in_place
+                         else None)
                 if table is not None:
                     arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = table
                     arrays[f"l{m}_codes"] = column.data
@@ -163,7 +165,7 @@ class KernelInputs:
                     if validity is not None:
                         arrays[f"l{m}_codes_v"] = validity
                         mode += "+validity"
-                elif self._interned_in_place(lift, batch):
+                elif in_place:
                     arrays[f"l{m}_values"], arrays[f"l{m}_valid"] = self._interned_through_map(m, lift, batch,
                                                                                                together)
                     mode = LIFTED_ROWS
@@ -267,11 +269,27 @@ class KernelInputs:
         self._lookup_tables[key] = table
 
     def _interned_in_place(self, lift: LiftedExpression, batch: Batch) -> bool:
-        """Whether ``lift`` is a plain string column read through the batch's gather map: its ids come from its
-        base column's rows (:meth:`_interned_through_map`), no bytes gathered."""
-        return (lift.interned and isinstance(lift.expr, ColumnRef) and lift.expr.name == lift.column
-                and batch.gather_map is not None and batch.own_map(lift.column) is None
-                and not batch.base_column(lift.column).is_dictionary)
+        """Whether ``lift`` is a string column read through the batch's gather map whose ids come from its base
+        column's rows (:meth:`_interned_through_map`): a plain column (no bytes gathered), or a dictionary column
+        whose dictionary holds more values than the map has rows.
+
+        Why the latter: a FINAL step's batch is a slice of a PARTIAL step's emitted groups, whose key's dictionary
+        holds every group that driver saw (db-benchmark's ``GROUP BY id3``: 100k strings, 50k rows a partition
+        of two); interning the dictionary whole interned each driver's 100k strings into each FINAL driver's table
+        and keyed the slots by hash, where the rows' own strings (as
+        :func:`~gpu_engine.kernels.gather.rows_or_dictionary` does for a column) give ids that are the groups
+        themselves, so the slot table takes each id as its slot
+        (:func:`~gpu_engine.codegen.fused_aggregation_kernel.id_slotted_key`). cpu only: the CUDA twins gather a
+        mapped column's rows before interning them (:meth:`~gpu_engine.kernels.string_keys.StringKeyTable.intern`),
+        and decoding a dictionary's rows reads their bytes' size back, a host read a batch where the dictionary's
+        lookup table costs none.
+        """
+        if not (lift.interned and isinstance(lift.expr, ColumnRef) and lift.expr.name == lift.column
+                and batch.gather_map is not None and batch.own_map(lift.column) is None):
+            return False
+        column = batch.base_column(lift.column)
+        return not column.is_dictionary or (self.device.kernel_flavor == "cpu"
+                                            and len(column.dictionary) > int(batch.gather_map.shape[0]))
 
     def _interned_through_map(self, m: int, lift: LiftedExpression, batch: Batch,
                               together: list | None) -> tuple[Any, Any]:
@@ -284,9 +302,10 @@ class KernelInputs:
         xp = self.device.xp
         column, rows = batch.base_column(lift.column), batch.gather_map
         values = self.interners[m].ids(column, together, rows)
-        if column.validity is None:
+        validity = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+        if validity is None:
             return values, xp.ones(int(rows.shape[0]), dtype=xp.bool_)
-        return values, gather(self.device, column.validity, rows)
+        return values, gather(self.device, validity, rows)
 
     def _evaluated(self, m: int, lift: LiftedExpression, batch: Batch,
                    together: list | None = None) -> tuple[Any, Any]:

@@ -69,8 +69,7 @@ def _assert_slotted_by_id(seen, with_null: bool) -> None:
 
 def test_one_string_key_groups_in_its_ids_slots(device_name, emitted_slots):
     """Plain string keys over several batches and two drivers; on cpu 3,000 keys grow the table past its first
-    1,024 slots (the move twin places by id too). The FINAL step reads its PARTIAL steps' dictionaries (every
-    partition's strings interned, not only its own groups): it hashes its keys as before."""
+    1,024 slots (the move twin places by id too)."""
     simulated = device_name == "cuda-sim"
     table = _table(300 if simulated else 20_000, 40 if simulated else 3_000)
     session = Session(device=device_name, drivers=2, batch_rows=64 if simulated else 2_048)
@@ -103,3 +102,27 @@ def test_flushing_partial_steps_start_their_ids_again(emitted_slots):
     assert len(partials) > 2
     _assert_slotted_by_id(emitted_slots, with_null=False)
     assert all(slots <= 1024 for _, slots in partials)  # a split's 400 strings, not the 2,400 of all splits
+
+
+def test_a_final_step_interns_its_partitions_rows_and_groups_in_their_ids_slots(device_name, emitted_slots):
+    """A FINAL step's batch is a slice of a PARTIAL driver's emitted groups, whose key's dictionary holds every
+    group that driver saw (both partitions'): the FINAL step interns the rows of its own partition (not the
+    dictionary whole, which put every partition's strings in each FINAL driver's table and keyed its slots by
+    hash), so its groups take their ids as slots, NULL the last, in a table sized for its own groups. cuda-sim: the
+    CUDA twins keep the dictionary's lookup table (decoding the rows would read back a batch): the answer only."""
+    from gpu_engine.codegen.fused_aggregation_kernel import slots_for_groups
+    from gpu_engine.operators.fused_aggregation import _INITIAL_SLOTS
+
+    simulated = device_name == "cuda-sim"
+    table = _table(300 if simulated else 20_000, 40 if simulated else 3_000)
+    session = Session(device=device_name, drivers=2, batch_rows=64 if simulated else 2_048)
+    session.register("x", table, split_rows=max(1, table.num_rows // 4))
+    _check(session, table, "s")
+    finals = [(occupied, slots) for step, occupied, slots in emitted_slots if step == "FINAL"]
+    assert len(finals) == 2
+    if simulated:
+        return
+    for occupied, slots in finals:
+        ids = occupied[occupied < slots - 1]
+        assert np.array_equal(ids, np.arange(len(ids))), (occupied[:20], slots)
+        assert slots <= max(_INITIAL_SLOTS, slots_for_groups(len(occupied) + 1, "cpu")), (len(occupied), slots)
