@@ -19,7 +19,8 @@ EnforceSingleRow (one row, as the SQL planner's scalar subquery relation),
 Aggregation (the product of the keys' distinct counts, a tenth of the rows for
 a key without one, at most the input rows: the SQL planner's GROUP BY rule) and
 UNION ALL (rows added, each column's largest count and widest range), windows (their input's rows
-and columns: a row out per row in), and None (unknown) for every other node (grouping sets, ...).
+and columns: a row out per row in), a rank's top rows per partition (the limit times the partitions),
+and None (unknown) for every other node (grouping sets, ...).
 A Filter's estimate uses the SQL side's formulas on the typed conjuncts, so
 the two agree while both exist: each top-level conjunct's selectivity
 multiplies (``col = const`` 1/NDV — a string column's Parquet dictionary
@@ -71,7 +72,7 @@ from gpu_engine.plans.expressions import (BinaryOp, Cast, ColumnRef, Expr, InLis
                                          referenced_columns)
 from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, FilterNode, HashJoinNode, LimitNode,
                                     LocalPartitionNode, NestedLoopJoinNode, PlanNode, ProjectNode, TableScanNode,
-                                    TopNNode, ValuesNode, WindowNode)
+                                    TopNNode, TopNRowNumberNode, ValuesNode, WindowNode)
 from gpu_engine.optimizer.statistics import (
     DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
     key_set_divisor, range_selectivity,
@@ -153,6 +154,8 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         return below[0] if len(below) == 1 else _union(plan, below)
     if isinstance(plan, WindowNode):  # a row out per row in: its input's rows and columns, the functions' unknown
         return below[0]
+    if isinstance(plan, TopNRowNumberNode):
+        return _top_per_partition(plan, below[0])
     return None
 
 
@@ -458,6 +461,25 @@ def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Est
                            if name in kept.columns}, kept.applied)
 
 
+def _groups(keys, child: Estimate) -> float:
+    """Return the groups of ``keys`` over ``child``'s rows: the product of their distinct counts (a tenth of the
+    rows for a key without one), at least one, at most the rows."""
+    groups = 1.0
+    for key in keys:
+        known = child.columns[key].ndv if key in child.columns else 0
+        groups *= known or max(1.0, child.rows / 10)
+    return max(1.0, min(child.rows, groups))
+
+
+def _top_per_partition(plan: TopNRowNumberNode, child: Estimate) -> Estimate:
+    """``rank() <= n`` per partition (a window's filter made one node): ``n`` rows a partition, the partitions
+    counted as an aggregation's groups (:func:`_aggregated`), at most the input rows (ties may keep more: a
+    bound, as for a LIMIT)."""
+    groups = _groups(plan.partition_keys, child) if plan.partition_keys and child.rows else 1.0
+    rows = min(child.rows, groups * max(1, plan.limit))
+    return Estimate(rows, _capped(child.columns, rows), child.applied)
+
+
 def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:
     """Groups: the product of the keys' distinct counts (a key without one counts a tenth of the rows), at most
     the input rows; one row without keys (the SQL planner's :func:`~gpu_engine.sql.aggregate_planning` rule)."""
@@ -465,11 +487,7 @@ def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:
         return Estimate(1.0, {})
     if not child.rows:
         return Estimate(0.0, {k: child.columns[k].capped(0.0) for k in plan.grouping_keys if k in child.columns})
-    groups = 1.0
-    for key in plan.grouping_keys:
-        known = child.columns[key].ndv if key in child.columns else 0
-        groups *= known or max(1.0, child.rows / 10)
-    rows = max(1.0, min(child.rows, groups))
+    rows = _groups(plan.grouping_keys, child)
     return Estimate(rows, {k: replace(child.columns[k].capped(rows), rows_per_value=0.0)
                            for k in plan.grouping_keys if k in child.columns})
 

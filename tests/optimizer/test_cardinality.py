@@ -269,3 +269,15 @@ def test_a_window_keeps_its_input_s_rows_and_columns(tables):
     found = estimate(plan, statistics)
     assert found is not None and found.rows == below.rows == pytest.approx(100 / 9)  # v: 9 values
     assert found.columns["k"] == below.columns["k"] and "r" not in found.columns
+
+
+def test_the_top_rows_of_each_partition_are_the_limit_times_the_partitions(tables):
+    """``rank() <= n`` per partition keeps n rows of each (the partitions counted as groups), at most the input:
+    without it a join region under a ranked subquery was not estimated (TPC-DS q70's ``s_state IN (SELECT ...
+    ranking <= 5)``) and kept its written order."""
+    catalog, statistics = tables
+    plan = PlanBuilder(catalog).table_scan("small").top_n_row_number(["v"], ["k"], 2).plan()
+    found = estimate(plan, statistics)
+    assert found is not None and found.rows == pytest.approx(2 * 9)  # v: 9 distinct values, 2 rows each
+    many = estimate(PlanBuilder(catalog).table_scan("small").top_n_row_number(["k"], ["v"], 5).plan(), statistics)
+    assert many.rows == 100  # 100 partitions of one row: never more than the input
