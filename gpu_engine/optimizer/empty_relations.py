@@ -10,8 +10,7 @@ node's id and output schema:
 
 * Filter, Project, OrderBy, TopN, Limit, Window, TopNRowNumber and a one-input
   LocalPartition over an empty input; a UNION ALL drops its empty branches
-  (all empty: it is empty; one left: that branch, without the exchange, unless
-  the exchange gives the operators above it their drivers);
+  (all empty: it is empty);
 * a join whose output rows all need a row of an empty side: an inner join with
   either side empty, a left / semi / anti join with an empty probe, a right /
   right semi / right anti join with an empty build, a semi join with an empty
@@ -33,9 +32,8 @@ from gpu_engine.columnar.arrow_numpy import empty_table
 from gpu_engine.optimizer.constant_folding import folded
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.nodes import (
-    AggregationNode, ExchangeNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode, NestedLoopJoinNode,
-    OrderByNode, PlanNode, ProjectNode, RangeNode, TableScanNode, TopNNode, TopNRowNumberNode, UnnestNode, ValuesNode,
-    WindowNode,
+    AggregationNode, FilterNode, HashJoinNode, LimitNode, LocalPartitionNode, NestedLoopJoinNode, OrderByNode,
+    PlanNode, ProjectNode, TopNNode, TopNRowNumberNode, ValuesNode, WindowNode,
 )
 
 __all__ = ["propagate_empty_relations"]
@@ -55,39 +53,6 @@ def _emptied(node: PlanNode) -> ValuesNode:
     return ValuesNode(id=node.id, output_schema=node.output_schema, data=empty_table(node.output_schema))
 
 
-def _bare_exchange(union: LocalPartitionNode, source: PlanNode) -> bool:
-    """Whether a UNION ALL left with one branch (``source``) may be that branch itself: its LocalPartition
-    (arbitrary, no keys) would only pass the branch's batches through a queue to the pipeline above.
-
-    Not where the branch's own pipeline runs on one driver (:func:`_one_driver`): the exchange is then what gives
-    the operators above it their drivers (the local planner starts a pipeline, with its own driver count, at
-    every LocalPartition). Nor where the branch's schema differs from the union's (types or nullability)."""
-    return (union.partition_kind == "arbitrary" and not union.keys
-            and source.output_schema.equals(union.output_schema) and not _one_driver(source))
-
-
-#: Nodes that run in the pipeline of their first source (a join's probe side).
-_SAME_PIPELINE = (FilterNode, ProjectNode, HashJoinNode, NestedLoopJoinNode, UnnestNode)
-
-
-def _one_driver(node: PlanNode) -> bool:
-    """Whether the pipeline that outputs ``node``'s rows runs on one driver, as the local planner will cut it after
-    :func:`~gpu_engine.planning.local_exchanges.add_local_exchanges` (Velox's driver limits: a final ORDER BY,
-    LIMIT, TopN, global aggregation, EnforceSingleRow, an unpartitioned window, a VALUES, a gather). A node
-    this does not know counts as one driver: the exchange then stays."""
-    while isinstance(node, _SAME_PIPELINE):
-        node = node.sources[0]
-    if isinstance(node, (TableScanNode, ExchangeNode, RangeNode)):
-        return False
-    if isinstance(node, AggregationNode):
-        return not node.grouping_keys
-    if isinstance(node, WindowNode | TopNRowNumberNode):
-        return not node.partition_keys
-    if isinstance(node, LocalPartitionNode):
-        return node.partition_kind == "gather"
-    return True
-
-
 def propagate_empty_relations(plan: PlanNode) -> PlanNode:
     """Return ``plan`` with every node that can only output nothing an empty VALUES (the same object if none)."""
     sources = tuple(propagate_empty_relations(source) for source in plan.sources)
@@ -105,8 +70,6 @@ def propagate_empty_relations(plan: PlanNode) -> PlanNode:
         kept = tuple(source for source in plan.sources if not _empty(source))
         if not kept:
             return _emptied(plan)
-        if len(kept) == 1 and _bare_exchange(plan, kept[0]):
-            return kept[0]
         if len(kept) < len(plan.sources):
             return replace(plan, sources=kept)
     if isinstance(plan, HashJoinNode | NestedLoopJoinNode):
