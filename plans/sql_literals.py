@@ -151,12 +151,15 @@ def compared_interval_arithmetic(node) -> bool:
     """Return whether ``node`` (a sqlglot node: DATE +/- INTERVAL) is a side of a comparison, BETWEEN or IN,
     through parentheses and more INTERVAL arithmetic: only there is a constant one folded to a DATE. DuckDB's value
     is a TIMESTAMP at midnight, which a date compares with as its own day; as a value (a SELECT column, ``- DATE``,
-    an argument) a DATE is of the wrong type (fuzz round 9)."""
+    an argument) a DATE is of the wrong type (fuzz round 9). Only INTERVAL arithmetic is walked through: in ``d -
+    (DATE + INTERVAL) > INTERVAL 2 DAY`` the sum is an operand of ``d - ...``, DuckDB's TIMESTAMP (the difference
+    an INTERVAL), where a DATE made it a day count that compared with no INTERVAL (review stop 50)."""
     from sqlglot import exp
 
-    parent = node.parent
-    while isinstance(parent, (exp.Paren, exp.Add, exp.Sub)):
-        parent = parent.parent
+    child, parent = node, node.parent
+    while isinstance(parent, exp.Paren) or (isinstance(parent, (exp.Add, exp.Sub)) and isinstance(
+            (parent.expression if parent.this is child else parent.this).unnest(), exp.Interval)):
+        child, parent = parent, parent.parent
     return isinstance(parent, (exp.Predicate, exp.Between, exp.In))
 
 

@@ -28,3 +28,20 @@ def test_constant_date_plus_interval_is_duckdbs_timestamp(device_name):
     queries = QUERIES if device_name == "cpu" else QUERIES[:1]
     with duckdb_with_tables(TABLES) as connection:
         assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), connection, queries)
+
+
+#: The sum as an operand of other arithmetic under a comparison is a value, DuckDB's TIMESTAMP (``d - it`` an
+#: INTERVAL); and a DATE in the IN list of a TIMESTAMP compares as its midnight (review stop 50: both refused,
+#: 'cannot compare month_day_nano_interval with int64' and 'IN list value DATE ... does not match timestamp[us]').
+OPERAND_QUERIES = [
+    "SELECT id FROM t WHERE d - (DATE '2024-01-01' + INTERVAL 1 DAY) > INTERVAL 30 DAY",
+    "SELECT id, d - (DATE '2024-01-01' + INTERVAL 1 DAY) < INTERVAL 30 DAY AS a FROM t",
+    "SELECT id FROM t WHERE CAST(d AS TIMESTAMP) IN (DATE '2024-03-29', DATE '2023-01-01')",
+    "SELECT id, CAST(d AS TIMESTAMP) NOT IN (DATE '2023-02-28', DATE '2024-03-28' + INTERVAL 1 DAY) AS a FROM t",
+]
+
+
+def test_date_plus_interval_under_other_arithmetic_and_dates_in_a_timestamp_in_list(device_name):
+    queries = OPERAND_QUERIES if device_name == "cpu" else OPERAND_QUERIES[:1]
+    with duckdb_with_tables(TABLES) as connection:
+        assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), connection, queries)
