@@ -673,13 +673,12 @@ class ScalarTranslator:
             return Literal(None, pa.bool_())
         if len(escape.value) > 1:
             raise self.error("Invalid escape string. Escape string must be empty or one character.", tree)
-        text = pattern.value
+        text = duckdb_lower(pattern.value) if type(inner) is exp.ILike else pattern.value
+        tokens = like_tokens(text, escape.value)
+        if tokens is None:  # DuckDB raises only on a row whose match reaches the escape at the end: row by row
+            return self._like_rows(f"{word.lower()}_escape", operand, pattern, escape, negated, tree)
         if type(inner) is exp.ILike:
             operand = FUNCTION_HANDLERS[exp.Lower](self, exp.Lower(this=inner.this))
-            text = duckdb_lower(text)
-        tokens = like_tokens(text, escape.value)
-        if tokens is None:
-            raise self.error("Like pattern must not end with escape character!", tree)
         if not any(kind == "literal" and value in "%_" for kind, value in tokens):
             return Like(operand, "".join(value for _kind, value in tokens), negated=negated)
         regex = "(?s:" + "".join({"%": ".*", "_": "."}[value] if kind == "wildcard" else _regex_literal(value)

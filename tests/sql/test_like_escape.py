@@ -1,7 +1,8 @@
 """``[NOT] LIKE / ILIKE ... ESCAPE`` through Session.sql against DuckDB: values, NULLs and DuckDB's column names
 (``like_escape(s, pattern, escape)``), escaped wildcards (the regular-expression path) and escaped ordinary
 characters (the LIKE kernels' path), multi-byte text, an empty escape, an empty table; DuckDB's errors for an
-escape string of two characters and for a pattern ending with the escape character."""
+escape string of two characters and for a pattern ending with the escape character (where DuckDB's matcher
+reaches it)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import pyarrow as pa
 import pytest
 
 from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
-from gpu_engine.errors import PlanError
+from gpu_engine.errors import ExecutionError, PlanError
 
 VALUES = ["", "a", "a%b", "a_b", "aXb", None, "a!b", "A_B", "a\nb", "aéb", "a%", "100%", "x.y", "a\\b", "日本_語",
           "_", "%", "A%B", "a$^.*+?()[]{}|-#&~%", None]
@@ -48,7 +49,6 @@ def test_like_escape_matches_duckdb_on_each_device(device_name, reference):
 
 
 @pytest.mark.parametrize("sql, message", [
-    ("SELECT s LIKE 'a!' ESCAPE '!' FROM t", "Like pattern must not end with escape character!"),
     ("SELECT s LIKE 'a' ESCAPE 'xy' FROM t", "Escape string must be empty or one character"),
 ])
 def test_bad_escapes_are_refused_as_duckdb_refuses_them(reference, sql, message):
@@ -58,3 +58,18 @@ def test_bad_escapes_are_refused_as_duckdb_refuses_them(reference, sql, message)
     with pytest.raises(PlanError, match=message) as raised:
         session.sql(sql)
     assert "ESCAPE" in str(raised.value)
+
+
+def test_a_pattern_ending_with_its_escape_raises_where_duckdb_does(reference):
+    """DuckDB raises "Like pattern must not end with escape character!" only on a row whose match reaches the
+    escape at the end (the pattern before it matches a prefix of the string), else the row is false: such a
+    constant pattern is matched row by row (it was refused while planning)."""
+    session = session_with_tables({"t": T}, split_rows=7, device="cpu", drivers=1)
+    assert_queries_match_duckdb(session, reference, [
+        "SELECT k, s LIKE 'zz!' ESCAPE '!' AS l, s NOT ILIKE 'Q%!' ESCAPE '!' AS i FROM t",
+        "SELECT k FROM t WHERE NOT (s LIKE '日本_x!' ESCAPE '!') OR s IS NULL"])
+    sql = "SELECT s LIKE 'a!' ESCAPE '!' FROM t"
+    with pytest.raises(Exception, match="(?i)escape"):
+        reference.sql(sql).fetchall()
+    with pytest.raises(ExecutionError, match="Like pattern must not end with escape character!"):
+        session.sql(sql)
