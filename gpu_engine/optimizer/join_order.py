@@ -179,7 +179,7 @@ class _Orderer:
 #: once the FROM items reach this rule as written (``bench/ab.py sql-join-order`` off), where the written order
 #: is the text's and keeping it makes the plan depend on how the query is written. With the SQL ordering off,
 #: TPC-H 22 + TPC-DS 99 at SF 0.01 shuffled twice (FROM lists and WHERE conjuncts): 32 optimized plans change
-#: shape; this and :data:`CANONICAL` on, 13 (3 since: TPC-DS q13, q44, q70); either alone, 35 and 32. Timed with
+#: shape; this and :data:`CANONICAL` on, 13 (1 since: TPC-DS q13); either alone, 35 and 32. Timed with
 #: the typed estimates' dictionary counts and correlated keys: TPC-DS -4.2% CPU over the 43 plans it changes,
 #: TPC-H -12% over 2 (bench/results/2026-11-29-joinorder.md, 2026-11-29-joinorder2.md;
 #: ``bench/join_order_invariance.py``, ``bench/ab.py typed-join-order-alone``).
@@ -190,7 +190,7 @@ WRITTEN_ORDER_FREE = False
 #: is already independent of the text) it only breaks ties, which it would move on the default path untimed.
 #: Shuffled texts (TPC-H 22 + TPC-DS 99, SF 0.01): with the SQL ordering on and this on, 0 of 121 optimized
 #: plans change shape (2 before the labels were unqualified and refined by neighbours); with the SQL ordering
-#: off and :data:`WRITTEN_ORDER_FREE` on, 3 (bench/results/2026-11-29-joinorder2.md).
+#: off and :data:`WRITTEN_ORDER_FREE` on, 1 (bench/results/2026-11-29-joinorder2.md).
 CANONICAL = False
 
 
