@@ -153,9 +153,15 @@ def compared_interval_arithmetic(node) -> bool:
     is a TIMESTAMP at midnight, which a date compares with as its own day; as a value (a SELECT column, ``- DATE``,
     an argument) a DATE is of the wrong type (fuzz round 9). Only INTERVAL arithmetic is walked through: in ``d -
     (DATE + INTERVAL) > INTERVAL 2 DAY`` the sum is an operand of ``d - ...``, DuckDB's TIMESTAMP (the difference
-    an INTERVAL), where a DATE made it a day count that compared with no INTERVAL (review stop 50)."""
+    an INTERVAL), where a DATE made it a day count that compared with no INTERVAL (review stop 50). Nor is one of a
+    unit under a day: ``ts = DATE '2024-04-01' - INTERVAL 12 HOUR`` compared ts with the DATE '2024-03-31'."""
     from sqlglot import exp
 
+    for side in node.iter_expressions():  # a time of day (INTERVAL 12 HOUR) moves off midnight: no DATE holds it
+        unit = side.args.get("unit") if isinstance(side, exp.Interval) else None
+        if isinstance(side, exp.Interval) and not (isinstance(unit, exp.Var) and unit.name.lower().removesuffix("s")
+                                                   in INTERVAL_UNITS):
+            return False
     child, parent = node, node.parent
     while isinstance(parent, exp.Paren) or (isinstance(parent, (exp.Add, exp.Sub)) and isinstance(
             (parent.expression if parent.this is child else parent.this).unnest(), exp.Interval)):

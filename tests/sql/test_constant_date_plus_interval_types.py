@@ -45,3 +45,22 @@ def test_date_plus_interval_under_other_arithmetic_and_dates_in_a_timestamp_in_l
     queries = OPERAND_QUERIES if device_name == "cpu" else OPERAND_QUERIES[:1]
     with duckdb_with_tables(TABLES) as connection:
         assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), connection, queries)
+
+
+#: A constant DATE +/- an INTERVAL under a day, compared, is DuckDB's TIMESTAMP off midnight: sqlglot's simplifier
+#: folded it to a DATE (``ts = DATE '2024-04-01' - INTERVAL 12 HOUR`` compared ts with DATE '2024-03-31', a wrong
+#: answer; review stop 50).
+TIMESTAMPS = {"t": pa.table({"id": [1, 2, 3], "ts": pa.array(
+    [datetime.datetime(2024, 3, 31, 12), datetime.datetime(2024, 3, 31), None], pa.timestamp("us"))})}
+SUB_DAY_QUERIES = [
+    "SELECT id, ts = DATE '2024-04-01' - INTERVAL 12 HOUR AS a, ts < DATE '2024-03-31' + INTERVAL 1 HOUR AS b FROM t",
+    "SELECT id FROM t WHERE ts = DATE '2024-03-01' + INTERVAL 1 MONTH - INTERVAL 12 HOUR",
+    "SELECT id FROM t WHERE ts BETWEEN DATE '2024-03-31' + INTERVAL 1 MINUTE AND DATE '2024-04-01'",
+    "SELECT id FROM t WHERE ts IN (DATE '2024-03-30' + INTERVAL 36 HOUR, DATE '2024-01-01')",
+]
+
+
+def test_date_plus_an_interval_under_a_day_compared_keeps_its_time(device_name):
+    queries = SUB_DAY_QUERIES if device_name == "cpu" else SUB_DAY_QUERIES[:1]
+    with duckdb_with_tables(TIMESTAMPS) as connection:
+        assert_queries_match_duckdb(session_with_tables(TIMESTAMPS, device=device_name), connection, queries)
