@@ -579,9 +579,11 @@ class ScalarTranslator:
         values = [self.translate(value) for value in value_trees]
         text_times = (pa.types.is_timestamp(operand.dtype) or is_numeric(operand.dtype) or is_boolean(operand.dtype)) \
             and any(is_string(value.dtype) for value in values)  # (text constants cast as a comparison casts them)
-        # a DATE beside a TIMESTAMP operand compares as its midnight, as a comparison reads it (no literal coercion)
-        text_times = text_times or (pa.types.is_timestamp(operand.dtype)
-                                    and any(pa.types.is_date32(value.dtype) for value in values))
+        # a DATE beside a TIMESTAMP (the operand or a value) compares as its midnight, as a comparison reads it (no
+        # literal coercion: a DATE literal does not convert to a TIMESTAMP one)
+        kinds = [operand.dtype] + [value.dtype for value in values]
+        text_times = text_times or (any(pa.types.is_timestamp(t) for t in kinds)
+                                    and any(pa.types.is_date32(t) for t in kinds))
         if text_times or not all(isinstance(value, Literal) for value in values):
             # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
             # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts
