@@ -154,6 +154,11 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
         if isinstance(node, _ARITHMETIC) and not (any(isinstance(side, exp.Interval) for side in node.iter_expressions())
                                                   and compared_interval_arithmetic(node)):
             node.meta[FINAL] = True
+            parent = node.parent  # sqlglot folds DATE - INTERVAL 30 HOUR through its parentheses, FINAL or not
+            while isinstance(parent, exp.Paren) and any(isinstance(side, exp.Interval)
+                                                        for side in node.iter_expressions()):
+                parent.meta[FINAL] = True
+                parent = parent.parent
         elif isinstance(node, exp.DateTrunc):  # date_trunc of a DATE: a TIMESTAMP, as the translator types it
             truncation = exp.TimestampTrunc(this=node.this, unit=node.args.get("unit"))
             truncation.meta[FINAL] = True

@@ -66,3 +66,17 @@ def test_date_plus_an_interval_under_a_day_compared_keeps_its_time(device_name):
     queries = SUB_DAY_QUERIES if device_name == "cpu" else SUB_DAY_QUERIES[:1]
     with duckdb_with_tables(TIMESTAMPS) as connection:
         assert_queries_match_duckdb(session_with_tables(TIMESTAMPS, device=device_name), connection, queries)
+
+
+#: Parenthesized, as a value: sqlglot's simplifier folded through the parentheses to a DATE, the time of day lost
+#: ((DATE '2024-02-29' - INTERVAL 30 HOUR) read DATE '2024-02-27'; review stop 50).
+PARENTHESIZED_QUERIES = [
+    "SELECT id, (DATE '2024-02-29' - INTERVAL 30 HOUR) AS a, ((DATE '2024-02-29' + INTERVAL 1 MONTH)) AS b FROM t",
+    "SELECT id, coalesce(d, (DATE '2024-01-31' + INTERVAL 1 MONTH)) AS a FROM t",
+]
+
+
+def test_a_parenthesized_date_plus_interval_is_a_timestamp(device_name):
+    queries = PARENTHESIZED_QUERIES if device_name == "cpu" else PARENTHESIZED_QUERIES[:1]
+    with duckdb_with_tables(TABLES) as connection:
+        assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), connection, queries)
