@@ -108,12 +108,19 @@ def _frame_loop_cpu(op, values, valid, frame_starts, frame_ends, out, counts, st
 
 @njit(nogil=True, cache=True)
 def _comes_before(value, is_valid, target, descending, inclusive, nulls_first):
-    """Return True when a row (``value``, or NULL) sorts before ``target`` (at or before it, ``inclusive``)."""
+    """Return True when a row (``value``, or NULL) sorts before ``target`` (at or before it, ``inclusive``).
+
+    NaN sorts greatest and equals NaN, as DuckDB orders doubles: a NaN key's frame is its NaN peers, and a
+    NaN in the partition no longer stops the binary search of every other row (plain comparisons with NaN are
+    false: a frame came out empty, NULL, fuzz round 9)."""
     if not is_valid:
         return nulls_first
     if descending:
-        return value >= target if inclusive else value > target
-    return value <= target if inclusive else value < target
+        value, target = target, value
+    value_nan, target_nan = value != value, target != target
+    if inclusive:  # value <= target
+        return target_nan or (not value_nan and value <= target)
+    return not value_nan and (target_nan or value < target)  # value < target
 
 
 @njit(nogil=True, cache=True)
