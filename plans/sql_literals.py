@@ -157,11 +157,18 @@ def compared_interval_arithmetic(node) -> bool:
     unit under a day: ``ts = DATE '2024-04-01' - INTERVAL 12 HOUR`` compared ts with the DATE '2024-03-31'."""
     from sqlglot import exp
 
-    for side in node.iter_expressions():  # a time of day (INTERVAL 12 HOUR) moves off midnight: no DATE holds it
-        unit = side.args.get("unit") if isinstance(side, exp.Interval) else None
-        if isinstance(side, exp.Interval) and not (isinstance(unit, exp.Var) and unit.name.lower().removesuffix("s")
-                                                   in INTERVAL_UNITS):
-            return False
+    top = node  # a time of day (INTERVAL 12 HOUR) anywhere in the chain moves off midnight: no DATE holds it (the
+    while isinstance(top.parent, (exp.Paren, exp.Add, exp.Sub)):  # simplifier folds a flattened + chain as one)
+        top = top.parent
+    stack = [top]
+    while stack:
+        side = stack.pop()
+        if isinstance(side, (exp.Paren, exp.Add, exp.Sub)):
+            stack.extend(side.iter_expressions())
+        elif isinstance(side, exp.Interval):
+            unit = side.args.get("unit")
+            if not (isinstance(unit, exp.Var) and unit.name.lower().removesuffix("s") in INTERVAL_UNITS):
+                return False
     child, parent = node, node.parent
     while isinstance(parent, exp.Paren) or (isinstance(parent, (exp.Add, exp.Sub)) and isinstance(
             (parent.expression if parent.this is child else parent.this).unnest(), exp.Interval)):
