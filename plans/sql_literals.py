@@ -165,6 +165,8 @@ def compared_interval_arithmetic(node) -> bool:
         side = stack.pop()
         if isinstance(side, (exp.Paren, exp.Add, exp.Sub)):
             stack.extend(side.iter_expressions())
+        elif side.find(exp.Column) is not None:  # (ts - DATE) - INTERVAL: sqlglot regroups it as ts - (DATE -
+            return False  # INTERVAL), the sign of the interval flipped; a chain over a column is computed as written
         elif isinstance(side, exp.Interval):
             unit = side.args.get("unit")
             if not (isinstance(unit, exp.Var) and unit.name.lower().removesuffix("s") in INTERVAL_UNITS):
