@@ -240,6 +240,13 @@ def with_quantified_comparisons(select: exp.Select, planner) -> exp.Select:
         if typed:
             continue
         facts = _per_row(query, comparison, outer_aliases)
+        selected = query.selects[0] if isinstance(query, exp.Select) and len(query.selects) == 1 else None
+        selected = selected.this if isinstance(selected, exp.Alias) else selected
+        if facts is None and free_columns(query) and not isinstance(selected, exp.Column):
+            # (the typed mark join compares with a column of the subquery: it keys no computed value)
+            raise unsupported(f"{_spelled(comparison)} over a correlated subquery selecting an expression (select "
+                              "a column: compute it in a derived table, e.g. FROM (SELECT w + 1 AS x, k FROM s) s)",
+                              comparison)
         if facts is None:
             where = "WHERE" if clause == "where" else "the SELECT list" if clause == "expressions" else "ORDER BY"
             raise unsupported(f"{_spelled(comparison)} (subquery) in {where} beside another subquery or inside an "
