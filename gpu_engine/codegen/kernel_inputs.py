@@ -117,10 +117,16 @@ class KernelInputs:
     operator's interner, whose ``ids(column)`` gives the kernel an int64 id per string.
     """
 
-    def __init__(self, device, program: FusionProgram, interners: dict[int, Any] | None = None):
+    def __init__(self, device, program: FusionProgram, interners: dict[int, Any] | None = None, *,
+                 mapped_dictionaries_by_rows: bool = False):
         self.device = device
         self.program = program
         self.interners = interners or {}
+        #: Whether a dictionary-coded string key read through a gather map is interned by its mapped rows (cpu):
+        #: set by a step fed by another step's groups (see :meth:`_interned_in_place`). A property of the step,
+        #: never of a batch's sizes, so the kernel layout (and the generated kernel) does not change with the data
+        #: or a query's parameter values.
+        self.mapped_dictionaries_by_rows = mapped_dictionaries_by_rows
         self.placeholder = device.xp.zeros(1, dtype=device.xp.int32)
         self._lookup_tables: dict[tuple[int, str], tuple[Any, Any]] = {}
         #: (lifted index, id of a dictionary too large to fingerprint) -> (that dictionary, its table).
@@ -271,7 +277,10 @@ class KernelInputs:
     def _interned_in_place(self, lift: LiftedExpression, batch: Batch) -> bool:
         """Whether ``lift`` is a string column read through the batch's gather map whose ids come from its base
         column's rows (:meth:`_interned_through_map`): a plain column (no bytes gathered), or a dictionary column
-        whose dictionary holds more values than the map has rows.
+        whose dictionary holds more values than the map has rows -- a step fed by another step's groups
+        (``mapped_dictionaries_by_rows``), where that holds by construction; deciding it by each batch's sizes
+        made the kernel layout change with the data, so a prepared query with new parameter values generated a
+        new kernel (tests/sql/test_bind_parameters.py).
 
         Why the latter: a FINAL step's batch is a slice of a PARTIAL step's emitted groups, whose key's dictionary
         holds every group that driver saw (db-benchmark's ``GROUP BY id3``: 100k strings, 50k rows a partition
@@ -288,8 +297,7 @@ class KernelInputs:
                 and batch.gather_map is not None and batch.own_map(lift.column) is None):
             return False
         column = batch.base_column(lift.column)
-        return not column.is_dictionary or (self.device.kernel_flavor == "cpu"
-                                            and len(column.dictionary) > int(batch.gather_map.shape[0]))
+        return not column.is_dictionary or (self.mapped_dictionaries_by_rows and self.device.kernel_flavor == "cpu")
 
     def _interned_through_map(self, m: int, lift: LiftedExpression, batch: Batch,
                               together: list | None) -> tuple[Any, Any]:

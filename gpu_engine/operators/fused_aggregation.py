@@ -362,7 +362,8 @@ class FusedAggregation(AggregationOperator):
         self._module = None  # the latest kernel module: its move twins grow the table
         self._interners = {m: _KeyInterner(self.device) for m, lift in enumerate(self.program.lifted) if lift.interned}
         self._id_slotted: bool | None = None  # whether the key's ids are its slots: decided by the first batch
-        self._inputs = KernelInputs(self.device, self.program, self._interners)
+        self._inputs = KernelInputs(self.device, self.program, self._interners,
+                                    mapped_dictionaries_by_rows=not self.step.input_is_raw)
         self._parameters = kernel_parameter_array(self.device, self.program)  # the constants, uploaded once
         self._pending = self._placeholder
         self._row_slots = xp.zeros(1, dtype=xp.int64)  # the key kernel's slot per row, for the slice kernels
