@@ -148,7 +148,8 @@ def scalar_subquery():
 
 def subquery_predicate(kind: str):
     """Filter lineitem by ``EXISTS (orders WHERE o_orderkey = outer.l_orderkey AND o_orderdate < outer.l_shipdate)``
-    (``kind="exists"``) or ``l_orderkey NOT IN (SELECT o_orderkey FROM orders)`` (``"not_in"``), typed."""
+    (``kind="exists"``), ``l_orderkey NOT IN (SELECT o_orderkey FROM orders)`` (``"not_in"``) or ``l_orderkey > ALL
+    (SELECT o_orderkey FROM orders)`` (``"all"``), typed."""
     from gpu_engine.plans.expressions import BinaryOp, ColumnRef
     from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn
 
@@ -158,6 +159,10 @@ def subquery_predicate(kind: str):
     key = orders.output_schema.field("o_orderkey").type
     if kind == "not_in":
         return lineitem.filter(InSubquery(ColumnRef("l_orderkey", key), orders, "o_orderkey", negated=True)).plan()
+    if kind == "all":
+        from gpu_engine.plans.subqueries import QuantifiedComparison
+        return lineitem.filter(QuantifiedComparison(ColumnRef("l_orderkey", key), orders, "o_orderkey", "gt",
+                                                    every=True)).plan()
     date = orders.output_schema.field("o_orderdate").type
     correlation = BinaryOp("and", BinaryOp("eq", ColumnRef("o_orderkey", key), OuterColumn("l_orderkey", key),
                                            pa.bool_()),
@@ -184,6 +189,7 @@ PLANS = {
     "subquery_scalar": typed_scalar_subquery,
     "subquery_exists": lambda: subquery_predicate("exists"),
     "subquery_not_in": lambda: subquery_predicate("not_in"),
+    "subquery_all": lambda: subquery_predicate("all"),
     "table_scan_all": lambda: scan_wide().plan(),
     "table_scan_columns": lambda: PlanBuilder(CATALOG).table_scan("lineitem", ["l_comment", "l_shipdate"]).plan(),
     "filter": lambda: scan_wide().filter("i64 > 10 AND s LIKE 'a%' OR dt IS NULL").plan(),
