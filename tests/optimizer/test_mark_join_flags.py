@@ -19,9 +19,9 @@ from gpu_engine.errors import PlanError
 from gpu_engine.optimizer import required_rewrites
 from gpu_engine.plans.expressions import BinaryOp, Case, ColumnRef, Literal, UnaryOp, walk
 from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, ProjectNode, walk_plan
-from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
+from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn, is_subquery_predicate
-from subquery_tables import BOOL, I32, I64, TABLES
+from subquery_tables import BOOL, HandPlans, I32, I64, TABLES
 
 
 def _col(name, dtype=I64):
@@ -30,17 +30,8 @@ def _col(name, dtype=I64):
 
 def _plans(catalog):
     """Return name -> (hand-built plan over t holding EXISTS / IN off the conjunct positions, DuckDB's SQL)."""
-    ids = PlanNodeIdGenerator()
-
-    def scan(table, predicate=None):
-        builder = PlanBuilder(catalog, id_generator=ids).table_scan(table)
-        return (builder.filter(predicate) if predicate is not None else builder).plan()
-
-    def where(predicate):
-        return PlanBuilder(catalog, id_generator=ids).table_scan("t").filter(predicate).project(["k", "v"]).plan()
-
-    def select(expr):
-        return PlanBuilder(catalog, id_generator=ids).table_scan("t").project(["k", "v", ("m", expr)]).plan()
+    shapes = HandPlans(catalog)
+    scan, where, select = shapes.scan, shapes.where, shapes.select
 
     def keyed(outer="k", inner="k"):
         return BinaryOp("eq", _col(inner), OuterColumn(outer, I64), BOOL)

@@ -19,9 +19,9 @@ from gpu_engine.errors import PlanError
 from gpu_engine.optimizer import required_rewrites
 from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Literal, UnaryOp, walk
 from gpu_engine.plans.nodes import FilterNode, HashJoinNode, ProjectNode, walk_plan
-from gpu_engine.plans.plan_builder import PlanBuilder, PlanNodeIdGenerator
+from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.subqueries import InSubquery, OuterColumn, QuantifiedComparison, is_subquery_predicate
-from subquery_tables import BOOL, I64, TABLES
+from subquery_tables import BOOL, HandPlans, I64, TABLES
 
 
 def _col(name, dtype=I64):
@@ -30,17 +30,8 @@ def _col(name, dtype=I64):
 
 def _plans(catalog):
     """Return name -> (hand-built plan over t holding quantified comparisons, DuckDB's SQL)."""
-    ids = PlanNodeIdGenerator()
-
-    def scan(table, predicate=None):
-        builder = PlanBuilder(catalog, id_generator=ids).table_scan(table)
-        return (builder.filter(predicate) if predicate is not None else builder).plan()
-
-    def where(predicate):
-        return PlanBuilder(catalog, id_generator=ids).table_scan("t").filter(predicate).project(["k", "v"]).plan()
-
-    def select(expr):
-        return PlanBuilder(catalog, id_generator=ids).table_scan("t").project(["k", "v", ("m", expr)]).plan()
+    shapes = HandPlans(catalog)
+    scan, where, select = shapes.scan, shapes.where, shapes.select
 
     def keyed():
         return BinaryOp("eq", _col("k"), OuterColumn("k", I64), BOOL)
