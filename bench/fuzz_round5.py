@@ -538,6 +538,10 @@ def _compare(session, connection, sql, params, how):
         return "answered_where_duckdb_raised", f"DuckDB: {duckdb_error}"
     text = sql if isinstance(sql, str) else sql[-1]
     ordered = bool(re.search(r"ORDER BY [^)]*LIMIT \d+( OFFSET \d+)?\s*$", text)) and "SELECT id FROM t ORDER BY id" in text
+    if how == "ordered":  # rows in the outermost ORDER BY's order (ties in any order)
+        from gpu_engine.sql.ordering import order_key_columns
+
+        ordered = order_key_columns(text)
     if how == "reexec":
         for run, (got, want) in enumerate(zip(actual, expected)):
             problem = rows_mismatch(got, want, ordered=ordered, rel_tol=1e-7)
