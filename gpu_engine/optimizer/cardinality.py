@@ -78,7 +78,8 @@ from gpu_engine.optimizer.statistics import (
     key_set_divisor, range_selectivity,
 )
 
-__all__ = ["Estimate", "estimate", "filter_selectivity", "selectivity", "union_columns", "STRING_DICTIONARY_COUNTS"]
+__all__ = ["Estimate", "estimate", "filter_selectivity", "implies", "selectivity", "union_columns",
+           "STRING_DICTIONARY_COUNTS"]
 
 #: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one dictionary value's share per constant
 #: (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.dictionary_ndv`) rather than 1/10 each: see
@@ -282,15 +283,22 @@ def _given(part: BinaryOp, keeps: float, applied: Mapping[Expr, float]) -> float
     """Return the share an OR ``part`` keeps of rows that passed the ``applied`` conjuncts it implies: a conjunct
     is implied when each branch of ``part`` holds every condition of one of its branches (``a.x = 1 OR a.x =
     3`` under ``(a.x = 1 AND b.y = 2) OR (a.x = 3 AND b.y = 4)``)."""
-    branches = [set(_hashable(conjuncts(branch))) for branch in disjuncts(part)]
     passed = 1.0
     for below, share in applied.items():  # the OR itself below: it keeps every row here
         if _value_set(below) is not None:
             continue  # it pinned its column's distinct values (_pinned): ``keeps`` read them, the share is in
-        options = [set(_hashable(conjuncts(branch))) for branch in disjuncts(below)]
-        if all(any(option <= branch for option in options) for branch in branches):
+        if implies(part, below):
             passed *= share
     return min(1.0, keeps / passed) if passed > 0 else keeps
+
+
+def implies(whole: Expr, part: Expr) -> bool:
+    """Return whether every row ``whole`` keeps passes ``part`` as the conditions are written: each branch of the
+    OR ``whole`` holds every condition of one branch of ``part`` (``a.x = 1 OR a.x = 3`` under ``(a.x = 1 AND
+    b.y = 2) OR (a.x = 3 AND b.y = 4)``: what :mod:`~gpu_engine.optimizer.or_implied_filters` derives)."""
+    branches = [set(_hashable(conjuncts(branch))) for branch in disjuncts(whole)]
+    options = [set(_hashable(conjuncts(branch))) for branch in disjuncts(part)]
+    return all(any(option and option <= branch for option in options) for branch in branches)
 
 
 def _hashable(expressions: list[Expr]) -> list[Expr]:

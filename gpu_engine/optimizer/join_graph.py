@@ -37,6 +37,7 @@ from typing import Callable, Iterator, Sequence
 import pyarrow as pa
 
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
+from gpu_engine.optimizer.or_implied_filters import implied_filters
 from gpu_engine.plans.expressions import BinaryOp, ColumnRef, Expr, referenced_columns
 from gpu_engine.plans.nodes import FilterNode, HashJoinNode, NestedLoopJoinNode, PlanNode
 
@@ -199,7 +200,7 @@ def joined_tree(graph: JoinGraph, tree: JoinTree, new_id: Callable[[], str]) -> 
     if sorted(tree_relations(tree)) != list(range(len(graph.relations))):
         raise ValueError(f"tree {tree} does not hold each of the {len(graph.relations)} relations once")
     output = list(graph.root.output_schema.names)
-    pending = list(graph.conditions)
+    pending = _with_implied(graph, tree)
     equal: dict[str, str] = {}  # column -> a column the keys applied so far made it equal to (union-find)
     leftmost = tree_relations(tree)[0]
     everything = frozenset(range(len(graph.relations)))
@@ -250,6 +251,49 @@ def joined_tree(graph: JoinGraph, tree: JoinTree, new_id: Callable[[], str]) -> 
                                   output_columns=tuple(kept), filter=condition), present
 
     return build(tree)[0]
+
+
+def _with_implied(graph: JoinGraph, tree: JoinTree) -> list[JoinCondition]:
+    """Return the graph's conditions and, for each OR that ``tree`` applies at a join, the filter it implies on
+    each side that holds two or more of the OR's relations (:func:`~gpu_engine.optimizer.or_implied_filters.
+    implied_filters`), top down so that one implied in turn implies further below.
+
+    Why: the pushdown derives these for the tree it is given, and the tree it was given is the written one: TPC-DS
+    q13's OR over store_sales, customer_demographics and household_demographics implied a filter over
+    (store_sales, customer_demographics) or over (customer_demographics, household_demographics) as the FROM
+    list happened to pair them, so the region searched held other conditions and its plan changed with the
+    text. The join order leaves out the implied filters it finds (they repeat the OR above them:
+    :mod:`~gpu_engine.optimizer.join_order`) and gets them back here for the tree it chose: those that read one
+    relation were pushed into it whatever the tree, those over several filter the join below the OR that has
+    their relations."""
+    owner = {name: k for k, relation in enumerate(graph.relations) for name in relation.output_schema.names}
+    conditions = list(graph.conditions)
+
+    def readers(part: Expr) -> frozenset[int]:
+        return frozenset(owner[name] for name in referenced_columns(part))
+
+    def visit(node: JoinTree) -> None:
+        if isinstance(node, int):
+            return
+        sides = [frozenset(tree_relations(node[0])), frozenset(tree_relations(node[1]))]
+
+        def split(parts: list[Expr]) -> tuple[list[list[Expr]], list[Expr]]:
+            return [[p for p in parts if referenced_columns(p) and readers(p) <= side] for side in sides], []
+
+        for condition in list(conditions):
+            if (not isinstance(condition.predicate, BinaryOp) or condition.predicate.op != "or"
+                    or not condition.relations <= sides[0] | sides[1]
+                    or condition.relations <= sides[0] or condition.relations <= sides[1]):
+                continue  # not an OR applied at this join
+            for implied in implied_filters(condition.predicate, split, 2):
+                if (implied is not None and len(readers(implied)) >= 2
+                        and not any(implied == c.predicate for c in conditions)):
+                    conditions.append(JoinCondition(implied, readers(implied)))
+        visit(node[0])
+        visit(node[1])
+
+    visit(tree)
+    return conditions
 
 
 def _find(equal: dict[str, str], column: str) -> str:

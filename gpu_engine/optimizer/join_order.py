@@ -65,7 +65,7 @@ from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-from gpu_engine.optimizer.cardinality import Estimate, estimate
+from gpu_engine.optimizer.cardinality import Estimate, estimate, implies
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, JoinTree, join_graph, joined_tree
 from gpu_engine.optimizer.statistics import ColumnStatistics, TableStatistics, key_set_divisor
@@ -143,7 +143,7 @@ class _Orderer:
         written = _summed_rows(graph.root, self.statistics, originals)
         if written is None:
             return graph.root
-        graph = _absorbed(graph, self.new_id)
+        graph = _absorbed(_without_implied(graph), self.new_id)
         if CANONICAL:
             graph = _canonical(graph)
         n = len(graph.relations)
@@ -280,6 +280,23 @@ def _canonical(graph: JoinGraph) -> JoinGraph:
                      tuple(sorted(set(edges), key=lambda e: (e.left, _unqualified(e.left_column), e.right,
                                                              _unqualified(e.right_column)))),
                      tuple(c for c, _ in renumbered))
+
+
+def _without_implied(graph: JoinGraph) -> JoinGraph:
+    """Return ``graph`` without each condition over several relations that another condition over more of them
+    implies (:func:`~gpu_engine.optimizer.cardinality.implies`): the filters the pushdown derived from an OR for
+    the sides of the written tree's joins (:mod:`~gpu_engine.optimizer.or_implied_filters`).
+
+    Why: which ones it derived depends on how the text paired the relations (TPC-DS q13: over store_sales and
+    customer_demographics, or over customer_demographics and household_demographics, as the FROM list was
+    ordered), so the search would cost, tie-break and label another graph for each text. Left out, they repeat
+    what the OR above them checks; :func:`~gpu_engine.optimizer.join_graph.joined_tree` derives them again for
+    the tree the search chose."""
+    dropped = [c for c in graph.conditions if len(c.relations) >= 2 and any(
+        c.relations < other.relations and implies(other.predicate, c.predicate) for other in graph.conditions)]
+    if not dropped:
+        return graph
+    return replace(graph, conditions=tuple(c for c in graph.conditions if not any(c is d for d in dropped)))
 
 
 def _linked(graph: JoinGraph) -> bool:

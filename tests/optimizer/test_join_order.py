@@ -283,3 +283,52 @@ def test_a_semi_join_under_a_distinct_is_made_after_the_joins_are_ordered(device
     assert expected.num_rows > 0
     for plan in plans:
         assert_same_rows(session.execute(plan), expected)
+
+
+#: An OR over sales, days and shops (TPC-DS q13's over store_sales and two demographics tables): kept above the
+#: join where all three meet, it implies a filter over the two relations the written tree joined below it.
+_THREE_WAY_OR = ("(m < 100 AND q = 1 AND n < 5) OR (m >= 300 AND q = 2 AND n >= 15) "
+                 "OR (m >= 100 AND m < 200 AND q = 3 AND n < 10)")
+
+
+def _or_over_three(first: str) -> PlanNode:
+    """count(*) of sales joined to days (k1), shops (k3) and a filtered second read of days (k2) under
+    :data:`_THREE_WAY_OR`, with days (``first`` = "days") or shops joined to sales first."""
+    ids = PlanNodeIdGenerator()
+    sales = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("sales")
+    shops = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("shops").plan()
+    days = PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("days").plan()
+    other = (PlanBuilder(STAR_CATALOG, id_generator=ids).table_scan("days")
+             .project(['dk AS "d2"', 'y AS "y2"']).filter("y2 = 1").plan())
+    if first == "days":
+        joined = (sales.hash_join(["k1"], ["dk"], days, ["k2", "k3", "m", "q"])
+                  .hash_join(["k3"], ["sk"], shops, ["k2", "m", "q", "n"]))
+    else:
+        joined = (sales.hash_join(["k3"], ["sk"], shops, ["k1", "k2", "m", "n"])
+                  .hash_join(["k1"], ["dk"], days, ["k2", "m", "q", "n"]))
+    return (joined.hash_join(["k2"], ["d2"], other, ["m", "q", "n"]).filter(_THREE_WAY_OR)
+            .aggregation([], ["count(*) AS c"]).plan())
+
+
+@pytest.mark.parametrize("device", ["cpu", "cuda-sim"])
+def test_the_filters_an_or_implies_do_not_follow_the_written_tree(device, monkeypatch):
+    """The pushdown derives from an OR over three relations a filter over the two the written tree joined below
+    it ((sales, days) or (sales, shops)); searched with it, the region held other conditions for each text and
+    planned another tree (TPC-DS q13 with its FROM list shuffled). The join order leaves out the filters another
+    condition implies and derives them again for the tree it chose."""
+    import gpu_engine.optimizer.join_order as join_order
+    from gpu_engine.optimizer import optimize_plan
+    monkeypatch.setattr(join_order, "CANONICAL", True)
+    monkeypatch.setattr(join_order, "WRITTEN_ORDER_FREE", True)
+    session = session_with_tables(STAR, split_rows=64, device=device, drivers=2)
+    plans = [optimize_plan(_or_over_three(first), session.statistics()) for first in ("days", "shops")]
+    assert _join_shape(plans[0]) == _join_shape(plans[1])
+    implied = [join for join in walk_plan(plans[0]) if isinstance(join, HashJoinNode) and join.filter is not None]
+    assert len(implied) == 2  # the OR, and below it the filter it implies over the two relations joined there
+    with duckdb_with_tables(STAR) as connection:
+        expected = duckdb_table(connection, "SELECT count(*) AS c FROM sales JOIN days ON k1 = dk JOIN shops ON "
+                                            "k3 = sk JOIN (SELECT dk AS d2, y AS y2 FROM days) ON k2 = d2 "
+                                            f"WHERE y2 = 1 AND ({_THREE_WAY_OR})")
+    assert expected.column("c")[0].as_py() > 0
+    for plan in plans:
+        assert_same_rows(session.execute(plan), expected)
