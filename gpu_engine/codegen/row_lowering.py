@@ -568,7 +568,13 @@ class RowLowering:
             return RowValue(self._assign("b", f"({value.value} != {zero})"), valid, dtype)
         if is_floating(dtype):
             maker = row_dtype_code(dtype)
-            return RowValue(self._assign("f", f"{maker}({self._as_float(value)})"), valid, dtype)
+            result = self._assign("f", f"{maker}({self._as_float(value)})")
+            if source == pa.float64() and dtype == pa.float32():  # expressions.numeric.narrowed_to_infinity
+                top, wide_top = float(np.finfo(np.float32).max), float(np.finfo(np.float64).max)
+                finite = f"({value.value} <= {wide_top!r} and {value.value} >= {-wide_top!r})"
+                self._fail_if(_and(valid, f"({finite} and ({result} > {top!r} or {result} < {-top!r}))"),
+                              f"{what}: value is out of range")
+            return RowValue(result, valid, dtype)
         if is_integer(dtype):
             if is_floating(source):
                 rounded = self._assign("f", f"round_half_even(np.float64({value.value}))")

@@ -26,7 +26,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.expressions import intervals, text
 from gpu_engine.expressions.numeric import (
     POWERS_OF_TEN, as_float, as_scaled, as_words, divide_round_half_away, fit_to_type, fit_words, is_wide,
-    narrowed, needs_words, raise_at_first, round_half_away, scale_of, wide_result,
+    narrowed, narrowed_to_infinity, needs_words, raise_at_first, round_half_away, scale_of, wide_result,
 )
 from gpu_engine.kernels.decimal128 import RESCALE
 from gpu_engine.expressions.literals import literal_column
@@ -107,7 +107,11 @@ def _to_number(device: Any, column: Column, dtype: pa.DataType, what: str) -> An
             return (column.data[:, 0] != 0) | (column.data[:, 1] != 0)
         return column.data != 0
     if is_floating(dtype):
-        return as_float(xp, column).astype(physical_dtype(dtype), copy=False)
+        values = as_float(xp, column).astype(physical_dtype(dtype), copy=False)
+        if source == pa.float64() and dtype == pa.float32():
+            raise_at_first(device, narrowed_to_infinity(xp, column.data, values), column.validity,
+                           f"{what}: value is out of range")
+        return values
     wide_target = is_decimal(dtype) and dtype.precision > 18 or dtype == pa.uint64()
     if not is_floating(source) and (needs_words(column) or wide_target):
         return _to_number_exact_wide(device, column, dtype, what)

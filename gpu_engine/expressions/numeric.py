@@ -30,6 +30,7 @@ __all__ = [
     "POWERS_OF_TEN",
     "scale_of",
     "as_float",
+    "narrowed_to_infinity",
     "as_scaled",
     "rescale",
     "add_checked",
@@ -223,6 +224,13 @@ def as_float(xp: Any, column: Column) -> Any:
     if scale:
         values = values / float(POWERS_OF_TEN[scale])
     return values
+
+
+def narrowed_to_infinity(xp: Any, doubles: Any, floats: Any) -> Any:
+    """Return where a finite DOUBLE became an infinite FLOAT: DuckDB's cast fails there ("out of range for the
+    destination type FLOAT"; TRY_CAST gives NULL), while it rounds every other double to the nearest float (just
+    above FLOAT's largest value to it) and keeps NaN and infinities."""
+    return xp.isinf(floats) & xp.isfinite(doubles)
 
 
 def fit_to_type(device: Any, values: Any, dtype: pa.DataType, validity: Any, what: str) -> Any:

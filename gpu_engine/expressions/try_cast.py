@@ -33,7 +33,7 @@ from gpu_engine.expressions.cast import can_cast, cast
 from gpu_engine.expressions.intervals import intervals_from_strings
 from gpu_engine.expressions.literals import literal_column
 from gpu_engine.expressions.numeric import (
-    POWERS_OF_TEN, divide_round_half_away, needs_words, round_half_away, scale_of,
+    POWERS_OF_TEN, divide_round_half_away, narrowed_to_infinity, needs_words, round_half_away, scale_of,
 )
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.text import _parse_rows
@@ -90,6 +90,8 @@ def _converts(device: Device, column: Column, dtype: pa.DataType) -> Any:
             matches = pc.match_substring_regex(text, _FLOAT_TEXT, ignore_case=True).fill_null(False)
             return device.asarray(np.asarray(matches.to_numpy(zero_copy_only=False), dtype=bool))
         return None
+    if source == pa.float64() and dtype == pa.float32():
+        return ~narrowed_to_infinity(xp, column.data, column.data.astype(xp.float32))
     if not (is_integer(dtype) or is_decimal(dtype)) or is_boolean(source):
         return None  # to floats, dates and timestamps every number or time converts (or CAST refuses the plan)
     if needs_words(column) or dtype == pa.uint64() or (is_decimal(dtype) and dtype.precision > 18):
