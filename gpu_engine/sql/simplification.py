@@ -141,6 +141,34 @@ def _hold_unread_text(cast: exp.Expression) -> None:
         node = node.parent if isinstance(node.parent, _FOLDED_THROUGH) else None
 
 
+#: The comparisons sqlglot's simplifier evaluates when both sides are constants.
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Between)
+
+
+def _constant_temporal_kind(node: exp.Expression) -> str | None:
+    """Return "date" or "timestamp" for a DATE / TIMESTAMP constant (a cast of text, through parentheses and
+    INTERVAL arithmetic, which sqlglot folds to a date or a datetime), else None."""
+    while isinstance(node, exp.Paren) or (isinstance(node, (exp.Add, exp.Sub))
+                                          and isinstance(node.expression, exp.Interval)):
+        node = node.this
+    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
+        if node.to.is_type(exp.DataType.Type.DATE):
+            return "date"
+        if node.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME):
+            return "timestamp"
+    return None
+
+
+def _compares_date_with_timestamp(node: exp.Expression) -> bool:
+    """Return whether ``node`` compares a DATE constant with a TIMESTAMP constant: sqlglot's simplifier evaluates
+    that with Python's ``date < datetime``, which raises TypeError (DuckDB compares the date as its midnight, as
+    the engine's translator does)."""
+    if not isinstance(node, _COMPARISONS):
+        return False
+    kinds = {_constant_temporal_kind(side) for side in node.iter_expressions()}
+    return {"date", "timestamp"} <= kinds
+
+
 def simplify_keeping_arithmetic(tree: exp.Expression,
                                 simplify: Callable[[exp.Expression], exp.Expression]) -> exp.Expression:
     """Return ``simplify(tree)`` with every arithmetic operation left as written, ``date_trunc`` of a DATE
@@ -172,6 +200,8 @@ def simplify_keeping_arithmetic(tree: exp.Expression,
             node.set("this", exp.Paren(this=node.this))
         elif _unread_text(node):  # TIMESTAMP '20200101': refused by the planner, not read leniently here
             _hold_unread_text(node)
+        elif _compares_date_with_timestamp(node):  # DATE '2024-01-01' < TIMESTAMP '...': the translator compares
+            node.meta[FINAL] = True
     simplified = simplify(tree)
     if held:  # (only _hold_else marks a node _HELD_ELSE; copies of a marked node keep the mark)
         simplified = _release_else(simplified)
