@@ -840,7 +840,7 @@ class Moments(AggregateFunction):
         sample = function.endswith("_samp")
         valid = count > (1 if sample else 0)
         divisor = xp.where(valid, n - 1.0 if sample else n, 1.0)
-        with np.errstate(divide="ignore", invalid="ignore"):
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
             if function in VARIANCE_FUNCTIONS:
                 values = arrays["m2_x"] / divisor
                 if function.startswith("stddev"):
@@ -848,14 +848,14 @@ class Moments(AggregateFunction):
             elif function in ("covar_samp", "covar_pop"):
                 values = arrays["c"] / divisor
             elif function == "corr":
-                values = arrays["c"] / xp.sqrt(arrays["m2_x"] * arrays["m2_y"])
+                values = self._corr(xp, arrays, n)
             else:  # regr_*(y, x): the first argument is the dependent variable
                 values = {"regr_slope": lambda: arrays["c"] / arrays["m2_y"],
-                          "regr_avgx": lambda: arrays["shift_y"] + arrays["mean_y"],
-                          "regr_avgy": lambda: arrays["shift_x"] + arrays["mean_x"],
+                          "regr_avgx": lambda: self._average(arrays, "y", n),
+                          "regr_avgy": lambda: self._average(arrays, "x", n),
                           "regr_sxx": lambda: arrays["m2_y"], "regr_syy": lambda: arrays["m2_x"],
-                          "regr_sxy": lambda: arrays["c"], "regr_intercept": lambda: self._intercept(xp, arrays),
-                          "regr_r2": lambda: self._r2(xp, arrays)}[function]()
+                          "regr_sxy": lambda: arrays["c"], "regr_intercept": lambda: self._intercept(xp, arrays, n),
+                          "regr_r2": lambda: self._r2(xp, arrays, n)}[function]()
         if function in ("regr_intercept", "regr_r2"):  # NULL where DuckDB's is (see the two methods)
             valid = valid & ~xp.isnan(values[0])
             values = values[1]
@@ -865,24 +865,42 @@ class Moments(AggregateFunction):
         return [(self.name, Column(pa.float64(), values, valid))]
 
     @staticmethod
-    def _intercept(xp: Any, arrays: dict[str, Any]) -> tuple[Any, Any]:
-        """Return ``regr_intercept``'s NULL marker (NaN: NULL) and values: NULL where the slope is NaN, as DuckDB.
-
-        DuckDB computes ``avg(y) - slope * avg(x)`` and returns NULL where
-        ``regr_slope`` is NaN (a constant ``x``, one row, a NaN or infinite input).
-        """
-        slope = arrays["c"] / arrays["m2_y"]
-        return slope, (arrays["shift_x"] + arrays["mean_x"]) - slope * (arrays["shift_y"] + arrays["mean_y"])
+    def _average(arrays: dict[str, Any], variable: str, n: Any) -> Any:
+        """Return the mean of ``variable``'s values as DuckDB's ``regr_avgx`` / ``regr_intercept`` compute it: their
+        sum over their count, so a sum past the largest double is infinite (the mean itself is not)."""
+        return (arrays["shift_" + variable] + arrays["mean_" + variable]) * n / n
 
     @staticmethod
-    def _r2(xp: Any, arrays: dict[str, Any]) -> tuple[Any, Any]:
+    def _corr(xp: Any, arrays: dict[str, Any], n: Any) -> Any:
+        """Return ``corr`` in DuckDB's order of operations: ``covar_pop / (stddev_pop(x) * stddev_pop(y))``, NaN
+        where that product is 0. (``c / sqrt(m2_x * m2_y)`` overflowed to 0 where the two standard deviations
+        multiply to a finite number, and gave 0 where DuckDB's ``finite / inf`` is 0 only by the same chance.)"""
+        std_x = xp.sqrt(xp.where(n > 1.0, arrays["m2_x"] / n, 0.0))
+        std_y = xp.sqrt(xp.where(n > 1.0, arrays["m2_y"] / n, 0.0))
+        spread = std_x * std_y
+        return xp.where(spread != 0.0, (arrays["c"] / n) / xp.where(spread != 0.0, spread, 1.0), xp.nan)
+
+    @classmethod
+    def _intercept(cls, xp: Any, arrays: dict[str, Any], n: Any) -> tuple[Any, Any]:
+        """Return ``regr_intercept``'s NULL marker (NaN: NULL) and values: NULL where the slope is NaN, as DuckDB.
+
+        DuckDB computes ``sum(y) / count - slope * (sum(x) / count)`` and returns NULL where
+        ``regr_slope`` is NaN (a constant ``x``, one row, a NaN or infinite input); a sum past the largest
+        double makes it infinite (or NaN, times a zero slope).
+        """
+        slope = arrays["c"] / arrays["m2_y"]
+        return slope, cls._average(arrays, "x", n) - slope * cls._average(arrays, "y", n)
+
+    @classmethod
+    def _r2(cls, xp: Any, arrays: dict[str, Any], n: Any) -> tuple[Any, Any]:
         """Return ``regr_r2``'s NULL marker (NaN: NULL) and values, as DuckDB's finalize orders its cases.
 
         NULL where ``var_pop(x)`` is 0 (one row or a constant ``x``), else 1
-        where ``var_pop(y)`` is 0, else ``corr(y, x)²`` (NaN inputs give NaN).
+        where ``var_pop(y)`` is 0, else ``corr(y, x)²`` (NaN inputs give NaN; an infinite variance 0).
         """
-        var_x, var_y = arrays["m2_y"], arrays["m2_x"]
-        corr = arrays["c"] / xp.sqrt(var_x * var_y)
+        var_x = xp.where(n > 1.0, arrays["m2_y"] / n, 0.0)
+        var_y = xp.where(n > 1.0, arrays["m2_x"] / n, 0.0)
+        corr = cls._corr(xp, arrays, n)
         marker = xp.where(var_x == 0.0, xp.nan, 0.0)
         return marker, xp.where(var_y == 0.0, 1.0, corr * corr)
 
