@@ -36,9 +36,10 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.like_patterns import like_pattern
-from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring
+from gpu_engine.expressions.literals import literal_column
+from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring, substring_rows
 from gpu_engine.kernels import strings as kernels
-from gpu_engine.plans.expressions import Literal
+from gpu_engine.plans.expressions import SUBSTRING_UPPER, Literal
 from gpu_engine.plans.functions import capturing_groups, regex_pattern
 
 __all__ = ["STRING_FUNCTIONS", "evaluate_string_function"]
@@ -94,11 +95,19 @@ def _trimmed(device: Device, column: Column, name: str, characters: str | None) 
 
 def _sliced(device: Device, column: Column, name: str, count: int) -> Column | None:
     """Return left(s, n >= 0) and right(s, n) as DuckDB's substring on the device (substring(s, 1, n),
-    substring(s, -n), substring(s, 1 - n)); None for left(s, -n), which needs each string's length."""
+    substring(s, -n), substring(s, 1 - n)); None for left(s, -n), which needs each string's length.
+
+    DuckDB's right clamps ``n`` to each string's length first, so any ``n`` past the longest string a substring
+    can reach (2**32 - 1 characters) is that longest one (right(s, 2**63 - 1) is s, right(s, -2**63) is '');
+    its left(s, n > 2**32 - 1) is substring(s, 1, n), which raises for each non-NULL string."""
     if name == "left":
+        if count > SUBSTRING_UPPER:
+            lengths = literal_column(device, Literal(count, pa.int64()), len(column))
+            return substring_rows(device, column, literal_column(device, Literal(1, pa.int64()), len(column)), lengths)
         return substring(device, column, 1, count) if count >= 0 else None
     if count == 0:
         return substring(device, column, 1, 0)
+    count = max(min(count, SUBSTRING_UPPER), -SUBSTRING_UPPER)
     return substring(device, column, -count if count > 0 else 1 - count, None)
 
 
