@@ -46,6 +46,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py new-group-rate dbbench 9 --sf 5 --runs 9 --one-session
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
+    python bench/ab.py top-n-narrowing tpcds 57 --sf 1 --runs 9
     python bench/ab.py string-key-tables tpcds 74 --sf 1 --runs 9
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
@@ -478,6 +479,13 @@ def _string_key_tables():
                               pc.less_equal(array, pa.scalar(self.high, array.type)))
         return np.asarray(matched.fill_null(False), dtype=np.bool_)
     return JoinKeyFilter, "_string_mask", per_batch_set
+
+
+def _top_n_narrowing():
+    """A TopN sorting every buffered row by every key, not first only the rows whose first key can place them among
+    the first n (``kernels.sort._top_n_candidates`` returning None: its default before stop 51)."""
+    import gpu_engine.kernels.sort as module
+    return module, "_top_n_candidates", lambda *args: None
 
 
 def _kept_row_groups():
@@ -1036,6 +1044,7 @@ SWITCHES = {
     "ready-kinds": _ready_kinds,
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,
+    "top-n-narrowing": _top_n_narrowing,
     "string-key-tables": _string_key_tables,
     "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,
