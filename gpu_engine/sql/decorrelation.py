@@ -56,6 +56,7 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES, aggregate_function_n
 from gpu_engine.sql.correlated_derived_tables import with_correlation_pulled_up
 from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.errors import SqlError, unsupported
+from gpu_engine.sql.magic_set_key_filters import key_filters_over_inner_keys
 from gpu_engine.sql.planning_context import Relation, quoted
 from gpu_engine.sql.predicates import (
     conjoined, conjuncts_of, defined_aliases, factor_or, filter_estimate, free_columns, has_subquery,
@@ -766,7 +767,7 @@ def correlated_scalar_relation(planner: QueryPlanner, subquery: exp.Expression, 
         raise unsupported("a correlated scalar subquery whose correlation is not column equalities", subquery)
     grouped = select_over(select, [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
                           + [exp.alias_(value.copy(), "v")],
-                          local + (_magic_sets(planner, keys, inner) if restricted else []))
+                          local + (_magic_sets(planner, keys, inner, select) if restricted else []))
     grouped.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
     relation, outputs = planner._plan_query(grouped, ctes)
     alias = planner._synthetic_alias()
@@ -813,7 +814,7 @@ def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, colum
 
 
 def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]],
-                inner_aliases: set[str]) -> list[exp.Expression]:
+                inner_aliases: set[str], select: exp.Select | None = None) -> list[exp.Expression]:
     """Return ``EXISTS (SELECT * FROM t WHERE <t's filters> AND t.key = inner.key …)`` per filtered outer table.
 
     Why: a decorrelated scalar aggregate is computed for every group of
@@ -841,6 +842,10 @@ def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]]
                    and not any(isinstance(n, exp.Subquery) and not isinstance(n.parent, exp.In)
                                for n in c.walk())]
         if not filters:
+            continue
+        moved = key_filters_over_inner_keys(planner, table, filters, pairs, select)
+        if moved is not None:  # filters of the keys alone: read over the inner keys, no scan of the outer table
+            out += moved
             continue
         restriction = exp.Select(expressions=[exp.Star()])
         restriction.set("from_", exp.From(this=table.copy()))
