@@ -23,11 +23,11 @@ from gpu_engine.columnar.types import is_boolean, is_decimal, is_floating, is_in
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.deferred_checks import defer_row_check, first_true_row
-from gpu_engine.expressions.numeric import fit_to_type, raise_at_first, scale_of
+from gpu_engine.expressions.numeric import fit_to_type, scale_of
 from gpu_engine.expressions.strings import string_validity
 from gpu_engine.expressions.temporal import civil_from_days
 from gpu_engine.expressions.text_on_host import (
-    format_times, format_timestamps, parse_booleans, parse_times, parse_timestamps, parse_unsigned_bigints,
+    BC_SUFFIX, format_times, format_timestamps, parse_booleans, parse_times, parse_timestamps, parse_unsigned_bigints,
 )
 from gpu_engine.kernels import strings as kernels
 
@@ -95,20 +95,26 @@ def _format_scaled(device: Device, values: Any, scale: int, validity: Any) -> Co
 
 
 def _format_dates(device: Device, column: Column) -> Column:
-    """Format date32 days as ``YYYY-MM-DD`` (years 1 to 9999; DuckDB's BC and 5-digit forms are refused)."""
+    """Format date32 days as DuckDB does: ``YYYY-MM-DD``, more year digits past 9999 (``10000-01-01``) and
+    ``0001-12-31 (BC)`` before year 1 (year 0 is 1 BC, -5 is 6 BC)."""
     xp = device.xp
     year, month, day = civil_from_days(xp, column.data)
-    raise_at_first(device, (year < 1) | (year > 9999), column.validity,
-                   "Conversion of a date to text supports years 1 to 9999 only")
-    widths = xp.full(len(column), 10, dtype=xp.int64)
+    before_christ = year < 1
+    shown = xp.where(before_christ, 1 - year, year)
+    year_digits = 4 + sum((shown >= 10**k).astype(xp.int64) for k in range(4, 8))  # date32 spans 7 digits
+    widths = year_digits + 6 + xp.where(before_christ, len(BC_SUFFIX), 0)
     if column.validity is not None:
         widths = xp.where(column.validity, widths, 0)
     offsets, row, position = _pack(device, widths)
-    # Text of every row as one number: YYYY0MM0DD with the zeros replaced by dashes.
-    number = (year * 1_000_000 + month * 1_000 + day)[row]
-    powers = device.asarray(np.array([10**k for k in range(10)], dtype=np.int64))
-    digit = (number // xp.take(powers, 9 - position)) % 10
-    chars = xp.where((position == 4) | (position == 7), _ASCII_MINUS, digit + _ASCII_ZERO).astype(xp.uint8)
+    # Text of every row as one number: <year>0MM0DD with the zeros replaced by dashes, then the era's suffix.
+    digits = year_digits[row]
+    number = (shown * 1_000_000 + month * 1_000 + day)[row]
+    powers = device.asarray(np.array([10**k for k in range(14)], dtype=np.int64))
+    digit = (number // xp.take(powers, xp.clip(digits + 5 - position, 0, 13))) % 10
+    chars = xp.where((position == digits) | (position == digits + 3), _ASCII_MINUS, digit + _ASCII_ZERO)
+    suffix = device.asarray(np.frombuffer(BC_SUFFIX.encode(), dtype=np.uint8).astype(np.int64))
+    chars = xp.where(position >= digits + 6, xp.take(suffix, xp.clip(position - digits - 6, 0, len(BC_SUFFIX) - 1)),
+                     chars).astype(xp.uint8)
     return Column(pa.string(), chars, column.validity, offsets)
 
 

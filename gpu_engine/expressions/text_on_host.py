@@ -44,9 +44,9 @@ from gpu_engine.columnar.arrow_numpy import arrow_from_pylist, arrow_values, num
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions.numeric import narrow_values
-from gpu_engine.expressions.temporal import TICKS_PER_DAY
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days
 
-__all__ = ["parse_booleans", "parse_timestamps", "format_timestamps", "parse_times", "format_times",
+__all__ = ["BC_SUFFIX", "parse_booleans", "parse_timestamps", "format_timestamps", "parse_times", "format_times",
            "parse_wide_decimals", "parse_unsigned_bigints"]
 
 _DECIMAL_TEXT = re.compile(r"^\s*([+-]?)(\d+(?:_\d+)*)?(?:\.(\d*))?(?:[eE]([+-]?\d+))?\s*$")
@@ -209,6 +209,10 @@ def format_times(device: Device, column: Column) -> Column:
     return Column.from_arrow(arrow_from_pylist(texts, pa.string()), device)
 
 
+#: What DuckDB writes after a date before year 1 (``0001-12-31 (BC)``, a timestamp's time after it).
+BC_SUFFIX = " (BC)"
+
+
 def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
     per_day = TICKS_PER_DAY[unit]
     if per_day >= TICKS_PER_DAY["us"]:
@@ -217,9 +221,8 @@ def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
 
 
 def format_timestamps(device: Device, column: Column) -> Column:
-    """Format a timestamp column as DuckDB's text (``2020-01-02 03:04:05.5``); years 1 to 9999."""
-    from gpu_engine.errors import ExecutionError
-
+    """Format a timestamp column as DuckDB's text (``2020-01-02 03:04:05.5``; ``10000-01-01 00:00:00`` past
+    year 9999 and ``0001-12-31 (BC) 00:00:00`` before year 1, as DuckDB writes dates)."""
     array = column.to_arrow(device)
     unit = column.dtype.unit
     ticks = _integers(array.cast(pa.int64()))
@@ -227,11 +230,8 @@ def format_timestamps(device: Device, column: Column) -> Column:
     days, within = np.divmod(ticks, per_day)
     per_second = per_day // 86_400
     seconds, sub = np.divmod(within, per_second)
-    dates = arrow_values(days.astype(np.int32)).view(pa.date32())
-    years = _integers(pc.year(dates))
+    years, months, month_days = civil_from_days(np, days)
     valid = numpy_validity(array)
-    if np.any(valid & ((years < 1) | (years > 9999))):
-        raise ExecutionError("Conversion of a timestamp to text supports years 1 to 9999 only")
     texts = []
     digits = {"s": 0, "ms": 3, "us": 6, "ns": 9}[unit]
     zone = "" if column.dtype.tz is None else "+00"  # the Session zone's (UTC's) offset, as DuckDB writes it
@@ -240,7 +240,9 @@ def format_timestamps(device: Device, column: Column) -> Column:
             texts.append(None)
             continue
         second = int(seconds[row])
-        text = f"{dates[row].as_py().isoformat()} {second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
+        year = int(years[row])
+        date = f"{max(year, 1 - year):04d}-{int(months[row]):02d}-{int(month_days[row]):02d}"
+        text = f"{date}{BC_SUFFIX if year < 1 else ''} {second // 3600:02d}:{second // 60 % 60:02d}:{second % 60:02d}"
         if digits and sub[row]:
             text += "." + f"{int(sub[row]):0{digits}d}".rstrip("0")
         texts.append(text + zone)

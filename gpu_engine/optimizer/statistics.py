@@ -421,7 +421,10 @@ def _arrow_statistics(table: pa.Table) -> TableStatistics:
         low = high = None
         if rows and (pa.types.is_integer(f.type) or pa.types.is_date(f.type) or pa.types.is_floating(f.type)
                      or pa.types.is_decimal(f.type)):
-            extremes = pc.min_max(table.column(f.name)).as_py()
+            try:
+                extremes = pc.min_max(table.column(f.name)).as_py()
+            except OverflowError:  # a date before year 1 or past 9999 (Python's range, not DuckDB's): no range
+                extremes = {"min": None, "max": None}
             low, high = extremes["min"], extremes["max"]
         columns[f.name] = _column_statistics(f.type, rows, low, high)
     return TableStatistics(float(rows), columns)
