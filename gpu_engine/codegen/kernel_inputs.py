@@ -30,6 +30,7 @@ from gpu_engine.columnar.column import Column, host_fingerprint
 from gpu_engine.columnar.concat import concat_columns
 from gpu_engine.errors import ExecutionError
 from gpu_engine.expressions import evaluate
+from gpu_engine.expressions.deferred_checks import checks_read_together
 from gpu_engine.kernels.gather import dictionary_row_validity, gather
 from gpu_engine.kernels.string_keys import finish_together
 from gpu_engine.plans.expressions import ColumnRef
@@ -254,9 +255,10 @@ class KernelInputs:
         null_entry = Column(pa.string(), xp.zeros(0, dtype=xp.uint8), xp.zeros(1, dtype=xp.bool_),
                             xp.zeros(2, dtype=xp.int64))
         entries = concat_columns(self.device, [dictionary, null_entry])
-        try:
-            table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
-        except ExecutionError:  # a value no row may use failed: evaluate on the rows instead
+        try:  # its own scope: a check deferred to the operator's (a text a CAST cannot read) would escape the except
+            with checks_read_together(self.device, own_scope=True):
+                table = self._evaluated(m, lift, Batch((lift.column,), (entries,), self.device, None, len(entries)))
+        except ExecutionError:  # a value no row may use failed (one a filter removed): evaluate on the rows instead
             return None
         table = (_read_only(table[0]), _read_only(table[1]))  # kept as bound (see _read_only): no view per batch
         if fingerprint is not None:

@@ -35,6 +35,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
+from gpu_engine.expressions.numeric import raise_at_first
 from gpu_engine.expressions.like_patterns import like_pattern
 from gpu_engine.expressions.literals import literal_column
 from gpu_engine.expressions.strings import like_matches, map_values, string_validity, substring, substring_rows
@@ -302,7 +303,8 @@ def _strpos(device: Device, column: Column, needle: str) -> Column:
 
 
 def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
-    """Return DuckDB's lpad/rpad: pad with ``fill`` repeated to ``width`` characters, or cut to ``width``."""
+    """Return DuckDB's lpad/rpad: pad with ``fill`` repeated to ``width`` characters, or cut to ``width``; NULL
+    where the empty ``fill`` cannot pad (DuckDB raises there: :func:`_padded` does, for a row that holds it)."""
     out = []
     for text in values.to_pylist():
         if text is None:
@@ -312,7 +314,8 @@ def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
             out.append(text[:max(width, 0)])
             continue
         if not fill:
-            raise ExecutionError(f"Insufficient padding in {'LPAD' if left else 'RPAD'}.")
+            out.append(None)
+            continue
         padding = (fill * ((width - len(text)) // len(fill) + 1))[:width - len(text)]
         out.append(padding + text if left else text + padding)
     return pa.array(out, pa.string())
@@ -625,4 +628,18 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         sliced = _sliced(device, column, name, constants[0])
         if sliced is not None:
             return sliced
+    if name in ("lpad", "rpad"):
+        return _padded(device, column, name, constants)
     return _transform(device, column, _unary_transform(name, constants))
+
+
+def _padded(device: Device, column: Column, name: str, constants: Sequence[Any]) -> Column:
+    """Return lpad/rpad, raising DuckDB's "Insufficient padding" for the first row (not dictionary value: one a
+    filter removed, or no row uses, must not raise) whose string is shorter than the width with an empty fill."""
+    result = _transform(device, column, _unary_transform(name, constants))
+    padded = string_validity(device, result) if constants[1] == "" else None
+    if padded is not None:
+        valid = string_validity(device, column)
+        raise_at_first(device, ~padded if valid is None else valid & ~padded, None,
+                       f"Insufficient padding in {name.upper()}.")
+    return result
