@@ -14,6 +14,7 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import pyarrow as pa
 
+from gpu_engine.codegen.background_compiles import hold_compiles_during_call
 from gpu_engine.columnar.batch import Batch
 from gpu_engine.columnar.transfers import Transfer, batch_to_arrow
 from gpu_engine.connectors.cudf_interop import check_parquet_reader, is_cudf_source, require_cudf
@@ -465,12 +466,9 @@ class Session:
         at once still read tables of their own.
         """
         from gpu_engine.sql import check_dialect
-        from gpu_engine.sql.duplicate_output_names import with_shown_names
         from gpu_engine.sql.parameters import bind_parameters
-        from gpu_engine.sql.shared_ctes import split_shared_ctes
         from gpu_engine.sql.settings import is_setting_statement, run_setting_statement
         from gpu_engine.sql.statements import is_catalog_statement, run_catalog_statement
-        from gpu_engine.sql.views import expand
 
         self._check_open()
         timeout = check_timeout(timeout)
@@ -482,6 +480,17 @@ class Session:
             return run_catalog_statement(self, text, dialect, timeout)
         if is_setting_statement(text):  # SET TimeZone = 'UTC' / RESET TimeZone (gpu_engine.sql.settings)
             return run_setting_statement(text, dialect)
+        # The compile process is held for the whole call (planning and the result's conversion too), not only
+        # while its Tasks run: gpu_engine.codegen.background_compiles.hold_compiles_during_call says why.
+        with hold_compiles_during_call(self.drivers):
+            return self._plan_and_run(text, dialect, timeout)
+
+    def _plan_and_run(self, text: str, dialect: str, timeout: float | None) -> pa.Table:
+        """Plan and run a query's text (views expanded, shared CTEs first) for :meth:`sql`."""
+        from gpu_engine.sql.duplicate_output_names import with_shown_names
+        from gpu_engine.sql.shared_ctes import split_shared_ctes
+        from gpu_engine.sql.views import expand
+
         expansion = expand(text, self._views, dialect)
         text = expansion.text
         deadline = None if timeout is None else time.monotonic() + timeout

@@ -77,6 +77,7 @@ from __future__ import annotations
 
 import atexit
 import collections
+import contextlib
 import os
 import subprocess
 import sys
@@ -90,7 +91,8 @@ from gpu_engine.codegen.compile_worker import PAUSE, RUN
 from gpu_engine.codegen.numba_cache_lock import STOP_REQUEST
 
 __all__ = ["COMPILE_MODES", "COMPILE_POLICIES", "DEFAULT_COMPILE_ESTIMATE", "DEFAULT_PAUSE_SECONDS", "FAILED", "MODE_VARIABLE", "PAUSE_VARIABLE", "PENDING", "POLICY_VARIABLE", "READY", "BackgroundCompiler",
-           "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_while", "kernel_ready",
+           "TierSwitch", "TwinRef", "background_compiler", "default_compile_mode", "hold_compiles_during_call",
+           "hold_compiles_while", "kernel_ready",
            "kernel_state", "shape_once"]
 
 COMPILE_MODES = ("background", "inline", "alternate", "lowest")
@@ -268,6 +270,12 @@ class BackgroundCompiler:
         self.pause_seconds = _pause_seconds()
         self.paused = False
         self.pauses = 0
+        #: CPU seconds the worker ran between a PAUSE and the RUN after it (Linux's per-thread schedstat): what a
+        #: stopped worker still took from the queries. The pause is honoured between bytecodes of the worker's
+        #: main thread, so a PAUSE that finds it inside one long call (LLVM's optimization of a module) waits for
+        #: the call to return; the bench reports it per query (bench/first_runs.py).
+        self.held_cpu_seconds = 0.0
+        self._cpu_at_pause: int | None = None
         #: id(task) -> (a weak reference to the task, started): every started Task of the process counts (the
         #: pause is on by default), and one abandoned unfinished must not be kept alive by this.
         self._queries: dict[int, tuple[Any, float]] = {}
@@ -596,6 +604,12 @@ class BackgroundCompiler:
             os.write(self._control, word)
         except OSError:  # the worker exited (or 64 KiB of words unread: it is not running to read them)
             return
+        cpu = _worker_cpu_ns(process.pid)
+        if word == PAUSE:
+            self._cpu_at_pause = cpu
+        elif self._cpu_at_pause is not None and cpu is not None:
+            self.held_cpu_seconds += max(0, cpu - self._cpu_at_pause) / 1e9
+            self._cpu_at_pause = None
         if word == PAUSE:
             try:
                 os.kill(process.pid, STOP_REQUEST)
@@ -752,6 +766,15 @@ class BackgroundCompiler:
                 raise
 
 
+def _worker_cpu_ns(pid: int) -> int | None:
+    """Return the CPU nanoseconds process ``pid``'s main thread ran so far (Linux's schedstat), or None."""
+    try:
+        with open(f"/proc/{pid}/schedstat", "rb") as stat:
+            return int(stat.read().split()[0])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
 def _driver_width(task) -> int | None:
     """Return how many of ``task``'s drivers can run at once (its widest pipeline's), or None when it does not say.
 
@@ -813,6 +836,41 @@ def hold_compiles_while(task) -> None:
         return
     compiler.query_started(task)
     task.add_listener(compiler.query_ended)
+
+
+class _Call:
+    """A call that plans and runs a query (see :func:`hold_compiles_during_call`), counted as a query of its width."""
+
+    is_done = False
+
+    def __init__(self, drivers: int):
+        self.pipeline_drivers = {0: max(1, drivers)}
+
+
+@contextlib.contextmanager
+def hold_compiles_during_call(drivers: int):
+    """Hold the compile process, as the pause policy holds it for a running Task of ``drivers`` drivers, for a
+    whole call: planning, its Tasks (a shared CTE's first) and turning the result into Arrow.
+
+    Why: the Task's hold (:func:`hold_compiles_while`) starts once its operators exist, so the worker compiled
+    while each query planned (single-threaded: a CPU to spare), and a compile then inside one long LLVM call
+    ran on into the query's drivers (a pause is honoured between the worker's bytecodes). With the call held,
+    the worker compiles between calls. Where the query leaves CPUs to spare (a GPU machine's 16 cores beside 2
+    drivers) nothing is held, as for its Task.
+    """
+    compiler = _COMPILER
+    if compiler is None and _pause_seconds() > 0:
+        compiler = background_compiler()  # no process yet: the queue and the running calls only
+    if compiler is None or compiler.pause_seconds <= 0:
+        yield
+        return
+    call = _Call(drivers)
+    compiler.query_started(call)
+    try:
+        yield
+    finally:
+        call.is_done = True
+        compiler.query_ended(call)
 
 
 def _forget_in_child() -> None:

@@ -883,6 +883,41 @@ def test_the_compile_estimate_is_the_workers_own_cpu_time_per_job(monkeypatch):
     assert compiler._compile_estimate() == 1.0
 
 
+@pytest.mark.parametrize("cpus", [2, 16])
+def test_a_sql_call_holds_the_compile_process_while_it_plans_runs_and_converts_its_result(monkeypatch, cpus):
+    """The compile process is held for a whole ``Session.sql`` call where its drivers fill the CPUs: planning
+    and the result's conversion too, not only the Task (the worker compiled while each query planned, and a
+    compile then inside one LLVM call ran on into the drivers). One PAUSE and one RUN a call, a shared CTE's
+    Task included; with CPUs to spare (16 beside 2 drivers) nothing is held, as for a Task."""
+    import gpu_engine.codegen.background_compiles as background_compiles
+    from gpu_engine import Session
+    from gpu_engine.codegen.compile_worker import PAUSE, RUN
+
+    compiler, sent, _ = _held_compiler(monkeypatch, cpus=cpus)
+    monkeypatch.setattr(background_compiles, "_COMPILER", compiler)
+    seen = []
+    planned = Session.sql_plan
+
+    def sql_plan(self, *args, **kwargs):
+        seen.append(compiler.paused)
+        return planned(self, *args, **kwargs)
+
+    monkeypatch.setattr(Session, "sql_plan", sql_plan)
+    session = Session(device="cpu", drivers=2, compile_mode="lowest")
+    session.register("t", pa.table({"k": [1, 2, 2, 3], "v": [1.0, 2.0, 3.0, 4.0]}))
+    table = session.sql("SELECT k, sum(v) AS s FROM t GROUP BY k ORDER BY k")
+    assert table.column("s").to_pylist() == [1.0, 5.0, 4.0]
+    shared = session.sql("WITH c AS (SELECT k, v FROM t WHERE v > 1) "
+                         "SELECT a.k, b.v FROM c a JOIN c b ON a.k = b.k ORDER BY 1, 2")
+    assert shared.num_rows == 5
+    if cpus == 2:
+        assert seen and all(seen), seen  # planned with the worker held (each CTE's plan too)
+        assert sent == [PAUSE, RUN, PAUSE, RUN] and not compiler.paused
+    else:
+        assert seen and not any(seen) and sent == []
+    assert compiler._queries == {}
+
+
 def test_a_caller_waiting_for_the_compiles_lets_a_held_compile_process_run(monkeypatch):
     """``wait_idle`` (a benchmark, a test) wants the compiles now: a worker held by a running query goes on while
     it waits, and is held again after."""
