@@ -145,17 +145,23 @@ def _hold_unread_text(cast: exp.Expression) -> None:
 _COMPARISONS = (exp.EQ, exp.NEQ, exp.GT, exp.GTE, exp.LT, exp.LTE, exp.NullSafeEQ, exp.NullSafeNEQ, exp.Between)
 
 
+#: Truncations sqlglot's simplifier folds, over a constant, to a constant of the operand's type.
+_TRUNCATIONS = (exp.DateTrunc, exp.TimestampTrunc, exp.DatetimeTrunc)
+
+
 def _constant_temporal_kind(node: exp.Expression) -> str | None:
-    """Return "date" or "timestamp" for a DATE / TIMESTAMP constant (a cast of text, through parentheses and
-    INTERVAL arithmetic, which sqlglot folds to a date or a datetime), else None."""
-    while isinstance(node, exp.Paren) or (isinstance(node, (exp.Add, exp.Sub))
-                                          and isinstance(node.expression, exp.Interval)):
+    """Return "date" or "timestamp" for a DATE / TIMESTAMP constant (a cast of text or of such a constant, through
+    parentheses, INTERVAL arithmetic and truncations, which sqlglot folds to a date or a datetime), else None."""
+    while isinstance(node, (exp.Paren, *_TRUNCATIONS)) or (isinstance(node, (exp.Add, exp.Sub))
+                                                           and isinstance(node.expression, exp.Interval)):
         node = node.this
-    if isinstance(node, exp.Cast) and isinstance(node.this, exp.Literal) and node.this.is_string:
-        if node.to.is_type(exp.DataType.Type.DATE):
-            return "date"
-        if node.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME):
-            return "timestamp"
+    if not isinstance(node, exp.Cast) or not (isinstance(node.this, exp.Literal) and node.this.is_string
+                                              or _constant_temporal_kind(node.this) is not None):
+        return None
+    if node.to.is_type(exp.DataType.Type.DATE):
+        return "date"
+    if node.to.is_type(exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPNTZ, exp.DataType.Type.DATETIME):
+        return "timestamp"
     return None
 
 

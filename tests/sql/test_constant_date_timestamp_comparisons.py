@@ -1,7 +1,8 @@
 """A DATE constant compared with a TIMESTAMP constant (``DATE '2024-01-01' < TIMESTAMP '1970-01-01 00:00:00'``,
 BETWEEN with a DATE bound and a TIMESTAMP operand) is answered as DuckDB answers it (the date as its midnight).
 sqlglot's simplifier evaluated it with Python's ``date < datetime`` and the planner refused the query with "cannot
-plan the query: TypeError can't compare datetime.datetime to datetime.date" (fuzz round 10, seeds 136, 139, 233)."""
+plan the query: TypeError can't compare datetime.datetime to datetime.date" (fuzz round 10, seeds 136, 139, 233);
+also where a side is a truncation or a cast the simplifier folds first (seeds 1258, 1371)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,10 @@ QUERIES = [
     "SELECT v FROM t WHERE DATE '2024-01-01' >= TIMESTAMP '2024-01-01 00:00:00' AND v > 1",
     "SELECT v, DATE '2024-01-01' <> TIMESTAMP '2024-01-01 00:00:00' OR v = 1 AS a, "
     "DATE '2024-01-01' - INTERVAL 1 HOUR < TIMESTAMP '2023-12-31 23:30:00' AS b FROM t",
+    "SELECT v FROM t WHERE date_trunc('month', DATE '2024-01-01') = date_trunc('month', TIMESTAMP '1969-12-31 "
+    "23:59:59.5') IS DISTINCT FROM NULL",
+    "SELECT v, date_trunc('day', TIMESTAMP '2024-01-31 23:59:59.5') = DATE '2024-01-31' AS a, "
+    "CAST(TIMESTAMP '2024-01-01 10:00:00' AS DATE) < TIMESTAMP '2024-01-01 00:00:01' AS b FROM t",
 ]
 
 
