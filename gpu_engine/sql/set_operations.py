@@ -51,7 +51,7 @@ from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
 from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
-from gpu_engine.columnar.types import is_numeric, is_string
+from gpu_engine.columnar.types import is_interval, is_numeric, is_string, is_temporal, is_time
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.renaming import aliased
@@ -275,7 +275,9 @@ def _union_statistics(left, right, keys) -> dict:
 def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     """Return the type a column of two branches unifies to: DuckDB's common type; VARCHAR for text beside a
     number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``);
-    the number's type for a boolean beside a number (``SELECT true UNION ALL SELECT 2.5`` is DECIMAL(2,1) 1.0)."""
+    the number's type for a boolean beside a number (``SELECT true UNION ALL SELECT 2.5`` is DECIMAL(2,1) 1.0);
+    the date's, timestamp's, time's or interval's type beside a number or a boolean, as DuckDB: the cast of the
+    other branch's rows then fails when a row is cast (``CAST(1 AS DATE)``), so an empty branch answers."""
     try:
         return common_type(left, right)
     except TypeError:
@@ -285,6 +287,10 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
         for boolean, number in ((left, right), (right, left)):
             if pa.types.is_boolean(boolean) and is_numeric(number):
                 return number
+        for moment, number in ((left, right), (right, left)):
+            if (is_temporal(moment) or is_time(moment) or is_interval(moment)) and (
+                    is_numeric(number) or pa.types.is_boolean(number)):
+                return moment
         raise
 
 

@@ -1,0 +1,65 @@
+"""A DATE, TIMESTAMP, TIME or INTERVAL column beside a number or a boolean in a set operation, as DuckDB.
+
+DuckDB types such a column as the temporal (or interval) type and casts the other branch's rows to it, which
+fails only when a row is cast (``CAST(1 AS DATE)`` is not implemented): a branch without rows answers. The
+engine refused the query while planning ("no common type"). Checked: the answers and exact types where the
+number's branch is empty (by its data, on each side, UNION ALL / UNION / EXCEPT / INTERSECT), and an execution
+error where it holds rows.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+from gpu_engine.errors import ExecutionError
+
+TABLES = {"t": pa.table({
+    "d": pa.array([1, 2, None], pa.date32()),
+    "i": pa.array([1, 2, 3], pa.int64()),
+    "f": pa.array([1.5, None, 2.5], pa.float64()),
+    "b": pa.array([True, None, False]),
+})}
+EMPTY = "i > 100"  # no row: an empty branch by its data (DuckDB prunes a constant-false one while planning)
+QUERIES = [
+    f"SELECT d AS x FROM t UNION ALL SELECT i FROM t WHERE {EMPTY}",
+    f"SELECT i AS x FROM t WHERE {EMPTY} UNION ALL SELECT d FROM t",
+    f"SELECT CAST(d AS TIMESTAMP) AS x FROM t UNION SELECT f FROM t WHERE {EMPTY}",
+    f"SELECT b AS x FROM t WHERE {EMPTY} UNION ALL SELECT CAST(d AS TIMESTAMPTZ) FROM t",
+    f"SELECT TIME '10:11:12' AS x FROM t UNION ALL SELECT 2.5 FROM t WHERE {EMPTY}",
+    f"SELECT INTERVAL 2 DAY AS x FROM t UNION SELECT i FROM t WHERE {EMPTY}",
+    f"SELECT d AS x, i FROM t UNION ALL SELECT 1, i FROM t WHERE {EMPTY} UNION ALL SELECT DATE '2020-01-01', 7",
+]
+
+
+@pytest.fixture(scope="module")
+def reference_tables():
+    connection = duckdb_with_tables(TABLES)
+    yield connection
+    connection.close()
+
+
+def test_temporal_beside_number_with_an_empty_branch_matches_duckdb_on_cpu(reference_tables):
+    session = session_with_tables(TABLES, device="cpu")
+    zoned = [sql for sql in QUERIES if "TIMESTAMPTZ" in sql]  # the engine names UTC where DuckDB says Etc/UTC
+    assert_queries_match_duckdb(session, reference_tables, [sql for sql in QUERIES if sql not in zoned],
+                                exact_types=True)
+    assert_queries_match_duckdb(session, reference_tables, zoned)
+
+
+def test_temporal_beside_number_matches_duckdb_on_each_device(reference_tables, device_name):
+    assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), reference_tables, QUERIES[:2])
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT d AS x FROM t UNION ALL SELECT i FROM t",
+    "SELECT b AS x FROM t WHERE b INTERSECT SELECT CAST(d AS TIMESTAMP) FROM t",
+    f"SELECT d AS x FROM t WHERE {EMPTY} EXCEPT SELECT f FROM t",
+])
+def test_temporal_beside_number_fails_when_a_row_is_cast(reference_tables, sql):
+    with pytest.raises(Exception, match="Unimplemented type for cast"):
+        reference_tables.sql(sql).fetchall()
+    with pytest.raises(ExecutionError, match="Unimplemented type for cast"):
+        session_with_tables(TABLES, device="cpu").sql(sql)
