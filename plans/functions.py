@@ -337,6 +337,9 @@ def _pad(name: str, args: Sequence[Expr]) -> pa.DataType:
     _arity(name, args, 3, 3)
     _string(name, args[0], 1)
     _integer_constant(name, args, 2, "length")
+    width = args[1].value
+    if width is not None and not -(2**31) <= width < 2**31:  # DuckDB binds lpad(VARCHAR, INTEGER, VARCHAR) only
+        raise TypeError(f"{name}()'s length (argument 2) must fit an INTEGER (-2147483648 to 2147483647), got {width}")
     _string_constant(name, args, 3, "fill")
     return pa.string()
 

@@ -304,7 +304,7 @@ def _strpos(device: Device, column: Column, needle: str) -> Column:
 
 def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
     """Return DuckDB's lpad/rpad: pad with ``fill`` repeated to ``width`` characters, or cut to ``width``; NULL
-    where the empty ``fill`` cannot pad (DuckDB raises there: :func:`_padded` does, for a row that holds it)."""
+    where the empty ``fill`` cannot pad (DuckDB raises there: :func:`_checked_rows` does, for a row that holds it)."""
     out = []
     for text in values.to_pylist():
         if text is None:
@@ -319,6 +319,27 @@ def _pad(values: pa.Array, width: int, fill: str, left: bool) -> pa.Array:
         padding = (fill * ((width - len(text)) // len(fill) + 1))[:width - len(text)]
         out.append(padding + text if left else text + padding)
     return pa.array(out, pa.string())
+
+
+#: The longest string DuckDB makes (bytes); repeat() past it raises "Cannot create a string of size ...".
+_LONGEST_STRING = 4294967295
+
+
+def _repeat(values: pa.Array, count: int) -> pa.Array:
+    """Return DuckDB's repeat; NULL where the result would pass :data:`_LONGEST_STRING` bytes (DuckDB raises there:
+    :func:`_checked_rows` does, for a row that holds it). Arrow's binary_repeat where every value fits, else in
+    Python: Arrow refuses any count past 2**31 (even of ''). A batch's results past 2 GiB raise (one Arrow array)."""
+    longest = pc.max(pc.binary_length(values)).as_py() or 0
+    try:
+        if count < 2**31 and longest <= _LONGEST_STRING // max(count, 1):  # every value fits: vectorized
+            return pc.binary_repeat(values, count)
+        out = []
+        for text in values.to_pylist():
+            fits = text is not None and (count == 0 or len(text.encode()) <= _LONGEST_STRING // count)
+            out.append(text * count if fits else None)
+        return pa.array(out, pa.string())
+    except (pa.ArrowCapacityError, pa.ArrowInvalid) as error:  # a batch's strings are one Arrow array
+        raise ExecutionError(f"repeat(s, {count}): the batch's results pass the 2 GiB a string column holds") from error
 
 
 def _split_part(values: pa.Array, delimiter: str, index: int) -> pa.Array:
@@ -412,7 +433,7 @@ def _unary_transform(name: str, constants: Sequence[Any]) -> Callable[[pa.Array]
     if name == "reverse":
         return _reverse
     if name == "repeat":
-        return lambda values: pc.binary_repeat(values, max(constants[0], 0))
+        return lambda values: _repeat(values, max(constants[0], 0))
     if name == "split_part":
         return lambda values: _split_part(values, constants[0], constants[1])
     if name == "md5":
@@ -628,18 +649,23 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
         sliced = _sliced(device, column, name, constants[0])
         if sliced is not None:
             return sliced
-    if name in ("lpad", "rpad"):
-        return _padded(device, column, name, constants)
+    if name in ("lpad", "rpad", "repeat"):
+        return _checked_rows(device, column, name, constants)
     return _transform(device, column, _unary_transform(name, constants))
 
 
-def _padded(device: Device, column: Column, name: str, constants: Sequence[Any]) -> Column:
-    """Return lpad/rpad, raising DuckDB's "Insufficient padding" for the first row (not dictionary value: one a
-    filter removed, or no row uses, must not raise) whose string is shorter than the width with an empty fill."""
+def _checked_rows(device: Device, column: Column, name: str, constants: Sequence[Any]) -> Column:
+    """Return lpad/rpad/repeat, raising DuckDB's error for the first row (not dictionary value: one a filter removed,
+    or no row uses, must not raise) whose value the transform could not make (NULL from a valid string): a string
+    shorter than the width with an empty fill ("Insufficient padding"), a repeat past 4294967295 bytes."""
     result = _transform(device, column, _unary_transform(name, constants))
-    padded = string_validity(device, result) if constants[1] == "" else None
-    if padded is not None:
+    if name in ("lpad", "rpad") and constants[1] != "":
+        return result
+    made = string_validity(device, result)
+    if made is not None:
         valid = string_validity(device, column)
-        raise_at_first(device, ~padded if valid is None else valid & ~padded, None,
-                       f"Insufficient padding in {name.upper()}.")
+        message = (f"Insufficient padding in {name.upper()}." if name != "repeat" else
+                   f"Cannot create a string of size: repeat(s, {constants[0]}), the maximum supported string size "
+                   f"is: '{_LONGEST_STRING}'")
+        raise_at_first(device, ~made if valid is None else valid & ~made, None, message)
     return result
