@@ -811,31 +811,20 @@ def _typed_join_order():
     return _Setting(_set_typed_join_order), "value", "off"
 
 
-def _written_join_order(planner, relations, pending, needed):
-    """The SQL planner's FROM items joined left-deep in the order written (what ``sql-join-order`` off plans)."""
-    from gpu_engine.sql.join_ordering import covered, edge_keys, join_estimate, join_pair
-    current = relations[0]
-    for relation in relations[1:]:
-        union = current.aliases | relation.aliases
-        pairs = [p for c in pending if covered(c, union) and (p := edge_keys(current, relation, c)) is not None]
-        rows = join_estimate(current, relation, pairs) if pairs else current.rows * relation.rows
-        current = join_pair(planner, current, relation, pending, needed, rows)
-    return current
-
-
 def _set_sql_join_order(on: bool) -> None:
     import gpu_engine.sql.join_ordering as ordering
     import gpu_engine.sql.planner as planner
-    if not hasattr(ordering, "_original_join_greedy"):
-        ordering._original_join_greedy = ordering.join_greedy
-    chosen = ordering._original_join_greedy if on else _written_join_order
-    ordering.join_greedy = planner.join_greedy = chosen
+    if not hasattr(ordering, "_original_join_written"):
+        ordering._original_join_written = ordering.join_written
+    chosen = ordering.join_greedy if on else ordering._original_join_written
+    ordering.join_written = planner.join_written = chosen
     _set_typed_join_order(True)
 
 
 def _sql_join_order():
-    """The SQL planner ordering FROM items by its estimates (on, ``sql.join_ordering.join_greedy``) or joining
-    them in the order written (off), the typed ``order_joins`` on both sides: can the typed rule alone order?"""
+    """The SQL planner ordering FROM items by its estimates (on, ``sql.join_ordering.join_greedy``: the default
+    before stop 51) or joining them in the order written (off, ``join_written``: the default), the typed
+    ``order_joins`` on both sides."""
     return _Setting(_set_sql_join_order), "value", "off"
 
 
@@ -864,10 +853,10 @@ def _set_typed_join_order_alone(on: bool) -> None:
 
 
 def _typed_join_order_alone():
-    """Today's default (off) against the typed join order alone (on): the SQL ordering off (FROM items as
-    written), ``optimizer.join_order.WRITTEN_ORDER_FREE`` and ``CANONICAL`` on, the typed estimates' string
-    dictionary counts (``optimizer.cardinality.STRING_DICTIONARY_COUNTS``) and correlated keys on: the
-    configuration that would replace ``sql.join_ordering`` (bench/results/2026-11-29-joinorder2.md)."""
+    """The default before stop 51 (off) against the typed join order alone (on, the default since): the SQL
+    ordering off (FROM items as written), ``optimizer.join_order.WRITTEN_ORDER_FREE`` and ``CANONICAL`` on, the
+    typed estimates' string dictionary counts (``optimizer.cardinality.STRING_DICTIONARY_COUNTS``) and
+    correlated keys on (bench/results/2026-11-29-joinorder2.md, 2026-11-29-joinorder3-s51.md)."""
     return _Setting(_set_typed_join_order_alone), "value", "off"
 
 

@@ -34,6 +34,7 @@ __all__ = [
     "duckdb_table_over",
     "duckdb_with_tables",
     "session_with_tables",
+    "optimized_sql_plan",
     "queries_differing_from_duckdb",
     "assert_queries_match_duckdb",
     "schemas_differ",
@@ -281,6 +282,15 @@ def session_with_tables(tables: Mapping[str, Any], split_rows: int | None = None
         rows = split_rows if splits is None else max(1, table.num_rows // splits)
         session.register(name, table, split_rows=rows)
     return session
+
+
+def optimized_sql_plan(session, text: str):
+    """Return the plan ``session`` runs for the SQL ``text``: the SQL planner's, through the optimizer's rules with
+    the session's statistics. Why tests of join order read this one: the SQL planner joins FROM items as written
+    and the optimizer's join order (:mod:`gpu_engine.optimizer.join_order`) orders them."""
+    from gpu_engine.optimizer import optimize_plan
+
+    return optimize_plan(session.sql_plan(text), session.statistics())
 
 
 def schemas_differ(sql: str, actual: pa.Table, expected: pa.Table) -> str | None:

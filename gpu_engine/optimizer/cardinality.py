@@ -84,10 +84,13 @@ __all__ = ["Estimate", "estimate", "filter_selectivity", "implies", "selectivity
 #: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one dictionary value's share per constant
 #: (:attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.dictionary_ndv`) rather than 1/10 each: see
 #: :func:`~gpu_engine.optimizer.statistics.equality_selectivity`. A switch of its own (``bench/ab.py
-#: string-equality-typed``): the SQL planner's estimates opt in separately. Off: measured on, the typed passes'
-#: changed plans lost beyond noise (TPC-DS SF1 q80 +17.5% and +25.8%, q72 +15.5% and +13.9%, q8 +15.6%: a join
-#: order or build side these estimates move; bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md).
-STRING_DICTIONARY_COUNTS = False
+#: string-equality-typed``): the SQL planner's estimates opt in separately. **On** since the typed join order
+#: alone orders joins (stop 51): TPC-DS q17's ``d_quarter_name IN (3 values)`` is 274 dates for 274, not 21,915,
+#: so its date joins are seen to cut the fact tables (bench/results/2026-11-29-joinorder2.md). Measured on with
+#: the SQL ordering's plans, the typed passes' changed plans had lost (TPC-DS SF1 q80 +17.5% and +25.8%, q72
+#: +15.5% and +13.9%, q8 +15.6%; bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md); with the typed
+#: order alone q80 -8.7%, q72 -9.4%, q8 -7.2% (2026-11-29-joinorder2.md, 2026-11-29-joinorder3-s51.md).
+STRING_DICTIONARY_COUNTS = True
 
 
 @dataclass(frozen=True)

@@ -81,13 +81,13 @@ EXHAUSTIVE_LIMIT = 10
 #: Whether a tree's cost counts the rows each relation brings into its join beside the joins' output rows:
 #: a relation built into a hash table (the smaller side) all of its rows, a probed one the share of them whose
 #: keys the build side has (the engine filters a probe scan by the build's keys before decoding its rows:
-#: :func:`_input_rows`). **Off** until the typed order alone orders joins: with correlated keys
-#: (:data:`~gpu_engine.optimizer.statistics.KEY_LIKE_ROWS`) and the FROM items as written, TPC-DS q25 and q72
-#: no longer lose to today's default (-3% and -12% at SF1), but q17 runs +36% (its date filters,
-#: ``d_quarter_name IN (...)``, are estimated at 21,915 rows for 274, so no date join is seen to cut
-#: catalog_sales' scan), q23 +12%, TPC-H q9 +18%, and with the SQL ordering on it moves q17 +41%
-#: (bench/results/2026-11-28-joinorder3-correlated-keys.md; ``bench/ab.py correlated-keys``).
-COUNT_INPUT_ROWS = False
+#: :func:`_input_rows`). **On** since this rule alone orders joins (stop 51), with correlated keys
+#: (:data:`~gpu_engine.optimizer.statistics.KEY_LIKE_ROWS`): TPC-DS q25 and q72 no longer lose (-3% and -12% at
+#: SF1); q17's loss (+36%) was its date filters' estimate, fixed since (``d_quarter_name IN (...)``: 21,915
+#: rows for 274 before :data:`~gpu_engine.optimizer.cardinality.STRING_DICTIONARY_COUNTS`)
+#: (bench/results/2026-11-28-joinorder3-correlated-keys.md, 2026-11-29-joinorder2.md,
+#: 2026-11-29-joinorder3-s51.md; ``bench/ab.py correlated-keys``).
+COUNT_INPUT_ROWS = True
 
 #: The share of the written order's estimated rows the found order must stay under to replace it (the SQL
 #: rule's ``COSTED_TREE_GAIN``: the estimates are rough, and smaller gains changed plans for nothing seen).
@@ -175,23 +175,26 @@ class _Orderer:
 
 
 #: Whether the found order replaces the written one always (equal costs too: the search's tie-break, not the
-#: text's), whatever :data:`ORDER_GAIN` says. **Off**: it matters only
-#: once the FROM items reach this rule as written (``bench/ab.py sql-join-order`` off), where the written order
+#: text's), whatever :data:`ORDER_GAIN` says. It matters
+#: once the FROM items reach this rule as written (so since stop 51), where the written order
 #: is the text's and keeping it makes the plan depend on how the query is written. With the SQL ordering off,
 #: TPC-H 22 + TPC-DS 99 at SF 0.01 shuffled twice (FROM lists and WHERE conjuncts): 32 optimized plans change
 #: shape; this and :data:`CANONICAL` on, 13 (1 since: TPC-DS q13); either alone, 35 and 32. Timed with
 #: the typed estimates' dictionary counts and correlated keys: TPC-DS -4.2% CPU over the 43 plans it changes,
 #: TPC-H -12% over 2 (bench/results/2026-11-29-joinorder.md, 2026-11-29-joinorder2.md;
-#: ``bench/join_order_invariance.py``, ``bench/ab.py typed-join-order-alone``).
-WRITTEN_ORDER_FREE = False
+#: ``bench/join_order_invariance.py``, ``bench/ab.py typed-join-order-alone``). **On** since the SQL planner
+#: joins FROM items as written (stop 51: :func:`gpu_engine.sql.join_ordering.join_written`): this rule is the
+#: one join order, and the text's order must not choose among equal costs.
+WRITTEN_ORDER_FREE = True
 
 #: Whether a region's relations are searched in the order of their labels (:func:`_canonical`: what each
-#: relation is and what it joins), not their positions in the plan. **Off**: with the SQL ordering on (its order
-#: is already independent of the text) it only breaks ties, which it would move on the default path untimed.
+#: relation is and what it joins), not their positions in the plan (which follow the text's FROM list).
 #: Shuffled texts (TPC-H 22 + TPC-DS 99, SF 0.01): with the SQL ordering on and this on, 0 of 121 optimized
 #: plans change shape (2 before the labels were unqualified and refined by neighbours); with the SQL ordering
-#: off and :data:`WRITTEN_ORDER_FREE` on, 1 (bench/results/2026-11-29-joinorder2.md).
-CANONICAL = False
+#: off and :data:`WRITTEN_ORDER_FREE` on, 1 (bench/results/2026-11-29-joinorder2.md), 0 since the filters
+#: an OR implies are derived for the tree chosen (:func:`_without_implied`). **On** with
+#: :data:`WRITTEN_ORDER_FREE` (stop 51).
+CANONICAL = True
 
 
 def _fingerprint(node: PlanNode) -> str:

@@ -208,14 +208,14 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
 #: The most rows per distinct value of a table's column that make it a key of the rows (an order or ticket
 #: number: TPC-DS SF1 store_returns' ticket numbers 1.7 rows each, catalog_returns' order numbers 1.5): a join on
 #: several columns keeps containment where one is such a key, and otherwise multiplies its columns' divisors
-#: (independent columns; :func:`key_set_divisor`). **Off** (``math.inf``: every key set keeps containment)
-#: until the typed join order alone orders joins: on, it estimates TPC-DS q17's ``catalog_sales x
-#: store_returns`` on customer and item at 271 rows (39 real; containment 287,514), but TPC-H q9's ``lineitem x
-#: partsupp`` on part and supplier (a composite foreign key; 4 rows per part in partsupp, where store_returns
-#: has 2.9 per customer: per-column counts cannot tell them apart) at 2.4M for 6M and ran +810%, and with the
-#: SQL ordering on TPC-DS q25 ran +272% (bench/results/2026-11-28-joinorder3-correlated-keys.md; ``bench/ab.py
-#: correlated-keys``).
-KEY_LIKE_ROWS = math.inf
+#: (independent columns; :func:`key_set_divisor`). **On** (2) since the typed join order alone orders joins
+#: (stop 51): it estimates TPC-DS q17's ``catalog_sales x store_returns`` on customer and item at 271 rows (39
+#: real; containment 287,514). Before, with the SQL ordering's plans and without the typed order's input-row
+#: cost, TPC-H q9's ``lineitem x partsupp`` on part and supplier (a composite foreign key; 4 rows per part in
+#: partsupp, where store_returns has 2.9 per customer: per-column counts cannot tell them apart) was estimated
+#: at 2.4M for 6M and ran +810%, and TPC-DS q25 +272% (bench/results/2026-11-28-joinorder3-correlated-keys.md,
+#: 2026-11-29-joinorder3-s51.md; ``bench/ab.py correlated-keys``; ``math.inf``: every key set keeps containment).
+KEY_LIKE_ROWS = 2.0
 
 
 def _key_like(column: ColumnStatistics | None) -> bool:

@@ -53,7 +53,7 @@ from gpu_engine.sql.renaming import conjunction
 if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
 
-__all__ = ["COSTED_TREE_GAIN", "EXHAUSTIVE_LIMIT", "JoinTree", "cheapest_tree", "edge_keys", "covered", "join_estimate", "join_greedy", "key_set_divisor",
+__all__ = ["COSTED_TREE_GAIN", "EXHAUSTIVE_LIMIT", "JoinTree", "cheapest_tree", "edge_keys", "covered", "join_estimate", "join_greedy", "join_written", "key_set_divisor",
            "join_pair", "join_in_order", "join_inner_run", "name_order"]
 
 #: The most relations whose join trees :func:`cheapest_tree` costs all (3^n splits); more are joined greedily.
@@ -95,6 +95,35 @@ def join_estimate(a: Relation, b: Relation, pairs: list[tuple[str, str]]) -> flo
     """Return the estimated rows of joining ``a`` and ``b`` on key ``pairs`` (:func:`key_set_divisor` divides;
     :mod:`gpu_engine.optimizer.statistics`'s, which the typed plan's estimates call too)."""
     return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs))
+
+
+def join_written(planner: PlanningContext, relations: list[Relation], pending: list[exp.Expression],
+                 needed: set[tuple[str, str]]) -> Relation:
+    """Join all relations left-deep in the order written, each step the first relation a pending equality
+    links to those joined so far (the next one written, a cross product, where none is linked).
+
+    Why no estimates here: the typed join order (:func:`gpu_engine.optimizer.join_order.order_joins`) orders
+    each region of inner joins after the pushdown has placed every filter, by the typed estimates, and its
+    order does not depend on the text (:data:`~gpu_engine.optimizer.join_order.CANONICAL`); ordering here too
+    was a second rule over rougher estimates (no pushed filters, no dictionary counts) whose order the typed
+    rule then kept or replaced. Why linked first: a region the typed rule cannot estimate (a table without
+    statistics) keeps the tree built here, and a cross product of two relations a later one links (``FROM a,
+    b, c WHERE a.x = c.x AND b.y = c.y``) would then stay.
+    """
+    remaining = list(relations)
+    current = remaining.pop(0)
+    while remaining:
+        position, pairs = 0, []
+        for k, relation in enumerate(remaining):
+            union = current.aliases | relation.aliases
+            pairs = [p for c in pending if covered(c, union) and (p := edge_keys(current, relation, c)) is not None]
+            if pairs:
+                position = k
+                break
+        relation = remaining.pop(position)
+        rows = join_estimate(current, relation, pairs) if pairs else current.rows * relation.rows
+        current = join_pair(planner, current, relation, pending, needed, rows)
+    return current
 
 
 def join_greedy(planner: PlanningContext, relations: list[Relation], pending: list[exp.Expression],
@@ -468,6 +497,6 @@ def join_inner_run(planner: PlanningContext, items, relations: dict[str, Relatio
         own = [c for c in conditions if {col.table for col in free_columns(c)} == {alias}]
         conditions = [c for c in conditions if not any(c is o for o in own)]
         members[alias] = filtered(planner, relations[alias], own)
-    joined = join_greedy(planner, list(members.values()), conditions, needed | {
+    joined = join_written(planner, list(members.values()), conditions, needed | {
         (col.table, col.name) for c in pending for col in free_columns(c)})
     return filtered(planner, joined, conditions) if conditions else joined

@@ -95,7 +95,7 @@ from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
 from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_output_names
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
-from gpu_engine.sql.join_ordering import join_greedy, join_in_order
+from gpu_engine.sql.join_ordering import join_in_order, join_written
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
 from gpu_engine.sql.one_row_extremes import with_one_row_extremes_lifted
 from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
@@ -350,7 +350,7 @@ class QueryPlanner(PlanningContext):
         if outer_joins:
             relation = join_in_order(self, items, relations, pending, needed)
         else:
-            relation = join_greedy(self, list(relations.values()), pending, needed)
+            relation = join_written(self, list(relations.values()), pending, needed)
         if pending:
             relation = filtered(self, relation, pending)
         for sub, conjunct in attach.get(None, []):  # comparisons with a scalar subquery reading several items

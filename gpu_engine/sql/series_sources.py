@@ -250,7 +250,7 @@ def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: di
     ``relations`` holds the other items' relations by alias; the items a series reads are joined first (on the
     WHERE's conditions between them), the series' own conditions (``pushed``) filter its rows.
     """
-    from gpu_engine.sql.join_ordering import join_greedy
+    from gpu_engine.sql.join_ordering import join_written
     from gpu_engine.sql.planner import Relation
     from gpu_engine.sql.predicates import filtered
 
@@ -287,7 +287,7 @@ def unnested(planner: "QueryPlanner", items: list[exp.Expression], relations: di
             names[id(column)] = found[0]
         keys = list(dict.fromkeys(owner[a] for a in before if a in read))
         members = [relations.pop(key) for key in keys]
-        relation = members[0] if len(members) == 1 else join_greedy(planner, members, pending, needed)
+        relation = members[0] if len(members) == 1 else join_written(planner, members, pending, needed)
         arguments = [_qualified(a, names) for a in _arguments(call)]
         column_name = item.args["alias"].columns[0].name
         internal = planner._fresh(column_name, alias)

@@ -75,7 +75,9 @@ def test_an_order_already_best_two_relations_or_no_statistics_keep_the_plan():
     best = (_scan(ids, "fact").hash_join(["k1"], ["d1k"], selective, ["k2", "k3", "m", "v"])
             .hash_join(["k2"], ["d2k"], _scan(ids, "d2").plan(), ["k3", "m", "s", "v"])
             .hash_join(["k3"], ["d3k"], _scan(ids, "d3").plan(), ["m", "s", "t", "v"]).plan())
-    assert order_joins(best, session.statistics()) is best
+    # the same joins (the search's canonical order may write a join's sides the other way round: which side
+    # builds is build_sides' choice, after this rule)
+    assert _join_shape(order_joins(best, session.statistics())) == _join_shape(best)
     pair = _scan(ids, "fact").hash_join(["k2"], ["d2k"], _scan(ids, "d2").plan(), ["m", "s"]).plan()
     assert order_joins(pair, session.statistics()) is pair
     bad = _bad_order().plan()

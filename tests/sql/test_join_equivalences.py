@@ -14,7 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables
+from duckdb_reference import assert_same_rows, duckdb_table, session_with_tables, optimized_sql_plan
 from gpu_engine.plans.nodes import HashJoinNode, NestedLoopJoinNode, TableScanNode, walk_plan
 
 NATIONS = 5
@@ -56,7 +56,7 @@ def _tables_under(node) -> set[str]:
 def test_the_class_joins_customers_to_the_one_nation_before_the_orders():
     """Whichever order the estimates pick, the customers meet the one-nation filter (through the suppliers' nation
     or the derived ``c_nation = n_key``) before the orders, each join using one equality of the class."""
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(QUERIES["chain"])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), QUERIES["chain"])
     joins = _join_keys(plan)
     pairs = [pair for keys, _ in joins for pair in keys]
     nation_pairs = [p for p in pairs if p & {"c_nation", "s_nation", "n_key"}]
@@ -74,14 +74,14 @@ def test_the_derived_equality_joins_customers_to_the_nation_when_suppliers_are_m
     suppliers = 200
     tables = dict(TABLES, s=pa.table({"s_key": pa.array(range(suppliers), pa.int64()),
                                       "s_nation": pa.array([(i * 3) % NATIONS for i in range(suppliers)], pa.int64())}))
-    joins = _join_keys(session_with_tables(tables, device="cpu").sql_plan(QUERIES["chain"]))
+    joins = _join_keys(optimized_sql_plan(session_with_tables(tables, device="cpu"), QUERIES["chain"]))
     pairs = [pair for keys, _ in joins for pair in keys]
     assert frozenset({"c_nation", "n_key"}) in pairs, joins
     assert len([p for p in pairs if p & {"c_nation", "s_nation", "n_key"}]) == 2, joins
 
 
 def test_columns_of_different_types_form_no_class():
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(QUERIES["types_differ"])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), QUERIES["types_differ"])
     pairs = [pair for keys, _ in _join_keys(plan) for pair in keys]
     assert frozenset({"c_nation32", "n_key"}) not in pairs
 
@@ -96,6 +96,6 @@ def test_classes_of_equal_columns_match_duckdb(name, device_name, reference):
 
 def test_permuted_from_lists_give_one_plan():
     session = session_with_tables(TABLES, device="cpu")
-    plans = {tuple(_join_keys(session.sql_plan(f"SELECT count(*) AS k FROM {order} WHERE {WHERE}")))
+    plans = {tuple(_join_keys(optimized_sql_plan(session, f"SELECT count(*) AS k FROM {order} WHERE {WHERE}")))
              for order in ("c, o, s, n", "n, s, o, c", "s, c, n, o", "o, n, c, s")}
     assert len(plans) == 1, plans

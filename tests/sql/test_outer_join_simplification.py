@@ -20,7 +20,7 @@ import numpy as np
 import pyarrow as pa
 import pytest
 
-from duckdb_reference import assert_queries_match_duckdb, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, session_with_tables, optimized_sql_plan
 
 _RNG = np.random.default_rng(11)
 FACT = pa.table({
@@ -99,31 +99,31 @@ def _first_join_tables(plan) -> set[str]:
 
 @pytest.mark.parametrize("name", list(REJECTING))
 def test_a_left_join_whose_null_rows_are_rejected_is_planned_inner(name):
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(REJECTING[name])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), REJECTING[name])
     assert all(j.join_type != "left" and j.join_type != "right" for j in _joins(plan)), name
 
 
 @pytest.mark.parametrize("name", list(KEEPING))
 def test_a_left_join_whose_null_rows_may_stay_stays_outer(name):
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(KEEPING[name])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), KEEPING[name])
     assert any(j.join_type in ("left", "right") for j in _joins(plan)), name
 
 
 def test_the_selective_table_is_joined_first_once_the_left_join_is_inner():
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(REJECTING["equality_with_a_table"])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), REJECTING["equality_with_a_table"])
     assert _first_join_tables(plan) == {"ret", "reason"}
 
 
 @pytest.mark.parametrize("name", ["dimension_after_left", "join_on_after_left"])
 def test_an_inner_join_reading_no_left_joined_table_joins_before_the_left_join(name):
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(COMMUTING[name])
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), COMMUTING[name])
     assert _first_join_tables(plan) == {"fact", "dim"}
     assert [j.join_type for j in _joins(plan)].count("inner") == 1
 
 
 def test_an_inner_join_reading_the_left_joined_table_stays_after_it():
     sql = f"SELECT f_order {LEFT} JOIN reason ON reason_key = r_reason OR reason_key IS NULL"
-    plan = session_with_tables(TABLES, device="cpu").sql_plan(sql)
+    plan = optimized_sql_plan(session_with_tables(TABLES, device="cpu"), sql)
     assert "reason" not in _first_join_tables(plan)
 
 
