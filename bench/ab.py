@@ -47,6 +47,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py kept-positions tpcds 72 --sf 1 --runs 7
     python bench/ab.py kept-row-groups tpcds 39 --sf 1 --runs 7
     python bench/ab.py top-n-narrowing tpcds 57 --sf 1 --runs 9
+    python bench/ab.py dense-decision tpcds 39 --sf 1 --runs 9
     python bench/ab.py string-key-tables tpcds 74 --sf 1 --runs 9
     python bench/ab.py group-growth tpcds 39 --sf 1 --runs 7
     python bench/ab.py narrow-keys tpcds 39 --sf 1 --runs 9
@@ -486,6 +487,41 @@ def _top_n_narrowing():
     the first n (``kernels.sort._top_n_candidates`` returning None: its default before stop 51)."""
     import gpu_engine.kernels.sort as module
     return module, "_top_n_candidates", lambda *args: None
+
+
+def _dense_decision():
+    """A CPU group table's first batch deciding its direct index from a masked copy of each narrow key and three
+    passes over it, every key (``GroupByHashTable._takes_dense`` before stop 51), not from its int32 halves read in
+    place, stopping at the first key that cannot fit."""
+    import math
+
+    import numpy as np
+
+    from gpu_engine.kernels.group_by import DENSE_CELLS_LIMIT, DENSE_MAX_KEYS, EMPTY, NARROW_BLOCK, GroupByHashTable
+
+    def masked_copies(self, words):
+        if self._dense is not None:
+            return True
+        if self._dense_refused or self._num_groups:
+            return False
+        self._dense_refused = True
+        if not 0 < len(self._widths) <= DENSE_MAX_KEYS or any(w != NARROW_BLOCK for w in self._widths):
+            return False
+        lows, spans = [], []
+        for k in range(words.shape[1]):
+            values = words[:, k][words[:, k] != 0]
+            signed = (values & np.uint64(0xFFFFFFFF)).astype(np.int64)
+            signed[signed >= 1 << 31] -= 1 << 32
+            lows.append(int(signed.min()) if values.shape[0] else 0)
+            spans.append(2 * (int(signed.max()) - lows[-1] + 1) if values.shape[0] else 1)
+        cells = math.prod(span + 1 for span in spans)
+        if cells > DENSE_CELLS_LIMIT:
+            return False
+        strides = [math.prod(span + 1 for span in spans[k + 1:]) for k in range(len(spans))]
+        self._dense = (np.asarray(lows, dtype=np.int64), np.asarray(spans, dtype=np.int64),
+                       np.asarray(strides, dtype=np.int64), np.full(cells, EMPTY, dtype=np.int32))
+        return True
+    return GroupByHashTable, "_takes_dense", masked_copies
 
 
 def _kept_row_groups():
@@ -1034,6 +1070,7 @@ SWITCHES = {
     "kept-positions": _kept_positions,
     "kept-row-groups": _kept_row_groups,
     "top-n-narrowing": _top_n_narrowing,
+    "dense-decision": _dense_decision,
     "string-key-tables": _string_key_tables,
     "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,

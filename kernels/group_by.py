@@ -18,6 +18,7 @@ stream compaction.
 from __future__ import annotations
 
 import math
+import sys
 from typing import Any, Sequence
 
 import numpy as np
@@ -716,22 +717,27 @@ class GroupByHashTable:
         self._dense_refused = True  # decided once, on the first batch
         if not 0 < len(self._widths) <= DENSE_MAX_KEYS or any(w != NARROW_BLOCK for w in self._widths):
             return False
-        lows, spans = [], []
+        # Each narrow word read as two int32 halves: its value's low 32 bits as signed, and its null flag (1: a
+        # value, 0: NULL, whose word is 0). Reading the halves in place, the spans stop at the first that cannot
+        # fit: a refused first batch cost a masked copy and three passes per key (TPC-DS q39's 360K rows of four
+        # keys, 6.1 of the table's 19.7 ms insert; now ~1.7 ms).
+        halves = words.view(np.int32)
+        value_half, flag_half = (0, 1) if sys.byteorder == "little" else (1, 0)
+        lows, spans, cells = [], [], 1
         for k in range(words.shape[1]):
-            column = words[:, k]
-            values = column[column != 0]
+            values, flags = halves[:, 2 * k + value_half], halves[:, 2 * k + flag_half]
+            if int(flags.min()) == 0:  # a NULL: its 0 is no value
+                values = values[flags != 0]
             if not values.shape[0]:
                 lows.append(0)
                 spans.append(1)
-                continue
-            signed = (values & np.uint64(0xFFFFFFFF)).astype(np.int64)
-            signed[signed >= 1 << 31] -= 1 << 32
-            low, high = int(signed.min()), int(signed.max())
-            lows.append(low)
-            spans.append(2 * (high - low + 1))  # room for the range to double (interned ids grow upward)
-        cells = math.prod(span + 1 for span in spans)
-        if cells > DENSE_CELLS_LIMIT:
-            return False
+            else:
+                low, high = int(values.min()), int(values.max())
+                lows.append(low)
+                spans.append(2 * (high - low + 1))  # room for the range to double (interned ids grow upward)
+            cells *= spans[-1] + 1
+            if cells > DENSE_CELLS_LIMIT:
+                return False
         strides = [math.prod(span + 1 for span in spans[k + 1:]) for k in range(len(spans))]
         self._dense = (np.asarray(lows, dtype=np.int64), np.asarray(spans, dtype=np.int64),
                        np.asarray(strides, dtype=np.int64), np.full(cells, EMPTY, dtype=np.int32))
