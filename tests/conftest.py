@@ -20,6 +20,7 @@ simulator), no ``spark`` tests and no ``slow`` ones (:data:`SLOW_TESTS`).
 
 from __future__ import annotations
 
+import gc
 import os
 import shutil
 import tempfile
@@ -179,6 +180,22 @@ def pytest_configure(config):
         from compile_once_per_run import install
 
         install()
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Collect the run's garbage now and freeze what survives, so that pytest's own collection at unconfigure
+    (its unraisable-exception plugin's ``gc.collect()``) traverses nothing old.
+
+    Why: an xdist worker unconfigures after it told the controller it finished, and execnet sends the worker
+    SIGINT when its execution goes on 5 s after the shutdown (``gateway_base._terminate_execution``). A full
+    collection over a worker's heap (numba dispatchers and types, plans, Arrow tables: 1.3-2.6 s of wall at
+    load 28 over one or two test folders, more over the whole suite) ran there, so the SIGINT landed in
+    hypothesis's gc callback: the CI log's ``PytestUnraisableExceptionWarning`` (``KeyboardInterrupt`` in
+    ``gc_callback``). Collected here, before xdist says ``workerfinished`` (its hookwrapper sends it after
+    this hook), the unraisable exceptions of the run's garbage are reported as before.
+    """
+    gc.collect()
+    gc.freeze()
 
 
 def pytest_unconfigure(config):
