@@ -9,9 +9,9 @@ through :mod:`~gpu_engine.sql.grouping_sets`. A scalar subquery in the
 SELECT list or ORDER BY is a typed
 :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of the final Project
 (:func:`typed_scalar_subqueries`): uncorrelated, its one-row plan
-(:func:`~gpu_engine.sql.decorrelation.scalar_relation`); one aggregate
-(or an ``ORDER BY … LIMIT 1`` row, :mod:`~gpu_engine.sql.correlated_scalar_rows`)
-correlated by column equalities, its rows per correlation key, correlated on
+(:func:`~gpu_engine.sql.decorrelation.scalar_relation`); one correlated by
+column equalities (any shape: an aggregate, rows, GROUP BY, a window as its value;
+:mod:`~gpu_engine.sql.correlated_scalar_rows`), its rows per correlation key, correlated on
 outer columns (an aggregating query's grouping keys, read after the
 aggregation). The same forms in HAVING or QUALIFY are ScalarSubqueries of the
 Filter above the aggregation, where a top-level ``[NOT] EXISTS`` / ``x [NOT]
@@ -291,8 +291,8 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     from gpu_engine.plans.expressions import ColumnRef
     from gpu_engine.plans.sql_translator import parse_expression
     from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
-    from gpu_engine.sql.correlated_scalar_rows import correlated_rows_relation, is_correlated_scalar_rows
-    from gpu_engine.sql.decorrelation import correlated_scalar_relation, split_correlated
+    from gpu_engine.sql.correlated_scalar_rows import bind_correlated_scalar
+    from gpu_engine.sql.decorrelation import split_correlated
     from gpu_engine.sql.renaming import conjunction
 
     written, tree = tree, tree.copy()
@@ -332,14 +332,11 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
         select = subquery_select(subquery.this)
         correlated = []
         if isinstance(select, exp.Select) and _outer_of(select):
-            inner, local, correlated = split_correlated(select, outer_aliases)
+            _inner, _local, correlated = split_correlated(select, outer_aliases)
             if not correlated:
                 raise unsupported("a correlated reference inside a derived table or a nested subquery", subquery)
-        if correlated and is_correlated_scalar_rows(select, outer_aliases):  # no aggregate: its rows per key
-            scalar, column, equalities = correlated_rows_relation(planner, subquery, select, outer_aliases, ctes)
-        elif correlated:
-            scalar, column, equalities = correlated_scalar_relation(planner, subquery, select, inner, local,
-                                                                    correlated, ctes, restricted=False)
+        if correlated:  # its rows per correlation key
+            scalar, column, equalities = bind_correlated_scalar(planner, subquery, select, outer_aliases, ctes)
         else:
             (scalar, column), equalities = scalar_relation(planner, subquery, ctes), []
         name = scalar.columns[(column.table, column.name)]

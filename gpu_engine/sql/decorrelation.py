@@ -69,7 +69,7 @@ if TYPE_CHECKING:
 __all__ = ["PARENTHESIZED_QUERY_CLAUSES", "SemiJoin", "subquery_select", "split_correlated", "correlation",
            "plan_subquery_conjunct", "single_alias", "scalar_relation", "scalar_filter", "subquery_filter",
            "select_over", "own_aggregates", "empty_group_value", "strict_subquery",
-           "NULL_STRICT", "correlated_scalar_relation", "is_correlated_scalar_aggregate", "subquery_predicate_of",
+           "NULL_STRICT", "correlated_scalar_relation", "subquery_predicate_of",
            "is_uncorrelated_exists", "counted_exists", "semi_join_of"]
 
 #: Clauses a parenthesized query may carry after its parentheses: ``(SELECT …) ORDER BY a LIMIT 1``.
@@ -446,6 +446,12 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         if len(subqueries) == 1 and not has_subquery(other):
             _scalar_comparison(planner, tree, subqueries[0], local_aliases, ctes, attach)
             return
+    from gpu_engine.sql.correlated_scalar_rows import lone_correlated_scalar
+
+    subquery = lone_correlated_scalar(conjunct, set(local_aliases))
+    if subquery is not None:  # under OR, NOT, in a CASE: the whole conjunct is the typed Filter's predicate
+        _scalar_comparison(planner, conjunct, subquery, local_aliases, ctes, attach)
+        return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                       "comparisons with a scalar subquery are planned)", conjunct)
 
@@ -718,7 +724,9 @@ def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tupl
 
 def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach) -> None:
     """Plan a comparison with a scalar subquery as a typed ScalarSubquery filter to attach (at one FROM item or after
-    the joins): uncorrelated, its one row; correlated, the aggregate grouped by its correlation columns."""
+    the joins): uncorrelated, its one row; correlated, its rows per correlation key
+    (:func:`~gpu_engine.sql.correlated_scalar_rows.bind_correlated_scalar`: an aggregate grouped by its correlation
+    columns)."""
     select = subquery_select(subquery.this)
     if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
         if any(c.table for c in free_columns(select)):
@@ -736,8 +744,10 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
     # Correlated: the aggregate grouped by the correlation columns (its input restricted to the keys the outer
     # rows ask for, _magic_sets), a typed ScalarSubquery correlated on them, which the optimizer's decorrelation
     # rule joins (inner where the comparison drops the NULL of a key without rows, else left with COUNT's 0).
-    relation, column, equalities = correlated_scalar_relation(planner, subquery, select, inner, local, correlated,
-                                                              ctes, restricted=True)
+    from gpu_engine.sql.correlated_scalar_rows import bind_correlated_scalar
+
+    relation, column, equalities = bind_correlated_scalar(planner, subquery, select, set(local_aliases), ctes,
+                                                          restricted=True)
     rewritten = _with_subquery_replaced(tree, subquery, column)
     # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
     # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
@@ -776,19 +786,6 @@ def correlated_scalar_relation(planner: QueryPlanner, subquery: exp.Expression, 
     equalities = [exp.EQ(this=outer.copy(), expression=exp.column(f"k{n}", table=alias))
                   for n, (outer, _) in enumerate(keys)]
     return relation, exp.column("v", table=alias), equalities
-
-
-def is_correlated_scalar_aggregate(select: exp.Expression, outer_aliases: set[str]) -> bool:
-    """Return whether ``select`` is one aggregate value (no GROUP BY, HAVING, DISTINCT, LIMIT, window) correlated
-    by column equalities only: what :func:`correlated_scalar_relation` plans as a typed ScalarSubquery."""
-    if not isinstance(select, exp.Select) or len(select.expressions) != 1 or any(select.args.get(key) for key in (
-            "group", "having", "distinct", "limit", "offset", "qualify", "windows")):
-        return False
-    value = select.expressions[0]
-    value = value.this if isinstance(value, exp.Alias) else value
-    if value.find(*SQL_AGGREGATES) is None or value.find(exp.Window) is not None:
-        return False
-    return correlated_by_equalities(select, outer_aliases)
 
 
 def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:

@@ -3,9 +3,10 @@
 Why: a user writes ``SELECT a, (SELECT v FROM u WHERE u.k = t.k LIMIT 1) FROM t``
 or ``EXISTS (...) AS flag``; the WHERE path (:mod:`~gpu_engine.sql.decorrelation`)
 plans a subquery only where it filters rows, and the typed path
-(:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`) one
-aggregate or ``ORDER BY … LIMIT 1`` row correlated by column equalities in the SELECT list, ORDER BY, HAVING or
-an aggregate's argument (outside windows; a GROUP BY holding no subquery), and HAVING's top-level ``[NOT]
+(:func:`~gpu_engine.sql.aggregate_planning.typed_scalar_subqueries`) a scalar subquery correlated by column
+equalities, of any shape (:mod:`~gpu_engine.sql.correlated_scalar_rows` binds it), in the SELECT list, ORDER BY,
+HAVING or an aggregate's argument (outside windows; a GROUP BY holding no subquery) and in a WHERE conjunct holding
+no other subquery, and HAVING's top-level ``[NOT]
 EXISTS`` / ``x [NOT] IN (SELECT …)`` conjuncts (:func:`~gpu_engine.sql.aggregate_planning.post_filter`). Here
 each other subquery becomes
 a derived table LEFT joined to the row, and the subquery is replaced by its
@@ -43,9 +44,11 @@ first rewritten into its rows per correlation key
 (:mod:`~gpu_engine.sql.shaped_subqueries`), then planned as one without aggregate.
 Left to the WHERE path: a WHERE conjunct that is [NOT] IN or a [NOT] EXISTS
 with a correlation equality (semi and anti joins), a comparison with a scalar
-subquery it plans (a correlated aggregate by column equalities, COUNT's 0
+subquery it plans (uncorrelated, or correlated by column equalities in any shape, COUNT's 0
 included: a typed ScalarSubquery the optimizer's decorrelation rule joins), and
-EXISTS / IN under OR, NOT or inside an expression (mark joins).
+EXISTS / IN under OR, NOT or inside an expression (mark joins). What is left here of a subquery correlated by
+column equalities: one in a GROUP BY key (and so every subquery of that SELECT), in a window's inputs, or beside
+another subquery in one WHERE conjunct.
 """
 
 from __future__ import annotations
@@ -56,15 +59,15 @@ from sqlglot import exp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
-from gpu_engine.sql.correlated_scalar_rows import is_correlated_scalar_rows
+from gpu_engine.sql.correlated_scalar_rows import binds, lone_correlated_scalar, windowed_value, windows_per_key
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, is_correlated_scalar_aggregate, mark_planned, mark_predicates,
+    NULL_STRICT, correlation, empty_group_value, mark_planned, mark_predicates,
     own_aggregates, quantified_parts, select_over, split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
 from gpu_engine.sql.predicates import (
-    conjuncts_of, defined_aliases, free_columns, has_subquery, own_scope_nodes, reached_through_and_or)
+    conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
 __all__ = ["typed_value_mark", "with_subquery_values_as_comparisons", "with_subquery_values_joined"]
@@ -129,11 +132,6 @@ def _one_row_aggregate(select: exp.Select) -> exp.Select:
                       ).from_(_derived(inner, "$one"))
 
 
-def _windowed_value(select: exp.Select) -> bool:
-    """Return whether a scalar subquery's value holds a window function of its own scope (``sum(x) OVER``)."""
-    return bool(select.expressions) and bool(own_scope_nodes(select.expressions[0], (exp.Window,)))
-
-
 def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_planned: bool,
                         outer_aliases: set[str]) -> bool:
     """Return whether the WHERE path plans ``node`` of this WHERE conjunct (a semi join, a mark join, a join).
@@ -150,6 +148,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
             return True
         return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
+    if lone_correlated_scalar(conjunct, outer_aliases) is node:  # a typed ScalarSubquery of the WHERE Filter
+        return True
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False
@@ -159,22 +159,13 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
     select = subquery_select(node.this)
     if not isinstance(select, exp.Select) or not _outer_tables(select) or len(select.expressions) != 1:
         return True
-    value = select.expressions[0]
-    value = value.this if isinstance(value, exp.Alias) else value
-    if value.find(*SQL_AGGREGATES) is None or _windowed_value(select):
-        return False  # a row per outer row (ORDER BY ... LIMIT 1, or checked at run time): a subquery value
-    if any(select.args.get(key) for key in ("group", "having", "distinct", "limit", "offset")):
-        return False  # rows per correlation key (shaped_subqueries), a subquery value
-    if any(select.args.get(key) for key in _SHAPING):
-        return True  # refused there, by name
-    # Planned there (a typed correlated ScalarSubquery; the optimizer's rule gives a key without rows the value
-    # over no rows, COUNT's 0), unless the correlation is not column equalities.
-    try:
-        inner, _local, correlated = split_correlated(select, outer_aliases)
+    if binds(select, outer_aliases):  # correlated by column equalities, any shape: a typed ScalarSubquery there
+        return True
+    try:  # another correlation: computed per distinct outer value here
+        split_correlated(select, outer_aliases)
     except SqlError:
         return True  # refused there, by name
-    _keys, others = correlation(correlated, inner)
-    return not others
+    return False
 
 
 def _negated(conjunct: exp.Expression) -> bool:
@@ -399,8 +390,8 @@ class _Joined:
         if not _outer_tables(query) and _at_most_one_row(query):
             query = _one_row_aggregate(query)
         empty = None
-        if _outer_tables(query) and _windowed_value(query):
-            query = self._windows_per_key(query, node)
+        if _outer_tables(query) and windowed_value(query):
+            query = windows_per_key(query, self.outer_aliases, node)
         if _outer_tables(query) and is_shaped(query, self.planner._count):  # GROUP BY, HAVING, DISTINCT, LIMIT n
             query, empty = rows_per_key(query, self.outer_aliases, self.planner._synthetic_alias(), self.planner._count)
         value = query.expressions[0]
@@ -451,29 +442,6 @@ class _Joined:
                                              default=joined))
         self._group_by(outer_columns, node, clause, [exp.column(name, table=alias) for name in "vm"])
         return joined
-
-    def _windows_per_key(self, query: exp.Select, node: exp.Expression) -> exp.Select:
-        """Return a correlated subquery whose value is a window as its rows per correlation key (each window
-        also partitioned by the key: one outer row sees one key's rows), a subquery without a window.
-
-        Why: ``(SELECT sum(u.i) OVER (ORDER BY u.id) FROM u WHERE u.k = t.k)`` read its windowed ``sum`` as
-        the subquery's aggregate and was refused ("column u.i is not available here"); DuckDB computes the
-        window over the rows of each outer row, and more than one row is its run-time error, as for any value.
-        """
-        query = query.copy()
-        inner, local, correlated = split_correlated(query, self.outer_aliases)
-        keys, others = correlation(correlated, inner)
-        if others or not keys or own_aggregates(query) or any(query.args.get(key) for key in (
-                "group", "having", "distinct")):
-            raise unsupported("a window as the value of a subquery correlated by other than column equalities "
-                              "(u.k = t.k), or over an aggregate", node)
-        for window in own_scope_nodes(query, (exp.Window,)):  # the value too (rows_per_correlation_key copies it)
-            partition = list(window.args.get("partition_by") or [])
-            written = {term.sql() for term in partition}
-            window.set("partition_by", partition + [i.copy() for _, i in keys if i.sql() not in written])
-        value = query.expressions[0]
-        value = value.this if isinstance(value, exp.Alias) else value
-        return rows_per_correlation_key(query, local, keys, others, value)
 
     def _kept_row_number(self, query: exp.Select, node: exp.Expression) -> int:
         """Return which row (1-based) a correlated subquery that does not aggregate keeps: ``LIMIT 1 [OFFSET n]``."""
@@ -580,8 +548,7 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             return not (clause in ("expressions", "order", "having") and typed_in_select
                         and (node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
                              or in_aggregate_argument(node))
-                        and (is_correlated_scalar_aggregate(query, outer_aliases)
-                             or is_correlated_scalar_rows(query, outer_aliases)))
+                        and binds(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
         return clause == "where" and isinstance(query, exp.Select) and len(query.expressions) == 1 and (
