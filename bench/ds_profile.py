@@ -5,6 +5,8 @@ at every reference (:mod:`gpu_engine.sql.shared_ctes`), which is not what ``Sess
 or more computed once into a temporary table first). This runs the query as ``Session.sql`` does (after
 ``--warm`` runs), keeps each Task it executes, and prints per Task its wall time and explain-analyze, then the
 plan nodes by operator time over all Tasks, beside DuckDB's time and its ``EXPLAIN ANALYZE`` (``--duckdb``).
+By default the profiled run's operator times are the driver thread's CPU (the load does not inflate them); its
+``blocked`` figures then mix two clocks and mean nothing (``--wall`` for the engine's own timers).
 
     python -m bench.ds_profile 39 --sf 1 [--duckdb] [--top 20] [--full]
 """
