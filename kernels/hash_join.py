@@ -84,6 +84,11 @@ BLOOM_BITS_PER_KEY = 16
 #: The CPU build sizes its packed table for this many keys at most at first (then doubles as keys come):
 #: a build side of many rows with few keys (a join on a non-key column) does not allocate for every row.
 PACKED_ROWS_BEFORE_GROWTH = 1 << 22
+#: A CPU build of more rows than :data:`PACKED_ROWS_BEFORE_GROWTH` sizes its table for its keys estimated from a
+#: sample of them: the rows whose key hash has this many top bits zero (1 key in 256, all its rows).
+KEY_SAMPLE_BITS = 8
+#: The CPU build prefetches the Bloom filter's words as it fills them only when the filter is this large.
+BLOOM_PREFETCH_MIN_BYTES = 1 << 23
 #: A one-key integer build whose values span at most this many values per build row (or
 #: :data:`DIRECT_SPAN_FLOOR`) gets a direct table (see the module docstring): 4 bytes per value of the range,
 #: against 24 bytes per slot at under half load for the hashed table.
@@ -198,25 +203,29 @@ def _ruled_out_by_range(value, is_null, low, high, bits, use_bits):
 
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
-def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
-    """Give each row from ``start`` on its key's id, adding unseen keys to ``packed`` (ids in first-row order).
+def _insert_packed_cpu(words, order, start, packed, num_keys, group_ids, first_rows):
+    """Give each row from position ``start`` of ``order`` (empty: the rows in order) on its key's id, adding unseen
+    keys to ``packed`` (ids in the order's first-row order).
 
-    Stops when the table is half full and returns ``(row reached, keys)``: the caller doubles it and goes on.
+    Stops when the table is half full and returns ``(position reached, keys)``: the caller doubles it and goes on.
     """
     num_words = words.shape[1]
     slot_mask = np.int64(packed.shape[0] - 1)
     max_keys = packed.shape[0] // 2
-    n = words.shape[0]
+    ordered = order.shape[0] > 0
+    n = order.shape[0] if ordered else words.shape[0]
     ahead = worth_prefetching(packed)
-    for i in range(start, n):
-        if ahead and i + PREFETCH_DISTANCE < n:
-            prefetch_row(packed, np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask)))
+    for j in range(start, n):
+        if ahead and j + PREFETCH_DISTANCE < n:
+            a = order[j + PREFETCH_DISTANCE] if ordered else j + PREFETCH_DISTANCE
+            prefetch_row(packed, np.int64(_key_hash(words, a) & np.uint64(slot_mask)))
+        i = order[j] if ordered else j
         slot = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
         while True:
             key_id = packed[slot, num_words]
             if key_id < 0:
                 if num_keys >= max_keys:
-                    return i, num_keys
+                    return j, num_keys
                 for w in range(num_words):
                     packed[slot, w] = words[i, w]
                 packed[slot, num_words] = num_keys
@@ -228,7 +237,21 @@ def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
                 group_ids[i] = key_id
                 break
             slot = (slot + 1) & slot_mask
-    return words.shape[0], num_keys
+    return n, num_keys
+
+
+@njit(nogil=True, cache=True)
+def _sampled_rows_cpu(words, shift, sample):
+    """Write the rows whose key hash is below ``2 ** shift`` to ``sample`` (every row of 1 key in 2 ** (64 - shift));
+    return how many, or -1 when they do not fit (a few keys of many rows: the caller keeps its small table)."""
+    count = 0
+    for i in range(words.shape[0]):
+        if (_key_hash(words, i) >> np.uint64(shift)) == 0:
+            if count == sample.shape[0]:
+                return -1
+            sample[count] = i
+            count += 1
+    return count
 
 
 @njit(nogil=True, cache=True)
@@ -248,8 +271,16 @@ def _repack_cpu(old, new):
 
 @njit(nogil=True, cache=True)
 def _bloom_of_packed_cpu(packed, bloom):
+    # A filter well past the L2s (10M keys: 20 MB) is written at random: the word of the key PREFETCH_DISTANCE
+    # slots ahead is fetched first (10M keys, loaded: 0.54-0.60 -> 0.36-0.40 s). A smaller one is not: the
+    # look-ahead's second hash cost more than it saved (1M keys, a 2 MB filter: the build 1.14x with it).
     num_words = packed.shape[1] - 1
-    for s in range(packed.shape[0]):
+    n = packed.shape[0]
+    prefetching = bloom.size * bloom.itemsize >= BLOOM_PREFETCH_MIN_BYTES
+    for s in range(n):
+        if prefetching and s + PREFETCH_DISTANCE < n and packed[s + PREFETCH_DISTANCE, num_words] >= 0:
+            ahead = _leading_words_hash(packed, s + PREFETCH_DISTANCE, num_words)
+            prefetch_row(bloom, _bloom_block(ahead, bloom.shape[0]))
         if packed[s, num_words] >= 0:
             h = _leading_words_hash(packed, s, num_words)
             bloom[_bloom_block(h, bloom.shape[0])] |= _bloom_bits(h)
@@ -772,14 +803,18 @@ class JoinHashTable:
         """
         xp = self.device.xp
         n = int(keys.shape[0])
-        first_capacity = 1 << max(2 * min(n, PACKED_ROWS_BEFORE_GROWTH) - 1, 1).bit_length()
-        packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         group_ids = xp.empty(n, dtype=xp.int32)
         first_rows = xp.empty(n, dtype=xp.int32)
+        keys_expected = min(n, PACKED_ROWS_BEFORE_GROWTH)
+        if n > PACKED_ROWS_BEFORE_GROWTH:
+            keys_expected = max(keys_expected, self._estimated_keys(keys, group_ids, first_rows))
+        first_capacity = 1 << max(2 * keys_expected - 1, 1).bit_length()
+        packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         row, self.num_keys = 0, 0
+        in_order = xp.empty(0, dtype=xp.int64)
         while True:
             count_kernel_launch()
-            row, self.num_keys = _insert_packed_cpu(keys, row, packed, self.num_keys, group_ids, first_rows)
+            row, self.num_keys = _insert_packed_cpu(keys, in_order, row, packed, self.num_keys, group_ids, first_rows)
             if row == n:
                 return group_ids, packed
             grown = self._filled((2 * packed.shape[0], packed.shape[1]), xp.int64, -1)
@@ -787,6 +822,30 @@ class JoinHashTable:
             _repack_cpu(packed, grown)
             give_array(xp, packed)
             packed = grown
+
+    def _estimated_keys(self, keys: Any, group_ids: Any, first_rows: Any) -> int:
+        """Return the distinct keys of a large build estimated from a sample of its keys (0: too few sampled).
+
+        Why: a table that starts at :data:`PACKED_ROWS_BEFORE_GROWTH` keys and doubles as keys come moved every
+        key at each doubling: 10M distinct keys grew twice, 0.25-0.57 s of a 2.2 s build
+        (bench/results/2026-11-29-radixjoin-s51.md). The sample is of keys, not rows (:data:`KEY_SAMPLE_BITS`:
+        every row whose key hash's top bits are zero, inserted into a small table with the same kernel), so
+        1 in 256 keys is counted exactly, however many rows each has; a build of a few keys of many rows
+        (``x IN (SELECT category FROM big)``) samples no key or overflows the sample and keeps the small
+        table that grows. The estimate is 1/8 generous for its error; should it still fall short, the
+        table grows as before. ``group_ids`` and ``first_rows`` are scratch space the insert overwrites.
+        """
+        xp = self.device.xp
+        sample = xp.empty((int(keys.shape[0]) >> (KEY_SAMPLE_BITS - 2)) + 1024, dtype=xp.int64)  # 4x its share
+        count_kernel_launch()
+        taken = _sampled_rows_cpu(keys, 64 - KEY_SAMPLE_BITS, sample)
+        if taken <= 0:
+            return 0
+        small = xp.full((1 << max(2 * taken - 1, 1).bit_length(), keys.shape[1] + 1), -1, dtype=xp.int64)
+        count_kernel_launch()
+        _, sampled_keys = _insert_packed_cpu(keys, sample[:taken], 0, small, 0, group_ids, first_rows)
+        estimate = sampled_keys << KEY_SAMPLE_BITS
+        return min(int(keys.shape[0]), estimate + estimate // 8)
 
     def _new_bloom(self) -> Any:
         return self.device.xp.zeros(max(1, -(-self.num_keys * BLOOM_BITS_PER_KEY // 64)), dtype=self.device.xp.uint64)
@@ -842,6 +901,10 @@ class JoinHashTable:
         """Return CSR ``offsets`` (``int64``, one more than keys) and build ``rows`` (``int32``) by key id."""
         xp = self.device.xp
         n = int(group_ids.shape[0])
+        if self.device.kernel_flavor == "cpu" and self.num_keys == n:
+            # Every key distinct: the CPU builds number keys in row order, so key g's one row is row g's.
+            # Counting and scattering 10M rows cost 0.2-0.35 s of a 2.2 s build (radixjoin-s51 results).
+            return xp.arange(n + 1, dtype=xp.int64), xp.ascontiguousarray(row_numbers, dtype=xp.int32)
         rows = xp.empty(n, dtype=xp.int32)
         if self.device.kernel_flavor == "cpu":
             offsets = xp.zeros(self.num_keys + 1, dtype=xp.int64)

@@ -143,6 +143,44 @@ def test_cpu_build_table_grows_while_inserting(monkeypatch):
     assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
 
 
+@pytest.mark.parametrize("shape", ["distinct", "distinct_with_nulls", "two_rows_a_key", "few_keys"])
+def test_cpu_build_of_many_rows_is_sized_for_its_sampled_keys(monkeypatch, shape):
+    """A build of more rows than the table starts with sizes it for its keys estimated from a sample of the keys
+    (no doubling while inserting), a build of a few keys of many rows keeps the small table that grows, and a
+    table of distinct keys lists its rows without the counting kernel; the pairs stay right (radixjoin, stop 51)."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    monkeypatch.setattr(hash_join, "PACKED_ROWS_BEFORE_GROWTH", 64)
+    monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)  # 1 key in 4 sampled: close estimates of a few thousand
+    calls = Counter()
+    for name in ("_repack_cpu", "_row_lists_cpu"):
+        kernel = getattr(hash_join, name)
+        monkeypatch.setattr(hash_join, name, lambda *a, _k=kernel, _n=name: (calls.update([_n]), _k(*a))[1])
+    rng = np.random.default_rng(11)
+    rows = 6000
+    if shape == "few_keys":  # three keys, far apart (hashed)
+        values = rng.integers(0, 1 << 60, 3)[rng.integers(0, 3, rows)]
+    elif shape == "two_rows_a_key":
+        values = np.repeat(rng.permutation(rows // 2) * 1_000_003, 2)[rng.permutation(rows)]
+    else:  # distinct keys spread too wide for a direct table or a range bitmap: hashed behind the Bloom filter
+        values = rng.permutation(np.unique(rng.integers(0, 1 << 60, rows + 100)))[:rows]
+    build = pa.array(values.tolist(), pa.int64(), mask=(rng.random(rows) < 0.1) if shape.endswith("nulls") else None)
+    table = build_table(device, [build])
+    assert table._packed is not None and not table.is_direct and not table.has_range_bitmap
+    keys = len(set(build.to_pylist()) - {None})
+    assert table.num_keys == keys
+    if shape == "few_keys":
+        assert calls["_repack_cpu"] == 0 and table._packed.shape[0] == 128
+    else:  # sized at once for its keys (at most 4 slots a key), never doubled
+        assert calls["_repack_cpu"] == 0 and 2 * keys <= table._packed.shape[0] <= 4 * keys
+    assert calls["_row_lists_cpu"] == (0 if shape.startswith("distinct") else 1)
+    probe = [pa.array(np.concatenate([values[rng.integers(0, rows, 400)], rng.integers(0, 1 << 60, 100)]).tolist()
+                      + [None], pa.int64())]
+    assert matched_pairs(device, table, probe) == reference_pairs([build], probe)
+
+
 @pytest.mark.parametrize("probe_type", [pa.int64(), pa.int32(), pa.float64()], ids=["int64", "int32", "float64"])
 @pytest.mark.parametrize("mapped", [False, True], ids=["plain", "gather_map"])
 def test_one_fixed_width_key_matches_without_normalizing(device, probe_type, mapped):
