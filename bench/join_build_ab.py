@@ -1,0 +1,83 @@
+"""A/B of the CPU join table's build: this tree's kernels/hash_join.py against a revision's, in one process.
+
+``python -m bench.join_build_ab --base e33e285 --rows 1e6 3e6 1e7 --rounds 5``: the base revision's module is
+loaded beside this tree's (``git show REV:kernels/hash_join.py``, imported under another name), and per shape
+each side builds a :class:`JoinHashTable` over the same normalized keys, alternating per round; the build's CPU
+time of the thread (``time.thread_time``: the machine is shared) is reported, medians. Shapes: ``uniqueN`` (N
+distinct random int64 keys: hashed), ``dupN`` (N rows, 4 a key), ``fewN`` (N rows of 1,000 keys). Both sides'
+tables are checked to find every key's rows equally for a sample of keys.
+"""
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import os
+import statistics
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pyarrow as pa
+
+import gpu_engine.kernels.hash_join as current
+from gpu_engine.columnar.column import Column
+from gpu_engine.device import get_device
+from gpu_engine.kernels.group_by import normalize_keys
+
+
+def _base_module(revision: str):
+    source = subprocess.run(["git", "show", f"{revision}:kernels/hash_join.py"], check=True, capture_output=True,
+                            text=True).stdout
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"join_build_ab_{revision}.py")
+    with open(path, "w") as handle:
+        handle.write(source)
+    spec = importlib.util.spec_from_file_location(f"join_build_ab_{revision}", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--base", default="HEAD")
+    parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 3e6, 1e7])
+    parser.add_argument("--shapes", nargs="+", default=["unique", "dup", "few"])
+    parser.add_argument("--rounds", type=int, default=5)
+    args = parser.parse_args()
+    device = get_device("cpu")
+    sides = {"base": _base_module(args.base).JoinHashTable, "this": current.JoinHashTable}
+    rng = np.random.default_rng(5)
+    print(f"load before {os.getloadavg()}", flush=True)
+    for shape in args.shapes:
+        for n in (int(r) for r in args.rows):
+            keys_wanted = {"unique": n, "dup": n // 4, "few": 1000}[shape]
+            distinct = rng.permutation(np.unique(rng.integers(0, 1 << 62, int(keys_wanted * 1.01)))[:keys_wanted])
+            build = distinct[rng.integers(0, keys_wanted, n)] if shape != "unique" else distinct
+            words, widths = normalize_keys(device, [Column.from_arrow(pa.array(build), device)])
+            probe = Column.from_arrow(pa.array(build[rng.integers(0, n, 20_000)]), device)
+            found = {}
+            for name, table_class in sides.items():  # warm (compile) and check
+                table = table_class(device, words, widths)
+                ids = table.lookup_fixed_width(probe, None)
+                found[name] = sorted(map(tuple, (table._rows[table._offsets[g]:table._offsets[g + 1]].tolist()
+                                                 for g in ids[:200].tolist())))
+                table.release()
+            assert found["base"] == found["this"], f"{shape}{n}: the sides find different rows"
+            samples: dict[str, list[float]] = {name: [] for name in sides}
+            for r in range(args.rounds):
+                for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                    start = time.thread_time()
+                    table = sides[name](device, words, widths)
+                    samples[name].append(time.thread_time() - start)
+                    table.release()
+            base = statistics.median(samples["base"])
+            print(f"| {shape} {n:,} rows | load {os.getloadavg()[0]:.1f} | "
+                  + " | ".join(f"{name} {' '.join(f'{v:.3f}' for v in values)} median {statistics.median(values):.3f}"
+                               for name, values in samples.items())
+                  + f" | this / base {statistics.median(samples['this']) / base:.2f}x |", flush=True)
+
+
+if __name__ == "__main__":
+    main()
