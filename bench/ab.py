@@ -23,7 +23,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
     python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
-    python bench/ab.py join-trees tpch 5 --sf 1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
     python bench/ab.py eager-estimates tpcds 66 --sf 1 --runs 9 --compile-mode lowest
@@ -69,7 +68,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py build-sides tpch 18 --sf 1 --runs 7  (also build-sides-2x)
     python bench/ab.py typed-build-sides tpch 18 --sf 1 --runs 7
     python bench/ab.py correlated-keys tpcds 17 --sf 1 --runs 7
-    python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7  (also sql-join-order: FROM items as written)
+    python bench/ab.py typed-join-order tpcds 72 --sf 1 --runs 7
     python bench/ab.py aggregate-slices tpcds 66 --sf 1 --runs 7  (without: every aggregation one kernel)
 """
 import argparse
@@ -222,13 +221,6 @@ def _string_key_fusion():
             return "a string grouping key"
         return original(node)
     return module, "fusion_refusal", refusal
-
-
-def _join_trees():
-    """Joins in the greedy order on the equalities as written (``join_ordering.cheapest_tree`` off, and with it
-    the equivalence classes, which only its trees join on)."""
-    import gpu_engine.sql.join_ordering as module
-    return module, "cheapest_tree", lambda relations, pending, classes: None
 
 
 def _single_key_estimates():
@@ -847,23 +839,6 @@ def _typed_join_order():
     return _Setting(_set_typed_join_order), "value", "off"
 
 
-def _set_sql_join_order(on: bool) -> None:
-    import gpu_engine.sql.join_ordering as ordering
-    import gpu_engine.sql.planner as planner
-    if not hasattr(ordering, "_original_join_written"):
-        ordering._original_join_written = ordering.join_written
-    chosen = ordering.join_greedy if on else ordering._original_join_written
-    ordering.join_written = planner.join_written = chosen
-    _set_typed_join_order(True)
-
-
-def _sql_join_order():
-    """The SQL planner ordering FROM items by its estimates (on, ``sql.join_ordering.join_greedy``: the default
-    before stop 51) or joining them in the order written (off, ``join_written``: the default), the typed
-    ``order_joins`` on both sides."""
-    return _Setting(_set_sql_join_order), "value", "off"
-
-
 def _set_correlated_keys(on: bool) -> None:
     import math
     import gpu_engine.optimizer.join_order as order
@@ -877,23 +852,6 @@ def _correlated_keys():
     divides) and the typed join order costing output rows alone (``optimizer.statistics.KEY_LIKE_ROWS``
     infinite, ``optimizer.join_order.COUNT_INPUT_ROWS`` off: the engine's default); on, both."""
     return _Setting(_set_correlated_keys), "value", "off"
-
-
-def _set_typed_join_order_alone(on: bool) -> None:
-    import gpu_engine.optimizer.cardinality as cardinality
-    import gpu_engine.optimizer.join_order as order
-    _set_sql_join_order(not on)
-    _set_correlated_keys(on)
-    order.WRITTEN_ORDER_FREE = order.CANONICAL = on
-    cardinality.STRING_DICTIONARY_COUNTS = on
-
-
-def _typed_join_order_alone():
-    """The default before stop 51 (off) against the typed join order alone (on, the default since): the SQL
-    ordering off (FROM items as written), ``optimizer.join_order.WRITTEN_ORDER_FREE`` and ``CANONICAL`` on, the
-    typed estimates' string dictionary counts (``optimizer.cardinality.STRING_DICTIONARY_COUNTS``) and
-    correlated keys on (bench/results/2026-11-29-joinorder2.md, 2026-11-29-joinorder3-s51.md)."""
-    return _Setting(_set_typed_join_order_alone), "value", "off"
 
 
 def _one_branch_case():
@@ -1038,7 +996,6 @@ SWITCHES = {
     "partial-steps": _partial_steps,
     "distinct-partitioning": _distinct_partitioning,
     "wide-sum-fusion": _wide_sum_fusion,
-    "join-trees": _join_trees,
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,
     "eager-estimates": _eager_estimates,
@@ -1097,9 +1054,7 @@ SWITCHES = {
     "build-sides-2x": _build_sides_2x,
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,
-    "sql-join-order": _sql_join_order,
     "correlated-keys": _correlated_keys,
-    "typed-join-order-alone": _typed_join_order_alone,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,

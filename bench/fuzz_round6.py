@@ -10,9 +10,8 @@ null-safe correlation forms. Rounds 1-5 drew 2-3 table joins at most. Here each 
 each, one table empty in a fifth of the seeds): every integer column mostly 0 or 1 (2 and 3 rarely) with NULLs (any two join, keys
 repeat, joins of 7 relations keep rows),
 plain (not dictionary) strings with NULLs and empty strings, sometimes ``large_string``. With tables this small the
-cost-based rules would never fire, so each seed also draws the knobs: the SQL join ordering on or off (FROM items
-as written, the typed rule ordering them: ``bench/ab.py sql-join-order``), ``ORDER_GAIN`` 0.8 or infinite (always
-take the searched tree), eager aggregation's set-up cost measured or 0, partial steps as estimated or dropped for
+cost-based rules would never fire, so each seed also draws the knobs: ``ORDER_GAIN`` 0.8 or infinite (always
+take the searched tree; the typed rule orders FROM items, joined as written by the SQL planner), eager aggregation's set-up cost measured or 0, partial steps as estimated or dropped for
 every GROUP BY the estimates reach. The ``bigbuild`` family joins/groups a probe table with a build side of
 4,000-65,537 rows of strings (a session of 1,024-65,536 batch rows: the dictionary build cap's edges). A fifth
 of the ``joins`` and ``eager`` cases run the SQL's plan through ``plans.serialization`` JSON and back with
@@ -533,16 +532,12 @@ def set_knobs(r: random.Random) -> str:
     """Draw this seed's planner knobs (the cost-based rules never fire on tables this small otherwise)."""
     import gpu_engine.optimizer.join_order as join_order
     import gpu_engine.optimizer.partial_steps as partial_steps
-    from bench.ab import _set_sql_join_order
-
-    sql_order = r.random() < 0.5
-    _set_sql_join_order(sql_order)
     join_order.ORDER_GAIN = float("inf") if r.random() < 0.5 else 0.8
     setup = _set_eager_setup(r.random() < 0.6)
     drop = r.random() < 0.4
     partial_steps.MIN_ESTIMATED_ROWS = 0 if drop else 10_000
     partial_steps.GROUPS_PER_ROW = 0.0 if drop else 0.8
-    return (f"sqlorder={'on' if sql_order else 'off'} gain={join_order.ORDER_GAIN} "
+    return (f"gain={join_order.ORDER_GAIN} "
             f"eager_setup={setup} drop_partials={drop}")
 
 

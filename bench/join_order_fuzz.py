@@ -4,9 +4,8 @@ cross products against DuckDB.
     python -m bench.join_order_fuzz --seeds 0:300 [--always]
 
 Why: ``order_joins`` folds a one-row relation into the relation its conditions read (``_absorbed``), joins sides
-a condition alone links, and replaces written cross products (``_crosses``); the SQL ordering would hide all of
-it, so it is off here (``bench/ab.py sql-join-order`` off: FROM items joined as written, the typed rule ordering
-them). Each seed: 3-5 tables of 0-30 rows (int64 in 0..6, a tenth NULL), equalities linking most tables (some
+a condition alone links, and replaces written cross products (``_crosses``): the SQL planner joins FROM items
+as written (``sql.join_ordering.join_written``), the typed rule orders them. Each seed: 3-5 tables of 0-30 rows (int64 in 0..6, a tenth NULL), equalities linking most tables (some
 left out: cross products), up to two non-equi conditions between tables, up to two one-row subqueries in FROM
 compared with a column, maybe a column BETWEEN two scalar subqueries; FROM and WHERE shuffled. ``--always`` takes
 the searched tree wherever one exists (``ORDER_GAIN`` off). Prints failing seeds and how many regions absorbed a
@@ -62,10 +61,8 @@ def main(argv=None) -> int:
     parser.add_argument("--always", action="store_true", help="take the searched tree wherever one exists")
     args = parser.parse_args(argv)
     start, stop = (int(x) for x in args.seeds.split(":"))
-    from bench.ab import _set_sql_join_order
     import gpu_engine.optimizer.join_order as jo
     from duckdb_reference import duckdb_table, duckdb_with_tables, rows_mismatch, session_with_tables
-    _set_sql_join_order(False)
     if args.always:
         jo.ORDER_GAIN = float("inf")
     counts = {"absorbed": 0, "crossed": 0}

@@ -1,20 +1,18 @@
 """Count the optimized plans whose shape changes when their FROM lists and WHERE conjuncts are shuffled.
 
-Why: issue 31 asks that plans not depend on how a query is written, and
-deleting the SQL join ordering (:mod:`gpu_engine.sql.join_ordering`, issue 30
-item 0) hands the FROM items to the typed rule
-(:mod:`gpu_engine.optimizer.join_order`) as written. ``tests/sql/
-test_plan_invariance.py`` checks the SQL planner's plans of a few texts; this
-plans every TPC-H and TPC-DS text (SF 0.01) as written and shuffled (the
-test's ``shuffled``, seeds ``0..seeds-1``), runs the optimizer rules
+Why: issue 31 asks that plans not depend on how a query is written, and the
+SQL planner joins FROM items as written (:func:`gpu_engine.sql.join_ordering.
+join_written`) for the typed rule (:mod:`gpu_engine.optimizer.join_order`) to
+order. ``tests/sql/test_plan_invariance.py`` checks a few texts; this plans
+every TPC-H and TPC-DS text (SF 0.01) as written and shuffled (the test's
+``shuffled``, seeds ``0..seeds-1``), runs the optimizer rules
 (:func:`gpu_engine.optimizer.optimize_plan`, which every executed plan goes
 through) and names each text whose optimized shape (the test's ``shape``:
-node kinds, tables, join types, probe and build sides) changes, with the SQL
-ordering on or off (``bench/ab.py sql-join-order``) and the typed rule's
-switches :data:`~gpu_engine.optimizer.join_order.WRITTEN_ORDER_FREE` and
-:data:`~gpu_engine.optimizer.join_order.CANONICAL`::
+node kinds, tables, join types, probe and build sides) changes, with the typed
+rule's switches :data:`~gpu_engine.optimizer.join_order.WRITTEN_ORDER_FREE`
+and :data:`~gpu_engine.optimizer.join_order.CANONICAL` (both on by default)::
 
-    python -m bench.join_order_invariance --sql-order off --free --canonical
+    python -m bench.join_order_invariance
 """
 
 from __future__ import annotations
@@ -34,15 +32,12 @@ __all__ = ["main"]
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--sql-order", choices=("on", "off"), default="on",
-                   help="the SQL planner's join ordering (off: FROM items joined as written)")
-    p.add_argument("--free", action="store_true", help="join_order.WRITTEN_ORDER_FREE on")
-    p.add_argument("--canonical", action="store_true", help="join_order.CANONICAL on")
+    p.add_argument("--free", choices=("on", "off"), default="on", help="join_order.WRITTEN_ORDER_FREE")
+    p.add_argument("--canonical", choices=("on", "off"), default="on", help="join_order.CANONICAL")
     p.add_argument("--seeds", type=int, default=2)
     args = p.parse_args()
 
     import gpu_engine.optimizer.join_order as join_order
-    from bench.ab import _set_sql_join_order
     from bench.tpcds import query_text
     from gpu_engine import Session
     from gpu_engine.connectors.tpcds_data import ensure_tpcds, register_tpcds
@@ -51,8 +46,7 @@ def main() -> None:
     from gpu_engine.plans import tpch
     from test_plan_invariance import shape, shuffled
 
-    _set_sql_join_order(args.sql_order == "on")
-    join_order.WRITTEN_ORDER_FREE, join_order.CANONICAL = args.free, args.canonical
+    join_order.WRITTEN_ORDER_FREE, join_order.CANONICAL = args.free == "on", args.canonical == "on"
     tpch_session = Session(device="cpu")
     register_tpch(tpch_session, ensure_tpch(0.01))
     tpcds_session = Session(device="cpu")
@@ -71,7 +65,7 @@ def main() -> None:
                 differ.append(name)
         except Exception as error:  # a text the configuration cannot plan counts apart
             print(f"{name}: {type(error).__name__}: {error}")
-    print(f"sql-order {args.sql_order}, free {args.free}, canonical {args.canonical}, seeds {args.seeds}: "
+    print(f"free {args.free}, canonical {args.canonical}, seeds {args.seeds}: "
           f"{len(differ)} of {len(texts)} optimized plans change shape: {' '.join(differ)}")
 
 

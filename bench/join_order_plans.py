@@ -1,10 +1,9 @@
 """Which TPC-H / TPC-DS plans the typed join order (``optimizer.join_order.order_joins``) changes, planning only.
 
-Why: before an A/B of run times, count the plans the rule moves and what it estimates it saves, on both SQL
-sides of ``bench/ab.py``'s switches: the SQL planner ordering FROM items by its estimates (``sql``), and
-joining them in the order written (``written``, the ``sql-join-order`` switch off), the typed rule ordering
-them after the pushdown. Per query: whether ``order_joins`` changed the plan after ``optimizer.RULES``, and
-the summed estimated rows of every join (``cardinality.estimate``) before and after it::
+Why: before an A/B of run times, count the plans the rule moves and what it estimates it saves. The SQL planner
+joins FROM items as written (``sql.join_ordering.join_written``); per query: whether ``order_joins`` changed the
+plan after ``optimizer.RULES``, and the summed estimated rows of every join (``cardinality.estimate``) before and
+after it::
 
     python -m bench.join_order_plans --sf 1
 """
@@ -35,7 +34,7 @@ def main() -> None:
     p.add_argument("--sf", type=float, default=1)
     p.add_argument("--workloads", default="tpch,tpcds")
     a = p.parse_args()
-    from bench.ab import _set_sql_join_order, _workload
+    from bench.ab import _workload
     from gpu_engine import Session
     from gpu_engine.optimizer import RULES
     from gpu_engine.optimizer.join_order import order_joins
@@ -49,25 +48,20 @@ def main() -> None:
         statistics = session.statistics()
         for n in numbers:
             _, sql, _, _ = _workload(workload, n, a.sf)
-            line = []
-            for side in ("sql", "written"):
-                _set_sql_join_order(side == "sql")
-                try:
-                    plan = plan_sql(sql, session.catalog, statistics)
-                except Exception as error:  # noqa: BLE001 - reported per query
-                    line.append(f"{side} ERROR {type(error).__name__}: {str(error)[:80]}")
-                    continue
-                for rule in RULES:
-                    plan = rule(plan)
-                ordered = order_joins(plan, statistics)
-                before, after = summed_join_rows(plan, statistics), summed_join_rows(ordered, statistics)
-                changed = ordered is not plan
-                counts[side, changed] = counts.get((side, changed), 0) + 1
-                line.append(f"{side} {'CHANGED' if changed else 'same   '} {before:14,.0f} -> {after:14,.0f}")
-            _set_sql_join_order(True)
+            try:
+                plan = plan_sql(sql, session.catalog, statistics)
+            except Exception as error:  # noqa: BLE001 - reported per query
+                print(f"{workload} q{n:<3} ERROR {type(error).__name__}: {str(error)[:80]}", flush=True)
+                continue
+            for rule in RULES:
+                plan = rule(plan)
+            ordered = order_joins(plan, statistics)
+            before, after = summed_join_rows(plan, statistics), summed_join_rows(ordered, statistics)
+            changed = ordered is not plan
+            counts[changed] = counts.get(changed, 0) + 1
+            line = [f"{'CHANGED' if changed else 'same   '} {before:14,.0f} -> {after:14,.0f}"]
             print(f"{workload} q{n:<3} " + " | ".join(line), flush=True)
-    for side in ("sql", "written"):
-        print(f"{side}: {counts.get((side, True), 0)} plans changed, {counts.get((side, False), 0)} kept")
+    print(f"{counts.get(True, 0)} plans changed, {counts.get(False, 0)} kept")
 
 
 if __name__ == "__main__":

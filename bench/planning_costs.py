@@ -58,9 +58,8 @@ def _install_stage_timers(timer) -> None:
     timer.wrap(rewrite, "pushdown_projections", "rewrite: sqlglot pushdown_projections")
     timer.wrap(rewrite, "simplify_keeping_arithmetic", "rewrite: sqlglot simplify")
     timer.wrap(planner.QueryPlanner, "plan", "planner: rules")
-    for owner in (join_ordering, planner):  # the planner calls its own imported name (where it still imports it)
-        if hasattr(owner, "join_greedy"):
-            timer.wrap(owner, "join_greedy", "planner: join ordering")
+    for owner in (join_ordering, planner):  # the planner calls its own imported name
+        timer.wrap(owner, "join_written", "planner: joins as written")
     for name in ("parse_expression", "parse_projection", "parse_aggregate", "parse_sort_key", "parse_column_name"):
         timer.wrap(plan_builder, name, "PlanBuilder: snippets")
     timer.wrap(plan_builder.PlanBuilder, "_add", "PlanBuilder: nodes")

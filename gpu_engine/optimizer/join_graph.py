@@ -1,7 +1,6 @@
 """The inner joins of a typed plan as a graph, and a plan that joins the graph's relations in a given order.
 
-Why: join ordering is still a rule over the sqlglot tree
-(:mod:`gpu_engine.sql.join_ordering`), where it runs before the optimizer's
+Why: a join order over the sqlglot tree runs before the optimizer's
 predicate pushdown and sees neither the filters pushed into derived queries
 afterwards nor any plan built by hand, read from JSON or planned by Spark.
 Ordering joins as a pass over the typed plan (issue 30 item 0, DataFusion's

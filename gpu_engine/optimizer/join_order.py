@@ -1,10 +1,11 @@
 """Order each region of inner joins by the typed estimates: the join order as a pass over the typed plan.
 
-Why here: the SQL planner orders joins over the sqlglot tree
-(:mod:`gpu_engine.sql.join_ordering`) before the optimizer's pushdown places
-the filters it did not see, and a plan built with
+Why here: over the sqlglot tree a join order runs before the optimizer's
+pushdown places the filters it did not see, and a plan built with
 :class:`~gpu_engine.plans.plan_builder.PlanBuilder`, read from JSON or planned
-by Spark is joined in whatever order it was written. This rule (issue 30
+by Spark is joined in whatever order it was written. It is the one join order
+since stop 51: the SQL planner joins FROM items as written
+(:func:`gpu_engine.sql.join_ordering.join_written`). This rule (issue 30
 item 0; DuckDB's join order optimizer) takes each maximal region of inner
 joins apart (:func:`~gpu_engine.optimizer.join_graph.join_graph`: relations,
 key edges, other conditions), searches its join trees for the least summed
@@ -411,8 +412,8 @@ def _closed(graph: JoinGraph) -> tuple[JoinGraph, dict[str, int]]:
     each key column's class.
 
     Why: ``c.nation = s.nation AND s.nation = n.nation`` (TPC-H q5) links customer to nation too; without the
-    derived edge, no order joins the customers to the one region's nations before the suppliers (the SQL
-    rule's :mod:`gpu_engine.sql.join_equivalences`). :func:`joined_tree` leaves out an edge the keys applied
+    derived edge, no order joins the customers to the one region's nations before the suppliers.
+    :func:`joined_tree` leaves out an edge the keys applied
     before imply, so each join keys on one column per class.
     """
     parent: dict[str, str] = {}

@@ -1,51 +1,38 @@
-"""Order a SELECT's joins by estimated rows, each join building its smaller input.
+"""Join a SELECT's FROM items: as written, each step the first item an equality links to those joined.
 
-Why a module of its own: the join order decides how many rows every join
-builds and probes, by orders of magnitude (TPC-H Q5, TPC-DS q72). Greedy
-operator ordering: repeatedly join the two connected relations whose
-estimated result is smallest (estimates: :mod:`gpu_engine.sql.statistics`),
-building the smaller side; relations nothing connects are cross joined,
-smallest first. Up to :data:`EXHAUSTIVE_LIMIT` connected relations, the join
-tree of least summed estimated rows (:func:`cheapest_tree`, which may also
-join on equalities derived from classes of equal columns:
-:mod:`gpu_engine.sql.join_equivalences`) replaces the greedy order where it
-saves at least a fifth of the greedy order's estimated rows. Queries with outer joins keep the written order, except for
-their leading run of inner joins, which commute, and (without RIGHT or FULL
-joins) the later inner joins that read no LEFT-joined item, which commute
-with the LEFT joins; WHERE conditions on a NULL-extended side are applied
-after the joins, never pushed below them (a LEFT JOIN whose NULL-extended
-rows a condition rejects is an inner join: :mod:`gpu_engine.sql.outer_joins`).
+Why no estimates here: the join order is one rule,
+:func:`gpu_engine.optimizer.join_order.order_joins`, which orders each region
+of inner joins of the typed plan after the pushdown has placed every filter,
+by the typed estimates (dictionary counts of strings, correlated keys, rows
+each relation brings into its join), its ties broken by what each relation is
+and joins, not by where the text lists it. Until stop 51 this module ordered
+FROM items too (greedy operator ordering and the cheapest tree over the SQL
+side's estimates, with classes of equal columns); the typed rule then kept or
+replaced that order, and the two disagreed where their estimates did (TPC-DS
+q17's date filters). The typed order alone was measured against that
+(bench/results/2026-11-29-joinorder2.md, 2026-11-29-joinorder3-s51.md).
 
-After pushdown, :func:`gpu_engine.optimizer.join_order.order_joins` orders each
-inner-join region of the typed plan again, with the same cost, where its
-estimates (the pushed filters counted) save a fifth. This rule stays first:
-without it (FROM items joined as written, ``bench/ab.py sql-join-order`` off)
-the typed rule alone runs TPC-DS q17 67% and q25 ~40% slower (both estimate
-``catalog_sales x store_returns`` on customer and item at every return, 39,272
-rows in q17 for 8 real, and choose another tree; q54 and q67 no longer lose:
-bench/results/2026-11-28-joinorder-typed-join-order.md,
-2026-11-28-joinorder2-keyless-regions-and-cross-products.md). This rule's q17
-plan is a tie, not a better estimate: every pair it costs first, that join
-among them, is estimated at 287,514 rows and :func:`name_order` picks it
-(bench/results/2026-11-28-joinorder3-correlated-keys.md: what the typed rule
-still needs, its correlated-key estimate and input-row cost off by default).
+Queries with outer joins keep the written order, except for their leading run
+of inner joins, which commute, and (without RIGHT or FULL joins) the later
+inner joins that read no LEFT-joined item, which commute with the LEFT joins:
+those form one inner-join region for the typed rule. WHERE conditions on a
+NULL-extended side are applied after the joins, never pushed below them (a
+LEFT JOIN whose NULL-extended rows a condition rejects is an inner join:
+:mod:`gpu_engine.sql.outer_joins`). Each join builds its smaller input by the
+SQL side's estimates (:func:`join_pair`); the typed build-side pass
+(:mod:`gpu_engine.optimizer.build_sides`) decides again after the join order.
 """
 
 from __future__ import annotations
 
-import itertools
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
 from gpu_engine.errors import PlanError
-from gpu_engine.optimizer.statistics import ColumnStatistics, key_set_divisor
+from gpu_engine.optimizer.statistics import key_set_divisor
 from gpu_engine.plans.plan_builder import join_key_layout
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.join_equivalences import (
-    EquivalenceClass, class_conditions, class_members_kept, distinct_count, equivalence_classes,
-)
 from gpu_engine.sql.planning_context import Relation
 from gpu_engine.sql.predicates import conjuncts_of, factor_or, filtered, free_columns, has_subquery
 from gpu_engine.sql.renaming import conjunction
@@ -53,16 +40,8 @@ from gpu_engine.sql.renaming import conjunction
 if TYPE_CHECKING:
     from gpu_engine.sql.planning_context import PlanningContext
 
-__all__ = ["COSTED_TREE_GAIN", "EXHAUSTIVE_LIMIT", "JoinTree", "cheapest_tree", "edge_keys", "covered", "join_estimate", "join_greedy", "join_written", "key_set_divisor",
-           "join_pair", "join_in_order", "join_inner_run", "name_order"]
-
-#: The most relations whose join trees :func:`cheapest_tree` costs all (3^n splits); more are joined greedily.
-EXHAUSTIVE_LIMIT = 10
-
-#: The share of the greedy order's estimated work that the cheapest tree must stay under to replace it: the
-#: estimates are rough (independent columns, containment of keys), and a tree that saves less than a fifth of
-#: them changed plans (TPC-DS q7, q26, q27, q66: 0.90-0.94) for no gain to be seen.
-COSTED_TREE_GAIN = 0.8
+__all__ = ["covered", "edge_keys", "join_estimate", "join_in_order", "join_inner_run", "join_pair", "join_written",
+           "key_set_divisor", "name_order"]
 
 #: Join types whose sides may trade places so that the smaller one is built, and what they become: an outer
 #: join keeps the rows of the same table whichever side it is on (TPC-H Q13's LEFT JOIN of 150K customers to
@@ -126,221 +105,6 @@ def join_written(planner: PlanningContext, relations: list[Relation], pending: l
     return current
 
 
-def join_greedy(planner: PlanningContext, relations: list[Relation], pending: list[exp.Expression],
-                needed: set[tuple[str, str]]) -> Relation:
-    """Join all relations, each join building its smaller input, in the cheapest tree's order or greedily.
-
-    The cheapest tree (:func:`cheapest_tree`) joins on classes of equal columns where equalities chain three
-    or more relations (:mod:`gpu_engine.sql.join_equivalences`). Without one (more than
-    :data:`EXHAUSTIVE_LIMIT` relations, relations nothing connects, or a saving under
-    :data:`COSTED_TREE_GAIN`), the smallest estimated result of two connected relations is joined first, on
-    the equalities as written, else the two smallest are cross joined.
-    """
-    written = list(pending)
-    classes = equivalence_classes(relations, pending)
-    tree = cheapest_tree(relations, pending, classes)
-    if tree is not None:
-        return _join_tree(planner, tree, relations, pending, needed, classes)
-    pending[:] = written  # the greedy order joins on the equalities as written
-    components = list(relations)
-    while len(components) > 1:
-        best = None
-        # each conjunct's tables once a step, not once per candidate pair (join_pair changes ``pending``)
-        tables = [(c, {column.table for column in free_columns(c)}) for c in pending]
-        for i, j in itertools.combinations(range(len(components)), 2):
-            a, b = components[i], components[j]
-            union = a.aliases | b.aliases
-            pairs = [p for c, read in tables if read <= union
-                     and (p := edge_keys(a, b, c)) is not None]
-            if not pairs:
-                continue
-            candidate = (join_estimate(a, b, pairs), sorted((name_order(a), name_order(b))), i, j)
-            if best is None or candidate[:2] < best[:2]:
-                best = candidate
-        if best is None:  # nothing connected: cross join the two smallest
-            order = sorted(range(len(components)), key=lambda k: (components[k].rows, name_order(components[k])))
-            i, j = sorted(order[:2])
-            estimate = components[i].rows * components[j].rows
-        else:
-            estimate, _, i, j = best
-        a, b = components[i], components[j]
-        joined = join_pair(planner, a, b, pending, needed, estimate)
-        components = [c for k, c in enumerate(components) if k not in (i, j)] + [joined]
-    return components[0]
-
-
-def _join_on_classes(planner: PlanningContext, a: Relation, b: Relation, pending: list[exp.Expression],
-                     needed: set[tuple[str, str]], classes: list[EquivalenceClass], estimate: float) -> Relation:
-    """Join two relations on their pending conjuncts and one equality per class they share (:func:`join_pair`)."""
-    kept = class_members_kept(classes, a, b)
-    pending.extend(class_conditions(classes, a, b))
-    return join_pair(planner, a, b, pending, needed | kept if kept else needed, estimate)
-
-
-@dataclass(frozen=True)
-class JoinTree:
-    """A join of two subtrees (or of :func:`join_greedy`'s relations, by position); ``estimate``: its rows
-    before its non-key conditions (what :func:`join_pair` is handed)."""
-
-    left: JoinTree | int
-    right: JoinTree | int
-    estimate: float
-
-
-@dataclass(frozen=True)
-class _Estimate:
-    """The estimated size of joined relations: what :func:`join_estimate` reads."""
-
-    aliases: frozenset[str]
-    columns: dict[tuple[str, str], str]
-    rows: float
-    stats: dict[str, ColumnStatistics]
-
-
-def cheapest_tree(relations: list[Relation], pending: list[exp.Expression],
-                  classes: list[EquivalenceClass]) -> JoinTree | None:
-    """Return the join tree of least summed estimated intermediate rows, or None (too many, or unconnected).
-
-    Why: the greedy order commits to the smallest first join and can spend a small relation where it cuts
-    little (TPC-H Q5 joined ASIA's nations to the suppliers, 2K rows, and left the 150K customers to meet a
-    year's orders uncut); DuckDB costs join trees the same way (the sum of their joins' cardinalities),
-    enumerating splits of connected sets (dynamic programming over subsets, 3^n splits for n relations).
-    Relations are numbered by their alias names, so the tree does not depend on the written order.
-    """
-    n = len(relations)
-    if not 3 <= n <= EXHAUSTIVE_LIMIT:
-        return None
-    order = sorted(range(n), key=lambda i: name_order(relations[i]))
-    bits = {alias: 1 << k for k, i in enumerate(order) for alias in relations[i].aliases}
-    edges, adjacent = _edges([relations[i] for i in order], bits, pending)
-    members = []
-    for cls in classes:
-        held = [(bits[alias], (alias, name)) for alias, name in cls.members]
-        members.append(held)
-        for bit, _ in held:
-            adjacent[bit.bit_length() - 1] |= sum(other for other, _ in held if other != bit)
-    best: dict[int, tuple[float, _Estimate, JoinTree | int]] = {}
-    neighbours = [0] * (1 << n)
-    for k, i in enumerate(order):
-        r = relations[i]
-        best[1 << k] = (0.0, _Estimate(r.aliases, r.columns, r.rows, r.stats), i)
-        neighbours[1 << k] = adjacent[k]
-    for mask in range(3, 1 << n):
-        low = mask & -mask
-        if mask == low:
-            continue
-        neighbours[mask] = neighbours[mask ^ low] | neighbours[low]
-        choice = None
-        part = (mask - 1) & mask
-        while part:
-            if part & low and part in best and (mask ^ part) in best and neighbours[part] & (mask ^ part):
-                left, right = best[part], best[mask ^ part]
-                before, after = _joined_rows(left[1], right[1], part, mask, edges, members)
-                cost = left[0] + right[0] + after
-                if choice is None or cost < choice[0]:
-                    choice = (cost, before, after, left, right)
-            part = (part - 1) & mask
-        if choice is not None:
-            cost, before, after, left, right = choice
-            stats = {k: v.capped(after) for k, v in {**left[1].stats, **right[1].stats}.items()}
-            joined = _Estimate(left[1].aliases | right[1].aliases, {**left[1].columns, **right[1].columns},
-                               after, stats)
-            best[mask] = (cost, joined, JoinTree(left[2], right[2], before))
-    whole = best.get((1 << n) - 1)
-    if whole is None:
-        return None
-    written, _ = _edges([relations[i] for i in order], bits, pending + [c for cls in classes for c in cls.conjuncts])
-    greedy = _greedy_cost(best, n, written, [])
-    if whole[0] >= greedy * COSTED_TREE_GAIN:
-        return None
-    return whole[2]
-
-
-def _edges(relations: list[Relation], bits: dict[str, int], conjuncts: list[exp.Expression]):
-    """Return each conjunct's relations (a bit each) and its equality key where it is one, and each relation's
-    neighbours by such keys."""
-    edges, adjacent = [], [0] * len(relations)
-    for conjunct in conjuncts:
-        tables = {column.table for column in free_columns(conjunct)}
-        if not tables or not tables <= bits.keys():
-            continue
-        mask = sum(set(bits[t] for t in tables))
-        key = None
-        if mask.bit_count() == 2:
-            low, high = mask & -mask, mask & (mask - 1)
-            pair = edge_keys(relations[low.bit_length() - 1], relations[high.bit_length() - 1], conjunct)
-            if pair is not None:
-                key = (low, pair)
-                adjacent[low.bit_length() - 1] |= high
-                adjacent[high.bit_length() - 1] |= low
-        edges.append((mask, key))
-    return edges, adjacent
-
-
-def _greedy_cost(best, n: int, edges, members) -> float:
-    """Return the summed estimated rows of the greedy order (:func:`join_greedy`'s loop) over the same estimates."""
-    components = [(1 << k, best[1 << k][1]) for k in range(n)]
-    cost = 0.0
-    while len(components) > 1:
-        choice = None
-        for (m1, e1), (m2, e2) in itertools.combinations(components, 2):
-            if not _connected(m1, m2, edges, members):
-                continue
-            before, after = _joined_rows(e1, e2, m1, m1 | m2, edges, members)
-            candidate = (before, sorted((tuple(sorted(e1.aliases)), tuple(sorted(e2.aliases)))), m1, m2, e1, e2, after)
-            if choice is None or candidate[:2] < choice[:2]:
-                choice = candidate
-        if choice is None:
-            return float("inf")
-        _, _, m1, m2, e1, e2, after = choice
-        stats = {k: v.capped(after) for k, v in {**e1.stats, **e2.stats}.items()}
-        joined = _Estimate(e1.aliases | e2.aliases, {**e1.columns, **e2.columns}, after, stats)
-        components = [c for c in components if c[0] not in (m1, m2)] + [(m1 | m2, joined)]
-        cost += after
-    return cost
-
-
-def _connected(m1: int, m2: int, edges, members) -> bool:
-    """Return whether an equality key or a class links relations ``m1`` to relations ``m2``."""
-    if any(key is not None and mask & m1 and mask & m2 and not mask & ~(m1 | m2) for mask, key in edges):
-        return True
-    return any(any(bit & m1 for bit, _ in held) and any(bit & m2 for bit, _ in held) for held in members)
-
-
-def _joined_rows(left: _Estimate, right: _Estimate, part: int, mask: int, edges, members) -> tuple[float, float]:
-    """Return the estimated rows of joining ``left`` (relations ``part``) and ``right`` (the rest of ``mask``):
-    before and after the conditions that are no equality key (each keeps half, as :func:`join_pair` says)."""
-    pairs, filters = [], 0
-    for condition_mask, key in edges:
-        if condition_mask & ~mask or not condition_mask & part or not condition_mask & ~part:
-            continue
-        if key is None:
-            filters += 1
-        else:
-            low, (x, y) = key
-            pairs.append((x, y) if low & part else (y, x))
-    for held in members:
-        in_left = [m for bit, m in held if bit & part]
-        in_right = [m for bit, m in held if bit & mask & ~part]
-        if in_left and in_right:
-            x = min(in_left, key=lambda m: (distinct_count(left, m), m))
-            y = min(in_right, key=lambda m: (distinct_count(right, m), m))
-            pairs.append((left.columns[x], right.columns[y]))
-    before = join_estimate(left, right, pairs) if pairs else left.rows * right.rows
-    return before, max(1.0, before * 0.5 ** filters) if filters else before
-
-
-def _join_tree(planner: PlanningContext, tree: JoinTree | int, relations: list[Relation],
-               pending: list[exp.Expression], needed: set[tuple[str, str]],
-               classes: list[EquivalenceClass]) -> Relation:
-    """Build the joins of ``tree`` bottom up (left subtree first)."""
-    if isinstance(tree, int):
-        return relations[tree]
-    left = _join_tree(planner, tree.left, relations, pending, needed, classes)
-    right = _join_tree(planner, tree.right, relations, pending, needed, classes)
-    return _join_on_classes(planner, left, right, pending, needed, classes, tree.estimate)
-
-
 def name_order(relation: Relation) -> tuple[str, ...]:
     """Return a key that orders relations by their alias names, not by where the query lists them.
 
@@ -399,13 +163,13 @@ def join_in_order(planner: PlanningContext, items, relations: dict[str, Relation
                   needed: set[tuple[str, str]]) -> Relation:
     """Join FROM items in the written order (queries with outer joins); ON conditions stay with their join.
 
-    The leading run of inner joins is the exception: those joins commute, so they are ordered by
-    :func:`join_greedy` on their ON conditions (and the WHERE conjuncts over them alone, unless a later
-    RIGHT or FULL join NULL-extends their rows); without RIGHT or FULL joins, so are the later inner joins
-    whose ON condition reads no LEFT-joined item (:func:`_inner_run`). Written in order,
-    ``a JOIN b ON … JOIN c ON … LEFT JOIN d`` would join ``a`` and ``b`` first whatever their sizes (TPC-DS
-    q72 joined inventory to catalog_sales on the item alone, ~10^9 pairs at SF1, before the selective
-    dimensions).
+    The leading run of inner joins is the exception: those joins commute, so they are joined first
+    (:func:`join_inner_run`) on their ON conditions (and the WHERE conjuncts over them alone, unless a later
+    RIGHT or FULL join NULL-extends their rows), as one region the typed join order orders; without RIGHT or
+    FULL joins, so are the later inner joins whose ON condition reads no LEFT-joined item (:func:`_inner_run`).
+    Written in order, ``a JOIN b ON … JOIN c ON … LEFT JOIN d`` would join ``a`` and ``b`` first whatever
+    their sizes (TPC-DS q72 joined inventory to catalog_sales on the item alone, ~10^9 pairs at SF1, before the
+    selective dimensions).
     """
     # A later RIGHT or FULL join NULL-extends every row joined so far: a WHERE conjunct over them waits for it.
     extended_later = [any((j.side or "").upper() in ("RIGHT", "FULL") for _, j in items[n + 1:])
@@ -471,7 +235,7 @@ def _inner_run(items, right_or_full: bool) -> list[int]:
 
 def join_inner_run(planner: PlanningContext, items, relations: dict[str, Relation], pending: list[exp.Expression],
                    needed: set[tuple[str, str]], use_where: bool) -> Relation:
-    """Join a run of FROM items linked by inner joins in the order :func:`join_greedy` picks.
+    """Join a run of FROM items linked by inner joins (:func:`join_written`; the typed join order orders them).
 
     Their ON conditions are conjuncts of the run (an inner join's ON is its WHERE); a condition over one
     item filters that item first. ``use_where``: WHERE conjuncts over the run's items alone join it too

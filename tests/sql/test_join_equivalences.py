@@ -1,8 +1,8 @@
 """Equalities chaining three relations' columns join any two of them, once each (TPC-H Q5's shape).
 
 ``c_nation = s_nation AND s_nation = n_key`` makes ``c_nation = n_key`` true as
-well: the planner keeps the three columns in one class
-(:mod:`gpu_engine.sql.join_equivalences`) so the one-nation filter can cut the
+well: the typed join order keeps the three columns in one class
+(:func:`gpu_engine.optimizer.join_order._closed`) so the one-nation filter can cut the
 customers before they meet the orders, and each join uses one equality of the
 class (a second would filter again what the first kept). Results are checked
 against DuckDB, with classes over columns of different types (never merged),
