@@ -652,6 +652,12 @@ def group_max(device: Device, group_ids: Any, values: Any, validity: Any | None,
 # finite (or inf); m' is only a pivot, so a scaled sum gives the same m' bit for
 # bit wherever the plain one was finite.
 _PIVOT_SCALE = 2.0 ** -64
+#: The sums of deviations from a pivot at least this large are kept scaled by :data:`_PIVOT_SCALE` too: five
+#: values 1.7e308 beside two zeros deviate +0.49e308 each from their mean, and their sum (0 once the zeros'
+#: deviations join it) overflowed to inf on the way: an infinite mean offset, NaN moments once batches merged
+#: (a co-moment inf * 0). A nonzero deviation from such a pivot is at least its ulp (2**460), so the scaling is
+#: exact; below it the sums are the plain ones, bit for bit.
+_HUGE_PIVOT = 2.0 ** 512
 
 
 @njit(nogil=True, cache=True)
@@ -676,16 +682,18 @@ def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, kx, r
             n = 1.0 if raw else np.float64(counts[i])
             if n == 0.0:
                 continue
-            dx = kx[i] - batch_sx[g] / batch_n[g] / _PIVOT_SCALE
+            pivot_x = batch_sx[g] / batch_n[g] / _PIVOT_SCALE
+            dx = kx[i] - pivot_x
             if not raw:
                 dx += rx[i]
-            batch_dx[g] += n * dx
+            batch_dx[g] += n * dx * (_PIVOT_SCALE if abs(pivot_x) >= _HUGE_PIVOT else 1.0)
             batch_m2x[g] += n * dx * dx + (0.0 if raw else m2x[i])
             if paired:
-                dy = ky[i] - batch_sy[g] / batch_n[g] / _PIVOT_SCALE
+                pivot_y = batch_sy[g] / batch_n[g] / _PIVOT_SCALE
+                dy = ky[i] - pivot_y
                 if not raw:
                     dy += ry[i]
-                batch_dy[g] += n * dy
+                batch_dy[g] += n * dy * (_PIVOT_SCALE if abs(pivot_y) >= _HUGE_PIVOT else 1.0)
                 batch_m2y[g] += n * dy * dy + (0.0 if raw else m2y[i])
                 batch_c[g] += n * dx * dy + (0.0 if raw else cxy[i])
 
@@ -735,25 +743,31 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, s
     """
     first_x = sx / nb / _PIVOT_SCALE
     first_y = sy / nb / _PIVOT_SCALE
+    # the deviation sums as the deviations pass kept them (scaled beside a huge pivot: _HUGE_PIVOT); each batch's
+    # mean offset from m' is then finite, and a correction past the largest double only where its sum is inf
+    scale_x = _PIVOT_SCALE if abs(first_x) >= _HUGE_PIVOT else 1.0
+    scale_y = _PIVOT_SCALE if abs(first_y) >= _HUGE_PIVOT else 1.0
+    offset_x = bdx / nb / scale_x
+    offset_y = bdy / nb / scale_y
     # the correction never exceeds the sum it corrects, so an overflowed (infinite) sum stays as it is: with values
     # near 1e308 a deviation of one rounding step squares to inf, and inf - inf gave NaN where DuckDB says inf
     if abs(bm2x) != np.inf:
-        bm2x -= bdx / nb * bdx
+        bm2x -= offset_x * bdx / scale_x
     if paired:
         if abs(bm2y) != np.inf:
-            bm2y -= bdy / nb * bdy
+            bm2y -= offset_y * bdy / scale_y
         if abs(bc) != np.inf:
-            bc -= bdx / nb * bdy
+            bc -= offset_x * bdy / scale_y
     if count == 0:
-        return first_x, bdx / nb, first_y, bdy / nb, bm2x, bm2y, bc
+        return first_x, offset_x, first_y, offset_y, bm2x, bm2y, bc
     na = np.float64(count)
     n = na + nb
     weight = na * nb / n
-    dx = (first_x - shift_x) + bdx / nb - mean_x
+    dx = (first_x - shift_x) + offset_x - mean_x
     mean_x += dx * nb / n
     m2_x += bm2x + dx * dx * weight
     if paired:
-        dy = (first_y - shift_y) + bdy / nb - mean_y
+        dy = (first_y - shift_y) + offset_y - mean_y
         mean_y += dy * nb / n
         m2_y += bm2y + dy * dy * weight
         c += bc + dx * dy * weight
@@ -801,16 +815,18 @@ def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, kx, 
             g = group_ids[i]
             n = 1.0 if raw else np.float64(counts[i])
             if n != 0.0:
-                dx = kx[i] - batch_sx[g] / batch_n[g] / _PIVOT_SCALE
+                pivot_x = batch_sx[g] / batch_n[g] / _PIVOT_SCALE
+                dx = kx[i] - pivot_x
                 if not raw:
                     dx += rx[i]
-                cuda.atomic.add(batch_dx, g, n * dx)
+                cuda.atomic.add(batch_dx, g, n * dx * (_PIVOT_SCALE if abs(pivot_x) >= _HUGE_PIVOT else 1.0))
                 cuda.atomic.add(batch_m2x, g, n * dx * dx + (0.0 if raw else m2x[i]))
                 if paired:
-                    dy = ky[i] - batch_sy[g] / batch_n[g] / _PIVOT_SCALE
+                    pivot_y = batch_sy[g] / batch_n[g] / _PIVOT_SCALE
+                    dy = ky[i] - pivot_y
                     if not raw:
                         dy += ry[i]
-                    cuda.atomic.add(batch_dy, g, n * dy)
+                    cuda.atomic.add(batch_dy, g, n * dy * (_PIVOT_SCALE if abs(pivot_y) >= _HUGE_PIVOT else 1.0))
                     cuda.atomic.add(batch_m2y, g, n * dy * dy + (0.0 if raw else m2y[i]))
                     cuda.atomic.add(batch_c, g, n * dx * dy + (0.0 if raw else cxy[i]))
 
