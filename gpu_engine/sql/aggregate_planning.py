@@ -130,7 +130,7 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
     if uses_grouping_sets(group, trees, select):
         relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
     elif group or aggregates:
-        relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select)
+        relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select, ctes)
     for text, original in tuple_counts.items():
         replacements[original] = replacements[text]
     if having is not None:
@@ -181,8 +181,13 @@ def with_subquery_arguments(planner: QueryPlanner, relation: Relation, aggregate
 
 
 def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.Expression],
-                     aggregates: list[exp.Expression], select: exp.Select):
-    """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results."""
+                     aggregates: list[exp.Expression], select: exp.Select, ctes=None):
+    """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results.
+
+    A key holding a scalar subquery (uncorrelated, or correlated by column equalities) is computed per input row by
+    the Project ahead of the aggregation, typed (:func:`typed_scalar_subqueries`); the later clauses read it by its
+    text, as any key.
+    """
     replacements: dict[str, str] = {}
     key_names: list[str] = []
     key_columns: dict[tuple[str, str], str] = {}
@@ -199,6 +204,11 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
                 line, col = position_of(key)
                 raise SqlError(f"column {key.sql()} is not available", line=line, col=col)
             key_columns[(key.table, key.name)] = name
+        elif key.find(exp.Subquery) is not None:
+            name = planner._fresh(f"$key{len(key_names)}")
+            typed = typed_scalar_subqueries(planner, key, relation, relation.columns, {}, ctes or {},
+                                            defined_aliases(select))
+            pre.append(aliased(typed, name) if isinstance(typed, exp.Expression) else (name, typed))
         else:
             name = planner._fresh(f"$key{len(key_names)}")
             pre.append(aliased(planner._renamed(key, relation.columns), name))
@@ -296,13 +306,13 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     from gpu_engine.sql.renaming import conjunction
 
     written, tree = tree, tree.copy()
-    for call in aggregates_of(tree):  # an aggregate computed with a subquery in its argument: its column
-        name = replacements.get(call.sql()) if call.find(exp.Subquery) is not None else None
-        if name is not None:
-            columns = {**columns, ("$aggregated", name): name}
-            if call is tree:
-                return planner._renamed(exp.column(name, table="$aggregated"), columns, replacements)
-            call.replace(exp.column(name, table="$aggregated"))
+    # an aggregate computed with a subquery in its argument, a GROUP BY key holding one: its column
+    for computed in _computed_with_subqueries(tree, replacements):
+        name = replacements[computed.sql()]
+        columns = {**columns, ("$aggregated", name): name}
+        if computed is tree:
+            return planner._renamed(exp.column(name, table="$aggregated"), columns, replacements)
+        computed.replace(exp.column(name, table="$aggregated"))
     if not has_subquery(tree):
         return planner._renamed(tree, columns, replacements)
     marks, fields = {}, []
@@ -376,6 +386,22 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
                                                            correlations.get(node.name))
                                             if node.name in scalars else marks.get(node.name))
                        if isinstance(node, ColumnRef) else None)
+
+
+def _computed_with_subqueries(tree: exp.Expression, replacements) -> list[exp.Expression]:
+    """Return the outermost parts of ``tree`` holding a subquery that the aggregation computed already (their SQL
+    text a key of ``replacements``: an aggregate with a subquery in its argument, a GROUP BY key holding one)."""
+    found, stack = [], [tree] if replacements else []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Select, exp.SetOperation)):
+            continue
+        if node.sql() in replacements and node.find(exp.Subquery) is not None:
+            found.append(node)
+            continue
+        if not isinstance(node, exp.Subquery):
+            stack.extend(node.iter_expressions())
+    return found
 
 
 def _value_marks(tree: exp.Expression) -> list[exp.Expression]:

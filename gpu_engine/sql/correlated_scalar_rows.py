@@ -75,9 +75,10 @@ def binds(select: exp.Expression, outer_aliases: set[str]) -> bool:
     return correlated_by_equalities(select, outer_aliases)
 
 
-def lone_correlated_scalar(conjunct: exp.Expression, outer_aliases: set[str]) -> exp.Subquery | None:
-    """Return the one subquery of a WHERE conjunct where it is a scalar subquery that :func:`binds` and the
-    conjunct holds no other subquery (anywhere: under OR, NOT, in a CASE or arithmetic), else None.
+def lone_correlated_scalar(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Subquery] | None:
+    """Return the subquery of a WHERE conjunct — each place it is written (``coalesce(x, 0)`` is desugared to a
+    CASE naming ``x`` twice) — where it is a scalar subquery that :func:`binds` and the conjunct holds no other
+    subquery (anywhere: under OR, NOT, in a CASE or arithmetic), else None.
 
     Why: ``a = 1 OR a < (SELECT b FROM u WHERE u.d = t.d)`` is a typed ScalarSubquery in the WHERE Filter, which the
     decorrelation rule joins (left where the conjunct may hold for an outer row meeting no row) — it was a
@@ -85,10 +86,13 @@ def lone_correlated_scalar(conjunct: exp.Expression, outer_aliases: set[str]) ->
     """
     found = [node for node in own_scope_nodes(conjunct, (exp.Subquery, exp.Exists, exp.In, exp.Any, exp.All))
              if not isinstance(node, exp.In) or node.args.get("query") is not None]
-    if len(found) != 1 or not isinstance(found[0], exp.Subquery) or found[0].find_ancestor(exp.Any, exp.All):
+    if not found or not all(isinstance(node, exp.Subquery) and node.find_ancestor(exp.Any, exp.All) is None
+                            for node in found):
+        return None
+    if len(found) > 1 and len({node.sql() for node in found}) > 1:
         return None
     select = found[0].this
-    return found[0] if isinstance(select, exp.Select) and binds(select, outer_aliases) else None
+    return found if isinstance(select, exp.Select) and binds(select, outer_aliases) else None
 
 
 def windows_per_key(query: exp.Select, outer_aliases: set[str], node: exp.Expression) -> exp.Select:

@@ -160,8 +160,10 @@ def _null_through_strict(tree: exp.Expression) -> bool:
                if isinstance(operand, exp.Expression))
 
 
-def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression) -> exp.Expression:
-    """Return a copy of ``tree`` with ``subquery`` (a node of it) replaced by ``by``.
+def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression,
+                            copies: list[exp.Subquery] | None = None) -> exp.Expression:
+    """Return a copy of ``tree`` with ``subquery`` (a node of it; each of ``copies``, the same subquery written
+    again, too) replaced by ``by``.
 
     The subquery is swapped out while ``tree`` is copied and put back after, so neither it (the deep part of
     nested subqueries) is copied nor every nested subquery rendered to find it: comparing SQL texts made
@@ -169,12 +171,15 @@ def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: ex
     """
     if subquery is tree:
         return by.copy()
-    stand_in = by.copy()
-    subquery.replace(stand_in)
+    nodes = [subquery] + [copy for copy in copies or () if copy is not subquery]
+    stand_ins = [by.copy() for _ in nodes]
+    for node, stand_in in zip(nodes, stand_ins):
+        node.replace(stand_in)
     try:
         return tree.copy()
     finally:
-        stand_in.replace(subquery)
+        for node, stand_in in zip(nodes, stand_ins):
+            stand_in.replace(node)
 
 
 #: sqlglot's comparison nodes and the typed operator of a quantified comparison over them.
@@ -448,9 +453,9 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
             return
     from gpu_engine.sql.correlated_scalar_rows import lone_correlated_scalar
 
-    subquery = lone_correlated_scalar(conjunct, set(local_aliases))
-    if subquery is not None:  # under OR, NOT, in a CASE: the whole conjunct is the typed Filter's predicate
-        _scalar_comparison(planner, conjunct, subquery, local_aliases, ctes, attach)
+    copies = lone_correlated_scalar(conjunct, set(local_aliases))
+    if copies is not None:  # under OR, NOT, in a CASE: the whole conjunct is the typed Filter's predicate
+        _scalar_comparison(planner, conjunct, copies[0], local_aliases, ctes, attach, copies)
         return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                       "comparisons with a scalar subquery are planned)", conjunct)
@@ -722,7 +727,7 @@ def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tupl
     return Relation(node, {(alias, name): internal}, frozenset([alias]), 1.0, {}), exp.column(name, table=alias)
 
 
-def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach) -> None:
+def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach, copies=None) -> None:
     """Plan a comparison with a scalar subquery as a typed ScalarSubquery filter to attach (at one FROM item or after
     the joins): uncorrelated, its one row; correlated, its rows per correlation key
     (:func:`~gpu_engine.sql.correlated_scalar_rows.bind_correlated_scalar`: an aggregate grouped by its correlation
@@ -748,7 +753,7 @@ def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, cte
 
     relation, column, equalities = bind_correlated_scalar(planner, subquery, select, set(local_aliases), ctes,
                                                           restricted=True)
-    rewritten = _with_subquery_replaced(tree, subquery, column)
+    rewritten = _with_subquery_replaced(tree, subquery, column, copies)
     # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
     # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
     attach.setdefault(_scalar_filter_place(planner, conjoined([rewritten] + equalities), column), []).append(

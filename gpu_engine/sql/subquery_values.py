@@ -148,8 +148,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
             return True
         return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
-    if lone_correlated_scalar(conjunct, outer_aliases) is node:  # a typed ScalarSubquery of the WHERE Filter
-        return True
+    if any(copy is node for copy in lone_correlated_scalar(conjunct, outer_aliases) or ()):
+        return True  # a typed ScalarSubquery of the WHERE Filter
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False
@@ -545,9 +545,11 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             # one aggregate correlated by column equalities, in the SELECT list, ORDER BY or HAVING outside
             # aggregate calls and windows: a typed ScalarSubquery of the Project or of the Filter above the
             # aggregation (aggregate_planning.typed_scalar_subqueries)
+            if clause == "group":
+                return not typed_key(node)
             return not (clause in ("expressions", "order", "having") and typed_in_select
                         and (node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
-                             or in_aggregate_argument(node))
+                             or in_aggregate_argument(node) or in_window_input(node))
                         and binds(query, outer_aliases))
         # Uncorrelated: outside WHERE a one-row build (EnforceSingleRow); in WHERE one aggregate row, cross joined
         # (a LIMIT 0 or 1 one too: at most one row, :func:`_one_row_aggregate`).
@@ -555,14 +557,27 @@ def with_subquery_values_joined(select: exp.Select, planner) -> exp.Select:
             _at_most_one_row(query) or not any(query.args.get(key) for key in _SHAPING)
             and query.expressions[0].find(*SQL_AGGREGATES) is not None)
 
+    def in_window_input(node):  # sum((SELECT …)) OVER (PARTITION BY (SELECT …)): typed by plan_windows
+        call = node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select)
+        if isinstance(call, SQL_AGGREGATES) and isinstance(call.parent, exp.Window) and call.parent.this is call:
+            call = call.parent
+        return isinstance(call, exp.Window) and call.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select) is select
+
     def in_aggregate_argument(node):  # sum(CASE WHEN (SELECT …)): per input row, below the aggregation
         call = node.find_ancestor(*SQL_AGGREGATES, exp.Window, exp.Select)
         return isinstance(call, SQL_AGGREGATES) and call.find_ancestor(
             *SQL_AGGREGATES, exp.Window, exp.Select) is select
 
+    def typed_key(node):  # a plain GROUP BY key's scalar subquery: typed by aggregate_planning.plan_aggregation
+        group = select.args.get("group")
+        return isinstance(node, exp.Subquery) and not any(group.args.get(k) for k in (
+            "rollup", "cube", "grouping_sets")) and not any(isinstance(k, (exp.Rollup, exp.Cube, exp.GroupingSets))
+                                                            for k in group.expressions) and (
+            not _outer_tables(subquery_select(node.this)) or binds(subquery_select(node.this), outer_aliases))
+
     outer_aliases = defined_aliases(select)
-    # a GROUP BY key holding a subquery is joined here, and the SELECT list finds it by its text: all here then
-    typed_in_select = not any(clause == "group" for _, clause in _value_positions(select, True))
+    # a GROUP BY key holding a subquery joined here: the SELECT list finds it by its text, all here then
+    typed_in_select = all(typed_key(node) for node, clause in _value_positions(select, True) if clause == "group")
     if not any(wanted(node, clause) for node, clause in _value_positions(select, True)):
         return select
     select = select.copy()

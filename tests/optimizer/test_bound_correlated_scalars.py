@@ -4,8 +4,9 @@
 LIMIT / OFFSET over an aggregate, a window as its value, or rows without aggregate — in the SELECT list, ORDER BY,
 HAVING, an aggregate's argument, a WHERE comparison and a WHERE conjunct under OR / NOT / CASE — into its rows per
 correlation key, a :class:`~gpu_engine.plans.subqueries.ScalarSubquery` the optimizer's decorrelation rule joins.
-These forms were LEFT-joined derived tables of the sqlglot tree (``sql/subquery_values.py``); a QUALIFY there was
-refused. Against DuckDB: NULL keys, keys without rows (COUNT's 0, a failed HAVING's NULL), DuckDB's "More than one
+A window's inputs and a GROUP BY key holding such a subquery (an uncorrelated one too) are typed as well. These
+forms were LEFT-joined derived tables of the sqlglot tree (``sql/subquery_values.py``); a QUALIFY in WHERE's, a
+window over an aggregating query's groups and an uncorrelated GROUP BY key were refused. Against DuckDB: NULL keys, keys without rows (COUNT's 0, a failed HAVING's NULL), DuckDB's "More than one
 row" error; the plan holds the typed subquery before the rules run.
 """
 
@@ -46,6 +47,19 @@ SQL = [
     "SELECT k, v FROM t WHERE NOT (v < (SELECT count(*) * 20 FROM u WHERE u.k = t.k))",
     "SELECT k, v FROM t WHERE CASE WHEN v > 25 THEN (SELECT count(*) FROM u WHERE u.k = t.k) = 0 ELSE true END",
     "SELECT k, v FROM t WHERE v IS NULL OR (SELECT w FROM u WHERE u.k = t.k ORDER BY w DESC LIMIT 1) > 4",
+    # coalesce is desugared to a CASE naming the subquery twice: one subquery still
+    "SELECT k, v FROM t WHERE NOT (coalesce((SELECT w FROM u WHERE u.k = t.k QUALIFY row_number() OVER (ORDER BY w) "
+    "= 1), 0) < v)",
+    # a window's argument, PARTITION BY, FILTER; over an aggregating query's groups
+    "SELECT k, v, sum((SELECT max(w) FROM u WHERE u.k = t.k)) OVER (ORDER BY v NULLS FIRST, k) AS s FROM t",
+    "SELECT k, v, row_number() OVER (PARTITION BY (SELECT count(*) FROM u WHERE u.k = t.k) ORDER BY v NULLS FIRST, k) "
+    "AS r, count(*) FILTER (WHERE (SELECT count(*) FROM u WHERE u.k = t.k) > 1) OVER () AS c FROM t",
+    "SELECT k, count(*) AS c, max((SELECT max(w) FROM u WHERE u.k = t.k)) OVER (ORDER BY k NULLS FIRST) AS m "
+    "FROM t GROUP BY k",
+    # a GROUP BY key holding a subquery (the SELECT list reads it by its text); an uncorrelated one
+    "SELECT (SELECT count(*) FROM u WHERE u.k = t.k) AS c, sum(v) AS s FROM t GROUP BY 1",
+    "SELECT k, (SELECT w FROM u WHERE u.k = t.k ORDER BY w LIMIT 1) AS f, count(*) AS n FROM t GROUP BY k, 2",
+    "SELECT (SELECT max(w) FROM u) AS m, count(*) AS n FROM t GROUP BY 1",
 ]
 
 
