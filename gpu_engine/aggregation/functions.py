@@ -850,7 +850,7 @@ class Moments(AggregateFunction):
             elif function == "corr":
                 values = self._corr(xp, arrays, n)
             else:  # regr_*(y, x): the first argument is the dependent variable
-                values = {"regr_slope": lambda: arrays["c"] / arrays["m2_y"],
+                values = {"regr_slope": lambda: self._slope(xp, arrays),
                           "regr_avgx": lambda: self._average(arrays, "y", n),
                           "regr_avgy": lambda: self._average(arrays, "x", n),
                           "regr_sxx": lambda: arrays["m2_y"], "regr_syy": lambda: arrays["m2_x"],
@@ -871,6 +871,14 @@ class Moments(AggregateFunction):
         return (arrays["shift_" + variable] + arrays["mean_" + variable]) * n / n
 
     @staticmethod
+    def _slope(xp: Any, arrays: dict[str, Any]) -> Any:
+        """Return ``regr_slope``: the co-moment over x's sum of squares, NaN where that sum is 0 as in DuckDB,
+        also where the co-moment is not (x's squares underflow: x in (0, 1e-300), y near 1e308: 5e7 / 0 was inf,
+        and regr_intercept -inf where DuckDB's is NULL)."""
+        m2 = arrays["m2_y"]
+        return xp.where(m2 != 0.0, arrays["c"] / xp.where(m2 != 0.0, m2, 1.0), xp.nan)
+
+    @staticmethod
     def _corr(xp: Any, arrays: dict[str, Any], n: Any) -> Any:
         """Return ``corr`` in DuckDB's order of operations: ``covar_pop / (stddev_pop(x) * stddev_pop(y))``, NaN
         where that product is 0. (``c / sqrt(m2_x * m2_y)`` overflowed to 0 where the two standard deviations
@@ -888,7 +896,7 @@ class Moments(AggregateFunction):
         ``regr_slope`` is NaN (a constant ``x``, one row, a NaN or infinite input); a sum past the largest
         double makes it infinite (or NaN, times a zero slope).
         """
-        slope = arrays["c"] / arrays["m2_y"]
+        slope = cls._slope(xp, arrays)
         return slope, cls._average(arrays, "x", n) - slope * cls._average(arrays, "y", n)
 
     @classmethod

@@ -33,6 +33,7 @@ GROUPS = {
     7: ([1e160, 3e160, 2e160], [1.0, 2.0, 4.0]),            # the squares only
     # the sum of deviations from the batch's first mean (5 x +0.49e308): inf, a NaN mean once batches merged
     8: ([2.0] * 7, [1.7e308] * 5 + [0.0, 0.0]),
+    9: ([1.5e308, 1.5e308, 0.5], [0.0, 1e-300, 0.0]),      # x's squares underflow to 0, not its co-moment: NaN slope
 }
 TABLE = pa.table({
     "g": pa.array([g for g, (y, _) in GROUPS.items() for _ in y], pa.int64()),
