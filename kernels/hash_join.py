@@ -84,8 +84,8 @@ BLOOM_BITS_PER_KEY = 16
 #: The CPU build sizes its packed table for this many keys at most at first (then doubles as keys come):
 #: a build side of many rows with few keys (a join on a non-key column) does not allocate for every row.
 PACKED_ROWS_BEFORE_GROWTH = 1 << 22
-#: A CPU build of more rows than :data:`PACKED_ROWS_BEFORE_GROWTH` sizes its table for its keys estimated from a
-#: sample of them: the rows whose key hash has this many top bits zero (1 key in 256, all its rows).
+#: A CPU table that outgrows its start grows once, to its keys estimated from a sample of them: the rows whose key
+#: hash has this many top bits zero (1 key in 256, all its rows; :meth:`JoinHashTable._estimated_keys`).
 KEY_SAMPLE_BITS = 8
 #: The CPU build prefetches the Bloom filter's words as it fills them only when the filter is this large.
 BLOOM_PREFETCH_MIN_BYTES = 1 << 23
@@ -203,29 +203,25 @@ def _ruled_out_by_range(value, is_null, low, high, bits, use_bits):
 
 # ------------------------------------------------------------------- CPU twins
 @njit(nogil=True, cache=True)
-def _insert_packed_cpu(words, order, start, packed, num_keys, group_ids, first_rows):
-    """Give each row from position ``start`` of ``order`` (empty: the rows in order) on its key's id, adding unseen
-    keys to ``packed`` (ids in the order's first-row order).
+def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
+    """Give each row from ``start`` on its key's id, adding unseen keys to ``packed`` (ids in first-row order).
 
-    Stops when the table is half full and returns ``(position reached, keys)``: the caller doubles it and goes on.
+    Stops when the table is half full and returns ``(row reached, keys)``: the caller doubles it and goes on.
     """
     num_words = words.shape[1]
     slot_mask = np.int64(packed.shape[0] - 1)
     max_keys = packed.shape[0] // 2
-    ordered = order.shape[0] > 0
-    n = order.shape[0] if ordered else words.shape[0]
+    n = words.shape[0]
     ahead = worth_prefetching(packed)
-    for j in range(start, n):
-        if ahead and j + PREFETCH_DISTANCE < n:
-            a = order[j + PREFETCH_DISTANCE] if ordered else j + PREFETCH_DISTANCE
-            prefetch_row(packed, np.int64(_key_hash(words, a) & np.uint64(slot_mask)))
-        i = order[j] if ordered else j
+    for i in range(start, n):
+        if ahead and i + PREFETCH_DISTANCE < n:
+            prefetch_row(packed, np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask)))
         slot = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
         while True:
             key_id = packed[slot, num_words]
             if key_id < 0:
                 if num_keys >= max_keys:
-                    return j, num_keys
+                    return i, num_keys
                 for w in range(num_words):
                     packed[slot, w] = words[i, w]
                 packed[slot, num_words] = num_keys
@@ -237,7 +233,7 @@ def _insert_packed_cpu(words, order, start, packed, num_keys, group_ids, first_r
                 group_ids[i] = key_id
                 break
             slot = (slot + 1) & slot_mask
-    return n, num_keys
+    return words.shape[0], num_keys
 
 
 @njit(nogil=True, cache=True)
@@ -803,49 +799,53 @@ class JoinHashTable:
         """
         xp = self.device.xp
         n = int(keys.shape[0])
+        first_capacity = 1 << max(2 * min(n, PACKED_ROWS_BEFORE_GROWTH) - 1, 1).bit_length()
+        packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         group_ids = xp.empty(n, dtype=xp.int32)
         first_rows = xp.empty(n, dtype=xp.int32)
-        keys_expected = min(n, PACKED_ROWS_BEFORE_GROWTH)
-        if n > PACKED_ROWS_BEFORE_GROWTH:
-            keys_expected = max(keys_expected, self._estimated_keys(keys, group_ids, first_rows))
-        first_capacity = 1 << max(2 * keys_expected - 1, 1).bit_length()
-        packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         row, self.num_keys = 0, 0
-        in_order = xp.empty(0, dtype=xp.int64)
+        estimated = False
         while True:
             count_kernel_launch()
-            row, self.num_keys = _insert_packed_cpu(keys, in_order, row, packed, self.num_keys, group_ids, first_rows)
+            row, self.num_keys = _insert_packed_cpu(keys, row, packed, self.num_keys, group_ids, first_rows)
             if row == n:
                 return group_ids, packed
-            grown = self._filled((2 * packed.shape[0], packed.shape[1]), xp.int64, -1)
+            capacity = 2 * packed.shape[0]
+            if not estimated:  # more keys than the table started for: grow once to the estimate of them all
+                estimated = True
+                capacity = max(capacity, 1 << max(2 * self._estimated_keys(keys) - 1, 1).bit_length())
+            grown = self._filled((capacity, packed.shape[1]), xp.int64, -1)
             count_kernel_launch()
             _repack_cpu(packed, grown)
             give_array(xp, packed)
             packed = grown
 
-    def _estimated_keys(self, keys: Any, group_ids: Any, first_rows: Any) -> int:
-        """Return the distinct keys of a large build estimated from a sample of its keys (0: too few sampled).
+    def _estimated_keys(self, keys: Any) -> int:
+        """Return the distinct keys of a build estimated from a sample of its keys (0: none sampled, or too many rows).
 
-        Why: a table that starts at :data:`PACKED_ROWS_BEFORE_GROWTH` keys and doubles as keys come moved every
-        key at each doubling: 10M distinct keys grew twice, 0.25-0.57 s of a 2.2 s build
-        (bench/results/2026-11-29-radixjoin-s51.md). The sample is of keys, not rows (:data:`KEY_SAMPLE_BITS`:
-        every row whose key hash's top bits are zero, inserted into a small table with the same kernel), so
-        1 in 256 keys is counted exactly, however many rows each has; a build of a few keys of many rows
-        (``x IN (SELECT category FROM big)``) samples no key or overflows the sample and keeps the small
-        table that grows. The estimate is 1/8 generous for its error; should it still fall short, the
-        table grows as before. ``group_ids`` and ``first_rows`` are scratch space the insert overwrites.
+        Why: the table starts at :data:`PACKED_ROWS_BEFORE_GROWTH` keys; doubling as keys came moved every key
+        at each doubling (10M distinct keys grew twice: 0.25-0.57 s of a 2.2 s build,
+        bench/results/2026-11-29-radixjoin-s51.md). At its first growth the table grows once to this estimate
+        instead. The sample is of keys, not rows (:data:`KEY_SAMPLE_BITS`: every row whose key hash's top bits
+        are zero, copied and inserted into a small table with the same kernel), so 1 in 256 keys is counted
+        exactly however many rows each has. It is taken only when the table must grow: a build of a few keys of many rows
+        never pays its pass over the rows (10M rows of 1,000 keys: 1.31x with the pass before the insert).
+        The estimate is 1/8 generous for its error; should it still fall short, the table doubles as before.
         """
         xp = self.device.xp
-        sample = xp.empty((int(keys.shape[0]) >> (KEY_SAMPLE_BITS - 2)) + 1024, dtype=xp.int64)  # 4x its share
+        n = int(keys.shape[0])
+        sample = xp.empty((n >> (KEY_SAMPLE_BITS - 2)) + 1024, dtype=xp.int64)  # 4x its share
         count_kernel_launch()
         taken = _sampled_rows_cpu(keys, 64 - KEY_SAMPLE_BITS, sample)
         if taken <= 0:
             return 0
         small = xp.full((1 << max(2 * taken - 1, 1).bit_length(), keys.shape[1] + 1), -1, dtype=xp.int64)
+        sampled = xp.ascontiguousarray(keys[sample[:taken]])  # the sampled rows' words: n / 256 rows or so
+        ids, firsts = xp.empty(taken, dtype=xp.int32), xp.empty(taken, dtype=xp.int32)
         count_kernel_launch()
-        _, sampled_keys = _insert_packed_cpu(keys, sample[:taken], 0, small, 0, group_ids, first_rows)
+        _, sampled_keys = _insert_packed_cpu(sampled, 0, small, 0, ids, firsts)
         estimate = sampled_keys << KEY_SAMPLE_BITS
-        return min(int(keys.shape[0]), estimate + estimate // 8)
+        return min(n, estimate + estimate // 8)
 
     def _new_bloom(self) -> Any:
         return self.device.xp.zeros(max(1, -(-self.num_keys * BLOOM_BITS_PER_KEY // 64)), dtype=self.device.xp.uint64)

@@ -145,9 +145,9 @@ def test_cpu_build_table_grows_while_inserting(monkeypatch):
 
 @pytest.mark.parametrize("shape", ["distinct", "distinct_with_nulls", "two_rows_a_key", "few_keys"])
 def test_cpu_build_of_many_rows_is_sized_for_its_sampled_keys(monkeypatch, shape):
-    """A build of more rows than the table starts with sizes it for its keys estimated from a sample of the keys
-    (no doubling while inserting), a build of a few keys of many rows keeps the small table that grows, and a
-    table of distinct keys lists its rows without the counting kernel; the pairs stay right (radixjoin, stop 51)."""
+    """A build of more keys than the table starts with grows once, to its keys estimated from a sample of the keys
+    (not doubling again and again), a build of a few keys of many rows keeps its small table, and a table of
+    distinct keys lists its rows without the counting kernel; the pairs stay right (radixjoin, stop 51)."""
     from gpu_engine.device import get_device
     from gpu_engine.kernels import hash_join
 
@@ -173,8 +173,8 @@ def test_cpu_build_of_many_rows_is_sized_for_its_sampled_keys(monkeypatch, shape
     assert table.num_keys == keys
     if shape == "few_keys":
         assert calls["_repack_cpu"] == 0 and table._packed.shape[0] == 128
-    else:  # sized at once for its keys (at most 4 slots a key), never doubled
-        assert calls["_repack_cpu"] == 0 and 2 * keys <= table._packed.shape[0] <= 4 * keys
+    else:  # grown once, at its first growth, to its keys' estimate (at most 4 slots a key)
+        assert calls["_repack_cpu"] == 1 and 2 * keys <= table._packed.shape[0] <= 4 * keys
     assert calls["_row_lists_cpu"] == (0 if shape.startswith("distinct") else 1)
     probe = [pa.array(np.concatenate([values[rng.integers(0, rows, 400)], rng.integers(0, 1 << 60, 100)]).tolist()
                       + [None], pa.int64())]
