@@ -28,13 +28,10 @@ Python exception's text (an input it does not check first). Exits 1 when any cas
 
 from __future__ import annotations
 
-import argparse
 import collections
-import json
 import random
 import re
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -47,7 +44,7 @@ from bench.fuzz_round5 import _compare, _dictionary  # noqa: E402 (after the pat
 from bench.fuzz_round7 import _duckdb, _session  # noqa: E402
 from bench.fuzz_round8 import NAMES  # noqa: E402
 from bench.fuzz_round9 import LONG, _compare_as_text, tables as round9_tables  # noqa: E402
-from bench.sql_fuzz import head_commit, print_counts  # noqa: E402
+from bench.sql_fuzz import family_fuzz_main  # noqa: E402
 
 SD_STRINGS = ["", " ", "  a b  ", "abcabc", "a,b,,c", "ÉSSé", "ß", "İi", "日本語", "😀x😀", "x", "A_b%C", "aaa",
               "tab\there", LONG, "ǅz", "ﬁ"]
@@ -455,27 +452,7 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0:100", help="start:stop")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--families", default=",".join(FAMILIES))
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--verbose", action="store_true", help="print refusals too")
-    args = parser.parse_args(argv)
-    start, stop = (int(x) for x in args.seeds.split(":"))
-    began, cpu_began = time.perf_counter(), time.process_time()
-    result = run(range(start, stop), args.device, args.families.split(","), args.verbose)
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    total = print_counts(result["counts"], 10,
-                         f"  (seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, {cpu:.0f} s CPU)")
-    for family, whys in result["refusals"].items():
-        for why, n in list(whys.items())[:10]:
-            print(f"  {family} refused {n}: {why}")
-    if args.out:
-        args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
-                                        "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1), **result},
-                                       indent=1, ensure_ascii=False, default=str))
-    return 1 if total["wrong"] or total["crash"] else 0
+    return family_fuzz_main(argv, __doc__.splitlines()[0], FAMILIES, run, refusals_shown=10)
 
 
 if __name__ == "__main__":

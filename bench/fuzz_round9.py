@@ -42,15 +42,12 @@ bench/fuzz_round5._compare (multisets, floats to 1e-7); sessions: bench/fuzz_rou
 
 from __future__ import annotations
 
-import argparse
 import collections
 import datetime
 import decimal
-import json
 import random
 import re
 import sys
-import time
 import traceback
 from pathlib import Path
 
@@ -62,7 +59,7 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests"):
 from bench.fuzz_round5 import _compare  # noqa: E402 (after the path it needs)
 from bench.fuzz_round7 import _duckdb, _session  # noqa: E402
 from bench.fuzz_round8 import NAMES, tables as round8_tables  # noqa: E402
-from bench.sql_fuzz import head_commit, print_counts  # noqa: E402
+from bench.sql_fuzz import family_fuzz_main  # noqa: E402
 
 LONG = "ab" * 150
 EDGE_STRINGS = ["", "é", "ß", "日本語", "😀x", LONG, "A" * 299 + "é", " ", "a_b%c", "Ω"]
@@ -608,27 +605,7 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="0:100", help="start:stop")
-    parser.add_argument("--device", default="cpu")
-    parser.add_argument("--families", default=",".join(FAMILIES))
-    parser.add_argument("--out", type=Path)
-    parser.add_argument("--verbose", action="store_true", help="print refusals too")
-    args = parser.parse_args(argv)
-    start, stop = (int(x) for x in args.seeds.split(":"))
-    began, cpu_began = time.perf_counter(), time.process_time()
-    result = run(range(start, stop), args.device, args.families.split(","), args.verbose)
-    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
-    total = print_counts(result["counts"], 10,
-                         f"  (seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, {cpu:.0f} s CPU)")
-    for family, whys in result["refusals"].items():
-        for why, n in list(whys.items())[:8]:
-            print(f"  {family} refused {n}: {why}")
-    if args.out:
-        args.out.write_text(json.dumps({"commit": head_commit(), "seeds": [start, stop], "device": args.device,
-                                        "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1), **result},
-                                       indent=1, ensure_ascii=False, default=str))
-    return 1 if total["wrong"] or total["crash"] else 0
+    return family_fuzz_main(argv, __doc__.splitlines()[0], FAMILIES, run, refusals_shown=8)
 
 
 if __name__ == "__main__":

@@ -41,6 +41,36 @@ def head_commit() -> str:
 
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                           text=True).stdout.strip()
+def family_fuzz_main(argv, description: str, families, run, refusals_shown: int = 10) -> int:
+    """The command line of a fuzz round whose ``run(seeds, device, families, verbose)`` counts outcomes per family.
+
+    Why shared: rounds 9 and 10 (and later ones) take the same options and print and write the same report. The
+    commit is read before the run, so a result file names the code that ran even when HEAD moves meanwhile.
+    """
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--seeds", default="0:100", help="start:stop")
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--families", default=",".join(families))
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--verbose", action="store_true", help="print refusals too")
+    args = parser.parse_args(argv)
+    start, stop = (int(x) for x in args.seeds.split(":"))
+    commit = head_commit()
+    began, cpu_began = time.perf_counter(), time.process_time()
+    result = run(range(start, stop), args.device, args.families.split(","), args.verbose)
+    elapsed, cpu = time.perf_counter() - began, time.process_time() - cpu_began
+    total = print_counts(result["counts"], 10,
+                         f"  (seeds {start}:{stop} on {args.device}; {elapsed:.0f} s wall, {cpu:.0f} s CPU)")
+    for family, whys in result["refusals"].items():
+        for why, n in list(whys.items())[:refusals_shown]:
+            print(f"  {family} refused {n}: {why}")
+    if args.out:
+        args.out.write_text(json.dumps({"commit": commit, "seeds": [start, stop], "device": args.device,
+                                        "seconds": round(elapsed, 1), "cpu_seconds": round(cpu, 1), **result},
+                                       indent=1, ensure_ascii=False, default=str))
+    return 1 if total["wrong"] or total["crash"] else 0
+
+
 for folder in (REPO_ROOT, REPO_ROOT / "tests", REPO_ROOT / "tests" / "sql"):  # the tests import these bare
     if str(folder) not in sys.path:
         sys.path.insert(0, str(folder))
