@@ -42,7 +42,10 @@ ORDERED = ("SELECT k FROM t GROUP BY k ORDER BY sum(CASE WHEN v > (SELECT max(w)
 
 @pytest.mark.parametrize("optimize", [True, False])
 def test_subqueries_inside_aggregates_answer_as_duckdb(optimize):
-    session = session_with_tables(TABLES, split_rows=3, device="cpu", drivers=2, optimize=optimize)
+    # The lowest tier: what is checked is the planned subquery forms, not their fused kernels (compiled anew in a
+    # fresh CI for every text; the tiers' equality has its own suites).
+    session = session_with_tables(TABLES, split_rows=3, device="cpu", drivers=2, optimize=optimize,
+                                  compile_mode="lowest")
     with duckdb_with_tables(TABLES) as reference:
         for sql in SQL:
             assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
