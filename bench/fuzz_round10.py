@@ -44,7 +44,7 @@ from bench.fuzz_round5 import _compare, _dictionary  # noqa: E402 (after the pat
 from bench.fuzz_round7 import _duckdb, _session  # noqa: E402
 from bench.fuzz_round8 import NAMES  # noqa: E402
 from bench.fuzz_round9 import LONG, _compare_as_text, tables as round9_tables  # noqa: E402
-from bench.sql_fuzz import family_fuzz_main  # noqa: E402
+from bench.sql_fuzz import REPORTED_STATUSES, family_fuzz_main, record_family_outcome  # noqa: E402
 
 SD_STRINGS = ["", " ", "  a b  ", "abcabc", "a,b,,c", "ÉSSé", "ß", "İi", "日本語", "😀x😀", "x", "A_b%C", "aaa",
               "tab\there", LONG, "ǅz", "ﬁ"]
@@ -418,8 +418,8 @@ FAMILIES = {"strings": _strings, "dates": _dates, "numeric": _numeric, "joins": 
 
 
 def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
-    counts = collections.defaultdict(collections.Counter)
-    reported, refusals = [], collections.defaultdict(collections.Counter)
+    result = {"counts": collections.defaultdict(collections.Counter), "reported": [],
+              "refusals": collections.defaultdict(collections.Counter)}
     for seed in seeds:
         r = random.Random(seed)
         drivers, batch_rows = r.choice([1, 2, 3]), r.choice([7, None])
@@ -436,19 +436,12 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
             finally:
                 connection.close()
                 session.close()
-            counts[family][status] += 1
-            if status in ("refused", "engine_raised"):
-                refusals[family][re.sub(r"'[^']*'", "'…'", detail.splitlines()[0])[:140]] += 1
-            if status in ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised", "harness", "type",
-                          "both_raised_raw") or (
-                    verbose and status not in ("ok", "both_raised")):
-                reported.append({"seed": seed, "family": family, "status": status, "sql": sql, "how": how,
-                                 "drivers": drivers, "batch_rows": batch_rows, "split_rows": split_rows,
-                                 "why": detail[:2000]})
-                print(f"{status.upper()} seed {seed} ({family}, drivers {drivers}, batch {batch_rows}, "
-                      f"split {split_rows}): {sql}\n  {detail[:1500]}", flush=True)
-    return {"counts": {f: dict(c) for f, c in counts.items()}, "reported": reported,
-            "refusals": {f: dict(c.most_common()) for f, c in refusals.items()}}
+            case = {"seed": seed, "family": family, "sql": sql, "how": how, "drivers": drivers,
+                    "batch_rows": batch_rows, "split_rows": split_rows}
+            record_family_outcome(result, case, status, detail, verbose,
+                                  REPORTED_STATUSES + ("type", "both_raised_raw"))
+    return {"counts": {f: dict(c) for f, c in result["counts"].items()}, "reported": result["reported"],
+            "refusals": {f: dict(c.most_common()) for f, c in result["refusals"].items()}}
 
 
 def main(argv=None) -> int:

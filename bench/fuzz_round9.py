@@ -46,7 +46,6 @@ import collections
 import datetime
 import decimal
 import random
-import re
 import sys
 import traceback
 from pathlib import Path
@@ -59,7 +58,7 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests"):
 from bench.fuzz_round5 import _compare  # noqa: E402 (after the path it needs)
 from bench.fuzz_round7 import _duckdb, _session  # noqa: E402
 from bench.fuzz_round8 import NAMES, tables as round8_tables  # noqa: E402
-from bench.sql_fuzz import family_fuzz_main  # noqa: E402
+from bench.sql_fuzz import REPORTED_STATUSES, family_fuzz_main, record_family_outcome  # noqa: E402
 
 LONG = "ab" * 150
 EDGE_STRINGS = ["", "é", "ß", "日本語", "😀x", LONG, "A" * 299 + "é", " ", "a_b%c", "Ω"]
@@ -569,8 +568,8 @@ RADIX_FAMILIES = ("gsets", "aggs", "newforms")
 
 
 def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
-    counts = collections.defaultdict(collections.Counter)
-    reported, refusals = [], collections.defaultdict(collections.Counter)
+    result = {"counts": collections.defaultdict(collections.Counter), "reported": [],
+              "refusals": collections.defaultdict(collections.Counter)}
     for seed in seeds:
         r = random.Random(seed)
         drivers, batch_rows = r.choice([1, 2, 3]), r.choice([7, None])
@@ -590,18 +589,12 @@ def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
             finally:
                 connection.close()
                 session.close()
-            counts[family][status] += 1
-            if status in ("refused", "engine_raised"):
-                refusals[family][re.sub(r"'[^']*'", "'…'", detail.splitlines()[0])[:140]] += 1
-            if status in ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised", "harness") or (
-                    verbose and status not in ("ok", "both_raised")):
-                reported.append({"seed": seed, "family": family, "status": status, "sql": sql, "how": how,
-                                 "drivers": drivers, "batch_rows": batch_rows, "split_rows": split_rows,
-                                 "radix": radix, "why": detail[:2000]})
-                print(f"{status.upper()} seed {seed} ({family}/{how}, drivers {drivers}, batch {batch_rows}, "
-                      f"split {split_rows}, radix {radix}): {sql}\n  {detail[:1500]}", flush=True)
-    return {"counts": {f: dict(c) for f, c in counts.items()}, "reported": reported,
-            "refusals": {f: dict(c.most_common()) for f, c in refusals.items()}}
+            case = {"seed": seed, "family": family, "sql": sql, "how": how, "drivers": drivers,
+                    "batch_rows": batch_rows, "split_rows": split_rows, "radix": radix}
+            record_family_outcome(result, case, status, detail, verbose,
+                                  REPORTED_STATUSES)
+    return {"counts": {f: dict(c) for f, c in result["counts"].items()}, "reported": result["reported"],
+            "refusals": {f: dict(c.most_common()) for f, c in result["refusals"].items()}}
 
 
 def main(argv=None) -> int:

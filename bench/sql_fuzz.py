@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import collections
 import json
+import re
 import sys
 import tempfile
 import time
@@ -41,6 +42,27 @@ def head_commit() -> str:
 
     return subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO_ROOT, capture_output=True,
                           text=True).stdout.strip()
+REPORTED_STATUSES = ("wrong", "crash", "engine_raised", "answered_where_duckdb_raised", "harness")
+
+
+def record_family_outcome(result: dict, case: dict, status: str, detail: str, verbose: bool,
+                          reported_statuses=REPORTED_STATUSES) -> None:
+    """Count one fuzz case's outcome in ``result`` (counts, refusals, reported) and print it when it is reported.
+
+    Why shared: the family fuzz rounds (9, 10) count, group refusals by message and report cases alike; ``case``
+    holds seed, family, sql, how and the session's settings, written as they are into the reported record.
+    """
+    family = case["family"]
+    result["counts"][family][status] += 1
+    if status in ("refused", "engine_raised"):
+        result["refusals"][family][re.sub(r"'[^']*'", "'…'", detail.splitlines()[0])[:140]] += 1
+    if status in reported_statuses or (verbose and status not in ("ok", "both_raised")):
+        result["reported"].append({**case, "status": status, "why": detail[:2000]})
+        settings = ", ".join(f"{k} {v}" for k, v in case.items() if k not in ("seed", "family", "sql", "how"))
+        print(f"{status.upper()} seed {case['seed']} ({family}/{case['how']}, {settings}): {case['sql']}\n"
+              f"  {detail[:1500]}", flush=True)
+
+
 def family_fuzz_main(argv, description: str, families, run, refusals_shown: int = 10) -> int:
     """The command line of a fuzz round whose ``run(seeds, device, families, verbose)`` counts outcomes per family.
 
