@@ -49,7 +49,9 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
-from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode
+from gpu_engine.columnar.arrow_numpy import empty_table
+from gpu_engine.optimizer.empty_relations import propagate_empty_relations
+from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode, ValuesNode
 from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
 from gpu_engine.columnar.types import is_interval, is_numeric, is_string, is_temporal, is_time
 from gpu_engine.plans.type_coercion import common_type
@@ -220,6 +222,8 @@ def _combined(planner: "QueryPlanner", query: exp.SetOperation, fields: list[pa.
     sources = tuple(_aligned(planner, relation.node, [i for _, i in outputs], schema, side if tagged else None,
                              all_null)
                     for side, (relation, outputs, all_null) in enumerate((left, right), 1))
+    if tagged:
+        sources = _unneeded_sides_emptied(planner, query, sources)
     if numbered:
         try:
             sources = tuple(planner._builder(source).window([_quote(k) for k in keys], [],
@@ -254,6 +258,26 @@ def _combined(planner: "QueryPlanner", query: exp.SetOperation, fields: list[pa.
         raise planner._plan_error(error, query) from None
     stats = {} if tagged or distinct else _union_statistics(left, right, keys)
     return Relation(node, {}, frozenset(), max(1.0, rows), stats)
+
+
+def _unneeded_sides_emptied(planner: "QueryPlanner", query: exp.SetOperation,
+                            sources: tuple[PlanNode, PlanNode]) -> tuple[PlanNode, PlanNode]:
+    """Return an INTERSECT's / EXCEPT's two aligned sides with the side whose rows cannot matter an empty VALUES.
+
+    Why: DuckDB drops a side that can only be empty (``WHERE false``, ``LIMIT 0``, a FALSE HAVING, as
+    :func:`~gpu_engine.optimizer.empty_relations.propagate_empty_relations` finds it) while planning, so the
+    other side's rows are never cast to the unified type: ``SELECT DATE ... WHERE false EXCEPT SELECT 1`` is
+    empty there, where casting ``1`` to DATE raises. An empty left side empties EXCEPT [ALL] and INTERSECT [ALL]
+    whatever the right holds, and an empty right side empties INTERSECT [ALL]; the other side is then never
+    read. An empty right side of EXCEPT [ALL] leaves the left as it is (distinct for EXCEPT): it stays.
+    """
+    empty = [isinstance(found := propagate_empty_relations(source), ValuesNode) and found.data.num_rows == 0
+             for source in sources]
+    unneeded = empty[0] or (empty[1] and isinstance(query, exp.Intersect))
+    if not unneeded:
+        return sources
+    return tuple(ValuesNode(id=planner.ids.next_id(), output_schema=source.output_schema,
+                            data=empty_table(source.output_schema)) for source in sources)
 
 
 def _union_statistics(left, right, keys) -> dict:

@@ -63,3 +63,25 @@ def test_temporal_beside_number_fails_when_a_row_is_cast(reference_tables, sql):
         reference_tables.sql(sql).fetchall()
     with pytest.raises(ExecutionError, match="Unimplemented type for cast"):
         session_with_tables(TABLES, device="cpu").sql(sql)
+
+
+#: A side that can only be empty (constant-false WHERE / HAVING, LIMIT 0) beside the other side's rows that do not
+#: cast to the unified type: DuckDB drops the side while planning and answers (empty where the left side or an
+#: INTERSECT side is empty; the left, distinct for EXCEPT, where EXCEPT's right side is).
+CONSTANT_EMPTY_SIDES = [
+    "SELECT d AS x FROM t WHERE false EXCEPT SELECT i FROM t",
+    "SELECT d AS x FROM t WHERE 1 = 0 EXCEPT ALL SELECT i FROM t",
+    "SELECT i AS x FROM t INTERSECT SELECT d FROM t WHERE false",
+    "SELECT d AS x FROM t WHERE false INTERSECT ALL SELECT f FROM t",
+    "SELECT i AS x FROM t INTERSECT ALL (SELECT d FROM t LIMIT 0)",
+    "SELECT b AS x, count(*) AS n FROM t GROUP BY b HAVING false INTERSECT SELECT d, 1 FROM t",
+    "SELECT 1 INTERSECT SELECT DATE '2020-01-01' WHERE 1 > 2",
+    "SELECT d AS x FROM t EXCEPT SELECT i FROM t WHERE false",
+    "SELECT d AS x FROM t UNION ALL SELECT d FROM t EXCEPT ALL SELECT i FROM t WHERE NULL",
+    "SELECT d FROM t WHERE d IN (SELECT d FROM t WHERE false EXCEPT SELECT 2)",
+]
+
+
+def test_a_constant_empty_side_of_except_or_intersect_answers_as_duckdb(reference_tables, device_name):
+    session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")
+    assert_queries_match_duckdb(session, reference_tables, CONSTANT_EMPTY_SIDES, exact_types=True)
