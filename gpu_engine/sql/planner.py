@@ -77,6 +77,7 @@ aggregation went once those were typed rules
 
 from __future__ import annotations
 
+import functools
 from typing import Mapping
 
 from sqlglot import exp
@@ -234,11 +235,7 @@ class QueryPlanner(PlanningContext):
         query = subquery_select(query)
         with_ = query.args.get("with_") or query.args.get("with")
         if with_ is not None:
-            if with_.args.get("recursive"):
-                raise unsupported("WITH RECURSIVE", with_)
-            ctes = dict(ctes)
-            for cte in with_.expressions:
-                ctes[cte.alias_or_name] = cte.this
+            ctes = self._with_ctes(with_, ctes)
         if isinstance(query, exp.SetOperation):
             if any(query.args.get(key) is not None for key in PARENTHESIZED_QUERY_CLAUSES):
                 return self._plan_select(ordered_set_operation(query, self._synthetic_alias()), ctes)
@@ -246,6 +243,26 @@ class QueryPlanner(PlanningContext):
         if not isinstance(query, exp.Select):
             raise unsupported(f"{query.key.upper()} queries", query)
         return self._plan_select(query, ctes)
+
+    def _with_ctes(self, with_: exp.With, ctes: Mapping[str, exp.Expression]) -> dict[str, exp.Expression]:
+        """Return ``ctes`` with the CTEs of ``with_`` added, each body's own scope recorded for :meth:`_plan_source`.
+
+        Why: as in DuckDB, a CTE's body sees the CTEs written before it (and the enclosing queries'), not itself
+        or later ones: ``WITH o AS (SELECT * FROM o WHERE ...)`` reads the table ``o`` in its body (planned in
+        the scope of the whole WITH, it named itself without end, refused as nesting too deeply), and ``WITH u AS
+        (SELECT * FROM o), o AS (...)`` reads the table in ``u``. Under WITH RECURSIVE a CTE that is not a UNION
+        of a part reading itself is such a plain CTE, as in DuckDB.
+        """
+        ctes = dict(ctes)
+        for cte in with_.expressions:  # (two CTEs of one name, a recursive one: refused before, sql/refusals.py)
+            self._cte_scopes[id(cte.this)] = (cte.this, dict(ctes))
+            ctes[cte.alias_or_name] = cte.this
+        return ctes
+
+    @functools.cached_property
+    def _cte_scopes(self) -> dict[int, tuple[exp.Expression, Mapping[str, exp.Expression]]]:
+        """Each CTE body planned so far (by ``id``) with the CTEs it sees (:meth:`_with_ctes`)."""
+        return {}
 
     # ----------------------------------------------------------------- select
     def _plan_select(self, select: exp.Select, ctes: Mapping[str, exp.Expression]
@@ -374,7 +391,9 @@ class QueryPlanner(PlanningContext):
         """Plan one FROM item: a table's scan of the ``needed`` columns, a CTE, a derived table or VALUES."""
         alias = item.alias_or_name
         if isinstance(item, exp.Table) and item.name in ctes and not item.args.get("db"):
-            return self._derived(ctes[item.name], alias, ctes)
+            body = ctes[item.name]
+            scoped = self._cte_scopes.get(id(body))
+            return self._derived(body, alias, scoped[1] if scoped is not None and scoped[0] is body else ctes)
         if isinstance(item, exp.Subquery):
             return self._derived(item.this, alias, ctes)
         if is_series_source(item):  # range(...) / generate_series(...)

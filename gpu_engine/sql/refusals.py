@@ -48,6 +48,24 @@ def _function_name(node: exp.Expression) -> str:
     return node.sql(dialect="duckdb").split("(", 1)[0].lower()  # GenerateSeries is range(...) or generate_series
 
 
+def _check_with(with_: exp.With) -> None:
+    """Refuse a WITH naming two CTEs alike (DuckDB's "Duplicate CTE name") and a recursive CTE: under WITH
+    RECURSIVE a UNION whose part reads the CTE itself; any other CTE there is a plain one, as in DuckDB (its body
+    reading its own name reads the table of that name: :meth:`~gpu_engine.sql.planner.QueryPlanner._with_ctes`)."""
+    defined: set[str] = set()
+    for cte in with_.expressions:
+        name = cte.alias_or_name
+        if name.lower() in defined:
+            raise _error(f"WITH defines the CTE {name!r} twice (DuckDB: Duplicate CTE name); give each CTE of one "
+                         "WITH its own name", cte, name)
+        defined.add(name.lower())
+        if with_.args.get("recursive") and isinstance(cte.this, exp.Union) and any(
+                table.name.lower() == name.lower() and not table.args.get("db") for table in cte.this.find_all(exp.Table)):
+            raise _error(f"unsupported SQL: WITH RECURSIVE: the recursive CTE {name!r} (a UNION reading itself); "
+                         "write its levels out as a UNION ALL of joins, or compute them outside the query", cte,
+                         "WITH RECURSIVE")
+
+
 def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expression]:
     """Raise a :class:`SqlError` for the first construct of ``tree`` the planner does not plan.
 
@@ -89,8 +107,8 @@ def refuse_unsupported(tree: exp.Expression, dialect: str) -> list[exp.Expressio
         elif isinstance(node, exp.Pivot):
             what = "UNPIVOT" if node.args.get("unpivot") else "PIVOT"
             raise _error(f"unsupported SQL: {what}; write it with GROUP BY and CASE (or UNION ALL)", node, what)
-        elif isinstance(node, exp.With) and node.args.get("recursive"):
-            raise _error("unsupported SQL: WITH RECURSIVE (recursive CTEs)", node, "WITH RECURSIVE")
+        elif isinstance(node, exp.With):
+            _check_with(node)
         elif isinstance(node, exp.TableSample):
             raise _error("unsupported SQL: TABLESAMPLE with a seed, a method and a size, or n ROWS over a join; "
                          "USING SAMPLE p% (or TABLESAMPLE p%) and n ROWS of one table are supported "

@@ -47,13 +47,39 @@ def _with_key(tree: exp.Expression) -> str | None:
 
 
 def _rename_references(tree: exp.Expression, tables: dict[str, str]) -> exp.Expression:
-    """Point table references to the CTEs in ``tables`` at their tables, keeping the CTE's name as the alias."""
-    for table in list(tree.find_all(exp.Table)):
-        if table.name in tables and not table.args.get("db"):
-            if not table.alias:
-                table.set("alias", exp.TableAlias(this=exp.to_identifier(table.name)))
-            table.set("this", exp.to_identifier(tables[table.name]))
+    """Point table references to the CTEs in ``tables`` at their tables, keeping the CTE's name as the alias.
+
+    A nested WITH's CTE of one of those names hides it from the CTEs written after it and from its query, as
+    DuckDB scopes CTEs: a body reading its own name reads the outer one (``WITH a AS (...) SELECT * FROM (WITH
+    a AS (SELECT ... FROM a) SELECT * FROM a)``: only the inner body's ``a`` is the shared table).
+    """
+    stack = [(tree, tables)]
+    while stack:  # (a stack, not recursion: a tree may nest hundreds of levels)
+        node, visible = stack.pop()
+        if not visible:
+            continue
+        key = _with_key(node)
+        if key is not None:
+            inner = dict(visible)
+            for cte in node.args[key].expressions:
+                stack.append((cte.this, dict(inner)))
+                inner.pop(cte.alias_or_name, None)
+            stack.extend((child, inner) for child in node.iter_expressions() if child is not node.args[key])
+            continue
+        if isinstance(node, exp.Table) and node.name in visible and not node.args.get("db"):
+            if not node.alias:
+                node.set("alias", exp.TableAlias(this=exp.to_identifier(node.name)))
+            node.set("this", exp.to_identifier(visible[node.name]))
+        stack.extend((child, visible) for child in node.iter_expressions())
     return tree
+
+
+def _with_column_names(body: exp.Expression, cte: exp.CTE) -> exp.Expression:
+    """Return a CTE's body with the column names its alias lists (``WITH x(c) AS (...)``) as its output names."""
+    alias = cte.args.get("alias")
+    if alias is None or not alias.columns:
+        return body
+    return exp.select("*").from_(exp.Subquery(this=body, alias=alias.copy()))
 
 
 def _one_query(text: str, dialect: str) -> exp.Expression | None:
@@ -134,22 +160,28 @@ def _split(text: str, dialect: str, number: str) -> tuple[tuple[SharedCte, ...],
     references = _references(tree)
     tables: dict[str, str] = {}
     computed = []
-    kept: list[exp.CTE] = []
+    kept: list[tuple[exp.CTE, dict[str, str]]] = []  # each with the shared CTEs written before it (it reads those)
     for cte in ctes:
         name = cte.alias_or_name
         if name not in references:
-            kept.append(cte)
+            kept.append((cte, dict(tables)))
             continue
         body = with_reader_filters(_rename_references(cte.this.copy(), tables), name, tree, cte)
         body = with_set_readers_distinct(body, name, tree, cte)  # read only by IN / EXISTS: its distinct rows
+        body = _with_column_names(body, cte)
         if kept:
-            body.set(key, exp.With(expressions=[_rename_references(k.copy(), tables) for k in kept]))
+            body.set(key, exp.With(expressions=[_rename_references(k.copy(), seen) for k, seen in kept]))
         tables[name] = f"__cte_{number}_{name}"
         computed.append(SharedCte(tables[name], body.sql(dialect=dialect)))
     query = tree.copy()
+    seen_by = {cte.alias_or_name: seen for cte, seen in kept}
     remaining = [c for c in query.args[key].expressions if c.alias_or_name not in tables]
+    with_ = query.args[key]
+    query.set(key, None)
+    _rename_references(query, tables)  # the query after its WITH reads every shared CTE
     if remaining:
-        query.args[key].set("expressions", remaining)
-    else:
-        query.set(key, None)
-    return tuple(computed), _rename_references(query, tables).sql(dialect=dialect)
+        for cte in remaining:  # a CTE's body reads those written before it
+            _rename_references(cte.this, seen_by[cte.alias_or_name])
+        with_.set("expressions", remaining)
+        query.set(key, with_)
+    return tuple(computed), query.sql(dialect=dialect)
