@@ -703,8 +703,13 @@ class ScalarTranslator:
         default = tree.args.get("default")
         if default is not None:
             values.append(self.translate(default))
+        # A string constant takes the other branches' type, as DuckDB's string literal casts implicitly
+        # (``coalesce(d, '2000-01-01')`` is a DATE, ``coalesce(i, '7')`` an INTEGER); text otherwise.
+        typed = [v for v in values if not (isinstance(v, Literal) and isinstance(v.value, str))]
         try:
-            dtype = functools.reduce(common_type, [v.dtype for v in values])
+            dtype = functools.reduce(common_type, [v.dtype for v in typed or values])
+            if pa.types.is_null(dtype):
+                dtype = functools.reduce(common_type, [v.dtype for v in values])
         except TypeError:
             raise self.error("type mismatch: CASE branches have types " + ", ".join(str(v.dtype) for v in values),
                              tree) from None

@@ -423,7 +423,8 @@ def _arrow_statistics(table: pa.Table) -> TableStatistics:
                      or pa.types.is_decimal(f.type)):
             try:
                 extremes = pc.min_max(table.column(f.name)).as_py()
-            except OverflowError:  # a date before year 1 or past 9999 (Python's range, not DuckDB's): no range
+            except (OverflowError, pa.ArrowNotImplementedError):  # a date before year 1 or past 9999 (Python's
+                # range, not DuckDB's), or a float16 (no Arrow min_max; a scan refuses the type by name): no range
                 extremes = {"min": None, "max": None}
             low, high = extremes["min"], extremes["max"]
         columns[f.name] = _column_statistics(f.type, rows, low, high)

@@ -268,7 +268,8 @@ def test_translation_shape(sql, expected):
     ("substring(i32, 1)", "SUBSTRING needs a string", None),
     ("EXTRACT(timezone FROM dt)", "does not support the part 'timezone'", None),
     ("year(s)", "cannot extract year from string", None),
-    ("CASE WHEN b THEN 1 ELSE 'a' END", "CASE branches have types int32, string", None),
+    # "CASE WHEN b THEN 1 ELSE 'a' END" casts the text as rows reach it, as DuckDB's string literal (fuzz round 11)
+    ("CASE WHEN b THEN 1 ELSE dt END", "CASE branches have types int32, date32[day]", None),
     ("CASE WHEN i32 THEN 1 END", "expected a boolean", "i32"),
     ("CAST(d AS DECIMAL(30,20)) * CAST(d AS DECIMAL(30,20))", "needs scale 40", None),
     ("99999999999999999999", "beyond int64 are not supported yet", None),
