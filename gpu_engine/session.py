@@ -596,7 +596,7 @@ def node_stats_text(stats: TaskStats) -> dict[str, str]:
             line = (f"{s.operator_type} (pipeline {s.pipeline_id}, {s.drivers} driver(s)): "
                     f"input {s.input_rows} rows/{s.input_batches} batches, "
                     f"output {s.output_rows} rows/{s.output_batches} batches/{_megabytes(s.output_bytes)}, "
-                    f"cpu {s.cpu_seconds * 1000:.1f} ms, blocked {s.blocked_seconds * 1000:.1f} ms ({s.blocked_count}x), "
+                    f"wall {s.wall_seconds * 1000:.1f} ms, cpu {s.cpu_seconds * 1000:.1f} ms, blocked {s.blocked_seconds * 1000:.1f} ms ({s.blocked_count}x), "
                     f"launches {s.kernel_launches}, syncs {s.host_syncs}")
             if s.device_allocations:  # counted on cuda only (see gpu_engine.exec.device_counters)
                 line += f", allocations {s.device_allocations}"

@@ -183,7 +183,8 @@ class Driver:
         self.task.driver_finished(self)
 
     def _timed(self, operator: Operator, stat: str, call, *args):
-        """Call ``call(*args)`` for ``operator``, adding its seconds and its device counters to the operator's stats.
+        """Call ``call(*args)`` for ``operator``, adding its seconds (wall and this thread's CPU) and its device counters
+        to the operator's stats.
 
         The counters are thread-local and the call runs on this thread, so
         the deltas are exactly the launches, host syncs, allocations and
@@ -194,10 +195,11 @@ class Driver:
         counters = THREAD_COUNTERS
         launches, syncs, allocations = counters.kernel_launches, counters.host_syncs, counters.device_allocations
         compiled, compiling = counters.kernels_compiled, counters.compile_seconds
-        start = time.perf_counter()
+        start, cpu_start = time.perf_counter(), time.thread_time()
         result = call(*args)
         stats = operator.stats
         setattr(stats, stat, getattr(stats, stat) + time.perf_counter() - start)
+        stats.cpu_seconds += time.thread_time() - cpu_start
         stats.kernel_launches += counters.kernel_launches - launches
         stats.host_syncs += counters.host_syncs - syncs
         stats.device_allocations += counters.device_allocations - allocations

@@ -76,6 +76,9 @@ class OperatorStats:
     get_output_seconds: float = 0.0
     no_more_input_seconds: float = 0.0
     is_blocked_seconds: float = 0.0
+    #: The driver thread's CPU time (user + sys) inside the operator's calls: below the calls' wall time when the
+    #: thread waited (a lock, the GIL, a device sync) or the machine was loaded.
+    cpu_seconds: float = 0.0
     blocked_seconds: float = 0.0
     blocked_count: int = 0
     kernel_launches: int = 0
@@ -88,8 +91,8 @@ class OperatorStats:
     runtime: dict[str, float] = field(default_factory=dict)
 
     @property
-    def cpu_seconds(self) -> float:
-        """Return the time spent inside the operator's calls."""
+    def wall_seconds(self) -> float:
+        """Return the wall time spent inside the operator's calls (``cpu_seconds`` is the thread's CPU time)."""
         return self.add_input_seconds + self.get_output_seconds + self.no_more_input_seconds + self.is_blocked_seconds
 
     def merge(self, other: "OperatorStats") -> "OperatorStats":

@@ -137,3 +137,17 @@ def test_long_stats_lines_wrap_at_their_items_within_the_width_and_print_whole_w
     assert " ".join(under_root) == stats
     whole = format_plan(plan, {node_id: stats for node_id in node_ids}, full=True).splitlines()
     assert max(len(line) for line in whole) > len(stats)
+
+
+def test_explain_analyze_reports_each_operator_s_thread_cpu_beside_its_wall_time():
+    # The per-operator "cpu" figure was the calls' wall time (perf_counter): on a loaded machine or while a thread
+    # waits it overstated the operator's work. Now it is the driver thread's CPU time, never above its wall time.
+    from gpu_engine import Session
+
+    session = Session(device="cpu")
+    session.register("t", pa.table({"a": list(range(2000)), "b": [i % 7 for i in range(2000)]}))
+    text = session.explain(session.sql_plan("SELECT b, sum(a) FROM t GROUP BY b"), analyze=True, full=True)
+    stats_lines = [line for line in text.splitlines() if "driver(s)): input" in line]
+    assert stats_lines and all(", wall " in line and ", cpu " in line for line in stats_lines), text
+    operators = [s for per_node in session.last_stats().operator_stats_by_node().values() for s in per_node]
+    assert operators and all(s.cpu_seconds <= s.wall_seconds + 0.005 for s in operators)
