@@ -263,8 +263,8 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         if validity is not None:
             words = np.where(validity[:, None], words, 0)
         return Column(logical, np.ascontiguousarray(words), validity)
-    if pa.types.is_date64(dtype):
-        array = array.cast(pa.date32())
+    if pa.types.is_date64(dtype):  # milliseconds past a day's start cut toward zero, as DuckDB reads them (a safe
+        array = array.cast(pa.date32(), safe=False)  # cast raised Arrow's "would lose data" on any such value)
     if pa.types.is_time(dtype):  # every TIME becomes microseconds of the day (nanoseconds cut), in NumPy:
         ticks = numpy_values(array).astype(np.int64)  # pyarrow's arithmetic with a Python scalar imports pandas
         micros = ticks // 1000 if dtype.unit == "ns" else ticks * {"s": 1_000_000, "ms": 1000, "us": 1}[dtype.unit]
