@@ -22,6 +22,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py window-subqueries tpch 2 --sf 1 --runs 7
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
     python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
+    python bench/ab.py exchange-keys tpch 10 --sf 1 --runs 9
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
@@ -184,6 +185,14 @@ def _partial_steps():
     """Every GROUP BY split into partial and final steps, as before ``gpu_engine.optimizer.partial_steps`` (its rule
     out of ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
     return _Setting(_set_partial_steps), "value", "off"
+
+
+def _exchange_keys():
+    """Every final aggregation's exchange hashing all its keys, strings too (``optimizer.exchange_keys`` out of
+    ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.exchange_keys import choose_exchange_keys
+    return module, "ESTIMATE_RULES", tuple(rule for rule in module.ESTIMATE_RULES if rule is not choose_exchange_keys)
 
 
 def _distinct_partitioning():
@@ -995,6 +1004,7 @@ SWITCHES = {
     "window-subqueries": _window_subqueries,
     "partial-steps": _partial_steps,
     "distinct-partitioning": _distinct_partitioning,
+    "exchange-keys": _exchange_keys,
     "wide-sum-fusion": _wide_sum_fusion,
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,

@@ -82,7 +82,9 @@ join whose build side is estimated larger than its probe side;
 :func:`~gpu_engine.optimizer.partial_steps.choose_partial_steps` refuses a
 GROUP BY its partial step where its input is proven unique on some of its keys
 (:mod:`~gpu_engine.optimizer.unique_keys`) or a key is about as distinct as its
-estimated input rows.
+estimated input rows; :func:`~gpu_engine.optimizer.exchange_keys.choose_exchange_keys`
+lets a GROUP BY with string keys repartition on one fixed-width key estimated to
+have many distinct values (TPC-H q10's ``c_custkey``).
 
 Still on the sqlglot tree (not moved yet): the SQL planner translates a
 WHERE conjunct's ``[NOT] EXISTS`` / ``[NOT] IN (SELECT …)`` into the typed
@@ -126,6 +128,7 @@ from gpu_engine.optimizer.decorrelation import decorrelate_subqueries
 from gpu_engine.optimizer.distinct_branches import drop_redundant_distincts
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.eager_aggregation import eager_aggregate
+from gpu_engine.optimizer.exchange_keys import choose_exchange_keys
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.optimizer.join_order import order_joins
 from gpu_engine.optimizer.partial_steps import choose_partial_steps
@@ -171,11 +174,14 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 #: inner joins pre-aggregates the relations its aggregates read where the estimates say it pays (the region's
 #: joins keep the order :func:`order_joins` gave them; ``bench/ab.py eager-aggregation``;
 #: bench/results/2026-11-28-eager*.md), before build sides and partial steps, which then see the pre-aggregation.
+#: :func:`~gpu_engine.optimizer.exchange_keys.choose_exchange_keys` last: an aggregation over string keys hashes
+#: one fixed-width key of many estimated distinct values at its exchange (bench/results/2026-11-29-q10agg-s52.md).
 ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (
     order_joins,
     eager_aggregate,
     build_smaller_sides,
     choose_partial_steps,
+    choose_exchange_keys,
 )
 
 

@@ -12,7 +12,9 @@ sees an arbitrary part of the rows, so:
 * so does one the optimizer marks ``partial_step=False`` (its estimates say
   a partial step would keep about a group per row: :mod:`gpu_engine.optimizer.partial_steps`);
 * a final aggregation whose input is not already partitioned on its keys gets
-  a LocalPartition(keys) in front;
+  a LocalPartition(keys) in front; on its ``partition_keys`` where the optimizer
+  chose a subset (:mod:`gpu_engine.optimizer.exchange_keys`: one fixed-width key of
+  many distinct values instead of long strings; a group's rows agree on any subset);
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
   and so does EnforceSingleRow (it must count all the Task's rows);
 * a Window needs each partition's rows on one driver: a LocalPartition by its
@@ -182,11 +184,13 @@ def _aggregation(node: AggregationNode, partition_keys: tuple[str, ...]) -> tupl
     keys = node.grouping_keys
     done = SINGLE if not keys else _hashed(keys)
     exchange_keys = keys
+    if keys and not partition_keys and node.partition_keys:
+        partition_keys = node.partition_keys  # the optimizer's choice (optimizer/exchange_keys.py)
     if keys and partition_keys and set(partition_keys) <= set(keys):
         exchange_keys, done = tuple(partition_keys), _hashed(partition_keys)
     # PARTIAL and INTERMEDIATE steps merge where their input is; the FINAL step above gets the exchange.
     merges_in_place = node.step in (AggregationStep.PARTIAL, AggregationStep.INTERMEDIATE)
-    if distribution == SINGLE or (keys and distribution == _hashed(keys)) or merges_in_place:
+    if distribution == SINGLE or (keys and distribution in (_hashed(keys), done)) or merges_in_place:
         # Rows hashed by all the keys already are not hashed by ``partition_keys`` (fewer): say how they are,
         # so the aggregation above exchanges them (a count by c8 over DISTINCT (c7, c8) rows hashed so).
         kept = distribution if merges_in_place or distribution != SINGLE else done
