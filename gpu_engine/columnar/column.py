@@ -246,7 +246,13 @@ def _column_from_arrow(array: pa.Array | pa.ChunkedArray) -> Column:
         return Column(logical, values, validity)
     if pa.types.is_decimal(dtype):
         if pa.types.is_decimal256(dtype):
-            array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))
+            try:
+                array = array.cast(pa.decimal128(min(dtype.precision, 38), dtype.scale))
+            except pa.ArrowInvalid:  # a value past 38 digits: the user's data to narrow, named
+                from gpu_engine.errors import DataSourceError
+
+                raise DataSourceError(f"a {dtype} value has more than 38 digits, the most an engine decimal holds; "
+                                      "cast the column to a narrower decimal or to float64 before registering it") from None
         words = np.frombuffer(array.buffers()[1], dtype=np.int64)[2 * array.offset : 2 * (array.offset + n)].reshape(n, 2)
         if validity is not None:
             words = np.where(validity[:, None], words, 0)

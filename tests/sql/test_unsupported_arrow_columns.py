@@ -24,3 +24,17 @@ def test_an_unsupported_column_is_refused_by_name(name, device_name):
     assert session.sql("SELECT sum(i) AS s FROM t WHERE i > 1").to_pylist() == [{"s": 2}]
     with pytest.raises(GpuEngineError, match=re.escape(f"unsupported column type {table.schema.field(name).type}")):
         session.sql(f"SELECT i, {name} FROM t")
+
+
+def test_a_decimal256_past_38_digits_is_refused_by_name(device_name):
+    """decimal256 values within 38 digits read as decimal128; one past them is named (Arrow's "Decimal value does
+    not fit in precision 38" came through before)."""
+    import decimal
+
+    values = [decimal.Decimal(10) ** 45, decimal.Decimal(1), None]
+    table = pa.table({"i": pa.array([1, 2, None], pa.int64()), "w": pa.array(values, pa.decimal256(50, 0)),
+                      "n": pa.array(values[1:] + [decimal.Decimal("-2.5")], pa.decimal256(40, 1))})
+    session = session_with_tables({"t": table}, device=device_name, compile_mode="lowest")
+    assert session.sql("SELECT sum(n) AS s FROM t").to_pylist() == [{"s": decimal.Decimal("-1.5")}]
+    with pytest.raises(GpuEngineError, match=re.escape("a decimal256(50, 0) value has more than 38 digits")):
+        session.sql("SELECT i, w FROM t")
