@@ -75,10 +75,10 @@ from gpu_engine.plans.nodes import (AggregationNode, EnforceSingleRowNode, Filte
                                     TopNNode, TopNRowNumberNode, ValuesNode, WindowNode)
 from gpu_engine.optimizer.statistics import (
     DEFAULT_SELECTIVITY, LIKE_SELECTIVITY, ColumnStatistics, TableStatistics, as_number, equality_selectivity,
-    key_set_divisor, range_selectivity,
+    key_like, key_set_divisor, range_selectivity,
 )
 
-__all__ = ["Estimate", "estimate", "filter_selectivity", "implies", "selectivity", "union_columns",
+__all__ = ["Estimate", "estimate", "filter_selectivity", "implies", "measured_divisor", "selectivity", "union_columns",
            "STRING_DICTIONARY_COUNTS"]
 
 #: Whether ``col = 'x'`` and ``col IN (...)`` on a string column keep one dictionary value's share per constant
@@ -91,6 +91,12 @@ __all__ = ["Estimate", "estimate", "filter_selectivity", "implies", "selectivity
 #: +15.5% and +13.9%, q8 +15.6%; bench/results/2026-11-28-stringndv-string-equality-cpu-sf1.md); with the typed
 #: order alone q80 -8.7%, q72 -9.4%, q8 -7.2% (2026-11-29-joinorder2.md, 2026-11-29-joinorder3-s51.md).
 STRING_DICTIONARY_COUNTS = True
+
+#: Whether a join on several key columns divides by the matches measured from its tables' rows
+#: (:func:`measured_divisor`) rather than by per-column distinct counts alone (kept for the bench's A/B:
+#: ``bench/ab.py measured-key-matches``). **On** (stop 52): TPC-H q9's lineitem x partsupp on part and supplier was
+#: estimated at 2,400 rows for 6M (bench/results/2026-11-29-joinest-s52.md).
+MEASURED_KEY_MATCHES = True
 
 
 @dataclass(frozen=True)
@@ -122,7 +128,8 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         table = tables.get(plan.table_name)
         if table is None:
             return None
-        return Estimate(table.rows, {name: _per_value(table.columns[name].sampled().capped(table.rows), table.rows)
+        return Estimate(table.rows, {name: replace(_per_value(table.columns[name].sampled().capped(table.rows),
+                                                              table.rows), origin=(plan.table_name, name))
                                      for name in plan.columns if name in table.columns})
     if isinstance(plan, ValuesNode):
         rows = float(plan.data.num_rows)
@@ -151,7 +158,7 @@ def estimate(plan: PlanNode, tables: Mapping[str, TableStatistics]) -> Estimate 
         rows = min(max(0.0, child.rows - getattr(plan, "offset", 0)), max(0.0, float(plan.count)))
         return Estimate(rows, _capped(child.columns, rows), child.applied)
     if isinstance(plan, (HashJoinNode, NestedLoopJoinNode)):
-        return _joined(plan, *below)
+        return _joined(plan, *below, tables)
     if isinstance(plan, AggregationNode) and not plan.global_grouping_sets and plan.group_id_key is None:
         return _aggregated(plan, below[0])
     if isinstance(plan, LocalPartitionNode):
@@ -444,7 +451,31 @@ class _Side:
     stats: Mapping[str, ColumnStatistics]
 
 
-def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Estimate) -> Estimate | None:
+def measured_divisor(pairs, left: Mapping[str, ColumnStatistics], right: Mapping[str, ColumnStatistics], tables
+                     ) -> float | None:
+    """Return the divisor of a join on several key columns measured from the tables they were read from
+    (:meth:`~gpu_engine.optimizer.statistics.RegisteredStatistics.key_match_divisor`), or None: one key, a key
+    column that identifies its table's rows (:func:`~gpu_engine.optimizer.statistics.key_like`: containment), a
+    column computed or aggregated (no :attr:`~gpu_engine.optimizer.statistics.ColumnStatistics.origin`), a
+    side's keys from two tables, or statistics that read no rows (a mapping of table statistics). ``left`` and
+    ``right``: the two sides' column statistics, ``pairs`` (left column, right column). Every join estimate of
+    the typed passes reads it (this module's, the join order's, eager aggregation's)."""
+    measure = getattr(tables, "key_match_divisor", None)
+    if len(pairs) < 2 or measure is None or not MEASURED_KEY_MATCHES:
+        return None
+    if any(key_like(left.get(x)) or key_like(right.get(y)) for x, y in pairs):
+        return None  # containment (key_set_divisor): nothing to read
+    sides = []
+    for columns, names in ((left, [x for x, _ in pairs]), (right, [y for _, y in pairs])):
+        origins = [columns[n].origin if n in columns else () for n in names]
+        if not all(origins) or len({table for table, _ in origins}) != 1:
+            return None
+        sides.append((origins[0][0], [column for _, column in origins]))
+    return measure(sides[0][0], sides[0][1], sides[1][0], sides[1][1])
+
+
+def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Estimate, tables=None
+            ) -> Estimate | None:
     """An inner join: ``rows(a) * rows(b)`` over the key set's distinct values (the SQL join ordering's
     :func:`~gpu_engine.sql.join_ordering.join_estimate`; no keys: the product), halved by each conjunct of its
     filter; a LEFT (RIGHT) join at least its probe (build) side's rows and a FULL join the inner estimate,
@@ -455,7 +486,8 @@ def _joined(plan: HashJoinNode | NestedLoopJoinNode, probe: Estimate, build: Est
             rows = {"left": probe.rows, "right": build.rows, "full": probe.rows + build.rows}.get(plan.join_type, 0.0)
         else:
             pairs = list(zip(plan.left_keys, plan.right_keys)) if isinstance(plan, HashJoinNode) else []
-            divisor = key_set_divisor(_Side(probe.rows, probe.columns), _Side(build.rows, build.columns), pairs)
+            divisor = key_set_divisor(_Side(probe.rows, probe.columns), _Side(build.rows, build.columns), pairs,
+                                      measured=measured_divisor(pairs, probe.columns, build.columns, tables))
             rows = max(1.0, probe.rows * build.rows / divisor)
             if plan.filter is not None and plan.join_type == "inner":  # each condition beside the keys halves it
                 rows = max(1.0, rows * 0.5 ** len(conjuncts(plan.filter)))
@@ -499,7 +531,7 @@ def _aggregated(plan: AggregationNode, child: Estimate) -> Estimate:
     if not child.rows:
         return Estimate(0.0, {k: child.columns[k].capped(0.0) for k in plan.grouping_keys if k in child.columns})
     rows = _groups(plan.grouping_keys, child)
-    return Estimate(rows, {k: replace(child.columns[k].capped(rows), rows_per_value=0.0)
+    return Estimate(rows, {k: replace(child.columns[k].capped(rows), rows_per_value=0.0, origin=())
                            for k in plan.grouping_keys if k in child.columns})
 
 

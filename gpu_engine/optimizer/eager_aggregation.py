@@ -98,7 +98,7 @@ import pyarrow as pa
 
 from gpu_engine.columnar.types import is_string
 from gpu_engine.operators.hash_build import DICTIONARY_BUILD_MAX_ROWS
-from gpu_engine.optimizer.cardinality import Estimate, estimate
+from gpu_engine.optimizer.cardinality import Estimate, estimate, measured_divisor
 from gpu_engine.optimizer.conjuncts import conjunction
 from gpu_engine.optimizer.partial_steps import RangeCounts
 from gpu_engine.optimizer.unique_keys import unique_keys
@@ -185,6 +185,7 @@ class _Graph:
     owner: dict[str, int]
     estimates: dict[frozenset[int], _Estimate] = field(default_factory=dict)
     unique: dict = field(default_factory=dict)  # unique_keys' memo
+    statistics: Mapping[str, TableStatistics] | None = None  # (a key of several columns: measured_divisor)
 
     def neighbours(self, members: frozenset[int]) -> set[int]:
         return set().union(*(self.graph.neighbours(k) for k in members)) - members
@@ -201,7 +202,9 @@ def _joined(g: _Graph, left: _Estimate, right: _Estimate) -> _Estimate:
         elif e.right in left.members and e.left in right.members:
             pairs.append((e.right_column, e.left_column))
     union = left.members | right.members
-    rows = joined_rows(left, right, pairs, shared_domains=True) if pairs else left.rows * right.rows
+    rows = (joined_rows(left, right, pairs, shared_domains=True,
+                        measured=measured_divisor(pairs, left.stats, right.stats, g.statistics))
+            if pairs else left.rows * right.rows)
     filters = sum(1 for c in g.graph.conditions
                   if c.relations <= union and c.relations & left.members and c.relations & right.members)
     rows = max(1.0, rows * 0.5 ** filters)
@@ -446,7 +449,7 @@ class _Rewriter:
             if found is None:
                 return None
             bases.append(found)
-        g = _Graph(graph, bases, owner)
+        g = _Graph(graph, bases, owner, statistics=self.statistics)
         final_keys = [set(referenced_columns(e)) for e in key_expressions]
         partial_calls = _partials(agg.aggregates, arguments)
         choice = _choose(g, read, outside, final_keys, len(partial_calls))

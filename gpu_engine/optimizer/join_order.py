@@ -66,7 +66,7 @@ from typing import Mapping, Sequence
 
 import pyarrow as pa
 
-from gpu_engine.optimizer.cardinality import Estimate, estimate, implies
+from gpu_engine.optimizer.cardinality import Estimate, estimate, implies, measured_divisor
 from gpu_engine.optimizer.conjuncts import conjunction, conjuncts
 from gpu_engine.optimizer.join_graph import JoinEdge, JoinGraph, JoinTree, join_graph, joined_tree
 from gpu_engine.optimizer.statistics import ColumnStatistics, TableStatistics, key_set_divisor
@@ -161,7 +161,7 @@ class _Orderer:
                 return graph.root
             bases.append(found)
         graph, classes = _closed(graph)
-        tree = (_cheapest_tree if n <= EXHAUSTIVE_LIMIT else _greedy_tree)(graph, bases, classes)
+        tree = (_cheapest_tree if n <= EXHAUSTIVE_LIMIT else _greedy_tree)(graph, bases, classes, self.statistics)
         if tree is None:
             return graph.root
         candidate = joined_tree(graph, tree, self.new_id)
@@ -497,7 +497,8 @@ class _Joined:
     members: int
 
 
-def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str, int]) -> _Joined | None:
+def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str, int], statistics=None
+          ) -> _Joined | None:
     """Return ``left`` joined to ``right`` as :func:`joined_tree` builds it: one key per class of equal columns
     (the others are implied), each condition that becomes readable here halving the rows (None: neither a key
     nor a condition links them; a condition alone makes a nested-loop join)."""
@@ -523,7 +524,8 @@ def _join(graph: JoinGraph, left: _Joined, right: _Joined, classes: Mapping[str,
     if not left.rows or not right.rows:
         rows = 0.0
     else:
-        divisor = key_set_divisor(_Side(left.rows, left.columns), _Side(right.rows, right.columns), pairs)
+        divisor = key_set_divisor(_Side(left.rows, left.columns), _Side(right.rows, right.columns), pairs,
+                                  measured=measured_divisor(pairs, left.columns, right.columns, statistics))
         rows = max(1.0, left.rows * right.rows / divisor)
         if extra:
             rows = max(1.0, rows * 0.5 ** extra)
@@ -540,7 +542,8 @@ def _start(bases: Sequence[Estimate], relation: int) -> _Joined:
     return _Joined(0.0, bases[relation].rows, bases[relation].columns, relation, 1 << relation)
 
 
-def _cheapest_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int]) -> JoinTree | None:
+def _cheapest_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int], statistics=None
+                   ) -> JoinTree | None:
     """Return the join tree of least summed rows, bushy or not, each join on a key (None: no tree joins them
     all): dynamic programming over the splits of each set of relations (3^n)."""
     n = len(bases)
@@ -553,7 +556,7 @@ def _cheapest_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping
         part = (mask - 1) & mask
         while part:
             if part & low and part in best and (mask ^ part) in best:
-                found = _join(graph, best[part], best[mask ^ part], classes)
+                found = _join(graph, best[part], best[mask ^ part], classes, statistics)
                 if found is not None and (choice is None or found.cost < choice.cost):
                     choice = found
             part = (part - 1) & mask
@@ -563,7 +566,8 @@ def _cheapest_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping
     return None if whole is None else whole.tree
 
 
-def _greedy_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int]) -> JoinTree | None:
+def _greedy_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[str, int], statistics=None
+                 ) -> JoinTree | None:
     """Return a left-deep tree that starts with the pair joined to the fewest rows and adds, each step, the
     relation whose join leaves the fewest rows (None: a step finds no key)."""
     n = len(bases)
@@ -571,11 +575,11 @@ def _greedy_tree(graph: JoinGraph, bases: Sequence[Estimate], classes: Mapping[s
     for a in range(n):
         for b in range(n):
             if a != b:
-                found = _join(graph, _start(bases, a), _start(bases, b), classes)
+                found = _join(graph, _start(bases, a), _start(bases, b), classes, statistics)
                 if found is not None and (current is None or found.rows < current.rows):
                     current = found
     while current is not None and current.members != (1 << n) - 1:
-        steps = [_join(graph, current, _start(bases, r), classes) for r in range(n)
+        steps = [_join(graph, current, _start(bases, r), classes, statistics) for r in range(n)
                  if not current.members >> r & 1]
         steps = [s for s in steps if s is not None]
         current = min(steps, key=lambda s: s.rows) if steps else None

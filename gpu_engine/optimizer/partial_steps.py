@@ -98,6 +98,12 @@ class RangeCounts(Mapping):
                 for column, stats in table.columns.items()})
         return self._converted[name]
 
+    def key_match_divisor(self, *args) -> float | None:
+        """The tables' measured key matches (:meth:`~gpu_engine.optimizer.statistics.RegisteredStatistics.
+        key_match_divisor`), where the statistics read rows."""
+        measure = getattr(self._statistics, "key_match_divisor", None)
+        return None if measure is None else measure(*args)
+
     def __iter__(self):
         return iter(self._statistics)
 

@@ -47,7 +47,7 @@ import pyarrow.compute as pc
 
 __all__ = ["ColumnStatistics", "TableStatistics", "JoinInput", "DEFAULT_SELECTIVITY", "RANGE_SELECTIVITY",
            "LIKE_SELECTIVITY", "as_number", "equality_selectivity", "range_selectivity", "key_set_divisor",
-           "shared_key_domain", "joined_rows", "table_statistics", "RegisteredStatistics", "DEFAULT_TABLE_ROWS"]
+           "shared_key_domain", "joined_rows", "key_like", "key_match_divisor", "table_statistics", "RegisteredStatistics", "DEFAULT_TABLE_ROWS"]
 
 #: The share of rows kept by a predicate no rule estimates.
 DEFAULT_SELECTIVITY = 0.5
@@ -83,6 +83,11 @@ class ColumnStatistics:
     #: union's column): at most :data:`KEY_LIKE_ROWS` marks a key of its table's rows, an order or ticket number
     #: (:func:`key_set_divisor` reads it for keys of several columns). Set by the typed estimates' table scans.
     rows_per_value: float = 0.0
+    #: The table and column its values were read from ((): computed, aggregated or a union's), kept through
+    #: filters, projections and joins: a join on several columns reads two tables' key columns to measure how
+    #: many rows its key pairs match (:meth:`RegisteredStatistics.key_match_divisor`). Set by the typed
+    #: estimates' table scans.
+    origin: tuple[str, str] = ()
 
     def capped(self, rows: float) -> "ColumnStatistics":
         """Return these statistics for a relation of ``rows`` rows (no more distinct values than rows)."""
@@ -158,8 +163,8 @@ def range_selectivity(stats: ColumnStatistics | None, below: bool, value: object
     return min(1.0, max(0.001, fraction))
 
 
-def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False
-                    ) -> float:
+def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False,
+                    measured: float | None = None) -> float:
     """Return the distinct values of a join's key set: each side's, the larger of the two (containment).
 
     A side's key set has at most the product of its key columns' distinct counts and at most its rows (a
@@ -180,6 +185,18 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
     customer_demographics' join-key filter (238K rows decoded for 46K): +15% CPU (bench/results/
     2026-11-28-q66-estimates-cpu-sf1.md). The join search counts no runtime filter at a scan yet; until it
     does, its estimates keep containment.
+
+    ``measured``: for a key of several columns none of which identifies its table's rows, the divisor the two
+    tables' key columns gave when read (:meth:`RegisteredStatistics.key_match_divisor`: a table's rows over the
+    rows of it a sample of the other's rows finds on average), used instead of independence. Why: per-column
+    counts cannot tell a composite foreign key (TPC-H's lineitem pairs (part, supplier) each one of partsupp's:
+    6M rows joined, independence estimated 2,400) from two tables sharing values of each column but few pairs
+    (TPC-DS q17's catalog_sales x store_returns on customer and item: containment estimated 287,514 for 39);
+    the rows say which it is. Why not where a column is a key (containment stays): measured there too, TPC-DS
+    q25's store_sales x store_returns on ticket, item and customer read 208K rows for 209K real (containment
+    287K), the order then joined store_sales to its date first, and the query ran +91% (loaded A/B): the old
+    order's 5-row build filtered store_sales' scan by ticket numbers, skipping row groups, which the order's
+    costs do not count (bench/results/2026-11-29-joinest-s52.md).
     """
     if not pairs:
         return 1.0
@@ -193,8 +210,10 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
         domain = shared_key_domain(a.stats.get(x), b.stats.get(y)) if shared_domains else 0.0
         return max(1.0, min(max(product_a, product_b), max(a.rows, b.rows)), domain)
     contained = max(1.0, min(product_a, a.rows), min(product_b, b.rows))
-    if any(_key_like(a.stats.get(x)) or _key_like(b.stats.get(y)) for x, y in pairs):
+    if any(key_like(a.stats.get(x)) or key_like(b.stats.get(y)) for x, y in pairs):
         return contained
+    if measured:
+        return max(1.0, measured)
     independent, seen = 1.0, set()
     for x, y in pairs:  # each column once: ``x = y1 AND x = y2`` implies ``y1 = y2``
         if x in seen or y in seen:
@@ -218,7 +237,7 @@ def key_set_divisor(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]]
 KEY_LIKE_ROWS = 2.0
 
 
-def _key_like(column: ColumnStatistics | None) -> bool:
+def key_like(column: ColumnStatistics | None) -> bool:
     """Return whether ``column`` may identify its rows (or its table's rows per value are not known)."""
     return column is None or not column.rows_per_value or column.rows_per_value <= KEY_LIKE_ROWS
 
@@ -245,11 +264,11 @@ def shared_key_domain(a: ColumnStatistics | None, b: ColumnStatistics | None) ->
     return min(a.domain, b.domain)
 
 
-def joined_rows(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False
-                ) -> float:
+def joined_rows(a: JoinInput, b: JoinInput, pairs: Sequence[tuple[str, str]], shared_domains: bool = False,
+                measured: float | None = None) -> float:
     """Return the estimated rows of an inner equi-join of ``a`` and ``b`` on key ``pairs`` (none: the product),
-    at least one (``shared_domains``: see :func:`key_set_divisor`)."""
-    return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs, shared_domains))
+    at least one (``shared_domains``, ``measured``: see :func:`key_set_divisor`)."""
+    return max(1.0, a.rows * b.rows / key_set_divisor(a, b, pairs, shared_domains, measured))
 
 
 #: Rows assumed for a table without statistics (a catalog given as schemas only).
@@ -463,6 +482,150 @@ def table_statistics(table) -> TableStatistics:
     return TableStatistics(rows, {f.name: _column_statistics(f.type, rows, None, None) for f in table.schema})
 
 
+#: The most rows of the smaller table whose key columns :func:`key_match_divisor` reads whole (the larger one is
+#: sampled): TPC-H SF1's partsupp (800,000 rows, ~20 ms) and SF10's (8M) are read, larger tables keep the
+#: per-column estimate.
+KEY_MATCH_WHOLE_ROWS = 10_000_000
+#: About how many rows of the larger table :func:`key_match_divisor` samples (whole row groups, evenly spaced).
+KEY_MATCH_SAMPLE_ROWS = 100_000
+
+_MATCHES: dict[tuple, float | None] = {}
+
+
+def key_match_divisor(a, a_columns: Sequence[str], b, b_columns: Sequence[str]) -> float | None:
+    """Return the divisor of a join of tables ``a`` and ``b`` (registered tables: Parquet files or an Arrow table)
+    on ``a_columns = b_columns`` measured from their rows: the whole table's rows over the mean rows of it that a
+    row of the other, sampled, finds on the key (``rows(a) * rows(b) / divisor`` is then the join's rows). None
+    where it cannot be measured (more rows than :data:`KEY_MATCH_WHOLE_ROWS` on both sides, a column repeated,
+    keys that do not compare, a file that does not read: the scan reports it) or no sampled row matched (the
+    per-column estimate stands: it says few rows).
+
+    Why: a join on several columns is a composite foreign key (each lineitem's (part, supplier) one of
+    partsupp's) or two tables sharing each column's values but few of their pairs (TPC-DS's catalog_sales and
+    store_returns on customer and item), and per-column distinct counts read the same for both
+    (:func:`key_set_divisor`). The smaller table is read whole (its key columns only), the larger sampled by
+    whole row groups spread over it (:data:`KEY_MATCH_SAMPLE_ROWS`), each measurement once per process and
+    file version.
+    """
+    from gpu_engine.errors import DataSourceError
+
+    if len(set(a_columns)) != len(a_columns) or len(set(b_columns)) != len(b_columns):
+        return None
+    try:
+        sides = sorted([(a, tuple(a_columns)), (b, tuple(b_columns))], key=lambda side: _table_rows(side[0]))
+        (whole, whole_columns), (sampled, sampled_columns) = sides
+        key = (_version(whole), whole_columns, _version(sampled), sampled_columns)
+        if None in (key[0], key[2]):
+            return _key_match_divisor(whole, whole_columns, sampled, sampled_columns)
+        if key not in _MATCHES:
+            _MATCHES[key] = _key_match_divisor(whole, whole_columns, sampled, sampled_columns)
+        return _MATCHES[key]
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError):
+        return None  # (a file gone or damaged since its statistics: its scan reports it)
+
+
+def _key_match_divisor(whole, whole_columns: tuple, sampled, sampled_columns: tuple) -> float | None:
+    import numpy as np
+
+    rows = _table_rows(whole)
+    if not rows or rows > KEY_MATCH_WHOLE_ROWS:
+        return None
+    keys = _key_columns(whole, whole_columns, None)
+    sample = _key_columns(sampled, sampled_columns, KEY_MATCH_SAMPLE_ROWS)
+    if keys is None or sample is None or not len(sample[0]):
+        return None
+    packed = _packed(keys, sample)
+    if packed is None:
+        return None
+    (built, built_valid), (probed, probed_valid) = packed
+    values, counts = np.unique(built[built_valid], return_counts=True)
+    probed = probed[probed_valid]
+    at = np.minimum(np.searchsorted(values, probed), max(0, len(values) - 1))
+    matches = int(counts[at][values[at] == probed].sum()) if len(values) else 0
+    return rows * len(sample[0]) / matches if matches else None
+
+
+def _packed(keys: list, sample: list) -> tuple | None:
+    """Return both sides' key columns packed into one int64 per row (each column's offset from the two sides'
+    least value, times the ranges of the columns after it) with the rows where none is NULL; None for a column
+    that is not integer or date, or ranges whose product passes 2^62."""
+    import numpy as np
+
+    sides = [[], []]
+    valid = [None, None]
+    for k, columns in enumerate((keys, sample)):
+        for column in columns:
+            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
+            if pa.types.is_date(column.type):
+                column = column.cast(pa.int32() if pa.types.is_date32(column.type) else pa.int64())
+            if not pa.types.is_integer(column.type):
+                return None
+            ok = np.ones(len(column), bool) if not column.null_count else column.is_valid().to_numpy(
+                zero_copy_only=False)
+            sides[k].append(column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
+            valid[k] = ok if valid[k] is None else valid[k] & ok
+    packed = [np.zeros(len(sides[0][0]), np.int64), np.zeros(len(sides[1][0]), np.int64)]
+    span = 1
+    for a, b in zip(sides[0], sides[1]):
+        low = min(int(a.min()) if len(a) else 0, int(b.min()) if len(b) else 0)
+        high = max(int(a.max()) if len(a) else 0, int(b.max()) if len(b) else 0)
+        width = high - low + 1
+        span *= width
+        if span > 1 << 62:
+            return None
+        packed = [packed[0] * width + (a - low), packed[1] * width + (b - low)]
+    return (packed[0], valid[0]), (packed[1], valid[1])
+
+
+def _table_rows(table) -> int:
+    arrow_table = getattr(table, "table", None)
+    if isinstance(arrow_table, pa.Table):
+        return arrow_table.num_rows
+    files = tuple(getattr(table, "files", ()) or ())
+    return sum(table.footer(f).num_rows for f in files) if files else 0
+
+
+def _version(table) -> tuple | None:
+    """A Parquet table's files as they are now (paths, sizes, times), or None (an in-memory table: not cached)."""
+    files = tuple(getattr(table, "files", ()) or ())
+    if not files or isinstance(getattr(table, "table", None), pa.Table):
+        return None
+    return tuple((f.path, f.size, f.modified_ns) for f in map(table.footer, files))
+
+
+def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
+    """Return ``columns`` of ``table`` (arrays): every row, or about ``budget`` rows as whole row groups spread over
+    it. Read by pyarrow without the scan's checks: a damaged file gives a wrong estimate or an error here (None
+    then), and its scan reports it."""
+    import pyarrow.parquet as pq
+
+    from gpu_engine.connectors.data_source import parquet_metadata
+
+    arrow_table = getattr(table, "table", None)
+    if isinstance(arrow_table, pa.Table):
+        chosen = arrow_table.select(list(columns))
+        if budget and chosen.num_rows > budget:
+            chosen = chosen.take(pa.array([i * chosen.num_rows // budget for i in range(budget)], pa.int64()))
+        return list(chosen.columns)
+    groups = []  # (path, metadata, row group, rows)
+    for path in getattr(table, "files", ()) or ():
+        metadata = parquet_metadata(path)
+        groups.extend((path, metadata, g, metadata.row_group(g).num_rows) for g in range(metadata.num_row_groups))
+    groups = [g for g in groups if g[3]]
+    if not groups:
+        return None
+    if budget and sum(g[3] for g in groups) > budget:
+        count = max(1, min(len(groups), round(budget * len(groups) / sum(g[3] for g in groups))))
+        groups = [groups[int((i + 0.5) * len(groups) / count)] for i in range(count)]
+    pieces = []
+    for path in dict.fromkeys(g[0] for g in groups):
+        chosen = [g[2] for g in groups if g[0] == path]
+        metadata = next(g[1] for g in groups if g[0] == path)
+        pieces.append(pq.ParquetFile(path, metadata=metadata, memory_map=True).read_row_groups(
+            chosen, columns=list(columns), use_threads=False))
+    return list(pa.concat_tables(pieces).columns)
+
+
 class RegisteredStatistics(Mapping):
     """Table name -> statistics of a session's registered tables, each computed when the planner first asks.
 
@@ -474,11 +637,21 @@ class RegisteredStatistics(Mapping):
         """``known``: statistics already taken (a Session's cached tables, whose files are not read again)."""
         self._tables = tables
         self._computed: dict[str, TableStatistics] = dict(known or {})
+        self._matches: dict[tuple, float | None] = {}
 
     def __getitem__(self, name: str) -> TableStatistics:
         if name not in self._computed:
             self._computed[name] = table_statistics(self._tables[name])
         return self._computed[name]
+
+    def key_match_divisor(self, a: str, a_columns: Sequence[str], b: str, b_columns: Sequence[str]) -> float | None:
+        """Return :func:`key_match_divisor` of registered tables ``a`` and ``b`` (None for a table not registered)."""
+        if a not in self._tables or b not in self._tables:
+            return None
+        key = (a, tuple(a_columns), b, tuple(b_columns))
+        if key not in self._matches:  # (a join search estimates one join many times)
+            self._matches[key] = key_match_divisor(self._tables[a], a_columns, self._tables[b], b_columns)
+        return self._matches[key]
 
     def __iter__(self):
         return iter(self._tables)
