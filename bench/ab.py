@@ -863,6 +863,13 @@ def _correlated_keys():
     return _Setting(_set_correlated_keys), "value", "off"
 
 
+def _measured_key_matches():
+    """Every join on several key columns estimated from per-column distinct counts alone, as before stop 52
+    (``optimizer.cardinality.MEASURED_KEY_MATCHES`` off); on, from the key pairs its tables' rows match."""
+    import gpu_engine.optimizer.cardinality as module
+    return module, "MEASURED_KEY_MATCHES", False
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -1065,6 +1072,7 @@ SWITCHES = {
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,
     "correlated-keys": _correlated_keys,
+    "measured-key-matches": _measured_key_matches,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
     "file-page-pool": _file_page_pool,
