@@ -381,8 +381,7 @@ class JoinKeyFilter:
     # ------------------------------------------------------------------ rows
     def mask(self, array: pa.Array | pa.ChunkedArray) -> np.ndarray:
         """Return, per row of a probe column, whether its key can match (False for NULL)."""
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        array = _probe_array(array)
         if self.is_empty:
             return np.zeros(len(array), dtype=np.bool_)
         if pa.types.is_dictionary(array.type):  # test each distinct value once, then look the codes up
@@ -408,8 +407,7 @@ class JoinKeyFilter:
         validity bitmap), with no conversion: a probe column with NULLs (TPC-DS's fact keys) took five NumPy
         passes (validity, fill, widen, test, combine) before the test itself.
         """
-        if isinstance(array, pa.ChunkedArray):
-            array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+        array = _probe_array(array)
         buffers = _raw_int_buffers(array) if self.kind == "int" and not self.is_empty else None
         if buffers is None:
             matched = self.mask(array)
@@ -565,6 +563,17 @@ def _read_only(array: np.ndarray) -> np.ndarray:
 _NO_VALIDITY = _read_only(np.zeros(0, dtype=np.uint8))
 #: The integer widths :func:`_raw_int_buffers` hands the row tests (dates as int32; uint64 keys get none).
 _RAW_WIDTHS = (np.int8, np.int16, np.int32, np.int64, np.uint8, np.uint16, np.uint32)
+
+
+def _probe_array(array: pa.Array | pa.ChunkedArray) -> pa.Array:
+    """A scan's Arrow column as one array of the type its rows have in the scan's schema: a date64 (a user's
+    registered table) as the days it is read as (as :meth:`gpu_engine.columnar.column.Column.from_arrow` casts
+    it); its milliseconds tested against a filter of days dropped every row of a join on it but 1970-01-01's."""
+    if isinstance(array, pa.ChunkedArray):
+        array = array.combine_chunks() if array.num_chunks != 1 else array.chunk(0)
+    if pa.types.is_date64(array.type):
+        array = array.cast(pa.date32(), safe=False)
+    return array
 
 
 def _raw_int_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray, int] | None:
