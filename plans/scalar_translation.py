@@ -37,7 +37,7 @@ from gpu_engine.plans.expressions import (
 )
 from gpu_engine.plans.function_translation import (
     FUNCTION_HANDLERS, TIME_UNITS, build_function, date_arithmetic, date_part_expression, duckdb_lower,
-    interval_function,
+    duckdb_type_name, interval_function,
 )
 from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
@@ -588,6 +588,7 @@ class ScalarTranslator:
             # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
             # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts
             # compare as the comparison reads them).
+            value_trees = self._texts_as_list_type(operand, values, value_trees)
             disjunction = exp.or_(*(exp.EQ(this=tree.this.copy(), expression=value.copy()) for value in value_trees))
             return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
         try:
@@ -604,6 +605,25 @@ class ScalarTranslator:
             bad = values[coerced.index(None)]
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
+
+    def _texts_as_list_type(self, operand: Expr, values: list[Expr], trees: list) -> list:
+        """The IN list's value trees, a string constant cast to the type of the operand and the other values when
+        they widen the operand's: DuckDB types the whole list first (``d IN (ts, '2000-02-29 12:00:00')`` compares
+        at the TIMESTAMP, ``2 IN (x_double, '2.4')`` at the DOUBLE), where each ``x = v`` of the disjunction alone
+        would read the text as the operand's type (a DATE, an INTEGER) and match."""
+        texts = [isinstance(v, Literal) and isinstance(v.value, str) for v in values]
+        if not any(texts):
+            return trees
+        try:
+            target = functools.reduce(common_type, [v.dtype for v, text in zip(values, texts) if not text],
+                                      operand.dtype)
+        except TypeError:
+            return trees
+        name = duckdb_type_name(target)
+        if target == operand.dtype or is_string(target) or pa.types.is_null(target) or name is None:
+            return trees
+        to = exp.DataType.build(name, dialect="duckdb")
+        return [exp.Cast(this=tree.copy(), to=to.copy()) if text else tree for tree, text in zip(trees, texts)]
 
     def _glob(self, tree: exp.Glob) -> Expr:
         """``s GLOB p``: DuckDB's glob as the regular expression it means (``regexp_full_match``)."""

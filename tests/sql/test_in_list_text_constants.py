@@ -1,0 +1,33 @@
+"""A string constant in an IN list whose other values widen the operand's type is read as that wider type, as
+DuckDB types the whole list first: ``d IN (ts, '2000-02-29 12:00:00')`` compares at the TIMESTAMP (a DATE's
+midnight is not noon), ``2 IN (x_double, '2.4')`` at the DOUBLE. The engine's disjunction read each text as the
+operand's type (``d = '... 12:00:00'`` is the DATE, ``2 = '2.4'`` the INTEGER 2) and matched: wrong answers (fuzz
+round 11's ``coercion`` family, seeds 89 and 272). A list the operand's own type holds is unchanged."""
+
+from __future__ import annotations
+
+import datetime
+
+import pyarrow as pa
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+TABLES = {"t": pa.table({
+    "id": pa.array(range(4), pa.int64()),
+    "dt": pa.array([datetime.date(2000, 2, 29), datetime.date(2000, 2, 29), None, datetime.date(1970, 1, 1)]),
+    "ts": pa.array([datetime.datetime(2000, 2, 29, 12), datetime.datetime(2000, 2, 29), None, None], pa.timestamp("us")),
+    "x": pa.array([1.5, 2.0, None, 2.4], pa.float64()), "i": pa.array([2, 1, None, 3], pa.int32()),
+    "b": pa.array([2, 1, None, 5], pa.int64()), "m": pa.array([1, 2, 3, None], pa.decimal128(5, 2)),
+})}
+
+QUERIES = [
+    "SELECT id, dt IN (ts, '2000-02-29 12:00:00') AS a, dt NOT IN (ts, '2000-02-29 12:00:00') AS b, "
+    "2 IN (x, '2.4') AS c, i IN (x, '2.4') AS d, i IN (2.5, '2.4') AS e, i IN (m, '2.4') AS f FROM t",
+    "SELECT id FROM t WHERE dt IN (ts, '2000-02-29 12:00:00')",
+    "SELECT id, i IN (b, '1.0') AS a, ts IN (dt, '2000-02-29') AS b, dt IN ('2000-02-29 12:00:00') AS c FROM t",
+]
+
+
+def test_text_constants_in_a_list_read_as_the_list_type(device_name):
+    with duckdb_with_tables(TABLES) as connection:
+        session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, QUERIES if device_name == "cpu" else QUERIES[:1])
