@@ -6,9 +6,14 @@ column by printing its parsed expression: every operator in parentheses
 (``(a + 1)``, ``(-(a))``, ``(a IS NOT NULL)``, ``(a != 1)``, the written
 parentheses dropped), ``COALESCE`` in capitals,
 and a function whose name is an SQL keyword quoted (``"substring"``,
-``"trim"``, ``"nullif"``, ``"left"``, ``"right"``). sqlglot prints the
-expression as written instead. Forms DuckDB prints in a way of its own
-(``CASE``, ``EXTRACT`` as ``date_part``) keep sqlglot's text; ``LIKE`` is DuckDB's ``(s ~~ p)`` (``!~~``,
+``"trim"``, ``"nullif"``, ``"left"``, ``"right"``, ``"replace"``,
+``"position"``). sqlglot prints the expression as written instead. A function
+sqlglot reads several spellings of into one node is named by the spelling
+written (``var_samp`` / ``variance``, ``min_by`` / ``arg_min``, ``ucase``,
+``instr``: :data:`_SPELLINGS`); ``CASE`` is DuckDB's ``CASE  WHEN (c) THEN (v)
+ELSE NULL END``, ``SIMILAR TO`` its ``regexp_full_match``. Forms DuckDB prints
+in a way of its own (``EXTRACT`` as ``date_part``, an interval constant, a date
+part's unit as written) keep sqlglot's text; ``LIKE`` is DuckDB's ``(s ~~ p)`` (``!~~``,
 ``~~*`` for ILIKE), ``LIKE ... ESCAPE`` its ``like_escape(s, pattern, escape)``, ``x IN (SELECT ...)`` its
 ``(x = ANY(SELECT ...))``, ``string_agg`` the spelling written (sqlglot reads ``group_concat`` and ``listagg``
 into the same node), and a scalar subquery's inside is printed by the same rules (``(SELECT min(x) FROM t
@@ -22,7 +27,7 @@ import re
 from sqlglot import exp
 
 __all__ = ["duckdb_column_name", "KEYWORD_FUNCTIONS", "note_written_names", "name_derived_projections",
-           "note_current_date_names"]
+           "note_current_date_names", "SPELLED_KINDS"]
 
 #: The spellings of ``string_agg`` sqlglot reads into one node (``GroupConcat``, printed ``listagg``); DuckDB names
 #: the column by the spelling written, lower case.
@@ -33,7 +38,8 @@ _NOT_CALLS = re.compile(r"'(?:[^']|'')*'|\"(?:[^\"]|\"\")*\"|--[^\n]*|/\*.*?\*/"
 # Operators DuckDB prints in parentheses.
 _PARENTHESIZED = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod, exp.IntDiv, exp.EQ, exp.NEQ, exp.LT, exp.LTE,
                   exp.GT, exp.GTE, exp.And, exp.Or, exp.DPipe, exp.Is, exp.Between, exp.In, exp.Not,
-                  exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseLeftShift, exp.BitwiseRightShift)
+                  exp.BitwiseAnd, exp.BitwiseOr, exp.BitwiseLeftShift, exp.BitwiseRightShift, exp.NullSafeEQ,
+                  exp.NullSafeNEQ)
 
 # sqlglot nodes of functions whose names are DuckDB keywords (quoted in its names), with their arguments in order.
 KEYWORD_FUNCTIONS = {
@@ -41,9 +47,40 @@ KEYWORD_FUNCTIONS = {
     exp.Nullif: ("nullif", ("this", "expression")),
     exp.Left: ("left", ("this", "expression")),
     exp.Right: ("right", ("this", "expression")),
-    exp.Trim: ("trim", ("this",)),
+    exp.Trim: ("trim", ("this", "expression")),
+    exp.Replace: ("replace", ("this", "expression", "replacement")),
     exp.Mode: ("mode", ("this",)),
+    exp.First: ("first", ("this",)),
+    exp.Last: ("last", ("this",)),
 }
+
+#: sqlglot nodes that several spellings of a function parse into: the spellings (the first printed where the text's
+#: could not be matched) and the arguments DuckDB prints, in order. DuckDB names the column by the spelling written
+#: (``var_samp(x)``, ``min_by(s, x)``, ``countif(b)``, ``ucase(s)``, ``instr(s, 'b')``); sqlglot prints its own.
+_SPELLINGS = {
+    exp.Variance: (("var_samp", "variance"), ("this",)),
+    exp.ArgMin: (("arg_min", "argmin", "min_by"), ("this", "expression", "count")),
+    exp.ArgMax: (("arg_max", "argmax", "max_by"), ("this", "expression", "count")),
+    exp.CountIf: (("count_if", "countif"), ("this",)),
+    exp.LogicalAnd: (("bool_and",), ("this",)),
+    exp.LogicalOr: (("bool_or",), ("this",)),
+    exp.Ceil: (("ceil", "ceiling"), ("this",)),
+    exp.Pow: (("power", "pow"), ("this", "expression")),
+    exp.Mod: (("mod",), ("this", "expression")),
+    exp.Upper: (("upper", "ucase"), ("this",)),
+    exp.Lower: (("lower", "lcase"), ("this",)),
+    exp.Length: (("length", "len", "char_length", "character_length"), ("this",)),
+    exp.Substring: (("substring", "substr"), ("this", "start", "length")),
+    exp.StrPosition: (("strpos", "instr", "position"), ("this", "substr")),
+    exp.Log: (("log", "log10", "log2"), ("expression",)),
+}
+#: Spellings DuckDB quotes in its names (SQL keywords).
+_QUOTED_SPELLINGS = {"substring", "position"}
+#: Nodes whose spelled name is printed even where the text's spelling is not known (sqlglot's own print differs:
+#: ``BOOL_AND(CAST(b AS BOOLEAN))``); the others then keep their usual form (``(i % 2)``, ``"substring"(...)``).
+_ALWAYS_SPELLED = (exp.LogicalAnd, exp.LogicalOr)
+#: The nodes :func:`note_written_names` records the spelling of.
+SPELLED_KINDS = (exp.GroupConcat, *_SPELLINGS)
 
 
 #: Part functions whose names are DuckDB keywords (``"year"(ts)``, ``"millisecond"(ts)`` in its names), and the
@@ -59,20 +96,27 @@ _TYPE_SPELLING = {"INT": "INTEGER", "TEXT": "VARCHAR", "REAL": "FLOAT"}
 
 def note_written_names(tree: exp.Expression, text: str) -> None:
     """Record on each ``GroupConcat`` of ``tree`` (parsed from ``text``) the name its user wrote: ``string_agg``,
-    ``group_concat`` or ``listagg`` (in ``meta["written_name"]``, which copies keep).
+    ``group_concat`` or ``listagg`` (in ``meta["written_name"]``, which copies keep); the same for the nodes of
+    :data:`_SPELLINGS` (``var_samp`` / ``variance``, ``min_by`` / ``arg_min`` / ``argmin``...).
 
     sqlglot keeps no spelling; the text's calls (outside string constants, quoted names and comments) are matched
     to the nodes in the tree's order; where their counts differ only a single spelling is trusted, otherwise the
-    column keeps sqlglot's ``listagg`` name.
+    column keeps sqlglot's name (``listagg``, ``variance``, ``arg_min``...).
     """
-    if tree.find(exp.GroupConcat) is None:
+    kinds = [(exp.GroupConcat, _STRING_AGG_SPELLINGS)] + [
+        (kind, re.compile(rf"\b({'|'.join(spellings)})\s*\(", re.IGNORECASE))
+        for kind, (spellings, _) in _SPELLINGS.items()]
+    kinds = [(kind, spelled) for kind, spelled in kinds if tree.find(kind) is not None]
+    if not kinds:
         return
-    nodes = [node for node in _in_text_order(tree) if isinstance(node, exp.GroupConcat)]
-    written = [match.group(1).lower() for match in _STRING_AGG_SPELLINGS.finditer(_NOT_CALLS.sub(" ", text))]
-    if len(written) != len(nodes):
-        written = [written[0]] * len(nodes) if len(set(written)) == 1 else []
-    for node, name in zip(nodes, written):
-        node.meta["written_name"] = name
+    calls = _NOT_CALLS.sub(" ", text)
+    for kind, spelled in kinds:
+        nodes = [node for node in _in_text_order(tree) if type(node) is kind]
+        written = [match.group(1).lower() for match in spelled.finditer(calls)]
+        if len(written) != len(nodes):  # (an operator form such as i % 2 is no call: not matched, not trusted)
+            written = [written[0]] * len(nodes) if len(set(written)) == 1 and kind is exp.GroupConcat else []
+        for node, name in zip(nodes, written):
+            node.meta["written_name"] = name
 
 
 _CURRENT_DATE_SPELLINGS = re.compile(r"\b(current_date|today)\b(\s*\(\s*\))?", re.IGNORECASE)
@@ -143,6 +187,10 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Var(this="random()")
     if isinstance(node, exp.Count) and isinstance(node.this, exp.Star) and _windowed(node):
         return exp.Var(this="count()")  # count(*) OVER: DuckDB's count() (count_star() as an aggregate)
+    if type(node) in _SPELLINGS and ("written_name" in node.meta or isinstance(node, _ALWAYS_SPELLED)):
+        spelled = _spelled_name(node)
+        if spelled is not None:
+            return spelled
     spec = KEYWORD_FUNCTIONS.get(type(node))
     if spec is not None:
         name, arguments = spec
@@ -160,6 +208,9 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Paren(this=exp.Var(this=f"{_text(test.this)} IS NOT {_text(test.expression)}"))
     if isinstance(node, exp.GroupConcat) and node.meta.get("written_name"):
         return _string_agg_name(node, node.meta["written_name"])
+    if isinstance(node, exp.WithinGroup) and isinstance(node.this, exp.Anonymous) and node.this.name == "mode" \
+            and not node.this.expressions:  # mode() WITHIN GROUP (ORDER BY k); "mode"() once its children are shaped
+        return exp.Var(this=f'"mode"() WITHIN GROUP ( {_text(node.expression)})')  # DuckDB's blank before ORDER
     if isinstance(node, exp.Escape) and type(node.this) in (exp.Like, exp.ILike):  # DuckDB's function form
         like = node.this
         name = "ilike_escape" if isinstance(like, exp.ILike) else "like_escape"
@@ -195,6 +246,18 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         return exp.Paren(this=exp.Var(this=f"~({_text(node.this)})"))
     if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
         return exp.Paren(this=exp.Neg(this=exp.Paren(this=node.this)))
+    if isinstance(node, exp.Case):  # CASE  WHEN (c) THEN (v) ... ELSE d END; CASE x WHEN v: WHEN ((x = v))
+        operand = node.args.get("this")
+        tests = [_text(branch.this) if operand is None else f"({_text(operand)} = {_text(branch.this)})"
+                 for branch in node.args.get("ifs") or []]
+        whens = "".join(f" WHEN ({test}) THEN ({_text(branch.args['true'])})"
+                        for test, branch in zip(tests, node.args.get("ifs") or []))
+        default = node.args.get("default")
+        return exp.Var(this=f"CASE {whens} ELSE {'NULL' if default is None else _text(default)} END")
+    if isinstance(node, exp.SimilarTo) and not node.args.get("escape"):  # DuckDB's function form
+        return exp.Var(this=f"regexp_full_match({_text(node.this)}, {_text(node.expression)})")
+    if isinstance(node, exp.Boolean):  # true / false, as DuckDB prints them (sqlglot: TRUE / FALSE)
+        return exp.Var(this="true" if node.this else "false")
     if isinstance(node, _PARENTHESIZED):
         return exp.Paren(this=node)
     if isinstance(node, exp.Cast) and not node.args.get("format"):  # TryCast too; the type as DuckDB spells it
@@ -204,6 +267,22 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         function = "TRY_CAST" if isinstance(node, exp.TryCast) else "CAST"
         return exp.Var(this=f"{function}({_text(node.this)} AS {to})")
     return node
+
+
+def _spelled_name(node: exp.Expression) -> exp.Expression | None:
+    """Return a :data:`_SPELLINGS` node printed by the spelling written, or None where it holds arguments DuckDB
+    prints otherwise (``log(2, x)``: the base as written)."""
+    spellings, keys = _SPELLINGS[type(node)]
+    name = node.meta.get("written_name", spellings[0])
+    if isinstance(node, exp.Log) and name == "log":
+        return None
+    if isinstance(node, exp.StrPosition) and name == "position":
+        keys = ("this", "substr")  # position(needle IN s): DuckDB's "position"(s, needle)
+    present = {key for key, value in node.args.items() if value is not None and value is not False}
+    if not present <= set(keys) | ({"this"} if isinstance(node, exp.Log) else set()):
+        return None
+    arguments = ", ".join(_text(node.args[key]) for key in keys if node.args.get(key) is not None)
+    return exp.Var(this=f"{f'{chr(34)}{name}{chr(34)}' if name in _QUOTED_SPELLINGS else name}({arguments})")
 
 
 def _windowed(node: exp.Expression) -> bool:

@@ -37,7 +37,7 @@ from gpu_engine.sql.columns_expressions import with_columns_expanded
 from gpu_engine.sql.connectives import simplify_bounded
 from gpu_engine.sql.duplicate_output_names import with_derived_names_unique
 from gpu_engine.sql.duckdb_names import (
-    duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
+    SPELLED_KINDS, duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
 )
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
 from gpu_engine.sql.samples import with_samples_as_random_filters
@@ -524,8 +524,9 @@ def parse_and_qualify(text: str, catalog: Mapping[str, pa.Schema], dialect: str 
     # string_agg, current_date, uuid, SEMI/ANTI join, COLUMNS(...), * EXCLUDE/REPLACE, set operation or
     # GROUP/ORDER BY ALL; the sample rewrite makes random() calls (so a sample counts as one below).
     census = tree.meta.pop(_CENSUS, None)
-    if census is None or census.holds(exp.GroupConcat):
-        note_written_names(tree, text)  # string_agg / group_concat / listagg: one node to sqlglot, named as written
+    if census is None or census.holds(*SPELLED_KINDS):
+        note_written_names(tree, text)  # string_agg / group_concat / listagg (var_samp / variance...): one node to
+        # sqlglot, named as written
     if census is None or census.holds(exp.CurrentDate):
         note_current_date_names(tree, text)  # current_date or today(): one node to sqlglot, named as written
     if census is None or census.holds(exp.Rand, exp.Uuid, exp.TableSample):

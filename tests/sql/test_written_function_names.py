@@ -69,3 +69,23 @@ def test_named_columns_answer_as_duckdb(reference):
         "SELECT g, string_agg(s ORDER BY x DESC), group_concat(s, '|' ORDER BY x) FROM t GROUP BY g",
         "SELECT x, (SELECT min(x) FROM t WHERE x > 1), x IN (SELECT g FROM t WHERE g > 1), s LIKE 'a%' FROM t",
     ])
+
+
+#: Functions sqlglot reads several spellings of into one node (named by the spelling written), keyword functions
+#: DuckDB quotes, and forms it prints its own way (CASE, SIMILAR TO, IS DISTINCT FROM, true / false).
+SPELLED = [
+    "var_samp(x), variance(x), min_by(s, x), arg_min(s, x), argmax(s, x), max_by(s, x), countif(x > 1), "
+    "count_if(x > 1), bool_and(x > 1), bool_or(g = 1), first(s), last(s)",
+    "ceiling(x), ceil(x), pow(x, 2), power(x, 2), mod(x, 2), ucase(s), lcase(s), len(s), char_length(s), "
+    "length(s), substr(s, 1, 2), substring(s, 1, 2), instr(s, 'b'), strpos(s, 'b'), position('b' IN s), log10(x), "
+    "log2(x), log(2, x), replace(s, 'a', 'b'), trim(s, 'a'), s SIMILAR TO 'b.*', x IS DISTINCT FROM g, "
+    "x IS NOT DISTINCT FROM g, g = 1 AND true",
+    "x % 3, CASE WHEN x > 1 THEN 1 END, CASE g WHEN 1 THEN 'a' ELSE s END, CASE WHEN s IS NULL THEN x + 1 ELSE 2 END",
+]
+
+
+@pytest.mark.parametrize("expressions", SPELLED, ids=["aggregates", "scalars", "case"])
+def test_spelled_and_keyword_functions_named_as_duckdb(expressions, reference):
+    session = session_with_tables({"t": T}, device="cpu")
+    sql = f"SELECT {expressions} FROM t" + (" GROUP BY ALL" if "var_samp" in expressions else "")
+    assert session.sql_plan(sql).output_schema.names == duckdb_table(reference, sql).column_names
