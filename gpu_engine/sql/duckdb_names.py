@@ -110,8 +110,12 @@ def note_written_names(tree: exp.Expression, text: str) -> None:
     if not kinds:
         return
     calls = _NOT_CALLS.sub(" ", text)
+    in_order: dict[type, list[exp.Expression]] = {kind: [] for kind, _ in kinds}
+    for node in _in_text_order(tree):  # (one walk for every kind)
+        if type(node) in in_order:
+            in_order[type(node)].append(node)
     for kind, spelled in kinds:
-        nodes = [node for node in _in_text_order(tree) if type(node) is kind]
+        nodes = in_order[kind]
         written = [match.group(1).lower() for match in spelled.finditer(calls)]
         if len(written) != len(nodes):  # (an operator form such as i % 2 is no call: not matched, not trusted)
             written = [written[0]] * len(nodes) if len(set(written)) == 1 and kind is exp.GroupConcat else []
