@@ -654,10 +654,37 @@ def evaluate_string_function(device: Device, name: str, args: Sequence[Any], col
     return _transform(device, column, _unary_transform(name, constants))
 
 
+#: A dictionary whose values repeated would make more bytes than this is first cut to the values rows hold.
+_HELD_ONLY_ABOVE = 1 << 26
+
+
+def _held_values(device: Device, column: Column, count: int) -> Column:
+    """Return a dictionary column with only the values its rows hold (codes renumbered), where ``repeat(s,
+    count)`` of its whole dictionary would pass :data:`_HELD_ONLY_ABOVE` bytes; else the column as it is.
+
+    Why: the transform runs once per dictionary value; a long value no row holds (one a filter removed) repeated
+    passed the 2 GiB a batch's strings hold and raised where DuckDB answers (fuzz10). Below the limit the
+    dictionary is repeated whole (no distinct codes computed: one read of its size).
+    """
+    table = column.dictionary
+    size = device.read_scalar(table.offsets, int(table.offsets.shape[0]) - 1)
+    if size * count <= _HELD_ONLY_ABOVE or int(column.data.shape[0]) == 0:
+        return column
+    xp = device.xp
+    codes = column.data if column.validity is None else xp.where(column.validity, column.data, 0)  # NULL rows: any code
+    held, renumbered = xp.unique(codes, return_inverse=True)
+    from gpu_engine.kernels.gather import gather_column
+
+    values = gather_column(device, table, held.astype(xp.int32))
+    return Column(pa.string(), renumbered.reshape(-1).astype(column.data.dtype), column.validity, None, values)
+
+
 def _checked_rows(device: Device, column: Column, name: str, constants: Sequence[Any]) -> Column:
     """Return lpad/rpad/repeat, raising DuckDB's error for the first row (not dictionary value: one a filter removed,
     or no row uses, must not raise) whose value the transform could not make (NULL from a valid string): a string
     shorter than the width with an empty fill ("Insufficient padding"), a repeat past 4294967295 bytes."""
+    if name == "repeat" and column.dictionary is not None:
+        column = _held_values(device, column, max(constants[0], 0))
     result = _transform(device, column, _unary_transform(name, constants))
     if name in ("lpad", "rpad") and constants[1] != "":
         return result

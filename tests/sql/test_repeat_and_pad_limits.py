@@ -33,3 +33,18 @@ def test_repeat_and_pad_limits_match_duckdb(device_name):
                 connection.sql(sql).fetchall()
             with pytest.raises(error, match=message):
                 session.sql(sql)
+
+
+#: A dictionary value no row holds (or only a row a filter removed) that repeated would pass the 2 GiB a batch's
+#: strings hold: DuckDB answers; the engine repeated every dictionary value and raised (fuzz10's note).
+HELD = {"d": pa.table({"k": pa.array([1, 2, 3, 4]), "u": pa.DictionaryArray.from_arrays(
+    pa.array([0, 1, None, 0], pa.int32()), pa.array(["a", "xy" * 600, "never held" * 100]))})}
+
+
+def test_repeat_of_a_dictionary_repeats_only_the_values_rows_hold(device_name):
+    with duckdb_with_tables(HELD) as connection:
+        session = session_with_tables(HELD, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT k, length(repeat(u, 2000000)) AS n FROM d WHERE k <> 2",
+            "SELECT k, repeat(u, 3) AS r FROM d",
+        ])
