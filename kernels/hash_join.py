@@ -32,7 +32,15 @@ key, three bits in one 64-bit word chosen by the key hash's high bits; about 1%
 false positives) sits in front of the packed table: it is small enough to stay
 in cache (L2 on a CPU and on a GPU), so a ruled-out key costs one cached read.
 When most probes match, the filter only adds a read, so the table asks it only
-while fewer than half of the last batch's probes matched.
+while fewer than half of the last batch's probes matched; the CPU build does not
+even make it: the first probe batch of which fewer than half the rows match does
+(a join on a foreign key, where every probe matches, never pays for it).
+
+The CPU build of a large hashed table runs on as many threads as the join has
+build drivers (idle once their input ends): each thread inserts the rows whose
+first slot lies in its share of the one table, so no two threads write a slot
+(:meth:`JoinHashTable._insert_packed_parallel`). The CUDA build is parallel
+already (the group-by table's concurrent insert).
 
 A join on one integer-like key whose build values span a range no wider than
 :data:`DIRECT_SPAN_PER_KEY` times the build rows (every TPC-H key: orders,
@@ -58,7 +66,9 @@ build-row order, the CUDA twin's scatter (atomics) in any order.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from numba import cuda, njit
@@ -67,6 +77,7 @@ from gpu_engine.device import Device
 from gpu_engine.exec.buffer_recycler import give_array, take_array
 from gpu_engine.host_allocator import advise_huge_pages
 from gpu_engine.exec.device_counters import count_kernel_launch
+from gpu_engine.exec.made_once import MadeOnce
 from numba.extending import register_jitable
 
 from gpu_engine.kernels.filter import selection_from_mask
@@ -79,6 +90,23 @@ from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_p
 
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words", "BLOOM_BITS_PER_KEY"]
 
+#: The threads (beyond the caller's) of parallel CPU builds, one pool per size (:func:`_on_build_threads`).
+_build_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce()
+
+
+def _on_build_threads(threads: int, part: Callable[[int], Any]) -> list[Any]:
+    """Return ``[part(0), ..., part(threads - 1)]``, run at once: part 0 on the calling thread, the others on a pool.
+
+    The parts are numba kernels that release the GIL (``nogil``); a part's exception is raised here.
+    """
+    if threads == 1:
+        return [part(0)]
+    pool = _build_pools.get(threads - 1, lambda: ThreadPoolExecutor(max_workers=threads - 1,
+                                                                    thread_name_prefix="gpu_engine-join-build"))
+    futures = [pool.submit(part, t) for t in range(1, threads)]
+    first = part(0)
+    return [first] + [future.result() for future in futures]
+
 #: Bloom filter size per distinct build key: three bits of one 64-bit word per key give about 1% false positives.
 BLOOM_BITS_PER_KEY = 16
 #: The CPU build sizes its packed table for this many keys at most at first (then doubles as keys come):
@@ -89,6 +117,15 @@ PACKED_ROWS_BEFORE_GROWTH = 1 << 22
 KEY_SAMPLE_BITS = 8
 #: The CPU build prefetches the Bloom filter's words as it fills them only when the filter is this large.
 BLOOM_PREFETCH_MIN_BYTES = 1 << 23
+#: A CPU build of at least this many rows, told to use several threads (its build drivers'), fills its table from
+#: them all at once, each thread inserting the rows whose first slot lies in its share of the slots
+#: (:meth:`JoinHashTable._insert_packed_parallel`) ...
+PARALLEL_BUILD_MIN_ROWS = 1 << 20
+#: ... when it has at least this many keys (estimated): a smaller table stays in cache, and one thread's insert,
+#: a hash and a cached probe a row, is as fast as every thread's pass over all the rows.
+PARALLEL_BUILD_MIN_KEYS = 1 << 19
+#: A thread's share of the slots takes keys up to this fraction of its slots, then the build goes serial.
+PARALLEL_BUILD_MAX_LOAD = 0.75
 #: A one-key integer build whose values span at most this many values per build row (or
 #: :data:`DIRECT_SPAN_FLOOR`) gets a direct table (see the module docstring): 4 bytes per value of the range,
 #: against 24 bytes per slot at under half load for the hashed table.
@@ -202,6 +239,10 @@ def _ruled_out_by_range(value, is_null, low, high, bits, use_bits):
 
 
 # ------------------------------------------------------------------- CPU twins
+#: What a CPU lookup passes for a Bloom filter not made yet (never asked: ``use_bloom`` False with it).
+_NO_BLOOM = np.zeros(1, dtype=np.uint64)
+
+
 @njit(nogil=True, cache=True)
 def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
     """Give each row from ``start`` on its key's id, adding unseen keys to ``packed`` (ids in first-row order).
@@ -234,6 +275,94 @@ def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
                 break
             slot = (slot + 1) & slot_mask
     return words.shape[0], num_keys
+
+
+@njit(nogil=True, cache=True)
+def _insert_slot_range_cpu(words, packed, low, high, max_keys, first_of_row):
+    """Insert the rows whose first slot lies in ``[low, high)`` (one build thread's share of the table): each new key
+    stores its first row in place of an id, and every such row's ``first_of_row`` is its key's first row; a row
+    whose probe would run past ``high`` (into another thread's slots) gets -1 there and is left for
+    :func:`_insert_deferred_cpu`. Return the keys inserted, or -1 when the range took ``max_keys`` (too full).
+
+    Rows are read in order, so a key's stored row is its first row: ids in first-row order follow by ranking them.
+    The rows of a deferred key are all deferred: the key is absent, and the range only fills up. Each row is
+    hashed once (every thread reads every row): the first slots of the next ``PREFETCH_DISTANCE`` rows wait in a
+    ring, and those in this range are fetched ahead.
+    """
+    num_words = words.shape[1]
+    slot_mask = np.int64(packed.shape[0] - 1)
+    n = words.shape[0]
+    ahead = worth_prefetching(packed)
+    ring = np.empty(PREFETCH_DISTANCE, dtype=np.int64)
+    for i in range(min(n, PREFETCH_DISTANCE)):
+        ring[i] = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
+    num_keys = 0
+    for i in range(n):
+        slot = ring[i % PREFETCH_DISTANCE]
+        if i + PREFETCH_DISTANCE < n:
+            next_slot = np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask))
+            ring[i % PREFETCH_DISTANCE] = next_slot
+            if ahead and next_slot >= low and next_slot < high:
+                prefetch_row(packed, next_slot)
+        if slot < low or slot >= high:
+            continue
+        while True:
+            if slot == high:
+                first_of_row[i] = -1
+                break
+            first = packed[slot, num_words]
+            if first < 0:
+                if num_keys == max_keys:
+                    return -1
+                for w in range(num_words):
+                    packed[slot, w] = words[i, w]
+                packed[slot, num_words] = i
+                first_of_row[i] = i
+                num_keys += 1
+                break
+            if _slot_holds_row(packed, slot, words, i):
+                first_of_row[i] = first
+                break
+            slot += 1
+    return num_keys
+
+
+@njit(nogil=True, cache=True)
+def _insert_deferred_cpu(words, rows, packed, max_keys, first_of_row):
+    """Insert the deferred ``rows`` (in row order) as :func:`_insert_slot_range_cpu` does, probing across ranges;
+    return the keys added, or -1 when the table would pass ``max_keys`` keys added."""
+    num_words = words.shape[1]
+    slot_mask = np.int64(packed.shape[0] - 1)
+    num_keys = 0
+    for r in range(rows.shape[0]):
+        i = rows[r]
+        slot = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
+        while True:
+            first = packed[slot, num_words]
+            if first < 0:
+                if num_keys == max_keys:
+                    return -1
+                for w in range(num_words):
+                    packed[slot, w] = words[i, w]
+                packed[slot, num_words] = i
+                first_of_row[i] = i
+                num_keys += 1
+                break
+            if _slot_holds_row(packed, slot, words, i):
+                first_of_row[i] = first
+                break
+            slot = (slot + 1) & slot_mask
+    return num_keys
+
+
+@njit(nogil=True, cache=True)
+def _number_slot_range_cpu(packed, low, high, rank):
+    """Replace the first rows stored in slots ``[low, high)`` by their keys' ids (``rank`` of the first row)."""
+    num_words = packed.shape[1] - 1
+    for s in range(low, high):
+        first = packed[s, num_words]
+        if first >= 0:
+            packed[s, num_words] = rank[first]
 
 
 @njit(nogil=True, cache=True)
@@ -657,6 +786,8 @@ class JoinHashTable:
         ``int64`` matrix ``(n, W)`` of every build row's normalized key.
     widths
         The block widths ``keys`` was normalized with.
+    threads
+        Threads the CPU build may fill a large hashed table from (the join's build drivers, idle by now).
 
     Attributes
     ----------
@@ -668,9 +799,10 @@ class JoinHashTable:
         Block widths probe keys must be aligned to (:func:`align_key_words`).
     """
 
-    def __init__(self, device: Device, keys: Any, widths: Sequence[int]):
+    def __init__(self, device: Device, keys: Any, widths: Sequence[int], threads: int = 1):
         xp = device.xp
         self.device = device
+        self._threads = max(1, int(threads))
         self.widths = tuple(int(w) for w in widths)
         self.num_rows = int(keys.shape[0])
         null_rows = null_key_rows(device, keys, self.widths) if self.num_rows else xp.zeros(0, dtype=xp.bool_)
@@ -684,6 +816,9 @@ class JoinHashTable:
         self._direct_low = self._slots = self._bits = None
         #: The hashed table's packed slots and Bloom filter, else None.
         self._packed = self._bloom = None
+        #: Held while a CPU table's Bloom filter is made on a probe's demand (:meth:`_note_match_rate`); None when
+        #: the table made it at build (CUDA) or needs none (direct tables, range bitmaps).
+        self._bloom_lock: threading.Lock | None = None
         #: A hashed table's range bitmap (its values' bits over ``[_range_low, _range_high]``), else None.
         self._range_low = self._range_high = None
         key_range = self._key_range(keys)
@@ -692,9 +827,7 @@ class JoinHashTable:
         elif device.kernel_flavor == "cpu":
             group_ids, self._packed = self._insert_packed(keys)
             if not self._fill_range_bitmap(keys, key_range):
-                self._bloom = self._new_bloom()
-                count_kernel_launch()  # the CPU twin of the CUDA path's pack kernel, which also fills the filter
-                _bloom_of_packed_cpu(self._packed, self._bloom)
+                self._bloom_lock = threading.Lock()  # the filter is made when a probe batch shows it pays
         else:
             distinct = GroupByHashTable(device, self.widths, initial_capacity=max(16, 2 * int(row_numbers.shape[0])))
             group_ids, first_rows = distinct.insert(keys)
@@ -784,8 +917,9 @@ class JoinHashTable:
                         values, valid, rows, self._packed, self._range_low, self._range_high, self._bits,
                         self.use_bloom, key_ids)
         else:
+            bloom, use_bloom = self._bloom_to_ask()
             launch_twin(self.device, n, _find_fixed_width_keys_cpu, _find_fixed_width_keys_cuda,
-                        values, valid, rows, self._packed, self._bloom, self.use_bloom, key_ids)
+                        values, valid, rows, self._packed, bloom, use_bloom, key_ids)
         return key_ids
 
     def _insert_packed(self, keys: Any) -> tuple[Any, Any]:
@@ -799,12 +933,21 @@ class JoinHashTable:
         """
         xp = self.device.xp
         n = int(keys.shape[0])
-        first_capacity = 1 << max(2 * min(n, PACKED_ROWS_BEFORE_GROWTH) - 1, 1).bit_length()
+        start_keys = min(n, PACKED_ROWS_BEFORE_GROWTH)
+        estimated = False
+        if self._threads > 1 and n >= PARALLEL_BUILD_MIN_ROWS:
+            if n > PACKED_ROWS_BEFORE_GROWTH:
+                estimated = True
+                start_keys = self._estimated_keys(keys) or start_keys
+            if start_keys >= PARALLEL_BUILD_MIN_KEYS:
+                built = self._insert_packed_parallel(keys, start_keys)
+                if built is not None:
+                    return built
+        first_capacity = 1 << max(2 * start_keys - 1, 1).bit_length()
         packed = self._filled((first_capacity, keys.shape[1] + 1), xp.int64, -1)
         group_ids = xp.empty(n, dtype=xp.int32)
         first_rows = xp.empty(n, dtype=xp.int32)
         row, self.num_keys = 0, 0
-        estimated = False
         while True:
             count_kernel_launch()
             row, self.num_keys = _insert_packed_cpu(keys, row, packed, self.num_keys, group_ids, first_rows)
@@ -819,6 +962,53 @@ class JoinHashTable:
             _repack_cpu(packed, grown)
             give_array(xp, packed)
             packed = grown
+
+    def _insert_packed_parallel(self, keys: Any, expected_keys: int) -> tuple[Any, Any] | None:
+        """Return :meth:`_insert_packed`'s ids and table, filled by ``self._threads`` threads at once; None when a
+        thread's share of the slots filled up (more keys than ``expected_keys``: the caller builds it serially).
+
+        Why: the last build driver built the table alone while the others, done with their input, idled (10M
+        distinct keys: ~1.2 s of one core, most of the join's wall against DuckDB's; radixjoin-s51 results).
+        The table, sized for ``expected_keys`` at the serial table's load, is cut into one range of slots per
+        thread; every thread reads all the rows and inserts those whose first slot is in its range (no two
+        threads write a slot: no atomics, which numba's CPU twin lacks), storing a key's first row in place of
+        its id. A row whose probe would cross into the next range is left to one serial pass afterwards (a few
+        rows at the ranges' ends). Ids in first-row order, as the serial build numbers them, are the ranks of the
+        first rows: distinct keys (the common case) need no renumbering at all, each row being its key's first.
+        """
+        xp = self.device.xp
+        n, threads = int(keys.shape[0]), self._threads
+        capacity = 1 << max(2 * expected_keys - 1, 1).bit_length()
+        packed = self._filled((capacity, keys.shape[1] + 1), xp.int64, -1)
+        first_of_row = xp.empty(n, dtype=xp.int32)
+        bounds = [capacity * t // threads for t in range(threads + 1)]
+
+        def insert(t: int) -> int:
+            count_kernel_launch()
+            share = bounds[t + 1] - bounds[t]
+            return _insert_slot_range_cpu(keys, packed, bounds[t], bounds[t + 1],
+                                          int(share * PARALLEL_BUILD_MAX_LOAD), first_of_row)
+
+        inserted = _on_build_threads(threads, insert)
+        if min(inserted) >= 0:
+            deferred = xp.flatnonzero(first_of_row < 0)
+            count_kernel_launch()
+            added = _insert_deferred_cpu(keys, deferred, packed,
+                                         int(capacity * PARALLEL_BUILD_MAX_LOAD) - sum(inserted), first_of_row)
+            if added >= 0:
+                self.num_keys = sum(inserted) + added
+                if self.num_keys < n:  # ids: the ranks of the first rows (distinct keys: each row is its own)
+                    rank = (xp.cumsum(first_of_row == xp.arange(n, dtype=xp.int32)) - 1).astype(xp.int32)
+                    first_of_row = rank[first_of_row]
+
+                    def number(t: int) -> None:
+                        count_kernel_launch()
+                        _number_slot_range_cpu(packed, bounds[t], bounds[t + 1], rank)
+
+                    _on_build_threads(threads, number)
+                return first_of_row, packed
+        give_array(xp, packed)
+        return None
 
     def _estimated_keys(self, keys: Any) -> int:
         """Return the distinct keys of a build estimated from a sample of its keys (0: none sampled, or too many rows).
@@ -920,8 +1110,46 @@ class JoinHashTable:
         launch_cuda(self.device, _scatter_rows_cuda, n, group_ids, row_numbers, cursor, rows)
         return offsets, rows
 
+    def _bloom_to_ask(self) -> tuple[Any, bool]:
+        """Return the Bloom filter a hashed lookup passes its kernel and whether to ask it (not while it is unmade)."""
+        bloom = self._bloom  # read once: another probe driver may publish the filter meanwhile, made in full
+        if bloom is None:
+            return _NO_BLOOM, False
+        return bloom, self.use_bloom
+
+    def _make_bloom(self) -> None:
+        """Make a CPU table's Bloom filter now that a probe batch showed it pays, unless another driver is making it.
+
+        Why: the filter cost every hashed CPU build a pass writing it at random (10M keys: 0.36 s of one core),
+        and a probe that mostly matches turns it off after its first batch (:meth:`_note_match_rate`): a join
+        on a foreign key, the common case, never read it. So the build leaves it out and the first probe batch
+        of which fewer than half the rows match makes it; until then, and on the other drivers while it is made,
+        lookups go to the packed table (a miss costs one more read there, for a batch or two).
+        """
+        if not self._bloom_lock.acquire(blocking=False):
+            return  # another probe driver is making it; this one goes on without
+        try:
+            if self._bloom is None and self._packed is not None:
+                bloom = self._new_bloom()
+                count_kernel_launch()
+                _bloom_of_packed_cpu(self._packed, bloom)
+                self._bloom = bloom
+        finally:
+            self._bloom_lock.release()
+
+    def _note_lookups(self, key_ids: Any) -> None:
+        """Note the match rate of a lookup that forms no pairs while the table's Bloom filter is not made yet."""
+        if self._bloom is None and self._bloom_lock is not None and int(key_ids.shape[0]):
+            self._note_match_rate(int(key_ids.shape[0]), int(self.device.xp.count_nonzero(key_ids >= 0)))
+
     def lookup(self, keys: Any, widths: Sequence[int]) -> Any:
         """Return each probe row's key id (``int32``), or -1 where no build row has its key."""
+        key_ids = self._find(keys, widths)
+        self._note_lookups(key_ids)
+        return key_ids
+
+    def _find(self, keys: Any, widths: Sequence[int]) -> Any:
+        """:meth:`lookup` without noting the match rate (:meth:`_pairs` notes it)."""
         xp = self.device.xp
         words = xp.ascontiguousarray(align_key_words(self.device, keys, widths, self.widths))
         if self.is_direct or self.has_range_bitmap:
@@ -929,13 +1157,17 @@ class JoinHashTable:
             return self._lookup_values(xp.ascontiguousarray(words[:, 1]), words[:, 0] == 1,
                                        xp.zeros(0, dtype=xp.int32), int(words.shape[0]))
         key_ids = xp.empty(words.shape[0], dtype=xp.int32)
+        bloom, use_bloom = self._bloom_to_ask()
         launch_twin(self.device, words.shape[0], _find_keys_cpu, _find_keys_cuda,
-                    words, self._packed, self._bloom, self.use_bloom, key_ids)
+                    words, self._packed, bloom, use_bloom, key_ids)
         return key_ids
 
     def _note_match_rate(self, probes: int, matches: int) -> None:
-        """Ask the Bloom filter first while fewer than half the probes match (a benign race between drivers)."""
+        """Ask the Bloom filter first while fewer than half the probes match (a benign race between drivers); make
+        a CPU table's filter the first time that happens (:meth:`_make_bloom`)."""
         self.use_bloom = 2 * matches < probes
+        if self.use_bloom and self._bloom is None and self._bloom_lock is not None:
+            self._make_bloom()
 
     def match(self, keys: Any, widths: Sequence[int]) -> tuple[Any, Any]:
         """Return every matching pair as ``(probe_rows, build_rows)``, two ``int32`` arrays of equal length.
@@ -949,12 +1181,19 @@ class JoinHashTable:
         n = int(keys.shape[0])
         if n == 0 or self.num_keys == 0:
             return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
-        return self._pairs(self.lookup(keys, widths))
+        return self._pairs(self._find(keys, widths))
 
     def lookup_fixed_width(self, column: Any, gather_map: Any | None) -> Any:
-        """Return :meth:`lookup` of one fixed-width key column read through ``gather_map``, without normalizing it.
+        """Return :meth:`lookup` of one fixed-width key column read through ``gather_map``, without normalizing it
+        (see :meth:`_find_fixed_width`)."""
+        key_ids = self._find_fixed_width(column, gather_map)
+        self._note_lookups(key_ids)
+        return key_ids
 
-        Why: a probe on one integer (or date, decimal, float) key is most joins (every TPC-H one), and
+    def _find_fixed_width(self, column: Any, gather_map: Any | None) -> Any:
+        """:meth:`lookup_fixed_width` without noting the match rate (:meth:`_pairs` notes it).
+
+        Why the column is not normalized: a probe on one integer (or date, decimal, float) key is most joins (every TPC-H one), and
         normalizing it wrote a 16-byte-a-row word matrix (three passes) after gathering the column;
         here the kernel hashes the values as the normalized words would hash. Only for tables whose
         key is one fixed-width block (``widths == (FIXED_WIDTH_BLOCK,)``).
@@ -972,7 +1211,7 @@ class JoinHashTable:
         n = int(column.data.shape[0]) if gather_map is None else int(gather_map.shape[0])
         if n == 0 or self.num_keys == 0:
             return xp.empty(0, dtype=xp.int32), xp.empty(0, dtype=xp.int32)
-        return self._pairs(self.lookup_fixed_width(column, gather_map))
+        return self._pairs(self._find_fixed_width(column, gather_map))
 
     def rows_of_keys(self, key_flags: Any) -> Any:
         """Return a ``bool`` flag per build row: True where its key id is flagged in ``key_flags`` (one per key id).

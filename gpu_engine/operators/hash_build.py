@@ -175,7 +175,7 @@ class HashBuild(Operator):
             schema = self.node.build.output_schema
             flat = Batch.empty(pa.schema([schema.field(name) for name in self._kept]), device)
         words, widths = normalize_keys(device, [flat.column(k) for k in self._keys])
-        keys = JoinHashTable(device, words, widths)
+        keys = JoinHashTable(device, words, widths, threads=self.bridge.num_builders)
         pushed = self.bridge.push_key_filters(device, [flat.column(k) for k in self._keys])
         if pushed:
             self.add_runtime_stat("dynamic_filters", pushed)

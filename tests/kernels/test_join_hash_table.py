@@ -358,3 +358,112 @@ def test_a_fixed_width_probe_has_one_lookup_signature_whether_its_values_are_rea
     assert answers[0] == answers[1] == answers[2]
     used = {name: len(getattr(hash_join, name).overloads) for name in names}
     assert sorted(used.values()) == [0, 0, 1], used
+
+
+def _counting(monkeypatch, module, names):
+    """Return a Counter of calls to the kernels ``names`` of ``module``, which keep running (patched to count)."""
+    calls = Counter()
+    for name in names:
+        kernel = getattr(module, name)
+        monkeypatch.setattr(module, name, lambda *a, _k=kernel, _n=name: (calls.update([_n]), _k(*a))[1])
+    return calls
+
+
+@pytest.mark.parametrize("threads", [2, 3])
+@pytest.mark.parametrize("shape", ["distinct", "distinct_nulls", "three_rows_a_key", "two_columns", "sampled"])
+def test_cpu_build_fills_one_table_from_every_thread(monkeypatch, threads, shape):
+    """A CPU build told to use several threads fills one table from them all (each its share of the slots, then
+    the rows whose probe crossed a share's end), numbering keys in first-row order as the one-thread build does:
+    the same ids, row lists and pairs (parbuild, stop 52; the thresholds lowered to the test's rows)."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
+    if shape == "sampled":  # more rows than the table starts for: sized from a sample of the keys first
+        monkeypatch.setattr(hash_join, "PACKED_ROWS_BEFORE_GROWTH", 64)
+        monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)
+    calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_insert_deferred_cpu",
+                                               "_number_slot_range_cpu", "_insert_packed_cpu"])
+    rng = np.random.default_rng(threads)
+    rows = 3000
+    wide = rng.permutation(np.unique(rng.integers(0, 1 << 60, rows + 100)))[:rows]  # hashed: no direct table
+    if shape == "three_rows_a_key":
+        build = [pa.array(wide[rng.integers(0, rows // 3, rows)])]
+    elif shape == "two_columns":
+        build = [pa.array(wide[rng.integers(0, rows // 2, rows)]),
+                 pa.array([None if x == 0 else f"s{x}" for x in rng.integers(0, 4, rows)])]
+    else:
+        build = [pa.array(wide.tolist(), pa.int64(), mask=(rng.random(rows) < 0.1) if shape.endswith("nulls") else None)]
+    keys, widths = normalize_keys(device, columns_of(device, build))
+    serial = JoinHashTable(device, keys, widths)
+    assert calls["_insert_slot_range_cpu"] == 0
+    calls.clear()
+    table = JoinHashTable(device, keys, widths, threads=threads)
+    assert calls["_insert_slot_range_cpu"] == threads and calls["_insert_deferred_cpu"] == 1
+    assert calls["_insert_packed_cpu"] == (1 if shape == "sampled" else 0)  # the sample's small table only
+    assert calls["_number_slot_range_cpu"] == (threads if not table.unique_keys else 0)
+    assert table.num_keys == serial.num_keys and table.unique_keys == serial.unique_keys
+    np.testing.assert_array_equal(table._offsets, serial._offsets)
+    np.testing.assert_array_equal(table._rows, serial._rows)
+    probe = [a.take(pa.array(rng.integers(0, rows, 500))) for a in build]
+    probe = [pa.concat_arrays([p, a.slice(0, 50)]) for p, a in zip(probe, [pa.array(rng.integers(0, 1 << 60, 50))]
+                                                                     + [pa.array(["s9"] * 50)] * (len(build) - 1))]
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
+    np.testing.assert_array_equal(table.lookup(*normalize_keys(device, columns_of(device, probe), widths)),
+                                  serial.lookup(*normalize_keys(device, columns_of(device, probe), widths)))
+
+
+def test_cpu_build_whose_thread_shares_fill_up_builds_on_one_thread(monkeypatch):
+    """A share of the slots that takes more keys than its load allows (more keys than estimated) gives the parallel
+    build up: the one-thread build makes the table, with the same answers."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MAX_LOAD", 0.05)
+    calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_insert_packed_cpu"])
+    rng = np.random.default_rng(3)
+    build = [pa.array(rng.permutation(np.unique(rng.integers(0, 1 << 60, 2100)))[:2000])]
+    table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
+    assert calls["_insert_slot_range_cpu"] == 2 and calls["_insert_packed_cpu"] == 1 and table.num_keys == 2000
+    probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
+
+
+@pytest.mark.parametrize("how", ["pairs", "key_ids"])
+def test_cpu_bloom_filter_is_made_when_a_probe_batch_shows_it_pays(monkeypatch, how):
+    """A hashed CPU table makes no Bloom filter at build: probes that mostly match never make it (a foreign key's
+    join); the first batch of which fewer than half the rows match makes it once, and later misses are ruled out
+    by it; pairs stay exact throughout (parbuild, stop 52)."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    calls = _counting(monkeypatch, hash_join, ["_bloom_of_packed_cpu"])
+    rng = np.random.default_rng(13)
+    build_keys = rng.permutation(np.unique(rng.integers(0, 1 << 60, 2100)))[:2000]
+    build = [pa.array(build_keys)]
+    table = build_table(device, build)
+    assert not table.is_direct and not table.has_range_bitmap and table._bloom is None
+
+    def probe(arrays):
+        if how == "pairs":
+            return matched_pairs(device, table, arrays)
+        keys, widths = normalize_keys(device, columns_of(device, arrays), table.widths)
+        ids = device.to_host(table.lookup(keys, widths))
+        return Counter((i, j) for i, g in enumerate(ids.tolist()) if g >= 0
+                       for j in table._rows[table._offsets[g]:table._offsets[g + 1]].tolist())
+
+    hits = [pa.array(np.concatenate([build_keys[:900], rng.integers(0, 1 << 60, 100)]))]
+    for _ in range(3):
+        assert probe(hits) == reference_pairs(build, hits)
+    assert calls["_bloom_of_packed_cpu"] == 0 and table._bloom is None
+    misses = [pa.array(np.concatenate([rng.integers(0, 1 << 60, 900), build_keys[:30]]))]
+    for _ in range(3):
+        assert probe(misses) == reference_pairs(build, misses)
+    assert calls["_bloom_of_packed_cpu"] == 1 and table._bloom is not None and table.use_bloom
+    assert probe(hits) == reference_pairs(build, hits)

@@ -150,6 +150,24 @@ def test_key_types(check_join, drivers, join_type, keys):
     check_join(drivers, 64, join_type, *keys)
 
 
+@pytest.mark.simulator_values(drivers=(3,), join_type=("full",))
+@pytest.mark.parametrize("drivers", [1, 2, 3], ids=["drivers1", "drivers2", "drivers3"])
+@pytest.mark.parametrize("join_type", ["inner", "full", "anti", "right_semi"])
+def test_a_build_filled_by_every_build_driver(check_join, device_name, monkeypatch, drivers, join_type):
+    """The CPU table filled by all the build drivers' threads at once (the thresholds lowered to the test's rows;
+    duplicate and NULL keys, two key columns: hashed): DuckDB's answers at one to three drivers, and one insert
+    kernel a build driver (the CUDA build inserts in parallel already and takes no threads)."""
+    from gpu_engine.kernels import hash_join
+
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
+    calls = []
+    kernel = hash_join._insert_slot_range_cpu
+    monkeypatch.setattr(hash_join, "_insert_slot_range_cpu", lambda *a: (calls.append(1), kernel(*a))[1])
+    check_join(drivers, 64, join_type, ["k_int", "k_str"], ["u_int", "u_str"])
+    assert len(calls) == (drivers if device_name == "cpu" and drivers > 1 else 0)
+
+
 @pytest.mark.parametrize("join_type", ["left_semi", "null_aware_anti", "right_semi", "right_anti"])
 @pytest.mark.parametrize("keys", [KEYS[0], KEYS[2]], ids=lambda k: "+".join(k[0]))
 def test_semi_and_anti_joins_by_key_ids_on_other_keys(check_join, drivers, join_type, keys):
