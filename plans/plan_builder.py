@@ -117,8 +117,13 @@ def join_key_layout(dtype: pa.DataType) -> object:
 
     Integers of any width (and floats of any width) normalize to the same
     64-bit words for equal values; decimals are scaled integers, so their
-    scales must match; any other type must match exactly.
+    scales must match; any other type must match exactly. A uint64 joins only
+    a uint64: its values from 2**63 up have the words of negative int64s
+    (2**64 - 1 joined -1), so beside a signed key the equality stays a filter
+    or both keys are cast to a common type.
     """
+    if pa.types.is_uint64(dtype):
+        return "uint64"
     if pa.types.is_integer(dtype):
         return "integer"
     if pa.types.is_floating(dtype):
