@@ -269,14 +269,14 @@ class AggregationNode(PlanNode):
     #: The grouping keys parallel planning's exchange in front of this step hashes (:mod:`gpu_engine.planning.local_exchanges`);
     #: () for all of them. Set by :mod:`gpu_engine.optimizer.exchange_keys` to one fixed-width key of many
     #: distinct values where the others hold strings: any subset of the keys partitions the groups correctly.
-    partition_keys: tuple[str, ...] = ()
+    exchange_keys: tuple[str, ...] = ()
 
     def describe(self) -> str:
         aggs = ", ".join(f"{n} := {a.sql()}" for n, a in zip(self.aggregate_names, self.aggregates))
         keys = ", ".join(self.grouping_keys)
         text = f"{self.step.name} [{keys}] {aggs}".rstrip()
-        if self.partition_keys:
-            text += f"; exchange on [{', '.join(self.partition_keys)}]"
+        if self.exchange_keys:
+            text += f"; exchange on [{', '.join(self.exchange_keys)}]"
         if self.global_grouping_sets:
             text += f"; global sets: {self.group_id_key} in ({', '.join(map(str, self.global_grouping_sets))})"
         if not self.partial_step and self.step is AggregationStep.SINGLE:

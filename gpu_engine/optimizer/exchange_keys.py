@@ -19,7 +19,7 @@ to save and balance to lose.
 The rule: a grouping aggregation (not grouping sets) whose input is estimated at
 :data:`~gpu_engine.optimizer.partial_steps.MIN_ESTIMATED_ROWS` rows or more (below it the choice would make
 the plan depend on a query's constants, as :mod:`~gpu_engine.optimizer.partial_steps` explains), with a
-string or binary key, gets ``partition_keys`` = its fixed-width key of the largest estimated distinct count
+string or binary key, gets ``exchange_keys`` = its fixed-width key of the largest estimated distinct count
 (the first such in key order on a tie) where that count reaches :data:`MIN_PARTITION_GROUPS`. Floating-point
 keys are not chosen (the exchange's hash of ``-0.0`` and ``0.0`` differs where grouping makes them one key).
 A wrong estimate costs time, never correctness: every subset of the keys partitions correctly.
@@ -44,7 +44,7 @@ MIN_PARTITION_GROUPS = 2048
 
 
 def choose_exchange_keys(plan: PlanNode, statistics: Mapping[str, TableStatistics]) -> PlanNode:
-    """Return ``plan`` with ``partition_keys`` set on each aggregation whose exchange may hash one
+    """Return ``plan`` with ``exchange_keys`` set on each aggregation whose exchange may hash one
     fixed-width key of many distinct values instead of all its keys (the same object where none changes)."""
     return _chosen(plan, statistics, {}, False)
 
@@ -62,10 +62,10 @@ def _chosen(plan: PlanNode, statistics: Mapping[str, TableStatistics], memo: dic
     out = plan
     if any(new is not old for new, old in zip(sources, plan.sources)):
         out = replace(plan, sources=sources)
-    if isinstance(out, AggregationNode) and not out.partition_keys and not dictated:
+    if isinstance(out, AggregationNode) and not out.exchange_keys and not dictated:
         chosen = _partition_key(out, statistics)
         if chosen is not None:
-            out = replace(out, partition_keys=(chosen,))
+            out = replace(out, exchange_keys=(chosen,))
     memo[key] = (plan, out)  # the node kept: its id stays its own
     return out
 

@@ -12,7 +12,7 @@ sees an arbitrary part of the rows, so:
 * so does one the optimizer marks ``partial_step=False`` (its estimates say
   a partial step would keep about a group per row: :mod:`gpu_engine.optimizer.partial_steps`);
 * a final aggregation whose input is not already partitioned on its keys gets
-  a LocalPartition(keys) in front; on its ``partition_keys`` where the optimizer
+  a LocalPartition(keys) in front; on its ``exchange_keys`` where the optimizer
   chose a subset (:mod:`gpu_engine.optimizer.exchange_keys`: one fixed-width key of
   many distinct values instead of long strings; a group's rows agree on any subset);
 * TopN and Limit become partial -> gather -> final; OrderBy gets a gather,
@@ -184,8 +184,8 @@ def _aggregation(node: AggregationNode, partition_keys: tuple[str, ...]) -> tupl
     keys = node.grouping_keys
     done = SINGLE if not keys else _hashed(keys)
     exchange_keys = keys
-    if keys and not partition_keys and node.partition_keys:
-        partition_keys = node.partition_keys  # the optimizer's choice (optimizer/exchange_keys.py)
+    if keys and not partition_keys and node.exchange_keys:
+        partition_keys = node.exchange_keys  # the optimizer's choice (optimizer/exchange_keys.py)
     if keys and partition_keys and set(partition_keys) <= set(keys):
         exchange_keys, done = tuple(partition_keys), _hashed(partition_keys)
     # PARTIAL and INTERMEDIATE steps merge where their input is; the FINAL step above gets the exchange.

@@ -118,7 +118,7 @@ def test_the_exchange_hashes_the_chosen_key(name):
     session = session_with_tables(TABLES, device="cpu")
     plan = _optimized(session, sql)
     top = [n for n in walk_plan(plan) if isinstance(n, AggregationNode) and len(n.grouping_keys) > 1]
-    assert len(top) == 1 and top[0].partition_keys == ((key,) if key else ()), name
+    assert len(top) == 1 and top[0].exchange_keys == ((key,) if key else ()), name
     exchanged = _exchange_keys(add_local_exchanges(plan, 2))
     expected = (key,) if key else top[0].grouping_keys
     assert exchanged[top[0].id] == expected, name
@@ -129,7 +129,7 @@ def test_the_exchange_hashes_the_chosen_key(name):
 def test_the_exchange_keeps_every_key(name):
     session = session_with_tables(TABLES, device="cpu")
     plan = _optimized(session, ALL_KEYS[name])
-    assert all(not n.partition_keys for n in walk_plan(plan) if isinstance(n, AggregationNode)), name
+    assert all(not n.exchange_keys for n in walk_plan(plan) if isinstance(n, AggregationNode)), name
     parallel = add_local_exchanges(plan, 2)
     grouped = {n.id: n.grouping_keys for n in walk_plan(parallel) if isinstance(n, AggregationNode)}
     for node_id, keys in _exchange_keys(parallel).items():
@@ -148,7 +148,7 @@ def test_rows_hashed_by_the_chosen_key_need_no_second_exchange():
             .aggregation(["c_key", "c_name"], ["count(*) AS n"]).plan())
     exchanges = [n.keys for n in walk_plan(add_local_exchanges(plan, 2)) if isinstance(n, LocalPartitionNode)]
     assert exchanges == [("c_key", "c_name"), ("c_key",)]  # without the rule's choice: a second exchange
-    chosen = replace(plan, partition_keys=("c_key",))
+    chosen = replace(plan, exchange_keys=("c_key",))
     assert [n.keys for n in walk_plan(add_local_exchanges(chosen, 2)) if isinstance(n, LocalPartitionNode)] == [
         ("c_key",)]
     assert session.execute(chosen).num_rows == _CUSTOMERS
@@ -164,7 +164,7 @@ def test_the_choice_survives_serialization_and_explain():
 def test_the_floor_keeps_every_key(monkeypatch):
     monkeypatch.setattr(exchange_keys, "MIN_PARTITION_GROUPS", 2048)
     session = session_with_tables(TABLES, device="cpu")
-    assert all(not n.partition_keys for n in walk_plan(_optimized(session, _Q10_SHAPE))
+    assert all(not n.exchange_keys for n in walk_plan(_optimized(session, _Q10_SHAPE))
                if isinstance(n, AggregationNode))
 
 
