@@ -584,12 +584,13 @@ class ScalarTranslator:
         kinds = [operand.dtype] + [value.dtype for value in values]
         text_times = text_times or (any(pa.types.is_timestamp(t) for t in kinds)
                                     and any(pa.types.is_date32(t) for t in kinds))
-        if text_times or not all(isinstance(value, Literal) for value in values):
+        operand_tree = self._text_operand_as_list_type(tree.this, operand, values)
+        if text_times or operand_tree is not tree.this or not all(isinstance(value, Literal) for value in values):
             # DuckDB takes any expression in the list (TPC-DS writes `d_year IN (1999, 1999 + 1)`): in SQL's
             # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts
             # compare as the comparison reads them).
             value_trees = self._texts_as_list_type(operand, values, value_trees)
-            disjunction = exp.or_(*(exp.EQ(this=tree.this.copy(), expression=value.copy()) for value in value_trees))
+            disjunction = exp.or_(*(exp.EQ(this=operand_tree.copy(), expression=value.copy()) for value in value_trees))
             return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
         try:
             everything = functools.reduce(common_type, [v.dtype for v in values], operand.dtype)
@@ -605,6 +606,22 @@ class ScalarTranslator:
             bad = values[coerced.index(None)]
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
+
+    def _text_operand_as_list_type(self, operand_tree: exp.Expression, operand: Expr, values: list[Expr]):
+        """A text operand (not a constant) of a list of numbers, dates or timestamps cast to the list's type, as
+        DuckDB types the whole list first: ``s IN (0.333333, 2.0::DOUBLE)`` reads ``s`` as a DOUBLE (each ``s = v``
+        alone read it as DECIMAL(7, 6) and raised on '-7'), ``s IN (1, 2)`` as an INTEGER (it was refused). Else
+        ``operand_tree`` itself."""
+        if not is_string(operand.dtype) or isinstance(operand, Literal) or any(is_string(v.dtype) for v in values):
+            return operand_tree
+        try:
+            target = functools.reduce(common_type, [v.dtype for v in values])
+        except TypeError:
+            return operand_tree
+        name = duckdb_type_name(target)
+        if pa.types.is_null(target) or name is None:
+            return operand_tree
+        return exp.Cast(this=operand_tree.copy(), to=exp.DataType.build(name, dialect="duckdb"))
 
     def _texts_as_list_type(self, operand: Expr, values: list[Expr], trees: list) -> list:
         """The IN list's value trees, a string constant cast to the type of the operand and the other values when

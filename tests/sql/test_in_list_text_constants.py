@@ -31,3 +31,17 @@ def test_text_constants_in_a_list_read_as_the_list_type(device_name):
     with duckdb_with_tables(TABLES) as connection:
         session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")
         assert_queries_match_duckdb(session, connection, QUERIES if device_name == "cpu" else QUERIES[:1])
+
+
+def test_a_text_operand_of_a_list_of_numbers_reads_as_the_list_type():
+    """``s IN (0.333333, 2.0::DOUBLE)`` reads the text as a DOUBLE, as DuckDB types the whole list (each ``s = v``
+    read it as DECIMAL(7, 6) and raised on '-7'); ``s IN (1, 2)`` / ``s IN (1.5, 2)`` were refused ("IN list value
+    2 does not match string")."""
+    tables = {"t": pa.table({"id": pa.array(range(5), pa.int64()),
+                             "s": pa.array(["2", "2.0", "0.333333", "-7", None], pa.string())})}
+    queries = ["SELECT id, s IN (0.333333, CAST(2 AS DOUBLE)) AS a, s IN (2, 100) AS b, s IN (1.5, 2) AS c, "
+               "s NOT IN (2, NULL) AS d, s IN (id, 7) AS e FROM t",
+               "SELECT id FROM t WHERE s IN (-7, 2)"]
+    with duckdb_with_tables(tables) as connection:
+        session = session_with_tables(tables, device="cpu", compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, queries)
