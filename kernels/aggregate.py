@@ -50,6 +50,8 @@ __all__ = [
     "group_product",
     "MOMENT_STATE",
     "MOMENT_BATCH_STATE",
+    "PIVOT_SCALE",
+    "HUGE_PIVOT",
     "group_bits",
     "group_keep_any",
     "BIT_OPERATIONS",
@@ -658,6 +660,8 @@ _PIVOT_SCALE = 2.0 ** -64
 #: (a co-moment inf * 0). A nonzero deviation from such a pivot is at least its ulp (2**460), so the scaling is
 #: exact; below it the sums are the plain ones, bit for bit.
 _HUGE_PIVOT = 2.0 ** 512
+#: The two constants as the fused aggregation kernel's moments read them (gpu_engine.aggregation.functions.Moments).
+PIVOT_SCALE, HUGE_PIVOT = _PIVOT_SCALE, _HUGE_PIVOT
 
 
 @njit(nogil=True, cache=True)

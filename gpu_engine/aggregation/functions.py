@@ -750,6 +750,44 @@ class Product(AggregateFunction):
         return "product has no fused-kernel update (CUDA has no atomic multiply)"
 
 
+#: A deviation at least this large folds its square (and its co-deviation's product) into the scaled sums
+#: (``huge_*``): below it ``count * d * d`` stays under 2**959; above it the square is kept times 2**-64.
+_WIDE_DEVIATION = 2.0 ** 448
+
+
+def _constants() -> list[str]:
+    """Return the lines naming the scaled deviation sums' constants in a generated kernel (see
+    :data:`~gpu_engine.kernels.aggregate.PIVOT_SCALE`)."""
+    return [f"_MO_SCALE = {kernels.PIVOT_SCALE!r}", f"_MO_HUGE = {kernels.HUGE_PIVOT!r}",
+            f"_MO_WIDE = {_WIDE_DEVIATION!r}"]
+
+
+def _settle_lines(out: str, plain: str, huge: str, offset: str, deviations: str, scaled: str) -> list[str]:
+    """Return lines setting ``out`` to a sum of squares or co-deviations from the shift, less the mean offset's
+    share: ``plain + huge * 2**64 - offset * (deviations + scaled * 2**64)`` (see :func:`_settled_sum`)."""
+    product = (f"(({offset} * _MO_SCALE) * {deviations} if abs({offset}) >= abs({deviations}) "
+               f"else {offset} * ({deviations} * _MO_SCALE))")  # the larger factor scaled: no subnormal
+    return [f"if abs({plain}) == np.inf or abs({huge}) == np.inf:",
+            f"    {out} = {plain} + {huge}",
+            f"elif {huge} == 0.0:",
+            f"    {out} = {plain} - ({offset} * {deviations} + {offset} * {scaled} / _MO_SCALE)",
+            "else:",
+            f"    {out} = (({plain} * _MO_SCALE + {huge}) - ({product} + {offset} * {scaled})) / _MO_SCALE"]
+
+
+def _settled_sum(xp: Any, plain: Any, huge: Any, offset: Any, deviations: Any, scaled: Any) -> Any:
+    """Return :func:`_settle_lines`' value over arrays: where no square passed 2**448 (``huge`` 0) the plain
+    arithmetic, else the same in units of 2**-64, so a shift far from the mean (its squares past the largest
+    double) still gives the finite m2 or co-moment; an overflowed sum stays infinite (DuckDB's inf)."""
+    scale = kernels.PIVOT_SCALE
+    direct = plain - (offset * deviations + offset * scaled / scale)
+    product = xp.where(xp.abs(offset) >= xp.abs(deviations), (offset * scale) * deviations,
+                       offset * (deviations * scale))  # the larger factor scaled: no subnormal
+    scaled_form = ((plain * scale + huge) - (product + offset * scaled)) / scale
+    value = xp.where(huge == 0.0, direct, scaled_form)
+    return xp.where(xp.isinf(plain) | xp.isinf(huge), plain + huge, value)
+
+
 def _pair_validity(device: Device, columns: list[Column]) -> Any:
     """Return where every column is valid (None when all are), dictionary rows included."""
     validity = None
@@ -799,8 +837,8 @@ class Moments(AggregateFunction):
         return tuple(suffix[1:] for suffix in self.suffixes)
 
     def state_arrays(self) -> tuple[StateArray, ...]:
-        batch = ("batch_sx", "batch_m2x", "batch_dx") + (
-            ("batch_sy", "batch_m2y", "batch_c", "batch_dy") if self.paired else ())
+        batch = ("batch_sx", "batch_m2x", "batch_dx", "huge_m2x") + (
+            ("batch_sy", "batch_m2y", "batch_c", "batch_dy", "huge_m2y", "huge_c") if self.paired else ())
         return ((StateArray("count", np.dtype(np.int64), 0),)
                 + tuple(StateArray(name, np.dtype(np.float64), 0.0) for name in self.state_names)
                 + (StateArray("batch_n", np.dtype(np.int64), 0),)
@@ -827,7 +865,7 @@ class Moments(AggregateFunction):
 
     def extract(self, device, state, groups):
         xp = device.xp
-        arrays = {name: array[:groups] for name, array in state.arrays.items()}
+        arrays = self._settled(xp, {name: array[:groups] for name, array in state.arrays.items()})
         count = arrays["count"]
         if not self.final_output:
             return [(self.name, Column(pa.int64(), count.copy()))] + [
@@ -912,9 +950,182 @@ class Moments(AggregateFunction):
         marker = xp.where(var_x == 0.0, xp.nan, 0.0)
         return marker, xp.where(var_y == 0.0, 1.0, corr * corr)
 
+    # ------------------------------------------------------ the fused kernel's update
+    # A generated kernel folds moments in one of two forms, in the same state arrays (a group holds one):
+    #
+    # * sequential twins (the CPU's table, a CUDA thread's own state) take Welford's update one row at a time
+    #   into ``count`` / ``mean_*`` / ``m2_*`` / ``c`` relative to ``shift_*`` (the group's first value), the
+    #   very arithmetic of :func:`~gpu_engine.kernels.aggregate.group_moments` on the CPU, and merge partial
+    #   states by Chan's formula;
+    # * atomic twins (CUDA's table and shared-memory cache) cannot chain a group's rows, so they add each
+    #   row's deviation from the group's shift, its square and the co-deviation into the batch arrays
+    #   (``batch_n``, ``batch_dx``, ``batch_m2x``, ``batch_dy``, ``batch_m2y``, ``batch_c``: sums of shifted
+    #   data, exact where the shift is a value of the group, as :func:`group_moments`' pivot). The first row
+    #   to reach a group claims it (``batch_n`` 0 -> -1 by compare-and-swap), writes the shift and releases it
+    #   with its count; the others wait on the claim, then only add. A partial state (a merging step's row,
+    #   or a cache entry flushed) folds as its count, its mean's deviation from the shift and its own m2.
+    #   Near the largest double a shift far from the mean makes these sums overflow where the moments do
+    #   not (1e308, 1.2e308, 1.5e308 from 1.5e308: a co-deviation sum of 2.1e308, a co-moment of 0.77e308),
+    #   so deviations of at least 2**512 add into ``batch_s*`` and squares / products of deviations of at
+    #   least 2**448 into ``huge_*``, all times 2**-64 (exact: see ``kernels.aggregate.PIVOT_SCALE``), and
+    #   the settling subtracts in those units.
+    #
+    # :meth:`extract` turns the sums into the Welford form (:meth:`_settled`); the eager operator's batch
+    # arrays are zero between batches (``huge_*`` always), so its states are already settled.
     @property
     def fusable(self) -> str | None:
-        return f"{self.call.function} keeps moments merged per batch (no fused-kernel update)"
+        return None
+
+    def _float_of(self, value: str, dtype: pa.DataType) -> str:
+        """Return ``value`` (a row local of ``dtype``) as float64, a decimal divided by ``10**scale`` as as_float."""
+        scale = dtype.scale if is_decimal(dtype) else 0
+        return f"(np.float64({value}) / {float(10 ** scale)!r})" if scale else f"np.float64({value})"
+
+    def emit_update(self, emit, states, slot, inputs):
+        if self.raw_input:
+            x, y = inputs[0], inputs[1] if self.paired else None
+            valid = " and ".join(f"({v})" for _, v in ([x, y] if self.paired else [x]) if v not in (None, "True"))
+            lines = [f"_mo_x = {self._float_of(x[0], self.value_type)}"]
+            if self.paired:
+                lines.append(f"_mo_y = {self._float_of(y[0], self.call.second.dtype)}")
+            if emit.atomic:  # a row is a partial state of one value
+                lines += self._emit_partial_fold(emit, states, slot, "np.int64(1)", ("_mo_x", "0.0", "0.0"),
+                                                 ("_mo_y", "0.0", "0.0", "0.0") if self.paired else None)
+            else:
+                lines += self._emit_welford_row(states, slot)
+            return _guarded(valid or None, lines)
+        names = [value for value, _ in inputs]  # count, shift_x, mean_x, m2_x[, shift_y, mean_y, m2_y, c]
+        lines = [f"_mo_ns = np.int64({names[0]})"] + [f"_mo_s{k} = np.float64({value})"
+                                                        for k, value in enumerate(names[1:])]
+        x = ("_mo_s0", "_mo_s1", "_mo_s2")
+        y = ("_mo_s3", "_mo_s4", "_mo_s5", "_mo_s6") if self.paired else None
+        fold = (self._emit_partial_fold(emit, states, slot, "_mo_ns", x, y) if emit.atomic
+                else self._emit_chan_merge(states, slot, "_mo_ns", x, y))
+        return _guarded(inputs[0][1], lines + [f"if _mo_ns > 0:"] + ["    " + line for line in fold])
+
+    def emit_merge(self, emit, target, slot, source, source_slot):
+        item = lambda name: source[name].item(source_slot)
+        lines = [f"_mo_ns = np.int64({item('count')})", f"_mo_s0 = {item('shift_x')}", f"_mo_s1 = {item('mean_x')}",
+                 f"_mo_s2 = {item('m2_x')}"]
+        sums = [f"_mo_ns = np.int64({item('batch_n')})", "_mo_nf = np.float64(_mo_ns)"]
+        for v, mean, m2 in (("x", "_mo_s1", "_mo_s2"), ("y", "_mo_s4", "_mo_s5"))[:2 if self.paired else 1]:
+            sums += [f"{mean} = {item('batch_d' + v)} / _mo_nf + {item('batch_s' + v)} / _mo_nf / _MO_SCALE",
+                     *_settle_lines(m2, item("batch_m2" + v), item("huge_m2" + v), mean, item("batch_d" + v),
+                                    item("batch_s" + v)),
+                     f"{m2} = max({m2}, 0.0)"]
+        if self.paired:
+            lines += [f"_mo_s3 = {item('shift_y')}", f"_mo_s4 = {item('mean_y')}", f"_mo_s5 = {item('m2_y')}",
+                      f"_mo_s6 = {item('c')}"]
+            sums += _settle_lines("_mo_s6", item("batch_c"), item("huge_c"), "_mo_s1", item("batch_dy"),
+                                  item("batch_sy"))
+        lines += [f"if {item('batch_n')} > 0:"] + ["    " + line for line in sums]
+        x = ("_mo_s0", "_mo_s1", "_mo_s2")
+        y = ("_mo_s3", "_mo_s4", "_mo_s5", "_mo_s6") if self.paired else None
+        fold = (self._emit_partial_fold(emit, target, slot, "_mo_ns", x, y) if emit.atomic
+                else self._emit_chan_merge(target, slot, "_mo_ns", x, y))
+        return _constants() + lines + ["if _mo_ns > 0:"] + ["    " + line for line in fold]
+
+    def _emit_welford_row(self, states: dict[str, StateRef], slot: str) -> list[str]:
+        """Return Welford's update of ``_mo_x`` (``_mo_y``) into the group (as :func:`_moment_rows_cpu`)."""
+        s = {name: ref.item(slot) for name, ref in states.items()}
+        first = [f"{s['count']} = 1", f"{s['shift_x']} = _mo_x", f"{s['mean_x']} = 0.0", f"{s['m2_x']} = 0.0"]
+        step = [f"_mo_n += 1", f"{s['count']} = _mo_n", f"_mo_a = _mo_x - {s['shift_x']}",
+                f"_mo_d = _mo_a - {s['mean_x']}", f"{s['mean_x']} += _mo_d / _mo_n",
+                f"{s['m2_x']} += _mo_d * (_mo_a - {s['mean_x']})"]
+        if self.paired:
+            first += [f"{s['shift_y']} = _mo_y", f"{s['mean_y']} = 0.0", f"{s['m2_y']} = 0.0", f"{s['c']} = 0.0"]
+            step += [f"_mo_b = _mo_y - {s['shift_y']}", f"_mo_e = _mo_b - {s['mean_y']}",
+                     f"{s['mean_y']} += _mo_e / _mo_n", f"{s['m2_y']} += _mo_e * (_mo_b - {s['mean_y']})",
+                     f"{s['c']} += _mo_e * (_mo_a - {s['mean_x']})"]  # DuckDB's order, as _moment_rows_cpu
+        return ([f"_mo_n = np.int64({s['count']})", "if _mo_n == 0:"] + ["    " + line for line in first]
+                + ["else:"] + ["    " + line for line in step])
+
+    def _emit_chan_merge(self, states: dict[str, StateRef], slot: str, n: str, x: tuple, y: tuple | None
+                         ) -> list[str]:
+        """Return Chan's merge of a partial state (count ``n``, shift, mean offset, m2[, c]) into the group, in
+        :func:`~gpu_engine.kernels.aggregate._moment_join`'s order of operations."""
+        s = {name: ref.item(slot) for name, ref in states.items()}
+        first = [f"{s['count']} = {n}", f"{s['shift_x']} = {x[0]}", f"{s['mean_x']} = {x[1]}", f"{s['m2_x']} = {x[2]}"]
+        step = [f"_mo_na = np.float64({s['count']})", f"_mo_nb = np.float64({n})", "_mo_t = _mo_na + _mo_nb",
+                "_mo_w = _mo_na * _mo_nb / _mo_t", f"_mo_dx = ({x[0]} - {s['shift_x']}) + {x[1]} - {s['mean_x']}",
+                f"{s['mean_x']} += _mo_dx * _mo_nb / _mo_t", f"{s['m2_x']} += {x[2]} + _mo_dx * _mo_dx * _mo_w"]
+        if y is not None:
+            first += [f"{s['shift_y']} = {y[0]}", f"{s['mean_y']} = {y[1]}", f"{s['m2_y']} = {y[2]}",
+                      f"{s['c']} = {y[3]}"]
+            step += [f"_mo_dy = ({y[0]} - {s['shift_y']}) + {y[1]} - {s['mean_y']}",
+                     f"{s['mean_y']} += _mo_dy * _mo_nb / _mo_t", f"{s['m2_y']} += {y[2]} + _mo_dy * _mo_dy * _mo_w",
+                     f"{s['c']} += {y[3]} + _mo_dx * _mo_dy * _mo_w"]
+        step.append(f"{s['count']} += {n}")
+        return ([f"if {s['count']} == 0:"] + ["    " + line for line in first] + ["else:"]
+                + ["    " + line for line in step])
+
+    def _emit_partial_fold(self, emit: StateEmitter, states: dict[str, StateRef], slot: str, n: str, x: tuple,
+                           y: tuple | None) -> list[str]:
+        """Return atomic adds of a partial state (count ``n``, shift, mean offset, m2[, c]) into the group's
+        shifted sums, claiming the group (and writing its shift) if no row has (see the comment above)."""
+        claim = states["batch_n"]
+        shifts = [states["shift_x"]] + ([states["shift_y"]] if y is not None else [])
+        values = [x[0]] + ([y[0]] if y is not None else [])
+        write = [f"{ref.item(slot)} = {value}" for ref, value in zip(shifts, values)]
+        lines = [*_constants(), "_mo_own = False", f"_mo_c = {claim.item(slot)}",
+                 "if _mo_c <= 0:",
+                 f"    _mo_c = cuda.atomic.cas({claim.array}, ({claim.at(slot)}), np.int64(0), np.int64(-1))",
+                 "    if _mo_c == 0:",
+                 *("        " + line for line in write),
+                 "        cuda.threadfence()",
+                 f"        cuda.atomic.cas({claim.array}, ({claim.at(slot)}), np.int64(-1), np.int64({n}))",
+                 "        _mo_own = True",
+                 "    while _mo_c == -1:",  # every access to the claim word is atomic (see fused_aggregation_kernel)
+                 f"        _mo_c = cuda.atomic.cas({claim.array}, ({claim.at(slot)}), np.int64(-1), np.int64(-1))",
+                 "if not _mo_own:",
+                 "    " + emit.add(claim, slot, f"np.int64({n})"),
+                 "_mo_nb = np.float64({})".format(n)]
+        # the shift read atomically: this SM's L1 may hold the slot's line from before the claimer wrote it
+        for axis, (ref, (shift, mean, m2, *rest)) in enumerate(zip(shifts, [x] + ([y] if y is not None else []))):
+            v = "xy"[axis]
+            lines += [f"_mo_k{v} = cuda.atomic.add({ref.array}, ({ref.at(slot)}), 0.0)",
+                      f"_mo_d{v} = ({shift} - _mo_k{v}) + {mean}",
+                      f"if abs(_mo_d{v}) >= _MO_HUGE:",
+                      "    " + emit.add(states[f"batch_s{v}"], slot, f"_mo_nb * (_mo_d{v} * _MO_SCALE)"),
+                      "else:",
+                      "    " + emit.add(states[f"batch_d{v}"], slot, f"_mo_nb * _mo_d{v}"),
+                      f"if abs(_mo_d{v}) >= _MO_WIDE:",  # its square may pass the largest double: scaled
+                      "    " + emit.add(states[f"batch_m2{v}"], slot, m2),
+                      "    " + emit.add(states[f"huge_m2{v}"], slot, f"_mo_nb * (_mo_d{v} * _MO_SCALE) * _mo_d{v}"),
+                      "else:",
+                      "    " + emit.add(states[f"batch_m2{v}"], slot, f"{m2} + _mo_nb * _mo_d{v} * _mo_d{v}")]
+        if y is not None:
+            lines += ["if abs(_mo_dx) >= _MO_WIDE or abs(_mo_dy) >= _MO_WIDE:",
+                      "    " + emit.add(states["batch_c"], slot, y[3]),
+                      "    " + emit.add(states["huge_c"], slot,
+                                    "_mo_nb * ((_mo_dx * _MO_SCALE) * _mo_dy if abs(_mo_dx) >= abs(_mo_dy) "
+                                    "else _mo_dx * (_mo_dy * _MO_SCALE))"),
+                      "else:",
+                      "    " + emit.add(states["batch_c"], slot, f"{y[3]} + _mo_nb * _mo_dx * _mo_dy")]
+        return lines
+
+    def _settled(self, xp: Any, arrays: dict[str, Any]) -> dict[str, Any]:
+        """Return ``arrays`` with the groups a fused CUDA twin kept as shifted sums in the Welford form (the
+        vector form of :meth:`_emit_settle`; see the comment above :attr:`fusable`)."""
+        sums = arrays["batch_n"]
+        summed = sums > 0
+        n = xp.where(summed, sums, 1).astype(xp.float64)
+        out = dict(arrays)
+        out["count"] = xp.where(summed, sums, arrays["count"])
+        offsets = {}
+        scale = kernels.PIVOT_SCALE
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            for v in ("x", "y") if self.paired else ("x",):
+                plain, scaled = arrays["batch_d" + v], arrays["batch_s" + v]
+                offset = offsets[v] = plain / n + scaled / n / scale
+                m2 = _settled_sum(xp, arrays["batch_m2" + v], arrays["huge_m2" + v], offset, plain, scaled)
+                out["mean_" + v] = xp.where(summed, offset, arrays["mean_" + v])
+                out["m2_" + v] = xp.where(summed, xp.maximum(m2, 0.0), arrays["m2_" + v])
+            if self.paired:
+                c = _settled_sum(xp, arrays["batch_c"], arrays["huge_c"], offsets["x"], arrays["batch_dy"],
+                                 arrays["batch_sy"])
+                out["c"] = xp.where(summed, c, arrays["c"])
+        return out
 
 
 class ArgMinMax(AggregateFunction):

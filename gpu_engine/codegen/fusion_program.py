@@ -278,8 +278,8 @@ def _plan_fusion_program(predicates: tuple[Expr, ...], keys: tuple[Expr, ...], f
             inputs, by_value = (UnaryOp("is_not_null", call.arg, pa.bool_()),), True
         elif function.folds_words and isinstance(call.arg, ColumnRef) and may_be_wide(call.arg.dtype):
             inputs = (call.arg, HighWord(call.arg))
-        else:
-            inputs = (call.arg,)
+        else:  # a two-argument aggregate's second argument too (the moments' co-moment: covar, corr, regr_*)
+            inputs = (call.arg,) if call.second is None else (call.arg, call.second)
         words = len(inputs) == 2 and isinstance(inputs[1], HighWord)
         for expr in inputs:
             if is_string(expr.dtype):

@@ -20,7 +20,7 @@ from gpu_engine.plans import PlanBuilder
 
 
 ROWS = {"cpu": 600, "cuda-sim": 60, "cuda": 600}
-#: The fused kernel's aggregates; stddev_samp runs unfused (its plan keeps a HashAggregation).
+#: The fused kernel's aggregates (the unfused case runs the eager operators, stddev_samp among them).
 #: Few of them: each new kernel shape compiles for seconds in CI.
 #: A fused case runs the PARTIAL step alone (its rows are summed again in DuckDB): one kernel compile, not two.
 FUSED = ["sum(v_float) AS f", "count(v_int) AS c"]
