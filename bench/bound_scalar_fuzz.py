@@ -8,7 +8,11 @@ draws two tiny tables whose every value may be NULL (and may be empty) and runs 
 differing from DuckDB's, or an error where DuckDB answers, is printed (DuckDB's "More than one row" error must be
 the engine's too).
 
-    python bench/bound_scalar_fuzz.py --seeds 0:20 [--device cuda-sim]
+    python bench/bound_scalar_fuzz.py --seeds 0:20 [--device cuda-sim] [--correlation domain]
+
+``--correlation domain`` draws, for each shape, a correlation other than column equalities in place of ``u.k =
+t.k`` (``u.k < t.k``, ``u.k <> t.k``, BETWEEN, ``u.k = t.k + 1``, ``u.g >= t.g - 2``; beside ``u.k = t.k`` too):
+the forms ``sql/correlation_domains.py`` binds over their domain (DuckDB's general decorrelation).
 """
 
 from __future__ import annotations
@@ -50,6 +54,13 @@ POSITIONS = [
 ]
 
 
+#: Correlations other than column equalities, each rejecting a NULL outer value (the domain forms).
+DOMAIN_CORRELATIONS = [
+    "u.k < t.k", "u.k <> t.k", "u.k BETWEEN t.k AND t.g", "u.k = t.k + 1", "u.g >= t.g - 2",
+    "u.k = t.k AND u.g < t.g", "u.w * 2 > t.k + t.g",
+]  # (outer columns k and g only: the aggregating positions group by them)
+
+
 def _table(rng: random.Random, rows: int, columns: str):
     import pyarrow as pa
 
@@ -61,6 +72,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0:20", help="first:last (exclusive) seeds")
     parser.add_argument("--device", default="cpu")
+    parser.add_argument("--correlation", choices=("equality", "domain"), default="equality")
     args = parser.parse_args(argv)
     import duckdb
 
@@ -78,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
             session.register(name, table)
             connection.register(name, table)
         for shape in SHAPES:
+            if args.correlation == "domain":
+                shape = shape.replace("u.k = t.k AND u.g = t.g", "u.k = t.k").replace(
+                    "u.k = t.k", rng.choice(DOMAIN_CORRELATIONS))
             for position in POSITIONS:
                 sql, total = position.format(s=shape), total + 1
                 try:

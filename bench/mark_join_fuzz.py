@@ -7,11 +7,15 @@ subquery and keep SQL's three values under NOT. Trees of depth 3 over the small 
 correlated and uncorrelated EXISTS / IN / NOT IN, plain comparisons and IS NULL tests. A text DuckDB refuses is
 skipped; an engine error or a different multiset of rows is reported.
 
-    python -m bench.mark_join_fuzz --seed 3 --queries 2000 [--device cuda-sim] [--place select|case]
+    python -m bench.mark_join_fuzz --seed 3 --queries 2000 [--device cuda-sim] [--place select|case] [--domain]
 
 ``--place select`` puts each tree in the SELECT list as a value (``SELECT k, v, <tree> AS f``: NULL is an answer
 there), ``--place case`` inside a WHERE expression (``CASE WHEN <tree> THEN ... ELSE ... END``, ``coalesce(<tree>,
 ...)``, ``(<tree>) IS NULL``): typed predicates of the Project / of the Filter inside an expression.
+
+``--domain`` adds EXISTS / IN / NOT IN correlated without a column equality (``u.w < t.v``, ``u.k <> t.k``,
+BETWEEN), which ``sql/correlation_domains.py`` binds over the distinct outer values (DuckDB's general
+decorrelation): semi, anti and mark joins keyed on the domain.
 """
 
 from __future__ import annotations
@@ -33,6 +37,13 @@ ATOMS = [
     "k IN (SELECT k FROM e)", "v IN (SELECT w FROM u WHERE u.k = t.k)", "k NOT IN (SELECT k FROM s WHERE w > {c2})",
     "v > {c}", "k = {k}", "v IS NULL", "k IS NULL", "NOT EXISTS (SELECT * FROM u WHERE u.k = t.k AND u.w < {c})",
     "EXISTS (SELECT * FROM u WHERE w > {c})", "EXISTS (SELECT * FROM e)",  # uncorrelated: a row count
+]
+#: Correlations other than column equalities (``--domain``).
+DOMAIN_ATOMS = [
+    "EXISTS (SELECT * FROM u WHERE u.w < t.v)", "EXISTS (SELECT * FROM u WHERE u.k <> t.k AND u.w > {c})",
+    "NOT EXISTS (SELECT * FROM u WHERE u.w BETWEEN t.k AND t.v)", "EXISTS (SELECT * FROM e WHERE e.w > t.v)",
+    "v IN (SELECT w FROM u WHERE u.k < t.k)", "k IN (SELECT k FROM u WHERE u.w * 2 > t.v)",
+    "k NOT IN (SELECT k FROM u WHERE u.w > t.v)", "EXISTS (SELECT * FROM s WHERE s.k > t.k)",
 ]
 
 
@@ -66,7 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--queries", type=int, default=500)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--place", default="where", choices=["where", "select", "case"])
+    parser.add_argument("--domain", action="store_true", help="add atoms correlated by other than equalities")
     args = parser.parse_args(argv)
+    if args.domain:
+        ATOMS.extend(DOMAIN_ATOMS * 2)
     from duckdb_reference import duckdb_table, duckdb_with_tables, rows_mismatch, session_with_tables
     from subquery_tables import TABLES
 

@@ -29,9 +29,10 @@ The forms, as rows per key (:func:`bind_correlated_scalar`):
   :func:`~gpu_engine.sql.correlated_row_clauses.rows_per_correlation_key`), then the rows.
 
 Only a correlation of column equalities binds here (:func:`binds`): the rows an outer row sees are then a
-partition of the inner rows. Another correlation (``u.d < t.d``) is computed per distinct outer value on the
-sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`' domain), as are subqueries in a GROUP BY key or a window's
-inputs.
+partition of the inner rows. Another correlation (``u.d < t.d``) was first rewritten into one of column equalities
+over its domain, the distinct outer values (:mod:`~gpu_engine.sql.correlation_domains`, DuckDB's general
+decorrelation), so it binds here too; one that may hold where the outer value is NULL (``IS NOT DISTINCT FROM``)
+is still computed per distinct outer value on the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`).
 """
 
 from __future__ import annotations

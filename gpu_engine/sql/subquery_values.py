@@ -17,10 +17,12 @@ column, so the rest of the planner sees only joins and columns:
   inner rows gets the aggregate's value over no rows (COUNT's 0 — the "COUNT
   bug" of decorrelation — else NULL, through the arithmetic around it) by a
   CASE on a match flag ``m``;
-* correlated otherwise (``u.d < t.d``, ``u.k = t.k + 1``) it is computed per
-  distinct value of the outer columns it reads (the "domain", DuckDB's
-  general decorrelation): the domain joined to the subquery's sources on the
-  whole correlation, grouped by the domain's columns, joined back on them;
+* correlated otherwise it is computed per distinct value of the outer columns it reads (the "domain", DuckDB's
+  general decorrelation): the domain joined to the subquery's sources on the whole correlation, grouped by the
+  domain's columns, joined back on them null-safe. Only a correlation that may hold where an outer value is NULL
+  (``IS NOT DISTINCT FROM``, ``OR t.d IS NULL``) or an outer table that is no plain FROM item comes here:
+  :mod:`~gpu_engine.sql.correlation_domains` rewrites the others (``u.d < t.d``, ``u.k = t.k + 1``) into
+  equality-correlated subqueries over their domain before, which the typed path binds;
 * a correlated ``(SELECT v ... ORDER BY x LIMIT 1 [OFFSET n])`` is the first (n+1-th) row of each key's
   partition in that order (a row_number() window), NULL for a key without rows;
 * a correlated ``(SELECT w ...)`` whose value is a window (``sum(x) OVER (...)``) is first its rows per

@@ -1,0 +1,166 @@
+"""Rewrite a scalar subquery correlated by other than column equalities (``u.d < t.d``, ``u.d BETWEEN t.lo AND
+t.hi``, ``u.k <> t.k``, ``u.k = t.k + 1``) into one correlated by column equalities over its *domain*: DuckDB's
+general decorrelation, written once on the SELECT before the subquery paths see it.
+
+Why: such a subquery was computed on the sqlglot tree, per distinct outer value, by a LEFT-joined derived table
+(``subquery_values._Joined._per_domain``), apart from the typed path every equality-correlated subquery takes
+(:mod:`~gpu_engine.sql.correlated_scalar_rows` binds it into a typed ``ScalarSubquery`` the optimizer's
+decorrelation rule joins). Over its domain it *is* equality-correlated:
+
+    (SELECT count(*) FROM u WHERE u.d < t.d)
+    -> (SELECT count(*) FROM u, (SELECT DISTINCT t.d AS d0 FROM t) AS "$domain" WHERE u.d < "$domain".d0
+        AND "$domain".d0 = t.d)
+
+the domain — the distinct values of the outer columns the correlation reads — joined to the subquery's sources by
+the correlation, the subquery computed per domain row (an aggregate grouped by it, rows numbered per it, windows
+partitioned by it: whatever the equality path does per correlation key), joined back on the domain's columns. So
+every shape and position the typed path binds (SELECT list, WHERE under OR / NOT, HAVING, ORDER BY, an aggregate's
+or a window's input, a GROUP BY key) holds for these correlations too, with the typed path's "More than one row"
+check and COUNT's 0 for an outer value meeting no row. The domain of one outer table is read from its FROM item
+(its distinct values, a superset of the values its filtered rows carry: the join back keeps only theirs).
+
+Rewritten only where every outer column of the domain is rejected by the correlation where it is NULL (a
+comparison reaching it through NULL-strict arithmetic): then a NULL outer value meets no inner row, which is
+exactly what the equality join back gives it (no domain row equals NULL: the value over no rows). A correlation
+that may hold where the outer value is NULL (``IS NOT DISTINCT FROM``, ``OR t.d IS NULL``) needs a null-safe join
+back and stays with the tree path, as does a subquery whose outer table is not a plain FROM item of this SELECT
+(a derived table reading other items, a query further out).
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from gpu_engine.sql.decorrelation import NULL_STRICT, correlation, split_correlated
+from gpu_engine.sql.errors import SqlError
+from gpu_engine.sql.predicates import conjoined, defined_aliases, free_columns
+
+__all__ = ["with_correlation_domains", "rejects_null"]
+
+_COMPARISONS = (exp.EQ, exp.NEQ, exp.LT, exp.LTE, exp.GT, exp.GTE)
+#: Subquery forms whose subquery is not a scalar value of this scope (planned by their own paths).
+_NOT_SCALAR = (exp.In, exp.Any, exp.All, exp.Exists, exp.From, exp.Join, exp.Lateral)
+
+
+def rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
+    """Return whether ``conjunct`` is never TRUE where ``column`` is NULL (a comparison reaching it strictly)."""
+    while isinstance(conjunct, exp.Paren) or (isinstance(conjunct, exp.Not) and isinstance(
+            conjunct.this.unnest(), _COMPARISONS)):  # NOT over a comparison: NULL where it is (``<>`` is written so)
+        conjunct = conjunct.this
+    if isinstance(conjunct, exp.Between):
+        conjunct = exp.and_(exp.GTE(this=conjunct.this.copy(), expression=conjunct.args["low"].copy()),
+                            exp.LTE(this=conjunct.this.copy(), expression=conjunct.args["high"].copy()))
+    if isinstance(conjunct, exp.And):
+        return rejects_null(conjunct.this, column) or rejects_null(conjunct.expression, column)
+    if not isinstance(conjunct, _COMPARISONS):
+        return False
+    for found in conjunct.find_all(exp.Column):
+        if (found.table, found.name) != (column.table, column.name):
+            continue
+        node = found.parent
+        while node is not conjunct and isinstance(node, NULL_STRICT):
+            node = node.parent
+        if node is conjunct:
+            return True
+    return False
+
+
+def _subqueries(select: exp.Select) -> list[tuple[exp.Expression, bool]]:
+    """Return the subqueries of ``select``'s own scope (not FROM items), each as the node holding its SELECT (a
+    scalar ``Subquery``, an ``EXISTS``, IN's ``Subquery``, ANY / ALL), and whether it is a scalar subquery."""
+    found = []
+    for key in ("expressions", "where", "group", "having", "order", "qualify"):
+        value = select.args.get(key)
+        for tree in value if isinstance(value, list) else [value] if value is not None else []:
+            stack = [tree]
+            while stack:
+                node = stack.pop()
+                if isinstance(node, (exp.Subquery, exp.Exists, exp.Any, exp.All)):
+                    if not isinstance(node.parent, _NOT_SCALAR) or isinstance(node.parent, exp.In):
+                        found.append((node, isinstance(node, exp.Subquery) and not isinstance(node.parent, exp.In)))
+                    continue
+                if isinstance(node, (exp.Select, exp.SetOperation)):
+                    continue
+                stack.extend(node.iter_expressions())
+    return found
+
+
+def _unaliased(node: exp.Expression) -> exp.Expression:
+    return node.this if isinstance(node, exp.Alias) else node
+
+
+def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, exp.Expression],
+                 synthetic_alias, scalar: bool, holder_kind: type) -> exp.Select | None:
+    """Return ``query`` correlated by column equalities over the domain of its other correlation, or None where
+    it is not such a subquery or is left to the tree path (module docstring)."""
+    if (scalar and len(query.expressions) != 1) or query.args.get("from_") is None:
+        return None
+    if holder_kind is not exp.Exists and not scalar and not (  # IN / ANY / ALL: the mark join keys a column
+            len(query.expressions) == 1 and isinstance(_unaliased(query.expressions[0]), exp.Column)):
+        return None
+    try:
+        inner, local, correlated = split_correlated(query, outer_aliases)
+    except SqlError:
+        return None  # refused by name where it is planned
+    keys, others = correlation(correlated, inner)
+    if not others or (keys and not scalar):  # an EXISTS / IN with a key: a semi or mark join, the others its filter
+        return None
+    columns = list({(c.table, c.name): c for part in others for c in free_columns(part)
+                    if c.table and c.table not in inner}.values())
+    if not columns or not all(any(rejects_null(part, c) for part in others) for c in columns):
+        return None
+    for table in {c.table for c in columns}:
+        item = items.get(table)
+        if not isinstance(item, (exp.Table, exp.Subquery)) or (isinstance(item, exp.Subquery) and any(
+                c.table for c in free_columns(item.this))):
+            return None
+    rewritten = query.copy()
+    domains: dict[str, tuple[str, exp.Select]] = {}
+    names: dict[tuple[str, str], exp.Column] = {}
+    for column in columns:
+        alias, distinct = domains.get(column.table) or domains.setdefault(column.table, (
+            synthetic_alias(), exp.Select(distinct=exp.Distinct()).from_(items[column.table].copy())))
+        name = f"d{len(distinct.expressions)}"
+        distinct.select(exp.alias_(column.copy(), name), copy=False)
+        names[(column.table, column.name)] = exp.column(name, table=alias, quoted=True)
+    kept = [part for part in correlated if not any(part is other for other in others)]
+
+    def over_domain(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and (node.table, node.name) in names:
+            return names[(node.table, node.name)].copy()
+        return node
+
+    moved = [part.copy().transform(over_domain) for part in others]
+    equalities = [exp.EQ(this=domain.copy(), expression=exp.column(name, table=table))
+                  for (table, name), domain in names.items()]
+    for alias, distinct in domains.values():
+        rewritten.append("joins", exp.Join(this=exp.Subquery(
+            this=distinct, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))))
+    rewritten.set("where", exp.Where(this=conjoined([part.copy() for part in local + kept] + moved + equalities)))
+    return rewritten
+
+
+def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
+    """Return ``select`` with each scalar subquery correlated by other than column equalities (and rewritable:
+    module docstring) correlated by column equalities over its domain; the same object where none is."""
+    from_ = select.args.get("from_")
+    if from_ is None:
+        return select
+    items = {item.alias_or_name: item for item in [from_.this] + [j.this for j in select.args.get("joins") or []]}
+    outer_aliases = defined_aliases(select)
+    rewrites, by_text = {}, {}
+    for n, (node, scalar) in enumerate(_subqueries(select)):
+        if isinstance(node.this, exp.Select):
+            text = node.sql()  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
+            if text not in by_text:
+                by_text[text] = _over_domain(node.this, outer_aliases, items, planner._synthetic_alias, scalar,
+                                             type(node))
+            if by_text[text] is not None:
+                rewrites[n] = by_text[text].copy()
+    if not rewrites:
+        return select
+    select = select.copy()  # the caller's tree stays as written (a CTE's body is planned again where named)
+    for n, (node, _scalar) in enumerate(_subqueries(select)):
+        if n in rewrites:
+            node.set("this", rewrites[n])
+    return select
