@@ -756,6 +756,10 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
                               _string_args(translator, list(tree.expressions)), tree)
     if name == "try_strptime":  # strptime's parse, NULL where a text does not match
         return build_function(translator, name, _string_args(translator, list(tree.expressions)), tree)
+    if name in ("round_even", "roundbankers"):  # round(x, n) with halves to even
+        if len(tree.expressions) != 2:
+            raise translator.error(f"{name}() takes 2 arguments (a number and its decimal places), as DuckDB", tree)
+        return build_function(translator, "round_even", _numeric_args(translator, list(tree.expressions)), tree)
     if name in ("log10", "log2"):
         args = _numeric_args(translator, list(tree.expressions))
         return build_function(translator, "log", [Literal(10.0 if name == "log10" else 2.0, pa.float64()), *args],
@@ -769,7 +773,7 @@ _NAMED_PARTS = {exp.Quarter: "quarter", exp.DayOfWeek: "dayofweek", exp.DayOfYea
 #: DuckDB's part functions sqlglot reads as plain calls: name -> the date_part field it returns.
 _NAMED_PART_CALLS = {"weekday": "dow", "yearweek": "yearweek", "isoyear": "isoyear", "millisecond": "millisecond",
                      "microsecond": "microsecond", "decade": "decade", "century": "century",
-                     "millennium": "millennium"}
+                     "millennium": "millennium", "julian": "julian", "era": "era"}
 
 #: The arguments each handler reads, by sqlglot node class: any other argument the parser filled in is refused by
 #: name (an argument the engine does not apply must never be dropped silently).

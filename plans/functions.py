@@ -39,6 +39,7 @@ __all__ = [
     "TIME_PARTS",
     "TRUNC_PARTS",
     "DIFF_PARTS",
+    "SAME_AS_PART",
     "function_type",
     "constant_value",
     "part_name",
@@ -54,12 +55,17 @@ __all__ = [
 TIME_PARTS = {"hour": 3_600_000_000, "minute": 60_000_000, "second": 1_000_000, "millisecond": 1_000,
               "microsecond": 1}
 DATE_PARTS = ("year", "month", "day", "quarter", "dayofweek", "isodow", "dayofyear", "week", "yearweek",
-              "decade", "century", "millennium", "isoyear", "epoch", *TIME_PARTS)
+              "decade", "century", "millennium", "isoyear", "epoch", "julian", "era", *TIME_PARTS)
+#: Parts DuckDB's date_trunc / date_diff / date_sub read as another: a day's parts as the day, yearweek as the
+#: week, epoch as the second.
+SAME_AS_PART = {"dayofweek": "day", "isodow": "day", "dayofyear": "day", "julian": "day", "yearweek": "week",
+                "epoch": "second"}
 #: Parts ``date_trunc`` truncates a date or timestamp to.
-TRUNC_PARTS = ("millennium", "century", "decade", "year", "quarter", "month", "week", "day", "hour", "minute",
-               "second", "millisecond")
-#: Parts ``date_diff`` counts boundaries of.
-DIFF_PARTS = ("year", "quarter", "month", "week", "day", "decade", "century", "millennium", *TIME_PARTS)
+TRUNC_PARTS = ("millennium", "century", "decade", "year", "isoyear", "quarter", "month", "week", "day", "hour",
+               "minute", "second", "millisecond", "microsecond", *SAME_AS_PART)
+#: Parts ``date_diff`` counts boundaries of (and ``date_sub`` whole ones of).
+DIFF_PARTS = ("year", "isoyear", "quarter", "month", "week", "day", "decade", "century", "millennium", *TIME_PARTS,
+              *SAME_AS_PART)
 
 #: DuckDB's other spellings of the part names.
 _PART_ALIASES = {
@@ -376,7 +382,7 @@ def _floor_ceil(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 
 def _round(name: str, args: Sequence[Expr]) -> pa.DataType:
-    _arity(name, args, 1, 1 if name == "trunc" else 2)
+    _arity(name, args, 2 if name == "round_even" else 1, 1 if name == "trunc" else 2)
     _number(name, args[0], 1)
     digits = 0
     if len(args) == 2:
@@ -443,7 +449,7 @@ def _date_part(name: str, args: Sequence[Expr]) -> pa.DataType:
             raise TypeError(f'{name}(): "time" units "{part_name(args[0].value).upper()}" not recognized')
     else:
         _temporal(name, args[1], 2)
-    return pa.float64() if part_name(args[0].value) == "epoch" else pa.int64()
+    return pa.float64() if part_name(args[0].value) in ("epoch", "julian") else pa.int64()
 
 
 def _date_trunc(name: str, args: Sequence[Expr]) -> pa.DataType:
@@ -788,7 +794,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     **{name: _bitwise for name in ("&", "|", "xor", "~", "<<", ">>", "bit_count")},
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,
-    "round": _round,
+    "round": _round, "round_even": _round,
     "sign": _sign,
     "greatest": _greatest, "least": _greatest,
     "//": _integer_division,

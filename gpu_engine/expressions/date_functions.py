@@ -25,7 +25,7 @@ from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import as_float, divide_round_half_away, narrow_values, raise_at_first
 from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of
-from gpu_engine.plans.functions import TIME_PARTS, part_name, strftime_tokens
+from gpu_engine.plans.functions import SAME_AS_PART, TIME_PARTS, part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil", "add_interval"]
 
@@ -98,7 +98,16 @@ def _date_part(xp: Any, part: str, column: Column) -> Any:
         return xp.floor_divide(year, 10)
     if part in ("century", "millennium"):
         return _century(xp, year, 100 if part == "century" else 1000)
+    if part == "era":  # 1 AD (CE), 0 BC
+        return (year > 0).astype(xp.int64)
+    if part == "julian":  # the Julian day number, with the time of day as its fraction
+        fraction = (micros_of(xp, column) - days * _MICROS_PER_DAY).astype(xp.float64) / _MICROS_PER_DAY
+        return (days + _JULIAN_DAY_OF_1970).astype(xp.float64) + fraction
     raise PlanError(f"date_part does not support {part!r}")
+
+
+#: The Julian day number of 1970-01-01.
+_JULIAN_DAY_OF_1970 = 2440588
 
 
 def _truncated_days(xp: Any, part: str, days: Any) -> Any:
@@ -121,6 +130,11 @@ def _truncated_days(xp: Any, part: str, days: Any) -> Any:
 
 
 def _date_trunc(xp: Any, part: str, column: Column) -> Any:
+    part = SAME_AS_PART.get(part, part)
+    if part == "isoyear":  # the Monday of the ISO year's first week
+        days = days_of(xp, column)
+        _, week = _iso_week(xp, days)
+        return (days - (week - 1) * 7 - xp.remainder(days + 3, 7)) * _MICROS_PER_DAY
     if part in TIME_PARTS:
         unit = TIME_PARTS[part]
         return xp.floor_divide(micros_of(xp, column), unit) * unit
@@ -128,6 +142,9 @@ def _date_trunc(xp: Any, part: str, column: Column) -> Any:
 
 
 def _date_diff(xp: Any, part: str, start: Column, end: Column) -> Any:
+    part = SAME_AS_PART.get(part, part)
+    if part == "isoyear":
+        return _iso_week(xp, days_of(xp, end))[0] - _iso_week(xp, days_of(xp, start))[0]
     if part in TIME_PARTS:  # boundaries of the unit crossed
         unit = TIME_PARTS[part]
         return xp.floor_divide(micros_of(xp, end), unit) - xp.floor_divide(micros_of(xp, start), unit)
@@ -182,6 +199,7 @@ def _date_sub(xp: Any, part: str, start: Column, end: Column) -> Any:
     """Return DuckDB's ``date_sub(part, start, end)``: the whole parts from ``start`` to ``end`` (truncated toward
     zero), where ``date_diff`` counts the part's boundaries crossed."""
     first, last = micros_of(xp, start), micros_of(xp, end)
+    part = "year" if part == "isoyear" else SAME_AS_PART.get(part, part)  # (whole ISO years: DuckDB's whole years)
     if part in _MONTHS_IN:
         return _toward_zero(xp, _whole_months(xp, first, last), _MONTHS_IN[part])
     unit = TIME_PARTS.get(part) or _MICROS_PER_DAY * (7 if part == "week" else 1)
@@ -470,4 +488,4 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
     if name == "date_trunc":
         return Column(dtype, _date_trunc(xp, part, column), column.validity)
     values = _date_part(xp, part, column)
-    return Column(dtype, values.astype(xp.float64 if part == "epoch" else xp.int64), column.validity)
+    return Column(dtype, values.astype(xp.float64 if part in ("epoch", "julian") else xp.int64), column.validity)

@@ -36,7 +36,8 @@ __all__ = ["evaluate_function"]
 
 #: Per function, the argument positions read as constants (never evaluated into columns).
 _CONSTANT_POSITIONS = {
-    "round": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,), "add_interval": (1, 2, 3),
+    "round": (1,), "round_even": (1,), "date_part": (0,), "date_trunc": (0,), "date_diff": (0,),
+    "add_interval": (1, 2, 3),
     "strftime": (1,), "try_cast": (1,), "strptime": (1,), "try_strptime": (1,), "interval_part": (0,),
 }
 

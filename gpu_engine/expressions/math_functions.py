@@ -108,10 +108,11 @@ def _trunc(device: Device, column: Column, dtype: pa.DataType) -> Column:
     return Column(dtype, fit_to_type(device, truncated, dtype, column.validity, "trunc"), column.validity)
 
 
-def _round_float(xp: Any, values: Any, digits: int) -> Any:
+def _round_float(xp: Any, values: Any, digits: int, to_even: bool = False) -> Any:
     """Return ``values`` rounded to ``digits`` decimal places as DuckDB 2 does: the exact binary value rounded,
     halves away from zero (``round(2.675, 2)`` is 2.67: 2.675 is stored as 2.67499999...; ``round(0.125, 2)`` is
-    0.13). Scaling by ``10**digits`` rounds once; the rounding error, computed exactly, decides the ties it makes.
+    0.13), or to the even neighbour (``to_even``: ``round_even(0.125, 2)`` is 0.12, ``round_even(2.675, 2)`` 2.67).
+    Scaling by ``10**digits`` rounds once; the rounding error, computed exactly, decides the ties it makes.
     Values already integral at that scale (and NaN, infinities) come back unchanged.
     """
     if digits > 308:  # finer than any double's digits
@@ -126,10 +127,14 @@ def _round_float(xp: Any, values: Any, digits: int) -> Any:
         scaled = values / modifier
         product, product_error = _product_error(xp, scaled, modifier)
         error = (values - product) - product_error  # values = scaled * modifier + error: the quotient's sign
-    rounded = round_half_away(xp, scaled)
     tie = xp.abs(scaled - xp.trunc(scaled)) == 0.5
     toward_zero = tie & (((scaled > 0) & (error < 0)) | ((scaled < 0) & (error > 0)))
-    rounded = xp.where(toward_zero, rounded - xp.sign(scaled), rounded)
+    if to_even:  # a tie only where the error is 0; else the side the exact value lies on
+        away = tie & (((scaled > 0) & (error > 0)) | ((scaled < 0) & (error < 0)))
+        rounded = xp.where(toward_zero, xp.trunc(scaled), xp.where(away, xp.trunc(scaled) + xp.sign(scaled),
+                                                                     xp.rint(scaled)))
+    else:
+        rounded = xp.where(toward_zero, round_half_away(xp, scaled) - xp.sign(scaled), round_half_away(xp, scaled))
     result = rounded / modifier if with_error else rounded * modifier
     keep = ~xp.isfinite(result) | ~xp.isfinite(scaled) | (xp.abs(scaled) >= 2.0**52)
     return xp.where(keep, values, result)
@@ -158,6 +163,38 @@ def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> C
         raise_at_first(device, (rounded < low) | (rounded > high), column.validity, "Overflow in ROUND of integer")
         return Column(dtype, rounded.astype(column.data.dtype), column.validity)
     return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round"), column.validity)
+
+
+def _round_even(device: Device, column: Column, digits: int, dtype: pa.DataType) -> Column:
+    """Return DuckDB's ``round_even(x, digits)``: halves to the even neighbour; a float's exact binary value
+    rounded (:func:`_round_float`), an integer or decimal exactly."""
+    xp = device.xp
+    if is_floating(dtype):
+        values = column.data.astype(xp.float64)
+        return Column(dtype, _round_float(xp, values, digits, to_even=True).astype(column.data.dtype),
+                      column.validity)
+    scale = scale_of(column.dtype)
+    if digits >= scale:
+        return Column(dtype, column.data, column.validity)
+    values = _exact(device, column, "round_even")
+    drop = scale - digits
+    if drop > 18:  # rounding at a place above every int64 value: 0
+        rounded = xp.zeros_like(values)
+    else:
+        power = POWERS_OF_TEN[drop]
+        remainder = xp.remainder(values, np.int64(power))  # floored: 0 <= remainder < power
+        quotient = (values - remainder) // np.int64(power)
+        up = (2 * remainder > power) | ((2 * remainder == power) & (xp.remainder(quotient, 2) == 1))
+        rounded = quotient + up.astype(xp.int64)
+        if digits < 0:
+            raise_at_first(device, xp.abs(rounded) > (2**63 - 1) // POWERS_OF_TEN[-digits], column.validity,
+                           f"Overflow in ROUND_EVEN of {column.dtype}")
+            rounded = rounded * np.int64(POWERS_OF_TEN[-digits])
+    if is_integer(dtype):
+        low, high = _integer_bounds(dtype)
+        raise_at_first(device, (rounded < low) | (rounded > high), column.validity, "Overflow in ROUND_EVEN of integer")
+        return Column(dtype, rounded.astype(column.data.dtype), column.validity)
+    return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round_even"), column.validity)
 
 
 #: The trigonometric functions: name -> the device array operation (``cot(0)`` is infinity, as in DuckDB).
@@ -306,7 +343,7 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 
 
 #: The functions this module evaluates.
-MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
+MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "round_even", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
                   "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", "factorial", *_TRIGONOMETRY)
 
 
@@ -321,11 +358,11 @@ def evaluate_math_function(device: Device, name: str, args: Sequence[Any], colum
         return _floor_ceil(device, name, columns[0], dtype)
     if name == "trunc":
         return _trunc(device, columns[0], dtype)
-    if name == "round":
+    if name in ("round", "round_even"):
         digits = args[1].value if len(args) > 1 else 0
         if digits is None:  # round(x, NULL)
             return Column.from_arrow(pa.nulls(len(columns[0]), dtype), device)
-        return _round(device, columns[0], digits, dtype)
+        return (_round if name == "round" else _round_even)(device, columns[0], digits, dtype)
     if name in ("greatest", "least"):
         return _extreme(device, name, columns, dtype)
     if name == "//":

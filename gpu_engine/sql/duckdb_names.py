@@ -79,8 +79,11 @@ _QUOTED_SPELLINGS = {"substring", "position"}
 #: Nodes whose spelled name is printed even where the text's spelling is not known (sqlglot's own print differs:
 #: ``BOOL_AND(CAST(b AS BOOLEAN))``); the others then keep their usual form (``(i % 2)``, ``"substring"(...)``).
 _ALWAYS_SPELLED = (exp.LogicalAnd, exp.LogicalOr)
+#: Date functions whose first argument, a unit, DuckDB prints as written (``date_trunc('month', d)``; sqlglot
+#: reads it into an upper-case name), with their spellings.
+_UNIT_CALLS = {exp.TimestampTrunc: ("date_trunc", "datetrunc"), exp.DateDiff: ("date_diff", "datediff")}
 #: The nodes :func:`note_written_names` records the spelling of.
-SPELLED_KINDS = (exp.GroupConcat, *_SPELLINGS)
+SPELLED_KINDS = (exp.GroupConcat, *_SPELLINGS, *_UNIT_CALLS)
 
 
 #: Part functions whose names are DuckDB keywords (``"year"(ts)``, ``"millisecond"(ts)`` in its names), and the
@@ -107,10 +110,11 @@ def note_written_names(tree: exp.Expression, text: str) -> None:
         (kind, re.compile(rf"\b({'|'.join(spellings)})\s*\(", re.IGNORECASE))
         for kind, (spellings, _) in _SPELLINGS.items()]
     kinds = [(kind, spelled) for kind, spelled in kinds if tree.find(kind) is not None]
-    if not kinds:
+    units = [kind for kind in _UNIT_CALLS if tree.find(kind) is not None]
+    if not kinds and not units:
         return
     calls = _NOT_CALLS.sub(" ", text)
-    in_order: dict[type, list[exp.Expression]] = {kind: [] for kind, _ in kinds}
+    in_order: dict[type, list[exp.Expression]] = {kind: [] for kind in [kind for kind, _ in kinds] + units}
     for node in _in_text_order(tree):  # (one walk for every kind)
         if type(node) in in_order:
             in_order[type(node)].append(node)
@@ -121,6 +125,11 @@ def note_written_names(tree: exp.Expression, text: str) -> None:
             written = [written[0]] * len(nodes) if len(set(written)) == 1 and kind is exp.GroupConcat else []
         for node, name in zip(nodes, written):
             node.meta["written_name"] = name
+    for kind in units:
+        written = re.findall(rf"\b({'|'.join(_UNIT_CALLS[kind])})\s*\(\s*'([^']*)'", text, re.IGNORECASE)
+        if len(written) == len(in_order[kind]):  # (a unit written otherwise, or a string constant: not trusted)
+            for node, (name, unit) in zip(in_order[kind], written):
+                node.meta["written_name"], node.meta["written_unit"] = name.lower(), unit
 
 
 _CURRENT_DATE_SPELLINGS = re.compile(r"\b(current_date|today)\b(\s*\(\s*\))?", re.IGNORECASE)
@@ -195,6 +204,10 @@ def _duckdb_form(node: exp.Expression) -> exp.Expression:
         spelled = _spelled_name(node)
         if spelled is not None:
             return spelled
+    if type(node) in _UNIT_CALLS and "written_unit" in node.meta and isinstance(node.args.get("unit"), exp.Var):
+        text = _text(node)  # date_trunc('MONTH', ts): the name and the unit as written
+        after_unit = text.index("'", text.index("(") + 2) + 1
+        return exp.Var(this=f"{node.meta['written_name']}('{node.meta['written_unit']}'{text[after_unit:]}")
     spec = KEYWORD_FUNCTIONS.get(type(node))
     if spec is not None:
         name, arguments = spec
