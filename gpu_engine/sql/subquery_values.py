@@ -63,8 +63,9 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
 from gpu_engine.sql.correlated_scalar_rows import binds, lone_correlated_scalar, windowed_value, windows_per_key
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
+from gpu_engine.sql.correlation_domains import rejects_null
 from gpu_engine.sql.decorrelation import (
-    NULL_STRICT, correlation, empty_group_value, mark_planned, mark_predicates,
+    correlation, empty_group_value, mark_planned, mark_predicates,
     own_aggregates, quantified_parts, select_over, split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
@@ -186,22 +187,6 @@ def _null_safe_equal(left: exp.Expression, right: exp.Expression) -> exp.Express
     return exp.Paren(this=exp.Case(ifs=[exp.If(this=null(left), true=null(right)),
                                         exp.If(this=null(right), true=exp.false())],
                                    default=exp.EQ(this=left.copy(), expression=right.copy())))
-
-
-def _rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
-    """Return whether ``conjunct`` is never TRUE where ``column`` is NULL (a comparison reaching it strictly)."""
-    conjunct = _stripped(conjunct, False)
-    if not isinstance(conjunct, _COMPARISONS):
-        return False
-    for found in conjunct.find_all(exp.Column):
-        if (found.table, found.name) != (column.table, column.name):
-            continue
-        node = found.parent
-        while node is not conjunct and isinstance(node, NULL_STRICT):
-            node = node.parent
-        if node is conjunct:
-            return True
-    return False
 
 
 def _correlated_without_equalities(exists: exp.Exists, outer_aliases: set[str]) -> bool:
@@ -509,7 +494,7 @@ class _Joined:
         # DISTINCT FROM, OR ... IS NULL) joins back null-safe: a NULL outer value reads its own domain row (a CASE:
         # without a strict column beside it the join back is a nested loop over the distinct outer values).
         on = [exp.EQ(this=c.copy(), expression=exp.column(f"k{n}", table=alias))
-              if any(_rejects_null(conjunct, c) for conjunct in correlated)
+              if any(rejects_null(conjunct, c) for conjunct in correlated)
               else _null_safe_equal(c, exp.column(f"k{n}", table=alias)) for n, c in enumerate(outer_columns)]
         return derived, on, outer_columns
 
