@@ -131,8 +131,15 @@ def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:
     if pa.types.is_date32(dtype):
         return days_of(xp, column).astype(xp.int32)
     if pa.types.is_timestamp(column.dtype) and TICKS_PER_DAY[column.dtype.unit] > TICKS_PER_DAY[dtype.unit]:
-        return xp.floor_divide(column.data, TICKS_PER_DAY[column.dtype.unit] // TICKS_PER_DAY[dtype.unit])
+        return _coarser_ticks(xp, column, dtype.unit)
     return time_values(xp, column, dtype.unit)
+
+
+def _coarser_ticks(xp: Any, column: Column, unit: str) -> Any:
+    """Return a timestamp column of a finer unit (TIMESTAMP_NS) as ticks of ``unit``, rounded half away from zero
+    as DuckDB casts them (1500 ns is 2 us, -1500 ns -2 us; flooring gave 1 and -2, and a TIME of it was 0)."""
+    values = column.data.astype(xp.int64)
+    return divide_round_half_away(xp, values, TICKS_PER_DAY[column.dtype.unit] // TICKS_PER_DAY[unit])
 
 
 def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
@@ -157,7 +164,9 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
     xp = device.xp
     what = f"Conversion of {source} to {dtype}"
     if is_time(dtype):  # a TIMESTAMP's time of day
-        return Column(dtype, xp.remainder(time_values(xp, column, "us"), TICKS_PER_DAY["us"]), column.validity)
+        micros = _coarser_ticks(xp, column, "us") if pa.types.is_timestamp(source) and \
+            TICKS_PER_DAY[source.unit] > TICKS_PER_DAY["us"] else time_values(xp, column, "us")
+        return Column(dtype, xp.remainder(micros, TICKS_PER_DAY["us"]), column.validity)
     if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
         return Column(dtype, _to_time(xp, column, dtype), column.validity)
     return Column(dtype, _to_number(device, column, dtype, what), column.validity)

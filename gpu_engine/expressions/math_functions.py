@@ -343,7 +343,8 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 
 
 #: The functions this module evaluates.
-MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "round_even", "trunc", "sqrt", "cbrt", "ln", "log", "exp", "power",
+MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "round_even", "trunc", "sqrt", "cbrt", "ln", "log", "exp",
+                  "power",
                   "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", "factorial", *_TRIGONOMETRY)
 
 

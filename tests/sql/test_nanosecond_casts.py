@@ -1,0 +1,20 @@
+"""A TIMESTAMP_NS column cast to TIMESTAMP / TIMESTAMPTZ / TIME rounds its nanoseconds half away from zero, as DuckDB
+(1500 ns is 2 us, -1500 ns -2 us): the engine floored them (1 us), and a TIME of one was 00:00:00 (its ticks were
+scaled by 1000 // 1000000 = 0)."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+
+TABLES = {"t": pa.table({"n": pa.array([1_600_000_000_123_456_789, 1500, 1499, -1500, -1499, 500, -500, None,
+                                        -86_400_000_000_500], pa.timestamp("ns"))})}
+
+
+def test_nanoseconds_cast_as_duckdb(device_name):
+    with duckdb_with_tables(TABLES) as connection:
+        session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT n, CAST(n AS TIMESTAMP) AS a, CAST(n AS TIMESTAMPTZ) AS b, CAST(n AS TIME) AS c, "
+            "CAST(n AS DATE) AS d FROM t"])
