@@ -300,8 +300,9 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     """Return the type a column of two branches unifies to: DuckDB's common type; VARCHAR for text beside a
     number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``);
     the number's type for a boolean beside a number (``SELECT true UNION ALL SELECT 2.5`` is DECIMAL(2,1) 1.0);
-    the date's, timestamp's, time's or interval's type beside a number or a boolean, as DuckDB: the cast of the
-    other branch's rows then fails when a row is cast (``CAST(1 AS DATE)``), so an empty branch answers."""
+    the date's, timestamp's, time's or interval's type beside a number or a boolean, a date's or timestamp's
+    beside a TIME, an interval's beside a date, timestamp or time, as DuckDB: the cast of the other branch's rows
+    then fails when a row is cast (``CAST(1 AS DATE)``, ``CAST(TIME ... AS DATE)``), so an empty branch answers."""
     try:
         return common_type(left, right)
     except TypeError:
@@ -314,6 +315,10 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
         for moment, number in ((left, right), (right, left)):
             if (is_temporal(moment) or is_time(moment) or is_interval(moment)) and (
                     is_numeric(number) or pa.types.is_boolean(number)):
+                return moment
+            if is_temporal(moment) and is_time(number):  # TIME beside a DATE / TIMESTAMP: the date's type
+                return moment
+            if is_interval(moment) and (is_temporal(number) or is_time(number)):  # a DATE / TIME beside an INTERVAL
                 return moment
         raise
 
