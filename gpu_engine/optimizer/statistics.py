@@ -555,15 +555,11 @@ def _packed(keys: list, sample: list) -> tuple | None:
     valid = [None, None]
     for k, columns in enumerate((keys, sample)):
         for column in columns:
-            column = column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column
-            if pa.types.is_date(column.type):
-                column = column.cast(pa.int32() if pa.types.is_date32(column.type) else pa.int64())
-            if not pa.types.is_integer(column.type):
+            found = _integers(column.combine_chunks() if isinstance(column, pa.ChunkedArray) else column)
+            if found is None:
                 return None
-            ok = np.ones(len(column), bool) if not column.null_count else column.is_valid().to_numpy(
-                zero_copy_only=False)
-            sides[k].append(column.fill_null(0).to_numpy(zero_copy_only=False).astype(np.int64))
-            valid[k] = ok if valid[k] is None else valid[k] & ok
+            sides[k].append(found[0])
+            valid[k] = found[1] if valid[k] is None else valid[k] & found[1]
     packed = [np.zeros(len(sides[0][0]), np.int64), np.zeros(len(sides[1][0]), np.int64)]
     span = 1
     for a, b in zip(sides[0], sides[1]):
@@ -575,6 +571,29 @@ def _packed(keys: list, sample: list) -> tuple | None:
             return None
         packed = [packed[0] * width + (a - low), packed[1] * width + (b - low)]
     return (packed[0], valid[0]), (packed[1], valid[1])
+
+
+def _integers(column: pa.Array) -> tuple | None:
+    """Return an integer or date column's values as int64 and where they are not NULL (read from its buffers: a
+    NULL's slot holds any value), or None for another type. Why not Arrow's compute functions: ``fill_null``
+    imported pandas, 1-2 s of a query's planning here."""
+    import numpy as np
+
+    if pa.types.is_date32(column.type):
+        width, signed = 32, True
+    elif pa.types.is_date64(column.type):
+        width, signed = 64, True
+    elif pa.types.is_integer(column.type):
+        width, signed = column.type.bit_width, pa.types.is_signed_integer(column.type)
+    else:
+        return None
+    buffers = column.buffers()
+    n, offset = len(column), column.offset
+    values = np.frombuffer(buffers[1], np.dtype(f"{'' if signed else 'u'}int{width}"), count=offset + n)[offset:]
+    valid = np.ones(n, bool)
+    if column.null_count and buffers[0] is not None:
+        valid = np.unpackbits(np.frombuffer(buffers[0], np.uint8), bitorder="little")[offset:offset + n].astype(bool)
+    return values.astype(np.int64), valid
 
 
 def _table_rows(table) -> int:
@@ -595,11 +614,11 @@ def _version(table) -> tuple | None:
 
 def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
     """Return ``columns`` of ``table`` (arrays): every row, or about ``budget`` rows as whole row groups spread over
-    it. Read by pyarrow without the scan's checks: a damaged file gives a wrong estimate or an error here (None
-    then), and its scan reports it."""
-    import pyarrow.parquet as pq
-
+    it; None where the engine's page decoder does not read one of them (a key the scan would hand to pyarrow:
+    not worth pyarrow's reader, whose import alone cost 1-2 s of planning here). A damaged file raises
+    DataSourceError (the caller keeps the per-column estimate; the scan reports it)."""
     from gpu_engine.connectors.data_source import parquet_metadata
+    from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
 
     arrow_table = getattr(table, "table", None)
     if isinstance(arrow_table, pa.Table):
@@ -617,13 +636,17 @@ def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
     if budget and sum(g[3] for g in groups) > budget:
         count = max(1, min(len(groups), round(budget * len(groups) / sum(g[3] for g in groups))))
         groups = [groups[int((i + 0.5) * len(groups) / count)] for i in range(count)]
-    pieces = []
+    pieces = {name: [] for name in columns}
     for path in dict.fromkeys(g[0] for g in groups):
         chosen = [g[2] for g in groups if g[0] == path]
         metadata = next(g[1] for g in groups if g[0] == path)
-        pieces.append(pq.ParquetFile(path, metadata=metadata, memory_map=True).read_row_groups(
-            chosen, columns=list(columns), use_threads=False))
-    return list(pa.concat_tables(pieces).columns)
+        decodable = decodable_columns(metadata, list(columns))
+        read = read_decoded_columns(path, metadata, chosen, decodable) if len(decodable) == len(columns) else {}
+        if len(read) != len(columns):
+            return None
+        for name in columns:
+            pieces[name].append(read[name])
+    return [pa.chunked_array(pieces[name]) for name in columns]
 
 
 class RegisteredStatistics(Mapping):
