@@ -2,8 +2,9 @@
 
 Why a module of its own: aggregation is where the SELECT's later clauses
 change what they can read — after it, SELECT, HAVING and ORDER BY see only
-grouping keys and aggregate results, which they find by their SQL text
-(the replacements). One single-step aggregation is planned (the executor
+grouping keys and aggregate results, which they find by their trees'
+structural identity (the replacements, keyed by
+:class:`~gpu_engine.sql.planning_context.TreeKey`). One single-step aggregation is planned (the executor
 splits it into partial and final steps across drivers); grouping sets go
 through :mod:`~gpu_engine.sql.grouping_sets`. A scalar subquery in the
 SELECT list or ORDER BY is a typed
@@ -38,7 +39,7 @@ from gpu_engine.sql.filtered_distinct import (
     plan_filtered_distinct, plan_global_distinct, with_filtered_distinct_merged,
 )
 from gpu_engine.sql.grouping_sets import GROUPING_CALLS, plan_grouping_sets, uses_grouping_sets
-from gpu_engine.sql.planning_context import Relation, quoted
+from gpu_engine.sql.planning_context import Relation, TreeKey, quoted, tree_hashes
 from gpu_engine.sql.predicates import defined_aliases, free_columns, has_subquery
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.sql.tuple_counts import with_tuple_counts
@@ -107,13 +108,13 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
                   aggregates: list[exp.Expression], trees: list[exp.Expression], having: exp.Expression | None, ctes):
     """Plan GROUP BY (grouping sets too), the aggregates and HAVING over ``relation`` (the joined FROM items).
 
-    Return the relation, the replacements (SQL text of a key or an aggregate
-    -> its column) and the columns of the keys by ``(table alias, column)``,
+    Return the relation, the replacements (a key or an aggregate call, by its
+    :class:`~gpu_engine.sql.planning_context.TreeKey` -> its column) and the columns of the keys by ``(table alias, column)``,
     through which the later clauses (windows, QUALIFY, SELECT, ORDER BY)
     read the aggregated rows. Without GROUP BY or aggregates the relation
     comes back as it is.
     """
-    replacements: dict[str, str] = {}
+    replacements: dict[TreeKey, str] = {}
     columns = relation.columns
     if having is not None and not group and not aggregates:  # HAVING makes the query one group (DuckDB)
         column = next((c for t in trees for c in free_columns(t)), None)
@@ -125,26 +126,26 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
     relation, aggregates, tuple_counts = with_tuple_counts(planner, relation, aggregates)  # count(DISTINCT (a, b))
     relation, aggregates, arguments = with_subquery_arguments(planner, relation, aggregates, ctes,
                                                               defined_aliases(select))  # sum(CASE WHEN (SELECT …))
-    tuple_counts = {**{text: original for text, original in tuple_counts.items() if text not in arguments.values()},
-                    **{text: tuple_counts.get(middle, middle) for text, middle in arguments.items()}}
+    tuple_counts = {**{key: original for key, original in tuple_counts.items() if key not in arguments.values()},
+                    **{key: tuple_counts.get(middle, middle) for key, middle in arguments.items()}}
     if uses_grouping_sets(group, trees, select):
         relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
     elif group or aggregates:
         relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select, ctes)
-    for text, original in tuple_counts.items():
-        replacements[original] = replacements[text]
+    for key, original in tuple_counts.items():
+        replacements[original] = replacements[key]
     if having is not None:
         relation = post_filter(planner, relation, having, columns, replacements, ctes, defined_aliases(select))
     return relation, replacements, columns
 
 
 def with_subquery_arguments(planner: QueryPlanner, relation: Relation, aggregates: list[exp.Expression], ctes,
-                            outer_aliases: set[str]) -> tuple[Relation, list[exp.Expression], dict[str, str]]:
+                            outer_aliases: set[str]) -> tuple[Relation, list[exp.Expression], dict[TreeKey, TreeKey]]:
     """Return ``relation`` with each scalar subquery inside an aggregate's arguments computed per input row (a
     Project holding a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery`, which the optimizer's
     decorrelation rule joins below the aggregation: a nested-loop join with an uncorrelated one's single row, a
     left hash join on a correlated aggregate's keys), the aggregates reading those columns, and each rewritten
-    aggregate's SQL text -> its original text (which the SELECT list, HAVING and ORDER BY spell).
+    aggregate's key -> its original's key (the original is what the SELECT list, HAVING and ORDER BY spell).
 
     Why: ``sum(CASE WHEN v > (SELECT avg(w) FROM u) THEN 1 ELSE 0 END)`` reads the subquery's value for every row
     it sums (DuckDB's meaning); it was refused ("an aggregate inside an aggregate"), its correlated form a
@@ -154,14 +155,14 @@ def with_subquery_arguments(planner: QueryPlanner, relation: Relation, aggregate
         return relation, aggregates, {}
     columns = dict(relation.columns)
     projected: list[tuple[str, object]] = []
-    rewritten: dict[str, exp.Expression] = {}  # an aggregate's text -> it reading the projected columns
+    rewritten: dict[TreeKey, exp.Expression] = {}  # an aggregate -> it reading the projected columns
     out, originals = [], {}
     for aggregate in aggregates:
-        text = aggregate.sql()
         if aggregate.find(exp.Subquery) is None:
             out.append(aggregate)
             continue
-        if text not in rewritten:
+        key = TreeKey(aggregate)
+        if key not in rewritten:
             new = aggregate.copy()
             for subquery in _outermost_scalar_subqueries(new):
                 name = planner._fresh("$argument")
@@ -169,9 +170,9 @@ def with_subquery_arguments(planner: QueryPlanner, relation: Relation, aggregate
                                                                 {}, ctes, outer_aliases)))
                 columns[("$argument", name)] = name
                 subquery.replace(exp.column(name, table="$argument"))
-            rewritten[text] = new
-            originals[new.sql()] = text
-        out.append(rewritten[text])
+            rewritten[key] = new
+            originals[TreeKey(new)] = key
+        out.append(rewritten[key])
     passthrough = [quoted(n) for n in relation.node.output_schema.names]
     try:
         node = planner._builder(relation.node).project(passthrough + projected).plan()
@@ -185,18 +186,18 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
     """Plan GROUP BY and the aggregates; return the relation and how later clauses find keys and results.
 
     A key holding a scalar subquery (uncorrelated, or correlated by column equalities) is computed per input row by
-    the Project ahead of the aggregation, typed (:func:`typed_scalar_subqueries`); the later clauses read it by its
-    text, as any key.
+    the Project ahead of the aggregation, typed (:func:`typed_scalar_subqueries`); the later clauses find it by its
+    tree (:class:`~gpu_engine.sql.planning_context.TreeKey`), as any key.
     """
-    replacements: dict[str, str] = {}
+    replacements: dict[TreeKey, str] = {}
     key_names: list[str] = []
     key_columns: dict[tuple[str, str], str] = {}
     pre = []  # projections ahead of the aggregation, when a key is an expression
     for key in group:
         # a constant key (`GROUP BY 'x'`, a bound parameter, a positional reference to a constant) is a projected
         # column like any expression key: one group over rows, none over no rows (DuckDB's answers)
-        text = key.sql()
-        if text in replacements:
+        identity = TreeKey(key)
+        if identity in replacements:
             continue
         if isinstance(key, exp.Column):
             name = relation.columns.get((key.table, key.name))
@@ -212,23 +213,23 @@ def plan_aggregation(planner: QueryPlanner, relation: Relation, group: list[exp.
         else:
             name = planner._fresh(f"$key{len(key_names)}")
             pre.append(aliased(planner._renamed(key, relation.columns), name))
-        replacements[text] = name
+        replacements[identity] = name
         key_names.append(name)
     calls, names = [], []
-    kinds: dict[str | None, list[str]] = {}  # DISTINCT argument (None: not DISTINCT) -> its calls
+    kinds: dict[TreeKey | None, list[str]] = {}  # DISTINCT argument (None: not DISTINCT) -> its calls
     for aggregate in aggregates:
-        text = aggregate.sql()
-        if text in replacements:
+        identity = TreeKey(aggregate)
+        if identity in replacements:
             continue
         name = planner._fresh(f"${aggregate.key}{len(names)}")
         call = aliased(planner._renamed(aggregate, relation.columns), name)
         calls.append(call)
         names.append(name)
-        replacements[text] = name
+        replacements[identity] = name
         argument = aggregate.this
         if isinstance(argument, exp.Order):  # string_agg(DISTINCT x, s ORDER BY x): DISTINCT under the ORDER BY
             argument = argument.this
-        kinds.setdefault(argument.sql() if isinstance(argument, exp.Distinct) else None, []).append(call)
+        kinds.setdefault(TreeKey(argument) if isinstance(argument, exp.Distinct) else None, []).append(call)
     if not key_names and len(kinds) > 1 and any(kind is not None for kind in kinds):
         return _split_global_aggregation(planner, relation, list(kinds.values()), replacements, select)
     node = relation.node
@@ -308,7 +309,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     written, tree = tree, tree.copy()
     # an aggregate computed with a subquery in its argument, a GROUP BY key holding one: its column
     for computed in _computed_with_subqueries(tree, replacements):
-        name = replacements[computed.sql()]
+        name = replacements[TreeKey(computed)]
         columns = {**columns, ("$aggregated", name): name}
         if computed is tree:
             return planner._renamed(exp.column(name, table="$aggregated"), columns, replacements)
@@ -319,7 +320,7 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
     for n, mark in enumerate(_value_marks(tree)):  # EXISTS / IN as values: typed predicates (mark joins' flags)
         if replacements and not isinstance(mark, exp.Exists):
             for call in aggregates_of(mark.this):  # sum(a) > ALL (...) in HAVING: the aggregate's column
-                name = replacements.get(call.sql())
+                name = replacements.get(TreeKey(call))
                 if name is not None:
                     columns = {**columns, ("$aggregated", name): name}
                     if call is mark.this:
@@ -389,14 +390,15 @@ def typed_scalar_subqueries(planner: QueryPlanner, tree: exp.Expression, relatio
 
 
 def _computed_with_subqueries(tree: exp.Expression, replacements) -> list[exp.Expression]:
-    """Return the outermost parts of ``tree`` holding a subquery that the aggregation computed already (their SQL
-    text a key of ``replacements``: an aggregate with a subquery in its argument, a GROUP BY key holding one)."""
+    """Return the outermost parts of ``tree`` holding a subquery that the aggregation computed already (a key of
+    ``replacements``: an aggregate with a subquery in its argument, a GROUP BY key holding one)."""
     found, stack = [], [tree] if replacements else []
+    hashes = tree_hashes(tree) if replacements else {}
     while stack:
         node = stack.pop()
         if isinstance(node, (exp.Select, exp.SetOperation)):
             continue
-        if node.sql() in replacements and node.find(exp.Subquery) is not None:
+        if TreeKey(node, hashes) in replacements and node.find(exp.Subquery) is not None:
             found.append(node)
             continue
         if not isinstance(node, exp.Subquery):

@@ -31,6 +31,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.planning_context import TreeKey
 from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -153,13 +154,13 @@ def _grouping_sets(group: list[exp.Expression], projections: list[exp.Expression
         sets = [left + right for left in sets for right in _expand(item)]
         if len(sets) > MAX_GROUPING_SETS:
             raise _error(f"the GROUP BY expands to more than {MAX_GROUPING_SETS} grouping sets", item)
-    written = {key.sql() for keys in sets for key in keys if _positional(key, projections) is key}
+    written = {TreeKey(key) for keys in sets for key in keys if _positional(key, projections) is key}
     unique = []
     for keys in sets:
         texts = {}
         for key in keys:
             resolved = _positional(key, projections)
-            if resolved is not key and resolved.sql() in written:
+            if resolved is not key and TreeKey(resolved) in written:
                 # DuckDB keeps the two as distinct keys and reads the SELECT list's column from the positional
                 # one (NULL in the sets holding only the written one): refused rather than answered otherwise.
                 raise _error(f"GROUP BY position {key.this} repeats the key {resolved.sql(dialect='duckdb')} "
@@ -169,7 +170,7 @@ def _grouping_sets(group: list[exp.Expression], projections: list[exp.Expression
                 raise _error("GROUP BY a constant in a grouping set (group by a column or an expression)", key)
             if isinstance(key, (*_SET_ITEMS, exp.Tuple)):
                 raise _error(f"{key.key.upper()} inside a grouping set element; write the sets out", key)
-            texts.setdefault(key.sql(), key)
+            texts.setdefault(TreeKey(key), key)
         unique.append(list(texts.values()))
     return unique
 
@@ -178,8 +179,8 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
                        aggregates: list[exp.Expression], trees: list[exp.Expression], select: exp.Select):
     """Plan the GroupId, the aggregation and the ``grouping()`` columns; return what ``plan_aggregation`` returns.
 
-    That is the aggregated relation, the replacements (SQL text of a key, an
-    aggregate or a ``grouping()`` call -> its column) and the columns of the
+    That is the aggregated relation, the replacements (a key, an aggregate or a
+    ``grouping()`` call, by :class:`~gpu_engine.sql.planning_context.TreeKey` -> its column) and the columns of the
     keys by ``(table alias, column)``, so HAVING, SELECT and ORDER BY are
     planned as for a plain GROUP BY.
     """
@@ -187,14 +188,14 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     from gpu_engine.sql.planning_context import Relation, quoted
 
     sets = _grouping_sets(_group_items(select, group), select.expressions)
-    keys: dict[str, exp.Expression] = {}
+    keys: dict[TreeKey, exp.Expression] = {}
     for kept in sets:
         for key in kept:
-            keys.setdefault(key.sql(), key)
-    replacements: dict[str, str] = {}
+            keys.setdefault(TreeKey(key), key)
+    replacements: dict[TreeKey, str] = {}
     key_columns: dict[tuple[str, str], str] = {}
     pairs, pre = [], []  # (key output name, input column); projections of expression keys
-    for text, key in keys.items():
+    for identity, key in keys.items():
         if isinstance(key, exp.Column):
             source = relation.columns.get((key.table, key.name))
             if source is None:
@@ -208,19 +209,19 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
             source = planner._fresh(f"$key{len(pairs)}")
             pre.append(aliased(planner._renamed(key, relation.columns), source))
             name = _fresh_beside(planner, relation.node, f"$grouped{len(pairs)}")
-        replacements[text] = name
+        replacements[identity] = name
         pairs.append((name, source))
     calls = []
     for aggregate in aggregates:
-        text = aggregate.sql()
-        if text in replacements:
+        identity = TreeKey(aggregate)
+        if identity in replacements:
             continue
         name = planner._fresh(f"${aggregate.key}{len(calls)}")
         calls.append(aliased(planner._renamed(aggregate, relation.columns), name))
-        replacements[text] = name
+        replacements[identity] = name
     group_id = _fresh_beside(planner, relation.node, "$group_id")
-    position = {text: i for i, text in enumerate(keys)}
-    set_names = [[pairs[position[key.sql()]][0] for key in kept] for kept in sets]
+    position = {identity: i for i, identity in enumerate(keys)}
+    set_names = [[pairs[position[TreeKey(key)]][0] for key in kept] for kept in sets]
     node: PlanNode = relation.node
     try:
         builder = planner._builder(node)
@@ -299,15 +300,16 @@ def _bigint(value: int) -> exp.Cast:
     return exp.Cast(this=exp.Literal.number(value), to=exp.DataType.build("BIGINT"))
 
 
-def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[str, exp.Expression],
-                      sets: list[list[exp.Expression]], replacements: dict[str, str], group_id: str) -> list[exp.Expression]:
+def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys: dict[TreeKey, exp.Expression],
+                      sets: list[list[exp.Expression]], replacements: dict[TreeKey, str], group_id: str
+                      ) -> list[exp.Expression]:
     """Return a projection per distinct ``grouping()`` call, its bit mask chosen by the group id."""
     projections = []
-    set_texts = [{key.sql() for key in kept} for kept in sets]
+    set_keys = [{TreeKey(key) for key in kept} for kept in sets]
     for tree in trees:
         for call in _grouping_calls(tree):
-            text = call.sql()
-            if text in replacements:
+            identity = TreeKey(call)
+            if identity in replacements:
                 continue
             arguments = list(call.expressions) or ([call.this] if call.this is not None else [])
             if not arguments and isinstance(call, exp.GroupingId):  # Spark's grouping_id(): every key, in order
@@ -315,12 +317,12 @@ def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys
             if not arguments:
                 raise _error("grouping() needs at least one argument", call)
             for argument in arguments:
-                if argument.sql() not in keys:
+                if TreeKey(argument) not in keys:
                     raise _error(f"the argument {argument.sql(dialect='duckdb')} of grouping() must be a grouping "
                                  "column (a key of the GROUP BY)", argument)
             width = len(arguments)
             masks = [sum(1 << (width - 1 - i) for i, argument in enumerate(arguments)
-                         if argument.sql() not in kept) for kept in set_texts]
+                         if TreeKey(argument) not in kept) for kept in set_keys]
             name = planner._fresh(f"$grouping{len(projections)}")
             if len(set(masks)) == 1:
                 value = _bigint(masks[0])
@@ -329,5 +331,5 @@ def _grouping_columns(planner: "QueryPlanner", trees: list[exp.Expression], keys
                 value = exp.Case(ifs=[exp.If(this=exp.EQ(this=group.copy(), expression=exp.Literal.number(i)),
                                              true=_bigint(mask)) for i, mask in enumerate(masks)])
             projections.append(aliased(value, name))
-            replacements[text] = name
+            replacements[identity] = name
     return projections

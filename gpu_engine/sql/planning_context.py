@@ -30,7 +30,7 @@ from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.renaming import renamed_copy
 from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics
 
-__all__ = ["PlanningContext", "Relation", "quoted"]
+__all__ = ["PlanningContext", "Relation", "TreeKey", "quoted", "same_tree", "tree_hashes"]
 
 
 class _Builder(PlanBuilder):
@@ -66,6 +66,120 @@ def quoted(name: str) -> str:
     most of them seen before (a table's columns, the planner's internal names).
     """
     return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
+
+
+class TreeKey:
+    """The identity of a sqlglot tree as a dict key: equal for trees that differ only in how they are written.
+
+    Why not the tree's SQL text (``.sql()``), the key this replaced: generating text deep-copies the subtree at
+    every call (planning a TPC-DS text looked up every node of every SELECT-list tree that way), and text is a
+    poor identity — ``"A" + 1`` and ``a + 1``, ``(a + 1)`` and ``a + 1`` are one expression to DuckDB (and to
+    this planner's column lookup), not to their texts. Two trees are one key when they have the same node types
+    and arguments, identifiers compared without case or quotes, names and keywords without case, literals
+    exactly, parentheses, positions and comments ignored (:func:`same_tree`); the hash (:func:`tree_hashes`)
+    follows the same rules, and keys of one hash are compared in full, so a hash collision never joins two
+    different expressions. ``a + 1`` and ``1 + a`` stay two keys, as DuckDB's binder keeps them.
+
+    The tree is held, not copied: a key is taken from a tree that no longer changes. ``hashes``: the hashes of a
+    tree's nodes computed once (:func:`tree_hashes`), for a caller that keys many nodes of one tree.
+    """
+
+    __slots__ = ("tree", "_hash")
+
+    def __init__(self, tree: exp.Expression, hashes: Mapping[int, int] | None = None):
+        self.tree = tree
+        self._hash = (hashes if hashes is not None else tree_hashes(tree))[id(tree)]
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, TreeKey) and self._hash == other._hash and same_tree(self.tree, other.tree)
+
+    def __repr__(self) -> str:
+        return f"TreeKey({self.tree.sql(dialect='duckdb')})"
+
+
+def tree_hashes(tree: exp.Expression) -> dict[int, int]:
+    """Return the hash of every node of ``tree`` by the rules of :class:`TreeKey`, by the node's ``id``.
+
+    One pass, children before parents: each node's hash combines its children's, so keying every node of a
+    tree costs one visit per node (sqlglot's own cached hash tells quoted identifiers and parentheses apart).
+    """
+    hashes: dict[int, int] = {}
+    stack: list = [(tree, False)]
+    while stack:
+        node, children_done = stack.pop()
+        if not children_done:
+            stack.append((node, True))
+            for value in node.args.values():
+                if isinstance(value, exp.Expression):
+                    stack.append((value, False))
+                elif type(value) is list:
+                    stack.extend((x, False) for x in value if isinstance(x, exp.Expression))
+            continue
+        kind = type(node)
+        if kind is exp.Paren:
+            hashes[id(node)] = hashes[id(node.this)]
+            continue
+        if kind is exp.Identifier:
+            hashes[id(node)] = hash(("identifier", node.name.lower()))
+            continue
+        raw = node._hash_raw_args
+        parts: list = [node.key]
+        for key in sorted(node.args):
+            value = node.args[key]
+            if value is None or value is False or (type(value) is list and not value):
+                continue
+            if isinstance(value, exp.Expression):
+                parts.append((key, hashes[id(value)]))
+            elif type(value) is list:
+                parts.append((key, tuple(hashes[id(x)] if isinstance(x, exp.Expression) else _atom(x, raw)
+                                         for x in value)))
+            else:
+                parts.append((key, _atom(value, raw)))
+        hashes[id(node)] = hash(tuple(parts))
+    return hashes
+
+
+def _atom(value, raw: bool):
+    """Return a non-node argument as :class:`TreeKey` compares it: a name or keyword without case, unless raw."""
+    return value.lower() if type(value) is str and not raw else value
+
+
+def same_tree(left: exp.Expression, right: exp.Expression) -> bool:
+    """Return whether two sqlglot trees are one :class:`TreeKey`, compared node by node."""
+    stack = [(left, right, False)]
+    while stack:
+        a, b, raw = stack.pop()
+        while type(a) is exp.Paren:
+            a = a.this
+        while type(b) is exp.Paren:
+            b = b.this
+        if a is b:
+            continue
+        if type(a) is not type(b):
+            return False
+        if type(a) is exp.Identifier:
+            if a.name.lower() != b.name.lower():
+                return False
+        elif isinstance(a, exp.Expression):
+            present = _present_args(a)
+            if present != _present_args(b):
+                return False
+            stack.extend((a.args[k], b.args[k], a._hash_raw_args) for k in present)
+        elif type(a) is list:
+            if len(a) != len(b):
+                return False
+            stack.extend((x, y, raw) for x, y in zip(a, b))
+        elif _atom(a, raw) != _atom(b, raw):
+            return False
+    return True
+
+
+def _present_args(node: exp.Expression) -> set[str]:
+    """Return the argument names of ``node`` that a key reads (not None, False or empty)."""
+    return {k for k, v in node.args.items() if v is not None and v is not False and v != []}
 
 
 class PlanningContext:
@@ -112,16 +226,21 @@ class PlanningContext:
         return _Builder.on(node, self.catalog, self.ids)
 
     def _renamed(self, tree: exp.Expression, columns: Mapping[tuple[str, str], str],
-                 replacements: Mapping[str, str] | None = None) -> exp.Expression:
-        """Return a copy of ``tree`` over internal column names for PlanBuilder (:mod:`gpu_engine.sql.renaming`)."""
+                 replacements: Mapping[TreeKey, str] | None = None) -> exp.Expression:
+        """Return a copy of ``tree`` over internal column names for PlanBuilder (:mod:`gpu_engine.sql.renaming`).
+
+        ``replacements``: the part of the tree an aggregation computed already (a grouping key, an aggregate call,
+        by :class:`TreeKey`) -> the column holding it.
+        """
         replacements = replacements or {}
+        hashes = tree_hashes(tree) if replacements else None  # every node's key from one pass over the tree
 
         def rename(node: exp.Expression) -> exp.Expression:
-            # a constant is never replaced: its text is not generated (each node's text copies it first)
+            # a constant is never replaced (`GROUP BY 1` names a position; a literal key reads its own value)
             if replacements and not isinstance(node, (exp.Literal, exp.Boolean, exp.Null)):
-                key = node.sql()
-                if key in replacements:
-                    return stand_for(exp.column(exp.to_identifier(replacements[key], quoted=True)), node)
+                name = replacements.get(TreeKey(node, hashes))
+                if name is not None:
+                    return stand_for(exp.column(exp.to_identifier(name, quoted=True)), node)
             if isinstance(node, exp.Column):
                 internal = columns.get((node.table, node.name))
                 if internal is None:

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.planning_context import quoted
+from gpu_engine.sql.planning_context import TreeKey, quoted
 from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -48,15 +48,16 @@ def _counts_arguments(aggregate: exp.Expression) -> bool:
 
 
 def with_tuple_counts(planner: "QueryPlanner", relation: "Relation", aggregates: list[exp.Expression]
-                      ) -> tuple["Relation", list[exp.Expression], dict[str, str]]:
+                      ) -> tuple["Relation", list[exp.Expression], dict[TreeKey, TreeKey]]:
     """Return the relation with a tuple id column per distinct counted tuple, and the aggregates reading them.
 
-    Also returns, for each aggregate rewritten, its new SQL text -> its original text, so the caller maps the
+    Also returns, for each aggregate rewritten, its key -> its original's key (a
+    :class:`~gpu_engine.sql.planning_context.TreeKey`), so the caller maps the
     original (which the SELECT list, HAVING and ORDER BY spell) to the rewritten aggregate's result.
     """
     if not any(_tuples(aggregate) or _counts_arguments(aggregate) for aggregate in aggregates):
         return relation, aggregates, {}
-    ids: dict[str, str] = {}  # a counted tuple's SQL -> the column of its dense rank
+    ids: dict[TreeKey, str] = {}  # a counted tuple -> the column of its dense rank
     pre, windows = [], []
     rewritten, originals = [], {}
     for aggregate in aggregates:
@@ -79,18 +80,18 @@ def with_tuple_counts(planner: "QueryPlanner", relation: "Relation", aggregates:
             if not distinct:
                 node.replace(exp.Literal.number(1))
                 continue
-            text = node.sql()
-            if text not in ids:
-                ids[text] = planner._fresh(f"$tuple{len(ids)}")
+            counted = TreeKey(node)
+            if counted not in ids:
+                ids[counted] = planner._fresh(f"$tuple{len(ids)}")
                 keys = []
                 for number, element in enumerate(node.expressions):
-                    name = planner._fresh(f"{ids[text]}_key{number}")
+                    name = planner._fresh(f"{ids[counted]}_key{number}")
                     pre.append(aliased(planner._renamed(element, relation.columns), name))
                     keys.append(f"{quoted(name)} ASC NULLS LAST")
-                windows.append((keys, aliased(exp.DenseRank(), ids[text])))  # a tree: not parsed again
-            node.replace(exp.column(exp.to_identifier(ids[text], quoted=True)))
+                windows.append((keys, aliased(exp.DenseRank(), ids[counted])))  # a tree: not parsed again
+            node.replace(exp.column(exp.to_identifier(ids[counted], quoted=True)))
         rewritten.append(new)
-        originals[new.sql()] = aggregate.sql()
+        originals[TreeKey(new)] = TreeKey(aggregate)
     node = relation.node
     if windows:
         try:
