@@ -119,11 +119,17 @@ KEY_SAMPLE_BITS = 8
 BLOOM_PREFETCH_MIN_BYTES = 1 << 23
 #: A CPU build of at least this many rows, told to use several threads (its build drivers'), fills its table from
 #: them all at once, each thread inserting the rows whose first slot lies in its share of the slots
-#: (:meth:`JoinHashTable._insert_packed_parallel`) ...
-PARALLEL_BUILD_MIN_ROWS = 1 << 20
+#: (:meth:`JoinHashTable._insert_packed_parallel`) ... Every thread reads every row, and the table is sized first
+#: from a sample of its keys (a pass over the rows the one-thread build takes only when its table outgrows
+#: :data:`PACKED_ROWS_BEFORE_GROWTH`): at 3M distinct keys the two threads' build took 1.47x the CPU of one's
+#: (loaded, bench/results/2026-11-29-parbuild-s52.md), at 10M 0.94x.
+PARALLEL_BUILD_MIN_ROWS = 1 << 22
 #: ... when it has at least this many keys (estimated): a smaller table stays in cache, and one thread's insert,
-#: a hash and a cached probe a row, is as fast as every thread's pass over all the rows.
+#: a hash and a cached probe a row, is as fast as every thread's pass over all the rows ...
 PARALLEL_BUILD_MIN_KEYS = 1 << 19
+#: ... and at least this share of its rows are distinct keys: numbering the keys of duplicate rows in first-row
+#: order afterwards reads at random (10M rows of 2.5M keys: 1.61x the CPU of one thread's build, loaded).
+PARALLEL_BUILD_MIN_KEY_SHARE = 0.5
 #: A thread's share of the slots takes keys up to this fraction of its slots, then the build goes serial.
 PARALLEL_BUILD_MAX_LOAD = 0.75
 #: A one-key integer build whose values span at most this many values per build row (or
@@ -356,13 +362,36 @@ def _insert_deferred_cpu(words, rows, packed, max_keys, first_of_row):
 
 
 @njit(nogil=True, cache=True)
-def _number_slot_range_cpu(packed, low, high, rank):
-    """Replace the first rows stored in slots ``[low, high)`` by their keys' ids (``rank`` of the first row)."""
+def _number_keys_cpu(first_of_row):
+    """Turn each row's first row of its key into its key's id, in place, numbering keys in first-row order.
+
+    A first row (``first_of_row[i] == i``) takes the next id; a later row reads its first row's entry, already
+    an id (fetched ahead: a build of duplicate keys in random order reads it at random).
+    """
+    n = first_of_row.shape[0]
+    num_keys = 0
+    for i in range(n):
+        if i + PREFETCH_DISTANCE < n:
+            prefetch_row(first_of_row, first_of_row[i + PREFETCH_DISTANCE])
+        first = first_of_row[i]
+        if first == i:
+            first_of_row[i] = num_keys
+            num_keys += 1
+        else:
+            first_of_row[i] = first_of_row[first]
+    return num_keys
+
+
+@njit(nogil=True, cache=True)
+def _number_slot_range_cpu(packed, low, high, ids):
+    """Replace the first rows stored in slots ``[low, high)`` by their keys' ids (``ids`` of the first row)."""
     num_words = packed.shape[1] - 1
     for s in range(low, high):
+        if s + PREFETCH_DISTANCE < high and packed[s + PREFETCH_DISTANCE, num_words] >= 0:
+            prefetch_row(ids, packed[s + PREFETCH_DISTANCE, num_words])
         first = packed[s, num_words]
         if first >= 0:
-            packed[s, num_words] = rank[first]
+            packed[s, num_words] = ids[first]
 
 
 @njit(nogil=True, cache=True)
@@ -935,11 +964,10 @@ class JoinHashTable:
         n = int(keys.shape[0])
         start_keys = min(n, PACKED_ROWS_BEFORE_GROWTH)
         estimated = False
-        if self._threads > 1 and n >= PARALLEL_BUILD_MIN_ROWS:
-            if n > PACKED_ROWS_BEFORE_GROWTH:
-                estimated = True
-                start_keys = self._estimated_keys(keys) or start_keys
-            if start_keys >= PARALLEL_BUILD_MIN_KEYS:
+        if self._threads > 1 and n >= PARALLEL_BUILD_MIN_ROWS:  # sized first: a few keys of many rows stay serial
+            estimated = True
+            start_keys = self._estimated_keys(keys) or start_keys
+            if start_keys >= max(PARALLEL_BUILD_MIN_KEYS, PARALLEL_BUILD_MIN_KEY_SHARE * n):
                 built = self._insert_packed_parallel(keys, start_keys)
                 if built is not None:
                     return built
@@ -997,13 +1025,13 @@ class JoinHashTable:
                                          int(capacity * PARALLEL_BUILD_MAX_LOAD) - sum(inserted), first_of_row)
             if added >= 0:
                 self.num_keys = sum(inserted) + added
-                if self.num_keys < n:  # ids: the ranks of the first rows (distinct keys: each row is its own)
-                    rank = (xp.cumsum(first_of_row == xp.arange(n, dtype=xp.int32)) - 1).astype(xp.int32)
-                    first_of_row = rank[first_of_row]
+                if self.num_keys < n:  # ids in first-row order (distinct keys: each row is its own first)
+                    count_kernel_launch()
+                    _number_keys_cpu(first_of_row)
 
                     def number(t: int) -> None:
                         count_kernel_launch()
-                        _number_slot_range_cpu(packed, bounds[t], bounds[t + 1], rank)
+                        _number_slot_range_cpu(packed, bounds[t], bounds[t + 1], first_of_row)
 
                     _on_build_threads(threads, number)
                 return first_of_row, packed
@@ -1023,12 +1051,22 @@ class JoinHashTable:
         The estimate is 1/8 generous for its error; should it still fall short, the table doubles as before.
         """
         xp = self.device.xp
-        n = int(keys.shape[0])
-        sample = xp.empty((n >> (KEY_SAMPLE_BITS - 2)) + 1024, dtype=xp.int64)  # 4x its share
-        count_kernel_launch()
-        taken = _sampled_rows_cpu(keys, 64 - KEY_SAMPLE_BITS, sample)
-        if taken <= 0:
+        n, threads = int(keys.shape[0]), self._threads
+        bounds = [n * t // threads for t in range(threads + 1)]  # the rows are read by every build thread at once
+        samples = [xp.empty(((bounds[t + 1] - bounds[t]) >> (KEY_SAMPLE_BITS - 2)) + 1024, dtype=xp.int64)
+                   for t in range(threads)]  # 4x its share
+
+        def take(t: int) -> int:
+            count_kernel_launch()
+            return _sampled_rows_cpu(keys[bounds[t]:bounds[t + 1]], 64 - KEY_SAMPLE_BITS, samples[t])
+
+        counts = _on_build_threads(threads, take)
+        if min(counts) < 0:
             return 0
+        taken = sum(counts)
+        if taken == 0:
+            return 0
+        sample = xp.concatenate([samples[t][:counts[t]] + bounds[t] for t in range(threads)])
         small = xp.full((1 << max(2 * taken - 1, 1).bit_length(), keys.shape[1] + 1), -1, dtype=xp.int64)
         sampled = xp.ascontiguousarray(keys[sample[:taken]])  # the sampled rows' words: n / 256 rows or so
         ids, firsts = xp.empty(taken, dtype=xp.int32), xp.empty(taken, dtype=xp.int32)

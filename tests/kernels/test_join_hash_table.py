@@ -381,11 +381,12 @@ def test_cpu_build_fills_one_table_from_every_thread(monkeypatch, threads, shape
     device = get_device("cpu")
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
-    if shape == "sampled":  # more rows than the table starts for: sized from a sample of the keys first
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEY_SHARE", 0.2)  # three rows a key too
+    monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)  # the table is sized from a sample of its keys first
+    if shape == "sampled":  # more rows than the one-thread table starts for
         monkeypatch.setattr(hash_join, "PACKED_ROWS_BEFORE_GROWTH", 64)
-        monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)
-    calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_insert_deferred_cpu",
-                                               "_number_slot_range_cpu", "_insert_packed_cpu"])
+    calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_insert_deferred_cpu", "_number_keys_cpu",
+                                               "_number_slot_range_cpu", "_insert_packed_cpu", "_sampled_rows_cpu"])
     rng = np.random.default_rng(threads)
     rows = 3000
     wide = rng.permutation(np.unique(rng.integers(0, 1 << 60, rows + 100)))[:rows]  # hashed: no direct table
@@ -402,8 +403,9 @@ def test_cpu_build_fills_one_table_from_every_thread(monkeypatch, threads, shape
     calls.clear()
     table = JoinHashTable(device, keys, widths, threads=threads)
     assert calls["_insert_slot_range_cpu"] == threads and calls["_insert_deferred_cpu"] == 1
-    assert calls["_insert_packed_cpu"] == (1 if shape == "sampled" else 0)  # the sample's small table only
-    assert calls["_number_slot_range_cpu"] == (threads if not table.unique_keys else 0)
+    assert calls["_sampled_rows_cpu"] == threads and calls["_insert_packed_cpu"] == 1  # the sample's small table
+    assert calls["_number_keys_cpu"] == (0 if table.unique_keys else 1)
+    assert calls["_number_slot_range_cpu"] == (0 if table.unique_keys else threads)
     assert table.num_keys == serial.num_keys and table.unique_keys == serial.unique_keys
     np.testing.assert_array_equal(table._offsets, serial._offsets)
     np.testing.assert_array_equal(table._rows, serial._rows)
@@ -425,11 +427,13 @@ def test_cpu_build_whose_thread_shares_fill_up_builds_on_one_thread(monkeypatch)
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MAX_LOAD", 0.05)
+    monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)
     calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_insert_packed_cpu"])
     rng = np.random.default_rng(3)
     build = [pa.array(rng.permutation(np.unique(rng.integers(0, 1 << 60, 2100)))[:2000])]
     table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
-    assert calls["_insert_slot_range_cpu"] == 2 and calls["_insert_packed_cpu"] == 1 and table.num_keys == 2000
+    # the sample's small table, then the one-thread build
+    assert calls["_insert_slot_range_cpu"] == 2 and calls["_insert_packed_cpu"] == 2 and table.num_keys == 2000
     probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
     assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
 
@@ -467,3 +471,23 @@ def test_cpu_bloom_filter_is_made_when_a_probe_batch_shows_it_pays(monkeypatch, 
         assert probe(misses) == reference_pairs(build, misses)
     assert calls["_bloom_of_packed_cpu"] == 1 and table._bloom is not None and table.use_bloom
     assert probe(hits) == reference_pairs(build, hits)
+
+
+def test_cpu_build_of_a_few_keys_stays_on_one_thread(monkeypatch):
+    """A build of many rows but few keys (estimated from the sample) is built by one thread in a table sized for
+    its keys, not for its rows: the threads' passes over every row would cost more than one cached insert."""
+    from gpu_engine.device import get_device
+    from gpu_engine.kernels import hash_join
+
+    device = get_device("cpu")
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
+    monkeypatch.setattr(hash_join, "KEY_SAMPLE_BITS", 2)
+    calls = _counting(monkeypatch, hash_join, ["_insert_slot_range_cpu", "_sampled_rows_cpu"])
+    rng = np.random.default_rng(4)
+    build = [pa.array(rng.integers(0, 1 << 60, 40)[rng.integers(0, 40, 4000)])]
+    table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
+    assert calls["_sampled_rows_cpu"] == 2 and calls["_insert_slot_range_cpu"] == 0 and table.num_keys == 40
+    assert table._packed.shape[0] <= 256  # sized for ~40 keys, not 4,000 rows
+    probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)

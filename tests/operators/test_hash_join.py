@@ -161,6 +161,7 @@ def test_a_build_filled_by_every_build_driver(check_join, device_name, monkeypat
 
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_ROWS", 64)
     monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEYS", 16)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_MIN_KEY_SHARE", 0.1)  # the build's keys repeat
     calls = []
     kernel = hash_join._insert_slot_range_cpu
     monkeypatch.setattr(hash_join, "_insert_slot_range_cpu", lambda *a: (calls.append(1), kernel(*a))[1])
