@@ -77,6 +77,7 @@ _SQL_TYPES = {
     _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
     _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"), _DT.INTERVAL: INTERVAL,
     _DT.TIMESTAMPTZ: TIMESTAMPTZ, _DT.TIME: TIME,
+    _DT.TIMESTAMP_S: pa.timestamp("s"), _DT.TIMESTAMP_MS: pa.timestamp("ms"),
 }
 
 
@@ -178,6 +179,8 @@ def _regex_literal(character: str) -> str:
 #: What to write instead of a type the engine has no column of (said with the refusal).
 _TYPE_ALTERNATIVES = {
     _DT.TIMETZ: "; keep a time of day as a TIME converted to UTC, or the instant as a TIMESTAMPTZ",
+    _DT.TIMESTAMP_NS: " as a CAST target (its range check past the year 2262 is not implemented); cast AS TIMESTAMP "
+                      "(microseconds) or TIMESTAMP_MS / TIMESTAMP_S, or register a TIMESTAMP_NS column",
 }
 
 

@@ -238,7 +238,9 @@ def unimplemented_cast(source: pa.DataType, target: pa.DataType) -> bool:
     DATE, a DATE to INTEGER): it is planned, typed ``target``, and raises for the first non-NULL row that reaches
     it (NULL rows and empty inputs answer; a constant's too: DuckDB does not fold it), as DuckDB does. Implicit
     conversions (:func:`is_castable`) stay refused, and Spark SQL's casts are its own."""
-    return (_cast_kind(source), _cast_kind(target)) in _UNIMPLEMENTED_CASTS
+    return (_cast_kind(source), _cast_kind(target)) in _UNIMPLEMENTED_CASTS or (
+        pa.types.is_timestamp(source) and pa.types.is_timestamp(target) and source.tz is None and target.tz is None
+        and source.unit == "ns" and target.unit == "s")  # TIMESTAMP_NS -> TIMESTAMP_S: DuckDB has none
 
 
 def unimplemented_cast_message(source: pa.DataType, target: pa.DataType) -> str:

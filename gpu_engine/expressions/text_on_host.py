@@ -40,6 +40,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from gpu_engine.columnar import Column
+from gpu_engine.expressions.numeric import divide_round_half_away
 from gpu_engine.columnar.arrow_numpy import arrow_from_pylist, arrow_values, numpy_validity, numpy_values
 from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError
@@ -140,6 +141,10 @@ def parse_timestamps(device: Device, column: Column, dtype: pa.DataType) -> tupl
     if dtype.tz is not None:
         total, parsed = _to_utc(parts, total, parsed & ~epoch, parsed)
     ticks = _from_micros(total, dtype.unit)
+    if dtype.unit == "ns":  # TIMESTAMP_NS keeps the fraction's 7th to 9th digits
+        nanos = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(_text("")), 6, 9)
+        extra = _integers(pc.cast(pc.utf8_rpad(nanos, width=3, padding="0"), pa.int64()))
+        ticks = ticks + np.where(parsed & ~epoch & (_integers(pc.utf8_length(nanos)) > 0), extra, 0)
     return device.asarray(ticks), device.asarray(parsed)
 
 
@@ -214,10 +219,12 @@ BC_SUFFIX = " (BC)"
 
 
 def _from_micros(micros: np.ndarray, unit: str) -> np.ndarray:
+    """Return microseconds as ticks of ``unit``; to seconds or milliseconds rounded half away from zero, as DuckDB
+    casts text to TIMESTAMP_S / TIMESTAMP_MS (``'10:11:12.5'`` is 10:11:13)."""
     per_day = TICKS_PER_DAY[unit]
     if per_day >= TICKS_PER_DAY["us"]:
         return micros * (per_day // TICKS_PER_DAY["us"])
-    return np.floor_divide(micros, TICKS_PER_DAY["us"] // per_day)
+    return divide_round_half_away(np, micros.astype(np.int64), TICKS_PER_DAY["us"] // per_day)
 
 
 def format_timestamps(device: Device, column: Column) -> Column:

@@ -18,3 +18,19 @@ def test_nanoseconds_cast_as_duckdb(device_name):
         assert_queries_match_duckdb(session, connection, [
             "SELECT n, CAST(n AS TIMESTAMP) AS a, CAST(n AS TIMESTAMPTZ) AS b, CAST(n AS TIME) AS c, "
             "CAST(n AS DATE) AS d FROM t"])
+
+
+#: CAST AS TIMESTAMP_S / TIMESTAMP_MS (refused: "type TIMESTAMP_S is not supported"): microseconds, text and
+#: nanoseconds rounded half away from zero to the unit, as DuckDB.
+UNITS = {"t": pa.table({
+    "ts": pa.array([1_600_000_000_123_456, 1_500_000, 1_499_999, -1_500_000, -500, None], pa.timestamp("us")),
+    "s": ["2020-01-01 10:11:12.5", "1970-01-01 00:00:00.9995", "2020-01-01", None, "x", "1969-12-31 23:59:59.5"],
+})}
+
+
+def test_timestamp_s_and_ms_casts_as_duckdb(device_name):
+    with duckdb_with_tables(UNITS) as connection:
+        session = session_with_tables(UNITS, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT CAST(ts AS TIMESTAMP_S) AS a, CAST(ts AS TIMESTAMP_MS) AS b, TRY_CAST(s AS TIMESTAMP_S) AS c, "
+            "TRY_CAST(s AS TIMESTAMP_MS) AS d, CAST(CAST(ts AS TIMESTAMP_MS) AS VARCHAR) AS e FROM t"])
