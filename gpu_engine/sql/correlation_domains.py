@@ -19,6 +19,13 @@ or a window's input, a GROUP BY key) holds for these correlations too, with the 
 check and COUNT's 0 for an outer value meeting no row. The domain of one outer table is read from its FROM item
 (its distinct values, a superset of the values its filtered rows carry: the join back keeps only theirs).
 
+An EXISTS / IN / ANY / ALL correlated without any column equality (``EXISTS (SELECT * FROM u WHERE u.w < t.v)``)
+is rewritten the same way: over the domain it is a semi / anti / mark join keyed on the domain's columns (it was a
+``count(*)`` per outer value on the tree), and ``x IN (SELECT max(w) ... GROUP BY ...)`` so correlated an aggregate
+set per domain key (:mod:`~gpu_engine.sql.correlated_aggregate_sets`; refused before). One with a key equality
+keeps its other conjuncts as the join's filter (TPC-H q21's ``<>``), and IN / ANY / ALL selecting an expression
+over rows stays with :mod:`~gpu_engine.sql.quantified_comparisons`' per-row facts.
+
 Rewritten only where every outer column of the domain is rejected by the correlation where it is NULL (a
 comparison reaching it through NULL-strict arithmetic): then a NULL outer value meets no inner row, which is
 exactly what the equality join back gives it (no domain row equals NULL: the value over no rows). A correlation
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from gpu_engine.sql.decorrelation import NULL_STRICT, correlation, split_correlated
+from gpu_engine.sql.decorrelation import NULL_STRICT, correlation, own_aggregates, split_correlated
 from gpu_engine.sql.errors import SqlError
 from gpu_engine.sql.predicates import conjoined, defined_aliases, free_columns
 
@@ -75,9 +82,13 @@ def _subqueries(select: exp.Select) -> list[tuple[exp.Expression, bool]]:
             stack = [tree]
             while stack:
                 node = stack.pop()
+                if isinstance(node, (exp.Any, exp.All)) and not isinstance(node.this, exp.Select):
+                    stack.append(node.this)  # ANY ((SELECT ...)): its Subquery
+                    continue
                 if isinstance(node, (exp.Subquery, exp.Exists, exp.Any, exp.All)):
-                    if not isinstance(node.parent, _NOT_SCALAR) or isinstance(node.parent, exp.In):
-                        found.append((node, isinstance(node, exp.Subquery) and not isinstance(node.parent, exp.In)))
+                    predicate = isinstance(node.parent, (exp.In, exp.Any, exp.All))
+                    if predicate or not isinstance(node.parent, _NOT_SCALAR):
+                        found.append((node, isinstance(node, exp.Subquery) and not predicate))
                     continue
                 if isinstance(node, (exp.Select, exp.SetOperation)):
                     continue
@@ -95,8 +106,9 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     it is not such a subquery or is left to the tree path (module docstring)."""
     if (scalar and len(query.expressions) != 1) or query.args.get("from_") is None:
         return None
-    if holder_kind is not exp.Exists and not scalar and not (  # IN / ANY / ALL: the mark join keys a column
-            len(query.expressions) == 1 and isinstance(_unaliased(query.expressions[0]), exp.Column)):
+    if holder_kind is not exp.Exists and not scalar and not (  # IN / ANY / ALL: the mark join keys a column,
+            len(query.expressions) == 1 and (isinstance(_unaliased(query.expressions[0]), exp.Column) or (
+                query.args.get("group") is not None or own_aggregates(query)))):  # or an aggregate set per key
         return None
     try:
         inner, local, correlated = split_correlated(query, outer_aliases)

@@ -55,13 +55,22 @@ PREDICATES = [
     "SELECT k, v FROM t WHERE v > ALL (SELECT w FROM u WHERE u.k <> t.k)",
 ]
 
+#: x IN / op ANY / op ALL over a correlated aggregation (refused before: "correlated otherwise than by column
+#: equalities"): over the domain, sql/correlated_aggregate_sets.py groups it per domain row
+AGGREGATE_SETS = [
+    "SELECT k, v FROM t WHERE v IN (SELECT max(w) * 10 FROM u WHERE u.k < t.k GROUP BY u.k)",
+    "SELECT k, v, v > ALL (SELECT sum(w) FROM u WHERE u.k <> t.k GROUP BY u.k) AS a FROM t",
+    "SELECT k, v FROM t WHERE v NOT IN (SELECT count(*) * 10 FROM u WHERE u.w BETWEEN t.k AND t.v GROUP BY u.k)",
+    "SELECT k, v FROM t WHERE v < ANY (SELECT sum(w) FROM u WHERE u.k < t.k GROUP BY u.k HAVING count(*) > 1)",
+]
+
 
 @pytest.mark.parametrize("optimize", [True, False])
 def test_domain_correlated_scalar_subqueries_answer_as_duckdb(optimize):
     session = session_with_tables(TABLES, split_rows=3, device="cpu", drivers=2, optimize=optimize,
                                   compile_mode="lowest")
     with duckdb_with_tables(TABLES) as reference:
-        for sql in SQL + PREDICATES:
+        for sql in SQL + PREDICATES + AGGREGATE_SETS:
             expected = duckdb_table(reference, sql)
             got = session.sql(sql)
             if "ORDER BY (SELECT" in sql:
