@@ -131,9 +131,13 @@ def _(node: FilterNode):
 def _(node: ProjectNode):
     source, distribution = _rewrite(node.source)
     if distribution[0] == "hash":
-        passed = {e.name for n, e in zip(node.names, node.expressions) if isinstance(e, ColumnRef) and e.name == n}
-        if not distribution[1] <= passed:
-            distribution = ANY
+        # A key passed on under a new name (a derived table's ``c_key#2``) still co-locates equal values: rows
+        # hashed by the source's columns are hashed by their output names (the first, where one is passed twice).
+        renamed: dict[str, str] = {}
+        for name, expression in zip(node.names, node.expressions):
+            if isinstance(expression, ColumnRef):
+                renamed.setdefault(expression.name, name)
+        distribution = _hashed(renamed[k] for k in distribution[1]) if distribution[1] <= renamed.keys() else ANY
     return replace(node, sources=(source,)), distribution
 
 

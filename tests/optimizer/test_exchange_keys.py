@@ -69,11 +69,15 @@ CHOSEN = {
     "empty_input": ("SELECT c_key, c_name, count(*) AS n FROM cust WHERE c_balance > 100000 GROUP BY c_key, c_name",
                     None),  # estimated at a row: nothing chosen, answered all the same
 }
-#: An aggregation by the strings alone over one partitioned on ``c_key`` alone: rows hashed by ``c_key`` are not
-#: hashed by ``c_name``, so it needs its own exchange.
+#: An aggregation over one partitioned on ``c_key`` alone: by the strings alone (rows hashed by ``c_key`` are not
+#: hashed by ``c_name``: an exchange of its own), by the same keys and more, renamed by the derived table (the rows
+#: are hashed by ``c_key`` under its new name already: no second exchange).
 ABOVE = {
     "regrouped_by_name": "SELECT c_name, count(*) AS customers, sum(b) AS b FROM (SELECT c_key, c_name, c_phone, "
                          "sum(c_balance) AS b FROM cust GROUP BY c_key, c_name, c_phone) AS t GROUP BY c_name",
+    "regrouped_by_the_same_keys_and_more": "SELECT c_key, c_name, c_phone, n, count(*) AS c FROM (SELECT c_key, "
+                                           "c_name, c_phone, count(*) AS n FROM cust GROUP BY c_key, c_name, c_phone) "
+                                           "AS t GROUP BY c_key, c_name, c_phone, n",
 }
 #: Each keeps every key in its exchange.
 ALL_KEYS = {
@@ -140,6 +144,8 @@ def test_an_aggregation_above_exchanges_only_where_the_subset_does_not_partition
     session = session_with_tables(TABLES, device="cpu")
     by_name = add_local_exchanges(_optimized(session, ABOVE["regrouped_by_name"]), 2)
     assert sorted(_exchange_keys(by_name).values()) == [("c_key",), ("c_name",)]
+    same = add_local_exchanges(_optimized(session, ABOVE["regrouped_by_the_same_keys_and_more"]), 2)
+    assert [n.keys for n in walk_plan(same) if isinstance(n, LocalPartitionNode)] == [("c_key",)]
 
 
 def test_rows_hashed_by_the_chosen_key_need_no_second_exchange():
