@@ -61,6 +61,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
     python bench/ab.py two-valued-filters tpcds 28 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py one-branch-case tpcds 2 --sf 1 --runs 7 --compile-mode lowest
+    python bench/ab.py fused-moments tpcds 39 --sf 1 --runs 7  (moments in the fused kernel)
     python bench/ab.py file-page-release tpch 1 --sf 1 --runs 7
     python bench/ab.py file-page-pool tpch 1 --sf 1 --runs 7
     python bench/ab.py idle-release tpch 18 --sf 1 --runs 7
@@ -870,6 +871,13 @@ def _measured_key_matches():
     return module, "MEASURED_KEY_MATCHES", False
 
 
+def _fused_moments():
+    """Variance / stddev / covariance / corr / regr_* refused by the fused aggregation kernel, as before stop 52
+    (their aggregations planned on the eager HashAggregation); on, folded in the generated kernel."""
+    from gpu_engine.aggregation.functions import Moments
+    return Moments, "fusable", property(lambda self: f"{self.call.function} keeps moments merged per batch")
+
+
 def _one_branch_case():
     """A CASE of one fixed-width branch and no ELSE placed into a zeroed array (``logical._one_branch`` off)."""
     import gpu_engine.expressions.logical as module
@@ -1072,6 +1080,7 @@ SWITCHES = {
     "typed-build-sides": _typed_build_sides,
     "typed-join-order": _typed_join_order,
     "correlated-keys": _correlated_keys,
+    "fused-moments": _fused_moments,
     "measured-key-matches": _measured_key_matches,
     # Memory given back (issue 31's peak and kept memory).
     "file-page-release": _file_page_release,
