@@ -558,8 +558,8 @@ class RowLowering:
             if pa.types.is_date32(dtype):
                 return RowValue(self._assign("t", self._days(value)), valid, dtype)
             if pa.types.is_timestamp(source) and TICKS_PER_DAY[source.unit] > TICKS_PER_DAY[dtype.unit]:
-                ratio = TICKS_PER_DAY[source.unit] // TICKS_PER_DAY[dtype.unit]
-                return RowValue(self._assign("t", f"(np.int64({value.value}) // np.int64({ratio}))"), valid, dtype)
+                # rounded half away from zero, and TIMESTAMP_NS -> TIMESTAMP_S raises (expressions/cast.py)
+                raise Unsupported(f"casting {source} to {dtype} (a coarser unit: computed unfused)")
             return RowValue(self._assign("t", self._time_values(value, dtype.unit)), valid, dtype)
         if not (is_numeric(source) or is_boolean(source)):
             raise Unsupported(f"casting {source} to {dtype}")
