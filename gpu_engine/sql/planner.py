@@ -103,7 +103,7 @@ from gpu_engine.sql.one_row_extremes import with_one_row_extremes_lifted
 from gpu_engine.sql.outer_join_filters import with_filters_through_left_joins
 from gpu_engine.sql.outer_joins import with_rejected_left_joins_inner
 from gpu_engine.sql.output_names import with_output_names_resolved
-from gpu_engine.sql.planning_context import PlanningContext, Relation, quoted
+from gpu_engine.sql.planning_context import PlanningContext, Relation, TreeKey, quoted
 from gpu_engine.sql.predicates import (
     defined_aliases, filtered, free_columns, has_subquery, pushed_down, where_conjuncts)
 from gpu_engine.sql.quantified_comparisons import with_quantified_comparisons
@@ -486,17 +486,17 @@ class QueryPlanner(PlanningContext):
         if qualify is not None:
             relation = post_filter(self, relation, qualify, columns, replacements, ctes, defined_aliases(select))
         # The SELECT list (and hidden ORDER BY expressions), computed in one projection.
-        outputs, exprs, texts = [], [], []  # texts: each renamed expression's SQL, to find an ORDER BY key among them
+        outputs, exprs, texts = [], [], []  # texts: each renamed expression's key, to find an ORDER BY key among them
         outer_aliases = defined_aliases(select)  # a scalar subquery's correlated references (typed_scalar_subqueries)
         for p, name in zip(projections, output_names):
             tree = p.this if isinstance(p, exp.Alias) else p
             renamed = typed_scalar_subqueries(self, tree, relation, columns, replacements, ctes, outer_aliases)
             outputs.append(name)
             exprs.append(renamed)
-            if order:  # generating a text copies the tree first: only an ORDER BY looks keys up among them
-                # typed (a ScalarSubquery): the written SQL, which an ORDER BY key holding the same subquery repeats
-                texts.append(renamed.sql(dialect="duckdb") if isinstance(renamed, exp.Expression)
-                             else "$typed " + tree.sql(dialect="duckdb"))
+            if order:  # only an ORDER BY looks keys up among them
+                # typed (a ScalarSubquery): the tree as written, which an ORDER BY key holding the same subquery repeats
+                texts.append((False, TreeKey(renamed)) if isinstance(renamed, exp.Expression)
+                             else (True, TreeKey(tree)))
         sort_keys = []
         hidden = []
         for ordered, key in zip(order, order_trees):
@@ -508,11 +508,11 @@ class QueryPlanner(PlanningContext):
                 if index is None:
                     index = output_names.index(ordered.this.name)
             else:
-                typed = "$typed " + key.sql(dialect="duckdb") if has_subquery(key) else None
+                typed = (True, TreeKey(key)) if has_subquery(key) else None
                 renamed = None if typed in texts else typed_scalar_subqueries(
                     self, key, relation, columns, replacements, ctes, outer_aliases)  # (a subquery planned once)
                 text = typed if renamed is None or not isinstance(renamed, exp.Expression) \
-                    else renamed.sql(dialect="duckdb")
+                    else (False, TreeKey(renamed))
                 if text in texts:
                     index = texts.index(text)
                 else:
