@@ -24,6 +24,7 @@ from gpu_engine.plans.aggregates import COVARIANCE_FUNCTIONS, TWO_ARGUMENT_FUNCT
 from gpu_engine.plans.sql_aggregates import aggregate_function_name
 from gpu_engine.plans.snippet_sources import stand_for
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.planning_context import TreeKey, quoted
 from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -131,10 +132,11 @@ def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], 
                     aggregates: tuple) -> tuple[list[exp.Expression], list, list[WindowCall], list[exp.Expression]]:
     """Return the projections and ORDER BY trees with each window replaced by a placeholder column.
 
-    Also returns the windows (one per distinct text) and the trees they read, which the planner searches for
+    Also returns the windows (one per distinct call: the same tree, :class:`~gpu_engine.sql.planning_context.TreeKey`)
+    and the trees they read, which the planner searches for
     aggregates as it does the SELECT list. Nothing is copied when there is no window.
     """
-    windows: dict[str, WindowCall] = {}
+    windows: dict[TreeKey, WindowCall] = {}
 
     def swap(tree):
         if tree is None or not _windows_of(tree):
@@ -142,10 +144,10 @@ def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], 
         tree = tree.copy()
         for window in _windows_of(tree):
             _check_window(window, aggregates)
-            text = window.sql(dialect="duckdb")
-            call = windows.get(text)
+            identity = TreeKey(window)
+            call = windows.get(identity)
             if call is None:
-                call = windows[text] = WindowCall(window.copy(), planner._fresh(f"$window{len(windows)}"))
+                call = windows[identity] = WindowCall(window.copy(), planner._fresh(f"$window{len(windows)}"))
             placeholder = stand_for(exp.column(exp.to_identifier(call.name, quoted=True)), window)  # (errors)
             if window is tree:
                 return placeholder
@@ -162,12 +164,8 @@ def extract_windows(planner: "QueryPlanner", projections: list[exp.Expression], 
     return new_projections, new_order, calls, [t for call in calls for t in _inner_trees(call.tree)]
 
 
-def _quoted(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
-
-
 def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[WindowCall],
-                 columns: Mapping[tuple[str, str], str], replacements: Mapping[str, str],
+                 columns: Mapping[tuple[str, str], str], replacements: Mapping[TreeKey, str],
                  ctes: Mapping[str, exp.Expression] | None = None, outer_aliases: set[str] | None = None
                  ) -> tuple["Relation", dict[tuple[str, str], str]]:
     """Return the relation with every window computed, and ``columns`` with each placeholder mapped to its result.
@@ -184,12 +182,12 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
 
     node = relation.node
     available = set(node.output_schema.names)
-    computed: dict[str, str] = {}  # rendered expression -> the column holding it
+    computed: dict[tuple[bool, TreeKey], str] = {}  # (typed?, the input's renamed tree) -> the column holding it
     pre: list = []  # the inputs to compute first, as renamed trees named by their column, or (column, typed)
 
     def column_of(tree: exp.Expression) -> str:
         if has_subquery(tree):
-            text = "$typed " + tree.sql(dialect="duckdb")
+            text = (True, TreeKey(tree))  # typed: the tree as written, its subquery planned once
             if text not in computed:
                 typed = typed_scalar_subqueries(planner, tree, relation, columns, replacements, ctes or {},
                                                 set(outer_aliases or ()))
@@ -198,10 +196,9 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
                            else (computed[text], typed))
             return computed[text]
         renamed = planner._renamed(tree, columns, replacements)
-        text = renamed.sql(dialect="duckdb")  # the key that finds an input computed already
-        unquoted = exp.to_identifier(text.strip('"')).name if text.startswith('"') and text.endswith('"') else None
-        if unquoted is not None and unquoted in available and _quoted(unquoted) == text:
-            return unquoted
+        if isinstance(renamed, exp.Column) and not renamed.table and renamed.name in available:
+            return renamed.name  # a column of the input itself
+        text = (False, TreeKey(renamed))  # the key that finds an input computed already
         if text not in computed:
             computed[text] = planner._fresh(f"$window_input{len(computed)}")
             pre.append(aliased(renamed, computed[text]))
@@ -215,7 +212,7 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
             partition = tuple(column_of(tree) for tree in window.args.get("partition_by") or [] if _reads_columns(tree))
             order = window.args.get("order")
             sort_keys = tuple(
-                f"{_quoted(column_of(ordered.this))} {'DESC' if ordered.args.get('desc') else 'ASC'} "
+                f"{quoted(column_of(ordered.this))} {'DESC' if ordered.args.get('desc') else 'ASC'} "
                 f"NULLS {'FIRST' if ordered.args.get('nulls_first') else 'LAST'}"
                 for ordered in (order.expressions if order is not None else []) if _reads_columns(ordered.this))
             snippet = _function_snippet(window, call.name, column_of)
@@ -225,9 +222,9 @@ def plan_windows(planner: "QueryPlanner", relation: "Relation", calls: list[Wind
     try:
         builder = planner._builder(node)
         if pre:
-            builder = builder.project([_quoted(name) for name in node.output_schema.names] + pre)
+            builder = builder.project([quoted(name) for name in node.output_schema.names] + pre)
         for (partition, sort_keys), members in groups.items():
-            builder = builder.window([_quoted(key) for key in partition], list(sort_keys),
+            builder = builder.window([quoted(key) for key in partition], list(sort_keys),
                                      [snippet for _, snippet in members])
         node = builder.plan()
     except PlanError as error:
