@@ -108,6 +108,7 @@ def _kinds():
         "fixed_size_binary": _kind(pa.binary(2), lambda r: r.choice([b"ab", b"\x00\x01", b"zz"]), "binary"),
         "date32": _kind(pa.date32(), lambda r: r.choice(DATES), "date"),
         "date64": _kind(pa.date64(), lambda r: r.choice(DATES), "date"),
+        "date64ms": _kind(pa.date64(), lambda r: r.choice([1, -1, 86_400_000 + 5, -86_400_001, 0]), "date"),
         "time32s": _kind(pa.time32("s"), lambda r: r.choice(TIMES), "time"),
         "time32ms": _kind(pa.time32("ms"), lambda r: r.choice(TIMES), "time"),
         "time64us": _kind(pa.time64("us"), lambda r: r.choice(TIMES), "time"),
@@ -240,6 +241,12 @@ def _arrow_query(r: random.Random, names: list[str]):
         f"SELECT DISTINCT {c} FROM t",
         f"SELECT id, {c} AS o FROM t ORDER BY {c} NULLS FIRST, id LIMIT {r.choice([1, 3, 10])}",
         f"SELECT id, {c} AS o FROM t ORDER BY {c} DESC NULLS LAST, id",
+        # two columns of other kinds: the coercion of users' types
+        f"SELECT t.id AS a, u.id AS b FROM t JOIN u ON t.{c} = u.{other}",
+        f"SELECT id, {c} = {other} AS eq, {c} < {other} AS lt FROM t",
+        f"SELECT id, coalesce({c}, {other}) AS co FROM t",
+        f"SELECT {c} AS x FROM t UNION ALL SELECT {other} FROM u",
+        f"SELECT id FROM t WHERE {c} IN (SELECT {other} FROM u)",
     ]
     if cls in ("int", "float", "decimal"):
         forms += [f"SELECT sum({c}) AS s, avg({c}) AS a FROM t", f"SELECT k, sum({c}) AS s FROM t GROUP BY k",
@@ -308,6 +315,20 @@ def _batch_query(r: random.Random):
          f"GROUP BY sd", "sql"),
         (f"SELECT DISTINCT sd, k2 FROM t", "sql"),
         (f"SELECT upper(sd) AS g, count(*) AS n FROM t WHERE sd > 'w1' GROUP BY 1", "sql"),
+        (f"SELECT k2, sd, count(*) AS n, sum(v) AS sv FROM t GROUP BY GROUPING SETS ((k2, sd), (k2), ())", "sql"),
+        (f"SELECT k2, median(v) AS md, quantile_cont(x, 0.25) AS q, string_agg(DISTINCT sd, ',' ORDER BY sd) AS g "
+         f"FROM t GROUP BY k2", "sql"),
+        (f"SELECT id, first_value(v) OVER (PARTITION BY k2 ORDER BY id) AS f, last_value(v) OVER (PARTITION BY k2 "
+         f"ORDER BY id ROWS BETWEEN UNBOUNDED PRECEDING AND UNBOUNDED FOLLOWING) AS l, ntile(4) OVER (PARTITION BY k2 "
+         f"ORDER BY id) AS nt FROM t", "sql"),
+        (f"SELECT id, sum(v) OVER (PARTITION BY k2 ORDER BY v RANGE BETWEEN 10 PRECEDING AND 10 FOLLOWING) AS w FROM t",
+         "sql"),
+        (f"SELECT id, k2, v FROM t QUALIFY row_number() OVER (PARTITION BY k2 ORDER BY v DESC, id) <= 3", "sql"),
+        (f"SELECT {jkey[0]} AS key FROM t INTERSECT SELECT {jkey[1]} FROM u", "sql"),
+        (f"SELECT {jkey[0]} AS key FROM t EXCEPT ALL SELECT {jkey[1]} FROM u", "sql"),
+        (f"SELECT t.k2, count(*) AS n, count(DISTINCT u.s) AS ds FROM t {join} u ON t.{jkey[0]} = u.{jkey[1]} "
+         f"AND t.v < u.v GROUP BY t.k2", "sql"),
+        (f"SELECT count(*) AS n, count(DISTINCT (k, k2)) AS p, approx_count_distinct(s) IS NOT NULL AS a FROM t", "sql"),
     ]
     return r.choice(forms)
 
@@ -381,7 +402,7 @@ def _parquet_query(r: random.Random, path: Path, names: list[str], nested: bool)
 
 # ------------------------------------------------------------------------------------------------ coercion
 def coercion_tables(r: random.Random):
-    """``t``: ``i8`` tinyint, ``i32``, ``i64``, ``u8`` utinyint, ``d2`` decimal(5,2), ``d6`` decimal(18,6), ``f`` double,
+    """``t``: ``i8`` tinyint, ``i32``, ``i64``, ``u64`` (past 2**63), ``u8`` utinyint, ``d2`` decimal(5,2), ``d6`` decimal(18,6), ``f`` double,
     ``s`` number-like strings, ``dt`` date, ``ts`` timestamp; ``u`` the same."""
     import pyarrow as pa
 
@@ -396,6 +417,7 @@ def coercion_tables(r: random.Random):
             "i8": pa.array(draw([-128, -7, -1, 0, 1, 2, 7, 127]), pa.int8()),
             "i32": pa.array(draw([-7, -2, 0, 1, 2, 3, 7, 100, 2 ** 31 - 1]), pa.int32()),
             "i64": pa.array(draw([-7, -1, 0, 1, 2, 7, 2 ** 40, -2 ** 63]), pa.int64()),
+            "u64": pa.array(draw([0, 1, 2, 7, 2 ** 63, 2 ** 64 - 1]), pa.uint64()),
             "u8": pa.array(draw([0, 1, 2, 7, 255]), pa.uint8()),
             "d2": pa.array(draw([decimal.Decimal(v) for v in ("-7.00", "1.00", "1.50", "2.00", "0.00", "999.99")]),
                            pa.decimal128(5, 2)),
@@ -411,7 +433,7 @@ def coercion_tables(r: random.Random):
     return out
 
 
-NUMERIC_COLS = ["i8", "i32", "i64", "u8", "d2", "d6", "f"]
+NUMERIC_COLS = ["i8", "i32", "i64", "u8", "d2", "d6", "f", "u64"]
 NUMERIC_LITS = ["1", "-7", "1.5", "1.50", "2.0", "1e0", "CAST(1 AS TINYINT)", "CAST(1.5 AS DECIMAL(10, 4))",
                 "CAST(2 AS DOUBLE)", "300", "9223372036854775807", "0.333333"]
 
@@ -453,6 +475,12 @@ def _coercion_query(r: random.Random):
         f"SELECT {a}, count(*) AS n FROM (SELECT {a} FROM t UNION ALL SELECT {b} FROM u) z GROUP BY 1",
         f"SELECT id, {a} BETWEEN {b} AND {lit} AS c FROM t",
         f"SELECT id, {a} = ANY (SELECT {b} FROM u) AS c FROM t",
+        f"SELECT {r.choice(['dt', 'ts', 's'])} AS c FROM t UNION SELECT {r.choice(['dt', 'ts', 's', a])} FROM u",
+        f"SELECT id, CASE WHEN {a} > {lit} THEN 'big' WHEN {a} IS NULL THEN NULL ELSE s END AS c FROM t",
+        f"SELECT id, {a} IN (SELECT {b} FROM u) AS c FROM t",
+        f"SELECT id, {n} % {m} AS r, {n} // {m} AS q, mod({n}, {m}) AS md FROM t WHERE {m} <> 0",
+        f"SELECT id, CAST({a} AS VARCHAR) = s AS c, s = {lit} AS e FROM t",
+        f"SELECT id, {temporal[0]} BETWEEN {temporal[1]} AND TIMESTAMP '2030-01-01' AS c FROM t",
     ]
     return r.choice(forms), "sql"
 
