@@ -403,7 +403,8 @@ def test_cpu_build_fills_one_table_from_every_thread(monkeypatch, threads, shape
     calls.clear()
     table = JoinHashTable(device, keys, widths, threads=threads)
     assert calls["_insert_slot_range_cpu"] == threads and calls["_insert_deferred_cpu"] == 1
-    assert calls["_sampled_rows_cpu"] == threads and calls["_insert_packed_cpu"] == 1  # the sample's small table
+    # the small tables of the first rows' keys and of the sample
+    assert calls["_sampled_rows_cpu"] == threads and calls["_insert_packed_cpu"] == 2
     assert calls["_number_keys_cpu"] == (0 if table.unique_keys else 1)
     assert calls["_number_slot_range_cpu"] == (0 if table.unique_keys else threads)
     assert table.num_keys == serial.num_keys and table.unique_keys == serial.unique_keys
@@ -432,8 +433,8 @@ def test_cpu_build_whose_thread_shares_fill_up_builds_on_one_thread(monkeypatch)
     rng = np.random.default_rng(3)
     build = [pa.array(rng.permutation(np.unique(rng.integers(0, 1 << 60, 2100)))[:2000])]
     table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
-    # the sample's small table, then the one-thread build
-    assert calls["_insert_slot_range_cpu"] == 2 and calls["_insert_packed_cpu"] == 2 and table.num_keys == 2000
+    # the small tables of the first rows' keys and of the sample, then the one-thread build
+    assert calls["_insert_slot_range_cpu"] == 2 and calls["_insert_packed_cpu"] == 3 and table.num_keys == 2000
     probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
     assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
 
@@ -474,8 +475,9 @@ def test_cpu_bloom_filter_is_made_when_a_probe_batch_shows_it_pays(monkeypatch, 
 
 
 def test_cpu_build_of_a_few_keys_stays_on_one_thread(monkeypatch):
-    """A build of many rows but few keys (estimated from the sample) is built by one thread in a table sized for
-    its keys, not for its rows: the threads' passes over every row would cost more than one cached insert."""
+    """A build of many rows but few keys is built by one thread (its first rows show it), without a sample of its
+    keys, and a build of many keys but fewer than half its rows (the sample shows it) by one thread too, in a
+    table sized for its keys: the threads' passes over every row would cost more than they save."""
     from gpu_engine.device import get_device
     from gpu_engine.kernels import hash_join
 
@@ -487,7 +489,12 @@ def test_cpu_build_of_a_few_keys_stays_on_one_thread(monkeypatch):
     rng = np.random.default_rng(4)
     build = [pa.array(rng.integers(0, 1 << 60, 40)[rng.integers(0, 40, 4000)])]
     table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
+    # its first rows repeat their keys: no sample either
+    assert calls["_sampled_rows_cpu"] == 0 and calls["_insert_slot_range_cpu"] == 0 and table.num_keys == 40
+    probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
+    assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
+    monkeypatch.setattr(hash_join, "PARALLEL_BUILD_PREFIX_ROWS", 16)  # the first 16 rows: mostly distinct keys
+    table = JoinHashTable(device, *normalize_keys(device, columns_of(device, build)), threads=2)
     assert calls["_sampled_rows_cpu"] == 2 and calls["_insert_slot_range_cpu"] == 0 and table.num_keys == 40
     assert table._packed.shape[0] <= 256  # sized for ~40 keys, not 4,000 rows
-    probe = [pa.concat_arrays([build[0].slice(0, 300), pa.array(rng.integers(0, 1 << 60, 50))])]
     assert matched_pairs(device, table, probe) == reference_pairs(build, probe)
