@@ -5,7 +5,9 @@ loaded beside this tree's (``git show REV:kernels/hash_join.py``, imported under
 each side builds a :class:`JoinHashTable` over the same normalized keys, alternating per round; the build's CPU
 time of the thread (``time.thread_time``: the machine is shared) is reported, medians. Shapes: ``uniqueN`` (N
 distinct random int64 keys: hashed), ``dupN`` (N rows, 4 a key), ``fewN`` (N rows of 1,000 keys). Both sides'
-tables are checked to find every key's rows equally for a sample of keys.
+tables are checked to find every key's rows equally for a sample of keys. ``--threads T`` builds this tree's side
+with T threads (a join of T build drivers; the base side takes none), and then the process's CPU time
+(user + sys of every thread) and the wall are reported instead.
 """
 from __future__ import annotations
 
@@ -45,9 +47,13 @@ def main() -> None:
     parser.add_argument("--rows", type=float, nargs="+", default=[1e6, 3e6, 1e7])
     parser.add_argument("--shapes", nargs="+", default=["unique", "dup", "few"])
     parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--threads", type=int, default=0)
     args = parser.parse_args()
     device = get_device("cpu")
-    sides = {"base": _base_module(args.base).JoinHashTable, "this": current.JoinHashTable}
+    base_class = _base_module(args.base).JoinHashTable
+    sides = {"base": base_class, "this": current.JoinHashTable}
+    if args.threads:
+        sides["this"] = lambda device, words, widths: current.JoinHashTable(device, words, widths, args.threads)
     rng = np.random.default_rng(5)
     print(f"load before {os.getloadavg()}", flush=True)
     for shape in args.shapes:
@@ -66,17 +72,25 @@ def main() -> None:
                 table.release()
             assert found["base"] == found["this"], f"{shape}{n}: the sides find different rows"
             samples: dict[str, list[float]] = {name: [] for name in sides}
+            walls: dict[str, list[float]] = {name: [] for name in sides}
             for r in range(args.rounds):
                 for name in (list(sides) if r % 2 == 0 else list(sides)[::-1]):
+                    times, wall = os.times(), time.perf_counter()
                     start = time.thread_time()
                     table = sides[name](device, words, widths)
-                    samples[name].append(time.thread_time() - start)
+                    end, done = time.thread_time(), os.times()
+                    walls[name].append(time.perf_counter() - wall)
+                    samples[name].append(done.user + done.system - times.user - times.system if args.threads
+                                         else end - start)
                     table.release()
             base = statistics.median(samples["base"])
             print(f"| {shape} {n:,} rows | load {os.getloadavg()[0]:.1f} | "
                   + " | ".join(f"{name} {' '.join(f'{v:.3f}' for v in values)} median {statistics.median(values):.3f}"
                                for name, values in samples.items())
-                  + f" | this / base {statistics.median(samples['this']) / base:.2f}x |", flush=True)
+                  + f" | this / base {statistics.median(samples['this']) / base:.2f}x |"
+                  + (f" wall base {statistics.median(walls['base']):.3f} this {statistics.median(walls['this']):.3f}"
+                     f" ({statistics.median(walls['this']) / statistics.median(walls['base']):.2f}x) |"
+                     if args.threads else ""), flush=True)
 
 
 if __name__ == "__main__":
