@@ -1027,11 +1027,11 @@ class JoinHashTable:
         bounds = [capacity * t // threads for t in range(threads + 1)]
 
         def insert(t: int) -> int:
-            count_kernel_launch()
             share = bounds[t + 1] - bounds[t]
             return _insert_slot_range_cpu(keys, packed, bounds[t], bounds[t + 1],
                                           int(share * PARALLEL_BUILD_MAX_LOAD), first_of_row)
 
+        count_kernel_launch(threads)  # here: the counters are the calling (driver) thread's
         inserted = _on_build_threads(threads, insert)
         if min(inserted) >= 0:
             deferred = xp.flatnonzero(first_of_row < 0)
@@ -1045,9 +1045,9 @@ class JoinHashTable:
                     _number_keys_cpu(first_of_row)
 
                     def number(t: int) -> None:
-                        count_kernel_launch()
                         _number_slot_range_cpu(packed, bounds[t], bounds[t + 1], first_of_row)
 
+                    count_kernel_launch(threads)
                     _on_build_threads(threads, number)
                 return first_of_row, packed
         give_array(xp, packed)
@@ -1087,9 +1087,9 @@ class JoinHashTable:
                    for t in range(threads)]  # 4x its share
 
         def take(t: int) -> int:
-            count_kernel_launch()
             return _sampled_rows_cpu(keys[bounds[t]:bounds[t + 1]], 64 - KEY_SAMPLE_BITS, samples[t])
 
+        count_kernel_launch(threads)  # here: the counters are the calling (driver) thread's
         counts = _on_build_threads(threads, take)
         if min(counts) < 0:
             return 0
