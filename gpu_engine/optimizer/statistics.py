@@ -39,6 +39,7 @@ import math
 import dataclasses
 import datetime
 import decimal
+import weakref
 from dataclasses import dataclass
 from typing import Mapping, Protocol, Sequence
 
@@ -482,30 +483,40 @@ def table_statistics(table) -> TableStatistics:
     return TableStatistics(rows, {f.name: _column_statistics(f.type, rows, None, None) for f in table.schema})
 
 
-#: The most rows of the smaller table whose key columns :func:`key_match_divisor` reads whole (the larger one is
-#: sampled): TPC-H SF1's partsupp (800,000 rows, ~20 ms) and SF10's (8M) are read, larger tables keep the
-#: per-column estimate.
-KEY_MATCH_WHOLE_ROWS = 10_000_000
+#: The most rows of the smaller table whose key columns :func:`key_match_divisor` reads whole; past it, about this
+#: many (whole row groups, evenly spaced), as the larger one is sampled: TPC-H SF1's partsupp (800,000 rows) is
+#: read whole, SF10's (8M) sampled. Why a sample: the measurement runs while planning; SF10's partsupp read
+#: whole took q9's first planning from 0.03 to 1.5 s of CPU (6 s wall at load 19) and the process's peak memory
+#: from 268 to 924 MB (bench/results/2026-11-29-review-s52.md); a 100 GB table's would be read the same way.
+KEY_MATCH_WHOLE_ROWS = 1_000_000
 #: About how many rows of the larger table :func:`key_match_divisor` samples (whole row groups, evenly spaced).
 KEY_MATCH_SAMPLE_ROWS = 100_000
+#: The most rows read of one table, whatever its row groups (a file of a few row groups of many millions of
+#: rows each): past it, the per-column estimate stands. Bounds the measurement's time and memory at any scale.
+KEY_MATCH_MAX_READ_ROWS = 2_000_000
 
-_MATCHES: dict[tuple, float | None] = {}
+#: (each table's version, its key columns) -> (the divisor, weak references to in-memory tables measured: an
+#: entry counts only while they live, so an id reused by another table is measured again).
+_MATCHES: dict[tuple, tuple] = {}
+_MAX_MATCHES = 1024
 
 
 def key_match_divisor(a, a_columns: Sequence[str], b, b_columns: Sequence[str]) -> float | None:
     """Return the divisor of a join of tables ``a`` and ``b`` (registered tables: Parquet files or an Arrow table)
     on ``a_columns = b_columns`` measured from their rows: the whole table's rows over the mean rows of it that a
     row of the other, sampled, finds on the key (``rows(a) * rows(b) / divisor`` is then the join's rows). None
-    where it cannot be measured (more rows than :data:`KEY_MATCH_WHOLE_ROWS` on both sides, a column repeated,
-    keys that do not compare, a file that does not read: the scan reports it) or no sampled row matched (the
-    per-column estimate stands: it says few rows).
+    where it cannot be measured (a row group past :data:`KEY_MATCH_MAX_READ_ROWS`, a column repeated, keys that
+    do not compare, a file that does not read: the scan reports it; memory short: the measurement runs while
+    planning and must not fail a query) or no sampled row matched (the per-column estimate stands: it says few
+    rows).
 
     Why: a join on several columns is a composite foreign key (each lineitem's (part, supplier) one of
     partsupp's) or two tables sharing each column's values but few of their pairs (TPC-DS's catalog_sales and
     store_returns on customer and item), and per-column distinct counts read the same for both
-    (:func:`key_set_divisor`). The smaller table is read whole (its key columns only), the larger sampled by
-    whole row groups spread over it (:data:`KEY_MATCH_SAMPLE_ROWS`), each measurement once per process and
-    file version.
+    (:func:`key_set_divisor`). The smaller table is read whole (its key columns only) up to
+    :data:`KEY_MATCH_WHOLE_ROWS`, sampled past it, the larger sampled by whole row groups spread over it
+    (:data:`KEY_MATCH_SAMPLE_ROWS`): a fixed cost at any scale. Each measurement once per process and file
+    version, or per in-memory table object while it lives.
     """
     from gpu_engine.errors import DataSourceError
 
@@ -515,24 +526,25 @@ def key_match_divisor(a, a_columns: Sequence[str], b, b_columns: Sequence[str]) 
         sides = sorted([(a, tuple(a_columns)), (b, tuple(b_columns))], key=lambda side: _table_rows(side[0]))
         (whole, whole_columns), (sampled, sampled_columns) = sides
         key = (_version(whole), whole_columns, _version(sampled), sampled_columns)
-        if None in (key[0], key[2]):
-            return _key_match_divisor(whole, whole_columns, sampled, sampled_columns)
-        if key not in _MATCHES:
-            _MATCHES[key] = _key_match_divisor(whole, whole_columns, sampled, sampled_columns)
-        return _MATCHES[key]
-    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError):
+        kept = _MATCHES.get(key)
+        if kept is not None and all(ref() is not None for ref in kept[1]):
+            return kept[0]
+        divisor = _key_match_divisor(whole, whole_columns, sampled, sampled_columns)
+        if len(_MATCHES) >= _MAX_MATCHES:
+            _MATCHES.clear()
+        _MATCHES[key] = (divisor, tuple(weakref.ref(t.table) for t in (whole, sampled)
+                                        if isinstance(getattr(t, "table", None), pa.Table)))
+        return divisor
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError, MemoryError):
         return None  # (a file gone or damaged since its statistics: its scan reports it)
 
 
 def _key_match_divisor(whole, whole_columns: tuple, sampled, sampled_columns: tuple) -> float | None:
     import numpy as np
 
-    rows = _table_rows(whole)
-    if not rows or rows > KEY_MATCH_WHOLE_ROWS:
-        return None
-    keys = _key_columns(whole, whole_columns, None)
+    keys = _key_columns(whole, whole_columns, KEY_MATCH_WHOLE_ROWS)
     sample = _key_columns(sampled, sampled_columns, KEY_MATCH_SAMPLE_ROWS)
-    if keys is None or sample is None or not len(sample[0]):
+    if keys is None or sample is None or not len(keys[0]) or not len(sample[0]):
         return None
     packed = _packed(keys, sample)
     if packed is None:
@@ -542,7 +554,8 @@ def _key_match_divisor(whole, whole_columns: tuple, sampled, sampled_columns: tu
     probed = probed[probed_valid]
     at = np.minimum(np.searchsorted(values, probed), max(0, len(values) - 1))
     matches = int(counts[at][values[at] == probed].sum()) if len(values) else 0
-    return rows * len(sample[0]) / matches if matches else None
+    # Each side's rows read: both sampled alike, the matches scale by both fractions (read whole: its rows).
+    return len(keys[0]) * len(sample[0]) / matches if matches else None
 
 
 def _packed(keys: list, sample: list) -> tuple | None:
@@ -604,18 +617,21 @@ def _table_rows(table) -> int:
     return sum(table.footer(f).num_rows for f in files) if files else 0
 
 
-def _version(table) -> tuple | None:
-    """A Parquet table's files as they are now (paths, sizes, times), or None (an in-memory table: not cached)."""
+def _version(table) -> tuple:
+    """A Parquet table's files as they are now (paths, sizes, times), or an in-memory table's identity (an Arrow
+    table does not change; the entry keeps a weak reference to it: :data:`_MATCHES`)."""
+    arrow_table = getattr(table, "table", None)
+    if isinstance(arrow_table, pa.Table):
+        return ("arrow", id(arrow_table))
     files = tuple(getattr(table, "files", ()) or ())
-    if not files or isinstance(getattr(table, "table", None), pa.Table):
-        return None
     return tuple((f.path, f.size, f.modified_ns) for f in map(table.footer, files))
 
 
-def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
+def _key_columns(table, columns: tuple, budget: int) -> list | None:
     """Return ``columns`` of ``table`` (arrays): every row, or about ``budget`` rows as whole row groups spread over
-    it; None where the engine's page decoder does not read one of them (a key the scan would hand to pyarrow:
-    not worth pyarrow's reader, whose import alone cost 1-2 s of planning here). A damaged file raises
+    it (evenly spaced rows of an Arrow table); None where the row groups chosen hold more than
+    :data:`KEY_MATCH_MAX_READ_ROWS`, or the engine's page decoder does not read one of them (a key the scan
+    would hand to pyarrow: not worth pyarrow's reader, whose import alone cost 1-2 s of planning here). A damaged file raises
     DataSourceError (the caller keeps the per-column estimate; the scan reports it)."""
     from gpu_engine.connectors.data_source import parquet_metadata
     from gpu_engine.connectors.parquet_columns import decodable_columns, read_decoded_columns
@@ -623,8 +639,10 @@ def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
     arrow_table = getattr(table, "table", None)
     if isinstance(arrow_table, pa.Table):
         chosen = arrow_table.select(list(columns))
-        if budget and chosen.num_rows > budget:
-            chosen = chosen.take(pa.array([i * chosen.num_rows // budget for i in range(budget)], pa.int64()))
+        if chosen.num_rows > budget:
+            import numpy as np
+
+            chosen = chosen.take(pa.array(np.arange(budget, dtype=np.int64) * chosen.num_rows // budget))
         return list(chosen.columns)
     groups = []  # (path, metadata, row group, rows)
     for path in getattr(table, "files", ()) or ():
@@ -633,9 +651,11 @@ def _key_columns(table, columns: tuple, budget: int | None) -> list | None:
     groups = [g for g in groups if g[3]]
     if not groups:
         return None
-    if budget and sum(g[3] for g in groups) > budget:
+    if sum(g[3] for g in groups) > budget:
         count = max(1, min(len(groups), round(budget * len(groups) / sum(g[3] for g in groups))))
         groups = [groups[int((i + 0.5) * len(groups) / count)] for i in range(count)]
+    if sum(g[3] for g in groups) > KEY_MATCH_MAX_READ_ROWS:
+        return None
     pieces = {name: [] for name in columns}
     for path in dict.fromkeys(g[0] for g in groups):
         chosen = [g[2] for g in groups if g[0] == path]
