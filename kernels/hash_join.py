@@ -1105,8 +1105,12 @@ class JoinHashTable:
         estimate = sampled_keys << KEY_SAMPLE_BITS
         return min(n, estimate + estimate // 8)
 
+    def _bloom_words(self) -> int:
+        """Return the 64-bit words of the table's Bloom filter (:data:`BLOOM_BITS_PER_KEY` a key)."""
+        return max(1, -(-self.num_keys * BLOOM_BITS_PER_KEY // 64))
+
     def _new_bloom(self) -> Any:
-        return self.device.xp.zeros(max(1, -(-self.num_keys * BLOOM_BITS_PER_KEY // 64)), dtype=self.device.xp.uint64)
+        return self.device.xp.zeros(self._bloom_words(), dtype=self.device.xp.uint64)
 
     def _pack(self, distinct_keys: Any) -> tuple[Any, Any]:
         """Return the packed probe table of the distinct keys (row g holds key id g) and their Bloom filter."""
@@ -1151,9 +1155,12 @@ class JoinHashTable:
 
     @property
     def nbytes(self) -> int:
-        """Return the bytes the table's arrays hold (what the join reserves in its memory pool)."""
+        """Return the bytes the table's arrays hold (what the join reserves in its memory pool), a CPU table's Bloom
+        filter counted before a probe makes it (:meth:`_make_bloom`): the join reserves once, when it publishes."""
         arrays = (self._offsets, self._rows, self._packed, self._bloom, self._slots, self._bits)
-        return sum(int(array.nbytes) for array in arrays if array is not None)
+        unmade = self._bloom is None and self._bloom_lock is not None
+        return sum(int(array.nbytes) for array in arrays if array is not None) + (self._bloom_words() * 8 if unmade
+                                                                                   else 0)
 
     def _row_lists(self, group_ids: Any, row_numbers: Any) -> tuple[Any, Any]:
         """Return CSR ``offsets`` (``int64``, one more than keys) and build ``rows`` (``int32``) by key id."""

@@ -454,6 +454,7 @@ def test_cpu_bloom_filter_is_made_when_a_probe_batch_shows_it_pays(monkeypatch, 
     build = [pa.array(build_keys)]
     table = build_table(device, build)
     assert not table.is_direct and not table.has_range_bitmap and table._bloom is None
+    reserved = table.nbytes  # the filter's bytes counted before it is made: the join reserves once, at publication
 
     def probe(arrays):
         if how == "pairs":
@@ -471,6 +472,7 @@ def test_cpu_bloom_filter_is_made_when_a_probe_batch_shows_it_pays(monkeypatch, 
     for _ in range(3):
         assert probe(misses) == reference_pairs(build, misses)
     assert calls["_bloom_of_packed_cpu"] == 1 and table._bloom is not None and table.use_bloom
+    assert table.nbytes == reserved
     assert probe(hits) == reference_pairs(build, hits)
 
 
