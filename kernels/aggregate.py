@@ -703,6 +703,19 @@ def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, kx, r
 
 
 @njit(nogil=True, cache=True)
+def _fused_multiply_add(a, b, c):
+    """Return ``a * b + c`` as DuckDB's co-moment update computes it, a fused multiply-add: a product of finite
+    values that passes the largest double is not inf first, so ``c`` (inf, or finite of the other sign) is not
+    lost to ``inf - inf`` (NaN where DuckDB gives -inf); the sum is then taken in units of 2**-64."""
+    product = a * b
+    if abs(product) != np.inf or abs(a) == np.inf or abs(b) == np.inf:
+        return c + product
+    if abs(c) == np.inf:
+        return c
+    return ((a * _PIVOT_SCALE) * b + c * _PIVOT_SCALE) / _PIVOT_SCALE
+
+
+@njit(nogil=True, cache=True)
 def _moment_rows_cpu(group_ids, validity, has_validity, kx, ky, paired, count, shift_x, mean_x, shift_y, mean_y,
                      m2_x, m2_y, c):
     """Fold raw rows into their groups' moments one row at a time (Welford's update, means relative to the shift:
@@ -734,7 +747,7 @@ def _moment_rows_cpu(group_ids, validity, has_validity, kx, ky, paired, count, s
             dy = y - mean_y[g]
             mean_y[g] += dy / n
             m2_y[g] += dy * (y - mean_y[g])
-            c[g] += dy * (x - mean_x[g])  # DuckDB's order (the second argument's deviation first): its infinities
+            c[g] = _fused_multiply_add(dy, x - mean_x[g], c[g])  # DuckDB's order: the second argument's first
 
 
 @njit(nogil=True, cache=True)

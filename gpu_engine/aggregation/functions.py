@@ -1036,7 +1036,13 @@ class Moments(AggregateFunction):
             first += [f"{s['shift_y']} = _mo_y", f"{s['mean_y']} = 0.0", f"{s['m2_y']} = 0.0", f"{s['c']} = 0.0"]
             step += [f"_mo_b = _mo_y - {s['shift_y']}", f"_mo_e = _mo_b - {s['mean_y']}",
                      f"{s['mean_y']} += _mo_e / _mo_n", f"{s['m2_y']} += _mo_e * (_mo_b - {s['mean_y']})",
-                     f"{s['c']} += _mo_e * (_mo_a - {s['mean_x']})"]  # DuckDB's order, as _moment_rows_cpu
+                     f"_mo_f = _mo_a - {s['mean_x']}",  # DuckDB's fused multiply-add: aggregate._fused_multiply_add
+                     "_mo_p = _mo_e * _mo_f",
+                     "if abs(_mo_p) != np.inf or abs(_mo_e) == np.inf or abs(_mo_f) == np.inf:",
+                     f"    {s['c']} += _mo_p",
+                     f"elif abs({s['c']}) != np.inf:",
+                     f"    {s['c']} = ((_mo_e * {kernels.PIVOT_SCALE!r}) * _mo_f + {s['c']} * {kernels.PIVOT_SCALE!r})"
+                     f" / {kernels.PIVOT_SCALE!r}"]
         return ([f"_mo_n = np.int64({s['count']})", "if _mo_n == 0:"] + ["    " + line for line in first]
                 + ["else:"] + ["    " + line for line in step])
 
