@@ -475,6 +475,9 @@ def _conditional_as_case(node: exp.Expression) -> exp.Expression:
     Spark's NULL-safe division as the CASE the expression IR has (qualify also makes COALESCE for JOIN USING)."""
     if isinstance(node, exp.Coalesce):  # the arguments are lowered first: transform does not visit the CASE built
         values = [value.copy().transform(_conditional_as_case) for value in [node.this] + list(node.expressions)]
+        # a bare NULL before the last argument is never the answer: left out, it types no branch (coalesce(i,
+        # NULL, '3') was a CASE of i beside a text-typed CASE of NULL and '3', refused; DuckDB answers an INTEGER)
+        values = [value for value in values[:-1] if not isinstance(value, exp.Null)] + values[-1:]
         result = values[-1]
         for value in reversed(values[:-1]):
             result = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),

@@ -40,3 +40,13 @@ def test_string_constants_take_the_other_branches_type(device_name):
             connection.sql(sql).fetchall()
         with pytest.raises(ExecutionError, match="Could not convert"):
             session.sql(sql)
+
+
+def test_a_null_between_coalesce_arguments_types_nothing():
+    """``coalesce(i, NULL, '3')`` is ``coalesce(i, '3')``: the NULL's nested CASE typed the text branch and the
+    query was refused ("CASE branches have types int32, string")."""
+    with duckdb_with_tables(TABLES) as connection:
+        session = session_with_tables(TABLES, device="cpu", compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT coalesce(i, NULL, '3') AS a, coalesce(NULL, d, NULL, '2000-01-02') AS b, "
+            "coalesce(NULL, NULL, s) AS c, coalesce(i, NULL) AS e FROM t"], exact_types=True)
