@@ -28,10 +28,13 @@ over rows stays with :mod:`~gpu_engine.sql.quantified_comparisons`' per-row fact
 
 Rewritten only where every outer column of the domain is rejected by the correlation where it is NULL (a
 comparison reaching it through NULL-strict arithmetic): then a NULL outer value meets no inner row, which is
-exactly what the equality join back gives it (no domain row equals NULL: the value over no rows). A correlation
-that may hold where the outer value is NULL (``IS NOT DISTINCT FROM``, ``OR t.d IS NULL``) needs a null-safe join
-back and stays with the tree path, as does a subquery whose outer table is not a plain FROM item of this SELECT
-(a derived table reading other items, a query further out).
+exactly what the equality join back gives it (no domain row equals NULL: the value over no rows). A scalar
+subquery or EXISTS whose correlation may hold where an outer column is NULL (``IS NOT DISTINCT FROM``, ``OR t.d IS
+NULL``) is split on that column first (:func:`_rewritten`): ``CASE WHEN t.d IS NULL THEN <t.d read as NULL> ELSE
+<t.d known not NULL> END``, each branch an equality or domain correlation — the answer of DuckDB's null-safe join
+back, as two typed subqueries (the NULL one no longer correlated by ``t.d``). IN / ANY / ALL so correlated, and a
+subquery whose outer table is not a plain FROM item of this SELECT (a derived table reading other items, a query
+further out), stay with the tree path.
 """
 
 from __future__ import annotations
@@ -40,7 +43,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.decorrelation import NULL_STRICT, correlation, own_aggregates, split_correlated
 from gpu_engine.sql.errors import SqlError
-from gpu_engine.sql.predicates import conjoined, defined_aliases, free_columns
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns
 
 __all__ = ["with_correlation_domains", "rejects_null"]
 
@@ -101,9 +104,14 @@ def _unaliased(node: exp.Expression) -> exp.Expression:
 
 
 def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, exp.Expression],
-                 synthetic_alias, scalar: bool, holder_kind: type) -> exp.Select | None:
+                 synthetic_alias, scalar: bool, holder_kind: type,
+                 known: frozenset = frozenset(), in_case: bool = False) -> exp.Select | exp.Column | None:
     """Return ``query`` correlated by column equalities over the domain of its other correlation, or None where
-    it is not such a subquery or is left to the tree path (module docstring)."""
+    it is not such a subquery or is left to the tree path (module docstring); where an outer column of the domain
+    may meet inner rows while NULL (not rejected by the correlation, not in ``known``, the columns known not to be
+    NULL here), that column, for :func:`_rewritten` to split the subquery on. ``in_case``: a branch of such a split,
+    where an EXISTS with a key equality is a mark join's flag (which keys the equalities only): over the domain
+    too."""
     if (scalar and len(query.expressions) != 1) or query.args.get("from_") is None:
         return None
     if holder_kind is not exp.Exists and not scalar and not (  # IN / ANY / ALL: the mark join keys a column,
@@ -115,17 +123,20 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     except SqlError:
         return None  # refused by name where it is planned
     keys, others = correlation(correlated, inner)
-    if not others or (keys and not scalar):  # an EXISTS / IN with a key: a semi or mark join, the others its filter
+    if not others or (keys and not scalar and not in_case):  # EXISTS / IN with a key: a semi join, the others its filter
         return None
     columns = list({(c.table, c.name): c for part in others for c in free_columns(part)
                     if c.table and c.table not in inner}.values())
-    if not columns or not all(any(rejects_null(part, c) for part in others) for c in columns):
+    if not columns:
         return None
+    open_ = [c for c in columns if (c.table, c.name) not in known and not any(rejects_null(part, c) for part in others)]
     for table in {c.table for c in columns}:
         item = items.get(table)
         if not isinstance(item, (exp.Table, exp.Subquery)) or (isinstance(item, exp.Subquery) and any(
                 c.table for c in free_columns(item.this))):
             return None
+    if open_:
+        return open_[0]
     rewritten = query.copy()
     domains: dict[str, tuple[str, exp.Select]] = {}
     names: dict[tuple[str, str], exp.Column] = {}
@@ -134,6 +145,8 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
             synthetic_alias(), exp.Select(distinct=exp.Distinct()).from_(items[column.table].copy())))
         name = f"d{len(distinct.expressions)}"
         distinct.select(exp.alias_(column.copy(), name), copy=False)
+        if (column.table, column.name) in known:  # its NULL row would be computed and never joined back
+            distinct.where(exp.Not(this=exp.Is(this=column.copy(), expression=exp.Null())), copy=False)
         names[(column.table, column.name)] = exp.column(name, table=alias, quoted=True)
     kept = [part for part in correlated if not any(part is other for other in others)]
 
@@ -152,6 +165,84 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     return rewritten
 
 
+def _is_null(node: exp.Expression, of: exp.Expression | None = None) -> bool:
+    return (isinstance(node, exp.Is) and isinstance(node.expression, exp.Null)
+            and (of is None or node.this == of))
+
+
+def _null_safe_equality(conjunct: exp.Expression) -> exp.EQ | None:
+    """Return ``x = y`` where ``conjunct`` is ``x IS NOT DISTINCT FROM y`` (as written, or as the rewriter spells
+    it: ``CASE WHEN x IS NULL THEN y IS NULL WHEN y IS NULL THEN FALSE ELSE x = y END``), else None. Where ``y``
+    is not NULL the two conjuncts keep the same rows (a NULL ``x``: FALSE beside NULL)."""
+    if isinstance(conjunct, exp.NullSafeEQ):
+        return exp.EQ(this=conjunct.this.copy(), expression=conjunct.expression.copy())
+    while isinstance(conjunct, exp.Paren):
+        conjunct = conjunct.this
+    if not isinstance(conjunct, exp.Case) or not isinstance(conjunct.args.get("default"), exp.EQ):
+        return None
+    equal = conjunct.args["default"]
+    left, right = equal.this, equal.expression
+    ifs = conjunct.args.get("ifs") or []
+    if len(ifs) == 2 and _is_null(ifs[0].this, left) and _is_null(ifs[0].args.get("true"), right) and _is_null(
+            ifs[1].this, right) and ifs[1].args.get("true") == exp.Boolean(this=False):
+        return equal
+    return None
+
+
+def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str, exp.Expression], synthetic_alias,
+               scalar: bool, known: frozenset = frozenset(), in_case: bool = False) -> exp.Expression | None:
+    """Return what replaces ``holder`` (a scalar ``Subquery``, ``EXISTS``, IN's ``Subquery``, ANY / ALL) where
+    its subquery is correlated over a domain, else None.
+
+    A scalar subquery or EXISTS whose correlation may hold where an outer column ``c`` is NULL (``u.b IS NOT
+    DISTINCT FROM t.a``, ``u.b = t.a OR (u.b IS NULL AND t.a IS NULL)``) is split on it, as DuckDB's null-safe
+    join back answers it: ``CASE WHEN c IS NULL THEN <the subquery, c read as NULL> ELSE <the subquery, c known
+    not NULL> END``. With ``c`` NULL the correlation no longer reads it; with ``c`` known, a top-level ``X IS NOT
+    DISTINCT FROM c`` is ``X = c`` (NULL and FALSE drop an inner row alike), a key equality, and the other
+    conjuncts go over a domain of ``c``'s non-NULL values, joined back by equality: no NULL ``c`` reaches that
+    branch. Each branch is rewritten again (another outer column, another domain) or left to its own path.
+    """
+    query = holder.this
+    found = _over_domain(query, outer_aliases, items, synthetic_alias, scalar, type(holder), known, in_case)
+    if found is None or isinstance(found, exp.Select):
+        if found is None:
+            return None
+        rewritten = holder.copy()
+        rewritten.set("this", found)
+        return rewritten
+    if not (scalar or isinstance(holder, exp.Exists)):
+        return None  # IN / ANY / ALL: the value's NULL answer is the mark join's; left to the tree path
+    column = (found.table, found.name)
+
+    def is_column(node: exp.Expression) -> bool:
+        return isinstance(node, exp.Column) and (node.table, node.name) == column
+
+    def as_null(node: exp.Expression) -> exp.Expression:
+        return exp.Null() if is_column(node) else node
+
+    def as_null_conjunct(node: exp.Expression) -> exp.Expression:
+        equal = _null_safe_equality(node)
+        if equal is not None and is_column(equal.this) != is_column(equal.expression):  # X IS NOT DISTINCT FROM NULL
+            return exp.Is(this=(equal.expression if is_column(equal.this) else equal.this).copy(), expression=exp.Null())
+        return node.transform(as_null)
+
+    def as_known(node: exp.Expression) -> exp.Expression:
+        equal = _null_safe_equality(node)
+        return equal.copy() if equal is not None and any(is_column(side) for side in equal.iter_expressions()) else node
+
+    branches = []
+    for rewrite, now_known in ((as_null_conjunct, known), (as_known, known | {column})):
+        branch = holder.copy()
+        where = branch.this.args.get("where")
+        if where is None:
+            return None  # correlated elsewhere than its WHERE: its own path refuses or plans it
+        parts = [rewrite(part) for part in conjuncts_of(where.this)]
+        where.set("this", conjoined(parts))
+        branches.append(_rewritten(branch, outer_aliases, items, synthetic_alias, scalar, now_known, True) or branch)
+    return exp.Paren(this=exp.Case(ifs=[exp.If(this=exp.Is(this=found.copy(), expression=exp.Null()),
+                                               true=branches[0])], default=branches[1]))
+
+
 def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
     """Return ``select`` with each scalar subquery correlated by other than column equalities (and rewritable:
     module docstring) correlated by column equalities over its domain; the same object where none is."""
@@ -165,8 +256,7 @@ def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
         if isinstance(node.this, exp.Select):
             text = node.sql()  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
             if text not in by_text:
-                by_text[text] = _over_domain(node.this, outer_aliases, items, planner._synthetic_alias, scalar,
-                                             type(node))
+                by_text[text] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar)
             if by_text[text] is not None:
                 rewrites[n] = by_text[text].copy()
     if not rewrites:
@@ -174,5 +264,5 @@ def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
     select = select.copy()  # the caller's tree stays as written (a CTE's body is planned again where named)
     for n, (node, _scalar) in enumerate(_subqueries(select)):
         if n in rewrites:
-            node.set("this", rewrites[n])
+            node.replace(rewrites[n])
     return select

@@ -1,10 +1,12 @@
 """Subqueries correlated by ``IS [NOT] DISTINCT FROM`` (and other correlations that may hold where the outer value is
-NULL) against DuckDB: scalar aggregates (count's 0, max's NULL), ORDER BY ... LIMIT 1, EXISTS / NOT EXISTS in
-WHERE, with NULLs on both sides and an empty inner table.
+NULL) against DuckDB: scalar aggregates (count's 0, max's NULL), ORDER BY ... LIMIT 1, GROUP BY / HAVING / window
+shapes, EXISTS / NOT EXISTS in WHERE, under OR and as a value, with NULLs on both sides and an empty inner table.
 
-Planned per distinct outer value (gpu_engine/sql/subquery_values.py ``_per_domain``); the domain row of a NULL outer
-value is joined back null-safe, so a NULL outer value reads its own row (refused before: "a correlation that may
-hold where t.a is NULL").
+``gpu_engine/sql/correlation_domains.py`` splits each on its outer column: ``CASE WHEN t.a IS NULL THEN <the
+subquery, t.a read as NULL> ELSE <the subquery, t.a known not NULL: IS NOT DISTINCT FROM an equality key, the
+rest over a domain> END``, both typed subqueries the optimizer's decorrelation rule joins (they were LEFT-joined
+derived tables of the sqlglot tree, ``subquery_values._Joined._per_domain``, and the GROUP BY / HAVING / window
+shapes were refused).
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from duckdb_reference import assert_queries_match_duckdb, session_with_tables
+from gpu_engine.optimizer.decorrelation import holds_subqueries
 
 TABLES = {"t": pa.table({"a": pa.array([1, 2, None, 4, None, 1], pa.int64()),
                          "b": pa.array([1, None, None, 5, 2, 1], pa.int64()),
@@ -30,13 +33,35 @@ QUERIES = [
     "SELECT a, (SELECT count(*) FROM t t2 WHERE t2.b = t.a OR (t2.b IS NULL AND t.a IS NULL)) AS n FROM t",
     "SELECT a, (SELECT count(*) FROM e WHERE e.b IS NOT DISTINCT FROM t.a) AS n FROM t",
     "SELECT a, c, (SELECT count(*) FROM t t2 WHERE t2.c < coalesce(t.c, 0) + 25) AS n FROM t",
+    # refused before (GROUP BY / HAVING / a window, so correlated); two null-safe columns; EXISTS as a value, under OR
+    "SELECT a, (SELECT sum(c) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a GROUP BY t2.s ORDER BY 1 DESC NULLS LAST "
+    "LIMIT 1) AS x FROM t",
+    "SELECT a, (SELECT count(*) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a HAVING count(*) > 1) AS x FROM t",
+    "SELECT a, (SELECT sum(c) OVER () FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a LIMIT 1) AS x FROM t",
+    "SELECT a, s, (SELECT count(*) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a AND t2.s IS NOT DISTINCT FROM t.s) "
+    "AS x FROM t",
+    "SELECT a, EXISTS (SELECT 1 FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a AND t2.c > 15) AS e FROM t",
+    "SELECT a, c FROM t WHERE a = 4 OR NOT EXISTS (SELECT 1 FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a)",
+    "SELECT a, (SELECT count(*) FROM t t2 WHERE NOT (t2.b IS DISTINCT FROM t.a) AND t2.c < t.c) AS x FROM t",
+    "SELECT a, count(*) AS n, (SELECT count(*) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a) AS x FROM t GROUP BY a",
+]
+
+#: a WHERE comparison with a scalar subquery is joined by the SQL planner itself (no typed subquery left)
+JOINED_BY_THE_PLANNER = [
+    "SELECT a, c FROM t WHERE c > (SELECT min(t2.c) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a)",
 ]
 
 
 def test_null_safe_correlations_match_duckdb_on_cpu(reference):
     # Unfused: the plans are the subject, and each new expression shape would compile a generated kernel.
     session = session_with_tables(TABLES, device="cpu", drivers=2, batch_rows=2, fuse=False)
-    assert_queries_match_duckdb(session, reference, QUERIES, exact_types=True)
+    assert_queries_match_duckdb(session, reference, QUERIES + JOINED_BY_THE_PLANNER, exact_types=True)
+
+
+def test_each_form_is_a_typed_subquery_before_the_rules():
+    session = session_with_tables(TABLES, device="cpu")
+    untyped = [sql for sql in QUERIES if not holds_subqueries(session.sql_plan(sql))]
+    assert not untyped
 
 
 def test_a_null_safe_correlation_matches_duckdb_on_each_device(device_name, reference):
