@@ -38,6 +38,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py string-key-fusion tpch 10 --sf 1 --runs 9
     python bench/ab.py string-key-growth dbbench 10 --sf 1 --runs 7  (db-benchmark groupby from memory; --sf: millions of rows)
     python bench/ab.py abandoned-partial-sizing dbbench 10 --sf 10 --runs 9 --one-session
+    python bench/ab.py string-table-sizing dbbench 10 --sf 10 --runs 5 --one-session
     python bench/ab.py partition-slots dbbench 8 --sf 10 --runs 9
     python bench/ab.py id-slots dbbench 3 --sf 10 --runs 9
     python bench/ab.py intern-through-map dbbench 10 --sf 5 --runs 9 --one-session
@@ -330,6 +331,13 @@ def _abandoned_partial_sizing():
     (``FusedAggregation._size_for_abandoned_partials`` off)."""
     from gpu_engine.operators.fused_aggregation import FusedAggregation
     return FusedAggregation, "_size_for_abandoned_partials", lambda self: None
+
+
+def _string_table_sizing():
+    """A FINAL fused aggregation sized for its abandoned PARTIAL step's keys leaves its string keys' tables to
+    grow batch by batch, as before (``StringKeyTable.expect`` off: a key of nearly a string a row is not sized)."""
+    from gpu_engine.kernels.string_keys import StringKeyTable
+    return StringKeyTable, "expect", lambda self, strings, rows: False
 
 
 def _intern_through_map():
@@ -1040,6 +1048,7 @@ SWITCHES = {
     "file-versions": _file_versions,
     "string-key-growth": _string_key_growth,
     "abandoned-partial-sizing": _abandoned_partial_sizing,
+    "string-table-sizing": _string_table_sizing,
     "id-slots": _id_slots,
     "intern-through-map": _intern_through_map,
     "emit-words": _emit_words,

@@ -520,6 +520,8 @@ class StringKeyTable:
         #: room, then what the last parallel batch added (none once the key set stops growing).
         self._expected_new = capacity // 2
         self._expected_bytes = 8 * capacity
+        #: Slot tables made past the first (each a fresh zeroed table and a rehash of every known string).
+        self.growths = 0
 
     @property
     def nbytes(self) -> int:
@@ -530,6 +532,28 @@ class StringKeyTable:
     def capacity(self) -> int:
         """Return the number of slots."""
         return int(self._slots.shape[0])
+
+    def expect(self, strings: int, rows: int) -> bool:
+        """Make room at once for ``strings`` known strings in all, where the ``rows`` rows of the key seen so far (the
+        caller's count: a dictionary's values are interned once for all of its rows) were nearly all new strings;
+        return whether it did.
+
+        Why: an aggregation that knows how many keys it will receive (a FINAL step whose PARTIAL step gave up
+        grouping) sized its slot table once, but each string key's table still doubled batch by batch (each
+        growth a fresh zeroed slot table, ~32 bytes a string, and a rehash of every string). Only a key whose
+        rows so far were nearly all new (at least 7 in 8) takes the estimate: a key of few values (a country
+        among millions of orders) keeps its small table. The bytes follow the mean length so far. Host ints
+        only, but for one read of the known count on cuda where its bound passes the rows' 7 in 8 (asked once a
+        driver: see ``FusedAggregation._size_for_abandoned_partials``).
+        """
+        if not rows or 8 * self._known_bound < 7 * rows or strings <= self._known_bound:
+            return False  # the bound says no without a read (it is an upper bound on cuda)
+        known = self._exact_known()
+        if 8 * known < 7 * rows:
+            return False
+        more = strings - known
+        self._reserve(more, -(-more * self._chars_bound // max(known, 1)))
+        return True
 
     def intern(self, column: Column, together: list | None = None, rows: Any = None) -> Any:
         """Return the ``int64`` id of each row of a string column (0 for NULL rows), adding unseen strings.
@@ -838,6 +862,7 @@ class StringKeyTable:
             self._chars = grown
         if self.capacity < 2 * total:
             self._slots = self._new_slots(_next_power_of_two(2 * total), known)
+            self.growths += 1
 
     def _new_slots(self, capacity: int, known: int) -> Any:
         """Return ``capacity`` slots holding the first ``known`` strings of ``_words``: rows of

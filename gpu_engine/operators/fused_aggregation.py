@@ -151,6 +151,16 @@ class _KeyInterner:
         (one read back for a batch's string keys, see :meth:`StringKeyTable.intern`)."""
         return self._table.intern(column, together, rows)
 
+    def expect(self, strings: int, rows: int) -> bool:
+        """Make room for ``strings`` strings at once where the key's ``rows`` rows so far were nearly all new (see
+        :meth:`StringKeyTable.expect`); return whether it did."""
+        return self._table.expect(strings, rows)
+
+    @property
+    def growths(self) -> int:
+        """Return the times the key's slot table grew past its first."""
+        return self._table.growths
+
     def cpu_twins(self) -> list:
         """Return the static CPU twins :meth:`ids` launches, with arguments of their types (for TierSwitch)."""
         return self._table.cpu_twins()
@@ -381,6 +391,7 @@ class FusedAggregation(AggregationOperator):
         self._radix_eligible = False
         self._radix_held: list[Batch] = []
         self._radix_bytes = 0
+        self._rows_bound = 0
         self._reset()
 
     # ----------------------------------------------------------------- state
@@ -462,7 +473,12 @@ class FusedAggregation(AggregationOperator):
         The first batch bound decides whether the key's interned ids are its slots (:func:`id_slotted_key`);
         every later batch's kernel places keys the same way, since they share the table.
         """
+        growths = sum(interner.growths for interner in self._interners.values())
         layout, arrays = self._inputs.bind(batch)
+        grown = sum(interner.growths for interner in self._interners.values()) - growths
+        self._rows_bound += batch.num_rows  # the rows the interners' strings came from (see _KeyInterner.expect)
+        if grown:
+            self.add_runtime_stat("string_table_growths", grown)
         if self._id_slotted is None:
             self._id_slotted = self.grouped and id_slotted_key(self.program, layout) is not None
         if self._id_slotted:
@@ -706,8 +722,16 @@ class FusedAggregation(AggregationOperator):
         row_bytes = self.table_layout.width * 8
         while limit and slots > _INITIAL_SLOTS and slots * row_bytes * 4 * partitions > limit:
             slots //= 2
+        # A string key of nearly a new string a row so far takes the same estimate (at most a string a group):
+        # its table grew batch by batch beside the table sized once (db-benchmark q10's id3).
+        strings = min(expected, max_groups(slots, flavor))
+        sized = sum(interner.expect(strings, self._rows_bound) for interner in self._interners.values())
+        if sized:
+            self.add_runtime_stat("string_tables_sized", sized)
         current = int(self._table.shape[0])
         if slots <= current:
+            if sized:
+                self.set_memory_reservation(self._state_bytes())
             return
         self.add_runtime_stat("tables_sized_for_abandoned_partials", 1)
         if self._num_groups == 0:  # nothing to move

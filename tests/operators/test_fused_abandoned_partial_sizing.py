@@ -10,6 +10,7 @@ dictionaries, a repartition over two drivers, a memory cap that bounds the table
 
 from __future__ import annotations
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
@@ -17,6 +18,7 @@ from duckdb_reference import assert_same_rows
 from operator_tables import KEYED_AGGREGATES as AGGREGATES, keyed_answer, keyed_chunks
 
 from gpu_engine import Session
+from gpu_engine.kernels.string_keys import StringKeyTable
 from gpu_engine.operators.fused_aggregation import FusedAggregation
 from gpu_engine.plans import PlanBuilder
 
@@ -123,3 +125,47 @@ def test_an_empty_input_sizes_nothing_and_answers_no_groups(device_name, monkeyp
     result, stats = _run_one_driver(device_name, _table(100, 1, 1).slice(0, 0), 256, True, monkeypatch)
     assert result.num_rows == 0
     assert "tables_sized_for_abandoned_partials" not in stats
+
+
+def _named_rows(groups: int, copies: int, seed: int) -> pa.Table:
+    """Return ``copies`` rows of each of ``groups`` keys: a long name a key (``n``, NULL for every 19th), a
+    country of seven (``s``), the key number (``g``) and a value, in random order."""
+    rng = np.random.default_rng(seed)
+    key = rng.permutation(np.arange(groups * copies) % groups)
+    names = pa.array([None if k % 19 == 0 else f"customer#{k:09d}, {k % 97} main street" for k in key])
+    return pa.table({"n": names, "s": pa.array([f"country {k % 7}" for k in key]), "g": pa.array(key, pa.int64()),
+                     "v": pa.array(rng.integers(-50, 50, len(key)), pa.int64())})
+
+
+def _final_string_growths(device_name, table: pa.Table, batch_rows: int, expect: bool, monkeypatch) -> tuple:
+    """Run scan -> PARTIAL -> FINAL by (n, s, g) on one driver; return the answer and the FINAL step's stats."""
+    if not expect:
+        monkeypatch.setattr(StringKeyTable, "expect", lambda self, strings, rows: False)
+    session = Session(device=device_name, drivers=1, batch_rows=batch_rows, partial_aggregation_abandon_rows=1)
+    session.register("t", table, split_rows=batch_rows)
+    plan = (PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["n", "s", "g"], AGGREGATES)
+            .final_aggregation().plan())
+    result = session.execute(plan)
+    monkeypatch.undo()
+    return result, _final_runtime(session, plan, str(plan.id))
+
+
+def test_a_final_steps_string_key_of_a_string_a_row_is_sized_once(device_name, monkeypatch):
+    """The FINAL step after an abandoned PARTIAL step sizes a string key whose rows were nearly all new strings
+    (the names) for the keys it expects, as it sizes its table: the names' table grows once (the first batch),
+    where it grew batch by batch; the countries' table (7 strings) is left small. Answers as DuckDB's."""
+    import duckdb
+
+    groups = GROUPS[device_name]
+    table = _named_rows(groups, 1, 5)
+    connection = duckdb.connect()
+    connection.register("t", table)
+    expected = connection.sql("SELECT n, s, g, count(*) AS c, sum(v) AS sv, min(v) AS mv FROM t GROUP BY n, s, g"
+                              ).to_arrow_table()
+    before, before_stats = _final_string_growths(device_name, table, groups // 6, False, monkeypatch)
+    after, after_stats = _final_string_growths(device_name, table, groups // 6, True, monkeypatch)
+    assert_same_rows(before, expected)
+    assert_same_rows(after, expected)
+    assert before_stats.get("string_table_growths", 0) >= 2, before_stats
+    assert after_stats.get("string_tables_sized") == 1, after_stats
+    assert after_stats.get("string_table_growths", 0) <= 1, after_stats
