@@ -66,7 +66,6 @@ build-row order, the CUDA twin's scatter (atomics) in any order.
 
 from __future__ import annotations
 
-import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Sequence
@@ -92,18 +91,8 @@ from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_p
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words", "BLOOM_BITS_PER_KEY"]
 
 #: The threads (beyond the caller's) of parallel CPU builds, one pool per size (:func:`_on_build_threads`).
-_build_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce()
-
-
-def _forget_build_pools_after_fork() -> None:
-    """Drop the build pools in a forked child: their threads stayed in the parent, so their queues would never be
-    read (a build would wait for ever); the child makes its own on its first parallel build."""
-    global _build_pools
-    _build_pools = MadeOnce()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_build_pools_after_fork)
+#: A forked child starts without them (their threads stayed in the parent) and makes its own on its first build.
+_build_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce(forget_in_forked_child=True)
 
 
 def _on_build_threads(threads: int, part: Callable[[int], Any]) -> list[Any]:

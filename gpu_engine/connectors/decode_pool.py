@@ -44,7 +44,7 @@ DECODE_THREAD_PREFIX = "gpu_engine-decode"
 #: copy, and a 100-core host would keep 100 threads for it.
 MAX_DEFAULT_DECODE_THREADS = 16
 
-_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce()
+_pools: MadeOnce[int, ThreadPoolExecutor] = MadeOnce(forget_in_forked_child=True)  # a child makes its own
 
 
 def default_decode_threads(reserved: int = 0) -> int:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import threading
 import weakref
 from typing import Callable, Generic, Hashable, TypeVar
@@ -20,9 +21,17 @@ class MadeOnce(Generic[K, V]):
     read without taking a lock every time: a dict read first, then a second look under the lock.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, forget_in_forked_child: bool = False) -> None:
+        """``forget_in_forked_child``: a forked child starts empty (for values that hold threads, e.g. thread pools:
+        their threads stay in the parent, so a child using them would wait for ever on queues nobody reads)."""
         self._values: dict[K, V] = {}
         self._lock = threading.Lock()
+        if forget_in_forked_child:
+            _FORGOTTEN_IN_CHILD.add(self)
+
+    def _forget(self) -> None:
+        self._values = {}
+        self._lock = threading.Lock()  # another thread may have held it at the fork: it never lets go in the child
 
     def get(self, key: K, make: Callable[[], V]) -> V:
         """Return the value of ``key``, calling ``make()`` (once, under the lock) when there is none yet."""
@@ -33,6 +42,18 @@ class MadeOnce(Generic[K, V]):
                 if value is None:
                     value = self._values[key] = make()
         return value
+
+
+_FORGOTTEN_IN_CHILD: "weakref.WeakSet[MadeOnce]" = weakref.WeakSet()
+
+
+def _forget_in_forked_child() -> None:
+    for made in list(_FORGOTTEN_IN_CHILD):
+        made._forget()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_in_forked_child)
 
 
 class MadePerNode(Generic[V]):
