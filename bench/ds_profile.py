@@ -5,8 +5,9 @@ at every reference (:mod:`gpu_engine.sql.shared_ctes`), which is not what ``Sess
 or more computed once into a temporary table first). This runs the query as ``Session.sql`` does (after
 ``--warm`` runs), keeps each Task it executes, and prints per Task its wall time and explain-analyze, then the
 plan nodes by operator time over all Tasks, beside DuckDB's time and its ``EXPLAIN ANALYZE`` (``--duckdb``).
-By default the profiled run's operator times are the driver thread's CPU (the load does not inflate them); its
-``blocked`` figures then mix two clocks and mean nothing (``--wall`` for the engine's own timers).
+The ranking of plan nodes uses each operator's driver-thread CPU time (explain-analyze's ``cpu``, which the load
+does not inflate; a split's decode on the prefetch pool is not the scan's), or ``--wall`` the wall time inside its
+calls; the explain-analyze text shows both.
 
     python -m bench.ds_profile 39 --sf 1 [--duckdb] [--top 20] [--full]
 """
@@ -37,9 +38,8 @@ def main() -> None:
     parser.add_argument("--full", action="store_true", help="print whole plan lines")
     parser.add_argument("--duckdb", action="store_true", help="also print DuckDB's EXPLAIN ANALYZE")
     parser.add_argument("--wall", action="store_true",
-                        help="operator times as wall time inside the calls (the engine's own); by default the profiled "
-                        "run times them by the driver thread's CPU time (time.thread_time), which a loaded machine "
-                        "does not inflate (a split's decode on the prefetch pool is then not the scan's)")
+                        help="rank plan nodes by the wall time inside their operators' calls, not the driver thread's "
+                        "CPU time")
     args = parser.parse_args()
 
     from bench.tpcds import query_text
@@ -72,17 +72,12 @@ def main() -> None:
         return result
 
     Session._execute_to_arrow = recorded
-    import types
-    import gpu_engine.exec.driver as driver_module
-    if not args.wall:  # the drivers' operator timers read the thread's CPU clock for this run
-        driver_module.time = types.SimpleNamespace(perf_counter=time.thread_time)
     try:
         w = time.perf_counter()
         session.sql(sql)
         wall = time.perf_counter() - w
     finally:
         Session._execute_to_arrow = execute
-        driver_module.time = time
     median = statistics.median
     for side, rows in samples.items():
         wall, cpu = median(r[0] for r in rows), median(r[1] for r in rows)
@@ -96,7 +91,7 @@ def main() -> None:
         print(format_plan(task.plan, node_stats_text(stats), full=args.full))
         for pipeline in stats.pipelines:
             for operator in pipeline.operators:
-                per_node.append((operator.cpu_seconds, number, operator.plan_node_id, operator.operator_type,
+                per_node.append((operator.wall_seconds if args.wall else operator.cpu_seconds, number, operator.plan_node_id, operator.operator_type,
                                  operator.input_rows, operator.output_rows))
     per_node.sort(reverse=True)
     total = sum(row[0] for row in per_node)
