@@ -60,6 +60,13 @@ DOMAIN_CORRELATIONS = [
     "u.k = t.k AND u.g < t.g", "u.w * 2 > t.k + t.g",
 ]  # (outer columns k and g only: the aggregating positions group by them)
 
+#: Correlations that may hold where an outer value is NULL (split on the outer column: correlation_domains).
+NULL_SAFE_CORRELATIONS = [
+    "u.k IS NOT DISTINCT FROM t.k", "u.k IS NOT DISTINCT FROM t.k AND u.g < t.g", "u.k IS DISTINCT FROM t.k",
+    "u.k = t.k OR (u.k IS NULL AND t.k IS NULL)", "u.k IS NOT DISTINCT FROM t.k AND u.g IS NOT DISTINCT FROM t.g",
+    "NOT (u.k IS DISTINCT FROM t.k)", "coalesce(u.k, 0) < coalesce(t.k, 2)",
+]
+
 
 def _table(rng: random.Random, rows: int, columns: str):
     import pyarrow as pa
@@ -72,7 +79,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="0:20", help="first:last (exclusive) seeds")
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--correlation", choices=("equality", "domain"), default="equality")
+    parser.add_argument("--correlation", choices=("equality", "domain", "null-safe"),
+                        default="equality")
     args = parser.parse_args(argv)
     import duckdb
 
@@ -90,9 +98,9 @@ def main(argv: list[str] | None = None) -> int:
             session.register(name, table)
             connection.register(name, table)
         for shape in SHAPES:
-            if args.correlation == "domain":
-                shape = shape.replace("u.k = t.k AND u.g = t.g", "u.k = t.k").replace(
-                    "u.k = t.k", rng.choice(DOMAIN_CORRELATIONS))
+            if args.correlation != "equality":
+                shape = shape.replace("u.k = t.k AND u.g = t.g", "u.k = t.k").replace("u.k = t.k", rng.choice(
+                    DOMAIN_CORRELATIONS if args.correlation == "domain" else NULL_SAFE_CORRELATIONS))
             for position in POSITIONS:
                 sql, total = position.format(s=shape), total + 1
                 try:

@@ -75,9 +75,10 @@ def rejects_null(conjunct: exp.Expression, column: exp.Column) -> bool:
     return False
 
 
-def _subqueries(select: exp.Select) -> list[tuple[exp.Expression, bool]]:
+def _subqueries(select: exp.Select) -> list[tuple[exp.Expression, bool, bool]]:
     """Return the subqueries of ``select``'s own scope (not FROM items), each as the node holding its SELECT (a
-    scalar ``Subquery``, an ``EXISTS``, IN's ``Subquery``, ANY / ALL), and whether it is a scalar subquery."""
+    scalar ``Subquery``, an ``EXISTS``, IN's ``Subquery``, ANY / ALL), whether it is a scalar subquery and whether
+    it stands in the WHERE clause."""
     found = []
     for key in ("expressions", "where", "group", "having", "order", "qualify"):
         value = select.args.get(key)
@@ -91,7 +92,7 @@ def _subqueries(select: exp.Select) -> list[tuple[exp.Expression, bool]]:
                 if isinstance(node, (exp.Subquery, exp.Exists, exp.Any, exp.All)):
                     predicate = isinstance(node.parent, (exp.In, exp.Any, exp.All))
                     if predicate or not isinstance(node.parent, _NOT_SCALAR):
-                        found.append((node, isinstance(node, exp.Subquery) and not predicate))
+                        found.append((node, isinstance(node, exp.Subquery) and not predicate, key == "where"))
                     continue
                 if isinstance(node, (exp.Select, exp.SetOperation)):
                     continue
@@ -190,7 +191,8 @@ def _null_safe_equality(conjunct: exp.Expression) -> exp.EQ | None:
 
 
 def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str, exp.Expression], synthetic_alias,
-               scalar: bool, known: frozenset = frozenset(), in_case: bool = False) -> exp.Expression | None:
+               scalar: bool, known: frozenset = frozenset(), in_case: bool = False,
+               split: bool = True) -> exp.Expression | None:
     """Return what replaces ``holder`` (a scalar ``Subquery``, ``EXISTS``, IN's ``Subquery``, ANY / ALL) where
     its subquery is correlated over a domain, else None.
 
@@ -201,6 +203,8 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
     DISTINCT FROM c`` is ``X = c`` (NULL and FALSE drop an inner row alike), a key equality, and the other
     conjuncts go over a domain of ``c``'s non-NULL values, joined back by equality: no NULL ``c`` reaches that
     branch. Each branch is rewritten again (another outer column, another domain) or left to its own path.
+    Not ``split``: a scalar subquery of a WHERE conjunct, whose typed Filter binds one subquery a conjunct
+    (``correlated_scalar_rows.lone_correlated_scalar``; two are refused there): left to the tree path.
     """
     query = holder.this
     found = _over_domain(query, outer_aliases, items, synthetic_alias, scalar, type(holder), known, in_case)
@@ -210,7 +214,7 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
         rewritten = holder.copy()
         rewritten.set("this", found)
         return rewritten
-    if not (scalar or isinstance(holder, exp.Exists)):
+    if not split or not (scalar or isinstance(holder, exp.Exists)):
         return None  # IN / ANY / ALL: the value's NULL answer is the mark join's; left to the tree path
     column = (found.table, found.name)
 
@@ -252,17 +256,18 @@ def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
     items = {item.alias_or_name: item for item in [from_.this] + [j.this for j in select.args.get("joins") or []]}
     outer_aliases = defined_aliases(select)
     rewrites, by_text = {}, {}
-    for n, (node, scalar) in enumerate(_subqueries(select)):
+    for n, (node, scalar, in_where) in enumerate(_subqueries(select)):
         if isinstance(node.this, exp.Select):
             text = node.sql()  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
             if text not in by_text:
-                by_text[text] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar)
+                by_text[text] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar,
+                                           split=not (scalar and in_where))
             if by_text[text] is not None:
                 rewrites[n] = by_text[text].copy()
     if not rewrites:
         return select
     select = select.copy()  # the caller's tree stays as written (a CTE's body is planned again where named)
-    for n, (node, _scalar) in enumerate(_subqueries(select)):
+    for n, (node, _scalar, _in_where) in enumerate(_subqueries(select)):
         if n in rewrites:
             node.replace(rewrites[n])
     return select

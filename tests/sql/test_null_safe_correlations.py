@@ -46,8 +46,8 @@ QUERIES = [
     "SELECT a, count(*) AS n, (SELECT count(*) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a) AS x FROM t GROUP BY a",
 ]
 
-#: a WHERE comparison with a scalar subquery is joined by the SQL planner itself (no typed subquery left)
-JOINED_BY_THE_PLANNER = [
+#: a scalar subquery of a WHERE conjunct is not split (the typed Filter binds one subquery a conjunct): the tree path
+ON_THE_TREE = [
     "SELECT a, c FROM t WHERE c > (SELECT min(t2.c) FROM t t2 WHERE t2.b IS NOT DISTINCT FROM t.a)",
 ]
 
@@ -55,7 +55,7 @@ JOINED_BY_THE_PLANNER = [
 def test_null_safe_correlations_match_duckdb_on_cpu(reference):
     # Unfused: the plans are the subject, and each new expression shape would compile a generated kernel.
     session = session_with_tables(TABLES, device="cpu", drivers=2, batch_rows=2, fuse=False)
-    assert_queries_match_duckdb(session, reference, QUERIES + JOINED_BY_THE_PLANNER, exact_types=True)
+    assert_queries_match_duckdb(session, reference, QUERIES + ON_THE_TREE, exact_types=True)
 
 
 def test_each_form_is_a_typed_subquery_before_the_rules():
