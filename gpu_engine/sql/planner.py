@@ -210,6 +210,18 @@ def _null_extended(items: list[tuple[exp.Expression, exp.Join | None]]) -> set[s
     return null_supplying
 
 
+def _shown_names(item: exp.Table, table: str, schema: pa.Schema) -> list[str]:
+    """Return the names a query reads a table's columns by: ``FROM t AS a(x, y)`` renames its first columns (DuckDB
+    keeps the rest's names); more names than columns are refused."""
+    alias = item.args.get("alias")
+    renamed = [column.name for column in alias.columns] if alias is not None and alias.columns else []
+    if len(renamed) > len(schema.names):
+        line, col = position_of(item)
+        raise SqlError(f"table {table!r} has {len(schema.names)} columns but the alias {alias.name!r} names "
+                       f"{len(renamed)}", line=line, col=col, name=alias.name)
+    return renamed + list(schema.names[len(renamed):])
+
+
 class QueryPlanner(PlanningContext):
     """Plan qualified sqlglot queries over ``catalog`` (see the module docstring; the state: its base class)."""
 
@@ -416,11 +428,13 @@ class QueryPlanner(PlanningContext):
                 line, col = position_of(item)
                 raise SqlError(f"unknown table {table!r}", line=line, col=col, name=table)
             table, schema = matches[0], self.catalog[matches[0]]
-        by_lower = {name.lower(): name for name in schema.names}
+        shown = _shown_names(item, table, schema)  # FROM t AS a(x, y): the columns' names in the query
+        by_lower = {name.lower(): stored for name, stored in zip(shown, schema.names)}
         wanted = [by_lower[name.lower()] for name in dict.fromkeys(n for a, n in needed if a == alias)
                   if name.lower() in by_lower]
         wanted = [name for name in schema.names if name in wanted] or [schema.names[0]]
-        internal = [self._fresh(name, alias) for name in wanted]
+        visible = dict(zip(schema.names, shown))
+        internal = [self._fresh(visible[name], alias) for name in wanted]
         statistics = self.statistics.get(table)
         rows = statistics.rows if statistics is not None else float(DEFAULT_TABLE_ROWS)
         try:
@@ -429,8 +443,8 @@ class QueryPlanner(PlanningContext):
                 builder = builder.project([f"{quoted(w)} AS {quoted(i)}" for w, i in zip(wanted, internal)])
         except PlanError as error:
             raise self._plan_error(error, item) from None
-        columns = {(alias, w.lower()): i for w, i in zip(wanted, internal)}
-        columns.update({(alias, w): i for w, i in zip(wanted, internal)})
+        columns = {(alias, visible[w].lower()): i for w, i in zip(wanted, internal)}
+        columns.update({(alias, visible[w]): i for w, i in zip(wanted, internal)})
         stats = {}
         for w, i in zip(wanted, internal):
             if statistics is not None and w in statistics.columns:
