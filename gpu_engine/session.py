@@ -171,6 +171,12 @@ class Session:
         for view in [v for v in self._views if v.lower() == name.lower()]:  # the name is the table's now
             del self._views[view]
 
+    def register_file_table(self, name: str, table: RegisteredTable) -> None:
+        """Register the table of a file source a SQL text names (:mod:`gpu_engine.sql.file_sources`) under ``name``;
+        a new object where the files changed, so plan_cache plans the text anew."""
+        self._tables[name] = table
+        self.uncache(name)
+
     def _register_cudf(self, name: str, source, split_rows: int | None, column_names) -> RegisteredTable:
         from gpu_engine.connectors.cudf_interop import batch_from_cudf, cudf_to_arrow
 
@@ -395,12 +401,14 @@ class Session:
         :attr:`plan_cache`.
         """
         from gpu_engine.sql import check_dialect
+        from gpu_engine.sql.file_sources import register_file_sources
         from gpu_engine.sql.views import expand
 
         self._check_open()
         check_dialect(dialect)  # before the cache is keyed by it
         expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.views)
         with expansion.positions_as_written():  # an error points into the text as written
+            register_file_sources(self, expansion.text, dialect)  # FROM 'x.parquet' (gpu_engine.sql.file_sources)
             return self.plan_cache.plan(expansion.text, dialect, self._lasting_tables(),
                                         lambda: self._plan_sql(expansion.text, dialect))
 

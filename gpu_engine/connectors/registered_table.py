@@ -328,6 +328,12 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
         files = (str(path),)
     else:
         raise FileNotFoundError(f"table {name!r}: {path} is neither a Parquet file nor a directory")
+    return register_files(name, files, split_rows)
+
+
+def register_files(name: str, files: tuple[str, ...], split_rows: int | None = None) -> RegisteredTable:
+    """Describe the Parquet ``files`` as one table named ``name`` (:func:`register_source`'s checks), e.g. a glob's
+    matches (:mod:`gpu_engine.sql.file_sources`)."""
     schema = _engine_schema(_file_schema(name, files[0]), name, files[0])
     if not len(schema):  # (a query over it failed while planning, asking for a bug report; DuckDB refuses the file)
         raise DataSourceError(f"table {name!r}: {files[0]} has no columns; a table needs at least one")

@@ -40,6 +40,7 @@ from gpu_engine.sql.duckdb_names import (
     SPELLED_KINDS, duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
 )
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
+from gpu_engine.sql.file_sources import mentions_files, with_file_tables
 from gpu_engine.sql.samples import with_samples_as_random_filters
 from gpu_engine.sql.semi_anti_joins import with_semi_anti_joins_as_exists
 from gpu_engine.sql.named_windows import with_named_windows_inlined
@@ -137,6 +138,8 @@ def _parse(text: str, dialect: str, catalog: Mapping[str, pa.Schema] | None = No
     if not isinstance(text, str) or not text.strip():
         raise SqlError("expected the text of a SELECT query")
     tree = balance_connectives(parse_one_statement(text, dialect))  # before any pass recurses into a long AND/OR chain
+    if mentions_files(text):  # FROM 'x.parquet' / read_parquet(...): the Session's table of the files
+        tree = with_file_tables(tree, catalog)  # (gpu_engine.sql.file_sources)
     tree = values_statement_as_select(tree)  # a bare VALUES … is a query (gpu_engine.sql.values_lists)
     if not isinstance(tree, exp.Query):
         line, col = position_of(tree)
