@@ -161,6 +161,7 @@ def _positions_in_statement(line: int, col: int):
 
 def _create_view(session: "Session", create: exp.Create, text: str, dialect: str) -> pa.Table:
     from gpu_engine.sql import RegisteredStatistics, plan_sql
+    from gpu_engine.sql.file_sources import register_file_sources
 
     _properties(create, "CREATE VIEW", dialect)
     table, names = _target(create)
@@ -175,6 +176,7 @@ def _create_view(session: "Session", create: exp.Create, text: str, dialect: str
     candidate[name] = View(name, body, dialect, ())
     with _positions_in_statement(line, col):  # errors point into the statement, not into its query alone
         expanded = expand_views(body, candidate, dialect, reading=(name,))
+        register_file_sources(session, expanded, dialect)  # a view over 'x.parquet' (gpu_engine.sql.file_sources)
         plan = plan_sql(expanded, session.catalog, RegisteredStatistics(session._tables), dialect=dialect)
     planned = list(plan.output_schema.names)
     if len(names) > len(planned):

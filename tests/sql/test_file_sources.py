@@ -64,6 +64,14 @@ def test_an_alias_renames_a_registered_tables_columns(files):
         session.sql("SELECT * FROM k AS t(a, b, c)")
 
 
+def test_views_and_tables_over_files(files):
+    session = Session(device="cpu", compile_mode="lowest")
+    session.sql("CREATE VIEW v AS SELECT a FROM 'k.parquet' WHERE a > 1")
+    assert session.sql("SELECT sum(a) AS t FROM v").column("t").to_pylist() == [13]
+    session.sql("CREATE TABLE c AS SELECT a FROM 'd/*.parquet' WHERE a IS NOT NULL")
+    assert session.sql("SELECT count(*) AS n FROM c").column("n").to_pylist() == [5]
+
+
 def test_a_directory_reads_its_parquet_files(files):
     session = Session(device="cpu", compile_mode="lowest")
     assert session.sql("SELECT count(*) AS n FROM 'd/'").column("n").to_pylist() == [6]
