@@ -40,7 +40,7 @@ from gpu_engine.sql.duckdb_names import (
     SPELLED_KINDS, duckdb_column_name, name_derived_projections, note_current_date_names, note_written_names,
 )
 from gpu_engine.sql.errors import SqlError, did_you_mean, parse_error_text, position_of
-from gpu_engine.sql.file_sources import mentions_files, with_file_tables
+from gpu_engine.sql.file_sources import FILE_TABLE_PREFIX, mentions_files, with_file_tables
 from gpu_engine.sql.samples import with_samples_as_random_filters
 from gpu_engine.sql.semi_anti_joins import with_semi_anti_joins_as_exists
 from gpu_engine.sql.named_windows import with_named_windows_inlined
@@ -181,7 +181,8 @@ def _check_tables(tree: exp.Expression, catalog: Mapping[str, pa.Schema]) -> Non
             continue
         line, col = position_of(table)
         raise SqlError(f"unknown table {name!r}", line=line, col=col, name=name,
-                       candidates=did_you_mean(name, list(catalog) + list(cte_names)))
+                       candidates=did_you_mean(name, [t for t in catalog if not t.startswith(FILE_TABLE_PREFIX)]
+                                               + list(cte_names)))  # (not the tables of files named in SQL text)
 
 
 _UNRESOLVED = re.compile(r"Column '([^']+)' could not be resolved(?: for table: '([^']*)')?")
