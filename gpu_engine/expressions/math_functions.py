@@ -149,20 +149,31 @@ def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> C
     scale = scale_of(column.dtype)
     if digits >= scale:
         return Column(dtype, column.data, column.validity)
-    drop = scale - digits  # digits to remove, from the scaled integer
-    if drop > 18:  # rounding at a place above every int64 value: 0 (DuckDB: round(5, -20) = 0)
+    return _rounded_exact(device, column, values, digits, dtype, "ROUND", lambda power: divide_round_half_away(
+        xp, values, power))
+
+
+def _rounded_exact(device: Device, column: Column, values, digits: int, dtype: pa.DataType, name: str,
+                   divide) -> Column:
+    """Return an integer or decimal ``column`` (its exact scaled ``values``) rounded to ``digits`` by
+    ``divide(power)`` (the scaled values over ``power``, rounded as the function rounds), in ``dtype``: ROUND and
+    ROUND_EVEN differ only in how they divide. Rounding at a place above every int64 value is 0 (DuckDB:
+    round(5, -20) = 0); a result past ``dtype`` raises DuckDB's overflow error."""
+    xp = device.xp
+    drop = scale_of(column.dtype) - digits  # digits to remove, from the scaled integer
+    if drop > 18:
         rounded = xp.zeros_like(values)
     else:
-        rounded = divide_round_half_away(xp, values, POWERS_OF_TEN[drop])
+        rounded = divide(POWERS_OF_TEN[drop])
         if digits < 0:
             raise_at_first(device, xp.abs(rounded) > (2**63 - 1) // POWERS_OF_TEN[-digits], column.validity,
-                           f"Overflow in ROUND of {column.dtype}")
+                           f"Overflow in {name} of {column.dtype}")
             rounded = rounded * np.int64(POWERS_OF_TEN[-digits])
     if is_integer(dtype):
         low, high = _integer_bounds(dtype)
-        raise_at_first(device, (rounded < low) | (rounded > high), column.validity, "Overflow in ROUND of integer")
+        raise_at_first(device, (rounded < low) | (rounded > high), column.validity, f"Overflow in {name} of integer")
         return Column(dtype, rounded.astype(column.data.dtype), column.validity)
-    return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round"), column.validity)
+    return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, name.lower()), column.validity)
 
 
 def _round_even(device: Device, column: Column, digits: int, dtype: pa.DataType) -> Column:
@@ -177,24 +188,14 @@ def _round_even(device: Device, column: Column, digits: int, dtype: pa.DataType)
     if digits >= scale:
         return Column(dtype, column.data, column.validity)
     values = _exact(device, column, "round_even")
-    drop = scale - digits
-    if drop > 18:  # rounding at a place above every int64 value: 0
-        rounded = xp.zeros_like(values)
-    else:
-        power = POWERS_OF_TEN[drop]
+
+    def divide_half_to_even(power: int):
         remainder = xp.remainder(values, np.int64(power))  # floored: 0 <= remainder < power
         quotient = (values - remainder) // np.int64(power)
         up = (2 * remainder > power) | ((2 * remainder == power) & (xp.remainder(quotient, 2) == 1))
-        rounded = quotient + up.astype(xp.int64)
-        if digits < 0:
-            raise_at_first(device, xp.abs(rounded) > (2**63 - 1) // POWERS_OF_TEN[-digits], column.validity,
-                           f"Overflow in ROUND_EVEN of {column.dtype}")
-            rounded = rounded * np.int64(POWERS_OF_TEN[-digits])
-    if is_integer(dtype):
-        low, high = _integer_bounds(dtype)
-        raise_at_first(device, (rounded < low) | (rounded > high), column.validity, "Overflow in ROUND_EVEN of integer")
-        return Column(dtype, rounded.astype(column.data.dtype), column.validity)
-    return Column(dtype, fit_to_type(device, rounded, dtype, column.validity, "round_even"), column.validity)
+        return quotient + up.astype(xp.int64)
+
+    return _rounded_exact(device, column, values, digits, dtype, "ROUND_EVEN", divide_half_to_even)
 
 
 #: The trigonometric functions: name -> the device array operation (``cot(0)`` is infinity, as in DuckDB).
