@@ -1112,7 +1112,10 @@ class Moments(AggregateFunction):
 
     def _settled(self, xp: Any, arrays: dict[str, Any]) -> dict[str, Any]:
         """Return ``arrays`` with the groups a fused CUDA twin kept as shifted sums in the Welford form (the
-        vector form of :meth:`_emit_settle`; see the comment above :attr:`fusable`)."""
+        vector form of :meth:`_emit_settle`; see the comment above :attr:`fusable`). A state without batch sums (a
+        window frame's moments, :func:`~gpu_engine.kernels.window_moments.frame_comoments`) is in that form."""
+        if "batch_n" not in arrays:
+            return arrays
         sums = arrays["batch_n"]
         summed = sums > 0
         n = xp.where(summed, sums, 1).astype(xp.float64)

@@ -229,9 +229,8 @@ def test_a_bare_name_several_from_items_have_is_ambiguous(sql, holders, column):
     ("SELECT array_agg(l_quantity) FROM lineitem", "aggregate function array_agg"),
     # (a subquery under OR and COUNT in a correlated scalar subquery are planned since 22fb052:
     # tests/sql/test_correlated_subqueries_in_expressions.py checks them against DuckDB)
-    ("SELECT o_orderkey FROM orders WHERE o_totalprice > (SELECT max(l_quantity) FROM lineitem "
-     "WHERE l_orderkey < o_orderkey GROUP BY l_shipdate)", "GROUP BY in a correlated scalar subquery correlated by "
-     "other than column equalities"),
+    # (a GROUP BY in a scalar subquery correlated by other than column equalities is planned since c8e19bf, over the
+    # outer values' domain: tests/optimizer/test_domain_correlated_scalars.py checks such texts against DuckDB)
     ("SELECT o_orderkey FROM orders LEFT JOIN lineitem ON l_orderkey = o_orderkey AND l_quantity > "
      "(SELECT min(x.l_quantity) FROM lineitem x WHERE x.l_shipdate = lineitem.l_shipdate AND x.l_orderkey < o_orderkey)",
      "a subquery in a JOIN's ON condition reading columns of several FROM items"),
