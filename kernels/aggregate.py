@@ -52,6 +52,7 @@ __all__ = [
     "MOMENT_BATCH_STATE",
     "PIVOT_SCALE",
     "HUGE_PIVOT",
+    "WIDE_DEVIATION",
     "group_bits",
     "group_keep_any",
     "BIT_OPERATIONS",
@@ -660,8 +661,31 @@ _PIVOT_SCALE = 2.0 ** -64
 #: (a co-moment inf * 0). A nonzero deviation from such a pivot is at least its ulp (2**460), so the scaling is
 #: exact; below it the sums are the plain ones, bit for bit.
 _HUGE_PIVOT = 2.0 ** 512
-#: The two constants as the fused aggregation kernel's moments read them (gpu_engine.aggregation.functions.Moments).
-PIVOT_SCALE, HUGE_PIVOT = _PIVOT_SCALE, _HUGE_PIVOT
+#: A co-deviation whose factor is at least this large is summed times :data:`_PIVOT_SCALE` (``huge_c``): the true
+#: co-moment of (1.5e308, 3) x3, (7, 5), (2, 1e-300) is 0.9e308, but its single products from the mean are
+#: -1.98e308 and +2.52e308, which rounded to -inf and +inf and summed to NaN on CUDA (DuckDB: -inf, +inf or
+#: 1.8e307 by the rows' order). Below it ``count * dx * dy`` stays under 2**959 and the sums are the plain ones.
+_WIDE_DEVIATION = 2.0 ** 448
+#: The constants as the fused aggregation kernel's moments read them (gpu_engine.aggregation.functions.Moments).
+PIVOT_SCALE, HUGE_PIVOT, WIDE_DEVIATION = _PIVOT_SCALE, _HUGE_PIVOT, _WIDE_DEVIATION
+
+
+@njit(nogil=True, cache=True)
+def _scaled_product(a, b):
+    """Return ``a * b * 2**-64`` with the larger factor scaled, so a small one does not go subnormal first."""
+    return (a * _PIVOT_SCALE) * b if abs(a) >= abs(b) else a * (b * _PIVOT_SCALE)
+
+
+@njit(nogil=True, cache=True)
+def _settle_comoment(plain, huge, correction):
+    """Return the co-deviation sum ``plain + huge * 2**64 - correction`` (``huge`` the scaled products of
+    :data:`_WIDE_DEVIATION` factors): in units of 2**-64 where ``huge`` holds any, so a sum whose terms passed the
+    largest double is finite where it is; a sum already infinite stays as it is (DuckDB's inf)."""
+    if abs(plain) == np.inf or abs(huge) == np.inf:
+        return plain + huge
+    if huge == 0.0:
+        return plain - correction
+    return ((plain * _PIVOT_SCALE + huge) - correction * _PIVOT_SCALE) / _PIVOT_SCALE
 
 
 @njit(nogil=True, cache=True)
@@ -679,7 +703,7 @@ def _moment_sums_cpu(group_ids, validity, has_validity, raw, counts, kx, rx, ky,
 
 @njit(nogil=True, cache=True)
 def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, m2x, m2y, cxy, paired,
-                           batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy):
+                           batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, huge_c):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -699,7 +723,11 @@ def _moment_deviations_cpu(group_ids, validity, has_validity, raw, counts, kx, r
                     dy += ry[i]
                 batch_dy[g] += n * dy * (_PIVOT_SCALE if abs(pivot_y) >= _HUGE_PIVOT else 1.0)
                 batch_m2y[g] += n * dy * dy + (0.0 if raw else m2y[i])
-                batch_c[g] += n * dx * dy + (0.0 if raw else cxy[i])
+                if abs(dx) >= _WIDE_DEVIATION or abs(dy) >= _WIDE_DEVIATION:
+                    batch_c[g] += 0.0 if raw else cxy[i]
+                    huge_c[g] += n * _scaled_product(dx, dy)
+                else:
+                    batch_c[g] += n * dx * dy + (0.0 if raw else cxy[i])
 
 
 @njit(nogil=True, cache=True)
@@ -751,7 +779,7 @@ def _moment_rows_cpu(group_ids, validity, has_validity, kx, ky, paired, count, s
 
 
 @njit(nogil=True, cache=True)
-def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c,
+def _moment_join(nb, sx, sy, bm2x, bm2y, bc, hc, bdx, bdy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c,
                  paired):
     """Return a group's state joined with its batch moments (Chan et al.'s pairwise update), as scalars.
 
@@ -773,8 +801,7 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, s
     if paired:
         if abs(bm2y) != np.inf:
             bm2y -= offset_y * bdy / scale_y
-        if abs(bc) != np.inf:
-            bc -= offset_x * bdy / scale_y
+        bc = _settle_comoment(bc, hc, offset_x * bdy / scale_y)
     if count == 0:
         return first_x, offset_x, first_y, offset_y, bm2x, bm2y, bc
     na = np.float64(count)
@@ -793,7 +820,7 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, bdx, bdy, count, shift_x, mean_x, s
 
 @njit(nogil=True, cache=True)
 def _moment_join_cpu(group_ids, validity, has_validity, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
-                     batch_c, batch_dx, batch_dy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
+                     batch_c, batch_dx, batch_dy, huge_c, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
     for i in range(group_ids.shape[0]):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -803,12 +830,13 @@ def _moment_join_cpu(group_ids, validity, has_validity, paired, batch_n, batch_s
             batch_n[g] = 0
             p = g if paired else 0
             shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-                np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], batch_dx[g],
-                batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p], paired)
+                np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], huge_c[p],
+                batch_dx[g], batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p],
+                paired)
             count[g] += taken
             batch_sx[g] = batch_m2x[g] = batch_dx[g] = 0.0
             if paired:
-                batch_sy[g] = batch_m2y[g] = batch_c[g] = batch_dy[g] = 0.0
+                batch_sy[g] = batch_m2y[g] = batch_c[g] = batch_dy[g] = huge_c[g] = 0.0
 
 
 @cuda.jit
@@ -826,7 +854,8 @@ def _moment_sums_cuda(group_ids, validity, has_validity, raw, counts, kx, rx, ky
 
 @cuda.jit
 def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, kx, rx, ky, ry, m2x, m2y, cxy, paired,
-                            batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy):
+                            batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy,
+                            huge_c):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -845,12 +874,16 @@ def _moment_deviations_cuda(group_ids, validity, has_validity, raw, counts, kx, 
                         dy += ry[i]
                     cuda.atomic.add(batch_dy, g, n * dy * (_PIVOT_SCALE if abs(pivot_y) >= _HUGE_PIVOT else 1.0))
                     cuda.atomic.add(batch_m2y, g, n * dy * dy + (0.0 if raw else m2y[i]))
-                    cuda.atomic.add(batch_c, g, n * dx * dy + (0.0 if raw else cxy[i]))
+                    if abs(dx) >= _WIDE_DEVIATION or abs(dy) >= _WIDE_DEVIATION:
+                        cuda.atomic.add(batch_c, g, 0.0 if raw else cxy[i])
+                        cuda.atomic.add(huge_c, g, n * _scaled_product(dx, dy))
+                    else:
+                        cuda.atomic.add(batch_c, g, n * dx * dy + (0.0 if raw else cxy[i]))
 
 
 @cuda.jit
 def _moment_join_cuda(group_ids, validity, has_validity, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
-                      batch_c, batch_dx, batch_dy, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
+                      batch_c, batch_dx, batch_dy, huge_c, count, shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c):
     for i in range(cuda.grid(1), group_ids.shape[0], cuda.gridsize(1)):
         if not has_validity or validity[i]:
             g = group_ids[i]
@@ -858,7 +891,7 @@ def _moment_join_cuda(group_ids, validity, has_validity, paired, batch_n, batch_
             if taken != 0:
                 p = g if paired else 0
                 shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g], m2_y[p], c[p] = _moment_join(
-                    np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p],
+                    np.float64(taken), batch_sx[g], batch_sy[p], batch_m2x[g], batch_m2y[p], batch_c[p], huge_c[p],
                     batch_dx[g], batch_dy[p], count[g], shift_x[g], mean_x[g], shift_y[p], mean_y[p], m2_x[g],
                     m2_y[p], c[p], paired)
                 count[g] += taken
@@ -870,12 +903,14 @@ def _moment_join_cuda(group_ids, validity, has_validity, paired, batch_n, batch_
                     batch_m2y[g] = 0.0
                     batch_c[g] = 0.0
                     batch_dy[g] = 0.0
+                    huge_c[g] = 0.0
 
 
 #: The per-group arrays of :func:`group_moments`' state (the ``y`` ones only over two variables): the
 #: moments, then the batch sums (zero between batches).
 MOMENT_STATE = ("count", "shift_x", "mean_x", "shift_y", "mean_y", "m2_x", "m2_y", "c")
-MOMENT_BATCH_STATE = ("batch_n", "batch_sx", "batch_sy", "batch_m2x", "batch_m2y", "batch_c", "batch_dx", "batch_dy")
+MOMENT_BATCH_STATE = ("batch_n", "batch_sx", "batch_sy", "batch_m2x", "batch_m2y", "batch_c", "batch_dx", "batch_dy",
+                      "huge_c")
 
 
 def _fold_rows_in_order(device: Device, group_ids: Any, validity: Any, has_validity: bool, kx: Any, ky: Any,
@@ -933,15 +968,15 @@ def group_moments(device: Device, group_ids: Any, validity: Any | None, x: Any, 
     if raw and _fold_rows_in_order(device, group_ids, validity, has_validity, kx, ky, paired,
                                    [state.get(name, dummy) for name in MOMENT_STATE]):
         return
-    batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy = (
+    batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, huge_c = (
         state.get(name, dummy) for name in MOMENT_BATCH_STATE)
     launch_twin(device, n, _moment_sums_cpu, _moment_sums_cuda, group_ids, validity, has_validity, raw, counts,
                 kx, rx, ky, ry, paired, batch_n, batch_sx, batch_sy)
     launch_twin(device, n, _moment_deviations_cpu, _moment_deviations_cuda, group_ids, validity, has_validity, raw,
                 counts, kx, rx, ky, ry, m2x, m2y, cxy, paired, batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y,
-                batch_c, batch_dx, batch_dy)
+                batch_c, batch_dx, batch_dy, huge_c)
     launch_twin(device, n, _moment_join_cpu, _moment_join_cuda, group_ids, validity, has_validity, paired,
-                batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy,
+                batch_n, batch_sx, batch_sy, batch_m2x, batch_m2y, batch_c, batch_dx, batch_dy, huge_c,
                 *(state.get(name, dummy) for name in MOMENT_STATE))
 
 

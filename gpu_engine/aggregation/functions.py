@@ -752,7 +752,7 @@ class Product(AggregateFunction):
 
 #: A deviation at least this large folds its square (and its co-deviation's product) into the scaled sums
 #: (``huge_*``): below it ``count * d * d`` stays under 2**959; above it the square is kept times 2**-64.
-_WIDE_DEVIATION = 2.0 ** 448
+_WIDE_DEVIATION = kernels.WIDE_DEVIATION
 
 
 def _constants() -> list[str]:

@@ -53,3 +53,36 @@ def test_raw_rows_fold_into_each_groups_moments_across_batches(device, device_na
         assert host["m2_y"][g] == pytest.approx(((gy - gy.mean()) ** 2).sum(), rel=1e-9)
         assert host["c"][g] == pytest.approx(((gx - gx.mean()) * (gy - gy.mean())).sum(), rel=1e-9)
     assert not any(host[name].any() for name in MOMENT_BATCH_STATE)  # zero between batches
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")  # cuda-sim: NumPy scalars warn
+@pytest.mark.parametrize("partial", [False, True], ids=["rows", "partial-states"])
+def test_co_deviations_whose_products_pass_the_largest_double_to_both_signs_sum_to_the_finite_co_moment(
+        device, device_name, partial):
+    """Five rows whose co-moment is 0.9e308 but whose products from the mean are -1.98e308 and +2.52e308: the
+    three passes summed them as -inf + inf, NaN (the covar_pop of stop 52's cuda-sim probe; DuckDB's Welford
+    gives -inf, +inf or 1.8e307 by the rows' order). Partial states of one row each take the same passes on
+    every device (a merging step), raw rows on all but the CPU, which takes Welford's order (-inf here)."""
+    if device_name == "cpu" and not partial:
+        pytest.skip("the CPU folds raw rows by Welford's update, in order (DuckDB's -inf for this order)")
+    x = np.array([1.5e308, 1.5e308, 1.5e308, 7.0, 2.0])
+    y = np.array([3.0, 3.0, 3.0, 5.0, 1e-300])
+    xp = device.xp
+    state = {name: xp.zeros(1, dtype=xp.int64 if name in ("count", "batch_n") else xp.float64)
+             for name in MOMENT_STATE + MOMENT_BATCH_STATE}
+    rows = None
+    if partial:
+        rows = {name: xp.zeros(5, dtype=xp.int64 if name == "count" else xp.float64)
+                for name in ("count", "mean_x", "mean_y", "m2_x", "m2_y", "c")}
+        rows["count"] = xp.ones(5, dtype=xp.int64)
+    with np.errstate(over="ignore", invalid="ignore"):
+        group_moments(device, xp.zeros(5, dtype=xp.int32), None, xp.asarray(x), xp.asarray(y), rows, state)
+    host = {name: device.to_host(array) for name, array in state.items()}
+    from fractions import Fraction
+
+    fx, fy = [Fraction(v) for v in x], [Fraction(v) for v in y]
+    mx, my = sum(fx) / 5, sum(fy) / 5
+    exact = float(sum((a - mx) * (b - my) for a, b in zip(fx, fy)))
+    assert host["count"][0] == 5
+    assert host["c"][0] == pytest.approx(exact, rel=1e-12)  # was NaN
+    assert not any(host[name].any() for name in MOMENT_BATCH_STATE)
