@@ -6,13 +6,16 @@ each side builds a :class:`JoinHashTable` over the same normalized keys, alterna
 time of the thread (``time.thread_time``: the machine is shared) is reported, medians. Shapes: ``uniqueN`` (N
 distinct random int64 keys: hashed), ``dupN`` (N rows, 4 a key), ``fewN`` (N rows of 1,000 keys). Both sides'
 tables are checked to find every key's rows equally for a sample of keys. ``--threads T`` builds this tree's side
-with T threads (a join of T build drivers; the base side takes none), and then the process's CPU time
-(user + sys of every thread) and the wall are reported instead.
+with T threads (a join of T build drivers), and the base side too where its ``JoinHashTable`` takes a thread
+count (revisions since the parallel build, 6924557; older ones build on one thread: then the A/B compares the
+parallel build with the serial one); the process's CPU time (user + sys of every thread) and the wall are reported
+instead.
 """
 from __future__ import annotations
 
 import argparse
 import importlib.util
+import inspect
 import os
 import statistics
 import subprocess
@@ -54,6 +57,10 @@ def main() -> None:
     sides = {"base": base_class, "this": current.JoinHashTable}
     if args.threads:
         sides["this"] = lambda device, words, widths: current.JoinHashTable(device, words, widths, args.threads)
+        if len(inspect.signature(base_class).parameters) > 3:
+            sides["base"] = lambda device, words, widths: base_class(device, words, widths, args.threads)
+        else:
+            print(f"the base revision's JoinHashTable takes no thread count: it builds on one thread", flush=True)
     rng = np.random.default_rng(5)
     print(f"load before {os.getloadavg()}", flush=True)
     for shape in args.shapes:
