@@ -136,6 +136,7 @@ from gpu_engine.optimizer.predicate_pushdown import push_down_predicates
 from gpu_engine.optimizer.projection_pruning import prune_projections
 from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.optimizer.union_flattening import flatten_unions
+from gpu_engine.optimizer.unique_groupings import drop_unique_groupings
 from gpu_engine.plans.nodes import PlanNode
 
 __all__ = ["ESTIMATE_RULES", "RULES", "optimize_plan", "required_rewrites"]
@@ -174,11 +175,15 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 #: inner joins pre-aggregates the relations its aggregates read where the estimates say it pays (the region's
 #: joins keep the order :func:`order_joins` gave them; ``bench/ab.py eager-aggregation``;
 #: bench/results/2026-11-28-eager*.md), before build sides and partial steps, which then see the pre-aggregation.
+#: :func:`~gpu_engine.optimizer.unique_groupings.drop_unique_groupings` after it: a GROUP BY whose input is proven
+#: unique on its keys (the pre-aggregation's key joined to a column read and found unique in its table: TPC-H q10)
+#: is a projection (bench/results/2026-11-29-q10-s53.md).
 #: :func:`~gpu_engine.optimizer.exchange_keys.choose_exchange_keys` last: an aggregation over string keys hashes
 #: one fixed-width key of many estimated distinct values at its exchange (bench/results/2026-11-29-q10agg-s52.md).
 ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (
     order_joins,
     eager_aggregate,
+    drop_unique_groupings,
     build_smaller_sides,
     choose_partial_steps,
     choose_exchange_keys,

@@ -669,6 +669,92 @@ def _key_columns(table, columns: tuple, budget: int) -> list | None:
     return [pa.chunked_array(pieces[name]) for name in columns]
 
 
+#: The most rows of a table :func:`unique_column` reads whole to prove a column unique: past it, nothing is
+#: proven (the read runs while planning; TPC-H SF10's customer, 1.5M rows, is read, its orders, 15M, is not).
+UNIQUE_PROOF_MAX_ROWS = KEY_MATCH_MAX_READ_ROWS
+
+#: (the table's version, column) -> (proven, weak references to in-memory tables read), as :data:`_MATCHES`.
+_UNIQUE: dict[tuple, tuple] = {}
+
+
+def unique_column(table, column: str) -> bool:
+    """Return True when every row of registered ``table`` (Parquet files or an Arrow table) holds a distinct value
+    of integer or date ``column``, at most one of them NULL (unique as a grouping compares rows): read from the
+    rows, never estimated.
+
+    Why: a GROUP BY over a join whose keys hold a column unique in its table groups one row per value of it
+    where the other side is unique on the join key (:mod:`~gpu_engine.optimizer.unique_groupings`): the
+    aggregation, with its string keys' hashing, can go. ``min``/``max`` and a range equal to the rows say only
+    "about unique" (:func:`key_like`, for estimates); a wrong proof would be a wrong answer, so the column is
+    read whole (:data:`UNIQUE_PROOF_MAX_ROWS` at most) and a Parquet table's files must be as they were at
+    ``register`` (a file rewritten since is read anew by its scans, so a proof of its old rows proves nothing;
+    a table registered again is another object, and the plan cache then plans again). False where it cannot be
+    read or proven. Each answer once per process and file version, or per in-memory table object while it lives.
+    """
+    import numpy as np
+
+    from gpu_engine.errors import DataSourceError
+
+    try:
+        rows = _table_rows(table)
+        if not 0 < rows <= UNIQUE_PROOF_MAX_ROWS or not _as_registered(table):
+            return False
+        key = (_version(table), column)
+        kept = _UNIQUE.get(key)
+        if kept is not None and all(ref() is not None for ref in kept[1]):
+            return kept[0]
+        proven = False
+        read = _key_columns(table, (column,), UNIQUE_PROOF_MAX_ROWS)
+        array = read[0] if read else None
+        found = None
+        if array is not None and len(array) == rows:  # every row read
+            found = _integers(array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array)
+        if found is not None:
+            values, valid = found
+            proven = len(values) - int(valid.sum()) <= 1 and _distinct(values[valid])
+        if len(_UNIQUE) >= _MAX_MATCHES:
+            _UNIQUE.clear()
+        arrow_table = getattr(table, "table", None)
+        _UNIQUE[key] = (proven, (weakref.ref(arrow_table),) if isinstance(arrow_table, pa.Table) else ())
+        return proven
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError, MemoryError, KeyError):
+        return False
+
+
+def _version_now(table) -> tuple:
+    """A Parquet table's files' (path, size, modification time) read now (an in-memory table: ())."""
+    import os
+
+    return tuple((path, os.stat(path).st_size, os.stat(path).st_mtime_ns)
+                 for path in (getattr(table, "files", ()) or ()))
+
+
+def _distinct(values) -> bool:
+    """Return True when no two of int64 ``values`` are equal: counted per value where their range is at most a
+    few times their number (a key column: one pass), else sorted."""
+    import numpy as np
+
+    if not len(values):
+        return True
+    low, high = int(values.min()), int(values.max())
+    if high - low < 4 * len(values) + 1024:
+        return int(np.bincount(values - low).max()) <= 1
+    return len(np.unique(values)) == len(values)
+
+
+def _as_registered(table) -> bool:
+    """Return True for an in-memory table, or a Parquet table whose every file has the size and modification time
+    it had at ``register`` (a table without registered versions: False, nothing says its files are the ones
+    planned over)."""
+    if isinstance(getattr(table, "table", None), pa.Table):
+        return True
+    files = tuple(getattr(table, "files", ()) or ())
+    versions = tuple(getattr(table, "versions", ()) or ())
+    if not files or len(versions) != len(files):
+        return False
+    return all((f.size, f.modified_ns) == tuple(v) for f, v in zip(map(table.footer, files), versions))
+
+
 class RegisteredStatistics(Mapping):
     """Table name -> statistics of a session's registered tables, each computed when the planner first asks.
 
@@ -681,6 +767,7 @@ class RegisteredStatistics(Mapping):
         self._tables = tables
         self._computed: dict[str, TableStatistics] = dict(known or {})
         self._matches: dict[tuple, float | None] = {}
+        self._unique: dict[tuple, bool] = {}
 
     def __getitem__(self, name: str) -> TableStatistics:
         if name not in self._computed:
@@ -695,6 +782,33 @@ class RegisteredStatistics(Mapping):
         if key not in self._matches:  # (a join search estimates one join many times)
             self._matches[key] = key_match_divisor(self._tables[a], a_columns, self._tables[b], b_columns)
         return self._matches[key]
+
+    def unique_column(self, table: str, column: str) -> bool:
+        """Return :func:`unique_column` of registered table ``table`` (False for a table not registered); each
+        table proven so is remembered (:meth:`relied_on`)."""
+        if table not in self._tables:
+            return False
+        key = (table, column)
+        if key not in self._unique:
+            self._unique[key] = unique_column(self._tables[table], column)
+        return self._unique[key]
+
+    def relied_on(self) -> tuple:
+        """Return what the proofs :meth:`unique_column` gave hold for: per table proven, its name, the table object
+        (weakly) and its files' versions. Why: a plan optimized with a proof is kept by identity
+        (:class:`~gpu_engine.planning.prepared_plans.PreparedPlans`) and must not run once the table is another
+        object or a file of it was rewritten (:meth:`holds`)."""
+        names = dict.fromkeys(name for (name, _), proven in self._unique.items() if proven)
+        return tuple((name, weakref.ref(self._tables[name]), _version_now(self._tables[name])) for name in names)
+
+    def holds(self, relied_on: tuple) -> bool:
+        """Return True while every table of ``relied_on`` (:meth:`relied_on`) is registered as the same object
+        with its files unchanged."""
+        try:
+            return all(self._tables.get(name) is table() and _version_now(table()) == versions
+                       for name, table, versions in relied_on)
+        except OSError:
+            return False
 
     def __iter__(self):
         return iter(self._tables)

@@ -23,9 +23,12 @@ grouped by a superset of it. The facts, conservatively:
   by the column it equals on the other side; left/right joins keep the preserved side's sets when the other
   side is unique on its keys, semi and anti joins the kept side's;
 * a nested-loop join with one side of at most one row keeps the other side's sets;
-* order, limits, windows and a one-input local exchange keep the sets whose columns they output.
+* order, limits, windows and a one-input local exchange keep the sets whose columns they output;
+* a table scan is unique on the columns a caller's ``scans`` proves unique in the table, read from its rows
+  (:func:`~gpu_engine.optimizer.statistics.unique_column`; never from min/max or a range: those estimate).
 
-Anything else (scans, VALUES, UNION ALL, unnest, grouping sets' GroupId) is unique on nothing known.
+Anything else (scans without ``scans``, VALUES, UNION ALL, unnest, grouping sets' GroupId) is unique on nothing
+known.
 """
 
 from __future__ import annotations
@@ -38,7 +41,7 @@ from gpu_engine.optimizer.conjuncts import conjuncts
 from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef, Expr, Literal, UnaryOp, walk
 from gpu_engine.plans.nodes import (AggregationNode, AggregationStep, EnforceSingleRowNode, FilterNode,
                                     HashJoinNode, LimitNode, LocalPartitionNode, NestedLoopJoinNode, OrderByNode,
-                                    PlanNode, ProjectNode, TopNNode, TopNRowNumberNode, WindowNode)
+                                    PlanNode, ProjectNode, TableScanNode, TopNNode, TopNRowNumberNode, WindowNode)
 
 __all__ = ["UniqueKeys", "is_unique_on", "unique_keys"]
 
@@ -64,15 +67,18 @@ _NOTHING = UniqueKeys()
 _ONE_ROW = UniqueKeys(frozenset({frozenset()}))
 
 
-def unique_keys(plan: PlanNode, memo: dict | None = None) -> UniqueKeys:
+def unique_keys(plan: PlanNode, memo: dict | None = None, scans=None) -> UniqueKeys:
     """Return what ``plan``'s output rows are proven unique on (see the module docstring).
 
-    ``memo`` (by node id) lets a caller walking a whole tree compute each node once.
+    ``memo`` (by node id) lets a caller walking a whole tree compute each node once (one memo per ``scans``).
+    ``scans``: ``(table name, column) -> bool``, True where the column is proven unique in the table
+    (:meth:`~gpu_engine.optimizer.statistics.RegisteredStatistics.unique_column`); None: scans are unique on
+    nothing known.
     """
     memo = {} if memo is None else memo
     key = id(plan)
     if key not in memo:
-        memo[key] = (plan, _keys(plan, memo))  # the node kept: its id stays its own
+        memo[key] = (plan, _keys(plan, memo, scans))  # the node kept: its id stays its own
     return memo[key][1]
 
 
@@ -90,35 +96,39 @@ def _made(sets, constants, outputs) -> UniqueKeys:
     return UniqueKeys(frozenset(minimal[:MAX_SETS]), constants & outputs)
 
 
-def _keys(node: PlanNode, memo: dict) -> UniqueKeys:
+def _keys(node: PlanNode, memo: dict, scans) -> UniqueKeys:
     outputs = node.output_schema.names
+    if isinstance(node, TableScanNode):
+        if scans is None:
+            return _NOTHING
+        return _made([frozenset({c}) for c in node.columns if scans(node.table_name, c)], (), outputs)
     if isinstance(node, AggregationNode):
         if node.step not in (AggregationStep.SINGLE, AggregationStep.FINAL):
             return _NOTHING
-        below = unique_keys(node.sources[0], memo)
+        below = unique_keys(node.sources[0], memo, scans)
         inherited = [s for s in below.sets if s <= frozenset(node.grouping_keys)]
         constants = below.constants & frozenset(node.grouping_keys)
         return _made([frozenset(node.grouping_keys), *inherited], constants, outputs)
     if isinstance(node, EnforceSingleRowNode):
         return _ONE_ROW
     if isinstance(node, FilterNode):
-        below = unique_keys(node.sources[0], memo)
+        below = unique_keys(node.sources[0], memo, scans)
         return _made(below.sets, below.constants | _fixed_columns(node.predicate), outputs)
     if isinstance(node, ProjectNode):
-        return _projected(node, unique_keys(node.sources[0], memo))
+        return _projected(node, unique_keys(node.sources[0], memo, scans))
     if isinstance(node, LimitNode | TopNNode):
         if node.count <= 1 and not getattr(node, "with_ties", False) and not node.is_partial:
             return _ONE_ROW
-        below = unique_keys(node.sources[0], memo)
+        below = unique_keys(node.sources[0], memo, scans)
         return _made(below.sets, below.constants, outputs)
     if isinstance(node, OrderByNode | WindowNode | TopNRowNumberNode) or (
             isinstance(node, LocalPartitionNode) and len(node.sources) == 1):
-        below = unique_keys(node.sources[0], memo)
+        below = unique_keys(node.sources[0], memo, scans)
         return _made(below.sets, below.constants, outputs)
     if isinstance(node, HashJoinNode):
-        return _hash_joined(node, unique_keys(node.probe, memo), unique_keys(node.build, memo))
+        return _hash_joined(node, unique_keys(node.probe, memo, scans), unique_keys(node.build, memo, scans))
     if isinstance(node, NestedLoopJoinNode):
-        return _loop_joined(node, unique_keys(node.probe, memo), unique_keys(node.build, memo))
+        return _loop_joined(node, unique_keys(node.probe, memo, scans), unique_keys(node.build, memo, scans))
     return _NOTHING
 
 

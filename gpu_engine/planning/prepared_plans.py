@@ -12,6 +12,11 @@ the object is still the one keyed: an id can be reused once an object is
 freed) with the device, driver count and config; the ``entries`` most
 recently used are kept: as many as the plans :mod:`gpu_engine.sql.plan_cache`
 keeps (fewer, and texts run in turn needing more would never hit).
+
+One more dependency: a plan whose optimization read a table's column and found it unique
+(:mod:`gpu_engine.optimizer.unique_groupings`) holds only for those rows; its entry keeps the tables and file
+versions it read (:meth:`~gpu_engine.optimizer.statistics.RegisteredStatistics.relied_on`) and is prepared again
+once one of them was registered again or rewritten.
 """
 
 from __future__ import annotations
@@ -45,14 +50,20 @@ class PreparedPlans:
         key = (id(plan), device.name, drivers, config)
         with self._lock:
             entry = self._prepared.get(key)
-            if entry is not None and entry[0]() is plan:
-                self._prepared.move_to_end(key)
-                return entry[1]
+        # A plan optimized with columns proven unique from a table's rows runs only over those rows
+        # (optimizer.unique_groupings): not once the table was registered again or a file of it rewritten.
+        if entry is not None and entry[0]() is plan and (
+                not entry[2] or (hasattr(statistics, "holds") and statistics.holds(entry[2]))):
+            with self._lock:
+                if key in self._prepared:
+                    self._prepared.move_to_end(key)
+            return entry[1]
         # raises for what cannot run: nothing kept then
         prepared = prepare_plan(plan, device, drivers, config, statistics=statistics)
+        relied_on = statistics.relied_on() if hasattr(statistics, "relied_on") else ()
         if self.entries:
             with self._lock:
-                self._prepared[key] = (weakref.ref(plan), prepared)
+                self._prepared[key] = (weakref.ref(plan), prepared, relied_on)
                 self._prepared.move_to_end(key)
                 while len(self._prepared) > self.entries:
                     self._prepared.popitem(last=False)

@@ -89,8 +89,10 @@ ALL_KEYS = {
 
 
 @pytest.fixture(autouse=True)
-def rule_on_small_tables(monkeypatch):
-    """These tables are a few hundred rows: the rule's floors lowered to fit them."""
+def rule_on_small_tables(monkeypatch, without_unique_groupings):
+    """These tables are a few hundred rows: the rule's floors lowered to fit them. ``c_key`` is unique (one
+    NULL), and a GROUP BY over rows unique on its keys is no aggregation at all
+    (:mod:`gpu_engine.optimizer.unique_groupings`): that rule is off here, or there is no exchange to choose."""
     monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", 0)
     monkeypatch.setattr(exchange_keys, "MIN_PARTITION_GROUPS", 100)
 

@@ -117,7 +117,7 @@ def _grouped(plan) -> list[AggregationNode]:
 
 
 @pytest.mark.parametrize("name", list(SINGLE))
-def test_the_aggregation_is_planned_without_a_partial_step(name):
+def test_the_aggregation_is_planned_without_a_partial_step(name, without_unique_groupings):
     session = session_with_tables(TABLES, device="cpu")
     plan = _optimized(session, SINGLE[name])
     refused = [n for n in _grouped(plan) if not n.partial_step]
@@ -146,7 +146,7 @@ def test_answers_match_duckdb(device_name, reference):
 
 
 
-def test_small_inputs_keep_their_partial_step_whatever_the_constants(monkeypatch):
+def test_small_inputs_keep_their_partial_step_whatever_the_constants(monkeypatch, without_unique_groupings):
     """Under ``MIN_ESTIMATED_ROWS`` the plan does not depend on the estimates, so a query with new constants
     plans the same steps (and generates no kernel: ``tests/codegen/test_kernel_parameters.py``)."""
     monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", _FLOOR)

@@ -136,7 +136,7 @@ def _optimized(name: str):
 
 
 @pytest.mark.parametrize("name", list(REFUSED))
-def test_a_grouping_over_rows_unique_on_its_keys_has_no_partial_step(name):
+def test_a_grouping_over_rows_unique_on_its_keys_has_no_partial_step(name, without_unique_groupings):
     plan = _optimized(name)
     top = _top_aggregation(plan)
     assert not top.partial_step, name
