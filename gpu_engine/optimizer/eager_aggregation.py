@@ -62,7 +62,10 @@ count is its range's, not its Parquet dictionary's (as
 the ranges too): TPC-H q18's ``l_orderkey`` spans 6M values and holds 1.5M,
 and pre-aggregating lineitem's 6M rows into 1.5M groups below the orders join
 cost +75% at SF1 (bench/results/2026-11-28-eagertyped-move.md). The re-aggregation
-always stays: a key is never proven unique by min/max statistics. The costs
+stays here (min/max statistics never prove a key unique); where the other side's
+join key is proven unique by reading its rows, each joined row is a group of its own
+and :mod:`~gpu_engine.optimizer.unique_groupings`, after this rule, makes the
+re-aggregation a projection (TPC-H q10). The costs
 and constants are the SQL rule's, measured there (their history:
 bench/results/2026-11-28-q66-*.md, 2026-11-28-joincost-*.md).
 
