@@ -23,6 +23,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py partial-steps tpch 10 --sf 1 --runs 7
     python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
     python bench/ab.py exchange-keys tpch 10 --sf 1 --runs 9
+    python bench/ab.py unique-groupings tpch 10 --sf 1 --runs 9
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
@@ -187,6 +188,14 @@ def _partial_steps():
     """Every GROUP BY split into partial and final steps, as before ``gpu_engine.optimizer.partial_steps`` (its rule
     out of ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
     return _Setting(_set_partial_steps), "value", "off"
+
+
+def _unique_groupings():
+    """Every GROUP BY kept where its input is proven unique on its keys (``optimizer.unique_groupings`` out of
+    ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.unique_groupings import drop_unique_groupings
+    return module, "ESTIMATE_RULES", tuple(rule for rule in module.ESTIMATE_RULES if rule is not drop_unique_groupings)
 
 
 def _exchange_keys():
@@ -1028,6 +1037,7 @@ SWITCHES = {
     "partial-steps": _partial_steps,
     "distinct-partitioning": _distinct_partitioning,
     "exchange-keys": _exchange_keys,
+    "unique-groupings": _unique_groupings,
     "wide-sum-fusion": _wide_sum_fusion,
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,
