@@ -53,24 +53,24 @@ def drop_unique_groupings(plan: PlanNode, statistics: Mapping[str, TableStatisti
 
 
 def _proof(statistics: Mapping[str, TableStatistics]):
-    """Return ``(table, column) -> bool`` proving a scanned column unique in its table, or None without a
-    session's statistics. Only a column the estimates call unique (a range or count of at least the table's
-    rows) is read: the others are not unique, and reading them would cost planning time for nothing."""
+    """Return ``(estimated, proven)``: two ``(table, column) -> bool``, the first True for a scanned column the
+    estimates call unique (a range or count of at least the table's rows), the second True where such a column
+    is proven unique by reading it; (None, None) without a session's statistics. Why both: a column is read
+    only where an aggregation would be unique on its keys if the estimates were right (TPC-H q3's grouping by
+    ``l_orderkey`` over lineitem is not, whatever orders' and customer's keys hold: nothing read)."""
     prove = getattr(statistics, "unique_column", None)
     if prove is None:
-        return None
+        return None, None
 
-    def scans(table: str, column: str) -> bool:
+    def estimated(table: str, column: str) -> bool:
         try:
             stats = statistics[table]
         except KeyError:
             return False
         column_stats = stats.columns.get(column)
-        if column_stats is None or not stats.rows or column_stats.ndv < stats.rows:
-            return False
-        return prove(table, column)
+        return column_stats is not None and bool(stats.rows) and column_stats.ndv >= stats.rows
 
-    return scans
+    return estimated, lambda table, column: estimated(table, column) and prove(table, column)
 
 
 def _dropped(plan: PlanNode, scans, memo: dict) -> PlanNode:
@@ -99,7 +99,10 @@ def _as_projection(node: AggregationNode, scans) -> ProjectNode | None:
         return None
     source = node.sources[0]
     if not unique_keys(source).unique_on(node.grouping_keys):
-        if scans is None or not unique_keys(source, {}, scans).unique_on(node.grouping_keys):
+        estimated, proven = scans
+        if estimated is None or not unique_keys(source, {}, estimated).unique_on(node.grouping_keys):
+            return None
+        if not unique_keys(source, {}, proven).unique_on(node.grouping_keys):
             return None
     keys = []
     for name in node.grouping_keys:

@@ -146,3 +146,17 @@ def test_a_rewritten_or_registered_again_table_is_proven_again(tmp_path):
     session.register("cust", TWO_NULLS)
     with duckdb_with_tables({"cust": TWO_NULLS, "nation": NATION, "lines": LINES}) as again:
         assert_same_rows(session.sql(sql), duckdb_table(again, sql))
+
+
+def test_a_grouping_not_unique_even_by_the_estimates_reads_no_column(monkeypatch):
+    """Lines grouped by their customer and its name: lines hold each customer several times, so no key of cust,
+    unique or not, makes the grouping one row per group: nothing is read while planning."""
+    from gpu_engine.optimizer import statistics
+
+    read = []
+    monkeypatch.setattr(statistics, "unique_column", lambda table, column: read.append(column) or False)
+    session = session_with_tables(TABLES, device="cpu")
+    sql = "SELECT l_cust, c_name, sum(l_price) AS p FROM lines JOIN cust ON l_cust = c_key GROUP BY l_cust, c_name"
+    assert len(_keyed_aggregations(session, sql.replace("l_cust, c_name", "c_key, c_name"))) == 1
+    assert read == []
+    assert _keyed_aggregations(session, QUERIES["q10_shape"].format(t="cust")) != [] and "c_key" in read
