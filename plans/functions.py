@@ -29,7 +29,7 @@ from gpu_engine.columnar.types import (
     is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal, is_time,
 )
 from gpu_engine.plans.expressions import Expr, Literal
-from gpu_engine.plans.intervals import INTERVAL_FUNCTIONS
+from gpu_engine.plans.intervals import INTERVAL_FUNCTIONS, shifted_dtype
 from gpu_engine.plans.type_coercion import arithmetic_type, common_type
 
 __all__ = [
@@ -470,14 +470,13 @@ def _date_diff(name: str, args: Sequence[Expr]) -> pa.DataType:
 
 def _add_interval(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``add_interval(t, months, days, microseconds)``: ``t + INTERVAL ...`` (a TIMESTAMP, as DuckDB; of a TIMESTAMP
-    WITH TIME ZONE one with its zone)."""
+    WITH TIME ZONE one with its zone, of nanoseconds one of nanoseconds: ``shifted_dtype``)."""
     _arity(name, args, 4, 4)
     _temporal(name, args[0], 1)
     _integer_constant(name, args, 2, "months")
     _integer_constant(name, args, 3, "days")
     _integer_constant(name, args, 4, "microseconds")
-    zone = args[0].dtype.tz if pa.types.is_timestamp(args[0].dtype) else None
-    return pa.timestamp("us", tz=zone)
+    return shifted_dtype(args[0].dtype)
 
 
 #: strftime's specifiers (DuckDB's, ``%-x`` forms included; ``%z`` is ``+00`` and ``%Z`` empty without time zones).

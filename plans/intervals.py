@@ -33,6 +33,7 @@ __all__ = [
     "INTERVAL_PARTS",
     "INTERVAL_FUNCTIONS",
     "interval_unit",
+    "shifted_dtype",
 ]
 
 MICROS_PER_SECOND = 1_000_000
@@ -291,13 +292,21 @@ def _scale(name: str, args: Sequence[Expr]) -> pa.DataType:
     return INTERVAL
 
 
+def shifted_dtype(dtype: pa.DataType) -> pa.DataType:
+    """The type of ``instant + INTERVAL``: a TIMESTAMP (of a DATE too), keeping a timestamp's zone, and its unit
+    where that is nanoseconds (DuckDB's TIMESTAMP_NS / TIMESTAMPTZ_NS + INTERVAL stay nanoseconds; seconds and
+    milliseconds become microseconds, as DuckDB's TIMESTAMP_S / _MS + INTERVAL are TIMESTAMP)."""
+    if not pa.types.is_timestamp(dtype):
+        return pa.timestamp("us")
+    return pa.timestamp("ns" if dtype.unit == "ns" else "us", tz=dtype.tz)
+
+
 def _shift(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``timestamp_add_interval(t, interval)``: ``t + interval``, a TIMESTAMP (of a DATE too, as DuckDB)."""
     _arity(name, args, 2)
     _temporal_argument(name, args[0], 1)
     _interval_argument(name, args[1], 2)
-    dtype = args[0].dtype
-    return pa.timestamp("us", tz=dtype.tz) if pa.types.is_timestamp(dtype) else pa.timestamp("us")
+    return shifted_dtype(args[0].dtype)
 
 
 def _time_shift(name: str, args: Sequence[Expr]) -> pa.DataType:

@@ -24,7 +24,7 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import as_float, divide_round_half_away, narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of, shifted_ticks
 from gpu_engine.plans.functions import SAME_AS_PART, TIME_PARTS, part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil", "add_interval"]
@@ -478,8 +478,8 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return Column(dtype, columns[0].data.astype(xp.int64) - columns[1].data.astype(xp.int64), validity)
     if name == "add_interval":
         column = columns[0]
-        return Column(dtype, add_interval(xp, column, args[1].value, args[2].value, args[3].value),
-                      column.validity)
+        shifted = add_interval(xp, column, args[1].value, args[2].value, args[3].value)
+        return Column(dtype, shifted_ticks(device, column, shifted, column.validity), column.validity)
     part = part_name(args[0].value)
     if name == "date_diff":
         validity = and_validity(columns[1].validity, columns[2].validity)

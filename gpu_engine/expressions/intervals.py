@@ -28,10 +28,10 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import civil_from_days, micros_of
+from gpu_engine.expressions.temporal import civil_from_days, micros_of, shifted_ticks
 from gpu_engine.plans.intervals import (
     DAYS_PER_MONTH, MICROS_PER_DAY, UNIT_CONSTRUCTORS, IntervalValue, constructor_unit, format_interval,
-    parse_interval,
+    parse_interval, shifted_dtype,
 )
 
 __all__ = ["INTERVAL_FUNCTIONS", "evaluate_interval_function", "interval_literal_column", "interval_order",
@@ -116,8 +116,7 @@ def _add(device: Device, instant: Column, interval: Column) -> Column:
     day = days_from_civil(xp, year, month, xp.minimum(day_of_month, _month_days(xp, year, month)))
     validity = and_validity(instant.validity, interval.validity)
     result = (day + days) * MICROS_PER_DAY + time_of_day + extra
-    dtype = pa.timestamp("us", tz=instant.dtype.tz) if pa.types.is_timestamp(instant.dtype) else pa.timestamp("us")
-    return Column(dtype, result, validity)
+    return Column(shifted_dtype(instant.dtype), shifted_ticks(device, instant, result, validity), validity)
 
 
 def _difference(device: Device, later: Column, earlier: Column) -> Column:

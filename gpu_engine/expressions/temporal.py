@@ -16,7 +16,8 @@ from gpu_engine.columnar import Column
 from gpu_engine.errors import PlanError
 
 __all__ = [
-    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "micros_of", "extract", "time_values", "common_time_values",
+    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "micros_of", "shifted_ticks", "extract",
+    "time_values", "common_time_values",
 ]
 
 EXTRACT_FIELDS = ("year", "month", "day")
@@ -61,6 +62,23 @@ def micros_of(xp: Any, column: Column) -> Any:
     data = column.data.astype(xp.int64)
     return data * (micros_per_day // ticks) if ticks <= micros_per_day else xp.floor_divide(
         data, ticks // micros_per_day)
+
+
+def shifted_ticks(device: Any, instant: Column, shifted_micros: Any, validity: Any) -> Any:
+    """Return ``instant`` shifted to ``shifted_micros`` (the shift computed on :func:`micros_of`'s microseconds) in
+    the ticks of ``gpu_engine.plans.intervals.shifted_dtype``: nanosecond instants keep their nanoseconds past the microsecond (the shift
+    is whole microseconds), and one shifted past the nanosecond range (years 1677-2262) raises as DuckDB's
+    "Cannot add interval to timestamp_ns" instead of wrapping."""
+    if not (pa.types.is_timestamp(instant.dtype) and instant.dtype.unit == "ns"):
+        return shifted_micros
+    from gpu_engine.expressions.numeric import raise_at_first
+
+    xp = device.xp
+    limit = (2**63 - 1) // 1000 - 1
+    outside = (shifted_micros > limit) | (shifted_micros < -limit)
+    raise_at_first(device, outside, validity, "Cannot add interval to timestamp_ns")
+    delta = xp.where(outside, 0, shifted_micros - micros_of(xp, instant))
+    return instant.data.astype(xp.int64) + delta * 1000
 
 
 def extract(xp: Any, field: str, column: Column) -> Any:
