@@ -180,6 +180,9 @@ def pytest_configure(config):
         from compile_once_per_run import install
 
         install()
+    import ci_timeline  # under pytest-xdist: where the run's wall time went, at the end of the log
+
+    ci_timeline.register(config)
 
 
 def pytest_sessionfinish(session, exitstatus):
