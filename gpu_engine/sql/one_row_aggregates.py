@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.sql.decorrelation import select_over, subquery_select
+from gpu_engine.sql.planning_context import TreeKey, conjunct_key
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, disjoined, in_nested_query
 
 if TYPE_CHECKING:
@@ -96,8 +97,10 @@ def _aggregates(tree: exp.Expression) -> list[exp.Expression] | None:
     return calls
 
 
-def _sibling_signature(query: exp.Expression) -> tuple | None:
-    """Return what a mergeable sibling's FROM list is keyed by (its items as written), or None for no sibling."""
+def _sibling_signature(query: exp.Expression) -> frozenset | None:
+    """Return what a mergeable sibling's FROM list is keyed by (its items, each a :class:`TreeKey`: tables and
+    aliases named alike whether quoted or not), or None for no sibling. (Items of one FROM list have distinct
+    aliases, so the set of their keys is the list up to order.)"""
     select = subquery_select(query)
     if not isinstance(select, exp.Select):
         return None
@@ -120,7 +123,7 @@ def _sibling_signature(query: exp.Expression) -> tuple | None:
     aliases = defined_aliases(select)
     if any(column.table not in aliases for column in select.find_all(exp.Column)):
         return None  # correlated (or unqualified): not a sibling
-    return tuple(sorted(item.sql() for item in items))
+    return frozenset(TreeKey(item) for item in items)
 
 
 def _filtered_aggregates(tree: exp.Expression, condition: exp.Expression | None) -> exp.Expression:
@@ -143,15 +146,16 @@ def _filtered_aggregates(tree: exp.Expression, condition: exp.Expression | None)
 def _merged(siblings: list[exp.Select], names: list[list[str]]) -> exp.Select:
     """Return one SELECT computing every sibling's projections (named ``names``) over their shared FROM list."""
     conjuncts = [conjuncts_of(s.args["where"].this) if s.args.get("where") else [] for s in siblings]
-    common_texts = set.intersection(*[{c.sql() for c in parts} for parts in conjuncts])
-    common = [c for c in conjuncts[0] if c.sql() in common_texts]
+    keys = [[conjunct_key(c) for c in parts] for parts in conjuncts]  # alike however quoted, parenthesized, turned
+    common_keys = set.intersection(*[set(parts) for parts in keys])
+    common = [c for c, key in zip(conjuncts[0], keys[0]) if key in common_keys]
     own = []
-    for parts in conjuncts:
-        rest = [c for c in parts if c.sql() not in common_texts]
+    for parts, part_keys in zip(conjuncts, keys):
+        rest = [c for c, key in zip(parts, part_keys) if key not in common_keys]
         own.append(conjoined(rest) if rest else None)
     where = list(common)
     if all(condition is not None for condition in own):
-        distinct = list({condition.sql(): condition for condition in own}.values())
+        distinct = list({conjunct_key(condition): condition for condition in own}.values())
         where.append(disjoined(distinct))
     projections = []
     for sibling, condition, sibling_names in zip(siblings, own, names):
@@ -183,7 +187,7 @@ def _merge_derived_tables(select: exp.Select) -> exp.Select:
     """Merge the sibling derived tables of ``select``'s FROM list (see the module docstring)."""
     if not _plain_joins(select):
         return select
-    groups: dict[tuple, list[exp.Subquery]] = defaultdict(list)
+    groups: dict[frozenset, list[exp.Subquery]] = defaultdict(list)
     for item in _items(select):
         if isinstance(item, exp.Subquery) and item.alias and not item.args["alias"].columns:
             signature = _sibling_signature(item)
@@ -246,7 +250,7 @@ def _merge_scalar_subqueries(select: exp.Select, planner: PlanningContext) -> ex
     if any(isinstance(node, (exp.AggFunc, exp.Window)) and not in_nested_query(node, select)
            for projection in select.expressions for node in projection.walk()):
         return select  # the merged row's columns are no grouping keys of an aggregating SELECT
-    groups: dict[tuple, list[int]] = defaultdict(list)
+    groups: dict[frozenset, list[int]] = defaultdict(list)
     subqueries = _scalar_subqueries(select)
     for index, subquery in enumerate(subqueries):
         inner = subquery_select(subquery)

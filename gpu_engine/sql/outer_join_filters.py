@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
+from gpu_engine.sql.planning_context import conjunct_key
 from gpu_engine.sql.predicates import conjuncts_of, free_columns, has_subquery
 
 __all__ = ["with_filters_through_left_joins"]
@@ -90,7 +91,9 @@ def with_filters_through_left_joins(pushed: dict[str, list[exp.Expression]],
     if not edges:
         return
     sources = {alias: list(conjuncts) for alias, conjuncts in pushed.items() if alias not in null_supplying}
-    seen = {alias: {c.sql() for c in conjuncts} for alias, conjuncts in pushed.items()}
+    # what filters each item already, by conjunct_key: a filter derived again, written apart (quoted, parenthesized,
+    # turned round), is not added twice (its selectivity would count twice in the estimates)
+    seen = {alias: {conjunct_key(c) for c in conjuncts} for alias, conjuncts in pushed.items()}
     for _ in range(len(edges)):  # a chain of LEFT JOINs passes filters on, one edge a round
         added = False
         for source, column, target_column in edges:
@@ -103,9 +106,10 @@ def with_filters_through_left_joins(pushed: dict[str, list[exp.Expression]],
                     continue
                 derived = conjunct.copy().transform(
                     lambda node: target_column.copy() if isinstance(node, exp.Column) else node, copy=False)
-                if derived.sql() in seen.setdefault(target, set()) or target not in pushed:
+                key = conjunct_key(derived)
+                if key in seen.setdefault(target, set()) or target not in pushed:
                     continue
-                seen[target].add(derived.sql())
+                seen[target].add(key)
                 pushed[target].append(derived)
                 sources.setdefault(target, []).append(derived)
                 added = True

@@ -30,7 +30,7 @@ from gpu_engine.sql.errors import SqlError, position_of, unsupported
 from gpu_engine.sql.renaming import renamed_copy
 from gpu_engine.sql.statistics import ColumnStatistics, TableStatistics
 
-__all__ = ["PlanningContext", "Relation", "TreeKey", "quoted", "same_tree", "tree_hashes"]
+__all__ = ["PlanningContext", "Relation", "TreeKey", "conjunct_key", "quoted", "same_tree", "tree_hashes"]
 
 
 class _Builder(PlanBuilder):
@@ -98,6 +98,21 @@ class TreeKey:
 
     def __repr__(self) -> str:
         return f"TreeKey({self.tree.sql(dialect='duckdb')})"
+
+
+def conjunct_key(conjunct: exp.Expression) -> TreeKey | tuple:
+    """Return the identity of a WHERE / ON conjunct, to find one conjunct written in two places: its
+    :class:`TreeKey`, the two sides of ``=`` and ``<>`` in either order.
+
+    Why either order: a conjunct keeps no side order of its own (``a = b`` is ``b = a``), and sqlglot's simplify
+    orders the sides by their text, so a name quoted on one side turns one of two equal conjuncts round
+    (``t."a" = u.c`` beside ``"u".c = t.a``).
+    """
+    while type(conjunct) is exp.Paren:
+        conjunct = conjunct.this
+    if isinstance(conjunct, (exp.EQ, exp.NEQ)):
+        return conjunct.key, frozenset((TreeKey(conjunct.this), TreeKey(conjunct.expression)))
+    return TreeKey(conjunct)
 
 
 def tree_hashes(tree: exp.Expression) -> dict[int, int]:

@@ -23,7 +23,7 @@ from sqlglot import exp
 
 from gpu_engine.errors import PlanError
 from gpu_engine.sql.filtered_statistics import pinned_statistics
-from gpu_engine.sql.planning_context import Relation
+from gpu_engine.sql.planning_context import Relation, conjunct_key
 from gpu_engine.sql.renaming import conjunction
 from gpu_engine.sql import statistics
 from gpu_engine.sql.statistics import ColumnStatistics, selectivity
@@ -72,19 +72,18 @@ def factor_or(tree: exp.Expression) -> list[exp.Expression]:
     if len(branches) < 2:
         return [tree]
     parts = [conjuncts_of(b) for b in branches]
-    # Each conjunct's SQL text once, and no further branch once nothing is common: generating a text copies
-    # the conjunct first (sqlglot's generator may mutate what it prints); an OR of many branches asked each
-    # text up to three times.
-    texts = [[p.sql() for p in parts[0]]]
-    shared = set(texts[0])
+    # Conjuncts alike by conjunct_key (``t."a" = u.c`` is ``u.c = t.a``), each keyed once, and no further branch
+    # once nothing is common. (Their SQL text told those apart, and generating it deep-copied each conjunct.)
+    keys = [[conjunct_key(p) for p in parts[0]]]
+    shared = set(keys[0])
     for branch in parts[1:]:
-        texts.append([p.sql() for p in branch])
-        shared &= set(texts[-1])
+        keys.append([conjunct_key(p) for p in branch])
+        shared &= set(keys[-1])
         if not shared:
             return [tree]
-    common = [p for p, text in zip(parts[0], texts[0]) if text in shared]
-    rests = [[p for p, text in zip(branch, branch_texts) if text not in shared]
-             for branch, branch_texts in zip(parts, texts)]
+    common = [p for p, key in zip(parts[0], keys[0]) if key in shared]
+    rests = [[p for p, key in zip(branch, branch_keys) if key not in shared]
+             for branch, branch_keys in zip(parts, keys)]
     if any(not rest for rest in rests):  # one branch is only the common part: the OR is true
         return common
     return common + [disjoined([conjoined(rest) for rest in rests])]

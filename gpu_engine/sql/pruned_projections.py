@@ -16,6 +16,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import aggregate_function_name
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.planning_context import TreeKey, tree_hashes
 
 __all__ = ["aggregate_projections", "check_pruned_projections"]
 
@@ -67,7 +68,8 @@ def check_pruned_projections(before: list[tuple[exp.Select, list[exp.Expression]
         if group is not None:
             if any(isinstance(n, exp.Literal) for n in group.iter_expressions()):
                 continue  # a position, read later
-            grouped = {n.sql() for n in group.walk() if isinstance(n, exp.Expression)}
+            hashes = tree_hashes(group)
+            grouped = {TreeKey(n, hashes) for n in group.walk()}
         sources = _source_names(select)
         for projection in pruned:
             _check(projection.this if isinstance(projection, exp.Alias) else projection, grouped, sources)
@@ -82,12 +84,18 @@ def _source_names(select: exp.Select) -> set[str]:
     return {item.alias_or_name for item in items}
 
 
-def _check(node: exp.Expression, grouped: set[str], sources: set[str]) -> None:
+def _check(node: exp.Expression, grouped: set[TreeKey], sources: set[str]) -> None:
+    """Raise SqlError for a column of ``node`` that is neither inside an aggregate nor part of a grouped expression.
+
+    ``grouped``: every part of the GROUP BY by :class:`TreeKey` (identifiers without case or quotes, parentheses
+    ignored, as DuckDB's binder matches them; their SQL text told ``"K"`` from ``k``).
+    """
+    hashes = tree_hashes(node) if grouped else None
     stack = [node]
     while stack:
         current = stack.pop()
         if isinstance(current, (exp.Window, exp.Subquery, exp.Exists, exp.Select, exp.Anonymous)) \
-                or _is_aggregate(current) or current.sql() in grouped:
+                or _is_aggregate(current) or (grouped and TreeKey(current, hashes) in grouped):
             continue
         if isinstance(current, exp.Column):
             if current.table in sources:

@@ -40,6 +40,7 @@ from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.decorrelation import correlation, subquery_select
+from gpu_engine.sql.planning_context import conjunct_key
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, factor_or, free_columns, has_subquery
 
 __all__ = ["with_subqueries_as_windows"]
@@ -83,11 +84,10 @@ def _conjuncts(select: exp.Select) -> list[exp.Expression]:
     return [part for tree in trees for conjunct in conjuncts_of(tree) for part in factor_or(conjunct)]
 
 
-def _table_identity(table: exp.Table) -> str:
-    """Return the table a FROM item reads, without its alias."""
-    bare = table.copy()
-    bare.set("alias", None)
-    return bare.sql()
+def _table_identity(table: exp.Table) -> tuple[str, str, str]:
+    """Return the table a FROM item reads, without its alias: its name parts without case or quotes, as DuckDB
+    resolves them (:func:`_tables` admits no other part). Its SQL text told ``"T"`` from ``t``."""
+    return table.catalog.lower(), table.db.lower(), table.name.lower()
 
 
 def _volatile(tree: exp.Expression) -> bool:
@@ -103,14 +103,6 @@ def _renamed(tree: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
         if column.table in mapping:
             column.set("table", exp.to_identifier(mapping[column.table]))
     return copy
-
-
-def _text(conjunct: exp.Expression) -> str:
-    """Return a conjunct's text with the sides of = and <> in one order, to compare conjuncts as written."""
-    if isinstance(conjunct, (exp.EQ, exp.NEQ)):
-        sides = sorted([conjunct.this.sql(), conjunct.expression.sql()])
-        return f"{conjunct.key}({sides[0]}, {sides[1]})"
-    return conjunct.sql()
 
 
 def _aliases(tree: exp.Expression) -> set[str]:
@@ -215,8 +207,8 @@ def _holds(mapping: dict[str, str], outer: dict[str, exp.Table], local: list[exp
     own = set(outer) - shared
     if any(column.table not in own for column, _ in keys):
         return False
-    subquery_own = {_text(_renamed(part, mapping)) for part in local}
-    correlation_texts = {_text(exp.EQ(this=outer_column.copy(), expression=_renamed(inner_column, mapping)))
+    subquery_own = {conjunct_key(_renamed(part, mapping)) for part in local}
+    correlation_keys = {conjunct_key(exp.EQ(this=outer_column.copy(), expression=_renamed(inner_column, mapping)))
                          for outer_column, inner_column in keys}
     over_shared, joining = set(), set()
     for conjunct in others:
@@ -226,10 +218,10 @@ def _holds(mapping: dict[str, str], outer: dict[str, exp.Table], local: list[exp
         if has_subquery(conjunct) or _volatile(conjunct):
             return False
         if aliases <= shared:
-            over_shared.add(_text(conjunct))
+            over_shared.add(conjunct_key(conjunct))
         else:
-            joining.add(_text(conjunct))
-    return over_shared == subquery_own and joining == correlation_texts
+            joining.add(conjunct_key(conjunct))
+    return over_shared == subquery_own and joining == correlation_keys
 
 
 def with_subqueries_as_windows(select: exp.Select) -> exp.Select:
@@ -287,12 +279,12 @@ def _grand_total(subquery: exp.Subquery, outer: dict[str, exp.Table],
                         or any(isinstance(node, (SQL_AGGREGATES, exp.Window, exp.Subquery)) for node in
                                call.this.walk()) for call in calls):
         return None
-    written = {_text(part) for part in where}
+    written = {conjunct_key(part) for part in where}
     candidates = [[alias for alias, table in outer.items() if _table_identity(table) == _table_identity(inner_table)]
                   for inner_table in inner.values()]
     for images in itertools.islice(itertools.product(*candidates), _MAX_MAPPINGS):
         mapping = dict(zip(inner, images))
-        if len(set(images)) != len(images) or {_text(_renamed(part, mapping)) for part in own} != written:
+        if len(set(images)) != len(images) or {conjunct_key(_renamed(part, mapping)) for part in own} != written:
             continue
         total = _renamed(value, mapping)
         for call in [node for node in total.walk() if isinstance(node, SQL_AGGREGATES)]:

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pytest
 from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
-from gpu_engine.plans.nodes import AggregationNode, WindowNode
+from gpu_engine.plans.nodes import AggregationNode, FilterNode, HashJoinNode, TableScanNode, WindowNode
 from gpu_engine.sql.errors import SqlError
 
 TABLES = {"t": pa.table({"a": pa.array([1, 1, 2, None, 2], pa.int64()),
@@ -62,3 +62,58 @@ def test_a_window_written_twice_apart_is_computed_once():
     session = session_with_tables(TABLES, device="cpu", compile_mode="lowest")
     plan = session.sql_plan('SELECT sum(b) OVER (PARTITION BY "A") AS w, sum(B) OVER (PARTITION BY a) AS v FROM t')
     assert [len(node.functions) for node in _nodes(plan, WindowNode)] == [1]
+
+
+# The rules the planner runs before it plans a SELECT compared parts of the tree by their SQL text too; the
+# rewriter (qualify) leaves a quoted identifier quoted, so a name written "A" in one place and a in another told
+# them apart. Each query below was planned otherwise before (refused, or a rule declined to apply).
+RULE_TABLES = {**TABLES, "u": pa.table({"c": pa.array([1, 2, 2, 3, None], pa.int64()),
+                                        "d": pa.array([10, 20, 30, 40, 50], pa.int64())})}
+#: pruned_projections: a projection pruning drops, its column grouped as written apart (was "column t.a is not
+#: available here" for both)
+PRUNED = ['SELECT x.b FROM (SELECT a AS k, b FROM t GROUP BY "A", b) x',
+          'SELECT x.b FROM (SELECT a + 1 AS k, b FROM t GROUP BY ("A" + 1), b) x']
+#: one_row_aggregates: sibling one-row aggregates over a table and conditions written apart (were two scans)
+SIBLINGS = ('SELECT * FROM (SELECT count(*) AS n, min(b) AS m FROM "T" WHERE "A" < 2 AND b > 2) x, '
+            '(SELECT sum(b) AS s FROM t WHERE a >= 2 AND "B" > 2) y')
+#: outer_join_filters: two ON equalities of one column written apart carry one filter (was the same filter twice)
+LEFT_JOINED = 'SELECT t.b, u.d FROM t LEFT JOIN u ON u.c = t.a AND "U"."C" = t.b WHERE t.a = 2 AND t.b = 2'
+#: window_subqueries: the subquery repeats the outer join with its table and filter written apart (was no window)
+WINDOWED = ('SELECT u.c, t.b FROM u, t WHERE u.c = t.a AND t."B" > 1 AND t.b = '
+            '(SELECT max(t2.b) FROM "T" t2 WHERE t2.a = u.c AND t2.b > 1) ORDER BY u.c')
+
+
+def test_rules_match_parts_written_apart_as_in_duckdb(device_name):
+    queries = PRUNED + [SIBLINGS, LEFT_JOINED, WINDOWED] if device_name == "cpu" else [SIBLINGS, WINDOWED]
+    with duckdb_with_tables(RULE_TABLES) as connection:
+        assert_queries_match_duckdb(session_with_tables(RULE_TABLES, device=device_name, compile_mode="lowest"),
+                                    connection, queries)
+
+
+def test_sibling_aggregates_written_apart_scan_their_table_once():
+    session = session_with_tables(RULE_TABLES, device="cpu", compile_mode="lowest")
+    assert [node.table_name for node in _nodes(session.sql_plan(SIBLINGS), TableScanNode)] == ["t"]
+
+
+def test_a_filter_through_left_joins_written_apart_is_added_once():
+    plan = session_with_tables(RULE_TABLES, device="cpu", compile_mode="lowest").sql_plan(LEFT_JOINED)
+    [scan] = [node for node in _nodes(plan, TableScanNode) if node.table_name == "u"]
+    [filtered] = [node for node in _nodes(plan, FilterNode) if scan in node.sources]
+    assert str(filtered.predicate) == "(c = 2)"  # once (was "((c = 2) AND (c = 2))")
+
+
+def test_a_subquery_repeating_the_join_written_apart_is_a_window():
+    session = session_with_tables(RULE_TABLES, device="cpu", compile_mode="lowest")
+    assert _nodes(session.sql_plan(WINDOWED), WindowNode)
+
+
+#: predicates.factor_or: the equality every OR branch holds, written apart, is a join key (was a nested-loop join)
+OR_JOINED = ('SELECT t.b, u.d FROM t, u WHERE (t."A" = u.c AND u.d > 20) OR (t.a = "U".c AND u.d < 15) '
+             'ORDER BY t.b, u.d')
+
+
+def test_an_equality_common_to_or_branches_written_apart_is_a_join_key():
+    session = session_with_tables(RULE_TABLES, device="cpu", compile_mode="lowest")
+    assert _nodes(session.sql_plan(OR_JOINED), HashJoinNode)
+    with duckdb_with_tables(RULE_TABLES) as connection:
+        assert_queries_match_duckdb(session, connection, [OR_JOINED])
