@@ -590,6 +590,15 @@ def _epoch_ms(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.int64()
 
 
+def _epoch_ns(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``epoch_ns(t)`` of a TIMESTAMP_NS / TIMESTAMPTZ_NS: its nanoseconds since 1970 (BIGINT; of other instants
+    the SQL translator writes ``epoch_us(t) * 1000``)."""
+    _arity(name, args, 1, 1)
+    if not (pa.types.is_timestamp(args[0].dtype) and args[0].dtype.unit == "ns"):
+        raise TypeError(f"{name}() takes a nanosecond timestamp here, got {args[0].dtype}")
+    return pa.int64()
+
+
 def _to_timestamp(name: str, args: Sequence[Expr]) -> pa.DataType:
     """``to_timestamp(seconds)``: the instant ``seconds`` after 1970, a TIMESTAMP WITH TIME ZONE (UTC) as DuckDB."""
     _arity(name, args, 1, 1)
@@ -805,7 +814,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
     "current_date": _current_date, "current_timestamp": _current_timestamp, "make_timestamp": _make_timestamp,
     "strptime": _strptime, "try_strptime": _strptime, "time_bucket": _time_bucket,
-    "epoch_ms": _epoch_ms, "to_timestamp": _to_timestamp,
+    "epoch_ms": _epoch_ms, "epoch_ns": _epoch_ns, "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }
 
