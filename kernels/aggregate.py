@@ -808,11 +808,11 @@ def _moment_join(nb, sx, sy, bm2x, bm2y, bc, hc, bdx, bdy, count, shift_x, mean_
     n = na + nb
     weight = na * nb / n
     dx = (first_x - shift_x) + offset_x - mean_x
-    mean_x += dx * nb / n
+    mean_x += dx / n * nb  # not dx * nb / n: 1.7e308 * 2 passed the largest double (an infinite mean)
     m2_x += bm2x + dx * dx * weight
     if paired:
         dy = (first_y - shift_y) + offset_y - mean_y
-        mean_y += dy * nb / n
+        mean_y += dy / n * nb
         m2_y += bm2y + dy * dy * weight
         c += bc + dx * dy * weight
     return shift_x, mean_x, shift_y, mean_y, m2_x, m2_y, c

@@ -1054,12 +1054,12 @@ class Moments(AggregateFunction):
         first = [f"{s['count']} = {n}", f"{s['shift_x']} = {x[0]}", f"{s['mean_x']} = {x[1]}", f"{s['m2_x']} = {x[2]}"]
         step = [f"_mo_na = np.float64({s['count']})", f"_mo_nb = np.float64({n})", "_mo_t = _mo_na + _mo_nb",
                 "_mo_w = _mo_na * _mo_nb / _mo_t", f"_mo_dx = ({x[0]} - {s['shift_x']}) + {x[1]} - {s['mean_x']}",
-                f"{s['mean_x']} += _mo_dx * _mo_nb / _mo_t", f"{s['m2_x']} += {x[2]} + _mo_dx * _mo_dx * _mo_w"]
+                f"{s['mean_x']} += _mo_dx / _mo_t * _mo_nb", f"{s['m2_x']} += {x[2]} + _mo_dx * _mo_dx * _mo_w"]
         if y is not None:
             first += [f"{s['shift_y']} = {y[0]}", f"{s['mean_y']} = {y[1]}", f"{s['m2_y']} = {y[2]}",
                       f"{s['c']} = {y[3]}"]
             step += [f"_mo_dy = ({y[0]} - {s['shift_y']}) + {y[1]} - {s['mean_y']}",
-                     f"{s['mean_y']} += _mo_dy * _mo_nb / _mo_t", f"{s['m2_y']} += {y[2]} + _mo_dy * _mo_dy * _mo_w",
+                     f"{s['mean_y']} += _mo_dy / _mo_t * _mo_nb", f"{s['m2_y']} += {y[2]} + _mo_dy * _mo_dy * _mo_w",
                      f"{s['c']} += {y[3]} + _mo_dx * _mo_dy * _mo_w"]
         step.append(f"{s['count']} += {n}")
         return ([f"if {s['count']} == 0:"] + ["    " + line for line in first] + ["else:"]

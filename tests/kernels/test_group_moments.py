@@ -86,3 +86,25 @@ def test_co_deviations_whose_products_pass_the_largest_double_to_both_signs_sum_
     assert host["count"][0] == 5
     assert host["c"][0] == pytest.approx(exact, rel=1e-12)  # was NaN
     assert not any(host[name].any() for name in MOMENT_BATCH_STATE)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_partial_states_merged_batch_by_batch_keep_a_finite_mean_near_the_largest_double(device):
+    """A merging step's batches (one driver's partial states each) join by Chan's formula: a batch of two states of
+    1.7e308 beside one of 0 moved the mean by ``d * nb / n``, whose product 3.4e308 was inf, so the next batch's
+    deviation from that mean was -inf and the co-moment with a constant 0 * -inf: NaN (or 0, by which driver's state
+    came first: covar_pop / regr_slope over drivers 2-3 and 1-row splits, where DuckDB says 0)."""
+    xp = device.xp
+    state = {name: xp.zeros(1, dtype=xp.int64 if name in ("count", "batch_n") else xp.float64)
+             for name in MOMENT_STATE + MOMENT_BATCH_STATE}
+    for shifts in ([0.0], [1.7e308, 1.7e308], [0.0]):
+        k = len(shifts)
+        rows = {name: xp.zeros(k, dtype=xp.float64) for name in ("mean_x", "mean_y", "m2_x", "m2_y", "c")}
+        rows["count"] = xp.ones(k, dtype=xp.int64)
+        group_moments(device, xp.zeros(k, dtype=xp.int32), None, xp.full(k, 2.0), xp.asarray(np.array(shifts)),
+                      rows, state)
+    host = {name: device.to_host(array) for name, array in state.items()}
+    assert host["count"][0] == 4
+    assert host["c"][0] == 0.0  # was NaN
+    assert host["m2_x"][0] == 0.0
+    assert host["shift_y"][0] + host["mean_y"][0] == pytest.approx(0.85e308, rel=1e-12)
