@@ -21,9 +21,10 @@ from sqlglot import exp
 from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
 from gpu_engine.sql.errors import unsupported
 from gpu_engine.sql.output_names import with_output_names_resolved
+from gpu_engine.sql.planning_context import TreeKey
 from gpu_engine.sql.predicates import conjoined, defined_aliases, free_columns, own_scope_nodes
 
-__all__ = ["has_row_clauses", "exists_without_limit", "rows_per_correlation_key"]
+__all__ = ["has_row_clauses", "exists_without_limit", "rows_per_correlation_key", "windows_partitioned_per_key"]
 
 #: The clauses that pick among a subquery's rows, by their SQL names.
 _ROW_CLAUSES = {"qualify": "QUALIFY", "limit": "LIMIT", "offset": "OFFSET"}
@@ -70,6 +71,16 @@ def _order_term(term: exp.Expression, projections: list[exp.Expression]) -> exp.
     return with_output_names_resolved(term, projections).copy()
 
 
+def windows_partitioned_per_key(select: exp.Select, keys: list[tuple[exp.Column, exp.Column]]) -> None:
+    """Partition each window of ``select``'s own scope (in place) also by the inner correlation columns of ``keys``
+    it is not partitioned by yet: one outer row sees one key's rows. Terms match by
+    :class:`~gpu_engine.sql.planning_context.TreeKey` (``U.K`` is ``u.k``; no SQL text rendered per term)."""
+    for window in own_scope_nodes(select, (exp.Window,)):
+        partition = list(window.args.get("partition_by") or [])
+        written = {TreeKey(term) for term in partition}
+        window.set("partition_by", partition + [inner.copy() for _, inner in keys if TreeKey(inner) not in written])
+
+
 def rows_per_correlation_key(select: exp.Select, local: list[exp.Expression],
                              keys: list[tuple[exp.Column, exp.Column]], others: list,
                              value: exp.Expression | None) -> exp.Select:
@@ -106,10 +117,7 @@ def rows_per_correlation_key(select: exp.Select, local: list[exp.Expression],
         if {c.table for c in free_columns(resolved)} - inner:
             raise unsupported("an outer column in ORDER BY of a correlated EXISTS / IN subquery", term)
         ordered.append((f"$o{n}", term, resolved))
-    for window in own_scope_nodes(rows, (exp.Window,)):  # each window sees one key's rows, as one outer row does
-        partition = list(window.args.get("partition_by") or [])
-        written = {term.sql() for term in partition}
-        window.set("partition_by", partition + [inner.copy() for _, inner in keys if inner.sql() not in written])
+    windows_partitioned_per_key(rows, keys)  # each window sees one key's rows, as one outer row does
     key_names = [f"$k{n}" for n in range(len(keys))]
     added = ([exp.alias_(value.copy(), "$v", quoted=True)] if value is not None else []) + [
         exp.alias_(inner.copy(), name, quoted=True) for name, (_, inner) in zip(key_names, keys)] + [

@@ -42,19 +42,19 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
-from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key
+from gpu_engine.sql.correlated_row_clauses import has_row_clauses, rows_per_correlation_key, windows_partitioned_per_key
 from gpu_engine.sql.decorrelation import (
     correlated_by_equalities, correlated_scalar_relation, correlation, own_aggregates, select_over, split_correlated,
 )
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.planning_context import Relation
-from gpu_engine.sql.predicates import own_scope_nodes
+from gpu_engine.sql.planning_context import Relation, TreeKey
+from gpu_engine.sql.predicates import defined_aliases, free_columns, own_scope_nodes
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
-__all__ = ["binds", "bind_correlated_scalar", "lone_correlated_scalar", "windowed_value", "windows_per_key"]
+__all__ = ["binds", "bind_correlated_scalar", "conjunct_scalars", "windowed_value", "windows_per_key"]
 
 
 def _value(select: exp.Select) -> exp.Expression:
@@ -76,24 +76,42 @@ def binds(select: exp.Expression, outer_aliases: set[str]) -> bool:
     return correlated_by_equalities(select, outer_aliases)
 
 
-def lone_correlated_scalar(conjunct: exp.Expression, outer_aliases: set[str]) -> list[exp.Subquery] | None:
-    """Return the subquery of a WHERE conjunct — each place it is written (``coalesce(x, 0)`` is desugared to a
-    CASE naming ``x`` twice) — where it is a scalar subquery that :func:`binds` and the conjunct holds no other
-    subquery (anywhere: under OR, NOT, in a CASE or arithmetic), else None.
+def _uncorrelated(query: exp.Expression) -> bool:
+    """Return whether ``query`` (a SELECT or a set operation) reads no column from outside itself."""
+    if isinstance(query, exp.SetOperation):
+        return not any(c.table for c in free_columns(query))
+    return isinstance(query, exp.Select) and not ({c.table for c in free_columns(query)} - {""}
+                                                  - defined_aliases(query))
+
+
+def conjunct_scalars(conjunct: exp.Expression, outer_aliases: set[str]) -> list[list[exp.Subquery]] | None:
+    """Return the scalar subqueries of a WHERE conjunct, each as the places it is written (``coalesce(x, 0)`` is
+    desugared to a CASE naming ``x`` twice), where every one either :func:`binds` or is uncorrelated, at least one
+    binds, and the conjunct holds no EXISTS / IN / ANY / ALL (anywhere: under OR, NOT, in a CASE or arithmetic);
+    else None. The same subquery written twice is one (a :class:`~gpu_engine.sql.planning_context.TreeKey`).
 
     Why: ``a = 1 OR a < (SELECT b FROM u WHERE u.d = t.d)`` is a typed ScalarSubquery in the WHERE Filter, which the
     decorrelation rule joins (left where the conjunct may hold for an outer row meeting no row) — it was a
-    LEFT-joined derived table of the sqlglot tree.
+    LEFT-joined derived table of the sqlglot tree; so is a conjunct of several (``(SELECT max(c) FROM u WHERE u.k
+    = t.k) > (SELECT min(c) FROM v WHERE v.k = t.k)``, a null-safe correlation split into ``CASE WHEN t.a IS NULL
+    THEN <one> ELSE <another> END``), each subquery joined by the rule in turn.
     """
     found = [node for node in own_scope_nodes(conjunct, (exp.Subquery, exp.Exists, exp.In, exp.Any, exp.All))
              if not isinstance(node, exp.In) or node.args.get("query") is not None]
     if not found or not all(isinstance(node, exp.Subquery) and node.find_ancestor(exp.Any, exp.All) is None
                             for node in found):
         return None
-    if len(found) > 1 and len({node.sql() for node in found}) > 1:
-        return None
-    select = found[0].this
-    return found if isinstance(select, exp.Select) and binds(select, outer_aliases) else None
+    groups: dict[TreeKey, list[exp.Subquery]] = {}
+    for node in found:
+        groups.setdefault(TreeKey(node), []).append(node)
+    bound = False
+    for copies in groups.values():
+        select = copies[0].this
+        if isinstance(select, exp.Select) and binds(select, outer_aliases):
+            bound = True
+        elif not _uncorrelated(select):
+            return None  # correlated otherwise: the tree path computes (or refuses) it
+    return list(groups.values()) if bound else None
 
 
 def windows_per_key(query: exp.Select, outer_aliases: set[str], node: exp.Expression) -> exp.Select:
@@ -111,10 +129,7 @@ def windows_per_key(query: exp.Select, outer_aliases: set[str], node: exp.Expres
             "group", "having", "distinct")):
         raise unsupported("a window as the value of a subquery correlated by other than column equalities "
                           "(u.k = t.k), or over an aggregate", node)
-    for window in own_scope_nodes(query, (exp.Window,)):  # the value too (rows_per_correlation_key copies it)
-        partition = list(window.args.get("partition_by") or [])
-        written = {term.sql() for term in partition}
-        window.set("partition_by", partition + [i.copy() for _, i in keys if i.sql() not in written])
+    windows_partitioned_per_key(query, keys)  # the value too (rows_per_correlation_key copies it)
     return rows_per_correlation_key(query, local, keys, others, _value(query))
 
 

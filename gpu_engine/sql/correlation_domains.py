@@ -43,7 +43,9 @@ from sqlglot import exp
 
 from gpu_engine.sql.decorrelation import NULL_STRICT, correlation, own_aggregates, split_correlated
 from gpu_engine.sql.errors import SqlError
+from gpu_engine.sql.planning_context import TreeKey
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns
+from gpu_engine.sql.series_sources import SERIES, is_correlated_series
 
 __all__ = ["with_correlation_domains", "rejects_null"]
 
@@ -131,11 +133,9 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     if not columns:
         return None
     open_ = [c for c in columns if (c.table, c.name) not in known and not any(rejects_null(part, c) for part in others)]
-    for table in {c.table for c in columns}:
-        item = items.get(table)
-        if not isinstance(item, (exp.Table, exp.Subquery)) or (isinstance(item, exp.Subquery) and any(
-                c.table for c in free_columns(item.this))):
-            return None
+    sources = {table: _domain_items(table, items) for table in {c.table for c in columns}}
+    if any(found is None for found in sources.values()):
+        return None
     if open_:
         return open_[0]
     rewritten = query.copy()
@@ -143,7 +143,7 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     names: dict[tuple[str, str], exp.Column] = {}
     for column in columns:
         alias, distinct = domains.get(column.table) or domains.setdefault(column.table, (
-            synthetic_alias(), exp.Select(distinct=exp.Distinct()).from_(items[column.table].copy())))
+            synthetic_alias(), _distinct_over(sources[column.table])))
         name = f"d{len(distinct.expressions)}"
         distinct.select(exp.alias_(column.copy(), name), copy=False)
         if (column.table, column.name) in known:  # its NULL row would be computed and never joined back
@@ -164,6 +164,41 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
             this=distinct, alias=exp.TableAlias(this=exp.to_identifier(alias, quoted=True)))))
     rewritten.set("where", exp.Where(this=conjoined([part.copy() for part in local + kept] + moved + equalities)))
     return rewritten
+
+
+def _domain_items(table: str, items: dict[str, exp.Expression]) -> list[exp.Expression] | None:
+    """Return the FROM items a domain of ``table``'s columns reads, in FROM order: a table or an uncorrelated
+    derived table alone; a series reading other items' columns (``FROM t, generate_series(1, t.n) g``) with the
+    items it reads (its values exist only beside them); None for another item (left to the tree path).
+
+    Why the series: ``(SELECT count(*) FROM u WHERE u.w < g.i)`` over such a series was computed per distinct
+    outer value on the sqlglot tree, whose domain read the series alone and was refused ("generate_series(...)
+    reads t.n, not a column of a FROM item before it").
+    """
+    item = items.get(table)
+    if isinstance(item, exp.Table) or (isinstance(item, exp.Subquery) and not any(
+            c.table for c in free_columns(item.this))):
+        return [item]
+    if not is_correlated_series(item) or not isinstance(item.meta.get(SERIES), exp.GenerateSeries):
+        return None
+    read = list(item.meta[SERIES].find_all(exp.Column))
+    if not read or any(not c.table or c.table == table for c in read):
+        return None  # an unqualified argument: which item it reads is the series planner's to say
+    needed = {id(item): item}
+    for other in dict.fromkeys(c.table for c in read):
+        found = _domain_items(other, items)
+        if found is None:
+            return None
+        needed.update((id(each), each) for each in found)
+    return [each for each in items.values() if id(each) in needed]  # FROM order: a series after what it reads
+
+
+def _distinct_over(sources: list[exp.Expression]) -> exp.Select:
+    """``SELECT DISTINCT FROM <sources>`` (cross joined; the projections are added by the caller)."""
+    distinct = exp.Select(distinct=exp.Distinct()).from_(sources[0].copy())
+    if len(sources) > 1:
+        distinct.set("joins", [exp.Join(this=source.copy()) for source in sources[1:]])
+    return distinct
 
 
 def _is_null(node: exp.Expression, of: exp.Expression | None = None) -> bool:
@@ -191,8 +226,7 @@ def _null_safe_equality(conjunct: exp.Expression) -> exp.EQ | None:
 
 
 def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str, exp.Expression], synthetic_alias,
-               scalar: bool, known: frozenset = frozenset(), in_case: bool = False,
-               split: bool = True) -> exp.Expression | None:
+               scalar: bool, known: frozenset = frozenset(), in_case: bool = False) -> exp.Expression | None:
     """Return what replaces ``holder`` (a scalar ``Subquery``, ``EXISTS``, IN's ``Subquery``, ANY / ALL) where
     its subquery is correlated over a domain, else None.
 
@@ -202,9 +236,9 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
     not NULL> END``. With ``c`` NULL the correlation no longer reads it; with ``c`` known, a top-level ``X IS NOT
     DISTINCT FROM c`` is ``X = c`` (NULL and FALSE drop an inner row alike), a key equality, and the other
     conjuncts go over a domain of ``c``'s non-NULL values, joined back by equality: no NULL ``c`` reaches that
-    branch. Each branch is rewritten again (another outer column, another domain) or left to its own path.
-    Not ``split``: a scalar subquery of a WHERE conjunct, whose typed Filter binds one subquery a conjunct
-    (``correlated_scalar_rows.lone_correlated_scalar``; two are refused there): left to the tree path.
+    branch. Each branch is rewritten again (another outer column, another domain) or left to its own path. In a
+    WHERE conjunct the two branches are two subqueries of one typed Filter
+    (:func:`~gpu_engine.sql.correlated_scalar_rows.conjunct_scalars`), the rule joining each.
     """
     query = holder.this
     found = _over_domain(query, outer_aliases, items, synthetic_alias, scalar, type(holder), known, in_case)
@@ -214,7 +248,7 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
         rewritten = holder.copy()
         rewritten.set("this", found)
         return rewritten
-    if not split or not (scalar or isinstance(holder, exp.Exists)):
+    if not (scalar or isinstance(holder, exp.Exists)):
         return None  # IN / ANY / ALL: the value's NULL answer is the mark join's; left to the tree path
     column = (found.table, found.name)
 
@@ -255,15 +289,14 @@ def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
         return select
     items = {item.alias_or_name: item for item in [from_.this] + [j.this for j in select.args.get("joins") or []]}
     outer_aliases = defined_aliases(select)
-    rewrites, by_text = {}, {}
-    for n, (node, scalar, in_where) in enumerate(_subqueries(select)):
+    rewrites, by_tree = {}, {}
+    for n, (node, scalar, _in_where) in enumerate(_subqueries(select)):
         if isinstance(node.this, exp.Select):
-            text = node.sql()  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
-            if text not in by_text:
-                by_text[text] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar,
-                                           split=not (scalar and in_where))
-            if by_text[text] is not None:
-                rewrites[n] = by_text[text].copy()
+            key = TreeKey(node)  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
+            if key not in by_tree:
+                by_tree[key] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar)
+            if by_tree[key] is not None:
+                rewrites[n] = by_tree[key].copy()
     if not rewrites:
         return select
     select = select.copy()  # the caller's tree stays as written (a CTE's body is planned again where named)

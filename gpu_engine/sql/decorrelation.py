@@ -163,22 +163,31 @@ def _null_through_strict(tree: exp.Expression) -> bool:
 def _with_subquery_replaced(tree: exp.Expression, subquery: exp.Subquery, by: exp.Expression,
                             copies: list[exp.Subquery] | None = None) -> exp.Expression:
     """Return a copy of ``tree`` with ``subquery`` (a node of it; each of ``copies``, the same subquery written
-    again, too) replaced by ``by``.
+    again, too) replaced by ``by``."""
+    return _with_subqueries_replaced(tree, [([subquery] + list(copies or ()), by)])
 
-    The subquery is swapped out while ``tree`` is copied and put back after, so neither it (the deep part of
-    nested subqueries) is copied nor every nested subquery rendered to find it: comparing SQL texts made
+
+def _with_subqueries_replaced(tree: exp.Expression,
+                              replacements: list[tuple[list[exp.Subquery], exp.Expression]]) -> exp.Expression:
+    """Return a copy of ``tree`` with each group of subqueries (nodes of it: one subquery and the places it is
+    written again) replaced by its expression.
+
+    The subqueries are swapped out while ``tree`` is copied and put back after, so neither they (the deep part of
+    nested subqueries) are copied nor every nested subquery rendered to find them: comparing SQL texts made
     planning 200 nested subqueries cubic (minutes).
     """
-    if subquery is tree:
-        return by.copy()
-    nodes = [subquery] + [copy for copy in copies or () if copy is not subquery]
-    stand_ins = [by.copy() for _ in nodes]
-    for node, stand_in in zip(nodes, stand_ins):
-        node.replace(stand_in)
+    if len(replacements) == 1 and replacements[0][0][0] is tree:
+        return replacements[0][1].copy()
+    swapped = []
+    for nodes, by in replacements:
+        for node in {id(node): node for node in nodes}.values():
+            stand_in = by.copy()
+            node.replace(stand_in)
+            swapped.append((node, stand_in))
     try:
         return tree.copy()
     finally:
-        for node, stand_in in zip(nodes, stand_ins):
+        for node, stand_in in swapped:
             stand_in.replace(node)
 
 
@@ -451,11 +460,11 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         if len(subqueries) == 1 and not has_subquery(other):
             _scalar_comparison(planner, tree, subqueries[0], local_aliases, ctes, attach)
             return
-    from gpu_engine.sql.correlated_scalar_rows import lone_correlated_scalar
+    from gpu_engine.sql.correlated_scalar_rows import conjunct_scalars
 
-    copies = lone_correlated_scalar(conjunct, set(local_aliases))
-    if copies is not None:  # under OR, NOT, in a CASE: the whole conjunct is the typed Filter's predicate
-        _scalar_comparison(planner, conjunct, copies[0], local_aliases, ctes, attach, copies)
+    groups = conjunct_scalars(conjunct, set(local_aliases))
+    if groups is not None:  # under OR, NOT, in a CASE, several: the whole conjunct is the typed Filter's predicate
+        _scalar_comparisons(planner, conjunct, groups, local_aliases, ctes, attach)
         return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                       "comparisons with a scalar subquery are planned)", conjunct)
@@ -727,37 +736,50 @@ def scalar_relation(planner: QueryPlanner, subquery: exp.Subquery, ctes) -> tupl
     return Relation(node, {(alias, name): internal}, frozenset([alias]), 1.0, {}), exp.column(name, table=alias)
 
 
-def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach, copies=None) -> None:
-    """Plan a comparison with a scalar subquery as a typed ScalarSubquery filter to attach (at one FROM item or after
-    the joins): uncorrelated, its one row; correlated, its rows per correlation key
+def _scalar_comparison(planner: QueryPlanner, tree, subquery, local_aliases, ctes, attach) -> None:
+    """Plan a comparison with a scalar subquery as a typed ScalarSubquery filter to attach (:func:`_scalar_comparisons`
+    of one subquery)."""
+    _scalar_comparisons(planner, tree, [[subquery]], local_aliases, ctes, attach)
+
+
+def _scalar_comparisons(planner: QueryPlanner, tree, groups: list[list[exp.Subquery]], local_aliases, ctes,
+                        attach) -> None:
+    """Plan a conjunct reading scalar subqueries (``groups``: each subquery with the places it is written again) as
+    a typed filter to attach (at one FROM item or after the joins), one ScalarSubquery each: uncorrelated, its one
+    row; correlated, its rows per correlation key
     (:func:`~gpu_engine.sql.correlated_scalar_rows.bind_correlated_scalar`: an aggregate grouped by its correlation
-    columns)."""
-    select = subquery_select(subquery.this)
-    if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
-        if any(c.table for c in free_columns(select)):
-            raise unsupported("a correlated scalar subquery over a set operation", subquery)
-        inner, local, correlated = set(), [], []
-    elif not isinstance(select, exp.Select):
-        raise unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
-    else:
-        inner, local, correlated = split_correlated(select, set(local_aliases))
-    if not correlated:  # a typed ScalarSubquery in a Filter (scalar_filter), at one table's scan or after the joins
-        relation, column = scalar_relation(planner, subquery, ctes)
-        rewritten = _with_subquery_replaced(tree, subquery, column)
-        attach.setdefault(_scalar_filter_place(planner, rewritten, column), []).append((relation, rewritten))
-        return
-    # Correlated: the aggregate grouped by the correlation columns (its input restricted to the keys the outer
-    # rows ask for, _magic_sets), a typed ScalarSubquery correlated on them, which the optimizer's decorrelation
-    # rule joins (inner where the comparison drops the NULL of a key without rows, else left with COUNT's 0).
+    columns, its input restricted to the keys the outer rows ask for, :func:`_magic_sets`), which the optimizer's
+    decorrelation rule joins (inner where the comparison drops the NULL of a key without rows, else left with
+    COUNT's 0; several in turn)."""
     from gpu_engine.sql.correlated_scalar_rows import bind_correlated_scalar
 
-    relation, column, equalities = bind_correlated_scalar(planner, subquery, select, set(local_aliases), ctes,
-                                                          restricted=True)
-    rewritten = _with_subquery_replaced(tree, subquery, column, copies)
+    relations, columns, replacements, equalities = [], [], [], []
+    for copies in groups:
+        subquery = copies[0]
+        select = subquery_select(subquery.this)
+        if isinstance(select, exp.SetOperation):  # planned as a whole: only an uncorrelated one
+            if any(c.table for c in free_columns(select)):
+                raise unsupported("a correlated scalar subquery over a set operation", subquery)
+            correlated = []
+        elif not isinstance(select, exp.Select):
+            raise unsupported(f"a scalar subquery over {select.key.upper()}", subquery)
+        else:
+            _inner, _local, correlated = split_correlated(select, set(local_aliases))
+        if not correlated:  # its one row (EnforceSingleRow)
+            relation, column = scalar_relation(planner, subquery, ctes)
+        else:
+            relation, column, keys = bind_correlated_scalar(planner, subquery, select, set(local_aliases), ctes,
+                                                            restricted=True)
+            equalities += keys
+        relations.append(relation)
+        columns.append(column)
+        replacements.append((copies, column))
+    rewritten = _with_subqueries_replaced(tree, replacements)
     # the comparison AND the key equalities: scalar_filter splits them apart again (the equalities read the
     # k<n> columns); the outer columns they read are the columns the planner scans and places the filter by
-    attach.setdefault(_scalar_filter_place(planner, conjoined([rewritten] + equalities), column), []).append(
-        (relation, conjoined([rewritten] + equalities)))
+    predicate = conjoined([rewritten] + equalities)
+    attach.setdefault(_scalar_filter_place(planner, predicate, columns), []).append(
+        (relations[0] if len(relations) == 1 else tuple(relations), predicate))
 
 
 def correlated_scalar_relation(planner: QueryPlanner, subquery: exp.Expression, select: exp.Select, inner: set[str],
@@ -793,7 +815,7 @@ def correlated_scalar_relation(planner: QueryPlanner, subquery: exp.Expression, 
     return relation, exp.column("v", table=alias), equalities
 
 
-def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, column: exp.Column) -> str | None:
+def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, columns: list[exp.Column]) -> str | None:
     """Return the FROM item whose rows a comparison with an uncorrelated scalar subquery filters, or None for
     after the joins.
 
@@ -808,7 +830,7 @@ def _scalar_filter_place(planner: QueryPlanner, rewritten: exp.Expression, colum
     items, _, null_supplying = planner._scopes[-1] if planner._scopes else ([], [], set())
     places = [item.alias_or_name for item, _ in items
               if item.alias_or_name not in null_supplying and not is_correlated_series(item)]
-    outer = {c.table for c in free_columns(rewritten)} - {column.table}
+    outer = {c.table for c in free_columns(rewritten)} - {column.table for column in columns}
     if len(outer) == 1:
         alias = next(iter(outer))
         return alias if alias in places else None
@@ -857,36 +879,53 @@ def _magic_sets(planner: QueryPlanner, keys: list[tuple[exp.Column, exp.Column]]
     return out
 
 
-def scalar_filter(planner: QueryPlanner, relation: Relation, scalar: Relation, conjunct: exp.Expression) -> Relation:
+def scalar_filter(planner: QueryPlanner, relation: Relation, scalar: Relation | tuple[Relation, ...],
+                  conjunct: exp.Expression) -> Relation:
     """Filter ``relation`` by ``conjunct``, a comparison reading the value column of ``scalar`` (a scalar subquery
     planned by :func:`scalar_relation`, or a correlated one's rows per key: then ``conjunct`` also holds the
-    equalities of its key columns with outer expressions), translated into a typed
-    :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of a Filter, which the optimizer rule
-    :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a join with that row.
+    equalities of its key columns with outer expressions; several such relations for a conjunct of several
+    subqueries), translated into a typed :class:`~gpu_engine.plans.subqueries.ScalarSubquery` of a Filter for each,
+    which the optimizer rule :func:`~gpu_engine.optimizer.decorrelation.decorrelate_subqueries` makes a join with
+    that row.
     """
     from gpu_engine.plans.sql_translator import parse_expression
     from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
 
-    columns = {**relation.columns, **scalar.columns}
-    outer_schema, inner_schema = relation.node.output_schema, scalar.node.output_schema
-    (alias,) = scalar.aliases
-    name = scalar.columns.get((alias, "v")) or next(iter(scalar.columns.values()))
-    key_names = {sql_name for (_, sql_name), internal in scalar.columns.items() if internal != name}  # k<n>
-    parts = conjuncts_of(conjunct) if key_names else [conjunct]
-    equalities = [part for part in parts if {c.name for c in free_columns(part) if c.table == alias} & key_names]
-    comparison = conjoined([part for part in parts if not any(part is e for e in equalities)])
+    scalars = scalar if isinstance(scalar, tuple) else (scalar,)
+    columns = dict(relation.columns)
+    outer_schema = relation.node.output_schema
     outer_names = set(outer_schema.names)
-    combined = pa.schema(list(outer_schema) + [f for f in inner_schema if f.name not in outer_names])
+    fields = list(outer_schema)
+    subqueries = []  # (the scalar's relation, its value column's internal name, its key equalities)
+    parts = conjuncts_of(conjunct)
+    taken: list[exp.Expression] = []
+    for one in scalars:
+        columns.update(one.columns)
+        fields += [f for f in one.node.output_schema if f.name not in {g.name for g in fields}]
+        (alias,) = one.aliases
+        name = one.columns.get((alias, "v")) or next(iter(one.columns.values()))
+        key_names = {sql_name for (_, sql_name), internal in one.columns.items() if internal != name}  # k<n>
+        equalities = [part for part in parts if key_names
+                      and {c.name for c in free_columns(part) if c.table == alias} & key_names]
+        taken += equalities
+        subqueries.append((one, name, equalities))
+    comparison = conjoined([part for part in parts if not any(part is e for e in taken)]) \
+        if taken else conjunct
+    combined = pa.schema(fields)
     try:
-        correlation = None
-        if equalities:
-            typed = parse_expression(conjunction([planner._renamed(e, columns) for e in equalities]), combined,
-                                     "Filter")
-            correlation = transformed(typed, lambda node: OuterColumn(node.name, node.dtype)
-                                      if isinstance(node, ColumnRef) and node.name in outer_names else None)
+        by_name = {}
+        for one, name, equalities in subqueries:
+            correlation = None
+            if equalities:
+                typed = parse_expression(conjunction([planner._renamed(e, columns) for e in equalities]), combined,
+                                         "Filter")
+                correlation = transformed(typed, lambda node: OuterColumn(node.name, node.dtype)
+                                          if isinstance(node, ColumnRef) and node.name in outer_names else None)
+            by_name[name] = (one, correlation)
         typed = parse_expression(planner._renamed(comparison, columns), combined, "Filter")
-        predicate = transformed(typed, lambda node: ScalarSubquery(scalar.node, name, node.dtype, correlation)
-                                if isinstance(node, ColumnRef) and node.name == name else None)
+        predicate = transformed(typed, lambda node: ScalarSubquery(by_name[node.name][0].node, node.name, node.dtype,
+                                                                   by_name[node.name][1])
+                                if isinstance(node, ColumnRef) and node.name in by_name else None)
         node = planner._builder(relation.node).filter(predicate).plan()
     except PlanError as error:
         raise planner._plan_error(error, conjunct) from None

@@ -292,7 +292,10 @@ class QueryPlanner(PlanningContext):
             select = with_correlated_aggregate_sets(select, self)  # x IN (correlated GROUP BY): per key, or x = (S)
             select = with_tuple_memberships(select, self)  # (a, b) IN (SELECT x, y ...): EXISTS, or joined facts
             select = with_subquery_values_as_comparisons(select)  # x IN (SELECT ...) as a value: x = ANY (...)
-            select = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): checked, typed later
+            compared = with_quantified_comparisons(select, self)  # x > ALL (SELECT ...): checked, typed later
+            if compared is not select:  # its per-row facts correlated null-safe (IN / ANY / ALL): split as others
+                compared = with_correlation_domains(compared, self)
+            select = compared
             select = with_join_condition_subqueries_computed(select, self, ctes)  # outer joins: a FROM item's column
         select = with_rejected_left_joins_inner(select)  # a LEFT JOIN whose NULL rows WHERE drops is inner
         if nested:

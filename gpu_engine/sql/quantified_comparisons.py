@@ -131,9 +131,15 @@ class _PerRow:
         return exp.Subquery(this=self._select([exp.alias_(call, name)], []))
 
     def matched(self, operand: exp.Expression) -> exp.Expression:
-        """Whether a non-NULL value of the subquery equals ``operand``: EXISTS per outer row."""
-        return exp.Exists(this=self._select([exp.Literal.number(1)], [
+        """Whether a non-NULL value of the subquery equals ``operand``: its count per outer row above 0.
+
+        Why a count, not EXISTS: a scalar fact as the others, split on a null-safe correlation's outer column and
+        typed as they are (:mod:`~gpu_engine.sql.correlation_domains`); an EXISTS holding the key ``v = x`` beside
+        that correlation was computed per distinct outer value on the sqlglot tree.
+        """
+        counted = exp.Subquery(this=self._select([exp.alias_(exp.Count(this=exp.Star()), "m")], [
             exp.EQ(this=self.value.copy(), expression=operand.copy())]))
+        return exp.GT(this=counted, expression=exp.Literal.number(0))
 
 
 def _case(whens: list[tuple[exp.Expression, exp.Expression]], default: exp.Expression) -> exp.Expression:

@@ -22,6 +22,7 @@ from sqlglot import exp
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.decorrelation import correlation, empty_group_value, split_correlated
 from gpu_engine.sql.errors import unsupported
+from gpu_engine.sql.planning_context import same_tree
 from gpu_engine.sql.predicates import conjoined, constant_truth
 
 __all__ = ["is_shaped", "rows_per_key"]
@@ -119,7 +120,7 @@ def _order(query: exp.Select, value: exp.Expression, output: str) -> tuple[list[
             term = value
         elif isinstance(term, exp.Column) and not term.table and term.name == output:
             term = value
-        if term.sql() == value.sql():
+        if same_tree(term, value):
             name = "v"
         elif query.args.get("distinct"):
             raise unsupported("ORDER BY a term outside the SELECT list of a DISTINCT subquery", ordered)

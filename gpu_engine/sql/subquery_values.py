@@ -61,7 +61,7 @@ from sqlglot import exp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
-from gpu_engine.sql.correlated_scalar_rows import binds, lone_correlated_scalar, windowed_value, windows_per_key
+from gpu_engine.sql.correlated_scalar_rows import binds, conjunct_scalars, windowed_value, windows_per_key
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
 from gpu_engine.sql.correlation_domains import rejects_null
 from gpu_engine.sql.decorrelation import (
@@ -151,7 +151,7 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         if mark_predicates(conjunct, outer_aliases) is not None:  # under AND / OR / NOT: typed mark predicates
             return True
         return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
-    if any(copy is node for copy in lone_correlated_scalar(conjunct, outer_aliases) or ()):
+    if any(copy is node for copies in conjunct_scalars(conjunct, outer_aliases) or () for copy in copies):
         return True  # a typed ScalarSubquery of the WHERE Filter
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
