@@ -614,11 +614,15 @@ class ScalarTranslator:
         """A text operand (not a constant) of a list of numbers, dates or timestamps cast to the list's type, as
         DuckDB types the whole list first: ``s IN (0.333333, 2.0::DOUBLE)`` reads ``s`` as a DOUBLE (each ``s = v``
         alone read it as DECIMAL(7, 6) and raised on '-7'), ``s IN (1, 2)`` as an INTEGER (it was refused). Else
-        ``operand_tree`` itself."""
-        if not is_string(operand.dtype) or isinstance(operand, Literal) or any(is_string(v.dtype) for v in values):
+        ``operand_tree`` itself. String constants in the list take the others' type (``s IN ('1', 2)`` reads ``s``
+        and '1' as INTEGERs, as DuckDB: it was refused); a list of texts only compares as text."""
+        if not is_string(operand.dtype) or isinstance(operand, Literal):
+            return operand_tree
+        typed = [v for v in values if not (isinstance(v, Literal) and isinstance(v.value, str))]
+        if not typed or any(is_string(v.dtype) for v in typed):
             return operand_tree
         try:
-            target = functools.reduce(common_type, [v.dtype for v in values])
+            target = functools.reduce(common_type, [v.dtype for v in typed])
         except TypeError:
             return operand_tree
         name = duckdb_type_name(target)

@@ -45,3 +45,17 @@ def test_a_text_operand_of_a_list_of_numbers_reads_as_the_list_type():
     with duckdb_with_tables(tables) as connection:
         session = session_with_tables(tables, device="cpu", compile_mode="lowest")
         assert_queries_match_duckdb(session, connection, queries)
+
+
+def test_text_constants_beside_numbers_in_the_list_of_a_text_operand_take_the_numbers_type():
+    """``s IN ('1', 2)``: DuckDB types the list by its numbers and reads ``s`` and '1' as INTEGERs ('01' matches);
+    the engine refused it ("IN list value 2 does not match string", stop 52's review). A list of texts only still
+    compares as text ('01' does not match '1')."""
+    tables = {"t": pa.table({"id": pa.array(range(5), pa.int64()),
+                             "s": pa.array(["1", "2", "01", " 3", None], pa.string())})}
+    queries = ["SELECT id, s IN ('1', 2) AS a, s IN (2, '03') AS b, s NOT IN ('1', 2.5) AS c, s IN ('1', 2, 1.5) AS d, "
+               "s IN ('1', '2') AS e FROM t",
+               "SELECT id FROM t WHERE s NOT IN ('01', 3)"]
+    with duckdb_with_tables(tables) as connection:
+        session = session_with_tables(tables, device="cpu", compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, queries)
