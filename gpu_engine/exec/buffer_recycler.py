@@ -13,7 +13,8 @@ words, whose group count depends on which splits a driver read) found nothing
 when buffers were kept by exact shape, and page-faulted through fresh memory
 each time (TPC-H Q18's partial emits: ~70 ms of the ~150 ms they took). A
 request of ``n`` bytes takes a buffer of the next power of two and sees only
-its first ``n`` bytes (untouched pages of the rest cost no memory). Buffers of
+its first ``n`` bytes (untouched pages of the rest cost no memory). A request larger than every kept buffer
+drops the smaller kept ones (what a growth left behind: :func:`_drop_smaller`). Buffers of
 at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all (a quarter of memory, a share of it
 in one of several worker processes, or ``$GPU_ENGINE_RECYCLER_MAX_MB``: :func:`_kept_bytes_cap`), and
 handed out again uninitialized; once no query has run for a few seconds they
@@ -119,7 +120,9 @@ def _flat_buffer(array: np.ndarray) -> np.ndarray | None:
 def take_array(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
     """Return an uninitialized C-contiguous array of ``shape`` and ``dtype``, in a kept buffer when there is one.
 
-    Only host arrays are kept (see the module docstring), so other array modules always get a new one.
+    A request larger than every kept buffer drops the smaller ones, up to as many bytes as its new buffer takes
+    (:func:`_drop_smaller`). Only host arrays are kept (see the module docstring), so other array modules always
+    get a new one.
     """
     dtype = np.dtype(dtype)
     shape = tuple(int(n) for n in shape)
@@ -127,16 +130,57 @@ def take_array(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
     if xp is not np or nbytes < MIN_BYTES:
         return xp.empty(shape, dtype=dtype)
     size_class = _class_holding(nbytes)
-    global _kept_bytes
-    buffer = None
     with _lock:
-        buffers = _kept.get(size_class)
-        if buffers:
-            buffer = buffers.pop()
-            _kept_bytes -= int(buffer.nbytes)
+        buffer, dropped = _kept_or_dropped(size_class)
+    del dropped  # freed here, outside the lock
     if buffer is None:
         buffer = np.empty(1 << size_class, dtype=np.uint8)
     return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def _kept_or_dropped(size_class: int) -> tuple[np.ndarray | None, list[np.ndarray]]:
+    """Under the lock: take out a kept buffer of ``size_class`` and return it with no others, or, where none is
+    kept, return None and the smaller buffers dropped when no kept buffer is larger (see :func:`_drop_smaller`)."""
+    global _kept_bytes
+    buffers = _kept.get(size_class)
+    if buffers:
+        buffer = buffers.pop()
+        _kept_bytes -= int(buffer.nbytes)
+        return buffer, []
+    if any(kept > size_class for kept, buffers in _kept.items() if buffers):
+        return None, []
+    return None, _drop_smaller(size_class, 1 << size_class)
+
+
+def _drop_smaller(size_class: int, budget: int) -> list[np.ndarray]:
+    """Take kept buffers of classes below ``size_class`` out, largest first, until ``budget`` bytes are out; return
+    them (the caller frees them outside the lock).
+
+    Why: a request larger than every kept buffer is a query reaching a size this process has not reached in a
+    while, and the smaller buffers kept are most often what its own growth left behind: a slot table doubling from
+    16 MiB to 1 GiB handed each old table here, and nothing of the query takes them again (its next tables are
+    larger). TPC-H Q18 at SF10 kept 1.04 GB of its two drivers' old tables through the rest of the query, a
+    quarter of its 4.2 GB peak. Dropping as many bytes as the new buffer takes keeps the process's memory where it
+    was, less what the new buffer needs. A request smaller than some kept buffer drops nothing: a query run again
+    grows through the sizes its last run reached, so what its growth hands back is kept and its next runs take it
+    (lending a larger buffer to a smaller request instead left the largest request of a doubling growth without
+    one: TPC-H Q18 at SF1 +33% CPU a run).
+    """
+    global _kept_bytes
+    out: list[np.ndarray] = []
+    freed = 0
+    for smaller in sorted((c for c in _kept if c < size_class), reverse=True):
+        buffers = _kept[smaller]
+        while buffers and freed < budget:
+            buffer = buffers.pop()
+            freed += int(buffer.nbytes)
+            out.append(buffer)
+        if not buffers:
+            del _kept[smaller]
+        if freed >= budget:
+            break
+    _kept_bytes -= freed
+    return out
 
 
 def give_array(xp: Any, array: Any) -> None:
