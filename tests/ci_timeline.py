@@ -35,7 +35,7 @@ class WorkerRecorder:
     def __init__(self, config):
         self.config = config
         self.collected_at: float | None = None
-        self.files: dict[str, float] = defaultdict(float)
+        self.files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         self.spans: list[tuple[float, float, str]] = []
 
     def pytest_collection_finish(self, session):
@@ -43,10 +43,13 @@ class WorkerRecorder:
 
     @pytest.hookimpl(hookwrapper=True)
     def pytest_runtest_protocol(self, item, nextitem):
-        start = time.time()
+        start, cpu, children = time.time(), time.process_time(), _children_cpu()
         yield
         end = time.time()
-        self.files[item.nodeid.split("::", 1)[0]] += end - start
+        totals = self.files[item.nodeid.split("::", 1)[0]]
+        totals[0] += end - start
+        totals[1] += time.process_time() - cpu
+        totals[2] += _children_cpu() - children
         self.spans.append((start, end, item.nodeid))
 
     @pytest.hookimpl(trylast=True)
@@ -59,7 +62,6 @@ class WorkerRecorder:
         except ImportError:
             pass
         own = resource.getrusage(resource.RUSAGE_SELF)
-        children = resource.getrusage(resource.RUSAGE_CHILDREN)
         spark = [span for span in self.spans if span[2].startswith("tests/spark/")]
         self.config.workeroutput["ci_timeline"] = {
             "started": _IMPORTED_AT,
@@ -70,13 +72,19 @@ class WorkerRecorder:
             "tests": len(self.spans),
             "waits": [len(waits), sum(waits)],
             "cpu": own.ru_utime + own.ru_stime,
-            "children_cpu": children.ru_utime + children.ru_stime,
+            "children_cpu": _children_cpu(),
             "spark": [spark[0][0], spark[-1][1], sum(end - start for start, end, _ in spark), len(spark)]
             if spark else None,
             "files": dict(self.files),
             # the tests that ended in the run's last minutes: enough to name the tail, small to send
             "late": [span for span in self.spans if span[1] > self.spans[-1][1] - 300] if self.spans else [],
         }
+
+
+def _children_cpu() -> float:
+    """Return the CPU seconds of this process's children it has waited for (subprocesses a test ran to its end)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return children.ru_utime + children.ru_stime
 
 
 class ControllerSummary:
@@ -123,14 +131,15 @@ def summary_lines(started: float, ended: float, workers: dict[str, dict]) -> lis
         named = ", ".join(f"{nodeid} {end - max(start, other_end):.1f} s" for start, end, nodeid in
                           sorted(tail, key=lambda span: span[0] - span[1])[:TAIL_TESTS])
         lines.append(f"tail: {last_name} ran alone for {last_end - other_end:.1f} s at the end: {named}")
-    files: dict[str, float] = defaultdict(float)
+    files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for record in workers.values():
-        for path, seconds in record["files"].items():
-            files[path] += seconds
-    busy = sum(files.values()) or 1.0
-    lines.append(f"files with the most worker time (of {busy:.0f} s in tests, {len(files)} files):")
-    for path, seconds in sorted(files.items(), key=lambda item: -item[1])[:TOP_FILES]:
-        lines.append(f"  {seconds:7.1f} s {seconds / busy:5.1%}  {path}")
+        for path, totals in record["files"].items():
+            files[path] = [mine + theirs for mine, theirs in zip(files[path], totals)]
+    busy = sum(totals[0] for totals in files.values()) or 1.0
+    lines.append(f"files with the most worker time (of {busy:.0f} s in tests, {len(files)} files; wall, share, the"
+                 f" worker's CPU, its reaped children's CPU; a JVM's is in neither):")
+    for path, (seconds, cpu, children) in sorted(files.items(), key=lambda item: -item[1][0])[:TOP_FILES]:
+        lines.append(f"  {seconds:7.1f} s {seconds / busy:5.1%}  cpu {cpu:6.1f} s + {children:5.1f} s  {path}")
     return lines
 
 
