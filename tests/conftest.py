@@ -318,6 +318,17 @@ LONG_UNITS = (
     "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_cpu",  # ~15 s
     "tests/sql/test_grouping_sets.py::test_grouping_sets_match_duckdb_on_cpu",  # ~13 s
     "tests/sql/test_set_operations.py::test_set_operations_match_duckdb_on_each_device",  # ~13 s
+    # One-case units of the top-level files, which are collected last, so xdist hands them out last of all: each
+    # runs subprocesses (CLI, demo, bench scripts), 14-26 s in-process at load 27 where the other top-level
+    # tests took 0.1-9 s; handed out early they cannot be the test one worker runs alone at the end of the run.
+    "tests/test_cli.py::test_a_cold_kernel_cache_prints_a_compiling_line_once_and_a_warm_one_none",
+    "tests/test_cli.py::test_demo_end_to_end",
+    "tests/test_import_footprint.py::test_a_cpu_process_s_first_queries_import_neither_pandas_nor_numba_cuda_"
+    "and_cuda_sim_can_follow",
+    "tests/test_concurrent_queries_bench.py::test_concurrent_queries_bench_reports_both_sides",
+    "tests/test_cli.py::test_tpch_command_runs_queries_and_prints_a_summary",
+    "tests/test_bench_reports.py::test_run_bench_writes_the_chart_next_to_its_report",
+    "tests/test_readme.py::test_the_python_examples_run_as_written",
 )
 
 
