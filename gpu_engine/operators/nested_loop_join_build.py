@@ -19,9 +19,29 @@ from gpu_engine.columnar.concat import concat_batches
 from gpu_engine.exec.operator import Operator, OperatorCtx
 from gpu_engine.exec.join_bridge import HashJoinBridge
 from gpu_engine.operators.hash_build import build_side_columns
+from gpu_engine.kernels.filter import selection_from_mask
+from gpu_engine.kernels.gather import dictionary_row_validity
+from gpu_engine.optimizer.conjuncts import conjuncts
+from gpu_engine.plans.expressions import BinaryOp, Cast, ColumnRef, Expr
 from gpu_engine.plans.nodes import NestedLoopJoinNode
 
 __all__ = ["NestedLoopJoinBuild"]
+
+_NULL_REJECTING = ("eq", "ne", "lt", "le", "gt", "ge")
+
+
+def _compared_columns(predicate: Expr) -> list[str]:
+    """Return the columns a top-level conjunct of ``predicate`` compares directly (through casts): the conjunct is
+    NULL, so the pair is not kept, wherever such a column is NULL."""
+    names = []
+    for part in conjuncts(predicate):
+        if isinstance(part, BinaryOp) and part.op in _NULL_REJECTING:
+            for side in (part.left, part.right):
+                while isinstance(side, Cast):
+                    side = side.operand
+                if isinstance(side, ColumnRef):
+                    names.append(side.name)
+    return names
 
 
 class NestedLoopJoinBuild(Operator):
@@ -58,8 +78,28 @@ class NestedLoopJoinBuild(Operator):
         else:
             schema = self.node.build.output_schema
             build = Batch.empty(pa.schema([schema.field(name) for name in self._columns]), self.device)
+        build = self._matchable_rows(build)
         self.add_runtime_stat("build_rows", build.num_rows)
         self.bridge.publish(build)
+
+    def _matchable_rows(self, build: Batch) -> Batch:
+        """Return ``build`` without the rows no pair can match where no unmatched build row is emitted: those with
+        a NULL in a build column the filter compares (``probe_expr = d`` is NULL, never true, for a NULL ``d``), as
+        a hash join drops NULL keys. A build side of NULLs only is then empty, so the probe evaluates nothing, as
+        DuckDB skips probing an empty build: ``CAST(s AS DATE) = d`` raised "Could not convert 'abc'" where
+        DuckDB answers."""
+        if self.node.join_type in ("right", "full") or self.node.filter is None or build.num_rows == 0:
+            return build
+        compared = [name for name in _compared_columns(self.node.filter) if name in self._columns]
+        valid = None
+        for name in dict.fromkeys(compared):
+            column = build.column(name)
+            rows = dictionary_row_validity(self.device, column) if column.is_dictionary else column.validity
+            if rows is not None:
+                valid = rows if valid is None else valid & rows
+        if valid is None or bool(valid.all()):
+            return build
+        return build.with_gather_map(selection_from_mask(self.device, valid)).materialize()
 
     def is_finished(self) -> bool:
         return self.no_more_input_received

@@ -164,3 +164,20 @@ def test_scalar_subquery(device_name, tables, drivers, batch_rows):
     result = session.execute(plan)
     assert 0 < result.num_rows < tables["t"].num_rows
     assert_same_rows(result, expected)
+
+
+@pytest.mark.parametrize("join_type", ["inner", "left"])
+def test_a_build_side_of_null_keys_only_is_not_probed(device_name, drivers, join_type):
+    """``s = d`` with ``s`` text and ``d`` a DATE whose rows are all NULL: no pair can match, and DuckDB skips
+    probing (its hash join drops NULL keys), so a text that is no date ('abc') is never cast; the probe cast it
+    and raised "Could not convert 'abc'" (stop 52's fuzz11). Build rows whose compared column is NULL are
+    dropped where no unmatched build row is emitted (inner, left); with a date among them both raise."""
+    tables = {"a": pa.table({"s": pa.array(["abc", "2000-01-01", None]), "i": pa.array([1, 2, 3], pa.int64())}),
+              "b": pa.table({"d": pa.array([None, None], pa.date32()), "j": pa.array([1, 2], pa.int64())})}
+    kind = {"inner": "JOIN", "left": "LEFT JOIN"}[join_type]
+    sql = f"SELECT i, j FROM a {kind} b ON a.s = b.d"
+    session = session_with_tables(tables, device=device_name, drivers=drivers)
+    connection = duckdb.connect()
+    for name, value in tables.items():
+        connection.register(name, value)
+    assert_same_rows(session.sql(sql), duckdb_table(connection, sql))
