@@ -76,7 +76,9 @@ def _date_part(xp: Any, part: str, column: Column) -> Any:
         within_minute = time_of_day % TIME_PARTS["minute"]  # seconds and below count within the minute
         return within_minute // TIME_PARTS[part] if part != "minute" else (time_of_day // TIME_PARTS["minute"]) % 60
     if part == "epoch":
-        if pa.types.is_timestamp(column.dtype) or is_time(column.dtype):
+        if pa.types.is_timestamp(column.dtype):  # of whole microseconds (a TIMESTAMP_NS's floored), as DuckDB
+            return micros_of(xp, column).astype(xp.float64) / 1_000_000.0
+        if is_time(column.dtype):
             return column.data.astype(xp.float64) / (TICKS_PER_DAY[column.dtype.unit] / 86_400)
         return column.data.astype(xp.float64) * 86_400.0
     days = days_of(xp, column)
@@ -227,10 +229,12 @@ def add_interval(xp: Any, column: Column, months: int, days: int, interval_micro
 _ISO_FORMS = {"c": "%Y-%m-%d %H:%M:%S", "x": "%Y-%m-%d", "X": "%H:%M:%S"}
 
 
-def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]], zone: str = "") -> str:
+def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]], zone: str = "",
+                    nanos: int = 0) -> str:
     """Return one instant formatted as DuckDB's strftime does (Python's, but years zero-padded to 4 digits,
-    ``%c``/``%x``/``%X`` in ISO form, ``%g`` milliseconds and ``%n`` nanoseconds); ``%Z`` writes ``zone``, the
-    Session zone's name for a TIMESTAMPTZ (DuckDB's TimeZone setting: here UTC), nothing for a TIMESTAMP."""
+    ``%c``/``%x``/``%X`` in ISO form, ``%g`` milliseconds and ``%n`` nanoseconds: ``nanos`` those past the
+    microsecond, of a TIMESTAMP_NS); ``%Z`` writes ``zone``, the Session zone's name for a TIMESTAMPTZ (DuckDB's
+    TimeZone setting: here UTC), nothing for a TIMESTAMP."""
     parts = []
     for kind, spec in tokens:
         if kind == "text":
@@ -240,13 +244,13 @@ def _format_instant(moment: datetime.datetime, tokens: Sequence[tuple[str, str]]
         elif spec == "G":
             parts.append(f"{moment.isocalendar()[0]:04d}")
         elif spec in _ISO_FORMS:
-            parts.append(_format_instant(moment, strftime_tokens(_ISO_FORMS[spec]), zone))
+            parts.append(_format_instant(moment, strftime_tokens(_ISO_FORMS[spec]), zone, nanos))
         elif spec in ("z", "Z"):  # UTC's offset; the zone's name of a TIMESTAMPTZ only (as DuckDB prints them)
             parts.append("+00" if spec == "z" else zone)
         elif spec == "g":
             parts.append(f"{moment.microsecond // 1000:03d}")
         elif spec == "n":
-            parts.append(f"{moment.microsecond * 1000:09d}")
+            parts.append(f"{moment.microsecond * 1000 + nanos:09d}")
         elif spec.startswith("-"):
             parts.append(str(int(moment.strftime(f"%{spec[1]}"))))
         else:
@@ -258,19 +262,21 @@ def _strftime(device: Device, column: Column, fmt: str) -> Column:
     """Return ``strftime(column, fmt)``: each distinct instant is formatted once on the host (``unique`` on the
     device, the distinct values copied back), and the result is a dictionary column over those texts."""
     xp = device.xp
-    micros = micros_of(xp, column)
+    nanosecond = pa.types.is_timestamp(column.dtype) and column.dtype.unit == "ns"  # %n prints all nine digits
+    ticks = column.data.astype(xp.int64) if nanosecond else micros_of(xp, column)
     if column.validity is not None:
-        micros = xp.where(column.validity, micros, 0)
-    distinct, codes = xp.unique(micros, return_inverse=True)
+        ticks = xp.where(column.validity, ticks, 0)
+    distinct, codes = xp.unique(ticks, return_inverse=True)
     epoch = datetime.datetime(1970, 1, 1)
     tokens = strftime_tokens(fmt)
     texts = []
     for value in device.to_host(distinct).tolist():
+        micros, nanos = divmod(value, 1000) if nanosecond else (value, 0)
         try:
-            moment = epoch + datetime.timedelta(microseconds=value)
+            moment = epoch + datetime.timedelta(microseconds=micros)
         except OverflowError:
             raise ExecutionError("strftime supports years 1 to 9999 only") from None
-        texts.append(_format_instant(moment, tokens, "UTC" if is_zoned(column.dtype) else ""))
+        texts.append(_format_instant(moment, tokens, "UTC" if is_zoned(column.dtype) else "", nanos))
     dictionary = Column.from_arrow(pa.array(texts, pa.string()), device)
     return Column(pa.string(), codes.reshape(-1).astype(xp.int32), column.validity, None, dictionary)
 

@@ -73,3 +73,14 @@ def test_epoch_ns_of_nanosecond_timestamps(device_name):
         assert_queries_match_duckdb(session, connection, [
             "SELECT epoch_ns(n) AS a, epoch_ns(z) AS b, epoch_ns(n + INTERVAL 1 DAY) AS c FROM t",
             "SELECT k FROM t WHERE epoch_ns(n) % 1000 <> 0"])
+
+
+def test_epoch_and_strftime_of_nanosecond_timestamps(device_name):
+    """``epoch`` of a TIMESTAMP_NS counts whole microseconds (floored) as DuckDB (the engine divided the
+    nanoseconds: 1e-09 where DuckDB gives 0.0), and strftime's ``%n`` prints all nine digits (the engine printed
+    the microseconds times 1000; fuzz round 12)."""
+    with duckdb_with_tables(SHIFTS) as connection:
+        session = session_with_tables(SHIFTS, device=device_name)
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT epoch(n) AS a, extract(epoch FROM z) AS b, strftime(n, '%n|%f|%g|%c') AS c, "
+            "strftime(z, '%Y %n') AS d FROM t"])
