@@ -27,13 +27,20 @@ _IMPORTED_AT = time.time()
 TOP_FILES = 15
 #: How many of the tail's tests the summary names.
 TAIL_TESTS = 8
+#: A unit of work (tests/conftest.py ``scheduling_unit``) of this many seconds or more that started in the last
+#: :data:`LATE_SHARE` of the run is named in the summary: one that long, handed out late, can leave the other
+#: worker idle at the end (a candidate for conftest's ``LONG_UNITS``).
+LONG_UNIT_S = 8.0
+LATE_SHARE = 0.25
 
 
 class WorkerRecorder:
     """In an xdist worker: collection end, each test's wall span, compile-lock waits; sent in ``workeroutput``."""
 
-    def __init__(self, config):
+    def __init__(self, config, unit_of):
         self.config = config
+        self.unit_of = unit_of
+        self.units: dict[str, list[float]] = {}
         self.collected_at: float | None = None
         self.files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
         self.spans: list[tuple[float, float, str]] = []
@@ -50,6 +57,8 @@ class WorkerRecorder:
         totals[0] += end - start
         totals[1] += time.process_time() - cpu
         totals[2] += _children_cpu() - children
+        unit = self.units.setdefault(self.unit_of(item.nodeid), [start, 0.0])
+        unit[1] += end - start
         self.spans.append((start, end, item.nodeid))
 
     @pytest.hookimpl(trylast=True)
@@ -77,6 +86,7 @@ class WorkerRecorder:
             if spark else None,
             "files": dict(self.files),
             # the tests that ended in the run's last minutes: enough to name the tail, small to send
+            "units": self.units,
             "late": [span for span in self.spans if span[1] > self.spans[-1][1] - 300] if self.spans else [],
         }
 
@@ -131,6 +141,12 @@ def summary_lines(started: float, ended: float, workers: dict[str, dict]) -> lis
         named = ", ".join(f"{nodeid} {end - max(start, other_end):.1f} s" for start, end, nodeid in
                           sorted(tail, key=lambda span: span[0] - span[1])[:TAIL_TESTS])
         lines.append(f"tail: {last_name} ran alone for {last_end - other_end:.1f} s at the end: {named}")
+    late = sorted(((seconds, unit, first) for record in workers.values()
+                   for unit, (first, seconds) in record.get("units", {}).items()
+                   if seconds >= LONG_UNIT_S and first >= ended - LATE_SHARE * run), reverse=True)
+    lines.append(f"units of {LONG_UNIT_S:.0f} s or more started in the run's last {LATE_SHARE:.0%}: "
+                 + (", ".join(f"{unit} {seconds:.1f} s at +{first - started:.0f} s" for seconds, unit, first in late)
+                    or "none"))
     files: dict[str, list[float]] = defaultdict(lambda: [0.0, 0.0, 0.0])
     for record in workers.values():
         for path, totals in record["files"].items():
@@ -143,9 +159,10 @@ def summary_lines(started: float, ended: float, workers: dict[str, dict]) -> lis
     return lines
 
 
-def register(config) -> None:
-    """Register the worker's recorder in an xdist worker, the summary in an xdist controller; nothing otherwise."""
+def register(config, unit_of) -> None:
+    """Register the worker's recorder in an xdist worker, the summary in an xdist controller; nothing otherwise.
+    ``unit_of``: node id -> the scheduler's unit of work (tests/conftest.py ``scheduling_unit``)."""
     if os.environ.get("PYTEST_XDIST_WORKER") and hasattr(config, "workeroutput"):
-        config.pluginmanager.register(WorkerRecorder(config), "ci_timeline_worker")
+        config.pluginmanager.register(WorkerRecorder(config, unit_of), "ci_timeline_worker")
     elif getattr(config.option, "numprocesses", None) and not os.environ.get("PYTEST_XDIST_WORKER"):
         config.pluginmanager.register(ControllerSummary(), "ci_timeline_controller")

@@ -182,7 +182,7 @@ def pytest_configure(config):
         install()
     import ci_timeline  # under pytest-xdist: where the run's wall time went, at the end of the log
 
-    ci_timeline.register(config)
+    ci_timeline.register(config, scheduling_unit)
 
 
 def pytest_sessionfinish(session, exitstatus):
@@ -332,6 +332,15 @@ LONG_UNITS = (
 )
 
 
+def scheduling_unit(nodeid: str) -> str:
+    """Return the unit of work ``make test`` hands a worker ``nodeid`` in: the Spark group, a module of
+    :data:`ONE_UNIT_MODULES`, or the test function (all its cases)."""
+    if nodeid.startswith(SPARK_TESTS):
+        return "spark"
+    module = nodeid.split("::", 1)[0]
+    return module if module in ONE_UNIT_MODULES else nodeid.split("[", 1)[0]
+
+
 @pytest.hookimpl(tryfirst=True, optionalhook=True)  # optional: a run without pytest-xdist never calls it
 def pytest_xdist_make_scheduler(config, log):
     """Under ``--dist loadgroup``, schedule every Spark test in one worker, first, then :data:`LONG_UNITS`, and the
@@ -354,10 +363,7 @@ def pytest_xdist_make_scheduler(config, log):
 
     class SparkInOneWorker(LoadGroupScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            if nodeid.startswith(SPARK_TESTS):
-                return "spark"
-            module = nodeid.split("::", 1)[0]
-            return module if module in ONE_UNIT_MODULES else nodeid.split("[", 1)[0]
+            return scheduling_unit(nodeid)
 
         def _assign_work_unit(self, node) -> None:
             for unit in reversed(("spark",) + LONG_UNITS):  # the Spark group first, then the long units in order

@@ -28,3 +28,12 @@ def test_the_tail_is_the_later_workers_tests_after_the_other_finished_longest_fi
     assert [line.split()[-1] for line in files] == ["tests/c.py", "tests/a.py", "tests/b.py"]
     assert "50.0 s 23.8%  cpu   49.0 s +   0.0 s  tests/b.py" in files[2]  # both workers' time in one line
     assert any(line.startswith("gw0: Spark group +5.0 .. +50.0 s, 44.0 s in 3 tests") for line in lines)
+    assert "units of 8 s or more started in the run's last 25%: none" in lines
+
+
+def test_long_units_started_late_are_named_longest_first():
+    units = {"tests/c.py::early": [20.0, 90.0], "tests/c.py::late_short": [120.0, 5.0],
+             "tests/c.py::late": [106.0, 9.0], "tests/c.py::later": [112.0, 18.0]}
+    workers = {"gw0": dict(_record(5.0, 130.0, 120.0, {}, []), units=units)}
+    assert ("units of 8 s or more started in the run's last 25%: tests/c.py::later 18.0 s at +112 s, "
+            "tests/c.py::late 9.0 s at +106 s") in summary_lines(0.0, 140.0, workers)
