@@ -459,13 +459,23 @@ def _nullif(translator: Any, tree: exp.Nullif) -> Expr:
     return Case(((condition, Literal(None, value.dtype)),), value, value.dtype)
 
 
+def branch_type(values: list[Expr]) -> pa.DataType:
+    """Return the type CASE branches or COALESCE arguments share (TypeError where none): a string constant takes
+    the other values' type, as DuckDB's string literal casts implicitly (``coalesce(d, '2000-01-01')`` is a DATE,
+    ``coalesce(i, '7')`` an INTEGER); text where every value is. One rule for the SQL path's CASE (COALESCE
+    arrives there as one) and the expression path's ``coalesce``."""
+    typed = [v for v in values if not (isinstance(v, Literal) and isinstance(v.value, str))]
+    dtype = functools.reduce(common_type, [v.dtype for v in typed or values])
+    return functools.reduce(common_type, [v.dtype for v in values]) if pa.types.is_null(dtype) else dtype
+
+
 def _coalesce(translator: Any, tree: exp.Coalesce) -> Expr:
     args = _translate(translator, [tree.this, *tree.expressions])
     typed = [arg.dtype for arg in args if not _untyped(arg)]
     if not typed:
         return Literal(None, pa.null())
     try:
-        dtype = functools.reduce(common_type, typed)
+        dtype = branch_type([arg for arg in args if not _untyped(arg)])
     except TypeError:
         raise translator.error("coalesce() arguments have no common type: " + ", ".join(map(str, typed)),
                                tree) from None

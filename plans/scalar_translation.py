@@ -36,8 +36,8 @@ from gpu_engine.plans.expressions import (
     UnaryOp,
 )
 from gpu_engine.plans.function_translation import (
-    FUNCTION_HANDLERS, TIME_UNITS, build_function, date_arithmetic, date_part_expression, duckdb_lower,
-    duckdb_type_name, interval_function,
+    FUNCTION_HANDLERS, TIME_UNITS, branch_type, build_function, date_arithmetic, date_part_expression,
+    duckdb_lower, duckdb_type_name, interval_function,
 )
 from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
@@ -747,13 +747,8 @@ class ScalarTranslator:
         default = tree.args.get("default")
         if default is not None:
             values.append(self.translate(default))
-        # A string constant takes the other branches' type, as DuckDB's string literal casts implicitly
-        # (``coalesce(d, '2000-01-01')`` is a DATE, ``coalesce(i, '7')`` an INTEGER); text otherwise.
-        typed = [v for v in values if not (isinstance(v, Literal) and isinstance(v.value, str))]
         try:
-            dtype = functools.reduce(common_type, [v.dtype for v in typed or values])
-            if pa.types.is_null(dtype):
-                dtype = functools.reduce(common_type, [v.dtype for v in values])
+            dtype = branch_type(values)  # a string constant takes the other branches' type
         except TypeError:
             raise self.error("type mismatch: CASE branches have types " + ", ".join(str(v.dtype) for v in values),
                              tree) from None

@@ -9,7 +9,7 @@ import datetime
 
 import pyarrow as pa
 import pytest
-from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, assert_same_rows, duckdb_with_tables, session_with_tables
 
 from gpu_engine import ExecutionError
 
@@ -50,3 +50,18 @@ def test_a_null_between_coalesce_arguments_types_nothing():
         assert_queries_match_duckdb(session, connection, [
             "SELECT coalesce(i, NULL, '3') AS a, coalesce(NULL, d, NULL, '2000-01-02') AS b, "
             "coalesce(NULL, NULL, s) AS c, coalesce(i, NULL) AS e FROM t"], exact_types=True)
+
+
+def test_plan_builder_coalesce_types_string_constants_as_sql_does():
+    """The expression path's ``coalesce`` (PlanBuilder, not the SQL planner's CASE) shares the rule: it typed every
+    argument through ``common_type`` and refused ``coalesce(d, '2000-02-29')`` ("arguments have no common type")."""
+    from gpu_engine.plans import PlanBuilder
+
+    columns = ["coalesce(d, '2000-02-29') AS a", "coalesce(i, '7.5') AS c", "coalesce(i, NULL, '3') AS e",
+               "coalesce(s, 'z') AS g"]
+    with duckdb_with_tables(TABLES) as connection:
+        session = session_with_tables(TABLES, device="cpu", compile_mode="lowest")
+        result = session.execute(PlanBuilder(session.catalog).table_scan("t").project(columns).plan())
+        expected = connection.sql("SELECT " + ", ".join(columns) + " FROM t").to_arrow_table()
+        assert result.schema.types == expected.schema.types
+        assert_same_rows(result, expected)
