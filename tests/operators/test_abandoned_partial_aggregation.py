@@ -87,3 +87,55 @@ def test_a_partial_step_of_a_group_per_row_hands_rows_on_and_matches_duckdb(devi
 def test_a_partial_step_that_reduces_its_rows_keeps_grouping(device_name):
     runtime = _run(device_name, ["few"], fuse=True)
     assert "partial_aggregation_abandoned" not in runtime and "rows_passed_through" not in runtime
+
+
+#: Rows a driver's one batch holds in the sample cases (a 64-row sample: the prefix that confirms it is an eighth).
+SAMPLED_ROWS = {"cpu": 8192, "cuda-sim": 2048, "cuda": 8192}
+
+
+def _sampled_keys(kind: str, rows: int) -> list:
+    import random
+
+    if kind == "distinct":  # a key a row, a few NULL keys (each NULL row joins the one NULL group)
+        return [None if i % 997 == 5 else i * 7 for i in range(rows)]
+    if kind == "runs":  # sorted input: each key in a run of 4 rows, which a spread sample sees once each
+        return [i // 4 for i in range(rows)]
+    if kind == "many":  # random keys of 0.6 as many values as rows: a 64-row sample sees no repeat, the prefix does
+        generator = random.Random(11)
+        return [generator.randrange(rows * 6 // 10) for _ in range(rows)]
+    keys = [i // 4 for i in range(rows)]  # 4 rows a key, spread at random: the sample sees repeats
+    random.Random(7).shuffle(keys)
+    return keys
+
+
+@pytest.mark.parametrize("kind", ["distinct", "runs", "spread", "many"])
+def test_a_first_batch_sample_decides_whether_a_partial_step_groups(device_name, kind, monkeypatch):
+    """The first batch's sample and a prefix of its rows (FusedAggregation._sample_says_abandon) give up grouping
+    before the batch runs where its keys are about a key a row over the rows the running check waits for, and keep
+    grouping where the keys repeat in runs (the prefix sees them), spread (the sample sees repeats) or over more rows
+    than the batch (``many``: about half as many groups as the 2 batches' rows): answers equal DuckDB's either way."""
+    import gpu_engine.operators.fused_aggregation as fused
+
+    monkeypatch.setattr(fused, "_EARLY_ABANDON_MIN_ROWS", SAMPLED_ROWS[device_name] // 2)
+    monkeypatch.setattr(fused, "_SAMPLE_ROWS", 64)
+    rows = 2 * SAMPLED_ROWS[device_name]
+    table = pa.table({"k_int": pa.array(_sampled_keys(kind, rows), pa.int64()),  # FUSED's kernel: compiled once
+                      "v_int": pa.array([None if i % 11 == 3 else i for i in range(rows)], pa.int64()),
+                      "v_float": pa.array([i * 0.25 - 9 for i in range(rows)], pa.float64())})
+    session = session_with_tables({"t": table}, splits=2, device=device_name, drivers=2, batch_rows=rows // 2,
+                                  compile_mode="inline", partial_aggregation_abandon_rows=rows)
+    plan = PlanBuilder(session.catalog).table_scan("t").partial_aggregation(["k_int"], FUSED).plan()
+    result = session.execute(plan)
+    runtime: dict[str, float] = {}
+    for stats in session.last_stats().operator_stats_by_node().values():
+        for operator in stats:
+            for name, value in operator.runtime.items():
+                runtime[name] = runtime.get(name, 0) + value
+    summed = duckdb_rows("SELECT k_int, sum(f) AS f, sum(c)::BIGINT AS c FROM p GROUP BY k_int", p=result)
+    expected = duckdb_rows(f"SELECT k_int, {', '.join(FUSED)} FROM t GROUP BY k_int", t=table)
+    assert_same_rows(summed, expected)
+    if kind == "distinct":  # each driver's one batch: every row handed on, none grouped past the sample
+        assert runtime.get("partial_aggregation_abandoned_from_sample") in (1, 2)
+        assert runtime.get("rows_passed_through", 0) >= rows // 2 and result.num_rows >= rows // 2
+    else:
+        assert "partial_aggregation_abandoned_from_sample" not in runtime and "rows_passed_through" not in runtime
