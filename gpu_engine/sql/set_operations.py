@@ -56,6 +56,7 @@ from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
 from gpu_engine.columnar.types import is_interval, is_numeric, is_string, is_temporal, is_time
 from gpu_engine.plans.type_coercion import common_type
 from gpu_engine.sql.errors import SqlError, position_of
+from gpu_engine.sql.planning_context import quoted
 from gpu_engine.sql.renaming import aliased
 from gpu_engine.optimizer.cardinality import union_columns
 
@@ -226,8 +227,8 @@ def _combined(planner: "QueryPlanner", query: exp.SetOperation, fields: list[pa.
         sources = _unneeded_sides_emptied(planner, query, sources)
     if numbered:
         try:
-            sources = tuple(planner._builder(source).window([_quote(k) for k in keys], [],
-                                                            [f"row_number() AS {_quote(_COPY)}"]).plan()
+            sources = tuple(planner._builder(source).window([quoted(k) for k in keys], [],
+                                                            [f"row_number() AS {quoted(_COPY)}"]).plan()
                             for source in sources)
         except PlanError as error:
             raise planner._plan_error(error, query) from None
@@ -244,16 +245,16 @@ def _combined(planner: "QueryPlanner", query: exp.SetOperation, fields: list[pa.
         if tagged:
             # (trees, as the planner's other snippets: no text written out and parsed again)
             builder = planner._builder(union).aggregation(
-                [_quote(k) for k in group_keys], [aliased(exp.Min(this=_column(_SIDE)), "$setop_first"),
+                [quoted(k) for k in group_keys], [aliased(exp.Min(this=_column(_SIDE)), "$setop_first"),
                                                   aliased(exp.Max(this=_column(_SIDE)), "$setop_last")])
             last = exp.EQ(this=_column("$setop_last"), expression=exp.Literal.number(1 + isinstance(
                 query, exp.Intersect)))
             keep = (exp.And(this=exp.EQ(this=_column("$setop_first"), expression=exp.Literal.number(1)),
                             expression=last) if isinstance(query, exp.Intersect) else last)
-            node = builder.filter(keep).project([_quote(k) for k in keys]).plan()
+            node = builder.filter(keep).project([quoted(k) for k in keys]).plan()
             rows = left[0].rows
         elif distinct:
-            node = planner._builder(union).aggregation([_quote(k) for k in keys], []).plan()
+            node = planner._builder(union).aggregation([quoted(k) for k in keys], []).plan()
     except PlanError as error:
         raise planner._plan_error(error, query) from None
     stats = {} if tagged or distinct else _union_statistics(left, right, keys)
@@ -357,10 +358,6 @@ def _null_values_cells(select: exp.Select, item: exp.Expression) -> list[exp.Nul
 def _column(name: str) -> exp.Column:
     """Return the internal column ``name`` as a tree."""
     return exp.column(exp.to_identifier(name, quoted=True))
-
-
-def _quote(name: str) -> str:
-    return exp.to_identifier(name, quoted=True).sql(dialect="duckdb")
 
 
 def _aligned(planner: "QueryPlanner", node: PlanNode, internals: list[str], schema: pa.Schema,
