@@ -167,6 +167,8 @@ def pytest_addoption(parser):
 
 def pytest_configure(config):
     """Point the engine's cache folders at the test cache root unless the user configured them."""
+    config.addinivalue_line("markers", "cpu_case_in(name): the function's cpu case runs queries the test function "
+                                       "`name` of its module runs on cpu at the same settings; it is left out")
     cache = getattr(config, "cache", None)
     if cache is not None:
         root = Path(cache.mkdir("gpu_engine"))
@@ -232,6 +234,7 @@ def pytest_collection_modifyitems(config, items):
         # clone's make test took 15m35s with this against 15m46s without: no loss, a guard more than a gain.)
         items.sort(key=lambda item: item.get_closest_marker("spark") is None)
     _deselect(config, items, _outside_the_chosen_pairs)
+    _deselect(config, items, _cpu_case_run_by_another_test)
     if config.getoption("--fast"):
         _deselect(config, items, _not_a_fast_case)
 
@@ -288,6 +291,19 @@ def _outside_the_chosen_pairs(item) -> bool:
         return pair == CPU_LEFT_OUT_PAIR
     pairs = item.get_closest_marker("simulator_pairs")
     return params.get("device_name") == "cuda-sim" and pair not in (set(pairs.args) if pairs else SIMULATOR_PAIRS)
+
+
+def _cpu_case_run_by_another_test(item) -> bool:
+    """Return True for the ``cpu`` case of a function marked ``cpu_case_in(name)``: a device function whose cpu case
+    runs a subset of what the module's function ``name`` runs on cpu, through the same session settings (the
+    SQL files' ``..._on_each_device`` beside ``..._on_cpu``), so it checks nothing the other does not (CI time).
+    The named function must exist in the module: a rename cannot leave the cpu case out unchecked."""
+    marker = item.get_closest_marker("cpu_case_in")
+    if marker is None:
+        return False
+    if not callable(getattr(item.module, marker.args[0], None)):
+        raise pytest.UsageError(f"{item.nodeid}: cpu_case_in names {marker.args[0]!r}, not a function of its module")
+    return getattr(getattr(item, "callspec", None), "params", {}).get("device_name") == "cpu"
 
 
 def _deselect(config, items, leave_out) -> None:

@@ -49,6 +49,7 @@ def test_collated_outputs_match_duckdb_on_cpu(reference):
     _check("cpu", QUERIES, reference)
 
 
+@pytest.mark.cpu_case_in("test_collated_outputs_match_duckdb_on_cpu")
 def test_collated_outputs_match_duckdb_on_each_device(device_name, reference):
     _check(device_name, QUERIES[2:3], reference)
 

@@ -52,6 +52,7 @@ def test_current_date_matches_duckdb_on_cpu(reference):
     _check("cpu", reference, QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_current_date_matches_duckdb_on_cpu")
 def test_current_date_matches_duckdb_on_each_device(device_name, reference):
     _check(device_name, reference, QUERIES[:2])
 

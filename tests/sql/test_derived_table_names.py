@@ -53,6 +53,7 @@ def test_derived_table_names_match_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session, reference, QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_derived_table_names_match_duckdb_on_cpu")
 def test_derived_table_names_match_duckdb_on_each_device(device_name, reference):
     session = session_with_tables({"t": T, "e": EMPTY}, device=device_name, drivers=2, batch_rows=4)
     assert_queries_match_duckdb(session, reference, SIMULATED)

@@ -9,6 +9,7 @@ NULL branches, mixed branch types, nesting inside CASE, in WHERE, inside aggrega
 from __future__ import annotations
 
 import pyarrow as pa
+import pytest
 
 from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
@@ -33,6 +34,7 @@ def test_if_matches_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device="cpu"), reference, QUERIES, exact_types=True)
 
 
+@pytest.mark.cpu_case_in("test_if_matches_duckdb_on_cpu")
 def test_if_matches_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), reference, QUERIES[3:4],
                                 exact_types=True)

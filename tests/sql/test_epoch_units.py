@@ -37,6 +37,7 @@ def test_epoch_units_match_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device="cpu"), reference, QUERIES, exact_types=True)
 
 
+@pytest.mark.cpu_case_in("test_epoch_units_match_duckdb_on_cpu")
 def test_epoch_units_match_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name), reference, QUERIES[:1],
                                 exact_types=True)

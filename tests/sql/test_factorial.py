@@ -32,6 +32,7 @@ def test_factorial_matches_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(_session("cpu"), reference, QUERIES, exact_types=True)
 
 
+@pytest.mark.cpu_case_in("test_factorial_matches_duckdb_on_cpu")
 def test_factorial_matches_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(_session(device_name), reference, QUERIES[:1], exact_types=True)
 

@@ -66,5 +66,6 @@ def test_first_hour_functions_match_duckdb_on_cpu(reference):
     _check_all(QUERIES, "cpu", reference)
 
 
+@pytest.mark.cpu_case_in("test_first_hour_functions_match_duckdb_on_cpu")
 def test_first_hour_functions_match_duckdb_on_each_device(device_name, reference):
     _check_all(SIMULATED, device_name, reference)

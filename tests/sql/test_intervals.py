@@ -119,6 +119,7 @@ def test_intervals_match_duckdb_on_cpu(reference):
     _check(QUERIES, "cpu", reference)
 
 
+@pytest.mark.cpu_case_in("test_intervals_match_duckdb_on_cpu")
 def test_intervals_match_duckdb_on_each_device(device_name, reference):
     _check(SIMULATED, device_name, reference)
 

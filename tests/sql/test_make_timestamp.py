@@ -41,6 +41,7 @@ def test_make_timestamp_matches_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session, reference, QUERIES, exact_types=True)
 
 
+@pytest.mark.cpu_case_in("test_make_timestamp_matches_duckdb_on_cpu")
 def test_make_timestamp_matches_duckdb_on_each_device(device_name, reference):
     session = session_with_tables({"t": T, "e": T.slice(0, 0)}, device=device_name, batch_rows=4)
     assert_queries_match_duckdb(session, reference, QUERIES[:1], exact_types=True)

@@ -42,6 +42,7 @@ def test_mode_over_partitions_matches_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session, reference, QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_mode_over_partitions_matches_duckdb_on_cpu")
 def test_mode_over_partitions_matches_duckdb_on_each_device(device_name, reference):
     session = session_with_tables({"t": T, "e": T.slice(0, 0)}, device=device_name, drivers=2, batch_rows=5)
     assert_queries_match_duckdb(session, reference, QUERIES[:1])

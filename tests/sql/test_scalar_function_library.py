@@ -68,6 +68,7 @@ def test_scalar_function_library_matches_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(session, reference, QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_scalar_function_library_matches_duckdb_on_cpu")
 def test_scalar_function_library_matches_duckdb_on_each_device(device_name, reference):
     session = session_with_tables({"t": T}, device=device_name)
     assert_queries_match_duckdb(session, reference, SIMULATED)

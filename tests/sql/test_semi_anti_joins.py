@@ -35,6 +35,7 @@ def test_semi_anti_joins_match_duckdb_on_cpu(reference):
                                 QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_semi_anti_joins_match_duckdb_on_cpu")
 def test_semi_anti_joins_match_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(session_with_tables(TABLES, device=device_name, drivers=2, batch_rows=3), reference,
                                 QUERIES[:2])

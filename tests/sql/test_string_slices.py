@@ -52,6 +52,7 @@ def test_string_slices_match_duckdb_on_cpu(reference):
     assert_queries_match_duckdb(_session("cpu"), reference, QUERIES)
 
 
+@pytest.mark.cpu_case_in("test_string_slices_match_duckdb_on_cpu")
 def test_string_slices_match_duckdb_on_each_device(device_name, reference):
     assert_queries_match_duckdb(_session(device_name), reference, QUERIES[:3])
 
