@@ -220,8 +220,8 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
     node = next((c for c in tree.find_all(exp.Column) if c.name == name
                  and (not table_alias or c.table == table_alias)), None)
     line, col = position_of(node)
-    tables = {t.name for t in tree.find_all(exp.Table) if t.name in catalog}
-    choices = [column for table in tables for column in catalog[table].names]
+    choices = [column for table in tree.find_all(exp.Table) if table.name in catalog
+               for column in _visible_columns(table, catalog[table.name])]
     choices += [e.alias for e in tree.find_all(exp.Alias) if e.alias]
     aliases = {t.alias_or_name for t in tree.find_all(exp.Table)} | {s.alias for s in tree.find_all(exp.Subquery)}
     if table_alias and table_alias not in aliases:
@@ -236,6 +236,15 @@ def _column_error(error: OptimizeError, tree: exp.Expression, catalog: Mapping[s
     where = f" of {table_alias!r}" if table_alias else ""
     return SqlError(f"unknown column {name!r}{where}", line=line, col=col, name=name,
                     candidates=did_you_mean(name, choices))
+
+
+def _visible_columns(table: exp.Table, schema: pa.Schema) -> list[str]:
+    """Return the names a FROM item's columns go by: an alias's column list renames the first ones (``tb AS t(b,
+    u)``: ``b``, ``u``, then the stored names past them), so a suggestion never names a hidden stored name
+    (``SELECT a FROM tb AS t(b, u)`` said "did you mean a?")."""
+    alias = table.args.get("alias")
+    renamed = [column.name for column in alias.columns] if alias is not None else []
+    return renamed + list(schema.names[len(renamed):])
 
 
 def _name_projections(tree: exp.Expression, dialect: str, catalog: Mapping[str, pa.Schema]) -> dict[str, str]:

@@ -209,6 +209,19 @@ def test_unknown_names_give_position_and_candidates(sql, message, line, column, 
     assert isinstance(error, PlanError)
 
 
+@pytest.mark.parametrize("sql, candidates", [
+    ("SELECT l_orderkey FROM lineitem AS l(k, p)", ()),
+    ("SELECT kk FROM lineitem AS l(k, p)", ("k",)),
+    ("SELECT l_shipdat FROM lineitem AS l(k, p)", ("l_shipdate",)),
+])
+def test_a_column_alias_list_hides_the_stored_names_from_the_candidates(sql, candidates):
+    """``tb AS t(b, u)`` renames the first columns: the suggestion named the stored name the alias hides ("unknown
+    column 'l_orderkey'; did you mean l_orderkey?"); the columns past the list keep their names."""
+    with pytest.raises(SqlError) as raised:
+        plan_sql(sql, CATALOG)
+    assert raised.value.candidates == candidates, str(raised.value)
+
+
 @pytest.mark.parametrize("sql, holders, column", [
     ("SELECT l_orderkey FROM lineitem, lineitem l2", "lineitem, l2", 8),
     ("SELECT o_orderkey, x FROM orders, generate_series(1, 2) s(x), (SELECT 1 AS x) q", "s, q", 20),
