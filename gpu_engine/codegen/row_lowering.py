@@ -555,6 +555,9 @@ class RowLowering:
         if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
             if not is_temporal(source):
                 raise Unsupported(f"casting {source} to {dtype}")
+            if pa.types.is_date32(dtype) and pa.types.is_timestamp(source) and source.unit == "ns" and not source.tz:
+                # the day of the rounded microseconds, as DuckDB (expressions/temporal.as_timestamp_micros)
+                raise Unsupported(f"casting {source} to {dtype} (of its rounded microseconds: computed unfused)")
             if pa.types.is_date32(dtype):
                 return RowValue(self._assign("t", self._days(value)), valid, dtype)
             if pa.types.is_timestamp(source) and TICKS_PER_DAY[source.unit] > TICKS_PER_DAY[dtype.unit]:

@@ -32,7 +32,7 @@ from gpu_engine.kernels.decimal128 import RESCALE
 from gpu_engine.expressions.literals import literal_column
 from gpu_engine.plans.expressions import Literal
 from gpu_engine.plans.type_coercion import unimplemented_cast, unimplemented_cast_message
-from gpu_engine.expressions.temporal import TICKS_PER_DAY, days_of, time_values
+from gpu_engine.expressions.temporal import TICKS_PER_DAY, as_timestamp_micros, days_of, time_values
 
 __all__ = ["cast", "can_cast"]
 
@@ -128,8 +128,8 @@ def _to_number(device: Any, column: Column, dtype: pa.DataType, what: str) -> An
 
 
 def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:
-    if pa.types.is_date32(dtype):
-        return days_of(xp, column).astype(xp.int32)
+    if pa.types.is_date32(dtype):  # of a TIMESTAMP_NS the day of its rounded microseconds, as DuckDB
+        return days_of(xp, as_timestamp_micros(xp, column)).astype(xp.int32)
     if pa.types.is_timestamp(column.dtype) and TICKS_PER_DAY[column.dtype.unit] > TICKS_PER_DAY[dtype.unit]:
         return _coarser_ticks(xp, column, dtype.unit)
     return time_values(xp, column, dtype.unit)

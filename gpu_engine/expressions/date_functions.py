@@ -24,7 +24,9 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import as_float, divide_round_half_away, narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import TICKS_PER_DAY, civil_from_days, days_of, micros_of, shifted_ticks
+from gpu_engine.expressions.temporal import (
+    TICKS_PER_DAY, as_timestamp_micros, civil_from_days, days_of, micros_of, shifted_ticks,
+)
 from gpu_engine.plans.functions import SAME_AS_PART, TIME_PARTS, part_name, strftime_tokens
 
 __all__ = ["DATE_FUNCTIONS", "evaluate_date_function", "days_from_civil", "add_interval"]
@@ -439,10 +441,16 @@ DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_
                   "dayname", "monthname", "make_timestamp", "make_time", "date_add_time")
 
 
+#: The functions DuckDB answers of a TIMESTAMP_NS cast to TIMESTAMP (``temporal.as_timestamp_micros``).
+_OF_CAST_TIMESTAMPS = frozenset({"date_trunc", "date_diff", "date_sub", "time_bucket", "last_day"})
+
+
 def evaluate_date_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],
                            dtype: pa.DataType) -> Column:
     """Return ``name(args)`` from the evaluated argument ``columns``; a part name is read from ``args[0]``."""
     xp = device.xp
+    if name in _OF_CAST_TIMESTAMPS:
+        columns = [column if column is None else as_timestamp_micros(xp, column) for column in columns]
     if name == "make_date":
         return _make_date(device, columns)
     if name == "make_timestamp":

@@ -28,7 +28,7 @@ from gpu_engine.device import Device
 from gpu_engine.errors import ExecutionError, PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import narrow_values, raise_at_first
-from gpu_engine.expressions.temporal import civil_from_days, micros_of, shifted_ticks
+from gpu_engine.expressions.temporal import as_timestamp_micros, civil_from_days, micros_of, shifted_ticks
 from gpu_engine.plans.intervals import (
     DAYS_PER_MONTH, MICROS_PER_DAY, UNIT_CONSTRUCTORS, IntervalValue, constructor_unit, format_interval,
     parse_interval, shifted_dtype,
@@ -374,6 +374,8 @@ def evaluate_interval_function(device: Device, name: str, args: Sequence[Any], c
         time, interval = columns
         moved = xp.remainder(time.data + xp.remainder(interval.data[:, 2], MICROS_PER_DAY), MICROS_PER_DAY)
         return Column(dtype, moved, and_validity(time.validity, interval.validity))
+    if name in ("timestamp_difference", "age"):  # of TIMESTAMP_NS cast to TIMESTAMP, as DuckDB
+        columns = [as_timestamp_micros(xp, column) for column in columns]
     if name == "timestamp_difference":
         return _difference(device, columns[0], columns[1])
     if name == "age" and len(columns) == 1:  # from today's midnight, local time (DuckDB's current_date)

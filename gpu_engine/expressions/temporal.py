@@ -16,7 +16,7 @@ from gpu_engine.columnar import Column
 from gpu_engine.errors import PlanError
 
 __all__ = [
-    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "micros_of", "shifted_ticks", "extract",
+    "EXTRACT_FIELDS", "TICKS_PER_DAY", "civil_from_days", "days_of", "micros_of", "shifted_ticks", "as_timestamp_micros", "extract",
     "time_values", "common_time_values",
 ]
 
@@ -62,6 +62,21 @@ def micros_of(xp: Any, column: Column) -> Any:
     data = column.data.astype(xp.int64)
     return data * (micros_per_day // ticks) if ticks <= micros_per_day else xp.floor_divide(
         data, ticks // micros_per_day)
+
+
+def as_timestamp_micros(xp: Any, column: Column) -> Column:
+    """Return a naive TIMESTAMP_NS column as DuckDB's implicit cast to TIMESTAMP reads it (microseconds, rounded
+    half away from zero: 59.9999999995 s is the next minute); any other column as it is.
+
+    Why: DuckDB has no TIMESTAMP_NS form of date_trunc, date_diff, date_sub, time_bucket, last_day, ``-``, age or
+    CAST AS DATE: it casts the argument to TIMESTAMP first, so those answer of the rounded instant, where
+    :func:`micros_of` floors (extract, epoch and TIMESTAMPTZ_NS forms do floor, as DuckDB's own ns forms do).
+    """
+    if not (pa.types.is_timestamp(column.dtype) and column.dtype.unit == "ns" and column.dtype.tz is None):
+        return column
+    from gpu_engine.expressions.numeric import divide_round_half_away
+
+    return Column(pa.timestamp("us"), divide_round_half_away(xp, column.data.astype(xp.int64), 1000), column.validity)
 
 
 def shifted_ticks(device: Any, instant: Column, shifted_micros: Any, validity: Any) -> Any:

@@ -37,7 +37,8 @@ def test_timestamp_s_and_ms_casts_as_duckdb(device_name):
         assert_queries_match_duckdb(session, connection, [
             "SELECT CAST(ts AS TIMESTAMP_S) AS a, CAST(ts AS TIMESTAMP_MS) AS b, TRY_CAST(s AS TIMESTAMP_S) AS c, "
             "TRY_CAST(s AS TIMESTAMP_MS) AS d, CAST(CAST(ts AS TIMESTAMP_MS) AS VARCHAR) AS e FROM t"])
-        with pytest.raises(ExecutionError, match=r"Unimplemented type for cast"):  # (the fused kernel floored it)
+        # (the fused kernel floored it; the message said TIMESTAMP -> TIMESTAMP)
+        with pytest.raises(ExecutionError, match=r"Unimplemented type for cast \(TIMESTAMP_NS -> TIMESTAMP_S\)"):
             session_with_tables(TABLES, device=device_name).sql("SELECT CAST(n AS TIMESTAMP_S) FROM t")
 
 
@@ -84,3 +85,28 @@ def test_epoch_and_strftime_of_nanosecond_timestamps(device_name):
         assert_queries_match_duckdb(session, connection, [
             "SELECT epoch(n) AS a, extract(epoch FROM z) AS b, strftime(n, '%n|%f|%g|%c') AS c, "
             "strftime(z, '%Y %n') AS d FROM t"])
+
+
+#: Instants a microsecond rounding moves across a second, a day and a month (2024-02-29 23:59:59.9999999995).
+EDGES = {"t": pa.table({
+    "n": pa.array([-1_000_000_001, 1_709_251_199_999_999_999, -1_500, 1_500, 1_706_745_599_999_999_500, None],
+                  pa.timestamp("ns")),
+    "u": pa.array([0, 0, 0, 0, 1_706_745_599_999_999, 0], pa.timestamp("us")),
+    "z": pa.array([-1_000_000_001, 1_709_251_199_999_999_999, -1_500, 1_500, 0, None], pa.timestamp("ns", "UTC")),
+})}
+
+
+def test_functions_of_a_nanosecond_timestamp_cast_to_timestamp(device_name):
+    """DuckDB has no TIMESTAMP_NS form of date_trunc, date_diff, date_sub, time_bucket, last_day, ``-``, age or
+    CAST AS DATE: it casts to TIMESTAMP, rounding half away from zero, where the engine floored the nanoseconds
+    (date_trunc('second', 2024-02-29 23:59:59.999999999) was 23:59:59, DuckDB 2024-03-01; fuzz round 12).
+    TIMESTAMPTZ_NS and extract / epoch floor, in both."""
+    with duckdb_with_tables(EDGES) as connection:
+        session = session_with_tables(EDGES, device=device_name)
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT date_trunc('second', n) AS a, date_trunc('month', n) AS b, date_diff('microsecond', u, n) AS c, "
+            "date_sub('day', u, n) AS d, n - u AS e, age(n, u) AS f, time_bucket(INTERVAL 1 SECOND, n) AS g, "
+            "CAST(n AS DATE) AS h, last_day(n) AS i FROM t",
+            "SELECT date_trunc('second', z) AS a, date_diff('microsecond', u, z) AS b, extract(microsecond FROM n) AS c, "
+            "epoch(n) AS d FROM t",
+            "SELECT u FROM t WHERE CAST(n AS DATE) = DATE '2024-03-01' OR date_trunc('day', n) = DATE '1970-01-01'"])
