@@ -342,8 +342,10 @@ def duckdb_type_name(dtype: pa.DataType) -> str | None:
         return "HUGEINT"  # the engine's HUGEINT (sum of integers; an explicit DECIMAL(38,0) reads the same)
     if pa.types.is_decimal(dtype):
         return f"DECIMAL({dtype.precision},{dtype.scale})"
-    if pa.types.is_timestamp(dtype):
-        return "TIMESTAMP WITH TIME ZONE" if dtype.tz else "TIMESTAMP"
+    if pa.types.is_timestamp(dtype):  # DuckDB reads a zoned second / millisecond column as microseconds
+        if dtype.tz:
+            return "TIMESTAMPTZ_NS" if dtype.unit == "ns" else "TIMESTAMP WITH TIME ZONE"
+        return {"s": "TIMESTAMP_S", "ms": "TIMESTAMP_MS", "ns": "TIMESTAMP_NS"}.get(dtype.unit, "TIMESTAMP")
     if dtype == INTERVAL:
         return "INTERVAL"
     if is_time(dtype):

@@ -176,6 +176,13 @@ def _regex_literal(character: str) -> str:
     return "\\" + character if character in "\\.^$|?*+()[]{}-#&~" else character
 
 
+def _cast_target_name(dtype: pa.DataType) -> str | None:
+    """Return DuckDB's name of ``dtype`` for a CAST the translator writes itself: a nanosecond TIMESTAMP (no CAST
+    target yet: :data:`_TYPE_ALTERNATIVES`) as microseconds, the other units as theirs."""
+    name = duckdb_type_name(dtype)
+    return "TIMESTAMP" if name == "TIMESTAMP_NS" else name
+
+
 #: What to write instead of a type the engine has no column of (said with the refusal).
 _TYPE_ALTERNATIVES = {
     _DT.TIMETZ: "; keep a time of day as a TIME converted to UTC, or the instant as a TIMESTAMPTZ",
@@ -625,7 +632,7 @@ class ScalarTranslator:
             target = functools.reduce(common_type, [v.dtype for v in typed])
         except TypeError:
             return operand_tree
-        name = duckdb_type_name(target)
+        name = _cast_target_name(target)
         if pa.types.is_null(target) or name is None:
             return operand_tree
         return exp.Cast(this=operand_tree.copy(), to=exp.DataType.build(name, dialect="duckdb"))
@@ -643,7 +650,7 @@ class ScalarTranslator:
                                       operand.dtype)
         except TypeError:
             return trees
-        name = duckdb_type_name(target)
+        name = _cast_target_name(target)
         if target == operand.dtype or is_string(target) or pa.types.is_null(target) or name is None:
             return trees
         to = exp.DataType.build(name, dialect="duckdb")

@@ -18,6 +18,9 @@ T = pa.table({
     "g": pa.array([1, None], pa.decimal128(9, 2)), "h": pa.array(["é", None]), "i": pa.array([True, None]),
     "j": pa.array([1, None], pa.date32()), "k": pa.array([1, 2], pa.timestamp("us")),
     "l": pa.array([1, None], pa.timestamp("us", tz="UTC")), "n": pa.array([1, 2], pa.decimal128(38, 4)),
+    # the units DuckDB names (TIMESTAMP_S ...; the engine said TIMESTAMP for each)
+    "o": pa.array([1, 2], pa.timestamp("s")), "p": pa.array([1, 2], pa.timestamp("ms")),
+    "q": pa.array([1, 2], pa.timestamp("ns")), "r": pa.array([1, 2], pa.timestamp("ns", tz="UTC")),
 })
 QUERIES = [
     "SELECT " + ", ".join(f"typeof({name})" for name in T.column_names) + " FROM t",
