@@ -32,7 +32,8 @@ Only a correlation of column equalities binds here (:func:`binds`): the rows an 
 partition of the inner rows. Another correlation (``u.d < t.d``) was first rewritten into one of column equalities
 over its domain, the distinct outer values (:mod:`~gpu_engine.sql.correlation_domains`, DuckDB's general
 decorrelation), so it binds here too; one that may hold where the outer value is NULL (``IS NOT DISTINCT FROM``)
-is still computed per distinct outer value on the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`).
+was split on that column into two subqueries there (``CASE WHEN t.a IS NULL THEN ... ELSE ... END``), each binding
+here (in a WHERE conjunct both: :func:`conjunct_scalars`).
 """
 
 from __future__ import annotations

@@ -3,7 +3,8 @@ t.hi``, ``u.k <> t.k``, ``u.k = t.k + 1``) into one correlated by column equalit
 general decorrelation, written once on the SELECT before the subquery paths see it.
 
 Why: such a subquery was computed on the sqlglot tree, per distinct outer value, by a LEFT-joined derived table
-(``subquery_values._Joined._per_domain``), apart from the typed path every equality-correlated subquery takes
+(``subquery_values._Joined._per_domain``, gone: every form reaching it is rewritten here), apart from the typed path
+every equality-correlated subquery takes
 (:mod:`~gpu_engine.sql.correlated_scalar_rows` binds it into a typed ``ScalarSubquery`` the optimizer's
 decorrelation rule joins). Over its domain it *is* equality-correlated:
 
@@ -23,8 +24,10 @@ An EXISTS / IN / ANY / ALL correlated without any column equality (``EXISTS (SEL
 is rewritten the same way: over the domain it is a semi / anti / mark join keyed on the domain's columns (it was a
 ``count(*)`` per outer value on the tree), and ``x IN (SELECT max(w) ... GROUP BY ...)`` so correlated an aggregate
 set per domain key (:mod:`~gpu_engine.sql.correlated_aggregate_sets`; refused before). One with a key equality
-keeps its other conjuncts as the join's filter (TPC-H q21's ``<>``), and IN / ANY / ALL selecting an expression
-over rows stays with :mod:`~gpu_engine.sql.quantified_comparisons`' per-row facts.
+keeps its other conjuncts as the join's filter (TPC-H q21's ``<>``) where it is a semi / anti join (a WHERE or
+HAVING conjunct); elsewhere (a value, under OR) an EXISTS so correlated is a mark join's flag, over the domain
+too; and IN / ANY / ALL selecting an expression over rows stays with
+:mod:`~gpu_engine.sql.quantified_comparisons`' per-row facts (which the planner passes here again).
 
 Rewritten only where every outer column of the domain is rejected by the correlation where it is NULL (a
 comparison reaching it through NULL-strict arithmetic): then a NULL outer value meets no inner row, which is
@@ -32,9 +35,12 @@ exactly what the equality join back gives it (no domain row equals NULL: the val
 subquery or EXISTS whose correlation may hold where an outer column is NULL (``IS NOT DISTINCT FROM``, ``OR t.d IS
 NULL``) is split on that column first (:func:`_rewritten`): ``CASE WHEN t.d IS NULL THEN <t.d read as NULL> ELSE
 <t.d known not NULL> END``, each branch an equality or domain correlation — the answer of DuckDB's null-safe join
-back, as two typed subqueries (the NULL one no longer correlated by ``t.d``). IN / ANY / ALL so correlated, and a
-subquery whose outer table is not a plain FROM item of this SELECT (a derived table reading other items, a query
-further out), stay with the tree path.
+back, as two typed subqueries (the NULL one no longer correlated by ``t.d``). IN / ANY / ALL so correlated are left
+to :mod:`~gpu_engine.sql.quantified_comparisons`, whose per-row facts (scalar subqueries) the planner passes here
+again. A domain reads its outer table's FROM item — a table, an uncorrelated derived table, or a series with the
+items its arguments read (:func:`_domain_items`); a subquery whose outer table is another item (a derived table
+reading other items) is refused by name (:mod:`~gpu_engine.sql.subquery_values`), one reading a query further out
+too (``split_correlated``).
 """
 
 from __future__ import annotations
@@ -108,13 +114,13 @@ def _unaliased(node: exp.Expression) -> exp.Expression:
 
 def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, exp.Expression],
                  synthetic_alias, scalar: bool, holder_kind: type,
-                 known: frozenset = frozenset(), in_case: bool = False) -> exp.Select | exp.Column | None:
+                 known: frozenset = frozenset(), as_flag: bool = False) -> exp.Select | exp.Column | None:
     """Return ``query`` correlated by column equalities over the domain of its other correlation, or None where
     it is not such a subquery or is left to the tree path (module docstring); where an outer column of the domain
     may meet inner rows while NULL (not rejected by the correlation, not in ``known``, the columns known not to be
-    NULL here), that column, for :func:`_rewritten` to split the subquery on. ``in_case``: a branch of such a split,
-    where an EXISTS with a key equality is a mark join's flag (which keys the equalities only): over the domain
-    too."""
+    NULL here), that column, for :func:`_rewritten` to split the subquery on. ``as_flag``: an EXISTS that is no
+    semi join's (a value, under OR or NOT in WHERE, a branch of such a split), with a key equality beside its other
+    correlation: a mark join's flag, which keys the equalities only, so over the domain too."""
     if (scalar and len(query.expressions) != 1) or query.args.get("from_") is None:
         return None
     if holder_kind is not exp.Exists and not scalar and not (  # IN / ANY / ALL: the mark join keys a column,
@@ -126,7 +132,7 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
     except SqlError:
         return None  # refused by name where it is planned
     keys, others = correlation(correlated, inner)
-    if not others or (keys and not scalar and not in_case):  # EXISTS / IN with a key: a semi join, the others its filter
+    if not others or (keys and not scalar and not as_flag):  # EXISTS / IN with a key: a semi join, the others its filter
         return None
     columns = list({(c.table, c.name): c for part in others for c in free_columns(part)
                     if c.table and c.table not in inner}.values())
@@ -167,9 +173,10 @@ def _over_domain(query: exp.Select, outer_aliases: set[str], items: dict[str, ex
 
 
 def _domain_items(table: str, items: dict[str, exp.Expression]) -> list[exp.Expression] | None:
-    """Return the FROM items a domain of ``table``'s columns reads, in FROM order: a table or an uncorrelated
-    derived table alone; a series reading other items' columns (``FROM t, generate_series(1, t.n) g``) with the
-    items it reads (its values exist only beside them); None for another item (left to the tree path).
+    """Return the FROM items a domain of ``table``'s columns reads, in FROM order: a table, an uncorrelated
+    derived table or a VALUES list (a series or an unnested list planned as one) alone; a series reading other
+    items' columns (``FROM t, generate_series(1, t.n) g``) with the items it reads (its values exist only beside
+    them); None for another item (left to the tree path).
 
     Why the series: ``(SELECT count(*) FROM u WHERE u.w < g.i)`` over such a series was computed per distinct
     outer value on the sqlglot tree, whose domain read the series alone and was refused ("generate_series(...)
@@ -179,6 +186,8 @@ def _domain_items(table: str, items: dict[str, exp.Expression]) -> list[exp.Expr
     if isinstance(item, exp.Table) or (isinstance(item, exp.Subquery) and not any(
             c.table for c in free_columns(item.this))):
         return [item]
+    if isinstance(item, exp.Values) and not is_correlated_series(item) and item.find(exp.Column) is None:
+        return [item]  # a VALUES list, an uncorrelated series, an unnested list's positions
     if not is_correlated_series(item) or not isinstance(item.meta.get(SERIES), exp.GenerateSeries):
         return None
     read = list(item.meta[SERIES].find_all(exp.Column))
@@ -226,7 +235,7 @@ def _null_safe_equality(conjunct: exp.Expression) -> exp.EQ | None:
 
 
 def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str, exp.Expression], synthetic_alias,
-               scalar: bool, known: frozenset = frozenset(), in_case: bool = False) -> exp.Expression | None:
+               scalar: bool, known: frozenset = frozenset(), as_flag: bool = False) -> exp.Expression | None:
     """Return what replaces ``holder`` (a scalar ``Subquery``, ``EXISTS``, IN's ``Subquery``, ANY / ALL) where
     its subquery is correlated over a domain, else None.
 
@@ -241,7 +250,7 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
     (:func:`~gpu_engine.sql.correlated_scalar_rows.conjunct_scalars`), the rule joining each.
     """
     query = holder.this
-    found = _over_domain(query, outer_aliases, items, synthetic_alias, scalar, type(holder), known, in_case)
+    found = _over_domain(query, outer_aliases, items, synthetic_alias, scalar, type(holder), known, as_flag)
     if found is None or isinstance(found, exp.Select):
         if found is None:
             return None
@@ -249,7 +258,7 @@ def _rewritten(holder: exp.Expression, outer_aliases: set[str], items: dict[str,
         rewritten.set("this", found)
         return rewritten
     if not (scalar or isinstance(holder, exp.Exists)):
-        return None  # IN / ANY / ALL: the value's NULL answer is the mark join's; left to the tree path
+        return None  # IN / ANY / ALL: split through quantified_comparisons' per-row facts (planner: passed again)
     column = (found.table, found.name)
 
     def is_column(node: exp.Expression) -> bool:
@@ -289,12 +298,19 @@ def with_correlation_domains(select: exp.Select, planner) -> exp.Select:
         return select
     items = {item.alias_or_name: item for item in [from_.this] + [j.this for j in select.args.get("joins") or []]}
     outer_aliases = defined_aliases(select)
+    semi_joins = set()  # [NOT] EXISTS conjuncts of WHERE / HAVING: semi / anti joins, their other correlation a filter
+    for clause in (select.args.get("where"), select.args.get("having")):
+        for conjunct in conjuncts_of(clause.this if clause is not None else None):
+            while isinstance(conjunct, (exp.Paren, exp.Not)):
+                conjunct = conjunct.this
+            semi_joins.add(id(conjunct))
     rewrites, by_tree = {}, {}
     for n, (node, scalar, _in_where) in enumerate(_subqueries(select)):
         if isinstance(node.this, exp.Select):
-            key = TreeKey(node)  # one subquery written twice (coalesce's desugared CASE) stays one: the same rewrite
+            flag = isinstance(node, exp.Exists) and id(node) not in semi_joins
+            key = (TreeKey(node), flag)  # one subquery written twice (coalesce's desugared CASE) stays one rewrite
             if key not in by_tree:
-                by_tree[key] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar)
+                by_tree[key] = _rewritten(node, outer_aliases, items, planner._synthetic_alias, scalar, as_flag=flag)
             if by_tree[key] is not None:
                 rewrites[n] = by_tree[key].copy()
     if not rewrites:

@@ -8,7 +8,9 @@ becomes ``(SELECT <its columns>, <subquery> AS "$on_value0" FROM <item>) AS <its
 planned as any subquery in a SELECT list), and the ON condition reads the column. The join sees the same
 pairs and the same condition. A subquery reading columns of two FROM items is refused by name.
 
-Only queries with an outer join are rewritten: an inner join's ON condition is a WHERE condition already.
+Only queries with an outer join are rewritten so: an inner join's ON condition is a WHERE condition already, and
+its conjuncts holding a subquery are moved to WHERE before the subquery rewrites
+(:func:`with_inner_join_subqueries_in_where`).
 """
 
 from __future__ import annotations
@@ -18,9 +20,9 @@ from typing import Mapping
 from sqlglot import exp
 
 from gpu_engine.sql.errors import unsupported
-from gpu_engine.sql.predicates import defined_aliases, free_columns
+from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns, has_subquery
 
-__all__ = ["with_join_condition_subqueries_computed"]
+__all__ = ["with_inner_join_subqueries_in_where", "with_join_condition_subqueries_computed"]
 
 
 def _subqueries(on: exp.Expression) -> list[exp.Expression]:
@@ -61,11 +63,45 @@ def _columns(item: exp.Expression, catalog: Mapping, ctes: Mapping[str, exp.Expr
     return None
 
 
+def _outer_joins(joins: list[exp.Join]) -> bool:
+    return any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins)
+
+
+def with_inner_join_subqueries_in_where(select: exp.Select) -> exp.Select:
+    """Return ``select`` with each conjunct of an inner join's ON condition that holds a subquery moved to its WHERE,
+    in a SELECT whose joins are all inner (no outer, semi, anti, ASOF join: the planner pools their ON conditions
+    with WHERE's, :func:`~gpu_engine.sql.predicates.where_conjuncts`); the same object where there is none.
+
+    Why: the subquery rewrites read WHERE (a domain or a null-safe split,
+    :mod:`~gpu_engine.sql.correlation_domains`; quantified comparisons' facts; NOT IN as a mark join), so ``t JOIN
+    u ON u.k = t.k AND u.c > (SELECT min(c) FROM v WHERE v.b < t.a)`` was refused ("a correlated scalar subquery
+    other than one value correlated by column equalities") where the same condition in WHERE is answered.
+    """
+    joins = select.args.get("joins") or []
+    if any(j.side or (j.kind or "INNER").upper() not in ("INNER", "CROSS") or j.args.get("method") for j in joins):
+        return select  # an outer, semi, anti or ASOF join among them: ON stays with its join
+    if not any(j.args.get("on") is not None and has_subquery(j.args["on"]) for j in joins):
+        return select
+    select = select.copy()
+    moved = []
+    for join in select.args["joins"]:
+        on = join.args.get("on")
+        if on is None or not has_subquery(on):
+            continue
+        parts = conjuncts_of(on)
+        moved += [part for part in parts if has_subquery(part)]
+        kept = [part for part in parts if not has_subquery(part)]
+        join.set("on", conjoined(kept) if kept else exp.true())
+    where = select.args.get("where")
+    select.set("where", exp.Where(this=conjoined(([where.this] if where is not None else []) + moved)))
+    return select
+
+
 def with_join_condition_subqueries_computed(select: exp.Select, planner, ctes: Mapping[str, exp.Expression]
                                             ) -> exp.Select:
     """Return ``select`` with each subquery of an outer join's ON condition a column of the FROM item it reads."""
     joins = select.args.get("joins") or []
-    if not any(j.side or (j.kind or "").upper() in ("OUTER", "FULL") for j in joins):
+    if not _outer_joins(joins):
         return select
     if not any(j.args.get("on") is not None and _subqueries(j.args["on"]) for j in joins):
         return select

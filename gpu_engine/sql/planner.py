@@ -96,7 +96,8 @@ from gpu_engine.sql.decorrelation import (
 from gpu_engine.sql.distinct_on import with_distinct_on_as_qualify
 from gpu_engine.sql.duplicate_output_names import remember_shown_names, unique_output_names
 from gpu_engine.sql.errors import SqlError, position_of, unsupported
-from gpu_engine.sql.join_condition_subqueries import with_join_condition_subqueries_computed
+from gpu_engine.sql.join_condition_subqueries import (
+    with_inner_join_subqueries_in_where, with_join_condition_subqueries_computed)
 from gpu_engine.sql.join_ordering import join_in_order, join_written
 from gpu_engine.sql.one_row_aggregates import with_one_row_aggregates_merged
 from gpu_engine.sql.one_row_extremes import with_one_row_extremes_lifted
@@ -286,6 +287,7 @@ class QueryPlanner(PlanningContext):
         check_window_positions(select)
         nested = _holds_nested_query(select)  # without one, each subquery rewrite returns the SELECT as it is
         if nested:
+            select = with_inner_join_subqueries_in_where(select)  # JOIN u ON ... (subquery): a WHERE conjunct
             select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
             select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
             select = with_correlation_domains(select, self)  # u.d < t.d: correlated by equalities over its domain

@@ -18,9 +18,10 @@ module checks each comparison of a SELECT before it is planned:
   negated: that stays a mark join's NULL-aware flag).
 * One correlated otherwise than by column equalities (``u.w < t.a``), which no
   mark join keys, is a CASE over correlated scalar subqueries — the facts
-  ``count(*)``, ``count(v)``, ``min(v)``, ``max(v)`` and ``EXISTS (... AND v =
-  x)`` — which :mod:`~gpu_engine.sql.subquery_values` computes per distinct
-  outer value (DuckDB's general decorrelation).
+  ``count(*)``, ``count(v)``, ``min(v)``, ``max(v)`` and ``count(*) ... AND v =
+  x`` — each split on a null-safe correlation's outer column by
+  :mod:`~gpu_engine.sql.correlation_domains` (run again after this module), then
+  typed scalar subqueries the decorrelation rule joins.
 * In HAVING and an aggregating query's SELECT list it is typed over the groups
   (its value over their keys and aggregates: ``sum(a) > ALL (...)``).
 * Refused by name, with an alternative: in QUALIFY or a JOIN condition, in
@@ -102,8 +103,8 @@ def _typed_where(select: exp.Select, outer_aliases: set[str]) -> set[int]:
 
 class _PerRow:
     """A quantified comparison's facts as correlated scalar subqueries over its subquery's FROM and WHERE (a
-    correlation other than column equalities: computed per distinct outer value by
-    :mod:`~gpu_engine.sql.subquery_values`)."""
+    correlation other than column equalities: the planner runs :mod:`~gpu_engine.sql.correlation_domains` again
+    over them, which splits a null-safe one on its outer column; the typed path binds each)."""
 
     def __init__(self, query: exp.Select, node: exp.Expression):
         self.node = node

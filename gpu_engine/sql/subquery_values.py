@@ -17,12 +17,11 @@ column, so the rest of the planner sees only joins and columns:
   inner rows gets the aggregate's value over no rows (COUNT's 0 — the "COUNT
   bug" of decorrelation — else NULL, through the arithmetic around it) by a
   CASE on a match flag ``m``;
-* correlated otherwise it is computed per distinct value of the outer columns it reads (the "domain", DuckDB's
-  general decorrelation): the domain joined to the subquery's sources on the whole correlation, grouped by the
-  domain's columns, joined back on them null-safe. Only a correlation that may hold where an outer value is NULL
-  (``IS NOT DISTINCT FROM``, ``OR t.d IS NULL``) or an outer table that is no plain FROM item comes here:
-  :mod:`~gpu_engine.sql.correlation_domains` rewrites the others (``u.d < t.d``, ``u.k = t.k + 1``) into
-  equality-correlated subqueries over their domain before, which the typed path binds;
+* correlated otherwise it was rewritten before (:mod:`~gpu_engine.sql.correlation_domains`: over its domain, the
+  distinct outer values, into an equality-correlated subquery; a null-safe one split on its outer column), and the
+  typed path binds it; one whose outer FROM item that module cannot read a domain of (a derived table reading
+  another item) is refused by name here (the per-domain derived table this module built went: every form that
+  reached it is typed);
 * a correlated ``(SELECT v ... ORDER BY x LIMIT 1 [OFFSET n])`` is the first (n+1-th) row of each key's
   partition in that order (a row_number() window), NULL for a key without rows;
 * a correlated ``(SELECT w ...)`` whose value is a window (``sum(x) OVER (...)``) is first its rows per
@@ -50,7 +49,8 @@ subquery it plans (uncorrelated, or correlated by column equalities in any shape
 included: a typed ScalarSubquery the optimizer's decorrelation rule joins), and
 EXISTS / IN under OR, NOT or inside an expression (mark joins). What is left here of a subquery correlated by
 column equalities: one in a GROUP BY key (and so every subquery of that SELECT), in a window's inputs, or beside
-another subquery in one WHERE conjunct.
+an EXISTS / IN in one WHERE conjunct (several scalar subqueries of one conjunct are one typed Filter:
+:func:`~gpu_engine.sql.correlated_scalar_rows.conjunct_scalars`).
 """
 
 from __future__ import annotations
@@ -63,7 +63,6 @@ from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregates_of, filter_subquery_predicate
 from gpu_engine.sql.correlated_scalar_rows import binds, conjunct_scalars, windowed_value, windows_per_key
 from gpu_engine.sql.correlated_row_clauses import exists_without_limit, has_row_clauses, rows_per_correlation_key
-from gpu_engine.sql.correlation_domains import rejects_null
 from gpu_engine.sql.decorrelation import (
     correlation, empty_group_value, mark_planned, mark_predicates,
     own_aggregates, quantified_parts, select_over, split_correlated, strict_subquery, subquery_select,
@@ -178,15 +177,6 @@ def _negated(conjunct: exp.Expression) -> bool:
         negated ^= isinstance(conjunct, exp.Not)
         conjunct = conjunct.this
     return negated
-
-
-def _null_safe_equal(left: exp.Expression, right: exp.Expression) -> exp.Expression:
-    """``left IS NOT DISTINCT FROM right`` as the CASE the expression IR has (the rewrite step ran before)."""
-    def null(side):
-        return exp.Is(this=side.copy(), expression=exp.Null())
-    return exp.Paren(this=exp.Case(ifs=[exp.If(this=null(left), true=null(right)),
-                                        exp.If(this=null(right), true=exp.false())],
-                                   default=exp.EQ(this=left.copy(), expression=right.copy())))
 
 
 def _correlated_without_equalities(exists: exp.Exists, outer_aliases: set[str]) -> bool:
@@ -403,19 +393,20 @@ class _Joined:
         if not correlated:
             raise unsupported("a correlated reference inside a derived table or a nested subquery", node)
         keys, others = correlation(correlated, inner)
-        if others or not keys:
-            outputs = [exp.alias_(value.copy(), "v")] if top is not None else grouped
-            derived, on, outer_columns = self._per_domain(query, outputs, inner, local, correlated, alias, top)
+        if others or not keys:  # correlation_domains rewrote every other outer item's (domain / null-safe split)
+            raise unsupported("a subquery correlated by other than column equalities (u.k = t.k) with a column of "
+                              "a FROM item that is neither a table, a derived table reading no other item, a VALUES "
+                              "list nor a series over such items (make that item a derived table joined to the "
+                              "others, or correlate by equalities)", node)
+        projections = [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
+        if top is None:
+            derived = select_over(query, projections + grouped, local)
+            derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
         else:
-            projections = [exp.alias_(i.copy(), f"k{n}") for n, (_, i) in enumerate(keys)]
-            if top is None:
-                derived = select_over(query, projections + grouped, local)
-                derived.set("group", exp.Group(expressions=[i.copy() for _, i in keys]))
-            else:
-                derived = self._one_row_per_key(select_over(query, projections + [exp.alias_(value.copy(), "v")],
-                                                            local), query, [i for _, i in keys], top)
-            on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
-            outer_columns = [o for o, _ in keys]
+            derived = self._one_row_per_key(select_over(query, projections + [exp.alias_(value.copy(), "v")],
+                                                        local), query, [i for _, i in keys], top)
+        on = [exp.EQ(this=o.copy(), expression=exp.column(f"k{n}", table=alias)) for n, (o, _) in enumerate(keys)]
+        outer_columns = [o for o, _ in keys]
         self.joins.append(exp.Join(this=_derived(derived, alias), side="LEFT", on=exp.and_(*on)))
         if empty is None:
             empty = empty_group_value(value) if aggregates else exp.Null()  # no row: NULL
@@ -461,42 +452,6 @@ class _Joined:
         cut.set("where", exp.Where(this=exp.EQ(this=exp.column("rn", table=inner_alias),
                                                expression=exp.Literal.number(top))))
         return cut
-
-    def _per_domain(self, query: exp.Select, outputs, inner, local, correlated, alias, top):
-        """Return the subquery computed per distinct value of the outer columns it reads, and the join back."""
-        outer_columns = list({(c.table, c.name): c for conjunct in correlated for c in free_columns(conjunct)
-                              if c.table not in inner}.values())
-        items = [self.select.args["from_"].this] + [join.this for join in self.select.args.get("joins") or []]
-        by_alias = {item.alias_or_name: item for item in items}
-        domains = []
-        for table in dict.fromkeys(c.table for c in outer_columns):
-            item = by_alias.get(table)
-            if item is None:
-                raise unsupported("a correlated reference to a query more than one level out", query)
-            columns = [c for c in outer_columns if c.table == table]
-            distinct = exp.Select(expressions=[exp.alias_(c.copy(), c.name) for c in columns],
-                                  distinct=exp.Distinct())
-            distinct.set("from_", exp.From(this=item.copy()))
-            domains.append(_derived(distinct, table))
-        projections = [exp.alias_(c.copy(), f"k{n}") for n, c in enumerate(outer_columns)]
-        derived = exp.Select(expressions=projections + outputs)
-        derived.set("from_", exp.From(this=domains[0]))
-        derived.set("joins", [exp.Join(this=domain) for domain in domains[1:]]
-                    + [exp.Join(this=query.args["from_"].this.copy())]
-                    + [join.copy() for join in query.args.get("joins") or []])
-        derived.set("where", exp.Where(this=exp.and_(*[c.copy() for c in local + correlated])))
-        if top is None:
-            derived.set("group", exp.Group(expressions=[c.copy() for c in outer_columns]))
-        else:
-            derived = self._one_row_per_key(derived, query, outer_columns, top)
-        # A column every correlation compares strictly: a NULL outer value matches no domain row (the empty
-        # group's value, as its subquery has no rows). One a correlation may hold for where it is NULL (IS [NOT]
-        # DISTINCT FROM, OR ... IS NULL) joins back null-safe: a NULL outer value reads its own domain row (a CASE:
-        # without a strict column beside it the join back is a nested loop over the distinct outer values).
-        on = [exp.EQ(this=c.copy(), expression=exp.column(f"k{n}", table=alias))
-              if any(rejects_null(conjunct, c) for conjunct in correlated)
-              else _null_safe_equal(c, exp.column(f"k{n}", table=alias)) for n, c in enumerate(outer_columns)]
-        return derived, on, outer_columns
 
     def _group_by(self, outer_columns: list[exp.Column], node: exp.Expression, clause: str,
                   joined: list[exp.Column]) -> None:
