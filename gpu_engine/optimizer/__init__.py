@@ -125,6 +125,7 @@ from typing import Callable, Mapping
 from gpu_engine.optimizer.build_sides import build_smaller_sides
 from gpu_engine.optimizer.constant_folding import fold_constants
 from gpu_engine.optimizer.decorrelation import decorrelate_subqueries
+from gpu_engine.optimizer.deferred_columns import defer_carried_columns
 from gpu_engine.optimizer.distinct_branches import drop_redundant_distincts
 from gpu_engine.optimizer.distinct_semi_joins import semi_joins_under_distinct
 from gpu_engine.optimizer.eager_aggregation import eager_aggregate
@@ -177,13 +178,16 @@ RULES: tuple[Callable[[PlanNode], PlanNode], ...] = (
 #: bench/results/2026-11-28-eager*.md), before build sides and partial steps, which then see the pre-aggregation.
 #: :func:`~gpu_engine.optimizer.unique_groupings.drop_unique_groupings` after it: a GROUP BY whose input is proven
 #: unique on its keys (the pre-aggregation's key joined to a column read and found unique in its table: TPC-H q10)
-#: is a projection (bench/results/2026-11-29-q10-s53.md).
+#: is a projection (bench/results/2026-11-29-q10-s53.md);
+#: :func:`~gpu_engine.optimizer.deferred_columns.defer_carried_columns` then fetches a top N's carried strings
+#: of a table after it, joined back on the table's key proven unique and never NULL (TPC-H q10's customer strings).
 #: :func:`~gpu_engine.optimizer.exchange_keys.choose_exchange_keys` last: an aggregation over string keys hashes
 #: one fixed-width key of many estimated distinct values at its exchange (bench/results/2026-11-29-q10agg-s52.md).
 ESTIMATE_RULES: tuple[Callable[[PlanNode, Mapping[str, TableStatistics]], PlanNode], ...] = (
     order_joins,
     eager_aggregate,
     drop_unique_groupings,
+    defer_carried_columns,
     build_smaller_sides,
     choose_partial_steps,
     choose_exchange_keys,

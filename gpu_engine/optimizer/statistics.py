@@ -677,10 +677,10 @@ UNIQUE_PROOF_MAX_ROWS = KEY_MATCH_MAX_READ_ROWS
 _UNIQUE: dict[tuple, tuple] = {}
 
 
-def unique_column(table, column: str) -> bool:
+def unique_column(table, column: str, null: bool = True) -> bool:
     """Return True when every row of registered ``table`` (Parquet files or an Arrow table) holds a distinct value
-    of integer or date ``column``, at most one of them NULL (unique as a grouping compares rows): read from the
-    rows, never estimated.
+    of integer or date ``column``, at most one of them NULL (unique as a grouping compares rows; ``null=False``:
+    none NULL, so an equality join on it finds every row): read from the rows, never estimated.
 
     Why: a GROUP BY over a join whose keys hold a column unique in its table groups one row per value of it
     where the other side is unique on the join key (:mod:`~gpu_engine.optimizer.unique_groupings`): the
@@ -702,8 +702,8 @@ def unique_column(table, column: str) -> bool:
         key = (_version(table), column)
         kept = _UNIQUE.get(key)
         if kept is not None and all(ref() is not None for ref in kept[1]):
-            return kept[0]
-        proven = False
+            return kept[0] == "unique" or (null and kept[0] == "unique with a NULL")
+        proven = "no"
         read = _key_columns(table, (column,), UNIQUE_PROOF_MAX_ROWS)
         array = read[0] if read else None
         found = None
@@ -711,12 +711,14 @@ def unique_column(table, column: str) -> bool:
             found = _integers(array.combine_chunks() if isinstance(array, pa.ChunkedArray) else array)
         if found is not None:
             values, valid = found
-            proven = len(values) - int(valid.sum()) <= 1 and _distinct(values[valid])
+            nulls = len(values) - int(valid.sum())
+            if nulls <= 1 and _distinct(values[valid]):
+                proven = "unique with a NULL" if nulls else "unique"
         if len(_UNIQUE) >= _MAX_MATCHES:
             _UNIQUE.clear()
         arrow_table = getattr(table, "table", None)
         _UNIQUE[key] = (proven, (weakref.ref(arrow_table),) if isinstance(arrow_table, pa.Table) else ())
-        return proven
+        return proven == "unique" or (null and proven == "unique with a NULL")
     except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError, MemoryError, KeyError):
         return False
 
@@ -783,14 +785,14 @@ class RegisteredStatistics(Mapping):
             self._matches[key] = key_match_divisor(self._tables[a], a_columns, self._tables[b], b_columns)
         return self._matches[key]
 
-    def unique_column(self, table: str, column: str) -> bool:
+    def unique_column(self, table: str, column: str, null: bool = True) -> bool:
         """Return :func:`unique_column` of registered table ``table`` (False for a table not registered); each
         table proven so is remembered (:meth:`relied_on`)."""
         if table not in self._tables:
             return False
-        key = (table, column)
+        key = (table, column, null)
         if key not in self._unique:
-            self._unique[key] = unique_column(self._tables[table], column)
+            self._unique[key] = unique_column(self._tables[table], column, null)
         return self._unique[key]
 
     def relied_on(self) -> tuple:
@@ -798,7 +800,7 @@ class RegisteredStatistics(Mapping):
         (weakly) and its files' versions. Why: a plan optimized with a proof is kept by identity
         (:class:`~gpu_engine.planning.prepared_plans.PreparedPlans`) and must not run once the table is another
         object or a file of it was rewritten (:meth:`holds`)."""
-        names = dict.fromkeys(name for (name, _), proven in self._unique.items() if proven)
+        names = dict.fromkeys(name for (name, _, _), proven in self._unique.items() if proven)
         return tuple((name, weakref.ref(self._tables[name]), _version_now(self._tables[name])) for name in names)
 
     def holds(self, relied_on: tuple) -> bool:

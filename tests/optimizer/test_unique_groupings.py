@@ -154,7 +154,7 @@ def test_a_grouping_not_unique_even_by_the_estimates_reads_no_column(monkeypatch
     from gpu_engine.optimizer import statistics
 
     read = []
-    monkeypatch.setattr(statistics, "unique_column", lambda table, column: read.append(column) or False)
+    monkeypatch.setattr(statistics, "unique_column", lambda table, column, null=True: read.append(column) or False)
     session = session_with_tables(TABLES, device="cpu")
     sql = "SELECT l_cust, c_name, sum(l_price) AS p FROM lines JOIN cust ON l_cust = c_key GROUP BY l_cust, c_name"
     assert len(_keyed_aggregations(session, sql.replace("l_cust, c_name", "c_key, c_name"))) == 1
