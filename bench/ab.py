@@ -24,6 +24,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py distinct-partitioning tpch 16 --sf 1 --runs 7
     python bench/ab.py exchange-keys tpch 10 --sf 1 --runs 9
     python bench/ab.py unique-groupings tpch 10 --sf 1 --runs 9
+    python bench/ab.py deferred-columns tpch 10 --sf 1 --runs 9
     python bench/ab.py wide-sum-fusion tpcds 11 --sf 0.1 --runs 7
     python bench/ab.py key-set-estimates tpcds 72 --sf 1 --runs 7
     python bench/ab.py pre-aggregation-setup tpcds 21 --sf 1 --runs 7
@@ -197,6 +198,14 @@ def _unique_groupings():
     import gpu_engine.optimizer as module
     from gpu_engine.optimizer.unique_groupings import drop_unique_groupings
     return module, "ESTIMATE_RULES", tuple(rule for rule in module.ESTIMATE_RULES if rule is not drop_unique_groupings)
+
+
+def _deferred_columns():
+    """A top N's carried strings decoded and gathered for every row below it (``optimizer.deferred_columns`` out of
+    ``gpu_engine.optimizer.ESTIMATE_RULES``)."""
+    import gpu_engine.optimizer as module
+    from gpu_engine.optimizer.deferred_columns import defer_carried_columns
+    return module, "ESTIMATE_RULES", tuple(rule for rule in module.ESTIMATE_RULES if rule is not defer_carried_columns)
 
 
 def _exchange_keys():
@@ -1046,6 +1055,7 @@ SWITCHES = {
     "distinct-partitioning": _distinct_partitioning,
     "exchange-keys": _exchange_keys,
     "unique-groupings": _unique_groupings,
+    "deferred-columns": _deferred_columns,
     "wide-sum-fusion": _wide_sum_fusion,
     "key-set-estimates": _single_key_estimates,
     "pre-aggregation-setup": _pre_aggregation_setup,
