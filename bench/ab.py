@@ -60,6 +60,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
     python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
     python bench/ab.py sample-abandon tpch 16 --sf 1 --runs 9
+    python bench/ab.py canonical-dictionaries tpch 12 --sf 1 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
     python bench/ab.py plain-string-keys tpcds 4 --sf 1 --runs 5 --compile-mode lowest
@@ -244,6 +245,14 @@ def _sample_abandon():
     ``FusedAggregation._sample_says_abandon`` (its sample deciding for the batch)."""
     import gpu_engine.operators.fused_aggregation as module
     return module, "_EARLY_ABANDON_MIN_ROWS", 1 << 62
+
+
+def _canonical_dictionaries():
+    """Each row group's string dictionary kept in the writer's order, not recoded onto the file column's canonical
+    one (``parquet_columns.CanonicalDictionary``; a measurement switch: stop 53 measured the recode costing more
+    than it saves on TPC-H q1/q12 and TPC-DS q7)."""
+    import gpu_engine.connectors.parquet_columns as module
+    return module, "CANONICAL_DICTIONARY_MAX_VALUES", 0
 
 
 def _string_key_fusion():
@@ -1094,6 +1103,7 @@ SWITCHES = {
     "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,
     "sample-abandon": _sample_abandon,
+    "canonical-dictionaries": _canonical_dictionaries,
     # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
     "fixed-width-case": _fixed_width_case,
     "constant-comparisons": _constant_comparisons,
