@@ -390,6 +390,8 @@ def _round(name: str, args: Sequence[Expr]) -> pa.DataType:
         digits = args[1].value
     dtype = args[0].dtype
     if is_decimal(dtype):
+        if (digits or 0) < 0 and dtype.scale == 0 and -digits <= dtype.precision:  # 99999 -> 100000: a digit more,
+            return pa.decimal128(min(dtype.precision + 1, 38), 0)  # as DuckDB types it (a decimal of scale 0 only)
         return pa.decimal128(dtype.precision, min(max(digits or 0, 0), dtype.scale))
     return dtype
 

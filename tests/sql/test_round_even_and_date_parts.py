@@ -58,3 +58,22 @@ def test_round_even_and_date_parts_match_duckdb_on_each_device(reference, device
 def test_round_even_needs_its_decimal_places():
     with pytest.raises(Exception, match=r"round_even\(\) takes 2 arguments"):
         session_with_tables(TABLES, device="cpu").sql("SELECT round_even(f) FROM t")
+
+
+#: Decimals of scale 0 at their precision's limit: round / round_even to tens and beyond carry into one more digit.
+WIDE = {"t": pa.table({
+    "b": pa.array([decimal.Decimal(v) for v in ["999999999999999999", "-999999999999999995", "5", "0"]],
+                  pa.decimal128(18, 0)),
+    "e": pa.array([decimal.Decimal(v) for v in ["99999", "-50000", "4", "-99995"]], pa.decimal128(5, 0)),
+})}
+
+
+def test_round_to_tens_of_a_full_decimal_widens_as_duckdb(device_name):
+    """``round(DECIMAL(p, 0), -k)`` is a DECIMAL(p + 1, 0) in DuckDB (99999 -> 100000, for k up to p): the engine
+    kept DECIMAL(p, 0) and raised "value is out of range" for 999999999999999999 (fuzz round 12)."""
+    with duckdb_with_tables(WIDE) as connection:
+        session = session_with_tables(WIDE, device=device_name)
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT round(b, -1) AS a, round(b, -18) AS c, round_even(e, -1) AS d, round(e, -5) AS f, "
+            "round(e, -6) AS g FROM t", "SELECT sum(round(b, -1)) AS s, max(round(e, -2)) AS m FROM t"],
+            exact_types=True)
