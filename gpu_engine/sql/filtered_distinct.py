@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from sqlglot import exp
 
 from gpu_engine.plans.nodes import PlanNode
-from gpu_engine.sql.planning_context import quoted
+from gpu_engine.sql.planning_context import TreeKey, conjunct_key, quoted
 from gpu_engine.sql.renaming import aliased
 
 if TYPE_CHECKING:
@@ -42,8 +42,12 @@ def _filtered_value(argument: exp.Expression) -> tuple[exp.Expression | None, ex
     return None, argument
 
 
-def distinct_value(call: exp.Expression) -> str | None:
-    """Return the SQL of the value a ``name: agg(DISTINCT [CASE WHEN p THEN] x [END])`` call aggregates, else None."""
+def distinct_value(call: exp.Expression) -> TreeKey | None:
+    """Return the value a ``name: agg(DISTINCT [CASE WHEN p THEN] x [END])`` call aggregates, else None.
+
+    As a :class:`TreeKey`: ``"P"`` and ``p`` are one value (their SQL text told them apart, and two FILTERs of
+    one value written apart were two aggregations over the input).
+    """
     aggregate = call.this if isinstance(call, exp.Alias) else call
     if not isinstance(aggregate, _OVER_VALUES) or not isinstance(aggregate.this, exp.Distinct):
         return None
@@ -52,7 +56,7 @@ def distinct_value(call: exp.Expression) -> str | None:
     if len(aggregate.this.expressions) != 1:
         return None
     _, value = _filtered_value(aggregate.this.expressions[0])
-    return value.sql()
+    return TreeKey(value)
 
 
 def plan_filtered_distinct(planner: PlanningContext, source: PlanNode, calls: list[exp.Alias],
@@ -61,20 +65,20 @@ def plan_filtered_distinct(planner: PlanningContext, source: PlanNode, calls: li
     ``per_value`` aggregates are computed per distinct value too, and ``combined`` over those results."""
     _, value = _filtered_value(calls[0].this.this.expressions[0])
     key = planner._fresh("$distinct_value")
-    flags: dict[str, str] = {}  # condition's SQL -> its flag column
+    flags: dict = {}  # condition (conjunct_key: alike however written) -> its flag column
     flag_calls, outer = list(per_value), list(combined)
     for call in calls:
         aggregate = call.this
         condition, _ = _filtered_value(aggregate.this.expressions[0])
         over = exp.column(key, quoted=True)
         if condition is not None:
-            text = condition.sql()
-            if text not in flags:
-                flags[text] = planner._fresh(f"$distinct_flag{len(flags)}")
+            identity = conjunct_key(condition)
+            if identity not in flags:
+                flags[identity] = planner._fresh(f"$distinct_flag{len(flags)}")
                 passed = exp.Case(ifs=[exp.If(this=condition.copy(), true=exp.Literal.number(1))],
                                   default=exp.Literal.number(0))
-                flag_calls.append(aliased(exp.Max(this=passed), flags[text]))
-            over = exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.column(flags[text], quoted=True),
+                flag_calls.append(aliased(exp.Max(this=passed), flags[identity]))
+            over = exp.Case(ifs=[exp.If(this=exp.EQ(this=exp.column(flags[identity], quoted=True),
                                                     expression=exp.Literal.number(1)), true=over)])
         plain = aggregate.copy()
         plain.set("this", over)
@@ -88,7 +92,7 @@ def plan_filtered_distinct(planner: PlanningContext, source: PlanNode, calls: li
 def with_filtered_distinct_merged(call_groups: list[list[exp.Alias]]) -> list[tuple[list[exp.Alias], bool]]:
     """Return ``call_groups`` (one per DISTINCT argument, and the plain calls) with the groups of DISTINCT
     aggregates of one value under different FILTERs made one, each flagged True when it is such a merge."""
-    by_value: dict[str, list[int]] = {}
+    by_value: dict[TreeKey, list[int]] = {}
     for index, calls in enumerate(call_groups):
         values = {distinct_value(call) for call in calls}
         if len(values) == 1 and None not in values:
