@@ -14,7 +14,9 @@ when buffers were kept by exact shape, and page-faulted through fresh memory
 each time (TPC-H Q18's partial emits: ~70 ms of the ~150 ms they took). A
 request of ``n`` bytes takes a buffer of the next power of two and sees only
 its first ``n`` bytes (untouched pages of the rest cost no memory). A request larger than every kept buffer
-drops the smaller kept ones (what a growth left behind: :func:`_drop_smaller`). Buffers of
+drops the smaller kept ones (what a growth left behind: :func:`_drop_smaller`), and a new buffer that would
+leave less than an eighth of the machine's memory available drops kept ones first (:func:`_drop_under_pressure`).
+Buffers of
 at least :data:`MIN_BYTES` are kept, up to :data:`MAX_KEPT_BYTES` in all (a quarter of memory, a share of it
 in one of several worker processes, or ``$GPU_ENGINE_RECYCLER_MAX_MB``: :func:`_kept_bytes_cap`), and
 handed out again uninitialized; once no query has run for a few seconds they
@@ -33,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+from gpu_engine.exec.memory_pool import _available_host_memory
+
 __all__ = ["take_array", "give_array", "MIN_BYTES", "MAX_KEPT_BYTES", "CAP_VARIABLE", "kept_bytes", "release_kept"]
 
 MIN_BYTES = 4 << 20
@@ -40,6 +44,14 @@ MIN_BYTES = 4 << 20
 
 #: Megabytes the recycler may keep in this process (``0`` keeps none): overrides the default share below.
 CAP_VARIABLE = "GPU_ENGINE_RECYCLER_MAX_MB"
+
+
+def _total_bytes() -> int:
+    """Return the machine's memory in bytes (0 where unknown)."""
+    try:
+        return int(os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES"))
+    except (AttributeError, ValueError, OSError):
+        return 0
 
 
 def _kept_bytes_cap() -> int:
@@ -64,11 +76,7 @@ def _kept_bytes_cap() -> int:
     explicit = _megabytes(os.environ.get(CAP_VARIABLE))
     if explicit is not None:
         return explicit << 20
-    try:
-        total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (AttributeError, ValueError, OSError):
-        total = 0
-    cap = max(1 << 30, int(total) // 4)
+    cap = max(1 << 30, _total_bytes() // 4)
     workers = _megabytes(os.environ.get("PYTEST_XDIST_WORKER_COUNT"))  # a count, read the same way
     if workers:
         cap //= workers
@@ -88,6 +96,12 @@ def _megabytes(text: str | None) -> int | None:
 
 
 MAX_KEPT_BYTES = _kept_bytes_cap()
+
+#: A new buffer leaves at least this share of the machine's memory available, dropping kept buffers first
+#: (:func:`_drop_under_pressure`).
+HEADROOM_FRACTION = 1 / 8
+_TOTAL_BYTES = _total_bytes()
+_available_memory = _available_host_memory  # the machine's MemAvailable (None where unknown)
 
 _lock = threading.Lock()
 #: Free buffers by size class: class ``c`` holds flat uint8 buffers of at least ``2**c`` bytes.
@@ -134,8 +148,31 @@ def take_array(xp: Any, shape: tuple[int, ...], dtype: Any) -> Any:
         buffer, dropped = _kept_or_dropped(size_class)
     del dropped  # freed here, outside the lock
     if buffer is None:
+        _drop_under_pressure(1 << size_class)
         buffer = np.empty(1 << size_class, dtype=np.uint8)
     return buffer[:nbytes].view(dtype).reshape(shape)
+
+
+def _drop_under_pressure(nbytes: int) -> None:
+    """Drop kept buffers, largest first, until a new buffer of ``nbytes`` leaves :data:`HEADROOM_FRACTION` of the
+    machine's memory available (``MemAvailable``), or nothing is kept.
+
+    Why: kept buffers are resident memory no running query uses, and the cap (a quarter of memory) bounds them
+    alone, not beside what the running query needs: a query near the machine's memory (issue 31's SF30-size data
+    on a 24 GB machine) could take new memory while up to 6 GB of an earlier query's tables sat kept, leaving the
+    kernel's out-of-memory killer to end a process that dropping them would let finish (DuckDB's buffer pool
+    evicts under its limit). Checked where the largest allocations start (slot tables, join tables and emits take
+    their buffers here), only on a request no kept buffer serves, so a query's steady state reads nothing (a
+    ``MemAvailable`` read costs ~65 us).
+    """
+    if _kept_bytes == 0:
+        return
+    available = _available_memory()
+    if available is None or _TOTAL_BYTES <= 0:
+        return
+    needed = nbytes + int(_TOTAL_BYTES * HEADROOM_FRACTION)
+    if available < needed:
+        release_kept(max(0, _kept_bytes - (needed - available)))
 
 
 def _kept_or_dropped(size_class: int) -> tuple[np.ndarray | None, list[np.ndarray]]:

@@ -85,6 +85,29 @@ def test_arrays_not_made_here_are_kept_by_the_class_they_can_serve():
     assert np.shares_memory(buffer_recycler.take_array(np, (2 * MIN,), np.uint8), odd)
 
 
+def test_kept_buffers_are_dropped_before_new_memory_where_the_machine_runs_short(monkeypatch):
+    """Kept buffers beside a query that needs new memory at the edge of the machine's: the largest are dropped
+    until the new buffer leaves an eighth of memory available (before, up to a quarter of memory stayed kept and
+    the process met the out-of-memory killer). A request a kept buffer serves reads nothing."""
+    monkeypatch.setattr(buffer_recycler, "_TOTAL_BYTES", 64 * MIN)  # an eighth: 8 MIN of headroom
+    big, small = np.empty(8 * MIN, np.uint8), np.empty(4 * MIN, np.uint8)
+    buffer_recycler.give_array(np, big)
+    buffer_recycler.give_array(np, small)
+    available = {"bytes": 10 * MIN}
+    monkeypatch.setattr(buffer_recycler, "_available_memory", lambda: available["bytes"])
+    buffer_recycler.take_array(np, (2 * MIN,), np.uint8)  # 2 MIN new + 8 MIN headroom: just enough
+    assert buffer_recycler.kept_bytes() == 12 * MIN
+    available["bytes"] = 6 * MIN  # 4 MIN short: the largest kept buffer goes
+    buffer_recycler.take_array(np, (2 * MIN,), np.uint8)
+    assert buffer_recycler.kept_bytes() == 4 * MIN
+
+    def unread():
+        raise AssertionError("a request a kept buffer serves read the machine's memory")
+
+    monkeypatch.setattr(buffer_recycler, "_available_memory", unread)
+    assert np.shares_memory(buffer_recycler.take_array(np, (4 * MIN,), np.uint8), small)
+
+
 def test_small_arrays_views_and_foreign_memory_are_not_kept():
     buffer_recycler.give_array(np, np.empty(16, np.int64))
     whole = np.empty(2 * MIN, np.uint8)
