@@ -757,8 +757,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
         if len(tree.expressions) != 1:
             raise translator.error(f"{name}() takes 1 argument (a date or timestamp)", tree)
         operand = translator.translate(tree.expressions[0])
-        if name == "epoch_ns" and pa.types.is_timestamp(operand.dtype) and operand.dtype.unit == "ns":
-            return build_function(translator, "epoch_ns", [operand], tree)  # its own ticks: microseconds drop them
+        if pa.types.is_timestamp(operand.dtype) and operand.dtype.unit == "ns":  # its own ticks (floored for us),
+            return build_function(translator, f"{name}_of_ns", [operand], tree)  # not date_diff's rounded ones
         micros = sqlglot.parse_one("date_diff('microsecond', TIMESTAMP '1970-01-01', x)", read="duckdb")
         micros.find(exp.Column).replace(tree.expressions[0].copy())
         return translator.translate(micros if name == "epoch_us" else exp.Mul(

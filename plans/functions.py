@@ -592,9 +592,10 @@ def _epoch_ms(name: str, args: Sequence[Expr]) -> pa.DataType:
     return pa.int64()
 
 
-def _epoch_ns(name: str, args: Sequence[Expr]) -> pa.DataType:
-    """``epoch_ns(t)`` of a TIMESTAMP_NS / TIMESTAMPTZ_NS: its nanoseconds since 1970 (BIGINT; of other instants
-    the SQL translator writes ``epoch_us(t) * 1000``)."""
+def _epoch_of_ns(name: str, args: Sequence[Expr]) -> pa.DataType:
+    """``epoch_ns_of_ns(t)`` / ``epoch_us_of_ns(t)``: DuckDB's ``epoch_ns`` / ``epoch_us`` of a TIMESTAMP_NS /
+    TIMESTAMPTZ_NS, its nanoseconds (microseconds, floored) since 1970 (BIGINT; of other instants the SQL
+    translator writes ``date_diff('microsecond', ...)``, which rounds a TIMESTAMP_NS as DuckDB's date_diff does)."""
     _arity(name, args, 1, 1)
     if not (pa.types.is_timestamp(args[0].dtype) and args[0].dtype.unit == "ns"):
         raise TypeError(f"{name}() takes a nanosecond timestamp here, got {args[0].dtype}")
@@ -816,7 +817,8 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "strftime": _strftime, "last_day": _last_day, "dayname": _calendar_name, "monthname": _calendar_name,
     "current_date": _current_date, "current_timestamp": _current_timestamp, "make_timestamp": _make_timestamp,
     "strptime": _strptime, "try_strptime": _strptime, "time_bucket": _time_bucket,
-    "epoch_ms": _epoch_ms, "epoch_ns": _epoch_ns, "to_timestamp": _to_timestamp,
+    "epoch_ms": _epoch_ms, "epoch_ns_of_ns": _epoch_of_ns, "epoch_us_of_ns": _epoch_of_ns,
+    "to_timestamp": _to_timestamp,
     **INTERVAL_FUNCTIONS,  # constructors, interval arithmetic, age, parts: gpu_engine.plans.intervals
 }
 

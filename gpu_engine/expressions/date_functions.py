@@ -437,7 +437,7 @@ def _time_bucket(device: Device, columns: Sequence[Column], dtype: pa.DataType) 
 #: The functions this module evaluates.
 DATE_FUNCTIONS = ("date_part", "date_trunc", "date_diff", "add_interval", "make_date", "date_add_days",
                   "date_sub_days", "date_sub", "strftime", "last_day", "strptime", "try_strptime", "time_bucket",
-                  "epoch_ms", "epoch_ns", "to_timestamp",
+                  "epoch_ms", "epoch_ns_of_ns", "epoch_us_of_ns", "to_timestamp",
                   "dayname", "monthname", "make_timestamp", "make_time", "date_add_time")
 
 
@@ -481,8 +481,10 @@ def evaluate_date_function(device: Device, name: str, args: Sequence[Any], colum
         return strptime(device, columns[0], args[1].value, strict=name == "strptime")
     if name == "epoch_ms":
         return _epoch_ms(device, columns[0], dtype)
-    if name == "epoch_ns":  # of a nanosecond timestamp (plans.functions._epoch_ns): its ticks
+    if name == "epoch_ns_of_ns":  # of a nanosecond timestamp (plans.functions._epoch_of_ns): its ticks
         return Column(dtype, columns[0].data.astype(xp.int64), columns[0].validity)
+    if name == "epoch_us_of_ns":  # its microseconds, floored as DuckDB's epoch_us of a TIMESTAMP_NS
+        return Column(dtype, micros_of(xp, columns[0]), columns[0].validity)
     if name == "to_timestamp":
         return _to_timestamp(device, columns[0], dtype)
     if name == "date_sub" and len(args) == 3:

@@ -68,11 +68,12 @@ def test_nanosecond_plus_interval_keeps_nanoseconds(device_name):
 
 def test_epoch_ns_of_nanosecond_timestamps(device_name):
     """``epoch_ns`` of a TIMESTAMP_NS / TIMESTAMPTZ_NS is its nanoseconds: the engine answered microseconds times
-    1000 (1700000000123456789 -> ...456000; fuzz round 12)."""
+    1000 (1700000000123456789 -> ...456000; fuzz round 12); ``epoch_us`` its microseconds floored (not rounded as
+    date_diff's)."""
     with duckdb_with_tables(SHIFTS) as connection:
         session = session_with_tables(SHIFTS, device=device_name)
         assert_queries_match_duckdb(session, connection, [
-            "SELECT epoch_ns(n) AS a, epoch_ns(z) AS b, epoch_ns(n + INTERVAL 1 DAY) AS c FROM t",
+            "SELECT epoch_ns(n) AS a, epoch_ns(z) AS b, epoch_ns(n + INTERVAL 1 DAY) AS c, epoch_us(n) AS d FROM t",
             "SELECT k FROM t WHERE epoch_ns(n) % 1000 <> 0"])
 
 
