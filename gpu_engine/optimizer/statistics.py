@@ -807,7 +807,7 @@ class RegisteredStatistics(Mapping):
         """Return True while every table of ``relied_on`` (:meth:`relied_on`) is registered as the same object
         with its files unchanged."""
         try:
-            return all(self._tables.get(name) is table() and _version_now(table()) == versions
+            return all(table() is not None and self._tables.get(name) is table() and _version_now(table()) == versions
                        for name, table, versions in relied_on)
         except OSError:
             return False
