@@ -75,6 +75,10 @@ class RegisteredTable:
     split_rows: int = DEFAULT_SPLIT_ROWS
     #: Each file's (size, modification time in ns) at ``register``, so an error can say the file changed since.
     versions: tuple[tuple[int, int], ...] = field(default=(), compare=False, repr=False)
+    #: True where ``table`` was made of the caller's mutable memory (a pandas DataFrame's or a dict's numpy
+    #: arrays, which Arrow wraps without a copy): its rows change when the caller writes to the frame, so nothing
+    #: read from them while planning (a column proven unique: optimizer.statistics.unique_column) may be kept.
+    borrowed: bool = field(default=False, compare=False, repr=False)
 
     def footer(self, path: str) -> ParquetFooter:
         """Return the checked footer of one of the table's files, or raise naming the table and the file.
@@ -315,7 +319,10 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
     table = _as_arrow_table(name, source)
     if table is not None:
         rows = split_rows or max(1, min(_default_split_rows(table.num_rows), table.num_rows))
-        return RegisteredTable(name, _engine_schema(table.schema, name, "the table"), (), table, rows)
+        borrowed = type(source).__module__.split(".")[0] == "pandas" or isinstance(source, dict) and any(
+            type(values).__module__ == "numpy" for values in source.values())
+        return RegisteredTable(name, _engine_schema(table.schema, name, "the table"), (), table, rows,
+                               borrowed=borrowed)
     if not isinstance(source, (str, os.PathLike)):
         raise TypeError(f"cannot register a {type(source).__module__}.{type(source).__qualname__} as table {name!r}; "
                         "accepted: " + "; ".join(ACCEPTED_SOURCES))

@@ -745,11 +745,11 @@ def _distinct(values) -> bool:
 
 
 def _as_registered(table) -> bool:
-    """Return True for an in-memory table, or a Parquet table whose every file has the size and modification time
-    it had at ``register`` (a table without registered versions: False, nothing says its files are the ones
-    planned over)."""
+    """Return True for an in-memory table of Arrow's own memory (not a pandas frame's: ``borrowed``), or a Parquet
+    table whose every file has the size and modification time it had at ``register`` (a table without registered
+    versions: False, nothing says its files are the ones planned over)."""
     if isinstance(getattr(table, "table", None), pa.Table):
-        return True
+        return not getattr(table, "borrowed", False)  # a pandas frame written to in place changes its rows
     files = tuple(getattr(table, "files", ()) or ())
     versions = tuple(getattr(table, "versions", ()) or ())
     if not files or len(versions) != len(files):
