@@ -53,6 +53,7 @@ _SQLGLOT_FUNCTIONS = {
     exp.RegrSxy: "regr_sxy", exp.RegrIntercept: "regr_intercept", exp.RegrR2: "regr_r2", exp.RegrCount: "regr_count",
     exp.Median: "median", exp.PercentileCont: "quantile_cont", exp.PercentileDisc: "quantile_disc",
     exp.Quantile: "quantile_disc", exp.GroupConcat: "string_agg", exp.Mode: "mode",
+    exp.LogicalOr: "max", exp.LogicalAnd: "min",  # bool_or / bool_and of BOOLEAN: max / min (true > false)
 }
 #: Argument counts: (fewest, most).
 _ARITY = {"row_number": (0, 0), "rank": (0, 0), "dense_rank": (0, 0), "percent_rank": (0, 0), "cume_dist": (0, 0),
@@ -360,6 +361,11 @@ def parse_window_function(text: Snippet, schema: pa.Schema, label: str, *, posit
         raise PlanError(f"{function} takes at most {_ARITY[function][1]} argument(s)", node=label, column=text)
     translator = ScalarTranslator(schema, label)
     args = tuple(_window_argument(translator, a, schema) for a in argument_trees)
+    if isinstance(tree, (exp.LogicalOr, exp.LogicalAnd)) and args and not (
+            pa.types.is_boolean(args[0].dtype) or pa.types.is_null(args[0].dtype)):
+        spelled = "bool_or" if isinstance(tree, exp.LogicalOr) else "bool_and"
+        raise PlanError(f"{spelled}() takes a BOOLEAN, got {args[0].dtype} (as DuckDB: cast it or compare it)",
+                        node=label, column=text)
     if function in ("lag", "lead") and len(args) > 1 and isinstance(args[1], Literal) \
             and isinstance(args[1].value, int) and not isinstance(args[1].value, bool) and args[1].value < 0:
         # lag(x, -n) is lead(x, n) and lead(x, -n) lag(x, n), as DuckDB reads a negative offset

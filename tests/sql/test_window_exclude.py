@@ -60,3 +60,16 @@ def test_covariances_with_exclude_are_refused_by_name():
     sql = "SELECT corr(i, f) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) FROM t"
     with pytest.raises(SqlError, match="EXCLUDE CURRENT ROW over corr is not supported"):
         session_with_tables(TABLES, device="cpu").sql(sql)
+
+
+def test_bool_or_and_bool_and_over_frames_match_duckdb(device_name, reference):
+    """``bool_or`` / ``bool_and`` over a window are max / min of a BOOLEAN (the engine refused them as "unsupported
+    window function 'logical_or'", sqlglot's name; fuzz round 12); of another type they are refused as DuckDB does."""
+    session = session_with_tables(TABLES, split_rows=3, device=device_name, drivers=2, batch_rows=3, fuse=False)
+    assert_queries_match_duckdb(session, reference, [
+        "SELECT id, bool_or(i > 2) OVER (ORDER BY id ROWS BETWEEN 1 PRECEDING AND CURRENT ROW) AS a, bool_and(f > 1.7) "
+        "OVER (PARTITION BY k ORDER BY i RANGE BETWEEN 1 PRECEDING AND CURRENT ROW EXCLUDE CURRENT ROW) AS b, "
+        "bool_or(s IS NULL) OVER () AS c, bool_and(i < 5) OVER (ORDER BY i GROUPS BETWEEN CURRENT ROW AND 1 FOLLOWING) "
+        "AS d FROM t"])
+    with pytest.raises(SqlError, match=r"bool_or\(\) takes a BOOLEAN"):
+        session.sql("SELECT bool_or(i) OVER () FROM t")
