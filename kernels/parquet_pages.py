@@ -1440,6 +1440,18 @@ def first_invalid_utf8(offsets, chars, count):
 
 
 @njit(nogil=True, cache=True)
+def remap_codes(mapping, codes):
+    """Rewrite each dictionary code as ``mapping[code]``, in place (every code indexes ``mapping``).
+
+    Why: a row group's codes recoded onto a column's canonical dictionary
+    (``parquet_columns.CanonicalDictionary``) in one pass and no allocation; ``np.take`` first widened
+    the int32 codes to intp and wrote a new array (~95 -> ~50 us over 114K codes, loaded).
+    """
+    for i in range(len(codes)):
+        codes[i] = mapping[codes[i]]
+
+
+@njit(nogil=True, cache=True)
 def decode_strings_chunk(buf, start, length, codec, max_definition, rows, as_codes, size_hint, scratch):
     """Decode one BYTE_ARRAY column chunk; return ``(status, page, at, codes, valid, offsets, chars, dict_offsets, dict_chars, scratch)``.
 

@@ -231,6 +231,31 @@ def test_row_groups_share_one_canonical_dictionary(tmp_path):
     assert again.chunk(0).dictionary.to_pylist() == dictionaries[2] and again.to_pylist() == pieces[1].to_pylist()
 
 
+def test_a_row_group_dictionary_seen_before_recodes_without_looking_its_values_up(tmp_path, monkeypatch):
+    """Each distinct row-group dictionary is looked up in the canonical one once (its mapping kept by its bytes);
+    a row group listing the canonical values in their order keeps its codes as they are."""
+    orders = [["AIR", "MAIL"], ["MAIL", "AIR"], ["AIR", "MAIL"], ["MAIL", "AIR"]]
+    path = tmp_path / "two.parquet"
+    with pq.ParquetWriter(path, pa.schema([("mode", pa.string())]), use_dictionary=True) as writer:
+        for order in orders:
+            writer.write_table(pa.table({"mode": order + order[::-1] + [order[0]]}))
+    metadata = pq.read_metadata(path)
+    columns = {"mode": pa.dictionary(pa.int32(), pa.large_string())}
+    looked_up = []
+    index_in = parquet_columns.pc.index_in
+    monkeypatch.setattr(parquet_columns.pc, "index_in", lambda *a, **k: looked_up.append(1) or index_in(*a, **k))
+    remapped = []
+    remap = parquet_columns.remap_codes
+    monkeypatch.setattr(parquet_columns, "remap_codes", lambda m, c: remapped.append(len(c)) or remap(m, c))
+    decoded = read_decoded_columns(str(path), metadata, [0, 1, 2, 3], columns)["mode"]
+    assert decoded.to_pylist() == pq.read_table(path).column("mode").to_pylist()
+    assert [chunk.dictionary.to_pylist() for chunk in decoded.chunks] == [["AIR", "MAIL"]] * 4
+    assert len(looked_up) == 2 and remapped == [5, 5]  # groups 0 and 1 looked up; 1 and 3 recoded
+    again = read_decoded_columns(str(path), metadata, [3, 1], columns)["mode"]
+    assert again.to_pylist() == decoded.chunk(3).to_pylist() + decoded.chunk(1).to_pylist()
+    assert len(looked_up) == 2 and remapped == [5, 5, 5, 5]
+
+
 @pytest.mark.parametrize("all_null_group", [0, 1])
 def test_an_all_null_row_group_keeps_its_empty_dictionary(tmp_path, all_null_group):
     path = tmp_path / "nulls.parquet"
