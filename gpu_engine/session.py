@@ -9,6 +9,7 @@ import math
 import numbers
 import threading
 import time
+from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -84,6 +85,9 @@ class Session:
         #: The plans of recent SQL texts (:mod:`gpu_engine.sql.plan_cache`); ``PlanCache(0)`` keeps none.
         self.plan_cache = PlanCache()
         self._temporary: set[str] = set()  # the shared CTEs' tables registered now (Session.sql), not in plan_cache keys
+        #: The hidden tables of files named in SQL text -> the paths as written, least recently named first
+        #: (:mod:`gpu_engine.sql.file_sources`): not in ``catalog``, EXPLAIN prints the paths.
+        self._file_sources: OrderedDict[str, tuple[str, ...]] = OrderedDict()
         self._cte_calls = _CallSlots()  # names the shared CTEs' tables of the calls running now
         self._executors = process_executors()  # a new session reuses threads an earlier one's queries left idle
         self._prepared = PreparedPlans()
@@ -116,6 +120,7 @@ class Session:
         self._tables.clear()
         self._views.clear()
         self._temporary.clear()
+        self._file_sources.clear()
         self.plan_cache.clear()
         self._prepared = PreparedPlans()
         self.last_task = self.last_plan = None
@@ -171,10 +176,19 @@ class Session:
         for view in [v for v in self._views if v.lower() == name.lower()]:  # the name is the table's now
             del self._views[view]
 
-    def register_file_table(self, name: str, table: RegisteredTable) -> None:
+    def register_file_table(self, name: str, table: RegisteredTable | None, paths: tuple[str, ...]) -> None:
         """Register the table of a file source a SQL text names (:mod:`gpu_engine.sql.file_sources`) under ``name``;
-        a new object where the files changed, so plan_cache plans the text anew."""
-        self._tables[name] = table
+        a new object where the files changed, so plan_cache plans the text anew (None: the table kept, named now)."""
+        self._file_sources[name] = paths
+        self._file_sources.move_to_end(name)
+        if table is not None:
+            self._tables[name] = table
+            self.uncache(name)
+
+    def drop_file_table(self, name: str) -> None:
+        """Drop the hidden table of a file source (beyond ``file_sources.FILE_TABLES``); naming it registers it again."""
+        self._file_sources.pop(name, None)
+        self._tables.pop(name, None)
         self.uncache(name)
 
     def _register_cudf(self, name: str, source, split_rows: int | None, column_names) -> RegisteredTable:
@@ -229,11 +243,17 @@ class Session:
         try:
             return self._tables[name]
         except KeyError:
-            raise PlanError(f"unknown table {name!r}; registered: {', '.join(sorted(self._tables)) or '(none)'}") from None
+            raise PlanError(f"unknown table {name!r}; registered: {', '.join(sorted(self.catalog)) or '(none)'}") from None
 
     @property
     def catalog(self) -> Mapping[str, pa.Schema]:
-        """Return table name -> schema, what PlanBuilder needs to resolve columns."""
+        """Return table name -> schema of the tables registered (the hidden tables of files named in SQL text left
+        out: they are the engine's), what PlanBuilder needs to resolve columns."""
+        return MappingProxyType({name: table.schema for name, table in self._tables.items()
+                                 if name not in self._file_sources})
+
+    def _planning_catalog(self) -> Mapping[str, pa.Schema]:
+        """Return table name -> schema of every table, the hidden ones of file sources included (the SQL planner's)."""
         return MappingProxyType({name: table.schema for name, table in self._tables.items()})
 
     # --------------------------------------------------------------- execute
@@ -378,14 +398,16 @@ class Session:
         self._check_scans(plan)
         prepared = prepare_plan(plan, self.device, self.drivers, self.config, statistics=self.statistics())
         placements = placement_text(prepared.placements)
+        labels = {name: ", ".join(map(repr, paths)) for name, paths in self._file_sources.items()}
         if not analyze:
-            return format_plan(prepared.plan, placements=placements, full=full)
+            return format_plan(prepared.plan, placements=placements, full=full, table_labels=labels)
         _, task = self._execute_to_arrow(plan, None)  # this call's Task, not last_task: another thread may run one
         stats = task.task_stats()
         header = (f"Task {stats.task_id}: {stats.state}, {stats.wall_seconds * 1000:.1f} ms wall, "
                   f"device {self.device.name}, {self.drivers} driver(s), {stats.splits} split(s), "
                   f"kernels compiled {stats.kernels_compiled} ({stats.compile_seconds * 1000:.1f} ms)")
-        return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements, full=full)
+        return header + "\n" + format_plan(task.plan, node_stats_text(stats), placements, full=full,
+                                           table_labels=labels)
 
     def last_stats(self) -> TaskStats | None:
         """Return the stats of the last executed Task."""
@@ -408,21 +430,27 @@ class Session:
         check_dialect(dialect)  # before the cache is keyed by it
         expansion = expand(text, self._views, dialect)  # views are planned inline (gpu_engine.sql.views)
         with expansion.positions_as_written():  # an error points into the text as written
-            register_file_sources(self, expansion.text, dialect)  # FROM 'x.parquet' (gpu_engine.sql.file_sources)
-            return self.plan_cache.plan(expansion.text, dialect, self._lasting_tables(),
+            # FROM 'x.parquet' (gpu_engine.sql.file_sources); a kept plan depends on the file tables its text names
+            files = register_file_sources(self, expansion.text, dialect)
+            return self.plan_cache.plan(expansion.text, dialect, self._lasting_tables(files),
                                         lambda: self._plan_sql(expansion.text, dialect))
 
-    def _lasting_tables(self) -> Mapping[str, RegisteredTable]:
+    def _lasting_tables(self, files: frozenset[str] = frozenset()) -> Mapping[str, RegisteredTable]:
         """Return the registered tables but the temporary ones another call's shared CTEs hold now.
 
         Why: plan_cache keys a plan by the tables registered when it was planned; a temporary table comes and
         goes with one call, so counting it made every text planned meanwhile on another thread miss and be
         planned again. A kept text that reads one names it by the whole text's hash (``_CallSlots``): the same
-        name holds the same CTE's result whenever the lasting tables are the same objects.
+        name holds the same CTE's result whenever the lasting tables are the same objects. The hidden tables of
+        files named in SQL text (``files``: those this text names) are left out but this text's: a text can reach
+        another's only by naming its files, so a new file set made every kept plan miss once for nothing.
         """
         tables = dict(self._tables)  # one atomic copy: another thread may register while this one reads
         for name in list(self._temporary):
             tables.pop(name, None)
+        for name in list(self._file_sources):  # the tables of files other texts name (files: those this one names)
+            if name not in files:
+                tables.pop(name, None)
         return tables
 
     def statistics(self) -> RegisteredStatistics:
@@ -434,7 +462,7 @@ class Session:
         """Plan ``text`` over the registered tables now, keeping nothing (a text over a temporary table)."""
         from gpu_engine.sql import plan_sql
 
-        return plan_sql(text, self.catalog, self.statistics(), dialect=dialect)
+        return plan_sql(text, self._planning_catalog(), self.statistics(), dialect=dialect)
 
     def prepare(self, text: str, dialect: str = "duckdb"):
         """Return a :class:`~gpu_engine.sql.parameters.PreparedQuery`: ``text`` with ``?``/``$n`` placeholders, run

@@ -42,9 +42,17 @@ LINE_WIDTH = 120
 SCHEMA_WIDTH = 60
 
 
-def format_node(node: PlanNode) -> str:
+def format_node(node: PlanNode, table_labels: Mapping[str, str] | None = None) -> str:
     """Return the one-line description of ``node`` in full (no indentation, no sources)."""
-    return f"-- {node.label}[{node.describe()}] -> {_typed_columns(node)}"
+    return f"-- {node.label}[{_details(node, table_labels)}] -> {_typed_columns(node)}"
+
+
+def _details(node: PlanNode, table_labels: Mapping[str, str] | None) -> str:
+    """``node.describe()``, a scan of a table in ``table_labels`` naming it by its label: the files a SQL text named
+    for the Session's hidden table of them (:mod:`gpu_engine.sql.file_sources`), as DuckDB prints the file."""
+    details = node.describe()
+    label = (table_labels or {}).get(getattr(node, "table_name", None))
+    return details if label is None else details.replace(f"table: {node.table_name}", f"table: {label}", 1)
 
 
 def _typed_columns(node: PlanNode) -> str:
@@ -69,13 +77,14 @@ def _short_columns(node: PlanNode) -> str:
     return ", ".join(shown) + count
 
 
-def _node_lines(node: PlanNode, placement: str | None, full: bool) -> list[str]:
+def _node_lines(node: PlanNode, placement: str | None, full: bool,
+                table_labels: Mapping[str, str] | None = None) -> list[str]:
     """Return the node's line (and, when shortened, its wrapped details), without indentation."""
     suffix = f" @ {placement}" if placement else ""
-    line = format_node(node) + suffix
+    line = format_node(node, table_labels) + suffix
     if full or len(line) <= LINE_WIDTH:
         return [line]
-    details = node.describe()
+    details = _details(node, table_labels)
     line = f"-- {node.label}[{details}] -> {_short_columns(node)}{suffix}"
     if len(line) <= LINE_WIDTH or len(details) <= SCHEMA_WIDTH:  # short details read better on the line
         return [line]
@@ -101,7 +110,8 @@ def _wrapped_stats(line: str, indent: int) -> list[str]:
 
 
 def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
-                placements: Mapping[str, str] | None = None, full: bool = False) -> str:
+                placements: Mapping[str, str] | None = None, full: bool = False,
+                table_labels: Mapping[str, str] | None = None) -> str:
     """Return the plan under ``root`` as text, one node per line, without a trailing newline.
 
     Parameters
@@ -115,13 +125,16 @@ def format_plan(root: PlanNode, node_stats: Mapping[str, str] | None = None,
     full
         Print every column with its type and every node's details on its line, however long;
         by default long column lists and details are shortened (see the module docstring).
+    table_labels
+        Optional text per table name, printed in a scan's line for the name (the paths of a file source).
     """
     lines: list[str] = []
     stack: list[tuple[PlanNode, int]] = [(root, 0)]
     while stack:
         node, depth = stack.pop()
         indent = "  " * depth
-        lines.extend(indent + line for line in _node_lines(node, (placements or {}).get(node.id), full))
+        lines.extend(indent + line for line in _node_lines(node, (placements or {}).get(node.id), full,
+                                                          table_labels))
         stats = (node_stats or {}).get(node.id)
         if stats:
             for line in stats.splitlines():

@@ -18,6 +18,14 @@ or another file version (a rewritten file) registers the table again, a new
 object, so :class:`~gpu_engine.sql.plan_cache.PlanCache` (keyed by the table
 objects) plans the text anew rather than reuse a plan of the old file.
 
+The tables are the engine's, not the user's: ``Session.catalog`` leaves them
+out, EXPLAIN names a scan of one by the paths as written, and
+``Session.sql_plan`` keys a kept plan by the file tables its own text names
+only (a new file set made every other kept plan miss once). At most
+:data:`FILE_TABLES` are kept, the least recently named dropped first (a loop
+over a day's files registered one per file, for ever); one named again is
+registered again.
+
 DuckDB options we do not support (``hive_partitioning``, ``union_by_name``,
 ...) and the other readers (``read_csv``, ``read_json``) are refused by name.
 """
@@ -45,6 +53,8 @@ OTHER_READERS = ("read_csv", "read_csv_auto", "read_json", "read_json_auto", "re
                  "read_text", "read_blob", "read_xlsx")
 #: Prefix of the tables the Session registers for file sources.
 FILE_TABLE_PREFIX = "__file_"
+#: The file tables a Session keeps at most (each holds its files' footers and statistics, not their rows).
+FILE_TABLES = 64
 _GLOB_CHARACTERS = frozenset("*?[")
 
 
@@ -226,10 +236,11 @@ def _written_sources(text: str, dialect: str) -> tuple:
     return found
 
 
-def register_file_sources(session, text: str, dialect: str) -> None:
-    """Register (or register again where the files changed) the tables of the file sources ``text`` names."""
+def register_file_sources(session, text: str, dialect: str) -> frozenset[str]:
+    """Register (or register again where the files changed) the tables of the file sources ``text`` names; return
+    their names (a kept plan of ``text`` depends on these file tables only)."""
     if not mentions_files(text):
-        return
+        return frozenset()
     catalog = session._tables
     done = set()
     for paths, line, col, quoted in _written_sources(text, dialect):
@@ -246,4 +257,10 @@ def register_file_sources(session, text: str, dialect: str) -> None:
             raise SqlError(f"cannot read file source {', '.join(map(repr, paths))}: {reason}", line=line, col=col,
                            name=paths[0]) from None
         if catalog.get(name) is not table:
-            session.register_file_table(name, table)
+            session.register_file_table(name, table, paths)
+        else:
+            session.register_file_table(name, None, paths)  # (named now: the last to drop)
+    for name in list(session._file_sources)[:max(0, len(session._file_sources) - FILE_TABLES)]:
+        if name not in done:  # the least recently named beyond the bound, never one this text reads
+            session.drop_file_table(name)
+    return frozenset(done)

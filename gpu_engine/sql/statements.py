@@ -177,7 +177,7 @@ def _create_view(session: "Session", create: exp.Create, text: str, dialect: str
     with _positions_in_statement(line, col):  # errors point into the statement, not into its query alone
         expanded = expand_views(body, candidate, dialect, reading=(name,))
         register_file_sources(session, expanded, dialect)  # a view over 'x.parquet' (gpu_engine.sql.file_sources)
-        plan = plan_sql(expanded, session.catalog, RegisteredStatistics(session._tables), dialect=dialect)
+        plan = plan_sql(expanded, session._planning_catalog(), RegisteredStatistics(session._tables), dialect=dialect)
     planned = list(plan.output_schema.names)
     if len(names) > len(planned):
         raise _error(f"CREATE VIEW {name}: {len(names)} column names for a query of {len(planned)} columns",

@@ -115,3 +115,71 @@ def test_bad_file_sources_are_refused_with_the_path_and_position(files, sql, mes
 def test_plan_sql_without_a_session_says_so(files):
     with pytest.raises(SqlError, match="Session.sql"):
         plan_sql("SELECT a FROM 'k.parquet'", {})
+
+
+def test_the_hidden_tables_stay_out_of_what_users_list_and_explain_shows_the_path(files):
+    """The table a file source registers is the engine's: ``Session.catalog`` and an unknown table's message list
+    only what the user registered, and EXPLAIN (plan and analyze) prints the path as written, as DuckDB prints the
+    file it scans, not the hidden name."""
+    session = Session(device="cpu", compile_mode="lowest")
+    session.register("k", "k.parquet")
+    plan = session.sql_plan("SELECT a FROM 'd/*.parquet' JOIN read_parquet(['k.parquet']) AS r USING (a)")
+    assert list(session.catalog) == ["k"]
+    for text in (session.explain(plan), session.explain(plan, analyze=True)):
+        assert "__file_" not in text
+        assert "table: 'd/*.parquet'" in text and "table: 'k.parquet'" in text
+    with pytest.raises(Exception, match=r"registered: k$"):
+        session.table("nope")
+
+
+def test_a_new_file_set_leaves_other_kept_plans_kept(files):
+    """plan_cache keeps a plan while the tables it was planned over are the same objects; the hidden table of a new
+    file set is not one of them for a text that does not name it (each new file set made every kept plan miss)."""
+    session = Session(device="cpu", compile_mode="lowest")
+    session.register("k", "k.parquet")
+    texts = ["SELECT sum(a) AS t FROM k", "SELECT count(*) AS n FROM 'd/x.parquet'"]
+    for text in texts:
+        session.sql_plan(text)
+    misses = session.plan_cache.misses
+    session.sql_plan("SELECT count(*) AS n FROM 'd/y.parquet'")  # a new file set: one miss, its own
+    for text in texts:
+        session.sql_plan(text)
+    assert session.plan_cache.misses == misses + 1
+    pq.write_table(pa.table({"a": pa.array([8], pa.int32()), "s": ["r"]}), "d/y.parquet")
+    os.utime("d/y.parquet", ns=(1, 1))
+    connection = duckdb.connect()
+    connection.execute("CREATE VIEW k AS SELECT * FROM 'k.parquet'")
+    assert_queries_match_duckdb(session, connection, texts + ["SELECT count(*) AS n FROM 'd/y.parquet'"])
+    assert session.plan_cache.misses == misses + 2  # only the text over the rewritten file planned again
+
+
+def test_a_deleted_file_is_refused_naming_it(files):
+    """A file deleted between two runs of a text: its kept plan is not run over a stale table (DuckDB fails too)."""
+    session = Session(device="cpu", compile_mode="lowest")
+    text = "SELECT count(*) AS n FROM 'k.parquet'"
+    assert session.sql(text).column("n").to_pylist() == [3]
+    os.remove("k.parquet")
+    with pytest.raises(duckdb.IOException):
+        duckdb.connect().execute(text)
+    for _ in range(2):
+        with pytest.raises(SqlError, match=r"cannot read file source 'k.parquet': .*k.parquet"):
+            session.sql(text)
+    pq.write_table(pa.table({"a": pa.array([1], pa.int32())}), "k.parquet")
+    assert session.sql(text).column("n").to_pylist() == [1]
+
+
+def test_many_file_sets_keep_a_bounded_number_of_tables(files, monkeypatch):
+    """Each distinct file set registers a table; a session running ever new ones (a loop over a day's files) kept
+    them all. The least recently used beyond FILE_TABLES are dropped, and read again when named again."""
+    from gpu_engine.sql import file_sources
+
+    monkeypatch.setattr(file_sources, "FILE_TABLES", 3)
+    session = Session(device="cpu", compile_mode="lowest")
+    for n in range(6):
+        pq.write_table(pa.table({"a": pa.array([n] * (n + 1), pa.int32())}), f"f{n}.parquet")
+        assert session.sql(f"SELECT sum(a) AS t FROM 'f{n}.parquet'").column("t").to_pylist() == [n * (n + 1)]
+    assert len(session._tables) == 3
+    text = "SELECT count(*) AS n FROM 'f0.parquet' JOIN 'f1.parquet' USING (a) JOIN 'f2.parquet' USING (a) " \
+           "JOIN 'f3.parquet' USING (a)"  # more file sets than the bound in one text: none of them dropped
+    assert session.sql(text).column("n").to_pylist() == [0]
+    assert session.sql("SELECT sum(a) AS t FROM 'f0.parquet'").column("t").to_pylist() == [0]
