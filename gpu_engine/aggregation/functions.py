@@ -995,7 +995,7 @@ class Moments(AggregateFunction):
                 lines += self._emit_welford_row(states, slot)
             return _guarded(valid or None, lines)
         names = [value for value, _ in inputs]  # count, shift_x, mean_x, m2_x[, shift_y, mean_y, m2_y, c]
-        lines = [f"_mo_ns = np.int64({names[0]})"] + [f"_mo_s{k} = np.float64({value})"
+        lines = _constants() + [f"_mo_ns = np.int64({names[0]})"] + [f"_mo_s{k} = np.float64({value})"
                                                         for k, value in enumerate(names[1:])]
         x = ("_mo_s0", "_mo_s1", "_mo_s2")
         y = ("_mo_s3", "_mo_s4", "_mo_s5", "_mo_s6") if self.paired else None
@@ -1060,7 +1060,18 @@ class Moments(AggregateFunction):
                       f"{s['c']} = {y[3]}"]
             step += [f"_mo_dy = ({y[0]} - {s['shift_y']}) + {y[1]} - {s['mean_y']}",
                      f"{s['mean_y']} += _mo_dy / _mo_t * _mo_nb", f"{s['m2_y']} += {y[2]} + _mo_dy * _mo_dy * _mo_w",
-                     f"{s['c']} += {y[3]} + _mo_dx * _mo_dy * _mo_w"]
+                     # kernels.aggregate._join_comoment: finite terms past the largest double in units of 2**-64
+                     f"_mo_j = {s['c']} + ({y[3]} + (_mo_dx * _mo_w) * _mo_dy)",
+                     f"if not abs(_mo_j) < np.inf and abs({y[3]}) != np.inf"
+                     " and abs(_mo_dx * _mo_w) != np.inf and abs(_mo_dy) != np.inf:",  # (NaN is not below inf)
+                     f"    if abs({s['c']}) == np.inf:",  # an infinite co-moment stays
+                     f"        _mo_j = {s['c']}",
+                     "    else:",
+                     "        _mo_a = _mo_dx * _mo_w",
+                     "        _mo_p = ((_mo_a * _MO_SCALE) * _mo_dy if abs(_mo_a) >= abs(_mo_dy)"
+                     " else _mo_a * (_mo_dy * _MO_SCALE))",
+                     f"        _mo_j = ({s['c']} * _MO_SCALE + ({y[3]} * _MO_SCALE + _mo_p)) / _MO_SCALE",
+                     f"{s['c']} = _mo_j"]
         step.append(f"{s['count']} += {n}")
         return ([f"if {s['count']} == 0:"] + ["    " + line for line in first] + ["else:"]
                 + ["    " + line for line in step])

@@ -108,3 +108,26 @@ def test_partial_states_merged_batch_by_batch_keep_a_finite_mean_near_the_larges
     assert host["c"][0] == 0.0  # was NaN
     assert host["m2_x"][0] == 0.0
     assert host["shift_y"][0] + host["mean_y"][0] == pytest.approx(0.85e308, rel=1e-12)
+
+
+@pytest.mark.filterwarnings("ignore:overflow encountered:RuntimeWarning")
+def test_partial_states_joined_one_by_one_never_make_a_nan_co_moment(device, device_name):
+    """One-row partial states of (1.5e308, 3) x3, (7, 5), (2, 1e-300) joined one batch each (a merging step's
+    drivers): Chan's cross term passed the largest double (+inf) and a later one -inf, NaN in 14 of the 20 orders.
+    The cross term now joins in units of 2**-64 and an infinite co-moment stays (as DuckDB's fused multiply-add):
+    every order gives one of DuckDB's one-thread answers (-inf, +inf or 0.9e308)."""
+    import itertools
+
+    rows = [(1.5e308, 3.0)] * 3 + [(7.0, 5.0), (2.0, 1e-300)]
+    orders = sorted(set(itertools.permutations(rows)))
+    xp = device.xp
+    for order in orders if device_name == "cpu" else orders[:3]:
+        state = {name: xp.zeros(1, dtype=xp.int64 if name in ("count", "batch_n") else xp.float64)
+                 for name in MOMENT_STATE + MOMENT_BATCH_STATE}
+        for x, y in order:
+            part = {name: xp.zeros(1, dtype=xp.float64) for name in ("mean_x", "mean_y", "m2_x", "m2_y", "c")}
+            part["count"] = xp.ones(1, dtype=xp.int64)
+            group_moments(device, xp.zeros(1, dtype=xp.int32), None, xp.asarray(np.array([x])),
+                          xp.asarray(np.array([y])), part, state)
+        c = float(device.to_host(state["c"])[0])
+        assert abs(c) == np.inf or c == pytest.approx(0.9e308, rel=1e-12), (order, c)
