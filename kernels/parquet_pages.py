@@ -46,6 +46,7 @@ __all__ = [
     "dictionary_values",
     "describe",
     "first_invalid_utf8",
+    "remap_codes",
 ]
 
 #: Parquet's CompressionCodec values this module decompresses.
