@@ -606,7 +606,12 @@ def _integers(column: pa.Array) -> tuple | None:
     valid = np.ones(n, bool)
     if column.null_count and buffers[0] is not None:
         valid = np.unpackbits(np.frombuffer(buffers[0], np.uint8), bitorder="little")[offset:offset + n].astype(bool)
-    return values.astype(np.int64), valid
+    values = values.astype(np.int64)
+    if pa.types.is_date64(column.type):
+        # The engine reads a date64 as days, its milliseconds past a day's start cut toward zero (as DuckDB:
+        # Column.from_arrow): two rows of one day at other milliseconds are one date, one group and one key.
+        values = np.where(values >= 0, values // 86_400_000, -((-values) // 86_400_000))
+    return values, valid
 
 
 def _table_rows(table) -> int:
