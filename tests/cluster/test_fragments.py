@@ -56,7 +56,8 @@ def test_fragments_come_producers_first_and_single_stream_ones_run_one_task():
 
 def test_cluster_sizes_partitions_to_the_consuming_stage():
     session = Session(device="cpu", drivers=1)
-    session.register("t", pa.table({"k": pa.array([1], pa.int32()), "v": [1.0]}))
+    # k repeats: a grouping on a key proven unique is a projection (optimizer.unique_groupings), no shuffle.
+    session.register("t", pa.table({"k": pa.array([1, 1], pa.int32()), "v": [1.0, 2.0]}))
     plan = PlanBuilder(session.catalog).table_scan("t").aggregation(["k"], ["sum(v) AS s"]).plan()
     text = LocalCluster(session, (3, 5, 1)).explain(plan)
     assert text.splitlines()[0] == "Stage 0: 3 task(s) x 1 driver(s)"
