@@ -59,7 +59,6 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
     python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
-    python bench/ab.py sample-abandon tpch 16 --sf 1 --runs 9
     python bench/ab.py canonical-dictionaries tpch 12 --sf 1 --runs 9
     python bench/ab.py fixed-width-case tpcds 9 --sf 1 --runs 5 --compile-mode lowest  (the lowest tier alone)
     python bench/ab.py one-slot-states tpcds 9 --sf 1 --runs 7 --compile-mode lowest
@@ -238,13 +237,6 @@ def _wide_sum_fusion():
             return "a wide decimal column"
         return original(node)
     return module, "fusion_refusal", refusal
-
-
-def _sample_abandon():
-    """A PARTIAL step's first batch grouped whole before the running check may give up grouping, as before
-    ``FusedAggregation._sample_says_abandon`` (its sample deciding for the batch)."""
-    import gpu_engine.operators.fused_aggregation as module
-    return module, "_EARLY_ABANDON_MIN_ROWS", 1 << 62
 
 
 def _canonical_dictionaries():
@@ -1103,7 +1095,6 @@ SWITCHES = {
     "string-key-tables": _string_key_tables,
     "group-growth": _group_growth,
     "string-key-fusion": _string_key_fusion,
-    "sample-abandon": _sample_abandon,
     "canonical-dictionaries": _canonical_dictionaries,
     # The lowest tier's evaluator (issue 29's first runs): A/B these with ``--compile-mode lowest``.
     "fixed-width-case": _fixed_width_case,

@@ -25,8 +25,7 @@ INTERMEDIATE step (partial results: mostly new keys) holds the batches that
 would grow its table, up to the table's bytes, and grows it once for them all;
 a FINAL step whose PARTIAL step gave up grouping (a key per row) sizes its
 table once instead, from the scan's rows and what the PARTIAL step saw
-(:mod:`gpu_engine.exec.abandoned_partials`). A PARTIAL step's first large batch may give up grouping before
-it runs past its sample and a prefix (:meth:`FusedAggregation._sample_says_abandon`). A slot table of 32 MiB or more is advised huge
+(:mod:`gpu_engine.exec.abandoned_partials`). A slot table of 32 MiB or more is advised huge
 pages before its fill (:func:`~gpu_engine.host_allocator.advise_huge_pages`): probed at random, it
 missed the TLB on nearly every probe with 4 KiB pages. A step of fixed-width keys (not PARTIAL) expecting at
 least ``radix_aggregation_min_groups`` groups a driver (a FINAL step after an abandoned PARTIAL step), or whose
@@ -97,11 +96,6 @@ _INITIAL_SLOTS = 1024
 #: FusedAggregation._expected_new_groups); at most the starting table's keys on every twin, so they
 #: never go pending themselves.
 _SAMPLE_ROWS = 512
-#: The fewest rows a PARTIAL step's first batch needs for its sample to decide that grouping does not pay
-#: (FusedAggregation._sample_says_abandon).
-_EARLY_ABANDON_MIN_ROWS = 32 * _SAMPLE_ROWS
-#: The share of such a batch (one in this many of its rows, consecutive) that runs to confirm what the sample said.
-_EARLY_ABANDON_PREFIX = 8
 #: Blocks of a fused kernel's CUDA grid: about one resident wave on an H100 (132 SMs x 8 blocks of 256
 #: threads). Each block merges its shared-memory states into the slot table once at its end
 #: (see gpu_engine.codegen.fused_aggregation_kernel), so more blocks would mean more merges, not more speed.
@@ -516,8 +510,7 @@ class FusedAggregation(AggregationOperator):
         arrays, file, parameters, messages = bound[0] if bound else self._bind(batch)
         if self._defer_growth(batch, (arrays, file, parameters, messages)):
             return
-        if self._add_bound(batch.num_rows, arrays, file, parameters, messages):
-            self._pass_on_from_sample(batch)
+        self._add_bound(batch.num_rows, arrays, file, parameters, messages)
 
     def _defer_growth(self, batch: Batch, bound: tuple) -> bool:
         """Hold a batch of partial results that would grow the table, so one growth takes many such batches.
@@ -771,12 +764,9 @@ class FusedAggregation(AggregationOperator):
         for rows, bound in deferred:
             self._add_bound(rows, *bound, sized=True)
 
-    def _add_bound(self, rows: int, arrays, file, parameters, messages, sized: bool = False) -> bool:
+    def _add_bound(self, rows: int, arrays, file, parameters, messages, sized: bool = False) -> None:
         """Run a bound batch of ``rows`` rows through the kernel, growing the table first when its keys need room
-        (unless it was ``sized`` for them with other held batches: see :meth:`_run_deferred`).
-
-        Return True when the first batch's sample said grouping does not pay (:meth:`_sample_says_abandon`): the
-        batch's other rows did not run and the caller hands the whole batch on (:meth:`_pass_on_from_sample`)."""
+        (unless it was ``sized`` for them with other held batches: see :meth:`_run_deferred`)."""
         xp = self.device.xp
         module = self._module = file.module
         groups_before = self._num_groups
@@ -792,22 +782,14 @@ class FusedAggregation(AggregationOperator):
             self._run_rows(module, parameters, messages, arrays, _SAMPLE_ROWS, sample)
             self._last_batch = (_SAMPLE_ROWS, self._num_groups - groups_before)
             count = rows - _SAMPLE_ROWS
-            if self._sample_says_abandon(_SAMPLE_ROWS, rows):
-                # Confirmed on a prefix of the batch's other rows (an eighth): 512 spread rows cannot tell a key a
-                # row from a key in a few rows of ~100K, and consecutive rows are the cautious sample (rows in runs
-                # of one key, as sorted input has them, look distinct to a spread sample, not to a prefix).
-                prefix = rows // _EARLY_ABANDON_PREFIX
-                self._make_room(prefix, sampled=True)
-                self._run_rows(module, parameters, messages, arrays, prefix, positions[:prefix])
-                if self._sample_says_abandon(_SAMPLE_ROWS + prefix, rows):
-                    self._rows_grouped += _SAMPLE_ROWS + prefix  # what the final step learns (_record_abandoned)
-                    return True
-                self._last_batch = (_SAMPLE_ROWS + prefix, self._num_groups - groups_before)
-                positions, count = positions[prefix:], count - prefix
         # Room for the rows' new keys, as estimated (more go pending and run again); a key whose ids are its slots
         # needs no estimate: _make_room_for_ids sizes its table for the ids the batch's binding gave out.
-        if not sized:
-            self._make_room(count, sampled=positions is not self._placeholder)
+        if self.grouped and not sized and not self._id_slotted:
+            flavor = self.device.kernel_flavor
+            expected = self._num_groups + self._expected_new_groups(count, sampled=positions is not self._placeholder)
+            slots = int(self._table.shape[0])
+            if expected > max_groups(slots, flavor):
+                self._grow(max(_GROWTH * slots, slots_for_groups(expected, flavor)))
         self._run_rows(module, parameters, messages, arrays, count, positions)
         self._last_batch = (rows, self._num_groups - groups_before)
         self._rows_run += rows
@@ -822,52 +804,6 @@ class FusedAggregation(AggregationOperator):
             self._rows_grouped = 0
         elif self._may_abandon and not self._grouping_pays(rows, self._num_groups):
             self._abandon()
-        self.set_memory_reservation(self._state_bytes())
-        return False
-
-    def _make_room(self, rows: int, sampled: bool) -> None:
-        """Grow the table for the new keys ``rows`` raw rows are expected to bring (see :meth:`_expected_new_groups`)."""
-        if self.grouped and not self._id_slotted:
-            flavor = self.device.kernel_flavor
-            expected = self._num_groups + self._expected_new_groups(rows, sampled=sampled)
-            slots = int(self._table.shape[0])
-            if expected > max_groups(slots, flavor):
-                self._grow(max(_GROWTH * slots, slots_for_groups(expected, flavor)))
-
-    def _sample_says_abandon(self, sampled: int, rows: int) -> bool:
-        """Return whether a PARTIAL step's first batch of ``rows`` rows should not be grouped, after its first
-        ``sampled`` rows ran (the groups in the table are theirs).
-
-        Why: the running check (:meth:`~gpu_engine.aggregation.aggregation_operator.AggregationOperator.
-        _grouping_pays`) decides after a batch has run, so a step whose whole input is one batch a driver (a
-        join's output: TPC-H q16's ~59K rows of brand, type, size and supplier, 118,274 rows making 118,250 groups)
-        hashed every row, emitted a table as large as its input, and the final step hashed every row again: ~10 ms
-        of q16's ~60 ms CPU. The sampled rows' distinct keys give the number of equally likely keys
-        (:func:`~gpu_engine.kernels.group_by.new_keys_after_sample`), and so the groups the running check would
-        count over the rows it waits for (``abandon_rows``, or the batch where larger): TPC-H q13's ~150K customers
-        in ~100K rows make ~73K groups, kept grouping (the whole input makes a group per ~10 rows). Only for a batch
-        of at least :data:`_EARLY_ABANDON_MIN_ROWS` and a quarter of ``abandon_rows`` rows (a setting that forbids
-        abandoning forbids this too).
-        """
-        if not (self._may_abandon and self.step is self.step.PARTIAL and self._rows_grouped == 0
-                and rows >= max(_EARLY_ABANDON_MIN_ROWS, -(-self._abandon_rows // 4))):
-            return False
-        keys, draws = self._num_groups, max(rows, self._abandon_rows)
-        groups = keys + _new_keys_after_sample(sampled, keys, draws - sampled)
-        return groups * 100 > draws * self._abandon_percent
-
-    def _pass_on_from_sample(self, batch: Batch) -> None:
-        """Give up grouping before ``batch`` (this step's first) ran past its sample: drop the sample's groups and
-        hand the whole batch, and every later one, on through the lowest tier as groups of one row."""
-        self.add_runtime_stat("partial_aggregation_abandoned_from_sample", 1)
-        self._record_abandoned()
-        self._reset()
-        if self._lowest_tier is None:
-            self._lowest_tier = _LowestTier(self.ctx, self.node)
-        self._lowest_tier.aggregation.abandon()
-        self.add_runtime_stat("rows_passed_through", batch.num_rows)
-        self._lowest_tier.add_input(batch)
-        self._output.extend(self._lowest_tier.outputs())
         self.set_memory_reservation(self._state_bytes())
 
     def _abandon(self) -> None:
