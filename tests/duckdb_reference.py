@@ -181,6 +181,21 @@ def assert_same_rows(
         raise AssertionError(problem)
 
 
+#: DuckDB's zone for every reference connection: the engine's session zone is UTC (``Session.sql`` runs only
+#: ``SET TimeZone = 'UTC'``), while DuckDB takes the machine's (``Etc/UTC`` here, whose name ``%Z`` prints; another
+#: zone elsewhere, which would shift every TIMESTAMPTZ's fields).
+REFERENCE_TIME_ZONE = "UTC"
+
+
+def _connect():
+    """Return a new in-memory DuckDB connection in :data:`REFERENCE_TIME_ZONE`."""
+    import duckdb
+
+    connection = duckdb.connect()
+    connection.execute(f"SET TimeZone = '{REFERENCE_TIME_ZONE}'")
+    return connection
+
+
 def duckdb_connection(tables: Mapping[str, str | Path] | str | Path, threads: int | None = None):
     """Open an in-memory DuckDB with a ``read_parquet`` view per table.
 
@@ -192,14 +207,12 @@ def duckdb_connection(tables: Mapping[str, str | Path] | str | Path, threads: in
     threads
         DuckDB's thread count; its default (all cores) when None.
     """
-    import duckdb
-
     if isinstance(tables, (str, Path)):
         folder = Path(tables)
         tables = {path.stem: path for path in sorted(folder.glob("*.parquet"))}
         if not tables:
             raise FileNotFoundError(f"no .parquet file in {folder}")
-    connection = duckdb.connect()
+    connection = _connect()
     if threads is not None:
         connection.execute(f"SET threads = {int(threads)}")
     for name, path in tables.items():
@@ -230,10 +243,8 @@ def duckdb_table_over(tables: Mapping[str, Any], sql: str) -> pa.Table:
     Why: ``duckdb.connect()`` costs ~16 ms of CPU, more than a small reference query; tests that check each case
     with a query of its own (the operator suite's) share one connection per process instead.
     """
-    import duckdb
-
     if not _SHARED_CONNECTION:
-        _SHARED_CONNECTION.append(duckdb.connect())
+        _SHARED_CONNECTION.append(_connect())
     connection = _SHARED_CONNECTION[0]
     for name, table in tables.items():
         connection.register(name, table)
@@ -260,9 +271,7 @@ def duckdb_with_tables(tables: Mapping[str, Any]):
     Why: a test registers the same tables here and in an engine session (:func:`session_with_tables`), so both
     answer over the very same rows. The connection is a context manager: ``with duckdb_with_tables(T) as c``.
     """
-    import duckdb
-
-    connection = duckdb.connect()
+    connection = _connect()
     for name, table in tables.items():
         connection.register(name, table)
     return connection

@@ -1,7 +1,7 @@
 """TIMESTAMP WITH TIME ZONE (issue 30 item 6) through Session.sql against DuckDB 2.0.1 with its TimeZone at UTC.
 
 The engine's TIMESTAMPTZ is DuckDB's: UTC microseconds, read in the Session's zone, UTC (DuckDB's default setting
-where the machine's zone is UTC; these tests SET it so). Literals and casts from text apply a numeric offset or a
+where the machine's zone is UTC; the reference connection SETs it so, and ``%Z`` prints its name). Literals and casts from text apply a numeric offset or a
 zone's name; casts to and from TIMESTAMP, DATE and VARCHAR (``+00``), comparisons with TIMESTAMP, DATE and text
 constants, ``± INTERVAL``, differences, ``date_trunc``/``time_bucket`` (a TIMESTAMPTZ stays one), ``extract``,
 aggregates, grouping, joins and set operations, NULLs and empty inputs; Arrow ``timestamp[us, tz=UTC]`` in and
@@ -44,7 +44,7 @@ QUERIES = [
     "SELECT k, tz + INTERVAL 1 DAY AS a, tz - INTERVAL '1 month' AS b, tz - ts AS c, tz + INTERVAL '26 hours' AS i, "
     "ts - tz AS e, age(tz, ts) AS f, date_diff('hour', tz, ts) AS g FROM t",
     "SELECT k, date_trunc('day', tz) AS a, date_trunc('month', tz) AS b, time_bucket(INTERVAL 1 HOUR, tz) AS c, "
-    "extract(hour FROM tz) AS e, date_part('epoch', tz) AS f, year(tz) AS g, strftime(tz, '%Y-%m-%d %H %z') AS h, "
+    "extract(hour FROM tz) AS e, date_part('epoch', tz) AS f, year(tz) AS g, strftime(tz, '%Y-%m-%d %H %z %Z') AS h, "
     "last_day(tz) AS i FROM t",
     # aggregates, grouping, ordering, joins, set operations, CASE/coalesce
     "SELECT min(tz) AS a, max(tz) AS b, count(DISTINCT tz) AS c, arg_min(k, tz) AS e FROM t",
@@ -58,15 +58,9 @@ QUERIES = [
 ]
 
 
-def _duckdb(tables):
-    connection = duckdb_with_tables(tables)
-    connection.execute("SET TimeZone = 'UTC'")  # the engine Session's zone
-    return connection
-
-
 @pytest.mark.parametrize("sql", QUERIES)
 def test_timestamptz_queries_match_duckdb(sql):
-    with _duckdb({"t": T}) as connection:
+    with duckdb_with_tables({"t": T}) as connection:
         assert_queries_match_duckdb(session_with_tables({"t": T}, device="cpu", split_rows=2), connection, [sql],
                                     exact_types=True)
 
@@ -74,7 +68,7 @@ def test_timestamptz_queries_match_duckdb(sql):
 def test_timestamptz_on_the_simulator_matches_duckdb(device_name):
     if device_name == "cpu":
         pytest.skip("the cpu matrix is above")
-    with _duckdb({"t": T}) as connection:
+    with duckdb_with_tables({"t": T}) as connection:
         assert_queries_match_duckdb(session_with_tables({"t": T}, device=device_name), connection, [
             "SELECT k, tz + INTERVAL 1 DAY AS a, date_trunc('day', tz) AS b, tz < ts AS c FROM t WHERE tz > "
             "'1970-01-01 00:00:00+01'"], exact_types=True)
@@ -89,7 +83,7 @@ def test_parquet_timestamps_adjusted_to_utc_read_as_timestamptz(tmp_path):
     assert "isAdjustedToUTC=true" in str(pq.ParquetFile(path).schema)
     session = Session(device="cpu")
     session.register("z", str(path))
-    with _duckdb({}) as connection:
+    with duckdb_with_tables({}) as connection:
         connection.execute(f"CREATE VIEW z AS SELECT * FROM read_parquet('{path}')")
         assert_queries_match_duckdb(session, connection, [
             "SELECT us, date_trunc('hour', us) AS h, CAST(us AS VARCHAR) AS v, us = ms AS same FROM z"],
