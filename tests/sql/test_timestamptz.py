@@ -1,11 +1,11 @@
 """TIMESTAMP WITH TIME ZONE (issue 30 item 6) through Session.sql against DuckDB 2.0.1 with its TimeZone at UTC.
 
 The engine's TIMESTAMPTZ is DuckDB's: UTC microseconds, read in the Session's zone, UTC (DuckDB's default setting
-where the machine's zone is UTC; the reference connection SETs it so, and ``%Z`` prints its name). Literals and casts from text apply a numeric offset or a
-zone's name; casts to and from TIMESTAMP, DATE and VARCHAR (``+00``), comparisons with TIMESTAMP, DATE and text
-constants, ``± INTERVAL``, differences, ``date_trunc``/``time_bucket`` (a TIMESTAMPTZ stays one), ``extract``,
-aggregates, grouping, joins and set operations, NULLs and empty inputs; Arrow ``timestamp[us, tz=UTC]`` in and
-out, and Parquet timestamps with ``isAdjustedToUTC=true``.
+where the machine's zone is UTC; the reference connection SETs it so, and ``%Z`` prints its name). Literals and
+casts from text apply a numeric offset or a zone's name; casts to and from TIMESTAMP, DATE and VARCHAR (``+00``),
+comparisons with TIMESTAMP, DATE and text constants, ``± INTERVAL``, differences, ``date_trunc``/``time_bucket`` (a
+TIMESTAMPTZ stays one), ``extract``, aggregates, grouping, joins and set operations, NULLs and empty inputs; Arrow
+``timestamp[us, tz=UTC]`` in and out, and Parquet timestamps with ``isAdjustedToUTC=true``.
 """
 
 from __future__ import annotations
