@@ -57,6 +57,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py hashed-probes dbbench 2 --sf 10 --runs 9
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
+    python bench/ab.py validity-code-prefetch tpcds 39 --sf 1 --runs 9
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
     python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
     python bench/ab.py canonical-dictionaries tpch 12 --sf 1 --runs 9
@@ -1044,6 +1045,34 @@ def _final_rows():
     return KernelInputs, "_interned_in_place", in_place
 
 
+def _validity_code_prefetch():
+    """The fused kernels' look-ahead left out where a dictionary-coded string key's codes have a validity
+    (``_prefetchable_key_reads`` before q39 s54: TPC-DS q39's warehouse name beside its integer keys probed a
+    75 MB slot table a row at a time). Generated under a cache key of its own, as ``ab_interned_key_prefetch``."""
+    import gpu_engine.codegen.fused_aggregation_kernel as kernel
+    import gpu_engine.operators.fused_aggregation as module
+    from gpu_engine.codegen.generation_cache import aggregate_shape
+
+    original, generated = kernel._prefetchable_key_reads, {}
+
+    def without_validity_codes(program, layout):
+        reads = original(program, layout)
+        if reads is None or any(kind == "codes" and layout.lifted_modes[m].endswith("validity") for kind, m in reads):
+            return None
+        return reads
+
+    def generate(program, aggregates, layout):
+        key = (repr(program.shape()), aggregate_shape(aggregates), repr(layout))
+        if key not in generated:
+            kernel._prefetchable_key_reads = without_validity_codes
+            try:
+                generated[key] = kernel._generate_fused_aggregation(program.shape(), aggregates, layout)
+            finally:
+                kernel._prefetchable_key_reads = original
+        return generated[key]
+    return module, "generate_fused_aggregation", generate
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -1111,6 +1140,7 @@ SWITCHES = {
     "growth-stops": _growth_stops,
     "final-rows": _final_rows,
     "aggregate-slices": _aggregate_slices,
+    "validity-code-prefetch": _validity_code_prefetch,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
     "distinct-semi-joins": _distinct_semi_joins,

@@ -658,7 +658,8 @@ def _prefetchable_key_reads(program: FusionProgram, layout: KernelLayout) -> lis
     A key is ``("column", k)`` when it is an integer-like input column (its key word is its value), or
     ``("rows", m)`` / ``("codes", m)`` when it is an interned string key (lifted subexpression ``m``), its
     key word the string's id: read at the row from the ids the interning wrote before the kernel ran
-    (``LIFTED_ROWS``), or through the row's dictionary code (a dictionary without NULL codes).
+    (``LIFTED_ROWS``), or through the row's dictionary code (a code the row's validity says is NULL read as
+    the NULL code, as the kernel reads it; the NULL key's hint only misses).
 
     Why interned keys too: db-benchmark's ``GROUP BY id3`` (100k strings, 10M rows) spent half its
     kernel's time waiting for slot rows of an 8 MB table, and q10's six keys (three strings) a memory round
@@ -673,7 +674,7 @@ def _prefetchable_key_reads(program: FusionProgram, layout: KernelLayout) -> lis
         m = lifted.get(key)
         if m is not None:
             mode = layout.lifted_modes[m]
-            if not program.lifted[m].interned or mode.endswith("validity"):
+            if not program.lifted[m].interned:
                 return None
             found.append(("rows", m) if mode == LIFTED_ROWS else ("codes", m))
             continue
@@ -743,7 +744,7 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
             writer.line("ahead2 = rows2[ahead_i]")
         if layout.id_slotted:  # the id is the slot (a NULL key only makes the hint miss)
             kind, k = reads[0]
-            word = f"l{k}_values[ahead_i]" if kind == "rows" else f"l{k}_values[np.int64(l{k}_codes[ahead])]"
+            word = f"l{k}_values[ahead_i]" if kind == "rows" else _coded_word_ahead(layout, k)
             writer.line(f"prefetch_row(slot_table, np.int64({word}) & slot_mask)")
             return
         writer.line("ha = np.uint64(KEY_HASH_SEED)")
@@ -754,12 +755,22 @@ def _write_slot_prefetch(writer: SourceWriter, program: FusionProgram, layout: K
             elif kind == "rows":  # the ids of the batch's rows, indexed as the kernel reads them (by i)
                 word = f"l{k}_values[ahead_i]"
             else:
-                row = "ahead2" if layout.lifted_row(k) == "r2" else "ahead"
-                word = f"l{k}_values[np.int64(l{k}_codes[{row}])]"
+                word = _coded_word_ahead(layout, k)
             writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({word})))))")
         writer.line(f"ha = np.uint64(mix_key_word(ha, np.uint64(key_word_bits(np.int64({TAG_READY})))))")
         writer.line(f"ha = np.uint64(finish_key_hash(ha, np.uint64({len(reads) + 1})))")
         writer.line("prefetch_row(slot_table, np.int64(ha >> top_bits))")
+
+
+def _coded_word_ahead(layout: KernelLayout, m: int) -> str:
+    """Return the look-ahead's read of lifted key ``m``'s id through its dictionary code (see
+    :func:`_write_slot_prefetch`): a code its validity says is NULL is read as the NULL code, as the kernel reads it
+    (:class:`RowInputs`), so the read stays inside the lookup table whatever a NULL row's code holds."""
+    row = "ahead2" if layout.lifted_row(m) == "r2" else "ahead"
+    code = f"np.int64(l{m}_codes[{row}])"
+    if layout.lifted_modes[m].endswith("validity"):
+        code = f"({code} if l{m}_codes_v[{row}] else l{m}_null)"
+    return f"l{m}_values[{code}]"
 
 
 def _write_insert(writer: SourceWriter, lowering: RowLowering, program: FusionProgram, table: SlotTableLayout,
