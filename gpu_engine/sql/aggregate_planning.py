@@ -129,7 +129,7 @@ def plan_group_by(planner: QueryPlanner, relation: Relation, select: exp.Select,
     tuple_counts = {**{key: original for key, original in tuple_counts.items() if key not in arguments.values()},
                     **{key: tuple_counts.get(middle, middle) for key, middle in arguments.items()}}
     if uses_grouping_sets(group, trees, select):
-        relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select)
+        relation, replacements, columns = plan_grouping_sets(planner, relation, group, aggregates, trees, select, ctes)
     elif group or aggregates:
         relation, replacements, columns = plan_aggregation(planner, relation, group, aggregates, select, ctes)
     for key, original in tuple_counts.items():

@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from gpu_engine.sql.predicates import conjoined, conjuncts_of, defined_aliases, free_columns, in_nested_query
 
-__all__ = ["with_correlation_pulled_up", "pulled_correlation"]
+__all__ = ["with_correlation_pulled_up", "with_subquery_correlations_pulled_up", "pulled_correlation"]
 
 #: Clauses after which a filter inside a derived table is not the same filter outside it.
 _SHAPING = ("group", "having", "qualify", "limit", "offset", "distinct", "windows")
@@ -39,6 +39,45 @@ def with_correlation_pulled_up(select: exp.Expression, outer_aliases: set[str]) 
     where = copy.args["where"].this if copy.args.get("where") else None
     copy.set("where", exp.Where(this=conjoined(conjuncts_of(where) + moved)))
     return copy
+
+
+def with_subquery_correlations_pulled_up(select: exp.Select) -> exp.Select:
+    """Return ``select`` with :func:`with_correlation_pulled_up` applied to each subquery of its own clauses
+    (scalar, EXISTS, IN / ANY / ALL; not its FROM items); ``select`` itself where nothing moves.
+
+    Why once for every kind, before the planner's subquery rewrites: the scalar paths (WHERE comparisons, SELECT
+    values, the null-safe and domain splits) each read a subquery's correlation from its own WHERE, and a scalar
+    subquery correlated one derived table further in (``(SELECT count(*) FROM (SELECT * FROM u WHERE u.b < t.a)
+    s)``) looked uncorrelated there: refused "a correlated reference inside a derived table", which DuckDB answers.
+    The EXISTS / IN binders pulled it up themselves; this does it for all of them.
+    """
+    if not any(isinstance(query, exp.Select) and _derived_items(query) for query in _own_subqueries(select)):
+        return select
+    outer_aliases = defined_aliases(select)
+    copy, changed = select.copy(), False
+    for holder in [node.parent for node in _own_subqueries(copy)]:
+        query = holder.this
+        if isinstance(query, exp.Select) and _derived_items(query):
+            pulled = with_correlation_pulled_up(query, outer_aliases)
+            if pulled is not query:
+                holder.set("this", pulled)
+                changed = True
+    return copy if changed else select
+
+
+def _own_subqueries(select: exp.Select) -> list[exp.Expression]:
+    """Return the query of each subquery of ``select``'s own clauses (not nested in another, not a FROM item)."""
+    stack = [node for key, value in select.args.items() if key not in ("with_", "with", "from_", "joins")
+             for node in (value if isinstance(value, list) else [value]) if isinstance(node, exp.Expression)]
+    stack += [join.args["on"] for join in select.args.get("joins") or [] if join.args.get("on") is not None]
+    found = []
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (exp.Subquery, exp.Exists)) and isinstance(node.this, (exp.Select, exp.SetOperation)):
+            found.append(node.this)
+        elif not isinstance(node, (exp.Select, exp.SetOperation)):
+            stack.extend(node.iter_expressions())
+    return found
 
 
 def _derived_items(select: exp.Select) -> list[exp.Subquery]:

@@ -176,7 +176,7 @@ def _grouping_sets(group: list[exp.Expression], projections: list[exp.Expression
 
 
 def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: list[exp.Expression],
-                       aggregates: list[exp.Expression], trees: list[exp.Expression], select: exp.Select):
+                       aggregates: list[exp.Expression], trees: list[exp.Expression], select: exp.Select, ctes=None):
     """Plan the GroupId, the aggregation and the ``grouping()`` columns; return what ``plan_aggregation`` returns.
 
     That is the aggregated relation, the replacements (a key, an aggregate or a
@@ -185,7 +185,9 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
     planned as for a plain GROUP BY.
     """
     from gpu_engine.plans.nodes import PlanNode
+    from gpu_engine.sql.aggregate_planning import aggregates_of, typed_scalar_subqueries
     from gpu_engine.sql.planning_context import Relation, quoted
+    from gpu_engine.sql.predicates import defined_aliases
 
     sets = _grouping_sets(_group_items(select, group), select.expressions)
     keys: dict[TreeKey, exp.Expression] = {}
@@ -204,10 +206,15 @@ def plan_grouping_sets(planner: "QueryPlanner", relation: "Relation", group: lis
             name = _fresh_beside(planner, relation.node, key.name, key.table)
             key_columns[(key.table, key.name)] = name
         else:
-            if key.find(exp.AggFunc) is not None:
+            if aggregates_of(key):  # its own, not a subquery's (``ROLLUP (1)`` over ``(SELECT count(*) ...)``)
                 raise _error("an aggregate in GROUP BY", key)
             source = planner._fresh(f"$key{len(pairs)}")
-            pre.append(aliased(planner._renamed(key, relation.columns), source))
+            if key.find(exp.Subquery) is not None:  # computed per input row, typed, as a plain GROUP BY key's
+                typed = typed_scalar_subqueries(planner, key, relation, relation.columns, {}, ctes or {},
+                                                defined_aliases(select))
+                pre.append(aliased(typed, source) if isinstance(typed, exp.Expression) else (source, typed))
+            else:
+                pre.append(aliased(planner._renamed(key, relation.columns), source))
             name = _fresh_beside(planner, relation.node, f"$grouped{len(pairs)}")
         replacements[identity] = name
         pairs.append((name, source))

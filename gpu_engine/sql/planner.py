@@ -88,6 +88,7 @@ from gpu_engine.plans.plan_builder import PlanBuilder
 from gpu_engine.plans.sql_aggregates import SQL_AGGREGATES
 from gpu_engine.sql.aggregate_planning import aggregate_calls, plan_group_by, post_filter, typed_scalar_subqueries
 from gpu_engine.sql.correlated_aggregate_sets import with_correlated_aggregate_sets
+from gpu_engine.sql.correlated_derived_tables import with_subquery_correlations_pulled_up
 from gpu_engine.sql.correlation_domains import with_correlation_domains
 from gpu_engine.sql.decorrelation import (
     PARENTHESIZED_QUERY_CLAUSES, SemiJoin, plan_subquery_conjunct, scalar_filter, single_alias, subquery_filter,
@@ -288,6 +289,7 @@ class QueryPlanner(PlanningContext):
         nested = _holds_nested_query(select)  # without one, each subquery rewrite returns the SELECT as it is
         if nested:
             select = with_inner_join_subqueries_in_where(select)  # JOIN u ON ... (subquery): a WHERE conjunct
+            select = with_subquery_correlations_pulled_up(select)  # (SELECT .. FROM (SELECT .. t.a ..) s)
             select = with_subqueries_as_windows(select)  # a subquery repeating the outer join: a window over it
             select = with_one_row_aggregates_merged(select, self)  # sibling one-row aggregates: one pass, FILTERs
             select = with_correlation_domains(select, self)  # u.d < t.d: correlated by equalities over its domain
