@@ -40,13 +40,10 @@ then counts per family and status, and the refusals per family. Exits 1 when any
 
 from __future__ import annotations
 
-import collections
 import datetime
 import decimal
 import random
 import sys
-import tempfile
-import traceback
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -55,7 +52,7 @@ for folder in (REPO_ROOT, REPO_ROOT / "tests"):
         sys.path.insert(0, str(folder))
 
 from bench.fuzz_round10 import _compare_case  # noqa: E402 (after the path it needs)
-from bench.sql_fuzz import REPORTED_STATUSES, family_fuzz_main, record_family_outcome  # noqa: E402
+from bench.sql_fuzz import REPORTED_STATUSES, family_fuzz_main, run_family_cases  # noqa: E402
 
 
 # ------------------------------------------------------------------------------------------------ kinds
@@ -550,37 +547,20 @@ def _types_differ_loosely(detail: str) -> bool:
         detail.split("engine ")[1].split(",")[0] == detail.split("DuckDB ")[1].split(",")[0])
 
 
+def _compare11(session, connection, sql, how):
+    status, detail = _compare_case(session, connection, sql, how)
+    if status == "type" and _types_differ_loosely(detail):
+        return "ok", ""
+    if status == "wrong" and "cannot match DuckDB type" in detail:
+        return "type", detail  # rows_mismatch compares no values across type kinds
+    return status, detail
+
+
 def run(seeds: range, device: str, families: list[str], verbose: bool) -> dict:
-    result = {"counts": collections.defaultdict(collections.Counter), "reported": [],
-              "refusals": collections.defaultdict(collections.Counter)}
-    with tempfile.TemporaryDirectory(prefix="fuzz11-") as folder:
-        for seed in seeds:
-            for family in families:
-                r = random.Random(f"{seed}-{family}")
-                try:
-                    data, sql, how, settings = _case(family, r, Path(folder))
-                except Exception as error:  # noqa: BLE001 - the harness's own failure
-                    status, detail, sql, how, settings = "harness", f"{type(error).__name__}: {error}", "", "", {}
-                else:
-                    connection = _duckdb(data)
-                    session = _session(data, device, settings["drivers"], settings["batch_rows"],
-                                       settings["split_rows"])
-                    try:
-                        status, detail = _compare_case(session, connection, sql, how)
-                        if status == "type" and _types_differ_loosely(detail):
-                            status = "ok"
-                        elif status == "wrong" and "cannot match DuckDB type" in detail:
-                            status = "type"  # rows_mismatch compares no values across type kinds
-                    except Exception as error:  # noqa: BLE001 - the harness's own failure: shown, counted
-                        status, detail = "harness", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-4)}"
-                    finally:
-                        connection.close()
-                        session.close()
-                case = {"seed": seed, "family": family, "sql": sql, "how": how, **settings}
-                record_family_outcome(result, case, status, detail, verbose,
-                                      REPORTED_STATUSES + ("type", "both_raised_raw"))
-    return {"counts": {f: dict(c) for f, c in result["counts"].items()}, "reported": result["reported"],
-            "refusals": {f: dict(c.most_common()) for f, c in result["refusals"].items()}}
+    return run_family_cases(
+        seeds, device, families, verbose, _case,
+        lambda data, device, s: _session(data, device, s["drivers"], s["batch_rows"], s["split_rows"]), _duckdb,
+        _compare11, REPORTED_STATUSES + ("type", "both_raised_raw"))
 
 
 FAMILIES = ("arrow", "batches", "parquet", "coercion")

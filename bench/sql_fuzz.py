@@ -63,6 +63,49 @@ def record_family_outcome(result: dict, case: dict, status: str, detail: str, ve
               f"  {detail[:1500]}", flush=True)
 
 
+def run_family_cases(seeds: range, device: str, families, verbose: bool, draw, open_session, open_duckdb,
+                     compare, reported_statuses=REPORTED_STATUSES) -> dict:
+    """Draw, run and count one case per seed and family: the per-case loop of the family fuzz rounds.
+
+    ``draw(family, r, folder)`` returns ``(tables, sql, how, settings)`` from ``r`` (a ``random.Random`` seeded by
+    seed and family, so a family's cases do not move when another family is added) and may write files under
+    ``folder`` (one temporary folder for the run); ``open_session(tables, device, settings)`` and
+    ``open_duckdb(tables)`` open the engine's session and DuckDB's connection over those tables (both closed after
+    the case); ``compare(session, connection, sql, how)`` returns ``(status, detail)``. A failure of the harness
+    itself (drawing, opening, comparing) is counted as ``harness``, shown, and the run goes on. Why shared: rounds
+    11 and 13 ran this same loop; the result is :func:`family_fuzz_main`'s.
+    """
+    import random
+    import traceback
+
+    result = {"counts": collections.defaultdict(collections.Counter), "reported": [],
+              "refusals": collections.defaultdict(collections.Counter)}
+    with tempfile.TemporaryDirectory(prefix="family-fuzz-") as folder:
+        for seed in seeds:
+            for family in families:
+                r = random.Random(f"{seed}-{family}")
+                try:
+                    data, sql, how, settings = draw(family, r, Path(folder))
+                except Exception as error:  # noqa: BLE001 - the harness's own failure
+                    status, detail, sql, how, settings = "harness", f"{type(error).__name__}: {error}", "", "", {}
+                else:
+                    connection = session = None
+                    try:
+                        connection = open_duckdb(data)
+                        session = open_session(data, device, settings)
+                        status, detail = compare(session, connection, sql, how)
+                    except Exception as error:  # noqa: BLE001 - the harness's own failure: shown, counted
+                        status, detail = "harness", f"{type(error).__name__}: {error}\n{traceback.format_exc(limit=-4)}"
+                    finally:
+                        for opened in (connection, session):
+                            if opened is not None:
+                                opened.close()
+                case = {"seed": seed, "family": family, "sql": sql, "how": how, **settings}
+                record_family_outcome(result, case, status, detail, verbose, reported_statuses)
+    return {"counts": {f: dict(c) for f, c in result["counts"].items()}, "reported": result["reported"],
+            "refusals": {f: dict(c.most_common()) for f, c in result["refusals"].items()}}
+
+
 def family_fuzz_main(argv, description: str, families, run, refusals_shown: int = 10) -> int:
     """The command line of a fuzz round whose ``run(seeds, device, families, verbose)`` counts outcomes per family.
 
