@@ -409,12 +409,13 @@ def _log(translator: Any, tree: exp.Log) -> Expr:
 
 def _greatest(translator: Any, tree: exp.Expression) -> Expr:
     name = "greatest" if isinstance(tree, exp.Greatest) else "least"
-    args = _translate(translator, [tree.this, *tree.expressions])
+    trees = [tree.this, *tree.expressions]
+    args = _translate(translator, trees)
     typed = [arg.dtype for arg in args if not _untyped(arg)]
     if not typed:
         return Literal(None, pa.null())
     try:
-        dtype = functools.reduce(common_type, typed)
+        dtype = max_type(args, integer_literals(trees, args))
     except TypeError:
         raise translator.error(f"{name}() arguments have no common type: " + ", ".join(map(str, typed)),
                                tree) from None
@@ -461,23 +462,70 @@ def _nullif(translator: Any, tree: exp.Nullif) -> Expr:
     return Case(((condition, Literal(None, value.dtype)),), value, value.dtype)
 
 
-def branch_type(values: list[Expr]) -> pa.DataType:
+def integer_literals(trees: list[exp.Expression | None], values: list[Expr]) -> list[bool]:
+    """Return, per value, whether it is an integer written as digits (``5``, ``-(5)``): DuckDB's INTEGER_LITERAL,
+    which takes another value's integer type where it fits (:func:`max_type`). ``trees``: the values' syntax,
+    ``None`` ones skipped as :func:`_translate` skips them."""
+    from gpu_engine.plans.scalar_translation import _is_integer_constant  # (it imports this module)
+
+    return [_is_integer_constant(tree) and isinstance(value, Literal) and isinstance(value.value, int)
+            and not isinstance(value.value, bool)
+            for tree, value in zip([t for t in trees if t is not None], values)]
+
+
+def _fits_integer(value: int, dtype: pa.DataType) -> bool:
+    if not pa.types.is_integer(dtype):
+        return False
+    bits = dtype.bit_width
+    if pa.types.is_signed_integer(dtype):
+        return -(2 ** (bits - 1)) <= value < 2 ** (bits - 1)
+    return 0 <= value < 2**bits
+
+
+def max_type(values: list[Expr], literals: list[bool] | None = None) -> pa.DataType:
+    """Return the type ``values`` share as DuckDB's binder folds them, left to right (TypeError where none).
+
+    An integer literal (``literals[i]``) takes the type folded so far, or that of the next value, where the
+    literal fits that integer type, as DuckDB's INTEGER_LITERAL does: ``coalesce(smallint_col, 1)`` and
+    ``CASE ... THEN ubigint_col ELSE 300 END`` keep SMALLINT / UBIGINT, ``coalesce(tinyint_col, 300)`` is
+    INTEGER, ``coalesce(1, 2, tinyint_col)`` INTEGER (two literals meet as INTEGERs). Untyped NULLs take any type.
+    """
+    literals = literals or [False] * len(values)
+    dtype, pending = pa.null(), None  # pending: the value of a literal that alone gave ``dtype`` so far
+    for value, literal in zip(values, literals):
+        if pa.types.is_null(value.dtype):
+            continue
+        if pa.types.is_null(dtype):
+            dtype, pending = value.dtype, value.value if literal else None
+        elif literal and pending is None and _fits_integer(value.value, dtype):
+            continue
+        elif pending is not None and not literal and _fits_integer(pending, value.dtype):
+            dtype, pending = value.dtype, None
+        else:
+            dtype, pending = common_type(dtype, value.dtype), None
+    return dtype
+
+
+def branch_type(values: list[Expr], literals: list[bool] | None = None) -> pa.DataType:
     """Return the type CASE branches or COALESCE arguments share (TypeError where none): a string constant takes
     the other values' type, as DuckDB's string literal casts implicitly (``coalesce(d, '2000-01-01')`` is a DATE,
-    ``coalesce(i, '7')`` an INTEGER); text where every value is. One rule for the SQL path's CASE (COALESCE
-    arrives there as one) and the expression path's ``coalesce``."""
-    typed = [v for v in values if not (isinstance(v, Literal) and isinstance(v.value, str))]
-    dtype = functools.reduce(common_type, [v.dtype for v in typed or values])
+    ``coalesce(i, '7')`` an INTEGER); text where every value is; integer literals (``literals``, from
+    :func:`integer_literals`) as :func:`max_type` folds them. One rule for the SQL path's CASE (COALESCE arrives
+    there as one) and the expression path's ``coalesce``."""
+    literals = literals or [False] * len(values)
+    typed = [i for i, v in enumerate(values) if not (isinstance(v, Literal) and isinstance(v.value, str))]
+    dtype = max_type([values[i] for i in typed], [literals[i] for i in typed])
     return functools.reduce(common_type, [v.dtype for v in values]) if pa.types.is_null(dtype) else dtype
 
 
 def _coalesce(translator: Any, tree: exp.Coalesce) -> Expr:
-    args = _translate(translator, [tree.this, *tree.expressions])
+    trees = [tree.this, *tree.expressions]
+    args = _translate(translator, trees)
     typed = [arg.dtype for arg in args if not _untyped(arg)]
     if not typed:
         return Literal(None, pa.null())
     try:
-        dtype = branch_type([arg for arg in args if not _untyped(arg)])
+        dtype = branch_type(args, integer_literals(trees, args))
     except TypeError:
         raise translator.error("coalesce() arguments have no common type: " + ", ".join(map(str, typed)),
                                tree) from None

@@ -36,8 +36,8 @@ from gpu_engine.plans.expressions import (
     UnaryOp,
 )
 from gpu_engine.plans.function_translation import (
-    FUNCTION_HANDLERS, TIME_UNITS, branch_type, build_function, date_arithmetic, date_part_expression,
-    duckdb_lower, duckdb_type_name, interval_function,
+    FUNCTION_HANDLERS, TIME_UNITS, branch_type, build_function, date_arithmetic, date_part_expression, duckdb_lower,
+    duckdb_type_name, integer_literals, interval_function,
 )
 from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
@@ -743,7 +743,7 @@ class ScalarTranslator:
 
     def _case(self, tree: exp.Case) -> Expr:
         operand = self.translate(tree.this) if tree.this is not None else None
-        conditions, values = [], []
+        conditions, values, trees = [], [], []
         for branch in tree.args["ifs"]:
             if operand is None:
                 conditions.append(self._boolean_operand(branch.this))
@@ -751,11 +751,14 @@ class ScalarTranslator:
                 pair = self._comparable_pair(operand, self.translate(branch.this), branch)
                 conditions.append(BinaryOp("eq", *pair, pa.bool_()))
             values.append(self.translate(branch.args["true"]))
+            trees.append(branch.args["true"])
         default = tree.args.get("default")
         if default is not None:
             values.append(self.translate(default))
+            trees.append(default)
         try:
-            dtype = branch_type(values)  # a string constant takes the other branches' type
+            # a string constant takes the other branches' type, an integer literal theirs where it fits
+            dtype = branch_type(values, integer_literals(trees, values))
         except TypeError:
             raise self.error("type mismatch: CASE branches have types " + ", ".join(str(v.dtype) for v in values),
                              tree) from None

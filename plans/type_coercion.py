@@ -7,16 +7,14 @@ which keep checking them). Integer ``+ - * %`` keeps the wider input type
 the result leaves it; a signed and an unsigned integer meet in the signed type
 when it is wider, else in BIGINT. (The SQL translator gives an integer literal
 the other operand's integer type when the value fits it, as DuckDB's integer
-literals do: ``tinyint_col + 100`` is TINYINT, ``+ 1000`` INTEGER.) One
-deliberate deviation, in :func:`arithmetic_type`:
-
-* ``+ - * %`` with a uint64 operand is refused (:class:`ValueError`): DuckDB
-  computes UBIGINT, whose values from 2**63 up have no int64 form; the error
-  names the exact alternative, a CAST to DECIMAL(20, 0) (128-bit decimal
-  arithmetic) or to BIGINT (checked);
-* nothing else: decimals, floats and ``/`` follow DuckDB exactly, including its
-  rule that a decimal product of two inputs of precision <= 18 is capped at
-  precision 18 (the evaluator checks such products for overflow).
+literals do: ``tinyint_col + 100`` is TINYINT, ``+ 1000`` INTEGER.) A uint64
+(UBIGINT) beside a signed integer meets it in DuckDB's HUGEINT, which the engine
+holds as DECIMAL(38, 0) (DuckDB hands HUGEINT to Arrow as decimal128(38, 0)):
+in ``+ - * %``, CASE, COALESCE and set operations alike; beside an unsigned one
+it stays UBIGINT. The evaluator computes both on 128-bit words. Decimals, floats
+and ``/`` follow DuckDB exactly, including its rule that a decimal product of
+two inputs of precision <= 18 is capped at precision 18 (the evaluator checks
+such products for overflow).
 
 An integer operand meeting a decimal is treated as the decimal that holds every
 value of its type: int8 -> decimal(3,0), int16 -> (5,0), int32 -> (10,0), int64
@@ -43,6 +41,7 @@ from gpu_engine.columnar.types import (
 
 __all__ = [
     "MAX_DECIMAL_PRECISION",
+    "HUGEINT",
     "integer_literal_type",
     "integer_as_decimal",
     "arithmetic_type",
@@ -54,6 +53,8 @@ __all__ = [
 ]
 
 MAX_DECIMAL_PRECISION = 38
+#: DuckDB's HUGEINT as the engine holds it (and as DuckDB hands it to Arrow).
+HUGEINT = pa.decimal128(MAX_DECIMAL_PRECISION, 0)
 
 _INTEGER_DIGITS = {8: 3, 16: 5, 32: 10, 64: 19}
 _UNSIGNED_DIGITS = {8: 3, 16: 5, 32: 10, 64: 20}
@@ -114,17 +115,12 @@ def arithmetic_type(op: str, left: pa.DataType, right: pa.DataType) -> pa.DataTy
     TypeError
         When an operand is not numeric.
     ValueError
-        When a decimal product needs a scale above 38 (DuckDB refuses it too),
-        or an operand of ``+ - * %`` is uint64 (see the module docstring).
+        When a decimal product needs a scale above 38 (DuckDB refuses it too).
     """
     if not (is_numeric(left) and is_numeric(right)):
         raise TypeError(f"cannot apply {op} to {left} and {right}")
     if is_floating(left) or is_floating(right):
         return _float_type(left, right)
-    if pa.uint64() in (left, right) and op != "div":
-        raise ValueError(f"{op} with a uint64 operand is not supported: the int64 result would not hold values "
-                         "from 2**63 up; CAST the uint64 operand AS DECIMAL(20, 0) for exact 128-bit arithmetic, "
-                         "or AS BIGINT (checked)")
     if op == "div":
         return pa.float64()
     if is_integer(left) and is_integer(right):
@@ -133,10 +129,13 @@ def arithmetic_type(op: str, left: pa.DataType, right: pa.DataType) -> pa.DataTy
 
 
 def _integer_arithmetic(left: pa.DataType, right: pa.DataType) -> pa.DataType:
-    """Return DuckDB's type for integer ``+ - * %``: the wider type; signed with unsigned, the signed if wider."""
+    """Return DuckDB's type for integer ``+ - * %``: the wider type; signed with unsigned, the signed if wider, else
+    BIGINT, and HUGEINT beside a UBIGINT."""
     if pa.types.is_signed_integer(left) == pa.types.is_signed_integer(right):
         return left if left.bit_width >= right.bit_width else right
     unsigned, signed = (left, right) if pa.types.is_unsigned_integer(left) else (right, left)
+    if unsigned.bit_width == 64:
+        return HUGEINT
     return signed if signed.bit_width > unsigned.bit_width else pa.int64()
 
 
@@ -147,7 +146,7 @@ def _common_integer(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     if unsigned.bit_width < signed.bit_width:
         return signed
     if unsigned.bit_width == 64:
-        return pa.decimal128(20, 0)
+        return HUGEINT
     return pa.int64() if unsigned.bit_width == 32 else {8: pa.int16(), 16: pa.int32()}[unsigned.bit_width]
 
 

@@ -31,8 +31,8 @@ from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import (
-    add_checked, as_float, as_scaled, as_words, fit_to_type, fit_words, multiply_checked, needs_words,
-    raise_at_first, rescale, scale_of, subtract_checked, truncated_remainder, wide_result,
+    add_checked, as_float, as_scaled, as_words, fit_to_type, fit_words, integer_division_words, multiply_checked,
+    needs_words, raise_at_first, rescale, scale_of, subtract_checked, truncated_remainder, wide_result,
 )
 from gpu_engine.kernels import decimal128
 from gpu_engine.columnar.types import MAX_INT64_DECIMAL_PRECISION
@@ -126,6 +126,10 @@ def arithmetic(device: Device, op: str, left: Column, right: Column, dtype: pa.D
         return Column(dtype, values.astype(physical, copy=False), validity)
     if not (is_integer(dtype) or is_decimal(dtype)) or is_floating(left.dtype) or is_floating(right.dtype):
         raise PlanError(f"{_NAMES.get(op, op)} of {left.dtype} and {right.dtype} cannot produce {dtype}")
+    if op == "mod" and needs_words(left, right) and is_integer(left.dtype) and is_integer(right.dtype):
+        # UBIGINT % an integer (UBIGINT or HUGEINT): exact on magnitudes, which the 128-bit kernel's + - * lack
+        _quotient, remainder = integer_division_words(device, left, right, validity, f"{_NAMES[op]} of {dtype}")
+        return Column(dtype, fit_words(device, remainder, dtype, validity, f"{_NAMES[op]} of {dtype}"), validity)
     if _needs_128_bits(op, dtype) or needs_words(left, right):
         return Column(dtype, _wide_arithmetic(device, op, left, right, dtype, validity), validity)
     values, validity = _exact_arithmetic(device, op, left, right, dtype, validity)

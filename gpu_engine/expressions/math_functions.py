@@ -23,9 +23,11 @@ from gpu_engine.device import Device
 from gpu_engine.errors import PlanError
 from gpu_engine.expressions.nulls import and_validity
 from gpu_engine.expressions.numeric import (
-    POWERS_OF_TEN, as_float, divide_round_half_away, fit_to_type, narrow_values, raise_at_first, round_half_away,
-    scale_of, truncated_remainder,
+    POWERS_OF_TEN, as_float, as_words, constant_words, divide_round_half_away, fit_to_type, fit_words,
+    integer_division_words, is_wide, narrow_values, narrowed, needs_words, raise_at_first, round_half_away, scale_of,
+    truncated_remainder, wide_result,
 )
+from gpu_engine.kernels import decimal128
 
 __all__ = ["MATH_FUNCTIONS", "evaluate_math_function"]
 
@@ -41,10 +43,64 @@ def _exact(device: Device, column: Column, what: str) -> Any:
     return narrow_values(device, column, what)
 
 
+# -- decimals held as 128-bit words (gpu_engine.expressions.numeric): a wide column's rows on the words' kernel --
+def _words_negative(words: Any) -> Any:
+    return words[:, 1] < 0
+
+
+def _words_sign(xp: Any, words: Any) -> Any:
+    positive = (words[:, 1] > 0) | ((words[:, 1] == 0) & (words[:, 0] != 0))
+    return positive.astype(xp.int8) - _words_negative(words).astype(xp.int8)
+
+
+def _words_abs(device: Device, column: Column, dtype: pa.DataType) -> Column:
+    """Return abs of a wide decimal column: its negative rows subtracted from 0 on the words' kernel."""
+    words = column.data
+    negated = wide_result(device, decimal128.SUBTRACT, constant_words(device, 0), words, column.validity, "abs")
+    magnitude = device.xp.where(_words_negative(words)[:, None], negated, words)
+    return Column(dtype, fit_words(device, magnitude, dtype, column.validity, "abs"), column.validity)
+
+
+def _words_rounded(device: Device, column: Column, name: str, digits: int, dtype: pa.DataType) -> Column:
+    """Return floor / ceil / trunc / round(x, digits) of a wide decimal column, as the narrow paths compute them.
+
+    The words' kernel rescales down rounding half away from zero (``round``); floor, ceil and trunc then step one
+    unit toward their side where that rounding went past the value (the rounded value, scaled back up, compared
+    with it). ``round`` to tens or beyond scales back up after.
+    """
+    xp = device.xp
+    validity = column.validity
+    words, drop = column.data, scale_of(column.dtype) - digits
+    if drop > 38:  # finer digits than a decimal(38) has: every value rounds to 0
+        rounded = xp.zeros_like(words)
+    else:
+        rounded = wide_result(device, decimal128.RESCALE, words, constant_words(device, 0), validity, name, down=drop)
+    if name != "round":
+        past, _ = decimal128.wide_binary(device, decimal128.COMPARE, rounded, words, left_up=drop)
+        above, below = past[:, 0] > 0, past[:, 0] < 0  # the rounded value lies above / below the value
+        if name == "trunc":
+            negative = _words_negative(words)
+            above, below = above & ~negative, below & negative
+        down = above if name in ("floor", "trunc") else xp.zeros_like(above)
+        up = below if name in ("ceil", "trunc") else xp.zeros_like(below)
+        one = constant_words(device, 1)
+        rounded = xp.where(down[:, None], wide_result(device, decimal128.SUBTRACT, rounded, one, validity, name),
+                           rounded)
+        rounded = xp.where(up[:, None], wide_result(device, decimal128.ADD, rounded, one, validity, name), rounded)
+    if digits < 0:
+        rounded = wide_result(device, decimal128.RESCALE, rounded, constant_words(device, 0), validity, name,
+                              left_up=-digits)
+    return Column(dtype, fit_words(device, rounded, dtype, validity, name), validity)
+
+
 def _abs(device: Device, column: Column, dtype: pa.DataType) -> Column:
     xp = device.xp
     if is_floating(dtype):
         return Column(dtype, xp.abs(column.data), column.validity)
+    if pa.types.is_unsigned_integer(dtype):  # its own magnitude (UBIGINT's upper half has no int64 form)
+        return Column(dtype, column.data, column.validity)
+    if is_wide(column):
+        return _words_abs(device, column, dtype)
     values = _exact(device, column, "abs")
     if is_integer(dtype):
         low, _high = _integer_bounds(dtype)
@@ -62,6 +118,10 @@ def _sign(device: Device, column: Column) -> Column:
     if is_floating(column.dtype):
         values = column.data
         signs = (values > 0).astype(xp.int8) - (values < 0).astype(xp.int8)  # NaN and -0.0 are 0, as DuckDB
+    elif pa.types.is_unsigned_integer(column.dtype):
+        signs = (column.data > 0).astype(xp.int8)
+    elif is_wide(column):
+        signs = _words_sign(xp, column.data)
     else:
         values = _exact(device, column, "sign")
         signs = (values > 0).astype(xp.int8) - (values < 0).astype(xp.int8)
@@ -74,6 +134,8 @@ def _floor_ceil(device: Device, name: str, column: Column, dtype: pa.DataType) -
         return Column(dtype, (xp.floor if name == "floor" else xp.ceil)(column.data), column.validity)
     if is_integer(column.dtype):
         return Column(dtype, as_float(xp, column), column.validity)
+    if is_wide(column):
+        return _words_rounded(device, column, name, 0, dtype)
     values = _exact(device, column, name)
     power = np.int64(POWERS_OF_TEN[scale_of(column.dtype)])
     result = xp.floor_divide(values, power) if name == "floor" else -xp.floor_divide(-values, power)
@@ -102,6 +164,8 @@ def _trunc(device: Device, column: Column, dtype: pa.DataType) -> Column:
         return Column(dtype, xp.trunc(column.data), column.validity)
     if is_integer(dtype):
         return Column(dtype, column.data, column.validity)
+    if is_wide(column):
+        return _words_rounded(device, column, "trunc", 0, dtype)
     values = _exact(device, column, "trunc")
     power = np.int64(POWERS_OF_TEN[scale_of(column.dtype)])
     truncated = (values - truncated_remainder(xp, values, power)) // power
@@ -145,10 +209,12 @@ def _round(device: Device, column: Column, digits: int, dtype: pa.DataType) -> C
     if is_floating(dtype):
         values = column.data.astype(xp.float64)
         return Column(dtype, _round_float(xp, values, digits).astype(column.data.dtype), column.validity)
-    values = _exact(device, column, "round")
     scale = scale_of(column.dtype)
     if digits >= scale:
         return Column(dtype, column.data, column.validity)
+    if is_wide(column):
+        return _words_rounded(device, column, "round", digits, dtype)
+    values = _exact(device, column, "round")
     return _rounded_exact(device, column, values, digits, dtype, "ROUND", lambda power: divide_round_half_away(
         xp, values, power))
 
@@ -285,6 +351,8 @@ def _factorial(device: Device, column: Column, dtype: pa.DataType) -> Column:
 def _extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.DataType) -> Column:
     """Return greatest/least per row over the non-NULL arguments (NULL only where all are); NaN is the largest."""
     xp = device.xp
+    if is_decimal(dtype) and any(is_wide(column) for column in columns):
+        return _words_extreme(device, name, columns, dtype)
     if is_decimal(dtype):
         columns = [Column(dtype, _exact(device, column, name), column.validity) for column in columns]
     best = columns[0].data
@@ -310,10 +378,32 @@ def _extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.Dat
     return Column(dtype, best, valid)
 
 
+def _words_extreme(device: Device, name: str, columns: Sequence[Column], dtype: pa.DataType) -> Column:
+    """Return greatest/least of decimal columns (of ``dtype``'s scale) of which one holds 128-bit words: rows
+    compared on the words' kernel, NULLs skipped as :func:`_extreme` skips them."""
+    xp = device.xp
+    best, valid = as_words(device, columns[0]), columns[0].validity
+    for column in columns[1:]:
+        values = as_words(device, column)
+        order, _ = decimal128.wide_binary(device, decimal128.COMPARE, values, best)
+        better = order[:, 0] > 0 if name == "greatest" else order[:, 0] < 0
+        if valid is not None:
+            better = better | ~valid
+        if column.validity is not None:
+            better = better & column.validity
+        best = xp.where(better[:, None], values, best)
+        valid = None if valid is None or column.validity is None else valid | column.validity
+    return Column(dtype, narrowed(device, best, valid), valid)
+
+
 def _integer_division(device: Device, left: Column, right: Column, dtype: pa.DataType) -> Column:
     """Return DuckDB's ``//``: integer division truncating toward zero, else DOUBLE division; by zero raises."""
     xp = device.xp
     validity = and_validity(left.validity, right.validity)
+    if is_integer(left.dtype) and is_integer(right.dtype) and (needs_words(left, right) or not is_integer(dtype)):
+        # a UBIGINT operand: UBIGINT, or HUGEINT beside a signed one (UBIGINT_MAX // -1), exact on magnitudes
+        quotient, _remainder = integer_division_words(device, left, right, validity, "//")
+        return Column(dtype, fit_words(device, quotient, dtype, validity, "//"), validity)
     if not is_integer(dtype):
         dividend, divisor = as_float(xp, left), as_float(xp, right)
         raise_at_first(device, divisor == 0, validity, "Division by zero in //")

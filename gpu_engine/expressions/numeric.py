@@ -49,6 +49,7 @@ __all__ = [
     "constant_words",
     "fit_words",
     "wide_result",
+    "integer_division_words",
 ]
 
 #: Powers of ten that fit in int64.
@@ -302,3 +303,39 @@ def wide_result(device: Any, op: int, left: Any, right: Any, validity: Any, what
     words, status = wide_binary(device, op, left, right, left_up, right_up, down)
     raise_at_first(device, status != 0, validity, f"Overflow in {what}: the result does not fit in 38 digits")
     return words
+
+
+def _sign_and_magnitude(xp: Any, column: Column) -> tuple[Any, Any]:
+    """Return an integer column's (negative, magnitude as uint64): every int64 and uint64 magnitude fits uint64
+    (``-(-2**63)`` wraps to itself, which read unsigned is 2**63)."""
+    if column.dtype == pa.uint64():
+        return xp.zeros(len(column), dtype=xp.bool_), column.data
+    values = column.data.astype(xp.int64, copy=False)
+    negative = values < 0
+    return negative, xp.where(negative, -values, values).astype(xp.uint64)
+
+
+def _signed_words(xp: Any, negative: Any, magnitude: Any) -> Any:
+    """Return ``-magnitude`` where ``negative``, else ``magnitude``, as (low, high) words (magnitudes are uint64)."""
+    words = xp.empty((magnitude.shape[0], 2), dtype=xp.int64)
+    words[:, 0] = xp.where(negative, ~magnitude + np.uint64(1), magnitude).view(xp.int64)
+    words[:, 1] = xp.where(negative & (magnitude != 0), -1, 0)
+    return words
+
+
+def integer_division_words(device: Any, left: Column, right: Column, validity: Any, what: str) -> tuple[Any, Any]:
+    """Return the (quotient, remainder) words of integer columns, truncated toward zero as DuckDB's ``//`` and
+    ``%`` are (the remainder takes the dividend's sign); a zero divisor in a valid row raises DuckDB's error.
+
+    Why on magnitudes: a uint64 beside a signed integer is DuckDB's HUGEINT (``UBIGINT_MAX // -1`` is
+    ``-(2**64 - 1)``), whose operands have no common 64-bit type, but every magnitude fits uint64, where the
+    division is exact; the signs are put back as 128-bit words (:func:`fit_words` stores them in the result type).
+    """
+    xp = device.xp
+    left_negative, dividend = _sign_and_magnitude(xp, left)
+    right_negative, divisor = _sign_and_magnitude(xp, right)
+    by_zero = divisor == 0
+    raise_at_first(device, by_zero, validity, f"Division by zero in {what}")
+    divisor = xp.where(by_zero, np.uint64(1), divisor)
+    quotient = _signed_words(xp, left_negative ^ right_negative, dividend // divisor)
+    return quotient, _signed_words(xp, left_negative, dividend % divisor)

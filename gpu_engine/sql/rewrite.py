@@ -491,11 +491,12 @@ def _conditional_as_case(node: exp.Expression) -> exp.Expression:
         # a bare NULL before the last argument is never the answer: left out, it types no branch (coalesce(i,
         # NULL, '3') was a CASE of i beside a text-typed CASE of NULL and '3', refused; DuckDB answers an INTEGER)
         values = [value for value in values[:-1] if not isinstance(value, exp.Null)] + values[-1:]
-        result = values[-1]
-        for value in reversed(values[:-1]):
-            result = exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
-                                          true=value.copy())], default=result)
-        return result
+        if len(values) == 1:
+            return values[0]
+        # one CASE, not one per argument: its branches are typed together, left to right, as DuckDB types
+        # COALESCE's arguments (coalesce(1, 2, smallint_col) is an INTEGER; nested, the SMALLINT's CASE won)
+        return exp.Case(ifs=[exp.If(this=exp.Not(this=exp.Is(this=value.copy(), expression=exp.Null())),
+                                    true=value.copy()) for value in values[:-1]], default=values[-1])
     if isinstance(node, exp.Nullif):
         left, right = (side.copy().transform(_conditional_as_case) for side in (node.this, node.expression))
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=left.copy(), expression=right), true=exp.Null())],
