@@ -68,6 +68,7 @@ from gpu_engine.sql.decorrelation import (
     own_aggregates, quantified_parts, select_over, split_correlated, strict_subquery, subquery_select,
 )
 from gpu_engine.sql.errors import SqlError, unsupported
+from gpu_engine.sql.planning_context import TreeKey
 from gpu_engine.sql.predicates import (
     conjuncts_of, defined_aliases, free_columns, has_subquery, reached_through_and_or)
 from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
@@ -314,7 +315,7 @@ class _Joined:
         self.joins: list[exp.Join] = []
         self.group_keys: list[exp.Expression] = []
         self.aggregating = _aggregating(select)
-        self.done: dict[str, exp.Expression] = {}  # a subquery's SQL -> its replacement: written twice, joined once
+        self.done: dict[TreeKey, exp.Expression] = {}  # a subquery -> its replacement: written twice, joined once
         self.checks: list[exp.Expression] = []  # WHERE conditions failing where an outer row meets several rows
 
     def replacement(self, node: exp.Expression, clause: str) -> exp.Expression:
@@ -323,10 +324,10 @@ class _Joined:
         The same subquery written again (a GROUP BY key repeated in the SELECT list) gets the same expression,
         which is how the SELECT list finds its grouping key.
         """
-        text = node.sql()
-        if text not in self.done:
-            self.done[text] = self._joined(node, clause)
-        return self.done[text].copy()
+        key = TreeKey(node)  # (quoted or cased apart, one subquery: DuckDB's binder reads it so)
+        if key not in self.done:
+            self.done[key] = self._joined(node, clause)
+        return self.done[key].copy()
 
     def _joined(self, node: exp.Expression, clause: str) -> exp.Expression:
         if isinstance(node, exp.Exists):
