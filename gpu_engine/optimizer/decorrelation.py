@@ -31,7 +31,8 @@ An EXISTS / IN under OR or NOT, inside an expression (a CASE) or in a Project's 
 left join to the subquery's distinct keys (correlation equalities, IN's value with its column; an uncorrelated
 EXISTS a row count, nested-loop joined); IN's flag is NULL-aware (NULL where nothing matched and the value or a
 subquery value of the key is NULL, from counts per key), but where the predicate is reached through AND / OR
-alone (NULL and FALSE drop the row alike). The Filter's conjunct reads the flags; a projection back to its input's
+alone (NULL and FALSE drop the row alike). The Filter's conjunct reads the flags (and the values of scalar
+subqueries beside them, joined as a Project's keeping every row); a projection back to its input's
 columns follows. A correlation other than key equalities is refused by name there. The semi and anti joins
 probe the outer side; :func:`~gpu_engine.optimizer.build_sides.build_smaller_sides` makes them right semi / right
 anti joins that build a smaller outer side.
@@ -256,40 +257,50 @@ class _Decorrelator:
         values: dict[int, Expr] = {}
         for n, predicate in enumerate(predicates.values()):  # EXISTS / IN as values: mark joins, flags
             current, values[id(predicate)] = self._mark(current, predicate, f"{node.id}.m{n}", False, node.label)
-        taken = set(current.output_schema.names)
-        for n, subquery in enumerate(found.values()):
+        current = self._values_joined(current, list(found.values()), node.id, values)
+        return replace(node, sources=(current,), expressions=tuple(
+            transformed(expr, lambda sub: values.get(id(sub))) for expr in node.expressions))
+
+    def _values_joined(self, outer: PlanNode, found: list[ScalarSubquery], join_id: str,
+                       values: dict[int, Expr]) -> PlanNode:
+        """Return ``outer`` joined with each scalar subquery of ``found``, every outer row kept once: an
+        uncorrelated one nested-loop joined with its EnforceSingleRow side, a correlated one left hash joined on its
+        keys (:meth:`_correlated_joined`: the value over no rows through the match flag); ``values`` gets the
+        expression each subquery's value is over the result (by ``id``)."""
+        current, taken = outer, set(outer.output_schema.names)
+        for n, subquery in enumerate(found):
             if subquery.correlation is None:
-                inner, name = self._single_row(subquery, node.id, n, taken)
+                inner, name = self._single_row(subquery, join_id, n, taken)
                 values[id(subquery)] = ColumnRef(name, subquery.dtype)
                 fields = list(current.output_schema) + list(inner.output_schema)
                 current = NestedLoopJoinNode(
-                    id=self.new_id(node.id), output_schema=pa.schema(fields), sources=(current, inner),
+                    id=self.new_id(join_id), output_schema=pa.schema(fields), sources=(current, inner),
                     join_type="inner", output_columns=tuple(f.name for f in fields))
             else:
-                current, values[id(subquery)], _ = self._correlated_joined(current, subquery, node.id, n, taken,
+                current, values[id(subquery)], _ = self._correlated_joined(current, subquery, join_id, n, taken,
                                                                            None)
-        return replace(node, sources=(current,), expressions=tuple(
-            transformed(expr, lambda sub: values.get(id(sub))) for expr in node.expressions))
+        return current
 
     def _marked_filter(self, outer: PlanNode, part: Expr, join_id: str, names: tuple[str, ...],
                        label: str) -> PlanNode:
         """Return ``outer`` filtered by ``part``, a conjunct holding EXISTS / IN predicates under OR, NOT or inside
-        an expression: each predicate a mark join's flag (:meth:`_mark`), then a Filter by ``part`` reading the
-        flags and a projection back to the input's columns (the projection takes ``join_id``).
+        an expression: each predicate a mark join's flag (:meth:`_mark`), each scalar subquery beside them (``c >
+        (SELECT ...) OR EXISTS (...)``) a value of every outer row (:meth:`_values_joined`: as in a Project), then
+        a Filter by ``part`` reading the flags and values and a projection back to the input's columns (the
+        projection takes ``join_id``).
 
         Why not a semi join: under OR the row must stay when the predicate is false (TPC-DS q10, q35: ``EXISTS
         (web sales of c) OR EXISTS (catalog sales of c)``); under NOT, IN's NULL is not FALSE.
         """
         predicates = _subquery_predicates(part)
-        if _scalar_subqueries(part):
-            raise PlanError("a filter conjunct holding both a scalar subquery and an EXISTS / IN under OR, NOT or "
-                            "inside an expression is not supported; split it", node=label, column=part.sql())
         positive = _positive_predicates(part)
         current = outer
         flags: dict[int, Expr] = {}
         for n, predicate in enumerate(predicates):
             current, flags[id(predicate)] = self._mark(current, predicate, f"{join_id}.m{n}",
                                                        id(predicate) in positive, label)
+        # its scalar subqueries beside them (``c > (SELECT ...) OR EXISTS (...)``): values of every outer row
+        current = self._values_joined(current, _scalar_subqueries(part), join_id, flags)
         current = FilterNode(id=self.new_id(join_id), output_schema=current.output_schema, sources=(current,),
                              predicate=transformed(part, lambda expr: flags.get(id(expr))))
         fields = {field.name: field for field in current.output_schema}

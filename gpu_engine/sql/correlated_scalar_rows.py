@@ -55,7 +55,7 @@ from gpu_engine.sql.shaped_subqueries import is_shaped, rows_per_key
 if TYPE_CHECKING:
     from gpu_engine.sql.planner import QueryPlanner
 
-__all__ = ["binds", "bind_correlated_scalar", "conjunct_scalars", "windowed_value", "windows_per_key"]
+__all__ = ["binds", "bind_correlated_scalar", "conjunct_scalars", "scalar_groups", "windowed_value", "windows_per_key"]
 
 
 def _value(select: exp.Select) -> exp.Expression:
@@ -102,17 +102,24 @@ def conjunct_scalars(conjunct: exp.Expression, outer_aliases: set[str]) -> list[
     if not found or not all(isinstance(node, exp.Subquery) and node.find_ancestor(exp.Any, exp.All) is None
                             for node in found):
         return None
+    groups = scalar_groups(conjunct, outer_aliases)
+    return groups if groups and any(binds(copies[0].this, outer_aliases) for copies in groups) else None
+
+
+def scalar_groups(conjunct: exp.Expression, outer_aliases: set[str]) -> list[list[exp.Subquery]] | None:
+    """Return the scalar subqueries of ``conjunct``'s own scope (not those inside its EXISTS / IN / ANY / ALL),
+    each as the places it is written (one :class:`~gpu_engine.sql.planning_context.TreeKey`), where every one
+    either :func:`binds` or is uncorrelated (a typed ScalarSubquery each); else None (correlated otherwise: the
+    tree path computes or refuses it). An empty list where it holds none."""
     groups: dict[TreeKey, list[exp.Subquery]] = {}
-    for node in found:
-        groups.setdefault(TreeKey(node), []).append(node)
-    bound = False
+    for node in own_scope_nodes(conjunct, (exp.Subquery, exp.Exists, exp.In, exp.Any, exp.All)):
+        if isinstance(node, exp.Subquery):
+            groups.setdefault(TreeKey(node), []).append(node)
     for copies in groups.values():
         select = copies[0].this
-        if isinstance(select, exp.Select) and binds(select, outer_aliases):
-            bound = True
-        elif not _uncorrelated(select):
-            return None  # correlated otherwise: the tree path computes (or refuses) it
-    return list(groups.values()) if bound else None
+        if not (isinstance(select, exp.Select) and binds(select, outer_aliases) or _uncorrelated(select)):
+            return None
+    return list(groups.values())
 
 
 def windows_per_key(query: exp.Select, outer_aliases: set[str], node: exp.Expression) -> exp.Select:

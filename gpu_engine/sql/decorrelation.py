@@ -31,7 +31,8 @@ rule joins it on them (inner where the comparison fails for a key without
 rows, else left with the value over no rows: COUNT's 0). EXISTS / IN under
 OR, NOT or inside an expression (a CASE; correlated by column equalities, or uncorrelated) are typed
 predicates inside the Filter's predicate (:func:`mark_predicates`), which the rule
-makes mark joins (a match flag per outer row); the other subqueries
+makes mark joins (a match flag per outer row), a scalar subquery beside them a
+typed ScalarSubquery of the same Filter (``c > (S) OR EXISTS (...)``); the other subqueries
 used as values (in SELECT, under NOT) are LEFT-joined derived tables
 (:mod:`~gpu_engine.sql.subquery_values`): those are still planned as joins
 here (issue 30 item 0).
@@ -237,6 +238,11 @@ class MarkedConjunct:
     tree: exp.Expression
     marks: list[SemiJoin]
     early: bool = False
+    #: Its scalar subqueries (``c > (SELECT ...) OR EXISTS (...)``): each the places it is written, its planned
+    #: relation (one row, or its rows per correlation key), its value column and its key equalities ``outer =
+    #: alias.k<n>`` (:func:`plan_subquery_conjunct`); typed ScalarSubqueries of the same Filter.
+    scalars: list[tuple[list[exp.Subquery], Relation, exp.Column, list[exp.Expression]]] = dataclasses.field(
+        default_factory=list)
 
     @property
     def keys(self) -> list[tuple[exp.Expression, exp.Column]]:
@@ -276,13 +282,18 @@ def mark_predicates(conjunct: exp.Expression, outer_aliases: set[str]) -> list[e
     found = _positive_marks(stripped)
     if not found or not all(mark_planned(mark, outer_aliases) for mark in found):
         return None
+    from gpu_engine.sql.correlated_scalar_rows import scalar_groups
+
+    if scalar_groups(stripped, outer_aliases) is None:  # a scalar subquery beside them no ScalarSubquery types
+        return None
     return found
 
 
 def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
     """Return the EXISTS / IN-subquery predicates of ``tree`` (depth first, left to right): under AND/OR/NOT, or
-    inside an expression (a CASE, a comparison: the rule's flag is NULL-aware there); None when it holds another
-    subquery (a scalar one, ``x > ANY (...)``), which the conjunct's other paths plan.
+    inside an expression (a CASE, a comparison: the rule's flag is NULL-aware there); None when it holds an ANY /
+    ALL over a list, which the conjunct's other paths plan. A scalar subquery beside them is skipped: it is a
+    typed ScalarSubquery of the same Filter where :func:`mark_predicates` finds it bound.
 
     Why inside a CASE too: ``CASE WHEN EXISTS (...) THEN ... END`` in WHERE was a LEFT-joined ``count(*)`` per key
     of the sqlglot tree (:mod:`~gpu_engine.sql.subquery_values`); typed, the rule plans it for every plan."""
@@ -298,7 +309,9 @@ def _positive_marks(tree: exp.Expression) -> list[exp.Expression] | None:
         return []
     found: list[exp.Expression] = []
     for child in tree.iter_expressions():
-        if isinstance(child, (exp.Subquery, exp.Select, exp.SetOperation, exp.Any, exp.All)):
+        if isinstance(child, exp.Subquery):
+            continue
+        if isinstance(child, (exp.Select, exp.SetOperation, exp.Any, exp.All)):
             return None
         inner = _positive_marks(child)
         if inner is None:
@@ -442,7 +455,8 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
     marks = mark_predicates(conjunct, local_aliases)
     if marks is not None:  # EXISTS / IN under OR: typed predicates the optimizer rule makes mark joins
         semi_joins.append(MarkedConjunct(conjunct, [semi_join_of(planner, mark, False, local_aliases, ctes, mark)
-                                                    for mark in marks]))
+                                                    for mark in marks],
+                                         scalars=_bound_scalars(planner, conjunct, local_aliases, ctes)))
         return
     tree, negated = subquery_predicate_of(conjunct)
     if is_uncorrelated_exists(tree):
@@ -468,6 +482,25 @@ def plan_subquery_conjunct(planner: QueryPlanner, conjunct, local_aliases, ctes,
         return
     raise unsupported("a subquery inside OR, NOT or an expression (only [NOT] EXISTS, [NOT] IN and "
                       "comparisons with a scalar subquery are planned)", conjunct)
+
+
+def _bound_scalars(planner: QueryPlanner, conjunct: exp.Expression, outer_aliases, ctes):
+    """Return the scalar subqueries of a marked conjunct, planned (:attr:`MarkedConjunct.scalars`): uncorrelated,
+    its one row (EnforceSingleRow); correlated by column equalities, its rows per correlation key
+    (:func:`~gpu_engine.sql.correlated_scalar_rows.bind_correlated_scalar`), unrestricted (the conjunct may keep
+    an outer row whatever its key)."""
+    from gpu_engine.sql.correlated_scalar_rows import bind_correlated_scalar, scalar_groups
+
+    bound = []
+    for copies in scalar_groups(conjunct, set(outer_aliases)) or []:
+        select = subquery_select(copies[0].this)
+        if isinstance(select, exp.Select) and split_correlated(select, set(outer_aliases))[2]:
+            relation, column, equalities = bind_correlated_scalar(planner, copies[0], select, set(outer_aliases),
+                                                                  ctes)
+        else:
+            (relation, column), equalities = scalar_relation(planner, copies[0], ctes), []
+        bound.append((copies, relation, column, equalities))
+    return bound
 
 
 def split_correlated(select: exp.Select, outer_aliases: set[str]):
@@ -1049,7 +1082,7 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | 
     """Filter ``relation`` by a pending [NOT] EXISTS / [NOT] IN (or a conjunct holding several under OR),
     translated into typed subquery predicates of one Filter (:func:`_typed_predicate`)."""
     from gpu_engine.plans.sql_translator import parse_expression
-    from gpu_engine.plans.subqueries import transformed
+    from gpu_engine.plans.subqueries import OuterColumn, ScalarSubquery, transformed
 
     if isinstance(semi, SemiJoin):
         relation, predicate = _typed_predicate(planner, relation, semi)
@@ -1058,7 +1091,9 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | 
         predicates = {}
         for n, mark in enumerate(semi.marks):
             relation, predicates[f"$mark{n}"] = _typed_predicate(planner, relation, mark)
-        tree = semi.tree.copy()
+        # its scalar subqueries read as their value columns (swapped out while the tree is copied)
+        tree = _with_subqueries_replaced(semi.tree, [(copies, column) for copies, _, column, _ in semi.scalars]) \
+            if semi.scalars else semi.tree.copy()
         # the same walk as mark_predicates's, so the n-th found is the n-th mark (find_all's breadth-first order
         # bound `(EXISTS a AND x) OR EXISTS b OR EXISTS c`'s predicates to one another's subqueries)
         for n, node in enumerate(_positive_marks(tree)):
@@ -1066,9 +1101,23 @@ def subquery_filter(planner: QueryPlanner, relation: Relation, semi: SemiJoin | 
                 tree = exp.column(f"$mark{n}", table="$mark")
             else:
                 node.replace(exp.column(f"$mark{n}", table="$mark"))
-        schema = pa.schema(list(relation.node.output_schema) + [pa.field(name, pa.bool_()) for name in predicates])
+        fields = list(relation.node.output_schema) + [pa.field(name, pa.bool_()) for name in predicates]
         columns = {**relation.columns, **{("$mark", name): name for name in predicates}}
+        for _, scalar, _, _ in semi.scalars:
+            columns.update(scalar.columns)
+            fields += [f for f in scalar.node.output_schema if f.name not in {g.name for g in fields}]
+        schema = pa.schema(fields)
+        outer_names = set(relation.node.output_schema.names)
         try:
+            for _, scalar, column, equalities in semi.scalars:
+                name = columns[(column.table, column.name)]
+                correlation = None
+                if equalities:
+                    typed = parse_expression(conjunction([planner._renamed(e, columns) for e in equalities]),
+                                             schema, "Filter")
+                    correlation = transformed(typed, lambda node: OuterColumn(node.name, node.dtype)
+                                              if isinstance(node, ColumnRef) and node.name in outer_names else None)
+                predicates[name] = ScalarSubquery(scalar.node, name, schema.field(name).type, correlation)
             typed = parse_expression(planner._renamed(tree, columns), schema, "Filter")
             predicate = transformed(typed, lambda node: predicates.get(node.name) if isinstance(node, ColumnRef)
                                     else None)

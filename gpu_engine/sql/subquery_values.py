@@ -153,6 +153,8 @@ def _left_to_where_path(conjunct: exp.Expression, node: exp.Expression, marks_pl
         return reached_through_and_or(_stripped(conjunct, False), node) and (_is_in_query(node) or not marks_planned)
     if any(copy is node for copies in conjunct_scalars(conjunct, outer_aliases) or () for copy in copies):
         return True  # a typed ScalarSubquery of the WHERE Filter
+    if mark_predicates(conjunct, outer_aliases) is not None:  # beside typed mark predicates: a ScalarSubquery there
+        return True
     comparison = _stripped(conjunct, False)
     if not isinstance(comparison, _COMPARISONS):
         return False

@@ -24,6 +24,9 @@ import pyarrow as pa
 
 from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 from gpu_engine.optimizer.decorrelation import holds_subqueries
+from gpu_engine.plans.expressions import walk
+from gpu_engine.plans.nodes import FilterNode, walk_plan
+from gpu_engine.plans.subqueries import Exists, InSubquery, QuantifiedComparison, ScalarSubquery
 
 TABLES = {"t": pa.table({"a": pa.array([1, 2, None, 4, None, 1], pa.int64()),
                          "b": pa.array([1, None, None, 5, 2, 1], pa.int64()),
@@ -90,11 +93,29 @@ ANSWERED = [
     "SELECT (SELECT count(*) FROM t t2 WHERE t2.b < t.a) AS k, count(*) FROM t GROUP BY CUBE (1)",
 ]
 
+#: a WHERE conjunct holding a scalar subquery beside an EXISTS / IN / ANY (under OR, NOT, in a CASE): the scalar one
+#: was a LEFT-joined derived table of the tree; now one typed Filter holds both (the rule's mark joins and joins)
+MIXED = [
+    "SELECT a FROM t WHERE c > (SELECT min(t2.c) FROM t t2 WHERE t2.b = t.a) OR EXISTS (SELECT 1 FROM t t3 "
+    "WHERE t3.b = t.a AND t3.c > 40)",
+    "SELECT a, c FROM t WHERE c > (SELECT avg(c) FROM t) OR EXISTS (SELECT 1 FROM t t3 WHERE t3.b = t.a)",
+    "SELECT a, c FROM t WHERE NOT (c < (SELECT count(*) FROM t t2 WHERE t2.b = t.a) * 10 AND a IN (SELECT t3.b "
+    "FROM t t3 WHERE t3.c > 20))",
+    "SELECT a, c FROM t WHERE CASE WHEN EXISTS (SELECT 1 FROM t t3 WHERE t3.b = t.a) THEN c > (SELECT max(t2.c) "
+    "FROM t t2 WHERE t2.a = t.a) - 30 ELSE (SELECT count(*) FROM t t2 WHERE t2.b = t.b) = 0 END",
+    "SELECT t.a, u.c FROM t JOIN t u ON u.a = t.a WHERE u.c >= (SELECT max(t2.c) FROM t t2 WHERE t2.b = t.b) "
+    "OR t.b IN (SELECT t3.a FROM t t3 WHERE t3.c = u.c)",
+    f"SELECT a FROM t WHERE coalesce((SELECT min(t2.c) FROM t t2 WHERE {NS}), 0) > 15 OR NOT EXISTS "
+    "(SELECT 1 FROM t t3 WHERE t3.b = t.a)",
+    "SELECT a FROM t WHERE c > ALL (SELECT t2.c FROM t t2 WHERE t2.b = t.a) OR c < (SELECT min(t2.c) FROM t t2 "
+    "WHERE t2.a = t.a)",
+]
+
 
 def test_the_last_tree_path_forms_match_duckdb_on_cpu(reference):
     # Unfused, 2 drivers of 2-row batches: the plans are the subject (keys and NULLs across batches).
     session = session_with_tables(TABLES, device="cpu", drivers=2, batch_rows=2, fuse=False, compile_mode="lowest")
-    assert_queries_match_duckdb(session, reference, QUERIES + ON_CONDITIONS + ANSWERED, exact_types=True)
+    assert_queries_match_duckdb(session, reference, QUERIES + ON_CONDITIONS + ANSWERED + MIXED, exact_types=True)
 
 
 def test_each_form_is_typed_before_the_rules():
@@ -102,7 +123,19 @@ def test_each_form_is_typed_before_the_rules():
     assert [sql for sql in QUERIES + ON_CONDITIONS + ANSWERED if not holds_subqueries(session.sql_plan(sql))] == []
 
 
+def test_a_scalar_subquery_beside_a_mark_is_typed_in_one_filter():
+    def mixed(plan) -> bool:
+        for node in walk_plan(plan):
+            kinds = {type(e) for e in walk(node.predicate)} if isinstance(node, FilterNode) else set()
+            if ScalarSubquery in kinds and kinds & {Exists, InSubquery, QuantifiedComparison}:
+                return True
+        return False
+
+    session = session_with_tables(TABLES, device="cpu")
+    assert [sql for sql in MIXED if not mixed(session.sql_plan(sql))] == []
+
+
 def test_a_split_where_conjunct_and_a_series_domain_on_each_device(device_name, reference):
     session = session_with_tables(TABLES, device=device_name, compile_mode="lowest")
-    assert_queries_match_duckdb(session, reference, [QUERIES[1], QUERIES[11], ANSWERED[0], ANSWERED[6]],
-                                exact_types=True)
+    assert_queries_match_duckdb(session, reference, [QUERIES[1], QUERIES[11], ANSWERED[0], ANSWERED[6], MIXED[0],
+                                                     MIXED[3]], exact_types=True)
