@@ -53,7 +53,8 @@ _PARAMETER_ARGUMENT = {exp.PercentileCont: "expression", exp.PercentileDisc: "ex
                        exp.ApproxQuantile: "quantile", exp.GroupConcat: "separator"}
 #: Anonymous functions (as sqlglot parses them) that are aggregates: the node of the same function.
 _ANONYMOUS: dict[str, type] = {"arbitrary": exp.First, "product": exp.AnonymousAggFunc,
-                               "every": exp.LogicalAnd, "some": exp.LogicalOr}  # (Spark's bool_and/bool_or)
+                               "every": exp.LogicalAnd, "some": exp.LogicalOr,  # (Spark's bool_and/bool_or)
+                               "mean": exp.Avg}  # (DuckDB's alias of avg)
 #: Anonymous aggregates (:class:`sqlglot.exp.AnonymousAggFunc`) by name -> the engine's function.
 _ANONYMOUS_AGGREGATES = {"product": "product"}
 
@@ -66,7 +67,7 @@ SUPPORTED_AGGREGATES = ("count, sum, avg, min, max, stddev, stddev_samp, stddev_
                         "bool_and, bool_or, count_if, any_value, first, arbitrary, bit_and, bit_or, bit_xor, "
                         "arg_min, arg_max, min_by, max_by, product, median, quantile_cont, quantile_disc, quantile, "
                         "percentile_cont, percentile_disc (WITHIN GROUP), mode, string_agg, listagg, group_concat, "
-                        "approx_count_distinct, approx_quantile, last")
+                        "approx_count_distinct, approx_quantile, last, mean, sem")
 
 
 def aggregate_function_name(call: exp.Expression) -> str | None:
@@ -240,6 +241,24 @@ def _regression_average(node: exp.Expression) -> exp.Expression:
     return exp.Avg(this=exp.Cast(this=kept, to=exp.DataType.build("DOUBLE")))
 
 
+def _is_standard_error(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and str(node.this).lower() == "sem" and len(node.expressions) == 1
+
+
+def _standard_error(argument: exp.Expression, call: exp.Expression | None = None) -> exp.Expression:
+    """Return DuckDB's ``sem(x)``, the standard error of the mean, as ``stddev_pop(x) / sqrt(count(x))`` (DOUBLE; 0
+    for one value, NULL for none); ``call``: the FILTER or window around ``sem``, put around both aggregates."""
+    def wrapped(aggregate: exp.Expression) -> exp.Expression:
+        if call is None:
+            return aggregate
+        around = call.copy()
+        around.set("this", aggregate)
+        return around
+
+    return exp.Paren(this=exp.Div(this=wrapped(exp.StddevPop(this=argument.copy())),
+                                  expression=exp.Sqrt(this=wrapped(exp.Count(this=argument.copy())))))
+
+
 def _in_window(node: exp.Expression, root: exp.Expression) -> bool:
     """Return whether ``node`` sits in a window call of the tree ``root`` (its ancestors up to ``root``, or up to the
     root of the copy ``node`` is in: the same ancestors whether the tree was copied first or not)."""
@@ -293,6 +312,10 @@ def normalize_aggregate_calls(tree: exp.Expression, *, copy: bool = True, dialec
             # gpu_engine.sql.rewrite reads a node's ``this``, which is an anonymous aggregate's name)
             argument = exp.Case(ifs=[exp.If(this=node.expression.this.copy(), true=node.this.expressions[0].copy())])
             return exp.AnonymousAggFunc(this=str(node.this.this).lower(), expressions=[argument])
+        if isinstance(node, (exp.Filter, exp.Window)) and _is_standard_error(node.this):
+            return _standard_error(node.this.expressions[0], node)
+        if _is_standard_error(node) and not isinstance(node.parent, (exp.Filter, exp.Window)):
+            return _standard_error(node.expressions[0])
         if isinstance(node, exp.Anonymous) and str(node.this).lower() in _ANONYMOUS:
             arguments = list(node.expressions)
             if len(arguments) != 1:
