@@ -27,6 +27,9 @@ writer options (round 11) but decimals of two precisions only and no filter that
   and a quoted path, grouped and aggregated.
 - ``gsets``: GROUPING SETS / ROLLUP / CUBE over keys with NULLs (so a NULL key and a rolled-up one differ only
   in ``grouping()``), HAVING on ``grouping()``, windows over the grouped rows, grouping sets over joins.
+- ``strfn``: split_part / regexp_extract / regexp_replace / lpad / rpad / position / strpos / translate / replace /
+  repeat / left / right / substring / trim / concat_ws / slicing and the rest of the string library over unicode,
+  empty and NULL strings and separators, negative and zero counts, on plain, large and dictionary string columns.
 
 Sessions of 1-3 drivers, batches of 1-7 rows or the default. Comparison: round 10's ``_compare_case`` (round 5's
 ``_compare``: multisets, floats to 1e-7; ``ordered``: row for row by the outer ORDER BY's keys).
@@ -119,11 +122,45 @@ def _as_form(r: random.Random, name: str, table, folder: Path):
 
 A_KEYS = ["a.id", "a.id", "a.id", "a.d", "a.ts", "a.d64", "a.id, a.s", "a.id, a.k", "a.d, a.s", "a.id, a.d, a.ts"]
 JOINS = ["JOIN", "JOIN", "LEFT JOIN", "RIGHT JOIN", "FULL JOIN"]
-A_AGGS = ["count(*)", "count(b.v)", "sum(b.v)", "min(b.w)", "max(b.w)", "any_value(a.k)", "avg(b.x)", "sum(a.f)",
+A_AGGS = ["count(*)", "count(b.v)", "sum(b.v)", "min(b.w)", "max(b.w)", "max(a.k)", "avg(b.x)", "sum(a.f)",
           "count(DISTINCT b.w)", "max(a.s)", "min(a.ts)", "sum(b.x)", "avg(a.f)", "string_agg(b.w, ',' ORDER BY b.w)"]
 
 
+#: GROUP BYs whose keys are unique through more than one join, a semi join, a CTE read twice, a NULL-safe or
+#: two-key join, a LIMIT 1 side, a window above or a UNION ALL below (a proof must not survive that).
+UNIQUE_MORE = [
+    "SELECT a.id, g.c, count(*) AS n, max(b.w) AS m FROM a JOIN b ON a.id = b.aid JOIN (SELECT aid, count(*) AS c "
+    "FROM b GROUP BY aid) g ON g.aid = a.id GROUP BY a.id, g.c",
+    "SELECT a.id, a.s, count(*) AS n FROM a WHERE a.id IN (SELECT aid FROM b) GROUP BY a.id, a.s",
+    "SELECT a.id, a.s, count(*) AS n FROM a WHERE a.id NOT IN (SELECT aid FROM b WHERE aid IS NOT NULL) GROUP BY a.id, a.s",
+    "SELECT a.id, count(*) AS n, sum(b.v) AS t FROM a JOIN b ON a.id = b.aid AND a.k = b.v GROUP BY a.id",
+    "SELECT a.id, count(*) AS n, min(b.w) AS t FROM a JOIN b ON a.id = b.bid GROUP BY a.id",
+    "SELECT a.id, count(*) AS n, min(b.w) AS t FROM a LEFT JOIN b ON a.id = b.bid GROUP BY a.id",
+    "WITH g AS (SELECT aid, sum(v) AS t FROM b GROUP BY aid) SELECT g1.aid, count(*) AS n, max(g2.t) AS t "
+    "FROM g g1 JOIN g g2 ON g1.aid = g2.aid GROUP BY g1.aid",
+    "WITH g AS (SELECT aid, sum(v) AS t FROM b GROUP BY aid) SELECT g1.t, count(*) AS n FROM g g1 JOIN g g2 "
+    "ON g1.aid = g2.aid GROUP BY g1.t",
+    "SELECT id, n, rank() OVER (ORDER BY n, id) AS r FROM (SELECT a.id, count(*) AS n FROM a JOIN b ON a.id = b.aid "
+    "GROUP BY a.id) z",
+    "SELECT CAST(a.id AS INTEGER) AS i, count(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY CAST(a.id AS INTEGER)",
+    "SELECT a.id + 0 AS i, count(*) AS n FROM a GROUP BY a.id + 0",
+    "SELECT a.id, count(*) AS n, count(b.bid) AS c FROM a LEFT JOIN b ON a.id IS NOT DISTINCT FROM b.aid GROUP BY a.id",
+    "SELECT id, count(*) AS n FROM (SELECT id FROM a UNION ALL SELECT id FROM a WHERE k = 1) z GROUP BY id",
+    "SELECT a.id, count(*) AS n FROM a JOIN (SELECT * FROM b ORDER BY bid LIMIT 1) b1 ON a.id = b1.aid OR a.k = 1 GROUP BY a.id",
+    "SELECT a.id, a.d, count(*) AS n FROM a, (SELECT max(v) AS mv FROM b) m WHERE a.k <= m.mv OR m.mv IS NULL GROUP BY a.id, a.d",
+    "SELECT b.aid, count(*) AS n, sum(a.k) AS t FROM b JOIN a ON a.id = b.aid WHERE b.bid = 3 GROUP BY b.aid",
+    "SELECT a.ts, count(*) AS n FROM a JOIN a a2 ON a.ts = a2.ts GROUP BY a.ts",
+    "SELECT a.d64, count(*) AS n, min(a.id) AS m FROM a GROUP BY a.d64",
+    "SELECT a.d64, a.s, count(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY a.d64, a.s",
+    "SELECT z.id, count(*) AS n FROM (SELECT a.id FROM a JOIN b ON a.id = b.aid) z GROUP BY z.id",
+    "SELECT a.id, count(DISTINCT b.aid) AS n FROM a FULL JOIN b ON a.id = b.aid GROUP BY a.id",
+    "SELECT b.bid, a.id, count(*) AS n FROM b LEFT JOIN a ON a.d = DATE '2024-02-27' + b.v GROUP BY b.bid, a.id",
+]
+
+
 def _unique_query(r: random.Random) -> tuple[str, str]:
+    if r.random() < 0.4:
+        return r.choice(UNIQUE_MORE), "sql"
     keys = r.choice(A_KEYS)
     aggs = ", ".join(f"{r.choice(A_AGGS)} AS g{i}" for i in range(r.randint(1, 3)))
     shape = r.random()
@@ -372,8 +409,69 @@ def _gsets_query(r: random.Random) -> tuple[str, str]:
             f"GROUP BY gid"), "sql"
 
 
+# ------------------------------------------------------------------------------------------------ strfn
+SF_TEXTS = ["", " ", "a", "é", "ÉÉ", "ß", "日本語", "😀", "x😀y😀", "a,b,,c", ",", "  pad  ", "AbC", "ﬁ", "İ", "ǅ", "a\tb",
+            "--x--", "abcabc", "Σσς", "naïve café", "0", "-12.5", "%_", "\\"]
+
+
+def _sf_table(r: random.Random):
+    import pyarrow as pa
+
+    rows = r.choice([0, 1, 6, 25])
+    kind = r.choice([pa.string(), pa.string(), pa.large_string()])
+    column = pa.array([_nullable(r, r.choice(SF_TEXTS), 0.15) for _ in range(rows)], kind)
+    if r.random() < 0.3:
+        column = column.dictionary_encode()
+    return {"st": pa.table({"id": pa.array(range(rows), pa.int64()), "s": column,
+                            "t": pa.array([_nullable(r, r.choice(SF_TEXTS), 0.15) for _ in range(rows)], pa.string()),
+                            "n": pa.array([_nullable(r, r.choice([-3, -1, 0, 1, 2, 5, 100]), 0.1) for _ in range(rows)],
+                                          pa.int64())})}
+
+
+def _sf_literal(r: random.Random) -> str:
+    return "'" + r.choice(SF_TEXTS).replace("'", "''") + "'"
+
+
+def _sf_expr(r: random.Random) -> str:
+    x = r.choice(["s", "s", "t", _sf_literal(r), "NULL::VARCHAR", "lower(s)", "s || t"])
+    y = r.choice(["t", _sf_literal(r), _sf_literal(r), "''", "NULL::VARCHAR"])
+    n = r.choice(["n", "0", "1", "2", "-1", "-2", "3", "NULL::BIGINT"])
+    return r.choice([
+        f"split_part({x}, {y}, {n})", f"split_part({x}, ',', {n})", f"split_part({x}, '', {n})",
+        f"regexp_extract({x}, '{r.choice(['(a)(b)?', '([^,]*),', '(.)', '^(.*)$', '😀(.)', '(é|ß)'])}', {r.choice(['0', '1', '2'])})",
+        f"regexp_replace({x}, '{r.choice(['.', 'a|é', '^', '$', ''])}', '{r.choice(['', '-', '😀'])}', 'g')",
+        f"lpad({x}, {n}, {y})", f"rpad({x}, {n}, {y})", f"lpad({x}, {r.choice(['3', '5', '0'])}, '😀é')",
+        f"position({y} IN {x})", f"strpos({x}, {y})", f"instr({x}, {y})",
+        f"translate({x}, {y}, {_sf_literal(r)})", f"translate({x}, 'aé😀', 'A')", f"translate({x}, 'a', 'xyz')",
+        f"replace({x}, {y}, {_sf_literal(r)})", f"repeat({x}, {n})", f"left({x}, {n})", f"right({x}, {n})",
+        f"substring({x}, {n}, {r.choice(['1', '2', '0', '-1', '100'])})", f"substring({x}, {n})",
+        f"concat_ws({y}, {x}, t, NULL)", f"concat({x}, NULL, {y})", f"{x} || {y}",
+        f"trim({x}, {y})", f"ltrim({x}, '{r.choice(['-', ' ', 'a', '😀', ''])}')", f"rtrim({x})",
+        f"starts_with({x}, {y})", f"ends_with({x}, {y})", f"contains({x}, {y})", f"prefix({x}, {y})", f"suffix({x}, {y})",
+        f"length({x})", f"strlen({x})", f"octet_length({x})", f"bit_length({x})", f"reverse({x})", f"ascii({x})",
+        f"unicode({x})", f"upper({x})", f"lower({x})", f"initcap({x})" if False else f"ucase({x})",
+        f"chr({r.choice(['65', '233', '128512', '0' if False else '97'])})", f"md5({x})", f"levenshtein({x}, {y})",
+        f"hamming({x}, {x})", f"{x} < {y}", f"{x} = {y}", f"greatest({x}, {y})", f"least({x}, {y}, 'm')",
+        f"format('{{}}-{{}}', {x}, {n})", f"printf('%s|%5s', {x}, {y})", f"strip_accents({x})", f"nfc_normalize({x})",
+        f"({x})[{r.choice(['1', '2', '-1', '0'])}]", f"{x}[{r.choice(['1', '2', '-2'])}:{r.choice(['2', '3', '-1'])}]",
+        f"array_extract({x}, {n})", f"like_escape({x}, '%', '\\')" if False else f"{x} LIKE {y}",
+        f"to_base64(CAST({x} AS BLOB))" if False else f"lcase({x})",
+    ])
+
+
+def _strfn_query(r: random.Random) -> tuple[str, str]:
+    shape = r.random()
+    exprs = [f"{_sf_expr(r)} AS e{i}" for i in range(r.randint(1, 3))]
+    if shape < 0.6:
+        return f"SELECT id, {', '.join(exprs)} FROM st", "sql"
+    if shape < 0.8:
+        return f"SELECT id FROM st WHERE CAST(({_sf_expr(r)}) AS VARCHAR) >= 'a'", "sql"
+    key = _sf_expr(r)
+    return f"SELECT {key} AS g, count(*) AS c FROM st GROUP BY {key}", "sql"
+
+
 # ------------------------------------------------------------------------------------------------ run
-FAMILIES = ("unique", "topn", "setjoin", "pqdec", "gsets")
+FAMILIES = ("unique", "topn", "setjoin", "pqdec", "gsets", "strfn")
 
 
 def _case(family: str, r: random.Random, folder: Path):
@@ -396,9 +494,12 @@ def _case(family: str, r: random.Random, folder: Path):
         settings.update(split_rows=None, options={k: v for k, v in options.items() if k != "row_group_size"},
                         row_group_size=options["row_group_size"])
         sql, how = _pq_query(r, path, table)
-    else:
+    elif family == "gsets":
         data = _gsets_tables(r)
         sql, how = _gsets_query(r)
+    else:
+        data = _sf_table(r)
+        sql, how = _strfn_query(r)
     if settings["batch_rows"] in (1, 2) and family in ("unique",) and sql.count("JOIN") > 1:
         settings["batch_rows"] = 7
     settings["forms"] = {name: type(t).__name__ for name, t in data.items()}
