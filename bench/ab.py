@@ -10,6 +10,7 @@ printed where a scan dropped rows.
 TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tpcds``'s.
 
     python bench/ab.py late-materialization tpcds 7 --sf 1 --runs 5
+    python bench/ab.py scan-predicates tpch 12 --sf 1 --runs 7
     python bench/ab.py eager-aggregation tpch 10 --sf 1 --runs 5
     python bench/ab.py one-row-extremes tpcds 23 --sf 1 --runs 7
     python bench/ab.py distinct-branches tpcds 38 --sf 1 --runs 9
@@ -99,6 +100,13 @@ def _late_materialization():
     """Join-filtered scans read whole, then filtered (``gpu_engine.connectors.late_materialization`` off)."""
     import gpu_engine.operators.table_scan as module
     return module, "read_filtered_piece", lambda *args, **kwargs: None
+
+
+def _scan_predicates():
+    """A Filter's single-column conjuncts tested by the Filter only, after the scan decoded every row
+    (``gpu_engine.connectors.scan_predicates`` off)."""
+    import gpu_engine.connectors.scan_predicates as module
+    return module, "plan_scan_predicates", lambda items: []
 
 
 def _eager_aggregation():
@@ -1076,6 +1084,7 @@ def _validity_code_prefetch():
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
+    "scan-predicates": _scan_predicates,
     "eager-aggregation": _eager_aggregation,
     "shared-subexpressions": _shared_subexpressions,
     "linear-keep": _linear_keep,

@@ -78,6 +78,19 @@ BATCH_ROWS = {"cpu": 8192, "cuda-sim": 2048, "cuda": 8192}  # 8, 3 and 8 scan ba
 MIN_SCAN_BATCHES = 3
 
 
+@pytest.fixture
+def without_scan_predicates(monkeypatch):
+    """The scan hands on every row: per-batch bounds count the operators' work per batch of rows a scan decoded.
+
+    Why: a filter's conjuncts tested in the scan (:mod:`gpu_engine.connectors.scan_predicates`) cut Q6's lineitem
+    to one gathered batch, over which per-query costs would be spread; what the scan's own test costs is bounded
+    apart (:func:`test_scan_predicates_add_no_launch_or_sync`).
+    """
+    import gpu_engine.connectors.scan_predicates as module
+
+    monkeypatch.setattr(module, "plan_scan_predicates", lambda items: [])
+
+
 def _query_counts(device_name: str, name: str, folder, fuse: bool, batch_rows: int, parquet_reader: str = "auto"):
     """Run one query with one driver; return its scan batches and (launches, syncs) by operator type, the scan's
     without the device Parquet decoder's allowance (:data:`LAUNCHES_PER_COLUMN` a decoded column, a sync a piece)."""
@@ -106,7 +119,8 @@ def _counts_per_scan_batch(device_name: str, name: str, folder, fuse: bool,
 @pytest.mark.simulator_values(name=("primer", "q1"))  # cuda-sim's q6: through the device decoder, below (CI time)
 @pytest.mark.parametrize("fuse", [False, True], ids=["unfused", "fused"])
 @pytest.mark.parametrize("name", list(QUERIES))
-def test_scan_pipeline_stays_within_its_launch_and_sync_bounds(device_name, device, name, fuse, tpch_data):
+def test_scan_pipeline_stays_within_its_launch_and_sync_bounds(device_name, device, name, fuse, tpch_data,
+                                                                without_scan_predicates):
     measured = _counts_per_scan_batch(device_name, name, tpch_data(SCALE_FACTOR[device_name]), fuse)
     _assert_within((FUSED_BOUNDS if fuse else BOUNDS)[device.kernel_flavor][name], measured)
 
@@ -119,7 +133,8 @@ def _assert_within(bounds: dict[str, tuple[float, float]], measured: dict[str, t
     assert not over, f"(launches, syncs) per scan batch over their bounds (measured, bound): {over}"
 
 
-def test_device_decoded_scan_stays_within_its_bounds_per_decoded_column_and_piece(device_name, tpch_data):
+def test_device_decoded_scan_stays_within_its_bounds_per_decoded_column_and_piece(device_name, tpch_data,
+                                                                                 without_scan_predicates):
     """Fused Q6 through the device Parquet decoder (cuda's default; on cuda-sim this is Q6's fused case): at most
     LAUNCHES_PER_COLUMN launches a decoded column and one status read a piece, the scan's other work and the
     pipeline's within their per-batch bounds (the scan's launches were counted per batch: 1.5 a batch against
@@ -131,7 +146,8 @@ def test_device_decoded_scan_stays_within_its_bounds_per_decoded_column_and_piec
 
 
 @pytest.mark.parametrize("name", ["primer", "q1"])
-def test_fused_scan_pipeline_launches_at_most_three_kernels_a_batch_in_the_steady_state(device_name, name, tpch_data):
+def test_fused_scan_pipeline_launches_at_most_three_kernels_a_batch_in_the_steady_state(device_name, name, tpch_data,
+                                                                                       without_scan_predicates):
     # Issue 11's bound, per batch and without the per-query emit: the query runs at two batch sizes and
     # the extra launches and syncs of the extra batches are what one more batch costs.
     folder = tpch_data(SCALE_FACTOR[device_name])
@@ -141,6 +157,27 @@ def test_fused_scan_pipeline_launches_at_most_three_kernels_a_batch_in_the_stead
     launches, syncs = (many_counts["FusedAggregation"][k] - few_counts["FusedAggregation"][k] for k in (0, 1))
     assert launches / (many - few) <= 3.0, (few, few_counts, many, many_counts)
     assert syncs / (many - few) <= 2.0, (few, few_counts, many, many_counts)
+
+
+@pytest.mark.parametrize("fuse", [False, True], ids=["unfused", "fused"])
+def test_scan_predicates_add_no_launch_or_sync(device_name, fuse, tpch_data, monkeypatch):
+    """Q6 with its filter's conjuncts tested in the scan (host-decoded pieces, as cpu and a GPU without cuDF's or
+    the device decoder read them): no operator launches or reads back more over the query than with the scan
+    handing on every row, and the scan itself launches nothing (its test runs on the host, per piece, off the
+    driver)."""
+    import gpu_engine.connectors.scan_predicates as module
+
+    folder = tpch_data(SCALE_FACTOR[device_name])
+    counted = {}
+    for side, plan in (("with", module.plan_scan_predicates), ("without", lambda items: [])):
+        monkeypatch.setattr(module, "plan_scan_predicates", plan)
+        counted[side] = _query_counts(device_name, "q6", folder, fuse, BATCH_ROWS[device_name], "pyarrow")
+    (few, with_counts), (many, without_counts) = counted["with"], counted["without"]
+    assert few < many, counted  # the scan dropped rows
+    assert with_counts["TableScan"] == (0, 0), with_counts
+    over = {op: (count, without_counts[op]) for op, count in with_counts.items()
+            if count[0] > without_counts[op][0] or count[1] > without_counts[op][1]}
+    assert not over, over
 
 
 # ----------------------------------------------------------------- aggregation: string keys, grouping sets

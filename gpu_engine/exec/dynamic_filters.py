@@ -252,6 +252,10 @@ class JoinKeyFilter:
     the range is tested.
     """
 
+    #: A join's filter (False) or a filter's own conjuncts tested in the scan
+    #: (:class:`~gpu_engine.connectors.scan_predicates.ScanPredicate`: Parquet pieces only).
+    static = False
+
     def __init__(self, column: str, kind: str, low: Any, high: Any, values: Any, join_id: str = "",
                  bits: np.ndarray | None = None, span: int | None = None, bloom_shift: int | None = None):
         self.column = column

@@ -159,6 +159,12 @@ class DriverFactory:
                     config.output_buffer_max_bytes)
 
         self._prepare_join_bridges(task)
+        # A Filter's single-column conjuncts right above this pipeline's scan: tested in the scan too
+        # (gpu_engine.connectors.scan_predicates), before the scan's other columns are decoded.
+        from gpu_engine.connectors.scan_predicates import plan_scan_predicates
+
+        for scan_id, predicate in plan_scan_predicates(self.items):
+            task.dynamic_filters.add(scan_id, predicate)
 
     def _prepare_join_bridges(self, task: "Task") -> None:
         """Give each join's bridge the driver count of its build (or probe) pipeline, creating it once,

@@ -111,6 +111,13 @@ class TableScan(Operator):
     which is kept is neither copied nor decoded). Once the
     filters have dropped under :data:`ADAPTIVE_FILTER_MIN_DROPPED` of
     :data:`ADAPTIVE_FILTER_ROWS` rows, the scan stops testing rows.
+
+    A Filter's single-column conjuncts right above the scan (comparisons, IN
+    lists, BETWEEN on integers, dates, decimals and strings:
+    :mod:`~gpu_engine.connectors.scan_predicates`) are such filters too, set
+    when the Task starts: they skip row groups and, in host-decoded Parquet
+    pieces, rows, before the other columns are decoded; the Filter still
+    tests the rows handed on.
     """
 
     def __init__(self, ctx: OperatorCtx, node: TableScanNode):
@@ -247,6 +254,8 @@ class TableScan(Operator):
         # Join-key filters of finished build sides (gpu_engine.exec.dynamic_filters): all there before the first
         # split, since a probe pipeline's scan reads nothing while its probes wait for their tables.
         filters = tuple(f for f in self.ctx.task.dynamic_filters.for_scan(self.node.id) if f.column in self.columns)
+        if not isinstance(split, ParquetSplit):  # a filter's own conjuncts save decoding only (scan_predicates)
+            filters = tuple(f for f in filters if not f.static)
         if self._copier is not None:
             self._copier.attach()  # on the driver's thread: the prefetch threads stage for its GPU
         if filters:
@@ -265,7 +274,9 @@ class TableScan(Operator):
         began = time.perf_counter()
         if self._device_pieces is not None and isinstance(piece.split, ParquetSplit) and piece.columns:
             # Page headers planned, compressed chunks staged and the filters' columns tested here; pages decoded on
-            # the device in _finish, rows kept by the filters gathered across pieces (_gather).
+            # the device in _finish, rows kept by the filters gathered across pieces (_gather). A filter's own
+            # conjuncts are left to it (their columns would be decoded on the host: work per piece the device does).
+            filters = tuple(f for f in filters if not f.static)
             prepared = prepare_device_piece(piece, filters)
             items = [] if not prepared.kept_rows else \
                 [prepared if prepared.selection is None else _Survivors(prepared)]
