@@ -252,6 +252,24 @@ def test_one_integer_key_direct_and_hashed_tables_give_the_same_pairs(device, jo
     assert got == reference_pairs([build], [expected_probe])
 
 
+@pytest.mark.parametrize("null_at", [None, 0, 5], ids=["no_null", "null_first", "null_inside"])
+def test_distinct_keys_pair_each_probe_with_its_build_row(device, join_layout, null_at):
+    """A build of distinct keys pairs a match with its key's one build row: on the CPU twin a key id is that row's
+    number while no NULL key row was dropped before it, and is mapped through the kept rows once one was."""
+    rng = np.random.default_rng(3)
+    raw = [int(x) for x in rng.permutation(np.arange(-30, 50))]
+    if null_at is not None:
+        raw[null_at] = None
+    build = pa.array(raw, pa.int64())
+    probe = pa.array([None if x == 99 else int(x) for x in rng.integers(-40, 60, 500)] + [99], pa.int64())
+    table = build_table(device, [build])
+    assert table.unique_keys and table.has_null_key == (null_at is not None)
+    expected = reference_pairs([build], [probe])
+    assert matched_pairs(device, table, [probe]) == expected
+    probe_rows, build_rows = table.match_fixed_width(Column.from_arrow(probe, device), None)
+    assert Counter(zip(device.to_host(probe_rows).tolist(), device.to_host(build_rows).tolist())) == expected
+
+
 def test_direct_table_bitmap_rules_out_misses_in_a_large_range(device):
     """A direct table too large for the caches reads its bitmap first while probes mostly miss; pairs stay exact."""
     rng = np.random.default_rng(5)
