@@ -453,7 +453,7 @@ def _sf_expr(r: random.Random) -> str:
         f"chr({r.choice(['65', '233', '128512', '0' if False else '97'])})", f"md5({x})", f"levenshtein({x}, {y})",
         f"hamming({x}, {x})", f"{x} < {y}", f"{x} = {y}", f"greatest({x}, {y})", f"least({x}, {y}, 'm')",
         f"format('{{}}-{{}}', {x}, {n})", f"printf('%s|%5s', {x}, {y})", f"strip_accents({x})", f"nfc_normalize({x})",
-        f"({x})[{r.choice(['1', '2', '-1', '0'])}]", f"{x}[{r.choice(['1', '2', '-2'])}:{r.choice(['2', '3', '-1'])}]",
+        f"({x})[{r.choice(['1', '2', '-1', '0'])}]", f"({x})[{r.choice(['1', '2', '-2'])}:{r.choice(['2', '3', '-1'])}]",
         f"array_extract({x}, {n})", f"like_escape({x}, '%', '\\')" if False else f"{x} LIKE {y}",
         f"to_base64(CAST({x} AS BLOB))" if False else f"lcase({x})",
     ])
