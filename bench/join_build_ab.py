@@ -31,13 +31,15 @@ from gpu_engine.device import get_device
 from gpu_engine.kernels.group_by import normalize_keys
 
 
-def _base_module(revision: str):
-    source = subprocess.run(["git", "show", f"{revision}:kernels/hash_join.py"], check=True, capture_output=True,
+def _base_module(revision: str, source_path: str = "kernels/hash_join.py"):
+    """Return the module ``source_path`` as it is at ``revision``, imported under a name of its own."""
+    source = subprocess.run(["git", "show", f"{revision}:{source_path}"], check=True, capture_output=True,
                             text=True).stdout
-    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"join_build_ab_{revision}.py")
+    stem = os.path.splitext(os.path.basename(source_path))[0]
+    path = os.path.join(os.environ.get("TMPDIR", "/tmp"), f"join_build_ab_{revision}_{stem}.py")
     with open(path, "w") as handle:
         handle.write(source)
-    spec = importlib.util.spec_from_file_location(f"join_build_ab_{revision}", path)
+    spec = importlib.util.spec_from_file_location(f"join_build_ab_{revision}_{stem}", path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
