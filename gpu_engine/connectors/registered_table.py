@@ -17,6 +17,10 @@ and the file, rather than half-way through a query:
   checked by the engine's own reader
   (:mod:`gpu_engine.connectors.parquet_footer`) before pyarrow reads it;
 * duplicate column names are refused (columns are addressed by name);
+* an in-memory column of Arrow's null type (``pa.nulls(n)``, a pandas column
+  of only ``None``) is a column of SQL's NULL type, as DuckDB reads it: NULL
+  storage marked on its field (:mod:`gpu_engine.plans.null_type`), so it takes
+  the type of whatever it meets;
 * columns of types the engine cannot compute on (lists, structs, times,
   durations, binary) are kept in the schema with their Arrow type, so the
   table registers; a plan that reads such a column fails at build time
@@ -41,7 +45,7 @@ from gpu_engine.connectors.data_source import parquet_metadata
 from gpu_engine.connectors.parquet_footer import ParquetFooter, read_footer
 from gpu_engine.errors import DataSourceError
 from gpu_engine.exec.split import ArrowSplit, ConnectorSplit, ParquetSplit
-from gpu_engine.plans.null_type import null_type_metadata
+from gpu_engine.plans.null_type import NULL_STORAGE, null_type_metadata, null_typed_field
 
 __all__ = ["RegisteredTable", "register_source", "supported_columns", "DEFAULT_SPLIT_ROWS", "ACCEPTED_SOURCES"]
 
@@ -296,6 +300,16 @@ def _as_arrow_table(name: str, source) -> pa.Table | None:
     return None
 
 
+def _null_typed_columns(table: pa.Table) -> pa.Table:
+    """Return ``table`` with its columns of Arrow's null type as columns of SQL's NULL type (see the module
+    docstring): the scan had no reader for ``pa.null()`` ("unsupported column type null")."""
+    nulls = [i for i, f in enumerate(table.schema) if pa.types.is_null(f.type)]
+    for i in nulls:
+        table = table.set_column(i, null_typed_field(table.schema.field(i).name),
+                                 pa.nulls(table.num_rows, NULL_STORAGE))
+    return table
+
+
 def register_source(name: str, source, split_rows: int | None = None) -> RegisteredTable:
     """Describe ``source`` as a table named ``name`` (see the module docstring for what is accepted and checked).
 
@@ -318,6 +332,7 @@ def register_source(name: str, source, split_rows: int | None = None) -> Registe
                          f"got {split_rows!r}")
     table = _as_arrow_table(name, source)
     if table is not None:
+        table = _null_typed_columns(table)
         rows = split_rows or max(1, min(_default_split_rows(table.num_rows), table.num_rows))
         borrowed = type(source).__module__.split(".")[0] == "pandas" or isinstance(source, dict) and any(
             type(values).__module__ == "numpy" for values in source.values())

@@ -16,7 +16,7 @@ import decimal
 
 import pyarrow as pa
 
-from duckdb_reference import assert_queries_match_duckdb, session_with_tables
+from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, session_with_tables
 
 T = pa.table({
     "id": pa.array(range(6), pa.int64()),
@@ -176,3 +176,23 @@ def test_null_typed_columns_on_each_device(device_name, reference):
     assert_queries_match_duckdb(session, reference, QUERIES[:2] + QUERIES[-3:-2] + [
         "SELECT coalesce(max(q.y), 'z') AS m FROM (SELECT p.x AS y FROM (SELECT NULL AS x FROM u) p "
         "INTERSECT ALL SELECT * FROM (VALUES (NULL)) v(a)) q"], exact_types=True)
+
+
+#: An Arrow column of the null type (``pa.nulls(n)``; pandas' column of only None) is read as DuckDB reads it: a
+#: column of SQL's NULL type (its scan failed with "unsupported column type null" until stop 54)
+ARROW_NULLS = pa.table({"k": pa.array([1, 2, 3], pa.int64()), "n": pa.nulls(3), "s": pa.array(["a", None, "c"])})
+ARROW_NULL_QUERIES = [
+    "SELECT * FROM a", "SELECT n, k FROM a WHERE k > 1 ORDER BY k",
+    "SELECT count(n) AS c, count(*) AS r, max(n) AS m FROM a",
+    "SELECT n IS NULL AS i, coalesce(n, k) AS c, coalesce(n, s) AS t, n + 1 AS p FROM a",
+    "SELECT k FROM a GROUP BY k, n", "SELECT n FROM a UNION ALL SELECT k FROM a",
+    "SELECT x.k FROM a x JOIN a y ON x.n = y.s", "SELECT t.id FROM t JOIN a ON t.s = a.n OR a.k = t.id",
+]
+
+
+def test_arrow_null_columns_read_as_the_null_type(device_name):
+    tables = {"a": ARROW_NULLS, "t": T}
+    with duckdb_with_tables(tables) as connection:
+        session = session_with_tables(tables, split_rows=2, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, ARROW_NULL_QUERIES, exact_types=True,
+                                    ordered=ARROW_NULL_QUERIES[1].__eq__)
