@@ -102,8 +102,8 @@ def conjunct_scalars(conjunct: exp.Expression, outer_aliases: set[str]) -> list[
     if not found or not all(isinstance(node, exp.Subquery) and node.find_ancestor(exp.Any, exp.All) is None
                             for node in found):
         return None
-    groups = scalar_groups(conjunct, outer_aliases)
-    return groups if groups and any(binds(copies[0].this, outer_aliases) for copies in groups) else None
+    grouped = _scalar_groups(found, outer_aliases)
+    return grouped[0] if grouped is not None and grouped[1] else None
 
 
 def scalar_groups(conjunct: exp.Expression, outer_aliases: set[str]) -> list[list[exp.Subquery]] | None:
@@ -111,15 +111,26 @@ def scalar_groups(conjunct: exp.Expression, outer_aliases: set[str]) -> list[lis
     each as the places it is written (one :class:`~gpu_engine.sql.planning_context.TreeKey`), where every one
     either :func:`binds` or is uncorrelated (a typed ScalarSubquery each); else None (correlated otherwise: the
     tree path computes or refuses it). An empty list where it holds none."""
+    grouped = _scalar_groups(own_scope_nodes(conjunct, (exp.Subquery, exp.Exists, exp.In, exp.Any, exp.All)),
+                             outer_aliases)
+    return grouped[0] if grouped is not None else None
+
+
+def _scalar_groups(found: list[exp.Expression], outer_aliases: set[str]
+                   ) -> tuple[list[list[exp.Subquery]], bool] | None:
+    """Return :func:`scalar_groups` of the nodes ``found`` in a conjunct's own scope, and whether one binds."""
     groups: dict[TreeKey, list[exp.Subquery]] = {}
-    for node in own_scope_nodes(conjunct, (exp.Subquery, exp.Exists, exp.In, exp.Any, exp.All)):
+    for node in found:
         if isinstance(node, exp.Subquery):
             groups.setdefault(TreeKey(node), []).append(node)
+    bound = False
     for copies in groups.values():
         select = copies[0].this
-        if not (isinstance(select, exp.Select) and binds(select, outer_aliases) or _uncorrelated(select)):
+        if isinstance(select, exp.Select) and binds(select, outer_aliases):
+            bound = True
+        elif not _uncorrelated(select):
             return None
-    return list(groups.values())
+    return list(groups.values()), bound
 
 
 def windows_per_key(query: exp.Select, outer_aliases: set[str], node: exp.Expression) -> exp.Select:
