@@ -154,7 +154,7 @@ UNIQUE_MORE = [
     "SELECT a.d64, a.s, count(*) AS n FROM a JOIN b ON a.id = b.aid GROUP BY a.d64, a.s",
     "SELECT z.id, count(*) AS n FROM (SELECT a.id FROM a JOIN b ON a.id = b.aid) z GROUP BY z.id",
     "SELECT a.id, count(DISTINCT b.aid) AS n FROM a FULL JOIN b ON a.id = b.aid GROUP BY a.id",
-    "SELECT b.bid, a.id, count(*) AS n FROM b LEFT JOIN a ON a.d = DATE '2024-02-27' + b.v GROUP BY b.bid, a.id",
+    "SELECT b.bid, a.id, count(*) AS n FROM b LEFT JOIN a ON a.d = DATE '2024-02-27' + CAST(b.v AS INTEGER) GROUP BY b.bid, a.id",
 ]
 
 
@@ -182,8 +182,9 @@ def _unique_query(r: random.Random) -> tuple[str, str]:
     elif shape < 0.65:
         sql = f"SELECT DISTINCT {keys}{', b.w' if r.random() < 0.3 else ''} FROM a {r.choice(JOINS)} b ON a.id = b.aid{where}"
     elif shape < 0.72:  # self join on the key
-        sql = (f"SELECT a.id, a.s, count(*) AS n, sum(a2.k) AS t FROM a JOIN a AS a2 ON a.{r.choice(['id', 'd', 'ts'])} = "
-               f"a2.{r.choice(['id', 'd', 'ts'])} GROUP BY a.id, a.s")
+        column = r.choice(['id', 'd', 'ts', 'd64'])
+        sql = (f"SELECT a.id, a.s, count(*) AS n, sum(a2.k) AS t FROM a JOIN a AS a2 ON a.{column} = a2.{column} "
+               f"GROUP BY a.id, a.s")
     elif shape < 0.8:  # b's own unique key through a join with a grouped side of float keys
         sql = (f"SELECT b.bid, count(*) AS n, sum(z.c) AS c FROM b JOIN (SELECT f, count(*) AS c FROM a GROUP BY f) z "
                f"ON b.x = z.f GROUP BY b.bid")
