@@ -13,6 +13,9 @@ skipped; an engine error or a different multiset of rows is reported.
 there), ``--place case`` inside a WHERE expression (``CASE WHEN <tree> THEN ... ELSE ... END``, ``coalesce(<tree>,
 ...)``, ``(<tree>) IS NULL``): typed predicates of the Project / of the Filter inside an expression.
 
+``--scalars`` adds scalar subqueries (correlated by equalities, uncorrelated) beside the predicates: one typed Filter
+holds both, the rule's mark joins and joins (``c > (SELECT ...) OR EXISTS (...)``).
+
 ``--domain`` adds EXISTS / IN / NOT IN correlated without a column equality (``u.w < t.v``, ``u.k <> t.k``,
 BETWEEN), which ``sql/correlation_domains.py`` binds over the distinct outer values (DuckDB's general
 decorrelation): semi, anti and mark joins keyed on the domain.
@@ -44,6 +47,13 @@ DOMAIN_ATOMS = [
     "NOT EXISTS (SELECT * FROM u WHERE u.w BETWEEN t.k AND t.v)", "EXISTS (SELECT * FROM e WHERE e.w > t.v)",
     "v IN (SELECT w FROM u WHERE u.k < t.k)", "k IN (SELECT k FROM u WHERE u.w * 2 > t.v)",
     "k NOT IN (SELECT k FROM u WHERE u.w > t.v)", "EXISTS (SELECT * FROM s WHERE s.k > t.k)",
+]
+
+#: Scalar subqueries beside the predicates (``--scalars``): one typed Filter of ScalarSubquery and mark predicates.
+SCALAR_ATOMS = [
+    "v > (SELECT min(w) FROM u WHERE u.k = t.k)", "v < (SELECT max(w) FROM s WHERE s.k = t.k) + {c}",
+    "(SELECT count(*) FROM u WHERE u.k = t.k) = {c2}", "v >= (SELECT avg(w) FROM u)",
+    "coalesce((SELECT sum(w) FROM e WHERE e.k = t.k), 0) < v", "(SELECT count(w) FROM s WHERE s.k = t.k) > 0",
 ]
 
 
@@ -78,9 +88,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--place", default="where", choices=["where", "select", "case"])
     parser.add_argument("--domain", action="store_true", help="add atoms correlated by other than equalities")
+    parser.add_argument("--scalars", action="store_true", help="add scalar subqueries beside the predicates")
     args = parser.parse_args(argv)
     if args.domain:
         ATOMS.extend(DOMAIN_ATOMS * 2)
+    if args.scalars:
+        ATOMS.extend(SCALAR_ATOMS * 2)
     from duckdb_reference import duckdb_table, duckdb_with_tables, rows_mismatch, session_with_tables
     from subquery_tables import TABLES
 
