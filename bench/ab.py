@@ -59,6 +59,7 @@ TPC-H texts are the specification's (``tpch.spec_sql``), TPC-DS texts ``bench.tp
     python bench/ab.py dense-keys dbbench 9 --sf 10 --runs 9
     python bench/ab.py head-words dbbench 7 --sf 10 --runs 9
     python bench/ab.py validity-code-prefetch tpcds 39 --sf 1 --runs 9
+    python bench/ab.py joint-key-partial-steps tpcds 39 --sf 1 --runs 9
     python bench/ab.py growth-stops dbbench 7 --sf 10 --runs 9
     python bench/ab.py final-rows dbbench 7 --sf 10 --runs 9
     python bench/ab.py canonical-dictionaries tpch 12 --sf 1 --runs 9
@@ -1081,6 +1082,14 @@ def _validity_code_prefetch():
     return module, "generate_fused_aggregation", generate
 
 
+def _joint_key_partial_steps():
+    """Partial steps kept where two or more keys' estimated counts multiply to 40% of the rows or more
+    (``partial_steps.JOINT_GROUPS_PER_ROW`` out of reach, as before q39 s54): only one key's count reaching 80% of
+    the rows refuses them."""
+    import gpu_engine.optimizer.partial_steps as module
+    return module, "JOINT_GROUPS_PER_ROW", 2.0
+
+
 #: Switch name -> a function returning (module, attribute, its stand-in while the change is off).
 SWITCHES = {
     "late-materialization": _late_materialization,
@@ -1150,6 +1159,7 @@ SWITCHES = {
     "final-rows": _final_rows,
     "aggregate-slices": _aggregate_slices,
     "validity-code-prefetch": _validity_code_prefetch,
+    "joint-key-partial-steps": _joint_key_partial_steps,
     # Issue 30 item 0: the rules over the typed plan.
     "optimizer-rules": _optimizer_rules,
     "distinct-semi-joins": _distinct_semi_joins,

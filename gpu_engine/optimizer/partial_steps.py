@@ -23,7 +23,8 @@ The rule: a SINGLE aggregation with grouping keys whose input is estimated at :d
 rows or more, and one of whose keys has an estimated distinct count (a scan column's range, capped by the
 rows after each filter and join) of at least :data:`GROUPS_PER_ROW` of those rows, gets
 ``partial_step=False``: the groups are at least that key's distinct values, so the partial step could keep
-at most ``1 - GROUPS_PER_ROW`` of its rows out of the exchange. A key without a distinct count (a string
+at most ``1 - GROUPS_PER_ROW`` of its rows out of the exchange. So does one whose two or more keys' counts
+multiply to between :data:`JOINT_GROUPS_PER_ROW` of the rows and the rows (see :func:`_pays`). A key without a distinct count (a string
 without a dictionary count, an expression) never refuses the partial step, nor does an input the estimates
 do not cover (a window, grouping sets). The rule only refuses: an aggregation already marked
 ``partial_step=False`` keeps the mark. A wrong estimate costs time, never correctness: either plan computes
@@ -57,6 +58,7 @@ generates no kernel). Above it a new constant may still flip the choice; each pl
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from collections.abc import Mapping
 
@@ -65,11 +67,15 @@ from gpu_engine.optimizer.statistics import TableStatistics
 from gpu_engine.optimizer.unique_keys import unique_keys
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, PlanNode
 
-__all__ = ["GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "RangeCounts", "choose_partial_steps"]
+__all__ = ["GROUPS_PER_ROW", "JOINT_GROUPS_PER_ROW", "MIN_ESTIMATED_ROWS", "RangeCounts", "choose_partial_steps"]
 
 #: The share of its input rows a partial step keeps as groups at which it stops paying: the default of
 #: ``QueryConfig.partial_aggregation_abandon_percent`` (80), the running step's own threshold.
 GROUPS_PER_ROW = 0.8
+
+#: The share of its input rows at which the keys' joint distinct count (the product of their estimated counts, where
+#: it is at most the rows) refuses the partial step: see :func:`_pays`.
+JOINT_GROUPS_PER_ROW = 0.4
 
 #: The estimated input rows below which the partial step is always kept (see the module docstring).
 MIN_ESTIMATED_ROWS = 10_000
@@ -133,8 +139,19 @@ def _one_group_per_row(node: AggregationNode, unique: dict) -> bool:
 
 
 def _pays(node: AggregationNode, statistics: Mapping[str, TableStatistics]) -> bool:
-    """Return False when a grouping key of ``node`` is estimated to have about a distinct value per input row.
+    """Return False when a grouping key of ``node`` is estimated to have about a distinct value per input row, or
+    when its keys together are estimated at :data:`JOINT_GROUPS_PER_ROW` of the rows or more.
 
+    The joint count is the product of two or more keys' counts (those with one), taken only where it is at most
+    the rows: a product past the rows (keys that repeat each other's values, as an item's key and its brand) says
+    nothing of the groups; one key's count alone keeps the 80% line (TPC-DS q49's item keys at 43-76% of ~23K
+    rows ran 1.05x CPU without their partial steps). Why: a partial step hashes every row to shrink them by
+    the rows a group, then the final step hashes what is left again, where one step behind the repartition
+    hashes each row once, on every driver. Over 400K rows of two integer keys the single step took 0.47-0.79x
+    the partial and final steps' CPU at 0.05-0.6 groups a row; the line sits at 0.4 because the product
+    overstates the groups of correlated keys. TPC-DS q39's four keys over inventory (~4 rows a group, the one
+    row group its date filter leaves scanned, joined and partially aggregated by one driver alone): 0.82x CPU
+    (bench/results/2026-11-29-q39-s54.md).
     A global aggregation (one row), grouping sets and an input without an estimate keep their partial step.
     """
     if not node.grouping_keys or node.global_grouping_sets or node.group_id_key is not None:
@@ -143,4 +160,9 @@ def _pays(node: AggregationNode, statistics: Mapping[str, TableStatistics]) -> b
     if below is None or below.rows < max(1, MIN_ESTIMATED_ROWS):
         return True
     known = [below.columns[k].ndv for k in node.grouping_keys if k in below.columns and below.columns[k].ndv > 0]
-    return not known or max(known) < GROUPS_PER_ROW * below.rows
+    if not known or max(known) >= GROUPS_PER_ROW * below.rows:
+        return not known
+    if len(known) < 2:  # one key's count is its groups' estimate: judged above
+        return True
+    joint = math.prod(known)
+    return not JOINT_GROUPS_PER_ROW * below.rows <= joint <= below.rows

@@ -2,8 +2,9 @@
 
 The plan tests check which aggregations the optimizer refuses a partial step (a key whose range-based
 distinct count reaches 80% of the estimated rows: a unique customer key, alone, with the customer's strings,
-or after a join that keeps a row per customer) and which keep it (keys of few values, strings whose distinct
-count is unknown, an expression), and that the local exchanges then plan one single step per driver behind
+or after a join that keeps a row per customer; integer keys whose counts multiply to 40% of the rows or more)
+and which keep it (keys of few values, strings whose distinct count is unknown, an expression, keys whose
+counts multiply past the rows), and that the local exchanges then plan one single step per driver behind
 a repartition. The answers are DuckDB's for all of them on several drivers and splits, with NULL keys, a key
 whose range promises more distinct values than it has (the estimate is wrong: the plan must still answer
 right), an input filtered to nothing, DISTINCT aggregates, and decimal, float and string values (lowest
@@ -54,7 +55,16 @@ REPEATS = pa.table({"r_key": pa.array([599 if k == 0 else (None if k % 61 == 9 e
                                        for k in range(600)], pa.int64()),
                     "r_text": pa.array([f"t{k % 7}" for k in range(600)]),
                     "r_value": pa.array(_RNG.integers(-50, 50, 600), pa.int64())})
-TABLES = {"cust": CUST, "lines": LINES, "repeats": REPEATS}
+# Three integer keys of ranges 40, 20 and 5 over 1000 rows (a NULL in each): together p_a and p_b can take 800
+# values (0.8 of the rows), p_a and p_c 200; all three 4000, past the rows.
+PAIRS = pa.table({"p_a": pa.array([None if k == 3 else int(v) for k, v in enumerate(_RNG.integers(0, 40, 1000))],
+                                  pa.int64()),
+                  "p_b": pa.array([None if k == 5 else int(v) for k, v in enumerate(_RNG.integers(0, 20, 1000))],
+                                  pa.int32()),
+                  "p_c": pa.array([None if k == 8 else int(v) for k, v in enumerate(_RNG.integers(0, 5, 1000))],
+                                  pa.int64()),
+                  "p_value": pa.array(_RNG.integers(-500, 500, 1000), pa.int64())})
+TABLES = {"cust": CUST, "lines": LINES, "repeats": REPEATS, "pairs": PAIRS}
 
 #: Q10's re-aggregation by the customer's columns over a join that keeps a row per customer (the lines summed per
 #: customer first, as eager aggregation does to Q10, written out so the test does not depend on that rule's choice).
@@ -76,6 +86,8 @@ SINGLE = {
     "empty_input": "SELECT c_key, c_name, count(*) AS n, sum(c_balance) AS b FROM cust WHERE c_balance > 100000 "
                    "GROUP BY c_key, c_name",
     "having": "SELECT c_key, c_phone, sum(c_balance) AS b FROM cust GROUP BY c_key, c_phone HAVING sum(c_balance) > 0",
+    "joint_keys": "SELECT p_a, p_b, stddev_samp(p_value) AS s, avg(p_value) AS m, count(*) AS n FROM pairs "
+                  "GROUP BY p_a, p_b",
 }
 #: Each keeps its partial step: no key known to be about as distinct as the rows.
 SPLIT = {
@@ -84,9 +96,11 @@ SPLIT = {
     "expression_key": "SELECT c_key % 3 AS k, count(*) AS n, sum(c_balance) AS b FROM cust GROUP BY c_key % 3",
     "joined_customer_key_of_many_lines": "SELECT l_flag, c_nation, sum(l_amount) AS s, count(l_price) AS n "
                                          "FROM lines, cust WHERE l_cust = c_key GROUP BY l_flag, c_nation",
+    "joint_keys_few": "SELECT p_a, p_c, sum(p_value) AS s, count(*) AS n FROM pairs GROUP BY p_a, p_c",
+    "joint_keys_past_the_rows": "SELECT p_a, p_b, p_c, sum(p_value) AS s FROM pairs GROUP BY p_a, p_b, p_c",
 }
 _SIMULATED = ("unique_key_with_its_strings", "after_a_join_a_row_per_customer", "wrong_estimate", "empty_input",
-              "few_values")
+              "few_values", "joint_keys")
 
 
 #: The rule's floor as the engine ships it (the fixture below lowers it for the plan tests).
