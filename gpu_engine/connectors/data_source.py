@@ -139,6 +139,12 @@ def read_split(split: ConnectorSplit, columns: Sequence[str], batch_rows: int) -
                 yield record_batch.slice(start, batch_rows)
 
 
+#: A string column stored without dictionary pages is read as dictionary codes only up to this many distinct values
+#: in its first row group. Loaded A/B over 1M plain-encoded rows, CPU (the column as pyarrow's dictionary -> as
+#: strings): 1K distinct values 0.84-1.13x (GROUP BY, LIKE, IN), 10K 0.65-0.80x, 100K 0.22-0.47x.
+BUILT_DICTIONARY_MAX_VALUES = 4096
+
+
 def repeats_values(path: str, column: str) -> bool:
     """Return True when a string column of a Parquet file is worth reading as dictionary codes.
 
@@ -155,7 +161,13 @@ def repeats_values(path: str, column: str) -> bool:
     rows per distinct value. A dictionary the writer stopped using for later
     pages (it outgrew its page: the comments of TPC-H) counts as not
     repeating, as decoding found for each such TPC-H and TPC-DS column; a
-    chunk without a dictionary page is decoded to count, as before.
+    chunk without a dictionary page is decoded to count, as before, and
+    repeats only while it has at most :data:`BUILT_DICTIONARY_MAX_VALUES`
+    distinct values: the dictionary is then pyarrow's to build, hashing every
+    row's bytes into a table that leaves the caches as it grows, where the
+    engine's own decoder reads PLAIN pages as strings (~36 ms a million 11-byte
+    strings here) and a grouping or join interns them once anyway
+    (bench/string_keys_ab.py; bench/results/2026-11-29-strkeys2-s54.md).
     """
     size, modified_ns = file_version(path)
     return _repeats_values(path, size, modified_ns, column)
@@ -175,7 +187,7 @@ def _repeats_values(path: str, size: int, modified_ns: int, column: str) -> bool
     if not pa.types.is_dictionary(sample.type):  # pages pyarrow makes no dictionary of (delta-encoded strings)
         return False
     distinct = sum(len(chunk.dictionary) for chunk in sample.chunks)
-    return distinct * 2 <= max(1, len(sample))
+    return distinct * 2 <= max(1, len(sample)) and distinct <= BUILT_DICTIONARY_MAX_VALUES
 
 
 def _read_plan(path: str, columns: tuple[str, ...]) -> tuple[list[str], dict[str, pa.DataType]]:
