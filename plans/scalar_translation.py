@@ -77,7 +77,7 @@ _SQL_TYPES = {
     _DT.DATE: pa.date32(), _DT.BOOLEAN: pa.bool_(),
     _DT.TIMESTAMP: pa.timestamp("us"), _DT.TIMESTAMPNTZ: pa.timestamp("us"), _DT.INTERVAL: INTERVAL,
     _DT.TIMESTAMPTZ: TIMESTAMPTZ, _DT.TIME: TIME,
-    _DT.TIMESTAMP_S: pa.timestamp("s"), _DT.TIMESTAMP_MS: pa.timestamp("ms"),
+    _DT.TIMESTAMP_S: pa.timestamp("s"), _DT.TIMESTAMP_MS: pa.timestamp("ms"), _DT.TIMESTAMP_NS: pa.timestamp("ns"),
 }
 
 
@@ -176,18 +176,11 @@ def _regex_literal(character: str) -> str:
     return "\\" + character if character in "\\.^$|?*+()[]{}-#&~" else character
 
 
-def _cast_target_name(dtype: pa.DataType) -> str | None:
-    """Return DuckDB's name of ``dtype`` for a CAST the translator writes itself: a nanosecond TIMESTAMP (no CAST
-    target yet: :data:`_TYPE_ALTERNATIVES`) as microseconds, the other units as theirs."""
-    name = duckdb_type_name(dtype)
-    return "TIMESTAMP" if name == "TIMESTAMP_NS" else name
 
 
 #: What to write instead of a type the engine has no column of (said with the refusal).
 _TYPE_ALTERNATIVES = {
     _DT.TIMETZ: "; keep a time of day as a TIME converted to UTC, or the instant as a TIMESTAMPTZ",
-    _DT.TIMESTAMP_NS: " as a CAST target (its range check past the year 2262 is not implemented); cast AS TIMESTAMP "
-                      "(microseconds) or TIMESTAMP_MS / TIMESTAMP_S, or register a TIMESTAMP_NS column",
 }
 
 
@@ -524,7 +517,7 @@ class ScalarTranslator:
             zone = " and an offset or zone name" if dtype.tz is not None else ""
             raise self.error(f"invalid timestamp literal {literal.sql()} (DuckDB reads 'YYYY-MM-DD[ HH:MM[:SS[.f]]]'"
                              f"{zone})", tree)
-        if dtype.tz is not None:
+        if dtype.tz is not None or dtype.unit == "ns":  # (a datetime holds no nanoseconds: the cast keeps them)
             return Cast(literal, dtype)
         per_day, micros_per_day = TICKS_PER_DAY[dtype.unit], TICKS_PER_DAY["us"]
         tick = int(ticks[0])  # the text's microseconds (parse_timestamps keeps six digits) in dtype's unit
@@ -632,7 +625,7 @@ class ScalarTranslator:
             target = functools.reduce(common_type, [v.dtype for v in typed])
         except TypeError:
             return operand_tree
-        name = _cast_target_name(target)
+        name = duckdb_type_name(target)
         if pa.types.is_null(target) or name is None:
             return operand_tree
         return exp.Cast(this=operand_tree.copy(), to=exp.DataType.build(name, dialect="duckdb"))
@@ -650,7 +643,7 @@ class ScalarTranslator:
                                       operand.dtype)
         except TypeError:
             return trees
-        name = _cast_target_name(target)
+        name = duckdb_type_name(target)
         if target == operand.dtype or is_string(target) or pa.types.is_null(target) or name is None:
             return trees
         to = exp.DataType.build(name, dialect="duckdb")

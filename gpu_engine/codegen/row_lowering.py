@@ -563,6 +563,13 @@ class RowLowering:
             if pa.types.is_timestamp(source) and TICKS_PER_DAY[source.unit] > TICKS_PER_DAY[dtype.unit]:
                 # rounded half away from zero, and TIMESTAMP_NS -> TIMESTAMP_S raises (expressions/cast.py)
                 raise Unsupported(f"casting {source} to {dtype} (a coarser unit: computed unfused)")
+            factor = TICKS_PER_DAY[dtype.unit] // (TICKS_PER_DAY[source.unit] if pa.types.is_timestamp(source) else 1)
+            if factor > 1:  # ticks past int64 (TIMESTAMP_NS past 2262) raise, as expressions/cast.finer_ticks_fit
+                limit = (2**63 - 1) // factor
+                kind = "DATE" if pa.types.is_date32(source) else "Timestamp"
+                self._fail_if(_and(valid, f"({value.value} > {limit} or {value.value} < {-limit})"),
+                              f"Conversion Error: Could not convert {kind} to higher precision: the value is out of "
+                              f"{dtype}'s range")
             return RowValue(self._assign("t", self._time_values(value, dtype.unit)), valid, dtype)
         if not (is_numeric(source) or is_boolean(source)):
             raise Unsupported(f"casting {source} to {dtype}")

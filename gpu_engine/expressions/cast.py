@@ -135,6 +135,23 @@ def _to_time(xp: Any, column: Column, dtype: pa.DataType) -> Any:
     return time_values(xp, column, dtype.unit)
 
 
+def finer_ticks_fit(xp: Any, column: Column, dtype: pa.DataType) -> Any:
+    """Return where a date or timestamp column's values hold as ticks of the finer timestamp ``dtype`` (a DATE or
+    TIMESTAMP as TIMESTAMP_NS: the years 1677-2262), or None when every value does (the unit is not finer).
+
+    Why: the ticks are multiplied up in int64, which wrapped silently (``CAST(TIMESTAMP '2263-01-01' AS
+    TIMESTAMP_NS)`` was a date in 1678); DuckDB raises there, and TRY_CAST gives NULL."""
+    source = column.dtype
+    if not pa.types.is_timestamp(dtype) or not (pa.types.is_date32(source) or pa.types.is_timestamp(source)):
+        return None
+    factor = TICKS_PER_DAY[dtype.unit] // (1 if pa.types.is_date32(source) else TICKS_PER_DAY[source.unit])
+    if factor <= 1:
+        return None
+    limit = (2**63 - 1) // factor
+    values = column.data.astype(xp.int64, copy=False)
+    return (values <= limit) & (values >= -limit)
+
+
 def _coarser_ticks(xp: Any, column: Column, unit: str) -> Any:
     """Return a timestamp column of a finer unit (TIMESTAMP_NS) as ticks of ``unit``, rounded half away from zero
     as DuckDB casts them (1500 ns is 2 us, -1500 ns -2 us; flooring gave 1 and -2, and a TIME of it was 0)."""
@@ -168,5 +185,12 @@ def cast(device: Device, column: Column, dtype: pa.DataType) -> Column:
             TICKS_PER_DAY[source.unit] > TICKS_PER_DAY["us"] else time_values(xp, column, "us")
         return Column(dtype, xp.remainder(micros, TICKS_PER_DAY["us"]), column.validity)
     if pa.types.is_date32(dtype) or pa.types.is_timestamp(dtype):
+        fits = finer_ticks_fit(xp, column, dtype)
+        if fits is not None:
+            from gpu_engine.plans.function_translation import duckdb_type_name  # (it imports the planner's modules)
+
+            kind = "DATE" if pa.types.is_date32(source) else "Timestamp"
+            raise_at_first(device, ~fits, column.validity, f"Conversion Error: Could not convert {kind} to higher "
+                           f"precision: the value is out of {duckdb_type_name(dtype) or dtype}'s range")
         return Column(dtype, _to_time(xp, column, dtype), column.validity)
     return Column(dtype, _to_number(device, column, dtype, what), column.validity)

@@ -140,6 +140,10 @@ def parse_timestamps(device: Device, column: Column, dtype: pa.DataType) -> tupl
     total = np.where(parsed & ~epoch, total, 0)
     if dtype.tz is not None:
         total, parsed = _to_utc(parts, total, parsed & ~epoch, parsed)
+    if dtype.unit == "ns":  # past the years 1677-2262 no nanosecond count holds it: not converted, as in DuckDB
+        limit = (2**63 - 1) // 1000 - 1
+        parsed = parsed & (epoch | missing | ((total <= limit) & (total >= -limit)))
+        total = np.where(parsed, total, 0)
     ticks = _from_micros(total, dtype.unit)
     if dtype.unit == "ns":  # TIMESTAMP_NS keeps the fraction's 7th to 9th digits
         nanos = pc.utf8_slice_codeunits(pc.struct_field(parts, "fraction").fill_null(_text("")), 6, 9)

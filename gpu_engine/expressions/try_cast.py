@@ -29,7 +29,7 @@ from gpu_engine.columnar.types import (
     is_boolean, is_decimal, is_floating, is_integer, is_interval, is_string, is_time, physical_dtype,
 )
 from gpu_engine.device import Device
-from gpu_engine.expressions.cast import can_cast, cast
+from gpu_engine.expressions.cast import can_cast, cast, finer_ticks_fit
 from gpu_engine.expressions.intervals import intervals_from_strings
 from gpu_engine.expressions.literals import literal_column
 from gpu_engine.expressions.numeric import (
@@ -77,6 +77,8 @@ def _converts(device: Device, column: Column, dtype: pa.DataType) -> Any:
                 if is_time(dtype) else parse_timestamps(device, column, dtype))[1]
     if source == dtype or is_string(dtype) or is_boolean(dtype):
         return None
+    if pa.types.is_timestamp(dtype) and not is_string(source):
+        return finer_ticks_fit(xp, column, dtype)
     if is_string(source):
         if is_integer(dtype) or is_decimal(dtype):
             values, status = _parse_rows(device, column, lambda o, c: kernels.parse_decimal(
