@@ -39,7 +39,14 @@ from gpu_engine.connectors.runtime_filters import select_rows
 from gpu_engine.exec.dynamic_filters import JoinKeyFilter
 from gpu_engine.exec.split import ParquetSplit
 
-__all__ = ["FilteredPiece", "LATE_CUT_SHARE", "read_filtered_piece"]
+__all__ = ["FilteredPiece", "FEW_KEPT_SHARE", "LATE_CUT_SHARE", "read_filtered_piece"]
+
+#: Once a piece's filters tested so far keep at most this share of its rows, a filter's own conjuncts tested in the
+#: scan (:mod:`~gpu_engine.connectors.scan_predicates`) are not tested there: their columns are read with the other
+#: columns for the rows kept, and the Filter above tests those. Why: each column tested is one more read of the piece
+#: (a string column decoded whole, then cut) and one more cut of the columns read before it; TPC-H q19's lineitem,
+#: whose join-key filter keeps 0.25%, cost +13% CPU testing its two string conjuncts after it (loaded A/B).
+FEW_KEPT_SHARE = 1 / 32
 
 #: A host scan reads a piece's other columns for the kept rows only while its filters keep at most this share of
 #: the piece (its ``cut_share``). Why not ``CUT_BELOW_SHARE`` (1/8, measured for cutting converted Arrow batches): a
@@ -87,6 +94,8 @@ def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut
         before = piece.rows if kept is None else len(kept)
         if not before:
             break
+        if before <= FEW_KEPT_SHARE * piece.rows and all(key_filter.static for key_filter in own):
+            continue  # read with the other columns, for the rows kept; the Filter above tests them
         if kept is None or len(kept) > cut_share * piece.rows:
             batches = [b for b in dataclasses.replace(piece, columns=(name,)).read(use_threads, decode_threads)
                        if b.num_rows]
@@ -104,6 +113,7 @@ def read_filtered_piece(piece: SplitPiece, filters: Sequence[JoinKeyFilter], cut
                 kept = kept[rows]
         shares[name] = (piece.rows if kept is None else len(kept)) / before
         seconds += time.perf_counter() - began
+    others = tuple(name for name in piece.columns if name not in read)
     dropped = 0 if kept is None else piece.rows - len(kept)
     if kept is None or len(kept) > cut_share * piece.rows:  # many kept: every column whole
         rest = dataclasses.replace(piece, columns=others).read(use_threads, decode_threads)
