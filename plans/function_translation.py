@@ -786,8 +786,8 @@ def _unknown_call(translator: Any, tree: exp.Anonymous) -> Expr:
     if name in ("gcd", "lcm", "greatest_common_divisor", "least_common_multiple"):
         args = [_typed_null(arg, pa.int64()) for arg in _translate(translator, list(tree.expressions))]
         return build_function(translator, "gcd" if name in ("gcd", "greatest_common_divisor") else "lcm", args, tree)
-    if name == "even":
-        return build_function(translator, "even", _numeric_args(translator, list(tree.expressions)), tree)
+    if name in ("even", "gamma", "lgamma"):
+        return build_function(translator, name, _numeric_args(translator, list(tree.expressions)), tree)
     if name == "setseed":
         raise translator.error("setseed(x) is not supported: random() draws per batch on each driver, so no seed "
                                "makes a query's values repeat; compute the random values outside the query and "

@@ -802,6 +802,7 @@ SCALAR_FUNCTIONS: dict[str, Callable[[str, Sequence[Expr]], pa.DataType]] = {
     "abs": _same_number,
     "sqrt": _double, "cbrt": _double, "ln": _double, "log": _double, "log2": _double, "exp": _double,
     "power": _double, "random": _random, "uuid": _uuid, "factorial": _factorial, "even": _double, "gcd": _divisor, "lcm": _divisor,
+    "gamma": _double, "lgamma": _double,
     **{name: _bitwise for name in ("&", "|", "xor", "~", "<<", ">>", "bit_count")},
     **{name: _double for name in ("sin", "cos", "tan", "cot", "asin", "acos", "atan", "atan2", "degrees", "radians")},
     "floor": _floor_ceil, "ceil": _floor_ceil, "trunc": _round,

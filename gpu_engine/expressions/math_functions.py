@@ -28,6 +28,7 @@ from gpu_engine.expressions.numeric import (
     truncated_remainder, wide_result,
 )
 from gpu_engine.kernels import decimal128
+from gpu_engine.kernels.gamma import gamma_values
 
 __all__ = ["MATH_FUNCTIONS", "evaluate_math_function"]
 
@@ -294,6 +295,8 @@ def _double_function(device: Device, name: str, columns: Sequence[Column]) -> Co
         up = xp.ceil(xp.abs(values[0]))
         finite = xp.isfinite(up)  # infinities and NaN stay as they are
         result = xp.copysign(xp.where(finite, up + xp.remainder(xp.where(finite, up, 0.0), 2.0), up), values[0])
+    elif name in ("gamma", "lgamma"):  # C's tgamma / lgamma, as DuckDB's (a kernel: NumPy and CuPy have none)
+        result = gamma_values(device, values[0], name == "lgamma")
     elif name == "log" and len(values) == 1:  # DuckDB's log(x) is the base-10 logarithm
         result = xp.log10(values[0])
     elif name == "log":
@@ -436,7 +439,8 @@ def _float_test(device: Device, name: str, column: Column) -> Column:
 #: The functions this module evaluates.
 MATH_FUNCTIONS = ("abs", "sign", "floor", "ceil", "round", "round_even", "trunc", "sqrt", "cbrt", "ln", "log", "exp",
                   "power",
-                  "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", "factorial", *_TRIGONOMETRY)
+                  "greatest", "least", "//", "isnan", "isinf", "isfinite", "even", "gcd", "lcm", "factorial", "gamma",
+                  "lgamma", *_TRIGONOMETRY)
 
 
 def evaluate_math_function(device: Device, name: str, args: Sequence[Any], columns: Sequence[Column],

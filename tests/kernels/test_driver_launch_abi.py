@@ -58,6 +58,7 @@ CASES = {
     "decimal128._wide_binary_cuda": [lambda: [1, i64(2), False, i64(2), True, 0, 2, 1, i64(2), i8()]],
     "filter._keep_flags_cuda": [lambda: [b1(), b1(), True, i32()]],
     "filter._scatter_kept_cuda": [lambda: [i32(), i32(), i32()]],
+    "gamma._gamma_cuda": [lambda: [f64(), True, f64()]],
     "gather._gather_cuda": [lambda: [f64(), i32(), f64()], lambda: [b1(), i64(), b1()], lambda: [i8(), i32(), i8()],
                             lambda: [u64(), i64(), u64()], lambda: [f32(), i32(), f32()]],
     "gather._string_spans_cuda": [lambda: [i64(), i32(), i64(), i64()]],
