@@ -267,8 +267,10 @@ class TableScan(Operator):
             tested, dropped = self._filtered_rows
             if tested >= ADAPTIVE_FILTER_ROWS and dropped < tested * ADAPTIVE_FILTER_MIN_DROPPED:
                 filters = ()  # dropping too few rows to pay for testing them: row groups only (Velox adapts too)
-            else:  # a filter's own conjuncts that keep many rows only skip row groups (ScanPredicate.worth_testing_rows)
-                filters = tuple(f for f in filters if not f.static or f.worth_testing_rows(split, self._filter_shares))
+            elif any(not f.static for f in filters):  # a filter's own conjuncts only skip row groups beside a join's
+                filters = tuple(f for f in filters if not f.static)
+            else:  # and those that keep many rows too (ScanPredicate.worth_testing_rows)
+                filters = tuple(f for f in filters if f.worth_testing_rows(split, self._filter_shares))
         return [partial(self._decode, piece, filters) for piece in split_pieces(split, self.columns, self.batch_rows)]
 
     def _decode(self, piece: SplitPiece, filters: tuple[JoinKeyFilter, ...] = ()) -> _DecodedPiece:

@@ -96,10 +96,12 @@ def test_tpch_sql_matches_duckdb(number, device_name, tpch_sf001, duckdb_answers
     assert_same_rows(actual, expected, ordered=order_key_columns(spec_sql(number)))
     # Kernels per query and expression nodes per kernel are bounded (counts, not seconds).
     kernels = {digest for _, digest in query_kernels}
-    assert 0 < len(kernels) <= KERNELS_PER_QUERY, len(kernels)
+    # A query whose scans keep no row compiles none (q17: its part filter is tested in the scan, and no part is
+    # Brand#23 in a MED BOX at SF 0.01; gpu_engine.connectors.scan_predicates).
+    assert (0 < len(kernels) or number in _THIN) and len(kernels) <= KERNELS_PER_QUERY, len(kernels)
     nodes = [expression_nodes((*p.predicates, *p.keys, *(e for group in p.arguments for e in group), *p.outputs))
              for p, _ in query_kernels]
-    assert max(nodes) <= MAX_KERNEL_NODES, nodes
+    assert max(nodes, default=0) <= MAX_KERNEL_NODES, nodes
 
 
 def test_spec_text_differs_from_duckdbs_only_where_listed():
