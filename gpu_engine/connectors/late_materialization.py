@@ -45,7 +45,8 @@ __all__ = ["FilteredPiece", "FEW_KEPT_SHARE", "LATE_CUT_SHARE", "read_filtered_p
 #: scan (:mod:`~gpu_engine.connectors.scan_predicates`) are not tested there: their columns are read with the other
 #: columns for the rows kept, and the Filter above tests those. Why: each column tested is one more read of the piece
 #: (a string column decoded whole, then cut) and one more cut of the columns read before it; TPC-H q19's lineitem,
-#: whose join-key filter keeps 0.25%, cost +13% CPU testing its two string conjuncts after it (loaded A/B).
+#: whose join-key filter keeps 0.25%, cost +13% CPU testing its two string conjuncts after it (loaded A/B; since
+#: b2072bf a scan with a join-key filter tests none of them, and this bounds a run of a filter's own conjuncts).
 FEW_KEPT_SHARE = 1 / 32
 
 #: A host scan reads a piece's other columns for the kept rows only while its filters keep at most this share of

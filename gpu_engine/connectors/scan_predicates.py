@@ -34,7 +34,11 @@ dropped under a tenth of the rows tested (``ADAPTIVE_FILTER_*`` in
 98% and is then only used for row groups.
 
 Only Parquet pieces are tested: an Arrow table's rows are not decoded, so
-there is nothing to save before the filter.
+there is nothing to save before the filter. Rows are tested only where a
+predicate keeps at most half of them (:meth:`ScanPredicate.worth_testing_rows`)
+and only in scans without a join-key filter; elsewhere the predicates only
+skip row groups (:meth:`~gpu_engine.operators.table_scan.TableScan._reads`).
+Results: ``bench/results/2026-11-29-scanfilter-s54.md``.
 """
 
 from __future__ import annotations
@@ -316,6 +320,8 @@ _NEVER = object()  # a constant no value of the column equals
 def _constant(expr: Expr) -> Any:
     """Return a constant's value (a literal, or arithmetic and casts over literals, evaluated once on the host as
     the evaluator does), or :data:`_REFUSED`."""
+    if pa.types.is_floating(expr.dtype):  # compared as floats: an int64 past 2^53 rounds into a bound
+        return _REFUSED
     if isinstance(expr, Literal):
         return _REFUSED if expr.value is None else expr.value
     from gpu_engine.device import get_device
@@ -331,7 +337,7 @@ def _constant(expr: Expr) -> Any:
 def _value(literal: Any, column: _Column) -> Any:
     """Return a constant in the column's terms: days, an unscaled integer (:data:`_NEVER` for a decimal finer than
     the column), a string; :data:`_REFUSED` for a constant of another kind (floats among them)."""
-    value = literal.value if isinstance(literal, Literal) else literal
+    value = _constant(literal) if isinstance(literal, Literal) else literal
     if value is _REFUSED or isinstance(value, bool):
         return _REFUSED
     if column.kind == "string":

@@ -121,6 +121,9 @@ def test_conjuncts_become_one_predicate_a_column():
     empty = both(compare("gt", "i", 5, pa.int32()), compare("lt", "i", 3, pa.int32()))
     assert [p.describe() for p in scan_predicates([empty], columns)] == ["scan i: nothing"]
     assert scan_predicates([compare("lt", "s", "m", pa.string())], columns) == []  # one-sided string range
+    # A float constant compares as a float (an int64 past 2^53 rounds into the bound): left to the filter.
+    assert scan_predicates([compare("le", "i", 2 ** 53, pa.float64()),
+                            InList(column("i"), (Literal(1.0, pa.float64()),))], columns) == []
 
 
 def test_a_predicate_keeping_most_rows_only_skips_row_groups(path):
