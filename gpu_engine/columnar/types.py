@@ -98,6 +98,10 @@ def normalize_type(dtype: pa.DataType) -> pa.DataType:
         return pa.string()
     if pa.types.is_decimal(dtype):
         return pa.decimal128(min(dtype.precision, 38), dtype.scale)
+    if pa.types.is_timestamp(dtype) and dtype.tz is not None and dtype.tz != "UTC":
+        # an instant labelled with another zone ('America/New_York', '+02:00') is the same UTC instant: DuckDB reads
+        # every zoned Arrow timestamp as a TIMESTAMPTZ, shown in its session's zone (the engine's: UTC)
+        return pa.timestamp(dtype.unit, tz="UTC")
     if pa.types.is_timestamp(dtype) or dtype in _FIXED or dtype == INTERVAL:
         return dtype
     if pa.types.is_date64(dtype):

@@ -104,3 +104,22 @@ def test_bad_zoned_text_fails_naming_it():
     bad = session_with_tables({"b": pa.table({"s": ["2024-01-01 10:00:00 Nowhere/Zone"]})}, device="cpu")
     with pytest.raises(ExecutionError, match="Could not convert string '2024-01-01 10:00:00 Nowhere/Zone'"):
         bad.sql("SELECT CAST(s AS TIMESTAMPTZ) AS a FROM b")
+
+
+def test_arrow_timestamps_of_another_zone_read_as_utc_timestamptz(device_name, tmp_path):
+    """An Arrow timestamp labelled with a zone other than UTC ('America/New_York', '+02:00'; in memory, or a
+    Parquet file's stored schema) is the same instant: DuckDB reads it as a TIMESTAMPTZ shown in its session zone
+    (UTC); the engine kept the label, so its results said another zone (same instants, another type)."""
+    zoned = pa.table({"k": pa.array([1, 2, 3], pa.int32()),
+                      "ny": pa.array([1, 1_700_000_000_123_456, None], pa.timestamp("us", tz="America/New_York")),
+                      "plus": pa.array([None, 5, -86_400_000_001], pa.timestamp("us", tz="+02:00"))})
+    path = tmp_path / "zoned_elsewhere.parquet"
+    pq.write_table(zoned.select(["k", "ny"]), path)
+    session = session_with_tables({"a": zoned}, device=device_name, split_rows=2, compile_mode="lowest")
+    session.register("p", str(path))
+    with duckdb_with_tables({"a": zoned}) as connection:
+        connection.execute(f"CREATE VIEW p AS SELECT * FROM read_parquet('{path}')")
+        assert_queries_match_duckdb(session, connection, [
+            "SELECT * FROM a", "SELECT k, extract(hour FROM ny) AS h, date_trunc('day', ny) AS d, ny < plus AS c FROM a",
+            "SELECT ny FROM a UNION ALL SELECT plus FROM a", "SELECT k, ny FROM p WHERE ny > '2000-01-01 00:00:00+00'"],
+            exact_types=True)
