@@ -593,8 +593,7 @@ class ScalarTranslator:
             # three-valued logic `x IN (v1, v2)` is `x = v1 OR x = v2`, and NOT IN its negation (timestamp texts
             # compare as the comparison reads them).
             value_trees = self._texts_as_list_type(operand, values, value_trees)
-            disjunction = exp.or_(*(exp.EQ(this=operand_tree.copy(), expression=value.copy()) for value in value_trees))
-            return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
+            return self._in_as_disjunction(operand_tree, value_trees, negated)
         try:
             everything = functools.reduce(common_type, [v.dtype for v in values], operand.dtype)
         except TypeError:
@@ -605,10 +604,20 @@ class ScalarTranslator:
             # A constant the operand type cannot hold exactly (2.5 for an int): widen the operand.
             operand = Cast(operand, everything)
             coerced = [coerce_literal(v, everything) for v in values]
+        if None in coerced and everything is not None:
+            # The list's type holds a constant inexactly: a HUGEINT literal (held as DECIMAL(38, 0)) beside one with
+            # fraction digits, k IN (2.5, 99999999999999999999), which DuckDB compares at DECIMAL(38, 1) where the
+            # engine's DECIMAL(38, 0) has no digit for 2.5. Each equality alone compares exactly.
+            return self._in_as_disjunction(tree.this, value_trees, negated)
         if None in coerced:
             bad = values[coerced.index(None)]
             raise self.error(f"type mismatch: IN list value {bad.sql()} does not match {operand.dtype}", tree)
         return InList(operand, tuple(coerced), negated=negated)
+
+    def _in_as_disjunction(self, operand_tree: exp.Expression, value_trees: list, negated: bool) -> Expr:
+        """``x [NOT] IN (v1, v2)`` as ``[NOT] (x = v1 OR x = v2)``: the same in SQL's three-valued logic."""
+        disjunction = exp.or_(*(exp.EQ(this=operand_tree.copy(), expression=value.copy()) for value in value_trees))
+        return self.translate(exp.Not(this=exp.Paren(this=disjunction)) if negated else disjunction)
 
     def _text_operand_as_list_type(self, operand_tree: exp.Expression, operand: Expr, values: list[Expr]):
         """A text operand (not a constant) of a list of numbers, dates or timestamps cast to the list's type, as
