@@ -24,8 +24,9 @@ from gpu_engine.plans.subqueries import Exists, InSubquery, OuterColumn
 
 BOOL = pa.bool_()
 TABLES = {
-    "t": pa.table({"k": pa.array([1, 1, 2, None, 3, 5, 6], pa.int64()),
-                   "v": pa.array([10, 20, 30, 40, None, 60, 70], pa.int64())}),
+    # the last row repeats the one before: with ``v`` unique, a domain over it was a projection (unique_groupings)
+    "t": pa.table({"k": pa.array([1, 1, 2, None, 3, 5, 6, 6], pa.int64()),
+                   "v": pa.array([10, 20, 30, 40, None, 60, 70, 70], pa.int64())}),
     "u": pa.table({"k": pa.array([1, 3, 3, 4, None, 6], pa.int64()),
                    "w": pa.array([15, 5, 50, 1, 2, None], pa.int64())}),
     "n": pa.table({"k": pa.array([1, 2, None], pa.int64())}),  # NOT IN over it: no row (a NULL in the subquery)
