@@ -18,8 +18,11 @@ from gpu_engine.sql.errors import SqlError
 
 T = pa.table({"a": pa.array([1, 2, 3, 4, 5, 6], pa.int32()), "k": pa.array([1, 1, 2, None, 3, 2], pa.int64()),
               "d": pa.array([5, 1, 3, 2, None, 4], pa.int32()), "s": pa.array(["x", "y", None, "x", "z", "y"])})
-U = pa.table({"k": pa.array([1, 1, 2, None, 4], pa.int64()), "b": pa.array([10, None, 30, 40, 50], pa.int32()),
-              "d": pa.array([2, 6, 1, 3, 0], pa.int32()), "s": pa.array(["x", "x", "y", None, "w"])})
+#: Key 9 (which no outer row meets) has two rows of one ``d``: without them ``u.d`` and ``(u.k, u.d)`` were unique
+#: and the one-row checks and per-key counts over them projections (optimizer/unique_groupings.py).
+U = pa.table({"k": pa.array([1, 1, 2, None, 4, 9, 9], pa.int64()),
+              "b": pa.array([10, None, 30, 40, 50, 60, 70], pa.int32()),
+              "d": pa.array([2, 6, 1, 3, 0, 0, 0], pa.int32()), "s": pa.array(["x", "x", "y", None, "w", "v", "v"])})
 TABLES = {"t": T, "u": U, "e": U.slice(0, 0)}
 
 QUERIES = [

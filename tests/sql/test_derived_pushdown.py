@@ -20,7 +20,9 @@ T = pa.table({
     "v": pa.array([10.0, 2.5, None, 4.0, 7.5, 1.0, 3.0, 8.0, 6.0, 0.5], pa.float64()),
     "s": pa.array(["a", "b", "a", None, "c", "b", "a", "c", "b", "d"]),
 })
-U = pa.table({"k": pa.array([1, 2, 3, 5], pa.int64()), "name": pa.array(["x", "y", "x", "z"])})
+#: Key 2 of ``u`` has two rows: with ``k`` unique, ``u``'s ``GROUP BY k`` was a projection
+#: (optimizer/unique_groupings.py), with no grouping for a filter to go below.
+U = pa.table({"k": pa.array([1, 2, 3, 5, 2], pa.int64()), "name": pa.array(["x", "y", "x", "z", "y"])})
 TABLES = {"t": T, "u": U}
 
 GROUPED = "SELECT * FROM (SELECT k, m, sum(v) total, count(*) n FROM t GROUP BY k, m) g WHERE g.m = 2 AND g.total > 1"

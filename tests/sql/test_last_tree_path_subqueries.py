@@ -28,9 +28,11 @@ from gpu_engine.plans.expressions import walk
 from gpu_engine.plans.nodes import FilterNode, walk_plan
 from gpu_engine.plans.subqueries import Exists, InSubquery, QuantifiedComparison, ScalarSubquery
 
-TABLES = {"t": pa.table({"a": pa.array([1, 2, None, 4, None, 1], pa.int64()),
-                         "b": pa.array([1, None, None, 5, 2, 1], pa.int64()),
-                         "c": pa.array([10, 20, 30, None, 50, 60], pa.int64())})}
+#: The last row repeats the one before: with ``c`` unique, the per-domain DISTINCTs and the per-value counts of IN
+#: / ANY / ALL over it were projections (optimizer/unique_groupings.py).
+TABLES = {"t": pa.table({"a": pa.array([1, 2, None, 4, None, 1, 1], pa.int64()),
+                         "b": pa.array([1, None, None, 5, 2, 1, 1], pa.int64()),
+                         "c": pa.array([10, 20, 30, None, 50, 60, 60], pa.int64())})}
 
 NS = "t2.b IS NOT DISTINCT FROM t.a"
 NS3 = "t3.b IS NOT DISTINCT FROM t.a"

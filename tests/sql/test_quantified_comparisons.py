@@ -15,10 +15,12 @@ from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.sql.errors import SqlError
 
+#: The last row repeats the second: with ``a`` unique, each per-distinct-outer-value domain (``SELECT DISTINCT
+#: t.a``) was a projection (optimizer/unique_groupings.py).
 T = pa.table({
-    "a": pa.array([1, 2, 3, 4, 5, None, 7], pa.int32()),
-    "g": pa.array(["x", "y", "x", "y", "z", "x", None]),
-    "f": pa.array([0.5, 2.5, None, 4.0, -1.0, 3.0, 9.0], pa.float64()),
+    "a": pa.array([1, 2, 3, 4, 5, None, 7, 2], pa.int32()),
+    "g": pa.array(["x", "y", "x", "y", "z", "x", None, "y"]),
+    "f": pa.array([0.5, 2.5, None, 4.0, -1.0, 3.0, 9.0, 2.5], pa.float64()),
 })
 U = pa.table({
     "k": pa.array(["x", "x", "y", "y", "w", None]),

@@ -17,8 +17,9 @@ from duckdb_reference import assert_queries_match_duckdb, duckdb_with_tables, se
 from gpu_engine.plans.nodes import AggregationNode, FilterNode, HashJoinNode, TableScanNode, WindowNode
 from gpu_engine.sql.errors import SqlError
 
-TABLES = {"t": pa.table({"a": pa.array([1, 1, 2, None, 2], pa.int64()),
-                         "b": pa.array([2, 3, None, 5, 7], pa.int64())})}
+#: The last row repeats the one before: with ``b`` unique, ``GROUP BY "A", b`` was a projection (unique_groupings).
+TABLES = {"t": pa.table({"a": pa.array([1, 1, 2, None, 2, 2], pa.int64()),
+                         "b": pa.array([2, 3, None, 5, 7, 7], pa.int64())})}
 
 #: Each refused before (the key or the grouping() argument written apart from the GROUP BY's).
 QUERIES = [

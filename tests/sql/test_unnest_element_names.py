@@ -17,10 +17,12 @@ from duckdb_reference import assert_queries_match_duckdb, session_with_tables
 
 from gpu_engine.errors import PlanError
 
-TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2, -1], pa.int64()),
-                         "s": pa.array(["a,b", "b", None, "", "c,,é,"])}),
-          "d": pa.table({"a": pa.array([3, 13, None, 12, 1], pa.int64()),
-                         "x": pa.array([1, 2, 3, None, 5], pa.int64())})}
+#: Each table's last row repeats its first: with ``t.n`` and ``d.a`` unique, the correlated subqueries' domains
+#: and distinct sets over them were projections (optimizer/unique_groupings.py).
+TABLES = {"t": pa.table({"n": pa.array([3, None, 0, 2, -1, 3], pa.int64()),
+                         "s": pa.array(["a,b", "b", None, "", "c,,é,", "a,b"])}),
+          "d": pa.table({"a": pa.array([3, 13, None, 12, 1, 3], pa.int64()),
+                         "x": pa.array([1, 2, 3, None, 5, 1], pa.int64())})}
 TABLES["e"] = TABLES["t"].slice(0, 0)
 
 QUERIES = [

@@ -25,7 +25,8 @@ TABLES = {
         "b": pa.array(["x", "y", None, "x", "y", "y", "z"]),
         "d": pa.array([1.5, 2.0, None, -1.0, 4.0, 0.5, 2.5], pa.float64()),
     }),
-    "u": pa.table({"k": pa.array([2, 7, None], pa.int32()), "d": pa.array([0.5, None, 3.0], pa.float64())}),
+    # key 2 has two rows: with ``k`` unique, the correlated max per key was a projection (unique_groupings)
+    "u": pa.table({"k": pa.array([2, 7, None, 2], pa.int32()), "d": pa.array([0.5, None, 3.0, 1.5], pa.float64())}),
 }
 TABLES["e"] = TABLES["u"].slice(0, 0)
 

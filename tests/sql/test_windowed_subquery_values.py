@@ -22,7 +22,11 @@ T = pa.table({
     "k": pa.array([1, None, 2, 3, 1, 2], pa.int32()),
     "s": pa.array(["a", None, "bc", "", "ä", "z"]),
 })
-TABLES = {"t": T, "u": T.slice(0, 3), "v": T, "e": T.slice(0, 0)}
+#: ``u`` ends with two rows of an id no outer row meets: with its ids unique, each outer row's one-row check (a
+#: count per id) was a projection (optimizer/unique_groupings.py).
+U = pa.concat_tables([T.slice(0, 3), pa.table({"id": pa.array([9, 9], pa.int64()), "k": pa.array([4, None], pa.int32()),
+                                               "s": pa.array(["q", None])})])
+TABLES = {"t": T, "u": U, "v": T, "e": T.slice(0, 0)}
 
 QUERIES = [
     "SELECT t.id, (SELECT sum(u.k) OVER (ORDER BY u.id) FROM u WHERE u.id = t.id) AS w FROM t",
