@@ -86,7 +86,7 @@ from gpu_engine.kernels.gather import gather
 from gpu_engine.kernels.group_by import FIXED_WIDTH_BLOCK, GroupByHashTable
 from gpu_engine.kernels.hash import fixed_width_key_words
 from gpu_engine.kernels.launch import launch_cuda, launch_twin, read_only
-from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, worth_prefetching
+from gpu_engine.kernels.prefetch import PREFETCH_DISTANCE, prefetch_row, prefetch_row_end, worth_prefetching
 
 __all__ = ["JoinHashTable", "null_key_rows", "align_key_words", "BLOOM_BITS_PER_KEY"]
 
@@ -208,6 +208,15 @@ def _packed_find(words, i, packed, h):
 
 
 @register_jitable
+def _prefetch_slot(packed, slot):
+    """Prefetch packed row ``slot`` whole: a row of three words (24 bytes) starting 48 or 56 bytes into a cache line
+    ends in the next line, which holds its id, read first (1M-10M keys, 12M probes: the probe 0.92-0.95x with both
+    ends; bench/results/2026-11-29-joinbuild-s54.md)."""
+    prefetch_row(packed, slot)
+    prefetch_row_end(packed, slot)
+
+
+@register_jitable
 def _bloom_rules_out(bloom, h):
     """Return True when the Bloom filter says no build key has hash ``h`` (then no build key equals the probe's)."""
     bits = _bloom_bits(h)
@@ -265,7 +274,7 @@ def _insert_packed_cpu(words, start, packed, num_keys, group_ids, first_rows):
     ahead = worth_prefetching(packed)
     for i in range(start, n):
         if ahead and i + PREFETCH_DISTANCE < n:
-            prefetch_row(packed, np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask)))
+            _prefetch_slot(packed, np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask)))
         slot = np.int64(_key_hash(words, i) & np.uint64(slot_mask))
         while True:
             key_id = packed[slot, num_words]
@@ -312,7 +321,7 @@ def _insert_slot_range_cpu(words, packed, low, high, max_keys, first_of_row):
             next_slot = np.int64(_key_hash(words, i + PREFETCH_DISTANCE) & np.uint64(slot_mask))
             ring[i % PREFETCH_DISTANCE] = next_slot
             if ahead and next_slot >= low and next_slot < high:
-                prefetch_row(packed, next_slot)
+                _prefetch_slot(packed, next_slot)
         if slot < low or slot >= high:
             continue
         while True:
@@ -454,7 +463,7 @@ def _find_keys_cpu(words, packed, bloom, use_bloom, key_ids):
         if prefetching and i + PREFETCH_DISTANCE < n:
             ahead = _key_hash(words, i + PREFETCH_DISTANCE)
             if not (use_bloom and _bloom_rules_out(bloom, ahead)):
-                prefetch_row(packed, np.int64(ahead & np.uint64(slot_mask)))
+                _prefetch_slot(packed, np.int64(ahead & np.uint64(slot_mask)))
         h = _key_hash(words, i)
         if use_bloom and _bloom_rules_out(bloom, h):
             key_ids[i] = -1
@@ -479,7 +488,7 @@ def _find_fixed_width_keys_cpu(values, valid, rows, packed, bloom, use_bloom, ke
             if not has_valid or valid[a]:
                 ahead = _fixed_width_key_hash(values[a])
                 if not (use_bloom and _bloom_rules_out(bloom, ahead)):
-                    prefetch_row(packed, np.int64(ahead & np.uint64(slot_mask)))
+                    _prefetch_slot(packed, np.int64(ahead & np.uint64(slot_mask)))
         r = rows[i] if mapped else i
         if has_valid and not valid[r]:
             key_ids[i] = -1
@@ -516,7 +525,7 @@ def _find_fixed_width_keys_in_range_cpu(values, valid, rows, packed, low, high, 
             if (not has_valid or valid[a]) and low <= ahead <= high:
                 s = ahead - low
                 if not use_bits or (bits[s >> 6] >> np.uint64(s & 63)) & np.uint64(1) != 0:
-                    prefetch_row(packed, np.int64(_fixed_width_key_hash(ahead) & np.uint64(slot_mask)))
+                    _prefetch_slot(packed, np.int64(_fixed_width_key_hash(ahead) & np.uint64(slot_mask)))
         r = rows[i] if mapped else i
         value = values[r]
         if (has_valid and not valid[r]) or value < low or value > high:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from numba import njit
 
-from gpu_engine.kernels.prefetch import prefetch_row
+from gpu_engine.kernels.prefetch import prefetch_row, prefetch_row_end
 from gpu_engine.kernels.slot_compaction import occupied_slot_columns
 
 
@@ -30,14 +30,17 @@ def _sum_with_prefetch(values, table, rows):
     for i in range(rows.shape[0]):
         if i + 2 < rows.shape[0]:
             prefetch_row(table, rows[i + 2])
+            prefetch_row_end(table, rows[i + 2])
             prefetch_row(values, rows[i + 2])
+            prefetch_row_end(values, rows[i + 2])
         total += table[rows[i], 1] + values[rows[i]]
     return total
 
 
 @pytest.mark.parametrize("count", [0, 1, 1000])
 def test_prefetch_is_only_a_hint(count):
-    """Prefetching compiles for 1-D and 2-D arrays, also past the loop's last row, and leaves results unchanged."""
+    """Prefetching (a row's start or end) compiles for 1-D and 2-D arrays, also past the loop's last row, and leaves
+    results unchanged."""
     rng = np.random.default_rng(count)
     values = rng.integers(0, 100, 4096)
     table = rng.integers(0, 100, (4096, 3))
