@@ -326,8 +326,8 @@ class ScalarTranslator:
         try:
             return number_literal(tree.this)
         except ValueError:
-            raise self.error("integer literals of more than 38 digits are not supported (DuckDB's HUGEINT holds 39; "
-                             "the engine's is DECIMAL(38,0)): cast the text instead, CAST('...' AS DOUBLE)", tree) from None
+            raise self.error("integer literals beyond int64 are not supported yet (CAST(... AS UBIGINT) reads one "
+                             "up to 2**64 - 1; for others cast the text: CAST('...' AS DOUBLE))", tree) from None
 
     def _boolean_literal(self, tree: exp.Boolean) -> Expr:
         return Literal(bool(tree.this), pa.bool_())

@@ -42,21 +42,17 @@ def number_literal(text: str) -> Literal:
 
     Digits with a point are a decimal whose precision counts every digit
     written and whose scale counts the digits after the point (``00.10`` is
-    decimal(4,2)); an exponent makes a float64; more than 38 digits too. An
-    integer past int64 is DuckDB's HUGEINT, the engine's decimal(38,0) (as
-    DuckDB hands a HUGEINT to Arrow), while it has at most 38 digits.
+    decimal(4,2)); an exponent makes a float64; more than 38 digits too.
 
     Raises
     ------
     ValueError
-        For an integer of more than 38 digits (DuckDB's HUGEINT holds 39).
+        For an integer that does not fit int64.
     """
     if "e" in text.lower():
         return Literal(float(text), pa.float64())
     if "." not in text:
         value = int(text)
-        if not -(2**63) <= value < 2**63 and len(str(abs(value))) <= MAX_DECIMAL_PRECISION:
-            return Literal(decimal.Decimal(value), pa.decimal128(MAX_DECIMAL_PRECISION, 0))
         return Literal(value, integer_literal_type(value))
     integer_digits, fraction_digits = text.lstrip("+-").split(".")
     scale = len(fraction_digits)

@@ -151,7 +151,6 @@ def test_aggregate_type_matches_duckdb(sql, engine_type, duckdb_typeof):
     ("-9223372036854775808", -(2**63), pa.int64()),  # DuckDB folds the HUGEINT token's negation to BIGINT
     ("-(9223372036854775808)", -(2**63), pa.int64()),
     ("3000000000", 3000000000, pa.int64()),
-    ("9223372036854775808", decimal.Decimal(2**63), pa.decimal128(38, 0)),  # HUGEINT, as DuckDB hands it to Arrow
     ("1.5e3", 1500.0, pa.float64()),
     ("'it''s'", "it's", pa.string()),
     ("false", False, pa.bool_()),
@@ -273,7 +272,7 @@ def test_translation_shape(sql, expected):
     ("CASE WHEN b THEN 1 ELSE dt END", "CASE branches have types int32, date32[day]", None),
     ("CASE WHEN i32 THEN 1 END", "expected a boolean", "i32"),
     ("CAST(d AS DECIMAL(30,20)) * CAST(d AS DECIMAL(30,20))", "needs scale 40", None),
-    ("1234567890123456789012345678901234567890", "more than 38 digits", None),  # 9223372036854775808: HUGEINT
+    ("99999999999999999999", "beyond int64 are not supported yet", None),
     ("i32 BETWEEN SYMMETRIC 1 AND 2", "not supported yet", None),
     ("i32 +", "cannot parse SQL", "i32 +"),
     ("i32 AS x", "alias", "i32 AS x"),
