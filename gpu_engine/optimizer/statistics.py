@@ -706,7 +706,8 @@ def unique_column(table, column: str, null: bool = True) -> bool:
             return False
         key = (_version(table), column)
         kept = _UNIQUE.get(key)
-        if kept is not None and all(ref() is not None for ref in kept[1]):
+        if (kept is not None and all(ref() is not None for ref in kept[1])
+                and kept[2] == column_fingerprint(table, column)):
             return kept[0] == "unique" or (null and kept[0] == "unique with a NULL")
         proven = "no"
         read = _key_columns(table, (column,), UNIQUE_PROOF_MAX_ROWS)
@@ -722,10 +723,29 @@ def unique_column(table, column: str, null: bool = True) -> bool:
         if len(_UNIQUE) >= _MAX_MATCHES:
             _UNIQUE.clear()
         arrow_table = getattr(table, "table", None)
-        _UNIQUE[key] = (proven, (weakref.ref(arrow_table),) if isinstance(arrow_table, pa.Table) else ())
+        _UNIQUE[key] = (proven, (weakref.ref(arrow_table),) if isinstance(arrow_table, pa.Table) else (),
+                        column_fingerprint(table, column))
         return proven == "unique" or (null and proven == "unique with a NULL")
     except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError, MemoryError, KeyError):
         return False
+
+
+def column_fingerprint(table, column: str) -> tuple:
+    """Return a CRC-32 per buffer of an in-memory table's ``column`` (a Parquet table's: (), its files' versions
+    say whether it changed).
+
+    Why: Arrow tables do not change, but one built from NumPy arrays without a copy (``pa.table({"k": array})``)
+    shares their memory, and pyarrow does not mark such buffers: ``array[5] = 6`` after ``register`` changes the
+    rows under a proof that ``k`` is unique, and a GROUP BY planned away on it would keep a group too many. The
+    proof and every kept plan relying on it are checked against the buffers' checksums before use (a proof reads
+    at most :data:`UNIQUE_PROOF_MAX_ROWS` rows, so this is a few milliseconds at most)."""
+    import zlib
+
+    arrow_table = getattr(table, "table", None)
+    if not isinstance(arrow_table, pa.Table) or column not in arrow_table.column_names:
+        return ()
+    return tuple(zlib.crc32(buffer) if buffer is not None else None
+                 for chunk in arrow_table.column(column).chunks for buffer in chunk.buffers())
 
 
 def _version_now(table) -> tuple:
@@ -805,15 +825,20 @@ class RegisteredStatistics(Mapping):
         (weakly) and its files' versions. Why: a plan optimized with a proof is kept by identity
         (:class:`~gpu_engine.planning.prepared_plans.PreparedPlans`) and must not run once the table is another
         object or a file of it was rewritten (:meth:`holds`)."""
-        names = dict.fromkeys(name for (name, _, _), proven in self._unique.items() if proven)
-        return tuple((name, weakref.ref(self._tables[name]), _version_now(self._tables[name])) for name in names)
+        proven = dict.fromkeys((name, column) for (name, column, _), unique in self._unique.items() if unique)
+        names = dict.fromkeys(name for name, _ in proven)
+        return tuple((name, weakref.ref(self._tables[name]), _version_now(self._tables[name]),
+                      tuple((column, column_fingerprint(self._tables[name], column))
+                            for n, column in proven if n == name))
+                     for name in names)
 
     def holds(self, relied_on: tuple) -> bool:
         """Return True while every table of ``relied_on`` (:meth:`relied_on`) is registered as the same object
-        with its files unchanged."""
+        with its files, or its proven columns' buffers (:func:`column_fingerprint`), unchanged."""
         try:
             return all(table() is not None and self._tables.get(name) is table() and _version_now(table()) == versions
-                       for name, table, versions in relied_on)
+                       and all(column_fingerprint(table(), column) == fingerprint for column, fingerprint in proofs)
+                       for name, table, versions, proofs in relied_on)
         except OSError:
             return False
 

@@ -162,26 +162,34 @@ def test_a_grouping_not_unique_even_by_the_estimates_reads_no_column(monkeypatch
     assert _keyed_aggregations(session, QUERIES["q10_shape"].format(t="cust")) != [] and "c_key" in read
 
 
-@pytest.mark.parametrize("source", ["pandas", "numpy dict"])
+@pytest.mark.parametrize("source", ["pandas", "numpy dict", "arrow over numpy"])
 def test_a_frame_written_to_in_place_is_grouped_over_its_rows_now(source):
-    """A pandas frame (or a dict of numpy arrays) is registered without a copy: Arrow wraps its arrays, so the
-    scans read what the caller writes to it later. A key proven unique before the write must not be kept: after
-    ``k[3] = 4`` the same text groups 99 rows (the engine answered 100, the proof of the old rows kept)."""
+    """A pandas frame, a dict of numpy arrays or an Arrow table built from numpy arrays without a copy is
+    registered without a copy: Arrow wraps their arrays, so the scans read what the caller writes to them later. A
+    key proven unique before the write must not be kept: after ``k[3] = 4`` the same text groups 99 rows (the
+    engine answered 100, the proof of the old rows kept; an Arrow table's proof is checked against its buffers'
+    checksums, in the kept plan and in another Session registering the same table)."""
     import pandas as pd
 
     from gpu_engine import Session
 
     columns = {"k": np.arange(100, dtype=np.int64), "v": np.arange(100, dtype=np.int64)}
-    frame = pd.DataFrame(columns) if source == "pandas" else columns
+    frame = {"pandas": pd.DataFrame, "numpy dict": dict, "arrow over numpy": pa.table}[source](columns)
     session = Session(device="cpu", compile_mode="lowest")
     session.register("t", frame)
     sql = "SELECT k, count(*) AS n, sum(v) AS s FROM t GROUP BY k"
     assert session.sql(sql).num_rows == 100
+    if source == "arrow over numpy":
+        assert _keyed_aggregations(session, sql) == []  # proven: Arrow's own table
     if source == "pandas":
         frame.loc[3, "k"] = 4
     else:
         columns["k"][3] = 4
     assert session.sql("SELECT count(*) AS n FROM t WHERE k = 4").column(0).to_pylist() == [2]  # read in place
-    now = pa.table({"k": np.asarray(frame["k"]), "v": np.asarray(frame["v"])})
+    written = frame if source == "pandas" else columns
+    now = pa.table({"k": np.asarray(written["k"]), "v": np.asarray(written["v"])})
+    other = Session(device="cpu", compile_mode="lowest")
+    other.register("t", frame)
     with duckdb_with_tables({"t": now}) as reference:
         assert_same_rows(session.sql(sql), duckdb_table(reference, sql))
+        assert_same_rows(other.sql(sql), duckdb_table(reference, sql))
