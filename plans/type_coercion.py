@@ -96,6 +96,10 @@ def _decimal_arithmetic(op: str, left: pa.DataType, right: pa.DataType) -> pa.Da
         precision = max(p1 - s1, p2 - s2) + scale + 1
     elif op == "mod":
         precision = max(p1 - s1, p2 - s2) + scale
+        if precision > MAX_DECIMAL_PRECISION:
+            # DuckDB binds a remainder that needs more than 38 digits as DOUBLE (HUGEINT % 1.5 too), where + - *
+            # cap the precision at 38
+            return pa.float64()
     else:  # mul
         scale = s1 + s2
         if scale > MAX_DECIMAL_PRECISION:

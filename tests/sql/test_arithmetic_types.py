@@ -35,6 +35,7 @@ VALUES = [
     "1.0 / 4.0", "2.0 / 3.0", "1 / 4", "7 / 2", "i32 / 2", "i32 / 0", "d / 0", "d / d4", "i16 / i8", "1.5 / i32",
     # % keeps the dividend's sign
     "7 % 3", "-7 % 3", "i32 % -3", "-i32 % 4", "d % 0.3", "d4 % 2", "i64 % i8", "f % 0", "3 % 2.0",
+    "CAST(i64 AS DECIMAL(38, 0)) % d",  # past 38 digits a remainder is a DOUBLE
     # integers keep the wider type; a literal takes the column's type when it fits
     "i8 + i8", "i8 + 100", "i8 + 1000", "i8 * -10", "i16 * 100", "i16 * 100000", "i16 + i8", "i32 * i64",
     "i32 + 3000000000", "i32 - 2147483000", "u8 + 5", "u8 + i8", "u8 * i32", "1 + 1", "2147483647 + 0", "-i8",
