@@ -63,7 +63,7 @@ from dataclasses import replace
 from collections.abc import Mapping
 
 from gpu_engine.optimizer.cardinality import estimate
-from gpu_engine.optimizer.statistics import TableStatistics
+from gpu_engine.optimizer.statistics import FEW_VALUES_SHARE, TableStatistics
 from gpu_engine.optimizer.unique_keys import unique_keys
 from gpu_engine.plans.nodes import AggregationNode, AggregationStep, PlanNode
 
@@ -89,8 +89,15 @@ def choose_partial_steps(plan: PlanNode, statistics: Mapping[str, TableStatistic
 
 class RangeCounts(Mapping):
     """``statistics`` with each column's distinct count its range's (``sampled_ndv`` dropped: see the module
-    docstring); each table converted once. Eager aggregation reads its estimates so too
-    (:mod:`~gpu_engine.optimizer.eager_aggregation`: TPC-H q18)."""
+    docstring) but where the sampled count is at most :data:`~gpu_engine.optimizer.statistics.FEW_VALUES_SHARE`
+    of the table's rows; each table converted once. Eager aggregation reads its estimates so too
+    (:mod:`~gpu_engine.optimizer.eager_aggregation`: TPC-H q18).
+
+    Why the few values are kept: a key whose range spans past the rows (100 int64 ids drawn from [0, 1e9) over
+    10M rows) reads from its range as a value a row, and lost its partial step: every row repartitioned, 2.0x
+    the CPU of the plan with one (bench/results/2026-11-29-intgroups-s54.md). q18's ``l_orderkey`` (a quarter
+    of its rows) stays above the line, so its plan is the range's as measured.
+    """
 
     def __init__(self, statistics: Mapping[str, TableStatistics]):
         self._statistics = statistics
@@ -100,7 +107,8 @@ class RangeCounts(Mapping):
         if name not in self._converted:
             table = self._statistics[name]
             self._converted[name] = TableStatistics(table.rows, {
-                column: replace(stats, sampled_ndv=0.0) if stats.sampled_ndv else stats
+                column: replace(stats, sampled_ndv=0.0)
+                if stats.sampled_ndv and stats.sampled_ndv > FEW_VALUES_SHARE * table.rows else stats
                 for column, stats in table.columns.items()})
         return self._converted[name]
 

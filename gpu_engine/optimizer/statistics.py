@@ -26,7 +26,8 @@ first row group's dictionary page where that says fewer (:func:`_sampled_ndv`;
 the typed estimates read that count, the SQL planner not yet), a string column's
 from its first row group's dictionary page, read by equality and IN estimates
 only (:func:`_dictionary_ndv`);
-an in-memory table's min/max; :class:`RegisteredStatistics`: a
+an in-memory table's min/max, and for a key-like integer or date column the distinct values of a sample of
+its rows where they repeat a hundred times or more (:func:`_arrow_sampled_ndv`); :class:`RegisteredStatistics`: a
 session's tables, each read when first asked) live here too, so a session, a
 ``LocalCluster`` or a ``SparkRunner`` hands them to
 :func:`~gpu_engine.optimizer.optimize_plan` without the SQL front end.
@@ -447,8 +448,49 @@ def _arrow_statistics(table: pa.Table) -> TableStatistics:
                 # range, not DuckDB's), or a float16 (no Arrow min_max; a scan refuses the type by name): no range
                 extremes = {"min": None, "max": None}
             low, high = extremes["min"], extremes["max"]
-        columns[f.name] = _column_statistics(f.type, rows, low, high)
+        column = _column_statistics(f.type, rows, low, high)
+        low, high = as_number(low), as_number(high)
+        if (rows > 1 and column.ndv and low is not None and high - low + 1 >= rows / 2
+                and (pa.types.is_integer(f.type) or pa.types.is_date(f.type))):  # key-like by its range: dense or not?
+            sampled = _arrow_sampled_ndv(table.column(f.name))
+            if sampled is not None and sampled < column.ndv:
+                column = dataclasses.replace(column, sampled_ndv=sampled)
+        columns[f.name] = column
     return TableStatistics(float(rows), columns)
+
+
+#: The rows :func:`_arrow_sampled_ndv` reads of an in-memory column (evenly spaced; all of a smaller one).
+ARROW_SAMPLE_ROWS = 1 << 16
+
+#: The share of its rows as distinct values at or below which a sample is taken to have seen every value that
+#: matters (a value a hundred rows or more, on average), and a Parquet dictionary's or a sample's count is
+#: believed over the range's where a plan's choice hangs on it (:class:`~gpu_engine.optimizer.partial_steps.
+#: RangeCounts`).
+FEW_VALUES_SHARE = 0.01
+
+
+def _arrow_sampled_ndv(column: pa.ChunkedArray) -> float | None:
+    """Return the distinct values of :data:`ARROW_SAMPLE_ROWS` evenly spaced rows of an in-memory integer or date
+    column whose range reads as a key, where they are at most :data:`FEW_VALUES_SHARE` of those rows; None (the
+    range's count stands) otherwise.
+
+    Why: an in-memory table has no dictionary page (:func:`_sampled_ndv`), so a key drawn from a wide range
+    (ids, hashes, timestamps as integers) read as a value a row: GROUP BY over 100 such keys of 10M rows lost
+    its partial step and repartitioned every row, 2.0x the CPU of the plan with it (issue 31;
+    bench/results/2026-11-29-intgroups-s54.md). Only a sample that repeats its values a hundred times on
+    average is believed: a sample of a key's rows that sees each value about once says nothing of how many
+    there are. Reading the sample costs a take and a count over its rows, beside the whole column's min/max.
+    """
+    import numpy as np
+
+    rows = len(column)
+    if rows > ARROW_SAMPLE_ROWS:
+        column = column.take(pa.array(np.linspace(0, rows - 1, ARROW_SAMPLE_ROWS).astype(np.int64)))
+    seen = len(column) - column.null_count
+    if not seen:
+        return None
+    values = pc.count_distinct(column, mode="only_valid").as_py()
+    return float(values) if values <= FEW_VALUES_SHARE * seen else None
 
 
 _CACHE: dict[tuple, TableStatistics] = {}

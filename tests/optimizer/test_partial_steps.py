@@ -3,8 +3,8 @@
 The plan tests check which aggregations the optimizer refuses a partial step (a key whose range-based
 distinct count reaches 80% of the estimated rows: a unique customer key, alone, with the customer's strings,
 or after a join that keeps a row per customer; integer keys whose counts multiply to 40% of the rows or more)
-and which keep it (keys of few values, strings whose distinct count is unknown, an expression, keys whose
-counts multiply past the rows), and that the local exchanges then plan one single step per driver behind
+and which keep it (keys of few values, also of few values drawn from a wide range, strings whose distinct count
+is unknown, an expression, keys whose counts multiply past the rows), and that the local exchanges then plan one single step per driver behind
 a repartition. The answers are DuckDB's for all of them on several drivers and splits, with NULL keys, a key
 whose range promises more distinct values than it has (the estimate is wrong: the plan must still answer
 right), an input filtered to nothing, DISTINCT aggregates, and decimal, float and string values (lowest
@@ -64,7 +64,12 @@ PAIRS = pa.table({"p_a": pa.array([None if k == 3 else int(v) for k, v in enumer
                   "p_c": pa.array([None if k == 8 else int(v) for k, v in enumerate(_RNG.integers(0, 5, 1000))],
                                   pa.int64()),
                   "p_value": pa.array(_RNG.integers(-500, 500, 1000), pa.int64())})
-TABLES = {"cust": CUST, "lines": LINES, "repeats": REPEATS, "pairs": PAIRS}
+# Eight int64 values drawn from [0, 1e9) over 2000 rows (and NULLs): the range says a value a row, a sample of the
+# rows says eight (statistics._arrow_sampled_ndv), so the partial step stays (issue 31: 2.0x the CPU without it).
+_WIDE = _RNG.integers(0, 1_000_000_000, 8)
+SPARSE = pa.table({"s_key": pa.array([None if k % 97 == 1 else int(_WIDE[k % 8]) for k in range(2000)], pa.int64()),
+                   "s_value": pa.array(_RNG.integers(-500, 500, 2000), pa.int64())})
+TABLES = {"cust": CUST, "lines": LINES, "repeats": REPEATS, "pairs": PAIRS, "sparse": SPARSE}
 
 #: Q10's re-aggregation by the customer's columns over a join that keeps a row per customer (the lines summed per
 #: customer first, as eager aggregation does to Q10, written out so the test does not depend on that rule's choice).
@@ -98,9 +103,10 @@ SPLIT = {
                                          "FROM lines, cust WHERE l_cust = c_key GROUP BY l_flag, c_nation",
     "joint_keys_few": "SELECT p_a, p_c, sum(p_value) AS s, count(*) AS n FROM pairs GROUP BY p_a, p_c",
     "joint_keys_past_the_rows": "SELECT p_a, p_b, p_c, sum(p_value) AS s FROM pairs GROUP BY p_a, p_b, p_c",
+    "few_values_of_a_wide_range": "SELECT s_key, count(*) AS n, sum(s_value) AS s FROM sparse GROUP BY s_key",
 }
 _SIMULATED = ("unique_key_with_its_strings", "after_a_join_a_row_per_customer", "wrong_estimate", "empty_input",
-              "few_values", "joint_keys")
+              "few_values", "joint_keys", "few_values_of_a_wide_range")
 
 
 #: The rule's floor as the engine ships it (the fixture below lowers it for the plan tests).
