@@ -4,8 +4,8 @@ against the range's count alone (partial step refused), DuckDB in the process (i
     .venv/bin/python -m bench.intgroups_ab --rounds 7
 
 The data and query are bench/string_keys_ab.py's ``group`` case (``int`` keys). "before" plans with
-:func:`gpu_engine.optimizer.statistics._arrow_sampled_ndv` answering None (the range's count stands: the plan
-before the change), "after" as the tree plans now; both plans are made once, each in its own Session, and run
+:data:`gpu_engine.optimizer.partial_steps.FEW_VALUES_SHARE` below 0 (every sampled count dropped: the range's count
+stands, the plan before the change), "after" as the tree plans now; both plans are made once, each in its own Session, and run
 alternately with DuckDB; every answer is checked against DuckDB's. Process CPU (user+sys) and wall, medians.
 """
 from __future__ import annotations
@@ -17,21 +17,22 @@ import time
 
 import duckdb
 
-import gpu_engine.optimizer.statistics as table_stats
+import gpu_engine.optimizer.partial_steps as partial_steps
 from bench.run_bench import settle_compiled_tier
 from bench.string_keys_ab import GROUP_SQL, _group_tables, _source
 from gpu_engine import Session
 
 
-def _with_sampled_ndv(session, plan, sampler):
-    """A run of ``plan`` whose optimization (at each execute, from the session's statistics) reads ``sampler``."""
+def _with_share(session, plan, share):
+    """A run of ``plan`` whose optimization (at each execute, from the session's statistics) believes sampled
+    counts up to ``share`` of the rows."""
     def run():
-        kept = table_stats._arrow_sampled_ndv
-        table_stats._arrow_sampled_ndv = sampler
+        kept = partial_steps.FEW_VALUES_SHARE
+        partial_steps.FEW_VALUES_SHARE = share
         try:
             return session.execute(plan)
         finally:
-            table_stats._arrow_sampled_ndv = kept
+            partial_steps.FEW_VALUES_SHARE = kept
     return run
 
 
@@ -54,19 +55,19 @@ def main() -> int:
     else:
         duck.execute(f"CREATE VIEW t AS SELECT * FROM read_parquet('{src}')")
     expected = duck.sql(sql).fetchall()
-    sampled = table_stats._arrow_sampled_ndv
+    share = partial_steps.FEW_VALUES_SHARE
     runs = {}
     for side in ("before", "after"):
         session = Session(device="cpu", drivers=args.drivers)
         session.register("t", src)
         plan = session.sql_plan(sql)
-        run = _with_sampled_ndv(session, plan, sampled if side == "after" else (lambda column: None))
+        run = _with_share(session, plan, share if side == "after" else -1.0)
         got = [tuple(r.values()) for r in run().to_pylist()]
         assert got == expected, (side, got[:3], expected[:3])
         settle_compiled_tier(run)
-        table_stats._arrow_sampled_ndv = sampled if side == "after" else (lambda column: None)
+        partial_steps.FEW_VALUES_SHARE = share if side == "after" else -1.0
         partial = "PARTIAL [k]" in session.explain(plan, analyze=True)
-        table_stats._arrow_sampled_ndv = sampled
+        partial_steps.FEW_VALUES_SHARE = share
         print(f"{side}: partial step {'kept' if partial else 'refused'}", flush=True)
         runs[side] = run
     runs["duckdb"] = lambda: duck.sql(sql).fetchall()

@@ -297,9 +297,13 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
     """Return the distinct values of integer column ``name`` (``[low, high]`` over the table's ``rows``) as the
     first non-empty row group's dictionary says: its count where that row group holds every row; where the
     rows are in the column's order (the second row group begins at or after the first one's maximum), the
-    first's distinct values per unit of its own ``[min, max]``, times the table's range. None (the range's
-    count stands) for rows in another order (a row group's values then say nothing of the others') or a
-    chunk without a dictionary page encoding all of its pages (a writer falls back to PLAIN pages when the
+    first's distinct values per unit of its own ``[min, max]``, times the table's range; for rows in another
+    order, its count where that is at most :data:`FEW_VALUES_SHARE` of the row group's rows (a row group that
+    repeats each value a hundred times has seen about all of them, as :func:`_arrow_sampled_ndv`'s sample: 100
+    int64 keys drawn from [0, 1e9) read from the range as a value a row and lost their partial step, 1.9x the
+    CPU, bench/results/2026-11-29-intgroups-s54.md). None (the range's count stands) for rows in another order
+    whose row group holds more values (a row group's values then say nothing of the others') or a chunk
+    without a dictionary page encoding all of its pages (a writer falls back to PLAIN pages when the
     dictionary grows too big).
 
     Why: an integer column whose ``[min, max]`` spans about the table's rows (half of them or more) reads as
@@ -338,11 +342,12 @@ def _sampled_ndv(footers: tuple, name: str, rows: float, low: float, high: float
         return None
     footer, chunk, group_rows, group_low, group_high = groups[0]
     whole = group_rows >= rows
-    if not whole and (len(groups) < 2 or groups[1][3] < group_high):
-        return None  # not in this column's order
+    ordered = whole or (len(groups) >= 2 and groups[1][3] >= group_high)
     values = _dictionary_count(footer, chunk)
     if values is None:
         return None
+    if not ordered:  # a row group that repeats its values a hundred times has seen about all of them
+        return float(values) if values <= FEW_VALUES_SHARE * group_rows else None
     return float(values) if whole else max(1.0, values * (high - low + 1) / (group_high - group_low + 1))
 
 

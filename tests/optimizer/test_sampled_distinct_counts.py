@@ -3,7 +3,8 @@
 An integer column whose ``[min, max]`` spans about the table's rows reads as a key by its range; a sparse key
 repeated across rows (TPC-H's ``l_orderkey``: 1.5M values over 1..6M in 6M rows) is not one. The first row
 group's dictionary page says how many values it holds: the whole table's count where it is the only row group,
-the table's by density where the rows are in the column's order, nothing (the range stands) otherwise. The
+the table's by density where the rows are in the column's order, in another order its count where it repeats
+each value a hundred times or more (so an in-memory column's sample), nothing (the range stands) otherwise. The
 typed estimates read that count (a scan's ``ndv``); the SQL planner reads the range's until its eager
 aggregation weighs runtime filters (see ``statistics._sampled_ndv``).
 """
@@ -70,3 +71,25 @@ def test_a_column_chunk_over_the_read_bound_keeps_the_range_count(tmp_path, monk
     monkeypatch.setattr(statistics_module, "SAMPLED_CHUNK_MAX_BYTES", 64)
     spanned = max(SPARSE) - min(SPARSE) + 1
     assert _ndv(tmp_path, SPARSE, "big", row_group_size=ROWS // 4) == spanned
+
+
+def test_few_values_of_a_wide_range_are_counted_in_any_order_in_parquet_and_in_memory(tmp_path):
+    """A row group (or an in-memory column's sample) that repeats each value a hundred times or more has seen
+    about all of them: eight int64 values drawn from [0, 1e9) over 4,000 shuffled rows are eight, not a value a
+    row (issue 31: such a GROUP BY lost its partial step). Ten rows a value (SPARSE shuffled) keep the range."""
+    wide = [v * 123_456_789 for v in range(8)]
+    rows = [wide[i % 8] for i in range(ROWS)]
+    random.Random(5).shuffle(rows)
+    assert _ndv(tmp_path, rows, "wide", row_group_size=ROWS // 4) == 8
+    table = pa.table({"k": pa.array(rows, pa.int64())})
+    session = Session(device="cpu")
+    session.register("memory", table)
+    scanned = estimate(PlanBuilder({"memory": table.schema}).table_scan("memory").plan(),
+                       RegisteredStatistics(session._tables))
+    assert scanned.columns["k"].ndv == 8
+    shuffled = SPARSE[:]
+    random.Random(7).shuffle(shuffled)
+    session.register("tens", pa.table({"k": pa.array(shuffled, pa.int64())}))
+    scanned = estimate(PlanBuilder({"tens": table.schema}).table_scan("tens").plan(),
+                       RegisteredStatistics(session._tables))
+    assert scanned.columns["k"].ndv == max(SPARSE) - min(SPARSE) + 1
