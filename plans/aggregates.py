@@ -21,7 +21,8 @@ import pyarrow as pa
 from gpu_engine.columnar.types import (
     is_boolean, is_decimal, is_floating, is_integer, is_interval, is_numeric, is_string, is_temporal,
 )
-from gpu_engine.plans.null_type import null_typed_field
+from gpu_engine.plans.null_type import null_typed_field, plan_field
+from gpu_engine.plans.type_coercion import is_hugeint
 
 __all__ = ["result_type", "sum_type", "intermediate_fields", "intermediate_names", "final_step_aggregates",
            "aggregation_output_schema", "AVG_COUNT_SUFFIX", "SUM_HIGH_SUFFIX", "VARIANCE_FUNCTIONS",
@@ -354,7 +355,8 @@ def aggregation_output_schema(step, key_fields, aggregate_names, aggregates) -> 
     out = list(key_fields)
     for name, call in zip(aggregate_names, aggregates):
         if step.output_is_final:
-            out.append(null_typed_field(name) if call.null_typed else pa.field(name, call.dtype))
+            out.append(null_typed_field(name) if call.null_typed
+                       else plan_field(name, call.dtype, hugeint=is_hugeint(call)))
         elif step.input_is_raw:
             out.extend(intermediate_fields(call.function, call.arg.dtype if call.arg is not None else None, name,
                                            call.second.dtype if call.second is not None else None, then_by_types(call)))

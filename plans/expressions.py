@@ -122,10 +122,24 @@ class Expr:
 
 @dataclass(frozen=True)
 class ColumnRef(Expr):
-    """Read an input column by name."""
+    """Read an input column by name.
+
+    ``hugeint`` (set by :meth:`of_field`): the plan field read is marked DuckDB's HUGEINT
+    (:func:`gpu_engine.plans.null_type.is_hugeint_field`), which the translator reads where types meet; a
+    translation-time note, so neither equality nor the plan's JSON form carries it.
+    """
 
     name: str
     dtype: pa.DataType
+    hugeint: bool = field(default=False, init=False, compare=False, repr=False)
+
+    @classmethod
+    def of_field(cls, field_: pa.Field, hugeint: bool) -> "ColumnRef":
+        """Return a reference to the plan column ``field_``, noting whether it is DuckDB's HUGEINT."""
+        ref = cls(field_.name, field_.type)
+        if hugeint:
+            object.__setattr__(ref, "hugeint", True)  # frozen: set once, here
+        return ref
 
     def sql(self) -> str:
         return self.name

@@ -24,12 +24,12 @@ import pyarrow as pa
 import sqlglot
 from sqlglot import exp
 
-from gpu_engine.columnar.types import is_decimal, is_floating, is_interval, is_string, is_temporal, is_time
+from gpu_engine.columnar.types import is_decimal, is_floating, is_integer, is_interval, is_string, is_temporal, is_time
 from gpu_engine.plans.expressions import BinaryOp, Case, Cast, Expr, Extract, Function, Like, Literal, UnaryOp
 from gpu_engine.plans.functions import SCALAR_SUBQUERY_VALUE, constant_value, function_type, part_name
 from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_literals import coerce_literal
-from gpu_engine.plans.type_coercion import common_type, is_castable
+from gpu_engine.plans.type_coercion import HUGEINT, common_type, is_castable, is_hugeint
 
 __all__ = ["FUNCTION_HANDLERS", "REFUSED_FUNCTIONS", "TIME_UNITS", "interval_function", "date_part_expression",
            "date_arithmetic"]
@@ -492,9 +492,11 @@ def max_type(values: list[Expr], literals: list[bool] | None = None) -> pa.DataT
     """
     literals = literals or [False] * len(values)
     dtype, pending = pa.null(), None  # pending: the value of a literal that alone gave ``dtype`` so far
+    integral = True  # every value folded so far is an integer or a HUGEINT: a HUGEINT ``dtype`` is one
     for value, literal in zip(values, literals):
         if pa.types.is_null(value.dtype):
             continue
+        huge = is_hugeint(value)
         if pa.types.is_null(dtype):
             dtype, pending = value.dtype, value.value if literal else None
         elif literal and pending is None and _fits_integer(value.value, dtype):
@@ -502,7 +504,8 @@ def max_type(values: list[Expr], literals: list[bool] | None = None) -> pa.DataT
         elif pending is not None and not literal and _fits_integer(pending, value.dtype):
             dtype, pending = value.dtype, None
         else:
-            dtype, pending = common_type(dtype, value.dtype), None
+            dtype, pending = common_type(dtype, value.dtype, (integral and dtype == HUGEINT, huge)), None
+        integral = integral and (huge or is_integer(value.dtype))
     return dtype
 
 

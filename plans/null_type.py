@@ -22,13 +22,17 @@ from __future__ import annotations
 import pyarrow as pa
 
 __all__ = ["NULL_STORAGE", "null_typed_field", "is_null_typed", "sql_type",
-           "with_null_types_of", "schema_with_null_types_of", "null_type_metadata"]
+           "with_null_types_of", "schema_with_null_types_of", "null_type_metadata", "plan_field", "is_hugeint_field"]
 
 #: The storage of a NULL-typed column (DuckDB's result type for a column of the NULL type).
 NULL_STORAGE = pa.int32()
 _KEY = b"gpu_engine.sql_type"
 
 _NULL = b"NULL"
+#: DuckDB's HUGEINT, held as DECIMAL(38, 0) as DuckDB hands it to Arrow: the mark tells it apart from a real
+#: DECIMAL(38, 0) where types meet (HUGEINT beside DECIMAL(10, 2) is DECIMAL(38, 2), a DECIMAL(38, 0) beside it
+#: DECIMAL(38, 0): :func:`gpu_engine.plans.type_coercion.common_type`).
+_HUGEINT = b"HUGEINT"
 
 
 def null_typed_field(name: str, nullable: bool = True) -> pa.Field:
@@ -68,5 +72,21 @@ def schema_with_null_types_of(schema: pa.Schema, marked: pa.Schema) -> pa.Schema
 
 
 def null_type_metadata(field: pa.Field) -> dict | None:
-    """Return the metadata a field rebuilt from ``field`` keeps: the NULL type's mark, and nothing else."""
-    return {_KEY: _NULL} if is_null_typed(field) else None
+    """Return the metadata a field rebuilt from ``field`` keeps: the NULL type's or HUGEINT's mark, nothing else."""
+    if is_null_typed(field):
+        return {_KEY: _NULL}
+    return {_KEY: _HUGEINT} if is_hugeint_field(field) else None
+
+
+def plan_field(name: str, dtype: pa.DataType, nullable: bool = True, *, hugeint: bool = False) -> pa.Field:
+    """Return a plan column of ``dtype``: of SQL's NULL type for ``pa.null()``, marked HUGEINT for ``hugeint``."""
+    if pa.types.is_null(dtype):
+        return null_typed_field(name, nullable)
+    return pa.field(name, dtype, nullable, metadata={_KEY: _HUGEINT} if hugeint else None)
+
+
+def is_hugeint_field(field: pa.Field) -> bool:
+    """Return True when ``field`` holds DuckDB's HUGEINT (an integer sum, UBIGINT with a signed integer), not a
+    real DECIMAL(38, 0)."""
+    metadata = field.metadata
+    return bool(metadata) and metadata.get(_KEY) == _HUGEINT

@@ -32,7 +32,7 @@ from gpu_engine.plans.aggregates import (
     TWO_ARGUMENT_FUNCTIONS, aggregation_output_schema, final_step_aggregates, intermediate_names, then_by_types,
 )
 from gpu_engine.plans.expressions import AggregateCall, ColumnRef, Expr, Literal, referenced_columns
-from gpu_engine.plans.null_type import NULL_STORAGE, null_type_metadata, null_typed_field
+from gpu_engine.plans.null_type import NULL_STORAGE, null_type_metadata, null_typed_field, plan_field
 from gpu_engine.plans.nodes import (
     AggregationNode,
     AggregationStep,
@@ -61,6 +61,7 @@ from gpu_engine.plans.nodes import (
     walk_plan,
 )
 from gpu_engine.plans.range_arguments import typed_range_arguments, typed_unnest_arguments
+from gpu_engine.plans.type_coercion import is_hugeint, is_hugeint_result
 from gpu_engine.plans.window_functions import check_frame_order, keeps_null_type, parse_window_function
 from gpu_engine.plans.sql_translator import (
     Snippet,
@@ -314,8 +315,7 @@ class PlanBuilder:
             _unique_names(names, label)
             # A bare NULL is a column of SQL's NULL type: INTEGER storage, typed by what it meets later.
             # (a CASE of only NULL results too: its every value is NULL)
-            schema = pa.schema([null_typed_field(name) if pa.types.is_null(expr.dtype) else pa.field(name, expr.dtype)
-                                for name, expr in pairs])
+            schema = pa.schema([plan_field(name, expr.dtype, hugeint=is_hugeint(expr)) for name, expr in pairs])
             return ProjectNode(id=node_id, output_schema=schema, sources=(self._node,), names=names,
                                expressions=tuple(Literal(None, NULL_STORAGE) if pa.types.is_null(expr.dtype)
                                                  else expr for _, expr in pairs))
@@ -811,7 +811,8 @@ class PlanBuilder:
                 check_frame_order(call, order, self._schema, label)
             names = tuple(name for name, _ in pairs)
             schema = pa.schema(list(self._schema) + [
-                null_typed_field(name) if keeps_null_type(call, self._schema) else pa.field(name, call.dtype)
+                null_typed_field(name) if keeps_null_type(call, self._schema)
+                else plan_field(name, call.dtype, hugeint=is_hugeint_result(call.dtype, call.args))
                 for name, call in pairs])
             _unique_names(schema.names, label)
             return WindowNode(id=node_id, output_schema=schema, sources=(self._node,), partition_keys=keys,

@@ -43,7 +43,7 @@ from gpu_engine.plans.interval_translation import (
     interval_arithmetic, interval_expression, interval_text_literal, is_interval_arithmetic, negated_interval,
     to_days_call,
 )
-from gpu_engine.plans.null_type import is_null_typed
+from gpu_engine.plans.null_type import is_hugeint_field, is_null_typed
 from gpu_engine.plans.snippet_sources import written_sql
 from gpu_engine.plans.sql_dialects import planned_dialect
 from gpu_engine.plans.sql_literal_lists import lifted_values
@@ -318,7 +318,7 @@ class ScalarTranslator:
         field = self.schema.field(name)
         if is_null_typed(field):  # SQL's NULL type: typed by what it meets, as a written NULL (plans/null_type.py)
             return Literal(None, pa.null())
-        return ColumnRef(name, field.type)
+        return ColumnRef.of_field(field, is_hugeint_field(field))
 
     def _literal(self, tree: exp.Literal) -> Expr:
         if tree.is_string:

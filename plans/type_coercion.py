@@ -11,7 +11,9 @@ literals do: ``tinyint_col + 100`` is TINYINT, ``+ 1000`` INTEGER.) A uint64
 (UBIGINT) beside a signed integer meets it in DuckDB's HUGEINT, which the engine
 holds as DECIMAL(38, 0) (DuckDB hands HUGEINT to Arrow as decimal128(38, 0)):
 in ``+ - * %``, CASE, COALESCE and set operations alike; beside an unsigned one
-it stays UBIGINT. The evaluator computes both on 128-bit words. Decimals, floats
+it stays UBIGINT. Where types meet, HUGEINT is told apart from a real DECIMAL(38, 0)
+(:func:`is_hugeint`, and the mark on plan fields, :func:`gpu_engine.plans.null_type.plan_field`):
+beside DECIMAL(10, 2) it is DECIMAL(38, 2), a real DECIMAL(38, 0) stays DECIMAL(38, 0). The evaluator computes both on 128-bit words. Decimals, floats
 and ``/`` follow DuckDB exactly, including its rule that a decimal product of
 two inputs of precision <= 18 is capped at precision 18 (the evaluator checks
 such products for overflow).
@@ -38,6 +40,7 @@ from gpu_engine.columnar.types import (
     is_time,
     is_temporal,
 )
+from gpu_engine.plans.expressions import AggregateCall, BinaryOp, Case, ColumnRef, Expr, Function, UnaryOp
 
 __all__ = [
     "MAX_DECIMAL_PRECISION",
@@ -46,6 +49,8 @@ __all__ = [
     "integer_as_decimal",
     "arithmetic_type",
     "common_type",
+    "is_hugeint",
+    "is_hugeint_result",
     "is_comparable",
     "is_castable",
     "unimplemented_cast",
@@ -154,10 +159,12 @@ def _common_integer(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     return pa.int64() if unsigned.bit_width == 32 else {8: pa.int16(), 16: pa.int32()}[unsigned.bit_width]
 
 
-def common_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+def common_type(left: pa.DataType, right: pa.DataType, hugeint: tuple[bool, bool] = (False, False)) -> pa.DataType:
     """Return the type both operands convert to in CASE branches and IN lists (DuckDB's max type).
 
-    ``pa.null()`` (an untyped NULL literal) yields the other type.
+    ``pa.null()`` (an untyped NULL literal) yields the other type. ``hugeint`` says which operand is DuckDB's
+    HUGEINT rather than a real DECIMAL(38, 0) (same storage): HUGEINT beside DECIMAL(p, s) is DECIMAL(38, s),
+    keeping the fraction digits, where a real DECIMAL(38, 0) keeps its integer digits and rounds them away.
 
     Raises
     ------
@@ -173,6 +180,10 @@ def common_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
             return _float_type(left, right)
         if is_integer(left) and is_integer(right):
             return _common_integer(left, right)
+        if hugeint[0] != hugeint[1]:
+            other = right if hugeint[0] else left
+            if is_decimal(other):  # HUGEINT beside a real decimal (an integer beside HUGEINT gives HUGEINT below)
+                return pa.decimal128(MAX_DECIMAL_PRECISION, other.scale)
         left, right = integer_as_decimal(left), integer_as_decimal(right)
         scale = max(left.scale, right.scale)
         digits = max(left.precision - left.scale, right.precision - right.scale)
@@ -194,6 +205,43 @@ def common_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
             return pa.timestamp(finest.unit, tz=zoned[0].tz)
         return finest
     raise TypeError(f"no common type for {left} and {right}")
+
+
+def is_hugeint(expr: Expr) -> bool:
+    """Return True when ``expr`` is DuckDB's HUGEINT, not a real DECIMAL(38, 0) (the engine holds both alike).
+
+    HUGEINT comes from an integer sum (``sum``/``count_if`` of integers or booleans, over groups or windows:
+    their plan fields carry the mark, :func:`gpu_engine.plans.null_type.plan_field`), from a UBIGINT beside a
+    signed integer in ``+ - * %``, and stays HUGEINT beside integers and other HUGEINTs (``sum(k) + 1``, ``-s``,
+    ``coalesce(s, 0)``, ``max(s)``). ``sum`` of a DECIMAL(p, 0) is a real DECIMAL(38, 0), as in DuckDB.
+    """
+    if expr.dtype != HUGEINT:
+        return False
+    if isinstance(expr, ColumnRef):
+        return expr.hugeint
+    if isinstance(expr, BinaryOp):
+        return _integral(expr.left) and _integral(expr.right)
+    if isinstance(expr, UnaryOp):
+        return _integral(expr.operand)
+    if isinstance(expr, Case):
+        return all(_integral(value) for _, value in expr.whens) and (expr.default is None
+                                                                      or _integral(expr.default))
+    if isinstance(expr, Function):
+        return expr.name in ("greatest", "least", "coalesce", "abs") and all(_integral(arg) for arg in expr.args)
+    if isinstance(expr, AggregateCall):
+        return is_hugeint_result(expr.dtype, (expr.arg,) if expr.arg is not None else ())
+    return False
+
+
+def is_hugeint_result(dtype: pa.DataType, args: tuple[Expr, ...]) -> bool:
+    """Return True when an aggregate or window function of type ``dtype`` over ``args`` gives DuckDB's HUGEINT:
+    ``sum``/``count_if`` of integers or booleans, ``max``/``lag``/``sum`` of a HUGEINT; not ``sum`` of a decimal."""
+    return dtype == HUGEINT and bool(args) and all(_integral(arg) or pa.types.is_boolean(arg.dtype) for arg in args)
+
+
+def _integral(expr: Expr) -> bool:
+    """An integer, a HUGEINT or an untyped NULL: what leaves a HUGEINT a HUGEINT where it meets it."""
+    return is_integer(expr.dtype) or pa.types.is_null(expr.dtype) or is_hugeint(expr)
 
 
 def is_comparable(left: pa.DataType, right: pa.DataType) -> bool:

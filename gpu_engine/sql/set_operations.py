@@ -52,9 +52,9 @@ from gpu_engine.plans.expressions import Cast, ColumnRef, Literal
 from gpu_engine.columnar.arrow_numpy import empty_table
 from gpu_engine.optimizer.empty_relations import propagate_empty_relations
 from gpu_engine.plans.nodes import LocalPartitionNode, PlanNode, ProjectNode, ValuesNode
-from gpu_engine.plans.null_type import is_null_typed, null_typed_field, sql_type
-from gpu_engine.columnar.types import is_interval, is_numeric, is_string, is_temporal, is_time
-from gpu_engine.plans.type_coercion import common_type
+from gpu_engine.plans.null_type import is_hugeint_field, is_null_typed, plan_field, sql_type
+from gpu_engine.columnar.types import is_integer, is_interval, is_numeric, is_string, is_temporal, is_time
+from gpu_engine.plans.type_coercion import HUGEINT, common_type
 from gpu_engine.sql.errors import SqlError, position_of
 from gpu_engine.sql.planning_context import quoted
 from gpu_engine.sql.renaming import aliased
@@ -110,9 +110,8 @@ def plan_set_operation(planner: "QueryPlanner", query: exp.SetOperation, ctes: M
     names = [out_name for out_name, _ in planned[0][1]]
     relation, outputs = planned[0]
     for index in range(1, len(branches)):  # left-deep, as written: one LocalPartition per operation
-        fields = [null_typed_field(planner._fresh(out_name), nullable) if pa.types.is_null(dtype)
-                  else pa.field(planner._fresh(out_name), dtype, nullable)
-                  for out_name, (dtype, nullable) in zip(names, types)]
+        fields = [plan_field(planner._fresh(out_name), dtype, nullable, hugeint=hugeint)
+                  for out_name, (dtype, nullable, hugeint) in zip(names, types)]
         right, right_outputs = planned[index]
         relation = _combined(planner, query, fields, (relation, outputs, nulls[0] if index == 1 else set()),
                              (right, right_outputs, nulls[index]))
@@ -186,27 +185,30 @@ def _all_null_positions(branch: exp.Expression, relation: "Relation", outputs: l
     return positions
 
 
-def _unified_types(query: exp.SetOperation, branches, planned, nulls) -> list[tuple[pa.DataType, bool]]:
-    """Return per output column the branches' common type (``pa.null()``: NULLs only) and its nullability."""
+def _unified_types(query: exp.SetOperation, branches, planned, nulls) -> list[tuple[pa.DataType, bool, bool]]:
+    """Return per output column the branches' common type (``pa.null()``: NULLs only), its nullability and whether
+    it is DuckDB's HUGEINT (every branch an integer or a HUGEINT: :func:`gpu_engine.plans.null_type.plan_field`)."""
     name = set_operation_name(query)
     types = []
     for position, (out_name, _) in enumerate(planned[0][1]):
-        dtype, nullable = pa.null(), False
+        dtype, nullable, integral = pa.null(), False, True
         for index, (relation, outputs) in enumerate(planned):
             if position in nulls[index]:
                 nullable = True
                 continue
             field = relation.node.output_schema.field(outputs[position][1])
             nullable = nullable or field.nullable
+            huge = is_hugeint_field(field)
             try:
-                dtype = _branch_type(dtype, sql_type(field))
+                dtype = _branch_type(dtype, sql_type(field), (integral and dtype == HUGEINT, huge))
             except TypeError:
                 where = (("the left branch", "the right") if len(branches) == 2 else
                          (f"branches 1 to {index}", f"branch {index + 1}"))
                 raise _error(f"{name}: column {position + 1} ({out_name!r}) is {dtype} in {where[0]} and "
                              f"{field.type} in {where[1]}, which have no common type; CAST one of them",
                              query) from None
-        types.append((dtype, nullable))
+            integral = integral and (huge or is_integer(field.type) or is_null_typed(field))
+        types.append((dtype, nullable, integral and dtype == HUGEINT))
     return types
 
 
@@ -297,7 +299,7 @@ def _union_statistics(left, right, keys) -> dict:
     return union_columns(keys, branches)
 
 
-def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
+def _branch_type(left: pa.DataType, right: pa.DataType, hugeint: tuple[bool, bool] = (False, False)) -> pa.DataType:
     """Return the type a column of two branches unifies to: DuckDB's common type; VARCHAR for text beside a
     number, a date or a boolean (DuckDB casts the other branch's values to text: ``SELECT 1 UNION SELECT 'x'``);
     the number's type for a boolean beside a number (``SELECT true UNION ALL SELECT 2.5`` is DECIMAL(2,1) 1.0);
@@ -305,7 +307,7 @@ def _branch_type(left: pa.DataType, right: pa.DataType) -> pa.DataType:
     beside a TIME, an interval's beside a date, timestamp or time, as DuckDB: the cast of the other branch's rows
     then fails when a row is cast (``CAST(1 AS DATE)``, ``CAST(TIME ... AS DATE)``), so an empty branch answers."""
     try:
-        return common_type(left, right)
+        return common_type(left, right, hugeint)
     except TypeError:
         if is_string(left) != is_string(right) and not any(pa.types.is_null(t) or pa.types.is_binary(t)
                                                              for t in (left, right)):

@@ -90,6 +90,39 @@ def test_decimals_past_64_bits_match_duckdb(device_name):
         assert_queries_match_duckdb(session, connection, WIDE_QUERIES, exact_types=True)
 
 
+#: HUGEINT (sum of integers, UBIGINT beside a signed integer) and real decimals: DuckDB's HUGEINT beside
+#: DECIMAL(p, s) is DECIMAL(38, s), a real DECIMAL(38, 0) (``h``, ``sum(e)``) beside it DECIMAL(38, 0). The engine holds
+#: both as decimal128(38, 0) and gave DECIMAL(38, 0) (the fraction rounded away) for both (reviewer, stop 54).
+H = pa.table({
+    "g": pa.array([1, 1, 2, 2], pa.int32()),
+    "k": pa.array([1, 2, 3, None], pa.int64()),
+    "u": pa.array([5, 7, None, 9], pa.uint64()),
+    "m": pa.array([D("1.25"), D("-0.5"), None, D("2.75")], pa.decimal128(10, 2)),
+    "h": pa.array([D("3"), None, D("-4"), D("5")], pa.decimal128(38, 0)),
+    "e": pa.array([D("1"), D("2"), None, D("3")], pa.decimal128(10, 0)),
+})
+
+HUGEINT_QUERIES = [
+    "SELECT k, coalesce(m, u - k) AS a, CASE WHEN k = 1 THEN m ELSE u - k END AS c, greatest(m, u - k) AS d, "
+    "least(u - k, m, 0.125) AS e, coalesce(m, h) AS f, coalesce(h, u - k, m) AS i, coalesce(k, u - k, m) AS j FROM t",
+    "SELECT g, coalesce(sum(k) FILTER (WHERE k > 5), 0.5) AS a, coalesce(sum(e), 0.5) AS c, "
+    "CASE WHEN g = 1 THEN sum(k) + 1 ELSE 0.25 END AS d, coalesce(-sum(k), 0.5) AS e, "
+    "coalesce(count_if(k > 1), 0.5) AS f FROM t GROUP BY g",
+    "SELECT g, coalesce(m, s) AS x FROM (SELECT g, m, sum(k) OVER (PARTITION BY g) AS s FROM t)",
+    "SELECT m AS x FROM t UNION ALL SELECT sum(k) FROM t",
+    "SELECT x FROM (VALUES (1.5), (NULL)) v(x) UNION ALL SELECT sum(k) FROM t GROUP BY g",
+    "SELECT h AS x FROM t UNION ALL SELECT m FROM t",
+    "WITH c AS (SELECT g, sum(k) AS s FROM t GROUP BY g) SELECT g, coalesce(s, 0.5) AS a, greatest(s, 2.5) AS c FROM c",
+    "SELECT coalesce(s, 0.5) AS x FROM (SELECT max(s) AS s FROM (SELECT sum(k) AS s FROM t GROUP BY g))",
+]
+
+
+def test_hugeint_beside_a_decimal_keeps_its_fraction_digits(device_name):
+    with duckdb_with_tables({"t": H}) as connection:
+        session = session_with_tables({"t": H}, split_rows=2, device=device_name, compile_mode="lowest")
+        assert_queries_match_duckdb(session, connection, HUGEINT_QUERIES, exact_types=True)
+
+
 @pytest.mark.parametrize("sql", ERRORS)
 def test_ubigint_overflow_and_division_by_zero_raise_as_in_duckdb(sql, reference):
     with pytest.raises((duckdb.OutOfRangeException, duckdb.InvalidInputException)):
