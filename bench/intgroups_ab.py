@@ -4,8 +4,9 @@ against the range's count alone (partial step refused), DuckDB in the process (i
     .venv/bin/python -m bench.intgroups_ab --rounds 7
 
 The data and query are bench/string_keys_ab.py's ``group`` case (``int`` keys). "before" plans with
-:data:`gpu_engine.optimizer.partial_steps.FEW_VALUES_SHARE` below 0 (every sampled count dropped: the range's count
-stands, the plan before the change), "after" as the tree plans now; both plans are made once, each in its own Session, and run
+:data:`gpu_engine.optimizer.partial_steps.FEW_VALUES_SHARE` below 0 and
+``WIDE_KEY_SAMPLE_MIN_ROWS`` infinite (every sampled count dropped, no file sampled: the range's count stands, the
+plan before the change), "after" as the tree plans now; both plans are made once, each in its own Session, and run
 alternately with DuckDB; every answer is checked against DuckDB's. Process CPU (user+sys) and wall, medians.
 """
 from __future__ import annotations
@@ -23,16 +24,17 @@ from bench.string_keys_ab import GROUP_SQL, _group_tables, _source
 from gpu_engine import Session
 
 
-def _with_share(session, plan, share):
+def _with_share(session, plan, share, call=None):
     """A run of ``plan`` whose optimization (at each execute, from the session's statistics) believes sampled
-    counts up to ``share`` of the rows."""
+    counts up to ``share`` of the rows (``call`` instead of the run: an explain under the same choice)."""
     def run():
-        kept = partial_steps.FEW_VALUES_SHARE
+        kept = partial_steps.FEW_VALUES_SHARE, partial_steps.WIDE_KEY_SAMPLE_MIN_ROWS
         partial_steps.FEW_VALUES_SHARE = share
+        partial_steps.WIDE_KEY_SAMPLE_MIN_ROWS = kept[1] if share >= 0 else float("inf")
         try:
-            return session.execute(plan)
+            return session.execute(plan) if call is None else call()
         finally:
-            partial_steps.FEW_VALUES_SHARE = kept
+            partial_steps.FEW_VALUES_SHARE, partial_steps.WIDE_KEY_SAMPLE_MIN_ROWS = kept
     return run
 
 
@@ -65,9 +67,10 @@ def main() -> int:
         got = [tuple(r.values()) for r in run().to_pylist()]
         assert got == expected, (side, got[:3], expected[:3])
         settle_compiled_tier(run)
-        partial_steps.FEW_VALUES_SHARE = share if side == "after" else -1.0
-        partial = "PARTIAL [k]" in session.explain(plan, analyze=True)
-        partial_steps.FEW_VALUES_SHARE = share
+        explained = []
+        _with_share(session, plan, share if side == "after" else -1.0,
+                    lambda: explained.append(session.explain(plan, analyze=True)))()
+        partial = "PARTIAL [k]" in explained[0]
         print(f"{side}: partial step {'kept' if partial else 'refused'}", flush=True)
         runs[side] = run
     runs["duckdb"] = lambda: duck.sql(sql).fetchall()

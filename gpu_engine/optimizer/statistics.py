@@ -464,6 +464,42 @@ def _arrow_statistics(table: pa.Table) -> TableStatistics:
     return TableStatistics(float(rows), columns)
 
 
+#: (a Parquet table's version, column) -> :func:`wide_key_count`'s answer.
+_WIDE_KEYS: dict[tuple, float | None] = {}
+
+
+def wide_key_count(table, statistics: TableStatistics, column: str) -> float | None:
+    """Return the distinct values of a sample of Parquet table ``table``'s integer or date ``column`` (one row
+    group's rows read by :func:`_key_columns`, counted by :func:`_arrow_sampled_ndv`) where its range is wider
+    than the table's rows and no dictionary gave a count; None otherwise, or where the sample says nothing.
+
+    Why: where the range is wider than the rows, its count, capped at the rows, says a value a row whatever the
+    column holds; in a PLAIN-encoded file nothing else counts it, and 100 int64 keys drawn from [0, 1e9) over
+    10M rows lost their partial step: 2.0x the CPU (bench/results/2026-11-29-intgroups-s54.md). Read only when
+    a plan's choice hangs on it (:mod:`~gpu_engine.optimizer.partial_steps` about to refuse a partial step):
+    reading every such column while the statistics are taken cost 289 ms of CPU over the 121 TPC-H and TPC-DS
+    texts' first planning at SF1, for no plan changed. Once per file version and column.
+    """
+    from gpu_engine.errors import DataSourceError
+
+    stats = statistics.columns.get(column)
+    low = None if stats is None else as_number(stats.minimum)
+    high = None if stats is None else as_number(stats.maximum)
+    if (stats is None or not stats.ndv or stats.sampled_ndv or low is None or high is None
+            or high - low + 1 <= statistics.rows or not getattr(table, "files", None)):
+        return None
+    try:
+        key = (_version(table), column)
+        if key not in _WIDE_KEYS:
+            read = _key_columns(table, (column,), ARROW_SAMPLE_ROWS)
+            if len(_WIDE_KEYS) >= _MAX_MATCHES:
+                _WIDE_KEYS.clear()
+            _WIDE_KEYS[key] = None if read is None else _arrow_sampled_ndv(read[0])
+        return _WIDE_KEYS[key]
+    except (pa.ArrowException, OSError, ValueError, TypeError, OverflowError, DataSourceError, MemoryError):
+        return None  # (a file gone or damaged since its statistics: its scan reports it)
+
+
 #: The rows :func:`_arrow_sampled_ndv` reads of an in-memory column (evenly spaced; all of a smaller one).
 ARROW_SAMPLE_ROWS = 1 << 16
 
@@ -856,6 +892,13 @@ class RegisteredStatistics(Mapping):
         if key not in self._matches:  # (a join search estimates one join many times)
             self._matches[key] = key_match_divisor(self._tables[a], a_columns, self._tables[b], b_columns)
         return self._matches[key]
+
+    def wide_key_count(self, table: str, column: str) -> float | None:
+        """Return :func:`wide_key_count` of registered table ``table``'s ``column`` (None for a table not
+        registered)."""
+        if table not in self._tables or column not in self[table].columns:
+            return None
+        return wide_key_count(self._tables[table], self[table], column)
 
     def unique_column(self, table: str, column: str, null: bool = True) -> bool:
         """Return :func:`unique_column` of registered table ``table`` (False for a table not registered); each

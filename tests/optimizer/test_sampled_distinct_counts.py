@@ -22,6 +22,7 @@ from gpu_engine.optimizer.cardinality import estimate
 from gpu_engine.optimizer import statistics as statistics_module
 from gpu_engine.optimizer.statistics import RegisteredStatistics
 from gpu_engine.plans import PlanBuilder
+from gpu_engine.plans.nodes import AggregationNode, walk_plan
 
 ROWS = 4000
 #: four rows a key, keys 0, 4, 8, ...: 1,000 values over a range of ~4,000 (as l_orderkey's four lines an order)
@@ -93,3 +94,32 @@ def test_few_values_of_a_wide_range_are_counted_in_any_order_in_parquet_and_in_m
     scanned = estimate(PlanBuilder({"tens": table.schema}).table_scan("tens").plan(),
                        RegisteredStatistics(session._tables))
     assert scanned.columns["k"].ndv == max(SPARSE) - min(SPARSE) + 1
+
+
+
+def test_a_plain_file_key_of_a_range_wider_than_the_rows_is_sampled_where_its_partial_step_hangs_on_it(
+        tmp_path, monkeypatch):
+    """A PLAIN-encoded file: a row group's rows are read and counted where the range is wider than the rows and
+    the partial-step rule would refuse on it (eight values of [0, 1e9): eight, the partial step kept); a range
+    within the rows (SPARSE) reads nothing and keeps its count."""
+    from gpu_engine.optimizer import partial_steps
+
+    monkeypatch.setattr(partial_steps, "MIN_ESTIMATED_ROWS", 0)
+    monkeypatch.setattr(partial_steps, "WIDE_KEY_SAMPLE_MIN_ROWS", 0)
+    rows = [(i % 8) * 123_456_789 for i in range(ROWS)]
+    random.Random(3).shuffle(rows)
+    shuffled = SPARSE[:]
+    random.Random(7).shuffle(shuffled)
+    session = Session(device="cpu")
+    kept = {}
+    for name, values in (("wideplain", rows), ("narrowplain", shuffled)):
+        table = pa.table({"k": pa.array(values, pa.int64()), "v": pa.array(range(ROWS), pa.int64())})
+        pq.write_table(table, tmp_path / f"{name}.parquet", row_group_size=ROWS // 4, use_dictionary=False)
+        session.register(name, str(tmp_path / f"{name}.parquet"))
+        plan = PlanBuilder({name: table.schema}).table_scan(name).aggregation(["k"], ["sum(v) AS s"]).plan()
+        (chosen,) = [n for n in walk_plan(partial_steps.choose_partial_steps(plan, RegisteredStatistics(
+            session._tables))) if isinstance(n, AggregationNode)]
+        kept[name] = chosen.partial_step
+    statistics = RegisteredStatistics(session._tables)
+    assert statistics.wide_key_count("wideplain", "k") == 8 and statistics.wide_key_count("narrowplain", "k") is None
+    assert kept == {"wideplain": True, "narrowplain": False}
